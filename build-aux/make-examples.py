@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Writes data/examples/*.napkin. The examples are data, kept in git; this script
+is how they were first laid out and is kept so that a change to all of them is
+one edit. Run: python3 build-aux/make-examples.py"""
+import json, math, os, sys
+
+OUT = os.path.join(os.path.dirname(__file__), '..', 'data', 'examples')
+
+def doc(title, description, axes, tensors, nodes, wires, regions=()):
+    return {
+        "format": "napkin", "version": 1, "title": title, "description": description,
+        "axes": [{"name": n, "size": s} for n, s in axes],
+        "tensors": [{"name": n, "axes": a, "dtype": t} for n, a, t in tensors],
+        "nodes": nodes,
+        "wires": [{"from": f, "to": t, "port": p} for f, t, p in wires],
+        "regions": list(regions),
+        "view": {"zoom": 1, "scroll": [0, 0]},
+    }
+
+def node(id, kind, x, y, label=None, **kw):
+    d = {"id": id, "kind": kind}
+    if label: d["label"] = label
+    d["x"] = x; d["y"] = y
+    d.update(kw)
+    return d
+
+def region(name, level, nodes, marks, stages=1):
+    r = {"name": name, "level": level, "nodes": nodes,
+         "marks": {a: ("whole" if m == "whole" else {m[0]: m[1]}) for a, m in marks}}
+    if stages != 1: r["stages"] = stages
+    return r
+
+def matmul(tiled=False, nested=False):
+    axes = [("m", 4096), ("n", 4096), ("k", 4096)]
+    tensors = [("A", ["m", "k"], "fp16"), ("B", ["k", "n"], "fp16"), ("C", ["m", "n"], "fp16")]
+    nodes = [node("a", "input", 40, 60, "A", tensor="A"),
+             node("b", "input", 40, 200, "B", tensor="B"),
+             node("mm", "contract", 260, 130, "A·B", out=["m", "n"]),
+             node("c", "output", 480, 130, "C", tensor="C")]
+    wires = [("a", "mm", 0), ("b", "mm", 1), ("mm", "c", 0)]
+    regions = []
+    if tiled or nested:
+        regions.append(region("block", "smem", ["mm"],
+                              [("m", ("parallel", 128)), ("n", ("parallel", 128)), ("k", ("stream", 64))],
+                              stages=3))
+    if nested:
+        regions.append(region("warp", "registers", ["mm"],
+                              [("m", ("parallel", 64)), ("n", ("parallel", 32)), ("k", ("stream", 16))]))
+    if nested:
+        return doc("Matmul: shared memory tiles, warp tiles in registers",
+                   "C[m,n] = Σ_k A[m,k]·B[k,n] with two nested relabelings: a 128×128 block tile "
+                   "in shared memory streaming k in chunks of 64, and inside it 64×32 warp tiles in "
+                   "registers streaming k in chunks of 16 (the tensor-core fragments).",
+                   axes, tensors, nodes, wires, regions)
+    if tiled:
+        return doc("Tiled matmul",
+                   "C[m,n] = Σ_k A[m,k]·B[k,n] relabeled onto shared memory: m and n are cut into "
+                   "groups of 128 (one thread block each), k is streamed in chunks of 64 with three "
+                   "pipeline stages. H = m·n·k·(1/128 + 1/128) + m·n elements.",
+                   axes, tensors, nodes, wires, regions)
+    return doc("Matmul", "C[m,n] = Σ_k A[m,k]·B[k,n], the plain diagram: everything in device memory.",
+               axes, tensors, nodes, wires)
+
+def softmax():
+    return doc("Row-wise softmax",
+               "Y[r,c] = softmax over c of X[r,c]. Each thread block holds 4 whole rows in shared memory.",
+               [("r", 16384), ("c", 16384)],
+               [("X", ["r", "c"], "fp16"), ("Y", ["r", "c"], "fp16")],
+               [node("x", "input", 40, 100, "X", tensor="X"),
+                node("sm", "softmax", 260, 100, "softmax", axis="c"),
+                node("y", "output", 480, 100, "Y", tensor="Y")],
+               [("x", "sm", 0), ("sm", "y", 0)],
+               [region("rows", "smem", ["sm"], [("r", ("parallel", 4)), ("c", "whole")])])
+
+def layernorm():
+    return doc("LayerNorm",
+               "Y[t,h] = LayerNorm over h of X[t,h], then ·γ[h] + β[h]. Each block holds 4 rows.",
+               [("t", 65536), ("h", 4096)],
+               [("X", ["t", "h"], "fp16"), ("gamma", ["h"], "fp16"), ("beta", ["h"], "fp16"),
+                ("Y", ["t", "h"], "fp16")],
+               [node("x", "input", 40, 60, "X", tensor="X"),
+                node("g", "input", 260, 200, "γ", tensor="gamma"),
+                node("bt", "input", 480, 200, "β", tensor="beta"),
+                node("ln", "normalize", 260, 60, "layernorm", norm="layernorm", axis="h", eps=1e-5),
+                node("mul", "map", 480, 60, "·γ", fn="mul"),
+                node("add", "map", 700, 60, "+β", fn="add"),
+                node("y", "output", 920, 60, "Y", tensor="Y")],
+               [("x", "ln", 0), ("ln", "mul", 0), ("g", "mul", 1), ("mul", "add", 0), ("bt", "add", 1),
+                ("add", "y", 0)],
+               [region("rows", "smem", ["ln", "mul", "add"], [("t", ("parallel", 4)), ("h", "whole")])])
+
+def mlp():
+    return doc("MLP block",
+               "Y[t,e] = GELU(X[t,e]·W1[e,f])·W2[f,e]: two linear layers with a GELU between them.",
+               [("t", 8192), ("e", 4096), ("f", 16384)],
+               [("X", ["t", "e"], "bf16"), ("W1", ["e", "f"], "bf16"), ("W2", ["f", "e"], "bf16"),
+                ("Y", ["t", "e"], "bf16")],
+               [node("x", "input", 40, 60, "X", tensor="X"),
+                node("w1", "input", 40, 200, "W1", tensor="W1"),
+                node("lin1", "contract", 260, 120, "X·W1", out=["t", "f"]),
+                node("act", "map", 480, 120, "GELU", fn="gelu"),
+                node("w2", "input", 480, 260, "W2", tensor="W2"),
+                node("lin2", "contract", 700, 160, "H·W2", out=["t", "e"]),
+                node("y", "output", 920, 160, "Y", tensor="Y")],
+               [("x", "lin1", 0), ("w1", "lin1", 1), ("lin1", "act", 0), ("act", "lin2", 0),
+                ("w2", "lin2", 1), ("lin2", "y", 0)])
+
+def attention(flash=False):
+    d = 128
+    axes = [("b", 4), ("h", 16), ("q", 4096), ("k", 4096), ("d", d)]
+    tensors = [("Q", ["b", "h", "q", "d"], "fp16"), ("K", ["b", "h", "k", "d"], "fp16"),
+               ("V", ["b", "h", "k", "d"], "fp16"), ("O", ["b", "h", "q", "d"], "fp16")]
+    nodes = [node("q_in", "input", 40, 40, "Q", tensor="Q"),
+             node("k_in", "input", 40, 180, "K", tensor="K"),
+             node("v_in", "input", 480, 300, "V", tensor="V"),
+             node("qk", "contract", 260, 100, "Q·Kᵀ", out=["b", "h", "q", "k"]),
+             node("scale", "map", 480, 100, "·1/√d", fn="scale", alpha=1 / math.sqrt(d)),
+             node("sm", "softmax", 700, 100, "softmax", axis="k"),
+             node("pv", "contract", 920, 160, "P·V", out=["b", "h", "q", "d"]),
+             node("o", "output", 1140, 160, "O", tensor="O")]
+    wires = [("q_in", "qk", 0), ("k_in", "qk", 1), ("qk", "scale", 0), ("scale", "sm", 0),
+             ("sm", "pv", 0), ("v_in", "pv", 1), ("pv", "o", 0)]
+    if flash:
+        return doc("FlashAttention",
+                   "Attention as a relabeling (Abbott & Zardini, FlashAttention on a Napkin): queries "
+                   "in groups of 128 per thread block, keys streamed in chunks of 64 with the online "
+                   "softmax; the scores never reach device memory. H = 2·q·d + 2·k·d·q/128 per head.",
+                   axes, tensors, nodes, wires,
+                   [region("block", "smem", ["qk", "scale", "sm", "pv"],
+                           [("b", ("parallel", 1)), ("h", ("parallel", 1)), ("q", ("parallel", 128)),
+                            ("k", ("stream", 64)), ("d", "whole")], stages=2)])
+    return doc("Attention",
+               "O = softmax(Q·Kᵀ/√d)·V with the scores materialised in device memory: every operation "
+               "reads and writes HBM.", axes, tensors, nodes, wires)
+
+EXAMPLES = {
+    "matmul.napkin": matmul(),
+    "matmul-tiled.napkin": matmul(tiled=True),
+    "matmul-nested.napkin": matmul(nested=True),
+    "softmax.napkin": softmax(),
+    "layernorm.napkin": layernorm(),
+    "mlp.napkin": mlp(),
+    "attention.napkin": attention(),
+    "flash-attention.napkin": attention(flash=True),
+}
+
+if __name__ == "__main__":
+    os.makedirs(OUT, exist_ok=True)
+    for name, d in EXAMPLES.items():
+        with open(os.path.join(OUT, name), "w") as f:
+            json.dump(d, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+    print("wrote", len(EXAMPLES), "examples")

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-cli"
+
+#include "config.h"
+
+#include <stdio.h>
+
+#include "napkin-cli.h"
+#include "napkin-file.h"
+#include "napkin-validate.h"
+
+GOptionContext *
+napkin_cli_context_new (const char          *command,
+                        const char          *args,
+                        const char          *summary,
+                        const GOptionEntry  *entries,
+                        NapkinCliOverrides  *overrides)
+{
+  g_autofree char *parameter = g_strdup_printf ("%s %s", command, args ? args : "");
+  GOptionContext *context = g_option_context_new (parameter);
+
+  g_option_context_set_summary (context, summary);
+  if (entries != NULL)
+    g_option_context_add_main_entries (context, entries, NULL);
+
+  if (overrides != NULL)
+    {
+      const GOptionEntry override_entries[] = {
+        { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides->axes,
+          "Override an axis size (repeatable)", "NAME=SIZE" },
+        { "tile", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides->tiles,
+          "Override a region's tile for an axis: SIZE, parallel:SIZE, stream:SIZE or whole (repeatable)",
+          "REGION.AXIS=SIZE" },
+        { NULL }
+      };
+
+      g_option_context_add_main_entries (context, override_entries, NULL);
+    }
+
+  return context;
+}
+
+gboolean
+napkin_cli_parse (GOptionContext   *context,
+                  int              *argc,
+                  char           ***argv)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!g_option_context_parse (context, argc, argv, &error))
+    {
+      fprintf (stderr, "napkin-cli: %s\n(see napkin-cli %s --help)\n", error->message,
+               *argc > 0 ? (*argv)[0] : "");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+int
+napkin_cli_usage_error (const char *command,
+                        const char *format,
+                        ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  fprintf (stderr, "napkin-cli %s: %s\n(see napkin-cli %s --help)\n", command, message, command);
+  return NAPKIN_CLI_USAGE;
+}
+
+NapkinDiagram *
+napkin_cli_load (const char          *path,
+                 NapkinCliOverrides  *overrides,
+                 gboolean             validate,
+                 GError             **error)
+{
+  g_autoptr(NapkinDiagram) diagram = NULL;
+
+  diagram = napkin_diagram_load_from_file (path, NAPKIN_LOAD_DEFAULT, error);
+  if (diagram == NULL)
+    return NULL;
+
+  for (guint i = 0; overrides && overrides->axes && overrides->axes[i]; i++)
+    if (!napkin_diagram_override_axis (diagram, overrides->axes[i], error))
+      return NULL;
+  for (guint i = 0; overrides && overrides->tiles && overrides->tiles[i]; i++)
+    if (!napkin_diagram_override_tile (diagram, overrides->tiles[i], error))
+      return NULL;
+
+  if (validate && !napkin_diagram_validate (diagram, error))
+    return NULL;
+
+  return g_steal_pointer (&diagram);
+}
+
+void
+napkin_cli_overrides_clear (NapkinCliOverrides *overrides)
+{
+  g_clear_pointer (&overrides->axes, g_strfreev);
+  g_clear_pointer (&overrides->tiles, g_strfreev);
+}

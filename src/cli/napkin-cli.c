@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-cli"
+
+#include "config.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "napkin-cli.h"
+
+static const NapkinCliCommand commands[] = {
+  { "validate", "FILE...", "Check diagrams; one error line per invalid file", napkin_cli_validate },
+  { "info", "FILE", "Axes, tensors, operations, regions and FLOPs of a diagram", napkin_cli_info },
+};
+
+static void
+print_usage (FILE *out)
+{
+  fprintf (out, "Usage: napkin-cli COMMAND [OPTION…] ARGS\n\n"
+                "Napkin %s: draw a GPU algorithm as a diagram, model it, generate it.\n\n"
+                "Commands:\n", PACKAGE_VERSION);
+  for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
+    fprintf (out, "  %-10s %-10s %s\n", commands[i].name, commands[i].args, commands[i].summary);
+  fprintf (out, "\nEvery command that reads a FILE takes --axis NAME=SIZE and --tile REGION.AXIS=SIZE.\n"
+                "Run napkin-cli COMMAND --help for its options.\n"
+                "Exit status: 0 success, 1 invalid input or failed work, 2 bad usage.\n");
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  setlocale (LC_ALL, "");
+
+  if (argc < 2)
+    {
+      print_usage (stderr);
+      return NAPKIN_CLI_USAGE;
+    }
+
+  if (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "help") == 0)
+    {
+      print_usage (stdout);
+      return NAPKIN_CLI_OK;
+    }
+  if (strcmp (argv[1], "--version") == 0)
+    {
+      printf ("napkin-cli %s\n", PACKAGE_VERSION);
+      return NAPKIN_CLI_OK;
+    }
+
+  for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
+    if (strcmp (argv[1], commands[i].name) == 0)
+      return commands[i].run (argc - 1, argv + 1);
+
+  fprintf (stderr, "napkin-cli: unknown command “%s”\n\n", argv[1]);
+  print_usage (stderr);
+  return NAPKIN_CLI_USAGE;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <glib.h>
+
+#include "napkin-diagram.h"
+
+G_BEGIN_DECLS
+
+/* Exit codes shared by every command. */
+#define NAPKIN_CLI_OK      0
+#define NAPKIN_CLI_FAILED  1   /* an input is invalid, or the work failed */
+#define NAPKIN_CLI_USAGE   2   /* bad arguments */
+
+typedef struct
+{
+  const char *name;
+  const char *args;
+  const char *summary;
+  int       (*run) (int argc, char **argv);
+} NapkinCliCommand;
+
+/* The --axis and --tile options that every command taking a FILE shares. */
+typedef struct
+{
+  char **axes;
+  char **tiles;
+} NapkinCliOverrides;
+
+GOptionContext *napkin_cli_context_new       (const char          *command,
+                                              const char          *args,
+                                              const char          *summary,
+                                              const GOptionEntry  *entries,
+                                              NapkinCliOverrides  *overrides);
+/* Parses; on error prints it with the command's help hint and returns FALSE. */
+gboolean        napkin_cli_parse             (GOptionContext      *context,
+                                              int                 *argc,
+                                              char              ***argv);
+/* Loads FILE, applies the overrides in order, then validates when asked. */
+NapkinDiagram  *napkin_cli_load              (const char          *path,
+                                              NapkinCliOverrides  *overrides,
+                                              gboolean             validate,
+                                              GError             **error);
+void            napkin_cli_overrides_clear   (NapkinCliOverrides  *overrides);
+int             napkin_cli_usage_error       (const char          *command,
+                                              const char          *format,
+                                              ...) G_GNUC_PRINTF (2, 3);
+
+/* Commands, one file each. */
+int napkin_cli_validate (int argc, char **argv);
+int napkin_cli_info     (int argc, char **argv);
+
+G_END_DECLS

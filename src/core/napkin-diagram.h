@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <glib-object.h>
+#include <json-c/json.h>
+
+#include "napkin-types.h"
+
+G_BEGIN_DECLS
+
+/* The items of a diagram. The diagram owns them; callers read them through the
+ * getters and change them only through NapkinHistory (napkin-edit.h), so that
+ * every change can be undone. Unknown JSON fields of each item live in `extra`
+ * (NULL or a JSON object) and are written back on save. */
+
+typedef enum
+{
+  NAPKIN_ITEM_AXIS,
+  NAPKIN_ITEM_TENSOR,
+  NAPKIN_ITEM_NODE,
+  NAPKIN_ITEM_WIRE,
+  NAPKIN_ITEM_REGION,
+  NAPKIN_N_ITEM_KINDS
+} NapkinItemKind;
+
+typedef struct
+{
+  char        *name;
+  gint64       size;
+  json_object *extra;
+} NapkinAxis;
+
+/* A tensor that lives in device memory: an input or an output of the diagram.
+ * Its axes are in memory order (the last one is contiguous). */
+typedef struct
+{
+  char        *name;
+  char       **axes;
+  NapkinDtype  dtype;
+  json_object *extra;
+} NapkinTensor;
+
+typedef struct
+{
+  char          *id;
+  NapkinOpKind   kind;
+  char          *label;     /* free text, never code */
+  double         x;
+  double         y;
+  char          *tensor;    /* input, output: a name in the tensors list */
+  char         **out;       /* contract, rearrange (required), map (optional): output axes */
+  char          *axis;      /* reduce, softmax, normalize */
+  NapkinMapFn    fn;        /* map */
+  double         alpha;     /* map scale */
+  NapkinReduceOp reduce;    /* reduce */
+  NapkinNormKind norm;      /* normalize */
+  double         eps;       /* normalize */
+  gboolean       has_dtype; /* the result's element type, else the first input's */
+  NapkinDtype    dtype;
+  json_object   *extra;
+} NapkinNode;
+
+/* The output of node `from` feeds input port `port` of node `to`. An input port
+ * takes at most one wire, so (to, port) identifies a wire. */
+typedef struct
+{
+  char        *from;
+  char        *to;
+  guint        port;
+  json_object *extra;
+} NapkinWire;
+
+typedef struct
+{
+  char          *axis;
+  NapkinMarkKind kind;
+  gint64         tile;      /* group size g or stream chunk s; 0 for whole */
+} NapkinMark;
+
+typedef struct
+{
+  char        *name;
+  NapkinLevel  level;
+  GPtrArray   *nodes;       /* char * node ids */
+  GArray      *marks;       /* NapkinMark, axes not listed are whole */
+  guint        stages;      /* pipeline stages for streamed inputs, >= 1 */
+  gboolean     has_rect;
+  double       x, y, width, height;
+  json_object *extra;
+} NapkinRegion;
+
+typedef struct
+{
+  double       zoom;
+  double       scroll_x;
+  double       scroll_y;
+  json_object *extra;
+} NapkinView;
+
+/* The inferred type of a node's output: axis indices into the diagram's axes. */
+typedef struct
+{
+  guint       n_axes;
+  guint       axes[NAPKIN_MAX_RANK];
+  NapkinDtype dtype;
+  gboolean    valid;
+} NapkinTensorType;
+
+/* FLOPs of one node, split by the unit that does them. */
+typedef struct
+{
+  gint64 tensor;    /* contractions: tensor cores */
+  gint64 cuda;      /* elementwise and reductions: CUDA cores */
+  gint64 sfu;       /* exp, rsqrt, ...: special-function units */
+} NapkinFlops;
+
+#define NAPKIN_TYPE_DIAGRAM (napkin_diagram_get_type ())
+G_DECLARE_FINAL_TYPE (NapkinDiagram, napkin_diagram, NAPKIN, DIAGRAM, GObject)
+
+#define NAPKIN_FORMAT_VERSION 1
+
+NapkinDiagram      *napkin_diagram_new              (void);
+NapkinDiagram      *napkin_diagram_copy             (NapkinDiagram     *self);
+
+const char         *napkin_diagram_get_title        (NapkinDiagram     *self);
+void                napkin_diagram_set_title        (NapkinDiagram     *self,
+                                                     const char        *title);
+const char         *napkin_diagram_get_description  (NapkinDiagram     *self);
+void                napkin_diagram_set_description  (NapkinDiagram     *self,
+                                                     const char        *description);
+NapkinView         *napkin_diagram_get_view         (NapkinDiagram     *self);
+json_object        *napkin_diagram_get_extra        (NapkinDiagram     *self);
+void                napkin_diagram_set_extra        (NapkinDiagram     *self,
+                                                     json_object       *extra);
+
+/* Generation counter: bumps on every change, so caches can tell they are stale. */
+guint64             napkin_diagram_get_generation   (NapkinDiagram     *self);
+
+/* Generic item access. */
+guint               napkin_diagram_count            (NapkinDiagram     *self,
+                                                     NapkinItemKind     kind);
+gpointer            napkin_diagram_get_item         (NapkinDiagram     *self,
+                                                     NapkinItemKind     kind,
+                                                     guint              index);
+int                 napkin_diagram_find             (NapkinDiagram     *self,
+                                                     NapkinItemKind     kind,
+                                                     const char        *key);
+void                napkin_diagram_insert_item      (NapkinDiagram     *self,
+                                                     NapkinItemKind     kind,
+                                                     guint              index,
+                                                     gpointer           item);
+gpointer            napkin_diagram_steal_item       (NapkinDiagram     *self,
+                                                     NapkinItemKind     kind,
+                                                     guint              index);
+void                napkin_diagram_replace_item     (NapkinDiagram     *self,
+                                                     NapkinItemKind     kind,
+                                                     guint              index,
+                                                     gpointer           item);
+void                napkin_diagram_changed          (NapkinDiagram     *self);
+/* Between freeze and thaw, changes bump the generation but ::changed is emitted
+ * once, at the thaw, so a grouped edit redraws once. */
+void                napkin_diagram_freeze_changed   (NapkinDiagram     *self);
+void                napkin_diagram_thaw_changed     (NapkinDiagram     *self);
+
+/* Typed shortcuts. */
+#define napkin_diagram_n_axes(d)      napkin_diagram_count ((d), NAPKIN_ITEM_AXIS)
+#define napkin_diagram_n_tensors(d)   napkin_diagram_count ((d), NAPKIN_ITEM_TENSOR)
+#define napkin_diagram_n_nodes(d)     napkin_diagram_count ((d), NAPKIN_ITEM_NODE)
+#define napkin_diagram_n_wires(d)     napkin_diagram_count ((d), NAPKIN_ITEM_WIRE)
+#define napkin_diagram_n_regions(d)   napkin_diagram_count ((d), NAPKIN_ITEM_REGION)
+#define napkin_diagram_axis(d, i)     ((const NapkinAxis *) napkin_diagram_get_item ((d), NAPKIN_ITEM_AXIS, (i)))
+#define napkin_diagram_tensor(d, i)   ((const NapkinTensor *) napkin_diagram_get_item ((d), NAPKIN_ITEM_TENSOR, (i)))
+#define napkin_diagram_node(d, i)     ((const NapkinNode *) napkin_diagram_get_item ((d), NAPKIN_ITEM_NODE, (i)))
+#define napkin_diagram_wire(d, i)     ((const NapkinWire *) napkin_diagram_get_item ((d), NAPKIN_ITEM_WIRE, (i)))
+#define napkin_diagram_region(d, i)   ((const NapkinRegion *) napkin_diagram_get_item ((d), NAPKIN_ITEM_REGION, (i)))
+
+int                 napkin_diagram_find_axis        (NapkinDiagram     *self,
+                                                     const char        *name);
+int                 napkin_diagram_find_node        (NapkinDiagram     *self,
+                                                     const char        *id);
+int                 napkin_diagram_find_region      (NapkinDiagram     *self,
+                                                     const char        *name);
+int                 napkin_diagram_find_tensor      (NapkinDiagram     *self,
+                                                     const char        *name);
+gint64              napkin_diagram_axis_size        (NapkinDiagram     *self,
+                                                     guint              axis);
+
+/* Graph queries, cached per generation. Indices are node indices. */
+guint               napkin_op_n_inputs              (const NapkinNode  *node);
+int                 napkin_diagram_input_source     (NapkinDiagram     *self,
+                                                     guint              node,
+                                                     guint              port);
+int                 napkin_diagram_wire_for_port    (NapkinDiagram     *self,
+                                                     guint              node,
+                                                     guint              port);
+const guint        *napkin_diagram_consumers        (NapkinDiagram     *self,
+                                                     guint              node,
+                                                     guint             *n_consumers);
+/* Topological order, or NULL when the graph has a cycle. */
+const guint        *napkin_diagram_topo_order       (NapkinDiagram     *self);
+/* Output type of a node; .valid is FALSE if it cannot be inferred. */
+const NapkinTensorType *napkin_diagram_node_type    (NapkinDiagram     *self,
+                                                     guint              node);
+gboolean            napkin_diagram_node_flops       (NapkinDiagram     *self,
+                                                     guint              node,
+                                                     NapkinFlops       *flops);
+gboolean            napkin_diagram_total_flops      (NapkinDiagram     *self,
+                                                     NapkinFlops       *flops);
+gboolean            napkin_tensor_type_has_axis     (const NapkinTensorType *type,
+                                                     guint              axis);
+gboolean            napkin_diagram_type_elements    (NapkinDiagram     *self,
+                                                     const NapkinTensorType *type,
+                                                     gint64            *elements);
+/* Writes "A[m,k] fp16" style text; returns a newly allocated string. */
+char               *napkin_diagram_type_to_string   (NapkinDiagram     *self,
+                                                     const NapkinTensorType *type);
+
+/* The region's mark for an axis (whole when unmarked). Returns the tile. */
+NapkinMarkKind      napkin_region_mark              (const NapkinRegion *region,
+                                                     const char        *axis,
+                                                     gint64            *tile);
+gboolean            napkin_region_has_node          (const NapkinRegion *region,
+                                                     const char        *id);
+
+/* Item memory. */
+gpointer            napkin_item_copy                (NapkinItemKind     kind,
+                                                     gconstpointer      item);
+void                napkin_item_free                (NapkinItemKind     kind,
+                                                     gpointer           item);
+char               *napkin_item_key                 (NapkinItemKind     kind,
+                                                     gconstpointer      item);
+NapkinNode         *napkin_node_new                 (const char        *id,
+                                                     NapkinOpKind       kind);
+NapkinRegion       *napkin_region_new               (const char        *name,
+                                                     NapkinLevel        level);
+void                napkin_region_set_mark          (NapkinRegion      *region,
+                                                     const char        *axis,
+                                                     NapkinMarkKind     kind,
+                                                     gint64             tile);
+
+/* Overrides for the command line: no undo, checked like the editor's edits. */
+gboolean            napkin_diagram_override_axis    (NapkinDiagram     *self,
+                                                     const char        *spec,
+                                                     GError           **error);
+gboolean            napkin_diagram_override_tile    (NapkinDiagram     *self,
+                                                     const char        *spec,
+                                                     GError           **error);
+
+G_END_DECLS

@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-core"
+
+#include "config.h"
+
+#include <math.h>
+
+#include "napkin-edit.h"
+#include "napkin-error.h"
+
+G_GNUC_PRINTF (2, 3)
+static gboolean
+refuse (GError    **error,
+        const char *format,
+        ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE, message);
+  return FALSE;
+}
+
+static gboolean
+find_or_refuse (NapkinDiagram  *diagram,
+                NapkinItemKind  kind,
+                const char     *key,
+                int            *index,
+                GError        **error)
+{
+  static const char *what[] = { "axis", "tensor", "operation", "wire", "region" };
+
+  *index = napkin_diagram_find (diagram, kind, key);
+  if (*index < 0)
+    return refuse (error, "no %s “%s”", what[kind], key ? key : "");
+  return TRUE;
+}
+
+static gboolean
+check_size (gint64       size,
+            const char  *what,
+            GError     **error)
+{
+  if (size < 1 || size > NAPKIN_MAX_AXIS_SIZE)
+    return refuse (error, "%s must be from 1 to %" G_GINT64_FORMAT ", not %" G_GINT64_FORMAT,
+                   what, NAPKIN_MAX_AXIS_SIZE, size);
+  return TRUE;
+}
+
+static gboolean
+check_axes (NapkinDiagram  *diagram,
+            char          **axes,
+            GError        **error)
+{
+  guint n = axes ? g_strv_length (axes) : 0;
+
+  if (n > NAPKIN_MAX_RANK)
+    return refuse (error, "at most %d axes per tensor", NAPKIN_MAX_RANK);
+  for (guint i = 0; i < n; i++)
+    {
+      if (napkin_diagram_find_axis (diagram, axes[i]) < 0)
+        return refuse (error, "no axis “%s”", axes[i]);
+      for (guint j = 0; j < i; j++)
+        if (g_strcmp0 (axes[i], axes[j]) == 0)
+          return refuse (error, "axis “%s” appears twice", axes[i]);
+    }
+  return TRUE;
+}
+
+static gboolean
+check_node_fields (NapkinDiagram     *diagram,
+                   const NapkinNode  *node,
+                   GError           **error)
+{
+  if (!napkin_name_is_valid (node->id))
+    return refuse (error, "“%s” is not a name: use letters, digits and _", node->id ? node->id : "");
+  if ((guint) node->kind >= NAPKIN_N_OPS)
+    return refuse (error, "unknown operation kind");
+  if (!isfinite (node->x) || !isfinite (node->y))
+    return refuse (error, "position must be finite");
+  if (node->label != NULL && !g_utf8_validate (node->label, -1, NULL))
+    return refuse (error, "label is not valid UTF-8");
+
+  switch (node->kind)
+    {
+    case NAPKIN_OP_INPUT:
+    case NAPKIN_OP_OUTPUT:
+      if (napkin_diagram_find_tensor (diagram, node->tensor) < 0)
+        return refuse (error, "no tensor “%s”", node->tensor ? node->tensor : "");
+      break;
+    case NAPKIN_OP_CONTRACT:
+    case NAPKIN_OP_REARRANGE:
+      if (node->out == NULL)
+        return refuse (error, "a %s needs its output axes", napkin_op_kind_to_string (node->kind));
+      return check_axes (diagram, node->out, error);
+    case NAPKIN_OP_MAP:
+      if ((guint) node->fn >= NAPKIN_N_FNS)
+        return refuse (error, "unknown map function");
+      if (!isfinite (node->alpha))
+        return refuse (error, "alpha must be finite");
+      return check_axes (diagram, node->out, error);
+    case NAPKIN_OP_REDUCE:
+    case NAPKIN_OP_SOFTMAX:
+    case NAPKIN_OP_NORMALIZE:
+      if (napkin_diagram_find_axis (diagram, node->axis) < 0)
+        return refuse (error, "no axis “%s”", node->axis ? node->axis : "");
+      if (node->kind == NAPKIN_OP_NORMALIZE && !(node->eps > 0 && node->eps < 1))
+        return refuse (error, "eps must be between 0 and 1");
+      break;
+    case NAPKIN_N_OPS:
+    default:
+      g_assert_not_reached ();
+    }
+
+  return TRUE;
+}
+
+static void
+push (NapkinHistory *history,
+      NapkinCommand *command)
+{
+  if (napkin_command_get_length (command) > 0)
+    napkin_history_push (history, command);
+  g_object_unref (command);
+}
+
+gboolean
+napkin_edit_add_node (NapkinHistory     *history,
+                      const NapkinNode  *node,
+                      GError           **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinCommand *command;
+
+  if (!check_node_fields (diagram, node, error))
+    return FALSE;
+  if (napkin_diagram_find_node (diagram, node->id) >= 0)
+    return refuse (error, "an operation “%s” already exists", node->id);
+  if (napkin_diagram_n_nodes (diagram) >= NAPKIN_MAX_NODES)
+    return refuse (error, "at most %d operations", NAPKIN_MAX_NODES);
+
+  command = napkin_command_new ("Add operation");
+  napkin_command_add (command, NAPKIN_ITEM_NODE, napkin_diagram_n_nodes (diagram), NULL, node);
+  push (history, command);
+  return TRUE;
+}
+
+/* Removal entries are added from the highest index down so that each recorded
+ * index is still right when the command runs forwards. */
+static void
+remove_wires_of (NapkinDiagram *diagram,
+                 NapkinCommand *command,
+                 const char    *id)
+{
+  for (guint w = napkin_diagram_n_wires (diagram); w > 0; w--)
+    {
+      const NapkinWire *wire = napkin_diagram_wire (diagram, w - 1);
+
+      if (g_strcmp0 (wire->from, id) == 0 || g_strcmp0 (wire->to, id) == 0)
+        napkin_command_add (command, NAPKIN_ITEM_WIRE, w - 1, wire, NULL);
+    }
+}
+
+gboolean
+napkin_edit_remove_node (NapkinHistory  *history,
+                         const char     *id,
+                         GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_NODE, id, &index, error))
+    return FALSE;
+
+  command = napkin_command_new ("Delete operation");
+  remove_wires_of (diagram, command, id);
+
+  /* Regions lose the node; a region left empty goes too. */
+  for (guint r = napkin_diagram_n_regions (diagram); r > 0; r--)
+    {
+      const NapkinRegion *region = napkin_diagram_region (diagram, r - 1);
+      NapkinRegion *copy;
+
+      if (!napkin_region_has_node (region, id))
+        continue;
+      if (region->nodes->len == 1)
+        {
+          napkin_command_add (command, NAPKIN_ITEM_REGION, r - 1, region, NULL);
+          continue;
+        }
+      copy = napkin_item_copy (NAPKIN_ITEM_REGION, region);
+      for (guint i = 0; i < copy->nodes->len; i++)
+        if (g_strcmp0 (g_ptr_array_index (copy->nodes, i), id) == 0)
+          g_ptr_array_remove_index (copy->nodes, i--);
+      napkin_command_add (command, NAPKIN_ITEM_REGION, r - 1, region, copy);
+      napkin_item_free (NAPKIN_ITEM_REGION, copy);
+    }
+
+  napkin_command_add (command, NAPKIN_ITEM_NODE, index, napkin_diagram_node (diagram, index), NULL);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_move_node (NapkinHistory  *history,
+                       const char     *id,
+                       double          x,
+                       double          y,
+                       GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  const NapkinNode *node;
+  NapkinNode *moved;
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_NODE, id, &index, error))
+    return FALSE;
+  if (!isfinite (x) || !isfinite (y) || fabs (x) > 1e9 || fabs (y) > 1e9)
+    return refuse (error, "position out of range");
+
+  node = napkin_diagram_node (diagram, index);
+  if (node->x == x && node->y == y)
+    return TRUE;
+
+  moved = napkin_item_copy (NAPKIN_ITEM_NODE, node);
+  moved->x = x;
+  moved->y = y;
+  command = napkin_command_new ("Move");
+  napkin_command_add (command, NAPKIN_ITEM_NODE, index, node, moved);
+  napkin_item_free (NAPKIN_ITEM_NODE, moved);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_update_node (NapkinHistory     *history,
+                         const NapkinNode  *node,
+                         GError           **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  const NapkinNode *old;
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_NODE, node->id, &index, error)
+      || !check_node_fields (diagram, node, error))
+    return FALSE;
+
+  old = napkin_diagram_node (diagram, index);
+  command = napkin_command_new ("Change operation");
+
+  /* Fewer inputs than before (e.g. a binary map made unary): drop orphaned wires. */
+  for (guint w = napkin_diagram_n_wires (diagram); w > 0; w--)
+    {
+      const NapkinWire *wire = napkin_diagram_wire (diagram, w - 1);
+
+      if (g_strcmp0 (wire->to, node->id) == 0 && wire->port >= napkin_op_n_inputs (node))
+        napkin_command_add (command, NAPKIN_ITEM_WIRE, w - 1, wire, NULL);
+      else if (g_strcmp0 (wire->from, node->id) == 0 && node->kind == NAPKIN_OP_OUTPUT)
+        napkin_command_add (command, NAPKIN_ITEM_WIRE, w - 1, wire, NULL);
+    }
+  napkin_command_add (command, NAPKIN_ITEM_NODE, index, old, node);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_connect (NapkinHistory  *history,
+                     const char     *from,
+                     const char     *to,
+                     guint           port,
+                     GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinCommand *command;
+  NapkinWire wire = { (char *) from, (char *) to, port, NULL };
+  int f, t, existing;
+  const NapkinNode *target;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_NODE, from, &f, error)
+      || !find_or_refuse (diagram, NAPKIN_ITEM_NODE, to, &t, error))
+    return FALSE;
+
+  target = napkin_diagram_node (diagram, t);
+  if (port >= napkin_op_n_inputs (target))
+    return refuse (error, "“%s” has no input %u", to, port);
+  if (napkin_diagram_node (diagram, f)->kind == NAPKIN_OP_OUTPUT)
+    return refuse (error, "“%s” is an output: nothing can be wired from it", from);
+  if (f == t)
+    return refuse (error, "an operation cannot feed itself");
+
+  existing = napkin_diagram_wire_for_port (diagram, t, port);
+  command = napkin_command_new ("Connect");
+  if (existing >= 0)
+    napkin_command_add (command, NAPKIN_ITEM_WIRE, existing, napkin_diagram_wire (diagram, existing), &wire);
+  else
+    napkin_command_add (command, NAPKIN_ITEM_WIRE, napkin_diagram_n_wires (diagram), NULL, &wire);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_disconnect (NapkinHistory  *history,
+                        const char     *to,
+                        guint           port,
+                        GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinCommand *command;
+  int t, w;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_NODE, to, &t, error))
+    return FALSE;
+  w = napkin_diagram_wire_for_port (diagram, t, port);
+  if (w < 0)
+    return refuse (error, "input %u of “%s” is not connected", port, to);
+
+  command = napkin_command_new ("Disconnect");
+  napkin_command_add (command, NAPKIN_ITEM_WIRE, w, napkin_diagram_wire (diagram, w), NULL);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_add_axis (NapkinHistory  *history,
+                      const char     *name,
+                      gint64          size,
+                      GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinAxis axis = { (char *) name, size, NULL };
+  NapkinCommand *command;
+
+  if (!napkin_name_is_valid (name))
+    return refuse (error, "“%s” is not a name: use letters, digits and _", name ? name : "");
+  if (napkin_diagram_find_axis (diagram, name) >= 0)
+    return refuse (error, "an axis “%s” already exists", name);
+  if (!check_size (size, "axis size", error))
+    return FALSE;
+
+  command = napkin_command_new ("Add axis");
+  napkin_command_add (command, NAPKIN_ITEM_AXIS, napkin_diagram_n_axes (diagram), NULL, &axis);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_set_axis_size (NapkinHistory  *history,
+                           const char     *name,
+                           gint64          size,
+                           GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  const NapkinAxis *axis;
+  NapkinAxis *changed;
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_AXIS, name, &index, error)
+      || !check_size (size, "axis size", error))
+    return FALSE;
+
+  axis = napkin_diagram_axis (diagram, index);
+  if (axis->size == size)
+    return TRUE;
+
+  changed = napkin_item_copy (NAPKIN_ITEM_AXIS, axis);
+  changed->size = size;
+  command = napkin_command_new ("Set axis size");
+  napkin_command_add (command, NAPKIN_ITEM_AXIS, index, axis, changed);
+  napkin_item_free (NAPKIN_ITEM_AXIS, changed);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_add_tensor (NapkinHistory       *history,
+                        const NapkinTensor  *tensor,
+                        GError             **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinCommand *command;
+
+  if (!napkin_name_is_valid (tensor->name))
+    return refuse (error, "“%s” is not a name: use letters, digits and _", tensor->name ? tensor->name : "");
+  if (napkin_diagram_find_tensor (diagram, tensor->name) >= 0)
+    return refuse (error, "a tensor “%s” already exists", tensor->name);
+  if ((guint) tensor->dtype >= NAPKIN_N_DTYPES || !check_axes (diagram, tensor->axes, error))
+    return tensor->dtype < NAPKIN_N_DTYPES ? FALSE : refuse (error, "unknown element type");
+
+  command = napkin_command_new ("Add tensor");
+  napkin_command_add (command, NAPKIN_ITEM_TENSOR, napkin_diagram_n_tensors (diagram), NULL, tensor);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_set_tensor_dtype (NapkinHistory  *history,
+                              const char     *name,
+                              NapkinDtype     dtype,
+                              GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  const NapkinTensor *tensor;
+  NapkinTensor *changed;
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_TENSOR, name, &index, error))
+    return FALSE;
+  if ((guint) dtype >= NAPKIN_N_DTYPES)
+    return refuse (error, "unknown element type");
+
+  tensor = napkin_diagram_tensor (diagram, index);
+  if (tensor->dtype == dtype)
+    return TRUE;
+
+  changed = napkin_item_copy (NAPKIN_ITEM_TENSOR, tensor);
+  changed->dtype = dtype;
+  command = napkin_command_new ("Change element type");
+  napkin_command_add (command, NAPKIN_ITEM_TENSOR, index, tensor, changed);
+  napkin_item_free (NAPKIN_ITEM_TENSOR, changed);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_set_node_dtype (NapkinHistory  *history,
+                            const char     *id,
+                            gboolean        has_dtype,
+                            NapkinDtype     dtype,
+                            GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  const NapkinNode *node;
+  NapkinNode *changed;
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_NODE, id, &index, error))
+    return FALSE;
+  if (has_dtype && (guint) dtype >= NAPKIN_N_DTYPES)
+    return refuse (error, "unknown element type");
+
+  node = napkin_diagram_node (diagram, index);
+  if (node->has_dtype == has_dtype && (!has_dtype || node->dtype == dtype))
+    return TRUE;
+
+  changed = napkin_item_copy (NAPKIN_ITEM_NODE, node);
+  changed->has_dtype = has_dtype;
+  changed->dtype = has_dtype ? dtype : 0;
+  command = napkin_command_new ("Change element type");
+  napkin_command_add (command, NAPKIN_ITEM_NODE, index, node, changed);
+  napkin_item_free (NAPKIN_ITEM_NODE, changed);
+  push (history, command);
+  return TRUE;
+}
+
+static gboolean
+check_region_fields (NapkinDiagram       *diagram,
+                     const NapkinRegion  *region,
+                     GError             **error)
+{
+  if (!napkin_name_is_valid (region->name))
+    return refuse (error, "“%s” is not a name: use letters, digits and _", region->name ? region->name : "");
+  if ((guint) region->level >= NAPKIN_N_LEVELS || region->level == NAPKIN_LEVEL_HBM)
+    return refuse (error, "a region is at l2, smem or registers");
+  if (region->stages < 1 || region->stages > 8)
+    return refuse (error, "stages must be from 1 to 8");
+  for (guint i = 0; i < region->nodes->len; i++)
+    if (napkin_diagram_find_node (diagram, g_ptr_array_index (region->nodes, i)) < 0)
+      return refuse (error, "no operation “%s”", (const char *) g_ptr_array_index (region->nodes, i));
+  for (guint i = 0; i < region->marks->len; i++)
+    {
+      const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, i);
+
+      if (napkin_diagram_find_axis (diagram, mark->axis) < 0)
+        return refuse (error, "no axis “%s”", mark->axis);
+      if (mark->kind != NAPKIN_MARK_WHOLE && !check_size (mark->tile, "tile size", error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+napkin_edit_add_region (NapkinHistory       *history,
+                        const NapkinRegion  *region,
+                        GError             **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinCommand *command;
+
+  if (!check_region_fields (diagram, region, error))
+    return FALSE;
+  if (napkin_diagram_find_region (diagram, region->name) >= 0)
+    return refuse (error, "a region “%s” already exists", region->name);
+
+  command = napkin_command_new ("Add region");
+  napkin_command_add (command, NAPKIN_ITEM_REGION, napkin_diagram_n_regions (diagram), NULL, region);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_remove_region (NapkinHistory  *history,
+                           const char     *name,
+                           GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_REGION, name, &index, error))
+    return FALSE;
+
+  command = napkin_command_new ("Delete region");
+  napkin_command_add (command, NAPKIN_ITEM_REGION, index, napkin_diagram_region (diagram, index), NULL);
+  push (history, command);
+  return TRUE;
+}
+
+/* Changes one region through a callback on a copy; records only real changes. */
+static gboolean
+change_region (NapkinHistory  *history,
+               const char     *name,
+               const char     *label,
+               gboolean      (*change) (NapkinRegion *, gconstpointer, GError **),
+               gconstpointer   data,
+               GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinRegion *changed;
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_REGION, name, &index, error))
+    return FALSE;
+
+  changed = napkin_item_copy (NAPKIN_ITEM_REGION, napkin_diagram_region (diagram, index));
+  if (!change (changed, data, error) || !check_region_fields (diagram, changed, error))
+    {
+      napkin_item_free (NAPKIN_ITEM_REGION, changed);
+      return FALSE;
+    }
+
+  command = napkin_command_new (label);
+  napkin_command_add (command, NAPKIN_ITEM_REGION, index, napkin_diagram_region (diagram, index), changed);
+  napkin_item_free (NAPKIN_ITEM_REGION, changed);
+  push (history, command);
+  return TRUE;
+}
+
+static gboolean
+set_rect (NapkinRegion  *region,
+          gconstpointer  data,
+          GError       **error)
+{
+  const double *r = data;
+
+  for (guint i = 0; i < 4; i++)
+    if (!isfinite (r[i]) || fabs (r[i]) > 1e9)
+      return refuse (error, "region rectangle out of range");
+  if (r[2] < 0 || r[3] < 0)
+    return refuse (error, "width and height must not be negative");
+
+  region->has_rect = TRUE;
+  region->x = r[0];
+  region->y = r[1];
+  region->width = r[2];
+  region->height = r[3];
+  return TRUE;
+}
+
+gboolean
+napkin_edit_set_region_rect (NapkinHistory  *history,
+                             const char     *name,
+                             double          x,
+                             double          y,
+                             double          width,
+                             double          height,
+                             GError        **error)
+{
+  double r[4] = { x, y, width, height };
+
+  return change_region (history, name, "Resize region", set_rect, r, error);
+}
+
+static gboolean
+set_nodes (NapkinRegion  *region,
+           gconstpointer  data,
+           GError       **error)
+{
+  const char *const *ids = data;
+
+  g_ptr_array_set_size (region->nodes, 0);
+  for (guint i = 0; ids && ids[i]; i++)
+    {
+      if (napkin_region_has_node (region, ids[i]))
+        return refuse (error, "operation “%s” is listed twice", ids[i]);
+      g_ptr_array_add (region->nodes, g_strdup (ids[i]));
+    }
+  return TRUE;
+}
+
+gboolean
+napkin_edit_set_region_nodes (NapkinHistory      *history,
+                              const char         *name,
+                              const char *const  *ids,
+                              GError            **error)
+{
+  return change_region (history, name, "Change region", set_nodes, ids, error);
+}
+
+static gboolean
+set_level (NapkinRegion  *region,
+           gconstpointer  data,
+           GError       **error)
+{
+  region->level = *(const NapkinLevel *) data;
+  return TRUE;
+}
+
+gboolean
+napkin_edit_set_region_level (NapkinHistory  *history,
+                              const char     *name,
+                              NapkinLevel     level,
+                              GError        **error)
+{
+  return change_region (history, name, "Change level", set_level, &level, error);
+}
+
+static gboolean
+set_stages (NapkinRegion  *region,
+            gconstpointer  data,
+            GError       **error)
+{
+  region->stages = *(const guint *) data;
+  return TRUE;
+}
+
+gboolean
+napkin_edit_set_region_stages (NapkinHistory  *history,
+                               const char     *name,
+                               guint           stages,
+                               GError        **error)
+{
+  return change_region (history, name, "Change stages", set_stages, &stages, error);
+}
+
+typedef struct
+{
+  const char     *axis;
+  NapkinMarkKind  kind;
+  gint64          tile;
+} MarkArgs;
+
+static gboolean
+set_mark (NapkinRegion  *region,
+          gconstpointer  data,
+          GError       **error)
+{
+  const MarkArgs *args = data;
+
+  if ((guint) args->kind >= NAPKIN_N_MARKS)
+    return refuse (error, "unknown mark");
+  if (args->kind != NAPKIN_MARK_WHOLE && !check_size (args->tile, "tile size", error))
+    return FALSE;
+  napkin_region_set_mark (region, args->axis, args->kind, args->kind == NAPKIN_MARK_WHOLE ? 0 : args->tile);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_set_mark (NapkinHistory  *history,
+                      const char     *region,
+                      const char     *axis,
+                      NapkinMarkKind  kind,
+                      gint64          tile,
+                      GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  MarkArgs args = { axis, kind, tile };
+  int a;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_AXIS, axis, &a, error))
+    return FALSE;
+  return change_region (history, region, "Change mark", set_mark, &args, error);
+}

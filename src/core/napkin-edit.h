@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include "napkin-history.h"
+
+G_BEGIN_DECLS
+
+/* Every edit the editor makes, each one undoable step on the history. They refuse
+ * values that can never be right (a zero size, an unknown axis, a duplicate name)
+ * with a NAPKIN_DOCUMENT_ERROR and change nothing; a diagram that is incomplete
+ * while being drawn (an unconnected port) is allowed, and napkin_diagram_check
+ * reports it. */
+
+gboolean napkin_edit_add_node         (NapkinHistory     *history,
+                                       const NapkinNode  *node,
+                                       GError           **error);
+gboolean napkin_edit_remove_node      (NapkinHistory     *history,
+                                       const char        *id,
+                                       GError           **error);
+gboolean napkin_edit_move_node        (NapkinHistory     *history,
+                                       const char        *id,
+                                       double             x,
+                                       double             y,
+                                       GError           **error);
+/* Replaces a node's parameters (label, kind-specific fields, dtype); the id stays. */
+gboolean napkin_edit_update_node      (NapkinHistory     *history,
+                                       const NapkinNode  *node,
+                                       GError           **error);
+/* Replaces whatever wire fed that port. */
+gboolean napkin_edit_connect          (NapkinHistory     *history,
+                                       const char        *from,
+                                       const char        *to,
+                                       guint              port,
+                                       GError           **error);
+gboolean napkin_edit_disconnect       (NapkinHistory     *history,
+                                       const char        *to,
+                                       guint              port,
+                                       GError           **error);
+gboolean napkin_edit_add_axis         (NapkinHistory     *history,
+                                       const char        *name,
+                                       gint64             size,
+                                       GError           **error);
+gboolean napkin_edit_set_axis_size    (NapkinHistory     *history,
+                                       const char        *name,
+                                       gint64             size,
+                                       GError           **error);
+gboolean napkin_edit_add_tensor       (NapkinHistory     *history,
+                                       const NapkinTensor *tensor,
+                                       GError           **error);
+/* The element type of a device tensor, or (for any other node) of its result. */
+gboolean napkin_edit_set_tensor_dtype (NapkinHistory     *history,
+                                       const char        *tensor,
+                                       NapkinDtype        dtype,
+                                       GError           **error);
+gboolean napkin_edit_set_node_dtype   (NapkinHistory     *history,
+                                       const char        *id,
+                                       gboolean           has_dtype,
+                                       NapkinDtype        dtype,
+                                       GError           **error);
+gboolean napkin_edit_add_region       (NapkinHistory     *history,
+                                       const NapkinRegion *region,
+                                       GError           **error);
+gboolean napkin_edit_remove_region    (NapkinHistory     *history,
+                                       const char        *name,
+                                       GError           **error);
+gboolean napkin_edit_set_region_rect  (NapkinHistory     *history,
+                                       const char        *name,
+                                       double             x,
+                                       double             y,
+                                       double             width,
+                                       double             height,
+                                       GError           **error);
+gboolean napkin_edit_set_region_nodes (NapkinHistory     *history,
+                                       const char        *name,
+                                       const char *const *ids,
+                                       GError           **error);
+gboolean napkin_edit_set_region_level (NapkinHistory     *history,
+                                       const char        *name,
+                                       NapkinLevel        level,
+                                       GError           **error);
+gboolean napkin_edit_set_region_stages (NapkinHistory    *history,
+                                       const char        *name,
+                                       guint              stages,
+                                       GError           **error);
+/* tile is ignored for NAPKIN_MARK_WHOLE. */
+gboolean napkin_edit_set_mark         (NapkinHistory     *history,
+                                       const char        *region,
+                                       const char        *axis,
+                                       NapkinMarkKind     kind,
+                                       gint64             tile,
+                                       GError           **error);
+
+G_END_DECLS

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Errors about a diagram: its file, its structure or its meaning. Messages start
+ * with the JSON path of the offending place, e.g. `nodes[3].axes[1]: unknown axis "q"`. */
+#define NAPKIN_DOCUMENT_ERROR (napkin_document_error_quark ())
+
+typedef enum
+{
+  NAPKIN_DOCUMENT_ERROR_IO,
+  NAPKIN_DOCUMENT_ERROR_PARSE,      /* not JSON */
+  NAPKIN_DOCUMENT_ERROR_FORMAT,     /* JSON, but not a napkin document of this shape */
+  NAPKIN_DOCUMENT_ERROR_VERSION,    /* a newer major version */
+  NAPKIN_DOCUMENT_ERROR_REFERENCE,  /* a name that does not exist, or exists twice */
+  NAPKIN_DOCUMENT_ERROR_INVALID,    /* a well-formed diagram that does not make sense */
+  NAPKIN_DOCUMENT_ERROR_LIMIT,      /* too large to handle */
+  NAPKIN_DOCUMENT_ERROR_USAGE,      /* a bad override or edit argument */
+} NapkinDocumentError;
+
+GQuark napkin_document_error_quark (void);
+
+G_END_DECLS

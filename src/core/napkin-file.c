@@ -1,0 +1,1311 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-core"
+
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "napkin-error.h"
+#include "napkin-file.h"
+#include "napkin-json-private.h"
+#include "napkin-validate.h"
+
+/* The loader walks the JSON once, building items and reporting the first problem
+ * with its path. Keys it does not know go to the item's `extra` so that a file
+ * from a newer Napkin survives a round trip. */
+
+typedef struct
+{
+  GError **error;
+  gboolean failed;
+} Loader;
+
+G_GNUC_PRINTF (4, 5)
+static gboolean
+fail (Loader     *loader,
+      int         code,
+      const char *path,
+      const char *format,
+      ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  if (loader->failed)
+    return FALSE;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  g_set_error (loader->error, NAPKIN_DOCUMENT_ERROR, code, "%s: %s", path, message);
+  loader->failed = TRUE;
+  return FALSE;
+}
+
+static const char *
+type_name (json_object *obj)
+{
+  switch (json_object_get_type (obj))
+    {
+    case json_type_null:    return "null";
+    case json_type_boolean: return "a boolean";
+    case json_type_double:  return "a number";
+    case json_type_int:     return "an integer";
+    case json_type_object:  return "an object";
+    case json_type_array:   return "an array";
+    case json_type_string:  return "a string";
+    default:                return "something else";
+    }
+}
+
+static gboolean
+expect_type (Loader      *loader,
+             json_object *obj,
+             json_type    type,
+             const char  *path)
+{
+  static const char *wanted[] = {
+    [json_type_null] = "null", [json_type_boolean] = "a boolean", [json_type_double] = "a number",
+    [json_type_int] = "an integer", [json_type_object] = "an object", [json_type_array] = "an array",
+    [json_type_string] = "a string",
+  };
+
+  if (json_object_get_type (obj) == type)
+    return TRUE;
+  if (type == json_type_double && json_object_get_type (obj) == json_type_int)
+    return TRUE;
+
+  return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "expected %s, found %s",
+               wanted[type], type_name (obj));
+}
+
+/* Keys we know are consumed; the rest become `extra`. */
+static json_object *
+collect_extra (json_object *obj,
+               const char **known)
+{
+  json_object *extra = NULL;
+
+  json_object_object_foreach (obj, key, value)
+    {
+      if (g_strv_contains (known, key))
+        continue;
+      if (extra == NULL)
+        extra = json_object_new_object ();
+      json_object_object_add (extra, key, json_object_get (value));
+    }
+
+  return extra;
+}
+
+static json_object *
+member (json_object *obj,
+        const char  *key)
+{
+  json_object *value = NULL;
+
+  if (!json_object_object_get_ex (obj, key, &value))
+    return NULL;
+  return value;
+}
+
+static gboolean
+get_string (Loader      *loader,
+            json_object *obj,
+            const char  *key,
+            const char  *path,
+            gboolean     required,
+            const char **out)
+{
+  json_object *value = member (obj, key);
+  g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
+
+  *out = NULL;
+  if (value == NULL)
+    {
+      if (required)
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "missing field “%s”", key);
+      return TRUE;
+    }
+  if (!expect_type (loader, value, json_type_string, p))
+    return FALSE;
+
+  *out = json_object_get_string (value);
+  if (!g_utf8_validate (*out, json_object_get_string_len (value), NULL)
+      || strlen (*out) != (gsize) json_object_get_string_len (value))
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "not valid UTF-8 text");
+  return TRUE;
+}
+
+static gboolean
+get_name (Loader      *loader,
+          json_object *obj,
+          const char  *key,
+          const char  *path,
+          const char **out)
+{
+  if (!get_string (loader, obj, key, path, TRUE, out))
+    return FALSE;
+
+  if (!napkin_name_is_valid (*out))
+    {
+      g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
+      g_autofree char *shown = g_strescape (*out, NULL);
+
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p,
+                   "“%.80s” is not a name: use letters, digits and _, starting with a letter or _, "
+                   "at most %d characters", shown, NAPKIN_MAX_NAME_LEN);
+    }
+  return TRUE;
+}
+
+static gboolean
+get_int (Loader      *loader,
+         json_object *value,
+         const char  *path,
+         gint64       min,
+         gint64       max,
+         gint64      *out)
+{
+  gint64 v;
+
+  if (json_object_get_type (value) == json_type_double)
+    {
+      double d = json_object_get_double (value);
+
+      if (isfinite (d) && d == floor (d) && fabs (d) < 9e15)
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
+                     "expected an integer, found %s (write it without a decimal point)",
+                     json_object_to_json_string (value));
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path,
+                   "%s is not an integer from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT,
+                   json_object_to_json_string (value), min, max);
+    }
+  if (!expect_type (loader, value, json_type_int, path))
+    return FALSE;
+
+  errno = 0;
+  v = json_object_get_int64 (value);
+  if (errno != 0 || v < min || v > max || (v == INT64_MAX && json_object_get_uint64 (value) != (guint64) INT64_MAX))
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path,
+                 "%s is out of range (%" G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
+                 json_object_to_json_string (value), min, max);
+
+  *out = v;
+  return TRUE;
+}
+
+static gboolean
+get_double (Loader      *loader,
+            json_object *value,
+            const char  *path,
+            double      *out)
+{
+  if (!expect_type (loader, value, json_type_double, path))
+    return FALSE;
+
+  *out = json_object_get_double (value);
+  if (!isfinite (*out) || fabs (*out) > 1e9)
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path, "%g is out of range", *out);
+  return TRUE;
+}
+
+static gboolean
+get_dtype (Loader      *loader,
+           json_object *obj,
+           const char  *path,
+           gboolean    *has,
+           NapkinDtype *out)
+{
+  const char *text;
+
+  if (!get_string (loader, obj, "dtype", path, has == NULL, &text))
+    return FALSE;
+  if (has != NULL)
+    *has = text != NULL;
+  if (text == NULL)
+    return TRUE;
+
+  if (!napkin_dtype_from_string (text, out))
+    {
+      g_autofree char *p = g_strdup_printf ("%s.dtype", path);
+      g_autofree char *shown = g_strescape (text, NULL);
+
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p,
+                   "unknown element type “%.40s” (fp32, tf32, fp16, bf16, fp8-e4m3, fp8-e5m2, int8)",
+                   shown);
+    }
+  return TRUE;
+}
+
+/* A list of axis names, each of which must be declared. */
+static gboolean
+get_axis_list (Loader         *loader,
+               NapkinDiagram  *diagram,
+               json_object    *obj,
+               const char     *key,
+               const char     *path,
+               gboolean        required,
+               char         ***out)
+{
+  json_object *value = member (obj, key);
+  g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
+  GPtrArray *names;
+  size_t n;
+
+  *out = NULL;
+  if (value == NULL)
+    {
+      if (required)
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "missing field “%s”", key);
+      return TRUE;
+    }
+  if (!expect_type (loader, value, json_type_array, p))
+    return FALSE;
+
+  n = json_object_array_length (value);
+  if (n > NAPKIN_MAX_RANK)
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, p, "%zu axes; at most %d are supported",
+                 n, NAPKIN_MAX_RANK);
+
+  names = g_ptr_array_new_with_free_func (g_free);
+  for (size_t i = 0; i < n; i++)
+    {
+      json_object *item = json_object_array_get_idx (value, i);
+      g_autofree char *ip = g_strdup_printf ("%s[%zu]", p, i);
+      const char *name;
+
+      if (!expect_type (loader, item, json_type_string, ip))
+        break;
+      name = json_object_get_string (item);
+      if (napkin_diagram_find_axis (diagram, name) < 0)
+        {
+          g_autofree char *shown = g_strescape (name, NULL);
+
+          fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, ip, "unknown axis “%.64s”", shown);
+          break;
+        }
+      for (guint j = 0; j < names->len; j++)
+        if (strcmp (g_ptr_array_index (names, j), name) == 0)
+          {
+            fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, ip, "axis “%s” appears twice", name);
+            break;
+          }
+      if (loader->failed)
+        break;
+      g_ptr_array_add (names, g_strdup (name));
+    }
+
+  if (loader->failed)
+    {
+      g_ptr_array_unref (names);
+      return FALSE;
+    }
+
+  g_ptr_array_add (names, NULL);
+  *out = (char **) g_ptr_array_free (names, FALSE);
+  return TRUE;
+}
+
+static json_object *
+get_array (Loader      *loader,
+           json_object *root,
+           const char  *key,
+           gboolean     required)
+{
+  json_object *value = member (root, key);
+
+  if (value == NULL)
+    {
+      if (required)
+        fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", "missing field “%s”", key);
+      return NULL;
+    }
+  if (!expect_type (loader, value, json_type_array, key))
+    return NULL;
+  return value;
+}
+
+static gboolean
+check_unique (Loader        *loader,
+              NapkinDiagram *diagram,
+              NapkinItemKind kind,
+              const char    *key,
+              const char    *path,
+              const char    *what)
+{
+  if (napkin_diagram_find (diagram, kind, key) >= 0)
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, path, "%s “%s” is defined twice", what, key);
+  return TRUE;
+}
+
+static void
+load_axes (Loader        *loader,
+           NapkinDiagram *diagram,
+           json_object   *array)
+{
+  static const char *known[] = { "name", "size", NULL };
+
+  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+    {
+      json_object *obj = json_object_array_get_idx (array, i);
+      g_autofree char *path = g_strdup_printf ("axes[%zu]", i);
+      g_autofree char *size_path = g_strdup_printf ("axes[%zu].size", i);
+      json_object *size_obj;
+      const char *name;
+      NapkinAxis *axis;
+      gint64 size;
+
+      if (!expect_type (loader, obj, json_type_object, path)
+          || !get_name (loader, obj, "name", path, &name))
+        return;
+      size_obj = member (obj, "size");
+      if (size_obj == NULL)
+        {
+          fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "missing field “size”");
+          return;
+        }
+      if (!get_int (loader, size_obj, size_path, 1, NAPKIN_MAX_AXIS_SIZE, &size)
+          || !check_unique (loader, diagram, NAPKIN_ITEM_AXIS, name, path, "axis"))
+        return;
+
+      axis = g_new0 (NapkinAxis, 1);
+      axis->name = g_strdup (name);
+      axis->size = size;
+      axis->extra = collect_extra (obj, known);
+      napkin_diagram_insert_item (diagram, NAPKIN_ITEM_AXIS, napkin_diagram_n_axes (diagram), axis);
+    }
+}
+
+static void
+load_tensors (Loader        *loader,
+              NapkinDiagram *diagram,
+              json_object   *array)
+{
+  static const char *known[] = { "name", "axes", "dtype", NULL };
+
+  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+    {
+      json_object *obj = json_object_array_get_idx (array, i);
+      g_autofree char *path = g_strdup_printf ("tensors[%zu]", i);
+      g_auto(GStrv) axes = NULL;
+      NapkinTensor *tensor;
+      const char *name;
+      NapkinDtype dtype;
+
+      if (!expect_type (loader, obj, json_type_object, path)
+          || !get_name (loader, obj, "name", path, &name)
+          || !get_axis_list (loader, diagram, obj, "axes", path, TRUE, &axes)
+          || !get_dtype (loader, obj, path, NULL, &dtype)
+          || !check_unique (loader, diagram, NAPKIN_ITEM_TENSOR, name, path, "tensor"))
+        return;
+
+      tensor = g_new0 (NapkinTensor, 1);
+      tensor->name = g_strdup (name);
+      tensor->axes = g_steal_pointer (&axes);
+      tensor->dtype = dtype;
+      tensor->extra = collect_extra (obj, known);
+      napkin_diagram_insert_item (diagram, NAPKIN_ITEM_TENSOR, napkin_diagram_n_tensors (diagram), tensor);
+    }
+}
+
+static gboolean
+load_enum_field (Loader      *loader,
+                 json_object *obj,
+                 const char  *key,
+                 const char  *path,
+                 gboolean   (*parse) (const char *, gpointer),
+                 const char  *choices,
+                 gpointer     out)
+{
+  const char *text;
+
+  if (!get_string (loader, obj, key, path, TRUE, &text))
+    return FALSE;
+  if (!parse (text, out))
+    {
+      g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
+      g_autofree char *shown = g_strescape (text, NULL);
+
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "unknown value “%.40s” (%s)", shown, choices);
+    }
+  return TRUE;
+}
+
+static gboolean
+load_axis_field (Loader         *loader,
+                 NapkinDiagram  *diagram,
+                 json_object    *obj,
+                 const char     *path,
+                 char          **out)
+{
+  const char *name;
+
+  if (!get_string (loader, obj, "axis", path, TRUE, &name))
+    return FALSE;
+  if (napkin_diagram_find_axis (diagram, name) < 0)
+    {
+      g_autofree char *p = g_strdup_printf ("%s.axis", path);
+      g_autofree char *shown = g_strescape (name, NULL);
+
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown axis “%.64s”", shown);
+    }
+  *out = g_strdup (name);
+  return TRUE;
+}
+
+static void
+load_nodes (Loader        *loader,
+            NapkinDiagram *diagram,
+            json_object   *array)
+{
+  static const char *known[] = {
+    "id", "kind", "label", "x", "y", "tensor", "out", "axis", "fn", "alpha", "op", "norm", "eps",
+    "dtype", NULL,
+  };
+  GString *fn_choices = g_string_new (NULL);
+
+  for (guint i = 0; i < NAPKIN_N_FNS; i++)
+    g_string_append_printf (fn_choices, "%s%s", i ? ", " : "", napkin_fn_info (i)->name);
+
+  if (array && json_object_array_length (array) > NAPKIN_MAX_NODES)
+    fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "nodes", "%zu operations; at most %d are supported",
+          json_object_array_length (array), NAPKIN_MAX_NODES);
+
+  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+    {
+      json_object *obj = json_object_array_get_idx (array, i);
+      g_autofree char *path = g_strdup_printf ("nodes[%zu]", i);
+      g_autoptr(GError) ignored = NULL;
+      NapkinNode *node;
+      const char *id, *label, *kind_text;
+      NapkinOpKind kind;
+      json_object *value;
+
+      if (!expect_type (loader, obj, json_type_object, path)
+          || !get_name (loader, obj, "id", path, &id)
+          || !check_unique (loader, diagram, NAPKIN_ITEM_NODE, id, path, "operation")
+          || !get_string (loader, obj, "kind", path, TRUE, &kind_text))
+        break;
+      if (!napkin_op_kind_from_string (kind_text, &kind))
+        {
+          g_autofree char *p = g_strdup_printf ("%s.kind", path);
+          g_autofree char *shown = g_strescape (kind_text, NULL);
+
+          fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p,
+                "unknown operation “%.40s” (input, output, contract, map, reduce, softmax, "
+                "normalize, rearrange)", shown);
+          break;
+        }
+      if (!get_string (loader, obj, "label", path, FALSE, &label))
+        break;
+
+      node = napkin_node_new (id, kind);
+      node->label = g_strdup (label);
+      node->extra = collect_extra (obj, known);
+      /* Added first so that a failure below frees it with the diagram. */
+      napkin_diagram_insert_item (diagram, NAPKIN_ITEM_NODE, napkin_diagram_n_nodes (diagram), node);
+
+      if ((value = member (obj, "x")) != NULL)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.x", path);
+          if (!get_double (loader, value, p, &node->x))
+            break;
+        }
+      if ((value = member (obj, "y")) != NULL)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.y", path);
+          if (!get_double (loader, value, p, &node->y))
+            break;
+        }
+      if (!get_dtype (loader, obj, path, &node->has_dtype, &node->dtype))
+        break;
+
+      switch (kind)
+        {
+        case NAPKIN_OP_INPUT:
+        case NAPKIN_OP_OUTPUT:
+          {
+            const char *tensor;
+
+            if (!get_string (loader, obj, "tensor", path, TRUE, &tensor))
+              break;
+            if (napkin_diagram_find_tensor (diagram, tensor) < 0)
+              {
+                g_autofree char *p = g_strdup_printf ("%s.tensor", path);
+                g_autofree char *shown = g_strescape (tensor, NULL);
+
+                fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown tensor “%.64s”", shown);
+                break;
+              }
+            node->tensor = g_strdup (tensor);
+            break;
+          }
+
+        case NAPKIN_OP_CONTRACT:
+        case NAPKIN_OP_REARRANGE:
+          get_axis_list (loader, diagram, obj, "out", path, TRUE, &node->out);
+          break;
+
+        case NAPKIN_OP_MAP:
+          if (!load_enum_field (loader, obj, "fn", path, (gpointer) napkin_fn_from_string,
+                                fn_choices->str, &node->fn))
+            break;
+          if (!get_axis_list (loader, diagram, obj, "out", path, FALSE, &node->out))
+            break;
+          if ((value = member (obj, "alpha")) != NULL)
+            {
+              g_autofree char *p = g_strdup_printf ("%s.alpha", path);
+              get_double (loader, value, p, &node->alpha);
+            }
+          break;
+
+        case NAPKIN_OP_REDUCE:
+          if (load_enum_field (loader, obj, "op", path, (gpointer) napkin_reduce_from_string,
+                               "sum, max, mean", &node->reduce))
+            load_axis_field (loader, diagram, obj, path, &node->axis);
+          break;
+
+        case NAPKIN_OP_SOFTMAX:
+          load_axis_field (loader, diagram, obj, path, &node->axis);
+          break;
+
+        case NAPKIN_OP_NORMALIZE:
+          if (!load_enum_field (loader, obj, "norm", path, (gpointer) napkin_norm_from_string,
+                                "layernorm, rmsnorm", &node->norm)
+              || !load_axis_field (loader, diagram, obj, path, &node->axis))
+            break;
+          if ((value = member (obj, "eps")) != NULL)
+            {
+              g_autofree char *p = g_strdup_printf ("%s.eps", path);
+
+              if (get_double (loader, value, p, &node->eps) && !(node->eps > 0 && node->eps < 1))
+                fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "eps must be between 0 and 1");
+            }
+          break;
+
+        case NAPKIN_N_OPS:
+        default:
+          g_assert_not_reached ();
+        }
+    }
+
+  g_string_free (fn_choices, TRUE);
+}
+
+static void
+load_wires (Loader        *loader,
+            NapkinDiagram *diagram,
+            json_object   *array)
+{
+  static const char *known[] = { "from", "to", "port", NULL };
+
+  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+    {
+      json_object *obj = json_object_array_get_idx (array, i);
+      g_autofree char *path = g_strdup_printf ("wires[%zu]", i);
+      const char *from, *to;
+      json_object *port_obj;
+      gint64 port = 0;
+      NapkinWire *wire;
+      int from_index, to_index;
+      const NapkinNode *target;
+
+      if (!expect_type (loader, obj, json_type_object, path)
+          || !get_string (loader, obj, "from", path, TRUE, &from)
+          || !get_string (loader, obj, "to", path, TRUE, &to))
+        return;
+
+      from_index = napkin_diagram_find_node (diagram, from);
+      to_index = napkin_diagram_find_node (diagram, to);
+      if (from_index < 0 || to_index < 0)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.%s", path, from_index < 0 ? "from" : "to");
+          g_autofree char *shown = g_strescape (from_index < 0 ? from : to, NULL);
+
+          fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p,
+                "dangling wire: no operation “%.64s”", shown);
+          return;
+        }
+
+      if ((port_obj = member (obj, "port")) != NULL)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.port", path);
+
+          if (!get_int (loader, port_obj, p, 0, 1, &port))
+            return;
+        }
+
+      target = napkin_diagram_node (diagram, to_index);
+      if ((guint) port >= napkin_op_n_inputs (target))
+        {
+          g_autofree char *p = g_strdup_printf ("%s.port", path);
+
+          fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p,
+                "operation “%s” (%s) has %u input%s; port %" G_GINT64_FORMAT " does not exist",
+                to, napkin_op_kind_to_string (target->kind), napkin_op_n_inputs (target),
+                napkin_op_n_inputs (target) == 1 ? "" : "s", port);
+          return;
+        }
+      if (napkin_diagram_node (diagram, from_index)->kind == NAPKIN_OP_OUTPUT)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.from", path);
+
+          fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p,
+                "“%s” is an output: nothing can be wired from it", from);
+          return;
+        }
+      if (napkin_diagram_wire_for_port (diagram, to_index, port) >= 0)
+        {
+          fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, path,
+                "input %" G_GINT64_FORMAT " of “%s” already has a wire", port, to);
+          return;
+        }
+
+      wire = g_new0 (NapkinWire, 1);
+      wire->from = g_strdup (from);
+      wire->to = g_strdup (to);
+      wire->port = port;
+      wire->extra = collect_extra (obj, known);
+      napkin_diagram_insert_item (diagram, NAPKIN_ITEM_WIRE, napkin_diagram_n_wires (diagram), wire);
+    }
+}
+
+static gboolean
+load_mark (Loader        *loader,
+           NapkinRegion  *region,
+           const char    *axis,
+           json_object   *value,
+           const char    *path)
+{
+  if (json_object_get_type (value) == json_type_string)
+    {
+      if (strcmp (json_object_get_string (value), "whole") != 0)
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
+                     "a mark is \"whole\", {\"parallel\": SIZE} or {\"stream\": SIZE}");
+      napkin_region_set_mark (region, axis, NAPKIN_MARK_WHOLE, 0);
+      return TRUE;
+    }
+
+  if (json_object_get_type (value) != json_type_object || json_object_object_length (value) != 1)
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
+                 "a mark is \"whole\", {\"parallel\": SIZE} or {\"stream\": SIZE}");
+
+  json_object_object_foreach (value, key, size_obj)
+    {
+      NapkinMarkKind kind;
+      g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
+      gint64 tile;
+
+      if (!napkin_mark_from_string (key, &kind) || kind == NAPKIN_MARK_WHOLE)
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
+                     "unknown mark “%.40s” (parallel, stream)", key);
+      if (json_object_get_type (size_obj) == json_type_int && json_object_get_int64 (size_obj) <= 0)
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p,
+                     "tile size must be positive, found %s", json_object_to_json_string (size_obj));
+      if (!get_int (loader, size_obj, p, 1, NAPKIN_MAX_AXIS_SIZE, &tile))
+        return FALSE;
+      napkin_region_set_mark (region, axis, kind, tile);
+    }
+
+  return TRUE;
+}
+
+static void
+load_regions (Loader        *loader,
+              NapkinDiagram *diagram,
+              json_object   *array)
+{
+  static const char *known[] = { "name", "level", "nodes", "marks", "stages", "rect", NULL };
+
+  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+    {
+      json_object *obj = json_object_array_get_idx (array, i);
+      g_autofree char *path = g_strdup_printf ("regions[%zu]", i);
+      const char *name;
+      NapkinLevel level;
+      NapkinRegion *region;
+      json_object *value;
+
+      if (!expect_type (loader, obj, json_type_object, path)
+          || !get_name (loader, obj, "name", path, &name)
+          || !check_unique (loader, diagram, NAPKIN_ITEM_REGION, name, path, "region")
+          || !load_enum_field (loader, obj, "level", path, (gpointer) napkin_level_from_string,
+                               "l2, smem, registers", &level))
+        return;
+
+      region = napkin_region_new (name, level);
+      region->extra = collect_extra (obj, known);
+      napkin_diagram_insert_item (diagram, NAPKIN_ITEM_REGION, napkin_diagram_n_regions (diagram), region);
+
+      value = member (obj, "nodes");
+      if (value == NULL)
+        {
+          fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "missing field “nodes”");
+          return;
+        }
+      {
+        g_autofree char *p = g_strdup_printf ("%s.nodes", path);
+        if (!expect_type (loader, value, json_type_array, p))
+          return;
+      }
+      for (size_t j = 0; j < json_object_array_length (value); j++)
+        {
+          json_object *item = json_object_array_get_idx (value, j);
+          g_autofree char *p = g_strdup_printf ("%s.nodes[%zu]", path, j);
+          const char *id;
+
+          if (!expect_type (loader, item, json_type_string, p))
+            return;
+          id = json_object_get_string (item);
+          if (napkin_diagram_find_node (diagram, id) < 0)
+            {
+              g_autofree char *shown = g_strescape (id, NULL);
+
+              fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown operation “%.64s”", shown);
+              return;
+            }
+          if (napkin_region_has_node (region, id))
+            {
+              fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "operation “%s” is listed twice", id);
+              return;
+            }
+          g_ptr_array_add (region->nodes, g_strdup (id));
+        }
+
+      if ((value = member (obj, "marks")) != NULL)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.marks", path);
+
+          if (!expect_type (loader, value, json_type_object, p))
+            return;
+          json_object_object_foreach (value, axis, mark)
+            {
+              g_autofree char *mp = g_strdup_printf ("%s.marks.%s", path, axis);
+
+              if (napkin_diagram_find_axis (diagram, axis) < 0)
+                {
+                  g_autofree char *shown = g_strescape (axis, NULL);
+
+                  fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown axis “%.64s”", shown);
+                  return;
+                }
+              if (!load_mark (loader, region, axis, mark, mp))
+                return;
+            }
+        }
+
+      if ((value = member (obj, "stages")) != NULL)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.stages", path);
+          gint64 stages;
+
+          if (!get_int (loader, value, p, 1, 8, &stages))
+            return;
+          region->stages = stages;
+        }
+
+      if ((value = member (obj, "rect")) != NULL)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.rect", path);
+          double r[4];
+
+          if (!expect_type (loader, value, json_type_array, p))
+            return;
+          if (json_object_array_length (value) != 4)
+            {
+              fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "expected [x, y, width, height]");
+              return;
+            }
+          for (guint j = 0; j < 4; j++)
+            {
+              g_autofree char *ip = g_strdup_printf ("%s[%u]", p, j);
+
+              if (!get_double (loader, json_object_array_get_idx (value, j), ip, &r[j]))
+                return;
+            }
+          if (r[2] < 0 || r[3] < 0)
+            {
+              fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "width and height must not be negative");
+              return;
+            }
+          region->has_rect = TRUE;
+          region->x = r[0];
+          region->y = r[1];
+          region->width = r[2];
+          region->height = r[3];
+        }
+    }
+}
+
+static void
+load_view (Loader        *loader,
+           NapkinDiagram *diagram,
+           json_object   *root)
+{
+  static const char *known[] = { "zoom", "scroll", NULL };
+  json_object *obj = member (root, "view");
+  NapkinView *view = napkin_diagram_get_view (diagram);
+  json_object *value;
+
+  if (obj == NULL || !expect_type (loader, obj, json_type_object, "view"))
+    return;
+
+  if ((value = member (obj, "zoom")) != NULL)
+    {
+      if (!get_double (loader, value, "view.zoom", &view->zoom))
+        return;
+      if (view->zoom < 0.01 || view->zoom > 100)
+        {
+          fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, "view.zoom", "zoom must be from 0.01 to 100");
+          return;
+        }
+    }
+  if ((value = member (obj, "scroll")) != NULL)
+    {
+      if (!expect_type (loader, value, json_type_array, "view.scroll"))
+        return;
+      if (json_object_array_length (value) != 2)
+        {
+          fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "view.scroll", "expected [x, y]");
+          return;
+        }
+      if (!get_double (loader, json_object_array_get_idx (value, 0), "view.scroll[0]", &view->scroll_x)
+          || !get_double (loader, json_object_array_get_idx (value, 1), "view.scroll[1]", &view->scroll_y))
+        return;
+    }
+  view->extra = collect_extra (obj, known);
+}
+
+NapkinDiagram *
+napkin_diagram_load_from_data (const char       *data,
+                               gssize            length,
+                               NapkinLoadFlags   flags,
+                               GError          **error)
+{
+  static const char *known[] = {
+    "format", "version", "title", "description", "axes", "tensors", "nodes", "wires", "regions",
+    "view", NULL,
+  };
+  g_autoptr(json_tokener) tokener = NULL;
+  g_autoptr(json_object) root = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  enum json_tokener_error jerr;
+  Loader loader = { error, FALSE };
+  const char *text;
+  json_object *value;
+  gint64 version;
+
+  g_return_val_if_fail (data != NULL, NULL);
+
+  if (length < 0)
+    length = strlen (data);
+  if (length > NAPKIN_MAX_FILE_SIZE)
+    {
+      fail (&loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "$", "the file is %" G_GSSIZE_FORMAT
+            " bytes; at most %d are read", length, NAPKIN_MAX_FILE_SIZE);
+      return NULL;
+    }
+
+  /* Depth bounds the parser's recursion on hostile input. */
+  tokener = json_tokener_new_ex (64);
+  json_tokener_set_flags (tokener, JSON_TOKENER_STRICT);
+  root = json_tokener_parse_ex (tokener, data, (int) length);
+  jerr = json_tokener_get_error (tokener);
+  if (root == NULL || jerr != json_tokener_success)
+    {
+      int offset = (int) json_tokener_get_parse_end (tokener);
+      int line = 1, column = 1;
+
+      if (jerr == json_tokener_continue)
+        jerr = json_tokener_error_parse_eof;
+      for (int i = 0; i < offset && i < length; i++)
+        {
+          if (data[i] == '\n')
+            line++, column = 1;
+          else
+            column++;
+        }
+      g_clear_pointer (&root, json_object_put);
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
+                   "$: not a JSON document (line %d, column %d: %s)", line, column,
+                   json_tokener_error_desc (jerr));
+      return NULL;
+    }
+  if (json_tokener_get_parse_end (tokener) < (size_t) length)
+    {
+      const char *rest = data + json_tokener_get_parse_end (tokener);
+
+      while (*rest && g_ascii_isspace (*rest))
+        rest++;
+      if (*rest != '\0')
+        {
+          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
+                       "$: text after the end of the JSON document");
+          return NULL;
+        }
+    }
+
+  if (!expect_type (&loader, root, json_type_object, "$"))
+    return NULL;
+
+  if (!get_string (&loader, root, "format", "$", TRUE, &text))
+    return NULL;
+  if (strcmp (text, "napkin") != 0)
+    {
+      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "format", "expected \"napkin\", found \"%.40s\"", text);
+      return NULL;
+    }
+
+  value = member (root, "version");
+  if (value == NULL)
+    {
+      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", "missing field “version”");
+      return NULL;
+    }
+  if (!get_int (&loader, value, "version", 1, G_MAXINT32, &version))
+    return NULL;
+  if (version > NAPKIN_FORMAT_VERSION)
+    {
+      fail (&loader, NAPKIN_DOCUMENT_ERROR_VERSION, "version",
+            "the file is format version %" G_GINT64_FORMAT "; this Napkin reads up to version %d",
+            version, NAPKIN_FORMAT_VERSION);
+      return NULL;
+    }
+
+  diagram = napkin_diagram_new ();
+  g_signal_handlers_block_matched (diagram, G_SIGNAL_MATCH_ID, 0, 0, NULL, NULL, NULL);
+
+  if (!get_string (&loader, root, "title", "$", FALSE, &text))
+    return NULL;
+  napkin_diagram_set_title (diagram, text);
+  if (!get_string (&loader, root, "description", "$", FALSE, &text))
+    return NULL;
+  napkin_diagram_set_description (diagram, text);
+
+  load_axes (&loader, diagram, get_array (&loader, root, "axes", TRUE));
+  if (!loader.failed)
+    load_tensors (&loader, diagram, get_array (&loader, root, "tensors", FALSE));
+  if (!loader.failed)
+    load_nodes (&loader, diagram, get_array (&loader, root, "nodes", TRUE));
+  if (!loader.failed)
+    load_wires (&loader, diagram, get_array (&loader, root, "wires", FALSE));
+  if (!loader.failed)
+    load_regions (&loader, diagram, get_array (&loader, root, "regions", FALSE));
+  if (!loader.failed)
+    load_view (&loader, diagram, root);
+  if (loader.failed)
+    return NULL;
+
+  {
+    json_object *extra = collect_extra (root, known);
+    napkin_diagram_set_extra (diagram, extra);
+    g_clear_pointer (&extra, json_object_put);
+  }
+
+  if ((flags & NAPKIN_LOAD_VALIDATE) && !napkin_diagram_validate (diagram, error))
+    return NULL;
+
+  return g_steal_pointer (&diagram);
+}
+
+NapkinDiagram *
+napkin_diagram_load_from_file (const char       *path,
+                               NapkinLoadFlags   flags,
+                               GError          **error)
+{
+  g_autofree char *contents = NULL;
+  g_autoptr(GError) local_error = NULL;
+  NapkinDiagram *diagram;
+  gsize length;
+
+  g_return_val_if_fail (path != NULL, NULL);
+
+  if (!g_file_get_contents (path, &contents, &length, &local_error))
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO, "%s", local_error->message);
+      return NULL;
+    }
+
+  diagram = napkin_diagram_load_from_data (contents, length, flags, &local_error);
+  if (diagram == NULL)
+    {
+      g_propagate_error (error, g_steal_pointer (&local_error));
+      return NULL;
+    }
+
+  return diagram;
+}
+
+/* ---- saving ----------------------------------------------------------------------------- */
+
+static void
+add_extra (json_object *obj,
+           json_object *extra)
+{
+  if (extra == NULL)
+    return;
+
+  json_object_object_foreach (extra, key, value)
+    json_object_object_add (obj, key, json_object_get (value));
+}
+
+static json_object *
+strv_to_json (char **strv)
+{
+  json_object *array = json_object_new_array ();
+
+  for (guint i = 0; strv && strv[i]; i++)
+    json_object_array_add (array, json_object_new_string (strv[i]));
+  return array;
+}
+
+static json_object *
+double_to_json (double value)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+  /* Whole numbers are written as integers so that hand-written files stay tidy. */
+  if (value == floor (value) && fabs (value) < 1e15)
+    return json_object_new_int64 ((gint64) value);
+  g_ascii_dtostr (buf, sizeof buf, value);
+  return json_object_new_double_s (value, buf);
+}
+
+static json_object *
+node_to_json (const NapkinNode *node)
+{
+  json_object *obj = json_object_new_object ();
+
+  json_object_object_add (obj, "id", json_object_new_string (node->id));
+  json_object_object_add (obj, "kind", json_object_new_string (napkin_op_kind_to_string (node->kind)));
+  if (node->label != NULL)
+    json_object_object_add (obj, "label", json_object_new_string (node->label));
+  json_object_object_add (obj, "x", double_to_json (node->x));
+  json_object_object_add (obj, "y", double_to_json (node->y));
+
+  switch (node->kind)
+    {
+    case NAPKIN_OP_INPUT:
+    case NAPKIN_OP_OUTPUT:
+      json_object_object_add (obj, "tensor", json_object_new_string (node->tensor));
+      break;
+    case NAPKIN_OP_CONTRACT:
+    case NAPKIN_OP_REARRANGE:
+      json_object_object_add (obj, "out", strv_to_json (node->out));
+      break;
+    case NAPKIN_OP_MAP:
+      json_object_object_add (obj, "fn", json_object_new_string (napkin_fn_info (node->fn)->name));
+      if (node->out != NULL)
+        json_object_object_add (obj, "out", strv_to_json (node->out));
+      if (node->fn == NAPKIN_FN_SCALE)
+        json_object_object_add (obj, "alpha", double_to_json (node->alpha));
+      break;
+    case NAPKIN_OP_REDUCE:
+      json_object_object_add (obj, "op", json_object_new_string (napkin_reduce_to_string (node->reduce)));
+      json_object_object_add (obj, "axis", json_object_new_string (node->axis));
+      break;
+    case NAPKIN_OP_SOFTMAX:
+      json_object_object_add (obj, "axis", json_object_new_string (node->axis));
+      break;
+    case NAPKIN_OP_NORMALIZE:
+      json_object_object_add (obj, "norm", json_object_new_string (napkin_norm_to_string (node->norm)));
+      json_object_object_add (obj, "axis", json_object_new_string (node->axis));
+      json_object_object_add (obj, "eps", double_to_json (node->eps));
+      break;
+    case NAPKIN_N_OPS:
+    default:
+      g_assert_not_reached ();
+    }
+
+  if (node->has_dtype)
+    json_object_object_add (obj, "dtype", json_object_new_string (napkin_dtype_to_string (node->dtype)));
+  add_extra (obj, node->extra);
+  return obj;
+}
+
+static json_object *
+region_to_json (const NapkinRegion *region)
+{
+  json_object *obj = json_object_new_object ();
+  json_object *nodes = json_object_new_array ();
+  json_object *marks = json_object_new_object ();
+
+  json_object_object_add (obj, "name", json_object_new_string (region->name));
+  json_object_object_add (obj, "level", json_object_new_string (napkin_level_to_string (region->level)));
+  for (guint i = 0; i < region->nodes->len; i++)
+    json_object_array_add (nodes, json_object_new_string (g_ptr_array_index (region->nodes, i)));
+  json_object_object_add (obj, "nodes", nodes);
+
+  for (guint i = 0; i < region->marks->len; i++)
+    {
+      const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, i);
+
+      if (mark->kind == NAPKIN_MARK_WHOLE)
+        json_object_object_add (marks, mark->axis, json_object_new_string ("whole"));
+      else
+        {
+          json_object *m = json_object_new_object ();
+
+          json_object_object_add (m, napkin_mark_to_string (mark->kind), json_object_new_int64 (mark->tile));
+          json_object_object_add (marks, mark->axis, m);
+        }
+    }
+  json_object_object_add (obj, "marks", marks);
+  if (region->stages != 1)
+    json_object_object_add (obj, "stages", json_object_new_int (region->stages));
+
+  if (region->has_rect)
+    {
+      json_object *rect = json_object_new_array ();
+
+      json_object_array_add (rect, double_to_json (region->x));
+      json_object_array_add (rect, double_to_json (region->y));
+      json_object_array_add (rect, double_to_json (region->width));
+      json_object_array_add (rect, double_to_json (region->height));
+      json_object_object_add (obj, "rect", rect);
+    }
+
+  add_extra (obj, region->extra);
+  return obj;
+}
+
+json_object *
+napkin_diagram_to_json (NapkinDiagram *self)
+{
+  json_object *root = json_object_new_object ();
+  json_object *array;
+  NapkinView *view = napkin_diagram_get_view (self);
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), NULL);
+
+  json_object_object_add (root, "format", json_object_new_string ("napkin"));
+  json_object_object_add (root, "version", json_object_new_int (NAPKIN_FORMAT_VERSION));
+  if (napkin_diagram_get_title (self) != NULL)
+    json_object_object_add (root, "title", json_object_new_string (napkin_diagram_get_title (self)));
+  if (napkin_diagram_get_description (self) != NULL)
+    json_object_object_add (root, "description",
+                            json_object_new_string (napkin_diagram_get_description (self)));
+
+  array = json_object_new_array ();
+  for (guint i = 0; i < napkin_diagram_n_axes (self); i++)
+    {
+      const NapkinAxis *axis = napkin_diagram_axis (self, i);
+      json_object *obj = json_object_new_object ();
+
+      json_object_object_add (obj, "name", json_object_new_string (axis->name));
+      json_object_object_add (obj, "size", json_object_new_int64 (axis->size));
+      add_extra (obj, axis->extra);
+      json_object_array_add (array, obj);
+    }
+  json_object_object_add (root, "axes", array);
+
+  array = json_object_new_array ();
+  for (guint i = 0; i < napkin_diagram_n_tensors (self); i++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (self, i);
+      json_object *obj = json_object_new_object ();
+
+      json_object_object_add (obj, "name", json_object_new_string (tensor->name));
+      json_object_object_add (obj, "axes", strv_to_json (tensor->axes));
+      json_object_object_add (obj, "dtype", json_object_new_string (napkin_dtype_to_string (tensor->dtype)));
+      add_extra (obj, tensor->extra);
+      json_object_array_add (array, obj);
+    }
+  json_object_object_add (root, "tensors", array);
+
+  array = json_object_new_array ();
+  for (guint i = 0; i < napkin_diagram_n_nodes (self); i++)
+    json_object_array_add (array, node_to_json (napkin_diagram_node (self, i)));
+  json_object_object_add (root, "nodes", array);
+
+  array = json_object_new_array ();
+  for (guint i = 0; i < napkin_diagram_n_wires (self); i++)
+    {
+      const NapkinWire *wire = napkin_diagram_wire (self, i);
+      json_object *obj = json_object_new_object ();
+
+      json_object_object_add (obj, "from", json_object_new_string (wire->from));
+      json_object_object_add (obj, "to", json_object_new_string (wire->to));
+      json_object_object_add (obj, "port", json_object_new_int (wire->port));
+      add_extra (obj, wire->extra);
+      json_object_array_add (array, obj);
+    }
+  json_object_object_add (root, "wires", array);
+
+  array = json_object_new_array ();
+  for (guint i = 0; i < napkin_diagram_n_regions (self); i++)
+    json_object_array_add (array, region_to_json (napkin_diagram_region (self, i)));
+  json_object_object_add (root, "regions", array);
+
+  {
+    json_object *obj = json_object_new_object ();
+    json_object *scroll = json_object_new_array ();
+
+    json_object_object_add (obj, "zoom", double_to_json (view->zoom));
+    json_object_array_add (scroll, double_to_json (view->scroll_x));
+    json_object_array_add (scroll, double_to_json (view->scroll_y));
+    json_object_object_add (obj, "scroll", scroll);
+    add_extra (obj, view->extra);
+    json_object_object_add (root, "view", obj);
+  }
+
+  add_extra (root, napkin_diagram_get_extra (self));
+  return root;
+}
+
+char *
+napkin_diagram_save_to_data (NapkinDiagram *self,
+                             gsize         *length)
+{
+  g_autoptr(json_object) root = NULL;
+  const char *text;
+  size_t len;
+  char *result;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), NULL);
+
+  root = napkin_diagram_to_json (self);
+  text = json_object_to_json_string_length (root,
+                                            JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                                            | JSON_C_TO_STRING_NOSLASHESCAPE
+                                            | JSON_C_TO_STRING_PRETTY_TAB * 0,
+                                            &len);
+  result = g_malloc (len + 2);
+  memcpy (result, text, len);
+  result[len] = '\n';
+  result[len + 1] = '\0';
+  if (length != NULL)
+    *length = len + 1;
+  return result;
+}
+
+gboolean
+napkin_diagram_save_to_file (NapkinDiagram  *self,
+                             const char     *path,
+                             GError        **error)
+{
+  g_autofree char *data = NULL;
+  g_autoptr(GError) local_error = NULL;
+  gsize length;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+
+  data = napkin_diagram_save_to_data (self, &length);
+
+  /* A temporary file in the same folder, flushed, then renamed over the old one:
+   * the file on disk is always either the old or the new complete document. */
+  if (!g_file_set_contents_full (path, data, length,
+                                 G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
+                                 0644, &local_error))
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO, "%s", local_error->message);
+      return FALSE;
+    }
+
+  return TRUE;
+}

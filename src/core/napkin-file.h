@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include "napkin-diagram.h"
+
+G_BEGIN_DECLS
+
+/* Loading always checks the structure: JSON shape, types, ranges and references.
+ * With NAPKIN_LOAD_VALIDATE it also checks the meaning (napkin_diagram_validate):
+ * the command line and the model want that; the editor opens structurally sound
+ * diagrams that still have problems and shows them on the canvas. */
+typedef enum
+{
+  NAPKIN_LOAD_DEFAULT  = 0,
+  NAPKIN_LOAD_VALIDATE = 1 << 0,
+} NapkinLoadFlags;
+
+/* Largest file the loader reads: bounds memory on hostile input (docs/security.md). */
+#define NAPKIN_MAX_FILE_SIZE (64 * 1024 * 1024)
+
+NapkinDiagram *napkin_diagram_load_from_data  (const char      *data,
+                                               gssize           length,
+                                               NapkinLoadFlags  flags,
+                                               GError         **error);
+NapkinDiagram *napkin_diagram_load_from_file  (const char      *path,
+                                               NapkinLoadFlags  flags,
+                                               GError         **error);
+char          *napkin_diagram_save_to_data    (NapkinDiagram   *self,
+                                               gsize           *length);
+gboolean       napkin_diagram_save_to_file    (NapkinDiagram   *self,
+                                               const char      *path,
+                                               GError         **error);
+/* The JSON object of the whole document (new reference). */
+json_object   *napkin_diagram_to_json         (NapkinDiagram   *self);
+
+G_END_DECLS

@@ -1,0 +1,671 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-core"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "napkin-error.h"
+#include "napkin-validate.h"
+
+/* The meaning of a diagram (design.md §1): operations get tensors they can use,
+ * the graph has no cycle, regions are connected, nest properly, and stream only
+ * where the operations have a streaming form. */
+
+typedef struct
+{
+  NapkinDiagram *diagram;
+  GPtrArray     *problems;
+  GHashTable    *codes;   /* problem -> NapkinDocumentError, for validate () */
+} Checker;
+
+void
+napkin_problem_free (NapkinProblem *problem)
+{
+  g_free (problem->path);
+  g_free (problem->message);
+  g_free (problem);
+}
+
+G_GNUC_PRINTF (5, 6)
+static void
+report (Checker        *checker,
+        NapkinItemKind  kind,
+        guint           index,
+        const char     *path,
+        const char     *format,
+        ...)
+{
+  NapkinProblem *problem = g_new0 (NapkinProblem, 1);
+  g_autofree char *text = NULL;
+  va_list args;
+
+  va_start (args, format);
+  text = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  problem->kind = kind;
+  problem->index = index;
+  problem->path = g_strdup (path);
+  problem->message = g_strdup_printf ("%s: %s", path, text);
+  g_ptr_array_add (checker->problems, problem);
+}
+
+static char *
+node_path (guint index)
+{
+  return g_strdup_printf ("nodes[%u]", index);
+}
+
+static const char *
+axis_name (NapkinDiagram *diagram,
+           guint          axis)
+{
+  return napkin_diagram_axis (diagram, axis)->name;
+}
+
+static gboolean
+type_axes_subset (const NapkinTensorType *a,
+                  const NapkinTensorType *b)
+{
+  for (guint i = 0; i < a->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (b, a->axes[i]))
+      return FALSE;
+  return TRUE;
+}
+
+static void
+check_tensors (Checker *checker)
+{
+  NapkinDiagram *d = checker->diagram;
+
+  for (guint i = 0; i < napkin_diagram_n_tensors (d); i++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (d, i);
+      g_autofree char *path = g_strdup_printf ("tensors[%u]", i);
+      gint64 n = 1;
+      gint64 bytes;
+
+      for (guint a = 0; tensor->axes[a]; a++)
+        {
+          int axis = napkin_diagram_find_axis (d, tensor->axes[a]);
+
+          if (axis >= 0 && !napkin_mul_checked (n, napkin_diagram_axis_size (d, axis), &n))
+            {
+              report (checker, NAPKIN_ITEM_TENSOR, i, path,
+                      "tensor “%s” has more elements than 64 bits can count", tensor->name);
+              n = -1;
+              break;
+            }
+        }
+      if (n > 0 && !napkin_mul_checked (n, napkin_dtype_bytes (tensor->dtype), &bytes))
+        report (checker, NAPKIN_ITEM_TENSOR, i, path,
+                "tensor “%s” has more bytes than 64 bits can count", tensor->name);
+    }
+}
+
+static void
+describe_type (Checker                *checker,
+               const NapkinTensorType *type,
+               GString                *out)
+{
+  g_autofree char *text = napkin_diagram_type_to_string (checker->diagram, type);
+  g_string_append (out, text);
+}
+
+static void
+check_node (Checker *checker,
+            guint    n)
+{
+  NapkinDiagram *d = checker->diagram;
+  const NapkinNode *node = napkin_diagram_node (d, n);
+  g_autofree char *path = node_path (n);
+  const NapkinTensorType *in[2] = { NULL, NULL };
+  const NapkinTensorType *out;
+  guint n_inputs = napkin_op_n_inputs (node);
+  const char *kind = napkin_op_kind_to_string (node->kind);
+
+  for (guint p = 0; p < n_inputs; p++)
+    {
+      int src = napkin_diagram_input_source (d, n, p);
+
+      if (src < 0)
+        {
+          report (checker, NAPKIN_ITEM_NODE, n, path, "input %u of “%s” (%s) is not connected",
+                  p, node->id, kind);
+          return;
+        }
+      in[p] = napkin_diagram_node_type (d, src);
+      if (!in[p]->valid)
+        return;  /* reported at the source */
+    }
+
+  out = napkin_diagram_node_type (d, n);
+
+  switch (node->kind)
+    {
+    case NAPKIN_OP_INPUT:
+      break;
+
+    case NAPKIN_OP_OUTPUT:
+      {
+        const NapkinTensor *tensor = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, node->tensor));
+        NapkinTensorType want = { 0 };
+
+        for (guint a = 0; tensor->axes[a] && a < NAPKIN_MAX_RANK; a++)
+          want.axes[want.n_axes++] = napkin_diagram_find_axis (d, tensor->axes[a]);
+        if (want.n_axes != in[0]->n_axes || !type_axes_subset (&want, in[0]))
+          {
+            g_autoptr(GString) got = g_string_new (NULL);
+            g_autofree char *want_axes = g_strjoinv (",", tensor->axes);
+
+            describe_type (checker, in[0], got);
+            report (checker, NAPKIN_ITEM_NODE, n, path,
+                    "output “%s” expects tensor %s with axes [%s], but its wire carries %s",
+                    node->id, tensor->name, want_axes, got->str);
+          }
+        break;
+      }
+
+    case NAPKIN_OP_CONTRACT:
+      {
+        NapkinTensorType all = *in[0];
+
+        if (in[0]->dtype != in[1]->dtype)
+          report (checker, NAPKIN_ITEM_NODE, n, path,
+                  "contraction “%s” multiplies %s by %s: cast one input so both have one element type",
+                  node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
+        for (guint i = 0; i < in[1]->n_axes; i++)
+          if (!napkin_tensor_type_has_axis (&all, in[1]->axes[i]) && all.n_axes < NAPKIN_MAX_RANK)
+            all.axes[all.n_axes++] = in[1]->axes[i];
+        for (guint i = 0; i < out->n_axes; i++)
+          if (!napkin_tensor_type_has_axis (&all, out->axes[i]))
+            report (checker, NAPKIN_ITEM_NODE, n, path,
+                    "contraction “%s” outputs axis %s, which neither input carries",
+                    node->id, axis_name (d, out->axes[i]));
+        for (guint i = 0; i < all.n_axes; i++)
+          {
+            guint axis = all.axes[i];
+
+            if (napkin_tensor_type_has_axis (out, axis))
+              continue;
+            if (!napkin_tensor_type_has_axis (in[0], axis) || !napkin_tensor_type_has_axis (in[1], axis))
+              report (checker, NAPKIN_ITEM_NODE, n, path,
+                      "contraction “%s” sums over axis %s, but only input %d carries it; "
+                      "a contraction sums over axes both inputs share (use a reduce first)",
+                      node->id, axis_name (d, axis), napkin_tensor_type_has_axis (in[0], axis) ? 0 : 1);
+          }
+        break;
+      }
+
+    case NAPKIN_OP_MAP:
+      if (node->fn == NAPKIN_FN_CAST && !node->has_dtype)
+        report (checker, NAPKIN_ITEM_NODE, n, path, "cast “%s” needs a target element type (dtype)", node->id);
+      for (guint p = 0; p < n_inputs; p++)
+        if (!type_axes_subset (in[p], out))
+          report (checker, NAPKIN_ITEM_NODE, n, path,
+                  "map “%s”: input %u carries axes its output [%s] lacks; a map only broadcasts",
+                  node->id, p, node->out ? "listed" : "inferred");
+      if (node->out != NULL)
+        for (guint i = 0; i < out->n_axes; i++)
+          {
+            gboolean found = FALSE;
+
+            for (guint p = 0; p < n_inputs; p++)
+              found |= napkin_tensor_type_has_axis (in[p], out->axes[i]);
+            if (!found)
+              report (checker, NAPKIN_ITEM_NODE, n, path,
+                      "map “%s” outputs axis %s, which no input carries", node->id, axis_name (d, out->axes[i]));
+          }
+      if (n_inputs == 2 && in[0]->dtype != in[1]->dtype)
+        report (checker, NAPKIN_ITEM_NODE, n, path,
+                "map “%s” combines %s with %s: cast one input so both have one element type",
+                node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
+      break;
+
+    case NAPKIN_OP_REDUCE:
+    case NAPKIN_OP_SOFTMAX:
+    case NAPKIN_OP_NORMALIZE:
+      {
+        int axis = napkin_diagram_find_axis (d, node->axis);
+
+        if (axis < 0 || !napkin_tensor_type_has_axis (in[0], axis))
+          {
+            g_autoptr(GString) got = g_string_new (NULL);
+
+            describe_type (checker, in[0], got);
+            report (checker, NAPKIN_ITEM_NODE, n, path, "%s “%s” works over axis %s, but its input is %s",
+                    kind, node->id, node->axis, got->str);
+          }
+        break;
+      }
+
+    case NAPKIN_OP_REARRANGE:
+      {
+        gint64 a = 0, b = 0;
+
+        if (napkin_diagram_type_elements (d, in[0], &a) && napkin_diagram_type_elements (d, out, &b) && a != b)
+          report (checker, NAPKIN_ITEM_NODE, n, path,
+                  "rearrange “%s” turns %" G_GINT64_FORMAT " elements into %" G_GINT64_FORMAT
+                  ": merged or split axes must keep the product of sizes", node->id, a, b);
+        break;
+      }
+
+    case NAPKIN_N_OPS:
+    default:
+      g_assert_not_reached ();
+    }
+
+  if (out->valid)
+    {
+      NapkinFlops flops;
+      gint64 elems;
+
+      if (!napkin_diagram_type_elements (d, out, &elems) || !napkin_diagram_node_flops (d, n, &flops))
+        report (checker, NAPKIN_ITEM_NODE, n, path,
+                "operation “%s” is too large: its size overflows 64 bits", node->id);
+    }
+  else if (node->kind != NAPKIN_OP_INPUT)
+    report (checker, NAPKIN_ITEM_NODE, n, path, "cannot work out the tensor “%s” produces", node->id);
+}
+
+static void
+check_nodes (Checker *checker)
+{
+  NapkinDiagram *d = checker->diagram;
+  const guint *topo = napkin_diagram_topo_order (d);
+  guint n_nodes = napkin_diagram_n_nodes (d);
+
+  if (topo == NULL)
+    {
+      /* Name one operation on the cycle: one that is not in the acyclic prefix. */
+      g_autofree gboolean *reached = g_new0 (gboolean, n_nodes + 1);
+      gboolean changed = TRUE;
+
+      while (changed)
+        {
+          changed = FALSE;
+          for (guint n = 0; n < n_nodes; n++)
+            {
+              gboolean ready = !reached[n];
+              const NapkinNode *node = napkin_diagram_node (d, n);
+
+              for (guint p = 0; ready && p < napkin_op_n_inputs (node); p++)
+                {
+                  int src = napkin_diagram_input_source (d, n, p);
+                  ready = src < 0 || reached[src];
+                }
+              if (ready)
+                reached[n] = changed = TRUE;
+            }
+        }
+      for (guint n = 0; n < n_nodes; n++)
+        if (!reached[n])
+          {
+            g_autofree char *path = node_path (n);
+
+            report (checker, NAPKIN_ITEM_NODE, n, path,
+                    "operation “%s” is part of a cycle: a diagram flows one way",
+                    napkin_diagram_node (d, n)->id);
+            return;
+          }
+      return;
+    }
+
+  for (guint i = 0; i < n_nodes; i++)
+    check_node (checker, topo[i]);
+}
+
+/* ---- regions -------------------------------------------------------------------------- */
+
+typedef struct
+{
+  GHashTable *members;   /* node index set */
+} RegionInfo;
+
+static gboolean
+region_member (GHashTable *members,
+               int         node)
+{
+  return node >= 0 && g_hash_table_contains (members, GINT_TO_POINTER (node + 1));
+}
+
+static gboolean
+node_uses_axis (NapkinDiagram *d,
+                guint          n,
+                guint          axis)
+{
+  const NapkinNode *node = napkin_diagram_node (d, n);
+
+  if (napkin_tensor_type_has_axis (napkin_diagram_node_type (d, n), axis))
+    return TRUE;
+  for (guint p = 0; p < napkin_op_n_inputs (node); p++)
+    {
+      int src = napkin_diagram_input_source (d, n, p);
+
+      if (src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (d, src), axis))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* Does node n finish a reduction over `axis`? (Its output no longer needs more chunks.) */
+static gboolean
+reduces_over (NapkinDiagram *d,
+              guint          n,
+              guint          axis)
+{
+  const NapkinNode *node = napkin_diagram_node (d, n);
+  int src = napkin_diagram_input_source (d, n, 0);
+
+  switch (node->kind)
+    {
+    case NAPKIN_OP_CONTRACT:
+      return node_uses_axis (d, n, axis) && !napkin_tensor_type_has_axis (napkin_diagram_node_type (d, n), axis);
+    case NAPKIN_OP_REDUCE:
+    case NAPKIN_OP_SOFTMAX:
+    case NAPKIN_OP_NORMALIZE:
+      return src >= 0 && napkin_diagram_find_axis (d, node->axis) == (int) axis;
+    default:
+      return FALSE;
+    }
+}
+
+static void
+check_stream (Checker    *checker,
+              guint       r,
+              guint       axis,
+              GHashTable *members)
+{
+  NapkinDiagram *d = checker->diagram;
+  const guint *topo = napkin_diagram_topo_order (d);
+  const char *x = axis_name (d, axis);
+  g_autofree char *path = g_strdup_printf ("regions[%u].marks.%s", r, x);
+  g_autofree gboolean *after = g_new0 (gboolean, napkin_diagram_n_nodes (d) + 1);
+
+  /* after[n]: n's result depends on a reduction over x that is complete only at
+   * the end of the stream. Using such a value beside x itself needs the whole axis,
+   * except for softmax feeding a contraction over x: the online-softmax rescaling. */
+  for (guint i = 0; i < napkin_diagram_n_nodes (d); i++)
+    {
+      guint n = topo[i];
+      const NapkinNode *node = napkin_diagram_node (d, n);
+      gboolean uses_x = node_uses_axis (d, n, axis);
+
+      if (!region_member (members, n))
+        continue;
+
+      if (node->kind == NAPKIN_OP_NORMALIZE && reduces_over (d, n, axis))
+        {
+          report (checker, NAPKIN_ITEM_REGION, r, path,
+                  "operation “%s” (%s over %s) cannot stream over %s: it needs the statistics of the "
+                  "whole axis before it writes any element; mark %s whole or parallel",
+                  node->id, napkin_norm_to_string (node->norm), x, x, x);
+          return;
+        }
+
+      if (node->kind == NAPKIN_OP_SOFTMAX && reduces_over (d, n, axis))
+        {
+          guint n_consumers;
+          const guint *consumers = napkin_diagram_consumers (d, n, &n_consumers);
+          gboolean ok = n_consumers > 0;
+
+          for (guint c = 0; c < n_consumers; c++)
+            {
+              const NapkinNode *consumer = napkin_diagram_node (d, consumers[c]);
+
+              ok &= region_member (members, consumers[c]) && consumer->kind == NAPKIN_OP_CONTRACT
+                    && reduces_over (d, consumers[c], axis);
+            }
+          if (!ok)
+            {
+              report (checker, NAPKIN_ITEM_REGION, r, path,
+                      "operation “%s” (softmax over %s) cannot stream over %s: softmax streams only "
+                      "when a contraction over %s in the same region consumes it (online softmax)",
+                      node->id, x, x, x);
+              return;
+            }
+        }
+
+      for (guint p = 0; p < napkin_op_n_inputs (node); p++)
+        {
+          int src = napkin_diagram_input_source (d, n, p);
+          gboolean online;
+
+          if (src < 0 || !region_member (members, src))
+            continue;
+          online = napkin_diagram_node (d, src)->kind == NAPKIN_OP_SOFTMAX
+                   && node->kind == NAPKIN_OP_CONTRACT && reduces_over (d, n, axis);
+          if ((after[src] || (reduces_over (d, src, axis) && !online)) && uses_x && !online)
+            {
+              report (checker, NAPKIN_ITEM_REGION, r, path,
+                      "operation “%s” (%s) cannot stream over %s: it combines the result of a "
+                      "reduction over %s with %s itself, which needs the whole axis",
+                      node->id, napkin_op_kind_to_string (node->kind), x, x, x);
+              return;
+            }
+          if (after[src] || reduces_over (d, src, axis))
+            after[n] = TRUE;
+        }
+    }
+}
+
+static void
+check_regions (Checker *checker)
+{
+  NapkinDiagram *d = checker->diagram;
+  guint n_regions = napkin_diagram_n_regions (d);
+  g_autofree RegionInfo *infos = g_new0 (RegionInfo, n_regions + 1);
+  gboolean acyclic = napkin_diagram_topo_order (d) != NULL;
+
+  for (guint r = 0; r < n_regions; r++)
+    {
+      const NapkinRegion *region = napkin_diagram_region (d, r);
+      g_autofree char *path = g_strdup_printf ("regions[%u]", r);
+      GHashTable *members = g_hash_table_new (NULL, NULL);
+      GQueue queue = G_QUEUE_INIT;
+      GHashTable *seen;
+
+      infos[r].members = members;
+      for (guint i = 0; i < region->nodes->len; i++)
+        g_hash_table_add (members, GINT_TO_POINTER (napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i)) + 1));
+
+      if (region->level == NAPKIN_LEVEL_HBM)
+        {
+          report (checker, NAPKIN_ITEM_REGION, r, path,
+                  "region “%s” is at hbm, where the whole diagram already lives; choose l2, smem or registers",
+                  region->name);
+          continue;
+        }
+      if (region->nodes->len == 0)
+        {
+          report (checker, NAPKIN_ITEM_REGION, r, path, "region “%s” holds no operation", region->name);
+          continue;
+        }
+
+      for (guint i = 0; i < region->nodes->len; i++)
+        {
+          const char *id = g_ptr_array_index (region->nodes, i);
+          const NapkinNode *node = napkin_diagram_node (d, napkin_diagram_find_node (d, id));
+
+          if (node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
+            {
+              g_autofree char *p = g_strdup_printf ("%s.nodes[%u]", path, i);
+
+              report (checker, NAPKIN_ITEM_REGION, r, p,
+                      "“%s” is an %s: inputs and outputs live in device memory, outside every region",
+                      id, napkin_op_kind_to_string (node->kind));
+            }
+        }
+
+      /* Connected: flood over wires between members, ignoring direction. */
+      seen = g_hash_table_new (NULL, NULL);
+      g_queue_push_tail (&queue, GINT_TO_POINTER (napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, 0))));
+      g_hash_table_add (seen, GINT_TO_POINTER (1 + GPOINTER_TO_INT (g_queue_peek_head (&queue))));
+      while (!g_queue_is_empty (&queue))
+        {
+          int n = GPOINTER_TO_INT (g_queue_pop_head (&queue));
+          const NapkinNode *node = napkin_diagram_node (d, n);
+          guint n_consumers;
+          const guint *consumers = napkin_diagram_consumers (d, n, &n_consumers);
+          int neighbours[2];
+          guint n_neighbours = 0;
+
+          for (guint p = 0; p < napkin_op_n_inputs (node); p++)
+            neighbours[n_neighbours++] = napkin_diagram_input_source (d, n, p);
+          for (guint c = 0; c < n_consumers; c++)
+            {
+              int m = consumers[c];
+
+              if (region_member (members, m) && !g_hash_table_contains (seen, GINT_TO_POINTER (m + 1)))
+                {
+                  g_hash_table_add (seen, GINT_TO_POINTER (m + 1));
+                  g_queue_push_tail (&queue, GINT_TO_POINTER (m));
+                }
+            }
+          for (guint k = 0; k < n_neighbours; k++)
+            {
+              int m = neighbours[k];
+
+              if (region_member (members, m) && !g_hash_table_contains (seen, GINT_TO_POINTER (m + 1)))
+                {
+                  g_hash_table_add (seen, GINT_TO_POINTER (m + 1));
+                  g_queue_push_tail (&queue, GINT_TO_POINTER (m));
+                }
+            }
+        }
+      if (g_hash_table_size (seen) != g_hash_table_size (members))
+        {
+          for (guint i = 0; i < region->nodes->len; i++)
+            {
+              int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+
+              if (!g_hash_table_contains (seen, GINT_TO_POINTER (n + 1)))
+                {
+                  report (checker, NAPKIN_ITEM_REGION, r, path,
+                          "region “%s” is not connected: “%s” has no wire to “%s” through the region",
+                          region->name, (const char *) g_ptr_array_index (region->nodes, i),
+                          (const char *) g_ptr_array_index (region->nodes, 0));
+                  break;
+                }
+            }
+        }
+      g_hash_table_unref (seen);
+
+      for (guint m = 0; m < region->marks->len; m++)
+        {
+          const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, m);
+          int axis = napkin_diagram_find_axis (d, mark->axis);
+          g_autofree char *mp = g_strdup_printf ("%s.marks.%s", path, mark->axis);
+          gboolean used = FALSE;
+          gint64 size;
+
+          if (axis < 0)
+            continue;
+          size = napkin_diagram_axis_size (d, axis);
+          for (guint i = 0; acyclic && i < region->nodes->len && !used; i++)
+            used = node_uses_axis (d, napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i)), axis);
+          if (acyclic && !used)
+            {
+              report (checker, NAPKIN_ITEM_REGION, r, mp,
+                      "no operation in region “%s” uses axis %s", region->name, mark->axis);
+              continue;
+            }
+          if (mark->kind == NAPKIN_MARK_WHOLE)
+            continue;
+          if (mark->tile <= 0)
+            report (checker, NAPKIN_ITEM_REGION, r, mp, "tile size must be positive, found %" G_GINT64_FORMAT,
+                    mark->tile);
+          else if (mark->tile > size)
+            report (checker, NAPKIN_ITEM_REGION, r, mp,
+                    "tile size %" G_GINT64_FORMAT " is larger than axis %s (%" G_GINT64_FORMAT ")",
+                    mark->tile, mark->axis, size);
+          else if (mark->kind == NAPKIN_MARK_STREAM && acyclic)
+            check_stream (checker, r, axis, members);
+        }
+    }
+
+  /* Nesting: two regions are disjoint or one lies inside the other at a faster level. */
+  for (guint a = 0; a < n_regions; a++)
+    for (guint b = a + 1; b < n_regions; b++)
+      {
+        const NapkinRegion *ra = napkin_diagram_region (d, a);
+        const NapkinRegion *rb = napkin_diagram_region (d, b);
+        guint common = 0;
+        guint na = g_hash_table_size (infos[a].members);
+        guint nb = g_hash_table_size (infos[b].members);
+        GHashTableIter iter;
+        gpointer key;
+        g_autofree char *path = g_strdup_printf ("regions[%u]", b);
+
+        g_hash_table_iter_init (&iter, infos[a].members);
+        while (g_hash_table_iter_next (&iter, &key, NULL))
+          common += g_hash_table_contains (infos[b].members, key);
+
+        if (common == 0)
+          continue;
+        if (common != na && common != nb)
+          report (checker, NAPKIN_ITEM_REGION, b, path,
+                  "regions “%s” and “%s” overlap without one containing the other",
+                  ra->name, rb->name);
+        else if (na == nb && ra->level == rb->level)
+          report (checker, NAPKIN_ITEM_REGION, b, path,
+                  "regions “%s” and “%s” hold the same operations at the same level", ra->name, rb->name);
+        else
+          {
+            /* The one with more operations (or the slower level, when equal) is outside. */
+            gboolean a_outer = na > nb || (na == nb && ra->level < rb->level);
+            const NapkinRegion *outer = a_outer ? ra : rb;
+            const NapkinRegion *inner = a_outer ? rb : ra;
+
+            if (inner->level <= outer->level)
+              report (checker, NAPKIN_ITEM_REGION, b, path,
+                      "region “%s” (%s) lies inside “%s” (%s): an inner region must be at a faster level",
+                      inner->name, napkin_level_to_string (inner->level), outer->name,
+                      napkin_level_to_string (outer->level));
+          }
+      }
+
+  for (guint r = 0; r < n_regions; r++)
+    g_clear_pointer (&infos[r].members, g_hash_table_unref);
+}
+
+GPtrArray *
+napkin_diagram_check (NapkinDiagram *self)
+{
+  Checker checker = { self, g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_problem_free), NULL };
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), NULL);
+
+  check_tensors (&checker);
+  check_nodes (&checker);
+  check_regions (&checker);
+  return checker.problems;
+}
+
+gboolean
+napkin_diagram_validate (NapkinDiagram  *self,
+                         GError        **error)
+{
+  g_autoptr(GPtrArray) problems = NULL;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), FALSE);
+
+  if (napkin_diagram_n_nodes (self) == 0)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
+                   "nodes: the diagram has no operations");
+      return FALSE;
+    }
+
+  problems = napkin_diagram_check (self);
+  if (problems->len > 0)
+    {
+      const NapkinProblem *first = g_ptr_array_index (problems, 0);
+
+      g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID, first->message);
+      return FALSE;
+    }
+
+  return TRUE;
+}
