@@ -238,6 +238,11 @@ void                napkin_region_set_mark          (NapkinRegion      *region,
                                                      NapkinMarkKind     kind,
                                                      gint64             tile);
 
+static inline void napkin_node_free (NapkinNode *node) { napkin_item_free (NAPKIN_ITEM_NODE, node); }
+static inline void napkin_region_free (NapkinRegion *region) { napkin_item_free (NAPKIN_ITEM_REGION, region); }
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinNode, napkin_node_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinRegion, napkin_region_free)
+
 /* Overrides for the command line: no undo, checked like the editor's edits. */
 gboolean            napkin_diagram_override_axis    (NapkinDiagram     *self,
                                                      const char        *spec,

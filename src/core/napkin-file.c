@@ -187,6 +187,12 @@ get_int (Loader      *loader,
   if (!expect_type (loader, value, json_type_int, path))
     return FALSE;
 
+  /* json-c clamps what does not fit: report it as such rather than the clamped value. */
+  if (json_object_get_uint64 (value) == G_MAXUINT64 || json_object_get_int64 (value) == G_MININT64)
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path,
+                 "the number does not fit in 64 bits (allowed: %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT ")",
+                 min, max);
+
   errno = 0;
   v = json_object_get_int64 (value);
   if (errno != 0 || v < min || v > max || (v == INT64_MAX && json_object_get_uint64 (value) != (guint64) INT64_MAX))
