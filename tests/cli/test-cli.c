@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "config.h"
+
+#include <string.h>
+#include <sys/wait.h>
+
+#include <json-c/json.h>
+
+#include <glib.h>
+
+/* Runs napkin-cli as a user would and checks exit codes and output. */
+
+typedef struct
+{
+  int   status;
+  char *out;
+  char *err;
+} Result;
+
+static void
+result_clear (Result *r)
+{
+  g_free (r->out);
+  g_free (r->err);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Result, result_clear)
+
+static void
+run_cli (Result      *r,
+         const char  *first,
+         ...)
+{
+  g_autoptr(GPtrArray) args = g_ptr_array_new ();
+  g_autoptr(GError) error = NULL;
+  const char *cli = g_getenv ("NAPKIN_CLI");
+  const char *arg;
+  va_list ap;
+  int wait_status;
+
+  g_assert_nonnull (cli);
+  g_ptr_array_add (args, (char *) cli);
+  va_start (ap, first);
+  for (arg = first; arg != NULL; arg = va_arg (ap, const char *))
+    g_ptr_array_add (args, (char *) arg);
+  va_end (ap);
+  g_ptr_array_add (args, NULL);
+
+  g_assert_true (g_spawn_sync (NULL, (char **) args->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL,
+                               &r->out, &r->err, &wait_status, &error));
+  g_assert_no_error (error);
+  g_assert_true (WIFEXITED (wait_status));
+  r->status = WEXITSTATUS (wait_status);
+}
+
+static char *
+example (const char *name)
+{
+  return g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), name, NULL);
+}
+
+/* The catalogue's files are numbered; find one by the name after the number. */
+static char *
+bad (const char *name)
+{
+  g_autofree char *dir = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "bad", NULL);
+  g_autofree char *suffix = g_strdup_printf ("-%s.napkin", name);
+  g_autoptr(GDir) listing = g_dir_open (dir, 0, NULL);
+  const char *file;
+
+  while ((file = g_dir_read_name (listing)) != NULL)
+    if (g_str_has_suffix (file, suffix) && strlen (file) == strlen (suffix) + 2)
+      return g_build_filename (dir, file, NULL);
+  g_error ("no bad input named %s", name);
+}
+
+static void
+test_validate_examples (void)
+{
+  g_autofree char *dir = g_strdup (g_getenv ("NAPKIN_EXAMPLES_DIR"));
+  g_autoptr(GDir) listing = g_dir_open (dir, 0, NULL);
+  const char *name;
+  guint n = 0;
+
+  while ((name = g_dir_read_name (listing)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+      g_auto(Result) r = { 0 };
+
+      if (!g_str_has_suffix (name, ".napkin"))
+        continue;
+      run_cli (&r, "validate", path, NULL);
+      g_assert_cmpint (r.status, ==, 0);
+      g_assert_true (g_str_has_suffix (r.out, ": valid\n"));
+      n++;
+    }
+  g_assert_cmpuint (n, >=, 8);
+}
+
+static void
+test_validate_mixed (void)
+{
+  g_autofree char *good = example ("matmul.napkin");
+  g_autofree char *broken = bad ("stream-softmax");
+  g_autofree char *cycle = bad ("cycle");
+  g_auto(Result) r = { 0 };
+  g_auto(GStrv) lines = NULL;
+
+  run_cli (&r, "validate", good, broken, cycle, NULL);
+  g_assert_cmpint (r.status, ==, 1);
+  lines = g_strsplit (r.out, "\n", -1);
+  /* One line per file, in order; the invalid ones name the place. */
+  g_assert_cmpuint (g_strv_length (lines), ==, 4);
+  g_assert_true (g_str_has_suffix (lines[0], "matmul.napkin: valid"));
+  g_assert_nonnull (strstr (lines[1], ": invalid: regions[0].marks.c: operation “sm” (softmax over c) cannot stream"));
+  g_assert_nonnull (strstr (lines[2], ": invalid: nodes[3]: operation “ln” is part of a cycle"));
+}
+
+static void
+test_usage_errors (void)
+{
+  g_autofree char *good = example ("matmul-tiled.napkin");
+  g_auto(Result) a = { 0 };
+  g_auto(Result) b = { 0 };
+  g_auto(Result) c = { 0 };
+  g_auto(Result) d = { 0 };
+  g_auto(Result) e = { 0 };
+
+  run_cli (&a, NULL, NULL);
+  g_assert_cmpint (a.status, ==, 2);
+  run_cli (&b, "frobnicate", NULL);
+  g_assert_cmpint (b.status, ==, 2);
+  g_assert_nonnull (strstr (b.err, "unknown command “frobnicate”"));
+  run_cli (&c, "validate", NULL);
+  g_assert_cmpint (c.status, ==, 2);
+  run_cli (&d, "validate", "--axis", "m=zero", good, NULL);
+  g_assert_cmpint (d.status, ==, 2);
+  g_assert_nonnull (strstr (d.err, "--axis: size “zero” must be an integer"));
+  run_cli (&e, "info", "--tile", "block.q=64", good, NULL);
+  g_assert_cmpint (e.status, ==, 2);
+  g_assert_nonnull (strstr (e.err, "the diagram has no axis “q”"));
+}
+
+static void
+test_help (void)
+{
+  g_auto(Result) a = { 0 };
+  g_auto(Result) b = { 0 };
+
+  run_cli (&a, "--help", NULL);
+  g_assert_cmpint (a.status, ==, 0);
+  g_assert_nonnull (strstr (a.out, "validate"));
+  g_assert_nonnull (strstr (a.out, "info"));
+  run_cli (&b, "info", "--help", NULL);
+  g_assert_cmpint (b.status, ==, 0);
+  g_assert_nonnull (strstr (b.out, "--axis=NAME=SIZE"));
+  g_assert_nonnull (strstr (b.out, "--tile=REGION.AXIS=SIZE"));
+  g_assert_nonnull (strstr (b.out, "--json"));
+}
+
+static json_object *
+info_json (const char *file,
+           const char *override)
+{
+  g_autofree char *path = example (file);
+  g_auto(Result) r = { 0 };
+  json_object *root;
+
+  if (override)
+    run_cli (&r, "info", "--json", "--axis", override, path, NULL);
+  else
+    run_cli (&r, "info", "--json", path, NULL);
+  g_assert_cmpint (r.status, ==, 0);
+  root = json_tokener_parse (r.out);
+  g_assert_nonnull (root);
+  return root;
+}
+
+static gint64
+flops_of (json_object *root,
+          const char  *key)
+{
+  json_object *flops, *value;
+
+  g_assert_true (json_object_object_get_ex (root, "flops", &flops));
+  g_assert_true (json_object_object_get_ex (flops, key, &value));
+  return json_object_get_int64 (value);
+}
+
+static void
+test_info_flops (void)
+{
+  json_object *mm = info_json ("matmul.napkin", NULL);
+  json_object *mm_small = info_json ("matmul.napkin", "k=128");
+  json_object *att = info_json ("flash-attention.napkin", NULL);
+  json_object *mlp = info_json ("mlp.napkin", NULL);
+  gint64 t = 8192, e = 4096, f = 16384;
+
+  /* 2·m·n·k, checkable by hand */
+  g_assert_cmpint (flops_of (mm, "total"), ==, G_GINT64_CONSTANT (2) * 4096 * 4096 * 4096);
+  g_assert_cmpint (flops_of (mm_small, "total"), ==, G_GINT64_CONSTANT (2) * 4096 * 4096 * 128);
+  /* attention: 4·b·h·q·k·d on the tensor cores */
+  g_assert_cmpint (flops_of (att, "tensor"), ==, G_GINT64_CONSTANT (4) * 4 * 16 * 4096 * 4096 * 128);
+  /* MLP: two linears of 2·t·e·f, and 8 FLOPs plus one special function per GELU */
+  g_assert_cmpint (flops_of (mlp, "tensor"), ==, 4 * t * e * f);
+  g_assert_cmpint (flops_of (mlp, "cuda"), ==, 8 * t * f);
+  g_assert_cmpint (flops_of (mlp, "sfu"), ==, t * f);
+
+  json_object_put (mm);
+  json_object_put (mm_small);
+  json_object_put (att);
+  json_object_put (mlp);
+}
+
+static void
+test_info_text (void)
+{
+  g_autofree char *path = example ("flash-attention.napkin");
+  g_auto(Result) r = { 0 };
+
+  run_cli (&r, "info", path, NULL);
+  g_assert_cmpint (r.status, ==, 0);
+  g_assert_nonnull (strstr (r.out, "block        smem      4 operations, b:parallel(1) h:parallel(1) "
+                                   "q:parallel(128) k:stream(64) d:whole"));
+  g_assert_nonnull (strstr (r.out, "FLOPs: 556198264832"));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/cli/validate/examples", test_validate_examples);
+  g_test_add_func ("/cli/validate/mixed", test_validate_mixed);
+  g_test_add_func ("/cli/usage-errors", test_usage_errors);
+  g_test_add_func ("/cli/help", test_help);
+  g_test_add_func ("/cli/info/flops", test_info_flops);
+  g_test_add_func ("/cli/info/text", test_info_text);
+
+  return g_test_run ();
+}
