@@ -12,6 +12,9 @@
 static const NapkinCliCommand commands[] = {
   { "validate", "FILE...", "Check diagrams; one error line per invalid file", napkin_cli_validate },
   { "info", "FILE", "Axes, tensors, operations, regions and FLOPs of a diagram", napkin_cli_info },
+#ifdef NAPKIN_HAVE_RENDER
+  { "render", "FILE -o OUT", "Draw a diagram to SVG, PDF, PNG or TikZ, as the editor shows it", napkin_cli_render },
+#endif
 };
 
 static void

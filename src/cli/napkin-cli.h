@@ -49,5 +49,6 @@ int             napkin_cli_usage_error       (const char          *command,
 /* Commands, one file each. */
 int napkin_cli_validate (int argc, char **argv);
 int napkin_cli_info     (int argc, char **argv);
+int napkin_cli_render   (int argc, char **argv);
 
 G_END_DECLS

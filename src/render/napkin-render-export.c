@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-render"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+
+#include "napkin-error.h"
+#include "napkin-render.h"
+#include "napkin-validate.h"
+
+#define MARGIN 20.0
+#define MAX_PIXELS (16384.0 * 16384.0)
+
+gboolean
+napkin_export_format_from_path (const char         *path,
+                                 NapkinExportFormat *format)
+{
+  static const struct { const char *ext; NapkinExportFormat format; } exts[] = {
+    { ".svg", NAPKIN_EXPORT_SVG },
+    { ".pdf", NAPKIN_EXPORT_PDF },
+    { ".png", NAPKIN_EXPORT_PNG },
+    { ".tex", NAPKIN_EXPORT_TIKZ },
+    { ".tikz", NAPKIN_EXPORT_TIKZ },
+  };
+  g_autofree char *lower = NULL;
+
+  if (path == NULL)
+    return FALSE;
+  lower = g_ascii_strdown (path, -1);
+  for (guint i = 0; i < G_N_ELEMENTS (exts); i++)
+    if (g_str_has_suffix (lower, exts[i].ext))
+      {
+        *format = exts[i].format;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+/* The page: the diagram's bounds plus a margin, and the legend below it. */
+static void
+page_geometry (NapkinDiagram *diagram,
+               NapkinRect    *bounds,
+               double        *width,
+               double        *height)
+{
+  double lw, lh;
+
+  napkin_render_bounds (diagram, bounds);
+  napkin_render_legend_size (&lw, &lh);
+  *width = MAX (bounds->width, lw) + 2 * MARGIN;
+  *height = bounds->height + lh + 3 * MARGIN;
+}
+
+static void
+draw_page (cairo_t       *cr,
+           NapkinDiagram *diagram,
+           double         width,
+           double         height)
+{
+  g_autoptr(GPtrArray) problems = napkin_diagram_check (diagram);
+  NapkinRenderOptions options = { NULL, 0, -1, -1, problems };
+  NapkinRect bounds;
+  double w, h;
+
+  page_geometry (diagram, &bounds, &w, &h);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_paint (cr);
+  cairo_save (cr);
+  cairo_translate (cr, MARGIN - bounds.x, MARGIN - bounds.y);
+  napkin_render_draw (cr, diagram, &options);
+  cairo_restore (cr);
+  napkin_render_draw_legend (cr, MARGIN, bounds.height + 2 * MARGIN);
+}
+
+static gboolean
+check_cairo (cairo_status_t   status,
+             const char      *path,
+             GError         **error)
+{
+  if (status == CAIRO_STATUS_SUCCESS)
+    return TRUE;
+  g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+               _("%s: cannot write the drawing: %s"), path, cairo_status_to_string (status));
+  return FALSE;
+}
+
+static gboolean
+write_tikz (NapkinDiagram  *diagram,
+            const char     *path,
+            GError        **error)
+{
+  g_autofree char *tikz = napkin_render_to_tikz (diagram);
+  g_autoptr(GError) local_error = NULL;
+
+  if (!g_file_set_contents (path, tikz, -1, &local_error))
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                   "%s: %s", path, local_error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+napkin_render_export (NapkinDiagram       *diagram,
+                      const char          *path,
+                      NapkinExportFormat   format,
+                      double               scale,
+                      GError             **error)
+{
+  cairo_surface_t *surface = NULL;
+  cairo_t *cr;
+  NapkinRect bounds;
+  double width, height;
+  cairo_status_t status;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+
+  if (format == NAPKIN_EXPORT_TIKZ)
+    return write_tikz (diagram, path, error);
+
+  page_geometry (diagram, &bounds, &width, &height);
+  switch (format)
+    {
+    case NAPKIN_EXPORT_SVG:
+      surface = cairo_svg_surface_create (path, width, height);
+      break;
+    case NAPKIN_EXPORT_PDF:
+      surface = cairo_pdf_surface_create (path, width, height);
+      break;
+    case NAPKIN_EXPORT_PNG:
+      if (!(scale > 0 && scale <= 16) || width * scale * height * scale > MAX_PIXELS)
+        {
+          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                       _("scale: %g gives a %.0f×%.0f image; use a scale from 0 to 16 and at most 16384² pixels"),
+                       scale, ceil (width * scale), ceil (height * scale));
+          return FALSE;
+        }
+      surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (width * scale),
+                                            (int) ceil (height * scale));
+      break;
+    case NAPKIN_EXPORT_TIKZ:
+    default:
+      g_assert_not_reached ();
+    }
+
+  if (!check_cairo (cairo_surface_status (surface), path, error))
+    {
+      cairo_surface_destroy (surface);
+      return FALSE;
+    }
+
+  cr = cairo_create (surface);
+  if (format == NAPKIN_EXPORT_PNG)
+    cairo_scale (cr, scale, scale);
+  draw_page (cr, diagram, width, height);
+  status = cairo_status (cr);
+  cairo_destroy (cr);
+
+  if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
+    status = cairo_surface_write_to_png (surface, path);
+  cairo_surface_finish (surface);
+  if (status == CAIRO_STATUS_SUCCESS)
+    status = cairo_surface_status (surface);
+  cairo_surface_destroy (surface);
+  return check_cairo (status, path, error);
+}
+
+/* ---------------------------------------------------------------- TikZ */
+
+/* Escapes text for LaTeX; the few non-ASCII signs the examples use get math. */
+static void
+append_tex (GString    *out,
+            const char *text)
+{
+  static const struct { const char *utf8; const char *tex; } map[] = {
+    { "·", "$\\cdot$" }, { "ᵀ", "$^{T}$" }, { "√", "$\\sqrt{}$" }, { "Σ", "$\\Sigma$" },
+    { "γ", "$\\gamma$" }, { "β", "$\\beta$" }, { "⟳", "$\\circlearrowright$" }, { "×", "$\\times$" },
+    { "⤨", "$\\times$" },
+  };
+
+  for (const char *p = text; p && *p; p = g_utf8_next_char (p))
+    {
+      gboolean done = FALSE;
+
+      for (guint i = 0; i < G_N_ELEMENTS (map) && !done; i++)
+        if (strncmp (p, map[i].utf8, strlen (map[i].utf8)) == 0)
+          {
+            g_string_append (out, map[i].tex);
+            done = TRUE;
+          }
+      if (done)
+        continue;
+      switch (*p)
+        {
+        case '\\': g_string_append (out, "\\textbackslash{}"); break;
+        case '_': case '%': case '$': case '#': case '&': case '{': case '}':
+          g_string_append_c (out, '\\');
+          g_string_append_c (out, *p);
+          break;
+        case '^': g_string_append (out, "\\^{}"); break;
+        case '~': g_string_append (out, "\\~{}"); break;
+        default:
+          if ((guchar) *p < 0x80)
+            g_string_append_c (out, *p);
+          else
+            g_string_append_c (out, '?');
+        }
+    }
+}
+
+static const char *tikz_level_names[NAPKIN_N_LEVELS] = {
+  "napkinhbm", "napkinltwo", "napkinsmem", "napkinregs",
+};
+
+char *
+napkin_render_to_tikz (NapkinDiagram *diagram)
+{
+  GString *out = g_string_new (NULL);
+  NapkinRect bounds;
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
+
+#define F(v) g_ascii_formatd (a, sizeof a, "%.1f", (v))
+
+  napkin_render_bounds (diagram, &bounds);
+  g_string_append (out, "% Napkin diagram; needs \\usepackage{tikz} and \\usepackage{amssymb}.\n"
+                        "% Colours: device memory black, L2 purple, shared memory orange,\n"
+                        "% registers green, tensor-core work blue.\n");
+  for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
+    g_string_append_printf (out, "\\definecolor{%s}{HTML}{%s}\n", tikz_level_names[l],
+                            napkin_render_level_hex (l) + 1);
+  g_string_append_printf (out, "\\definecolor{napkintc}{HTML}{%s}\n", napkin_render_tensor_core_hex () + 1);
+  /* Document units are pixels with y down; one unit is 0.75 pt at 96 dpi. */
+  g_string_append (out, "\\begin{tikzpicture}[x=0.75pt,y=-0.75pt,font=\\sffamily\\scriptsize]\n");
+
+  for (int level = 0; level < NAPKIN_N_LEVELS; level++)
+    for (guint r = 0; r < napkin_diagram_n_regions (diagram); r++)
+      {
+        const NapkinRegion *region = napkin_diagram_region (diagram, r);
+        const char *color = tikz_level_names[region->level];
+        double dashes[2];
+        NapkinRect rect;
+        GString *marks = g_string_new (NULL);
+
+        if ((int) region->level != level)
+          continue;
+        napkin_render_region_rect (diagram, r, &rect);
+        g_string_append_printf (out, "\\draw[rounded corners=6, fill=%s!10, draw=%s, line width=1.2pt%s] ",
+                                color, color,
+                                napkin_render_level_dashes (region->level, dashes) ? ", dashed" : "");
+        g_string_append_printf (out, "(%s,", F (rect.x));
+        g_string_append_printf (out, "%s) rectangle ", F (rect.y));
+        g_string_append_printf (out, "(%s,", F (rect.x + rect.width));
+        g_string_append_printf (out, "%s);\n", F (rect.y + rect.height));
+        g_string_append_printf (out, "\\node[anchor=north west, text=%s, font=\\sffamily\\scriptsize\\bfseries] at (%s,",
+                                color, F (rect.x + 6));
+        g_string_append_printf (out, "%s) {", F (rect.y + 2));
+        append_tex (out, region->name);
+        g_string_append_printf (out, " (%s", napkin_level_to_string (region->level));
+        if (region->stages > 1)
+          g_string_append_printf (out, ", %u stages", region->stages);
+        g_string_append (out, ")};\n");
+        for (guint m = 0; m < region->marks->len; m++)
+          {
+            const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, m);
+
+            if (mark->kind == NAPKIN_MARK_WHOLE)
+              continue;
+            if (marks->len)
+              g_string_append (marks, ", ");
+            append_tex (marks, mark->axis);
+            g_string_append_printf (marks, " %s=%" G_GINT64_FORMAT,
+                                    mark->kind == NAPKIN_MARK_PARALLEL ? "g" : "s", mark->tile);
+          }
+        if (marks->len)
+          {
+            g_string_append_printf (out, "\\node[anchor=west, draw=%s, fill=white, text=%s, inner sep=2pt] at (%s,",
+                                    color, color, F (rect.x + 8));
+            g_string_append_printf (out, "%s) {%s};\n", F (rect.y + rect.height), marks->str);
+          }
+        g_string_free (marks, TRUE);
+      }
+
+  for (guint w = 0; w < napkin_diagram_n_wires (diagram); w++)
+    {
+      const NapkinWire *wire = napkin_diagram_wire (diagram, w);
+      int f = napkin_diagram_find_node (diagram, wire->from);
+      int t = napkin_diagram_find_node (diagram, wire->to);
+      const NapkinTensorType *type;
+      double x1, y1, x2, y2, dx;
+      guint rank;
+
+      if (f < 0 || t < 0 || !napkin_render_port_point (diagram, f, -1, &x1, &y1)
+          || !napkin_render_port_point (diagram, t, wire->port, &x2, &y2))
+        continue;
+      type = napkin_diagram_node_type (diagram, f);
+      rank = type && type->valid && type->n_axes ? type->n_axes : 1;
+      dx = MAX (30.0, fabs (x2 - x1) / 2);
+      for (guint i = 0; i < rank; i++)
+        {
+          double o = (i - (rank - 1) / 2.0) * 10.0;
+          const char *color = tikz_level_names[MAX (napkin_render_node_level (diagram, f),
+                                                    napkin_render_node_level (diagram, t))];
+
+          g_string_append_printf (out, "\\draw[%s, line width=0.8pt] (%s,", color, F (x1));
+          g_string_append_printf (out, "%s) .. controls ", F (y1 + o));
+          g_string_append_printf (out, "(%s,", F (x1 + dx));
+          g_string_append_printf (out, "%s) and ", F (y1 + o));
+          g_string_append_printf (out, "(%s,", F (x2 - dx));
+          g_string_append_printf (out, "%s) .. ", F (y2 + o));
+          g_string_append_printf (out, "(%s,", F (x2));
+          g_string_append_printf (out, "%s)", F (y2 + o));
+          if (type && type->valid && i < type->n_axes)
+            {
+              const NapkinAxis *axis = napkin_diagram_axis (diagram, type->axes[i]);
+
+              g_string_append (out, " node[midway, above=-1pt, fill=white, inner sep=0.5pt, font=\\sffamily\\tiny] {");
+              append_tex (out, axis->name);
+              g_string_append_printf (out, " %" G_GINT64_FORMAT "}", axis->size);
+            }
+          g_string_append (out, ";\n");
+        }
+    }
+
+  for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
+    {
+      const NapkinNode *node = napkin_diagram_node (diagram, n);
+      NapkinLevel level = napkin_render_node_level (diagram, n);
+      const char *color = node->kind == NAPKIN_OP_CONTRACT && level >= NAPKIN_LEVEL_SMEM
+                          ? "napkintc" : tikz_level_names[level];
+      gboolean tensor = node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT;
+      NapkinRect r;
+
+      napkin_render_node_rect (diagram, n, &r);
+      g_string_append_printf (out, "\\draw[%s, fill=%s, line width=1pt, rounded corners=2] ",
+                              color, tensor ? color : "white");
+      if (node->kind == NAPKIN_OP_SOFTMAX)
+        {
+          g_string_append_printf (out, "(%s,", F (r.x));
+          g_string_append_printf (out, "%s) -- ", F (r.y + r.height / 2));
+          g_string_append_printf (out, "(%s,", F (r.x + r.width));
+          g_string_append_printf (out, "%s) -- ", F (r.y));
+          g_string_append_printf (out, "(%s,", F (r.x + r.width));
+          g_string_append_printf (out, "%s) -- cycle;\n", F (r.y + r.height));
+        }
+      else
+        {
+          g_string_append_printf (out, "(%s,", F (r.x));
+          g_string_append_printf (out, "%s) rectangle ", F (r.y));
+          g_string_append_printf (out, "(%s,", F (r.x + r.width));
+          g_string_append_printf (out, "%s);\n", F (r.y + r.height));
+        }
+      g_string_append_printf (out, "\\node[anchor=south, text=napkinhbm%s] at (%s,",
+                              tensor ? ", font=\\sffamily\\scriptsize\\bfseries" : "", F (r.x + r.width / 2));
+      g_string_append_printf (out, "%s) {", F (r.y - 1));
+      append_tex (out, node->label && *node->label ? node->label : node->id);
+      g_string_append (out, "};\n");
+    }
+
+  g_string_append (out, "\\end{tikzpicture}\n");
+#undef F
+  return g_string_free (out, FALSE);
+}

@@ -1,0 +1,1208 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-render"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+#include <pango/pangocairo.h>
+
+#include "napkin-render.h"
+#include "napkin-validate.h"
+
+/* Geometry, in document units (1 unit = 1 px at zoom 1). */
+#define STRAND      10.0   /* distance between the strands of one tensor */
+#define PAD          8.0   /* inside a glyph, above and below its strands */
+#define LABEL_H     16.0   /* the label line above each glyph */
+#define PORT_R       4.0
+#define REGION_PAD  16.0
+#define REGION_NEST 18.0   /* extra margin per region nested inside */
+#define REGION_TOP  30.0   /* the marks on the top edge and the title below them */
+#define REGION_MIN_W 250.0
+#define HANDLE      12.0
+
+static const double level_rgb[NAPKIN_N_LEVELS][3] = {
+  { 0.10, 0.10, 0.10 },   /* device memory: black */
+  { 0.49, 0.31, 0.66 },   /* L2: purple */
+  { 0.93, 0.49, 0.10 },   /* shared memory: orange */
+  { 0.18, 0.62, 0.27 },   /* registers: green */
+};
+static const char *level_hex[NAPKIN_N_LEVELS] = { "#1a1a1a", "#7d4fa8", "#ed7d1a", "#2e9e45" };
+static const char *level_titles[NAPKIN_N_LEVELS] = {
+  N_("Device memory"), N_("L2 cache"), N_("Shared memory"), N_("Registers"),
+};
+static const double tensor_core_rgb[3] = { 0.16, 0.42, 0.84 };
+static const double problem_rgb[3] = { 0.85, 0.10, 0.10 };
+static const double select_rgb[3] = { 0.21, 0.52, 0.89 };
+
+void
+napkin_render_level_rgb (NapkinLevel  level,
+                         double      *r,
+                         double      *g,
+                         double      *b)
+{
+  g_return_if_fail (level < NAPKIN_N_LEVELS);
+
+  *r = level_rgb[level][0];
+  *g = level_rgb[level][1];
+  *b = level_rgb[level][2];
+}
+
+const char *
+napkin_render_level_hex (NapkinLevel level)
+{
+  g_return_val_if_fail (level < NAPKIN_N_LEVELS, NULL);
+
+  return level_hex[level];
+}
+
+const char *
+napkin_render_tensor_core_hex (void)
+{
+  return "#296bd6";
+}
+
+guint
+napkin_render_level_dashes (NapkinLevel level,
+                            double      dashes[2])
+{
+  switch (level)
+    {
+    case NAPKIN_LEVEL_L2:
+      dashes[0] = 2; dashes[1] = 3;
+      return 2;
+    case NAPKIN_LEVEL_SMEM:
+      dashes[0] = 9; dashes[1] = 4;
+      return 2;
+    case NAPKIN_LEVEL_HBM:
+    case NAPKIN_LEVEL_REGISTERS:
+    case NAPKIN_N_LEVELS:
+    default:
+      return 0;
+    }
+}
+
+/* ---------------------------------------------------------------- geometry */
+
+static guint
+node_rank (NapkinDiagram *diagram,
+           guint          node)
+{
+  const NapkinTensorType *type = napkin_diagram_node_type (diagram, node);
+
+  return type != NULL && type->valid && type->n_axes > 0 ? type->n_axes : 1;
+}
+
+static guint
+port_rank (NapkinDiagram *diagram,
+           guint          node,
+           guint          port)
+{
+  int src = napkin_diagram_input_source (diagram, node, port);
+
+  return src >= 0 ? node_rank (diagram, src) : 1;
+}
+
+static double
+kind_width (NapkinOpKind kind)
+{
+  switch (kind)
+    {
+    case NAPKIN_OP_INPUT:
+    case NAPKIN_OP_OUTPUT:
+      return 30;
+    case NAPKIN_OP_MAP:
+      return 44;
+    case NAPKIN_OP_SOFTMAX:
+      return 44;
+    case NAPKIN_OP_REDUCE:
+      return 52;
+    case NAPKIN_OP_CONTRACT:
+      return 64;
+    case NAPKIN_OP_NORMALIZE:
+      return 60;
+    case NAPKIN_OP_REARRANGE:
+      return 52;
+    case NAPKIN_N_OPS:
+    default:
+      return 48;
+    }
+}
+
+static guint
+input_slots (NapkinDiagram    *diagram,
+             guint             n,
+             const NapkinNode *node)
+{
+  guint n_in = napkin_op_n_inputs (node);
+  guint slots = 0;
+
+  for (guint p = 0; p < n_in; p++)
+    slots += port_rank (diagram, n, p) + (p > 0 ? 1 : 0);
+  return slots;
+}
+
+void
+napkin_render_node_rect (NapkinDiagram *diagram,
+                         guint          n,
+                         NapkinRect    *rect)
+{
+  const NapkinNode *node = napkin_diagram_node (diagram, n);
+  guint slots = MAX (input_slots (diagram, n, node), 2);
+
+  if (node->kind != NAPKIN_OP_OUTPUT)
+    slots = MAX (slots, node_rank (diagram, n));
+  rect->x = node->x;
+  rect->y = node->y;
+  rect->width = kind_width (node->kind);
+  rect->height = slots * STRAND + 2 * PAD;
+}
+
+gboolean
+napkin_render_port_point (NapkinDiagram *diagram,
+                          guint          n,
+                          int            port,
+                          double        *x,
+                          double        *y)
+{
+  const NapkinNode *node = napkin_diagram_node (diagram, n);
+  guint n_in = napkin_op_n_inputs (node);
+  NapkinRect rect;
+  guint slots, used, start = 0;
+
+  napkin_render_node_rect (diagram, n, &rect);
+  if (port < 0)
+    {
+      if (node->kind == NAPKIN_OP_OUTPUT)
+        return FALSE;
+      *x = rect.x + rect.width;
+      *y = rect.y + rect.height / 2;
+      return TRUE;
+    }
+  if ((guint) port >= n_in)
+    return FALSE;
+
+  slots = (guint) lround ((rect.height - 2 * PAD) / STRAND);
+  used = input_slots (diagram, n, node);
+  for (int p = 0; p < port; p++)
+    start += port_rank (diagram, n, p) + 1;
+  *x = rect.x;
+  *y = rect.y + PAD + (slots - used) * STRAND / 2 + (start + port_rank (diagram, n, port) / 2.0) * STRAND;
+  return TRUE;
+}
+
+/* inner nests in outer: a proper subset of its operations, or the same set at a
+ * faster level. */
+static gboolean
+region_is_inside (const NapkinRegion *inner,
+                  const NapkinRegion *outer)
+{
+  if (inner == outer || inner->nodes->len > outer->nodes->len)
+    return FALSE;
+  if (inner->nodes->len == outer->nodes->len && inner->level <= outer->level)
+    return FALSE;
+  for (guint i = 0; i < inner->nodes->len; i++)
+    if (!napkin_region_has_node (outer, g_ptr_array_index (inner->nodes, i)))
+      return FALSE;
+  return TRUE;
+}
+
+void
+napkin_render_region_rect (NapkinDiagram *diagram,
+                           guint          r,
+                           NapkinRect    *rect)
+{
+  const NapkinRegion *region = napkin_diagram_region (diagram, r);
+  double x0 = G_MAXDOUBLE, y0 = G_MAXDOUBLE, x1 = -G_MAXDOUBLE, y1 = -G_MAXDOUBLE;
+  guint nested = 0;
+  double pad;
+
+  if (region->has_rect)
+    {
+      rect->x = region->x;
+      rect->y = region->y;
+      rect->width = region->width;
+      rect->height = region->height;
+      return;
+    }
+
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (diagram, g_ptr_array_index (region->nodes, i));
+      NapkinRect nr;
+
+      if (n < 0)
+        continue;
+      napkin_render_node_rect (diagram, n, &nr);
+      x0 = MIN (x0, nr.x);
+      y0 = MIN (y0, nr.y - LABEL_H);
+      x1 = MAX (x1, nr.x + nr.width);
+      y1 = MAX (y1, nr.y + nr.height);
+    }
+  if (x0 > x1)
+    {
+      rect->x = rect->y = 0;
+      rect->width = REGION_MIN_W;
+      rect->height = 80;
+      return;
+    }
+
+  for (guint o = 0; o < napkin_diagram_n_regions (diagram); o++)
+    if (o != r && region_is_inside (napkin_diagram_region (diagram, o), region))
+      nested++;
+
+  pad = REGION_PAD + REGION_NEST * nested;
+  rect->x = x0 - pad;
+  rect->y = y0 - pad - REGION_TOP - REGION_TOP * nested;
+  rect->width = x1 - x0 + 2 * pad;
+  rect->height = y1 - rect->y + pad;
+  if (rect->width < REGION_MIN_W + 2 * REGION_NEST * nested)
+    {
+      double min_w = REGION_MIN_W + 2 * REGION_NEST * nested;
+
+      rect->x -= (min_w - rect->width) / 2;
+      rect->width = min_w;
+    }
+}
+
+NapkinLevel
+napkin_render_node_level (NapkinDiagram *diagram,
+                          guint          n)
+{
+  const NapkinNode *node = napkin_diagram_node (diagram, n);
+  NapkinLevel level = NAPKIN_LEVEL_HBM;
+
+  for (guint r = 0; r < napkin_diagram_n_regions (diagram); r++)
+    {
+      const NapkinRegion *region = napkin_diagram_region (diagram, r);
+
+      if (region->level > level && napkin_region_has_node (region, node->id))
+        level = region->level;
+    }
+  return level;
+}
+
+static void
+rect_union (NapkinRect       *a,
+            const NapkinRect *b)
+{
+  double x1 = MAX (a->x + a->width, b->x + b->width);
+  double y1 = MAX (a->y + a->height, b->y + b->height);
+
+  a->x = MIN (a->x, b->x);
+  a->y = MIN (a->y, b->y);
+  a->width = x1 - a->x;
+  a->height = y1 - a->y;
+}
+
+void
+napkin_render_bounds (NapkinDiagram *diagram,
+                      NapkinRect    *rect)
+{
+  gboolean any = FALSE;
+
+  g_return_if_fail (NAPKIN_IS_DIAGRAM (diagram));
+
+  *rect = (NapkinRect) { 0, 0, 0, 0 };
+  for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
+    {
+      NapkinRect nr;
+
+      napkin_render_node_rect (diagram, n, &nr);
+      /* the label above, dtype tags below and text spilling to the sides */
+      nr.x -= 30;
+      nr.width += 60;
+      nr.y -= LABEL_H + 2;
+      nr.height += LABEL_H + 18;
+      if (!any)
+        *rect = nr;
+      else
+        rect_union (rect, &nr);
+      any = TRUE;
+    }
+  for (guint r = 0; r < napkin_diagram_n_regions (diagram); r++)
+    {
+      NapkinRect rr;
+
+      napkin_render_region_rect (diagram, r, &rr);
+      rr.height += 12;
+      if (!any)
+        *rect = rr;
+      else
+        rect_union (rect, &rr);
+      any = TRUE;
+    }
+}
+
+static void
+wire_ends (NapkinDiagram *diagram,
+           guint          w,
+           double        *x1,
+           double        *y1,
+           double        *x2,
+           double        *y2,
+           int           *from)
+{
+  const NapkinWire *wire = napkin_diagram_wire (diagram, w);
+  int f = napkin_diagram_find_node (diagram, wire->from);
+  int t = napkin_diagram_find_node (diagram, wire->to);
+
+  *from = f;
+  if (f < 0 || t < 0
+      || !napkin_render_port_point (diagram, f, -1, x1, y1)
+      || !napkin_render_port_point (diagram, t, wire->port, x2, y2))
+    *from = -1;
+}
+
+static void
+bezier_point (double  x1,
+              double  y1,
+              double  x2,
+              double  y2,
+              double  t,
+              double *x,
+              double *y)
+{
+  double dx = MAX (30.0, fabs (x2 - x1) / 2);
+  double cx1 = x1 + dx, cx2 = x2 - dx;
+  double u = 1 - t;
+
+  *x = u * u * u * x1 + 3 * u * u * t * cx1 + 3 * u * t * t * cx2 + t * t * t * x2;
+  *y = u * u * u * y1 + 3 * u * u * t * y1 + 3 * u * t * t * y2 + t * t * t * y2;
+}
+
+NapkinHit
+napkin_render_hit (NapkinDiagram *diagram,
+                   double         x,
+                   double         y,
+                   double         tolerance)
+{
+  NapkinHit hit = { NAPKIN_HIT_NONE, -1, 0 };
+  guint n_nodes, n_regions;
+  double reach = PORT_R + 3 + tolerance;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), hit);
+
+  n_nodes = napkin_diagram_n_nodes (diagram);
+  n_regions = napkin_diagram_n_regions (diagram);
+
+  /* Ports first: they sit on the glyph's edge. Later nodes are drawn on top. */
+  for (guint i = n_nodes; i-- > 0;)
+    {
+      const NapkinNode *node = napkin_diagram_node (diagram, i);
+      guint n_in = napkin_op_n_inputs (node);
+      double px, py;
+
+      if (napkin_render_port_point (diagram, i, -1, &px, &py) && hypot (px - x, py - y) <= reach)
+        return (NapkinHit) { NAPKIN_HIT_OUTPUT_PORT, (int) i, 0 };
+      for (guint p = 0; p < n_in; p++)
+        if (napkin_render_port_point (diagram, i, p, &px, &py) && hypot (px - x, py - y) <= reach)
+          return (NapkinHit) { NAPKIN_HIT_INPUT_PORT, (int) i, p };
+    }
+
+  for (guint i = n_nodes; i-- > 0;)
+    {
+      NapkinRect r;
+
+      napkin_render_node_rect (diagram, i, &r);
+      if (x >= r.x - tolerance && x <= r.x + r.width + tolerance
+          && y >= r.y - LABEL_H && y <= r.y + r.height + tolerance)
+        return (NapkinHit) { NAPKIN_HIT_NODE, (int) i, 0 };
+    }
+
+  for (guint i = n_regions; i-- > 0;)
+    {
+      NapkinRect r;
+
+      napkin_render_region_rect (diagram, i, &r);
+      if (x >= r.x + r.width - HANDLE - tolerance && x <= r.x + r.width + tolerance
+          && y >= r.y + r.height - HANDLE - tolerance && y <= r.y + r.height + tolerance)
+        return (NapkinHit) { NAPKIN_HIT_REGION_HANDLE, (int) i, 0 };
+    }
+
+  for (guint w = napkin_diagram_n_wires (diagram); w-- > 0;)
+    {
+      double x1, y1, x2, y2, half;
+      int from;
+
+      wire_ends (diagram, w, &x1, &y1, &x2, &y2, &from);
+      if (from < 0)
+        continue;
+      half = node_rank (diagram, from) * STRAND / 2 + tolerance;
+      if (x < MIN (x1, x2) - half || x > MAX (x1, x2) + half
+          || y < MIN (y1, y2) - half || y > MAX (y1, y2) + half)
+        continue;
+      for (guint s = 0; s <= 24; s++)
+        {
+          double bx, by;
+
+          bezier_point (x1, y1, x2, y2, s / 24.0, &bx, &by);
+          if (fabs (bx - x) <= MAX (4.0, tolerance) && fabs (by - y) <= half)
+            return (NapkinHit) { NAPKIN_HIT_WIRE, (int) w, 0 };
+        }
+    }
+
+  /* A region is picked by its title line or its border, so that a drag inside it
+   * can still start a rubber band. Inner regions first. */
+  for (guint i = n_regions; i-- > 0;)
+    {
+      NapkinRect r;
+      gboolean inside, near_border;
+
+      napkin_render_region_rect (diagram, i, &r);
+      inside = x >= r.x - tolerance && x <= r.x + r.width + tolerance
+               && y >= r.y - tolerance && y <= r.y + r.height + tolerance;
+      near_border = fabs (x - r.x) <= 4 + tolerance || fabs (x - r.x - r.width) <= 4 + tolerance
+                    || fabs (y - r.y) <= 4 + tolerance || fabs (y - r.y - r.height) <= 4 + tolerance
+                    || (y - r.y) <= REGION_TOP - 4;
+      if (inside && near_border)
+        return (NapkinHit) { NAPKIN_HIT_REGION, (int) i, 0 };
+    }
+
+  return hit;
+}
+
+/* ---------------------------------------------------------------- drawing */
+
+typedef struct
+{
+  cairo_t              *cr;
+  NapkinDiagram        *diagram;
+  PangoLayout          *layout;
+  PangoFontDescription *font;
+  PangoFontDescription *small;
+  PangoFontDescription *bold;
+  guint                 n_nodes;
+  NapkinLevel          *levels;      /* per node */
+  NapkinRect           *rects;       /* per node */
+  gboolean             *bad_nodes;
+  gboolean             *bad_wires;
+  gboolean             *bad_regions;
+  double                clip_x0, clip_y0, clip_x1, clip_y1;
+} DrawContext;
+
+static void
+set_rgb (cairo_t      *cr,
+         const double  rgb[3],
+         double        alpha)
+{
+  cairo_set_source_rgba (cr, rgb[0], rgb[1], rgb[2], alpha);
+}
+
+static gboolean
+visible (DrawContext      *ctx,
+         const NapkinRect *r,
+         double            margin)
+{
+  return !(r->x - margin > ctx->clip_x1 || r->x + r->width + margin < ctx->clip_x0
+           || r->y - margin > ctx->clip_y1 || r->y + r->height + margin < ctx->clip_y0);
+}
+
+/* Draws text with its anchor at (x, y): xalign 0 left, 0.5 centre, 1 right; y is the
+ * top. A halo keeps it legible over strands. Returns the width. */
+static double
+draw_text (DrawContext                *ctx,
+           const PangoFontDescription *font,
+           const char                 *text,
+           double                      x,
+           double                      y,
+           double                      xalign,
+           gboolean                    halo,
+           const double                rgb[3])
+{
+  cairo_t *cr = ctx->cr;
+  int w, h;
+
+  pango_layout_set_font_description (ctx->layout, font);
+  pango_layout_set_text (ctx->layout, text, -1);
+  pango_layout_get_pixel_size (ctx->layout, &w, &h);
+  x -= w * xalign;
+  if (halo)
+    {
+      cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
+      cairo_rectangle (cr, x - 1.5, y + 1, w + 3, h - 2);
+      cairo_fill (cr);
+    }
+  set_rgb (cr, rgb, 1);
+  cairo_move_to (cr, x, y);
+  pango_cairo_show_layout (cr, ctx->layout);
+  cairo_new_path (cr);   /* drop the current point, or the next arc joins it */
+  return w;
+}
+
+static double
+text_width (DrawContext                *ctx,
+            const PangoFontDescription *font,
+            const char                 *text)
+{
+  int w, h;
+
+  pango_layout_set_font_description (ctx->layout, font);
+  pango_layout_set_text (ctx->layout, text, -1);
+  pango_layout_get_pixel_size (ctx->layout, &w, &h);
+  return w;
+}
+
+static void
+rounded_rect (cairo_t *cr,
+              double   x,
+              double   y,
+              double   w,
+              double   h,
+              double   r)
+{
+  r = MIN (r, MIN (w, h) / 2);
+  cairo_new_sub_path (cr);
+  cairo_arc (cr, x + w - r, y + r, r, -G_PI / 2, 0);
+  cairo_arc (cr, x + w - r, y + h - r, r, 0, G_PI / 2);
+  cairo_arc (cr, x + r, y + h - r, r, G_PI / 2, G_PI);
+  cairo_arc (cr, x + r, y + r, r, G_PI, 3 * G_PI / 2);
+  cairo_close_path (cr);
+}
+
+static void
+hexagon (cairo_t *cr,
+         double   x,
+         double   y,
+         double   w,
+         double   h)
+{
+  double e = h / 2;
+
+  cairo_move_to (cr, x + e, y);
+  cairo_line_to (cr, x + w - e, y);
+  cairo_line_to (cr, x + w, y + h / 2);
+  cairo_line_to (cr, x + w - e, y + h);
+  cairo_line_to (cr, x + e, y + h);
+  cairo_line_to (cr, x, y + h / 2);
+  cairo_close_path (cr);
+}
+
+static void
+draw_region_body (DrawContext *ctx,
+                  guint        r)
+{
+  cairo_t *cr = ctx->cr;
+  const NapkinRegion *region = napkin_diagram_region (ctx->diagram, r);
+  NapkinRect rect;
+  double dashes[2];
+  guint n_dashes;
+
+  napkin_render_region_rect (ctx->diagram, r, &rect);
+  rounded_rect (cr, rect.x, rect.y, rect.width, rect.height, 10);
+  set_rgb (cr, level_rgb[region->level], 0.10);
+  cairo_fill_preserve (cr);
+  n_dashes = napkin_render_level_dashes (region->level, dashes);
+  cairo_set_dash (cr, dashes, n_dashes, 0);
+  cairo_set_line_width (cr, region->level == NAPKIN_LEVEL_REGISTERS ? 2.5 : 2);
+  if (ctx->bad_regions[r])
+    set_rgb (cr, problem_rgb, 1);
+  else
+    set_rgb (cr, level_rgb[region->level], 0.9);
+  cairo_stroke (cr);
+  cairo_set_dash (cr, NULL, 0, 0);
+}
+
+static void
+draw_region_labels (DrawContext *ctx,
+                    guint        r,
+                    gboolean     selected)
+{
+  cairo_t *cr = ctx->cr;
+  const NapkinRegion *region = napkin_diagram_region (ctx->diagram, r);
+  const double *rgb = level_rgb[region->level];
+  g_autofree char *title = NULL;
+  NapkinRect rect;
+  double x;
+
+  napkin_render_region_rect (ctx->diagram, r, &rect);
+  if (region->stages > 1)
+    title = g_strdup_printf (_("%s · %s · %u stages"), _(level_titles[region->level]),
+                             region->name, region->stages);
+  else
+    title = g_strdup_printf ("%s · %s", _(level_titles[region->level]), region->name);
+  draw_text (ctx, ctx->bold, title, rect.x + 10, rect.y + 11, 0, FALSE, rgb);
+
+  /* Per-axis marks straddle the top edge, where the axes enter the region: a
+   * hexagon for a group partition g, a box with a loop arrow for a stream s. */
+  x = rect.x + 10;
+  for (guint m = 0; m < region->marks->len; m++)
+    {
+      const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, m);
+      g_autofree char *text = NULL;
+      double w, h = 16, y = rect.y - h / 2;
+
+      if (mark->kind == NAPKIN_MARK_WHOLE)
+        continue;
+      if (mark->kind == NAPKIN_MARK_PARALLEL)
+        text = g_strdup_printf ("%s  g=%" G_GINT64_FORMAT, mark->axis, mark->tile);
+      else
+        text = g_strdup_printf ("%s ⟳ s=%" G_GINT64_FORMAT, mark->axis, mark->tile);
+      w = text_width (ctx, ctx->small, text) + 14;
+      if (mark->kind == NAPKIN_MARK_PARALLEL)
+        hexagon (cr, x, y, w, h);
+      else
+        rounded_rect (cr, x, y, w, h, 3);
+      cairo_set_source_rgb (cr, 1, 1, 1);
+      cairo_fill_preserve (cr);
+      set_rgb (cr, rgb, 1);
+      cairo_set_line_width (cr, 1.5);
+      cairo_stroke (cr);
+      draw_text (ctx, ctx->small, text, x + w / 2, y + 1, 0.5, FALSE, rgb);
+      x += w + 6;
+    }
+
+  /* Resize handle. */
+  cairo_move_to (cr, rect.x + rect.width - 3, rect.y + rect.height - HANDLE);
+  cairo_line_to (cr, rect.x + rect.width - 3, rect.y + rect.height - 3);
+  cairo_line_to (cr, rect.x + rect.width - HANDLE, rect.y + rect.height - 3);
+  set_rgb (cr, rgb, 0.8);
+  cairo_set_line_width (cr, 2);
+  cairo_stroke (cr);
+
+  if (selected)
+    {
+      rounded_rect (cr, rect.x - 4, rect.y - 4, rect.width + 8, rect.height + 8, 13);
+      set_rgb (cr, select_rgb, 0.8);
+      cairo_set_line_width (cr, 2.5);
+      cairo_stroke (cr);
+    }
+}
+
+static void
+strand_path (cairo_t *cr,
+             double   x1,
+             double   y1,
+             double   x2,
+             double   y2)
+{
+  double dx = MAX (30.0, fabs (x2 - x1) / 2);
+
+  cairo_move_to (cr, x1, y1);
+  cairo_curve_to (cr, x1 + dx, y1, x2 - dx, y2, x2, y2);
+}
+
+static void
+wire_path (DrawContext *ctx,
+           guint        w,
+           guint       *rank_out)
+{
+  double x1, y1, x2, y2;
+  int from;
+  guint rank;
+
+  wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &from);
+  *rank_out = 0;
+  if (from < 0)
+    return;
+  rank = node_rank (ctx->diagram, from);
+  for (guint i = 0; i < rank; i++)
+    {
+      double o = (i - (rank - 1) / 2.0) * STRAND;
+
+      strand_path (ctx->cr, x1, y1 + o, x2, y2 + o);
+    }
+  *rank_out = rank;
+}
+
+static gboolean
+wire_visible (DrawContext *ctx,
+              guint        w)
+{
+  double x1, y1, x2, y2;
+  int from;
+  NapkinRect r;
+
+  wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &from);
+  if (from < 0)
+    return FALSE;
+  r.x = MIN (x1, x2);
+  r.y = MIN (y1, y2);
+  r.width = fabs (x2 - x1);
+  r.height = fabs (y2 - y1);
+  return visible (ctx, &r, 60);
+}
+
+static void
+draw_wires (DrawContext         *ctx,
+            const NapkinRenderOptions *options)
+{
+  cairo_t *cr = ctx->cr;
+  guint n_wires = napkin_diagram_n_wires (ctx->diagram);
+  guint n_regions = napkin_diagram_n_regions (ctx->diagram);
+  g_autofree gboolean *shown = g_new0 (gboolean, n_wires + 1);
+  guint rank;
+
+  cairo_set_line_width (cr, 1.6);
+  cairo_set_line_cap (cr, CAIRO_LINE_CAP_ROUND);
+
+  /* Data in device memory is black... */
+  for (guint w = 0; w < n_wires; w++)
+    {
+      shown[w] = wire_visible (ctx, w);
+      if (!shown[w])
+        continue;
+      wire_path (ctx, w, &rank);
+      if (ctx->bad_wires[w])
+        set_rgb (cr, problem_rgb, 1);
+      else if (options && options->selected_wire == (int) w)
+        set_rgb (cr, select_rgb, 1);
+      else
+        set_rgb (cr, level_rgb[NAPKIN_LEVEL_HBM], 1);
+      cairo_stroke (cr);
+    }
+
+  /* ...and takes a region's colour inside it, so a wire that changes colour at the
+   * border is the transfer (design.md §1b). Outer regions first. */
+  for (int level = NAPKIN_LEVEL_L2; level < NAPKIN_N_LEVELS; level++)
+    for (guint r = 0; r < n_regions; r++)
+      {
+        const NapkinRegion *region = napkin_diagram_region (ctx->diagram, r);
+        NapkinRect rect;
+
+        if ((int) region->level != level)
+          continue;
+        napkin_render_region_rect (ctx->diagram, r, &rect);
+        cairo_save (cr);
+        rounded_rect (cr, rect.x, rect.y, rect.width, rect.height, 10);
+        cairo_clip (cr);
+        for (guint w = 0; w < n_wires; w++)
+          {
+            const NapkinWire *wire = napkin_diagram_wire (ctx->diagram, w);
+
+            if (!shown[w] || ctx->bad_wires[w]
+                || (options && options->selected_wire == (int) w)
+                || !(napkin_region_has_node (region, wire->from) || napkin_region_has_node (region, wire->to)))
+              continue;
+            wire_path (ctx, w, &rank);
+            set_rgb (cr, level_rgb[level], 1);
+            cairo_stroke (cr);
+          }
+        cairo_restore (cr);
+      }
+
+  /* Each strand is labelled with its axis and size at the middle of the wire. */
+  for (guint w = 0; w < n_wires; w++)
+    {
+      double x1, y1, x2, y2;
+      int from;
+      const NapkinTensorType *type;
+
+      if (!shown[w])
+        continue;
+      wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &from);
+      type = napkin_diagram_node_type (ctx->diagram, from);
+      if (type == NULL || !type->valid)
+        continue;
+      for (guint i = 0; i < type->n_axes; i++)
+        {
+          const NapkinAxis *axis = napkin_diagram_axis (ctx->diagram, type->axes[i]);
+          double o = (i - (type->n_axes - 1) / 2.0) * STRAND;
+          char text[NAPKIN_MAX_NAME_LEN + 32];
+
+          g_snprintf (text, sizeof text, "%s %" G_GINT64_FORMAT, axis->name, axis->size);
+          draw_text (ctx, ctx->small, text, (x1 + x2) / 2, (y1 + y2) / 2 + o - 6, 0.5, TRUE,
+                     ctx->bad_wires[w] ? problem_rgb : level_rgb[NAPKIN_LEVEL_HBM]);
+        }
+    }
+
+  /* A copy is a dot where the wire splits. */
+  for (guint n = 0; n < ctx->n_nodes; n++)
+    {
+      guint n_consumers = 0;
+      double px, py;
+
+      napkin_diagram_consumers (ctx->diagram, n, &n_consumers);
+      if (n_consumers < 2 || !visible (ctx, &ctx->rects[n], 10)
+          || !napkin_render_port_point (ctx->diagram, n, -1, &px, &py))
+        continue;
+      rank = node_rank (ctx->diagram, n);
+      for (guint i = 0; i < rank; i++)
+        {
+          cairo_arc (cr, px + 8, py + (i - (rank - 1) / 2.0) * STRAND, 2.5, 0, 2 * G_PI);
+          set_rgb (cr, level_rgb[ctx->levels[n]], 1);
+          cairo_fill (cr);
+        }
+    }
+}
+
+static void
+glyph_path (cairo_t          *cr,
+            const NapkinNode *node,
+            const NapkinRect *r)
+{
+  double x = r->x, y = r->y, w = r->width, h = r->height;
+
+  switch (node->kind)
+    {
+    case NAPKIN_OP_INPUT:
+    case NAPKIN_OP_OUTPUT:
+      /* A tag pointing along the flow: a tensor in device memory. */
+      cairo_move_to (cr, x, y);
+      cairo_line_to (cr, x + w - 8, y);
+      cairo_line_to (cr, x + w, y + h / 2);
+      cairo_line_to (cr, x + w - 8, y + h);
+      cairo_line_to (cr, x, y + h);
+      cairo_close_path (cr);
+      break;
+    case NAPKIN_OP_MAP:
+      /* A small labelled arrow sitting on the wire. */
+      cairo_move_to (cr, x, y + 6);
+      cairo_line_to (cr, x + w - 12, y + 6);
+      cairo_line_to (cr, x + w, y + h / 2);
+      cairo_line_to (cr, x + w - 12, y + h - 6);
+      cairo_line_to (cr, x, y + h - 6);
+      cairo_close_path (cr);
+      break;
+    case NAPKIN_OP_SOFTMAX:
+      /* A triangle pointing against the flow. */
+      cairo_move_to (cr, x, y + h / 2);
+      cairo_line_to (cr, x + w, y);
+      cairo_line_to (cr, x + w, y + h);
+      cairo_close_path (cr);
+      break;
+    case NAPKIN_OP_REDUCE:
+      cairo_move_to (cr, x, y);
+      cairo_line_to (cr, x + w, y + h * 0.3);
+      cairo_line_to (cr, x + w, y + h * 0.7);
+      cairo_line_to (cr, x, y + h);
+      cairo_close_path (cr);
+      break;
+    case NAPKIN_OP_CONTRACT:
+    case NAPKIN_OP_NORMALIZE:
+    case NAPKIN_OP_REARRANGE:
+    case NAPKIN_N_OPS:
+    default:
+      rounded_rect (cr, x, y, w, h, 6);
+      break;
+    }
+}
+
+/* The axes that meet in a contraction's cup: those of the inputs the output lacks. */
+static char *
+contracted_axes (NapkinDiagram *diagram,
+                 guint          n)
+{
+  const NapkinTensorType *out = napkin_diagram_node_type (diagram, n);
+  GString *s = g_string_new (NULL);
+
+  for (guint p = 0; p < 2; p++)
+    {
+      int src = napkin_diagram_input_source (diagram, n, p);
+      const NapkinTensorType *in;
+
+      if (src < 0)
+        continue;
+      in = napkin_diagram_node_type (diagram, src);
+      if (in == NULL || !in->valid)
+        continue;
+      for (guint i = 0; i < in->n_axes; i++)
+        {
+          const char *name = napkin_diagram_axis (diagram, in->axes[i])->name;
+
+          if ((out && out->valid && napkin_tensor_type_has_axis (out, in->axes[i])) || strstr (s->str, name))
+            continue;
+          g_string_append_printf (s, "%s%s", s->len ? "," : "", name);
+        }
+    }
+  return g_string_free (s, FALSE);
+}
+
+static char *
+node_detail (NapkinDiagram    *diagram,
+             guint             n,
+             const NapkinNode *node)
+{
+  switch (node->kind)
+    {
+    case NAPKIN_OP_CONTRACT:
+      {
+        g_autofree char *axes = contracted_axes (diagram, n);
+
+        return g_strdup_printf ("Σ %s", axes);
+      }
+    case NAPKIN_OP_MAP:
+      return g_strdup (napkin_fn_info (node->fn)->name);
+    case NAPKIN_OP_REDUCE:
+      return g_strdup_printf ("%s %s", napkin_reduce_to_string (node->reduce), node->axis ? node->axis : "?");
+    case NAPKIN_OP_SOFTMAX:
+      return g_strdup (node->axis ? node->axis : "?");
+    case NAPKIN_OP_NORMALIZE:
+      return g_strdup_printf ("%s %s", node->norm == NAPKIN_NORM_RMSNORM ? "RMS" : "LN",
+                              node->axis ? node->axis : "?");
+    case NAPKIN_OP_REARRANGE:
+      return g_strdup ("⤨");
+    case NAPKIN_OP_INPUT:
+    case NAPKIN_OP_OUTPUT:
+    case NAPKIN_N_OPS:
+    default:
+      return NULL;
+    }
+}
+
+static void
+draw_node (DrawContext         *ctx,
+           guint                n,
+           gboolean             selected)
+{
+  cairo_t *cr = ctx->cr;
+  const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
+  const NapkinRect *r = &ctx->rects[n];
+  NapkinLevel level = ctx->levels[n];
+  const double *rgb = level_rgb[level];
+  g_autofree char *detail = NULL;
+  guint n_in;
+  double px, py;
+
+  /* Contractions in on-chip memory run on tensor cores: blue. */
+  if (node->kind == NAPKIN_OP_CONTRACT && level >= NAPKIN_LEVEL_SMEM)
+    rgb = tensor_core_rgb;
+
+  if (selected)
+    {
+      rounded_rect (cr, r->x - 5, r->y - 5, r->width + 10, r->height + 10, 9);
+      set_rgb (cr, select_rgb, 0.30);
+      cairo_fill (cr);
+    }
+
+  glyph_path (cr, node, r);
+  if (node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
+    set_rgb (cr, rgb, 0.85);
+  else
+    cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_fill_preserve (cr);
+  if (ctx->bad_nodes[n])
+    set_rgb (cr, problem_rgb, 1);
+  else
+    set_rgb (cr, rgb, 1);
+  cairo_set_line_width (cr, node->kind == NAPKIN_OP_CONTRACT ? 2.2 : 1.6);
+  cairo_stroke (cr);
+
+  /* A transpose is a wire crossing. */
+  if (node->kind == NAPKIN_OP_REARRANGE)
+    {
+      cairo_move_to (cr, r->x + 8, r->y + 8);
+      cairo_line_to (cr, r->x + r->width - 8, r->y + r->height - 8);
+      cairo_move_to (cr, r->x + 8, r->y + r->height - 8);
+      cairo_line_to (cr, r->x + r->width - 8, r->y + 8);
+      set_rgb (cr, rgb, 0.35);
+      cairo_set_line_width (cr, 1.2);
+      cairo_stroke (cr);
+    }
+
+  /* A contraction joins the two inputs' same-named strands in a cup. */
+  if (node->kind == NAPKIN_OP_CONTRACT)
+    {
+      double ax, ay, bx, by;
+
+      if (napkin_render_port_point (ctx->diagram, n, 0, &ax, &ay)
+          && napkin_render_port_point (ctx->diagram, n, 1, &bx, &by))
+        {
+          double cx = r->x + r->width * 0.42;
+
+          cairo_move_to (cr, ax, ay);
+          cairo_curve_to (cr, cx, ay, cx, by, bx, by);
+          set_rgb (cr, rgb, 0.45);
+          cairo_set_line_width (cr, 1.4);
+          cairo_stroke (cr);
+        }
+    }
+
+  detail = node_detail (ctx->diagram, n, node);
+  if (detail != NULL)
+    {
+      double dx = r->x + r->width / 2;
+
+      if (node->kind == NAPKIN_OP_SOFTMAX)
+        dx = r->x + r->width * 0.66;
+      else if (node->kind == NAPKIN_OP_MAP)
+        dx = r->x + (r->width - 10) / 2;
+      draw_text (ctx, ctx->small, detail, dx, r->y + r->height / 2 - 7, 0.5, FALSE, rgb);
+    }
+
+  /* The label above the glyph; tensors show their element type below. */
+  draw_text (ctx, node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT ? ctx->bold : ctx->font,
+             node->label && *node->label ? node->label : node->id,
+             r->x + r->width / 2, r->y - LABEL_H, 0.5, FALSE,
+             ctx->bad_nodes[n] ? problem_rgb : level_rgb[NAPKIN_LEVEL_HBM]);
+  if (node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT || node->has_dtype)
+    {
+      const NapkinTensorType *type = napkin_diagram_node_type (ctx->diagram, n);
+
+      if (type != NULL && type->valid)
+        draw_text (ctx, ctx->small, napkin_dtype_to_string (type->dtype),
+                   r->x + r->width / 2, r->y + r->height + 1, 0.5, FALSE, level_rgb[NAPKIN_LEVEL_HBM]);
+    }
+
+  /* Ports: hollow when nothing is connected. */
+  n_in = napkin_op_n_inputs (node);
+  for (int p = -1; p < (int) n_in; p++)
+    {
+      gboolean connected;
+
+      if (!napkin_render_port_point (ctx->diagram, n, p, &px, &py))
+        continue;
+      if (p < 0)
+        {
+          guint n_consumers = 0;
+
+          napkin_diagram_consumers (ctx->diagram, n, &n_consumers);
+          connected = n_consumers > 0;
+        }
+      else
+        connected = napkin_diagram_input_source (ctx->diagram, n, p) >= 0;
+      cairo_arc (cr, px, py, PORT_R, 0, 2 * G_PI);
+      if (connected)
+        set_rgb (cr, rgb, 1);
+      else
+        cairo_set_source_rgb (cr, 1, 1, 1);
+      cairo_fill_preserve (cr);
+      set_rgb (cr, connected ? rgb : problem_rgb, 1);
+      cairo_set_line_width (cr, 1.2);
+      cairo_stroke (cr);
+    }
+
+  if (ctx->bad_nodes[n])
+    {
+      cairo_arc (cr, r->x + r->width, r->y, 7, 0, 2 * G_PI);
+      set_rgb (cr, problem_rgb, 1);
+      cairo_fill (cr);
+      draw_text (ctx, ctx->bold, "!", r->x + r->width, r->y - 8, 0.5, FALSE, (double[3]) { 1, 1, 1 });
+    }
+}
+
+void
+napkin_render_draw (cairo_t                   *cr,
+                    NapkinDiagram             *diagram,
+                    const NapkinRenderOptions *options)
+{
+  DrawContext ctx = { 0 };
+  guint n_regions, n_wires;
+
+  g_return_if_fail (cr != NULL);
+  g_return_if_fail (NAPKIN_IS_DIAGRAM (diagram));
+
+  ctx.cr = cr;
+  ctx.diagram = diagram;
+  ctx.n_nodes = napkin_diagram_n_nodes (diagram);
+  n_regions = napkin_diagram_n_regions (diagram);
+  n_wires = napkin_diagram_n_wires (diagram);
+  cairo_clip_extents (cr, &ctx.clip_x0, &ctx.clip_y0, &ctx.clip_x1, &ctx.clip_y1);
+
+  ctx.layout = pango_cairo_create_layout (cr);
+  ctx.font = pango_font_description_from_string ("Sans 9");
+  ctx.small = pango_font_description_from_string ("Sans 7.5");
+  ctx.bold = pango_font_description_from_string ("Sans Bold 9");
+  ctx.levels = g_new (NapkinLevel, ctx.n_nodes + 1);
+  ctx.rects = g_new (NapkinRect, ctx.n_nodes + 1);
+  ctx.bad_nodes = g_new0 (gboolean, ctx.n_nodes + 1);
+  ctx.bad_wires = g_new0 (gboolean, n_wires + 1);
+  ctx.bad_regions = g_new0 (gboolean, n_regions + 1);
+
+  for (guint n = 0; n < ctx.n_nodes; n++)
+    {
+      ctx.levels[n] = napkin_render_node_level (diagram, n);
+      napkin_render_node_rect (diagram, n, &ctx.rects[n]);
+    }
+  if (options != NULL && options->problems != NULL)
+    for (guint i = 0; i < options->problems->len; i++)
+      {
+        const NapkinProblem *problem = g_ptr_array_index (options->problems, i);
+
+        if (problem->kind == NAPKIN_ITEM_NODE && problem->index < ctx.n_nodes)
+          ctx.bad_nodes[problem->index] = TRUE;
+        else if (problem->kind == NAPKIN_ITEM_WIRE && problem->index < n_wires)
+          ctx.bad_wires[problem->index] = TRUE;
+        else if (problem->kind == NAPKIN_ITEM_REGION && problem->index < n_regions)
+          ctx.bad_regions[problem->index] = TRUE;
+      }
+
+  /* Outer (slower) regions first so that nested ones sit on top. */
+  for (int level = 0; level < NAPKIN_N_LEVELS; level++)
+    for (guint r = 0; r < n_regions; r++)
+      if ((int) napkin_diagram_region (diagram, r)->level == level)
+        draw_region_body (&ctx, r);
+
+  draw_wires (&ctx, options);
+
+  for (guint n = 0; n < ctx.n_nodes; n++)
+    if (visible (&ctx, &ctx.rects[n], LABEL_H + 40))
+      draw_node (&ctx, n,
+                 options && options->selected_nodes && n < options->n_selected_nodes
+                 && options->selected_nodes[n]);
+
+  for (guint r = 0; r < n_regions; r++)
+    draw_region_labels (&ctx, r, options && options->selected_region == (int) r);
+
+  g_object_unref (ctx.layout);
+  pango_font_description_free (ctx.font);
+  pango_font_description_free (ctx.small);
+  pango_font_description_free (ctx.bold);
+  g_free (ctx.levels);
+  g_free (ctx.rects);
+  g_free (ctx.bad_nodes);
+  g_free (ctx.bad_wires);
+  g_free (ctx.bad_regions);
+}
+
+/* ---------------------------------------------------------------- legend */
+
+#define LEGEND_ROW 18.0
+#define LEGEND_W   168.0
+
+void
+napkin_render_legend_size (double *width,
+                           double *height)
+{
+  *width = LEGEND_W;
+  *height = (NAPKIN_N_LEVELS + 1) * LEGEND_ROW + 10;
+}
+
+void
+napkin_render_draw_legend (cairo_t *cr,
+                           double   x,
+                           double   y)
+{
+  DrawContext ctx = { 0 };
+  double w, h;
+
+  g_return_if_fail (cr != NULL);
+
+  ctx.cr = cr;
+  ctx.layout = pango_cairo_create_layout (cr);
+  ctx.small = pango_font_description_from_string ("Sans 8");
+  napkin_render_legend_size (&w, &h);
+
+  cairo_save (cr);
+  rounded_rect (cr, x, y, w, h, 6);
+  cairo_set_source_rgba (cr, 1, 1, 1, 0.92);
+  cairo_fill_preserve (cr);
+  cairo_set_source_rgba (cr, 0, 0, 0, 0.25);
+  cairo_set_line_width (cr, 1);
+  cairo_stroke (cr);
+
+  for (guint level = 0; level <= NAPKIN_N_LEVELS; level++)
+    {
+      double ry = y + 5 + level * LEGEND_ROW;
+      const double *rgb = level < NAPKIN_N_LEVELS ? level_rgb[level] : tensor_core_rgb;
+      const char *title = level < NAPKIN_N_LEVELS ? _(level_titles[level]) : _("Tensor-core work");
+      double dashes[2];
+      guint n_dashes = level < NAPKIN_N_LEVELS ? napkin_render_level_dashes (level, dashes) : 0;
+
+      rounded_rect (cr, x + 8, ry + 3, 26, 12, 3);
+      set_rgb (cr, rgb, level == NAPKIN_LEVEL_HBM ? 0.85 : 0.18);
+      cairo_fill_preserve (cr);
+      set_rgb (cr, rgb, 1);
+      cairo_set_dash (cr, dashes, n_dashes, 0);
+      cairo_set_line_width (cr, 2);
+      cairo_stroke (cr);
+      cairo_set_dash (cr, NULL, 0, 0);
+      draw_text (&ctx, ctx.small, title, x + 42, ry + 1, 0, FALSE, rgb);
+    }
+  cairo_restore (cr);
+
+  g_object_unref (ctx.layout);
+  pango_font_description_free (ctx.small);
+}

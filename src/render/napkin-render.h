@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <cairo.h>
+
+#include "napkin-diagram.h"
+
+G_BEGIN_DECLS
+
+/* Drawing of a diagram in the papers' visual language (design.md §1b), shared by the
+ * canvas and every export so that an export shows exactly what the canvas shows.
+ * Everything is in document coordinates (the node positions of the file); callers
+ * set the transform. Geometry depends only on the diagram, never on fonts, so that
+ * hit-testing needs no Pango context. */
+
+typedef struct
+{
+  double x;
+  double y;
+  double width;
+  double height;
+} NapkinRect;
+
+typedef enum
+{
+  NAPKIN_HIT_NONE,
+  NAPKIN_HIT_NODE,
+  NAPKIN_HIT_INPUT_PORT,
+  NAPKIN_HIT_OUTPUT_PORT,
+  NAPKIN_HIT_WIRE,
+  NAPKIN_HIT_REGION,
+  NAPKIN_HIT_REGION_HANDLE,
+} NapkinHitKind;
+
+typedef struct
+{
+  NapkinHitKind kind;
+  int           index;  /* node, wire or region index; -1 for none */
+  guint         port;   /* input port for NAPKIN_HIT_INPUT_PORT */
+} NapkinHit;
+
+typedef struct
+{
+  const gboolean *selected_nodes;   /* n_nodes entries, or NULL */
+  guint           n_selected_nodes;
+  int             selected_region;  /* -1 for none */
+  int             selected_wire;    /* -1 for none */
+  GPtrArray      *problems;         /* NapkinProblem *, or NULL: marked in red */
+} NapkinRenderOptions;
+
+typedef enum
+{
+  NAPKIN_EXPORT_SVG,
+  NAPKIN_EXPORT_PDF,
+  NAPKIN_EXPORT_PNG,
+  NAPKIN_EXPORT_TIKZ,
+} NapkinExportFormat;
+
+/* The papers' colours: device memory black, shared memory orange, registers green;
+ * tensor-core work blue. L2 (not in the papers) is purple. */
+void        napkin_render_level_rgb        (NapkinLevel          level,
+                                            double              *r,
+                                            double              *g,
+                                            double              *b);
+const char *napkin_render_level_hex        (NapkinLevel          level);
+const char *napkin_render_tensor_core_hex  (void);
+/* A dash pattern per level, so that levels differ without colour. */
+guint       napkin_render_level_dashes     (NapkinLevel          level,
+                                            double               dashes[2]);
+
+void        napkin_render_node_rect        (NapkinDiagram       *diagram,
+                                            guint                node,
+                                            NapkinRect          *rect);
+/* port -1 is the output port. FALSE when the node has no such port. */
+gboolean    napkin_render_port_point       (NapkinDiagram       *diagram,
+                                            guint                node,
+                                            int                  port,
+                                            double              *x,
+                                            double              *y);
+void        napkin_render_region_rect      (NapkinDiagram       *diagram,
+                                            guint                region,
+                                            NapkinRect          *rect);
+/* The innermost level a node lives at: the fastest region holding it, else HBM. */
+NapkinLevel napkin_render_node_level       (NapkinDiagram       *diagram,
+                                            guint                node);
+/* Everything drawn, labels included, without the legend. */
+void        napkin_render_bounds           (NapkinDiagram       *diagram,
+                                            NapkinRect          *rect);
+NapkinHit   napkin_render_hit              (NapkinDiagram       *diagram,
+                                            double               x,
+                                            double               y,
+                                            double               tolerance);
+
+void        napkin_render_draw             (cairo_t             *cr,
+                                            NapkinDiagram       *diagram,
+                                            const NapkinRenderOptions *options);
+void        napkin_render_legend_size      (double              *width,
+                                            double              *height);
+void        napkin_render_draw_legend      (cairo_t             *cr,
+                                            double               x,
+                                            double               y);
+
+gboolean    napkin_export_format_from_path (const char          *path,
+                                            NapkinExportFormat  *format);
+/* scale multiplies the PNG's pixel size (1 = one pixel per document unit). */
+gboolean    napkin_render_export           (NapkinDiagram       *diagram,
+                                            const char          *path,
+                                            NapkinExportFormat   format,
+                                            double               scale,
+                                            GError             **error);
+/* A standalone-includable tikzpicture. */
+char       *napkin_render_to_tikz          (NapkinDiagram       *diagram);
+
+G_END_DECLS
