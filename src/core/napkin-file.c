@@ -4,8 +4,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
 
 #include "napkin-error.h"
 #include "napkin-file.h"
@@ -18,9 +23,50 @@
 
 typedef struct
 {
-  GError **error;
-  gboolean failed;
+  GError    **error;
+  gboolean    failed;
+  /* Keys loaded so far, key -> index + 1. The diagram's own index is rebuilt after
+   * every insertion, which made loading quadratic: 4 000 operations took 8 s. */
+  GHashTable *index[NAPKIN_N_ITEM_KINDS];
 } Loader;
+
+static void
+loader_clear (Loader *loader)
+{
+  for (guint k = 0; k < NAPKIN_N_ITEM_KINDS; k++)
+    g_clear_pointer (&loader->index[k], g_hash_table_unref);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Loader, loader_clear)
+
+static int
+loader_find (Loader         *loader,
+             NapkinItemKind  kind,
+             const char     *key)
+{
+  gpointer v = loader->index[kind] != NULL ? g_hash_table_lookup (loader->index[kind], key) : NULL;
+
+  return v != NULL ? (int) GPOINTER_TO_UINT (v) - 1 : -1;
+}
+
+/* Appends an item to the diagram and to the loader's index. */
+static void
+loader_append (Loader         *loader,
+               NapkinDiagram  *diagram,
+               NapkinItemKind  kind,
+               gpointer        item)
+{
+  guint index = napkin_diagram_count (diagram, kind);
+  char *key = napkin_item_key (kind, item);
+
+  if (loader->index[kind] == NULL)
+    loader->index[kind] = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  if (g_hash_table_contains (loader->index[kind], key))
+    g_free (key);
+  else
+    g_hash_table_insert (loader->index[kind], key, GUINT_TO_POINTER (index + 1));
+  napkin_diagram_insert_item (diagram, kind, index, item);
+}
 
 G_GNUC_PRINTF (4, 5)
 static gboolean
@@ -80,6 +126,56 @@ expect_type (Loader      *loader,
 
   return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "expected %s, found %s",
                wanted[type], type_name (obj));
+}
+
+/* Every key and string of the document is UTF-8 text (RFC 8259), keys without NUL:
+ * unknown fields are written back as they are, so they are checked here, once. */
+static gboolean
+check_text (Loader      *loader,
+            json_object *obj,
+            const char  *path)
+{
+  switch (json_object_get_type (obj))
+    {
+    case json_type_string:
+      if (!g_utf8_validate_len (json_object_get_string (obj), json_object_get_string_len (obj), NULL))
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "not valid UTF-8 text");
+      return TRUE;
+
+    case json_type_array:
+      for (size_t i = 0; i < json_object_array_length (obj); i++)
+        {
+          g_autofree char *p = g_strdup_printf ("%s[%zu]", path, i);
+
+          if (!check_text (loader, json_object_array_get_idx (obj, i), p))
+            return FALSE;
+        }
+      return TRUE;
+
+    case json_type_object:
+      {
+        json_object_object_foreach (obj, key, value)
+          {
+            g_autofree char *p = NULL;
+            g_autofree char *shown = NULL;
+
+            if (!g_utf8_validate (key, -1, NULL))
+              return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "a field name is not valid UTF-8 text");
+            shown = g_strescape (key, NULL);  /* paths are printed: no raw control characters */
+            p = strcmp (path, "$") == 0 ? g_strdup (shown) : g_strdup_printf ("%s.%s", path, shown);
+            if (!check_text (loader, value, p))
+              return FALSE;
+          }
+        return TRUE;
+      }
+
+    case json_type_null:
+    case json_type_boolean:
+    case json_type_double:
+    case json_type_int:
+    default:
+      return TRUE;
+    }
 }
 
 /* Keys we know are consumed; the rest become `extra`. */
@@ -287,7 +383,7 @@ get_axis_list (Loader         *loader,
       if (!expect_type (loader, item, json_type_string, ip))
         break;
       name = json_object_get_string (item);
-      if (napkin_diagram_find_axis (diagram, name) < 0)
+      if (loader_find (loader, NAPKIN_ITEM_AXIS, name) < 0)
         {
           g_autofree char *shown = g_strescape (name, NULL);
 
@@ -343,7 +439,7 @@ check_unique (Loader        *loader,
               const char    *path,
               const char    *what)
 {
-  if (napkin_diagram_find (diagram, kind, key) >= 0)
+  if (loader_find (loader, kind, key) >= 0)
     return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, path, "%s “%s” is defined twice", what, key);
   return TRUE;
 }
@@ -382,7 +478,7 @@ load_axes (Loader        *loader,
       axis->name = g_strdup (name);
       axis->size = size;
       axis->extra = collect_extra (obj, known);
-      napkin_diagram_insert_item (diagram, NAPKIN_ITEM_AXIS, napkin_diagram_n_axes (diagram), axis);
+      loader_append (loader, diagram, NAPKIN_ITEM_AXIS, axis);
     }
 }
 
@@ -414,7 +510,7 @@ load_tensors (Loader        *loader,
       tensor->axes = g_steal_pointer (&axes);
       tensor->dtype = dtype;
       tensor->extra = collect_extra (obj, known);
-      napkin_diagram_insert_item (diagram, NAPKIN_ITEM_TENSOR, napkin_diagram_n_tensors (diagram), tensor);
+      loader_append (loader, diagram, NAPKIN_ITEM_TENSOR, tensor);
     }
 }
 
@@ -452,7 +548,7 @@ load_axis_field (Loader         *loader,
 
   if (!get_string (loader, obj, "axis", path, TRUE, &name))
     return FALSE;
-  if (napkin_diagram_find_axis (diagram, name) < 0)
+  if (loader_find (loader, NAPKIN_ITEM_AXIS, name) < 0)
     {
       g_autofree char *p = g_strdup_printf ("%s.axis", path);
       g_autofree char *shown = g_strescape (name, NULL);
@@ -513,7 +609,7 @@ load_nodes (Loader        *loader,
       node->label = g_strdup (label);
       node->extra = collect_extra (obj, known);
       /* Added first so that a failure below frees it with the diagram. */
-      napkin_diagram_insert_item (diagram, NAPKIN_ITEM_NODE, napkin_diagram_n_nodes (diagram), node);
+      loader_append (loader, diagram, NAPKIN_ITEM_NODE, node);
 
       if ((value = member (obj, "x")) != NULL)
         {
@@ -539,7 +635,7 @@ load_nodes (Loader        *loader,
 
             if (!get_string (loader, obj, "tensor", path, TRUE, &tensor))
               break;
-            if (napkin_diagram_find_tensor (diagram, tensor) < 0)
+            if (loader_find (loader, NAPKIN_ITEM_TENSOR, tensor) < 0)
               {
                 g_autofree char *p = g_strdup_printf ("%s.tensor", path);
                 g_autofree char *shown = g_strescape (tensor, NULL);
@@ -603,6 +699,12 @@ load_nodes (Loader        *loader,
 }
 
 static void
+free_wire_item (NapkinWire *wire)
+{
+  napkin_item_free (NAPKIN_ITEM_WIRE, wire);
+}
+
+static void
 load_wires (Loader        *loader,
             NapkinDiagram *diagram,
             json_object   *array)
@@ -625,8 +727,8 @@ load_wires (Loader        *loader,
           || !get_string (loader, obj, "to", path, TRUE, &to))
         return;
 
-      from_index = napkin_diagram_find_node (diagram, from);
-      to_index = napkin_diagram_find_node (diagram, to);
+      from_index = loader_find (loader, NAPKIN_ITEM_NODE, from);
+      to_index = loader_find (loader, NAPKIN_ITEM_NODE, to);
       if (from_index < 0 || to_index < 0)
         {
           g_autofree char *p = g_strdup_printf ("%s.%s", path, from_index < 0 ? "from" : "to");
@@ -664,19 +766,25 @@ load_wires (Loader        *loader,
                 "“%s” is an output: nothing can be wired from it", from);
           return;
         }
-      if (napkin_diagram_wire_for_port (diagram, to_index, port) >= 0)
+      wire = g_new0 (NapkinWire, 1);
+      wire->from = g_strdup (from);
+      wire->to = g_strdup (to);
+      wire->port = port;
+      {
+        g_autofree char *key = napkin_item_key (NAPKIN_ITEM_WIRE, wire);
+
+        if (loader_find (loader, NAPKIN_ITEM_WIRE, key) >= 0)
+          g_clear_pointer (&wire, free_wire_item);
+      }
+      if (wire == NULL)
         {
           fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, path,
                 "input %" G_GINT64_FORMAT " of “%s” already has a wire", port, to);
           return;
         }
 
-      wire = g_new0 (NapkinWire, 1);
-      wire->from = g_strdup (from);
-      wire->to = g_strdup (to);
-      wire->port = port;
       wire->extra = collect_extra (obj, known);
-      napkin_diagram_insert_item (diagram, NAPKIN_ITEM_WIRE, napkin_diagram_n_wires (diagram), wire);
+      loader_append (loader, diagram, NAPKIN_ITEM_WIRE, wire);
     }
 }
 
@@ -707,8 +815,12 @@ load_mark (Loader        *loader,
       gint64 tile;
 
       if (!napkin_mark_from_string (key, &kind) || kind == NAPKIN_MARK_WHOLE)
-        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
-                     "unknown mark “%.40s” (parallel, stream)", key);
+        {
+          g_autofree char *shown = g_strescape (key, NULL);
+
+          return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
+                       "unknown mark “%.40s” (parallel, stream)", shown);
+        }
       if (json_object_get_type (size_obj) == json_type_int && json_object_get_int64 (size_obj) <= 0)
         return fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p,
                      "tile size must be positive, found %s", json_object_to_json_string (size_obj));
@@ -726,6 +838,7 @@ load_regions (Loader        *loader,
               json_object   *array)
 {
   static const char *known[] = { "name", "level", "nodes", "marks", "stages", "rect", NULL };
+  g_autoptr(GHashTable) listed = g_hash_table_new (g_str_hash, g_str_equal);
 
   for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
     {
@@ -745,7 +858,7 @@ load_regions (Loader        *loader,
 
       region = napkin_region_new (name, level);
       region->extra = collect_extra (obj, known);
-      napkin_diagram_insert_item (diagram, NAPKIN_ITEM_REGION, napkin_diagram_n_regions (diagram), region);
+      loader_append (loader, diagram, NAPKIN_ITEM_REGION, region);
 
       value = member (obj, "nodes");
       if (value == NULL)
@@ -758,6 +871,7 @@ load_regions (Loader        *loader,
         if (!expect_type (loader, value, json_type_array, p))
           return;
       }
+      g_hash_table_remove_all (listed);  /* ids of this region, against duplicates */
       for (size_t j = 0; j < json_object_array_length (value); j++)
         {
           json_object *item = json_object_array_get_idx (value, j);
@@ -767,14 +881,14 @@ load_regions (Loader        *loader,
           if (!expect_type (loader, item, json_type_string, p))
             return;
           id = json_object_get_string (item);
-          if (napkin_diagram_find_node (diagram, id) < 0)
+          if (loader_find (loader, NAPKIN_ITEM_NODE, id) < 0)
             {
               g_autofree char *shown = g_strescape (id, NULL);
 
               fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown operation “%.64s”", shown);
               return;
             }
-          if (napkin_region_has_node (region, id))
+          if (!g_hash_table_add (listed, (gpointer) id))
             {
               fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "operation “%s” is listed twice", id);
               return;
@@ -792,7 +906,7 @@ load_regions (Loader        *loader,
             {
               g_autofree char *mp = g_strdup_printf ("%s.marks.%s", path, axis);
 
-              if (napkin_diagram_find_axis (diagram, axis) < 0)
+              if (loader_find (loader, NAPKIN_ITEM_AXIS, axis) < 0)
                 {
                   g_autofree char *shown = g_strescape (axis, NULL);
 
@@ -900,7 +1014,7 @@ napkin_diagram_load_from_data (const char       *data,
   g_autoptr(json_object) root = NULL;
   g_autoptr(NapkinDiagram) diagram = NULL;
   enum json_tokener_error jerr;
-  Loader loader = { error, FALSE };
+  g_auto(Loader) loader = { error, FALSE, { NULL } };
   const char *text;
   json_object *value;
   gint64 version;
@@ -943,11 +1057,12 @@ napkin_diagram_load_from_data (const char       *data,
     }
   if (json_tokener_get_parse_end (tokener) < (size_t) length)
     {
-      const char *rest = data + json_tokener_get_parse_end (tokener);
+      gsize rest = json_tokener_get_parse_end (tokener);
 
-      while (*rest && g_ascii_isspace (*rest))
+      /* Bounded by length: the data need not end with a NUL, and a NUL is not space. */
+      while (rest < (gsize) length && g_ascii_isspace (data[rest]))
         rest++;
-      if (*rest != '\0')
+      if (rest < (gsize) length)
         {
           g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
                        "$: text after the end of the JSON document");
@@ -957,12 +1072,16 @@ napkin_diagram_load_from_data (const char       *data,
 
   if (!expect_type (&loader, root, json_type_object, "$"))
     return NULL;
+  if (!check_text (&loader, root, "$"))
+    return NULL;
 
   if (!get_string (&loader, root, "format", "$", TRUE, &text))
     return NULL;
   if (strcmp (text, "napkin") != 0)
     {
-      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "format", "expected \"napkin\", found \"%.40s\"", text);
+      g_autofree char *shown = g_strescape (text, NULL);
+
+      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "format", "expected \"napkin\", found \"%.40s\"", shown);
       return NULL;
     }
 
@@ -1018,6 +1137,63 @@ napkin_diagram_load_from_data (const char       *data,
   return g_steal_pointer (&diagram);
 }
 
+/* Reads at most NAPKIN_MAX_FILE_SIZE + 1 bytes, so that a huge file, /dev/zero or a
+ * never-ending pipe costs bounded memory and gets the loader's size error. */
+static char *
+read_bounded (const char  *path,
+              gsize       *length,
+              GError     **error)
+{
+  g_autoptr(GByteArray) buffer = g_byte_array_new ();
+  struct stat st;
+  int fd;
+
+  fd = g_open (path, O_RDONLY, 0);
+  if (fd >= 0)
+    fcntl (fd, F_SETFD, FD_CLOEXEC);  /* not inherited by compilers and runners we spawn */
+  if (fd < 0)
+    {
+      int saved = errno;
+
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                   "could not open “%s”: %s", path, g_strerror (saved));
+      return NULL;
+    }
+  if (fstat (fd, &st) == 0 && S_ISDIR (st.st_mode))
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                   "could not read “%s”: it is a folder", path);
+      close (fd);
+      return NULL;
+    }
+
+  while (buffer->len <= NAPKIN_MAX_FILE_SIZE)
+    {
+      guint8 chunk[65536];
+      gssize n = read (fd, chunk, MIN (sizeof chunk, (gsize) NAPKIN_MAX_FILE_SIZE + 1 - buffer->len));
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          int saved = errno;
+
+          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                       "could not read “%s”: %s", path, g_strerror (saved));
+          close (fd);
+          return NULL;
+        }
+      if (n == 0)
+        break;
+      g_byte_array_append (buffer, chunk, n);
+    }
+  close (fd);
+
+  *length = buffer->len;
+  g_byte_array_append (buffer, (const guint8 *) "", 1);
+  return (char *) g_byte_array_free (g_steal_pointer (&buffer), FALSE);
+}
+
 NapkinDiagram *
 napkin_diagram_load_from_file (const char       *path,
                                NapkinLoadFlags   flags,
@@ -1030,9 +1206,13 @@ napkin_diagram_load_from_file (const char       *path,
 
   g_return_val_if_fail (path != NULL, NULL);
 
-  if (!g_file_get_contents (path, &contents, &length, &local_error))
+  contents = read_bounded (path, &length, error);
+  if (contents == NULL)
+    return NULL;
+  if (length > NAPKIN_MAX_FILE_SIZE)
     {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO, "%s", local_error->message);
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                   "$: “%s” is larger than %d bytes, the most Napkin reads", path, NAPKIN_MAX_FILE_SIZE);
       return NULL;
     }
 
@@ -1289,28 +1469,183 @@ napkin_diagram_save_to_data (NapkinDiagram *self,
   return result;
 }
 
+/* Follows symbolic links, so that saving through one replaces its target, not the link. */
+static char *
+resolve_links (const char *path)
+{
+  char *resolved = g_strdup (path);
+
+  for (guint i = 0; i < 40 && g_file_test (resolved, G_FILE_TEST_IS_SYMLINK); i++)
+    {
+      g_autofree char *target = g_file_read_link (resolved, NULL);
+      g_autofree char *dir = NULL;
+
+      if (target == NULL)
+        break;
+      dir = g_path_get_dirname (resolved);
+      g_free (resolved);
+      resolved = g_path_is_absolute (target) ? g_strdup (target) : g_build_filename (dir, target, NULL);
+    }
+
+  return resolved;
+}
+
+static gboolean
+write_all (int           fd,
+           const char   *data,
+           gsize         length)
+{
+  while (length > 0)
+    {
+      gssize n = write (fd, data, length);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return FALSE;
+      data += n;
+      length -= n;
+    }
+  return TRUE;
+}
+
+static gboolean
+save_failed (GError    **error,
+             const char *path,
+             const char *what,
+             int         saved_errno)
+{
+  g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+               "could not save “%s”: %s: %s", path, what, g_strerror (saved_errno));
+  return FALSE;
+}
+
+/* The previous version becomes FILE~ (the name GIO and gedit give a backup). A hard
+ * link keeps the old file itself, so no copy is made and nothing is ever half
+ * written; file systems without hard links get a copy. */
+static gboolean
+keep_backup (const char  *path,
+             GError     **error)
+{
+  g_autofree char *backup = g_strconcat (path, "~", NULL);
+  g_autofree char *temp = NULL;
+  int saved;
+
+  for (guint attempt = 0; attempt < 100; attempt++)
+    {
+      g_free (temp);
+      temp = g_strdup_printf ("%s~.%08x", path, g_random_int ());
+      if (link (path, temp) == 0)
+        break;
+      saved = errno;
+      g_clear_pointer (&temp, g_free);
+      if (saved == ENOENT)
+        return TRUE;  /* a new file: nothing to keep */
+      if (saved != EEXIST)
+        break;
+    }
+
+  if (temp == NULL)
+    {
+      g_autofree char *contents = NULL;
+      gsize length;
+      g_autoptr(GError) local_error = NULL;
+
+      if (!g_file_get_contents (path, &contents, &length, &local_error)
+          || !g_file_set_contents_full (backup, contents, length,
+                                        G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
+                                        0644, &local_error))
+        {
+          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                       "could not save “%s”: keeping the previous version as “%s” failed: %s",
+                       path, backup, local_error->message);
+          return FALSE;
+        }
+      return TRUE;
+    }
+
+  if (rename (temp, backup) != 0)
+    {
+      saved = errno;
+      g_unlink (temp);
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                   "could not save “%s”: keeping the previous version as “%s” failed: %s",
+                   path, backup, g_strerror (saved));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* A temporary file in the same folder, written and fsync'd, the old version kept as
+ * FILE~, then renamed over FILE and the folder fsync'd: whenever the process or the
+ * machine stops, FILE is the old or the new complete document (docs/security.md). */
 gboolean
 napkin_diagram_save_to_file (NapkinDiagram  *self,
                              const char     *path,
                              GError        **error)
 {
   g_autofree char *data = NULL;
-  g_autoptr(GError) local_error = NULL;
+  g_autofree char *target = NULL;
+  g_autofree char *dir = NULL;
+  g_autofree char *base = NULL;
+  g_autofree char *temp = NULL;
+  struct stat st;
   gsize length;
+  int fd, dir_fd;
 
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), FALSE);
   g_return_val_if_fail (path != NULL, FALSE);
 
   data = napkin_diagram_save_to_data (self, &length);
+  target = resolve_links (path);
+  dir = g_path_get_dirname (target);
+  base = g_path_get_basename (target);
+  temp = g_strdup_printf ("%s%s.%s.XXXXXX", dir, G_DIR_SEPARATOR_S, base);
 
-  /* A temporary file in the same folder, flushed, then renamed over the old one:
-   * the file on disk is always either the old or the new complete document. */
-  if (!g_file_set_contents_full (path, data, length,
-                                 G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
-                                 0644, &local_error))
+  if (g_stat (target, &st) == 0 && !S_ISREG (st.st_mode))
+    return save_failed (error, path, "not a regular file", EINVAL);
+
+  fd = g_mkstemp_full (temp, O_RDWR, 0644);
+  if (fd < 0)
+    return save_failed (error, path, "creating a temporary file", errno);
+  if (g_stat (target, &st) == 0)
+    g_chmod (temp, st.st_mode & 07777);  /* keep the file's permissions */
+  if (!write_all (fd, data, length) || fsync (fd) != 0)
     {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO, "%s", local_error->message);
+      int saved = errno;
+
+      close (fd);
+      g_unlink (temp);
+      return save_failed (error, path, "writing", saved);
+    }
+  if (close (fd) != 0)
+    {
+      int saved = errno;
+
+      g_unlink (temp);
+      return save_failed (error, path, "writing", saved);
+    }
+
+  if (!keep_backup (target, error))
+    {
+      g_unlink (temp);
       return FALSE;
+    }
+
+  if (g_rename (temp, target) != 0)
+    {
+      int saved = errno;
+
+      g_unlink (temp);
+      return save_failed (error, path, "replacing the file", saved);
+    }
+
+  /* The rename itself reaches the disk only with the folder. */
+  dir_fd = g_open (dir, O_RDONLY, 0);
+  if (dir_fd >= 0)
+    {
+      fsync (dir_fd);
+      close (dir_fd);
     }
 
   return TRUE;

@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+/* Runs one input through everything a shared file reaches: load, check, the model,
+ * saving and reloading (and the later layers when they are built). Aborts, so that
+ * the fuzzer or the replay test reports it, when an invariant breaks. */
+void napkin_fuzz_one (const guint8 *data,
+                      gsize         size);
+
+G_END_DECLS
