@@ -4,6 +4,7 @@
 #include <string.h>
 #include <glib/gstdio.h>
 
+#include "napkin-clipboard.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-file.h"
@@ -577,6 +578,58 @@ test_problems_point_at_items (void)
   g_assert_cmpuint (problems->len, ==, 0);
 }
 
+static void
+test_copy_paste (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("flash-attention.napkin");
+  g_autoptr(NapkinDiagram) other = load_example ("matmul.napkin");
+  g_autoptr(NapkinHistory) history = napkin_history_new (diagram);
+  g_autoptr(NapkinHistory) other_history = napkin_history_new (other);
+  const char *all[] = { "q_in", "k_in", "v_in", "qk", "scale", "sm", "pv", "o", NULL };
+  g_autofree char *before = save (diagram);
+  g_autofree char *clip = napkin_diagram_copy_nodes (diagram, all, NULL);
+  g_autoptr(GPtrArray) ids = NULL;
+  g_autoptr(GPtrArray) problems = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *after_undo = NULL;
+  const NapkinNode *pasted;
+
+  /* Into the same diagram: everything renamed, a valid second copy, one undo step. */
+  g_assert_true (napkin_edit_paste (history, clip, -1, 0, 400, &ids, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (ids->len, ==, 8);
+  g_assert_cmpstr (g_ptr_array_index (ids, 3), ==, "qk_2");
+  g_assert_cmpuint (napkin_diagram_n_nodes (diagram), ==, 16);
+  g_assert_cmpuint (napkin_diagram_n_wires (diagram), ==, 14);
+  g_assert_cmpuint (napkin_diagram_n_regions (diagram), ==, 2);
+  g_assert_cmpstr (napkin_diagram_region (diagram, 1)->name, ==, "block_2");
+  g_assert_true (napkin_region_has_node (napkin_diagram_region (diagram, 1), "pv_2"));
+  pasted = napkin_diagram_node (diagram, napkin_diagram_find_node (diagram, "qk_2"));
+  g_assert_cmpfloat (pasted->y, ==, 100 + 400);
+  problems = napkin_diagram_check (diagram);
+  g_assert_cmpuint (problems->len, ==, 0);
+  g_assert_cmpuint (napkin_history_get_depth (history), ==, 1);
+  g_assert_true (napkin_history_undo (history));
+  after_undo = save (diagram);
+  g_assert_cmpstr (after_undo, ==, before);
+
+  /* Into another diagram whose axis k has another size: the pasted k is renamed. */
+  g_clear_pointer (&ids, g_ptr_array_unref);
+  g_assert_true (napkin_edit_set_axis_size (other_history, "k", 512, &error));
+  g_assert_true (napkin_edit_paste (other_history, clip, -1, 0, 0, &ids, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (napkin_diagram_find_axis (other, "k_2"), >=, 0);
+  g_assert_cmpint (napkin_diagram_axis_size (other, napkin_diagram_find_axis (other, "k_2")), ==, 4096);
+  g_clear_pointer (&problems, g_ptr_array_unref);
+  problems = napkin_diagram_check (other);
+  g_assert_cmpuint (problems->len, ==, 0);
+
+  /* Garbage on the clipboard: an error, nothing changed. */
+  g_assert_false (napkin_edit_paste (other_history, "{not json", -1, 0, 0, NULL, &error));
+  g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE);
+  g_assert_cmpuint (napkin_history_get_depth (other_history), ==, 2);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -599,6 +652,7 @@ main (int    argc,
   g_test_add_func ("/core/history/modified", test_modified);
   g_test_add_func ("/core/edit/refusals", test_edit_refusals);
   g_test_add_func ("/core/validate/problems", test_problems_point_at_items);
+  g_test_add_func ("/core/clipboard/copy-paste", test_copy_paste);
 
   return g_test_run ();
 }
