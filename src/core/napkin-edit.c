@@ -691,3 +691,36 @@ napkin_edit_set_mark (NapkinHistory  *history,
     return FALSE;
   return change_region (history, region, "Change mark", set_mark, &args, error);
 }
+
+/* Added for the editor's inspector (issue 4): a device tensor's axes, in memory order. */
+gboolean
+napkin_edit_set_tensor_axes (NapkinHistory      *history,
+                             const char         *name,
+                             const char *const  *axes,
+                             GError            **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  const NapkinTensor *tensor;
+  NapkinTensor *changed;
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_TENSOR, name, &index, error)
+      || !check_axes (diagram, (char **) axes, error))
+    return FALSE;
+  if (axes == NULL || axes[0] == NULL)
+    return refuse (error, "tensor “%s” needs at least one axis", name);
+
+  tensor = napkin_diagram_tensor (diagram, index);
+  if (g_strv_equal ((const char *const *) tensor->axes, axes))
+    return TRUE;
+
+  changed = napkin_item_copy (NAPKIN_ITEM_TENSOR, tensor);
+  g_strfreev (changed->axes);
+  changed->axes = g_strdupv ((char **) axes);
+  command = napkin_command_new ("Change tensor axes");
+  napkin_command_add (command, NAPKIN_ITEM_TENSOR, index, tensor, changed);
+  napkin_item_free (NAPKIN_ITEM_TENSOR, changed);
+  push (history, command);
+  return TRUE;
+}

@@ -47,6 +47,10 @@ gboolean napkin_edit_set_axis_size    (NapkinHistory     *history,
 gboolean napkin_edit_add_tensor       (NapkinHistory     *history,
                                        const NapkinTensor *tensor,
                                        GError           **error);
+gboolean napkin_edit_set_tensor_axes  (NapkinHistory     *history,
+                                       const char        *tensor,
+                                       const char *const *axes,
+                                       GError           **error);
 /* The element type of a device tensor, or (for any other node) of its result. */
 gboolean napkin_edit_set_tensor_dtype (NapkinHistory     *history,
                                        const char        *tensor,
