@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include "napkin-ir.h"
+
+G_BEGIN_DECLS
+
+/* The values of a diagram's device-memory tensors, one array of doubles per tensor
+ * (row-major in the tensor's axis order). The interpreter reads inputs from it and
+ * writes outputs into it. */
+typedef struct
+{
+  NapkinDiagram *diagram;
+  guint          n_tensors;
+  double       **values;
+  gint64        *elements;
+} NapkinTensorSet;
+
+/* Seeded uniform values in [-1, 1), rounded to each tensor's type; never zeros. */
+NapkinTensorSet *napkin_tensor_set_new_random (NapkinDiagram          *diagram,
+                                               guint64                 seed);
+void             napkin_tensor_set_free       (NapkinTensorSet        *set);
+
+/* Runs every kernel of the program on the CPU in float64, rounding what it stores
+ * in device memory to the stored type. Tiles start as NaN and every access is
+ * checked against the tile's box, so a lowering that reads what it never wrote, or
+ * outside a tile, fails here with the kernel and buffer named. */
+gboolean         napkin_ir_interpret          (const NapkinIrProgram  *program,
+                                               NapkinTensorSet        *set,
+                                               GError                **error);
+
+/* ‖a − b‖∞ / ‖b‖∞ over one tensor; +∞ when a holds NaN. */
+double           napkin_tensor_set_rel_error  (const NapkinTensorSet  *a,
+                                               const NapkinTensorSet  *b,
+                                               guint                   tensor);
+/* Relative-error bound for results stored in a type. */
+double           napkin_dtype_tolerance       (NapkinDtype             dtype);
+double           napkin_round_to_dtype        (double                  value,
+                                               NapkinDtype             dtype);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinTensorSet, napkin_tensor_set_free)
+
+G_END_DECLS

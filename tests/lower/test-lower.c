@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "napkin-file.h"
+#include "napkin-interp.h"
+#include "napkin-ir.h"
+
+/* Small sizes for each example, with tiles that do not divide them (edge tiles). */
+typedef struct
+{
+  const char *file;
+  const char *axes[8];
+  const char *tiles[12];
+} Case;
+
+static const Case cases[] = {
+  { "matmul.napkin", { "m=40", "n=36", "k=20" }, { NULL } },
+  { "matmul-tiled.napkin", { "m=40", "n=36", "k=20" }, { "block.m=16", "block.n=16", "block.k=8" } },
+  { "matmul-nested.napkin", { "m=40", "n=36", "k=20" },
+    { "block.m=16", "block.n=16", "block.k=8", "warp.m=8", "warp.n=4", "warp.k=4" } },
+  { "softmax.napkin", { "r=10", "c=33" }, { "rows.r=4" } },
+  { "layernorm.napkin", { "t=10", "h=24" }, { "rows.t=4" } },
+  { "mlp.napkin", { "t=12", "e=16", "f=20" }, { NULL } },
+  { "attention.napkin", { "b=2", "h=2", "q=20", "k=18", "d=8" }, { NULL } },
+  { "flash-attention.napkin", { "b=2", "h=2", "q=20", "k=18", "d=8" }, { "block.q=8", "block.k=4" } },
+};
+
+static NapkinDiagram *
+load_case (const Case *c)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), c->file, NULL);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+
+  g_assert_no_error (error);
+  for (guint i = 0; c->axes[i]; i++)
+    {
+      napkin_diagram_override_axis (d, c->axes[i], &error);
+      g_assert_no_error (error);
+    }
+  for (guint i = 0; c->tiles[i]; i++)
+    {
+      napkin_diagram_override_tile (d, c->tiles[i], &error);
+      g_assert_no_error (error);
+    }
+  return d;
+}
+
+static gboolean
+has_stmt (GPtrArray      *stmts,
+          NapkinStmtKind  kind,
+          int             what)
+{
+  for (guint i = 0; i < stmts->len; i++)
+    {
+      const NapkinIrStmt *s = g_ptr_array_index (stmts, i);
+
+      if (s->kind == kind && (what < 0 || (kind == NAPKIN_STMT_LOOP ? (int) s->loop : (int) s->op) == what))
+        return TRUE;
+      if (s->kind == NAPKIN_STMT_LOOP && has_stmt (s->body, kind, what))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* The relabeled diagram computes what the plain one does (fp64 interpreter). */
+static void
+test_equivalence (gconstpointer data)
+{
+  const Case *c = data;
+  g_autoptr(NapkinDiagram) d = load_case (c);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinIrProgram) relabeled = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
+  g_autoptr(NapkinIrProgram) plain = NULL;
+  g_autoptr(NapkinTensorSet) a = napkin_tensor_set_new_random (d, 42);
+  g_autoptr(NapkinTensorSet) b = napkin_tensor_set_new_random (d, 42);
+
+  g_assert_no_error (error);
+  plain = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
+  g_assert_no_error (error);
+
+  napkin_ir_interpret (relabeled, a, &error);
+  g_assert_no_error (error);
+  napkin_ir_interpret (plain, b, &error);
+  g_assert_no_error (error);
+
+  for (guint t = 0; t < napkin_diagram_n_tensors (d); t++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
+      double err = napkin_tensor_set_rel_error (a, b, t);
+      gboolean is_output = FALSE;
+
+      for (guint n = 0; n < napkin_diagram_n_nodes (d); n++)
+        is_output |= napkin_diagram_node (d, n)->kind == NAPKIN_OP_OUTPUT
+                     && g_strcmp0 (napkin_diagram_node (d, n)->tensor, tensor->name) == 0;
+      if (!is_output)
+        continue;
+      g_test_message ("%s: %s relative error %.3g (bound %.3g)", c->file, tensor->name, err,
+                      napkin_dtype_tolerance (tensor->dtype));
+      g_assert_cmpfloat (err, <=, napkin_dtype_tolerance (tensor->dtype));
+      /* Not vacuous: the outputs were written (no NaN) and are not all zero. */
+      g_assert_cmpfloat (fabs (a->values[t][0]) + fabs (a->values[t][a->elements[t] - 1]), >, 0);
+    }
+}
+
+/* Matmul check against a direct triple loop in fp64, rounded once to fp16. */
+static void
+test_matmul_direct (void)
+{
+  g_autoptr(NapkinDiagram) d = load_case (&cases[2]);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinIrProgram) prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
+  g_autoptr(NapkinTensorSet) set = napkin_tensor_set_new_random (d, 7);
+  const double *A = set->values[0], *B = set->values[1];
+  double worst = 0;
+
+  g_assert_no_error (error);
+  napkin_ir_interpret (prog, set, &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 40; i++)
+    for (int j = 0; j < 36; j++)
+      {
+        double sum = 0;
+
+        for (int k = 0; k < 20; k++)
+          sum += A[i * 20 + k] * B[k * 36 + j];
+        worst = MAX (worst, fabs (napkin_round_to_dtype (sum, NAPKIN_DTYPE_FP16) - set->values[2][i * 36 + j]));
+      }
+  g_assert_cmpfloat (worst, ==, 0.0);
+}
+
+/* The IR has the loops the relabeling asks for. */
+static void
+test_structure (void)
+{
+  g_autoptr(NapkinDiagram) flash = load_case (&cases[7]);
+  g_autoptr(NapkinDiagram) nested = load_case (&cases[2]);
+  g_autoptr(NapkinDiagram) attention = load_case (&cases[6]);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinIrProgram) f = napkin_ir_lower (flash, 0, &error);
+  g_autoptr(NapkinIrProgram) n = napkin_ir_lower (nested, 0, &error);
+  g_autoptr(NapkinIrProgram) a = napkin_ir_lower (attention, 0, &error);
+  const NapkinIrKernel *k;
+
+  g_assert_no_error (error);
+  g_assert_cmpuint (f->kernels->len, ==, 1);
+  k = g_ptr_array_index (f->kernels, 0);
+  g_assert_true (has_stmt (k->body, NAPKIN_STMT_LOOP, NAPKIN_LOOP_GRID));
+  g_assert_true (has_stmt (k->body, NAPKIN_STMT_LOOP, NAPKIN_LOOP_STREAM));
+  g_assert_true (has_stmt (k->body, NAPKIN_STMT_COMPUTE, NAPKIN_COMPUTE_ONLINE_STATS));
+  g_assert_true (has_stmt (k->body, NAPKIN_STMT_COMPUTE, NAPKIN_COMPUTE_ONLINE_ACC));
+
+  g_assert_cmpuint (n->kernels->len, ==, 1);
+  k = g_ptr_array_index (n->kernels, 0);
+  g_assert_true (has_stmt (k->body, NAPKIN_STMT_LOOP, NAPKIN_LOOP_WARP));
+
+  /* Plain attention: qk, scale, softmax (max, sum, apply), pv: six kernels. */
+  g_assert_cmpuint (a->kernels->len, ==, 6);
+}
+
+/* Device-memory traffic counted from the IR's copies matches the paper's H. */
+static void
+test_hbm_bytes (void)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "matmul-tiled.napkin", NULL);
+  g_autofree char *fpath = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "flash-attention.napkin", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) fd = napkin_diagram_load_from_file (fpath, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinIrProgram) prog = napkin_ir_lower (d, 0, &error);
+  g_autoptr(NapkinIrProgram) fprog = napkin_ir_lower (fd, 0, &error);
+  gint64 m = 4096, q = 4096, dd = 128, heads = 4 * 16;
+
+  g_assert_no_error (error);
+  /* H = m·n·k·(1/128 + 1/128) + m·n elements, 2 bytes each */
+  g_assert_cmpint (napkin_ir_hbm_bytes (prog), ==, 2 * (m * m * m * 2 / 128 + m * m));
+  /* H = 2·q·d + 2·k·d·q/128 per head */
+  g_assert_cmpint (napkin_ir_hbm_bytes (fprog), ==, 2 * heads * (2 * q * dd + 2 * q * dd * q / 128));
+}
+
+static void
+test_split_reduction_rejected (void)
+{
+  g_autoptr(NapkinDiagram) d = load_case (&cases[1]);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinIrProgram) prog = NULL;
+
+  napkin_diagram_override_tile (d, "block.k=parallel:8", &error);
+  g_assert_no_error (error);
+  prog = napkin_ir_lower (d, 0, &error);
+  g_assert_null (prog);
+  g_assert_error (error, NAPKIN_LOWER_ERROR, NAPKIN_LOWER_ERROR_UNSUPPORTED);
+  g_assert_nonnull (strstr (error->message, "regions.block.marks.k"));
+  g_assert_nonnull (strstr (error->message, "“mm”"));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *name = g_strdup (cases[i].file);
+      g_autofree char *path = NULL;
+
+      *strrchr (name, '.') = '\0';
+      path = g_strdup_printf ("/lower/equivalence/%s", name);
+      g_test_add_data_func (path, &cases[i], test_equivalence);
+    }
+  g_test_add_func ("/lower/matmul/direct", test_matmul_direct);
+  g_test_add_func ("/lower/structure", test_structure);
+  g_test_add_func ("/lower/hbm-bytes", test_hbm_bytes);
+  g_test_add_func ("/lower/split-reduction", test_split_reduction_rejected);
+  return g_test_run ();
+}
