@@ -129,43 +129,63 @@ expect_type (Loader      *loader,
 }
 
 /* Every key and string of the document is UTF-8 text (RFC 8259), keys without NUL:
- * unknown fields are written back as they are, so they are checked here, once. */
+ * unknown fields are written back as they are, so they are checked here, once.
+ * The path grows and shrinks in one buffer: this walk sees every value of the file. */
 static gboolean
 check_text (Loader      *loader,
             json_object *obj,
-            const char  *path)
+            GString     *path)
 {
+  gsize mark = path->len;
+
   switch (json_object_get_type (obj))
     {
     case json_type_string:
       if (!g_utf8_validate_len (json_object_get_string (obj), json_object_get_string_len (obj), NULL))
-        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "not valid UTF-8 text");
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path->str, "not valid UTF-8 text");
       return TRUE;
 
     case json_type_array:
       for (size_t i = 0; i < json_object_array_length (obj); i++)
         {
-          g_autofree char *p = g_strdup_printf ("%s[%zu]", path, i);
-
-          if (!check_text (loader, json_object_array_get_idx (obj, i), p))
+          g_string_append_printf (path, "[%zu]", i);
+          if (!check_text (loader, json_object_array_get_idx (obj, i), path))
             return FALSE;
+          g_string_truncate (path, mark);
         }
       return TRUE;
 
     case json_type_object:
       {
+        gboolean root = strcmp (path->str, "$") == 0;
+
         json_object_object_foreach (obj, key, value)
           {
-            g_autofree char *p = NULL;
-            g_autofree char *shown = NULL;
-
             if (!g_utf8_validate (key, -1, NULL))
-              return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "a field name is not valid UTF-8 text");
-            shown = g_strescape (key, NULL);  /* paths are printed: no raw control characters */
-            p = strcmp (path, "$") == 0 ? g_strdup (shown) : g_strdup_printf ("%s.%s", path, shown);
-            if (!check_text (loader, value, p))
+              return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path->str, "a field name is not valid UTF-8 text");
+            g_string_truncate (path, root ? 0 : mark);
+            if (!root)
+              g_string_append_c (path, '.');
+            for (const char *c = key; *c; c++)
+              {
+                /* paths are printed: no raw control characters */
+                if ((guchar) *c < 0x20 || *c == '\\' || *c == '"')
+                  {
+                    g_autofree char *one = g_strndup (c, 1);
+                    g_autofree char *shown = g_strescape (one, NULL);
+
+                    g_string_append (path, shown);
+                  }
+                else
+                  g_string_append_c (path, *c);
+              }
+            if (!check_text (loader, value, path))
               return FALSE;
           }
+        if (root)
+          g_string_assign (path, "$");
+        else
+          g_string_truncate (path, mark);
         return TRUE;
       }
 
@@ -1011,6 +1031,7 @@ napkin_diagram_load_from_data (const char       *data,
     "view", NULL,
   };
   g_autoptr(json_tokener) tokener = NULL;
+  g_autoptr(GString) text_path = NULL;
   g_autoptr(json_object) root = NULL;
   g_autoptr(NapkinDiagram) diagram = NULL;
   enum json_tokener_error jerr;
@@ -1072,7 +1093,8 @@ napkin_diagram_load_from_data (const char       *data,
 
   if (!expect_type (&loader, root, json_type_object, "$"))
     return NULL;
-  if (!check_text (&loader, root, "$"))
+  text_path = g_string_new ("$");
+  if (!check_text (&loader, root, text_path))
     return NULL;
 
   if (!get_string (&loader, root, "format", "$", TRUE, &text))
