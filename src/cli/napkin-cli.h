@@ -49,6 +49,11 @@ int             napkin_cli_usage_error       (const char          *command,
 /* Commands, one file each. */
 int napkin_cli_validate (int argc, char **argv);
 int napkin_cli_info     (int argc, char **argv);
+/* perf layer: napkin-cli-perf.c */
+int napkin_cli_archs    (int argc, char **argv);
+int napkin_cli_analyze  (int argc, char **argv);
+int napkin_cli_compare  (int argc, char **argv);
+int napkin_cli_tune     (int argc, char **argv);
 int napkin_cli_render   (int argc, char **argv);
 
 G_END_DECLS

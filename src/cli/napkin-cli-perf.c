@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-cli"
+
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "napkin-cli.h"
+#include "napkin-error.h"
+#include "napkin-file.h"
+#include "napkin-json-private.h"
+#include "napkin-model.h"
+#include "napkin-tune.h"
+
+typedef enum
+{
+  FORMAT_TEXT,
+  FORMAT_JSON,
+  FORMAT_CSV,
+  FORMAT_MD,
+} Format;
+
+static gboolean
+parse_format (const char *str,
+              Format     *out)
+{
+  const char *names[] = { "text", "json", "csv", "md" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    if (g_strcmp0 (str, names[i]) == 0)
+      {
+        *out = i;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+static void
+print_json (json_object *root)
+{
+  printf ("%s\n", json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                                                          | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* Seconds, bytes and rates with SI prefixes. */
+static char *
+human (double      value,
+       const char *unit)
+{
+  const char *prefixes[] = { "", "k", "M", "G", "T", "P", "E" };
+  const char *small[] = { "", "m", "µ", "n" };
+  guint i = 0;
+
+  if (!isfinite (value))
+    return g_strdup_printf ("%g %s", value, unit);
+  if (value != 0 && fabs (value) < 1)
+    {
+      while (fabs (value) < 1 && i + 1 < G_N_ELEMENTS (small))
+        {
+          value *= 1000;
+          i++;
+        }
+      return g_strdup_printf ("%.3g %s%s", value, small[i], unit);
+    }
+  while (fabs (value) >= 1000 && i + 1 < G_N_ELEMENTS (prefixes))
+    {
+      value /= 1000;
+      i++;
+    }
+  return g_strdup_printf ("%.4g %s%s", value, prefixes[i], unit);
+}
+
+static NapkinArchRegistry *
+registry (void)
+{
+  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+  const GPtrArray *errors = napkin_arch_registry_errors (reg);
+
+  for (guint i = 0; i < errors->len; i++)
+    fprintf (stderr, "napkin-cli: warning: skipped architecture file: %s\n", (const char *) g_ptr_array_index (errors, i));
+  return reg;
+}
+
+/* ---- archs --------------------------------------------------------------------------------- */
+
+int
+napkin_cli_archs (int    argc,
+                  char **argv)
+{
+  gboolean as_json = FALSE;
+  const GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print JSON", NULL },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  NapkinArchRegistry *reg;
+
+  context = napkin_cli_context_new ("archs", "",
+                                    "List the GPU architectures the model knows (data/archs/*.json, "
+                                    "$NAPKIN_ARCH_DIR), with their main figures.", entries, NULL);
+  if (!napkin_cli_parse (context, &argc, &argv))
+    return NAPKIN_CLI_USAGE;
+  if (argc != 1)
+    return napkin_cli_usage_error ("archs", "takes no arguments");
+
+  reg = registry ();
+  if (napkin_arch_registry_count (reg) == 0)
+    {
+      fprintf (stderr, "napkin-cli archs: no architecture files found (set NAPKIN_ARCH_DIR)\n");
+      return NAPKIN_CLI_FAILED;
+    }
+
+  if (as_json)
+    {
+      g_autoptr(json_object) array = json_object_new_array ();
+
+      for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
+        {
+          NapkinArch *a = napkin_arch_registry_get (reg, i);
+          json_object *obj = json_object_new_object ();
+          json_object *tensor = json_object_new_object ();
+
+          json_object_object_add (obj, "id", json_object_new_string (a->id));
+          json_object_object_add (obj, "name", json_object_new_string (a->name));
+          json_object_object_add (obj, "path", json_object_new_string (a->path));
+          json_object_object_add (obj, "sms", json_object_new_int (a->sms));
+          json_object_object_add (obj, "clock_hz", json_object_new_double (a->clock_hz));
+          json_object_object_add (obj, "hbm_bytes_per_s", json_object_new_double (a->levels[NAPKIN_LEVEL_HBM].bandwidth));
+          json_object_object_add (obj, "smem_bytes_per_sm", json_object_new_double (a->levels[NAPKIN_LEVEL_SMEM].capacity_bytes));
+          for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+            json_object_object_add (tensor, napkin_tensor_class_to_string (c),
+                                    json_object_new_double (napkin_arch_tensor_rate (a, c)));
+          json_object_object_add (obj, "tensor_flops_per_s", tensor);
+          json_object_array_add (array, obj);
+        }
+      print_json (array);
+      return NAPKIN_CLI_OK;
+    }
+
+  printf ("%-8s %-26s %4s %6s %10s %8s %9s %9s %9s\n", "id", "name", "SMs", "MHz", "HBM", "smem/SM",
+          "fp16 TC", "fp8 TC", "ridge");
+  for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
+    {
+      NapkinArch *a = napkin_arch_registry_get (reg, i);
+      g_autofree char *bw = human (a->levels[NAPKIN_LEVEL_HBM].bandwidth, "B/s");
+      g_autofree char *f16 = human (napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP16), "F/s");
+      g_autofree char *f8 = a->tensor_per_sm_clock[NAPKIN_TENSOR_FP8] > 0
+                            ? human (napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP8), "F/s") : g_strdup ("—");
+
+      printf ("%-8s %-26s %4u %6.0f %10s %6.0fKB %9s %9s %6.0f F/B\n", a->id, a->name, a->sms, a->clock_hz / 1e6,
+              bw, a->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / 1024, f16, f8,
+              napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP16) / a->levels[NAPKIN_LEVEL_HBM].bandwidth);
+    }
+  return NAPKIN_CLI_OK;
+}
+
+/* ---- analyze ------------------------------------------------------------------------------- */
+
+static void
+print_analysis_text (NapkinAnalysis *a,
+                     const char     *path)
+{
+  g_autofree char *t = human (a->predicted_time_s, "s");
+  g_autofree char *ts = human (a->serial_time_s, "s");
+  g_autofree char *tp = human (a->throughput, "FLOP/s");
+  g_autofree char *tt = human (a->tensor_throughput, "FLOP/s");
+  g_autofree char *en = human (a->energy_j, "J");
+  g_autofree char *fl = human ((double) a->flops_total, "FLOP");
+
+  printf ("%s on %s (%s)%s%s\n", path, a->arch->id, a->arch->name, a->has_dtype ? ", all tensors " : "",
+          a->has_dtype ? napkin_dtype_to_string (a->dtype) : "");
+  printf ("\n%s: %s\n", a->feasible ? "feasible" : "INFEASIBLE", a->feasible ? "every region fits" : "");
+  for (guint i = 0; i < a->errors->len; i++)
+    printf ("  error: %s\n", (const char *) g_ptr_array_index (a->errors, i));
+  for (guint i = 0; i < a->warnings->len; i++)
+    printf ("  note: %s\n", (const char *) g_ptr_array_index (a->warnings, i));
+
+  printf ("\nPredicted time  %s with full overlap (%s with none), bound by %s\n", t, ts,
+          napkin_resource_to_string (a->bound));
+  printf ("Throughput      %s (tensor cores alone: %s)\n", tp, a->tensor_throughput > 0 ? tt : "—");
+  printf ("Work            %s; intensity %.1f FLOP per device-memory byte\n", fl, a->intensity);
+  printf ("Energy          %s (estimate)\n", en);
+
+  printf ("\n%-10s %18s %16s %12s\n", "level", "transfer elements", "bytes", "time");
+  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+    {
+      g_autofree char *lt = human (a->levels[l].time_s, "s");
+
+      printf ("%-10s %18" G_GINT64_FORMAT " %16" G_GINT64_FORMAT " %12s\n", napkin_level_to_string (l),
+              a->levels[l].transfer_elements, a->levels[l].transfer_bytes, lt);
+    }
+  printf ("\n%-10s", "resource");
+  for (NapkinResource r = 0; r < NAPKIN_N_RESOURCES; r++)
+    printf (" %10s", napkin_resource_to_string (r));
+  printf ("\n%-10s", "time");
+  for (NapkinResource r = 0; r < NAPKIN_N_RESOURCES; r++)
+    {
+      g_autofree char *rt = human (a->resource_s[r], "s");
+
+      printf (" %10s", rt);
+    }
+  printf ("\n");
+
+  for (guint i = 0; i < a->regions->len; i++)
+    {
+      const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, i);
+
+      printf ("\nRegion %s (%s inside %s): tile %s, %u stage%s, %u threads\n", c->name,
+              napkin_level_to_string (c->level), napkin_level_to_string (c->parent_level), c->tile, c->stages,
+              c->stages == 1 ? "" : "s", c->threads);
+      printf ("  instances %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " groups × %" G_GINT64_FORMAT
+              " stream chunks per group), footprint %" G_GINT64_FORMAT " elements = %" G_GINT64_FORMAT " bytes\n",
+              c->instances, c->groups, c->chunks, c->footprint_elements, c->footprint_bytes);
+      printf ("  %" G_GINT64_FORMAT " per SM (bound by %s), %u registers/thread, %" G_GINT64_FORMAT " wave%s%s\n",
+              c->per_sm, c->binding_limit, c->registers_per_thread, c->waves, c->waves == 1 ? "" : "s",
+              c->feasible ? "" : "  INFEASIBLE");
+      for (guint t = 0; t < c->transfers->len; t++)
+        {
+          const NapkinTransfer *tr = &g_array_index (c->transfers, NapkinTransfer, t);
+
+          printf ("    %-3s %-10s %s %-9s tile %10" G_GINT64_FORMAT " × %10" G_GINT64_FORMAT " = %14" G_GINT64_FORMAT
+                  " elements %15" G_GINT64_FORMAT " bytes\n", tr->is_output ? "out" : "in", tr->tensor,
+                  tr->is_output ? "→" : "←", napkin_level_to_string (tr->from), tr->tile_elements, tr->count,
+                  tr->elements, tr->bytes);
+        }
+    }
+
+  printf ("\n%-16s %-9s %10s %12s %12s\n", "kernel", "bound", "waves×", "overlap", "serial");
+  for (guint k = 0; k < a->kernels->len; k++)
+    {
+      const NapkinKernelCost *kc = &g_array_index (a->kernels, NapkinKernelCost, k);
+      g_autofree char *o = human (kc->overlap_s, "s");
+      g_autofree char *s = human (kc->serial_s, "s");
+
+      printf ("%-16s %-9s %10.3f %12s %12s\n", kc->name, napkin_resource_to_string (kc->bound), kc->quantisation, o, s);
+    }
+}
+
+static void
+print_analysis_table (NapkinAnalysis *a,
+                      gboolean        markdown)
+{
+  const char *sep = markdown ? " | " : ",";
+
+  if (markdown)
+    printf ("| level | transfer elements | transfer bytes | time (s) |\n|---|---:|---:|---:|\n");
+  else
+    printf ("section,name,level,transfer_elements,transfer_bytes,time_s,instances,footprint_bytes,per_sm,binding_limit\n");
+  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+    printf ("%s%s%s%s%s%" G_GINT64_FORMAT "%s%" G_GINT64_FORMAT "%s%.6g%s\n", markdown ? "| " : "level,",
+            napkin_level_to_string (l), sep, markdown ? "" : ",", markdown ? "" : "", a->levels[l].transfer_elements, sep,
+            a->levels[l].transfer_bytes, sep, a->levels[l].time_s, markdown ? " |" : ",,,,");
+  if (markdown)
+    printf ("\n| region | level | tile | instances | footprint (bytes) | per SM | binding |\n"
+            "|---|---|---|---:|---:|---:|---|\n");
+  for (guint i = 0; i < a->regions->len; i++)
+    {
+      const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, i);
+
+      if (markdown)
+        printf ("| %s | %s | %s | %" G_GINT64_FORMAT " | %" G_GINT64_FORMAT " | %" G_GINT64_FORMAT " | %s |\n",
+                c->name, napkin_level_to_string (c->level), c->tile, c->instances, c->footprint_bytes, c->per_sm,
+                c->binding_limit);
+      else
+        printf ("region,%s,%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
+                ",%" G_GINT64_FORMAT ",%s\n", c->name, napkin_level_to_string (c->level), c->transfer_elements,
+                c->transfer_bytes, c->instances, c->footprint_bytes, c->per_sm, c->binding_limit);
+    }
+  if (markdown)
+    printf ("\n| predicted time (s) | bound | FLOPs | throughput (FLOP/s) | feasible |\n|---:|---|---:|---:|---|\n"
+            "| %.6g | %s | %" G_GINT64_FORMAT " | %.6g | %s |\n", a->predicted_time_s,
+            napkin_resource_to_string (a->bound), a->flops_total, a->throughput, a->feasible ? "yes" : "no");
+  else
+    printf ("total,,,,,%.6g,,,,%s\n", a->predicted_time_s, napkin_resource_to_string (a->bound));
+}
+
+static gboolean
+parse_dtype_option (const char  *command,
+                    const char  *str,
+                    gboolean    *has,
+                    NapkinDtype *out)
+{
+  if (str == NULL)
+    return TRUE;
+  if (!napkin_dtype_from_string (str, out))
+    {
+      napkin_cli_usage_error (command, "--dtype: unknown element type “%s” (fp32, tf32, fp16, bf16, "
+                              "fp8_e4m3, fp8_e5m2, int8)", str);
+      return FALSE;
+    }
+  *has = TRUE;
+  return TRUE;
+}
+
+static int
+load_or_report (const char          *command,
+                const char          *path,
+                NapkinCliOverrides  *overrides,
+                NapkinDiagram      **out)
+{
+  g_autoptr(GError) error = NULL;
+
+  *out = napkin_cli_load (path, overrides, TRUE, &error);
+  napkin_cli_overrides_clear (overrides);
+  if (*out != NULL)
+    return NAPKIN_CLI_OK;
+  if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
+    return napkin_cli_usage_error (command, "%s", error->message);
+  fprintf (stderr, "%s: invalid: %s\n", path, error->message);
+  return NAPKIN_CLI_FAILED;
+}
+
+int
+napkin_cli_analyze (int    argc,
+                    char **argv)
+{
+  NapkinCliOverrides overrides = { NULL, NULL };
+  g_autofree char *arch_id = NULL;
+  g_autofree char *dtype_str = NULL;
+  g_autofree char *format_str = NULL;
+  const GOptionEntry entries[] = {
+    { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs); default h100", "ID" },
+    { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_str, "Give every tensor this element type (quantisation)", "T" },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format_str, "Output: text (default), json, csv or md", "F" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(NapkinAnalysis) analysis = NULL;
+  g_autoptr(GError) error = NULL;
+  NapkinAnalyzeOptions options = { FALSE, NAPKIN_DTYPE_FP16, TRUE };
+  Format format = FORMAT_TEXT;
+  NapkinArch *arch;
+  int rc;
+
+  context = napkin_cli_context_new ("analyze", "FILE",
+                                    "Predict what a relabeled diagram costs on a GPU: transfers per memory "
+                                    "level, footprint and occupancy per region, time per resource, the bound "
+                                    "resource, throughput and energy (docs/model.md).", entries, &overrides);
+  if (!napkin_cli_parse (context, &argc, &argv))
+    return NAPKIN_CLI_USAGE;
+  if (argc != 2)
+    return napkin_cli_usage_error ("analyze", "expected exactly one FILE");
+  if (format_str && !parse_format (format_str, &format))
+    return napkin_cli_usage_error ("analyze", "--format: expected text, json, csv or md, not “%s”", format_str);
+  if (!parse_dtype_option ("analyze", dtype_str, &options.has_dtype, &options.dtype))
+    return NAPKIN_CLI_USAGE;
+  arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
+  if (arch == NULL)
+    return napkin_cli_usage_error ("analyze", "--arch: %s", error->message);
+
+  if ((rc = load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
+    return rc;
+  analysis = napkin_analyze (diagram, arch, &options, &error);
+  if (analysis == NULL)
+    {
+      fprintf (stderr, "%s: %s\n", argv[1], error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+
+  switch (format)
+    {
+    case FORMAT_JSON:
+      {
+        g_autoptr(json_object) root = napkin_analysis_to_json (analysis);
+
+        json_object_object_add (root, "file", json_object_new_string (argv[1]));
+        print_json (root);
+      }
+      break;
+    case FORMAT_CSV:
+      print_analysis_table (analysis, FALSE);
+      break;
+    case FORMAT_MD:
+      print_analysis_table (analysis, TRUE);
+      break;
+    case FORMAT_TEXT:
+    default:
+      print_analysis_text (analysis, argv[1]);
+      break;
+    }
+  /* an infeasible relabeling is a result, but scripts should be able to tell */
+  return analysis->feasible ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
+}
+
+/* ---- compare ------------------------------------------------------------------------------- */
+
+int
+napkin_cli_compare (int    argc,
+                    char **argv)
+{
+  NapkinCliOverrides overrides = { NULL, NULL };
+  g_autofree char *arch_ids = NULL;
+  g_autofree char *dtype_ids = NULL;
+  g_autofree char *format_str = NULL;
+  const GOptionEntry entries[] = {
+    { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_ids, "Comma-separated architecture ids (default: all)", "ID,ID,…" },
+    { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_ids, "Comma-separated element types to try besides the file's own", "T,T,…" },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format_str, "Output: text (default), json, csv or md", "F" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(GPtrArray) arches = g_ptr_array_new ();
+  g_autoptr(GArray) dtypes = g_array_new (FALSE, FALSE, sizeof (int));
+  g_autoptr(json_object) rows = json_object_new_array ();
+  Format format = FORMAT_TEXT;
+  NapkinArchRegistry *reg;
+  int rc;
+
+  context = napkin_cli_context_new ("compare", "FILE",
+                                    "Predicted time, bound resource and throughput of one diagram on several "
+                                    "architectures and element types.", entries, &overrides);
+  if (!napkin_cli_parse (context, &argc, &argv))
+    return NAPKIN_CLI_USAGE;
+  if (argc != 2)
+    return napkin_cli_usage_error ("compare", "expected exactly one FILE");
+  if (format_str && !parse_format (format_str, &format))
+    return napkin_cli_usage_error ("compare", "--format: expected text, json, csv or md, not “%s”", format_str);
+
+  reg = registry ();
+  if (arch_ids)
+    {
+      g_auto(GStrv) ids = g_strsplit (arch_ids, ",", -1);
+
+      for (guint i = 0; ids[i]; i++)
+        {
+          g_autoptr(GError) error = NULL;
+          NapkinArch *arch = napkin_arch_registry_lookup (reg, g_strstrip (ids[i]), &error);
+
+          if (arch == NULL)
+            return napkin_cli_usage_error ("compare", "--arch: %s", error->message);
+          g_ptr_array_add (arches, arch);
+        }
+    }
+  else
+    for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
+      g_ptr_array_add (arches, napkin_arch_registry_get (reg, i));
+
+  {
+    int none = -1;
+
+    g_array_append_val (dtypes, none);   /* the file's own types */
+  }
+  if (dtype_ids)
+    {
+      g_auto(GStrv) ids = g_strsplit (dtype_ids, ",", -1);
+
+      for (guint i = 0; ids[i]; i++)
+        {
+          NapkinDtype dt;
+          int v;
+
+          if (!napkin_dtype_from_string (g_strstrip (ids[i]), &dt))
+            return napkin_cli_usage_error ("compare", "--dtype: unknown element type “%s”", ids[i]);
+          v = dt;
+          g_array_append_val (dtypes, v);
+        }
+    }
+
+  if ((rc = load_or_report ("compare", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
+    return rc;
+
+  if (format == FORMAT_TEXT)
+    printf ("%-8s %-9s %12s %-9s %14s %14s %12s %s\n", "arch", "dtype", "time", "bound", "throughput",
+            "tensor peak", "energy", "feasible");
+  else if (format == FORMAT_MD)
+    printf ("| arch | dtype | predicted time (s) | bound | throughput (FLOP/s) | energy (J) | feasible |\n"
+            "|---|---|---:|---|---:|---:|---|\n");
+  else if (format == FORMAT_CSV)
+    printf ("arch,dtype,predicted_time_s,bound,throughput_flops_per_s,energy_j,feasible\n");
+
+  for (guint i = 0; i < arches->len; i++)
+    for (guint j = 0; j < dtypes->len; j++)
+      {
+        NapkinArch *arch = g_ptr_array_index (arches, i);
+        int dt = g_array_index (dtypes, int, j);
+        NapkinAnalyzeOptions options = { dt >= 0, dt >= 0 ? (NapkinDtype) dt : NAPKIN_DTYPE_FP16, j > 0 || i > 0 };
+        g_autoptr(GError) error = NULL;
+        g_autoptr(NapkinAnalysis) a = napkin_analyze (diagram, arch, &options, &error);
+        const char *dname = dt >= 0 ? napkin_dtype_to_string (dt) : "file";
+
+        if (a == NULL)
+          {
+            fprintf (stderr, "%s: %s\n", argv[1], error->message);
+            return NAPKIN_CLI_FAILED;
+          }
+        if (format == FORMAT_TEXT)
+          {
+            g_autofree char *t = human (a->predicted_time_s, "s");
+            g_autofree char *tp = human (a->throughput, "FLOP/s");
+            g_autofree char *pk = human (napkin_arch_tensor_rate (arch, NAPKIN_TENSOR_FP16), "FLOP/s");
+            g_autofree char *en = human (a->energy_j, "J");
+
+            printf ("%-8s %-9s %12s %-9s %14s %14s %12s %s\n", arch->id, dname, t,
+                    napkin_resource_to_string (a->bound), tp, pk, en, a->feasible ? "yes" : "NO");
+          }
+        else if (format == FORMAT_MD)
+          printf ("| %s | %s | %.6g | %s | %.6g | %.6g | %s |\n", arch->id, dname, a->predicted_time_s,
+                  napkin_resource_to_string (a->bound), a->throughput, a->energy_j, a->feasible ? "yes" : "no");
+        else if (format == FORMAT_CSV)
+          printf ("%s,%s,%.9g,%s,%.9g,%.9g,%s\n", arch->id, dname, a->predicted_time_s,
+                  napkin_resource_to_string (a->bound), a->throughput, a->energy_j, a->feasible ? "true" : "false");
+        else
+          {
+            json_object *row = json_object_new_object ();
+
+            json_object_object_add (row, "arch", json_object_new_string (arch->id));
+            json_object_object_add (row, "dtype", json_object_new_string (dname));
+            json_object_object_add (row, "predicted_time_s", json_object_new_double (a->predicted_time_s));
+            json_object_object_add (row, "bound", json_object_new_string (napkin_resource_to_string (a->bound)));
+            json_object_object_add (row, "throughput_flops_per_s", json_object_new_double (a->throughput));
+            json_object_object_add (row, "energy_j", json_object_new_double (a->energy_j));
+            json_object_object_add (row, "feasible", json_object_new_boolean (a->feasible));
+            json_object_array_add (rows, row);
+          }
+      }
+  if (format == FORMAT_JSON)
+    print_json (rows);
+  return NAPKIN_CLI_OK;
+}
+
+/* ---- tune ---------------------------------------------------------------------------------- */
+
+static json_object *
+candidate_to_json (const NapkinTuneCandidate *c)
+{
+  json_object *obj = json_object_new_object ();
+
+  json_object_object_add (obj, "tiles", json_object_new_string (c->tiles));
+  json_object_object_add (obj, "predicted_time_s", json_object_new_double (c->predicted_time_s));
+  json_object_object_add (obj, "throughput_flops_per_s", json_object_new_double (c->throughput));
+  json_object_object_add (obj, "bound", json_object_new_string (napkin_resource_to_string (c->bound)));
+  json_object_object_add (obj, "hbm_bytes", json_object_new_int64 (c->hbm_bytes));
+  json_object_object_add (obj, "footprint_bytes", json_object_new_int64 (c->footprint_bytes));
+  json_object_object_add (obj, "per_sm", json_object_new_int64 (c->per_sm));
+  return obj;
+}
+
+static void
+print_candidate (const char                *label,
+                 const NapkinTuneCandidate *c)
+{
+  g_autofree char *t = human (c->predicted_time_s, "s");
+  g_autofree char *tp = human (c->throughput, "FLOP/s");
+
+  printf ("%-8s %10s %14s %-9s %14" G_GINT64_FORMAT " %10" G_GINT64_FORMAT " %6" G_GINT64_FORMAT "  %s\n", label,
+          t, tp, napkin_resource_to_string (c->bound), c->hbm_bytes, c->footprint_bytes, c->per_sm, c->tiles);
+}
+
+int
+napkin_cli_tune (int    argc,
+                 char **argv)
+{
+  NapkinCliOverrides overrides = { NULL, NULL };
+  g_autofree char *arch_id = NULL;
+  g_autofree char *dtype_str = NULL;
+  gboolean write = FALSE, as_json = FALSE;
+  int top = 10;
+  const GOptionEntry entries[] = {
+    { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (default h100)", "ID" },
+    { "top", 0, 0, G_OPTION_ARG_INT, &top, "How many relabelings to print (default 10)", "K" },
+    { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_str, "Give every tensor this element type", "T" },
+    { "write", 0, 0, G_OPTION_ARG_NONE, &write, "Save the best tiles into FILE", NULL },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print JSON", NULL },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(NapkinTuneResult) result = NULL;
+  g_autoptr(GError) error = NULL;
+  NapkinTuneOptions options = { 0 };
+  NapkinArch *arch;
+  gint64 start;
+  double elapsed;
+  int rc;
+
+  context = napkin_cli_context_new ("tune", "FILE",
+                                    "Enumerate the legal tile and stream sizes of every region under the "
+                                    "capacity and “multiple of” constraints, rank them by predicted time "
+                                    "and print the best.", entries, &overrides);
+  if (!napkin_cli_parse (context, &argc, &argv))
+    return NAPKIN_CLI_USAGE;
+  if (argc != 2)
+    return napkin_cli_usage_error ("tune", "expected exactly one FILE");
+  if (top < 1 || top > 1000)
+    return napkin_cli_usage_error ("tune", "--top: expected 1 to 1000, not %d", top);
+  if (!parse_dtype_option ("tune", dtype_str, &options.has_dtype, &options.dtype))
+    return NAPKIN_CLI_USAGE;
+  arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
+  if (arch == NULL)
+    return napkin_cli_usage_error ("tune", "--arch: %s", error->message);
+  if ((rc = load_or_report ("tune", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
+    return rc;
+  if (napkin_diagram_n_regions (diagram) == 0)
+    {
+      fprintf (stderr, "%s: no regions to tune: relabel part of the diagram first (draw a region)\n", argv[1]);
+      return NAPKIN_CLI_FAILED;
+    }
+
+  options.top_k = top;
+  start = g_get_monotonic_time ();
+  result = napkin_tune (diagram, arch, &options, &error);
+  elapsed = (g_get_monotonic_time () - start) / 1e6;
+  if (result == NULL)
+    {
+      fprintf (stderr, "%s: %s\n", argv[1], error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  if (result->best->len == 0)
+    {
+      fprintf (stderr, "%s: no feasible tiles on %s among %u tried\n", argv[1], arch->id, result->evaluated);
+      return NAPKIN_CLI_FAILED;
+    }
+
+  if (as_json)
+    {
+      g_autoptr(json_object) root = json_object_new_object ();
+      json_object *array = json_object_new_array ();
+
+      json_object_object_add (root, "arch", json_object_new_string (arch->id));
+      json_object_object_add (root, "evaluated", json_object_new_int (result->evaluated));
+      json_object_object_add (root, "feasible", json_object_new_int (result->feasible));
+      json_object_object_add (root, "exhaustive", json_object_new_boolean (result->exhaustive));
+      json_object_object_add (root, "seconds", json_object_new_double (elapsed));
+      if (result->current)
+        json_object_object_add (root, "current", candidate_to_json (result->current));
+      for (guint i = 0; i < result->best->len; i++)
+        json_object_array_add (array, candidate_to_json (g_ptr_array_index (result->best, i)));
+      json_object_object_add (root, "best", array);
+      print_json (root);
+    }
+  else
+    {
+      printf ("%s on %s: %u relabelings tried (%s), %u feasible, %.3f s\n\n", argv[1], arch->id, result->evaluated,
+              result->exhaustive ? "all combinations" : "coordinate descent", result->feasible, elapsed);
+      printf ("%-8s %10s %14s %-9s %14s %10s %6s  %s\n", "rank", "time", "throughput", "bound", "HBM bytes",
+              "footprint", "per SM", "tiles");
+      if (result->current)
+        print_candidate ("file", result->current);
+      else
+        printf ("%-8s the file's own tiles are infeasible on %s\n", "file", arch->id);
+      for (guint i = 0; i < result->best->len; i++)
+        {
+          g_autofree char *label = g_strdup_printf ("%u", i + 1);
+
+          print_candidate (label, g_ptr_array_index (result->best, i));
+        }
+      if (result->current)
+        printf ("\nbest is %.2f× the file's predicted speed\n",
+                result->current->predicted_time_s / ((NapkinTuneCandidate *) g_ptr_array_index (result->best, 0))->predicted_time_s);
+    }
+
+  if (write)
+    {
+      g_autoptr(NapkinDiagram) original = napkin_diagram_load_from_file (argv[1], NAPKIN_LOAD_DEFAULT, &error);
+
+      /* write into the file as it is on disk, without the --axis/--tile overrides */
+      if (original == NULL || !napkin_tune_apply (original, g_ptr_array_index (result->best, 0), &error)
+          || !napkin_diagram_save_to_file (original, argv[1], &error))
+        {
+          fprintf (stderr, "%s: cannot write the best tiles: %s\n", argv[1], error->message);
+          return NAPKIN_CLI_FAILED;
+        }
+      fprintf (stderr, "wrote %s\n", argv[1]);
+    }
+  return NAPKIN_CLI_OK;
+}

@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-perf"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "napkin-arch.h"
+#include "napkin-json-private.h"
+
+G_DEFINE_QUARK (NapkinArchError, napkin_arch_error)
+
+struct _NapkinArchRegistry
+{
+  GPtrArray *arches;   /* NapkinArch *, in load order */
+  GPtrArray *errors;   /* char * */
+};
+
+static const char *tensor_class_names[NAPKIN_N_TENSOR_CLASSES] = {
+  "fp16", "bf16", "tf32", "fp8", "int8",
+};
+
+const char *
+napkin_tensor_class_to_string (NapkinTensorClass klass)
+{
+  g_return_val_if_fail (klass < NAPKIN_N_TENSOR_CLASSES, NULL);
+  return tensor_class_names[klass];
+}
+
+gboolean
+napkin_tensor_class_for_dtype (NapkinDtype        dtype,
+                               NapkinTensorClass *out)
+{
+  switch (dtype)
+    {
+    case NAPKIN_DTYPE_FP16: *out = NAPKIN_TENSOR_FP16; return TRUE;
+    case NAPKIN_DTYPE_BF16: *out = NAPKIN_TENSOR_BF16; return TRUE;
+    case NAPKIN_DTYPE_TF32: *out = NAPKIN_TENSOR_TF32; return TRUE;
+    case NAPKIN_DTYPE_FP8_E4M3:
+    case NAPKIN_DTYPE_FP8_E5M2: *out = NAPKIN_TENSOR_FP8; return TRUE;
+    case NAPKIN_DTYPE_INT8: *out = NAPKIN_TENSOR_INT8; return TRUE;
+    case NAPKIN_DTYPE_FP32:
+    case NAPKIN_N_DTYPES:
+    default:
+      return FALSE;
+    }
+}
+
+NapkinArch *
+napkin_arch_ref (NapkinArch *arch)
+{
+  g_return_val_if_fail (arch != NULL, NULL);
+  g_atomic_int_inc (&arch->ref_count);
+  return arch;
+}
+
+void
+napkin_arch_unref (NapkinArch *arch)
+{
+  g_return_if_fail (arch != NULL);
+
+  if (!g_atomic_int_dec_and_test (&arch->ref_count))
+    return;
+  g_free (arch->id);
+  g_free (arch->name);
+  g_free (arch->family);
+  g_free (arch->compute_capability);
+  g_free (arch->path);
+  g_free (arch);
+}
+
+/* ---- loading ------------------------------------------------------------------------ */
+
+static gboolean
+fail (GError    **error,
+      const char *path,
+      const char *format,
+      ...) G_GNUC_PRINTF (3, 4);
+
+static gboolean
+fail (GError    **error,
+      const char *path,
+      const char *format,
+      ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, "%s: %s", path, message);
+  return FALSE;
+}
+
+static json_object *
+get_object (json_object *parent,
+            const char  *parent_path,
+            const char  *key,
+            GError     **error)
+{
+  json_object *obj = NULL;
+
+  if (!json_object_object_get_ex (parent, key, &obj) || !json_object_is_type (obj, json_type_object))
+    {
+      g_autofree char *path = g_strdup_printf ("%s%s%s", parent_path, *parent_path ? "." : "", key);
+
+      fail (error, path, obj == NULL ? "missing object" : "expected an object");
+      return NULL;
+    }
+  return obj;
+}
+
+static gboolean
+get_string (json_object *parent,
+            const char  *key,
+            gboolean     required,
+            char       **out,
+            GError     **error)
+{
+  json_object *obj = NULL;
+
+  if (!json_object_object_get_ex (parent, key, &obj))
+    {
+      if (required)
+        return fail (error, key, "missing");
+      return TRUE;
+    }
+  if (!json_object_is_type (obj, json_type_string) || json_object_get_string_len (obj) == 0)
+    return fail (error, key, "expected a non-empty string");
+  *out = g_strdup (json_object_get_string (obj));
+  return TRUE;
+}
+
+/* Every figure is {"value": number, "source": "where it comes from"}. */
+static gboolean
+get_figure (json_object *parent,
+            const char  *parent_path,
+            const char  *key,
+            double       min,
+            double       max,
+            double      *out,
+            GError     **error)
+{
+  g_autofree char *path = g_strdup_printf ("%s%s%s", parent_path, *parent_path ? "." : "", key);
+  json_object *obj = NULL, *value = NULL, *source = NULL;
+  double v;
+
+  if (!json_object_object_get_ex (parent, key, &obj))
+    return fail (error, path, "missing figure");
+  if (!json_object_is_type (obj, json_type_object))
+    return fail (error, path, "expected {\"value\": NUMBER, \"source\": TEXT}");
+  if (!json_object_object_get_ex (obj, "value", &value)
+      || !(json_object_is_type (value, json_type_int) || json_object_is_type (value, json_type_double)))
+    return fail (error, path, "“value” must be a number");
+  if (!json_object_object_get_ex (obj, "source", &source) || !json_object_is_type (source, json_type_string)
+      || json_object_get_string_len (source) == 0)
+    return fail (error, path, "every figure needs a “source” (datasheet, whitepaper or measured)");
+  v = json_object_get_double (value);
+  if (!isfinite (v) || v < min || v > max)
+    return fail (error, path, "value %g is outside [%g, %g]", v, min, max);
+  *out = v;
+  return TRUE;
+}
+
+static NapkinArch *
+arch_from_json (json_object *root,
+                GError     **error)
+{
+  g_autoptr(NapkinArch) arch = g_new0 (NapkinArch, 1);
+  json_object *obj, *levels, *tensor, *cuda, *energy;
+  const char *format = NULL;
+  double v;
+
+  arch->ref_count = 1;
+  if (!json_object_is_type (root, json_type_object))
+    return fail (error, "$", "expected an object"), NULL;
+  if (!json_object_object_get_ex (root, "format", &obj) || !json_object_is_type (obj, json_type_string)
+      || strcmp ((format = json_object_get_string (obj)), "napkin-arch") != 0)
+    return fail (error, "format", "expected \"napkin-arch\""), NULL;
+  if (!json_object_object_get_ex (root, "version", &obj) || !json_object_is_type (obj, json_type_int)
+      || json_object_get_int (obj) != 1)
+    return fail (error, "version", "expected 1"), NULL;
+
+  if (!get_string (root, "id", TRUE, &arch->id, error)
+      || !get_string (root, "name", TRUE, &arch->name, error)
+      || !get_string (root, "family", FALSE, &arch->family, error)
+      || !get_string (root, "compute_capability", FALSE, &arch->compute_capability, error))
+    return NULL;
+  if (!napkin_name_is_valid (arch->id))
+    return fail (error, "id", "“%s” is not a short name (letters, digits, _)", arch->id), NULL;
+
+#define FIG(parent, ppath, key, lo, hi, dest) \
+  G_STMT_START { if (!get_figure (parent, ppath, key, lo, hi, &v, error)) return NULL; dest = v; } G_STMT_END
+
+  FIG (root, "", "sms", 1, 4096, arch->sms);
+  FIG (root, "", "clock_mhz", 1, 10000, arch->clock_hz);
+  arch->clock_hz *= 1e6;
+  FIG (root, "", "tensor_clock_mhz", 1, 10000, arch->tensor_clock_hz);
+  arch->tensor_clock_hz *= 1e6;
+  FIG (root, "", "max_threads_per_sm", 32, 65536, arch->max_threads_per_sm);
+  arch->max_warps_per_sm = arch->max_threads_per_sm / 32;
+  FIG (root, "", "max_blocks_per_sm", 1, 1024, arch->max_blocks_per_sm);
+  FIG (root, "", "registers_per_sm", 1024, 1 << 24, arch->registers_per_sm);
+  FIG (root, "", "max_registers_per_thread", 16, 4096, arch->max_registers_per_thread);
+  FIG (root, "", "launch_overhead_s", 0, 1, arch->launch_overhead_s);
+
+  if (!(levels = get_object (root, "", "levels", error)))
+    return NULL;
+  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+    {
+      const char *name = napkin_level_to_string (l);
+      g_autofree char *lpath = g_strdup_printf ("levels.%s", name);
+      json_object *level = get_object (levels, "levels", name, error);
+      NapkinArchLevel *al = &arch->levels[l];
+
+      if (level == NULL)
+        return NULL;
+      FIG (level, lpath, "capacity_bytes", 1, 1e15, al->capacity_bytes);
+      if (l == NAPKIN_LEVEL_HBM)
+        FIG (level, lpath, "bandwidth_bytes_per_s", 1e6, 1e15, al->bandwidth);
+      else
+        {
+          /* per clock: l2 for the device, smem and registers per SM */
+          FIG (level, lpath, "bandwidth_bytes_per_clock", 1, 1e7, al->bandwidth);
+          al->bandwidth *= arch->clock_hz * (l == NAPKIN_LEVEL_L2 ? 1 : arch->sms);
+        }
+      FIG (level, lpath, "energy_pj_per_byte", 0, 1e4, al->energy_pj_per_byte);
+      if (l == NAPKIN_LEVEL_SMEM)
+        {
+          FIG (level, lpath, "max_per_block_bytes", 1, al->capacity_bytes, arch->smem_max_per_block);
+          FIG (level, lpath, "reserved_per_block_bytes", 0, al->capacity_bytes, arch->smem_reserved_per_block);
+        }
+    }
+  if (arch->levels[NAPKIN_LEVEL_REGISTERS].capacity_bytes != arch->registers_per_sm * 4.0)
+    return fail (error, "levels.registers.capacity_bytes", "must be registers_per_sm × 4 = %u",
+                 arch->registers_per_sm * 4), NULL;
+
+  if (!(tensor = get_object (root, "", "tensor", error)))
+    return NULL;
+  for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+    FIG (tensor, "tensor", tensor_class_names[c], 0, 1e7, arch->tensor_per_sm_clock[c]);
+  if (arch->tensor_per_sm_clock[NAPKIN_TENSOR_FP16] <= 0)
+    return fail (error, "tensor.fp16", "every supported GPU has fp16 tensor cores"), NULL;
+  if (!(cuda = get_object (root, "", "cuda", error)))
+    return NULL;
+  FIG (cuda, "cuda", "fp32", 1, 1e6, arch->cuda_fp32_per_sm_clock);
+  FIG (cuda, "cuda", "fp16", 1, 1e6, arch->cuda_fp16_per_sm_clock);
+  FIG (root, "", "sfu", 1, 1e6, arch->sfu_per_sm_clock);
+  if (!(energy = get_object (root, "", "energy_pj_per_flop", error)))
+    return NULL;
+  FIG (energy, "energy_pj_per_flop", "tensor", 0, 1e4, arch->energy_pj_per_tensor_flop);
+  FIG (energy, "energy_pj_per_flop", "cuda", 0, 1e4, arch->energy_pj_per_cuda_flop);
+#undef FIG
+
+  return g_steal_pointer (&arch);
+}
+
+NapkinArch *
+napkin_arch_load_from_data (const char *data,
+                            gssize      length,
+                            GError    **error)
+{
+  g_autoptr(json_tokener) tok = json_tokener_new ();
+  g_autoptr(json_object) root = NULL;
+  enum json_tokener_error jerr;
+
+  g_return_val_if_fail (data != NULL, NULL);
+
+  if (length < 0)
+    length = strlen (data);
+  root = json_tokener_parse_ex (tok, data, length);
+  jerr = json_tokener_get_error (tok);
+  if (root == NULL || jerr != json_tokener_success)
+    {
+      g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_PARSE, "not JSON: %s",
+                   json_tokener_error_desc (jerr == json_tokener_success ? json_tokener_continue : jerr));
+      return NULL;
+    }
+  return arch_from_json (root, error);
+}
+
+NapkinArch *
+napkin_arch_load_from_file (const char *path,
+                            GError    **error)
+{
+  g_autofree char *data = NULL;
+  gsize length;
+  GError *local = NULL;
+  NapkinArch *arch;
+
+  if (!g_file_get_contents (path, &data, &length, &local))
+    {
+      g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_IO, "%s", local->message);
+      g_error_free (local);
+      return NULL;
+    }
+  arch = napkin_arch_load_from_data (data, length, &local);
+  if (arch == NULL)
+    {
+      g_set_error (error, local->domain, local->code, "%s: %s", path, local->message);
+      g_error_free (local);
+      return NULL;
+    }
+  arch->path = g_strdup (path);
+  return arch;
+}
+
+double
+napkin_arch_tensor_rate (const NapkinArch  *arch,
+                         NapkinTensorClass  klass)
+{
+  return arch->tensor_per_sm_clock[klass] * arch->sms * arch->tensor_clock_hz;
+}
+
+double
+napkin_arch_cuda_rate (const NapkinArch *arch,
+                       NapkinDtype       dtype)
+{
+  double per_clock = dtype == NAPKIN_DTYPE_FP32 || dtype == NAPKIN_DTYPE_TF32
+                     ? arch->cuda_fp32_per_sm_clock : arch->cuda_fp16_per_sm_clock;
+
+  return per_clock * arch->sms * arch->clock_hz;
+}
+
+double
+napkin_arch_sfu_rate (const NapkinArch *arch)
+{
+  return arch->sfu_per_sm_clock * arch->sms * arch->clock_hz;
+}
+
+/* ---- registry ----------------------------------------------------------------------- */
+
+NapkinArchRegistry *
+napkin_arch_registry_new (void)
+{
+  NapkinArchRegistry *self = g_new0 (NapkinArchRegistry, 1);
+
+  self->arches = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_arch_unref);
+  self->errors = g_ptr_array_new_with_free_func (g_free);
+  return self;
+}
+
+void
+napkin_arch_registry_free (NapkinArchRegistry *self)
+{
+  if (self == NULL)
+    return;
+  g_ptr_array_unref (self->arches);
+  g_ptr_array_unref (self->errors);
+  g_free (self);
+}
+
+static int
+compare_names (gconstpointer a,
+               gconstpointer b)
+{
+  return strcmp (*(const char * const *) a, *(const char * const *) b);
+}
+
+void
+napkin_arch_registry_add_dir (NapkinArchRegistry *self,
+                              const char         *dir)
+{
+  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  const char *name;
+
+  if (d == NULL)
+    return;
+  while ((name = g_dir_read_name (d)))
+    if (g_str_has_suffix (name, ".json"))
+      g_ptr_array_add (names, g_strdup (name));
+  /* sorted, so that the order does not depend on the file system */
+  g_ptr_array_sort (names, compare_names);
+
+  for (guint i = 0; i < names->len; i++)
+    {
+      g_autofree char *path = g_build_filename (dir, g_ptr_array_index (names, i), NULL);
+      g_autoptr(GError) error = NULL;
+      NapkinArch *arch = napkin_arch_load_from_file (path, &error);
+      gboolean dup = FALSE;
+
+      if (arch == NULL)
+        {
+          g_ptr_array_add (self->errors, g_strdup (error->message));
+          continue;
+        }
+      for (guint j = 0; j < self->arches->len && !dup; j++)
+        dup = g_ascii_strcasecmp (((NapkinArch *) g_ptr_array_index (self->arches, j))->id, arch->id) == 0;
+      if (dup)
+        napkin_arch_unref (arch);   /* an earlier directory wins */
+      else
+        g_ptr_array_add (self->arches, arch);
+    }
+}
+
+NapkinArchRegistry *
+napkin_arch_registry_get_default (void)
+{
+  static NapkinArchRegistry *registry;
+
+  if (g_once_init_enter (&registry))
+    {
+      NapkinArchRegistry *self = napkin_arch_registry_new ();
+      const char *env = g_getenv ("NAPKIN_ARCH_DIR");
+      g_autofree char *source = g_build_filename (NAPKIN_SOURCE_DATADIR, "archs", NULL);
+      g_autofree char *installed = g_build_filename (NAPKIN_DATADIR, "archs", NULL);
+
+      if (env != NULL && *env != '\0')
+        {
+          g_auto(GStrv) dirs = g_strsplit (env, G_SEARCHPATH_SEPARATOR_S, -1);
+
+          for (guint i = 0; dirs[i]; i++)
+            if (*dirs[i])
+              napkin_arch_registry_add_dir (self, dirs[i]);
+        }
+      napkin_arch_registry_add_dir (self, source);
+      napkin_arch_registry_add_dir (self, installed);
+      g_once_init_leave (&registry, self);
+    }
+  return registry;
+}
+
+guint
+napkin_arch_registry_count (NapkinArchRegistry *self)
+{
+  return self->arches->len;
+}
+
+NapkinArch *
+napkin_arch_registry_get (NapkinArchRegistry *self,
+                          guint               index)
+{
+  g_return_val_if_fail (index < self->arches->len, NULL);
+  return g_ptr_array_index (self->arches, index);
+}
+
+NapkinArch *
+napkin_arch_registry_lookup (NapkinArchRegistry *self,
+                             const char         *id,
+                             GError            **error)
+{
+  g_autoptr(GString) known = g_string_new (NULL);
+
+  for (guint i = 0; i < self->arches->len; i++)
+    {
+      NapkinArch *arch = g_ptr_array_index (self->arches, i);
+
+      if (g_ascii_strcasecmp (arch->id, id) == 0)
+        return arch;
+      g_string_append_printf (known, "%s%s", i ? ", " : "", arch->id);
+    }
+  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_NOT_FOUND,
+               "unknown architecture “%s” (known: %s)", id, known->len ? known->str : "none found");
+  return NULL;
+}
+
+const GPtrArray *
+napkin_arch_registry_errors (NapkinArchRegistry *self)
+{
+  return self->errors;
+}

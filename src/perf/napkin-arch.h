@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <glib.h>
+
+#include "napkin-types.h"
+
+G_BEGIN_DECLS
+
+/* Errors about an architecture file; messages start with the JSON path. */
+#define NAPKIN_ARCH_ERROR (napkin_arch_error_quark ())
+
+typedef enum
+{
+  NAPKIN_ARCH_ERROR_IO,
+  NAPKIN_ARCH_ERROR_PARSE,
+  NAPKIN_ARCH_ERROR_FORMAT,
+  NAPKIN_ARCH_ERROR_NOT_FOUND,
+} NapkinArchError;
+
+GQuark napkin_arch_error_quark (void);
+
+/* Tensor-core element classes: fp8 covers e4m3 and e5m2. */
+typedef enum
+{
+  NAPKIN_TENSOR_FP16,
+  NAPKIN_TENSOR_BF16,
+  NAPKIN_TENSOR_TF32,
+  NAPKIN_TENSOR_FP8,
+  NAPKIN_TENSOR_INT8,
+  NAPKIN_N_TENSOR_CLASSES
+} NapkinTensorClass;
+
+typedef struct
+{
+  double capacity_bytes;       /* hbm, l2: whole device; smem, registers: one SM */
+  double bandwidth;            /* bytes per second, whole device */
+  double energy_pj_per_byte;
+} NapkinArchLevel;
+
+/* One GPU, as figures. Read-only once loaded; shared by reference. */
+typedef struct
+{
+  char           *id;
+  char           *name;
+  char           *family;
+  char           *compute_capability;
+  char           *path;               /* file it came from */
+
+  guint           sms;
+  double          clock_hz;           /* boost clock: CUDA cores, SFUs, shared memory */
+  double          tensor_clock_hz;    /* clock of the datasheet's tensor peaks */
+  guint           max_threads_per_sm;
+  guint           max_warps_per_sm;
+  guint           max_blocks_per_sm;
+  guint           registers_per_sm;
+  guint           max_registers_per_thread;
+  double          smem_max_per_block;
+  double          smem_reserved_per_block;
+  double          launch_overhead_s;
+
+  NapkinArchLevel levels[NAPKIN_N_LEVELS];
+
+  double          tensor_per_sm_clock[NAPKIN_N_TENSOR_CLASSES];   /* dense FLOPs; 0: none */
+  double          cuda_fp32_per_sm_clock;
+  double          cuda_fp16_per_sm_clock;
+  double          sfu_per_sm_clock;
+  double          energy_pj_per_tensor_flop;
+  double          energy_pj_per_cuda_flop;
+
+  /*< private >*/
+  gint            ref_count;
+} NapkinArch;
+
+NapkinArch        *napkin_arch_ref                (NapkinArch        *arch);
+void               napkin_arch_unref              (NapkinArch        *arch);
+NapkinArch        *napkin_arch_load_from_data     (const char        *data,
+                                                   gssize             length,
+                                                   GError           **error);
+NapkinArch        *napkin_arch_load_from_file     (const char        *path,
+                                                   GError           **error);
+
+/* Device-wide rates in operations per second. */
+double             napkin_arch_tensor_rate        (const NapkinArch  *arch,
+                                                   NapkinTensorClass  klass);
+double             napkin_arch_cuda_rate          (const NapkinArch  *arch,
+                                                   NapkinDtype        dtype);
+double             napkin_arch_sfu_rate           (const NapkinArch  *arch);
+const char        *napkin_tensor_class_to_string  (NapkinTensorClass  klass);
+/* The tensor-core class that multiplies elements of `dtype`; FALSE for fp32. */
+gboolean           napkin_tensor_class_for_dtype  (NapkinDtype        dtype,
+                                                   NapkinTensorClass *out);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinArch, napkin_arch_unref)
+
+/* Every architecture found, by id. Directories are searched in order and the
+ * first file with an id wins: $NAPKIN_ARCH_DIR (colon-separated), the source
+ * tree's data/archs, then the installed data dir. */
+typedef struct _NapkinArchRegistry NapkinArchRegistry;
+
+NapkinArchRegistry *napkin_arch_registry_new      (void);
+/* Loads every *.json in dir. Files that fail are kept as errors, not fatal. */
+void               napkin_arch_registry_add_dir   (NapkinArchRegistry *self,
+                                                   const char         *dir);
+/* The shared registry of the default directories, loaded once. */
+NapkinArchRegistry *napkin_arch_registry_get_default (void);
+void               napkin_arch_registry_free      (NapkinArchRegistry *self);
+guint              napkin_arch_registry_count     (NapkinArchRegistry *self);
+NapkinArch        *napkin_arch_registry_get       (NapkinArchRegistry *self,
+                                                   guint               index);
+/* Lookup by id (case-insensitive); a clear error listing the known ids. */
+NapkinArch        *napkin_arch_registry_lookup    (NapkinArchRegistry *self,
+                                                   const char         *id,
+                                                   GError            **error);
+/* Messages of files that failed to load ("PATH: json.path: why"). */
+const GPtrArray   *napkin_arch_registry_errors    (NapkinArchRegistry *self);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinArchRegistry, napkin_arch_registry_free)
+
+G_END_DECLS

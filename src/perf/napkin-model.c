@@ -1,0 +1,1357 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-perf"
+
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "napkin-error.h"
+#include "napkin-model.h"
+#include "napkin-validate.h"
+
+static const char *resource_names[NAPKIN_N_RESOURCES] = {
+  "tensor", "cuda", "sfu", "hbm", "l2", "smem", "registers",
+};
+
+const char *
+napkin_resource_to_string (NapkinResource resource)
+{
+  g_return_val_if_fail (resource < NAPKIN_N_RESOURCES, NULL);
+  return resource_names[resource];
+}
+
+static NapkinResource
+level_resource (NapkinLevel level)
+{
+  return NAPKIN_RESOURCE_HBM + level;
+}
+
+/* Per-region working state. */
+typedef struct
+{
+  const NapkinRegion *region;
+  guint               index;       /* in the diagram */
+  int                 parent;      /* in the state array */
+  int                 kernel;      /* top-level ancestor, in the state array */
+  guint               depth;
+  guchar             *member;      /* per node */
+  gint64             *extent;      /* per axis: extent of one instance */
+  gint64             *chunks;      /* per axis: stream chunks per group (1 if not streamed) */
+  gboolean            explicit_threads;
+  gint64              steps;
+  gint64              instances;
+  GArray             *loops;       /* Loop: the stream loops around one step, outermost first */
+  guint               n_errors;
+} RegionState;
+
+typedef struct
+{
+  guint  axis;
+  gint64 trips;
+} Loop;
+
+typedef struct
+{
+  NapkinDiagram        *d;
+  NapkinArch           *arch;
+  NapkinAnalysis       *a;
+  guint                 n_nodes;
+  guint                 n_axes;
+  guint                 n_regions;
+  RegionState          *rs;
+  int                  *innermost;   /* per node: deepest region, -1 none */
+  int                   current;     /* region being modelled, for its error count */
+  gboolean              overflow;
+} Model;
+
+static void
+transfer_clear (gpointer p)
+{
+  NapkinTransfer *t = p;
+
+  g_free (t->tensor);
+}
+
+static void
+region_cost_clear (gpointer p)
+{
+  NapkinRegionCost *r = p;
+
+  g_free (r->name);
+  g_free (r->tile);
+  g_clear_pointer (&r->transfers, g_array_unref);
+}
+
+static void
+kernel_cost_clear (gpointer p)
+{
+  NapkinKernelCost *k = p;
+
+  g_free (k->name);
+}
+
+void
+napkin_analysis_free (NapkinAnalysis *a)
+{
+  if (a == NULL)
+    return;
+  g_clear_pointer (&a->arch, napkin_arch_unref);
+  g_clear_pointer (&a->regions, g_array_unref);
+  g_clear_pointer (&a->kernels, g_array_unref);
+  g_clear_pointer (&a->errors, g_ptr_array_unref);
+  g_clear_pointer (&a->warnings, g_ptr_array_unref);
+  g_free (a);
+}
+
+static gint64
+mul (Model  *m,
+     gint64  x,
+     gint64  y)
+{
+  gint64 r;
+
+  if (!napkin_mul_checked (x, y, &r))
+    {
+      m->overflow = TRUE;
+      return G_MAXINT64 / 4;
+    }
+  return r;
+}
+
+static gint64
+add (Model  *m,
+     gint64  x,
+     gint64  y)
+{
+  gint64 r;
+
+  if (!napkin_add_checked (x, y, &r))
+    {
+      m->overflow = TRUE;
+      return G_MAXINT64 / 4;
+    }
+  return r;
+}
+
+static gint64
+ceil_div (gint64 x,
+          gint64 y)
+{
+  return x / y + (x % y != 0);
+}
+
+static NapkinDtype
+value_dtype (Model *m,
+             guint  node)
+{
+  return m->a->has_dtype ? m->a->dtype : napkin_diagram_node_type (m->d, node)->dtype;
+}
+
+static guint
+dtype_bytes (Model *m,
+             guint  node)
+{
+  return napkin_dtype_bytes (value_dtype (m, node));
+}
+
+/* A value's name in the report: the tensor for inputs, the node id otherwise. */
+static const char *
+value_name (Model *m,
+            guint  node)
+{
+  const NapkinNode *n = napkin_diagram_node (m->d, node);
+  guint n_consumers;
+  const guint *consumers;
+
+  if (n->kind == NAPKIN_OP_INPUT && n->tensor)
+    return n->tensor;
+  /* a result that goes straight to an output is known by that tensor's name */
+  consumers = napkin_diagram_consumers (m->d, node, &n_consumers);
+  for (guint c = 0; c < n_consumers; c++)
+    {
+      const NapkinNode *out = napkin_diagram_node (m->d, consumers[c]);
+
+      if (out->kind == NAPKIN_OP_OUTPUT && out->tensor)
+        return out->tensor;
+    }
+  return n->id;
+}
+
+static void
+error_add (Model      *m,
+           const char *format,
+           ...) G_GNUC_PRINTF (2, 3);
+
+static void
+error_add (Model      *m,
+           const char *format,
+           ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  g_ptr_array_add (m->a->errors, g_strdup_vprintf (format, args));
+  va_end (args);
+  m->a->feasible = FALSE;
+  if (m->current >= 0)
+    m->rs[m->current].n_errors++;
+}
+
+static void
+warning_add (Model      *m,
+             const char *format,
+             ...) G_GNUC_PRINTF (2, 3);
+
+static void
+warning_add (Model      *m,
+             const char *format,
+             ...)
+{
+  va_list args;
+  char *text;
+
+  va_start (args, format);
+  text = g_strdup_vprintf (format, args);
+  va_end (args);
+  for (guint i = 0; i < m->a->warnings->len; i++)
+    if (strcmp (g_ptr_array_index (m->a->warnings, i), text) == 0)
+      {
+        g_free (text);
+        return;
+      }
+  g_ptr_array_add (m->a->warnings, text);
+}
+
+/* Tile of a value inside region state r (r < 0: the whole tensor). */
+static gint64
+tile_elements (Model *m,
+               int    r,
+               guint  node)
+{
+  const NapkinTensorType *type = napkin_diagram_node_type (m->d, node);
+  gint64 e = 1;
+
+  for (guint i = 0; i < type->n_axes; i++)
+    e = mul (m, e, r < 0 ? napkin_diagram_axis_size (m->d, type->axes[i]) : m->rs[r].extent[type->axes[i]]);
+  return e;
+}
+
+/* How often a value's tile moves per instance: the stream loops (the ancestors'
+ * outside, the region's own inside) run in a nest; the tile is fetched again on
+ * every trip of every loop down to the innermost one whose axis it carries, and
+ * stays resident under the loops inside that. */
+static gint64
+loop_count (Model *m,
+            int    r,
+            guint  node)
+{
+  const NapkinTensorType *type = napkin_diagram_node_type (m->d, node);
+  GArray *loops = m->rs[r].loops;
+  gint64 c = 1;
+  int innermost = -1;
+
+  for (guint i = 0; i < loops->len; i++)
+    if (napkin_tensor_type_has_axis (type, g_array_index (loops, Loop, i).axis))
+      innermost = i;
+  for (int i = 0; i <= innermost; i++)
+    c = mul (m, c, g_array_index (loops, Loop, i).trips);
+  return c;
+}
+
+static gboolean
+carries_stream (Model *m,
+                int    r,
+                guint  node)
+{
+  const NapkinTensorType *type = napkin_diagram_node_type (m->d, node);
+
+  for (guint i = 0; i < type->n_axes; i++)
+    {
+      gint64 tile;
+
+      if (napkin_region_mark (m->rs[r].region, napkin_diagram_axis (m->d, type->axes[i])->name, &tile)
+          == NAPKIN_MARK_STREAM)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* ---- structure: nesting, extents, instances --------------------------------------------- */
+
+static guint
+region_threads (const NapkinRegion *region,
+                gboolean           *explicit)
+{
+  json_object *v = NULL;
+
+  /* "threads" is an optional field of a region (kept by the core as an extra field). */
+  if (region->extra && json_object_object_get_ex (region->extra, "threads", &v)
+      && json_object_is_type (v, json_type_int) && json_object_get_int (v) >= 1
+      && json_object_get_int (v) <= 1024)
+    {
+      *explicit = TRUE;
+      return json_object_get_int (v);
+    }
+  *explicit = FALSE;
+  return region->level == NAPKIN_LEVEL_REGISTERS ? 32 : 128;
+}
+
+static void
+build_regions (Model *m)
+{
+  NapkinDiagram *d = m->d;
+
+  m->rs = g_new0 (RegionState, m->n_regions + 1);
+  m->innermost = g_new (int, m->n_nodes + 1);
+  for (guint n = 0; n < m->n_nodes; n++)
+    m->innermost[n] = -1;
+
+  for (guint r = 0; r < m->n_regions; r++)
+    {
+      RegionState *rs = &m->rs[r];
+
+      rs->region = napkin_diagram_region (d, r);
+      rs->index = r;
+      rs->member = g_new0 (guchar, m->n_nodes + 1);
+      for (guint i = 0; i < rs->region->nodes->len; i++)
+        {
+          int n = napkin_diagram_find_node (d, g_ptr_array_index (rs->region->nodes, i));
+
+          if (n >= 0)
+            rs->member[n] = 1;
+        }
+    }
+
+  /* Parent: the smallest region holding all of r's operations (validation
+   * guarantees proper nesting); equal sets nest slower outside faster. */
+  for (guint r = 0; r < m->n_regions; r++)
+    {
+      RegionState *rs = &m->rs[r];
+      int best = -1;
+
+      for (guint p = 0; p < m->n_regions; p++)
+        {
+          RegionState *ps = &m->rs[p];
+          gboolean contains = TRUE;
+
+          if (p == r)
+            continue;
+          for (guint n = 0; n < m->n_nodes && contains; n++)
+            contains = !rs->member[n] || ps->member[n];
+          if (!contains)
+            continue;
+          if (ps->region->nodes->len == rs->region->nodes->len && ps->region->level >= rs->region->level)
+            continue;
+          if (best < 0 || ps->region->nodes->len < m->rs[best].region->nodes->len
+              || (ps->region->nodes->len == m->rs[best].region->nodes->len
+                  && ps->region->level > m->rs[best].region->level))
+            best = p;
+        }
+      rs->parent = best;
+    }
+  for (guint r = 0; r < m->n_regions; r++)
+    {
+      int p = r;
+
+      m->rs[r].depth = 0;
+      while (m->rs[p].parent >= 0 && m->rs[r].depth <= m->n_regions)
+        {
+          p = m->rs[p].parent;
+          m->rs[r].depth++;
+        }
+      m->rs[r].kernel = p;
+    }
+  for (guint n = 0; n < m->n_nodes; n++)
+    for (guint r = 0; r < m->n_regions; r++)
+      if (m->rs[r].member[n] && (m->innermost[n] < 0 || m->rs[r].depth > m->rs[m->innermost[n]].depth))
+        m->innermost[n] = r;
+}
+
+/* Regions in an order where parents come first. */
+static guint *
+region_order (Model *m)
+{
+  guint *order = g_new (guint, m->n_regions + 1);
+  guint k = 0;
+
+  for (guint depth = 0; k < m->n_regions && depth <= m->n_regions; depth++)
+    for (guint r = 0; r < m->n_regions; r++)
+      if (m->rs[r].depth == depth)
+        order[k++] = r;
+  return order;
+}
+
+/* ---- the per-region model --------------------------------------------------------------- */
+
+static void
+add_transfer (Model            *m,
+              NapkinRegionCost *cost,
+              guint             node,
+              NapkinLevel       from,
+              NapkinLevel       to,
+              gboolean          is_output,
+              gint64            tile,
+              gint64            count)
+{
+  NapkinTransfer t = { 0 };
+
+  t.tensor = g_strdup (value_name (m, node));
+  t.node = node;
+  t.from = from;
+  t.to = to;
+  t.is_output = is_output;
+  t.dtype = value_dtype (m, node);
+  t.tile_elements = tile;
+  t.count = count;
+  t.elements = mul (m, tile, count);
+  t.bytes = mul (m, t.elements, napkin_dtype_bytes (t.dtype));
+  t.hbm_elements = t.elements;
+  t.hbm_bytes = t.bytes;
+  t.sharers = 1;
+  cost->transfer_elements = add (m, cost->transfer_elements, t.elements);
+  cost->transfer_bytes = add (m, cost->transfer_bytes, t.bytes);
+  g_array_append_val (cost->transfers, t);
+}
+
+/* Tensor-core fragment shapes: rows multiple of 16, columns of 8, the contracted
+ * axis of 32 bytes (16 half-precision, 32 eight-bit, 8 tf32 elements). */
+static void
+check_fragments (Model *m,
+                 guint  r,
+                 guint  node)
+{
+  const NapkinRegion *region = m->rs[r].region;
+  const NapkinTensorType *out = napkin_diagram_node_type (m->d, node);
+  int s0 = napkin_diagram_input_source (m->d, node, 0);
+  int s1 = napkin_diagram_input_source (m->d, node, 1);
+  const NapkinTensorType *x, *y;
+  NapkinTensorClass klass;
+  NapkinDtype dtype;
+
+  if (s0 < 0 || s1 < 0)
+    return;
+  x = napkin_diagram_node_type (m->d, s0);
+  y = napkin_diagram_node_type (m->d, s1);
+  dtype = napkin_dtype_bytes (value_dtype (m, s0)) >= napkin_dtype_bytes (value_dtype (m, s1))
+          ? value_dtype (m, s0) : value_dtype (m, s1);
+  if (!napkin_tensor_class_for_dtype (dtype, &klass))
+    return;   /* fp32: CUDA cores, no fragment shape */
+
+  for (guint a = 0; a < m->n_axes; a++)
+    {
+      gboolean in_x = napkin_tensor_type_has_axis (x, a);
+      gboolean in_y = napkin_tensor_type_has_axis (y, a);
+      gboolean in_out = napkin_tensor_type_has_axis (out, a);
+      const char *name = napkin_diagram_axis (m->d, a)->name;
+      const char *role;
+      gint64 tile, need;
+
+      if (napkin_region_mark (region, name, &tile) == NAPKIN_MARK_WHOLE)
+        continue;
+      if (in_x && in_y && in_out)
+        continue;   /* batch axis: any size */
+      if (in_x && in_y)
+        {
+          role = "contracted (k)";
+          need = 32 / napkin_dtype_bytes (dtype);
+        }
+      else if (in_x && in_out)
+        {
+          role = "row (m)";
+          need = 16;
+        }
+      else if (in_y && in_out)
+        {
+          role = "column (n)";
+          need = 8;
+        }
+      else
+        continue;
+      if (tile % need != 0 && tile < napkin_diagram_axis_size (m->d, a))
+        error_add (m, "regions[%u].marks.%s: tile %" G_GINT64_FORMAT " is not a multiple of %" G_GINT64_FORMAT
+                   ": the %s axis of contraction “%s” on %s tensor cores needs fragments of %" G_GINT64_FORMAT,
+                   r, name, tile, need, role, napkin_diagram_node (m->d, node)->id,
+                   napkin_dtype_to_string (dtype), need);
+    }
+}
+
+/* 128-byte coalescing of a tile read from or written to device memory. */
+static void
+check_coalescing (Model *m,
+                  guint  r,
+                  guint  node)
+{
+  const NapkinTensorType *type = napkin_diagram_node_type (m->d, node);
+  guint last;
+  const char *name;
+  gint64 tile, bytes;
+
+  if (type->n_axes == 0)
+    return;
+  last = type->axes[type->n_axes - 1];
+  name = napkin_diagram_axis (m->d, last)->name;
+  if (napkin_region_mark (m->rs[r].region, name, &tile) == NAPKIN_MARK_WHOLE)
+    return;
+  bytes = tile * dtype_bytes (m, node);
+  if (bytes % 128 != 0 && tile < napkin_diagram_axis_size (m->d, last))
+    error_add (m, "regions[%u].marks.%s: tile %" G_GINT64_FORMAT " × %u bytes = %" G_GINT64_FORMAT
+               " bytes of %s's contiguous axis %s is not a multiple of 128 (coalesced device-memory access "
+               "needs rows of %u elements)", r, name, tile, dtype_bytes (m, node), bytes,
+               value_name (m, node), name, 128 / dtype_bytes (m, node));
+}
+
+/* Without a stream, an elementwise-shaped operation (map, softmax, normalize)
+ * may write its result over the tile of a boundary input that it alone reads
+ * and that has the same shape and no narrower type: the output needs no buffer
+ * of its own. */
+static gboolean
+writes_in_place (Model *m,
+                 guint  r,
+                 guint  n)
+{
+  const NapkinNode *node = napkin_diagram_node (m->d, n);
+  int src = napkin_diagram_input_source (m->d, n, 0);
+  guint n_consumers;
+
+  if (src < 0 || m->rs[r].member[src])
+    return FALSE;
+  for (guint a = 0; a < m->n_axes; a++)
+    if (m->rs[r].chunks[a] > 1)
+      return FALSE;
+  if (node->kind != NAPKIN_OP_MAP && node->kind != NAPKIN_OP_SOFTMAX && node->kind != NAPKIN_OP_NORMALIZE)
+    return FALSE;
+  napkin_diagram_consumers (m->d, src, &n_consumers);
+  return n_consumers == 1 && tile_elements (m, r, src) == tile_elements (m, r, n)
+         && dtype_bytes (m, src) >= dtype_bytes (m, n);
+}
+
+static void
+model_region (Model *m,
+              guint  r)
+{
+  RegionState *rs = &m->rs[r];
+  const NapkinRegion *region = rs->region;
+  NapkinRegionCost cost = { 0 };
+  RegionState *ps = rs->parent >= 0 ? &m->rs[rs->parent] : NULL;
+  gint64 parent_instances = 1;
+  g_autoptr(GString) tile = g_string_new (NULL);
+  g_autofree guchar *loaded = g_new0 (guchar, m->n_nodes + 1);
+  const guint *topo = napkin_diagram_topo_order (m->d);
+  NapkinLevel from;
+
+  cost.name = g_strdup (region->name);
+  cost.region = r;
+  cost.level = region->level;
+  cost.parent_level = ps ? ps->region->level : NAPKIN_LEVEL_HBM;
+  cost.stages = MAX (1, region->stages);
+  cost.threads = region_threads (region, &rs->explicit_threads);
+  cost.transfers = g_array_new (FALSE, TRUE, sizeof (NapkinTransfer));
+  g_array_set_clear_func (cost.transfers, transfer_clear);
+  cost.feasible = TRUE;
+  from = cost.parent_level;
+
+  m->current = r;
+  rs->loops = g_array_new (FALSE, FALSE, sizeof (Loop));
+  if (ps != NULL)
+    {
+      parent_instances = ps->instances;
+      g_array_append_vals (rs->loops, ps->loops->data, ps->loops->len);
+    }
+
+  /* Extents and counts: parallel(g) cuts the parent's extent into ⌈e/g⌉ groups,
+   * stream(s) into ⌈e/s⌉ chunks folded by one instance. */
+  rs->extent = g_new (gint64, m->n_axes + 1);
+  rs->chunks = g_new (gint64, m->n_axes + 1);
+  cost.groups = 1;
+  cost.chunks = 1;
+  for (guint a = 0; a < m->n_axes; a++)
+    {
+      const char *name = napkin_diagram_axis (m->d, a)->name;
+      gint64 outer = ps ? ps->extent[a] : napkin_diagram_axis_size (m->d, a);
+      gint64 t = 0;
+      NapkinMarkKind kind = napkin_region_mark (region, name, &t);
+
+      rs->chunks[a] = 1;
+      if (kind == NAPKIN_MARK_WHOLE || t <= 0)
+        {
+          rs->extent[a] = outer;
+          continue;
+        }
+      t = MIN (t, outer);
+      rs->extent[a] = t;
+      if (kind == NAPKIN_MARK_PARALLEL)
+        cost.groups = mul (m, cost.groups, ceil_div (outer, t));
+      else
+        {
+          Loop loop = { a, ceil_div (outer, t) };
+
+          rs->chunks[a] = loop.trips;
+          cost.chunks = mul (m, cost.chunks, rs->chunks[a]);
+          g_array_append_val (rs->loops, loop);
+        }
+      g_string_append_printf (tile, "%s%s%s%" G_GINT64_FORMAT, tile->len ? " " : "", name,
+                              kind == NAPKIN_MARK_STREAM ? "~" : "=", t);
+    }
+  cost.tile = g_strdup (tile->len ? tile->str : "whole");
+  /* instances run at once, each over the whole loop nest */
+  cost.instances = mul (m, parent_instances, cost.groups);
+  rs->instances = cost.instances;
+  cost.steps = cost.instances;
+  for (guint i = 0; i < rs->loops->len; i++)
+    cost.steps = mul (m, cost.steps, g_array_index (rs->loops, Loop, i).trips);
+  rs->steps = cost.steps;
+
+  /* Transfers and the footprint. Inputs crossing the boundary: tile × groups ×
+   * the chunks of the streamed axes they carry (a tensor without a streamed
+   * axis stays resident over the stream); outputs: once per group, times the
+   * chunks of streamed axes they still carry. */
+  for (guint i = 0; i < m->n_nodes; i++)
+    {
+      guint n = topo[i];
+      const NapkinNode *node = napkin_diagram_node (m->d, n);
+      guint n_consumers;
+      const guint *consumers;
+      gboolean leaves = FALSE;
+
+      if (!rs->member[n])
+        continue;
+
+      for (guint p = 0; p < napkin_op_n_inputs (node); p++)
+        {
+          int src = napkin_diagram_input_source (m->d, n, p);
+          gint64 t, count;
+
+          if (src < 0 || rs->member[src] || loaded[src])
+            continue;
+          loaded[src] = 1;
+          t = tile_elements (m, r, src);
+          count = mul (m, cost.instances, loop_count (m, r, src));
+          add_transfer (m, &cost, src, from, region->level, FALSE, t, count);
+          t = mul (m, t, carries_stream (m, r, src) ? cost.stages : 1);
+          cost.footprint_elements = add (m, cost.footprint_elements, t);
+          cost.footprint_bytes = add (m, cost.footprint_bytes, mul (m, t, dtype_bytes (m, src)));
+          if (from == NAPKIN_LEVEL_HBM)
+            check_coalescing (m, r, src);
+        }
+
+      consumers = napkin_diagram_consumers (m->d, n, &n_consumers);
+      for (guint c = 0; c < n_consumers; c++)
+        leaves |= !rs->member[consumers[c]];
+      if (leaves)
+        {
+          gint64 t = tile_elements (m, r, n);
+          gint64 count = mul (m, cost.instances, loop_count (m, r, n));
+
+          add_transfer (m, &cost, n, from, region->level, TRUE, t, count);
+          if (!writes_in_place (m, r, n))
+            {
+              cost.footprint_elements = add (m, cost.footprint_elements, t);
+              cost.footprint_bytes = add (m, cost.footprint_bytes, mul (m, t, dtype_bytes (m, n)));
+            }
+          if (from == NAPKIN_LEVEL_HBM)
+            check_coalescing (m, r, n);
+        }
+
+      if (node->kind == NAPKIN_OP_CONTRACT
+          && (region->level == NAPKIN_LEVEL_SMEM || region->level == NAPKIN_LEVEL_REGISTERS))
+        check_fragments (m, r, n);
+    }
+
+  /* Values made and used inside: the largest live set over the columns. */
+  for (guint i = 0; i < m->n_nodes; i++)
+    {
+      gint64 live = 0;
+
+      if (!rs->member[topo[i]])
+        continue;
+      for (guint j = 0; j <= i; j++)
+        {
+          guint v = topo[j];
+          guint n_consumers;
+          const guint *consumers;
+          gboolean inside = FALSE, later = FALSE;
+
+          if (!rs->member[v])
+            continue;
+          consumers = napkin_diagram_consumers (m->d, v, &n_consumers);
+          for (guint c = 0; c < n_consumers; c++)
+            {
+              if (!rs->member[consumers[c]])
+                {
+                  inside = FALSE;
+                  break;   /* an output: counted in the footprint */
+                }
+              inside = TRUE;
+              for (guint k = i; k < m->n_nodes && !later; k++)
+                later = topo[k] == consumers[c];
+            }
+          if (inside && later)
+            live = add (m, live, mul (m, tile_elements (m, r, v), dtype_bytes (m, v)));
+        }
+      cost.intermediate_bytes = MAX (cost.intermediate_bytes, live);
+    }
+
+  m->current = -1;
+  g_array_append_val (m->a->regions, cost);
+}
+
+/* Occupancy: every capacity that binds, per SM. Needs the children's footprints. */
+static void
+model_occupancy (Model *m,
+                 guint  r)
+{
+  NapkinRegionCost *cost = &g_array_index (m->a->regions, NapkinRegionCost, r);
+  const NapkinArch *arch = m->arch;
+  gint64 register_bytes = 0;
+  guint threads = cost->threads;
+  gint64 limits[4];
+  const char *names[4] = { "shared memory", "registers", "warps", "blocks" };
+  guint warps;
+  double per_thread;
+
+  m->current = r;
+  /* Register-resident data per thread: a nested registers region's footprint,
+   * else the values made and used inside this region. */
+  if (cost->level == NAPKIN_LEVEL_REGISTERS)
+    register_bytes = cost->footprint_bytes + cost->intermediate_bytes;
+  else
+    {
+      gboolean child = FALSE;
+
+      for (guint c = 0; c < m->a->regions->len; c++)
+        {
+          NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
+
+          if (cc->parent != (int) r || cc->level != NAPKIN_LEVEL_REGISTERS)
+            continue;
+          child = TRUE;
+          if (!m->rs[r].explicit_threads)
+            threads = MIN (1024, MAX (threads, (guint) MIN (cc->groups * cc->threads, 1024)));
+          register_bytes = MAX (register_bytes, (gint64) ceil ((double) (cc->footprint_bytes + cc->intermediate_bytes)
+                                                               / cc->threads * threads));
+        }
+      if (!child)
+        register_bytes = cost->intermediate_bytes;
+    }
+  cost->threads = threads;
+  per_thread = 32.0 + ceil ((double) register_bytes / threads / 4.0);   /* 32: indices and addresses */
+  cost->registers_per_thread = (guint) MIN (1e6, ceil (per_thread / 8.0) * 8);   /* allocated in 8s */
+  warps = (threads + 31) / 32;
+
+  if (cost->registers_per_thread > arch->max_registers_per_thread)
+    error_add (m, "regions[%u]: needs about %u registers per thread (%" G_GINT64_FORMAT " bytes held in "
+               "registers over %u threads), more than the %u a thread can have on %s",
+               cost->region, cost->registers_per_thread, register_bytes, threads,
+               arch->max_registers_per_thread, arch->id);
+
+  if (cost->level == NAPKIN_LEVEL_SMEM)
+    {
+      double need = cost->footprint_bytes + arch->smem_reserved_per_block;
+
+      if (cost->footprint_bytes > arch->smem_max_per_block)
+        error_add (m, "regions[%u]: footprint %" G_GINT64_FORMAT " bytes (%" G_GINT64_FORMAT
+                   " elements) exceeds the %.0f bytes of shared memory one block can have on %s",
+                   cost->region, cost->footprint_bytes, cost->footprint_elements, arch->smem_max_per_block,
+                   arch->id);
+      limits[0] = (gint64) floor (arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / need);
+    }
+  else if (cost->level == NAPKIN_LEVEL_L2)
+    {
+      if (cost->footprint_bytes > arch->levels[NAPKIN_LEVEL_L2].capacity_bytes)
+        error_add (m, "regions[%u]: footprint %" G_GINT64_FORMAT " bytes exceeds the %.0f bytes of L2 on %s",
+                   cost->region, cost->footprint_bytes, arch->levels[NAPKIN_LEVEL_L2].capacity_bytes, arch->id);
+      limits[0] = G_MAXINT32;
+    }
+  else
+    limits[0] = G_MAXINT32;
+  limits[1] = arch->registers_per_sm / ((gint64) cost->registers_per_thread * warps * 32);
+  limits[2] = arch->max_warps_per_sm / warps;
+  limits[3] = cost->level == NAPKIN_LEVEL_REGISTERS ? G_MAXINT32 : arch->max_blocks_per_sm;
+
+  cost->per_sm = limits[0];
+  cost->binding_limit = names[0];
+  for (guint i = 1; i < 4; i++)
+    if (limits[i] < cost->per_sm)
+      {
+        cost->per_sm = limits[i];
+        cost->binding_limit = names[i];
+      }
+  if (cost->per_sm < 1)
+    error_add (m, "regions[%u]: not one instance fits on an SM: %s binds", cost->region, cost->binding_limit);
+  cost->waves = ceil_div (cost->instances, MAX (1, mul (m, arch->sms, MAX (1, cost->per_sm))));
+  cost->feasible = m->rs[r].n_errors == 0;
+  m->current = -1;
+}
+
+/* ---- L2: tiles shared by the instances of one wave ----------------------------------------- */
+
+/* Instances are numbered over the region's parallel axes in the diagram's axis
+ * order, the last fastest (the grid's x). A wave is the first W = SMs × per_sm of
+ * them; a tile of a tensor is the same for every instance with the same indices on
+ * the parallel axes the tensor carries. Reads from device memory shrink by the
+ * number of instances of a wave that share a tile, if the wave's distinct tiles of
+ * one step fit in L2. Writes are never shared. */
+static int
+compare_int64 (const void *a,
+               const void *b)
+{
+  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+static void
+model_l2_reuse (Model *m,
+                guint  r)
+{
+  NapkinRegionCost *cost = &g_array_index (m->a->regions, NapkinRegionCost, r);
+  RegionState *rs = &m->rs[r];
+  gint64 radix[NAPKIN_MAX_RANK * 4];
+  guint axes[NAPKIN_MAX_RANK * 4];
+  guint n_par = 0;
+  gint64 wave;
+  double in_flight = 0;
+  g_autofree gint64 *distinct = NULL;
+  g_autofree gint64 *keys = NULL;
+
+  if (m->a->paper || cost->parent >= 0 || cost->parent_level != NAPKIN_LEVEL_HBM || cost->per_sm < 1)
+    return;
+  for (guint a = 0; a < m->n_axes && n_par < G_N_ELEMENTS (axes); a++)
+    {
+      gint64 t;
+
+      if (napkin_region_mark (rs->region, napkin_diagram_axis (m->d, a)->name, &t) == NAPKIN_MARK_PARALLEL
+          && t > 0)
+        {
+          axes[n_par] = a;
+          radix[n_par] = ceil_div (napkin_diagram_axis_size (m->d, a), MIN (t, napkin_diagram_axis_size (m->d, a)));
+          n_par++;
+        }
+    }
+  wave = MIN (cost->instances, (gint64) m->arch->sms * cost->per_sm);
+  if (wave <= 1 || n_par == 0)
+    return;
+
+  distinct = g_new0 (gint64, cost->transfers->len + 1);
+  keys = g_new (gint64, wave);
+  for (guint i = 0; i < cost->transfers->len; i++)
+    {
+      NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, i);
+      const NapkinTensorType *type;
+      guint node = tr->node;
+
+      if (tr->is_output)
+        continue;
+      type = napkin_diagram_node_type (m->d, node);
+      /* Distinct tiles among instances 0..W-1: the tensor's tile is named by the
+       * digits, on the axes it carries, of the instance's mixed-radix number. */
+      for (gint64 w = 0; w < wave; w++)
+        {
+          gint64 rem = w, key = 0, scale = 1;
+
+          for (int j = n_par - 1; j >= 0 && rem > 0; j--)
+            {
+              gint64 digit = rem % radix[j];
+
+              rem /= radix[j];
+              if (napkin_tensor_type_has_axis (type, axes[j]))
+                {
+                  key += digit * scale;
+                  scale *= radix[j];
+                }
+            }
+          keys[w] = key;
+        }
+      qsort (keys, wave, sizeof (gint64), compare_int64);
+      distinct[i] = 1;
+      for (gint64 w = 1; w < wave; w++)
+        distinct[i] += keys[w] != keys[w - 1];
+      tr->sharers = (guint) (wave / distinct[i]);
+      in_flight += (double) distinct[i] * tr->tile_elements * napkin_dtype_bytes (tr->dtype)
+                   * (carries_stream (m, r, node) ? cost->stages : 1);
+    }
+
+  if (in_flight > m->arch->levels[NAPKIN_LEVEL_L2].capacity_bytes)
+    {
+      warning_add (m, "region “%s”: one wave's tiles (%.0f bytes) exceed L2 (%.0f bytes); no reuse counted",
+                   cost->name, in_flight, m->arch->levels[NAPKIN_LEVEL_L2].capacity_bytes);
+      for (guint i = 0; i < cost->transfers->len; i++)
+        g_array_index (cost->transfers, NapkinTransfer, i).sharers = 1;
+      return;
+    }
+  for (guint i = 0; i < cost->transfers->len; i++)
+    {
+      NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, i);
+
+      if (tr->is_output || distinct[i] >= wave)
+        continue;
+      /* each wave fetches its distinct tiles once: elements × D / W */
+      tr->hbm_elements = (gint64) ceil ((double) tr->elements * distinct[i] / wave);
+      tr->hbm_bytes = mul (m, tr->hbm_elements, napkin_dtype_bytes (tr->dtype));
+    }
+}
+
+static void
+add_level_traffic (Model       *m,
+                   NapkinLevel  level,
+                   gint64       elements,
+                   gint64       bytes)
+{
+  m->a->levels[level].transfer_elements = add (m, m->a->levels[level].transfer_elements, elements);
+  m->a->levels[level].transfer_bytes = add (m, m->a->levels[level].transfer_bytes, bytes);
+}
+
+/* Device-memory traffic also passes through L2. */
+static void
+account_transfer (Model                *m,
+                  const NapkinTransfer *tr,
+                  double               *time_s)
+{
+  add_level_traffic (m, tr->from, tr->from == NAPKIN_LEVEL_HBM ? tr->hbm_elements : tr->elements,
+                     tr->from == NAPKIN_LEVEL_HBM ? tr->hbm_bytes : tr->bytes);
+  if (tr->from == NAPKIN_LEVEL_HBM)
+    {
+      add_level_traffic (m, NAPKIN_LEVEL_L2, tr->elements, tr->bytes);
+      time_s[NAPKIN_RESOURCE_HBM] += tr->hbm_bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+      time_s[NAPKIN_RESOURCE_L2] += tr->bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+    }
+  else
+    time_s[level_resource (tr->from)] += tr->bytes / m->arch->levels[tr->from].bandwidth;
+}
+
+/* ---- compute and kernels ------------------------------------------------------------------ */
+
+static void
+node_compute (Model  *m,
+              guint   n,
+              double *time)
+{
+  const NapkinNode *node = napkin_diagram_node (m->d, n);
+  NapkinFlops f;
+
+  if (!napkin_diagram_node_flops (m->d, n, &f))
+    {
+      m->overflow = TRUE;
+      return;
+    }
+  if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0)
+    {
+      int s0 = napkin_diagram_input_source (m->d, n, 0);
+      int s1 = napkin_diagram_input_source (m->d, n, 1);
+      NapkinDtype d0 = value_dtype (m, s0), d1 = value_dtype (m, s1);
+      NapkinDtype dtype = napkin_dtype_bytes (d0) >= napkin_dtype_bytes (d1) ? d0 : d1;
+      NapkinTensorClass klass;
+
+      /* mixed operands run at the wider type's rate */
+      if (!napkin_tensor_class_for_dtype (dtype, &klass))
+        {
+          m->a->fp32_contract_flops = add (m, m->a->fp32_contract_flops, f.tensor);
+          time[NAPKIN_RESOURCE_CUDA] += f.tensor / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
+          warning_add (m, "contraction “%s” multiplies fp32: counted on CUDA cores (use tf32 for tensor cores)",
+                       node->id);
+        }
+      else
+        {
+          if (m->arch->tensor_per_sm_clock[klass] <= 0)
+            {
+              warning_add (m, "%s has no %s tensor cores: “%s” counted at the fp16 rate", m->arch->id,
+                           napkin_tensor_class_to_string (klass), node->id);
+              klass = NAPKIN_TENSOR_FP16;
+            }
+          m->a->tensor_flops[klass] = add (m, m->a->tensor_flops[klass], f.tensor);
+          time[NAPKIN_RESOURCE_TENSOR] += f.tensor / napkin_arch_tensor_rate (m->arch, klass);
+        }
+    }
+  time[NAPKIN_RESOURCE_CUDA] += f.cuda / napkin_arch_cuda_rate (m->arch, value_dtype (m, n));
+  time[NAPKIN_RESOURCE_SFU] += f.sfu / napkin_arch_sfu_rate (m->arch);
+}
+
+static void
+finish_kernel (Model            *m,
+               NapkinKernelCost *k)
+{
+  double overlap = 0, serial = 0;
+
+  k->bound = NAPKIN_RESOURCE_TENSOR;
+  for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
+    {
+      /* per-SM resources idle in the last wave's empty slots; device-wide ones do not */
+      gboolean per_sm = res != NAPKIN_RESOURCE_HBM && res != NAPKIN_RESOURCE_L2;
+      double t = k->time_s[res] * (per_sm ? k->quantisation : 1.0);
+
+      serial += t;
+      if (t > overlap)
+        {
+          overlap = t;
+          k->bound = res;
+        }
+      m->a->resource_s[res] += k->time_s[res];
+    }
+  k->overlap_s = overlap + m->arch->launch_overhead_s;
+  k->serial_s = serial + m->arch->launch_overhead_s;
+  m->a->predicted_time_s += k->overlap_s;
+  m->a->serial_time_s += k->serial_s;
+}
+
+static void
+build_kernels (Model *m)
+{
+  const guint *topo = napkin_diagram_topo_order (m->d);
+
+  /* Top-level regions, each one kernel with everything nested in it. */
+  for (guint r = 0; r < m->a->regions->len; r++)
+    {
+      NapkinRegionCost *cost = &g_array_index (m->a->regions, NapkinRegionCost, r);
+      NapkinKernelCost k = { 0 };
+      gint64 slots;
+
+      if (cost->parent >= 0)
+        continue;
+      k.name = g_strdup (cost->name);
+      k.region = r;
+      for (guint c = 0; c < m->a->regions->len; c++)
+        {
+          NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
+          RegionState *crs = &m->rs[cc->region];
+
+          if (crs->kernel != (int) cost->region)
+            continue;
+          for (guint t = 0; t < cc->transfers->len; t++)
+            {
+              account_transfer (m, &g_array_index (cc->transfers, NapkinTransfer, t), k.time_s);
+            }
+        }
+      for (guint n = 0; n < m->n_nodes; n++)
+        if (m->rs[cost->region].member[n])
+          node_compute (m, n, k.time_s);
+      /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances. */
+      slots = ceil_div (cost->instances, m->arch->sms);
+      k.quantisation = (double) slots * m->arch->sms / MAX (1, cost->instances);
+      finish_kernel (m, &k);
+      g_array_append_val (m->a->kernels, k);
+    }
+
+  /* Every other operation reads its inputs from device memory and writes its result there. */
+  for (guint i = 0; i < m->n_nodes; i++)
+    {
+      guint n = topo[i];
+      const NapkinNode *node = napkin_diagram_node (m->d, n);
+      NapkinKernelCost k = { 0 };
+      gint64 bytes = 0;
+
+      if (m->innermost[n] >= 0 || node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
+        continue;
+      k.name = g_strdup (node->id);
+      k.region = -1;
+      k.quantisation = 1;
+      for (guint p = 0; p <= napkin_op_n_inputs (node); p++)
+        {
+          /* the inputs, then the result */
+          int src = p < napkin_op_n_inputs (node) ? napkin_diagram_input_source (m->d, n, p) : (int) n;
+          gint64 e, b;
+
+          if (src < 0)
+            continue;
+          e = tile_elements (m, -1, src);
+          b = mul (m, e, dtype_bytes (m, src));
+          add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
+          add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
+          bytes = add (m, bytes, b);
+        }
+      k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+      k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+      if (node->kind == NAPKIN_OP_CONTRACT)
+        warning_add (m, "contraction “%s” lies in no region: modelled as reading each operand from device "
+                     "memory once, as if on-chip memory were unbounded; relabel it to see what tiling costs",
+                     node->id);
+      node_compute (m, n, k.time_s);
+      finish_kernel (m, &k);
+      g_array_append_val (m->a->kernels, k);
+    }
+}
+
+NapkinAnalysis *
+napkin_analyze (NapkinDiagram               *diagram,
+                NapkinArch                  *arch,
+                const NapkinAnalyzeOptions  *options,
+                GError                     **error)
+{
+  g_autoptr(NapkinAnalysis) a = g_new0 (NapkinAnalysis, 1);
+  g_autofree guint *order = NULL;
+  Model m = { 0 };
+  double tensor_s = 0, energy_pj = 0;
+  gint64 tensor_total = 0;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
+  g_return_val_if_fail (arch != NULL, NULL);
+
+  if (options == NULL || !options->trusted)
+    if (!napkin_diagram_validate (diagram, error))
+      return NULL;
+  if (napkin_diagram_topo_order (diagram) == NULL)
+    {
+      g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
+                           "nodes: the diagram has a cycle");
+      return NULL;
+    }
+
+  a->arch = napkin_arch_ref (arch);
+  a->has_dtype = options && options->has_dtype;
+  a->dtype = options ? options->dtype : NAPKIN_DTYPE_FP16;
+  a->paper = options && options->paper;
+  a->regions = g_array_new (FALSE, TRUE, sizeof (NapkinRegionCost));
+  g_array_set_clear_func (a->regions, region_cost_clear);
+  a->kernels = g_array_new (FALSE, TRUE, sizeof (NapkinKernelCost));
+  g_array_set_clear_func (a->kernels, kernel_cost_clear);
+  a->errors = g_ptr_array_new_with_free_func (g_free);
+  a->warnings = g_ptr_array_new_with_free_func (g_free);
+  a->feasible = TRUE;
+
+  m.d = diagram;
+  m.arch = arch;
+  m.a = a;
+  m.n_nodes = napkin_diagram_n_nodes (diagram);
+  m.n_axes = napkin_diagram_n_axes (diagram);
+  m.n_regions = napkin_diagram_n_regions (diagram);
+  m.current = -1;
+
+  if (!napkin_diagram_total_flops (diagram, &a->flops))
+    m.overflow = TRUE;
+  a->flops_total = add (&m, add (&m, a->flops.tensor, a->flops.cuda), a->flops.sfu);
+
+  build_regions (&m);
+  order = region_order (&m);
+  /* a->regions is indexed like the diagram's regions: fill in parent order, then sort back */
+  {
+    g_autofree int *slot = g_new (int, m.n_regions + 1);
+
+    for (guint i = 0; i < m.n_regions; i++)
+      {
+        guint r = order[i];
+
+        model_region (&m, r);
+        slot[r] = i;
+      }
+    for (guint i = 0; i < m.n_regions; i++)
+      {
+        NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, i);
+
+        c->parent = m.rs[c->region].parent;   /* diagram index; == analysis index after the sort */
+      }
+    {
+      g_autoptr(GArray) sorted = g_array_sized_new (FALSE, TRUE, sizeof (NapkinRegionCost), m.n_regions);
+
+      g_array_set_clear_func (sorted, region_cost_clear);
+      for (guint r = 0; r < m.n_regions; r++)
+        g_array_append_val (sorted, g_array_index (a->regions, NapkinRegionCost, slot[r]));
+      g_array_set_clear_func (a->regions, NULL);   /* moved, not freed */
+      g_array_unref (a->regions);
+      a->regions = g_steal_pointer (&sorted);
+    }
+  }
+  for (guint i = 0; i < m.n_regions; i++)
+    model_occupancy (&m, i);
+  for (guint i = 0; i < m.n_regions; i++)
+    model_l2_reuse (&m, i);
+
+  build_kernels (&m);
+
+  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+    {
+      a->levels[l].time_s = a->levels[l].transfer_bytes / arch->levels[l].bandwidth;
+      energy_pj += a->levels[l].transfer_bytes * arch->levels[l].energy_pj_per_byte;
+    }
+  for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+    {
+      double rate = napkin_arch_tensor_rate (arch, arch->tensor_per_sm_clock[c] > 0 ? c : NAPKIN_TENSOR_FP16);
+      /* 8-bit products take about half the energy of 16-bit ones */
+      double scale = c == NAPKIN_TENSOR_FP8 || c == NAPKIN_TENSOR_INT8 ? 0.5 : 1.0;
+
+      tensor_s += a->tensor_flops[c] / rate;
+      tensor_total += a->tensor_flops[c];
+      energy_pj += a->tensor_flops[c] * arch->energy_pj_per_tensor_flop * scale;
+    }
+  energy_pj += (double) (a->flops.cuda + a->flops.sfu + a->fp32_contract_flops) * arch->energy_pj_per_cuda_flop;
+  a->energy_j = energy_pj * 1e-12;
+  a->tensor_throughput = tensor_s > 0 ? tensor_total / tensor_s : 0;
+  a->throughput = a->predicted_time_s > 0 ? a->flops_total / a->predicted_time_s : 0;
+  a->intensity = a->levels[NAPKIN_LEVEL_HBM].transfer_bytes > 0
+                 ? (double) a->flops_total / a->levels[NAPKIN_LEVEL_HBM].transfer_bytes : 0;
+  a->bound = NAPKIN_RESOURCE_TENSOR;
+  for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
+    if (a->resource_s[res] > a->resource_s[a->bound])
+      a->bound = res;
+
+  for (guint r = 0; r < m.n_regions; r++)
+    {
+      g_free (m.rs[r].member);
+      g_free (m.rs[r].extent);
+      g_free (m.rs[r].chunks);
+      g_clear_pointer (&m.rs[r].loops, g_array_unref);
+    }
+  g_free (m.rs);
+  g_free (m.innermost);
+
+  if (m.overflow)
+    {
+      g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                           "axes: the counts of this diagram overflow 64 bits; use smaller axes");
+      return NULL;
+    }
+  return g_steal_pointer (&a);
+}
+
+double
+napkin_matmul_threshold (const NapkinArch  *arch,
+                         NapkinTensorClass  klass,
+                         guint              bytes_per_element)
+{
+  /* compute 2abc/R against transfers (2abc/g)·β/BW: equal at g = R·β/BW */
+  return napkin_arch_tensor_rate (arch, klass) * bytes_per_element / arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+}
+
+/* ---- JSON (docs/model.md lists every key) ------------------------------------------------ */
+
+static json_object *
+strings_to_json (GPtrArray *strings)
+{
+  json_object *array = json_object_new_array ();
+
+  for (guint i = 0; i < strings->len; i++)
+    json_object_array_add (array, json_object_new_string (g_ptr_array_index (strings, i)));
+  return array;
+}
+
+static json_object *
+resources_to_json (const double *time_s)
+{
+  json_object *obj = json_object_new_object ();
+
+  for (NapkinResource r = 0; r < NAPKIN_N_RESOURCES; r++)
+    json_object_object_add (obj, resource_names[r], json_object_new_double (time_s[r]));
+  return obj;
+}
+
+json_object *
+napkin_analysis_to_json (NapkinAnalysis *a)
+{
+  json_object *root = json_object_new_object ();
+  json_object *obj, *array;
+
+  g_return_val_if_fail (a != NULL, NULL);
+
+  json_object_object_add (root, "arch", json_object_new_string (a->arch->id));
+  json_object_object_add (root, "arch_name", json_object_new_string (a->arch->name));
+  json_object_object_add (root, "model", json_object_new_string (a->paper ? "paper" : "l2-reuse"));
+  if (a->has_dtype)
+    json_object_object_add (root, "dtype", json_object_new_string (napkin_dtype_to_string (a->dtype)));
+  json_object_object_add (root, "feasible", json_object_new_boolean (a->feasible));
+  json_object_object_add (root, "errors", strings_to_json (a->errors));
+  json_object_object_add (root, "warnings", strings_to_json (a->warnings));
+  json_object_object_add (root, "flops", json_object_new_int64 (a->flops_total));
+  obj = json_object_new_object ();
+  json_object_object_add (obj, "tensor", json_object_new_int64 (a->flops.tensor));
+  json_object_object_add (obj, "cuda", json_object_new_int64 (a->flops.cuda));
+  json_object_object_add (obj, "sfu", json_object_new_int64 (a->flops.sfu));
+  for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+    if (a->tensor_flops[c] > 0)
+      {
+        g_autofree char *key = g_strdup_printf ("tensor_%s", napkin_tensor_class_to_string (c));
+
+        json_object_object_add (obj, key, json_object_new_int64 (a->tensor_flops[c]));
+      }
+  json_object_object_add (root, "flops_by_unit", obj);
+  json_object_object_add (root, "predicted_time_s", json_object_new_double (a->predicted_time_s));
+  json_object_object_add (root, "serial_time_s", json_object_new_double (a->serial_time_s));
+  json_object_object_add (root, "throughput_flops_per_s", json_object_new_double (a->throughput));
+  json_object_object_add (root, "tensor_throughput_flops_per_s", json_object_new_double (a->tensor_throughput));
+  json_object_object_add (root, "intensity_flops_per_byte", json_object_new_double (a->intensity));
+  json_object_object_add (root, "energy_j", json_object_new_double (a->energy_j));
+  json_object_object_add (root, "bound", json_object_new_string (resource_names[a->bound]));
+  json_object_object_add (root, "resources_s", resources_to_json (a->resource_s));
+
+  array = json_object_new_array ();
+  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+    {
+      obj = json_object_new_object ();
+      json_object_object_add (obj, "level", json_object_new_string (napkin_level_to_string (l)));
+      json_object_object_add (obj, "transfer_elements", json_object_new_int64 (a->levels[l].transfer_elements));
+      json_object_object_add (obj, "transfer_bytes", json_object_new_int64 (a->levels[l].transfer_bytes));
+      json_object_object_add (obj, "time_s", json_object_new_double (a->levels[l].time_s));
+      json_object_object_add (obj, "bandwidth_bytes_per_s", json_object_new_double (a->arch->levels[l].bandwidth));
+      json_object_array_add (array, obj);
+    }
+  json_object_object_add (root, "levels", array);
+
+  array = json_object_new_array ();
+  for (guint r = 0; r < a->regions->len; r++)
+    {
+      const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
+      json_object *transfers = json_object_new_array ();
+
+      obj = json_object_new_object ();
+      json_object_object_add (obj, "name", json_object_new_string (c->name));
+      json_object_object_add (obj, "level", json_object_new_string (napkin_level_to_string (c->level)));
+      json_object_object_add (obj, "parent_level", json_object_new_string (napkin_level_to_string (c->parent_level)));
+      if (c->parent >= 0)
+        json_object_object_add (obj, "parent", json_object_new_string (g_array_index (a->regions, NapkinRegionCost, c->parent).name));
+      json_object_object_add (obj, "tile", json_object_new_string (c->tile));
+      json_object_object_add (obj, "groups", json_object_new_int64 (c->groups));
+      json_object_object_add (obj, "chunks", json_object_new_int64 (c->chunks));
+      json_object_object_add (obj, "instances", json_object_new_int64 (c->instances));
+      json_object_object_add (obj, "steps", json_object_new_int64 (c->steps));
+      json_object_object_add (obj, "threads", json_object_new_int (c->threads));
+      json_object_object_add (obj, "stages", json_object_new_int (c->stages));
+      json_object_object_add (obj, "footprint_elements", json_object_new_int64 (c->footprint_elements));
+      json_object_object_add (obj, "footprint_bytes", json_object_new_int64 (c->footprint_bytes));
+      json_object_object_add (obj, "intermediate_bytes", json_object_new_int64 (c->intermediate_bytes));
+      json_object_object_add (obj, "registers_per_thread", json_object_new_int (c->registers_per_thread));
+      json_object_object_add (obj, "per_sm", json_object_new_int64 (c->per_sm));
+      json_object_object_add (obj, "binding_limit", json_object_new_string (c->binding_limit));
+      json_object_object_add (obj, "waves", json_object_new_int64 (c->waves));
+      json_object_object_add (obj, "transfer_elements", json_object_new_int64 (c->transfer_elements));
+      json_object_object_add (obj, "transfer_bytes", json_object_new_int64 (c->transfer_bytes));
+      for (guint t = 0; t < c->transfers->len; t++)
+        {
+          const NapkinTransfer *tr = &g_array_index (c->transfers, NapkinTransfer, t);
+          json_object *to = json_object_new_object ();
+
+          json_object_object_add (to, "tensor", json_object_new_string (tr->tensor));
+          json_object_object_add (to, "direction", json_object_new_string (tr->is_output ? "out" : "in"));
+          json_object_object_add (to, "from", json_object_new_string (napkin_level_to_string (tr->from)));
+          json_object_object_add (to, "to", json_object_new_string (napkin_level_to_string (tr->to)));
+          json_object_object_add (to, "dtype", json_object_new_string (napkin_dtype_to_string (tr->dtype)));
+          json_object_object_add (to, "tile_elements", json_object_new_int64 (tr->tile_elements));
+          json_object_object_add (to, "count", json_object_new_int64 (tr->count));
+          json_object_object_add (to, "elements", json_object_new_int64 (tr->elements));
+          json_object_object_add (to, "bytes", json_object_new_int64 (tr->bytes));
+          json_object_object_add (to, "hbm_bytes", json_object_new_int64 (tr->hbm_bytes));
+          json_object_object_add (to, "sharers", json_object_new_int (tr->sharers));
+          json_object_array_add (transfers, to);
+        }
+      json_object_object_add (obj, "transfers", transfers);
+      json_object_object_add (obj, "feasible", json_object_new_boolean (c->feasible));
+      json_object_array_add (array, obj);
+    }
+  json_object_object_add (root, "regions", array);
+
+  array = json_object_new_array ();
+  for (guint k = 0; k < a->kernels->len; k++)
+    {
+      const NapkinKernelCost *kc = &g_array_index (a->kernels, NapkinKernelCost, k);
+
+      obj = json_object_new_object ();
+      json_object_object_add (obj, "name", json_object_new_string (kc->name));
+      json_object_object_add (obj, "kind", json_object_new_string (kc->region >= 0 ? "region" : "operation"));
+      json_object_object_add (obj, "resources_s", resources_to_json (kc->time_s));
+      json_object_object_add (obj, "quantisation", json_object_new_double (kc->quantisation));
+      json_object_object_add (obj, "overlap_s", json_object_new_double (kc->overlap_s));
+      json_object_object_add (obj, "serial_s", json_object_new_double (kc->serial_s));
+      json_object_object_add (obj, "bound", json_object_new_string (resource_names[kc->bound]));
+      json_object_array_add (array, obj);
+    }
+  json_object_object_add (root, "kernels", array);
+  return root;
+}

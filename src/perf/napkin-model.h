@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <json-c/json.h>
+
+#include "napkin-arch.h"
+#include "napkin-diagram.h"
+
+G_BEGIN_DECLS
+
+/* The IO/FLOP model of design.md §2 and docs/model.md, over a relabeled diagram. */
+
+typedef enum
+{
+  NAPKIN_RESOURCE_TENSOR,
+  NAPKIN_RESOURCE_CUDA,
+  NAPKIN_RESOURCE_SFU,
+  NAPKIN_RESOURCE_HBM,
+  NAPKIN_RESOURCE_L2,
+  NAPKIN_RESOURCE_SMEM,
+  NAPKIN_RESOURCE_REGISTERS,
+  NAPKIN_N_RESOURCES
+} NapkinResource;
+
+/* One tensor crossing a region boundary (or, outside regions, read from or
+ * written to device memory by one operation). */
+typedef struct
+{
+  char        *tensor;          /* tensor name for inputs/outputs, else producing node id */
+  guint        node;            /* the node whose result moves */
+  NapkinLevel  from;            /* the slower level it is read from or written to */
+  NapkinLevel  to;              /* the faster level */
+  gboolean     is_output;
+  NapkinDtype  dtype;
+  gint64       tile_elements;
+  gint64       count;           /* how many times the tile moves */
+  gint64       elements;
+  gint64       bytes;
+  /* For tiles read from device memory: what reaches HBM after concurrent
+   * instances of one wave share tiles through L2 (= elements without reuse). */
+  gint64       hbm_elements;
+  gint64       hbm_bytes;
+  guint        sharers;         /* instances of a wave that read each tile */
+} NapkinTransfer;
+
+typedef struct
+{
+  char        *name;
+  guint        region;          /* index in the diagram */
+  int          parent;          /* index in NapkinAnalysis.regions, -1: device memory */
+  NapkinLevel  level;
+  NapkinLevel  parent_level;
+  char        *tile;            /* "m=128 n=128 k~64" (~: streamed) */
+  gint64       groups;          /* parallel groups per parent step */
+  gint64       chunks;          /* stream chunks per group */
+  gint64       instances;       /* parallel instances over the whole run */
+  gint64       steps;           /* instances × chunks */
+  guint        threads;
+  guint        stages;
+  gint64       footprint_elements;
+  gint64       footprint_bytes;
+  gint64       intermediate_bytes;   /* largest live set of values made and used inside */
+  guint        registers_per_thread;
+  gint64       per_sm;
+  const char  *binding_limit;   /* "shared memory", "registers", "warps", "blocks" */
+  gint64       waves;
+  gint64       transfer_elements;
+  gint64       transfer_bytes;
+  GArray      *transfers;       /* NapkinTransfer */
+  gboolean     feasible;
+} NapkinRegionCost;
+
+/* A kernel: a top-level region, or one operation outside every region. */
+typedef struct
+{
+  char          *name;
+  int            region;        /* index in NapkinAnalysis.regions, -1 for a plain operation */
+  double         time_s[NAPKIN_N_RESOURCES];   /* before wave quantisation */
+  double         quantisation;  /* ≥ 1: SM slots of the last wave left idle */
+  double         overlap_s;     /* max over resources (quantised) + launch */
+  double         serial_s;      /* sum over resources (quantised) + launch */
+  NapkinResource bound;
+} NapkinKernelCost;
+
+typedef struct
+{
+  gint64 transfer_elements;
+  gint64 transfer_bytes;
+  double time_s;
+} NapkinLevelCost;
+
+typedef struct
+{
+  NapkinArch      *arch;
+  gboolean         has_dtype;
+  NapkinDtype      dtype;            /* the --dtype override */
+  gboolean         paper;            /* no L2 reuse */
+
+  NapkinFlops      flops;
+  gint64           flops_total;
+  gint64           tensor_flops[NAPKIN_N_TENSOR_CLASSES];
+  gint64           fp32_contract_flops;   /* contractions on CUDA cores */
+
+  NapkinLevelCost  levels[NAPKIN_N_LEVELS];
+  double           resource_s[NAPKIN_N_RESOURCES];   /* summed over kernels, unquantised */
+  GArray          *regions;          /* NapkinRegionCost */
+  GArray          *kernels;          /* NapkinKernelCost */
+
+  double           predicted_time_s; /* full overlap inside each kernel */
+  double           serial_time_s;    /* no overlap */
+  double           throughput;       /* FLOP/s at predicted_time_s */
+  double           tensor_throughput;/* FLOP/s of the contractions at the tensor-core rates alone */
+  double           intensity;        /* FLOPs per device-memory byte */
+  double           energy_j;
+  NapkinResource   bound;
+
+  gboolean         feasible;
+  GPtrArray       *errors;           /* char *: "regions[0].marks.k: …" */
+  GPtrArray       *warnings;         /* char * */
+} NapkinAnalysis;
+
+typedef struct
+{
+  gboolean    has_dtype;
+  NapkinDtype dtype;        /* every tensor's element type (quantisation) */
+  gboolean    trusted;      /* the diagram is known valid: skip validation */
+  gboolean    paper;        /* the paper's model: no tile sharing through L2 */
+} NapkinAnalyzeOptions;
+
+/* NULL with an error only when the diagram is invalid or too large for 64 bits;
+ * an infeasible relabeling is a result (feasible FALSE, errors say why). */
+NapkinAnalysis *napkin_analyze                 (NapkinDiagram               *diagram,
+                                                NapkinArch                  *arch,
+                                                const NapkinAnalyzeOptions  *options,
+                                                GError                     **error);
+void            napkin_analysis_free           (NapkinAnalysis              *analysis);
+json_object    *napkin_analysis_to_json        (NapkinAnalysis              *analysis);
+const char     *napkin_resource_to_string      (NapkinResource               resource);
+
+/* The group size above which a tiled matmul (both output axes grouped by g,
+ * the contracted axis streamed) stops being bound by device memory:
+ * g* = R · β / BW for tensor rate R, element bytes β, HBM bandwidth BW. */
+double          napkin_matmul_threshold        (const NapkinArch            *arch,
+                                                NapkinTensorClass            klass,
+                                                guint                        bytes_per_element);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinAnalysis, napkin_analysis_free)
+
+G_END_DECLS

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-perf"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "napkin-tune.h"
+#include "napkin-validate.h"
+
+/* One tunable mark: a region's parallel or streamed axis and its candidate sizes. */
+typedef struct
+{
+  guint          region;
+  guint          mark;          /* index in the region's marks */
+  const char    *axis;
+  NapkinMarkKind kind;
+  GArray        *values;        /* gint64 */
+  guint          choice;
+} Knob;
+
+void
+napkin_tune_candidate_free (NapkinTuneCandidate *c)
+{
+  if (c == NULL)
+    return;
+  g_free (c->tiles);
+  g_strfreev (c->specs);
+  g_free (c);
+}
+
+void
+napkin_tune_result_free (NapkinTuneResult *r)
+{
+  if (r == NULL)
+    return;
+  g_clear_pointer (&r->best, g_ptr_array_unref);
+  g_clear_pointer (&r->current, napkin_tune_candidate_free);
+  g_free (r);
+}
+
+static void
+knob_add_value (Knob   *knob,
+                gint64  v)
+{
+  for (guint i = 0; i < knob->values->len; i++)
+    if (g_array_index (knob->values, gint64, i) == v)
+      return;
+  g_array_append_val (knob->values, v);
+}
+
+/* The tuner's private copy of the diagram: only tile sizes change, never mark
+ * kinds, regions or operations, so the cached graph queries and the validity of
+ * streaming stay true; sizes stay within their axes. */
+static void
+set_tiles (NapkinDiagram *copy,
+           Knob          *knobs,
+           guint          n_knobs)
+{
+  for (guint k = 0; k < n_knobs; k++)
+    {
+      NapkinRegion *region = (NapkinRegion *) napkin_diagram_region (copy, knobs[k].region);
+      NapkinMark *mark = &g_array_index (region->marks, NapkinMark, knobs[k].mark);
+
+      mark->tile = g_array_index (knobs[k].values, gint64, knobs[k].choice);
+    }
+}
+
+static NapkinTuneCandidate *
+candidate_new (NapkinDiagram  *copy,
+               Knob           *knobs,
+               guint           n_knobs,
+               NapkinAnalysis *a)
+{
+  NapkinTuneCandidate *c = g_new0 (NapkinTuneCandidate, 1);
+  g_autoptr(GString) tiles = g_string_new (NULL);
+  g_autoptr(GStrvBuilder) specs = g_strv_builder_new ();
+
+  for (guint k = 0; k < n_knobs; k++)
+    {
+      const NapkinRegion *region = napkin_diagram_region (copy, knobs[k].region);
+      gint64 v = g_array_index (knobs[k].values, gint64, knobs[k].choice);
+      g_autofree char *spec = g_strdup_printf ("%s.%s=%s:%" G_GINT64_FORMAT, region->name, knobs[k].axis,
+                                               napkin_mark_to_string (knobs[k].kind), v);
+
+      g_string_append_printf (tiles, "%s%s.%s%s%" G_GINT64_FORMAT, k ? " " : "", region->name, knobs[k].axis,
+                              knobs[k].kind == NAPKIN_MARK_STREAM ? "~" : "=", v);
+      g_strv_builder_add (specs, spec);
+    }
+  c->tiles = g_strdup (tiles->str);
+  c->specs = g_strv_builder_end (specs);
+  c->predicted_time_s = a->predicted_time_s;
+  c->throughput = a->throughput;
+  c->bound = a->bound;
+  c->hbm_bytes = a->levels[NAPKIN_LEVEL_HBM].transfer_bytes;
+  c->per_sm = G_MAXINT64;
+  for (guint r = 0; r < a->regions->len; r++)
+    {
+      const NapkinRegionCost *rc = &g_array_index (a->regions, NapkinRegionCost, r);
+
+      c->footprint_bytes = MAX (c->footprint_bytes, rc->footprint_bytes);
+      c->per_sm = MIN (c->per_sm, rc->per_sm);
+    }
+  if (c->per_sm == G_MAXINT64)
+    c->per_sm = 0;
+  return c;
+}
+
+static int
+compare_candidates (gconstpointer pa,
+                    gconstpointer pb)
+{
+  const NapkinTuneCandidate *a = *(NapkinTuneCandidate * const *) pa;
+  const NapkinTuneCandidate *b = *(NapkinTuneCandidate * const *) pb;
+
+  if (a->predicted_time_s != b->predicted_time_s)
+    return a->predicted_time_s < b->predicted_time_s ? -1 : 1;
+  if (a->footprint_bytes != b->footprint_bytes)   /* same time: the smaller tile */
+    return a->footprint_bytes < b->footprint_bytes ? -1 : 1;
+  return strcmp (a->tiles, b->tiles);
+}
+
+typedef struct
+{
+  NapkinDiagram           *copy;
+  NapkinArch              *arch;
+  NapkinAnalyzeOptions     options;
+  Knob                    *knobs;
+  guint                    n_knobs;
+  NapkinTuneResult        *result;
+  GHashTable              *seen;       /* tiles string → time (double *) */
+  guint                    top_k;
+} Search;
+
+/* Analyses the current choice; returns its time, or G_MAXDOUBLE if infeasible. */
+static double
+evaluate (Search *s)
+{
+  g_autoptr(GString) key = g_string_new (NULL);
+  g_autoptr(NapkinAnalysis) a = NULL;
+  g_autoptr(GError) error = NULL;
+  double *cached, time;
+
+  for (guint k = 0; k < s->n_knobs; k++)
+    g_string_append_printf (key, "%u,", s->knobs[k].choice);
+  if ((cached = g_hash_table_lookup (s->seen, key->str)))
+    return *cached;
+
+  set_tiles (s->copy, s->knobs, s->n_knobs);
+  a = napkin_analyze (s->copy, s->arch, &s->options, &error);
+  s->result->evaluated++;
+  time = a != NULL && a->feasible ? a->predicted_time_s : G_MAXDOUBLE;
+  if (time < G_MAXDOUBLE)
+    {
+      NapkinTuneCandidate *c = candidate_new (s->copy, s->knobs, s->n_knobs, a);
+
+      s->result->feasible++;
+      g_ptr_array_add (s->result->best, c);
+      /* keep the list short: sort and trim now and then */
+      if (s->result->best->len > 4 * s->top_k + 64)
+        {
+          g_ptr_array_sort (s->result->best, compare_candidates);
+          g_ptr_array_set_size (s->result->best, s->top_k);
+        }
+    }
+  cached = g_new (double, 1);
+  *cached = time;
+  g_hash_table_insert (s->seen, g_strdup (key->str), cached);
+  return time;
+}
+
+static void
+exhaustive (Search *s,
+            guint   k)
+{
+  if (k == s->n_knobs)
+    {
+      evaluate (s);
+      return;
+    }
+  for (guint i = 0; i < s->knobs[k].values->len; i++)
+    {
+      s->knobs[k].choice = i;
+      exhaustive (s, k + 1);
+    }
+}
+
+/* Too many combinations: improve one mark at a time from the file's tiles until
+ * no single change helps. */
+static void
+descend (Search *s)
+{
+  double best = evaluate (s);
+
+  for (guint round = 0; round < 8; round++)
+    {
+      gboolean improved = FALSE;
+
+      for (guint k = 0; k < s->n_knobs; k++)
+        {
+          guint keep = s->knobs[k].choice;
+
+          for (guint i = 0; i < s->knobs[k].values->len; i++)
+            {
+              double t;
+
+              s->knobs[k].choice = i;
+              t = evaluate (s);
+              if (t < best)
+                {
+                  best = t;
+                  keep = i;
+                  improved = TRUE;
+                }
+            }
+          s->knobs[k].choice = keep;
+        }
+      if (!improved)
+        break;
+    }
+}
+
+NapkinTuneResult *
+napkin_tune (NapkinDiagram            *diagram,
+             NapkinArch               *arch,
+             const NapkinTuneOptions  *options,
+             GError                  **error)
+{
+  g_autoptr(NapkinDiagram) copy = NULL;
+  g_autoptr(GArray) knobs = g_array_new (FALSE, TRUE, sizeof (Knob));
+  g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  NapkinTuneResult *result;
+  Search s = { 0 };
+  double combos = 1;
+  guint max_evals = options && options->max_evaluations ? options->max_evaluations : 20000;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
+
+  if (!napkin_diagram_validate (diagram, error))
+    return NULL;
+  copy = napkin_diagram_copy (diagram);
+
+  for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
+    {
+      const NapkinRegion *region = napkin_diagram_region (copy, r);
+      gint64 cap = region->level == NAPKIN_LEVEL_REGISTERS ? 128 : region->level == NAPKIN_LEVEL_SMEM ? 256 : 4096;
+
+      for (guint i = 0; i < region->marks->len; i++)
+        {
+          const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, i);
+          int axis = napkin_diagram_find_axis (copy, mark->axis);
+          gint64 size, lo;
+          Knob knob = { 0 };
+
+          if (mark->kind == NAPKIN_MARK_WHOLE || axis < 0)
+            continue;
+          size = napkin_diagram_axis_size (copy, axis);
+          /* small axes (batch, heads) from 1; tensor-core sized tiles otherwise */
+          lo = size <= 64 ? 1 : region->level == NAPKIN_LEVEL_REGISTERS ? 8 : 16;
+          knob.region = r;
+          knob.mark = i;
+          knob.axis = mark->axis;
+          knob.kind = mark->kind;
+          knob.values = g_array_new (FALSE, FALSE, sizeof (gint64));
+          knob_add_value (&knob, mark->tile);   /* the file's own first */
+          for (gint64 v = lo; v <= MIN (size, cap); v *= 2)
+            knob_add_value (&knob, v);
+          combos *= knob.values->len;
+          g_array_append_val (knobs, knob);
+        }
+    }
+
+  result = g_new0 (NapkinTuneResult, 1);
+  result->best = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_tune_candidate_free);
+  s.copy = copy;
+  s.arch = arch;
+  s.options.trusted = TRUE;
+  s.options.has_dtype = options && options->has_dtype;
+  s.options.dtype = options ? options->dtype : NAPKIN_DTYPE_FP16;
+  s.knobs = (Knob *) knobs->data;
+  s.n_knobs = knobs->len;
+  s.result = result;
+  s.seen = seen;
+  s.top_k = options && options->top_k ? options->top_k : 10;
+
+  /* the file's own relabeling, for comparison */
+  {
+    g_autoptr(NapkinAnalysis) a = napkin_analyze (copy, arch, &s.options, NULL);
+
+    if (a != NULL && a->feasible)
+      result->current = candidate_new (copy, s.knobs, s.n_knobs, a);
+  }
+
+  result->exhaustive = combos <= max_evals;
+  if (result->exhaustive)
+    exhaustive (&s, 0);
+  else
+    descend (&s);
+
+  g_ptr_array_sort (result->best, compare_candidates);
+  if (result->best->len > s.top_k)
+    g_ptr_array_set_size (result->best, s.top_k);
+
+  for (guint k = 0; k < knobs->len; k++)
+    g_array_unref (g_array_index (knobs, Knob, k).values);
+  return result;
+}
+
+gboolean
+napkin_tune_apply (NapkinDiagram             *diagram,
+                   const NapkinTuneCandidate *candidate,
+                   GError                   **error)
+{
+  for (guint i = 0; candidate->specs[i]; i++)
+    if (!napkin_diagram_override_tile (diagram, candidate->specs[i], error))
+      return FALSE;
+  return napkin_diagram_validate (diagram, error);
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include "napkin-model.h"
+
+G_BEGIN_DECLS
+
+/* Search over relabelings (beyond the paper, which picks tiles by hand): every
+ * legal tile size of every parallel or streamed mark, ranked by the model. */
+
+typedef struct
+{
+  char           *tiles;               /* "block.m=128 block.n=128 block.k=64" */
+  char          **specs;               /* --tile specs: "block.m=parallel:128" */
+  double          predicted_time_s;
+  double          throughput;
+  NapkinResource  bound;
+  gint64          hbm_bytes;
+  gint64          footprint_bytes;     /* largest region footprint */
+  gint64          per_sm;              /* smallest occupancy among regions */
+} NapkinTuneCandidate;
+
+typedef struct
+{
+  guint  top_k;                        /* how many to keep (default 10) */
+  guint  max_evaluations;              /* exhaustive below this, else coordinate descent */
+  gboolean has_dtype;
+  NapkinDtype dtype;
+} NapkinTuneOptions;
+
+typedef struct
+{
+  GPtrArray           *best;           /* NapkinTuneCandidate *, fastest first, feasible only */
+  NapkinTuneCandidate *current;        /* the file's own tiles; NULL if infeasible */
+  guint                evaluated;
+  guint                feasible;
+  gboolean             exhaustive;
+} NapkinTuneResult;
+
+void              napkin_tune_candidate_free (NapkinTuneCandidate      *candidate);
+void              napkin_tune_result_free    (NapkinTuneResult         *result);
+NapkinTuneResult *napkin_tune                (NapkinDiagram            *diagram,
+                                              NapkinArch               *arch,
+                                              const NapkinTuneOptions  *options,
+                                              GError                  **error);
+/* Sets the candidate's tiles on the diagram (as --tile would). */
+gboolean          napkin_tune_apply          (NapkinDiagram            *diagram,
+                                              const NapkinTuneCandidate *candidate,
+                                              GError                  **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinTuneCandidate, napkin_tune_candidate_free)
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinTuneResult, napkin_tune_result_free)
+
+G_END_DECLS
