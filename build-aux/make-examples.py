@@ -133,6 +133,37 @@ def attention(flash=False):
                "O = softmax(Q·Kᵀ/√d)·V with the scores materialised in device memory: every operation "
                "reads and writes HBM.", axes, tensors, nodes, wires)
 
+def hopper_attention():
+    # The paper's Hopper sketch: Q·Kᵀ on fp8 tensor cores, P·V in fp16; a thread block
+    # of 128 queries holds two consumer warpgroups of 64 queries each.
+    d = 128
+    axes = [("b", 4), ("h", 16), ("q", 4096), ("k", 4096), ("d", d)]
+    tensors = [("Q", ["b", "h", "q", "d"], "fp8-e4m3"), ("K", ["b", "h", "k", "d"], "fp8-e4m3"),
+               ("V", ["b", "h", "k", "d"], "fp16"), ("O", ["b", "h", "q", "d"], "fp16")]
+    nodes = [node("q_in", "input", 40, 40, "Q", tensor="Q"),
+             node("k_in", "input", 40, 180, "K", tensor="K"),
+             node("v_in", "input", 480, 300, "V", tensor="V"),
+             node("qk", "contract", 260, 100, "Q·Kᵀ (fp8)", out=["b", "h", "q", "k"], dtype="fp16"),
+             node("scale", "map", 480, 100, "·1/√d", fn="scale", alpha=1 / math.sqrt(d)),
+             node("sm", "softmax", 700, 100, "softmax", axis="k"),
+             node("pv", "contract", 920, 160, "P·V (fp16)", out=["b", "h", "q", "d"]),
+             node("o", "output", 1140, 160, "O", tensor="O")]
+    wires = [("q_in", "qk", 0), ("k_in", "qk", 1), ("qk", "scale", 0), ("scale", "sm", 0),
+             ("sm", "pv", 0), ("v_in", "pv", 1), ("pv", "o", 0)]
+    block = region("block", "smem", ["qk", "scale", "sm", "pv"],
+                   [("b", ("parallel", 1)), ("h", ("parallel", 1)), ("q", ("parallel", 128)),
+                    ("k", ("stream", 128)), ("d", "whole")], stages=2)
+    block["threads"] = 256
+    warpgroup = region("warpgroup", "registers", ["qk", "scale", "sm", "pv"],
+                       [("q", ("parallel", 64)), ("k", "whole"), ("d", "whole")])
+    warpgroup["threads"] = 128
+    return doc("Hopper attention: fp8 Q·Kᵀ, fp16 P·V",
+               "The paper's Hopper sketch (Abbott & Zardini, FlashAttention on a Napkin, §5): the first "
+               "product runs on fp8 tensor cores, the second in fp16; blocks of 128 queries stream keys "
+               "in chunks of 128, and each warpgroup (128 threads) keeps 64 queries in registers. "
+               "Ideal tensor-core throughput on H100: 2/(1/1979 + 1/989) ≈ 1.32 PFLOP/s.",
+               axes, tensors, nodes, wires, [block, warpgroup])
+
 EXAMPLES = {
     "matmul.napkin": matmul(),
     "matmul-tiled.napkin": matmul(tiled=True),
@@ -142,6 +173,7 @@ EXAMPLES = {
     "mlp.napkin": mlp(),
     "attention.napkin": attention(),
     "flash-attention.napkin": attention(flash=True),
+    "hopper-attention-fp8.napkin": hopper_attention(),
 }
 
 if __name__ == "__main__":

@@ -169,8 +169,8 @@ print_analysis_text (NapkinAnalysis *a,
   g_autofree char *en = human (a->energy_j, "J");
   g_autofree char *fl = human ((double) a->flops_total, "FLOP");
 
-  printf ("%s on %s (%s)%s%s\n", path, a->arch->id, a->arch->name, a->has_dtype ? ", all tensors " : "",
-          a->has_dtype ? napkin_dtype_to_string (a->dtype) : "");
+  printf ("%s on %s (%s)%s%s%s\n", path, a->arch->id, a->arch->name, a->has_dtype ? ", all tensors " : "",
+          a->has_dtype ? napkin_dtype_to_string (a->dtype) : "", a->paper ? ", the paper's model (no L2 reuse)" : "");
   printf ("\n%s: %s\n", a->feasible ? "feasible" : "INFEASIBLE", a->feasible ? "every region fits" : "");
   for (guint i = 0; i < a->errors->len; i++)
     printf ("  error: %s\n", (const char *) g_ptr_array_index (a->errors, i));
@@ -287,7 +287,7 @@ parse_dtype_option (const char  *command,
   if (!napkin_dtype_from_string (str, out))
     {
       napkin_cli_usage_error (command, "--dtype: unknown element type “%s” (fp32, tf32, fp16, bf16, "
-                              "fp8_e4m3, fp8_e5m2, int8)", str);
+                              "fp8-e4m3, fp8-e5m2, int8)", str);
       return FALSE;
     }
   *has = TRUE;
@@ -320,10 +320,12 @@ napkin_cli_analyze (int    argc,
   g_autofree char *arch_id = NULL;
   g_autofree char *dtype_str = NULL;
   g_autofree char *format_str = NULL;
+  gboolean paper = FALSE;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs); default h100", "ID" },
     { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_str, "Give every tensor this element type (quantisation)", "T" },
     { "format", 0, 0, G_OPTION_ARG_STRING, &format_str, "Output: text (default), json, csv or md", "F" },
+    { "paper", 0, 0, G_OPTION_ARG_NONE, &paper, "The paper's model: every tile from device memory, no L2 reuse", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -353,6 +355,7 @@ napkin_cli_analyze (int    argc,
 
   if ((rc = load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
+  options.paper = paper;
   analysis = napkin_analyze (diagram, arch, &options, &error);
   if (analysis == NULL)
     {
@@ -395,10 +398,12 @@ napkin_cli_compare (int    argc,
   g_autofree char *arch_ids = NULL;
   g_autofree char *dtype_ids = NULL;
   g_autofree char *format_str = NULL;
+  gboolean paper = FALSE;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_ids, "Comma-separated architecture ids (default: all)", "ID,ID,…" },
     { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_ids, "Comma-separated element types to try besides the file's own", "T,T,…" },
     { "format", 0, 0, G_OPTION_ARG_STRING, &format_str, "Output: text (default), json, csv or md", "F" },
+    { "paper", 0, 0, G_OPTION_ARG_NONE, &paper, "The paper's model: every tile from device memory, no L2 reuse", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -477,7 +482,7 @@ napkin_cli_compare (int    argc,
       {
         NapkinArch *arch = g_ptr_array_index (arches, i);
         int dt = g_array_index (dtypes, int, j);
-        NapkinAnalyzeOptions options = { dt >= 0, dt >= 0 ? (NapkinDtype) dt : NAPKIN_DTYPE_FP16, j > 0 || i > 0 };
+        NapkinAnalyzeOptions options = { dt >= 0, dt >= 0 ? (NapkinDtype) dt : NAPKIN_DTYPE_FP16, j > 0 || i > 0, paper };
         g_autoptr(GError) error = NULL;
         g_autoptr(NapkinAnalysis) a = napkin_analyze (diagram, arch, &options, &error);
         const char *dname = dt >= 0 ? napkin_dtype_to_string (dt) : "file";

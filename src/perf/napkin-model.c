@@ -733,7 +733,21 @@ model_occupancy (Model *m,
                                                                / cc->threads * threads));
         }
       if (!child)
-        register_bytes = cost->intermediate_bytes;
+        {
+          /* contraction results accumulate in registers, in 32-bit words */
+          register_bytes = cost->intermediate_bytes;
+          for (guint t = 0; t < cost->transfers->len; t++)
+            {
+              const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, t);
+
+              if (tr->is_output && napkin_diagram_node (m->d, tr->node)->kind == NAPKIN_OP_CONTRACT)
+                register_bytes = add (m, register_bytes, mul (m, tr->tile_elements, 4));
+            }
+          /* without an explicit "threads", the fewest (from 128) that hold it */
+          while (!m->rs[r].explicit_threads && threads < 1024
+                 && 32.0 + ceil ((double) register_bytes / threads / 4.0) > arch->max_registers_per_thread)
+            threads *= 2;
+        }
     }
   cost->threads = threads;
   per_thread = 32.0 + ceil ((double) register_bytes / threads / 4.0);   /* 32: indices and addresses */

@@ -3,6 +3,7 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "napkin-tune.h"
@@ -17,6 +18,7 @@ typedef struct
   NapkinMarkKind kind;
   GArray        *values;        /* gint64 */
   guint          choice;
+  int            parent_knob;   /* the same axis in the enclosing region, or -1 */
 } Knob;
 
 void
@@ -90,6 +92,7 @@ candidate_new (NapkinDiagram  *copy,
   c->tiles = g_strdup (tiles->str);
   c->specs = g_strv_builder_end (specs);
   c->predicted_time_s = a->predicted_time_s;
+  c->serial_time_s = a->serial_time_s;
   c->throughput = a->throughput;
   c->bound = a->bound;
   c->hbm_bytes = a->levels[NAPKIN_LEVEL_HBM].transfer_bytes;
@@ -113,8 +116,13 @@ compare_candidates (gconstpointer pa,
   const NapkinTuneCandidate *a = *(NapkinTuneCandidate * const *) pa;
   const NapkinTuneCandidate *b = *(NapkinTuneCandidate * const *) pb;
 
-  if (a->predicted_time_s != b->predicted_time_s)
+  /* equal within rounding: prefer less serial time, then less device traffic */
+  if (fabs (a->predicted_time_s - b->predicted_time_s) > 1e-9 * MAX (a->predicted_time_s, b->predicted_time_s))
     return a->predicted_time_s < b->predicted_time_s ? -1 : 1;
+  if (fabs (a->serial_time_s - b->serial_time_s) > 1e-9 * MAX (a->serial_time_s, b->serial_time_s))
+    return a->serial_time_s < b->serial_time_s ? -1 : 1;
+  if (a->hbm_bytes != b->hbm_bytes)
+    return a->hbm_bytes < b->hbm_bytes ? -1 : 1;
   if (a->footprint_bytes != b->footprint_bytes)   /* same time: the smaller tile */
     return a->footprint_bytes < b->footprint_bytes ? -1 : 1;
   return strcmp (a->tiles, b->tiles);
@@ -141,6 +149,12 @@ evaluate (Search *s)
   g_autoptr(GError) error = NULL;
   double *cached, time;
 
+  /* a nested region's tile beyond its parent's repeats a smaller one */
+  for (guint k = 0; k < s->n_knobs; k++)
+    if (s->knobs[k].parent_knob >= 0
+        && g_array_index (s->knobs[k].values, gint64, s->knobs[k].choice)
+           > g_array_index (s->knobs[s->knobs[k].parent_knob].values, gint64, s->knobs[s->knobs[k].parent_knob].choice))
+      return G_MAXDOUBLE;
   for (guint k = 0; k < s->n_knobs; k++)
     g_string_append_printf (key, "%u,", s->knobs[k].choice);
   if ((cached = g_hash_table_lookup (s->seen, key->str)))
@@ -266,7 +280,31 @@ napkin_tune (NapkinDiagram            *diagram,
           for (gint64 v = lo; v <= MIN (size, cap); v *= 2)
             knob_add_value (&knob, v);
           combos *= knob.values->len;
+          knob.parent_knob = -1;
           g_array_append_val (knobs, knob);
+        }
+    }
+
+  /* Pair each knob with the same axis's knob in the smallest enclosing region. */
+  for (guint k = 0; k < knobs->len; k++)
+    {
+      Knob *inner = &g_array_index (knobs, Knob, k);
+      const NapkinRegion *ri = napkin_diagram_region (copy, inner->region);
+      guint best_size = G_MAXUINT;
+
+      for (guint j = 0; j < knobs->len; j++)
+        {
+          Knob *outer = &g_array_index (knobs, Knob, j);
+          const NapkinRegion *ro = napkin_diagram_region (copy, outer->region);
+          gboolean contains = ro->level < ri->level && ro->nodes->len >= ri->nodes->len;
+
+          for (guint n = 0; contains && n < ri->nodes->len; n++)
+            contains = napkin_region_has_node (ro, g_ptr_array_index (ri->nodes, n));
+          if (j != k && contains && strcmp (outer->axis, inner->axis) == 0 && ro->nodes->len < best_size)
+            {
+              best_size = ro->nodes->len;
+              inner->parent_knob = j;
+            }
         }
     }
 

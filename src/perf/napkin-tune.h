@@ -13,6 +13,7 @@ typedef struct
   char           *tiles;               /* "block.m=128 block.n=128 block.k=64" */
   char          **specs;               /* --tile specs: "block.m=parallel:128" */
   double          predicted_time_s;
+  double          serial_time_s;
   double          throughput;
   NapkinResource  bound;
   gint64          hbm_bytes;
