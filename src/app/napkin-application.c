@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-application"
+
+#include "config.h"
+
+#include <stdio.h>
+
+#include <glib/gi18n.h>
+
+#include "napkin-application.h"
+#include "napkin-file.h"
+
+struct _NapkinApplication
+{
+  AdwApplication parent_instance;
+
+  char          *screenshot;
+  int            status;
+};
+
+G_DEFINE_FINAL_TYPE (NapkinApplication, napkin_application, ADW_TYPE_APPLICATION)
+
+static NapkinWindow *
+active_napkin_window (NapkinApplication *self)
+{
+  GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (self));
+
+  return NAPKIN_IS_WINDOW (window) ? NAPKIN_WINDOW (window) : NULL;
+}
+
+int
+napkin_application_get_status (NapkinApplication *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_APPLICATION (self), 1);
+
+  return self->status;
+}
+
+NapkinWindow *
+napkin_application_open_file (NapkinApplication *self,
+                              GFile             *file,
+                              NapkinWindow      *reuse)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinWindow *window;
+  GList *windows;
+
+  g_return_val_if_fail (NAPKIN_IS_APPLICATION (self), NULL);
+  g_return_val_if_fail (G_IS_FILE (file), NULL);
+
+  /* A file that is already open comes to the front instead of opening twice. */
+  windows = gtk_application_get_windows (GTK_APPLICATION (self));
+  for (GList *l = windows; l; l = l->next)
+    if (NAPKIN_IS_WINDOW (l->data) && napkin_window_get_file (l->data)
+        && g_file_equal (napkin_window_get_file (l->data), file))
+      {
+        gtk_window_present (l->data);
+        return l->data;
+      }
+
+  if (reuse != NULL && napkin_window_is_pristine (reuse))
+    window = reuse;
+  else
+    {
+      NapkinWindow *errors_to = reuse ? reuse : active_napkin_window (self);
+      g_autofree char *path = g_file_get_path (file);
+      g_autoptr(NapkinDiagram) probe = NULL;
+
+      /* Check before making a window: a broken file must leave the open
+       * documents as they were and say why where the user is looking. */
+      probe = path ? napkin_diagram_load_from_file (path, NAPKIN_LOAD_DEFAULT, &error) : NULL;
+      if (probe == NULL && errors_to != NULL)
+        {
+          g_autofree char *name = g_file_get_parse_name (file);
+          g_autofree char *message = g_strdup_printf (_("Could not open “%s”: %s"), name,
+                                                      error ? error->message : _("not a local file"));
+
+          napkin_window_show_error (errors_to, message);
+          return NULL;
+        }
+      g_clear_error (&error);
+      window = napkin_window_new (GTK_APPLICATION (self));
+      if (probe != NULL)
+        {
+          g_autofree char *uri = g_file_get_uri (file);
+
+          napkin_window_set_document (window, probe, file);
+          gtk_recent_manager_add_item (gtk_recent_manager_get_default (), uri);
+          gtk_window_present (GTK_WINDOW (window));
+          return window;
+        }
+    }
+
+  if (!napkin_window_load_file (window, file, &error) && napkin_window_get_history (window) == NULL)
+    napkin_window_load_default (window);
+  gtk_window_present (GTK_WINDOW (window));
+  return error == NULL ? window : NULL;
+}
+
+static void
+screenshot_done_cb (GObject      *object,
+                    GAsyncResult *result,
+                    gpointer      user_data)
+{
+  g_autoptr(NapkinApplication) self = user_data;
+  g_autoptr(GError) error = NULL;
+
+  if (!napkin_window_screenshot_finish (NAPKIN_WINDOW (object), result, &error))
+    {
+      g_printerr ("napkin: --screenshot: %s\n", error->message);
+      self->status = 1;
+    }
+  g_application_quit (G_APPLICATION (self));
+}
+
+static void
+maybe_screenshot (NapkinApplication *self,
+                  NapkinWindow      *window)
+{
+  if (self->screenshot == NULL || window == NULL)
+    return;
+  napkin_window_screenshot_async (window, self->screenshot, screenshot_done_cb, g_object_ref (self));
+  g_clear_pointer (&self->screenshot, g_free);
+}
+
+static void
+napkin_application_activate (GApplication *app)
+{
+  NapkinApplication *self = NAPKIN_APPLICATION (app);
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+
+  /* No file: the bundled FlashAttention example. */
+  napkin_window_load_default (window);
+  gtk_window_present (GTK_WINDOW (window));
+  maybe_screenshot (self, window);
+}
+
+static void
+napkin_application_open (GApplication  *app,
+                         GFile        **files,
+                         int            n_files,
+                         const char    *hint)
+{
+  NapkinApplication *self = NAPKIN_APPLICATION (app);
+  NapkinWindow *first = NULL;
+
+  for (int i = 0; i < n_files; i++)
+    {
+      NapkinWindow *window = napkin_application_open_file (self, files[i], NULL);
+
+      if (window == NULL && active_napkin_window (self) == NULL)
+        {
+          /* Nothing else is open: show the error over the default example. */
+          g_autoptr(GError) error = NULL;
+
+          window = napkin_window_new (GTK_APPLICATION (app));
+          napkin_window_load_default (window);
+          napkin_window_load_file (window, files[i], &error);
+          gtk_window_present (GTK_WINDOW (window));
+        }
+      if (first == NULL)
+        first = window;
+    }
+  maybe_screenshot (self, first ? first : active_napkin_window (self));
+}
+
+static int
+napkin_application_handle_local_options (GApplication *app,
+                                         GVariantDict *options)
+{
+  NapkinApplication *self = NAPKIN_APPLICATION (app);
+  const char *screenshot = NULL;
+
+  if (g_variant_dict_contains (options, "version"))
+    {
+      printf ("napkin %s\n", PACKAGE_VERSION);
+      return 0;
+    }
+  if (g_variant_dict_lookup (options, "screenshot", "^&ay", &screenshot))
+    {
+      /* A screenshot run is its own process: never hand over to a running one. */
+      self->screenshot = g_strdup (screenshot);
+      g_application_set_flags (app, g_application_get_flags (app) | G_APPLICATION_NON_UNIQUE);
+    }
+  return -1;
+}
+
+static void
+quit_action (GSimpleAction *action,
+             GVariant      *parameter,
+             gpointer       user_data)
+{
+  GtkApplication *app = user_data;
+  GList *windows = g_list_copy (gtk_application_get_windows (app));
+
+  /* Each window asks about its unsaved changes. */
+  for (GList *l = windows; l; l = l->next)
+    gtk_window_close (l->data);
+  g_list_free (windows);
+}
+
+static void
+new_window_action (GSimpleAction *action,
+                   GVariant      *parameter,
+                   gpointer       user_data)
+{
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (user_data));
+  g_autoptr(NapkinDiagram) diagram = napkin_diagram_new ();
+
+  napkin_window_set_document (window, diagram, NULL);
+  gtk_window_present (GTK_WINDOW (window));
+}
+
+static void
+about_action (GSimpleAction *action,
+              GVariant      *parameter,
+              gpointer       user_data)
+{
+  GtkApplication *app = user_data;
+  const char *developers[] = { "The Napkin authors", NULL };
+  GtkWidget *about;
+
+  about = adw_about_window_new ();
+  gtk_window_set_transient_for (GTK_WINDOW (about), gtk_application_get_active_window (app));
+  adw_about_window_set_application_name (ADW_ABOUT_WINDOW (about), _("Napkin"));
+  adw_about_window_set_application_icon (ADW_ABOUT_WINDOW (about), APP_ID);
+  adw_about_window_set_version (ADW_ABOUT_WINDOW (about), PACKAGE_VERSION);
+  adw_about_window_set_comments (ADW_ABOUT_WINDOW (about),
+                                 _("Draw a GPU algorithm as a string diagram, relabel it onto memory levels, "
+                                   "model it and generate CUDA. After “FlashAttention on a Napkin” "
+                                   "(Abbott & Zardini, 2025)."));
+  adw_about_window_set_license_type (ADW_ABOUT_WINDOW (about), GTK_LICENSE_GPL_3_0);
+  adw_about_window_set_developers (ADW_ABOUT_WINDOW (about), developers);
+  adw_about_window_set_translator_credits (ADW_ABOUT_WINDOW (about), _("translator-credits"));
+  gtk_window_present (GTK_WINDOW (about));
+}
+
+static const GActionEntry app_actions[] = {
+  { "quit", quit_action },
+  { "new-window", new_window_action },
+  { "about", about_action },
+};
+
+static void
+napkin_application_startup (GApplication *app)
+{
+  static const char *quit_accels[] = { "<Control>q", NULL };
+  static const char *new_window_accels[] = { "<Control><Shift>n", NULL };
+  g_autoptr(GtkCssProvider) css = gtk_css_provider_new ();
+
+  G_APPLICATION_CLASS (napkin_application_parent_class)->startup (app);
+
+  g_action_map_add_action_entries (G_ACTION_MAP (app), app_actions, G_N_ELEMENTS (app_actions), app);
+  gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.quit", quit_accels);
+  gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.new-window", new_window_accels);
+
+  gtk_css_provider_load_from_resource (css, "/io/github/napkin/Napkin/ui/style.css");
+  gtk_style_context_add_provider_for_display (gdk_display_get_default (), GTK_STYLE_PROVIDER (css),
+                                              GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+}
+
+static void
+napkin_application_finalize (GObject *object)
+{
+  NapkinApplication *self = NAPKIN_APPLICATION (object);
+
+  g_clear_pointer (&self->screenshot, g_free);
+  G_OBJECT_CLASS (napkin_application_parent_class)->finalize (object);
+}
+
+static void
+napkin_application_class_init (NapkinApplicationClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GApplicationClass *app_class = G_APPLICATION_CLASS (klass);
+
+  object_class->finalize = napkin_application_finalize;
+  app_class->activate = napkin_application_activate;
+  app_class->open = napkin_application_open;
+  app_class->startup = napkin_application_startup;
+  app_class->handle_local_options = napkin_application_handle_local_options;
+}
+
+static void
+napkin_application_init (NapkinApplication *self)
+{
+  static const GOptionEntry entries[] = {
+    { "screenshot", 0, 0, G_OPTION_ARG_FILENAME, NULL,
+      N_("Draw the window once, save it as a PNG and quit"), N_("FILE.png") },
+    { "version", 0, 0, G_OPTION_ARG_NONE, NULL, N_("Print the version and quit"), NULL },
+    { NULL }
+  };
+
+  g_application_add_main_option_entries (G_APPLICATION (self), entries);
+  g_application_set_option_context_parameter_string (G_APPLICATION (self), _("[FILE…]"));
+}
+
+NapkinApplication *
+napkin_application_new (void)
+{
+  return g_object_new (NAPKIN_TYPE_APPLICATION,
+                       "application-id", APP_ID,
+                       "flags", G_APPLICATION_HANDLES_OPEN,
+                       "resource-base-path", "/io/github/napkin/Napkin",
+                       NULL);
+}

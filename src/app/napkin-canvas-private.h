@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include "napkin-canvas.h"
+
+G_BEGIN_DECLS
+
+/* The pointer paths of the gestures, in widget coordinates, so that tests can drive
+ * exactly what a drag runs (GTK 4 has no public way to synthesize events). */
+void     _napkin_canvas_drag_begin     (NapkinCanvas    *self,
+                                        double           x,
+                                        double           y,
+                                        GdkModifierType  state);
+void     _napkin_canvas_drag_update    (NapkinCanvas    *self,
+                                        double           dx,
+                                        double           dy);
+void     _napkin_canvas_drag_end       (NapkinCanvas    *self,
+                                        double           dx,
+                                        double           dy);
+gboolean _napkin_canvas_drop_string    (NapkinCanvas    *self,
+                                        const char      *payload,
+                                        double           x,
+                                        double           y);
+void     _napkin_canvas_doc_to_widget  (NapkinCanvas    *self,
+                                        double           doc_x,
+                                        double           doc_y,
+                                        double          *x,
+                                        double          *y);
+/* The live connection feedback: NULL while the hovered port accepts the wire. */
+const char *_napkin_canvas_get_connect_problem (NapkinCanvas *self);
+
+G_END_DECLS

@@ -1,0 +1,1661 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-canvas"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n.h>
+
+#include "napkin-canvas-private.h"
+#include "napkin-clipboard.h"
+#include "napkin-edit.h"
+#include "napkin-render.h"
+#include "napkin-validate.h"
+
+#define MIN_ZOOM 0.1
+#define MAX_ZOOM 6.0
+
+typedef enum
+{
+  MODE_NONE,
+  MODE_MOVE,
+  MODE_CONNECT,
+  MODE_RUBBER,
+  MODE_RESIZE,
+  MODE_PAN,
+} DragMode;
+
+typedef struct
+{
+  char  *id;
+  double x;
+  double y;
+} MovedNode;
+
+struct _NapkinCanvas
+{
+  GtkWidget      parent_instance;
+
+  NapkinHistory *history;
+  NapkinDiagram *diagram;
+  gulong         changed_id;
+  GPtrArray     *problems;
+
+  double         zoom;
+  double         origin_x;      /* document point at the widget's top-left */
+  double         origin_y;
+  gboolean       needs_fit;
+
+  GHashTable    *selected;      /* node id → NULL */
+  char          *selected_region;
+  char          *selected_wire_to;
+  guint          selected_wire_port;
+
+  gboolean       region_tool;
+  NapkinLevel    region_level;
+
+  /* The drag in progress, in document coordinates. */
+  DragMode       mode;
+  double         start_x;
+  double         start_y;
+  double         cur_x;
+  double         cur_y;
+  GArray        *moved;         /* MovedNode */
+  gboolean       dragged;
+  char          *connect_node;  /* where the wire starts */
+  int            connect_port;  /* -1: from the output; else from that input */
+  int            feedback_node; /* the port under the pointer, cached */
+  int            feedback_port;
+  char          *feedback_problem;
+  char          *resize_region;
+  NapkinRect     resize_rect;
+  double         pan_origin_x;
+  double         pan_origin_y;
+  double         zoom_start;
+  double         pointer_x;     /* widget coordinates, for zooming around it */
+  double         pointer_y;
+  gboolean       pointer_inside;
+};
+
+G_DEFINE_FINAL_TYPE (NapkinCanvas, napkin_canvas, GTK_TYPE_WIDGET)
+
+enum {
+  SELECTION_CHANGED,
+  MESSAGE,
+  N_SIGNALS
+};
+
+enum {
+  PROP_0,
+  PROP_ZOOM,
+  N_PROPS
+};
+
+static guint signals[N_SIGNALS];
+static GParamSpec *properties[N_PROPS];
+
+static void
+widget_to_doc (NapkinCanvas *self,
+               double        x,
+               double        y,
+               double       *doc_x,
+               double       *doc_y)
+{
+  *doc_x = x / self->zoom + self->origin_x;
+  *doc_y = y / self->zoom + self->origin_y;
+}
+
+void
+_napkin_canvas_doc_to_widget (NapkinCanvas *self,
+                              double        doc_x,
+                              double        doc_y,
+                              double       *x,
+                              double       *y)
+{
+  *x = (doc_x - self->origin_x) * self->zoom;
+  *y = (doc_y - self->origin_y) * self->zoom;
+}
+
+static void
+emit_selection_changed (NapkinCanvas *self)
+{
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_signal_emit (self, signals[SELECTION_CHANGED], 0);
+}
+
+static void
+emit_message (NapkinCanvas *self,
+              const char   *message)
+{
+  g_signal_emit (self, signals[MESSAGE], 0, message);
+}
+
+static void
+clear_selection_quietly (NapkinCanvas *self)
+{
+  g_hash_table_remove_all (self->selected);
+  g_clear_pointer (&self->selected_region, g_free);
+  g_clear_pointer (&self->selected_wire_to, g_free);
+}
+
+/* ---------------------------------------------------------------- model */
+
+static void
+diagram_changed_cb (NapkinCanvas  *self,
+                    NapkinDiagram *diagram)
+{
+  GHashTableIter iter;
+  gpointer key;
+  gboolean lost = FALSE;
+
+  g_assert (NAPKIN_IS_CANVAS (self));
+
+  g_clear_pointer (&self->problems, g_ptr_array_unref);
+  self->problems = napkin_diagram_check (diagram);
+
+  /* Forget selected items that an edit or an undo removed. */
+  g_hash_table_iter_init (&iter, self->selected);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    if (napkin_diagram_find_node (diagram, key) < 0)
+      {
+        g_hash_table_iter_remove (&iter);
+        lost = TRUE;
+      }
+  if (self->selected_region && napkin_diagram_find_region (diagram, self->selected_region) < 0)
+    {
+      g_clear_pointer (&self->selected_region, g_free);
+      lost = TRUE;
+    }
+  if (self->selected_wire_to)
+    {
+      int t = napkin_diagram_find_node (diagram, self->selected_wire_to);
+
+      if (t < 0 || napkin_diagram_wire_for_port (diagram, t, self->selected_wire_port) < 0)
+        {
+          g_clear_pointer (&self->selected_wire_to, g_free);
+          lost = TRUE;
+        }
+    }
+
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  /* Listeners (the inspector) refresh on this too, so always tell them. */
+  g_signal_emit (self, signals[SELECTION_CHANGED], 0);
+  (void) lost;
+}
+
+NapkinHistory *
+napkin_canvas_get_history (NapkinCanvas *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+
+  return self->history;
+}
+
+void
+napkin_canvas_set_history (NapkinCanvas  *self,
+                           NapkinHistory *history)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+  g_return_if_fail (history == NULL || NAPKIN_IS_HISTORY (history));
+
+  if (self->history == history)
+    return;
+
+  if (self->diagram != NULL)
+    g_clear_signal_handler (&self->changed_id, self->diagram);
+  g_clear_object (&self->diagram);
+  g_clear_object (&self->history);
+  g_clear_pointer (&self->problems, g_ptr_array_unref);
+  clear_selection_quietly (self);
+
+  if (history != NULL)
+    {
+      self->history = g_object_ref (history);
+      self->diagram = g_object_ref (napkin_history_get_diagram (history));
+      self->changed_id = g_signal_connect_object (self->diagram, "changed",
+                                                  G_CALLBACK (diagram_changed_cb), self,
+                                                  G_CONNECT_SWAPPED);
+      self->problems = napkin_diagram_check (self->diagram);
+      self->needs_fit = TRUE;
+      gtk_widget_queue_allocate (GTK_WIDGET (self));
+    }
+  emit_selection_changed (self);
+}
+
+/* ---------------------------------------------------------------- view */
+
+double
+napkin_canvas_get_zoom (NapkinCanvas *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), 1.0);
+
+  return self->zoom;
+}
+
+/* Zooms keeping the document point under (wx, wy) in place. */
+static void
+zoom_around (NapkinCanvas *self,
+             double        zoom,
+             double        wx,
+             double        wy)
+{
+  double dx, dy;
+
+  zoom = CLAMP (zoom, MIN_ZOOM, MAX_ZOOM);
+  if (zoom == self->zoom)
+    return;
+  widget_to_doc (self, wx, wy, &dx, &dy);
+  self->zoom = zoom;
+  self->origin_x = dx - wx / zoom;
+  self->origin_y = dy - wy / zoom;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ZOOM]);
+}
+
+void
+napkin_canvas_set_zoom (NapkinCanvas *self,
+                        double        zoom)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  zoom_around (self, zoom, gtk_widget_get_width (GTK_WIDGET (self)) / 2.0,
+               gtk_widget_get_height (GTK_WIDGET (self)) / 2.0);
+}
+
+void
+napkin_canvas_zoom_to_fit (NapkinCanvas *self)
+{
+  int width, height;
+  NapkinRect bounds;
+  double zoom;
+
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  width = gtk_widget_get_width (GTK_WIDGET (self));
+  height = gtk_widget_get_height (GTK_WIDGET (self));
+  if (self->diagram == NULL || width <= 1 || height <= 1)
+    {
+      self->needs_fit = TRUE;
+      return;
+    }
+  self->needs_fit = FALSE;
+
+  napkin_render_bounds (self->diagram, &bounds);
+  if (bounds.width <= 0 || bounds.height <= 0)
+    bounds = (NapkinRect) { 0, 0, 400, 300 };
+  /* Leave room for the legend in the bottom-left corner. */
+  zoom = MIN ((width - 40) / bounds.width, (height - 150) / bounds.height);
+  zoom = CLAMP (zoom, MIN_ZOOM, 1.5);
+  self->zoom = zoom;
+  self->origin_x = bounds.x + bounds.width / 2 - width / 2.0 / zoom;
+  self->origin_y = bounds.y + bounds.height / 2 - (height - 110) / 2.0 / zoom;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ZOOM]);
+}
+
+/* ---------------------------------------------------------------- selection */
+
+char **
+napkin_canvas_dup_selected_nodes (NapkinCanvas *self)
+{
+  GPtrArray *ids = g_ptr_array_new ();
+
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+
+  /* In diagram order, so that results do not depend on hashing. */
+  if (self->diagram != NULL)
+    for (guint n = 0; n < napkin_diagram_n_nodes (self->diagram); n++)
+      {
+        const char *id = napkin_diagram_node (self->diagram, n)->id;
+
+        if (g_hash_table_contains (self->selected, id))
+          g_ptr_array_add (ids, g_strdup (id));
+      }
+  g_ptr_array_add (ids, NULL);
+  return (char **) g_ptr_array_free (ids, FALSE);
+}
+
+const char *
+napkin_canvas_get_selected_region (NapkinCanvas *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+
+  return self->selected_region;
+}
+
+gboolean
+napkin_canvas_get_selected_wire (NapkinCanvas  *self,
+                                 const char   **to,
+                                 guint         *port)
+{
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), FALSE);
+
+  if (self->selected_wire_to == NULL)
+    return FALSE;
+  *to = self->selected_wire_to;
+  *port = self->selected_wire_port;
+  return TRUE;
+}
+
+void
+napkin_canvas_select_node (NapkinCanvas *self,
+                           const char   *id,
+                           gboolean      extend)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  if (!extend)
+    clear_selection_quietly (self);
+  g_clear_pointer (&self->selected_region, g_free);
+  g_clear_pointer (&self->selected_wire_to, g_free);
+  if (id != NULL)
+    g_hash_table_add (self->selected, g_strdup (id));
+  emit_selection_changed (self);
+}
+
+void
+napkin_canvas_select_region (NapkinCanvas *self,
+                             const char   *name)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  clear_selection_quietly (self);
+  self->selected_region = g_strdup (name);
+  emit_selection_changed (self);
+}
+
+static void
+select_wire (NapkinCanvas *self,
+             guint         w)
+{
+  const NapkinWire *wire = napkin_diagram_wire (self->diagram, w);
+
+  clear_selection_quietly (self);
+  self->selected_wire_to = g_strdup (wire->to);
+  self->selected_wire_port = wire->port;
+  emit_selection_changed (self);
+}
+
+void
+napkin_canvas_select_all (NapkinCanvas *self)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  clear_selection_quietly (self);
+  if (self->diagram != NULL)
+    for (guint n = 0; n < napkin_diagram_n_nodes (self->diagram); n++)
+      g_hash_table_add (self->selected, g_strdup (napkin_diagram_node (self->diagram, n)->id));
+  emit_selection_changed (self);
+}
+
+void
+napkin_canvas_clear_selection (NapkinCanvas *self)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  clear_selection_quietly (self);
+  emit_selection_changed (self);
+}
+
+/* ---------------------------------------------------------------- edits */
+
+static char *
+unique_name (NapkinDiagram  *diagram,
+             NapkinItemKind  kind,
+             const char     *stem)
+{
+  for (guint i = 1;; i++)
+    {
+      char *name = g_strdup_printf ("%s%u", stem, i);
+
+      if (napkin_diagram_find (diagram, kind, name) < 0)
+        return name;
+      g_free (name);
+    }
+}
+
+/* Axis names for a new operation: the diagram's, adding one when it has none. */
+static const char *
+ensure_axis (NapkinCanvas  *self,
+             guint          index,
+             GError       **error)
+{
+  if (napkin_diagram_n_axes (self->diagram) == 0
+      && !napkin_edit_add_axis (self->history, "i", 1024, error))
+    return NULL;
+  index = MIN (index, napkin_diagram_n_axes (self->diagram) - 1);
+  return napkin_diagram_axis (self->diagram, index)->name;
+}
+
+static const char *
+kind_stem (NapkinOpKind kind)
+{
+  switch (kind)
+    {
+    case NAPKIN_OP_INPUT: return "in";
+    case NAPKIN_OP_OUTPUT: return "out";
+    case NAPKIN_OP_CONTRACT: return "contract";
+    case NAPKIN_OP_MAP: return "map";
+    case NAPKIN_OP_REDUCE: return "reduce";
+    case NAPKIN_OP_SOFTMAX: return "softmax";
+    case NAPKIN_OP_NORMALIZE: return "norm";
+    case NAPKIN_OP_REARRANGE: return "rearrange";
+    case NAPKIN_N_OPS:
+    default: return "op";
+    }
+}
+
+char *
+napkin_canvas_add_node (NapkinCanvas  *self,
+                        NapkinOpKind   kind,
+                        double         x,
+                        double         y,
+                        GError       **error)
+{
+  g_autofree char *id = NULL;
+  NapkinNode *node;
+  const char *axis;
+  gboolean ok = FALSE;
+
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+  g_return_val_if_fail (self->history != NULL, NULL);
+  g_return_val_if_fail (kind < NAPKIN_N_OPS, NULL);
+
+  napkin_history_begin_group (self->history, _("Add operation"));
+
+  id = unique_name (self->diagram, NAPKIN_ITEM_NODE, kind_stem (kind));
+  node = napkin_node_new (id, kind);
+  node->x = round (x);
+  node->y = round (y);
+  axis = ensure_axis (self, 0, error);
+  if (axis == NULL)
+    goto out;
+
+  /* Defaults that make a valid operation of this kind; the inspector edits them. */
+  switch (kind)
+    {
+    case NAPKIN_OP_INPUT:
+    case NAPKIN_OP_OUTPUT:
+      {
+        g_autofree char *tensor_name = unique_name (self->diagram, NAPKIN_ITEM_TENSOR,
+                                                    kind == NAPKIN_OP_INPUT ? "X" : "Y");
+        char *axes[] = { (char *) axis, NULL };
+        NapkinTensor tensor = { tensor_name, axes, NAPKIN_DTYPE_FP16, NULL };
+
+        if (!napkin_edit_add_tensor (self->history, &tensor, error))
+          goto out;
+        node->tensor = g_strdup (tensor_name);
+        node->label = g_strdup (tensor_name);
+        break;
+      }
+    case NAPKIN_OP_CONTRACT:
+    case NAPKIN_OP_REARRANGE:
+      node->out = g_new0 (char *, 2);
+      node->out[0] = g_strdup (axis);
+      break;
+    case NAPKIN_OP_MAP:
+      node->fn = NAPKIN_FN_EXP;
+      node->alpha = 1.0;
+      break;
+    case NAPKIN_OP_REDUCE:
+    case NAPKIN_OP_SOFTMAX:
+    case NAPKIN_OP_NORMALIZE:
+      node->axis = g_strdup (axis);
+      node->eps = 1e-5;
+      break;
+    case NAPKIN_N_OPS:
+    default:
+      g_assert_not_reached ();
+    }
+
+  ok = napkin_edit_add_node (self->history, node, error);
+
+out:
+  if (ok)
+    napkin_history_end_group (self->history);
+  else
+    napkin_history_cancel_group (self->history);
+  napkin_item_free (NAPKIN_ITEM_NODE, node);
+  if (!ok)
+    return NULL;
+  napkin_canvas_select_node (self, id, FALSE);
+  return g_steal_pointer (&id);
+}
+
+char *
+napkin_canvas_add_node_at_center (NapkinCanvas  *self,
+                                  NapkinOpKind   kind,
+                                  GError       **error)
+{
+  double x, y;
+
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+
+  widget_to_doc (self, gtk_widget_get_width (GTK_WIDGET (self)) / 2.0 - 30,
+                 gtk_widget_get_height (GTK_WIDGET (self)) / 2.0 - 20, &x, &y);
+  /* Keyboard adds land side by side rather than on top of each other. */
+  for (guint tries = 0; tries < 50; tries++)
+    {
+      NapkinHit hit = napkin_render_hit (self->diagram, x + 10, y + 10, 0);
+
+      if (hit.kind != NAPKIN_HIT_NODE)
+        break;
+      x += 90;
+    }
+  return napkin_canvas_add_node (self, kind, x, y, error);
+}
+
+gboolean
+napkin_canvas_delete_selection (NapkinCanvas  *self,
+                                GError       **error)
+{
+  g_auto(GStrv) ids = NULL;
+  gboolean ok = TRUE;
+
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), FALSE);
+
+  if (self->history == NULL)
+    return TRUE;
+
+  if (self->selected_region != NULL)
+    {
+      g_autofree char *name = g_strdup (self->selected_region);
+
+      return napkin_edit_remove_region (self->history, name, error);
+    }
+  if (self->selected_wire_to != NULL)
+    {
+      g_autofree char *to = g_strdup (self->selected_wire_to);
+
+      return napkin_edit_disconnect (self->history, to, self->selected_wire_port, error);
+    }
+
+  ids = napkin_canvas_dup_selected_nodes (self);
+  if (ids[0] == NULL)
+    return TRUE;
+  napkin_history_begin_group (self->history, _("Delete"));
+  for (guint i = 0; ids[i] && ok; i++)
+    ok = napkin_edit_remove_node (self->history, ids[i], error);
+  if (ok)
+    napkin_history_end_group (self->history);
+  else
+    napkin_history_cancel_group (self->history);
+  return ok;
+}
+
+static char *
+add_region_for (NapkinCanvas       *self,
+                NapkinLevel         level,
+                const char *const  *ids,
+                GError            **error)
+{
+  g_autofree char *name = NULL;
+  NapkinRegion *region;
+  gboolean ok;
+
+  if (ids == NULL || ids[0] == NULL)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                           _("Select the operations the region should hold first"));
+      return NULL;
+    }
+  name = unique_name (self->diagram, NAPKIN_ITEM_REGION,
+                      level == NAPKIN_LEVEL_REGISTERS ? "regs" : level == NAPKIN_LEVEL_L2 ? "l2_" : "block");
+  region = napkin_region_new (name, level);
+  for (guint i = 0; ids[i]; i++)
+    g_ptr_array_add (region->nodes, g_strdup (ids[i]));
+  ok = napkin_edit_add_region (self->history, region, error);
+  napkin_item_free (NAPKIN_ITEM_REGION, region);
+  if (!ok)
+    return NULL;
+  napkin_canvas_select_region (self, name);
+  return g_steal_pointer (&name);
+}
+
+char *
+napkin_canvas_add_region (NapkinCanvas  *self,
+                          NapkinLevel    level,
+                          GError       **error)
+{
+  g_auto(GStrv) ids = NULL;
+
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+  g_return_val_if_fail (self->history != NULL, NULL);
+
+  ids = napkin_canvas_dup_selected_nodes (self);
+  return add_region_for (self, level, (const char *const *) ids, error);
+}
+
+void
+napkin_canvas_set_region_tool (NapkinCanvas *self,
+                               gboolean      active,
+                               NapkinLevel   level)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  self->region_tool = active;
+  self->region_level = level;
+  if (active)
+    gtk_widget_set_cursor_from_name (GTK_WIDGET (self), "crosshair");
+  else
+    gtk_widget_set_cursor (GTK_WIDGET (self), NULL);
+}
+
+void
+napkin_canvas_copy (NapkinCanvas *self)
+{
+  g_auto(GStrv) ids = NULL;
+  g_autofree char *data = NULL;
+
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  if (self->diagram == NULL)
+    return;
+  ids = napkin_canvas_dup_selected_nodes (self);
+  if (ids[0] == NULL)
+    return;
+  data = napkin_diagram_copy_nodes (self->diagram, (const char *const *) ids, NULL);
+  gdk_clipboard_set_text (gtk_widget_get_clipboard (GTK_WIDGET (self)), data);
+}
+
+static void
+paste_text_cb (GObject      *object,
+               GAsyncResult *result,
+               gpointer      user_data)
+{
+  g_autoptr(NapkinCanvas) self = user_data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) new_ids = NULL;
+  g_autofree char *text = gdk_clipboard_read_text_finish (GDK_CLIPBOARD (object), result, &error);
+
+  if (text == NULL || self->history == NULL)
+    return;
+  if (!napkin_edit_paste (self->history, text, -1, 30, 30, &new_ids, &error))
+    {
+      g_autofree char *message = g_strdup_printf (_("Cannot paste: %s"), error->message);
+
+      emit_message (self, message);
+      return;
+    }
+  clear_selection_quietly (self);
+  for (guint i = 0; new_ids && i < new_ids->len; i++)
+    g_hash_table_add (self->selected, g_strdup (g_ptr_array_index (new_ids, i)));
+  emit_selection_changed (self);
+}
+
+void
+napkin_canvas_paste (NapkinCanvas *self)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  gdk_clipboard_read_text_async (gtk_widget_get_clipboard (GTK_WIDGET (self)), NULL,
+                                 paste_text_cb, g_object_ref (self));
+}
+
+/* ---------------------------------------------------------------- connect feedback */
+
+static guint
+count_node_problems (GPtrArray *problems,
+                     guint      node)
+{
+  guint count = 0;
+
+  for (guint i = 0; problems && i < problems->len; i++)
+    {
+      const NapkinProblem *p = g_ptr_array_index (problems, i);
+
+      count += p->kind == NAPKIN_ITEM_NODE && p->index == node;
+    }
+  return count;
+}
+
+/* Tries the wire on a copy: NULL when it fits, else why not (the core's words). */
+static char *
+trial_connect (NapkinCanvas *self,
+               const char   *from,
+               const char   *to,
+               guint         port)
+{
+  g_autoptr(NapkinDiagram) copy = napkin_diagram_copy (self->diagram);
+  g_autoptr(NapkinHistory) history = napkin_history_new (copy);
+  g_autoptr(GPtrArray) problems = NULL;
+  g_autoptr(GError) error = NULL;
+  int t = napkin_diagram_find_node (copy, to);
+
+  if (!napkin_edit_connect (history, from, to, port, &error))
+    return g_strdup (error->message);
+  if (napkin_diagram_topo_order (copy) == NULL)
+    return g_strdup (_("this wire would make a cycle"));
+  problems = napkin_diagram_check (copy);
+  if (count_node_problems (problems, t) > count_node_problems (self->problems, t))
+    for (guint i = 0; i < problems->len; i++)
+      {
+        const NapkinProblem *p = g_ptr_array_index (problems, i);
+
+        if (p->kind == NAPKIN_ITEM_NODE && (int) p->index == t)
+          return g_strdup (p->message);
+      }
+  return NULL;
+}
+
+/* The wire a connect drag would make if released at (x, y): from → to.port. */
+static gboolean
+connect_target (NapkinCanvas *self,
+                double        x,
+                double        y,
+                const char  **from,
+                const char  **to,
+                guint        *port,
+                int          *node,
+                int          *node_port)
+{
+  NapkinHit hit = napkin_render_hit (self->diagram, x, y, 6 / self->zoom);
+
+  if (self->connect_port < 0 && hit.kind == NAPKIN_HIT_INPUT_PORT)
+    {
+      *from = self->connect_node;
+      *to = napkin_diagram_node (self->diagram, hit.index)->id;
+      *port = hit.port;
+    }
+  else if (self->connect_port >= 0 && (hit.kind == NAPKIN_HIT_OUTPUT_PORT || hit.kind == NAPKIN_HIT_NODE))
+    {
+      *from = napkin_diagram_node (self->diagram, hit.index)->id;
+      *to = self->connect_node;
+      *port = self->connect_port;
+    }
+  else if (self->connect_port < 0 && hit.kind == NAPKIN_HIT_NODE)
+    {
+      /* Dropped on a glyph: its first free input. */
+      const NapkinNode *n = napkin_diagram_node (self->diagram, hit.index);
+      guint n_in = napkin_op_n_inputs (n);
+      guint p = 0;
+
+      if (n_in == 0)
+        return FALSE;
+      while (p + 1 < n_in && napkin_diagram_input_source (self->diagram, hit.index, p) >= 0)
+        p++;
+      *from = self->connect_node;
+      *to = n->id;
+      *port = p;
+    }
+  else
+    return FALSE;
+
+  *node = hit.index;
+  *node_port = (int) *port;
+  return g_strcmp0 (*from, *to) != 0;
+}
+
+static void
+update_connect_feedback (NapkinCanvas *self)
+{
+  const char *from, *to;
+  guint port;
+  int node, node_port;
+
+  if (!connect_target (self, self->cur_x, self->cur_y, &from, &to, &port, &node, &node_port))
+    {
+      self->feedback_node = -1;
+      g_clear_pointer (&self->feedback_problem, g_free);
+      return;
+    }
+  if (node == self->feedback_node && node_port == self->feedback_port)
+    return;
+  self->feedback_node = node;
+  self->feedback_port = node_port;
+  g_free (self->feedback_problem);
+  self->feedback_problem = trial_connect (self, from, to, port);
+}
+
+const char *
+_napkin_canvas_get_connect_problem (NapkinCanvas *self)
+{
+  return self->feedback_problem;
+}
+
+/* ---------------------------------------------------------------- drag */
+
+static void
+begin_move (NapkinCanvas *self)
+{
+  g_array_set_size (self->moved, 0);
+  for (guint n = 0; n < napkin_diagram_n_nodes (self->diagram); n++)
+    {
+      const NapkinNode *node = napkin_diagram_node (self->diagram, n);
+      gboolean in_region = FALSE;
+
+      if (self->selected_region != NULL)
+        {
+          int r = napkin_diagram_find_region (self->diagram, self->selected_region);
+
+          in_region = r >= 0 && napkin_region_has_node (napkin_diagram_region (self->diagram, r), node->id);
+        }
+      if (in_region || g_hash_table_contains (self->selected, node->id))
+        {
+          MovedNode m = { g_strdup (node->id), node->x, node->y };
+
+          g_array_append_val (self->moved, m);
+        }
+    }
+  self->mode = MODE_MOVE;
+}
+
+void
+_napkin_canvas_drag_begin (NapkinCanvas    *self,
+                           double           x,
+                           double           y,
+                           GdkModifierType  state)
+{
+  gboolean extend = (state & (GDK_SHIFT_MASK | GDK_CONTROL_MASK)) != 0;
+  NapkinHit hit;
+
+  self->mode = MODE_NONE;
+  self->dragged = FALSE;
+  if (self->diagram == NULL)
+    return;
+
+  gtk_widget_grab_focus (GTK_WIDGET (self));
+  widget_to_doc (self, x, y, &self->start_x, &self->start_y);
+  self->cur_x = self->start_x;
+  self->cur_y = self->start_y;
+  hit = self->region_tool ? (NapkinHit) { NAPKIN_HIT_NONE, -1, 0 }
+                          : napkin_render_hit (self->diagram, self->start_x, self->start_y, 3 / self->zoom);
+
+  switch (hit.kind)
+    {
+    case NAPKIN_HIT_OUTPUT_PORT:
+    case NAPKIN_HIT_INPUT_PORT:
+      g_free (self->connect_node);
+      self->connect_node = g_strdup (napkin_diagram_node (self->diagram, hit.index)->id);
+      self->connect_port = hit.kind == NAPKIN_HIT_OUTPUT_PORT ? -1 : (int) hit.port;
+      self->feedback_node = -1;
+      g_clear_pointer (&self->feedback_problem, g_free);
+      self->mode = MODE_CONNECT;
+      break;
+
+    case NAPKIN_HIT_NODE:
+      {
+        const char *id = napkin_diagram_node (self->diagram, hit.index)->id;
+
+        if (extend && g_hash_table_contains (self->selected, id))
+          {
+            g_hash_table_remove (self->selected, id);
+            emit_selection_changed (self);
+            break;
+          }
+        if (!g_hash_table_contains (self->selected, id))
+          napkin_canvas_select_node (self, id, extend);
+        begin_move (self);
+        break;
+      }
+
+    case NAPKIN_HIT_REGION_HANDLE:
+    case NAPKIN_HIT_REGION:
+      {
+        const char *name = napkin_diagram_region (self->diagram, hit.index)->name;
+
+        napkin_canvas_select_region (self, name);
+        if (hit.kind == NAPKIN_HIT_REGION_HANDLE)
+          {
+            g_free (self->resize_region);
+            self->resize_region = g_strdup (name);
+            napkin_render_region_rect (self->diagram, hit.index, &self->resize_rect);
+            self->mode = MODE_RESIZE;
+          }
+        else
+          begin_move (self);
+        break;
+      }
+
+    case NAPKIN_HIT_WIRE:
+      select_wire (self, hit.index);
+      break;
+
+    case NAPKIN_HIT_NONE:
+    default:
+      if (!extend)
+        napkin_canvas_clear_selection (self);
+      self->mode = MODE_RUBBER;
+      break;
+    }
+
+  if (self->mode == MODE_MOVE)
+    napkin_history_begin_group (self->history, _("Move"));
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+_napkin_canvas_drag_update (NapkinCanvas *self,
+                            double        dx,
+                            double        dy)
+{
+  if (self->mode == MODE_NONE || self->diagram == NULL)
+    return;
+
+  if (fabs (dx) + fabs (dy) > 2)
+    self->dragged = TRUE;
+  self->cur_x = self->start_x + dx / self->zoom;
+  self->cur_y = self->start_y + dy / self->zoom;
+
+  switch (self->mode)
+    {
+    case MODE_MOVE:
+      for (guint i = 0; i < self->moved->len; i++)
+        {
+          const MovedNode *m = &g_array_index (self->moved, MovedNode, i);
+
+          napkin_edit_move_node (self->history, m->id, round (m->x + dx / self->zoom),
+                                 round (m->y + dy / self->zoom), NULL);
+        }
+      break;
+    case MODE_CONNECT:
+      update_connect_feedback (self);
+      break;
+    case MODE_PAN:
+      self->origin_x = self->pan_origin_x - dx / self->zoom;
+      self->origin_y = self->pan_origin_y - dy / self->zoom;
+      break;
+    case MODE_RUBBER:
+    case MODE_RESIZE:
+    case MODE_NONE:
+    default:
+      break;
+    }
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+static void
+finish_rubber_band (NapkinCanvas *self)
+{
+  double x0 = MIN (self->start_x, self->cur_x), x1 = MAX (self->start_x, self->cur_x);
+  double y0 = MIN (self->start_y, self->cur_y), y1 = MAX (self->start_y, self->cur_y);
+  g_autoptr(GPtrArray) ids = g_ptr_array_new ();
+
+  for (guint n = 0; n < napkin_diagram_n_nodes (self->diagram); n++)
+    {
+      NapkinRect r;
+
+      napkin_render_node_rect (self->diagram, n, &r);
+      if (r.x >= x0 && r.x + r.width <= x1 && r.y >= y0 && r.y + r.height <= y1)
+        g_ptr_array_add (ids, napkin_diagram_node (self->diagram, n)->id);
+    }
+
+  if (self->region_tool)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *name = NULL;
+
+      g_ptr_array_add (ids, NULL);
+      name = add_region_for (self, self->region_level, (const char *const *) ids->pdata, &error);
+      if (name == NULL)
+        emit_message (self, error->message);
+      return;
+    }
+
+  for (guint i = 0; i < ids->len; i++)
+    g_hash_table_add (self->selected, g_strdup (g_ptr_array_index (ids, i)));
+  emit_selection_changed (self);
+}
+
+void
+_napkin_canvas_drag_end (NapkinCanvas *self,
+                         double        dx,
+                         double        dy)
+{
+  DragMode mode = self->mode;
+
+  if (mode == MODE_NONE || self->diagram == NULL)
+    return;
+  _napkin_canvas_drag_update (self, dx, dy);
+  self->mode = MODE_NONE;
+
+  switch (mode)
+    {
+    case MODE_MOVE:
+      napkin_history_end_group (self->history);
+      g_array_set_size (self->moved, 0);
+      break;
+
+    case MODE_CONNECT:
+      {
+        const char *from, *to;
+        guint port;
+        int node, node_port;
+        g_autoptr(GError) error = NULL;
+        g_autofree char *from_id = NULL, *to_id = NULL;
+
+        if (connect_target (self, self->cur_x, self->cur_y, &from, &to, &port, &node, &node_port))
+          {
+            from_id = g_strdup (from);
+            to_id = g_strdup (to);
+            if (!napkin_edit_connect (self->history, from_id, to_id, port, &error))
+              emit_message (self, error->message);
+            else if (self->feedback_problem != NULL)
+              emit_message (self, self->feedback_problem);
+          }
+        g_clear_pointer (&self->feedback_problem, g_free);
+        self->feedback_node = -1;
+        break;
+      }
+
+    case MODE_RUBBER:
+      if (self->dragged)
+        finish_rubber_band (self);
+      break;
+
+    case MODE_RESIZE:
+      {
+        double w = MAX (60, self->resize_rect.width + (self->cur_x - self->start_x));
+        double h = MAX (40, self->resize_rect.height + (self->cur_y - self->start_y));
+        g_autoptr(GError) error = NULL;
+
+        if (self->dragged
+            && !napkin_edit_set_region_rect (self->history, self->resize_region, self->resize_rect.x,
+                                             self->resize_rect.y, round (w), round (h), &error))
+          emit_message (self, error->message);
+        break;
+      }
+
+    case MODE_PAN:
+    case MODE_NONE:
+    default:
+      break;
+    }
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+static void
+drag_begin_cb (NapkinCanvas   *self,
+               double          x,
+               double          y,
+               GtkGestureDrag *drag)
+{
+  GdkModifierType state = gtk_event_controller_get_current_event_state (GTK_EVENT_CONTROLLER (drag));
+
+  _napkin_canvas_drag_begin (self, x, y, state);
+  if (self->mode == MODE_NONE)
+    gtk_gesture_set_state (GTK_GESTURE (drag), GTK_EVENT_SEQUENCE_DENIED);
+  else
+    gtk_gesture_set_state (GTK_GESTURE (drag), GTK_EVENT_SEQUENCE_CLAIMED);
+}
+
+static void
+drag_update_cb (NapkinCanvas   *self,
+                double          dx,
+                double          dy,
+                GtkGestureDrag *drag)
+{
+  _napkin_canvas_drag_update (self, dx, dy);
+}
+
+static void
+drag_end_cb (NapkinCanvas   *self,
+             double          dx,
+             double          dy,
+             GtkGestureDrag *drag)
+{
+  _napkin_canvas_drag_end (self, dx, dy);
+}
+
+static void
+pan_begin_cb (NapkinCanvas   *self,
+              double          x,
+              double          y,
+              GtkGestureDrag *drag)
+{
+  self->mode = MODE_PAN;
+  self->pan_origin_x = self->origin_x;
+  self->pan_origin_y = self->origin_y;
+  self->start_x = self->cur_x = 0;
+  self->start_y = self->cur_y = 0;
+  gtk_widget_set_cursor_from_name (GTK_WIDGET (self), "grabbing");
+}
+
+static void
+pan_update_cb (NapkinCanvas   *self,
+               double          dx,
+               double          dy,
+               GtkGestureDrag *drag)
+{
+  if (self->mode != MODE_PAN)
+    return;
+  self->origin_x = self->pan_origin_x - dx / self->zoom;
+  self->origin_y = self->pan_origin_y - dy / self->zoom;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+static void
+pan_end_cb (NapkinCanvas   *self,
+            double          dx,
+            double          dy,
+            GtkGestureDrag *drag)
+{
+  pan_update_cb (self, dx, dy, drag);
+  self->mode = MODE_NONE;
+  napkin_canvas_set_region_tool (self, self->region_tool, self->region_level);
+}
+
+static gboolean
+scroll_cb (NapkinCanvas             *self,
+           double                    dx,
+           double                    dy,
+           GtkEventControllerScroll *scroll)
+{
+  GdkModifierType state = gtk_event_controller_get_current_event_state (GTK_EVENT_CONTROLLER (scroll));
+
+  if (state & GDK_CONTROL_MASK)
+    {
+      double px = gtk_widget_get_width (GTK_WIDGET (self)) / 2.0;
+      double py = gtk_widget_get_height (GTK_WIDGET (self)) / 2.0;
+
+      /* Zoom around the pointer. */
+      if (self->pointer_inside)
+        {
+          px = self->pointer_x;
+          py = self->pointer_y;
+        }
+      zoom_around (self, self->zoom * pow (1.1, -dy), px, py);
+      return TRUE;
+    }
+
+  self->origin_x += dx * 30 / self->zoom;
+  self->origin_y += dy * 30 / self->zoom;
+  if (state & GDK_SHIFT_MASK)
+    {
+      self->origin_x += dy * 30 / self->zoom;
+      self->origin_y -= dy * 30 / self->zoom;
+    }
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  return TRUE;
+}
+
+static void
+zoom_begin_cb (NapkinCanvas     *self,
+               GdkEventSequence *sequence,
+               GtkGestureZoom   *gesture)
+{
+  self->zoom_start = self->zoom;
+}
+
+static void
+zoom_scale_changed_cb (NapkinCanvas   *self,
+                       double          scale,
+                       GtkGestureZoom *gesture)
+{
+  double cx, cy;
+
+  if (!gtk_gesture_get_bounding_box_center (GTK_GESTURE (gesture), &cx, &cy))
+    {
+      cx = gtk_widget_get_width (GTK_WIDGET (self)) / 2.0;
+      cy = gtk_widget_get_height (GTK_WIDGET (self)) / 2.0;
+    }
+  zoom_around (self, self->zoom_start * scale, cx, cy);
+}
+
+gboolean
+_napkin_canvas_drop_string (NapkinCanvas *self,
+                            const char   *payload,
+                            double        x,
+                            double        y)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *id = NULL;
+  NapkinOpKind kind;
+  double dx, dy;
+
+  if (self->history == NULL || payload == NULL || !g_str_has_prefix (payload, NAPKIN_CANVAS_PALETTE_PREFIX)
+      || !napkin_op_kind_from_string (payload + strlen (NAPKIN_CANVAS_PALETTE_PREFIX), &kind))
+    return FALSE;
+  widget_to_doc (self, x, y, &dx, &dy);
+  id = napkin_canvas_add_node (self, kind, dx - 20, dy - 20, &error);
+  if (id == NULL)
+    {
+      emit_message (self, error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+drop_cb (NapkinCanvas  *self,
+         const GValue  *value,
+         double         x,
+         double         y,
+         GtkDropTarget *target)
+{
+  return G_VALUE_HOLDS_STRING (value) && _napkin_canvas_drop_string (self, g_value_get_string (value), x, y);
+}
+
+static void
+motion_cb (NapkinCanvas             *self,
+           double                    x,
+           double                    y,
+           GtkEventControllerMotion *motion)
+{
+  self->pointer_x = x;
+  self->pointer_y = y;
+  self->pointer_inside = TRUE;
+}
+
+static void
+leave_cb (NapkinCanvas             *self,
+          GtkEventControllerMotion *motion)
+{
+  self->pointer_inside = FALSE;
+}
+
+static gboolean
+key_pressed_cb (NapkinCanvas          *self,
+                guint                  keyval,
+                guint                  keycode,
+                GdkModifierType        state,
+                GtkEventControllerKey *key)
+{
+  double step = 60 / self->zoom;
+
+  switch (keyval)
+    {
+    case GDK_KEY_Escape:
+      if (self->region_tool)
+        napkin_canvas_set_region_tool (self, FALSE, self->region_level);
+      else
+        napkin_canvas_clear_selection (self);
+      return TRUE;
+    case GDK_KEY_Left:
+      self->origin_x -= step;
+      break;
+    case GDK_KEY_Right:
+      self->origin_x += step;
+      break;
+    case GDK_KEY_Up:
+      self->origin_y -= step;
+      break;
+    case GDK_KEY_Down:
+      self->origin_y += step;
+      break;
+    default:
+      return FALSE;
+    }
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  return TRUE;
+}
+
+static gboolean
+query_tooltip_cb (NapkinCanvas *self,
+                  int           x,
+                  int           y,
+                  gboolean      keyboard,
+                  GtkTooltip   *tooltip)
+{
+  double dx, dy;
+  NapkinHit hit;
+  NapkinItemKind kind;
+  g_autoptr(GString) text = NULL;
+
+  if (self->diagram == NULL || keyboard)
+    return FALSE;
+  widget_to_doc (self, x, y, &dx, &dy);
+  hit = napkin_render_hit (self->diagram, dx, dy, 3 / self->zoom);
+  switch (hit.kind)
+    {
+    case NAPKIN_HIT_NODE:
+    case NAPKIN_HIT_INPUT_PORT:
+    case NAPKIN_HIT_OUTPUT_PORT:
+      kind = NAPKIN_ITEM_NODE;
+      break;
+    case NAPKIN_HIT_WIRE:
+      kind = NAPKIN_ITEM_WIRE;
+      break;
+    case NAPKIN_HIT_REGION:
+    case NAPKIN_HIT_REGION_HANDLE:
+      kind = NAPKIN_ITEM_REGION;
+      break;
+    case NAPKIN_HIT_NONE:
+    default:
+      return FALSE;
+    }
+
+  text = g_string_new (NULL);
+  if (kind == NAPKIN_ITEM_NODE)
+    {
+      const NapkinTensorType *type = napkin_diagram_node_type (self->diagram, hit.index);
+      const NapkinNode *node = napkin_diagram_node (self->diagram, hit.index);
+
+      g_string_append_printf (text, "%s (%s)", node->id, napkin_op_kind_to_string (node->kind));
+      if (type != NULL && type->valid)
+        {
+          g_autofree char *s = napkin_diagram_type_to_string (self->diagram, type);
+
+          g_string_append_printf (text, " → %s", s);
+        }
+    }
+  for (guint i = 0; self->problems && i < self->problems->len; i++)
+    {
+      const NapkinProblem *p = g_ptr_array_index (self->problems, i);
+
+      if (p->kind == kind && (int) p->index == hit.index)
+        g_string_append_printf (text, "%s%s", text->len ? "\n" : "", p->message);
+    }
+  if (text->len == 0)
+    return FALSE;
+  gtk_tooltip_set_text (tooltip, text->str);
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------- drawing */
+
+static void
+napkin_canvas_snapshot (GtkWidget   *widget,
+                        GtkSnapshot *snapshot)
+{
+  NapkinCanvas *self = NAPKIN_CANVAS (widget);
+  int width = gtk_widget_get_width (widget);
+  int height = gtk_widget_get_height (widget);
+  g_autofree gboolean *selected = NULL;
+  NapkinRenderOptions options = { NULL, 0, -1, -1, NULL };
+  double lw, lh;
+  cairo_t *cr;
+
+  /* All of the diagram goes through src/render so that exports match the canvas. */
+  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  cairo_set_source_rgb (cr, 0.995, 0.993, 0.985);
+  cairo_paint (cr);
+
+  if (self->diagram == NULL)
+    {
+      cairo_destroy (cr);
+      return;
+    }
+
+  options.n_selected_nodes = napkin_diagram_n_nodes (self->diagram);
+  selected = g_new0 (gboolean, options.n_selected_nodes + 1);
+  for (guint n = 0; n < options.n_selected_nodes; n++)
+    selected[n] = g_hash_table_contains (self->selected, napkin_diagram_node (self->diagram, n)->id);
+  options.selected_nodes = selected;
+  options.selected_region = self->selected_region
+                            ? napkin_diagram_find_region (self->diagram, self->selected_region) : -1;
+  if (self->selected_wire_to != NULL)
+    {
+      int t = napkin_diagram_find_node (self->diagram, self->selected_wire_to);
+
+      options.selected_wire = t >= 0 ? napkin_diagram_wire_for_port (self->diagram, t, self->selected_wire_port) : -1;
+    }
+  options.problems = self->problems;
+
+  cairo_save (cr);
+  cairo_scale (cr, self->zoom, self->zoom);
+  cairo_translate (cr, -self->origin_x, -self->origin_y);
+  napkin_render_draw (cr, self->diagram, &options);
+
+  if (self->mode == MODE_RUBBER && self->dragged)
+    {
+      cairo_rectangle (cr, MIN (self->start_x, self->cur_x), MIN (self->start_y, self->cur_y),
+                       fabs (self->cur_x - self->start_x), fabs (self->cur_y - self->start_y));
+      if (self->region_tool)
+        {
+          double r, g, b;
+
+          napkin_render_level_rgb (self->region_level, &r, &g, &b);
+          cairo_set_source_rgba (cr, r, g, b, 0.15);
+          cairo_fill_preserve (cr);
+          cairo_set_source_rgba (cr, r, g, b, 0.9);
+        }
+      else
+        {
+          cairo_set_source_rgba (cr, 0.21, 0.52, 0.89, 0.12);
+          cairo_fill_preserve (cr);
+          cairo_set_source_rgba (cr, 0.21, 0.52, 0.89, 0.8);
+        }
+      cairo_set_line_width (cr, 1 / self->zoom);
+      cairo_stroke (cr);
+    }
+  else if (self->mode == MODE_CONNECT)
+    {
+      int n = napkin_diagram_find_node (self->diagram, self->connect_node);
+      double px, py;
+
+      if (n >= 0 && napkin_render_port_point (self->diagram, n, self->connect_port, &px, &py))
+        {
+          gboolean bad = self->feedback_problem != NULL;
+
+          cairo_move_to (cr, px, py);
+          cairo_line_to (cr, self->cur_x, self->cur_y);
+          if (bad)
+            cairo_set_source_rgb (cr, 0.85, 0.1, 0.1);
+          else if (self->feedback_node >= 0)
+            cairo_set_source_rgb (cr, 0.15, 0.6, 0.25);
+          else
+            cairo_set_source_rgb (cr, 0.3, 0.3, 0.3);
+          cairo_set_line_width (cr, 2 / self->zoom);
+          cairo_stroke (cr);
+        }
+    }
+  else if (self->mode == MODE_RESIZE)
+    {
+      cairo_rectangle (cr, self->resize_rect.x, self->resize_rect.y,
+                       MAX (60, self->resize_rect.width + self->cur_x - self->start_x),
+                       MAX (40, self->resize_rect.height + self->cur_y - self->start_y));
+      cairo_set_source_rgba (cr, 0.21, 0.52, 0.89, 0.8);
+      cairo_set_line_width (cr, 1.5 / self->zoom);
+      cairo_stroke (cr);
+    }
+  cairo_restore (cr);
+
+  /* The connection's problem follows the pointer, in the core's words. */
+  if (self->mode == MODE_CONNECT && self->feedback_problem != NULL)
+    {
+      PangoLayout *layout = pango_cairo_create_layout (cr);
+      double wx, wy;
+      int tw, th;
+
+      _napkin_canvas_doc_to_widget (self, self->cur_x, self->cur_y, &wx, &wy);
+      pango_layout_set_text (layout, self->feedback_problem, -1);
+      pango_layout_set_width (layout, 360 * PANGO_SCALE);
+      pango_layout_get_pixel_size (layout, &tw, &th);
+      cairo_rectangle (cr, wx + 12, wy + 12, tw + 12, th + 8);
+      cairo_set_source_rgba (cr, 0.85, 0.1, 0.1, 0.92);
+      cairo_fill (cr);
+      cairo_move_to (cr, wx + 18, wy + 16);
+      cairo_set_source_rgb (cr, 1, 1, 1);
+      pango_cairo_show_layout (cr, layout);
+      g_object_unref (layout);
+    }
+
+  /* The legend of level colours is always visible. */
+  napkin_render_legend_size (&lw, &lh);
+  napkin_render_draw_legend (cr, 12, height - lh - 12);
+  cairo_destroy (cr);
+}
+
+static void
+napkin_canvas_size_allocate (GtkWidget *widget,
+                             int        width,
+                             int        height,
+                             int        baseline)
+{
+  NapkinCanvas *self = NAPKIN_CANVAS (widget);
+
+  if (self->needs_fit)
+    napkin_canvas_zoom_to_fit (self);
+}
+
+static void
+napkin_canvas_measure (GtkWidget      *widget,
+                       GtkOrientation  orientation,
+                       int             for_size,
+                       int            *minimum,
+                       int            *natural,
+                       int            *minimum_baseline,
+                       int            *natural_baseline)
+{
+  *minimum = 200;
+  *natural = orientation == GTK_ORIENTATION_HORIZONTAL ? 900 : 600;
+}
+
+/* ---------------------------------------------------------------- class */
+
+static void
+moved_node_clear (gpointer data)
+{
+  MovedNode *m = data;
+
+  g_free (m->id);
+}
+
+static void
+napkin_canvas_dispose (GObject *object)
+{
+  NapkinCanvas *self = NAPKIN_CANVAS (object);
+
+  napkin_canvas_set_history (self, NULL);
+  G_OBJECT_CLASS (napkin_canvas_parent_class)->dispose (object);
+}
+
+static void
+napkin_canvas_finalize (GObject *object)
+{
+  NapkinCanvas *self = NAPKIN_CANVAS (object);
+
+  g_clear_pointer (&self->selected, g_hash_table_unref);
+  g_clear_pointer (&self->selected_region, g_free);
+  g_clear_pointer (&self->selected_wire_to, g_free);
+  g_clear_pointer (&self->moved, g_array_unref);
+  g_clear_pointer (&self->connect_node, g_free);
+  g_clear_pointer (&self->feedback_problem, g_free);
+  g_clear_pointer (&self->resize_region, g_free);
+  g_clear_pointer (&self->problems, g_ptr_array_unref);
+  G_OBJECT_CLASS (napkin_canvas_parent_class)->finalize (object);
+}
+
+static void
+napkin_canvas_get_property (GObject    *object,
+                            guint       prop_id,
+                            GValue     *value,
+                            GParamSpec *pspec)
+{
+  NapkinCanvas *self = NAPKIN_CANVAS (object);
+
+  switch (prop_id)
+    {
+    case PROP_ZOOM:
+      g_value_set_double (value, self->zoom);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+napkin_canvas_set_property (GObject      *object,
+                            guint         prop_id,
+                            const GValue *value,
+                            GParamSpec   *pspec)
+{
+  NapkinCanvas *self = NAPKIN_CANVAS (object);
+
+  switch (prop_id)
+    {
+    case PROP_ZOOM:
+      napkin_canvas_set_zoom (self, g_value_get_double (value));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+napkin_canvas_class_init (NapkinCanvasClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = napkin_canvas_dispose;
+  object_class->finalize = napkin_canvas_finalize;
+  object_class->get_property = napkin_canvas_get_property;
+  object_class->set_property = napkin_canvas_set_property;
+  widget_class->snapshot = napkin_canvas_snapshot;
+  widget_class->size_allocate = napkin_canvas_size_allocate;
+  widget_class->measure = napkin_canvas_measure;
+
+  properties[PROP_ZOOM] =
+    g_param_spec_double ("zoom", NULL, NULL, MIN_ZOOM, MAX_ZOOM, 1.0,
+                         (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  signals[SELECTION_CHANGED] =
+    g_signal_new ("selection-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+  signals[MESSAGE] =
+    g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                  0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+
+  gtk_widget_class_set_css_name (widget_class, "napkin-canvas");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
+}
+
+static void
+napkin_canvas_init (NapkinCanvas *self)
+{
+  GtkGesture *drag, *pan, *zoom;
+  GtkEventController *scroll, *key, *motion;
+  GtkDropTarget *drop;
+
+  self->zoom = 1.0;
+  self->needs_fit = TRUE;
+  self->feedback_node = -1;
+  self->selected = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  self->moved = g_array_new (FALSE, TRUE, sizeof (MovedNode));
+  g_array_set_clear_func (self->moved, moved_node_clear);
+
+  gtk_widget_set_focusable (GTK_WIDGET (self), TRUE);
+  gtk_widget_set_hexpand (GTK_WIDGET (self), TRUE);
+  gtk_widget_set_vexpand (GTK_WIDGET (self), TRUE);
+  gtk_widget_set_overflow (GTK_WIDGET (self), GTK_OVERFLOW_HIDDEN);
+  gtk_widget_set_has_tooltip (GTK_WIDGET (self), TRUE);
+  g_signal_connect (self, "query-tooltip", G_CALLBACK (query_tooltip_cb), NULL);
+
+  drag = gtk_gesture_drag_new ();
+  gtk_gesture_single_set_button (GTK_GESTURE_SINGLE (drag), GDK_BUTTON_PRIMARY);
+  g_signal_connect_swapped (drag, "drag-begin", G_CALLBACK (drag_begin_cb), self);
+  g_signal_connect_swapped (drag, "drag-update", G_CALLBACK (drag_update_cb), self);
+  g_signal_connect_swapped (drag, "drag-end", G_CALLBACK (drag_end_cb), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (drag));
+
+  pan = gtk_gesture_drag_new ();
+  gtk_gesture_single_set_button (GTK_GESTURE_SINGLE (pan), GDK_BUTTON_MIDDLE);
+  g_signal_connect_swapped (pan, "drag-begin", G_CALLBACK (pan_begin_cb), self);
+  g_signal_connect_swapped (pan, "drag-update", G_CALLBACK (pan_update_cb), self);
+  g_signal_connect_swapped (pan, "drag-end", G_CALLBACK (pan_end_cb), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (pan));
+
+  zoom = gtk_gesture_zoom_new ();
+  g_signal_connect_swapped (zoom, "begin", G_CALLBACK (zoom_begin_cb), self);
+  g_signal_connect_swapped (zoom, "scale-changed", G_CALLBACK (zoom_scale_changed_cb), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (zoom));
+
+  scroll = gtk_event_controller_scroll_new (GTK_EVENT_CONTROLLER_SCROLL_BOTH_AXES);
+  g_signal_connect_swapped (scroll, "scroll", G_CALLBACK (scroll_cb), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), scroll);
+
+  motion = gtk_event_controller_motion_new ();
+  g_signal_connect_swapped (motion, "enter", G_CALLBACK (motion_cb), self);
+  g_signal_connect_swapped (motion, "motion", G_CALLBACK (motion_cb), self);
+  g_signal_connect_swapped (motion, "leave", G_CALLBACK (leave_cb), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), motion);
+
+  key = gtk_event_controller_key_new ();
+  g_signal_connect_swapped (key, "key-pressed", G_CALLBACK (key_pressed_cb), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), key);
+
+  drop = gtk_drop_target_new (G_TYPE_STRING, GDK_ACTION_COPY);
+  g_signal_connect_swapped (drop, "drop", G_CALLBACK (drop_cb), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (drop));
+}
+
+GtkWidget *
+napkin_canvas_new (void)
+{
+  return g_object_new (NAPKIN_TYPE_CANVAS, NULL);
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "napkin-history.h"
+
+G_BEGIN_DECLS
+
+#define NAPKIN_TYPE_CANVAS (napkin_canvas_get_type ())
+G_DECLARE_FINAL_TYPE (NapkinCanvas, napkin_canvas, NAPKIN, CANVAS, GtkWidget)
+
+/* The drag-and-drop payload of a palette entry: this prefix and an operation kind. */
+#define NAPKIN_CANVAS_PALETTE_PREFIX "napkin-operation:"
+
+GtkWidget     *napkin_canvas_new                  (void);
+NapkinHistory *napkin_canvas_get_history          (NapkinCanvas   *self);
+void           napkin_canvas_set_history          (NapkinCanvas   *self,
+                                                   NapkinHistory  *history);
+double         napkin_canvas_get_zoom             (NapkinCanvas   *self);
+void           napkin_canvas_set_zoom             (NapkinCanvas   *self,
+                                                   double          zoom);
+void           napkin_canvas_zoom_to_fit          (NapkinCanvas   *self);
+
+/* Selection: operations by id, or one region, or one wire (by its input port). */
+char         **napkin_canvas_dup_selected_nodes   (NapkinCanvas   *self);
+const char    *napkin_canvas_get_selected_region  (NapkinCanvas   *self);
+gboolean       napkin_canvas_get_selected_wire    (NapkinCanvas   *self,
+                                                   const char    **to,
+                                                   guint          *port);
+void           napkin_canvas_select_node          (NapkinCanvas   *self,
+                                                   const char     *id,
+                                                   gboolean        extend);
+void           napkin_canvas_select_region        (NapkinCanvas   *self,
+                                                   const char     *name);
+void           napkin_canvas_select_all           (NapkinCanvas   *self);
+void           napkin_canvas_clear_selection      (NapkinCanvas   *self);
+
+/* Edits, each one undo step. */
+char          *napkin_canvas_add_node             (NapkinCanvas   *self,
+                                                   NapkinOpKind    kind,
+                                                   double          x,
+                                                   double          y,
+                                                   GError        **error);
+char          *napkin_canvas_add_node_at_center   (NapkinCanvas   *self,
+                                                   NapkinOpKind    kind,
+                                                   GError        **error);
+gboolean       napkin_canvas_delete_selection     (NapkinCanvas   *self,
+                                                   GError        **error);
+char          *napkin_canvas_add_region           (NapkinCanvas   *self,
+                                                   NapkinLevel     level,
+                                                   GError        **error);
+void           napkin_canvas_copy                 (NapkinCanvas   *self);
+void           napkin_canvas_paste                (NapkinCanvas   *self);
+
+/* The region tool: a rubber band then draws a region at this level. */
+void           napkin_canvas_set_region_tool      (NapkinCanvas   *self,
+                                                   gboolean        active,
+                                                   NapkinLevel     level);
+
+G_END_DECLS

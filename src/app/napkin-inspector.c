@@ -1,0 +1,836 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-inspector"
+
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include <glib/gi18n.h>
+
+#include "napkin-edit.h"
+#include "napkin-inspector.h"
+#include "napkin-validate.h"
+
+struct _NapkinInspector
+{
+  GtkWidget     parent_instance;
+
+  GtkLabel     *heading;
+  GtkGrid      *grid;
+
+  NapkinCanvas *canvas;
+  gulong        selection_id;
+  int           row;
+  char         *error;
+  guint         rebuild_id;
+};
+
+G_DEFINE_FINAL_TYPE (NapkinInspector, napkin_inspector, GTK_TYPE_WIDGET)
+
+typedef enum
+{
+  FIELD_LABEL,
+  FIELD_OUT,
+  FIELD_AXIS,
+  FIELD_FN,
+  FIELD_ALPHA,
+  FIELD_REDUCE,
+  FIELD_NORM,
+  FIELD_EPS,
+  FIELD_NODE_DTYPE,
+  FIELD_TENSOR_AXES,
+  FIELD_TENSOR_DTYPE,
+  FIELD_AXIS_SIZE,
+  FIELD_REGION_LEVEL,
+  FIELD_REGION_STAGES,
+  FIELD_MARK_KIND,
+  FIELD_MARK_TILE,
+  FIELD_NEW_AXIS,
+} Field;
+
+static NapkinHistory *
+history (NapkinInspector *self)
+{
+  return self->canvas ? napkin_canvas_get_history (self->canvas) : NULL;
+}
+
+static NapkinDiagram *
+diagram (NapkinInspector *self)
+{
+  NapkinHistory *h = history (self);
+
+  return h ? napkin_history_get_diagram (h) : NULL;
+}
+
+static void
+clear_grid (NapkinInspector *self)
+{
+  GtkWidget *child;
+
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->grid))) != NULL)
+    gtk_grid_remove (self->grid, child);
+  self->row = 0;
+}
+
+static void
+add_section (NapkinInspector *self,
+             const char      *title)
+{
+  GtkWidget *label = gtk_label_new (title);
+
+  gtk_label_set_xalign (GTK_LABEL (label), 0);
+  gtk_widget_add_css_class (label, "heading");
+  gtk_widget_set_margin_top (label, self->row > 0 ? 12 : 0);
+  gtk_grid_attach (self->grid, label, 0, self->row++, 2, 1);
+}
+
+static void
+add_text (NapkinInspector *self,
+          const char      *text,
+          const char      *css_class)
+{
+  GtkWidget *label = gtk_label_new (text);
+
+  gtk_label_set_xalign (GTK_LABEL (label), 0);
+  gtk_label_set_wrap (GTK_LABEL (label), TRUE);
+  gtk_label_set_selectable (GTK_LABEL (label), TRUE);
+  gtk_label_set_max_width_chars (GTK_LABEL (label), 36);
+  if (css_class)
+    gtk_widget_add_css_class (label, css_class);
+  gtk_grid_attach (self->grid, label, 0, self->row++, 2, 1);
+}
+
+/* Row titles are mnemonics; names may hold underscores. */
+static char *
+escape_mnemonic (const char *text)
+{
+  g_auto(GStrv) parts = g_strsplit (text, "_", -1);
+
+  return g_strjoinv ("__", parts);
+}
+
+/* A row: a title, an editor and, below them, where a refusal is shown. */
+static void
+add_row (NapkinInspector *self,
+         const char      *title,
+         GtkWidget       *editor,
+         const char      *name)
+{
+  GtkWidget *label = gtk_label_new_with_mnemonic (title);
+  GtkWidget *error = gtk_label_new (NULL);
+
+  gtk_label_set_xalign (GTK_LABEL (label), 1);
+  gtk_widget_add_css_class (label, "dim-label");
+  gtk_label_set_mnemonic_widget (GTK_LABEL (label), editor);
+  gtk_widget_set_hexpand (editor, TRUE);
+  gtk_widget_set_name (editor, name);
+  gtk_grid_attach (self->grid, label, 0, self->row, 1, 1);
+  gtk_grid_attach (self->grid, editor, 1, self->row++, 1, 1);
+
+  gtk_label_set_xalign (GTK_LABEL (error), 0);
+  gtk_label_set_wrap (GTK_LABEL (error), TRUE);
+  gtk_label_set_max_width_chars (GTK_LABEL (error), 30);
+  gtk_widget_add_css_class (error, "error");
+  gtk_widget_set_visible (error, FALSE);
+  gtk_grid_attach (self->grid, error, 1, self->row++, 1, 1);
+  g_object_set_data (G_OBJECT (editor), "napkin-error", error);
+}
+
+static void
+show_result (NapkinInspector *self,
+             GtkWidget       *editor,
+             gboolean         ok,
+             const GError    *error)
+{
+  GtkWidget *label = g_object_get_data (G_OBJECT (editor), "napkin-error");
+
+  g_clear_pointer (&self->error, g_free);
+  if (!ok && error != NULL)
+    self->error = g_strdup (error->message);
+  if (label != NULL)
+    {
+      gtk_label_set_text (GTK_LABEL (label), self->error ? self->error : "");
+      gtk_widget_set_visible (label, self->error != NULL);
+    }
+  if (!ok)
+    gtk_widget_add_css_class (editor, "error");
+  else
+    gtk_widget_remove_css_class (editor, "error");
+}
+
+static gboolean
+parse_int64 (const char  *text,
+             gint64      *out,
+             const char  *what,
+             GError     **error)
+{
+  char *end = NULL;
+  gint64 v;
+
+  errno = 0;
+  v = g_ascii_strtoll (text, &end, 10);
+  if (errno != 0 || end == text || *g_strstrip (end) != '\0')
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, _("%s: “%s” is not a whole number"), what, text);
+      return FALSE;
+    }
+  *out = v;
+  return TRUE;
+}
+
+static gboolean
+parse_double (const char  *text,
+              double      *out,
+              const char  *what,
+              GError     **error)
+{
+  char *end = NULL;
+  double v;
+
+  errno = 0;
+  v = g_ascii_strtod (text, &end);
+  if (errno != 0 || end == text || *end != '\0')
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, _("%s: “%s” is not a number"), what, text);
+      return FALSE;
+    }
+  *out = v;
+  return TRUE;
+}
+
+/* "b, h , q" → { "b", "h", "q" }. */
+static char **
+split_axes (const char *text)
+{
+  g_auto(GStrv) parts = g_strsplit_set (text, ", ", -1);
+  GPtrArray *axes = g_ptr_array_new ();
+
+  for (guint i = 0; parts[i]; i++)
+    if (*parts[i])
+      g_ptr_array_add (axes, g_strdup (parts[i]));
+  g_ptr_array_add (axes, NULL);
+  return (char **) g_ptr_array_free (axes, FALSE);
+}
+
+static char *
+join_axes (char **axes)
+{
+  return axes ? g_strjoinv (", ", axes) : g_strdup ("");
+}
+
+/* ---------------------------------------------------------------- applying */
+
+static gboolean
+apply_node_field (NapkinInspector *self,
+                  const char      *id,
+                  Field            field,
+                  const char      *text,
+                  guint            choice,
+                  GError         **error)
+{
+  NapkinDiagram *d = diagram (self);
+  int index = napkin_diagram_find_node (d, id);
+  NapkinNode *node;
+  gboolean ok = TRUE;
+
+  if (index < 0)
+    return TRUE;
+
+  if (field == FIELD_NODE_DTYPE)
+    return napkin_edit_set_node_dtype (history (self), id, choice > 0, choice > 0 ? choice - 1 : 0, error);
+
+  node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (d, index));
+  switch (field)
+    {
+    case FIELD_LABEL:
+      g_free (node->label);
+      node->label = *text ? g_strdup (text) : NULL;
+      break;
+    case FIELD_OUT:
+      g_strfreev (node->out);
+      node->out = split_axes (text);
+      if (node->kind == NAPKIN_OP_MAP && node->out[0] == NULL)
+        g_clear_pointer (&node->out, g_strfreev);
+      break;
+    case FIELD_AXIS:
+      g_free (node->axis);
+      node->axis = g_strdup (text);
+      break;
+    case FIELD_FN:
+      node->fn = choice;
+      break;
+    case FIELD_ALPHA:
+      ok = parse_double (text, &node->alpha, _("Factor"), error);
+      break;
+    case FIELD_REDUCE:
+      node->reduce = choice;
+      break;
+    case FIELD_NORM:
+      node->norm = choice;
+      break;
+    case FIELD_EPS:
+      ok = parse_double (text, &node->eps, "eps", error);
+      break;
+    case FIELD_NODE_DTYPE:
+    case FIELD_TENSOR_AXES:
+    case FIELD_TENSOR_DTYPE:
+    case FIELD_AXIS_SIZE:
+    case FIELD_REGION_LEVEL:
+    case FIELD_REGION_STAGES:
+    case FIELD_MARK_KIND:
+    case FIELD_MARK_TILE:
+    case FIELD_NEW_AXIS:
+    default:
+      g_assert_not_reached ();
+    }
+  if (ok)
+    ok = napkin_edit_update_node (history (self), node, error);
+  napkin_item_free (NAPKIN_ITEM_NODE, node);
+  return ok;
+}
+
+static gboolean
+apply (NapkinInspector *self,
+       GtkWidget       *editor,
+       const char      *text,
+       guint            choice,
+       GError         **error)
+{
+  Field field = GPOINTER_TO_INT (g_object_get_data (G_OBJECT (editor), "napkin-field"));
+  const char *key = g_object_get_data (G_OBJECT (editor), "napkin-key");
+  const char *axis = g_object_get_data (G_OBJECT (editor), "napkin-axis");
+  NapkinHistory *h = history (self);
+  gint64 v;
+
+  switch (field)
+    {
+    case FIELD_LABEL:
+    case FIELD_OUT:
+    case FIELD_AXIS:
+    case FIELD_FN:
+    case FIELD_ALPHA:
+    case FIELD_REDUCE:
+    case FIELD_NORM:
+    case FIELD_EPS:
+    case FIELD_NODE_DTYPE:
+      return apply_node_field (self, key, field, text, choice, error);
+
+    case FIELD_TENSOR_AXES:
+      {
+        g_auto(GStrv) axes = split_axes (text);
+
+        return napkin_edit_set_tensor_axes (h, key, (const char *const *) axes, error);
+      }
+    case FIELD_TENSOR_DTYPE:
+      return napkin_edit_set_tensor_dtype (h, key, choice, error);
+    case FIELD_AXIS_SIZE:
+      return parse_int64 (text, &v, key, error) && napkin_edit_set_axis_size (h, key, v, error);
+    case FIELD_REGION_LEVEL:
+      return napkin_edit_set_region_level (h, key, choice, error);
+    case FIELD_REGION_STAGES:
+      return parse_int64 (text, &v, _("Stages"), error)
+             && napkin_edit_set_region_stages (h, key, (guint) CLAMP (v, 0, G_MAXUINT), error);
+    case FIELD_MARK_KIND:
+    case FIELD_MARK_TILE:
+      {
+        const NapkinRegion *region;
+        int r = napkin_diagram_find_region (diagram (self), key);
+        NapkinMarkKind kind;
+        gint64 tile = 0;
+        GtkWidget *kind_w = g_object_get_data (G_OBJECT (editor), "napkin-kind-widget");
+        GtkWidget *tile_w = g_object_get_data (G_OBJECT (editor), "napkin-tile-widget");
+
+        if (r < 0)
+          return TRUE;
+        region = napkin_diagram_region (diagram (self), r);
+        kind = gtk_drop_down_get_selected (GTK_DROP_DOWN (kind_w));
+        napkin_region_mark (region, axis, &tile);
+        if (kind != NAPKIN_MARK_WHOLE)
+          {
+            const char *t = gtk_editable_get_text (GTK_EDITABLE (tile_w));
+
+            if (*t == '\0' && tile == 0)
+              t = "1";
+            if (*t != '\0' && !parse_int64 (t, &tile, _("Tile size"), error))
+              return FALSE;
+          }
+        return napkin_edit_set_mark (h, key, axis, kind, tile, error);
+      }
+    case FIELD_NEW_AXIS:
+      {
+        g_auto(GStrv) parts = g_strsplit (text, "=", 2);
+
+        if (parts[0] == NULL || parts[1] == NULL)
+          {
+            g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                         _("write the new axis as NAME=SIZE, e.g. k=4096"));
+            return FALSE;
+          }
+        g_strstrip (parts[0]);
+        return parse_int64 (parts[1], &v, parts[0], error) && napkin_edit_add_axis (h, parts[0], v, error);
+      }
+    default:
+      g_assert_not_reached ();
+    }
+}
+
+static void
+entry_activate_cb (GtkEntry        *entry,
+                   NapkinInspector *self)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = g_strdup (gtk_editable_get_text (GTK_EDITABLE (entry)));
+  gboolean ok;
+
+  g_object_ref (entry);
+  ok = apply (self, GTK_WIDGET (entry), g_strstrip (text), 0, &error);
+  /* A successful edit rebuilds the pane later; a refusal stays on screen. */
+  show_result (self, GTK_WIDGET (entry), ok, error);
+  g_object_unref (entry);
+}
+
+static void
+dropdown_selected_cb (GtkDropDown     *dropdown,
+                      GParamSpec      *pspec,
+                      NapkinInspector *self)
+{
+  g_autoptr(GError) error = NULL;
+  gboolean ok;
+
+  g_object_ref (dropdown);
+  ok = apply (self, GTK_WIDGET (dropdown), "", gtk_drop_down_get_selected (dropdown), &error);
+  show_result (self, GTK_WIDGET (dropdown), ok, error);
+  g_object_unref (dropdown);
+}
+
+static GtkWidget *
+field_entry (NapkinInspector *self,
+             Field            field,
+             const char      *key,
+             const char      *text)
+{
+  GtkWidget *entry = gtk_entry_new ();
+
+  gtk_editable_set_text (GTK_EDITABLE (entry), text ? text : "");
+  g_object_set_data (G_OBJECT (entry), "napkin-field", GINT_TO_POINTER (field));
+  g_object_set_data_full (G_OBJECT (entry), "napkin-key", g_strdup (key), g_free);
+  g_signal_connect (entry, "activate", G_CALLBACK (entry_activate_cb), self);
+  return entry;
+}
+
+static GtkWidget *
+field_dropdown (NapkinInspector   *self,
+                Field              field,
+                const char        *key,
+                const char *const *items,
+                guint              selected)
+{
+  GtkWidget *dropdown = gtk_drop_down_new_from_strings (items);
+
+  gtk_drop_down_set_selected (GTK_DROP_DOWN (dropdown), selected);
+  g_object_set_data (G_OBJECT (dropdown), "napkin-field", GINT_TO_POINTER (field));
+  g_object_set_data_full (G_OBJECT (dropdown), "napkin-key", g_strdup (key), g_free);
+  g_signal_connect (dropdown, "notify::selected", G_CALLBACK (dropdown_selected_cb), self);
+  return dropdown;
+}
+
+/* ---------------------------------------------------------------- building */
+
+static const char *const *
+dtype_names (gboolean with_inherit)
+{
+  static const char *names[NAPKIN_N_DTYPES + 2];
+  static const char *inherit_names[NAPKIN_N_DTYPES + 2];
+
+  if (names[0] == NULL)
+    {
+      inherit_names[0] = _("as input");
+      for (guint i = 0; i < NAPKIN_N_DTYPES; i++)
+        names[i] = inherit_names[i + 1] = napkin_dtype_to_string (i);
+    }
+  return with_inherit ? inherit_names : names;
+}
+
+static void
+build_node (NapkinInspector *self,
+            guint            n)
+{
+  NapkinDiagram *d = diagram (self);
+  const NapkinNode *node = napkin_diagram_node (d, n);
+  const NapkinTensorType *type = napkin_diagram_node_type (d, n);
+  g_autofree char *heading = g_strdup_printf (_("Operation “%s” (%s)"), node->id, napkin_op_kind_to_string (node->kind));
+
+  gtk_label_set_text (self->heading, heading);
+  add_row (self, _("_Label"), field_entry (self, FIELD_LABEL, node->id, node->label), "field-label");
+
+  switch (node->kind)
+    {
+    case NAPKIN_OP_INPUT:
+    case NAPKIN_OP_OUTPUT:
+      {
+        int t = napkin_diagram_find_tensor (d, node->tensor);
+
+        if (t >= 0)
+          {
+            const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
+            g_autofree char *axes = join_axes (tensor->axes);
+
+            add_row (self, _("Tensor"), gtk_label_new (tensor->name), "field-tensor");
+            add_row (self, _("_Axes"), field_entry (self, FIELD_TENSOR_AXES, tensor->name, axes), "field-tensor-axes");
+            add_row (self, _("_Element type"),
+                     field_dropdown (self, FIELD_TENSOR_DTYPE, tensor->name, dtype_names (FALSE), tensor->dtype),
+                     "field-tensor-dtype");
+          }
+        break;
+      }
+    case NAPKIN_OP_CONTRACT:
+    case NAPKIN_OP_REARRANGE:
+    case NAPKIN_OP_MAP:
+      {
+        g_autofree char *out = join_axes (node->out);
+
+        if (node->kind == NAPKIN_OP_MAP)
+          {
+            static const char *fns[NAPKIN_N_FNS + 1];
+
+            for (guint i = 0; i < NAPKIN_N_FNS; i++)
+              fns[i] = napkin_fn_info (i)->name;
+            add_row (self, _("_Function"), field_dropdown (self, FIELD_FN, node->id, fns, node->fn), "field-fn");
+            if (node->fn == NAPKIN_FN_SCALE)
+              {
+                char alpha[G_ASCII_DTOSTR_BUF_SIZE];
+
+                g_ascii_dtostr (alpha, sizeof alpha, node->alpha);
+                add_row (self, _("_Factor"), field_entry (self, FIELD_ALPHA, node->id, alpha), "field-alpha");
+              }
+          }
+        add_row (self, node->kind == NAPKIN_OP_MAP ? _("_Output axes (optional)") : _("_Output axes"),
+                 field_entry (self, FIELD_OUT, node->id, out), "field-out");
+        break;
+      }
+    case NAPKIN_OP_REDUCE:
+    case NAPKIN_OP_SOFTMAX:
+    case NAPKIN_OP_NORMALIZE:
+      if (node->kind == NAPKIN_OP_REDUCE)
+        {
+          static const char *ops[NAPKIN_N_REDUCES + 1];
+
+          for (guint i = 0; i < NAPKIN_N_REDUCES; i++)
+            ops[i] = napkin_reduce_to_string (i);
+          add_row (self, _("_Reduction"), field_dropdown (self, FIELD_REDUCE, node->id, ops, node->reduce),
+                   "field-reduce");
+        }
+      if (node->kind == NAPKIN_OP_NORMALIZE)
+        {
+          static const char *norms[NAPKIN_N_NORMS + 1];
+          char eps[G_ASCII_DTOSTR_BUF_SIZE];
+
+          for (guint i = 0; i < NAPKIN_N_NORMS; i++)
+            norms[i] = napkin_norm_to_string (i);
+          add_row (self, _("_Normalization"), field_dropdown (self, FIELD_NORM, node->id, norms, node->norm),
+                   "field-norm");
+          g_ascii_dtostr (eps, sizeof eps, node->eps);
+          add_row (self, "_eps", field_entry (self, FIELD_EPS, node->id, eps), "field-eps");
+        }
+      add_row (self, _("O_ver axis"), field_entry (self, FIELD_AXIS, node->id, node->axis), "field-axis");
+      break;
+    case NAPKIN_N_OPS:
+    default:
+      break;
+    }
+
+  if (node->kind != NAPKIN_OP_INPUT && node->kind != NAPKIN_OP_OUTPUT)
+    add_row (self, _("_Element type"),
+             field_dropdown (self, FIELD_NODE_DTYPE, node->id, dtype_names (TRUE),
+                             node->has_dtype ? node->dtype + 1 : 0),
+             "field-dtype");
+
+  if (type != NULL && type->valid)
+    {
+      g_autofree char *s = napkin_diagram_type_to_string (d, type);
+      g_autofree char *text = g_strdup_printf (_("Result: %s"), s);
+
+      add_text (self, text, "dim-label");
+    }
+}
+
+static void
+build_region (NapkinInspector *self,
+              const char      *name)
+{
+  NapkinDiagram *d = diagram (self);
+  int r = napkin_diagram_find_region (d, name);
+  const NapkinRegion *region;
+  static const char *levels[NAPKIN_N_LEVELS + 1];
+  static const char *marks[NAPKIN_N_MARKS + 1];
+  g_autofree char *heading = NULL;
+  g_autofree char *stages = NULL;
+
+  if (r < 0)
+    return;
+  region = napkin_diagram_region (d, r);
+  levels[0] = _("Device memory");
+  levels[1] = _("L2 cache");
+  levels[2] = _("Shared memory");
+  levels[3] = _("Registers");
+  marks[0] = _("whole");
+  marks[1] = _("parallel (g)");
+  marks[2] = _("stream (s)");
+
+  heading = g_strdup_printf (_("Region “%s”"), region->name);
+  gtk_label_set_text (self->heading, heading);
+  add_row (self, _("_Level"), field_dropdown (self, FIELD_REGION_LEVEL, region->name, levels, region->level),
+           "region-level");
+  stages = g_strdup_printf ("%u", region->stages);
+  add_row (self, _("_Stages"), field_entry (self, FIELD_REGION_STAGES, region->name, stages), "region-stages");
+
+  add_section (self, _("Axes in this region"));
+  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
+    {
+      const NapkinAxis *axis = napkin_diagram_axis (d, a);
+      GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+      GtkWidget *kind_w, *tile_w;
+      g_autofree char *title = g_strdup_printf ("%s (%" G_GINT64_FORMAT ")", axis->name, axis->size);
+      g_autofree char *kind_name = g_strdup_printf ("mark-%s-kind", axis->name);
+      g_autofree char *tile_name = g_strdup_printf ("mark-%s-tile", axis->name);
+      g_autofree char *tile_text = NULL;
+      NapkinMarkKind kind;
+      gint64 tile = 0;
+
+      kind = napkin_region_mark (region, axis->name, &tile);
+      tile_text = kind == NAPKIN_MARK_WHOLE ? g_strdup ("") : g_strdup_printf ("%" G_GINT64_FORMAT, tile);
+      kind_w = field_dropdown (self, FIELD_MARK_KIND, region->name, marks, kind);
+      tile_w = field_entry (self, FIELD_MARK_TILE, region->name, tile_text);
+      gtk_editable_set_width_chars (GTK_EDITABLE (tile_w), 6);
+      gtk_widget_set_sensitive (tile_w, kind != NAPKIN_MARK_WHOLE);
+      gtk_widget_set_name (kind_w, kind_name);
+      gtk_widget_set_name (tile_w, tile_name);
+      for (guint i = 0; i < 2; i++)
+        {
+          GObject *w = G_OBJECT (i ? tile_w : kind_w);
+
+          g_object_set_data_full (w, "napkin-axis", g_strdup (axis->name), g_free);
+          g_object_set_data (w, "napkin-kind-widget", kind_w);
+          g_object_set_data (w, "napkin-tile-widget", tile_w);
+        }
+      gtk_box_append (GTK_BOX (box), kind_w);
+      gtk_box_append (GTK_BOX (box), tile_w);
+      {
+        g_autofree char *escaped = escape_mnemonic (title);
+
+        add_row (self, escaped, box, "mark-row");
+      }
+      /* The refusal shows under the pair, whichever of the two was edited. */
+      g_object_set_data (G_OBJECT (kind_w), "napkin-error", g_object_get_data (G_OBJECT (box), "napkin-error"));
+      g_object_set_data (G_OBJECT (tile_w), "napkin-error", g_object_get_data (G_OBJECT (box), "napkin-error"));
+    }
+}
+
+static void
+build_wire (NapkinInspector *self,
+            const char      *to,
+            guint            port)
+{
+  NapkinDiagram *d = diagram (self);
+  int t = napkin_diagram_find_node (d, to);
+  int f = t >= 0 ? napkin_diagram_input_source (d, t, port) : -1;
+  const NapkinNode *source;
+  const NapkinTensorType *type;
+  g_autofree char *heading = NULL;
+
+  if (f < 0)
+    return;
+  source = napkin_diagram_node (d, f);
+  heading = g_strdup_printf (_("Wire %s → %s (input %u)"), source->id, to, port + 1);
+  gtk_label_set_text (self->heading, heading);
+  type = napkin_diagram_node_type (d, f);
+  if (type != NULL && type->valid)
+    {
+      g_autofree char *s = napkin_diagram_type_to_string (d, type);
+
+      add_text (self, s, "monospace");
+    }
+
+  /* A wire carries its source's result: its axes are edited there. */
+  if (source->kind == NAPKIN_OP_INPUT)
+    {
+      int ti = napkin_diagram_find_tensor (d, source->tensor);
+
+      if (ti >= 0)
+        {
+          const NapkinTensor *tensor = napkin_diagram_tensor (d, ti);
+          g_autofree char *axes = join_axes (tensor->axes);
+
+          add_row (self, _("_Axes"), field_entry (self, FIELD_TENSOR_AXES, tensor->name, axes), "field-tensor-axes");
+        }
+    }
+  else if (source->kind == NAPKIN_OP_CONTRACT || source->kind == NAPKIN_OP_REARRANGE
+           || source->kind == NAPKIN_OP_MAP)
+    {
+      g_autofree char *out = join_axes (source->out);
+
+      add_row (self, _("_Axes"), field_entry (self, FIELD_OUT, source->id, out), "field-out");
+    }
+}
+
+static void
+build_axes (NapkinInspector *self)
+{
+  NapkinDiagram *d = diagram (self);
+
+  add_section (self, _("Axis sizes"));
+  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
+    {
+      const NapkinAxis *axis = napkin_diagram_axis (d, a);
+      g_autofree char *size = g_strdup_printf ("%" G_GINT64_FORMAT, axis->size);
+      g_autofree char *name = g_strdup_printf ("axis-%s", axis->name);
+
+      g_autofree char *escaped = escape_mnemonic (axis->name);
+
+      add_row (self, escaped, field_entry (self, FIELD_AXIS_SIZE, axis->name, size), name);
+    }
+  add_row (self, _("_New axis"), field_entry (self, FIELD_NEW_AXIS, NULL, ""), "axis-new");
+}
+
+static void
+build_problems (NapkinInspector *self)
+{
+  g_autoptr(GPtrArray) problems = napkin_diagram_check (diagram (self));
+
+  if (problems->len == 0)
+    return;
+  add_section (self, g_dngettext (GETTEXT_PACKAGE, "Problem", "Problems", problems->len));
+  for (guint i = 0; i < problems->len && i < 20; i++)
+    add_text (self, ((NapkinProblem *) g_ptr_array_index (problems, i))->message, "error");
+}
+
+static gboolean
+rebuild (gpointer user_data)
+{
+  NapkinInspector *self = user_data;
+  g_auto(GStrv) ids = NULL;
+  const char *region, *to;
+  guint port;
+
+  self->rebuild_id = 0;
+  clear_grid (self);
+  g_clear_pointer (&self->error, g_free);
+  if (diagram (self) == NULL)
+    {
+      gtk_label_set_text (self->heading, _("No document"));
+      return G_SOURCE_REMOVE;
+    }
+
+  ids = napkin_canvas_dup_selected_nodes (self->canvas);
+  region = napkin_canvas_get_selected_region (self->canvas);
+  if (ids[0] != NULL && ids[1] == NULL)
+    build_node (self, napkin_diagram_find_node (diagram (self), ids[0]));
+  else if (ids[0] != NULL)
+    {
+      g_autofree char *heading = g_strdup_printf (_("%u operations selected"), g_strv_length (ids));
+
+      gtk_label_set_text (self->heading, heading);
+      add_text (self, _("Draw a region around them from the Region menu (Ctrl+R for shared memory)."), "dim-label");
+    }
+  else if (region != NULL)
+    build_region (self, region);
+  else if (napkin_canvas_get_selected_wire (self->canvas, &to, &port))
+    build_wire (self, to, port);
+  else
+    {
+      NapkinDiagram *d = diagram (self);
+
+      gtk_label_set_text (self->heading, napkin_diagram_get_title (d) ? napkin_diagram_get_title (d) : _("Diagram"));
+      if (napkin_diagram_get_description (d))
+        add_text (self, napkin_diagram_get_description (d), "dim-label");
+    }
+  build_axes (self);
+  build_problems (self);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+selection_changed_cb (NapkinInspector *self,
+                      NapkinCanvas    *canvas)
+{
+  /* Coalesced: a drag changes the diagram on every motion event. */
+  if (self->rebuild_id == 0)
+    self->rebuild_id = g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, rebuild, self, NULL);
+}
+
+void
+napkin_inspector_set_canvas (NapkinInspector *self,
+                             NapkinCanvas    *canvas)
+{
+  g_return_if_fail (NAPKIN_IS_INSPECTOR (self));
+  g_return_if_fail (canvas == NULL || NAPKIN_IS_CANVAS (canvas));
+
+  if (self->canvas != NULL)
+    g_clear_signal_handler (&self->selection_id, self->canvas);
+  g_set_object (&self->canvas, canvas);
+  if (canvas != NULL)
+    self->selection_id = g_signal_connect_object (canvas, "selection-changed",
+                                                  G_CALLBACK (selection_changed_cb), self,
+                                                  G_CONNECT_SWAPPED);
+  g_clear_handle_id (&self->rebuild_id, g_source_remove);
+  rebuild (self);
+}
+
+const char *
+napkin_inspector_get_error (NapkinInspector *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_INSPECTOR (self), NULL);
+
+  return self->error;
+}
+
+static void
+napkin_inspector_dispose (GObject *object)
+{
+  NapkinInspector *self = NAPKIN_INSPECTOR (object);
+
+  g_clear_handle_id (&self->rebuild_id, g_source_remove);
+  if (self->canvas != NULL)
+    g_clear_signal_handler (&self->selection_id, self->canvas);
+  g_clear_object (&self->canvas);
+  gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_INSPECTOR);
+  G_OBJECT_CLASS (napkin_inspector_parent_class)->dispose (object);
+}
+
+static void
+napkin_inspector_finalize (GObject *object)
+{
+  NapkinInspector *self = NAPKIN_INSPECTOR (object);
+
+  g_clear_pointer (&self->error, g_free);
+  G_OBJECT_CLASS (napkin_inspector_parent_class)->finalize (object);
+}
+
+static void
+napkin_inspector_class_init (NapkinInspectorClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = napkin_inspector_dispose;
+  object_class->finalize = napkin_inspector_finalize;
+
+  gtk_widget_class_set_template_from_resource (widget_class, "/io/github/napkin/Napkin/ui/napkin-inspector.ui");
+  gtk_widget_class_bind_template_child (widget_class, NapkinInspector, heading);
+  gtk_widget_class_bind_template_child (widget_class, NapkinInspector, grid);
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "napkin-inspector");
+}
+
+static void
+napkin_inspector_init (NapkinInspector *self)
+{
+  gtk_widget_init_template (GTK_WIDGET (self));
+}
+
+GtkWidget *
+napkin_inspector_new (void)
+{
+  return g_object_new (NAPKIN_TYPE_INSPECTOR, NULL);
+}

@@ -1,0 +1,1233 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-window"
+
+#include "config.h"
+
+#include <string.h>
+
+#include <glib/gi18n.h>
+
+#include "napkin-application.h"
+#include "napkin-edit.h"
+#include "napkin-error.h"
+#include "napkin-file.h"
+#include "napkin-render.h"
+#include "napkin-window.h"
+#ifdef NAPKIN_HAVE_PERF
+#include "napkin-arch.h"
+#endif
+
+struct _NapkinWindow
+{
+  AdwApplicationWindow parent_instance;
+
+  /* template */
+  AdwWindowTitle      *window_title;
+  AdwToastOverlay     *toast_overlay;
+  GtkRevealer         *banner;
+  GtkLabel            *banner_label;
+  GtkBox              *palette;
+  NapkinCanvas        *canvas;
+  NapkinInspector     *inspector;
+  GtkDropDown         *arch_dropdown;
+  GtkButton           *zoom_button;
+  GtkMenuButton       *add_button;
+  GMenu               *recent_section;
+
+  /* the document */
+  NapkinHistory       *history;
+  GFile               *file;
+  gboolean             is_example;
+  gulong               modified_id;
+  gulong               undo_id;
+  gulong               redo_id;
+
+  GSettings           *settings;
+  GStrv                arch_ids;
+  gboolean             close_confirmed;
+  gboolean             close_after_save;
+  guint                zoom_label_id;
+};
+
+G_DEFINE_FINAL_TYPE (NapkinWindow, napkin_window, ADW_TYPE_APPLICATION_WINDOW)
+
+#define DEFAULT_RESOURCE "/io/github/napkin/Napkin/examples/flash-attention.napkin"
+
+static void
+update_title (NapkinWindow *self)
+{
+  NapkinDiagram *diagram = self->history ? napkin_history_get_diagram (self->history) : NULL;
+  gboolean modified = self->history && napkin_history_get_modified (self->history);
+  g_autofree char *name = NULL;
+  g_autofree char *title = NULL;
+  g_autofree char *subtitle = NULL;
+
+  if (self->file != NULL)
+    name = g_file_get_basename (self->file);
+  else if (diagram && napkin_diagram_get_title (diagram))
+    name = g_strdup (napkin_diagram_get_title (diagram));
+  else
+    name = g_strdup (_("Untitled Diagram"));
+
+  title = g_strdup_printf ("%s%s", modified ? "• " : "", name);
+  if (self->file != NULL)
+    {
+      g_autoptr(GFile) parent = g_file_get_parent (self->file);
+
+      subtitle = parent ? g_file_get_parse_name (parent) : NULL;
+    }
+  else if (self->is_example)
+    subtitle = g_strdup (_("Bundled example"));
+  adw_window_title_set_title (self->window_title, title);
+  adw_window_title_set_subtitle (self->window_title, subtitle ? subtitle : "");
+  {
+    g_autofree char *window_title = g_strdup_printf ("%s — Napkin", title);
+
+    gtk_window_set_title (GTK_WINDOW (self), window_title);
+  }
+}
+
+static void
+update_undo (NapkinWindow *self)
+{
+  gboolean can_undo = self->history && napkin_history_can_undo (self->history);
+  gboolean can_redo = self->history && napkin_history_can_redo (self->history);
+
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "doc.undo", can_undo);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "doc.redo", can_redo);
+  update_title (self);
+}
+
+static void
+history_notify_cb (NapkinWindow *self,
+                   GParamSpec   *pspec,
+                   NapkinHistory *history)
+{
+  update_undo (self);
+}
+
+static gboolean
+update_zoom_label (gpointer user_data)
+{
+  NapkinWindow *self = user_data;
+  g_autofree char *label = g_strdup_printf ("%.0f%%", napkin_canvas_get_zoom (self->canvas) * 100);
+
+  self->zoom_label_id = 0;
+  gtk_button_set_label (self->zoom_button, label);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+zoom_notify_cb (NapkinWindow *self,
+                GParamSpec   *pspec,
+                NapkinCanvas *canvas)
+{
+  /* The canvas fits itself while being allocated; relabelling the header bar
+   * then would leave it unallocated for that frame. */
+  if (self->zoom_label_id == 0)
+    self->zoom_label_id = g_idle_add (update_zoom_label, self);
+}
+
+void
+napkin_window_set_document (NapkinWindow  *self,
+                            NapkinDiagram *diagram,
+                            GFile         *file)
+{
+  g_return_if_fail (NAPKIN_IS_WINDOW (self));
+  g_return_if_fail (NAPKIN_IS_DIAGRAM (diagram));
+
+  if (self->history != NULL)
+    {
+      g_clear_signal_handler (&self->modified_id, self->history);
+      g_clear_signal_handler (&self->undo_id, self->history);
+      g_clear_signal_handler (&self->redo_id, self->history);
+    }
+  g_clear_object (&self->history);
+  g_set_object (&self->file, file);
+  self->is_example = FALSE;
+
+  self->history = napkin_history_new (diagram);
+  self->modified_id = g_signal_connect_object (self->history, "notify::modified",
+                                               G_CALLBACK (history_notify_cb), self, G_CONNECT_SWAPPED);
+  self->undo_id = g_signal_connect_object (self->history, "notify::can-undo",
+                                           G_CALLBACK (history_notify_cb), self, G_CONNECT_SWAPPED);
+  self->redo_id = g_signal_connect_object (self->history, "notify::can-redo",
+                                           G_CALLBACK (history_notify_cb), self, G_CONNECT_SWAPPED);
+  napkin_canvas_set_history (self->canvas, self->history);
+  napkin_inspector_set_canvas (self->inspector, self->canvas);
+  update_undo (self);
+}
+
+void
+napkin_window_show_error (NapkinWindow *self,
+                          const char   *message)
+{
+  g_return_if_fail (NAPKIN_IS_WINDOW (self));
+
+  gtk_label_set_text (self->banner_label, message);
+  gtk_revealer_set_reveal_child (self->banner, TRUE);
+}
+
+const char *
+napkin_window_get_banner_text (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+
+  return gtk_revealer_get_reveal_child (self->banner) ? gtk_label_get_text (self->banner_label) : NULL;
+}
+
+static void
+toast (NapkinWindow *self,
+       const char   *message)
+{
+  AdwToast *t = adw_toast_new (message);
+
+  adw_toast_set_timeout (t, 4);
+  adw_toast_overlay_add_toast (self->toast_overlay, t);
+}
+
+static void
+add_recent (GFile *file)
+{
+  g_autofree char *uri = g_file_get_uri (file);
+
+  gtk_recent_manager_add_item (gtk_recent_manager_get_default (), uri);
+}
+
+gboolean
+napkin_window_load_file (NapkinWindow  *self,
+                         GFile         *file,
+                         GError       **error)
+{
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(GError) local_error = NULL;
+  g_autofree char *path = NULL;
+
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), FALSE);
+  g_return_val_if_fail (G_IS_FILE (file), FALSE);
+
+  path = g_file_get_path (file);
+  if (path == NULL)
+    g_set_error (&local_error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                 _("%s: only local files can be opened"), g_file_peek_path (file));
+  else
+    diagram = napkin_diagram_load_from_file (path, NAPKIN_LOAD_DEFAULT, &local_error);
+
+  if (diagram == NULL)
+    {
+      g_autofree char *name = g_file_get_parse_name (file);
+      g_autofree char *message = g_strdup_printf (_("Could not open “%s”: %s"), name, local_error->message);
+
+      /* The open documents stay as they were. */
+      napkin_window_show_error (self, message);
+      g_propagate_error (error, g_steal_pointer (&local_error));
+      return FALSE;
+    }
+
+  gtk_revealer_set_reveal_child (self->banner, FALSE);
+  napkin_window_set_document (self, diagram, file);
+  add_recent (file);
+  return TRUE;
+}
+
+gboolean
+napkin_window_load_default (NapkinWindow *self)
+{
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(GError) error = NULL;
+  gsize length;
+  const char *data;
+
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), FALSE);
+
+  bytes = g_resources_lookup_data (DEFAULT_RESOURCE, G_RESOURCE_LOOKUP_FLAGS_NONE, &error);
+  if (bytes != NULL)
+    {
+      data = g_bytes_get_data (bytes, &length);
+      diagram = napkin_diagram_load_from_data (data, length, NAPKIN_LOAD_DEFAULT, &error);
+    }
+  if (diagram == NULL)
+    {
+      napkin_window_show_error (self, error->message);
+      diagram = napkin_diagram_new ();
+      napkin_window_set_document (self, diagram, NULL);
+      return FALSE;
+    }
+  napkin_window_set_document (self, diagram, NULL);
+  self->is_example = TRUE;
+  update_title (self);
+  return TRUE;
+}
+
+gboolean
+napkin_window_save_to_file (NapkinWindow  *self,
+                            GFile         *file,
+                            GError       **error)
+{
+  g_autofree char *path = NULL;
+
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), FALSE);
+  g_return_val_if_fail (G_IS_FILE (file), FALSE);
+
+  path = g_file_get_path (file);
+  if (path == NULL)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                   _("only local files can be saved"));
+      return FALSE;
+    }
+  if (!napkin_diagram_save_to_file (napkin_history_get_diagram (self->history), path, error))
+    return FALSE;
+  napkin_history_set_saved (self->history);
+  g_set_object (&self->file, file);
+  self->is_example = FALSE;
+  add_recent (file);
+  update_title (self);
+  return TRUE;
+}
+
+gboolean
+napkin_window_is_pristine (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), FALSE);
+
+  return self->file == NULL && (self->history == NULL || !napkin_history_get_modified (self->history));
+}
+
+NapkinCanvas *
+napkin_window_get_canvas (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+  return self->canvas;
+}
+
+NapkinInspector *
+napkin_window_get_inspector (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+  return self->inspector;
+}
+
+NapkinHistory *
+napkin_window_get_history (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+  return self->history;
+}
+
+GFile *
+napkin_window_get_file (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+  return self->file;
+}
+
+/* ---------------------------------------------------------------- file dialogs */
+
+static void
+add_napkin_filter (GtkFileChooser *chooser)
+{
+  g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
+
+  gtk_file_filter_set_name (filter, _("Napkin diagrams"));
+  gtk_file_filter_add_pattern (filter, "*.napkin");
+  gtk_file_filter_add_mime_type (filter, "application/x-napkin");
+  gtk_file_chooser_add_filter (chooser, filter);
+}
+
+static void
+open_response_cb (GtkNativeDialog *dialog,
+                  int              response,
+                  gpointer         user_data)
+{
+  g_autoptr(NapkinWindow) self = user_data;
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr(GListModel) files = gtk_file_chooser_get_files (GTK_FILE_CHOOSER (dialog));
+
+      for (guint i = 0; i < g_list_model_get_n_items (files); i++)
+        {
+          g_autoptr(GFile) file = g_list_model_get_item (files, i);
+
+          napkin_application_open_file (NAPKIN_APPLICATION (gtk_window_get_application (GTK_WINDOW (self))),
+                                        file, self);
+        }
+    }
+  gtk_native_dialog_destroy (dialog);
+  g_object_unref (dialog);
+}
+
+static void
+open_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  GtkFileChooserNative *dialog;
+
+  dialog = gtk_file_chooser_native_new (_("Open Diagram"), GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_OPEN,
+                                        _("_Open"), _("_Cancel"));
+  gtk_file_chooser_set_select_multiple (GTK_FILE_CHOOSER (dialog), TRUE);
+  add_napkin_filter (GTK_FILE_CHOOSER (dialog));
+  g_signal_connect (dialog, "response", G_CALLBACK (open_response_cb), g_object_ref (self));
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+}
+
+static void
+open_recent_action (GtkWidget  *widget,
+                    const char *action_name,
+                    GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  g_autoptr(GFile) file = g_file_new_for_uri (g_variant_get_string (parameter, NULL));
+
+  napkin_application_open_file (NAPKIN_APPLICATION (gtk_window_get_application (GTK_WINDOW (self))), file, self);
+}
+
+static void save_as_action (GtkWidget *widget, const char *action_name, GVariant *parameter);
+
+static void
+save_done (NapkinWindow *self,
+           gboolean      ok,
+           GError       *error)
+{
+  if (!ok)
+    {
+      g_autofree char *message = g_strdup_printf (_("Could not save: %s"), error->message);
+
+      napkin_window_show_error (self, message);
+      self->close_after_save = FALSE;
+      return;
+    }
+  toast (self, _("Saved"));
+  if (self->close_after_save)
+    {
+      self->close_confirmed = TRUE;
+      gtk_window_close (GTK_WINDOW (self));
+    }
+}
+
+static void
+save_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  g_autoptr(GError) error = NULL;
+  gboolean ok;
+
+  if (self->file == NULL)
+    {
+      save_as_action (widget, "doc.save-as", NULL);
+      return;
+    }
+  ok = napkin_window_save_to_file (self, self->file, &error);
+  save_done (self, ok, error);
+}
+
+static void
+save_as_response_cb (GtkNativeDialog *dialog,
+                     int              response,
+                     gpointer         user_data)
+{
+  g_autoptr(NapkinWindow) self = user_data;
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr(GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+      g_autoptr(GError) error = NULL;
+      gboolean ok = napkin_window_save_to_file (self, file, &error);
+
+      save_done (self, ok, error);
+    }
+  else
+    self->close_after_save = FALSE;
+  gtk_native_dialog_destroy (dialog);
+  g_object_unref (dialog);
+}
+
+static char *
+suggested_name (NapkinWindow *self,
+                const char   *extension)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (self->history);
+  g_autofree char *stem = NULL;
+
+  if (self->file != NULL)
+    {
+      g_autofree char *base = g_file_get_basename (self->file);
+      char *dot = strrchr (base, '.');
+
+      if (dot != NULL)
+        *dot = '\0';
+      stem = g_strdup (base);
+    }
+  else if (napkin_diagram_get_title (diagram))
+    stem = g_strdelimit (g_ascii_strdown (napkin_diagram_get_title (diagram), -1), " /:", '-');
+  else
+    stem = g_strdup (_("diagram"));
+  return g_strconcat (stem, extension, NULL);
+}
+
+static void
+save_as_action (GtkWidget  *widget,
+                const char *action_name,
+                GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  GtkFileChooserNative *dialog;
+  g_autofree char *name = suggested_name (self, ".napkin");
+
+  dialog = gtk_file_chooser_native_new (_("Save Diagram"), GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_SAVE,
+                                        _("_Save"), _("_Cancel"));
+  add_napkin_filter (GTK_FILE_CHOOSER (dialog));
+  gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (dialog), name);
+  g_signal_connect (dialog, "response", G_CALLBACK (save_as_response_cb), g_object_ref (self));
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+}
+
+static void
+export_response_cb (GtkNativeDialog *dialog,
+                    int              response,
+                    gpointer         user_data)
+{
+  g_autoptr(NapkinWindow) self = user_data;
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr(GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+      g_autofree char *path = g_file_get_path (file);
+      const char *scale_choice = gtk_file_chooser_get_choice (GTK_FILE_CHOOSER (dialog), "scale");
+      double scale = scale_choice ? g_ascii_strtod (scale_choice, NULL) : 2;
+      g_autoptr(GError) error = NULL;
+      NapkinExportFormat format;
+
+      if (path == NULL || !napkin_export_format_from_path (path, &format))
+        napkin_window_show_error (self, _("Export: name the file .svg, .pdf, .png or .tex"));
+      else if (!napkin_render_export (napkin_history_get_diagram (self->history), path, format, scale, &error))
+        {
+          g_autofree char *message = g_strdup_printf (_("Could not export: %s"), error->message);
+
+          napkin_window_show_error (self, message);
+        }
+      else
+        {
+          g_autofree char *base = g_file_get_basename (file);
+          g_autofree char *message = g_strdup_printf (_("Exported %s"), base);
+
+          toast (self, message);
+        }
+    }
+  gtk_native_dialog_destroy (dialog);
+  g_object_unref (dialog);
+}
+
+static void
+export_action (GtkWidget  *widget,
+               const char *action_name,
+               GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  GtkFileChooserNative *dialog;
+  g_autofree char *name = suggested_name (self, ".svg");
+  static const char *scale_ids[] = { "1", "2", "3", "4", NULL };
+  const char *scale_labels[] = { "1×", "2×", "3×", "4×", NULL };
+  static const struct { const char *name; const char *pattern; } formats[] = {
+    { N_("SVG image"), "*.svg" },
+    { N_("PDF document"), "*.pdf" },
+    { N_("PNG image"), "*.png" },
+    { N_("TikZ picture for LaTeX"), "*.tex" },
+  };
+
+  dialog = gtk_file_chooser_native_new (_("Export Diagram"), GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_SAVE,
+                                        _("_Export"), _("_Cancel"));
+  for (guint i = 0; i < G_N_ELEMENTS (formats); i++)
+    {
+      g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
+
+      gtk_file_filter_set_name (filter, _(formats[i].name));
+      gtk_file_filter_add_pattern (filter, formats[i].pattern);
+      gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), filter);
+    }
+  gtk_file_chooser_add_choice (GTK_FILE_CHOOSER (dialog), "scale", _("PNG scale"), scale_ids, scale_labels);
+  gtk_file_chooser_set_choice (GTK_FILE_CHOOSER (dialog), "scale", "2");
+  gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (dialog), name);
+  g_signal_connect (dialog, "response", G_CALLBACK (export_response_cb), g_object_ref (self));
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+}
+
+/* ---------------------------------------------------------------- actions */
+
+static void
+new_action (GtkWidget  *widget,
+            const char *action_name,
+            GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  GtkApplication *app = gtk_window_get_application (GTK_WINDOW (self));
+  g_autoptr(NapkinDiagram) diagram = napkin_diagram_new ();
+  NapkinWindow *window;
+
+  /* A blank diagram in this window if it is untouched, else in a new one. */
+  window = napkin_window_is_pristine (self) ? self : napkin_window_new (app);
+  napkin_window_set_document (window, diagram, NULL);
+  gtk_window_present (GTK_WINDOW (window));
+}
+
+static void
+undo_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+
+  napkin_history_undo (self->history);
+}
+
+static void
+redo_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+
+  napkin_history_redo (self->history);
+}
+
+static void
+close_action (GtkWidget  *widget,
+              const char *action_name,
+              GVariant   *parameter)
+{
+  gtk_window_close (GTK_WINDOW (widget));
+}
+
+static void
+zoom_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  double zoom = napkin_canvas_get_zoom (self->canvas);
+
+  if (g_str_equal (action_name, "view.zoom-in"))
+    napkin_canvas_set_zoom (self->canvas, zoom * 1.25);
+  else if (g_str_equal (action_name, "view.zoom-out"))
+    napkin_canvas_set_zoom (self->canvas, zoom / 1.25);
+  else if (g_str_equal (action_name, "view.zoom-reset"))
+    napkin_canvas_set_zoom (self->canvas, 1.0);
+  else
+    napkin_canvas_zoom_to_fit (self->canvas);
+}
+
+static gboolean
+focus_is_text (NapkinWindow *self)
+{
+  GtkWidget *focus = gtk_root_get_focus (GTK_ROOT (self));
+
+  return focus != NULL && GTK_IS_EDITABLE (focus);
+}
+
+static void
+edit_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  g_autoptr(GError) error = NULL;
+
+  if (g_str_equal (action_name, "edit.delete"))
+    {
+      if (!napkin_canvas_delete_selection (self->canvas, &error))
+        toast (self, error->message);
+    }
+  else if (g_str_equal (action_name, "edit.copy"))
+    napkin_canvas_copy (self->canvas);
+  else if (g_str_equal (action_name, "edit.cut"))
+    {
+      napkin_canvas_copy (self->canvas);
+      if (!napkin_canvas_delete_selection (self->canvas, &error))
+        toast (self, error->message);
+    }
+  else if (g_str_equal (action_name, "edit.paste"))
+    napkin_canvas_paste (self->canvas);
+  else if (g_str_equal (action_name, "edit.select-all"))
+    napkin_canvas_select_all (self->canvas);
+  else if (g_str_equal (action_name, "edit.add-menu"))
+    gtk_menu_button_popup (self->add_button);
+}
+
+/* Keys that text fields also use go to the field when one has the focus. */
+static gboolean
+edit_shortcut_cb (GtkWidget *widget,
+                  GVariant  *args,
+                  gpointer   user_data)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  const char *action = g_variant_get_string (args, NULL);
+
+  if (focus_is_text (self))
+    return FALSE;
+  gtk_widget_activate_action (widget, action, NULL);
+  return TRUE;
+}
+
+static void
+add_node_action (GtkWidget  *widget,
+                 const char *action_name,
+                 GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *id = NULL;
+  NapkinOpKind kind;
+
+  if (!napkin_op_kind_from_string (g_variant_get_string (parameter, NULL), &kind))
+    return;
+  id = napkin_canvas_add_node_at_center (self->canvas, kind, &error);
+  if (id == NULL)
+    toast (self, error->message);
+  else
+    gtk_widget_grab_focus (GTK_WIDGET (self->canvas));
+}
+
+static void
+add_region_action (GtkWidget  *widget,
+                   const char *action_name,
+                   GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *name = NULL;
+  NapkinLevel level = NAPKIN_LEVEL_SMEM;
+
+  if (parameter != NULL)
+    napkin_level_from_string (g_variant_get_string (parameter, NULL), &level);
+  name = napkin_canvas_add_region (self->canvas, level, &error);
+  if (name == NULL)
+    toast (self, error->message);
+}
+
+static void
+region_tool_action (GtkWidget  *widget,
+                    const char *action_name,
+                    GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  NapkinLevel level = NAPKIN_LEVEL_SMEM;
+
+  napkin_level_from_string (g_variant_get_string (parameter, NULL), &level);
+  napkin_canvas_set_region_tool (self->canvas, TRUE, level);
+  toast (self, _("Drag a box around operations to relabel them; Esc leaves the tool"));
+}
+
+static void
+dismiss_banner_action (GtkWidget  *widget,
+                       const char *action_name,
+                       GVariant   *parameter)
+{
+  gtk_revealer_set_reveal_child (NAPKIN_WINDOW (widget)->banner, FALSE);
+}
+
+/* ---------------------------------------------------------------- close */
+
+static void
+close_response_cb (AdwMessageDialog *dialog,
+                   const char       *response,
+                   NapkinWindow     *self)
+{
+  if (g_str_equal (response, "discard"))
+    {
+      self->close_confirmed = TRUE;
+      gtk_window_close (GTK_WINDOW (self));
+    }
+  else if (g_str_equal (response, "save"))
+    {
+      self->close_after_save = TRUE;
+      save_action (GTK_WIDGET (self), "doc.save", NULL);
+    }
+}
+
+static void
+save_size (NapkinWindow *self)
+{
+  int width, height;
+
+  if (self->settings == NULL)
+    return;
+  gtk_window_get_default_size (GTK_WINDOW (self), &width, &height);
+  g_settings_set (self->settings, "window-size", "(ii)", width, height);
+  g_settings_set_boolean (self->settings, "window-maximized", gtk_window_is_maximized (GTK_WINDOW (self)));
+}
+
+static gboolean
+napkin_window_close_request (GtkWindow *window)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (window);
+  AdwMessageDialog *dialog;
+  g_autofree char *name = NULL;
+
+  if (self->close_confirmed || self->history == NULL || !napkin_history_get_modified (self->history))
+    {
+      save_size (self);
+      return GTK_WINDOW_CLASS (napkin_window_parent_class)->close_request (window);
+    }
+
+  name = self->file ? g_file_get_basename (self->file) : g_strdup (_("Untitled Diagram"));
+  dialog = ADW_MESSAGE_DIALOG (adw_message_dialog_new (GTK_WINDOW (self), _("Save Changes?"), NULL));
+  adw_message_dialog_format_body (dialog, _("“%s” has unsaved changes. Changes which are not saved will be lost."),
+                                  name);
+  adw_message_dialog_add_responses (dialog, "cancel", _("_Cancel"), "discard", _("_Discard"),
+                                    "save", _("_Save"), NULL);
+  adw_message_dialog_set_response_appearance (dialog, "discard", ADW_RESPONSE_DESTRUCTIVE);
+  adw_message_dialog_set_response_appearance (dialog, "save", ADW_RESPONSE_SUGGESTED);
+  adw_message_dialog_set_default_response (dialog, "save");
+  adw_message_dialog_set_close_response (dialog, "cancel");
+  g_signal_connect_object (dialog, "response", G_CALLBACK (close_response_cb), self, 0);
+  gtk_window_present (GTK_WINDOW (dialog));
+  return TRUE;
+}
+
+/* ---------------------------------------------------------------- drops, palette, recent */
+
+static gboolean
+file_drop_cb (GtkDropTarget *target,
+              const GValue  *value,
+              double         x,
+              double         y,
+              NapkinWindow  *self)
+{
+  GSList *files;
+
+  if (!G_VALUE_HOLDS (value, GDK_TYPE_FILE_LIST))
+    return FALSE;
+  files = g_value_get_boxed (value);
+  for (GSList *l = files; l; l = l->next)
+    napkin_application_open_file (NAPKIN_APPLICATION (gtk_window_get_application (GTK_WINDOW (self))),
+                                  l->data, self);
+  return files != NULL;
+}
+
+static GdkContentProvider *
+palette_prepare_cb (GtkDragSource *source,
+                    double         x,
+                    double         y,
+                    const char    *kind)
+{
+  g_autofree char *payload = g_strconcat (NAPKIN_CANVAS_PALETTE_PREFIX, kind, NULL);
+
+  return gdk_content_provider_new_typed (G_TYPE_STRING, payload);
+}
+
+static void
+build_palette (NapkinWindow *self)
+{
+  static const struct { const char *kind; const char *label; const char *tooltip; } entries[] = {
+    { "input", N_("Input"), N_("A tensor read from device memory") },
+    { "output", N_("Output"), N_("A tensor written to device memory") },
+    { "contract", N_("Contract"), N_("Einsum-style product and sum: matmul, linear layers") },
+    { "map", N_("Map"), N_("Elementwise function: add, mul, scale, exp, GELU…") },
+    { "reduce", N_("Reduce"), N_("Sum, max or mean over one axis") },
+    { "softmax", N_("Softmax"), N_("Softmax over one axis") },
+    { "normalize", N_("Normalize"), N_("LayerNorm or RMSNorm over one axis") },
+    { "rearrange", N_("Rearrange"), N_("Transpose, merge or split axes") },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (entries); i++)
+    {
+      GtkWidget *button = gtk_button_new_with_label (_(entries[i].label));
+      GtkDragSource *source = gtk_drag_source_new ();
+      g_autofree char *name = g_strdup_printf ("palette-%s", entries[i].kind);
+
+      gtk_widget_set_name (button, name);
+      gtk_widget_set_tooltip_text (button, _(entries[i].tooltip));
+      gtk_actionable_set_action_name (GTK_ACTIONABLE (button), "edit.add-node");
+      gtk_actionable_set_action_target (GTK_ACTIONABLE (button), "s", entries[i].kind);
+      gtk_drag_source_set_actions (source, GDK_ACTION_COPY);
+      g_signal_connect (source, "prepare", G_CALLBACK (palette_prepare_cb), (gpointer) entries[i].kind);
+      gtk_widget_add_controller (button, GTK_EVENT_CONTROLLER (source));
+      gtk_box_append (self->palette, button);
+    }
+}
+
+static void
+fill_recent (NapkinWindow *self)
+{
+  GList *items = gtk_recent_manager_get_items (gtk_recent_manager_get_default ());
+  guint count = 0;
+
+  g_menu_remove_all (self->recent_section);
+  for (GList *l = items; l && count < 10; l = l->next)
+    {
+      GtkRecentInfo *info = l->data;
+      const char *uri = gtk_recent_info_get_uri (info);
+      g_autofree char *label = NULL;
+      g_autoptr(GMenuItem) item = NULL;
+
+      if (!g_str_has_suffix (uri, ".napkin") || !gtk_recent_info_exists (info))
+        continue;
+      label = gtk_recent_info_get_uri_display (info);
+      item = g_menu_item_new (label, NULL);
+      g_menu_item_set_action_and_target (item, "doc.open-recent", "s", uri);
+      g_menu_append_item (self->recent_section, item);
+      count++;
+    }
+  if (count == 0)
+    {
+      g_autoptr(GMenuItem) item = g_menu_item_new (_("No recent diagrams"), "doc.none");
+
+      g_menu_append_item (self->recent_section, item);
+    }
+  g_list_free_full (items, (GDestroyNotify) gtk_recent_info_unref);
+}
+
+static void
+recent_changed_cb (NapkinWindow     *self,
+                   GtkRecentManager *manager)
+{
+  fill_recent (self);
+}
+
+/* ---------------------------------------------------------------- architectures */
+
+static void
+arch_selected_cb (NapkinWindow *self,
+                  GParamSpec   *pspec,
+                  GtkDropDown  *dropdown)
+{
+  guint i = gtk_drop_down_get_selected (dropdown);
+
+  if (self->settings && self->arch_ids && i < g_strv_length (self->arch_ids))
+    g_settings_set_string (self->settings, "architecture", self->arch_ids[i]);
+}
+
+static void
+fill_architectures (NapkinWindow *self)
+{
+  g_autoptr(GStrvBuilder) names = g_strv_builder_new ();
+  g_autoptr(GStrvBuilder) ids = g_strv_builder_new ();
+  g_auto(GStrv) name_list = NULL;
+  g_autofree char *wanted = self->settings ? g_settings_get_string (self->settings, "architecture") : NULL;
+  guint selected = 0, n = 0;
+
+#ifdef NAPKIN_HAVE_PERF
+  NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+
+  n = napkin_arch_registry_count (registry);
+  for (guint i = 0; i < n; i++)
+    {
+      NapkinArch *arch = napkin_arch_registry_get (registry, i);
+
+      g_strv_builder_add (names, arch->name ? arch->name : arch->id);
+      g_strv_builder_add (ids, arch->id);
+      if (wanted && g_ascii_strcasecmp (wanted, arch->id) == 0)
+        selected = i;
+    }
+#endif
+  if (n == 0)
+    g_strv_builder_add (names, _("No architectures"));
+
+  name_list = g_strv_builder_end (names);
+  g_strfreev (self->arch_ids);
+  self->arch_ids = g_strv_builder_end (ids);
+  gtk_drop_down_set_model (self->arch_dropdown,
+                           G_LIST_MODEL (gtk_string_list_new ((const char *const *) name_list)));
+  gtk_drop_down_set_selected (self->arch_dropdown, selected);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->arch_dropdown), n > 0);
+  g_signal_connect_object (self->arch_dropdown, "notify::selected", G_CALLBACK (arch_selected_cb), self,
+                           G_CONNECT_SWAPPED);
+}
+
+/* ---------------------------------------------------------------- screenshot */
+
+typedef struct
+{
+  char  *path;
+  guint  frames;
+  gulong handler;
+  GdkFrameClock *clock;
+} Screenshot;
+
+static void
+screenshot_free (Screenshot *shot)
+{
+  if (shot->handler)
+    g_signal_handler_disconnect (shot->clock, shot->handler);
+  g_clear_object (&shot->clock);
+  g_free (shot->path);
+  g_free (shot);
+}
+
+static gboolean
+screenshot_save (GTask *task)
+{
+  NapkinWindow *self = g_task_get_source_object (task);
+  Screenshot *shot = g_task_get_task_data (task);
+  GtkWidget *widget = GTK_WIDGET (self);
+  g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new (widget);
+  g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
+  g_autoptr(GskRenderNode) node = NULL;
+  g_autoptr(GdkTexture) texture = NULL;
+  int width = gtk_widget_get_width (widget);
+  int height = gtk_widget_get_height (widget);
+  GskRenderer *renderer = gtk_native_get_renderer (GTK_NATIVE (self));
+
+  gdk_paintable_snapshot (paintable, GDK_SNAPSHOT (snapshot), width, height);
+  node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
+  if (node == NULL || renderer == NULL)
+    {
+      g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_FAILED, _("The window has not drawn anything"));
+      g_object_unref (task);
+      return G_SOURCE_REMOVE;
+    }
+  texture = gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  if (!gdk_texture_save_to_png (texture, shot->path))
+    g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_FAILED, _("%s: cannot write the PNG"), shot->path);
+  else
+    g_task_return_boolean (task, TRUE);
+  g_object_unref (task);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+screenshot_after_paint_cb (GdkFrameClock *clock,
+                           GTask         *task)
+{
+  Screenshot *shot = g_task_get_task_data (task);
+
+  /* The first frame lays out; the inspector fills in from an idle; two painted
+   * frames show everything. */
+  if (++shot->frames < 3)
+    {
+      gdk_frame_clock_request_phase (clock, GDK_FRAME_CLOCK_PHASE_PAINT);
+      gtk_widget_queue_draw (GTK_WIDGET (g_task_get_source_object (task)));
+      return;
+    }
+  /* Right after painting, every widget has its current allocation. */
+  g_signal_handler_disconnect (clock, shot->handler);
+  shot->handler = 0;
+  screenshot_save (task);
+}
+
+static void
+screenshot_map_cb (NapkinWindow *self,
+                   GTask        *task)
+{
+  Screenshot *shot = g_task_get_task_data (task);
+
+  if (shot->clock != NULL)
+    return;
+  shot->clock = g_object_ref (gtk_widget_get_frame_clock (GTK_WIDGET (self)));
+  shot->handler = g_signal_connect (shot->clock, "after-paint", G_CALLBACK (screenshot_after_paint_cb), task);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+napkin_window_screenshot_async (NapkinWindow        *self,
+                                const char          *path,
+                                GAsyncReadyCallback  callback,
+                                gpointer             user_data)
+{
+  GTask *task;
+  Screenshot *shot;
+
+  g_return_if_fail (NAPKIN_IS_WINDOW (self));
+  g_return_if_fail (path != NULL);
+
+  task = g_task_new (self, NULL, callback, user_data);
+  shot = g_new0 (Screenshot, 1);
+  shot->path = g_strdup (path);
+  g_task_set_task_data (task, shot, (GDestroyNotify) screenshot_free);
+  if (gtk_widget_get_mapped (GTK_WIDGET (self)))
+    screenshot_map_cb (self, task);
+  else
+    g_signal_connect_object (self, "map", G_CALLBACK (screenshot_map_cb), task, G_CONNECT_SWAPPED);
+}
+
+gboolean
+napkin_window_screenshot_finish (NapkinWindow  *self,
+                                 GAsyncResult  *result,
+                                 GError       **error)
+{
+  g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
+
+  return g_task_propagate_boolean (G_TASK (result), error);
+}
+
+/* ---------------------------------------------------------------- class */
+
+static void
+canvas_message_cb (NapkinWindow *self,
+                   const char   *message,
+                   NapkinCanvas *canvas)
+{
+  toast (self, message);
+}
+
+static void
+napkin_window_dispose (GObject *object)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (object);
+
+  if (self->history != NULL)
+    {
+      g_clear_signal_handler (&self->modified_id, self->history);
+      g_clear_signal_handler (&self->undo_id, self->history);
+      g_clear_signal_handler (&self->redo_id, self->history);
+    }
+  g_clear_handle_id (&self->zoom_label_id, g_source_remove);
+  gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_WINDOW);
+  g_clear_object (&self->history);
+  g_clear_object (&self->file);
+  g_clear_object (&self->settings);
+  G_OBJECT_CLASS (napkin_window_parent_class)->dispose (object);
+}
+
+static void
+napkin_window_finalize (GObject *object)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (object);
+
+  g_clear_pointer (&self->arch_ids, g_strfreev);
+  G_OBJECT_CLASS (napkin_window_parent_class)->finalize (object);
+}
+
+static void
+add_shortcut (GtkWidgetClass  *widget_class,
+              guint            key,
+              GdkModifierType  mods,
+              const char      *action)
+{
+  gtk_widget_class_add_binding_action (widget_class, key, mods, action, NULL);
+}
+
+static void
+add_edit_shortcut (GtkWidgetClass  *widget_class,
+                   guint            key,
+                   GdkModifierType  mods,
+                   const char      *action)
+{
+  gtk_widget_class_add_binding (widget_class, key, mods, edit_shortcut_cb, "s", action);
+}
+
+static void
+napkin_window_class_init (NapkinWindowClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+  GtkWindowClass *window_class = GTK_WINDOW_CLASS (klass);
+
+  object_class->dispose = napkin_window_dispose;
+  object_class->finalize = napkin_window_finalize;
+  window_class->close_request = napkin_window_close_request;
+
+  g_type_ensure (NAPKIN_TYPE_CANVAS);
+  g_type_ensure (NAPKIN_TYPE_INSPECTOR);
+  gtk_widget_class_set_template_from_resource (widget_class, "/io/github/napkin/Napkin/ui/napkin-window.ui");
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, window_title);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, toast_overlay);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, banner);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, banner_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, palette);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, canvas);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, inspector);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, arch_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, zoom_button);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, add_button);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, recent_section);
+
+  gtk_widget_class_install_action (widget_class, "doc.new", NULL, new_action);
+  gtk_widget_class_install_action (widget_class, "doc.open", NULL, open_action);
+  gtk_widget_class_install_action (widget_class, "doc.open-recent", "s", open_recent_action);
+  gtk_widget_class_install_action (widget_class, "doc.save", NULL, save_action);
+  gtk_widget_class_install_action (widget_class, "doc.save-as", NULL, save_as_action);
+  gtk_widget_class_install_action (widget_class, "doc.export", NULL, export_action);
+  gtk_widget_class_install_action (widget_class, "doc.undo", NULL, undo_action);
+  gtk_widget_class_install_action (widget_class, "doc.redo", NULL, redo_action);
+  gtk_widget_class_install_action (widget_class, "doc.close", NULL, close_action);
+  gtk_widget_class_install_action (widget_class, "view.zoom-in", NULL, zoom_action);
+  gtk_widget_class_install_action (widget_class, "view.zoom-out", NULL, zoom_action);
+  gtk_widget_class_install_action (widget_class, "view.zoom-fit", NULL, zoom_action);
+  gtk_widget_class_install_action (widget_class, "view.zoom-reset", NULL, zoom_action);
+  gtk_widget_class_install_action (widget_class, "edit.delete", NULL, edit_action);
+  gtk_widget_class_install_action (widget_class, "edit.copy", NULL, edit_action);
+  gtk_widget_class_install_action (widget_class, "edit.cut", NULL, edit_action);
+  gtk_widget_class_install_action (widget_class, "edit.paste", NULL, edit_action);
+  gtk_widget_class_install_action (widget_class, "edit.select-all", NULL, edit_action);
+  gtk_widget_class_install_action (widget_class, "edit.add-menu", NULL, edit_action);
+  gtk_widget_class_install_action (widget_class, "edit.add-node", "s", add_node_action);
+  gtk_widget_class_install_action (widget_class, "edit.add-region", "s", add_region_action);
+  gtk_widget_class_install_action (widget_class, "edit.region-tool", "s", region_tool_action);
+  gtk_widget_class_install_action (widget_class, "win.dismiss-banner", NULL, dismiss_banner_action);
+
+  add_shortcut (widget_class, GDK_KEY_n, GDK_CONTROL_MASK, "doc.new");
+  add_shortcut (widget_class, GDK_KEY_o, GDK_CONTROL_MASK, "doc.open");
+  add_shortcut (widget_class, GDK_KEY_s, GDK_CONTROL_MASK, "doc.save");
+  add_shortcut (widget_class, GDK_KEY_s, GDK_CONTROL_MASK | GDK_SHIFT_MASK, "doc.save-as");
+  add_shortcut (widget_class, GDK_KEY_e, GDK_CONTROL_MASK, "doc.export");
+  add_shortcut (widget_class, GDK_KEY_w, GDK_CONTROL_MASK, "doc.close");
+  add_edit_shortcut (widget_class, GDK_KEY_z, GDK_CONTROL_MASK, "doc.undo");
+  add_edit_shortcut (widget_class, GDK_KEY_z, GDK_CONTROL_MASK | GDK_SHIFT_MASK, "doc.redo");
+  add_edit_shortcut (widget_class, GDK_KEY_y, GDK_CONTROL_MASK, "doc.redo");
+  add_shortcut (widget_class, GDK_KEY_plus, GDK_CONTROL_MASK, "view.zoom-in");
+  add_shortcut (widget_class, GDK_KEY_equal, GDK_CONTROL_MASK, "view.zoom-in");
+  add_shortcut (widget_class, GDK_KEY_KP_Add, GDK_CONTROL_MASK, "view.zoom-in");
+  add_shortcut (widget_class, GDK_KEY_minus, GDK_CONTROL_MASK, "view.zoom-out");
+  add_shortcut (widget_class, GDK_KEY_KP_Subtract, GDK_CONTROL_MASK, "view.zoom-out");
+  add_shortcut (widget_class, GDK_KEY_0, GDK_CONTROL_MASK, "view.zoom-fit");
+  add_shortcut (widget_class, GDK_KEY_1, GDK_CONTROL_MASK, "view.zoom-reset");
+  add_edit_shortcut (widget_class, GDK_KEY_Delete, 0, "edit.delete");
+  add_edit_shortcut (widget_class, GDK_KEY_BackSpace, 0, "edit.delete");
+  add_edit_shortcut (widget_class, GDK_KEY_c, GDK_CONTROL_MASK, "edit.copy");
+  add_edit_shortcut (widget_class, GDK_KEY_x, GDK_CONTROL_MASK, "edit.cut");
+  add_edit_shortcut (widget_class, GDK_KEY_v, GDK_CONTROL_MASK, "edit.paste");
+  add_edit_shortcut (widget_class, GDK_KEY_a, GDK_CONTROL_MASK, "edit.select-all");
+  add_shortcut (widget_class, GDK_KEY_a, GDK_CONTROL_MASK | GDK_SHIFT_MASK, "edit.add-menu");
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_r, GDK_CONTROL_MASK, "edit.add-region", "s", "smem");
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_r, GDK_CONTROL_MASK | GDK_SHIFT_MASK,
+                                       "edit.add-region", "s", "registers");
+}
+
+static void
+napkin_window_init (NapkinWindow *self)
+{
+  GtkDropTarget *drop;
+  GSettingsSchemaSource *source = g_settings_schema_source_get_default ();
+  g_autoptr(GSettingsSchema) schema = source ? g_settings_schema_source_lookup (source, APP_ID, TRUE) : NULL;
+
+  gtk_widget_init_template (GTK_WIDGET (self));
+
+  /* Run from a build tree without the schema installed, settings are not kept. */
+  if (schema != NULL)
+    {
+      int width, height;
+
+      self->settings = g_settings_new (APP_ID);
+      g_settings_get (self->settings, "window-size", "(ii)", &width, &height);
+      gtk_window_set_default_size (GTK_WINDOW (self), width, height);
+      if (g_settings_get_boolean (self->settings, "window-maximized"))
+        gtk_window_maximize (GTK_WINDOW (self));
+    }
+
+  build_palette (self);
+  fill_architectures (self);
+  fill_recent (self);
+  g_signal_connect_object (gtk_recent_manager_get_default (), "changed", G_CALLBACK (recent_changed_cb), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->canvas, "notify::zoom", G_CALLBACK (zoom_notify_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->canvas, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
+
+  drop = gtk_drop_target_new (GDK_TYPE_FILE_LIST, GDK_ACTION_COPY);
+  g_signal_connect (drop, "drop", G_CALLBACK (file_drop_cb), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (drop));
+
+  update_undo (self);
+}
+
+NapkinWindow *
+napkin_window_new (GtkApplication *application)
+{
+  return g_object_new (NAPKIN_TYPE_WINDOW, "application", application, NULL);
+}

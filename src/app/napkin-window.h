@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <adwaita.h>
+
+#include "napkin-canvas.h"
+#include "napkin-inspector.h"
+
+G_BEGIN_DECLS
+
+#define NAPKIN_TYPE_WINDOW (napkin_window_get_type ())
+G_DECLARE_FINAL_TYPE (NapkinWindow, napkin_window, NAPKIN, WINDOW, AdwApplicationWindow)
+
+/* One window edits one document: a diagram, its undo history and its file. */
+NapkinWindow    *napkin_window_new               (GtkApplication  *application);
+void             napkin_window_set_document      (NapkinWindow    *self,
+                                                  NapkinDiagram   *diagram,
+                                                  GFile           *file);
+/* On failure the error is shown in the window's banner and the document is kept. */
+gboolean         napkin_window_load_file         (NapkinWindow    *self,
+                                                  GFile           *file,
+                                                  GError         **error);
+gboolean         napkin_window_load_default      (NapkinWindow    *self);
+gboolean         napkin_window_save_to_file      (NapkinWindow    *self,
+                                                  GFile           *file,
+                                                  GError         **error);
+/* Untitled and unchanged: opening a file may reuse this window. */
+gboolean         napkin_window_is_pristine       (NapkinWindow    *self);
+void             napkin_window_show_error        (NapkinWindow    *self,
+                                                  const char      *message);
+const char      *napkin_window_get_banner_text   (NapkinWindow    *self);
+NapkinCanvas    *napkin_window_get_canvas        (NapkinWindow    *self);
+NapkinInspector *napkin_window_get_inspector     (NapkinWindow    *self);
+NapkinHistory   *napkin_window_get_history       (NapkinWindow    *self);
+GFile           *napkin_window_get_file          (NapkinWindow    *self);
+/* Saves a PNG of the whole window once it has drawn, then calls back. */
+void             napkin_window_screenshot_async  (NapkinWindow    *self,
+                                                  const char      *path,
+                                                  GAsyncReadyCallback callback,
+                                                  gpointer         user_data);
+gboolean         napkin_window_screenshot_finish (NapkinWindow    *self,
+                                                  GAsyncResult    *result,
+                                                  GError         **error);
+
+G_END_DECLS
