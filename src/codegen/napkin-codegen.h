@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include "napkin-ir.h"
+
+G_BEGIN_DECLS
+
+#define NAPKIN_CODEGEN_ERROR (napkin_codegen_error_quark ())
+
+typedef enum
+{
+  NAPKIN_CODEGEN_ERROR_UNSUPPORTED,   /* e.g. an element type the printer cannot store */
+  NAPKIN_CODEGEN_ERROR_COMPILE,       /* NVRTC rejected the source; the message holds its log */
+  NAPKIN_CODEGEN_ERROR_NO_COMPILER,   /* built without NVRTC */
+} NapkinCodegenError;
+
+GQuark napkin_codegen_error_quark (void);
+
+/* Every kernel takes one NapkinArgs by value: the device-memory buffers in slot
+ * order, then the per-block workspace for tiles that do not fit in shared memory. */
+#define NAPKIN_CUDA_MAX_ARGS   30
+#define NAPKIN_CUDA_THREADS    256
+
+typedef struct
+{
+  char    *name;             /* napkin_k0, … */
+  char    *skeleton;         /* "generic", "gemm-mma", … */
+  gint64   grid;             /* thread blocks */
+  guint    threads;          /* per block */
+  gint64   smem_bytes;       /* static shared memory the printer placed */
+  gint64   workspace_bytes;  /* device memory for tiles, all blocks together */
+  char    *note;             /* why a skeleton was or was not used, or NULL */
+} NapkinCudaKernel;
+
+typedef struct
+{
+  NapkinIrProgram *program;  /* owned */
+  char            *source;   /* CUDA C: kernels only, extern "C", no #include */
+  GPtrArray       *kernels;  /* NapkinCudaKernel */
+  GArray          *args;     /* int: IR buffer id of each argument slot */
+  int              workspace_slot;   /* -1 when no kernel needs one */
+  gint64           workspace_bytes;  /* largest over the kernels */
+} NapkinCudaModule;
+
+typedef enum
+{
+  NAPKIN_CODEGEN_DEFAULT      = 0,
+  NAPKIN_CODEGEN_GENERIC_ONLY = 1 << 0,   /* no skeletons: the correctness fallback alone */
+} NapkinCodegenFlags;
+
+/* Takes ownership of the program. Kernels are named PREFIX k0, k1, … (prefix
+ * "napkin_" when NULL), so a module and its reference can share one source. */
+NapkinCudaModule *napkin_codegen_cuda         (NapkinIrProgram         *program,
+                                               NapkinCodegenFlags       flags,
+                                               const char              *prefix,
+                                               GError                 **error);
+void              napkin_cuda_module_free     (NapkinCudaModule        *module);
+
+/* The paper-style pseudocode of a program: levels, loops, loads and stores. */
+char             *napkin_codegen_pseudocode   (const NapkinIrProgram   *program);
+
+/* A standalone .cu: the module's kernels, an fp32 reference from the plain diagram,
+ * and a main() that fills seeded inputs, poisons outputs, checks and times with
+ * events, printing the same measurement as the runner. Builds with nvcc alone. */
+char             *napkin_codegen_standalone   (const NapkinCudaModule  *module,
+                                               const NapkinCudaModule  *reference,
+                                               const char              *title);
+
+/* Free text as the inside of a C comment: no comment end, no newlines, ASCII only. */
+char             *napkin_codegen_escape_comment (const char            *text);
+
+/* NVRTC: compiles the source for "sm_80", "sm_90a", …; returns the cubin. */
+gboolean          napkin_nvrtc_available      (void);
+GBytes           *napkin_nvrtc_compile        (const char              *source,
+                                               const char              *arch,
+                                               char                   **log,
+                                               GError                 **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinCudaModule, napkin_cuda_module_free)
+
+G_END_DECLS

@@ -1,0 +1,976 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-codegen"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "napkin-codegen.h"
+#include "napkin-codegen-private.h"
+
+G_DEFINE_QUARK (napkin-codegen-error-quark, napkin_codegen_error)
+
+/* Static shared memory a generic kernel may use without an opt-in. */
+#define SMEM_BUDGET (48 * 1024)
+
+/* Helpers every kernel uses. No #include: NVRTC and nvcc take it as it is. */
+static const char prelude[] =
+  "#ifndef NAPKIN_PRELUDE\n"
+  "#define NAPKIN_PRELUDE\n"
+  "struct napkin_f16 { unsigned short x; };\n"
+  "struct napkin_bf16 { unsigned short x; };\n"
+  "struct NapkinArgs { void *p[" G_STRINGIFY (NAPKIN_CUDA_MAX_ARGS) "]; };\n"
+  "#define NAPKIN_MIN(a, b) ((a) < (b) ? (a) : (b))\n"
+  "#define NAPKIN_NEG_INF __int_as_float (0xff800000)\n"
+  "static __device__ __forceinline__ float napkin_ld (const float *p) { return *p; }\n"
+  "static __device__ __forceinline__ float napkin_ld (const napkin_f16 *p)\n"
+  "{ float f; asm (\"cvt.f32.f16 %0, %1;\" : \"=f\" (f) : \"h\" (p->x)); return f; }\n"
+  "static __device__ __forceinline__ float napkin_ld (const napkin_bf16 *p)\n"
+  "{ return __uint_as_float (((unsigned) p->x) << 16); }\n"
+  "static __device__ __forceinline__ float napkin_ld (const signed char *p) { return (float) *p; }\n"
+  "static __device__ __forceinline__ void napkin_st (float *p, float v) { *p = v; }\n"
+  "static __device__ __forceinline__ void napkin_st (napkin_f16 *p, float v)\n"
+  "{ unsigned short h; asm (\"cvt.rn.f16.f32 %0, %1;\" : \"=h\" (h) : \"f\" (v)); p->x = h; }\n"
+  "static __device__ __forceinline__ void napkin_st (napkin_bf16 *p, float v)\n"
+  "{ unsigned short h; asm (\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\" (h) : \"f\" (v)); p->x = h; }\n"
+  "static __device__ __forceinline__ void napkin_st (signed char *p, float v)\n"
+  "{ *p = (signed char) fmaxf (-128.f, fminf (127.f, rintf (v))); }\n"
+  "static __device__ __forceinline__ float napkin_round_f16 (float v) { napkin_f16 h; napkin_st (&h, v); return napkin_ld (&h); }\n"
+  "static __device__ __forceinline__ float napkin_round_bf16 (float v) { napkin_bf16 h; napkin_st (&h, v); return napkin_ld (&h); }\n"
+  "static __device__ __forceinline__ float napkin_round_tf32 (float v)\n"
+  "{ unsigned u; asm (\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\" (u) : \"f\" (v)); return __uint_as_float (u); }\n"
+  "#endif\n";
+
+const char *
+_napkin_cuda_prelude (void)
+{
+  return prelude;
+}
+
+const char *
+_napkin_cuda_ctype (NapkinDtype dtype)
+{
+  switch (dtype)
+    {
+    case NAPKIN_DTYPE_FP32:
+    case NAPKIN_DTYPE_TF32:
+      return "float";
+    case NAPKIN_DTYPE_FP16:
+      return "napkin_f16";
+    case NAPKIN_DTYPE_BF16:
+      return "napkin_bf16";
+    case NAPKIN_DTYPE_INT8:
+      return "signed char";
+    case NAPKIN_DTYPE_FP8_E4M3:
+    case NAPKIN_DTYPE_FP8_E5M2:
+    case NAPKIN_N_DTYPES:
+    default:
+      return NULL;
+    }
+}
+
+char *
+napkin_codegen_escape_comment (const char *text)
+{
+  GString *out = g_string_new (NULL);
+  const char *p = text ? text : "";
+
+  while (*p)
+    {
+      gunichar c = g_utf8_get_char_validated (p, -1);
+
+      if (c == (gunichar) -1 || c == (gunichar) -2)
+        {
+          g_string_append (out, "?");
+          p++;
+          continue;
+        }
+      if (c == '*' && p[1] == '/')
+        g_string_append (out, "* /");
+      else if (c == '/' && p[1] == '*')
+        g_string_append (out, "/ *");
+      else if (c == '\\')
+        g_string_append (out, "\\\\");
+      else if (c < 0x20 || c == 0x7f)
+        g_string_append_c (out, ' ');
+      else if (c < 0x80)
+        g_string_append_c (out, (char) c);
+      else
+        g_string_append_printf (out, "\\u%04x", c);
+      if (c == '*' && p[1] == '/')
+        p += 2;
+      else if (c == '/' && p[1] == '*')
+        p += 2;
+      else
+        p = g_utf8_next_char (p);
+    }
+  return g_string_free (out, FALSE);
+}
+
+/* ---- the generic printer ----------------------------------------------------------------- */
+
+typedef struct
+{
+  const NapkinIrProgram *prog;
+  NapkinDiagram         *d;
+  GString               *out;
+  int                    indent;
+  guint                  n_axes;
+  char                 **off;        /* current range: expressions per axis */
+  char                 **ext;
+  gboolean               block;      /* inside grid loops: the block cooperates */
+  int                   *place;      /* tile: 1 shared memory, 2 workspace */
+  gint64                *ws_off;     /* tile: float offset in the block's workspace */
+  guint                  var;
+  GError               **error;
+  gboolean               failed;
+} Printer;
+
+static void
+line (Printer    *P,
+      const char *format,
+      ...) G_GNUC_PRINTF (2, 3);
+
+static void
+line (Printer    *P,
+      const char *format,
+      ...)
+{
+  va_list args;
+
+  for (int i = 0; i < P->indent; i++)
+    g_string_append (P->out, "  ");
+  va_start (args, format);
+  g_string_append_vprintf (P->out, format, args);
+  va_end (args);
+  g_string_append_c (P->out, '\n');
+}
+
+static const NapkinIrBuffer *
+buf (Printer *P,
+     int      id)
+{
+  return napkin_ir_buffer (P->prog, id);
+}
+
+/* Linear index of buffer `id` at the coordinates named prefix<axis>. */
+static char *
+index_expr (Printer    *P,
+            int         id,
+            const char *prefix)
+{
+  const NapkinIrBuffer *b = buf (P, id);
+  GString *s = g_string_new (NULL);
+
+  if (b->n_axes == 0)
+    return g_string_free (s, TRUE), g_strdup ("0");
+  for (guint a = 0; a < b->n_axes; a++)
+    {
+      g_autofree char *coord = b->role == NAPKIN_BUF_TILE
+                                 ? g_strdup_printf ("(%s%u - %s_%u)", prefix, b->axes[a], b->name, a)
+                                 : g_strdup_printf ("%s%u", prefix, b->axes[a]);
+
+      if (a == 0)
+        g_string_append (s, coord);
+      else
+        {
+          g_string_prepend (s, "(");
+          g_string_append_printf (s, ") * %" G_GINT64_FORMAT "L + %s", b->extent[a], coord);
+        }
+    }
+  return g_string_free (s, FALSE);
+}
+
+static char *
+load (Printer *P,
+      int      id)
+{
+  g_autofree char *index = index_expr (P, id, "i");
+
+  return g_strdup_printf ("napkin_ld (&%s[%s])", buf (P, id)->name, index);
+}
+
+static void
+store (Printer    *P,
+       int         id,
+       const char *value)
+{
+  g_autofree char *index = index_expr (P, id, "i");
+
+  line (P, "napkin_st (&%s[%s], %s);", buf (P, id)->name, index, value);
+}
+
+static char *
+float_literal (double v)
+{
+  char text[G_ASCII_DTOSTR_BUF_SIZE];
+
+  if (isinf (v))
+    return g_strdup (v < 0 ? "NAPKIN_NEG_INF" : "(-NAPKIN_NEG_INF)");
+  g_ascii_formatd (text, sizeof text, "%.9g", v);
+  if (strchr (text, '.') == NULL && strchr (text, 'e') == NULL)
+    return g_strdup_printf ("%s.0f", text);
+  return g_strdup_printf ("%sf", text);
+}
+
+/* Opens a loop over the current range of dst's axes, spread over the block's threads
+ * (or, at a plain kernel's root, over the whole grid), defining i<axis>. */
+static void
+open_elements (Printer *P,
+               int      dst)
+{
+  const NapkinIrBuffer *b = buf (P, dst);
+  g_autoptr(GString) n = g_string_new (NULL);
+
+  line (P, "{");
+  P->indent++;
+  for (guint a = 0; a < b->n_axes; a++)
+    g_string_append_printf (n, "%s%s", a ? " * " : "", P->ext[b->axes[a]]);
+  line (P, "const long n_ = %s;", b->n_axes ? n->str : "1L");
+  if (P->block)
+    line (P, "for (long t_ = threadIdx.x; t_ < n_; t_ += blockDim.x)");
+  else
+    line (P, "for (long t_ = (long) blockIdx.x * blockDim.x + threadIdx.x; t_ < n_; t_ += (long) gridDim.x * blockDim.x)");
+  line (P, "{");
+  P->indent++;
+  line (P, "long r_ = t_;");
+  for (int a = b->n_axes - 1; a >= 0; a--)
+    {
+      guint axis = b->axes[a];
+
+      if (a > 0)
+        {
+          line (P, "const long i%u = %s + r_ %% %s;", axis, P->off[axis], P->ext[axis]);
+          line (P, "r_ /= %s;", P->ext[axis]);
+        }
+      else
+        line (P, "const long i%u = %s + r_;", axis, P->off[axis]);
+    }
+  line (P, "(void) r_;");
+}
+
+static void
+close_elements (Printer *P)
+{
+  P->indent--;
+  line (P, "}");
+  P->indent--;
+  line (P, "}");
+  if (P->block)
+    line (P, "__syncthreads ();");
+}
+
+static void
+open_axis_loop (Printer *P,
+                guint    axis)
+{
+  line (P, "for (long i%u = %s; i%u < %s + %s; i%u++)", axis, P->off[axis], axis, P->off[axis],
+        P->ext[axis], axis);
+  line (P, "{");
+  P->indent++;
+}
+
+static void
+close_axis_loop (Printer *P)
+{
+  P->indent--;
+  line (P, "}");
+}
+
+/* Axes that the sources carry and dst lacks. */
+static guint
+reduced (Printer   *P,
+         int        dst,
+         const int *srcs,
+         guint      n_srcs,
+         guint     *out)
+{
+  const NapkinIrBuffer *d = buf (P, dst);
+  guint count = 0;
+
+  for (guint s = 0; s < n_srcs; s++)
+    {
+      const NapkinIrBuffer *b = buf (P, srcs[s]);
+
+      for (guint i = 0; i < b->n_axes; i++)
+        {
+          gboolean skip = FALSE;
+
+          for (guint k = 0; k < d->n_axes; k++)
+            skip |= d->axes[k] == b->axes[i];
+          for (guint k = 0; k < count; k++)
+            skip |= out[k] == b->axes[i];
+          if (!skip)
+            out[count++] = b->axes[i];
+        }
+    }
+  return count;
+}
+
+static char *
+map_expr (const NapkinNode *node,
+          const char       *x,
+          const char       *y)
+{
+  g_autofree char *alpha = float_literal (node->alpha);
+
+  switch (node->fn)
+    {
+    case NAPKIN_FN_ADD: return g_strdup_printf ("(%s + %s)", x, y);
+    case NAPKIN_FN_SUB: return g_strdup_printf ("(%s - %s)", x, y);
+    case NAPKIN_FN_MUL: return g_strdup_printf ("(%s * %s)", x, y);
+    case NAPKIN_FN_DIV: return g_strdup_printf ("(%s / %s)", x, y);
+    case NAPKIN_FN_MAX: return g_strdup_printf ("fmaxf (%s, %s)", x, y);
+    case NAPKIN_FN_MIN: return g_strdup_printf ("fminf (%s, %s)", x, y);
+    case NAPKIN_FN_SCALE: return g_strdup_printf ("(%s * %s)", alpha, x);
+    case NAPKIN_FN_EXP: return g_strdup_printf ("expf (%s)", x);
+    case NAPKIN_FN_NEG: return g_strdup_printf ("(-%s)", x);
+    case NAPKIN_FN_RELU: return g_strdup_printf ("fmaxf (%s, 0.0f)", x);
+    case NAPKIN_FN_GELU: return g_strdup_printf ("(0.5f * (x_ = %s) * (1.0f + erff (x_ * 0.70710678f)))", x);
+    case NAPKIN_FN_SILU: return g_strdup_printf ("((x_ = %s) / (1.0f + expf (-x_)))", x);
+    case NAPKIN_FN_SIGMOID: return g_strdup_printf ("(1.0f / (1.0f + expf (-%s)))", x);
+    case NAPKIN_FN_TANH: return g_strdup_printf ("tanhf (%s)", x);
+    case NAPKIN_FN_SQUARE: return g_strdup_printf ("((x_ = %s) * x_)", x);
+    case NAPKIN_FN_SQRT: return g_strdup_printf ("sqrtf (%s)", x);
+    case NAPKIN_FN_RSQRT: return g_strdup_printf ("rsqrtf (%s)", x);
+    case NAPKIN_FN_CAST:
+      switch (node->dtype)
+        {
+        case NAPKIN_DTYPE_FP16: return g_strdup_printf ("napkin_round_f16 (%s)", x);
+        case NAPKIN_DTYPE_BF16: return g_strdup_printf ("napkin_round_bf16 (%s)", x);
+        case NAPKIN_DTYPE_TF32: return g_strdup_printf ("napkin_round_tf32 (%s)", x);
+        case NAPKIN_DTYPE_INT8: return g_strdup_printf ("fmaxf (-128.f, fminf (127.f, rintf (%s)))", x);
+        default: return g_strdup (x);
+        }
+    case NAPKIN_N_FNS:
+    default:
+      g_assert_not_reached ();
+    }
+}
+
+static void print_stmts (Printer *P, GPtrArray *stmts);
+
+static void
+print_compute (Printer            *P,
+               const NapkinIrStmt *s)
+{
+  const NapkinNode *node = napkin_diagram_node (P->d, s->node);
+  guint x = s->axis;
+  g_autofree char *id = napkin_codegen_escape_comment (node->id);
+
+  line (P, "/* %s: %s */", id, napkin_compute_op_to_string (s->op));
+  open_elements (P, s->dst);
+  line (P, "float x_ = 0.0f; (void) x_;");
+
+  switch (s->op)
+    {
+    case NAPKIN_COMPUTE_MAP:
+      {
+        g_autofree char *a = load (P, s->src[0]);
+        g_autofree char *b = s->src[1] >= 0 ? load (P, s->src[1]) : g_strdup ("0.0f");
+        g_autofree char *v = map_expr (node, a, b);
+
+        store (P, s->dst, v);
+        break;
+      }
+
+    case NAPKIN_COMPUTE_REARRANGE:
+      {
+        const NapkinIrBuffer *d = buf (P, s->dst), *b = buf (P, s->src[0]);
+        gboolean same = d->n_axes == b->n_axes;
+        g_autofree char *index = NULL;
+
+        for (guint i = 0; i < b->n_axes && same; i++)
+          {
+            gboolean found = FALSE;
+
+            for (guint k = 0; k < d->n_axes; k++)
+              found |= d->axes[k] == b->axes[i];
+            same = found;
+          }
+        if (same)
+          {
+            g_autofree char *v = load (P, s->src[0]);
+
+            store (P, s->dst, v);
+            break;
+          }
+        /* Row-major flat index in the output's order, unflattened in the input's. */
+        line (P, "long f_ = 0;");
+        for (guint i = 0; i < d->n_axes; i++)
+          line (P, "f_ = f_ * %" G_GINT64_FORMAT "L + i%u;",
+                napkin_diagram_axis_size (P->d, d->axes[i]), d->axes[i]);
+        for (int i = b->n_axes - 1; i >= 0; i--)
+          {
+            gint64 size = napkin_diagram_axis_size (P->d, b->axes[i]);
+
+            line (P, "const long j%u = f_ %% %" G_GINT64_FORMAT "L; f_ /= %" G_GINT64_FORMAT "L;",
+                  b->axes[i], size, size);
+          }
+        index = index_expr (P, s->src[0], "j");
+        {
+          g_autofree char *v = g_strdup_printf ("napkin_ld (&%s[%s])", b->name, index);
+
+          store (P, s->dst, v);
+        }
+        break;
+      }
+
+    case NAPKIN_COMPUTE_CONTRACT:
+    case NAPKIN_COMPUTE_REDUCE:
+    case NAPKIN_COMPUTE_ONLINE_ACC:
+      {
+        guint red[NAPKIN_MAX_RANK * 2];
+        int srcs[2] = { s->src[0], s->src[1] };
+        guint n_red = reduced (P, s->dst, srcs, s->op == NAPKIN_COMPUTE_REDUCE ? 1 : 2, red);
+        gboolean is_max = s->op == NAPKIN_COMPUTE_REDUCE && node->reduce == NAPKIN_REDUCE_MAX;
+        g_autofree char *cur = load (P, s->dst);
+        g_autofree char *a = load (P, s->src[0]);
+        g_autofree char *b = s->src[1] >= 0 ? load (P, s->src[1]) : NULL;
+
+        if (s->op == NAPKIN_COMPUTE_ONLINE_ACC)
+          {
+            g_autofree char *c = load (P, s->src[3]);
+
+            line (P, "float acc_ = %s * %s;", cur, c);
+          }
+        else if (s->accumulate)
+          line (P, "float acc_ = %s;", cur);
+        else
+          line (P, "float acc_ = %s;", is_max ? "NAPKIN_NEG_INF" : "0.0f");
+        if (s->op == NAPKIN_COMPUTE_ONLINE_ACC)
+          {
+            g_autofree char *m = load (P, s->src[2]);
+
+            line (P, "const float m_ = %s;", m);
+          }
+        for (guint k = 0; k < n_red; k++)
+          open_axis_loop (P, red[k]);
+        if (s->op == NAPKIN_COMPUTE_CONTRACT)
+          line (P, "acc_ += %s * %s;", a, b);
+        else if (s->op == NAPKIN_COMPUTE_ONLINE_ACC)
+          line (P, "acc_ += expf (%s - m_) * %s;", a, b);
+        else if (is_max)
+          line (P, "acc_ = fmaxf (acc_, %s);", a);
+        else
+          line (P, "acc_ += %s;", a);
+        for (guint k = 0; k < n_red; k++)
+          close_axis_loop (P);
+        store (P, s->dst, "acc_");
+        break;
+      }
+
+    case NAPKIN_COMPUTE_ROW_MAX:
+    case NAPKIN_COMPUTE_ROW_SUMEXP:
+    case NAPKIN_COMPUTE_ROW_MEAN:
+    case NAPKIN_COMPUTE_ROW_RSTD:
+      {
+        g_autofree char *a = load (P, s->src[0]);
+        g_autofree char *eps = float_literal (s->value);
+
+        line (P, "float acc_ = %s;", s->op == NAPKIN_COMPUTE_ROW_MAX ? "NAPKIN_NEG_INF" : "0.0f");
+        if (s->src[1] >= 0)
+          {
+            g_autofree char *c = load (P, s->src[1]);
+
+            line (P, "const float c_ = %s;", c);
+          }
+        else
+          line (P, "const float c_ = 0.0f;");
+        line (P, "(void) c_;");
+        open_axis_loop (P, x);
+        switch (s->op)
+          {
+          case NAPKIN_COMPUTE_ROW_MAX: line (P, "acc_ = fmaxf (acc_, %s);", a); break;
+          case NAPKIN_COMPUTE_ROW_SUMEXP: line (P, "acc_ += expf (%s - c_);", a); break;
+          case NAPKIN_COMPUTE_ROW_MEAN: line (P, "acc_ += %s;", a); break;
+          default: line (P, "{ const float d_ = %s - c_; acc_ += d_ * d_; }", a); break;
+          }
+        close_axis_loop (P);
+        if (s->op == NAPKIN_COMPUTE_ROW_MEAN)
+          line (P, "acc_ /= (float) %s;", P->ext[x]);
+        else if (s->op == NAPKIN_COMPUTE_ROW_RSTD)
+          line (P, "acc_ = rsqrtf (acc_ / (float) %s + %s);", P->ext[x], eps);
+        store (P, s->dst, "acc_");
+        break;
+      }
+
+    case NAPKIN_COMPUTE_SOFTMAX:
+      {
+        g_autofree char *a = load (P, s->src[0]);
+        g_autofree char *m = load (P, s->src[1]);
+        g_autofree char *l = load (P, s->src[2]);
+        g_autofree char *v = g_strdup_printf ("expf (%s - %s) / %s", a, m, l);
+
+        store (P, s->dst, v);
+        break;
+      }
+
+    case NAPKIN_COMPUTE_NORMALIZE:
+      {
+        g_autofree char *a = load (P, s->src[0]);
+        g_autofree char *m = s->src[1] >= 0 ? load (P, s->src[1]) : g_strdup ("0.0f");
+        g_autofree char *r = load (P, s->src[2]);
+        g_autofree char *v = g_strdup_printf ("(%s - %s) * %s", a, m, r);
+
+        store (P, s->dst, v);
+        break;
+      }
+
+    case NAPKIN_COMPUTE_ONLINE_STATS:
+      {
+        g_autofree char *a = load (P, s->src[0]);
+        g_autofree char *m = load (P, s->dst);
+        g_autofree char *l = load (P, s->src[1]);
+
+        line (P, "const float m_ = %s;", m);
+        line (P, "float mx_ = NAPKIN_NEG_INF;");
+        open_axis_loop (P, x);
+        line (P, "mx_ = fmaxf (mx_, %s);", a);
+        close_axis_loop (P);
+        line (P, "const float mn_ = fmaxf (m_, mx_);");
+        line (P, "const float c_ = mn_ == NAPKIN_NEG_INF ? 1.0f : expf (m_ - mn_);");
+        line (P, "float l_ = 0.0f;");
+        open_axis_loop (P, x);
+        line (P, "l_ += expf (%s - mn_);", a);
+        close_axis_loop (P);
+        {
+          g_autofree char *v = g_strdup_printf ("%s * c_ + l_", l);
+
+          store (P, s->src[1], v);
+        }
+        store (P, s->src[2], "c_");
+        store (P, s->dst, "mn_");
+        break;
+      }
+
+    case NAPKIN_COMPUTE_DIVIDE:
+      {
+        g_autofree char *a = load (P, s->dst);
+        g_autofree char *b = load (P, s->src[0]);
+        g_autofree char *v = g_strdup_printf ("%s / %s", a, b);
+
+        store (P, s->dst, v);
+        break;
+      }
+
+    case NAPKIN_COMPUTE_SCALE:
+      {
+        g_autofree char *a = load (P, s->dst);
+        g_autofree char *f = float_literal (s->value);
+        g_autofree char *v = g_strdup_printf ("%s * %s", a, f);
+
+        store (P, s->dst, v);
+        break;
+      }
+
+    case NAPKIN_N_COMPUTES:
+    default:
+      g_assert_not_reached ();
+    }
+  close_elements (P);
+}
+
+static void
+print_stmt (Printer            *P,
+            const NapkinIrStmt *s)
+{
+  const NapkinIrBuffer *d = s->dst >= 0 ? buf (P, s->dst) : NULL;
+
+  switch (s->kind)
+    {
+    case NAPKIN_STMT_LOOP:
+      {
+        guint v = P->var++;
+        guint a = s->axis;
+        char *saved_off = P->off[a], *saved_ext = P->ext[a];
+        g_autofree char *name = napkin_codegen_escape_comment (napkin_diagram_axis (P->d, a)->name);
+
+        line (P, "/* %s loop over %s in %s of %" G_GINT64_FORMAT " */",
+              s->loop == NAPKIN_LOOP_STREAM ? "stream" : "parallel", name,
+              s->loop == NAPKIN_LOOP_STREAM ? "chunks" : "groups", s->tile);
+        line (P, "for (long c%u_ = 0; c%u_ < %s; c%u_ += %" G_GINT64_FORMAT "L)", v, v, saved_ext, v, s->tile);
+        line (P, "{");
+        P->indent++;
+        line (P, "const long o%u_%u = %s + c%u_;", a, v, saved_off, v);
+        line (P, "const long e%u_%u = NAPKIN_MIN (%" G_GINT64_FORMAT "L, %s - c%u_);", a, v, s->tile, saved_ext, v);
+        P->off[a] = g_strdup_printf ("o%u_%u", a, v);
+        P->ext[a] = g_strdup_printf ("e%u_%u", a, v);
+        print_stmts (P, s->body);
+        g_free (P->off[a]);
+        g_free (P->ext[a]);
+        P->off[a] = saved_off;
+        P->ext[a] = saved_ext;
+        P->indent--;
+        line (P, "}");
+        break;
+      }
+
+    case NAPKIN_STMT_DECL:
+      {
+        gint64 n = napkin_ir_buffer_elements (d);
+
+        if (P->place[s->dst] == 1)
+          line (P, "__shared__ float %s[%" G_GINT64_FORMAT "]; /* %s at %s */", d->name, n, d->what,
+                napkin_level_to_string (d->level));
+        else
+          line (P, "float *const %s = ws_ + %" G_GINT64_FORMAT "L; /* %s at %s, in device memory: too large for "
+                "shared memory here */", d->name, P->ws_off[s->dst], d->what, napkin_level_to_string (d->level));
+        for (guint a = 0; a < d->n_axes; a++)
+          line (P, "const long %s_%u = %s;", d->name, a, P->off[d->axes[a]]);
+        break;
+      }
+
+    case NAPKIN_STMT_FILL:
+      {
+        g_autofree char *v = float_literal (s->value);
+
+        open_elements (P, s->dst);
+        store (P, s->dst, v);
+        close_elements (P);
+        break;
+      }
+
+    case NAPKIN_STMT_COPY:
+      {
+        g_autofree char *v = load (P, s->src[0]);
+        const NapkinIrBuffer *src = buf (P, s->src[0]);
+
+        line (P, "/* %s: %s → %s */", src->level == NAPKIN_LEVEL_HBM ? "load" : d->level == NAPKIN_LEVEL_HBM ? "store" : "move",
+              napkin_level_to_string (src->level), napkin_level_to_string (d->level));
+        open_elements (P, s->dst);
+        store (P, s->dst, v);
+        close_elements (P);
+        break;
+      }
+
+    case NAPKIN_STMT_COMPUTE:
+      print_compute (P, s);
+      break;
+
+    default:
+      g_assert_not_reached ();
+    }
+}
+
+static void
+print_stmts (Printer   *P,
+             GPtrArray *stmts)
+{
+  for (guint i = 0; i < stmts->len && !P->failed; i++)
+    print_stmt (P, g_ptr_array_index (stmts, i));
+}
+
+static void
+place_tiles (Printer   *P,
+             GPtrArray *stmts,
+             gint64    *smem,
+             gint64    *ws)
+{
+  for (guint i = 0; i < stmts->len; i++)
+    {
+      const NapkinIrStmt *s = g_ptr_array_index (stmts, i);
+
+      if (s->kind == NAPKIN_STMT_LOOP)
+        place_tiles (P, s->body, smem, ws);
+      else if (s->kind == NAPKIN_STMT_DECL)
+        {
+          gint64 bytes = napkin_ir_buffer_elements (buf (P, s->dst)) * 4;
+
+          if (*smem + bytes <= SMEM_BUDGET)
+            {
+              P->place[s->dst] = 1;
+              *smem += bytes;
+            }
+          else
+            {
+              P->place[s->dst] = 2;
+              P->ws_off[s->dst] = *ws;
+              *ws += (bytes / 4 + 31) / 32 * 32;
+            }
+        }
+    }
+}
+
+static void
+collect_buffers (GPtrArray *stmts,
+                 gboolean  *used)
+{
+  for (guint i = 0; i < stmts->len; i++)
+    {
+      const NapkinIrStmt *s = g_ptr_array_index (stmts, i);
+
+      if (s->kind == NAPKIN_STMT_LOOP)
+        collect_buffers (s->body, used);
+      if (s->dst >= 0)
+        used[s->dst] = TRUE;
+      for (guint k = 0; k < G_N_ELEMENTS (s->src); k++)
+        if (s->src[k] >= 0)
+          used[s->src[k]] = TRUE;
+    }
+}
+
+static gint64
+plain_elements (Printer            *P,
+                const NapkinIrStmt *s)
+{
+  return napkin_ir_buffer_elements (buf (P, s->dst));
+}
+
+static void
+kernel_comment (Printer              *P,
+                const NapkinIrKernel *k)
+{
+  if (k->region >= 0)
+    {
+      const NapkinRegion *r = napkin_diagram_region (P->d, k->region);
+      g_autofree char *name = napkin_codegen_escape_comment (r->name);
+      g_autoptr(GString) ops = g_string_new (NULL);
+
+      for (guint i = 0; i < r->nodes->len; i++)
+        {
+          const NapkinNode *node = napkin_diagram_node (P->d, napkin_diagram_find_node (P->d, g_ptr_array_index (r->nodes, i)));
+          g_autofree char *id = napkin_codegen_escape_comment (node->id);
+          g_autofree char *label = napkin_codegen_escape_comment (node->label);
+
+          g_string_append_printf (ops, "%s%s%s%s%s", i ? ", " : "", id, node->label ? " (" : "", label,
+                                  node->label ? ")" : "");
+        }
+      line (P, "/* Region %s at %s: %s */", name, napkin_level_to_string (r->level), ops->str);
+    }
+  else
+    {
+      const NapkinNode *node = napkin_diagram_node (P->d, k->node);
+      g_autofree char *id = napkin_codegen_escape_comment (node->id);
+      g_autofree char *label = napkin_codegen_escape_comment (node->label);
+
+      line (P, "/* Operation %s%s%s%s in device memory */", id, node->label ? " (" : "", label,
+            node->label ? ")" : "");
+    }
+}
+
+static void
+print_kernel (Printer              *P,
+              NapkinCudaModule     *module,
+              const NapkinIrKernel *k,
+              const int            *slot,
+              const char           *prefix,
+              guint                 index)
+{
+  NapkinCudaKernel *ck = g_new0 (NapkinCudaKernel, 1);
+  guint n_buffers = P->prog->buffers->len;
+  g_autofree gboolean *used = g_new0 (gboolean, n_buffers + 1);
+  gint64 smem = 0, ws = 0;
+  GPtrArray *body = k->body;
+  gint64 grid = 1;
+
+  ck->name = g_strdup_printf ("%sk%u", prefix, index);
+  ck->skeleton = g_strdup ("generic");
+  ck->threads = NAPKIN_CUDA_THREADS;
+  memset (P->place, 0, sizeof (int) * n_buffers);
+  place_tiles (P, body, &smem, &ws);
+  collect_buffers (body, used);
+
+  for (guint a = 0; a < P->n_axes; a++)
+    {
+      g_free (P->off[a]);
+      g_free (P->ext[a]);
+      P->off[a] = g_strdup ("0L");
+      P->ext[a] = g_strdup_printf ("%" G_GINT64_FORMAT "L", napkin_diagram_axis_size (P->d, a));
+    }
+
+  g_string_append_c (P->out, '\n');
+  kernel_comment (P, k);
+  line (P, "extern \"C\" __global__ void __launch_bounds__ (%d)", NAPKIN_CUDA_THREADS);
+  line (P, "%s (const NapkinArgs args)", ck->name);
+  line (P, "{");
+  P->indent++;
+  for (guint b = 0; b < n_buffers; b++)
+    {
+      const NapkinIrBuffer *bb = buf (P, b);
+
+      if (!used[b] || bb->role == NAPKIN_BUF_TILE)
+        continue;
+      line (P, "%s *const %s = (%s *) args.p[%d]; /* %s */", _napkin_cuda_ctype (bb->dtype), bb->name,
+            _napkin_cuda_ctype (bb->dtype), slot[b], bb->what);
+    }
+
+  P->block = k->region >= 0;
+  if (P->block)
+    {
+      /* Leading grid loops become the block index. */
+      GPtrArray *grid_loops = g_ptr_array_new ();
+
+      while (body->len == 1 && ((NapkinIrStmt *) g_ptr_array_index (body, 0))->kind == NAPKIN_STMT_LOOP
+             && ((NapkinIrStmt *) g_ptr_array_index (body, 0))->loop == NAPKIN_LOOP_GRID)
+        {
+          NapkinIrStmt *loop = g_ptr_array_index (body, 0);
+
+          g_ptr_array_add (grid_loops, loop);
+          body = loop->body;
+        }
+      line (P, "long blk_ = blockIdx.x;");
+      for (int i = grid_loops->len - 1; i >= 0; i--)
+        {
+          const NapkinIrStmt *loop = g_ptr_array_index (grid_loops, i);
+          gint64 size = napkin_diagram_axis_size (P->d, loop->axis);
+          gint64 count = (size + loop->tile - 1) / loop->tile;
+          g_autofree char *name = napkin_codegen_escape_comment (napkin_diagram_axis (P->d, loop->axis)->name);
+
+          line (P, "/* parallel over %s: %" G_GINT64_FORMAT " groups of %" G_GINT64_FORMAT " */", name, count, loop->tile);
+          line (P, "const long o%u_g = (blk_ %% %" G_GINT64_FORMAT "L) * %" G_GINT64_FORMAT "L;", loop->axis, count, loop->tile);
+          line (P, "blk_ /= %" G_GINT64_FORMAT "L;", count);
+          line (P, "const long e%u_g = NAPKIN_MIN (%" G_GINT64_FORMAT "L, %" G_GINT64_FORMAT "L - o%u_g);",
+                loop->axis, loop->tile, size, loop->axis);
+          g_free (P->off[loop->axis]);
+          g_free (P->ext[loop->axis]);
+          P->off[loop->axis] = g_strdup_printf ("o%u_g", loop->axis);
+          P->ext[loop->axis] = g_strdup_printf ("e%u_g", loop->axis);
+          grid *= count;
+        }
+      line (P, "(void) blk_;");
+      g_ptr_array_unref (grid_loops);
+      if (ws > 0)
+        line (P, "float *const ws_ = (float *) args.p[%d] + (long) blockIdx.x * %" G_GINT64_FORMAT "L;",
+              module->workspace_slot, ws);
+    }
+  else
+    {
+      gint64 n = body->len > 0 ? plain_elements (P, g_ptr_array_index (body, 0)) : 1;
+
+      grid = MIN ((n + NAPKIN_CUDA_THREADS - 1) / NAPKIN_CUDA_THREADS, 132 * 64);
+      grid = MAX (grid, 1);
+    }
+
+  print_stmts (P, body);
+  P->indent--;
+  line (P, "}");
+
+  ck->grid = grid;
+  ck->smem_bytes = smem;
+  ck->workspace_bytes = ws * 4 * grid;
+  g_ptr_array_add (module->kernels, ck);
+}
+
+static void
+cuda_kernel_free (gpointer data)
+{
+  NapkinCudaKernel *k = data;
+
+  g_free (k->name);
+  g_free (k->skeleton);
+  g_free (k->note);
+  g_free (k);
+}
+
+void
+napkin_cuda_module_free (NapkinCudaModule *module)
+{
+  if (module == NULL)
+    return;
+  napkin_ir_program_free (module->program);
+  g_free (module->source);
+  g_clear_pointer (&module->kernels, g_ptr_array_unref);
+  g_clear_pointer (&module->args, g_array_unref);
+  g_free (module);
+}
+
+NapkinCudaModule *
+napkin_codegen_cuda (NapkinIrProgram     *program,
+                     NapkinCodegenFlags   flags,
+                     const char          *prefix,
+                     GError             **error)
+{
+  g_autoptr(NapkinCudaModule) module = g_new0 (NapkinCudaModule, 1);
+  Printer P = { 0 };
+  guint n_buffers;
+  g_autofree int *slot = NULL;
+
+  g_return_val_if_fail (program != NULL, NULL);
+
+  module->program = program;
+  module->kernels = g_ptr_array_new_with_free_func (cuda_kernel_free);
+  module->args = g_array_new (FALSE, FALSE, sizeof (int));
+  module->workspace_slot = -1;
+  if (prefix == NULL)
+    prefix = "napkin_";
+
+  n_buffers = program->buffers->len;
+  slot = g_new0 (int, n_buffers + 1);
+  for (guint b = 0; b < n_buffers; b++)
+    {
+      const NapkinIrBuffer *bb = napkin_ir_buffer (program, b);
+
+      slot[b] = -1;
+      if (bb->role == NAPKIN_BUF_TILE)
+        continue;
+      if (_napkin_cuda_ctype (bb->dtype) == NULL)
+        {
+          g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                       "%s: the CUDA backend does not store %s yet", bb->tensor >= 0
+                         ? napkin_diagram_tensor (program->diagram, bb->tensor)->name : bb->name,
+                       napkin_dtype_to_string (bb->dtype));
+          module->program = NULL;
+          return NULL;
+        }
+      if (module->args->len >= NAPKIN_CUDA_MAX_ARGS - 1)
+        {
+          g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                       "the program needs more than %d device-memory buffers", NAPKIN_CUDA_MAX_ARGS - 1);
+          module->program = NULL;
+          return NULL;
+        }
+      slot[b] = module->args->len;
+      g_array_append_val (module->args, b);
+    }
+  module->workspace_slot = module->args->len;
+
+  P.prog = program;
+  P.d = program->diagram;
+  P.out = g_string_new (prelude);
+  P.n_axes = napkin_diagram_n_axes (P.d);
+  P.off = g_new0 (char *, P.n_axes + 1);
+  P.ext = g_new0 (char *, P.n_axes + 1);
+  P.place = g_new0 (int, n_buffers + 1);
+  P.ws_off = g_new0 (gint64, n_buffers + 1);
+  P.error = error;
+
+  {
+    g_autofree char *title = napkin_codegen_escape_comment (napkin_diagram_get_title (P.d));
+
+    g_string_append_printf (P.out, "/* Generated by Napkin from “%s”%s. */\n", title,
+                            program->plain ? " (plain: every operation through device memory)" : "");
+  }
+
+  for (guint k = 0; k < program->kernels->len; k++)
+    {
+      const NapkinIrKernel *kernel = g_ptr_array_index (program->kernels, k);
+
+      if (!(flags & NAPKIN_CODEGEN_GENERIC_ONLY)
+          && _napkin_cuda_try_skeleton (program, kernel, module, slot, prefix, k, P.out))
+        continue;
+      print_kernel (&P, module, kernel, slot, prefix, k);
+    }
+
+  for (guint k = 0; k < module->kernels->len; k++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, k);
+
+      module->workspace_bytes = MAX (module->workspace_bytes, ck->workspace_bytes);
+    }
+  if (module->workspace_bytes == 0)
+    module->workspace_slot = -1;
+
+  for (guint a = 0; a < P.n_axes; a++)
+    {
+      g_free (P.off[a]);
+      g_free (P.ext[a]);
+    }
+  g_free (P.off);
+  g_free (P.ext);
+  g_free (P.place);
+  g_free (P.ws_off);
+  module->source = g_string_free (P.out, FALSE);
+  return g_steal_pointer (&module);
+}
