@@ -236,9 +236,16 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
                         "% Colours: device memory black, L2 purple, shared memory orange,\n"
                         "% registers green, tensor-core work blue.\n");
   for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
-    g_string_append_printf (out, "\\definecolor{%s}{HTML}{%s}\n", tikz_level_names[l],
-                            napkin_render_level_hex (l) + 1);
-  g_string_append_printf (out, "\\definecolor{napkintc}{HTML}{%s}\n", napkin_render_tensor_core_hex () + 1);
+    {
+      g_autofree char *hex = g_ascii_strup (napkin_render_level_hex (l) + 1, -1);
+
+      g_string_append_printf (out, "\\definecolor{%s}{HTML}{%s}\n", tikz_level_names[l], hex);
+    }
+  {
+    g_autofree char *hex = g_ascii_strup (napkin_render_tensor_core_hex () + 1, -1);
+
+    g_string_append_printf (out, "\\definecolor{napkintc}{HTML}{%s}\n", hex);
+  }
   /* Document units are pixels with y down; one unit is 0.75 pt at 96 dpi. */
   g_string_append (out, "\\begin{tikzpicture}[x=0.75pt,y=-0.75pt,font=\\sffamily\\scriptsize]\n");
 

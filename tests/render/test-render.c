@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#include "napkin-edit.h"
+#include "napkin-error.h"
+#include "napkin-file.h"
+#include "napkin-render.h"
+#include "napkin-validate.h"
+
+static const char *examples[] = {
+  "matmul", "matmul-tiled", "matmul-nested", "softmax", "layernorm", "mlp", "attention", "flash-attention",
+};
+
+static NapkinDiagram *
+load_example (const char *name)
+{
+  g_autofree char *file = g_strconcat (name, ".napkin", NULL);
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file, NULL);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *diagram = napkin_diagram_load_from_file (path, NAPKIN_LOAD_DEFAULT, &error);
+
+  g_assert_no_error (error);
+  return diagram;
+}
+
+static char *
+tmp_path (const char *name)
+{
+  static char *dir;
+
+  if (dir == NULL)
+    dir = g_dir_make_tmp ("napkin-render-XXXXXX", NULL);
+  return g_build_filename (dir, name, NULL);
+}
+
+/* Pixels of an image close to a colour. */
+static guint
+count_colour (cairo_surface_t *surface,
+              const char      *hex,
+              int              tolerance)
+{
+  int w = cairo_image_surface_get_width (surface);
+  int h = cairo_image_surface_get_height (surface);
+  int stride = cairo_image_surface_get_stride (surface);
+  const guint8 *data;
+  guint r, g, b, count = 0;
+
+  cairo_surface_flush (surface);
+  data = cairo_image_surface_get_data (surface);
+  g_assert_true (sscanf (hex, "#%02x%02x%02x", &r, &g, &b) == 3);
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++)
+      {
+        guint32 px = *(const guint32 *) (data + y * stride + 4 * x);
+        int pr = (px >> 16) & 0xff, pg = (px >> 8) & 0xff, pb = px & 0xff;
+
+        if (abs (pr - (int) r) <= tolerance && abs (pg - (int) g) <= tolerance && abs (pb - (int) b) <= tolerance)
+          count++;
+      }
+  return count;
+}
+
+static cairo_surface_t *
+draw_example (NapkinDiagram *diagram)
+{
+  NapkinRect bounds;
+  cairo_surface_t *surface;
+  cairo_t *cr;
+
+  napkin_render_bounds (diagram, &bounds);
+  surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int) ceil (bounds.width), (int) ceil (bounds.height));
+  cr = cairo_create (surface);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_paint (cr);
+  cairo_translate (cr, -bounds.x, -bounds.y);
+  napkin_render_draw (cr, diagram, NULL);
+  g_assert_cmpint (cairo_status (cr), ==, CAIRO_STATUS_SUCCESS);
+  cairo_destroy (cr);
+  return surface;
+}
+
+/* Every example draws; its nodes lie inside the bounds; its regions hold their nodes. */
+static void
+test_every_example (void)
+{
+  for (guint e = 0; e < G_N_ELEMENTS (examples); e++)
+    {
+      g_autoptr(NapkinDiagram) diagram = load_example (examples[e]);
+      cairo_surface_t *surface;
+      NapkinRect bounds;
+
+      napkin_render_bounds (diagram, &bounds);
+      for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
+        {
+          NapkinRect r;
+
+          napkin_render_node_rect (diagram, n, &r);
+          g_assert_cmpfloat (r.x, >=, bounds.x);
+          g_assert_cmpfloat (r.y, >=, bounds.y);
+          g_assert_cmpfloat (r.x + r.width, <=, bounds.x + bounds.width);
+          g_assert_cmpfloat (r.y + r.height, <=, bounds.y + bounds.height);
+        }
+      for (guint i = 0; i < napkin_diagram_n_regions (diagram); i++)
+        {
+          const NapkinRegion *region = napkin_diagram_region (diagram, i);
+          NapkinRect rr;
+
+          napkin_render_region_rect (diagram, i, &rr);
+          for (guint k = 0; k < region->nodes->len; k++)
+            {
+              NapkinRect r;
+
+              napkin_render_node_rect (diagram, napkin_diagram_find_node (diagram, g_ptr_array_index (region->nodes, k)), &r);
+              g_assert_cmpfloat (r.x, >, rr.x);
+              g_assert_cmpfloat (r.x + r.width, <, rr.x + rr.width);
+              g_assert_cmpfloat (r.y, >, rr.y);
+              g_assert_cmpfloat (r.y + r.height, <, rr.y + rr.height);
+            }
+        }
+      surface = draw_example (diagram);
+      /* Device-memory black is on every diagram (inputs, outputs). */
+      g_assert_cmpuint (count_colour (surface, napkin_render_level_hex (NAPKIN_LEVEL_HBM), 12), >, 100);
+      if (napkin_diagram_n_regions (diagram) > 0)
+        g_assert_cmpuint (count_colour (surface, napkin_render_level_hex (napkin_diagram_region (diagram, 0)->level), 12),
+                          >, 100);
+      cairo_surface_destroy (surface);
+    }
+}
+
+/* Nested regions: the register region sits inside the shared-memory one, in green. */
+static void
+test_nested_regions (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("matmul-nested");
+  NapkinRect outer, inner;
+  cairo_surface_t *surface;
+
+  g_assert_cmpint (napkin_diagram_region (diagram, 0)->level, ==, NAPKIN_LEVEL_SMEM);
+  g_assert_cmpint (napkin_diagram_region (diagram, 1)->level, ==, NAPKIN_LEVEL_REGISTERS);
+  napkin_render_region_rect (diagram, 0, &outer);
+  napkin_render_region_rect (diagram, 1, &inner);
+  g_assert_cmpfloat (inner.x, >, outer.x);
+  g_assert_cmpfloat (inner.y, >, outer.y);
+  g_assert_cmpfloat (inner.x + inner.width, <, outer.x + outer.width);
+  g_assert_cmpfloat (inner.y + inner.height, <, outer.y + outer.height);
+  g_assert_cmpint (napkin_render_node_level (diagram, napkin_diagram_find_node (diagram, "mm")), ==,
+                   NAPKIN_LEVEL_REGISTERS);
+  g_assert_cmpint (napkin_render_node_level (diagram, napkin_diagram_find_node (diagram, "a")), ==,
+                   NAPKIN_LEVEL_HBM);
+
+  surface = draw_example (diagram);
+  g_assert_cmpuint (count_colour (surface, napkin_render_level_hex (NAPKIN_LEVEL_REGISTERS), 12), >, 100);
+  g_assert_cmpuint (count_colour (surface, napkin_render_level_hex (NAPKIN_LEVEL_SMEM), 12), >, 100);
+  /* The contraction runs on tensor cores: blue. */
+  g_assert_cmpuint (count_colour (surface, napkin_render_tensor_core_hex (), 12), >, 50);
+  cairo_surface_destroy (surface);
+}
+
+/* Ports sit on the glyph's edges, one per input; hit-testing finds them. */
+static void
+test_hit (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("matmul");
+  int mm = napkin_diagram_find_node (diagram, "mm");
+  NapkinRect r;
+  double x0, y0, x1, y1, xo, yo;
+  NapkinHit hit;
+
+  napkin_render_node_rect (diagram, mm, &r);
+  g_assert_true (napkin_render_port_point (diagram, mm, 0, &x0, &y0));
+  g_assert_true (napkin_render_port_point (diagram, mm, 1, &x1, &y1));
+  g_assert_true (napkin_render_port_point (diagram, mm, -1, &xo, &yo));
+  g_assert_false (napkin_render_port_point (diagram, mm, 2, &xo, &yo));
+  g_assert_cmpfloat (x0, ==, r.x);
+  g_assert_cmpfloat (xo, ==, r.x + r.width);
+  /* Two rank-2 inputs: their strands (10 apart) do not overlap. */
+  g_assert_cmpfloat (y1 - y0, >=, 2 * 10.0);
+  g_assert_cmpfloat (y0, >, r.y);
+  g_assert_cmpfloat (y1, <, r.y + r.height);
+
+  hit = napkin_render_hit (diagram, x1, y1, 0);
+  g_assert_cmpint (hit.kind, ==, NAPKIN_HIT_INPUT_PORT);
+  g_assert_cmpint (hit.index, ==, mm);
+  g_assert_cmpuint (hit.port, ==, 1);
+  hit = napkin_render_hit (diagram, xo, yo, 0);
+  g_assert_cmpint (hit.kind, ==, NAPKIN_HIT_OUTPUT_PORT);
+  hit = napkin_render_hit (diagram, r.x + r.width / 2, r.y + r.height / 2, 0);
+  g_assert_cmpint (hit.kind, ==, NAPKIN_HIT_NODE);
+  g_assert_cmpint (hit.index, ==, mm);
+  hit = napkin_render_hit (diagram, -5000, -5000, 0);
+  g_assert_cmpint (hit.kind, ==, NAPKIN_HIT_NONE);
+  /* The middle of the wire from mm to c. */
+  {
+    int c = napkin_diagram_find_node (diagram, "c");
+    double xc, yc;
+
+    g_assert_true (napkin_render_port_point (diagram, c, 0, &xc, &yc));
+    hit = napkin_render_hit (diagram, (xo + xc) / 2, (yo + yc) / 2, 1);
+    g_assert_cmpint (hit.kind, ==, NAPKIN_HIT_WIRE);
+    g_assert_cmpint (hit.index, ==, napkin_diagram_wire_for_port (diagram, c, 0));
+  }
+}
+
+static char *
+read_file (const char *path,
+           gsize      *length)
+{
+  char *contents = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (g_file_get_contents (path, &contents, length, &error));
+  g_assert_no_error (error);
+  return contents;
+}
+
+static void
+markup_start (GMarkupParseContext *context,
+              const char          *element,
+              const char         **names,
+              const char         **values,
+              gpointer             user_data,
+              GError             **error)
+{
+  guint *elements = user_data;
+
+  (*elements)++;
+}
+
+static char *
+svg_colour (NapkinLevel level)
+{
+  double r, g, b;
+
+  napkin_render_level_rgb (level, &r, &g, &b);
+  return g_strdup_printf ("rgb(%.0f%%,%.0f%%,%.0f%%)", r * 100, g * 100, b * 100);
+}
+
+static void
+test_export_svg (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("flash-attention");
+  g_autofree char *path = tmp_path ("fa.svg");
+  g_autofree char *svg = NULL;
+  g_autofree char *smem = svg_colour (NAPKIN_LEVEL_SMEM);
+  g_autofree char *hbm = svg_colour (NAPKIN_LEVEL_HBM);
+  g_autoptr(GError) error = NULL;
+  GMarkupParser parser = { markup_start, NULL, NULL, NULL, NULL };
+  GMarkupParseContext *context;
+  guint elements = 0;
+  gsize length;
+
+  g_assert_true (napkin_render_export (diagram, path, NAPKIN_EXPORT_SVG, 1, &error));
+  g_assert_no_error (error);
+  svg = read_file (path, &length);
+
+  /* Well-formed XML with an <svg> root and the drawing in it. */
+  context = g_markup_parse_context_new (&parser, 0, &elements, NULL);
+  g_assert_true (g_markup_parse_context_parse (context, svg, length, &error));
+  g_assert_true (g_markup_parse_context_end_parse (context, &error));
+  g_assert_no_error (error);
+  g_markup_parse_context_free (context);
+  g_assert_cmpuint (elements, >, 100);
+  g_assert_nonnull (strstr (svg, "<svg"));
+  /* The shared-memory region's orange and device memory's black. */
+  g_assert_nonnull (strstr (svg, smem));
+  g_assert_nonnull (strstr (svg, hbm));
+}
+
+static void
+test_export_pdf (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("matmul-tiled");
+  g_autofree char *path = tmp_path ("mt.pdf");
+  g_autofree char *pdf = NULL;
+  g_autoptr(GError) error = NULL;
+  gsize length;
+
+  g_assert_true (napkin_render_export (diagram, path, NAPKIN_EXPORT_PDF, 1, &error));
+  g_assert_no_error (error);
+  pdf = read_file (path, &length);
+  g_assert_cmpuint (length, >, 1000);
+  g_assert_true (memcmp (pdf, "%PDF-", 5) == 0);
+  /* A complete file ends with the trailer marker. */
+  g_assert_nonnull (strstr (pdf + length - 8, "%%EOF"));
+}
+
+static void
+png_size (const char *path,
+          guint      *width,
+          guint      *height)
+{
+  gsize length;
+  g_autofree guint8 *png = (guint8 *) read_file (path, &length);
+  static const guint8 magic[8] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
+
+  g_assert_cmpuint (length, >, 33);
+  g_assert_true (memcmp (png, magic, 8) == 0);
+  g_assert_true (memcmp (png + 12, "IHDR", 4) == 0);
+  *width = (png[16] << 24) | (png[17] << 16) | (png[18] << 8) | png[19];
+  *height = (png[20] << 24) | (png[21] << 16) | (png[22] << 8) | png[23];
+}
+
+static void
+test_export_png_scale (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("layernorm");
+  g_autofree char *one = tmp_path ("ln1.png");
+  g_autofree char *three = tmp_path ("ln3.png");
+  g_autofree char *bad = tmp_path ("bad.png");
+  g_autoptr(GError) error = NULL;
+  guint w1, h1, w3, h3;
+
+  g_assert_true (napkin_render_export (diagram, one, NAPKIN_EXPORT_PNG, 1, &error));
+  g_assert_true (napkin_render_export (diagram, three, NAPKIN_EXPORT_PNG, 3, &error));
+  g_assert_no_error (error);
+  png_size (one, &w1, &h1);
+  png_size (three, &w3, &h3);
+  g_assert_cmpuint (w1, >, 300);
+  g_assert_cmpuint (h1, >, 100);
+  /* Pixel size follows the scale (each side rounded up). */
+  g_assert_cmpint (abs ((int) w3 - 3 * (int) w1), <=, 3);
+  g_assert_cmpint (abs ((int) h3 - 3 * (int) h1), <=, 3);
+
+  g_assert_false (napkin_render_export (diagram, bad, NAPKIN_EXPORT_PNG, 0, &error));
+  g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE);
+  g_assert_nonnull (strstr (error->message, "scale"));
+  g_assert_false (g_file_test (bad, G_FILE_TEST_EXISTS));
+}
+
+static void
+test_export_unwritable (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("matmul");
+  g_autoptr(GError) error = NULL;
+
+  g_assert_false (napkin_render_export (diagram, "/nonexistent-dir/x.png", NAPKIN_EXPORT_PNG, 1, &error));
+  g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO);
+  g_assert_nonnull (strstr (error->message, "/nonexistent-dir/x.png"));
+}
+
+static void
+test_export_tikz (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("flash-attention");
+  g_autofree char *tikz = napkin_render_to_tikz (diagram);
+  g_autofree char *pdflatex = g_find_program_in_path ("pdflatex");
+  g_autofree char *path = tmp_path ("fa.tex");
+  g_autoptr(GError) error = NULL;
+
+  g_assert_nonnull (strstr (tikz, "\\begin{tikzpicture}"));
+  g_assert_nonnull (strstr (tikz, "\\end{tikzpicture}"));
+  g_assert_nonnull (strstr (tikz, "\\definecolor{napkinsmem}{HTML}{ED7D1A}"));
+  g_assert_nonnull (strstr (tikz, "q g=128"));
+  g_assert_nonnull (strstr (tikz, "k s=64"));
+  /* Every operation is drawn: one glyph and one label each. */
+  {
+    guint labels = 0;
+
+    for (const char *p = tikz; (p = strstr (p, "\\node[anchor=south")); p++)
+      labels++;
+    g_assert_cmpuint (labels, ==, napkin_diagram_n_nodes (diagram));
+  }
+  g_assert_true (napkin_render_export (diagram, path, NAPKIN_EXPORT_TIKZ, 1, &error));
+  g_assert_no_error (error);
+
+  if (pdflatex == NULL)
+    {
+      g_test_skip ("pdflatex is not installed: the TikZ output is checked but not compiled");
+      return;
+    }
+  {
+    g_autofree char *dir = g_path_get_dirname (path);
+    g_autofree char *doc = g_build_filename (dir, "doc.tex", NULL);
+    g_autofree char *text = g_strdup_printf ("\\documentclass{standalone}\n\\usepackage{tikz}\n\\usepackage{amssymb}\n"
+                                             "\\begin{document}\n%s\\end{document}\n", tikz);
+    const char *argv[] = { pdflatex, "-interaction=nonstopmode", "-halt-on-error", "doc.tex", NULL };
+    int status = 0;
+
+    g_assert_true (g_file_set_contents (doc, text, -1, NULL));
+    g_assert_true (g_spawn_sync (dir, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, NULL,
+                                 &status, &error));
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, &error));
+    g_assert_no_error (error);
+  }
+}
+
+/* A problem (an unconnected input) is drawn in red on the item. */
+static void
+test_problem_marked (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("matmul");
+  g_autoptr(NapkinHistory) history = napkin_history_new (diagram);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) problems = NULL;
+  NapkinRenderOptions options = { NULL, 0, -1, -1, NULL };
+  NapkinRect bounds;
+  cairo_surface_t *surface;
+  cairo_t *cr;
+
+  g_assert_true (napkin_edit_disconnect (history, "mm", 1, &error));
+  problems = napkin_diagram_check (diagram);
+  g_assert_cmpuint (problems->len, >, 0);
+  options.problems = problems;
+  napkin_render_bounds (diagram, &bounds);
+  surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int) bounds.width, (int) bounds.height);
+  cr = cairo_create (surface);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_paint (cr);
+  cairo_translate (cr, -bounds.x, -bounds.y);
+  napkin_render_draw (cr, diagram, &options);
+  cairo_destroy (cr);
+  g_assert_cmpuint (count_colour (surface, "#d91a1a", 20), >, 30);
+  cairo_surface_destroy (surface);
+}
+
+static void
+test_format_from_path (void)
+{
+  NapkinExportFormat f;
+
+  g_assert_true (napkin_export_format_from_path ("a.SVG", &f));
+  g_assert_cmpint (f, ==, NAPKIN_EXPORT_SVG);
+  g_assert_true (napkin_export_format_from_path ("/x/y.pdf", &f));
+  g_assert_cmpint (f, ==, NAPKIN_EXPORT_PDF);
+  g_assert_true (napkin_export_format_from_path ("y.png", &f));
+  g_assert_cmpint (f, ==, NAPKIN_EXPORT_PNG);
+  g_assert_true (napkin_export_format_from_path ("y.tex", &f));
+  g_assert_cmpint (f, ==, NAPKIN_EXPORT_TIKZ);
+  g_assert_false (napkin_export_format_from_path ("y.jpg", &f));
+  g_assert_false (napkin_export_format_from_path (NULL, &f));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/render/draw/every-example", test_every_example);
+  g_test_add_func ("/render/draw/nested-regions", test_nested_regions);
+  g_test_add_func ("/render/draw/problem-marked", test_problem_marked);
+  g_test_add_func ("/render/geometry/hit", test_hit);
+  g_test_add_func ("/render/export/svg", test_export_svg);
+  g_test_add_func ("/render/export/pdf", test_export_pdf);
+  g_test_add_func ("/render/export/png-scale", test_export_png_scale);
+  g_test_add_func ("/render/export/unwritable", test_export_unwritable);
+  g_test_add_func ("/render/export/tikz", test_export_tikz);
+  g_test_add_func ("/render/export/format-from-path", test_format_from_path);
+  return g_test_run ();
+}
