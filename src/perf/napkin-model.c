@@ -4,7 +4,6 @@
 #include "config.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "napkin-error.h"
@@ -37,6 +36,7 @@ typedef struct
   int                 kernel;      /* top-level ancestor, in the state array */
   guint               depth;
   guchar             *member;      /* per node */
+  GArray             *members;     /* guint node indices, in topological order */
   gint64             *extent;      /* per axis: extent of one instance */
   gint64             *chunks;      /* per axis: stream chunks per group (1 if not streamed) */
   gboolean            explicit_threads;
@@ -62,6 +62,7 @@ typedef struct
   guint                 n_regions;
   RegionState          *rs;
   int                  *innermost;   /* per node: deepest region, -1 none */
+  guint                *pos;         /* per node: place in the topological order */
   int                   current;     /* region being modelled, for its error count */
   gboolean              overflow;
 } Model;
@@ -298,15 +299,32 @@ region_threads (const NapkinRegion *region,
   return region->level == NAPKIN_LEVEL_REGISTERS ? 32 : 128;
 }
 
+static gint
+compare_pos (gconstpointer a,
+             gconstpointer b,
+             gpointer      data)
+{
+  const guint *pos = data;
+  guint x = pos[*(const guint *) a], y = pos[*(const guint *) b];
+
+  return x < y ? -1 : x > y;
+}
+
 static void
 build_regions (Model *m)
 {
   NapkinDiagram *d = m->d;
 
+  const guint *topo = napkin_diagram_topo_order (d);
+
   m->rs = g_new0 (RegionState, m->n_regions + 1);
   m->innermost = g_new (int, m->n_nodes + 1);
+  m->pos = g_new (guint, m->n_nodes + 1);
   for (guint n = 0; n < m->n_nodes; n++)
-    m->innermost[n] = -1;
+    {
+      m->innermost[n] = -1;
+      m->pos[topo[n]] = n;
+    }
 
   for (guint r = 0; r < m->n_regions; r++)
     {
@@ -315,13 +333,20 @@ build_regions (Model *m)
       rs->region = napkin_diagram_region (d, r);
       rs->index = r;
       rs->member = g_new0 (guchar, m->n_nodes + 1);
+      rs->members = g_array_new (FALSE, FALSE, sizeof (guint));
       for (guint i = 0; i < rs->region->nodes->len; i++)
         {
           int n = napkin_diagram_find_node (d, g_ptr_array_index (rs->region->nodes, i));
 
-          if (n >= 0)
-            rs->member[n] = 1;
+          if (n >= 0 && !rs->member[n])
+            {
+              guint node = n;
+
+              rs->member[n] = 1;
+              g_array_append_val (rs->members, node);
+            }
         }
+      g_array_sort_with_data (rs->members, compare_pos, m->pos);
     }
 
   /* Parent: the smallest region holding all of r's operations (validation
@@ -331,15 +356,15 @@ build_regions (Model *m)
       RegionState *rs = &m->rs[r];
       int best = -1;
 
-      for (guint p = 0; p < m->n_regions; p++)
+      for (guint p = 0; p < m->n_regions && rs->members->len > 0; p++)
         {
           RegionState *ps = &m->rs[p];
-          gboolean contains = TRUE;
+          gboolean contains = ps->member[g_array_index (rs->members, guint, 0)];
 
           if (p == r)
             continue;
-          for (guint n = 0; n < m->n_nodes && contains; n++)
-            contains = !rs->member[n] || ps->member[n];
+          for (guint i = 1; i < rs->members->len && contains; i++)
+            contains = ps->member[g_array_index (rs->members, guint, i)];
           if (!contains)
             continue;
           if (ps->region->nodes->len == rs->region->nodes->len && ps->region->level >= rs->region->level)
@@ -538,7 +563,6 @@ model_region (Model *m,
   gint64 parent_instances = 1;
   g_autoptr(GString) tile = g_string_new (NULL);
   g_autofree guchar *loaded = g_new0 (guchar, m->n_nodes + 1);
-  const guint *topo = napkin_diagram_topo_order (m->d);
   NapkinLevel from;
 
   cost.name = g_strdup (region->name);
@@ -607,16 +631,13 @@ model_region (Model *m,
    * the chunks of the streamed axes they carry (a tensor without a streamed
    * axis stays resident over the stream); outputs: once per group, times the
    * chunks of streamed axes they still carry. */
-  for (guint i = 0; i < m->n_nodes; i++)
+  for (guint i = 0; i < rs->members->len; i++)
     {
-      guint n = topo[i];
+      guint n = g_array_index (rs->members, guint, i);
       const NapkinNode *node = napkin_diagram_node (m->d, n);
       guint n_consumers;
       const guint *consumers;
       gboolean leaves = FALSE;
-
-      if (!rs->member[n])
-        continue;
 
       for (guint p = 0; p < napkin_op_n_inputs (node); p++)
         {
@@ -660,21 +681,18 @@ model_region (Model *m,
     }
 
   /* Values made and used inside: the largest live set over the columns. */
-  for (guint i = 0; i < m->n_nodes; i++)
+  for (guint i = 0; i < rs->members->len; i++)
     {
+      guint column = m->pos[g_array_index (rs->members, guint, i)];
       gint64 live = 0;
 
-      if (!rs->member[topo[i]])
-        continue;
       for (guint j = 0; j <= i; j++)
         {
-          guint v = topo[j];
+          guint v = g_array_index (rs->members, guint, j);
           guint n_consumers;
           const guint *consumers;
           gboolean inside = FALSE, later = FALSE;
 
-          if (!rs->member[v])
-            continue;
           consumers = napkin_diagram_consumers (m->d, v, &n_consumers);
           for (guint c = 0; c < n_consumers; c++)
             {
@@ -684,8 +702,7 @@ model_region (Model *m,
                   break;   /* an output: counted in the footprint */
                 }
               inside = TRUE;
-              for (guint k = i; k < m->n_nodes && !later; k++)
-                later = topo[k] == consumers[c];
+              later |= m->pos[consumers[c]] >= column;
             }
           if (inside && later)
             live = add (m, live, mul (m, tile_elements (m, r, v), dtype_bytes (m, v)));
@@ -807,13 +824,34 @@ model_occupancy (Model *m,
  * the parallel axes the tensor carries. Reads from device memory shrink by the
  * number of instances of a wave that share a tile, if the wave's distinct tiles of
  * one step fit in L2. Writes are never shared. */
-static int
-compare_int64 (const void *a,
-               const void *b)
+/* Distinct tiles among instances 0..W-1: an instance's tile is named by its
+ * mixed-radix digits (radix[0] most significant) on the carried axes. Digit j
+ * takes values 0..q-1 over whole blocks of the faster digits and q over a partial
+ * one; a carried digit makes each value new, a lacking one repeats the block. */
+static gint64
+distinct_prefix (gint64          w,
+                 const gint64   *radix,
+                 const gboolean *carried,
+                 guint           j,
+                 guint           n)
 {
-  gint64 x = *(const gint64 *) a, y = *(const gint64 *) b;
+  gint64 block = 1, full = 1, q, rem;
 
-  return x < y ? -1 : x > y;
+  if (w <= 0)
+    return 0;
+  if (j == n)
+    return 1;
+  for (guint i = j + 1; i < n; i++)
+    {
+      block = MIN (block * radix[i], (gint64) G_MAXINT32 * 1024);
+      if (carried[i])
+        full = MIN (full * radix[i], (gint64) G_MAXINT32 * 1024);
+    }
+  q = w / block;
+  rem = w % block;
+  if (carried[j])
+    return q * full + distinct_prefix (rem, radix, carried, j + 1, n);
+  return q > 0 ? full : distinct_prefix (rem, radix, carried, j + 1, n);
 }
 
 static void
@@ -828,7 +866,6 @@ model_l2_reuse (Model *m,
   gint64 wave;
   double in_flight = 0;
   g_autofree gint64 *distinct = NULL;
-  g_autofree gint64 *keys = NULL;
 
   if (m->a->paper || cost->parent >= 0 || cost->parent_level != NAPKIN_LEVEL_HBM || cost->per_sm < 1)
     return;
@@ -849,7 +886,6 @@ model_l2_reuse (Model *m,
     return;
 
   distinct = g_new0 (gint64, cost->transfers->len + 1);
-  keys = g_new (gint64, wave);
   for (guint i = 0; i < cost->transfers->len; i++)
     {
       NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, i);
@@ -859,29 +895,13 @@ model_l2_reuse (Model *m,
       if (tr->is_output)
         continue;
       type = napkin_diagram_node_type (m->d, node);
-      /* Distinct tiles among instances 0..W-1: the tensor's tile is named by the
-       * digits, on the axes it carries, of the instance's mixed-radix number. */
-      for (gint64 w = 0; w < wave; w++)
-        {
-          gint64 rem = w, key = 0, scale = 1;
+      {
+        gboolean carried[G_N_ELEMENTS (axes)];
 
-          for (int j = n_par - 1; j >= 0 && rem > 0; j--)
-            {
-              gint64 digit = rem % radix[j];
-
-              rem /= radix[j];
-              if (napkin_tensor_type_has_axis (type, axes[j]))
-                {
-                  key += digit * scale;
-                  scale *= radix[j];
-                }
-            }
-          keys[w] = key;
-        }
-      qsort (keys, wave, sizeof (gint64), compare_int64);
-      distinct[i] = 1;
-      for (gint64 w = 1; w < wave; w++)
-        distinct[i] += keys[w] != keys[w - 1];
+        for (guint j = 0; j < n_par; j++)
+          carried[j] = napkin_tensor_type_has_axis (type, axes[j]);
+        distinct[i] = distinct_prefix (wave, radix, carried, 0, n_par);
+      }
       tr->sharers = (guint) (wave / distinct[i]);
       in_flight += (double) distinct[i] * tr->tile_elements * napkin_dtype_bytes (tr->dtype)
                    * (carries_stream (m, r, node) ? cost->stages : 1);
@@ -1037,9 +1057,8 @@ build_kernels (Model *m)
               account_transfer (m, &g_array_index (cc->transfers, NapkinTransfer, t), k.time_s);
             }
         }
-      for (guint n = 0; n < m->n_nodes; n++)
-        if (m->rs[cost->region].member[n])
-          node_compute (m, n, k.time_s);
+      for (guint i = 0; i < m->rs[cost->region].members->len; i++)
+        node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), k.time_s);
       /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances. */
       slots = ceil_div (cost->instances, m->arch->sms);
       k.quantisation = (double) slots * m->arch->sms / MAX (1, cost->instances);
@@ -1204,9 +1223,11 @@ napkin_analyze (NapkinDiagram               *diagram,
       g_free (m.rs[r].extent);
       g_free (m.rs[r].chunks);
       g_clear_pointer (&m.rs[r].loops, g_array_unref);
+      g_clear_pointer (&m.rs[r].members, g_array_unref);
     }
   g_free (m.rs);
   g_free (m.innermost);
+  g_free (m.pos);
 
   if (m.overflow)
     {

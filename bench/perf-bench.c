@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The performance model's own speed (issue 3): the median time of one full
+ * analysis of a 200-operation diagram (target < 2 ms) and of `tune` on the
+ * flash-attention example (target < 1 s). Run: bench/perf-bench.sh */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "napkin-file.h"
+#include "napkin-model.h"
+#include "napkin-tune.h"
+
+static int
+compare_double (const void *a,
+                const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+static double
+median (double *v,
+        guint   n)
+{
+  qsort (v, n, sizeof (double), compare_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* 100 layers of X·W then GELU, alternating e→f and f→e, each layer relabeled
+ * onto shared memory: 200 operations, 100 regions, 102 inputs and outputs. */
+static char *
+deep_mlp_json (guint layers)
+{
+  GString *s = g_string_new ("{\"format\": \"napkin\", \"version\": 1, \"title\": \"Deep MLP\", "
+                             "\"axes\": [{\"name\": \"t\", \"size\": 8192}, {\"name\": \"e\", \"size\": 1024}, "
+                             "{\"name\": \"f\", \"size\": 4096}], \"tensors\": [{\"name\": \"X\", \"axes\": [\"t\", \"e\"], "
+                             "\"dtype\": \"bf16\"}");
+  const char *last = layers % 2 ? "f" : "e";
+
+  for (guint i = 0; i < layers; i++)
+    g_string_append_printf (s, ", {\"name\": \"W%u\", \"axes\": [\"%s\", \"%s\"], \"dtype\": \"bf16\"}", i,
+                            i % 2 ? "f" : "e", i % 2 ? "e" : "f");
+  g_string_append_printf (s, ", {\"name\": \"Y\", \"axes\": [\"t\", \"%s\"], \"dtype\": \"bf16\"}], \"nodes\": ["
+                             "{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\", \"x\": 0, \"y\": 0}", last);
+  for (guint i = 0; i < layers; i++)
+    g_string_append_printf (s, ", {\"id\": \"w%u\", \"kind\": \"input\", \"tensor\": \"W%u\", \"x\": %u, \"y\": 200}"
+                               ", {\"id\": \"lin%u\", \"kind\": \"contract\", \"out\": [\"t\", \"%s\"], \"x\": %u, \"y\": 0}"
+                               ", {\"id\": \"act%u\", \"kind\": \"map\", \"fn\": \"gelu\", \"x\": %u, \"y\": 0}",
+                            i, i, 200 * i, i, i % 2 ? "e" : "f", 200 * i + 50, i, 200 * i + 100);
+  g_string_append (s, ", {\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"Y\", \"x\": 0, \"y\": 400}], \"wires\": [");
+  for (guint i = 0; i < layers; i++)
+    {
+      g_autofree char *prev = i == 0 ? g_strdup ("x") : g_strdup_printf ("act%u", i - 1);
+
+      g_string_append_printf (s, "%s{\"from\": \"%s\", \"to\": \"lin%u\", \"port\": 0}, "
+                                 "{\"from\": \"w%u\", \"to\": \"lin%u\", \"port\": 1}, "
+                                 "{\"from\": \"lin%u\", \"to\": \"act%u\", \"port\": 0}",
+                              i ? ", " : "", prev, i, i, i, i, i);
+    }
+  g_string_append_printf (s, ", {\"from\": \"act%u\", \"to\": \"y\", \"port\": 0}], \"regions\": [", layers - 1);
+  for (guint i = 0; i < layers; i++)
+    g_string_append_printf (s, "%s{\"name\": \"layer%u\", \"level\": \"smem\", \"nodes\": [\"lin%u\", \"act%u\"], "
+                               "\"marks\": {\"t\": {\"parallel\": 128}, \"%s\": {\"parallel\": 128}, "
+                               "\"%s\": {\"stream\": 64}}, \"stages\": 2}",
+                            i ? ", " : "", i, i, i, i % 2 ? "e" : "f", i % 2 ? "f" : "e");
+  g_string_append (s, "]}");
+  return g_string_free (s, FALSE);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  const char *arch_id = argc > 1 ? argv[1] : "h100";
+  g_autoptr(GError) error = NULL;
+  NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), arch_id, &error);
+  g_autofree char *json = deep_mlp_json (100);
+  g_autoptr(NapkinDiagram) big = NULL;
+  g_autoptr(NapkinDiagram) flash = NULL;
+  g_autofree char *flash_path = NULL;
+  double times[201];
+  guint n_runs = G_N_ELEMENTS (times), n_tune = 11;
+  guint ops;
+
+  if (arch == NULL)
+    {
+      fprintf (stderr, "%s\n", error->message);
+      return 1;
+    }
+  big = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  if (big == NULL)
+    {
+      fprintf (stderr, "generated diagram: %s\n", error->message);
+      return 1;
+    }
+  ops = 0;
+  for (guint i = 0; i < napkin_diagram_n_nodes (big); i++)
+    {
+      NapkinOpKind kind = napkin_diagram_node (big, i)->kind;
+
+      ops += kind != NAPKIN_OP_INPUT && kind != NAPKIN_OP_OUTPUT;
+    }
+
+  /* A full analysis as the editor runs it after an edit: the diagram's caches
+   * are stale (generation bumped), validation included. */
+  for (guint i = 0; i < n_runs; i++)
+    {
+      gint64 start;
+      g_autoptr(NapkinAnalysis) a = NULL;
+
+      napkin_diagram_changed (big);
+      start = g_get_monotonic_time ();
+      a = napkin_analyze (big, arch, NULL, &error);
+      times[i] = (g_get_monotonic_time () - start) / 1e3;
+      if (a == NULL)
+        {
+          fprintf (stderr, "analysis: %s\n", error->message);
+          return 1;
+        }
+      if (i == 0)
+        printf ("deep MLP on %s: %u operations, %u regions, predicted %.3f ms, bound %s, %s\n", arch->id, ops,
+                napkin_diagram_n_regions (big), a->predicted_time_s * 1e3, napkin_resource_to_string (a->bound),
+                a->feasible ? "feasible" : "infeasible");
+    }
+  printf ("analysis of a %u-operation diagram: median %.3f ms over %u runs (target < 2 ms)\n", ops,
+          median (times, n_runs), n_runs);
+
+  flash_path = g_build_filename (NAPKIN_SOURCE_DATADIR, "examples", "flash-attention.napkin", NULL);
+  flash = napkin_diagram_load_from_file (flash_path, NAPKIN_LOAD_VALIDATE, &error);
+  if (flash == NULL)
+    {
+      fprintf (stderr, "%s\n", error->message);
+      return 1;
+    }
+  for (guint i = 0; i < n_tune; i++)
+    {
+      NapkinTuneOptions options = { 10, 0, FALSE, NAPKIN_DTYPE_FP16 };
+      g_autoptr(NapkinTuneResult) r = NULL;
+      gint64 start = g_get_monotonic_time ();
+
+      r = napkin_tune (flash, arch, &options, &error);
+      times[i] = (g_get_monotonic_time () - start) / 1e3;
+      if (r == NULL)
+        {
+          fprintf (stderr, "tune: %s\n", error->message);
+          return 1;
+        }
+      if (i == 0)
+        printf ("tune flash-attention on %s: %u relabelings, %u feasible, best %.3f ms (file %.3f ms)\n", arch->id,
+                r->evaluated, r->feasible,
+                ((NapkinTuneCandidate *) g_ptr_array_index (r->best, 0))->predicted_time_s * 1e3,
+                r->current ? r->current->predicted_time_s * 1e3 : 0.0);
+    }
+  printf ("tune on flash-attention: median %.1f ms over %u runs (target < 1000 ms)\n", median (times, n_tune), n_tune);
+  return 0;
+}

@@ -1,0 +1,648 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "config.h"
+
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "napkin-error.h"
+#include "napkin-file.h"
+#include "napkin-json-private.h"
+#include "napkin-model.h"
+#include "napkin-tune.h"
+
+static char *arch_dir;   /* a $NAPKIN_ARCH_DIR with one test architecture */
+
+static NapkinArch *
+arch (const char *id)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (a);
+  return a;
+}
+
+static NapkinDiagram *
+example (const char *name)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), name, NULL);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+
+  g_assert_no_error (error);
+  return d;
+}
+
+static NapkinAnalysis *
+analyze (NapkinDiagram *d,
+         const char    *arch_id,
+         gboolean       paper)
+{
+  NapkinAnalyzeOptions options = { FALSE, NAPKIN_DTYPE_FP16, FALSE, paper };
+  g_autoptr(GError) error = NULL;
+  NapkinAnalysis *a = napkin_analyze (d, arch (arch_id), &options, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (a);
+  return a;
+}
+
+static void
+tile (NapkinDiagram *d,
+      const char    *spec)
+{
+  g_autoptr(GError) error = NULL;
+
+  napkin_diagram_override_tile (d, spec, &error);
+  g_assert_no_error (error);
+}
+
+static void
+axis (NapkinDiagram *d,
+      const char    *spec)
+{
+  g_autoptr(GError) error = NULL;
+
+  napkin_diagram_override_axis (d, spec, &error);
+  g_assert_no_error (error);
+}
+
+static const NapkinRegionCost *
+region (NapkinAnalysis *a,
+        const char     *name)
+{
+  for (guint i = 0; i < a->regions->len; i++)
+    if (strcmp (g_array_index (a->regions, NapkinRegionCost, i).name, name) == 0)
+      return &g_array_index (a->regions, NapkinRegionCost, i);
+  g_assert_not_reached ();
+}
+
+static const NapkinTransfer *
+transfer (const NapkinRegionCost *r,
+          const char             *tensor)
+{
+  for (guint i = 0; i < r->transfers->len; i++)
+    if (strcmp (g_array_index (r->transfers, NapkinTransfer, i).tensor, tensor) == 0)
+      return &g_array_index (r->transfers, NapkinTransfer, i);
+  g_assert_not_reached ();
+}
+
+/* A matmul or attention with one shared-memory region and one pipeline stage, the
+ * paper's setting (the examples use 2 or 3 stages). */
+static NapkinDiagram *
+single_stage (const char *name)
+{
+  g_autoptr(NapkinDiagram) d = example (name);
+  g_autoptr(json_object) root = napkin_diagram_to_json (d);
+  json_object *regions = json_object_object_get (root, "regions");
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *copy;
+
+  json_object_object_del (json_object_array_get_idx (regions, 0), "stages");
+  copy = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  return copy;
+}
+
+/* ---- architectures ------------------------------------------------------------------------- */
+
+static void
+test_arch_h100 (void)
+{
+  NapkinArch *h = arch ("h100");
+
+  g_assert_cmpuint (h->sms, ==, 132);
+  /* the datasheet's dense peaks, from per-SM-per-clock rates */
+  g_assert_cmpfloat_with_epsilon (napkin_arch_tensor_rate (h, NAPKIN_TENSOR_FP16) / 1e12, 989.4, 0.5);
+  g_assert_cmpfloat_with_epsilon (napkin_arch_tensor_rate (h, NAPKIN_TENSOR_FP8) / 1e12, 1978.9, 1.0);
+  g_assert_cmpfloat_with_epsilon (napkin_arch_cuda_rate (h, NAPKIN_DTYPE_FP32) / 1e12, 66.9, 0.1);
+  g_assert_cmpfloat (h->tensor_per_sm_clock[NAPKIN_TENSOR_FP16], ==, 4096);
+  g_assert_cmpfloat (h->tensor_per_sm_clock[NAPKIN_TENSOR_FP8], ==, 8192);
+  g_assert_cmpfloat (h->sfu_per_sm_clock, ==, 16);
+  g_assert_cmpfloat (h->levels[NAPKIN_LEVEL_HBM].bandwidth, ==, 3.35e12);
+  g_assert_cmpfloat (h->levels[NAPKIN_LEVEL_SMEM].capacity_bytes, ==, 228 * 1024);
+  g_assert_cmpuint (h->registers_per_sm, ==, 65536);
+  g_assert_cmpuint (h->max_warps_per_sm, ==, 64);
+}
+
+static void
+test_arch_all (void)
+{
+  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+  const char *ids[] = { "a100", "h100", "h200", "l40s", "rtx4090", "b200", "testgpu" };
+
+  /* only the deliberately broken file of $NAPKIN_ARCH_DIR fails; data/archs loads clean */
+  g_assert_cmpuint (napkin_arch_registry_errors (reg)->len, ==, 1);
+  g_assert_nonnull (strstr (g_ptr_array_index (napkin_arch_registry_errors (reg), 0), "broken.json"));
+  for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
+    {
+      NapkinArch *a = arch (ids[i]);
+
+      g_assert_cmpfloat (napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP16), >, 1e13);   /* the 7-SM test a100 too */
+      g_assert_cmpfloat (a->levels[NAPKIN_LEVEL_HBM].bandwidth, >, 5e11);
+    }
+  /* $NAPKIN_ARCH_DIR comes first: its "a100" replaces the data dir's */
+  g_assert_cmpuint (arch ("a100")->sms, ==, 7);
+  g_assert_cmpuint (arch ("A100")->sms, ==, 7);
+  g_assert_true (g_str_has_prefix (arch ("a100")->path, arch_dir));
+}
+
+static void
+test_arch_errors (void)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "data", "archs", "h100.json", NULL);
+  g_autofree char *text = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinArch) a = NULL;
+  g_autoptr(NapkinArchRegistry) reg = NULL;
+  char *p;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+
+  /* a figure without its source */
+  p = strstr (text, "\"source\"");
+  g_assert_nonnull (p);
+  memcpy (p, "\"sourcX\"", 8);
+  a = napkin_arch_load_from_data (text, -1, &error);
+  g_assert_null (a);
+  g_assert_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT);
+  g_assert_nonnull (strstr (error->message, "sms: every figure needs a “source”"));
+  g_clear_error (&error);
+
+  a = napkin_arch_load_from_data ("{\"format\": \"napkin-arch\", \"version\": 1, \"id\": \"x\", \"name\": \"X\", "
+                                  "\"sms\": {\"value\": -3, \"source\": \"me\"}}", -1, &error);
+  g_assert_null (a);
+  g_assert_cmpstr (error->message, ==, "sms: value -3 is outside [1, 4096]");
+  g_clear_error (&error);
+
+  a = napkin_arch_load_from_data ("{\"format\": \"napkin\"}", -1, &error);
+  g_assert_null (a);
+  g_assert_cmpstr (error->message, ==, "format: expected \"napkin-arch\"");
+  g_clear_error (&error);
+
+  a = napkin_arch_load_from_data ("{ not json", -1, &error);
+  g_assert_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_PARSE);
+  g_clear_error (&error);
+
+  reg = napkin_arch_registry_new ();
+  napkin_arch_registry_add_dir (reg, arch_dir);
+  g_assert_null (napkin_arch_registry_lookup (reg, "h100", &error));
+  g_assert_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_NOT_FOUND);
+  g_assert_nonnull (strstr (error->message, "known: a100, testgpu"));
+  /* the broken file in the directory is reported, with its path */
+  g_assert_cmpuint (napkin_arch_registry_errors (reg)->len, ==, 1);
+  g_assert_nonnull (strstr (g_ptr_array_index (napkin_arch_registry_errors (reg), 0), "broken.json: levels: missing object"));
+}
+
+/* ---- the paper's derivations ------------------------------------------------------------- */
+
+static void
+test_matmul_transfer (void)
+{
+  const struct { gint64 a, b, c, ga, gc, sb; } cases[] = {
+    { 4096, 4096, 4096, 128, 128, 64 },
+    { 4096, 4096, 4096, 64, 256, 32 },
+    { 8192, 2048, 1024, 256, 128, 64 },
+    { 1024, 16384, 2048, 128, 64, 128 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) d = single_stage ("matmul-tiled.napkin");
+      g_autoptr(NapkinAnalysis) an = NULL;
+      g_autofree char *sa = g_strdup_printf ("m=%" G_GINT64_FORMAT, cases[i].a);
+      g_autofree char *sb = g_strdup_printf ("k=%" G_GINT64_FORMAT, cases[i].b);
+      g_autofree char *sc = g_strdup_printf ("n=%" G_GINT64_FORMAT, cases[i].c);
+      g_autofree char *ta = g_strdup_printf ("block.m=%" G_GINT64_FORMAT, cases[i].ga);
+      g_autofree char *tc = g_strdup_printf ("block.n=%" G_GINT64_FORMAT, cases[i].gc);
+      g_autofree char *tb = g_strdup_printf ("block.k=%" G_GINT64_FORMAT, cases[i].sb);
+      gint64 a = cases[i].a, b = cases[i].b, c = cases[i].c, ga = cases[i].ga, gc = cases[i].gc, s = cases[i].sb;
+      const NapkinRegionCost *r;
+
+      axis (d, sa), axis (d, sb), axis (d, sc), tile (d, ta), tile (d, tc), tile (d, tb);
+      an = analyze (d, "h100", TRUE);
+      r = region (an, "block");
+      /* H = a·b·c·(1/g_a + 1/g_c) + a·c */
+      g_assert_cmpint (r->transfer_elements, ==, a * b * c / ga + a * b * c / gc + a * c);
+      g_assert_cmpint (transfer (r, "A")->elements, ==, a * b * c / gc);
+      g_assert_cmpint (transfer (r, "B")->elements, ==, a * b * c / ga);
+      g_assert_cmpint (transfer (r, "C")->elements, ==, a * c);
+      /* M = g_a·g_c + (g_a + g_c)·s_b */
+      g_assert_cmpint (r->footprint_elements, ==, ga * gc + (ga + gc) * s);
+      g_assert_cmpint (r->footprint_bytes, ==, 2 * (ga * gc + (ga + gc) * s));
+      g_assert_cmpint (r->instances, ==, (a / ga) * (c / gc));
+      g_assert_cmpint (r->chunks, ==, b / s);
+      /* the paper's model: the device-memory level carries exactly H */
+      g_assert_cmpint (an->levels[NAPKIN_LEVEL_HBM].transfer_elements, ==, r->transfer_elements);
+      g_assert_cmpint (an->flops_total, ==, 2 * a * b * c);
+    }
+}
+
+static void
+test_matmul_stages (void)
+{
+  g_autoptr(NapkinDiagram) d = example ("matmul-tiled.napkin");   /* 3 stages */
+  g_autoptr(NapkinAnalysis) an = analyze (d, "h100", FALSE);
+  const NapkinRegionCost *r = region (an, "block");
+
+  /* the streamed inputs are buffered once per stage */
+  g_assert_cmpint (r->footprint_elements, ==, 128 * 128 + 3 * (128 + 128) * 64);
+  g_assert_cmpint (r->per_sm, ==, 1);
+  g_assert_cmpstr (r->binding_limit, ==, "shared memory");
+  g_assert_cmpint (r->waves, ==, 8);   /* ⌈1024 / 132⌉ */
+}
+
+static void
+test_attention_transfer (void)
+{
+  const struct { gint64 q, x, d, gq, sx; } cases[] = {
+    { 4096, 4096, 128, 128, 64 },
+    { 4096, 4096, 64, 64, 128 },
+    { 2048, 8192, 128, 128, 32 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) d = single_stage ("flash-attention.napkin");
+      g_autoptr(NapkinAnalysis) an = NULL;
+      g_autofree char *sq = g_strdup_printf ("q=%" G_GINT64_FORMAT, cases[i].q);
+      g_autofree char *sx = g_strdup_printf ("k=%" G_GINT64_FORMAT, cases[i].x);
+      g_autofree char *sd = g_strdup_printf ("d=%" G_GINT64_FORMAT, cases[i].d);
+      g_autofree char *tq = g_strdup_printf ("block.q=%" G_GINT64_FORMAT, cases[i].gq);
+      g_autofree char *tx = g_strdup_printf ("block.k=%" G_GINT64_FORMAT, cases[i].sx);
+      gint64 q = cases[i].q, x = cases[i].x, dd = cases[i].d, g = cases[i].gq, s = cases[i].sx;
+      gint64 heads = 4 * 16;
+      const NapkinRegionCost *r;
+
+      axis (d, sq), axis (d, sx), axis (d, sd), tile (d, tq), tile (d, tx);
+      an = analyze (d, "h100", TRUE);
+      r = region (an, "block");
+      /* H = 2·q·d + 2·x·d·q/g_q per head */
+      g_assert_cmpint (r->transfer_elements, ==, heads * (2 * q * dd + 2 * x * dd * q / g));
+      g_assert_cmpint (transfer (r, "K")->elements, ==, heads * x * dd * q / g);
+      g_assert_cmpint (transfer (r, "Q")->elements, ==, heads * q * dd);
+      /* M = 2·g_q·d + 2·s_x·d */
+      g_assert_cmpint (r->footprint_elements, ==, 2 * g * dd + 2 * s * dd);
+      g_assert_cmpint (an->flops.tensor, ==, heads * 4 * q * x * dd);
+      g_assert_true (an->feasible);
+    }
+}
+
+/* Halving the bytes per element doubles the tile that fits a fixed budget and so
+ * quarters the tile-dependent transfer time (the K and V re-reads). */
+static void
+test_attention_quantisation (void)
+{
+  g_autoptr(NapkinDiagram) d16 = single_stage ("flash-attention.napkin");
+  g_autoptr(NapkinDiagram) d8 = single_stage ("flash-attention.napkin");
+  NapkinAnalyzeOptions o16 = { TRUE, NAPKIN_DTYPE_FP16, FALSE, TRUE };
+  NapkinAnalyzeOptions o8 = { TRUE, NAPKIN_DTYPE_FP8_E4M3, FALSE, TRUE };
+  g_autoptr(NapkinAnalysis) a16 = NULL;
+  g_autoptr(NapkinAnalysis) a8 = NULL;
+  const NapkinRegionCost *r16, *r8;
+  double bw = arch ("h100")->levels[NAPKIN_LEVEL_HBM].bandwidth;
+  double t16, t8;
+
+  tile (d16, "block.q=64"), tile (d16, "block.k=64");
+  tile (d8, "block.q=128"), tile (d8, "block.k=128");
+  a16 = napkin_analyze (d16, arch ("h100"), &o16, NULL);
+  a8 = napkin_analyze (d8, arch ("h100"), &o8, NULL);
+  r16 = region (a16, "block");
+  r8 = region (a8, "block");
+  /* the same memory budget */
+  g_assert_cmpint (r16->footprint_bytes, ==, r8->footprint_bytes);
+  g_assert_cmpint (r16->footprint_bytes, ==, 2 * (2 * 64 * 128 + 2 * 64 * 128));
+  t16 = (transfer (r16, "K")->bytes + transfer (r16, "V")->bytes) / bw;
+  t8 = (transfer (r8, "K")->bytes + transfer (r8, "V")->bytes) / bw;
+  g_assert_cmpfloat_with_epsilon (t16 / t8, 4.0, 1e-12);
+}
+
+/* On the H100 datasheet figures: the group size above which a matmul stops being
+ * bound by device memory. */
+static void
+test_h100_threshold (void)
+{
+  NapkinArch *h = arch ("h100");
+  double ridge = napkin_arch_tensor_rate (h, NAPKIN_TENSOR_FP16) / h->levels[NAPKIN_LEVEL_HBM].bandwidth;
+
+  /* the paper's ≈ 295: FLOPs per byte at the fp16 peak, i.e. the threshold for
+   * one byte per element; fp16 elements (2 bytes) put it at 2 × 295 */
+  g_assert_cmpfloat_with_epsilon (ridge, 295.3, 0.1);
+  g_assert_cmpfloat_with_epsilon (napkin_matmul_threshold (h, NAPKIN_TENSOR_FP16, 1), 295.3, 0.1);
+  g_assert_cmpfloat_with_epsilon (napkin_matmul_threshold (h, NAPKIN_TENSOR_FP16, 2), 590.7, 0.1);
+  /* fp8 doubles the rate and halves the bytes: the same threshold */
+  g_assert_cmpfloat_with_epsilon (napkin_matmul_threshold (h, NAPKIN_TENSOR_FP8, 1), 590.7, 0.2);
+
+  /* and the full model agrees: square tiles of 512 are HBM-bound, 640 tensor-bound */
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(NapkinDiagram) d = single_stage ("matmul-tiled.napkin");
+      g_autoptr(NapkinAnalysis) an = NULL;
+      const char *g = i == 0 ? "512" : "640";
+      g_autofree char *tm = g_strdup_printf ("block.m=%s", g);
+      g_autofree char *tn = g_strdup_printf ("block.n=%s", g);
+
+      axis (d, "m=5120"), axis (d, "n=5120"), axis (d, "k=65536");
+      tile (d, tm), tile (d, tn);
+      an = analyze (d, "h100", TRUE);
+      if (i == 0)
+        g_assert_cmpfloat (an->resource_s[NAPKIN_RESOURCE_HBM], >, an->resource_s[NAPKIN_RESOURCE_TENSOR]);
+      else
+        g_assert_cmpfloat (an->resource_s[NAPKIN_RESOURCE_HBM], <, an->resource_s[NAPKIN_RESOURCE_TENSOR]);
+      /* such tiles do not fit shared memory: the model says so */
+      g_assert_false (an->feasible);
+    }
+}
+
+static void
+test_hopper_sketch (void)
+{
+  g_autoptr(NapkinDiagram) d = example ("hopper-attention-fp8.napkin");
+  g_autoptr(NapkinAnalysis) an = analyze (d, "h100", FALSE);
+  const NapkinRegionCost *wg = region (an, "warpgroup");
+
+  /* fp8 Q·Kᵀ and fp16 P·V, equal FLOPs: 2 / (1/1978.9 + 1/989.4) TFLOP/s */
+  g_assert_cmpfloat_with_epsilon (an->tensor_throughput / 1e15, 2.0 / (1 / 1.9789 + 1 / 0.9894), 1e-3);
+  g_assert_cmpfloat_with_epsilon (an->tensor_throughput / 1e15, 1.32, 0.005);
+  g_assert_cmpint (an->tensor_flops[NAPKIN_TENSOR_FP8], ==, an->tensor_flops[NAPKIN_TENSOR_FP16]);
+  /* warpgroups per SM: the register file binds at two */
+  g_assert_cmpint (wg->threads, ==, 128);
+  g_assert_cmpint (wg->per_sm, ==, 2);
+  g_assert_cmpstr (wg->binding_limit, ==, "registers");
+  g_assert_true (an->feasible);
+  g_assert_cmpint (an->bound, ==, NAPKIN_RESOURCE_TENSOR);
+}
+
+/* ---- every example, every architecture ------------------------------------------------- */
+
+static void
+test_examples_all_archs (void)
+{
+  const char *dir = g_getenv ("NAPKIN_EXAMPLES_DIR");
+  g_autoptr(GDir) gdir = g_dir_open (dir, 0, NULL);
+  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+  const char *name;
+  guint n = 0;
+
+  g_assert_nonnull (gdir);
+  while ((name = g_dir_read_name (gdir)))
+    {
+      g_autoptr(NapkinDiagram) d = NULL;
+
+      if (!g_str_has_suffix (name, ".napkin"))
+        continue;
+      d = example (name);
+      for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
+        {
+          g_autoptr(NapkinAnalysis) an = napkin_analyze (d, napkin_arch_registry_get (reg, i), NULL, NULL);
+
+          g_assert_nonnull (an);
+          g_assert_true (isfinite (an->predicted_time_s) && an->predicted_time_s > 0);
+          g_assert_true (isfinite (an->energy_j) && an->energy_j > 0);
+          g_assert_cmpfloat (an->serial_time_s, >=, an->predicted_time_s);
+          /* feasible, or explained */
+          g_assert_true (an->feasible == (an->errors->len == 0));
+          n++;
+        }
+      /* on the H100 every example fits */
+      {
+        g_autoptr(NapkinAnalysis) an = analyze (d, "h100", FALSE);
+
+        if (!an->feasible)
+          g_error ("%s: %s", name, (char *) g_ptr_array_index (an->errors, 0));
+      }
+    }
+  g_assert_cmpuint (n, >=, 9 * 6);
+}
+
+static void
+test_plain_materialised (void)
+{
+  g_autoptr(NapkinDiagram) d = example ("attention.napkin");
+  g_autoptr(NapkinAnalysis) an = analyze (d, "h100", FALSE);
+  gint64 qkv = 4 * 16 * 4096 * 128, s = 4 * 16 * 4096 * 4096;
+
+  /* every operation reads its inputs from and writes its result to device memory */
+  g_assert_cmpint (an->levels[NAPKIN_LEVEL_HBM].transfer_elements, ==,
+                   (2 * qkv + s)             /* qk */
+                   + (s + s)                 /* scale */
+                   + (s + s)                 /* softmax */
+                   + (s + qkv + qkv));       /* pv */
+  g_assert_cmpuint (an->kernels->len, ==, 4);
+  g_assert_cmpint (an->bound, ==, NAPKIN_RESOURCE_HBM);
+}
+
+/* ---- feasibility ---------------------------------------------------------------------- */
+
+static void
+check_error (const char *example_name,
+             const char *spec,
+             const char *arch_id,
+             const char *expected)
+{
+  g_autoptr(NapkinDiagram) d = example (example_name);
+  g_autoptr(NapkinAnalysis) an = NULL;
+
+  if (spec)
+    {
+      g_auto(GStrv) specs = g_strsplit (spec, ",", -1);
+
+      for (guint i = 0; specs[i]; i++)
+        tile (d, specs[i]);
+    }
+  an = analyze (d, arch_id, FALSE);
+  g_assert_false (an->feasible);
+  for (guint i = 0; i < an->errors->len; i++)
+    if (strstr (g_ptr_array_index (an->errors, i), expected))
+      return;
+  g_error ("expected “%s” among %u errors, first: %s", expected, an->errors->len,
+           an->errors->len ? (char *) g_ptr_array_index (an->errors, 0) : "none");
+}
+
+static void
+test_feasibility (void)
+{
+  check_error ("matmul-tiled.napkin", "block.m=100", "h100",
+               "regions[0].marks.m: tile 100 is not a multiple of 16: the row (m) axis of contraction “mm”");
+  check_error ("matmul-tiled.napkin", "block.k=24", "h100",
+               "regions[0].marks.k: tile 24 × 2 bytes = 48 bytes of A's contiguous axis k is not a multiple of 128");
+  /* 256·256 + 3 stages · (256 + 256) · 64 = 163840 elements */
+  check_error ("matmul-tiled.napkin", "block.m=256,block.n=256", "h100",
+               "regions[0]: footprint 327680 bytes (163840 elements) exceeds the 232448 bytes of shared memory one block can have on h100");
+  check_error ("matmul-tiled.napkin", NULL, "rtx4090", "exceeds the 101376 bytes");
+}
+
+static void
+test_overflow (void)
+{
+  g_autoptr(NapkinDiagram) big = example ("matmul-tiled.napkin");
+  g_autoptr(NapkinDiagram) huge = example ("matmul-tiled.napkin");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) a = NULL;
+  g_autoptr(NapkinAnalysis) b = NULL;
+
+  /* 2^20 per axis: 2^61 FLOPs, still countable: exact and finite */
+  axis (big, "m=1048576"), axis (big, "n=1048576"), axis (big, "k=1048576");
+  a = analyze (big, "h100", TRUE);
+  g_assert_cmpint (a->flops_total, ==, G_GINT64_CONSTANT (1) << 61);
+  g_assert_cmpint (region (a, "block")->transfer_elements, ==,
+                   (G_GINT64_CONSTANT (1) << 54) + (G_GINT64_CONSTANT (1) << 40));
+  g_assert_true (isfinite (a->predicted_time_s));
+
+  /* 2^40 per axis cannot be counted: a clear error, not a wrapped number */
+  axis (huge, "m=1099511627776"), axis (huge, "n=1099511627776"), axis (huge, "k=1099511627776");
+  b = napkin_analyze (huge, arch ("h100"), NULL, &error);
+  g_assert_null (b);
+  g_assert_nonnull (error);
+  g_assert_true (error->domain == NAPKIN_DOCUMENT_ERROR);
+  g_assert_nonnull (strstr (error->message, "64 bits"));
+}
+
+/* ---- tune ---------------------------------------------------------------------------------- */
+
+static void
+check_tune (const char *name)
+{
+  g_autoptr(NapkinDiagram) d = example (name);
+  NapkinTuneOptions options = { 5, 0, FALSE, NAPKIN_DTYPE_FP16 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinTuneResult) r = napkin_tune (d, arch ("h100"), &options, &error);
+  const NapkinTuneCandidate *best;
+  g_autoptr(NapkinAnalysis) check = NULL;
+
+  g_assert_no_error (error);
+  g_assert_nonnull (r->current);
+  g_assert_cmpuint (r->best->len, ==, 5);
+  best = g_ptr_array_index (r->best, 0);
+  g_assert_cmpfloat (best->predicted_time_s, <=, r->current->predicted_time_s * (1 + 1e-12));
+  for (guint i = 1; i < r->best->len; i++)
+    g_assert_cmpfloat (((NapkinTuneCandidate *) g_ptr_array_index (r->best, i))->predicted_time_s, >=,
+                       best->predicted_time_s);
+  /* applying the best and analysing again gives its number */
+  napkin_tune_apply (d, best, &error);
+  g_assert_no_error (error);
+  check = analyze (d, "h100", FALSE);
+  g_assert_true (check->feasible);
+  g_assert_cmpfloat_with_epsilon (check->predicted_time_s, best->predicted_time_s, 1e-12);
+}
+
+static void
+test_tune (void)
+{
+  check_tune ("matmul-tiled.napkin");
+  check_tune ("flash-attention.napkin");
+}
+
+static void
+test_json_keys (void)
+{
+  g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+  g_autoptr(NapkinAnalysis) an = analyze (d, "h100", FALSE);
+  g_autoptr(json_object) root = napkin_analysis_to_json (an);
+  const char *top[] = { "flops", "predicted_time_s", "bound", "levels", "regions", "feasible", "errors" };
+  const char *level_keys[] = { "level", "transfer_elements", "transfer_bytes", "time_s" };
+  const char *region_keys[] = { "name", "level", "instances", "footprint_elements", "footprint_bytes", "per_sm",
+                                "binding_limit" };
+  json_object *levels, *regions;
+
+  for (guint i = 0; i < G_N_ELEMENTS (top); i++)
+    g_assert_true (json_object_object_get_ex (root, top[i], NULL));
+  levels = json_object_object_get (root, "levels");
+  g_assert_cmpuint (json_object_array_length (levels), ==, NAPKIN_N_LEVELS);
+  for (guint i = 0; i < G_N_ELEMENTS (level_keys); i++)
+    g_assert_true (json_object_object_get_ex (json_object_array_get_idx (levels, 0), level_keys[i], NULL));
+  regions = json_object_object_get (root, "regions");
+  for (guint i = 0; i < G_N_ELEMENTS (region_keys); i++)
+    g_assert_true (json_object_object_get_ex (json_object_array_get_idx (regions, 0), region_keys[i], NULL));
+  g_assert_cmpint (json_object_get_int64 (json_object_object_get (root, "flops")), ==, an->flops_total);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (root, "bound")), ==, "tensor");
+}
+
+static char *
+replace_first (const char *text,
+               const char *old,
+               const char *new)
+{
+  const char *at = strstr (text, old);
+
+  g_assert_nonnull (at);
+  return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, new, at + strlen (old));
+}
+
+static void
+write_arch_dir (void)
+{
+  g_autofree char *h100 = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "data", "archs", "h100.json", NULL);
+  g_autofree char *text = NULL;
+  g_autofree char *a100_id = NULL, *a100 = NULL, *test = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *p1 = NULL, *p2 = NULL, *p3 = NULL;
+
+  arch_dir = g_dir_make_tmp ("napkin-perf-XXXXXX", &error);
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (h100, &text, NULL, NULL));
+  /* an "a100" with 7 SMs (the first 132 in the file is "sms"), to show which directory wins */
+  a100_id = replace_first (text, "\"id\": \"h100\"", "\"id\": \"a100\"");
+  a100 = replace_first (a100_id, "\"value\": 132", "\"value\": 7");
+  test = replace_first (text, "\"id\": \"h100\"", "\"id\": \"testgpu\"");
+  p1 = g_build_filename (arch_dir, "a100.json", NULL);
+  p2 = g_build_filename (arch_dir, "testgpu.json", NULL);
+  p3 = g_build_filename (arch_dir, "broken.json", NULL);
+  g_assert_true (g_file_set_contents (p1, a100, -1, NULL));
+  g_assert_true (g_file_set_contents (p2, test, -1, NULL));
+  g_assert_true (g_file_set_contents (p3, "{\"format\": \"napkin-arch\", \"version\": 1, \"id\": \"b\", \"name\": \"B\", "
+                                          "\"sms\": {\"value\": 1, \"source\": \"x\"}, \"clock_mhz\": {\"value\": 1000, \"source\": \"x\"}, "
+                                          "\"tensor_clock_mhz\": {\"value\": 1000, \"source\": \"x\"}, "
+                                          "\"max_threads_per_sm\": {\"value\": 1024, \"source\": \"x\"}, "
+                                          "\"max_blocks_per_sm\": {\"value\": 16, \"source\": \"x\"}, "
+                                          "\"registers_per_sm\": {\"value\": 65536, \"source\": \"x\"}, "
+                                          "\"max_registers_per_thread\": {\"value\": 255, \"source\": \"x\"}, "
+                                          "\"launch_overhead_s\": {\"value\": 0, \"source\": \"x\"}}", -1, NULL));
+  g_setenv ("NAPKIN_ARCH_DIR", arch_dir, TRUE);
+}
+
+static void
+remove_arch_dir (void)
+{
+  const char *names[] = { "a100.json", "testgpu.json", "broken.json" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autofree char *p = g_build_filename (arch_dir, names[i], NULL);
+
+      g_remove (p);
+    }
+  g_rmdir (arch_dir);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  int rc;
+
+  g_test_init (&argc, &argv, NULL);
+  write_arch_dir ();   /* before the default registry loads */
+
+  g_test_add_func ("/perf/arch/h100", test_arch_h100);
+  g_test_add_func ("/perf/arch/all", test_arch_all);
+  g_test_add_func ("/perf/arch/errors", test_arch_errors);
+  g_test_add_func ("/perf/matmul/transfer", test_matmul_transfer);
+  g_test_add_func ("/perf/matmul/stages", test_matmul_stages);
+  g_test_add_func ("/perf/attention/transfer", test_attention_transfer);
+  g_test_add_func ("/perf/attention/quantisation", test_attention_quantisation);
+  g_test_add_func ("/perf/h100/threshold", test_h100_threshold);
+  g_test_add_func ("/perf/hopper/sketch", test_hopper_sketch);
+  g_test_add_func ("/perf/examples/all-archs", test_examples_all_archs);
+  g_test_add_func ("/perf/plain/materialised", test_plain_materialised);
+  g_test_add_func ("/perf/feasibility", test_feasibility);
+  g_test_add_func ("/perf/overflow", test_overflow);
+  g_test_add_func ("/perf/tune", test_tune);
+  g_test_add_func ("/perf/json/keys", test_json_keys);
+
+  rc = g_test_run ();
+  remove_arch_dir ();
+  return rc;
+}
