@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <glib.h>
+#include <cuda.h>   /* types and enums only: the driver is opened at run time */
+
+G_BEGIN_DECLS
+
+/* The CUDA driver API, opened with dlopen ("libcuda.so.1") so that Napkin starts
+ * and works on machines with no GPU or no driver. */
+typedef struct
+{
+  void     *handle;
+  CUresult (*Init)                 (unsigned int);
+  CUresult (*DriverGetVersion)     (int *);
+  CUresult (*DeviceGetCount)       (int *);
+  CUresult (*DeviceGet)            (CUdevice *, int);
+  CUresult (*DeviceGetName)        (char *, int, CUdevice);
+  CUresult (*DeviceGetAttribute)   (int *, CUdevice_attribute, CUdevice);
+  CUresult (*DeviceTotalMem)       (size_t *, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain) (CUcontext *, CUdevice);
+  CUresult (*CtxSetCurrent)        (CUcontext);
+  CUresult (*CtxSynchronize)       (void);
+  CUresult (*ModuleLoadData)       (CUmodule *, const void *);
+  CUresult (*ModuleGetFunction)    (CUfunction *, CUmodule, const char *);
+  CUresult (*FuncGetAttribute)     (int *, CUfunction_attribute, CUfunction);
+  CUresult (*MemAlloc)             (CUdeviceptr *, size_t);
+  CUresult (*MemFree)              (CUdeviceptr);
+  CUresult (*MemGetInfo)           (size_t *, size_t *);
+  CUresult (*MemcpyHtoD)           (CUdeviceptr, const void *, size_t);
+  CUresult (*MemcpyDtoH)           (void *, CUdeviceptr, size_t);
+  CUresult (*MemcpyDtoD)           (CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*MemsetD8)             (CUdeviceptr, unsigned char, size_t);
+  CUresult (*LaunchKernel)         (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
+                                    unsigned int, unsigned int, unsigned int, CUstream, void **, void **);
+  CUresult (*EventCreate)          (CUevent *, unsigned int);
+  CUresult (*EventRecord)          (CUevent, CUstream);
+  CUresult (*EventSynchronize)     (CUevent);
+  CUresult (*EventElapsedTime)     (float *, CUevent, CUevent);
+  CUresult (*GetErrorName)         (CUresult, const char **);
+  CUresult (*GetErrorString)       (CUresult, const char **);
+} NapkinCudaDriver;
+
+/* Opens the driver and initialises it. On failure says plainly why (no driver
+ * library, no GPU, a stub library) and returns FALSE. */
+gboolean    napkin_cuda_driver_open   (NapkinCudaDriver  *driver,
+                                       char             **message);
+/* "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered" */
+char       *napkin_cuda_driver_error  (NapkinCudaDriver  *driver,
+                                       CUresult           result);
+
+G_END_DECLS

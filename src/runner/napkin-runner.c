@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-runner"
+
+/* napkin-runner: the child process that compiles, runs, checks and times one
+ * diagram on the local GPU and prints one JSON object on stdout. Progress goes to
+ * stderr as "progress FRACTION MESSAGE" lines. It depends on GLib, json-c and
+ * NVRTC only (the driver is opened at run time), so it runs on a GPU machine
+ * that has no GTK. The parent (NapkinRunJob) enforces its own time limit too. */
+
+#include "config.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "napkin-codegen.h"
+#include "napkin-cuda-driver.h"
+#include "napkin-file.h"
+#include "napkin-interp.h"
+#include "napkin-json-private.h"
+#include "napkin-validate.h"
+
+enum
+{
+  EXIT_OK = 0,
+  EXIT_FAILED = 1,        /* wrong result, compile error, bad diagram */
+  EXIT_USAGE = 2,
+  EXIT_NO_GPU = 3,
+  EXIT_FAULT = 4,
+  EXIT_TIMEOUT = 5,
+};
+
+static NapkinCudaDriver cu;
+
+static void
+progress (double      fraction,
+          const char *message)
+{
+  fprintf (stderr, "progress %.2f %s\n", fraction, message);
+  fflush (stderr);
+}
+
+static void
+emit (json_object *root)
+{
+  printf ("%s\n", json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+  fflush (stdout);
+}
+
+static int
+finish (json_object *root,
+        const char  *status,
+        const char  *message,
+        int          code)
+{
+  json_object_object_add (root, "status", json_object_new_string (status));
+  if (message != NULL)
+    json_object_object_add (root, "message", json_object_new_string (message));
+  emit (root);
+  return code;
+}
+
+/* Watchdog: a hung kernel blocks in the driver; report and leave. */
+static void
+on_alarm (int sig)
+{
+  static const char text[] = "{ \"status\": \"timeout\", \"message\": \"the kernel did not finish within the "
+                             "time limit; the runner stopped it\" }\n";
+  ssize_t ignored = write (STDOUT_FILENO, text, sizeof text - 1);
+
+  (void) ignored;
+  _exit (EXIT_TIMEOUT);
+}
+
+/* ---- host element types ----------------------------------------------------------------- */
+
+static guint16
+half_from_float (float f)
+{
+  guint32 x;
+  guint32 sign, mant;
+  int exp;
+
+  memcpy (&x, &f, 4);
+  sign = (x >> 16) & 0x8000;
+  exp = (int) ((x >> 23) & 0xff) - 127 + 15;
+  mant = x & 0x7fffff;
+  if (((x >> 23) & 0xff) == 0xff)
+    return sign | 0x7c00 | (mant ? 0x200 : 0);
+  if (exp >= 31)
+    return sign | 0x7c00;
+  if (exp <= 0)
+    {
+      guint32 m, r;
+      int shift = 14 - exp;
+
+      if (shift > 24)
+        return sign;
+      m = mant | 0x800000;
+      r = m >> shift;
+      if ((m >> (shift - 1)) & 1 && ((m & ((1u << (shift - 1)) - 1)) || (r & 1)))
+        r++;
+      return sign | r;
+    }
+  {
+    guint32 h = sign | (exp << 10) | (mant >> 13);
+    guint32 rest = mant & 0x1fff;
+
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+      h++;
+    return h;
+  }
+}
+
+static float
+half_to_float (guint16 h)
+{
+  guint32 sign = (h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, x;
+  float f;
+
+  if (exp == 0)
+    return (sign ? -1.f : 1.f) * ldexpf ((float) mant, -24);
+  if (exp == 31)
+    x = sign | 0x7f800000 | (mant << 13);
+  else
+    x = sign | ((exp + 112) << 23) | (mant << 13);
+  memcpy (&f, &x, 4);
+  return f;
+}
+
+static guint16
+bf16_from_float (float f)
+{
+  guint32 x;
+
+  memcpy (&x, &f, 4);
+  if ((x & 0x7fffffff) > 0x7f800000)
+    return (x >> 16) | 0x40;
+  x += 0x7fff + ((x >> 16) & 1);
+  return x >> 16;
+}
+
+static float
+bf16_to_float (guint16 h)
+{
+  guint32 x = (guint32) h << 16;
+  float f;
+
+  memcpy (&f, &x, 4);
+  return f;
+}
+
+static void
+to_device (NapkinDtype  t,
+           const float *src,
+           void        *dst,
+           gint64       n)
+{
+  for (gint64 i = 0; i < n; i++)
+    switch (t)
+      {
+      case NAPKIN_DTYPE_FP16: ((guint16 *) dst)[i] = half_from_float (src[i]); break;
+      case NAPKIN_DTYPE_BF16: ((guint16 *) dst)[i] = bf16_from_float (src[i]); break;
+      case NAPKIN_DTYPE_INT8: ((gint8 *) dst)[i] = (gint8) src[i]; break;
+      default: ((float *) dst)[i] = src[i]; break;
+      }
+}
+
+static void
+to_host (NapkinDtype  t,
+         const void  *src,
+         float       *dst,
+         gint64       n)
+{
+  for (gint64 i = 0; i < n; i++)
+    switch (t)
+      {
+      case NAPKIN_DTYPE_FP16: dst[i] = half_to_float (((const guint16 *) src)[i]); break;
+      case NAPKIN_DTYPE_BF16: dst[i] = bf16_to_float (((const guint16 *) src)[i]); break;
+      case NAPKIN_DTYPE_INT8: dst[i] = ((const gint8 *) src)[i]; break;
+      default: dst[i] = ((const float *) src)[i]; break;
+      }
+}
+
+/* The same generator as the exported .cu, so both see the same inputs. */
+static guint64 rng_state;
+
+static double
+next_uniform (void)
+{
+  guint64 z = (rng_state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
+
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
+  z ^= z >> 31;
+  return (double) (z >> 11) / 9007199254740992.0 * 2.0 - 1.0;
+}
+
+/* ---- one module on the device ----------------------------------------------------------- */
+
+typedef struct
+{
+  NapkinCudaModule *mod;
+  CUmodule          module;
+  CUfunction       *functions;
+  CUdeviceptr      *ptrs;      /* per slot; inputs: copy 0 */
+  CUdeviceptr      *copies;    /* inputs: rotation copies, n_copies per slot */
+  guint             n_copies;
+  gboolean          freed;
+} Device;
+
+static gboolean
+check (CUresult    res,
+       const char *what,
+       char      **message)
+{
+  if (res == CUDA_SUCCESS)
+    return TRUE;
+  {
+    g_autofree char *text = napkin_cuda_driver_error (&cu, res);
+
+    *message = g_strdup_printf ("%s: %s", what, text);
+  }
+  return FALSE;
+}
+
+static gboolean
+device_load (Device       *dev,
+             GBytes       *cubin,
+             json_object  *kernels,
+             char        **message)
+{
+  dev->functions = g_new0 (CUfunction, dev->mod->kernels->len + 1);
+  if (!check (cu.ModuleLoadData (&dev->module, g_bytes_get_data (cubin, NULL)), "loading the module", message))
+    return FALSE;
+  for (guint k = 0; k < dev->mod->kernels->len; k++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
+      int regs = 0, smem = 0, local = 0;
+
+      if (!check (cu.ModuleGetFunction (&dev->functions[k], dev->module, ck->name), ck->name, message))
+        return FALSE;
+      cu.FuncGetAttribute (&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, dev->functions[k]);
+      cu.FuncGetAttribute (&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, dev->functions[k]);
+      cu.FuncGetAttribute (&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, dev->functions[k]);
+      if (kernels != NULL)
+        {
+          json_object *o = json_object_new_object ();
+
+          json_object_object_add (o, "name", json_object_new_string (ck->name));
+          json_object_object_add (o, "skeleton", json_object_new_string (ck->skeleton));
+          json_object_object_add (o, "grid", json_object_new_int64 (ck->grid));
+          json_object_object_add (o, "threads", json_object_new_int (ck->threads));
+          json_object_object_add (o, "registers", json_object_new_int (regs));
+          json_object_object_add (o, "shared_bytes", json_object_new_int (smem));
+          json_object_object_add (o, "local_bytes", json_object_new_int (local));
+          json_object_object_add (o, "workspace_bytes", json_object_new_int64 (ck->workspace_bytes));
+          if (ck->note)
+            json_object_object_add (o, "note", json_object_new_string (ck->note));
+          json_object_array_add (kernels, o);
+        }
+    }
+  return TRUE;
+}
+
+static gint64
+slot_bytes (Device *dev,
+            guint   slot)
+{
+  const NapkinIrBuffer *b;
+
+  if ((int) slot == dev->mod->workspace_slot)
+    return dev->mod->workspace_bytes;
+  b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, slot));
+  return napkin_ir_buffer_elements (b) * napkin_dtype_bytes (b->dtype);
+}
+
+static guint
+n_slots (Device *dev)
+{
+  return dev->mod->args->len + (dev->mod->workspace_slot >= 0 ? 1 : 0);
+}
+
+static gboolean
+device_alloc (Device      *dev,
+              float      **inputs,
+              char       **message)
+{
+  guint n = n_slots (dev);
+
+  dev->ptrs = g_new0 (CUdeviceptr, n + 1);
+  dev->copies = g_new0 (CUdeviceptr, (gsize) (n + 1) * MAX (dev->n_copies, 1));
+  for (guint s = 0; s < n; s++)
+    {
+      gint64 bytes = MAX (slot_bytes (dev, s), 4);
+      gboolean is_input = (int) s != dev->mod->workspace_slot
+                          && napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s))->role == NAPKIN_BUF_INPUT;
+      guint copies = is_input ? MAX (dev->n_copies, 1) : 1;
+
+      for (guint c = 0; c < copies; c++)
+        {
+          CUdeviceptr p;
+
+          if (!check (cu.MemAlloc (&p, bytes), "allocating device memory", message))
+            return FALSE;
+          dev->copies[s * MAX (dev->n_copies, 1) + c] = p;
+          if (c == 0)
+            dev->ptrs[s] = p;
+          if (is_input)
+            {
+              const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
+              gint64 elems = napkin_ir_buffer_elements (b);
+              g_autofree void *host = g_malloc (bytes);
+
+              to_device (b->dtype, inputs[b->tensor], host, elems);
+              if (!check (cu.MemcpyHtoD (p, host, elems * napkin_dtype_bytes (b->dtype)), "copying inputs", message))
+                return FALSE;
+            }
+          else if (!check (cu.MemsetD8 (p, 0xff, bytes), "poisoning outputs", message))
+            return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+static void
+device_free (Device *dev)
+{
+  guint n;
+
+  if (dev->ptrs == NULL || dev->freed)
+    return;
+  n = n_slots (dev);
+  for (guint s = 0; s < n * MAX (dev->n_copies, 1); s++)
+    if (dev->copies[s])
+      cu.MemFree (dev->copies[s]);
+  dev->freed = TRUE;
+}
+
+static CUresult
+device_launch (Device *dev,
+               guint   copy)
+{
+  struct { CUdeviceptr p[NAPKIN_CUDA_MAX_ARGS]; } args;
+  void *params[] = { &args };
+  guint n = n_slots (dev);
+
+  memset (&args, 0, sizeof args);
+  for (guint s = 0; s < n; s++)
+    {
+      /* Only inputs have more than one copy. */
+      gboolean rotates = dev->n_copies > 1 && dev->copies[s * dev->n_copies + 1] != 0;
+
+      args.p[s] = rotates ? dev->copies[s * dev->n_copies + copy % dev->n_copies] : dev->ptrs[s];
+    }
+  for (guint k = 0; k < dev->mod->kernels->len; k++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
+      CUresult res = cu.LaunchKernel (dev->functions[k], (unsigned) ck->grid, 1, 1, ck->threads, 1, 1, 0, NULL,
+                                      params, NULL);
+
+      if (res != CUDA_SUCCESS)
+        return res;
+    }
+  return CUDA_SUCCESS;
+}
+
+static float *
+device_output (Device *dev,
+               int     tensor,
+               gint64 *elements)
+{
+  for (guint s = 0; s < dev->mod->args->len; s++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
+      gint64 n = napkin_ir_buffer_elements (b);
+      g_autofree void *raw = NULL;
+      float *out;
+
+      if (b->role != NAPKIN_BUF_OUTPUT || b->tensor != tensor)
+        continue;
+      raw = g_malloc (n * napkin_dtype_bytes (b->dtype));
+      out = g_new (float, n);
+      if (cu.MemcpyDtoH (raw, dev->ptrs[s], n * napkin_dtype_bytes (b->dtype)) != CUDA_SUCCESS)
+        {
+          g_free (out);
+          return NULL;
+        }
+      to_host (b->dtype, raw, out, n);
+      *elements = n;
+      return out;
+    }
+  return NULL;
+}
+
+static int
+compare_doubles (gconstpointer a,
+                 gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+/* Times `repeats` launches one by one with events; returns the median in ms. */
+static gboolean
+time_launches (Device      *dev,
+               guint        repeats,
+               json_object *out,
+               char       **message)
+{
+  CUevent e0, e1;
+  g_autofree double *times = g_new0 (double, repeats + 1);
+
+  if (!check (cu.EventCreate (&e0, 0), "events", message) || !check (cu.EventCreate (&e1, 0), "events", message))
+    return FALSE;
+  for (guint w = 0; w < 3; w++)
+    if (!check (device_launch (dev, w), "warm-up launch", message))
+      return FALSE;
+  if (!check (cu.CtxSynchronize (), "warm-up", message))
+    return FALSE;
+  for (guint r = 0; r < repeats; r++)
+    {
+      float ms = 0;
+
+      cu.EventRecord (e0, NULL);
+      if (!check (device_launch (dev, r + 1), "launch", message))
+        return FALSE;
+      cu.EventRecord (e1, NULL);
+      if (!check (cu.EventSynchronize (e1), "running the kernel", message))
+        return FALSE;
+      cu.EventElapsedTime (&ms, e0, e1);
+      times[r] = ms;
+    }
+  qsort (times, repeats, sizeof (double), compare_doubles);
+  json_object_object_add (out, "median", json_object_new_double (times[repeats / 2]));
+  json_object_object_add (out, "min", json_object_new_double (times[0]));
+  json_object_object_add (out, "max", json_object_new_double (times[repeats - 1]));
+  json_object_object_add (out, "repeats", json_object_new_int (repeats));
+  return TRUE;
+}
+
+static const char inject_source[] =
+  "extern \"C\" __global__ void napkin_fault (int *p) { p[threadIdx.x * 1000003L] = 1; }\n"
+  "extern \"C\" __global__ void napkin_hang (volatile int *flag) { while (*flag == 0) { } }\n";
+
+static int
+run_injected (const char  *what,
+              const char  *arch,
+              json_object *root)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) cubin = napkin_nvrtc_compile (inject_source, arch, NULL, &error);
+  CUmodule module;
+  CUfunction fn;
+  CUdeviceptr flag = 0;
+  CUdeviceptr bad = 16;
+  void *params[1];
+  CUresult res;
+  char *message = NULL;
+
+  if (cubin == NULL)
+    return finish (root, "compile-error", error->message, EXIT_FAILED);
+  if (!check (cu.ModuleLoadData (&module, g_bytes_get_data (cubin, NULL)), "loading", &message)
+      || !check (cu.ModuleGetFunction (&fn, module, g_str_equal (what, "fault") ? "napkin_fault" : "napkin_hang"),
+                 "kernel", &message))
+    return finish (root, "failed", message, EXIT_FAILED);
+  if (g_str_equal (what, "hang"))
+    {
+      cu.MemAlloc (&flag, 4);
+      cu.MemsetD8 (flag, 0, 4);
+      params[0] = &flag;
+    }
+  else
+    params[0] = &bad;
+  progress (0.6, g_str_equal (what, "fault") ? "Running a kernel made to fault" : "Running a kernel made to hang");
+  res = cu.LaunchKernel (fn, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL);
+  if (res == CUDA_SUCCESS)
+    res = cu.CtxSynchronize ();
+  if (res != CUDA_SUCCESS)
+    {
+      g_autofree char *text = napkin_cuda_driver_error (&cu, res);
+      g_autofree char *msg = g_strdup_printf ("the kernel faulted: %s", text);
+
+      return finish (root, "fault", msg, EXIT_FAULT);
+    }
+  return finish (root, "failed", "the injected kernel finished, which it should not", EXIT_FAILED);
+}
+
+static NapkinDiagram *
+load_diagram (const char  *path,
+              char       **axes,
+              char       **tiles,
+              GError     **error)
+{
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_DEFAULT, error);
+
+  if (d == NULL)
+    return NULL;
+  for (guint i = 0; axes && axes[i]; i++)
+    if (!napkin_diagram_override_axis (d, axes[i], error))
+      return NULL;
+  for (guint i = 0; tiles && tiles[i]; i++)
+    if (!napkin_diagram_override_tile (d, tiles[i], error))
+      return NULL;
+  if (!napkin_diagram_validate (d, error))
+    return NULL;
+  return g_steal_pointer (&d);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_auto(GStrv) axes = NULL;
+  g_auto(GStrv) tiles = NULL;
+  g_autofree char *inject = NULL;
+  g_autofree char *arch_opt = NULL;
+  int repeats = 20, timeout = 120;
+  gint64 seed = 1234;
+  gboolean generic = FALSE;
+  const GOptionEntry entries[] = {
+    { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &axes, "Override an axis size", "NAME=SIZE" },
+    { "tile", 0, 0, G_OPTION_ARG_STRING_ARRAY, &tiles, "Override a tile", "REGION.AXIS=SIZE" },
+    { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (at least 20 recommended)", "N" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs", "S" },
+    { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Give up after this many seconds", "S" },
+    { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_opt, "Compile for this architecture (default: the GPU's)", "sm_XX" },
+    { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Use the generic lowering only (no skeletons)", NULL },
+    { "inject", 0, 0, G_OPTION_ARG_STRING, &inject, "Run a kernel made to fault or hang instead", "fault|hang" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = g_option_context_new ("FILE — compile, run, check and time a diagram on the GPU");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(json_object) root = json_object_new_object ();
+  g_autoptr(NapkinDiagram) d = NULL;
+  g_autoptr(NapkinCudaModule) kern = NULL;
+  g_autoptr(NapkinCudaModule) ref = NULL;
+  g_autoptr(GBytes) kern_bin = NULL;
+  g_autoptr(GBytes) ref_bin = NULL;
+  g_autofree char *message = NULL;
+  g_autofree char *arch = NULL;
+  g_autofree char *log = NULL;
+  char name[256] = "";
+  int major = 0, minor = 0, sms = 0, clock_khz = 0, mem_khz = 0, l2 = 0, driver_version = 0;
+  CUdevice device;
+  CUcontext ctx;
+  json_object *gpu, *kernels, *time_obj, *errors;
+  Device kd = { 0 }, rd = { 0 };
+  NapkinFlops flops = { 0 };
+  gint64 io_bytes = 0, input_bytes = 0;
+  g_autofree float **inputs = NULL;
+  double worst = 0, bound = 0;
+  gint64 t0;
+  guint n_tensors;
+
+  g_option_context_add_main_entries (context, entries, NULL);
+  if (!g_option_context_parse (context, &argc, &argv, &error))
+    {
+      fprintf (stderr, "napkin-runner: %s\n", error->message);
+      return EXIT_USAGE;
+    }
+  if ((argc != 2 && inject == NULL) || repeats < 1)
+    {
+      fprintf (stderr, "napkin-runner: expected one FILE (and --repeats ≥ 1)\n");
+      return EXIT_USAGE;
+    }
+  if (inject && !g_str_equal (inject, "fault") && !g_str_equal (inject, "hang"))
+    {
+      fprintf (stderr, "napkin-runner: --inject takes fault or hang\n");
+      return EXIT_USAGE;
+    }
+
+  signal (SIGALRM, on_alarm);
+  alarm (timeout);
+
+  if (inject == NULL)
+    {
+      progress (0.05, "Lowering the diagram");
+      d = load_diagram (argv[1], axes, tiles, &error);
+      if (d == NULL)
+        return finish (root, "invalid", error->message, EXIT_FAILED);
+      {
+        NapkinIrProgram *prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
+
+        if (prog == NULL)
+          return finish (root, "unsupported", error->message, EXIT_FAILED);
+        kern = napkin_codegen_cuda (prog, generic ? NAPKIN_CODEGEN_GENERIC_ONLY : 0, NULL, &error);
+        if (kern == NULL)
+          return finish (root, "unsupported", error->message, EXIT_FAILED);
+        prog = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
+        if (prog == NULL)
+          return finish (root, "unsupported", error->message, EXIT_FAILED);
+        ref = napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, "napkin_ref_", &error);
+        if (ref == NULL)
+          return finish (root, "unsupported", error->message, EXIT_FAILED);
+      }
+      json_object_object_add (root, "file", json_object_new_string (argv[1]));
+      if (napkin_diagram_get_title (d))
+        json_object_object_add (root, "title", json_object_new_string (napkin_diagram_get_title (d)));
+    }
+
+  progress (0.1, "Opening the CUDA driver");
+  if (!napkin_cuda_driver_open (&cu, &message))
+    return finish (root, "no-gpu", message, EXIT_NO_GPU);
+
+  cu.DeviceGet (&device, 0);
+  cu.DeviceGetName (name, sizeof name, device);
+  cu.DeviceGetAttribute (&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  cu.DeviceGetAttribute (&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  cu.DeviceGetAttribute (&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+  cu.DeviceGetAttribute (&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device);
+  cu.DeviceGetAttribute (&mem_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, device);
+  cu.DeviceGetAttribute (&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device);
+  cu.DriverGetVersion (&driver_version);
+  gpu = json_object_new_object ();
+  json_object_object_add (gpu, "name", json_object_new_string (name));
+  {
+    g_autofree char *cc = g_strdup_printf ("%d.%d", major, minor);
+
+    json_object_object_add (gpu, "compute_capability", json_object_new_string (cc));
+  }
+  json_object_object_add (gpu, "sms", json_object_new_int (sms));
+  json_object_object_add (gpu, "clock_mhz", json_object_new_int (clock_khz / 1000));
+  json_object_object_add (gpu, "memory_clock_mhz", json_object_new_int (mem_khz / 1000));
+  json_object_object_add (gpu, "l2_bytes", json_object_new_int (l2));
+  {
+    g_autofree char *dv = g_strdup_printf ("%d.%d", driver_version / 1000, (driver_version % 1000) / 10);
+
+    json_object_object_add (gpu, "driver", json_object_new_string (dv));
+  }
+  json_object_object_add (root, "gpu", gpu);
+  if (!check (cu.DevicePrimaryCtxRetain (&ctx, device), "creating a context", &message)
+      || !check (cu.CtxSetCurrent (ctx), "creating a context", &message))
+    return finish (root, "no-gpu", message, EXIT_NO_GPU);
+
+  arch = arch_opt ? g_strdup (arch_opt) : g_strdup_printf ("sm_%d%d%s", major, minor, major == 9 && minor == 0 ? "a" : "");
+  json_object_object_add (root, "arch", json_object_new_string (arch));
+
+  if (inject != NULL)
+    return run_injected (inject, arch, root);
+
+  progress (0.2, "Compiling with NVRTC");
+  t0 = g_get_monotonic_time ();
+  kern_bin = napkin_nvrtc_compile (kern->source, arch, &log, &error);
+  {
+    json_object *compile = json_object_new_object ();
+
+    json_object_object_add (compile, "ms", json_object_new_double ((g_get_monotonic_time () - t0) / 1000.0));
+    json_object_object_add (compile, "log", json_object_new_string (log ? log : ""));
+    json_object_object_add (root, "compile", compile);
+  }
+  if (kern_bin == NULL)
+    return finish (root, "compile-error", error->message, EXIT_FAILED);
+  ref_bin = napkin_nvrtc_compile (ref->source, arch, NULL, &error);
+  if (ref_bin == NULL)
+    return finish (root, "compile-error", error->message, EXIT_FAILED);
+
+  kernels = json_object_new_array ();
+  json_object_object_add (root, "kernels", kernels);
+  kd.mod = kern;
+  rd.mod = ref;
+  if (!device_load (&kd, kern_bin, kernels, &message) || !device_load (&rd, ref_bin, NULL, &message))
+    return finish (root, "failed", message, EXIT_FAILED);
+
+  /* Seeded inputs, one float array per tensor, shared by the kernel and the reference. */
+  progress (0.3, "Filling inputs");
+  rng_state = (guint64) seed;
+  n_tensors = napkin_diagram_n_tensors (d);
+  inputs = g_new0 (float *, n_tensors + 1);
+  for (guint s = 0; s < kern->args->len; s++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (kern->program, g_array_index (kern->args, int, s));
+      gint64 n = napkin_ir_buffer_elements (b);
+
+      if (b->role == NAPKIN_BUF_INPUT || b->role == NAPKIN_BUF_OUTPUT)
+        io_bytes += n * napkin_dtype_bytes (b->dtype);
+      if (b->role == NAPKIN_BUF_OUTPUT)
+        bound = MAX (bound, napkin_dtype_tolerance (b->dtype));
+      if (b->role != NAPKIN_BUF_INPUT || inputs[b->tensor] != NULL)
+        continue;
+      input_bytes += n * napkin_dtype_bytes (b->dtype);
+      inputs[b->tensor] = g_new (float, n);
+      for (gint64 i = 0; i < n; i++)
+        {
+          double v = next_uniform ();
+          float f = (float) (b->dtype == NAPKIN_DTYPE_INT8 ? rint (v * 100) : v);
+
+          inputs[b->tensor][i] = f != 0 ? f : 0.5f;
+        }
+    }
+  /* Rotate among input copies when they would sit in L2 between repeats. */
+  kd.n_copies = input_bytes > 0 && input_bytes < 2 * (gint64) l2 ? (guint) MIN (16, (4 * (gint64) l2) / input_bytes + 1) : 1;
+  rd.n_copies = 1;
+  json_object_object_add (root, "input_copies", json_object_new_int (kd.n_copies));
+
+  {
+    size_t free_b = 0, total_b = 0;
+    gint64 need = 0;
+
+    for (guint s = 0; s < n_slots (&kd); s++)
+      need += slot_bytes (&kd, s);
+    for (guint s = 0; s < n_slots (&rd); s++)
+      need += slot_bytes (&rd, s);
+    need += input_bytes * (kd.n_copies - 1);
+    cu.MemGetInfo (&free_b, &total_b);
+    json_object_object_add (root, "device_bytes", json_object_new_int64 (need));
+    if ((guint64) need > free_b)
+      {
+        g_autofree char *msg = g_strdup_printf ("the kernel, its reference and their buffers need %.2f GB of device "
+                                                "memory; %.2f GB are free (use --axis to shrink it)",
+                                                need / 1e9, free_b / 1e9);
+
+        return finish (root, "too-large", msg, EXIT_FAILED);
+      }
+  }
+
+  progress (0.4, "Copying inputs");
+  if (!device_alloc (&rd, inputs, &message) || !device_alloc (&kd, inputs, &message))
+    return finish (root, "failed", message, EXIT_FAILED);
+
+  progress (0.5, "Running the reference");
+  if (!check (device_launch (&rd, 0), "launching the reference", &message)
+      || !check (cu.CtxSynchronize (), "running the reference", &message))
+    return finish (root, "fault", message, EXIT_FAULT);
+
+  progress (0.6, "Running the kernel");
+  if (!check (device_launch (&kd, 0), "launching the kernel", &message)
+      || !check (cu.CtxSynchronize (), "running the kernel", &message))
+    return finish (root, "fault", message, EXIT_FAULT);
+
+  progress (0.7, "Checking the result");
+  errors = json_object_new_object ();
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      gint64 n1 = 0, n2 = 0;
+      g_autofree float *got = device_output (&kd, t, &n1);
+      g_autofree float *want = device_output (&rd, t, &n2);
+      double diff = 0, norm = 0;
+
+      if (got == NULL || want == NULL)
+        continue;
+      for (gint64 i = 0; i < n1 && i < n2; i++)
+        {
+          if (isnan (got[i]) || isnan (want[i]))
+            {
+              diff = INFINITY;
+              break;
+            }
+          diff = MAX (diff, fabs ((double) got[i] - want[i]));
+          norm = MAX (norm, fabs ((double) want[i]));
+        }
+      diff = norm > 0 ? diff / norm : diff;
+      worst = MAX (worst, diff);
+      json_object_object_add (errors, napkin_diagram_tensor (d, t)->name, json_object_new_double (isinf (diff) ? 1e308 : diff));
+    }
+  {
+    json_object *e = json_object_new_object ();
+
+    json_object_object_add (e, "max_rel", json_object_new_double (isinf (worst) ? 1e308 : worst));
+    json_object_object_add (e, "bound", json_object_new_double (bound));
+    json_object_object_add (e, "ok", json_object_new_boolean (worst <= bound));
+    json_object_object_add (e, "outputs", errors);
+    if (isinf (worst))
+      json_object_object_add (e, "note", json_object_new_string ("NaN in an output: an element was not written"));
+    json_object_object_add (root, "error", e);
+  }
+
+  progress (0.75, "Timing");
+  time_obj = json_object_new_object ();
+  if (!time_launches (&kd, repeats, time_obj, &message))
+    {
+      json_object_put (time_obj);
+      return finish (root, "fault", message, EXIT_FAULT);
+    }
+  json_object_object_add (root, "time_ms", time_obj);
+  {
+    double ms = json_object_get_double (json_object_object_get (time_obj, "median"));
+
+    napkin_diagram_total_flops (d, &flops);
+    json_object_object_add (root, "flops", json_object_new_int64 (flops.tensor + flops.cuda + flops.sfu));
+    json_object_object_add (root, "io_bytes", json_object_new_int64 (io_bytes));
+    json_object_object_add (root, "ir_hbm_bytes", json_object_new_int64 (napkin_ir_hbm_bytes (kern->program)));
+    json_object_object_add (root, "tflops", json_object_new_double ((flops.tensor + flops.cuda + flops.sfu) / ms / 1e9));
+    json_object_object_add (root, "gbps", json_object_new_double (io_bytes / ms / 1e6));
+  }
+
+  progress (0.9, "Timing the plain reference");
+  {
+    json_object *ref_time = json_object_new_object ();
+
+    if (time_launches (&rd, MIN (repeats, 5), ref_time, &message))
+      json_object_object_add (root, "reference_time_ms", ref_time);
+    else
+      json_object_put (ref_time);
+  }
+
+  device_free (&kd);
+  device_free (&rd);
+  for (guint t = 0; t < n_tensors; t++)
+    g_free (inputs[t]);
+  progress (1.0, "Done");
+  if (worst > bound)
+    return finish (root, "wrong", "the kernel's result differs from the fp32 reference beyond the bound", EXIT_FAILED);
+  return finish (root, "ok", NULL, EXIT_OK);
+}
