@@ -470,7 +470,7 @@ napkin_cli_compare (int    argc,
 
   if (format == FORMAT_TEXT)
     printf ("%-8s %-9s %12s %-9s %14s %14s %12s %s\n", "arch", "dtype", "time", "bound", "throughput",
-            "tensor peak", "energy", "feasible");
+            "peak", "energy", "feasible");
   else if (format == FORMAT_MD)
     printf ("| arch | dtype | predicted time (s) | bound | throughput (FLOP/s) | energy (J) | feasible |\n"
             "|---|---|---:|---|---:|---:|---|\n");
@@ -496,7 +496,14 @@ napkin_cli_compare (int    argc,
           {
             g_autofree char *t = human (a->predicted_time_s, "s");
             g_autofree char *tp = human (a->throughput, "FLOP/s");
-            g_autofree char *pk = human (napkin_arch_tensor_rate (arch, NAPKIN_TENSOR_FP16), "FLOP/s");
+            NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
+            g_autofree char *pk = NULL;
+
+            /* the peak of the element type asked for (fp16 for the file's own) */
+            if (dt >= 0 && (!napkin_tensor_class_for_dtype (dt, &klass) || arch->tensor_per_sm_clock[klass] <= 0))
+              klass = NAPKIN_TENSOR_FP16;
+            pk = dt == NAPKIN_DTYPE_FP32 ? human (napkin_arch_cuda_rate (arch, NAPKIN_DTYPE_FP32), "FLOP/s")
+                                         : human (napkin_arch_tensor_rate (arch, klass), "FLOP/s");
             g_autofree char *en = human (a->energy_j, "J");
 
             printf ("%-8s %-9s %12s %-9s %14s %14s %12s %s\n", arch->id, dname, t,
