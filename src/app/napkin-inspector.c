@@ -170,7 +170,9 @@ parse_int64 (const char  *text,
 
   errno = 0;
   v = g_ascii_strtoll (text, &end, 10);
-  if (errno != 0 || end == text || *g_strstrip (end) != '\0')
+  while (end && g_ascii_isspace (*end))
+    end++;
+  if (errno != 0 || end == text || *end != '\0')
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, _("%s: “%s” is not a whole number"), what, text);
       return FALSE;
@@ -789,12 +791,16 @@ static void
 napkin_inspector_dispose (GObject *object)
 {
   NapkinInspector *self = NAPKIN_INSPECTOR (object);
+  GtkWidget *child;
 
   g_clear_handle_id (&self->rebuild_id, g_source_remove);
   if (self->canvas != NULL)
     g_clear_signal_handler (&self->selection_id, self->canvas);
   g_clear_object (&self->canvas);
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_INSPECTOR);
+  /* The scrolled window is not a bound child: unparent it by hand. */
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
+    gtk_widget_unparent (child);
   G_OBJECT_CLASS (napkin_inspector_parent_class)->dispose (object);
 }
 

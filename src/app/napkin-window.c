@@ -733,15 +733,25 @@ dismiss_banner_action (GtkWidget  *widget,
 
 /* ---------------------------------------------------------------- close */
 
+static gboolean
+close_later (gpointer user_data)
+{
+  g_autoptr(NapkinWindow) self = user_data;
+
+  gtk_window_close (GTK_WINDOW (self));
+  return G_SOURCE_REMOVE;
+}
+
 static void
 close_response_cb (AdwMessageDialog *dialog,
                    const char       *response,
                    NapkinWindow     *self)
 {
+  /* Closed once the dialog has finished with its response. */
   if (g_str_equal (response, "discard"))
     {
       self->close_confirmed = TRUE;
-      gtk_window_close (GTK_WINDOW (self));
+      g_idle_add (close_later, g_object_ref (self));
     }
   else if (g_str_equal (response, "save"))
     {

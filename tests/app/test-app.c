@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The editor under Xvfb: real windows, real actions, and the canvas's pointer
+ * paths driven with synthesized drags. */
+#include "config.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+
+#include "napkin-application.h"
+#include "napkin-canvas-private.h"
+#include "napkin-edit.h"
+#include "napkin-file.h"
+#include "napkin-render.h"
+
+static NapkinApplication *app;
+static char *tmpdir;
+
+static char *
+example_path (const char *name)
+{
+  g_autofree char *file = g_strconcat (name, ".napkin", NULL);
+
+  return g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file, NULL);
+}
+
+static void
+iterate (guint ms)
+{
+  gint64 end = g_get_monotonic_time () + ms * 1000;
+
+  while (g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, FALSE);
+}
+
+static NapkinWindow *
+open_window (const char *path)
+{
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+  g_autoptr(GError) error = NULL;
+
+  if (path != NULL)
+    {
+      g_autoptr(GFile) file = g_file_new_for_path (path);
+
+      g_assert_true (napkin_window_load_file (window, file, &error));
+      g_assert_no_error (error);
+    }
+  else
+    g_assert_true (napkin_window_load_default (window));
+  gtk_window_set_default_size (GTK_WINDOW (window), 1200, 800);
+  gtk_window_present (GTK_WINDOW (window));
+  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
+  iterate (50);
+  return window;
+}
+
+static void
+close_window (NapkinWindow *window)
+{
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
+static NapkinDiagram *
+diagram_of (NapkinWindow *window)
+{
+  return napkin_history_get_diagram (napkin_window_get_history (window));
+}
+
+static GtkWidget *
+find_named (GtkWidget  *root,
+            const char *name)
+{
+  if (g_strcmp0 (gtk_widget_get_name (root), name) == 0)
+    return root;
+  for (GtkWidget *child = gtk_widget_get_first_child (root); child; child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *found = find_named (child, name);
+
+      if (found)
+        return found;
+    }
+  return NULL;
+}
+
+/* The inspector rebuilds from an idle after each change. */
+static GtkWidget *
+inspector_field (NapkinWindow *window,
+                 const char   *name)
+{
+  GtkWidget *w;
+
+  iterate (30);
+  w = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), name);
+  g_assert_nonnull (w);
+  return w;
+}
+
+static void
+set_entry (NapkinWindow *window,
+           const char   *name,
+           const char   *text)
+{
+  GtkWidget *entry = inspector_field (window, name);
+
+  gtk_editable_set_text (GTK_EDITABLE (entry), text);
+  g_signal_emit_by_name (entry, "activate");
+}
+
+/* A synthesized drag between two document points. */
+static void
+drag (NapkinCanvas *canvas,
+      double        doc_x0,
+      double        doc_y0,
+      double        doc_x1,
+      double        doc_y1)
+{
+  double x0, y0, x1, y1;
+
+  _napkin_canvas_doc_to_widget (canvas, doc_x0, doc_y0, &x0, &y0);
+  _napkin_canvas_doc_to_widget (canvas, doc_x1, doc_y1, &x1, &y1);
+  _napkin_canvas_drag_begin (canvas, x0, y0, 0);
+  _napkin_canvas_drag_update (canvas, (x1 - x0) / 2, (y1 - y0) / 2);
+  _napkin_canvas_drag_update (canvas, x1 - x0, y1 - y0);
+  _napkin_canvas_drag_end (canvas, x1 - x0, y1 - y0);
+}
+
+static void
+test_open_every_example (void)
+{
+  g_autoptr(GDir) dir = g_dir_open (g_getenv ("NAPKIN_EXAMPLES_DIR"), 0, NULL);
+  const char *name;
+  guint opened = 0;
+
+  g_assert_nonnull (dir);
+  while ((name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *path = NULL;
+      g_autoptr(NapkinDiagram) expected = NULL;
+      NapkinWindow *window;
+      NapkinDiagram *shown;
+
+      if (!g_str_has_suffix (name, ".napkin"))
+        continue;
+      path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), name, NULL);
+      expected = napkin_diagram_load_from_file (path, NAPKIN_LOAD_DEFAULT, NULL);
+      window = open_window (path);
+      shown = diagram_of (window);
+      g_assert_cmpuint (napkin_diagram_n_nodes (shown), ==, napkin_diagram_n_nodes (expected));
+      g_assert_cmpuint (napkin_diagram_n_regions (shown), ==, napkin_diagram_n_regions (expected));
+      g_assert_null (napkin_window_get_banner_text (window));
+      /* Fitted: the whole diagram is on screen. */
+      {
+        NapkinCanvas *canvas = napkin_window_get_canvas (window);
+        NapkinRect b;
+        double x0, y0, x1, y1;
+
+        napkin_render_bounds (shown, &b);
+        _napkin_canvas_doc_to_widget (canvas, b.x, b.y, &x0, &y0);
+        _napkin_canvas_doc_to_widget (canvas, b.x + b.width, b.y + b.height, &x1, &y1);
+        g_assert_cmpfloat (x0, >=, -1);
+        g_assert_cmpfloat (y0, >=, -1);
+        g_assert_cmpfloat (x1, <=, gtk_widget_get_width (GTK_WIDGET (canvas)) + 1);
+        g_assert_cmpfloat (y1, <=, gtk_widget_get_height (GTK_WIDGET (canvas)) + 1);
+      }
+      close_window (window);
+      opened++;
+    }
+  g_assert_cmpuint (opened, >=, 8);
+}
+
+static void
+test_default_is_flash_attention (void)
+{
+  NapkinWindow *window = open_window (NULL);
+  NapkinDiagram *diagram = diagram_of (window);
+
+  g_assert_cmpstr (napkin_diagram_get_title (diagram), ==, "FlashAttention");
+  g_assert_cmpint (napkin_diagram_find_region (diagram, "block"), >=, 0);
+  g_assert_true (napkin_window_is_pristine (window));
+  close_window (window);
+}
+
+/* The walk-through: palette add, connect, relabel, undo, redo, save, reload. */
+static void
+test_edit_save_reload (void)
+{
+  g_autofree char *src = example_path ("matmul");
+  g_autofree char *work = g_build_filename (tmpdir, "work.napkin", NULL);
+  g_autofree char *again = g_build_filename (tmpdir, "again.napkin", NULL);
+  g_autofree char *contents = NULL;
+  NapkinWindow *window;
+  NapkinCanvas *canvas;
+  NapkinDiagram *diagram;
+  NapkinHistory *history;
+  g_auto(GStrv) selected = NULL;
+  const NapkinRegion *region;
+  double ox, oy, ix, iy, wx, wy;
+  int mm, map, c, r;
+  guint n_nodes, depth;
+  gint64 tile = 0;
+
+  g_assert_true (g_file_get_contents (src, &contents, NULL, NULL));
+  g_assert_true (g_file_set_contents (work, contents, -1, NULL));
+  window = open_window (work);
+  canvas = napkin_window_get_canvas (window);
+  history = napkin_window_get_history (window);
+  diagram = diagram_of (window);
+  n_nodes = napkin_diagram_n_nodes (diagram);
+  g_assert_false (napkin_history_get_modified (history));
+
+  /* 1. Add a map from the palette: the same action the palette button and the
+   * keyboard "add" popover use, and a drop as from a drag. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.add-node", "s", "map"));
+  g_assert_cmpuint (napkin_diagram_n_nodes (diagram), ==, n_nodes + 1);
+  selected = napkin_canvas_dup_selected_nodes (canvas);
+  g_assert_cmpstr (selected[0], ==, "map1");
+  map = napkin_diagram_find_node (diagram, "map1");
+  g_assert_cmpint (napkin_diagram_node (diagram, map)->kind, ==, NAPKIN_OP_MAP);
+  _napkin_canvas_doc_to_widget (canvas, 300, 320, &wx, &wy);
+  g_assert_true (_napkin_canvas_drop_string (canvas, NAPKIN_CANVAS_PALETTE_PREFIX "softmax", wx, wy));
+  g_assert_cmpuint (napkin_diagram_n_nodes (diagram), ==, n_nodes + 2);
+  g_assert_false (_napkin_canvas_drop_string (canvas, NAPKIN_CANVAS_PALETTE_PREFIX "teleport", wx, wy));
+  g_assert_true (napkin_history_get_modified (history));
+
+  /* Move the map clear of the others with a drag on its glyph. */
+  {
+    NapkinRect r0;
+
+    map = napkin_diagram_find_node (diagram, "map1");
+    napkin_render_node_rect (diagram, map, &r0);
+    drag (canvas, r0.x + r0.width / 2, r0.y + r0.height / 2, 640 + r0.width / 2, 300 + r0.height / 2);
+    g_assert_cmpfloat (napkin_diagram_node (diagram, map)->x, ==, 640);
+    g_assert_cmpfloat (napkin_diagram_node (diagram, map)->y, ==, 300);
+  }
+
+  /* 2. Connect mm's output to the map's input by dragging between the ports. */
+  mm = napkin_diagram_find_node (diagram, "mm");
+  map = napkin_diagram_find_node (diagram, "map1");
+  g_assert_true (napkin_render_port_point (diagram, mm, -1, &ox, &oy));
+  g_assert_true (napkin_render_port_point (diagram, map, 0, &ix, &iy));
+  drag (canvas, ox, oy, ix, iy);
+  g_assert_cmpint (napkin_diagram_input_source (diagram, map, 0), ==, mm);
+
+  /* Live feedback: A[m,k] into the output C[m,n] is refused on the fly with the
+   * core's words, and releasing on empty paper connects nothing. */
+  {
+    int a = napkin_diagram_find_node (diagram, "a");
+    double ax, ay, cx, cy, x0, y0, x1, y1;
+    guint n_wires = napkin_diagram_n_wires (diagram);
+
+    c = napkin_diagram_find_node (diagram, "c");
+    g_assert_true (napkin_render_port_point (diagram, a, -1, &ax, &ay));
+    g_assert_true (napkin_render_port_point (diagram, c, 0, &cx, &cy));
+    _napkin_canvas_doc_to_widget (canvas, ax, ay, &x0, &y0);
+    _napkin_canvas_doc_to_widget (canvas, cx, cy, &x1, &y1);
+    _napkin_canvas_drag_begin (canvas, x0, y0, 0);
+    _napkin_canvas_drag_update (canvas, x1 - x0, y1 - y0);
+    g_assert_nonnull (_napkin_canvas_get_connect_problem (canvas));
+    g_test_message ("feedback: %s", _napkin_canvas_get_connect_problem (canvas));
+    _napkin_canvas_drag_update (canvas, x1 - x0, y1 - y0 + 400);
+    g_assert_null (_napkin_canvas_get_connect_problem (canvas));
+    _napkin_canvas_drag_end (canvas, x1 - x0, y1 - y0 + 400);
+    g_assert_cmpuint (napkin_diagram_n_wires (diagram), ==, n_wires);
+    g_assert_cmpint (napkin_diagram_input_source (diagram, c, 0), ==, mm);
+  }
+
+  /* 3. Relabel: rubber-band the contraction, Ctrl+R draws a shared-memory region,
+   * then the inspector streams k in chunks of 64 and groups m by 128. */
+  {
+    NapkinRect rm;
+
+    mm = napkin_diagram_find_node (diagram, "mm");
+    napkin_render_node_rect (diagram, mm, &rm);
+    drag (canvas, rm.x - 10, rm.y - 30, rm.x + rm.width + 10, rm.y + rm.height + 10);
+    g_clear_pointer (&selected, g_strfreev);
+    selected = napkin_canvas_dup_selected_nodes (canvas);
+    g_assert_cmpstr (selected[0], ==, "mm");
+    g_assert_null (selected[1]);
+  }
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.add-region", "s", "smem"));
+  r = napkin_diagram_find_region (diagram, "block1");
+  g_assert_cmpint (r, >=, 0);
+  g_assert_cmpint (napkin_diagram_region (diagram, r)->level, ==, NAPKIN_LEVEL_SMEM);
+  g_assert_cmpstr (napkin_canvas_get_selected_region (canvas), ==, "block1");
+
+  gtk_drop_down_set_selected (GTK_DROP_DOWN (inspector_field (window, "mark-k-kind")), NAPKIN_MARK_STREAM);
+  set_entry (window, "mark-k-tile", "64");
+  gtk_drop_down_set_selected (GTK_DROP_DOWN (inspector_field (window, "mark-m-kind")), NAPKIN_MARK_PARALLEL);
+  set_entry (window, "mark-m-tile", "128");
+  region = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, "block1"));
+  g_assert_cmpint (napkin_region_mark (region, "k", &tile), ==, NAPKIN_MARK_STREAM);
+  g_assert_cmpint (tile, ==, 64);
+  g_assert_cmpint (napkin_region_mark (region, "m", &tile), ==, NAPKIN_MARK_PARALLEL);
+  g_assert_cmpint (tile, ==, 128);
+
+  /* An axis size through the inspector; a bad one is refused inline with the
+   * core's text and changes nothing. */
+  napkin_canvas_clear_selection (canvas);
+  set_entry (window, "axis-n", "2048");
+  g_assert_cmpint (napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, "n")), ==, 2048);
+  depth = napkin_history_get_depth (history);
+  set_entry (window, "axis-n", "0");
+  g_assert_nonnull (napkin_inspector_get_error (napkin_window_get_inspector (window)));
+  g_assert_nonnull (strstr (napkin_inspector_get_error (napkin_window_get_inspector (window)), "axis size must be"));
+  g_assert_cmpint (napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, "n")), ==, 2048);
+  g_assert_cmpuint (napkin_history_get_depth (history), ==, depth);
+
+  /* 4. Undo and redo through the actions. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  g_assert_cmpint (napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, "n")), ==, 4096);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.redo", NULL));
+  g_assert_cmpint (napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, "n")), ==, 2048);
+
+  /* 5. Save (Ctrl+S's action), then reload: the reloaded file equals the saved one. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.save", NULL));
+  g_assert_false (napkin_history_get_modified (history));
+  {
+    g_autofree char *saved = NULL;
+    g_autofree char *resaved = NULL;
+    g_autoptr(GFile) again_file = g_file_new_for_path (again);
+    g_autoptr(GError) error = NULL;
+    NapkinWindow *reloaded = open_window (work);
+    NapkinDiagram *d2 = diagram_of (reloaded);
+
+    /* The same file is already open: the application would raise it, so this is a
+     * second, independent load. */
+    g_assert_cmpuint (napkin_diagram_n_nodes (d2), ==, n_nodes + 2);
+    g_assert_cmpint (napkin_diagram_input_source (d2, napkin_diagram_find_node (d2, "map1"), 0), ==,
+                     napkin_diagram_find_node (d2, "mm"));
+    g_assert_true (napkin_window_save_to_file (reloaded, again_file, &error));
+    g_assert_no_error (error);
+    g_assert_true (g_file_get_contents (work, &saved, NULL, NULL));
+    g_assert_true (g_file_get_contents (again, &resaved, NULL, NULL));
+    g_assert_cmpstr (saved, ==, resaved);
+    close_window (reloaded);
+  }
+
+  /* Delete through the action removes the map and its wire; undo restores both. */
+  napkin_canvas_select_node (canvas, "map1", FALSE);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.delete", NULL));
+  g_assert_cmpint (napkin_diagram_find_node (diagram, "map1"), <, 0);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  map = napkin_diagram_find_node (diagram, "map1");
+  g_assert_cmpint (map, >=, 0);
+  g_assert_cmpint (napkin_diagram_input_source (diagram, map, 0), ==, napkin_diagram_find_node (diagram, "mm"));
+
+  /* Deleted then undone: back at the saved state, so nothing to save. */
+  g_assert_false (napkin_history_get_modified (history));
+  close_window (window);
+}
+
+/* Copy and paste go through the display's clipboard. */
+static void
+test_copy_paste (void)
+{
+  g_autofree char *src = example_path ("softmax");
+  NapkinWindow *window = open_window (src);
+  NapkinCanvas *canvas = napkin_window_get_canvas (window);
+  NapkinDiagram *diagram = diagram_of (window);
+  guint n = napkin_diagram_n_nodes (diagram);
+
+  napkin_canvas_select_node (canvas, "sm", FALSE);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.copy", NULL));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.paste", NULL));
+  for (guint i = 0; i < 100 && napkin_diagram_n_nodes (diagram) == n; i++)
+    iterate (10);
+  g_assert_cmpuint (napkin_diagram_n_nodes (diagram), ==, n + 1);
+  {
+    g_auto(GStrv) selected = napkin_canvas_dup_selected_nodes (canvas);
+
+    g_assert_nonnull (selected[0]);
+    g_assert_cmpstr (selected[0], !=, "sm");
+    g_assert_cmpint (napkin_diagram_node (diagram, napkin_diagram_find_node (diagram, selected[0]))->kind, ==,
+                     NAPKIN_OP_SOFTMAX);
+  }
+  napkin_history_set_saved (napkin_window_get_history (window));
+  close_window (window);
+}
+
+static void
+test_zoom_actions (void)
+{
+  NapkinWindow *window = open_window (NULL);
+  NapkinCanvas *canvas = napkin_window_get_canvas (window);
+  double z = napkin_canvas_get_zoom (canvas);
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "view.zoom-in", NULL));
+  g_assert_cmpfloat_with_epsilon (napkin_canvas_get_zoom (canvas), z * 1.25, 1e-9);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "view.zoom-out", NULL));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "view.zoom-out", NULL));
+  g_assert_cmpfloat_with_epsilon (napkin_canvas_get_zoom (canvas), z / 1.25, 1e-9);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "view.zoom-reset", NULL));
+  g_assert_cmpfloat (napkin_canvas_get_zoom (canvas), ==, 1.0);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "view.zoom-fit", NULL));
+  g_assert_cmpfloat_with_epsilon (napkin_canvas_get_zoom (canvas), z, 1e-9);
+  close_window (window);
+}
+
+/* A broken file: the core's error in the window's banner, the document untouched. */
+static void
+test_broken_file (void)
+{
+  g_autofree char *bad = g_build_filename (tmpdir, "broken.napkin", NULL);
+  g_autoptr(GFile) file = g_file_new_for_path (bad);
+  g_autoptr(GError) expected = NULL;
+  g_autoptr(GError) error = NULL;
+  NapkinWindow *window = open_window (NULL);
+  NapkinHistory *history = napkin_window_get_history (window);
+  guint n = napkin_diagram_n_nodes (diagram_of (window));
+  guint n_windows = g_list_length (gtk_application_get_windows (GTK_APPLICATION (app)));
+  NapkinDiagram *probe;
+
+  g_assert_true (g_file_set_contents (bad,
+                                      "{\"format\": \"napkin\", \"version\": 1, \"axes\": [{\"name\": \"m\", \"size\": 0}]}",
+                                      -1, NULL));
+  probe = napkin_diagram_load_from_file (bad, NAPKIN_LOAD_DEFAULT, &expected);
+  g_assert_null (probe);
+  g_assert_nonnull (expected);
+
+  g_assert_false (napkin_window_load_file (window, file, &error));
+  g_assert_nonnull (napkin_window_get_banner_text (window));
+  g_assert_nonnull (strstr (napkin_window_get_banner_text (window), expected->message));
+  g_assert_true (napkin_window_get_history (window) == history);
+  g_assert_cmpuint (napkin_diagram_n_nodes (diagram_of (window)), ==, n);
+
+  /* Through the application (Open, a drop, the command line): no new window. */
+  gtk_widget_activate_action (GTK_WIDGET (window), "win.dismiss-banner", NULL);
+  g_assert_null (napkin_window_get_banner_text (window));
+  napkin_history_begin_group (history, "touch");
+  napkin_edit_set_axis_size (history, "q", 2048, NULL);
+  napkin_history_end_group (history);
+  g_assert_null (napkin_application_open_file (app, file, window));
+  g_assert_nonnull (strstr (napkin_window_get_banner_text (window), expected->message));
+  g_assert_cmpuint (g_list_length (gtk_application_get_windows (GTK_APPLICATION (app))), ==, n_windows);
+  g_assert_cmpint (napkin_diagram_axis_size (diagram_of (window), napkin_diagram_find_axis (diagram_of (window), "q")),
+                   ==, 2048);
+  napkin_history_set_saved (history);
+  close_window (window);
+}
+
+/* Closing with unsaved changes asks first. */
+static void
+test_close_asks (void)
+{
+  NapkinWindow *window = open_window (NULL);
+  NapkinHistory *history = napkin_window_get_history (window);
+  GListModel *toplevels = gtk_window_get_toplevels ();
+  guint before;
+  gboolean asked = FALSE;
+  gpointer watch;
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.add-node", "s", "reduce"));
+  g_assert_true (napkin_history_get_modified (history));
+  watch = window;
+  g_object_add_weak_pointer (G_OBJECT (window), &watch);
+  before = g_list_model_get_n_items (toplevels);
+  gtk_window_close (GTK_WINDOW (window));
+  iterate (50);
+  /* Still open, with a dialog asking. */
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (window)));
+  g_assert_cmpuint (g_list_model_get_n_items (toplevels), ==, before + 1);
+  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
+    {
+      g_autoptr(GtkWindow) w = g_list_model_get_item (toplevels, i);
+
+      if (ADW_IS_MESSAGE_DIALOG (w))
+        {
+          asked = TRUE;
+          adw_message_dialog_response (ADW_MESSAGE_DIALOG (w), "discard");
+        }
+    }
+  g_assert_true (asked);
+  iterate (100);
+  /* Discarded: the window is gone. */
+  g_assert_null (watch);
+}
+
+/* The shipped French catalogue translates the window. */
+static void
+test_french (void)
+{
+  g_autofree char *po = g_build_filename (g_getenv ("NAPKIN_BUILD_DIR"), "po", NULL);
+  const char *old = g_getenv ("LANGUAGE");
+  NapkinWindow *window;
+  g_autoptr(NapkinDiagram) blank = napkin_diagram_new ();
+
+  bindtextdomain (GETTEXT_PACKAGE, po);
+  g_setenv ("LANGUAGE", "fr", TRUE);
+  setlocale (LC_MESSAGES, "");
+  g_assert_cmpstr (_("Untitled Diagram"), ==, "Diagramme sans titre");
+  window = open_window (NULL);
+  napkin_window_set_document (window, blank, NULL);
+  g_assert_nonnull (strstr (gtk_window_get_title (GTK_WINDOW (window)), "Diagramme sans titre"));
+  close_window (window);
+  if (old)
+    g_setenv ("LANGUAGE", old, TRUE);
+  else
+    g_unsetenv ("LANGUAGE");
+  setlocale (LC_MESSAGES, "");
+}
+
+/* napkin --screenshot: the real executable draws its window once. */
+static GdkTexture *
+screenshot (const char *file)
+{
+  g_autofree char *out = g_build_filename (tmpdir, file ? "shot-file.png" : "shot.png", NULL);
+  g_autofree char *exe = g_build_filename (g_getenv ("NAPKIN_BUILD_DIR"), "src", "app", "napkin", NULL);
+  const char *argv[] = { exe, "--screenshot", out, file, NULL };
+  g_autoptr(GError) error = NULL;
+  g_autofree char *err = NULL;
+  int status;
+  GdkTexture *texture;
+
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                               &status, &error));
+  g_assert_no_error (error);
+  if (!g_spawn_check_wait_status (status, &error))
+    g_error ("napkin --screenshot failed: %s\n%s", error->message, err);
+  texture = gdk_texture_new_from_filename (out, &error);
+  g_assert_no_error (error);
+  return texture;
+}
+
+static guint
+count_near (const guint8 *pixels,
+            int           width,
+            int           height,
+            const char   *hex)
+{
+  guint r, g, b, count = 0;
+
+  g_assert_true (sscanf (hex, "#%02x%02x%02x", &r, &g, &b) == 3);
+  for (int i = 0; i < width * height; i++)
+    {
+      const guint8 *p = pixels + 4 * i;   /* B G R A (native-endian ARGB) */
+
+      if (ABS (p[2] - (int) r) <= 20 && ABS (p[1] - (int) g) <= 20 && ABS (p[0] - (int) b) <= 20)
+        count++;
+    }
+  return count;
+}
+
+static void
+check_screenshot (GdkTexture *texture,
+                  NapkinLevel level)
+{
+  int w = gdk_texture_get_width (texture), h = gdk_texture_get_height (texture);
+  g_autofree guint8 *pixels = g_malloc ((gsize) w * h * 4);
+  g_autoptr(GHashTable) colours = g_hash_table_new (NULL, NULL);
+
+  g_assert_cmpint (w, >=, 800);
+  g_assert_cmpint (h, >=, 600);
+  gdk_texture_download (texture, pixels, w * 4);
+  for (int i = 0; i < w * h; i += 7)
+    g_hash_table_add (colours, GUINT_TO_POINTER (((guint32 *) pixels)[i] & 0xffffff));
+  /* Not blank: text, glyphs, strands and widgets give many colours. */
+  g_assert_cmpuint (g_hash_table_size (colours), >, 200);
+  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_level_hex (NAPKIN_LEVEL_HBM)), >, 500);
+  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_level_hex (level)), >, 200);
+  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_tensor_core_hex ()), >, 100);
+}
+
+static void
+test_screenshot (void)
+{
+  g_autoptr(GdkTexture) shot = screenshot (NULL);
+  g_autofree char *nested = example_path ("matmul-nested");
+  g_autoptr(GdkTexture) shot_file = screenshot (nested);
+
+  check_screenshot (shot, NAPKIN_LEVEL_SMEM);
+  check_screenshot (shot_file, NAPKIN_LEVEL_REGISTERS);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  int status;
+
+  setlocale (LC_ALL, "");
+  g_test_init (&argc, &argv, NULL);
+
+  if (!gtk_init_check ())
+    {
+      /* CI runs this under xvfb-run; a skip there is counted as a failure. */
+      g_test_skip ("no display: run under xvfb-run (GTK could not open one)");
+      return g_test_run ();
+    }
+  adw_init ();
+
+  tmpdir = g_dir_make_tmp ("napkin-app-XXXXXX", &error);
+  g_assert_no_error (error);
+  app = napkin_application_new ();
+  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE | G_APPLICATION_HANDLES_OPEN);
+  g_assert_true (g_application_register (G_APPLICATION (app), NULL, &error));
+  g_assert_no_error (error);
+
+  g_test_add_func ("/app/open/every-example", test_open_every_example);
+  g_test_add_func ("/app/open/default-is-flash-attention", test_default_is_flash_attention);
+  g_test_add_func ("/app/open/broken-file", test_broken_file);
+  g_test_add_func ("/app/edit/add-connect-relabel-undo-save-reload", test_edit_save_reload);
+  g_test_add_func ("/app/edit/copy-paste", test_copy_paste);
+  g_test_add_func ("/app/view/zoom", test_zoom_actions);
+  g_test_add_func ("/app/window/close-asks", test_close_asks);
+  g_test_add_func ("/app/i18n/french", test_french);
+  g_test_add_func ("/app/screenshot", test_screenshot);
+  status = g_test_run ();
+  g_object_unref (app);
+  return status;
+}
