@@ -17,6 +17,7 @@ struct _NapkinRunJob
 {
   GObject         parent_instance;
   char           *json_path;
+  gboolean        no_file;    /* a run that reads no diagram (calibrate) */
   GStrv           extra;
   GStrv           runner;
   guint           timeout;
@@ -164,6 +165,16 @@ napkin_run_job_new (NapkinDiagram      *diagram,
       if (!g_file_set_contents (self->json_path, data, length, &error))
         g_clear_pointer (&self->json_path, g_free);
     }
+  return self;
+}
+
+NapkinRunJob *
+napkin_run_job_new_for_args (const char * const *argv)
+{
+  NapkinRunJob *self = g_object_new (NAPKIN_TYPE_RUN_JOB, NULL);
+
+  self->extra = g_strdupv ((char **) argv);
+  self->no_file = TRUE;
   return self;
 }
 
@@ -410,7 +421,7 @@ napkin_run_job_run_async (NapkinRunJob        *self,
   task = g_task_new (self, cancellable, callback, user_data);
   g_task_set_source_tag (task, napkin_run_job_run_async);
 
-  if (self->json_path == NULL)
+  if (self->json_path == NULL && !self->no_file)
     {
       g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_FAILED, "Could not write the diagram to a temporary file");
       return;
@@ -428,7 +439,8 @@ napkin_run_job_run_async (NapkinRunJob        *self,
                                "napkin-runner was not found (set NAPKIN_RUNNER to its path)");
       return;
     }
-  g_ptr_array_add (argv, g_strdup (self->json_path));
+  if (!self->no_file)
+    g_ptr_array_add (argv, g_strdup (self->json_path));
   g_ptr_array_add (argv, g_strdup_printf ("--timeout=%u", self->timeout));
   for (guint i = 0; self->extra && self->extra[i]; i++)
     g_ptr_array_add (argv, g_strdup (self->extra[i]));
@@ -456,7 +468,7 @@ napkin_run_job_run_async (NapkinRunJob        *self,
   data->out = g_memory_output_stream_new_resizable ();
   data->lines = g_data_input_stream_new (g_subprocess_get_stderr_pipe (data->proc));
   /* The runner has its own watchdog at the same limit; ours is the backstop. */
-  data->timeout_id = g_timeout_add_seconds (self->timeout + 10, on_timeout, data);
+  data->timeout_id = g_timeout_add_seconds (self->timeout + (self->timeout < 10 ? 1 : 10), on_timeout, data);
   if (cancellable != NULL)
     data->cancel_id = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled), data->proc, NULL);
 

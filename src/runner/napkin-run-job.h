@@ -40,6 +40,8 @@ G_DECLARE_FINAL_TYPE (NapkinRunJob, napkin_run_job, NAPKIN, RUN_JOB, GObject)
  * changing it. `argv` holds further runner options (--repeats 50, --axis m=512, …). */
 NapkinRunJob   *napkin_run_job_new            (NapkinDiagram        *diagram,
                                                const char * const   *argv);
+/* A run that reads no diagram: napkin-runner ARGV… (e.g. --calibrate). */
+NapkinRunJob   *napkin_run_job_new_for_args   (const char * const   *argv);
 /* Defaults: napkin_run_job_find_runner (); 300 s. */
 void            napkin_run_job_set_runner     (NapkinRunJob         *self,
                                                const char * const   *command);

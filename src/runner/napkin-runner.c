@@ -489,6 +489,159 @@ run_injected (const char  *what,
   return finish (root, "failed", "the injected kernel finished, which it should not", EXIT_FAILED);
 }
 
+
+/* ---- calibrate: the GPU's ceilings, on the instruction paths the generator uses ---------- */
+
+static const char calibrate_source[] =
+  "extern \"C\" __global__ void cal_empty () { }\n"
+  "extern \"C\" __global__ void cal_copy (const float4 *__restrict__ a, float4 *__restrict__ b, long n)\n"
+  "{ for (long i = blockIdx.x * (long) blockDim.x + threadIdx.x; i < n; i += (long) gridDim.x * blockDim.x) b[i] = a[i]; }\n"
+  "extern \"C\" __global__ void cal_smem (float *out, int iters)\n"
+  "{ __shared__ float s[4096];\n"
+  "  for (int i = threadIdx.x; i < 4096; i += blockDim.x) s[i] = i;\n"
+  "  __syncthreads ();\n"
+  "  float a0 = 0, a1 = 0, a2 = 0, a3 = 0; int base = threadIdx.x & 31, w = threadIdx.x >> 5;\n"
+  "  for (int i = 0; i < iters; i++) { int o = ((i * 4 + w) & 31) * 128;\n"
+  "    a0 += s[(o + base) & 4095]; a1 += s[(o + 32 + base) & 4095]; a2 += s[(o + 64 + base) & 4095]; a3 += s[(o + 96 + base) & 4095]; }\n"
+  "  if (a0 + a1 + a2 + a3 == -1.0f) out[threadIdx.x] = a0; }\n"
+  "#define MMA_LOOP(NAME, ASM, AT, CT, NA, NB)\\\n"
+  "extern \"C\" __global__ void NAME (float *out, int iters)\\\n"
+  "{ unsigned a[4] = { threadIdx.x, threadIdx.x * 3u, threadIdx.x * 5u, threadIdx.x * 7u }, b[2] = { threadIdx.x * 11u, 13u };\\\n"
+  "  CT c[4][4] = { };\\\n"
+  "  for (int i = 0; i < iters; i++)\\\n"
+  "    for (int j = 0; j < 4; j++) ASM;\\\n"
+  "  CT t = 0; for (int j = 0; j < 4; j++) t += c[j][0] + c[j][1] + c[j][2] + c[j][3];\\\n"
+  "  if ((float) t == -1.0f) out[threadIdx.x] = (float) t; }\n"
+  "MMA_LOOP (cal_mma_fp16, asm volatile (\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\""
+  " : \"+f\" (c[j][0]), \"+f\" (c[j][1]), \"+f\" (c[j][2]), \"+f\" (c[j][3]) : \"r\" (a[0]), \"r\" (a[1]), \"r\" (a[2]), \"r\" (a[3]), \"r\" (b[0]), \"r\" (b[1])), unsigned, float, 4, 2)\n"
+  "MMA_LOOP (cal_mma_bf16, asm volatile (\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\""
+  " : \"+f\" (c[j][0]), \"+f\" (c[j][1]), \"+f\" (c[j][2]), \"+f\" (c[j][3]) : \"r\" (a[0]), \"r\" (a[1]), \"r\" (a[2]), \"r\" (a[3]), \"r\" (b[0]), \"r\" (b[1])), unsigned, float, 4, 2)\n"
+  "MMA_LOOP (cal_mma_tf32, asm volatile (\"mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\""
+  " : \"+f\" (c[j][0]), \"+f\" (c[j][1]), \"+f\" (c[j][2]), \"+f\" (c[j][3]) : \"r\" (a[0]), \"r\" (a[1]), \"r\" (a[2]), \"r\" (a[3]), \"r\" (b[0]), \"r\" (b[1])), unsigned, float, 4, 2)\n"
+  "MMA_LOOP (cal_mma_int8, asm volatile (\"mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\""
+  " : \"+r\" (c[j][0]), \"+r\" (c[j][1]), \"+r\" (c[j][2]), \"+r\" (c[j][3]) : \"r\" (a[0]), \"r\" (a[1]), \"r\" (a[2]), \"r\" (a[3]), \"r\" (b[0]), \"r\" (b[1])), unsigned, int, 4, 2)\n";
+
+static gboolean
+cal_time (CUfunction   fn,
+          unsigned     grid,
+          unsigned     threads,
+          void       **params,
+          guint        launches,
+          double      *ms_out,
+          char       **message)
+{
+  CUevent e0, e1;
+  double times[7];
+
+  cu.EventCreate (&e0, 0);
+  cu.EventCreate (&e1, 0);
+  if (!check (cu.LaunchKernel (fn, grid, 1, 1, threads, 1, 1, 0, NULL, params, NULL), "calibration launch", message)
+      || !check (cu.CtxSynchronize (), "calibration kernel", message))
+    return FALSE;
+  for (guint r = 0; r < G_N_ELEMENTS (times); r++)
+    {
+      float ms = 0;
+
+      cu.EventRecord (e0, NULL);
+      for (guint l = 0; l < launches; l++)
+        cu.LaunchKernel (fn, grid, 1, 1, threads, 1, 1, 0, NULL, params, NULL);
+      cu.EventRecord (e1, NULL);
+      if (!check (cu.EventSynchronize (e1), "calibration kernel", message))
+        return FALSE;
+      cu.EventElapsedTime (&ms, e0, e1);
+      times[r] = ms / launches;
+    }
+  qsort (times, G_N_ELEMENTS (times), sizeof (double), compare_doubles);
+  *ms_out = times[G_N_ELEMENTS (times) / 2];
+  return TRUE;
+}
+
+static int
+run_calibrate (const char  *arch,
+               int          sms,
+               int          clock_khz,
+               json_object *root)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *log = NULL;
+  g_autoptr(GBytes) cubin = napkin_nvrtc_compile (calibrate_source, arch, &log, &error);
+  json_object *m = json_object_new_object ();
+  CUmodule module;
+  CUfunction fn;
+  CUdeviceptr a = 0, b = 0, out = 0;
+  char *message = NULL;
+  double ms;
+  long n4 = (1L << 30) / 16;   /* 1 GiB of float4 */
+  int iters = 4096;
+  void *p_copy[] = { &a, &b, &n4 };
+  void *p_loop[] = { &out, &iters };
+  const struct { const char *fn; const char *key; double flops; } mmas[] = {
+    { "cal_mma_fp16", "fp16", 4096 }, { "cal_mma_bf16", "bf16", 4096 },
+    { "cal_mma_tf32", "tf32", 2048 }, { "cal_mma_int8", "int8", 8192 },
+  };
+  json_object *tensor = json_object_new_object ();
+
+  json_object_object_add (root, "calibration", m);
+  if (cubin == NULL)
+    return finish (root, "compile-error", error->message, EXIT_FAILED);
+  if (!check (cu.ModuleLoadData (&module, g_bytes_get_data (cubin, NULL)), "loading", &message)
+      || !check (cu.MemAlloc (&a, n4 * 16), "allocating 1 GiB", &message)
+      || !check (cu.MemAlloc (&b, n4 * 16), "allocating 1 GiB", &message)
+      || !check (cu.MemAlloc (&out, 4096), "allocating", &message))
+    return finish (root, "failed", message, EXIT_FAILED);
+  cu.MemsetD8 (a, 0x3c, n4 * 16);
+
+  progress (0.2, "Launch overhead");
+  cu.ModuleGetFunction (&fn, module, "cal_empty");
+  if (!cal_time (fn, 1, 32, NULL, 1000, &ms, &message))
+    return finish (root, "fault", message, EXIT_FAULT);
+  json_object_object_add (m, "launch_overhead_s", json_object_new_double (ms * 1e-3));
+
+  progress (0.35, "Device-memory copy bandwidth");
+  cu.ModuleGetFunction (&fn, module, "cal_copy");
+  if (!cal_time (fn, sms * 8, 256, p_copy, 3, &ms, &message))
+    return finish (root, "fault", message, EXIT_FAULT);
+  json_object_object_add (m, "hbm_bytes_per_s", json_object_new_double (2.0 * n4 * 16 / (ms * 1e-3)));
+
+  progress (0.5, "Shared-memory bandwidth");
+  cu.ModuleGetFunction (&fn, module, "cal_smem");
+  if (!cal_time (fn, sms * 8, 256, p_loop, 3, &ms, &message))
+    return finish (root, "fault", message, EXIT_FAULT);
+  {
+    double bytes = (double) sms * 8 * 256 * iters * 4 * 4;
+
+    json_object_object_add (m, "smem_bytes_per_s", json_object_new_double (bytes / (ms * 1e-3)));
+    json_object_object_add (m, "smem_bytes_per_clock_per_sm",
+                            json_object_new_double (bytes / (ms * 1e-3) / sms / (clock_khz * 1e3)));
+  }
+
+  for (guint i = 0; i < G_N_ELEMENTS (mmas); i++)
+    {
+      double flops;
+
+      progress (0.6 + 0.1 * i, mmas[i].key);
+      if (!check (cu.ModuleGetFunction (&fn, module, mmas[i].fn), mmas[i].fn, &message))
+        return finish (root, "failed", message, EXIT_FAILED);
+      if (!cal_time (fn, sms * 4, 256, p_loop, 2, &ms, &message))
+        return finish (root, "fault", message, EXIT_FAULT);
+      flops = (double) sms * 4 * 8 * iters * 4 * mmas[i].flops;
+      {
+        json_object *t = json_object_new_object ();
+
+        json_object_object_add (t, "flops_per_s", json_object_new_double (flops / (ms * 1e-3)));
+        json_object_object_add (t, "per_sm_per_clock", json_object_new_double (flops / (ms * 1e-3) / sms / (clock_khz * 1e3)));
+        json_object_object_add (t, "instruction", json_object_new_string ("mma.sync"));
+        json_object_object_add (tensor, mmas[i].key, t);
+      }
+    }
+  json_object_object_add (m, "tensor", tensor);
+  cu.MemFree (a);
+  cu.MemFree (b);
+  cu.MemFree (out);
+  progress (1.0, "Done");
+  return finish (root, "ok", NULL, EXIT_OK);
+}
+
 static NapkinDiagram *
 load_diagram (const char  *path,
               char       **axes,
@@ -520,8 +673,9 @@ main (int    argc,
   g_autofree char *arch_opt = NULL;
   int repeats = 20, timeout = 120;
   gint64 seed = 1234;
-  gboolean generic = FALSE;
+  gboolean generic = FALSE, calibrate = FALSE;
   const GOptionEntry entries[] = {
+    { "calibrate", 0, 0, G_OPTION_ARG_NONE, &calibrate, "Measure the GPU's ceilings instead of running a diagram", NULL },
     { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &axes, "Override an axis size", "NAME=SIZE" },
     { "tile", 0, 0, G_OPTION_ARG_STRING_ARRAY, &tiles, "Override a tile", "REGION.AXIS=SIZE" },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (at least 20 recommended)", "N" },
@@ -562,7 +716,7 @@ main (int    argc,
       fprintf (stderr, "napkin-runner: %s\n", error->message);
       return EXIT_USAGE;
     }
-  if ((argc != 2 && inject == NULL) || repeats < 1)
+  if ((argc != 2 && inject == NULL && !calibrate) || repeats < 1)
     {
       fprintf (stderr, "napkin-runner: expected one FILE (and --repeats ≥ 1)\n");
       return EXIT_USAGE;
@@ -576,7 +730,7 @@ main (int    argc,
   signal (SIGALRM, on_alarm);
   alarm (timeout);
 
-  if (inject == NULL)
+  if (inject == NULL && !calibrate)
     {
       progress (0.05, "Lowering the diagram");
       d = load_diagram (argv[1], axes, tiles, &error);
@@ -641,6 +795,8 @@ main (int    argc,
 
   if (inject != NULL)
     return run_injected (inject, arch, root);
+  if (calibrate)
+    return run_calibrate (arch, sms, clock_khz, root);
 
   progress (0.2, "Compiling with NVRTC");
   t0 = g_get_monotonic_time ();

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-cli"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "napkin-cli.h"
+#include "napkin-json-private.h"
+#include "napkin-run-job.h"
+
+/* Measures the local GPU through napkin-runner --calibrate, then writes a measured
+ * architecture profile: the datasheet profile of the same GPU with the measured
+ * figures in place of the datasheet ones, each with its source saying so. */
+
+typedef struct
+{
+  GMainLoop   *loop;
+  json_object *result;
+  GError      *error;
+} CalWait;
+
+static void
+cal_done (GObject      *object,
+          GAsyncResult *result,
+          gpointer      user_data)
+{
+  CalWait *wait = user_data;
+
+  wait->result = napkin_run_job_run_finish (NAPKIN_RUN_JOB (object), result, &wait->error);
+  g_main_loop_quit (wait->loop);
+}
+
+static json_object *
+sourced (double      value,
+         const char *source)
+{
+  json_object *o = json_object_new_object ();
+
+  json_object_object_add (o, "value", json_object_new_double (value));
+  json_object_object_add (o, "source", json_object_new_string (source));
+  return o;
+}
+
+static double
+num (json_object *obj,
+     const char  *path)
+{
+  g_auto(GStrv) parts = g_strsplit (path, ".", -1);
+
+  for (guint i = 0; parts[i] && obj; i++)
+    obj = json_object_object_get (obj, parts[i]);
+  return obj ? json_object_get_double (obj) : 0;
+}
+
+static const char *
+base_id_for (const char *gpu_name)
+{
+  g_autofree char *lower = g_ascii_strdown (gpu_name ? gpu_name : "", -1);
+  const char *ids[] = { "h100", "h200", "a100", "b200", "l40s", "rtx4090" };
+  const char *keys[] = { "h100", "h200", "a100", "b200", "l40s", "4090" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
+    if (strstr (lower, keys[i]) != NULL)
+      return ids[i];
+  return NULL;
+}
+
+int
+napkin_cli_calibrate (int    argc,
+                      char **argv)
+{
+  gboolean as_json = FALSE;
+  g_autofree char *output = NULL;
+  g_autofree char *base = NULL;
+  int timeout = 300;
+  const GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print the measurements as JSON", NULL },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
+      "Write the profile here (default: the user data dir, napkin/archs/ID-measured.json)", "OUT" },
+    { "base", 0, 0, G_OPTION_ARG_STRING, &base, "Datasheet profile to start from (default: from the GPU's name)", "ID" },
+    { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Stop after this many seconds", "S" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(NapkinRunJob) job = NULL;
+  g_autoptr(GMainLoop) loop = NULL;
+  g_autoptr(json_object) result = NULL;
+  g_autoptr(json_object) profile = NULL;
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
+  g_autofree char *stamp = g_date_time_format_iso8601 (now);
+  g_autofree char *base_path = NULL;
+  g_autofree char *note = NULL;
+  const char *args[] = { "--calibrate", NULL };
+  const char *status, *gpu;
+  json_object *cal, *levels, *tensor;
+  CalWait wait = { 0 };
+  double clock_mhz, sms;
+
+  context = napkin_cli_context_new ("calibrate", "",
+                                    "Measure the local GPU's ceilings (device-memory copy bandwidth, "
+                                    "shared-memory bandwidth, mma.sync tensor-core rates per element type, "
+                                    "launch overhead) and save them as a measured architecture profile.",
+                                    entries, NULL);
+  if (!napkin_cli_parse (context, &argc, &argv))
+    return NAPKIN_CLI_USAGE;
+  if (argc != 1)
+    return napkin_cli_usage_error ("calibrate", "takes no FILE");
+
+  job = napkin_run_job_new_for_args (args);
+  napkin_run_job_set_timeout (job, MAX (timeout, 10));
+  loop = g_main_loop_new (NULL, FALSE);
+  wait.loop = loop;
+  napkin_run_job_run_async (job, NULL, cal_done, &wait);
+  g_main_loop_run (loop);
+  if (wait.result == NULL)
+    {
+      fprintf (stderr, "napkin-cli calibrate: %s\n", wait.error->message);
+      g_error_free (wait.error);
+      return NAPKIN_CLI_FAILED;
+    }
+  result = wait.result;
+  status = json_object_get_string (json_object_object_get (result, "status"));
+  if (g_strcmp0 (status, "ok") != 0)
+    {
+      fprintf (stderr, "napkin-cli calibrate: %s: %s\n", status ? status : "failed",
+               json_object_get_string (json_object_object_get (result, "message")));
+      return NAPKIN_CLI_FAILED;
+    }
+  if (as_json)
+    printf ("%s\n", json_object_to_json_string_ext (result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+
+  gpu = json_object_get_string (json_object_object_get (json_object_object_get (result, "gpu"), "name"));
+  if (base == NULL && base_id_for (gpu) != NULL)
+    base = g_strdup (base_id_for (gpu));
+  if (base == NULL)
+    {
+      fprintf (stderr, "napkin-cli calibrate: no datasheet profile matches “%s”; pass --base ID\n", gpu);
+      return NAPKIN_CLI_FAILED;
+    }
+  base_path = g_strdup_printf ("%s/archs/%s.json", NAPKIN_SOURCE_DATADIR, base);
+  if (!g_file_test (base_path, G_FILE_TEST_EXISTS))
+    {
+      g_free (base_path);
+      base_path = g_strdup_printf ("%s/archs/%s.json", NAPKIN_DATADIR, base);
+    }
+  profile = json_object_from_file (base_path);
+  if (profile == NULL)
+    {
+      fprintf (stderr, "napkin-cli calibrate: cannot read the datasheet profile %s\n", base_path);
+      return NAPKIN_CLI_FAILED;
+    }
+
+  cal = json_object_object_get (result, "calibration");
+  clock_mhz = num (result, "gpu.clock_mhz");
+  sms = num (result, "gpu.sms");
+  note = g_strdup_printf ("measured by napkin-cli calibrate on %s (%s, %s)", gpu, stamp,
+                          json_object_get_string (json_object_object_get (result, "arch")));
+  {
+    g_autofree char *id = g_strdup_printf ("%s-measured", base);
+    g_autofree char *name = g_strdup_printf ("%s (measured)", gpu);
+
+    json_object_object_add (profile, "id", json_object_new_string (id));
+    json_object_object_add (profile, "name", json_object_new_string (name));
+  }
+  json_object_object_add (profile, "launch_overhead_s", sourced (num (cal, "launch_overhead_s"), note));
+  levels = json_object_object_get (profile, "levels");
+  if (levels != NULL)
+    {
+      json_object *hbm = json_object_object_get (levels, "hbm");
+      json_object *smem = json_object_object_get (levels, "smem");
+
+      if (hbm != NULL)
+        json_object_object_add (hbm, "bandwidth_bytes_per_s", sourced (num (cal, "hbm_bytes_per_s"), note));
+      if (smem != NULL)
+        json_object_object_add (smem, "bandwidth_bytes_per_clock", sourced (num (cal, "smem_bytes_per_clock_per_sm"), note));
+    }
+  tensor = json_object_object_get (profile, "tensor");
+  if (tensor != NULL)
+    {
+      json_object_iter it;
+
+      json_object_object_foreachC (json_object_object_get (cal, "tensor"), it)
+        {
+          /* Per SM per clock at the clock the driver reports, as the datasheet profile counts. */
+          double rate = num (it.val, "flops_per_s") / sms / (clock_mhz * 1e6);
+          g_autofree char *src = g_strdup_printf ("%s: mma.sync, %.1f TFLOP/s at %.0f MHz", note,
+                                                  num (it.val, "flops_per_s") / 1e12, clock_mhz);
+
+          json_object_object_add (tensor, it.key, sourced (rate, src));
+        }
+      json_object_object_add (profile, "tensor_clock_mhz", sourced (clock_mhz, note));
+    }
+
+  if (output == NULL)
+    {
+      g_autofree char *dir = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
+      g_autofree char *file = g_strdup_printf ("%s-measured.json", base);
+
+      g_mkdir_with_parents (dir, 0755);
+      output = g_build_filename (dir, file, NULL);
+    }
+  {
+    g_autoptr(GError) error = NULL;
+    const char *text = json_object_to_json_string_ext (profile, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                                                                  | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+    if (!g_file_set_contents (output, text, -1, &error))
+      {
+        fprintf (stderr, "napkin-cli calibrate: %s\n", error->message);
+        return NAPKIN_CLI_FAILED;
+      }
+  }
+  {
+  g_autofree char *dir = g_path_get_dirname (output);
+
+  printf ("%s: copy %.0f GB/s, shared memory %.0f B/clock/SM, launch %.1f µs, mma.sync fp16 %.0f bf16 %.0f "
+          "tf32 %.0f int8 %.0f TFLOP/s\nwrote %s (use it with NAPKIN_ARCH_DIR=%s)\n",
+          gpu, num (cal, "hbm_bytes_per_s") / 1e9, num (cal, "smem_bytes_per_clock_per_sm"),
+          num (cal, "launch_overhead_s") * 1e6, num (cal, "tensor.fp16.flops_per_s") / 1e12,
+          num (cal, "tensor.bf16.flops_per_s") / 1e12, num (cal, "tensor.tf32.flops_per_s") / 1e12,
+          num (cal, "tensor.int8.flops_per_s") / 1e12, output, dir);
+  }
+  return NAPKIN_CLI_OK;
+}

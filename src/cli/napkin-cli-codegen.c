@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-cli"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "napkin-cli.h"
+#include "napkin-codegen.h"
+#include "napkin-error.h"
+
+int
+napkin_cli_codegen (int    argc,
+                    char **argv)
+{
+  NapkinCliOverrides overrides = { NULL, NULL };
+  g_autofree char *target = NULL;
+  g_autofree char *output = NULL;
+  gboolean generic = FALSE, plain = FALSE;
+  const GOptionEntry entries[] = {
+    { "target", 't', 0, G_OPTION_ARG_STRING, &target,
+      "cuda (kernels), standalone (.cu with main(), builds with nvcc) or pseudo (default: cuda)", "TARGET" },
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write to this file instead of standard output", "OUT" },
+    { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no skeletons)", NULL },
+    { "plain", 0, 0, G_OPTION_ARG_NONE, &plain, "Ignore the regions: every operation through device memory", NULL },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinIrProgram) program = NULL;
+  g_autofree char *text = NULL;
+
+  context = napkin_cli_context_new ("codegen", "FILE",
+                                    "Lower a relabeled diagram to its loop nest and print it as CUDA or as "
+                                    "the paper's pseudocode.",
+                                    entries, &overrides);
+  if (!napkin_cli_parse (context, &argc, &argv))
+    return NAPKIN_CLI_USAGE;
+  if (argc != 2)
+    return napkin_cli_usage_error ("codegen", "expected exactly one FILE");
+  if (target == NULL)
+    target = g_strdup ("cuda");
+  if (!g_str_equal (target, "cuda") && !g_str_equal (target, "pseudo") && !g_str_equal (target, "standalone"))
+    return napkin_cli_usage_error ("codegen", "--target must be cuda, standalone or pseudo, not “%s”", target);
+
+  diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
+  napkin_cli_overrides_clear (&overrides);
+  if (diagram == NULL)
+    {
+      if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
+        return napkin_cli_usage_error ("codegen", "%s", error->message);
+      fprintf (stderr, "%s: invalid: %s\n", argv[1], error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+
+  program = napkin_ir_lower (diagram, plain ? NAPKIN_LOWER_PLAIN : NAPKIN_LOWER_DEFAULT, &error);
+  if (program == NULL)
+    {
+      fprintf (stderr, "%s: cannot lower: %s\n", argv[1], error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+
+  if (g_str_equal (target, "pseudo"))
+    text = napkin_codegen_pseudocode (program);
+  else
+    {
+      g_autoptr(NapkinCudaModule) module = napkin_codegen_cuda (g_steal_pointer (&program),
+                                                                generic ? NAPKIN_CODEGEN_GENERIC_ONLY : 0,
+                                                                NULL, &error);
+
+      if (module == NULL)
+        {
+          fprintf (stderr, "%s: cannot generate CUDA: %s\n", argv[1], error->message);
+          return NAPKIN_CLI_FAILED;
+        }
+      if (g_str_equal (target, "cuda"))
+        text = g_strdup (module->source);
+      else
+        {
+          g_autoptr(NapkinIrProgram) ref_prog = napkin_ir_lower (diagram, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH,
+                                                                 &error);
+          g_autoptr(NapkinCudaModule) ref = ref_prog
+                                              ? napkin_codegen_cuda (g_steal_pointer (&ref_prog),
+                                                                     NAPKIN_CODEGEN_GENERIC_ONLY, "napkin_ref_", &error)
+                                              : NULL;
+
+          if (ref == NULL)
+            {
+              fprintf (stderr, "%s: cannot generate the reference: %s\n", argv[1], error->message);
+              return NAPKIN_CLI_FAILED;
+            }
+          text = napkin_codegen_standalone (module, ref, napkin_diagram_get_title (diagram));
+        }
+    }
+
+  if (output == NULL)
+    {
+      fputs (text, stdout);
+      return NAPKIN_CLI_OK;
+    }
+  if (!g_file_set_contents (output, text, -1, &error))
+    {
+      fprintf (stderr, "napkin-cli codegen: %s\n", error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  return NAPKIN_CLI_OK;
+}

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-cli"
+
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "napkin-cli.h"
+#include "napkin-error.h"
+#include "napkin-json-private.h"
+#include "napkin-run-job.h"
+
+#if __has_include("napkin-model.h")
+#include "napkin-model.h"
+#define HAVE_PERF 1
+#endif
+
+typedef struct
+{
+  GMainLoop   *loop;
+  json_object *result;
+  GError      *error;
+} RunWait;
+
+static void
+run_done (GObject      *object,
+          GAsyncResult *result,
+          gpointer      user_data)
+{
+  RunWait *wait = user_data;
+
+  wait->result = napkin_run_job_run_finish (NAPKIN_RUN_JOB (object), result, &wait->error);
+  g_main_loop_quit (wait->loop);
+}
+
+static void
+on_message (NapkinRunJob *job,
+            GParamSpec   *pspec,
+            gpointer      user_data)
+{
+  fprintf (stderr, "  [%3.0f%%] %s\n", 100 * napkin_run_job_get_fraction (job), napkin_run_job_get_message (job));
+}
+
+static double
+get_double (json_object *obj,
+            const char  *path)
+{
+  g_auto(GStrv) parts = g_strsplit (path, ".", -1);
+
+  for (guint i = 0; parts[i] && obj; i++)
+    obj = json_object_object_get (obj, parts[i]);
+  return obj ? json_object_get_double (obj) : NAN;
+}
+
+static const char *
+get_string (json_object *obj,
+            const char  *path)
+{
+  g_auto(GStrv) parts = g_strsplit (path, ".", -1);
+
+  for (guint i = 0; parts[i] && obj; i++)
+    obj = json_object_object_get (obj, parts[i]);
+  return obj ? json_object_get_string (obj) : NULL;
+}
+
+/* The model's prediction for the GPU the runner found, when the model knows it. */
+static void
+add_prediction (NapkinDiagram *diagram,
+                json_object   *result,
+                const char    *model_id)
+{
+#ifdef HAVE_PERF
+  const char *name = get_string (result, "gpu.name");
+  g_autofree char *lower = g_ascii_strdown (name ? name : "", -1);
+  const char *ids[] = { "h100", "h200", "a100", "b200", "l40s", "rtx4090" };
+  const char *keys[] = { "h100", "h200", "a100", "b200", "l40s", "4090" };
+  const char *id = model_id;
+  g_autoptr(GError) error = NULL;
+  NapkinArch *arch;
+  g_autoptr(NapkinAnalysis) analysis = NULL;
+  json_object *p;
+
+  for (guint i = 0; id == NULL && i < G_N_ELEMENTS (ids); i++)
+    if (strstr (lower, keys[i]) != NULL)
+      id = ids[i];
+  if (id == NULL)
+    return;
+  arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
+  if (arch == NULL)
+    return;
+  analysis = napkin_analyze (diagram, arch, NULL, &error);
+  if (analysis == NULL)
+    return;
+  p = json_object_new_object ();
+  json_object_object_add (p, "arch", json_object_new_string (id));
+  json_object_object_add (p, "time_ms", json_object_new_double (analysis->predicted_time_s * 1e3));
+  json_object_object_add (p, "serial_time_ms", json_object_new_double (analysis->serial_time_s * 1e3));
+  json_object_object_add (p, "bound", json_object_new_string (napkin_resource_to_string (analysis->bound)));
+  json_object_object_add (p, "feasible", json_object_new_boolean (analysis->feasible));
+  json_object_object_add (result, "prediction", p);
+#endif
+}
+
+static void
+print_summary (const char  *path,
+               json_object *r)
+{
+  json_object *kernels = json_object_object_get (r, "kernels");
+  double ms = get_double (r, "time_ms.median");
+  double pred = get_double (r, "prediction.time_ms");
+
+  printf ("%s: %s on %s (%s, driver %s)\n", path, get_string (r, "title") ? get_string (r, "title") : "",
+          get_string (r, "gpu.name"), get_string (r, "arch"), get_string (r, "gpu.driver"));
+  for (guint k = 0; kernels && k < json_object_array_length (kernels); k++)
+    {
+      json_object *o = json_object_array_get_idx (kernels, k);
+
+      printf ("  kernel %-12s %-9s %8.0f blocks × %3.0f threads, %3.0f registers, %6.0f B shared, %4.0f B local\n",
+              get_string (o, "name"), get_string (o, "skeleton"), get_double (o, "grid"), get_double (o, "threads"),
+              get_double (o, "registers"), get_double (o, "shared_bytes"), get_double (o, "local_bytes"));
+    }
+  printf ("  time       %.4f ms, median of %.0f (min %.4f, max %.4f)\n", ms, get_double (r, "time_ms.repeats"),
+          get_double (r, "time_ms.min"), get_double (r, "time_ms.max"));
+  printf ("  throughput %.2f TFLOP/s, %.1f GB/s (inputs and outputs once)\n", get_double (r, "tflops"),
+          get_double (r, "gbps"));
+  printf ("  error      %.3g relative to the fp32 reference (bound %.3g): %s\n", get_double (r, "error.max_rel"),
+          get_double (r, "error.bound"), json_object_get_boolean (json_object_object_get (json_object_object_get (r, "error"), "ok")) ? "ok" : "WRONG");
+  if (!isnan (get_double (r, "reference_time_ms.median")))
+    printf ("  plain      %.4f ms (the fp32 reference: every operation through device memory)\n",
+            get_double (r, "reference_time_ms.median"));
+  if (!isnan (pred))
+    printf ("  predicted  %.4f ms on %s (bound: %s); measured / predicted = %.2f\n", pred,
+            get_string (r, "prediction.arch"), get_string (r, "prediction.bound"), ms / pred);
+  else
+    printf ("  predicted  — (the performance model does not know this GPU)\n");
+}
+
+int
+napkin_cli_run (int    argc,
+                char **argv)
+{
+  NapkinCliOverrides overrides = { NULL, NULL };
+  gboolean as_json = FALSE, generic = FALSE;
+  int repeats = 20, timeout = 300;
+  gint64 seed = 1234;
+  g_autofree char *inject = NULL;
+  g_autofree char *model = NULL;
+  const GOptionEntry entries[] = {
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print the runner's JSON result", NULL },
+    { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (default 20)", "N" },
+    { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Stop the run after this many seconds (default 300)", "S" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs", "S" },
+    { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no skeletons)", NULL },
+    { "model", 0, 0, G_OPTION_ARG_STRING, &model, "Architecture the prediction uses (default: the GPU found)", "ID" },
+    { "inject", 0, 0, G_OPTION_ARG_STRING, &inject, "Test the containment: run a kernel made to fault or hang", "fault|hang" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinRunJob) job = NULL;
+  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GMainLoop) loop = NULL;
+  g_autoptr(json_object) result = NULL;
+  RunWait wait = { 0 };
+  const char *status;
+
+  context = napkin_cli_context_new ("run", "FILE",
+                                    "Generate the diagram's CUDA, compile it for the local GPU, run it in a "
+                                    "child process with a time limit, check it against an fp32 reference and "
+                                    "time it. Needs an NVIDIA GPU and driver.",
+                                    entries, &overrides);
+  if (!napkin_cli_parse (context, &argc, &argv))
+    return NAPKIN_CLI_USAGE;
+  if (argc != 2)
+    return napkin_cli_usage_error ("run", "expected exactly one FILE");
+  if (repeats < 1 || timeout < 1)
+    return napkin_cli_usage_error ("run", "--repeats and --timeout must be positive");
+  if (inject != NULL && !g_str_equal (inject, "fault") && !g_str_equal (inject, "hang"))
+    return napkin_cli_usage_error ("run", "--inject takes fault or hang, not “%s”", inject);
+
+  diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
+  napkin_cli_overrides_clear (&overrides);
+  if (diagram == NULL)
+    {
+      if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
+        return napkin_cli_usage_error ("run", "%s", error->message);
+      fprintf (stderr, "%s: invalid: %s\n", argv[1], error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+
+  g_ptr_array_add (args, g_strdup_printf ("--repeats=%d", repeats));
+  g_ptr_array_add (args, g_strdup_printf ("--seed=%" G_GINT64_FORMAT, seed));
+  if (generic)
+    g_ptr_array_add (args, g_strdup ("--generic"));
+  if (inject != NULL)
+    g_ptr_array_add (args, g_strdup_printf ("--inject=%s", inject));
+  g_ptr_array_add (args, NULL);
+
+  job = napkin_run_job_new (diagram, (const char * const *) args->pdata);
+  napkin_run_job_set_timeout (job, timeout);
+  if (isatty (STDERR_FILENO) && !as_json)
+    g_signal_connect (job, "notify::message", G_CALLBACK (on_message), NULL);
+
+  loop = g_main_loop_new (NULL, FALSE);
+  wait.loop = loop;
+  napkin_run_job_run_async (job, NULL, run_done, &wait);
+  g_main_loop_run (loop);
+
+  if (wait.result == NULL)
+    {
+      fprintf (stderr, "napkin-cli run: %s\n", wait.error->message);
+      g_error_free (wait.error);
+      return NAPKIN_CLI_FAILED;
+    }
+  result = wait.result;
+  status = get_string (result, "status");
+  if (g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0)
+    add_prediction (diagram, result, model);
+
+  if (as_json)
+    printf ("%s\n", json_object_to_json_string_ext (result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                                                            | JSON_C_TO_STRING_NOSLASHESCAPE));
+  else if (g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0)
+    print_summary (argv[1], result);
+
+  if (g_strcmp0 (status, "ok") == 0)
+    return NAPKIN_CLI_OK;
+  if (g_strcmp0 (status, "no-gpu") == 0)
+    fprintf (stderr, "napkin-cli run: no GPU: %s\n", get_string (result, "message"));
+  else
+    fprintf (stderr, "napkin-cli run: %s: %s\n", status ? status : "failed",
+             get_string (result, "message") ? get_string (result, "message") : "no message");
+  return NAPKIN_CLI_FAILED;
+}

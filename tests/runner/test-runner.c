@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "napkin-file.h"
+#include "napkin-run-job.h"
+
+/* Tests of the run job use a test double for napkin-runner (fake-runner.sh);
+ * the real runner is exercised where the machine has no GPU: it must say so. */
+
+typedef struct
+{
+  GMainLoop   *loop;
+  json_object *result;
+  GError      *error;
+  double       last_fraction;
+  guint        messages;
+} Wait;
+
+static void
+done_cb (GObject      *object,
+         GAsyncResult *result,
+         gpointer      user_data)
+{
+  Wait *w = user_data;
+
+  w->result = napkin_run_job_run_finish (NAPKIN_RUN_JOB (object), result, &w->error);
+  g_main_loop_quit (w->loop);
+}
+
+static void
+message_cb (NapkinRunJob *job,
+            GParamSpec   *pspec,
+            Wait         *w)
+{
+  w->messages++;
+  w->last_fraction = napkin_run_job_get_fraction (job);
+}
+
+static NapkinDiagram *
+example (const char *file)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file, NULL);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+
+  g_assert_no_error (error);
+  return d;
+}
+
+static NapkinRunJob *
+fake_job (const char *mode)
+{
+  g_autoptr(NapkinDiagram) d = example ("softmax.napkin");
+  const char *argv[] = { "--repeats=7", NULL };
+  const char *runner[] = { FAKE_RUNNER, NULL };
+  NapkinRunJob *job = napkin_run_job_new (d, argv);
+
+  g_setenv ("FAKE_MODE", mode, TRUE);
+  napkin_run_job_set_runner (job, runner);
+  return job;
+}
+
+static void
+run (NapkinRunJob *job,
+     GCancellable *cancellable,
+     Wait         *w)
+{
+  w->loop = g_main_loop_new (NULL, FALSE);
+  g_signal_connect (job, "notify::message", G_CALLBACK (message_cb), w);
+  napkin_run_job_run_async (job, cancellable, done_cb, w);
+  g_main_loop_run (w->loop);
+  g_main_loop_unref (w->loop);
+}
+
+static void
+test_fake_ok (void)
+{
+  g_autoptr(NapkinRunJob) job = fake_job ("ok");
+  Wait w = { 0 };
+  const char *args;
+
+  run (job, NULL, &w);
+  g_assert_no_error (w.error);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (w.result, "status")), ==, "ok");
+  /* The diagram went to the child as a file, with the extra options and the limit. */
+  args = json_object_get_string (json_object_object_get (w.result, "args"));
+  g_assert_nonnull (strstr (args, ".napkin --timeout=300 --repeats=7"));
+  g_assert_cmpint (json_object_get_int (json_object_object_get (w.result, "exit_status")), ==, 0);
+  g_assert_cmpfloat (w.last_fraction, ==, 1.0);
+  g_assert_cmpstr (napkin_run_job_get_message (job), ==, "Done");
+  g_assert_cmpuint (w.messages, >=, 3);
+  g_assert_cmpint (napkin_run_job_get_state (job), ==, NAPKIN_JOB_DONE);
+  json_object_put (w.result);
+}
+
+static void
+test_fake_timeout (void)
+{
+  g_autoptr(NapkinRunJob) job = fake_job ("hang");
+  Wait w = { 0 };
+  gint64 start = g_get_monotonic_time ();
+
+  napkin_run_job_set_timeout (job, 1);
+  run (job, NULL, &w);
+  g_assert_no_error (w.error);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (w.result, "status")), ==, "timeout");
+  g_assert_cmpint (g_get_monotonic_time () - start, <, 10 * G_USEC_PER_SEC);
+  g_assert_cmpint (napkin_run_job_get_state (job), ==, NAPKIN_JOB_FAILED);
+  json_object_put (w.result);
+}
+
+static void
+test_fake_crash (void)
+{
+  g_autoptr(NapkinRunJob) job = fake_job ("crash");
+  Wait w = { 0 };
+
+  run (job, NULL, &w);
+  g_assert_no_error (w.error);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (w.result, "status")), ==, "crashed");
+  g_assert_nonnull (strstr (json_object_get_string (json_object_object_get (w.result, "message")), "signal 11"));
+  json_object_put (w.result);
+}
+
+static void
+test_fake_garbage (void)
+{
+  g_autoptr(NapkinRunJob) job = fake_job ("garbage");
+  Wait w = { 0 };
+
+  run (job, NULL, &w);
+  g_assert_error (w.error, NAPKIN_JOB_ERROR, NAPKIN_JOB_ERROR_OUTPUT);
+  g_clear_error (&w.error);
+}
+
+static gboolean
+cancel_later (gpointer data)
+{
+  g_cancellable_cancel (data);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+test_fake_cancel (void)
+{
+  g_autoptr(NapkinRunJob) job = fake_job ("hang");
+  g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+  Wait w = { 0 };
+  gint64 start = g_get_monotonic_time ();
+
+  g_timeout_add (200, cancel_later, cancellable);
+  run (job, cancellable, &w);
+  g_assert_error (w.error, G_IO_ERROR, G_IO_ERROR_CANCELLED);
+  g_assert_cmpint (g_get_monotonic_time () - start, <, 5 * G_USEC_PER_SEC);
+  g_assert_cmpint (napkin_run_job_get_state (job), ==, NAPKIN_JOB_CANCELLED);
+  g_clear_error (&w.error);
+}
+
+static gboolean
+have_driver (void)
+{
+  void *h = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+
+  if (h != NULL)
+    dlclose (h);
+  return h != NULL;
+}
+
+/* The real runner on a machine without a GPU: a clear message, not a crash. */
+static void
+test_real_no_gpu (void)
+{
+  const char *real = g_getenv ("NAPKIN_RUNNER_REAL");
+  g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+  g_autoptr(NapkinRunJob) job = NULL;
+  Wait w = { 0 };
+
+  if (real == NULL)
+    {
+      g_test_skip ("napkin-runner was not built (no CUDA toolkit)");
+      return;
+    }
+  if (have_driver ())
+    {
+      g_test_skip ("this machine has a CUDA driver");
+      return;
+    }
+  job = napkin_run_job_new (d, NULL);
+  napkin_run_job_set_runner (job, (const char *[]) { real, NULL });
+  run (job, NULL, &w);
+  g_assert_no_error (w.error);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (w.result, "status")), ==, "no-gpu");
+  g_assert_nonnull (strstr (json_object_get_string (json_object_object_get (w.result, "message")), "No CUDA driver"));
+  g_assert_cmpint (json_object_get_int (json_object_object_get (w.result, "exit_status")), ==, 3);
+  json_object_put (w.result);
+}
+
+/* napkin-cli run without a GPU: says so, exits non-zero. */
+static void
+test_cli_no_gpu (void)
+{
+  const char *cli = g_getenv ("NAPKIN_CLI");
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "matmul-tiled.napkin", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+  g_autoptr(GError) error = NULL;
+  int status = 0;
+
+  if (g_getenv ("NAPKIN_RUNNER_REAL") == NULL || have_driver ())
+    {
+      g_test_skip ("needs the real runner on a machine without a GPU");
+      return;
+    }
+  g_setenv ("NAPKIN_RUNNER", g_getenv ("NAPKIN_RUNNER_REAL"), TRUE);
+  g_spawn_sync (NULL, (char *[]) { (char *) cli, "run", path, "--axis", "m=256", NULL }, NULL, G_SPAWN_DEFAULT,
+                NULL, NULL, &out, &err, &status, &error);
+  g_unsetenv ("NAPKIN_RUNNER");
+  g_assert_no_error (error);
+  g_assert_true (WIFEXITED (status));
+  g_assert_cmpint (WEXITSTATUS (status), ==, 1);
+  g_assert_nonnull (strstr (err, "napkin-cli run: no GPU: No CUDA driver on this machine"));
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/runner/job/fake-ok", test_fake_ok);
+  g_test_add_func ("/runner/job/fake-timeout", test_fake_timeout);
+  g_test_add_func ("/runner/job/fake-crash", test_fake_crash);
+  g_test_add_func ("/runner/job/fake-garbage", test_fake_garbage);
+  g_test_add_func ("/runner/job/fake-cancel", test_fake_cancel);
+  g_test_add_func ("/runner/real/no-gpu", test_real_no_gpu);
+  g_test_add_func ("/runner/cli/no-gpu", test_cli_no_gpu);
+  return g_test_run ();
+}
