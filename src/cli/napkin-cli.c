@@ -12,6 +12,9 @@
 static const NapkinCliCommand commands[] = {
   { "validate", "FILE...", "Check diagrams; one error line per invalid file", napkin_cli_validate },
   { "info", "FILE", "Axes, tensors, operations, regions and FLOPs of a diagram", napkin_cli_info },
+  { "codegen", "FILE", "CUDA, standalone .cu or paper-style pseudocode of a relabeled diagram", napkin_cli_codegen },
+  { "run", "FILE", "Compile, run, check and time a diagram on the local GPU", napkin_cli_run },
+  { "calibrate", "", "Measure the local GPU's ceilings and save a measured architecture profile", napkin_cli_calibrate },
   { "archs", "", "GPU architectures the performance model knows", napkin_cli_archs },
   { "analyze", "FILE", "Predicted transfers, footprint, occupancy, time and bound on a GPU", napkin_cli_analyze },
   { "compare", "FILE", "Predicted time, bound and throughput across GPUs and element types", napkin_cli_compare },

@@ -49,6 +49,9 @@ int             napkin_cli_usage_error       (const char          *command,
 /* Commands, one file each. */
 int napkin_cli_validate (int argc, char **argv);
 int napkin_cli_info     (int argc, char **argv);
+int napkin_cli_codegen  (int argc, char **argv);
+int napkin_cli_run      (int argc, char **argv);
+int napkin_cli_calibrate (int argc, char **argv);
 /* perf layer: napkin-cli-perf.c */
 int napkin_cli_archs    (int argc, char **argv);
 int napkin_cli_analyze  (int argc, char **argv);
