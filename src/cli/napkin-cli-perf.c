@@ -411,6 +411,7 @@ napkin_cli_compare (int    argc,
   g_autoptr(GPtrArray) arches = g_ptr_array_new ();
   g_autoptr(GArray) dtypes = g_array_new (FALSE, FALSE, sizeof (int));
   g_autoptr(json_object) rows = json_object_new_array ();
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
   Format format = FORMAT_TEXT;
   NapkinArchRegistry *reg;
   int rc;
@@ -492,6 +493,9 @@ napkin_cli_compare (int    argc,
             fprintf (stderr, "%s: %s\n", argv[1], error->message);
             return NAPKIN_CLI_FAILED;
           }
+        if (!a->feasible)
+          g_ptr_array_add (notes, g_strdup_printf ("%s %s: %s", arch->id, dname,
+                                                   (const char *) g_ptr_array_index (a->errors, 0)));
         if (format == FORMAT_TEXT)
           {
             g_autofree char *t = human (a->predicted_time_s, "s");
@@ -531,6 +535,12 @@ napkin_cli_compare (int    argc,
       }
   if (format == FORMAT_JSON)
     print_json (rows);
+  else if (format == FORMAT_TEXT && notes->len > 0)
+    {
+      printf ("\nInfeasible:\n");
+      for (guint i = 0; i < notes->len; i++)
+        printf ("  %s\n", (const char *) g_ptr_array_index (notes, i));
+    }
   return NAPKIN_CLI_OK;
 }
 
