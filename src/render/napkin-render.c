@@ -144,10 +144,35 @@ input_slots (NapkinDiagram    *diagram,
   return slots;
 }
 
-void
-napkin_render_node_rect (NapkinDiagram *diagram,
-                         guint          n,
-                         NapkinRect    *rect)
+/* The geometry of a diagram, computed once per generation of the diagram and kept
+ * on it, so that drawing and hit-testing cost no more than reading arrays. */
+typedef struct
+{
+  guint64     generation;
+  guint       n_nodes;
+  guint       n_regions;
+  NapkinRect *node_rects;
+  NapkinLevel *node_levels;
+  NapkinRect *region_rects;
+  guint8     *members;      /* n_regions × n_nodes: region r holds node n */
+} Layout;
+
+static void
+layout_free (gpointer data)
+{
+  Layout *layout = data;
+
+  g_free (layout->node_rects);
+  g_free (layout->node_levels);
+  g_free (layout->region_rects);
+  g_free (layout->members);
+  g_free (layout);
+}
+
+static void
+compute_node_rect (NapkinDiagram *diagram,
+                   guint          n,
+                   NapkinRect    *rect)
 {
   const NapkinNode *node = napkin_diagram_node (diagram, n);
   guint slots = MAX (input_slots (diagram, n, node), 2);
@@ -158,6 +183,149 @@ napkin_render_node_rect (NapkinDiagram *diagram,
   rect->y = node->y;
   rect->width = kind_width (node->kind);
   rect->height = slots * STRAND + 2 * PAD;
+}
+
+/* inner nests in outer: a proper subset of its operations, or the same set at a
+ * faster level. */
+static gboolean
+region_is_inside (NapkinDiagram *diagram,
+                  Layout        *layout,
+                  guint          inner,
+                  guint          outer)
+{
+  const NapkinRegion *ri = napkin_diagram_region (diagram, inner);
+  const NapkinRegion *ro = napkin_diagram_region (diagram, outer);
+  const guint8 *mi = layout->members + (gsize) inner * layout->n_nodes;
+  const guint8 *mo = layout->members + (gsize) outer * layout->n_nodes;
+  guint count_i = 0, count_o = 0;
+
+  if (inner == outer)
+    return FALSE;
+  for (guint n = 0; n < layout->n_nodes; n++)
+    {
+      if (mi[n] && !mo[n])
+        return FALSE;
+      count_i += mi[n];
+      count_o += mo[n];
+    }
+  if (count_i == 0)
+    return FALSE;
+  return count_i < count_o || ri->level > ro->level;
+}
+
+static void
+compute_region_rect (NapkinDiagram *diagram,
+                     Layout        *layout,
+                     guint          r,
+                     NapkinRect    *rect)
+{
+  const NapkinRegion *region = napkin_diagram_region (diagram, r);
+  const guint8 *members = layout->members + (gsize) r * layout->n_nodes;
+  double x0 = G_MAXDOUBLE, y0 = G_MAXDOUBLE, x1 = -G_MAXDOUBLE, y1 = -G_MAXDOUBLE;
+  guint nested = 0;
+  double pad, min_w;
+
+  if (region->has_rect)
+    {
+      rect->x = region->x;
+      rect->y = region->y;
+      rect->width = region->width;
+      rect->height = region->height;
+      return;
+    }
+
+  for (guint n = 0; n < layout->n_nodes; n++)
+    {
+      const NapkinRect *nr = &layout->node_rects[n];
+
+      if (!members[n])
+        continue;
+      x0 = MIN (x0, nr->x);
+      y0 = MIN (y0, nr->y - LABEL_H);
+      x1 = MAX (x1, nr->x + nr->width);
+      y1 = MAX (y1, nr->y + nr->height);
+    }
+  if (x0 > x1)
+    {
+      rect->x = rect->y = 0;
+      rect->width = REGION_MIN_W;
+      rect->height = 80;
+      return;
+    }
+
+  for (guint o = 0; o < layout->n_regions; o++)
+    if (region_is_inside (diagram, layout, o, r))
+      nested++;
+
+  pad = REGION_PAD + REGION_NEST * nested;
+  rect->x = x0 - pad;
+  rect->y = y0 - pad - REGION_TOP - REGION_TOP * nested;
+  rect->width = x1 - x0 + 2 * pad;
+  rect->height = y1 - rect->y + pad;
+  min_w = REGION_MIN_W + 2 * REGION_NEST * nested;
+  if (rect->width < min_w)
+    {
+      rect->x -= (min_w - rect->width) / 2;
+      rect->width = min_w;
+    }
+}
+
+static Layout *
+ensure_layout (NapkinDiagram *diagram)
+{
+  static GQuark quark;
+  Layout *layout;
+  guint64 generation = napkin_diagram_get_generation (diagram);
+
+  if (quark == 0)
+    quark = g_quark_from_static_string ("napkin-render-layout");
+  layout = g_object_get_qdata (G_OBJECT (diagram), quark);
+  if (layout != NULL && layout->generation == generation)
+    return layout;
+
+  layout = g_new0 (Layout, 1);
+  layout->generation = generation;
+  layout->n_nodes = napkin_diagram_n_nodes (diagram);
+  layout->n_regions = napkin_diagram_n_regions (diagram);
+  layout->node_rects = g_new (NapkinRect, layout->n_nodes + 1);
+  layout->node_levels = g_new0 (NapkinLevel, layout->n_nodes + 1);
+  layout->region_rects = g_new (NapkinRect, layout->n_regions + 1);
+  layout->members = g_new0 (guint8, (gsize) layout->n_regions * layout->n_nodes + 1);
+
+  for (guint n = 0; n < layout->n_nodes; n++)
+    compute_node_rect (diagram, n, &layout->node_rects[n]);
+  for (guint r = 0; r < layout->n_regions; r++)
+    {
+      const NapkinRegion *region = napkin_diagram_region (diagram, r);
+
+      for (guint i = 0; i < region->nodes->len; i++)
+        {
+          int n = napkin_diagram_find_node (diagram, g_ptr_array_index (region->nodes, i));
+
+          if (n < 0)
+            continue;
+          layout->members[(gsize) r * layout->n_nodes + n] = 1;
+          /* The innermost level: the fastest region holding the node. */
+          if (region->level > layout->node_levels[n])
+            layout->node_levels[n] = region->level;
+        }
+    }
+  for (guint r = 0; r < layout->n_regions; r++)
+    compute_region_rect (diagram, layout, r, &layout->region_rects[r]);
+
+  g_object_set_qdata_full (G_OBJECT (diagram), quark, layout, layout_free);
+  return layout;
+}
+
+void
+napkin_render_node_rect (NapkinDiagram *diagram,
+                         guint          n,
+                         NapkinRect    *rect)
+{
+  Layout *layout = ensure_layout (diagram);
+
+  g_return_if_fail (n < layout->n_nodes);
+  *rect = layout->node_rects[n];
 }
 
 gboolean
@@ -193,95 +361,35 @@ napkin_render_port_point (NapkinDiagram *diagram,
   return TRUE;
 }
 
-/* inner nests in outer: a proper subset of its operations, or the same set at a
- * faster level. */
-static gboolean
-region_is_inside (const NapkinRegion *inner,
-                  const NapkinRegion *outer)
-{
-  if (inner == outer || inner->nodes->len > outer->nodes->len)
-    return FALSE;
-  if (inner->nodes->len == outer->nodes->len && inner->level <= outer->level)
-    return FALSE;
-  for (guint i = 0; i < inner->nodes->len; i++)
-    if (!napkin_region_has_node (outer, g_ptr_array_index (inner->nodes, i)))
-      return FALSE;
-  return TRUE;
-}
-
 void
 napkin_render_region_rect (NapkinDiagram *diagram,
                            guint          r,
                            NapkinRect    *rect)
 {
-  const NapkinRegion *region = napkin_diagram_region (diagram, r);
-  double x0 = G_MAXDOUBLE, y0 = G_MAXDOUBLE, x1 = -G_MAXDOUBLE, y1 = -G_MAXDOUBLE;
-  guint nested = 0;
-  double pad;
+  Layout *layout = ensure_layout (diagram);
 
-  if (region->has_rect)
-    {
-      rect->x = region->x;
-      rect->y = region->y;
-      rect->width = region->width;
-      rect->height = region->height;
-      return;
-    }
-
-  for (guint i = 0; i < region->nodes->len; i++)
-    {
-      int n = napkin_diagram_find_node (diagram, g_ptr_array_index (region->nodes, i));
-      NapkinRect nr;
-
-      if (n < 0)
-        continue;
-      napkin_render_node_rect (diagram, n, &nr);
-      x0 = MIN (x0, nr.x);
-      y0 = MIN (y0, nr.y - LABEL_H);
-      x1 = MAX (x1, nr.x + nr.width);
-      y1 = MAX (y1, nr.y + nr.height);
-    }
-  if (x0 > x1)
-    {
-      rect->x = rect->y = 0;
-      rect->width = REGION_MIN_W;
-      rect->height = 80;
-      return;
-    }
-
-  for (guint o = 0; o < napkin_diagram_n_regions (diagram); o++)
-    if (o != r && region_is_inside (napkin_diagram_region (diagram, o), region))
-      nested++;
-
-  pad = REGION_PAD + REGION_NEST * nested;
-  rect->x = x0 - pad;
-  rect->y = y0 - pad - REGION_TOP - REGION_TOP * nested;
-  rect->width = x1 - x0 + 2 * pad;
-  rect->height = y1 - rect->y + pad;
-  if (rect->width < REGION_MIN_W + 2 * REGION_NEST * nested)
-    {
-      double min_w = REGION_MIN_W + 2 * REGION_NEST * nested;
-
-      rect->x -= (min_w - rect->width) / 2;
-      rect->width = min_w;
-    }
+  g_return_if_fail (r < layout->n_regions);
+  *rect = layout->region_rects[r];
 }
 
 NapkinLevel
 napkin_render_node_level (NapkinDiagram *diagram,
                           guint          n)
 {
-  const NapkinNode *node = napkin_diagram_node (diagram, n);
-  NapkinLevel level = NAPKIN_LEVEL_HBM;
+  Layout *layout = ensure_layout (diagram);
 
-  for (guint r = 0; r < napkin_diagram_n_regions (diagram); r++)
-    {
-      const NapkinRegion *region = napkin_diagram_region (diagram, r);
+  g_return_val_if_fail (n < layout->n_nodes, NAPKIN_LEVEL_HBM);
+  return layout->node_levels[n];
+}
 
-      if (region->level > level && napkin_region_has_node (region, node->id))
-        level = region->level;
-    }
-  return level;
+static gboolean
+region_holds (NapkinDiagram *diagram,
+              guint          r,
+              int            n)
+{
+  Layout *layout = ensure_layout (diagram);
+
+  return n >= 0 && (guint) n < layout->n_nodes && layout->members[(gsize) r * layout->n_nodes + n];
 }
 
 static void
@@ -481,7 +589,14 @@ typedef struct
   gboolean             *bad_wires;
   gboolean             *bad_regions;
   double                clip_x0, clip_y0, clip_x1, clip_y1;
+  double                scale;       /* device pixels per document unit */
 } DrawContext;
+
+/* Text smaller than about 4 pixels is noise on screen and costs most of a frame:
+ * below these scales the canvas leaves it out (exports draw at scale 1). */
+#define SCALE_STRAND_LABELS 0.55
+#define SCALE_DETAILS       0.45
+#define SCALE_LABELS        0.30
 
 static void
 set_rgb (cairo_t      *cr,
@@ -591,6 +706,8 @@ draw_region_body (DrawContext *ctx,
   guint n_dashes;
 
   napkin_render_region_rect (ctx->diagram, r, &rect);
+  if (!visible (ctx, &rect, 4))
+    return;
   rounded_rect (cr, rect.x, rect.y, rect.width, rect.height, 10);
   set_rgb (cr, level_rgb[region->level], 0.10);
   cairo_fill_preserve (cr);
@@ -618,6 +735,10 @@ draw_region_labels (DrawContext *ctx,
   double x;
 
   napkin_render_region_rect (ctx->diagram, r, &rect);
+  if (!visible (ctx, &rect, 20))
+    return;
+  if (ctx->scale < SCALE_LABELS)
+    goto handle;
   if (region->stages > 1)
     title = g_strdup_printf (_("%s · %s · %u stages"), _(level_titles[region->level]),
                              region->name, region->stages);
@@ -655,6 +776,7 @@ draw_region_labels (DrawContext *ctx,
     }
 
   /* Resize handle. */
+handle:
   cairo_move_to (cr, rect.x + rect.width - 3, rect.y + rect.height - HANDLE);
   cairo_line_to (cr, rect.x + rect.width - 3, rect.y + rect.height - 3);
   cairo_line_to (cr, rect.x + rect.width - HANDLE, rect.y + rect.height - 3);
@@ -765,6 +887,8 @@ draw_wires (DrawContext         *ctx,
         if ((int) region->level != level)
           continue;
         napkin_render_region_rect (ctx->diagram, r, &rect);
+        if (!visible (ctx, &rect, 0))
+          continue;
         cairo_save (cr);
         rounded_rect (cr, rect.x, rect.y, rect.width, rect.height, 10);
         cairo_clip (cr);
@@ -774,7 +898,8 @@ draw_wires (DrawContext         *ctx,
 
             if (!shown[w] || ctx->bad_wires[w]
                 || (options && options->selected_wire == (int) w)
-                || !(napkin_region_has_node (region, wire->from) || napkin_region_has_node (region, wire->to)))
+                || !(region_holds (ctx->diagram, r, napkin_diagram_find_node (ctx->diagram, wire->from))
+                     || region_holds (ctx->diagram, r, napkin_diagram_find_node (ctx->diagram, wire->to))))
               continue;
             wire_path (ctx, w, &rank);
             set_rgb (cr, level_rgb[level], 1);
@@ -784,7 +909,7 @@ draw_wires (DrawContext         *ctx,
       }
 
   /* Each strand is labelled with its axis and size at the middle of the wire. */
-  for (guint w = 0; w < n_wires; w++)
+  for (guint w = 0; w < n_wires && ctx->scale >= SCALE_STRAND_LABELS; w++)
     {
       double x1, y1, x2, y2;
       int from;
@@ -1010,7 +1135,7 @@ draw_node (DrawContext         *ctx,
         }
     }
 
-  detail = node_detail (ctx->diagram, n, node);
+  detail = ctx->scale >= SCALE_DETAILS ? node_detail (ctx->diagram, n, node) : NULL;
   if (detail != NULL)
     {
       double dx = r->x + r->width / 2;
@@ -1023,6 +1148,8 @@ draw_node (DrawContext         *ctx,
     }
 
   /* The label above the glyph; tensors show their element type below. */
+  if (ctx->scale < SCALE_LABELS)
+    goto ports;
   draw_text (ctx, node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT ? ctx->bold : ctx->font,
              node->label && *node->label ? node->label : node->id,
              r->x + r->width / 2, r->y - LABEL_H, 0.5, FALSE,
@@ -1037,6 +1164,7 @@ draw_node (DrawContext         *ctx,
     }
 
   /* Ports: hollow when nothing is connected. */
+ports:
   n_in = napkin_op_n_inputs (node);
   for (int p = -1; p < (int) n_in; p++)
     {
@@ -1090,6 +1218,12 @@ napkin_render_draw (cairo_t                   *cr,
   n_regions = napkin_diagram_n_regions (diagram);
   n_wires = napkin_diagram_n_wires (diagram);
   cairo_clip_extents (cr, &ctx.clip_x0, &ctx.clip_y0, &ctx.clip_x1, &ctx.clip_y1);
+  {
+    double ux = 1, uy = 0;
+
+    cairo_user_to_device_distance (cr, &ux, &uy);
+    ctx.scale = hypot (ux, uy);
+  }
 
   ctx.layout = pango_cairo_create_layout (cr);
   ctx.font = pango_font_description_from_string ("Sans 9");

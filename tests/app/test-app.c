@@ -490,8 +490,10 @@ test_french (void)
   g_autoptr(NapkinDiagram) blank = napkin_diagram_new ();
 
   bindtextdomain (GETTEXT_PACKAGE, po);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
   g_setenv ("LANGUAGE", "fr", TRUE);
-  setlocale (LC_MESSAGES, "");
+  /* gettext ignores LANGUAGE in the "C" locale; C.UTF-8 is always there. */
+  g_assert_nonnull (setlocale (LC_MESSAGES, "C.UTF-8"));
   g_assert_cmpstr (_("Untitled Diagram"), ==, "Diagramme sans titre");
   window = open_window (NULL);
   napkin_window_set_document (window, blank, NULL);
@@ -584,6 +586,7 @@ main (int    argc,
   int status;
 
   setlocale (LC_ALL, "");
+  textdomain (GETTEXT_PACKAGE);   /* as main.c: _() is gettext () */
   g_test_init (&argc, &argv, NULL);
 
   if (!gtk_init_check ())
