@@ -207,15 +207,21 @@ print_analysis_text (NapkinAnalysis *a,
     {
       const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, i);
 
-      printf ("\nRegion %s (%s inside %s): tile %s, %u stage%s, %u threads\n", c->name,
-              napkin_level_to_string (c->level), napkin_level_to_string (c->parent_level), c->tile, c->stages,
-              c->stages == 1 ? "" : "s", c->threads);
+      printf ("\nRegion %s (%s inside %s): tile %s, %u stage%s", c->name, napkin_level_to_string (c->level),
+              napkin_level_to_string (c->parent_level), c->tile, c->stages, c->stages == 1 ? "" : "s");
+      if (c->threads > 0)
+        printf (", %u threads", c->threads);
+      printf ("\n");
       printf ("  instances %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " groups × %" G_GINT64_FORMAT
               " stream chunks per group), footprint %" G_GINT64_FORMAT " elements = %" G_GINT64_FORMAT " bytes\n",
               c->instances, c->groups, c->chunks, c->footprint_elements, c->footprint_bytes);
-      printf ("  %" G_GINT64_FORMAT " per SM (bound by %s), %u registers/thread, %" G_GINT64_FORMAT " wave%s%s\n",
-              c->per_sm, c->binding_limit, c->registers_per_thread, c->waves, c->waves == 1 ? "" : "s",
-              c->feasible ? "" : "  INFEASIBLE");
+      if (c->level == NAPKIN_LEVEL_L2)
+        printf ("  %" G_GINT64_FORMAT " held in L2 at once, %" G_GINT64_FORMAT " round%s%s\n", c->per_sm, c->waves,
+                c->waves == 1 ? "" : "s", c->feasible ? "" : "  INFEASIBLE");
+      else
+        printf ("  %" G_GINT64_FORMAT " per SM (bound by %s), %u registers/thread, %" G_GINT64_FORMAT " wave%s%s\n",
+                c->per_sm, c->binding_limit, c->registers_per_thread, c->waves, c->waves == 1 ? "" : "s",
+                c->feasible ? "" : "  INFEASIBLE");
       for (guint t = 0; t < c->transfers->len; t++)
         {
           const NapkinTransfer *tr = &g_array_index (c->transfers, NapkinTransfer, t);

@@ -729,6 +729,25 @@ model_occupancy (Model *m,
   double per_thread;
 
   m->current = r;
+  if (cost->level == NAPKIN_LEVEL_L2)
+    {
+      /* An L2 region is a panel of the output that the blocks inside it share
+       * through L2: no threads or registers of its own. per_sm reports how many
+       * panels L2 holds at once (device-wide). */
+      double cap = arch->levels[NAPKIN_LEVEL_L2].capacity_bytes;
+
+      cost->threads = 0;
+      cost->registers_per_thread = 0;
+      if (cost->footprint_bytes > cap)
+        error_add (m, "regions[%u]: footprint %" G_GINT64_FORMAT " bytes exceeds the %.0f bytes of L2 on %s",
+                   cost->region, cost->footprint_bytes, cap, arch->id);
+      cost->per_sm = cost->footprint_bytes > 0 ? (gint64) MIN (floor (cap / cost->footprint_bytes), 1e9) : 1;
+      cost->binding_limit = "L2 capacity";
+      cost->waves = ceil_div (cost->instances, MAX (1, cost->per_sm));
+      cost->feasible = m->rs[r].n_errors == 0;
+      m->current = -1;
+      return;
+    }
   /* Register-resident data per thread: a nested registers region's footprint,
    * else the values made and used inside this region. */
   if (cost->level == NAPKIN_LEVEL_REGISTERS)
@@ -787,13 +806,6 @@ model_occupancy (Model *m,
                    cost->region, cost->footprint_bytes, cost->footprint_elements, arch->smem_max_per_block,
                    arch->id);
       limits[0] = (gint64) floor (arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / need);
-    }
-  else if (cost->level == NAPKIN_LEVEL_L2)
-    {
-      if (cost->footprint_bytes > arch->levels[NAPKIN_LEVEL_L2].capacity_bytes)
-        error_add (m, "regions[%u]: footprint %" G_GINT64_FORMAT " bytes exceeds the %.0f bytes of L2 on %s",
-                   cost->region, cost->footprint_bytes, arch->levels[NAPKIN_LEVEL_L2].capacity_bytes, arch->id);
-      limits[0] = G_MAXINT32;
     }
   else
     limits[0] = G_MAXINT32;
@@ -867,7 +879,9 @@ model_l2_reuse (Model *m,
   double in_flight = 0;
   g_autofree gint64 *distinct = NULL;
 
-  if (m->a->paper || cost->parent >= 0 || cost->parent_level != NAPKIN_LEVEL_HBM || cost->per_sm < 1)
+  /* an explicit L2 region models the sharing itself */
+  if (m->a->paper || cost->parent >= 0 || cost->parent_level != NAPKIN_LEVEL_HBM || cost->per_sm < 1
+      || cost->level == NAPKIN_LEVEL_L2)
     return;
   for (guint a = 0; a < m->n_axes && n_par < G_N_ELEMENTS (axes); a++)
     {
@@ -947,9 +961,12 @@ account_transfer (Model                *m,
                      tr->from == NAPKIN_LEVEL_HBM ? tr->hbm_bytes : tr->bytes);
   if (tr->from == NAPKIN_LEVEL_HBM)
     {
-      add_level_traffic (m, NAPKIN_LEVEL_L2, tr->elements, tr->bytes);
       time_s[NAPKIN_RESOURCE_HBM] += tr->hbm_bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
-      time_s[NAPKIN_RESOURCE_L2] += tr->bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+      if (tr->to != NAPKIN_LEVEL_L2)   /* into an L2 region: the L2 side is its children's reads */
+        {
+          add_level_traffic (m, NAPKIN_LEVEL_L2, tr->elements, tr->bytes);
+          time_s[NAPKIN_RESOURCE_L2] += tr->bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+        }
     }
   else
     time_s[level_resource (tr->from)] += tr->bytes / m->arch->levels[tr->from].bandwidth;
@@ -1059,9 +1076,25 @@ build_kernels (Model *m)
         }
       for (guint i = 0; i < m->rs[cost->region].members->len; i++)
         node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), k.time_s);
-      /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances. */
-      slots = ceil_div (cost->instances, m->arch->sms);
-      k.quantisation = (double) slots * m->arch->sms / MAX (1, cost->instances);
+      /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances, I
+       * counted at the kernel's outermost region on the SMs (below any L2 panel). */
+      {
+        gint64 blocks = cost->instances;
+
+        if (cost->level == NAPKIN_LEVEL_L2)
+          for (guint c = 0; c < m->a->regions->len; c++)
+            {
+              NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
+
+              if (cc->parent == (int) r && cc->level != NAPKIN_LEVEL_L2)
+                {
+                  blocks = cc->instances;
+                  break;
+                }
+            }
+        slots = ceil_div (blocks, m->arch->sms);
+        k.quantisation = (double) slots * m->arch->sms / MAX (1, blocks);
+      }
       finish_kernel (m, &k);
       g_array_append_val (m->a->kernels, k);
     }

@@ -434,6 +434,42 @@ test_plain_materialised (void)
   g_assert_cmpint (an->bound, ==, NAPKIN_RESOURCE_HBM);
 }
 
+/* An explicit L2 panel: the device-memory traffic is the panels', the blocks
+ * inside read from L2, and the waves are counted in blocks, not panels. */
+static void
+test_l2_panel (void)
+{
+  g_autoptr(NapkinDiagram) plain = example ("matmul-tiled.napkin");
+  g_autoptr(json_object) root = napkin_diagram_to_json (plain);
+  json_object *panel = json_tokener_parse ("{\"name\": \"panel\", \"level\": \"l2\", \"nodes\": [\"mm\"], "
+                                           "\"marks\": {\"m\": {\"parallel\": 1024}, \"n\": {\"parallel\": 1024}}}");
+  g_autoptr(NapkinDiagram) d = NULL;
+  g_autoptr(NapkinAnalysis) an = NULL;
+  g_autoptr(GError) error = NULL;
+  const NapkinRegionCost *p, *b;
+  const NapkinKernelCost *k;
+
+  json_object_array_add (json_object_object_get (root, "regions"), panel);
+  d = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  an = analyze (d, "h100", FALSE);
+  g_assert_true (an->feasible);
+  p = region (an, "panel");
+  b = region (an, "block");
+  g_assert_cmpint (p->instances, ==, 16);
+  g_assert_cmpint (b->instances, ==, 1024);
+  g_assert_cmpint (b->parent_level, ==, NAPKIN_LEVEL_L2);
+  /* each panel reads a 1024 × 4096 strip of A and of B once, and writes C once */
+  g_assert_cmpint (an->levels[NAPKIN_LEVEL_HBM].transfer_elements, ==, 2 * 16 * 1024 * 4096 + 4096 * 4096);
+  /* the blocks' H now comes from L2 */
+  g_assert_cmpint (an->levels[NAPKIN_LEVEL_L2].transfer_elements, ==, b->transfer_elements);
+  g_assert_cmpint (b->transfer_elements, ==, 2 * (G_GINT64_CONSTANT (4096) * 4096 * 4096 / 128) + 4096 * 4096);
+  g_assert_cmpuint (an->kernels->len, ==, 1);
+  k = &g_array_index (an->kernels, NapkinKernelCost, 0);
+  g_assert_cmpfloat_with_epsilon (k->quantisation, 8.0 * 132 / 1024, 1e-12);
+  g_assert_cmpint (p->per_sm, ==, 2);   /* 18.9 MB panels in 50 MiB of L2 */
+}
+
 /* ---- feasibility ---------------------------------------------------------------------- */
 
 static void
@@ -637,6 +673,7 @@ main (int    argc,
   g_test_add_func ("/perf/hopper/sketch", test_hopper_sketch);
   g_test_add_func ("/perf/examples/all-archs", test_examples_all_archs);
   g_test_add_func ("/perf/plain/materialised", test_plain_materialised);
+  g_test_add_func ("/perf/l2/panel", test_l2_panel);
   g_test_add_func ("/perf/feasibility", test_feasibility);
   g_test_add_func ("/perf/overflow", test_overflow);
   g_test_add_func ("/perf/tune", test_tune);
