@@ -343,6 +343,8 @@ napkin_edit_add_axis (NapkinHistory  *history,
     return refuse (error, "an axis “%s” already exists", name);
   if (!check_size (size, "axis size", error))
     return FALSE;
+  if (napkin_diagram_n_axes (diagram) >= NAPKIN_MAX_AXES)
+    return refuse (error, "at most %d axes", NAPKIN_MAX_AXES);  /* else the file would not load */
 
   command = napkin_command_new ("Add axis");
   napkin_command_add (command, NAPKIN_ITEM_AXIS, napkin_diagram_n_axes (diagram), NULL, &axis);
@@ -500,6 +502,8 @@ napkin_edit_add_region (NapkinHistory       *history,
     return FALSE;
   if (napkin_diagram_find_region (diagram, region->name) >= 0)
     return refuse (error, "a region “%s” already exists", region->name);
+  if (napkin_diagram_n_regions (diagram) >= NAPKIN_MAX_REGIONS)
+    return refuse (error, "at most %d regions", NAPKIN_MAX_REGIONS);  /* else the file would not load */
 
   command = napkin_command_new ("Add region");
   napkin_command_add (command, NAPKIN_ITEM_REGION, napkin_diagram_n_regions (diagram), NULL, region);

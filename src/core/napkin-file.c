@@ -471,6 +471,10 @@ load_axes (Loader        *loader,
 {
   static const char *known[] = { "name", "size", NULL };
 
+  if (array && json_object_array_length (array) > NAPKIN_MAX_AXES)
+    fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "axes", "%zu axes; at most %d are supported",
+          json_object_array_length (array), NAPKIN_MAX_AXES);
+
   for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
     {
       json_object *obj = json_object_array_get_idx (array, i);
@@ -859,6 +863,10 @@ load_regions (Loader        *loader,
 {
   static const char *known[] = { "name", "level", "nodes", "marks", "stages", "rect", NULL };
   g_autoptr(GHashTable) listed = g_hash_table_new (g_str_hash, g_str_equal);
+
+  if (array && json_object_array_length (array) > NAPKIN_MAX_REGIONS)
+    fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "regions", "%zu regions; at most %d are supported",
+          json_object_array_length (array), NAPKIN_MAX_REGIONS);
 
   for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
     {

@@ -10,6 +10,10 @@ G_BEGIN_DECLS
 #define NAPKIN_MAX_RANK        8
 #define NAPKIN_MAX_NAME_LEN    64
 #define NAPKIN_MAX_NODES       100000
+/* Far above any real diagram; they bound the checks that compare marks and region
+ * pairs, so that a hostile file cannot make validation take hours (docs/security.md). */
+#define NAPKIN_MAX_AXES        1024
+#define NAPKIN_MAX_REGIONS     256
 
 typedef enum
 {

@@ -286,6 +286,23 @@ check_node (Checker *checker,
     report_node (checker, n, "cannot work out the tensor “%s” produces", node->id);
 }
 
+static gboolean
+inputs_reached (NapkinDiagram  *d,
+                guint           n,
+                const gboolean *reached)
+{
+  const NapkinNode *node = napkin_diagram_node (d, n);
+
+  for (guint p = 0; p < napkin_op_n_inputs (node); p++)
+    {
+      int src = napkin_diagram_input_source (d, n, p);
+
+      if (src >= 0 && !reached[src])
+        return FALSE;
+    }
+  return TRUE;
+}
+
 static void
 check_nodes (Checker *checker)
 {
@@ -295,26 +312,30 @@ check_nodes (Checker *checker)
 
   if (topo == NULL)
     {
-      /* Name one operation on the cycle: one that is not in the acyclic prefix. */
+      /* Name one operation on the cycle: one that is not in the acyclic prefix.
+       * Reached operations pass it on to their consumers: linear time, where
+       * sweeping until nothing changes took minutes on a long chain listed backwards. */
       g_autofree gboolean *reached = g_new0 (gboolean, n_nodes + 1);
-      gboolean changed = TRUE;
+      GQueue queue = G_QUEUE_INIT;
 
-      while (changed)
+      for (guint n = 0; n < n_nodes; n++)
+        if (inputs_reached (d, n, reached))
+          {
+            reached[n] = TRUE;
+            g_queue_push_tail (&queue, GUINT_TO_POINTER (n));
+          }
+      while (!g_queue_is_empty (&queue))
         {
-          changed = FALSE;
-          for (guint n = 0; n < n_nodes; n++)
-            {
-              gboolean ready = !reached[n];
-              const NapkinNode *node = napkin_diagram_node (d, n);
+          guint n = GPOINTER_TO_UINT (g_queue_pop_head (&queue));
+          guint n_consumers;
+          const guint *consumers = napkin_diagram_consumers (d, n, &n_consumers);
 
-              for (guint p = 0; ready && p < napkin_op_n_inputs (node); p++)
-                {
-                  int src = napkin_diagram_input_source (d, n, p);
-                  ready = src < 0 || reached[src];
-                }
-              if (ready)
-                reached[n] = changed = TRUE;
-            }
+          for (guint c = 0; c < n_consumers; c++)
+            if (!reached[consumers[c]] && inputs_reached (d, consumers[c], reached))
+              {
+                reached[consumers[c]] = TRUE;
+                g_queue_push_tail (&queue, GUINT_TO_POINTER (consumers[c]));
+              }
         }
       for (guint n = 0; n < n_nodes; n++)
         if (!reached[n])

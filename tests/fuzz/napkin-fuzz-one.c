@@ -10,6 +10,16 @@
 #include "napkin-file.h"
 #include "napkin-fuzz-one.h"
 #include "napkin-validate.h"
+#ifdef NAPKIN_FUZZ_PERF
+#include "napkin-model.h"
+#endif
+#ifdef NAPKIN_FUZZ_LOWER
+#include "napkin-interp.h"
+#include "napkin-ir.h"
+#endif
+#ifdef NAPKIN_FUZZ_RENDER
+#include "napkin-render.h"
+#endif
 
 /* abort (), not g_error (): libFuzzer keeps the input of a SIGABRT, not of a SIGTRAP. */
 #define broken(...) G_STMT_START { g_printerr ("napkin-fuzz: invariant broken: " __VA_ARGS__); \
@@ -27,6 +37,84 @@ check_message (const char *message)
   for (const char *p = message; *p; p++)
     if ((guchar) *p < 0x20 || *p == 0x7f)
       broken ("error message holds control character 0x%02x: %s", (guchar) *p, message);
+}
+
+static void
+check_text (const char *what,
+            const char *text)
+{
+  if (text == NULL || !g_utf8_validate (text, -1, NULL))
+    broken ("%s is not UTF-8 text", what);
+}
+
+/* The later layers, where they are built: each answers a valid diagram or refuses it
+ * with an error; none may crash, overflow or print what it was not given. */
+static void
+check_layers (NapkinDiagram *diagram)
+{
+#ifdef NAPKIN_FUZZ_PERF
+  {
+    NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+
+    for (guint i = 0; i < napkin_arch_registry_count (registry); i++)
+      {
+        NapkinAnalyzeOptions options = { 0 };
+        g_autoptr(NapkinAnalysis) analysis = NULL;
+        g_autoptr(GError) error = NULL;
+
+        analysis = napkin_analyze (diagram, napkin_arch_registry_get (registry, i), &options, &error);
+        if (analysis == NULL)
+          {
+            if (error == NULL)
+              broken ("napkin_analyze failed without an error");
+            check_message (error->message);
+            continue;
+          }
+        {
+          json_object *json = napkin_analysis_to_json (analysis);
+
+          check_text ("the analysis as JSON", json_object_to_json_string (json));
+          json_object_put (json);
+        }
+        for (guint e = 0; analysis->errors && e < analysis->errors->len; e++)
+          check_message (g_ptr_array_index (analysis->errors, e));
+        for (guint w = 0; analysis->warnings && w < analysis->warnings->len; w++)
+          check_message (g_ptr_array_index (analysis->warnings, w));
+      }
+  }
+#endif
+
+#ifdef NAPKIN_FUZZ_LOWER
+  for (guint plain = 0; plain < 2; plain++)
+    {
+      g_autoptr(NapkinIrProgram) program = NULL;
+      g_autoptr(GError) error = NULL;
+
+      program = napkin_ir_lower (diagram, plain ? NAPKIN_LOWER_PLAIN : NAPKIN_LOWER_DEFAULT, &error);
+      if (program == NULL)
+        {
+          if (error == NULL)
+            broken ("napkin_ir_lower failed without an error");
+          check_message (error->message);
+        }
+    }
+#endif
+
+#ifdef NAPKIN_FUZZ_RENDER
+  {
+    g_autofree char *tikz = napkin_render_to_tikz (diagram);
+    cairo_surface_t *surface = cairo_recording_surface_create (CAIRO_CONTENT_COLOR_ALPHA, NULL);
+    cairo_t *cr = cairo_create (surface);
+    NapkinRenderOptions options = { NULL, 0, -1, -1, NULL };
+
+    check_text ("the TikZ export", tikz);
+    napkin_render_draw (cr, diagram, &options);
+    if (cairo_status (cr) != CAIRO_STATUS_SUCCESS)
+      broken ("drawing failed: %s", cairo_status_to_string (cairo_status (cr)));
+    cairo_destroy (cr);
+    cairo_surface_destroy (surface);
+  }
+#endif
 }
 
 static void
@@ -89,6 +177,9 @@ check_diagram (NapkinDiagram *diagram)
 
   if (valid != napkin_diagram_validate (reloaded, NULL))
     broken ("validity changed across a save and reload");
+
+  if (valid)
+    check_layers (diagram);
 }
 
 void
