@@ -15,6 +15,7 @@ gboolean    _napkin_cuda_try_skeleton (const NapkinIrProgram  *program,
                                        const int              *slot,
                                        const char             *prefix,
                                        guint                   index,
-                                       GString                *out);
+                                       GString                *out,
+                                       char                  **note);
 
 G_END_DECLS

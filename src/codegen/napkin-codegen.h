@@ -27,7 +27,8 @@ typedef struct
   char    *skeleton;         /* "generic", "gemm-mma", … */
   gint64   grid;             /* thread blocks */
   guint    threads;          /* per block */
-  gint64   smem_bytes;       /* static shared memory the printer placed */
+  gint64   smem_bytes;       /* shared memory the kernel uses */
+  gint64   dynamic_smem;     /* of which dynamic: pass at launch (opt-in above 48 KiB) */
   gint64   workspace_bytes;  /* device memory for tiles, all blocks together */
   char    *note;             /* why a skeleton was or was not used, or NULL */
 } NapkinCudaKernel;

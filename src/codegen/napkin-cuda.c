@@ -756,7 +756,8 @@ print_kernel (Printer              *P,
               const NapkinIrKernel *k,
               const int            *slot,
               const char           *prefix,
-              guint                 index)
+              guint                 index,
+              char                 *note)
 {
   NapkinCudaKernel *ck = g_new0 (NapkinCudaKernel, 1);
   guint n_buffers = P->prog->buffers->len;
@@ -767,6 +768,7 @@ print_kernel (Printer              *P,
 
   ck->name = g_strdup_printf ("%sk%u", prefix, index);
   ck->skeleton = g_strdup ("generic");
+  ck->note = note;
   ck->threads = NAPKIN_CUDA_THREADS;
   memset (P->place, 0, sizeof (int) * n_buffers);
   place_tiles (P, body, &smem, &ws);
@@ -947,10 +949,12 @@ napkin_codegen_cuda (NapkinIrProgram     *program,
     {
       const NapkinIrKernel *kernel = g_ptr_array_index (program->kernels, k);
 
+      char *note = NULL;
+
       if (!(flags & NAPKIN_CODEGEN_GENERIC_ONLY)
-          && _napkin_cuda_try_skeleton (program, kernel, module, slot, prefix, k, P.out))
+          && _napkin_cuda_try_skeleton (program, kernel, module, slot, prefix, k, P.out, &note))
         continue;
-      print_kernel (&P, module, kernel, slot, prefix, k);
+      print_kernel (&P, module, kernel, slot, prefix, k, note);
     }
 
   for (guint k = 0; k < module->kernels->len; k++)

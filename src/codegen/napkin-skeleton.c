@@ -3,7 +3,222 @@
 
 #include "config.h"
 
+#include <string.h>
+
 #include "napkin-codegen-private.h"
+#include "napkin-kernels.h"
+
+/* Strong skeletons for recognised kernels (the .cu files of kernels/), with their tile sizes,
+ * stages and warps taken from the relabeling. A kernel that does not fit a
+ * skeleton's conditions goes to the generic printer, with a note saying why. */
+
+#define MAX_DYNAMIC_SMEM (227 * 1024)
+
+typedef struct
+{
+  const char *key;
+  char       *value;
+} Param;
+
+static char *
+instantiate (const char *template,
+             Param      *params,
+             guint       n_params)
+{
+  GString *s = g_string_new (template);
+
+  for (guint i = 0; i < n_params; i++)
+    {
+      g_autofree char *key = g_strdup_printf ("@%s@", params[i].key);
+
+      g_string_replace (s, key, params[i].value, 0);
+      g_free (params[i].value);
+    }
+  return g_string_free (s, FALSE);
+}
+
+static int
+buffer_for_tensor (const NapkinIrProgram *program,
+                   NapkinBufRole          role,
+                   int                    tensor)
+{
+  for (guint b = 0; b < program->buffers->len; b++)
+    {
+      const NapkinIrBuffer *buf = napkin_ir_buffer (program, b);
+
+      if (buf->role == role && buf->tensor == tensor)
+        return b;
+    }
+  return -1;
+}
+
+/* The inner (register) region directly inside the kernel's region, if any. */
+static const NapkinRegion *
+inner_region (NapkinDiagram      *d,
+              const NapkinRegion *outer)
+{
+  for (guint r = 0; r < napkin_diagram_n_regions (d); r++)
+    {
+      const NapkinRegion *cand = napkin_diagram_region (d, r);
+      gboolean inside = cand != outer && cand->level > outer->level;
+
+      for (guint i = 0; inside && i < cand->nodes->len; i++)
+        inside = napkin_region_has_node (outer, g_ptr_array_index (cand->nodes, i));
+      if (inside)
+        return cand;
+    }
+  return NULL;
+}
+
+#define REFUSE(...) do { *note = g_strdup_printf ("gemm-mma skeleton not used: " __VA_ARGS__); return FALSE; } while (0)
+
+static gboolean
+try_gemm (const NapkinIrProgram *program,
+          const NapkinIrKernel  *kernel,
+          NapkinCudaModule      *module,
+          const int             *slot,
+          const char            *prefix,
+          guint                  index,
+          GString               *out,
+          char                 **note)
+{
+  NapkinDiagram *d = program->diagram;
+  const NapkinRegion *region = napkin_diagram_region (d, kernel->region);
+  const NapkinRegion *inner;
+  const NapkinNode *mm, *a_node, *b_node, *c_node;
+  int n, a_src, b_src, a_buf, b_buf, c_buf;
+  const NapkinTensor *A, *B, *C;
+  guint n_consumers;
+  const guint *consumers;
+  gint64 M, N, K, BM = 0, BN = 0, BK = 0, WM = 0, WN = 0, stages, smem, warps;
+  NapkinCudaKernel *ck;
+  g_autofree char *name = NULL;
+  char *text;
+
+  if (region->nodes->len != 1)
+    return FALSE;
+  n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, 0));
+  mm = napkin_diagram_node (d, n);
+  if (mm->kind != NAPKIN_OP_CONTRACT)
+    return FALSE;
+  a_src = napkin_diagram_input_source (d, n, 0);
+  b_src = napkin_diagram_input_source (d, n, 1);
+  a_node = napkin_diagram_node (d, a_src);
+  b_node = napkin_diagram_node (d, b_src);
+  consumers = napkin_diagram_consumers (d, n, &n_consumers);
+  if (a_node->kind != NAPKIN_OP_INPUT || b_node->kind != NAPKIN_OP_INPUT || n_consumers != 1)
+    REFUSE ("its operands must be inputs and its result one output");
+  c_node = napkin_diagram_node (d, consumers[0]);
+  if (c_node->kind != NAPKIN_OP_OUTPUT)
+    REFUSE ("its result must be an output");
+  A = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, a_node->tensor));
+  B = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, b_node->tensor));
+  C = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, c_node->tensor));
+  if (g_strv_length (A->axes) != 2 || g_strv_length (B->axes) != 2 || g_strv_length (C->axes) != 2)
+    REFUSE ("A, B and C must be matrices");
+  /* A[m,k]·B[k,n] → C[m,n], each row-major with the last axis contiguous. */
+  if (!g_str_equal (A->axes[1], B->axes[0]) || !g_str_equal (A->axes[0], C->axes[0])
+      || !g_str_equal (B->axes[1], C->axes[1]))
+    REFUSE ("the layouts must be A[m,k], B[k,n], C[m,n]");
+  if ((A->dtype != NAPKIN_DTYPE_FP16 && A->dtype != NAPKIN_DTYPE_BF16) || B->dtype != A->dtype)
+    REFUSE ("A and B must both be fp16 or both bf16");
+  if (C->dtype != A->dtype && C->dtype != NAPKIN_DTYPE_FP32)
+    REFUSE ("C must have A's type or fp32");
+
+  M = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, A->axes[0]));
+  K = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, A->axes[1]));
+  N = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, B->axes[1]));
+  if (napkin_region_mark (region, A->axes[0], &BM) != NAPKIN_MARK_PARALLEL
+      || napkin_region_mark (region, B->axes[1], &BN) != NAPKIN_MARK_PARALLEL
+      || napkin_region_mark (region, A->axes[1], &BK) != NAPKIN_MARK_STREAM)
+    REFUSE ("the region must cut %s and %s into parallel groups and stream %s", A->axes[0], B->axes[1], A->axes[1]);
+  stages = MAX (region->stages, 2);
+
+  inner = inner_region (d, region);
+  if (inner != NULL)
+    {
+      if (napkin_region_mark (inner, A->axes[0], &WM) != NAPKIN_MARK_PARALLEL)
+        WM = BM;
+      if (napkin_region_mark (inner, B->axes[1], &WN) != NAPKIN_MARK_PARALLEL)
+        WN = BN;
+    }
+  else
+    {
+      /* No warp tiles drawn: up to 8 warps of 64×32 (or less where the block is smaller). */
+      WM = MIN (BM, 64);
+      WN = MIN (BN, 32);
+    }
+
+  if (M % BM || N % BN || K % BK)
+    REFUSE ("the sizes (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ") must be multiples of "
+            "the tiles (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ")", M, N, K, BM, BN, BK);
+  if (BK % 16 || WM % 16 || WN % 16 || BM % WM || BN % WN)
+    REFUSE ("the chunk of %s must be a multiple of 16 and the warp tile (%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
+            ") a multiple of 16×16 dividing the block tile", A->axes[1], WM, WN);
+  warps = (BM / WM) * (BN / WN);
+  if (warps > 16)
+    REFUSE ("%" G_GINT64_FORMAT " warps per block; at most 16", warps);
+  if (WM * WN / 32 > 128)
+    REFUSE ("a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " warp tile needs %" G_GINT64_FORMAT
+            " accumulator registers per thread; at most 128", WM, WN, WM * WN / 32);
+  smem = stages * (BM * (BK + 8) + BK * (BN + 8)) * 2;
+  if (smem > MAX_DYNAMIC_SMEM)
+    REFUSE ("%" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " and %" G_GINT64_FORMAT
+            "×%" G_GINT64_FORMAT " tiles need %" G_GINT64_FORMAT " bytes of shared memory; at most %d",
+            stages, BM, BK, BK, BN, smem, MAX_DYNAMIC_SMEM);
+
+  a_buf = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, a_node->tensor));
+  b_buf = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, b_node->tensor));
+  c_buf = buffer_for_tensor (program, NAPKIN_BUF_OUTPUT, napkin_diagram_find_tensor (d, c_node->tensor));
+  if (a_buf < 0 || b_buf < 0 || c_buf < 0)
+    return FALSE;
+
+  name = g_strdup_printf ("%sk%u", prefix, index);
+  {
+    Param params[] = {
+      { "NAME", g_strdup (name) },
+      { "BM", g_strdup_printf ("%" G_GINT64_FORMAT, BM) },
+      { "BN", g_strdup_printf ("%" G_GINT64_FORMAT, BN) },
+      { "BK", g_strdup_printf ("%" G_GINT64_FORMAT, BK) },
+      { "WM", g_strdup_printf ("%" G_GINT64_FORMAT, WM) },
+      { "WN", g_strdup_printf ("%" G_GINT64_FORMAT, WN) },
+      { "STAGES", g_strdup_printf ("%" G_GINT64_FORMAT, stages) },
+      /* Two blocks per SM when their shared memory fits: the compiler then keeps to 128 registers. */
+      { "MINBLOCKS", g_strdup (2 * (smem + 1024) <= 228 * 1024 && WM * WN / 32 <= 64 ? "2" : "1") },
+      { "M", g_strdup_printf ("%" G_GINT64_FORMAT, M) },
+      { "N", g_strdup_printf ("%" G_GINT64_FORMAT, N) },
+      { "K", g_strdup_printf ("%" G_GINT64_FORMAT, K) },
+      { "AT", g_strdup (_napkin_cuda_ctype (A->dtype)) },
+      { "CT", g_strdup (_napkin_cuda_ctype (C->dtype)) },
+      { "MMA", g_strdup (A->dtype == NAPKIN_DTYPE_FP16 ? "f16" : "bf16") },
+      { "A", g_strdup_printf ("%d", slot[a_buf]) },
+      { "B", g_strdup_printf ("%d", slot[b_buf]) },
+      { "C", g_strdup_printf ("%d", slot[c_buf]) },
+    };
+    g_autofree char *id = napkin_codegen_escape_comment (mm->id);
+    g_autofree char *rname = napkin_codegen_escape_comment (region->name);
+
+    text = instantiate (napkin_kernel_gemm_mma, params, G_N_ELEMENTS (params));
+    g_string_append_printf (out, "\n/* Region %s at %s: %s as the gemm-mma skeleton (kernels/gemm-mma.cu) */\n",
+                            rname, napkin_level_to_string (region->level), id);
+    g_string_append (out, text);
+    g_free (text);
+  }
+
+  ck = g_new0 (NapkinCudaKernel, 1);
+  ck->name = g_steal_pointer (&name);
+  ck->skeleton = g_strdup ("gemm-mma");
+  ck->grid = (M / BM) * (N / BN);
+  ck->threads = warps * 32;
+  ck->smem_bytes = smem;
+  ck->dynamic_smem = smem;
+  ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", chunk %" G_GINT64_FORMAT
+                              ", %" G_GINT64_FORMAT " stages, %" G_GINT64_FORMAT " warps of %" G_GINT64_FORMAT
+                              "×%" G_GINT64_FORMAT ", mma.sync m16n8k16",
+                              BM, BN, BK, stages, warps, WM, WN);
+  g_ptr_array_add (module->kernels, ck);
+  return TRUE;
+}
 
 gboolean
 _napkin_cuda_try_skeleton (const NapkinIrProgram *program,
@@ -12,7 +227,13 @@ _napkin_cuda_try_skeleton (const NapkinIrProgram *program,
                            const int             *slot,
                            const char            *prefix,
                            guint                  index,
-                           GString               *out)
+                           GString               *out,
+                           char                 **note)
 {
+  *note = NULL;
+  if (kernel->region < 0)
+    return FALSE;
+  if (try_gemm (program, kernel, module, slot, prefix, index, out, note))
+    return TRUE;
   return FALSE;
 }

@@ -23,12 +23,22 @@ print_tables (GString                *out,
       g_string_append_printf (out, "  { %" G_GINT64_FORMAT "L, %d, %d, %d },\n", napkin_ir_buffer_elements (b),
                               (int) b->dtype, (int) b->role, b->tensor);
     }
-  g_string_append_printf (out, "};\nstatic void\n%s_launch (const NapkinArgs &a)\n{\n", tag);
+  g_string_append_printf (out, "};\nstatic void\n%s_setup_kernels (void)\n{\n", tag);
   for (guint k = 0; k < m->kernels->len; k++)
     {
       const NapkinCudaKernel *ck = g_ptr_array_index (m->kernels, k);
 
-      g_string_append_printf (out, "  %s<<<%" G_GINT64_FORMAT ", %u, 0>>> (a);\n", ck->name, ck->grid, ck->threads);
+      if (ck->dynamic_smem > 0)
+        g_string_append_printf (out, "  CHECK (cudaFuncSetAttribute (%s, cudaFuncAttributeMaxDynamicSharedMemorySize, "
+                                     "%" G_GINT64_FORMAT "));\n", ck->name, ck->dynamic_smem);
+    }
+  g_string_append_printf (out, "}\nstatic void\n%s_launch (const NapkinArgs &a)\n{\n", tag);
+  for (guint k = 0; k < m->kernels->len; k++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (m->kernels, k);
+
+      g_string_append_printf (out, "  %s<<<%" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ">>> (a);\n", ck->name,
+                              ck->grid, ck->threads, ck->dynamic_smem);
     }
   g_string_append_printf (out, "}\nstatic const long %s_workspace = %" G_GINT64_FORMAT "L;\n"
                                "static const int %s_workspace_slot = %d;\n",
@@ -73,8 +83,10 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
   g_string_append (out, module->source);
   g_string_append (out, "\n/* ---- fp32 reference from the plain diagram ---- */\n");
   g_string_append (out, reference->source);
-  g_string_append_printf (out,
+  g_string_append (out,
     "\n/* ---- measurement ---- */\n"
+    "#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \\\n"
+    "  fprintf (stderr, \"%s:%d: %s\\n\", __FILE__, __LINE__, cudaGetErrorString (e_)); exit (1); } } while (0)\n"
     "struct NapkinBuf { long elements; int dtype; int role; int tensor; };\n"
     "enum { NB_FP32, NB_TF32, NB_FP16, NB_BF16, NB_E4M3, NB_E5M2, NB_INT8 };\n"
     "enum { NB_INPUT, NB_OUTPUT, NB_SCRATCH };\n");
@@ -85,8 +97,6 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
     "static const double bound = %g;\n",
     flops.tensor + flops.cuda + flops.sfu, io_bytes, bound);
   g_string_append (out,
-    "#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \\\n"
-    "  fprintf (stderr, \"%s:%d: %s\\n\", __FILE__, __LINE__, cudaGetErrorString (e_)); exit (1); } } while (0)\n"
     "static size_t esize (int t) { return t == NB_FP16 || t == NB_BF16 ? 2 : t == NB_INT8 ? 1 : 4; }\n"
     "static unsigned long long rng_state;\n"
     "static double next_uniform (void)\n"
@@ -131,6 +141,7 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
     "  if (repeats < 1) repeats = 1;\n"
     "  const int nk = sizeof kern_bufs / sizeof kern_bufs[0], nr = sizeof ref_bufs / sizeof ref_bufs[0];\n"
     "  std::vector<std::vector<float> > inputs (64);\n"
+    "  kern_setup_kernels (); ref_setup_kernels ();\n"
     "  NapkinArgs ka, ra; setup (ref_bufs, nr, ref_workspace, ref_workspace_slot, ra, inputs);\n"
     "  setup (kern_bufs, nk, kern_workspace, kern_workspace_slot, ka, inputs);\n"
     "  ref_launch (ra); CHECK (cudaGetLastError ()); CHECK (cudaDeviceSynchronize ());\n"

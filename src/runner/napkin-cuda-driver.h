@@ -24,6 +24,7 @@ typedef struct
   CUresult (*ModuleLoadData)       (CUmodule *, const void *);
   CUresult (*ModuleGetFunction)    (CUfunction *, CUmodule, const char *);
   CUresult (*FuncGetAttribute)     (int *, CUfunction_attribute, CUfunction);
+  CUresult (*FuncSetAttribute)     (CUfunction, CUfunction_attribute, int);
   CUresult (*MemAlloc)             (CUdeviceptr *, size_t);
   CUresult (*MemFree)              (CUdeviceptr);
   CUresult (*MemGetInfo)           (size_t *, size_t *);

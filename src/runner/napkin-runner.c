@@ -242,6 +242,10 @@ device_load (Device       *dev,
 
       if (!check (cu.ModuleGetFunction (&dev->functions[k], dev->module, ck->name), ck->name, message))
         return FALSE;
+      if (ck->dynamic_smem > 0
+          && !check (cu.FuncSetAttribute (dev->functions[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          (int) ck->dynamic_smem), "opting in to shared memory", message))
+        return FALSE;
       cu.FuncGetAttribute (&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, dev->functions[k]);
       cu.FuncGetAttribute (&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, dev->functions[k]);
       cu.FuncGetAttribute (&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, dev->functions[k]);
@@ -254,7 +258,7 @@ device_load (Device       *dev,
           json_object_object_add (o, "grid", json_object_new_int64 (ck->grid));
           json_object_object_add (o, "threads", json_object_new_int (ck->threads));
           json_object_object_add (o, "registers", json_object_new_int (regs));
-          json_object_object_add (o, "shared_bytes", json_object_new_int (smem));
+          json_object_object_add (o, "shared_bytes", json_object_new_int (smem + (int) ck->dynamic_smem));
           json_object_object_add (o, "local_bytes", json_object_new_int (local));
           json_object_object_add (o, "workspace_bytes", json_object_new_int64 (ck->workspace_bytes));
           if (ck->note)
@@ -358,8 +362,8 @@ device_launch (Device *dev,
   for (guint k = 0; k < dev->mod->kernels->len; k++)
     {
       const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
-      CUresult res = cu.LaunchKernel (dev->functions[k], (unsigned) ck->grid, 1, 1, ck->threads, 1, 1, 0, NULL,
-                                      params, NULL);
+      CUresult res = cu.LaunchKernel (dev->functions[k], (unsigned) ck->grid, 1, 1, ck->threads, 1, 1,
+                                      (unsigned) ck->dynamic_smem, NULL, params, NULL);
 
       if (res != CUDA_SUCCESS)
         return res;
