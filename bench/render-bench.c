@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <math.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -146,6 +147,17 @@ build (void)
   return diagram;
 }
 
+/* CPU time of this thread: on a shared machine the wall clock also counts the
+ * time other processes hold the cores. */
+static double
+cpu_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
 static int
 cmp_double (const void *a,
             const void *b)
@@ -157,7 +169,7 @@ cmp_double (const void *a,
 
 /* Median milliseconds of FRAMES frames of a width×height canvas at `zoom`, the
  * view's top-left at (ox, oy), as the canvas draws (background, diagram, legend). */
-static double
+static void
 measure (NapkinDiagram *diagram,
          GPtrArray     *problems,
          int            width,
@@ -165,15 +177,18 @@ measure (NapkinDiagram *diagram,
          double         zoom,
          double         ox,
          double         oy,
-         const char    *png)
+         const char    *png,
+         double        *wall_median,
+         double        *cpu_median)
 {
   cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height);
   NapkinRenderOptions options = { NULL, 0, -1, -1, problems };
-  double times[FRAMES];
+  double times[FRAMES], cpu[FRAMES];
 
   for (int f = 0; f < FRAMES + 3; f++)
     {
       gint64 t0 = g_get_monotonic_time ();
+      double c0 = cpu_ms ();
       cairo_t *cr = cairo_create (surface);
       double lw, lh;
 
@@ -189,13 +204,18 @@ measure (NapkinDiagram *diagram,
       cairo_destroy (cr);
       cairo_surface_flush (surface);
       if (f >= 3)   /* warm-up: font caches */
-        times[f - 3] = (g_get_monotonic_time () - t0) / 1000.0;
+        {
+          times[f - 3] = (g_get_monotonic_time () - t0) / 1000.0;
+          cpu[f - 3] = cpu_ms () - c0;
+        }
     }
   if (png != NULL)
     cairo_surface_write_to_png (surface, png);
   cairo_surface_destroy (surface);
   qsort (times, FRAMES, sizeof (double), cmp_double);
-  return times[FRAMES / 2];
+  qsort (cpu, FRAMES, sizeof (double), cmp_double);
+  *wall_median = times[FRAMES / 2];
+  *cpu_median = cpu[FRAMES / 2];
 }
 
 int
@@ -205,23 +225,23 @@ main (int    argc,
   g_autoptr(NapkinDiagram) diagram = build ();
   g_autoptr(GPtrArray) problems = napkin_diagram_check (diagram);
   NapkinRect b;
-  double fit, full, view;
+  double fit, full, full_cpu, view, view_cpu;
   const char *png = argc > 1 ? argv[1] : NULL;
+  g_autofree char *what = NULL;
 
   napkin_render_bounds (diagram, &b);
   fit = MIN (1600 / b.width, 1000 / b.height);
-  full = measure (diagram, problems, 1600, 1000, fit, b.x, b.y, png);
-  view = measure (diagram, problems, 1600, 1000, 1.0, b.x, b.y, NULL);
+  measure (diagram, problems, 1600, 1000, fit, b.x, b.y, png, &full, &full_cpu);
+  measure (diagram, problems, 1600, 1000, 1.0, b.x, b.y, NULL, &view, &view_cpu);
 
-  printf ("render-bench: %u operations, %u wires, %u regions, %u problems marked\n",
+  printf ("render-bench: %u operations, %u wires, %u regions, %u problems marked, %d frames each\n",
           napkin_diagram_n_nodes (diagram), napkin_diagram_n_wires (diagram),
-          napkin_diagram_n_regions (diagram), problems->len);
-  printf ("%-44s %10s %8s\n", "frame (1600×1000 canvas, Cairo image surface)", "median ms", "target");
-  {
-    g_autofree char *what = g_strdup_printf ("whole diagram fitted (zoom %.2f)", fit);
-
-    printf ("%-44s %10.2f %8s  %s\n", what, full, "< 8", full < 8 ? "ok" : "MISSED");
-  }
-  printf ("%-44s %10.2f %8s  %s\n", "zoom 1, top-left of the diagram", view, "< 8", view < 8 ? "ok" : "MISSED");
+          napkin_diagram_n_regions (diagram), problems->len, FRAMES);
+  printf ("%-42s %12s %12s %8s\n", "frame, 1600×1000 Cairo image surface", "median wall", "median CPU", "target");
+  what = g_strdup_printf ("whole diagram fitted (zoom %.2f)", fit);
+  printf ("%-42s %9.2f ms %9.2f ms %8s  %s\n", what, full, full_cpu, "< 8 ms", full < 8 ? "ok" : "MISSED");
+  printf ("%-42s %9.2f ms %9.2f ms %8s  %s\n", "zoom 1, top-left corner of the diagram", view, view_cpu, "< 8 ms",
+          view < 8 ? "ok" : "MISSED");
+  printf ("(wall time counts other processes on shared cores; CPU time is this thread's own)\n");
   return 0;
 }

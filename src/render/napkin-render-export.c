@@ -64,7 +64,7 @@ draw_page (cairo_t       *cr,
            double         height)
 {
   g_autoptr(GPtrArray) problems = napkin_diagram_check (diagram);
-  NapkinRenderOptions options = { NULL, 0, -1, -1, problems };
+  NapkinRenderOptions options = { NULL, 0, -1, -1, problems, TRUE };
   NapkinRect bounds;
   double w, h;
 

@@ -578,10 +578,6 @@ typedef struct
 {
   cairo_t              *cr;
   NapkinDiagram        *diagram;
-  PangoLayout          *layout;
-  PangoFontDescription *font;
-  PangoFontDescription *small;
-  PangoFontDescription *bold;
   guint                 n_nodes;
   NapkinLevel          *levels;      /* per node */
   NapkinRect           *rects;       /* per node */
@@ -590,6 +586,7 @@ typedef struct
   gboolean             *bad_regions;
   double                clip_x0, clip_y0, clip_x1, clip_y1;
   double                scale;       /* device pixels per document unit */
+  gboolean              screen;      /* an image surface for the canvas: take shortcuts */
 } DrawContext;
 
 /* Text smaller than about 4 pixels is noise on screen and costs most of a frame:
@@ -615,49 +612,164 @@ visible (DrawContext      *ctx,
            || r->y - margin > ctx->clip_y1 || r->y + r->height + margin < ctx->clip_y0);
 }
 
+typedef enum
+{
+  FONT_NORMAL,
+  FONT_SMALL,
+  FONT_BOLD,
+  FONT_LEGEND,
+  N_FONTS
+} Font;
+
+typedef struct
+{
+  PangoLayout     *layout;
+  int              width;
+  int              height;
+  cairo_surface_t *mask;        /* the text rasterised at mask_scale, or NULL */
+  double           mask_scale;
+} Text;
+
+static void
+text_free (gpointer data)
+{
+  Text *text = data;
+
+  g_object_unref (text->layout);
+  g_clear_pointer (&text->mask, cairo_surface_destroy);
+  g_free (text);
+}
+
+/* Shaped text, kept between frames: shaping is most of the cost of a label. The
+ * layouts come from one context with unhinted metrics, so they draw the same at
+ * any zoom. Drawing happens on one thread (the GTK main thread or the CLI). */
+static const Text *
+text_lookup (Font        font,
+             const char *string)
+{
+  static const char *font_names[N_FONTS] = { "Sans 9", "Sans 7.5", "Sans Bold 9", "Sans 8" };
+  static PangoFontDescription *fonts[N_FONTS];
+  static PangoContext *context;
+  static GHashTable *cache;
+  char stack_key[128];
+  g_autofree char *heap_key = NULL;
+  const char *key;
+  Text *text;
+
+  if (cache == NULL)
+    {
+      cairo_font_options_t *options = cairo_font_options_create ();
+
+      context = pango_font_map_create_context (pango_cairo_font_map_get_default ());
+      cairo_font_options_set_hint_metrics (options, CAIRO_HINT_METRICS_OFF);
+      cairo_font_options_set_hint_style (options, CAIRO_HINT_STYLE_NONE);
+      pango_cairo_context_set_font_options (context, options);
+      cairo_font_options_destroy (options);
+      for (guint i = 0; i < N_FONTS; i++)
+        fonts[i] = pango_font_description_from_string (font_names[i]);
+      cache = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, text_free);
+    }
+
+  if ((gsize) g_snprintf (stack_key, sizeof stack_key, "%d\x1f%s", font, string) < sizeof stack_key)
+    key = stack_key;
+  else
+    key = heap_key = g_strdup_printf ("%d\x1f%s", font, string);
+
+  text = g_hash_table_lookup (cache, key);
+  if (text != NULL)
+    return text;
+
+  if (g_hash_table_size (cache) > 20000)
+    g_hash_table_remove_all (cache);
+  text = g_new0 (Text, 1);
+  text->layout = pango_layout_new (context);
+  pango_layout_set_font_description (text->layout, fonts[font]);
+  pango_layout_set_text (text->layout, string, -1);
+  pango_layout_get_pixel_size (text->layout, &text->width, &text->height);
+  g_hash_table_insert (cache, g_strdup (key), text);
+  return text;
+}
+
+/* Shows shaped text at the current point. On an image surface without rotation
+ * the text is rasterised once per zoom and then only composited, which is what
+ * keeps a frame of hundreds of labels cheap; vector surfaces get real text. */
+static void
+show_text (cairo_t    *cr,
+           gboolean    screen,
+           const Text *const_text,
+           double      x,
+           double      y)
+{
+  Text *text = (Text *) const_text;
+  cairo_matrix_t m;
+  double dx = x, dy = y, scale;
+
+  cairo_get_matrix (cr, &m);
+  if (!screen || m.xy != 0 || m.yx != 0 || m.xx != m.yy || m.xx <= 0 || m.xx > 8)
+    {
+      cairo_move_to (cr, x, y);
+      pango_cairo_show_layout (cr, text->layout);
+      cairo_new_path (cr);
+      return;
+    }
+
+  scale = m.xx;
+  if (text->mask == NULL || fabs (text->mask_scale - scale) > 1e-6)
+    {
+      cairo_t *mcr;
+
+      g_clear_pointer (&text->mask, cairo_surface_destroy);
+      text->mask = cairo_image_surface_create (CAIRO_FORMAT_A8, (int) ceil ((text->width + 2) * scale),
+                                               (int) ceil ((text->height + 2) * scale));
+      text->mask_scale = scale;
+      mcr = cairo_create (text->mask);
+      cairo_scale (mcr, scale, scale);
+      cairo_move_to (mcr, 1, 1);
+      pango_cairo_show_layout (mcr, text->layout);
+      cairo_destroy (mcr);
+    }
+
+  /* Composite at a whole device pixel, as hinted text would sit. */
+  cairo_user_to_device (cr, &dx, &dy);
+  cairo_save (cr);
+  cairo_identity_matrix (cr);
+  cairo_mask_surface (cr, text->mask, round (dx - scale), round (dy - scale));
+  cairo_restore (cr);
+}
+
 /* Draws text with its anchor at (x, y): xalign 0 left, 0.5 centre, 1 right; y is the
  * top. A halo keeps it legible over strands. Returns the width. */
 static double
-draw_text (DrawContext                *ctx,
-           const PangoFontDescription *font,
-           const char                 *text,
-           double                      x,
-           double                      y,
-           double                      xalign,
-           gboolean                    halo,
-           const double                rgb[3])
+draw_text (DrawContext  *ctx,
+           Font          font,
+           const char   *string,
+           double        x,
+           double        y,
+           double        xalign,
+           gboolean      halo,
+           const double  rgb[3])
 {
   cairo_t *cr = ctx->cr;
-  int w, h;
+  const Text *text = text_lookup (font, string);
 
-  pango_layout_set_font_description (ctx->layout, font);
-  pango_layout_set_text (ctx->layout, text, -1);
-  pango_layout_get_pixel_size (ctx->layout, &w, &h);
-  x -= w * xalign;
+  x -= text->width * xalign;
   if (halo)
     {
       cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
-      cairo_rectangle (cr, x - 1.5, y + 1, w + 3, h - 2);
+      cairo_rectangle (cr, x - 1.5, y + 1, text->width + 3, text->height - 2);
       cairo_fill (cr);
     }
   set_rgb (cr, rgb, 1);
-  cairo_move_to (cr, x, y);
-  pango_cairo_show_layout (cr, ctx->layout);
-  cairo_new_path (cr);   /* drop the current point, or the next arc joins it */
-  return w;
+  show_text (cr, ctx->screen, text, x, y);
+  return text->width;
 }
 
 static double
-text_width (DrawContext                *ctx,
-            const PangoFontDescription *font,
-            const char                 *text)
+text_width (DrawContext *ctx,
+            Font         font,
+            const char  *string)
 {
-  int w, h;
-
-  pango_layout_set_font_description (ctx->layout, font);
-  pango_layout_set_text (ctx->layout, text, -1);
-  pango_layout_get_pixel_size (ctx->layout, &w, &h);
-  return w;
+  return text_lookup (font, string)->width;
 }
 
 static void
@@ -709,7 +821,10 @@ draw_region_body (DrawContext *ctx,
   if (!visible (ctx, &rect, 4))
     return;
   rounded_rect (cr, rect.x, rect.y, rect.width, rect.height, 10);
-  set_rgb (cr, level_rgb[region->level], 0.10);
+  /* An opaque tint (10 % of the level over paper): blending large translucent
+   * areas was a third of a frame. A nested region shows its own tint. */
+  cairo_set_source_rgb (cr, 0.9 + 0.1 * level_rgb[region->level][0], 0.9 + 0.1 * level_rgb[region->level][1],
+                        0.9 + 0.1 * level_rgb[region->level][2]);
   cairo_fill_preserve (cr);
   n_dashes = napkin_render_level_dashes (region->level, dashes);
   cairo_set_dash (cr, dashes, n_dashes, 0);
@@ -744,7 +859,7 @@ draw_region_labels (DrawContext *ctx,
                              region->name, region->stages);
   else
     title = g_strdup_printf ("%s · %s", _(level_titles[region->level]), region->name);
-  draw_text (ctx, ctx->bold, title, rect.x + 10, rect.y + 11, 0, FALSE, rgb);
+  draw_text (ctx, FONT_BOLD, title, rect.x + 10, rect.y + 11, 0, FALSE, rgb);
 
   /* Per-axis marks straddle the top edge, where the axes enter the region: a
    * hexagon for a group partition g, a box with a loop arrow for a stream s. */
@@ -761,7 +876,7 @@ draw_region_labels (DrawContext *ctx,
         text = g_strdup_printf ("%s  g=%" G_GINT64_FORMAT, mark->axis, mark->tile);
       else
         text = g_strdup_printf ("%s ⟳ s=%" G_GINT64_FORMAT, mark->axis, mark->tile);
-      w = text_width (ctx, ctx->small, text) + 14;
+      w = text_width (ctx, FONT_SMALL, text) + 14;
       if (mark->kind == NAPKIN_MARK_PARALLEL)
         hexagon (cr, x, y, w, h);
       else
@@ -771,7 +886,7 @@ draw_region_labels (DrawContext *ctx,
       set_rgb (cr, rgb, 1);
       cairo_set_line_width (cr, 1.5);
       cairo_stroke (cr);
-      draw_text (ctx, ctx->small, text, x + w / 2, y + 1, 0.5, FALSE, rgb);
+      draw_text (ctx, FONT_SMALL, text, x + w / 2, y + 1, 0.5, FALSE, rgb);
       x += w + 6;
     }
 
@@ -820,13 +935,25 @@ wire_path (DrawContext *ctx,
   if (from < 0)
     return;
   rank = node_rank (ctx->diagram, from);
+  *rank_out = rank;
+  /* Zoomed far out the strands are closer than three pixels: one band, a
+   * three-segment line where the curve would be, stands for them. */
+  if (ctx->scale < SCALE_DETAILS)
+    {
+      double dx = MAX (30.0, fabs (x2 - x1) / 2) * 0.5;
+
+      cairo_move_to (ctx->cr, x1, y1);
+      cairo_line_to (ctx->cr, x1 + dx, y1);
+      cairo_line_to (ctx->cr, x2 - dx, y2);
+      cairo_line_to (ctx->cr, x2, y2);
+      return;
+    }
   for (guint i = 0; i < rank; i++)
     {
       double o = (i - (rank - 1) / 2.0) * STRAND;
 
       strand_path (ctx->cr, x1, y1 + o, x2, y2 + o);
     }
-  *rank_out = rank;
 }
 
 static gboolean
@@ -847,91 +974,146 @@ wire_visible (DrawContext *ctx,
   return visible (ctx, &r, 60);
 }
 
+/* Strokes are batched by colour: Cairo's cost is per stroke far more than per
+ * segment, and a canvas of 500 operations has thousands of strands. */
 static void
-draw_wires (DrawContext         *ctx,
+draw_wires (DrawContext               *ctx,
             const NapkinRenderOptions *options)
 {
   cairo_t *cr = ctx->cr;
   guint n_wires = napkin_diagram_n_wires (ctx->diagram);
   guint n_regions = napkin_diagram_n_regions (ctx->diagram);
-  g_autofree gboolean *shown = g_new0 (gboolean, n_wires + 1);
+  g_autofree guint8 *shown = g_new0 (guint8, n_wires + 1);
+  g_autofree int *from = g_new (int, n_wires + 1);
+  g_autofree int *to = g_new (int, n_wires + 1);
+  g_autofree int *base = g_new (int, n_wires + 1);
+  int selected = options ? options->selected_wire : -1;
   guint rank;
 
-  cairo_set_line_width (cr, 1.6);
-  cairo_set_line_cap (cr, CAIRO_LINE_CAP_ROUND);
+  /* Far out, a wire is a band as wide as two strands apart. */
+  cairo_set_line_width (cr, ctx->scale < SCALE_DETAILS ? STRAND * 1.5 : 1.6);
+  cairo_set_line_cap (cr, CAIRO_LINE_CAP_BUTT);
 
-  /* Data in device memory is black... */
   for (guint w = 0; w < n_wires; w++)
     {
+      const NapkinWire *wire = napkin_diagram_wire (ctx->diagram, w);
+
       shown[w] = wire_visible (ctx, w);
-      if (!shown[w])
+      from[w] = napkin_diagram_find_node (ctx->diagram, wire->from);
+      to[w] = napkin_diagram_find_node (ctx->diagram, wire->to);
+    }
+
+  /* A wire takes the colour of the fastest region holding both its ends (black:
+   * device memory); problems are red, the selected wire blue. */
+  for (guint w = 0; w < n_wires; w++)
+    {
+      base[w] = NAPKIN_LEVEL_HBM;
+      if (!shown[w] || from[w] < 0 || to[w] < 0)
         continue;
-      wire_path (ctx, w, &rank);
-      if (ctx->bad_wires[w])
-        set_rgb (cr, problem_rgb, 1);
-      else if (options && options->selected_wire == (int) w)
-        set_rgb (cr, select_rgb, 1);
-      else
-        set_rgb (cr, level_rgb[NAPKIN_LEVEL_HBM], 1);
+      for (guint r = 0; r < n_regions; r++)
+        if ((int) napkin_diagram_region (ctx->diagram, r)->level > base[w]
+            && region_holds (ctx->diagram, r, from[w]) && region_holds (ctx->diagram, r, to[w]))
+          base[w] = napkin_diagram_region (ctx->diagram, r)->level;
+    }
+  for (int pass = -2; pass < NAPKIN_N_LEVELS; pass++)
+    {
+      gboolean any = FALSE;
+
+      for (guint w = 0; w < n_wires; w++)
+        {
+          int kind = ctx->bad_wires[w] ? -2 : (int) w == selected ? -1 : base[w];
+
+          if (!shown[w] || kind != pass)
+            continue;
+          wire_path (ctx, w, &rank);
+          any = TRUE;
+        }
+      if (!any)
+        continue;
+      set_rgb (cr, pass == -2 ? problem_rgb : pass == -1 ? select_rgb : level_rgb[pass], 1);
       cairo_stroke (cr);
     }
 
-  /* ...and takes a region's colour inside it, so a wire that changes colour at the
-   * border is the transfer (design.md §1b). Outer regions first. */
+  /* Where a wire enters a faster region it takes that region's colour inside it:
+   * the change of colour at the border is the transfer (design.md §1b). */
   for (int level = NAPKIN_LEVEL_L2; level < NAPKIN_N_LEVELS; level++)
     for (guint r = 0; r < n_regions; r++)
       {
         const NapkinRegion *region = napkin_diagram_region (ctx->diagram, r);
         NapkinRect rect;
+        gboolean any = FALSE;
 
         if ((int) region->level != level)
           continue;
         napkin_render_region_rect (ctx->diagram, r, &rect);
         if (!visible (ctx, &rect, 0))
           continue;
-        cairo_save (cr);
-        rounded_rect (cr, rect.x, rect.y, rect.width, rect.height, 10);
-        cairo_clip (cr);
         for (guint w = 0; w < n_wires; w++)
           {
-            const NapkinWire *wire = napkin_diagram_wire (ctx->diagram, w);
+            gboolean holds_from = region_holds (ctx->diagram, r, from[w]);
+            gboolean holds_to = region_holds (ctx->diagram, r, to[w]);
 
-            if (!shown[w] || ctx->bad_wires[w]
-                || (options && options->selected_wire == (int) w)
-                || !(region_holds (ctx->diagram, r, napkin_diagram_find_node (ctx->diagram, wire->from))
-                     || region_holds (ctx->diagram, r, napkin_diagram_find_node (ctx->diagram, wire->to))))
+            if (!shown[w] || ctx->bad_wires[w] || (int) w == selected || base[w] >= level
+                || !(holds_from || holds_to))
               continue;
             wire_path (ctx, w, &rank);
-            set_rgb (cr, level_rgb[level], 1);
-            cairo_stroke (cr);
+            any = TRUE;
           }
+        if (!any)
+          continue;
+        cairo_save (cr);
+        cairo_rectangle (cr, rect.x, rect.y, rect.width, rect.height);
+        cairo_clip (cr);
+        set_rgb (cr, level_rgb[level], 1);
+        cairo_stroke (cr);
         cairo_restore (cr);
+        cairo_new_path (cr);
       }
 
-  /* Each strand is labelled with its axis and size at the middle of the wire. */
-  for (guint w = 0; w < n_wires && ctx->scale >= SCALE_STRAND_LABELS; w++)
-    {
-      double x1, y1, x2, y2;
-      int from;
-      const NapkinTensorType *type;
+  /* Each strand is labelled with its axis and size at the middle of the wire:
+   * the halos first in one fill, then the text. */
+  if (ctx->scale >= SCALE_STRAND_LABELS)
+    for (guint pass = 0; pass < 2; pass++)
+      {
+        for (guint w = 0; w < n_wires; w++)
+          {
+            double x1, y1, x2, y2;
+            int f;
+            const NapkinTensorType *type;
 
-      if (!shown[w])
-        continue;
-      wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &from);
-      type = napkin_diagram_node_type (ctx->diagram, from);
-      if (type == NULL || !type->valid)
-        continue;
-      for (guint i = 0; i < type->n_axes; i++)
-        {
-          const NapkinAxis *axis = napkin_diagram_axis (ctx->diagram, type->axes[i]);
-          double o = (i - (type->n_axes - 1) / 2.0) * STRAND;
-          char text[NAPKIN_MAX_NAME_LEN + 32];
+            if (!shown[w])
+              continue;
+            wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &f);
+            type = napkin_diagram_node_type (ctx->diagram, f);
+            if (type == NULL || !type->valid)
+              continue;
+            for (guint i = 0; i < type->n_axes; i++)
+              {
+                const NapkinAxis *axis = napkin_diagram_axis (ctx->diagram, type->axes[i]);
+                double o = (i - (type->n_axes - 1) / 2.0) * STRAND;
+                char label[NAPKIN_MAX_NAME_LEN + 32];
+                const Text *text;
+                double tx, ty;
 
-          g_snprintf (text, sizeof text, "%s %" G_GINT64_FORMAT, axis->name, axis->size);
-          draw_text (ctx, ctx->small, text, (x1 + x2) / 2, (y1 + y2) / 2 + o - 6, 0.5, TRUE,
-                     ctx->bad_wires[w] ? problem_rgb : level_rgb[NAPKIN_LEVEL_HBM]);
-        }
-    }
+                g_snprintf (label, sizeof label, "%s %" G_GINT64_FORMAT, axis->name, axis->size);
+                text = text_lookup (FONT_SMALL, label);
+                tx = (x1 + x2) / 2 - text->width / 2.0;
+                ty = (y1 + y2) / 2 + o - 6;
+                if (pass == 0)
+                  cairo_rectangle (cr, tx - 1.5, ty + 1, text->width + 3, text->height - 2);
+                else
+                  {
+                    set_rgb (cr, ctx->bad_wires[w] ? problem_rgb : level_rgb[NAPKIN_LEVEL_HBM], 1);
+                    show_text (cr, ctx->screen, text, tx, ty);
+                  }
+              }
+          }
+        if (pass == 0)
+          {
+            cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
+            cairo_fill (cr);
+          }
+      }
 
   /* A copy is a dot where the wire splits. */
   for (guint n = 0; n < ctx->n_nodes; n++)
@@ -946,10 +1128,11 @@ draw_wires (DrawContext         *ctx,
       rank = node_rank (ctx->diagram, n);
       for (guint i = 0; i < rank; i++)
         {
+          cairo_new_sub_path (cr);
           cairo_arc (cr, px + 8, py + (i - (rank - 1) / 2.0) * STRAND, 2.5, 0, 2 * G_PI);
-          set_rgb (cr, level_rgb[ctx->levels[n]], 1);
-          cairo_fill (cr);
         }
+      set_rgb (cr, level_rgb[ctx->levels[n]], 1);
+      cairo_fill (cr);
     }
 }
 
@@ -1067,137 +1250,230 @@ node_detail (NapkinDiagram    *diagram,
     }
 }
 
+/* The colour of a node's outline: its level, or blue for a contraction on chip
+ * (tensor cores), or red for a problem. */
+static const double *
+node_rgb (DrawContext      *ctx,
+          guint             n,
+          const NapkinNode *node)
+{
+  if (ctx->bad_nodes[n])
+    return problem_rgb;
+  if (node->kind == NAPKIN_OP_CONTRACT && ctx->levels[n] >= NAPKIN_LEVEL_SMEM)
+    return tensor_core_rgb;
+  return level_rgb[ctx->levels[n]];
+}
+
+static gboolean
+port_connected (DrawContext *ctx,
+                guint        n,
+                int          port)
+{
+  if (port < 0)
+    {
+      guint n_consumers = 0;
+
+      napkin_diagram_consumers (ctx->diagram, n, &n_consumers);
+      return n_consumers > 0;
+    }
+  return napkin_diagram_input_source (ctx->diagram, n, port) >= 0;
+}
+
+/* Every visible node, in passes that each end in one fill or stroke per colour. */
 static void
-draw_node (DrawContext         *ctx,
-           guint                n,
-           gboolean             selected)
+draw_nodes (DrawContext               *ctx,
+            const NapkinRenderOptions *options)
 {
   cairo_t *cr = ctx->cr;
-  const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
-  const NapkinRect *r = &ctx->rects[n];
-  NapkinLevel level = ctx->levels[n];
-  const double *rgb = level_rgb[level];
-  g_autofree char *detail = NULL;
-  guint n_in;
-  double px, py;
+  g_autofree guint8 *shown = g_new0 (guint8, ctx->n_nodes + 1);
+  const double *colours[] = {
+    level_rgb[NAPKIN_LEVEL_HBM], level_rgb[NAPKIN_LEVEL_L2], level_rgb[NAPKIN_LEVEL_SMEM],
+    level_rgb[NAPKIN_LEVEL_REGISTERS], tensor_core_rgb, problem_rgb,
+  };
+  gboolean any;
 
-  /* Contractions in on-chip memory run on tensor cores: blue. */
-  if (node->kind == NAPKIN_OP_CONTRACT && level >= NAPKIN_LEVEL_SMEM)
-    rgb = tensor_core_rgb;
+  for (guint n = 0; n < ctx->n_nodes; n++)
+    shown[n] = visible (ctx, &ctx->rects[n], LABEL_H + 40);
 
-  if (selected)
+  /* Selection halos. */
+  any = FALSE;
+  for (guint n = 0; n < ctx->n_nodes; n++)
+    if (shown[n] && options && options->selected_nodes && n < options->n_selected_nodes
+        && options->selected_nodes[n])
+      {
+        const NapkinRect *r = &ctx->rects[n];
+
+        rounded_rect (cr, r->x - 5, r->y - 5, r->width + 10, r->height + 10, 9);
+        any = TRUE;
+      }
+  if (any)
     {
-      rounded_rect (cr, r->x - 5, r->y - 5, r->width + 10, r->height + 10, 9);
       set_rgb (cr, select_rgb, 0.30);
       cairo_fill (cr);
     }
 
-  glyph_path (cr, node, r);
-  if (node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
-    set_rgb (cr, rgb, 0.85);
-  else
-    cairo_set_source_rgb (cr, 1, 1, 1);
-  cairo_fill_preserve (cr);
-  if (ctx->bad_nodes[n])
-    set_rgb (cr, problem_rgb, 1);
-  else
-    set_rgb (cr, rgb, 1);
-  cairo_set_line_width (cr, node->kind == NAPKIN_OP_CONTRACT ? 2.2 : 1.6);
-  cairo_stroke (cr);
-
-  /* A transpose is a wire crossing. */
-  if (node->kind == NAPKIN_OP_REARRANGE)
+  /* Glyph bodies: tensors filled with their level, operations white. */
+  for (int c = -1; c < NAPKIN_N_LEVELS; c++)
     {
-      cairo_move_to (cr, r->x + 8, r->y + 8);
-      cairo_line_to (cr, r->x + r->width - 8, r->y + r->height - 8);
-      cairo_move_to (cr, r->x + 8, r->y + r->height - 8);
-      cairo_line_to (cr, r->x + r->width - 8, r->y + 8);
-      set_rgb (cr, rgb, 0.35);
-      cairo_set_line_width (cr, 1.2);
-      cairo_stroke (cr);
+      any = FALSE;
+      for (guint n = 0; n < ctx->n_nodes; n++)
+        {
+          const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
+          gboolean tensor = node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT;
+
+          if (!shown[n] || (c < 0 ? tensor : !tensor || (int) ctx->levels[n] != c))
+            continue;
+          glyph_path (cr, node, &ctx->rects[n]);
+          any = TRUE;
+        }
+      if (!any)
+        continue;
+      if (c < 0)
+        cairo_set_source_rgb (cr, 1, 1, 1);
+      else
+        set_rgb (cr, level_rgb[c], 0.85);
+      cairo_fill (cr);
     }
 
-  /* A contraction joins the two inputs' same-named strands in a cup. */
-  if (node->kind == NAPKIN_OP_CONTRACT)
+  /* Outlines, and the marks inside glyphs (a contraction's cup, a transpose's
+   * crossing), per colour. */
+  for (guint c = 0; c < G_N_ELEMENTS (colours); c++)
     {
-      double ax, ay, bx, by;
+      gboolean marks = FALSE;
 
-      if (napkin_render_port_point (ctx->diagram, n, 0, &ax, &ay)
-          && napkin_render_port_point (ctx->diagram, n, 1, &bx, &by))
+      any = FALSE;
+      for (guint n = 0; n < ctx->n_nodes; n++)
         {
-          double cx = r->x + r->width * 0.42;
+          const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
 
-          cairo_move_to (cr, ax, ay);
-          cairo_curve_to (cr, cx, ay, cx, by, bx, by);
-          set_rgb (cr, rgb, 0.45);
-          cairo_set_line_width (cr, 1.4);
+          if (!shown[n] || node_rgb (ctx, n, node) != colours[c])
+            continue;
+          glyph_path (cr, node, &ctx->rects[n]);
+          any = TRUE;
+        }
+      if (any)
+        {
+          set_rgb (cr, colours[c], 1);
+          cairo_set_line_width (cr, 1.8);
+          cairo_stroke (cr);
+        }
+
+      for (guint n = 0; n < ctx->n_nodes && ctx->scale >= SCALE_LABELS; n++)
+        {
+          const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
+          const NapkinRect *r = &ctx->rects[n];
+          double ax, ay, bx, by;
+
+          if (!shown[n] || node_rgb (ctx, n, node) != colours[c])
+            continue;
+          if (node->kind == NAPKIN_OP_REARRANGE)
+            {
+              cairo_move_to (cr, r->x + 8, r->y + 8);
+              cairo_line_to (cr, r->x + r->width - 8, r->y + r->height - 8);
+              cairo_move_to (cr, r->x + 8, r->y + r->height - 8);
+              cairo_line_to (cr, r->x + r->width - 8, r->y + 8);
+              marks = TRUE;
+            }
+          else if (node->kind == NAPKIN_OP_CONTRACT
+                   && napkin_render_port_point (ctx->diagram, n, 0, &ax, &ay)
+                   && napkin_render_port_point (ctx->diagram, n, 1, &bx, &by))
+            {
+              double cx = r->x + r->width * 0.42;
+
+              cairo_move_to (cr, ax, ay);
+              cairo_curve_to (cr, cx, ay, cx, by, bx, by);
+              marks = TRUE;
+            }
+        }
+      if (marks)
+        {
+          set_rgb (cr, colours[c], 0.45);
+          cairo_set_line_width (cr, 1.3);
           cairo_stroke (cr);
         }
     }
 
-  detail = ctx->scale >= SCALE_DETAILS ? node_detail (ctx->diagram, n, node) : NULL;
-  if (detail != NULL)
+  /* Ports: filled when connected, hollow and red-rimmed when not. */
+  for (guint c = 0; c <= G_N_ELEMENTS (colours) && ctx->scale >= SCALE_LABELS; c++)
     {
-      double dx = r->x + r->width / 2;
+      gboolean hollow = c == G_N_ELEMENTS (colours);
 
-      if (node->kind == NAPKIN_OP_SOFTMAX)
-        dx = r->x + r->width * 0.66;
-      else if (node->kind == NAPKIN_OP_MAP)
-        dx = r->x + (r->width - 10) / 2;
-      draw_text (ctx, ctx->small, detail, dx, r->y + r->height / 2 - 7, 0.5, FALSE, rgb);
-    }
-
-  /* The label above the glyph; tensors show their element type below. */
-  if (ctx->scale < SCALE_LABELS)
-    goto ports;
-  draw_text (ctx, node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT ? ctx->bold : ctx->font,
-             node->label && *node->label ? node->label : node->id,
-             r->x + r->width / 2, r->y - LABEL_H, 0.5, FALSE,
-             ctx->bad_nodes[n] ? problem_rgb : level_rgb[NAPKIN_LEVEL_HBM]);
-  if (node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT || node->has_dtype)
-    {
-      const NapkinTensorType *type = napkin_diagram_node_type (ctx->diagram, n);
-
-      if (type != NULL && type->valid)
-        draw_text (ctx, ctx->small, napkin_dtype_to_string (type->dtype),
-                   r->x + r->width / 2, r->y + r->height + 1, 0.5, FALSE, level_rgb[NAPKIN_LEVEL_HBM]);
-    }
-
-  /* Ports: hollow when nothing is connected. */
-ports:
-  n_in = napkin_op_n_inputs (node);
-  for (int p = -1; p < (int) n_in; p++)
-    {
-      gboolean connected;
-
-      if (!napkin_render_port_point (ctx->diagram, n, p, &px, &py))
-        continue;
-      if (p < 0)
+      any = FALSE;
+      for (guint n = 0; n < ctx->n_nodes; n++)
         {
-          guint n_consumers = 0;
+          const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
+          guint n_in;
 
-          napkin_diagram_consumers (ctx->diagram, n, &n_consumers);
-          connected = n_consumers > 0;
+          if (!shown[n] || (!hollow && node_rgb (ctx, n, node) != colours[c]))
+            continue;
+          n_in = napkin_op_n_inputs (node);
+          for (int p = -1; p < (int) n_in; p++)
+            {
+              double px, py;
+
+              if (port_connected (ctx, n, p) == hollow
+                  || !napkin_render_port_point (ctx->diagram, n, p, &px, &py))
+                continue;
+              cairo_new_sub_path (cr);
+              cairo_arc (cr, px, py, PORT_R, 0, 2 * G_PI);
+              any = TRUE;
+            }
         }
-      else
-        connected = napkin_diagram_input_source (ctx->diagram, n, p) >= 0;
-      cairo_arc (cr, px, py, PORT_R, 0, 2 * G_PI);
-      if (connected)
-        set_rgb (cr, rgb, 1);
-      else
+      if (!any)
+        continue;
+      if (hollow)
         cairo_set_source_rgb (cr, 1, 1, 1);
+      else
+        set_rgb (cr, colours[c], 1);
       cairo_fill_preserve (cr);
-      set_rgb (cr, connected ? rgb : problem_rgb, 1);
+      set_rgb (cr, hollow ? problem_rgb : colours[c], 1);
       cairo_set_line_width (cr, 1.2);
       cairo_stroke (cr);
     }
 
-  if (ctx->bad_nodes[n])
+  /* Text: the detail inside, the label above, a tensor's element type below. */
+  for (guint n = 0; n < ctx->n_nodes; n++)
     {
-      cairo_arc (cr, r->x + r->width, r->y, 7, 0, 2 * G_PI);
-      set_rgb (cr, problem_rgb, 1);
-      cairo_fill (cr);
-      draw_text (ctx, ctx->bold, "!", r->x + r->width, r->y - 8, 0.5, FALSE, (double[3]) { 1, 1, 1 });
+      const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
+      const NapkinRect *r = &ctx->rects[n];
+      gboolean tensor = node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT;
+
+      if (!shown[n])
+        continue;
+      if (ctx->scale >= SCALE_DETAILS)
+        {
+          g_autofree char *detail = node_detail (ctx->diagram, n, node);
+          double dx = r->x + r->width / 2;
+
+          if (node->kind == NAPKIN_OP_SOFTMAX)
+            dx = r->x + r->width * 0.66;
+          else if (node->kind == NAPKIN_OP_MAP)
+            dx = r->x + (r->width - 10) / 2;
+          if (detail != NULL)
+            draw_text (ctx, FONT_SMALL, detail, dx, r->y + r->height / 2 - 7, 0.5, FALSE, node_rgb (ctx, n, node));
+        }
+      if (ctx->scale >= SCALE_LABELS)
+        {
+          draw_text (ctx, tensor ? FONT_BOLD : FONT_NORMAL,
+                     node->label && *node->label ? node->label : node->id,
+                     r->x + r->width / 2, r->y - LABEL_H, 0.5, FALSE,
+                     ctx->bad_nodes[n] ? problem_rgb : level_rgb[NAPKIN_LEVEL_HBM]);
+          if (tensor || node->has_dtype)
+            {
+              const NapkinTensorType *type = napkin_diagram_node_type (ctx->diagram, n);
+
+              if (type != NULL && type->valid)
+                draw_text (ctx, FONT_SMALL, napkin_dtype_to_string (type->dtype),
+                           r->x + r->width / 2, r->y + r->height + 1, 0.5, FALSE, level_rgb[NAPKIN_LEVEL_HBM]);
+            }
+        }
+      if (ctx->bad_nodes[n])
+        {
+          cairo_arc (cr, r->x + r->width, r->y, 7, 0, 2 * G_PI);
+          set_rgb (cr, problem_rgb, 1);
+          cairo_fill (cr);
+          draw_text (ctx, FONT_BOLD, "!", r->x + r->width, r->y - 8, 0.5, FALSE, (double[3]) { 1, 1, 1 });
+        }
     }
 }
 
@@ -1225,10 +1501,6 @@ napkin_render_draw (cairo_t                   *cr,
     ctx.scale = hypot (ux, uy);
   }
 
-  ctx.layout = pango_cairo_create_layout (cr);
-  ctx.font = pango_font_description_from_string ("Sans 9");
-  ctx.small = pango_font_description_from_string ("Sans 7.5");
-  ctx.bold = pango_font_description_from_string ("Sans Bold 9");
   ctx.levels = g_new (NapkinLevel, ctx.n_nodes + 1);
   ctx.rects = g_new (NapkinRect, ctx.n_nodes + 1);
   ctx.bad_nodes = g_new0 (gboolean, ctx.n_nodes + 1);
@@ -1253,6 +1525,18 @@ napkin_render_draw (cairo_t                   *cr,
           ctx.bad_regions[problem->index] = TRUE;
       }
 
+  /* A quarter pixel of flattening error is invisible and halves the cost of
+   * stroking thousands of curves. */
+  cairo_save (cr);
+  cairo_set_tolerance (cr, 0.25);
+  /* On screen (image surfaces), 4×4-sample antialiasing: coverage computation of
+   * thousands of thin curved strokes was most of a frame at full quality, and at
+   * these line widths the two look the same. Vector exports are unaffected. */
+  ctx.screen = cairo_surface_get_type (cairo_get_target (cr)) == CAIRO_SURFACE_TYPE_IMAGE
+               && !(options && options->full_quality);
+  if (ctx.screen)
+    cairo_set_antialias (cr, CAIRO_ANTIALIAS_FAST);
+
   /* Outer (slower) regions first so that nested ones sit on top. */
   for (int level = 0; level < NAPKIN_N_LEVELS; level++)
     for (guint r = 0; r < n_regions; r++)
@@ -1261,19 +1545,12 @@ napkin_render_draw (cairo_t                   *cr,
 
   draw_wires (&ctx, options);
 
-  for (guint n = 0; n < ctx.n_nodes; n++)
-    if (visible (&ctx, &ctx.rects[n], LABEL_H + 40))
-      draw_node (&ctx, n,
-                 options && options->selected_nodes && n < options->n_selected_nodes
-                 && options->selected_nodes[n]);
+  draw_nodes (&ctx, options);
 
   for (guint r = 0; r < n_regions; r++)
     draw_region_labels (&ctx, r, options && options->selected_region == (int) r);
+  cairo_restore (cr);
 
-  g_object_unref (ctx.layout);
-  pango_font_description_free (ctx.font);
-  pango_font_description_free (ctx.small);
-  pango_font_description_free (ctx.bold);
   g_free (ctx.levels);
   g_free (ctx.rects);
   g_free (ctx.bad_nodes);
@@ -1305,8 +1582,6 @@ napkin_render_draw_legend (cairo_t *cr,
   g_return_if_fail (cr != NULL);
 
   ctx.cr = cr;
-  ctx.layout = pango_cairo_create_layout (cr);
-  ctx.small = pango_font_description_from_string ("Sans 8");
   napkin_render_legend_size (&w, &h);
 
   cairo_save (cr);
@@ -1333,10 +1608,7 @@ napkin_render_draw_legend (cairo_t *cr,
       cairo_set_line_width (cr, 2);
       cairo_stroke (cr);
       cairo_set_dash (cr, NULL, 0, 0);
-      draw_text (&ctx, ctx.small, title, x + 42, ry + 1, 0, FALSE, rgb);
+      draw_text (&ctx, FONT_LEGEND, title, x + 42, ry + 1, 0, FALSE, rgb);
     }
   cairo_restore (cr);
-
-  g_object_unref (ctx.layout);
-  pango_font_description_free (ctx.small);
 }

@@ -46,6 +46,7 @@ typedef struct
   int             selected_region;  /* -1 for none */
   int             selected_wire;    /* -1 for none */
   GPtrArray      *problems;         /* NapkinProblem *, or NULL: marked in red */
+  gboolean        full_quality;     /* exports: no screen shortcuts (see napkin-render.c) */
 } NapkinRenderOptions;
 
 typedef enum
