@@ -724,7 +724,9 @@ model_occupancy (Model *m,
   gint64 register_bytes = 0;
   guint threads = cost->threads;
   gint64 limits[4];
-  const char *names[4] = { "shared memory", "registers", "warps", "blocks" };
+  /* ties go to the first: warps before registers, since at the 32-register base
+   * the register file holds exactly the warps the SM can run */
+  const char *names[4] = { "shared memory", "warps", "registers", "blocks" };
   guint warps;
   double per_thread;
 
@@ -809,8 +811,8 @@ model_occupancy (Model *m,
     }
   else
     limits[0] = G_MAXINT32;
-  limits[1] = arch->registers_per_sm / ((gint64) cost->registers_per_thread * warps * 32);
-  limits[2] = arch->max_warps_per_sm / warps;
+  limits[1] = arch->max_warps_per_sm / warps;
+  limits[2] = arch->registers_per_sm / ((gint64) cost->registers_per_thread * warps * 32);
   limits[3] = cost->level == NAPKIN_LEVEL_REGISTERS ? G_MAXINT32 : arch->max_blocks_per_sm;
 
   cost->per_sm = limits[0];

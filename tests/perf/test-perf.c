@@ -476,6 +476,36 @@ test_l2_panel (void)
   g_assert_cmpint (p->per_sm, ==, 2);   /* 18.9 MB panels in 50 MiB of L2 */
 }
 
+/* Each binding capacity, named. */
+static void
+test_occupancy (void)
+{
+  g_autoptr(NapkinDiagram) small = example ("softmax.napkin");
+  g_autoptr(NapkinDiagram) rows = example ("softmax.napkin");
+  g_autoptr(NapkinAnalysis) a = NULL;
+  g_autoptr(NapkinAnalysis) b = NULL;
+  const NapkinRegionCost *r;
+
+  /* 4 rows of 1024 fp16: 8 KiB, in place: smem would allow 25 blocks, the warps 16 */
+  axis (small, "c=1024");
+  a = analyze (small, "h100", FALSE);
+  r = region (a, "rows");
+  g_assert_cmpint (r->footprint_bytes, ==, 4 * 1024 * 2);
+  g_assert_cmpint (r->per_sm, ==, 16);
+  g_assert_cmpstr (r->binding_limit, ==, "warps");
+  g_assert_cmpint (r->waves, ==, (16384 / 4 + 132 * 16 - 1) / (132 * 16));
+
+  /* 4 rows of 16384: 128 KiB, one block per SM */
+  b = analyze (rows, "h100", FALSE);
+  r = region (b, "rows");
+  g_assert_cmpint (r->footprint_bytes, ==, 4 * 16384 * 2);
+  g_assert_cmpint (r->per_sm, ==, 1);
+  g_assert_cmpstr (r->binding_limit, ==, "shared memory");
+  /* memory-bound: X read once, Y written once */
+  g_assert_cmpint (b->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 2 * 16384 * 16384 * 2);
+  g_assert_cmpint (b->bound, ==, NAPKIN_RESOURCE_HBM);
+}
+
 /* ---- feasibility ---------------------------------------------------------------------- */
 
 static void
@@ -681,6 +711,7 @@ main (int    argc,
   g_test_add_func ("/perf/examples/all-archs", test_examples_all_archs);
   g_test_add_func ("/perf/plain/materialised", test_plain_materialised);
   g_test_add_func ("/perf/l2/panel", test_l2_panel);
+  g_test_add_func ("/perf/occupancy/binding", test_occupancy);
   g_test_add_func ("/perf/feasibility", test_feasibility);
   g_test_add_func ("/perf/overflow", test_overflow);
   g_test_add_func ("/perf/tune", test_tune);
