@@ -220,6 +220,176 @@ try_gemm (const NapkinIrProgram *program,
   return TRUE;
 }
 
+
+#undef REFUSE
+#define REFUSE(...) do { *note = g_strdup_printf ("flash-mma skeleton not used: " __VA_ARGS__); return FALSE; } while (0)
+
+static gboolean
+same_prefix (char **a,
+             char **b,
+             guint  n)
+{
+  for (guint i = 0; i < n; i++)
+    if (!g_str_equal (a[i], b[i]))
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+try_flash (const NapkinIrProgram *program,
+           const NapkinIrKernel  *kernel,
+           NapkinCudaModule      *module,
+           const int             *slot,
+           const char            *prefix,
+           guint                  index,
+           GString               *out,
+           char                 **note)
+{
+  NapkinDiagram *d = program->diagram;
+  const NapkinRegion *region = napkin_diagram_region (d, kernel->region);
+  int qk = -1, scale = -1, sm = -1, pv = -1;
+  const NapkinNode *qn, *kn, *vn, *on;
+  const NapkinTensor *Q, *K, *V, *O;
+  guint n_consumers, rank;
+  const guint *consumers;
+  double alpha = 1.0;
+  gint64 BQ = 0, BKV = 0, NQ, NKV, D, smem;
+  int qs, ks, vs, os;
+  NapkinCudaKernel *ck;
+  g_autofree char *name = NULL;
+
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+      const NapkinNode *node = napkin_diagram_node (d, n);
+
+      if (node->kind == NAPKIN_OP_SOFTMAX)
+        sm = n;
+      else if (node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SCALE)
+        scale = n;
+      else if (node->kind != NAPKIN_OP_CONTRACT)
+        return FALSE;
+    }
+  if (sm < 0 || region->nodes->len != (scale >= 0 ? 4u : 3u))
+    return FALSE;
+  consumers = napkin_diagram_consumers (d, sm, &n_consumers);
+  if (n_consumers != 1)
+    return FALSE;
+  pv = consumers[0];
+  qk = napkin_diagram_input_source (d, scale >= 0 ? scale : sm, 0);
+  if (scale >= 0)
+    {
+      if (napkin_diagram_input_source (d, sm, 0) != scale)
+        return FALSE;
+      alpha = napkin_diagram_node (d, scale)->alpha;
+    }
+  if (napkin_diagram_node (d, qk)->kind != NAPKIN_OP_CONTRACT || napkin_diagram_node (d, pv)->kind != NAPKIN_OP_CONTRACT
+      || !napkin_region_has_node (region, napkin_diagram_node (d, qk)->id)
+      || !napkin_region_has_node (region, napkin_diagram_node (d, pv)->id)
+      || napkin_diagram_input_source (d, pv, 0) != sm)
+    return FALSE;
+
+  qn = napkin_diagram_node (d, napkin_diagram_input_source (d, qk, 0));
+  kn = napkin_diagram_node (d, napkin_diagram_input_source (d, qk, 1));
+  vn = napkin_diagram_node (d, napkin_diagram_input_source (d, pv, 1));
+  consumers = napkin_diagram_consumers (d, pv, &n_consumers);
+  if (qn->kind != NAPKIN_OP_INPUT || kn->kind != NAPKIN_OP_INPUT || vn->kind != NAPKIN_OP_INPUT || n_consumers != 1
+      || napkin_diagram_node (d, consumers[0])->kind != NAPKIN_OP_OUTPUT)
+    REFUSE ("Q, K and V must be inputs and the output one tensor");
+  on = napkin_diagram_node (d, consumers[0]);
+  Q = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, qn->tensor));
+  K = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, kn->tensor));
+  V = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, vn->tensor));
+  O = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, on->tensor));
+  rank = g_strv_length (Q->axes);
+  if (rank < 2 || g_strv_length (K->axes) != rank || g_strv_length (V->axes) != rank || g_strv_length (O->axes) != rank
+      || !same_prefix (Q->axes, K->axes, rank - 2) || !same_prefix (Q->axes, V->axes, rank - 2)
+      || !same_prefix (Q->axes, O->axes, rank - 1) || !g_str_equal (Q->axes[rank - 1], K->axes[rank - 1])
+      || !g_str_equal (K->axes[rank - 2], V->axes[rank - 2]) || !g_str_equal (Q->axes[rank - 1], V->axes[rank - 1])
+      || !g_str_equal (Q->axes[rank - 1], O->axes[rank - 1])
+      || !g_str_equal (napkin_diagram_node (d, sm)->axis, K->axes[rank - 2]))
+    REFUSE ("the layouts must be Q[…,q,d], K[…,k,d], V[…,k,d], O[…,q,d] with softmax over k");
+  if ((Q->dtype != NAPKIN_DTYPE_FP16 && Q->dtype != NAPKIN_DTYPE_BF16) || K->dtype != Q->dtype || V->dtype != Q->dtype)
+    REFUSE ("Q, K and V must all be fp16 or all bf16");
+  if (O->dtype != Q->dtype && O->dtype != NAPKIN_DTYPE_FP32)
+    REFUSE ("O must have Q's type or fp32");
+  for (guint i = 0; i + 2 < rank; i++)
+    {
+      gint64 g = 0;
+      NapkinMarkKind mk = napkin_region_mark (region, Q->axes[i], &g);
+
+      if (!(mk == NAPKIN_MARK_PARALLEL && g == 1)
+          && napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, Q->axes[i])) != 1)
+        REFUSE ("batch axis %s must be parallel in groups of 1", Q->axes[i]);
+    }
+  if (napkin_region_mark (region, Q->axes[rank - 2], &BQ) != NAPKIN_MARK_PARALLEL
+      || napkin_region_mark (region, K->axes[rank - 2], &BKV) != NAPKIN_MARK_STREAM
+      || napkin_region_mark (region, Q->axes[rank - 1], NULL) != NAPKIN_MARK_WHOLE)
+    REFUSE ("the region must group %s, stream %s and keep %s whole", Q->axes[rank - 2], K->axes[rank - 2],
+            Q->axes[rank - 1]);
+  NQ = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, Q->axes[rank - 2]));
+  NKV = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, K->axes[rank - 2]));
+  D = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, Q->axes[rank - 1]));
+  if (D != 64 && D != 128)
+    REFUSE ("head size %" G_GINT64_FORMAT "; the skeleton takes 64 or 128", D);
+  if (BQ % 16 || BQ / 16 > 16 || BKV % 16 || NQ % BQ || NKV % BKV)
+    REFUSE ("groups of %" G_GINT64_FORMAT " queries and chunks of %" G_GINT64_FORMAT " keys must be multiples of 16 "
+            "dividing %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT " (and at most 256 queries)", BQ, BKV, NQ, NKV);
+  smem = (BQ + 4 * BKV) * (D + 8) * 2;
+  if (smem > MAX_DYNAMIC_SMEM)
+    REFUSE ("%" G_GINT64_FORMAT " bytes of shared memory; at most %d", smem, MAX_DYNAMIC_SMEM);
+
+  qs = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, qn->tensor));
+  ks = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, kn->tensor));
+  vs = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, vn->tensor));
+  os = buffer_for_tensor (program, NAPKIN_BUF_OUTPUT, napkin_diagram_find_tensor (d, on->tensor));
+  if (qs < 0 || ks < 0 || vs < 0 || os < 0)
+    return FALSE;
+
+  name = g_strdup_printf ("%sk%u", prefix, index);
+  {
+    char alpha_text[G_ASCII_DTOSTR_BUF_SIZE];
+    gint64 batch = 1;
+    Param params[] = {
+      { "NAME", g_strdup (name) },
+      { "BQ", g_strdup_printf ("%" G_GINT64_FORMAT, BQ) },
+      { "BKV", g_strdup_printf ("%" G_GINT64_FORMAT, BKV) },
+      { "D", g_strdup_printf ("%" G_GINT64_FORMAT, D) },
+      { "NQ", g_strdup_printf ("%" G_GINT64_FORMAT, NQ) },
+      { "NKV", g_strdup_printf ("%" G_GINT64_FORMAT, NKV) },
+      { "ALPHA", g_strdup (g_ascii_formatd (alpha_text, sizeof alpha_text, "%.9e", alpha)) },
+      { "T", g_strdup (_napkin_cuda_ctype (Q->dtype)) },
+      { "OT", g_strdup (_napkin_cuda_ctype (O->dtype)) },
+      { "MMA", g_strdup (Q->dtype == NAPKIN_DTYPE_FP16 ? "f16" : "bf16") },
+      { "QS", g_strdup_printf ("%d", slot[qs]) },
+      { "KS", g_strdup_printf ("%d", slot[ks]) },
+      { "VS", g_strdup_printf ("%d", slot[vs]) },
+      { "OS", g_strdup_printf ("%d", slot[os]) },
+    };
+    g_autofree char *rname = napkin_codegen_escape_comment (region->name);
+    g_autofree char *text = instantiate (napkin_kernel_flash_mma, params, G_N_ELEMENTS (params));
+
+    for (guint i = 0; i + 2 < rank; i++)
+      batch *= napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, Q->axes[i]));
+    g_string_append_printf (out, "\n/* Region %s at %s: fused attention as the flash-mma skeleton "
+                                 "(kernels/flash-mma.cu) */\n", rname, napkin_level_to_string (region->level));
+    g_string_append (out, text);
+
+    ck = g_new0 (NapkinCudaKernel, 1);
+    ck->name = g_steal_pointer (&name);
+    ck->skeleton = g_strdup ("flash-mma");
+    ck->grid = batch * (NQ / BQ);
+    ck->threads = BQ / 16 * 32;
+    ck->smem_bytes = smem;
+    ck->dynamic_smem = smem;
+    ck->note = g_strdup_printf ("%" G_GINT64_FORMAT " queries per block, keys in chunks of %" G_GINT64_FORMAT
+                                " (double-buffered), %" G_GINT64_FORMAT " warps, online softmax in registers",
+                                BQ, BKV, BQ / 16);
+    g_ptr_array_add (module->kernels, ck);
+  }
+  return TRUE;
+}
+
 gboolean
 _napkin_cuda_try_skeleton (const NapkinIrProgram *program,
                            const NapkinIrKernel  *kernel,
@@ -233,7 +403,7 @@ _napkin_cuda_try_skeleton (const NapkinIrProgram *program,
   *note = NULL;
   if (kernel->region < 0)
     return FALSE;
-  if (try_gemm (program, kernel, module, slot, prefix, index, out, note))
-    return TRUE;
-  return FALSE;
+  if (try_gemm (program, kernel, module, slot, prefix, index, out, note) || *note != NULL)
+    return *note == NULL;
+  return try_flash (program, kernel, module, slot, prefix, index, out, note);
 }
