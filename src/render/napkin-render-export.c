@@ -256,10 +256,11 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
         const char *color = tikz_level_names[region->level];
         double dashes[2];
         NapkinRect rect;
-        GString *marks = g_string_new (NULL);
+        GString *marks;
 
         if ((int) region->level != level)
           continue;
+        marks = g_string_new (NULL);  /* after the skip: it leaked for every other level */
         napkin_render_region_rect (diagram, r, &rect);
         g_string_append_printf (out, "\\draw[rounded corners=6, fill=%s!10, draw=%s, line width=1.2pt%s] ",
                                 color, color,

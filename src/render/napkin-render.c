@@ -1048,6 +1048,10 @@ draw_wires (DrawContext               *ctx,
         napkin_render_region_rect (ctx->diagram, r, &rect);
         if (!visible (ctx, &rect, 0))
           continue;
+        /* The clip first: it consumes the current path. */
+        cairo_save (cr);
+        cairo_rectangle (cr, rect.x, rect.y, rect.width, rect.height);
+        cairo_clip (cr);
         for (guint w = 0; w < n_wires; w++)
           {
             gboolean holds_from = region_holds (ctx->diagram, r, from[w]);
@@ -1059,13 +1063,11 @@ draw_wires (DrawContext               *ctx,
             wire_path (ctx, w, &rank);
             any = TRUE;
           }
-        if (!any)
-          continue;
-        cairo_save (cr);
-        cairo_rectangle (cr, rect.x, rect.y, rect.width, rect.height);
-        cairo_clip (cr);
-        set_rgb (cr, level_rgb[level], 1);
-        cairo_stroke (cr);
+        if (any)
+          {
+            set_rgb (cr, level_rgb[level], 1);
+            cairo_stroke (cr);
+          }
         cairo_restore (cr);
         cairo_new_path (cr);
       }
@@ -1561,7 +1563,7 @@ napkin_render_draw (cairo_t                   *cr,
 /* ---------------------------------------------------------------- legend */
 
 #define LEGEND_ROW 18.0
-#define LEGEND_W   168.0
+#define LEGEND_W   200.0
 
 void
 napkin_render_legend_size (double *width,

@@ -92,11 +92,16 @@ static GtkWidget *
 inspector_field (NapkinWindow *window,
                  const char   *name)
 {
-  GtkWidget *w;
+  GtkWidget *w = NULL;
 
-  iterate (30);
-  w = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), name);
-  g_assert_nonnull (w);
+  /* Idle-priority rebuilds wait on a busy machine: poll up to 5 s. */
+  for (guint i = 0; i < 500 && w == NULL; i++)
+    {
+      iterate (10);
+      w = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), name);
+    }
+  if (w == NULL)
+    g_error ("inspector has no field “%s”", name);
   return w;
 }
 

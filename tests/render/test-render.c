@@ -67,6 +67,32 @@ count_colour (cairo_surface_t *surface,
   return count;
 }
 
+/* Antialiased strands blend with the paper: classify by hue instead. 'o' orange
+ * (shared memory), 'k' black (device memory). */
+static guint
+count_hue (cairo_surface_t *surface,
+           char             hue)
+{
+  int w = cairo_image_surface_get_width (surface);
+  int h = cairo_image_surface_get_height (surface);
+  int stride = cairo_image_surface_get_stride (surface);
+  const guint8 *data;
+  guint count = 0;
+
+  cairo_surface_flush (surface);
+  data = cairo_image_surface_get_data (surface);
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++)
+      {
+        guint32 px = *(const guint32 *) (data + y * stride + 4 * x);
+        int r = (px >> 16) & 0xff, g = (px >> 8) & 0xff, b = px & 0xff;
+
+        if (hue == 'o' ? (r > 180 && r - g > 50 && g - b > 30) : (r < 90 && g < 90 && b < 90))
+          count++;
+      }
+  return count;
+}
+
 static cairo_surface_t *
 draw_example (NapkinDiagram *diagram)
 {
@@ -156,6 +182,23 @@ test_nested_regions (void)
                    NAPKIN_LEVEL_HBM);
 
   surface = draw_example (diagram);
+  /* Between the two left borders, below the titles, the wires from A and B pass
+   * (with their black labels): there they live in shared memory, so they are
+   * orange (the transfer into the region is the change from black). */
+  {
+    NapkinRect b;
+    cairo_surface_t *strip;
+    cairo_t *cr;
+
+    napkin_render_bounds (diagram, &b);
+    strip = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int) (inner.x - outer.x - 6), (int) inner.height);
+    cr = cairo_create (strip);
+    cairo_set_source_surface (cr, surface, -(outer.x + 3 - b.x), -(inner.y - b.y));
+    cairo_paint (cr);
+    cairo_destroy (cr);
+    g_assert_cmpuint (count_hue (strip, 'o'), >, 6);
+    cairo_surface_destroy (strip);
+  }
   g_assert_cmpuint (count_colour (surface, napkin_render_level_hex (NAPKIN_LEVEL_REGISTERS), 12), >, 100);
   g_assert_cmpuint (count_colour (surface, napkin_render_level_hex (NAPKIN_LEVEL_SMEM), 12), >, 100);
   /* The contraction runs on tensor cores: blue. */
