@@ -158,6 +158,7 @@ check_diagram (NapkinDiagram *diagram)
       g_autofree char *text = napkin_diagram_type_to_string (diagram, type);
       gint64 elements;
 
+      check_text ("a node's type", text);
       if (type->valid)
         napkin_diagram_type_elements (diagram, type, &elements);
     }
