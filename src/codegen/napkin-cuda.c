@@ -217,8 +217,9 @@ float_literal (double v)
 /* Opens a loop over the current range of dst's axes, spread over the block's threads
  * (or, at a plain kernel's root, over the whole grid), defining i<axis>. */
 static void
-open_elements (Printer *P,
-               int      dst)
+open_elements_full (Printer *P,
+                    int      dst,
+                    gboolean warp_rows)
 {
   const NapkinIrBuffer *b = buf (P, dst);
   g_autoptr(GString) n = g_string_new (NULL);
@@ -228,7 +229,13 @@ open_elements (Printer *P,
   for (guint a = 0; a < b->n_axes; a++)
     g_string_append_printf (n, "%s%s", a ? " * " : "", P->ext[b->axes[a]]);
   line (P, "const long n_ = %s;", b->n_axes ? n->str : "1L");
-  if (P->block)
+  /* Row reductions: one warp per row (the loop is warp-uniform, so shuffles are safe). */
+  if (warp_rows && P->block)
+    line (P, "for (long t_ = threadIdx.x >> 5; t_ < n_; t_ += blockDim.x >> 5)");
+  else if (warp_rows)
+    line (P, "for (long t_ = ((long) blockIdx.x * blockDim.x + threadIdx.x) >> 5; t_ < n_; "
+             "t_ += ((long) gridDim.x * blockDim.x) >> 5)");
+  else if (P->block)
     line (P, "for (long t_ = threadIdx.x; t_ < n_; t_ += blockDim.x)");
   else
     line (P, "for (long t_ = (long) blockIdx.x * blockDim.x + threadIdx.x; t_ < n_; t_ += (long) gridDim.x * blockDim.x)");
@@ -248,6 +255,37 @@ open_elements (Printer *P,
         line (P, "const long i%u = %s + r_;", axis, P->off[axis]);
     }
   line (P, "(void) r_;");
+  if (warp_rows)
+    line (P, "const int lane_ = threadIdx.x & 31;");
+}
+
+static void
+open_elements (Printer *P,
+               int      dst)
+{
+  open_elements_full (P, dst, FALSE);
+}
+
+static void
+open_lane_loop (Printer *P,
+                guint    axis)
+{
+  line (P, "for (long i%u = %s + lane_; i%u < %s + %s; i%u += 32)", axis, P->off[axis], axis, P->off[axis],
+        P->ext[axis], axis);
+  line (P, "{");
+  P->indent++;
+}
+
+static void
+warp_reduce (Printer    *P,
+             const char *var,
+             gboolean    is_max)
+{
+  line (P, "for (int w_ = 16; w_ > 0; w_ >>= 1)");
+  if (is_max)
+    line (P, "  %s = fmaxf (%s, __shfl_xor_sync (0xffffffffu, %s, w_));", var, var, var);
+  else
+    line (P, "  %s += __shfl_xor_sync (0xffffffffu, %s, w_);", var, var);
 }
 
 static void
@@ -351,6 +389,13 @@ map_expr (const NapkinNode *node,
 
 static void print_stmts (Printer *P, GPtrArray *stmts);
 
+static gboolean
+is_row_op (NapkinComputeOp op)
+{
+  return op == NAPKIN_COMPUTE_ROW_MAX || op == NAPKIN_COMPUTE_ROW_SUMEXP || op == NAPKIN_COMPUTE_ROW_MEAN
+         || op == NAPKIN_COMPUTE_ROW_RSTD || op == NAPKIN_COMPUTE_ONLINE_STATS;
+}
+
 static void
 print_compute (Printer            *P,
                const NapkinIrStmt *s)
@@ -360,7 +405,7 @@ print_compute (Printer            *P,
   g_autofree char *id = napkin_codegen_escape_comment (node->id);
 
   line (P, "/* %s: %s */", id, napkin_compute_op_to_string (s->op));
-  open_elements (P, s->dst);
+  open_elements_full (P, s->dst, is_row_op (s->op));
   line (P, "float x_ = 0.0f; (void) x_;");
 
   switch (s->op)
@@ -479,7 +524,7 @@ print_compute (Printer            *P,
         else
           line (P, "const float c_ = 0.0f;");
         line (P, "(void) c_;");
-        open_axis_loop (P, x);
+        open_lane_loop (P, x);
         switch (s->op)
           {
           case NAPKIN_COMPUTE_ROW_MAX: line (P, "acc_ = fmaxf (acc_, %s);", a); break;
@@ -488,11 +533,15 @@ print_compute (Printer            *P,
           default: line (P, "{ const float d_ = %s - c_; acc_ += d_ * d_; }", a); break;
           }
         close_axis_loop (P);
+        warp_reduce (P, "acc_", s->op == NAPKIN_COMPUTE_ROW_MAX);
         if (s->op == NAPKIN_COMPUTE_ROW_MEAN)
           line (P, "acc_ /= (float) %s;", P->ext[x]);
         else if (s->op == NAPKIN_COMPUTE_ROW_RSTD)
           line (P, "acc_ = rsqrtf (acc_ / (float) %s + %s);", P->ext[x], eps);
+        line (P, "if (lane_ == 0)");
+        P->indent++;
         store (P, s->dst, "acc_");
+        P->indent--;
         break;
       }
 
@@ -526,15 +575,20 @@ print_compute (Printer            *P,
 
         line (P, "const float m_ = %s;", m);
         line (P, "float mx_ = NAPKIN_NEG_INF;");
-        open_axis_loop (P, x);
+        open_lane_loop (P, x);
         line (P, "mx_ = fmaxf (mx_, %s);", a);
         close_axis_loop (P);
+        warp_reduce (P, "mx_", TRUE);
         line (P, "const float mn_ = fmaxf (m_, mx_);");
         line (P, "const float c_ = mn_ == NAPKIN_NEG_INF ? 1.0f : expf (m_ - mn_);");
         line (P, "float l_ = 0.0f;");
-        open_axis_loop (P, x);
+        open_lane_loop (P, x);
         line (P, "l_ += expf (%s - mn_);", a);
         close_axis_loop (P);
+        warp_reduce (P, "l_", FALSE);
+        line (P, "if (lane_ == 0)");
+        line (P, "{");
+        P->indent++;
         {
           g_autofree char *v = g_strdup_printf ("%s * c_ + l_", l);
 
@@ -542,6 +596,8 @@ print_compute (Printer            *P,
         }
         store (P, s->src[2], "c_");
         store (P, s->dst, "mn_");
+        P->indent--;
+        line (P, "}");
         break;
       }
 
@@ -839,7 +895,11 @@ print_kernel (Printer              *P,
     }
   else
     {
-      gint64 n = body->len > 0 ? plain_elements (P, g_ptr_array_index (body, 0)) : 1;
+      const NapkinIrStmt *first = body->len > 0 ? g_ptr_array_index (body, 0) : NULL;
+      gint64 n = first ? plain_elements (P, first) : 1;
+
+      if (first && first->kind == NAPKIN_STMT_COMPUTE && is_row_op (first->op))
+        n *= 32;
 
       grid = MIN ((n + NAPKIN_CUDA_THREADS - 1) / NAPKIN_CUDA_THREADS, 132 * 64);
       grid = MAX (grid, 1);

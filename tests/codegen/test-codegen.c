@@ -210,6 +210,49 @@ test_standalone_nvcc (void)
   g_rmdir (dir);
 }
 
+/* Recognised shapes get their skeleton with the relabeling's tiles; others fall back with a note. */
+static void
+test_skeletons (void)
+{
+  g_autoptr(NapkinDiagram) tiled = load ("matmul-tiled.napkin");
+  g_autoptr(NapkinDiagram) nested = load ("matmul-nested.napkin");
+  g_autoptr(NapkinDiagram) flash = load ("flash-attention.napkin");
+  g_autoptr(NapkinDiagram) odd = load ("matmul-tiled.napkin");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinCudaModule) t = generate (tiled, 0, 0, NULL);
+  g_autoptr(NapkinCudaModule) n = generate (nested, 0, 0, NULL);
+  g_autoptr(NapkinCudaModule) f = generate (flash, 0, 0, NULL);
+  g_autoptr(NapkinCudaModule) o = NULL;
+  const NapkinCudaKernel *k;
+
+  k = g_ptr_array_index (t->kernels, 0);
+  g_assert_cmpstr (k->skeleton, ==, "gemm-mma");
+  g_assert_cmpint (k->grid, ==, 32 * 32);
+  g_assert_cmpuint (k->threads, ==, 256);            /* 8 warps of 64×32 */
+  g_assert_cmpint (k->dynamic_smem, ==, 3 * (128 * 72 + 64 * 136) * 2);
+  g_assert_nonnull (strstr (t->source, "#define G_BK 64"));
+  g_assert_nonnull (strstr (t->source, "#define G_STAGES 3"));
+
+  k = g_ptr_array_index (n->kernels, 0);
+  g_assert_cmpstr (k->skeleton, ==, "gemm-mma");
+  g_assert_nonnull (strstr (n->source, "#define G_WM 64"));
+  g_assert_nonnull (strstr (n->source, "#define G_WN 32"));
+
+  k = g_ptr_array_index (f->kernels, 0);
+  g_assert_cmpstr (k->skeleton, ==, "flash-mma");
+  g_assert_cmpint (k->grid, ==, 4 * 16 * 32);
+  g_assert_cmpuint (k->threads, ==, 256);
+  g_assert_nonnull (strstr (f->source, "#define F_BKV 64"));
+
+  napkin_diagram_override_axis (odd, "m=4000", &error);
+  g_assert_no_error (error);
+  o = generate (odd, 0, 0, NULL);
+  k = g_ptr_array_index (o->kernels, 0);
+  g_assert_cmpstr (k->skeleton, ==, "generic");
+  g_assert_nonnull (k->note);
+  g_assert_nonnull (strstr (k->note, "must be multiples of the tiles"));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -227,6 +270,7 @@ main (int    argc,
     }
   g_test_add_func ("/codegen/nvrtc-error", test_nvrtc_error);
   g_test_add_func ("/codegen/pseudocode", test_pseudocode);
+  g_test_add_func ("/codegen/skeletons", test_skeletons);
   g_test_add_func ("/codegen/labels-escaped", test_labels_escaped);
   g_test_add_func ("/codegen/standalone-nvcc", test_standalone_nvcc);
   return g_test_run ();
