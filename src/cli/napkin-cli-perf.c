@@ -166,6 +166,7 @@ print_analysis_text (NapkinAnalysis *a,
   g_autofree char *ts = human (a->serial_time_s, "s");
   g_autofree char *tp = human (a->throughput, "FLOP/s");
   g_autofree char *tt = human (a->tensor_throughput, "FLOP/s");
+  g_autofree char *stp = human (a->serial_throughput, "FLOP/s");
   g_autofree char *en = human (a->energy_j, "J");
   g_autofree char *fl = human ((double) a->flops_total, "FLOP");
 
@@ -179,7 +180,8 @@ print_analysis_text (NapkinAnalysis *a,
 
   printf ("\nPredicted time  %s with full overlap (%s with none), bound by %s\n", t, ts,
           napkin_resource_to_string (a->bound));
-  printf ("Throughput      %s (tensor cores alone: %s)\n", tp, a->tensor_throughput > 0 ? tt : "—");
+  printf ("Throughput      %s with full overlap, %s with none (tensor cores alone: %s)\n", tp, stp,
+          a->tensor_throughput > 0 ? tt : "—");
   printf ("Work            %s; intensity %.1f FLOP per device-memory byte\n", fl, a->intensity);
   printf ("Energy          %s (estimate)\n", en);
 

@@ -1248,6 +1248,8 @@ napkin_analyze (NapkinDiagram               *diagram,
    * there are any, else all of them. */
   a->throughput = a->predicted_time_s > 0
                   ? (a->flops.tensor > 0 ? a->flops.tensor : a->flops_total) / a->predicted_time_s : 0;
+  a->serial_throughput = a->serial_time_s > 0
+                         ? (a->flops.tensor > 0 ? a->flops.tensor : a->flops_total) / a->serial_time_s : 0;
   a->intensity = a->levels[NAPKIN_LEVEL_HBM].transfer_bytes > 0
                  ? (double) a->flops_total / a->levels[NAPKIN_LEVEL_HBM].transfer_bytes : 0;
   a->bound = NAPKIN_RESOURCE_TENSOR;
@@ -1339,6 +1341,7 @@ napkin_analysis_to_json (NapkinAnalysis *a)
   json_object_object_add (root, "predicted_time_s", json_object_new_double (a->predicted_time_s));
   json_object_object_add (root, "serial_time_s", json_object_new_double (a->serial_time_s));
   json_object_object_add (root, "throughput_flops_per_s", json_object_new_double (a->throughput));
+  json_object_object_add (root, "serial_throughput_flops_per_s", json_object_new_double (a->serial_throughput));
   json_object_object_add (root, "tensor_throughput_flops_per_s", json_object_new_double (a->tensor_throughput));
   json_object_object_add (root, "intensity_flops_per_byte", json_object_new_double (a->intensity));
   json_object_object_add (root, "energy_j", json_object_new_double (a->energy_j));

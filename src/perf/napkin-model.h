@@ -109,6 +109,7 @@ typedef struct
   double           predicted_time_s; /* full overlap inside each kernel */
   double           serial_time_s;    /* no overlap */
   double           throughput;       /* contraction FLOP/s (all FLOPs if none) at predicted_time_s */
+  double           serial_throughput;/* the same at serial_time_s */
   double           tensor_throughput;/* FLOP/s of the contractions at the tensor-core rates alone */
   double           intensity;        /* FLOPs per device-memory byte */
   double           energy_j;
