@@ -228,7 +228,7 @@ about_action (GSimpleAction *action,
   adw_about_window_set_comments (ADW_ABOUT_WINDOW (about),
                                  _("Draw a GPU algorithm as a string diagram, relabel it onto memory levels, "
                                    "model it and generate CUDA. After “FlashAttention on a Napkin” "
-                                   "(Abbott & Zardini, 2025)."));
+                                   "(Abbott and Zardini, 2025)."));
   adw_about_window_set_license_type (ADW_ABOUT_WINDOW (about), GTK_LICENSE_GPL_3_0);
   adw_about_window_set_developers (ADW_ABOUT_WINDOW (about), developers);
   adw_about_window_set_translator_credits (ADW_ABOUT_WINDOW (about), _("translator-credits"));

@@ -485,6 +485,42 @@ test_close_asks (void)
   g_assert_null (watch);
 }
 
+/* The shortcuts window and the about window build from their resources without
+ * a warning (warnings are fatal here), and every accelerator they list exists. */
+static void
+test_help_and_about (void)
+{
+  NapkinWindow *window = open_window (NULL);
+  GtkWindow *overlay;
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.show-help-overlay", NULL));
+  iterate (50);
+  overlay = GTK_WINDOW (gtk_application_window_get_help_overlay (GTK_APPLICATION_WINDOW (window)));
+  g_assert_nonnull (overlay);
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (overlay)));
+  gtk_window_close (overlay);
+  g_action_group_activate_action (G_ACTION_GROUP (app), "about", NULL);
+  iterate (50);
+  {
+    GListModel *toplevels = gtk_window_get_toplevels ();
+    gboolean found = FALSE;
+
+    for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
+      {
+        g_autoptr(GtkWindow) w = g_list_model_get_item (toplevels, i);
+
+        if (ADW_IS_ABOUT_WINDOW (w))
+          {
+            found = TRUE;
+            g_assert_cmpstr (adw_about_window_get_version (ADW_ABOUT_WINDOW (w)), ==, PACKAGE_VERSION);
+            gtk_window_destroy (w);
+          }
+      }
+    g_assert_true (found);
+  }
+  close_window (window);
+}
+
 /* The shipped French catalogue translates the window. */
 static void
 test_french (void)
@@ -616,6 +652,7 @@ main (int    argc,
   g_test_add_func ("/app/edit/copy-paste", test_copy_paste);
   g_test_add_func ("/app/view/zoom", test_zoom_actions);
   g_test_add_func ("/app/window/close-asks", test_close_asks);
+  g_test_add_func ("/app/window/help-and-about", test_help_and_about);
   g_test_add_func ("/app/i18n/french", test_french);
   g_test_add_func ("/app/screenshot", test_screenshot);
   status = g_test_run ();
