@@ -552,6 +552,29 @@ writes_in_place (Model *m,
          && dtype_bytes (m, src) >= dtype_bytes (m, n);
 }
 
+/* The same for a value made inside: an elementwise-shaped operation may write its
+ * result over its first input when that is an intermediate it alone reads, of the
+ * same shape. Returns that input, or -1. */
+static int
+overwrites_intermediate (Model *m,
+                         guint  r,
+                         guint  n)
+{
+  const NapkinNode *node = napkin_diagram_node (m->d, n);
+  int src = napkin_diagram_input_source (m->d, n, 0);
+  guint n_consumers;
+
+  if (src < 0 || !m->rs[r].member[src])
+    return -1;
+  if (node->kind != NAPKIN_OP_MAP && node->kind != NAPKIN_OP_SOFTMAX && node->kind != NAPKIN_OP_NORMALIZE)
+    return -1;
+  napkin_diagram_consumers (m->d, src, &n_consumers);
+  if (n_consumers != 1 || tile_elements (m, r, src) != tile_elements (m, r, n)
+      || dtype_bytes (m, src) < dtype_bytes (m, n))
+    return -1;
+  return src;
+}
+
 static void
 model_region (Model *m,
               guint  r)
@@ -683,7 +706,9 @@ model_region (Model *m,
   /* Values made and used inside: the largest live set over the columns. */
   for (guint i = 0; i < rs->members->len; i++)
     {
-      guint column = m->pos[g_array_index (rs->members, guint, i)];
+      guint here = g_array_index (rs->members, guint, i);
+      guint column = m->pos[here];
+      int reused = overwrites_intermediate (m, r, here);
       gint64 live = 0;
 
       for (guint j = 0; j <= i; j++)
@@ -704,7 +729,8 @@ model_region (Model *m,
               inside = TRUE;
               later |= m->pos[consumers[c]] >= column;
             }
-          if (inside && later)
+          /* an operation writing over its dying input needs one buffer for both */
+          if (inside && later && (int) v != reused)
             live = add (m, live, mul (m, tile_elements (m, r, v), dtype_bytes (m, v)));
         }
       cost.intermediate_bytes = MAX (cost.intermediate_bytes, live);
