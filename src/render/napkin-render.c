@@ -155,6 +155,10 @@ typedef struct
   NapkinLevel *node_levels;
   NapkinRect *region_rects;
   guint8     *members;      /* n_regions × n_nodes: region r holds node n */
+  guint       n_wires;
+  int        *wire_from;    /* node indices, -1 when the wire cannot be drawn */
+  int        *wire_to;
+  double     *wire_ends;    /* x1, y1, x2, y2 per wire */
 } Layout;
 
 static void
@@ -166,6 +170,9 @@ layout_free (gpointer data)
   g_free (layout->node_levels);
   g_free (layout->region_rects);
   g_free (layout->members);
+  g_free (layout->wire_from);
+  g_free (layout->wire_to);
+  g_free (layout->wire_ends);
   g_free (layout);
 }
 
@@ -270,6 +277,9 @@ compute_region_rect (NapkinDiagram *diagram,
     }
 }
 
+static gboolean port_point_in (NapkinDiagram *diagram, guint n, int port, const NapkinRect *rect,
+                               double *x, double *y);
+
 static Layout *
 ensure_layout (NapkinDiagram *diagram)
 {
@@ -313,6 +323,26 @@ ensure_layout (NapkinDiagram *diagram)
   for (guint r = 0; r < layout->n_regions; r++)
     compute_region_rect (diagram, layout, r, &layout->region_rects[r]);
 
+  layout->n_wires = napkin_diagram_n_wires (diagram);
+  layout->wire_from = g_new (int, layout->n_wires + 1);
+  layout->wire_to = g_new (int, layout->n_wires + 1);
+  layout->wire_ends = g_new0 (double, 4 * (gsize) layout->n_wires + 1);
+  for (guint w = 0; w < layout->n_wires; w++)
+    {
+      const NapkinWire *wire = napkin_diagram_wire (diagram, w);
+      int f = napkin_diagram_find_node (diagram, wire->from);
+      int t = napkin_diagram_find_node (diagram, wire->to);
+      double *e = &layout->wire_ends[4 * w];
+
+      layout->wire_from[w] = layout->wire_to[w] = -1;
+      if (f < 0 || t < 0
+          || !port_point_in (diagram, f, -1, &layout->node_rects[f], &e[0], &e[1])
+          || !port_point_in (diagram, t, wire->port, &layout->node_rects[t], &e[2], &e[3]))
+        continue;
+      layout->wire_from[w] = f;
+      layout->wire_to[w] = t;
+    }
+
   g_object_set_qdata_full (G_OBJECT (diagram), quark, layout, layout_free);
   return layout;
 }
@@ -328,6 +358,38 @@ napkin_render_node_rect (NapkinDiagram *diagram,
   *rect = layout->node_rects[n];
 }
 
+static gboolean
+port_point_in (NapkinDiagram    *diagram,
+               guint             n,
+               int               port,
+               const NapkinRect *rect,
+               double           *x,
+               double           *y)
+{
+  const NapkinNode *node = napkin_diagram_node (diagram, n);
+  guint n_in = napkin_op_n_inputs (node);
+  guint slots, used, start = 0;
+
+  if (port < 0)
+    {
+      if (node->kind == NAPKIN_OP_OUTPUT)
+        return FALSE;
+      *x = rect->x + rect->width;
+      *y = rect->y + rect->height / 2;
+      return TRUE;
+    }
+  if ((guint) port >= n_in)
+    return FALSE;
+
+  slots = (guint) lround ((rect->height - 2 * PAD) / STRAND);
+  used = input_slots (diagram, n, node);
+  for (int p = 0; p < port; p++)
+    start += port_rank (diagram, n, p) + 1;
+  *x = rect->x;
+  *y = rect->y + PAD + (slots - used) * STRAND / 2 + (start + port_rank (diagram, n, port) / 2.0) * STRAND;
+  return TRUE;
+}
+
 gboolean
 napkin_render_port_point (NapkinDiagram *diagram,
                           guint          n,
@@ -335,30 +397,10 @@ napkin_render_port_point (NapkinDiagram *diagram,
                           double        *x,
                           double        *y)
 {
-  const NapkinNode *node = napkin_diagram_node (diagram, n);
-  guint n_in = napkin_op_n_inputs (node);
-  NapkinRect rect;
-  guint slots, used, start = 0;
+  Layout *layout = ensure_layout (diagram);
 
-  napkin_render_node_rect (diagram, n, &rect);
-  if (port < 0)
-    {
-      if (node->kind == NAPKIN_OP_OUTPUT)
-        return FALSE;
-      *x = rect.x + rect.width;
-      *y = rect.y + rect.height / 2;
-      return TRUE;
-    }
-  if ((guint) port >= n_in)
-    return FALSE;
-
-  slots = (guint) lround ((rect.height - 2 * PAD) / STRAND);
-  used = input_slots (diagram, n, node);
-  for (int p = 0; p < port; p++)
-    start += port_rank (diagram, n, p) + 1;
-  *x = rect.x;
-  *y = rect.y + PAD + (slots - used) * STRAND / 2 + (start + port_rank (diagram, n, port) / 2.0) * STRAND;
-  return TRUE;
+  g_return_val_if_fail (n < layout->n_nodes, FALSE);
+  return port_point_in (diagram, n, port, &layout->node_rects[n], x, y);
 }
 
 void
@@ -382,13 +424,11 @@ napkin_render_node_level (NapkinDiagram *diagram,
   return layout->node_levels[n];
 }
 
-static gboolean
-region_holds (NapkinDiagram *diagram,
-              guint          r,
-              int            n)
+static inline gboolean
+layout_holds (const Layout *layout,
+              guint         r,
+              int           n)
 {
-  Layout *layout = ensure_layout (diagram);
-
   return n >= 0 && (guint) n < layout->n_nodes && layout->members[(gsize) r * layout->n_nodes + n];
 }
 
@@ -453,15 +493,14 @@ wire_ends (NapkinDiagram *diagram,
            double        *y2,
            int           *from)
 {
-  const NapkinWire *wire = napkin_diagram_wire (diagram, w);
-  int f = napkin_diagram_find_node (diagram, wire->from);
-  int t = napkin_diagram_find_node (diagram, wire->to);
+  Layout *layout = ensure_layout (diagram);
+  const double *e = &layout->wire_ends[4 * w];
 
-  *from = f;
-  if (f < 0 || t < 0
-      || !napkin_render_port_point (diagram, f, -1, x1, y1)
-      || !napkin_render_port_point (diagram, t, wire->port, x2, y2))
-    *from = -1;
+  *from = layout->wire_from[w];
+  *x1 = e[0];
+  *y1 = e[1];
+  *x2 = e[2];
+  *y2 = e[3];
 }
 
 static void
@@ -587,6 +626,7 @@ typedef struct
   double                clip_x0, clip_y0, clip_x1, clip_y1;
   double                scale;       /* device pixels per document unit */
   gboolean              screen;      /* an image surface for the canvas: take shortcuts */
+  Layout               *layout;
 } DrawContext;
 
 /* Text smaller than about 4 pixels is noise on screen and costs most of a frame:
@@ -996,11 +1036,9 @@ draw_wires (DrawContext               *ctx,
 
   for (guint w = 0; w < n_wires; w++)
     {
-      const NapkinWire *wire = napkin_diagram_wire (ctx->diagram, w);
-
       shown[w] = wire_visible (ctx, w);
-      from[w] = napkin_diagram_find_node (ctx->diagram, wire->from);
-      to[w] = napkin_diagram_find_node (ctx->diagram, wire->to);
+      from[w] = ctx->layout->wire_from[w];
+      to[w] = ctx->layout->wire_to[w];
     }
 
   /* A wire takes the colour of the fastest region holding both its ends (black:
@@ -1012,7 +1050,7 @@ draw_wires (DrawContext               *ctx,
         continue;
       for (guint r = 0; r < n_regions; r++)
         if ((int) napkin_diagram_region (ctx->diagram, r)->level > base[w]
-            && region_holds (ctx->diagram, r, from[w]) && region_holds (ctx->diagram, r, to[w]))
+            && layout_holds (ctx->layout, r, from[w]) && layout_holds (ctx->layout, r, to[w]))
           base[w] = napkin_diagram_region (ctx->diagram, r)->level;
     }
   for (int pass = -2; pass < NAPKIN_N_LEVELS; pass++)
@@ -1054,8 +1092,8 @@ draw_wires (DrawContext               *ctx,
         cairo_clip (cr);
         for (guint w = 0; w < n_wires; w++)
           {
-            gboolean holds_from = region_holds (ctx->diagram, r, from[w]);
-            gboolean holds_to = region_holds (ctx->diagram, r, to[w]);
+            gboolean holds_from = layout_holds (ctx->layout, r, from[w]);
+            gboolean holds_to = layout_holds (ctx->layout, r, to[w]);
 
             if (!shown[w] || ctx->bad_wires[w] || (int) w == selected || base[w] >= level
                 || !(holds_from || holds_to))
@@ -1492,6 +1530,7 @@ napkin_render_draw (cairo_t                   *cr,
 
   ctx.cr = cr;
   ctx.diagram = diagram;
+  ctx.layout = ensure_layout (diagram);
   ctx.n_nodes = napkin_diagram_n_nodes (diagram);
   n_regions = napkin_diagram_n_regions (diagram);
   n_wires = napkin_diagram_n_wires (diagram);
