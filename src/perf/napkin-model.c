@@ -793,8 +793,11 @@ model_occupancy (Model *m,
           child = TRUE;
           if (!m->rs[r].explicit_threads)
             threads = MIN (1024, MAX (threads, (guint) MIN (cc->groups * cc->threads, 1024)));
-          register_bytes = MAX (register_bytes, (gint64) ceil ((double) (cc->footprint_bytes + cc->intermediate_bytes)
-                                                               / cc->threads * threads));
+          {
+            double held = (double) (cc->footprint_bytes + cc->intermediate_bytes) / cc->threads * threads;
+
+            register_bytes = MAX (register_bytes, (gint64) ceil (held));
+          }
         }
       if (!child)
         {
@@ -919,7 +922,9 @@ model_l2_reuse (Model *m,
           && t > 0)
         {
           axes[n_par] = a;
-          radix[n_par] = ceil_div (napkin_diagram_axis_size (m->d, a), MIN (t, napkin_diagram_axis_size (m->d, a)));
+          gint64 size = napkin_diagram_axis_size (m->d, a);
+
+          radix[n_par] = ceil_div (size, MIN (t, size));
           n_par++;
         }
     }
@@ -1382,7 +1387,8 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       json_object_object_add (obj, "transfer_elements", json_object_new_int64 (a->levels[l].transfer_elements));
       json_object_object_add (obj, "transfer_bytes", json_object_new_int64 (a->levels[l].transfer_bytes));
       json_object_object_add (obj, "time_s", json_object_new_double (a->levels[l].time_s));
-      json_object_object_add (obj, "bandwidth_bytes_per_s", json_object_new_double (a->arch->levels[l].bandwidth));
+      json_object_object_add (obj, "bandwidth_bytes_per_s",
+                              json_object_new_double (a->arch->levels[l].bandwidth));
       json_object_array_add (array, obj);
     }
   json_object_object_add (root, "levels", array);
@@ -1396,9 +1402,14 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       obj = json_object_new_object ();
       json_object_object_add (obj, "name", json_object_new_string (c->name));
       json_object_object_add (obj, "level", json_object_new_string (napkin_level_to_string (c->level)));
-      json_object_object_add (obj, "parent_level", json_object_new_string (napkin_level_to_string (c->parent_level)));
+      json_object_object_add (obj, "parent_level",
+                              json_object_new_string (napkin_level_to_string (c->parent_level)));
       if (c->parent >= 0)
-        json_object_object_add (obj, "parent", json_object_new_string (g_array_index (a->regions, NapkinRegionCost, c->parent).name));
+        {
+          const NapkinRegionCost *parent = &g_array_index (a->regions, NapkinRegionCost, c->parent);
+
+          json_object_object_add (obj, "parent", json_object_new_string (parent->name));
+        }
       json_object_object_add (obj, "tile", json_object_new_string (c->tile));
       json_object_object_add (obj, "groups", json_object_new_int64 (c->groups));
       json_object_object_add (obj, "chunks", json_object_new_int64 (c->chunks));

@@ -151,10 +151,13 @@ evaluate (Search *s)
 
   /* a nested region's tile beyond its parent's repeats a smaller one */
   for (guint k = 0; k < s->n_knobs; k++)
-    if (s->knobs[k].parent_knob >= 0
-        && g_array_index (s->knobs[k].values, gint64, s->knobs[k].choice)
-           > g_array_index (s->knobs[s->knobs[k].parent_knob].values, gint64, s->knobs[s->knobs[k].parent_knob].choice))
-      return G_MAXDOUBLE;
+    {
+      const Knob *outer = s->knobs[k].parent_knob >= 0 ? &s->knobs[s->knobs[k].parent_knob] : NULL;
+
+      if (outer && g_array_index (s->knobs[k].values, gint64, s->knobs[k].choice)
+                   > g_array_index (outer->values, gint64, outer->choice))
+        return G_MAXDOUBLE;
+    }
   for (guint k = 0; k < s->n_knobs; k++)
     g_string_append_printf (key, "%u,", s->knobs[k].choice);
   if ((cached = g_hash_table_lookup (s->seen, key->str)))
@@ -257,7 +260,9 @@ napkin_tune (NapkinDiagram            *diagram,
   for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
     {
       const NapkinRegion *region = napkin_diagram_region (copy, r);
-      gint64 cap = region->level == NAPKIN_LEVEL_REGISTERS ? 128 : region->level == NAPKIN_LEVEL_SMEM ? 256 : 4096;
+      gint64 cap = region->level == NAPKIN_LEVEL_REGISTERS ? 128
+                   : region->level == NAPKIN_LEVEL_SMEM   ? 256
+                                                          : 4096;
 
       for (guint i = 0; i < region->marks->len; i++)
         {
