@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -359,6 +360,72 @@ test_edit_save_reload (void)
   close_window (window);
 }
 
+/* The region tool draws a region around what a box encloses; a region resizes by
+ * its handle and deletes with the selection; each is one undo step. */
+static void
+test_regions (void)
+{
+  g_autofree char *src = example_path ("flash-attention");
+  NapkinWindow *window = open_window (src);
+  NapkinCanvas *canvas = napkin_window_get_canvas (window);
+  NapkinDiagram *diagram = diagram_of (window);
+  NapkinRect rs, before, after;
+  const NapkinRegion *region;
+  int r;
+
+  /* Region tool at the register level around the softmax. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.region-tool", "s", "registers"));
+  napkin_render_node_rect (diagram, napkin_diagram_find_node (diagram, "sm"), &rs);
+  drag (canvas, rs.x - 8, rs.y - 24, rs.x + rs.width + 8, rs.y + rs.height + 8);
+  r = napkin_diagram_find_region (diagram, "regs1");
+  g_assert_cmpint (r, >=, 0);
+  region = napkin_diagram_region (diagram, r);
+  g_assert_cmpint (region->level, ==, NAPKIN_LEVEL_REGISTERS);
+  g_assert_cmpuint (region->nodes->len, ==, 1);
+  g_assert_cmpstr (g_ptr_array_index (region->nodes, 0), ==, "sm");
+  g_assert_cmpint (napkin_render_node_level (diagram, napkin_diagram_find_node (diagram, "sm")), ==,
+                   NAPKIN_LEVEL_REGISTERS);
+  /* It nests inside the shared-memory region, which grew around it. */
+  {
+    NapkinRect outer, inner;
+
+    napkin_render_region_rect (diagram, napkin_diagram_find_region (diagram, "block"), &outer);
+    napkin_render_region_rect (diagram, r, &inner);
+    g_assert_cmpfloat (inner.x, >, outer.x);
+    g_assert_cmpfloat (inner.y, >, outer.y);
+    g_assert_cmpfloat (inner.y + inner.height, <, outer.y + outer.height);
+  }
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  g_assert_cmpint (napkin_diagram_find_region (diagram, "regs1"), <, 0);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.redo", NULL));
+  g_assert_cmpint (napkin_diagram_find_region (diagram, "regs1"), >=, 0);
+
+  /* Leave the tool (Escape does the same) and resize "block" by its handle. */
+  napkin_canvas_set_region_tool (canvas, FALSE, NAPKIN_LEVEL_SMEM);
+  r = napkin_diagram_find_region (diagram, "block");
+  napkin_render_region_rect (diagram, r, &before);
+  g_assert_false (napkin_diagram_region (diagram, r)->has_rect);
+  drag (canvas, before.x + before.width - 4, before.y + before.height - 4,
+        before.x + before.width + 36, before.y + before.height + 26);
+  g_assert_cmpstr (napkin_canvas_get_selected_region (canvas), ==, "block");
+  region = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, "block"));
+  g_assert_true (region->has_rect);
+  napkin_render_region_rect (diagram, napkin_diagram_find_region (diagram, "block"), &after);
+  g_assert_cmpfloat (fabs (after.width - (before.width + 40)), <=, 1);
+  g_assert_cmpfloat (fabs (after.height - (before.height + 30)), <=, 1);
+  g_assert_cmpfloat (after.x, ==, before.x);
+
+  /* Delete the selected region: its operations stay. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.delete", NULL));
+  g_assert_cmpint (napkin_diagram_find_region (diagram, "block"), <, 0);
+  g_assert_cmpint (napkin_diagram_find_node (diagram, "qk"), >=, 0);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  g_assert_cmpint (napkin_diagram_find_region (diagram, "block"), >=, 0);
+
+  napkin_history_set_saved (napkin_window_get_history (window));
+  close_window (window);
+}
+
 /* Copy and paste go through the display's clipboard. */
 static void
 test_copy_paste (void)
@@ -650,6 +717,7 @@ main (int    argc,
   g_test_add_func ("/app/open/broken-file", test_broken_file);
   g_test_add_func ("/app/edit/add-connect-relabel-undo-save-reload", test_edit_save_reload);
   g_test_add_func ("/app/edit/copy-paste", test_copy_paste);
+  g_test_add_func ("/app/edit/regions", test_regions);
   g_test_add_func ("/app/view/zoom", test_zoom_actions);
   g_test_add_func ("/app/window/close-asks", test_close_asks);
   g_test_add_func ("/app/window/help-and-about", test_help_and_about);
