@@ -133,6 +133,15 @@ napkin_cli_archs (int    argc,
             json_object_object_add (tensor, napkin_tensor_class_to_string (c),
                                     json_object_new_double (napkin_arch_tensor_rate (a, c)));
           json_object_object_add (obj, "tensor_flops_per_s", tensor);
+          {
+            const GPtrArray *paths = napkin_arch_get_figure_paths (a);
+            json_object *sources = json_object_new_object ();
+
+            for (guint p = 0; p < paths->len; p++)
+              json_object_object_add (sources, g_ptr_array_index (paths, p),
+                                      json_object_new_string (napkin_arch_get_source (a, g_ptr_array_index (paths, p))));
+            json_object_object_add (obj, "sources", sources);
+          }
           json_object_array_add (array, obj);
         }
       print_json (array);

@@ -67,6 +67,8 @@ napkin_arch_unref (NapkinArch *arch)
   g_free (arch->family);
   g_free (arch->compute_capability);
   g_free (arch->path);
+  g_clear_pointer (&arch->sources, g_hash_table_unref);
+  g_clear_pointer (&arch->source_order, g_ptr_array_unref);
   g_free (arch);
 }
 
@@ -135,7 +137,8 @@ get_string (json_object *parent,
 
 /* Every figure is {"value": number, "source": "where it comes from"}. */
 static gboolean
-get_figure (json_object *parent,
+get_figure (NapkinArch  *arch,
+            json_object *parent,
             const char  *parent_path,
             const char  *key,
             double       min,
@@ -161,6 +164,9 @@ get_figure (json_object *parent,
   if (!isfinite (v) || v < min || v > max)
     return fail (error, path, "value %g is outside [%g, %g]", v, min, max);
   *out = v;
+  if (!g_hash_table_contains (arch->sources, path))
+    g_ptr_array_add (arch->source_order, g_strdup (path));
+  g_hash_table_insert (arch->sources, g_strdup (path), g_strdup (json_object_get_string (source)));
   return TRUE;
 }
 
@@ -174,6 +180,8 @@ arch_from_json (json_object *root,
   double v;
 
   arch->ref_count = 1;
+  arch->sources = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  arch->source_order = g_ptr_array_new_with_free_func (g_free);
   if (!json_object_is_type (root, json_type_object))
     return fail (error, "$", "expected an object"), NULL;
   if (!json_object_object_get_ex (root, "format", &obj) || !json_object_is_type (obj, json_type_string)
@@ -192,7 +200,7 @@ arch_from_json (json_object *root,
     return fail (error, "id", "“%s” is not a short name (letters, digits, _)", arch->id), NULL;
 
 #define FIG(parent, ppath, key, lo, hi, dest) \
-  G_STMT_START { if (!get_figure (parent, ppath, key, lo, hi, &v, error)) return NULL; dest = v; } G_STMT_END
+  G_STMT_START { if (!get_figure (arch, parent, ppath, key, lo, hi, &v, error)) return NULL; dest = v; } G_STMT_END
 
   FIG (root, "", "sms", 1, 4096, arch->sms);
   FIG (root, "", "clock_mhz", 1, 10000, arch->clock_hz);
@@ -305,6 +313,24 @@ napkin_arch_load_from_file (const char *path,
     }
   arch->path = g_strdup (path);
   return arch;
+}
+
+const char *
+napkin_arch_get_source (const NapkinArch *arch,
+                        const char       *path)
+{
+  g_return_val_if_fail (arch != NULL, NULL);
+  g_return_val_if_fail (path != NULL, NULL);
+
+  return g_hash_table_lookup (arch->sources, path);
+}
+
+const GPtrArray *
+napkin_arch_get_figure_paths (const NapkinArch *arch)
+{
+  g_return_val_if_fail (arch != NULL, NULL);
+
+  return arch->source_order;
 }
 
 double

@@ -69,6 +69,8 @@ typedef struct
   double          energy_pj_per_cuda_flop;
 
   /*< private >*/
+  GHashTable     *sources;            /* figure path ("levels.hbm.bandwidth_bytes_per_s") → source */
+  GPtrArray      *source_order;       /* the paths, in file order */
   gint            ref_count;
 } NapkinArch;
 
@@ -79,6 +81,12 @@ NapkinArch        *napkin_arch_load_from_data     (const char        *data,
                                                    GError           **error);
 NapkinArch        *napkin_arch_load_from_file     (const char        *path,
                                                    GError           **error);
+
+/* Where a figure comes from, by its JSON path; NULL if there is no such figure. */
+const char        *napkin_arch_get_source         (const NapkinArch  *arch,
+                                                   const char        *path);
+/* Every figure's path, in file order (for listing figures with their sources). */
+const GPtrArray   *napkin_arch_get_figure_paths   (const NapkinArch  *arch);
 
 /* Device-wide rates in operations per second. */
 double             napkin_arch_tensor_rate        (const NapkinArch  *arch,

@@ -125,6 +125,14 @@ test_arch_h100 (void)
   g_assert_cmpfloat (h->levels[NAPKIN_LEVEL_SMEM].capacity_bytes, ==, 228 * 1024);
   g_assert_cmpuint (h->registers_per_sm, ==, 65536);
   g_assert_cmpuint (h->max_warps_per_sm, ==, 64);
+
+  /* every figure keeps its source */
+  g_assert_nonnull (strstr (napkin_arch_get_source (h, "tensor.fp16"), "989.4"));
+  g_assert_nonnull (strstr (napkin_arch_get_source (h, "levels.l2.bandwidth_bytes_per_clock"), "measured"));
+  g_assert_null (napkin_arch_get_source (h, "levels.hbm.nonsense"));
+  g_assert_cmpuint (napkin_arch_get_figure_paths (h)->len, >=, 30);
+  for (guint i = 0; i < napkin_arch_get_figure_paths (h)->len; i++)
+    g_assert_nonnull (napkin_arch_get_source (h, g_ptr_array_index (napkin_arch_get_figure_paths (h), i)));
 }
 
 static void
