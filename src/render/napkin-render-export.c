@@ -208,7 +208,11 @@ append_tex (GString    *out,
         case '^': g_string_append (out, "\\^{}"); break;
         case '~': g_string_append (out, "\\~{}"); break;
         default:
-          if ((guchar) *p < 0x80)
+          /* Control characters (newlines too: a blank line is \par, which ends a
+           * node's text with an error) become spaces; see docs/security.md. */
+          if ((guchar) *p < 0x20 || *p == 0x7f)
+            g_string_append_c (out, ' ');
+          else if ((guchar) *p < 0x80)
             g_string_append_c (out, *p);
           else
             g_string_append_c (out, '?');

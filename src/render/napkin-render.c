@@ -1103,7 +1103,9 @@ draw_wires (DrawContext               *ctx,
           }
         if (any)
           {
+            /* A little wider than the black strand under it, so no dark fringe. */
             set_rgb (cr, level_rgb[level], 1);
+            cairo_set_line_width (cr, cairo_get_line_width (cr) + 0.6);
             cairo_stroke (cr);
           }
         cairo_restore (cr);
