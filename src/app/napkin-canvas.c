@@ -897,13 +897,11 @@ _napkin_canvas_drag_begin (NapkinCanvas    *self,
         const char *name = napkin_diagram_region (self->diagram, hit.index)->name;
 
         napkin_canvas_select_region (self, name);
+        g_free (self->resize_region);
+        self->resize_region = g_strdup (name);
+        napkin_render_region_rect (self->diagram, hit.index, &self->resize_rect);
         if (hit.kind == NAPKIN_HIT_REGION_HANDLE)
-          {
-            g_free (self->resize_region);
-            self->resize_region = g_strdup (name);
-            napkin_render_region_rect (self->diagram, hit.index, &self->resize_rect);
-            self->mode = MODE_RESIZE;
-          }
+          self->mode = MODE_RESIZE;
         else
           begin_move (self);
         break;
@@ -948,6 +946,17 @@ _napkin_canvas_drag_update (NapkinCanvas *self,
 
           napkin_edit_move_node (self->history, m->id, round (m->x + dx / self->zoom),
                                  round (m->y + dy / self->zoom), NULL);
+        }
+      /* A region with its own rectangle (resized by hand) moves with its operations. */
+      if (self->selected_region != NULL)
+        {
+          int r = napkin_diagram_find_region (self->diagram, self->selected_region);
+
+          if (r >= 0 && napkin_diagram_region (self->diagram, r)->has_rect)
+            napkin_edit_set_region_rect (self->history, self->selected_region,
+                                         round (self->resize_rect.x + dx / self->zoom),
+                                         round (self->resize_rect.y + dy / self->zoom),
+                                         self->resize_rect.width, self->resize_rect.height, NULL);
         }
       break;
     case MODE_CONNECT:

@@ -415,6 +415,17 @@ test_regions (void)
   g_assert_cmpfloat (fabs (after.height - (before.height + 30)), <=, 1);
   g_assert_cmpfloat (after.x, ==, before.x);
 
+  /* Dragging its title moves the operations and the hand-sized rectangle together. */
+  {
+    double qx = napkin_diagram_node (diagram, napkin_diagram_find_node (diagram, "qk"))->x;
+
+    drag (canvas, after.x + 20, after.y + 20, after.x + 70, after.y + 30);
+    napkin_render_region_rect (diagram, napkin_diagram_find_region (diagram, "block"), &before);
+    g_assert_cmpfloat (before.x, ==, after.x + 50);
+    g_assert_cmpfloat (before.y, ==, after.y + 10);
+    g_assert_cmpfloat (napkin_diagram_node (diagram, napkin_diagram_find_node (diagram, "qk"))->x, ==, qx + 50);
+  }
+
   /* Delete the selected region: its operations stay. */
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.delete", NULL));
   g_assert_cmpint (napkin_diagram_find_region (diagram, "block"), <, 0);
