@@ -136,14 +136,35 @@ info_to_json (NapkinDiagram *diagram,
   return root;
 }
 
+/* Free text from a file, for a terminal: control characters (escape sequences could
+ * rewrite the screen or the window title) and bidi overrides are shown as \uXXXX. */
+static char *
+printable (const char *text)
+{
+  GString *out = g_string_new (NULL);
+
+  for (const char *p = text; p && *p; p = g_utf8_next_char (p))
+    {
+      gunichar c = g_utf8_get_char (p);
+
+      if (c < 0x20 || (c >= 0x7f && c < 0xa0) || (c >= 0x202a && c <= 0x202e)
+          || (c >= 0x2066 && c <= 0x2069))
+        g_string_append_printf (out, "\\u%04x", c);
+      else
+        g_string_append_unichar (out, c);
+    }
+  return g_string_free (out, FALSE);
+}
+
 static void
 print_text (NapkinDiagram *diagram,
             const char    *path)
 {
+  g_autofree char *title = printable (napkin_diagram_get_title (diagram));
+  g_autofree char *shown_path = printable (path);
   NapkinFlops total;
 
-  printf ("%s%s%s\n", path, napkin_diagram_get_title (diagram) ? ": " : "",
-          napkin_diagram_get_title (diagram) ? napkin_diagram_get_title (diagram) : "");
+  printf ("%s%s%s\n", shown_path, napkin_diagram_get_title (diagram) ? ": " : "", title);
 
   printf ("\nAxes\n");
   for (guint i = 0; i < napkin_diagram_n_axes (diagram); i++)
