@@ -1073,8 +1073,8 @@ finish_kernel (Model            *m,
         }
       m->a->resource_s[res] += k->time_s[res];
     }
-  k->overlap_s = overlap + m->arch->launch_overhead_s;
-  k->serial_s = serial + m->arch->launch_overhead_s;
+  k->overlap_s = overlap + MAX (1, k->launches) * m->arch->launch_overhead_s;
+  k->serial_s = serial + MAX (1, k->launches) * m->arch->launch_overhead_s;
   m->a->predicted_time_s += k->overlap_s;
   m->a->serial_time_s += k->serial_s;
 }
@@ -1158,6 +1158,29 @@ build_kernels (Model *m)
           add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
           add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
           bytes = add (m, bytes, b);
+        }
+      /* A softmax or normalization outside every region has nowhere on chip to keep
+       * a row's statistics: it runs as passes over device memory, as the lowering
+       * emits them (src/lower): softmax = row max (read x, write m), Σ exp (read x
+       * and m, write l), normalise (read x, m, l, write y); layernorm likewise with
+       * mean and 1/std; rmsnorm with 1/std alone. Statistics are fp32, one per row. */
+      if (node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE)
+        {
+          int src = napkin_diagram_input_source (m->d, n, 0);
+          gboolean two = node->kind == NAPKIN_OP_NORMALIZE && node->norm == NAPKIN_NORM_RMSNORM;
+          gint64 in_e = tile_elements (m, -1, src);
+          gint64 rows = in_e / MAX (1, napkin_diagram_axis_size (m->d, napkin_diagram_find_axis (m->d, node->axis)));
+          gint64 extra_e = add (m, mul (m, in_e, two ? 1 : 2), mul (m, rows, two ? 2 : 5));
+          gint64 extra_b = add (m, mul (m, mul (m, in_e, two ? 1 : 2), dtype_bytes (m, src)),
+                                mul (m, rows, two ? 8 : 20));
+
+          k.launches = two ? 2 : 3;
+          add_level_traffic (m, NAPKIN_LEVEL_HBM, extra_e, extra_b);
+          add_level_traffic (m, NAPKIN_LEVEL_L2, extra_e, extra_b);
+          bytes = add (m, bytes, extra_b);
+          warning_add (m, "%s “%s” lies in no region: with nowhere on chip to keep its row statistics it "
+                       "reads its input %d times from device memory; a region with %s whole reads it once",
+                       napkin_op_kind_to_string (node->kind), node->id, two ? 2 : 3, node->axis);
         }
       k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
       k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
@@ -1460,6 +1483,7 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       json_object_object_add (obj, "kind", json_object_new_string (kc->region >= 0 ? "region" : "operation"));
       json_object_object_add (obj, "resources_s", resources_to_json (kc->time_s));
       json_object_object_add (obj, "quantisation", json_object_new_double (kc->quantisation));
+      json_object_object_add (obj, "launches", json_object_new_int (MAX (1, kc->launches)));
       json_object_object_add (obj, "overlap_s", json_object_new_double (kc->overlap_s));
       json_object_object_add (obj, "serial_s", json_object_new_double (kc->serial_s));
       json_object_object_add (obj, "bound", json_object_new_string (resource_names[kc->bound]));

@@ -77,6 +77,7 @@ typedef struct
   int            region;        /* index in NapkinAnalysis.regions, -1 for a plain operation */
   double         time_s[NAPKIN_N_RESOURCES];   /* before wave quantisation */
   double         quantisation;  /* ≥ 1: SM slots of the last wave left idle */
+  guint          launches;      /* kernel launches (passes of a plain softmax or normalize) */
   double         overlap_s;     /* max over resources (quantised) + launch */
   double         serial_s;      /* sum over resources (quantised) + launch */
   NapkinResource bound;

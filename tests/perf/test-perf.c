@@ -438,12 +438,17 @@ test_plain_materialised (void)
   g_autoptr(NapkinAnalysis) an = analyze (d, "h100", FALSE);
   gint64 qkv = 4 * 16 * 4096 * 128, s = 4 * 16 * 4096 * 4096;
 
-  /* every operation reads its inputs from and writes its result to device memory */
+  gint64 rows = 4 * 16 * 4096;
+
+  /* every operation reads its inputs from and writes its result to device memory;
+   * the softmax, with no on-chip state, in three passes with fp32 row statistics */
   g_assert_cmpint (an->levels[NAPKIN_LEVEL_HBM].transfer_elements, ==,
                    (2 * qkv + s)             /* qk */
                    + (s + s)                 /* scale */
-                   + (s + s)                 /* softmax */
+                   + (3 * s + s + 5 * rows)  /* softmax: max, Σ exp, normalise */
                    + (s + qkv + qkv));       /* pv */
+  g_assert_cmpint (an->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==,
+                   2 * (2 * qkv + s + 2 * s + 4 * s + s + 2 * qkv) + 4 * 5 * rows);
   g_assert_cmpuint (an->kernels->len, ==, 4);
   g_assert_cmpint (an->bound, ==, NAPKIN_RESOURCE_HBM);
 }

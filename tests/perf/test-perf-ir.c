@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Prediction and code must not drift apart (design.md §3): the model's device-memory
+ * bytes under --paper (every tile from device memory) equal the bytes the lowering's
+ * loop nest copies in and out of device memory, for every example as relabeled and
+ * with its regions removed. */
+#include "config.h"
+
+#include <string.h>
+
+#include "napkin-file.h"
+#include "napkin-ir.h"
+#include "napkin-json-private.h"
+#include "napkin-model.h"
+
+static void
+check (NapkinDiagram *d,
+       const char    *what)
+{
+  NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h100", NULL);
+  NapkinAnalyzeOptions options = { FALSE, NAPKIN_DTYPE_FP16, FALSE, TRUE };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) a = napkin_analyze (d, arch, &options, &error);
+  g_autoptr(NapkinIrProgram) p = NULL;
+
+  g_assert_no_error (error);
+  p = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
+  if (p == NULL && g_error_matches (error, NAPKIN_LOWER_ERROR, NAPKIN_LOWER_ERROR_UNSUPPORTED))
+    {
+      g_test_message ("%s: the lowering cannot express it yet: %s", what, error->message);
+      return;
+    }
+  g_assert_no_error (error);
+  g_test_message ("%s: %" G_GINT64_FORMAT " bytes", what, a->levels[NAPKIN_LEVEL_HBM].transfer_bytes);
+  if (a->levels[NAPKIN_LEVEL_HBM].transfer_bytes != napkin_ir_hbm_bytes (p))
+    g_error ("%s: the model moves %" G_GINT64_FORMAT " bytes through device memory, the IR %" G_GINT64_FORMAT,
+             what, a->levels[NAPKIN_LEVEL_HBM].transfer_bytes, napkin_ir_hbm_bytes (p));
+}
+
+static void
+test_examples (void)
+{
+  const char *dir = g_getenv ("NAPKIN_EXAMPLES_DIR");
+  g_autoptr(GDir) gdir = g_dir_open (dir, 0, NULL);
+  const char *name;
+  guint checked = 0;
+
+  g_assert_nonnull (gdir);
+  while ((name = g_dir_read_name (gdir)))
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+      g_autoptr(NapkinDiagram) d = NULL;
+      g_autoptr(NapkinDiagram) plain = NULL;
+      g_autoptr(json_object) root = NULL;
+      g_autofree char *plain_name = g_strdup_printf ("%s without regions", name);
+      g_autoptr(GError) error = NULL;
+
+      if (!g_str_has_suffix (name, ".napkin"))
+        continue;
+      d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+      g_assert_no_error (error);
+      check (d, name);
+
+      root = napkin_diagram_to_json (d);
+      json_object_object_add (root, "regions", json_object_new_array ());
+      plain = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, &error);
+      g_assert_no_error (error);
+      check (plain, plain_name);
+      checked++;
+    }
+  g_assert_cmpuint (checked, >=, 9);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/perf/ir/hbm-bytes", test_examples);
+  return g_test_run ();
+}
