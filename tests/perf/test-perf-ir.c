@@ -70,11 +70,46 @@ test_examples (void)
   g_assert_cmpuint (checked, >=, 9);
 }
 
+/* Sizes and tiles that do not divide each other: both count the last, partial
+ * tile of an axis at its full extent. */
+static void
+test_ragged (void)
+{
+  const struct { const char *example; const char *specs; } cases[] = {
+    { "matmul-tiled.napkin", "m=4000 n=3000 k=1000" },
+    { "matmul-tiled.napkin", "t:block.m=96 t:block.k=48" },
+    { "matmul-nested.napkin", "m=4000 n=3000 k=1000" },
+    { "flash-attention.napkin", "q=1000 k=3000" },
+    { "layernorm.napkin", "t=1000 t:rows.t=3" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), cases[i].example, NULL);
+      g_autofree char *what = g_strdup_printf ("%s with %s", cases[i].example, cases[i].specs);
+      g_auto(GStrv) specs = g_strsplit (cases[i].specs, " ", -1);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+
+      g_assert_no_error (error);
+      for (guint j = 0; specs[j]; j++)
+        {
+          if (g_str_has_prefix (specs[j], "t:"))
+            napkin_diagram_override_tile (d, specs[j] + 2, &error);
+          else
+            napkin_diagram_override_axis (d, specs[j], &error);
+          g_assert_no_error (error);
+        }
+      check (d, what);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/perf/ir/hbm-bytes", test_examples);
+  g_test_add_func ("/perf/ir/ragged", test_ragged);
   return g_test_run ();
 }
