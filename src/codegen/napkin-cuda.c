@@ -973,14 +973,12 @@ napkin_codegen_cuda (NapkinIrProgram     *program,
                        "%s: the CUDA backend does not store %s yet", bb->tensor >= 0
                          ? napkin_diagram_tensor (program->diagram, bb->tensor)->name : bb->name,
                        napkin_dtype_to_string (bb->dtype));
-          module->program = NULL;
-          return NULL;
+          return NULL;  /* the module frees the program: it was given to us */
         }
       if (module->args->len >= NAPKIN_CUDA_MAX_ARGS - 1)
         {
           g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
                        "the program needs more than %d device-memory buffers", NAPKIN_CUDA_MAX_ARGS - 1);
-          module->program = NULL;
           return NULL;
         }
       slot[b] = module->args->len;

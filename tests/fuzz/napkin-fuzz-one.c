@@ -20,6 +20,9 @@
 #ifdef NAPKIN_FUZZ_RENDER
 #include "napkin-render.h"
 #endif
+#ifdef NAPKIN_FUZZ_CODEGEN
+#include "napkin-codegen.h"
+#endif
 
 /* abort (), not g_error (): libFuzzer keeps the input of a SIGABRT, not of a SIGTRAP. */
 #define broken(...) G_STMT_START { g_printerr ("napkin-fuzz: invariant broken: " __VA_ARGS__); \
@@ -96,7 +99,26 @@ check_layers (NapkinDiagram *diagram)
           if (error == NULL)
             broken ("napkin_ir_lower failed without an error");
           check_message (error->message);
+          continue;
         }
+#ifdef NAPKIN_FUZZ_CODEGEN
+      {
+        g_autofree char *pseudo = napkin_codegen_pseudocode (program);
+        g_autoptr(NapkinCudaModule) module = NULL;
+
+        check_text ("the pseudocode", pseudo);
+        /* The module takes the program. */
+        module = napkin_codegen_cuda (g_steal_pointer (&program), NAPKIN_CODEGEN_DEFAULT, NULL, &error);
+        if (module == NULL)
+          {
+            if (error == NULL)
+              broken ("napkin_codegen_cuda failed without an error");
+            check_message (error->message);
+          }
+        else
+          check_text ("the CUDA source", module->source);
+      }
+#endif
     }
 #endif
 
