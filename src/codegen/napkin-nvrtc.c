@@ -29,7 +29,7 @@ napkin_nvrtc_compile (const char  *source,
   nvrtcProgram prog;
   nvrtcResult res;
   g_autofree char *arch_opt = NULL;
-  const char *options[4];
+  const char *options[5];
   size_t size = 0;
   gboolean ptx;
   char *code;
@@ -46,6 +46,8 @@ napkin_nvrtc_compile (const char  *source,
   options[1] = "--std=c++17";
   options[2] = "-lineinfo";
   options[3] = "-DNAPKIN_NVRTC=1";
+  /* Unused helpers of the prelude and the generic printer's scratch variable. */
+  options[4] = "--diag-suppress=177,550";
 
   res = nvrtcCreateProgram (&prog, source, "napkin.cu", 0, NULL, NULL);
   if (res != NVRTC_SUCCESS)

@@ -390,6 +390,181 @@ try_flash (const NapkinIrProgram *program,
   return TRUE;
 }
 
+#undef REFUSE
+#define REFUSE(...) do { *note = g_strdup_printf ("rows skeleton not used: " __VA_ARGS__); return FALSE; } while (0)
+
+/* A map of `prev` with a vector input over `axis`: returns that input's node, or -1. */
+static int
+vector_operand (NapkinDiagram *d,
+                int            map,
+                int            prev,
+                const char    *axis)
+{
+  for (int p = 0; p < 2; p++)
+    {
+      int other = napkin_diagram_input_source (d, map, 1 - p);
+      const NapkinNode *on;
+      const NapkinTensor *t;
+
+      if (napkin_diagram_input_source (d, map, p) != prev || other < 0)
+        continue;
+      on = napkin_diagram_node (d, other);
+      if (on->kind != NAPKIN_OP_INPUT)
+        return -1;
+      t = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, on->tensor));
+      if (g_strv_length (t->axes) == 1 && g_str_equal (t->axes[0], axis))
+        return other;
+      return -1;
+    }
+  return -1;
+}
+
+static gboolean
+try_rows (const NapkinIrProgram *program,
+          const NapkinIrKernel  *kernel,
+          NapkinCudaModule      *module,
+          const int             *slot,
+          const char            *prefix,
+          guint                  index,
+          GString               *out,
+          char                 **note)
+{
+  NapkinDiagram *d = program->diagram;
+  const NapkinRegion *region = napkin_diagram_region (d, kernel->region);
+  int f = -1, last, gamma = -1, beta = -1, x_node;
+  const NapkinNode *fn, *yn;
+  const NapkinTensor *X, *Y, *Gt = NULL;
+  guint n_consumers, chain = 1;
+  const guint *consumers;
+  gint64 C, rows, R = 0, threads;
+  int op;
+  NapkinCudaKernel *ck;
+  g_autofree char *name = NULL;
+
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+      const NapkinNode *node = napkin_diagram_node (d, n);
+
+      if (node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE)
+        {
+          if (f >= 0)
+            return FALSE;
+          f = n;
+        }
+      else if (node->kind != NAPKIN_OP_MAP)
+        return FALSE;
+    }
+  if (f < 0)
+    return FALSE;
+  fn = napkin_diagram_node (d, f);
+  x_node = napkin_diagram_input_source (d, f, 0);
+  if (napkin_diagram_node (d, x_node)->kind != NAPKIN_OP_INPUT)
+    REFUSE ("the %s must read an input", napkin_op_kind_to_string (fn->kind));
+  X = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, napkin_diagram_node (d, x_node)->tensor));
+  if (g_strv_length (X->axes) != 2 || !g_str_equal (X->axes[1], fn->axis))
+    REFUSE ("the input must be a matrix X[r,c] with the %s over its last axis", napkin_op_kind_to_string (fn->kind));
+
+  /* f, then ·γ[c], then +β[c] (normalisations only), each feeding only the next. */
+  last = f;
+  for (;;)
+    {
+      int next;
+      const NapkinNode *nn;
+
+      consumers = napkin_diagram_consumers (d, last, &n_consumers);
+      if (n_consumers != 1)
+        REFUSE ("each step must feed exactly one operation");
+      next = consumers[0];
+      nn = napkin_diagram_node (d, next);
+      if (!napkin_region_has_node (region, nn->id))
+        break;
+      if (fn->kind != NAPKIN_OP_NORMALIZE || nn->kind != NAPKIN_OP_MAP)
+        return FALSE;
+      if (nn->fn == NAPKIN_FN_MUL && gamma < 0 && beta < 0 && (gamma = vector_operand (d, next, last, X->axes[1])) >= 0)
+        ;
+      else if (nn->fn == NAPKIN_FN_ADD && beta < 0 && (beta = vector_operand (d, next, last, X->axes[1])) >= 0)
+        ;
+      else
+        REFUSE ("after the normalisation only ·γ[%s] then +β[%s] are fused", X->axes[1], X->axes[1]);
+      last = next;
+      chain++;
+    }
+  if (chain != region->nodes->len)
+    return FALSE;
+  yn = napkin_diagram_node (d, consumers[0]);
+  if (yn->kind != NAPKIN_OP_OUTPUT)
+    REFUSE ("the result must be an output");
+  Y = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, yn->tensor));
+  if (g_strv_length (Y->axes) != 2 || !g_str_equal (Y->axes[0], X->axes[0]) || !g_str_equal (Y->axes[1], X->axes[1]))
+    REFUSE ("the output must be laid out like the input");
+  if (X->dtype != NAPKIN_DTYPE_FP16 && X->dtype != NAPKIN_DTYPE_BF16)
+    REFUSE ("the input must be fp16 or bf16");
+  if (Y->dtype != X->dtype && Y->dtype != NAPKIN_DTYPE_FP32)
+    REFUSE ("the output must have the input's type or fp32");
+  if (gamma >= 0)
+    Gt = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, napkin_diagram_node (d, gamma)->tensor));
+  if ((Gt && Gt->dtype != X->dtype)
+      || (beta >= 0 && napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, napkin_diagram_node (d, beta)->tensor))->dtype != X->dtype))
+    REFUSE ("γ and β must have the input's type");
+  if (napkin_region_mark (region, X->axes[0], &R) != NAPKIN_MARK_PARALLEL
+      || napkin_region_mark (region, X->axes[1], NULL) != NAPKIN_MARK_WHOLE)
+    REFUSE ("the region must group %s and keep %s whole", X->axes[0], X->axes[1]);
+  rows = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, X->axes[0]));
+  C = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, X->axes[1]));
+  for (threads = 256; threads >= 32 && C % (threads * 8) != 0; threads /= 2)
+    ;
+  if (threads < 32 || C / threads > 128 || rows % R)
+    REFUSE ("rows of %" G_GINT64_FORMAT " must split into 16-byte pieces over 32 to 256 threads with at most "
+            "128 values each, and the %" G_GINT64_FORMAT " rows into groups of %" G_GINT64_FORMAT, C, rows, R);
+  op = fn->kind == NAPKIN_OP_SOFTMAX ? 0 : fn->norm == NAPKIN_NORM_LAYERNORM ? 1 : 2;
+
+  name = g_strdup_printf ("%sk%u", prefix, index);
+  {
+    char eps[G_ASCII_DTOSTR_BUF_SIZE];
+    int xs = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, napkin_diagram_node (d, x_node)->tensor));
+    int ys = buffer_for_tensor (program, NAPKIN_BUF_OUTPUT, napkin_diagram_find_tensor (d, yn->tensor));
+    int gs = gamma >= 0 ? buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, napkin_diagram_node (d, gamma)->tensor)) : -1;
+    int bs = beta >= 0 ? buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, napkin_diagram_node (d, beta)->tensor)) : -1;
+    Param params[] = {
+      { "NAME", g_strdup (name) },
+      { "C", g_strdup_printf ("%" G_GINT64_FORMAT, C) },
+      { "R", g_strdup_printf ("%" G_GINT64_FORMAT, R) },
+      { "THREADS", g_strdup_printf ("%" G_GINT64_FORMAT, threads) },
+      { "OP", g_strdup_printf ("%d", op) },
+      { "HAS_GAMMA", g_strdup (gamma >= 0 ? "1" : "0") },
+      { "HAS_BETA", g_strdup (beta >= 0 ? "1" : "0") },
+      { "EPS", g_strdup (g_ascii_formatd (eps, sizeof eps, "%.9e", op ? fn->eps : 0.0)) },
+      { "T", g_strdup (_napkin_cuda_ctype (X->dtype)) },
+      { "OT", g_strdup (_napkin_cuda_ctype (Y->dtype)) },
+      { "OUT16", g_strdup (Y->dtype == NAPKIN_DTYPE_FP32 ? "0" : "1") },
+      { "XS", g_strdup_printf ("%d", slot[xs]) },
+      { "YS", g_strdup_printf ("%d", slot[ys]) },
+      { "GS", g_strdup_printf ("%d", gs >= 0 ? slot[gs] : 0) },
+      { "BS", g_strdup_printf ("%d", bs >= 0 ? slot[bs] : 0) },
+    };
+    g_autofree char *rname = napkin_codegen_escape_comment (region->name);
+    g_autofree char *text = instantiate (napkin_kernel_rows, params, G_N_ELEMENTS (params));
+
+    if (xs < 0 || ys < 0)
+      return FALSE;
+    g_string_append_printf (out, "\n/* Region %s at %s: %s as the rows skeleton (kernels/rows.cu) */\n", rname,
+                            napkin_level_to_string (region->level), op == 0 ? "softmax" : "normalisation");
+    g_string_append (out, text);
+  }
+
+  ck = g_new0 (NapkinCudaKernel, 1);
+  ck->name = g_steal_pointer (&name);
+  ck->skeleton = g_strdup ("rows");
+  ck->grid = rows / R;
+  ck->threads = threads;
+  ck->smem_bytes = 128;
+  ck->note = g_strdup_printf ("%" G_GINT64_FORMAT " rows per block, %" G_GINT64_FORMAT " threads, %" G_GINT64_FORMAT
+                              " values per thread in registers", R, threads, C / threads);
+  g_ptr_array_add (module->kernels, ck);
+  return TRUE;
+}
+
 gboolean
 _napkin_cuda_try_skeleton (const NapkinIrProgram *program,
                            const NapkinIrKernel  *kernel,
@@ -405,5 +580,7 @@ _napkin_cuda_try_skeleton (const NapkinIrProgram *program,
     return FALSE;
   if (try_gemm (program, kernel, module, slot, prefix, index, out, note) || *note != NULL)
     return *note == NULL;
-  return try_flash (program, kernel, module, slot, prefix, index, out, note);
+  if (try_flash (program, kernel, module, slot, prefix, index, out, note) || *note != NULL)
+    return *note == NULL;
+  return try_rows (program, kernel, module, slot, prefix, index, out, note);
 }
