@@ -19,6 +19,7 @@ typedef struct
   GArray        *values;        /* gint64 */
   guint          choice;
   int            parent_knob;   /* the same axis in the enclosing region, or -1 */
+  int            kernel;        /* the top-level region it belongs to */
 } Knob;
 
 void
@@ -186,20 +187,37 @@ evaluate (Search *s)
   return time;
 }
 
-static void
+/* All combinations of the knobs of one kernel (group < 0: of every knob); returns
+ * the best time and leaves the best choice set. */
+static double
 exhaustive (Search *s,
-            guint   k)
+            guint   k,
+            int     group)
 {
+  double best = G_MAXDOUBLE;
+  guint keep = 0;
+
+  while (k < s->n_knobs && group >= 0 && s->knobs[k].kernel != group)
+    k++;
   if (k == s->n_knobs)
-    {
-      evaluate (s);
-      return;
-    }
+    return evaluate (s);
   for (guint i = 0; i < s->knobs[k].values->len; i++)
     {
+      double t;
+
       s->knobs[k].choice = i;
-      exhaustive (s, k + 1);
+      t = exhaustive (s, k + 1, group);
+      if (t < best)
+        {
+          best = t;
+          keep = i;
+        }
     }
+  /* the inner knobs' best for this choice were not kept: search them again below
+   * the best choice here (cached, so no analysis repeats) */
+  s->knobs[k].choice = keep;
+  exhaustive (s, k + 1, group);
+  return best;
 }
 
 /* Too many combinations: improve one mark at a time from the file's tiles until
@@ -313,6 +331,30 @@ napkin_tune (NapkinDiagram            *diagram,
         }
     }
 
+  /* Each knob's kernel: the outermost region holding its region's operations. */
+  for (guint k = 0; k < knobs->len; k++)
+    {
+      Knob *knob = &g_array_index (knobs, Knob, k);
+      const NapkinRegion *ri = napkin_diagram_region (copy, knob->region);
+      const char *first = ri->nodes->len > 0 ? g_ptr_array_index (ri->nodes, 0) : NULL;
+      guint best_size = 0;
+
+      knob->kernel = knob->region;
+      for (guint r = 0; first && r < napkin_diagram_n_regions (copy); r++)
+        {
+          const NapkinRegion *ro = napkin_diagram_region (copy, r);
+
+          if (napkin_region_has_node (ro, first)
+              && (ro->nodes->len > best_size
+                  || (ro->nodes->len == best_size
+                      && ro->level < napkin_diagram_region (copy, knob->kernel)->level)))
+            {
+              best_size = ro->nodes->len;
+              knob->kernel = r;
+            }
+        }
+    }
+
   result = g_new0 (NapkinTuneResult, 1);
   result->best = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_tune_candidate_free);
   s.copy = copy;
@@ -336,9 +378,31 @@ napkin_tune (NapkinDiagram            *diagram,
 
   result->exhaustive = combos <= max_evals;
   if (result->exhaustive)
-    exhaustive (&s, 0);
+    exhaustive (&s, 0, -1);
   else
-    descend (&s);
+    {
+      /* The diagram's time is the sum of its kernels' times, and a kernel's time
+       * depends only on its own tiles: search each kernel on its own, exhaustively
+       * where it is small enough, and combine the bests. */
+      gboolean all_small = TRUE;
+
+      for (guint g = 0; g < napkin_diagram_n_regions (copy); g++)
+        {
+          double group_combos = 1;
+
+          for (guint k = 0; k < knobs->len; k++)
+            if (g_array_index (knobs, Knob, k).kernel == (int) g)
+              group_combos *= g_array_index (knobs, Knob, k).values->len;
+          if (group_combos > 1 && group_combos <= max_evals / 4)
+            exhaustive (&s, 0, g);
+          else if (group_combos > 1)
+            all_small = FALSE;
+        }
+      if (!all_small)
+        descend (&s);
+      else
+        evaluate (&s);   /* the combination of every kernel's best */
+    }
 
   g_ptr_array_sort (result->best, compare_candidates);
   if (result->best->len > s.top_k)

@@ -620,6 +620,42 @@ test_tune (void)
   check_tune ("flash-attention.napkin");
 }
 
+/* Two kernels: searched one kernel at a time (time is a sum over kernels), the
+ * search must reach the same best as all 15,625 combinations. */
+static void
+test_tune_separable (void)
+{
+  g_autoptr(NapkinDiagram) plain = example ("mlp.napkin");
+  g_autoptr(json_object) root = napkin_diagram_to_json (plain);
+  g_autoptr(NapkinDiagram) d = NULL;
+  g_autoptr(GError) error = NULL;
+  NapkinTuneOptions all = { 3, 0, FALSE, NAPKIN_DTYPE_FP16 };
+  NapkinTuneOptions split = { 3, 1000, FALSE, NAPKIN_DTYPE_FP16 };
+  g_autoptr(NapkinTuneResult) a = NULL;
+  g_autoptr(NapkinTuneResult) b = NULL;
+
+  json_object_object_add (root, "regions", json_tokener_parse (
+    "[{\"name\": \"up\", \"level\": \"smem\", \"nodes\": [\"lin1\", \"act\"], \"stages\": 3, "
+    "\"marks\": {\"t\": {\"parallel\": 128}, \"f\": {\"parallel\": 128}, \"e\": {\"stream\": 64}}}, "
+    "{\"name\": \"down\", \"level\": \"smem\", \"nodes\": [\"lin2\"], \"stages\": 3, "
+    "\"marks\": {\"t\": {\"parallel\": 128}, \"e\": {\"parallel\": 128}, \"f\": {\"stream\": 64}}}]"));
+  d = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+
+  a = napkin_tune (d, arch ("h100"), &all, &error);
+  g_assert_no_error (error);
+  b = napkin_tune (d, arch ("h100"), &split, &error);
+  g_assert_no_error (error);
+  g_assert_true (a->exhaustive);
+  g_assert_false (b->exhaustive);
+  g_assert_cmpuint (a->evaluated, ==, 15625);
+  g_assert_cmpuint (b->evaluated, <, 300);   /* 125 + 125 and their combination */
+  g_assert_cmpfloat_with_epsilon (((NapkinTuneCandidate *) g_ptr_array_index (b->best, 0))->predicted_time_s,
+                                  ((NapkinTuneCandidate *) g_ptr_array_index (a->best, 0))->predicted_time_s, 1e-15);
+  g_assert_cmpfloat (((NapkinTuneCandidate *) g_ptr_array_index (a->best, 0))->predicted_time_s, <,
+                     a->current->predicted_time_s);
+}
+
 static void
 test_json_keys (void)
 {
@@ -728,6 +764,7 @@ main (int    argc,
   g_test_add_func ("/perf/feasibility", test_feasibility);
   g_test_add_func ("/perf/overflow", test_overflow);
   g_test_add_func ("/perf/tune", test_tune);
+  g_test_add_func ("/perf/tune/separable", test_tune_separable);
   g_test_add_func ("/perf/json/keys", test_json_keys);
 
   rc = g_test_run ();
