@@ -535,15 +535,32 @@ napkin_canvas_add_node_at_center (NapkinCanvas  *self,
 
   widget_to_doc (self, gtk_widget_get_width (GTK_WIDGET (self)) / 2.0 - 30,
                  gtk_widget_get_height (GTK_WIDGET (self)) / 2.0 - 20, &x, &y);
-  /* Keyboard adds land side by side rather than on top of each other. */
-  for (guint tries = 0; tries < 50; tries++)
-    {
-      NapkinHit hit = napkin_render_hit (self->diagram, x + 10, y + 10, 0);
+  /* Clicked adds land in free space near the centre rather than on a glyph. */
+  {
+    double x0 = x;
 
-      if (hit.kind != NAPKIN_HIT_NODE)
-        break;
-      x += 90;
-    }
+    for (guint tries = 0; tries < 60; tries++)
+      {
+        gboolean free = TRUE;
+
+        for (guint n = 0; n < napkin_diagram_n_nodes (self->diagram) && free; n++)
+          {
+            NapkinRect r;
+
+            napkin_render_node_rect (self->diagram, n, &r);
+            free = x + 70 < r.x - 20 || x > r.x + r.width + 20
+                   || y + 60 < r.y - 30 || y > r.y + r.height + 30;
+          }
+        if (free)
+          break;
+        x += 100;
+        if (tries % 6 == 5)
+          {
+            x = x0;
+            y += 100;
+          }
+      }
+  }
   return napkin_canvas_add_node (self, kind, x, y, error);
 }
 

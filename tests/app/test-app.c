@@ -625,6 +625,126 @@ test_french (void)
   setlocale (LC_MESSAGES, "");
 }
 
+/* Real input through the X server: a click on the palette's Map button, Ctrl+S,
+ * Ctrl+Q, sent with xdotool (XTEST) to a separate napkin process. */
+static char *
+xdotool (const char *first,
+         ...)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(GError) error = NULL;
+  char *out = NULL;
+  int status;
+  va_list args;
+
+  g_ptr_array_add (argv, "xdotool");
+  va_start (args, first);
+  for (const char *a = first; a; a = va_arg (args, const char *))
+    g_ptr_array_add (argv, (char *) a);
+  va_end (args);
+  g_ptr_array_add (argv, NULL);
+  g_assert_true (g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
+                               NULL, NULL, &out, NULL, &status, &error));
+  g_assert_no_error (error);
+  return out;
+}
+
+static void
+child_exited (GPid     pid,
+              int      status,
+              gpointer user_data)
+{
+  int *result = user_data;
+
+  *result = status;
+  g_spawn_close_pid (pid);
+}
+
+static void
+test_x11_input (void)
+{
+  g_autofree char *xdotool_path = g_find_program_in_path ("xdotool");
+  g_autofree char *src = example_path ("matmul");
+  g_autofree char *path = g_build_filename (tmpdir, "x11.napkin", NULL);
+  g_autofree char *exe = g_build_filename (g_getenv ("NAPKIN_BUILD_DIR"), "src", "app", "napkin", NULL);
+  g_autofree char *contents = NULL;
+  g_autofree char *wid = NULL;
+  g_autofree char *before = NULL;
+  g_autoptr(NapkinDiagram) saved = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *argv[] = { exe, path, NULL };
+  NapkinWindow *probe;
+  GtkWidget *button;
+  graphene_point_t p;
+  double sx, sy;
+  char x[32], y[32];
+  int exit_status = -1;
+  GPid pid;
+  int map = -1;
+
+  if (xdotool_path == NULL)
+    {
+      g_test_skip ("xdotool is not installed (Debian package xdotool): real X input is not tested");
+      return;
+    }
+  g_assert_true (g_file_get_contents (src, &contents, NULL, NULL));
+  g_assert_true (g_file_set_contents (path, contents, -1, NULL));
+
+  /* Where the Map button is: the same window, laid out in this process. */
+  probe = open_window (path);
+  gtk_window_set_default_size (GTK_WINDOW (probe), 1280, 820);
+  iterate (100);
+  button = find_named (GTK_WIDGET (probe), "palette-map");
+  g_assert_nonnull (button);
+  g_assert_true (gtk_widget_compute_point (button, GTK_WIDGET (probe),
+                                           &GRAPHENE_POINT_INIT (gtk_widget_get_width (button) / 2.0,
+                                                                 gtk_widget_get_height (button) / 2.0), &p));
+  gtk_native_get_surface_transform (GTK_NATIVE (probe), &sx, &sy);
+  g_snprintf (x, sizeof x, "%d", (int) (p.x + sx));
+  g_snprintf (y, sizeof y, "%d", (int) (p.y + sy));
+  close_window (probe);
+
+  g_assert_true (g_spawn_async (NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error));
+  g_assert_no_error (error);
+  g_child_watch_add (pid, child_exited, &exit_status);
+  for (guint i = 0; i < 100 && (wid == NULL || *wid == '\0'); i++)
+    {
+      g_free (wid);
+      iterate (100);
+      wid = xdotool ("search", "--onlyvisible", "--name", "x11.napkin", NULL);
+    }
+  g_assert_true (wid != NULL && *wid != '\0');
+  *strchr (wid, '\n') = '\0';
+  iterate (500);
+
+  g_free (xdotool ("windowfocus", "--sync", wid, NULL));
+  g_free (xdotool ("mousemove", "--window", wid, x, y, "click", "1", NULL));
+  iterate (300);
+  before = g_strdup (contents);
+  g_free (xdotool ("key", "ctrl+s", NULL));
+  for (guint i = 0; i < 50; i++)
+    {
+      g_clear_pointer (&contents, g_free);
+      iterate (100);
+      g_assert_true (g_file_get_contents (path, &contents, NULL, NULL));
+      if (g_strcmp0 (contents, before) != 0)
+        break;
+    }
+  g_free (xdotool ("key", "ctrl+q", NULL));
+  for (guint i = 0; i < 50 && exit_status == -1; i++)
+    iterate (100);
+  /* Saved, so Quit asked nothing and the process ended cleanly. */
+  g_assert_cmpint (exit_status, ==, 0);
+
+  saved = napkin_diagram_load_from_file (path, NAPKIN_LOAD_DEFAULT, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (napkin_diagram_n_nodes (saved), ==, 5);
+  for (guint n = 0; n < napkin_diagram_n_nodes (saved); n++)
+    if (napkin_diagram_node (saved, n)->kind == NAPKIN_OP_MAP)
+      map = n;
+  g_assert_cmpint (map, >=, 0);
+}
+
 /* napkin --screenshot: the real executable draws its window once. */
 static GdkTexture *
 screenshot (const char *file)
@@ -734,6 +854,7 @@ main (int    argc,
   g_test_add_func ("/app/window/help-and-about", test_help_and_about);
   g_test_add_func ("/app/i18n/french", test_french);
   g_test_add_func ("/app/screenshot", test_screenshot);
+  g_test_add_func ("/app/x11/palette-click-save-quit", test_x11_input);
   status = g_test_run ();
   g_object_unref (app);
   return status;
