@@ -259,16 +259,21 @@ static void
 print_analysis_table (NapkinAnalysis *a,
                       gboolean        markdown)
 {
-  const char *sep = markdown ? " | " : ",";
 
   if (markdown)
     printf ("| level | transfer elements | transfer bytes | time (s) |\n|---|---:|---:|---:|\n");
   else
-    printf ("section,name,level,transfer_elements,transfer_bytes,time_s,instances,footprint_bytes,per_sm,binding_limit\n");
+    printf ("section,name,level,transfer_elements,transfer_bytes,time_s,instances,footprint_bytes,per_sm,"
+            "binding_limit,bound\n");
   for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
-    printf ("%s%s%s%s%s%" G_GINT64_FORMAT "%s%" G_GINT64_FORMAT "%s%.6g%s\n", markdown ? "| " : "level,",
-            napkin_level_to_string (l), sep, markdown ? "" : ",", markdown ? "" : "", a->levels[l].transfer_elements, sep,
-            a->levels[l].transfer_bytes, sep, a->levels[l].time_s, markdown ? " |" : ",,,,");
+    {
+      if (markdown)
+        printf ("| %s | %" G_GINT64_FORMAT " | %" G_GINT64_FORMAT " | %.6g |\n", napkin_level_to_string (l),
+                a->levels[l].transfer_elements, a->levels[l].transfer_bytes, a->levels[l].time_s);
+      else
+        printf ("level,,%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%.9g,,,,,\n", napkin_level_to_string (l),
+                a->levels[l].transfer_elements, a->levels[l].transfer_bytes, a->levels[l].time_s);
+    }
   if (markdown)
     printf ("\n| region | level | tile | instances | footprint (bytes) | per SM | binding |\n"
             "|---|---|---|---:|---:|---:|---|\n");
@@ -282,7 +287,7 @@ print_analysis_table (NapkinAnalysis *a,
                 c->binding_limit);
       else
         printf ("region,%s,%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
-                ",%" G_GINT64_FORMAT ",%s\n", c->name, napkin_level_to_string (c->level), c->transfer_elements,
+                ",%" G_GINT64_FORMAT ",%s,\n", c->name, napkin_level_to_string (c->level), c->transfer_elements,
                 c->transfer_bytes, c->instances, c->footprint_bytes, c->per_sm, c->binding_limit);
     }
   if (markdown)
@@ -290,7 +295,7 @@ print_analysis_table (NapkinAnalysis *a,
             "| %.6g | %s | %" G_GINT64_FORMAT " | %.6g | %s |\n", a->predicted_time_s,
             napkin_resource_to_string (a->bound), a->flops_total, a->throughput, a->feasible ? "yes" : "no");
   else
-    printf ("total,,,,,%.6g,,,,%s\n", a->predicted_time_s, napkin_resource_to_string (a->bound));
+    printf ("total,,,,,%.9g,,,,,%s\n", a->predicted_time_s, napkin_resource_to_string (a->bound));
 }
 
 static gboolean

@@ -852,6 +852,19 @@ model_occupancy (Model *m,
         cost->per_sm = limits[i];
         cost->binding_limit = names[i];
       }
+  /* Inside a block, an instance is resident only while its block is: at most the
+   * block's residency × the instances per block. */
+  if (cost->parent >= 0)
+    {
+      const NapkinRegionCost *pc = &g_array_index (m->a->regions, NapkinRegionCost, cost->parent);
+
+      if (pc->level == NAPKIN_LEVEL_SMEM && pc->per_sm >= 1
+          && pc->per_sm * cost->groups < cost->per_sm)
+        {
+          cost->per_sm = pc->per_sm * cost->groups;
+          cost->binding_limit = pc->binding_limit;   /* the enclosing block's */
+        }
+    }
   if (cost->per_sm < 1)
     error_add (m, "regions[%u]: not one instance fits on an SM: %s binds", cost->region, cost->binding_limit);
   cost->waves = ceil_div (cost->instances, MAX (1, mul (m, arch->sms, MAX (1, cost->per_sm))));
@@ -1274,7 +1287,7 @@ napkin_analyze (NapkinDiagram               *diagram,
     }
   }
   for (guint i = 0; i < m.n_regions; i++)
-    model_occupancy (&m, i);
+    model_occupancy (&m, order[i]);   /* parents first: a nested region reads its block's */
   for (guint i = 0; i < m.n_regions; i++)
     model_l2_reuse (&m, i);
 
