@@ -259,7 +259,6 @@ static void
 print_analysis_table (NapkinAnalysis *a,
                       gboolean        markdown)
 {
-
   if (markdown)
     printf ("| level | transfer elements | transfer bytes | time (s) |\n|---|---:|---:|---:|\n");
   else
