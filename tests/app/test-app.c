@@ -5,6 +5,7 @@
 
 #include <locale.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -625,8 +626,9 @@ test_french (void)
   setlocale (LC_MESSAGES, "");
 }
 
-/* Real input through the X server: a click on the palette's Map button, Ctrl+S,
- * Ctrl+Q, sent with xdotool (XTEST) to a separate napkin process. */
+/* Real input through the X server: a click on the palette's Map button, a drag of
+ * Softmax from the palette onto the canvas, Ctrl+S, Ctrl+Q, sent with xdotool
+ * (XTEST) to a separate napkin process. */
 static char *
 xdotool (const char *first,
          ...)
@@ -677,7 +679,8 @@ test_x11_input (void)
   GtkWidget *button;
   graphene_point_t p;
   double sx, sy;
-  char x[32], y[32];
+  char x[32], y[32], drag_x[32], drag_y[32];
+  double drop_x, drop_y;
   int exit_status = -1;
   GPid pid;
   int map = -1;
@@ -702,6 +705,17 @@ test_x11_input (void)
   gtk_native_get_surface_transform (GTK_NATIVE (probe), &sx, &sy);
   g_snprintf (x, sizeof x, "%d", (int) (p.x + sx));
   g_snprintf (y, sizeof y, "%d", (int) (p.y + sy));
+  /* The Softmax button, and a point on empty canvas to drop it on. */
+  button = find_named (GTK_WIDGET (probe), "palette-softmax");
+  g_assert_true (gtk_widget_compute_point (button, GTK_WIDGET (probe),
+                                           &GRAPHENE_POINT_INIT (gtk_widget_get_width (button) / 2.0,
+                                                                 gtk_widget_get_height (button) / 2.0), &p));
+  g_snprintf (drag_x, sizeof drag_x, "%d", (int) (p.x + sx));
+  g_snprintf (drag_y, sizeof drag_y, "%d", (int) (p.y + sy));
+  g_assert_true (gtk_widget_compute_point (GTK_WIDGET (napkin_window_get_canvas (probe)), GTK_WIDGET (probe),
+                                           &GRAPHENE_POINT_INIT (400, 520), &p));
+  drop_x = p.x + sx;
+  drop_y = p.y + sy;
   close_window (probe);
 
   g_assert_true (g_spawn_async (NULL, (char **) argv, NULL, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error));
@@ -719,6 +733,19 @@ test_x11_input (void)
 
   g_free (xdotool ("windowfocus", "--sync", wid, NULL));
   g_free (xdotool ("mousemove", "--window", wid, x, y, "click", "1", NULL));
+  iterate (300);
+  /* A real drag and drop from the palette onto the canvas. */
+  g_free (xdotool ("mousemove", "--window", wid, drag_x, drag_y, "mousedown", "1", NULL));
+  for (guint i = 1; i <= 8; i++)
+    {
+      char mx[32], my[32];
+
+      g_snprintf (mx, sizeof mx, "%d", (int) (atoi (drag_x) + (drop_x - atoi (drag_x)) * i / 8));
+      g_snprintf (my, sizeof my, "%d", (int) (atoi (drag_y) + (drop_y - atoi (drag_y)) * i / 8));
+      g_free (xdotool ("mousemove", "--window", wid, mx, my, NULL));
+      iterate (50);
+    }
+  g_free (xdotool ("mouseup", "1", NULL));
   iterate (300);
   before = g_strdup (contents);
   g_free (xdotool ("key", "ctrl+s", NULL));
@@ -738,11 +765,12 @@ test_x11_input (void)
 
   saved = napkin_diagram_load_from_file (path, NAPKIN_LOAD_DEFAULT, &error);
   g_assert_no_error (error);
-  g_assert_cmpuint (napkin_diagram_n_nodes (saved), ==, 5);
+  g_assert_cmpuint (napkin_diagram_n_nodes (saved), ==, 6);
   for (guint n = 0; n < napkin_diagram_n_nodes (saved); n++)
     if (napkin_diagram_node (saved, n)->kind == NAPKIN_OP_MAP)
       map = n;
   g_assert_cmpint (map, >=, 0);
+  g_assert_cmpint (napkin_diagram_find_node (saved, "softmax1"), >=, 0);
 }
 
 /* napkin --screenshot: the real executable draws its window once. */
@@ -854,7 +882,7 @@ main (int    argc,
   g_test_add_func ("/app/window/help-and-about", test_help_and_about);
   g_test_add_func ("/app/i18n/french", test_french);
   g_test_add_func ("/app/screenshot", test_screenshot);
-  g_test_add_func ("/app/x11/palette-click-save-quit", test_x11_input);
+  g_test_add_func ("/app/x11/palette-click-drag-save-quit", test_x11_input);
   status = g_test_run ();
   g_object_unref (app);
   return status;
