@@ -866,7 +866,9 @@ draw_region_body (DrawContext *ctx,
   cairo_set_source_rgb (cr, 0.9 + 0.1 * level_rgb[region->level][0], 0.9 + 0.1 * level_rgb[region->level][1],
                         0.9 + 0.1 * level_rgb[region->level][2]);
   cairo_fill_preserve (cr);
-  n_dashes = napkin_render_level_dashes (region->level, dashes);
+  /* Dashes tell levels apart without colour; zoomed far out on screen the title
+   * and legend do that, and dashing long borders was a fifth of a frame. */
+  n_dashes = ctx->screen && ctx->scale < SCALE_DETAILS ? 0 : napkin_render_level_dashes (region->level, dashes);
   cairo_set_dash (cr, dashes, n_dashes, 0);
   cairo_set_line_width (cr, region->level == NAPKIN_LEVEL_REGISTERS ? 2.5 : 2);
   if (ctx->bad_regions[r])
@@ -1457,18 +1459,22 @@ draw_nodes (DrawContext               *ctx,
                   || !napkin_render_port_point (ctx->diagram, n, p, &px, &py))
                 continue;
               cairo_new_sub_path (cr);
-              cairo_arc (cr, px, py, PORT_R, 0, 2 * G_PI);
+              cairo_arc (cr, px, py, hollow ? PORT_R : PORT_R + 0.6, 0, 2 * G_PI);
               any = TRUE;
             }
         }
       if (!any)
         continue;
-      if (hollow)
-        cairo_set_source_rgb (cr, 1, 1, 1);
-      else
-        set_rgb (cr, colours[c], 1);
+      /* A filled port needs no outline; a hollow one is white with a red rim. */
+      if (!hollow)
+        {
+          set_rgb (cr, colours[c], 1);
+          cairo_fill (cr);
+          continue;
+        }
+      cairo_set_source_rgb (cr, 1, 1, 1);
       cairo_fill_preserve (cr);
-      set_rgb (cr, hollow ? problem_rgb : colours[c], 1);
+      set_rgb (cr, problem_rgb, 1);
       cairo_set_line_width (cr, 1.2);
       cairo_stroke (cr);
     }
