@@ -173,6 +173,7 @@ print_analysis_text (NapkinAnalysis *a,
 {
   g_autofree char *t = human (a->predicted_time_s, "s");
   g_autofree char *ts = human (a->serial_time_s, "s");
+  g_autofree char *to = human (a->overlap_time_s, "s");
   g_autofree char *tp = human (a->throughput, "FLOP/s");
   g_autofree char *tt = human (a->tensor_throughput, "FLOP/s");
   g_autofree char *stp = human (a->serial_throughput, "FLOP/s");
@@ -187,9 +188,9 @@ print_analysis_text (NapkinAnalysis *a,
   for (guint i = 0; i < a->warnings->len; i++)
     printf ("  note: %s\n", (const char *) g_ptr_array_index (a->warnings, i));
 
-  printf ("\nPredicted time  %s with full overlap (%s with none), bound by %s\n", t, ts,
+  printf ("\nPredicted time  %s (%s with full overlap everywhere, %s with none), bound by %s\n", t, to, ts,
           napkin_resource_to_string (a->bound));
-  printf ("Throughput      %s with full overlap, %s with none (tensor cores alone: %s)\n", tp, stp,
+  printf ("Throughput      %s predicted, %s with no overlap (tensor cores alone: %s)\n", tp, stp,
           a->tensor_throughput > 0 ? tt : "—");
   printf ("Work            %s; intensity %.1f FLOP per device-memory byte\n", fl, a->intensity);
   printf ("Energy          %s (estimate)\n", en);
@@ -244,14 +245,16 @@ print_analysis_text (NapkinAnalysis *a,
         }
     }
 
-  printf ("\n%-16s %-9s %10s %12s %12s\n", "kernel", "bound", "waves×", "overlap", "serial");
+  printf ("\n%-16s %-9s %10s %12s %12s %12s\n", "kernel", "bound", "waves×", "time", "overlap", "serial");
   for (guint k = 0; k < a->kernels->len; k++)
     {
       const NapkinKernelCost *kc = &g_array_index (a->kernels, NapkinKernelCost, k);
+      g_autofree char *t = human (kc->time_s_predicted, "s");
       g_autofree char *o = human (kc->overlap_s, "s");
       g_autofree char *s = human (kc->serial_s, "s");
 
-      printf ("%-16s %-9s %10.3f %12s %12s\n", kc->name, napkin_resource_to_string (kc->bound), kc->quantisation, o, s);
+      printf ("%-16s %-9s %10.3f %12s %12s %12s\n", kc->name, napkin_resource_to_string (kc->bound),
+              kc->quantisation, t, o, s);
     }
 }
 

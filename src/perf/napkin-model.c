@@ -1069,7 +1069,7 @@ static void
 finish_kernel (Model            *m,
                NapkinKernelCost *k)
 {
-  double overlap = 0, serial = 0;
+  double overlap = 0, serial = 0, device = 0;
 
   k->bound = NAPKIN_RESOURCE_TENSOR;
   for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
@@ -1078,7 +1078,11 @@ finish_kernel (Model            *m,
       gboolean per_sm = res != NAPKIN_RESOURCE_HBM && res != NAPKIN_RESOURCE_L2;
       double t = k->time_s[res] * (per_sm ? k->quantisation : 1.0);
 
-      serial += t;
+      /* device-memory bytes cross HBM and L2 in one movement: the slower link counts */
+      if (per_sm)
+        serial += t;
+      else
+        device = MAX (device, t);
       if (t > overlap)
         {
           overlap = t;
@@ -1086,9 +1090,12 @@ finish_kernel (Model            *m,
         }
       m->a->resource_s[res] += k->time_s[res];
     }
+  serial += device;
   k->overlap_s = overlap + MAX (1, k->launches) * m->arch->launch_overhead_s;
   k->serial_s = serial + MAX (1, k->launches) * m->arch->launch_overhead_s;
-  m->a->predicted_time_s += k->overlap_s;
+  k->time_s_predicted = k->overlaps ? k->overlap_s : k->serial_s;
+  m->a->predicted_time_s += k->time_s_predicted;
+  m->a->overlap_time_s += k->overlap_s;
   m->a->serial_time_s += k->serial_s;
 }
 
@@ -1141,6 +1148,25 @@ build_kernels (Model *m)
         slots = ceil_div (blocks, m->arch->sms);
         k.quantisation = (double) slots * m->arch->sms / MAX (1, blocks);
       }
+      /* A block with one stage loads, waits, then computes: its loads hide behind
+       * compute only with a second stage or a second block on the SM. */
+      {
+        const NapkinRegionCost *grid = cost;
+
+        if (cost->level == NAPKIN_LEVEL_L2)
+          for (guint c = 0; c < m->a->regions->len; c++)
+            if (g_array_index (m->a->regions, NapkinRegionCost, c).parent == (int) r
+                && g_array_index (m->a->regions, NapkinRegionCost, c).level != NAPKIN_LEVEL_L2)
+              {
+                grid = &g_array_index (m->a->regions, NapkinRegionCost, c);
+                break;
+              }
+        k.overlaps = grid->stages >= 2 || grid->per_sm >= 2 || grid->level == NAPKIN_LEVEL_L2;
+        if (!k.overlaps)
+          warning_add (m, "region “%s”: one pipeline stage and one block per SM, so its loads cannot hide "
+                       "behind compute: predicted without overlap (add a stage or shrink the footprint)",
+                       grid->name);
+      }
       finish_kernel (m, &k);
       g_array_append_val (m->a->kernels, k);
     }
@@ -1158,6 +1184,7 @@ build_kernels (Model *m)
       k.name = g_strdup (node->id);
       k.region = -1;
       k.quantisation = 1;
+      k.overlaps = TRUE;   /* a library kernel per operation: assumed pipelined */
       for (guint p = 0; p <= napkin_op_n_inputs (node); p++)
         {
           /* the inputs, then the result */
@@ -1406,6 +1433,7 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       }
   json_object_object_add (root, "flops_by_unit", obj);
   json_object_object_add (root, "predicted_time_s", json_object_new_double (a->predicted_time_s));
+  json_object_object_add (root, "overlap_time_s", json_object_new_double (a->overlap_time_s));
   json_object_object_add (root, "serial_time_s", json_object_new_double (a->serial_time_s));
   json_object_object_add (root, "throughput_flops_per_s", json_object_new_double (a->throughput));
   json_object_object_add (root, "serial_throughput_flops_per_s", json_object_new_double (a->serial_throughput));
@@ -1499,6 +1527,8 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       json_object_object_add (obj, "launches", json_object_new_int (MAX (1, kc->launches)));
       json_object_object_add (obj, "overlap_s", json_object_new_double (kc->overlap_s));
       json_object_object_add (obj, "serial_s", json_object_new_double (kc->serial_s));
+      json_object_object_add (obj, "overlaps", json_object_new_boolean (kc->overlaps));
+      json_object_object_add (obj, "time_s", json_object_new_double (kc->time_s_predicted));
       json_object_object_add (obj, "bound", json_object_new_string (resource_names[kc->bound]));
       json_object_array_add (array, obj);
     }

@@ -78,6 +78,8 @@ typedef struct
   double         time_s[NAPKIN_N_RESOURCES];   /* before wave quantisation */
   double         quantisation;  /* ≥ 1: SM slots of the last wave left idle */
   guint          launches;      /* kernel launches (passes of a plain softmax or normalize) */
+  gboolean       overlaps;      /* loads can hide behind compute: ≥ 2 stages or ≥ 2 blocks per SM */
+  double         time_s_predicted;  /* overlap_s if it overlaps, else serial_s */
   double         overlap_s;     /* max over resources (quantised) + launch */
   double         serial_s;      /* sum over resources (quantised) + launch */
   NapkinResource bound;
@@ -107,7 +109,8 @@ typedef struct
   GArray          *regions;          /* NapkinRegionCost */
   GArray          *kernels;          /* NapkinKernelCost */
 
-  double           predicted_time_s; /* full overlap inside each kernel */
+  double           predicted_time_s; /* full overlap in each kernel that can overlap (docs/model.md §7) */
+  double           overlap_time_s;   /* full overlap in every kernel */
   double           serial_time_s;    /* no overlap */
   double           throughput;       /* contraction FLOP/s (all FLOPs if none) at predicted_time_s */
   double           serial_throughput;/* the same at serial_time_s */

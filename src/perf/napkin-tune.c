@@ -255,6 +255,31 @@ descend (Search *s)
     }
 }
 
+/* Does a contraction of the region read or write axis? */
+static gboolean
+contraction_uses (NapkinDiagram      *d,
+                  const NapkinRegion *region,
+                  guint               axis)
+{
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+
+      if (n < 0 || napkin_diagram_node (d, n)->kind != NAPKIN_OP_CONTRACT)
+        continue;
+      if (napkin_tensor_type_has_axis (napkin_diagram_node_type (d, n), axis))
+        return TRUE;
+      for (guint p = 0; p < 2; p++)
+        {
+          int src = napkin_diagram_input_source (d, n, p);
+
+          if (src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (d, src), axis))
+            return TRUE;
+        }
+    }
+  return FALSE;
+}
+
 NapkinTuneResult *
 napkin_tune (NapkinDiagram            *diagram,
              NapkinArch               *arch,
@@ -292,8 +317,10 @@ napkin_tune (NapkinDiagram            *diagram,
           if (mark->kind == NAPKIN_MARK_WHOLE || axis < 0)
             continue;
           size = napkin_diagram_axis_size (copy, axis);
-          /* small axes (batch, heads) from 1; tensor-core sized tiles otherwise */
-          lo = size <= 64 ? 1 : region->level == NAPKIN_LEVEL_REGISTERS ? 8 : 16;
+          /* small axes (batch, heads) and axes no contraction of the region uses
+           * (rows of a softmax) from 1; tensor-core sized tiles otherwise */
+          lo = size <= 64 || !contraction_uses (copy, region, axis) ? 1
+               : region->level == NAPKIN_LEVEL_REGISTERS ? 8 : 16;
           knob.region = r;
           knob.mark = i;
           knob.axis = mark->axis;
