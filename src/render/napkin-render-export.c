@@ -302,6 +302,9 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
         g_string_free (marks, TRUE);
       }
 
+  /* Wires as on the canvas: the colour of the fastest region holding both ends,
+   * redrawn in a region's colour inside it (clipped) where the wire crosses into
+   * it, so the change of colour at the border is the transfer. */
   for (guint w = 0; w < napkin_diagram_n_wires (diagram); w++)
     {
       const NapkinWire *wire = napkin_diagram_wire (diagram, w);
@@ -310,36 +313,66 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
       const NapkinTensorType *type;
       double x1, y1, x2, y2, dx;
       guint rank;
+      NapkinLevel base = NAPKIN_LEVEL_HBM;
 
       if (f < 0 || t < 0 || !napkin_render_port_point (diagram, f, -1, &x1, &y1)
           || !napkin_render_port_point (diagram, t, wire->port, &x2, &y2))
         continue;
+      for (guint r = 0; r < napkin_diagram_n_regions (diagram); r++)
+        {
+          const NapkinRegion *region = napkin_diagram_region (diagram, r);
+
+          if (region->level > base && napkin_region_has_node (region, wire->from)
+              && napkin_region_has_node (region, wire->to))
+            base = region->level;
+        }
       type = napkin_diagram_node_type (diagram, f);
       rank = type && type->valid && type->n_axes ? type->n_axes : 1;
       dx = MAX (30.0, fabs (x2 - x1) / 2);
       for (guint i = 0; i < rank; i++)
         {
           double o = (i - (rank - 1) / 2.0) * 10.0;
-          const char *color = tikz_level_names[MAX (napkin_render_node_level (diagram, f),
-                                                    napkin_render_node_level (diagram, t))];
+          GString *path = g_string_new (NULL);
 
-          g_string_append_printf (out, "\\draw[%s, line width=0.8pt] (%s,", color, F (x1));
-          g_string_append_printf (out, "%s) .. controls ", F (y1 + o));
-          g_string_append_printf (out, "(%s,", F (x1 + dx));
-          g_string_append_printf (out, "%s) and ", F (y1 + o));
-          g_string_append_printf (out, "(%s,", F (x2 - dx));
-          g_string_append_printf (out, "%s) .. ", F (y2 + o));
-          g_string_append_printf (out, "(%s,", F (x2));
-          g_string_append_printf (out, "%s)", F (y2 + o));
+          g_string_append_printf (path, "(%s,", F (x1));
+          g_string_append_printf (path, "%s) .. controls ", F (y1 + o));
+          g_string_append_printf (path, "(%s,", F (x1 + dx));
+          g_string_append_printf (path, "%s) and ", F (y1 + o));
+          g_string_append_printf (path, "(%s,", F (x2 - dx));
+          g_string_append_printf (path, "%s) .. ", F (y2 + o));
+          g_string_append_printf (path, "(%s,", F (x2));
+          g_string_append_printf (path, "%s)", F (y2 + o));
+
+          g_string_append_printf (out, "\\draw[%s, line width=0.8pt] %s;\n", tikz_level_names[base], path->str);
+
+          for (int level = base + 1; level < NAPKIN_N_LEVELS; level++)
+            for (guint r = 0; r < napkin_diagram_n_regions (diagram); r++)
+              {
+                const NapkinRegion *region = napkin_diagram_region (diagram, r);
+                NapkinRect rect;
+
+                if ((int) region->level != level
+                    || !(napkin_region_has_node (region, wire->from) || napkin_region_has_node (region, wire->to)))
+                  continue;
+                napkin_render_region_rect (diagram, r, &rect);
+                g_string_append_printf (out, "\\begin{scope}\\clip (%s,", F (rect.x));
+                g_string_append_printf (out, "%s) rectangle ", F (rect.y));
+                g_string_append_printf (out, "(%s,", F (rect.x + rect.width));
+                g_string_append_printf (out, "%s); ", F (rect.y + rect.height));
+                g_string_append_printf (out, "\\draw[%s, line width=0.9pt] %s; \\end{scope}\n",
+                                        tikz_level_names[level], path->str);
+              }
+          /* The label last, so no strand is drawn over it. */
           if (type && type->valid && i < type->n_axes)
             {
               const NapkinAxis *axis = napkin_diagram_axis (diagram, type->axes[i]);
 
-              g_string_append (out, " node[midway, above=-1pt, fill=white, inner sep=0.5pt, font=\\sffamily\\tiny] {");
+              g_string_append_printf (out, "\\path %s node[midway, above=-1pt, fill=white, inner sep=0.5pt, "
+                                      "font=\\sffamily\\tiny] {", path->str);
               append_tex (out, axis->name);
-              g_string_append_printf (out, " %" G_GINT64_FORMAT "}", axis->size);
+              g_string_append_printf (out, " %" G_GINT64_FORMAT "};\n", axis->size);
             }
-          g_string_append (out, ";\n");
+          g_string_free (path, TRUE);
         }
     }
 
