@@ -517,6 +517,26 @@ test_occupancy (void)
   /* memory-bound: X read once, Y written once */
   g_assert_cmpint (b->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 2 * 16384 * 16384 * 2);
   g_assert_cmpint (b->bound, ==, NAPKIN_RESOURCE_HBM);
+
+  /* one stage and one block per SM: nothing hides the loads, the prediction is the
+   * no-overlap time; 16 blocks per SM overlap */
+  g_assert_false (g_array_index (b->kernels, NapkinKernelCost, 0).overlaps);
+  g_assert_cmpfloat (b->predicted_time_s, ==, b->serial_time_s);
+  g_assert_cmpfloat (b->predicted_time_s, >, b->overlap_time_s);
+  g_assert_true (g_array_index (a->kernels, NapkinKernelCost, 0).overlaps);
+  g_assert_cmpfloat (a->predicted_time_s, ==, a->overlap_time_s);
+  /* no overlap: per-SM resources add up, device-memory bytes count once (the slower of hbm and l2) */
+  {
+    const NapkinKernelCost *k = &g_array_index (b->kernels, NapkinKernelCost, 0);
+    double q = k->quantisation;
+    double expect = (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_CUDA]
+                     + k->time_s[NAPKIN_RESOURCE_SFU] + k->time_s[NAPKIN_RESOURCE_SMEM]
+                     + k->time_s[NAPKIN_RESOURCE_REGISTERS]) * q
+                    + MAX (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_L2])
+                    + arch ("h100")->launch_overhead_s;
+
+    g_assert_cmpfloat_with_epsilon (k->serial_s, expect, 1e-15);
+  }
 }
 
 /* ---- feasibility ---------------------------------------------------------------------- */
