@@ -26,6 +26,9 @@ void     _napkin_canvas_doc_to_widget  (NapkinCanvas    *self,
                                         double           doc_y,
                                         double          *x,
                                         double          *y);
+gboolean _napkin_canvas_key_pressed   (NapkinCanvas    *self,
+                                        guint            keyval,
+                                        GdkModifierType  state);
 /* The live connection feedback: NULL while the hovered port accepts the wire. */
 const char *_napkin_canvas_get_connect_problem (NapkinCanvas *self);
 

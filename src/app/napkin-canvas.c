@@ -1280,6 +1280,32 @@ key_pressed_cb (NapkinCanvas          *self,
                 GtkEventControllerKey *key)
 {
   double step = 60 / self->zoom;
+  double mx = 0, my = 0;
+
+  /* Arrows move the selected operations (Shift: finely), else pan. */
+  switch (keyval)
+    {
+    case GDK_KEY_Left: mx = -1; break;
+    case GDK_KEY_Right: mx = 1; break;
+    case GDK_KEY_Up: my = -1; break;
+    case GDK_KEY_Down: my = 1; break;
+    default: break;
+    }
+  if ((mx != 0 || my != 0) && self->history != NULL && g_hash_table_size (self->selected) > 0)
+    {
+      g_auto(GStrv) ids = napkin_canvas_dup_selected_nodes (self);
+      double d = (state & GDK_SHIFT_MASK) ? 1 : 10;
+
+      napkin_history_begin_group (self->history, _("Move"));
+      for (guint i = 0; ids[i]; i++)
+        {
+          const NapkinNode *node = napkin_diagram_node (self->diagram, napkin_diagram_find_node (self->diagram, ids[i]));
+
+          napkin_edit_move_node (self->history, ids[i], node->x + mx * d, node->y + my * d, NULL);
+        }
+      napkin_history_end_group (self->history);
+      return TRUE;
+    }
 
   switch (keyval)
     {
@@ -1306,6 +1332,14 @@ key_pressed_cb (NapkinCanvas          *self,
     }
   gtk_widget_queue_draw (GTK_WIDGET (self));
   return TRUE;
+}
+
+gboolean
+_napkin_canvas_key_pressed (NapkinCanvas    *self,
+                            guint            keyval,
+                            GdkModifierType  state)
+{
+  return key_pressed_cb (self, keyval, 0, state, NULL);
 }
 
 static gboolean

@@ -449,6 +449,20 @@ test_copy_paste (void)
   guint n = napkin_diagram_n_nodes (diagram);
 
   napkin_canvas_select_node (canvas, "sm", FALSE);
+  /* Arrow keys move the selection: 10 units, 1 with Shift, one undo step each. */
+  {
+    int sm = napkin_diagram_find_node (diagram, "sm");
+    double x0 = napkin_diagram_node (diagram, sm)->x, y0 = napkin_diagram_node (diagram, sm)->y;
+
+    g_assert_true (_napkin_canvas_key_pressed (canvas, GDK_KEY_Right, 0));
+    g_assert_true (_napkin_canvas_key_pressed (canvas, GDK_KEY_Right, GDK_SHIFT_MASK));
+    g_assert_true (_napkin_canvas_key_pressed (canvas, GDK_KEY_Up, 0));
+    g_assert_cmpfloat (napkin_diagram_node (diagram, sm)->x, ==, x0 + 11);
+    g_assert_cmpfloat (napkin_diagram_node (diagram, sm)->y, ==, y0 - 10);
+    g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+    g_assert_cmpfloat (napkin_diagram_node (diagram, sm)->y, ==, y0);
+    g_assert_cmpfloat (napkin_diagram_node (diagram, sm)->x, ==, x0 + 11);
+  }
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.copy", NULL));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.paste", NULL));
   for (guint i = 0; i < 100 && napkin_diagram_n_nodes (diagram) == n; i++)
