@@ -189,7 +189,17 @@ test_default_is_flash_attention (void)
   g_assert_cmpstr (napkin_diagram_get_title (diagram), ==, "FlashAttention");
   g_assert_cmpint (napkin_diagram_find_region (diagram, "block"), >=, 0);
   g_assert_true (napkin_window_is_pristine (window));
-  close_window (window);
+  /* Closing releases the window, its history and its diagram: nothing leaks a ref. */
+  {
+    NapkinHistory *history = g_object_ref (napkin_window_get_history (window));
+    NapkinDiagram *held = g_object_ref (diagram);
+
+    g_object_ref (window);
+    close_window (window);
+    g_assert_finalize_object (window);
+    g_assert_finalize_object (history);
+    g_assert_finalize_object (held);
+  }
 }
 
 /* The walk-through: palette add, connect, relabel, undo, redo, save, reload. */
