@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <dlfcn.h>
+#include <glib/gstdio.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -224,6 +225,67 @@ test_cli_no_gpu (void)
   g_assert_nonnull (strstr (err, "napkin-cli run: no GPU: No CUDA driver on this machine"));
 }
 
+static int
+cli (const char * const *args,
+     char              **out,
+     char              **err)
+{
+  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(GError) error = NULL;
+  int status = 0;
+
+  g_ptr_array_add (argv, (char *) g_getenv ("NAPKIN_CLI"));
+  for (guint i = 0; args[i]; i++)
+    g_ptr_array_add (argv, (char *) args[i]);
+  g_ptr_array_add (argv, NULL);
+  g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_DEFAULT, NULL, NULL, out, err, &status, &error);
+  g_assert_no_error (error);
+  g_assert_true (WIFEXITED (status));
+  return WEXITSTATUS (status);
+}
+
+/* napkin-cli codegen: targets, output file, overrides, and clear errors. */
+static void
+test_cli_codegen (void)
+{
+  g_autofree char *flash = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "flash-attention.napkin", NULL);
+  g_autofree char *tiled = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "matmul-tiled.napkin", NULL);
+  g_autofree char *dir = g_dir_make_tmp ("napkin-cli-XXXXXX", NULL);
+  g_autofree char *cu = g_build_filename (dir, "flash.cu", NULL);
+  g_autofree char *text = NULL;
+  char *out = NULL, *err = NULL;
+
+  g_assert_cmpint (cli ((const char *[]) { "codegen", flash, "--target", "pseudo", NULL }, &out, &err), ==, 0);
+  g_assert_nonnull (strstr (out, "for each chunk of 64 along k (64 chunks, in sequence):"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* --tile reaches the code: a 32-key stream. */
+  g_assert_cmpint (cli ((const char *[]) { "codegen", flash, "--tile", "block.k=32", "-o", cu, NULL }, &out, &err), ==, 0);
+  g_assert_true (g_file_get_contents (cu, &text, NULL, NULL));
+  g_assert_nonnull (strstr (text, "#define F_BKV 32"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  g_assert_cmpint (cli ((const char *[]) { "codegen", tiled, "--target", "standalone", "--axis", "m=256", NULL }, &out, &err), ==, 0);
+  g_assert_nonnull (strstr (out, "int main"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  g_assert_cmpint (cli ((const char *[]) { "codegen", tiled, "--target", "ptx", NULL }, &out, &err), ==, 2);
+  g_assert_nonnull (strstr (err, "--target must be cuda, standalone or pseudo"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  g_assert_cmpint (cli ((const char *[]) { "codegen", tiled, "--tile", "block.k=parallel:8", NULL }, &out, &err), ==, 1);
+  g_assert_nonnull (strstr (err, "cannot lower: regions.block.marks.k"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  g_remove (cu);
+  g_rmdir (dir);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -237,5 +299,6 @@ main (int    argc,
   g_test_add_func ("/runner/job/fake-cancel", test_fake_cancel);
   g_test_add_func ("/runner/real/no-gpu", test_real_no_gpu);
   g_test_add_func ("/runner/cli/no-gpu", test_cli_no_gpu);
+  g_test_add_func ("/runner/cli/codegen", test_cli_codegen);
   return g_test_run ();
 }
