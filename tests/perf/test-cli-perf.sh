@@ -45,6 +45,10 @@ check "md has a table" sh -c "'$CLI' analyze '$EX/flash-attention.napkin' --form
 check "compare: one row per arch and dtype" sh -c "'$CLI' compare '$EX/matmul-tiled.napkin' --arch h100,a100 --dtype fp8-e4m3 --format csv | tail -n +2 | wc -l | grep -qx 4"
 check "compare explains infeasible rows" sh -c "'$CLI' compare '$EX/matmul-tiled.napkin' --arch rtx4090 | grep -q 'rtx4090 file: regions\[0\]: footprint'"
 
+check "--paper: every tile from device memory (H = 2·4096³/128 + 4096² elements)" sh -c "'$CLI' analyze '$EX/matmul-tiled.napkin' --paper --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"model\"] == \"paper\"; assert d[\"levels\"][0][\"transfer_elements\"] == 2 * 4096**3 // 128 + 4096**2'"
+check "without --paper, L2 sharing cuts device-memory traffic" sh -c "'$CLI' analyze '$EX/matmul-tiled.napkin' --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"levels\"][0][\"transfer_elements\"] < 2 * 4096**3 // 128'"
+check "archs --json keeps every figure's source" sh -c "'$CLI' archs --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert all(len(a[\"sources\"]) >= 30 for a in d)'"
+
 cp "$EX/matmul-tiled.napkin" "$TMP/m.napkin"
 before=$("$CLI" analyze "$TMP/m.napkin" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["predicted_time_s"])')
 check "tune --write succeeds" test "$(rc "$CLI" tune "$TMP/m.napkin" --top 3 --write)" = 0
