@@ -1334,6 +1334,7 @@ draw_nodes (DrawContext               *ctx,
     level_rgb[NAPKIN_LEVEL_HBM], level_rgb[NAPKIN_LEVEL_L2], level_rgb[NAPKIN_LEVEL_SMEM],
     level_rgb[NAPKIN_LEVEL_REGISTERS], tensor_core_rgb, problem_rgb,
   };
+  gboolean far = ctx->screen && ctx->scale < SCALE_DETAILS;
   gboolean any;
 
   for (guint n = 0; n < ctx->n_nodes; n++)
@@ -1356,8 +1357,10 @@ draw_nodes (DrawContext               *ctx,
       cairo_fill (cr);
     }
 
-  /* Glyph bodies: tensors filled with their level, operations white. */
-  for (int c = -1; c < NAPKIN_N_LEVELS; c++)
+  /* Glyph bodies: tensors filled with their level, operations white. Far out on
+   * screen, operations are solid silhouettes in their colour instead (one fill
+   * rather than a fill and a stroke). */
+  for (int c = far ? 0 : -1; c < NAPKIN_N_LEVELS; c++)
     {
       any = FALSE;
       for (guint n = 0; n < ctx->n_nodes; n++)
@@ -1399,7 +1402,10 @@ draw_nodes (DrawContext               *ctx,
         {
           set_rgb (cr, colours[c], 1);
           cairo_set_line_width (cr, 1.8);
-          cairo_stroke (cr);
+          if (far)
+            cairo_fill (cr);
+          else
+            cairo_stroke (cr);
         }
 
       for (guint n = 0; n < ctx->n_nodes && ctx->scale >= SCALE_LABELS; n++)
