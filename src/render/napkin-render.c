@@ -114,7 +114,7 @@ kind_width (NapkinOpKind kind)
     case NAPKIN_OP_OUTPUT:
       return 30;
     case NAPKIN_OP_MAP:
-      return 44;
+      return 52;
     case NAPKIN_OP_SOFTMAX:
       return 44;
     case NAPKIN_OP_REDUCE:
@@ -460,8 +460,8 @@ napkin_render_bounds (NapkinDiagram *diagram,
 
       napkin_render_node_rect (diagram, n, &nr);
       /* the label above, dtype tags below and text spilling to the sides */
-      nr.x -= 30;
-      nr.width += 60;
+      nr.x -= 16;
+      nr.width += 32;
       nr.y -= LABEL_H + 2;
       nr.height += LABEL_H + 18;
       if (!any)
@@ -687,7 +687,7 @@ static const Text *
 text_lookup (Font        font,
              const char *string)
 {
-  static const char *font_names[N_FONTS] = { "Sans 9", "Sans 7.5", "Sans Bold 9", "Sans 8" };
+  static const char *font_names[N_FONTS] = { "Sans 9.5", "Sans 8", "Sans Bold 9.5", "Sans 8" };
   static PangoFontDescription *fonts[N_FONTS];
   static PangoContext *context;
   static GHashTable *cache;
