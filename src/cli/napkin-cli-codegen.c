@@ -9,6 +9,57 @@
 #include "napkin-cli.h"
 #include "napkin-codegen.h"
 #include "napkin-error.h"
+#include "napkin-interp.h"
+
+/* The CPU interpreter on seeded inputs: relabeled vs plain, per output. */
+static int
+check_equivalence (const char      *path,
+                   NapkinDiagram   *diagram,
+                   NapkinIrProgram *program)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinIrProgram) plain = napkin_ir_lower (diagram, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
+  g_autoptr(NapkinTensorSet) a = NULL;
+  g_autoptr(NapkinTensorSet) b = NULL;
+  NapkinFlops flops;
+  gboolean ok = TRUE;
+
+  napkin_diagram_total_flops (diagram, &flops);
+  if (flops.tensor + flops.cuda + flops.sfu > G_GINT64_CONSTANT (4000000000))
+    {
+      fprintf (stderr, "%s: %" G_GINT64_FORMAT " FLOPs is too much for the CPU interpreter; shrink the axes "
+               "with --axis NAME=SIZE (and the tiles with --tile)\n", path, flops.tensor + flops.cuda + flops.sfu);
+      return NAPKIN_CLI_FAILED;
+    }
+  if (plain == NULL)
+    {
+      fprintf (stderr, "%s: cannot lower the plain diagram: %s\n", path, error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  a = napkin_tensor_set_new_random (diagram, 1234);
+  b = napkin_tensor_set_new_random (diagram, 1234);
+  if (!napkin_ir_interpret (program, a, &error) || !napkin_ir_interpret (plain, b, &error))
+    {
+      fprintf (stderr, "%s: interpreter: %s\n", path, error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
+    {
+      const NapkinNode *node = napkin_diagram_node (diagram, n);
+      int t;
+      double err, bound;
+
+      if (node->kind != NAPKIN_OP_OUTPUT)
+        continue;
+      t = napkin_diagram_find_tensor (diagram, node->tensor);
+      err = napkin_tensor_set_rel_error (a, b, t);
+      bound = napkin_dtype_tolerance (napkin_diagram_tensor (diagram, t)->dtype);
+      printf ("%s: %s: relabeled vs plain, relative error %.3g (bound %.3g for %s): %s\n", path, node->tensor, err,
+              bound, napkin_dtype_to_string (napkin_diagram_tensor (diagram, t)->dtype), err <= bound ? "ok" : "DIFFERENT");
+      ok &= err <= bound;
+    }
+  return ok ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
+}
 
 int
 napkin_cli_codegen (int    argc,
@@ -17,13 +68,16 @@ napkin_cli_codegen (int    argc,
   NapkinCliOverrides overrides = { NULL, NULL };
   g_autofree char *target = NULL;
   g_autofree char *output = NULL;
-  gboolean generic = FALSE, plain = FALSE;
+  gboolean generic = FALSE, plain = FALSE, check = FALSE;
   const GOptionEntry entries[] = {
     { "target", 't', 0, G_OPTION_ARG_STRING, &target,
       "cuda (kernels), standalone (.cu with main(), builds with nvcc) or pseudo (default: cuda)", "TARGET" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write to this file instead of standard output", "OUT" },
     { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no skeletons)", NULL },
     { "plain", 0, 0, G_OPTION_ARG_NONE, &plain, "Ignore the regions: every operation through device memory", NULL },
+    { "check", 0, 0, G_OPTION_ARG_NONE, &check,
+      "Instead of printing, run the relabeled and the plain loop nests in the CPU interpreter and compare "
+      "(use --axis for small sizes)", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -61,6 +115,9 @@ napkin_cli_codegen (int    argc,
       fprintf (stderr, "%s: cannot lower: %s\n", argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }
+
+  if (check)
+    return check_equivalence (argv[1], diagram, program);
 
   if (g_str_equal (target, "pseudo"))
     text = napkin_codegen_pseudocode (program);

@@ -282,6 +282,19 @@ test_cli_codegen (void)
   g_clear_pointer (&out, g_free);
   g_clear_pointer (&err, g_free);
 
+  /* The CPU interpreter from the command line: streaming softmax equals the plain one. */
+  g_assert_cmpint (cli ((const char *[]) { "codegen", flash, "--check", "--axis", "q=96", "--axis", "k=80",
+                                           "--axis", "b=1", "--axis", "h=2", "--axis", "d=16", "--tile", "block.q=32",
+                                           "--tile", "block.k=16", NULL }, &out, &err), ==, 0);
+  g_assert_nonnull (strstr (out, "O: relabeled vs plain, relative error"));
+  g_assert_nonnull (strstr (out, ": ok"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (cli ((const char *[]) { "codegen", flash, "--check", NULL }, &out, &err), ==, 1);
+  g_assert_nonnull (strstr (err, "too much for the CPU interpreter"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
   g_remove (cu);
   g_rmdir (dir);
 }
