@@ -239,7 +239,7 @@ print_stmt (Pseudo             *S,
         else
           out (S, "in parallel over %" G_GINT64_FORMAT " groups of %" G_GINT64_FORMAT " along %s (%s):",
                count, s->tile, axis, s->loop == NAPKIN_LOOP_GRID ? "one thread block each"
-                                                                 : s->level == NAPKIN_LEVEL_REGISTERS ? "one warp each" : "sub-tiles");
+                                                                 : s->level == NAPKIN_LEVEL_REGISTERS ? "one warp or warpgroup each" : "sub-tiles");
         S->extent[s->axis] = MIN (s->tile, outer);
         S->indent++;
         print_list (S, s->body);

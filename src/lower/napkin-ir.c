@@ -468,6 +468,8 @@ emit_leaf (Lower           *L,
   const NapkinIrBuffer *dbuf = napkin_ir_buffer (L->prog, dst);
   NapkinIrStmt *stmt;
 
+  gboolean simple = op == NAPKIN_COMPUTE_MAP || op == NAPKIN_COMPUTE_CONTRACT || op == NAPKIN_COMPUTE_REDUCE;
+
   for (guint i = 0; i < n_srcs; i++)
     local[i] = srcs[i];
 
@@ -479,15 +481,14 @@ emit_leaf (Lower           *L,
 
       if (!napkin_region_has_node (r, node_at (L, n)->id))
         continue;
-      if (op != NAPKIN_COMPUTE_MAP && op != NAPKIN_COMPUTE_CONTRACT && op != NAPKIN_COMPUTE_REDUCE)
+      /* Row statistics, the online softmax and finishing steps split over warps by
+       * their rows only; their row axis must stay whole in the nested region. */
+      if (!simple)
         {
-          fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
-                "regions.%s: nested region around “%s” (%s): the lowering splits only maps, "
-                "contractions and reductions into warp tiles",
-                r->name, node_at (L, n)->id, napkin_compute_op_to_string (op));
-          return;
+          n_red = 0;
+          if (op != NAPKIN_COMPUTE_SCALE)
+            red[n_red++] = axis;
         }
-
       for (guint m = 0; m < r->marks->len; m++)
         {
           const NapkinMark *mark = &g_array_index (r->marks, NapkinMark, m);
@@ -525,6 +526,14 @@ emit_leaf (Lower           *L,
             reduced |= red[k] == (guint) axis_index;
           if (!reduced || mark->tile >= current_extent (L, axis_index))
             continue;
+          if (!simple)
+            {
+              fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
+                    "regions.%s.marks.%s: operation “%s” (%s) needs its whole row along %s inside the "
+                    "nested region; mark it whole there",
+                    r->name, mark->axis, node_at (L, n)->id, napkin_compute_op_to_string (op), mark->axis);
+              return;
+            }
           if (op == NAPKIN_COMPUTE_REDUCE && node_at (L, n)->reduce == NAPKIN_REDUCE_MEAN)
             {
               fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
@@ -550,8 +559,9 @@ emit_leaf (Lower           *L,
           opened++;
         }
 
-      /* Operands move down to this region's level. */
-      for (guint i = 0; i < n_srcs; i++)
+      /* Operands move down to this region's level (the statistics that the online
+       * softmax updates in place stay where they are). */
+      for (guint i = 0; simple && i < n_srcs; i++)
         {
           const NapkinIrBuffer *sb = napkin_ir_buffer (L->prog, local[i]);
           guint axes[NAPKIN_MAX_RANK];
