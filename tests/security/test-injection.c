@@ -196,6 +196,23 @@ test_nul_and_bad_utf8 (void)
       g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_FORMAT);
       g_assert_cmpstr (error->message, ==, cases[i].expected);
     }
+
+  /* A NUL after the document used to end it silently: what followed was ignored. */
+  {
+    g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "fuzz", "regressions",
+                                              "nul-after-document.napkin", NULL);
+    g_autofree char *contents = NULL;
+    g_autoptr(NapkinDiagram) diagram = NULL;
+    g_autoptr(GError) error = NULL;
+    gsize length;
+
+    g_assert_true (g_file_get_contents (path, &contents, &length, NULL));
+    g_assert_cmpuint (strlen (contents), <, length);
+    diagram = napkin_diagram_load_from_data (contents, length, NAPKIN_LOAD_DEFAULT, &error);
+    g_assert_null (diagram);
+    g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE);
+    g_assert_cmpstr (error->message, ==, "$: text after the end of the JSON document");
+  }
 }
 
 /* Removes C and C++ comments, keeping string and character literals, so that what is
