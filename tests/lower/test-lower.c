@@ -26,6 +26,9 @@ static const Case cases[] = {
   { "mlp.napkin", { "t=12", "e=16", "f=20" }, { NULL } },
   { "attention.napkin", { "b=2", "h=2", "q=20", "k=18", "d=8" }, { NULL } },
   { "flash-attention.napkin", { "b=2", "h=2", "q=20", "k=18", "d=8" }, { "block.q=8", "block.k=4" } },
+  /* fp8 inputs, a warpgroup region splitting the online softmax over query rows */
+  { "hopper-attention-fp8.napkin", { "b=1", "h=2", "q=40", "k=36", "d=8" },
+    { "block.q=16", "block.k=8", "warpgroup.q=8" } },
 };
 
 static NapkinDiagram *
