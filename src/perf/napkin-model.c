@@ -388,10 +388,14 @@ build_regions (Model *m)
         }
       m->rs[r].kernel = p;
     }
-  for (guint n = 0; n < m->n_nodes; n++)
-    for (guint r = 0; r < m->n_regions; r++)
-      if (m->rs[r].member[n] && (m->innermost[n] < 0 || m->rs[r].depth > m->rs[m->innermost[n]].depth))
-        m->innermost[n] = r;
+  for (guint r = 0; r < m->n_regions; r++)
+    for (guint i = 0; i < m->rs[r].members->len; i++)
+      {
+        guint n = g_array_index (m->rs[r].members, guint, i);
+
+        if (m->innermost[n] < 0 || m->rs[r].depth > m->rs[m->innermost[n]].depth)
+          m->innermost[n] = r;
+      }
 }
 
 /* Regions in an order where parents come first. */
@@ -576,6 +580,24 @@ overwrites_intermediate (Model *m,
 }
 
 static void
+append_int (GString *str,
+            gint64   v)
+{
+  char buf[24];
+  int i = sizeof buf - 1;
+
+  g_assert (v >= 0);
+  buf[i] = '\0';
+  do
+    {
+      buf[--i] = '0' + v % 10;
+      v /= 10;
+    }
+  while (v > 0);
+  g_string_append (str, buf + i);
+}
+
+static void
 model_region (Model *m,
               guint  r)
 {
@@ -638,8 +660,12 @@ model_region (Model *m,
           cost.chunks = mul (m, cost.chunks, rs->chunks[a]);
           g_array_append_val (rs->loops, loop);
         }
-      g_string_append_printf (tile, "%s%s%s%" G_GINT64_FORMAT, tile->len ? " " : "", name,
-                              kind == NAPKIN_MARK_STREAM ? "~" : "=", t);
+      /* "m=128 k~64"; built by hand: printf was a fifth of the whole analysis */
+      if (tile->len)
+        g_string_append_c (tile, ' ');
+      g_string_append (tile, name);
+      g_string_append_c (tile, kind == NAPKIN_MARK_STREAM ? '~' : '=');
+      append_int (tile, t);
     }
   cost.tile = g_strdup (tile->len ? tile->str : "whole");
   /* instances run at once, each over the whole loop nest */
