@@ -409,31 +409,31 @@ reduces_over (NapkinDiagram *d,
     }
 }
 
+/* `ordered` holds the region's operations in topological order; `after` is scratch
+ * space of one flag per operation, cleared here for the region's operations. */
 static void
 check_stream (Checker    *checker,
               guint       r,
               guint       axis,
-              GHashTable *members)
+              GHashTable *members,
+              GArray     *ordered,
+              gboolean   *after)
 {
   NapkinDiagram *d = checker->diagram;
-  const guint *topo = napkin_diagram_topo_order (d);
   const char *x = axis_name (d, axis);
   g_autofree char *path = g_strdup_printf ("regions[%u].marks.%s", r, x);
-  g_autofree gboolean *after = g_new0 (gboolean, napkin_diagram_n_nodes (d) + 1);
 
   /* after[n]: n's result depends on a reduction over x that is complete only at
    * the end of the stream. Using such a value beside x itself needs the whole axis,
    * except for softmax feeding a contraction over x: the online-softmax rescaling. */
-  for (guint i = 0; i < napkin_diagram_n_nodes (d); i++)
-    {
-      guint n = topo[i];
-      const NapkinNode *node;
-      gboolean uses_x;
+  for (guint i = 0; i < ordered->len; i++)
+    after[g_array_index (ordered, guint, i)] = FALSE;
 
-      if (!region_member (members, n))
-        continue;
-      node = napkin_diagram_node (d, n);
-      uses_x = node_uses_axis (d, n, axis);
+  for (guint i = 0; i < ordered->len; i++)
+    {
+      guint n = g_array_index (ordered, guint, i);
+      const NapkinNode *node = napkin_diagram_node (d, n);
+      gboolean uses_x = node_uses_axis (d, n, axis);
 
       if (node->kind == NAPKIN_OP_NORMALIZE && reduces_over (d, n, axis))
         {
@@ -490,18 +490,37 @@ check_stream (Checker    *checker,
     }
 }
 
+static int
+compare_topo (gconstpointer a,
+              gconstpointer b,
+              gpointer      data)
+{
+  const guint *topo_pos = data;
+  guint x = topo_pos[*(const guint *) a], y = topo_pos[*(const guint *) b];
+
+  return (x > y) - (x < y);
+}
+
 static void
 check_regions (Checker *checker)
 {
   NapkinDiagram *d = checker->diagram;
   guint n_regions = napkin_diagram_n_regions (d);
   g_autofree RegionInfo *infos = g_new0 (RegionInfo, n_regions + 1);
-  gboolean acyclic = napkin_diagram_topo_order (d) != NULL;
+  const guint *topo = napkin_diagram_topo_order (d);
+  gboolean acyclic = topo != NULL;
+  guint n_nodes = napkin_diagram_n_nodes (d);
+  g_autofree guint *topo_pos = g_new0 (guint, n_nodes + 1);
+  g_autofree gboolean *after = g_new0 (gboolean, n_nodes + 1);
+
+  for (guint i = 0; acyclic && i < n_nodes; i++)
+    topo_pos[topo[i]] = i;
 
   for (guint r = 0; r < n_regions; r++)
     {
       const NapkinRegion *region = napkin_diagram_region (d, r);
       g_autofree char *path = g_strdup_printf ("regions[%u]", r);
+      g_autoptr(GArray) ordered = NULL;
       GHashTable *members = g_hash_table_new (NULL, NULL);
       GQueue queue = G_QUEUE_INIT;
       GHashTable *seen;
@@ -621,7 +640,19 @@ check_regions (Checker *checker)
                     "tile size %" G_GINT64_FORMAT " is larger than axis %s (%" G_GINT64_FORMAT ")",
                     mark->tile, mark->axis, size);
           else if (mark->kind == NAPKIN_MARK_STREAM && acyclic)
-            check_stream (checker, r, axis, members);
+            {
+              if (ordered == NULL)
+                {
+                  ordered = g_array_new (FALSE, FALSE, sizeof (guint));
+                  for (guint i = 0; i < region->nodes->len; i++)
+                    {
+                      guint n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+                      g_array_append_val (ordered, n);
+                    }
+                  g_array_sort_with_data (ordered, compare_topo, topo_pos);
+                }
+              check_stream (checker, r, axis, members, ordered, after);
+            }
         }
     }
 
