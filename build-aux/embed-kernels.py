@@ -10,7 +10,7 @@ with open(out, 'w') as f:
     for path in files:
         name = 'napkin_kernel_' + os.path.basename(path).split('.')[0].replace('-', '_')
         text = open(path, encoding='utf-8').read()
-        f.write('static const char %s[] =\n' % name)
+        f.write('static const char %s[] __attribute__ ((unused)) =\n' % name)
         for line in text.splitlines(True):
             f.write('  "%s"\n' % line.replace('\\', '\\\\').replace('"', '\\"').replace('\n', '\\n'))
         f.write(';\n')

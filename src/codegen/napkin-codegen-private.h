@@ -5,7 +5,6 @@
 
 G_BEGIN_DECLS
 
-const char *_napkin_cuda_prelude      (void);
 const char *_napkin_cuda_ctype        (NapkinDtype             dtype);
 /* Prints a strong skeleton for a recognised kernel and records it in the module;
  * FALSE leaves the kernel to the generic printer. */

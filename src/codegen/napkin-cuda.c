@@ -8,6 +8,7 @@
 
 #include "napkin-codegen.h"
 #include "napkin-codegen-private.h"
+#include "napkin-kernels.h"
 
 G_DEFINE_QUARK (napkin-codegen-error-quark, napkin_codegen_error)
 
@@ -40,13 +41,15 @@ static const char prelude[] =
   "static __device__ __forceinline__ float napkin_round_bf16 (float v) { napkin_bf16 h; napkin_st (&h, v); return napkin_ld (&h); }\n"
   "static __device__ __forceinline__ float napkin_round_tf32 (float v)\n"
   "{ unsigned u; asm (\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\" (u) : \"f\" (v)); return __uint_as_float (u); }\n"
+  "#define NAPKIN_HD static __host__ __device__ inline\n"
+  "@FP8_CODEC@"
+  "struct napkin_e4m3 { unsigned char x; };\n"
+  "struct napkin_e5m2 { unsigned char x; };\n"
+  "static __device__ __forceinline__ float napkin_ld (const napkin_e4m3 *p) { return napkin_fp8_decode (p->x, 3, 7); }\n"
+  "static __device__ __forceinline__ float napkin_ld (const napkin_e5m2 *p) { return napkin_fp8_decode (p->x, 2, 15); }\n"
+  "static __device__ __forceinline__ void napkin_st (napkin_e4m3 *p, float v) { p->x = napkin_fp8_encode (v, 3, 7, 448.0f); }\n"
+  "static __device__ __forceinline__ void napkin_st (napkin_e5m2 *p, float v) { p->x = napkin_fp8_encode (v, 2, 15, 57344.0f); }\n"
   "#endif\n";
-
-const char *
-_napkin_cuda_prelude (void)
-{
-  return prelude;
-}
 
 const char *
 _napkin_cuda_ctype (NapkinDtype dtype)
@@ -63,7 +66,9 @@ _napkin_cuda_ctype (NapkinDtype dtype)
     case NAPKIN_DTYPE_INT8:
       return "signed char";
     case NAPKIN_DTYPE_FP8_E4M3:
+      return "napkin_e4m3";
     case NAPKIN_DTYPE_FP8_E5M2:
+      return "napkin_e5m2";
     case NAPKIN_N_DTYPES:
     default:
       return NULL;
@@ -989,6 +994,7 @@ napkin_codegen_cuda (NapkinIrProgram     *program,
   P.prog = program;
   P.d = program->diagram;
   P.out = g_string_new (prelude);
+  g_string_replace (P.out, "@FP8_CODEC@", napkin_kernel_fp8_codec, 1);
   P.n_axes = napkin_diagram_n_axes (P.d);
   P.off = g_new0 (char *, P.n_axes + 1);
   P.ext = g_new0 (char *, P.n_axes + 1);

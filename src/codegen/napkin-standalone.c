@@ -97,7 +97,7 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
     "static const double bound = %g;\n",
     flops.tensor + flops.cuda + flops.sfu, io_bytes, bound);
   g_string_append (out,
-    "static size_t esize (int t) { return t == NB_FP16 || t == NB_BF16 ? 2 : t == NB_INT8 ? 1 : 4; }\n"
+    "static size_t esize (int t) { return t == NB_FP16 || t == NB_BF16 ? 2 : t == NB_INT8 || t == NB_E4M3 || t == NB_E5M2 ? 1 : 4; }\n"
     "static unsigned long long rng_state;\n"
     "static double next_uniform (void)\n"
     "{ unsigned long long z = (rng_state += 0x9e3779b97f4a7c15ULL); z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;\n"
@@ -107,12 +107,16 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
     "    if (t == NB_FP16) ((__half *) dst)[i] = __float2half (src[i]);\n"
     "    else if (t == NB_BF16) ((__nv_bfloat16 *) dst)[i] = __float2bfloat16 (src[i]);\n"
     "    else if (t == NB_INT8) ((signed char *) dst)[i] = (signed char) src[i];\n"
+    "    else if (t == NB_E4M3) ((unsigned char *) dst)[i] = napkin_fp8_encode (src[i], 3, 7, 448.0f);\n"
+    "    else if (t == NB_E5M2) ((unsigned char *) dst)[i] = napkin_fp8_encode (src[i], 2, 15, 57344.0f);\n"
     "    else ((float *) dst)[i] = src[i]; } }\n"
     "static void to_float (int t, const void *src, float *dst, long n)\n"
     "{ for (long i = 0; i < n; i++) {\n"
     "    if (t == NB_FP16) dst[i] = __half2float (((const __half *) src)[i]);\n"
     "    else if (t == NB_BF16) dst[i] = __bfloat162float (((const __nv_bfloat16 *) src)[i]);\n"
     "    else if (t == NB_INT8) dst[i] = ((const signed char *) src)[i];\n"
+    "    else if (t == NB_E4M3) dst[i] = napkin_fp8_decode (((const unsigned char *) src)[i], 3, 7);\n"
+    "    else if (t == NB_E5M2) dst[i] = napkin_fp8_decode (((const unsigned char *) src)[i], 2, 15);\n"
     "    else dst[i] = ((const float *) src)[i]; } }\n"
     "static void setup (const NapkinBuf *bufs, int n, long ws, int ws_slot, NapkinArgs &a,\n"
     "                   std::vector<std::vector<float> > &inputs)\n"

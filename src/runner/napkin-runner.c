@@ -22,6 +22,10 @@
 #include "napkin-json-private.h"
 #include "napkin-validate.h"
 
+/* The generated code's fp8 codec, as host C (kernels/fp8-codec.h). */
+#define NAPKIN_HD static inline
+#include "fp8-codec.h"
+
 enum
 {
   EXIT_OK = 0,
@@ -164,6 +168,8 @@ to_device (NapkinDtype  t,
       case NAPKIN_DTYPE_FP16: ((guint16 *) dst)[i] = half_from_float (src[i]); break;
       case NAPKIN_DTYPE_BF16: ((guint16 *) dst)[i] = bf16_from_float (src[i]); break;
       case NAPKIN_DTYPE_INT8: ((gint8 *) dst)[i] = (gint8) src[i]; break;
+      case NAPKIN_DTYPE_FP8_E4M3: ((guint8 *) dst)[i] = napkin_fp8_encode (src[i], 3, 7, 448.0f); break;
+      case NAPKIN_DTYPE_FP8_E5M2: ((guint8 *) dst)[i] = napkin_fp8_encode (src[i], 2, 15, 57344.0f); break;
       default: ((float *) dst)[i] = src[i]; break;
       }
 }
@@ -180,6 +186,8 @@ to_host (NapkinDtype  t,
       case NAPKIN_DTYPE_FP16: dst[i] = half_to_float (((const guint16 *) src)[i]); break;
       case NAPKIN_DTYPE_BF16: dst[i] = bf16_to_float (((const guint16 *) src)[i]); break;
       case NAPKIN_DTYPE_INT8: dst[i] = ((const gint8 *) src)[i]; break;
+      case NAPKIN_DTYPE_FP8_E4M3: dst[i] = napkin_fp8_decode (((const guint8 *) src)[i], 3, 7); break;
+      case NAPKIN_DTYPE_FP8_E5M2: dst[i] = napkin_fp8_decode (((const guint8 *) src)[i], 2, 15); break;
       default: dst[i] = ((const float *) src)[i]; break;
       }
 }
