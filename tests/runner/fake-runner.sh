@@ -8,6 +8,11 @@ case "$FAKE_MODE" in
     echo "progress 1.00 Done" >&2
     echo "{ \"status\": \"ok\", \"args\": \"$*\", \"time_ms\": { \"median\": 0.5 } }"
     ;;
+  recorded)
+    # A result recorded from the real runner on an H200 (gpu-check, 2026-11-22).
+    echo "progress 1.00 Done" >&2
+    cat "$(dirname "$0")/h200-matmul-tiled.json"
+    ;;
   hang)
     echo "progress 0.60 Running the kernel" >&2
     exec sleep 600

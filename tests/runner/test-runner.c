@@ -299,6 +299,32 @@ test_cli_codegen (void)
   g_rmdir (dir);
 }
 
+/* napkin-cli run's report, from a recorded H200 result through the test double:
+ * the summary, and the model's prediction for the GPU the runner found. */
+static void
+test_cli_run_recorded (void)
+{
+  g_autofree char *tiled = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "matmul-tiled.napkin", NULL);
+  char *out = NULL, *err = NULL;
+
+  g_setenv ("NAPKIN_RUNNER", FAKE_RUNNER, TRUE);
+  g_setenv ("FAKE_MODE", "recorded", TRUE);
+  g_assert_cmpint (cli ((const char *[]) { "run", tiled, NULL }, &out, &err), ==, 0);
+  g_assert_nonnull (strstr (out, "on NVIDIA H200 (sm_90a, driver 13.0)"));
+  g_assert_nonnull (strstr (out, "kernel napkin_k0    gemm-mma"));
+  g_assert_nonnull (strstr (out, "time       0.5586 ms, median of 20"));
+  g_assert_nonnull (strstr (out, ": ok"));
+  g_assert_nonnull (strstr (out, "ms on h200 (bound:"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  g_assert_cmpint (cli ((const char *[]) { "run", tiled, "--json", NULL }, &out, &err), ==, 0);
+  g_assert_nonnull (strstr (out, "\"prediction\""));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_unsetenv ("NAPKIN_RUNNER");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -313,5 +339,6 @@ main (int    argc,
   g_test_add_func ("/runner/real/no-gpu", test_real_no_gpu);
   g_test_add_func ("/runner/cli/no-gpu", test_cli_no_gpu);
   g_test_add_func ("/runner/cli/codegen", test_cli_codegen);
+  g_test_add_func ("/runner/cli/run-recorded", test_cli_run_recorded);
   return g_test_run ();
 }
