@@ -42,6 +42,7 @@ struct _NapkinCanvas
   NapkinDiagram *diagram;
   gulong         changed_id;
   GPtrArray     *problems;
+  GPtrArray     *analysis_problems;   /* the model's: infeasible regions (analysis pane) */
 
   double         zoom;
   double         origin_x;      /* document point at the widget's top-left */
@@ -222,6 +223,43 @@ napkin_canvas_set_history (NapkinCanvas  *self,
       gtk_widget_queue_allocate (GTK_WIDGET (self));
     }
   emit_selection_changed (self);
+}
+
+void
+napkin_canvas_set_analysis_problems (NapkinCanvas *self,
+                                     GPtrArray    *problems)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  if (problems == self->analysis_problems)
+    return;
+  if ((problems == NULL || problems->len == 0)
+      && (self->analysis_problems == NULL || self->analysis_problems->len == 0))
+    return;
+  if (problems != NULL)
+    g_ptr_array_ref (problems);
+  g_clear_pointer (&self->analysis_problems, g_ptr_array_unref);
+  self->analysis_problems = problems;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+napkin_canvas_is_region_flagged (NapkinCanvas *self,
+                                 const char   *name)
+{
+  int index;
+
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), FALSE);
+
+  index = self->diagram ? napkin_diagram_find_region (self->diagram, name) : -1;
+  for (guint i = 0; index >= 0 && self->analysis_problems && i < self->analysis_problems->len; i++)
+    {
+      const NapkinProblem *p = g_ptr_array_index (self->analysis_problems, i);
+
+      if (p->kind == NAPKIN_ITEM_REGION && p->index == (guint) index)
+        return TRUE;
+    }
+  return FALSE;
 }
 
 /* ---------------------------------------------------------------- view */
@@ -1415,6 +1453,7 @@ napkin_canvas_snapshot (GtkWidget   *widget,
   int height = gtk_widget_get_height (widget);
   g_autofree gboolean *selected = NULL;
   NapkinRenderOptions options = { NULL, 0, -1, -1, NULL };
+  g_autoptr(GPtrArray) merged = NULL;
   double lw, lh;
   cairo_t *cr;
 
@@ -1443,6 +1482,16 @@ napkin_canvas_snapshot (GtkWidget   *widget,
       options.selected_wire = t >= 0 ? napkin_diagram_wire_for_port (self->diagram, t, self->selected_wire_port) : -1;
     }
   options.problems = self->problems;
+  if (self->analysis_problems != NULL && self->analysis_problems->len > 0)
+    {
+      /* the validator's problems and the model's, marked alike */
+      merged = g_ptr_array_new ();
+      for (guint i = 0; self->problems && i < self->problems->len; i++)
+        g_ptr_array_add (merged, g_ptr_array_index (self->problems, i));
+      for (guint i = 0; i < self->analysis_problems->len; i++)
+        g_ptr_array_add (merged, g_ptr_array_index (self->analysis_problems, i));
+      options.problems = merged;
+    }
 
   cairo_save (cr);
   cairo_scale (cr, self->zoom, self->zoom);
@@ -1586,6 +1635,7 @@ napkin_canvas_finalize (GObject *object)
   g_clear_pointer (&self->feedback_problem, g_free);
   g_clear_pointer (&self->resize_region, g_free);
   g_clear_pointer (&self->problems, g_ptr_array_unref);
+  g_clear_pointer (&self->analysis_problems, g_ptr_array_unref);
   G_OBJECT_CLASS (napkin_canvas_parent_class)->finalize (object);
 }
 

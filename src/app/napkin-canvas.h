@@ -53,6 +53,13 @@ char          *napkin_canvas_add_region           (NapkinCanvas   *self,
 void           napkin_canvas_copy                 (NapkinCanvas   *self);
 void           napkin_canvas_paste                (NapkinCanvas   *self);
 
+/* Problems the performance model finds (infeasible regions), marked in red like
+ * the validator's; the canvas keeps a reference. */
+void           napkin_canvas_set_analysis_problems (NapkinCanvas  *self,
+                                                    GPtrArray     *problems);
+gboolean       napkin_canvas_is_region_flagged    (NapkinCanvas   *self,
+                                                   const char     *name);
+
 /* The region tool: a rubber band then draws a region at this level. */
 void           napkin_canvas_set_region_tool      (NapkinCanvas   *self,
                                                    gboolean        active,

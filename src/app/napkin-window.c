@@ -14,6 +14,7 @@
 #include "napkin-render.h"
 #include "napkin-window.h"
 #ifdef NAPKIN_HAVE_PERF
+#include "napkin-analysis-pane.h"
 #include "napkin-arch.h"
 #endif
 
@@ -30,6 +31,8 @@ struct _NapkinWindow
   NapkinCanvas        *canvas;
   NapkinInspector     *inspector;
   GtkDropDown         *arch_dropdown;
+  GtkBox              *analysis_area;
+  GtkWidget           *analysis_pane;   /* NapkinAnalysisPane where the perf layer is built */
   GtkButton           *zoom_button;
   GtkMenuButton       *add_button;
   GMenu               *recent_section;
@@ -155,6 +158,9 @@ napkin_window_set_document (NapkinWindow  *self,
                                            G_CALLBACK (history_notify_cb), self, G_CONNECT_SWAPPED);
   napkin_canvas_set_history (self->canvas, self->history);
   napkin_inspector_set_canvas (self->inspector, self->canvas);
+#ifdef NAPKIN_HAVE_PERF
+  napkin_analysis_pane_set_canvas (NAPKIN_ANALYSIS_PANE (self->analysis_pane), self->canvas);
+#endif
   update_undo (self);
 }
 
@@ -307,6 +313,14 @@ napkin_window_get_inspector (NapkinWindow *self)
 {
   g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
   return self->inspector;
+}
+
+GtkWidget *
+napkin_window_get_analysis_pane (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+
+  return self->analysis_pane;
 }
 
 NapkinHistory *
@@ -911,6 +925,12 @@ arch_selected_cb (NapkinWindow *self,
 
   if (self->settings && self->arch_ids && i < g_strv_length (self->arch_ids))
     g_settings_set_string (self->settings, "architecture", self->arch_ids[i]);
+#ifdef NAPKIN_HAVE_PERF
+  if (self->analysis_pane && self->arch_ids && i < g_strv_length (self->arch_ids))
+    napkin_analysis_pane_set_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane),
+                                   napkin_arch_registry_lookup (napkin_arch_registry_get_default (),
+                                                                self->arch_ids[i], NULL));
+#endif
 }
 
 static void
@@ -946,6 +966,11 @@ fill_architectures (NapkinWindow *self)
                            G_LIST_MODEL (gtk_string_list_new ((const char *const *) name_list)));
   gtk_drop_down_set_selected (self->arch_dropdown, selected);
   gtk_widget_set_sensitive (GTK_WIDGET (self->arch_dropdown), n > 0);
+#ifdef NAPKIN_HAVE_PERF
+  if (self->analysis_pane && n > 0)
+    napkin_analysis_pane_set_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane),
+                                   napkin_arch_registry_get (registry, selected));
+#endif
   g_signal_connect_object (self->arch_dropdown, "notify::selected", G_CALLBACK (arch_selected_cb), self,
                            G_CONNECT_SWAPPED);
 }
@@ -1144,6 +1169,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, canvas);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, inspector);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, arch_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, analysis_area);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, zoom_button);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, add_button);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, recent_section);
@@ -1208,6 +1234,15 @@ napkin_window_init (NapkinWindow *self)
   g_autoptr(GSettingsSchema) schema = source ? g_settings_schema_source_lookup (source, APP_ID, TRUE) : NULL;
 
   gtk_widget_init_template (GTK_WIDGET (self));
+#ifdef NAPKIN_HAVE_PERF
+  /* the live analysis beside the canvas, below the inspector */
+  self->analysis_pane = napkin_analysis_pane_new ();
+  gtk_widget_set_vexpand (self->analysis_pane, TRUE);
+  gtk_widget_set_hexpand (self->analysis_pane, TRUE);
+  gtk_box_append (self->analysis_area, self->analysis_pane);
+  gtk_widget_set_vexpand (GTK_WIDGET (self->analysis_area), TRUE);
+  gtk_widget_set_visible (GTK_WIDGET (self->analysis_area), TRUE);
+#endif
 
   /* Run from a build tree without the schema installed, settings are not kept. */
   if (schema != NULL)

@@ -32,6 +32,8 @@ const char      *napkin_window_get_banner_text   (NapkinWindow    *self);
 NapkinCanvas    *napkin_window_get_canvas        (NapkinWindow    *self);
 NapkinInspector *napkin_window_get_inspector     (NapkinWindow    *self);
 NapkinHistory   *napkin_window_get_history       (NapkinWindow    *self);
+/* The NapkinAnalysisPane, or NULL where the perf layer is not built. */
+GtkWidget       *napkin_window_get_analysis_pane (NapkinWindow    *self);
 GFile           *napkin_window_get_file          (NapkinWindow    *self);
 /* Saves a PNG of the whole window once it has drawn, then calls back. */
 void             napkin_window_screenshot_async  (NapkinWindow    *self,

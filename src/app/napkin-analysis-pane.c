@@ -1,0 +1,1232 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-analysis-pane"
+
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <glib/gi18n.h>
+
+#include "napkin-analysis-pane.h"
+#include "napkin-error.h"
+#include "napkin-explain.h"
+#include "napkin-plot.h"
+#include "napkin-validate.h"
+
+typedef struct
+{
+  char           *key;
+  GtkWidget      *box;
+  GtkLabel       *name;
+  GtkLabel       *value;
+  NapkinItemKind  kind;     /* what a click selects: NAPKIN_ITEM_REGION or NAPKIN_ITEM_NODE */
+  char           *target;   /* region name or node id; NULL: nothing */
+  gboolean        highlighted;
+} Row;
+
+struct _NapkinAnalysisPane
+{
+  GtkWidget           parent_instance;
+
+  /* template */
+  GtkWidget          *root;
+  GtkDropDown        *dtype_dropdown;
+  GtkLabel           *error_label;
+  GtkBox             *summary_box;
+  GtkBox             *levels_box;
+  GtkBox             *compute_box;
+  GtkBox             *regions_box;
+  GtkExpander        *plots_expander;
+  GtkDrawingArea     *roofline_area;
+  GtkDrawingArea     *bars_area;
+
+  NapkinCanvas       *canvas;
+  NapkinDiagram      *diagram;
+  gulong              changed_id;
+  gulong              selection_id;
+  NapkinArch         *arch;
+  gboolean            has_dtype;
+  NapkinDtype         dtype;
+
+  NapkinAnalysis     *analysis;
+  char               *error_text;
+  GHashTable         *rows;          /* key → Row */
+  GHashTable         *texts;         /* key → shown text */
+  GHashTable         *tips;          /* key → formula */
+  char               *region_signature;
+  NapkinPlot         *roofline;
+  NapkinPlot         *bars;
+  gboolean            dirty;
+  guint               tick_id;
+  guint               bars_id;
+  guint               n_updates;
+};
+
+G_DEFINE_FINAL_TYPE (NapkinAnalysisPane, napkin_analysis_pane, GTK_TYPE_WIDGET)
+
+/* Element types offered; index 0 is "as drawn". */
+static const NapkinDtype dtypes[] = {
+  NAPKIN_DTYPE_FP32, NAPKIN_DTYPE_TF32, NAPKIN_DTYPE_FP16, NAPKIN_DTYPE_BF16,
+  NAPKIN_DTYPE_FP8_E4M3, NAPKIN_DTYPE_FP8_E5M2, NAPKIN_DTYPE_INT8,
+};
+/* The comparison chart's element types (e5m2 runs at e4m3's rate). */
+static const NapkinDtype compared_dtypes[] = {
+  NAPKIN_DTYPE_FP32, NAPKIN_DTYPE_TF32, NAPKIN_DTYPE_FP16, NAPKIN_DTYPE_BF16,
+  NAPKIN_DTYPE_FP8_E4M3, NAPKIN_DTYPE_INT8,
+};
+
+static void schedule_update (NapkinAnalysisPane *self);
+static void update_selection (NapkinAnalysisPane *self);
+
+static void
+row_free (gpointer data)
+{
+  Row *row = data;
+
+  g_free (row->key);
+  g_free (row->target);
+  g_free (row);
+}
+
+/* ---------------------------------------------------------------- rows */
+
+static gboolean
+row_activate (NapkinAnalysisPane *self,
+              Row                *row)
+{
+  if (self->canvas == NULL || row->target == NULL)
+    return FALSE;
+  if (row->kind == NAPKIN_ITEM_REGION)
+    napkin_canvas_select_region (self->canvas, row->target);
+  else
+    napkin_canvas_select_node (self->canvas, row->target, FALSE);
+  return TRUE;
+}
+
+static void
+row_pressed_cb (GtkGestureClick *gesture,
+                int              n_press,
+                double           x,
+                double           y,
+                gpointer         user_data)
+{
+  GtkWidget *box = gtk_event_controller_get_widget (GTK_EVENT_CONTROLLER (gesture));
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (gtk_widget_get_ancestor (box, NAPKIN_TYPE_ANALYSIS_PANE));
+  const char *key = user_data;
+  Row *row = g_hash_table_lookup (self->rows, key);
+
+  if (row != NULL)
+    row_activate (self, row);
+}
+
+static Row *
+ensure_row (NapkinAnalysisPane *self,
+            GtkBox             *section,
+            const char         *key)
+{
+  Row *row = g_hash_table_lookup (self->rows, key);
+  GtkGesture *click;
+
+  if (row != NULL)
+    return row;
+
+  row = g_new0 (Row, 1);
+  row->key = g_strdup (key);
+  row->box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
+  gtk_widget_add_css_class (row->box, "napkin-analysis-row");
+  row->name = GTK_LABEL (gtk_label_new (NULL));
+  gtk_label_set_xalign (row->name, 0);
+  gtk_label_set_ellipsize (row->name, PANGO_ELLIPSIZE_END);
+  gtk_widget_set_hexpand (GTK_WIDGET (row->name), TRUE);
+  gtk_widget_add_css_class (GTK_WIDGET (row->name), "dim-label");
+  row->value = GTK_LABEL (gtk_label_new (NULL));
+  gtk_label_set_xalign (row->value, 1);
+  gtk_label_set_wrap (row->value, TRUE);
+  gtk_label_set_wrap_mode (row->value, PANGO_WRAP_WORD_CHAR);
+  gtk_label_set_justify (row->value, GTK_JUSTIFY_RIGHT);
+  gtk_widget_add_css_class (GTK_WIDGET (row->value), "numeric");
+  gtk_box_append (GTK_BOX (row->box), GTK_WIDGET (row->name));
+  gtk_box_append (GTK_BOX (row->box), GTK_WIDGET (row->value));
+  click = gtk_gesture_click_new ();
+  g_signal_connect_data (click, "pressed", G_CALLBACK (row_pressed_cb), g_strdup (key),
+                         (GClosureNotify) (void (*) (void)) g_free, 0);
+  gtk_widget_add_controller (row->box, GTK_EVENT_CONTROLLER (click));
+  gtk_box_append (section, row->box);
+  g_hash_table_insert (self->rows, row->key, row);
+  return row;
+}
+
+/* One row: a name, a value, the formula as tooltip, and what a click selects. */
+static Row *
+set_row (NapkinAnalysisPane *self,
+         GtkBox             *section,
+         const char         *key,
+         const char         *name,
+         const char         *value,
+         char               *tooltip,       /* taken */
+         NapkinItemKind      kind,
+         const char         *target)
+{
+  Row *row = ensure_row (self, section, key);
+
+  gtk_label_set_text (row->name, name);
+  gtk_label_set_text (row->value, value);
+  gtk_widget_set_tooltip_text (row->box, tooltip);
+  g_hash_table_replace (self->texts, g_strdup (key), g_strdup (value));
+  if (tooltip != NULL)
+    g_hash_table_replace (self->tips, g_strdup (key), tooltip);
+  else
+    g_hash_table_remove (self->tips, key);
+  row->kind = kind;
+  if (g_strcmp0 (row->target, target) != 0)
+    {
+      g_free (row->target);
+      row->target = g_strdup (target);
+    }
+  return row;
+}
+
+/* A number kept for tests and tooltips without a row of its own. */
+static void
+set_value (NapkinAnalysisPane *self,
+           const char         *key,
+           const char         *text,
+           char               *tooltip)
+{
+  g_hash_table_replace (self->texts, g_strdup (key), g_strdup (text));
+  if (tooltip != NULL)
+    g_hash_table_replace (self->tips, g_strdup (key), tooltip);
+}
+
+static void
+clear_section (NapkinAnalysisPane *self,
+               GtkBox             *section)
+{
+  GtkWidget *child;
+  GHashTableIter iter;
+  gpointer value;
+
+  g_hash_table_iter_init (&iter, self->rows);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    if (gtk_widget_get_parent (((Row *) value)->box) == GTK_WIDGET (section))
+      g_hash_table_iter_remove (&iter);
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (section))) != NULL)
+    gtk_box_remove (section, child);
+}
+
+/* ---------------------------------------------------------------- update */
+
+static char *
+bytes_text (gint64 bytes)
+{
+  g_autofree char *exact = napkin_format_int (bytes);
+  g_autofree char *si = napkin_format_si ((double) bytes, "B");
+
+  return bytes >= 1000 ? g_strdup_printf ("%s B (%s)", exact, si) : g_strdup_printf ("%s B", exact);
+}
+
+static void
+show_summary (NapkinAnalysisPane *self,
+              NapkinAnalysis     *a)
+{
+  g_autofree char *t = napkin_format_si (a->predicted_time_s, "s");
+  g_autofree char *to = napkin_format_si (a->overlap_time_s, "s");
+  g_autofree char *ts = napkin_format_si (a->serial_time_s, "s");
+  g_autofree char *tp = napkin_format_si (a->throughput, "FLOP/s");
+  g_autofree char *stp = napkin_format_si (a->serial_throughput, "FLOP/s");
+  g_autofree char *fl = napkin_format_int (a->flops_total);
+  g_autofree char *v = NULL;
+
+  v = g_strdup_printf ("%s (%s)", t, napkin_resource_to_string (a->bound));
+  set_row (self, self->summary_box, "time.predicted", _("Predicted time"), v, napkin_explain_total_time (a, FALSE),
+           NAPKIN_ITEM_NODE, NULL);
+  set_value (self, "time.predicted.value", t, NULL);
+  set_row (self, self->summary_box, "time.serial", _("Time with no overlap"), ts, napkin_explain_total_time (a, TRUE),
+           NAPKIN_ITEM_NODE, NULL);
+  g_free (v);
+  v = g_strdup_printf (_("%s with full overlap in every kernel"), to);
+  set_value (self, "time.overlap", to, g_strdup (v));
+  g_free (v);
+  v = g_strdup_printf ("%s · %.1f %%", tp, napkin_analysis_percent_of_peak (a, FALSE));
+  set_row (self, self->summary_box, "throughput.predicted", _("Throughput, % of peak"), v,
+           g_strconcat (napkin_explain_throughput (a, FALSE), "\n", napkin_explain_percent_of_peak (a, FALSE), NULL),
+           NAPKIN_ITEM_NODE, NULL);
+  g_free (v);
+  v = g_strdup_printf ("%s · %.1f %%", stp, napkin_analysis_percent_of_peak (a, TRUE));
+  set_row (self, self->summary_box, "throughput.serial", _("No overlap, % of peak"), v,
+           g_strconcat (napkin_explain_throughput (a, TRUE), "\n", napkin_explain_percent_of_peak (a, TRUE), NULL),
+           NAPKIN_ITEM_NODE, NULL);
+  g_free (v);
+  v = g_strdup_printf (_("%.4g FLOP/B"), a->intensity);
+  set_row (self, self->summary_box, "intensity", _("Arithmetic intensity"), v, napkin_explain_intensity (a),
+           NAPKIN_ITEM_NODE, NULL);
+  g_free (v);
+  v = g_strdup_printf ("%s FLOP", fl);
+  set_row (self, self->summary_box, "flops", _("Work"), v, NULL, NAPKIN_ITEM_NODE, NULL);
+  set_value (self, "bound", napkin_resource_to_string (a->bound), NULL);
+}
+
+static void
+show_levels (NapkinAnalysisPane *self,
+             NapkinAnalysis     *a)
+{
+  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+    {
+      const char *name = napkin_level_to_string (l);
+      g_autofree char *key = g_strdup_printf ("levels.%s", name);
+      g_autofree char *bytes = bytes_text (a->levels[l].transfer_bytes);
+      g_autofree char *bw = napkin_format_si (a->arch->levels[l].bandwidth, "B/s");
+      g_autofree char *time = napkin_format_si (a->levels[l].time_s, "s");
+      double share = a->predicted_time_s > 0 ? 100.0 * a->levels[l].time_s / a->predicted_time_s : 0;
+      g_autofree char *share_text = g_strdup_printf ("%.1f %%", share);
+      g_autofree char *value = g_strdup_printf ("%s\n%s · %s · %s", bytes, bw, time, share_text);
+      g_autofree char *bytes_tip = napkin_explain_level_bytes (a, l);
+      g_autofree char *time_tip = napkin_explain_level_time (a, l);
+      g_autofree char *predicted = napkin_format_si (a->predicted_time_s, "s");
+      g_autofree char *share_tip = g_strdup_printf (_("share = level time / predicted time = %s / %s = %s"), time,
+                                                    predicted, share_text);
+      g_autofree char *k = NULL;
+      Row *row;
+
+      row = set_row (self, self->levels_box, key, name, value,
+                     g_strdup_printf ("%s\n\n%s\n%s", bytes_tip, time_tip, share_tip), NAPKIN_ITEM_NODE, NULL);
+      gtk_widget_set_visible (row->box, a->levels[l].transfer_bytes > 0 || l == NAPKIN_LEVEL_HBM);
+      k = g_strdup_printf ("levels.%s.bytes", name);
+      set_value (self, k, bytes, g_steal_pointer (&bytes_tip));
+      g_free (k);
+      k = g_strdup_printf ("levels.%s.bandwidth", name);
+      set_value (self, k, bw, NULL);
+      g_free (k);
+      k = g_strdup_printf ("levels.%s.time", name);
+      set_value (self, k, time, g_steal_pointer (&time_tip));
+      g_free (k);
+      k = g_strdup_printf ("levels.%s.share", name);
+      set_value (self, k, share_text, NULL);
+    }
+}
+
+static void
+show_compute (NapkinAnalysisPane *self,
+              NapkinAnalysis     *a)
+{
+  static const struct { NapkinResource res; const char *key; const char *name; } units[] = {
+    { NAPKIN_RESOURCE_TENSOR, "compute.tensor", N_("Tensor cores") },
+    { NAPKIN_RESOURCE_CUDA, "compute.cuda", N_("CUDA cores") },
+    { NAPKIN_RESOURCE_SFU, "compute.sfu", N_("Special functions") },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (units); i++)
+    {
+      gint64 flops = units[i].res == NAPKIN_RESOURCE_TENSOR ? a->flops.tensor - a->fp32_contract_flops
+                     : units[i].res == NAPKIN_RESOURCE_CUDA ? a->flops.cuda + a->fp32_contract_flops : a->flops.sfu;
+      g_autofree char *f = napkin_format_int (flops);
+      g_autofree char *t = napkin_format_si (a->resource_s[units[i].res], "s");
+      g_autofree char *v = g_strdup_printf ("%s FLOP · %s", f, t);
+      g_autofree char *k = g_strdup_printf ("%s.flops", units[i].key);
+
+      set_row (self, self->compute_box, units[i].key, _(units[i].name), v,
+               napkin_explain_resource_time (a, units[i].res), NAPKIN_ITEM_NODE, NULL);
+      set_value (self, k, f, NULL);
+    }
+}
+
+static char *
+region_errors (NapkinAnalysis *a,
+               guint           diagram_index)
+{
+  g_autofree char *prefix = g_strdup_printf ("regions[%u]", diagram_index);
+  GString *s = g_string_new (NULL);
+
+  for (guint i = 0; i < a->errors->len; i++)
+    {
+      const char *e = g_ptr_array_index (a->errors, i);
+
+      if (g_str_has_prefix (e, prefix) && (e[strlen (prefix)] == ':' || e[strlen (prefix)] == '.'))
+        g_string_append_printf (s, "%s%s", s->len ? "\n" : "", e);
+    }
+  return g_string_free (s, s->len == 0);
+}
+
+static void
+show_regions (NapkinAnalysisPane *self,
+              NapkinAnalysis     *a)
+{
+  GString *signature = g_string_new (NULL);
+
+  for (guint r = 0; r < a->regions->len; r++)
+    {
+      const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
+
+      g_string_append_printf (signature, "%s/%u/%d/%u;", c->name, c->transfers->len, c->feasible, c->level);
+    }
+  /* Rows stay in place while the regions stay the same: only their text changes. */
+  if (g_strcmp0 (signature->str, self->region_signature) != 0)
+    {
+      clear_section (self, self->regions_box);
+      g_free (self->region_signature);
+      self->region_signature = g_strdup (signature->str);
+    }
+  g_string_free (signature, TRUE);
+
+  if (a->regions->len == 0)
+    {
+      set_row (self, self->regions_box, "regions.none", _("No regions"),
+               _("every operation reads and writes device memory"), NULL, NAPKIN_ITEM_NODE, NULL);
+      return;
+    }
+
+  for (guint r = 0; r < a->regions->len; r++)
+    {
+      const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
+      const NapkinRegion *region = napkin_diagram_region (self->diagram, c->region);
+      const char *name = region ? region->name : c->name;
+      g_autofree char *key = g_strdup_printf ("regions.%s", name);
+      g_autofree char *head = g_strdup_printf ("%s · %s", name, napkin_level_to_string (c->level));
+      g_autofree char *tile = g_strdup_printf (_("tile %s, %u stage(s)"), c->tile, c->stages);
+      g_autofree char *inst = napkin_format_int (c->instances);
+      g_autofree char *ch = napkin_format_int (c->chunks);
+      g_autofree char *fb = napkin_format_int (c->footprint_bytes);
+      g_autofree char *cap = napkin_format_int ((gint64) napkin_region_capacity (a, r));
+      double cap_pct = 100.0 * c->footprint_bytes / MAX (1.0, napkin_region_capacity (a, r));
+      guint warps = MAX (1u, (c->threads + 31) / 32);
+      g_autofree char *errors = region_errors (a, c->region);
+      char *k, *v;   /* freed after each use */
+      Row *row;
+
+      row = set_row (self, self->regions_box, key, head, tile, napkin_explain_region_instances (a, r),
+                     NAPKIN_ITEM_REGION, name);
+      gtk_widget_add_css_class (GTK_WIDGET (row->name), "heading");
+      gtk_widget_remove_css_class (GTK_WIDGET (row->name), "dim-label");
+      k = g_strconcat (key, ".tile", NULL);
+      set_value (self, k, c->tile, NULL);
+      g_free (k);
+
+      k = g_strconcat (key, ".instances", NULL);
+      v = g_strdup_printf (_("%s × %s stream chunks"), inst, ch);
+      set_row (self, self->regions_box, k, _("Instances"), v, napkin_explain_region_instances (a, r),
+               NAPKIN_ITEM_REGION, name);
+      g_free (k), g_free (v);
+
+      k = g_strconcat (key, ".footprint", NULL);
+      v = g_strdup_printf (_("%s B of %s B (%.0f %%)"), fb, cap, cap_pct);
+      row = set_row (self, self->regions_box, k, _("Footprint / capacity"), v,
+                     napkin_explain_region_footprint (a, r), NAPKIN_ITEM_REGION, name);
+      if (cap_pct > 100)
+        gtk_widget_add_css_class (row->box, "error");
+      else
+        gtk_widget_remove_css_class (row->box, "error");
+      g_free (k), g_free (v);
+
+      k = g_strconcat (key, ".occupancy", NULL);
+      if (c->level == NAPKIN_LEVEL_L2)
+        v = g_strdup_printf (_("%" G_GINT64_FORMAT " held in L2 at once"), c->per_sm);
+      else
+        v = g_strdup_printf (_("%" G_GINT64_FORMAT " per SM, %" G_GINT64_FORMAT " warps/SM (%s)"), c->per_sm,
+                             c->per_sm * warps, c->binding_limit ? c->binding_limit : "—");
+      set_row (self, self->regions_box, k, _("Occupancy"), v, napkin_explain_region_occupancy (a, r),
+               NAPKIN_ITEM_REGION, name);
+      g_free (k), g_free (v);
+
+      k = g_strconcat (key, ".waves", NULL);
+      v = g_strdup_printf ("%" G_GINT64_FORMAT, c->waves);
+      set_row (self, self->regions_box, k, c->level == NAPKIN_LEVEL_L2 ? _("Rounds") : _("Waves"), v,
+               napkin_explain_region_waves (a, r), NAPKIN_ITEM_REGION, name);
+      g_free (k), g_free (v);
+
+      if (errors != NULL)
+        {
+          k = g_strconcat (key, ".error", NULL);
+          row = set_row (self, self->regions_box, k, _("Infeasible"), errors, g_strdup (errors),
+                         NAPKIN_ITEM_REGION, name);
+          gtk_widget_add_css_class (row->box, "error");
+          g_free (k);
+        }
+
+      for (guint t = 0; t < c->transfers->len; t++)
+        {
+          const NapkinTransfer *tr = &g_array_index (c->transfers, NapkinTransfer, t);
+          const NapkinNode *node = tr->node < napkin_diagram_n_nodes (self->diagram)
+                                   ? napkin_diagram_node (self->diagram, tr->node) : NULL;
+          g_autofree char *label = g_strdup_printf ("  %s %s %s", tr->is_output ? "→" : "←", tr->tensor,
+                                                    napkin_level_to_string (tr->from));
+          g_autofree char *bytes = bytes_text (tr->bytes);
+
+          k = g_strdup_printf ("%s.transfers.%u", key, t);
+          set_row (self, self->regions_box, k, label, bytes, napkin_explain_transfer (a, r, t),
+                   NAPKIN_ITEM_NODE, node ? node->id : NULL);
+          g_free (k);
+        }
+    }
+}
+
+/* The model's region errors as problems tied to regions, for the canvas's red marks. */
+static GPtrArray *
+region_problems (NapkinAnalysis *a)
+{
+  GPtrArray *problems = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_problem_free);
+
+  for (guint i = 0; a != NULL && i < a->errors->len; i++)
+    {
+      const char *e = g_ptr_array_index (a->errors, i);
+      guint index;
+      NapkinProblem *p;
+
+      if (sscanf (e, "regions[%u]", &index) != 1)
+        continue;
+      p = g_new0 (NapkinProblem, 1);
+      p->kind = NAPKIN_ITEM_REGION;
+      p->index = index;
+      p->path = g_strdup_printf ("regions[%u]", index);
+      p->message = g_strdup (e);
+      g_ptr_array_add (problems, p);
+    }
+  return problems;
+}
+
+static NapkinArch *
+current_arch (NapkinAnalysisPane *self)
+{
+  if (self->arch == NULL)
+    {
+      NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+      NapkinArch *arch = napkin_arch_registry_lookup (registry, "h100", NULL);
+
+      if (arch == NULL && napkin_arch_registry_count (registry) > 0)
+        arch = napkin_arch_registry_get (registry, 0);
+      if (arch != NULL)
+        self->arch = napkin_arch_ref (arch);
+    }
+  return self->arch;
+}
+
+static void
+build_roofline (NapkinAnalysisPane *self)
+{
+  NapkinAnalysis *a = self->analysis;
+  g_autofree char *title = NULL, *peak = NULL, *peak_label = NULL;
+  double peak_rate;
+
+  g_clear_pointer (&self->roofline, napkin_plot_free);
+  if (a == NULL)
+    return;
+  title = g_strdup_printf (_("Roofline · %s%s%s"), a->arch->name ? a->arch->name : a->arch->id,
+                           a->has_dtype ? " · " : "", a->has_dtype ? napkin_dtype_to_string (a->dtype) : "");
+  self->roofline = napkin_plot_new (NAPKIN_PLOT_ROOFLINE, title);
+  peak_rate = a->tensor_throughput > 0 ? a->tensor_throughput : napkin_arch_cuda_rate (a->arch, NAPKIN_DTYPE_FP32);
+  peak = napkin_format_si (peak_rate, "FLOP/s");
+  peak_label = g_strdup_printf (_("peak %s"), peak);
+  napkin_plot_set_peak (self->roofline, peak_rate, peak_label);
+  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+    {
+      g_autofree char *bw = napkin_format_si (a->arch->levels[l].bandwidth, "B/s");
+      g_autofree char *label = g_strdup_printf ("%s %s", napkin_level_to_string (l), bw);
+
+      if (a->arch->levels[l].bandwidth > 0 && l != NAPKIN_LEVEL_REGISTERS)
+        napkin_plot_add_ceiling (self->roofline, l, a->arch->levels[l].bandwidth, label);
+      if (a->levels[l].transfer_bytes > 0 && a->throughput > 0)
+        napkin_plot_add_point (self->roofline, l, (double) a->flops_total / a->levels[l].transfer_bytes,
+                               a->throughput, napkin_level_to_string (l), FALSE);
+    }
+}
+
+/* Every architecture × element type: many analyses, so off the edit path, after a pause. */
+static gboolean
+build_bars_cb (gpointer user_data)
+{
+  NapkinAnalysisPane *self = user_data;
+  NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+
+  self->bars_id = 0;
+  g_clear_pointer (&self->bars, napkin_plot_free);
+  self->bars = napkin_plot_new (NAPKIN_PLOT_BARS, _("Predicted time by architecture and element type"));
+  if (self->diagram != NULL && self->analysis != NULL)
+    for (guint i = 0; i < napkin_arch_registry_count (registry); i++)
+      {
+        NapkinArch *arch = napkin_arch_registry_get (registry, i);
+
+        for (guint d = 0; d < G_N_ELEMENTS (compared_dtypes); d++)
+          {
+            NapkinAnalyzeOptions options = { TRUE, compared_dtypes[d], TRUE, FALSE };
+            g_autoptr(NapkinAnalysis) a = napkin_analyze (self->diagram, arch, &options, NULL);
+
+            if (a != NULL)
+              napkin_plot_add_bar (self->bars, arch->id, napkin_dtype_to_string (compared_dtypes[d]),
+                                   a->predicted_time_s, FALSE, !a->feasible);
+          }
+      }
+  gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
+  return G_SOURCE_REMOVE;
+}
+
+static void
+update_now (NapkinAnalysisPane *self)
+{
+  NapkinAnalyzeOptions options = { self->has_dtype, self->dtype, FALSE, FALSE };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) problems = NULL;
+  NapkinArch *arch;
+
+  self->dirty = FALSE;
+  self->n_updates++;
+  g_clear_pointer (&self->analysis, napkin_analysis_free);
+  g_clear_pointer (&self->error_text, g_free);
+
+  arch = current_arch (self);
+  if (self->diagram == NULL || arch == NULL)
+    {
+      self->error_text = g_strdup (arch == NULL ? _("No architecture profiles were found") : _("No diagram"));
+    }
+  else
+    {
+      self->analysis = napkin_analyze (self->diagram, arch, &options, &error);
+      if (self->analysis == NULL)
+        self->error_text = g_strdup (error->message);
+      else if (!self->analysis->feasible)
+        {
+          GString *s = g_string_new (_("Infeasible on this architecture:"));
+
+          for (guint i = 0; i < self->analysis->errors->len; i++)
+            g_string_append_printf (s, "\n%s", (const char *) g_ptr_array_index (self->analysis->errors, i));
+          self->error_text = g_string_free (s, FALSE);
+        }
+    }
+
+  gtk_label_set_text (self->error_label, self->error_text ? self->error_text : "");
+  gtk_widget_set_visible (GTK_WIDGET (self->error_label), self->error_text != NULL);
+  /* an invalid diagram keeps its last numbers, dimmed, until it is valid again */
+  gtk_widget_set_sensitive (GTK_WIDGET (self->summary_box), self->analysis != NULL);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->levels_box), self->analysis != NULL);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->compute_box), self->analysis != NULL);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->regions_box), self->analysis != NULL);
+
+  if (self->analysis != NULL)
+    {
+      show_summary (self, self->analysis);
+      show_levels (self, self->analysis);
+      show_compute (self, self->analysis);
+      show_regions (self, self->analysis);
+    }
+  problems = region_problems (self->analysis);
+  if (self->canvas != NULL)
+    napkin_canvas_set_analysis_problems (self->canvas, problems);
+
+  build_roofline (self);
+  gtk_widget_queue_draw (GTK_WIDGET (self->roofline_area));
+  g_clear_handle_id (&self->bars_id, g_source_remove);
+  if (gtk_expander_get_expanded (self->plots_expander))
+    self->bars_id = g_timeout_add_full (G_PRIORITY_LOW, 250, build_bars_cb, self, NULL);
+  update_selection (self);
+}
+
+static gboolean
+tick_cb (GtkWidget     *widget,
+         GdkFrameClock *clock,
+         gpointer       user_data)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (widget);
+
+  self->tick_id = 0;
+  if (self->dirty)
+    update_now (self);
+  return G_SOURCE_REMOVE;
+}
+
+/* Many edits within one frame (a drag, typing) cost one analysis. */
+static void
+schedule_update (NapkinAnalysisPane *self)
+{
+  self->dirty = TRUE;
+  if (self->tick_id == 0 && gtk_widget_get_mapped (GTK_WIDGET (self)))
+    self->tick_id = gtk_widget_add_tick_callback (GTK_WIDGET (self), tick_cb, NULL, NULL);
+}
+
+static void
+diagram_changed_cb (NapkinAnalysisPane *self,
+                    NapkinDiagram      *diagram)
+{
+  schedule_update (self);
+}
+
+/* ---------------------------------------------------------------- selection */
+
+static void
+set_highlight (Row      *row,
+               gboolean  on)
+{
+  row->highlighted = on;
+  if (on)
+    gtk_widget_add_css_class (row->box, "napkin-analysis-highlight");
+  else
+    gtk_widget_remove_css_class (row->box, "napkin-analysis-highlight");
+}
+
+static void
+update_selection (NapkinAnalysisPane *self)
+{
+  const char *region = self->canvas ? napkin_canvas_get_selected_region (self->canvas) : NULL;
+  g_auto(GStrv) nodes = self->canvas ? napkin_canvas_dup_selected_nodes (self->canvas) : NULL;
+  const char *wire_to = NULL;
+  guint port = 0;
+  const char *wire_source = NULL;
+  GHashTableIter iter;
+  gpointer value;
+
+  /* a wire is its source's result: the transfers that move it */
+  if (self->canvas && self->diagram && napkin_canvas_get_selected_wire (self->canvas, &wire_to, &port))
+    {
+      int to = napkin_diagram_find_node (self->diagram, wire_to);
+      int from = to >= 0 ? napkin_diagram_input_source (self->diagram, to, port) : -1;
+
+      if (from >= 0)
+        wire_source = napkin_diagram_node (self->diagram, from)->id;
+    }
+
+  g_hash_table_iter_init (&iter, self->rows);
+  while (g_hash_table_iter_next (&iter, NULL, &value))
+    {
+      Row *row = value;
+      gboolean on = FALSE;
+
+      if (row->target != NULL)
+        {
+          if (row->kind == NAPKIN_ITEM_REGION)
+            on = g_strcmp0 (row->target, region) == 0;
+          else
+            on = g_strcmp0 (row->target, wire_source) == 0
+                 || (nodes != NULL && g_strv_contains ((const char * const *) nodes, row->target));
+        }
+      if (on != row->highlighted)
+        set_highlight (row, on);
+    }
+}
+
+static void
+selection_changed_cb (NapkinAnalysisPane *self,
+                      NapkinCanvas       *canvas)
+{
+  NapkinHistory *history = napkin_canvas_get_history (canvas);
+  NapkinDiagram *diagram = history ? napkin_history_get_diagram (history) : NULL;
+
+  /* the canvas says so after its document changed too */
+  if (diagram != self->diagram)
+    napkin_analysis_pane_set_canvas (self, canvas);
+  else
+    update_selection (self);
+}
+
+/* ---------------------------------------------------------------- plots */
+
+static void
+plot_theme (GtkWidget       *widget,
+            NapkinPlotTheme *theme)
+{
+  GdkRGBA color;
+
+  napkin_plot_theme_init (theme);
+  gtk_style_context_get_color (gtk_widget_get_style_context (widget), &color);
+  theme->fg[0] = color.red;
+  theme->fg[1] = color.green;
+  theme->fg[2] = color.blue;
+  theme->bg_alpha = 0;   /* the pane's own background */
+}
+
+static void
+draw_roofline_cb (GtkDrawingArea *area,
+                  cairo_t        *cr,
+                  int             width,
+                  int             height,
+                  gpointer        user_data)
+{
+  NapkinAnalysisPane *self = user_data;
+  NapkinPlotTheme theme;
+
+  if (self->roofline == NULL)
+    return;
+  plot_theme (GTK_WIDGET (area), &theme);
+  napkin_plot_draw (cr, self->roofline, width, height, &theme);
+}
+
+static void
+draw_bars_cb (GtkDrawingArea *area,
+              cairo_t        *cr,
+              int             width,
+              int             height,
+              gpointer        user_data)
+{
+  NapkinAnalysisPane *self = user_data;
+  NapkinPlotTheme theme;
+
+  if (self->bars == NULL)
+    return;
+  plot_theme (GTK_WIDGET (area), &theme);
+  napkin_plot_draw (cr, self->bars, width, height, &theme);
+}
+
+static void
+expanded_cb (NapkinAnalysisPane *self)
+{
+  if (gtk_expander_get_expanded (self->plots_expander) && self->bars_id == 0)
+    self->bars_id = g_timeout_add_full (G_PRIORITY_LOW, 50, build_bars_cb, self, NULL);
+}
+
+/* ---------------------------------------------------------------- export */
+
+static void
+append_table (GString        *s,
+              NapkinAnalysis *a,
+              gboolean        markdown)
+{
+  /* The same columns as `napkin-cli analyze --format csv|md`. */
+  if (markdown)
+    g_string_append (s, "| level | transfer elements | transfer bytes | time (s) |\n|---|---:|---:|---:|\n");
+  else
+    g_string_append (s, "section,name,level,transfer_elements,transfer_bytes,time_s,instances,footprint_bytes,"
+                        "per_sm,binding_limit,bound\n");
+  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+    if (markdown)
+      g_string_append_printf (s, "| %s | %" G_GINT64_FORMAT " | %" G_GINT64_FORMAT " | %.6g |\n",
+                              napkin_level_to_string (l), a->levels[l].transfer_elements,
+                              a->levels[l].transfer_bytes, a->levels[l].time_s);
+    else
+      g_string_append_printf (s, "level,,%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%.9g,,,,,\n",
+                              napkin_level_to_string (l), a->levels[l].transfer_elements,
+                              a->levels[l].transfer_bytes, a->levels[l].time_s);
+  if (markdown)
+    g_string_append (s, "\n| region | level | tile | instances | footprint (bytes) | per SM | binding |\n"
+                        "|---|---|---|---:|---:|---:|---|\n");
+  for (guint i = 0; i < a->regions->len; i++)
+    {
+      const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, i);
+
+      if (markdown)
+        g_string_append_printf (s, "| %s | %s | %s | %" G_GINT64_FORMAT " | %" G_GINT64_FORMAT " | %"
+                                G_GINT64_FORMAT " | %s |\n", c->name, napkin_level_to_string (c->level), c->tile,
+                                c->instances, c->footprint_bytes, c->per_sm, c->binding_limit);
+      else
+        g_string_append_printf (s, "region,%s,%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",,%" G_GINT64_FORMAT
+                                ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,\n", c->name,
+                                napkin_level_to_string (c->level), c->transfer_elements, c->transfer_bytes,
+                                c->instances, c->footprint_bytes, c->per_sm, c->binding_limit);
+    }
+  if (markdown)
+    g_string_append_printf (s, "\n| predicted time (s) | bound | FLOPs | throughput (FLOP/s) | feasible |\n"
+                               "|---:|---|---:|---:|---|\n| %.6g | %s | %" G_GINT64_FORMAT " | %.6g | %s |\n",
+                            a->predicted_time_s, napkin_resource_to_string (a->bound), a->flops_total,
+                            a->throughput, a->feasible ? "yes" : "no");
+  else
+    g_string_append_printf (s, "total,,,,,%.9g,,,,,%s\n", a->predicted_time_s, napkin_resource_to_string (a->bound));
+}
+
+char *
+napkin_analysis_pane_export_text (NapkinAnalysisPane  *self,
+                                  const char          *format,
+                                  GError             **error)
+{
+  GString *s;
+
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  napkin_analysis_pane_flush (self);
+  if (self->analysis == NULL)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
+                   _("Nothing to export: %s"), self->error_text ? self->error_text : "");
+      return NULL;
+    }
+  if (g_strcmp0 (format, "json") == 0)
+    {
+      json_object *root = napkin_analysis_to_json (self->analysis);
+      char *text = g_strdup_printf ("%s\n", json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY
+                                                                                    | JSON_C_TO_STRING_SPACED
+                                                                                    | JSON_C_TO_STRING_NOSLASHESCAPE));
+
+      json_object_put (root);
+      return text;
+    }
+  if (g_strcmp0 (format, "csv") != 0 && g_strcmp0 (format, "md") != 0)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                   _("Unknown export format “%s”: use json, csv or md"), format ? format : "");
+      return NULL;
+    }
+  s = g_string_new (NULL);
+  append_table (s, self->analysis, g_strcmp0 (format, "md") == 0);
+  return g_string_free (s, FALSE);
+}
+
+gboolean
+napkin_analysis_pane_export_plot (NapkinAnalysisPane  *self,
+                                  gboolean             roofline,
+                                  const char          *path,
+                                  GError             **error)
+{
+  NapkinExportFormat format;
+
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), FALSE);
+
+  napkin_analysis_pane_flush (self);
+  if (!roofline && self->bars == NULL)
+    build_bars_cb (self);
+  if (!napkin_export_format_from_path (path, &format)
+      || (format != NAPKIN_EXPORT_SVG && format != NAPKIN_EXPORT_PNG))
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                   _("%s: plots export as .svg or .png"), path);
+      return FALSE;
+    }
+  if ((roofline ? self->roofline : self->bars) == NULL)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
+                   _("Nothing to export: %s"), self->error_text ? self->error_text : "");
+      return FALSE;
+    }
+  return napkin_plot_export (roofline ? self->roofline : self->bars, path, format, 640, roofline ? 400 : 480, error);
+}
+
+static void
+export_response_cb (GtkNativeDialog *dialog,
+                    int              response,
+                    gpointer         user_data)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (user_data);
+  const char *what = g_object_get_data (G_OBJECT (dialog), "napkin-format");
+  g_autoptr(GFile) file = NULL;
+  g_autofree char *path = NULL;
+  g_autoptr(GError) error = NULL;
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+      path = g_file_get_path (file);
+    }
+  if (path != NULL)
+    {
+      if (g_str_equal (what, "roofline") || g_str_equal (what, "bars"))
+        napkin_analysis_pane_export_plot (self, g_str_equal (what, "roofline"), path, &error);
+      else
+        {
+          g_autofree char *text = napkin_analysis_pane_export_text (self, what, &error);
+
+          if (text != NULL && !g_file_set_contents (path, text, -1, &error))
+            g_prefix_error (&error, "%s: ", path);
+        }
+      if (error != NULL)
+        {
+          gtk_label_set_text (self->error_label, error->message);
+          gtk_widget_set_visible (GTK_WIDGET (self->error_label), TRUE);
+        }
+    }
+  gtk_native_dialog_destroy (dialog);
+  g_object_unref (dialog);
+  g_object_unref (self);
+}
+
+static void
+export_action (GtkWidget  *widget,
+               const char *action_name,
+               GVariant   *parameter)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (widget);
+  const char *what = g_variant_get_string (parameter, NULL);
+  GtkRoot *root = gtk_widget_get_root (widget);
+  GtkFileChooserNative *dialog;
+  g_autofree char *name = NULL;
+
+  dialog = gtk_file_chooser_native_new (_("Export Analysis"), GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+                                        GTK_FILE_CHOOSER_ACTION_SAVE, _("_Export"), _("_Cancel"));
+  if (g_str_equal (what, "roofline") || g_str_equal (what, "bars"))
+    name = g_strdup_printf ("%s.svg", what);
+  else
+    name = g_strdup_printf ("analysis.%s", what);
+  gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (dialog), name);
+  g_object_set_data_full (G_OBJECT (dialog), "napkin-format", g_strdup (what), g_free);
+  g_signal_connect (dialog, "response", G_CALLBACK (export_response_cb), g_object_ref (self));
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+}
+
+/* ---------------------------------------------------------------- class */
+
+static void
+dtype_selected_cb (NapkinAnalysisPane *self)
+{
+  guint i = gtk_drop_down_get_selected (self->dtype_dropdown);
+
+  if (i == 0 || i == GTK_INVALID_LIST_POSITION)
+    napkin_analysis_pane_set_dtype (self, FALSE, NAPKIN_DTYPE_FP16);
+  else if (i - 1 < G_N_ELEMENTS (dtypes))
+    napkin_analysis_pane_set_dtype (self, TRUE, dtypes[i - 1]);
+}
+
+static void
+napkin_analysis_pane_map (GtkWidget *widget)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (widget);
+
+  GTK_WIDGET_CLASS (napkin_analysis_pane_parent_class)->map (widget);
+  if (self->dirty)
+    schedule_update (self);
+}
+
+static void
+disconnect (NapkinAnalysisPane *self)
+{
+  if (self->diagram != NULL)
+    g_clear_signal_handler (&self->changed_id, self->diagram);
+  if (self->canvas != NULL)
+    g_clear_signal_handler (&self->selection_id, self->canvas);
+  g_clear_object (&self->diagram);
+  g_clear_object (&self->canvas);
+}
+
+static void
+napkin_analysis_pane_dispose (GObject *object)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (object);
+
+  disconnect (self);
+  if (self->tick_id != 0)
+    {
+      gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->tick_id);
+      self->tick_id = 0;
+    }
+  g_clear_handle_id (&self->bars_id, g_source_remove);
+  g_clear_pointer (&self->root, gtk_widget_unparent);
+  G_OBJECT_CLASS (napkin_analysis_pane_parent_class)->dispose (object);
+}
+
+static void
+napkin_analysis_pane_finalize (GObject *object)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (object);
+
+  g_clear_pointer (&self->analysis, napkin_analysis_free);
+  g_clear_pointer (&self->arch, napkin_arch_unref);
+  g_clear_pointer (&self->error_text, g_free);
+  g_clear_pointer (&self->region_signature, g_free);
+  g_clear_pointer (&self->roofline, napkin_plot_free);
+  g_clear_pointer (&self->bars, napkin_plot_free);
+  g_clear_pointer (&self->rows, g_hash_table_unref);
+  g_clear_pointer (&self->texts, g_hash_table_unref);
+  g_clear_pointer (&self->tips, g_hash_table_unref);
+  G_OBJECT_CLASS (napkin_analysis_pane_parent_class)->finalize (object);
+}
+
+static void
+napkin_analysis_pane_class_init (NapkinAnalysisPaneClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = napkin_analysis_pane_dispose;
+  object_class->finalize = napkin_analysis_pane_finalize;
+  widget_class->map = napkin_analysis_pane_map;
+
+  gtk_widget_class_set_template_from_resource (widget_class, "/io/github/napkin/Napkin/ui/napkin-analysis-pane.ui");
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, root);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, dtype_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, error_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, summary_box);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, levels_box);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, compute_box);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, regions_box);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, plots_expander);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, roofline_area);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, bars_area);
+  gtk_widget_class_install_action (widget_class, "analysis.export", "s", export_action);
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "napkin-analysis-pane");
+}
+
+static void
+napkin_analysis_pane_init (NapkinAnalysisPane *self)
+{
+  static gboolean css_added = FALSE;
+  g_autoptr(GtkStringList) names = gtk_string_list_new (NULL);
+
+  gtk_widget_init_template (GTK_WIDGET (self));
+  self->rows = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, row_free);
+  self->texts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->tips = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+
+  gtk_string_list_append (names, _("As drawn"));
+  for (guint i = 0; i < G_N_ELEMENTS (dtypes); i++)
+    gtk_string_list_append (names, napkin_dtype_to_string (dtypes[i]));
+  gtk_drop_down_set_model (self->dtype_dropdown, G_LIST_MODEL (names));
+  g_signal_connect_object (self->dtype_dropdown, "notify::selected", G_CALLBACK (dtype_selected_cb), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->plots_expander, "notify::expanded", G_CALLBACK (expanded_cb), self,
+                           G_CONNECT_SWAPPED);
+  gtk_drawing_area_set_draw_func (self->roofline_area, draw_roofline_cb, self, NULL);
+  gtk_drawing_area_set_draw_func (self->bars_area, draw_bars_cb, self, NULL);
+
+  if (!css_added && gdk_display_get_default () != NULL)
+    {
+      g_autoptr(GtkCssProvider) css = gtk_css_provider_new ();
+
+      /* the highlight is a background and a bar at the start, not colour alone */
+      gtk_css_provider_load_from_data (css,
+                                       "napkin-analysis-pane .napkin-analysis-row { padding: 1px 4px; }\n"
+                                       "napkin-analysis-pane .napkin-analysis-highlight {"
+                                       " background-color: alpha(@accent_bg_color, 0.18);"
+                                       " box-shadow: inset 3px 0 @accent_bg_color; }\n"
+                                       "napkin-analysis-pane .napkin-analysis-row.error label { color: @error_color; }\n",
+                                       -1);
+      gtk_style_context_add_provider_for_display (gdk_display_get_default (), GTK_STYLE_PROVIDER (css),
+                                                  GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
+      css_added = TRUE;
+    }
+  self->dirty = TRUE;
+}
+
+GtkWidget *
+napkin_analysis_pane_new (void)
+{
+  return g_object_new (NAPKIN_TYPE_ANALYSIS_PANE, NULL);
+}
+
+void
+napkin_analysis_pane_set_canvas (NapkinAnalysisPane *self,
+                                 NapkinCanvas       *canvas)
+{
+  NapkinHistory *history;
+
+  g_return_if_fail (NAPKIN_IS_ANALYSIS_PANE (self));
+  g_return_if_fail (canvas == NULL || NAPKIN_IS_CANVAS (canvas));
+
+  disconnect (self);
+  if (canvas != NULL)
+    {
+      self->canvas = g_object_ref (canvas);
+      self->selection_id = g_signal_connect_object (canvas, "selection-changed", G_CALLBACK (selection_changed_cb),
+                                                    self, G_CONNECT_SWAPPED);
+      history = napkin_canvas_get_history (canvas);
+      if (history != NULL)
+        {
+          self->diagram = g_object_ref (napkin_history_get_diagram (history));
+          self->changed_id = g_signal_connect_object (self->diagram, "changed", G_CALLBACK (diagram_changed_cb),
+                                                      self, G_CONNECT_SWAPPED);
+        }
+    }
+  g_clear_pointer (&self->region_signature, g_free);
+  clear_section (self, self->regions_box);
+  schedule_update (self);
+}
+
+void
+napkin_analysis_pane_set_arch (NapkinAnalysisPane *self,
+                               NapkinArch         *arch)
+{
+  g_return_if_fail (NAPKIN_IS_ANALYSIS_PANE (self));
+
+  if (arch == self->arch)
+    return;
+  if (arch != NULL)
+    napkin_arch_ref (arch);
+  g_clear_pointer (&self->arch, napkin_arch_unref);
+  self->arch = arch;
+  schedule_update (self);
+}
+
+NapkinArch *
+napkin_analysis_pane_get_arch (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  return current_arch (self);
+}
+
+void
+napkin_analysis_pane_set_dtype (NapkinAnalysisPane *self,
+                                gboolean            has_dtype,
+                                NapkinDtype         dtype)
+{
+  g_return_if_fail (NAPKIN_IS_ANALYSIS_PANE (self));
+
+  if (self->has_dtype == has_dtype && (!has_dtype || self->dtype == dtype))
+    return;
+  self->has_dtype = has_dtype;
+  self->dtype = dtype;
+  for (guint i = 0; i < G_N_ELEMENTS (dtypes); i++)
+    if (has_dtype && dtypes[i] == dtype)
+      gtk_drop_down_set_selected (self->dtype_dropdown, i + 1);
+  if (!has_dtype)
+    gtk_drop_down_set_selected (self->dtype_dropdown, 0);
+  schedule_update (self);
+}
+
+void
+napkin_analysis_pane_flush (NapkinAnalysisPane *self)
+{
+  g_return_if_fail (NAPKIN_IS_ANALYSIS_PANE (self));
+
+  if (self->dirty)
+    update_now (self);
+}
+
+const NapkinAnalysis *
+napkin_analysis_pane_get_analysis (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  return self->analysis;
+}
+
+const char *
+napkin_analysis_pane_get_text (NapkinAnalysisPane *self,
+                               const char         *key)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  return g_hash_table_lookup (self->texts, key);
+}
+
+const char *
+napkin_analysis_pane_get_tooltip (NapkinAnalysisPane *self,
+                                  const char         *key)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  return g_hash_table_lookup (self->tips, key);
+}
+
+gboolean
+napkin_analysis_pane_is_highlighted (NapkinAnalysisPane *self,
+                                     const char         *key)
+{
+  Row *row;
+
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), FALSE);
+
+  row = g_hash_table_lookup (self->rows, key);
+  return row != NULL && row->highlighted && gtk_widget_has_css_class (row->box, "napkin-analysis-highlight");
+}
+
+gboolean
+napkin_analysis_pane_activate_row (NapkinAnalysisPane *self,
+                                   const char         *key)
+{
+  Row *row;
+
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), FALSE);
+
+  row = g_hash_table_lookup (self->rows, key);
+  return row != NULL && row_activate (self, row);
+}
+
+const char *
+napkin_analysis_pane_get_error_text (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  return self->error_text;
+}
+
+guint
+napkin_analysis_pane_get_n_updates (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), 0);
+
+  return self->n_updates;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "napkin-canvas.h"
+#include "napkin-model.h"
+
+G_BEGIN_DECLS
+
+#define NAPKIN_TYPE_ANALYSIS_PANE (napkin_analysis_pane_get_type ())
+G_DECLARE_FINAL_TYPE (NapkinAnalysisPane, napkin_analysis_pane, NAPKIN, ANALYSIS_PANE, GtkWidget)
+
+/* The performance model of the canvas's diagram, for one architecture and element
+ * type, recomputed on every edit (coalesced to the frame clock). Every number
+ * has its formula as a tooltip and its row selects what it comes from. */
+GtkWidget            *napkin_analysis_pane_new             (void);
+/* Follows the canvas's current document (call again after the canvas's history changes). */
+void                  napkin_analysis_pane_set_canvas      (NapkinAnalysisPane *self,
+                                                            NapkinCanvas       *canvas);
+void                  napkin_analysis_pane_set_arch        (NapkinAnalysisPane *self,
+                                                            NapkinArch         *arch);
+NapkinArch           *napkin_analysis_pane_get_arch        (NapkinAnalysisPane *self);
+/* has_dtype FALSE: the element types as drawn. */
+void                  napkin_analysis_pane_set_dtype       (NapkinAnalysisPane *self,
+                                                            gboolean            has_dtype,
+                                                            NapkinDtype         dtype);
+/* Recompute now if an update is pending (tests, benchmarks, exports). */
+void                  napkin_analysis_pane_flush           (NapkinAnalysisPane *self);
+/* The analysis shown, or NULL when the diagram cannot be analysed. */
+const NapkinAnalysis *napkin_analysis_pane_get_analysis    (NapkinAnalysisPane *self);
+/* The text shown for a number, by key ("levels.hbm.bytes", "time.predicted",
+ * "regions.NAME.footprint", …), its tooltip, and whether its row is highlighted. */
+const char           *napkin_analysis_pane_get_text        (NapkinAnalysisPane *self,
+                                                            const char         *key);
+const char           *napkin_analysis_pane_get_tooltip     (NapkinAnalysisPane *self,
+                                                            const char         *key);
+gboolean              napkin_analysis_pane_is_highlighted  (NapkinAnalysisPane *self,
+                                                            const char         *key);
+/* Activates a row as a click does: selects its part of the diagram. */
+gboolean              napkin_analysis_pane_activate_row    (NapkinAnalysisPane *self,
+                                                            const char         *key);
+/* The error shown above the numbers (diagram invalid or regions infeasible), or NULL. */
+const char           *napkin_analysis_pane_get_error_text  (NapkinAnalysisPane *self);
+/* Exports: "json", "csv", "md" as text; plots as SVG or PNG by the path's extension. */
+char                 *napkin_analysis_pane_export_text     (NapkinAnalysisPane *self,
+                                                            const char         *format,
+                                                            GError            **error);
+gboolean              napkin_analysis_pane_export_plot     (NapkinAnalysisPane *self,
+                                                            gboolean            roofline,
+                                                            const char         *path,
+                                                            GError            **error);
+/* How many analyses ran (tests check coalescing). */
+guint                 napkin_analysis_pane_get_n_updates   (NapkinAnalysisPane *self);
+
+G_END_DECLS
