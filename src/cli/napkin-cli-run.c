@@ -100,6 +100,24 @@ add_prediction (NapkinDiagram *diagram,
   json_object_object_add (p, "serial_time_ms", json_object_new_double (analysis->serial_time_s * 1e3));
   json_object_object_add (p, "bound", json_object_new_string (napkin_resource_to_string (analysis->bound)));
   json_object_object_add (p, "feasible", json_object_new_boolean (analysis->feasible));
+  {
+    /* Per level and per resource, for a predicted-vs-measured chart. */
+    json_object *levels = json_object_new_object ();
+    json_object *resources = json_object_new_object ();
+
+    for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
+      {
+        json_object *o = json_object_new_object ();
+
+        json_object_object_add (o, "transfer_bytes", json_object_new_int64 (analysis->levels[l].transfer_bytes));
+        json_object_object_add (o, "time_ms", json_object_new_double (analysis->levels[l].time_s * 1e3));
+        json_object_object_add (levels, napkin_level_to_string (l), o);
+      }
+    for (guint r = 0; r < NAPKIN_N_RESOURCES; r++)
+      json_object_object_add (resources, napkin_resource_to_string (r), json_object_new_double (analysis->resource_s[r] * 1e3));
+    json_object_object_add (p, "levels", levels);
+    json_object_object_add (p, "resources_ms", resources);
+  }
   json_object_object_add (result, "prediction", p);
 #endif
 }
