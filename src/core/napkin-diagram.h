@@ -84,6 +84,7 @@ typedef struct
   GPtrArray   *nodes;       /* char * node ids */
   GArray      *marks;       /* NapkinMark, axes not listed are whole */
   guint        stages;      /* pipeline stages for streamed inputs, >= 1 */
+  guint        threads;     /* threads per instance, 1–1024; 0: the model chooses */
   gboolean     has_rect;
   double       x, y, width, height;
   json_object *extra;

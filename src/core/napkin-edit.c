@@ -475,6 +475,8 @@ check_region_fields (NapkinDiagram       *diagram,
     return refuse (error, "a region is at l2, smem or registers");
   if (region->stages < 1 || region->stages > 8)
     return refuse (error, "stages must be from 1 to 8");
+  if (region->threads > 1024)
+    return refuse (error, "threads must be from 1 to 1024 (or 0: chosen by the model)");
   for (guint i = 0; i < region->nodes->len; i++)
     if (napkin_diagram_find_node (diagram, g_ptr_array_index (region->nodes, i)) < 0)
       return refuse (error, "no operation “%s”", (const char *) g_ptr_array_index (region->nodes, i));
@@ -646,6 +648,24 @@ set_stages (NapkinRegion  *region,
 {
   region->stages = *(const guint *) data;
   return TRUE;
+}
+
+static gboolean
+set_threads (NapkinRegion  *region,
+             gconstpointer  data,
+             GError       **error)
+{
+  region->threads = *(const guint *) data;
+  return TRUE;
+}
+
+gboolean
+napkin_edit_set_region_threads (NapkinHistory  *history,
+                                const char     *name,
+                                guint           threads,
+                                GError        **error)
+{
+  return change_region (history, name, "Change threads", set_threads, &threads, error);
 }
 
 gboolean

@@ -82,6 +82,11 @@ gboolean napkin_edit_set_region_level (NapkinHistory     *history,
                                        const char        *name,
                                        NapkinLevel        level,
                                        GError           **error);
+/* 0 lets the model choose. */
+gboolean napkin_edit_set_region_threads (NapkinHistory   *history,
+                                       const char        *name,
+                                       guint              threads,
+                                       GError           **error);
 gboolean napkin_edit_set_region_stages (NapkinHistory    *history,
                                        const char        *name,
                                        guint              stages,

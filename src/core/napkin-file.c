@@ -861,7 +861,7 @@ load_regions (Loader        *loader,
               NapkinDiagram *diagram,
               json_object   *array)
 {
-  static const char *known[] = { "name", "level", "nodes", "marks", "stages", "rect", NULL };
+  static const char *known[] = { "name", "level", "nodes", "marks", "stages", "threads", "rect", NULL };
   g_autoptr(GHashTable) listed = g_hash_table_new (g_str_hash, g_str_equal);
 
   if (array && json_object_array_length (array) > NAPKIN_MAX_REGIONS)
@@ -954,6 +954,16 @@ load_regions (Loader        *loader,
           if (!get_int (loader, value, p, 1, 8, &stages))
             return;
           region->stages = stages;
+        }
+
+      if ((value = member (obj, "threads")) != NULL)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.threads", path);
+          gint64 threads;
+
+          if (!get_int (loader, value, p, 1, 1024, &threads))
+            return;
+          region->threads = threads;
         }
 
       if ((value = member (obj, "rect")) != NULL)
@@ -1373,6 +1383,8 @@ region_to_json (const NapkinRegion *region)
   json_object_object_add (obj, "marks", marks);
   if (region->stages != 1)
     json_object_object_add (obj, "stages", json_object_new_int (region->stages));
+  if (region->threads != 0)
+    json_object_object_add (obj, "threads", json_object_new_int (region->threads));
 
   if (region->has_rect)
     {

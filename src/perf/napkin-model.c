@@ -285,15 +285,10 @@ static guint
 region_threads (const NapkinRegion *region,
                 gboolean           *explicit)
 {
-  json_object *v = NULL;
-
-  /* "threads" is an optional field of a region (kept by the core as an extra field). */
-  if (region->extra && json_object_object_get_ex (region->extra, "threads", &v)
-      && json_object_is_type (v, json_type_int) && json_object_get_int (v) >= 1
-      && json_object_get_int (v) <= 1024)
+  if (region->threads > 0)
     {
       *explicit = TRUE;
-      return json_object_get_int (v);
+      return region->threads;
     }
   *explicit = FALSE;
   return region->level == NAPKIN_LEVEL_REGISTERS ? 32 : 128;
