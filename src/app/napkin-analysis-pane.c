@@ -867,8 +867,11 @@ napkin_analysis_pane_export_plot (NapkinAnalysisPane  *self,
   g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), FALSE);
 
   napkin_analysis_pane_flush (self);
-  if (!roofline && self->bars == NULL)
-    build_bars_cb (self);
+  if (!roofline && (self->bars == NULL || self->bars_id != 0))
+    {
+      g_clear_handle_id (&self->bars_id, g_source_remove);
+      build_bars_cb (self);
+    }
   if (!napkin_export_format_from_path (path, &format)
       || (format != NAPKIN_EXPORT_SVG && format != NAPKIN_EXPORT_PNG))
     {

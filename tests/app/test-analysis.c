@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The live analysis pane under Xvfb (issue 5): the numbers it shows are the
+ * model's, they follow the inspector, the architecture and undo, infeasible
+ * regions show their error and their red mark, and rows trace to the diagram. */
+#include "config.h"
+
+#include <locale.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+#include <json-c/json.h>
+
+#include "napkin-analysis-pane.h"
+#include "napkin-application.h"
+#include "napkin-edit.h"
+#include "napkin-error.h"
+#include "napkin-explain.h"
+
+static NapkinApplication *app;
+static char *tmpdir;
+
+static void
+iterate (guint ms)
+{
+  gint64 end = g_get_monotonic_time () + ms * 1000;
+
+  while (g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, FALSE);
+}
+
+static NapkinWindow *
+open_example (const char *name)
+{
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+  g_autofree char *file_name = g_strconcat (name, ".napkin", NULL);
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file_name, NULL);
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (napkin_window_load_file (window, file, &error));
+  g_assert_no_error (error);
+  gtk_window_set_default_size (GTK_WINDOW (window), 1280, 820);
+  gtk_window_present (GTK_WINDOW (window));
+  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
+  iterate (50);
+  return window;
+}
+
+static NapkinAnalysisPane *
+pane_of (NapkinWindow *window)
+{
+  GtkWidget *pane = napkin_window_get_analysis_pane (window);
+
+  g_assert_nonnull (pane);
+  g_assert_true (gtk_widget_get_mapped (pane));
+  return NAPKIN_ANALYSIS_PANE (pane);
+}
+
+static NapkinDiagram *
+diagram_of (NapkinWindow *window)
+{
+  return napkin_history_get_diagram (napkin_window_get_history (window));
+}
+
+/* Waits for the pane's own update (the frame clock), not a forced one. */
+static void
+wait_for_update (NapkinAnalysisPane *pane,
+                 guint               before)
+{
+  for (guint i = 0; i < 500 && napkin_analysis_pane_get_n_updates (pane) == before; i++)
+    iterate (10);
+  g_assert_cmpuint (napkin_analysis_pane_get_n_updates (pane), >, before);
+}
+
+static GtkWidget *
+find_named (GtkWidget  *root,
+            const char *name)
+{
+  if (g_strcmp0 (gtk_widget_get_name (root), name) == 0)
+    return root;
+  for (GtkWidget *child = gtk_widget_get_first_child (root); child; child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *found = find_named (child, name);
+
+      if (found)
+        return found;
+    }
+  return NULL;
+}
+
+static void
+set_inspector_entry (NapkinWindow *window,
+                     const char   *name,
+                     const char   *text)
+{
+  GtkWidget *entry = NULL;
+
+  for (guint i = 0; i < 500 && entry == NULL; i++)
+    {
+      iterate (10);
+      entry = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), name);
+    }
+  if (entry == NULL)
+    g_error ("inspector has no field “%s”", name);
+  gtk_editable_set_text (GTK_EDITABLE (entry), text);
+  g_signal_emit_by_name (entry, "activate");
+}
+
+/* "3,254,779,904 B (3.255 GB)" → 3254779904 */
+static gint64
+shown_bytes (NapkinAnalysisPane *pane,
+             const char         *key)
+{
+  const char *text = napkin_analysis_pane_get_text (pane, key);
+  GString *digits = g_string_new (NULL);
+  gint64 value;
+
+  g_assert_nonnull (text);
+  for (const char *p = text; *p && *p != ' '; p++)
+    if (g_ascii_isdigit (*p))
+      g_string_append_c (digits, *p);
+    else
+      g_assert_true (*p == ',');
+  g_assert_cmpuint (digits->len, >, 0);
+  value = g_ascii_strtoll (digits->str, NULL, 10);
+  g_string_free (digits, TRUE);
+  return value;
+}
+
+/* The model run independently on the window's diagram. */
+static NapkinAnalysis *
+model_of (NapkinWindow *window,
+          NapkinArch   *arch)
+{
+  NapkinAnalyzeOptions options = { 0 };
+  g_autoptr(GError) error = NULL;
+  NapkinAnalysis *a = napkin_analyze (diagram_of (window), arch, &options, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (a);
+  return a;
+}
+
+static void
+test_tile_changes_bytes (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinCanvas *canvas = napkin_window_get_canvas (window);
+  NapkinArch *arch;
+  gint64 l2_before, hbm_before;
+  guint n;
+
+  napkin_analysis_pane_flush (pane);
+  arch = napkin_analysis_pane_get_arch (pane);
+  g_assert_nonnull (arch);
+  {
+    g_autoptr(NapkinAnalysis) a = model_of (window, arch);
+
+    /* The paper's H = m·n·k·(1/g_m + 1/g_n) + m·n with m = n = k = 4096, g = 128,
+     * fp16: every tile read from device memory crosses L2. */
+    l2_before = shown_bytes (pane, "levels.l2.bytes");
+    hbm_before = shown_bytes (pane, "levels.hbm.bytes");
+    g_assert_cmpint (l2_before, ==, a->levels[NAPKIN_LEVEL_L2].transfer_bytes);
+    g_assert_cmpint (l2_before, ==, (G_GINT64_CONSTANT (4096) * 4096 * 4096 / 128 * 2 + 4096 * 4096) * 2);
+    g_assert_cmpint (hbm_before, ==, a->levels[NAPKIN_LEVEL_HBM].transfer_bytes);
+  }
+
+  /* The inspector groups m by 64 instead of 128: one undo step, one coalesced update. */
+  napkin_canvas_select_region (canvas, "block");
+  n = napkin_analysis_pane_get_n_updates (pane);
+  set_inspector_entry (window, "mark-m-tile", "64");
+  wait_for_update (pane, n);
+  {
+    g_autoptr(NapkinAnalysis) a = model_of (window, arch);
+    gint64 l2 = shown_bytes (pane, "levels.l2.bytes");
+
+    g_assert_cmpint (l2, ==, a->levels[NAPKIN_LEVEL_L2].transfer_bytes);
+    g_assert_cmpint (l2, ==, (G_GINT64_CONSTANT (4096) * 4096 * 4096 / 64 + G_GINT64_CONSTANT (4096) * 4096 * 4096 / 128
+                              + 4096 * 4096) * 2);
+    g_assert_cmpint (shown_bytes (pane, "levels.hbm.bytes"), ==, a->levels[NAPKIN_LEVEL_HBM].transfer_bytes);
+    g_assert_cmpstr (napkin_analysis_pane_get_text (pane, "regions.block.tile"), ==, "m=64 n=128 k~64");
+  }
+
+  /* Undo restores the previous numbers exactly. */
+  n = napkin_analysis_pane_get_n_updates (pane);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  wait_for_update (pane, n);
+  g_assert_cmpint (shown_bytes (pane, "levels.l2.bytes"), ==, l2_before);
+  g_assert_cmpint (shown_bytes (pane, "levels.hbm.bytes"), ==, hbm_before);
+
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
+static void
+test_arch_changes_time (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+  GtkDropDown *dropdown = NULL;
+  g_autofree char *before = NULL;
+  NapkinArch *first, *other = NULL;
+  guint n, other_index = 0;
+
+  napkin_analysis_pane_flush (pane);
+  before = g_strdup (napkin_analysis_pane_get_text (pane, "time.predicted.value"));
+  first = napkin_analysis_pane_get_arch (pane);
+  for (guint i = 0; i < napkin_arch_registry_count (registry) && other == NULL; i++)
+    if (napkin_arch_registry_get (registry, i) != first)
+      {
+        other = napkin_arch_registry_get (registry, i);
+        other_index = i;
+      }
+  g_assert_nonnull (other);
+
+  /* through the header's selector, as a user does */
+  for (GtkWidget *w = gtk_widget_get_first_child (GTK_WIDGET (window)); w && dropdown == NULL;)
+    {
+      GtkWidget *found = NULL;
+      GPtrArray *stack = g_ptr_array_new ();
+
+      g_ptr_array_add (stack, w);
+      while (stack->len > 0 && found == NULL)
+        {
+          GtkWidget *top = g_ptr_array_steal_index (stack, stack->len - 1);
+
+          if (GTK_IS_DROP_DOWN (top) && !gtk_widget_is_ancestor (top, GTK_WIDGET (pane))
+              && g_strcmp0 (gtk_widget_get_tooltip_text (top), _("GPU architecture for the performance model")) == 0)
+            found = top;
+          for (GtkWidget *c = gtk_widget_get_first_child (top); c; c = gtk_widget_get_next_sibling (c))
+            g_ptr_array_add (stack, c);
+        }
+      g_ptr_array_unref (stack);
+      dropdown = found ? GTK_DROP_DOWN (found) : NULL;
+      w = NULL;
+    }
+  g_assert_nonnull (dropdown);
+  n = napkin_analysis_pane_get_n_updates (pane);
+  gtk_drop_down_set_selected (dropdown, other_index);
+  wait_for_update (pane, n);
+  g_assert_true (napkin_analysis_pane_get_arch (pane) == other);
+  {
+    g_autoptr(NapkinAnalysis) a = model_of (window, other);
+    g_autofree char *expected = napkin_format_si (a->predicted_time_s, "s");
+
+    g_assert_cmpstr (napkin_analysis_pane_get_text (pane, "time.predicted.value"), ==, expected);
+    g_assert_cmpstr (napkin_analysis_pane_get_text (pane, "time.predicted.value"), !=, before);
+    g_assert_true (napkin_analysis_pane_get_analysis (pane)->arch == other);
+  }
+
+  /* the element type too: fp8 halves every byte count of an fp16 diagram */
+  {
+    gint64 hbm16, l2_16;
+
+    l2_16 = shown_bytes (pane, "levels.l2.bytes");
+    hbm16 = shown_bytes (pane, "levels.hbm.bytes");
+    n = napkin_analysis_pane_get_n_updates (pane);
+    napkin_analysis_pane_set_dtype (pane, TRUE, NAPKIN_DTYPE_FP8_E4M3);
+    wait_for_update (pane, n);
+    g_assert_cmpint (shown_bytes (pane, "levels.l2.bytes") * 2, ==, l2_16);
+    g_assert_cmpint (shown_bytes (pane, "levels.hbm.bytes"), <, hbm16);
+  }
+
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
+static void
+test_infeasible_region (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinCanvas *canvas = napkin_window_get_canvas (window);
+  g_autofree char *time_before = NULL;
+  const char *error;
+  guint n;
+
+  napkin_analysis_pane_flush (pane);
+  time_before = g_strdup (napkin_analysis_pane_get_text (pane, "time.predicted"));
+  g_assert_null (napkin_analysis_pane_get_error_text (pane));
+  g_assert_false (napkin_canvas_is_region_flagged (canvas, "block"));
+
+  /* 1024 × 1024 output tile: far more shared memory than one block may have */
+  napkin_canvas_select_region (canvas, "block");
+  n = napkin_analysis_pane_get_n_updates (pane);
+  set_inspector_entry (window, "mark-m-tile", "1024");
+  wait_for_update (pane, n);
+  n = napkin_analysis_pane_get_n_updates (pane);
+  set_inspector_entry (window, "mark-n-tile", "1024");
+  wait_for_update (pane, n);
+
+  g_assert_false (napkin_analysis_pane_get_analysis (pane)->feasible);
+  error = napkin_analysis_pane_get_error_text (pane);
+  g_assert_nonnull (error);
+  g_test_message ("error shown: %s", error);
+  g_assert_nonnull (strstr (error, "regions[0]: footprint"));
+  g_assert_nonnull (strstr (error, "exceeds"));
+  {
+    const NapkinRegionCost *c = &g_array_index (napkin_analysis_pane_get_analysis (pane)->regions,
+                                                NapkinRegionCost, 0);
+    g_autofree char *fb = napkin_format_int (c->footprint_bytes);
+
+    /* the numbers in the region's rows: its footprint against the capacity */
+    g_assert_nonnull (strstr (napkin_analysis_pane_get_text (pane, "regions.block.footprint"), fb));
+    g_assert_nonnull (napkin_analysis_pane_get_text (pane, "regions.block.error"));
+    g_assert_nonnull (strstr (napkin_analysis_pane_get_text (pane, "regions.block.error"), "exceeds"));
+  }
+  g_assert_true (napkin_canvas_is_region_flagged (canvas, "block"));
+
+  /* Undo twice: feasible again, the mark gone, the numbers back. */
+  n = napkin_analysis_pane_get_n_updates (pane);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  wait_for_update (pane, n);
+  iterate (30);
+  napkin_analysis_pane_flush (pane);
+  g_assert_null (napkin_analysis_pane_get_error_text (pane));
+  g_assert_false (napkin_canvas_is_region_flagged (canvas, "block"));
+  g_assert_cmpstr (napkin_analysis_pane_get_text (pane, "time.predicted"), ==, time_before);
+
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
+static void
+test_traceability (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinCanvas *canvas = napkin_window_get_canvas (window);
+  const NapkinAnalysis *a;
+  const char *tip;
+  g_autofree char *total = NULL;
+  g_auto(GStrv) selected = NULL;
+  int b;
+
+  napkin_analysis_pane_flush (pane);
+  a = napkin_analysis_pane_get_analysis (pane);
+
+  /* selecting the region highlights its rows, and only those */
+  napkin_canvas_select_region (canvas, "block");
+  iterate (20);
+  g_assert_true (napkin_analysis_pane_is_highlighted (pane, "regions.block"));
+  g_assert_true (napkin_analysis_pane_is_highlighted (pane, "regions.block.footprint"));
+  g_assert_false (napkin_analysis_pane_is_highlighted (pane, "regions.block.transfers.0"));
+  g_assert_false (napkin_analysis_pane_is_highlighted (pane, "levels.hbm"));
+
+  /* selecting a wire highlights the transfers that move its tensor: B's wire into mm */
+  b = napkin_diagram_find_node (diagram_of (window), "b");
+  g_assert_cmpint (b, >=, 0);
+  napkin_canvas_select_node (canvas, "b", FALSE);
+  iterate (20);
+  g_assert_false (napkin_analysis_pane_is_highlighted (pane, "regions.block"));
+  g_assert_true (napkin_analysis_pane_is_highlighted (pane, "regions.block.transfers.1"));
+  g_assert_false (napkin_analysis_pane_is_highlighted (pane, "regions.block.transfers.0"));
+
+  /* clicking a row selects what it comes from */
+  napkin_canvas_clear_selection (canvas);
+  g_assert_true (napkin_analysis_pane_activate_row (pane, "regions.block.occupancy"));
+  g_assert_cmpstr (napkin_canvas_get_selected_region (canvas), ==, "block");
+  g_assert_true (napkin_analysis_pane_activate_row (pane, "regions.block.transfers.0"));
+  selected = napkin_canvas_dup_selected_nodes (canvas);
+  g_assert_cmpstr (selected[0], ==, "a");
+  g_assert_null (selected[1]);
+
+  /* hovering a number shows its formula with the values substituted */
+  tip = napkin_analysis_pane_get_tooltip (pane, "levels.l2.bytes");
+  g_assert_nonnull (tip);
+  g_test_message ("%s", tip);
+  g_assert_nonnull (strstr (tip, "8,192 × 65,536 × 2 B = 1,073,741,824 B"));
+  total = napkin_format_int (a->levels[NAPKIN_LEVEL_L2].transfer_bytes);
+  g_assert_true (g_str_has_suffix (tip, total) || strstr (tip, total) != NULL);
+  tip = napkin_analysis_pane_get_tooltip (pane, "regions.block.waves");
+  g_assert_nonnull (tip);
+  {
+    /* 1024 blocks of 128 × 128 over the SMs of whichever architecture is selected */
+    const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, 0);
+    g_autofree char *expected = g_strdup_printf ("⌈1,024 / (%u × %" G_GINT64_FORMAT ")⌉ = %" G_GINT64_FORMAT,
+                                                 a->arch->sms, c->per_sm, c->waves);
+
+    g_assert_cmpint (c->instances, ==, 1024);
+    g_assert_cmpint (c->waves, ==, (1024 + a->arch->sms * c->per_sm - 1) / (a->arch->sms * c->per_sm));
+    g_assert_nonnull (strstr (tip, expected));
+  }
+  tip = napkin_analysis_pane_get_tooltip (pane, "levels.hbm.time");
+  g_assert_nonnull (strstr (tip, "bytes / bandwidth"));
+
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
+static void
+test_export (void)
+{
+  NapkinWindow *window = open_example ("flash-attention");
+  NapkinAnalysisPane *pane = pane_of (window);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *json = NULL, *csv = NULL, *md = NULL, *svg_path = NULL, *png_path = NULL;
+  g_autofree char *svg = NULL, *png = NULL;
+  gsize png_len = 0;
+  json_object *root, *t;
+
+  json = napkin_analysis_pane_export_text (pane, "json", &error);
+  g_assert_no_error (error);
+  root = json_tokener_parse (json);
+  g_assert_nonnull (root);
+  g_assert_true (json_object_object_get_ex (root, "predicted_time_s", &t));
+  g_assert_cmpfloat (json_object_get_double (t), ==, napkin_analysis_pane_get_analysis (pane)->predicted_time_s);
+  json_object_put (root);
+
+  csv = napkin_analysis_pane_export_text (pane, "csv", &error);
+  g_assert_no_error (error);
+  g_assert_true (g_str_has_prefix (csv, "section,name,level,transfer_elements,transfer_bytes,time_s"));
+  md = napkin_analysis_pane_export_text (pane, "md", &error);
+  g_assert_no_error (error);
+  g_assert_true (g_str_has_prefix (md, "| level | transfer elements |"));
+  g_assert_null (napkin_analysis_pane_export_text (pane, "xml", &error));
+  g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE);
+  g_clear_error (&error);
+
+  svg_path = g_build_filename (tmpdir, "roofline.svg", NULL);
+  g_assert_true (napkin_analysis_pane_export_plot (pane, TRUE, svg_path, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (svg_path, &svg, NULL, NULL));
+  g_assert_nonnull (strstr (svg, "<svg"));
+  png_path = g_build_filename (tmpdir, "compare.png", NULL);
+  g_assert_true (napkin_analysis_pane_export_plot (pane, FALSE, png_path, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (png_path, &png, &png_len, NULL));
+  g_assert_cmpuint (png_len, >, 1000);
+  g_assert_true (memcmp (png, "\x89PNG", 4) == 0);
+  g_remove (svg_path);
+  g_remove (png_path);
+
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
+/* Many edits between two frames cost one analysis, not one each. */
+static void
+test_coalesced (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinHistory *history = napkin_window_get_history (window);
+  g_autoptr(GError) error = NULL;
+  guint n;
+
+  napkin_analysis_pane_flush (pane);
+  n = napkin_analysis_pane_get_n_updates (pane);
+  for (guint i = 1; i <= 20; i++)
+    {
+      g_assert_true (napkin_edit_set_axis_size (history, "k", 4096 + 64 * i, &error));
+      g_assert_no_error (error);
+    }
+  wait_for_update (pane, n);
+  iterate (50);
+  g_assert_cmpuint (napkin_analysis_pane_get_n_updates (pane) - n, <=, 2);
+  {
+    g_autoptr(NapkinAnalysis) a = model_of (window, napkin_analysis_pane_get_arch (pane));
+
+    g_assert_cmpint (shown_bytes (pane, "levels.l2.bytes"), ==, a->levels[NAPKIN_LEVEL_L2].transfer_bytes);
+  }
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  int status;
+
+  setlocale (LC_ALL, "");
+  textdomain (GETTEXT_PACKAGE);
+  g_test_init (&argc, &argv, NULL);
+
+  if (!gtk_init_check ())
+    {
+      g_test_skip ("no display: run under xvfb-run (GTK could not open one)");
+      return g_test_run ();
+    }
+  adw_init ();
+
+  tmpdir = g_dir_make_tmp ("napkin-analysis-XXXXXX", &error);
+  g_assert_no_error (error);
+  app = napkin_application_new ();
+  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE);
+  g_assert_true (g_application_register (G_APPLICATION (app), NULL, &error));
+  g_assert_no_error (error);
+
+  g_test_add_func ("/analysis/inspector-tile-changes-bytes-undo-restores", test_tile_changes_bytes);
+  g_test_add_func ("/analysis/architecture-and-dtype-change-time", test_arch_changes_time);
+  g_test_add_func ("/analysis/infeasible-region-error-and-highlight", test_infeasible_region);
+  g_test_add_func ("/analysis/traceability", test_traceability);
+  g_test_add_func ("/analysis/export", test_export);
+  g_test_add_func ("/analysis/coalesced", test_coalesced);
+  status = g_test_run ();
+  g_rmdir (tmpdir);
+  g_object_unref (app);
+  return status;
+}
