@@ -250,12 +250,12 @@ show_summary (NapkinAnalysisPane *self,
   set_value (self, "time.overlap", to, g_strdup (v));
   g_free (v);
   v = g_strdup_printf ("%s · %.1f %%", tp, napkin_analysis_percent_of_peak (a, FALSE));
-  set_row (self, self->summary_box, "throughput.predicted", _("Throughput, % of peak"), v,
+  set_row (self, self->summary_box, "throughput.predicted", _("Throughput, share of peak"), v,
            g_strconcat (napkin_explain_throughput (a, FALSE), "\n", napkin_explain_percent_of_peak (a, FALSE), NULL),
            NAPKIN_ITEM_NODE, NULL);
   g_free (v);
   v = g_strdup_printf ("%s · %.1f %%", stp, napkin_analysis_percent_of_peak (a, TRUE));
-  set_row (self, self->summary_box, "throughput.serial", _("No overlap, % of peak"), v,
+  set_row (self, self->summary_box, "throughput.serial", _("No overlap, share of peak"), v,
            g_strconcat (napkin_explain_throughput (a, TRUE), "\n", napkin_explain_percent_of_peak (a, TRUE), NULL),
            NAPKIN_ITEM_NODE, NULL);
   g_free (v);
@@ -420,11 +420,16 @@ show_regions (NapkinAnalysisPane *self,
       g_free (k), g_free (v);
 
       k = g_strconcat (key, ".occupancy", NULL);
-      if (c->level == NAPKIN_LEVEL_L2)
-        v = g_strdup_printf (_("%" G_GINT64_FORMAT " held in L2 at once"), c->per_sm);
-      else
-        v = g_strdup_printf (_("%" G_GINT64_FORMAT " per SM, %" G_GINT64_FORMAT " warps/SM (%s)"), c->per_sm,
-                             c->per_sm * warps, c->binding_limit ? c->binding_limit : "—");
+      {
+        g_autofree char *per_sm = napkin_format_int (c->per_sm);
+        g_autofree char *warps_sm = napkin_format_int (c->per_sm * warps);
+
+        if (c->level == NAPKIN_LEVEL_L2)
+          v = g_strdup_printf (_("%s held in L2 at once"), per_sm);
+        else
+          v = g_strdup_printf (_("%s per SM, %s warps/SM (%s)"), per_sm, warps_sm,
+                               c->binding_limit ? c->binding_limit : "—");
+      }
       set_row (self, self->regions_box, k, _("Occupancy"), v, napkin_explain_region_occupancy (a, r),
                NAPKIN_ITEM_REGION, name);
       g_free (k), g_free (v);
