@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The live analysis pane's speed (issue 5): from an edit of a 200-operation
+ * diagram (a tile size, through the undo stack as the inspector makes it) to the
+ * pane showing the new numbers, and the model alone on the same diagram.
+ * Targets: edit → updated pane < 5 ms, model < 2 ms. Needs a display:
+ * bench/pane-bench.sh runs it under xvfb-run. */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime under -std=c17 */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "napkin-analysis-pane.h"
+#include "napkin-application.h"
+#include "napkin-edit.h"
+#include "napkin-explain.h"
+#include "napkin-file.h"
+
+#define RUNS 201
+
+static int
+compare_double (const void *a,
+                const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return x < y ? -1 : x > y;
+}
+
+static double
+median (double *v,
+        guint   n)
+{
+  qsort (v, n, sizeof (double), compare_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double
+cpu_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void
+iterate (guint ms)
+{
+  gint64 end = g_get_monotonic_time () + ms * 1000;
+
+  while (g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, FALSE);
+}
+
+/* The diagram of bench/perf-bench.c: 100 layers of X·W then GELU, each layer
+ * relabeled onto shared memory (200 operations, 100 regions). */
+static char *
+deep_mlp_json (guint layers)
+{
+  GString *s = g_string_new ("{\"format\": \"napkin\", \"version\": 1, \"title\": \"Deep MLP\", "
+                             "\"axes\": [{\"name\": \"t\", \"size\": 8192}, {\"name\": \"e\", \"size\": 1024}, "
+                             "{\"name\": \"f\", \"size\": 4096}], \"tensors\": [{\"name\": \"X\", \"axes\": [\"t\", \"e\"], "
+                             "\"dtype\": \"bf16\"}");
+  const char *last = layers % 2 ? "f" : "e";
+
+  for (guint i = 0; i < layers; i++)
+    g_string_append_printf (s, ", {\"name\": \"W%u\", \"axes\": [\"%s\", \"%s\"], \"dtype\": \"bf16\"}", i,
+                            i % 2 ? "f" : "e", i % 2 ? "e" : "f");
+  g_string_append_printf (s, ", {\"name\": \"Y\", \"axes\": [\"t\", \"%s\"], \"dtype\": \"bf16\"}], \"nodes\": ["
+                             "{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\", \"x\": 0, \"y\": 0}", last);
+  for (guint i = 0; i < layers; i++)
+    g_string_append_printf (s, ", {\"id\": \"w%u\", \"kind\": \"input\", \"tensor\": \"W%u\", \"x\": %u, \"y\": 200}"
+                               ", {\"id\": \"lin%u\", \"kind\": \"contract\", \"out\": [\"t\", \"%s\"], \"x\": %u, \"y\": 0}"
+                               ", {\"id\": \"act%u\", \"kind\": \"map\", \"fn\": \"gelu\", \"x\": %u, \"y\": 0}",
+                            i, i, 200 * i, i, i % 2 ? "e" : "f", 200 * i + 50, i, 200 * i + 100);
+  g_string_append (s, ", {\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"Y\", \"x\": 0, \"y\": 400}], \"wires\": [");
+  for (guint i = 0; i < layers; i++)
+    {
+      g_autofree char *prev = i == 0 ? g_strdup ("x") : g_strdup_printf ("act%u", i - 1);
+
+      g_string_append_printf (s, "%s{\"from\": \"%s\", \"to\": \"lin%u\", \"port\": 0}, "
+                                 "{\"from\": \"w%u\", \"to\": \"lin%u\", \"port\": 1}, "
+                                 "{\"from\": \"lin%u\", \"to\": \"act%u\", \"port\": 0}",
+                              i ? ", " : "", prev, i, i, i, i, i);
+    }
+  g_string_append_printf (s, ", {\"from\": \"act%u\", \"to\": \"y\", \"port\": 0}], \"regions\": [", layers - 1);
+  for (guint i = 0; i < layers; i++)
+    g_string_append_printf (s, "%s{\"name\": \"layer%u\", \"level\": \"smem\", \"nodes\": [\"lin%u\", \"act%u\"], "
+                               "\"marks\": {\"t\": {\"parallel\": 128}, \"%s\": {\"parallel\": 128}, "
+                               "\"%s\": {\"stream\": 64}}, \"stages\": 2}",
+                            i ? ", " : "", i, i, i, i % 2 ? "e" : "f", i % 2 ? "f" : "e");
+  g_string_append (s, "]}");
+  return g_string_free (s, FALSE);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *json = deep_mlp_json (100);
+  NapkinDiagram *diagram;
+  NapkinApplication *app;
+  NapkinWindow *window;
+  NapkinAnalysisPane *pane;
+  NapkinHistory *history;
+  NapkinArch *arch;
+  double pane_cpu[RUNS], pane_wall[RUNS], frame_wall[RUNS], model_cpu[RUNS];
+  guint ops = 0, shown_ok = 0;
+
+  if (!gtk_init_check ())
+    {
+      fprintf (stderr, "pane-bench: no display (run bench/pane-bench.sh, which uses xvfb-run)\n");
+      return 1;
+    }
+  adw_init ();
+  app = napkin_application_new ();
+  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE);
+  if (!g_application_register (G_APPLICATION (app), NULL, &error))
+    {
+      fprintf (stderr, "pane-bench: %s\n", error->message);
+      return 1;
+    }
+
+  diagram = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  if (diagram == NULL)
+    {
+      fprintf (stderr, "generated diagram: %s\n", error->message);
+      return 1;
+    }
+  for (guint i = 0; i < napkin_diagram_n_nodes (diagram); i++)
+    ops += napkin_diagram_node (diagram, i)->kind != NAPKIN_OP_INPUT
+           && napkin_diagram_node (diagram, i)->kind != NAPKIN_OP_OUTPUT;
+
+  window = napkin_window_new (GTK_APPLICATION (app));
+  napkin_window_set_document (window, diagram, NULL);
+  g_object_unref (diagram);
+  gtk_window_set_default_size (GTK_WINDOW (window), 1280, 820);
+  gtk_window_present (GTK_WINDOW (window));
+  iterate (300);
+  pane = NAPKIN_ANALYSIS_PANE (napkin_window_get_analysis_pane (window));
+  history = napkin_window_get_history (window);
+  napkin_analysis_pane_flush (pane);
+  arch = napkin_analysis_pane_get_arch (pane);
+
+  for (guint i = 0; i < RUNS; i++)
+    {
+      gint64 start;
+      double c0;
+      guint n = napkin_analysis_pane_get_n_updates (pane);
+      g_autofree char *region = g_strdup_printf ("layer%u", 50 + i % 40);
+
+      /* An edit as the inspector makes it, then the pane's update: the analysis
+       * and the rows' new text. */
+      start = g_get_monotonic_time ();
+      c0 = cpu_ms ();
+      if (!napkin_edit_set_mark (history, region, "t", NAPKIN_MARK_PARALLEL, i % 2 ? 128 : 64, &error))
+        {
+          fprintf (stderr, "edit: %s\n", error->message);
+          return 1;
+        }
+      napkin_analysis_pane_flush (pane);
+      pane_cpu[i] = cpu_ms () - c0;
+      pane_wall[i] = (g_get_monotonic_time () - start) / 1e3;
+      if (napkin_analysis_pane_get_n_updates (pane) != n + 1)
+        {
+          fprintf (stderr, "pane-bench: the pane did not update once per edit\n");
+          return 1;
+        }
+      {
+        const NapkinAnalysis *a = napkin_analysis_pane_get_analysis (pane);
+        g_autofree char *bytes = napkin_format_int (a->levels[NAPKIN_LEVEL_HBM].transfer_bytes);
+        const char *shown = napkin_analysis_pane_get_text (pane, "levels.hbm.bytes");
+
+        shown_ok += shown && g_str_has_prefix (shown, bytes);
+      }
+      /* then GTK lays out and draws the frame that shows it */
+      start = g_get_monotonic_time ();
+      while (g_main_context_iteration (NULL, FALSE))
+        ;
+      frame_wall[i] = (g_get_monotonic_time () - start) / 1e3;
+
+      /* the model alone, on the same diagram, its caches stale as after an edit */
+      napkin_diagram_changed (napkin_history_get_diagram (history));
+      c0 = cpu_ms ();
+      {
+        g_autoptr(NapkinAnalysis) a = napkin_analyze (napkin_history_get_diagram (history), arch, NULL, &error);
+
+        model_cpu[i] = cpu_ms () - c0;
+        if (a == NULL)
+          {
+            fprintf (stderr, "analysis: %s\n", error->message);
+            return 1;
+          }
+      }
+    }
+
+  printf ("deep MLP: %u operations, %u regions, on %s; %u of %u updates showed the model's HBM bytes\n", ops,
+          napkin_diagram_n_regions (napkin_history_get_diagram (history)), arch->id, shown_ok, RUNS);
+  printf ("edit → updated pane (edit, analysis, rows): median %.3f ms CPU, %.3f ms wall (target < 5 ms)\n",
+          median (pane_cpu, RUNS), median (pane_wall, RUNS));
+  printf ("model alone:                               median %.3f ms CPU (target < 2 ms)\n", median (model_cpu, RUNS));
+  printf ("then GTK's layout and drawing of that frame: median %.3f ms wall\n", median (frame_wall, RUNS));
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (50);
+  g_object_unref (app);
+  return shown_ok == RUNS ? 0 : 1;
+}

@@ -1,0 +1,9 @@
+#!/bin/sh
+# Speed of the live analysis pane (issue 5): builds and runs bench/pane-bench.c
+# under Xvfb. Usage: bench/pane-bench.sh   (from the repository root; build dir _build-pane)
+set -e
+BUILD=${BUILD:-_build-pane}
+[ -d "$BUILD" ] || meson setup "$BUILD" -Dgui=enabled
+ninja -C "$BUILD" -j2 bench/pane-bench
+GSK_RENDERER=cairo GTK_A11Y=none NO_AT_BRIDGE=1 GSETTINGS_BACKEND=memory \
+  xvfb-run -a -s "-screen 0 1280x1024x24" "$BUILD/bench/pane-bench" "$@"
