@@ -1570,13 +1570,16 @@ keep_backup (const char  *path,
              GError     **error)
 {
   g_autofree char *backup = g_strconcat (path, "~", NULL);
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *base = g_path_get_basename (path);
   g_autofree char *temp = NULL;
   int saved;
 
   for (guint attempt = 0; attempt < 100; attempt++)
     {
       g_free (temp);
-      temp = g_strdup_printf ("%s~.%08x", path, g_random_int ());
+      /* Hidden, like the save's own temporary file: a kill here leaves no clutter in view. */
+      temp = g_strdup_printf ("%s%s.%s~.%08x", dir, G_DIR_SEPARATOR_S, base, g_random_int ());
       if (link (path, temp) == 0)
         break;
       saved = errno;
