@@ -42,6 +42,8 @@ main (int    argc,
       char **argv)
 {
   setlocale (LC_ALL, "");
+  /* Help reads "napkin-cli [OPTION…] COMMAND ARGS", not the command's name twice. */
+  g_set_prgname ("napkin-cli");
 
   if (argc < 2)
     {
