@@ -15,9 +15,45 @@
 #include "napkin-plot.h"
 #include "napkin-validate.h"
 
+/* What a number's tooltip explains: its formula is written only when shown
+ * (hundreds of rows on a large diagram; writing them all on each edit cost more
+ * than the model). */
+typedef enum
+{
+  TIP_NONE,
+  TIP_TOTAL,
+  TIP_SERIAL,
+  TIP_THROUGHPUT,
+  TIP_THROUGHPUT_SERIAL,
+  TIP_INTENSITY,
+  TIP_OVERLAP,
+  TIP_LEVEL,
+  TIP_LEVEL_BYTES,
+  TIP_LEVEL_TIME,
+  TIP_RESOURCE,
+  TIP_REGION_SUMMARY,
+  TIP_REGION_INSTANCES,
+  TIP_REGION_FOOTPRINT,
+  TIP_REGION_OCCUPANCY,
+  TIP_REGION_WAVES,
+  TIP_REGION_ERROR,
+  TIP_TRANSFER,
+} TipKind;
+
+typedef struct
+{
+  TipKind kind;
+  guint   a;        /* level, resource or region index */
+  guint   b;        /* transfer index */
+} Tip;
+
+#define TIP(k, x, y) ((Tip) { (k), (x), (y) })
+#define NO_TIP TIP (TIP_NONE, 0, 0)
+
 typedef struct
 {
   char           *key;
+  Tip             tip;
   GtkWidget      *box;
   GtkLabel       *name;
   GtkLabel       *value;
@@ -54,7 +90,9 @@ struct _NapkinAnalysisPane
   char               *error_text;
   GHashTable         *rows;          /* key → Row */
   GHashTable         *texts;         /* key → shown text */
-  GHashTable         *tips;          /* key → formula */
+  GHashTable         *tips;          /* key → Tip */
+  GHashTable         *tip_texts;     /* key → formula, written on demand */
+  char               *detail_region; /* the selected region whose details are shown */
   char               *region_signature;
   NapkinPlot         *roofline;
   NapkinPlot         *bars;
@@ -121,6 +159,103 @@ row_pressed_cb (GtkGestureClick *gesture,
     row_activate (self, row);
 }
 
+static char *region_errors (NapkinAnalysis *a, guint diagram_index);
+
+static char *
+tip_text (NapkinAnalysisPane *self,
+          Tip                 tip)
+{
+  NapkinAnalysis *a = self->analysis;
+
+  if (a == NULL)
+    return NULL;
+  switch (tip.kind)
+    {
+    case TIP_NONE:
+      return NULL;
+    case TIP_TOTAL:
+      return napkin_explain_total_time (a, FALSE);
+    case TIP_SERIAL:
+      return napkin_explain_total_time (a, TRUE);
+    case TIP_OVERLAP:
+      {
+        g_autofree char *t = napkin_format_si (a->overlap_time_s, "s");
+
+        return g_strdup_printf (_("%s with full overlap in every kernel"), t);
+      }
+    case TIP_THROUGHPUT:
+    case TIP_THROUGHPUT_SERIAL:
+      {
+        gboolean serial = tip.kind == TIP_THROUGHPUT_SERIAL;
+        g_autofree char *t = napkin_explain_throughput (a, serial);
+        g_autofree char *p = napkin_explain_percent_of_peak (a, serial);
+
+        return g_strdup_printf ("%s\n%s", t, p);
+      }
+    case TIP_INTENSITY:
+      return napkin_explain_intensity (a);
+    case TIP_LEVEL:
+      {
+        g_autofree char *bytes = napkin_explain_level_bytes (a, tip.a);
+        g_autofree char *time = napkin_explain_level_time (a, tip.a);
+        g_autofree char *t = napkin_format_si (a->levels[tip.a].time_s, "s");
+        g_autofree char *predicted = napkin_format_si (a->predicted_time_s, "s");
+        g_autofree char *share = g_strdup_printf ("%.1f %%", a->predicted_time_s > 0
+                                                  ? 100.0 * a->levels[tip.a].time_s / a->predicted_time_s : 0);
+        g_autofree char *share_tip = g_strdup_printf (_("share = level time / predicted time = %s / %s = %s"), t,
+                                                      predicted, share);
+
+        return g_strdup_printf ("%s\n\n%s\n%s", bytes, time, share_tip);
+      }
+    case TIP_LEVEL_BYTES:
+      return napkin_explain_level_bytes (a, tip.a);
+    case TIP_LEVEL_TIME:
+      return napkin_explain_level_time (a, tip.a);
+    case TIP_RESOURCE:
+      return napkin_explain_resource_time (a, tip.a);
+    case TIP_REGION_SUMMARY:
+      {
+        g_autofree char *i = napkin_explain_region_instances (a, tip.a);
+        g_autofree char *f = napkin_explain_region_footprint (a, tip.a);
+        g_autofree char *o = napkin_explain_region_occupancy (a, tip.a);
+        g_autofree char *w = napkin_explain_region_waves (a, tip.a);
+
+        return g_strdup_printf ("%s\n\n%s\n\n%s\n\n%s", i, f, o, w);
+      }
+    case TIP_REGION_INSTANCES:
+      return napkin_explain_region_instances (a, tip.a);
+    case TIP_REGION_FOOTPRINT:
+      return napkin_explain_region_footprint (a, tip.a);
+    case TIP_REGION_OCCUPANCY:
+      return napkin_explain_region_occupancy (a, tip.a);
+    case TIP_REGION_WAVES:
+      return napkin_explain_region_waves (a, tip.a);
+    case TIP_REGION_ERROR:
+      return region_errors (a, g_array_index (a->regions, NapkinRegionCost, tip.a).region);
+    case TIP_TRANSFER:
+      return napkin_explain_transfer (a, tip.a, tip.b);
+    }
+  return NULL;
+}
+
+static gboolean
+row_query_tooltip_cb (GtkWidget  *box,
+                      int         x,
+                      int         y,
+                      gboolean    keyboard,
+                      GtkTooltip *tooltip,
+                      gpointer    user_data)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (gtk_widget_get_ancestor (box, NAPKIN_TYPE_ANALYSIS_PANE));
+  Row *row = self ? g_hash_table_lookup (self->rows, user_data) : NULL;
+  g_autofree char *text = row ? tip_text (self, row->tip) : NULL;
+
+  if (text == NULL)
+    return FALSE;
+  gtk_tooltip_set_text (tooltip, text);
+  return TRUE;
+}
+
 static Row *
 ensure_row (NapkinAnalysisPane *self,
             GtkBox             *section,
@@ -153,6 +288,9 @@ ensure_row (NapkinAnalysisPane *self,
   g_signal_connect_data (click, "pressed", G_CALLBACK (row_pressed_cb), g_strdup (key),
                          (GClosureNotify) (void (*) (void)) g_free, 0);
   gtk_widget_add_controller (row->box, GTK_EVENT_CONTROLLER (click));
+  gtk_widget_set_has_tooltip (row->box, TRUE);
+  g_signal_connect_data (row->box, "query-tooltip", G_CALLBACK (row_query_tooltip_cb), g_strdup (key),
+                         (GClosureNotify) (void (*) (void)) g_free, 0);
   gtk_box_append (section, row->box);
   g_hash_table_insert (self->rows, row->key, row);
   return row;
@@ -165,18 +303,21 @@ set_row (NapkinAnalysisPane *self,
          const char         *key,
          const char         *name,
          const char         *value,
-         char               *tooltip,       /* taken */
+         Tip                 tip,
          NapkinItemKind      kind,
          const char         *target)
 {
   Row *row = ensure_row (self, section, key);
 
-  gtk_label_set_text (row->name, name);
-  gtk_label_set_text (row->value, value);
-  gtk_widget_set_tooltip_text (row->box, tooltip);
+  /* unchanged text: no relayout */
+  if (g_strcmp0 (gtk_label_get_text (row->name), name) != 0)
+    gtk_label_set_text (row->name, name);
+  if (g_strcmp0 (gtk_label_get_text (row->value), value) != 0)
+    gtk_label_set_text (row->value, value);
   g_hash_table_replace (self->texts, g_strdup (key), g_strdup (value));
-  if (tooltip != NULL)
-    g_hash_table_replace (self->tips, g_strdup (key), tooltip);
+  row->tip = tip;
+  if (tip.kind != TIP_NONE)
+    g_hash_table_replace (self->tips, g_strdup (key), g_memdup2 (&tip, sizeof tip));
   else
     g_hash_table_remove (self->tips, key);
   row->kind = kind;
@@ -193,11 +334,11 @@ static void
 set_value (NapkinAnalysisPane *self,
            const char         *key,
            const char         *text,
-           char               *tooltip)
+           Tip                 tip)
 {
   g_hash_table_replace (self->texts, g_strdup (key), g_strdup (text));
-  if (tooltip != NULL)
-    g_hash_table_replace (self->tips, g_strdup (key), tooltip);
+  if (tip.kind != TIP_NONE)
+    g_hash_table_replace (self->tips, g_strdup (key), g_memdup2 (&tip, sizeof tip));
 }
 
 static void
@@ -240,32 +381,30 @@ show_summary (NapkinAnalysisPane *self,
   g_autofree char *v = NULL;
 
   v = g_strdup_printf ("%s (%s)", t, napkin_resource_to_string (a->bound));
-  set_row (self, self->summary_box, "time.predicted", _("Predicted time"), v, napkin_explain_total_time (a, FALSE),
+  set_row (self, self->summary_box, "time.predicted", _("Predicted time"), v, TIP (TIP_TOTAL, 0, 0),
            NAPKIN_ITEM_NODE, NULL);
-  set_value (self, "time.predicted.value", t, NULL);
-  set_row (self, self->summary_box, "time.serial", _("Time with no overlap"), ts, napkin_explain_total_time (a, TRUE),
+  set_value (self, "time.predicted.value", t, TIP (TIP_TOTAL, 0, 0));
+  set_row (self, self->summary_box, "time.serial", _("Time with no overlap"), ts, TIP (TIP_SERIAL, 0, 0),
            NAPKIN_ITEM_NODE, NULL);
-  g_free (v);
-  v = g_strdup_printf (_("%s with full overlap in every kernel"), to);
-  set_value (self, "time.overlap", to, g_strdup (v));
+  set_value (self, "time.overlap", to, TIP (TIP_OVERLAP, 0, 0));
   g_free (v);
   v = g_strdup_printf ("%s · %.1f %%", tp, napkin_analysis_percent_of_peak (a, FALSE));
   set_row (self, self->summary_box, "throughput.predicted", _("Throughput, share of peak"), v,
-           g_strconcat (napkin_explain_throughput (a, FALSE), "\n", napkin_explain_percent_of_peak (a, FALSE), NULL),
+           TIP (TIP_THROUGHPUT, 0, 0),
            NAPKIN_ITEM_NODE, NULL);
   g_free (v);
   v = g_strdup_printf ("%s · %.1f %%", stp, napkin_analysis_percent_of_peak (a, TRUE));
   set_row (self, self->summary_box, "throughput.serial", _("No overlap, share of peak"), v,
-           g_strconcat (napkin_explain_throughput (a, TRUE), "\n", napkin_explain_percent_of_peak (a, TRUE), NULL),
+           TIP (TIP_THROUGHPUT_SERIAL, 0, 0),
            NAPKIN_ITEM_NODE, NULL);
   g_free (v);
   v = g_strdup_printf (_("%.4g FLOP/B"), a->intensity);
-  set_row (self, self->summary_box, "intensity", _("Arithmetic intensity"), v, napkin_explain_intensity (a),
+  set_row (self, self->summary_box, "intensity", _("Arithmetic intensity"), v, TIP (TIP_INTENSITY, 0, 0),
            NAPKIN_ITEM_NODE, NULL);
   g_free (v);
   v = g_strdup_printf ("%s FLOP", fl);
-  set_row (self, self->summary_box, "flops", _("Work"), v, NULL, NAPKIN_ITEM_NODE, NULL);
-  set_value (self, "bound", napkin_resource_to_string (a->bound), NULL);
+  set_row (self, self->summary_box, "flops", _("Work"), v, NO_TIP, NAPKIN_ITEM_NODE, NULL);
+  set_value (self, "bound", napkin_resource_to_string (a->bound), NO_TIP);
 }
 
 static void
@@ -282,28 +421,23 @@ show_levels (NapkinAnalysisPane *self,
       double share = a->predicted_time_s > 0 ? 100.0 * a->levels[l].time_s / a->predicted_time_s : 0;
       g_autofree char *share_text = g_strdup_printf ("%.1f %%", share);
       g_autofree char *value = g_strdup_printf ("%s\n%s · %s · %s", bytes, bw, time, share_text);
-      g_autofree char *bytes_tip = napkin_explain_level_bytes (a, l);
-      g_autofree char *time_tip = napkin_explain_level_time (a, l);
-      g_autofree char *predicted = napkin_format_si (a->predicted_time_s, "s");
-      g_autofree char *share_tip = g_strdup_printf (_("share = level time / predicted time = %s / %s = %s"), time,
-                                                    predicted, share_text);
-      g_autofree char *k = NULL;
+      char *k;
       Row *row;
 
-      row = set_row (self, self->levels_box, key, name, value,
-                     g_strdup_printf ("%s\n\n%s\n%s", bytes_tip, time_tip, share_tip), NAPKIN_ITEM_NODE, NULL);
+      row = set_row (self, self->levels_box, key, name, value, TIP (TIP_LEVEL, l, 0), NAPKIN_ITEM_NODE, NULL);
       gtk_widget_set_visible (row->box, a->levels[l].transfer_bytes > 0 || l == NAPKIN_LEVEL_HBM);
       k = g_strdup_printf ("levels.%s.bytes", name);
-      set_value (self, k, bytes, g_steal_pointer (&bytes_tip));
+      set_value (self, k, bytes, TIP (TIP_LEVEL_BYTES, l, 0));
       g_free (k);
       k = g_strdup_printf ("levels.%s.bandwidth", name);
-      set_value (self, k, bw, NULL);
+      set_value (self, k, bw, NO_TIP);
       g_free (k);
       k = g_strdup_printf ("levels.%s.time", name);
-      set_value (self, k, time, g_steal_pointer (&time_tip));
+      set_value (self, k, time, TIP (TIP_LEVEL_TIME, l, 0));
       g_free (k);
       k = g_strdup_printf ("levels.%s.share", name);
-      set_value (self, k, share_text, NULL);
+      set_value (self, k, share_text, TIP (TIP_LEVEL, l, 0));
+      g_free (k);
     }
 }
 
@@ -326,9 +460,9 @@ show_compute (NapkinAnalysisPane *self,
       g_autofree char *v = g_strdup_printf ("%s FLOP · %s", f, t);
       g_autofree char *k = g_strdup_printf ("%s.flops", units[i].key);
 
-      set_row (self, self->compute_box, units[i].key, _(units[i].name), v,
-               napkin_explain_resource_time (a, units[i].res), NAPKIN_ITEM_NODE, NULL);
-      set_value (self, k, f, NULL);
+      set_row (self, self->compute_box, units[i].key, _(units[i].name), v, TIP (TIP_RESOURCE, units[i].res, 0),
+               NAPKIN_ITEM_NODE, NULL);
+      set_value (self, k, f, TIP (TIP_RESOURCE, units[i].res, 0));
     }
 }
 
@@ -349,17 +483,35 @@ region_errors (NapkinAnalysis *a,
   return g_string_free (s, s->len == 0);
 }
 
+/* Past this many regions, each shows one summary row; the selected region and
+ * infeasible ones show every row (hundreds of rows cost more to lay out than the
+ * model costs to run). */
+#define DETAILED_REGIONS 8
+
+static gboolean
+region_detailed (NapkinAnalysisPane     *self,
+                 NapkinAnalysis         *a,
+                 const NapkinRegionCost *c,
+                 const char             *name)
+{
+  return a->regions->len <= DETAILED_REGIONS || !c->feasible || g_strcmp0 (name, self->detail_region) == 0;
+}
+
 static void
 show_regions (NapkinAnalysisPane *self,
               NapkinAnalysis     *a)
 {
   GString *signature = g_string_new (NULL);
+  const char *selected = self->canvas ? napkin_canvas_get_selected_region (self->canvas) : NULL;
 
+  g_free (self->detail_region);
+  self->detail_region = g_strdup (selected);
   for (guint r = 0; r < a->regions->len; r++)
     {
       const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
 
-      g_string_append_printf (signature, "%s/%u/%d/%u;", c->name, c->transfers->len, c->feasible, c->level);
+      g_string_append_printf (signature, "%s/%u/%d/%u/%d;", c->name, c->transfers->len, c->feasible, c->level,
+                              region_detailed (self, a, c, c->name));
     }
   /* Rows stay in place while the regions stay the same: only their text changes. */
   if (g_strcmp0 (signature->str, self->region_signature) != 0)
@@ -373,7 +525,7 @@ show_regions (NapkinAnalysisPane *self,
   if (a->regions->len == 0)
     {
       set_row (self, self->regions_box, "regions.none", _("No regions"),
-               _("every operation reads and writes device memory"), NULL, NAPKIN_ITEM_NODE, NULL);
+               _("every operation reads and writes device memory"), NO_TIP, NAPKIN_ITEM_NODE, NULL);
       return;
     }
 
@@ -382,37 +534,45 @@ show_regions (NapkinAnalysisPane *self,
       const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
       const NapkinRegion *region = napkin_diagram_region (self->diagram, c->region);
       const char *name = region ? region->name : c->name;
+      gboolean detailed = region_detailed (self, a, c, name);
       g_autofree char *key = g_strdup_printf ("regions.%s", name);
       g_autofree char *head = g_strdup_printf ("%s · %s", name, napkin_level_to_string (c->level));
-      g_autofree char *tile = g_strdup_printf (_("tile %s, %u stage(s)"), c->tile, c->stages);
       g_autofree char *inst = napkin_format_int (c->instances);
       g_autofree char *ch = napkin_format_int (c->chunks);
       g_autofree char *fb = napkin_format_int (c->footprint_bytes);
       g_autofree char *cap = napkin_format_int ((gint64) napkin_region_capacity (a, r));
+      g_autofree char *per_sm = napkin_format_int (c->per_sm);
+      g_autofree char *waves = napkin_format_int (c->waves);
       double cap_pct = 100.0 * c->footprint_bytes / MAX (1.0, napkin_region_capacity (a, r));
       guint warps = MAX (1u, (c->threads + 31) / 32);
-      g_autofree char *errors = region_errors (a, c->region);
-      char *k, *v;   /* freed after each use */
+      char *k, *v;
       Row *row;
 
-      row = set_row (self, self->regions_box, key, head, tile, napkin_explain_region_instances (a, r),
-                     NAPKIN_ITEM_REGION, name);
+      if (detailed)
+        v = g_strdup_printf (_("tile %s, %u stage(s)"), c->tile, c->stages);
+      else
+        v = g_strdup_printf (_("%s · %.0f %% · %s/SM · %s waves"), c->tile, cap_pct, per_sm, waves);
+      row = set_row (self, self->regions_box, key, head, v,
+                     TIP (detailed ? TIP_REGION_INSTANCES : TIP_REGION_SUMMARY, r, 0), NAPKIN_ITEM_REGION, name);
+      g_free (v);
       gtk_widget_add_css_class (GTK_WIDGET (row->name), "heading");
       gtk_widget_remove_css_class (GTK_WIDGET (row->name), "dim-label");
       k = g_strconcat (key, ".tile", NULL);
-      set_value (self, k, c->tile, NULL);
+      set_value (self, k, c->tile, NO_TIP);
       g_free (k);
+      if (!detailed)
+        continue;
 
       k = g_strconcat (key, ".instances", NULL);
       v = g_strdup_printf (_("%s × %s stream chunks"), inst, ch);
-      set_row (self, self->regions_box, k, _("Instances"), v, napkin_explain_region_instances (a, r),
+      set_row (self, self->regions_box, k, _("Instances"), v, TIP (TIP_REGION_INSTANCES, r, 0),
                NAPKIN_ITEM_REGION, name);
       g_free (k), g_free (v);
 
       k = g_strconcat (key, ".footprint", NULL);
       v = g_strdup_printf (_("%s B of %s B (%.0f %%)"), fb, cap, cap_pct);
-      row = set_row (self, self->regions_box, k, _("Footprint / capacity"), v,
-                     napkin_explain_region_footprint (a, r), NAPKIN_ITEM_REGION, name);
+      row = set_row (self, self->regions_box, k, _("Footprint / capacity"), v, TIP (TIP_REGION_FOOTPRINT, r, 0),
+                     NAPKIN_ITEM_REGION, name);
       if (cap_pct > 100)
         gtk_widget_add_css_class (row->box, "error");
       else
@@ -421,7 +581,6 @@ show_regions (NapkinAnalysisPane *self,
 
       k = g_strconcat (key, ".occupancy", NULL);
       {
-        g_autofree char *per_sm = napkin_format_int (c->per_sm);
         g_autofree char *warps_sm = napkin_format_int (c->per_sm * warps);
 
         if (c->level == NAPKIN_LEVEL_L2)
@@ -430,21 +589,23 @@ show_regions (NapkinAnalysisPane *self,
           v = g_strdup_printf (_("%s per SM, %s warps/SM (%s)"), per_sm, warps_sm,
                                c->binding_limit ? c->binding_limit : "—");
       }
-      set_row (self, self->regions_box, k, _("Occupancy"), v, napkin_explain_region_occupancy (a, r),
+      set_row (self, self->regions_box, k, _("Occupancy"), v, TIP (TIP_REGION_OCCUPANCY, r, 0),
                NAPKIN_ITEM_REGION, name);
       g_free (k), g_free (v);
 
       k = g_strconcat (key, ".waves", NULL);
       v = g_strdup_printf ("%" G_GINT64_FORMAT, c->waves);
       set_row (self, self->regions_box, k, c->level == NAPKIN_LEVEL_L2 ? _("Rounds") : _("Waves"), v,
-               napkin_explain_region_waves (a, r), NAPKIN_ITEM_REGION, name);
+               TIP (TIP_REGION_WAVES, r, 0), NAPKIN_ITEM_REGION, name);
       g_free (k), g_free (v);
 
-      if (errors != NULL)
+      if (!c->feasible)
         {
+          g_autofree char *errors = region_errors (a, c->region);
+
           k = g_strconcat (key, ".error", NULL);
-          row = set_row (self, self->regions_box, k, _("Infeasible"), errors, g_strdup (errors),
-                         NAPKIN_ITEM_REGION, name);
+          row = set_row (self, self->regions_box, k, _("Infeasible"), errors ? errors : "",
+                         TIP (TIP_REGION_ERROR, r, 0), NAPKIN_ITEM_REGION, name);
           gtk_widget_add_css_class (row->box, "error");
           g_free (k);
         }
@@ -459,8 +620,8 @@ show_regions (NapkinAnalysisPane *self,
           g_autofree char *bytes = bytes_text (tr->bytes);
 
           k = g_strdup_printf ("%s.transfers.%u", key, t);
-          set_row (self, self->regions_box, k, label, bytes, napkin_explain_transfer (a, r, t),
-                   NAPKIN_ITEM_NODE, node ? node->id : NULL);
+          set_row (self, self->regions_box, k, label, bytes, TIP (TIP_TRANSFER, r, t), NAPKIN_ITEM_NODE,
+                   node ? node->id : NULL);
           g_free (k);
         }
     }
@@ -575,6 +736,7 @@ update_now (NapkinAnalysisPane *self)
 
   self->dirty = FALSE;
   self->n_updates++;
+  g_hash_table_remove_all (self->tip_texts);
   g_clear_pointer (&self->analysis, napkin_analysis_free);
   g_clear_pointer (&self->error_text, g_free);
 
@@ -687,6 +849,10 @@ update_selection (NapkinAnalysisPane *self)
       if (from >= 0)
         wire_source = napkin_diagram_node (self->diagram, from)->id;
     }
+
+  if (self->analysis && self->analysis->regions->len > DETAILED_REGIONS
+      && g_strcmp0 (region, self->detail_region) != 0)
+    schedule_update (self);   /* the newly selected region's details */
 
   g_hash_table_iter_init (&iter, self->rows);
   while (g_hash_table_iter_next (&iter, NULL, &value))
@@ -1018,6 +1184,8 @@ napkin_analysis_pane_finalize (GObject *object)
   g_clear_pointer (&self->rows, g_hash_table_unref);
   g_clear_pointer (&self->texts, g_hash_table_unref);
   g_clear_pointer (&self->tips, g_hash_table_unref);
+  g_clear_pointer (&self->tip_texts, g_hash_table_unref);
+  g_clear_pointer (&self->detail_region, g_free);
   G_OBJECT_CLASS (napkin_analysis_pane_parent_class)->finalize (object);
 }
 
@@ -1057,6 +1225,7 @@ napkin_analysis_pane_init (NapkinAnalysisPane *self)
   self->rows = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, row_free);
   self->texts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->tips = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->tip_texts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 
   gtk_string_list_append (names, _("As drawn"));
   for (guint i = 0; i < G_N_ELEMENTS (dtypes); i++)
@@ -1196,7 +1365,17 @@ napkin_analysis_pane_get_tooltip (NapkinAnalysisPane *self,
 {
   g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
 
-  return g_hash_table_lookup (self->tips, key);
+  {
+    const Tip *tip = g_hash_table_lookup (self->tips, key);
+    char *text;
+
+    if (tip == NULL)
+      return NULL;
+    text = g_hash_table_lookup (self->tip_texts, key);
+    if (text == NULL && (text = tip_text (self, *tip)) != NULL)
+      g_hash_table_insert (self->tip_texts, g_strdup (key), text);
+    return text;
+  }
 }
 
 gboolean
