@@ -633,6 +633,7 @@ typedef struct
  * below these scales the canvas leaves it out (exports draw at scale 1). */
 #define SCALE_STRAND_LABELS 0.55
 #define SCALE_DETAILS       0.45
+#define SCALE_STRANDS       0.30   /* strands 3 px apart: below, a wire is one band */
 #define SCALE_LABELS        0.30
 
 static void
@@ -868,7 +869,7 @@ draw_region_body (DrawContext *ctx,
   cairo_fill_preserve (cr);
   /* Dashes tell levels apart without colour; zoomed far out on screen the title
    * and legend do that, and dashing long borders was a fifth of a frame. */
-  n_dashes = ctx->screen && ctx->scale < SCALE_DETAILS ? 0 : napkin_render_level_dashes (region->level, dashes);
+  n_dashes = ctx->screen && ctx->scale < SCALE_STRANDS ? 0 : napkin_render_level_dashes (region->level, dashes);
   cairo_set_dash (cr, dashes, n_dashes, 0);
   cairo_set_line_width (cr, region->level == NAPKIN_LEVEL_REGISTERS ? 2.5 : 2);
   if (ctx->bad_regions[r])
@@ -980,7 +981,7 @@ wire_path (DrawContext *ctx,
   *rank_out = rank;
   /* Zoomed far out the strands are closer than three pixels: one band, a
    * three-segment line where the curve would be, stands for them. */
-  if (ctx->scale < SCALE_DETAILS)
+  if (ctx->scale < SCALE_STRANDS)
     {
       double dx = MAX (30.0, fabs (x2 - x1) / 2) * 0.5;
 
@@ -1033,7 +1034,7 @@ draw_wires (DrawContext               *ctx,
   guint rank;
 
   /* Far out, a wire is a band as wide as two strands apart. */
-  cairo_set_line_width (cr, ctx->scale < SCALE_DETAILS ? STRAND * 1.5 : 1.6);
+  cairo_set_line_width (cr, ctx->scale < SCALE_STRANDS ? STRAND * 1.5 : 1.6);
   cairo_set_line_cap (cr, CAIRO_LINE_CAP_BUTT);
 
   for (guint w = 0; w < n_wires; w++)
@@ -1334,7 +1335,7 @@ draw_nodes (DrawContext               *ctx,
     level_rgb[NAPKIN_LEVEL_HBM], level_rgb[NAPKIN_LEVEL_L2], level_rgb[NAPKIN_LEVEL_SMEM],
     level_rgb[NAPKIN_LEVEL_REGISTERS], tensor_core_rgb, problem_rgb,
   };
-  gboolean far = ctx->screen && ctx->scale < SCALE_DETAILS;
+  gboolean far = ctx->screen && ctx->scale < SCALE_STRANDS;
   gboolean any;
 
   for (guint n = 0; n < ctx->n_nodes; n++)
