@@ -246,7 +246,7 @@ main (int    argc,
   printf ("%-46s %9.2f ms %9.2f ms %8s  %s\n", "1600×1000, zoom 1, top-left of the diagram", view, view_cpu, "< 8 ms",
           view < 8 ? "ok" : "MISSED");
   g_free (what);
-  what = g_strdup_printf ("840×760 canvas (as in the default window), fitted");
+  what = g_strdup_printf ("840×760 (default window's canvas), fitted");
   printf ("%-46s %9.2f ms %9.2f ms %8s  %s\n", what, small, small_cpu, "< 8 ms", small < 8 ? "ok" : "MISSED");
   printf ("(wall time counts other processes on shared cores; CPU time is this thread's own)\n");
   return 0;
