@@ -14,6 +14,11 @@
 #include "napkin-model.h"
 #include "napkin-tune.h"
 
+#if __has_include("napkin-run-job.h")
+#include "napkin-run-job.h"
+#define HAVE_RUNNER 1
+#endif
+
 typedef enum
 {
   FORMAT_TEXT,
@@ -582,8 +587,103 @@ candidate_to_json (const NapkinTuneCandidate *c)
   json_object_object_add (obj, "hbm_bytes", json_object_new_int64 (c->hbm_bytes));
   json_object_object_add (obj, "footprint_bytes", json_object_new_int64 (c->footprint_bytes));
   json_object_object_add (obj, "per_sm", json_object_new_int64 (c->per_sm));
+  {
+    json_object *specs = json_object_new_array ();
+
+    for (guint i = 0; c->specs && c->specs[i]; i++)
+      json_object_array_add (specs, json_object_new_string (c->specs[i]));
+    json_object_object_add (obj, "specs", specs);    /* as --tile takes them */
+  }
   return obj;
 }
+
+/* Spearman's rank correlation, ties given their mean rank; NAN below 3 pairs or when
+ * one side is constant. */
+static void
+ranks_of (const double *v,
+          guint         n,
+          double       *rank)
+{
+  for (guint i = 0; i < n; i++)
+    {
+      guint less = 0, equal = 0;
+
+      for (guint j = 0; j < n; j++)
+        less += v[j] < v[i], equal += v[j] == v[i];
+      rank[i] = less + (equal + 1) / 2.0;
+    }
+}
+
+static double
+spearman (const double *x,
+          const double *y,
+          guint         n)
+{
+  g_autofree double *rx = g_new (double, MAX (n, 1));
+  g_autofree double *ry = g_new (double, MAX (n, 1));
+  double mx = 0, my = 0, sxy = 0, sxx = 0, syy = 0;
+
+  if (n < 3)
+    return NAN;
+  ranks_of (x, n, rx);
+  ranks_of (y, n, ry);
+  for (guint i = 0; i < n; i++)
+    mx += rx[i] / n, my += ry[i] / n;
+  for (guint i = 0; i < n; i++)
+    {
+      sxy += (rx[i] - mx) * (ry[i] - my);
+      sxx += (rx[i] - mx) * (rx[i] - mx);
+      syy += (ry[i] - my) * (ry[i] - my);
+    }
+  return sxx > 0 && syy > 0 ? sxy / sqrt (sxx * syy) : NAN;
+}
+
+#ifdef HAVE_RUNNER
+typedef struct
+{
+  GMainLoop   *loop;
+  json_object *result;
+  GError      *error;
+} MeasureWait;
+
+static void
+measure_done (GObject      *object,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  MeasureWait *wait = user_data;
+
+  wait->result = napkin_run_job_run_finish (NAPKIN_RUN_JOB (object), result, &wait->error);
+  g_main_loop_quit (wait->loop);
+}
+
+/* Runs the diagram with the candidate's tiles on the local GPU (the same child process
+ * as `napkin-cli run`); returns the runner's JSON, or NULL with the reason. */
+static json_object *
+measure_candidate (NapkinDiagram             *diagram,
+                   const NapkinTuneCandidate *candidate,
+                   int                        repeats,
+                   int                        timeout,
+                   GError                   **error)
+{
+  g_autoptr(NapkinDiagram) copy = napkin_diagram_copy (diagram);
+  g_autoptr(NapkinRunJob) job = NULL;
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autofree char *reps = g_strdup_printf ("--repeats=%d", repeats);
+  const char *args[] = { reps, "--reference-repeats=0", NULL };
+  MeasureWait wait = { loop, NULL, NULL };
+
+  if (!napkin_tune_apply (copy, candidate, error))
+    return NULL;
+  job = napkin_run_job_new (copy, args);
+  napkin_run_job_set_timeout (job, timeout);
+  napkin_run_job_run_async (job, NULL, measure_done, &wait);
+  g_main_loop_run (loop);
+  if (wait.result == NULL)
+    g_propagate_error (error, wait.error);
+  return wait.result;
+}
+#endif
 
 static void
 print_candidate (const char                *label,
@@ -604,18 +704,24 @@ napkin_cli_tune (int    argc,
   g_autofree char *arch_id = NULL;
   g_autofree char *dtype_str = NULL;
   gboolean write = FALSE, as_json = FALSE;
-  int top = 10;
+  int top = 10, measure = 0, repeats = 20, timeout = 300;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (default h100)", "ID" },
     { "top", 0, 0, G_OPTION_ARG_INT, &top, "How many relabelings to print (default 10)", "K" },
     { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_str, "Give every tensor this element type", "T" },
     { "write", 0, 0, G_OPTION_ARG_NONE, &write, "Save the best tiles into FILE", NULL },
     { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print JSON", NULL },
+    { "measure", 0, 0, G_OPTION_ARG_INT, &measure,
+      "Run the best K on the local GPU and report the rank correlation of predicted and measured time", "K" },
+    { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats of each measured run (default 20)", "N" },
+    { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Stop each measured run after this many seconds (default 300)", "S" },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
   g_autoptr(NapkinDiagram) diagram = NULL;
   g_autoptr(NapkinTuneResult) result = NULL;
+  g_autoptr(json_object) measured = NULL;
+  double rho = NAN;
   g_autoptr(GError) error = NULL;
   NapkinTuneOptions options = { 0 };
   NapkinArch *arch;
@@ -633,6 +739,16 @@ napkin_cli_tune (int    argc,
     return napkin_cli_usage_error ("tune", "expected exactly one FILE");
   if (top < 1 || top > 1000)
     return napkin_cli_usage_error ("tune", "--top: expected 1 to 1000, not %d", top);
+  if (measure < 0 || measure > 100 || repeats < 1 || timeout < 1)
+    return napkin_cli_usage_error ("tune", "--measure takes 0 to 100 runs; --repeats and --timeout must be positive");
+  if (measure > 0 && dtype_str != NULL)
+    return napkin_cli_usage_error ("tune", "--measure runs the file's own element types: leave out --dtype");
+#ifndef HAVE_RUNNER
+  if (measure > 0)
+    return napkin_cli_usage_error ("tune", "--measure: this napkin-cli was built without the GPU runner");
+#endif
+  if (measure > top)
+    top = measure;
   if (!parse_dtype_option ("tune", dtype_str, &options.has_dtype, &options.dtype))
     return NAPKIN_CLI_USAGE;
   arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
@@ -661,6 +777,61 @@ napkin_cli_tune (int    argc,
       return NAPKIN_CLI_FAILED;
     }
 
+#ifdef HAVE_RUNNER
+  if (measure > 0)
+    {
+      guint n = MIN ((guint) measure, result->best->len), good = 0;
+      g_autofree double *pred = g_new0 (double, n + 1);
+      g_autofree double *meas = g_new0 (double, n + 1);
+
+      measured = json_object_new_array ();
+      for (guint i = 0; i < n; i++)
+        {
+          const NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
+          g_autoptr(GError) run_error = NULL;
+          json_object *r = measure_candidate (diagram, c, repeats, timeout, &run_error);
+          json_object *row = candidate_to_json (c);
+          json_object *v;
+          const char *status = NULL;
+
+          json_object_object_add (row, "rank", json_object_new_int (i + 1));
+          if (r != NULL && json_object_object_get_ex (r, "status", &v))
+            status = json_object_get_string (v);
+          json_object_object_add (row, "status", json_object_new_string (status ? status : "failed"));
+          if (r == NULL)
+            json_object_object_add (row, "message", json_object_new_string (run_error->message));
+          else if (g_strcmp0 (status, "ok") == 0 && json_object_object_get_ex (r, "time_ms", &v)
+                   && json_object_object_get_ex (v, "median", &v))
+            {
+              double ms = json_object_get_double (v);
+              json_object *k;
+
+              json_object_object_add (row, "measured_time_s", json_object_new_double (ms / 1e3));
+              if (json_object_object_get_ex (r, "kernels", &k) && json_object_array_length (k) > 0
+                  && json_object_object_get_ex (json_object_array_get_idx (k, 0), "name", &v))
+                json_object_object_add (row, "kernel", json_object_get (v));
+              pred[good] = c->predicted_time_s;
+              meas[good] = ms / 1e3;
+              good++;
+            }
+          else if (json_object_object_get_ex (r, "message", &v))
+            json_object_object_add (row, "message", json_object_get (v));
+          if (!as_json)
+            {
+              if (good > 0 && meas[good - 1] > 0 && g_strcmp0 (status, "ok") == 0)
+                fprintf (stderr, "measured %u/%u: %.4f ms (predicted %.4f ms)  %s\n", i + 1, n,
+                         meas[good - 1] * 1e3, c->predicted_time_s * 1e3, c->tiles);
+              else
+                fprintf (stderr, "measured %u/%u: %s  %s\n", i + 1, n, status ? status : "failed", c->tiles);
+            }
+          json_object_array_add (measured, row);
+          if (r != NULL)
+            json_object_put (r);
+        }
+      rho = spearman (pred, meas, good);
+    }
+#endif
+
   if (as_json)
     {
       g_autoptr(json_object) root = json_object_new_object ();
@@ -676,6 +847,11 @@ napkin_cli_tune (int    argc,
       for (guint i = 0; i < result->best->len; i++)
         json_object_array_add (array, candidate_to_json (g_ptr_array_index (result->best, i)));
       json_object_object_add (root, "best", array);
+      if (measured != NULL)
+        {
+          json_object_object_add (root, "measured", json_object_get (measured));
+          json_object_object_add (root, "spearman", isnan (rho) ? NULL : json_object_new_double (rho));
+        }
       print_json (root);
     }
   else
@@ -697,6 +873,27 @@ napkin_cli_tune (int    argc,
       if (result->current)
         printf ("\nbest is %.2f× the file's predicted speed\n",
                 result->current->predicted_time_s / ((NapkinTuneCandidate *) g_ptr_array_index (result->best, 0))->predicted_time_s);
+      if (measured != NULL)
+        {
+          printf ("\n%-6s %12s %12s %9s  %s\n", "rank", "predicted", "measured", "meas/pred", "tiles");
+          for (size_t i = 0; i < json_object_array_length (measured); i++)
+            {
+              json_object *row = json_object_array_get_idx (measured, i), *v;
+              double p = json_object_get_double (json_object_object_get (row, "predicted_time_s"));
+
+              if (json_object_object_get_ex (row, "measured_time_s", &v))
+                printf ("%-6zu %9.4f ms %9.4f ms %9.2f  %s\n", i + 1, p * 1e3, json_object_get_double (v) * 1e3,
+                        json_object_get_double (v) / p, json_object_get_string (json_object_object_get (row, "tiles")));
+              else
+                printf ("%-6zu %9.4f ms %12s %9s  %s\n", i + 1, p * 1e3,
+                        json_object_get_string (json_object_object_get (row, "status")), "-",
+                        json_object_get_string (json_object_object_get (row, "tiles")));
+            }
+          if (isnan (rho))
+            printf ("rank correlation (Spearman): — (fewer than 3 runs measured, or all equal)\n");
+          else
+            printf ("rank correlation (Spearman), predicted vs measured: %.3f\n", rho);
+        }
     }
 
   if (write)

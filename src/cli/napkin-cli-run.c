@@ -161,8 +161,8 @@ napkin_cli_run (int    argc,
                 char **argv)
 {
   NapkinCliOverrides overrides = { NULL, NULL };
-  gboolean as_json = FALSE, generic = FALSE;
-  int repeats = 20, timeout = 300;
+  gboolean as_json = FALSE, generic = FALSE, no_reference = FALSE;
+  int repeats = 20, timeout = 300, reference_repeats = 5;
   gint64 seed = 1234;
   g_autofree char *inject = NULL;
   g_autofree char *model = NULL;
@@ -174,6 +174,9 @@ napkin_cli_run (int    argc,
     { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no skeletons)", NULL },
     { "model", 0, 0, G_OPTION_ARG_STRING, &model, "Architecture the prediction uses (default: the GPU found)", "ID" },
     { "inject", 0, 0, G_OPTION_ARG_STRING, &inject, "Test the containment: run a kernel made to fault or hang", "fault|hang" },
+    { "no-reference", 0, 0, G_OPTION_ARG_NONE, &no_reference,
+      "Time without the fp32 reference (when it does not fit in device memory; check the tiles at a smaller size)", NULL },
+    { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -197,6 +200,8 @@ napkin_cli_run (int    argc,
     return napkin_cli_usage_error ("run", "expected exactly one FILE");
   if (repeats < 1 || timeout < 1)
     return napkin_cli_usage_error ("run", "--repeats and --timeout must be positive");
+  if (reference_repeats < 0)
+    return napkin_cli_usage_error ("run", "--reference-repeats must be 0 or more, not %d", reference_repeats);
   if (inject != NULL && !g_str_equal (inject, "fault") && !g_str_equal (inject, "hang"))
     return napkin_cli_usage_error ("run", "--inject takes fault or hang, not “%s”", inject);
 
@@ -214,6 +219,9 @@ napkin_cli_run (int    argc,
   g_ptr_array_add (args, g_strdup_printf ("--seed=%" G_GINT64_FORMAT, seed));
   if (generic)
     g_ptr_array_add (args, g_strdup ("--generic"));
+  if (no_reference)
+    g_ptr_array_add (args, g_strdup ("--no-reference"));
+  g_ptr_array_add (args, g_strdup_printf ("--reference-repeats=%d", reference_repeats));
   if (inject != NULL)
     g_ptr_array_add (args, g_strdup_printf ("--inject=%s", inject));
   g_ptr_array_add (args, NULL);

@@ -800,7 +800,19 @@ model_occupancy (Model *m,
   /* Register-resident data per thread: a nested registers region's footprint,
    * else the values made and used inside this region. */
   if (cost->level == NAPKIN_LEVEL_REGISTERS)
-    register_bytes = cost->footprint_bytes + cost->intermediate_bytes;
+    {
+      register_bytes = cost->footprint_bytes + cost->intermediate_bytes;
+      /* a contraction's result tile accumulates in fp32 whatever it is stored as
+       * (the tensor-core skeletons keep fp32 accumulators): count the wider words */
+      for (guint t = 0; t < cost->transfers->len; t++)
+        {
+          const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, t);
+
+          if (tr->is_output && napkin_diagram_node (m->d, tr->node)->kind == NAPKIN_OP_CONTRACT
+              && napkin_dtype_bytes (tr->dtype) < 4)
+            register_bytes = add (m, register_bytes, mul (m, tr->tile_elements, 4 - napkin_dtype_bytes (tr->dtype)));
+        }
+    }
   else
     {
       gboolean child = FALSE;

@@ -685,7 +685,8 @@ main (int    argc,
   g_autofree char *arch_opt = NULL;
   int repeats = 20, timeout = 120;
   gint64 seed = 1234;
-  gboolean generic = FALSE, calibrate = FALSE;
+  gboolean generic = FALSE, calibrate = FALSE, no_reference = FALSE;
+  int reference_repeats = 5;
   const GOptionEntry entries[] = {
     { "calibrate", 0, 0, G_OPTION_ARG_NONE, &calibrate, "Measure the GPU's ceilings instead of running a diagram", NULL },
     { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &axes, "Override an axis size", "NAME=SIZE" },
@@ -696,6 +697,9 @@ main (int    argc,
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_opt, "Compile for this architecture (default: the GPU's)", "sm_XX" },
     { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Use the generic lowering only (no skeletons)", NULL },
     { "inject", 0, 0, G_OPTION_ARG_STRING, &inject, "Run a kernel made to fault or hang instead", "fault|hang" },
+    { "no-reference", 0, 0, G_OPTION_ARG_NONE, &no_reference,
+      "Time the kernel without the fp32 reference (for sizes whose reference does not fit; check a smaller size)", NULL },
+    { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
     { NULL }
   };
   g_autoptr(GOptionContext) context = g_option_context_new ("FILE — compile, run, check and time a diagram on the GPU");
@@ -728,9 +732,9 @@ main (int    argc,
       fprintf (stderr, "napkin-runner: %s\n", error->message);
       return EXIT_USAGE;
     }
-  if ((argc != 2 && inject == NULL && !calibrate) || repeats < 1)
+  if ((argc != 2 && inject == NULL && !calibrate) || repeats < 1 || reference_repeats < 0)
     {
-      fprintf (stderr, "napkin-runner: expected one FILE (and --repeats ≥ 1)\n");
+      fprintf (stderr, "napkin-runner: expected one FILE (and --repeats ≥ 1, --reference-repeats ≥ 0)\n");
       return EXIT_USAGE;
     }
   if (inject && !g_str_equal (inject, "fault") && !g_str_equal (inject, "hang"))
@@ -756,12 +760,15 @@ main (int    argc,
         kern = napkin_codegen_cuda (prog, generic ? NAPKIN_CODEGEN_GENERIC_ONLY : 0, NULL, &error);
         if (kern == NULL)
           return finish (root, "unsupported", error->message, EXIT_FAILED);
-        prog = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
-        if (prog == NULL)
-          return finish (root, "unsupported", error->message, EXIT_FAILED);
-        ref = napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, "napkin_ref_", &error);
-        if (ref == NULL)
-          return finish (root, "unsupported", error->message, EXIT_FAILED);
+        if (!no_reference)
+          {
+            prog = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
+            if (prog == NULL)
+              return finish (root, "unsupported", error->message, EXIT_FAILED);
+            ref = napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, "napkin_ref_", &error);
+            if (ref == NULL)
+              return finish (root, "unsupported", error->message, EXIT_FAILED);
+          }
       }
       json_object_object_add (root, "file", json_object_new_string (argv[1]));
       if (napkin_diagram_get_title (d))
@@ -822,15 +829,18 @@ main (int    argc,
   }
   if (kern_bin == NULL)
     return finish (root, "compile-error", error->message, EXIT_FAILED);
-  ref_bin = napkin_nvrtc_compile (ref->source, arch, NULL, &error);
-  if (ref_bin == NULL)
-    return finish (root, "compile-error", error->message, EXIT_FAILED);
+  if (ref != NULL)
+    {
+      ref_bin = napkin_nvrtc_compile (ref->source, arch, NULL, &error);
+      if (ref_bin == NULL)
+        return finish (root, "compile-error", error->message, EXIT_FAILED);
+    }
 
   kernels = json_object_new_array ();
   json_object_object_add (root, "kernels", kernels);
   kd.mod = kern;
   rd.mod = ref;
-  if (!device_load (&kd, kern_bin, kernels, &message) || !device_load (&rd, ref_bin, NULL, &message))
+  if (!device_load (&kd, kern_bin, kernels, &message) || (ref != NULL && !device_load (&rd, ref_bin, NULL, &message)))
     return finish (root, "failed", message, EXIT_FAILED);
 
   /* Seeded inputs, one float array per tensor, shared by the kernel and the reference. */
@@ -870,7 +880,7 @@ main (int    argc,
 
     for (guint s = 0; s < n_slots (&kd); s++)
       need += slot_bytes (&kd, s);
-    for (guint s = 0; s < n_slots (&rd); s++)
+    for (guint s = 0; ref != NULL && s < n_slots (&rd); s++)
       need += slot_bytes (&rd, s);
     need += input_bytes * (kd.n_copies - 1);
     cu.MemGetInfo (&free_b, &total_b);
@@ -886,12 +896,13 @@ main (int    argc,
   }
 
   progress (0.4, "Copying inputs");
-  if (!device_alloc (&rd, inputs, &message) || !device_alloc (&kd, inputs, &message))
+  if ((ref != NULL && !device_alloc (&rd, inputs, &message)) || !device_alloc (&kd, inputs, &message))
     return finish (root, "failed", message, EXIT_FAILED);
 
   progress (0.5, "Running the reference");
-  if (!check (device_launch (&rd, 0), "launching the reference", &message)
-      || !check (cu.CtxSynchronize (), "running the reference", &message))
+  if (ref != NULL
+      && (!check (device_launch (&rd, 0), "launching the reference", &message)
+          || !check (cu.CtxSynchronize (), "running the reference", &message)))
     return finish (root, "fault", message, EXIT_FAULT);
 
   progress (0.6, "Running the kernel");
@@ -901,7 +912,7 @@ main (int    argc,
 
   progress (0.7, "Checking the result");
   errors = json_object_new_object ();
-  for (guint t = 0; t < n_tensors; t++)
+  for (guint t = 0; ref != NULL && t < n_tensors; t++)
     {
       gint64 n1 = 0, n2 = 0;
       g_autofree float *got = device_output (&kd, t, &n1);
@@ -929,7 +940,10 @@ main (int    argc,
 
     json_object_object_add (e, "max_rel", json_object_new_double (isinf (worst) ? 1e308 : worst));
     json_object_object_add (e, "bound", json_object_new_double (bound));
-    json_object_object_add (e, "ok", json_object_new_boolean (worst <= bound));
+    json_object_object_add (e, "ok", json_object_new_boolean (ref != NULL && worst <= bound));
+    json_object_object_add (e, "checked", json_object_new_boolean (ref != NULL));
+    if (ref == NULL)
+      json_object_object_add (e, "note", json_object_new_string ("--no-reference: not compared (check the same tiles at a smaller size)"));
     json_object_object_add (e, "outputs", errors);
     if (isinf (worst))
       json_object_object_add (e, "note", json_object_new_string ("NaN in an output: an element was not written"));
@@ -959,14 +973,15 @@ main (int    argc,
   {
     json_object *ref_time = json_object_new_object ();
 
-    if (time_launches (&rd, MIN (repeats, 5), ref_time, &message))
+    if (ref != NULL && reference_repeats > 0 && time_launches (&rd, reference_repeats, ref_time, &message))
       json_object_object_add (root, "reference_time_ms", ref_time);
     else
       json_object_put (ref_time);
   }
 
   device_free (&kd);
-  device_free (&rd);
+  if (ref != NULL)
+    device_free (&rd);
   for (guint t = 0; t < n_tensors; t++)
     g_free (inputs[t]);
   progress (1.0, "Done");
