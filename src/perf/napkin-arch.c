@@ -15,6 +15,7 @@ struct _NapkinArchRegistry
 {
   GPtrArray *arches;   /* NapkinArch *, in load order */
   GPtrArray *errors;   /* char * */
+  GPtrArray *retired;  /* profiles replaced by napkin_arch_registry_add: callers may still hold them */
 };
 
 static const char *tensor_class_names[NAPKIN_N_TENSOR_CLASSES] = {
@@ -170,6 +171,19 @@ get_figure (NapkinArch  *arch,
   return TRUE;
 }
 
+/* A short name; '-' is allowed after the first character because
+ * `napkin-cli calibrate` names its profiles "<id>-measured". */
+static gboolean
+arch_id_is_valid (const char *id)
+{
+  if (id == NULL || !(g_ascii_isalnum (id[0]) || id[0] == '_') || strlen (id) > 64)
+    return FALSE;
+  for (const char *p = id + 1; *p; p++)
+    if (!(g_ascii_isalnum (*p) || *p == '_' || *p == '-'))
+      return FALSE;
+  return TRUE;
+}
+
 static NapkinArch *
 arch_from_json (json_object *root,
                 GError     **error)
@@ -196,8 +210,8 @@ arch_from_json (json_object *root,
       || !get_string (root, "family", FALSE, &arch->family, error)
       || !get_string (root, "compute_capability", FALSE, &arch->compute_capability, error))
     return NULL;
-  if (!napkin_name_is_valid (arch->id))
-    return fail (error, "id", "“%s” is not a short name (letters, digits, _)", arch->id), NULL;
+  if (!arch_id_is_valid (arch->id))
+    return fail (error, "id", "“%s” is not a short name (letters, digits, _ and -)", arch->id), NULL;
 
 #define FIG(parent, ppath, key, lo, hi, dest) \
   G_STMT_START { if (!get_figure (arch, parent, ppath, key, lo, hi, &v, error)) return NULL; dest = v; } G_STMT_END
@@ -365,6 +379,7 @@ napkin_arch_registry_new (void)
 
   self->arches = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_arch_unref);
   self->errors = g_ptr_array_new_with_free_func (g_free);
+  self->retired = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_arch_unref);
   return self;
 }
 
@@ -375,6 +390,7 @@ napkin_arch_registry_free (NapkinArchRegistry *self)
     return;
   g_ptr_array_unref (self->arches);
   g_ptr_array_unref (self->errors);
+  g_ptr_array_unref (self->retired);
   g_free (self);
 }
 
@@ -433,6 +449,7 @@ napkin_arch_registry_get_default (void)
       const char *env = g_getenv ("NAPKIN_ARCH_DIR");
       g_autofree char *source = g_build_filename (NAPKIN_SOURCE_DATADIR, "archs", NULL);
       g_autofree char *installed = g_build_filename (NAPKIN_DATADIR, "archs", NULL);
+      g_autofree char *user = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
 
       if (env != NULL && *env != '\0')
         {
@@ -444,6 +461,8 @@ napkin_arch_registry_get_default (void)
         }
       napkin_arch_registry_add_dir (self, source);
       napkin_arch_registry_add_dir (self, installed);
+      /* profiles measured by `napkin-cli calibrate` (ids end in -measured) */
+      napkin_arch_registry_add_dir (self, user);
       g_once_init_leave (&registry, self);
     }
   return registry;
@@ -487,4 +506,119 @@ const GPtrArray *
 napkin_arch_registry_errors (NapkinArchRegistry *self)
 {
   return self->errors;
+}
+
+/* ---- user profiles (what-if) -------------------------------------------------------- */
+
+NapkinArch *
+napkin_arch_copy (const NapkinArch *arch,
+                  const char       *id,
+                  const char       *name)
+{
+  NapkinArch *copy;
+
+  g_return_val_if_fail (arch != NULL, NULL);
+  g_return_val_if_fail (id != NULL && *id != '\0', NULL);
+
+  copy = g_new (NapkinArch, 1);
+  *copy = *arch;
+  copy->id = g_strdup (id);
+  copy->name = g_strdup (name ? name : arch->name);
+  copy->family = g_strdup (arch->family);
+  copy->compute_capability = g_strdup (arch->compute_capability);
+  copy->path = NULL;   /* not from a file */
+  copy->sources = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  copy->source_order = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; arch->source_order && i < arch->source_order->len; i++)
+    {
+      const char *path = g_ptr_array_index (arch->source_order, i);
+
+      napkin_arch_set_source (copy, path, g_hash_table_lookup (arch->sources, path));
+    }
+  copy->ref_count = 1;
+  return copy;
+}
+
+void
+napkin_arch_set_source (NapkinArch *arch,
+                        const char *path,
+                        const char *source)
+{
+  g_return_if_fail (arch != NULL && path != NULL);
+
+  if (!g_hash_table_contains (arch->sources, path))
+    g_ptr_array_add (arch->source_order, g_strdup (path));
+  g_hash_table_insert (arch->sources, g_strdup (path), g_strdup (source ? source : ""));
+}
+
+gboolean
+napkin_arch_is_measured (const NapkinArch *arch)
+{
+  g_return_val_if_fail (arch != NULL, FALSE);
+
+  for (guint i = 0; arch->source_order && i < arch->source_order->len; i++)
+    {
+      const char *source = g_hash_table_lookup (arch->sources, g_ptr_array_index (arch->source_order, i));
+
+      if (source != NULL && g_str_has_prefix (source, "measured by napkin-cli calibrate"))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+static gboolean
+check_figure (double      value,
+              double      min,
+              const char *path,
+              GError    **error)
+{
+  if (isfinite (value) && value >= min)
+    return TRUE;
+  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, "%s: %g is not a valid figure (at least %g)",
+               path, value, min);
+  return FALSE;
+}
+
+gboolean
+napkin_arch_check (const NapkinArch  *arch,
+                   GError           **error)
+{
+  g_return_val_if_fail (arch != NULL, FALSE);
+
+  /* the figures the model divides by must be positive */
+  return check_figure (arch->sms, 1, "sms", error)
+         && check_figure (arch->clock_hz, 1, "clock_mhz", error)
+         && check_figure (arch->tensor_clock_hz, 1, "tensor_clock_mhz", error)
+         && check_figure (arch->max_warps_per_sm, 1, "max_threads_per_sm", error)
+         && check_figure (arch->max_blocks_per_sm, 1, "max_blocks_per_sm", error)
+         && check_figure (arch->registers_per_sm, 1, "registers_per_sm", error)
+         && check_figure (arch->max_registers_per_thread, 1, "max_registers_per_thread", error)
+         && check_figure (arch->smem_max_per_block, 0, "levels.smem.max_per_block_bytes", error)
+         && check_figure (arch->launch_overhead_s, 0, "launch_overhead_s", error)
+         && check_figure (arch->levels[NAPKIN_LEVEL_HBM].bandwidth, 1, "levels.hbm.bandwidth_bytes_per_s", error)
+         && check_figure (arch->levels[NAPKIN_LEVEL_L2].bandwidth, 1, "levels.l2.bandwidth_bytes_per_clock", error)
+         && check_figure (arch->levels[NAPKIN_LEVEL_SMEM].bandwidth, 1, "levels.smem.bandwidth_bytes_per_clock", error)
+         && check_figure (arch->levels[NAPKIN_LEVEL_L2].capacity_bytes, 1, "levels.l2.capacity_bytes", error)
+         && check_figure (arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes, 1, "levels.smem.capacity_bytes", error)
+         && check_figure (arch->tensor_per_sm_clock[NAPKIN_TENSOR_FP16], 1, "tensor.fp16", error)
+         && check_figure (arch->cuda_fp32_per_sm_clock, 1, "cuda.fp32", error)
+         && check_figure (arch->cuda_fp16_per_sm_clock, 1, "cuda.fp16", error)
+         && check_figure (arch->sfu_per_sm_clock, 1, "sfu", error);
+}
+
+void
+napkin_arch_registry_add (NapkinArchRegistry *self,
+                          NapkinArch         *arch)
+{
+  g_return_if_fail (self != NULL && arch != NULL);
+
+  for (guint i = 0; i < self->arches->len; i++)
+    if (g_ascii_strcasecmp (((NapkinArch *) g_ptr_array_index (self->arches, i))->id, arch->id) == 0)
+      {
+        /* in place, so the selector's order stays; the old one lives on for holders */
+        g_ptr_array_add (self->retired, g_ptr_array_index (self->arches, i));
+        self->arches->pdata[i] = napkin_arch_ref (arch);
+        return;
+      }
+  g_ptr_array_add (self->arches, napkin_arch_ref (arch));
 }

@@ -101,6 +101,22 @@ gboolean           napkin_tensor_class_for_dtype  (NapkinDtype        dtype,
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinArch, napkin_arch_unref)
 
+/* What-if profiles: a copy with its own id and name whose figures the caller may
+ * change before sharing it (then mark each changed figure's source). */
+NapkinArch        *napkin_arch_copy               (const NapkinArch  *arch,
+                                                   const char        *id,
+                                                   const char        *name);
+void               napkin_arch_set_source         (NapkinArch        *arch,
+                                                   const char        *path,
+                                                   const char        *source);
+/* A profile written by `napkin-cli calibrate`: a figure's source starts with
+ * "measured by napkin-cli calibrate" (datasheet profiles quote a few measured
+ * figures too; those do not count). */
+gboolean           napkin_arch_is_measured        (const NapkinArch  *arch);
+/* The figures the model divides by are positive and finite; the error names the figure. */
+gboolean           napkin_arch_check              (const NapkinArch  *arch,
+                                                   GError           **error);
+
 /* Every architecture found, by id. Directories are searched in order and the
  * first file with an id wins: $NAPKIN_ARCH_DIR (colon-separated), the source
  * tree's data/archs, then the installed data dir. */
@@ -120,6 +136,10 @@ NapkinArch        *napkin_arch_registry_get       (NapkinArchRegistry *self,
 NapkinArch        *napkin_arch_registry_lookup    (NapkinArchRegistry *self,
                                                    const char         *id,
                                                    GError            **error);
+/* Adds a profile, or replaces the one with its id in place (holders of the
+ * old one keep it valid until the registry is freed). Takes a reference. */
+void               napkin_arch_registry_add       (NapkinArchRegistry *self,
+                                                   NapkinArch         *arch);
 /* Messages of files that failed to load ("PATH: json.path: why"). */
 const GPtrArray   *napkin_arch_registry_errors    (NapkinArchRegistry *self);
 
