@@ -17,6 +17,10 @@
 #include "napkin-analysis-pane.h"
 #include "napkin-arch.h"
 #endif
+#ifdef NAPKIN_HAVE_CODEGEN
+#include "napkin-code-view.h"
+#include "napkin-run-panel.h"
+#endif
 
 struct _NapkinWindow
 {
@@ -33,6 +37,9 @@ struct _NapkinWindow
   GtkDropDown         *arch_dropdown;
   GtkBox              *analysis_area;
   GtkWidget           *analysis_pane;   /* NapkinAnalysisPane where the perf layer is built */
+  GtkPaned            *code_paned;
+  GtkWidget           *code_view;       /* NapkinCodeView and NapkinRunPanel, where codegen is built */
+  GtkWidget           *run_panel;
   GtkButton           *zoom_button;
   GtkMenuButton       *add_button;
   GMenu               *recent_section;
@@ -110,9 +117,11 @@ history_notify_cb (NapkinWindow *self,
 }
 
 static gboolean
-update_zoom_label (gpointer user_data)
+update_zoom_label (GtkWidget     *widget,
+                   GdkFrameClock *clock,
+                   gpointer       user_data)
 {
-  NapkinWindow *self = user_data;
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
   g_autofree char *label = g_strdup_printf ("%.0f%%", napkin_canvas_get_zoom (self->canvas) * 100);
 
   self->zoom_label_id = 0;
@@ -126,9 +135,10 @@ zoom_notify_cb (NapkinWindow *self,
                 NapkinCanvas *canvas)
 {
   /* The canvas fits itself while being allocated; relabelling the header bar
-   * then would leave it unallocated for that frame. */
+   * then would leave it unallocated for that frame. A tick callback runs before
+   * the next frame's layout, so the label is never a frame behind. */
   if (self->zoom_label_id == 0)
-    self->zoom_label_id = g_idle_add (update_zoom_label, self);
+    self->zoom_label_id = gtk_widget_add_tick_callback (GTK_WIDGET (self), update_zoom_label, NULL, NULL);
 }
 
 void
@@ -160,6 +170,10 @@ napkin_window_set_document (NapkinWindow  *self,
   napkin_inspector_set_canvas (self->inspector, self->canvas);
 #ifdef NAPKIN_HAVE_PERF
   napkin_analysis_pane_set_canvas (NAPKIN_ANALYSIS_PANE (self->analysis_pane), self->canvas);
+#endif
+#ifdef NAPKIN_HAVE_CODEGEN
+  napkin_code_view_set_diagram (NAPKIN_CODE_VIEW (self->code_view), diagram);
+  napkin_run_panel_set_diagram (NAPKIN_RUN_PANEL (self->run_panel), diagram);
 #endif
   update_undo (self);
 }
@@ -933,6 +947,22 @@ arch_selected_cb (NapkinWindow *self,
 #endif
 }
 
+static void fill_architectures (NapkinWindow *self);
+
+#ifdef NAPKIN_HAVE_PERF
+/* A what-if profile from the analysis pane: list it and select it. */
+static void
+architecture_added_cb (NapkinWindow       *self,
+                       const char         *id,
+                       NapkinAnalysisPane *pane)
+{
+  fill_architectures (self);
+  for (guint i = 0; self->arch_ids && self->arch_ids[i]; i++)
+    if (g_strcmp0 (self->arch_ids[i], id) == 0)
+      gtk_drop_down_set_selected (self->arch_dropdown, i);
+}
+#endif
+
 static void
 fill_architectures (NapkinWindow *self)
 {
@@ -950,7 +980,13 @@ fill_architectures (NapkinWindow *self)
     {
       NapkinArch *arch = napkin_arch_registry_get (registry, i);
 
-      g_strv_builder_add (names, arch->name ? arch->name : arch->id);
+      const char *name = arch->name ? arch->name : arch->id;
+      g_autofree char *marked = NULL;
+
+      /* profiles from `napkin-cli calibrate` say so in the selector */
+      if (napkin_arch_is_measured (arch) && strstr (name, "measured") == NULL)
+        name = marked = g_strdup_printf (_("%s (measured)"), name);
+      g_strv_builder_add (names, name);
       g_strv_builder_add (ids, arch->id);
       if (wanted && g_ascii_strcasecmp (wanted, arch->id) == 0)
         selected = i;
@@ -960,6 +996,8 @@ fill_architectures (NapkinWindow *self)
     g_strv_builder_add (names, _("No architectures"));
 
   name_list = g_strv_builder_end (names);
+  /* refilled when a what-if profile is added: connected once, below */
+  g_signal_handlers_disconnect_by_func (self->arch_dropdown, arch_selected_cb, self);
   g_strfreev (self->arch_ids);
   self->arch_ids = g_strv_builder_end (ids);
   gtk_drop_down_set_model (self->arch_dropdown,
@@ -1101,6 +1139,48 @@ canvas_message_cb (NapkinWindow *self,
   toast (self, message);
 }
 
+#ifdef NAPKIN_HAVE_CODEGEN
+/* Below the canvas: the generated code and the runs, one tab each (issue 6). */
+static void
+add_code_and_run (NapkinWindow *self)
+{
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  GtkWidget *stack = gtk_stack_new ();
+  GtkWidget *switcher = gtk_stack_switcher_new ();
+
+  self->code_view = napkin_code_view_new ();
+  self->run_panel = napkin_run_panel_new ();
+  gtk_stack_add_titled (GTK_STACK (stack), self->code_view, "code", _("Code"));
+  gtk_stack_add_titled (GTK_STACK (stack), self->run_panel, "run", _("Runs"));
+  gtk_widget_set_vexpand (stack, TRUE);
+  gtk_stack_switcher_set_stack (GTK_STACK_SWITCHER (switcher), GTK_STACK (stack));
+  gtk_widget_set_halign (switcher, GTK_ALIGN_START);
+  gtk_widget_set_margin_start (switcher, 6);
+  gtk_widget_set_margin_top (switcher, 4);
+  gtk_box_append (GTK_BOX (box), gtk_separator_new (GTK_ORIENTATION_HORIZONTAL));
+  gtk_box_append (GTK_BOX (box), switcher);
+  gtk_box_append (GTK_BOX (box), stack);
+  gtk_widget_set_size_request (box, -1, 140);
+  gtk_paned_set_end_child (self->code_paned, box);
+  g_signal_connect_object (self->code_view, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->run_panel, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
+}
+#endif
+
+GtkWidget *
+napkin_window_get_code_view (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+  return self->code_view;
+}
+
+GtkWidget *
+napkin_window_get_run_panel (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+  return self->run_panel;
+}
+
 static void
 napkin_window_dispose (GObject *object)
 {
@@ -1112,7 +1192,9 @@ napkin_window_dispose (GObject *object)
       g_clear_signal_handler (&self->undo_id, self->history);
       g_clear_signal_handler (&self->redo_id, self->history);
     }
-  g_clear_handle_id (&self->zoom_label_id, g_source_remove);
+  if (self->zoom_label_id != 0)
+    gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->zoom_label_id);
+  self->zoom_label_id = 0;
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_WINDOW);
   g_clear_object (&self->history);
   g_clear_object (&self->file);
@@ -1170,6 +1252,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, inspector);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, arch_dropdown);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, analysis_area);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, code_paned);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, zoom_button);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, add_button);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, recent_section);
@@ -1242,6 +1325,11 @@ napkin_window_init (NapkinWindow *self)
   gtk_box_append (self->analysis_area, self->analysis_pane);
   gtk_widget_set_vexpand (GTK_WIDGET (self->analysis_area), TRUE);
   gtk_widget_set_visible (GTK_WIDGET (self->analysis_area), TRUE);
+  g_signal_connect_object (self->analysis_pane, "architecture-added", G_CALLBACK (architecture_added_cb), self,
+                           G_CONNECT_SWAPPED);
+#endif
+#ifdef NAPKIN_HAVE_CODEGEN
+  add_code_and_run (self);
 #endif
 
   /* Run from a build tree without the schema installed, settings are not kept. */

@@ -34,6 +34,9 @@ NapkinInspector *napkin_window_get_inspector     (NapkinWindow    *self);
 NapkinHistory   *napkin_window_get_history       (NapkinWindow    *self);
 /* The NapkinAnalysisPane, or NULL where the perf layer is not built. */
 GtkWidget       *napkin_window_get_analysis_pane (NapkinWindow    *self);
+/* The NapkinCodeView and NapkinRunPanel, or NULL where codegen is not built. */
+GtkWidget       *napkin_window_get_code_view     (NapkinWindow    *self);
+GtkWidget       *napkin_window_get_run_panel     (NapkinWindow    *self);
 GFile           *napkin_window_get_file          (NapkinWindow    *self);
 /* Saves a PNG of the whole window once it has drawn, then calls back. */
 void             napkin_window_screenshot_async  (NapkinWindow    *self,

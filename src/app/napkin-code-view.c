@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-code-view"
+
+#include "config.h"
+
+#include <string.h>
+
+#include <glib/gi18n.h>
+#include <gtksourceview/gtksource.h>
+
+#include "napkin-code-view.h"
+#include "napkin-codegen.h"
+#include "napkin-ir.h"
+
+struct _NapkinCodeView
+{
+  GtkWidget        parent_instance;
+
+  /* template */
+  GtkToggleButton *cuda_button;
+  GtkToggleButton *pseudo_button;
+  GtkLabel        *summary_label;
+  GtkSpinner      *spinner;
+  GtkSourceView   *source_view;
+
+  NapkinDiagram   *diagram;
+  gulong           changed_id;
+  GCancellable    *cancellable;    /* the update in flight */
+  guint            update_id;      /* coalescing timeout */
+  gboolean         pending;        /* the diagram changed while a worker ran */
+
+  NapkinCodeKind   kind;
+  guint64          generation;     /* of the texts below */
+  char            *cuda;
+  char            *pseudo;
+  char            *summary;
+  gboolean         failed;
+};
+
+G_DEFINE_FINAL_TYPE (NapkinCodeView, napkin_code_view, GTK_TYPE_WIDGET)
+
+enum
+{
+  PROP_0,
+  PROP_KIND,
+  PROP_GENERATION,
+  N_PROPS
+};
+
+enum
+{
+  MESSAGE,
+  N_SIGNALS
+};
+
+static GParamSpec *properties[N_PROPS];
+static guint signals[N_SIGNALS];
+
+/* Edits come in bursts (a drag moves a node sixty times a second): wait this
+ * long after the last one before generating. */
+#define UPDATE_DELAY_MS 120
+
+/* ---- the worker: pure functions of a private copy of the diagram ---------------------- */
+
+typedef struct
+{
+  guint64  generation;
+  char    *cuda;
+  char    *pseudo;
+  char    *summary;
+  gboolean failed;
+} CodeResult;
+
+static void
+code_result_free (CodeResult *result)
+{
+  g_free (result->cuda);
+  g_free (result->pseudo);
+  g_free (result->summary);
+  g_free (result);
+}
+
+static char *
+format_bytes (gint64 bytes)
+{
+  return g_format_size_full (bytes, G_FORMAT_SIZE_IEC_UNITS);
+}
+
+static char *
+kernels_summary (NapkinCudaModule *module)
+{
+  GString *s = g_string_new (NULL);
+
+  g_string_append_printf (s, ngettext ("%u kernel", "%u kernels", module->kernels->len), module->kernels->len);
+  for (guint k = 0; k < module->kernels->len; k++)
+    {
+      NapkinCudaKernel *kernel = g_ptr_array_index (module->kernels, k);
+      g_autofree char *smem = format_bytes (kernel->smem_bytes);
+
+      /* TRANSLATORS: kernel name: skeleton, blocks × threads, shared memory */
+      g_string_append_printf (s, _(" · %s: %s, %" G_GINT64_FORMAT " × %u threads, %s shared"), kernel->name,
+                              kernel->skeleton, kernel->grid, kernel->threads, smem);
+    }
+  return g_string_free (s, FALSE);
+}
+
+/* Lowers and prints what is asked for; NULL out-pointers are skipped. */
+static gboolean
+generate (NapkinDiagram  *diagram,
+          char          **cuda,
+          char          **pseudo,
+          char          **standalone,
+          char          **summary,
+          GError        **error)
+{
+  g_autoptr(NapkinIrProgram) program = napkin_ir_lower (diagram, NAPKIN_LOWER_DEFAULT, error);
+  g_autoptr(NapkinCudaModule) module = NULL;
+
+  if (program == NULL)
+    return FALSE;
+  if (pseudo != NULL)
+    *pseudo = napkin_codegen_pseudocode (program);
+  if (cuda == NULL && standalone == NULL && summary == NULL)
+    return TRUE;
+
+  module = napkin_codegen_cuda (g_steal_pointer (&program), NAPKIN_CODEGEN_DEFAULT, NULL, error);
+  if (module == NULL)
+    return FALSE;
+  if (cuda != NULL)
+    *cuda = g_strdup (module->source);
+  if (summary != NULL)
+    *summary = kernels_summary (module);
+  if (standalone != NULL)
+    {
+      /* The same fp32 reference as napkin-cli codegen --target standalone. */
+      g_autoptr(NapkinIrProgram) plain = napkin_ir_lower (diagram, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH,
+                                                          error);
+      g_autoptr(NapkinCudaModule) reference = NULL;
+
+      if (plain == NULL)
+        return FALSE;
+      reference = napkin_codegen_cuda (g_steal_pointer (&plain), NAPKIN_CODEGEN_GENERIC_ONLY, "napkin_ref_", error);
+      if (reference == NULL)
+        return FALSE;
+      *standalone = napkin_codegen_standalone (module, reference, napkin_diagram_get_title (diagram));
+    }
+  return TRUE;
+}
+
+static void
+update_thread (GTask        *task,
+               gpointer      source_object,
+               gpointer      task_data,
+               GCancellable *cancellable)
+{
+  NapkinDiagram *diagram = task_data;
+  CodeResult *result = g_new0 (CodeResult, 1);
+  g_autoptr(GError) error = NULL;
+
+  result->generation = napkin_diagram_get_generation (diagram);
+  if (!generate (diagram, &result->cuda, &result->pseudo, NULL, &result->summary, &error))
+    {
+      g_clear_pointer (&result->cuda, g_free);
+      g_clear_pointer (&result->summary, g_free);
+      result->failed = TRUE;
+      result->summary = g_strdup_printf (_("No code for this diagram: %s"), error->message);
+      if (result->pseudo == NULL)
+        result->pseudo = g_strdup_printf ("-- %s\n", result->summary);
+      result->cuda = g_strdup_printf ("// %s\n", result->summary);
+    }
+  g_task_return_pointer (task, result, (GDestroyNotify) code_result_free);
+}
+
+/* A copy the worker owns alone: the root extra (shared, refcounted json) stays here. */
+static NapkinDiagram *
+copy_for_worker (NapkinDiagram *diagram)
+{
+  NapkinDiagram *copy = napkin_diagram_copy (diagram);
+
+  napkin_diagram_set_extra (copy, NULL);
+  return copy;
+}
+
+/* ---- showing ----------------------------------------------------------------------------- */
+
+static void
+show_text (NapkinCodeView *self)
+{
+  GtkTextBuffer *buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (self->source_view));
+  GtkSourceLanguageManager *languages = gtk_source_language_manager_get_default ();
+  const char *text = self->kind == NAPKIN_CODE_PSEUDO ? self->pseudo : self->cuda;
+  g_autofree char *current = NULL;
+  GtkTextIter start, end;
+
+  gtk_source_buffer_set_language (GTK_SOURCE_BUFFER (buffer),
+                                  self->kind == NAPKIN_CODE_PSEUDO
+                                    ? NULL
+                                    : gtk_source_language_manager_get_language (languages, "cuda"));
+  gtk_text_buffer_get_bounds (buffer, &start, &end);
+  current = gtk_text_buffer_get_text (buffer, &start, &end, TRUE);
+  /* unchanged code (a node moved): keep the scroll position */
+  if (g_strcmp0 (current, text ? text : "") != 0)
+    gtk_text_buffer_set_text (buffer, text ? text : "", -1);
+
+  gtk_label_set_text (self->summary_label, self->summary ? self->summary : "");
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->summary_label), self->summary);
+  if (self->failed)
+    gtk_widget_add_css_class (GTK_WIDGET (self->summary_label), "error");
+  else
+    gtk_widget_remove_css_class (GTK_WIDGET (self->summary_label), "error");
+}
+
+static void start_update (NapkinCodeView *self);
+
+static void
+update_done (GObject      *object,
+             GAsyncResult *res,
+             gpointer      user_data)
+{
+  NapkinCodeView *self = NAPKIN_CODE_VIEW (object);
+  g_autoptr(GError) error = NULL;
+  CodeResult *result = g_task_propagate_pointer (G_TASK (res), &error);
+
+  if (result == NULL)
+    return;   /* cancelled: the document was replaced or the widget is going away */
+
+  g_clear_object (&self->cancellable);
+  gtk_spinner_stop (self->spinner);
+  g_free (self->cuda);
+  g_free (self->pseudo);
+  g_free (self->summary);
+  self->cuda = g_steal_pointer (&result->cuda);
+  self->pseudo = g_steal_pointer (&result->pseudo);
+  self->summary = g_steal_pointer (&result->summary);
+  self->failed = result->failed;
+  self->generation = result->generation;
+  code_result_free (result);
+  show_text (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_GENERATION]);
+
+  if (self->pending || (self->diagram && napkin_diagram_get_generation (self->diagram) != self->generation))
+    {
+      self->pending = FALSE;
+      start_update (self);
+    }
+}
+
+static void
+start_update (NapkinCodeView *self)
+{
+  g_autoptr(GTask) task = NULL;
+
+  if (self->diagram == NULL)
+    return;
+  if (self->cancellable != NULL)
+    {
+      self->pending = TRUE;   /* one worker at a time; the newest state follows */
+      return;
+    }
+  self->cancellable = g_cancellable_new ();
+  task = g_task_new (self, self->cancellable, update_done, NULL);
+  g_task_set_source_tag (task, start_update);
+  g_task_set_task_data (task, copy_for_worker (self->diagram), g_object_unref);
+  gtk_spinner_start (self->spinner);
+  g_task_run_in_thread (task, update_thread);
+}
+
+static gboolean
+update_timeout (gpointer user_data)
+{
+  NapkinCodeView *self = user_data;
+
+  self->update_id = 0;
+  start_update (self);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+diagram_changed_cb (NapkinCodeView *self,
+                    NapkinDiagram  *diagram)
+{
+  g_clear_handle_id (&self->update_id, g_source_remove);
+  self->update_id = g_timeout_add (UPDATE_DELAY_MS, update_timeout, self);
+}
+
+void
+napkin_code_view_set_diagram (NapkinCodeView *self,
+                              NapkinDiagram  *diagram)
+{
+  g_return_if_fail (NAPKIN_IS_CODE_VIEW (self));
+  g_return_if_fail (diagram == NULL || NAPKIN_IS_DIAGRAM (diagram));
+
+  if (self->diagram == diagram)
+    return;
+  if (self->diagram != NULL)
+    g_clear_signal_handler (&self->changed_id, self->diagram);
+  g_clear_handle_id (&self->update_id, g_source_remove);
+  g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  self->pending = FALSE;
+  g_set_object (&self->diagram, diagram);
+  if (diagram != NULL)
+    {
+      self->changed_id = g_signal_connect_object (diagram, "changed", G_CALLBACK (diagram_changed_cb), self,
+                                                  G_CONNECT_SWAPPED);
+      start_update (self);
+    }
+}
+
+void
+napkin_code_view_set_kind (NapkinCodeView *self,
+                           NapkinCodeKind  kind)
+{
+  g_return_if_fail (NAPKIN_IS_CODE_VIEW (self));
+  g_return_if_fail (kind == NAPKIN_CODE_CUDA || kind == NAPKIN_CODE_PSEUDO);
+
+  if (self->kind == kind)
+    return;
+  self->kind = kind;
+  gtk_toggle_button_set_active (kind == NAPKIN_CODE_PSEUDO ? self->pseudo_button : self->cuda_button, TRUE);
+  show_text (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_KIND]);
+}
+
+NapkinCodeKind
+napkin_code_view_get_kind (NapkinCodeView *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NAPKIN_CODE_CUDA);
+  return self->kind;
+}
+
+char *
+napkin_code_view_dup_text (NapkinCodeView *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NULL);
+  return g_strdup (self->kind == NAPKIN_CODE_PSEUDO ? self->pseudo : self->cuda);
+}
+
+guint64
+napkin_code_view_get_generation (NapkinCodeView *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), 0);
+  return self->generation;
+}
+
+const char *
+napkin_code_view_get_summary (NapkinCodeView *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NULL);
+  return self->summary;
+}
+
+static void
+kind_toggled_cb (NapkinCodeView  *self,
+                 GtkToggleButton *button)
+{
+  if (gtk_toggle_button_get_active (button))
+    napkin_code_view_set_kind (self, button == self->pseudo_button ? NAPKIN_CODE_PSEUDO : NAPKIN_CODE_CUDA);
+}
+
+/* ---- export ------------------------------------------------------------------------------ */
+
+typedef struct
+{
+  NapkinDiagram  *diagram;
+  NapkinCodeKind  kind;
+  GFile          *file;
+} ExportData;
+
+static void
+export_data_free (ExportData *data)
+{
+  g_clear_object (&data->diagram);
+  g_clear_object (&data->file);
+  g_free (data);
+}
+
+static void
+export_thread (GTask        *task,
+               gpointer      source_object,
+               gpointer      task_data,
+               GCancellable *cancellable)
+{
+  ExportData *data = task_data;
+  g_autofree char *text = NULL;
+  g_autoptr(GError) error = NULL;
+  gboolean ok;
+
+  if (data->kind == NAPKIN_CODE_PSEUDO)
+    ok = generate (data->diagram, NULL, &text, NULL, NULL, &error);
+  else if (data->kind == NAPKIN_CODE_STANDALONE)
+    ok = generate (data->diagram, NULL, NULL, &text, NULL, &error);
+  else
+    ok = generate (data->diagram, &text, NULL, NULL, NULL, &error);
+
+  if (ok)
+    ok = g_file_replace_contents (data->file, text, strlen (text), NULL, FALSE, G_FILE_CREATE_NONE, NULL,
+                                  cancellable, &error);
+  if (!ok)
+    g_task_return_error (task, g_steal_pointer (&error));
+  else
+    g_task_return_boolean (task, TRUE);
+}
+
+void
+napkin_code_view_export_async (NapkinCodeView      *self,
+                               NapkinCodeKind       kind,
+                               GFile               *file,
+                               GCancellable        *cancellable,
+                               GAsyncReadyCallback  callback,
+                               gpointer             user_data)
+{
+  g_autoptr(GTask) task = NULL;
+  ExportData *data;
+
+  g_return_if_fail (NAPKIN_IS_CODE_VIEW (self));
+  g_return_if_fail (G_IS_FILE (file));
+
+  task = g_task_new (self, cancellable, callback, user_data);
+  g_task_set_source_tag (task, napkin_code_view_export_async);
+  if (self->diagram == NULL)
+    {
+      g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_NOT_INITIALIZED, _("There is no diagram to export"));
+      return;
+    }
+  data = g_new0 (ExportData, 1);
+  data->diagram = copy_for_worker (self->diagram);
+  data->kind = kind;
+  data->file = g_object_ref (file);
+  g_task_set_task_data (task, data, (GDestroyNotify) export_data_free);
+  g_task_run_in_thread (task, export_thread);
+}
+
+gboolean
+napkin_code_view_export_finish (NapkinCodeView  *self,
+                                GAsyncResult    *result,
+                                GError         **error)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), FALSE);
+  g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
+
+  return g_task_propagate_boolean (G_TASK (result), error);
+}
+
+static void
+export_done (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  NapkinCodeView *self = NAPKIN_CODE_VIEW (object);
+  g_autoptr(GFile) file = user_data;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *name = g_file_get_parse_name (file);
+  g_autofree char *message = NULL;
+
+  if (!napkin_code_view_export_finish (self, result, &error))
+    message = g_strdup_printf (_("Could not export to “%s”: %s"), name, error->message);
+  else
+    message = g_strdup_printf (_("Exported “%s”"), name);
+  g_signal_emit (self, signals[MESSAGE], 0, message);
+}
+
+static void
+export_response_cb (GtkNativeDialog *dialog,
+                    int              response,
+                    gpointer         user_data)
+{
+  g_autoptr(NapkinCodeView) self = user_data;
+  NapkinCodeKind kind = GPOINTER_TO_INT (g_object_get_data (G_OBJECT (dialog), "napkin-code-kind"));
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr(GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+
+      napkin_code_view_export_async (self, kind, file, NULL, export_done, g_object_ref (file));
+    }
+  gtk_native_dialog_destroy (dialog);
+  g_object_unref (dialog);
+}
+
+static char *
+suggested_name (NapkinCodeView *self,
+                const char     *suffix)
+{
+  const char *title = self->diagram ? napkin_diagram_get_title (self->diagram) : NULL;
+  g_autofree char *base = g_strdup (title && *title ? title : "kernel");
+
+  /* a file name, not a path: no separators from a user's title */
+  g_strdelimit (base, "/\\:", '-');
+  return g_strconcat (base, suffix, NULL);
+}
+
+static void
+export_action (GtkWidget  *widget,
+               const char *action_name,
+               GVariant   *parameter)
+{
+  NapkinCodeView *self = NAPKIN_CODE_VIEW (widget);
+  gboolean cuda = g_str_equal (action_name, "code.export-cuda");
+  GtkRoot *root = gtk_widget_get_root (widget);
+  GtkFileChooserNative *dialog;
+  g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
+  g_autofree char *name = suggested_name (self, cuda ? ".cu" : ".txt");
+
+  dialog = gtk_file_chooser_native_new (cuda ? _("Export Standalone CUDA") : _("Export Pseudocode"),
+                                        GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+                                        GTK_FILE_CHOOSER_ACTION_SAVE, _("_Export"), _("_Cancel"));
+  gtk_file_filter_set_name (filter, cuda ? _("CUDA source") : _("Text"));
+  gtk_file_filter_add_pattern (filter, cuda ? "*.cu" : "*.txt");
+  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), filter);
+  gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (dialog), name);
+  g_object_set_data (G_OBJECT (dialog), "napkin-code-kind",
+                     GINT_TO_POINTER (cuda ? NAPKIN_CODE_STANDALONE : NAPKIN_CODE_PSEUDO));
+  g_signal_connect (dialog, "response", G_CALLBACK (export_response_cb), g_object_ref (self));
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+}
+
+/* ---- class ------------------------------------------------------------------------------- */
+
+static void
+napkin_code_view_dispose (GObject *object)
+{
+  NapkinCodeView *self = NAPKIN_CODE_VIEW (object);
+
+  napkin_code_view_set_diagram (self, NULL);
+  gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_CODE_VIEW);
+  G_OBJECT_CLASS (napkin_code_view_parent_class)->dispose (object);
+}
+
+static void
+napkin_code_view_finalize (GObject *object)
+{
+  NapkinCodeView *self = NAPKIN_CODE_VIEW (object);
+
+  g_clear_pointer (&self->cuda, g_free);
+  g_clear_pointer (&self->pseudo, g_free);
+  g_clear_pointer (&self->summary, g_free);
+  G_OBJECT_CLASS (napkin_code_view_parent_class)->finalize (object);
+}
+
+static void
+napkin_code_view_get_property (GObject    *object,
+                               guint       prop_id,
+                               GValue     *value,
+                               GParamSpec *pspec)
+{
+  NapkinCodeView *self = NAPKIN_CODE_VIEW (object);
+
+  switch (prop_id)
+    {
+    case PROP_KIND:
+      g_value_set_int (value, self->kind);
+      break;
+    case PROP_GENERATION:
+      g_value_set_uint64 (value, self->generation);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+napkin_code_view_set_property (GObject      *object,
+                               guint         prop_id,
+                               const GValue *value,
+                               GParamSpec   *pspec)
+{
+  NapkinCodeView *self = NAPKIN_CODE_VIEW (object);
+
+  switch (prop_id)
+    {
+    case PROP_KIND:
+      napkin_code_view_set_kind (self, g_value_get_int (value));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+napkin_code_view_class_init (NapkinCodeViewClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = napkin_code_view_dispose;
+  object_class->finalize = napkin_code_view_finalize;
+  object_class->get_property = napkin_code_view_get_property;
+  object_class->set_property = napkin_code_view_set_property;
+
+  properties[PROP_KIND] =
+    g_param_spec_int ("kind", NULL, NULL, NAPKIN_CODE_CUDA, NAPKIN_CODE_PSEUDO, NAPKIN_CODE_CUDA,
+                      (G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+  properties[PROP_GENERATION] =
+    g_param_spec_uint64 ("generation", NULL, NULL, 0, G_MAXUINT64, 0,
+                         (G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS));
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /* A line for the window's toast: where an export went, or why it failed. */
+  signals[MESSAGE] = g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                   G_TYPE_NONE, 1, G_TYPE_STRING);
+
+  gtk_source_init ();
+  g_type_ensure (GTK_SOURCE_TYPE_VIEW);
+  gtk_widget_class_set_template_from_resource (widget_class, "/io/github/napkin/Napkin/ui/napkin-code-view.ui");
+  gtk_widget_class_bind_template_child (widget_class, NapkinCodeView, cuda_button);
+  gtk_widget_class_bind_template_child (widget_class, NapkinCodeView, pseudo_button);
+  gtk_widget_class_bind_template_child (widget_class, NapkinCodeView, summary_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinCodeView, spinner);
+  gtk_widget_class_bind_template_child (widget_class, NapkinCodeView, source_view);
+  gtk_widget_class_bind_template_callback (widget_class, kind_toggled_cb);
+  gtk_widget_class_install_action (widget_class, "code.export-cuda", NULL, export_action);
+  gtk_widget_class_install_action (widget_class, "code.export-pseudo", NULL, export_action);
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "napkin-code-view");
+}
+
+static void
+napkin_code_view_init (NapkinCodeView *self)
+{
+  GtkTextBuffer *buffer;
+  GtkSourceStyleSchemeManager *schemes = gtk_source_style_scheme_manager_get_default ();
+
+  gtk_widget_init_template (GTK_WIDGET (self));
+  buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (self->source_view));
+  gtk_source_buffer_set_highlight_syntax (GTK_SOURCE_BUFFER (buffer), TRUE);
+  gtk_source_buffer_set_style_scheme (GTK_SOURCE_BUFFER (buffer),
+                                      gtk_source_style_scheme_manager_get_scheme (schemes, "Adwaita"));
+}
+
+GtkWidget *
+napkin_code_view_new (void)
+{
+  return g_object_new (NAPKIN_TYPE_CODE_VIEW, NULL);
+}

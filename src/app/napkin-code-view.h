@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "napkin-diagram.h"
+
+G_BEGIN_DECLS
+
+/* The generated code of the current diagram: CUDA (GtkSourceView, "cuda"
+ * highlighting) or the paper-style pseudocode. Lowering and printing run in a
+ * worker thread on a copy of the diagram, keyed on its generation counter, so an
+ * edit never waits for the code generator. Also exports a standalone .cu and the
+ * pseudocode. */
+
+typedef enum
+{
+  NAPKIN_CODE_CUDA,
+  NAPKIN_CODE_PSEUDO,
+  NAPKIN_CODE_STANDALONE,   /* export only: a .cu with main() that builds with nvcc */
+} NapkinCodeKind;
+
+#define NAPKIN_TYPE_CODE_VIEW (napkin_code_view_get_type ())
+G_DECLARE_FINAL_TYPE (NapkinCodeView, napkin_code_view, NAPKIN, CODE_VIEW, GtkWidget)
+
+GtkWidget      *napkin_code_view_new              (void);
+void            napkin_code_view_set_diagram      (NapkinCodeView  *self,
+                                                   NapkinDiagram   *diagram);
+/* CUDA or pseudocode on screen. */
+void            napkin_code_view_set_kind         (NapkinCodeView  *self,
+                                                   NapkinCodeKind   kind);
+NapkinCodeKind  napkin_code_view_get_kind         (NapkinCodeView  *self);
+/* The text shown (new string), or the error why there is none. */
+char           *napkin_code_view_dup_text         (NapkinCodeView  *self);
+/* The diagram generation the text was made from: equal to the diagram's own
+ * once the worker has caught up (the "generation" property notifies). */
+guint64         napkin_code_view_get_generation   (NapkinCodeView  *self);
+/* One line: the kernels and their launch shapes, or the lowering error. */
+const char     *napkin_code_view_get_summary      (NapkinCodeView  *self);
+
+/* Writes the current diagram's code of `kind` to file, generated in a thread. */
+void            napkin_code_view_export_async     (NapkinCodeView      *self,
+                                                   NapkinCodeKind       kind,
+                                                   GFile               *file,
+                                                   GCancellable        *cancellable,
+                                                   GAsyncReadyCallback  callback,
+                                                   gpointer             user_data);
+gboolean        napkin_code_view_export_finish    (NapkinCodeView      *self,
+                                                   GAsyncResult        *result,
+                                                   GError             **error);
+
+G_END_DECLS
