@@ -10,6 +10,7 @@
 #include <glib/gi18n.h>
 
 #include "napkin-analysis-pane.h"
+#include "napkin-arch-editor.h"
 #include "napkin-error.h"
 #include "napkin-explain.h"
 #include "napkin-plot.h"
@@ -103,6 +104,13 @@ struct _NapkinAnalysisPane
 };
 
 G_DEFINE_FINAL_TYPE (NapkinAnalysisPane, napkin_analysis_pane, GTK_TYPE_WIDGET)
+
+enum {
+  ARCHITECTURE_ADDED,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
 
 /* Element types offered; index 0 is "as drawn". */
 static const NapkinDtype dtypes[] = {
@@ -1120,6 +1128,42 @@ export_action (GtkWidget  *widget,
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
 }
 
+/* ---------------------------------------------------------------- what-if */
+
+static void
+what_if_applied_cb (NapkinAnalysisPane *self,
+                    NapkinArch         *arch,
+                    NapkinArchEditor   *editor)
+{
+  napkin_analysis_pane_set_arch (self, arch);
+  g_signal_emit (self, signals[ARCHITECTURE_ADDED], 0, arch->id);
+}
+
+NapkinArchEditor *
+napkin_analysis_pane_open_what_if (NapkinAnalysisPane *self)
+{
+  GtkRoot *root;
+  NapkinArchEditor *editor;
+
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  if (current_arch (self) == NULL)
+    return NULL;
+  root = gtk_widget_get_root (GTK_WIDGET (self));
+  editor = napkin_arch_editor_new (GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL, current_arch (self));
+  g_signal_connect_object (editor, "applied", G_CALLBACK (what_if_applied_cb), self, G_CONNECT_SWAPPED);
+  gtk_window_present (GTK_WINDOW (editor));
+  return editor;
+}
+
+static void
+what_if_action (GtkWidget  *widget,
+                const char *action_name,
+                GVariant   *parameter)
+{
+  napkin_analysis_pane_open_what_if (NAPKIN_ANALYSIS_PANE (widget));
+}
+
 /* ---------------------------------------------------------------- class */
 
 static void
@@ -1211,6 +1255,11 @@ napkin_analysis_pane_class_init (NapkinAnalysisPaneClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, roofline_area);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, bars_area);
   gtk_widget_class_install_action (widget_class, "analysis.export", "s", export_action);
+  gtk_widget_class_install_action (widget_class, "analysis.what-if", NULL, what_if_action);
+
+  /* architecture-added (const char *id): a what-if profile joined the default registry */
+  signals[ARCHITECTURE_ADDED] = g_signal_new ("architecture-added", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                              0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "napkin-analysis-pane");
 }

@@ -50,6 +50,11 @@ gboolean              napkin_analysis_pane_export_plot     (NapkinAnalysisPane *
                                                             gboolean            roofline,
                                                             const char         *path,
                                                             GError            **error);
+/* The what-if dialog for the current architecture (also the pane's "What-if…"
+ * button); applying it selects the new profile here and emits
+ * "architecture-added" so that the window lists it. */
+struct _NapkinArchEditor;
+struct _NapkinArchEditor *napkin_analysis_pane_open_what_if (NapkinAnalysisPane *self);
 /* How many analyses ran (tests check coalescing). */
 guint                 napkin_analysis_pane_get_n_updates   (NapkinAnalysisPane *self);
 
