@@ -871,9 +871,11 @@ check_screenshot (GdkTexture *texture,
     g_hash_table_add (colours, GUINT_TO_POINTER (((guint32 *) pixels)[i] & 0xffffff));
   /* Not blank: text, glyphs, strands and widgets give many colours. */
   g_assert_cmpuint (g_hash_table_size (colours), >, 200);
-  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_level_hex (NAPKIN_LEVEL_HBM)), >, 500);
-  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_level_hex (level)), >, 200);
-  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_tensor_core_hex ()), >, 100);
+  /* Present, with room for how much of the window the canvas gets beside the
+   * other panes. */
+  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_level_hex (NAPKIN_LEVEL_HBM)), >, 200);
+  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_level_hex (level)), >, 50);
+  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_tensor_core_hex ()), >, 20);
 }
 
 static void
