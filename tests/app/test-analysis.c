@@ -14,6 +14,7 @@
 
 #include "napkin-analysis-pane.h"
 #include "napkin-application.h"
+#include "napkin-arch-editor.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-explain.h"
@@ -469,6 +470,60 @@ test_coalesced (void)
   iterate (20);
 }
 
+/* What-if: double the device-memory bandwidth of the current profile; the pane
+ * and the selector follow. Last: the profile stays in the process's registry. */
+static void
+test_what_if (void)
+{
+  NapkinWindow *window = open_example ("softmax");
+  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinArchEditor *editor;
+  NapkinArch *base, *what_if;
+  g_autofree char *id = NULL, *expected = NULL;
+  GtkSpinButton *spin;
+  double before;
+  guint n;
+
+  napkin_analysis_pane_flush (pane);
+  base = napkin_arch_ref (napkin_analysis_pane_get_arch (pane));
+  before = napkin_analysis_pane_get_analysis (pane)->predicted_time_s;
+  g_assert_cmpint (napkin_analysis_pane_get_analysis (pane)->bound, ==, NAPKIN_RESOURCE_HBM);
+
+  editor = napkin_analysis_pane_open_what_if (pane);
+  g_assert_nonnull (editor);
+  iterate (50);
+  spin = napkin_arch_editor_get_field (editor, "levels.hbm.bandwidth");
+  g_assert_nonnull (spin);
+  g_assert_cmpfloat_with_epsilon (gtk_spin_button_get_value (spin), base->levels[NAPKIN_LEVEL_HBM].bandwidth / 1e12,
+                                  1e-3);
+  gtk_spin_button_set_value (spin, 2 * base->levels[NAPKIN_LEVEL_HBM].bandwidth / 1e12);
+  n = napkin_analysis_pane_get_n_updates (pane);
+  g_object_add_weak_pointer (G_OBJECT (editor), (gpointer *) &editor);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (editor), "editor.apply", NULL));
+  wait_for_update (pane, n);
+  iterate (50);
+  g_assert_null (editor);   /* applied: the dialog closed */
+
+  id = g_strdup_printf ("%s-what-if", base->id);
+  what_if = napkin_analysis_pane_get_arch (pane);
+  g_assert_cmpstr (what_if->id, ==, id);
+  g_assert_true (napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, NULL) == what_if);
+  g_assert_cmpfloat_with_epsilon (what_if->levels[NAPKIN_LEVEL_HBM].bandwidth,
+                                  2 * base->levels[NAPKIN_LEVEL_HBM].bandwidth, 1e6);
+  g_assert_nonnull (strstr (napkin_arch_get_source (what_if, "levels.hbm.bandwidth_bytes_per_s"), "what-if"));
+  g_assert_cmpstr (napkin_arch_get_source (what_if, "sms"), ==, napkin_arch_get_source (base, "sms"));
+  {
+    g_autoptr(NapkinAnalysis) a = model_of (window, what_if);
+
+    expected = napkin_format_si (a->predicted_time_s, "s");
+    g_assert_cmpstr (napkin_analysis_pane_get_text (pane, "time.predicted.value"), ==, expected);
+    g_assert_cmpfloat (a->predicted_time_s, <, before);
+  }
+  napkin_arch_unref (base);
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -500,6 +555,7 @@ main (int    argc,
   g_test_add_func ("/analysis/traceability", test_traceability);
   g_test_add_func ("/analysis/export", test_export);
   g_test_add_func ("/analysis/coalesced", test_coalesced);
+  g_test_add_func ("/analysis/what-if", test_what_if);
   status = g_test_run ();
   g_rmdir (tmpdir);
   g_object_unref (app);
