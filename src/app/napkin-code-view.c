@@ -157,7 +157,8 @@ update_thread (GTask        *task,
   CodeResult *result = g_new0 (CodeResult, 1);
   g_autoptr(GError) error = NULL;
 
-  result->generation = napkin_diagram_get_generation (diagram);
+  /* a copy starts its own counter: the original's travels with it */
+  result->generation = GPOINTER_TO_SIZE (g_object_get_data (G_OBJECT (diagram), "napkin-generation"));
   if (!generate (diagram, &result->cuda, &result->pseudo, NULL, &result->summary, &error))
     {
       g_clear_pointer (&result->cuda, g_free);
@@ -178,6 +179,8 @@ copy_for_worker (NapkinDiagram *diagram)
   NapkinDiagram *copy = napkin_diagram_copy (diagram);
 
   napkin_diagram_set_extra (copy, NULL);
+  g_object_set_data (G_OBJECT (copy), "napkin-generation",
+                     GSIZE_TO_POINTER ((gsize) napkin_diagram_get_generation (diagram)));
   return copy;
 }
 
@@ -520,10 +523,14 @@ export_action (GtkWidget  *widget,
 static void
 napkin_code_view_dispose (GObject *object)
 {
+  GtkWidget *child;
   NapkinCodeView *self = NAPKIN_CODE_VIEW (object);
 
   napkin_code_view_set_diagram (self, NULL);
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_CODE_VIEW);
+  /* the template's root box is not a bound child: dispose_template leaves it */
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
+    gtk_widget_unparent (child);
   G_OBJECT_CLASS (napkin_code_view_parent_class)->dispose (object);
 }
 

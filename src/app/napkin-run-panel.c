@@ -641,6 +641,7 @@ run_action (GtkWidget  *widget,
 static void
 napkin_run_panel_dispose (GObject *object)
 {
+  GtkWidget *child;
   NapkinRunPanel *self = NAPKIN_RUN_PANEL (object);
 
   g_cancellable_cancel (self->cancellable);
@@ -649,6 +650,9 @@ napkin_run_panel_dispose (GObject *object)
   g_clear_pointer (&self->shown, json_object_put);
   g_clear_pointer (&self->plot, napkin_plot_free);
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_RUN_PANEL);
+  /* the template's root box is not a bound child: dispose_template leaves it */
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
+    gtk_widget_unparent (child);
   G_OBJECT_CLASS (napkin_run_panel_parent_class)->dispose (object);
 }
 

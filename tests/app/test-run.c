@@ -1,0 +1,565 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The code view and the run panel under Xvfb (issue 6). Runs go through
+ * tests/runner/fake-runner.sh, a test double for napkin-runner (FAKE_MODE picks
+ * ok, recorded, crash, hang): the real runner needs a GPU, and on the GPU machine
+ * (no GTK there) napkin-cli run drives the same NapkinRunJob for real. */
+#include "config.h"
+
+#include <locale.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+#include <json-c/json.h>
+
+#include "napkin-application.h"
+#include "napkin-code-view.h"
+#include "napkin-edit.h"
+#include "napkin-file.h"
+#include "napkin-run-panel.h"
+#include "napkin-runs.h"
+#ifdef NAPKIN_HAVE_PERF
+#include "napkin-arch.h"
+#include "napkin-model.h"
+#endif
+
+static NapkinApplication *app;
+static char *tmpdir;
+
+static void
+iterate (guint ms)
+{
+  gint64 end = g_get_monotonic_time () + ms * 1000;
+
+  while (g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, FALSE);
+}
+
+typedef gboolean (*Condition) (gpointer data);
+
+/* Spins the main loop until cond holds; fails after `seconds`. */
+static void
+wait_until (Condition   cond,
+            gpointer    data,
+            double      seconds,
+            const char *what)
+{
+  gint64 end = g_get_monotonic_time () + (gint64) (seconds * G_USEC_PER_SEC);
+
+  while (!cond (data))
+    {
+      if (g_get_monotonic_time () > end)
+        g_error ("timed out waiting for %s", what);
+      g_main_context_iteration (NULL, FALSE);
+      g_usleep (1000);
+    }
+}
+
+static NapkinWindow *
+open_path (const char *path)
+{
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (napkin_window_load_file (window, file, &error));
+  g_assert_no_error (error);
+  gtk_window_set_default_size (GTK_WINDOW (window), 1280, 900);
+  gtk_window_present (GTK_WINDOW (window));
+  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
+  iterate (30);
+  return window;
+}
+
+static NapkinWindow *
+open_example (const char *name)
+{
+  g_autofree char *file_name = g_strconcat (name, ".napkin", NULL);
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file_name, NULL);
+
+  return open_path (path);
+}
+
+static NapkinDiagram *
+diagram_of (NapkinWindow *window)
+{
+  return napkin_history_get_diagram (napkin_window_get_history (window));
+}
+
+static void
+close_window (NapkinWindow *window)
+{
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
+/* ---- code view --------------------------------------------------------------------------- */
+
+static NapkinCodeView *
+code_view_of (NapkinWindow *window)
+{
+  GtkWidget *view = napkin_window_get_code_view (window);
+
+  g_assert_nonnull (view);
+  return NAPKIN_CODE_VIEW (view);
+}
+
+static NapkinWindow *current_window;
+
+static gboolean
+code_caught_up (gpointer data)
+{
+  NapkinCodeView *view = data;
+
+  return napkin_code_view_get_generation (view) == napkin_diagram_get_generation (diagram_of (current_window));
+}
+
+static void
+test_code_view_updates (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinCodeView *view = code_view_of (window);
+  NapkinHistory *history = napkin_window_get_history (window);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  g_autofree char *pseudo = NULL;
+
+  current_window = window;
+  g_assert_true (gtk_widget_get_mapped (GTK_WIDGET (view)));
+  wait_until (code_caught_up, view, 30, "the first code");
+  before = napkin_code_view_dup_text (view);
+  g_assert_nonnull (strstr (before, "__global__"));
+  g_assert_nonnull (strstr (before, "napkin_k0"));
+  g_assert_nonnull (strstr (before, "4096L"));
+  g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "napkin_k0: gemm-mma"));
+
+  /* The edit returns before the code is regenerated: the worker catches up later. */
+  g_assert_true (napkin_edit_set_axis_size (history, "k", 2048, &error));
+  g_assert_no_error (error);
+  g_assert_false (code_caught_up (view));
+  wait_until (code_caught_up, view, 30, "the code after the edit");
+  after = napkin_code_view_dup_text (view);
+  g_assert_cmpstr (before, !=, after);
+  g_assert_nonnull (strstr (after, "2048 / G_BK"));
+  g_assert_null (strstr (after, "4096 / G_BK"));
+
+  napkin_code_view_set_kind (view, NAPKIN_CODE_PSEUDO);
+  pseudo = napkin_code_view_dup_text (view);
+  g_assert_nonnull (strstr (pseudo, "axes: m=4096 n=4096 k=2048"));
+  g_assert_nonnull (strstr (pseudo, "kernel napkin_k0"));
+
+  /* undo: back to the first code */
+  g_assert_true (napkin_history_undo (history));
+  napkin_code_view_set_kind (view, NAPKIN_CODE_CUDA);
+  wait_until (code_caught_up, view, 30, "the code after undo");
+  {
+    g_autofree char *undone = napkin_code_view_dup_text (view);
+
+    g_assert_cmpstr (undone, ==, before);
+  }
+  close_window (window);
+}
+
+/* A diagram the lowering rejects shows why, and the view recovers after undo. */
+static void
+test_code_view_error (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinCodeView *view = code_view_of (window);
+  NapkinHistory *history = napkin_window_get_history (window);
+  g_autoptr(GError) error = NULL;
+
+  current_window = window;
+  wait_until (code_caught_up, view, 30, "the first code");
+  /* a tile larger than the axis does not validate */
+  g_assert_true (napkin_edit_set_axis_size (history, "k", 32, &error));
+  g_assert_no_error (error);
+  wait_until (code_caught_up, view, 30, "the code after the edit");
+  {
+    g_autofree char *text = napkin_code_view_dup_text (view);
+
+    g_assert_true (g_str_has_prefix (napkin_code_view_get_summary (view), "No code for this diagram: "));
+    g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "larger than axis k (32)"));
+    g_assert_true (g_str_has_prefix (text, "// No code for this diagram: "));
+  }
+  g_assert_true (napkin_history_undo (history));
+  wait_until (code_caught_up, view, 30, "the code after undo");
+  g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "napkin_k0: gemm-mma"));
+  close_window (window);
+}
+
+typedef struct
+{
+  gboolean done;
+  gboolean ok;
+  GError  *error;
+} ExportWait;
+
+static void
+export_done (GObject      *object,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  ExportWait *wait = user_data;
+
+  wait->ok = napkin_code_view_export_finish (NAPKIN_CODE_VIEW (object), result, &wait->error);
+  wait->done = TRUE;
+}
+
+static gboolean
+export_finished (gpointer data)
+{
+  return ((ExportWait *) data)->done;
+}
+
+static void
+export_to (NapkinCodeView *view,
+           NapkinCodeKind  kind,
+           const char     *path)
+{
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  ExportWait wait = { 0 };
+
+  napkin_code_view_export_async (view, kind, file, NULL, export_done, &wait);
+  wait_until (export_finished, &wait, 60, "the export");
+  g_assert_no_error (wait.error);
+  g_assert_true (wait.ok);
+}
+
+static void
+test_export (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinCodeView *view = code_view_of (window);
+  g_autofree char *cu = g_build_filename (tmpdir, "matmul-tiled.cu", NULL);
+  g_autofree char *txt = g_build_filename (tmpdir, "matmul-tiled.txt", NULL);
+  g_autofree char *exe = g_build_filename (tmpdir, "matmul-tiled", NULL);
+  g_autofree char *text = NULL;
+  g_autofree char *shown = NULL;
+  g_autofree char *nvcc = NULL;
+  g_autoptr(GError) error = NULL;
+
+  current_window = window;
+  wait_until (code_caught_up, view, 30, "the first code");
+
+  export_to (view, NAPKIN_CODE_PSEUDO, txt);
+  g_assert_true (g_file_get_contents (txt, &text, NULL, &error));
+  napkin_code_view_set_kind (view, NAPKIN_CODE_PSEUDO);
+  shown = napkin_code_view_dup_text (view);
+  g_assert_cmpstr (text, ==, shown);
+  g_clear_pointer (&text, g_free);
+
+  export_to (view, NAPKIN_CODE_STANDALONE, cu);
+  g_assert_true (g_file_get_contents (cu, &text, NULL, &error));
+  g_assert_nonnull (strstr (text, "int main"));
+  g_assert_nonnull (strstr (text, "napkin_k0"));
+  g_assert_nonnull (strstr (text, "napkin_ref_k0"));
+
+  nvcc = g_find_program_in_path ("nvcc");
+  if (nvcc == NULL && g_file_test ("/usr/local/cuda/bin/nvcc", G_FILE_TEST_IS_EXECUTABLE))
+    nvcc = g_strdup ("/usr/local/cuda/bin/nvcc");
+  if (nvcc == NULL)
+    g_test_message ("nvcc not found: the exported .cu was not compiled");
+  else
+    {
+      const char *argv[] = { nvcc, "-arch=sm_80", "-o", exe, cu, NULL };
+      g_autofree char *out = NULL;
+      g_autofree char *err = NULL;
+      int status = 0;
+
+      /* a test may block: this is the build check of the exported file */
+      g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status,
+                                   &error));
+      g_assert_no_error (error);
+      if (!g_spawn_check_wait_status (status, NULL))
+        g_error ("nvcc failed on the exported .cu:\n%s%s", out, err);
+      g_assert_true (g_file_test (exe, G_FILE_TEST_IS_EXECUTABLE));
+      g_unlink (exe);
+    }
+  g_unlink (cu);
+  g_unlink (txt);
+  close_window (window);
+}
+
+/* ---- runs through the test double ---------------------------------------------------------- */
+
+/* The test double in place of napkin-runner; the mode goes through env(1), as
+ * setenv() is not safe once the code view's worker threads exist. */
+static void
+set_fake_runner (NapkinRunPanel *panel,
+                 const char     *fake_mode)
+{
+  g_autofree char *fake = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "runner", "fake-runner.sh", NULL);
+  g_autofree char *mode = g_strconcat ("FAKE_MODE=", fake_mode, NULL);
+  const char *command[] = { "env", mode, "sh", fake, NULL };
+
+  napkin_run_panel_set_runner (panel, command);
+}
+
+static NapkinRunPanel *
+run_panel_of (NapkinWindow *window,
+              const char   *fake_mode)
+{
+  GtkWidget *panel = napkin_window_get_run_panel (window);
+
+  g_assert_nonnull (panel);
+  set_fake_runner (NAPKIN_RUN_PANEL (panel), fake_mode);
+  return NAPKIN_RUN_PANEL (panel);
+}
+
+static gboolean
+run_finished (gpointer data)
+{
+  return !napkin_run_panel_get_running (data);
+}
+
+static gboolean
+run_running_kernel (gpointer data)
+{
+  return g_strcmp0 (napkin_run_panel_get_status (data), "Running the kernel") == 0;
+}
+
+static void
+test_run_ok (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinRunPanel *panel = run_panel_of (window, "ok");
+  NapkinDiagram *diagram = diagram_of (window);
+  g_autofree char *table = NULL;
+  json_object *shown;
+
+  g_assert_cmpuint (napkin_diagram_n_runs (diagram), ==, 0);
+  /* through the action, as the Run button does */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (panel), "run.start", NULL));
+  g_assert_true (napkin_run_panel_get_running (panel));
+  wait_until (run_finished, panel, 30, "the fake run");
+
+  g_assert_cmpstr (napkin_run_panel_get_status (panel), ==, "Run finished: 0.5000 ms");
+  shown = napkin_run_panel_get_shown_run (panel);
+  g_assert_nonnull (shown);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (shown, "status")), ==, "ok");
+  /* the options reached the runner */
+  g_assert_nonnull (strstr (json_object_get_string (json_object_object_get (shown, "args")), "--repeats=20"));
+  table = napkin_run_panel_dup_table_text (panel);
+  g_assert_nonnull (strstr (table, "Time\t—\t0.5000 ms\n"));
+  g_assert_nonnull (strstr (table, "Status\t—\tok\n"));
+
+  /* kept with the document */
+  g_assert_cmpuint (napkin_diagram_n_runs (diagram), ==, 1);
+  g_assert_true (json_object_array_get_idx (napkin_diagram_get_runs (diagram), 0) == shown);
+  close_window (window);
+}
+
+/* A result recorded from the real runner on an H200: the table shows its numbers
+ * and the model's prediction for that GPU. */
+static void
+test_run_recorded (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinRunPanel *panel = run_panel_of (window, "recorded");
+  g_autofree char *table = NULL;
+  json_object *shown;
+
+  napkin_run_panel_run (panel);
+  wait_until (run_finished, panel, 30, "the fake run");
+  table = napkin_run_panel_dup_table_text (panel);
+  g_test_message ("%s", table);
+  g_assert_nonnull (strstr (table, "0.5586 ms (median of 20, 0.5552–0.5623)"));
+  g_assert_nonnull (strstr (table, "\t246.03 TFLOP/s\n"));
+  g_assert_nonnull (strstr (table, "\t180.2 GB/s\n"));
+  g_assert_nonnull (strstr (table, "NVIDIA H200 (sm_90a, driver 13.0)"));
+  g_assert_nonnull (strstr (table, "0.000546 (bound 0.01): ok"));
+  g_assert_nonnull (strstr (table, "Plain fp32 reference\t—\t26.6815 ms\n"));
+  g_assert_nonnull (strstr (table, "Kernel napkin_k0 (gemm-mma)\t1024 blocks × 256 threads\t126 registers, 107520 B shared, 0 B spilled\n"));
+  shown = napkin_run_panel_get_shown_run (panel);
+#ifdef NAPKIN_HAVE_PERF
+  {
+    NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h200", NULL);
+    g_autoptr(NapkinAnalysis) analysis = napkin_analyze (diagram_of (window), arch, NULL, NULL);
+    g_autofree char *row = NULL;
+    g_autofree char *ratio = NULL;
+    double pred_ms;
+
+    g_assert_nonnull (analysis);
+    pred_ms = analysis->predicted_time_s * 1e3;
+    row = g_strdup_printf ("Time\t%.4f ms\t", pred_ms);
+    g_assert_nonnull (strstr (table, row));
+    ratio = g_strdup_printf ("Measured / predicted\t—\t%.2f\n", 0.5586240291595459 / pred_ms);
+    g_assert_nonnull (strstr (table, ratio));
+    g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (
+                                      json_object_object_get (shown, "prediction"), "time_ms")), pred_ms, 1e-12);
+    g_assert_cmpint (json_object_get_int64 (json_object_object_get (json_object_object_get (json_object_object_get (
+                       json_object_object_get (shown, "prediction"), "levels"), "hbm"), "transfer_bytes")),
+                     ==, analysis->levels[NAPKIN_LEVEL_HBM].transfer_bytes);
+  }
+#endif
+  close_window (window);
+}
+
+static gboolean ticked;
+
+static gboolean
+tick_cb (gpointer data)
+{
+  ticked = TRUE;
+  return G_SOURCE_REMOVE;
+}
+
+static void
+run_failing (const char *mode,
+             const char *status,
+             gboolean    stuck)
+{
+  NapkinWindow *window = open_example ("softmax");
+  NapkinRunPanel *panel = run_panel_of (window, mode);
+  NapkinDiagram *diagram = diagram_of (window);
+  g_autofree char *expected = g_strdup_printf ("Run failed (%s): ", status);
+  g_autofree char *table = NULL;
+  gint64 start;
+
+  napkin_run_panel_set_timeout (panel, 2);
+  start = g_get_monotonic_time ();
+  napkin_run_panel_run (panel);
+  /* the window stays responsive: the main loop runs while the child is stuck */
+  ticked = FALSE;
+  g_timeout_add (100, tick_cb, NULL);
+  if (stuck)
+    {
+      wait_until (run_running_kernel, panel, 10, "the progress line");
+      while (!ticked)
+        g_main_context_iteration (NULL, TRUE);
+      g_assert_true (napkin_run_panel_get_running (panel));
+    }
+  g_assert_true (gtk_widget_get_mapped (GTK_WIDGET (window)));
+  wait_until (run_finished, panel, 30, "the failed run");
+  g_assert_cmpint (g_get_monotonic_time () - start, <, 20 * G_USEC_PER_SEC);
+
+  g_assert_true (g_str_has_prefix (napkin_run_panel_get_status (panel), expected));
+  table = napkin_run_panel_dup_table_text (panel);
+  g_assert_nonnull (strstr (table, "Status\t—\t"));
+  g_assert_nonnull (strstr (table, status));
+  /* a failed run is still a run of this document */
+  g_assert_cmpuint (napkin_diagram_n_runs (diagram), ==, 1);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (napkin_run_panel_get_shown_run (panel), "status")),
+                   ==, status);
+  /* and the panel can run again */
+  g_assert_true (gtk_widget_is_sensitive (GTK_WIDGET (panel)));
+  set_fake_runner (panel, "ok");
+  napkin_run_panel_run (panel);
+  wait_until (run_finished, panel, 30, "the next run");
+  g_assert_cmpuint (napkin_diagram_n_runs (diagram), ==, 2);
+  close_window (window);
+}
+
+static void
+test_run_crash (void)
+{
+  run_failing ("crash", "crashed", FALSE);
+}
+
+static void
+test_run_hang (void)
+{
+  run_failing ("hang", "timeout", TRUE);
+}
+
+static void
+test_run_cancel (void)
+{
+  NapkinWindow *window = open_example ("softmax");
+  NapkinRunPanel *panel = run_panel_of (window, "hang");
+  gint64 start;
+
+  napkin_run_panel_run (panel);
+  wait_until (run_running_kernel, panel, 10, "the progress line");
+  g_assert_true (napkin_run_panel_get_running (panel));
+  start = g_get_monotonic_time ();
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (panel), "run.cancel", NULL));
+  wait_until (run_finished, panel, 10, "the cancellation");
+  g_assert_cmpint (g_get_monotonic_time () - start, <, 5 * G_USEC_PER_SEC);
+  g_assert_cmpstr (napkin_run_panel_get_status (panel), ==, "Run cancelled");
+  g_assert_cmpuint (napkin_diagram_n_runs (diagram_of (window)), ==, 0);
+  close_window (window);
+}
+
+/* Runs are saved with the document and come back with it. */
+static void
+test_runs_saved (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinRunPanel *panel = run_panel_of (window, "recorded");
+  g_autofree char *path = g_build_filename (tmpdir, "with-runs.napkin", NULL);
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) loaded = NULL;
+  g_autofree char *table_before = NULL;
+  g_autofree char *table_after = NULL;
+
+  for (int i = 0; i < 2; i++)
+    {
+      napkin_run_panel_run (panel);
+      wait_until (run_finished, panel, 30, "the fake run");
+    }
+  table_before = napkin_run_panel_dup_table_text (panel);
+  g_assert_true (napkin_window_save_to_file (window, file, &error));
+  g_assert_no_error (error);
+  close_window (window);
+
+  loaded = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (napkin_diagram_n_runs (loaded), ==, 2);
+  g_assert_cmpfloat (json_object_get_double (json_object_object_get (json_object_object_get (
+                       json_object_array_get_idx (napkin_diagram_get_runs (loaded), 1), "time_ms"), "median")),
+                     ==, 0.5586240291595459);
+
+  window = open_path (path);
+  panel = NAPKIN_RUN_PANEL (napkin_window_get_run_panel (window));
+  g_assert_nonnull (napkin_run_panel_get_shown_run (panel));
+  table_after = napkin_run_panel_dup_table_text (panel);
+  g_assert_cmpstr (table_after, ==, table_before);
+  close_window (window);
+  g_unlink (path);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  int status;
+
+  setlocale (LC_ALL, "");
+  textdomain (GETTEXT_PACKAGE);
+  g_test_init (&argc, &argv, NULL);
+
+  if (!gtk_init_check ())
+    {
+      g_test_skip ("no display: run under xvfb-run (GTK could not open one)");
+      return g_test_run ();
+    }
+  adw_init ();
+
+  tmpdir = g_dir_make_tmp ("napkin-run-XXXXXX", &error);
+  g_assert_no_error (error);
+  app = napkin_application_new ();
+  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE);
+  g_assert_true (g_application_register (G_APPLICATION (app), NULL, &error));
+  g_assert_no_error (error);
+
+  g_test_add_func ("/run/code-view/updates-after-edit", test_code_view_updates);
+  g_test_add_func ("/run/code-view/lowering-error", test_code_view_error);
+  g_test_add_func ("/run/code-view/export", test_export);
+  g_test_add_func ("/run/fake-runner/ok", test_run_ok);
+  g_test_add_func ("/run/fake-runner/recorded-h200", test_run_recorded);
+  g_test_add_func ("/run/fake-runner/crash", test_run_crash);
+  g_test_add_func ("/run/fake-runner/hang", test_run_hang);
+  g_test_add_func ("/run/fake-runner/cancel", test_run_cancel);
+  g_test_add_func ("/run/history/saved-with-document", test_runs_saved);
+  status = g_test_run ();
+  g_rmdir (tmpdir);
+  g_object_unref (app);
+  return status;
+}
