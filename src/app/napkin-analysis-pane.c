@@ -14,6 +14,7 @@
 #include "napkin-error.h"
 #include "napkin-explain.h"
 #include "napkin-plot.h"
+#include "napkin-runs.h"
 #include "napkin-validate.h"
 
 /* What a number's tooltip explains: its formula is written only when shown
@@ -675,6 +676,62 @@ current_arch (NapkinAnalysisPane *self)
   return self->arch;
 }
 
+/* "NVIDIA GeForce RTX 4090" → "NVIDIAGEFORCERTX4090", to match architecture ids. */
+static char *
+squash (const char *text)
+{
+  GString *s = g_string_new (NULL);
+
+  for (const char *p = text; p && *p; p++)
+    if (g_ascii_isalnum (*p))
+      g_string_append_c (s, g_ascii_toupper (*p));
+  return g_string_free (s, FALSE);
+}
+
+/* A run (the runner's JSON kept in the document) measured on this architecture:
+ * its GPU's name carries the profile's id ("h100", "h100-measured", …). */
+static gboolean
+run_on_arch (json_object      *run,
+             const NapkinArch *arch)
+{
+  json_object *gpu = NULL, *name = NULL;
+  g_autofree char *id = NULL, *gpu_name = NULL;
+  char *dash;
+
+  if (!json_object_object_get_ex (run, "gpu", &gpu) || !json_object_object_get_ex (gpu, "name", &name))
+    return FALSE;
+  id = g_strdup (arch->id);
+  if ((dash = strchr (id, '-')) != NULL)
+    *dash = '\0';
+  {
+    g_autofree char *want = squash (id);
+
+    gpu_name = squash (json_object_get_string (name));
+    return *want != '\0' && strstr (gpu_name, want) != NULL;
+  }
+}
+
+/* Seconds and FLOP/s of a successful run; FALSE for failed ones. */
+static gboolean
+run_numbers (json_object *run,
+             double      *seconds,
+             double      *rate,
+             double      *intensity)
+{
+  json_object *time = NULL, *median = NULL, *flops = NULL, *bytes = NULL;
+
+  if (!json_object_object_get_ex (run, "time_ms", &time) || !json_object_object_get_ex (time, "median", &median)
+      || !json_object_object_get_ex (run, "flops", &flops) || json_object_get_double (median) <= 0)
+    return FALSE;
+  *seconds = json_object_get_double (median) / 1e3;
+  *rate = json_object_get_double (flops) / *seconds;
+  *intensity = 0;
+  if ((json_object_object_get_ex (run, "ir_hbm_bytes", &bytes) || json_object_object_get_ex (run, "io_bytes", &bytes))
+      && json_object_get_double (bytes) > 0)
+    *intensity = json_object_get_double (flops) / json_object_get_double (bytes);
+  return TRUE;
+}
+
 static void
 build_roofline (NapkinAnalysisPane *self)
 {
@@ -703,6 +760,27 @@ build_roofline (NapkinAnalysisPane *self)
         napkin_plot_add_point (self->roofline, l, (double) a->flops_total / a->levels[l].transfer_bytes,
                                a->throughput, napkin_level_to_string (l), FALSE);
     }
+
+  /* measured points (hollow) from the runs kept in the document, on this GPU */
+  if (self->diagram != NULL)
+    {
+      json_object *runs = napkin_diagram_get_runs (self->diagram);
+      guint n = runs ? json_object_array_length (runs) : 0;
+      guint shown = 0;
+
+      for (guint i = n; i-- > 0 && shown < 5;)
+        {
+          json_object *run = json_object_array_get_idx (runs, i);
+          double seconds, rate, intensity;
+
+          if (run_on_arch (run, a->arch) && run_numbers (run, &seconds, &rate, &intensity) && intensity > 0)
+            {
+              napkin_plot_add_point (self->roofline, NAPKIN_LEVEL_HBM, intensity, rate,
+                                     shown == 0 ? _("measured") : NULL, TRUE);
+              shown++;
+            }
+        }
+    }
 }
 
 /* Every architecture × element type: many analyses, so off the edit path, after a pause. */
@@ -729,6 +807,22 @@ build_bars_cb (gpointer user_data)
               napkin_plot_add_bar (self->bars, arch->id, napkin_dtype_to_string (compared_dtypes[d]),
                                    a->predicted_time_s, FALSE, !a->feasible);
           }
+        /* the latest run on this GPU, hatched beside the predictions */
+        {
+          json_object *runs = napkin_diagram_get_runs (self->diagram);
+
+          for (guint r = runs ? json_object_array_length (runs) : 0; r-- > 0;)
+            {
+              json_object *run = json_object_array_get_idx (runs, r);
+              double seconds, rate, intensity;
+
+              if (run_on_arch (run, arch) && run_numbers (run, &seconds, &rate, &intensity))
+                {
+                  napkin_plot_add_bar (self->bars, arch->id, _("measured"), seconds, TRUE, FALSE);
+                  break;
+                }
+            }
+        }
       }
   gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
   return G_SOURCE_REMOVE;
@@ -1457,6 +1551,20 @@ napkin_analysis_pane_get_error_text (NapkinAnalysisPane *self)
   g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
 
   return self->error_text;
+}
+
+const NapkinPlot *
+napkin_analysis_pane_get_plot (NapkinAnalysisPane *self,
+                               gboolean            roofline)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  if (!roofline && (self->bars == NULL || self->bars_id != 0))
+    {
+      g_clear_handle_id (&self->bars_id, g_source_remove);
+      build_bars_cb (self);
+    }
+  return roofline ? self->roofline : self->bars;
 }
 
 guint

@@ -5,6 +5,7 @@
 
 #include "napkin-canvas.h"
 #include "napkin-model.h"
+#include "napkin-plot.h"
 
 G_BEGIN_DECLS
 
@@ -55,6 +56,9 @@ gboolean              napkin_analysis_pane_export_plot     (NapkinAnalysisPane *
  * "architecture-added" so that the window lists it. */
 struct _NapkinArchEditor;
 struct _NapkinArchEditor *napkin_analysis_pane_open_what_if (NapkinAnalysisPane *self);
+/* The plots' series as drawn: the roofline, or the comparison (built now if pending). */
+const NapkinPlot     *napkin_analysis_pane_get_plot        (NapkinAnalysisPane *self,
+                                                            gboolean            roofline);
 /* How many analyses ran (tests check coalescing). */
 guint                 napkin_analysis_pane_get_n_updates   (NapkinAnalysisPane *self);
 

@@ -18,6 +18,7 @@
 #include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-explain.h"
+#include "napkin-runs.h"
 
 static NapkinApplication *app;
 static char *tmpdir;
@@ -470,6 +471,73 @@ test_coalesced (void)
   iterate (20);
 }
 
+/* A run kept in the document shows as a measured point on the roofline of its
+ * GPU and as a hatched bar beside the predictions. */
+static void
+test_measured_points (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinDiagram *diagram = diagram_of (window);
+  NapkinArch *arch;
+  const NapkinPlot *plot;
+  json_object *run, *gpu, *time;
+  gint64 flops = G_GINT64_CONSTANT (2) * 4096 * 4096 * 4096;
+  guint measured = 0, n;
+
+  napkin_analysis_pane_flush (pane);
+  arch = napkin_analysis_pane_get_arch (pane);
+  /* the runner's JSON, as napkin-runner writes it (src/runner/napkin-runner.c) */
+  run = json_object_new_object ();
+  gpu = json_object_new_object ();
+  json_object_object_add (gpu, "name", json_object_new_string (arch->name));
+  json_object_object_add (run, "gpu", gpu);
+  time = json_object_new_object ();
+  json_object_object_add (time, "median", json_object_new_double (0.5));
+  json_object_object_add (run, "time_ms", time);
+  json_object_object_add (run, "flops", json_object_new_int64 (flops));
+  json_object_object_add (run, "io_bytes", json_object_new_int64 (G_GINT64_CONSTANT (3) * 4096 * 4096 * 2));
+  napkin_diagram_add_run (diagram, run);
+  json_object_put (run);
+  n = napkin_analysis_pane_get_n_updates (pane);
+  napkin_diagram_changed (diagram);
+  wait_for_update (pane, n);
+
+  plot = napkin_analysis_pane_get_plot (pane, TRUE);
+  for (guint i = 0; i < plot->points->len; i++)
+    {
+      const NapkinPlotPoint *p = &g_array_index (plot->points, NapkinPlotPoint, i);
+
+      if (p->measured)
+        {
+          measured++;
+          g_assert_cmpfloat_with_epsilon (p->rate, flops / 0.5e-3, 1);
+          g_assert_cmpfloat_with_epsilon (p->intensity, (double) flops / (3.0 * 4096 * 4096 * 2), 1e-9);
+        }
+    }
+  g_assert_cmpuint (measured, ==, 1);
+
+  plot = napkin_analysis_pane_get_plot (pane, FALSE);
+  measured = 0;
+  for (guint i = 0; i < plot->bars->len; i++)
+    {
+      const NapkinPlotBar *b = &g_array_index (plot->bars, NapkinPlotBar, i);
+
+      if (b->measured)
+        {
+          measured++;
+          g_assert_cmpstr (b->group, ==, arch->id);
+          g_assert_cmpfloat (b->value, ==, 0.5e-3);
+        }
+    }
+  g_assert_cmpuint (measured, ==, 1);
+  /* every architecture × element type has its predicted bar */
+  g_assert_cmpuint (plot->bars->len, ==, napkin_arch_registry_count (napkin_arch_registry_get_default ()) * 6 + 1);
+
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
 /* What-if: double the device-memory bandwidth of the current profile; the pane
  * and the selector follow. Last: the profile stays in the process's registry. */
 static void
@@ -555,6 +623,7 @@ main (int    argc,
   g_test_add_func ("/analysis/traceability", test_traceability);
   g_test_add_func ("/analysis/export", test_export);
   g_test_add_func ("/analysis/coalesced", test_coalesced);
+  g_test_add_func ("/analysis/measured-points", test_measured_points);
   g_test_add_func ("/analysis/what-if", test_what_if);
   status = g_test_run ();
   g_rmdir (tmpdir);
