@@ -96,10 +96,11 @@ kernels_summary (NapkinCudaModule *module)
     {
       NapkinCudaKernel *kernel = g_ptr_array_index (module->kernels, k);
       g_autofree char *smem = format_bytes (kernel->smem_bytes);
+      g_autofree char *grid = g_strdup_printf ("%" G_GINT64_FORMAT, kernel->grid);
 
       /* TRANSLATORS: kernel name: skeleton, blocks × threads, shared memory */
-      g_string_append_printf (s, _(" · %s: %s, %" G_GINT64_FORMAT " × %u threads, %s shared"), kernel->name,
-                              kernel->skeleton, kernel->grid, kernel->threads, smem);
+      g_string_append_printf (s, _(" · %s: %s, %s × %u threads, %s shared"), kernel->name, kernel->skeleton, grid,
+                              kernel->threads, smem);
     }
   return g_string_free (s, FALSE);
 }
