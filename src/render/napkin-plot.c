@@ -316,7 +316,7 @@ draw_roofline (cairo_t               *cr,
 
   f.x0 = 58;
   f.y0 = 30;
-  f.w = MAX (10, width - f.x0 - 14);
+  f.w = MAX (10, width - f.x0 - 24);   /* room for the last decade's label */
   f.h = MAX (10, height - f.y0 - 40);
   f.lx0 = floor (log10 (imin));
   f.lx1 = ceil (log10 (imax));
@@ -375,7 +375,7 @@ draw_roofline (cairo_t               *cr,
       cairo_line_to (cr, f.x0 + f.w, fy (&f, plot->peak));
       cairo_stroke (cr);
       if (plot->peak_label)
-        draw_text (cr, plot->peak_label, f.x0 + f.w - 4, fy (&f, plot->peak) - 2, 1, 1, 10, FALSE);
+        draw_text (cr, plot->peak_label, f.x0 + 4, fy (&f, plot->peak) - 2, 0, 1, 10, FALSE);
     }
 
   /* bandwidth ceilings: rate = bandwidth × intensity, up to the peak */
