@@ -2,7 +2,10 @@
  * fp32 accumulate. One thread block per BM×BN tile of C (the region's parallel
  * groups), K streamed in chunks of BK through STAGES shared-memory buffers filled by
  * cp.async, warps on WM×WN sub-tiles (the nested register region), mma.sync m16n8k16
- * on fragments loaded with ldmatrix. Napkin fills the @PARAMETERS@; the rest is fixed.
+ * on fragments loaded with ldmatrix, double-buffered in registers (the next k-step's
+ * fragments load while this one's products issue). Blocks walk the tiles of C in
+ * groups of G_GROUP tile rows so that a wave shares its A and B panels through L2.
+ * Napkin fills the @PARAMETERS@; the rest is fixed.
  * Requires M % BM == N % BN == K % BK == 0 (checked by the code generator). */
 #define G_BM @BM@
 #define G_BN @BN@
@@ -13,6 +16,7 @@
 #define G_THREADS ((G_BM / G_WM) * (G_BN / G_WN) * 32)
 #define G_AS (G_BK + 8)   /* padded row strides (halfs): ldmatrix rows hit distinct banks */
 #define G_BS (G_BN + 8)
+#define G_GROUP 8         /* tile rows per rasterisation group */
 
 static __device__ __forceinline__ unsigned
 @NAME@_smem (const void *p)
@@ -33,8 +37,12 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
   unsigned short *Bs = smem_ + G_STAGES * G_BM * G_AS;          /* [STAGES][BK][BS] */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = (warp / (G_BN / G_WN)) * G_WM, wn = (warp % (G_BN / G_WN)) * G_WN;
-  const long tiles_n = @N@L / G_BN;
-  const long m0 = (blockIdx.x / tiles_n) * G_BM, n0 = (blockIdx.x % tiles_n) * G_BN;
+  const long tiles_n = @N@L / G_BN, tiles_m = @M@L / G_BM;
+  /* grouped order: G_GROUP tile rows × every tile column, column-major inside a group */
+  const long group = blockIdx.x / (G_GROUP * tiles_n), first_m = group * G_GROUP;
+  const long rows_in = tiles_m - first_m < G_GROUP ? tiles_m - first_m : G_GROUP;
+  const long in_group = blockIdx.x % (G_GROUP * tiles_n);
+  const long m0 = (first_m + in_group % rows_in) * G_BM, n0 = (in_group / rows_in) * G_BN;
   float acc[G_WM / 16][G_WN / 8][4];
 
   for (int i = 0; i < G_WM / 16; i++)
@@ -64,6 +72,27 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
 
   const int chunks = @K@ / G_BK;
 
+  /* Fragments of k-step kk of the current stage into register buffer f (ldmatrix.x4;
+   * B row-major, so transposed on load). */
+#define G_FRAGS(f, kk)                                                                         \
+  do {                                                                                         \
+    _Pragma ("unroll") for (int i = 0; i < G_WM / 16; i++)                                    \
+      {                                                                                        \
+        const unsigned short *p = as + (wm + i * 16 + (lane & 15)) * G_AS + (kk) + (lane >> 4) * 8; \
+        asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"            \
+                      : "=r" (a[f][i][0]), "=r" (a[f][i][1]), "=r" (a[f][i][2]), "=r" (a[f][i][3]) \
+                      : "r" (@NAME@_smem (p)));                                                \
+      }                                                                                        \
+    _Pragma ("unroll") for (int j = 0; j < G_WN / 8; j += 2)                                  \
+      {                                                                                        \
+        const unsigned short *p = bs + ((kk) + (lane & 7) + ((lane >> 3) & 1) * 8) * G_BS    \
+                                  + wn + j * 8 + (lane >> 4) * 8;                              \
+        asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"      \
+                      : "=r" (b[f][j][0]), "=r" (b[f][j][1]), "=r" (b[f][j + 1][0]), "=r" (b[f][j + 1][1]) \
+                      : "r" (@NAME@_smem (p)));                                                \
+      }                                                                                        \
+  } while (0)
+
   for (int s = 0; s < G_STAGES - 1; s++)
     {
       if (s < chunks)
@@ -85,30 +114,16 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
       const unsigned short *as = As + stage * G_BM * G_AS;
       const unsigned short *bs = Bs + stage * G_BK * G_BS;
 
+      unsigned a[2][G_WM / 16][4], b[2][G_WN / 8][2];
+
+      G_FRAGS (0, 0);
 #pragma unroll
       for (int kk = 0; kk < G_BK; kk += 16)
         {
-          unsigned a[G_WM / 16][4], b[G_WN / 8][2];
+          const int f = (kk / 16) & 1;
 
-#pragma unroll
-          for (int i = 0; i < G_WM / 16; i++)
-            {
-              const unsigned short *p = as + (wm + i * 16 + (lane & 15)) * G_AS + kk + (lane >> 4) * 8;
-
-              asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                            : "=r" (a[i][0]), "=r" (a[i][1]), "=r" (a[i][2]), "=r" (a[i][3])
-                            : "r" (@NAME@_smem (p)));
-            }
-#pragma unroll
-          for (int j = 0; j < G_WN / 8; j += 2)
-            {
-              const unsigned short *p = bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * G_BS
-                                        + wn + j * 8 + (lane >> 4) * 8;
-
-              asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                            : "=r" (b[j][0]), "=r" (b[j][1]), "=r" (b[j + 1][0]), "=r" (b[j + 1][1])
-                            : "r" (@NAME@_smem (p)));
-            }
+          if (kk + 16 < G_BK)
+            G_FRAGS (f ^ 1, kk + 16);
 #pragma unroll
           for (int i = 0; i < G_WM / 16; i++)
 #pragma unroll
@@ -116,8 +131,8 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
               asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
                             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                             : "+f" (acc[i][j][0]), "+f" (acc[i][j][1]), "+f" (acc[i][j][2]), "+f" (acc[i][j][3])
-                            : "r" (a[i][0]), "r" (a[i][1]), "r" (a[i][2]), "r" (a[i][3]),
-                              "r" (b[j][0]), "r" (b[j][1]));
+                            : "r" (a[f][i][0]), "r" (a[f][i][1]), "r" (a[f][i][2]), "r" (a[f][i][3]),
+                              "r" (b[f][j][0]), "r" (b[f][j][1]));
         }
     }
   asm volatile ("cp.async.wait_group 0;");
@@ -137,6 +152,7 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
         napkin_st (&C[(r + 8) * @N@L + c + 1], acc[i][j][3]);
       }
 #undef G_LOAD
+#undef G_FRAGS
 }
 #undef G_BM
 #undef G_BN
@@ -147,3 +163,4 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
 #undef G_THREADS
 #undef G_AS
 #undef G_BS
+#undef G_GROUP

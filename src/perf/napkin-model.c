@@ -1124,12 +1124,88 @@ finish_kernel (Model            *m,
       m->a->resource_s[res] += k->time_s[res];
     }
   serial += device;
+  /* The generated tensor-core kernels (gemm-mma, flash-mma) issue mma.sync from the
+   * same warps that load its operand fragments from shared memory with ldmatrix, at
+   * one or two warps per scheduler: the two do not hide each other, so their times
+   * add (H200: gemm-mma 128×256/64×64 at 8192³ measured 3.85 ms, tensor + smem
+   * predicted 3.77 ms; docs/model.md). */
+  serial += k->chunk_s;
+  if (k->time_s[NAPKIN_RESOURCE_TENSOR] > 0 || k->chunk_s > 0)
+    {
+      /* a block's barrier per chunk stalls its warps: it adds to their issue time */
+      double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SMEM]) * k->quantisation + k->chunk_s;
+
+      if (issue > overlap)
+        {
+          overlap = issue;
+          k->bound = k->time_s[NAPKIN_RESOURCE_TENSOR] >= k->time_s[NAPKIN_RESOURCE_SMEM]
+                     ? NAPKIN_RESOURCE_TENSOR : NAPKIN_RESOURCE_SMEM;
+        }
+    }
   k->overlap_s = overlap + MAX (1, k->launches) * m->arch->launch_overhead_s;
   k->serial_s = serial + MAX (1, k->launches) * m->arch->launch_overhead_s;
   k->time_s_predicted = k->overlaps ? k->overlap_s : k->serial_s;
   m->a->predicted_time_s += k->time_s_predicted;
   m->a->overlap_time_s += k->overlap_s;
   m->a->serial_time_s += k->serial_s;
+}
+
+/* Cost of one stream chunk of a block, in SM clocks: the barrier, the wait for the
+ * next stage and, in flash-mma, the online softmax's rescale and row shuffles. Fitted
+ * on H200 (2026-11-22, bench/gpu/run-bench): flash-mma with key chunks of 16, 32 and
+ * 64 at B4 H16 N4096 (d 64 and 128) differs by 800–900 clocks per extra chunk. */
+#define NAPKIN_CHUNK_CLOCKS 800.0
+
+/* The attention skeleton (flash-mma: an smem region with two or more contractions and
+ * no registers region inside) gives each warp 16 rows of the region's widest parallel
+ * axis; every warp reads the streamed operands that lack that axis (K, V) from shared
+ * memory, and the ones that have it (Q) once, into registers. */
+static void
+warp_operand_reads (Model                  *m,
+                    guint                   r,
+                    const NapkinRegionCost *cost,
+                    double                 *time_s)
+{
+  const RegionState *rs = &m->rs[cost->region];
+  guint contractions = 0;
+  gint64 rows = 0;
+  int row_axis = -1;
+
+  if (cost->level != NAPKIN_LEVEL_SMEM)
+    return;
+  for (guint c = 0; c < m->a->regions->len; c++)
+    if (g_array_index (m->a->regions, NapkinRegionCost, c).parent == (int) r
+        && g_array_index (m->a->regions, NapkinRegionCost, c).level == NAPKIN_LEVEL_REGISTERS)
+      return;
+  for (guint i = 0; i < rs->members->len; i++)
+    contractions += napkin_diagram_node (m->d, g_array_index (rs->members, guint, i))->kind == NAPKIN_OP_CONTRACT;
+  if (contractions < 2)
+    return;
+  for (guint a = 0; a < m->n_axes; a++)
+    {
+      gint64 tile = 0;
+
+      if (napkin_region_mark (rs->region, napkin_diagram_axis (m->d, a)->name, &tile) == NAPKIN_MARK_PARALLEL
+          && tile > rows)
+        rows = tile, row_axis = (int) a;
+    }
+  if (row_axis < 0)
+    return;
+  for (guint t = 0; t < cost->transfers->len; t++)
+    {
+      const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, t);
+      const NapkinTensorType *type = napkin_diagram_node_type (m->d, tr->node);
+      gboolean has = FALSE;
+      gint64 bytes;
+
+      if (tr->is_output || type == NULL || !type->valid)
+        continue;
+      for (guint i = 0; i < type->n_axes; i++)
+        has |= type->axes[i] == (guint) row_axis;
+      bytes = has ? tr->bytes : mul (m, tr->bytes, MAX (1, rows / 16));
+      add_level_traffic (m, NAPKIN_LEVEL_SMEM, tr->elements, bytes);
+      time_s[NAPKIN_RESOURCE_SMEM] += bytes / m->arch->levels[NAPKIN_LEVEL_SMEM].bandwidth;
+    }
 }
 
 static void
@@ -1162,6 +1238,9 @@ build_kernels (Model *m)
         }
       for (guint i = 0; i < m->rs[cost->region].members->len; i++)
         node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), k.time_s);
+      warp_operand_reads (m, r, cost, k.time_s);
+      if (cost->level == NAPKIN_LEVEL_SMEM && cost->chunks > 1)
+        k.chunk_s = (double) cost->waves * cost->chunks * NAPKIN_CHUNK_CLOCKS / m->arch->clock_hz;
       /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances, I
        * counted at the kernel's outermost region on the SMs (below any L2 panel). */
       {

@@ -82,6 +82,7 @@ typedef struct
   double         time_s_predicted;  /* overlap_s if it overlaps, else serial_s */
   double         overlap_s;     /* max over resources (quantised) + launch */
   double         serial_s;      /* sum over resources (quantised) + launch */
+  double         chunk_s;       /* per stream chunk: the block's barrier and refill wait */
   NapkinResource bound;
 } NapkinKernelCost;
 
