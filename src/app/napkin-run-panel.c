@@ -499,8 +499,9 @@ run_done (GObject      *object,
     if (!run_succeeded (result))
       g_signal_emit (self, signals[MESSAGE], 0, end);
   }
-  /* The document may have been replaced meanwhile: the run belongs to the one it ran. */
-  if (self->diagram != NULL && run_diagram != NULL)
+  /* The document may have been replaced meanwhile: the run belongs to the one it ran.
+   * Without a GPU nothing ran: that goes to the status line, not the history. */
+  if (self->diagram != NULL && run_diagram != NULL && g_strcmp0 (get_string (result, "status"), "no-gpu") != 0)
     {
       napkin_diagram_add_run (self->diagram, result);
       fill_history (self, TRUE);

@@ -18,6 +18,7 @@
 #include "napkin-code-view.h"
 #include "napkin-edit.h"
 #include "napkin-file.h"
+#include "napkin-run-job.h"
 #include "napkin-run-panel.h"
 #include "napkin-runs.h"
 #ifdef NAPKIN_HAVE_PERF
@@ -485,6 +486,40 @@ test_run_cancel (void)
   close_window (window);
 }
 
+/* The real napkin-runner: here (no GPU) it says so and nothing joins the
+ * history; where a driver and GPU exist the run goes through for real. */
+static void
+test_real_runner (void)
+{
+  g_autofree char *runner = napkin_run_job_find_runner ();
+  NapkinWindow *window;
+  NapkinRunPanel *panel;
+  const char *status;
+
+  if (runner == NULL)
+    {
+      g_test_skip ("napkin-runner is not built (no CUDA toolkit)");
+      return;
+    }
+  window = open_example ("softmax");
+  panel = NAPKIN_RUN_PANEL (napkin_window_get_run_panel (window));
+  napkin_run_panel_run (panel);
+  wait_until (run_finished, panel, 120, "the real runner");
+  status = json_object_get_string (json_object_object_get (napkin_run_panel_get_shown_run (panel), "status"));
+  g_test_message ("real runner: %s", napkin_run_panel_get_status (panel));
+  if (g_strcmp0 (status, "no-gpu") == 0)
+    {
+      g_assert_true (g_str_has_prefix (napkin_run_panel_get_status (panel), "No GPU: "));
+      g_assert_cmpuint (napkin_diagram_n_runs (diagram_of (window)), ==, 0);
+    }
+  else
+    {
+      g_assert_cmpstr (status, ==, "ok");
+      g_assert_cmpuint (napkin_diagram_n_runs (diagram_of (window)), ==, 1);
+    }
+  close_window (window);
+}
+
 /* Runs are saved with the document and come back with it. */
 static void
 test_runs_saved (void)
@@ -557,6 +592,7 @@ main (int    argc,
   g_test_add_func ("/run/fake-runner/crash", test_run_crash);
   g_test_add_func ("/run/fake-runner/hang", test_run_hang);
   g_test_add_func ("/run/fake-runner/cancel", test_run_cancel);
+  g_test_add_func ("/run/real-runner", test_real_runner);
   g_test_add_func ("/run/history/saved-with-document", test_runs_saved);
   status = g_test_run ();
   g_rmdir (tmpdir);
