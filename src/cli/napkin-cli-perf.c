@@ -661,6 +661,7 @@ measure_done (GObject      *object,
  * as `napkin-cli run`); returns the runner's JSON, or NULL with the reason. */
 static json_object *
 measure_candidate (NapkinDiagram             *diagram,
+                   NapkinArch                *arch,
                    const NapkinTuneCandidate *candidate,
                    int                        repeats,
                    int                        timeout,
@@ -680,7 +681,16 @@ measure_candidate (NapkinDiagram             *diagram,
   napkin_run_job_run_async (job, NULL, measure_done, &wait);
   g_main_loop_run (loop);
   if (wait.result == NULL)
-    g_propagate_error (error, wait.error);
+    {
+      g_propagate_error (error, wait.error);
+      return NULL;
+    }
+  {
+    g_autoptr(NapkinAnalysis) analysis = napkin_analyze (copy, arch, NULL, NULL);
+
+    if (analysis != NULL)
+      json_object_object_add (wait.result, "predicted_energy_j", json_object_new_double (analysis->energy_j));
+  }
   return wait.result;
 }
 #endif
@@ -789,7 +799,7 @@ napkin_cli_tune (int    argc,
         {
           const NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
           g_autoptr(GError) run_error = NULL;
-          json_object *r = measure_candidate (diagram, c, repeats, timeout, &run_error);
+          json_object *r = measure_candidate (diagram, arch, c, repeats, timeout, &run_error);
           json_object *row = candidate_to_json (c);
           json_object *v;
           const char *status = NULL;
@@ -810,6 +820,10 @@ napkin_cli_tune (int    argc,
               if (json_object_object_get_ex (r, "kernels", &k) && json_object_array_length (k) > 0
                   && json_object_object_get_ex (json_object_array_get_idx (k, 0), "name", &v))
                 json_object_object_add (row, "kernel", json_object_get (v));
+              if (json_object_object_get_ex (r, "energy", &k) && json_object_object_get_ex (k, "joules_per_run", &v))
+                json_object_object_add (row, "measured_energy_j", json_object_get (v));
+              if (json_object_object_get_ex (r, "predicted_energy_j", &v))
+                json_object_object_add (row, "predicted_energy_j", json_object_get (v));
               pred[good] = c->predicted_time_s;
               meas[good] = ms / 1e3;
               good++;

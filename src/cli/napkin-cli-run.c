@@ -100,6 +100,7 @@ add_prediction (NapkinDiagram *diagram,
   json_object_object_add (p, "serial_time_ms", json_object_new_double (analysis->serial_time_s * 1e3));
   json_object_object_add (p, "bound", json_object_new_string (napkin_resource_to_string (analysis->bound)));
   json_object_object_add (p, "feasible", json_object_new_boolean (analysis->feasible));
+  json_object_object_add (p, "energy_j", json_object_new_double (analysis->energy_j));
   {
     /* Per level and per resource, for a predicted-vs-measured chart. */
     json_object *levels = json_object_new_object ();
@@ -154,6 +155,11 @@ print_summary (const char  *path,
             get_string (r, "prediction.arch"), get_string (r, "prediction.bound"), ms / pred);
   else
     printf ("  predicted  — (the performance model does not know this GPU)\n");
+  if (!isnan (get_double (r, "energy.joules_per_run")))
+    printf ("  energy     %.4f J per run measured (NVML, %.0f W average)%s\n", get_double (r, "energy.joules_per_run"),
+            get_double (r, "energy.average_power_w"), "");
+  if (!isnan (get_double (r, "prediction.energy_j")))
+    printf ("             %.4f J per run estimated by the model\n", get_double (r, "prediction.energy_j"));
 }
 
 int

@@ -17,6 +17,7 @@
 
 #include "napkin-codegen.h"
 #include "napkin-cuda-driver.h"
+#include "napkin-nvml.h"
 #include "napkin-file.h"
 #include "napkin-interp.h"
 #include "napkin-json-private.h"
@@ -967,6 +968,46 @@ main (int    argc,
     json_object_object_add (root, "ir_hbm_bytes", json_object_new_int64 (napkin_ir_hbm_bytes (kern->program)));
     json_object_object_add (root, "tflops", json_object_new_double ((flops.tensor + flops.cuda + flops.sfu) / ms / 1e9));
     json_object_object_add (root, "gbps", json_object_new_double (io_bytes / ms / 1e6));
+  }
+
+  /* Energy: NVML's counter around enough back-to-back launches to fill half a
+   * second (the counter moves in steps of tens of milliseconds). */
+  progress (0.85, "Measuring energy");
+  {
+    json_object *energy = json_object_new_object ();
+    NapkinNvml nvml;
+    g_autofree char *why = NULL;
+
+    if (napkin_nvml_open (&nvml, 0, &why))
+      {
+        double ms = json_object_get_double (json_object_object_get (time_obj, "median"));
+        guint n = (guint) CLAMP (ceil (500.0 / MAX (ms, 1e-3)), 10, 1000000);
+        unsigned long long e0 = 0, e1 = 0;
+        gint64 w0, w1;
+        gboolean ok = check (cu.CtxSynchronize (), "energy", &message) && napkin_nvml_energy_mj (&nvml, &e0);
+
+        w0 = g_get_monotonic_time ();
+        for (guint i = 0; ok && i < n; i++)
+          ok = check (device_launch (&kd, i), "launch", &message);
+        ok = ok && check (cu.CtxSynchronize (), "energy", &message);
+        w1 = g_get_monotonic_time ();
+        ok = ok && napkin_nvml_energy_mj (&nvml, &e1);
+        napkin_nvml_close (&nvml);
+        if (!ok)
+          {
+            json_object_put (energy);
+            return finish (root, "fault", message ? message : "reading the NVML energy counter failed", EXIT_FAULT);
+          }
+        json_object_object_add (energy, "joules_per_run", json_object_new_double ((e1 - e0) / 1e3 / n));
+        json_object_object_add (energy, "average_power_w", json_object_new_double ((e1 - e0) / 1e3 / ((w1 - w0) / 1e6)));
+        json_object_object_add (energy, "launches", json_object_new_int (n));
+        json_object_object_add (energy, "seconds", json_object_new_double ((w1 - w0) / 1e6));
+        json_object_object_add (energy, "device", json_object_new_string (nvml.name));
+        json_object_object_add (energy, "source", json_object_new_string ("nvmlDeviceGetTotalEnergyConsumption, device 0"));
+      }
+    else
+      json_object_object_add (energy, "note", json_object_new_string (why));
+    json_object_object_add (root, "energy", energy);
   }
 
   progress (0.9, "Timing the plain reference");

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "napkin-nvml.h"
+
+#include <dlfcn.h>
+#include <string.h>
+
+gboolean
+napkin_nvml_open (NapkinNvml  *nvml,
+                  guint        index,
+                  char       **message)
+{
+  int (*init) (void);
+  int (*get_handle) (unsigned int, void **);
+  int (*get_name) (void *, char *, unsigned int);
+  unsigned long long mj = 0;
+  int rc;
+
+  memset (nvml, 0, sizeof *nvml);
+  nvml->handle = dlopen ("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (nvml->handle == NULL)
+    {
+      *message = g_strdup_printf ("no NVML (libnvidia-ml.so.1: %s)", dlerror ());
+      return FALSE;
+    }
+  init = (int (*) (void)) dlsym (nvml->handle, "nvmlInit_v2");
+  get_handle = (int (*) (unsigned int, void **)) dlsym (nvml->handle, "nvmlDeviceGetHandleByIndex_v2");
+  get_name = (int (*) (void *, char *, unsigned int)) dlsym (nvml->handle, "nvmlDeviceGetName");
+  nvml->Shutdown = (int (*) (void)) dlsym (nvml->handle, "nvmlShutdown");
+  nvml->DeviceGetTotalEnergyConsumption =
+    (int (*) (void *, unsigned long long *)) dlsym (nvml->handle, "nvmlDeviceGetTotalEnergyConsumption");
+  if (init == NULL || get_handle == NULL || nvml->Shutdown == NULL || nvml->DeviceGetTotalEnergyConsumption == NULL)
+    {
+      *message = g_strdup ("NVML lacks nvmlInit_v2, nvmlDeviceGetHandleByIndex_v2 or nvmlDeviceGetTotalEnergyConsumption");
+      napkin_nvml_close (nvml);
+      return FALSE;
+    }
+  if ((rc = init ()) != 0)
+    {
+      *message = g_strdup_printf ("nvmlInit_v2 failed (NVML error %d)", rc);
+      dlclose (nvml->handle);
+      nvml->handle = NULL;
+      return FALSE;
+    }
+  if ((rc = get_handle (index, &nvml->device)) != 0 || (rc = nvml->DeviceGetTotalEnergyConsumption (nvml->device, &mj)) != 0)
+    {
+      *message = g_strdup_printf ("NVML device %u has no energy counter (NVML error %d)", index, rc);
+      napkin_nvml_close (nvml);
+      return FALSE;
+    }
+  if (get_name != NULL)
+    get_name (nvml->device, nvml->name, sizeof nvml->name);
+  return TRUE;
+}
+
+gboolean
+napkin_nvml_energy_mj (NapkinNvml         *nvml,
+                       unsigned long long *mj)
+{
+  return nvml->handle != NULL && nvml->DeviceGetTotalEnergyConsumption (nvml->device, mj) == 0;
+}
+
+void
+napkin_nvml_close (NapkinNvml *nvml)
+{
+  if (nvml->handle == NULL)
+    return;
+  if (nvml->Shutdown)
+    nvml->Shutdown ();
+  dlclose (nvml->handle);
+  nvml->handle = NULL;
+}
