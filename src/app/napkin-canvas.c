@@ -1436,6 +1436,14 @@ query_tooltip_cb (NapkinCanvas *self,
       if (p->kind == kind && (int) p->index == hit.index)
         g_string_append_printf (text, "%s%s", text->len ? "\n" : "", p->message);
     }
+  /* and the model's (an infeasible region on this architecture) */
+  for (guint i = 0; self->analysis_problems && i < self->analysis_problems->len; i++)
+    {
+      const NapkinProblem *p = g_ptr_array_index (self->analysis_problems, i);
+
+      if (p->kind == kind && (int) p->index == hit.index)
+        g_string_append_printf (text, "%s%s", text->len ? "\n" : "", p->message);
+    }
   if (text->len == 0)
     return FALSE;
   gtk_tooltip_set_text (tooltip, text->str);
