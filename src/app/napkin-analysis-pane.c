@@ -101,6 +101,9 @@ struct _NapkinAnalysisPane
   gboolean            dirty;
   guint               tick_id;
   guint               bars_id;
+  guint               bars_serial;
+  guint               bars_running;
+  GCancellable       *bars_cancellable;
   guint               n_updates;
 };
 
@@ -783,48 +786,145 @@ build_roofline (NapkinAnalysisPane *self)
     }
 }
 
-/* Every architecture × element type: many analyses, so off the edit path, after a pause. */
+/* Every architecture × element type: 36 analyses and more. Pure, so that it runs
+ * in a thread on a private copy of the diagram and its own list of profiles. */
+static NapkinPlot *
+compute_bars (NapkinDiagram *diagram,
+              GPtrArray     *arches)
+{
+  NapkinPlot *plot = napkin_plot_new (NAPKIN_PLOT_BARS, _("Predicted time by architecture and element type"));
+  json_object *runs = diagram ? napkin_diagram_get_runs (diagram) : NULL;
+
+  for (guint i = 0; diagram != NULL && i < arches->len; i++)
+    {
+      NapkinArch *arch = g_ptr_array_index (arches, i);
+
+      for (guint d = 0; d < G_N_ELEMENTS (compared_dtypes); d++)
+        {
+          NapkinAnalyzeOptions options = { TRUE, compared_dtypes[d], TRUE, FALSE };
+          g_autoptr(NapkinAnalysis) a = napkin_analyze (diagram, arch, &options, NULL);
+
+          if (a != NULL)
+            napkin_plot_add_bar (plot, arch->id, napkin_dtype_to_string (compared_dtypes[d]),
+                                 a->predicted_time_s, FALSE, !a->feasible);
+        }
+      /* the latest run on this GPU, hatched beside the predictions */
+      for (guint r = runs ? json_object_array_length (runs) : 0; r-- > 0;)
+        {
+          json_object *run = json_object_array_get_idx (runs, r);
+          double seconds, rate, intensity;
+
+          if (run_on_arch (run, arch) && run_numbers (run, &seconds, &rate, &intensity))
+            {
+              napkin_plot_add_bar (plot, arch->id, _("measured"), seconds, TRUE, FALSE);
+              break;
+            }
+        }
+    }
+  return plot;
+}
+
+typedef struct
+{
+  NapkinDiagram *diagram;   /* a copy: the editor keeps editing the original */
+  GPtrArray     *arches;
+  guint          serial;
+} BarsInput;
+
+static void
+bars_input_free (gpointer data)
+{
+  BarsInput *in = data;
+
+  g_clear_object (&in->diagram);
+  g_ptr_array_unref (in->arches);
+  g_free (in);
+}
+
+static GPtrArray *
+registry_arches (void)
+{
+  NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+  GPtrArray *arches = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_arch_unref);
+
+  for (guint i = 0; i < napkin_arch_registry_count (registry); i++)
+    g_ptr_array_add (arches, napkin_arch_ref (napkin_arch_registry_get (registry, i)));
+  return arches;
+}
+
+static void
+bars_thread (GTask        *task,
+             gpointer      source_object,
+             gpointer      task_data,
+             GCancellable *cancellable)
+{
+  BarsInput *in = task_data;
+
+  g_task_return_pointer (task, compute_bars (in->diagram, in->arches), (GDestroyNotify) napkin_plot_free);
+}
+
+static void
+bars_done_cb (GObject      *source,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (source);
+  BarsInput *in = g_task_get_task_data (G_TASK (result));
+  NapkinPlot *plot = g_task_propagate_pointer (G_TASK (result), NULL);
+
+  self->bars_running--;
+  /* cancelled (disposed), or the diagram changed since: a newer one is coming */
+  if (plot == NULL)
+    return;
+  if (in->serial != self->bars_serial)
+    {
+      napkin_plot_free (plot);
+      return;
+    }
+  g_clear_pointer (&self->bars, napkin_plot_free);
+  self->bars = plot;
+  gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
+}
+
+/* Now, on this thread (exports, tests). */
+static void
+build_bars_now (NapkinAnalysisPane *self)
+{
+  g_autoptr(GPtrArray) arches = registry_arches ();
+
+  g_clear_handle_id (&self->bars_id, g_source_remove);
+  self->bars_serial++;   /* a pending thread's result is older */
+  g_clear_pointer (&self->bars, napkin_plot_free);
+  self->bars = compute_bars (self->analysis ? self->diagram : NULL, arches);
+  gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
+}
+
+/* After a pause in editing, in a thread: never in the way of typing or dragging. */
 static gboolean
 build_bars_cb (gpointer user_data)
 {
   NapkinAnalysisPane *self = user_data;
-  NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+  g_autoptr(GTask) task = NULL;
+  BarsInput *in;
 
   self->bars_id = 0;
-  g_clear_pointer (&self->bars, napkin_plot_free);
-  self->bars = napkin_plot_new (NAPKIN_PLOT_BARS, _("Predicted time by architecture and element type"));
-  if (self->diagram != NULL && self->analysis != NULL)
-    for (guint i = 0; i < napkin_arch_registry_count (registry); i++)
-      {
-        NapkinArch *arch = napkin_arch_registry_get (registry, i);
-
-        for (guint d = 0; d < G_N_ELEMENTS (compared_dtypes); d++)
-          {
-            NapkinAnalyzeOptions options = { TRUE, compared_dtypes[d], TRUE, FALSE };
-            g_autoptr(NapkinAnalysis) a = napkin_analyze (self->diagram, arch, &options, NULL);
-
-            if (a != NULL)
-              napkin_plot_add_bar (self->bars, arch->id, napkin_dtype_to_string (compared_dtypes[d]),
-                                   a->predicted_time_s, FALSE, !a->feasible);
-          }
-        /* the latest run on this GPU, hatched beside the predictions */
-        {
-          json_object *runs = napkin_diagram_get_runs (self->diagram);
-
-          for (guint r = runs ? json_object_array_length (runs) : 0; r-- > 0;)
-            {
-              json_object *run = json_object_array_get_idx (runs, r);
-              double seconds, rate, intensity;
-
-              if (run_on_arch (run, arch) && run_numbers (run, &seconds, &rate, &intensity))
-                {
-                  napkin_plot_add_bar (self->bars, arch->id, _("measured"), seconds, TRUE, FALSE);
-                  break;
-                }
-            }
-        }
-      }
-  gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
+  if (self->diagram == NULL || self->analysis == NULL)
+    {
+      build_bars_now (self);
+      return G_SOURCE_REMOVE;
+    }
+  if (self->bars_cancellable != NULL)
+    g_cancellable_cancel (self->bars_cancellable);
+  g_clear_object (&self->bars_cancellable);
+  self->bars_cancellable = g_cancellable_new ();
+  in = g_new0 (BarsInput, 1);
+  in->diagram = napkin_diagram_copy (self->diagram);
+  in->arches = registry_arches ();
+  in->serial = ++self->bars_serial;
+  task = g_task_new (self, self->bars_cancellable, bars_done_cb, NULL);
+  g_task_set_task_data (task, in, bars_input_free);
+  self->bars_running++;
+  g_task_run_in_thread (task, bars_thread);
   return G_SOURCE_REMOVE;
 }
 
@@ -884,6 +984,7 @@ update_now (NapkinAnalysisPane *self)
   build_roofline (self);
   gtk_widget_queue_draw (GTK_WIDGET (self->roofline_area));
   g_clear_handle_id (&self->bars_id, g_source_remove);
+  self->bars_serial++;   /* a comparison still computing is of the previous diagram */
   if (gtk_expander_get_expanded (self->plots_expander))
     self->bars_id = g_timeout_add_full (G_PRIORITY_LOW, 250, build_bars_cb, self, NULL);
   update_selection (self);
@@ -1141,10 +1242,7 @@ napkin_analysis_pane_export_plot (NapkinAnalysisPane  *self,
 
   napkin_analysis_pane_flush (self);
   if (!roofline && (self->bars == NULL || self->bars_id != 0))
-    {
-      g_clear_handle_id (&self->bars_id, g_source_remove);
-      build_bars_cb (self);
-    }
+    build_bars_now (self);
   if (!napkin_export_format_from_path (path, &format)
       || (format != NAPKIN_EXPORT_SVG && format != NAPKIN_EXPORT_PNG))
     {
@@ -1304,6 +1402,9 @@ napkin_analysis_pane_dispose (GObject *object)
       self->tick_id = 0;
     }
   g_clear_handle_id (&self->bars_id, g_source_remove);
+  if (self->bars_cancellable != NULL)
+    g_cancellable_cancel (self->bars_cancellable);
+  g_clear_object (&self->bars_cancellable);
   g_clear_pointer (&self->root, gtk_widget_unparent);
   G_OBJECT_CLASS (napkin_analysis_pane_parent_class)->dispose (object);
 }
@@ -1560,11 +1661,16 @@ napkin_analysis_pane_get_plot (NapkinAnalysisPane *self,
   g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
 
   if (!roofline && (self->bars == NULL || self->bars_id != 0))
-    {
-      g_clear_handle_id (&self->bars_id, g_source_remove);
-      build_bars_cb (self);
-    }
+    build_bars_now (self);
   return roofline ? self->roofline : self->bars;
+}
+
+gboolean
+napkin_analysis_pane_is_comparing (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), FALSE);
+
+  return self->bars_id != 0 || self->bars_running > 0;
 }
 
 guint

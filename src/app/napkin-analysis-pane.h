@@ -59,6 +59,8 @@ struct _NapkinArchEditor *napkin_analysis_pane_open_what_if (NapkinAnalysisPane 
 /* The plots' series as drawn: the roofline, or the comparison (built now if pending). */
 const NapkinPlot     *napkin_analysis_pane_get_plot        (NapkinAnalysisPane *self,
                                                             gboolean            roofline);
+/* The comparison chart is waiting for a pause in editing or computing in its thread. */
+gboolean              napkin_analysis_pane_is_comparing    (NapkinAnalysisPane *self);
 /* How many analyses ran (tests check coalescing). */
 guint                 napkin_analysis_pane_get_n_updates   (NapkinAnalysisPane *self);
 

@@ -467,6 +467,33 @@ test_coalesced (void)
 
     g_assert_cmpint (shown_bytes (pane, "levels.l2.bytes"), ==, a->levels[NAPKIN_LEVEL_L2].transfer_bytes);
   }
+
+  /* The comparison chart follows after a pause, from its thread, for the edited diagram. */
+  g_assert_true (napkin_analysis_pane_is_comparing (pane));
+  for (guint i = 0; i < 1000 && napkin_analysis_pane_is_comparing (pane); i++)
+    iterate (10);
+  g_assert_false (napkin_analysis_pane_is_comparing (pane));
+  {
+    const NapkinPlot *plot = napkin_analysis_pane_get_plot (pane, FALSE);
+    NapkinArch *arch = napkin_analysis_pane_get_arch (pane);
+    NapkinAnalyzeOptions options = { TRUE, NAPKIN_DTYPE_BF16, FALSE, FALSE };
+    g_autoptr(NapkinAnalysis) a = napkin_analyze (diagram_of (window), arch, &options, &error);
+    gboolean found = FALSE;
+
+    g_assert_no_error (error);
+    g_assert_false (napkin_analysis_pane_is_comparing (pane));   /* not rebuilt on the spot */
+    for (guint i = 0; i < plot->bars->len; i++)
+      {
+        const NapkinPlotBar *b = &g_array_index (plot->bars, NapkinPlotBar, i);
+
+        if (g_str_equal (b->group, arch->id) && g_str_equal (b->series, "bf16"))
+          {
+            g_assert_cmpfloat (b->value, ==, a->predicted_time_s);
+            found = TRUE;
+          }
+      }
+    g_assert_true (found);
+  }
   gtk_window_destroy (GTK_WINDOW (window));
   iterate (20);
 }
