@@ -96,6 +96,43 @@ close_window (NapkinWindow *window)
   iterate (20);
 }
 
+static void
+screenshot_done (GObject      *object,
+                 GAsyncResult *result,
+                 gpointer      user_data)
+{
+  gboolean *done = user_data;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (napkin_window_screenshot_finish (NAPKIN_WINDOW (object), result, &error));
+  g_assert_no_error (error);
+  *done = TRUE;
+}
+
+static gboolean
+flag_set (gpointer data)
+{
+  return *(gboolean *) data;
+}
+
+/* With NAPKIN_TEST_SCREENSHOTS=DIR, a PNG of the window with `page` on show. */
+static void
+save_screenshot (NapkinWindow *window,
+                 GtkWidget    *page,
+                 const char   *name)
+{
+  const char *dir = g_getenv ("NAPKIN_TEST_SCREENSHOTS");
+  g_autofree char *path = NULL;
+  gboolean done = FALSE;
+
+  if (dir == NULL)
+    return;
+  gtk_stack_set_visible_child (GTK_STACK (gtk_widget_get_parent (page)), page);
+  path = g_build_filename (dir, name, NULL);
+  napkin_window_screenshot_async (window, path, screenshot_done, &done);
+  wait_until (flag_set, &done, 10, "the screenshot");
+}
+
 /* ---- code view --------------------------------------------------------------------------- */
 
 static NapkinCodeView *
@@ -376,6 +413,7 @@ test_run_recorded (void)
   g_assert_nonnull (strstr (table, "Plain fp32 reference\t—\t26.6815 ms\n"));
   g_assert_nonnull (strstr (table, "Kernel napkin_k0 (gemm-mma)\t1024 blocks × 256 threads\t126 registers, 107520 B shared, 0 B spilled\n"));
   shown = napkin_run_panel_get_shown_run (panel);
+  save_screenshot (window, GTK_WIDGET (panel), "run-panel.png");
 #ifdef NAPKIN_HAVE_PERF
   {
     NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h200", NULL);
