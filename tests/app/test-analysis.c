@@ -66,6 +66,22 @@ diagram_of (NapkinWindow *window)
   return napkin_history_get_diagram (napkin_window_get_history (window));
 }
 
+/* Closing the window finalizes the pane (and its window), also while the
+ * comparison chart's thread was running: no reference is left behind. */
+static void
+close_window (NapkinWindow *window)
+{
+  GtkWidget *pane = napkin_window_get_analysis_pane (window);
+
+  g_object_add_weak_pointer (G_OBJECT (pane), (gpointer *) &pane);
+  g_object_add_weak_pointer (G_OBJECT (window), (gpointer *) &window);
+  gtk_window_destroy (GTK_WINDOW (window));
+  for (guint i = 0; i < 500 && (pane != NULL || window != NULL); i++)
+    iterate (10);
+  g_assert_null (pane);
+  g_assert_null (window);
+}
+
 /* Waits for the pane's own update (the frame clock), not a forced one. */
 static void
 wait_for_update (NapkinAnalysisPane *pane,
@@ -193,8 +209,7 @@ test_tile_changes_bytes (void)
   g_assert_cmpint (shown_bytes (pane, "levels.l2.bytes"), ==, l2_before);
   g_assert_cmpint (shown_bytes (pane, "levels.hbm.bytes"), ==, hbm_before);
 
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
+  close_window (window);
 }
 
 static void
@@ -267,8 +282,7 @@ test_arch_changes_time (void)
     g_assert_cmpint (shown_bytes (pane, "levels.hbm.bytes"), <, hbm16);
   }
 
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
+  close_window (window);
 }
 
 static void
@@ -324,8 +338,7 @@ test_infeasible_region (void)
   g_assert_false (napkin_canvas_is_region_flagged (canvas, "block"));
   g_assert_cmpstr (napkin_analysis_pane_get_text (pane, "time.predicted"), ==, time_before);
 
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
+  close_window (window);
 }
 
 static void
@@ -391,8 +404,7 @@ test_traceability (void)
   tip = napkin_analysis_pane_get_tooltip (pane, "levels.hbm.time");
   g_assert_nonnull (strstr (tip, "bytes / bandwidth"));
 
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
+  close_window (window);
 }
 
 static void
@@ -438,8 +450,7 @@ test_export (void)
   g_remove (svg_path);
   g_remove (png_path);
 
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
+  close_window (window);
 }
 
 /* Many edits between two frames cost one analysis, not one each. */
@@ -494,8 +505,7 @@ test_coalesced (void)
       }
     g_assert_true (found);
   }
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
+  close_window (window);
 }
 
 /* A run kept in the document shows as a measured point on the roofline of its
@@ -561,8 +571,7 @@ test_measured_points (void)
   /* every architecture × element type has its predicted bar */
   g_assert_cmpuint (plot->bars->len, ==, napkin_arch_registry_count (napkin_arch_registry_get_default ()) * 6 + 1);
 
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
+  close_window (window);
 }
 
 /* What-if: double the device-memory bandwidth of the current profile; the pane
@@ -615,8 +624,7 @@ test_what_if (void)
     g_assert_cmpfloat (a->predicted_time_s, <, before);
   }
   napkin_arch_unref (base);
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
+  close_window (window);
 }
 
 int
