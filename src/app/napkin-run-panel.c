@@ -462,6 +462,9 @@ run_done (GObject      *object,
       g_clear_object (&self->job);
       g_clear_object (&self->cancellable);
     }
+  /* the window closed during the run: the child is gone, nothing left to show */
+  if (self->progress == NULL)
+    return;
   update_actions (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
 
@@ -639,6 +642,17 @@ run_action (GtkWidget  *widget,
 
 /* ---- class ------------------------------------------------------------------------------- */
 
+/* Out of its window (closed): stop the child now, not when the last reference goes,
+ * since the pending callback holds one until the child ends. */
+static void
+napkin_run_panel_unroot (GtkWidget *widget)
+{
+  NapkinRunPanel *self = NAPKIN_RUN_PANEL (widget);
+
+  g_cancellable_cancel (self->cancellable);
+  GTK_WIDGET_CLASS (napkin_run_panel_parent_class)->unroot (widget);
+}
+
 static void
 napkin_run_panel_dispose (GObject *object)
 {
@@ -700,6 +714,7 @@ napkin_run_panel_class_init (NapkinRunPanelClass *klass)
   object_class->dispose = napkin_run_panel_dispose;
   object_class->finalize = napkin_run_panel_finalize;
   object_class->get_property = napkin_run_panel_get_property;
+  widget_class->unroot = napkin_run_panel_unroot;
 
   properties[PROP_RUNNING] =
     g_param_spec_boolean ("running", NULL, NULL, FALSE,

@@ -521,7 +521,47 @@ test_run_cancel (void)
   g_assert_cmpint (g_get_monotonic_time () - start, <, 5 * G_USEC_PER_SEC);
   g_assert_cmpstr (napkin_run_panel_get_status (panel), ==, "Run cancelled");
   g_assert_cmpuint (napkin_diagram_n_runs (diagram_of (window)), ==, 0);
+
+  /* closing the window mid-run stops the child; the late answer touches nothing */
+  napkin_run_panel_run (panel);
+  wait_until (run_running_kernel, panel, 10, "the progress line");
+  g_object_ref (panel);
   close_window (window);
+  wait_until (run_finished, panel, 10, "the run of a closed window");
+  g_object_unref (panel);
+}
+
+/* The history keeps the newest NAPKIN_RUNS_MAX runs and the file's other root fields. */
+static void
+test_runs_cap (void)
+{
+  g_autoptr(NapkinDiagram) diagram = napkin_diagram_new ();
+  g_autoptr(NapkinDiagram) copy = NULL;
+  json_object *extra = json_object_new_object ();
+
+  json_object_object_add (extra, "x_tool", json_object_new_string ("kept"));
+  napkin_diagram_set_extra (diagram, extra);
+  json_object_put (extra);
+  copy = napkin_diagram_copy (diagram);
+  for (int i = 0; i < NAPKIN_RUNS_MAX + 5; i++)
+    {
+      json_object *run = json_object_new_object ();
+
+      json_object_object_add (run, "n", json_object_new_int (i));
+      napkin_diagram_add_run (diagram, run);
+      json_object_put (run);
+    }
+  g_assert_cmpuint (napkin_diagram_n_runs (diagram), ==, NAPKIN_RUNS_MAX);
+  g_assert_cmpint (json_object_get_int (json_object_object_get (
+                     json_object_array_get_idx (napkin_diagram_get_runs (diagram), 0), "n")), ==, 5);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (napkin_diagram_get_extra (diagram), "x_tool")),
+                   ==, "kept");
+  /* copies share the old extra, which adding a run must not change */
+  g_assert_cmpuint (napkin_diagram_n_runs (copy), ==, 0);
+  napkin_diagram_clear_runs (diagram);
+  g_assert_cmpuint (napkin_diagram_n_runs (diagram), ==, 0);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (napkin_diagram_get_extra (diagram), "x_tool")),
+                   ==, "kept");
 }
 
 /* The real napkin-runner: here (no GPU) it says so and nothing joins the
@@ -632,6 +672,7 @@ main (int    argc,
   g_test_add_func ("/run/fake-runner/cancel", test_run_cancel);
   g_test_add_func ("/run/real-runner", test_real_runner);
   g_test_add_func ("/run/history/saved-with-document", test_runs_saved);
+  g_test_add_func ("/run/history/cap-and-other-fields", test_runs_cap);
   status = g_test_run ();
   g_rmdir (tmpdir);
   g_object_unref (app);
