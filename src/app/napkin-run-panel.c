@@ -56,6 +56,7 @@ enum
 enum
 {
   MESSAGE,
+  RUN_ADDED,
   N_SIGNALS
 };
 
@@ -508,6 +509,7 @@ run_done (GObject      *object,
     {
       napkin_diagram_add_run (self->diagram, result);
       fill_history (self, TRUE);
+      g_signal_emit (self, signals[RUN_ADDED], 0);
     }
   show_run (self, result);
 }
@@ -727,6 +729,10 @@ napkin_run_panel_class_init (NapkinRunPanelClass *klass)
   /* A line for the window's toast: why a run failed. */
   signals[MESSAGE] = g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                                    G_TYPE_NONE, 1, G_TYPE_STRING);
+
+  /* The document gained a run: the window marks it unsaved (runs are not undoable). */
+  signals[RUN_ADDED] = g_signal_new ("run-added", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                     G_TYPE_NONE, 0);
 
   g_type_ensure (ADW_TYPE_BUTTON_CONTENT);
   gtk_widget_class_set_template_from_resource (widget_class, "/io/github/napkin/Napkin/ui/napkin-run-panel.ui");

@@ -299,6 +299,16 @@ napkin_history_set_saved (NapkinHistory *self)
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_MODIFIED]);
 }
 
+void
+napkin_history_set_unsaved (NapkinHistory *self)
+{
+  g_return_if_fail (NAPKIN_IS_HISTORY (self));
+
+  /* no depth of the stack is the saved state any more */
+  self->saved_at = -1;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_MODIFIED]);
+}
+
 gboolean
 napkin_history_get_modified (NapkinHistory *self)
 {

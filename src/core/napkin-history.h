@@ -28,6 +28,9 @@ void           napkin_history_end_group      (NapkinHistory  *self);
 /* Undoes what was pushed since begin_group and drops the group. */
 void           napkin_history_cancel_group   (NapkinHistory  *self);
 void           napkin_history_set_saved      (NapkinHistory  *self);
+/* A change kept outside the undo stack (a run added to the document's history):
+ * modified until the next set_saved, whatever is undone or redone. */
+void           napkin_history_set_unsaved    (NapkinHistory  *self);
 gboolean       napkin_history_get_modified   (NapkinHistory  *self);
 guint          napkin_history_get_depth      (NapkinHistory  *self);
 

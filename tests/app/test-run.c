@@ -385,8 +385,10 @@ test_run_ok (void)
   g_assert_nonnull (strstr (table, "Time\t—\t0.5000 ms\n"));
   g_assert_nonnull (strstr (table, "Status\t—\tok\n"));
 
-  /* kept with the document */
+  /* kept with the document, which now has something to save */
   g_assert_cmpuint (napkin_diagram_n_runs (diagram), ==, 1);
+  g_assert_true (napkin_history_get_modified (napkin_window_get_history (window)));
+  g_assert_nonnull (strstr (gtk_window_get_title (GTK_WINDOW (window)), "• "));
   g_assert_true (json_object_array_get_idx (napkin_diagram_get_runs (diagram), 0) == shown);
   close_window (window);
 }
@@ -558,6 +560,15 @@ test_runs_cap (void)
                    ==, "kept");
   /* copies share the old extra, which adding a run must not change */
   g_assert_cmpuint (napkin_diagram_n_runs (copy), ==, 0);
+  {
+    g_autoptr(NapkinHistory) history = napkin_history_new (diagram);
+
+    g_assert_false (napkin_history_get_modified (history));
+    napkin_history_set_unsaved (history);
+    g_assert_true (napkin_history_get_modified (history));
+    napkin_history_set_saved (history);
+    g_assert_false (napkin_history_get_modified (history));
+  }
   napkin_diagram_clear_runs (diagram);
   g_assert_cmpuint (napkin_diagram_n_runs (diagram), ==, 0);
   g_assert_cmpstr (json_object_get_string (json_object_object_get (napkin_diagram_get_extra (diagram), "x_tool")),
@@ -617,8 +628,10 @@ test_runs_saved (void)
       wait_until (run_finished, panel, 30, "the fake run");
     }
   table_before = napkin_run_panel_dup_table_text (panel);
+  g_assert_true (napkin_history_get_modified (napkin_window_get_history (window)));
   g_assert_true (napkin_window_save_to_file (window, file, &error));
   g_assert_no_error (error);
+  g_assert_false (napkin_history_get_modified (napkin_window_get_history (window)));
   close_window (window);
 
   loaded = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
