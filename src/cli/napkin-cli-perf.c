@@ -16,6 +16,7 @@
 
 #if __has_include("napkin-run-job.h")
 #include "napkin-run-job.h"
+#include "napkin-codegen.h"
 #define HAVE_RUNNER 1
 #endif
 
@@ -639,6 +640,31 @@ spearman (const double *x,
 }
 
 #ifdef HAVE_RUNNER
+/* How many of the kernels the code generator emits for these tiles fall back to its
+ * generic loop nest (no skeleton); -1 when they do not lower at all. */
+static int
+generic_kernels (NapkinDiagram             *diagram,
+                 const NapkinTuneCandidate *candidate)
+{
+  g_autoptr(NapkinDiagram) copy = napkin_diagram_copy (diagram);
+  NapkinIrProgram *program;
+  NapkinCudaModule *module;
+  int n = 0;
+
+  if (candidate != NULL && !napkin_tune_apply (copy, candidate, NULL))
+    return -1;
+  program = napkin_ir_lower (copy, NAPKIN_LOWER_DEFAULT, NULL);
+  if (program == NULL)
+    return -1;
+  module = napkin_codegen_cuda (program, NAPKIN_CODEGEN_DEFAULT, NULL, NULL);
+  if (module == NULL)
+    return -1;
+  for (guint i = 0; i < module->kernels->len; i++)
+    n += g_strcmp0 (((NapkinCudaKernel *) g_ptr_array_index (module->kernels, i))->skeleton, "generic") == 0;
+  napkin_cuda_module_free (module);
+  return n;
+}
+
 typedef struct
 {
   GMainLoop   *loop;
@@ -713,7 +739,7 @@ napkin_cli_tune (int    argc,
   NapkinCliOverrides overrides = { NULL, NULL };
   g_autofree char *arch_id = NULL;
   g_autofree char *dtype_str = NULL;
-  gboolean write = FALSE, as_json = FALSE;
+  gboolean write = FALSE, as_json = FALSE, spread = FALSE;
   int top = 10, measure = 0, repeats = 20, timeout = 300;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (default h100)", "ID" },
@@ -724,6 +750,8 @@ napkin_cli_tune (int    argc,
     { "measure", 0, 0, G_OPTION_ARG_INT, &measure,
       "Run the best K on the local GPU and report the rank correlation of predicted and measured time", "K" },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats of each measured run (default 20)", "N" },
+    { "spread", 0, 0, G_OPTION_ARG_NONE, &spread,
+      "With --measure: run the best and K−1 others spread evenly over the ranking (not the K best)", NULL },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Stop each measured run after this many seconds (default 300)", "S" },
     { NULL }
   };
@@ -759,6 +787,8 @@ napkin_cli_tune (int    argc,
 #endif
   if (measure > top)
     top = measure;
+  if (measure > 0 && spread)
+    top = MAX (top, 1000);
   if (!parse_dtype_option ("tune", dtype_str, &options.has_dtype, &options.dtype))
     return NAPKIN_CLI_USAGE;
   arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
@@ -790,21 +820,52 @@ napkin_cli_tune (int    argc,
 #ifdef HAVE_RUNNER
   if (measure > 0)
     {
-      guint n = MIN ((guint) measure, result->best->len), good = 0;
-      g_autofree double *pred = g_new0 (double, n + 1);
-      g_autofree double *meas = g_new0 (double, n + 1);
+      g_autoptr(GPtrArray) pool = g_ptr_array_new ();
+      g_autoptr(GPtrArray) chosen = g_ptr_array_new ();
+      guint n, good = 0, dropped = 0;
+      int own = generic_kernels (diagram, NULL);
+      g_autofree double *pred = NULL;
+      g_autofree double *meas = NULL;
 
+      /* Only what the code generator turns into as many skeleton kernels as the
+       * file's own tiles do: a relabeling it would run through its generic loop
+       * nest is not what the model ranks. */
+      for (guint i = 0; i < result->best->len; i++)
+        {
+          NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
+          int g = generic_kernels (diagram, c);
+
+          if (g < 0 || (own >= 0 && g > own))
+            dropped++;
+          else
+            g_ptr_array_add (pool, c);
+          if (!spread && pool->len >= (guint) measure)
+            break;
+        }
+      if (dropped > 0 && !as_json)
+        fprintf (stderr, "tune --measure: %u relabelings skipped: the code generator has no skeleton for them\n", dropped);
+      n = MIN ((guint) measure, pool->len);
+      for (guint j = 0; j < n; j++)
+        g_ptr_array_add (chosen, g_ptr_array_index (pool, spread && n > 1 ? (guint) llround ((double) j * (pool->len - 1) / (n - 1)) : j));
+      pred = g_new0 (double, n + 1);
+      meas = g_new0 (double, n + 1);
       measured = json_object_new_array ();
       for (guint i = 0; i < n; i++)
         {
-          const NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
+          const NapkinTuneCandidate *c = g_ptr_array_index (chosen, i);
           g_autoptr(GError) run_error = NULL;
           json_object *r = measure_candidate (diagram, arch, c, repeats, timeout, &run_error);
           json_object *row = candidate_to_json (c);
           json_object *v;
           const char *status = NULL;
 
-          json_object_object_add (row, "rank", json_object_new_int (i + 1));
+          {
+            guint rank = 0;
+
+            while (rank < result->best->len && g_ptr_array_index (result->best, rank) != c)
+              rank++;
+            json_object_object_add (row, "rank", json_object_new_int (rank + 1));
+          }
           if (r != NULL && json_object_object_get_ex (r, "status", &v))
             status = json_object_get_string (v);
           json_object_object_add (row, "status", json_object_new_string (status ? status : "failed"));
@@ -896,10 +957,10 @@ napkin_cli_tune (int    argc,
               double p = json_object_get_double (json_object_object_get (row, "predicted_time_s"));
 
               if (json_object_object_get_ex (row, "measured_time_s", &v))
-                printf ("%-6zu %9.4f ms %9.4f ms %9.2f  %s\n", i + 1, p * 1e3, json_object_get_double (v) * 1e3,
+                printf ("%-6zu %9.4f ms %9.4f ms %9.2f  %s\n", (size_t) json_object_get_int (json_object_object_get (row, "rank")), p * 1e3, json_object_get_double (v) * 1e3,
                         json_object_get_double (v) / p, json_object_get_string (json_object_object_get (row, "tiles")));
               else
-                printf ("%-6zu %9.4f ms %12s %9s  %s\n", i + 1, p * 1e3,
+                printf ("%-6zu %9.4f ms %12s %9s  %s\n", (size_t) json_object_get_int (json_object_object_get (row, "rank")), p * 1e3,
                         json_object_get_string (json_object_object_get (row, "status")), "-",
                         json_object_get_string (json_object_object_get (row, "tiles")));
             }
