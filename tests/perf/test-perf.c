@@ -298,6 +298,44 @@ test_attention_transfer (void)
     }
 }
 
+/* The code generator's paths (docs/model.md §"What the generated kernels do"): every
+ * warp of the attention skeleton reads K and V from shared memory, Q once; each stream
+ * chunk costs its block NAPKIN_CHUNK_CLOCKS; mma.sync's tensor time adds to the
+ * shared-memory time of its operand fragments. */
+static void
+test_generated_paths (void)
+{
+  g_autoptr(NapkinDiagram) fa = example ("flash-attention.napkin");
+  g_autoptr(NapkinDiagram) mm = example ("matmul-nested.napkin");
+  g_autoptr(NapkinAnalysis) a = analyze (fa, "h200", FALSE);
+  g_autoptr(NapkinAnalysis) b = NULL;
+  const NapkinArch *h200 = arch ("h200");
+  const NapkinRegionCost *r = region (a, "block");
+  const NapkinKernelCost *k = &g_array_index (a->kernels, NapkinKernelCost, 0);
+  const gint64 heads = 4 * 16, q = 4096, x = 4096, dd = 128, warps = 128 / 16;
+  double smem_bw = h200->levels[NAPKIN_LEVEL_SMEM].bandwidth;
+
+  /* K and V: x·d per query group, read by each of the 128/16 warps; Q: q·d once */
+  g_assert_cmpint (a->levels[NAPKIN_LEVEL_SMEM].transfer_bytes, ==,
+                   heads * (2 * (x * dd * q / 128) * warps + q * dd) * 2);
+  g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_SMEM], a->levels[NAPKIN_LEVEL_SMEM].transfer_bytes / smem_bw,
+                                  1e-12);
+  /* 2048 blocks, one per SM: 16 waves of 64 chunks */
+  g_assert_cmpint (r->waves, ==, 16);
+  g_assert_cmpint (r->chunks, ==, 64);
+  g_assert_cmpfloat_with_epsilon (k->chunk_s, 16.0 * 64 * 800 / h200->clock_hz, 1e-12);
+  g_assert_cmpfloat_with_epsilon (k->overlap_s,
+                                  (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SMEM]) * k->quantisation
+                                  + k->chunk_s + h200->launch_overhead_s, 1e-12);
+  g_assert_cmpint (a->bound, ==, NAPKIN_RESOURCE_SMEM);
+
+  /* matmul with warp tiles: no per-warp rule (the registers region has the reads) */
+  b = analyze (mm, "h200", FALSE);
+  k = &g_array_index (b->kernels, NapkinKernelCost, 0);
+  g_assert_cmpfloat (k->overlap_s, >=, (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SMEM]) * k->quantisation);
+  g_assert_cmpint (b->levels[NAPKIN_LEVEL_SMEM].transfer_bytes, ==, (gint64) 4096 * 4096 * 4096 / 32 * 2 + (gint64) 4096 * 4096 * 4096 / 64 * 2 + (gint64) 4096 * 4096 * 2);
+}
+
 /* Halving the bytes per element doubles the tile that fits a fixed budget and so
  * quarters the tile-dependent transfer time (the K and V re-reads). */
 static void
@@ -775,6 +813,7 @@ main (int    argc,
   g_test_add_func ("/perf/matmul/stages", test_matmul_stages);
   g_test_add_func ("/perf/attention/transfer", test_attention_transfer);
   g_test_add_func ("/perf/attention/quantisation", test_attention_quantisation);
+  g_test_add_func ("/perf/generated/paths", test_generated_paths);
   g_test_add_func ("/perf/h100/threshold", test_h100_threshold);
   g_test_add_func ("/perf/hopper/sketch", test_hopper_sketch);
   g_test_add_func ("/perf/examples/all-archs", test_examples_all_archs);
