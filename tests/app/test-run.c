@@ -440,6 +440,41 @@ test_run_recorded (void)
   close_window (window);
 }
 
+/* A result of the real runner on an H200 (napkin-cli run --json flash-attention,
+ * 2026-11-22, prediction removed): the panel adds the model's own. */
+static void
+test_run_real_h200_result (void)
+{
+  NapkinWindow *window = open_example ("flash-attention");
+  NapkinRunPanel *panel = NAPKIN_RUN_PANEL (napkin_window_get_run_panel (window));
+  g_autofree char *fixture = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "app",
+                                               "run-h200-flash-attention.json", NULL);
+  /* the runner's protocol by hand: a progress line, then the recorded JSON */
+  const char *command[] = { "sh", "-c", "echo 'progress 1.00 Done' >&2; cat \"$0\"", fixture, NULL };
+  g_autofree char *table = NULL;
+
+  napkin_run_panel_set_runner (panel, command);
+  napkin_run_panel_run (panel);
+  wait_until (run_finished, panel, 30, "the recorded run");
+  table = napkin_run_panel_dup_table_text (panel);
+  g_test_message ("%s", table);
+  g_assert_nonnull (strstr (table, "\t2.5288 ms (median of 20, 2.5271–2.5443)\n"));
+  g_assert_nonnull (strstr (table, "\t219.95 TFLOP/s\n"));
+  g_assert_nonnull (strstr (table, "Kernel napkin_k0 (flash-mma)\t2048 blocks × 256 threads\t175 registers, 104448 B shared, 0 B spilled\n"));
+  g_assert_nonnull (strstr (table, "Plain fp32 reference\t—\t"));
+#ifdef NAPKIN_HAVE_PERF
+  {
+    NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h200", NULL);
+    g_autoptr(NapkinAnalysis) analysis = napkin_analyze (diagram_of (window), arch, NULL, NULL);
+    g_autofree char *row = g_strdup_printf ("Time\t%.4f ms\t", analysis->predicted_time_s * 1e3);
+
+    g_assert_nonnull (strstr (table, row));
+  }
+#endif
+  save_screenshot (window, GTK_WIDGET (panel), "run-panel-h200-flash-attention.png");
+  close_window (window);
+}
+
 static gboolean ticked;
 
 static gboolean
@@ -680,6 +715,7 @@ main (int    argc,
   g_test_add_func ("/run/code-view/export", test_export);
   g_test_add_func ("/run/fake-runner/ok", test_run_ok);
   g_test_add_func ("/run/fake-runner/recorded-h200", test_run_recorded);
+  g_test_add_func ("/run/recorded/h200-flash-attention", test_run_real_h200_result);
   g_test_add_func ("/run/fake-runner/crash", test_run_crash);
   g_test_add_func ("/run/fake-runner/hang", test_run_hang);
   g_test_add_func ("/run/fake-runner/cancel", test_run_cancel);
