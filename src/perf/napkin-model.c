@@ -762,6 +762,42 @@ model_region (Model *m,
 }
 
 /* Occupancy: every capacity that binds, per SM. Needs the children's footprints. */
+/* The attention skeleton (flash-mma) is what an smem region with two or more
+ * contractions and no registers region inside lowers to. It gives each warp 16 rows of
+ * the region's widest parallel axis. Returns that tile (0: not the pattern) and the
+ * axis. */
+static gint64
+attention_rows (Model                  *m,
+                guint                   r,
+                const NapkinRegionCost *cost,
+                int                    *row_axis)
+{
+  const RegionState *rs = &m->rs[cost->region];
+  guint contractions = 0;
+  gint64 rows = 0;
+
+  *row_axis = -1;
+  if (cost->level != NAPKIN_LEVEL_SMEM)
+    return 0;
+  for (guint c = 0; c < m->a->regions->len; c++)
+    if (g_array_index (m->a->regions, NapkinRegionCost, c).parent == (int) r
+        && g_array_index (m->a->regions, NapkinRegionCost, c).level == NAPKIN_LEVEL_REGISTERS)
+      return 0;
+  for (guint i = 0; i < rs->members->len; i++)
+    contractions += napkin_diagram_node (m->d, g_array_index (rs->members, guint, i))->kind == NAPKIN_OP_CONTRACT;
+  if (contractions < 2)
+    return 0;
+  for (guint a = 0; a < m->n_axes; a++)
+    {
+      gint64 tile = 0;
+
+      if (napkin_region_mark (rs->region, napkin_diagram_axis (m->d, a)->name, &tile) == NAPKIN_MARK_PARALLEL
+          && tile > rows)
+        rows = tile, *row_axis = (int) a;
+    }
+  return *row_axis >= 0 ? rows : 0;
+}
+
 static void
 model_occupancy (Model *m,
                  guint  r)
@@ -832,7 +868,30 @@ model_occupancy (Model *m,
             register_bytes = MAX (register_bytes, (gint64) ceil (held));
           }
         }
-      if (!child)
+      if (!child && attention_rows (m, r, cost, &(int) { 0 }) > 0)
+        {
+          /* flash-mma: warps of 16 rows, each holding its scores (fp32) and their
+           * fp16 copy for the second product over a chunk of every streamed axis,
+           * its output rows (fp32) and its Q rows (fp16) over the whole axes */
+          int row_axis;
+          gint64 rows = attention_rows (m, r, cost, &row_axis), chunk = 1, whole = 0;
+          const RegionState *rs = &m->rs[cost->region];
+
+          for (guint a = 0; a < m->n_axes; a++)
+            {
+              gint64 tile = 0;
+              NapkinMarkKind kind = napkin_region_mark (rs->region, napkin_diagram_axis (m->d, a)->name, &tile);
+
+              if (kind == NAPKIN_MARK_STREAM)
+                chunk *= tile;
+              else if (kind == NAPKIN_MARK_WHOLE)
+                whole += rs->extent[a];
+            }
+          if (!m->rs[r].explicit_threads)
+            threads = (guint) MIN (1024, MAX (32, rows / 16 * 32));
+          register_bytes = (gint64) threads / 32 * 16 * (chunk + whole) * (4 + 2);
+        }
+      else if (!child)
         {
           /* contraction results accumulate in registers, in 32-bit words */
           register_bytes = cost->intermediate_bytes;
@@ -1156,40 +1215,18 @@ finish_kernel (Model            *m,
  * 64 at B4 H16 N4096 (d 64 and 128) differs by 800–900 clocks per extra chunk. */
 #define NAPKIN_CHUNK_CLOCKS 800.0
 
-/* The attention skeleton (flash-mma: an smem region with two or more contractions and
- * no registers region inside) gives each warp 16 rows of the region's widest parallel
- * axis; every warp reads the streamed operands that lack that axis (K, V) from shared
- * memory, and the ones that have it (Q) once, into registers. */
+/* Every warp of the attention skeleton reads the streamed operands that lack its row
+ * axis (K, V) from shared memory; the ones that have it (Q) once, into registers. */
 static void
 warp_operand_reads (Model                  *m,
                     guint                   r,
                     const NapkinRegionCost *cost,
                     double                 *time_s)
 {
-  const RegionState *rs = &m->rs[cost->region];
-  guint contractions = 0;
-  gint64 rows = 0;
-  int row_axis = -1;
+  int row_axis;
+  gint64 rows = attention_rows (m, r, cost, &row_axis);
 
-  if (cost->level != NAPKIN_LEVEL_SMEM)
-    return;
-  for (guint c = 0; c < m->a->regions->len; c++)
-    if (g_array_index (m->a->regions, NapkinRegionCost, c).parent == (int) r
-        && g_array_index (m->a->regions, NapkinRegionCost, c).level == NAPKIN_LEVEL_REGISTERS)
-      return;
-  for (guint i = 0; i < rs->members->len; i++)
-    contractions += napkin_diagram_node (m->d, g_array_index (rs->members, guint, i))->kind == NAPKIN_OP_CONTRACT;
-  if (contractions < 2)
-    return;
-  for (guint a = 0; a < m->n_axes; a++)
-    {
-      gint64 tile = 0;
-
-      if (napkin_region_mark (rs->region, napkin_diagram_axis (m->d, a)->name, &tile) == NAPKIN_MARK_PARALLEL
-          && tile > rows)
-        rows = tile, row_axis = (int) a;
-    }
-  if (row_axis < 0)
+  if (rows == 0)
     return;
   for (guint t = 0; t < cost->transfers->len; t++)
     {

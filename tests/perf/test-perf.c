@@ -328,6 +328,18 @@ test_generated_paths (void)
                                   (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SMEM]) * k->quantisation
                                   + k->chunk_s + h200->launch_overhead_s, 1e-12);
   g_assert_cmpint (a->bound, ==, NAPKIN_RESOURCE_SMEM);
+  /* the skeleton's registers: 16 rows per warp hold scores and their fp16 copy over
+   * the key chunk, output and Q over d: 32 + 16·(64 + 128)·6/128 = 176 per thread */
+  g_assert_cmpint (r->threads, ==, 128 / 16 * 32);
+  g_assert_cmpint (r->registers_per_thread, ==, 176);
+  {
+    g_autoptr(NapkinDiagram) wide = example ("flash-attention.napkin");
+    g_autoptr(NapkinAnalysis) w = NULL;
+
+    tile (wide, "block.k=256");
+    w = analyze (wide, "h200", FALSE);
+    g_assert_false (w->feasible);   /* 32 + 16·(256 + 128)·6/128 = 320 > 255 */
+  }
 
   /* matmul with warp tiles: no per-warp rule (the registers region has the reads) */
   b = analyze (mm, "h200", FALSE);
