@@ -128,6 +128,7 @@ save_screenshot (NapkinWindow *window,
   if (dir == NULL)
     return;
   gtk_stack_set_visible_child (GTK_STACK (gtk_widget_get_parent (page)), page);
+  iterate (200);
   path = g_build_filename (dir, name, NULL);
   napkin_window_screenshot_async (window, path, screenshot_done, &done);
   wait_until (flag_set, &done, 10, "the screenshot");
