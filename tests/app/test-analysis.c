@@ -341,6 +341,44 @@ test_infeasible_region (void)
   close_window (window);
 }
 
+/* Streaming the softmax's own axis with no product after it is illegal (the
+ * validator says so, naming the operation and the axis): the pane shows the error
+ * and dims its numbers; undo brings them back. */
+static void
+test_illegal_stream (void)
+{
+  NapkinWindow *window = open_example ("softmax");
+  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinHistory *history = napkin_window_get_history (window);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *before = NULL;
+  const char *text;
+  guint n;
+
+  napkin_analysis_pane_flush (pane);
+  before = g_strdup (napkin_analysis_pane_get_text (pane, "time.predicted"));
+  n = napkin_analysis_pane_get_n_updates (pane);
+  g_assert_true (napkin_edit_set_mark (history, "rows", "c", NAPKIN_MARK_STREAM, 1024, &error));
+  g_assert_no_error (error);
+  wait_for_update (pane, n);
+  g_assert_null (napkin_analysis_pane_get_analysis (pane));
+  text = napkin_analysis_pane_get_error_text (pane);
+  g_assert_nonnull (text);
+  g_test_message ("error shown: %s", text);
+  g_assert_nonnull (strstr (text, "regions[0]"));
+  g_assert_nonnull (strstr (text, "cannot stream over c"));
+  /* the last numbers stay, dimmed */
+  g_assert_cmpstr (napkin_analysis_pane_get_text (pane, "time.predicted"), ==, before);
+
+  n = napkin_analysis_pane_get_n_updates (pane);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  wait_for_update (pane, n);
+  g_assert_null (napkin_analysis_pane_get_error_text (pane));
+  g_assert_nonnull (napkin_analysis_pane_get_analysis (pane));
+  g_assert_cmpstr (napkin_analysis_pane_get_text (pane, "time.predicted"), ==, before);
+  close_window (window);
+}
+
 static void
 test_traceability (void)
 {
@@ -655,6 +693,7 @@ main (int    argc,
   g_test_add_func ("/analysis/inspector-tile-changes-bytes-undo-restores", test_tile_changes_bytes);
   g_test_add_func ("/analysis/architecture-and-dtype-change-time", test_arch_changes_time);
   g_test_add_func ("/analysis/infeasible-region-error-and-highlight", test_infeasible_region);
+  g_test_add_func ("/analysis/illegal-stream-error", test_illegal_stream);
   g_test_add_func ("/analysis/traceability", test_traceability);
   g_test_add_func ("/analysis/export", test_export);
   g_test_add_func ("/analysis/coalesced", test_coalesced);
