@@ -268,6 +268,18 @@ row_query_tooltip_cb (GtkWidget  *box,
   return TRUE;
 }
 
+/* Enter or Space on a focused row: as a click. */
+static gboolean
+row_key_cb (GtkWidget *box,
+            GVariant  *args,
+            gpointer   user_data)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (gtk_widget_get_ancestor (box, NAPKIN_TYPE_ANALYSIS_PANE));
+  Row *row = self ? g_hash_table_lookup (self->rows, g_object_get_data (G_OBJECT (box), "napkin-key")) : NULL;
+
+  return row != NULL && row_activate (self, row);
+}
+
 static Row *
 ensure_row (NapkinAnalysisPane *self,
             GtkBox             *section,
@@ -301,6 +313,21 @@ ensure_row (NapkinAnalysisPane *self,
                          (GClosureNotify) (void (*) (void)) g_free, 0);
   gtk_widget_add_controller (row->box, GTK_EVENT_CONTROLLER (click));
   gtk_widget_set_has_tooltip (row->box, TRUE);
+  /* rows are reachable from the keyboard too */
+  {
+    GtkEventController *keys = gtk_shortcut_controller_new ();
+    GtkShortcutAction *action = gtk_callback_action_new (row_key_cb, NULL, NULL);
+
+    g_object_set_data_full (G_OBJECT (row->box), "napkin-key", g_strdup (key), g_free);
+    gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (keys),
+                                          gtk_shortcut_new (gtk_alternative_trigger_new (
+                                                              gtk_keyval_trigger_new (GDK_KEY_Return, 0),
+                                                              gtk_keyval_trigger_new (GDK_KEY_space, 0)),
+                                                            g_object_ref (action)));
+    g_object_unref (action);
+    gtk_widget_add_controller (row->box, keys);
+    gtk_widget_set_focusable (row->box, TRUE);
+  }
   g_signal_connect_data (row->box, "query-tooltip", G_CALLBACK (row_query_tooltip_cb), g_strdup (key),
                          (GClosureNotify) (void (*) (void)) g_free, 0);
   gtk_box_append (section, row->box);
