@@ -15,6 +15,8 @@
 #include "napkin-analysis-pane.h"
 #include "napkin-application.h"
 #include "napkin-arch-editor.h"
+#include "napkin-canvas-private.h"
+#include "napkin-render.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-explain.h"
@@ -410,6 +412,49 @@ test_traceability (void)
   g_assert_false (napkin_analysis_pane_is_highlighted (pane, "regions.block"));
   g_assert_true (napkin_analysis_pane_is_highlighted (pane, "regions.block.transfers.1"));
   g_assert_false (napkin_analysis_pane_is_highlighted (pane, "regions.block.transfers.0"));
+
+  /* a click on B's wire (found along the straight line from b to the product's
+   * second port) highlights the transfer that moves B, through the canvas's own
+   * pointer path */
+  {
+    NapkinDiagram *diagram = diagram_of (window);
+    int mm = napkin_diagram_find_node (diagram, "mm");
+    int wire = napkin_diagram_wire_for_port (diagram, mm, 1);
+    double x0, y0, x1, y1, wx = 0, wy = 0;
+    gboolean found = FALSE;
+    const char *to = NULL;
+    guint port = 0;
+
+    g_assert_cmpint (mm, >=, 0);
+    g_assert_cmpint (wire, >=, 0);
+    g_assert_true (napkin_render_port_point (diagram, b, -1, &x0, &y0));
+    g_assert_true (napkin_render_port_point (diagram, mm, 1, &x1, &y1));
+    /* from the middle outwards, away from the ports; the canvas's own tolerance */
+    for (guint k = 0; k < 98 && !found; k++)
+      for (int dy = -40; dy <= 40 && !found; dy += 2)
+        {
+          guint i = k % 2 ? 50 + (k + 1) / 2 : 50 - k / 2;
+          double x = x0 + (x1 - x0) * i / 100.0, y = y0 + (y1 - y0) * i / 100.0 + dy;
+          NapkinHit hit = napkin_render_hit (diagram, x, y, 3 / napkin_canvas_get_zoom (canvas));
+
+          if (hit.kind == NAPKIN_HIT_WIRE && hit.index == wire)
+            {
+              _napkin_canvas_doc_to_widget (canvas, x, y, &wx, &wy);
+              found = TRUE;
+            }
+        }
+    g_assert_true (found);
+    napkin_canvas_clear_selection (canvas);
+    _napkin_canvas_drag_begin (canvas, wx, wy, 0);
+    _napkin_canvas_drag_end (canvas, 0, 0);
+    iterate (20);
+    g_assert_true (napkin_canvas_get_selected_wire (canvas, &to, &port));
+    g_assert_cmpstr (to, ==, "mm");
+    g_assert_cmpuint (port, ==, 1);
+    g_assert_true (napkin_analysis_pane_is_highlighted (pane, "regions.block.transfers.1"));
+    g_assert_false (napkin_analysis_pane_is_highlighted (pane, "regions.block.transfers.0"));
+    g_assert_false (napkin_analysis_pane_is_highlighted (pane, "regions.block"));
+  }
 
   /* clicking a row selects what it comes from */
   napkin_canvas_clear_selection (canvas);
