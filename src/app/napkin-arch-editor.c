@@ -3,10 +3,12 @@
 
 #include "config.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
 #include <glib/gi18n.h>
+#include <glib/gstdio.h>
 
 #include "napkin-arch-editor.h"
 
@@ -158,10 +160,28 @@ napkin_arch_editor_apply (NapkinArchEditor  *self,
         napkin_arch_set_source (arch, f->source_path, source);
       }
     }
-  /* a thread limit follows the warp limit */
+  /* a thread limit follows the warp limit, the register file the registers */
   arch->max_threads_per_sm = arch->max_warps_per_sm * 32;
+  arch->levels[NAPKIN_LEVEL_REGISTERS].capacity_bytes = arch->registers_per_sm * 4.0;
   if (!napkin_arch_check (arch, error))
     return NULL;
+  /* kept beside calibrated profiles: later sessions and napkin-cli --arch find it */
+  {
+    g_autofree char *dir = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
+    g_autofree char *file = g_strconcat (id, ".json", NULL);
+    g_autofree char *path = g_build_filename (dir, file, NULL);
+
+    if (g_mkdir_with_parents (dir, 0755) != 0)
+      {
+        g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_IO, _("%s: cannot create the folder: %s"), dir,
+                     g_strerror (errno));
+        return NULL;
+      }
+    if (!napkin_arch_save (arch, path, error))
+      return NULL;
+    g_free (arch->path);
+    arch->path = g_steal_pointer (&path);
+  }
   napkin_arch_registry_add (napkin_arch_registry_get_default (), arch);
   g_signal_emit (self, signals[APPLIED], 0, arch);
   return arch;   /* the registry holds it */
@@ -246,7 +266,8 @@ napkin_arch_editor_new (GtkWindow  *parent,
   self = g_object_new (NAPKIN_TYPE_ARCH_EDITOR, "transient-for", parent, NULL);
   self->base = napkin_arch_ref (base);
   intro = g_strdup_printf (_("A copy of %s whose figures you can change. The analysis and the plots follow "
-                             "when you apply it; changed figures are marked as what-if in the profile."),
+                             "when you apply it; changed figures are marked as what-if in the profile, "
+                             "which is saved for napkin-cli and later sessions."),
                            base->name ? base->name : base->id);
   gtk_label_set_text (self->base_label, intro);
   name = g_str_has_suffix (base->id, "-what-if") ? g_strdup (base->name)

@@ -622,3 +622,118 @@ napkin_arch_registry_add (NapkinArchRegistry *self,
       }
   g_ptr_array_add (self->arches, napkin_arch_ref (arch));
 }
+
+/* ---- writing (what-if profiles saved for later sessions and for napkin-cli) ----------- */
+
+static void
+put_figure (json_object      *parent,
+            const NapkinArch *arch,
+            const char       *path,
+            const char       *key,
+            double            value)
+{
+  json_object *fig = json_object_new_object ();
+  const char *source = g_hash_table_lookup (arch->sources, path);
+
+  json_object_object_add (fig, "value", value == floor (value) && fabs (value) < 9e15
+                                        ? json_object_new_int64 ((gint64) value) : json_object_new_double (value));
+  json_object_object_add (fig, "source", json_object_new_string (source && *source ? source : "what-if"));
+  json_object_object_add (parent, key, fig);
+}
+
+json_object *
+napkin_arch_to_json (const NapkinArch *arch)
+{
+  json_object *root, *levels, *tensor, *cuda, *energy;
+
+  g_return_val_if_fail (arch != NULL, NULL);
+
+  root = json_object_new_object ();
+  json_object_object_add (root, "format", json_object_new_string ("napkin-arch"));
+  json_object_object_add (root, "version", json_object_new_int (1));
+  json_object_object_add (root, "id", json_object_new_string (arch->id));
+  json_object_object_add (root, "name", json_object_new_string (arch->name ? arch->name : arch->id));
+  if (arch->family)
+    json_object_object_add (root, "family", json_object_new_string (arch->family));
+  if (arch->compute_capability)
+    json_object_object_add (root, "compute_capability", json_object_new_string (arch->compute_capability));
+  put_figure (root, arch, "sms", "sms", arch->sms);
+  put_figure (root, arch, "clock_mhz", "clock_mhz", arch->clock_hz / 1e6);
+  put_figure (root, arch, "tensor_clock_mhz", "tensor_clock_mhz", arch->tensor_clock_hz / 1e6);
+  put_figure (root, arch, "max_threads_per_sm", "max_threads_per_sm", arch->max_warps_per_sm * 32.0);
+  put_figure (root, arch, "max_blocks_per_sm", "max_blocks_per_sm", arch->max_blocks_per_sm);
+  put_figure (root, arch, "registers_per_sm", "registers_per_sm", arch->registers_per_sm);
+  put_figure (root, arch, "max_registers_per_thread", "max_registers_per_thread", arch->max_registers_per_thread);
+  put_figure (root, arch, "launch_overhead_s", "launch_overhead_s", arch->launch_overhead_s);
+
+  levels = json_object_new_object ();
+  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+    {
+      const char *name = napkin_level_to_string (l);
+      const NapkinArchLevel *al = &arch->levels[l];
+      json_object *level = json_object_new_object ();
+      g_autofree char *cap = g_strdup_printf ("levels.%s.capacity_bytes", name);
+      g_autofree char *bw = g_strdup_printf (l == NAPKIN_LEVEL_HBM ? "levels.%s.bandwidth_bytes_per_s"
+                                                                   : "levels.%s.bandwidth_bytes_per_clock", name);
+      g_autofree char *en = g_strdup_printf ("levels.%s.energy_pj_per_byte", name);
+
+      put_figure (level, arch, cap, "capacity_bytes",
+                  l == NAPKIN_LEVEL_REGISTERS ? arch->registers_per_sm * 4.0 : al->capacity_bytes);
+      if (l == NAPKIN_LEVEL_HBM)
+        put_figure (level, arch, bw, "bandwidth_bytes_per_s", al->bandwidth);
+      else   /* as the files give them: per clock, of the device (l2) or of one SM */
+        put_figure (level, arch, bw, "bandwidth_bytes_per_clock",
+                    al->bandwidth / (arch->clock_hz * (l == NAPKIN_LEVEL_L2 ? 1 : arch->sms)));
+      put_figure (level, arch, en, "energy_pj_per_byte", al->energy_pj_per_byte);
+      if (l == NAPKIN_LEVEL_SMEM)
+        {
+          put_figure (level, arch, "levels.smem.max_per_block_bytes", "max_per_block_bytes", arch->smem_max_per_block);
+          put_figure (level, arch, "levels.smem.reserved_per_block_bytes", "reserved_per_block_bytes",
+                      arch->smem_reserved_per_block);
+        }
+      json_object_object_add (levels, name, level);
+    }
+  json_object_object_add (root, "levels", levels);
+
+  tensor = json_object_new_object ();
+  for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+    {
+      g_autofree char *path = g_strdup_printf ("tensor.%s", tensor_class_names[c]);
+
+      put_figure (tensor, arch, path, tensor_class_names[c], arch->tensor_per_sm_clock[c]);
+    }
+  json_object_object_add (root, "tensor", tensor);
+  cuda = json_object_new_object ();
+  put_figure (cuda, arch, "cuda.fp32", "fp32", arch->cuda_fp32_per_sm_clock);
+  put_figure (cuda, arch, "cuda.fp16", "fp16", arch->cuda_fp16_per_sm_clock);
+  json_object_object_add (root, "cuda", cuda);
+  put_figure (root, arch, "sfu", "sfu", arch->sfu_per_sm_clock);
+  energy = json_object_new_object ();
+  put_figure (energy, arch, "energy_pj_per_flop.tensor", "tensor", arch->energy_pj_per_tensor_flop);
+  put_figure (energy, arch, "energy_pj_per_flop.cuda", "cuda", arch->energy_pj_per_cuda_flop);
+  json_object_object_add (root, "energy_pj_per_flop", energy);
+  return root;
+}
+
+gboolean
+napkin_arch_save (const NapkinArch  *arch,
+                  const char        *path,
+                  GError           **error)
+{
+  json_object *root;
+  g_autoptr(GError) local_error = NULL;
+  gboolean ok;
+
+  g_return_val_if_fail (arch != NULL && path != NULL, FALSE);
+
+  root = napkin_arch_to_json (arch);
+  /* g_file_set_contents writes a temporary file and renames it: never half-written */
+  ok = g_file_set_contents (path, json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY
+                                                                          | JSON_C_TO_STRING_SPACED
+                                                                          | JSON_C_TO_STRING_NOSLASHESCAPE),
+                            -1, &local_error);
+  json_object_put (root);
+  if (!ok)
+    g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_IO, "%s: %s", path, local_error->message);
+  return ok;
+}

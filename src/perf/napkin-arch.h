@@ -113,6 +113,12 @@ void               napkin_arch_set_source         (NapkinArch        *arch,
  * "measured by napkin-cli calibrate" (datasheet profiles quote a few measured
  * figures too; those do not count). */
 gboolean           napkin_arch_is_measured        (const NapkinArch  *arch);
+/* The profile as a data/archs file (figures with their sources), and written to
+ * path atomically; napkin_arch_load_from_file reads it back. */
+struct json_object *napkin_arch_to_json           (const NapkinArch  *arch);
+gboolean           napkin_arch_save               (const NapkinArch  *arch,
+                                                   const char        *path,
+                                                   GError           **error);
 /* The figures the model divides by are positive and finite; the error names the figure. */
 gboolean           napkin_arch_check              (const NapkinArch  *arch,
                                                    GError           **error);

@@ -699,6 +699,19 @@ test_what_if (void)
                                   2 * base->levels[NAPKIN_LEVEL_HBM].bandwidth, 1e6);
   g_assert_nonnull (strstr (napkin_arch_get_source (what_if, "levels.hbm.bandwidth_bytes_per_s"), "what-if"));
   g_assert_cmpstr (napkin_arch_get_source (what_if, "sms"), ==, napkin_arch_get_source (base, "sms"));
+  /* saved beside calibrated profiles, and it loads back */
+  {
+    g_autofree char *file = g_strconcat (id, ".json", NULL);
+    g_autofree char *path = g_build_filename (g_get_user_data_dir (), "napkin", "archs", file, NULL);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(NapkinArch) saved = napkin_arch_load_from_file (path, &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpstr (what_if->path, ==, path);
+    g_assert_cmpfloat_with_epsilon (saved->levels[NAPKIN_LEVEL_HBM].bandwidth,
+                                    what_if->levels[NAPKIN_LEVEL_HBM].bandwidth, 1);
+    g_remove (path);
+  }
   {
     g_autoptr(NapkinAnalysis) a = model_of (window, what_if);
 

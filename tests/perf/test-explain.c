@@ -201,6 +201,50 @@ test_measured (void)
   g_rmdir (tmp);
 }
 
+/* Saving a profile and loading it back gives the same figures and sources (a what-if
+ * profile saved for napkin-cli and later sessions). */
+static void
+test_save_round_trip (void)
+{
+  NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+  g_autoptr(GError) error = NULL;
+  g_autofree char *tmp = g_dir_make_tmp ("napkin-arch-XXXXXX", &error);
+
+  g_assert_no_error (error);
+  for (guint i = 0; i < napkin_arch_registry_count (registry); i++)
+    {
+      NapkinArch *arch = napkin_arch_registry_get (registry, i);
+      g_autoptr(NapkinArch) edited = napkin_arch_copy (arch, "x-what-if", "edited");
+      g_autofree char *path = g_build_filename (tmp, "x-what-if.json", NULL);
+      g_autoptr(NapkinArch) back = NULL;
+
+      edited->levels[NAPKIN_LEVEL_L2].bandwidth *= 1.5;
+      napkin_arch_set_source (edited, "levels.l2.bandwidth_bytes_per_clock", "what-if: test");
+      g_assert_true (napkin_arch_save (edited, path, &error));
+      g_assert_no_error (error);
+      back = napkin_arch_load_from_file (path, &error);
+      g_assert_no_error (error);
+      g_assert_cmpstr (back->id, ==, "x-what-if");
+      g_assert_cmpstr (back->name, ==, "edited");
+      g_assert_cmpuint (back->sms, ==, arch->sms);
+      g_assert_cmpfloat_with_epsilon (back->clock_hz, arch->clock_hz, 1e-3);
+      for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+        {
+          g_assert_cmpfloat_with_epsilon (back->levels[l].bandwidth, edited->levels[l].bandwidth,
+                                          1e-9 * edited->levels[l].bandwidth);
+          g_assert_cmpfloat (back->levels[l].capacity_bytes, ==, edited->levels[l].capacity_bytes);
+        }
+      for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+        g_assert_cmpfloat (back->tensor_per_sm_clock[c], ==, arch->tensor_per_sm_clock[c]);
+      g_assert_cmpfloat (back->smem_max_per_block, ==, arch->smem_max_per_block);
+      g_assert_cmpfloat (back->launch_overhead_s, ==, arch->launch_overhead_s);
+      g_assert_cmpstr (napkin_arch_get_source (back, "levels.l2.bandwidth_bytes_per_clock"), ==, "what-if: test");
+      g_assert_cmpstr (napkin_arch_get_source (back, "sms"), ==, napkin_arch_get_source (arch, "sms"));
+      g_remove (path);
+    }
+  g_rmdir (tmp);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -210,5 +254,6 @@ main (int    argc,
   g_test_add_func ("/perf/explain/matmul-tiled", test_matmul_formulas);
   g_test_add_func ("/perf/arch/what-if-copy-and-replace", test_copy_and_replace);
   g_test_add_func ("/perf/arch/measured", test_measured);
+  g_test_add_func ("/perf/arch/save-round-trip", test_save_round_trip);
   return g_test_run ();
 }
