@@ -57,5 +57,42 @@ check "the written tiles are faster ($before s -> $after s)" python3 -c "assert 
 check "tune --json parses" sh -c "'$CLI' tune '$EX/flash-attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"best\"][0][\"predicted_time_s\"] <= d[\"current\"][\"predicted_time_s\"]'"
 check "tune without regions fails clearly" test "$(rc "$CLI" tune "$EX/matmul.napkin")" = 1
 
+# tune --measure through a stand-in runner (no GPU needed): its "measured" time is
+# 1 / (block.m · block.n), or a constant, read from the diagram file it is given.
+cat > "$TMP/runner" <<'SH'
+#!/bin/sh
+for a in "$@"; do case "$a" in -*) ;; *) f=$a ;; esac; done
+python3 - "$f" "$FAKE_MODE" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+marks = {r['name']: r['marks'] for r in d['regions']}['block']
+size = lambda m: list(m.values())[0] if isinstance(m, dict) else 1
+t = 1.0 if sys.argv[2] == 'constant' else 1e6 / (size(marks['m']) * size(marks['n']))
+print(json.dumps({'status': 'ok', 'time_ms': {'median': t}, 'kernels': [{'name': 'napkin_k0'}],
+                  'energy': {'joules_per_run': 0.5}, 'exit_status': 0}))
+PY
+SH
+chmod +x "$TMP/runner"
+measure () { NAPKIN_RUNNER="$TMP/runner" FAKE_MODE=$1 rc "$CLI" tune "$EX/matmul-tiled.napkin" --measure "$2" $3 --json; }
+check "tune --measure runs K relabelings" sh -c "test \"\$(NAPKIN_RUNNER='$TMP/runner' FAKE_MODE=tiles '$CLI' tune '$EX/matmul-tiled.napkin' --measure 4 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(len([m for m in d[\"measured\"] if m[\"status\"] == \"ok\" and m[\"measured_time_s\"] > 0]))')\" = 4"
+measure tiles 5 --spread > /dev/null
+check "tune --measure --spread: the best first, the others spread over the ranking" python3 - "$TMP/out" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ranks = [m['rank'] for m in d['measured']]
+assert ranks[0] == 1 and ranks == sorted(ranks) and ranks[-1] > 5, ranks
+def ranks(v):
+    return [sum(x < y for x in v) + (sum(x == y for x in v) + 1) / 2 for y in v]
+p = ranks([m['predicted_time_s'] for m in d['measured']])
+q = ranks([m['measured_time_s'] for m in d['measured']])
+mp, mq = sum(p) / len(p), sum(q) / len(q)
+num = sum((a - mp) * (b - mq) for a, b in zip(p, q))
+den = (sum((a - mp) ** 2 for a in p) * sum((b - mq) ** 2 for b in q)) ** 0.5
+assert abs(d['spearman'] - num / den) < 1e-9, (d['spearman'], num / den)
+assert all(m['measured_energy_j'] == 0.5 and m['predicted_energy_j'] > 0 for m in d['measured'])
+PY
+check "tune --measure: equal measurements give no correlation (null)" sh -c "NAPKIN_RUNNER='$TMP/runner' FAKE_MODE=constant '$CLI' tune '$EX/matmul-tiled.napkin' --measure 3 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"spearman\"] is None and len(d[\"measured\"]) == 3'"
+check "tune --measure with --dtype is a usage error (2)" test "$(rc "$CLI" tune "$EX/matmul-tiled.napkin" --measure 2 --dtype bf16)" = 2
+
 echo "1..$n"
 exit $fail
