@@ -3,12 +3,14 @@
  * tests/runner/fake-runner.sh, a test double for napkin-runner (FAKE_MODE picks
  * ok, recorded, crash, hang): the real runner needs a GPU, and on the GPU machine
  * (no GTK there) napkin-cli run drives the same NapkinRunJob for real. */
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime under -std=c17 */
 #include "config.h"
 
 #include <locale.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <glib/gi18n.h>
 #include <glib/gstdio.h>
@@ -16,6 +18,7 @@
 
 #include "napkin-application.h"
 #include "napkin-code-view.h"
+#include "napkin-codegen.h"
 #include "napkin-edit.h"
 #include "napkin-file.h"
 #include "napkin-run-job.h"
@@ -227,6 +230,132 @@ test_code_view_error (void)
   g_assert_true (napkin_history_undo (history));
   wait_until (code_caught_up, view, 30, "the code after undo");
   g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "napkin_k0: gemm-mma"));
+  close_window (window);
+}
+
+/* bench/pane-bench.c's diagram: 100 layers of X·W then GELU, each relabeled onto
+ * shared memory (200 operations, 100 regions). */
+static char *
+deep_mlp_json (guint layers)
+{
+  GString *s = g_string_new ("{\"format\": \"napkin\", \"version\": 1, \"title\": \"Deep MLP\", "
+                             "\"axes\": [{\"name\": \"t\", \"size\": 8192}, {\"name\": \"e\", \"size\": 1024}, "
+                             "{\"name\": \"f\", \"size\": 4096}], \"tensors\": [{\"name\": \"X\", \"axes\": [\"t\", \"e\"], "
+                             "\"dtype\": \"bf16\"}");
+  const char *last = layers % 2 ? "f" : "e";
+
+  for (guint i = 0; i < layers; i++)
+    g_string_append_printf (s, ", {\"name\": \"W%u\", \"axes\": [\"%s\", \"%s\"], \"dtype\": \"bf16\"}", i,
+                            i % 2 ? "f" : "e", i % 2 ? "e" : "f");
+  g_string_append_printf (s, ", {\"name\": \"Y\", \"axes\": [\"t\", \"%s\"], \"dtype\": \"bf16\"}], \"nodes\": ["
+                             "{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\", \"x\": 0, \"y\": 0}", last);
+  for (guint i = 0; i < layers; i++)
+    g_string_append_printf (s, ", {\"id\": \"w%u\", \"kind\": \"input\", \"tensor\": \"W%u\", \"x\": %u, \"y\": 200}"
+                               ", {\"id\": \"lin%u\", \"kind\": \"contract\", \"out\": [\"t\", \"%s\"], \"x\": %u, \"y\": 0}"
+                               ", {\"id\": \"act%u\", \"kind\": \"map\", \"fn\": \"gelu\", \"x\": %u, \"y\": 0}",
+                            i, i, 200 * i, i, i % 2 ? "e" : "f", 200 * i + 50, i, 200 * i + 100);
+  g_string_append (s, ", {\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"Y\", \"x\": 0, \"y\": 400}], \"wires\": [");
+  for (guint i = 0; i < layers; i++)
+    {
+      g_autofree char *prev = i == 0 ? g_strdup ("x") : g_strdup_printf ("act%u", i - 1);
+
+      g_string_append_printf (s, "%s{\"from\": \"%s\", \"to\": \"lin%u\", \"port\": 0}, "
+                                 "{\"from\": \"w%u\", \"to\": \"lin%u\", \"port\": 1}, "
+                                 "{\"from\": \"lin%u\", \"to\": \"act%u\", \"port\": 0}",
+                              i ? ", " : "", prev, i, i, i, i, i);
+    }
+  g_string_append_printf (s, ", {\"from\": \"act%u\", \"to\": \"y\", \"port\": 0}], \"regions\": [", layers - 1);
+  for (guint i = 0; i < layers; i++)
+    g_string_append_printf (s, "%s{\"name\": \"layer%u\", \"level\": \"smem\", \"nodes\": [\"lin%u\", \"act%u\"], "
+                               "\"marks\": {\"t\": {\"parallel\": 128}, \"%s\": {\"parallel\": 128}, "
+                               "\"%s\": {\"stream\": 64}}, \"stages\": 2}",
+                            i ? ", " : "", i, i, i, i % 2 ? "e" : "f", i % 2 ? "f" : "e");
+  g_string_append (s, "]}");
+  return g_string_free (s, FALSE);
+}
+
+static double
+thread_cpu_ms (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A 10-layer MLP (30 operations, 10 kernels: the CUDA printer takes at most 29
+ * device buffers, so not the 200-operation bench diagram): the generator's time
+ * in the worker, the main thread's CPU per edit with and without the code view
+ * (its share must stay small), and the wall time until the new code shows. */
+static void
+test_code_view_big_diagram (void)
+{
+  g_autofree char *json = deep_mlp_json (10);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) diagram = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+  NapkinCodeView *view = code_view_of (window);
+  NapkinHistory *history;
+  double main_ms = 0, wall_ms = 0, gen_ms;
+  const guint edits = 5;
+
+  g_assert_no_error (error);
+  napkin_window_set_document (window, diagram, NULL);
+  gtk_window_present (GTK_WINDOW (window));
+  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
+  current_window = window;
+  history = napkin_window_get_history (window);
+  wait_until (code_caught_up, view, 60, "the first code");
+  g_assert_true (g_str_has_prefix (napkin_code_view_get_summary (view), "10 kernels"));
+  {
+    /* the generator alone, as the worker runs it */
+    gint64 start = g_get_monotonic_time ();
+    g_autoptr(NapkinIrProgram) program = napkin_ir_lower (diagram, NAPKIN_LOWER_DEFAULT, &error);
+    g_autoptr(NapkinCudaModule) module = napkin_codegen_cuda (g_steal_pointer (&program), 0, NULL, &error);
+    g_autofree char *pseudo = NULL;
+
+    g_assert_nonnull (module);
+    program = napkin_ir_lower (diagram, NAPKIN_LOWER_DEFAULT, &error);
+    pseudo = napkin_codegen_pseudocode (program);
+    gen_ms = (g_get_monotonic_time () - start) / 1e3;
+  }
+  for (guint i = 0; i < edits; i++)
+    {
+      double cpu0 = thread_cpu_ms ();
+      gint64 t0 = g_get_monotonic_time ();
+
+      g_assert_true (napkin_edit_set_axis_size (history, "t", 4096 + 1024 * (i % 2), &error));
+      g_assert_no_error (error);
+      wait_until (code_caught_up, view, 60, "the code after the edit");
+      iterate (20);
+      main_ms += thread_cpu_ms () - cpu0;
+      wall_ms += (g_get_monotonic_time () - t0) / 1e3;
+    }
+  {
+    /* the same edits with the code view detached: its share of the main thread */
+    double cpu0, with_ms = 0, without_ms = 0;
+
+    for (int pass = 0; pass < 2; pass++)
+      {
+        napkin_code_view_set_diagram (view, pass == 0 ? diagram : NULL);
+        iterate (300);
+        for (guint i = 0; i < edits; i++)
+          {
+            cpu0 = thread_cpu_ms ();
+            g_assert_true (napkin_edit_set_axis_size (history, "t", 4096 + 1024 * (i % 2), &error));
+            iterate (300);
+            *(pass == 0 ? &with_ms : &without_ms) += thread_cpu_ms () - cpu0;
+          }
+      }
+    g_test_message ("main-thread CPU per edit: %.1f ms with the code view, %.1f ms without",
+                    with_ms / edits, without_ms / edits);
+    /* the view's share (copy, new text, highlighting) is small beside the window's */
+    g_assert_cmpfloat (with_ms / edits, <, without_ms / edits + 40);
+    napkin_code_view_set_diagram (view, diagram);
+  }
+  g_test_message ("10-layer MLP (30 operations): generator %.1f ms in the worker; per edit %.1f ms of main-thread "
+                  "CPU (all the window's work, canvas and analysis included), %.1f ms until the code is shown",
+                  gen_ms, main_ms / edits, wall_ms / edits);
   close_window (window);
 }
 
@@ -714,6 +843,7 @@ main (int    argc,
   g_test_add_func ("/run/code-view/updates-after-edit", test_code_view_updates);
   g_test_add_func ("/run/code-view/lowering-error", test_code_view_error);
   g_test_add_func ("/run/code-view/export", test_export);
+  g_test_add_func ("/run/code-view/deep-mlp-off-main-thread", test_code_view_big_diagram);
   g_test_add_func ("/run/fake-runner/ok", test_run_ok);
   g_test_add_func ("/run/fake-runner/recorded-h200", test_run_recorded);
   g_test_add_func ("/run/recorded/h200-flash-attention", test_run_real_h200_result);
