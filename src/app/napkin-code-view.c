@@ -10,6 +10,7 @@
 
 #include "napkin-code-view.h"
 #include "napkin-codegen.h"
+#include "napkin-file.h"
 #include "napkin-ir.h"
 
 struct _NapkinCodeView
@@ -148,19 +149,46 @@ generate (NapkinDiagram  *diagram,
   return TRUE;
 }
 
+/* The worker's input is the document as JSON, read back in the worker: a
+ * napkin_diagram_copy would share refcounted json-c extras with the editor, and
+ * json-c's counts are not atomic. */
+typedef struct
+{
+  char    *json;
+  gsize    length;
+  guint64  generation;
+} WorkerInput;
+
+static void
+worker_input_free (WorkerInput *input)
+{
+  g_free (input->json);
+  g_free (input);
+}
+
+static WorkerInput *
+worker_input_new (NapkinDiagram *diagram)
+{
+  WorkerInput *input = g_new0 (WorkerInput, 1);
+
+  input->json = napkin_diagram_save_to_data (diagram, &input->length);
+  input->generation = napkin_diagram_get_generation (diagram);
+  return input;
+}
+
 static void
 update_thread (GTask        *task,
                gpointer      source_object,
                gpointer      task_data,
                GCancellable *cancellable)
 {
-  NapkinDiagram *diagram = task_data;
+  WorkerInput *input = task_data;
   CodeResult *result = g_new0 (CodeResult, 1);
   g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) diagram = napkin_diagram_load_from_data (input->json, input->length, 0, &error);
 
-  /* a copy starts its own counter: the original's travels with it */
-  result->generation = GPOINTER_TO_SIZE (g_object_get_data (G_OBJECT (diagram), "napkin-generation"));
-  if (!generate (diagram, &result->cuda, &result->pseudo, NULL, &result->summary, &error))
+  result->generation = input->generation;
+  if (diagram == NULL || !generate (diagram, &result->cuda, &result->pseudo, NULL, &result->summary, &error))
     {
       g_clear_pointer (&result->cuda, g_free);
       g_clear_pointer (&result->summary, g_free);
@@ -171,18 +199,6 @@ update_thread (GTask        *task,
       result->cuda = g_strdup_printf ("// %s\n", result->summary);
     }
   g_task_return_pointer (task, result, (GDestroyNotify) code_result_free);
-}
-
-/* A copy the worker owns alone: the root extra (shared, refcounted json) stays here. */
-static NapkinDiagram *
-copy_for_worker (NapkinDiagram *diagram)
-{
-  NapkinDiagram *copy = napkin_diagram_copy (diagram);
-
-  napkin_diagram_set_extra (copy, NULL);
-  g_object_set_data (G_OBJECT (copy), "napkin-generation",
-                     GSIZE_TO_POINTER ((gsize) napkin_diagram_get_generation (diagram)));
-  return copy;
 }
 
 /* ---- showing ----------------------------------------------------------------------------- */
@@ -264,7 +280,7 @@ start_update (NapkinCodeView *self)
   self->cancellable = g_cancellable_new ();
   task = g_task_new (self, self->cancellable, update_done, NULL);
   g_task_set_source_tag (task, start_update);
-  g_task_set_task_data (task, copy_for_worker (self->diagram), g_object_unref);
+  g_task_set_task_data (task, worker_input_new (self->diagram), (GDestroyNotify) worker_input_free);
   gtk_spinner_start (self->spinner);
   g_task_run_in_thread (task, update_thread);
 }
@@ -366,7 +382,7 @@ kind_toggled_cb (NapkinCodeView  *self,
 
 typedef struct
 {
-  NapkinDiagram  *diagram;
+  WorkerInput    *input;
   NapkinCodeKind  kind;
   GFile          *file;
 } ExportData;
@@ -374,7 +390,7 @@ typedef struct
 static void
 export_data_free (ExportData *data)
 {
-  g_clear_object (&data->diagram);
+  g_clear_pointer (&data->input, worker_input_free);
   g_clear_object (&data->file);
   g_free (data);
 }
@@ -388,14 +404,17 @@ export_thread (GTask        *task,
   ExportData *data = task_data;
   g_autofree char *text = NULL;
   g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) diagram = napkin_diagram_load_from_data (data->input->json, data->input->length, 0, &error);
   gboolean ok;
 
-  if (data->kind == NAPKIN_CODE_PSEUDO)
-    ok = generate (data->diagram, NULL, &text, NULL, NULL, &error);
+  if (diagram == NULL)
+    ok = FALSE;
+  else if (data->kind == NAPKIN_CODE_PSEUDO)
+    ok = generate (diagram, NULL, &text, NULL, NULL, &error);
   else if (data->kind == NAPKIN_CODE_STANDALONE)
-    ok = generate (data->diagram, NULL, NULL, &text, NULL, &error);
+    ok = generate (diagram, NULL, NULL, &text, NULL, &error);
   else
-    ok = generate (data->diagram, &text, NULL, NULL, NULL, &error);
+    ok = generate (diagram, &text, NULL, NULL, NULL, &error);
 
   if (ok)
     ok = g_file_replace_contents (data->file, text, strlen (text), NULL, FALSE, G_FILE_CREATE_NONE, NULL,
@@ -428,7 +447,7 @@ napkin_code_view_export_async (NapkinCodeView      *self,
       return;
     }
   data = g_new0 (ExportData, 1);
-  data->diagram = copy_for_worker (self->diagram);
+  data->input = worker_input_new (self->diagram);
   data->kind = kind;
   data->file = g_object_ref (file);
   g_task_set_task_data (task, data, (GDestroyNotify) export_data_free);

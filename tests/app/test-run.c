@@ -349,8 +349,9 @@ test_code_view_big_diagram (void)
       }
     g_test_message ("main-thread CPU per edit: %.1f ms with the code view, %.1f ms without",
                     with_ms / edits, without_ms / edits);
-    /* the view's share (copy, new text, highlighting) is small beside the window's */
-    g_assert_cmpfloat (with_ms / edits, <, without_ms / edits + 40);
+    /* the view's share (JSON of the document, new text, highlighting) is small
+     * beside the window's; the margin is for a shared, loaded machine */
+    g_assert_cmpfloat (with_ms / edits, <, 1.5 * without_ms / edits + 20);
     napkin_code_view_set_diagram (view, diagram);
   }
   g_test_message ("10-layer MLP (30 operations): generator %.1f ms in the worker; per edit %.1f ms of main-thread "
