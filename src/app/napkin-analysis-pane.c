@@ -814,13 +814,13 @@ build_roofline (NapkinAnalysisPane *self)
 }
 
 /* Every architecture × element type: 36 analyses and more. Pure, so that it runs
- * in a thread on a private copy of the diagram and its own list of profiles. */
+ * in a thread on a private copy of the diagram and its own list of profiles; it
+ * reads no json-c object (their reference counts are not atomic). */
 static NapkinPlot *
 compute_bars (NapkinDiagram *diagram,
               GPtrArray     *arches)
 {
   NapkinPlot *plot = napkin_plot_new (NAPKIN_PLOT_BARS, _("Predicted time by architecture and element type"));
-  json_object *runs = diagram ? napkin_diagram_get_runs (diagram) : NULL;
 
   for (guint i = 0; diagram != NULL && i < arches->len; i++)
     {
@@ -835,8 +835,23 @@ compute_bars (NapkinDiagram *diagram,
             napkin_plot_add_bar (plot, arch->id, napkin_dtype_to_string (compared_dtypes[d]),
                                  a->predicted_time_s, FALSE, !a->feasible);
         }
-      /* the latest run on this GPU, hatched beside the predictions */
-      for (guint r = runs ? json_object_array_length (runs) : 0; r-- > 0;)
+    }
+  return plot;
+}
+
+/* On the main thread: the latest run on each GPU, hatched beside the predictions. */
+static void
+add_measured_bars (NapkinPlot    *plot,
+                   NapkinDiagram *diagram,
+                   GPtrArray     *arches)
+{
+  json_object *runs = diagram ? napkin_diagram_get_runs (diagram) : NULL;
+
+  for (guint i = 0; runs != NULL && i < arches->len; i++)
+    {
+      NapkinArch *arch = g_ptr_array_index (arches, i);
+
+      for (guint r = json_object_array_length (runs); r-- > 0;)
         {
           json_object *run = json_object_array_get_idx (runs, r);
           double seconds, rate, intensity;
@@ -848,7 +863,6 @@ compute_bars (NapkinDiagram *diagram,
             }
         }
     }
-  return plot;
 }
 
 typedef struct
@@ -899,6 +913,10 @@ bars_done_cb (GObject      *source,
   BarsInput *in = g_task_get_task_data (G_TASK (result));
   NapkinPlot *plot = g_task_propagate_pointer (G_TASK (result), NULL);
 
+  /* the copy shares json-c objects with the original: release it here, on the
+   * main thread, not wherever the task happens to be finalized */
+  g_clear_object (&in->diagram);
+
   self->bars_running--;
   /* cancelled (disposed), or the diagram changed since: a newer one is coming */
   if (plot == NULL)
@@ -908,6 +926,7 @@ bars_done_cb (GObject      *source,
       napkin_plot_free (plot);
       return;
     }
+  add_measured_bars (plot, self->diagram, in->arches);
   g_clear_pointer (&self->bars, napkin_plot_free);
   self->bars = plot;
   gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
@@ -923,6 +942,8 @@ build_bars_now (NapkinAnalysisPane *self)
   self->bars_serial++;   /* a pending thread's result is older */
   g_clear_pointer (&self->bars, napkin_plot_free);
   self->bars = compute_bars (self->analysis ? self->diagram : NULL, arches);
+  if (self->analysis != NULL)
+    add_measured_bars (self->bars, self->diagram, arches);
   gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
 }
 
