@@ -56,7 +56,7 @@ enum
 enum
 {
   MESSAGE,
-  RUN_ADDED,
+  RUNS_CHANGED,
   N_SIGNALS
 };
 
@@ -418,6 +418,8 @@ update_actions (NapkinRunPanel *self)
 
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "run.start", !running && self->diagram != NULL);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "run.cancel", running);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "run.clear-history",
+                                 !running && self->diagram != NULL && napkin_diagram_n_runs (self->diagram) > 0);
 }
 
 static void
@@ -509,7 +511,8 @@ run_done (GObject      *object,
     {
       napkin_diagram_add_run (self->diagram, result);
       fill_history (self, TRUE);
-      g_signal_emit (self, signals[RUN_ADDED], 0);
+      update_actions (self);
+      g_signal_emit (self, signals[RUNS_CHANGED], 0);
     }
   show_run (self, result);
 }
@@ -638,6 +641,16 @@ run_action (GtkWidget  *widget,
 
   if (g_str_equal (action_name, "run.start"))
     napkin_run_panel_run (self);
+  else if (g_str_equal (action_name, "run.clear-history"))
+    {
+      if (self->job != NULL || self->diagram == NULL || napkin_diagram_n_runs (self->diagram) == 0)
+        return;
+      napkin_diagram_clear_runs (self->diagram);
+      show_run (self, NULL);
+      fill_history (self, FALSE);
+      update_actions (self);
+      g_signal_emit (self, signals[RUNS_CHANGED], 0);
+    }
   else
     napkin_run_panel_cancel (self);
 }
@@ -730,9 +743,9 @@ napkin_run_panel_class_init (NapkinRunPanelClass *klass)
   signals[MESSAGE] = g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                                    G_TYPE_NONE, 1, G_TYPE_STRING);
 
-  /* The document gained a run: the window marks it unsaved (runs are not undoable). */
-  signals[RUN_ADDED] = g_signal_new ("run-added", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                     G_TYPE_NONE, 0);
+  /* The document's runs changed: the window marks it unsaved (runs are not undoable). */
+  signals[RUNS_CHANGED] = g_signal_new ("runs-changed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
+                                        NULL, G_TYPE_NONE, 0);
 
   g_type_ensure (ADW_TYPE_BUTTON_CONTENT);
   gtk_widget_class_set_template_from_resource (widget_class, "/io/github/napkin/Napkin/ui/napkin-run-panel.ui");
@@ -744,6 +757,7 @@ napkin_run_panel_class_init (NapkinRunPanelClass *klass)
   gtk_widget_class_bind_template_callback (widget_class, history_row_selected_cb);
   gtk_widget_class_install_action (widget_class, "run.start", NULL, run_action);
   gtk_widget_class_install_action (widget_class, "run.cancel", NULL, run_action);
+  gtk_widget_class_install_action (widget_class, "run.clear-history", NULL, run_action);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "napkin-run-panel");
 }

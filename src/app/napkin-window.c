@@ -1141,9 +1141,9 @@ canvas_message_cb (NapkinWindow *self,
 
 #ifdef NAPKIN_HAVE_CODEGEN
 static void
-run_added_cb (NapkinWindow *self)
+runs_changed_cb (NapkinWindow *self)
 {
-  /* the run is in the document, not in the undo stack: save to keep it */
+  /* runs are in the document, not in the undo stack: save to keep the change */
   if (self->history != NULL)
     napkin_history_set_unsaved (self->history);
 }
@@ -1172,7 +1172,7 @@ add_code_and_run (NapkinWindow *self)
   gtk_paned_set_end_child (self->code_paned, box);
   g_signal_connect_object (self->code_view, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->run_panel, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
-  g_signal_connect_object (self->run_panel, "run-added", G_CALLBACK (run_added_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->run_panel, "runs-changed", G_CALLBACK (runs_changed_cb), self, G_CONNECT_SWAPPED);
 }
 #endif
 

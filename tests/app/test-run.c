@@ -812,6 +812,13 @@ test_runs_saved (void)
   g_assert_nonnull (napkin_run_panel_get_shown_run (panel));
   table_after = napkin_run_panel_dup_table_text (panel);
   g_assert_cmpstr (table_after, ==, table_before);
+
+  /* clearing the history is a change to save */
+  g_assert_false (napkin_history_get_modified (napkin_window_get_history (window)));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (panel), "run.clear-history", NULL));
+  g_assert_cmpuint (napkin_diagram_n_runs (diagram_of (window)), ==, 0);
+  g_assert_null (napkin_run_panel_get_shown_run (panel));
+  g_assert_true (napkin_history_get_modified (napkin_window_get_history (window)));
   close_window (window);
   g_unlink (path);
 }
