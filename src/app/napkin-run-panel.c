@@ -17,6 +17,7 @@
 #ifdef NAPKIN_HAVE_PERF
 #include "napkin-arch.h"
 #include "napkin-model.h"
+#include "napkin-prediction.h"
 #endif
 
 struct _NapkinRunPanel
@@ -110,45 +111,8 @@ add_prediction (NapkinDiagram *diagram,
                 json_object   *result)
 {
 #ifdef NAPKIN_HAVE_PERF
-  const char *name = get_string (result, "gpu.name");
-  g_autofree char *lower = g_ascii_strdown (name ? name : "", -1);
-  /* the GPU the runner found, matched to the model's datasheets */
-  static const char *ids[] = { "h100", "h200", "a100", "b200", "l40s", "rtx4090" };
-  static const char *keys[] = { "h100", "h200", "a100", "b200", "l40s", "4090" };
-  const char *id = NULL;
-  g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinAnalysis) analysis = NULL;
-  NapkinArch *arch;
-  json_object *p, *levels;
-
-  for (guint i = 0; id == NULL && i < G_N_ELEMENTS (ids); i++)
-    if (strstr (lower, keys[i]) != NULL)
-      id = ids[i];
-  if (id == NULL || json_object_object_get (result, "prediction") != NULL)
-    return;
-  arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
-  if (arch == NULL)
-    return;
-  analysis = napkin_analyze (diagram, arch, NULL, &error);
-  if (analysis == NULL)
-    return;
-  p = json_object_new_object ();
-  json_object_object_add (p, "arch", json_object_new_string (id));
-  json_object_object_add (p, "time_ms", json_object_new_double (analysis->predicted_time_s * 1e3));
-  json_object_object_add (p, "serial_time_ms", json_object_new_double (analysis->serial_time_s * 1e3));
-  json_object_object_add (p, "bound", json_object_new_string (napkin_resource_to_string (analysis->bound)));
-  json_object_object_add (p, "feasible", json_object_new_boolean (analysis->feasible));
-  levels = json_object_new_object ();
-  for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
-    {
-      json_object *o = json_object_new_object ();
-
-      json_object_object_add (o, "transfer_bytes", json_object_new_int64 (analysis->levels[l].transfer_bytes));
-      json_object_object_add (o, "time_ms", json_object_new_double (analysis->levels[l].time_s * 1e3));
-      json_object_object_add (levels, napkin_level_to_string (l), o);
-    }
-  json_object_object_add (p, "levels", levels);
-  json_object_object_add (result, "prediction", p);
+  if (json_object_object_get (result, "prediction") == NULL)
+    napkin_prediction_add_to_run (diagram, result, NULL);
 #endif
 }
 

@@ -13,8 +13,8 @@
 #include "napkin-json-private.h"
 #include "napkin-run-job.h"
 
-#if __has_include("napkin-model.h")
-#include "napkin-model.h"
+#if __has_include("napkin-prediction.h")
+#include "napkin-prediction.h"
 #define HAVE_PERF 1
 #endif
 
@@ -73,53 +73,7 @@ add_prediction (NapkinDiagram *diagram,
                 const char    *model_id)
 {
 #ifdef HAVE_PERF
-  const char *name = get_string (result, "gpu.name");
-  g_autofree char *lower = g_ascii_strdown (name ? name : "", -1);
-  const char *ids[] = { "h100", "h200", "a100", "b200", "l40s", "rtx4090" };
-  const char *keys[] = { "h100", "h200", "a100", "b200", "l40s", "4090" };
-  const char *id = model_id;
-  g_autoptr(GError) error = NULL;
-  NapkinArch *arch;
-  g_autoptr(NapkinAnalysis) analysis = NULL;
-  json_object *p;
-
-  for (guint i = 0; id == NULL && i < G_N_ELEMENTS (ids); i++)
-    if (strstr (lower, keys[i]) != NULL)
-      id = ids[i];
-  if (id == NULL)
-    return;
-  arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
-  if (arch == NULL)
-    return;
-  analysis = napkin_analyze (diagram, arch, NULL, &error);
-  if (analysis == NULL)
-    return;
-  p = json_object_new_object ();
-  json_object_object_add (p, "arch", json_object_new_string (id));
-  json_object_object_add (p, "time_ms", json_object_new_double (analysis->predicted_time_s * 1e3));
-  json_object_object_add (p, "serial_time_ms", json_object_new_double (analysis->serial_time_s * 1e3));
-  json_object_object_add (p, "bound", json_object_new_string (napkin_resource_to_string (analysis->bound)));
-  json_object_object_add (p, "feasible", json_object_new_boolean (analysis->feasible));
-  json_object_object_add (p, "energy_j", json_object_new_double (analysis->energy_j));
-  {
-    /* Per level and per resource, for a predicted-vs-measured chart. */
-    json_object *levels = json_object_new_object ();
-    json_object *resources = json_object_new_object ();
-
-    for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
-      {
-        json_object *o = json_object_new_object ();
-
-        json_object_object_add (o, "transfer_bytes", json_object_new_int64 (analysis->levels[l].transfer_bytes));
-        json_object_object_add (o, "time_ms", json_object_new_double (analysis->levels[l].time_s * 1e3));
-        json_object_object_add (levels, napkin_level_to_string (l), o);
-      }
-    for (guint r = 0; r < NAPKIN_N_RESOURCES; r++)
-      json_object_object_add (resources, napkin_resource_to_string (r), json_object_new_double (analysis->resource_s[r] * 1e3));
-    json_object_object_add (p, "levels", levels);
-    json_object_object_add (p, "resources_ms", resources);
-  }
-  json_object_object_add (result, "prediction", p);
+  napkin_prediction_add_to_run (diagram, result, model_id);
 #endif
 }
 

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-perf"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "napkin-arch.h"
+#include "napkin-model.h"
+#include "napkin-prediction.h"
+
+const char *
+napkin_arch_id_for_gpu_name (const char *gpu_name)
+{
+  static const struct { const char *key, *id; } known[] = {
+    { "h100", "h100" }, { "h200", "h200" }, { "a100", "a100" }, { "b200", "b200" },
+    { "l40s", "l40s" }, { "4090", "rtx4090" },
+  };
+  g_autofree char *lower = g_ascii_strdown (gpu_name ? gpu_name : "", -1);
+
+  for (guint i = 0; i < G_N_ELEMENTS (known); i++)
+    if (strstr (lower, known[i].key) != NULL)
+      return known[i].id;
+  return NULL;
+}
+
+gboolean
+napkin_prediction_add_to_run (NapkinDiagram *diagram,
+                              json_object   *result,
+                              const char    *arch_id)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) analysis = NULL;
+  json_object *gpu = NULL, *name = NULL;
+  json_object *p, *levels, *resources;
+  const char *id = arch_id;
+  NapkinArch *arch;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
+  g_return_val_if_fail (result != NULL, FALSE);
+
+  if (id == NULL && json_object_object_get_ex (result, "gpu", &gpu)
+      && json_object_object_get_ex (gpu, "name", &name))
+    id = napkin_arch_id_for_gpu_name (json_object_get_string (name));
+  if (id == NULL)
+    return FALSE;
+  arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
+  if (arch == NULL)
+    return FALSE;
+  analysis = napkin_analyze (diagram, arch, NULL, &error);
+  if (analysis == NULL)
+    return FALSE;
+
+  p = json_object_new_object ();
+  json_object_object_add (p, "arch", json_object_new_string (id));
+  json_object_object_add (p, "time_ms", json_object_new_double (analysis->predicted_time_s * 1e3));
+  json_object_object_add (p, "serial_time_ms", json_object_new_double (analysis->serial_time_s * 1e3));
+  json_object_object_add (p, "bound", json_object_new_string (napkin_resource_to_string (analysis->bound)));
+  json_object_object_add (p, "feasible", json_object_new_boolean (analysis->feasible));
+  json_object_object_add (p, "energy_j", json_object_new_double (analysis->energy_j));
+
+  /* Per level and per resource, for a predicted-vs-measured chart. */
+  levels = json_object_new_object ();
+  for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
+    {
+      json_object *o = json_object_new_object ();
+
+      json_object_object_add (o, "transfer_bytes", json_object_new_int64 (analysis->levels[l].transfer_bytes));
+      json_object_object_add (o, "time_ms", json_object_new_double (analysis->levels[l].time_s * 1e3));
+      json_object_object_add (levels, napkin_level_to_string (l), o);
+    }
+  json_object_object_add (p, "levels", levels);
+  resources = json_object_new_object ();
+  for (guint r = 0; r < NAPKIN_N_RESOURCES; r++)
+    json_object_object_add (resources, napkin_resource_to_string (r),
+                            json_object_new_double (analysis->resource_s[r] * 1e3));
+  json_object_object_add (p, "resources_ms", resources);
+
+  json_object_object_add (result, "prediction", p);
+  return TRUE;
+}
