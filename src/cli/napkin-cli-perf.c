@@ -11,6 +11,7 @@
 #include "napkin-error.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
+#include "napkin-explain.h"
 #include "napkin-model.h"
 #include "napkin-tune.h"
 
@@ -51,33 +52,6 @@ print_json (json_object *root)
 }
 
 /* Seconds, bytes and rates with SI prefixes. */
-static char *
-human (double      value,
-       const char *unit)
-{
-  const char *prefixes[] = { "", "k", "M", "G", "T", "P", "E" };
-  const char *small[] = { "", "m", "µ", "n" };
-  guint i = 0;
-
-  if (!isfinite (value))
-    return g_strdup_printf ("%g %s", value, unit);
-  if (value != 0 && fabs (value) < 1)
-    {
-      while (fabs (value) < 1 && i + 1 < G_N_ELEMENTS (small))
-        {
-          value *= 1000;
-          i++;
-        }
-      return g_strdup_printf ("%.3g %s%s", value, small[i], unit);
-    }
-  while (fabs (value) >= 1000 && i + 1 < G_N_ELEMENTS (prefixes))
-    {
-      value /= 1000;
-      i++;
-    }
-  return g_strdup_printf ("%.4g %s%s", value, prefixes[i], unit);
-}
-
 static NapkinArchRegistry *
 registry (void)
 {
@@ -159,10 +133,10 @@ napkin_cli_archs (int    argc,
   for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
     {
       NapkinArch *a = napkin_arch_registry_get (reg, i);
-      g_autofree char *bw = human (a->levels[NAPKIN_LEVEL_HBM].bandwidth, "B/s");
-      g_autofree char *f16 = human (napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP16), "F/s");
+      g_autofree char *bw = napkin_format_si (a->levels[NAPKIN_LEVEL_HBM].bandwidth, "B/s");
+      g_autofree char *f16 = napkin_format_si (napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP16), "F/s");
       g_autofree char *f8 = a->tensor_per_sm_clock[NAPKIN_TENSOR_FP8] > 0
-                            ? human (napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP8), "F/s") : g_strdup ("—");
+                            ? napkin_format_si (napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP8), "F/s") : g_strdup ("—");
 
       printf ("%-8s %-26s %4u %6.0f %10s %6.0fKB %9s %9s %6.0f F/B\n", a->id, a->name, a->sms, a->clock_hz / 1e6,
               bw, a->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / 1024, f16, f8,
@@ -177,14 +151,14 @@ static void
 print_analysis_text (NapkinAnalysis *a,
                      const char     *path)
 {
-  g_autofree char *t = human (a->predicted_time_s, "s");
-  g_autofree char *ts = human (a->serial_time_s, "s");
-  g_autofree char *to = human (a->overlap_time_s, "s");
-  g_autofree char *tp = human (a->throughput, "FLOP/s");
-  g_autofree char *tt = human (a->tensor_throughput, "FLOP/s");
-  g_autofree char *stp = human (a->serial_throughput, "FLOP/s");
-  g_autofree char *en = human (a->energy_j, "J");
-  g_autofree char *fl = human ((double) a->flops_total, "FLOP");
+  g_autofree char *t = napkin_format_si (a->predicted_time_s, "s");
+  g_autofree char *ts = napkin_format_si (a->serial_time_s, "s");
+  g_autofree char *to = napkin_format_si (a->overlap_time_s, "s");
+  g_autofree char *tp = napkin_format_si (a->throughput, "FLOP/s");
+  g_autofree char *tt = napkin_format_si (a->tensor_throughput, "FLOP/s");
+  g_autofree char *stp = napkin_format_si (a->serial_throughput, "FLOP/s");
+  g_autofree char *en = napkin_format_si (a->energy_j, "J");
+  g_autofree char *fl = napkin_format_si ((double) a->flops_total, "FLOP");
 
   printf ("%s on %s (%s)%s%s%s\n", path, a->arch->id, a->arch->name, a->has_dtype ? ", all tensors " : "",
           a->has_dtype ? napkin_dtype_to_string (a->dtype) : "", a->paper ? ", the paper's model (no L2 reuse)" : "");
@@ -204,7 +178,7 @@ print_analysis_text (NapkinAnalysis *a,
   printf ("\n%-10s %18s %16s %12s\n", "level", "transfer elements", "bytes", "time");
   for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
     {
-      g_autofree char *lt = human (a->levels[l].time_s, "s");
+      g_autofree char *lt = napkin_format_si (a->levels[l].time_s, "s");
 
       printf ("%-10s %18" G_GINT64_FORMAT " %16" G_GINT64_FORMAT " %12s\n", napkin_level_to_string (l),
               a->levels[l].transfer_elements, a->levels[l].transfer_bytes, lt);
@@ -215,7 +189,7 @@ print_analysis_text (NapkinAnalysis *a,
   printf ("\n%-10s", "time");
   for (NapkinResource r = 0; r < NAPKIN_N_RESOURCES; r++)
     {
-      g_autofree char *rt = human (a->resource_s[r], "s");
+      g_autofree char *rt = napkin_format_si (a->resource_s[r], "s");
 
       printf (" %10s", rt);
     }
@@ -255,9 +229,9 @@ print_analysis_text (NapkinAnalysis *a,
   for (guint k = 0; k < a->kernels->len; k++)
     {
       const NapkinKernelCost *kc = &g_array_index (a->kernels, NapkinKernelCost, k);
-      g_autofree char *t = human (kc->time_s_predicted, "s");
-      g_autofree char *o = human (kc->overlap_s, "s");
-      g_autofree char *s = human (kc->serial_s, "s");
+      g_autofree char *t = napkin_format_si (kc->time_s_predicted, "s");
+      g_autofree char *o = napkin_format_si (kc->overlap_s, "s");
+      g_autofree char *s = napkin_format_si (kc->serial_s, "s");
 
       printf ("%-16s %-9s %10.3f %12s %12s %12s\n", kc->name, napkin_resource_to_string (kc->bound),
               kc->quantisation, t, o, s);
@@ -528,17 +502,17 @@ napkin_cli_compare (int    argc,
                                                    (const char *) g_ptr_array_index (a->errors, 0)));
         if (format == FORMAT_TEXT)
           {
-            g_autofree char *t = human (a->predicted_time_s, "s");
-            g_autofree char *tp = human (a->throughput, "FLOP/s");
+            g_autofree char *t = napkin_format_si (a->predicted_time_s, "s");
+            g_autofree char *tp = napkin_format_si (a->throughput, "FLOP/s");
             NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
             g_autofree char *pk = NULL;
 
             /* the peak of the element type asked for (fp16 for the file's own) */
             if (dt >= 0 && (!napkin_tensor_class_for_dtype (dt, &klass) || arch->tensor_per_sm_clock[klass] <= 0))
               klass = NAPKIN_TENSOR_FP16;
-            pk = dt == NAPKIN_DTYPE_FP32 ? human (napkin_arch_cuda_rate (arch, NAPKIN_DTYPE_FP32), "FLOP/s")
-                                         : human (napkin_arch_tensor_rate (arch, klass), "FLOP/s");
-            g_autofree char *en = human (a->energy_j, "J");
+            pk = dt == NAPKIN_DTYPE_FP32 ? napkin_format_si (napkin_arch_cuda_rate (arch, NAPKIN_DTYPE_FP32), "FLOP/s")
+                                         : napkin_format_si (napkin_arch_tensor_rate (arch, klass), "FLOP/s");
+            g_autofree char *en = napkin_format_si (a->energy_j, "J");
 
             printf ("%-8s %-9s %12s %-9s %14s %14s %12s %s\n", arch->id, dname, t,
                     napkin_resource_to_string (a->bound), tp, pk, en, a->feasible ? "yes" : "NO");
@@ -725,8 +699,8 @@ static void
 print_candidate (const char                *label,
                  const NapkinTuneCandidate *c)
 {
-  g_autofree char *t = human (c->predicted_time_s, "s");
-  g_autofree char *tp = human (c->throughput, "FLOP/s");
+  g_autofree char *t = napkin_format_si (c->predicted_time_s, "s");
+  g_autofree char *tp = napkin_format_si (c->throughput, "FLOP/s");
 
   printf ("%-8s %10s %14s %-9s %14" G_GINT64_FORMAT " %10" G_GINT64_FORMAT " %6" G_GINT64_FORMAT "  %s\n", label,
           t, tp, napkin_resource_to_string (c->bound), c->hbm_bytes, c->footprint_bytes, c->per_sm, c->tiles);

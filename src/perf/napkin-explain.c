@@ -25,8 +25,9 @@ napkin_format_int (gint64 value)
 }
 
 char *
-napkin_format_si (double      value,
-                  const char *unit)
+napkin_format_si_digits (double      value,
+                         const char *unit,
+                         guint       digits)
 {
   static const char *prefixes[] = { "", "k", "M", "G", "T", "P", "E" };
   static const char *small[] = { "", "m", "µ", "n", "p" };
@@ -48,7 +49,14 @@ napkin_format_si (double      value,
       value /= 1000;
       i++;
     }
-  return g_strdup_printf ("%.4g %s%s", value, prefixes[i], unit);
+  return g_strdup_printf ("%.*g %s%s", (int) digits, value, prefixes[i], unit);
+}
+
+char *
+napkin_format_si (double      value,
+                  const char *unit)
+{
+  return napkin_format_si_digits (value, unit, 4);
 }
 
 /* The bytes a transfer puts on a level, as napkin-model.c's account_transfer counts them. */

@@ -15,6 +15,10 @@ char *napkin_format_int              (gint64                value);
 /* Seconds, bytes and rates with SI prefixes: 3.35e12, "B/s" → "3.35 TB/s". */
 char *napkin_format_si               (double                value,
                                       const char           *unit);
+/* The same with `digits` significant digits for values of 1 and more (plot labels use 3). */
+char *napkin_format_si_digits        (double                value,
+                                      const char           *unit,
+                                      guint                 digits);
 
 /* bytes of a level: the transfers that cross it (tile × count × element size). */
 char *napkin_explain_level_bytes     (const NapkinAnalysis *analysis,

@@ -11,6 +11,7 @@
 #include <pango/pangocairo.h>
 
 #include "napkin-error.h"
+#include "napkin-explain.h"
 #include "napkin-plot.h"
 
 static void
@@ -175,31 +176,6 @@ draw_text (cairo_t    *cr,
   g_object_unref (layout);
 }
 
-static char *
-si (double      value,
-    const char *unit)
-{
-  static const char *prefixes[] = { "", "k", "M", "G", "T", "P" };
-  static const char *small[] = { "", "m", "µ", "n" };
-  guint i = 0;
-
-  if (value != 0 && fabs (value) < 1)
-    {
-      while (fabs (value) < 1 && i + 1 < G_N_ELEMENTS (small))
-        {
-          value *= 1000;
-          i++;
-        }
-      return g_strdup_printf ("%.3g %s%s", value, small[i], unit);
-    }
-  while (fabs (value) >= 1000 && i + 1 < G_N_ELEMENTS (prefixes))
-    {
-      value /= 1000;
-      i++;
-    }
-  return g_strdup_printf ("%.3g %s%s", value, prefixes[i], unit);
-}
-
 static void
 set_fg (cairo_t               *cr,
         const NapkinPlotTheme *theme,
@@ -343,7 +319,7 @@ draw_roofline (cairo_t               *cr,
   for (double e = f.ly0; e <= f.ly1 + 1e-9; e++)
     {
       double y = fy (&f, pow (10, e));
-      g_autofree char *label = si (pow (10, e), "");
+      g_autofree char *label = napkin_format_si_digits (pow (10, e), "", 3);
 
       set_fg (cr, theme, 0.12);
       cairo_move_to (cr, f.x0, y);
@@ -577,13 +553,13 @@ draw_bars (cairo_t               *cr,
       else if (b->measured)
         {
           hatch (cr, x0, y, w, bar_h - 1);
-          label = si (b->value, "s");
+          label = napkin_format_si_digits (b->value, "s", 3);
         }
       else
         {
           cairo_rectangle (cr, x0, y, w, bar_h - 1);
           cairo_fill (cr);
-          label = si (b->value, "s");
+          label = napkin_format_si_digits (b->value, "s", 3);
         }
       if (bar_h >= 7)
         {
