@@ -16,6 +16,7 @@
 #include <glib/gstdio.h>
 #include <json-c/json.h>
 
+#include "napkin-test-diagrams.h"
 #include "napkin-application.h"
 #include "napkin-code-view.h"
 #include "napkin-codegen.h"
@@ -233,47 +234,6 @@ test_code_view_error (void)
   close_window (window);
 }
 
-/* bench/pane-bench.c's diagram: 100 layers of X·W then GELU, each relabeled onto
- * shared memory (200 operations, 100 regions). */
-static char *
-deep_mlp_json (guint layers)
-{
-  GString *s = g_string_new ("{\"format\": \"napkin\", \"version\": 1, \"title\": \"Deep MLP\", "
-                             "\"axes\": [{\"name\": \"t\", \"size\": 8192}, {\"name\": \"e\", \"size\": 1024}, "
-                             "{\"name\": \"f\", \"size\": 4096}], \"tensors\": [{\"name\": \"X\", \"axes\": [\"t\", \"e\"], "
-                             "\"dtype\": \"bf16\"}");
-  const char *last = layers % 2 ? "f" : "e";
-
-  for (guint i = 0; i < layers; i++)
-    g_string_append_printf (s, ", {\"name\": \"W%u\", \"axes\": [\"%s\", \"%s\"], \"dtype\": \"bf16\"}", i,
-                            i % 2 ? "f" : "e", i % 2 ? "e" : "f");
-  g_string_append_printf (s, ", {\"name\": \"Y\", \"axes\": [\"t\", \"%s\"], \"dtype\": \"bf16\"}], \"nodes\": ["
-                             "{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\", \"x\": 0, \"y\": 0}", last);
-  for (guint i = 0; i < layers; i++)
-    g_string_append_printf (s, ", {\"id\": \"w%u\", \"kind\": \"input\", \"tensor\": \"W%u\", \"x\": %u, \"y\": 200}"
-                               ", {\"id\": \"lin%u\", \"kind\": \"contract\", \"out\": [\"t\", \"%s\"], \"x\": %u, \"y\": 0}"
-                               ", {\"id\": \"act%u\", \"kind\": \"map\", \"fn\": \"gelu\", \"x\": %u, \"y\": 0}",
-                            i, i, 200 * i, i, i % 2 ? "e" : "f", 200 * i + 50, i, 200 * i + 100);
-  g_string_append (s, ", {\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"Y\", \"x\": 0, \"y\": 400}], \"wires\": [");
-  for (guint i = 0; i < layers; i++)
-    {
-      g_autofree char *prev = i == 0 ? g_strdup ("x") : g_strdup_printf ("act%u", i - 1);
-
-      g_string_append_printf (s, "%s{\"from\": \"%s\", \"to\": \"lin%u\", \"port\": 0}, "
-                                 "{\"from\": \"w%u\", \"to\": \"lin%u\", \"port\": 1}, "
-                                 "{\"from\": \"lin%u\", \"to\": \"act%u\", \"port\": 0}",
-                              i ? ", " : "", prev, i, i, i, i, i);
-    }
-  g_string_append_printf (s, ", {\"from\": \"act%u\", \"to\": \"y\", \"port\": 0}], \"regions\": [", layers - 1);
-  for (guint i = 0; i < layers; i++)
-    g_string_append_printf (s, "%s{\"name\": \"layer%u\", \"level\": \"smem\", \"nodes\": [\"lin%u\", \"act%u\"], "
-                               "\"marks\": {\"t\": {\"parallel\": 128}, \"%s\": {\"parallel\": 128}, "
-                               "\"%s\": {\"stream\": 64}}, \"stages\": 2}",
-                            i ? ", " : "", i, i, i, i % 2 ? "e" : "f", i % 2 ? "f" : "e");
-  g_string_append (s, "]}");
-  return g_string_free (s, FALSE);
-}
-
 static double
 thread_cpu_ms (void)
 {
@@ -290,7 +250,7 @@ thread_cpu_ms (void)
 static void
 test_code_view_big_diagram (void)
 {
-  g_autofree char *json = deep_mlp_json (10);
+  g_autofree char *json = napkin_test_deep_mlp_json (10);
   g_autoptr(GError) error = NULL;
   g_autoptr(NapkinDiagram) diagram = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
   NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
