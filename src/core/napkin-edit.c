@@ -128,6 +128,22 @@ push (NapkinHistory *history,
   g_object_unref (command);
 }
 
+/* Records one item's change as a command: `changed` (owned) replaces the item at index. */
+static void
+replace_item (NapkinHistory  *history,
+              NapkinItemKind  kind,
+              guint           index,
+              const char     *label,
+              gpointer        changed)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinCommand *command = napkin_command_new (label);
+
+  napkin_command_add (command, kind, index, napkin_diagram_get_item (diagram, kind, index), changed);
+  napkin_item_free (kind, changed);
+  push (history, command);
+}
+
 gboolean
 napkin_edit_add_node (NapkinHistory     *history,
                       const NapkinNode  *node,
@@ -216,7 +232,6 @@ napkin_edit_move_node (NapkinHistory  *history,
   NapkinDiagram *diagram = napkin_history_get_diagram (history);
   const NapkinNode *node;
   NapkinNode *moved;
-  NapkinCommand *command;
   int index;
 
   if (!find_or_refuse (diagram, NAPKIN_ITEM_NODE, id, &index, error))
@@ -231,10 +246,7 @@ napkin_edit_move_node (NapkinHistory  *history,
   moved = napkin_item_copy (NAPKIN_ITEM_NODE, node);
   moved->x = x;
   moved->y = y;
-  command = napkin_command_new ("Move");
-  napkin_command_add (command, NAPKIN_ITEM_NODE, index, node, moved);
-  napkin_item_free (NAPKIN_ITEM_NODE, moved);
-  push (history, command);
+  replace_item (history, NAPKIN_ITEM_NODE, index, "Move", moved);
   return TRUE;
 }
 
@@ -361,7 +373,6 @@ napkin_edit_set_axis_size (NapkinHistory  *history,
   NapkinDiagram *diagram = napkin_history_get_diagram (history);
   const NapkinAxis *axis;
   NapkinAxis *changed;
-  NapkinCommand *command;
   int index;
 
   if (!find_or_refuse (diagram, NAPKIN_ITEM_AXIS, name, &index, error)
@@ -374,10 +385,7 @@ napkin_edit_set_axis_size (NapkinHistory  *history,
 
   changed = napkin_item_copy (NAPKIN_ITEM_AXIS, axis);
   changed->size = size;
-  command = napkin_command_new ("Set axis size");
-  napkin_command_add (command, NAPKIN_ITEM_AXIS, index, axis, changed);
-  napkin_item_free (NAPKIN_ITEM_AXIS, changed);
-  push (history, command);
+  replace_item (history, NAPKIN_ITEM_AXIS, index, "Set axis size", changed);
   return TRUE;
 }
 
@@ -411,7 +419,6 @@ napkin_edit_set_tensor_dtype (NapkinHistory  *history,
   NapkinDiagram *diagram = napkin_history_get_diagram (history);
   const NapkinTensor *tensor;
   NapkinTensor *changed;
-  NapkinCommand *command;
   int index;
 
   if (!find_or_refuse (diagram, NAPKIN_ITEM_TENSOR, name, &index, error))
@@ -425,10 +432,7 @@ napkin_edit_set_tensor_dtype (NapkinHistory  *history,
 
   changed = napkin_item_copy (NAPKIN_ITEM_TENSOR, tensor);
   changed->dtype = dtype;
-  command = napkin_command_new ("Change element type");
-  napkin_command_add (command, NAPKIN_ITEM_TENSOR, index, tensor, changed);
-  napkin_item_free (NAPKIN_ITEM_TENSOR, changed);
-  push (history, command);
+  replace_item (history, NAPKIN_ITEM_TENSOR, index, "Change element type", changed);
   return TRUE;
 }
 
@@ -442,7 +446,6 @@ napkin_edit_set_node_dtype (NapkinHistory  *history,
   NapkinDiagram *diagram = napkin_history_get_diagram (history);
   const NapkinNode *node;
   NapkinNode *changed;
-  NapkinCommand *command;
   int index;
 
   if (!find_or_refuse (diagram, NAPKIN_ITEM_NODE, id, &index, error))
@@ -457,10 +460,7 @@ napkin_edit_set_node_dtype (NapkinHistory  *history,
   changed = napkin_item_copy (NAPKIN_ITEM_NODE, node);
   changed->has_dtype = has_dtype;
   changed->dtype = has_dtype ? dtype : 0;
-  command = napkin_command_new ("Change element type");
-  napkin_command_add (command, NAPKIN_ITEM_NODE, index, node, changed);
-  napkin_item_free (NAPKIN_ITEM_NODE, changed);
-  push (history, command);
+  replace_item (history, NAPKIN_ITEM_NODE, index, "Change element type", changed);
   return TRUE;
 }
 
@@ -726,7 +726,6 @@ napkin_edit_set_tensor_axes (NapkinHistory      *history,
   NapkinDiagram *diagram = napkin_history_get_diagram (history);
   const NapkinTensor *tensor;
   NapkinTensor *changed;
-  NapkinCommand *command;
   int index;
 
   if (!find_or_refuse (diagram, NAPKIN_ITEM_TENSOR, name, &index, error)
@@ -742,9 +741,6 @@ napkin_edit_set_tensor_axes (NapkinHistory      *history,
   changed = napkin_item_copy (NAPKIN_ITEM_TENSOR, tensor);
   g_strfreev (changed->axes);
   changed->axes = g_strdupv ((char **) axes);
-  command = napkin_command_new ("Change tensor axes");
-  napkin_command_add (command, NAPKIN_ITEM_TENSOR, index, tensor, changed);
-  napkin_item_free (NAPKIN_ITEM_TENSOR, changed);
-  push (history, command);
+  replace_item (history, NAPKIN_ITEM_TENSOR, index, "Change tensor axes", changed);
   return TRUE;
 }
