@@ -12,6 +12,7 @@
 #include <glib/gstdio.h>
 #include <json-c/json.h>
 
+#include "napkin-app-test.h"
 #include "napkin-analysis-pane.h"
 #include "napkin-application.h"
 #include "napkin-arch-editor.h"
@@ -24,15 +25,6 @@
 
 static NapkinApplication *app;
 static char *tmpdir;
-
-static void
-iterate (guint ms)
-{
-  gint64 end = g_get_monotonic_time () + ms * 1000;
-
-  while (g_get_monotonic_time () < end)
-    g_main_context_iteration (NULL, FALSE);
-}
 
 static NapkinWindow *
 open_example (const char *name)
@@ -62,12 +54,6 @@ pane_of (NapkinWindow *window)
   return NAPKIN_ANALYSIS_PANE (pane);
 }
 
-static NapkinDiagram *
-diagram_of (NapkinWindow *window)
-{
-  return napkin_history_get_diagram (napkin_window_get_history (window));
-}
-
 /* Closing the window finalizes the pane (and its window), also while the
  * comparison chart's thread was running: no reference is left behind. */
 static void
@@ -92,22 +78,6 @@ wait_for_update (NapkinAnalysisPane *pane,
   for (guint i = 0; i < 500 && napkin_analysis_pane_get_n_updates (pane) == before; i++)
     iterate (10);
   g_assert_cmpuint (napkin_analysis_pane_get_n_updates (pane), >, before);
-}
-
-static GtkWidget *
-find_named (GtkWidget  *root,
-            const char *name)
-{
-  if (g_strcmp0 (gtk_widget_get_name (root), name) == 0)
-    return root;
-  for (GtkWidget *child = gtk_widget_get_first_child (root); child; child = gtk_widget_get_next_sibling (child))
-    {
-      GtkWidget *found = find_named (child, name);
-
-      if (found)
-        return found;
-    }
-  return NULL;
 }
 
 static void

@@ -12,6 +12,7 @@
 #include <glib/gi18n.h>
 #include <glib/gstdio.h>
 
+#include "napkin-app-test.h"
 #include "napkin-application.h"
 #include "napkin-canvas-private.h"
 #include "napkin-edit.h"
@@ -27,15 +28,6 @@ example_path (const char *name)
   g_autofree char *file = g_strconcat (name, ".napkin", NULL);
 
   return g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file, NULL);
-}
-
-static void
-iterate (guint ms)
-{
-  gint64 end = g_get_monotonic_time () + ms * 1000;
-
-  while (g_get_monotonic_time () < end)
-    g_main_context_iteration (NULL, FALSE);
 }
 
 static NapkinWindow *
@@ -65,28 +57,6 @@ close_window (NapkinWindow *window)
 {
   gtk_window_destroy (GTK_WINDOW (window));
   iterate (20);
-}
-
-static NapkinDiagram *
-diagram_of (NapkinWindow *window)
-{
-  return napkin_history_get_diagram (napkin_window_get_history (window));
-}
-
-static GtkWidget *
-find_named (GtkWidget  *root,
-            const char *name)
-{
-  if (g_strcmp0 (gtk_widget_get_name (root), name) == 0)
-    return root;
-  for (GtkWidget *child = gtk_widget_get_first_child (root); child; child = gtk_widget_get_next_sibling (child))
-    {
-      GtkWidget *found = find_named (child, name);
-
-      if (found)
-        return found;
-    }
-  return NULL;
 }
 
 /* The inspector rebuilds from an idle after each change. */

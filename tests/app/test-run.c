@@ -16,6 +16,7 @@
 #include <glib/gstdio.h>
 #include <json-c/json.h>
 
+#include "napkin-app-test.h"
 #include "napkin-test-diagrams.h"
 #include "napkin-application.h"
 #include "napkin-code-view.h"
@@ -32,15 +33,6 @@
 
 static NapkinApplication *app;
 static char *tmpdir;
-
-static void
-iterate (guint ms)
-{
-  gint64 end = g_get_monotonic_time () + ms * 1000;
-
-  while (g_get_monotonic_time () < end)
-    g_main_context_iteration (NULL, FALSE);
-}
 
 typedef gboolean (*Condition) (gpointer data);
 
@@ -85,12 +77,6 @@ open_example (const char *name)
   g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file_name, NULL);
 
   return open_path (path);
-}
-
-static NapkinDiagram *
-diagram_of (NapkinWindow *window)
-{
-  return napkin_history_get_diagram (napkin_window_get_history (window));
 }
 
 static void
