@@ -169,7 +169,7 @@ check_text (Loader      *loader,
             for (const char *c = key; *c; c++)
               {
                 /* paths are printed: no raw control characters */
-                if ((guchar) *c < 0x20 || *c == '\\' || *c == '"')
+                if ((guchar) *c < 0x20 || *c == 0x7f || *c == '\\' || *c == '"')
                   {
                     g_autofree char *one = g_strndup (c, 1);
                     g_autofree char *shown = g_strescape (one, NULL);
