@@ -1,0 +1,336 @@
+/* Skeleton: Hopper (sm_90a) GEMM, C[M,N] = A[M,K]·B[K,N], row-major, fp16/bf16 in, fp32
+ * accumulate, on wgmma with tensor-memory-accelerator (TMA) loads. One thread block per
+ * BM×BN tile of C (the region's parallel groups); K streamed in chunks of 64 through
+ * STAGES shared-memory buffers. The block is warp-specialised: warpgroup 0 is the
+ * producer (one thread issues the bulk tensor copies, 128-byte swizzled, each stage
+ * completing on its "full" mbarrier with an expected byte count; its registers are
+ * given back with setmaxnreg), warpgroups 1 and 2 are consumers, each multiplying its
+ * BM/2 rows by the whole BN with wgmma.mma_async m64nBNk16 straight from shared memory
+ * (A K-major, B N-major through the transpose bit), keeping one group of wgmmas in
+ * flight and releasing a stage through its "empty" mbarrier once the wgmmas that read
+ * it are done. Tiles are walked in groups of G_GROUP tile rows so that a wave shares
+ * its A and B panels through L2.
+ * The two tensor maps (A: box 64×BM, B: box 64×64, both 128-byte swizzle) are built on
+ * the host by the runner (cuTensorMapEncodeTiled) from the kernel's tensor-map list and
+ * passed by value after the NapkinArgs.
+ * Napkin fills the @PARAMETERS@; the rest is fixed.
+ * Requires M % BM == N % BN == K % 64 == 0, BM ∈ {128, 256}, BN % 64 == 0, BN ≤ 256
+ * (checked by the code generator). */
+#ifndef NAPKIN_TENSOR_MAP
+#define NAPKIN_TENSOR_MAP
+/* CUtensorMap, opaque: 128 bytes, 64-byte aligned. */
+struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };
+#endif
+#define G_BM @BM@
+#define G_BN @BN@
+#define G_BK 64
+#define G_STAGES @STAGES@
+#define G_WGM (G_BM / 2)                    /* rows of C per consumer warpgroup */
+#define G_MI (G_WGM / 64)                   /* m64 wgmmas per consumer and k-step */
+#define G_A_BYTES (G_BM * G_BK * 2)
+#define G_B_BYTES (G_BK * G_BN * 2)
+#define G_STAGE_BYTES (G_A_BYTES + G_B_BYTES)
+#define G_GROUP 8                           /* tile rows per rasterisation group */
+#define G_CONSUMER_WARPS 8
+/* B, N-major with 128-byte swizzle: 64 columns × 8 k-rows per 1024-byte atom; the next
+ * 64 columns 64 k-rows (8 KB) further on, the next 8 k-rows 1024 bytes on. */
+#ifndef G_B_LBO
+#define G_B_LBO (G_BK * 128)
+#define G_B_SBO 1024
+#endif
+
+static __device__ __forceinline__ unsigned
+@NAME@_smem (const void *p)
+{
+  unsigned a;
+  asm ("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r" (a) : "l" (p));
+  return a;
+}
+
+/* wgmma shared-memory matrix descriptor, 128-byte swizzle. */
+static __device__ __forceinline__ unsigned long long
+@NAME@_desc (unsigned addr, unsigned lbo, unsigned sbo)
+{
+  return (unsigned long long) ((addr & 0x3FFFF) >> 4) | ((unsigned long long) ((lbo & 0x3FFFF) >> 4) << 16)
+         | ((unsigned long long) ((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+static __device__ __forceinline__ void
+@NAME@_wait (unsigned bar, unsigned parity)
+{
+  unsigned done = 0;
+
+  while (!done)
+    asm volatile ("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                  : "=r" (done) : "r" (bar), "r" (parity) : "memory");
+}
+
+static __device__ __forceinline__ void
+@NAME@_tma (unsigned dst, const NapkinTensorMap *map, int c0, int c1, unsigned bar)
+{
+  asm volatile ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                :: "r" (dst), "l" (map), "r" (c0), "r" (c1), "r" (bar) : "memory");
+}
+
+static __device__ __forceinline__ void
+@NAME@_st2 (float *p, float a, float b)
+{
+  *(float2 *) p = make_float2 (a, b);
+}
+
+static __device__ __forceinline__ void
+@NAME@_st2 (napkin_bf16 *p, float a, float b)
+{
+  unsigned v;
+  asm ("cvt.rn.bf16x2.f32 %0, %2, %1;" : "=r" (v) : "f" (a), "f" (b));
+  *(unsigned *) p = v;
+}
+
+static __device__ __forceinline__ void
+@NAME@_st2 (napkin_f16 *p, float a, float b)
+{
+  unsigned v;
+  asm ("cvt.rn.f16x2.f32 %0, %2, %1;" : "=r" (v) : "f" (a), "f" (b));
+  *(unsigned *) p = v;
+}
+
+/* Keeps the compiler from moving accumulator registers across a wgmma in flight. */
+#define G_FENCE_ACC()                                                                          \
+  do {                                                                                         \
+    _Pragma ("unroll") for (int i_ = 0; i_ < G_MI; i_++)                                      \
+      _Pragma ("unroll") for (int r_ = 0; r_ < G_BN / 2; r_++)                                \
+        asm volatile ("" : "+f" (acc[i_][r_]) :: "memory");                                    \
+  } while (0)
+
+/* wgmma m64nBNk16, fp32 accumulators, A K-major, B N-major (transposed): one per BN. */
+#if G_BN == 64
+static __device__ __forceinline__ void
+@NAME@_wgmma (float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %34, 0;\n"
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.@MMA@.@MMA@ "
+                "{"
+                "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+                "}, %32, %33, p, 1, 1, 0, 1; }\n"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]),
+                  "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]),
+                  "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]),
+                  "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31])
+                : "l" (da), "l" (db), "r" (accumulate));
+}
+
+#elif G_BN == 128
+static __device__ __forceinline__ void
+@NAME@_wgmma (float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %66, 0;\n"
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.@MMA@.@MMA@ "
+                "{"
+                "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+                "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+                "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+                "}, %64, %65, p, 1, 1, 0, 1; }\n"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]),
+                  "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]),
+                  "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]),
+                  "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]),
+                  "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]),
+                  "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]),
+                  "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]),
+                  "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63])
+                : "l" (da), "l" (db), "r" (accumulate));
+}
+
+#elif G_BN == 192
+static __device__ __forceinline__ void
+@NAME@_wgmma (float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %98, 0;\n"
+                "wgmma.mma_async.sync.aligned.m64n192k16.f32.@MMA@.@MMA@ "
+                "{"
+                "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+                "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+                "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+                "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+                "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+                "}, %96, %97, p, 1, 1, 0, 1; }\n"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]),
+                  "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]),
+                  "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]),
+                  "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]),
+                  "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]),
+                  "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]),
+                  "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]),
+                  "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63]),
+                  "+f" (d[64]), "+f" (d[65]), "+f" (d[66]), "+f" (d[67]), "+f" (d[68]), "+f" (d[69]), "+f" (d[70]), "+f" (d[71]),
+                  "+f" (d[72]), "+f" (d[73]), "+f" (d[74]), "+f" (d[75]), "+f" (d[76]), "+f" (d[77]), "+f" (d[78]), "+f" (d[79]),
+                  "+f" (d[80]), "+f" (d[81]), "+f" (d[82]), "+f" (d[83]), "+f" (d[84]), "+f" (d[85]), "+f" (d[86]), "+f" (d[87]),
+                  "+f" (d[88]), "+f" (d[89]), "+f" (d[90]), "+f" (d[91]), "+f" (d[92]), "+f" (d[93]), "+f" (d[94]), "+f" (d[95])
+                : "l" (da), "l" (db), "r" (accumulate));
+}
+
+#elif G_BN == 256
+static __device__ __forceinline__ void
+@NAME@_wgmma (float *d, unsigned long long da, unsigned long long db, int accumulate)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %130, 0;\n"
+                "wgmma.mma_async.sync.aligned.m64n256k16.f32.@MMA@.@MMA@ "
+                "{"
+                "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+                "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+                "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+                "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+                "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+                "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+                "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+                "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+                "}, %128, %129, p, 1, 1, 0, 1; }\n"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]),
+                  "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]),
+                  "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]),
+                  "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]),
+                  "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]),
+                  "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]),
+                  "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]),
+                  "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63]),
+                  "+f" (d[64]), "+f" (d[65]), "+f" (d[66]), "+f" (d[67]), "+f" (d[68]), "+f" (d[69]), "+f" (d[70]), "+f" (d[71]),
+                  "+f" (d[72]), "+f" (d[73]), "+f" (d[74]), "+f" (d[75]), "+f" (d[76]), "+f" (d[77]), "+f" (d[78]), "+f" (d[79]),
+                  "+f" (d[80]), "+f" (d[81]), "+f" (d[82]), "+f" (d[83]), "+f" (d[84]), "+f" (d[85]), "+f" (d[86]), "+f" (d[87]),
+                  "+f" (d[88]), "+f" (d[89]), "+f" (d[90]), "+f" (d[91]), "+f" (d[92]), "+f" (d[93]), "+f" (d[94]), "+f" (d[95]),
+                  "+f" (d[96]), "+f" (d[97]), "+f" (d[98]), "+f" (d[99]), "+f" (d[100]), "+f" (d[101]), "+f" (d[102]), "+f" (d[103]),
+                  "+f" (d[104]), "+f" (d[105]), "+f" (d[106]), "+f" (d[107]), "+f" (d[108]), "+f" (d[109]), "+f" (d[110]), "+f" (d[111]),
+                  "+f" (d[112]), "+f" (d[113]), "+f" (d[114]), "+f" (d[115]), "+f" (d[116]), "+f" (d[117]), "+f" (d[118]), "+f" (d[119]),
+                  "+f" (d[120]), "+f" (d[121]), "+f" (d[122]), "+f" (d[123]), "+f" (d[124]), "+f" (d[125]), "+f" (d[126]), "+f" (d[127])
+                : "l" (da), "l" (db), "r" (accumulate));
+}
+
+#else
+#error "gemm-wgmma: BN must be 64, 128, 192 or 256"
+#endif
+
+extern "C" __global__ void __launch_bounds__ (384, 1)
+@NAME@ (const NapkinArgs args,
+        const __grid_constant__ NapkinTensorMap tma_a,
+        const __grid_constant__ NapkinTensorMap tma_b)
+{
+  @CT@ *__restrict__ C = (@CT@ *) args.p[@C@];
+  extern __shared__ __align__ (1024) unsigned char smem_[];
+  const unsigned base = (@NAME@_smem (smem_) + 1023) & ~1023u;
+  const unsigned full = base + G_STAGES * G_STAGE_BYTES;   /* G_STAGES mbarriers, then the empty ones */
+  const unsigned empty = full + G_STAGES * 8;
+  const int tid = threadIdx.x, wg = tid / 128;
+  const long tiles_n = @N@L / G_BN, tiles_m = @M@L / G_BM;
+  /* grouped order: G_GROUP tile rows × every tile column, column-major inside a group */
+  const long group = blockIdx.x / (G_GROUP * tiles_n), first_m = group * G_GROUP;
+  const long rows_in = tiles_m - first_m < G_GROUP ? tiles_m - first_m : G_GROUP;
+  const long in_group = blockIdx.x % (G_GROUP * tiles_n);
+  const int m0 = (int) ((first_m + in_group % rows_in) * G_BM), n0 = (int) ((in_group / rows_in) * G_BN);
+  const int chunks = @K@ / G_BK;
+
+  (void) args;
+  if (tid == 0)
+    {
+      for (int s = 0; s < G_STAGES; s++)
+        {
+          asm volatile ("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r" (full + 8 * s));
+          asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (empty + 8 * s), "n" (G_CONSUMER_WARPS));
+        }
+      asm volatile ("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+  __syncthreads ();
+
+  if (wg == 0)
+    {
+      /* Producer: one thread issues every copy. */
+      asm volatile ("setmaxnreg.dec.sync.aligned.u32 40;");
+      if (tid == 0)
+        {
+          asm volatile ("prefetch.tensormap [%0];" :: "l" (&tma_a) : "memory");
+          asm volatile ("prefetch.tensormap [%0];" :: "l" (&tma_b) : "memory");
+          for (int kc = 0; kc < chunks; kc++)
+            {
+              const int s = kc % G_STAGES;
+              const unsigned dst = base + s * G_STAGE_BYTES;
+
+              @NAME@_wait (empty + 8 * s, ((kc / G_STAGES) & 1) ^ 1);
+              asm volatile ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+                            :: "r" (full + 8 * s), "n" (G_STAGE_BYTES) : "memory");
+              @NAME@_tma (dst, &tma_a, kc * G_BK, m0, full + 8 * s);
+#pragma unroll
+              for (int j = 0; j < G_BN / 64; j++)
+                @NAME@_tma (dst + G_A_BYTES + j * (G_BK * 128), &tma_b, n0 + j * 64, kc * G_BK, full + 8 * s);
+            }
+        }
+    }
+  else
+    {
+      /* Consumers: warpgroup cw takes rows cw·BM/2 … of the tile. */
+      const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32;
+      float acc[G_MI][G_BN / 2];
+
+      asm volatile ("setmaxnreg.inc.sync.aligned.u32 232;");
+#pragma unroll
+      for (int i = 0; i < G_MI; i++)
+#pragma unroll
+        for (int r = 0; r < G_BN / 2; r++)
+          acc[i][r] = 0.0f;
+
+      for (int kc = 0; kc < chunks; kc++)
+        {
+          const int s = kc % G_STAGES;
+          const unsigned a_base = base + s * G_STAGE_BYTES + cw * G_WGM * 128;
+          const unsigned b_base = base + s * G_STAGE_BYTES + G_A_BYTES;
+
+          @NAME@_wait (full + 8 * s, (kc / G_STAGES) & 1);
+          G_FENCE_ACC ();
+          asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+          for (int kk = 0; kk < G_BK / 16; kk++)
+#pragma unroll
+            for (int i = 0; i < G_MI; i++)
+              @NAME@_wgmma (acc[i], @NAME@_desc (a_base + i * 64 * 128 + kk * 32, 16, 1024),
+                            @NAME@_desc (b_base + kk * 16 * 128, G_B_LBO, G_B_SBO), 1);
+          asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+          /* The previous chunk's wgmmas are done once at most this one is pending. */
+          asm volatile ("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+          G_FENCE_ACC ();
+          if (kc > 0 && lane == 0)
+            asm volatile ("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r" (empty + 8 * ((kc - 1) % G_STAGES)) : "memory");
+        }
+      asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      G_FENCE_ACC ();
+
+      /* Epilogue: as in mma.sync's m16n8 layout, repeated over N: each thread holds rows
+       * lane/4 and lane/4 + 8 of its warp's 16, two adjacent columns per 8. */
+#pragma unroll
+      for (int i = 0; i < G_MI; i++)
+        {
+          const long r = m0 + cw * G_WGM + i * 64 + warp * 16 + lane / 4;
+#pragma unroll
+          for (int j = 0; j < G_BN / 8; j++)
+            {
+              const long c = n0 + j * 8 + (lane % 4) * 2;
+
+              @NAME@_st2 (&C[r * @N@L + c], acc[i][j * 4 + 0], acc[i][j * 4 + 1]);
+              @NAME@_st2 (&C[(r + 8) * @N@L + c], acc[i][j * 4 + 2], acc[i][j * 4 + 3]);
+            }
+        }
+    }
+}
+#undef G_BM
+#undef G_BN
+#undef G_BK
+#undef G_STAGES
+#undef G_WGM
+#undef G_MI
+#undef G_A_BYTES
+#undef G_B_BYTES
+#undef G_STAGE_BYTES
+#undef G_GROUP
+#undef G_CONSUMER_WARPS
+#undef G_B_LBO
+#undef G_B_SBO
+#undef G_FENCE_ACC
