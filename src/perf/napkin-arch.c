@@ -265,6 +265,31 @@ arch_from_json (json_object *root,
     FIG (tensor, "tensor", tensor_class_names[c], 0, 1e7, arch->tensor_per_sm_clock[c]);
   if (arch->tensor_per_sm_clock[NAPKIN_TENSOR_FP16] <= 0)
     return fail (error, "tensor.fp16", "every supported GPU has fp16 tensor cores"), NULL;
+  /* optional: the mma.sync ceiling where it is below the dense peak */
+  if (json_object_object_get_ex (root, "tensor_mma_sync", &obj))
+    {
+      if (!json_object_is_type (obj, json_type_object))
+        return fail (error, "tensor_mma_sync", "expected an object of figures per tensor class"), NULL;
+      for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+        if (json_object_object_get_ex (obj, tensor_class_names[c], NULL))
+          {
+            FIG (obj, "tensor_mma_sync", tensor_class_names[c], 0, 1e7, arch->tensor_mma_sync_per_sm_clock[c]);
+            if (arch->tensor_mma_sync_per_sm_clock[c] > arch->tensor_per_sm_clock[c])
+              return fail (error, "tensor_mma_sync", "%s: %g is above the dense peak tensor.%s (%g): "
+                           "mma.sync cannot beat it", tensor_class_names[c], arch->tensor_mma_sync_per_sm_clock[c],
+                           tensor_class_names[c], arch->tensor_per_sm_clock[c]), NULL;
+          }
+      json_object_object_foreach (obj, key, val)
+        {
+          gboolean known = FALSE;
+
+          (void) val;
+          for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+            known |= strcmp (key, tensor_class_names[c]) == 0;
+          if (!known)
+            return fail (error, "tensor_mma_sync", "unknown tensor class “%s” (fp16, bf16, tf32, fp8, int8)", key), NULL;
+        }
+    }
   if (!(cuda = get_object (root, "", "cuda", error)))
     return NULL;
   FIG (cuda, "cuda", "fp32", 1, 1e6, arch->cuda_fp32_per_sm_clock);
@@ -352,6 +377,23 @@ napkin_arch_tensor_rate (const NapkinArch  *arch,
                          NapkinTensorClass  klass)
 {
   return arch->tensor_per_sm_clock[klass] * arch->sms * arch->tensor_clock_hz;
+}
+
+double
+napkin_arch_mma_sync_rate (const NapkinArch  *arch,
+                           NapkinTensorClass  klass)
+{
+  double per_clock = arch->tensor_mma_sync_per_sm_clock[klass] > 0
+                     ? arch->tensor_mma_sync_per_sm_clock[klass] : arch->tensor_per_sm_clock[klass];
+
+  return per_clock * arch->sms * arch->tensor_clock_hz;
+}
+
+gboolean
+napkin_arch_has_wgmma (const NapkinArch *arch)
+{
+  /* sm_90a only: Blackwell (10.x) has tcgen05 instead, Ada (8.9) neither */
+  return arch->compute_capability != NULL && g_str_has_prefix (arch->compute_capability, "9.");
 }
 
 double
@@ -703,6 +745,18 @@ napkin_arch_to_json (const NapkinArch *arch)
       put_figure (tensor, arch, path, tensor_class_names[c], arch->tensor_per_sm_clock[c]);
     }
   json_object_object_add (root, "tensor", tensor);
+  tensor = NULL;
+  for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+    if (arch->tensor_mma_sync_per_sm_clock[c] > 0)
+      {
+        g_autofree char *path = g_strdup_printf ("tensor_mma_sync.%s", tensor_class_names[c]);
+
+        if (tensor == NULL)
+          tensor = json_object_new_object ();
+        put_figure (tensor, arch, path, tensor_class_names[c], arch->tensor_mma_sync_per_sm_clock[c]);
+      }
+  if (tensor != NULL)
+    json_object_object_add (root, "tensor_mma_sync", tensor);
   cuda = json_object_new_object ();
   put_figure (cuda, arch, "cuda.fp32", "fp32", arch->cuda_fp32_per_sm_clock);
   put_figure (cuda, arch, "cuda.fp16", "fp16", arch->cuda_fp16_per_sm_clock);

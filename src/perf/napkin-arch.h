@@ -62,6 +62,10 @@ typedef struct
   NapkinArchLevel levels[NAPKIN_N_LEVELS];
 
   double          tensor_per_sm_clock[NAPKIN_N_TENSOR_CLASSES];   /* dense FLOPs; 0: none */
+  /* The warp-level mma.sync path where it falls short of the dense peak (Hopper:
+   * only wgmma reaches it); 0: mma.sync reaches tensor_per_sm_clock. Optional
+   * "tensor_mma_sync" object of the file. */
+  double          tensor_mma_sync_per_sm_clock[NAPKIN_N_TENSOR_CLASSES];
   double          cuda_fp32_per_sm_clock;
   double          cuda_fp16_per_sm_clock;
   double          sfu_per_sm_clock;
@@ -91,6 +95,13 @@ const GPtrArray   *napkin_arch_get_figure_paths   (const NapkinArch  *arch);
 /* Device-wide rates in operations per second. */
 double             napkin_arch_tensor_rate        (const NapkinArch  *arch,
                                                    NapkinTensorClass  klass);
+/* The mma.sync path's rate: tensor_mma_sync where the profile gives it, else the
+ * dense peak (napkin_arch_tensor_rate). */
+double             napkin_arch_mma_sync_rate      (const NapkinArch  *arch,
+                                                   NapkinTensorClass  klass);
+/* Hopper (compute capability 9.x, sm_90a): the warpgroup instructions (wgmma)
+ * exist; napkin_model_region_uses_wgmma says which regions take them. */
+gboolean           napkin_arch_has_wgmma          (const NapkinArch  *arch);
 double             napkin_arch_cuda_rate          (const NapkinArch  *arch,
                                                    NapkinDtype        dtype);
 double             napkin_arch_sfu_rate           (const NapkinArch  *arch);

@@ -1110,12 +1110,165 @@ account_transfer (Model                *m,
     time_s[level_resource (tr->from)] += tr->bytes / m->arch->levels[tr->from].bandwidth;
 }
 
+/* ---- instruction paths: wgmma or mma.sync (docs/model.md, "Instruction paths") ----------- */
+
+/* The tile of `axis` in `region` (a whole axis: its size); FALSE when the mark's kind
+ * is not `want` (or whole), or, with `divides`, when the tile does not divide the axis
+ * (the GEMM skeleton has no edge tiles; the attention one masks its last key chunk). */
+static gboolean
+wgmma_tile (NapkinDiagram      *d,
+            const NapkinRegion *region,
+            guint               axis,
+            NapkinMarkKind      want,
+            gboolean            divides,
+            gint64             *tile)
+{
+  gint64 size = napkin_diagram_axis_size (d, axis), t = 0;
+  NapkinMarkKind kind = napkin_region_mark (region, napkin_diagram_axis (d, axis)->name, &t);
+
+  if (kind == NAPKIN_MARK_WHOLE || t <= 0 || t >= size)
+    {
+      *tile = size;
+      return TRUE;
+    }
+  *tile = t;
+  return kind == want && (!divides || size % t == 0);
+}
+
+static gboolean
+wgmma_dtype (NapkinDtype dtype)
+{
+  return dtype == NAPKIN_DTYPE_FP16 || dtype == NAPKIN_DTYPE_BF16;
+}
+
+static gboolean
+uses_wgmma (const NapkinArch *arch,
+            NapkinDiagram    *d,
+            guint             r,
+            gboolean          has_dtype,
+            NapkinDtype       dtype)
+{
+  const NapkinRegion *region = napkin_diagram_region (d, r);
+  const guint *topo = napkin_diagram_topo_order (d);
+  guint n_nodes = napkin_diagram_n_nodes (d), n_axes = napkin_diagram_n_axes (d);
+  int first = -1;
+  guint contractions = 0, bytes = 2;
+  gint64 stages = MAX (1, (gint64) region->stages), smem;
+
+  if (!napkin_arch_has_wgmma (arch) || region->level != NAPKIN_LEVEL_SMEM || topo == NULL)
+    return FALSE;
+  for (guint i = 0; i < n_nodes; i++)
+    {
+      guint n = topo[i];
+      const NapkinNode *node = napkin_diagram_node (d, n);
+
+      if (node->kind != NAPKIN_OP_CONTRACT || !napkin_region_has_node (region, node->id))
+        continue;
+      if (first < 0)
+        first = n;
+      contractions++;
+      for (guint p = 0; p < 2; p++)
+        {
+          int src = napkin_diagram_input_source (d, n, p);
+          NapkinDtype t;
+
+          if (src < 0)
+            return FALSE;
+          if (napkin_region_has_node (region, napkin_diagram_node (d, src)->id))
+            continue;   /* made inside (P of attention): the skeleton converts it */
+          t = has_dtype ? dtype : napkin_diagram_node_type (d, src)->dtype;
+          if (!wgmma_dtype (t))
+            return FALSE;
+          bytes = napkin_dtype_bytes (t);
+        }
+    }
+  if (first < 0)
+    return FALSE;
+  {
+    int s0 = napkin_diagram_input_source (d, first, 0), s1 = napkin_diagram_input_source (d, first, 1);
+    const NapkinTensorType *x = napkin_diagram_node_type (d, s0), *y = napkin_diagram_node_type (d, s1);
+    const NapkinTensorType *out = napkin_diagram_node_type (d, first);
+    gint64 rows = 1, cols = 1, depth = 1, depth_size = 1;
+
+    for (guint a = 0; a < n_axes; a++)
+      {
+        gboolean in_x = napkin_tensor_type_has_axis (x, a), in_y = napkin_tensor_type_has_axis (y, a);
+        gboolean in_out = napkin_tensor_type_has_axis (out, a);
+        gint64 t;
+
+        if (in_x && in_y && in_out)
+          continue;   /* batch: one per block */
+        if (in_x && in_out)
+          {
+            if (!wgmma_tile (d, region, a, NAPKIN_MARK_PARALLEL, contractions == 1, &t))
+              return FALSE;
+            rows *= t;
+          }
+        else if (in_y && in_out)
+          {
+            /* attention streams its key axis; a GEMM cuts its columns into groups */
+            if (!wgmma_tile (d, region, a, contractions == 1 ? NAPKIN_MARK_PARALLEL : NAPKIN_MARK_STREAM,
+                             contractions == 1, &t))
+              return FALSE;
+            cols *= t;
+          }
+        else if (in_x && in_y)
+          {
+            /* a GEMM streams its contracted axis; attention holds d whole */
+            if (!wgmma_tile (d, region, a, contractions == 1 ? NAPKIN_MARK_STREAM : NAPKIN_MARK_WHOLE,
+                             contractions == 1, &t))
+              return FALSE;
+            depth *= t;
+            depth_size *= napkin_diagram_axis_size (d, a);
+          }
+      }
+    if (contractions == 1)
+      {
+        /* GEMM: wgmma m64nNk16 per warpgroup, k chunks of 64 (one 128-byte swizzle row) */
+        if (rows % 64 != 0 || cols % 8 != 0 || cols > 256 || depth % 64 != 0)
+          return FALSE;
+        smem = stages * (rows * depth + depth * cols) * bytes;
+      }
+    else
+      {
+        /* attention: 64 query rows per warpgroup, key chunks of n ≤ 256, d whole */
+        if (rows % 64 != 0 || cols % 16 != 0 || cols > 256 || depth != depth_size
+            || (depth != 64 && depth != 128))
+          return FALSE;
+        smem = (stages * 2 * cols * depth + rows * depth) * bytes;
+      }
+    return smem <= arch->smem_max_per_block;
+  }
+}
+
+gboolean
+napkin_model_region_uses_wgmma (const NapkinArch *arch,
+                                NapkinDiagram    *diagram,
+                                guint             region)
+{
+  g_return_val_if_fail (arch != NULL, FALSE);
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
+  g_return_val_if_fail (region < napkin_diagram_n_regions (diagram), FALSE);
+
+  return uses_wgmma (arch, diagram, region, FALSE, NAPKIN_DTYPE_FP16);
+}
+
 /* ---- compute and kernels ------------------------------------------------------------------ */
 
+typedef enum
+{
+  PATH_LIBRARY,    /* a plain operation: a library kernel at the dense peak */
+  PATH_WGMMA,
+  PATH_MMA_SYNC,
+} TensorPath;
+
+static const char *tensor_path_names[] = { "library", "wgmma", "mma.sync" };
+
 static void
-node_compute (Model  *m,
-              guint   n,
-              double *time)
+node_compute (Model      *m,
+              guint       n,
+              TensorPath  path,
+              double     *time)
 {
   const NapkinNode *node = napkin_diagram_node (m->d, n);
   NapkinFlops f;
@@ -1150,7 +1303,10 @@ node_compute (Model  *m,
               klass = NAPKIN_TENSOR_FP16;
             }
           m->a->tensor_flops[klass] = add (m, m->a->tensor_flops[klass], f.tensor);
-          time[NAPKIN_RESOURCE_TENSOR] += f.tensor / napkin_arch_tensor_rate (m->arch, klass);
+          /* the paper's model has one rate, the dense peak; Hopper's mma.sync falls short of it */
+          time[NAPKIN_RESOURCE_TENSOR] += f.tensor / (path == PATH_MMA_SYNC && !m->a->paper
+                                                      ? napkin_arch_mma_sync_rate (m->arch, klass)
+                                                      : napkin_arch_tensor_rate (m->arch, klass));
         }
     }
   time[NAPKIN_RESOURCE_CUDA] += f.cuda / napkin_arch_cuda_rate (m->arch, value_dtype (m, n));
@@ -1273,8 +1429,26 @@ build_kernels (Model *m)
               account_transfer (m, &g_array_index (cc->transfers, NapkinTransfer, t), k.time_s);
             }
         }
-      for (guint i = 0; i < m->rs[cost->region].members->len; i++)
-        node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), k.time_s);
+      {
+        /* the kernel's shared-memory region decides its instruction path */
+        TensorPath path = PATH_MMA_SYNC;
+
+        for (guint c = 0; c < m->a->regions->len && !m->a->no_wgmma; c++)
+          {
+            NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
+
+            if (m->rs[cc->region].kernel == (int) cost->region && cc->level == NAPKIN_LEVEL_SMEM
+                && uses_wgmma (m->arch, m->d, cc->region, m->a->has_dtype, m->a->dtype))
+              {
+                path = PATH_WGMMA;
+                break;
+              }
+          }
+        for (guint i = 0; i < m->rs[cost->region].members->len; i++)
+          node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), path, k.time_s);
+        if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
+          k.tensor_path = tensor_path_names[path];
+      }
       warp_operand_reads (m, r, cost, k.time_s);
       if (cost->level == NAPKIN_LEVEL_SMEM && cost->chunks > 1)
         k.chunk_s = (double) cost->waves * cost->chunks * NAPKIN_CHUNK_CLOCKS / m->arch->clock_hz;
@@ -1377,7 +1551,9 @@ build_kernels (Model *m)
         warning_add (m, "contraction “%s” lies in no region: modelled as reading each operand from device "
                      "memory once, as if on-chip memory were unbounded; relabel it to see what tiling costs",
                      node->id);
-      node_compute (m, n, k.time_s);
+      node_compute (m, n, PATH_LIBRARY, k.time_s);
+      if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
+        k.tensor_path = tensor_path_names[PATH_LIBRARY];
       finish_kernel (m, &k);
       g_array_append_val (m->a->kernels, k);
     }
@@ -1412,6 +1588,7 @@ napkin_analyze (NapkinDiagram               *diagram,
   a->has_dtype = options && options->has_dtype;
   a->dtype = options ? options->dtype : NAPKIN_DTYPE_FP16;
   a->paper = options && options->paper;
+  a->no_wgmma = options && options->no_wgmma;
   a->regions = g_array_new (FALSE, TRUE, sizeof (NapkinRegionCost));
   g_array_set_clear_func (a->regions, region_cost_clear);
   a->kernels = g_array_new (FALSE, TRUE, sizeof (NapkinKernelCost));
@@ -1679,6 +1856,8 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       json_object_object_add (obj, "overlaps", json_object_new_boolean (kc->overlaps));
       json_object_object_add (obj, "time_s", json_object_new_double (kc->time_s_predicted));
       json_object_object_add (obj, "bound", json_object_new_string (resource_names[kc->bound]));
+      if (kc->tensor_path != NULL)
+        json_object_object_add (obj, "tensor_path", json_object_new_string (kc->tensor_path));
       json_object_array_add (array, obj);
     }
   json_object_object_add (root, "kernels", array);

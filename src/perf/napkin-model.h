@@ -79,6 +79,7 @@ typedef struct
   double         quantisation;  /* ≥ 1: SM slots of the last wave left idle */
   guint          launches;      /* kernel launches (passes of a plain softmax or normalize) */
   gboolean       overlaps;      /* loads can hide behind compute: ≥ 2 stages or ≥ 2 blocks per SM */
+  const char    *tensor_path;   /* "wgmma", "mma.sync", "library" (a plain operation), NULL: no tensor work */
   double         time_s_predicted;  /* overlap_s if it overlaps, else serial_s */
   double         overlap_s;     /* max over resources (quantised) + launch */
   double         serial_s;      /* sum over resources (quantised) + launch */
@@ -99,6 +100,7 @@ typedef struct
   gboolean         has_dtype;
   NapkinDtype      dtype;            /* the --dtype override */
   gboolean         paper;            /* no L2 reuse */
+  gboolean         no_wgmma;
 
   NapkinFlops      flops;
   gint64           flops_total;
@@ -130,7 +132,8 @@ typedef struct
   gboolean    has_dtype;
   NapkinDtype dtype;        /* every tensor's element type (quantisation) */
   gboolean    trusted;      /* the diagram is known valid: skip validation */
-  gboolean    paper;        /* the paper's model: no tile sharing through L2 */
+  gboolean    paper;        /* the paper's model: no tile sharing through L2, one tensor rate */
+  gboolean    no_wgmma;     /* code without the wgmma skeletons: every region on mma.sync */
 } NapkinAnalyzeOptions;
 
 /* NULL with an error only when the diagram is invalid or too large for 64 bits;
@@ -142,6 +145,19 @@ NapkinAnalysis *napkin_analyze                 (NapkinDiagram               *dia
 void            napkin_analysis_free           (NapkinAnalysis              *analysis);
 json_object    *napkin_analysis_to_json        (NapkinAnalysis              *analysis);
 const char     *napkin_resource_to_string      (NapkinResource               resource);
+
+/* Whether region `region` of `diagram` runs on Hopper's warpgroup tensor-core path
+ * (wgmma) rather than mma.sync: the rule shared with codegen (docs/model.md,
+ * "Instruction paths"). All of: `arch` is sm_90a (compute capability 9.x); the region
+ * is at shared memory; the contractions' operands from outside it are fp16 or bf16
+ * (`diagram`'s types); one contraction (GEMM): BM % 64 == 0, BN % 8 == 0 and ≤ 256,
+ * BK % 64 == 0, M % BM == N % BN == K % BK == 0; two or more (attention): q tile
+ * % 64 == 0, key tile % 16 == 0 and ≤ 256, d ∈ {64, 128} whole; and stages × the
+ * streamed operand tiles (+ Q for attention) fit the arch's shared memory per block
+ * (227 KB on H100/H200). */
+gboolean        napkin_model_region_uses_wgmma (const NapkinArch            *arch,
+                                                NapkinDiagram               *diagram,
+                                                guint                        region);
 
 /* The group size above which a tiled matmul (both output axes grouped by g,
  * the contracted axis streamed) stops being bound by device memory:

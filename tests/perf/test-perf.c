@@ -763,6 +763,138 @@ replace_first (const char *text,
   return g_strdup_printf ("%.*s%s%s", (int) (at - text), text, new, at + strlen (old));
 }
 
+/* ---- instruction paths (docs/model.md "Instruction paths", /work shared rule) ------------- */
+
+static gboolean
+wgmma_with (const char *file,
+            const char *arch_id,
+            const char *spec)
+{
+  g_autoptr(NapkinDiagram) d = example (file);
+  g_auto(GStrv) parts = g_strsplit (spec ? spec : "", ",", -1);
+
+  for (guint i = 0; parts[i] && *parts[i]; i++)
+    {
+      if (strchr (parts[i], '.'))
+        tile (d, parts[i]);
+      else
+        axis (d, parts[i]);
+    }
+  return napkin_model_region_uses_wgmma (arch (arch_id), d, 0);
+}
+
+static void
+test_wgmma_rule (void)
+{
+  /* GEMM: 128×128 block, k chunks of 64, 3 stages = 96 KiB */
+  g_assert_true (wgmma_with ("matmul-tiled.napkin", "h100", NULL));
+  g_assert_true (wgmma_with ("matmul-tiled.napkin", "h200", NULL));
+  g_assert_true (wgmma_with ("matmul-nested.napkin", "h100", NULL));   /* warp tiles inside: the block decides */
+  g_assert_true (wgmma_with ("matmul-tiled.napkin", "h100", "block.m=64,block.n=256"));
+  g_assert_true (wgmma_with ("matmul-tiled.napkin", "h100", "block.n=8"));
+  g_assert_false (wgmma_with ("matmul-tiled.napkin", "l40s", NULL));   /* sm_89: no wgmma */
+  g_assert_false (wgmma_with ("matmul-tiled.napkin", "b200", NULL));   /* sm_100: tcgen05, not wgmma */
+  g_assert_false (wgmma_with ("matmul-tiled.napkin", "h100", "block.k=32"));   /* BK % 64 */
+  g_assert_false (wgmma_with ("matmul-tiled.napkin", "h100", "block.m=32"));   /* BM % 64 */
+  g_assert_false (wgmma_with ("matmul-tiled.napkin", "h100", "block.n=512"));  /* BN ≤ 256 */
+  g_assert_false (wgmma_with ("matmul-tiled.napkin", "h100", "block.n=4"));    /* BN % 8 */
+  g_assert_false (wgmma_with ("matmul-tiled.napkin", "h100", "m=4160"));       /* M % BM */
+  /* 3 stages of 256×128 and 128×256 = 384 KiB > 227 KiB */
+  g_assert_false (wgmma_with ("matmul-tiled.napkin", "h100", "block.m=256,block.n=256,block.k=128"));
+
+  /* attention: q tile 128, key chunks of 64, d 128, 2 stages: (2·2·64 + 128)·128·2 = 96 KiB */
+  g_assert_true (wgmma_with ("flash-attention.napkin", "h100", NULL));
+  g_assert_true (wgmma_with ("flash-attention.napkin", "h100", "d=64,block.k=176"));
+  g_assert_true (wgmma_with ("flash-attention.napkin", "h100", "block.q=192"));
+  g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "block.q=32"));    /* q % 64 */
+  g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "block.k=8"));     /* key % 16 */
+  g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "d=256"));         /* d ∈ {64, 128} */
+  g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "block.k=256"));   /* 2·2·256·128·2 + … > 227 KiB */
+  g_assert_false (wgmma_with ("flash-attention.napkin", "rtx4090", NULL));
+  /* fp8 Q, K: not the fp16/bf16 skeletons */
+  g_assert_false (wgmma_with ("hopper-attention-fp8.napkin", "h100", NULL));
+  /* row kernels have no contraction */
+  g_assert_false (wgmma_with ("softmax.napkin", "h100", NULL));
+}
+
+/* The model takes wgmma's rate (tensor) on that path and mma.sync's (tensor_mma_sync)
+ * elsewhere; the paper's model and plain operations use the dense peak. */
+static void
+test_wgmma_rates (void)
+{
+  g_autoptr(NapkinArch) cal = napkin_arch_copy (arch ("h100"), "h100-paths", "H100, two paths");
+  const double mma_sync = 2658;   /* 642 TFLOP/s at 132 SMs × 1.83 GHz */
+  struct { const char *spec; gboolean no_wgmma, paper; double per_clock; const char *path; } cases[] = {
+    { NULL, FALSE, FALSE, 4096, "wgmma" },
+    { "block.k=32", FALSE, FALSE, mma_sync, "mma.sync" },
+    { NULL, TRUE, FALSE, mma_sync, "mma.sync" },
+    { "block.k=32", FALSE, TRUE, 4096, "mma.sync" },
+  };
+
+  cal->tensor_mma_sync_per_sm_clock[NAPKIN_TENSOR_FP16] = mma_sync;
+  napkin_arch_set_source (cal, "tensor_mma_sync.fp16", "test");
+  g_assert_cmpfloat_with_epsilon (napkin_arch_mma_sync_rate (cal, NAPKIN_TENSOR_FP16) / 1e12, 642.0, 0.1);
+  /* a class without its own figure: mma.sync reaches the dense peak */
+  g_assert_cmpfloat (napkin_arch_mma_sync_rate (cal, NAPKIN_TENSOR_TF32), ==, napkin_arch_tensor_rate (cal, NAPKIN_TENSOR_TF32));
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) d = example ("matmul-tiled.napkin");
+      NapkinAnalyzeOptions options = { 0 };
+      g_autoptr(NapkinAnalysis) a = NULL;
+      const NapkinKernelCost *k;
+
+      options.no_wgmma = cases[i].no_wgmma;
+      options.paper = cases[i].paper;
+      if (cases[i].spec)
+        tile (d, cases[i].spec);
+      a = napkin_analyze (d, cal, &options, NULL);
+      g_assert_nonnull (a);
+      k = &g_array_index (a->kernels, NapkinKernelCost, 0);
+      g_assert_cmpstr (k->tensor_path, ==, cases[i].path);
+      g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_TENSOR] * 1e6,
+                                      a->flops.tensor / (cases[i].per_clock * 132 * 1.83e9) * 1e6, 1e-6);
+    }
+  {
+    /* a plain product: a library kernel at the dense peak */
+    g_autoptr(NapkinDiagram) d = example ("matmul.napkin");
+    g_autoptr(NapkinAnalysis) a = napkin_analyze (d, cal, NULL, NULL);
+    const NapkinKernelCost *k = &g_array_index (a->kernels, NapkinKernelCost, 0);
+
+    g_assert_cmpstr (k->tensor_path, ==, "library");
+    g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_TENSOR], a->flops.tensor / napkin_arch_tensor_rate (cal, NAPKIN_TENSOR_FP16), 1e-12);
+  }
+  {
+    /* written and read back with its source */
+    g_autoptr(json_object) json = napkin_arch_to_json (cal);
+    g_autoptr(GError) error = NULL;
+    g_autoptr(NapkinArch) back = napkin_arch_load_from_data (json_object_to_json_string (json), -1, &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpfloat (back->tensor_mma_sync_per_sm_clock[NAPKIN_TENSOR_FP16], ==, mma_sync);
+    g_assert_cmpfloat (back->tensor_mma_sync_per_sm_clock[NAPKIN_TENSOR_BF16], ==, 0);
+    g_assert_cmpstr (napkin_arch_get_source (back, "tensor_mma_sync.fp16"), ==, "test");
+  }
+  {
+    /* bad figures name the field */
+    g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "data", "archs", "h100.json", NULL);
+    g_autofree char *text = NULL, *above = NULL, *unknown = NULL;
+    g_autoptr(GError) error = NULL;
+    g_autoptr(NapkinArch) a = NULL;
+
+    g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+    above = replace_first (text, "\"cuda\": {", "\"tensor_mma_sync\": {\"fp16\": {\"value\": 5000, \"source\": \"x\"}}, \"cuda\": {");
+    a = napkin_arch_load_from_data (above, -1, &error);
+    g_assert_null (a);
+    g_assert_cmpstr (error->message, ==, "tensor_mma_sync: fp16: 5000 is above the dense peak tensor.fp16 (4096): "
+                                         "mma.sync cannot beat it");
+    g_clear_error (&error);
+    unknown = replace_first (text, "\"cuda\": {", "\"tensor_mma_sync\": {\"fp6\": {\"value\": 5, \"source\": \"x\"}}, \"cuda\": {");
+    a = napkin_arch_load_from_data (unknown, -1, &error);
+    g_assert_null (a);
+    g_assert_cmpstr (error->message, ==, "tensor_mma_sync: unknown tensor class “fp6” (fp16, bf16, tf32, fp8, int8)");
+  }
+}
+
 static void
 write_arch_dir (void)
 {
@@ -837,6 +969,8 @@ main (int    argc,
   g_test_add_func ("/perf/tune", test_tune);
   g_test_add_func ("/perf/tune/separable", test_tune_separable);
   g_test_add_func ("/perf/json/keys", test_json_keys);
+  g_test_add_func ("/perf/wgmma/rule", test_wgmma_rule);
+  g_test_add_func ("/perf/wgmma/rates", test_wgmma_rates);
 
   rc = g_test_run ();
   remove_arch_dir ();
