@@ -1,0 +1,363 @@
+/* Skeleton: fused attention for Hopper (sm_90a), O = softmax(α·Q·Kᵀ)·V over the key axis,
+ * fp16/bf16 in, fp32 accumulate. One thread block per group of BQ queries of one
+ * (batch, head) — the region's parallel groups — with BQ/64 + 1 warpgroups:
+ *  - warpgroup 0, the producer (few registers, setmaxnreg.dec), copies Q once and then
+ *    each chunk of BKV keys of K and V (the stream mark) with 16-byte cp.async into a ring
+ *    of STAGES shared-memory buffers laid out in the 128-byte swizzle that wgmma reads;
+ *    once a copy has landed it fences it into the async proxy and arrives on the stage's
+ *    "full" mbarrier (K and V separately, so Q·Kᵀ starts before V is in);
+ *  - warpgroups 1.., the consumers (setmaxnreg.inc), each own 64 query rows: S = Q·Kᵀ with
+ *    wgmma m64nBKVk16 (Q and K from shared memory, both K-major), the online softmax on
+ *    the fp32 accumulators (a row's values are spread over the 4 threads of a quad), P
+ *    converted to 16 bits in registers and used as wgmma's register A operand for
+ *    O += P·V (V from shared memory, N-major: the transpose bit); each consumer arrives
+ *    on the stage's "empty" mbarrier when its products have read it.
+ * With OVERLAP, the next chunk's Q·Kᵀ is issued before this chunk's P·V, and the softmax
+ * exponentials of the next chunk run while P·V is in flight (FlashAttention-3's
+ * intra-warpgroup pipelining).
+ * Napkin fills the parameters written between at-signs; WGMMA is the two wgmma wrappers and
+ * the accumulator fences for these sizes (one asm operand per accumulator register).
+ * Requires BQ % 64 == 0, BKV % 16 == 0, BKV <= 256, D ∈ {64, 128}, NQ % BQ == NKV % BKV == 0. */
+#define W_BQ @BQ@
+#define W_BKV @BKV@
+#define W_D @D@
+#define W_ST @STAGES@
+#define W_NWG (W_BQ / 64)
+#define W_THREADS ((W_NWG + 1) * 128)
+#define W_OVERLAP @OVERLAP@
+/* Bytes of one 64-column slice of a tile of R rows, and of whole tiles. */
+#define W_Q_BYTES (W_BQ * W_D * 2)
+#define W_KV_BYTES (W_BKV * W_D * 2)
+
+static __device__ __forceinline__ unsigned
+@NAME@_smem (const void *p)
+{
+  unsigned a;
+  asm ("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r" (a) : "l" (p));
+  return a;
+}
+
+static __device__ __forceinline__ unsigned
+@NAME@_pack (float lo, float hi)
+{
+  unsigned r;
+  asm ("cvt.rn.@MMA@x2.f32 %0, %1, %2;" : "=r" (r) : "f" (hi), "f" (lo));
+  return r;
+}
+
+/* wgmma shared-memory descriptor, 128-byte swizzle: start, leading and stride byte offsets. */
+static __device__ __forceinline__ unsigned long long
+@NAME@_desc (unsigned addr, unsigned lbo, unsigned sbo)
+{
+  return (unsigned long long) ((addr & 0x3ffff) >> 4) | ((unsigned long long) (lbo >> 4) << 16)
+         | ((unsigned long long) (sbo >> 4) << 32) | (1ull << 62);
+}
+
+static __device__ __forceinline__ void
+@NAME@_wait (unsigned bar, unsigned parity)
+{
+  unsigned done;
+
+  do
+    asm volatile ("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                  : "=r" (done) : "r" (bar), "r" (parity) : "memory");
+  while (!done);
+}
+
+static __device__ __forceinline__ void
+@NAME@_arrive (unsigned bar)
+{
+  asm volatile ("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r" (bar) : "memory");
+}
+
+/* Copies ROWS rows of D values from global (row stride D) into the swizzled layout: the
+ * 64-column slices one after the other, each [ROWS][128 bytes] with the 16-byte chunk c of
+ * row r at chunk c ^ (r % 8). */
+template <int ROWS>
+static __device__ __forceinline__ void
+@NAME@_copy (unsigned dst, const @T@ *src, int tid)
+{
+#pragma unroll 2
+  for (int i = tid; i < ROWS * (W_D / 8); i += 128)
+    {
+      const int r = i / (W_D / 8), c = i % (W_D / 8);
+      const unsigned off = (c >> 3) * (ROWS * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+
+      asm volatile ("cp.async.cg.shared.global [%0], [%1], 16;" :: "r" (dst + off), "l" (src + (long) r * W_D + c * 8)
+                    : "memory");
+    }
+  asm volatile ("cp.async.commit_group;" ::: "memory");
+}
+
+/* The copies this thread issued before the last N groups have landed: make them visible
+ * to the tensor cores (async proxy), then arrive. */
+#define W_LANDED(n, bar)                                                  \
+  do                                                                      \
+    {                                                                     \
+      asm volatile ("cp.async.wait_group " #n ";" ::: "memory");          \
+      asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");       \
+      @NAME@_arrive (bar);                                                \
+    }                                                                     \
+  while (0)
+
+@WGMMA@
+
+extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
+@NAME@ (const NapkinArgs args)
+{
+  const @T@ *__restrict__ Qg = (const @T@ *) args.p[@QS@];
+  const @T@ *__restrict__ Kg = (const @T@ *) args.p[@KS@];
+  const @T@ *__restrict__ Vg = (const @T@ *) args.p[@VS@];
+  @OT@ *__restrict__ Og = (@OT@ *) args.p[@OS@];
+  extern __shared__ __align__ (16) unsigned char smem_raw_[];
+  /* The swizzle repeats every 1024 bytes: align the tiles to it. */
+  const unsigned base = (@NAME@_smem (smem_raw_) + 1023) & ~1023u;
+  const unsigned q_s = base;
+  const unsigned k_s = q_s + W_Q_BYTES;                  /* [ST] tiles */
+  const unsigned v_s = k_s + W_ST * W_KV_BYTES;          /* [ST] tiles */
+  const unsigned bars = v_s + W_ST * W_KV_BYTES;         /* q_full, full_k[ST], full_v[ST], empty[ST] */
+  const unsigned q_full = bars;
+#define W_FULL_K(s) (bars + 8 * (1 + (s)))
+#define W_FULL_V(s) (bars + 8 * (1 + W_ST + (s)))
+#define W_EMPTY(s) (bars + 8 * (1 + 2 * W_ST + (s)))
+  const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
+  const long q_tiles = @NQ@L / W_BQ;
+  const long bh = blockIdx.x / q_tiles, q0 = (blockIdx.x % q_tiles) * W_BQ;
+  const int chunks = @NKV@ / W_BKV;
+
+  if (tid == 0)
+    {
+      asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (q_full), "r" (128) : "memory");
+      for (int s = 0; s < W_ST; s++)
+        {
+          asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (W_FULL_K (s)), "r" (128) : "memory");
+          asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (W_FULL_V (s)), "r" (128) : "memory");
+          asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (W_EMPTY (s)), "r" (W_NWG * 128) : "memory");
+        }
+    }
+  __syncthreads ();
+
+  if (wg == 0)
+    {
+      /* Producer. */
+      const @T@ *Kb = Kg + bh * @NKV@L * W_D;
+      const @T@ *Vb = Vg + bh * @NKV@L * W_D;
+
+      asm volatile ("setmaxnreg.dec.sync.aligned.u32 @PRODUCER_REGS@;");
+      @NAME@_copy<W_BQ> (q_s, Qg + (bh * @NQ@L + q0) * W_D, t);
+      for (int kc = 0; kc < chunks; kc++)
+        {
+          const int s = kc % W_ST;
+
+          if (kc >= W_ST)
+            @NAME@_wait (W_EMPTY (s), (kc / W_ST - 1) & 1);
+          @NAME@_copy<W_BKV> (k_s + s * W_KV_BYTES, Kb + (long) kc * W_BKV * W_D, t);
+          @NAME@_copy<W_BKV> (v_s + s * W_KV_BYTES, Vb + (long) kc * W_BKV * W_D, t);
+          /* Outstanding: …, V(kc-1), K(kc), V(kc). Signal all but V(kc). */
+          if (kc == 0)
+            {
+              asm volatile ("cp.async.wait_group 2;" ::: "memory");
+              asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+              @NAME@_arrive (q_full);
+            }
+          W_LANDED (1, W_FULL_K (s));
+          if (kc > 0)
+            @NAME@_arrive (W_FULL_V ((kc - 1) % W_ST));
+        }
+      W_LANDED (0, W_FULL_V ((chunks - 1) % W_ST));
+    }
+  else
+    {
+      /* Consumer warpgroup c = wg - 1: query rows c·64 … c·64 + 63 of the block. */
+      const int c = wg - 1, warp = t / 32, lane = t % 32;
+      /* α·log2(e): exponentials as exp2. */
+      const float scale = @ALPHA@f * 1.4426950408889634f;
+      float s[W_BKV / 2], o[W_D / 2];
+      unsigned p[W_BKV / 4];
+      float m_row[2] = { -1e30f, -1e30f }, l_row[2] = { 0.0f, 0.0f };
+
+      asm volatile ("setmaxnreg.inc.sync.aligned.u32 @CONSUMER_REGS@;");
+#pragma unroll
+      for (int i = 0; i < W_D / 2; i++)
+        o[i] = 0.0f;
+
+      /* S = Q·Kᵀ of chunk kc, issued and committed (not waited for). */
+#define W_ISSUE_QK(kc)                                                                                   \
+      do                                                                                                 \
+        {                                                                                                \
+          const int st_ = (kc) % W_ST;                                                                   \
+          @NAME@_wait (W_FULL_K (st_), ((kc) / W_ST) & 1);                                               \
+          asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");                                      \
+          _Pragma ("unroll")                                                                             \
+          for (int kk = 0; kk < W_D / 16; kk++)                                                          \
+            @NAME@_qk (s, @NAME@_desc (q_s + (kk / 4) * (W_BQ * 128) + c * 8192 + (kk % 4) * 32, 16, 1024), \
+                       @NAME@_desc (k_s + st_ * W_KV_BYTES + (kk / 4) * (W_BKV * 128) + (kk % 4) * 32, 16, 1024), \
+                       kk > 0);                                                                          \
+          asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");                               \
+        }                                                                                                \
+      while (0)
+
+      /* O += P·V of chunk kc, issued and committed. */
+#define W_ISSUE_PV(kc)                                                                                   \
+      do                                                                                                 \
+        {                                                                                                \
+          const int st_ = (kc) % W_ST;                                                                   \
+          @NAME@_wait (W_FULL_V (st_), ((kc) / W_ST) & 1);                                               \
+          asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");                                      \
+          _Pragma ("unroll")                                                                             \
+          for (int kt = 0; kt < W_BKV / 16; kt++)                                                        \
+            @NAME@_pv (o, p[4 * kt], p[4 * kt + 1], p[4 * kt + 2], p[4 * kt + 3],                        \
+                       @NAME@_desc (v_s + st_ * W_KV_BYTES + kt * 2048, W_BKV * 128, 1024));            \
+          asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");                               \
+        }                                                                                                \
+      while (0)
+
+      /* Online softmax of s (rows lane/4 and lane/4 + 8 of this warp's 16): new running
+       * max, s ← exp2(s·scale − m), running sum; returns the corrections of O. */
+#define W_SOFTMAX(c0, c1)                                                                                \
+      do                                                                                                 \
+        {                                                                                                \
+          float mx0 = m_row[0], mx1 = m_row[1];                                                          \
+          _Pragma ("unroll")                                                                             \
+          for (int j = 0; j < W_BKV / 8; j++)                                                            \
+            {                                                                                            \
+              mx0 = fmaxf (mx0, fmaxf (s[4 * j], s[4 * j + 1]) * scale);                                 \
+              mx1 = fmaxf (mx1, fmaxf (s[4 * j + 2], s[4 * j + 3]) * scale);                             \
+            }                                                                                            \
+          mx0 = fmaxf (mx0, __shfl_xor_sync (0xffffffffu, mx0, 1));                                      \
+          mx0 = fmaxf (mx0, __shfl_xor_sync (0xffffffffu, mx0, 2));                                      \
+          mx1 = fmaxf (mx1, __shfl_xor_sync (0xffffffffu, mx1, 1));                                      \
+          mx1 = fmaxf (mx1, __shfl_xor_sync (0xffffffffu, mx1, 2));                                      \
+          c0 = exp2f (m_row[0] - mx0);                                                                   \
+          c1 = exp2f (m_row[1] - mx1);                                                                   \
+          m_row[0] = mx0;                                                                                \
+          m_row[1] = mx1;                                                                                \
+          float sum0 = 0.0f, sum1 = 0.0f;                                                                \
+          _Pragma ("unroll")                                                                             \
+          for (int j = 0; j < W_BKV / 8; j++)                                                            \
+            {                                                                                            \
+              s[4 * j] = exp2f (s[4 * j] * scale - mx0);                                                 \
+              s[4 * j + 1] = exp2f (s[4 * j + 1] * scale - mx0);                                         \
+              s[4 * j + 2] = exp2f (s[4 * j + 2] * scale - mx1);                                         \
+              s[4 * j + 3] = exp2f (s[4 * j + 3] * scale - mx1);                                         \
+              sum0 += s[4 * j] + s[4 * j + 1];                                                           \
+              sum1 += s[4 * j + 2] + s[4 * j + 3];                                                       \
+            }                                                                                            \
+          l_row[0] = l_row[0] * c0 + sum0;                                                               \
+          l_row[1] = l_row[1] * c1 + sum1;                                                               \
+        }                                                                                                \
+      while (0)
+
+      /* P: the accumulator layout of 16 keys is the A-register layout of one k16 step. */
+#define W_PACK_P()                                                                                       \
+      _Pragma ("unroll")                                                                                 \
+      for (int kt = 0; kt < W_BKV / 16; kt++)                                                            \
+        {                                                                                                \
+          p[4 * kt] = @NAME@_pack (s[8 * kt], s[8 * kt + 1]);                                            \
+          p[4 * kt + 1] = @NAME@_pack (s[8 * kt + 2], s[8 * kt + 3]);                                    \
+          p[4 * kt + 2] = @NAME@_pack (s[8 * kt + 4], s[8 * kt + 5]);                                    \
+          p[4 * kt + 3] = @NAME@_pack (s[8 * kt + 6], s[8 * kt + 7]);                                    \
+        }
+
+#define W_RESCALE_O(c0, c1)                                                                              \
+      _Pragma ("unroll")                                                                                 \
+      for (int j = 0; j < W_D / 8; j++)                                                                  \
+        {                                                                                                \
+          o[4 * j] *= c0;                                                                                \
+          o[4 * j + 1] *= c0;                                                                            \
+          o[4 * j + 2] *= c1;                                                                            \
+          o[4 * j + 3] *= c1;                                                                            \
+        }
+
+      @NAME@_wait (q_full, 0);
+#if W_OVERLAP
+      {
+        float c0, c1;
+
+        W_ISSUE_QK (0);
+        asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        @NAME@_fence_s (s);
+        W_SOFTMAX (c0, c1);
+        W_PACK_P ();
+      }
+      for (int kc = 0; kc + 1 < chunks; kc++)
+        {
+          float c0, c1;
+
+          W_ISSUE_QK (kc + 1);
+          W_ISSUE_PV (kc);
+          /* Groups complete in order: the newest (P·V) may still run. */
+          asm volatile ("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+          @NAME@_fence_s (s);
+          W_SOFTMAX (c0, c1);
+          asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+          @NAME@_fence_o (o);
+          @NAME@_arrive (W_EMPTY (kc % W_ST));
+          W_RESCALE_O (c0, c1);
+          W_PACK_P ();
+        }
+      W_ISSUE_PV (chunks - 1);
+      asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      @NAME@_fence_o (o);
+      @NAME@_arrive (W_EMPTY ((chunks - 1) % W_ST));
+#else
+      for (int kc = 0; kc < chunks; kc++)
+        {
+          float c0, c1;
+
+          W_ISSUE_QK (kc);
+          asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+          @NAME@_fence_s (s);
+          W_SOFTMAX (c0, c1);
+          W_RESCALE_O (c0, c1);
+          W_PACK_P ();
+          W_ISSUE_PV (kc);
+          asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+          @NAME@_fence_o (o);
+          @NAME@_arrive (W_EMPTY (kc % W_ST));
+        }
+#endif
+
+      /* The running sums were kept per thread: add the quad's, then divide. */
+#pragma unroll
+      for (int r = 0; r < 2; r++)
+        {
+          l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 1);
+          l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 2);
+        }
+      {
+        const long row = q0 + c * 64 + warp * 16 + (lane >> 2);
+        @OT@ *ob = Og + (bh * @NQ@L + row) * W_D;
+        const float i0 = 1.0f / l_row[0], i1 = 1.0f / l_row[1];
+
+#pragma unroll
+        for (int j = 0; j < W_D / 8; j++)
+          {
+            const int col = j * 8 + (lane & 3) * 2;
+
+            napkin_st (&ob[col], o[4 * j] * i0);
+            napkin_st (&ob[col + 1], o[4 * j + 1] * i0);
+            napkin_st (&ob[8 * W_D + col], o[4 * j + 2] * i1);
+            napkin_st (&ob[8 * W_D + col + 1], o[4 * j + 3] * i1);
+          }
+      }
+#undef W_ISSUE_QK
+#undef W_ISSUE_PV
+#undef W_SOFTMAX
+#undef W_PACK_P
+#undef W_RESCALE_O
+    }
+#undef W_FULL_K
+#undef W_FULL_V
+#undef W_EMPTY
+}
+#undef W_LANDED
+#undef W_BQ
+#undef W_BKV
+#undef W_D
+#undef W_ST
+#undef W_NWG
+#undef W_THREADS
+#undef W_OVERLAP
+#undef W_Q_BYTES
+#undef W_KV_BYTES
