@@ -627,6 +627,18 @@ build_region (NapkinInspector *self,
       g_object_set_data (G_OBJECT (kind_w), "napkin-error", g_object_get_data (G_OBJECT (box), "napkin-error"));
       g_object_set_data (G_OBJECT (tile_w), "napkin-error", g_object_get_data (G_OBJECT (box), "napkin-error"));
     }
+
+  /* the tile sizes above, ranked by the model (the window's win.suggest-tiles) */
+  {
+    GtkWidget *suggest = gtk_button_new_with_mnemonic (_("Suggest _Tiles…"));
+
+    gtk_widget_set_name (suggest, "region-suggest-tiles");
+    gtk_widget_set_tooltip_text (suggest, _("Rank the tile sizes of every region by predicted time (Ctrl+T)"));
+    gtk_actionable_set_action_name (GTK_ACTIONABLE (suggest), "win.suggest-tiles");
+    gtk_widget_set_halign (suggest, GTK_ALIGN_START);
+    gtk_widget_set_margin_top (suggest, 12);
+    gtk_grid_attach (self->grid, suggest, 0, self->row++, 2, 1);
+  }
 }
 
 static void

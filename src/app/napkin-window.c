@@ -16,6 +16,7 @@
 #ifdef NAPKIN_HAVE_PERF
 #include "napkin-analysis-pane.h"
 #include "napkin-arch.h"
+#include "napkin-tile-suggestions.h"
 #endif
 #ifdef NAPKIN_HAVE_CODEGEN
 #include "napkin-code-view.h"
@@ -42,6 +43,7 @@ struct _NapkinWindow
   GtkWidget           *run_panel;
   GtkButton           *zoom_button;
   GtkMenuButton       *add_button;
+  GtkMenuButton       *suggest_button;  /* "Suggest tiles": a NapkinTileSuggestions popover */
   GMenu               *recent_section;
 
   /* the document */
@@ -752,6 +754,33 @@ region_tool_action (GtkWidget  *widget,
 }
 
 static void
+suggest_tiles_action (GtkWidget  *widget,
+                      const char *action_name,
+                      GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+
+  /* the popover searches when it shows (suggestions_show_cb) */
+  gtk_menu_button_popup (self->suggest_button);
+}
+
+#ifdef NAPKIN_HAVE_PERF
+/* Searches the document as it is now, for the architecture and element type the
+ * analysis pane shows. */
+static void
+suggestions_show_cb (NapkinWindow *self,
+                     GtkWidget    *suggestions)
+{
+  NapkinAnalysisPane *pane = NAPKIN_ANALYSIS_PANE (self->analysis_pane);
+  const NapkinAnalysis *a = napkin_analysis_pane_get_analysis (pane);
+
+  napkin_tile_suggestions_search (NAPKIN_TILE_SUGGESTIONS (suggestions), self->history,
+                                  napkin_analysis_pane_get_arch (pane), a && a->has_dtype,
+                                  a ? a->dtype : NAPKIN_DTYPE_FP16);
+}
+#endif
+
+static void
 dismiss_banner_action (GtkWidget  *widget,
                        const char *action_name,
                        GVariant   *parameter)
@@ -1264,6 +1293,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, code_paned);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, zoom_button);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, add_button);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, suggest_button);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, recent_section);
 
   gtk_widget_class_install_action (widget_class, "doc.new", NULL, new_action);
@@ -1289,6 +1319,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "edit.add-region", "s", add_region_action);
   gtk_widget_class_install_action (widget_class, "edit.region-tool", "s", region_tool_action);
   gtk_widget_class_install_action (widget_class, "win.dismiss-banner", NULL, dismiss_banner_action);
+  gtk_widget_class_install_action (widget_class, "win.suggest-tiles", NULL, suggest_tiles_action);
 
   add_shortcut (widget_class, GDK_KEY_n, GDK_CONTROL_MASK, "doc.new");
   add_shortcut (widget_class, GDK_KEY_o, GDK_CONTROL_MASK, "doc.open");
@@ -1313,6 +1344,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   add_edit_shortcut (widget_class, GDK_KEY_v, GDK_CONTROL_MASK, "edit.paste");
   add_edit_shortcut (widget_class, GDK_KEY_a, GDK_CONTROL_MASK, "edit.select-all");
   add_shortcut (widget_class, GDK_KEY_a, GDK_CONTROL_MASK | GDK_SHIFT_MASK, "edit.add-menu");
+  add_shortcut (widget_class, GDK_KEY_t, GDK_CONTROL_MASK, "win.suggest-tiles");
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_r, GDK_CONTROL_MASK, "edit.add-region", "s", "smem");
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_r, GDK_CONTROL_MASK | GDK_SHIFT_MASK,
                                        "edit.add-region", "s", "registers");
@@ -1336,6 +1368,16 @@ napkin_window_init (NapkinWindow *self)
   gtk_widget_set_visible (GTK_WIDGET (self->analysis_area), TRUE);
   g_signal_connect_object (self->analysis_pane, "architecture-added", G_CALLBACK (architecture_added_cb), self,
                            G_CONNECT_SWAPPED);
+  {
+    GtkWidget *suggestions = napkin_tile_suggestions_new ();
+
+    gtk_menu_button_set_popover (self->suggest_button, suggestions);
+    gtk_widget_set_visible (GTK_WIDGET (self->suggest_button), TRUE);
+    g_signal_connect_object (suggestions, "show", G_CALLBACK (suggestions_show_cb), self, G_CONNECT_SWAPPED);
+    g_signal_connect_object (suggestions, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
+  }
+#else
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.suggest-tiles", FALSE);
 #endif
 #ifdef NAPKIN_HAVE_CODEGEN
   add_code_and_run (self);

@@ -1,0 +1,773 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-tile-suggestions"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n.h>
+
+#include "napkin-edit.h"
+#include "napkin-error.h"
+#include "napkin-explain.h"
+#include "napkin-file.h"
+#include "napkin-tile-suggestions.h"
+
+#define TOP_K 10
+
+struct _NapkinTileSuggestions
+{
+  GtkPopover        parent_instance;
+
+  /* template */
+  GtkSpinner       *spinner;
+  GtkLabel         *status_label;
+  GtkLabel         *error_label;
+  GtkLabel         *details_label;
+  GtkBox           *column_titles;
+  GtkListBox       *list;
+  GtkButton        *cancel_button;
+  GtkButton        *apply_button;
+  GtkSizeGroup     *column_widths[6];  /* one a column: titles and rows line up */
+
+  NapkinHistory    *history;
+  NapkinArch       *arch;
+  gboolean          has_dtype;
+  NapkinDtype       dtype;
+  GCancellable     *cancellable;       /* the search under way, or NULL */
+  NapkinTuneResult *result;            /* the search shown, or NULL */
+  guint64           generation;        /* the diagram's generation it searched */
+  char             *status;
+  char             *error;
+  int               selected;
+};
+
+G_DEFINE_FINAL_TYPE (NapkinTileSuggestions, napkin_tile_suggestions, GTK_TYPE_POPOVER)
+
+enum
+{
+  MESSAGE,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
+/* ---- the search, in a worker thread --------------------------------------------------------- */
+
+/* The worker reads the document from JSON: a napkin_diagram_copy would share
+ * json-c extras with the editor, and json-c's reference counts are not atomic. */
+typedef struct
+{
+  char              *json;
+  gsize              length;
+  NapkinArch        *arch;
+  NapkinTuneOptions  options;
+} SearchInput;
+
+typedef struct
+{
+  NapkinTuneResult *result;
+  double            seconds;
+} SearchOutput;
+
+static void
+search_input_free (SearchInput *input)
+{
+  g_free (input->json);
+  napkin_arch_unref (input->arch);
+  g_free (input);
+}
+
+static void
+search_output_free (SearchOutput *output)
+{
+  napkin_tune_result_free (output->result);
+  g_free (output);
+}
+
+static void
+search_thread (GTask        *task,
+               gpointer      source_object,
+               gpointer      task_data,
+               GCancellable *cancellable)
+{
+  SearchInput *input = task_data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) diagram = napkin_diagram_load_from_data (input->json, input->length, 0, &error);
+  SearchOutput *output;
+  gint64 start;
+
+  if (diagram == NULL)
+    {
+      g_task_return_error (task, g_steal_pointer (&error));
+      return;
+    }
+  /* napkin_tune changes tile sizes; a diagram without regions has none */
+  if (napkin_diagram_n_regions (diagram) == 0)
+    {
+      g_task_return_new_error (task, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                               _("No regions to tune: relabel part of the diagram first (draw a region with "
+                                 "the Region menu)"));
+      return;
+    }
+  output = g_new0 (SearchOutput, 1);
+  start = g_get_monotonic_time ();
+  output->result = napkin_tune (diagram, input->arch, &input->options, &error);
+  output->seconds = (g_get_monotonic_time () - start) / 1e6;
+  if (output->result == NULL)
+    {
+      search_output_free (output);
+      g_task_return_error (task, g_steal_pointer (&error));
+      return;
+    }
+  if (output->result->best->len == 0)
+    {
+      guint tried = output->result->evaluated;
+
+      search_output_free (output);
+      g_task_return_new_error (task, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
+                               _("No feasible tiles on %s among %u relabelings tried: every one exceeds a "
+                                 "capacity of the architecture"),
+                               input->arch->id, tried);
+      return;
+    }
+  g_task_return_pointer (task, output, (GDestroyNotify) search_output_free);
+}
+
+/* ---- showing -------------------------------------------------------------------------------- */
+
+/* Column widths in characters, shared by the titles and the rows. */
+static const struct
+{
+  const char *title;
+  int         width;
+  float       xalign;
+} columns[] = {
+  { N_("Rank"), 4, 1 },
+  { N_("Time"), 10, 1 },
+  { N_("Throughput"), 24, 1 },
+  { N_("Bound"), 8, 0 },
+  { N_("Footprint"), 17, 1 },
+  { N_("Speed-up"), 8, 1 },
+};
+
+static GtkWidget *
+cell_new (NapkinTileSuggestions *self,
+          guint                  column,
+          const char            *text)
+{
+  GtkWidget *label = gtk_label_new (text);
+
+  gtk_label_set_width_chars (GTK_LABEL (label), columns[column].width);
+  gtk_label_set_xalign (GTK_LABEL (label), columns[column].xalign);
+  gtk_widget_add_css_class (label, "numeric");
+  gtk_size_group_add_widget (self->column_widths[column], label);
+  return label;
+}
+
+static void
+add_column_titles (NapkinTileSuggestions *self)
+{
+  for (guint c = 0; c < G_N_ELEMENTS (columns); c++)
+    gtk_box_append (self->column_titles, cell_new (self, c, _(columns[c].title)));
+}
+
+static char *
+format_throughput (const NapkinTuneCandidate *c)
+{
+  g_autofree char *flops = napkin_format_si (c->throughput, "FLOP/s");
+  g_autofree char *bytes = NULL;
+
+  if (c->predicted_time_s <= 0)
+    return g_steal_pointer (&flops);
+  bytes = napkin_format_si (c->hbm_bytes / c->predicted_time_s, "B/s");
+  /* the rate that bounds it first */
+  if (c->bound == NAPKIN_RESOURCE_HBM || c->throughput <= 0)
+    return g_strdup_printf ("%s · %s", bytes, flops);
+  return g_strdup_printf ("%s · %s", flops, bytes);
+}
+
+static char *
+format_footprint (const NapkinTuneCandidate *c)
+{
+  g_autofree char *bytes = napkin_format_si (c->footprint_bytes, "B");
+  g_autofree char *per_sm = g_strdup_printf ("%" G_GINT64_FORMAT, c->per_sm);
+
+  /* TRANSLATORS: the largest region's on-chip footprint, and how many of its
+   * instances fit on one SM at a time, e.g. "98.3 kB · 2/SM" */
+  return g_strdup_printf (_("%s · %s/SM"), bytes, per_sm);
+}
+
+static char *
+format_speedup (NapkinTileSuggestions     *self,
+                const NapkinTuneCandidate *c)
+{
+  if (self->result->current == NULL || c->predicted_time_s <= 0)
+    return g_strdup ("—");
+  return g_strdup_printf ("%.2f×", self->result->current->predicted_time_s / c->predicted_time_s);
+}
+
+char *
+napkin_tile_suggestions_describe (const NapkinTuneCandidate *candidate)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+  g_autofree char *region = NULL;
+
+  g_return_val_if_fail (candidate != NULL, NULL);
+
+  for (guint i = 0; candidate->specs && candidate->specs[i]; i++)
+    {
+      /* "REGION.AXIS=KIND:SIZE", as napkin_tune writes it */
+      const char *spec = candidate->specs[i];
+      const char *dot = strchr (spec, '.');
+      const char *eq = dot ? strchr (dot, '=') : NULL;
+      const char *colon = eq ? strchr (eq, ':') : NULL;
+      g_autofree char *name = NULL;
+      g_autofree char *axis = NULL;
+      g_autofree char *kind = NULL;
+
+      if (colon == NULL)
+        {
+          g_string_append_printf (text, "%s%s", text->len ? "\n" : "", spec);
+          continue;
+        }
+      name = g_strndup (spec, dot - spec);
+      axis = g_strndup (dot + 1, eq - dot - 1);
+      kind = g_strndup (eq + 1, colon - eq - 1);
+      if (g_strcmp0 (name, region) != 0)
+        {
+          g_string_append_printf (text, "%s%s: ", text->len ? "\n" : "", name);
+          g_free (region);
+          region = g_strdup (name);
+        }
+      else
+        g_string_append (text, ", ");
+      if (g_str_equal (kind, "stream"))
+        /* TRANSLATORS: an axis of a region read in chunks, e.g. "k streamed 64 at a time" */
+        g_string_append_printf (text, _("%s streamed %s at a time"), axis, colon + 1);
+      else
+        /* TRANSLATORS: an axis of a region split over blocks or threads, e.g. "m in tiles of 128" */
+        g_string_append_printf (text, _("%s in tiles of %s"), axis, colon + 1);
+    }
+  if (text->len == 0)
+    g_string_append (text, _("no tiles to choose"));
+  return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+static void
+set_status (NapkinTileSuggestions *self,
+            const char            *status)
+{
+  g_free (self->status);
+  self->status = g_strdup (status);
+  gtk_label_set_text (self->status_label, status ? status : "");
+}
+
+static void
+set_error (NapkinTileSuggestions *self,
+           const char            *error)
+{
+  g_free (self->error);
+  self->error = g_strdup (error);
+  gtk_label_set_text (self->error_label, error ? error : "");
+  gtk_widget_set_visible (GTK_WIDGET (self->error_label), error != NULL);
+}
+
+static void
+clear_list (NapkinTileSuggestions *self)
+{
+  GtkWidget *child;
+
+  /* no gtk_list_box_remove_all before GTK 4.12 */
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->list))) != NULL)
+    gtk_list_box_remove (self->list, child);
+  self->selected = -1;
+  gtk_label_set_text (self->details_label, "");
+  gtk_widget_set_sensitive (GTK_WIDGET (self->apply_button), FALSE);
+}
+
+static GtkWidget *
+row_new (NapkinTileSuggestions     *self,
+         guint                      index,
+         const NapkinTuneCandidate *c)
+{
+  GtkWidget *row = gtk_list_box_row_new ();
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+  GtkWidget *numbers = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
+  GtkWidget *tiles;
+  g_autofree char *name = g_strdup_printf ("suggestion-%u", index);
+  g_autofree char *rank = g_strdup_printf ("%u", index + 1);
+  g_autofree char *time = napkin_format_si (c->predicted_time_s, "s");
+  g_autofree char *rate = format_throughput (c);
+  g_autofree char *footprint = format_footprint (c);
+  g_autofree char *speedup = format_speedup (self, c);
+  g_autofree char *words = napkin_tile_suggestions_describe (c);
+  const char *cells[] = { rank, time, rate, napkin_resource_to_string (c->bound), footprint, speedup };
+
+  G_STATIC_ASSERT (G_N_ELEMENTS (cells) == G_N_ELEMENTS (columns));
+  G_STATIC_ASSERT (G_N_ELEMENTS (columns) == G_N_ELEMENTS (self->column_widths));
+  for (guint i = 0; i < G_N_ELEMENTS (cells); i++)
+    gtk_box_append (GTK_BOX (numbers), cell_new (self, i, cells[i]));
+  tiles = gtk_label_new (words);
+  gtk_label_set_xalign (GTK_LABEL (tiles), 0);
+  gtk_label_set_wrap (GTK_LABEL (tiles), TRUE);
+  gtk_label_set_max_width_chars (GTK_LABEL (tiles), 90);
+  gtk_widget_set_margin_start (tiles, 34);
+  gtk_widget_add_css_class (tiles, "dim-label");
+  gtk_widget_add_css_class (tiles, "caption");
+  gtk_box_append (GTK_BOX (box), numbers);
+  gtk_box_append (GTK_BOX (box), tiles);
+  gtk_widget_set_margin_start (box, 6);
+  gtk_widget_set_margin_end (box, 6);
+  gtk_widget_set_margin_top (box, 4);
+  gtk_widget_set_margin_bottom (box, 4);
+  gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
+  gtk_widget_set_name (row, name);
+  gtk_widget_set_tooltip_text (row, c->tiles);
+  return row;
+}
+
+static void
+show_result (NapkinTileSuggestions *self,
+             double                 seconds)
+{
+  NapkinTuneResult *r = self->result;
+  g_autofree char *status = NULL;
+  g_autofree char *now = NULL;
+
+  for (guint i = 0; i < r->best->len; i++)
+    gtk_list_box_append (self->list, row_new (self, i, g_ptr_array_index (r->best, i)));
+
+  if (r->current != NULL)
+    {
+      g_autofree char *time = napkin_format_si (r->current->predicted_time_s, "s");
+
+      now = g_strdup_printf (_("The diagram’s own tiles: %s, %s-bound."), time,
+                             napkin_resource_to_string (r->current->bound));
+    }
+  else
+    now = g_strdup_printf (_("The diagram’s own tiles do not fit on %s."), self->arch->id);
+  status = g_strdup_printf (r->exhaustive
+                              ? _("%s: %u relabelings tried (all combinations), %u feasible, in %.0f ms. %s")
+                              : _("%s: %u relabelings tried (coordinate descent), %u feasible, in %.0f ms. %s"),
+                            self->arch->name ? self->arch->name : self->arch->id, r->evaluated, r->feasible,
+                            seconds * 1e3, now);
+  set_status (self, status);
+  napkin_tile_suggestions_select (self, 0);
+}
+
+static void
+search_done (GObject      *object,
+             GAsyncResult *res,
+             gpointer      user_data)
+{
+  NapkinTileSuggestions *self = NAPKIN_TILE_SUGGESTIONS (object);
+  g_autoptr(GError) error = NULL;
+  SearchOutput *output = g_task_propagate_pointer (G_TASK (res), &error);
+
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED))
+    return;   /* a newer search replaced this one, or the popover went away */
+
+  g_clear_object (&self->cancellable);
+  gtk_spinner_stop (self->spinner);
+  if (output == NULL)
+    {
+      set_status (self, NULL);
+      set_error (self, error->message);
+      return;
+    }
+  self->result = g_steal_pointer (&output->result);
+  show_result (self, output->seconds);
+  search_output_free (output);
+}
+
+void
+napkin_tile_suggestions_search (NapkinTileSuggestions *self,
+                                NapkinHistory         *history,
+                                NapkinArch            *arch,
+                                gboolean               has_dtype,
+                                NapkinDtype            dtype)
+{
+  g_autoptr(GTask) task = NULL;
+  NapkinDiagram *diagram;
+  SearchInput *input;
+  g_autofree char *status = NULL;
+
+  g_return_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self));
+  g_return_if_fail (NAPKIN_IS_HISTORY (history));
+
+  g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  g_clear_pointer (&self->result, napkin_tune_result_free);
+  g_set_object (&self->history, history);
+  if (arch != NULL)
+    napkin_arch_ref (arch);
+  g_clear_pointer (&self->arch, napkin_arch_unref);
+  self->arch = arch;
+  self->has_dtype = has_dtype;
+  self->dtype = dtype;
+  clear_list (self);
+  set_error (self, NULL);
+
+  if (arch == NULL)
+    {
+      set_status (self, NULL);
+      set_error (self, _("No architecture selected: choose one in the header bar"));
+      return;
+    }
+
+  diagram = napkin_history_get_diagram (history);
+  self->generation = napkin_diagram_get_generation (diagram);
+  input = g_new0 (SearchInput, 1);
+  input->json = napkin_diagram_save_to_data (diagram, &input->length);
+  input->arch = napkin_arch_ref (arch);
+  input->options.top_k = TOP_K;
+  input->options.has_dtype = has_dtype;
+  input->options.dtype = dtype;
+
+  self->cancellable = g_cancellable_new ();
+  task = g_task_new (self, self->cancellable, search_done, NULL);
+  g_task_set_source_tag (task, napkin_tile_suggestions_search);
+  g_task_set_task_data (task, input, (GDestroyNotify) search_input_free);
+  status = g_strdup_printf (_("Searching the tile sizes on %s…"), arch->name ? arch->name : arch->id);
+  set_status (self, status);
+  gtk_spinner_start (self->spinner);
+  g_task_run_in_thread (task, search_thread);
+}
+
+gboolean
+napkin_tile_suggestions_is_searching (NapkinTileSuggestions *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), FALSE);
+
+  return self->cancellable != NULL;
+}
+
+guint
+napkin_tile_suggestions_get_n_items (NapkinTileSuggestions *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), 0);
+
+  return self->result ? self->result->best->len : 0;
+}
+
+const NapkinTuneCandidate *
+napkin_tile_suggestions_get_item (NapkinTileSuggestions *self,
+                                  guint                  index)
+{
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), NULL);
+
+  if (self->result == NULL || index >= self->result->best->len)
+    return NULL;
+  return g_ptr_array_index (self->result->best, index);
+}
+
+const NapkinTuneCandidate *
+napkin_tile_suggestions_get_current (NapkinTileSuggestions *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), NULL);
+
+  return self->result ? self->result->current : NULL;
+}
+
+const char *
+napkin_tile_suggestions_get_error (NapkinTileSuggestions *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), NULL);
+
+  return self->error;
+}
+
+const char *
+napkin_tile_suggestions_get_status (NapkinTileSuggestions *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), NULL);
+
+  return self->status;
+}
+
+/* ---- selecting and applying ---------------------------------------------------------------- */
+
+void
+napkin_tile_suggestions_select (NapkinTileSuggestions *self,
+                                int                    index)
+{
+  GtkListBoxRow *row;
+
+  g_return_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self));
+
+  row = index >= 0 ? gtk_list_box_get_row_at_index (self->list, index) : NULL;
+  if (row != NULL)
+    gtk_list_box_select_row (self->list, row);
+  else
+    gtk_list_box_unselect_all (self->list);
+}
+
+int
+napkin_tile_suggestions_get_selected (NapkinTileSuggestions *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), -1);
+
+  return self->selected;
+}
+
+static void
+row_selected_cb (NapkinTileSuggestions *self,
+                 GtkListBoxRow         *row,
+                 GtkListBox            *list)
+{
+  const NapkinTuneCandidate *c;
+  g_autofree char *words = NULL;
+  g_autofree char *details = NULL;
+  g_autofree char *options = NULL;
+
+  self->selected = row ? gtk_list_box_row_get_index (row) : -1;
+  c = self->selected >= 0 ? napkin_tile_suggestions_get_item (self, self->selected) : NULL;
+  gtk_widget_set_sensitive (GTK_WIDGET (self->apply_button), c != NULL);
+  if (c == NULL)
+    {
+      gtk_label_set_text (self->details_label, "");
+      return;
+    }
+  words = napkin_tile_suggestions_describe (c);
+  options = c->specs && c->specs[0] ? g_strjoinv (" --tile ", c->specs) : g_strdup ("");
+  /* TRANSLATORS: the rank, the tile choices in words, and the same choices as
+   * napkin-cli options */
+  details = g_strdup_printf (_("Suggestion %d:\n%s\nAs napkin-cli options: --tile %s"), self->selected + 1,
+                             words, options);
+  gtk_label_set_text (self->details_label, details);
+}
+
+static gboolean
+differs (const NapkinRegion *a,
+         const NapkinRegion *b,
+         const char         *axis)
+{
+  gint64 ta = 0, tb = 0;
+  NapkinMarkKind ka = napkin_region_mark (a, axis, &ta);
+  NapkinMarkKind kb = napkin_region_mark (b, axis, &tb);
+
+  return ka != kb || (ka != NAPKIN_MARK_WHOLE && ta != tb);
+}
+
+/* Edits the document until its regions are those of `target` (the document with
+ * the candidate applied): the caller groups the edits into one undo step. */
+static gboolean
+relabel_like (NapkinHistory  *history,
+              NapkinDiagram  *target,
+              GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+
+  for (guint r = 0; r < napkin_diagram_n_regions (target); r++)
+    {
+      const NapkinRegion *want = napkin_diagram_region (target, r);
+      int index = napkin_diagram_find_region (diagram, want->name);
+      const NapkinRegion *have;
+
+      if (index < 0)
+        {
+          if (!napkin_edit_add_region (history, want, error))
+            return FALSE;
+          continue;
+        }
+      have = napkin_diagram_region (diagram, index);
+      if (have->level != want->level && !napkin_edit_set_region_level (history, want->name, want->level, error))
+        return FALSE;
+      have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
+      if (have->stages != want->stages && !napkin_edit_set_region_stages (history, want->name, want->stages, error))
+        return FALSE;
+      have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
+      if (have->threads != want->threads
+          && !napkin_edit_set_region_threads (history, want->name, want->threads, error))
+        return FALSE;
+      /* every axis marked on either side (an edit replaces the region: look it up each time) */
+      {
+        g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func (g_free);
+
+        for (guint m = 0; m < want->marks->len; m++)
+          g_ptr_array_add (axes, g_strdup (g_array_index (want->marks, NapkinMark, m).axis));
+        for (guint m = 0; m < have->marks->len; m++)
+          g_ptr_array_add (axes, g_strdup (g_array_index (have->marks, NapkinMark, m).axis));
+        for (guint m = 0; m < axes->len; m++)
+          {
+            const char *axis = g_ptr_array_index (axes, m);
+            NapkinMarkKind kind;
+            gint64 tile = 0;
+
+            have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
+            if (!differs (have, want, axis))
+              continue;
+            kind = napkin_region_mark (want, axis, &tile);
+            if (!napkin_edit_set_mark (history, want->name, axis, kind, tile, error))
+              return FALSE;
+          }
+      }
+    }
+  return TRUE;
+}
+
+gboolean
+napkin_tile_suggestions_apply (NapkinTileSuggestions  *self,
+                               GError                **error)
+{
+  const NapkinTuneCandidate *c;
+  NapkinDiagram *diagram;
+  g_autoptr(NapkinDiagram) target = NULL;
+  g_autofree char *time = NULL;
+  g_autofree char *message = NULL;
+  double speedup;
+  guint depth;
+
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), FALSE);
+
+  c = self->selected >= 0 ? napkin_tile_suggestions_get_item (self, self->selected) : NULL;
+  if (c == NULL || self->history == NULL)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE, _("No suggestion is selected"));
+      return FALSE;
+    }
+  diagram = napkin_history_get_diagram (self->history);
+  if (napkin_diagram_get_generation (diagram) != self->generation)
+    {
+      /* the ranking was for another diagram: search again rather than apply it */
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                   _("The diagram changed after the search: the suggestions were searched again"));
+      napkin_tile_suggestions_search (self, self->history, self->arch, self->has_dtype, self->dtype);
+      return FALSE;
+    }
+
+  /* the document's own copy with the candidate set, validated as --tile does */
+  target = napkin_diagram_copy (diagram);
+  if (!napkin_tune_apply (target, c, error))
+    return FALSE;
+
+  depth = napkin_history_get_depth (self->history);
+  napkin_history_begin_group (self->history, _("Apply Suggested Tiles"));
+  if (!relabel_like (self->history, target, error))
+    {
+      napkin_history_cancel_group (self->history);
+      return FALSE;
+    }
+  napkin_history_end_group (self->history);
+
+  time = napkin_format_si (c->predicted_time_s, "s");
+  speedup = self->result->current ? self->result->current->predicted_time_s / c->predicted_time_s : NAN;
+  if (napkin_history_get_depth (self->history) == depth)
+    message = g_strdup (_("These are the diagram’s tiles already"));
+  else if (isnan (speedup))
+    message = g_strdup_printf (_("Applied suggestion %d: predicted %s"), self->selected + 1, time);
+  else
+    message = g_strdup_printf (_("Applied suggestion %d: predicted %s, %.2f× the previous tiles"),
+                               self->selected + 1, time, speedup);
+  /* the document moved on: this ranking is stale */
+  self->generation = 0;
+  g_signal_emit (self, signals[MESSAGE], 0, message);
+  gtk_popover_popdown (GTK_POPOVER (self));
+  return TRUE;
+}
+
+static void
+apply_clicked_cb (NapkinTileSuggestions *self)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!napkin_tile_suggestions_apply (self, &error))
+    set_error (self, error->message);
+}
+
+static void
+cancel_clicked_cb (NapkinTileSuggestions *self)
+{
+  gtk_popover_popdown (GTK_POPOVER (self));
+}
+
+static void
+closed_cb (NapkinTileSuggestions *self)
+{
+  /* closed while searching: nobody waits for the result */
+  if (self->cancellable != NULL)
+    {
+      g_cancellable_cancel (self->cancellable);
+      g_clear_object (&self->cancellable);
+      gtk_spinner_stop (self->spinner);
+      set_status (self, NULL);
+    }
+}
+
+/* ---- class ---------------------------------------------------------------------------------- */
+
+static void
+napkin_tile_suggestions_dispose (GObject *object)
+{
+  NapkinTileSuggestions *self = NAPKIN_TILE_SUGGESTIONS (object);
+
+  g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  g_clear_object (&self->history);
+  /* the list empties itself while disposed, selecting nothing: not for us */
+  if (self->list != NULL)
+    g_signal_handlers_disconnect_by_data (self->list, self);
+  gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_TILE_SUGGESTIONS);
+  G_OBJECT_CLASS (napkin_tile_suggestions_parent_class)->dispose (object);
+}
+
+static void
+napkin_tile_suggestions_finalize (GObject *object)
+{
+  NapkinTileSuggestions *self = NAPKIN_TILE_SUGGESTIONS (object);
+
+  g_clear_pointer (&self->result, napkin_tune_result_free);
+  g_clear_pointer (&self->arch, napkin_arch_unref);
+  g_clear_pointer (&self->status, g_free);
+  g_clear_pointer (&self->error, g_free);
+  for (guint c = 0; c < G_N_ELEMENTS (self->column_widths); c++)
+    g_clear_object (&self->column_widths[c]);
+  G_OBJECT_CLASS (napkin_tile_suggestions_parent_class)->finalize (object);
+}
+
+static void
+napkin_tile_suggestions_class_init (NapkinTileSuggestionsClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = napkin_tile_suggestions_dispose;
+  object_class->finalize = napkin_tile_suggestions_finalize;
+
+  /* A line for the window's toast. */
+  signals[MESSAGE] = g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                   G_TYPE_NONE, 1, G_TYPE_STRING);
+
+  gtk_widget_class_set_template_from_resource (widget_class,
+                                               "/io/github/napkin/Napkin/ui/napkin-tile-suggestions.ui");
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, spinner);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, status_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, error_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, details_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, column_titles);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, list);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, cancel_button);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, apply_button);
+}
+
+static void
+napkin_tile_suggestions_init (NapkinTileSuggestions *self)
+{
+  self->selected = -1;
+  gtk_widget_init_template (GTK_WIDGET (self));
+  for (guint c = 0; c < G_N_ELEMENTS (self->column_widths); c++)
+    self->column_widths[c] = gtk_size_group_new (GTK_SIZE_GROUP_HORIZONTAL);
+  add_column_titles (self);
+  g_signal_connect_object (self->list, "row-selected", G_CALLBACK (row_selected_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->apply_button, "clicked", G_CALLBACK (apply_clicked_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->cancel_button, "clicked", G_CALLBACK (cancel_clicked_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect (self, "closed", G_CALLBACK (closed_cb), NULL);
+}
+
+GtkWidget *
+napkin_tile_suggestions_new (void)
+{
+  return g_object_new (NAPKIN_TYPE_TILE_SUGGESTIONS, NULL);
+}

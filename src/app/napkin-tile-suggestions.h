@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "napkin-arch.h"
+#include "napkin-history.h"
+#include "napkin-tune.h"
+
+G_BEGIN_DECLS
+
+/* "Suggest tiles" (issue 7): the relabelings napkin_tune ranks best for the
+ * document and an architecture, searched in a worker thread on the document as
+ * JSON, listed with their predicted time, throughput, bound, footprint and
+ * speed-up; Apply sets the chosen one's tiles as one undo step. */
+
+#define NAPKIN_TYPE_TILE_SUGGESTIONS (napkin_tile_suggestions_get_type ())
+G_DECLARE_FINAL_TYPE (NapkinTileSuggestions, napkin_tile_suggestions, NAPKIN, TILE_SUGGESTIONS, GtkPopover)
+
+GtkWidget                 *napkin_tile_suggestions_new            (void);
+/* Starts a search (cancelling one under way) for the history's diagram as it is
+ * now; has_dtype FALSE: the element types as drawn. */
+void                       napkin_tile_suggestions_search         (NapkinTileSuggestions *self,
+                                                                   NapkinHistory         *history,
+                                                                   NapkinArch            *arch,
+                                                                   gboolean               has_dtype,
+                                                                   NapkinDtype            dtype);
+gboolean                   napkin_tile_suggestions_is_searching   (NapkinTileSuggestions *self);
+/* The list shown, fastest first, and the document's own tiles (NULL when they
+ * are infeasible or nothing was found). */
+guint                      napkin_tile_suggestions_get_n_items    (NapkinTileSuggestions *self);
+const NapkinTuneCandidate *napkin_tile_suggestions_get_item       (NapkinTileSuggestions *self,
+                                                                   guint                  index);
+const NapkinTuneCandidate *napkin_tile_suggestions_get_current    (NapkinTileSuggestions *self);
+/* Why nothing is listed (the search's error), or NULL. */
+const char                *napkin_tile_suggestions_get_error      (NapkinTileSuggestions *self);
+/* The status line above the list. */
+const char                *napkin_tile_suggestions_get_status     (NapkinTileSuggestions *self);
+/* Selects a row as a click does; -1 selects none. */
+void                       napkin_tile_suggestions_select         (NapkinTileSuggestions *self,
+                                                                   int                    index);
+int                        napkin_tile_suggestions_get_selected   (NapkinTileSuggestions *self);
+/* Applies the selected row to the document as one undo step (the Apply button). */
+gboolean                   napkin_tile_suggestions_apply          (NapkinTileSuggestions *self,
+                                                                   GError               **error);
+/* "block.m=parallel:128" specs in words, one region a line. */
+char                      *napkin_tile_suggestions_describe       (const NapkinTuneCandidate *candidate);
+
+G_END_DECLS

@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* "Suggest tiles" under Xvfb (issue 7): the list shows what napkin_tune ranks for
+ * the same diagram and architecture, Apply sets the tiles as one undo step that
+ * the canvas's document, the analysis pane and undo/redo all see, Cancel and a
+ * diagram without regions leave the document alone, a stale ranking is searched
+ * again rather than applied, and a screenshot shows the open list. */
+#include "config.h"
+
+#include <locale.h>
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+#include <json-c/json.h>
+
+#include "napkin-app-test.h"
+#include "napkin-analysis-pane.h"
+#include "napkin-application.h"
+#include "napkin-edit.h"
+#include "napkin-error.h"
+#include "napkin-explain.h"
+#include "napkin-file.h"
+#include "napkin-tile-suggestions.h"
+#include "napkin-tune.h"
+
+static NapkinApplication *app;
+static char *tmpdir;
+
+static NapkinWindow *
+open_example (const char *name)
+{
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+  g_autofree char *file_name = g_strconcat (name, ".napkin", NULL);
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file_name, NULL);
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (napkin_window_load_file (window, file, &error));
+  g_assert_no_error (error);
+  gtk_window_set_default_size (GTK_WINDOW (window), 1280, 860);
+  gtk_window_present (GTK_WINDOW (window));
+  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
+  iterate (50);
+  return window;
+}
+
+static void
+close_window (NapkinWindow *window)
+{
+  g_object_add_weak_pointer (G_OBJECT (window), (gpointer *) &window);
+  gtk_window_destroy (GTK_WINDOW (window));
+  for (guint i = 0; i < 500 && window != NULL; i++)
+    iterate (10);
+  g_assert_null (window);
+}
+
+static NapkinAnalysisPane *
+pane_of (NapkinWindow *window)
+{
+  GtkWidget *pane = napkin_window_get_analysis_pane (window);
+
+  g_assert_nonnull (pane);
+  return NAPKIN_ANALYSIS_PANE (pane);
+}
+
+static NapkinTileSuggestions *
+suggestions_of (NapkinWindow *window)
+{
+  GtkWidget *button = find_named (GTK_WIDGET (window), "suggest-tiles-button");
+
+  g_assert_nonnull (button);
+  g_assert_true (gtk_widget_get_visible (button));
+  return NAPKIN_TILE_SUGGESTIONS (gtk_menu_button_get_popover (GTK_MENU_BUTTON (button)));
+}
+
+/* Activates win.suggest-tiles and waits for the worker's answer. */
+static NapkinTileSuggestions *
+suggest (NapkinWindow *window)
+{
+  NapkinTileSuggestions *s = suggestions_of (window);
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.suggest-tiles", NULL));
+  iterate (20);
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (s)));
+  for (guint i = 0; i < 1000 && napkin_tile_suggestions_is_searching (s); i++)
+    iterate (10);
+  g_assert_false (napkin_tile_suggestions_is_searching (s));
+  iterate (50);
+  return s;
+}
+
+static char *
+document_json (NapkinWindow *window)
+{
+  gsize length;
+
+  return napkin_diagram_save_to_data (diagram_of (window), &length);
+}
+
+static char *
+regions_json (NapkinWindow *window)
+{
+  json_object *root = napkin_diagram_to_json (diagram_of (window));
+  json_object *regions = json_object_object_get (root, "regions");
+  char *text = g_strdup (json_object_to_json_string_ext (regions, JSON_C_TO_STRING_PLAIN));
+
+  json_object_put (root);
+  return text;
+}
+
+static const char *
+label_text_in (GtkWidget *root,
+               guint      index)
+{
+  guint i = 0;
+
+  /* the row's labels in order: rank, time, … */
+  for (GtkWidget *w = root; w; )
+    {
+      GtkWidget *child = gtk_widget_get_first_child (w);
+
+      if (GTK_IS_LABEL (w) && i++ == index)
+        return gtk_label_get_text (GTK_LABEL (w));
+      if (child != NULL)
+        {
+          w = child;
+          continue;
+        }
+      while (w != root && gtk_widget_get_next_sibling (w) == NULL)
+        w = gtk_widget_get_parent (w);
+      if (w == root)
+        break;
+      w = gtk_widget_get_next_sibling (w);
+    }
+  return NULL;
+}
+
+/* The window with its popover drawn where it shows on screen, as one PNG. */
+static GdkTexture *
+screenshot_with_popover (NapkinWindow *window,
+                         GtkPopover   *popover,
+                         const char   *path)
+{
+  GtkWidget *widget = GTK_WIDGET (window);
+  g_autoptr(GdkPaintable) window_paint = gtk_widget_paintable_new (widget);
+  g_autoptr(GdkPaintable) popover_paint = gtk_widget_paintable_new (GTK_WIDGET (popover));
+  g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
+  g_autoptr(GskRenderNode) node = NULL;
+  GdkTexture *texture;
+  GdkSurface *surface = gtk_native_get_surface (GTK_NATIVE (popover));
+  double wx, wy, px, py;
+  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
+
+  g_assert_true (GDK_IS_POPUP (surface));
+  gtk_native_get_surface_transform (GTK_NATIVE (window), &wx, &wy);
+  gtk_native_get_surface_transform (GTK_NATIVE (popover), &px, &py);
+  gdk_paintable_snapshot (window_paint, GDK_SNAPSHOT (snapshot), width, height);
+  gtk_snapshot_save (snapshot);
+  /* popover widget → its surface → the window's surface → the window widget */
+  gtk_snapshot_translate (snapshot, &GRAPHENE_POINT_INIT (gdk_popup_get_position_x (GDK_POPUP (surface)) + px - wx,
+                                                          gdk_popup_get_position_y (GDK_POPUP (surface)) + py - wy));
+  gdk_paintable_snapshot (popover_paint, GDK_SNAPSHOT (snapshot), gtk_widget_get_width (GTK_WIDGET (popover)),
+                          gtk_widget_get_height (GTK_WIDGET (popover)));
+  gtk_snapshot_restore (snapshot);
+  node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
+  g_assert_nonnull (node);
+  texture = gsk_renderer_render_texture (gtk_native_get_renderer (GTK_NATIVE (window)), node,
+                                         &GRAPHENE_RECT_INIT (0, 0, width, height));
+  g_assert_true (gdk_texture_save_to_png (texture, path));
+  return texture;
+}
+
+/* Not blank, and the popover's own area holds text on its background. */
+static void
+check_screenshot (GdkTexture *texture)
+{
+  int w = gdk_texture_get_width (texture), h = gdk_texture_get_height (texture);
+  g_autofree guint8 *pixels = g_malloc ((gsize) w * h * 4);
+  g_autoptr(GHashTable) colours = g_hash_table_new (NULL, NULL);
+
+  g_assert_cmpint (w, >=, 800);
+  g_assert_cmpint (h, >=, 600);
+  gdk_texture_download (texture, pixels, w * 4);
+  for (int i = 0; i < w * h; i += 7)
+    g_hash_table_add (colours, GUINT_TO_POINTER (((guint32 *) pixels)[i] & 0xffffff));
+  g_assert_cmpuint (g_hash_table_size (colours), >, 200);
+}
+
+static void
+test_apply_undo_redo (void)
+{
+  NapkinWindow *window = open_example ("matmul-nested");
+  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinArch *arch = napkin_analysis_pane_get_arch (pane);
+  NapkinHistory *history = napkin_window_get_history (window);
+  NapkinTuneOptions options = { 0 };
+  g_autoptr(NapkinTuneResult) expected = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *before = document_json (window);
+  g_autofree char *regions_before = regions_json (window);
+  g_autofree char *after = NULL;
+  g_autofree char *regions_after = NULL;
+  g_autofree char *shot_path = g_build_filename (tmpdir, "suggest.png", NULL);
+  g_autofree char *time = NULL;
+  g_autoptr(GdkTexture) shot = NULL;
+  NapkinTileSuggestions *s;
+  const NapkinTuneCandidate *best, *current;
+  const NapkinAnalysis *a;
+  GtkWidget *row, *apply;
+  guint depth = napkin_history_get_depth (history);
+
+  g_assert_nonnull (arch);
+  /* the number a user would check: napkin_tune (napkin-cli tune) for the same arch */
+  options.top_k = 10;
+  expected = napkin_tune (diagram_of (window), arch, &options, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (expected->best->len, >, 0);
+  g_assert_nonnull (expected->current);
+
+  s = suggest (window);
+  g_assert_null (napkin_tile_suggestions_get_error (s));
+  g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), ==, expected->best->len);
+  best = napkin_tile_suggestions_get_item (s, 0);
+  current = napkin_tile_suggestions_get_current (s);
+  g_assert_nonnull (current);
+  g_assert_cmpfloat (best->predicted_time_s, ==,
+                     ((NapkinTuneCandidate *) g_ptr_array_index (expected->best, 0))->predicted_time_s);
+  g_assert_cmpstr (best->tiles, ==, ((NapkinTuneCandidate *) g_ptr_array_index (expected->best, 0))->tiles);
+  g_assert_cmpfloat (current->predicted_time_s, ==, expected->current->predicted_time_s);
+  g_assert_cmpfloat (best->predicted_time_s, <=, current->predicted_time_s);
+  /* matmul-nested's own tiles are not the best the model knows */
+  g_assert_cmpstr (best->tiles, !=, current->tiles);
+
+  /* the first row shows that time, and rows are ranked */
+  row = find_named (GTK_WIDGET (s), "suggestion-0");
+  g_assert_nonnull (row);
+  time = napkin_format_si (best->predicted_time_s, "s");
+  g_assert_cmpstr (label_text_in (row, 0), ==, "1");
+  g_assert_cmpstr (label_text_in (row, 1), ==, time);
+  for (guint i = 1; i < napkin_tile_suggestions_get_n_items (s); i++)
+    g_assert_cmpfloat (napkin_tile_suggestions_get_item (s, i - 1)->predicted_time_s, <=,
+                       napkin_tile_suggestions_get_item (s, i)->predicted_time_s);
+  g_assert_cmpint (napkin_tile_suggestions_get_selected (s), ==, 0);
+  g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), "relabelings tried"));
+
+  /* searching changed nothing */
+  {
+    g_autofree char *now = document_json (window);
+
+    g_assert_cmpstr (now, ==, before);
+  }
+
+  shot = screenshot_with_popover (window, GTK_POPOVER (s), shot_path);
+  check_screenshot (shot);
+  if (g_getenv ("NAPKIN_SUGGEST_SHOT"))
+    g_assert_true (gdk_texture_save_to_png (shot, g_getenv ("NAPKIN_SUGGEST_SHOT")));
+
+  /* Apply, as the button does: one undo step, the popover closes */
+  apply = find_named (GTK_WIDGET (s), "suggestions-apply");
+  g_assert_true (gtk_widget_is_sensitive (apply));
+  g_signal_emit_by_name (apply, "clicked");
+  iterate (50);
+  g_assert_false (gtk_widget_get_visible (GTK_WIDGET (s)));
+  g_assert_cmpuint (napkin_history_get_depth (history), ==, depth + 1);
+  g_assert_cmpstr (napkin_history_get_undo_label (history), ==, _("Apply Suggested Tiles"));
+  regions_after = regions_json (window);
+  g_assert_cmpstr (regions_after, !=, regions_before);
+  for (guint i = 0; best->specs[i]; i++)
+    {
+      /* "REGION.AXIS=KIND:SIZE" */
+      g_auto(GStrv) lhs = NULL;
+      g_auto(GStrv) parts = g_strsplit (best->specs[i], "=", 2);
+      g_auto(GStrv) value = g_strsplit (parts[1], ":", 2);
+      NapkinMarkKind kind;
+      gint64 tile = 0;
+      int r;
+
+      lhs = g_strsplit (parts[0], ".", 2);
+      r = napkin_diagram_find_region (diagram_of (window), lhs[0]);
+      g_assert_cmpint (r, >=, 0);
+      kind = napkin_region_mark (napkin_diagram_region (diagram_of (window), r), lhs[1], &tile);
+      g_assert_cmpstr (napkin_mark_to_string (kind), ==, value[0]);
+      g_assert_cmpint (tile, ==, g_ascii_strtoll (value[1], NULL, 10));
+    }
+  /* the analysis pane follows the document: its time is the suggestion's */
+  napkin_analysis_pane_flush (pane);
+  a = napkin_analysis_pane_get_analysis (pane);
+  g_assert_nonnull (a);
+  g_assert_cmpfloat_with_epsilon (a->predicted_time_s, best->predicted_time_s, 1e-12 * best->predicted_time_s);
+  {
+    double was = current->predicted_time_s, now = best->predicted_time_s;
+    g_autofree char *speedup = g_strdup_printf ("%.2f×", was / now);
+
+    g_test_message ("matmul-nested on %s: %.4g ms → %.4g ms (%s): %s", arch->id, was * 1e3, now * 1e3, speedup,
+                    best->tiles);
+  }
+  after = document_json (window);
+
+  /* undo restores the file's tiles exactly; redo applies them again */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  {
+    g_autofree char *now = document_json (window);
+
+    g_assert_cmpstr (now, ==, before);
+  }
+  napkin_analysis_pane_flush (pane);
+  g_assert_cmpfloat_with_epsilon (napkin_analysis_pane_get_analysis (pane)->predicted_time_s,
+                                  expected->current->predicted_time_s, 1e-12 * expected->current->predicted_time_s);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.redo", NULL));
+  {
+    g_autofree char *now = document_json (window);
+
+    g_assert_cmpstr (now, ==, after);
+  }
+  close_window (window);
+}
+
+/* A diagram without regions: the search's message, nothing to apply, and
+ * Cancel leaves the document as it was. */
+static void
+test_no_regions (void)
+{
+  NapkinWindow *window = open_example ("matmul");
+  NapkinHistory *history = napkin_window_get_history (window);
+  g_autofree char *before = document_json (window);
+  g_autofree char *now = NULL;
+  guint depth = napkin_history_get_depth (history);
+  NapkinTileSuggestions *s;
+  GtkWidget *error_label;
+
+  g_assert_cmpuint (napkin_diagram_n_regions (diagram_of (window)), ==, 0);
+  s = suggest (window);
+  g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), ==, 0);
+  g_assert_cmpstr (napkin_tile_suggestions_get_error (s), ==,
+                   _("No regions to tune: relabel part of the diagram first (draw a region with the Region menu)"));
+  error_label = find_named (GTK_WIDGET (s), "suggestions-error");
+  g_assert_true (gtk_widget_get_visible (error_label));
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (error_label)), ==, napkin_tile_suggestions_get_error (s));
+  g_assert_false (gtk_widget_is_sensitive (find_named (GTK_WIDGET (s), "suggestions-apply")));
+  {
+    g_autoptr(GError) error = NULL;
+
+    g_assert_false (napkin_tile_suggestions_apply (s, &error));
+    g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE);
+  }
+  gtk_popover_popdown (GTK_POPOVER (s));
+  iterate (20);
+  now = document_json (window);
+  g_assert_cmpstr (now, ==, before);
+  g_assert_cmpuint (napkin_history_get_depth (history), ==, depth);
+  close_window (window);
+}
+
+/* Cancel after a successful search: nothing changes. */
+static void
+test_cancel (void)
+{
+  NapkinWindow *window = open_example ("flash-attention");
+  NapkinHistory *history = napkin_window_get_history (window);
+  g_autofree char *before = document_json (window);
+  g_autofree char *now = NULL;
+  guint depth = napkin_history_get_depth (history);
+  NapkinTileSuggestions *s = suggest (window);
+  GtkWidget *cancel = NULL;
+
+  g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), >, 0);
+  napkin_tile_suggestions_select (s, (int) napkin_tile_suggestions_get_n_items (s) - 1);
+  /* the button next to Apply */
+  cancel = gtk_widget_get_prev_sibling (find_named (GTK_WIDGET (s), "suggestions-apply"));
+  g_assert_true (GTK_IS_BUTTON (cancel));
+  g_signal_emit_by_name (cancel, "clicked");
+  iterate (50);
+  g_assert_false (gtk_widget_get_visible (GTK_WIDGET (s)));
+  now = document_json (window);
+  g_assert_cmpstr (now, ==, before);
+  g_assert_cmpuint (napkin_history_get_depth (history), ==, depth);
+  close_window (window);
+}
+
+/* An edit after the search makes its ranking stale: Apply searches again
+ * instead of applying tiles ranked for another diagram. */
+static void
+test_stale (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinHistory *history = napkin_window_get_history (window);
+  NapkinDiagram *diagram = diagram_of (window);
+  const NapkinRegion *region = napkin_diagram_region (diagram, 0);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *name = g_strdup (region->name);
+  NapkinTileSuggestions *s = suggest (window);
+  guint depth;
+
+  g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), >, 0);
+  g_assert_true (napkin_edit_set_region_stages (history, name, region->stages + 1, &error));
+  g_assert_no_error (error);
+  depth = napkin_history_get_depth (history);
+  g_assert_false (napkin_tile_suggestions_apply (s, &error));
+  g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE);
+  g_clear_error (&error);
+  g_assert_cmpuint (napkin_history_get_depth (history), ==, depth);
+  g_assert_true (napkin_tile_suggestions_is_searching (s));
+  for (guint i = 0; i < 1000 && napkin_tile_suggestions_is_searching (s); i++)
+    iterate (10);
+  g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), >, 0);
+  /* a suggestion other than the tiles the diagram has now */
+  for (guint i = 0; i < napkin_tile_suggestions_get_n_items (s); i++)
+    if (g_strcmp0 (napkin_tile_suggestions_get_item (s, i)->tiles, napkin_tile_suggestions_get_current (s)->tiles) != 0)
+      {
+        napkin_tile_suggestions_select (s, (int) i);
+        break;
+      }
+  g_assert_true (napkin_tile_suggestions_apply (s, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (napkin_history_get_depth (history), ==, depth + 1);
+  close_window (window);
+}
+
+/* The inspector offers the command for a selected region; the menu and the
+ * accelerator name the same action. */
+static void
+test_inspector_button (void)
+{
+  NapkinWindow *window = open_example ("matmul-nested");
+  NapkinTileSuggestions *s = suggestions_of (window);
+  GtkWidget *button = NULL;
+  g_auto(GStrv) accels = NULL;
+
+  napkin_canvas_select_region (napkin_window_get_canvas (window), "block");
+  for (guint i = 0; i < 200 && button == NULL; i++)
+    {
+      iterate (10);
+      button = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), "region-suggest-tiles");
+    }
+  g_assert_nonnull (button);
+  g_assert_cmpstr (gtk_actionable_get_action_name (GTK_ACTIONABLE (button)), ==, "win.suggest-tiles");
+  g_assert_true (gtk_widget_is_sensitive (button));
+  g_signal_emit_by_name (button, "clicked");
+  iterate (20);
+  g_assert_true (gtk_widget_get_visible (GTK_WIDGET (s)));
+  for (guint i = 0; i < 1000 && napkin_tile_suggestions_is_searching (s); i++)
+    iterate (10);
+  g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), >, 0);
+  gtk_popover_popdown (GTK_POPOVER (s));
+  iterate (20);
+  close_window (window);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  int status;
+
+  setlocale (LC_ALL, "");
+  textdomain (GETTEXT_PACKAGE);
+  g_test_init (&argc, &argv, NULL);
+
+  if (!gtk_init_check ())
+    {
+      g_test_skip ("no display: run under xvfb-run (GTK could not open one)");
+      return g_test_run ();
+    }
+  adw_init ();
+
+  tmpdir = g_dir_make_tmp ("napkin-suggest-XXXXXX", &error);
+  g_assert_no_error (error);
+  app = napkin_application_new ();
+  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE);
+  g_assert_true (g_application_register (G_APPLICATION (app), NULL, &error));
+  g_assert_no_error (error);
+
+  g_test_add_func ("/suggest/apply-undo-redo", test_apply_undo_redo);
+  g_test_add_func ("/suggest/no-regions-message", test_no_regions);
+  g_test_add_func ("/suggest/cancel-leaves-document", test_cancel);
+  g_test_add_func ("/suggest/stale-searches-again", test_stale);
+  g_test_add_func ("/suggest/inspector-button", test_inspector_button);
+  status = g_test_run ();
+  {
+    g_autofree char *shot = g_build_filename (tmpdir, "suggest.png", NULL);
+
+    g_unlink (shot);
+  }
+  g_rmdir (tmpdir);
+  g_object_unref (app);
+  return status;
+}
