@@ -8,6 +8,7 @@
 #include <glib/gi18n.h>
 
 #include "napkin-application.h"
+#include "napkin-autosave.h"
 #include "napkin-file.h"
 
 struct _NapkinApplication
@@ -16,6 +17,12 @@ struct _NapkinApplication
 
   char          *screenshot;
   int            status;
+
+  /* crash recovery (docs/security.md §4) */
+  gboolean       recover_all;       /* --recover-all: recover every snapshot without asking */
+  gboolean       recovery_done;     /* offered once per process */
+  gboolean       no_recovery;       /* --screenshot: draws and quits, asks nothing */
+  GQueue         to_ask;            /* NapkinAutosaveEntry, one question at a time */
 };
 
 G_DEFINE_FINAL_TYPE (NapkinApplication, napkin_application, ADW_TYPE_APPLICATION)
@@ -123,16 +130,183 @@ maybe_screenshot (NapkinApplication *self,
   g_clear_pointer (&self->screenshot, g_free);
 }
 
+/* ---------------------------------------------------------------- crash recovery */
+
+static void ask_next (NapkinApplication *self);
+
+/* Opens a snapshot's document as modified, in the active window if that one is
+ * untouched, else in a new one; this process becomes the snapshot's owner. */
+static NapkinWindow *
+recover_entry (NapkinApplication          *self,
+               const NapkinAutosaveEntry  *entry,
+               GError                    **error)
+{
+  g_autofree char *dir = napkin_autosave_default_dir ();
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(GFile) file = NULL;
+  g_autoptr(GError) claim_error = NULL;
+  NapkinWindow *window = active_napkin_window (self);
+
+  diagram = napkin_autosave_load (dir, entry, error);
+  if (diagram == NULL)
+    return NULL;
+  /* Not fatal: the document is recovered either way; at worst another Napkin
+   * started later offers it too. */
+  if (!napkin_autosave_claim (dir, entry, &claim_error))
+    g_message ("%s", claim_error->message);
+  if (window == NULL || !napkin_window_is_pristine (window))
+    window = napkin_window_new (GTK_APPLICATION (self));
+  file = entry->path ? g_file_new_for_path (entry->path) : NULL;
+  napkin_window_recover (window, diagram, file, entry->id);
+  gtk_window_present (GTK_WINDOW (window));
+  return window;
+}
+
+static void
+failed_response_cb (AdwMessageDialog  *dialog,
+                    const char        *response,
+                    NapkinApplication *self)
+{
+  NapkinAutosaveEntry *entry = g_object_get_data (G_OBJECT (dialog), "napkin-entry");
+
+  if (g_str_equal (response, "discard"))
+    {
+      g_autofree char *dir = napkin_autosave_default_dir ();
+      g_autoptr(GError) error = NULL;
+
+      if (!napkin_autosave_remove (dir, entry->id, &error))
+        g_message ("%s", error->message);
+    }
+  ask_next (self);
+}
+
+static const char *
+entry_name (const NapkinAutosaveEntry *entry)
+{
+  return entry->title && *entry->title ? entry->title : _("Untitled Diagram");
+}
+
+static void
+recovery_response_cb (AdwMessageDialog  *dialog,
+                      const char        *response,
+                      NapkinApplication *self)
+{
+  NapkinAutosaveEntry *entry = g_object_get_data (G_OBJECT (dialog), "napkin-entry");
+  g_autofree char *dir = napkin_autosave_default_dir ();
+  g_autoptr(GError) error = NULL;
+
+  if (g_str_equal (response, "recover"))
+    {
+      if (recover_entry (self, entry, &error) == NULL)
+        {
+          GtkWindow *parent = gtk_application_get_active_window (GTK_APPLICATION (self));
+          AdwMessageDialog *failed;
+
+          failed = ADW_MESSAGE_DIALOG (adw_message_dialog_new (parent, _("Could Not Recover"), NULL));
+          adw_message_dialog_format_body (failed, _("The unsaved changes to “%s” cannot be read: %s"),
+                                          entry_name (entry), error->message);
+          adw_message_dialog_add_responses (failed, "keep", _("_Keep for Later"), "discard", _("_Discard"), NULL);
+          adw_message_dialog_set_response_appearance (failed, "discard", ADW_RESPONSE_DESTRUCTIVE);
+          adw_message_dialog_set_close_response (failed, "keep");
+          g_object_set_data_full (G_OBJECT (failed), "napkin-entry",
+                                  g_object_steal_data (G_OBJECT (dialog), "napkin-entry"),
+                                  (GDestroyNotify) napkin_autosave_entry_free);
+          g_signal_connect_object (failed, "response", G_CALLBACK (failed_response_cb), self, 0);
+          gtk_window_present (GTK_WINDOW (failed));
+          return;
+        }
+    }
+  else if (g_str_equal (response, "discard"))
+    {
+      if (!napkin_autosave_remove (dir, entry->id, &error))
+        g_message ("%s", error->message);
+    }
+  /* "later": the snapshot stays and is offered at the next start. */
+  ask_next (self);
+}
+
+static void
+ask_next (NapkinApplication *self)
+{
+  g_autoptr(NapkinAutosaveEntry) entry = g_queue_pop_head (&self->to_ask);
+  g_autoptr(GDateTime) when = NULL;
+  g_autofree char *time = NULL;
+  AdwMessageDialog *dialog;
+  GtkWindow *parent;
+
+  if (entry == NULL)
+    return;
+  when = g_date_time_new_from_unix_local (entry->time);
+  time = when ? g_date_time_format (when, "%x %X") : g_strdup ("?");
+  parent = gtk_application_get_active_window (GTK_APPLICATION (self));
+  dialog = ADW_MESSAGE_DIALOG (adw_message_dialog_new (parent, _("Recover Unsaved Changes?"), NULL));
+  if (entry->path != NULL)
+    adw_message_dialog_format_body (dialog, _("Napkin stopped while “%s” (%s) had unsaved changes. "
+                                              "They were autosaved at %s."),
+                                    entry_name (entry), entry->path, time);
+  else
+    adw_message_dialog_format_body (dialog, _("Napkin stopped while “%s”, never saved, had changes. "
+                                              "They were autosaved at %s."),
+                                    entry_name (entry), time);
+  adw_message_dialog_add_responses (dialog, "later", _("_Not Now"), "discard", _("_Discard"),
+                                    "recover", _("_Recover"), NULL);
+  adw_message_dialog_set_response_appearance (dialog, "discard", ADW_RESPONSE_DESTRUCTIVE);
+  adw_message_dialog_set_response_appearance (dialog, "recover", ADW_RESPONSE_SUGGESTED);
+  adw_message_dialog_set_default_response (dialog, "recover");
+  adw_message_dialog_set_close_response (dialog, "later");
+  g_object_set_data_full (G_OBJECT (dialog), "napkin-entry", g_steal_pointer (&entry),
+                          (GDestroyNotify) napkin_autosave_entry_free);
+  g_signal_connect_object (dialog, "response", G_CALLBACK (recovery_response_cb), self, 0);
+  gtk_window_present (GTK_WINDOW (dialog));
+}
+
+guint
+napkin_application_offer_recovery (NapkinApplication *self)
+{
+  g_autofree char *dir = NULL;
+  g_autoptr(GPtrArray) entries = NULL;
+  guint recovered = 0;
+
+  g_return_val_if_fail (NAPKIN_IS_APPLICATION (self), 0);
+
+  if (self->recovery_done || self->no_recovery)
+    return 0;
+  self->recovery_done = TRUE;
+  dir = napkin_autosave_default_dir ();
+  entries = napkin_autosave_list_recoverable (dir);
+  for (guint i = 0; i < entries->len; i++)
+    {
+      if (self->recover_all)
+        {
+          g_autoptr(GError) error = NULL;
+
+          if (recover_entry (self, entries->pdata[i], &error) != NULL)
+            recovered++;
+          else
+            g_printerr ("napkin: --recover-all: %s\n", error->message);
+        }
+      else
+        g_queue_push_tail (&self->to_ask, g_steal_pointer (&entries->pdata[i]));
+    }
+  ask_next (self);
+  return recovered;
+}
+
 static void
 napkin_application_activate (GApplication *app)
 {
   NapkinApplication *self = NAPKIN_APPLICATION (app);
-  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+  NapkinWindow *window;
 
+  /* --recover-all: the recovered documents instead of the example. */
+  if (self->recover_all && napkin_application_offer_recovery (self) > 0)
+    return;
   /* No file: the bundled FlashAttention example. */
+  window = napkin_window_new (GTK_APPLICATION (app));
   napkin_window_load_default (window);
   gtk_window_present (GTK_WINDOW (window));
   maybe_screenshot (self, window);
+  napkin_application_offer_recovery (self);
 }
 
 static void
@@ -162,6 +336,7 @@ napkin_application_open (GApplication  *app,
         first = window;
     }
   maybe_screenshot (self, first ? first : active_napkin_window (self));
+  napkin_application_offer_recovery (self);
 }
 
 static int
@@ -180,6 +355,13 @@ napkin_application_handle_local_options (GApplication *app,
     {
       /* A screenshot run is its own process: never hand over to a running one. */
       self->screenshot = g_strdup (screenshot);
+      self->no_recovery = TRUE;
+      g_application_set_flags (app, g_application_get_flags (app) | G_APPLICATION_NON_UNIQUE);
+    }
+  if (g_variant_dict_contains (options, "recover-all"))
+    {
+      /* Its own process too: a running Napkin would only raise a window. */
+      self->recover_all = TRUE;
       g_application_set_flags (app, g_application_get_flags (app) | G_APPLICATION_NON_UNIQUE);
     }
   return -1;
@@ -265,6 +447,7 @@ napkin_application_finalize (GObject *object)
   NapkinApplication *self = NAPKIN_APPLICATION (object);
 
   g_clear_pointer (&self->screenshot, g_free);
+  g_queue_clear_full (&self->to_ask, (GDestroyNotify) napkin_autosave_entry_free);
   G_OBJECT_CLASS (napkin_application_parent_class)->finalize (object);
 }
 
@@ -288,6 +471,8 @@ napkin_application_init (NapkinApplication *self)
     { "screenshot", 0, 0, G_OPTION_ARG_FILENAME, NULL,
       N_("Draw the window once, save it as a PNG and quit"), N_("FILE.png") },
     { "version", 0, 0, G_OPTION_ARG_NONE, NULL, N_("Print the version and quit"), NULL },
+    { "recover-all", 0, 0, G_OPTION_ARG_NONE, NULL,
+      N_("Recover every document autosaved before a crash, without asking"), NULL },
     { NULL }
   };
 

@@ -16,6 +16,10 @@ NapkinApplication *napkin_application_new        (void);
 NapkinWindow      *napkin_application_open_file  (NapkinApplication *self,
                                                   GFile             *file,
                                                   NapkinWindow      *reuse);
+/* Once per process: offers to recover each document autosaved by a Napkin that has
+ * since ended without saving it (a dialog each), or with --recover-all recovers
+ * them all without asking. Returns how many were recovered without asking. */
+guint              napkin_application_offer_recovery (NapkinApplication *self);
 /* Non-zero when --screenshot failed. */
 int                napkin_application_get_status (NapkinApplication *self);
 

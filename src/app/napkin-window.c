@@ -8,6 +8,7 @@
 #include <glib/gi18n.h>
 
 #include "napkin-application.h"
+#include "napkin-autosaver.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-file.h"
@@ -50,6 +51,7 @@ struct _NapkinWindow
   NapkinHistory       *history;
   GFile               *file;
   gboolean             is_example;
+  NapkinAutosaver     *autosaver;       /* snapshots for crash recovery (docs/security.md §4) */
   gulong               modified_id;
   gulong               undo_id;
   gulong               redo_id;
@@ -157,11 +159,14 @@ napkin_window_set_document (NapkinWindow  *self,
       g_clear_signal_handler (&self->undo_id, self->history);
       g_clear_signal_handler (&self->redo_id, self->history);
     }
+  g_clear_object (&self->autosaver);
   g_clear_object (&self->history);
   g_set_object (&self->file, file);
   self->is_example = FALSE;
 
   self->history = napkin_history_new (diagram);
+  self->autosaver = napkin_autosaver_new (self->history);
+  napkin_autosaver_set_file (self->autosaver, file);
   self->modified_id = g_signal_connect_object (self->history, "notify::modified",
                                                G_CALLBACK (history_notify_cb), self, G_CONNECT_SWAPPED);
   self->undo_id = g_signal_connect_object (self->history, "notify::can-undo",
@@ -302,11 +307,38 @@ napkin_window_save_to_file (NapkinWindow  *self,
   if (!napkin_diagram_save_to_file (napkin_history_get_diagram (self->history), path, error))
     return FALSE;
   napkin_history_set_saved (self->history);
+  napkin_autosaver_discard (self->autosaver);
+  napkin_autosaver_set_file (self->autosaver, file);
   g_set_object (&self->file, file);
   self->is_example = FALSE;
   add_recent (file);
   update_title (self);
   return TRUE;
+}
+
+void
+napkin_window_recover (NapkinWindow  *self,
+                       NapkinDiagram *diagram,
+                       GFile         *file,
+                       const char    *autosave_id)
+{
+  g_return_if_fail (NAPKIN_IS_WINDOW (self));
+  g_return_if_fail (NAPKIN_IS_DIAGRAM (diagram));
+  g_return_if_fail (autosave_id != NULL);
+
+  napkin_window_set_document (self, diagram, file);
+  /* The snapshot stays until this document is saved or discarded. */
+  napkin_autosaver_adopt (self->autosaver, autosave_id);
+  /* Not what is on disk (if anything is): modified until saved. */
+  napkin_history_set_unsaved (self->history);
+}
+
+NapkinAutosaver *
+napkin_window_get_autosaver (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+
+  return self->autosaver;
 }
 
 gboolean
@@ -838,6 +870,9 @@ napkin_window_close_request (GtkWindow *window)
 
   if (self->close_confirmed || self->history == NULL || !napkin_history_get_modified (self->history))
     {
+      /* Saved, unchanged or discarded: nothing left to recover. */
+      if (self->autosaver != NULL)
+        napkin_autosaver_discard (self->autosaver);
       save_size (self);
       return GTK_WINDOW_CLASS (napkin_window_parent_class)->close_request (window);
     }
@@ -1234,6 +1269,7 @@ napkin_window_dispose (GObject *object)
     gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->zoom_label_id);
   self->zoom_label_id = 0;
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_WINDOW);
+  g_clear_object (&self->autosaver);
   g_clear_object (&self->history);
   g_clear_object (&self->file);
   g_clear_object (&self->settings);

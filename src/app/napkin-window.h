@@ -3,6 +3,7 @@
 
 #include <adwaita.h>
 
+#include "napkin-autosaver.h"
 #include "napkin-canvas.h"
 #include "napkin-inspector.h"
 
@@ -24,6 +25,14 @@ gboolean         napkin_window_load_default      (NapkinWindow    *self);
 gboolean         napkin_window_save_to_file      (NapkinWindow    *self,
                                                   GFile           *file,
                                                   GError         **error);
+/* Shows a document recovered from the autosave `autosave_id`, as modified; `file`
+ * is its own file (Save writes there) or NULL. The snapshot is removed once the
+ * document is saved or discarded. */
+void             napkin_window_recover           (NapkinWindow    *self,
+                                                  NapkinDiagram   *diagram,
+                                                  GFile           *file,
+                                                  const char      *autosave_id);
+NapkinAutosaver *napkin_window_get_autosaver     (NapkinWindow    *self);
 /* Untitled and unchanged: opening a file may reuse this window. */
 gboolean         napkin_window_is_pristine       (NapkinWindow    *self);
 void             napkin_window_show_error        (NapkinWindow    *self,
