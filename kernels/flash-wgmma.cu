@@ -2,10 +2,13 @@
  * fp16/bf16 in, fp32 accumulate. One thread block per group of BQ queries of one
  * (batch, head) — the region's parallel groups — with BQ/64 + 1 warpgroups:
  *  - warpgroup 0, the producer (few registers, setmaxnreg.dec), copies Q once and then
- *    each chunk of BKV keys of K and V (the stream mark) with 16-byte cp.async into a ring
- *    of STAGES shared-memory buffers laid out in the 128-byte swizzle that wgmma reads;
- *    once a copy has landed it fences it into the async proxy and arrives on the stage's
- *    "full" mbarrier (K and V separately, so Q·Kᵀ starts before V is in);
+ *    each chunk of BKV keys of K and V (the stream mark) into a ring of STAGES
+ *    shared-memory buffers laid out in the 128-byte swizzle that wgmma reads, each
+ *    completing on the stage's "full" mbarrier (K and V separately, so Q·Kᵀ starts before
+ *    V is in). With TMA, one thread issues bulk tensor copies (tensor maps passed after
+ *    the NapkinArgs: Q, K, V as [rows, D] with boxes of 64 columns, 128-byte swizzle) that
+ *    complete the barrier by byte count; without, the 128 threads copy 16 bytes each with
+ *    cp.async and, once a copy has landed, fence it into the async proxy and arrive;
  *  - warpgroups 1.., the consumers (setmaxnreg.inc), each own 64 query rows: S = Q·Kᵀ with
  *    wgmma m64nBKVk16 (Q and K from shared memory, both K-major), the online softmax on
  *    the fp32 accumulators (a row's values are spread over the 4 threads of a quad), P
@@ -25,9 +28,16 @@
 #define W_NWG (W_BQ / 64)
 #define W_THREADS ((W_NWG + 1) * 128)
 #define W_OVERLAP @OVERLAP@
+#define W_TMA @TMA@
 /* Bytes of one 64-column slice of a tile of R rows, and of whole tiles. */
 #define W_Q_BYTES (W_BQ * W_D * 2)
 #define W_KV_BYTES (W_BKV * W_D * 2)
+
+#ifndef NAPKIN_TENSOR_MAP
+#define NAPKIN_TENSOR_MAP
+/* CUtensorMap, opaque: 128 bytes, 64-byte aligned. */
+struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };
+#endif
 
 static __device__ __forceinline__ unsigned
 @NAME@_smem (const void *p)
@@ -89,6 +99,18 @@ static __device__ __forceinline__ void
   asm volatile ("cp.async.commit_group;" ::: "memory");
 }
 
+/* A tile of ROWS rows from row `row` of a tensor map: D/64 boxes of 64 columns. */
+template <int ROWS>
+static __device__ __forceinline__ void
+@NAME@_tma (unsigned dst, const NapkinTensorMap *map, int row, unsigned bar)
+{
+  asm volatile ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r" (bar), "r" (ROWS * W_D * 2) : "memory");
+#pragma unroll
+  for (int kb = 0; kb < W_D / 64; kb++)
+    asm volatile ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                  :: "r" (dst + kb * ROWS * 128), "l" (map), "r" (kb * 64), "r" (row), "r" (bar) : "memory");
+}
+
 /* The copies this thread issued before the last N groups have landed: make them visible
  * to the tensor cores (async proxy), then arrive. */
 #define W_LANDED(n, bar)                                                  \
@@ -103,11 +125,18 @@ static __device__ __forceinline__ void
 @WGMMA@
 
 extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
+#if W_TMA
+@NAME@ (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_q,
+        const __grid_constant__ NapkinTensorMap tma_k, const __grid_constant__ NapkinTensorMap tma_v)
+#else
 @NAME@ (const NapkinArgs args)
+#endif
 {
+#if !W_TMA
   const @T@ *__restrict__ Qg = (const @T@ *) args.p[@QS@];
   const @T@ *__restrict__ Kg = (const @T@ *) args.p[@KS@];
   const @T@ *__restrict__ Vg = (const @T@ *) args.p[@VS@];
+#endif
   @OT@ *__restrict__ Og = (@OT@ *) args.p[@OS@];
   extern __shared__ __align__ (16) unsigned char smem_raw_[];
   /* The swizzle repeats every 1024 bytes: align the tiles to it. */
@@ -125,13 +154,16 @@ extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
   const long bh = blockIdx.x / q_tiles, q0 = (blockIdx.x % q_tiles) * W_BQ;
   const int chunks = @NKV@ / W_BKV;
 
+  /* Arrivals that fill a stage: the issuing thread (TMA) or every producer thread. */
+  const unsigned fillers = W_TMA ? 1 : 128;
+
   if (tid == 0)
     {
-      asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (q_full), "r" (128) : "memory");
+      asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (q_full), "r" (fillers) : "memory");
       for (int s = 0; s < W_ST; s++)
         {
-          asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (W_FULL_K (s)), "r" (128) : "memory");
-          asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (W_FULL_V (s)), "r" (128) : "memory");
+          asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (W_FULL_K (s)), "r" (fillers) : "memory");
+          asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (W_FULL_V (s)), "r" (fillers) : "memory");
           asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (W_EMPTY (s)), "r" (W_NWG * 128) : "memory");
         }
     }
@@ -140,10 +172,26 @@ extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
   if (wg == 0)
     {
       /* Producer. */
+      asm volatile ("setmaxnreg.dec.sync.aligned.u32 @PRODUCER_REGS@;");
+#if W_TMA
+      if (t == 0)
+        {
+          @NAME@_tma<W_BQ> (q_s, &tma_q, (int) (bh * @NQ@L + q0), q_full);
+          for (int kc = 0; kc < chunks; kc++)
+            {
+              const int s = kc % W_ST;
+              const int row = (int) (bh * @NKV@L + (long) kc * W_BKV);
+
+              if (kc >= W_ST)
+                @NAME@_wait (W_EMPTY (s), (kc / W_ST - 1) & 1);
+              @NAME@_tma<W_BKV> (k_s + s * W_KV_BYTES, &tma_k, row, W_FULL_K (s));
+              @NAME@_tma<W_BKV> (v_s + s * W_KV_BYTES, &tma_v, row, W_FULL_V (s));
+            }
+        }
+#else
       const @T@ *Kb = Kg + bh * @NKV@L * W_D;
       const @T@ *Vb = Vg + bh * @NKV@L * W_D;
 
-      asm volatile ("setmaxnreg.dec.sync.aligned.u32 @PRODUCER_REGS@;");
       @NAME@_copy<W_BQ> (q_s, Qg + (bh * @NQ@L + q0) * W_D, t);
       for (int kc = 0; kc < chunks; kc++)
         {
@@ -165,6 +213,7 @@ extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
             @NAME@_arrive (W_FULL_V ((kc - 1) % W_ST));
         }
       W_LANDED (0, W_FULL_V ((chunks - 1) % W_ST));
+#endif
     }
   else
     {
@@ -217,13 +266,27 @@ extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
 #define W_SOFTMAX(c0, c1)                                                                                \
       do                                                                                                 \
         {                                                                                                \
-          float mx0 = m_row[0], mx1 = m_row[1];                                                          \
+          float mx0 = -1e30f, mx1 = -1e30f;                                                              \
+          /* The max of the raw scores, scaled once (α > 0: a compile-time branch). */                   \
           _Pragma ("unroll")                                                                             \
           for (int j = 0; j < W_BKV / 8; j++)                                                            \
+            if (scale > 0.0f)                                                                            \
+              {                                                                                          \
+                mx0 = fmaxf (mx0, fmaxf (s[4 * j], s[4 * j + 1]));                                       \
+                mx1 = fmaxf (mx1, fmaxf (s[4 * j + 2], s[4 * j + 3]));                                   \
+              }                                                                                          \
+            else                                                                                         \
+              {                                                                                          \
+                mx0 = fmaxf (mx0, fmaxf (s[4 * j] * scale, s[4 * j + 1] * scale));                      \
+                mx1 = fmaxf (mx1, fmaxf (s[4 * j + 2] * scale, s[4 * j + 3] * scale));                   \
+              }                                                                                          \
+          if (scale > 0.0f)                                                                              \
             {                                                                                            \
-              mx0 = fmaxf (mx0, fmaxf (s[4 * j], s[4 * j + 1]) * scale);                                 \
-              mx1 = fmaxf (mx1, fmaxf (s[4 * j + 2], s[4 * j + 3]) * scale);                             \
+              mx0 *= scale;                                                                              \
+              mx1 *= scale;                                                                              \
             }                                                                                            \
+          mx0 = fmaxf (mx0, m_row[0]);                                                                   \
+          mx1 = fmaxf (mx1, m_row[1]);                                                                   \
           mx0 = fmaxf (mx0, __shfl_xor_sync (0xffffffffu, mx0, 1));                                      \
           mx0 = fmaxf (mx0, __shfl_xor_sync (0xffffffffu, mx0, 2));                                      \
           mx1 = fmaxf (mx1, __shfl_xor_sync (0xffffffffu, mx1, 1));                                      \
@@ -359,5 +422,6 @@ extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
 #undef W_NWG
 #undef W_THREADS
 #undef W_OVERLAP
+#undef W_TMA
 #undef W_Q_BYTES
 #undef W_KV_BYTES

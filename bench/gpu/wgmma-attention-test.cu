@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
+#include <cudaTypedefs.h>
 
 /* What Napkin's generated modules define before their kernels (src/codegen/napkin-cuda.c). */
 struct napkin_f16 { unsigned short x; };
@@ -19,10 +20,14 @@ struct NapkinArgs { void *p[30]; };
 static __device__ __forceinline__ void napkin_st (napkin_f16 *p, float v)
 { unsigned short h; asm ("cvt.rn.f16.f32 %0, %1;" : "=h" (h) : "f" (v)); p->x = h; }
 
+struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };
+#define NAPKIN_TENSOR_MAP
+
 struct Config
 {
   const char *name;
-  void (*kernel) (NapkinArgs);
+  const void *kernel;
+  int tma;            /* takes the tensor maps of Q, K and V after the NapkinArgs */
   int d, bq, bkv, threads, smem;
 };
 
@@ -101,6 +106,33 @@ fill (__half_raw *p, long n, unsigned seed)
     }
 }
 
+/* Q, K or V as [B·H·N rows, d] with boxes of 64 columns × `rows`, 128-byte swizzle. */
+static NapkinTensorMap
+tensor_map (void *base, int d, int rows)
+{
+  static PFN_cuTensorMapEncodeTiled_v12000 encode;
+  NapkinTensorMap map;
+  const cuuint64_t dims[2] = { (cuuint64_t) d, (cuuint64_t) ATT_B * ATT_H * ATT_N };
+  const cuuint64_t strides[1] = { (cuuint64_t) d * 2 };
+  const cuuint32_t box[2] = { 64, (cuuint32_t) rows };
+  const cuuint32_t elem[2] = { 1, 1 };
+
+  if (encode == NULL)
+    {
+      cudaDriverEntryPointQueryResult q;
+      CHECK (cudaGetDriverEntryPointByVersion ("cuTensorMapEncodeTiled", (void **) &encode, 12000, cudaEnableDefault, &q));
+    }
+  CUresult r = encode ((CUtensorMap *) &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, base, dims, strides, box, elem,
+                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    {
+      fprintf (stderr, "cuTensorMapEncodeTiled: error %d\n", (int) r);
+      exit (1);
+    }
+  return map;
+}
+
 int
 main ()
 {
@@ -126,6 +158,8 @@ main ()
       const long n = (long) ATT_B * ATT_H * ATT_N * c.d;
       const double flops = 4.0 * ATT_B * ATT_H * (double) ATT_N * ATT_N * c.d;
       NapkinArgs args = { { q, k, v, o } };
+      NapkinTensorMap tq = tensor_map (q, c.d, c.bq), tk = tensor_map (k, c.d, c.bkv), tv = tensor_map (v, c.d, c.bkv);
+      void *params[] = { &args, &tq, &tk, &tv };
       std::vector<__half_raw> got (n);
       std::vector<float> want (n);
       std::vector<float> times;
@@ -143,8 +177,7 @@ main ()
       CHECK (cudaFuncSetAttribute (c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, c.smem));
       CHECK (cudaFuncGetAttributes (&fa, c.kernel));
       const int grid = ATT_B * ATT_H * (ATT_N / c.bq);
-      c.kernel<<<grid, c.threads, c.smem>>> (args);
-      CHECK (cudaGetLastError ());
+      CHECK (cudaLaunchKernel (c.kernel, grid, c.threads, params, c.smem, 0));
       CHECK (cudaDeviceSynchronize ());
       CHECK (cudaMemcpy (got.data (), o, n * 2, cudaMemcpyDeviceToHost));
       CHECK (cudaMemcpy (want.data (), ref, n * 4, cudaMemcpyDeviceToHost));
@@ -169,7 +202,7 @@ main ()
         {
           float ms;
           CHECK (cudaEventRecord (e0));
-          c.kernel<<<grid, c.threads, c.smem>>> (args);
+          CHECK (cudaLaunchKernel (c.kernel, grid, c.threads, params, c.smem, 0));
           CHECK (cudaEventRecord (e1));
           CHECK (cudaEventSynchronize (e1));
           CHECK (cudaEventElapsedTime (&ms, e0, e1));
