@@ -218,23 +218,23 @@ napkin_tile_suggestions_describe (const NapkinTuneCandidate *candidate)
 
   for (guint i = 0; candidate->specs && candidate->specs[i]; i++)
     {
-      /* "REGION.AXIS=KIND:SIZE", as napkin_tune writes it */
+      /* "REGION.AXIS=KIND:SIZE" or "REGION.stages=N", as napkin_tune writes them */
       const char *spec = candidate->specs[i];
       const char *dot = strchr (spec, '.');
       const char *eq = dot ? strchr (dot, '=') : NULL;
       const char *colon = eq ? strchr (eq, ':') : NULL;
       g_autofree char *name = NULL;
-      g_autofree char *axis = NULL;
+      g_autofree char *key = NULL;
       g_autofree char *kind = NULL;
 
-      if (colon == NULL)
+      if (eq == NULL)
         {
           g_string_append_printf (text, "%s%s", text->len ? "\n" : "", spec);
           continue;
         }
       name = g_strndup (spec, dot - spec);
-      axis = g_strndup (dot + 1, eq - dot - 1);
-      kind = g_strndup (eq + 1, colon - eq - 1);
+      key = g_strndup (dot + 1, eq - dot - 1);
+      kind = colon ? g_strndup (eq + 1, colon - eq - 1) : NULL;
       if (g_strcmp0 (name, region) != 0)
         {
           g_string_append_printf (text, "%s%s: ", text->len ? "\n" : "", name);
@@ -243,12 +243,17 @@ napkin_tile_suggestions_describe (const NapkinTuneCandidate *candidate)
         }
       else
         g_string_append (text, ", ");
-      if (g_str_equal (kind, "stream"))
+      if (colon == NULL && g_str_equal (key, "stages"))
+        /* TRANSLATORS: a region's software pipeline depth, e.g. "3 pipeline stages" */
+        g_string_append_printf (text, _("%s pipeline stages"), eq + 1);
+      else if (g_strcmp0 (kind, "stream") == 0)
         /* TRANSLATORS: an axis of a region read in chunks, e.g. "k streamed 64 at a time" */
-        g_string_append_printf (text, _("%s streamed %s at a time"), axis, colon + 1);
-      else
+        g_string_append_printf (text, _("%s streamed %s at a time"), key, colon + 1);
+      else if (g_strcmp0 (kind, "parallel") == 0)
         /* TRANSLATORS: an axis of a region split over blocks or threads, e.g. "m in tiles of 128" */
-        g_string_append_printf (text, _("%s in tiles of %s"), axis, colon + 1);
+        g_string_append_printf (text, _("%s in tiles of %s"), key, colon + 1);
+      else
+        g_string_append_printf (text, "%s=%s", key, eq + 1);
     }
   if (text->len == 0)
     g_string_append (text, _("no tiles to choose"));
@@ -762,6 +767,8 @@ napkin_tile_suggestions_init (NapkinTileSuggestions *self)
   add_column_titles (self);
   g_signal_connect_object (self->list, "row-selected", G_CALLBACK (row_selected_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->apply_button, "clicked", G_CALLBACK (apply_clicked_cb), self, G_CONNECT_SWAPPED);
+  /* Enter or a double click on a row: Apply */
+  g_signal_connect_object (self->list, "row-activated", G_CALLBACK (apply_clicked_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->cancel_button, "clicked", G_CALLBACK (cancel_clicked_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect (self, "closed", G_CALLBACK (closed_cb), NULL);
 }
