@@ -51,6 +51,24 @@ count_files (const char *dir)
   return n;
 }
 
+static void
+remove_tree (const char *dir)
+{
+  g_autoptr(GDir) folder = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (folder != NULL && (name = g_dir_read_name (folder)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+
+      if (g_file_test (path, G_FILE_TEST_IS_DIR))
+        remove_tree (path);
+      else
+        g_unlink (path);
+    }
+  g_rmdir (dir);
+}
+
 static char *
 snapshot_of (const char *dir,
              const char *id)
@@ -590,5 +608,6 @@ main (int    argc,
   g_test_add_func ("/autosave/crash/sigkill-then-recover-all", test_sigkill_and_recover);
   status = g_test_run ();
   g_object_unref (app);
+  remove_tree (tmpdir);
   return status;
 }
