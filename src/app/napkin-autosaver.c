@@ -305,11 +305,10 @@ napkin_autosaver_dispose (GObject *object)
   g_clear_handle_id (&self->timeout_id, g_source_remove);
   if (self->history != NULL)
     {
-      /* Gone without a save or a discard while modified (the window was destroyed
-       * without asking, or the session ended): the snapshot stays, to be offered
-       * once this process has ended. */
-      if (!napkin_history_get_modified (self->history))
-        napkin_autosaver_discard (self);
+      /* The document is gone from this process in an orderly way (its window
+       * closed, or another document replaced it): nothing to recover. A crash or a
+       * kill never gets here, which is what leaves a snapshot behind. */
+      napkin_autosaver_discard (self);
       g_clear_signal_handler (&self->changed_id, napkin_history_get_diagram (self->history));
       g_clear_signal_handler (&self->modified_id, self->history);
     }
