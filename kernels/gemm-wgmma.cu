@@ -4,8 +4,8 @@
  * STAGES shared-memory buffers. The block is warp-specialised: warpgroup 0 is the
  * producer (one thread issues the bulk tensor copies, 128-byte swizzled, each stage
  * completing on its "full" mbarrier with an expected byte count; its registers are
- * given back with setmaxnreg), warpgroups 1 and 2 are consumers, each multiplying its
- * BM/2 rows by the whole BN with wgmma.mma_async m64nBNk16 straight from shared memory
+ * given back with setmaxnreg), warpgroups 1 and 2 (1 alone when BM = 64) are consumers,
+ * each multiplying its BM/2 rows by the whole BN with wgmma.mma_async m64nBNk16 straight from shared memory
  * (A K-major, B N-major through the transpose bit), keeping one group of wgmmas in
  * flight and releasing a stage through its "empty" mbarrier once the wgmmas that read
  * it are done. Tiles are walked in groups of G_GROUP tile rows so that a wave shares
@@ -14,8 +14,9 @@
  * the host by the runner (cuTensorMapEncodeTiled) from the kernel's tensor-map list and
  * passed by value after the NapkinArgs.
  * Napkin fills the @PARAMETERS@; the rest is fixed.
- * Requires M % BM == N % BN == K % 64 == 0, BM ∈ {128, 256}, BN % 64 == 0, BN ≤ 256
- * (checked by the code generator). */
+ * Requires M % BM == N % BN == K % 64 == 0, BM ∈ {64, 128, 256}, BN ∈ {64, 128, 192, 256},
+ * at most 128 accumulators per thread (checked by the code generator, which streams a
+ * region's chunk of K larger than 64 as several chunks of 64). */
 #ifndef NAPKIN_TENSOR_MAP
 #define NAPKIN_TENSOR_MAP
 /* CUtensorMap, opaque: 128 bytes, 64-byte aligned. */
@@ -25,13 +26,15 @@ struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };
 #define G_BN @BN@
 #define G_BK 64
 #define G_STAGES @STAGES@
-#define G_WGM (G_BM / 2)                    /* rows of C per consumer warpgroup */
+#define G_CWG (G_BM == 64 ? 1 : 2)          /* consumer warpgroups */
+#define G_THREADS (128 * (1 + G_CWG))
+#define G_WGM (G_BM / G_CWG)                /* rows of C per consumer warpgroup */
 #define G_MI (G_WGM / 64)                   /* m64 wgmmas per consumer and k-step */
 #define G_A_BYTES (G_BM * G_BK * 2)
 #define G_B_BYTES (G_BK * G_BN * 2)
 #define G_STAGE_BYTES (G_A_BYTES + G_B_BYTES)
 #define G_GROUP 8                           /* tile rows per rasterisation group */
-#define G_CONSUMER_WARPS 8
+#define G_CONSUMER_WARPS (4 * G_CWG)
 /* B, N-major with 128-byte swizzle: 64 columns × 8 k-rows per 1024-byte atom; the next
  * 64 columns 64 k-rows (8 KB) further on, the next 8 k-rows 1024 bytes on. */
 #ifndef G_B_LBO
@@ -211,7 +214,7 @@ static __device__ __forceinline__ void
 #error "gemm-wgmma: BN must be 64, 128, 192 or 256"
 #endif
 
-extern "C" __global__ void __launch_bounds__ (384, 1)
+extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
 @NAME@ (const NapkinArgs args,
         const __grid_constant__ NapkinTensorMap tma_a,
         const __grid_constant__ NapkinTensorMap tma_b)
@@ -245,7 +248,9 @@ extern "C" __global__ void __launch_bounds__ (384, 1)
   if (wg == 0)
     {
       /* Producer: one thread issues every copy. */
+#if G_CWG == 2
       asm volatile ("setmaxnreg.dec.sync.aligned.u32 40;");
+#endif
       if (tid == 0)
         {
           asm volatile ("prefetch.tensormap [%0];" :: "l" (&tma_a) : "memory");
@@ -271,7 +276,9 @@ extern "C" __global__ void __launch_bounds__ (384, 1)
       const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32;
       float acc[G_MI][G_BN / 2];
 
-      asm volatile ("setmaxnreg.inc.sync.aligned.u32 232;");
+#if G_CWG == 2
+      asm volatile ("setmaxnreg.inc.sync.aligned.u32 232;");   /* 128 × 40 + 256 × 232 ≤ 64 K */
+#endif
 #pragma unroll
       for (int i = 0; i < G_MI; i++)
 #pragma unroll
@@ -324,6 +331,8 @@ extern "C" __global__ void __launch_bounds__ (384, 1)
 #undef G_BN
 #undef G_BK
 #undef G_STAGES
+#undef G_CWG
+#undef G_THREADS
 #undef G_WGM
 #undef G_MI
 #undef G_A_BYTES

@@ -68,12 +68,15 @@ napkin_cli_codegen (int    argc,
   NapkinCliOverrides overrides = { NULL, NULL };
   g_autofree char *target = NULL;
   g_autofree char *output = NULL;
+  g_autofree char *arch = NULL;
   gboolean generic = FALSE, plain = FALSE, check = FALSE;
   const GOptionEntry entries[] = {
     { "target", 't', 0, G_OPTION_ARG_STRING, &target,
       "cuda (kernels), standalone (.cu with main(), builds with nvcc) or pseudo (default: cuda)", "TARGET" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write to this file instead of standard output", "OUT" },
     { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no skeletons)", NULL },
+    { "arch", 0, 0, G_OPTION_ARG_STRING, &arch,
+      "Compile target (sm_80, sm_90a, …): sm_90a lets the Hopper wgmma skeletons take their kernels", "SM" },
     { "plain", 0, 0, G_OPTION_ARG_NONE, &plain, "Ignore the regions: every operation through device memory", NULL },
     { "check", 0, 0, G_OPTION_ARG_NONE, &check,
       "Instead of printing, run the relabeled and the plain loop nests in the CPU interpreter and compare "
@@ -124,7 +127,8 @@ napkin_cli_codegen (int    argc,
   else
     {
       g_autoptr(NapkinCudaModule) module = napkin_codegen_cuda (g_steal_pointer (&program),
-                                                                generic ? NAPKIN_CODEGEN_GENERIC_ONLY : 0,
+                                                                generic ? NAPKIN_CODEGEN_GENERIC_ONLY
+                                                                        : napkin_codegen_flags_for_arch (arch),
                                                                 NULL, &error);
 
       if (module == NULL)

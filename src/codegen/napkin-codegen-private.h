@@ -17,4 +17,35 @@ gboolean    _napkin_cuda_try_skeleton (const NapkinIrProgram  *program,
                                        GString                *out,
                                        char                  **note);
 
+/* A template's @KEY@ and its value (freed by the instantiation). */
+typedef struct
+{
+  const char *key;
+  char       *value;
+} NapkinSkeletonParam;
+
+char       *_napkin_skeleton_instantiate (const char           *template,
+                                          NapkinSkeletonParam  *params,
+                                          guint                 n_params);
+
+/* A GEMM region the skeletons recognised: C[M,N] = A[M,K]·B[K,N], row-major, tiles
+ * BM×BN with K in chunks of BK, `stages` buffers deep. */
+typedef struct
+{
+  const NapkinRegion *region;
+  const NapkinNode   *node;          /* the contraction */
+  NapkinDtype         ab_dtype, c_dtype;
+  gint64              M, N, K, BM, BN, BK, stages;
+  int                 a_slot, b_slot, c_slot;
+} NapkinGemmShape;
+
+/* The Hopper GEMM skeleton (kernels/gemm-wgmma.cu, src/codegen/napkin-skeleton-wgmma.c):
+ * prints it and records the kernel when the module targets sm_90a and the shape fits;
+ * otherwise FALSE, with *note saying why when the target was sm_90a. */
+gboolean    _napkin_cuda_gemm_wgmma   (const NapkinGemmShape  *shape,
+                                       NapkinCudaModule       *module,
+                                       const char             *name,
+                                       GString                *out,
+                                       char                  **note);
+
 G_END_DECLS

@@ -21,6 +21,19 @@ GQuark napkin_codegen_error_quark (void);
 #define NAPKIN_CUDA_MAX_ARGS   30
 #define NAPKIN_CUDA_THREADS    256
 
+/* A TMA tensor map a kernel takes by value after its NapkinArgs (sm_90a skeletons): a
+ * row-major 2-D view of the buffer in argument slot `slot`, copied in boxes of
+ * box_inner × box_outer elements with the given swizzle. The runner (and the exported
+ * .cu) build it with cuTensorMapEncodeTiled from the buffer's address at each launch. */
+typedef struct
+{
+  int          slot;
+  NapkinDtype  dtype;
+  gint64       inner, outer;          /* elements: the contiguous axis, then the rows */
+  guint        box_inner, box_outer;  /* elements */
+  guint        swizzle;               /* bytes: 0 (none), 32, 64 or 128 */
+} NapkinCudaTensorMap;
+
 typedef struct
 {
   char    *name;             /* napkin_k0, … */
@@ -31,6 +44,7 @@ typedef struct
   gint64   dynamic_smem;     /* of which dynamic: pass at launch (opt-in above 48 KiB) */
   gint64   workspace_bytes;  /* device memory for tiles, all blocks together */
   char    *note;             /* why a skeleton was or was not used, or NULL */
+  GArray  *tensor_maps;      /* NapkinCudaTensorMap, extra parameters in order; NULL: none */
 } NapkinCudaKernel;
 
 typedef struct
@@ -41,13 +55,35 @@ typedef struct
   GArray          *args;     /* int: IR buffer id of each argument slot */
   int              workspace_slot;   /* -1 when no kernel needs one */
   gint64           workspace_bytes;  /* largest over the kernels */
+  guint            flags;            /* the NapkinCodegenFlags it was generated with */
 } NapkinCudaModule;
 
 typedef enum
 {
   NAPKIN_CODEGEN_DEFAULT      = 0,
   NAPKIN_CODEGEN_GENERIC_ONLY = 1 << 0,   /* no skeletons: the correctness fallback alone */
+  NAPKIN_CODEGEN_SM90A        = 1 << 1,   /* the target is Hopper sm_90a: wgmma skeletons allowed */
 } NapkinCodegenFlags;
+
+/* The flags a compile target implies: "sm_90a" (or "compute_90a") → NAPKIN_CODEGEN_SM90A. */
+NapkinCodegenFlags napkin_codegen_flags_for_arch (const char *arch);
+
+/* The arguments of cuTensorMapEncodeTiled for `map` over a buffer at device address
+ * `address`, checked against the driver's rules (16-byte aligned address and row
+ * stride, boxes of 1 to 256 elements, the box's row within the swizzle span). */
+typedef struct
+{
+  guint64 dims[2];        /* elements: inner, outer */
+  guint64 row_stride;     /* bytes between rows */
+  guint32 box[2];
+  guint   element_bytes;
+  guint   swizzle;        /* bytes, as in the map */
+} NapkinTensorMapEncoding;
+
+gboolean napkin_cuda_tensor_map_encoding (const NapkinCudaTensorMap *map,
+                                          guint64                    address,
+                                          NapkinTensorMapEncoding   *encoding,
+                                          GError                   **error);
 
 /* Takes ownership of the program. Kernels are named PREFIX k0, k1, … (prefix
  * "napkin_" when NULL), so a module and its reference can share one source. */

@@ -928,6 +928,7 @@ cuda_kernel_free (gpointer data)
   g_free (k->name);
   g_free (k->skeleton);
   g_free (k->note);
+  g_clear_pointer (&k->tensor_maps, g_array_unref);
   g_free (k);
 }
 
@@ -960,6 +961,7 @@ napkin_codegen_cuda (NapkinIrProgram     *program,
   module->kernels = g_ptr_array_new_with_free_func (cuda_kernel_free);
   module->args = g_array_new (FALSE, FALSE, sizeof (int));
   module->workspace_slot = -1;
+  module->flags = flags;
   if (prefix == NULL)
     prefix = "napkin_";
 

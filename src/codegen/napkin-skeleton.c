@@ -14,16 +14,12 @@
 
 #define MAX_DYNAMIC_SMEM (227 * 1024)
 
-typedef struct
-{
-  const char *key;
-  char       *value;
-} Param;
+typedef NapkinSkeletonParam Param;
 
-static char *
-instantiate (const char *template,
-             Param      *params,
-             guint       n_params)
+char *
+_napkin_skeleton_instantiate (const char *template,
+                              Param      *params,
+                              guint       n_params)
 {
   GString *s = g_string_new (template);
 
@@ -70,7 +66,11 @@ inner_region (NapkinDiagram      *d,
   return NULL;
 }
 
-#define REFUSE(...) do { *note = g_strdup_printf ("gemm-mma skeleton not used: " __VA_ARGS__); return FALSE; } while (0)
+/* After the wgmma skeleton refused (`hopper`), both reasons. */
+#define REFUSE(...) do { g_autofree char *why_ = g_strdup_printf (__VA_ARGS__);                       \
+                         *note = g_strdup_printf ("%s%sgemm-mma skeleton not used: %s", hopper ? hopper : "", \
+                                                  hopper ? "; " : "", why_);                          \
+                         return FALSE; } while (0)
 
 static gboolean
 try_gemm (const NapkinIrProgram *program,
@@ -93,6 +93,7 @@ try_gemm (const NapkinIrProgram *program,
   gint64 M, N, K, BM = 0, BN = 0, BK = 0, WM = 0, WN = 0, stages, smem, warps;
   NapkinCudaKernel *ck;
   g_autofree char *name = NULL;
+  g_autofree char *hopper = NULL;
   char *text;
 
   if (region->nodes->len != 1)
@@ -152,6 +153,21 @@ try_gemm (const NapkinIrProgram *program,
   if (M % BM || N % BN || K % BK)
     REFUSE ("the sizes (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ") must be multiples of "
             "the tiles (%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ")", M, N, K, BM, BN, BK);
+
+  a_buf = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, a_node->tensor));
+  b_buf = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, b_node->tensor));
+  c_buf = buffer_for_tensor (program, NAPKIN_BUF_OUTPUT, napkin_diagram_find_tensor (d, c_node->tensor));
+  if (a_buf < 0 || b_buf < 0 || c_buf < 0)
+    return FALSE;
+  name = g_strdup_printf ("%sk%u", prefix, index);
+  {
+    /* On Hopper the wgmma skeleton first (napkin-skeleton-wgmma.c); its refusal prefixes the note. */
+    const NapkinGemmShape shape = { region, mm, A->dtype, C->dtype, M, N, K, BM, BN, BK, stages,
+                                    slot[a_buf], slot[b_buf], slot[c_buf] };
+
+    if (_napkin_cuda_gemm_wgmma (&shape, module, name, out, &hopper))
+      return TRUE;
+  }
   if (BK % 16 || WM % 16 || WN % 16 || BM % WM || BN % WN)
     REFUSE ("the chunk of %s must be a multiple of 16 and the warp tile (%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
             ") a multiple of 16×16 dividing the block tile", A->axes[1], WM, WN);
@@ -167,13 +183,6 @@ try_gemm (const NapkinIrProgram *program,
             "×%" G_GINT64_FORMAT " tiles need %" G_GINT64_FORMAT " bytes of shared memory; at most %d",
             stages, BM, BK, BK, BN, smem, MAX_DYNAMIC_SMEM);
 
-  a_buf = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, a_node->tensor));
-  b_buf = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, b_node->tensor));
-  c_buf = buffer_for_tensor (program, NAPKIN_BUF_OUTPUT, napkin_diagram_find_tensor (d, c_node->tensor));
-  if (a_buf < 0 || b_buf < 0 || c_buf < 0)
-    return FALSE;
-
-  name = g_strdup_printf ("%sk%u", prefix, index);
   {
     Param params[] = {
       { "NAME", g_strdup (name) },
@@ -198,7 +207,7 @@ try_gemm (const NapkinIrProgram *program,
     g_autofree char *id = napkin_codegen_escape_comment (mm->id);
     g_autofree char *rname = napkin_codegen_escape_comment (region->name);
 
-    text = instantiate (napkin_kernel_gemm_mma, params, G_N_ELEMENTS (params));
+    text = _napkin_skeleton_instantiate (napkin_kernel_gemm_mma, params, G_N_ELEMENTS (params));
     g_string_append_printf (out, "\n/* Region %s at %s: %s as the gemm-mma skeleton (kernels/gemm-mma.cu) */\n",
                             rname, napkin_level_to_string (region->level), id);
     g_string_append (out, text);
@@ -212,9 +221,9 @@ try_gemm (const NapkinIrProgram *program,
   ck->threads = warps * 32;
   ck->smem_bytes = smem;
   ck->dynamic_smem = smem;
-  ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", chunk %" G_GINT64_FORMAT
+  ck->note = g_strdup_printf ("%s%sblock %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", chunk %" G_GINT64_FORMAT
                               ", %" G_GINT64_FORMAT " stages, %" G_GINT64_FORMAT " warps of %" G_GINT64_FORMAT
-                              "×%" G_GINT64_FORMAT ", mma.sync m16n8k16",
+                              "×%" G_GINT64_FORMAT ", mma.sync m16n8k16", hopper ? hopper : "", hopper ? "; " : "",
                               BM, BN, BK, stages, warps, WM, WN);
   g_ptr_array_add (module->kernels, ck);
   return TRUE;
@@ -367,7 +376,7 @@ try_flash (const NapkinIrProgram *program,
       { "OS", g_strdup_printf ("%d", slot[os]) },
     };
     g_autofree char *rname = napkin_codegen_escape_comment (region->name);
-    g_autofree char *text = instantiate (napkin_kernel_flash_mma, params, G_N_ELEMENTS (params));
+    g_autofree char *text = _napkin_skeleton_instantiate (napkin_kernel_flash_mma, params, G_N_ELEMENTS (params));
 
     for (guint i = 0; i + 2 < rank; i++)
       batch *= napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, Q->axes[i]));
@@ -544,7 +553,7 @@ try_rows (const NapkinIrProgram *program,
       { "BS", g_strdup_printf ("%d", bs >= 0 ? slot[bs] : 0) },
     };
     g_autofree char *rname = napkin_codegen_escape_comment (region->name);
-    g_autofree char *text = instantiate (napkin_kernel_rows, params, G_N_ELEMENTS (params));
+    g_autofree char *text = _napkin_skeleton_instantiate (napkin_kernel_rows, params, G_N_ELEMENTS (params));
 
     if (xs < 0 || ys < 0)
       return FALSE;

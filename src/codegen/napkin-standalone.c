@@ -36,14 +36,74 @@ print_tables (GString                *out,
   for (guint k = 0; k < m->kernels->len; k++)
     {
       const NapkinCudaKernel *ck = g_ptr_array_index (m->kernels, k);
+      guint n_maps = ck->tensor_maps ? ck->tensor_maps->len : 0;
 
-      g_string_append_printf (out, "  %s<<<%" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ">>> (a);\n", ck->name,
-                              ck->grid, ck->threads, ck->dynamic_smem);
+      if (n_maps == 0)
+        {
+          g_string_append_printf (out, "  %s<<<%" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ">>> (a);\n", ck->name,
+                                  ck->grid, ck->threads, ck->dynamic_smem);
+          continue;
+        }
+      /* Tensor maps (sm_90a skeletons): built once, as main() launches on the same buffers. */
+      g_string_append_printf (out, "  {\n    static NapkinTensorMap m[%u];\n    static bool ready;\n"
+                                   "    if (!ready) {\n", n_maps);
+      for (guint i = 0; i < n_maps; i++)
+        {
+          const NapkinCudaTensorMap *tm = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, i);
+
+          g_string_append_printf (out, "      napkin_tensor_map (&m[%u], a.p[%d], %d, %" G_GINT64_FORMAT "ULL, %"
+                                       G_GINT64_FORMAT "ULL, %u, %u, %u);\n", i, tm->slot, (int) tm->dtype,
+                                  tm->inner, tm->outer, tm->box_inner, tm->box_outer, tm->swizzle);
+        }
+      g_string_append_printf (out, "      ready = true;\n    }\n    %s<<<%" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT
+                                   ">>> (a", ck->name, ck->grid, ck->threads, ck->dynamic_smem);
+      for (guint i = 0; i < n_maps; i++)
+        g_string_append_printf (out, ", m[%u]", i);
+      g_string_append (out, ");\n  }\n");
     }
   g_string_append_printf (out, "}\nstatic const long %s_workspace = %" G_GINT64_FORMAT "L;\n"
                                "static const int %s_workspace_slot = %d;\n",
                           tag, m->workspace_bytes, tag, m->workspace_slot);
 }
+
+static gboolean
+takes_tensor_maps (const NapkinCudaModule *m)
+{
+  for (guint k = 0; k < m->kernels->len; k++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (m->kernels, k);
+
+      if (ck->tensor_maps && ck->tensor_maps->len > 0)
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda). */
+static const char tensor_map_helper[] =
+  "typedef CUresult (*NapkinEncodeTiled) (CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,\n"
+  "  const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,\n"
+  "  CUtensorMapL2promotion, CUtensorMapFloatOOBfill);\n"
+  "static void napkin_tensor_map (NapkinTensorMap *m, void *p, int dtype, unsigned long long inner,\n"
+  "                               unsigned long long outer, unsigned box_inner, unsigned box_outer, unsigned swizzle)\n"
+  "{ static NapkinEncodeTiled encode; cudaDriverEntryPointQueryResult q;\n"
+  "  if (!encode) {\n"
+  "#if CUDART_VERSION >= 12050\n"
+  "    CHECK (cudaGetDriverEntryPointByVersion (\"cuTensorMapEncodeTiled\", (void **) &encode, 12000, cudaEnableDefault, &q));\n"
+  "#else\n"
+  "    CHECK (cudaGetDriverEntryPoint (\"cuTensorMapEncodeTiled\", (void **) &encode, cudaEnableDefault, &q));\n"
+  "#endif\n"
+  "    if (!encode) { fprintf (stderr, \"the driver lacks cuTensorMapEncodeTiled (CUDA 12+)\\n\"); exit (1); } }\n"
+  "  size_t es = esize (dtype);\n"
+  "  cuuint64_t dims[2] = { inner, outer }, strides[1] = { inner * es };\n"
+  "  cuuint32_t box[2] = { box_inner, box_outer }, estr[2] = { 1, 1 };\n"
+  "  CUtensorMapDataType t = dtype == NB_FP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : dtype == NB_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16\n"
+  "                        : es == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;\n"
+  "  CUtensorMapSwizzle sw = swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B\n"
+  "                        : swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;\n"
+  "  CUresult r = encode ((CUtensorMap *) m, t, 2, p, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,\n"
+  "                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
+  "  if (r != CUDA_SUCCESS) { fprintf (stderr, \"cuTensorMapEncodeTiled: error %d\\n\", (int) r); exit (1); } }\n";
 
 char *
 napkin_codegen_standalone (const NapkinCudaModule *module,
@@ -73,13 +133,13 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
 
   out = g_string_new (NULL);
   g_string_append_printf (out,
-    "/* %s: exported by Napkin. Build: nvcc -O3 -arch=native -o bench this.cu\n"
+    "/* %s: exported by Napkin. Build: nvcc -O3 %s -o bench this.cu\n"
     " * Run: ./bench [repeats] [seed]. Prints the median time of the kernels below, the\n"
     " * throughput, and the relative error against an fp32 reference generated from the\n"
     " * plain diagram (every operation through device memory). */\n"
     "#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <cmath>\n#include <vector>\n"
-    "#include <algorithm>\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\n",
-    safe_title);
+    "#include <algorithm>\n#include <cuda.h>\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\n",
+    safe_title, module->flags & NAPKIN_CODEGEN_SM90A ? "-gencode=arch=compute_90a,code=sm_90a" : "-arch=native");
   g_string_append (out, module->source);
   g_string_append (out, "\n/* ---- fp32 reference from the plain diagram ---- */\n");
   g_string_append (out, reference->source);
@@ -90,6 +150,9 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
     "struct NapkinBuf { long elements; int dtype; int role; int tensor; };\n"
     "enum { NB_FP32, NB_TF32, NB_FP16, NB_BF16, NB_E4M3, NB_E5M2, NB_INT8 };\n"
     "enum { NB_INPUT, NB_OUTPUT, NB_SCRATCH };\n");
+  g_string_append (out, "static size_t esize (int t) { return t == NB_FP16 || t == NB_BF16 ? 2 : t == NB_INT8 || t == NB_E4M3 || t == NB_E5M2 ? 1 : 4; }\n");
+  if (takes_tensor_maps (module))
+    g_string_append (out, tensor_map_helper);
   print_tables (out, module, "kern");
   print_tables (out, reference, "ref");
   g_string_append_printf (out,
@@ -97,7 +160,6 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
     "static const double bound = %g;\n",
     flops.tensor + flops.cuda + flops.sfu, io_bytes, bound);
   g_string_append (out,
-    "static size_t esize (int t) { return t == NB_FP16 || t == NB_BF16 ? 2 : t == NB_INT8 || t == NB_E4M3 || t == NB_E5M2 ? 1 : 4; }\n"
     "static unsigned long long rng_state;\n"
     "static double next_uniform (void)\n"
     "{ unsigned long long z = (rng_state += 0x9e3779b97f4a7c15ULL); z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;\n"

@@ -67,6 +67,9 @@ napkin_cuda_driver_open (NapkinCudaDriver  *driver,
         return FALSE;
     }
 
+  /* Optional: only the sm_90a skeletons need it, and they say so when it is missing. */
+  driver->TensorMapEncodeTiled = dlsym (driver->handle, "cuTensorMapEncodeTiled");
+
   res = driver->Init (0);
   if (res == CUDA_ERROR_STUB_LIBRARY)
     {
@@ -100,4 +103,65 @@ napkin_cuda_driver_error (NapkinCudaDriver *driver,
   if (driver->GetErrorString)
     driver->GetErrorString (result, &text);
   return g_strdup_printf ("%s: %s", name ? name : "CUDA error", text ? text : "unknown");
+}
+
+gboolean
+napkin_cuda_tensor_map (NapkinCudaDriver           *driver,
+                        CUtensorMap                *out,
+                        const NapkinCudaTensorMap  *map,
+                        CUdeviceptr                 ptr,
+                        char                      **message)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinTensorMapEncoding enc;
+  cuuint64_t dims[2], strides[1];
+  cuuint32_t box[2], element_strides[2] = { 1, 1 };
+  CUtensorMapDataType type;
+  CUtensorMapSwizzle swizzle;
+  CUresult res;
+
+  if (!napkin_cuda_tensor_map_encoding (map, (guint64) ptr, &enc, &error))
+    {
+      *message = g_strdup (error->message);
+      return FALSE;
+    }
+  if (driver->TensorMapEncodeTiled == NULL)
+    {
+      *message = g_strdup ("The CUDA driver lacks cuTensorMapEncodeTiled (CUDA 12 or newer): "
+                           "the sm_90a kernels cannot run (napkin-cli run --arch sm_90 avoids them).");
+      return FALSE;
+    }
+  switch (map->dtype)
+    {
+    case NAPKIN_DTYPE_FP16: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+    case NAPKIN_DTYPE_BF16: type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+    case NAPKIN_DTYPE_FP32:
+    case NAPKIN_DTYPE_TF32: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+    case NAPKIN_DTYPE_INT8:
+    case NAPKIN_DTYPE_FP8_E4M3:
+    case NAPKIN_DTYPE_FP8_E5M2: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
+    default:
+      *message = g_strdup_printf ("tensor map of slot %d: no tensor-map type for %s", map->slot,
+                                  napkin_dtype_to_string (map->dtype));
+      return FALSE;
+    }
+  swizzle = enc.swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : enc.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+            : enc.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;
+  dims[0] = enc.dims[0];
+  dims[1] = enc.dims[1];
+  strides[0] = enc.row_stride;
+  box[0] = enc.box[0];
+  box[1] = enc.box[1];
+  res = driver->TensorMapEncodeTiled (out, type, 2, (void *) (uintptr_t) ptr, dims, strides, box, element_strides,
+                                      CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (res != CUDA_SUCCESS)
+    {
+      g_autofree char *text = napkin_cuda_driver_error (driver, res);
+
+      *message = g_strdup_printf ("tensor map of slot %d (%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", box %u×%u): %s",
+                                  map->slot, map->inner, map->outer, map->box_inner, map->box_outer, text);
+      return FALSE;
+    }
+  return TRUE;
 }

@@ -4,6 +4,8 @@
 #include <glib.h>
 #include <cuda.h>   /* types and enums only: the driver is opened at run time */
 
+#include "napkin-codegen.h"
+
 G_BEGIN_DECLS
 
 /* The CUDA driver API, opened with dlopen ("libcuda.so.1") so that Napkin starts
@@ -40,12 +42,24 @@ typedef struct
   CUresult (*EventElapsedTime)     (float *, CUevent, CUevent);
   CUresult (*GetErrorName)         (CUresult, const char **);
   CUresult (*GetErrorString)       (CUresult, const char **);
+  /* CUDA 12+ drivers; NULL before: kernels that take tensor maps cannot run. */
+  CUresult (*TensorMapEncodeTiled) (CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                    const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
+                                    CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                    CUtensorMapFloatOOBfill);
 } NapkinCudaDriver;
 
 /* Opens the driver and initialises it. On failure says plainly why (no driver
  * library, no GPU, a stub library) and returns FALSE. */
 gboolean    napkin_cuda_driver_open   (NapkinCudaDriver  *driver,
                                        char             **message);
+/* Builds the tensor map a kernel named (NapkinCudaTensorMap) over the buffer at `ptr`:
+ * FALSE with a message naming the slot when the description or the driver refuses it. */
+gboolean    napkin_cuda_tensor_map    (NapkinCudaDriver           *driver,
+                                       CUtensorMap                *out,
+                                       const NapkinCudaTensorMap  *map,
+                                       CUdeviceptr                 ptr,
+                                       char                      **message);
 /* "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered" */
 char       *napkin_cuda_driver_error  (NapkinCudaDriver  *driver,
                                        CUresult           result);

@@ -217,6 +217,8 @@ typedef struct
   CUdeviceptr      *ptrs;      /* per slot; inputs: copy 0 */
   CUdeviceptr      *copies;    /* inputs: rotation copies, n_copies per slot */
   guint             n_copies;
+  CUtensorMap      *maps;      /* the kernels' tensor maps in order, n_maps per input copy */
+  guint             n_maps;
   gboolean          freed;
 } Device;
 
@@ -296,6 +298,52 @@ n_slots (Device *dev)
   return dev->mod->args->len + (dev->mod->workspace_slot >= 0 ? 1 : 0);
 }
 
+/* The device address slot s has in launch number `copy` (inputs rotate among copies). */
+static CUdeviceptr
+slot_ptr (Device *dev,
+          guint   s,
+          guint   copy)
+{
+  gboolean rotates = dev->n_copies > 1 && dev->copies[s * dev->n_copies + 1] != 0;
+
+  return rotates ? dev->copies[s * dev->n_copies + copy % dev->n_copies] : dev->ptrs[s];
+}
+
+/* Every kernel's tensor maps (sm_90a skeletons), for each input copy: built once, so
+ * that the timed launches do no host work beyond the launch. */
+static gboolean
+device_tensor_maps (Device  *dev,
+                    char   **message)
+{
+  guint copies = MAX (dev->n_copies, 1), i = 0;
+
+  dev->n_maps = 0;
+  for (guint k = 0; k < dev->mod->kernels->len; k++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
+
+      dev->n_maps += ck->tensor_maps ? ck->tensor_maps->len : 0;
+    }
+  if (dev->n_maps == 0)
+    return TRUE;
+  /* CUtensorMap wants 64-byte alignment. */
+  dev->maps = g_aligned_alloc0 ((gsize) dev->n_maps * copies, sizeof (CUtensorMap), 64);
+  for (guint c = 0; c < copies; c++)
+    for (guint k = 0; k < dev->mod->kernels->len; k++)
+      {
+        const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
+
+        for (guint m = 0; ck->tensor_maps && m < ck->tensor_maps->len; m++)
+          {
+            const NapkinCudaTensorMap *map = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, m);
+
+            if (!napkin_cuda_tensor_map (&cu, &dev->maps[i++], map, slot_ptr (dev, map->slot, c), message))
+              return FALSE;
+          }
+      }
+  return TRUE;
+}
+
 static gboolean
 device_alloc (Device      *dev,
               float      **inputs,
@@ -335,7 +383,7 @@ device_alloc (Device      *dev,
             return FALSE;
         }
     }
-  return TRUE;
+  return device_tensor_maps (dev, message);
 }
 
 static void
@@ -349,6 +397,7 @@ device_free (Device *dev)
   for (guint s = 0; s < n * MAX (dev->n_copies, 1); s++)
     if (dev->copies[s])
       cu.MemFree (dev->copies[s]);
+  g_clear_pointer (&dev->maps, g_aligned_free);
   dev->freed = TRUE;
 }
 
@@ -357,23 +406,25 @@ device_launch (Device *dev,
                guint   copy)
 {
   struct { CUdeviceptr p[NAPKIN_CUDA_MAX_ARGS]; } args;
-  void *params[] = { &args };
-  guint n = n_slots (dev);
+  void *params[1 + 8] = { &args };
+  guint n = n_slots (dev), first_map = (copy % MAX (dev->n_copies, 1)) * dev->n_maps;
 
   memset (&args, 0, sizeof args);
   for (guint s = 0; s < n; s++)
-    {
-      /* Only inputs have more than one copy. */
-      gboolean rotates = dev->n_copies > 1 && dev->copies[s * dev->n_copies + 1] != 0;
-
-      args.p[s] = rotates ? dev->copies[s * dev->n_copies + copy % dev->n_copies] : dev->ptrs[s];
-    }
+    args.p[s] = slot_ptr (dev, s, copy);
   for (guint k = 0; k < dev->mod->kernels->len; k++)
     {
       const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
-      CUresult res = cu.LaunchKernel (dev->functions[k], (unsigned) ck->grid, 1, 1, ck->threads, 1, 1,
-                                      (unsigned) ck->dynamic_smem, NULL, params, NULL);
+      guint n_maps = ck->tensor_maps ? ck->tensor_maps->len : 0;
+      CUresult res;
 
+      /* Tensor maps go by value after the NapkinArgs, in the kernel's order. */
+      if (n_maps + 1 > G_N_ELEMENTS (params))
+        return CUDA_ERROR_INVALID_VALUE;
+      for (guint m = 0; m < n_maps; m++)
+        params[1 + m] = &dev->maps[first_map++];
+      res = cu.LaunchKernel (dev->functions[k], (unsigned) ck->grid, 1, 1, ck->threads, 1, 1,
+                             (unsigned) ck->dynamic_smem, NULL, params, NULL);
       if (res != CUDA_SUCCESS)
         return res;
     }
@@ -817,6 +868,17 @@ main (int    argc,
     return run_injected (inject, arch, root);
   if (calibrate)
     return run_calibrate (arch, sms, clock_khz, root);
+
+  /* Generated again for a target with its own skeletons (sm_90a: wgmma), now that it is known. */
+  if (!generic && napkin_codegen_flags_for_arch (arch) != NAPKIN_CODEGEN_DEFAULT)
+    {
+      NapkinIrProgram *prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
+
+      g_clear_pointer (&kern, napkin_cuda_module_free);
+      kern = prog ? napkin_codegen_cuda (prog, napkin_codegen_flags_for_arch (arch), NULL, &error) : NULL;
+      if (kern == NULL)
+        return finish (root, "unsupported", error->message, EXIT_FAILED);
+    }
 
   progress (0.2, "Compiling with NVRTC");
   t0 = g_get_monotonic_time ();

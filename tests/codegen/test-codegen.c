@@ -274,6 +274,197 @@ test_skeletons (void)
   g_assert_nonnull (strstr (k->note, "must be multiples of the tiles"));
 }
 
+/* matmul-tiled.napkin with bf16 tensors, sizes m=n=k=`size` and the block tile overridden. */
+static NapkinDiagram *
+bf16_matmul (gint64      size,
+             const char *tile_m,
+             const char *tile_n,
+             guint       stages)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "matmul-tiled.napkin", NULL);
+  g_autofree char *text = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *axes = g_strdup_printf ("m=%" G_GINT64_FORMAT, size);
+  GString *json;
+  NapkinDiagram *d;
+
+  g_file_get_contents (path, &text, NULL, &error);
+  g_assert_no_error (error);
+  json = g_string_new (text);
+  g_assert_cmpuint (g_string_replace (json, "\"fp16\"", "\"bf16\"", 0), ==, 3);
+  {
+    g_autofree char *st = g_strdup_printf ("\"stages\": %u", stages);
+
+    g_assert_cmpuint (g_string_replace (json, "\"stages\": 3", st, 0), ==, 1);
+  }
+  d = napkin_diagram_load_from_data (json->str, json->len, NAPKIN_LOAD_VALIDATE, &error);
+  g_string_free (json, TRUE);
+  g_assert_no_error (error);
+  for (const char *a = "mnk"; *a; a++)
+    {
+      axes[0] = *a;
+      napkin_diagram_override_axis (d, axes, &error);
+      g_assert_no_error (error);
+    }
+  napkin_diagram_override_tile (d, tile_m, &error);
+  g_assert_no_error (error);
+  napkin_diagram_override_tile (d, tile_n, &error);
+  g_assert_no_error (error);
+  return d;
+}
+
+/* Hopper: a bf16 8192³ relabeling with 128×256 tiles takes the gemm-wgmma skeleton when the
+ * target is sm_90a (tensor maps for A and B, NVRTC compiles it with no spills), gemm-mma on
+ * sm_80; tiles the wgmma skeleton cannot take fall back to gemm-mma with a note saying why. */
+static void
+test_wgmma (void)
+{
+  g_autoptr(NapkinDiagram) d = bf16_matmul (8192, "block.m=128", "block.n=256", 4);
+  g_autoptr(NapkinDiagram) narrow = bf16_matmul (6144, "block.m=128", "block.n=96", 3);
+  g_autoptr(NapkinDiagram) tall = bf16_matmul (4096, "block.m=256", "block.n=256", 3);
+  g_autoptr(NapkinCudaModule) h = generate (d, 0, napkin_codegen_flags_for_arch ("sm_90a"), NULL);
+  g_autoptr(NapkinCudaModule) a = generate (d, 0, napkin_codegen_flags_for_arch ("sm_80"), NULL);
+  g_autoptr(NapkinCudaModule) n = generate (narrow, 0, NAPKIN_CODEGEN_SM90A, NULL);
+  g_autoptr(NapkinCudaModule) t = generate (tall, 0, NAPKIN_CODEGEN_SM90A, NULL);
+  const NapkinCudaKernel *k = g_ptr_array_index (h->kernels, 0);
+  const NapkinCudaTensorMap *map;
+
+  g_assert_cmpint (napkin_codegen_flags_for_arch ("sm_90"), ==, NAPKIN_CODEGEN_DEFAULT);
+  g_assert_cmpstr (k->skeleton, ==, "gemm-wgmma");
+  g_assert_cmpint (k->grid, ==, 64 * 32);
+  g_assert_cmpuint (k->threads, ==, 384);   /* producer + 2 consumer warpgroups */
+  g_assert_cmpint (k->dynamic_smem, ==, 4 * (128 * 64 + 64 * 256) * 2 + 1024 + 16 * 4);
+  g_assert_nonnull (strstr (h->source, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
+  g_assert_nonnull (strstr (h->source, "cp.async.bulk.tensor.2d"));
+  g_assert_nonnull (k->tensor_maps);
+  g_assert_cmpuint (k->tensor_maps->len, ==, 2);
+  map = &g_array_index (k->tensor_maps, NapkinCudaTensorMap, 0);   /* A: K contiguous, 64 × BM boxes */
+  g_assert_cmpint (map->inner, ==, 8192);
+  g_assert_cmpuint (map->box_inner, ==, 64);
+  g_assert_cmpuint (map->box_outer, ==, 128);
+  g_assert_cmpuint (map->swizzle, ==, 128);
+  g_assert_cmpint (map->dtype, ==, NAPKIN_DTYPE_BF16);
+  map = &g_array_index (k->tensor_maps, NapkinCudaTensorMap, 1);   /* B: N contiguous, 64 × 64 boxes */
+  g_assert_cmpuint (map->box_inner, ==, 64);
+  g_assert_cmpuint (map->box_outer, ==, 64);
+  g_assert_cmpint (map->slot, !=, g_array_index (k->tensor_maps, NapkinCudaTensorMap, 0).slot);
+
+  k = g_ptr_array_index (a->kernels, 0);
+  g_assert_cmpstr (k->skeleton, ==, "gemm-mma");
+  g_assert_null (k->tensor_maps);
+  g_assert_null (strstr (a->source, "wgmma"));
+
+  /* BN = 96 fits the shared rule but not the skeleton's 64-column B boxes. */
+  k = g_ptr_array_index (n->kernels, 0);
+  g_assert_cmpstr (k->skeleton, ==, "gemm-mma");
+  g_assert_nonnull (strstr (k->note, "gemm-wgmma skeleton not used: BN = 96 is not a multiple of 64"));
+  /* 256×256: 256 accumulators per consumer thread. */
+  k = g_ptr_array_index (t->kernels, 0);
+  g_assert_cmpstr (k->skeleton, !=, "gemm-wgmma");
+  g_assert_nonnull (strstr (k->note, "accumulators per consumer thread; at most 128"));
+
+  if (!napkin_nvrtc_available ())
+    {
+      g_test_skip ("NVRTC not available");
+      return;
+    }
+  {
+    g_autoptr(GError) error = NULL;
+    g_autofree char *log = NULL;
+    g_autoptr(GBytes) cubin = napkin_nvrtc_compile (h->source, "sm_90a", &log, &error);
+
+    g_assert_no_error (error);
+    g_assert_nonnull (cubin);
+    g_assert_cmpuint (g_bytes_get_size (cubin), >, 0);
+  }
+  /* ptxas's resource report (nvcc, where installed): no spills, setmaxnreg and wgmma as written. */
+  if (g_file_test ("/usr/local/cuda/bin/nvcc", G_FILE_TEST_IS_EXECUTABLE))
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *dir = g_dir_make_tmp ("napkin-wgmma-XXXXXX", &error);
+      g_autofree char *src = g_build_filename (dir, "k.cu", NULL);
+      g_autofree char *obj = g_build_filename (dir, "k.o", NULL);
+      g_autofree char *out = NULL, *err = NULL;
+      const char *argv[] = { "/usr/local/cuda/bin/nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
+                             "-c", "-o", obj, src, NULL };
+      int status = 0;
+
+      g_assert_no_error (error);
+      g_file_set_contents (src, h->source, -1, &error);
+      g_assert_no_error (error);
+      g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
+      g_assert_no_error (error);
+      if (!g_spawn_check_wait_status (status, NULL))
+        g_error ("nvcc failed on the wgmma module:\n%s", err);
+      g_assert_nonnull (strstr (err, "0 bytes spill stores, 0 bytes spill loads"));
+      g_assert_null (strstr (err, "C7508"));                 /* setmaxnreg ignored */
+      g_assert_null (strstr (err, "wgmma serialization"));   /* wgmma made synchronous */
+      g_remove (obj);
+
+      /* The exported .cu builds its tensor maps through the runtime's driver entry point. */
+      {
+        g_autoptr(NapkinCudaModule) r = generate (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, 0, "napkin_ref_");
+        g_autofree char *cu = napkin_codegen_standalone (h, r, "wgmma");
+        const char *link[] = { "/usr/local/cuda/bin/nvcc", "-O1", "-gencode=arch=compute_90a,code=sm_90a", "-o", obj,
+                               src, NULL };
+
+        g_assert_nonnull (strstr (cu, "-gencode=arch=compute_90a,code=sm_90a"));
+        g_assert_nonnull (strstr (cu, "napkin_tensor_map (&m[1]"));
+        g_file_set_contents (src, cu, -1, &error);
+        g_assert_no_error (error);
+        g_free (err);
+        g_spawn_sync (NULL, (char **) link, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, &err, &status, &error);
+        g_assert_no_error (error);
+        if (!g_spawn_check_wait_status (status, NULL))
+          g_error ("nvcc failed on the exported wgmma .cu:\n%s", err);
+      }
+      g_remove (obj);
+      g_remove (src);
+      g_rmdir (dir);
+    }
+}
+
+/* The runner's tensor-map arguments: dims, row stride and box as cuTensorMapEncodeTiled
+ * takes them, and the driver's rules checked with an error naming the slot. */
+static void
+test_tensor_map_encoding (void)
+{
+  NapkinCudaTensorMap map = { 1, NAPKIN_DTYPE_BF16, 8192, 4096, 64, 128, 128 };
+  NapkinTensorMapEncoding enc;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (napkin_cuda_tensor_map_encoding (&map, 0x7f0000000000, &enc, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (enc.dims[0], ==, 8192);
+  g_assert_cmpuint (enc.dims[1], ==, 4096);
+  g_assert_cmpuint (enc.row_stride, ==, 8192 * 2);
+  g_assert_cmpuint (enc.box[0], ==, 64);
+  g_assert_cmpuint (enc.box[1], ==, 128);
+  g_assert_cmpuint (enc.element_bytes, ==, 2);
+
+  g_assert_false (napkin_cuda_tensor_map_encoding (&map, 0x7f0000000008, &enc, &error));
+  g_assert_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED);
+  g_assert_nonnull (strstr (error->message, "slot 1"));
+  g_assert_nonnull (strstr (error->message, "16-byte aligned"));
+  g_clear_error (&error);
+
+  map.box_inner = 128;   /* 256 bytes: wider than the 128-byte swizzle */
+  g_assert_false (napkin_cuda_tensor_map_encoding (&map, 0x7f0000000000, &enc, &error));
+  g_assert_nonnull (strstr (error->message, "swizzle span"));
+  g_clear_error (&error);
+
+  map.box_inner = 64;
+  map.box_outer = 512;
+  g_assert_false (napkin_cuda_tensor_map_encoding (&map, 0x7f0000000000, &enc, &error));
+  g_assert_nonnull (strstr (error->message, "1 to 256"));
+  g_clear_error (&error);
+
+  map.box_outer = 64;
+  map.inner = 4100;      /* rows of 8200 bytes: not a multiple of 16 */
+  g_assert_false (napkin_cuda_tensor_map_encoding (&map, 0x7f0000000000, &enc, &error));
+  g_assert_nonnull (strstr (error->message, "multiple of 16 bytes"));
+}
+
 /* The CUDA fp8 codec rounds exactly as the interpreter does, and every code round-trips. */
 static void
 test_fp8_codec (void)
@@ -328,5 +519,7 @@ main (int    argc,
   g_test_add_func ("/codegen/fp8-codec", test_fp8_codec);
   g_test_add_func ("/codegen/labels-escaped", test_labels_escaped);
   g_test_add_func ("/codegen/standalone-nvcc", test_standalone_nvcc);
+  g_test_add_func ("/codegen/wgmma", test_wgmma);
+  g_test_add_func ("/codegen/tensor-map-encoding", test_tensor_map_encoding);
   return g_test_run ();
 }
