@@ -72,6 +72,7 @@ struct _NapkinAnalysisPane
   GtkWidget          *root;
   GtkDropDown        *dtype_dropdown;
   GtkLabel           *error_label;
+  GtkLabel           *preview_label;
   GtkBox             *summary_box;
   GtkBox             *levels_box;
   GtkBox             *compute_box;
@@ -82,6 +83,7 @@ struct _NapkinAnalysisPane
 
   NapkinCanvas       *canvas;
   NapkinDiagram      *diagram;
+  NapkinDiagram      *preview;       /* shown instead of diagram while set (not the document) */
   gulong              changed_id;
   gulong              selection_id;
   NapkinArch         *arch;
@@ -997,7 +999,7 @@ update_now (NapkinAnalysisPane *self)
     }
   else
     {
-      self->analysis = napkin_analyze (self->diagram, arch, &options, &error);
+      self->analysis = napkin_analyze (self->preview ? self->preview : self->diagram, arch, &options, &error);
       if (self->analysis == NULL)
         self->error_text = g_strdup (error->message);
       else if (!self->analysis->feasible)
@@ -1436,6 +1438,7 @@ disconnect (NapkinAnalysisPane *self)
     g_clear_signal_handler (&self->selection_id, self->canvas);
   g_clear_object (&self->diagram);
   g_clear_object (&self->canvas);
+  g_clear_object (&self->preview);
 }
 
 static void
@@ -1490,6 +1493,7 @@ napkin_analysis_pane_class_init (NapkinAnalysisPaneClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, root);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, dtype_dropdown);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, error_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, preview_label);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, summary_box);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, levels_box);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, compute_box);
@@ -1565,6 +1569,7 @@ napkin_analysis_pane_set_canvas (NapkinAnalysisPane *self,
   g_return_if_fail (canvas == NULL || NAPKIN_IS_CANVAS (canvas));
 
   disconnect (self);
+  gtk_widget_set_visible (GTK_WIDGET (self->preview_label), FALSE);   /* the preview was of the old document */
   if (canvas != NULL)
     {
       self->canvas = g_object_ref (canvas);
@@ -1623,6 +1628,30 @@ napkin_analysis_pane_set_dtype (NapkinAnalysisPane *self,
   if (!has_dtype)
     gtk_drop_down_set_selected (self->dtype_dropdown, 0);
   schedule_update (self);
+}
+
+void
+napkin_analysis_pane_set_preview (NapkinAnalysisPane *self,
+                                  NapkinDiagram      *preview,
+                                  const char         *label)
+{
+  g_return_if_fail (NAPKIN_IS_ANALYSIS_PANE (self));
+  g_return_if_fail (preview == NULL || NAPKIN_IS_DIAGRAM (preview));
+
+  gtk_label_set_text (self->preview_label, preview && label ? label : "");
+  gtk_widget_set_visible (GTK_WIDGET (self->preview_label), preview != NULL && label != NULL);
+  if (preview == self->preview)
+    return;
+  g_set_object (&self->preview, preview);
+  schedule_update (self);
+}
+
+NapkinDiagram *
+napkin_analysis_pane_get_preview (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  return self->preview;
 }
 
 void

@@ -26,6 +26,13 @@ NapkinArch           *napkin_analysis_pane_get_arch        (NapkinAnalysisPane *
 void                  napkin_analysis_pane_set_dtype       (NapkinAnalysisPane *self,
                                                             gboolean            has_dtype,
                                                             NapkinDtype         dtype);
+/* Shows the numbers of `preview` (a relabeled copy of the document, e.g. a tile
+ * suggestion) under the line `label` instead of the document's, until called with
+ * NULL; the document and the comparison chart are untouched. */
+void                  napkin_analysis_pane_set_preview     (NapkinAnalysisPane *self,
+                                                            NapkinDiagram      *preview,
+                                                            const char         *label);
+NapkinDiagram        *napkin_analysis_pane_get_preview     (NapkinAnalysisPane *self);
 /* Recompute now if an update is pending (tests, benchmarks, exports). */
 void                  napkin_analysis_pane_flush           (NapkinAnalysisPane *self);
 /* The analysis shown, or NULL when the diagram cannot be analysed. */

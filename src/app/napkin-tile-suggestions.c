@@ -41,6 +41,7 @@ struct _NapkinTileSuggestions
   char             *status;
   char             *error;
   int               selected;
+  gboolean          previewing;        /* the last "preview" was of a diagram */
 };
 
 G_DEFINE_FINAL_TYPE (NapkinTileSuggestions, napkin_tile_suggestions, GTK_TYPE_POPOVER)
@@ -48,6 +49,7 @@ G_DEFINE_FINAL_TYPE (NapkinTileSuggestions, napkin_tile_suggestions, GTK_TYPE_PO
 enum
 {
   MESSAGE,
+  PREVIEW,
   N_SIGNALS
 };
 
@@ -279,6 +281,30 @@ set_error (NapkinTileSuggestions *self,
   gtk_widget_set_visible (GTK_WIDGET (self->error_label), error != NULL);
 }
 
+/* The document with candidate c applied, for the analysis pane ("preview");
+ * NULL ends the preview. */
+static void
+emit_preview (NapkinTileSuggestions     *self,
+              const NapkinTuneCandidate *c)
+{
+  g_autoptr(NapkinDiagram) preview = NULL;
+  g_autofree char *label = NULL;
+
+  if (c != NULL && self->history != NULL
+      && napkin_diagram_get_generation (napkin_history_get_diagram (self->history)) == self->generation)
+    {
+      preview = napkin_diagram_copy (napkin_history_get_diagram (self->history));
+      if (napkin_tune_apply (preview, c, NULL))
+        label = g_strdup_printf (_("Preview of suggestion %d (not applied)"), self->selected + 1);
+      else
+        g_clear_object (&preview);
+    }
+  if (preview == NULL && !self->previewing)
+    return;
+  self->previewing = preview != NULL;
+  g_signal_emit (self, signals[PREVIEW], 0, preview, label);
+}
+
 static void
 clear_list (NapkinTileSuggestions *self)
 {
@@ -290,6 +316,7 @@ clear_list (NapkinTileSuggestions *self)
   self->selected = -1;
   gtk_label_set_text (self->details_label, "");
   gtk_widget_set_sensitive (GTK_WIDGET (self->apply_button), FALSE);
+  emit_preview (self, NULL);
 }
 
 static GtkWidget *
@@ -530,6 +557,7 @@ row_selected_cb (NapkinTileSuggestions *self,
   self->selected = row ? gtk_list_box_row_get_index (row) : -1;
   c = self->selected >= 0 ? napkin_tile_suggestions_get_item (self, self->selected) : NULL;
   gtk_widget_set_sensitive (GTK_WIDGET (self->apply_button), c != NULL);
+  emit_preview (self, c);
   if (c == NULL)
     {
       gtk_label_set_text (self->details_label, "");
@@ -668,6 +696,7 @@ napkin_tile_suggestions_apply (NapkinTileSuggestions  *self,
                                self->selected + 1, time, speedup);
   /* the document moved on: this ranking is stale */
   self->generation = 0;
+  emit_preview (self, NULL);
   g_signal_emit (self, signals[MESSAGE], 0, message);
   gtk_popover_popdown (GTK_POPOVER (self));
   return TRUE;
@@ -691,6 +720,7 @@ cancel_clicked_cb (NapkinTileSuggestions *self)
 static void
 closed_cb (NapkinTileSuggestions *self)
 {
+  emit_preview (self, NULL);
   /* closed while searching: nobody waits for the result */
   if (self->cancellable != NULL)
     {
@@ -744,6 +774,10 @@ napkin_tile_suggestions_class_init (NapkinTileSuggestionsClass *klass)
   /* A line for the window's toast. */
   signals[MESSAGE] = g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                                    G_TYPE_NONE, 1, G_TYPE_STRING);
+  /* The selected row applied to a copy of the document (NAPKIN_TYPE_DIAGRAM) and a
+   * line saying so, for the analysis pane; NULL, NULL when the preview ends. */
+  signals[PREVIEW] = g_signal_new ("preview", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                   G_TYPE_NONE, 2, NAPKIN_TYPE_DIAGRAM, G_TYPE_STRING);
 
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/napkin/Napkin/ui/napkin-tile-suggestions.ui");

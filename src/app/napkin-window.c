@@ -797,6 +797,15 @@ suggest_tiles_action (GtkWidget  *widget,
 }
 
 #ifdef NAPKIN_HAVE_PERF
+/* The selected suggestion's numbers in the analysis pane, until the list closes. */
+static void
+suggestions_preview_cb (NapkinWindow  *self,
+                        NapkinDiagram *preview,
+                        const char    *label)
+{
+  napkin_analysis_pane_set_preview (NAPKIN_ANALYSIS_PANE (self->analysis_pane), preview, label);
+}
+
 /* Searches the document as it is now, for the architecture and element type the
  * analysis pane shows. */
 static void
@@ -805,6 +814,22 @@ suggestions_show_cb (NapkinWindow *self,
 {
   NapkinAnalysisPane *pane = NAPKIN_ANALYSIS_PANE (self->analysis_pane);
   const NapkinAnalysis *a = napkin_analysis_pane_get_analysis (pane);
+  GtkWidget *button = GTK_WIDGET (self->suggest_button);
+  double bx, by, px, py;
+  int width;
+
+  /* The list goes left of the analysis pane, which previews the selected row (the
+   * popover would centre on its button, over the pane); GTK slides it back into
+   * the window if that is too far. */
+  gtk_widget_measure (suggestions, GTK_ORIENTATION_HORIZONTAL, -1, NULL, &width, NULL, NULL);
+  if (gtk_widget_translate_coordinates (button, GTK_WIDGET (self), gtk_widget_get_width (button) / 2.0, 0, &bx, &by)
+      && gtk_widget_translate_coordinates (GTK_WIDGET (self->analysis_area), GTK_WIDGET (self), 0, 0, &px, &py))
+    {
+      int offset = MIN (0, (int) (px - 12 - (bx + width / 2.0)));
+
+      gtk_popover_set_offset (GTK_POPOVER (suggestions), offset, 0);
+      gtk_popover_set_has_arrow (GTK_POPOVER (suggestions), offset == 0);
+    }
 
   napkin_tile_suggestions_search (NAPKIN_TILE_SUGGESTIONS (suggestions), self->history,
                                   napkin_analysis_pane_get_arch (pane), a && a->has_dtype,
@@ -1411,6 +1436,7 @@ napkin_window_init (NapkinWindow *self)
     gtk_widget_set_visible (GTK_WIDGET (self->suggest_button), TRUE);
     g_signal_connect_object (suggestions, "show", G_CALLBACK (suggestions_show_cb), self, G_CONNECT_SWAPPED);
     g_signal_connect_object (suggestions, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
+    g_signal_connect_object (suggestions, "preview", G_CALLBACK (suggestions_preview_cb), self, G_CONNECT_SWAPPED);
   }
 #else
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.suggest-tiles", FALSE);

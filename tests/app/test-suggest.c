@@ -259,6 +259,35 @@ test_apply_undo_redo (void)
     g_assert_cmpstr (now, ==, before);
   }
 
+  /* the selected row is previewed in the analysis pane, not in the document */
+  g_assert_nonnull (napkin_analysis_pane_get_preview (pane));
+  g_assert_true (napkin_analysis_pane_get_preview (pane) != diagram_of (window));
+  napkin_analysis_pane_flush (pane);
+  g_assert_cmpfloat_with_epsilon (napkin_analysis_pane_get_analysis (pane)->predicted_time_s, best->predicted_time_s,
+                                  1e-12 * best->predicted_time_s);
+  {
+    GtkWidget *label = find_named (GTK_WIDGET (pane), "analysis-preview");
+
+    g_assert_true (gtk_widget_get_visible (label));
+    g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (label)), ==, _("Preview of suggestion 1 (not applied)"));
+  }
+  {
+    guint last = napkin_tile_suggestions_get_n_items (s) - 1;
+    double t = napkin_tile_suggestions_get_item (s, last)->predicted_time_s;
+    g_autofree char *now = NULL;
+
+    napkin_tile_suggestions_select (s, (int) last);
+    napkin_analysis_pane_flush (pane);
+    g_assert_cmpfloat_with_epsilon (napkin_analysis_pane_get_analysis (pane)->predicted_time_s, t, 1e-12 * t);
+    now = document_json (window);
+    g_assert_cmpstr (now, ==, before);
+    napkin_tile_suggestions_select (s, 0);
+  }
+
+  /* laid out again after the preview line appeared */
+  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
+  gtk_test_widget_wait_for_draw (GTK_WIDGET (s));
+  iterate (50);
   shot = screenshot_with_popover (window, GTK_POPOVER (s), shot_path);
   check_screenshot (shot);
   if (g_getenv ("NAPKIN_SUGGEST_SHOT"))
@@ -270,6 +299,8 @@ test_apply_undo_redo (void)
   g_signal_emit_by_name (apply, "clicked");
   iterate (50);
   g_assert_false (gtk_widget_get_visible (GTK_WIDGET (s)));
+  g_assert_null (napkin_analysis_pane_get_preview (pane));
+  g_assert_false (gtk_widget_get_visible (find_named (GTK_WIDGET (pane), "analysis-preview")));
   g_assert_cmpuint (napkin_history_get_depth (history), ==, depth + 1);
   g_assert_cmpstr (napkin_history_get_undo_label (history), ==, _("Apply Suggested Tiles"));
   regions_after = regions_json (window);
@@ -388,6 +419,11 @@ test_cancel (void)
   now = document_json (window);
   g_assert_cmpstr (now, ==, before);
   g_assert_cmpuint (napkin_history_get_depth (history), ==, depth);
+  /* the pane is back on the document */
+  g_assert_null (napkin_analysis_pane_get_preview (pane_of (window)));
+  napkin_analysis_pane_flush (pane_of (window));
+  g_assert_cmpfloat (napkin_analysis_pane_get_analysis (pane_of (window))->predicted_time_s, ==,
+                     napkin_tile_suggestions_get_current (s)->predicted_time_s);
   close_window (window);
 }
 
