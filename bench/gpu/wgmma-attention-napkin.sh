@@ -1,0 +1,60 @@
+#!/bin/bash
+# The issue-7 attention workloads through Napkin on a Hopper GPU, with the flash-wgmma
+# skeleton's tiles: each run checked against the runner's fp32 reference (the N16384 one
+# at B1 H1, then timed at B2 H16 without it), the same tiles on the mma.sync skeleton
+# (runner --arch sm_90: no wgmma) and PyTorch SDPA flash / cuDNN, all in one call.
+#   here:           NAPKIN_PACK=.gpu-attn build-aux/gpu-check --pack _build-attn
+#   on the GPU:     NAPKIN_PACK=.gpu-attn bench/gpu/wgmma-attention-napkin.sh   (logs under $OUT)
+set -u
+OUT=${OUT:-/tmp/wgmma-attention}
+mkdir -p "$OUT"
+pack=$PWD/${NAPKIN_PACK:-.gpu}
+export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64:/usr/local/nvidia/lib64:${LD_LIBRARY_PATH:-}"
+export NAPKIN_RUNNER="$pack/bin/napkin-runner"
+export NAPKIN_ARCH_DIR="$PWD/data/archs"
+f=data/examples/flash-attention.napkin
+table="$OUT/table.txt"
+: > "$table"
+
+# name, then the arguments of napkin-cli run (or of the runner itself when the first is --runner)
+run () {
+  local name=$1; shift
+  if [ "$1" = --runner ]; then
+    shift; "$NAPKIN_RUNNER" "$f" --reference-repeats 0 "$@" > "$OUT/$name.json" 2> "$OUT/$name.err"
+  else
+    "$pack/bin/napkin-cli" run "$f" --json --reference-repeats 0 "$@" > "$OUT/$name.json" 2> "$OUT/$name.err"
+  fi
+  python3 - "$OUT/$name.json" "$name" <<'PY' | tee -a "$table"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print('%-22s no JSON (%s)' % (sys.argv[2], e)); sys.exit()
+k = (r.get('kernels') or [{}])[0]
+e = r.get('error') or {}
+t = (r.get('time_ms') or {}).get('median')
+print('%-22s %-8s %-12s err %-9s %-5s %9s ms %7s TFLOP/s  %s' % (sys.argv[2], r.get('status'), k.get('skeleton'),
+      '%.1e' % e['max_rel'] if 'max_rel' in e else '-', e.get('ok'), '%.4f' % t if t else '-',
+      '%.1f' % r['tflops'] if 'tflops' in r else '-', (r.get('message') or k.get('note') or '')[:150]))
+PY
+}
+
+N4=(--axis b=4 --axis h=16 --axis q=4096 --axis k=4096)
+run d128-k128-s3 "${N4[@]}" --axis d=128 --tile block.k=128 --tile block.stages=3
+run d128-k64-s2 "${N4[@]}" --axis d=128
+run d128-mma-k64-s2 --runner "${N4[@]}" --axis d=128 --arch sm_90
+run d64-k128-s4 "${N4[@]}" --axis d=64 --tile block.k=128 --tile block.stages=4
+run d64-k64-s4 "${N4[@]}" --axis d=64 --tile block.k=64 --tile block.stages=4
+run d64-mma-k64-s2 --runner "${N4[@]}" --axis d=64 --arch sm_90
+run n16k-check-b1h1 --axis b=1 --axis h=1 --axis q=16384 --axis k=16384 --axis d=128 --tile block.k=128 --tile block.stages=3
+run n16k-b2h16 --axis b=2 --axis h=16 --axis q=16384 --axis k=16384 --axis d=128 --tile block.k=128 --tile block.stages=3 \
+    --no-reference
+PYTHONUNBUFFERED=1 python3 - <<'PY' 2>&1 | tee -a "$table"
+import sys; sys.path.insert(0, 'bench/gpu')
+import baselines as b
+from torch.nn.attention import SDPBackend as S
+for (bb, h, n, d) in [(4, 16, 4096, 64), (4, 16, 4096, 128), (2, 16, 16384, 128)]:
+    for name, be in (('flash', S.FLASH_ATTENTION), ('cudnn', S.CUDNN_ATTENTION)):
+        r = b.attention(bb, h, n, d, be, 30)
+        print('sdpa B%d H%d N%d d%d %-5s %9.4f ms %7.1f TFLOP/s' % (bb, h, n, d, name, r.get('time_ms', 0), r.get('tflops', 0)))
+PY
