@@ -7,6 +7,7 @@
 
 #include "napkin-cli.h"
 #include "napkin-file.h"
+#include "napkin-tune.h"
 #include "napkin-validate.h"
 
 GOptionContext *
@@ -29,7 +30,8 @@ napkin_cli_context_new (const char          *command,
         { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides->axes,
           "Override an axis size (repeatable)", "NAME=SIZE" },
         { "tile", 0, 0, G_OPTION_ARG_STRING_ARRAY, &overrides->tiles,
-          "Override a region's tile for an axis: SIZE, parallel:SIZE, stream:SIZE or whole (repeatable)",
+          "Override a region's tile for an axis: SIZE, parallel:SIZE, stream:SIZE or whole; "
+          "REGION.stages=N sets its pipeline stages (repeatable)",
           "REGION.AXIS=SIZE" },
         { NULL }
       };
@@ -88,7 +90,7 @@ napkin_cli_load (const char          *path,
     if (!napkin_diagram_override_axis (diagram, overrides->axes[i], error))
       return NULL;
   for (guint i = 0; overrides && overrides->tiles && overrides->tiles[i]; i++)
-    if (!napkin_diagram_override_tile (diagram, overrides->tiles[i], error))
+    if (!napkin_tune_apply_spec (diagram, overrides->tiles[i], error))
       return NULL;
 
   if (validate && !napkin_diagram_validate (diagram, error))

@@ -44,6 +44,9 @@ typedef struct
   gint64              instances;
   GArray             *loops;       /* Loop: the stream loops around one step, outermost first */
   guint               n_errors;
+  gboolean            wgmma;       /* on Hopper's wgmma skeletons (docs/model.md §6b) */
+  gint64              wgmma_rows;  /* its BM or query tile */
+  gint64              wgmma_smem;  /* the skeleton's shared memory: stages, Q, alignment, barriers */
 } RegionState;
 
 typedef struct
@@ -66,6 +69,10 @@ typedef struct
   int                   current;     /* region being modelled, for its error count */
   gboolean              overflow;
 } Model;
+
+static gboolean uses_wgmma (const NapkinArch *arch, NapkinDiagram *d, guint r, gboolean has_dtype,
+                            NapkinDtype dtype, gint64 *rows_out, gint64 *smem_out);
+static void     wgmma_attention_registers (gint64 consumers, gint64 *producer, gint64 *consumer);
 
 static void
 transfer_clear (gpointer p)
@@ -812,6 +819,8 @@ model_occupancy (Model *m,
   const char *names[4] = { "shared memory", "warps", "registers", "blocks" };
   guint warps;
   double per_thread;
+  gint64 block_registers = 0;   /* a skeleton that splits its registers unevenly (setmaxnreg) */
+  guint wgmma_registers = 0;
 
   m->current = r;
   if (cost->level == NAPKIN_LEVEL_L2)
@@ -868,7 +877,33 @@ model_occupancy (Model *m,
             register_bytes = MAX (register_bytes, (gint64) ceil (held));
           }
         }
-      if (!child && attention_rows (m, r, cost, &(int) { 0 }) > 0)
+      if (m->rs[r].wgmma)
+        {
+          /* gemm-wgmma and flash-wgmma: a producer warpgroup and 64-row consumer
+           * warpgroups (GEMM: one for BM = 64, else two; attention: q tile / 64), the
+           * registers split by setmaxnreg so that one block fills the SM's 64K
+           * (kernels/gemm-wgmma.cu: 40 and 232; flash-wgmma: napkin-skeleton-flash-wgmma.c) */
+          int row_axis;
+          gint64 rows = attention_rows (m, r, cost, &row_axis), consumers, producer, consumer;
+
+          if (rows > 0)
+            {
+              consumers = rows / 64;
+              wgmma_attention_registers (consumers, &producer, &consumer);
+            }
+          else
+            {
+              /* gemm-wgmma: one consumer for BM = 64, else two */
+              consumers = m->rs[r].wgmma_rows == 64 ? 1 : 2;
+              producer = 40;
+              consumer = 232;
+            }
+          threads = (guint) (consumers + 1) * 128;
+          block_registers = consumers * 128 * consumer + 128 * producer;
+          wgmma_registers = (guint) consumer;
+          register_bytes = 0;
+        }
+      else if (!child && attention_rows (m, r, cost, &(int) { 0 }) > 0)
         {
           /* flash-mma: warps of 16 rows, each holding its scores (fp32) and their
            * fp16 copy for the second product over a chunk of every streamed axis,
@@ -911,6 +946,8 @@ model_occupancy (Model *m,
   cost->threads = threads;
   per_thread = 32.0 + ceil ((double) register_bytes / threads / 4.0);   /* 32: indices and addresses */
   cost->registers_per_thread = (guint) MIN (1e6, ceil (per_thread / 8.0) * 8);   /* allocated in 8s */
+  if (wgmma_registers > 0)
+    cost->registers_per_thread = wgmma_registers;   /* the consumers' */
   warps = (threads + 31) / 32;
 
   if (cost->registers_per_thread > arch->max_registers_per_thread)
@@ -923,7 +960,12 @@ model_occupancy (Model *m,
     {
       double need = cost->footprint_bytes + arch->smem_reserved_per_block;
 
-      if (cost->footprint_bytes > arch->smem_max_per_block)
+      /* The footprint M counts the output tile, which the wgmma skeletons accumulate in
+       * registers: where M does not fit but the skeleton's own buffers do (the rule
+       * checked them), those are what the block asks for. */
+      if (m->rs[r].wgmma && cost->footprint_bytes > arch->smem_max_per_block)
+        need = m->rs[r].wgmma_smem + arch->smem_reserved_per_block;
+      else if (cost->footprint_bytes > arch->smem_max_per_block)
         error_add (m, "regions[%u]: footprint %" G_GINT64_FORMAT " bytes (%" G_GINT64_FORMAT
                    " elements) exceeds the %.0f bytes of shared memory one block can have on %s",
                    cost->region, cost->footprint_bytes, cost->footprint_elements, arch->smem_max_per_block,
@@ -933,7 +975,8 @@ model_occupancy (Model *m,
   else
     limits[0] = G_MAXINT32;
   limits[1] = arch->max_warps_per_sm / warps;
-  limits[2] = arch->registers_per_sm / ((gint64) cost->registers_per_thread * warps * 32);
+  limits[2] = arch->registers_per_sm / (block_registers > 0 ? block_registers
+                                                             : (gint64) cost->registers_per_thread * warps * 32);
   limits[3] = cost->level == NAPKIN_LEVEL_REGISTERS ? G_MAXINT32 : arch->max_blocks_per_sm;
 
   cost->per_sm = limits[0];
@@ -1114,7 +1157,7 @@ account_transfer (Model                *m,
 
 /* The tile of `axis` in `region` (a whole axis: its size); FALSE when the mark's kind
  * is not `want` (or whole), or, with `divides`, when the tile does not divide the axis
- * (the GEMM skeleton has no edge tiles; the attention one masks its last key chunk). */
+ * (neither wgmma skeleton has edge tiles). */
 static gboolean
 wgmma_tile (NapkinDiagram      *d,
             const NapkinRegion *region,
@@ -1135,6 +1178,17 @@ wgmma_tile (NapkinDiagram      *d,
   return kind == want && (!divides || size % t == 0);
 }
 
+/* flash-wgmma's setmaxnreg split: the producer keeps what its copy loop needs, the
+ * consumers share the rest of the 64K registers (a multiple of 8, at most 240). */
+static void
+wgmma_attention_registers (gint64  consumers,
+                           gint64 *producer,
+                           gint64 *consumer)
+{
+  *producer = consumers >= 3 ? 32 : 56;
+  *consumer = MIN (240, (65536 - 128 * *producer) / (128 * MAX (1, consumers)) / 8 * 8);
+}
+
 static gboolean
 wgmma_dtype (NapkinDtype dtype)
 {
@@ -1146,14 +1200,16 @@ uses_wgmma (const NapkinArch *arch,
             NapkinDiagram    *d,
             guint             r,
             gboolean          has_dtype,
-            NapkinDtype       dtype)
+            NapkinDtype       dtype,
+            gint64           *rows_out,
+            gint64           *smem_out)
 {
   const NapkinRegion *region = napkin_diagram_region (d, r);
   const guint *topo = napkin_diagram_topo_order (d);
   guint n_nodes = napkin_diagram_n_nodes (d), n_axes = napkin_diagram_n_axes (d);
   int first = -1;
   guint contractions = 0, bytes = 2;
-  gint64 stages = MAX (1, (gint64) region->stages), smem;
+  gint64 stages = MAX (2, (gint64) region->stages), smem;   /* the skeletons double-buffer at least */
 
   if (!napkin_arch_has_wgmma (arch) || region->level != NAPKIN_LEVEL_SMEM || topo == NULL)
     return FALSE;
@@ -1197,10 +1253,15 @@ uses_wgmma (const NapkinArch *arch,
         gint64 t;
 
         if (in_x && in_y && in_out)
-          continue;   /* batch: one per block */
+          {
+            /* batch (heads): the skeletons take one per block */
+            if (!wgmma_tile (d, region, a, NAPKIN_MARK_PARALLEL, TRUE, &t) || t != 1)
+              return FALSE;
+            continue;
+          }
         if (in_x && in_out)
           {
-            if (!wgmma_tile (d, region, a, NAPKIN_MARK_PARALLEL, contractions == 1, &t))
+            if (!wgmma_tile (d, region, a, NAPKIN_MARK_PARALLEL, TRUE, &t))
               return FALSE;
             rows *= t;
           }
@@ -1208,7 +1269,7 @@ uses_wgmma (const NapkinArch *arch,
           {
             /* attention streams its key axis; a GEMM cuts its columns into groups */
             if (!wgmma_tile (d, region, a, contractions == 1 ? NAPKIN_MARK_PARALLEL : NAPKIN_MARK_STREAM,
-                             contractions == 1, &t))
+                             TRUE, &t))
               return FALSE;
             cols *= t;
           }
@@ -1224,19 +1285,39 @@ uses_wgmma (const NapkinArch *arch,
       }
     if (contractions == 1)
       {
-        /* GEMM: wgmma m64nNk16 per warpgroup, k chunks of 64 (one 128-byte swizzle row) */
+        /* GEMM: wgmma m64nNk16 per warpgroup, k chunks of 64 (one 128-byte swizzle row).
+         * What gemm-wgmma (src/codegen/napkin-skeleton-wgmma.c) adds to the shared rule:
+         * B loaded in 64-column boxes, one or two consumer warpgroups of at most 128
+         * accumulators a thread, its own 1 KB of alignment and the stage barriers. */
+        gint64 consumers = rows == 64 ? 1 : 2, chunks = stages * (depth / 64);
+
         if (rows % 64 != 0 || cols % 8 != 0 || cols > 256 || depth % 64 != 0)
           return FALSE;
-        smem = stages * (rows * depth + depth * cols) * bytes;
+        if (cols % 64 != 0 || (rows != 64 && rows != 128 && rows != 256) || rows / consumers * cols / 128 > 128)
+          return FALSE;
+        smem = chunks * (rows * 64 + 64 * cols) * bytes + 1024 + 16 * chunks;
       }
     else
       {
-        /* attention: 64 query rows per warpgroup, key chunks of n ≤ 256, d whole */
+        /* attention: 64 query rows per consumer warpgroup, key chunks of n ≤ 256, d whole.
+         * What flash-wgmma (src/codegen/napkin-skeleton-flash-wgmma.c) adds: at most
+         * three consumers and a producer warpgroup sharing the 64K registers, a consumer
+         * holding scores (n/2), P (n/4), O (d/2) and ~24 more per thread, 1 KB of
+         * alignment and 1 + 3·stages barriers. */
+        gint64 consumers = rows / 64, producer, consumer;
+
         if (rows % 64 != 0 || cols % 16 != 0 || cols > 256 || depth != depth_size
-            || (depth != 64 && depth != 128))
+            || (depth != 64 && depth != 128) || consumers > 3)
           return FALSE;
-        smem = (stages * 2 * cols * depth + rows * depth) * bytes;
+        wgmma_attention_registers (consumers, &producer, &consumer);
+        if (cols / 2 + cols / 4 + depth / 2 + 24 > consumer)
+          return FALSE;
+        smem = 1024 + rows * depth * bytes + 2 * stages * cols * depth * bytes + 8 * (1 + 3 * stages);
       }
+    if (rows_out != NULL)
+      *rows_out = rows;
+    if (smem_out != NULL)
+      *smem_out = smem;
     return smem <= arch->smem_max_per_block;
   }
 }
@@ -1250,7 +1331,7 @@ napkin_model_region_uses_wgmma (const NapkinArch *arch,
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
   g_return_val_if_fail (region < napkin_diagram_n_regions (diagram), FALSE);
 
-  return uses_wgmma (arch, diagram, region, FALSE, NAPKIN_DTYPE_FP16);
+  return uses_wgmma (arch, diagram, region, FALSE, NAPKIN_DTYPE_FP16, NULL, NULL);
 }
 
 /* ---- compute and kernels ------------------------------------------------------------------ */
@@ -1345,7 +1426,23 @@ finish_kernel (Model            *m,
    * add (H200: gemm-mma 128×256/64×64 at 8192³ measured 3.85 ms, tensor + smem
    * predicted 3.77 ms; docs/model.md). */
   serial += k->chunk_s;
-  if (k->time_s[NAPKIN_RESOURCE_TENSOR] > 0 || k->chunk_s > 0)
+  /* wgmma is asynchronous and reads its operands from shared memory itself, so tensor
+   * and shared-memory time overlap like the other resources. In flash-wgmma the same
+   * consumer warpgroups that issue the products compute the online softmax's
+   * exponentials between them (intra-warpgroup pipelining hides only part): tensor and
+   * SFU time add, with the per-chunk rescale and barrier (chunk_s) */
+  if (g_strcmp0 (k->tensor_path, "wgmma") == 0)
+    {
+      double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SFU]) * k->quantisation
+                     + k->chunk_s;
+
+      if (k->chunk_s > 0 && issue > overlap)
+        {
+          overlap = issue;
+          k->bound = NAPKIN_RESOURCE_TENSOR;
+        }
+    }
+  else if (k->time_s[NAPKIN_RESOURCE_TENSOR] > 0 || k->chunk_s > 0)
     {
       /* a block's barrier per chunk stalls its warps: it adds to their issue time */
       double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SMEM]) * k->quantisation + k->chunk_s;
@@ -1371,6 +1468,48 @@ finish_kernel (Model            *m,
  * 64 at B4 H16 N4096 (d 64 and 128) differs by 800–900 clocks per extra chunk. */
 #define NAPKIN_CHUNK_CLOCKS 800.0
 
+/* The wgmma skeletons read both operands of every product from shared memory through
+ * descriptors: each 64-row consumer warpgroup reads the whole tile of an operand that
+ * lacks the row axis (B; K and V) and its own rows of one that has it (A; Q) — Q again
+ * for every key chunk, since it stays in shared memory. */
+static void
+wgmma_operand_reads (Model                  *m,
+                     guint                   r,
+                     const NapkinRegionCost *cost,
+                     double                 *time_s)
+{
+  const RegionState *rs = &m->rs[cost->region];
+  const NapkinRegion *region = rs->region;
+  int row_axis = -1;
+  gint64 consumers;
+
+  (void) r;
+  for (guint a = 0; a < m->n_axes; a++)
+    {
+      gint64 tile = 0;
+
+      if (napkin_region_mark (region, napkin_diagram_axis (m->d, a)->name, &tile) == NAPKIN_MARK_PARALLEL
+          && MIN (tile, napkin_diagram_axis_size (m->d, a)) == rs->wgmma_rows && row_axis < 0)
+        row_axis = a;
+    }
+  consumers = attention_rows (m, r, cost, &(int) { 0 }) > 0 ? rs->wgmma_rows / 64 : (rs->wgmma_rows == 64 ? 1 : 2);
+  for (guint t = 0; t < cost->transfers->len; t++)
+    {
+      const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, t);
+      const NapkinTensorType *type = napkin_diagram_node_type (m->d, tr->node);
+      gint64 bytes;
+
+      if (tr->is_output || type == NULL || !type->valid)
+        continue;
+      if (row_axis >= 0 && napkin_tensor_type_has_axis (type, row_axis))
+        bytes = carries_stream (m, cost->region, tr->node) ? tr->bytes : mul (m, tr->bytes, MAX (1, cost->chunks));
+      else
+        bytes = mul (m, tr->bytes, consumers);
+      add_level_traffic (m, NAPKIN_LEVEL_SMEM, tr->elements, bytes);
+      time_s[NAPKIN_RESOURCE_SMEM] += bytes / m->arch->levels[NAPKIN_LEVEL_SMEM].bandwidth;
+    }
+}
+
 /* Every warp of the attention skeleton reads the streamed operands that lack its row
  * axis (K, V) from shared memory; the ones that have it (Q) once, into registers. */
 static void
@@ -1382,6 +1521,11 @@ warp_operand_reads (Model                  *m,
   int row_axis;
   gint64 rows = attention_rows (m, r, cost, &row_axis);
 
+  if (m->rs[cost->region].wgmma)
+    {
+      wgmma_operand_reads (m, r, cost, time_s);
+      return;
+    }
   if (rows == 0)
     return;
   for (guint t = 0; t < cost->transfers->len; t++)
@@ -1424,6 +1568,9 @@ build_kernels (Model *m)
 
           if (crs->kernel != (int) cost->region)
             continue;
+          /* the wgmma skeletons ignore warp tiles: wgmma reads shared memory itself */
+          if (cc->level == NAPKIN_LEVEL_REGISTERS && cc->parent >= 0 && m->rs[cc->parent].wgmma)
+            continue;
           for (guint t = 0; t < cc->transfers->len; t++)
             {
               account_transfer (m, &g_array_index (cc->transfers, NapkinTransfer, t), k.time_s);
@@ -1438,7 +1585,7 @@ build_kernels (Model *m)
             NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
 
             if (m->rs[cc->region].kernel == (int) cost->region && cc->level == NAPKIN_LEVEL_SMEM
-                && uses_wgmma (m->arch, m->d, cc->region, m->a->has_dtype, m->a->dtype))
+                && m->rs[cc->region].wgmma)
               {
                 path = PATH_WGMMA;
                 break;
@@ -1450,7 +1597,11 @@ build_kernels (Model *m)
           k.tensor_path = tensor_path_names[path];
       }
       warp_operand_reads (m, r, cost, k.time_s);
-      if (cost->level == NAPKIN_LEVEL_SMEM && cost->chunks > 1)
+      /* per chunk: the barrier, the stage wait and the online softmax's rescale; the
+       * GEMM on wgmma has none of the last and its consumers never wait on a block-wide
+       * barrier (the producer refills through mbarriers) */
+      if (cost->level == NAPKIN_LEVEL_SMEM && cost->chunks > 1
+          && !(m->rs[cost->region].wgmma && attention_rows (m, r, cost, &(int) { 0 }) == 0))
         k.chunk_s = (double) cost->waves * cost->chunks * NAPKIN_CHUNK_CLOCKS / m->arch->clock_hz;
       /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances, I
        * counted at the kernel's outermost region on the SMs (below any L2 panel). */
@@ -1610,6 +1761,9 @@ napkin_analyze (NapkinDiagram               *diagram,
   a->flops_total = add (&m, add (&m, a->flops.tensor, a->flops.cuda), a->flops.sfu);
 
   build_regions (&m);
+  for (guint r = 0; r < m.n_regions; r++)
+    m.rs[r].wgmma = !a->no_wgmma && !a->paper && uses_wgmma (arch, diagram, r, a->has_dtype, a->dtype, &m.rs[r].wgmma_rows,
+                                                    &m.rs[r].wgmma_smem);
   order = region_order (&m);
   /* a->regions is indexed like the diagram's regions: fill in parent order, then sort back */
   {

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "napkin-error.h"
 #include "napkin-tune.h"
 #include "napkin-validate.h"
 
@@ -20,7 +21,11 @@ typedef struct
   guint          choice;
   int            parent_knob;   /* the same axis in the enclosing region, or -1 */
   int            kernel;        /* the top-level region it belongs to */
+  gboolean       stages;        /* the region's pipeline stages, not a mark */
+  guint          limit;         /* values the tile search tries (stages: the first only) */
 } Knob;
+
+#define STAGES_KEY "stages"
 
 void
 napkin_tune_candidate_free (NapkinTuneCandidate *c)
@@ -29,6 +34,7 @@ napkin_tune_candidate_free (NapkinTuneCandidate *c)
     return;
   g_free (c->tiles);
   g_strfreev (c->specs);
+  g_free (c->choices);
   g_free (c);
 }
 
@@ -63,8 +69,14 @@ set_tiles (NapkinDiagram *copy,
   for (guint k = 0; k < n_knobs; k++)
     {
       NapkinRegion *region = (NapkinRegion *) napkin_diagram_region (copy, knobs[k].region);
-      NapkinMark *mark = &g_array_index (region->marks, NapkinMark, knobs[k].mark);
+      NapkinMark *mark;
 
+      if (knobs[k].stages)
+        {
+          region->stages = (guint) g_array_index (knobs[k].values, gint64, knobs[k].choice);
+          continue;
+        }
+      mark = &g_array_index (region->marks, NapkinMark, knobs[k].mark);
       mark->tile = g_array_index (knobs[k].values, gint64, knobs[k].choice);
     }
 }
@@ -83,8 +95,10 @@ candidate_new (NapkinDiagram  *copy,
     {
       const NapkinRegion *region = napkin_diagram_region (copy, knobs[k].region);
       gint64 v = g_array_index (knobs[k].values, gint64, knobs[k].choice);
-      g_autofree char *spec = g_strdup_printf ("%s.%s=%s:%" G_GINT64_FORMAT, region->name, knobs[k].axis,
-                                               napkin_mark_to_string (knobs[k].kind), v);
+      g_autofree char *spec = knobs[k].stages
+                              ? g_strdup_printf ("%s." STAGES_KEY "=%" G_GINT64_FORMAT, region->name, v)
+                              : g_strdup_printf ("%s.%s=%s:%" G_GINT64_FORMAT, region->name, knobs[k].axis,
+                                                 napkin_mark_to_string (knobs[k].kind), v);
 
       g_string_append_printf (tiles, "%s%s.%s%s%" G_GINT64_FORMAT, k ? " " : "", region->name, knobs[k].axis,
                               knobs[k].kind == NAPKIN_MARK_STREAM ? "~" : "=", v);
@@ -92,6 +106,9 @@ candidate_new (NapkinDiagram  *copy,
     }
   c->tiles = g_strdup (tiles->str);
   c->specs = g_strv_builder_end (specs);
+  c->choices = g_new (guint, n_knobs + 1);
+  for (guint k = 0; k < n_knobs; k++)
+    c->choices[k] = knobs[k].choice;
   c->predicted_time_s = a->predicted_time_s;
   c->serial_time_s = a->serial_time_s;
   c->throughput = a->throughput;
@@ -201,7 +218,7 @@ exhaustive (Search *s,
     k++;
   if (k == s->n_knobs)
     return evaluate (s);
-  for (guint i = 0; i < s->knobs[k].values->len; i++)
+  for (guint i = 0; i < s->knobs[k].limit; i++)
     {
       double t;
 
@@ -235,7 +252,7 @@ descend (Search *s)
         {
           guint keep = s->knobs[k].choice;
 
-          for (guint i = 0; i < s->knobs[k].values->len; i++)
+          for (guint i = 0; i < s->knobs[k].limit; i++)
             {
               double t;
 
@@ -280,6 +297,30 @@ contraction_uses (NapkinDiagram      *d,
   return FALSE;
 }
 
+static guint
+contractions_in (NapkinDiagram      *d,
+                 const NapkinRegion *region)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int node = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+
+      n += node >= 0 && napkin_diagram_node (d, node)->kind == NAPKIN_OP_CONTRACT;
+    }
+  return n;
+}
+
+static gboolean
+streams (const NapkinRegion *region)
+{
+  for (guint i = 0; i < region->marks->len; i++)
+    if (g_array_index (region->marks, NapkinMark, i).kind == NAPKIN_MARK_STREAM)
+      return TRUE;
+  return FALSE;
+}
+
 NapkinTuneResult *
 napkin_tune (NapkinDiagram            *diagram,
              NapkinArch               *arch,
@@ -292,7 +333,7 @@ napkin_tune (NapkinDiagram            *diagram,
   NapkinTuneResult *result;
   Search s = { 0 };
   double combos = 1;
-  guint max_evals = options && options->max_evaluations ? options->max_evaluations : 20000;
+  guint max_evals = options && options->max_evaluations ? options->max_evaluations : 40000;
 
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
 
@@ -329,7 +370,40 @@ napkin_tune (NapkinDiagram            *diagram,
           knob_add_value (&knob, mark->tile);   /* the file's own first */
           for (gint64 v = lo; v <= MIN (size, cap); v *= 2)
             knob_add_value (&knob, v);
-          combos *= knob.values->len;
+          /* the attention tiles of the wgmma skeleton (docs/model.md §9): query tiles of
+           * 192 (three warpgroups of 64 rows), key chunks of 176 */
+          if (region->level == NAPKIN_LEVEL_SMEM && contractions_in (copy, region) >= 2
+              && contraction_uses (copy, region, axis))
+            {
+              gint64 extra = mark->kind == NAPKIN_MARK_PARALLEL ? 192 : 176;
+
+              if (extra <= size)
+                knob_add_value (&knob, extra);
+            }
+          knob.limit = knob.values->len;
+          combos *= knob.limit;
+          knob.parent_knob = -1;
+          g_array_append_val (knobs, knob);
+        }
+
+      /* Pipeline stages of a shared-memory region that streams: 2 to 6 and the file's
+       * own; the model drops those whose buffers do not fit. The tile search runs at
+       * the first (2, or 1 where the file has 1: the fewest buffers, so that no tile
+       * is lost to the footprint), then every count is tried on the best tiles. */
+      if (region->level == NAPKIN_LEVEL_SMEM && streams (region))
+        {
+          Knob knob = { 0 };
+
+          knob.region = r;
+          knob.axis = STAGES_KEY;
+          knob.kind = NAPKIN_MARK_WHOLE;
+          knob.stages = TRUE;
+          knob.values = g_array_new (FALSE, FALSE, sizeof (gint64));
+          knob_add_value (&knob, MIN (2, MAX (1, region->stages)));
+          for (gint64 v = 2; v <= 6; v++)
+            knob_add_value (&knob, v);
+          knob_add_value (&knob, MAX (1, region->stages));
+          knob.limit = 1;
           knob.parent_knob = -1;
           g_array_append_val (knobs, knob);
         }
@@ -350,7 +424,8 @@ napkin_tune (NapkinDiagram            *diagram,
 
           for (guint n = 0; contains && n < ri->nodes->len; n++)
             contains = napkin_region_has_node (ro, g_ptr_array_index (ri->nodes, n));
-          if (j != k && contains && strcmp (outer->axis, inner->axis) == 0 && ro->nodes->len < best_size)
+          if (j != k && contains && !inner->stages && !outer->stages && strcmp (outer->axis, inner->axis) == 0
+              && ro->nodes->len < best_size)
             {
               best_size = ro->nodes->len;
               inner->parent_knob = j;
@@ -399,8 +474,20 @@ napkin_tune (NapkinDiagram            *diagram,
   {
     g_autoptr(NapkinAnalysis) a = napkin_analyze (copy, arch, &s.options, NULL);
 
+    /* its stages are not the tile search's first value */
+    for (guint k = 0; k < s.n_knobs; k++)
+      if (s.knobs[k].stages)
+        for (guint v = 0; v < s.knobs[k].values->len; v++)
+          if (g_array_index (s.knobs[k].values, gint64, v)
+              == MAX (1, napkin_diagram_region (copy, s.knobs[k].region)->stages))
+            {
+              s.knobs[k].choice = v;
+              break;
+            }
     if (a != NULL && a->feasible)
       result->current = candidate_new (copy, s.knobs, s.n_knobs, a);
+    for (guint k = 0; k < s.n_knobs; k++)
+      s.knobs[k].choice = 0;
   }
 
   result->exhaustive = combos <= max_evals;
@@ -419,7 +506,7 @@ napkin_tune (NapkinDiagram            *diagram,
 
           for (guint k = 0; k < knobs->len; k++)
             if (g_array_index (knobs, Knob, k).kernel == (int) g)
-              group_combos *= g_array_index (knobs, Knob, k).values->len;
+              group_combos *= g_array_index (knobs, Knob, k).limit;
           if (group_combos > 1 && group_combos <= max_evals / 4)
             exhaustive (&s, 0, g);
           else if (group_combos > 1)
@@ -431,6 +518,36 @@ napkin_tune (NapkinDiagram            *diagram,
         evaluate (&s);   /* the combination of every kernel's best */
     }
 
+  /* Stages on the best tiles found (the list holds at most 4·top_k + 64). */
+  {
+    g_autoptr(GPtrArray) seeds = g_ptr_array_new_with_free_func (g_free);
+    guint before = result->evaluated;
+
+    g_ptr_array_sort (result->best, compare_candidates);
+    for (guint i = 0; i < result->best->len; i++)
+      {
+        const NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
+
+        g_ptr_array_add (seeds, g_memdup2 (c->choices, sizeof (guint) * (knobs->len + 1)));
+      }
+    for (guint i = 0; i < seeds->len; i++)
+      for (guint k = 0; k < knobs->len; k++)
+        {
+          Knob *knob = &g_array_index (knobs, Knob, k);
+          const guint *choices = g_ptr_array_index (seeds, i);
+
+          if (!knob->stages)
+            continue;
+          for (guint j = 0; j < knobs->len; j++)
+            g_array_index (knobs, Knob, j).choice = choices[j];
+          for (guint v = 1; v < knob->values->len; v++)
+            {
+              knob->choice = v;
+              evaluate (&s);
+            }
+        }
+    result->stage_trials = result->evaluated - before;
+  }
   g_ptr_array_sort (result->best, compare_candidates);
   if (result->best->len > s.top_k)
     g_ptr_array_set_size (result->best, s.top_k);
@@ -441,12 +558,47 @@ napkin_tune (NapkinDiagram            *diagram,
 }
 
 gboolean
+napkin_tune_apply_spec (NapkinDiagram  *diagram,
+                        const char     *spec,
+                        GError        **error)
+{
+  const char *dot = strchr (spec, '.');
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
+
+  /* REGION.stages=N, unless the diagram has an axis called "stages" */
+  if (dot != NULL && g_str_has_prefix (dot + 1, STAGES_KEY "=") && napkin_diagram_find_axis (diagram, STAGES_KEY) < 0)
+    {
+      g_autofree char *name = g_strndup (spec, dot - spec);
+      const char *value = dot + 1 + strlen (STAGES_KEY "=");
+      int r = napkin_diagram_find_region (diagram, name);
+      guint64 stages = 0;
+
+      if (r < 0)
+        {
+          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                       "--tile %s: the diagram has no region “%s”", spec, name);
+          return FALSE;
+        }
+      if (!g_ascii_string_to_unsigned (value, 10, 1, 8, &stages, NULL))
+        {
+          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                       "--tile %s: stages must be a whole number from 1 to 8", spec);
+          return FALSE;
+        }
+      ((NapkinRegion *) napkin_diagram_region (diagram, r))->stages = (guint) stages;
+      return TRUE;
+    }
+  return napkin_diagram_override_tile (diagram, spec, error);
+}
+
+gboolean
 napkin_tune_apply (NapkinDiagram             *diagram,
                    const NapkinTuneCandidate *candidate,
                    GError                   **error)
 {
   for (guint i = 0; candidate->specs[i]; i++)
-    if (!napkin_diagram_override_tile (diagram, candidate->specs[i], error))
+    if (!napkin_tune_apply_spec (diagram, candidate->specs[i], error))
       return FALSE;
   return napkin_diagram_validate (diagram, error);
 }

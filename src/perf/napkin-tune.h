@@ -11,7 +11,7 @@ G_BEGIN_DECLS
 typedef struct
 {
   char           *tiles;               /* "block.m=128 block.n=128 block.k=64" */
-  char          **specs;               /* --tile specs: "block.m=parallel:128" */
+  char          **specs;               /* --tile specs: "block.m=parallel:128", "block.stages=3" */
   double          predicted_time_s;
   double          serial_time_s;
   double          throughput;
@@ -19,6 +19,8 @@ typedef struct
   gint64          hbm_bytes;
   gint64          footprint_bytes;     /* largest region footprint */
   gint64          per_sm;              /* smallest occupancy among regions */
+  /*< private >*/
+  guint          *choices;             /* the search's index per knob */
 } NapkinTuneCandidate;
 
 typedef struct
@@ -33,7 +35,8 @@ typedef struct
 {
   GPtrArray           *best;           /* NapkinTuneCandidate *, fastest first, feasible only */
   NapkinTuneCandidate *current;        /* the file's own tiles; NULL if infeasible */
-  guint                evaluated;
+  guint                evaluated;      /* analyses run, stage_trials included */
+  guint                stage_trials;   /* of which: other stage counts on the best tiles */
   guint                feasible;
   gboolean             exhaustive;
 } NapkinTuneResult;
@@ -44,7 +47,13 @@ NapkinTuneResult *napkin_tune                (NapkinDiagram            *diagram,
                                               NapkinArch               *arch,
                                               const NapkinTuneOptions  *options,
                                               GError                  **error);
-/* Sets the candidate's tiles on the diagram (as --tile would). */
+/* One spec as --tile takes it ("REGION.AXIS=SIZE", "=parallel:SIZE", "=stream:SIZE",
+ * "=whole"), or "REGION.stages=N" (1–8: the region's pipeline stages; a diagram with an
+ * axis named "stages" reads it as that axis). */
+gboolean          napkin_tune_apply_spec     (NapkinDiagram            *diagram,
+                                              const char               *spec,
+                                              GError                  **error);
+/* Sets the candidate's tiles and stages on the diagram (each spec as above). */
 gboolean          napkin_tune_apply          (NapkinDiagram            *diagram,
                                               const NapkinTuneCandidate *candidate,
                                               GError                  **error);

@@ -94,5 +94,10 @@ PY
 check "tune --measure: equal measurements give no correlation (null)" sh -c "NAPKIN_RUNNER='$TMP/runner' FAKE_MODE=constant '$CLI' tune '$EX/matmul-tiled.napkin' --measure 3 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"spearman\"] is None and len(d[\"measured\"]) == 3'"
 check "tune --measure with --dtype is a usage error (2)" test "$(rc "$CLI" tune "$EX/matmul-tiled.napkin" --measure 2 --dtype bf16)" = 2
 
+# Stages are a tile spec too; tune tries the wgmma skeletons' tiles and 2-6 stages, fast.
+check "--tile REGION.stages=N sets the pipeline stages" sh -c "'$CLI' analyze '$EX/matmul-tiled.napkin' --tile block.stages=5 --format json | python3 -c 'import json,sys; r=json.load(sys.stdin)[\"regions\"][0]; assert r[\"stages\"] == 5 and r[\"footprint_bytes\"] == 2 * (128 * 128 + 5 * 2 * 128 * 64)'"
+check "--tile REGION.stages=9 is a usage error (2)" test "$(rc "$CLI" analyze "$EX/matmul-tiled.napkin" --tile block.stages=9)" = 2
+check "tune on flash-attention (4224 queries and keys, d 64): q tiles of 192, key chunks of 176, 2-6 stages, under a second" sh -c "'$CLI' tune '$EX/flash-attention.napkin' --axis q=4224 --axis k=4224 --axis d=64 --top 1000 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); t=[c[\"tiles\"] for c in d[\"best\"]]; assert d[\"seconds\"] < 1.0, d[\"seconds\"]; assert any(\"block.q=192\" in x for x in t) and any(\"block.k~176\" in x for x in t); assert {int(x.split(\"block.stages=\")[1]) for x in t} >= {2, 3, 4}, t'"
+
 echo "1..$n"
 exit $fail

@@ -55,7 +55,7 @@ tile (NapkinDiagram *d,
 {
   g_autoptr(GError) error = NULL;
 
-  napkin_diagram_override_tile (d, spec, &error);
+  napkin_tune_apply_spec (d, spec, &error);   /* REGION.AXIS=… or REGION.stages=N */
   g_assert_no_error (error);
 }
 
@@ -307,7 +307,9 @@ test_generated_paths (void)
 {
   g_autoptr(NapkinDiagram) fa = example ("flash-attention.napkin");
   g_autoptr(NapkinDiagram) mm = example ("matmul-nested.napkin");
-  g_autoptr(NapkinAnalysis) a = analyze (fa, "h200", FALSE);
+  /* the mma.sync skeletons (on sm_90a these tiles take the wgmma ones: /perf/wgmma/skeletons) */
+  NapkinAnalyzeOptions mma_sync = { .no_wgmma = TRUE };
+  g_autoptr(NapkinAnalysis) a = napkin_analyze (fa, arch ("h200"), &mma_sync, NULL);
   g_autoptr(NapkinAnalysis) b = NULL;
   const NapkinArch *h200 = arch ("h200");
   const NapkinRegionCost *r = region (a, "block");
@@ -337,12 +339,12 @@ test_generated_paths (void)
     g_autoptr(NapkinAnalysis) w = NULL;
 
     tile (wide, "block.k=256");
-    w = analyze (wide, "h200", FALSE);
+    w = napkin_analyze (wide, arch ("h200"), &mma_sync, NULL);
     g_assert_false (w->feasible);   /* 32 + 16·(256 + 128)·6/128 = 320 > 255 */
   }
 
   /* matmul with warp tiles: no per-warp rule (the registers region has the reads) */
-  b = analyze (mm, "h200", FALSE);
+  b = napkin_analyze (mm, arch ("h200"), &mma_sync, NULL);
   k = &g_array_index (b->kernels, NapkinKernelCost, 0);
   g_assert_cmpfloat (k->overlap_s, >=, (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SMEM]) * k->quantisation);
   g_assert_cmpint (b->levels[NAPKIN_LEVEL_SMEM].transfer_bytes, ==, (gint64) 4096 * 4096 * 4096 / 32 * 2 + (gint64) 4096 * 4096 * 4096 / 64 * 2 + (gint64) 4096 * 4096 * 2);
@@ -718,8 +720,11 @@ test_tune_separable (void)
   g_assert_no_error (error);
   g_assert_true (a->exhaustive);
   g_assert_false (b->exhaustive);
-  g_assert_cmpuint (a->evaluated, ==, 15625);
-  g_assert_cmpuint (b->evaluated, <, 300);   /* 125 + 125 and their combination */
+  /* the tiles at 2 stages, then every other stage count on the best tiles */
+  g_assert_cmpuint (a->evaluated - a->stage_trials, ==, 15625);
+  g_assert_cmpuint (b->evaluated - b->stage_trials, <, 300);   /* 125 + 125 and their combination */
+  g_assert_cmpuint (a->stage_trials, >, 0);
+  g_assert_cmpuint (a->stage_trials, <=, (4 * 3 + 64) * 2 * 5);
   g_assert_cmpfloat_with_epsilon (((NapkinTuneCandidate *) g_ptr_array_index (b->best, 0))->predicted_time_s,
                                   ((NapkinTuneCandidate *) g_ptr_array_index (a->best, 0))->predicted_time_s, 1e-15);
   g_assert_cmpfloat (((NapkinTuneCandidate *) g_ptr_array_index (a->best, 0))->predicted_time_s, <,
@@ -791,7 +796,8 @@ test_wgmma_rule (void)
   g_assert_true (wgmma_with ("matmul-tiled.napkin", "h200", NULL));
   g_assert_true (wgmma_with ("matmul-nested.napkin", "h100", NULL));   /* warp tiles inside: the block decides */
   g_assert_true (wgmma_with ("matmul-tiled.napkin", "h100", "block.m=64,block.n=256"));
-  g_assert_true (wgmma_with ("matmul-tiled.napkin", "h100", "block.n=8"));
+  g_assert_false (wgmma_with ("matmul-tiled.napkin", "h100", "block.n=8"));      /* gemm-wgmma loads B in 64-column boxes */
+  g_assert_false (wgmma_with ("matmul-tiled.napkin", "h100", "block.m=256,block.n=256"));   /* 256 accumulators a thread */
   g_assert_false (wgmma_with ("matmul-tiled.napkin", "l40s", NULL));   /* sm_89: no wgmma */
   g_assert_false (wgmma_with ("matmul-tiled.napkin", "b200", NULL));   /* sm_100: tcgen05, not wgmma */
   g_assert_false (wgmma_with ("matmul-tiled.napkin", "h100", "block.k=32"));   /* BK % 64 */
@@ -804,8 +810,11 @@ test_wgmma_rule (void)
 
   /* attention: q tile 128, key chunks of 64, d 128, 2 stages: (2·2·64 + 128)·128·2 = 96 KiB */
   g_assert_true (wgmma_with ("flash-attention.napkin", "h100", NULL));
-  g_assert_true (wgmma_with ("flash-attention.napkin", "h100", "d=64,block.k=176"));
-  g_assert_true (wgmma_with ("flash-attention.napkin", "h100", "block.q=192"));
+  g_assert_true (wgmma_with ("flash-attention.napkin", "h100", "d=64,k=4224,block.k=176"));
+  g_assert_true (wgmma_with ("flash-attention.napkin", "h100", "d=64,q=4224,block.q=192,block.k=128"));
+  g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "d=64,block.k=176"));     /* 4096 % 176 */
+  g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "q=4224,block.q=192,block.k=128"));   /* 3 consumers get 160 registers; d 128 needs 184 */
+  g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "q=4352,block.q=256"));  /* 4 consumers */
   g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "block.q=32"));    /* q % 64 */
   g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "block.k=8"));     /* key % 16 */
   g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "d=256"));         /* d ∈ {64, 128} */
@@ -895,6 +904,54 @@ test_wgmma_rates (void)
   }
 }
 
+/* On the wgmma path the model describes gemm-wgmma and flash-wgmma (docs/model.md §6b). */
+static void
+test_wgmma_skeletons (void)
+{
+  g_autoptr(NapkinDiagram) fa = example ("flash-attention.napkin");
+  g_autoptr(NapkinDiagram) mm = example ("matmul-nested.napkin");
+  g_autoptr(NapkinAnalysis) a = NULL;
+  g_autoptr(NapkinAnalysis) b = NULL;
+  const NapkinArch *h = arch ("h100");
+  const NapkinRegionCost *r;
+  const NapkinKernelCost *k;
+  const gint64 heads = 64, q = 4096, dd = 128, chunks = 4096 / 128;
+
+  tile (fa, "block.k=128"), tile (fa, "block.stages=3");
+  a = analyze (fa, "h100", FALSE);
+  r = region (a, "block");
+  k = &g_array_index (a->kernels, NapkinKernelCost, 0);
+  g_assert_true (a->feasible);   /* M with O is 256 KiB; the skeleton's buffers 225 KiB */
+  g_assert_cmpstr (k->tensor_path, ==, "wgmma");
+  g_assert_cmpint (r->threads, ==, 3 * 128);   /* producer + two 64-row consumers */
+  g_assert_cmpint (r->registers_per_thread, ==, 224);
+  g_assert_cmpint (r->per_sm, ==, 1);
+  /* K, V read by both consumers; Q again for each of the 32 key chunks */
+  g_assert_cmpint (a->levels[NAPKIN_LEVEL_SMEM].transfer_bytes, ==,
+                   heads * (2 * 2 * (4096 * dd * q / 128) + q * dd * chunks) * 2);
+  /* tensor and SFU add (the consumers' softmax), then the per-chunk cost */
+  g_assert_cmpfloat_with_epsilon (k->overlap_s,
+                                  (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SFU]) * k->quantisation
+                                  + k->chunk_s + h->launch_overhead_s, 1e-12);
+
+  /* GEMM: the warp tiles are ignored, no per-chunk cost, max over resources */
+  b = analyze (mm, "h100", FALSE);
+  r = region (b, "block");
+  k = &g_array_index (b->kernels, NapkinKernelCost, 0);
+  g_assert_cmpstr (k->tensor_path, ==, "wgmma");
+  g_assert_cmpint (r->threads, ==, 3 * 128);
+  g_assert_cmpfloat (k->chunk_s, ==, 0);
+  /* A once, B by both consumers: 64 chunks × 1024 blocks of 128 × 64 each */
+  g_assert_cmpint (b->levels[NAPKIN_LEVEL_SMEM].transfer_bytes, ==, (gint64) 1024 * 64 * (128 * 64 + 2 * 64 * 128) * 2);
+  {
+    double max = 0;
+
+    for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
+      max = MAX (max, k->time_s[res] * (res == NAPKIN_RESOURCE_HBM || res == NAPKIN_RESOURCE_L2 ? 1 : k->quantisation));
+    g_assert_cmpfloat_with_epsilon (k->overlap_s, max + h->launch_overhead_s, 1e-12);
+  }
+}
+
 static void
 write_arch_dir (void)
 {
@@ -971,6 +1028,7 @@ main (int    argc,
   g_test_add_func ("/perf/json/keys", test_json_keys);
   g_test_add_func ("/perf/wgmma/rule", test_wgmma_rule);
   g_test_add_func ("/perf/wgmma/rates", test_wgmma_rates);
+  g_test_add_func ("/perf/wgmma/skeletons", test_wgmma_skeletons);
 
   rc = g_test_run ();
   remove_arch_dir ();
