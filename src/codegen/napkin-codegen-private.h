@@ -48,4 +48,24 @@ gboolean    _napkin_cuda_gemm_wgmma   (const NapkinGemmShape  *shape,
                                        GString                *out,
                                        char                  **note);
 
+/* An attention region the skeletons recognised: O = softmax(α·Q·Kᵀ)·V over `batch`
+ * (batch, head) pairs, Q[NQ,D], K and V [NKV,D], O[NQ,D], row-major; groups of BQ
+ * queries, keys in chunks of BKV, `stages` buffers deep. */
+typedef struct
+{
+  const NapkinRegion *region;
+  NapkinDtype         dtype, o_dtype;
+  gint64              batch, NQ, NKV, D, BQ, BKV, stages;
+  double              alpha;
+  int                 q_slot, k_slot, v_slot, o_slot;
+} NapkinFlashShape;
+
+/* The Hopper attention skeleton (kernels/flash-wgmma.cu, napkin-skeleton-flash-wgmma.c):
+ * like _napkin_cuda_gemm_wgmma, FALSE with *note saying why when the target was sm_90a. */
+gboolean    _napkin_cuda_flash_wgmma  (const NapkinFlashShape *shape,
+                                       NapkinCudaModule       *module,
+                                       const char             *name,
+                                       GString                *out,
+                                       char                  **note);
+
 G_END_DECLS

@@ -231,7 +231,11 @@ try_gemm (const NapkinIrProgram *program,
 
 
 #undef REFUSE
-#define REFUSE(...) do { *note = g_strdup_printf ("flash-mma skeleton not used: " __VA_ARGS__); return FALSE; } while (0)
+/* After the wgmma skeleton refused (`hopper`), both reasons. */
+#define REFUSE(...) do { g_autofree char *why_ = g_strdup_printf (__VA_ARGS__);                        \
+                         *note = g_strdup_printf ("%s%sflash-mma skeleton not used: %s", hopper ? hopper : "", \
+                                                  hopper ? "; " : "", why_);                           \
+                         return FALSE; } while (0)
 
 static gboolean
 same_prefix (char **a,
@@ -262,10 +266,11 @@ try_flash (const NapkinIrProgram *program,
   guint n_consumers, rank;
   const guint *consumers;
   double alpha = 1.0;
-  gint64 BQ = 0, BKV = 0, NQ, NKV, D, smem;
+  gint64 BQ = 0, BKV = 0, NQ, NKV, D, smem, batch = 1;
   int qs, ks, vs, os;
   NapkinCudaKernel *ck;
   g_autofree char *name = NULL;
+  g_autofree char *hopper = NULL;
 
   for (guint i = 0; i < region->nodes->len; i++)
     {
@@ -339,6 +344,23 @@ try_flash (const NapkinIrProgram *program,
   NQ = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, Q->axes[rank - 2]));
   NKV = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, K->axes[rank - 2]));
   D = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, Q->axes[rank - 1]));
+  qs = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, qn->tensor));
+  ks = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, kn->tensor));
+  vs = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, vn->tensor));
+  os = buffer_for_tensor (program, NAPKIN_BUF_OUTPUT, napkin_diagram_find_tensor (d, on->tensor));
+  if (qs < 0 || ks < 0 || vs < 0 || os < 0)
+    return FALSE;
+  name = g_strdup_printf ("%sk%u", prefix, index);
+  for (guint i = 0; i + 2 < rank; i++)
+    batch *= napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, Q->axes[i]));
+  {
+    /* On Hopper the wgmma skeleton first (napkin-skeleton-flash-wgmma.c); its refusal prefixes the note. */
+    const NapkinFlashShape shape = { region, Q->dtype, O->dtype, batch, NQ, NKV, D, BQ, BKV, MAX (region->stages, 2),
+                                     alpha, slot[qs], slot[ks], slot[vs], slot[os] };
+
+    if (_napkin_cuda_flash_wgmma (&shape, module, name, out, &hopper))
+      return TRUE;
+  }
   if (D != 64 && D != 128)
     REFUSE ("head size %" G_GINT64_FORMAT "; the skeleton takes 64 or 128", D);
   if (BQ % 16 || BQ / 16 > 16 || BKV % 16 || NQ % BQ || NKV % BKV)
@@ -348,17 +370,8 @@ try_flash (const NapkinIrProgram *program,
   if (smem > MAX_DYNAMIC_SMEM)
     REFUSE ("%" G_GINT64_FORMAT " bytes of shared memory; at most %d", smem, MAX_DYNAMIC_SMEM);
 
-  qs = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, qn->tensor));
-  ks = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, kn->tensor));
-  vs = buffer_for_tensor (program, NAPKIN_BUF_INPUT, napkin_diagram_find_tensor (d, vn->tensor));
-  os = buffer_for_tensor (program, NAPKIN_BUF_OUTPUT, napkin_diagram_find_tensor (d, on->tensor));
-  if (qs < 0 || ks < 0 || vs < 0 || os < 0)
-    return FALSE;
-
-  name = g_strdup_printf ("%sk%u", prefix, index);
   {
     char alpha_text[G_ASCII_DTOSTR_BUF_SIZE];
-    gint64 batch = 1;
     Param params[] = {
       { "NAME", g_strdup (name) },
       { "BQ", g_strdup_printf ("%" G_GINT64_FORMAT, BQ) },
@@ -378,8 +391,6 @@ try_flash (const NapkinIrProgram *program,
     g_autofree char *rname = napkin_codegen_escape_comment (region->name);
     g_autofree char *text = _napkin_skeleton_instantiate (napkin_kernel_flash_mma, params, G_N_ELEMENTS (params));
 
-    for (guint i = 0; i + 2 < rank; i++)
-      batch *= napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, Q->axes[i]));
     g_string_append_printf (out, "\n/* Region %s at %s: fused attention as the flash-mma skeleton "
                                  "(kernels/flash-mma.cu) */\n", rname, napkin_level_to_string (region->level));
     g_string_append (out, text);
@@ -391,9 +402,9 @@ try_flash (const NapkinIrProgram *program,
     ck->threads = BQ / 16 * 32;
     ck->smem_bytes = smem;
     ck->dynamic_smem = smem;
-    ck->note = g_strdup_printf ("%" G_GINT64_FORMAT " queries per block, keys in chunks of %" G_GINT64_FORMAT
+    ck->note = g_strdup_printf ("%s%s%" G_GINT64_FORMAT " queries per block, keys in chunks of %" G_GINT64_FORMAT
                                 " (double-buffered), %" G_GINT64_FORMAT " warps, online softmax in registers",
-                                BQ, BKV, BQ / 16);
+                                hopper ? hopper : "", hopper ? "; " : "", BQ, BKV, BQ / 16);
     g_ptr_array_add (module->kernels, ck);
   }
   return TRUE;
