@@ -13,8 +13,12 @@
 #include "napkin-explain.h"
 #include "napkin-file.h"
 #include "napkin-tile-suggestions.h"
+#ifdef NAPKIN_HAVE_CODEGEN
+#include "napkin-run-job.h"
+#endif
 
 #define TOP_K 10
+#define MEASURE_REPEATS 20
 
 struct _NapkinTileSuggestions
 {
@@ -29,7 +33,8 @@ struct _NapkinTileSuggestions
   GtkListBox       *list;
   GtkButton        *cancel_button;
   GtkButton        *apply_button;
-  GtkSizeGroup     *column_widths[6];  /* one a column: titles and rows line up */
+  GtkButton        *measure_button;
+  GtkSizeGroup     *column_widths[7];  /* one a column: titles and rows line up */
 
   NapkinHistory    *history;
   NapkinArch       *arch;
@@ -42,6 +47,14 @@ struct _NapkinTileSuggestions
   char             *error;
   int               selected;
   gboolean          previewing;        /* the last "preview" was of a diagram */
+
+  /* Measure: the best few run on the local GPU, one after the other */
+  GStrv             runner;            /* tests: a stand-in for napkin-runner */
+  GCancellable     *measure_cancellable;
+  guint             measure_index;
+  guint             measure_count;
+  double            measured[TOP_K];   /* seconds; NAN: not measured */
+  GtkLabel         *measured_labels[TOP_K];   /* the rows' "Measured" cells */
 };
 
 G_DEFINE_FINAL_TYPE (NapkinTileSuggestions, napkin_tile_suggestions, GTK_TYPE_POPOVER)
@@ -152,6 +165,7 @@ static const struct
   { N_("Bound"), 8, 0 },
   { N_("Footprint"), 17, 1 },
   { N_("Speed-up"), 8, 1 },
+  { N_("Measured"), 14, 1 },
 };
 
 static GtkWidget *
@@ -305,10 +319,19 @@ emit_preview (NapkinTileSuggestions     *self,
   g_signal_emit (self, signals[PREVIEW], 0, preview, label);
 }
 
+static void stop_measuring (NapkinTileSuggestions *self);
+
 static void
 clear_list (NapkinTileSuggestions *self)
 {
   GtkWidget *child;
+
+  stop_measuring (self);
+  for (guint i = 0; i < TOP_K; i++)
+    {
+      self->measured[i] = NAN;
+      self->measured_labels[i] = NULL;
+    }
 
   /* no gtk_list_box_remove_all before GTK 4.12 */
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->list))) != NULL)
@@ -316,6 +339,7 @@ clear_list (NapkinTileSuggestions *self)
   self->selected = -1;
   gtk_label_set_text (self->details_label, "");
   gtk_widget_set_sensitive (GTK_WIDGET (self->apply_button), FALSE);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->measure_button), FALSE);
   emit_preview (self, NULL);
 }
 
@@ -335,12 +359,18 @@ row_new (NapkinTileSuggestions     *self,
   g_autofree char *footprint = format_footprint (c);
   g_autofree char *speedup = format_speedup (self, c);
   g_autofree char *words = napkin_tile_suggestions_describe (c);
-  const char *cells[] = { rank, time, rate, napkin_resource_to_string (c->bound), footprint, speedup };
+  const char *cells[] = { rank, time, rate, napkin_resource_to_string (c->bound), footprint, speedup, "" };
 
   G_STATIC_ASSERT (G_N_ELEMENTS (cells) == G_N_ELEMENTS (columns));
   G_STATIC_ASSERT (G_N_ELEMENTS (columns) == G_N_ELEMENTS (self->column_widths));
   for (guint i = 0; i < G_N_ELEMENTS (cells); i++)
-    gtk_box_append (GTK_BOX (numbers), cell_new (self, i, cells[i]));
+    {
+      GtkWidget *cell = cell_new (self, i, cells[i]);
+
+      gtk_box_append (GTK_BOX (numbers), cell);
+      if (i == G_N_ELEMENTS (cells) - 1 && index < TOP_K)
+        self->measured_labels[index] = GTK_LABEL (cell);
+    }
   tiles = gtk_label_new (words);
   gtk_label_set_xalign (GTK_LABEL (tiles), 0);
   gtk_label_set_wrap (GTK_LABEL (tiles), TRUE);
@@ -411,6 +441,7 @@ search_done (GObject      *object,
     }
   self->result = g_steal_pointer (&output->result);
   show_result (self, output->seconds);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->measure_button), TRUE);
   search_output_free (output);
 }
 
@@ -676,6 +707,7 @@ napkin_tile_suggestions_apply (NapkinTileSuggestions  *self,
   if (!napkin_tune_apply (target, c, error))
     return FALSE;
 
+  stop_measuring (self);
   depth = napkin_history_get_depth (self->history);
   napkin_history_begin_group (self->history, _("Apply Suggested Tiles"));
   if (!relabel_like (self->history, target, error))
@@ -721,6 +753,7 @@ static void
 closed_cb (NapkinTileSuggestions *self)
 {
   emit_preview (self, NULL);
+  stop_measuring (self);
   /* closed while searching: nobody waits for the result */
   if (self->cancellable != NULL)
     {
@@ -729,6 +762,209 @@ closed_cb (NapkinTileSuggestions *self)
       gtk_spinner_stop (self->spinner);
       set_status (self, NULL);
     }
+}
+
+/* ---- measuring on the local GPU ------------------------------------------------------------ */
+
+static void
+stop_measuring (NapkinTileSuggestions *self)
+{
+  if (self->measure_cancellable == NULL)
+    return;
+  g_cancellable_cancel (self->measure_cancellable);
+  g_clear_object (&self->measure_cancellable);
+  gtk_spinner_stop (self->spinner);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->measure_button), self->result != NULL);
+}
+
+#ifdef NAPKIN_HAVE_CODEGEN
+static void measure_next (NapkinTileSuggestions *self);
+
+/* The runner's answer for the row being measured, in its "Measured" cell. */
+static void
+show_measured (NapkinTileSuggestions *self,
+               json_object           *run,
+               const GError          *error)
+{
+  guint i = self->measure_index;
+  const NapkinTuneCandidate *c = napkin_tile_suggestions_get_item (self, i);
+  GtkLabel *cell = i < TOP_K ? self->measured_labels[i] : NULL;
+  json_object *v, *median;
+  const char *status = NULL;
+  g_autofree char *text = NULL;
+  g_autofree char *tip = NULL;
+
+  if (run != NULL && json_object_object_get_ex (run, "status", &v))
+    status = json_object_get_string (v);
+  if (g_strcmp0 (status, "ok") == 0 && json_object_object_get_ex (run, "time_ms", &v)
+      && json_object_object_get_ex (v, "median", &median) && json_object_get_double (median) > 0)
+    {
+      g_autofree char *time = NULL;
+
+      self->measured[i] = json_object_get_double (median) / 1e3;
+      time = napkin_format_si (self->measured[i], "s");
+      /* measured over predicted: how far the model is for this relabeling */
+      text = g_strdup_printf ("%s (%.2f×)", time, self->measured[i] / c->predicted_time_s);
+      tip = g_strdup_printf (_("Median of %d runs on the local GPU, %.2f× the predicted time"), MEASURE_REPEATS,
+                             self->measured[i] / c->predicted_time_s);
+    }
+  else
+    {
+      /* "fault", "timeout", "crashed", "wrong", … or why it could not start */
+      text = g_strdup (status ? status : _("failed"));
+      if (run != NULL && json_object_object_get_ex (run, "message", &v))
+        tip = g_strdup (json_object_get_string (v));
+      else if (error != NULL)
+        tip = g_strdup (error->message);
+    }
+  if (cell != NULL)
+    {
+      gtk_label_set_text (cell, text);
+      gtk_widget_set_tooltip_text (GTK_WIDGET (cell), tip);
+    }
+  if (run == NULL && error != NULL)
+    set_error (self, error->message);
+}
+
+static void
+measure_done_cb (GObject      *object,
+                 GAsyncResult *res,
+                 gpointer      user_data)
+{
+  g_autoptr(NapkinTileSuggestions) self = user_data;
+  g_autoptr(GError) error = NULL;
+  json_object *run = napkin_run_job_run_finish (NAPKIN_RUN_JOB (object), res, &error);
+
+  if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED) || self->measure_cancellable == NULL)
+    {
+      if (run != NULL)
+        json_object_put (run);
+      return;   /* stopped: a new search, Apply, Cancel or the popover went away */
+    }
+  show_measured (self, run, error);
+  if (run != NULL)
+    json_object_put (run);
+  /* a runner that cannot start will not start for the next one either */
+  if (g_error_matches (error, NAPKIN_JOB_ERROR, NAPKIN_JOB_ERROR_NO_RUNNER))
+    {
+      stop_measuring (self);
+      set_status (self, NULL);
+      return;
+    }
+  self->measure_index++;
+  measure_next (self);
+}
+
+static void
+measure_next (NapkinTileSuggestions *self)
+{
+  const NapkinTuneCandidate *c;
+  g_autoptr(NapkinDiagram) copy = NULL;
+  g_autoptr(NapkinRunJob) job = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *repeats = g_strdup_printf ("--repeats=%d", MEASURE_REPEATS);
+  const char *args[] = { repeats, "--reference-repeats=0", NULL };
+  g_autofree char *status = NULL;
+  GCancellable *cancellable = self->measure_cancellable;
+
+  if (self->measure_index >= self->measure_count)
+    {
+      guint n = 0;
+
+      for (guint i = 0; i < self->measure_count; i++)
+        n += !isnan (self->measured[i]);
+      status = g_strdup_printf (_("Measured %u of the best %u on the local GPU: the Measured column gives the "
+                                  "median time and its ratio to the predicted one."), n, self->measure_count);
+      stop_measuring (self);
+      set_status (self, status);
+      return;
+    }
+  c = napkin_tile_suggestions_get_item (self, self->measure_index);
+  copy = napkin_diagram_copy (napkin_history_get_diagram (self->history));
+  if (!napkin_tune_apply (copy, c, &error))
+    {
+      show_measured (self, NULL, error);
+      self->measure_index++;
+      measure_next (self);
+      return;
+    }
+  /* the job takes the diagram as JSON now: the editor may change it meanwhile */
+  job = napkin_run_job_new (copy, args);
+  if (self->runner != NULL)
+    napkin_run_job_set_runner (job, (const char * const *) self->runner);
+  status = g_strdup_printf (_("Measuring suggestion %u of %u on the local GPU…"), self->measure_index + 1,
+                            self->measure_count);
+  set_status (self, status);
+  if (self->measure_index < TOP_K && self->measured_labels[self->measure_index] != NULL)
+    gtk_label_set_text (self->measured_labels[self->measure_index], "…");
+  napkin_run_job_run_async (job, cancellable, measure_done_cb, g_object_ref (self));
+}
+#endif
+
+void
+napkin_tile_suggestions_measure (NapkinTileSuggestions *self,
+                                 guint                  count)
+{
+  g_return_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self));
+
+#ifdef NAPKIN_HAVE_CODEGEN
+  if (self->result == NULL || self->measure_cancellable != NULL || count == 0)
+    return;
+  if (napkin_diagram_get_generation (napkin_history_get_diagram (self->history)) != self->generation)
+    {
+      set_error (self, _("The diagram changed after the search: the suggestions were searched again"));
+      napkin_tile_suggestions_search (self, self->history, self->arch, self->has_dtype, self->dtype);
+      return;
+    }
+  set_error (self, NULL);
+  for (guint i = 0; i < TOP_K; i++)
+    {
+      self->measured[i] = NAN;
+      if (self->measured_labels[i] != NULL)
+        gtk_label_set_text (self->measured_labels[i], "");
+    }
+  self->measure_index = 0;
+  self->measure_count = MIN (count, self->result->best->len);
+  self->measure_cancellable = g_cancellable_new ();
+  gtk_widget_set_sensitive (GTK_WIDGET (self->measure_button), FALSE);
+  gtk_spinner_start (self->spinner);
+  measure_next (self);
+#else
+  set_error (self, _("This napkin was built without the GPU runner"));
+#endif
+}
+
+gboolean
+napkin_tile_suggestions_is_measuring (NapkinTileSuggestions *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), FALSE);
+
+  return self->measure_cancellable != NULL;
+}
+
+double
+napkin_tile_suggestions_get_measured (NapkinTileSuggestions *self,
+                                      guint                  index)
+{
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), NAN);
+
+  return index < TOP_K ? self->measured[index] : NAN;
+}
+
+void
+napkin_tile_suggestions_set_runner (NapkinTileSuggestions *self,
+                                    const char * const    *command)
+{
+  g_return_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self));
+
+  g_strfreev (self->runner);
+  self->runner = g_strdupv ((char **) command);
+}
+
+static void
+measure_clicked_cb (NapkinTileSuggestions *self)
+{
+  napkin_tile_suggestions_measure (self, NAPKIN_TILE_SUGGESTIONS_MEASURE_K);
 }
 
 /* ---- class ---------------------------------------------------------------------------------- */
@@ -740,6 +976,8 @@ napkin_tile_suggestions_dispose (GObject *object)
 
   g_cancellable_cancel (self->cancellable);
   g_clear_object (&self->cancellable);
+  g_cancellable_cancel (self->measure_cancellable);
+  g_clear_object (&self->measure_cancellable);
   g_clear_object (&self->history);
   /* the list empties itself while disposed, selecting nothing: not for us */
   if (self->list != NULL)
@@ -757,6 +995,7 @@ napkin_tile_suggestions_finalize (GObject *object)
   g_clear_pointer (&self->arch, napkin_arch_unref);
   g_clear_pointer (&self->status, g_free);
   g_clear_pointer (&self->error, g_free);
+  g_clear_pointer (&self->runner, g_strfreev);
   for (guint c = 0; c < G_N_ELEMENTS (self->column_widths); c++)
     g_clear_object (&self->column_widths[c]);
   G_OBJECT_CLASS (napkin_tile_suggestions_parent_class)->finalize (object);
@@ -789,12 +1028,15 @@ napkin_tile_suggestions_class_init (NapkinTileSuggestionsClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, list);
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, cancel_button);
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, apply_button);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, measure_button);
 }
 
 static void
 napkin_tile_suggestions_init (NapkinTileSuggestions *self)
 {
   self->selected = -1;
+  for (guint i = 0; i < TOP_K; i++)
+    self->measured[i] = NAN;
   gtk_widget_init_template (GTK_WIDGET (self));
   for (guint c = 0; c < G_N_ELEMENTS (self->column_widths); c++)
     self->column_widths[c] = gtk_size_group_new (GTK_SIZE_GROUP_HORIZONTAL);
@@ -804,6 +1046,10 @@ napkin_tile_suggestions_init (NapkinTileSuggestions *self)
   /* Enter or a double click on a row: Apply */
   g_signal_connect_object (self->list, "row-activated", G_CALLBACK (apply_clicked_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->cancel_button, "clicked", G_CALLBACK (cancel_clicked_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->measure_button, "clicked", G_CALLBACK (measure_clicked_cb), self, G_CONNECT_SWAPPED);
+#ifndef NAPKIN_HAVE_CODEGEN
+  gtk_widget_set_visible (GTK_WIDGET (self->measure_button), FALSE);
+#endif
   g_signal_connect (self, "closed", G_CALLBACK (closed_cb), NULL);
 }
 

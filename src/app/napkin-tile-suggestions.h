@@ -43,6 +43,20 @@ int                        napkin_tile_suggestions_get_selected   (NapkinTileSug
 /* Applies the selected row to the document as one undo step (the Apply button). */
 gboolean                   napkin_tile_suggestions_apply          (NapkinTileSuggestions *self,
                                                                    GError               **error);
+/* Measure: runs the best `count` (the button: NAPKIN_TILE_SUGGESTIONS_MEASURE_K) on
+ * the local GPU through napkin-runner (NapkinRunJob, a child process), one after
+ * the other; the Measured column fills in with the median time and its ratio to
+ * the prediction, or how the run ended ("fault", "timeout", …). */
+#define NAPKIN_TILE_SUGGESTIONS_MEASURE_K 3
+void                       napkin_tile_suggestions_measure        (NapkinTileSuggestions *self,
+                                                                   guint                  count);
+gboolean                   napkin_tile_suggestions_is_measuring   (NapkinTileSuggestions *self);
+/* Seconds, or NAN when not measured (yet). */
+double                     napkin_tile_suggestions_get_measured   (NapkinTileSuggestions *self,
+                                                                   guint                  index);
+/* Tests put a test double in place of napkin-runner. */
+void                       napkin_tile_suggestions_set_runner     (NapkinTileSuggestions *self,
+                                                                   const char * const    *command);
 /* "block.m=parallel:128" specs in words, one region a line. */
 char                      *napkin_tile_suggestions_describe       (const NapkinTuneCandidate *candidate);
 

@@ -466,6 +466,98 @@ test_stale (void)
   close_window (window);
 }
 
+/* Measure Top 3 through the runner's test double (tests/runner/fake-runner.sh):
+ * the three best get the median it reports, the others stay unmeasured; a
+ * runner that crashes shows how each run ended. */
+static void
+set_fake_runner (NapkinTileSuggestions *s,
+                 const char            *fake_mode)
+{
+  g_autofree char *fake = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "runner", "fake-runner.sh", NULL);
+  g_autofree char *mode = g_strconcat ("FAKE_MODE=", fake_mode, NULL);
+  const char *command[] = { "env", mode, "sh", fake, NULL };
+
+  napkin_tile_suggestions_set_runner (s, command);
+}
+
+static void
+wait_measured (NapkinTileSuggestions *s)
+{
+  for (guint i = 0; i < 3000 && napkin_tile_suggestions_is_measuring (s); i++)
+    iterate (10);
+  g_assert_false (napkin_tile_suggestions_is_measuring (s));
+}
+
+static void
+test_measure (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  g_autofree char *before = document_json (window);
+  g_autofree char *now = NULL;
+  NapkinTileSuggestions *s = suggest (window);
+  GtkWidget *measure = find_named (GTK_WIDGET (s), "suggestions-measure");
+  guint n = napkin_tile_suggestions_get_n_items (s);
+
+  g_assert_cmpuint (n, >, NAPKIN_TILE_SUGGESTIONS_MEASURE_K);
+  g_assert_true (gtk_widget_get_visible (measure));
+  g_assert_true (gtk_widget_is_sensitive (measure));
+  set_fake_runner (s, "ok");
+  g_signal_emit_by_name (measure, "clicked");
+  g_assert_true (napkin_tile_suggestions_is_measuring (s));
+  g_assert_false (gtk_widget_is_sensitive (measure));
+  wait_measured (s);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("suggestion-%u", i);
+      const char *cell = label_text_in (find_named (GTK_WIDGET (s), name), 6);
+
+      if (i < NAPKIN_TILE_SUGGESTIONS_MEASURE_K)
+        {
+          /* the fake's median is 0.5 ms */
+          g_autofree char *expected = g_strdup_printf ("500 µs (%.2f×)",
+                                                       0.5e-3 / napkin_tile_suggestions_get_item (s, i)->predicted_time_s);
+
+          g_assert_cmpfloat (napkin_tile_suggestions_get_measured (s, i), ==, 0.5e-3);
+          g_assert_cmpstr (cell, ==, expected);
+        }
+      else
+        {
+          g_assert_true (isnan (napkin_tile_suggestions_get_measured (s, i)));
+          g_assert_cmpstr (cell, ==, "");
+        }
+    }
+  g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), "Measured 3 of the best 3"));
+  g_assert_true (gtk_widget_is_sensitive (measure));
+
+  /* a kernel that brings the runner down: each row says so, nothing measured */
+  set_fake_runner (s, "crash");
+  napkin_tile_suggestions_measure (s, 2);
+  wait_measured (s);
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("suggestion-%u", i);
+      const char *cell = label_text_in (find_named (GTK_WIDGET (s), name), 6);
+
+      g_assert_true (isnan (napkin_tile_suggestions_get_measured (s, i)));
+      g_test_message ("a crashing runner: “%s”", cell);
+      g_assert_cmpstr (cell, !=, "");
+      g_assert_cmpstr (cell, !=, "…");
+    }
+  /* measuring never touches the document */
+  now = document_json (window);
+  g_assert_cmpstr (now, ==, before);
+
+  /* a run that hangs: closing the list stops the measurement (the job kills its child) */
+  set_fake_runner (s, "hang");
+  napkin_tile_suggestions_measure (s, 1);
+  iterate (200);
+  g_assert_true (napkin_tile_suggestions_is_measuring (s));
+  gtk_popover_popdown (GTK_POPOVER (s));
+  iterate (20);
+  g_assert_false (napkin_tile_suggestions_is_measuring (s));
+  close_window (window);
+}
+
 /* The inspector offers the command for a selected region; the menu and the
  * accelerator name the same action. */
 static void
@@ -526,6 +618,9 @@ main (int    argc,
   g_test_add_func ("/suggest/cancel-leaves-document", test_cancel);
   g_test_add_func ("/suggest/stale-searches-again", test_stale);
   g_test_add_func ("/suggest/inspector-button", test_inspector_button);
+#ifdef NAPKIN_HAVE_CODEGEN
+  g_test_add_func ("/suggest/measure-through-the-runner", test_measure);
+#endif
   status = g_test_run ();
   {
     g_autofree char *shot = g_build_filename (tmpdir, "suggest.png", NULL);
