@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "napkin-codegen.h"
+#include "napkin-calibrate-wgmma.h"
 #include "napkin-cuda-driver.h"
 #include "napkin-nvml.h"
 #include "napkin-file.h"
@@ -237,6 +238,15 @@ check (CUresult    res,
   return FALSE;
 }
 
+static int sm_count;   /* the GPU's multiprocessors, once the device is open */
+
+/* Blocks a kernel is launched with: a persistent one at most one per SM. */
+static gint64
+launch_grid (const NapkinCudaKernel *ck)
+{
+  return ck->persistent && sm_count > 0 ? MIN (ck->grid, sm_count) : ck->grid;
+}
+
 static gboolean
 device_load (Device       *dev,
              GBytes       *cubin,
@@ -266,7 +276,7 @@ device_load (Device       *dev,
 
           json_object_object_add (o, "name", json_object_new_string (ck->name));
           json_object_object_add (o, "skeleton", json_object_new_string (ck->skeleton));
-          json_object_object_add (o, "grid", json_object_new_int64 (ck->grid));
+          json_object_object_add (o, "grid", json_object_new_int64 (launch_grid (ck)));
           json_object_object_add (o, "threads", json_object_new_int (ck->threads));
           json_object_object_add (o, "registers", json_object_new_int (regs));
           json_object_object_add (o, "shared_bytes", json_object_new_int (smem + (int) ck->dynamic_smem));
@@ -423,7 +433,7 @@ device_launch (Device *dev,
         return CUDA_ERROR_INVALID_VALUE;
       for (guint m = 0; m < n_maps; m++)
         params[1 + m] = &dev->maps[first_map++];
-      res = cu.LaunchKernel (dev->functions[k], (unsigned) ck->grid, 1, 1, ck->threads, 1, 1,
+      res = cu.LaunchKernel (dev->functions[k], (unsigned) launch_grid (ck), 1, 1, ck->threads, 1, 1,
                              (unsigned) ck->dynamic_smem, NULL, params, NULL);
       if (res != CUDA_SUCCESS)
         return res;
@@ -620,6 +630,54 @@ cal_time (CUfunction   fn,
   return TRUE;
 }
 
+/* wgmma m64n256k16 from shared-memory descriptors (napkin-calibrate-wgmma.c), compiled
+ * on its own so that a failure leaves the other measurements standing. */
+static json_object *
+calibrate_wgmma (int          sms,
+                 int          clock_khz,
+                 CUdeviceptr  out,
+                 char       **why)
+{
+  g_autofree char *source = napkin_calibrate_wgmma_source ();
+  g_autofree char *log = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GBytes) cubin = napkin_nvrtc_compile (source, "sm_90a", &log, &error);
+  const char *kernels[][2] = { { "cal_wgmma_fp16", "fp16" }, { "cal_wgmma_bf16", "bf16" } };
+  json_object *result;
+  CUmodule module;
+  int iters = 4096;
+  void *params[] = { &out, &iters };
+
+  if (cubin == NULL)
+    {
+      *why = g_strdup_printf ("the wgmma loop did not compile: %s", error->message);
+      return NULL;
+    }
+  if (!check (cu.ModuleLoadData (&module, g_bytes_get_data (cubin, NULL)), "loading the wgmma loop", why))
+    return NULL;
+  result = json_object_new_object ();
+  for (guint i = 0; i < G_N_ELEMENTS (kernels); i++)
+    {
+      CUfunction fn;
+      double ms, flops = napkin_calibrate_wgmma_flops (sms, iters);
+      json_object *t;
+
+      progress (0.92 + 0.03 * i, kernels[i][0]);
+      if (!check (cu.ModuleGetFunction (&fn, module, kernels[i][0]), kernels[i][0], why)
+          || !cal_time (fn, sms, NAPKIN_CAL_WGMMA_THREADS, params, 2, &ms, why))
+        {
+          json_object_put (result);
+          return NULL;
+        }
+      t = json_object_new_object ();
+      json_object_object_add (t, "flops_per_s", json_object_new_double (flops / (ms * 1e-3)));
+      json_object_object_add (t, "per_sm_per_clock", json_object_new_double (flops / (ms * 1e-3) / sms / (clock_khz * 1e3)));
+      json_object_object_add (t, "instruction", json_object_new_string ("wgmma.mma_async m64n256k16"));
+      json_object_object_add (result, kernels[i][1], t);
+    }
+  return result;
+}
+
 static int
 run_calibrate (const char  *arch,
                int          sms,
@@ -699,6 +757,18 @@ run_calibrate (const char  *arch,
       }
     }
   json_object_object_add (m, "tensor", tensor);
+  if (g_str_has_prefix (arch, "sm_90"))
+    {
+      /* Hopper: the wgmma path too; a failure is reported, never fatal (calibrate then
+       * keeps the datasheet's dense peak and says so) */
+      g_autofree char *why = NULL;
+      json_object *wgmma = calibrate_wgmma (sms, clock_khz, out, &why);
+
+      if (wgmma != NULL)
+        json_object_object_add (m, "tensor_wgmma", wgmma);
+      else
+        json_object_object_add (m, "tensor_wgmma_error", json_object_new_string (why));
+    }
   cu.MemFree (a);
   cu.MemFree (b);
   cu.MemFree (out);
@@ -836,6 +906,7 @@ main (int    argc,
   cu.DeviceGetAttribute (&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
   cu.DeviceGetAttribute (&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
   cu.DeviceGetAttribute (&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+  sm_count = sms;
   cu.DeviceGetAttribute (&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device);
   cu.DeviceGetAttribute (&mem_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, device);
   cu.DeviceGetAttribute (&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device);

@@ -99,5 +99,48 @@ check "--tile REGION.stages=N sets the pipeline stages" sh -c "'$CLI' analyze '$
 check "--tile REGION.stages=9 is a usage error (2)" test "$(rc "$CLI" analyze "$EX/matmul-tiled.napkin" --tile block.stages=9)" = 2
 check "tune on flash-attention (4224 queries and keys, d 64): q tiles of 192, key chunks of 176, 2-6 stages, under a second" sh -c "'$CLI' tune '$EX/flash-attention.napkin' --axis q=4224 --axis k=4224 --axis d=64 --top 1000 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); t=[c[\"tiles\"] for c in d[\"best\"]]; assert d[\"seconds\"] < 1.0, d[\"seconds\"]; assert any(\"block.q=192\" in x for x in t) and any(\"block.k~176\" in x for x in t); assert {int(x.split(\"block.stages=\")[1]) for x in t} >= {2, 3, 4}, t'"
 
+# calibrate through a stand-in runner: the H100 figures of docs/gpu-runs, with and without
+# the wgmma loop's result. On Hopper mma.sync goes to tensor_mma_sync and tensor keeps the
+# wgmma path: measured, or the datasheet's peak when the loop failed.
+cat > "$TMP/calrunner" <<'SH'
+#!/bin/sh
+python3 - "$FAKE_WGMMA" <<'PY'
+import json, sys
+t = lambda f: {"flops_per_s": f * 1e12, "instruction": "mma.sync"}
+cal = {"launch_overhead_s": 4.07e-6, "hbm_bytes_per_s": 2.809e12, "smem_bytes_per_clock_per_sm": 87.28,
+       "tensor": {"fp16": t(645.1), "bf16": t(645.4), "tf32": t(322.7), "int8": t(1290.6)}}
+if sys.argv[1] == "yes":
+    cal["tensor_wgmma"] = {"fp16": {"flops_per_s": 812.5e12}, "bf16": {"flops_per_s": 810.0e12}}
+else:
+    cal["tensor_wgmma_error"] = "the wgmma loop did not compile: (stand-in)"
+print(json.dumps({"gpu": {"name": "NVIDIA H100 80GB HBM3", "sms": 132, "clock_mhz": 1980}, "arch": "sm_90a",
+                  "calibration": cal, "status": "ok", "exit_status": 0}))
+PY
+SH
+chmod +x "$TMP/calrunner"
+mkdir -p "$TMP/archs"
+for w in yes no; do
+  NAPKIN_RUNNER="$TMP/calrunner" FAKE_WGMMA=$w "$CLI" calibrate -o "$TMP/archs/h100-measured.json" > "$TMP/cal-$w.txt" 2>&1
+  NAPKIN_ARCH_DIR="$TMP/archs" "$CLI" analyze "$EX/matmul-tiled.napkin" --arch h100-measured --format json > "$TMP/cal-$w.json" 2>&1
+  check "calibrate (wgmma measured: $w): the profile loads, mma.sync in tensor_mma_sync, wgmma in tensor" python3 - "$TMP/archs/h100-measured.json" "$w" "$TMP/cal-$w.txt" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1])); out = open(sys.argv[3]).read()
+rate = lambda f: f["value"] * 132 * p["tensor_clock_mhz"]["value"] * 1e6 / 1e12
+assert abs(rate(p["tensor_mma_sync"]["fp16"]) - 645.1) < 0.1, p["tensor_mma_sync"]
+if sys.argv[2] == "yes":
+    assert abs(rate(p["tensor"]["fp16"]) - 812.5) < 0.1 and "wgmma m64n256k16" in p["tensor"]["fp16"]["source"]
+    assert "wgmma fp16 812 bf16 810 TFLOP/s (measured)" in out, out
+else:
+    assert abs(rate(p["tensor"]["fp16"]) - 989.4) < 0.5 and "the wgmma loop did not run" in p["tensor"]["fp16"]["source"]
+    assert "wgmma not measured (the wgmma loop did not compile: (stand-in))" in out, out
+assert abs(rate(p["tensor"]["tf32"]) - 494.7) < 0.5 and abs(rate(p["tensor_mma_sync"]["tf32"]) - 322.7) < 0.1
+PY
+  check "calibrate (wgmma measured: $w): wgmma regions at tensor, the others at tensor_mma_sync" python3 - "$TMP/cal-$w.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["arch"] == "h100-measured" and d["kernels"][0]["tensor_path"] == "wgmma", d["kernels"][0]
+PY
+done
+
 echo "1..$n"
 exit $fail
