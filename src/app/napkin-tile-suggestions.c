@@ -800,13 +800,28 @@ show_measured (NapkinTileSuggestions *self,
       && json_object_object_get_ex (v, "median", &median) && json_object_get_double (median) > 0)
     {
       g_autofree char *time = NULL;
+      g_autoptr(GString) kernels = g_string_new (NULL);
+      gboolean generic = FALSE;
 
+      /* which skeletons ran: a generic loop nest is not what the model ranks */
+      if (json_object_object_get_ex (run, "kernels", &v) && json_object_is_type (v, json_type_array))
+        for (size_t k = 0; k < json_object_array_length (v); k++)
+          {
+            json_object *skeleton;
+            const char *name = json_object_object_get_ex (json_object_array_get_idx (v, k), "skeleton", &skeleton)
+                               ? json_object_get_string (skeleton) : "?";
+
+            g_string_append_printf (kernels, "%s%s", k ? ", " : "", name);
+            generic |= g_strcmp0 (name, "generic") == 0;
+          }
       self->measured[i] = json_object_get_double (median) / 1e3;
       time = napkin_format_si (self->measured[i], "s");
       /* measured over predicted: how far the model is for this relabeling */
-      text = g_strdup_printf ("%s (%.2f×)", time, self->measured[i] / c->predicted_time_s);
-      tip = g_strdup_printf (_("Median of %d runs on the local GPU, %.2f× the predicted time"), MEASURE_REPEATS,
-                             self->measured[i] / c->predicted_time_s);
+      text = generic ? g_strdup_printf (_("%s (%.2f×, generic)"), time, self->measured[i] / c->predicted_time_s)
+                     : g_strdup_printf ("%s (%.2f×)", time, self->measured[i] / c->predicted_time_s);
+      tip = g_strdup_printf (_("Median of %d runs on the local GPU, %.2f× the predicted time; kernels: %s"),
+                             MEASURE_REPEATS, self->measured[i] / c->predicted_time_s,
+                             kernels->len ? kernels->str : "?");
     }
   else
     {

@@ -117,9 +117,9 @@ regions_json (NapkinWindow *window)
   return text;
 }
 
-static const char *
-label_text_in (GtkWidget *root,
-               guint      index)
+static GtkWidget *
+label_in (GtkWidget *root,
+          guint      index)
 {
   guint i = 0;
 
@@ -129,7 +129,7 @@ label_text_in (GtkWidget *root,
       GtkWidget *child = gtk_widget_get_first_child (w);
 
       if (GTK_IS_LABEL (w) && i++ == index)
-        return gtk_label_get_text (GTK_LABEL (w));
+        return w;
       if (child != NULL)
         {
           w = child;
@@ -142,6 +142,15 @@ label_text_in (GtkWidget *root,
       w = gtk_widget_get_next_sibling (w);
     }
   return NULL;
+}
+
+static const char *
+label_text_in (GtkWidget *root,
+               guint      index)
+{
+  GtkWidget *label = label_in (root, index);
+
+  return label ? gtk_label_get_text (GTK_LABEL (label)) : NULL;
 }
 
 /* The window with its popover drawn where it shows on screen, as one PNG. */
@@ -528,6 +537,27 @@ test_measure (void)
     }
   g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), "Measured 3 of the best 3"));
   g_assert_true (gtk_widget_is_sensitive (measure));
+
+  /* a result recorded from the real runner (H200): its median, and its skeleton in the tooltip */
+  {
+    g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "runner",
+                                              "h200-matmul-tiled.json", NULL);
+    json_object *recorded = json_object_from_file (path);
+    json_object *time_ms = json_object_object_get (recorded, "time_ms");
+    double median = json_object_get_double (json_object_object_get (time_ms, "median"));
+    GtkWidget *cell;
+
+    g_assert_nonnull (recorded);
+    set_fake_runner (s, "recorded");
+    napkin_tile_suggestions_measure (s, 1);
+    wait_measured (s);
+    g_assert_cmpfloat_with_epsilon (napkin_tile_suggestions_get_measured (s, 0), median / 1e3, 1e-12);
+    cell = label_in (find_named (GTK_WIDGET (s), "suggestion-0"), 6);
+    g_assert_nonnull (cell);
+    g_assert_nonnull (strstr (gtk_widget_get_tooltip_text (cell), "kernels: gemm-mma"));
+    g_assert_true (isnan (napkin_tile_suggestions_get_measured (s, 1)));
+    json_object_put (recorded);
+  }
 
   /* a kernel that brings the runner down: each row says so, nothing measured */
   set_fake_runner (s, "crash");
