@@ -13,8 +13,9 @@
 #include <algorithm>
 #include "wgmma-prelude.h"
 
-typedef cudaError_t (*Launch) (NapkinArgs, const NapkinTensorMap *, const NapkinTensorMap *, int, int);
-struct Inst { const char *name; int bm, bn, stages; long m, n, k; Launch launch; };
+typedef cudaError_t (*Launch) (NapkinArgs, const NapkinTensorMap *, const NapkinTensorMap *, const NapkinTensorMap *,
+                                int, int);
+struct Inst { const char *name; int bm, bn, stages, persistent; long m, n, k; Launch launch; };
 #include "wgmma-inst.h"
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf (stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString (e_)); exit (1); } } while (0)
@@ -167,16 +168,21 @@ int main (int argc, char **argv)
                   cub_ms, flops / cub_ms / 1e9, 1.0, cub_err);
           fflush (stdout);
         }
-      NapkinTensorMap ta, tb;
+      NapkinTensorMap ta, tb, tc;
       make_map (&ta, A, K, M, 64, in.bm);
       make_map (&tb, B, N, K, 64, 64);
+      make_map (&tc, C, N, M, 64, 64);   /* bf16 C: 64-column × 64-row pieces */
       NapkinArgs args;
       memset (&args, 0, sizeof args);
       args.p[0] = A; args.p[1] = B; args.p[2] = C;
-      int grid = (int) ((M / in.bm) * (N / in.bn));
-      int smem = in.stages * (in.bm * 64 + 64 * in.bn) * 2 + 1024 + 2 * 8 * in.stages;
+      int grid = (int) ((M / in.bm) * (N / in.bn)), sms = 0;
+      CK (cudaDeviceGetAttribute (&sms, cudaDevAttrMultiProcessorCount, 0));
+      if (in.persistent && grid > sms)
+        grid = sms;   /* one block per SM, each looping over tiles */
+      int smem = in.stages * (in.bm * 64 + 64 * in.bn) * 2 + 1024 + 2 * 8 * in.stages
+                 + (in.persistent ? 2 * (in.bm == 64 ? 1 : 2) * 8192 : 0);   /* C store buffers */
       CK (cudaMemset (C, 0xff, M * N * 2));
-      CK (in.launch (args, &ta, &tb, grid, smem));
+      CK (in.launch (args, &ta, &tb, &tc, grid, smem));
       CK (cudaGetLastError ());
       cudaError_t e = cudaDeviceSynchronize ();
       if (e != cudaSuccess)
@@ -185,7 +191,7 @@ int main (int argc, char **argv)
           return 1;
         }
       double err = rel_error (C, R, M * N);
-      double ms = median_ms ([&] () { in.launch (args, &ta, &tb, grid, smem); }, reps);
+      double ms = median_ms ([&] () { in.launch (args, &ta, &tb, &tc, grid, smem); }, reps);
       CK (cudaGetLastError ());
       printf ("%-22s %-16s %9.3f %9.1f %9.3f %9.1f %7.3f %10.2e%s\n", size, in.name, ms, flops / ms / 1e9, cub_ms,
               flops / cub_ms / 1e9, cub_ms / ms, err, err < 1e-2 ? "" : "  WRONG");

@@ -45,6 +45,7 @@ typedef struct
   gint64   workspace_bytes;  /* device memory for tiles, all blocks together */
   char    *note;             /* why a skeleton was or was not used, or NULL */
   GArray  *tensor_maps;      /* NapkinCudaTensorMap, extra parameters in order; NULL: none */
+  gboolean persistent;       /* loops over its work: launch MIN (grid, the GPU's SMs) blocks */
 } NapkinCudaKernel;
 
 typedef struct

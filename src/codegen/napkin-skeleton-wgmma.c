@@ -20,14 +20,14 @@
 
 #define REFUSE(...) do { *note = g_strdup_printf ("gemm-wgmma skeleton not used: " __VA_ARGS__); return FALSE; } while (0)
 
-/* Shared memory the skeleton asks for: the stages, 1 KB to align them for the 128-byte
- * swizzle, two mbarriers per stage. */
+/* Shared memory the skeleton asks for: the stages, two 8 KB store buffers per consumer
+ * warpgroup, 1 KB to align them for the 128-byte swizzle, two mbarriers per stage. */
 static gint64
 wgmma_smem (gint64 BM,
             gint64 BN,
             gint64 stages)
 {
-  return stages * (BM * BK_WGMMA + BK_WGMMA * BN) * 2 + 1024 + 16 * stages;
+  return stages * (BM * BK_WGMMA + BK_WGMMA * BN) * 2 + 2 * (BM == 64 ? 1 : 2) * 8192 + 1024 + 16 * stages;
 }
 
 gboolean
@@ -39,7 +39,7 @@ _napkin_cuda_gemm_wgmma (const NapkinGemmShape  *g,
 {
   gint64 stages, smem, consumers, acc;
   NapkinCudaKernel *ck;
-  NapkinCudaTensorMap maps[2];
+  NapkinCudaTensorMap maps[3];
 
   *note = NULL;
   if (!(module->flags & NAPKIN_CODEGEN_SM90A))
@@ -94,14 +94,17 @@ _napkin_cuda_gemm_wgmma (const NapkinGemmShape  *g,
     g_string_append (out, text);
   }
 
-  /* A: K contiguous, boxes of 64 × BM; B: N contiguous, boxes of 64 × 64. */
+  /* A: K contiguous, boxes of 64 × BM; B: N contiguous, boxes of 64 × 64; C (stored):
+   * 128-byte rows × 64. */
   maps[0] = (NapkinCudaTensorMap) { g->a_slot, g->ab_dtype, g->K, g->M, BK_WGMMA, (guint) g->BM, 128 };
   maps[1] = (NapkinCudaTensorMap) { g->b_slot, g->ab_dtype, g->N, g->K, 64, BK_WGMMA, 128 };
+  maps[2] = (NapkinCudaTensorMap) { g->c_slot, g->c_dtype, g->N, g->M, 128 / napkin_dtype_bytes (g->c_dtype), 64, 128 };
 
   ck = g_new0 (NapkinCudaKernel, 1);
   ck->name = g_strdup (name);
   ck->skeleton = g_strdup ("gemm-wgmma");
-  ck->grid = (g->M / g->BM) * (g->N / g->BN);
+  ck->grid = (g->M / g->BM) * (g->N / g->BN);   /* tiles; launched as MIN (tiles, SMs) */
+  ck->persistent = TRUE;
   ck->threads = (guint) (128 * (1 + consumers));
   ck->smem_bytes = smem;
   ck->dynamic_smem = smem;
@@ -110,7 +113,7 @@ _napkin_cuda_gemm_wgmma (const NapkinGemmShape  *g,
   ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", chunk %" G_GINT64_FORMAT
                               " (as %" G_GINT64_FORMAT " of 64), %" G_GINT64_FORMAT " stages of 64, TMA loads "
                               "(128-byte swizzle), 1 producer + %" G_GINT64_FORMAT " consumer warpgroups, wgmma m64n%"
-                              G_GINT64_FORMAT "k16",
+                              G_GINT64_FORMAT "k16, persistent grid, TMA stores",
                               g->BM, g->BN, g->BK, g->BK / BK_WGMMA, stages, consumers, g->BN);
   g_ptr_array_add (module->kernels, ck);
   return TRUE;

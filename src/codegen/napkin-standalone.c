@@ -55,8 +55,14 @@ print_tables (GString                *out,
                                        G_GINT64_FORMAT "ULL, %u, %u, %u);\n", i, tm->slot, (int) tm->dtype,
                                   tm->inner, tm->outer, tm->box_inner, tm->box_outer, tm->swizzle);
         }
-      g_string_append_printf (out, "      ready = true;\n    }\n    %s<<<%" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT
-                                   ">>> (a", ck->name, ck->grid, ck->threads, ck->dynamic_smem);
+      g_string_append (out, "      ready = true;\n    }\n");
+      if (ck->persistent)   /* at most one block per SM: the kernel loops over its tiles */
+        g_string_append_printf (out, "    int sms = 0; CHECK (cudaDeviceGetAttribute (&sms, cudaDevAttrMultiProcessorCount, 0));\n"
+                                     "    %s<<<std::min (%" G_GINT64_FORMAT "L, (long) sms), %u, %" G_GINT64_FORMAT ">>> (a",
+                                ck->name, ck->grid, ck->threads, ck->dynamic_smem);
+      else
+        g_string_append_printf (out, "    %s<<<%" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ">>> (a", ck->name, ck->grid,
+                                ck->threads, ck->dynamic_smem);
       for (guint i = 0; i < n_maps; i++)
         g_string_append_printf (out, ", m[%u]", i);
       g_string_append (out, ");\n  }\n");

@@ -333,11 +333,12 @@ test_wgmma (void)
   g_assert_cmpstr (k->skeleton, ==, "gemm-wgmma");
   g_assert_cmpint (k->grid, ==, 64 * 32);
   g_assert_cmpuint (k->threads, ==, 384);   /* producer + 2 consumer warpgroups */
-  g_assert_cmpint (k->dynamic_smem, ==, 4 * (128 * 64 + 64 * 256) * 2 + 1024 + 16 * 4);
+  g_assert_cmpint (k->dynamic_smem, ==, 4 * (128 * 64 + 64 * 256) * 2 + 4 * 8192 + 1024 + 16 * 4);
+  g_assert_true (k->persistent);
   g_assert_nonnull (strstr (h->source, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"));
   g_assert_nonnull (strstr (h->source, "cp.async.bulk.tensor.2d"));
   g_assert_nonnull (k->tensor_maps);
-  g_assert_cmpuint (k->tensor_maps->len, ==, 2);
+  g_assert_cmpuint (k->tensor_maps->len, ==, 3);
   map = &g_array_index (k->tensor_maps, NapkinCudaTensorMap, 0);   /* A: K contiguous, 64 × BM boxes */
   g_assert_cmpint (map->inner, ==, 8192);
   g_assert_cmpuint (map->box_inner, ==, 64);
@@ -348,6 +349,10 @@ test_wgmma (void)
   g_assert_cmpuint (map->box_inner, ==, 64);
   g_assert_cmpuint (map->box_outer, ==, 64);
   g_assert_cmpint (map->slot, !=, g_array_index (k->tensor_maps, NapkinCudaTensorMap, 0).slot);
+  map = &g_array_index (k->tensor_maps, NapkinCudaTensorMap, 2);   /* C: stored in 64 × 64 pieces */
+  g_assert_cmpint (map->inner, ==, 8192);
+  g_assert_cmpuint (map->box_inner, ==, 64);
+  g_assert_cmpuint (map->box_outer, ==, 64);
 
   k = g_ptr_array_index (a->kernels, 0);
   g_assert_cmpstr (k->skeleton, ==, "gemm-mma");
@@ -409,7 +414,7 @@ test_wgmma (void)
                                src, NULL };
 
         g_assert_nonnull (strstr (cu, "-gencode=arch=compute_90a,code=sm_90a"));
-        g_assert_nonnull (strstr (cu, "napkin_tensor_map (&m[1]"));
+        g_assert_nonnull (strstr (cu, "napkin_tensor_map (&m[2]"));
         g_file_set_contents (src, cu, -1, &error);
         g_assert_no_error (error);
         g_free (err);
