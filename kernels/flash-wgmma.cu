@@ -17,7 +17,9 @@
  *    on the stage's "empty" mbarrier when its products have read it.
  * With OVERLAP, the next chunk's Q·Kᵀ is issued before this chunk's P·V, and the softmax
  * exponentials of the next chunk run while P·V is in flight (FlashAttention-3's
- * intra-warpgroup pipelining).
+ * intra-warpgroup pipelining); with PINGPONG the consumer warpgroups also take turns to
+ * issue their products (named barriers), so that one's softmax overlaps another's wgmmas
+ * (its inter-warpgroup "ping-pong" schedule).
  * Napkin fills the parameters written between at-signs; WGMMA is the two wgmma wrappers and
  * the accumulator fences for these sizes (one asm operand per accumulator register).
  * Requires BQ % 64 == 0, BKV % 16 == 0, BKV <= 256, D ∈ {64, 128}, NQ % BQ == NKV % BKV == 0. */
@@ -29,6 +31,9 @@
 #define W_THREADS ((W_NWG + 1) * 128)
 #define W_OVERLAP @OVERLAP@
 #define W_TMA @TMA@
+/* With OVERLAP and several consumers: the consumers take turns issuing their products
+ * (named barriers 1…NWG), so one's softmax runs while another's wgmmas do. */
+#define W_PINGPONG (@PINGPONG@ && W_OVERLAP && W_NWG > 1)
 /* Bytes of one 64-column slice of a tile of R rows, and of whole tiles. */
 #define W_Q_BYTES (W_BQ * W_D * 2)
 #define W_KV_BYTES (W_BKV * W_D * 2)
@@ -334,10 +339,22 @@ extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
 
       @NAME@_wait (q_full, 0);
 #if W_OVERLAP
+#if W_PINGPONG
+      /* Consumer c issues after c − 1 (cyclically) and hands over when its wgmmas are issued. */
+#define W_TURN_BEGIN() asm volatile ("bar.sync %0, 256;" :: "r" (1 + c) : "memory")
+#define W_TURN_END() asm volatile ("bar.arrive %0, 256;" :: "r" (1 + (c + 1) % W_NWG) : "memory")
+      if (c == W_NWG - 1)
+        W_TURN_END ();   /* the first turn is consumer 0's */
+#else
+#define W_TURN_BEGIN() do { } while (0)
+#define W_TURN_END() do { } while (0)
+#endif
       {
         float c0, c1;
 
+        W_TURN_BEGIN ();
         W_ISSUE_QK (0);
+        W_TURN_END ();
         asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
         @NAME@_fence_s (s);
         W_SOFTMAX (c0, c1);
@@ -347,8 +364,10 @@ extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
         {
           float c0, c1;
 
+          W_TURN_BEGIN ();
           W_ISSUE_QK (kc + 1);
           W_ISSUE_PV (kc);
+          W_TURN_END ();
           /* Groups complete in order: the newest (P·V) may still run. */
           asm volatile ("wgmma.wait_group.sync.aligned 1;" ::: "memory");
           @NAME@_fence_s (s);
@@ -359,10 +378,16 @@ extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
           W_RESCALE_O (c0, c1);
           W_PACK_P ();
         }
+      W_TURN_BEGIN ();
       W_ISSUE_PV (chunks - 1);
+      /* Every turn handed over is taken: the last consumer keeps its last one. */
+      if (c != W_NWG - 1)
+        W_TURN_END ();
       asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
       @NAME@_fence_o (o);
       @NAME@_arrive (W_EMPTY ((chunks - 1) % W_ST));
+#undef W_TURN_BEGIN
+#undef W_TURN_END
 #else
       for (int kc = 0; kc < chunks; kc++)
         {
@@ -423,5 +448,6 @@ extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
 #undef W_THREADS
 #undef W_OVERLAP
 #undef W_TMA
+#undef W_PINGPONG
 #undef W_Q_BYTES
 #undef W_KV_BYTES

@@ -11,23 +11,24 @@ import argparse, math, os, re, subprocess, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# (d, q tile, key tile, stages, overlap, tma); N = 4096 takes q and key tiles dividing it.
+# (d, q tile, key tile, stages, overlap, tma, ping-pong); N = 4096 takes q and key tiles
+# dividing it.
 CONFIGS = [
-    (128, 128, 128, 2, 0, 0),
-    (128, 128, 128, 3, 0, 0),
-    (128, 128, 128, 3, 1, 0),
-    (128, 128, 128, 2, 0, 1),
-    (128, 128, 128, 2, 1, 1),
-    (128, 128, 128, 3, 0, 1),
-    (128, 128, 128, 3, 1, 1),
-    (128, 128, 64, 4, 1, 1),
-    (64, 128, 128, 2, 0, 0),
-    (64, 128, 128, 4, 1, 0),
-    (64, 128, 128, 2, 1, 1),
-    (64, 128, 128, 4, 0, 1),
-    (64, 128, 128, 4, 1, 1),
-    (64, 128, 64, 4, 1, 1),
-    (64, 128, 256, 3, 0, 1),
+    (128, 128, 128, 2, 0, 0, 0),
+    (128, 128, 128, 3, 1, 0, 0),
+    (128, 128, 128, 3, 0, 1, 0),
+    (128, 128, 128, 3, 1, 1, 0),
+    (128, 128, 128, 3, 1, 1, 1),
+    (128, 128, 128, 2, 1, 1, 1),
+    (128, 128, 64, 4, 1, 1, 1),
+    (128, 128, 64, 2, 1, 1, 1),
+    (64, 128, 128, 4, 0, 1, 0),
+    (64, 128, 128, 4, 1, 1, 0),
+    (64, 128, 128, 4, 1, 1, 1),
+    (64, 128, 128, 2, 1, 1, 1),
+    (64, 128, 64, 4, 1, 1, 1),
+    (64, 128, 256, 3, 0, 1, 0),
+    (64, 64, 128, 4, 1, 1, 1),
 ]
 B, H, N = 4, 16, 4096
 
@@ -77,12 +78,12 @@ static __device__ __forceinline__ void
 """
 
 
-def instantiate(template, name, d, bq, bkv, stages, overlap, tma, nq, nkv):
+def instantiate(template, name, d, bq, bkv, stages, overlap, tma, pingpong, nq, nkv):
     prod, cons = registers(bq // 64)
     params = {
         "WGMMA": wgmma_wrappers(name, bkv, d, "f16"),
         "NAME": name, "BQ": str(bq), "BKV": str(bkv), "D": str(d), "STAGES": str(stages),
-        "OVERLAP": str(overlap), "TMA": str(tma), "NQ": str(nq), "NKV": str(nkv),
+        "OVERLAP": str(overlap), "TMA": str(tma), "PINGPONG": str(pingpong), "NQ": str(nq), "NKV": str(nkv),
         "ALPHA": "%.9e" % (1 / math.sqrt(d)), "T": "napkin_f16", "OT": "napkin_f16", "MMA": "f16",
         "QS": "0", "KS": "1", "VS": "2", "OS": "3",
         "PRODUCER_REGS": str(prod), "CONSUMER_REGS": str(cons),
@@ -108,11 +109,11 @@ def main():
     template = open(os.path.join(ROOT, "kernels", "flash-wgmma.cu")).read()
     chosen = [c for i, c in enumerate(CONFIGS) if not a.only or i in a.only]
     parts, table = [], []
-    for i, (d, bq, bkv, st, ov, tma) in enumerate(chosen):
+    for i, (d, bq, bkv, st, ov, tma, pp) in enumerate(chosen):
         name = "attn_c%d" % i
-        parts.append(instantiate(template, name, d, bq, bkv, st, ov, tma, N, N))
-        table.append('  { "d%d q%d k%d st%d ov%d %s", (const void *) %s, %d, %d, %d, %d, %d, %d },'
-                     % (d, bq, bkv, st, ov, "tma" if tma else "cp.async", name, tma, d, bq, bkv,
+        parts.append(instantiate(template, name, d, bq, bkv, st, ov, tma, pp, N, N))
+        table.append('  { "d%d q%d k%d st%d ov%d %s%s", (const void *) %s, %d, %d, %d, %d, %d, %d },'
+                     % (d, bq, bkv, st, ov, "tma" if tma else "cp.async", " pp" if pp else "", name, tma, d, bq, bkv,
                         (bq // 64 + 1) * 128, smem_bytes(d, bq, bkv, st)))
     with open(os.path.join(a.out, "wgmma-attention-kernels.cuh"), "w") as f:
         f.write("\n".join(parts))

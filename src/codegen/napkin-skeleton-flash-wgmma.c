@@ -157,11 +157,13 @@ _napkin_cuda_flash_wgmma (const NapkinFlashShape  *f,
             f->BKV, f->D, need, consumers, consumer_regs);
   if (f->batch * MAX (f->NQ, f->NKV) > G_MAXINT32)
     REFUSE ("tensor-map coordinates are 32-bit: batch × sequence must stay below 2³¹ rows");
-  /* Issuing the next chunk's Q·Kᵀ before this chunk's P·V keeps the tensor cores busy
-   * during the softmax but needs the next K in while V is still read: measured on the
-   * H100 (docs/perf-notes.md), it pays at d = 128 with 3 stages (558 vs 543 TFLOP/s) and
-   * not at d = 64 (375 vs 385 with 4 stages) nor with 2 stages. */
-  overlap = stages >= 3 && f->D == 128;
+  /* Issuing the next chunk's Q·Kᵀ before this chunk's P·V, and taking turns between the
+   * consumers (ping-pong), keeps the tensor cores busy during the softmax but wants the
+   * next K in while V is still read. Measured on the H100 (docs/perf-notes.md): it pays
+   * with 3 or more stages (d 128, keys 128: 590 TFLOP/s vs 541 without; d 64, 4 stages:
+   * 425 vs 383) and with 2 stages of 128 keys (544 vs 533), not with 2 stages of 64 keys
+   * (426 vs 505: the next K arrives too late). */
+  overlap = stages >= 3 || f->BKV >= 128;
 
   {
     char alpha_text[G_ASCII_DTOSTR_BUF_SIZE];
@@ -175,6 +177,7 @@ _napkin_cuda_flash_wgmma (const NapkinFlashShape  *f,
       { "STAGES", g_strdup_printf ("%" G_GINT64_FORMAT, stages) },
       { "OVERLAP", g_strdup (overlap ? "1" : "0") },
       { "TMA", g_strdup ("1") },
+      { "PINGPONG", g_strdup ("1") },
       { "NQ", g_strdup_printf ("%" G_GINT64_FORMAT, f->NQ) },
       { "NKV", g_strdup_printf ("%" G_GINT64_FORMAT, f->NKV) },
       { "ALPHA", g_strdup (g_ascii_formatd (alpha_text, sizeof alpha_text, "%.9e", f->alpha)) },
@@ -217,7 +220,8 @@ _napkin_cuda_flash_wgmma (const NapkinFlashShape  *f,
                               G_GINT64_FORMAT " consumer warpgroups, wgmma m64n%" G_GINT64_FORMAT "k16 and m64n%"
                               G_GINT64_FORMAT "k16 (P in registers)%s",
                               f->BQ, f->BKV, stages, consumers, f->BKV, f->D,
-                              overlap ? ", next Q·Kᵀ overlapped with P·V" : "");
+                              !overlap ? "" : consumers > 1 ? ", next Q·Kᵀ overlapped with P·V, consumers in turn"
+                                                            : ", next Q·Kᵀ overlapped with P·V");
   g_ptr_array_add (module->kernels, ck);
   return TRUE;
 }

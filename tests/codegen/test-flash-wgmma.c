@@ -103,6 +103,19 @@ test_choose (void)
   g_assert_cmpint (q->slot, !=, kk->slot);
   g_assert_cmpint (kk->slot, !=, v->slot);
 
+  /* Chunks of 128 keys, 3 stages: the next Q·Kᵀ overlaps P·V and the consumers take turns. */
+  {
+    g_autoptr(NapkinDiagram) d3 = flash (3, NULL, NULL, "block.k=128");
+    g_autoptr(NapkinCudaModule) h3 = generate (d3, 0, NAPKIN_CODEGEN_SM90A, NULL);
+
+    k = only_kernel (h3);
+    g_assert_cmpstr (k->skeleton, ==, "flash-wgmma");
+    g_assert_nonnull (strstr (h3->source, "#define W_OVERLAP 1"));
+    g_assert_nonnull (strstr (h3->source, "bar.sync"));
+    g_assert_nonnull (strstr (k->note, "consumers in turn"));
+    g_assert_cmpint (k->dynamic_smem, ==, 1024 + 128 * 128 * 2 + 2 * 3 * 128 * 128 * 2 + 8 * 10);
+  }
+
   k = only_kernel (a);
   g_assert_cmpstr (k->skeleton, ==, "flash-mma");
   g_assert_null (k->tensor_maps);
