@@ -44,11 +44,31 @@ run d128-k128-s3 "${N4[@]}" --axis d=128 --tile block.k=128 --tile block.stages=
 run d128-k64-s2 "${N4[@]}" --axis d=128
 run d128-mma-k64-s2 --runner "${N4[@]}" --axis d=128 --arch sm_90
 run d64-k128-s4 "${N4[@]}" --axis d=64 --tile block.k=128 --tile block.stages=4
-run d64-k64-s4 "${N4[@]}" --axis d=64 --tile block.k=64 --tile block.stages=4
+run d64-k128-s2 "${N4[@]}" --axis d=64 --tile block.k=128 --tile block.stages=2
 run d64-mma-k64-s2 --runner "${N4[@]}" --axis d=64 --arch sm_90
 run n16k-check-b1h1 --axis b=1 --axis h=1 --axis q=16384 --axis k=16384 --axis d=128 --tile block.k=128 --tile block.stages=3
 run n16k-b2h16 --axis b=2 --axis h=16 --axis q=16384 --axis k=16384 --axis d=128 --tile block.k=128 --tile block.stages=3 \
     --no-reference
+# What the model's search picks and how its picks measure (TUNE=0 skips)
+if [ "${TUNE:-1}" = 1 ]; then
+  for d in 128 64; do
+    "$pack/bin/napkin-cli" tune "$f" "${N4[@]}" --axis d=$d --arch h100 --measure 3 --repeats 20 --timeout 200 --json \
+      > "$OUT/tune-d$d.json" 2> "$OUT/tune-d$d.err"
+    python3 - "$OUT/tune-d$d.json" $d <<'PY' | tee -a "$table"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except Exception as e:
+    print('tune d%s: no JSON (%s)' % (sys.argv[2], e)); sys.exit()
+for m in r.get('measured', []):
+    print('tune d%s %-8s %-12s pred %7.4f ms meas %s  %s' % (sys.argv[2], m.get('status'), m.get('kernel'),
+          1e3 * (m.get('predicted_time_s') or 0), '%.4f ms' % (1e3 * m['measured_time_s']) if m.get('measured_time_s') else '-',
+          m.get('tiles')))
+print('tune d%s spearman %s' % (sys.argv[2], r.get('spearman')))
+PY
+  done
+fi
+
 PYTHONUNBUFFERED=1 python3 - <<'PY' 2>&1 | tee -a "$table"
 import sys; sys.path.insert(0, 'bench/gpu')
 import baselines as b
