@@ -154,9 +154,18 @@ recover_entry (NapkinApplication          *self,
    * started later offers it too. */
   if (!napkin_autosave_claim (dir, entry, &claim_error))
     g_message ("%s", claim_error->message);
-  if (window == NULL || !napkin_window_is_pristine (window))
-    window = napkin_window_new (GTK_APPLICATION (self));
   file = entry->path ? g_file_new_for_path (entry->path) : NULL;
+  if (window == NULL || !napkin_window_is_pristine (window))
+    window = NULL;
+  /* The same file already open and unchanged (`napkin FILE` after a crash): the
+   * recovered edits go there rather than into a second window on that file. */
+  for (GList *l = gtk_application_get_windows (GTK_APPLICATION (self)); l && file; l = l->next)
+    if (NAPKIN_IS_WINDOW (l->data) && napkin_window_get_file (l->data)
+        && g_file_equal (napkin_window_get_file (l->data), file)
+        && !napkin_history_get_modified (napkin_window_get_history (l->data)))
+      window = l->data;
+  if (window == NULL)
+    window = napkin_window_new (GTK_APPLICATION (self));
   napkin_window_recover (window, diagram, file, entry->id);
   gtk_window_present (GTK_WINDOW (window));
   return window;

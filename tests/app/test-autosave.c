@@ -291,6 +291,12 @@ test_recovery_dialog (void)
   g_autoptr(NapkinDiagram) untitled = napkin_diagram_new ();
   g_autofree char *edited_id = NULL;
   g_autofree char *untitled_id = NULL;
+  g_autofree char *again_path = copy_example ("softmax.napkin", "again.napkin");
+  g_autoptr(NapkinDiagram) again = napkin_diagram_load_from_file (again_path, NAPKIN_LOAD_DEFAULT, NULL);
+  g_autofree char *again_id = NULL;
+  g_autofree char *again_expected = NULL;
+  NapkinWindow *open_again;
+  gpointer open_again_watch;
   g_autofree char *expected = NULL;
   g_autofree char *got = NULL;
   g_autoptr(GError) error = NULL;
@@ -303,6 +309,11 @@ test_recovery_dialog (void)
   expected = document_text (edited);
   edited_id = crashed_snapshot (edited, path, "recovered.napkin", 0);
   untitled_id = crashed_snapshot (untitled, NULL, "", 60);
+  /* A file that is open again (`napkin FILE` after the crash), unchanged. */
+  open_again = open_window (again_path);
+  napkin_diagram_set_title (again, "Edited too");
+  again_expected = document_text (again);
+  again_id = crashed_snapshot (again, again_path, "again.napkin", 30);
 
   /* The untouched window the first recovered document goes into. */
   napkin_window_load_default (parent);
@@ -345,11 +356,31 @@ test_recovery_dialog (void)
   {
     g_autoptr(GPtrArray) entries = napkin_autosave_list_recoverable (autosave_dir);
 
-    g_assert_cmpuint (entries->len, ==, 1);
-    g_assert_cmpstr (((NapkinAutosaveEntry *) entries->pdata[0])->id, ==, untitled_id);
+    g_assert_cmpuint (entries->len, ==, 2);
+    g_assert_cmpstr (((NapkinAutosaveEntry *) entries->pdata[0])->id, ==, again_id);
+    g_assert_cmpstr (((NapkinAutosaveEntry *) entries->pdata[1])->id, ==, untitled_id);
   }
 
-  /* The second question: the untitled one, discarded. */
+  /* The second question: the file open again goes into its own window. */
+  WAIT_UNTIL (find_dialog () != NULL, 5000);
+  dialog = find_dialog ();
+  g_assert_nonnull (dialog);
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "again.napkin"));
+  {
+    guint n_windows = g_list_length (gtk_application_get_windows (GTK_APPLICATION (app)));
+    gpointer second = dialog;
+
+    g_object_add_weak_pointer (G_OBJECT (dialog), &second);
+    adw_message_dialog_response (dialog, "recover");
+    gtk_window_destroy (GTK_WINDOW (dialog));
+    WAIT_UNTIL (second == NULL, 5000);
+    g_assert_cmpuint (g_list_length (gtk_application_get_windows (GTK_APPLICATION (app))), ==, n_windows);
+  }
+  g_clear_pointer (&got, g_free);
+  got = document_text (diagram_of (open_again));
+  g_assert_cmpstr (got, ==, again_expected);
+  g_assert_true (napkin_history_get_modified (napkin_window_get_history (open_again)));
+  /* The third: the untitled one, discarded. */
   WAIT_UNTIL (find_dialog () != NULL, 5000);
   dialog = find_dialog ();
   g_assert_nonnull (dialog);
@@ -363,6 +394,20 @@ test_recovery_dialog (void)
     g_assert_false (g_file_test (snapshot, G_FILE_TEST_EXISTS));
   }
   g_assert_null (find_dialog ());
+
+  /* Closed with Discard: its snapshot goes. */
+  open_again_watch = open_again;
+  g_object_add_weak_pointer (G_OBJECT (open_again), &open_again_watch);
+  gtk_window_close (GTK_WINDOW (open_again));
+  WAIT_UNTIL (find_dialog () != NULL, 5000);
+  adw_message_dialog_response (find_dialog (), "discard");
+  WAIT_UNTIL (open_again_watch == NULL, 5000);
+  g_assert_null (open_again_watch);
+  {
+    g_autofree char *snapshot = snapshot_of (autosave_dir, again_id);
+
+    g_assert_false (g_file_test (snapshot, G_FILE_TEST_EXISTS));
+  }
 
   /* Save writes the original file, and the store is empty. */
   g_assert_true (napkin_window_save_to_file (window, napkin_window_get_file (window), &error));
