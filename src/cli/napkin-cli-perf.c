@@ -324,12 +324,14 @@ napkin_cli_analyze (int    argc,
   g_autofree char *arch_id = NULL;
   g_autofree char *dtype_str = NULL;
   g_autofree char *format_str = NULL;
-  gboolean paper = FALSE;
+  gboolean paper = FALSE, no_wgmma = FALSE;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs); default h100", "ID" },
     { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_str, "Give every tensor this element type (quantisation)", "T" },
     { "format", 0, 0, G_OPTION_ARG_STRING, &format_str, "Output: text (default), json, csv or md", "F" },
     { "paper", 0, 0, G_OPTION_ARG_NONE, &paper, "The paper's model: every tile from device memory, no L2 reuse", NULL },
+    { "no-wgmma", 0, 0, G_OPTION_ARG_NONE, &no_wgmma,
+      "Model code generated without the Hopper wgmma skeletons (every region on mma.sync), as runs before them", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -360,6 +362,7 @@ napkin_cli_analyze (int    argc,
   if ((rc = load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.paper = paper;
+  options.no_wgmma = no_wgmma;
   analysis = napkin_analyze (diagram, arch, &options, &error);
   if (analysis == NULL)
     {

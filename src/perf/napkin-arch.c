@@ -249,6 +249,11 @@ arch_from_json (json_object *root,
           al->bandwidth *= arch->clock_hz * (l == NAPKIN_LEVEL_L2 ? 1 : arch->sms);
         }
       FIG (level, lpath, "energy_pj_per_byte", 0, 1e4, al->energy_pj_per_byte);
+      if (l == NAPKIN_LEVEL_HBM && json_object_object_get_ex (level, "latency_ns", NULL))
+        {
+          FIG (level, lpath, "latency_ns", 0, 1e6, al->latency_s);
+          al->latency_s *= 1e-9;
+        }
       if (l == NAPKIN_LEVEL_SMEM)
         {
           FIG (level, lpath, "max_per_block_bytes", 1, al->capacity_bytes, arch->smem_max_per_block);
@@ -727,6 +732,8 @@ napkin_arch_to_json (const NapkinArch *arch)
         put_figure (level, arch, bw, "bandwidth_bytes_per_clock",
                     al->bandwidth / (arch->clock_hz * (l == NAPKIN_LEVEL_L2 ? 1 : arch->sms)));
       put_figure (level, arch, en, "energy_pj_per_byte", al->energy_pj_per_byte);
+      if (l == NAPKIN_LEVEL_HBM && al->latency_s > 0)
+        put_figure (level, arch, "levels.hbm.latency_ns", "latency_ns", al->latency_s * 1e9);
       if (l == NAPKIN_LEVEL_SMEM)
         {
           put_figure (level, arch, "levels.smem.max_per_block_bytes", "max_per_block_bytes", arch->smem_max_per_block);

@@ -36,6 +36,7 @@ typedef struct
   double capacity_bytes;       /* hbm, l2: whole device; smem, registers: one SM */
   double bandwidth;            /* bytes per second, whole device */
   double energy_pj_per_byte;
+  double latency_s;            /* hbm only, optional: a load's round trip under load; 0: unknown */
 } NapkinArchLevel;
 
 /* One GPU, as figures. Read-only once loaded; shared by reference. */

@@ -47,6 +47,12 @@ typedef struct
   gboolean            wgmma;       /* on Hopper's wgmma skeletons (docs/model.md §6b) */
   gint64              wgmma_rows;  /* its BM or query tile */
   gint64              wgmma_smem;  /* the skeleton's shared memory: stages, Q, alignment, barriers */
+  gint64              rows_c;      /* the rows skeleton (§7c): the row length C; 0: not that pattern */
+  guint               rows_threads;
+  guint               rows_reductions;
+  gint64              rows_r;      /* rows per block */
+  gint64              rows_bytes;  /* bytes one row loads (its input) */
+  guint               rows_axis;   /* the row axis r */
 } RegionState;
 
 typedef struct
@@ -768,6 +774,66 @@ model_region (Model *m,
   g_array_append_val (m->a->regions, cost);
 }
 
+/* The rows skeleton (kernels/rows.cu, src/codegen try_rows): a region without
+ * contractions whose softmax or normalisation reads a matrix X[r, c] from outside and
+ * keeps c whole, r in parallel groups of R, 16-bit elements. One block per group, one
+ * row at a time: C / T values a thread in registers (T = 256 halved until 8·T divides
+ * C), 16-byte loads, shuffle reductions with two barriers each. */
+static void
+detect_rows (Model *m,
+             guint  r)
+{
+  RegionState *rs = &m->rs[r];
+  int op = -1;
+
+  if (rs->region->level != NAPKIN_LEVEL_SMEM && rs->region->level != NAPKIN_LEVEL_REGISTERS)
+    return;
+  for (guint i = 0; i < rs->members->len; i++)
+    {
+      guint n = g_array_index (rs->members, guint, i);
+      NapkinOpKind kind = napkin_diagram_node (m->d, n)->kind;
+
+      if (kind == NAPKIN_OP_CONTRACT)
+        return;
+      if (kind == NAPKIN_OP_SOFTMAX || kind == NAPKIN_OP_NORMALIZE)
+        {
+          if (op >= 0)
+            return;
+          op = n;
+        }
+    }
+  if (op < 0)
+    return;
+  {
+    const NapkinNode *node = napkin_diagram_node (m->d, op);
+    int src = napkin_diagram_input_source (m->d, op, 0);
+    const NapkinTensorType *x;
+    gint64 rtile = 0, c, threads;
+    NapkinDtype dtype;
+
+    if (src < 0 || rs->member[src])
+      return;
+    x = napkin_diagram_node_type (m->d, src);
+    dtype = value_dtype (m, src);
+    if (x == NULL || x->n_axes != 2 || (dtype != NAPKIN_DTYPE_FP16 && dtype != NAPKIN_DTYPE_BF16)
+        || napkin_diagram_find_axis (m->d, node->axis) != (int) x->axes[1]
+        || napkin_region_mark (rs->region, napkin_diagram_axis (m->d, x->axes[1])->name, NULL) != NAPKIN_MARK_WHOLE
+        || napkin_region_mark (rs->region, napkin_diagram_axis (m->d, x->axes[0])->name, &rtile) != NAPKIN_MARK_PARALLEL)
+      return;
+    c = napkin_diagram_axis_size (m->d, x->axes[1]);
+    for (threads = 256; threads >= 32 && c % (threads * 8) != 0; threads /= 2)
+      ;
+    if (threads < 32 || c / threads > 128)
+      return;
+    rs->rows_c = c;
+    rs->rows_axis = x->axes[0];
+    rs->rows_threads = (guint) threads;
+    rs->rows_r = MAX (1, rtile);
+    rs->rows_bytes = c * napkin_dtype_bytes (dtype);
+    rs->rows_reductions = node->kind == NAPKIN_OP_NORMALIZE && node->norm == NAPKIN_NORM_RMSNORM ? 1 : 2;
+  }
+}
+
 /* Occupancy: every capacity that binds, per SM. Needs the children's footprints. */
 /* The attention skeleton (flash-mma) is what an smem region with two or more
  * contractions and no registers region inside lowers to. It gives each warp 16 rows of
@@ -877,7 +943,15 @@ model_occupancy (Model *m,
             register_bytes = MAX (register_bytes, (gint64) ceil (held));
           }
         }
-      if (m->rs[r].wgmma)
+      if (m->rs[r].rows_c > 0)
+        {
+          /* the rows skeleton: a thread's C/T values of the current row in registers
+           * (fp32) and ~16 more (ptxas, sm_90a: softmax C = 16384 80 registers = 64 + 16;
+           * layernorm C = 4096 40 = 16 + 24, γ and β) */
+          threads = m->rs[r].rows_threads;
+          register_bytes = (gint64) threads * MAX (0, m->rs[r].rows_c / threads + 16 - 32) * 4;
+        }
+      else if (m->rs[r].wgmma)
         {
           /* gemm-wgmma and flash-wgmma: a producer warpgroup and 64-row consumer
            * warpgroups (GEMM: one for BM = 64, else two; attention: q tile / 64), the
@@ -965,6 +1039,8 @@ model_occupancy (Model *m,
        * checked them), those are what the block asks for. */
       if (m->rs[r].wgmma && cost->footprint_bytes > arch->smem_max_per_block)
         need = m->rs[r].wgmma_smem + arch->smem_reserved_per_block;
+      else if (m->rs[r].rows_c > 0)
+        need = 32 * 4 + arch->smem_reserved_per_block;   /* rows in registers: one float per warp */
       else if (cost->footprint_bytes > arch->smem_max_per_block)
         error_add (m, "regions[%u]: footprint %" G_GINT64_FORMAT " bytes (%" G_GINT64_FORMAT
                    " elements) exceeds the %.0f bytes of shared memory one block can have on %s",
@@ -1098,8 +1174,10 @@ model_l2_reuse (Model *m,
         distinct[i] = distinct_prefix (wave, radix, carried, 0, n_par);
       }
       tr->sharers = (guint) (wave / distinct[i]);
-      in_flight += (double) distinct[i] * tr->tile_elements * napkin_dtype_bytes (tr->dtype)
-                   * (carries_stream (m, r, node) ? cost->stages : 1);
+      /* only shared tiles need to stay in L2; one no other instance reads passes through */
+      if (distinct[i] < wave)
+        in_flight += (double) distinct[i] * tr->tile_elements * napkin_dtype_bytes (tr->dtype)
+                     * (carries_stream (m, r, node) ? cost->stages : 1);
     }
 
   if (in_flight > m->arch->levels[NAPKIN_LEVEL_L2].capacity_bytes)
@@ -1454,8 +1532,8 @@ finish_kernel (Model            *m,
                      ? NAPKIN_RESOURCE_TENSOR : NAPKIN_RESOURCE_SMEM;
         }
     }
-  k->overlap_s = overlap + MAX (1, k->launches) * m->arch->launch_overhead_s;
-  k->serial_s = serial + MAX (1, k->launches) * m->arch->launch_overhead_s;
+  k->overlap_s = overlap + k->latency_s + MAX (1, k->launches) * m->arch->launch_overhead_s;
+  k->serial_s = serial + k->latency_s + MAX (1, k->launches) * m->arch->launch_overhead_s;
   k->time_s_predicted = k->overlaps ? k->overlap_s : k->serial_s;
   m->a->predicted_time_s += k->time_s_predicted;
   m->a->overlap_time_s += k->overlap_s;
@@ -1542,6 +1620,59 @@ warp_operand_reads (Model                  *m,
       bytes = has ? tr->bytes : mul (m, tr->bytes, MAX (1, rows / 16));
       add_level_traffic (m, NAPKIN_LEVEL_SMEM, tr->elements, bytes);
       time_s[NAPKIN_RESOURCE_SMEM] += bytes / m->arch->levels[NAPKIN_LEVEL_SMEM].bandwidth;
+    }
+}
+
+/* The rows skeleton (§7c). A block's rows follow one another, each a chain the block
+ * cannot hide on its own: one device-memory round trip for the row's first bytes (the
+ * next row's loads wait behind the reductions' barriers), then the reductions' shuffles
+ * and barriers. The SM's blocks start together and do the same work, so those chains
+ * line up across the SM: per step of one row a block, the kernel waits them out
+ * (latency_s = steps × (latency + reductions)); memory, exponentials and arithmetic of
+ * different blocks overlap otherwise (measured: the H100's softmax moves 94 % of the
+ * copy bandwidth). And Little's law: an SM keeps at most its blocks' rows in flight
+ * (each thread issues all its loads of a row at once), so device memory cannot deliver
+ * more than SMs × per_sm × row bytes / latency. */
+#define NAPKIN_REDUCTION_CLOCKS 250.0
+
+static void
+rows_kernel (Model                  *m,
+             const NapkinRegionCost *grid,
+             NapkinKernelCost       *k)
+{
+  const RegionState *rs = &m->rs[grid->region];
+  double latency = m->arch->levels[NAPKIN_LEVEL_HBM].latency_s;
+  double reductions = rs->rows_reductions * NAPKIN_REDUCTION_CLOCKS / m->arch->clock_hz;
+  gint64 steps = grid->waves * rs->rows_r;
+
+  k->latency_s = steps * (latency + reductions);
+  /* γ and β (inputs without the row axis) are read again for every row, but from L1,
+   * where they stay while the SM's blocks run: L2 serves them once per block slot */
+  for (guint t = 0; t < grid->transfers->len; t++)
+    {
+      const NapkinTransfer *tr = &g_array_index (grid->transfers, NapkinTransfer, t);
+      const NapkinTensorType *type = napkin_diagram_node_type (m->d, tr->node);
+      gint64 slots = (gint64) m->arch->sms * MAX (1, grid->per_sm), kept;
+
+      if (tr->is_output || tr->from != NAPKIN_LEVEL_HBM || type == NULL
+          || napkin_tensor_type_has_axis (type, rs->rows_axis) || tr->count <= slots)
+        continue;
+      kept = mul (m, tr->tile_elements * napkin_dtype_bytes (tr->dtype), slots);
+      k->time_s[NAPKIN_RESOURCE_L2] -= (tr->bytes - kept) / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+      add_level_traffic (m, NAPKIN_LEVEL_L2, -(tr->elements - tr->tile_elements * slots), -(tr->bytes - kept));
+    }
+  if (latency > 0 && grid->per_sm >= 1)
+    {
+      double in_flight = (double) m->arch->sms * grid->per_sm * rs->rows_bytes;
+      double little = in_flight / latency;   /* bytes per second */
+
+      if (little < m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth)
+        {
+          k->time_s[NAPKIN_RESOURCE_HBM] *= m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth / little;
+          warning_add (m, "region “%s”: %.0f bytes in flight per SM cannot keep device memory busy (Little's law: "
+                       "%.0f needed at %.0f ns); more rows per SM would", grid->name, in_flight / m->arch->sms,
+                       m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth * latency / m->arch->sms, latency * 1e9);
+        }
     }
 }
 
@@ -1636,7 +1767,9 @@ build_kernels (Model *m)
                 break;
               }
         k.overlaps = grid->stages >= 2 || grid->per_sm >= 2 || grid->level == NAPKIN_LEVEL_L2;
-        if (!k.overlaps)
+        if (m->rs[grid->region].rows_c > 0)
+          rows_kernel (m, grid, &k);
+        else if (!k.overlaps)
           warning_add (m, "region “%s”: one pipeline stage and one block per SM, so its loads cannot hide "
                        "behind compute: predicted without overlap (add a stage or shrink the footprint)",
                        grid->name);
@@ -1761,6 +1894,8 @@ napkin_analyze (NapkinDiagram               *diagram,
   a->flops_total = add (&m, add (&m, a->flops.tensor, a->flops.cuda), a->flops.sfu);
 
   build_regions (&m);
+  for (guint r = 0; r < m.n_regions && !a->paper; r++)
+    detect_rows (&m, r);
   for (guint r = 0; r < m.n_regions; r++)
     m.rs[r].wgmma = !a->no_wgmma && !a->paper && uses_wgmma (arch, diagram, r, a->has_dtype, a->dtype, &m.rs[r].wgmma_rows,
                                                     &m.rs[r].wgmma_smem);
@@ -2008,6 +2143,7 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       json_object_object_add (obj, "overlap_s", json_object_new_double (kc->overlap_s));
       json_object_object_add (obj, "serial_s", json_object_new_double (kc->serial_s));
       json_object_object_add (obj, "overlaps", json_object_new_boolean (kc->overlaps));
+      json_object_object_add (obj, "latency_s", json_object_new_double (kc->latency_s));
       json_object_object_add (obj, "time_s", json_object_new_double (kc->time_s_predicted));
       json_object_object_add (obj, "bound", json_object_new_string (resource_names[kc->bound]));
       if (kc->tensor_path != NULL)

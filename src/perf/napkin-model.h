@@ -84,6 +84,7 @@ typedef struct
   double         overlap_s;     /* max over resources (quantised) + launch */
   double         serial_s;      /* sum over resources (quantised) + launch */
   double         chunk_s;       /* per stream chunk: the block's barrier and refill wait */
+  double         latency_s;     /* exposed latency chains (the rows skeleton's, §7c) */
   NapkinResource bound;
 } NapkinKernelCost;
 

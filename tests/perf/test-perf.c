@@ -560,14 +560,16 @@ test_occupancy (void)
   g_assert_cmpstr (r->binding_limit, ==, "warps");
   g_assert_cmpint (r->waves, ==, (16384 / 4 + 132 * 16 - 1) / (132 * 16));
 
-  /* 4 rows of 16384: 128 KiB, one block per SM */
+  /* 4 rows of 16000 (no 16-byte split over 32-256 threads: not the rows skeleton, whose
+   * rows live in registers, /perf/rows/skeleton): 125 KiB, one block per SM */
+  axis (rows, "c=16000");
   b = analyze (rows, "h100", FALSE);
   r = region (b, "rows");
-  g_assert_cmpint (r->footprint_bytes, ==, 4 * 16384 * 2);
+  g_assert_cmpint (r->footprint_bytes, ==, 4 * 16000 * 2);
   g_assert_cmpint (r->per_sm, ==, 1);
   g_assert_cmpstr (r->binding_limit, ==, "shared memory");
   /* memory-bound: X read once, Y written once */
-  g_assert_cmpint (b->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 2 * 16384 * 16384 * 2);
+  g_assert_cmpint (b->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 2 * 16384 * 16000 * 2);
   g_assert_cmpint (b->bound, ==, NAPKIN_RESOURCE_HBM);
 
   /* one stage and one block per SM: nothing hides the loads, the prediction is the
@@ -952,6 +954,59 @@ test_wgmma_skeletons (void)
   }
 }
 
+/* The rows skeleton (docs/model.md §7c): rows in registers, so the rows per block do not
+ * change occupancy; one pass; a latency chain per row; γ and β from L1. */
+static void
+test_rows_skeleton (void)
+{
+  const NapkinArch *h = arch ("h100");
+  double times[3];
+
+  for (guint i = 0; i < 3; i++)
+    {
+      g_autoptr(NapkinDiagram) d = example ("softmax.napkin");
+      g_autofree char *spec = g_strdup_printf ("rows.r=%d", 1 << i);
+      g_autoptr(NapkinAnalysis) a = NULL;
+      const NapkinRegionCost *r;
+      const NapkinKernelCost *k;
+      gint64 waves;
+
+      tile (d, spec);
+      a = analyze (d, "h100", FALSE);
+      r = region (a, "rows");
+      k = &g_array_index (a->kernels, NapkinKernelCost, 0);
+      g_assert_true (a->feasible);
+      /* 256 threads × 64 values + 16: 80 registers (ptxas: 80), three blocks per SM */
+      g_assert_cmpint (r->threads, ==, 256);
+      g_assert_cmpint (r->registers_per_thread, ==, 80);
+      g_assert_cmpint (r->per_sm, ==, 3);
+      g_assert_cmpstr (r->binding_limit, ==, "registers");
+      g_assert_cmpint (a->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 2 * 16384 * 16384 * 2);
+      waves = (16384 / (1 << i) + 132 * 3 - 1) / (132 * 3);
+      g_assert_cmpint (r->waves, ==, waves);
+      /* per row step: one round trip and two reductions of 250 clocks */
+      g_assert_cmpfloat_with_epsilon (k->latency_s, waves * (1 << i) * (h->levels[NAPKIN_LEVEL_HBM].latency_s + 2 * 250 / h->clock_hz),
+                                      1e-12);
+      g_assert_true (k->overlaps);
+      times[i] = a->predicted_time_s;
+    }
+  /* within 3 % of one another: the rows per block barely matter to this skeleton */
+  g_assert_cmpfloat (fabs (times[2] - times[0]) / times[0], <, 0.03);
+
+  {
+    /* layernorm: γ and β are read for every row but from L1: L2 serves them once per
+     * block slot (132 SMs × 8 blocks), not once per block */
+    g_autoptr(NapkinDiagram) d = example ("layernorm.napkin");
+    g_autoptr(NapkinAnalysis) a = NULL;
+
+    tile (d, "rows.t=1");
+    a = analyze (d, "h100", FALSE);
+    g_assert_cmpint (region (a, "rows")->per_sm, ==, 8);   /* 32 registers (ptxas: 40) */
+    g_assert_cmpint (a->levels[NAPKIN_LEVEL_L2].transfer_bytes, ==,
+                     (gint64) 2 * 65536 * 4096 * 2 + 2 * 132 * 8 * 4096 * 2);
+  }
+}
+
 static void
 write_arch_dir (void)
 {
@@ -1029,6 +1084,7 @@ main (int    argc,
   g_test_add_func ("/perf/wgmma/rule", test_wgmma_rule);
   g_test_add_func ("/perf/wgmma/rates", test_wgmma_rates);
   g_test_add_func ("/perf/wgmma/skeletons", test_wgmma_skeletons);
+  g_test_add_func ("/perf/rows/skeleton", test_rows_skeleton);
 
   rc = g_test_run ();
   remove_arch_dir ();
