@@ -147,9 +147,12 @@ _napkin_cuda_flash_wgmma (const NapkinFlashShape  *f,
             "(%d queries) share the 64K registers", f->BQ, consumers, MAX_CONSUMERS, 64 * MAX_CONSUMERS);
   flash_wgmma_registers (consumers, &producer_regs, &consumer_regs);
   /* Per consumer thread: the scores (BKV/2), P in 16 bits (BKV/4), O (D/2) and 32 for
-   * addresses, the running max and sum. Conservative: it keeps every configuration
-   * ptxas was seen to spill on (q 128, d 128: keys 192; q 192, d 128: keys 96 and 128)
-   * and refuses a few that did not (q 128, d 64: keys 256). */
+   * addresses, the running max and sum. Checked against ptxas (sm_90a, CUDA 13.0): it
+   * admits every configuration seen without spills among those tried (2 consumers, 224
+   * registers: d 128 with 64 and 128 keys, d 64 with 64 and 128; 3 consumers, 160: d 128
+   * with 64 keys, d 64 with 128) and refuses every one seen spilling (d 128: 176 keys with
+   * the overlap, 4 bytes; 192 keys, 48; 3 consumers with 96 keys, 16, and with 128, 112);
+   * it also refuses d 64 with 256 keys, which did not spill without the overlap. */
   need = 3 * f->BKV / 4 + f->D / 2 + 32;
   if (need > consumer_regs)
     REFUSE ("chunks of %" G_GINT64_FORMAT " keys at d = %" G_GINT64_FORMAT " need about %" G_GINT64_FORMAT
