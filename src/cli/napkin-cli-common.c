@@ -7,7 +7,12 @@
 
 #include "napkin-cli.h"
 #include "napkin-file.h"
+#if __has_include("napkin-tune.h")
 #include "napkin-tune.h"
+#define apply_tile_spec napkin_tune_apply_spec   /* also REGION.stages=N */
+#else
+#define apply_tile_spec napkin_diagram_override_tile
+#endif
 #include "napkin-validate.h"
 
 GOptionContext *
@@ -90,7 +95,7 @@ napkin_cli_load (const char          *path,
     if (!napkin_diagram_override_axis (diagram, overrides->axes[i], error))
       return NULL;
   for (guint i = 0; overrides && overrides->tiles && overrides->tiles[i]; i++)
-    if (!napkin_tune_apply_spec (diagram, overrides->tiles[i], error))
+    if (!apply_tile_spec (diagram, overrides->tiles[i], error))
       return NULL;
 
   if (validate && !napkin_diagram_validate (diagram, error))

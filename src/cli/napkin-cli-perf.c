@@ -740,6 +740,7 @@ napkin_cli_tune (int    argc,
   g_autoptr(GError) error = NULL;
   NapkinTuneOptions options = { 0 };
   NapkinArch *arch;
+  NapkinDiagram *base = NULL;   /* the diagram the candidates relabel */
   gint64 start;
   double elapsed;
   int rc;
@@ -773,12 +774,6 @@ napkin_cli_tune (int    argc,
     return napkin_cli_usage_error ("tune", "--arch: %s", error->message);
   if ((rc = load_or_report ("tune", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
-  if (napkin_diagram_n_regions (diagram) == 0)
-    {
-      fprintf (stderr, "%s: no regions to tune: relabel part of the diagram first (draw a region)\n", argv[1]);
-      return NAPKIN_CLI_FAILED;
-    }
-
   options.top_k = top;
   start = g_get_monotonic_time ();
   result = napkin_tune (diagram, arch, &options, &error);
@@ -793,6 +788,15 @@ napkin_cli_tune (int    argc,
       fprintf (stderr, "%s: no feasible tiles on %s among %u tried\n", argv[1], arch->id, result->evaluated);
       return NAPKIN_CLI_FAILED;
     }
+  /* a diagram without regions: the search ran on the regions the model proposed */
+  base = result->relabeled != NULL ? result->relabeled : diagram;
+  if (result->proposed != NULL && !as_json)
+    {
+      printf ("%s has no regions; the model proposes where they go:\n", argv[1]);
+      for (guint i = 0; result->proposed[i]; i++)
+        printf ("  %s\n", result->proposed[i]);
+      printf ("\n");
+    }
 
 #ifdef HAVE_RUNNER
   if (measure > 0)
@@ -800,7 +804,7 @@ napkin_cli_tune (int    argc,
       g_autoptr(GPtrArray) pool = g_ptr_array_new ();
       g_autoptr(GPtrArray) chosen = g_ptr_array_new ();
       guint n, good = 0, dropped = 0;
-      int own = generic_kernels (diagram, NULL);
+      int own = generic_kernels (base, NULL);
       g_autofree double *pred = NULL;
       g_autofree double *meas = NULL;
 
@@ -810,7 +814,7 @@ napkin_cli_tune (int    argc,
       for (guint i = 0; i < result->best->len; i++)
         {
           NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
-          int g = generic_kernels (diagram, c);
+          int g = generic_kernels (base, c);
 
           if (g < 0 || (own >= 0 && g > own))
             dropped++;
@@ -831,7 +835,7 @@ napkin_cli_tune (int    argc,
         {
           const NapkinTuneCandidate *c = g_ptr_array_index (chosen, i);
           g_autoptr(GError) run_error = NULL;
-          json_object *r = measure_candidate (diagram, arch, c, repeats, timeout, &run_error);
+          json_object *r = measure_candidate (base, arch, c, repeats, timeout, &run_error);
           json_object *row = candidate_to_json (c);
           json_object *v;
           const char *status = NULL;
@@ -894,6 +898,14 @@ napkin_cli_tune (int    argc,
       json_object_object_add (root, "feasible", json_object_new_int (result->feasible));
       json_object_object_add (root, "exhaustive", json_object_new_boolean (result->exhaustive));
       json_object_object_add (root, "seconds", json_object_new_double (elapsed));
+      if (result->proposed != NULL)
+        {
+          json_object *lines = json_object_new_array ();
+
+          for (guint i = 0; result->proposed[i]; i++)
+            json_object_array_add (lines, json_object_new_string (result->proposed[i]));
+          json_object_object_add (root, "proposed_regions", lines);
+        }
       if (result->current)
         json_object_object_add (root, "current", candidate_to_json (result->current));
       for (guint i = 0; i < result->best->len; i++)
@@ -952,7 +964,14 @@ napkin_cli_tune (int    argc,
     {
       g_autoptr(NapkinDiagram) original = napkin_diagram_load_from_file (argv[1], NAPKIN_LOAD_DEFAULT, &error);
 
-      /* write into the file as it is on disk, without the --axis/--tile overrides */
+      /* write into the file as it is on disk, without the --axis/--tile overrides; a
+       * diagram without regions gets the proposed ones */
+      if (original != NULL && result->relabeled != NULL)
+        {
+          g_autoptr(NapkinDiagram) plain = g_steal_pointer (&original);
+
+          original = napkin_tune_propose_regions (plain, NULL, &error);
+        }
       if (original == NULL || !napkin_tune_apply (original, g_ptr_array_index (result->best, 0), &error)
           || !napkin_diagram_save_to_file (original, argv[1], &error))
         {

@@ -15,6 +15,7 @@
 
 #if __has_include("napkin-prediction.h")
 #include "napkin-prediction.h"
+#include "napkin-tune.h"
 #define HAVE_PERF 1
 #endif
 
@@ -121,7 +122,7 @@ napkin_cli_run (int    argc,
                 char **argv)
 {
   NapkinCliOverrides overrides = { NULL, NULL };
-  gboolean as_json = FALSE, generic = FALSE, no_reference = FALSE;
+  gboolean as_json = FALSE, generic = FALSE, no_reference = FALSE, plain = FALSE;
   int repeats = 20, timeout = 300, reference_repeats = 5;
   gint64 seed = 1234;
   g_autofree char *inject = NULL;
@@ -137,6 +138,8 @@ napkin_cli_run (int    argc,
     { "no-reference", 0, 0, G_OPTION_ARG_NONE, &no_reference,
       "Time without the fp32 reference (when it does not fit in device memory; check the tiles at a smaller size)", NULL },
     { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
+    { "plain", 0, 0, G_OPTION_ARG_NONE, &plain,
+      "Run a diagram without regions as drawn (by default the model's best relabeling of it runs)", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -174,6 +177,32 @@ napkin_cli_run (int    argc,
       fprintf (stderr, "%s: invalid: %s\n", argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }
+
+#ifdef HAVE_PERF
+  /* No relabeling in the file: run the one the model ranks first (napkin_tune proposes
+   * the regions for the patterns it knows, then searches their tiles). */
+  if (napkin_diagram_n_regions (diagram) == 0 && !plain && inject == NULL)
+    {
+      NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), model ? model : "h100",
+                                                      NULL);
+      g_autoptr(GError) tune_error = NULL;
+      g_autoptr(NapkinTuneResult) tuned = arch ? napkin_tune (diagram, arch, NULL, &tune_error) : NULL;
+      g_autoptr(NapkinDiagram) relabeled = tuned && tuned->best->len > 0
+                                           ? napkin_tune_result_relabel (tuned, diagram, 0, &tune_error) : NULL;
+
+      if (relabeled != NULL)
+        {
+          fprintf (stderr, "%s: no relabeling in the file; running the model's best on %s: %s (pass --plain to "
+                   "run the diagram as drawn)\n", argv[1], arch->id,
+                   ((NapkinTuneCandidate *) g_ptr_array_index (tuned->best, 0))->tiles);
+          g_clear_object (&diagram);
+          diagram = g_steal_pointer (&relabeled);
+        }
+      else
+        fprintf (stderr, "%s: no relabeling in the file, and the model proposes none (%s): running it as drawn\n",
+                 argv[1], tune_error ? tune_error->message : "no architecture profile");
+    }
+#endif
 
   g_ptr_array_add (args, g_strdup_printf ("--repeats=%d", repeats));
   g_ptr_array_add (args, g_strdup_printf ("--seed=%" G_GINT64_FORMAT, seed));

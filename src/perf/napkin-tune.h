@@ -37,6 +37,11 @@ typedef struct
   NapkinTuneCandidate *current;        /* the file's own tiles; NULL if infeasible */
   guint                evaluated;      /* analyses run, stage_trials included */
   guint                stage_trials;   /* of which: other stage counts on the best tiles */
+  /* The diagram had no regions: the copy with the regions napkin_tune_propose_regions
+   * drew (the candidates' specs refer to it; apply them to it, or use
+   * napkin_tune_result_relabel), and one line per proposed region. NULL otherwise. */
+  NapkinDiagram       *relabeled;
+  char               **proposed;
   guint                feasible;
   gboolean             exhaustive;
 } NapkinTuneResult;
@@ -47,6 +52,25 @@ NapkinTuneResult *napkin_tune                (NapkinDiagram            *diagram,
                                               NapkinArch               *arch,
                                               const NapkinTuneOptions  *options,
                                               GError                  **error);
+/* Where the regions go, for a diagram without any: a copy with regions drawn around the
+ * patterns the model and the code generator know — attention (contraction, maps,
+ * softmax, contraction: one shared-memory region, queries in groups of 128, keys
+ * streamed by 64, 2 stages), every other matrix product (a 128 × 128 shared-memory block
+ * streaming the contracted axis by 64 over 3 stages, with 64 × 32 warp tiles in
+ * registers streaming by 16) and softmax or normalisation of matrix rows (with the ·γ
+ * and +β maps after it; rows in groups of 4, the reduced axis whole) — at those
+ * starting tiles, which napkin_tune then searches. `what` (optional, free with
+ * g_strfreev) gets one line per region. NULL with an error when the diagram has regions
+ * or no such pattern. napkin_tune calls it itself for a diagram without regions. */
+NapkinDiagram    *napkin_tune_propose_regions (NapkinDiagram          *diagram,
+                                              char                 ***what,
+                                              GError                **error);
+/* The diagram relabeled as candidate `index` of `result` says: result->relabeled (or
+ * `diagram` when the search started from its own regions) with its tiles applied. */
+NapkinDiagram    *napkin_tune_result_relabel  (const NapkinTuneResult  *result,
+                                              NapkinDiagram           *diagram,
+                                              guint                    index,
+                                              GError                 **error);
 /* One spec as --tile takes it ("REGION.AXIS=SIZE", "=parallel:SIZE", "=stream:SIZE",
  * "=whole"), or "REGION.stages=N" (1–8: the region's pipeline stages; a diagram with an
  * axis named "stages" reads it as that axis). */

@@ -55,7 +55,24 @@ check "tune --write succeeds" test "$(rc "$CLI" tune "$TMP/m.napkin" --top 3 --w
 after=$("$CLI" analyze "$TMP/m.napkin" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["predicted_time_s"])')
 check "the written tiles are faster ($before s -> $after s)" python3 -c "assert $after < $before"
 check "tune --json parses" sh -c "'$CLI' tune '$EX/flash-attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"best\"][0][\"predicted_time_s\"] <= d[\"current\"][\"predicted_time_s\"]'"
-check "tune without regions fails clearly" test "$(rc "$CLI" tune "$EX/matmul.napkin")" = 1
+# A diagram without regions: tune proposes where they go (issue 7), then searches them.
+check "tune without regions proposes them (matmul: a GEMM block and warp tiles)" sh -c "'$CLI' tune '$EX/matmul.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"proposed_regions\"][0].startswith(\"block: matrix product mm\"), d; assert \"block.k~\" in d[\"best\"][0][\"tiles\"] and \"warp.m=\" in d[\"best\"][0][\"tiles\"]'"
+check "tune without regions: attention gets the flash-attention relabeling" sh -c "'$CLI' tune '$EX/attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"proposed_regions\"][0].startswith(\"block: attention qk\"), d; assert d[\"current\"][\"tiles\"] == \"block.b=1 block.h=1 block.q=128 block.k~64 block.stages=2\", d[\"current\"]'"
+check "tune without regions: mlp gets two GEMM regions" sh -c "'$CLI' tune '$EX/mlp.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"proposed_regions\"]) == 2, d[\"proposed_regions\"]'"
+python3 - "$EX/softmax.napkin" "$TMP/only-map.napkin" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d['regions'] = []
+for n in d['nodes']:
+    if n['kind'] == 'softmax':
+        n['kind'] = 'map'; n['fn'] = 'gelu'; del n['axis']
+json.dump(d, open(sys.argv[2], 'w'))
+PY
+check "tune with no region and no known pattern fails (1)" test "$(rc "$CLI" tune "$TMP/only-map.napkin")" = 1
+check "… and says why" sh -c "'$CLI' tune '$TMP/only-map.napkin' 2>&1 | grep -q 'no pattern the model knows'"
+cp "$EX/matmul.napkin" "$TMP/plain.napkin"
+"$CLI" tune "$TMP/plain.napkin" --write > /dev/null 2>&1
+check "tune --write on a diagram without regions writes the best relabeling" python3 -c "import json; d = json.load(open('$TMP/plain.napkin')); assert [r['name'] for r in d['regions']] == ['block', 'warp'], d['regions']"
 
 # tune --measure through a stand-in runner (no GPU needed): its "measured" time is
 # 1 / (block.m · block.n), or a constant, read from the diagram file it is given.
@@ -92,6 +109,23 @@ assert abs(d['spearman'] - num / den) < 1e-9, (d['spearman'], num / den)
 assert all(m['measured_energy_j'] == 0.5 and m['predicted_energy_j'] > 0 for m in d['measured'])
 PY
 check "tune --measure: equal measurements give no correlation (null)" sh -c "NAPKIN_RUNNER='$TMP/runner' FAKE_MODE=constant '$CLI' tune '$EX/matmul-tiled.napkin' --measure 3 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"spearman\"] is None and len(d[\"measured\"]) == 3'"
+# run on a diagram without regions runs the model's best relabeling (--plain: as drawn);
+# the stand-in runner reports the regions of the diagram it was given.
+cat > "$TMP/regionrunner" <<'SH'
+#!/bin/sh
+for a in "$@"; do case "$a" in -*) ;; *) f=$a ;; esac; done
+python3 - "$f" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(json.dumps({'status': 'ok', 'time_ms': {'median': 1.0}, 'kernels': [{'name': ','.join(r['name'] for r in d.get('regions', []))}],
+                  'exit_status': 0}))
+PY
+SH
+chmod +x "$TMP/regionrunner"
+NAPKIN_RUNNER="$TMP/regionrunner" "$CLI" run "$EX/matmul.napkin" --json > "$TMP/run-best.json" 2> "$TMP/run-best.err"
+check "run without regions runs the model's best and says so" sh -c "grep -q \"no relabeling in the file; running the model's best on h100: block.m=\" '$TMP/run-best.err' && grep -q 'pass --plain' '$TMP/run-best.err' && python3 -c 'import json; d = json.load(open(\"$TMP/run-best.json\")); assert d[\"kernels\"][0][\"name\"] == \"block,warp\", d'"
+NAPKIN_RUNNER="$TMP/regionrunner" "$CLI" run "$EX/matmul.napkin" --plain --json > "$TMP/run-plain.json" 2> "$TMP/run-plain.err"
+check "run --plain runs the diagram as drawn" sh -c "! grep -q 'running the model' '$TMP/run-plain.err' && python3 -c 'import json; d = json.load(open(\"$TMP/run-plain.json\")); assert d[\"kernels\"][0][\"name\"] == \"\", d'"
 check "tune --measure with --dtype is a usage error (2)" test "$(rc "$CLI" tune "$EX/matmul-tiled.napkin" --measure 2 --dtype bf16)" = 2
 
 # Stages are a tile spec too; tune tries the wgmma skeletons' tiles and 2-6 stages, fast.

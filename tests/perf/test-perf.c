@@ -1007,6 +1007,66 @@ test_rows_skeleton (void)
   }
 }
 
+/* Where the regions go, for diagrams drawn without any (issue 7). */
+static void
+test_propose_regions (void)
+{
+  struct { const char *file; const char *first; guint regions; } cases[] = {
+    { "matmul.napkin", "block: matrix product mm", 2 },
+    { "attention.napkin", "block: attention qk", 1 },
+    { "mlp.napkin", "block: matrix product lin1", 4 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) d = example (cases[i].file);
+      g_autoptr(GError) error = NULL;
+      g_auto(GStrv) what = NULL;
+      g_autoptr(NapkinDiagram) r = napkin_tune_propose_regions (d, &what, &error);
+      g_autoptr(NapkinTuneResult) t = NULL;
+      g_autoptr(NapkinDiagram) best = NULL;
+
+      g_assert_no_error (error);
+      g_assert_cmpuint (napkin_diagram_n_regions (r), ==, cases[i].regions);
+      g_assert_true (g_str_has_prefix (what[0], cases[i].first));
+      /* napkin_tune does the same and searches the proposal */
+      t = napkin_tune (d, arch ("h100"), NULL, &error);
+      g_assert_no_error (error);
+      g_assert_nonnull (t->relabeled);
+      g_assert_cmpuint (napkin_diagram_n_regions (t->relabeled), ==, cases[i].regions);
+      g_assert_cmpuint (t->best->len, >, 0);
+      best = napkin_tune_result_relabel (t, d, 0, &error);
+      g_assert_no_error (error);
+      {
+        g_autoptr(NapkinAnalysis) a = analyze (best, "h100", FALSE);
+
+        g_assert_true (a->feasible);
+        g_assert_cmpfloat_with_epsilon (a->predicted_time_s,
+                                        ((NapkinTuneCandidate *) g_ptr_array_index (t->best, 0))->predicted_time_s, 1e-12);
+      }
+    }
+  {
+    /* the attention proposal is the example's own relabeling */
+    g_autoptr(NapkinDiagram) d = example ("attention.napkin");
+    g_autoptr(NapkinDiagram) flash = example ("flash-attention.napkin");
+    g_autoptr(NapkinDiagram) r = napkin_tune_propose_regions (d, NULL, NULL);
+    g_autoptr(NapkinAnalysis) a = analyze (r, "h100", FALSE);
+    g_autoptr(NapkinAnalysis) b = analyze (flash, "h100", FALSE);
+
+    g_assert_cmpfloat (a->predicted_time_s, ==, b->predicted_time_s);
+    g_assert_cmpstr (g_array_index (a->regions, NapkinRegionCost, 0).tile, ==,
+                     g_array_index (b->regions, NapkinRegionCost, 0).tile);
+  }
+  {
+    /* a diagram with regions is not proposed for */
+    g_autoptr(NapkinDiagram) d = example ("matmul-tiled.napkin");
+    g_autoptr(GError) error = NULL;
+
+    g_assert_null (napkin_tune_propose_regions (d, NULL, &error));
+    g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE);
+  }
+}
+
 static void
 write_arch_dir (void)
 {
@@ -1085,6 +1145,7 @@ main (int    argc,
   g_test_add_func ("/perf/wgmma/rates", test_wgmma_rates);
   g_test_add_func ("/perf/wgmma/skeletons", test_wgmma_skeletons);
   g_test_add_func ("/perf/rows/skeleton", test_rows_skeleton);
+  g_test_add_func ("/perf/tune/propose-regions", test_propose_regions);
 
   rc = g_test_run ();
   remove_arch_dir ();
