@@ -13,10 +13,30 @@
 
 /* flash-attention.napkin with `stages`, the axes and tiles overridden ("d=64", "block.q=192"). */
 static NapkinDiagram *
+flash_typed (guint       stages,
+             const char *axis,
+             const char *tile_q,
+             const char *tile_k,
+             const char *dtype,
+             const char *o_dtype);
+
+static NapkinDiagram *
 flash (guint       stages,
        const char *axis,
        const char *tile_q,
        const char *tile_k)
+{
+  return flash_typed (stages, axis, tile_q, tile_k, NULL, NULL);
+}
+
+/* The same with Q, K, V of `dtype` and O of `o_dtype` (NULL: the file's fp16). */
+static NapkinDiagram *
+flash_typed (guint       stages,
+             const char *axis,
+             const char *tile_q,
+             const char *tile_k,
+             const char *dtype,
+             const char *o_dtype)
 {
   g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "flash-attention.napkin", NULL);
   g_autofree char *text = NULL;
@@ -29,6 +49,24 @@ flash (guint       stages,
   g_assert_no_error (error);
   json = g_string_new (text);
   g_assert_cmpuint (g_string_replace (json, "\"stages\": 2", st, 0), ==, 1);
+  if (dtype || o_dtype)
+    {
+      /* Tensors in file order Q, K, V, O: retype each "fp16" in turn. */
+      const char *types[] = { dtype, dtype, dtype, o_dtype };
+      gsize at = 0;
+
+      for (guint t = 0; t < G_N_ELEMENTS (types); t++)
+        {
+          const char *hit = strstr (json->str + at, "\"dtype\": \"fp16\"");
+          g_autofree char *with = g_strdup_printf ("\"dtype\": \"%s\"", types[t] ? types[t] : "fp16");
+
+          g_assert_nonnull (hit);
+          at = hit - json->str;
+          g_string_erase (json, at, strlen ("\"dtype\": \"fp16\""));
+          g_string_insert (json, at, with);
+          at += strlen (with);
+        }
+    }
   d = napkin_diagram_load_from_data (json->str, json->len, NAPKIN_LOAD_VALIDATE, &error);
   g_assert_no_error (error);
   if (axis)
@@ -185,7 +223,7 @@ check_ptxas (const char *source)
 
 /* NVRTC builds the module for sm_90a at the measured configurations (d 128: 128×128 with
  * 3 stages and the overlap; d 64: 128×128 with 4 stages, 128×64 with 3; the example's
- * 128×64), and
+ * 128×64; bf16 in, fp32 out), and
  * ptxas reports no spills. */
 static void
 test_compile (void)
@@ -193,12 +231,13 @@ test_compile (void)
   static const struct
   {
     guint       stages;
-    const char *axis, *tile_k;
+    const char *axis, *tile_k, *dtype, *o_dtype;
   } cases[] = {
-    { 2, NULL, NULL },
-    { 3, NULL, "block.k=128" },
-    { 4, "d=64", "block.k=128" },
-    { 3, "d=64", "block.k=64" },
+    { 2, NULL, NULL, NULL, NULL },
+    { 3, NULL, "block.k=128", NULL, NULL },
+    { 4, "d=64", "block.k=128", NULL, NULL },
+    { 3, "d=64", "block.k=64", NULL, NULL },
+    { 3, NULL, "block.k=128", "bf16", "fp32" },
   };
 
   if (!napkin_nvrtc_available ())
@@ -208,13 +247,21 @@ test_compile (void)
     }
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_autoptr(NapkinDiagram) d = flash (cases[i].stages, cases[i].axis, NULL, cases[i].tile_k);
+      g_autoptr(NapkinDiagram) d = flash_typed (cases[i].stages, cases[i].axis, NULL, cases[i].tile_k, cases[i].dtype,
+                                                cases[i].o_dtype);
       g_autoptr(NapkinCudaModule) h = generate (d, 0, NAPKIN_CODEGEN_SM90A, NULL);
       g_autoptr(GError) error = NULL;
       g_autofree char *log = NULL;
       g_autoptr(GBytes) cubin = NULL;
 
       g_assert_cmpstr (only_kernel (h)->skeleton, ==, "flash-wgmma");
+      if (cases[i].dtype)
+        {
+          g_assert_nonnull (strstr (h->source, "k16.f32.bf16.bf16"));
+          g_assert_nonnull (strstr (h->source, "cvt.rn.bf16x2.f32"));
+          g_assert_cmpint (g_array_index (only_kernel (h)->tensor_maps, NapkinCudaTensorMap, 0).dtype, ==,
+                           NAPKIN_DTYPE_BF16);
+        }
       cubin = napkin_nvrtc_compile (h->source, "sm_90a", &log, &error);
       g_assert_no_error (error);
       g_assert_nonnull (cubin);
