@@ -49,6 +49,36 @@ run d64-mma-k64-s2 --runner "${N4[@]}" --axis d=64 --arch sm_90
 run n16k-check-b1h1 --axis b=1 --axis h=1 --axis q=16384 --axis k=16384 --axis d=128 --tile block.k=128 --tile block.stages=3
 run n16k-b2h16 --axis b=2 --axis h=16 --axis q=16384 --axis k=16384 --axis d=128 --tile block.k=128 --tile block.stages=3 \
     --no-reference
+# Shapes beyond the benchmark (EDGE=1): bf16, an fp32 output, two chunks, q ≠ k, one and
+# three consumer warpgroups, chunks of 16 keys; each checked against the fp32 reference.
+if [ "${EDGE:-0}" = 1 ]; then
+  for v in "bf16 bf16" "bf16 fp32"; do
+    set -- $v
+    python3 - "$f" "$OUT/fa-$1-$2.napkin" "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for t in d['tensors']:
+    t['dtype'] = sys.argv[4] if t['name'] == 'O' else sys.argv[3]
+json.dump(d, open(sys.argv[2], 'w'))
+PY
+  done
+  E=(--axis b=2 --axis h=4 --axis q=2048 --axis k=2048)
+  f0=$f
+  f=$OUT/fa-bf16-bf16.napkin run edge-bf16-d128 "${E[@]}" --axis d=128 --tile block.k=128 --tile block.stages=3
+  f=$OUT/fa-bf16-fp32.napkin run edge-bf16-fp32-d64 "${E[@]}" --axis d=64 --tile block.k=128 --tile block.stages=4
+  f=$OUT/fa-bf16-fp32.napkin run edge-bf16-fp32-mma --runner "${E[@]}" --axis d=64 --arch sm_90
+  f=$f0
+  run edge-two-chunks --axis b=1 --axis h=2 --axis q=128 --axis k=256 --axis d=64 --tile block.k=128 --tile block.stages=3
+  run edge-q-ne-k --axis b=1 --axis h=4 --axis q=1024 --axis k=4096 --axis d=128 --tile block.k=128 --tile block.stages=3
+  run edge-q64 --axis b=1 --axis h=4 --axis q=2048 --axis k=2048 --axis d=128 --tile block.q=64 --tile block.k=128 \
+      --tile block.stages=3
+  run edge-q192-d64 --axis b=1 --axis h=4 --axis q=3072 --axis k=3072 --axis d=64 --tile block.q=192 --tile block.k=128 \
+      --tile block.stages=3
+  run edge-q192-d128 --axis b=1 --axis h=4 --axis q=3072 --axis k=3072 --axis d=128 --tile block.q=192 --tile block.k=64 \
+      --tile block.stages=3
+  run edge-k16 --axis b=1 --axis h=2 --axis q=1024 --axis k=1024 --axis d=128 --tile block.k=16 --tile block.stages=4
+fi
+
 # What the model's search picks and how its picks measure (TUNE=0 skips)
 if [ "${TUNE:-1}" = 1 ]; then
   for d in 128 64; do
