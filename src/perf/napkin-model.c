@@ -1366,29 +1366,31 @@ uses_wgmma (const NapkinArch *arch,
         /* GEMM: wgmma m64nNk16 per warpgroup, k chunks of 64 (one 128-byte swizzle row).
          * What gemm-wgmma (src/codegen/napkin-skeleton-wgmma.c) adds to the shared rule:
          * B loaded in 64-column boxes, one or two consumer warpgroups of at most 128
-         * accumulators a thread, its own 1 KB of alignment and the stage barriers. */
+         * accumulators a thread, two 8 KB store buffers per consumer, its own 1 KB of
+         * alignment and the stage barriers (tests/codegen/test-wgmma-rule.c checks the
+         * two agree). */
         gint64 consumers = rows == 64 ? 1 : 2, chunks = stages * (depth / 64);
 
         if (rows % 64 != 0 || cols % 8 != 0 || cols > 256 || depth % 64 != 0)
           return FALSE;
         if (cols % 64 != 0 || (rows != 64 && rows != 128 && rows != 256) || rows / consumers * cols / 128 > 128)
           return FALSE;
-        smem = chunks * (rows * 64 + 64 * cols) * bytes + 1024 + 16 * chunks;
+        smem = chunks * (rows * 64 + 64 * cols) * bytes + 2 * consumers * 8192 + 1024 + 16 * chunks;
       }
     else
       {
         /* attention: 64 query rows per consumer warpgroup, key chunks of n ≤ 256, d whole.
          * What flash-wgmma (src/codegen/napkin-skeleton-flash-wgmma.c) adds: at most
          * three consumers and a producer warpgroup sharing the 64K registers, a consumer
-         * holding scores (n/2), P (n/4), O (d/2) and ~24 more per thread, 1 KB of
-         * alignment and 1 + 3·stages barriers. */
+         * holding scores (n/2), P (n/4), O (d/2) and 32 more per thread (the skeleton's
+         * ptxas-checked rule), 1 KB of alignment and 1 + 3·stages barriers. */
         gint64 consumers = rows / 64, producer, consumer;
 
         if (rows % 64 != 0 || cols % 16 != 0 || cols > 256 || depth != depth_size
             || (depth != 64 && depth != 128) || consumers > 3)
           return FALSE;
         wgmma_attention_registers (consumers, &producer, &consumer);
-        if (cols / 2 + cols / 4 + depth / 2 + 24 > consumer)
+        if (3 * cols / 4 + depth / 2 + 32 > consumer)
           return FALSE;
         smem = 1024 + rows * depth * bytes + 2 * stages * cols * depth * bytes + 8 * (1 + 3 * stages);
       }

@@ -815,7 +815,7 @@ test_wgmma_rule (void)
   g_assert_true (wgmma_with ("flash-attention.napkin", "h100", "d=64,k=4224,block.k=176"));
   g_assert_true (wgmma_with ("flash-attention.napkin", "h100", "d=64,q=4224,block.q=192,block.k=128"));
   g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "d=64,block.k=176"));     /* 4096 % 176 */
-  g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "q=4224,block.q=192,block.k=128"));   /* 3 consumers get 160 registers; d 128 needs 184 */
+  g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "q=4224,block.q=192,block.k=128"));   /* 3 consumers get 160 registers; d 128 needs 192 */
   g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "q=4352,block.q=256"));  /* 4 consumers */
   g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "block.q=32"));    /* q % 64 */
   g_assert_false (wgmma_with ("flash-attention.napkin", "h100", "block.k=8"));     /* key % 16 */
