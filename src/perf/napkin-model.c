@@ -1510,13 +1510,13 @@ finish_kernel (Model            *m,
    * and shared-memory time overlap like the other resources. In flash-wgmma the same
    * consumer warpgroups that issue the products compute the online softmax's
    * exponentials between them (intra-warpgroup pipelining hides only part): tensor and
-   * SFU time add, with the per-chunk rescale and barrier (chunk_s) */
+   * SFU time add */
   if (g_strcmp0 (k->tensor_path, "wgmma") == 0)
     {
       double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SFU]) * k->quantisation
                      + k->chunk_s;
 
-      if (k->chunk_s > 0 && issue > overlap)
+      if (issue > overlap)
         {
           overlap = issue;
           k->bound = NAPKIN_RESOURCE_TENSOR;
@@ -1730,11 +1730,11 @@ build_kernels (Model *m)
           k.tensor_path = tensor_path_names[path];
       }
       warp_operand_reads (m, r, cost, k.time_s);
-      /* per chunk: the barrier, the stage wait and the online softmax's rescale; the
-       * GEMM on wgmma has none of the last and its consumers never wait on a block-wide
-       * barrier (the producer refills through mbarriers) */
-      if (cost->level == NAPKIN_LEVEL_SMEM && cost->chunks > 1
-          && !(m->rs[cost->region].wgmma && attention_rows (m, r, cost, &(int) { 0 }) == 0))
+      /* per chunk: the block-wide barrier, the stage wait and flash-mma's row shuffles
+       * (§7b); the wgmma skeletons have no block-wide barrier (consumers wait on the
+       * mbarriers the producer completes) and their softmax work is counted in the SFU
+       * and CUDA-core terms */
+      if (cost->level == NAPKIN_LEVEL_SMEM && cost->chunks > 1 && !m->rs[cost->region].wgmma)
         k.chunk_s = (double) cost->waves * cost->chunks * NAPKIN_CHUNK_CLOCKS / m->arch->clock_hz;
       /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances, I
        * counted at the kernel's outermost region on the SMs (below any L2 panel). */
