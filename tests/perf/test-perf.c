@@ -931,7 +931,8 @@ test_wgmma_skeletons (void)
   /* K, V read by both consumers; Q again for each of the 32 key chunks */
   g_assert_cmpint (a->levels[NAPKIN_LEVEL_SMEM].transfer_bytes, ==,
                    heads * (2 * 2 * (4096 * dd * q / 128) + q * dd * chunks) * 2);
-  /* tensor and SFU add (the consumers' softmax), then the per-chunk cost */
+  /* tensor and SFU add (the consumers' softmax); no per-chunk constant on this path */
+  g_assert_cmpfloat (k->chunk_s, ==, 0);
   g_assert_cmpfloat_with_epsilon (k->overlap_s,
                                   (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SFU]) * k->quantisation
                                   + k->chunk_s + h->launch_overhead_s, 1e-12);
