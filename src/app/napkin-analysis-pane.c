@@ -573,7 +573,8 @@ show_regions (NapkinAnalysisPane *self,
   for (guint r = 0; r < a->regions->len; r++)
     {
       const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
-      const NapkinRegion *region = napkin_diagram_region (self->diagram, c->region);
+      /* indices into the diagram analysed: the preview's while there is one */
+      const NapkinRegion *region = napkin_diagram_region (self->preview ? self->preview : self->diagram, c->region);
       const char *name = region ? region->name : c->name;
       gboolean detailed = region_detailed (self, a, c, name);
       g_autofree char *key = g_strdup_printf ("regions.%s", name);
@@ -654,8 +655,9 @@ show_regions (NapkinAnalysisPane *self,
       for (guint t = 0; t < c->transfers->len; t++)
         {
           const NapkinTransfer *tr = &g_array_index (c->transfers, NapkinTransfer, t);
-          const NapkinNode *node = tr->node < napkin_diagram_n_nodes (self->diagram)
-                                   ? napkin_diagram_node (self->diagram, tr->node) : NULL;
+          NapkinDiagram *analysed = self->preview ? self->preview : self->diagram;
+          const NapkinNode *node = tr->node < napkin_diagram_n_nodes (analysed)
+                                   ? napkin_diagram_node (analysed, tr->node) : NULL;
           g_autofree char *label = g_strdup_printf ("  %s %s %s", tr->is_output ? "→" : "←", tr->tensor,
                                                     napkin_level_to_string (tr->from));
           g_autofree char *bytes = bytes_text (tr->bytes);
@@ -1028,7 +1030,8 @@ update_now (NapkinAnalysisPane *self)
       show_regions (self, self->analysis);
     }
   problems = region_problems (self->analysis);
-  if (self->canvas != NULL)
+  /* a preview's region indices are not the document's the canvas draws */
+  if (self->canvas != NULL && self->preview == NULL)
     napkin_canvas_set_analysis_problems (self->canvas, problems);
 
   build_roofline (self);

@@ -109,7 +109,7 @@ search_thread (GTask        *task,
 {
   SearchInput *input = task_data;
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinDiagram) diagram = napkin_diagram_load_from_data (input->json, input->length, 0, &error);
+  NapkinDiagram *diagram = napkin_diagram_load_from_data (input->json, input->length, 0, &error);
   SearchOutput *output;
   gint64 start;
 
@@ -118,18 +118,14 @@ search_thread (GTask        *task,
       g_task_return_error (task, g_steal_pointer (&error));
       return;
     }
-  /* napkin_tune changes tile sizes; a diagram without regions has none */
-  if (napkin_diagram_n_regions (diagram) == 0)
-    {
-      g_task_return_new_error (task, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                               _("No regions to tune: relabel part of the diagram first (draw a region with "
-                                 "the Region menu)"));
-      return;
-    }
+  /* without regions, napkin_tune proposes where they go (result->relabeled) */
   output = g_new0 (SearchOutput, 1);
   start = g_get_monotonic_time ();
   output->result = napkin_tune (diagram, input->arch, &input->options, &error);
   output->seconds = (g_get_monotonic_time () - start) / 1e6;
+  /* released here, before the result goes to the main thread (json-c's counts are
+   * not atomic; result->relabeled is a diagram of its own, read from JSON) */
+  g_object_unref (diagram);
   if (output->result == NULL)
     {
       search_output_free (output);
@@ -215,13 +211,34 @@ format_footprint (const NapkinTuneCandidate *c)
   return g_strdup_printf (_("%s · %s/SM"), bytes, per_sm);
 }
 
+/* The time a speed-up is over: the document's own tiles, or the proposal's first
+ * tiles when it had no regions. (Not the diagram as drawn: without regions the
+ * model prices every operation as an ideal kernel, each tensor moved once.) */
+static double
+baseline_time (NapkinTileSuggestions *self)
+{
+  return self->result->current ? self->result->current->predicted_time_s : NAN;
+}
+
 static char *
 format_speedup (NapkinTileSuggestions     *self,
                 const NapkinTuneCandidate *c)
 {
-  if (self->result->current == NULL || c->predicted_time_s <= 0)
+  double base = baseline_time (self);
+
+  if (isnan (base) || c->predicted_time_s <= 0)
     return g_strdup ("—");
-  return g_strdup_printf ("%.2f×", self->result->current->predicted_time_s / c->predicted_time_s);
+  return g_strdup_printf ("%.2f×", base / c->predicted_time_s);
+}
+
+/* The document relabeled as row `index` says (with the proposed regions when it
+ * had none), a new diagram. */
+static NapkinDiagram *
+relabeled_document (NapkinTileSuggestions  *self,
+                    guint                   index,
+                    GError                **error)
+{
+  return napkin_tune_result_relabel (self->result, napkin_history_get_diagram (self->history), index, error);
 }
 
 char *
@@ -307,11 +324,9 @@ emit_preview (NapkinTileSuggestions     *self,
   if (c != NULL && self->history != NULL
       && napkin_diagram_get_generation (napkin_history_get_diagram (self->history)) == self->generation)
     {
-      preview = napkin_diagram_copy (napkin_history_get_diagram (self->history));
-      if (napkin_tune_apply (preview, c, NULL))
+      preview = relabeled_document (self, (guint) self->selected, NULL);
+      if (preview != NULL)
         label = g_strdup_printf (_("Preview of suggestion %d (not applied)"), self->selected + 1);
-      else
-        g_clear_object (&preview);
     }
   if (preview == NULL && !self->previewing)
     return;
@@ -401,7 +416,14 @@ show_result (NapkinTileSuggestions *self,
   for (guint i = 0; i < r->best->len; i++)
     gtk_list_box_append (self->list, row_new (self, i, g_ptr_array_index (r->best, i)));
 
-  if (r->current != NULL)
+  if (r->relabeled != NULL)
+    {
+      g_autofree char *what = g_strjoinv ("; ", r->proposed);
+
+      now = g_strdup_printf (_("The diagram has no regions: the model proposes them (%s); speed-ups are over "
+                               "the proposal’s first tiles."), what);
+    }
+  else if (r->current != NULL)
     {
       g_autofree char *time = napkin_format_si (r->current->predicted_time_s, "s");
 
@@ -702,9 +724,9 @@ napkin_tile_suggestions_apply (NapkinTileSuggestions  *self,
       return FALSE;
     }
 
-  /* the document's own copy with the candidate set, validated as --tile does */
-  target = napkin_diagram_copy (diagram);
-  if (!napkin_tune_apply (target, c, error))
+  /* the document (or the proposal for it) with the candidate set, validated as --tile does */
+  target = relabeled_document (self, (guint) self->selected, error);
+  if (target == NULL)
     return FALSE;
 
   stop_measuring (self);
@@ -718,7 +740,7 @@ napkin_tile_suggestions_apply (NapkinTileSuggestions  *self,
   napkin_history_end_group (self->history);
 
   time = napkin_format_si (c->predicted_time_s, "s");
-  speedup = self->result->current ? self->result->current->predicted_time_s / c->predicted_time_s : NAN;
+  speedup = baseline_time (self) / c->predicted_time_s;
   if (napkin_history_get_depth (self->history) == depth)
     message = g_strdup (_("These are the diagram’s tiles already"));
   else if (isnan (speedup))
@@ -873,7 +895,6 @@ measure_done_cb (GObject      *object,
 static void
 measure_next (NapkinTileSuggestions *self)
 {
-  const NapkinTuneCandidate *c;
   g_autoptr(NapkinDiagram) copy = NULL;
   g_autoptr(NapkinRunJob) job = NULL;
   g_autoptr(GError) error = NULL;
@@ -894,9 +915,8 @@ measure_next (NapkinTileSuggestions *self)
       set_status (self, status);
       return;
     }
-  c = napkin_tile_suggestions_get_item (self, self->measure_index);
-  copy = napkin_diagram_copy (napkin_history_get_diagram (self->history));
-  if (!napkin_tune_apply (copy, c, &error))
+  copy = relabeled_document (self, self->measure_index, &error);
+  if (copy == NULL)
     {
       show_measured (self, NULL, error);
       self->measure_index++;

@@ -369,27 +369,126 @@ test_apply_undo_redo (void)
   close_window (window);
 }
 
-/* A diagram without regions: the search's message, nothing to apply, and
- * Cancel leaves the document as it was. */
+/* A diagram without regions (a plain matrix product): the model proposes where the
+ * regions go, and Apply adds them with their tiles as one undo step. */
 static void
-test_no_regions (void)
+test_plain_proposes_regions (void)
 {
   NapkinWindow *window = open_example ("matmul");
+  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinArch *arch = napkin_analysis_pane_get_arch (pane);
   NapkinHistory *history = napkin_window_get_history (window);
+  NapkinTuneOptions options = { 0 };
+  g_autoptr(NapkinTuneResult) expected = NULL;
+  g_autoptr(GError) error = NULL;
   g_autofree char *before = document_json (window);
-  g_autofree char *now = NULL;
+  g_autofree char *after = NULL;
   guint depth = napkin_history_get_depth (history);
+  const NapkinTuneCandidate *best, *first;
   NapkinTileSuggestions *s;
-  GtkWidget *error_label;
 
   g_assert_cmpuint (napkin_diagram_n_regions (diagram_of (window)), ==, 0);
+  options.top_k = 10;
+  expected = napkin_tune (diagram_of (window), arch, &options, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (expected->relabeled);
+
+  s = suggest (window);
+  g_assert_null (napkin_tile_suggestions_get_error (s));
+  g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), ==, expected->best->len);
+  best = napkin_tile_suggestions_get_item (s, 0);
+  g_assert_cmpfloat (best->predicted_time_s, ==,
+                     ((NapkinTuneCandidate *) g_ptr_array_index (expected->best, 0))->predicted_time_s);
+  /* the proposal's first tiles, the baseline of the speed-ups */
+  first = napkin_tile_suggestions_get_current (s);
+  g_assert_nonnull (first);
+  g_assert_cmpfloat (first->predicted_time_s, ==, expected->current->predicted_time_s);
+  g_assert_cmpfloat (best->predicted_time_s, <=, first->predicted_time_s);
+  g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), "no regions"));
+  g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), expected->proposed[0]));
+  {
+    g_autofree char *speedup = g_strdup_printf ("%.2f×", first->predicted_time_s / best->predicted_time_s);
+
+    g_assert_cmpstr (label_text_in (find_named (GTK_WIDGET (s), "suggestion-0"), 5), ==, speedup);
+    g_test_message ("matmul.napkin on %s: proposed regions at %.4g ms, tuned %.4g ms (%s): %s", arch->id,
+                    first->predicted_time_s * 1e3, best->predicted_time_s * 1e3, speedup, best->tiles);
+  }
+  {
+    g_autofree char *now = document_json (window);
+
+    g_assert_cmpstr (now, ==, before);
+  }
+
+  g_signal_emit_by_name (find_named (GTK_WIDGET (s), "suggestions-apply"), "clicked");
+  iterate (50);
+  g_assert_cmpuint (napkin_history_get_depth (history), ==, depth + 1);
+  g_assert_cmpuint (napkin_diagram_n_regions (diagram_of (window)), ==, napkin_diagram_n_regions (expected->relabeled));
+  napkin_analysis_pane_flush (pane);
+  g_assert_cmpfloat_with_epsilon (napkin_analysis_pane_get_analysis (pane)->predicted_time_s, best->predicted_time_s,
+                                  1e-12 * best->predicted_time_s);
+  after = document_json (window);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  {
+    g_autofree char *now = document_json (window);
+
+    g_assert_cmpstr (now, ==, before);
+  }
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.redo", NULL));
+  {
+    g_autofree char *now = document_json (window);
+
+    g_assert_cmpstr (now, ==, after);
+  }
+  close_window (window);
+}
+
+/* An elementwise map: nothing the model knows how to relabel (and an empty diagram:
+ * not valid). The popover shows napkin_tune's own message, there is nothing to
+ * apply, and the document stays as it was. */
+static const char plain_map[] =
+  "{ \"format\": \"napkin\", \"version\": 1, \"title\": \"GELU\","
+  "  \"axes\": [ { \"name\": \"i\", \"size\": 1048576 } ],"
+  "  \"tensors\": [ { \"name\": \"X\", \"axes\": [ \"i\" ], \"dtype\": \"fp16\" },"
+  "                 { \"name\": \"Y\", \"axes\": [ \"i\" ], \"dtype\": \"fp16\" } ],"
+  "  \"nodes\": [ { \"id\": \"x\", \"kind\": \"input\", \"x\": 40, \"y\": 60, \"tensor\": \"X\" },"
+  "               { \"id\": \"act\", \"kind\": \"map\", \"x\": 200, \"y\": 60, \"fn\": \"gelu\" },"
+  "               { \"id\": \"y\", \"kind\": \"output\", \"x\": 360, \"y\": 60, \"tensor\": \"Y\" } ],"
+  "  \"wires\": [ { \"from\": \"x\", \"to\": \"act\", \"port\": 0 },"
+  "               { \"from\": \"act\", \"to\": \"y\", \"port\": 0 } ],"
+  "  \"regions\": [] }";
+
+static void
+check_nothing_to_tune (NapkinWindow  *window,
+                       NapkinDiagram *diagram)
+{
+  NapkinAnalysisPane *pane = pane_of (window);
+  g_autoptr(NapkinTuneResult) expected = NULL;
+  g_autoptr(GError) tune_error = NULL;
+  NapkinTuneOptions options = { 0 };
+  NapkinHistory *history;
+  g_autofree char *before = NULL;
+  g_autofree char *now = NULL;
+  NapkinTileSuggestions *s;
+  GtkWidget *error_label;
+  guint depth;
+
+  napkin_window_set_document (window, diagram, NULL);
+  history = napkin_window_get_history (window);
+  before = document_json (window);
+  depth = napkin_history_get_depth (history);
+  options.top_k = 10;
+  expected = napkin_tune (diagram_of (window), napkin_analysis_pane_get_arch (pane), &options, &tune_error);
+  g_assert_null (expected);
+  g_assert_nonnull (tune_error);
+  g_test_message ("%s: “%s”", napkin_diagram_get_title (diagram) ? napkin_diagram_get_title (diagram) : "empty",
+                  tune_error->message);
+
   s = suggest (window);
   g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), ==, 0);
-  g_assert_cmpstr (napkin_tile_suggestions_get_error (s), ==,
-                   _("No regions to tune: relabel part of the diagram first (draw a region with the Region menu)"));
+  g_assert_cmpstr (napkin_tile_suggestions_get_error (s), ==, tune_error->message);
   error_label = find_named (GTK_WIDGET (s), "suggestions-error");
   g_assert_true (gtk_widget_get_visible (error_label));
-  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (error_label)), ==, napkin_tile_suggestions_get_error (s));
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (error_label)), ==, tune_error->message);
   g_assert_false (gtk_widget_is_sensitive (find_named (GTK_WIDGET (s), "suggestions-apply")));
   {
     g_autoptr(GError) error = NULL;
@@ -402,6 +501,20 @@ test_no_regions (void)
   now = document_json (window);
   g_assert_cmpstr (now, ==, before);
   g_assert_cmpuint (napkin_history_get_depth (history), ==, depth);
+}
+
+static void
+test_nothing_to_tune (void)
+{
+  NapkinWindow *window = open_example ("matmul");
+  g_autoptr(NapkinDiagram) empty = napkin_diagram_new ();
+  g_autoptr(NapkinDiagram) map = NULL;
+  g_autoptr(GError) error = NULL;
+
+  map = napkin_diagram_load_from_data (plain_map, -1, NAPKIN_LOAD_DEFAULT, &error);
+  g_assert_no_error (error);
+  check_nothing_to_tune (window, map);
+  check_nothing_to_tune (window, empty);
   close_window (window);
 }
 
@@ -644,7 +757,8 @@ main (int    argc,
   g_assert_no_error (error);
 
   g_test_add_func ("/suggest/apply-undo-redo", test_apply_undo_redo);
-  g_test_add_func ("/suggest/no-regions-message", test_no_regions);
+  g_test_add_func ("/suggest/plain-product-proposes-regions", test_plain_proposes_regions);
+  g_test_add_func ("/suggest/nothing-to-tune-message", test_nothing_to_tune);
   g_test_add_func ("/suggest/cancel-leaves-document", test_cancel);
   g_test_add_func ("/suggest/stale-searches-again", test_stale);
   g_test_add_func ("/suggest/inspector-button", test_inspector_button);
