@@ -10,9 +10,11 @@
 G_BEGIN_DECLS
 
 /* "Suggest tiles" (issue 7): the relabelings napkin_tune ranks best for the
- * document and an architecture, searched in a worker thread on the document as
- * JSON, listed with their predicted time, throughput, bound, footprint and
- * speed-up; Apply sets the chosen one's tiles as one undo step. */
+ * document and an architecture (with regions it proposes when the document has
+ * none), searched in a worker thread on the document as JSON, listed with their
+ * predicted time, throughput, bound, footprint and speed-up; the selected one is
+ * previewed ("preview" signal, for the analysis pane) and Apply sets it as one
+ * undo step. */
 
 #define NAPKIN_TYPE_TILE_SUGGESTIONS (napkin_tile_suggestions_get_type ())
 G_DECLARE_FINAL_TYPE (NapkinTileSuggestions, napkin_tile_suggestions, NAPKIN, TILE_SUGGESTIONS, GtkPopover)
@@ -26,8 +28,9 @@ void                       napkin_tile_suggestions_search         (NapkinTileSug
                                                                    gboolean               has_dtype,
                                                                    NapkinDtype            dtype);
 gboolean                   napkin_tile_suggestions_is_searching   (NapkinTileSuggestions *self);
-/* The list shown, fastest first, and the document's own tiles (NULL when they
- * are infeasible or nothing was found). */
+/* The list shown, fastest first, and the tiles the speed-ups are over: the
+ * document's own, or the first tiles of the regions the model proposed for a
+ * document without any (NULL when infeasible or nothing was found). */
 guint                      napkin_tile_suggestions_get_n_items    (NapkinTileSuggestions *self);
 const NapkinTuneCandidate *napkin_tile_suggestions_get_item       (NapkinTileSuggestions *self,
                                                                    guint                  index);
