@@ -55,6 +55,8 @@ struct _NapkinTileSuggestions
   guint             measure_count;
   double            measured[TOP_K];   /* seconds; NAN: not measured */
   GtkLabel         *measured_labels[TOP_K];   /* the rows' "Measured" cells */
+  GtkWidget        *measured_title;    /* the column shows once a measurement starts */
+  gboolean          measured_shown;
 };
 
 G_DEFINE_FINAL_TYPE (NapkinTileSuggestions, napkin_tile_suggestions, GTK_TYPE_POPOVER)
@@ -182,7 +184,26 @@ static void
 add_column_titles (NapkinTileSuggestions *self)
 {
   for (guint c = 0; c < G_N_ELEMENTS (columns); c++)
-    gtk_box_append (self->column_titles, cell_new (self, c, _(columns[c].title)));
+    {
+      GtkWidget *title = cell_new (self, c, _(columns[c].title));
+
+      gtk_box_append (self->column_titles, title);
+      if (c == G_N_ELEMENTS (columns) - 1)
+        self->measured_title = title;
+    }
+  /* an empty column would widen the list for nothing */
+  gtk_widget_set_visible (self->measured_title, FALSE);
+}
+
+static void
+show_measured_column (NapkinTileSuggestions *self,
+                      gboolean               shown)
+{
+  self->measured_shown = shown;
+  gtk_widget_set_visible (self->measured_title, shown);
+  for (guint i = 0; i < TOP_K; i++)
+    if (self->measured_labels[i] != NULL)
+      gtk_widget_set_visible (GTK_WIDGET (self->measured_labels[i]), shown);
 }
 
 static char *
@@ -342,6 +363,7 @@ clear_list (NapkinTileSuggestions *self)
   GtkWidget *child;
 
   stop_measuring (self);
+  show_measured_column (self, FALSE);
   for (guint i = 0; i < TOP_K; i++)
     {
       self->measured[i] = NAN;
@@ -383,8 +405,12 @@ row_new (NapkinTileSuggestions     *self,
       GtkWidget *cell = cell_new (self, i, cells[i]);
 
       gtk_box_append (GTK_BOX (numbers), cell);
-      if (i == G_N_ELEMENTS (cells) - 1 && index < TOP_K)
-        self->measured_labels[index] = GTK_LABEL (cell);
+      if (i == G_N_ELEMENTS (cells) - 1)
+        {
+          gtk_widget_set_visible (cell, self->measured_shown);
+          if (index < TOP_K)
+            self->measured_labels[index] = GTK_LABEL (cell);
+        }
     }
   tiles = gtk_label_new (words);
   gtk_label_set_xalign (GTK_LABEL (tiles), 0);
@@ -958,6 +984,7 @@ napkin_tile_suggestions_measure (NapkinTileSuggestions *self,
       if (self->measured_labels[i] != NULL)
         gtk_label_set_text (self->measured_labels[i], "");
     }
+  show_measured_column (self, TRUE);
   self->measure_index = 0;
   self->measure_count = MIN (count, self->result->best->len);
   self->measure_cancellable = g_cancellable_new ();

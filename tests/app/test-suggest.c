@@ -623,8 +623,11 @@ test_measure (void)
   g_assert_cmpuint (n, >, NAPKIN_TILE_SUGGESTIONS_MEASURE_K);
   g_assert_true (gtk_widget_get_visible (measure));
   g_assert_true (gtk_widget_is_sensitive (measure));
+  /* no Measured column until a measurement starts */
+  g_assert_false (gtk_widget_get_visible (label_in (find_named (GTK_WIDGET (s), "suggestion-0"), 6)));
   set_fake_runner (s, "ok");
   g_signal_emit_by_name (measure, "clicked");
+  g_assert_true (gtk_widget_get_visible (label_in (find_named (GTK_WIDGET (s), "suggestion-0"), 6)));
   g_assert_true (napkin_tile_suggestions_is_measuring (s));
   g_assert_false (gtk_widget_is_sensitive (measure));
   wait_measured (s);
