@@ -1283,23 +1283,22 @@ uses_wgmma (const NapkinArch *arch,
             gint64           *smem_out)
 {
   const NapkinRegion *region = napkin_diagram_region (d, r);
-  const guint *topo = napkin_diagram_topo_order (d);
-  guint n_nodes = napkin_diagram_n_nodes (d), n_axes = napkin_diagram_n_axes (d);
+  guint n_axes = napkin_diagram_n_axes (d);
   int first = -1;
   guint contractions = 0, bytes = 2;
   gint64 stages = MAX (2, (gint64) region->stages), smem;   /* the skeletons double-buffer at least */
 
-  if (!napkin_arch_has_wgmma (arch) || region->level != NAPKIN_LEVEL_SMEM || topo == NULL)
+  if (!napkin_arch_has_wgmma (arch) || region->level != NAPKIN_LEVEL_SMEM)
     return FALSE;
-  for (guint i = 0; i < n_nodes; i++)
+  /* the region's contractions; the first product is the one whose operands both come
+   * from outside (attention's Q·Kᵀ, not P·V) */
+  for (guint i = 0; i < region->nodes->len; i++)
     {
-      guint n = topo[i];
-      const NapkinNode *node = napkin_diagram_node (d, n);
+      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+      gboolean outside = TRUE;
 
-      if (node->kind != NAPKIN_OP_CONTRACT || !napkin_region_has_node (region, node->id))
+      if (n < 0 || napkin_diagram_node (d, n)->kind != NAPKIN_OP_CONTRACT)
         continue;
-      if (first < 0)
-        first = n;
       contractions++;
       for (guint p = 0; p < 2; p++)
         {
@@ -1309,12 +1308,17 @@ uses_wgmma (const NapkinArch *arch,
           if (src < 0)
             return FALSE;
           if (napkin_region_has_node (region, napkin_diagram_node (d, src)->id))
-            continue;   /* made inside (P of attention): the skeleton converts it */
+            {
+              outside = FALSE;
+              continue;   /* made inside (P of attention): the skeleton converts it */
+            }
           t = has_dtype ? dtype : napkin_diagram_node_type (d, src)->dtype;
           if (!wgmma_dtype (t))
             return FALSE;
           bytes = napkin_dtype_bytes (t);
         }
+      if (outside && first < 0)
+        first = n;
     }
   if (first < 0)
     return FALSE;
