@@ -78,6 +78,11 @@ struct _NapkinCanvas
   double         pointer_x;     /* widget coordinates, for zooming around it */
   double         pointer_y;
   gboolean       pointer_inside;
+
+  /* The diagram's picture as last drawn, and what it was drawn from: frames that
+   * change only an overlay (rubber band, connect line, resize) reuse it. */
+  GdkTexture    *picture;
+  GBytes        *picture_key;
 };
 
 G_DEFINE_FINAL_TYPE (NapkinCanvas, napkin_canvas, GTK_TYPE_WIDGET)
@@ -209,6 +214,8 @@ napkin_canvas_set_history (NapkinCanvas  *self,
   g_clear_object (&self->diagram);
   g_clear_object (&self->history);
   g_clear_pointer (&self->problems, g_ptr_array_unref);
+  g_clear_object (&self->picture);
+  g_clear_pointer (&self->picture_key, g_bytes_unref);
   clear_selection_quietly (self);
 
   if (history != NULL)
@@ -306,8 +313,7 @@ void
 napkin_canvas_zoom_to_fit (NapkinCanvas *self)
 {
   int width, height;
-  NapkinRect bounds;
-  double zoom;
+  NapkinCanvasView view;
 
   g_return_if_fail (NAPKIN_IS_CANVAS (self));
 
@@ -320,15 +326,11 @@ napkin_canvas_zoom_to_fit (NapkinCanvas *self)
     }
   self->needs_fit = FALSE;
 
-  napkin_render_bounds (self->diagram, &bounds);
-  if (bounds.width <= 0 || bounds.height <= 0)
-    bounds = (NapkinRect) { 0, 0, 400, 300 };
-  /* Leave room for the legend in the bottom-left corner. */
-  zoom = MIN ((width - 40) / bounds.width, (height - 150) / bounds.height);
-  zoom = CLAMP (zoom, MIN_ZOOM, 1.5);
-  self->zoom = zoom;
-  self->origin_x = bounds.x + bounds.width / 2 - width / 2.0 / zoom;
-  self->origin_y = bounds.y + bounds.height / 2 - (height - 110) / 2.0 / zoom;
+  /* the benchmark fits its views with the same function */
+  napkin_render_fit_view (self->diagram, width, height, MIN_ZOOM, 1.5, &view);
+  self->zoom = view.zoom;
+  self->origin_x = view.origin_x;
+  self->origin_y = view.origin_y;
   gtk_widget_queue_draw (GTK_WIDGET (self));
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ZOOM]);
 }
@@ -1452,6 +1454,64 @@ query_tooltip_cb (NapkinCanvas *self,
 
 /* ---------------------------------------------------------------- drawing */
 
+/* Everything the picture depends on besides the diagram's contents (its
+ * generation): the view, the widget's size and scale, the selection, the problems. */
+static GBytes *
+picture_key (NapkinCanvas              *self,
+             const NapkinRenderOptions *options,
+             int                        width,
+             int                        height,
+             int                        scale)
+{
+  GByteArray *key = g_byte_array_new ();
+  guint64 generation = napkin_diagram_get_generation (self->diagram);
+  double view[3] = { self->zoom, self->origin_x, self->origin_y };
+  int ints[5] = { width, height, scale, options->selected_region, options->selected_wire };
+
+  g_byte_array_append (key, (const guint8 *) &generation, sizeof generation);
+  g_byte_array_append (key, (const guint8 *) view, sizeof view);
+  g_byte_array_append (key, (const guint8 *) ints, sizeof ints);
+  g_byte_array_append (key, (const guint8 *) options->selected_nodes,
+                       options->n_selected_nodes * sizeof (gboolean));
+  for (guint i = 0; options->problems != NULL && i < options->problems->len; i++)
+    {
+      const NapkinProblem *problem = g_ptr_array_index (options->problems, i);
+      guint item[2] = { problem->kind, problem->index };
+
+      g_byte_array_append (key, (const guint8 *) item, sizeof item);
+    }
+  return g_byte_array_free_to_bytes (key);
+}
+
+/* The diagram drawn by src/render into an image surface of the widget's device
+ * pixels, the same drawing the benchmark times, handed to GTK as a texture that
+ * takes the pixels. They are not cleared first: the paper covers them. */
+static GdkTexture *
+draw_picture (NapkinCanvas              *self,
+              const NapkinRenderOptions *options,
+              int                        width,
+              int                        height,
+              int                        scale)
+{
+  NapkinCanvasView view = { self->zoom, self->origin_x, self->origin_y };
+  int stride = cairo_format_stride_for_width (CAIRO_FORMAT_ARGB32, width * scale);
+  gsize size = (gsize) stride * height * scale;
+  guchar *pixels = g_malloc (size);
+  cairo_surface_t *surface;
+  g_autoptr(GBytes) bytes = NULL;
+  cairo_t *cr;
+
+  surface = cairo_image_surface_create_for_data (pixels, CAIRO_FORMAT_ARGB32, width * scale, height * scale, stride);
+  cr = cairo_create (surface);
+  cairo_scale (cr, scale, scale);   /* not a device scale: text is placed in device pixels */
+  napkin_render_draw_view (cr, self->diagram, options, &view, width, height);
+  cairo_destroy (cr);
+  cairo_surface_finish (surface);
+  cairo_surface_destroy (surface);
+  bytes = g_bytes_new_take (pixels, size);
+  return gdk_memory_texture_new (width * scale, height * scale, GDK_MEMORY_DEFAULT, bytes, stride);
+}
+
 static void
 napkin_canvas_snapshot (GtkWidget   *widget,
                         GtkSnapshot *snapshot)
@@ -1459,19 +1519,18 @@ napkin_canvas_snapshot (GtkWidget   *widget,
   NapkinCanvas *self = NAPKIN_CANVAS (widget);
   int width = gtk_widget_get_width (widget);
   int height = gtk_widget_get_height (widget);
+  int scale = gtk_widget_get_scale_factor (widget);
   g_autofree gboolean *selected = NULL;
   NapkinRenderOptions options = { NULL, 0, -1, -1, NULL };
   g_autoptr(GPtrArray) merged = NULL;
-  double lw, lh;
+  g_autoptr(GBytes) key = NULL;
   cairo_t *cr;
 
-  /* All of the diagram goes through src/render so that exports match the canvas. */
-  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
-  cairo_set_source_rgb (cr, 0.995, 0.993, 0.985);
-  cairo_paint (cr);
-
-  if (self->diagram == NULL)
+  if (self->diagram == NULL || width <= 0 || height <= 0)
     {
+      cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
+      cairo_set_source_rgb (cr, 0.995, 0.993, 0.985);
+      cairo_paint (cr);
       cairo_destroy (cr);
       return;
     }
@@ -1501,10 +1560,26 @@ napkin_canvas_snapshot (GtkWidget   *widget,
       options.problems = merged;
     }
 
+  /* All of the diagram goes through src/render so that exports match the canvas;
+   * it is redrawn only when something it shows changed. */
+  key = picture_key (self, &options, width, height, scale);
+  if (self->picture == NULL || self->picture_key == NULL || !g_bytes_equal (key, self->picture_key))
+    {
+      g_clear_object (&self->picture);
+      self->picture = draw_picture (self, &options, width, height, scale);
+      g_clear_pointer (&self->picture_key, g_bytes_unref);
+      self->picture_key = g_steal_pointer (&key);
+    }
+  gtk_snapshot_append_texture (snapshot, self->picture, &GRAPHENE_RECT_INIT (0, 0, width, height));
+
+  if (!((self->mode == MODE_RUBBER && self->dragged) || self->mode == MODE_CONNECT || self->mode == MODE_RESIZE))
+    return;
+
+  /* The drag's overlay, over the picture. */
+  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
   cairo_save (cr);
   cairo_scale (cr, self->zoom, self->zoom);
   cairo_translate (cr, -self->origin_x, -self->origin_y);
-  napkin_render_draw (cr, self->diagram, &options);
 
   if (self->mode == MODE_RUBBER && self->dragged)
     {
@@ -1579,10 +1654,6 @@ napkin_canvas_snapshot (GtkWidget   *widget,
       pango_cairo_show_layout (cr, layout);
       g_object_unref (layout);
     }
-
-  /* The legend of level colours is always visible. */
-  napkin_render_legend_size (&lw, &lh);
-  napkin_render_draw_legend (cr, 12, height - lh - 12);
   cairo_destroy (cr);
 }
 
@@ -1627,6 +1698,8 @@ napkin_canvas_dispose (GObject *object)
   NapkinCanvas *self = NAPKIN_CANVAS (object);
 
   napkin_canvas_set_history (self, NULL);
+  g_clear_object (&self->picture);
+  g_clear_pointer (&self->picture_key, g_bytes_unref);
   G_OBJECT_CLASS (napkin_canvas_parent_class)->dispose (object);
 }
 

@@ -36,6 +36,8 @@ static const char *level_titles[NAPKIN_N_LEVELS] = {
 static const double tensor_core_rgb[3] = { 0.16, 0.42, 0.84 };
 static const double problem_rgb[3] = { 0.85, 0.10, 0.10 };
 static const double select_rgb[3] = { 0.21, 0.52, 0.89 };
+static const double paper_rgb[3] = { 0.995, 0.993, 0.985 };   /* the canvas's background */
+static const double white_rgb[3] = { 1, 1, 1 };
 
 void
 napkin_render_level_rgb (NapkinLevel  level,
@@ -620,6 +622,9 @@ typedef struct
   guint                 n_nodes;
   NapkinLevel          *levels;      /* per node */
   NapkinRect           *rects;       /* per node */
+  const NapkinNode    **nodes;       /* per node: read once, not through the accessors per pass */
+  guint                 n_regions;
+  NapkinLevel          *region_levels;
   gboolean             *bad_nodes;
   gboolean             *bad_wires;
   gboolean             *bad_regions;
@@ -642,6 +647,25 @@ set_rgb (cairo_t      *cr,
          double        alpha)
 {
   cairo_set_source_rgba (cr, rgb[0], rgb[1], rgb[2], alpha);
+}
+
+/* A translucent colour over paper. On screen it is blended with the paper here
+ * and drawn opaque: Cairo composites a translucent source row by row, half again
+ * the cost of an opaque one, and over paper or a pale tint the two look alike.
+ * Vector exports keep the translucent colour. */
+static void
+set_rgb_over_paper (cairo_t      *cr,
+                    gboolean      screen,
+                    const double  rgb[3],
+                    double        alpha)
+{
+  if (!screen)
+    {
+      cairo_set_source_rgba (cr, rgb[0], rgb[1], rgb[2], alpha);
+      return;
+    }
+  cairo_set_source_rgb (cr, alpha * rgb[0] + (1 - alpha) * paper_rgb[0], alpha * rgb[1] + (1 - alpha) * paper_rgb[1],
+                        alpha * rgb[2] + (1 - alpha) * paper_rgb[2]);
 }
 
 static gboolean
@@ -796,7 +820,7 @@ draw_text (DrawContext  *ctx,
   x -= text->width * xalign;
   if (halo)
     {
-      cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
+      set_rgb_over_paper (cr, ctx->screen, white_rgb, 0.85);
       cairo_rectangle (cr, x - 1.5, y + 1, text->width + 3, text->height - 2);
       cairo_fill (cr);
     }
@@ -821,12 +845,38 @@ rounded_rect (cairo_t *cr,
               double   h,
               double   r)
 {
+  /* A quarter circle is one Bézier curve within 0.03 % of the radius; cairo_arc
+   * computes the same curve at several times the cost, for every glyph. */
+  double k;
+
   r = MIN (r, MIN (w, h) / 2);
-  cairo_new_sub_path (cr);
-  cairo_arc (cr, x + w - r, y + r, r, -G_PI / 2, 0);
-  cairo_arc (cr, x + w - r, y + h - r, r, 0, G_PI / 2);
-  cairo_arc (cr, x + r, y + h - r, r, G_PI / 2, G_PI);
-  cairo_arc (cr, x + r, y + r, r, G_PI, 3 * G_PI / 2);
+  k = r * 0.5522847498;
+  cairo_move_to (cr, x + r, y);
+  cairo_line_to (cr, x + w - r, y);
+  cairo_curve_to (cr, x + w - r + k, y, x + w, y + r - k, x + w, y + r);
+  cairo_line_to (cr, x + w, y + h - r);
+  cairo_curve_to (cr, x + w, y + h - r + k, x + w - r + k, y + h, x + w - r, y + h);
+  cairo_line_to (cr, x + r, y + h);
+  cairo_curve_to (cr, x + r - k, y + h, x, y + h - r + k, x, y + h - r);
+  cairo_line_to (cr, x, y + r);
+  cairo_curve_to (cr, x, y + r - k, x + r - k, y, x + r, y);
+  cairo_close_path (cr);
+}
+
+/* A circle as a new sub-path, in four Bézier curves (see rounded_rect). */
+static void
+circle (cairo_t *cr,
+        double   cx,
+        double   cy,
+        double   r)
+{
+  double k = r * 0.5522847498;
+
+  cairo_move_to (cr, cx + r, cy);
+  cairo_curve_to (cr, cx + r, cy + k, cx + k, cy + r, cx, cy + r);
+  cairo_curve_to (cr, cx - k, cy + r, cx - r, cy + k, cx - r, cy);
+  cairo_curve_to (cr, cx - r, cy - k, cx - k, cy - r, cx, cy - r);
+  cairo_curve_to (cr, cx + k, cy - r, cx + r, cy - k, cx + r, cy);
   cairo_close_path (cr);
 }
 
@@ -875,7 +925,7 @@ draw_region_body (DrawContext *ctx,
   if (ctx->bad_regions[r])
     set_rgb (cr, problem_rgb, 1);
   else
-    set_rgb (cr, level_rgb[region->level], 0.9);
+    set_rgb_over_paper (cr, ctx->screen, level_rgb[region->level], 0.9);
   cairo_stroke (cr);
   cairo_set_dash (cr, NULL, 0, 0);
 }
@@ -938,7 +988,7 @@ handle:
   cairo_move_to (cr, rect.x + rect.width - 3, rect.y + rect.height - HANDLE);
   cairo_line_to (cr, rect.x + rect.width - 3, rect.y + rect.height - 3);
   cairo_line_to (cr, rect.x + rect.width - HANDLE, rect.y + rect.height - 3);
-  set_rgb (cr, rgb, 0.8);
+  set_rgb_over_paper (cr, ctx->screen, rgb, 0.8);
   cairo_set_line_width (cr, 2);
   cairo_stroke (cr);
 
@@ -964,6 +1014,9 @@ strand_path (cairo_t *cr,
   cairo_curve_to (cr, x1 + dx, y1, x2 - dx, y2, x2, y2);
 }
 
+static void band_points (double x1, double y1, double x2, double y2, double pts[8]);
+static void polyline_path (cairo_t *cr, const double *pts, guint n);
+
 static void
 wire_path (DrawContext *ctx,
            guint        w,
@@ -979,16 +1032,14 @@ wire_path (DrawContext *ctx,
     return;
   rank = node_rank (ctx->diagram, from);
   *rank_out = rank;
-  /* Zoomed far out the strands are closer than three pixels: one band, a
-   * three-segment line where the curve would be, stands for them. */
+  /* Zoomed far out the strands are closer than three pixels: one band stands for
+   * them (see band_points). */
   if (ctx->scale < SCALE_STRANDS)
     {
-      double dx = MAX (30.0, fabs (x2 - x1) / 2) * 0.5;
+      double pts[8];
 
-      cairo_move_to (ctx->cr, x1, y1);
-      cairo_line_to (ctx->cr, x1 + dx, y1);
-      cairo_line_to (ctx->cr, x2 - dx, y2);
-      cairo_line_to (ctx->cr, x2, y2);
+      band_points (x1, y1, x2, y2, pts);
+      polyline_path (ctx->cr, pts, 4);
       return;
     }
   for (guint i = 0; i < rank; i++)
@@ -997,6 +1048,96 @@ wire_path (DrawContext *ctx,
 
       strand_path (ctx->cr, x1, y1 + o, x2, y2 + o);
     }
+}
+
+/* Appends a polyline (n points, x and y) to the path. */
+static void
+polyline_path (cairo_t      *cr,
+               const double *pts,
+               guint         n)
+{
+  cairo_move_to (cr, pts[0], pts[1]);
+  for (guint i = 1; i < n; i++)
+    cairo_line_to (cr, pts[2 * i], pts[2 * i + 1]);
+}
+
+/* Appends to the path the parts of a polyline (n points, x and y) inside rect,
+ * cut where they cross its edges (Liang–Barsky). TRUE when some part is inside. */
+static gboolean
+polyline_in_rect (cairo_t          *cr,
+                  const double     *pts,
+                  guint             n,
+                  const NapkinRect *rect)
+{
+  gboolean any = FALSE, pen = FALSE;   /* pen: the path goes on from the last point */
+
+  for (guint i = 0; i + 1 < n; i++)
+    {
+      double x0 = pts[2 * i], y0 = pts[2 * i + 1];
+      double dx = pts[2 * i + 2] - x0, dy = pts[2 * i + 3] - y0;
+      double p[4] = { -dx, dx, -dy, dy };
+      double q[4] = { x0 - rect->x, rect->x + rect->width - x0, y0 - rect->y, rect->y + rect->height - y0 };
+      double t0 = 0, t1 = 1;
+      gboolean out = FALSE;
+
+      for (guint k = 0; k < 4; k++)
+        {
+          if (p[k] == 0)
+            out |= q[k] < 0;
+          else if (p[k] < 0)
+            t0 = MAX (t0, q[k] / p[k]);
+          else
+            t1 = MIN (t1, q[k] / p[k]);
+        }
+      if (out || t0 >= t1)
+        {
+          pen = FALSE;
+          continue;
+        }
+      if (!pen || t0 > 0)
+        cairo_move_to (cr, x0 + t0 * dx, y0 + t0 * dy);
+      cairo_line_to (cr, x0 + t1 * dx, y0 + t1 * dy);
+      pen = t1 >= 1;
+      any = TRUE;
+    }
+  return any;
+}
+
+/* Far out, a wire is a band where its strands would be: a three-segment line
+ * where the curve would be. */
+static void
+band_points (double x1,
+             double y1,
+             double x2,
+             double y2,
+             double pts[8])
+{
+  double dx = MAX (30.0, fabs (x2 - x1) / 2) * 0.5;
+
+  pts[0] = x1;
+  pts[1] = y1;
+  pts[2] = x1 + dx;
+  pts[3] = y1;
+  pts[4] = x2 - dx;
+  pts[5] = y2;
+  pts[6] = x2;
+  pts[7] = y2;
+}
+
+/* The part of a wire's band (far out) inside rect. */
+static gboolean
+band_in_rect (DrawContext      *ctx,
+              guint             w,
+              const NapkinRect *rect)
+{
+  double x1, y1, x2, y2, pts[8];
+  int from;
+
+  wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &from);
+  if (from < 0)
+    return FALSE;
+  band_points (x1, y1, x2, y2, pts);
+  return polyline_in_rect (ctx->cr, pts, 4, rect);
 }
 
 static gboolean
@@ -1052,9 +1193,9 @@ draw_wires (DrawContext               *ctx,
       if (!shown[w] || from[w] < 0 || to[w] < 0)
         continue;
       for (guint r = 0; r < n_regions; r++)
-        if ((int) napkin_diagram_region (ctx->diagram, r)->level > base[w]
+        if ((int) ctx->region_levels[r] > base[w]
             && layout_holds (ctx->layout, r, from[w]) && layout_holds (ctx->layout, r, to[w]))
-          base[w] = napkin_diagram_region (ctx->diagram, r)->level;
+          base[w] = ctx->region_levels[r];
     }
   for (int pass = -2; pass < NAPKIN_N_LEVELS; pass++)
     {
@@ -1077,43 +1218,64 @@ draw_wires (DrawContext               *ctx,
 
   /* Where a wire enters a faster region it takes that region's colour inside it:
    * the change of colour at the border is the transfer (design.md §1b). */
+  /* Far out on screen the parts of the bands inside are cut out here, and every
+   * region of a level takes one stroke; otherwise each region clips its strands. */
   for (int level = NAPKIN_LEVEL_L2; level < NAPKIN_N_LEVELS; level++)
-    for (guint r = 0; r < n_regions; r++)
-      {
-        const NapkinRegion *region = napkin_diagram_region (ctx->diagram, r);
-        NapkinRect rect;
-        gboolean any = FALSE;
+    {
+      gboolean cut = ctx->screen && ctx->scale < SCALE_STRANDS;
+      gboolean cut_any = FALSE;
+      double width = cairo_get_line_width (cr);
 
-        if ((int) region->level != level)
-          continue;
-        napkin_render_region_rect (ctx->diagram, r, &rect);
-        if (!visible (ctx, &rect, 0))
-          continue;
-        /* The clip first: it consumes the current path. */
-        cairo_save (cr);
-        cairo_rectangle (cr, rect.x, rect.y, rect.width, rect.height);
-        cairo_clip (cr);
-        for (guint w = 0; w < n_wires; w++)
-          {
-            gboolean holds_from = layout_holds (ctx->layout, r, from[w]);
-            gboolean holds_to = layout_holds (ctx->layout, r, to[w]);
+      for (guint r = 0; r < n_regions; r++)
+        {
+          const NapkinRect *rect = &ctx->layout->region_rects[r];
+          gboolean any = FALSE;
 
-            if (!shown[w] || ctx->bad_wires[w] || (int) w == selected || base[w] >= level
-                || !(holds_from || holds_to))
-              continue;
-            wire_path (ctx, w, &rank);
-            any = TRUE;
-          }
-        if (any)
-          {
-            /* A little wider than the black strand under it, so no dark fringe. */
-            set_rgb (cr, level_rgb[level], 1);
-            cairo_set_line_width (cr, cairo_get_line_width (cr) + 0.6);
-            cairo_stroke (cr);
-          }
-        cairo_restore (cr);
-        cairo_new_path (cr);
-      }
+          if ((int) ctx->region_levels[r] != level)
+            continue;
+          if (!visible (ctx, rect, 0))
+            continue;
+          if (!cut)
+            {
+              /* The clip first: it consumes the current path. */
+              cairo_save (cr);
+              cairo_rectangle (cr, rect->x, rect->y, rect->width, rect->height);
+              cairo_clip (cr);
+            }
+          for (guint w = 0; w < n_wires; w++)
+            {
+              gboolean holds_from = layout_holds (ctx->layout, r, from[w]);
+              gboolean holds_to = layout_holds (ctx->layout, r, to[w]);
+
+              if (!shown[w] || ctx->bad_wires[w] || (int) w == selected || base[w] >= level
+                  || !(holds_from || holds_to))
+                continue;
+              if (cut)
+                cut_any |= band_in_rect (ctx, w, rect);
+              else
+                wire_path (ctx, w, &rank);
+              any = TRUE;
+            }
+          if (cut)
+            continue;
+          if (any)
+            {
+              /* A little wider than the black strand under it, so no dark fringe. */
+              set_rgb (cr, level_rgb[level], 1);
+              cairo_set_line_width (cr, width + 0.6);
+              cairo_stroke (cr);
+            }
+          cairo_restore (cr);
+          cairo_new_path (cr);
+        }
+      if (cut_any)
+        {
+          set_rgb (cr, level_rgb[level], 1);
+          cairo_set_line_width (cr, width + 0.6);
+          cairo_stroke (cr);
+          cairo_set_line_width (cr, width);
+        }
+    }
 
   /* Each strand is labelled with its axis and size at the middle of the wire:
    * the halos first in one fill, then the text. */
@@ -1155,7 +1317,7 @@ draw_wires (DrawContext               *ctx,
           }
         if (pass == 0)
           {
-            cairo_set_source_rgba (cr, 1, 1, 1, 0.85);
+            set_rgb_over_paper (cr, ctx->screen, white_rgb, 0.85);
             cairo_fill (cr);
           }
       }
@@ -1168,13 +1330,12 @@ draw_wires (DrawContext               *ctx,
 
       napkin_diagram_consumers (ctx->diagram, n, &n_consumers);
       if (n_consumers < 2 || !visible (ctx, &ctx->rects[n], 10)
-          || !napkin_render_port_point (ctx->diagram, n, -1, &px, &py))
+          || !port_point_in (ctx->diagram, n, -1, &ctx->rects[n], &px, &py))
         continue;
       rank = node_rank (ctx->diagram, n);
       for (guint i = 0; i < rank; i++)
         {
-          cairo_new_sub_path (cr);
-          cairo_arc (cr, px + 8, py + (i - (rank - 1) / 2.0) * STRAND, 2.5, 0, 2 * G_PI);
+          circle (cr, px + 8, py + (i - (rank - 1) / 2.0) * STRAND, 2.5);
         }
       set_rgb (cr, level_rgb[ctx->levels[n]], 1);
       cairo_fill (cr);
@@ -1366,7 +1527,7 @@ draw_nodes (DrawContext               *ctx,
       any = FALSE;
       for (guint n = 0; n < ctx->n_nodes; n++)
         {
-          const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
+          const NapkinNode *node = ctx->nodes[n];
           gboolean tensor = node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT;
 
           if (!shown[n] || (c < 0 ? tensor : !tensor || (int) ctx->levels[n] != c))
@@ -1379,7 +1540,7 @@ draw_nodes (DrawContext               *ctx,
       if (c < 0)
         cairo_set_source_rgb (cr, 1, 1, 1);
       else
-        set_rgb (cr, level_rgb[c], 0.85);
+        set_rgb_over_paper (cr, ctx->screen, level_rgb[c], 0.85);
       cairo_fill (cr);
     }
 
@@ -1392,7 +1553,7 @@ draw_nodes (DrawContext               *ctx,
       any = FALSE;
       for (guint n = 0; n < ctx->n_nodes; n++)
         {
-          const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
+          const NapkinNode *node = ctx->nodes[n];
 
           if (!shown[n] || node_rgb (ctx, n, node) != colours[c])
             continue;
@@ -1411,7 +1572,7 @@ draw_nodes (DrawContext               *ctx,
 
       for (guint n = 0; n < ctx->n_nodes && ctx->scale >= SCALE_LABELS; n++)
         {
-          const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
+          const NapkinNode *node = ctx->nodes[n];
           const NapkinRect *r = &ctx->rects[n];
           double ax, ay, bx, by;
 
@@ -1426,8 +1587,8 @@ draw_nodes (DrawContext               *ctx,
               marks = TRUE;
             }
           else if (node->kind == NAPKIN_OP_CONTRACT
-                   && napkin_render_port_point (ctx->diagram, n, 0, &ax, &ay)
-                   && napkin_render_port_point (ctx->diagram, n, 1, &bx, &by))
+                   && port_point_in (ctx->diagram, n, 0, &ctx->rects[n], &ax, &ay)
+                   && port_point_in (ctx->diagram, n, 1, &ctx->rects[n], &bx, &by))
             {
               double cx = r->x + r->width * 0.42;
 
@@ -1438,7 +1599,12 @@ draw_nodes (DrawContext               *ctx,
         }
       if (marks)
         {
-          set_rgb (cr, colours[c], 0.45);
+          /* over the white body of the glyph: blending with white is exact */
+          if (ctx->screen)
+            cairo_set_source_rgb (cr, 0.45 * colours[c][0] + 0.55, 0.45 * colours[c][1] + 0.55,
+                                  0.45 * colours[c][2] + 0.55);
+          else
+            set_rgb (cr, colours[c], 0.45);
           cairo_set_line_width (cr, 1.3);
           cairo_stroke (cr);
         }
@@ -1452,7 +1618,7 @@ draw_nodes (DrawContext               *ctx,
       any = FALSE;
       for (guint n = 0; n < ctx->n_nodes; n++)
         {
-          const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
+          const NapkinNode *node = ctx->nodes[n];
           guint n_in;
 
           if (!shown[n] || (!hollow && node_rgb (ctx, n, node) != colours[c]))
@@ -1463,10 +1629,9 @@ draw_nodes (DrawContext               *ctx,
               double px, py;
 
               if (port_connected (ctx, n, p) == hollow
-                  || !napkin_render_port_point (ctx->diagram, n, p, &px, &py))
+                  || !port_point_in (ctx->diagram, n, p, &ctx->rects[n], &px, &py))
                 continue;
-              cairo_new_sub_path (cr);
-              cairo_arc (cr, px, py, hollow ? PORT_R : PORT_R + 0.6, 0, 2 * G_PI);
+              circle (cr, px, py, hollow ? PORT_R : PORT_R + 0.6);
               any = TRUE;
             }
         }
@@ -1489,7 +1654,7 @@ draw_nodes (DrawContext               *ctx,
   /* Text: the detail inside, the label above, a tensor's element type below. */
   for (guint n = 0; n < ctx->n_nodes; n++)
     {
-      const NapkinNode *node = napkin_diagram_node (ctx->diagram, n);
+      const NapkinNode *node = ctx->nodes[n];
       const NapkinRect *r = &ctx->rects[n];
       gboolean tensor = node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT;
 
@@ -1524,7 +1689,7 @@ draw_nodes (DrawContext               *ctx,
         }
       if (ctx->bad_nodes[n])
         {
-          cairo_arc (cr, r->x + r->width, r->y, 7, 0, 2 * G_PI);
+          circle (cr, r->x + r->width, r->y, 7);
           set_rgb (cr, problem_rgb, 1);
           cairo_fill (cr);
           draw_text (ctx, FONT_BOLD, "!", r->x + r->width, r->y - 8, 0.5, FALSE, (double[3]) { 1, 1, 1 });
@@ -1559,15 +1724,21 @@ napkin_render_draw (cairo_t                   *cr,
 
   ctx.levels = g_new (NapkinLevel, ctx.n_nodes + 1);
   ctx.rects = g_new (NapkinRect, ctx.n_nodes + 1);
+  ctx.nodes = g_new (const NapkinNode *, ctx.n_nodes + 1);
+  ctx.n_regions = n_regions;
+  ctx.region_levels = g_new (NapkinLevel, n_regions + 1);
   ctx.bad_nodes = g_new0 (gboolean, ctx.n_nodes + 1);
   ctx.bad_wires = g_new0 (gboolean, n_wires + 1);
   ctx.bad_regions = g_new0 (gboolean, n_regions + 1);
 
   for (guint n = 0; n < ctx.n_nodes; n++)
     {
-      ctx.levels[n] = napkin_render_node_level (diagram, n);
-      napkin_render_node_rect (diagram, n, &ctx.rects[n]);
+      ctx.levels[n] = ctx.layout->node_levels[n];
+      ctx.rects[n] = ctx.layout->node_rects[n];
+      ctx.nodes[n] = napkin_diagram_node (diagram, n);
     }
+  for (guint r = 0; r < n_regions; r++)
+    ctx.region_levels[r] = napkin_diagram_region (diagram, r)->level;
   if (options != NULL && options->problems != NULL)
     for (guint i = 0; i < options->problems->len; i++)
       {
@@ -1609,9 +1780,70 @@ napkin_render_draw (cairo_t                   *cr,
 
   g_free (ctx.levels);
   g_free (ctx.rects);
+  g_free (ctx.nodes);
+  g_free (ctx.region_levels);
   g_free (ctx.bad_nodes);
   g_free (ctx.bad_wires);
   g_free (ctx.bad_regions);
+}
+
+/* ---------------------------------------------------------------- canvas view */
+
+static void draw_legend (cairo_t *cr, double x, double y, gboolean screen);
+
+void
+napkin_render_fit_view (NapkinDiagram    *diagram,
+                        int               width,
+                        int               height,
+                        double            min_zoom,
+                        double            max_zoom,
+                        NapkinCanvasView *view)
+{
+  NapkinRect bounds;
+  double zoom;
+
+  g_return_if_fail (NAPKIN_IS_DIAGRAM (diagram));
+  g_return_if_fail (view != NULL);
+
+  napkin_render_bounds (diagram, &bounds);
+  if (bounds.width <= 0 || bounds.height <= 0)
+    bounds = (NapkinRect) { 0, 0, 400, 300 };
+  /* Leave room for the legend in the bottom-left corner. */
+  zoom = MIN ((width - 40) / bounds.width, (height - 150) / bounds.height);
+  zoom = CLAMP (zoom, min_zoom, max_zoom);
+  view->zoom = zoom;
+  view->origin_x = bounds.x + bounds.width / 2 - width / 2.0 / zoom;
+  view->origin_y = bounds.y + bounds.height / 2 - (height - 110) / 2.0 / zoom;
+}
+
+void
+napkin_render_draw_view (cairo_t                   *cr,
+                         NapkinDiagram             *diagram,
+                         const NapkinRenderOptions *options,
+                         const NapkinCanvasView    *view,
+                         int                        width,
+                         int                        height)
+{
+  double lw, lh;
+
+  g_return_if_fail (cr != NULL);
+  g_return_if_fail (NAPKIN_IS_DIAGRAM (diagram));
+  g_return_if_fail (view != NULL && view->zoom > 0);
+
+  cairo_save (cr);
+  set_rgb (cr, paper_rgb, 1);
+  cairo_paint (cr);
+  cairo_save (cr);
+  cairo_scale (cr, view->zoom, view->zoom);
+  cairo_translate (cr, -view->origin_x, -view->origin_y);
+  napkin_render_draw (cr, diagram, options);
+  cairo_restore (cr);
+  /* The legend of level colours is always visible. */
+  napkin_render_legend_size (&lw, &lh);
+  draw_legend (cr, 12, height - lh - 12,
+               cairo_surface_get_type (cairo_get_target (cr)) == CAIRO_SURFACE_TYPE_IMAGE
+               && !(options && options->full_quality));
+  cairo_restore (cr);
 }
 
 /* ---------------------------------------------------------------- legend */
@@ -1627,17 +1859,17 @@ napkin_render_legend_size (double *width,
   *height = (NAPKIN_N_LEVELS + 1) * LEGEND_ROW + 10;
 }
 
-void
-napkin_render_draw_legend (cairo_t *cr,
-                           double   x,
-                           double   y)
+static void
+draw_legend (cairo_t  *cr,
+             double    x,
+             double    y,
+             gboolean  screen)
 {
   DrawContext ctx = { 0 };
   double w, h;
 
-  g_return_if_fail (cr != NULL);
-
   ctx.cr = cr;
+  ctx.screen = screen;
   napkin_render_legend_size (&w, &h);
 
   cairo_save (cr);
@@ -1657,7 +1889,7 @@ napkin_render_draw_legend (cairo_t *cr,
       guint n_dashes = level < NAPKIN_N_LEVELS ? napkin_render_level_dashes (level, dashes) : 0;
 
       rounded_rect (cr, x + 8, ry + 3, 26, 12, 3);
-      set_rgb (cr, rgb, level == NAPKIN_LEVEL_HBM ? 0.85 : 0.18);
+      set_rgb_over_paper (cr, screen, rgb, level == NAPKIN_LEVEL_HBM ? 0.85 : 0.18);
       cairo_fill_preserve (cr);
       set_rgb (cr, rgb, 1);
       cairo_set_dash (cr, dashes, n_dashes, 0);
@@ -1667,4 +1899,14 @@ napkin_render_draw_legend (cairo_t *cr,
       draw_text (&ctx, FONT_LEGEND, title, x + 42, ry + 1, 0, FALSE, rgb);
     }
   cairo_restore (cr);
+}
+
+void
+napkin_render_draw_legend (cairo_t *cr,
+                           double   x,
+                           double   y)
+{
+  g_return_if_fail (cr != NULL);
+
+  draw_legend (cr, x, y, FALSE);
 }

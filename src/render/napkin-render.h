@@ -49,6 +49,14 @@ typedef struct
   gboolean        full_quality;     /* exports: no screen shortcuts (see napkin-render.c) */
 } NapkinRenderOptions;
 
+/* What the canvas shows: its zoom, and the document point at its top-left corner. */
+typedef struct
+{
+  double zoom;
+  double origin_x;
+  double origin_y;
+} NapkinCanvasView;
+
 typedef enum
 {
   NAPKIN_EXPORT_SVG,
@@ -95,6 +103,22 @@ NapkinHit   napkin_render_hit              (NapkinDiagram       *diagram,
 void        napkin_render_draw             (cairo_t             *cr,
                                             NapkinDiagram       *diagram,
                                             const NapkinRenderOptions *options);
+/* The view that shows the whole diagram in a width × height canvas, with room for
+ * the legend in the bottom-left corner; the zoom clamped to [min_zoom, max_zoom]. */
+void        napkin_render_fit_view         (NapkinDiagram       *diagram,
+                                            int                  width,
+                                            int                  height,
+                                            double               min_zoom,
+                                            double               max_zoom,
+                                            NapkinCanvasView    *view);
+/* The canvas's picture of a width × height widget: paper, the diagram under the
+ * view, the legend in the bottom-left corner. */
+void        napkin_render_draw_view        (cairo_t             *cr,
+                                            NapkinDiagram       *diagram,
+                                            const NapkinRenderOptions *options,
+                                            const NapkinCanvasView *view,
+                                            int                  width,
+                                            int                  height);
 void        napkin_render_legend_size      (double              *width,
                                             double              *height);
 void        napkin_render_draw_legend      (cairo_t             *cr,
