@@ -160,6 +160,87 @@ test_every_example (void)
     }
 }
 
+/* The canvas's picture (napkin_render_draw_view): the fitted diagram lies inside
+ * the widget above the legend, the paper covers the uncleared pixels, and the
+ * screen shortcuts (cached text masks, 4×4 antialiasing, opaque pre-blended
+ * colours, bands far out) draw what the full-quality path draws, within a
+ * level or two per pixel on average — also at two device pixels per pixel, as
+ * the canvas draws on a HiDPI screen (text masks are placed in device pixels). */
+static void
+test_canvas_view (void)
+{
+  const int width = 900, height = 700;
+
+  for (guint e = 0; e < 2 * G_N_ELEMENTS (examples); e++)
+    {
+      int scale = e < G_N_ELEMENTS (examples) ? 1 : 2;
+      g_autoptr(NapkinDiagram) diagram = load_example (examples[e % G_N_ELEMENTS (examples)]);
+      NapkinRenderOptions screen = { NULL, 0, -1, -1, NULL, FALSE };
+      NapkinRenderOptions full = { NULL, 0, -1, -1, NULL, TRUE };
+      cairo_surface_t *surfaces[2];
+      NapkinCanvasView view;
+      NapkinRect b;
+      double lw, lh, diff = 0;
+      const guint8 *data[2];
+      int stride;
+
+      napkin_render_fit_view (diagram, width, height, 0.1, 1.5, &view);
+      napkin_render_bounds (diagram, &b);
+      napkin_render_legend_size (&lw, &lh);
+      g_assert_cmpfloat ((b.x - view.origin_x) * view.zoom, >=, 0);
+      g_assert_cmpfloat ((b.y - view.origin_y) * view.zoom, >=, 0);
+      g_assert_cmpfloat ((b.x + b.width - view.origin_x) * view.zoom, <=, width);
+      g_assert_cmpfloat ((b.y + b.height - view.origin_y) * view.zoom, <=, height - lh - 12);
+
+      for (guint i = 0; i < 2; i++)
+        {
+          cairo_t *cr;
+          guint8 *pixels;
+
+          surfaces[i] = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width * scale, height * scale);
+          /* garbage where the canvas's new buffer has whatever memory held */
+          cairo_surface_flush (surfaces[i]);
+          pixels = cairo_image_surface_get_data (surfaces[i]);
+          memset (pixels, 0x5a, (gsize) cairo_image_surface_get_stride (surfaces[i]) * height * scale);
+          cairo_surface_mark_dirty (surfaces[i]);
+          cr = cairo_create (surfaces[i]);
+          cairo_scale (cr, scale, scale);
+          napkin_render_draw_view (cr, diagram, i == 0 ? &screen : &full, &view, width, height);
+          g_assert_cmpint (cairo_status (cr), ==, CAIRO_STATUS_SUCCESS);
+          cairo_destroy (cr);
+          cairo_surface_flush (surfaces[i]);
+          data[i] = cairo_image_surface_get_data (surfaces[i]);
+        }
+      stride = cairo_image_surface_get_stride (surfaces[0]);
+
+      /* paper in the top-right corner, opaque */
+      for (guint i = 0; i < 2; i++)
+        {
+          guint32 px = *(const guint32 *) (data[i] + (width * scale - 1) * 4);
+
+          g_assert_cmphex (px >> 24, ==, 0xff);
+          g_assert_cmpuint ((px >> 16) & 0xff, >=, 250);
+          g_assert_cmpuint ((px >> 8) & 0xff, >=, 250);
+          g_assert_cmpuint (px & 0xff, >=, 248);
+        }
+      g_assert_cmpuint (count_colour (surfaces[0], napkin_render_level_hex (NAPKIN_LEVEL_HBM), 12), >, 100);
+      if (napkin_diagram_n_regions (diagram) > 0)
+        g_assert_cmpuint (count_colour (surfaces[0],
+                                        napkin_render_level_hex (napkin_diagram_region (diagram, 0)->level), 12),
+                          >, 50);
+      for (int y = 0; y < height * scale; y++)
+        for (int x = 0; x < width * scale; x++)
+          for (int c = 0; c < 3; c++)
+            diff += abs (data[0][y * stride + 4 * x + c] - data[1][y * stride + 4 * x + c]);
+      diff /= 3.0 * width * height * scale * scale;
+      g_test_message ("%s x%d: zoom %.3f, screen vs full quality: %.2f levels per channel on average",
+                      examples[e % G_N_ELEMENTS (examples)], scale, view.zoom, diff);
+      g_assert_cmpfloat (diff, <, 1.5);
+      cairo_surface_destroy (surfaces[0]);
+      cairo_surface_destroy (surfaces[1]);
+    }
+}
+
 /* Nested regions: the register region sits inside the shared-memory one, in green. */
 static void
 test_nested_regions (void)
@@ -504,6 +585,7 @@ main (int    argc,
 
   g_test_add_func ("/render/draw/every-example", test_every_example);
   g_test_add_func ("/render/draw/nested-regions", test_nested_regions);
+  g_test_add_func ("/render/draw/canvas-view", test_canvas_view);
   g_test_add_func ("/render/draw/problem-marked", test_problem_marked);
   g_test_add_func ("/render/geometry/hit", test_hit);
   g_test_add_func ("/render/export/svg", test_export_svg);
