@@ -1103,6 +1103,58 @@ polyline_in_rect (cairo_t          *cr,
   return any;
 }
 
+/* Appends to the path the parts of a polyline (n points, x and y) outside rect. */
+static void
+polyline_outside_rect (cairo_t          *cr,
+                       const double     *pts,
+                       guint             n,
+                       const NapkinRect *rect)
+{
+  gboolean pen = FALSE;   /* pen: the path goes on from the last point */
+
+  for (guint i = 0; i + 1 < n; i++)
+    {
+      double x0 = pts[2 * i], y0 = pts[2 * i + 1];
+      double dx = pts[2 * i + 2] - x0, dy = pts[2 * i + 3] - y0;
+      double p[4] = { -dx, dx, -dy, dy };
+      double q[4] = { x0 - rect->x, rect->x + rect->width - x0, y0 - rect->y, rect->y + rect->height - y0 };
+      double t0 = 0, t1 = 1;
+      gboolean out = FALSE;
+
+      for (guint k = 0; k < 4; k++)
+        {
+          if (p[k] == 0)
+            out |= q[k] < 0;
+          else if (p[k] < 0)
+            t0 = MAX (t0, q[k] / p[k]);
+          else
+            t1 = MIN (t1, q[k] / p[k]);
+        }
+      if (out || t0 >= t1)
+        {
+          /* wholly outside */
+          if (!pen)
+            cairo_move_to (cr, x0, y0);
+          cairo_line_to (cr, x0 + dx, y0 + dy);
+          pen = TRUE;
+          continue;
+        }
+      if (t0 > 0)
+        {
+          if (!pen)
+            cairo_move_to (cr, x0, y0);
+          cairo_line_to (cr, x0 + t0 * dx, y0 + t0 * dy);
+        }
+      pen = FALSE;
+      if (t1 < 1)
+        {
+          cairo_move_to (cr, x0 + t1 * dx, y0 + t1 * dy);
+          cairo_line_to (cr, x0 + dx, y0 + dy);
+          pen = TRUE;
+        }
+    }
+}
+
 /* Far out, a wire is a band where its strands would be: a three-segment line
  * where the curve would be. */
 static void
@@ -1140,6 +1192,26 @@ band_in_rect (DrawContext      *ctx,
   return polyline_in_rect (ctx->cr, pts, 4, rect);
 }
 
+/* The part of a wire's band outside rect, reaching a device pixel into it. */
+static void
+band_outside_rect (DrawContext      *ctx,
+                   guint             w,
+                   const NapkinRect *rect)
+{
+  double x1, y1, x2, y2, pts[8], m = 1 / ctx->scale;
+  NapkinRect inner = { rect->x + m, rect->y + m, rect->width - 2 * m, rect->height - 2 * m };
+  int from;
+
+  wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &from);
+  if (from < 0)
+    return;
+  band_points (x1, y1, x2, y2, pts);
+  if (inner.width <= 0 || inner.height <= 0)
+    polyline_path (ctx->cr, pts, 4);
+  else
+    polyline_outside_rect (ctx->cr, pts, 4, &inner);
+}
+
 static gboolean
 wire_visible (DrawContext *ctx,
               guint        w)
@@ -1171,6 +1243,8 @@ draw_wires (DrawContext               *ctx,
   g_autofree int *from = g_new (int, n_wires + 1);
   g_autofree int *to = g_new (int, n_wires + 1);
   g_autofree int *base = g_new (int, n_wires + 1);
+  g_autofree int *outer = g_new (int, n_wires + 1);
+  gboolean cut = ctx->screen && ctx->scale < SCALE_STRANDS;
   int selected = options ? options->selected_wire : -1;
   guint rank;
 
@@ -1197,6 +1271,28 @@ draw_wires (DrawContext               *ctx,
             && layout_holds (ctx->layout, r, from[w]) && layout_holds (ctx->layout, r, to[w]))
           base[w] = ctx->region_levels[r];
     }
+  /* Far out on screen, a band that enters one region faster than its colour is
+   * drawn here only outside it (and a pixel into it, under the region's colour):
+   * the part inside is the region's below, and Cairo's cost is in the length
+   * rasterised. With several such regions at the outermost level, all of it. */
+  for (guint w = 0; w < n_wires; w++)
+    {
+      NapkinLevel outer_level = NAPKIN_N_LEVELS;
+
+      outer[w] = -1;
+      if (!cut || !shown[w] || ctx->bad_wires[w] || (int) w == selected || from[w] < 0 || to[w] < 0)
+        continue;
+      for (guint r = 0; r < n_regions; r++)
+        {
+          if ((int) ctx->region_levels[r] <= base[w] || ctx->region_levels[r] > outer_level
+              || !(layout_holds (ctx->layout, r, from[w]) || layout_holds (ctx->layout, r, to[w])))
+            continue;
+          outer[w] = ctx->region_levels[r] == outer_level ? -2 : (int) r;
+          outer_level = ctx->region_levels[r];
+        }
+      if (outer[w] >= 0 && !visible (ctx, &ctx->layout->region_rects[outer[w]], 0))
+        outer[w] = -1;
+    }
   for (int pass = -2; pass < NAPKIN_N_LEVELS; pass++)
     {
       gboolean any = FALSE;
@@ -1207,7 +1303,10 @@ draw_wires (DrawContext               *ctx,
 
           if (!shown[w] || kind != pass)
             continue;
-          wire_path (ctx, w, &rank);
+          if (outer[w] >= 0)
+            band_outside_rect (ctx, w, &ctx->layout->region_rects[outer[w]]);
+          else
+            wire_path (ctx, w, &rank);
           any = TRUE;
         }
       if (!any)
@@ -1222,7 +1321,6 @@ draw_wires (DrawContext               *ctx,
    * region of a level takes one stroke; otherwise each region clips its strands. */
   for (int level = NAPKIN_LEVEL_L2; level < NAPKIN_N_LEVELS; level++)
     {
-      gboolean cut = ctx->screen && ctx->scale < SCALE_STRANDS;
       gboolean cut_any = FALSE;
       double width = cairo_get_line_width (cr);
 
