@@ -1192,9 +1192,143 @@ band_in_rect (DrawContext      *ctx,
   return polyline_in_rect (ctx->cr, pts, 4, rect);
 }
 
-/* The part of a wire's band outside rect, reaching a device pixel into it. */
+static gboolean
+point_in_rect (const NapkinRect *rect,
+               double            x,
+               double            y)
+{
+  return x >= rect->x && x <= rect->x + rect->width && y >= rect->y && y <= rect->y + rect->height;
+}
+
 static void
-band_outside_rect (DrawContext      *ctx,
+cubic_point (const double c[8],
+             double       t,
+             double      *x,
+             double      *y)
+{
+  double u = 1 - t;
+
+  *x = u * u * u * c[0] + 3 * u * u * t * c[2] + 3 * u * t * t * c[4] + t * t * t * c[6];
+  *y = u * u * u * c[1] + 3 * u * u * t * c[3] + 3 * u * t * t * c[5] + t * t * t * c[7];
+}
+
+/* Appends the piece [a, b] of a cubic Bézier curve (de Casteljau). */
+static void
+cubic_piece (cairo_t      *cr,
+             const double  c[8],
+             double        a,
+             double        b)
+{
+  double p[8], q[8];
+
+  /* [0, b] first, then its part from a / b on */
+  for (guint k = 0; k < 2; k++)
+    {
+      double p01 = c[k] + b * (c[2 + k] - c[k]), p12 = c[2 + k] + b * (c[4 + k] - c[2 + k]);
+      double p23 = c[4 + k] + b * (c[6 + k] - c[4 + k]);
+      double p012 = p01 + b * (p12 - p01), p123 = p12 + b * (p23 - p12);
+
+      p[k] = c[k];
+      p[2 + k] = p01;
+      p[4 + k] = p012;
+      p[6 + k] = p012 + b * (p123 - p012);
+    }
+  a = b > 0 ? a / b : 0;
+  for (guint k = 0; k < 2; k++)
+    {
+      double p01 = p[k] + a * (p[2 + k] - p[k]), p12 = p[2 + k] + a * (p[4 + k] - p[2 + k]);
+      double p23 = p[4 + k] + a * (p[6 + k] - p[4 + k]);
+      double p012 = p01 + a * (p12 - p01), p123 = p12 + a * (p23 - p12);
+
+      q[k] = p012 + a * (p123 - p012);
+      q[2 + k] = p123;
+      q[4 + k] = p23;
+      q[6 + k] = p[6 + k];
+    }
+  cairo_move_to (cr, q[0], q[1]);
+  cairo_curve_to (cr, q[2], q[3], q[4], q[5], q[6], q[7]);
+}
+
+/* Appends the parts of a cubic Bézier curve inside rect (or outside it). The curve
+ * is sampled at 32 points and each crossing of the edges is found by bisection; a
+ * curve grazing a corner between two samples is taken as not crossing. TRUE when
+ * some part was appended. */
+static gboolean
+cubic_cut (cairo_t          *cr,
+           const double      c[8],
+           const NapkinRect *rect,
+           gboolean          inside)
+{
+  double start = 0, x, y;
+  gboolean in, any = FALSE;
+
+  cubic_point (c, 0, &x, &y);
+  in = point_in_rect (rect, x, y);
+  for (guint k = 1; k <= 32; k++)
+    {
+      double lo = (k - 1) / 32.0, hi = k / 32.0;
+      gboolean next;
+
+      cubic_point (c, hi, &x, &y);
+      next = point_in_rect (rect, x, y);
+      if (next == in)
+        continue;
+      for (guint i = 0; i < 12; i++)
+        {
+          double mid = (lo + hi) / 2;
+
+          cubic_point (c, mid, &x, &y);
+          if (point_in_rect (rect, x, y) == in)
+            lo = mid;
+          else
+            hi = mid;
+        }
+      if (in == inside)
+        {
+          cubic_piece (cr, c, start, lo);
+          any = TRUE;
+        }
+      start = hi;
+      in = next;
+    }
+  if (in == inside)
+    {
+      cubic_piece (cr, c, start, 1);
+      any = TRUE;
+    }
+  return any;
+}
+
+/* The parts of a wire's strands inside rect (or outside it). */
+static gboolean
+strands_cut (DrawContext      *ctx,
+             guint             w,
+             const NapkinRect *rect,
+             gboolean          inside)
+{
+  double x1, y1, x2, y2, dx;
+  int from;
+  guint rank;
+  gboolean any = FALSE;
+
+  wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &from);
+  if (from < 0)
+    return FALSE;
+  rank = node_rank (ctx->diagram, from);
+  dx = MAX (30.0, fabs (x2 - x1) / 2);
+  for (guint i = 0; i < rank; i++)
+    {
+      double o = (i - (rank - 1) / 2.0) * STRAND;
+      double c[8] = { x1, y1 + o, x1 + dx, y1 + o, x2 - dx, y2 + o, x2, y2 + o };
+
+      any |= cubic_cut (ctx->cr, c, rect, inside);
+    }
+  return any;
+}
+
+/* The part of a wire (band or strands) outside rect, reaching a device pixel into it. */
+static void
+wire_outside_rect (DrawContext      *ctx,
                    guint             w,
                    const NapkinRect *rect)
 {
@@ -1205,11 +1339,20 @@ band_outside_rect (DrawContext      *ctx,
   wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &from);
   if (from < 0)
     return;
-  band_points (x1, y1, x2, y2, pts);
   if (inner.width <= 0 || inner.height <= 0)
-    polyline_path (ctx->cr, pts, 4);
-  else
-    polyline_outside_rect (ctx->cr, pts, 4, &inner);
+    {
+      guint rank;
+
+      wire_path (ctx, w, &rank);
+      return;
+    }
+  if (ctx->scale >= SCALE_STRANDS)
+    {
+      strands_cut (ctx, w, &inner, FALSE);
+      return;
+    }
+  band_points (x1, y1, x2, y2, pts);
+  polyline_outside_rect (ctx->cr, pts, 4, &inner);
 }
 
 static gboolean
@@ -1244,7 +1387,7 @@ draw_wires (DrawContext               *ctx,
   g_autofree int *to = g_new (int, n_wires + 1);
   g_autofree int *base = g_new (int, n_wires + 1);
   g_autofree int *outer = g_new (int, n_wires + 1);
-  gboolean cut = ctx->screen && ctx->scale < SCALE_STRANDS;
+  gboolean cut = ctx->screen;
   int selected = options ? options->selected_wire : -1;
   guint rank;
 
@@ -1271,10 +1414,10 @@ draw_wires (DrawContext               *ctx,
             && layout_holds (ctx->layout, r, from[w]) && layout_holds (ctx->layout, r, to[w]))
           base[w] = ctx->region_levels[r];
     }
-  /* Far out on screen, a band that enters one region faster than its colour is
-   * drawn here only outside it (and a pixel into it, under the region's colour):
-   * the part inside is the region's below, and Cairo's cost is in the length
-   * rasterised. With several such regions at the outermost level, all of it. */
+  /* On screen, a wire that enters one region faster than its colour is drawn here
+   * only outside it (and a pixel into it, under the region's colour): the part
+   * inside is the region's below, and Cairo's cost is in the length rasterised.
+   * With several such regions at the outermost level, all of it. */
   for (guint w = 0; w < n_wires; w++)
     {
       NapkinLevel outer_level = NAPKIN_N_LEVELS;
@@ -1304,7 +1447,7 @@ draw_wires (DrawContext               *ctx,
           if (!shown[w] || kind != pass)
             continue;
           if (outer[w] >= 0)
-            band_outside_rect (ctx, w, &ctx->layout->region_rects[outer[w]]);
+            wire_outside_rect (ctx, w, &ctx->layout->region_rects[outer[w]]);
           else
             wire_path (ctx, w, &rank);
           any = TRUE;
@@ -1317,8 +1460,8 @@ draw_wires (DrawContext               *ctx,
 
   /* Where a wire enters a faster region it takes that region's colour inside it:
    * the change of colour at the border is the transfer (design.md §1b). */
-  /* Far out on screen the parts of the bands inside are cut out here, and every
-   * region of a level takes one stroke; otherwise each region clips its strands. */
+  /* On screen the parts inside are cut out of the bands and strands here, and every
+   * region of a level takes one stroke; vector exports clip each region exactly. */
   for (int level = NAPKIN_LEVEL_L2; level < NAPKIN_N_LEVELS; level++)
     {
       gboolean cut_any = FALSE;
@@ -1348,7 +1491,9 @@ draw_wires (DrawContext               *ctx,
               if (!shown[w] || ctx->bad_wires[w] || (int) w == selected || base[w] >= level
                   || !(holds_from || holds_to))
                 continue;
-              if (cut)
+              if (cut && ctx->scale >= SCALE_STRANDS)
+                cut_any |= strands_cut (ctx, w, rect, TRUE);
+              else if (cut)
                 cut_any |= band_in_rect (ctx, w, rect);
               else
                 wire_path (ctx, w, &rank);
