@@ -3,8 +3,12 @@
 
 /* Helpers shared by the app's Xvfb tests. */
 
+#include <adwaita.h>
+#include <glib/gi18n.h>
 #include <gtk/gtk.h>
+#include <locale.h>
 
+#include "napkin-application.h"
 #include "napkin-history.h"
 #include "napkin-window.h"
 
@@ -39,4 +43,44 @@ find_named (GtkWidget  *root,
         return found;
     }
   return NULL;
+}
+
+/* The start every app test shares: locale and message catalogue (as main.c: _() is
+ * gettext ()), g_test, a temporary folder from `tmp_template`, and a display. Returns FALSE
+ * when GTK cannot open a display: the caller then returns g_test_run (), which reports the
+ * skip (CI runs these under xvfb-run, where a skip counts as a failure). */
+static inline gboolean
+napkin_app_test_init (int         *argc,
+                      char      ***argv,
+                      const char  *tmp_template,
+                      char       **tmpdir)
+{
+  g_autoptr(GError) error = NULL;
+
+  setlocale (LC_ALL, "");
+  textdomain (GETTEXT_PACKAGE);
+  g_test_init (argc, argv, NULL);
+  *tmpdir = g_dir_make_tmp (tmp_template, &error);
+  g_assert_no_error (error);
+  if (!gtk_init_check ())
+    {
+      g_test_skip ("no display: run under xvfb-run (GTK could not open one)");
+      return FALSE;
+    }
+  adw_init ();
+  return TRUE;
+}
+
+/* The application under test, registered as a non-unique instance (tests never talk to a
+ * running Napkin), with `extra` flags. */
+static inline NapkinApplication *
+napkin_app_test_register (GApplicationFlags extra)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinApplication *app = napkin_application_new ();
+
+  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE | extra);
+  g_assert_true (g_application_register (G_APPLICATION (app), NULL, &error));
+  g_assert_no_error (error);
+  return app;
 }

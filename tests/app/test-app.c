@@ -900,27 +900,11 @@ int
 main (int    argc,
       char **argv)
 {
-  g_autoptr(GError) error = NULL;
   int status;
 
-  setlocale (LC_ALL, "");
-  textdomain (GETTEXT_PACKAGE);   /* as main.c: _() is gettext () */
-  g_test_init (&argc, &argv, NULL);
-
-  if (!gtk_init_check ())
-    {
-      /* CI runs this under xvfb-run; a skip there is counted as a failure. */
-      g_test_skip ("no display: run under xvfb-run (GTK could not open one)");
-      return g_test_run ();
-    }
-  adw_init ();
-
-  tmpdir = g_dir_make_tmp ("napkin-app-XXXXXX", &error);
-  g_assert_no_error (error);
-  app = napkin_application_new ();
-  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE | G_APPLICATION_HANDLES_OPEN);
-  g_assert_true (g_application_register (G_APPLICATION (app), NULL, &error));
-  g_assert_no_error (error);
+  if (!napkin_app_test_init (&argc, &argv, "napkin-app-XXXXXX", &tmpdir))
+    return g_test_run ();
+  app = napkin_app_test_register (G_APPLICATION_HANDLES_OPEN);
 
   g_test_add_func ("/app/open/every-example", test_open_every_example);
   g_test_add_func ("/app/open/default-is-flash-attention", test_default_is_flash_attention);

@@ -621,30 +621,15 @@ int
 main (int    argc,
       char **argv)
 {
-  g_autoptr(GError) error = NULL;
   int status;
+  gboolean display = napkin_app_test_init (&argc, &argv, "napkin-autosave-app-XXXXXX", &tmpdir);
 
-  setlocale (LC_ALL, "");
-  textdomain (GETTEXT_PACKAGE);
-  g_test_init (&argc, &argv, NULL);
-
-  tmpdir = g_dir_make_tmp ("napkin-autosave-app-XXXXXX", &error);
-  g_assert_no_error (error);
   autosave_dir = g_build_filename (tmpdir, "autosave", NULL);
   g_setenv ("NAPKIN_AUTOSAVE_DIR", autosave_dir, TRUE);
   g_setenv ("NAPKIN_AUTOSAVE_DELAY_MS", G_STRINGIFY (DELAY_MS), TRUE);
-
-  if (!gtk_init_check ())
-    {
-      g_test_skip ("no display: run under xvfb-run (GTK could not open one)");
-      return g_test_run ();
-    }
-  adw_init ();
-
-  app = napkin_application_new ();
-  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE | G_APPLICATION_HANDLES_OPEN);
-  g_assert_true (g_application_register (G_APPLICATION (app), NULL, &error));
-  g_assert_no_error (error);
+  if (!display)
+    return g_test_run ();
+  app = napkin_app_test_register (G_APPLICATION_HANDLES_OPEN);
 
   g_test_add_func ("/autosave/window/idle-snapshot-undo-save-discard", test_window_snapshots);
   g_test_add_func ("/autosave/window/continuous-editing-and-destroy", test_continuous_editing);

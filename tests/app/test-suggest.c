@@ -738,26 +738,11 @@ int
 main (int    argc,
       char **argv)
 {
-  g_autoptr(GError) error = NULL;
   int status;
 
-  setlocale (LC_ALL, "");
-  textdomain (GETTEXT_PACKAGE);
-  g_test_init (&argc, &argv, NULL);
-
-  if (!gtk_init_check ())
-    {
-      g_test_skip ("no display: run under xvfb-run (GTK could not open one)");
-      return g_test_run ();
-    }
-  adw_init ();
-
-  tmpdir = g_dir_make_tmp ("napkin-suggest-XXXXXX", &error);
-  g_assert_no_error (error);
-  app = napkin_application_new ();
-  g_application_set_flags (G_APPLICATION (app), G_APPLICATION_NON_UNIQUE);
-  g_assert_true (g_application_register (G_APPLICATION (app), NULL, &error));
-  g_assert_no_error (error);
+  if (!napkin_app_test_init (&argc, &argv, "napkin-suggest-XXXXXX", &tmpdir))
+    return g_test_run ();
+  app = napkin_app_test_register (0);
 
   g_test_add_func ("/suggest/apply-undo-redo", test_apply_undo_redo);
   g_test_add_func ("/suggest/plain-product-proposes-regions", test_plain_proposes_regions);
