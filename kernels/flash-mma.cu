@@ -14,14 +14,6 @@
 #define F_S (F_D + 8)   /* padded row stride (halfs) */
 
 static __device__ __forceinline__ unsigned
-@NAME@_smem (const void *p)
-{
-  unsigned a;
-  asm ("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r" (a) : "l" (p));
-  return a;
-}
-
-static __device__ __forceinline__ unsigned
 @NAME@_pack (float lo, float hi)
 {
   unsigned r;
@@ -54,7 +46,7 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
     {                                                                                          \
       const int r = c / (F_D / 8), q = (c % (F_D / 8)) * 8;                                    \
       asm volatile ("cp.async.cg.shared.global [%0], [%1], 16;" ::                             \
-                    "r" (@NAME@_smem ((dst) + r * F_S + q)), "l" ((src) + (long) r * F_D + q)); \
+                    "r" (napkin_smem_addr ((dst) + r * F_S + q)), "l" ((src) + (long) r * F_D + q)); \
     }
 
   F_COPY (Qs, Qb, F_BQ);
@@ -92,7 +84,7 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
 
             asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                           : "=r" (qf[kk][0]), "=r" (qf[kk][1]), "=r" (qf[kk][2]), "=r" (qf[kk][3])
-                          : "r" (@NAME@_smem (p)));
+                          : "r" (napkin_smem_addr (p)));
           }
 
       const unsigned short *ks = Ks + buf * F_BKV * F_S;
@@ -112,7 +104,7 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
             const unsigned short *p = ks + (j * 8 + (lane & 7) + (lane >> 4) * 8) * F_S + kk * 16 + ((lane >> 3) & 1) * 8;
 
             asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-                          : "=r" (b[0]), "=r" (b[1]), "=r" (b[2]), "=r" (b[3]) : "r" (@NAME@_smem (p)));
+                          : "=r" (b[0]), "=r" (b[1]), "=r" (b[2]), "=r" (b[3]) : "r" (napkin_smem_addr (p)));
             asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
                           "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                           : "+f" (s[j][0]), "+f" (s[j][1]), "+f" (s[j][2]), "+f" (s[j][3])
@@ -179,7 +171,7 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
               const unsigned short *p = vs + (t * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * F_S + j * 8 + (lane >> 4) * 8;
 
               asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
-                            : "=r" (b[0]), "=r" (b[1]), "=r" (b[2]), "=r" (b[3]) : "r" (@NAME@_smem (p)));
+                            : "=r" (b[0]), "=r" (b[1]), "=r" (b[2]), "=r" (b[3]) : "r" (napkin_smem_addr (p)));
               asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
                             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                             : "+f" (o[j][0]), "+f" (o[j][1]), "+f" (o[j][2]), "+f" (o[j][3])

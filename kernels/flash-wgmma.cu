@@ -38,20 +38,6 @@
 #define W_Q_BYTES (W_BQ * W_D * 2)
 #define W_KV_BYTES (W_BKV * W_D * 2)
 
-#ifndef NAPKIN_TENSOR_MAP
-#define NAPKIN_TENSOR_MAP
-/* CUtensorMap, opaque: 128 bytes, 64-byte aligned. */
-struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };
-#endif
-
-static __device__ __forceinline__ unsigned
-@NAME@_smem (const void *p)
-{
-  unsigned a;
-  asm ("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r" (a) : "l" (p));
-  return a;
-}
-
 static __device__ __forceinline__ unsigned
 @NAME@_pack (float lo, float hi)
 {
@@ -157,7 +143,7 @@ extern "C" __global__ void __launch_bounds__ (W_THREADS, 1)
   @OT@ *__restrict__ Og = (@OT@ *) args.p[@OS@];
   extern __shared__ __align__ (16) unsigned char smem_raw_[];
   /* The swizzle repeats every 1024 bytes: align the tiles to it. */
-  const unsigned base = (@NAME@_smem (smem_raw_) + 1023) & ~1023u;
+  const unsigned base = (napkin_smem_addr (smem_raw_) + 1023) & ~1023u;
   const unsigned q_s = base;
   const unsigned k_s = q_s + W_Q_BYTES;                  /* [ST] tiles */
   const unsigned v_s = k_s + W_ST * W_KV_BYTES;          /* [ST] tiles */

@@ -18,14 +18,6 @@
 #define G_BS (G_BN + 8)
 #define G_GROUP 8         /* tile rows per rasterisation group */
 
-static __device__ __forceinline__ unsigned
-@NAME@_smem (const void *p)
-{
-  unsigned a;
-  asm ("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r" (a) : "l" (p));
-  return a;
-}
-
 extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
 @NAME@ (const NapkinArgs args)
 {
@@ -58,14 +50,14 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
       {                                                                                        \
         const int r = c / (G_BK / 8), q = (c % (G_BK / 8)) * 8;                                \
         asm volatile ("cp.async.cg.shared.global [%0], [%1], 16;" ::                           \
-                      "r" (@NAME@_smem (As + ((s) * G_BM + r) * G_AS + q)),                   \
+                      "r" (napkin_smem_addr (As + ((s) * G_BM + r) * G_AS + q)),                   \
                       "l" (A + (m0 + r) * @K@L + k0_ + q));                                    \
       }                                                                                        \
     for (int c = tid; c < G_BK * G_BN / 8; c += G_THREADS)                                     \
       {                                                                                        \
         const int r = c / (G_BN / 8), q = (c % (G_BN / 8)) * 8;                                \
         asm volatile ("cp.async.cg.shared.global [%0], [%1], 16;" ::                           \
-                      "r" (@NAME@_smem (Bs + ((s) * G_BK + r) * G_BS + q)),                   \
+                      "r" (napkin_smem_addr (Bs + ((s) * G_BK + r) * G_BS + q)),                   \
                       "l" (B + (k0_ + r) * @N@L + n0 + q));                                    \
       }                                                                                        \
   } while (0)
@@ -81,7 +73,7 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
         const unsigned short *p = as + (wm + i * 16 + (lane & 15)) * G_AS + (kk) + (lane >> 4) * 8; \
         asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"            \
                       : "=r" (a[f][i][0]), "=r" (a[f][i][1]), "=r" (a[f][i][2]), "=r" (a[f][i][3]) \
-                      : "r" (@NAME@_smem (p)));                                                \
+                      : "r" (napkin_smem_addr (p)));                                                \
       }                                                                                        \
     _Pragma ("unroll") for (int j = 0; j < G_WN / 8; j += 2)                                  \
       {                                                                                        \
@@ -89,7 +81,7 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
                                   + wn + j * 8 + (lane >> 4) * 8;                              \
         asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"      \
                       : "=r" (b[f][j][0]), "=r" (b[f][j][1]), "=r" (b[f][j + 1][0]), "=r" (b[f][j + 1][1]) \
-                      : "r" (@NAME@_smem (p)));                                                \
+                      : "r" (napkin_smem_addr (p)));                                                \
       }                                                                                        \
   } while (0)
 

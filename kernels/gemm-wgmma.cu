@@ -18,11 +18,6 @@
  * Requires M % BM == N % BN == K % 64 == 0, BM ∈ {64, 128, 256}, BN ∈ {64, 128, 192, 256},
  * at most 128 accumulators per thread (checked by the code generator, which streams a
  * region's chunk of K larger than 64 as several chunks of 64). */
-#ifndef NAPKIN_TENSOR_MAP
-#define NAPKIN_TENSOR_MAP
-/* CUtensorMap, opaque: 128 bytes, 64-byte aligned. */
-struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };
-#endif
 #define G_BM @BM@
 #define G_BN @BN@
 #define G_BK 64
@@ -47,14 +42,6 @@ struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };
 #define G_B_LBO (G_BK * 128)
 #define G_B_SBO 1024
 #endif
-
-static __device__ __forceinline__ unsigned
-@NAME@_smem (const void *p)
-{
-  unsigned a;
-  asm ("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r" (a) : "l" (p));
-  return a;
-}
 
 /* wgmma shared-memory matrix descriptor, 128-byte swizzle. */
 static __device__ __forceinline__ unsigned long long
@@ -244,7 +231,7 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
         const __grid_constant__ NapkinTensorMap tma_c)
 {
   extern __shared__ __align__ (1024) unsigned char smem_[];
-  const unsigned base = (@NAME@_smem (smem_) + 1023) & ~1023u;
+  const unsigned base = (napkin_smem_addr (smem_) + 1023) & ~1023u;
   const unsigned full = base + G_SMEM_C + 2 * G_CWG * G_CBUF;   /* G_STAGES mbarriers, then the empty ones */
   const unsigned empty = full + G_STAGES * 8;
   const int tid = threadIdx.x, wg = tid / 128;

@@ -21,7 +21,8 @@ static __device__ __forceinline__ void napkin_st (napkin_f16 *p, float v)
 { unsigned short h; asm ("cvt.rn.f16.f32 %0, %1;" : "=h" (h) : "f" (v)); p->x = h; }
 
 struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };
-#define NAPKIN_TENSOR_MAP
+static __device__ __forceinline__ unsigned napkin_smem_addr (const void *p)
+{ unsigned a; asm ("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r" (a) : "l" (p)); return a; }
 
 struct Config
 {

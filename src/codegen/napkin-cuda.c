@@ -42,6 +42,11 @@ static const char prelude[] =
   "static __device__ __forceinline__ float napkin_round_tf32 (float v)\n"
   "{ unsigned u; asm (\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\" (u) : \"f\" (v)); return __uint_as_float (u); }\n"
   "#define NAPKIN_HD static __host__ __device__ inline\n"
+  /* the skeletons' shared-memory addresses (cp.async, ldmatrix, wgmma descriptors, TMA) */
+  "static __device__ __forceinline__ unsigned napkin_smem_addr (const void *p)\n"
+  "{ unsigned a; asm (\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\" (a) : \"l\" (p)); return a; }\n"
+  /* CUtensorMap, opaque: 128 bytes, 64-byte aligned (the runner encodes them) */
+  "struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };\n"
   "@FP8_CODEC@"
   "struct napkin_e4m3 { unsigned char x; };\n"
   "struct napkin_e5m2 { unsigned char x; };\n"
