@@ -31,6 +31,7 @@ struct _NapkinCodeView
   gboolean         pending;        /* the diagram changed while a worker ran */
 
   NapkinCodeKind   kind;
+  NapkinCodegenFlags flags;        /* the target's paths: sm_90a gets the wgmma skeletons */
   guint64          generation;     /* of the texts below */
   char            *cuda;
   char            *pseudo;
@@ -108,7 +109,8 @@ kernels_summary (NapkinCudaModule *module)
 
 /* Lowers and prints what is asked for; NULL out-pointers are skipped. */
 static gboolean
-generate (NapkinDiagram  *diagram,
+generate (NapkinDiagram     *diagram,
+          NapkinCodegenFlags flags,
           char          **cuda,
           char          **pseudo,
           char          **standalone,
@@ -125,7 +127,7 @@ generate (NapkinDiagram  *diagram,
   if (cuda == NULL && standalone == NULL && summary == NULL)
     return TRUE;
 
-  module = napkin_codegen_cuda (g_steal_pointer (&program), NAPKIN_CODEGEN_DEFAULT, NULL, error);
+  module = napkin_codegen_cuda (g_steal_pointer (&program), flags, NULL, error);
   if (module == NULL)
     return FALSE;
   if (cuda != NULL)
@@ -154,9 +156,10 @@ generate (NapkinDiagram  *diagram,
  * json-c's counts are not atomic. */
 typedef struct
 {
-  char    *json;
-  gsize    length;
-  guint64  generation;
+  char               *json;
+  gsize               length;
+  guint64             generation;
+  NapkinCodegenFlags  flags;
 } WorkerInput;
 
 static void
@@ -167,10 +170,12 @@ worker_input_free (WorkerInput *input)
 }
 
 static WorkerInput *
-worker_input_new (NapkinDiagram *diagram)
+worker_input_new (NapkinDiagram      *diagram,
+                  NapkinCodegenFlags  flags)
 {
   WorkerInput *input = g_new0 (WorkerInput, 1);
 
+  input->flags = flags;
   input->json = napkin_diagram_save_to_data (diagram, &input->length);
   input->generation = napkin_diagram_get_generation (diagram);
   return input;
@@ -188,7 +193,7 @@ update_thread (GTask        *task,
   g_autoptr(NapkinDiagram) diagram = napkin_diagram_load_from_data (input->json, input->length, 0, &error);
 
   result->generation = input->generation;
-  if (diagram == NULL || !generate (diagram, &result->cuda, &result->pseudo, NULL, &result->summary, &error))
+  if (diagram == NULL || !generate (diagram, input->flags, &result->cuda, &result->pseudo, NULL, &result->summary, &error))
     {
       g_clear_pointer (&result->cuda, g_free);
       g_clear_pointer (&result->summary, g_free);
@@ -280,7 +285,7 @@ start_update (NapkinCodeView *self)
   self->cancellable = g_cancellable_new ();
   task = g_task_new (self, self->cancellable, update_done, NULL);
   g_task_set_source_tag (task, start_update);
-  g_task_set_task_data (task, worker_input_new (self->diagram), (GDestroyNotify) worker_input_free);
+  g_task_set_task_data (task, worker_input_new (self->diagram, self->flags), (GDestroyNotify) worker_input_free);
   gtk_spinner_start (self->spinner);
   g_task_run_in_thread (task, update_thread);
 }
@@ -325,6 +330,28 @@ napkin_code_view_set_diagram (NapkinCodeView *self,
                                                   G_CONNECT_SWAPPED);
       start_update (self);
     }
+}
+
+/* The code for this target's instruction paths (NAPKIN_CODEGEN_SM90A: the Hopper wgmma
+ * skeletons), as the runner will generate it for that GPU. */
+void
+napkin_code_view_set_codegen_flags (NapkinCodeView     *self,
+                                    NapkinCodegenFlags  flags)
+{
+  g_return_if_fail (NAPKIN_IS_CODE_VIEW (self));
+
+  if (self->flags == flags)
+    return;
+  self->flags = flags;
+  if (self->diagram != NULL)
+    start_update (self);
+}
+
+NapkinCodegenFlags
+napkin_code_view_get_codegen_flags (NapkinCodeView *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NAPKIN_CODEGEN_DEFAULT);
+  return self->flags;
 }
 
 void
@@ -410,11 +437,11 @@ export_thread (GTask        *task,
   if (diagram == NULL)
     ok = FALSE;
   else if (data->kind == NAPKIN_CODE_PSEUDO)
-    ok = generate (diagram, NULL, &text, NULL, NULL, &error);
+    ok = generate (diagram, data->input->flags, NULL, &text, NULL, NULL, &error);
   else if (data->kind == NAPKIN_CODE_STANDALONE)
-    ok = generate (diagram, NULL, NULL, &text, NULL, &error);
+    ok = generate (diagram, data->input->flags, NULL, NULL, &text, NULL, &error);
   else
-    ok = generate (diagram, &text, NULL, NULL, NULL, &error);
+    ok = generate (diagram, data->input->flags, &text, NULL, NULL, NULL, &error);
 
   if (ok)
     ok = g_file_replace_contents (data->file, text, strlen (text), NULL, FALSE, G_FILE_CREATE_NONE, NULL,
@@ -447,7 +474,7 @@ napkin_code_view_export_async (NapkinCodeView      *self,
       return;
     }
   data = g_new0 (ExportData, 1);
-  data->input = worker_input_new (self->diagram);
+  data->input = worker_input_new (self->diagram, self->flags);
   data->kind = kind;
   data->file = g_object_ref (file);
   g_task_set_task_data (task, data, (GDestroyNotify) export_data_free);

@@ -3,6 +3,7 @@
 
 #include <gtk/gtk.h>
 
+#include "napkin-codegen.h"
 #include "napkin-diagram.h"
 
 G_BEGIN_DECLS
@@ -26,6 +27,11 @@ G_DECLARE_FINAL_TYPE (NapkinCodeView, napkin_code_view, NAPKIN, CODE_VIEW, GtkWi
 GtkWidget      *napkin_code_view_new              (void);
 void            napkin_code_view_set_diagram      (NapkinCodeView  *self,
                                                    NapkinDiagram   *diagram);
+/* The target's instruction paths (the window sets NAPKIN_CODEGEN_SM90A for a Hopper
+ * architecture, so the code shown is what the runner generates there). */
+void            napkin_code_view_set_codegen_flags (NapkinCodeView     *self,
+                                                    NapkinCodegenFlags  flags);
+NapkinCodegenFlags napkin_code_view_get_codegen_flags (NapkinCodeView  *self);
 /* CUDA or pseudocode on screen. */
 void            napkin_code_view_set_kind         (NapkinCodeView  *self,
                                                    NapkinCodeKind   kind);

@@ -1019,6 +1019,25 @@ recent_changed_cb (NapkinWindow     *self,
 
 /* ---------------------------------------------------------------- architectures */
 
+#ifdef NAPKIN_HAVE_PERF
+/* The panes that depend on the selected GPU: the model's numbers, and the code view, which
+ * shows what the runner generates on that GPU (the wgmma skeletons on Hopper). */
+static void
+show_arch (NapkinWindow *self,
+           NapkinArch   *arch)
+{
+  if (arch == NULL)
+    return;
+  if (self->analysis_pane)
+    napkin_analysis_pane_set_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane), arch);
+#ifdef NAPKIN_HAVE_CODEGEN
+  if (self->code_view)
+    napkin_code_view_set_codegen_flags (NAPKIN_CODE_VIEW (self->code_view),
+                                        napkin_arch_has_wgmma (arch) ? NAPKIN_CODEGEN_SM90A : NAPKIN_CODEGEN_DEFAULT);
+#endif
+}
+#endif
+
 static void
 arch_selected_cb (NapkinWindow *self,
                   GParamSpec   *pspec,
@@ -1029,10 +1048,8 @@ arch_selected_cb (NapkinWindow *self,
   if (self->settings && self->arch_ids && i < g_strv_length (self->arch_ids))
     g_settings_set_string (self->settings, "architecture", self->arch_ids[i]);
 #ifdef NAPKIN_HAVE_PERF
-  if (self->analysis_pane && self->arch_ids && i < g_strv_length (self->arch_ids))
-    napkin_analysis_pane_set_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane),
-                                   napkin_arch_registry_lookup (napkin_arch_registry_get_default (),
-                                                                self->arch_ids[i], NULL));
+  if (self->arch_ids && i < g_strv_length (self->arch_ids))
+    show_arch (self, napkin_arch_registry_lookup (napkin_arch_registry_get_default (), self->arch_ids[i], NULL));
 #endif
 }
 
@@ -1094,9 +1111,8 @@ fill_architectures (NapkinWindow *self)
   gtk_drop_down_set_selected (self->arch_dropdown, selected);
   gtk_widget_set_sensitive (GTK_WIDGET (self->arch_dropdown), n > 0);
 #ifdef NAPKIN_HAVE_PERF
-  if (self->analysis_pane && n > 0)
-    napkin_analysis_pane_set_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane),
-                                   napkin_arch_registry_get (registry, selected));
+  if (n > 0)
+    show_arch (self, napkin_arch_registry_get (registry, selected));
 #endif
   g_signal_connect_object (self->arch_dropdown, "notify::selected", G_CALLBACK (arch_selected_cb), self,
                            G_CONNECT_SWAPPED);

@@ -84,3 +84,25 @@ napkin_app_test_register (GApplicationFlags extra)
   g_assert_no_error (error);
   return app;
 }
+
+/* The header's architecture selector (its index is the arch registry's). */
+static inline GtkDropDown *
+find_arch_dropdown (NapkinWindow *window)
+{
+  GtkWidget *found = NULL;
+  GPtrArray *stack = g_ptr_array_new ();
+
+  g_ptr_array_add (stack, GTK_WIDGET (window));
+  while (stack->len > 0 && found == NULL)
+    {
+      GtkWidget *top = g_ptr_array_steal_index (stack, stack->len - 1);
+
+      if (GTK_IS_DROP_DOWN (top)
+          && g_strcmp0 (gtk_widget_get_tooltip_text (top), _("GPU architecture for the performance model")) == 0)
+        found = top;
+      for (GtkWidget *c = gtk_widget_get_first_child (top); c; c = gtk_widget_get_next_sibling (c))
+        g_ptr_array_add (stack, c);
+    }
+  g_ptr_array_unref (stack);
+  return found ? GTK_DROP_DOWN (found) : NULL;
+}

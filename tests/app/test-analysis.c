@@ -207,26 +207,7 @@ test_arch_changes_time (void)
   g_assert_nonnull (other);
 
   /* through the header's selector, as a user does */
-  for (GtkWidget *w = gtk_widget_get_first_child (GTK_WIDGET (window)); w && dropdown == NULL;)
-    {
-      GtkWidget *found = NULL;
-      GPtrArray *stack = g_ptr_array_new ();
-
-      g_ptr_array_add (stack, w);
-      while (stack->len > 0 && found == NULL)
-        {
-          GtkWidget *top = g_ptr_array_steal_index (stack, stack->len - 1);
-
-          if (GTK_IS_DROP_DOWN (top) && !gtk_widget_is_ancestor (top, GTK_WIDGET (pane))
-              && g_strcmp0 (gtk_widget_get_tooltip_text (top), _("GPU architecture for the performance model")) == 0)
-            found = top;
-          for (GtkWidget *c = gtk_widget_get_first_child (top); c; c = gtk_widget_get_next_sibling (c))
-            g_ptr_array_add (stack, c);
-        }
-      g_ptr_array_unref (stack);
-      dropdown = found ? GTK_DROP_DOWN (found) : NULL;
-      w = NULL;
-    }
+  dropdown = find_arch_dropdown (window);
   g_assert_nonnull (dropdown);
   n = napkin_analysis_pane_get_n_updates (pane);
   gtk_drop_down_set_selected (dropdown, other_index);

@@ -145,6 +145,57 @@ code_caught_up (gpointer data)
   return napkin_code_view_get_generation (view) == napkin_diagram_get_generation (diagram_of (current_window));
 }
 
+/* Selects an architecture in the header, as a user does, and waits for the code view to
+ * follow it (the code is the runner's for that GPU). */
+static void
+select_arch (NapkinWindow   *window,
+             NapkinCodeView *view,
+             const char     *id)
+{
+  NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+  GtkDropDown *dropdown = find_arch_dropdown (window);
+  NapkinArch *arch = napkin_arch_registry_lookup (registry, id, NULL);
+  NapkinCodegenFlags want;
+
+  g_assert_nonnull (dropdown);
+  g_assert_nonnull (arch);
+  for (guint i = 0; i < napkin_arch_registry_count (registry); i++)
+    if (napkin_arch_registry_get (registry, i) == arch)
+      gtk_drop_down_set_selected (dropdown, i);
+  want = napkin_arch_has_wgmma (arch) ? NAPKIN_CODEGEN_SM90A : NAPKIN_CODEGEN_DEFAULT;
+  g_assert_cmpint (napkin_code_view_get_codegen_flags (view), ==, want);
+  iterate (50);
+}
+
+/* The code view follows the selected GPU: Hopper gets the wgmma skeleton (TMA, wgmma), an
+ * Ampere GPU the mma.sync one, as the runner would generate on each. */
+static void
+test_code_view_follows_arch (void)
+{
+  NapkinWindow *window = open_example ("matmul-tiled");
+  NapkinCodeView *view = code_view_of (window);
+  g_autofree char *hopper = NULL;
+  g_autofree char *ampere = NULL;
+
+  current_window = window;
+  select_arch (window, view, "h100");
+  for (guint i = 0; i < 600 && !strstr (napkin_code_view_get_summary (view) ? napkin_code_view_get_summary (view) : "", "gemm-wgmma"); i++)
+    iterate (50);
+  g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "napkin_k0: gemm-wgmma"));
+  hopper = napkin_code_view_dup_text (view);
+  g_assert_nonnull (strstr (hopper, "wgmma.mma_async"));
+  g_assert_nonnull (strstr (hopper, "cp.async.bulk.tensor"));
+
+  select_arch (window, view, "a100");
+  for (guint i = 0; i < 600 && !strstr (napkin_code_view_get_summary (view) ? napkin_code_view_get_summary (view) : "", "gemm-mma"); i++)
+    iterate (50);
+  g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "napkin_k0: gemm-mma"));
+  ampere = napkin_code_view_dup_text (view);
+  g_assert_null (strstr (ampere, "wgmma"));
+  g_assert_nonnull (strstr (ampere, "mma.sync"));
+  close_window (window);
+}
+
 static void
 test_code_view_updates (void)
 {
@@ -158,6 +209,7 @@ test_code_view_updates (void)
 
   current_window = window;
   g_assert_true (gtk_widget_get_mapped (GTK_WIDGET (view)));
+  select_arch (window, view, "a100");   /* mma.sync: the skeleton every sm_80+ GPU runs */
   wait_until (code_caught_up, view, 30, "the first code");
   before = napkin_code_view_dup_text (view);
   g_assert_nonnull (strstr (before, "__global__"));
@@ -780,6 +832,7 @@ main (int    argc,
   app = napkin_app_test_register (0);
 
   g_test_add_func ("/run/code-view/updates-after-edit", test_code_view_updates);
+  g_test_add_func ("/run/code-view/follows-architecture", test_code_view_follows_arch);
   g_test_add_func ("/run/code-view/lowering-error", test_code_view_error);
   g_test_add_func ("/run/code-view/export", test_export);
   g_test_add_func ("/run/code-view/deep-mlp-off-main-thread", test_code_view_big_diagram);
