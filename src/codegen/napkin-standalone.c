@@ -133,7 +133,10 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
 
       if (b->role == NAPKIN_BUF_INPUT || b->role == NAPKIN_BUF_OUTPUT)
         io_bytes += napkin_ir_buffer_elements (b) * napkin_dtype_bytes (b->dtype);
-      if (b->role == NAPKIN_BUF_OUTPUT)
+      /* the coarsest type the data passes through: tensor-core paths round operands and
+       * intermediates (attention's P) to the inputs' type, so bf16 inputs with an fp32
+       * output carry bf16's error, not fp32's */
+      if (b->role == NAPKIN_BUF_OUTPUT || b->role == NAPKIN_BUF_INPUT)
         bound = MAX (bound, napkin_dtype_tolerance (b->dtype));
     }
 
