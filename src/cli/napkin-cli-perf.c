@@ -618,10 +618,13 @@ spearman (const double *x,
 
 #ifdef HAVE_RUNNER
 /* How many of the kernels the code generator emits for these tiles fall back to its
- * generic loop nest (no skeleton); -1 when they do not lower at all. */
+ * generic loop nest (no skeleton); -1 when they do not lower at all. `source`
+ * (optional) gets the CUDA source it generated, for the target `flags` say. */
 static int
 generic_kernels (NapkinDiagram             *diagram,
-                 const NapkinTuneCandidate *candidate)
+                 const NapkinTuneCandidate *candidate,
+                 NapkinCodegenFlags         flags,
+                 char                     **source)
 {
   g_autoptr(NapkinDiagram) copy = napkin_diagram_copy (diagram);
   NapkinIrProgram *program;
@@ -633,11 +636,13 @@ generic_kernels (NapkinDiagram             *diagram,
   program = napkin_ir_lower (copy, NAPKIN_LOWER_DEFAULT, NULL);
   if (program == NULL)
     return -1;
-  module = napkin_codegen_cuda (program, NAPKIN_CODEGEN_DEFAULT, NULL, NULL);
+  module = napkin_codegen_cuda (program, flags, NULL, NULL);
   if (module == NULL)
     return -1;
   for (guint i = 0; i < module->kernels->len; i++)
     n += g_strcmp0 (((NapkinCudaKernel *) g_ptr_array_index (module->kernels, i))->skeleton, "generic") == 0;
+  if (source != NULL)
+    *source = g_strdup (module->source);
   napkin_cuda_module_free (module);
   return n;
 }
@@ -803,8 +808,11 @@ napkin_cli_tune (int    argc,
     {
       g_autoptr(GPtrArray) pool = g_ptr_array_new ();
       g_autoptr(GPtrArray) chosen = g_ptr_array_new ();
-      guint n, good = 0, dropped = 0;
-      int own = generic_kernels (base, NULL);
+      g_autoptr(GHashTable) sources = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+      /* the code the runner will build: sm_90a's skeletons on a Hopper profile */
+      NapkinCodegenFlags flags = napkin_arch_has_wgmma (arch) ? NAPKIN_CODEGEN_SM90A : NAPKIN_CODEGEN_DEFAULT;
+      guint n, good = 0, dropped = 0, same = 0;
+      int own = generic_kernels (base, NULL, flags, NULL);
       g_autofree double *pred = NULL;
       g_autofree double *meas = NULL;
 
@@ -814,17 +822,29 @@ napkin_cli_tune (int    argc,
       for (guint i = 0; i < result->best->len; i++)
         {
           NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
-          int g = generic_kernels (base, c);
+          char *source = NULL;
+          int g = generic_kernels (base, c, flags, &source);
 
+          /* a relabeling that generates the same kernel as a better-ranked one (tiles
+           * the skeleton ignores) would time that kernel twice */
           if (g < 0 || (own >= 0 && g > own))
             dropped++;
+          else if (g_hash_table_contains (sources, source))
+            same++;
           else
-            g_ptr_array_add (pool, c);
+            {
+              g_hash_table_add (sources, g_steal_pointer (&source));
+              g_ptr_array_add (pool, c);
+            }
+          g_free (source);
           if (!spread && pool->len >= (guint) measure)
             break;
         }
       if (dropped > 0 && !as_json)
         fprintf (stderr, "tune --measure: %u relabelings skipped: the code generator has no skeleton for them\n", dropped);
+      if (same > 0 && !as_json)
+        fprintf (stderr, "tune --measure: %u relabelings skipped: they generate the same kernel as a better-ranked "
+                 "one\n", same);
       n = MIN ((guint) measure, pool->len);
       for (guint j = 0; j < n; j++)
         g_ptr_array_add (chosen, g_ptr_array_index (pool, spread && n > 1 ? (guint) llround ((double) j * (pool->len - 1) / (n - 1)) : j));

@@ -532,8 +532,18 @@ try_rows (const NapkinIrProgram *program,
     REFUSE ("the region must group %s and keep %s whole", X->axes[0], X->axes[1]);
   rows = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, X->axes[0]));
   C = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, X->axes[1]));
-  for (threads = 256; threads >= 32 && C % (threads * 8) != 0; threads /= 2)
-    ;
+  /* the region's threads per block where it sets them (tune tries them: docs/model.md
+   * §7c), else 256 halved until 8·T divides C */
+  if (region->threads > 0)
+    {
+      threads = region->threads;
+      if (threads % 32 != 0 || threads > 1024 || C % (threads * 8) != 0 || C / threads > 128)
+        REFUSE ("threads: %" G_GINT64_FORMAT " threads per block must be whole warps, at most 1024, with 8·threads "
+                "dividing the rows of %" G_GINT64_FORMAT " and at most 128 values each", threads, C);
+    }
+  else
+    for (threads = 256; threads >= 32 && C % (threads * 8) != 0; threads /= 2)
+      ;
   if (threads < 32 || C / threads > 128 || rows % R)
     REFUSE ("rows of %" G_GINT64_FORMAT " must split into 16-byte pieces over 32 to 256 threads with at most "
             "128 values each, and the %" G_GINT64_FORMAT " rows into groups of %" G_GINT64_FORMAT, C, rows, R);

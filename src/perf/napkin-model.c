@@ -777,8 +777,8 @@ model_region (Model *m,
 /* The rows skeleton (kernels/rows.cu, src/codegen try_rows): a region without
  * contractions whose softmax or normalisation reads a matrix X[r, c] from outside and
  * keeps c whole, r in parallel groups of R, 16-bit elements. One block per group, one
- * row at a time: C / T values a thread in registers (T = 256 halved until 8·T divides
- * C), 16-byte loads, shuffle reductions with two barriers each. */
+ * row at a time: C / T values a thread in registers (T: the region's threads, else 256
+ * halved until 8·T divides C), 16-byte loads, shuffle reductions with two barriers each. */
 static void
 detect_rows (Model *m,
              guint  r)
@@ -821,8 +821,16 @@ detect_rows (Model *m,
         || napkin_region_mark (rs->region, napkin_diagram_axis (m->d, x->axes[0])->name, &rtile) != NAPKIN_MARK_PARALLEL)
       return;
     c = napkin_diagram_axis_size (m->d, x->axes[1]);
-    for (threads = 256; threads >= 32 && c % (threads * 8) != 0; threads /= 2)
-      ;
+    /* try_rows' rule: the region's threads where it sets them */
+    if (rs->region->threads > 0)
+      {
+        threads = rs->region->threads;
+        if (threads % 32 != 0 || threads > 1024 || c % (threads * 8) != 0)
+          return;
+      }
+    else
+      for (threads = 256; threads >= 32 && c % (threads * 8) != 0; threads /= 2)
+        ;
     if (threads < 32 || c / threads > 128)
       return;
     rs->rows_c = c;
@@ -1682,6 +1690,45 @@ rows_kernel (Model                  *m,
     }
 }
 
+/* The stage pipeline of the tensor-core skeletons (§6c). A block's S stage buffers
+ * rotate: a buffer is refilled only once its chunk has been consumed, and a refill
+ * takes a load's round trip plus its bytes at the block's share of the bandwidth. So a
+ * buffer's cycle is latency + transfer + compute of one chunk, and with S buffers a
+ * chunk cannot come faster than that cycle / S: the S − 1 chunks in flight while one
+ * is consumed must cover the latency (Little's law on bytes in flight per SM). Where they do not, each step of a chunk waits the
+ * difference. Uses the profile's load latency (levels.hbm.latency_ns, as the rows model
+ * does: TMA and cp.async loads make the same round trip); no latency figure, no term. */
+static void
+pipeline_stall (Model                  *m,
+                const NapkinRegionCost *grid,
+                NapkinKernelCost       *k)
+{
+  double latency = m->arch->levels[NAPKIN_LEVEL_HBM].latency_s;
+  gboolean wgmma = g_strcmp0 (k->tensor_path, "wgmma") == 0;
+  gint64 steps = grid->waves * grid->chunks;
+  double issue, memory, compute, transfer, cycle, wait;
+
+  if (latency <= 0 || grid->level != NAPKIN_LEVEL_SMEM || grid->stages < 2 || grid->chunks < 2 || steps <= 0
+      || k->time_s[NAPKIN_RESOURCE_TENSOR] <= 0)
+    return;
+  /* a chunk's compute on one SM (its blocks share it), as finish_kernel issues it */
+  issue = (k->time_s[NAPKIN_RESOURCE_TENSOR]
+           + (wgmma ? k->time_s[NAPKIN_RESOURCE_SFU] : k->time_s[NAPKIN_RESOURCE_SMEM])) * k->quantisation
+          + k->chunk_s;
+  memory = MAX (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_L2]);
+  compute = issue / steps;
+  transfer = memory / steps;
+  cycle = (latency + transfer + compute) / grid->stages;
+  wait = cycle - MAX (compute, transfer);
+  if (wait <= 0)
+    return;
+  k->latency_s += steps * wait;
+  warning_add (m, "region “%s”: with %u stages, the chunks in flight while one is consumed cannot cover a "
+               "load's %.0f ns round trip plus its transfer (%.2f µs a chunk against %.2f µs of compute): loads "
+               "exposed; more stages would hide them", grid->name, grid->stages, latency * 1e9,
+               (latency + transfer) * 1e6, compute * 1e6);
+}
+
 static void
 build_kernels (Model *m)
 {
@@ -1775,7 +1822,9 @@ build_kernels (Model *m)
         k.overlaps = grid->stages >= 2 || grid->per_sm >= 2 || grid->level == NAPKIN_LEVEL_L2;
         if (m->rs[grid->region].rows_c > 0)
           rows_kernel (m, grid, &k);
-        else if (!k.overlaps)
+        else if (k.overlaps)
+          pipeline_stall (m, grid, &k);
+        else
           warning_add (m, "region “%s”: one pipeline stage and one block per SM, so its loads cannot hide "
                        "behind compute: predicted without overlap (add a stage or shrink the footprint)",
                        grid->name);

@@ -24,10 +24,12 @@ typedef struct
   int            parent_knob;   /* the same axis in the enclosing region, or -1 */
   int            kernel;        /* the top-level region it belongs to */
   gboolean       stages;        /* the region's pipeline stages, not a mark */
+  gboolean       threads;       /* the region's threads per block, not a mark */
   guint          limit;         /* values the tile search tries (stages: the first only) */
 } Knob;
 
 #define STAGES_KEY "stages"
+#define THREADS_KEY "threads"
 
 void
 napkin_tune_candidate_free (NapkinTuneCandidate *c)
@@ -35,6 +37,7 @@ napkin_tune_candidate_free (NapkinTuneCandidate *c)
   if (c == NULL)
     return;
   g_free (c->tiles);
+  g_free (c->kernel_key);
   g_strfreev (c->specs);
   g_free (c->choices);
   g_free (c);
@@ -80,6 +83,11 @@ set_tiles (NapkinDiagram *copy,
           region->stages = (guint) g_array_index (knobs[k].values, gint64, knobs[k].choice);
           continue;
         }
+      if (knobs[k].threads)
+        {
+          region->threads = (guint) g_array_index (knobs[k].values, gint64, knobs[k].choice);
+          continue;
+        }
       mark = &g_array_index (region->marks, NapkinMark, knobs[k].mark);
       mark->tile = g_array_index (knobs[k].values, gint64, knobs[k].choice);
     }
@@ -93,22 +101,40 @@ candidate_new (NapkinDiagram  *copy,
 {
   NapkinTuneCandidate *c = g_new0 (NapkinTuneCandidate, 1);
   g_autoptr(GString) tiles = g_string_new (NULL);
+  g_autoptr(GString) key = g_string_new (NULL);
   g_autoptr(GStrvBuilder) specs = g_strv_builder_new ();
+  g_autofree gboolean *wgmma = g_new0 (gboolean, napkin_diagram_n_regions (copy) + 1);
 
+  /* the kernels on the wgmma skeletons, which ignore their warp tiles (wgmma reads its
+   * operands from shared memory itself; docs/model.md §6b) */
+  for (guint i = 0; i < a->kernels->len; i++)
+    {
+      const NapkinKernelCost *kc = &g_array_index (a->kernels, NapkinKernelCost, i);
+
+      if (kc->region >= 0 && g_strcmp0 (kc->tensor_path, "wgmma") == 0)
+        wgmma[g_array_index (a->regions, NapkinRegionCost, kc->region).region] = TRUE;
+    }
   for (guint k = 0; k < n_knobs; k++)
     {
       const NapkinRegion *region = napkin_diagram_region (copy, knobs[k].region);
       gint64 v = g_array_index (knobs[k].values, gint64, knobs[k].choice);
       g_autofree char *spec = knobs[k].stages
                               ? g_strdup_printf ("%s." STAGES_KEY "=%" G_GINT64_FORMAT, region->name, v)
+                              : knobs[k].threads
+                              ? g_strdup_printf ("%s." THREADS_KEY "=%" G_GINT64_FORMAT, region->name, v)
                               : g_strdup_printf ("%s.%s=%s:%" G_GINT64_FORMAT, region->name, knobs[k].axis,
                                                  napkin_mark_to_string (knobs[k].kind), v);
 
       g_string_append_printf (tiles, "%s%s.%s%s%" G_GINT64_FORMAT, k ? " " : "", region->name, knobs[k].axis,
                               knobs[k].kind == NAPKIN_MARK_STREAM ? "~" : "=", v);
       g_strv_builder_add (specs, spec);
+      if (!(region->level == NAPKIN_LEVEL_REGISTERS && wgmma[knobs[k].kernel]))
+        g_string_append_printf (key, "%u,", knobs[k].choice);
+      else
+        g_string_append (key, "-,");
     }
   c->tiles = g_strdup (tiles->str);
+  c->kernel_key = g_strdup (key->str);
   c->specs = g_strv_builder_end (specs);
   c->choices = g_new (guint, n_knobs + 1);
   for (guint k = 0; k < n_knobs; k++)
@@ -148,6 +174,29 @@ compare_candidates (gconstpointer pa,
   if (a->footprint_bytes != b->footprint_bytes)   /* same time: the smaller tile */
     return a->footprint_bytes < b->footprint_bytes ? -1 : 1;
   return strcmp (a->tiles, b->tiles);
+}
+
+/* Sorts the list and keeps the best of the candidates that generate the same kernels
+ * (on the wgmma skeletons, those that differ only in warp tiles): measuring both would
+ * time one kernel twice. */
+static void
+sort_distinct (GPtrArray *best)
+{
+  g_autoptr(GHashTable) keys = g_hash_table_new (g_str_hash, g_str_equal);
+
+  g_ptr_array_sort (best, compare_candidates);
+  for (guint i = 0; i < best->len;)
+    {
+      NapkinTuneCandidate *c = g_ptr_array_index (best, i);
+
+      if (g_hash_table_contains (keys, c->kernel_key))
+        g_ptr_array_remove_index (best, i);   /* frees it; the order stays */
+      else
+        {
+          g_hash_table_add (keys, c->kernel_key);
+          i++;
+        }
+    }
 }
 
 typedef struct
@@ -198,8 +247,9 @@ evaluate (Search *s)
       /* keep the list short: sort and trim now and then */
       if (s->result->best->len > 4 * s->top_k + 64)
         {
-          g_ptr_array_sort (s->result->best, compare_candidates);
-          g_ptr_array_set_size (s->result->best, s->top_k);
+          sort_distinct (s->result->best);
+          if (s->result->best->len > s->top_k)
+            g_ptr_array_set_size (s->result->best, s->top_k);
         }
     }
   cached = g_new (double, 1);
@@ -316,6 +366,41 @@ contractions_in (NapkinDiagram      *d,
   return n;
 }
 
+/* The row length C of a region that is a softmax or normalisation of a matrix over its
+ * last axis kept whole, with maps and no contraction (the rows skeleton's pattern);
+ * 0 otherwise. */
+static gint64
+rows_length (NapkinDiagram      *d,
+             const NapkinRegion *region)
+{
+  gint64 c = 0;
+
+  if (region->level != NAPKIN_LEVEL_SMEM && region->level != NAPKIN_LEVEL_REGISTERS)
+    return 0;
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+      const NapkinNode *node = n >= 0 ? napkin_diagram_node (d, n) : NULL;
+      int src, axis;
+      const NapkinTensorType *x;
+
+      if (node == NULL || node->kind == NAPKIN_OP_CONTRACT)
+        return 0;
+      if (node->kind != NAPKIN_OP_SOFTMAX && node->kind != NAPKIN_OP_NORMALIZE)
+        continue;
+      if (c > 0)
+        return 0;
+      src = napkin_diagram_input_source (d, n, 0);
+      axis = napkin_diagram_find_axis (d, node->axis);
+      x = src >= 0 ? napkin_diagram_node_type (d, src) : NULL;
+      if (x == NULL || x->n_axes != 2 || axis != (int) x->axes[1]
+          || napkin_region_mark (region, node->axis, NULL) != NAPKIN_MARK_WHOLE)
+        return 0;
+      c = napkin_diagram_axis_size (d, axis);
+    }
+  return c;
+}
+
 static gboolean
 streams (const NapkinRegion *region)
 {
@@ -397,7 +482,9 @@ napkin_tune (NapkinDiagram            *diagram,
             {
               gint64 extra = mark->kind == NAPKIN_MARK_PARALLEL ? 192 : 176;
 
-              if (extra <= size)
+              /* the skeletons have no edge tiles: one that does not divide the axis
+               * would run the generic loop nest, not what the model ranks */
+              if (extra <= size && size % extra == 0)
                 knob_add_value (&knob, extra);
             }
           knob.limit = knob.values->len;
@@ -427,6 +514,38 @@ napkin_tune (NapkinDiagram            *diagram,
           knob.parent_knob = -1;
           g_array_append_val (knobs, knob);
         }
+
+      /* Threads per block of a softmax or normalisation over whole rows (the rows
+       * skeleton, docs/model.md §7c): each thread holds C / T values of a row, so T
+       * sets the registers a block needs and how many blocks (rows in flight) an SM
+       * keeps. Whole warps up to 1024 with 8·T dividing C and at most 128 values a
+       * thread, as try_rows takes them; the one the file runs first. */
+      {
+        gint64 c = rows_length (copy, region);
+
+        if (c > 0)
+          {
+            Knob knob = { 0 };
+            gint64 own = region->threads;
+
+            if (own == 0)
+              for (own = 256; own >= 32 && c % (own * 8) != 0; own /= 2)
+                ;
+            knob.region = r;
+            knob.axis = THREADS_KEY;
+            knob.kind = NAPKIN_MARK_WHOLE;
+            knob.threads = TRUE;
+            knob.values = g_array_new (FALSE, FALSE, sizeof (gint64));
+            knob_add_value (&knob, own);
+            for (gint64 t = 32; t <= 1024; t *= 2)
+              if (c % (t * 8) == 0 && c / t <= 128)
+                knob_add_value (&knob, t);
+            knob.limit = knob.values->len;
+            combos *= knob.limit;
+            knob.parent_knob = -1;
+            g_array_append_val (knobs, knob);
+          }
+      }
     }
 
   /* Pair each knob with the same axis's knob in the smallest enclosing region. */
@@ -444,7 +563,8 @@ napkin_tune (NapkinDiagram            *diagram,
 
           for (guint n = 0; contains && n < ri->nodes->len; n++)
             contains = napkin_region_has_node (ro, g_ptr_array_index (ri->nodes, n));
-          if (j != k && contains && !inner->stages && !outer->stages && strcmp (outer->axis, inner->axis) == 0
+          if (j != k && contains && !inner->stages && !outer->stages && !inner->threads && !outer->threads
+              && strcmp (outer->axis, inner->axis) == 0
               && ro->nodes->len < best_size)
             {
               best_size = ro->nodes->len;
@@ -543,7 +663,7 @@ napkin_tune (NapkinDiagram            *diagram,
     g_autoptr(GPtrArray) seeds = g_ptr_array_new_with_free_func (g_free);
     guint before = result->evaluated;
 
-    g_ptr_array_sort (result->best, compare_candidates);
+    sort_distinct (result->best);
     for (guint i = 0; i < result->best->len; i++)
       {
         const NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
@@ -568,7 +688,7 @@ napkin_tune (NapkinDiagram            *diagram,
         }
     result->stage_trials = result->evaluated - before;
   }
-  g_ptr_array_sort (result->best, compare_candidates);
+  sort_distinct (result->best);
   if (result->best->len > s.top_k)
     g_ptr_array_set_size (result->best, s.top_k);
 
@@ -949,6 +1069,29 @@ napkin_tune_apply_spec (NapkinDiagram  *diagram,
           return FALSE;
         }
       ((NapkinRegion *) napkin_diagram_region (diagram, r))->stages = (guint) stages;
+      return TRUE;
+    }
+  /* REGION.threads=N, likewise */
+  if (dot != NULL && g_str_has_prefix (dot + 1, THREADS_KEY "=") && napkin_diagram_find_axis (diagram, THREADS_KEY) < 0)
+    {
+      g_autofree char *name = g_strndup (spec, dot - spec);
+      const char *value = dot + 1 + strlen (THREADS_KEY "=");
+      int r = napkin_diagram_find_region (diagram, name);
+      guint64 threads = 0;
+
+      if (r < 0)
+        {
+          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                       "--tile %s: the diagram has no region “%s”", spec, name);
+          return FALSE;
+        }
+      if (!g_ascii_string_to_unsigned (value, 10, 1, 1024, &threads, NULL))
+        {
+          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                       "--tile %s: threads must be a whole number from 1 to 1024", spec);
+          return FALSE;
+        }
+      ((NapkinRegion *) napkin_diagram_region (diagram, r))->threads = (guint) threads;
       return TRUE;
     }
   return napkin_diagram_override_tile (diagram, spec, error);

@@ -21,6 +21,8 @@ typedef struct
   gint64          per_sm;              /* smallest occupancy among regions */
   /*< private >*/
   guint          *choices;             /* the search's index per knob */
+  char           *kernel_key;          /* the choices that reach the generated kernels: one
+                                        * candidate per key is kept (docs/model.md §9) */
 } NapkinTuneCandidate;
 
 typedef struct
@@ -72,8 +74,9 @@ NapkinDiagram    *napkin_tune_result_relabel  (const NapkinTuneResult  *result,
                                               guint                    index,
                                               GError                 **error);
 /* One spec as --tile takes it ("REGION.AXIS=SIZE", "=parallel:SIZE", "=stream:SIZE",
- * "=whole"), or "REGION.stages=N" (1–8: the region's pipeline stages; a diagram with an
- * axis named "stages" reads it as that axis). */
+ * "=whole"), "REGION.stages=N" (1–8: the region's pipeline stages; a diagram with an
+ * axis named "stages" reads it as that axis) or "REGION.threads=N" (1–1024: threads per
+ * block, likewise). */
 gboolean          napkin_tune_apply_spec     (NapkinDiagram            *diagram,
                                               const char               *spec,
                                               GError                  **error);

@@ -189,6 +189,44 @@ test_labels_escaped (void)
   (void) d;
 }
 
+/* The rows skeleton takes the region's threads per block where it sets them (tune tries
+ * them, docs/model.md §7c), and refuses a count its 16-byte pieces do not fit. */
+static void
+test_rows_threads (void)
+{
+  const struct { guint threads; const char *skeleton; } cases[] = {
+    { 0, "rows" },      /* the default: 256 halved until 8·T divides 4096 */
+    { 32, "rows" },
+    { 512, "rows" },
+    { 48, "generic" },  /* not whole warps */
+    { 1024, "generic" } /* 8·1024 does not divide 4096 */
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) d = load ("layernorm.napkin");
+      g_autoptr(NapkinCudaModule) m = NULL;
+      const NapkinCudaKernel *k;
+
+      ((NapkinRegion *) napkin_diagram_region (d, 0))->threads = cases[i].threads;
+      m = generate (d, 0, 0, NULL);
+      k = g_ptr_array_index (m->kernels, 0);
+      g_assert_cmpstr (k->skeleton, ==, cases[i].skeleton);
+      if (g_str_equal (cases[i].skeleton, "rows"))
+        {
+          g_autofree char *define = g_strdup_printf ("#define R_THREADS %u", cases[i].threads ? cases[i].threads : 256);
+
+          g_assert_cmpuint (k->threads, ==, cases[i].threads ? cases[i].threads : 256);
+          g_assert_nonnull (strstr (m->source, define));
+        }
+      else
+        {
+          g_assert_nonnull (k->note);
+          g_assert_nonnull (strstr (k->note, "threads"));
+        }
+    }
+}
+
 /* The exported .cu builds with nvcc into a program. */
 static void
 test_standalone_nvcc (void)
@@ -527,6 +565,7 @@ main (int    argc,
   g_test_add_func ("/codegen/labels-escaped", test_labels_escaped);
   g_test_add_func ("/codegen/standalone-nvcc", test_standalone_nvcc);
   g_test_add_func ("/codegen/wgmma", test_wgmma);
+  g_test_add_func ("/codegen/rows-threads", test_rows_threads);
   g_test_add_func ("/codegen/tensor-map-encoding", test_tensor_map_encoding);
   return g_test_run ();
 }

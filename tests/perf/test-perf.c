@@ -694,6 +694,221 @@ test_tune (void)
   check_tune ("flash-attention.napkin");
 }
 
+static NapkinDiagram *
+matmul_bf16 (gint64 size)
+{
+  g_autoptr(NapkinDiagram) d = example ("matmul-nested.napkin");
+  g_autoptr(json_object) root = napkin_diagram_to_json (d);
+  json_object *tensors = json_object_object_get (root, "tensors");
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *copy;
+
+  for (guint i = 0; i < json_object_array_length (tensors); i++)
+    json_object_object_add (json_object_array_get_idx (tensors, i), "dtype", json_object_new_string ("bf16"));
+  copy = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  for (const char *const *a = (const char *const[]) { "m", "n", "k", NULL }; *a; a++)
+    {
+      g_autofree char *spec = g_strdup_printf ("%s=%" G_GINT64_FORMAT, *a, size);
+
+      axis (copy, spec);
+    }
+  return copy;
+}
+
+/* The specs of a candidate without its warp tiles. */
+static char *
+block_specs (const NapkinTuneCandidate *c)
+{
+  GString *s = g_string_new (NULL);
+
+  for (guint i = 0; c->specs[i]; i++)
+    if (!g_str_has_prefix (c->specs[i], "warp."))
+      g_string_append_printf (s, "%s ", c->specs[i]);
+  return g_string_free (s, FALSE);
+}
+
+/* On the wgmma skeleton the warp tiles do not reach the kernel: tune lists one
+ * candidate per block tiling and stage count there, so --measure never times one
+ * kernel twice; on mma.sync (L40S) the warp tiles are the kernel's and stay. */
+static void
+test_tune_distinct_kernels (void)
+{
+  const char *archs[] = { "h100", "l40s" };
+
+  for (guint x = 0; x < G_N_ELEMENTS (archs); x++)
+    {
+      g_autoptr(NapkinDiagram) d = matmul_bf16 (8192);
+      NapkinTuneOptions options = { 1000, 0, FALSE, NAPKIN_DTYPE_FP16 };
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinTuneResult) r = napkin_tune (d, arch (archs[x]), &options, &error);
+      g_autoptr(GHashTable) blocks = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+      guint wgmma = 0, repeated = 0;
+
+      g_assert_no_error (error);
+      for (guint i = 0; i < r->best->len; i++)
+        {
+          const NapkinTuneCandidate *c = g_ptr_array_index (r->best, i);
+          g_autoptr(NapkinDiagram) copy = napkin_diagram_copy (d);
+          g_autoptr(NapkinAnalysis) a = NULL;
+          char *key = block_specs (c);
+
+          napkin_tune_apply (copy, c, &error);
+          g_assert_no_error (error);
+          a = analyze (copy, archs[x], FALSE);
+          if (g_strcmp0 (g_array_index (a->kernels, NapkinKernelCost, 0).tensor_path, "wgmma") == 0)
+            {
+              wgmma++;
+              g_assert_false (g_hash_table_contains (blocks, key));
+            }
+          else if (g_hash_table_contains (blocks, key))
+            repeated++;
+          g_hash_table_add (blocks, key);
+        }
+      if (x == 0)
+        g_assert_cmpuint (wgmma, >, 10);
+      else
+        {
+          g_assert_cmpuint (wgmma, ==, 0);
+          g_assert_cmpuint (repeated, >, 10);   /* mma.sync: warp-tile variants kept */
+        }
+    }
+}
+
+/* The stage pipeline (docs/model.md §6c): at 8192³ with 256 × 128 blocks a chunk's
+ * compute (0.56 µs) is shorter than a load's round trip plus its transfer, so 2 stages
+ * expose the loads (measured 2.63 ms against 1.37 ms at 4 stages); 3 cover them. */
+static void
+test_pipeline_stages (void)
+{
+  const NapkinArch *h = arch ("h100");
+  double times[5] = { 0 }, latency[5] = { 0 };
+
+  for (guint s = 2; s <= 4; s++)
+    {
+      g_autoptr(NapkinDiagram) d = matmul_bf16 (8192);
+      g_autofree char *spec = g_strdup_printf ("block.stages=%u", s);
+      g_autoptr(NapkinAnalysis) a = NULL;
+
+      tile (d, "block.m=parallel:256");
+      tile (d, "block.n=parallel:128");
+      tile (d, spec);
+      a = analyze (d, "h100", FALSE);
+      g_assert_true (a->feasible);
+      g_assert_cmpstr (g_array_index (a->kernels, NapkinKernelCost, 0).tensor_path, ==, "wgmma");
+      times[s] = a->predicted_time_s;
+      latency[s] = g_array_index (a->kernels, NapkinKernelCost, 0).latency_s;
+    }
+  g_assert_cmpfloat (latency[2], >, 0);
+  g_assert_cmpfloat (latency[3], ==, 0);
+  g_assert_cmpfloat (latency[4], ==, 0);
+  g_assert_cmpfloat (times[2], >, 1.1 * times[3]);
+  g_assert_cmpfloat_with_epsilon (times[3], times[4], 1e-12);
+  {
+    /* the wait per step: (latency + transfer + compute) / 2 − the longer of the two;
+     * 2048 steps (16 waves × 128 chunks); bounded by half a latency a step at most */
+    double per_step = latency[2] / (16 * 128);
+
+    g_assert_cmpfloat (per_step, >, 0);
+    g_assert_cmpfloat (per_step, <, h->levels[NAPKIN_LEVEL_HBM].latency_s / 2 + 1e-12);
+  }
+  {
+    /* no latency figure in the profile, no term */
+    NapkinArch copy = *h;
+    g_autoptr(NapkinDiagram) d = matmul_bf16 (8192);
+    NapkinAnalyzeOptions options = { FALSE, NAPKIN_DTYPE_FP16, FALSE, FALSE };
+    g_autoptr(NapkinAnalysis) a = NULL;
+    g_autoptr(GError) error = NULL;
+
+    copy.levels[NAPKIN_LEVEL_HBM].latency_s = 0;
+    tile (d, "block.m=parallel:256");
+    tile (d, "block.n=parallel:128");
+    tile (d, "block.stages=2");
+    a = napkin_analyze (d, &copy, &options, &error);
+    g_assert_no_error (error);
+    g_assert_cmpfloat (g_array_index (a->kernels, NapkinKernelCost, 0).latency_s, ==, 0);
+  }
+}
+
+/* Attention tiles that do not divide the sequence would run the generic loop nest:
+ * tune never proposes them (192 queries divide 3072, not 4096; 176 keys neither). */
+static void
+test_tune_attention_divides (void)
+{
+  const gint64 sizes[] = { 4096, 3072 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+      g_autofree char *q = g_strdup_printf ("q=%" G_GINT64_FORMAT, sizes[i]);
+      g_autofree char *k = g_strdup_printf ("k=%" G_GINT64_FORMAT, sizes[i]);
+      NapkinTuneOptions options = { 1000, 0, FALSE, NAPKIN_DTYPE_FP16 };
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinTuneResult) r = NULL;
+      guint q192 = 0;
+
+      axis (d, q), axis (d, k), axis (d, "d=64");
+      r = napkin_tune (d, arch ("h100"), &options, &error);
+      g_assert_no_error (error);
+      for (guint c = 0; c < r->best->len; c++)
+        {
+          const NapkinTuneCandidate *cand = g_ptr_array_index (r->best, c);
+
+          g_assert_null (strstr (cand->tiles, "block.k~176"));
+          q192 += strstr (cand->tiles, "block.q=192 ") != NULL;
+        }
+      if (sizes[i] == 4096)
+        g_assert_cmpuint (q192, ==, 0);
+      else
+        g_assert_cmpuint (q192, >, 0);
+    }
+}
+
+/* The rows skeleton's threads per block (§7c): tune tries every count try_rows takes,
+ * and the model sees what they change: registers, so blocks (rows in flight) per SM. */
+static void
+test_tune_rows_threads (void)
+{
+  g_autoptr(NapkinDiagram) d = example ("layernorm.napkin");
+  NapkinTuneOptions options = { 1000, 0, FALSE, NAPKIN_DTYPE_FP16 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinTuneResult) r = napkin_tune (d, arch ("h100"), &options, &error);
+  g_autoptr(GHashTable) counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  gint64 per_sm[2] = { 0 };
+
+  g_assert_no_error (error);
+  for (guint c = 0; c < r->best->len; c++)
+    {
+      const NapkinTuneCandidate *cand = g_ptr_array_index (r->best, c);
+
+      for (guint i = 0; cand->specs[i]; i++)
+        if (g_str_has_prefix (cand->specs[i], "rows.threads="))
+          g_hash_table_add (counts, g_strdup (cand->specs[i]));
+    }
+  /* C = 4096: 32 to 512 (8·1024 does not divide 4096) */
+  g_assert_cmpuint (g_hash_table_size (counts), ==, 5);
+  g_assert_true (g_hash_table_contains (counts, "rows.threads=32"));
+  g_assert_true (g_hash_table_contains (counts, "rows.threads=512"));
+  g_assert_false (g_hash_table_contains (counts, "rows.threads=1024"));
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autoptr(NapkinDiagram) copy = example ("layernorm.napkin");
+      g_autoptr(NapkinAnalysis) a = NULL;
+
+      tile (copy, i == 0 ? "rows.threads=32" : "rows.threads=512");
+      a = analyze (copy, "h100", FALSE);
+      g_assert_cmpuint (region (a, "rows")->threads, ==, i == 0 ? 32 : 512);
+      per_sm[i] = region (a, "rows")->per_sm;
+    }
+  g_assert_cmpint (per_sm[0], >, per_sm[1]);
+  /* bad counts name the field */
+  g_assert_false (napkin_tune_apply_spec (d, "rows.threads=2000", &error));
+  g_assert_nonnull (strstr (error->message, "threads"));
+  g_clear_error (&error);
+  g_assert_false (napkin_tune_apply_spec (d, "nowhere.threads=64", &error));
+  g_assert_nonnull (strstr (error->message, "nowhere"));
+}
+
 /* Two kernels: searched one kernel at a time (time is a sum over kernels), the
  * search must reach the same best as all 15,625 combinations. */
 static void
@@ -727,8 +942,12 @@ test_tune_separable (void)
   g_assert_cmpuint (b->evaluated - b->stage_trials, <, 300);   /* 125 + 125 and their combination */
   g_assert_cmpuint (a->stage_trials, >, 0);
   g_assert_cmpuint (a->stage_trials, <=, (4 * 3 + 64) * 2 * 5);
-  g_assert_cmpfloat_with_epsilon (((NapkinTuneCandidate *) g_ptr_array_index (b->best, 0))->predicted_time_s,
-                                  ((NapkinTuneCandidate *) g_ptr_array_index (a->best, 0))->predicted_time_s, 1e-15);
+  /* the stage counts are tried on each search's own best tiles, and since the stage
+   * pipeline term (docs/model.md §6c) makes 2 stages rank tiles differently from 3, the
+   * two searches' seeds — and so their bests — may differ slightly: within 1 % */
+  g_assert_cmpfloat (fabs (((NapkinTuneCandidate *) g_ptr_array_index (b->best, 0))->predicted_time_s
+                           - ((NapkinTuneCandidate *) g_ptr_array_index (a->best, 0))->predicted_time_s),
+                     <, 0.01 * ((NapkinTuneCandidate *) g_ptr_array_index (a->best, 0))->predicted_time_s);
   g_assert_cmpfloat (((NapkinTuneCandidate *) g_ptr_array_index (a->best, 0))->predicted_time_s, <,
                      a->current->predicted_time_s);
 }
@@ -1141,6 +1360,10 @@ main (int    argc,
   g_test_add_func ("/perf/overflow", test_overflow);
   g_test_add_func ("/perf/tune", test_tune);
   g_test_add_func ("/perf/tune/separable", test_tune_separable);
+  g_test_add_func ("/perf/tune/distinct-kernels", test_tune_distinct_kernels);
+  g_test_add_func ("/perf/tune/attention-divides", test_tune_attention_divides);
+  g_test_add_func ("/perf/tune/rows-threads", test_tune_rows_threads);
+  g_test_add_func ("/perf/pipeline-stages", test_pipeline_stages);
   g_test_add_func ("/perf/json/keys", test_json_keys);
   g_test_add_func ("/perf/wgmma/rule", test_wgmma_rule);
   g_test_add_func ("/perf/wgmma/rates", test_wgmma_rates);
