@@ -224,12 +224,34 @@ napkin_cli_calibrate (int    argc,
       fprintf (stderr, "napkin-cli calibrate: no datasheet profile matches “%s”; pass --base ID\n", gpu);
       return NAPKIN_CLI_FAILED;
     }
-  base_path = g_strdup_printf ("%s/archs/%s.json", NAPKIN_SOURCE_DATADIR, base);
-  if (!g_file_test (base_path, G_FILE_TEST_EXISTS))
-    {
-      g_free (base_path);
-      base_path = g_strdup_printf ("%s/archs/%s.json", NAPKIN_DATADIR, base);
-    }
+  /* the registry's search order: NAPKIN_ARCH_DIR's folders, the source tree, the installed data */
+  {
+    const char *env = g_getenv ("NAPKIN_ARCH_DIR");
+    g_auto(GStrv) dirs = g_strsplit (env ? env : "", G_SEARCHPATH_SEPARATOR_S, -1);
+    g_autofree char *source = g_build_filename (NAPKIN_SOURCE_DATADIR, "archs", NULL);
+    g_autofree char *installed = g_build_filename (NAPKIN_DATADIR, "archs", NULL);
+    g_autofree char *file = g_strdup_printf ("%s.json", base);
+
+    for (guint i = 0; dirs[i] && base_path == NULL; i++)
+      if (*dirs[i])
+        {
+          char *path = g_build_filename (dirs[i], file, NULL);
+
+          if (g_file_test (path, G_FILE_TEST_EXISTS))
+            base_path = path;
+          else
+            g_free (path);
+        }
+    if (base_path == NULL)
+      {
+        base_path = g_build_filename (source, file, NULL);
+        if (!g_file_test (base_path, G_FILE_TEST_EXISTS))
+          {
+            g_free (base_path);
+            base_path = g_build_filename (installed, file, NULL);
+          }
+      }
+  }
   profile = json_object_from_file (base_path);
   if (profile == NULL)
     {

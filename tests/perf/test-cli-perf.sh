@@ -176,5 +176,15 @@ assert d["arch"] == "h100-measured" and d["kernels"][0]["tensor_path"] == "wgmma
 PY
 done
 
+# the datasheet profile comes from NAPKIN_ARCH_DIR first (as every other command reads
+# profiles), so a packed napkin-cli calibrates away from its build tree
+mkdir -p "$TMP/datasheets"
+python3 - "$EX/../archs/h100.json" "$TMP/datasheets/h100.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); d["max_blocks_per_sm"]["source"] = "from NAPKIN_ARCH_DIR"; json.dump(d, open(sys.argv[2], "w"))
+PY
+NAPKIN_ARCH_DIR="$TMP/datasheets" NAPKIN_RUNNER="$TMP/calrunner" FAKE_WGMMA=yes "$CLI" calibrate -o "$TMP/cal-dir.json" > "$TMP/cal-dir.txt" 2>&1
+check "calibrate reads the datasheet profile from NAPKIN_ARCH_DIR first" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['max_blocks_per_sm']['source'] == 'from NAPKIN_ARCH_DIR', d['max_blocks_per_sm']" "$TMP/cal-dir.json"
+
 echo "1..$n"
 exit $fail
