@@ -695,6 +695,18 @@ typedef struct
   double           mask_scale;
 } Text;
 
+/* A strand label: its shaped text and top-left corner. */
+typedef struct
+{
+  const Text *text;
+  double      x, y;
+  gboolean    bad;
+} StrandLabel;
+
+/* No character of the small font is wider than this many units per byte of UTF-8,
+ * so a label's width is bounded before its text is looked up. */
+#define LABEL_MAX_W_PER_BYTE 16.0
+
 static void
 text_free (gpointer data)
 {
@@ -1521,49 +1533,75 @@ draw_wires (DrawContext               *ctx,
     }
 
   /* Each strand is labelled with its axis and size at the middle of the wire:
-   * the halos first in one fill, then the text. */
+   * the halos first in one fill, then the text. Each label is looked up once, and
+   * one outside the visible rectangle is neither looked up twice nor composited. */
   if (ctx->scale >= SCALE_STRAND_LABELS)
-    for (guint pass = 0; pass < 2; pass++)
-      {
-        for (guint w = 0; w < n_wires; w++)
-          {
-            double x1, y1, x2, y2;
-            int f;
-            const NapkinTensorType *type;
+    {
+      g_autoptr (GArray) labels = g_array_new (FALSE, FALSE, sizeof (StrandLabel));
 
-            if (!shown[w])
-              continue;
-            wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &f);
-            type = napkin_diagram_node_type (ctx->diagram, f);
-            if (type == NULL || !type->valid)
-              continue;
-            for (guint i = 0; i < type->n_axes; i++)
-              {
-                const NapkinAxis *axis = napkin_diagram_axis (ctx->diagram, type->axes[i]);
-                double o = (i - (type->n_axes - 1) / 2.0) * STRAND;
-                char label[NAPKIN_MAX_NAME_LEN + 32];
-                const Text *text;
-                double tx, ty;
+      for (guint w = 0; w < n_wires; w++)
+        {
+          double x1, y1, x2, y2;
+          int f;
+          const NapkinTensorType *type;
 
-                g_snprintf (label, sizeof label, "%s %" G_GINT64_FORMAT, axis->name, axis->size);
-                text = text_lookup (FONT_SMALL, label);
-                tx = (x1 + x2) / 2 - text->width / 2.0;
-                ty = (y1 + y2) / 2 + o - 6;
-                if (pass == 0)
-                  cairo_rectangle (cr, tx - 1.5, ty + 1, text->width + 3, text->height - 2);
-                else
-                  {
-                    set_rgb (cr, ctx->bad_wires[w] ? problem_rgb : level_rgb[NAPKIN_LEVEL_HBM], 1);
-                    show_text (cr, ctx->screen, text, tx, ty);
-                  }
-              }
-          }
-        if (pass == 0)
-          {
-            set_rgb_over_paper (cr, ctx->screen, white_rgb, 0.85);
-            cairo_fill (cr);
-          }
-      }
+          if (!shown[w])
+            continue;
+          wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &f);
+          type = napkin_diagram_node_type (ctx->diagram, f);
+          if (type == NULL || !type->valid)
+            continue;
+          for (guint i = 0; i < type->n_axes; i++)
+            {
+              const NapkinAxis *axis = napkin_diagram_axis (ctx->diagram, type->axes[i]);
+              double o = (i - (type->n_axes - 1) / 2.0) * STRAND;
+              char text[NAPKIN_MAX_NAME_LEN + 32];
+              StrandLabel label;
+              NapkinRect r;
+              gsize len;
+
+              /* Above or below the visible rectangle (a label is less than 20 units tall). */
+              r.y = (y1 + y2) / 2 + o - 6;
+              r.height = 20;
+              if (r.y - 2 > ctx->clip_y1 || r.y + r.height + 2 < ctx->clip_y0)
+                continue;
+              r.x = (x1 + x2) / 2;
+              len = g_snprintf (text, sizeof text, "%s %" G_GINT64_FORMAT, axis->name, axis->size);
+              /* A bound on the width first: the lookup is the expensive part. */
+              r.x -= len * LABEL_MAX_W_PER_BYTE / 2;
+              r.width = len * LABEL_MAX_W_PER_BYTE;
+              if (!visible (ctx, &r, 2))
+                continue;
+              label.text = text_lookup (FONT_SMALL, text);
+              label.x = (x1 + x2) / 2 - label.text->width / 2.0;
+              label.y = r.y;
+              label.bad = ctx->bad_wires[w];
+              r.x = label.x - 1.5;
+              r.width = label.text->width + 3;
+              r.height = label.text->height;
+              if (visible (ctx, &r, 2))
+                g_array_append_val (labels, label);
+            }
+        }
+      for (guint i = 0; i < labels->len; i++)
+        {
+          const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
+
+          cairo_rectangle (cr, label->x - 1.5, label->y + 1, label->text->width + 3, label->text->height - 2);
+        }
+      if (labels->len > 0)
+        {
+          set_rgb_over_paper (cr, ctx->screen, white_rgb, 0.85);
+          cairo_fill (cr);
+        }
+      for (guint i = 0; i < labels->len; i++)
+        {
+          const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
+
+          set_rgb (cr, label->bad ? problem_rgb : level_rgb[NAPKIN_LEVEL_HBM], 1);
+          show_text (cr, ctx->screen, label->text, label->x, label->y);
+        }
+    }
 
   /* A copy is a dot where the wire splits. */
   for (guint n = 0; n < ctx->n_nodes; n++)
