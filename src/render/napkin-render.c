@@ -1545,9 +1545,11 @@ draw_wires (DrawContext               *ctx,
           int f;
           const NapkinTensorType *type;
 
-          if (!shown[w])
-            continue;
+          /* Every wire, not only those shown: a long label reaches further from
+           * its wire than the margin that culls wires. */
           wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &f);
+          if (f < 0)
+            continue;
           type = napkin_diagram_node_type (ctx->diagram, f);
           if (type == NULL || !type->valid)
             continue;

@@ -577,6 +577,77 @@ test_format_from_path (void)
   g_assert_false (napkin_export_format_from_path (NULL, &f));
 }
 
+/* What the screen path leaves out as outside the visible rectangle (wires, labels,
+ * regions) must be exactly what would not show: a small window at zoom 1 reads the
+ * same pixels as that part of a surface three times larger, where nothing near the
+ * window is culled. The shift is a whole number of pixels, so rasterisation is the
+ * same. */
+static void
+test_culling_is_invisible (void)
+{
+  const int width = 500, height = 300;
+  enum { EDGE = 4 };
+
+  for (guint e = 0; e < G_N_ELEMENTS (examples); e++)
+    {
+      g_autoptr(NapkinDiagram) diagram = load_example (examples[e]);
+      NapkinRenderOptions screen = { NULL, 0, -1, -1, NULL, FALSE };
+      NapkinRect b;
+      cairo_surface_t *small, *large;
+      const guint8 *ds, *dl;
+      int ss, sl;
+      double ox, oy;
+      guint differ = 0;
+
+      napkin_render_bounds (diagram, &b);
+      /* A window on the middle of the diagram, at zoom 1: strands and labels cross
+       * its edges. */
+      ox = round (b.x + b.width / 2 - width / 2);
+      oy = round (b.y + b.height / 2 - height / 2);
+      small = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height);
+      large = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 3 * width, 3 * height);
+      for (guint i = 0; i < 2; i++)
+        {
+          cairo_t *cr = cairo_create (i == 0 ? small : large);
+
+          cairo_set_source_rgb (cr, 1, 1, 1);
+          cairo_paint (cr);
+          if (i == 0)
+            cairo_translate (cr, -ox, -oy);
+          else
+            cairo_translate (cr, width - ox, height - oy);
+          napkin_render_draw (cr, diagram, &screen);
+          g_assert_cmpint (cairo_status (cr), ==, CAIRO_STATUS_SUCCESS);
+          cairo_destroy (cr);
+        }
+      cairo_surface_flush (small);
+      cairo_surface_flush (large);
+      ds = cairo_image_surface_get_data (small);
+      dl = cairo_image_surface_get_data (large);
+      ss = cairo_image_surface_get_stride (small);
+      sl = cairo_image_surface_get_stride (large);
+      /* A frame of EDGE pixels is left out: a few pixels there differ (3 in
+       * layernorm on the outermost column; 6 in mlp, two strands at x = 1…3), as
+       * they did before the strand labels were culled; their cause is not yet found
+       * (docs/editor.md, Render performance). */
+      for (int y = EDGE; y < height - EDGE; y++)
+        for (int x = EDGE; x < width - EDGE; x++)
+          {
+            guint32 a = *(const guint32 *) (ds + y * ss + 4 * x);
+            guint32 c = *(const guint32 *) (dl + (y + height) * sl + 4 * (x + width));
+
+            if (a != c && differ++ < 8)
+              g_test_message ("(%d, %d): %08x, %08x", x, y, a, c);
+          }
+      g_test_message ("%s: %u of %d pixels differ", examples[e], differ, (width - 2 * EDGE) * (height - 2 * EDGE));
+      g_assert_cmpuint (differ, ==, 0);
+      /* The window is not blank: the comparison saw the diagram. */
+      g_assert_cmpuint (count_colour (small, napkin_render_level_hex (NAPKIN_LEVEL_HBM), 12), >, 100);
+      cairo_surface_destroy (small);
+      cairo_surface_destroy (large);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -586,6 +657,7 @@ main (int    argc,
   g_test_add_func ("/render/draw/every-example", test_every_example);
   g_test_add_func ("/render/draw/nested-regions", test_nested_regions);
   g_test_add_func ("/render/draw/canvas-view", test_canvas_view);
+  g_test_add_func ("/render/draw/culling-is-invisible", test_culling_is_invisible);
   g_test_add_func ("/render/draw/problem-marked", test_problem_marked);
   g_test_add_func ("/render/geometry/hit", test_hit);
   g_test_add_func ("/render/export/svg", test_export_svg);
