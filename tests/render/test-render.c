@@ -627,9 +627,9 @@ test_culling_is_invisible (void)
       ss = cairo_image_surface_get_stride (small);
       sl = cairo_image_surface_get_stride (large);
       /* A frame of EDGE pixels is left out: a few pixels there differ (3 in
-       * layernorm on the outermost column; 6 in mlp, two strands at x = 1…3), as
-       * they did before the strand labels were culled; their cause is not yet found
-       * (docs/editor.md, Render performance). */
+       * layernorm on the outermost column; 6 in mlp, two strands at x = 1…3) even
+       * with every cull of ours turned off: Cairo strokes what crosses the surface's
+       * edge a little differently from the same stroke in the middle of a surface. */
       for (int y = EDGE; y < height - EDGE; y++)
         for (int x = EDGE; x < width - EDGE; x++)
           {
