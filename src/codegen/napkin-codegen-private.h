@@ -62,6 +62,15 @@ typedef struct
 
 /* The Hopper attention skeleton (kernels/flash-wgmma.cu, napkin-skeleton-flash-wgmma.c):
  * like _napkin_cuda_gemm_wgmma, FALSE with *note saying why when the target was sm_90a. */
+/* A device function FNAME (float (&d)[n/2], desc_a, desc_b, int accumulate) issuing one
+ * wgmma m64nNk16 with fp32 accumulators, both operands from shared memory (A K-major; B
+ * K-major, or N-major through the transpose bit when b_transposed): one asm operand per
+ * accumulator register, so it is printed for each N rather than written out per size. */
+char       *_napkin_wgmma_ss_function (const char *fname,
+                                       gint64      n,
+                                       const char *mma,
+                                       gboolean    b_transposed,
+                                       gboolean    clobber_memory);
 gboolean    _napkin_cuda_flash_wgmma  (const NapkinFlashShape *shape,
                                        NapkinCudaModule       *module,
                                        const char             *name,

@@ -53,32 +53,23 @@ flash_wgmma_wrappers (const char *name,
 {
   GString *s = g_string_new (NULL);
   const gint64 ns = BKV / 2, no = D / 2;
-  g_autoptr(GString) regs_s = g_string_new (NULL);
   g_autoptr(GString) regs_o = g_string_new (NULL);
   g_autoptr(GString) outs_s = g_string_new (NULL);
   g_autoptr(GString) outs_o = g_string_new (NULL);
 
   for (gint64 i = 0; i < ns; i++)
-    {
-      g_string_append_printf (regs_s, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
-      g_string_append_printf (outs_s, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
-    }
+    g_string_append_printf (outs_s, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
   for (gint64 i = 0; i < no; i++)
     {
       g_string_append_printf (regs_o, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
       g_string_append_printf (outs_o, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
     }
-  g_string_append_printf (s,
-                          "static __device__ __forceinline__ void\n"
-                          "%s_qk (float (&d)[%" G_GINT64_FORMAT "], unsigned long long da, unsigned long long db, int acc)\n"
-                          "{\n"
-                          "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
-                          "                \"wgmma.mma_async.sync.aligned.m64n%" G_GINT64_FORMAT "k16.f32.%s.%s {%s}, "
-                          "%%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", p, 1, 1, 0, 0; }\"\n"
-                          "                : %s\n"
-                          "                : \"l\" (da), \"l\" (db), \"r\" (acc) : \"memory\");\n"
-                          "}\n\n",
-                          name, ns, ns + 2, BKV, mma, mma, regs_s->str, ns, ns + 1, outs_s->str);
+  {
+    g_autofree char *qk = g_strdup_printf ("%s_qk", name);
+    g_autofree char *text = _napkin_wgmma_ss_function (qk, BKV, mma, FALSE, TRUE);
+
+    g_string_append_printf (s, "%s\n", text);
+  }
   g_string_append_printf (s,
                           "static __device__ __forceinline__ void\n"
                           "%s_pv (float (&d)[%" G_GINT64_FORMAT "], unsigned a0, unsigned a1, unsigned a2, unsigned a3, "

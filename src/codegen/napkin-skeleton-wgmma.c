@@ -73,6 +73,7 @@ _napkin_cuda_gemm_wgmma (const NapkinGemmShape  *g,
     REFUSE ("tensor-map coordinates are 32-bit: the sizes must stay below 2³¹");
 
   {
+    const char *mma = g->ab_dtype == NAPKIN_DTYPE_FP16 ? "f16" : "bf16";
     NapkinSkeletonParam params[] = {
       { "NAME", g_strdup (name) },
       { "BM", g_strdup_printf ("%" G_GINT64_FORMAT, g->BM) },
@@ -82,12 +83,18 @@ _napkin_cuda_gemm_wgmma (const NapkinGemmShape  *g,
       { "N", g_strdup_printf ("%" G_GINT64_FORMAT, g->N) },
       { "K", g_strdup_printf ("%" G_GINT64_FORMAT, g->K) },
       { "CT", g_strdup (_napkin_cuda_ctype (g->c_dtype)) },
-      { "MMA", g_strdup (g->ab_dtype == NAPKIN_DTYPE_FP16 ? "f16" : "bf16") },
+      { "MMA", g_strdup (mma) },
       { "C", g_strdup_printf ("%d", g->c_slot) },
+      { "WGMMA", NULL },
     };
     g_autofree char *id = napkin_codegen_escape_comment (g->node->id);
     g_autofree char *rname = napkin_codegen_escape_comment (g->region->name);
-    g_autofree char *text = _napkin_skeleton_instantiate (napkin_kernel_gemm_wgmma, params, G_N_ELEMENTS (params));
+    g_autofree char *fname = g_strdup_printf ("%s_wgmma", name);
+    g_autofree char *text = NULL;
+
+    /* B is row-major K×N: N-major, through the transpose bit */
+    params[G_N_ELEMENTS (params) - 1].value = _napkin_wgmma_ss_function (fname, g->BN, mma, TRUE, FALSE);
+    text = _napkin_skeleton_instantiate (napkin_kernel_gemm_wgmma, params, G_N_ELEMENTS (params));
 
     g_string_append_printf (out, "\n/* Region %s at %s: %s as the gemm-wgmma skeleton (kernels/gemm-wgmma.cu, "
                                  "sm_90a) */\n", rname, napkin_level_to_string (g->region->level), id);
@@ -117,6 +124,35 @@ _napkin_cuda_gemm_wgmma (const NapkinGemmShape  *g,
                               g->BM, g->BN, g->BK, g->BK / BK_WGMMA, stages, consumers, g->BN);
   g_ptr_array_add (module->kernels, ck);
   return TRUE;
+}
+
+char *
+_napkin_wgmma_ss_function (const char *fname,
+                           gint64      n,
+                           const char *mma,
+                           gboolean    b_transposed,
+                           gboolean    clobber_memory)
+{
+  const gint64 regs = n / 2;
+  g_autoptr(GString) list = g_string_new (NULL);
+  g_autoptr(GString) outs = g_string_new (NULL);
+
+  for (gint64 i = 0; i < regs; i++)
+    {
+      g_string_append_printf (list, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
+      g_string_append_printf (outs, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
+    }
+  return g_strdup_printf ("static __device__ __forceinline__ void\n"
+                          "%s (float (&d)[%" G_GINT64_FORMAT "], unsigned long long da, unsigned long long db, int acc)\n"
+                          "{\n"
+                          "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
+                          "                \"wgmma.mma_async.sync.aligned.m64n%" G_GINT64_FORMAT "k16.f32.%s.%s {%s}, "
+                          "%%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", p, 1, 1, 0, %d; }\"\n"
+                          "                : %s\n"
+                          "                : \"l\" (da), \"l\" (db), \"r\" (acc)%s);\n"
+                          "}\n",
+                          fname, regs, regs + 2, n, mma, mma, list->str, regs, regs + 1, b_transposed ? 1 : 0,
+                          outs->str, clobber_memory ? " : \"memory\"" : "");
 }
 
 NapkinCodegenFlags
