@@ -106,3 +106,26 @@ find_arch_dropdown (NapkinWindow *window)
   g_ptr_array_unref (stack);
   return found ? GTK_DROP_DOWN (found) : NULL;
 }
+
+/* A window on the bundled example `name` (NAPKIN_EXAMPLES_DIR), presented at that size
+ * and drawn once. */
+static inline NapkinWindow *
+open_example_sized (NapkinApplication *app,
+                    const char        *name,
+                    int                width,
+                    int                height)
+{
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+  g_autofree char *file_name = g_strconcat (name, ".napkin", NULL);
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file_name, NULL);
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (napkin_window_load_file (window, file, &error));
+  g_assert_no_error (error);
+  gtk_window_set_default_size (GTK_WINDOW (window), width, height);
+  gtk_window_present (GTK_WINDOW (window));
+  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
+  iterate (50);
+  return window;
+}

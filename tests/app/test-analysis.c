@@ -29,19 +29,7 @@ static char *tmpdir;
 static NapkinWindow *
 open_example (const char *name)
 {
-  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
-  g_autofree char *file_name = g_strconcat (name, ".napkin", NULL);
-  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file_name, NULL);
-  g_autoptr(GFile) file = g_file_new_for_path (path);
-  g_autoptr(GError) error = NULL;
-
-  g_assert_true (napkin_window_load_file (window, file, &error));
-  g_assert_no_error (error);
-  gtk_window_set_default_size (GTK_WINDOW (window), 1280, 820);
-  gtk_window_present (GTK_WINDOW (window));
-  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
-  iterate (50);
-  return window;
+  return open_example_sized (app, name, 1280, 820);
 }
 
 static NapkinAnalysisPane *
