@@ -343,6 +343,13 @@ napkin_code_view_set_codegen_flags (NapkinCodeView     *self,
   if (self->flags == flags)
     return;
   self->flags = flags;
+  /* a worker in flight prints for the old target: drop it, and until the new text
+   * arrives the view is behind every generation */
+  g_clear_handle_id (&self->update_id, g_source_remove);
+  g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  self->pending = FALSE;
+  self->generation = G_MAXUINT64;
   if (self->diagram != NULL)
     start_update (self);
 }

@@ -179,7 +179,7 @@ test_code_view_follows_arch (void)
 
   current_window = window;
   select_arch (window, view, "h100");
-  for (guint i = 0; i < 600 && !strstr (napkin_code_view_get_summary (view) ? napkin_code_view_get_summary (view) : "", "gemm-wgmma"); i++)
+  for (guint i = 0; i < 2400 && !strstr (napkin_code_view_get_summary (view) ? napkin_code_view_get_summary (view) : "", "gemm-wgmma"); i++)
     iterate (50);
   g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "napkin_k0: gemm-wgmma"));
   hopper = napkin_code_view_dup_text (view);
@@ -187,7 +187,7 @@ test_code_view_follows_arch (void)
   g_assert_nonnull (strstr (hopper, "cp.async.bulk.tensor"));
 
   select_arch (window, view, "a100");
-  for (guint i = 0; i < 600 && !strstr (napkin_code_view_get_summary (view) ? napkin_code_view_get_summary (view) : "", "gemm-mma"); i++)
+  for (guint i = 0; i < 2400 && !strstr (napkin_code_view_get_summary (view) ? napkin_code_view_get_summary (view) : "", "gemm-mma"); i++)
     iterate (50);
   g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "napkin_k0: gemm-mma"));
   ampere = napkin_code_view_dup_text (view);
