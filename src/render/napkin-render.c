@@ -1073,6 +1073,37 @@ polyline_path (cairo_t      *cr,
     cairo_line_to (cr, pts[2 * i], pts[2 * i + 1]);
 }
 
+/* Liang–Barsky: the part [t0, t1] of the segment (x0, y0) + t·(dx, dy), t in [0, 1],
+ * inside rect; FALSE when none is. */
+static gboolean
+clip_segment (double            x0,
+              double            y0,
+              double            dx,
+              double            dy,
+              const NapkinRect *rect,
+              double           *t0,
+              double           *t1)
+{
+  double p[4] = { -dx, dx, -dy, dy };
+  double q[4] = { x0 - rect->x, rect->x + rect->width - x0, y0 - rect->y, rect->y + rect->height - y0 };
+
+  *t0 = 0;
+  *t1 = 1;
+  for (guint k = 0; k < 4; k++)
+    {
+      if (p[k] == 0)
+        {
+          if (q[k] < 0)
+            return FALSE;
+        }
+      else if (p[k] < 0)
+        *t0 = MAX (*t0, q[k] / p[k]);
+      else
+        *t1 = MIN (*t1, q[k] / p[k]);
+    }
+  return *t0 < *t1;
+}
+
 /* Appends to the path the parts of a polyline (n points, x and y) inside rect,
  * cut where they cross its edges (Liang–Barsky). TRUE when some part is inside. */
 static gboolean
@@ -1087,21 +1118,9 @@ polyline_in_rect (cairo_t          *cr,
     {
       double x0 = pts[2 * i], y0 = pts[2 * i + 1];
       double dx = pts[2 * i + 2] - x0, dy = pts[2 * i + 3] - y0;
-      double p[4] = { -dx, dx, -dy, dy };
-      double q[4] = { x0 - rect->x, rect->x + rect->width - x0, y0 - rect->y, rect->y + rect->height - y0 };
-      double t0 = 0, t1 = 1;
-      gboolean out = FALSE;
+      double t0, t1;
 
-      for (guint k = 0; k < 4; k++)
-        {
-          if (p[k] == 0)
-            out |= q[k] < 0;
-          else if (p[k] < 0)
-            t0 = MAX (t0, q[k] / p[k]);
-          else
-            t1 = MIN (t1, q[k] / p[k]);
-        }
-      if (out || t0 >= t1)
+      if (!clip_segment (x0, y0, dx, dy, rect, &t0, &t1))
         {
           pen = FALSE;
           continue;
@@ -1128,21 +1147,9 @@ polyline_outside_rect (cairo_t          *cr,
     {
       double x0 = pts[2 * i], y0 = pts[2 * i + 1];
       double dx = pts[2 * i + 2] - x0, dy = pts[2 * i + 3] - y0;
-      double p[4] = { -dx, dx, -dy, dy };
-      double q[4] = { x0 - rect->x, rect->x + rect->width - x0, y0 - rect->y, rect->y + rect->height - y0 };
-      double t0 = 0, t1 = 1;
-      gboolean out = FALSE;
+      double t0, t1;
 
-      for (guint k = 0; k < 4; k++)
-        {
-          if (p[k] == 0)
-            out |= q[k] < 0;
-          else if (p[k] < 0)
-            t0 = MAX (t0, q[k] / p[k]);
-          else
-            t1 = MIN (t1, q[k] / p[k]);
-        }
-      if (out || t0 >= t1)
+      if (!clip_segment (x0, y0, dx, dy, rect, &t0, &t1))
         {
           /* wholly outside */
           if (!pen)
