@@ -1039,6 +1039,45 @@ napkin_tune_result_relabel (const NapkinTuneResult  *result,
   return g_steal_pointer (&copy);
 }
 
+typedef enum { SPEC_OTHER, SPEC_SET, SPEC_BAD } SpecMatch;
+
+/* "REGION.KEY=N" with N from 1 to max: the region and N (SPEC_SET), a usage error naming
+ * the spec (SPEC_BAD), or SPEC_OTHER when the spec is not about KEY (or an axis is named
+ * KEY: then it is an axis tile). */
+static SpecMatch
+region_number_spec (NapkinDiagram  *diagram,
+                    const char     *spec,
+                    const char     *dot,
+                    const char     *key,
+                    guint64         max,
+                    NapkinRegion  **region,
+                    guint64        *value,
+                    GError        **error)
+{
+  gsize key_len = strlen (key);
+  g_autofree char *name = NULL;
+  int r;
+
+  if (strncmp (dot + 1, key, key_len) != 0 || dot[1 + key_len] != '=' || napkin_diagram_find_axis (diagram, key) >= 0)
+    return SPEC_OTHER;
+  name = g_strndup (spec, dot - spec);
+  r = napkin_diagram_find_region (diagram, name);
+  if (r < 0)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                   "--tile %s: the diagram has no region “%s”", spec, name);
+      return SPEC_BAD;
+    }
+  if (!g_ascii_string_to_unsigned (dot + 2 + key_len, 10, 1, max, value, NULL))
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                   "--tile %s: %s must be a whole number from 1 to %" G_GUINT64_FORMAT, spec, key, max);
+      return SPEC_BAD;
+    }
+  *region = (NapkinRegion *) napkin_diagram_region (diagram, r);
+  return SPEC_SET;
+}
+
 gboolean
 napkin_tune_apply_spec (NapkinDiagram  *diagram,
                         const char     *spec,
@@ -1048,51 +1087,24 @@ napkin_tune_apply_spec (NapkinDiagram  *diagram,
 
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
 
-  /* REGION.stages=N, unless the diagram has an axis called "stages" */
-  if (dot != NULL && g_str_has_prefix (dot + 1, STAGES_KEY "=") && napkin_diagram_find_axis (diagram, STAGES_KEY) < 0)
+  /* REGION.stages=N and REGION.threads=N, unless the diagram has an axis of that name */
+  if (dot != NULL)
     {
-      g_autofree char *name = g_strndup (spec, dot - spec);
-      const char *value = dot + 1 + strlen (STAGES_KEY "=");
-      int r = napkin_diagram_find_region (diagram, name);
-      guint64 stages = 0;
+      NapkinRegion *region = NULL;
+      guint64 value = 0;
 
-      if (r < 0)
+      switch (region_number_spec (diagram, spec, dot, STAGES_KEY, 8, &region, &value, error))
         {
-          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                       "--tile %s: the diagram has no region “%s”", spec, name);
-          return FALSE;
+        case SPEC_SET: region->stages = (guint) value; return TRUE;
+        case SPEC_BAD: return FALSE;
+        case SPEC_OTHER: break;
         }
-      if (!g_ascii_string_to_unsigned (value, 10, 1, 8, &stages, NULL))
+      switch (region_number_spec (diagram, spec, dot, THREADS_KEY, 1024, &region, &value, error))
         {
-          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                       "--tile %s: stages must be a whole number from 1 to 8", spec);
-          return FALSE;
+        case SPEC_SET: region->threads = (guint) value; return TRUE;
+        case SPEC_BAD: return FALSE;
+        case SPEC_OTHER: break;
         }
-      ((NapkinRegion *) napkin_diagram_region (diagram, r))->stages = (guint) stages;
-      return TRUE;
-    }
-  /* REGION.threads=N, likewise */
-  if (dot != NULL && g_str_has_prefix (dot + 1, THREADS_KEY "=") && napkin_diagram_find_axis (diagram, THREADS_KEY) < 0)
-    {
-      g_autofree char *name = g_strndup (spec, dot - spec);
-      const char *value = dot + 1 + strlen (THREADS_KEY "=");
-      int r = napkin_diagram_find_region (diagram, name);
-      guint64 threads = 0;
-
-      if (r < 0)
-        {
-          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                       "--tile %s: the diagram has no region “%s”", spec, name);
-          return FALSE;
-        }
-      if (!g_ascii_string_to_unsigned (value, 10, 1, 1024, &threads, NULL))
-        {
-          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                       "--tile %s: threads must be a whole number from 1 to 1024", spec);
-          return FALSE;
-        }
-      ((NapkinRegion *) napkin_diagram_region (diagram, r))->threads = (guint) threads;
-      return TRUE;
     }
   return napkin_diagram_override_tile (diagram, spec, error);
 }
