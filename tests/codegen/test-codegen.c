@@ -227,13 +227,21 @@ test_rows_threads (void)
     }
 }
 
-/* The exported .cu builds with nvcc into a program. */
+/* The exported .cu builds with nvcc into a program. Under AddressSanitizer
+ * (build-aux/ci-sanitize) every example's .cu is printed but nvcc builds only the
+ * last (fp8 attention): nvcc is the same program either way, what the sanitizer
+ * checks is the printing, and the suite's plain run builds them all. */
 static void
 test_standalone_nvcc (void)
 {
   const char *nvcc = "/usr/local/cuda/bin/nvcc";
   g_autofree char *dir = NULL;
   g_autoptr(GError) error = NULL;
+#if defined(__SANITIZE_ADDRESS__)
+  const guint n_built = 1;
+#else
+  const guint n_built = G_N_ELEMENTS (examples);
+#endif
 
   if (!g_file_test (nvcc, G_FILE_TEST_IS_EXECUTABLE))
     {
@@ -243,6 +251,8 @@ test_standalone_nvcc (void)
   dir = g_dir_make_tmp ("napkin-cu-XXXXXX", &error);
   g_assert_no_error (error);
 
+  if (n_built < G_N_ELEMENTS (examples))
+    g_test_message ("sanitizer build: nvcc builds the last example only");
   for (guint i = 0; i < G_N_ELEMENTS (examples); i++)
     {
       g_autoptr(NapkinDiagram) d = load (examples[i]);
@@ -256,6 +266,8 @@ test_standalone_nvcc (void)
       const char *argv[] = { nvcc, "-O1", "-arch=sm_90a", "-o", exe, src, NULL };
 
       g_assert_nonnull (strstr (cu, "int main"));
+      if (i < G_N_ELEMENTS (examples) - n_built)
+        continue;
       g_file_set_contents (src, cu, -1, &error);
       g_assert_no_error (error);
       g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
