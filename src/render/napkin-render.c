@@ -629,6 +629,7 @@ typedef struct
   gboolean             *bad_wires;
   gboolean             *bad_regions;
   double                clip_x0, clip_y0, clip_x1, clip_y1;
+  NapkinRect            frame;       /* the whole frame's (a band's clip is less) */
   double                scale;       /* device pixels per document unit */
   gboolean              screen;      /* an image surface for the canvas: take shortcuts */
   Layout               *layout;
@@ -666,6 +667,13 @@ set_rgb_over_paper (cairo_t      *cr,
     }
   cairo_set_source_rgb (cr, alpha * rgb[0] + (1 - alpha) * paper_rgb[0], alpha * rgb[1] + (1 - alpha) * paper_rgb[1],
                         alpha * rgb[2] + (1 - alpha) * paper_rgb[2]);
+}
+
+static gboolean
+rects_overlap (const NapkinRect *a,
+               const NapkinRect *b)
+{
+  return !(b->x > a->x + a->width || b->x + b->width < a->x || b->y > a->y + a->height || b->y + b->height < a->y);
 }
 
 static gboolean
@@ -719,7 +727,22 @@ text_free (gpointer data)
 
 /* Shaped text, kept between frames: shaping is most of the cost of a label. The
  * layouts come from one context with unhinted metrics, so they draw the same at
- * any zoom. Drawing happens on one thread (the GTK main thread or the CLI). */
+ * any zoom. Bands of one frame are drawn on several threads (see
+ * napkin_render_draw_view): every use of the cache, of its Pango objects and of a
+ * text's mask holds text_lock, and entries are dropped only between frames
+ * (text_cache_trim), so a Text stays valid for the frame that looked it up. */
+G_LOCK_DEFINE_STATIC (text_lock);
+static GHashTable *text_cache;
+
+static void
+text_cache_trim (void)
+{
+  G_LOCK (text_lock);
+  if (text_cache != NULL && g_hash_table_size (text_cache) > 20000)
+    g_hash_table_remove_all (text_cache);
+  G_UNLOCK (text_lock);
+}
+
 static const Text *
 text_lookup (Font        font,
              const char *string)
@@ -727,13 +750,13 @@ text_lookup (Font        font,
   static const char *font_names[N_FONTS] = { "Sans 9.5", "Sans 8", "Sans Bold 9.5", "Sans 8" };
   static PangoFontDescription *fonts[N_FONTS];
   static PangoContext *context;
-  static GHashTable *cache;
   char stack_key[128];
   g_autofree char *heap_key = NULL;
   const char *key;
   Text *text;
 
-  if (cache == NULL)
+  G_LOCK (text_lock);
+  if (text_cache == NULL)
     {
       cairo_font_options_t *options = cairo_font_options_create ();
 
@@ -744,7 +767,7 @@ text_lookup (Font        font,
       cairo_font_options_destroy (options);
       for (guint i = 0; i < N_FONTS; i++)
         fonts[i] = pango_font_description_from_string (font_names[i]);
-      cache = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, text_free);
+      text_cache = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, text_free);
     }
 
   if ((gsize) g_snprintf (stack_key, sizeof stack_key, "%d\x1f%s", font, string) < sizeof stack_key)
@@ -752,18 +775,20 @@ text_lookup (Font        font,
   else
     key = heap_key = g_strdup_printf ("%d\x1f%s", font, string);
 
-  text = g_hash_table_lookup (cache, key);
+  text = g_hash_table_lookup (text_cache, key);
   if (text != NULL)
-    return text;
+    {
+      G_UNLOCK (text_lock);
+      return text;
+    }
 
-  if (g_hash_table_size (cache) > 20000)
-    g_hash_table_remove_all (cache);
   text = g_new0 (Text, 1);
   text->layout = pango_layout_new (context);
   pango_layout_set_font_description (text->layout, fonts[font]);
   pango_layout_set_text (text->layout, string, -1);
   pango_layout_get_pixel_size (text->layout, &text->width, &text->height);
-  g_hash_table_insert (cache, g_strdup (key), text);
+  g_hash_table_insert (text_cache, g_strdup (key), text);
+  G_UNLOCK (text_lock);
   return text;
 }
 
@@ -778,6 +803,7 @@ show_text (cairo_t    *cr,
            double      y)
 {
   Text *text = (Text *) const_text;
+  cairo_surface_t *mask;
   cairo_matrix_t m;
   double dx = x, dy = y, scale;
 
@@ -785,12 +811,15 @@ show_text (cairo_t    *cr,
   if (!screen || m.xy != 0 || m.yx != 0 || m.xx != m.yy || m.xx <= 0 || m.xx > 8)
     {
       cairo_move_to (cr, x, y);
+      G_LOCK (text_lock);
       pango_cairo_show_layout (cr, text->layout);
+      G_UNLOCK (text_lock);
       cairo_new_path (cr);
       return;
     }
 
   scale = m.xx;
+  G_LOCK (text_lock);
   if (text->mask == NULL || fabs (text->mask_scale - scale) > 1e-6)
     {
       cairo_t *mcr;
@@ -805,13 +834,19 @@ show_text (cairo_t    *cr,
       pango_cairo_show_layout (mcr, text->layout);
       cairo_destroy (mcr);
     }
+  mask = cairo_surface_reference (text->mask);
+  G_UNLOCK (text_lock);
 
-  /* Composite at a whole device pixel, as hinted text would sit. */
-  cairo_user_to_device (cr, &dx, &dy);
+  /* Composite at a whole device pixel, as hinted text would sit. The pixel comes
+   * from the transform alone, not the surface's device offset: a band of a frame
+   * (napkin_render_draw_view) has the frame's transform and an offset of whole
+   * rows, so its text lands where the whole frame's would. */
+  cairo_matrix_transform_point (&m, &dx, &dy);
   cairo_save (cr);
   cairo_identity_matrix (cr);
-  cairo_mask_surface (cr, text->mask, round (dx - scale), round (dy - scale));
+  cairo_mask_surface (cr, mask, floor (dx - scale + 0.5), floor (dy - scale + 0.5));
   cairo_restore (cr);
+  cairo_surface_destroy (mask);
 }
 
 /* Draws text with its anchor at (x, y): xalign 0 left, 0.5 centre, 1 right; y is the
@@ -1452,7 +1487,9 @@ draw_wires (DrawContext               *ctx,
           outer[w] = ctx->region_levels[r] == outer_level ? -2 : (int) r;
           outer_level = ctx->region_levels[r];
         }
-      if (outer[w] >= 0 && !visible (ctx, &ctx->layout->region_rects[outer[w]], 0))
+      /* Decided on the whole frame, not a band's clip: the cut pieces are curves of
+       * their own, rasterised a little differently from the whole strand. */
+      if (outer[w] >= 0 && !rects_overlap (&ctx->frame, &ctx->layout->region_rects[outer[w]]))
         outer[w] = -1;
     }
   for (int pass = -2; pass < NAPKIN_N_LEVELS; pass++)
@@ -1987,16 +2024,16 @@ draw_nodes (DrawContext               *ctx,
     }
 }
 
-void
-napkin_render_draw (cairo_t                   *cr,
-                    NapkinDiagram             *diagram,
-                    const NapkinRenderOptions *options)
+/* Draws the diagram; safe on several threads at once for one diagram once
+ * prepare_frame has run (everything below only reads the diagram and its layout). */
+static void
+draw_diagram (cairo_t                   *cr,
+              NapkinDiagram             *diagram,
+              const NapkinRenderOptions *options,
+              const NapkinRect          *frame)
 {
   DrawContext ctx = { 0 };
   guint n_regions, n_wires;
-
-  g_return_if_fail (cr != NULL);
-  g_return_if_fail (NAPKIN_IS_DIAGRAM (diagram));
 
   ctx.cr = cr;
   ctx.diagram = diagram;
@@ -2005,6 +2042,10 @@ napkin_render_draw (cairo_t                   *cr,
   n_regions = napkin_diagram_n_regions (diagram);
   n_wires = napkin_diagram_n_wires (diagram);
   cairo_clip_extents (cr, &ctx.clip_x0, &ctx.clip_y0, &ctx.clip_x1, &ctx.clip_y1);
+  if (frame != NULL)
+    ctx.frame = *frame;
+  else
+    ctx.frame = (NapkinRect) { ctx.clip_x0, ctx.clip_y0, ctx.clip_x1 - ctx.clip_x0, ctx.clip_y1 - ctx.clip_y0 };
   {
     double ux = 1, uy = 0;
 
@@ -2077,6 +2118,28 @@ napkin_render_draw (cairo_t                   *cr,
   g_free (ctx.bad_regions);
 }
 
+/* What drawing computes lazily, computed on the calling thread before a frame:
+ * the diagram's derived tables, the layout, and room in the text cache. */
+static void
+prepare_frame (NapkinDiagram *diagram)
+{
+  napkin_diagram_topo_order (diagram);
+  ensure_layout (diagram);
+  text_cache_trim ();
+}
+
+void
+napkin_render_draw (cairo_t                   *cr,
+                    NapkinDiagram             *diagram,
+                    const NapkinRenderOptions *options)
+{
+  g_return_if_fail (cr != NULL);
+  g_return_if_fail (NAPKIN_IS_DIAGRAM (diagram));
+
+  prepare_frame (diagram);
+  draw_diagram (cr, diagram, options, NULL);
+}
+
 /* ---------------------------------------------------------------- canvas view */
 
 static void draw_legend (cairo_t *cr, double x, double y, gboolean screen);
@@ -2106,6 +2169,117 @@ napkin_render_fit_view (NapkinDiagram    *diagram,
   view->origin_y = bounds.y + bounds.height / 2 - (height - 110) / 2.0 / zoom;
 }
 
+/* The paper and the diagram as the canvas shows them, without the legend. frame:
+ * what the whole frame shows, in document units, when cr draws a band of it. */
+static void
+draw_paper_and_diagram (cairo_t                   *cr,
+                        NapkinDiagram             *diagram,
+                        const NapkinRenderOptions *options,
+                        const NapkinCanvasView    *view,
+                        const NapkinRect          *frame)
+{
+  cairo_save (cr);
+  set_rgb (cr, paper_rgb, 1);
+  cairo_paint (cr);
+  cairo_scale (cr, view->zoom, view->zoom);
+  cairo_translate (cr, -view->origin_x, -view->origin_y);
+  draw_diagram (cr, diagram, options, frame);
+  cairo_restore (cr);
+}
+
+/* A frame on an image surface is drawn in horizontal bands, one per thread: on
+ * screen a frame is rasterisation (Cairo and pixman, one core each). A band is a
+ * surface over its rows of the frame's pixels with a device offset of whole rows,
+ * drawn with the frame's own transform, so its pixels are the ones one pass makes. */
+#define MAX_BANDS      4
+#define MIN_BAND_ROWS 96
+
+typedef struct
+{
+  cairo_surface_t           *surface;   /* the band's rows */
+  NapkinRect                 frame;     /* the whole frame, in document units */
+  double                     scale;     /* device pixels per canvas pixel */
+  NapkinDiagram             *diagram;
+  const NapkinRenderOptions *options;
+  const NapkinCanvasView    *view;
+  GMutex                    *lock;      /* the frame's, over *pending */
+  GCond                     *done;
+  guint                     *pending;
+} Band;
+
+static void
+draw_band (Band *band)
+{
+  cairo_t *cr = cairo_create (band->surface);
+
+  cairo_scale (cr, band->scale, band->scale);
+  draw_paper_and_diagram (cr, band->diagram, band->options, band->view, &band->frame);
+  cairo_destroy (cr);
+  cairo_surface_flush (band->surface);
+}
+
+static void
+band_thread (gpointer data,
+             gpointer user_data)
+{
+  Band *band = data;
+
+  draw_band (band);
+  g_mutex_lock (band->lock);
+  if (--*band->pending == 0)
+    g_cond_signal (band->done);
+  g_mutex_unlock (band->lock);
+  (void) user_data;
+}
+
+/* How many bands this frame can take: an unclipped, unrotated image surface drawn
+ * for the screen, at least MIN_BAND_ROWS rows each. *scale is its zoom-free scale. */
+static guint
+band_count (cairo_t                   *cr,
+            const NapkinRenderOptions *options,
+            double                    *scale)
+{
+  cairo_surface_t *target = cairo_get_target (cr);
+  cairo_matrix_t m;
+  double x0, y0, x1, y1, sx, sy, ox, oy;
+  guint n;
+  int rows;
+
+  if ((options != NULL && (options->full_quality || options->threads == 1))
+      || cairo_surface_get_type (target) != CAIRO_SURFACE_TYPE_IMAGE
+      || (cairo_image_surface_get_format (target) != CAIRO_FORMAT_ARGB32
+          && cairo_image_surface_get_format (target) != CAIRO_FORMAT_RGB24))
+    return 1;
+  cairo_get_matrix (cr, &m);
+  cairo_surface_get_device_scale (target, &sx, &sy);
+  cairo_surface_get_device_offset (target, &ox, &oy);
+  if (m.xy != 0 || m.yx != 0 || m.xx != m.yy || m.xx <= 0 || m.x0 != 0 || m.y0 != 0
+      || sx != 1 || sy != 1 || ox != 0 || oy != 0)
+    return 1;
+  rows = cairo_image_surface_get_height (target);
+  cairo_clip_extents (cr, &x0, &y0, &x1, &y1);
+  cairo_user_to_device (cr, &x0, &y0);
+  cairo_user_to_device (cr, &x1, &y1);
+  if (x0 > 0 || y0 > 0 || x1 < cairo_image_surface_get_width (target) || y1 < rows)
+    return 1;
+
+  n = options != NULL && options->threads > 0 ? options->threads : g_get_num_processors ();
+  n = MIN (n, MAX_BANDS);
+  n = MIN (n, (guint) MAX (rows / MIN_BAND_ROWS, 1));
+  *scale = m.xx;
+  return MAX (n, 1);
+}
+
+static GThreadPool *
+band_pool (void)
+{
+  static GThreadPool *pool;
+
+  if (g_once_init_enter (&pool))
+    g_once_init_leave (&pool, g_thread_pool_new (band_thread, NULL, MAX_BANDS - 1, FALSE, NULL));
+  return pool;
+}
+
 void
 napkin_render_draw_view (cairo_t                   *cr,
                          NapkinDiagram             *diagram,
@@ -2114,26 +2288,68 @@ napkin_render_draw_view (cairo_t                   *cr,
                          int                        width,
                          int                        height)
 {
-  double lw, lh;
+  double lw, lh, scale = 1;
+  guint n_bands;
 
   g_return_if_fail (cr != NULL);
   g_return_if_fail (NAPKIN_IS_DIAGRAM (diagram));
   g_return_if_fail (view != NULL && view->zoom > 0);
 
-  cairo_save (cr);
-  set_rgb (cr, paper_rgb, 1);
-  cairo_paint (cr);
-  cairo_save (cr);
-  cairo_scale (cr, view->zoom, view->zoom);
-  cairo_translate (cr, -view->origin_x, -view->origin_y);
-  napkin_render_draw (cr, diagram, options);
-  cairo_restore (cr);
+  prepare_frame (diagram);
+  n_bands = band_count (cr, options, &scale);
+  if (n_bands == 1)
+    draw_paper_and_diagram (cr, diagram, options, view, NULL);
+  else
+    {
+      cairo_surface_t *target = cairo_get_target (cr);
+      guchar *data;
+      int stride = cairo_image_surface_get_stride (target);
+      int rows = cairo_image_surface_get_height (target);
+      Band bands[MAX_BANDS];
+      GMutex lock;
+      GCond done;
+      guint pending = n_bands - 1;
+      double units = scale * view->zoom;   /* device pixels per document unit */
+      NapkinRect frame = { view->origin_x, view->origin_y, cairo_image_surface_get_width (target) / units,
+                           rows / units };
+
+      cairo_surface_flush (target);
+      data = cairo_image_surface_get_data (target);
+      g_mutex_init (&lock);
+      g_cond_init (&done);
+      for (guint b = 0; b < n_bands; b++)
+        {
+          int first = rows * b / n_bands, last = rows * (b + 1) / n_bands;
+
+          bands[b] = (Band) { cairo_image_surface_create_for_data (data + (gsize) first * stride,
+                                                                   cairo_image_surface_get_format (target),
+                                                                   cairo_image_surface_get_width (target),
+                                                                   last - first, stride),
+                              frame, scale, diagram, options, view, &lock, &done, &pending };
+          cairo_surface_set_device_offset (bands[b].surface, 0, -first);
+          if (b > 0)
+            g_thread_pool_push (band_pool (), &bands[b], NULL);
+        }
+      draw_band (&bands[0]);
+      g_mutex_lock (&lock);
+      while (pending > 0)
+        g_cond_wait (&done, &lock);
+      g_mutex_unlock (&lock);
+      for (guint b = 0; b < n_bands; b++)
+        cairo_surface_destroy (bands[b].surface);
+      g_cond_clear (&done);
+      g_mutex_clear (&lock);
+      cairo_surface_mark_dirty (target);
+    }
+
   /* The legend of level colours is always visible. */
+  cairo_save (cr);
   napkin_render_legend_size (&lw, &lh);
   draw_legend (cr, 12, height - lh - 12,
                cairo_surface_get_type (cairo_get_target (cr)) == CAIRO_SURFACE_TYPE_IMAGE
                && !(options && options->full_quality));
   cairo_restore (cr);
+  (void) width;
 }
 
 /* ---------------------------------------------------------------- legend */

@@ -47,6 +47,8 @@ typedef struct
   int             selected_wire;    /* -1 for none */
   GPtrArray      *problems;         /* NapkinProblem *, or NULL: marked in red */
   gboolean        full_quality;     /* exports: no screen shortcuts (see napkin-render.c) */
+  guint           threads;          /* napkin_render_draw_view on an image surface: bands
+                                     * drawn at once; 0 one per processor (at most 4) */
 } NapkinRenderOptions;
 
 /* What the canvas shows: its zoom, and the document point at its top-left corner. */

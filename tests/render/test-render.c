@@ -648,6 +648,60 @@ test_culling_is_invisible (void)
     }
 }
 
+/* A canvas frame drawn in bands on several threads (napkin_render_draw_view) is,
+ * pixel for pixel, the frame one thread draws: each band is its rows of the same
+ * picture, at three zooms (fitted; 1, where strands are cut at region borders;
+ * 0.2, where wires are bands) and 2, 3 and 4 bands. */
+static void
+test_bands_are_one_frame (void)
+{
+  const int width = 900, height = 700;
+
+  for (guint e = 0; e < G_N_ELEMENTS (examples); e++)
+    for (guint zoom_i = 0; zoom_i < 3; zoom_i++)
+      {
+        g_autoptr(NapkinDiagram) diagram = load_example (examples[e]);
+        cairo_surface_t *frames[4];
+        NapkinCanvasView view;
+        NapkinRect b;
+
+        napkin_render_bounds (diagram, &b);
+        if (zoom_i == 0)
+          napkin_render_fit_view (diagram, width, height, 0.1, 1.5, &view);
+        else if (zoom_i == 1)
+          view = (NapkinCanvasView) { 1.0, b.x - 20, b.y - 20 };
+        else
+          view = (NapkinCanvasView) { 0.2, b.x - 100, b.y - 100 };
+        for (guint t = 1; t <= 4; t++)
+          {
+            NapkinRenderOptions options = { NULL, 0, -1, -1, NULL, FALSE, t };
+            cairo_t *cr;
+
+            frames[t - 1] = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height);
+            cr = cairo_create (frames[t - 1]);
+            napkin_render_draw_view (cr, diagram, &options, &view, width, height);
+            g_assert_cmpint (cairo_status (cr), ==, CAIRO_STATUS_SUCCESS);
+            cairo_destroy (cr);
+            cairo_surface_flush (frames[t - 1]);
+          }
+        for (guint t = 2; t <= 4; t++)
+          {
+            const guint8 *one = cairo_image_surface_get_data (frames[0]);
+            const guint8 *many = cairo_image_surface_get_data (frames[t - 1]);
+            int stride = cairo_image_surface_get_stride (frames[0]);
+
+            for (int y = 0; y < height; y++)
+              if (memcmp (one + y * stride, many + y * stride, 4 * width) != 0)
+                g_error ("%s at zoom %.3f in %u bands: row %d differs from the one-thread frame", examples[e],
+                         view.zoom, t, y);
+          }
+        /* The frame is not blank. */
+        g_assert_cmpuint (count_colour (frames[1], napkin_render_level_hex (NAPKIN_LEVEL_HBM), 12), >, 100);
+        for (guint t = 0; t < 4; t++)
+          cairo_surface_destroy (frames[t]);
+      }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -658,6 +712,7 @@ main (int    argc,
   g_test_add_func ("/render/draw/nested-regions", test_nested_regions);
   g_test_add_func ("/render/draw/canvas-view", test_canvas_view);
   g_test_add_func ("/render/draw/culling-is-invisible", test_culling_is_invisible);
+  g_test_add_func ("/render/draw/bands-are-one-frame", test_bands_are_one_frame);
   g_test_add_func ("/render/draw/problem-marked", test_problem_marked);
   g_test_add_func ("/render/geometry/hit", test_hit);
   g_test_add_func ("/render/export/svg", test_export_svg);
