@@ -66,6 +66,14 @@ write_free (Write *w)
   g_free (w);
 }
 
+enum
+{
+  FAILED,
+  N_SIGNALS
+};
+
+static guint signals[N_SIGNALS];
+
 struct _NapkinAutosaver
 {
   GObject        parent_instance;
@@ -142,12 +150,17 @@ write_done_cb (GObject      *object,
   g_autoptr(GError) error = NULL;
 
   if (g_task_propagate_boolean (G_TASK (result), &error))
-    self->n_writes++;
+    {
+      self->n_writes++;
+      self->warned = FALSE;   /* working again: a later failure is news */
+    }
   else if (error != NULL && !self->warned)
     {
-      /* Once per document: a full disk would otherwise repeat it every few seconds. */
+      /* Once per run of failures: a full disk would otherwise repeat it every few
+       * seconds. The window says it where the user looks (docs/security.md §4). */
       g_message ("autosave failed: %s", error->message);
       self->warned = TRUE;
+      g_signal_emit (self, signals[FAILED], 0, error->message);
     }
 }
 
@@ -333,6 +346,11 @@ napkin_autosaver_class_init (NapkinAutosaverClass *klass)
 
   object_class->dispose = napkin_autosaver_dispose;
   object_class->finalize = napkin_autosaver_finalize;
+
+  /* A snapshot could not be written (the message says why); emitted once until a
+   * write succeeds again. */
+  signals[FAILED] = g_signal_new ("failed", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                  G_TYPE_NONE, 1, G_TYPE_STRING);
 }
 
 static void

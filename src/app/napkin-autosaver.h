@@ -12,7 +12,8 @@ G_BEGIN_DECLS
  * change, and at the latest ten delays after the first unsaved change, a snapshot
  * goes to the autosave store (napkin-autosave.h) from a worker thread; when the
  * document is no longer modified (saved, or undone back to its saved state) the
- * snapshot is removed. */
+ * snapshot is removed. Signal "failed" (message): a snapshot could not be
+ * written, once until one is again. */
 #define NAPKIN_TYPE_AUTOSAVER (napkin_autosaver_get_type ())
 G_DECLARE_FINAL_TYPE (NapkinAutosaver, napkin_autosaver, NAPKIN, AUTOSAVER, GObject)
 

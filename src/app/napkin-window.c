@@ -145,6 +145,19 @@ zoom_notify_cb (NapkinWindow *self,
     self->zoom_label_id = gtk_widget_add_tick_callback (GTK_WIDGET (self), update_zoom_label, NULL, NULL);
 }
 
+/* A snapshot failed (full disk, unwritable state folder): the user must know that
+ * a crash now would lose the changes. */
+static void
+autosave_failed_cb (NapkinWindow *self,
+                    const char   *message)
+{
+  g_autofree char *text = g_strdup_printf (_("Autosave failed: %s. Until it works again, unsaved changes are "
+                                             "only in this window: save the document to keep them."),
+                                           message);
+
+  napkin_window_show_error (self, text);
+}
+
 void
 napkin_window_set_document (NapkinWindow  *self,
                             NapkinDiagram *diagram,
@@ -167,6 +180,7 @@ napkin_window_set_document (NapkinWindow  *self,
   self->history = napkin_history_new (diagram);
   self->autosaver = napkin_autosaver_new (self->history);
   napkin_autosaver_set_file (self->autosaver, file);
+  g_signal_connect_object (self->autosaver, "failed", G_CALLBACK (autosave_failed_cb), self, G_CONNECT_SWAPPED);
   self->modified_id = g_signal_connect_object (self->history, "notify::modified",
                                                G_CALLBACK (history_notify_cb), self, G_CONNECT_SWAPPED);
   self->undo_id = g_signal_connect_object (self->history, "notify::can-undo",

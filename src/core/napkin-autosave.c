@@ -204,7 +204,8 @@ static gboolean
 unlink_if_there (const char  *path,
                  GError     **error)
 {
-  if (g_unlink (path) == 0 || errno == ENOENT)
+  /* ENOTDIR: a part of the path is not a folder, so the file cannot be there. */
+  if (g_unlink (path) == 0 || errno == ENOENT || errno == ENOTDIR)
     return TRUE;
   {
     int saved = errno;

@@ -210,6 +210,60 @@ test_window_snapshots (void)
   g_assert_cmpuint (count_files (autosave_dir), ==, 0);
 }
 
+/* A store that cannot be written (here a file stands where its folder would be,
+ * which stops root too): the window says so in its banner, once, and the document
+ * stays modified; saving it still works. */
+static void
+test_write_failure_shown (void)
+{
+  g_autofree char *path = copy_example ("softmax.napkin", "unwritable.napkin");
+  g_autofree char *blocker = g_build_filename (tmpdir, "not-a-folder", NULL);
+  g_autofree char *bad_dir = g_build_filename (blocker, "autosave", NULL);
+  NapkinWindow *window;
+  NapkinHistory *history;
+  const char *banner;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (g_file_set_contents (blocker, "", 0, NULL));
+  g_setenv ("NAPKIN_AUTOSAVE_DIR", bad_dir, TRUE);
+  window = open_window (path);
+  g_setenv ("NAPKIN_AUTOSAVE_DIR", autosave_dir, TRUE);
+  history = napkin_window_get_history (window);
+  g_assert_cmpstr (napkin_autosaver_get_dir (napkin_window_get_autosaver (window)), ==, bad_dir);
+  g_assert_null (napkin_window_get_banner_text (window));
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.add-node", "s", "reduce"));
+  WAIT_UNTIL (napkin_window_get_banner_text (window) != NULL, 10000);
+  banner = napkin_window_get_banner_text (window);
+  g_assert_nonnull (banner);
+  g_test_message ("banner: %s", banner);
+  g_assert_true (g_str_has_prefix (banner, "Autosave failed: "));
+  g_assert_nonnull (strstr (banner, "save the document to keep them"));
+  g_assert_cmpuint (napkin_autosaver_get_n_writes (napkin_window_get_autosaver (window)), ==, 0);
+  g_assert_true (napkin_history_get_modified (history));
+
+  /* Said once: dismissed, a second failing write does not bring it back. */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.dismiss-banner", NULL));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.add-node", "s", "map"));
+  iterate (3 * DELAY_MS);
+  g_assert_null (napkin_window_get_banner_text (window));
+
+  /* The user's save is not the autosave: it works, and the document is clean. */
+  {
+    g_autoptr(GFile) file = g_file_new_for_path (path);
+    g_autofree char *expected = document_text (diagram_of (window));
+    g_autofree char *got = NULL;
+
+    g_assert_true (napkin_window_save_to_file (window, file, &error));
+    g_assert_no_error (error);
+    got = file_document_text (path);
+    g_assert_cmpstr (got, ==, expected);
+  }
+  g_assert_false (napkin_history_get_modified (history));
+  gtk_window_destroy (GTK_WINDOW (window));
+  g_unlink (blocker);
+}
+
 /* Editing without a pause still autosaves: at the latest ten delays after the
  * first unsaved change. */
 static void
@@ -633,6 +687,7 @@ main (int    argc,
 
   g_test_add_func ("/autosave/window/idle-snapshot-undo-save-discard", test_window_snapshots);
   g_test_add_func ("/autosave/window/continuous-editing-and-destroy", test_continuous_editing);
+  g_test_add_func ("/autosave/window/write-failure-shown", test_write_failure_shown);
   g_test_add_func ("/autosave/recovery/dialog-recover-discard-save", test_recovery_dialog);
   g_test_add_func ("/autosave/crash/sigkill-then-recover-all", test_sigkill_and_recover);
   status = g_test_run ();
