@@ -628,7 +628,7 @@ typedef struct
   gboolean             *bad_nodes;
   gboolean             *bad_wires;
   gboolean             *bad_regions;
-  double                clip_x0, clip_y0, clip_x1, clip_y1;
+  NapkinRect            clip;        /* what this surface shows, in document units */
   NapkinRect            frame;       /* the whole frame's (a band's clip is less) */
   double                scale;       /* device pixels per document unit */
   gboolean              screen;      /* an image surface for the canvas: take shortcuts */
@@ -681,8 +681,9 @@ visible (DrawContext      *ctx,
          const NapkinRect *r,
          double            margin)
 {
-  return !(r->x - margin > ctx->clip_x1 || r->x + r->width + margin < ctx->clip_x0
-           || r->y - margin > ctx->clip_y1 || r->y + r->height + margin < ctx->clip_y0);
+  NapkinRect grown = { r->x - margin, r->y - margin, r->width + 2 * margin, r->height + 2 * margin };
+
+  return rects_overlap (&ctx->clip, &grown);
 }
 
 typedef enum
@@ -1609,7 +1610,7 @@ draw_wires (DrawContext               *ctx,
               /* Above or below the visible rectangle (a label is less than 20 units tall). */
               r.y = (y1 + y2) / 2 + o - 6;
               r.height = 20;
-              if (r.y - 2 > ctx->clip_y1 || r.y + r.height + 2 < ctx->clip_y0)
+              if (r.y - 2 > ctx->clip.y + ctx->clip.height || r.y + r.height + 2 < ctx->clip.y)
                 continue;
               r.x = (x1 + x2) / 2;
               len = g_snprintf (text, sizeof text, "%s %" G_GINT64_FORMAT, axis->name, axis->size);
@@ -2041,11 +2042,13 @@ draw_diagram (cairo_t                   *cr,
   ctx.n_nodes = napkin_diagram_n_nodes (diagram);
   n_regions = napkin_diagram_n_regions (diagram);
   n_wires = napkin_diagram_n_wires (diagram);
-  cairo_clip_extents (cr, &ctx.clip_x0, &ctx.clip_y0, &ctx.clip_x1, &ctx.clip_y1);
-  if (frame != NULL)
-    ctx.frame = *frame;
-  else
-    ctx.frame = (NapkinRect) { ctx.clip_x0, ctx.clip_y0, ctx.clip_x1 - ctx.clip_x0, ctx.clip_y1 - ctx.clip_y0 };
+  {
+    double x0, y0, x1, y1;
+
+    cairo_clip_extents (cr, &x0, &y0, &x1, &y1);
+    ctx.clip = (NapkinRect) { x0, y0, x1 - x0, y1 - y0 };
+  }
+  ctx.frame = frame != NULL ? *frame : ctx.clip;
   {
     double ux = 1, uy = 0;
 
