@@ -2,6 +2,7 @@
 #pragma once
 
 #include "napkin-codegen.h"
+#include "napkin-plan.h"
 
 G_BEGIN_DECLS
 
@@ -76,5 +77,70 @@ gboolean    _napkin_cuda_flash_wgmma  (const NapkinFlashShape *shape,
                                        const char             *name,
                                        GString                *out,
                                        char                  **note);
+
+/* ---- printers of the kernel plan's tile primitives (docs/plan.md) ------------------------ */
+
+/* Where a plan buffer lives for a printed kernel: the NapkinArgs slot whose pointer it
+ * starts from and a byte offset (256-aligned) into it (plan scratch buffers live in the
+ * module's workspace, after NAPKIN_WS_PLAN bytes reserved at its start). In CUDA:
+ * `(T *) ((char *) args.p[slot] + offset)`. */
+typedef struct
+{
+  int    slot;
+  gint64 offset;
+} NapkinCudaRef;
+
+/* What a plan printer needs: the program (for buffers), the module being filled, the
+ * argument slot of every IR buffer, the output. */
+typedef struct
+{
+  const NapkinPlan      *plan;
+  const NapkinIrProgram *program;
+  NapkinCudaModule      *module;
+  const int             *slot;
+  GString               *out;
+} NapkinPrintCtx;
+
+/* The slot and offset of a plan buffer; FALSE with an error when the program holds no
+ * such device-memory buffer. */
+gboolean    _napkin_cuda_ref          (const NapkinPrintCtx   *ctx,
+                                       const NapkinPlanBuffer *buffer,
+                                       NapkinCudaRef          *ref,
+                                       GError                **error);
+/* `(T *) ((char *) args.p[slot] + offset)` for a buffer of element type `dtype`. */
+char       *_napkin_cuda_ref_expr     (const NapkinCudaRef    *ref,
+                                       NapkinDtype             dtype);
+/* The CUDA expression applying `map` to the fp32 value `x`, with `y` the other operand
+ * already loaded as fp32 (NULL when unary): e.g. "napkin_gelu (x)". */
+char       *_napkin_cuda_map_expr     (const NapkinPlanMap    *map,
+                                       const char             *x,
+                                       const char             *y);
+
+/* Each prints one plan kernel named `name` into ctx->out and appends its
+ * NapkinCudaKernel to ctx->module; FALSE with an error naming the limit otherwise. */
+gboolean    _napkin_print_gemm_wgmma  (const NapkinPrintCtx   *ctx,
+                                       const NapkinPlanKernel *kernel,
+                                       const char             *name,
+                                       GError                **error);
+gboolean    _napkin_print_gemm_mma    (const NapkinPrintCtx   *ctx,
+                                       const NapkinPlanKernel *kernel,
+                                       const char             *name,
+                                       GError                **error);
+gboolean    _napkin_print_split_reduce (const NapkinPrintCtx  *ctx,
+                                       const NapkinPlanKernel *kernel,
+                                       const char             *name,
+                                       GError                **error);
+gboolean    _napkin_print_repack      (const NapkinPrintCtx   *ctx,
+                                       const NapkinPlanKernel *kernel,
+                                       const char             *name,
+                                       GError                **error);
+gboolean    _napkin_print_rows        (const NapkinPrintCtx   *ctx,
+                                       const NapkinPlanKernel *kernel,
+                                       const char             *name,
+                                       GError                **error);
+gboolean    _napkin_print_elementwise (const NapkinPrintCtx   *ctx,
+                                       const NapkinPlanKernel *kernel,
+                                       const char             *name,
+                                       GError                **error);
 
 G_END_DECLS

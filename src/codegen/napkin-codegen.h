@@ -21,10 +21,13 @@ GQuark napkin_codegen_error_quark (void);
 #define NAPKIN_CUDA_MAX_ARGS   30
 #define NAPKIN_CUDA_THREADS    256
 
-/* A TMA tensor map a kernel takes by value after its NapkinArgs (sm_90a skeletons): a
- * row-major 2-D view of the buffer in argument slot `slot`, copied in boxes of
- * box_inner × box_outer elements with the given swizzle. The runner (and the exported
- * .cu) build it with cuTensorMapEncodeTiled from the buffer's address at each launch. */
+/* A TMA tensor map a kernel takes by value after its NapkinArgs (sm_90a kernels): a
+ * row-major view of the buffer in argument slot `slot`, starting `offset` bytes in, of
+ * `outer` rows of `inner` elements each `ld` elements apart (0: ld = inner), and, when
+ * batch > 1, `batch` such matrices `batch_stride` elements apart (a rank-3 map); copied
+ * in boxes of box_inner × box_outer (× 1) elements with the given swizzle. Elements
+ * outside the view read as zero and are not written. The runner (and the exported .cu)
+ * build it with cuTensorMapEncodeTiled from the buffer's address at each launch. */
 typedef struct
 {
   int          slot;
@@ -32,6 +35,10 @@ typedef struct
   gint64       inner, outer;          /* elements: the contiguous axis, then the rows */
   guint        box_inner, box_outer;  /* elements */
   guint        swizzle;               /* bytes: 0 (none), 32, 64 or 128 */
+  gint64       ld;                    /* elements between rows; 0: inner */
+  gint64       batch;                 /* ≤ 1: a rank-2 map */
+  gint64       batch_stride;          /* elements between matrices */
+  gint64       offset;                /* bytes from the slot's pointer */
 } NapkinCudaTensorMap;
 
 typedef struct
@@ -74,11 +81,14 @@ NapkinCodegenFlags napkin_codegen_flags_for_arch (const char *arch);
  * stride, boxes of 1 to 256 elements, the box's row within the swizzle span). */
 typedef struct
 {
-  guint64 dims[2];        /* elements: inner, outer */
-  guint64 row_stride;     /* bytes between rows */
-  guint32 box[2];
-  guint   element_bytes;
-  guint   swizzle;        /* bytes, as in the map */
+  guint    rank;           /* 2 or 3 */
+  guint64  dims[3];        /* elements: inner, outer, batch */
+  guint64  row_stride;     /* bytes between rows */
+  guint64  batch_stride;   /* bytes between matrices (rank 3) */
+  guint32  box[3];
+  guint    element_bytes;
+  guint    swizzle;        /* bytes, as in the map */
+  guint64  address;        /* the slot's address plus the map's offset */
 } NapkinTensorMapEncoding;
 
 gboolean napkin_cuda_tensor_map_encoding (const NapkinCudaTensorMap *map,

@@ -42,6 +42,11 @@ static const char prelude[] =
   "static __device__ __forceinline__ float napkin_round_tf32 (float v)\n"
   "{ unsigned u; asm (\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\" (u) : \"f\" (v)); return __uint_as_float (u); }\n"
   "#define NAPKIN_HD static __host__ __device__ inline\n"
+  /* the maps the plan's kernels fuse (exact, erf-based GELU as the generic printer) */
+  "static __device__ __forceinline__ float napkin_gelu (float x) { return 0.5f * x * (1.0f + erff (x * 0.70710678f)); }\n"
+  "static __device__ __forceinline__ float napkin_silu (float x) { return x / (1.0f + __expf (-x)); }\n"
+  "static __device__ __forceinline__ float napkin_sigmoid (float x) { return 1.0f / (1.0f + __expf (-x)); }\n"
+  "static __device__ __forceinline__ float napkin_square (float x) { return x * x; }\n"
   /* the skeletons' shared-memory addresses (cp.async, ldmatrix, wgmma descriptors, TMA) */
   "static __device__ __forceinline__ unsigned napkin_smem_addr (const void *p)\n"
   "{ unsigned a; asm (\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\" (a) : \"l\" (p)); return a; }\n"

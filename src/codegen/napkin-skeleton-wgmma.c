@@ -170,10 +170,13 @@ napkin_cuda_tensor_map_encoding (const NapkinCudaTensorMap *map,
                                  GError                   **error)
 {
   guint bytes;
+  gint64 ld;
 
   g_return_val_if_fail (map != NULL && enc != NULL, FALSE);
 
   bytes = napkin_dtype_bytes (map->dtype);
+  ld = map->ld > 0 ? map->ld : map->inner;
+  address += (guint64) map->offset;
   if (address % 16)
     {
       g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
@@ -181,11 +184,12 @@ napkin_cuda_tensor_map_encoding (const NapkinCudaTensorMap *map,
                    map->slot, address);
       return FALSE;
     }
-  if (map->inner < 1 || map->outer < 1 || (map->inner * bytes) % 16)
+  if (map->inner < 1 || map->outer < 1 || ld < map->inner || (ld * bytes) % 16
+      || (map->batch > 1 && (map->batch_stride * bytes) % 16))
     {
       g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
                    "tensor map of slot %d: rows of %" G_GINT64_FORMAT " elements (%" G_GINT64_FORMAT
-                   " bytes) must be a positive multiple of 16 bytes", map->slot, map->inner, map->inner * bytes);
+                   " bytes apart) must be a positive multiple of 16 bytes apart", map->slot, map->inner, ld * bytes);
       return FALSE;
     }
   if (map->box_inner < 1 || map->box_inner > 256 || map->box_outer < 1 || map->box_outer > 256
@@ -209,11 +213,16 @@ napkin_cuda_tensor_map_encoding (const NapkinCudaTensorMap *map,
                    map->slot, map->box_inner * bytes, map->swizzle);
       return FALSE;
     }
+  enc->rank = map->batch > 1 ? 3 : 2;
   enc->dims[0] = (guint64) map->inner;
   enc->dims[1] = (guint64) map->outer;
-  enc->row_stride = (guint64) map->inner * bytes;
+  enc->dims[2] = (guint64) MAX (map->batch, 1);
+  enc->row_stride = (guint64) ld * bytes;
+  enc->batch_stride = (guint64) map->batch_stride * bytes;
   enc->box[0] = map->box_inner;
   enc->box[1] = map->box_outer;
+  enc->box[2] = 1;
+  enc->address = address;
   enc->element_bytes = bytes;
   enc->swizzle = map->swizzle;
   return TRUE;

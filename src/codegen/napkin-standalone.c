@@ -51,9 +51,11 @@ print_tables (GString                *out,
         {
           const NapkinCudaTensorMap *tm = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, i);
 
-          g_string_append_printf (out, "      napkin_tensor_map (&m[%u], a.p[%d], %d, %" G_GINT64_FORMAT "ULL, %"
-                                       G_GINT64_FORMAT "ULL, %u, %u, %u);\n", i, tm->slot, (int) tm->dtype,
-                                  tm->inner, tm->outer, tm->box_inner, tm->box_outer, tm->swizzle);
+          g_string_append_printf (out, "      napkin_tensor_map (&m[%u], (char *) a.p[%d] + %" G_GINT64_FORMAT ", %d, %"
+                                       G_GINT64_FORMAT "ULL, %" G_GINT64_FORMAT "ULL, %u, %u, %u, %" G_GINT64_FORMAT
+                                       "ULL, %" G_GINT64_FORMAT "ULL, %" G_GINT64_FORMAT "ULL);\n", i, tm->slot,
+                                  tm->offset, (int) tm->dtype, tm->inner, tm->outer, tm->box_inner, tm->box_outer,
+                                  tm->swizzle, tm->ld > 0 ? tm->ld : tm->inner, MAX (tm->batch, 1), tm->batch_stride);
         }
       g_string_append (out, "      ready = true;\n    }\n");
       if (ck->persistent)   /* at most one block per SM: the kernel loops over its tiles */
@@ -91,7 +93,8 @@ static const char tensor_map_helper[] =
   "  const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,\n"
   "  CUtensorMapL2promotion, CUtensorMapFloatOOBfill);\n"
   "static void napkin_tensor_map (NapkinTensorMap *m, void *p, int dtype, unsigned long long inner,\n"
-  "                               unsigned long long outer, unsigned box_inner, unsigned box_outer, unsigned swizzle)\n"
+  "                               unsigned long long outer, unsigned box_inner, unsigned box_outer, unsigned swizzle,\n"
+  "                               unsigned long long ld, unsigned long long batch, unsigned long long batch_stride)\n"
   "{ static NapkinEncodeTiled encode; cudaDriverEntryPointQueryResult q;\n"
   "  if (!encode) {\n"
   "#if CUDART_VERSION >= 12050\n"
@@ -101,13 +104,13 @@ static const char tensor_map_helper[] =
   "#endif\n"
   "    if (!encode) { fprintf (stderr, \"the driver lacks cuTensorMapEncodeTiled (CUDA 12+)\\n\"); exit (1); } }\n"
   "  size_t es = esize (dtype);\n"
-  "  cuuint64_t dims[2] = { inner, outer }, strides[1] = { inner * es };\n"
-  "  cuuint32_t box[2] = { box_inner, box_outer }, estr[2] = { 1, 1 };\n"
+  "  cuuint64_t dims[3] = { inner, outer, batch }, strides[2] = { ld * es, batch_stride * es };\n"
+  "  cuuint32_t box[3] = { box_inner, box_outer, 1 }, estr[3] = { 1, 1, 1 };\n"
   "  CUtensorMapDataType t = dtype == NB_FP16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : dtype == NB_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16\n"
   "                        : es == 1 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;\n"
   "  CUtensorMapSwizzle sw = swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B\n"
   "                        : swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;\n"
-  "  CUresult r = encode ((CUtensorMap *) m, t, 2, p, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,\n"
+  "  CUresult r = encode ((CUtensorMap *) m, t, batch > 1 ? 3 : 2, p, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, sw,\n"
   "                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);\n"
   "  if (r != CUDA_SUCCESS) { fprintf (stderr, \"cuTensorMapEncodeTiled: error %d\\n\", (int) r); exit (1); } }\n";
 

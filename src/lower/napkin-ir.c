@@ -53,7 +53,19 @@ napkin_ir_program_free (NapkinIrProgram *program)
   g_clear_object (&program->diagram);
   g_clear_pointer (&program->buffers, g_ptr_array_unref);
   g_clear_pointer (&program->kernels, g_ptr_array_unref);
+  g_clear_pointer (&program->home, g_array_unref);
   g_free (program);
+}
+
+int
+napkin_ir_value_buffer (const NapkinIrProgram *program,
+                        int                    node)
+{
+  g_return_val_if_fail (program != NULL, -1);
+
+  if (program->home == NULL || node < 0 || (guint) node >= program->home->len)
+    return -1;
+  return g_array_index (program->home, int, node);
 }
 
 const NapkinIrBuffer *
@@ -1292,6 +1304,8 @@ napkin_ir_lower (NapkinDiagram    *diagram,
   setup_groups (&L);
   compute_deps (&L);
   setup_homes (&L, seen);
+  prog->home = g_array_sized_new (FALSE, FALSE, sizeof (int), L.n_nodes);
+  g_array_append_vals (prog->home, L.home, L.n_nodes);
 
   /* Kernels in an order that respects every wire between groups. A group may start
    * when every source of every member outside the group is done. */

@@ -127,6 +127,7 @@ typedef struct
   GPtrArray     *buffers;     /* NapkinIrBuffer */
   GPtrArray     *kernels;     /* NapkinIrKernel */
   gboolean       plain;       /* lowered with every region ignored */
+  GArray        *home;        /* int per diagram node: the device-memory buffer of its value, or -1 */
 } NapkinIrProgram;
 
 typedef enum
@@ -142,6 +143,10 @@ NapkinIrProgram *napkin_ir_lower              (NapkinDiagram          *diagram,
 void             napkin_ir_program_free       (NapkinIrProgram        *program);
 const NapkinIrBuffer *napkin_ir_buffer        (const NapkinIrProgram  *program,
                                                int                     id);
+/* The device-memory buffer that holds node `node`'s value (an input's tensor, the
+ * output it feeds, or a scratch intermediate), or -1 when it stays on chip. */
+int              napkin_ir_value_buffer       (const NapkinIrProgram  *program,
+                                               int                     node);
 const char      *napkin_compute_op_to_string  (NapkinComputeOp         op);
 /* Elements of a buffer (product of its static extents). */
 gint64           napkin_ir_buffer_elements    (const NapkinIrBuffer   *buffer);

@@ -114,8 +114,8 @@ napkin_cuda_tensor_map (NapkinCudaDriver           *driver,
 {
   g_autoptr(GError) error = NULL;
   NapkinTensorMapEncoding enc;
-  cuuint64_t dims[2], strides[1];
-  cuuint32_t box[2], element_strides[2] = { 1, 1 };
+  cuuint64_t dims[3], strides[2];
+  cuuint32_t box[3], element_strides[3] = { 1, 1, 1 };
   CUtensorMapDataType type;
   CUtensorMapSwizzle swizzle;
   CUresult res;
@@ -147,12 +147,14 @@ napkin_cuda_tensor_map (NapkinCudaDriver           *driver,
     }
   swizzle = enc.swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B : enc.swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
             : enc.swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B : CU_TENSOR_MAP_SWIZZLE_NONE;
-  dims[0] = enc.dims[0];
-  dims[1] = enc.dims[1];
+  for (guint i = 0; i < 3; i++)
+    {
+      dims[i] = enc.dims[i];
+      box[i] = enc.box[i];
+    }
   strides[0] = enc.row_stride;
-  box[0] = enc.box[0];
-  box[1] = enc.box[1];
-  res = driver->TensorMapEncodeTiled (out, type, 2, (void *) (uintptr_t) ptr, dims, strides, box, element_strides,
+  strides[1] = enc.batch_stride;
+  res = driver->TensorMapEncodeTiled (out, type, enc.rank, (void *) (uintptr_t) enc.address, dims, strides, box, element_strides,
                                       CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (res != CUDA_SUCCESS)

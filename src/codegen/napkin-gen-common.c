@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-codegen"
+
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "napkin-codegen-private.h"
+
+/* What the plan printers share: where a plan buffer lives in the kernel's arguments,
+ * and the CUDA text of a fused map (docs/plan.md, "Tile primitives"). */
+
+gboolean
+_napkin_cuda_ref (const NapkinPrintCtx   *ctx,
+                  const NapkinPlanBuffer *buffer,
+                  NapkinCudaRef          *ref,
+                  GError                **error)
+{
+  if (buffer->node < 0)
+    {
+      const NapkinPlan *plan = ctx->plan;
+
+      if (buffer->scratch < 0 || plan == NULL || (guint) buffer->scratch >= plan->scratch_offset->len
+          || ctx->module->workspace_slot < 0)
+        {
+          g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                       "the plan's scratch buffer %d has no place in the workspace", buffer->scratch);
+          return FALSE;
+        }
+      ref->slot = ctx->module->workspace_slot;
+      ref->offset = g_array_index (plan->scratch_offset, gint64, buffer->scratch);
+      return TRUE;
+    }
+  {
+    int b = napkin_ir_value_buffer (ctx->program, buffer->node);
+
+    if (b < 0 || ctx->slot[b] < 0)
+      {
+        g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                     "the value of operation %s is not in device memory",
+                     napkin_diagram_node (ctx->program->diagram, buffer->node)->id);
+        return FALSE;
+      }
+    ref->slot = ctx->slot[b];
+    ref->offset = 0;
+  }
+  return TRUE;
+}
+
+char *
+_napkin_cuda_ref_expr (const NapkinCudaRef *ref,
+                       NapkinDtype          dtype)
+{
+  if (ref->offset == 0)
+    return g_strdup_printf ("((%s *) args.p[%d])", _napkin_cuda_ctype (dtype), ref->slot);
+  return g_strdup_printf ("((%s *) ((char *) args.p[%d] + %" G_GINT64_FORMAT "))", _napkin_cuda_ctype (dtype),
+                          ref->slot, ref->offset);
+}
+
+static char *
+literal (double v)
+{
+  char text[G_ASCII_DTOSTR_BUF_SIZE];
+
+  if (isinf (v))
+    return g_strdup (v < 0 ? "NAPKIN_NEG_INF" : "(-NAPKIN_NEG_INF)");
+  g_ascii_formatd (text, sizeof text, "%.9g", v);
+  if (strchr (text, '.') == NULL && strchr (text, 'e') == NULL)
+    return g_strdup_printf ("%s.0f", text);
+  return g_strdup_printf ("%sf", text);
+}
+
+char *
+_napkin_cuda_map_expr (const NapkinPlanMap *map,
+                       const char          *x,
+                       const char          *y)
+{
+  const char *a = x, *b = y;
+
+  if (map->has_other && map->other_first)
+    {
+      a = y;
+      b = x;
+    }
+  switch (map->fn)
+    {
+    case NAPKIN_FN_ADD: return g_strdup_printf ("(%s + %s)", a, b);
+    case NAPKIN_FN_SUB: return g_strdup_printf ("(%s - %s)", a, b);
+    case NAPKIN_FN_MUL: return g_strdup_printf ("(%s * %s)", a, b);
+    case NAPKIN_FN_DIV: return g_strdup_printf ("(%s / %s)", a, b);
+    case NAPKIN_FN_MAX: return g_strdup_printf ("fmaxf (%s, %s)", a, b);
+    case NAPKIN_FN_MIN: return g_strdup_printf ("fminf (%s, %s)", a, b);
+    case NAPKIN_FN_SCALE:
+      {
+        g_autofree char *alpha = literal (map->alpha);
+
+        return g_strdup_printf ("(%s * %s)", alpha, x);
+      }
+    case NAPKIN_FN_EXP: return g_strdup_printf ("__expf (%s)", x);
+    case NAPKIN_FN_NEG: return g_strdup_printf ("(-%s)", x);
+    case NAPKIN_FN_RELU: return g_strdup_printf ("fmaxf (%s, 0.0f)", x);
+    case NAPKIN_FN_GELU: return g_strdup_printf ("napkin_gelu (%s)", x);
+    case NAPKIN_FN_SILU: return g_strdup_printf ("napkin_silu (%s)", x);
+    case NAPKIN_FN_SIGMOID: return g_strdup_printf ("napkin_sigmoid (%s)", x);
+    case NAPKIN_FN_TANH: return g_strdup_printf ("tanhf (%s)", x);
+    case NAPKIN_FN_SQUARE: return g_strdup_printf ("napkin_square (%s)", x);
+    case NAPKIN_FN_SQRT: return g_strdup_printf ("sqrtf (%s)", x);
+    case NAPKIN_FN_RSQRT: return g_strdup_printf ("rsqrtf (%s)", x);
+    case NAPKIN_FN_CAST:
+      switch (map->dtype)
+        {
+        case NAPKIN_DTYPE_FP16: return g_strdup_printf ("napkin_round_f16 (%s)", x);
+        case NAPKIN_DTYPE_BF16: return g_strdup_printf ("napkin_round_bf16 (%s)", x);
+        case NAPKIN_DTYPE_TF32: return g_strdup_printf ("napkin_round_tf32 (%s)", x);
+        case NAPKIN_DTYPE_INT8: return g_strdup_printf ("fmaxf (-128.f, fminf (127.f, rintf (%s)))", x);
+        default: return g_strdup (x);
+        }
+    case NAPKIN_N_FNS:
+    default:
+      g_assert_not_reached ();
+    }
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include "napkin-plan.h"
+
+G_BEGIN_DECLS
+
+/* What the recognisers share while one plan is built. */
+typedef struct
+{
+  NapkinDiagram           *d;
+  NapkinArch              *arch;
+  NapkinPlan              *plan;
+  const NapkinPlanOptions *options;
+  guint                    n_nodes;
+  int                     *top;          /* node → its top-level region, or −1 */
+  int                     *parent;       /* region → the region directly containing it, or −1 */
+  guint                    sm;           /* compute capability × 10: 90, 80, 89, 100 … */
+  GPtrArray               *before;       /* NapkinPlanKernel: launched before the one planned now (repacks) */
+  GPtrArray               *after;        /* … and after it (a split-K's reduction) */
+} NapkinPlanner;
+
+/* The recognisers: each fills `kernel` (kind, path, its union member, grid, threads,
+ * shared memory, note) and returns TRUE, or returns FALSE with *why set when the
+ * kernel is of its shape but it cannot take it (NULL when it is not of its shape). */
+gboolean  _napkin_plan_try_gemm        (NapkinPlanner    *p,
+                                        NapkinPlanKernel *kernel,
+                                        char            **why);
+gboolean  _napkin_plan_try_attention   (NapkinPlanner    *p,
+                                        NapkinPlanKernel *kernel,
+                                        char            **why);
+gboolean  _napkin_plan_try_rows        (NapkinPlanner    *p,
+                                        NapkinPlanKernel *kernel,
+                                        char            **why);
+gboolean  _napkin_plan_try_elementwise (NapkinPlanner    *p,
+                                        NapkinPlanKernel *kernel,
+                                        char            **why);
+
+/* Helpers. */
+NapkinDtype _napkin_plan_dtype          (NapkinPlanner    *p,
+                                        int               node);
+gboolean    _napkin_plan_in_kernel      (const NapkinPlanKernel *kernel,
+                                        guint             node);
+/* A new scratch buffer of `bytes` in the plan's scratch area; its index. */
+int         _napkin_plan_add_scratch    (NapkinPlan       *plan,
+                                        gint64            bytes);
+/* A new kernel of `kind` on `path` for the kernel being planned (its name, region and
+ * node copied), for p->before or p->after. */
+NapkinPlanKernel *_napkin_plan_kernel_new (const NapkinPlanKernel *like,
+                                        NapkinPlanKind    kind,
+                                        NapkinPath        path);
+void        _napkin_plan_kernel_free    (gpointer          kernel);
+
+G_END_DECLS

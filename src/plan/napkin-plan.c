@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-plan"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "napkin-plan-private.h"
+#include "napkin-error.h"
+#include "napkin-validate.h"
+
+/* The kernel plan (docs/plan.md). Kernels are cut as the lowering cuts them (src/lower):
+ * each top-level region is one kernel, each operation outside every region is its own;
+ * for each, the recognisers below decide a path of tile primitives, and what none of
+ * them takes goes to the generic lowering with the reason the closest one gave. */
+
+static const char *path_names[NAPKIN_N_PATHS] = { "wgmma", "mma", "simt", "generic" };
+static const char *kind_names[NAPKIN_N_PLAN_KINDS] = {
+  "gemm", "attention", "rows", "elementwise", "split-reduce", "repack", "generic",
+};
+
+const char *
+napkin_path_to_string (NapkinPath path)
+{
+  g_return_val_if_fail (path < NAPKIN_N_PATHS, "generic");
+  return path_names[path];
+}
+
+const char *
+napkin_plan_kind_to_string (NapkinPlanKind kind)
+{
+  g_return_val_if_fail (kind < NAPKIN_N_PLAN_KINDS, "generic");
+  return kind_names[kind];
+}
+
+char *
+napkin_plan_target_for_arch (const NapkinArch *arch)
+{
+  int major = 8, minor = 0;
+
+  g_return_val_if_fail (arch != NULL, NULL);
+
+  if (arch->compute_capability == NULL || sscanf (arch->compute_capability, "%d.%d", &major, &minor) != 2)
+    return g_strdup ("sm_80");
+  /* the architecture-specific targets carry the warpgroup (9.0) and tcgen05 (10.0) instructions */
+  if (major == 9 || major == 10)
+    return g_strdup_printf ("sm_%d%da", major, minor);
+  return g_strdup_printf ("sm_%d%d", major, minor);
+}
+
+static void
+map_array_free (GArray **a)
+{
+  g_clear_pointer (a, g_array_unref);
+}
+
+void
+_napkin_plan_kernel_free (gpointer data)
+{
+  NapkinPlanKernel *k = data;
+
+  g_free (k->name);
+  g_clear_pointer (&k->nodes, g_array_unref);
+  g_free (k->reason);
+  g_free (k->note);
+  g_clear_pointer (&k->adjustments, g_ptr_array_unref);
+  g_free (k->infeasible);
+  switch (k->kind)
+    {
+    case NAPKIN_PLAN_GEMM:
+    case NAPKIN_PLAN_SPLIT_REDUCE:
+      map_array_free (&k->u.gemm.epilogue);
+      break;
+    case NAPKIN_PLAN_ROWS:
+      map_array_free (&k->u.rows.prologue);
+      map_array_free (&k->u.rows.epilogue);
+      break;
+    case NAPKIN_PLAN_ELEMENTWISE:
+      map_array_free (&k->u.ew.maps);
+      g_clear_pointer (&k->u.ew.other_strides, g_ptr_array_unref);
+      break;
+    default:
+      break;
+    }
+  g_free (k);
+}
+
+NapkinPlanKernel *
+_napkin_plan_kernel_new (const NapkinPlanKernel *like,
+                         NapkinPlanKind          kind,
+                         NapkinPath              path)
+{
+  NapkinPlanKernel *k = g_new0 (NapkinPlanKernel, 1);
+
+  k->kind = kind;
+  k->path = path;
+  k->name = g_strdup (like ? like->name : "");
+  k->region = like ? like->region : -1;
+  k->node = like ? like->node : -1;
+  k->nodes = g_array_new (FALSE, FALSE, sizeof (guint));
+  k->adjustments = g_ptr_array_new_with_free_func (g_free);
+  k->feasible = TRUE;
+  k->blocks_per_sm = 1;
+  return k;
+}
+
+void
+napkin_plan_free (NapkinPlan *plan)
+{
+  if (plan == NULL)
+    return;
+  g_clear_pointer (&plan->arch, napkin_arch_unref);
+  g_free (plan->target);
+  g_clear_pointer (&plan->kernels, g_ptr_array_unref);
+  g_clear_pointer (&plan->scratch, g_array_unref);
+  g_clear_pointer (&plan->scratch_offset, g_array_unref);
+  g_free (plan);
+}
+
+int
+_napkin_plan_add_scratch (NapkinPlan *plan,
+                          gint64      bytes)
+{
+  gint64 offset = (plan->scratch_bytes + 255) / 256 * 256;
+
+  g_array_append_val (plan->scratch, bytes);
+  g_array_append_val (plan->scratch_offset, offset);
+  plan->scratch_bytes = offset + (bytes + 255) / 256 * 256;
+  return (int) plan->scratch->len - 1;
+}
+
+NapkinDtype
+_napkin_plan_dtype (NapkinPlanner *p,
+                    int            node)
+{
+  const NapkinTensorType *t;
+
+  if (p->options != NULL && p->options->has_dtype)
+    return p->options->dtype;
+  t = napkin_diagram_node_type (p->d, node);
+  return t != NULL ? t->dtype : NAPKIN_DTYPE_FP32;
+}
+
+gboolean
+_napkin_plan_in_kernel (const NapkinPlanKernel *kernel,
+                        guint                   node)
+{
+  for (guint i = 0; i < kernel->nodes->len; i++)
+    if (g_array_index (kernel->nodes, guint, i) == node)
+      return TRUE;
+  return FALSE;
+}
+
+/* Region nesting: a region inside another holds only nodes of it, at a faster level. */
+static void
+find_parents (NapkinPlanner *p)
+{
+  guint n_regions = napkin_diagram_n_regions (p->d);
+
+  for (guint r = 0; r < n_regions; r++)
+    {
+      const NapkinRegion *region = napkin_diagram_region (p->d, r);
+
+      p->parent[r] = -1;
+      for (guint o = 0; o < n_regions; o++)
+        {
+          const NapkinRegion *outer = napkin_diagram_region (p->d, o);
+          gboolean inside = o != r && outer->level < region->level && region->nodes->len > 0;
+
+          for (guint i = 0; inside && i < region->nodes->len; i++)
+            inside = napkin_region_has_node (outer, g_ptr_array_index (region->nodes, i));
+          /* the innermost of the containing regions is the parent */
+          if (inside && (p->parent[r] < 0 || napkin_diagram_region (p->d, p->parent[r])->level < outer->level))
+            p->parent[r] = o;
+        }
+    }
+  for (guint r = 0; r < n_regions; r++)
+    {
+      const NapkinRegion *region = napkin_diagram_region (p->d, r);
+      int top = r;
+
+      while (p->parent[top] >= 0)
+        top = p->parent[top];
+      if (top != (int) r)
+        continue;
+      for (guint i = 0; i < region->nodes->len; i++)
+        {
+          int n = napkin_diagram_find_node (p->d, g_ptr_array_index (region->nodes, i));
+
+          if (n >= 0)
+            p->top[n] = r;
+        }
+    }
+}
+
+static void
+plan_kernel (NapkinPlanner    *p,
+             NapkinPlanKernel *k)
+{
+  g_autofree char *why = NULL;
+  gboolean (*recognisers[]) (NapkinPlanner *, NapkinPlanKernel *, char **) = {
+    _napkin_plan_try_attention, _napkin_plan_try_gemm, _napkin_plan_try_rows, _napkin_plan_try_elementwise,
+  };
+
+  if (p->options == NULL || !p->options->generic_only)
+    for (guint i = 0; i < G_N_ELEMENTS (recognisers); i++)
+      {
+        char *reason = NULL;
+
+        if (recognisers[i] (p, k, &reason))
+          {
+            g_free (reason);
+            return;
+          }
+        /* the first recogniser that knew the shape explains the fallback */
+        if (reason != NULL && why == NULL)
+          why = reason;
+        else
+          g_free (reason);
+        /* a recogniser that refused may have queued helpers */
+        g_ptr_array_set_size (p->before, 0);
+        g_ptr_array_set_size (p->after, 0);
+      }
+  k->kind = NAPKIN_PLAN_GENERIC;
+  k->path = NAPKIN_PATH_GENERIC;
+  if (p->options != NULL && p->options->generic_only)
+    k->reason = g_strdup ("the generic lowering was asked for");
+  else
+    k->reason = why != NULL ? g_steal_pointer (&why)
+                            : g_strdup ("no tile primitive computes this combination of operations yet");
+  k->note = g_strdup ("generic lowering: one thread per element, tiles in shared memory or a workspace");
+  k->threads = 256;
+}
+
+static void
+add_kernel (NapkinPlanner    *p,
+            NapkinPlanKernel *k)
+{
+  plan_kernel (p, k);
+  for (guint i = 0; i < p->before->len; i++)
+    g_ptr_array_add (p->plan->kernels, g_ptr_array_steal_index (p->before, i--));
+  g_ptr_array_add (p->plan->kernels, k);
+  for (guint i = 0; i < p->after->len; i++)
+    g_ptr_array_add (p->plan->kernels, g_ptr_array_steal_index (p->after, i--));
+  if (k->path == NAPKIN_PATH_GENERIC)
+    p->plan->n_generic++;
+}
+
+NapkinPlan *
+napkin_plan_build (NapkinDiagram           *diagram,
+                   NapkinArch              *arch,
+                   const NapkinPlanOptions *options,
+                   GError                 **error)
+{
+  g_autoptr(NapkinPlan) plan = g_new0 (NapkinPlan, 1);
+  NapkinPlanner p = { 0 };
+  const guint *topo;
+  guint n_regions;
+  g_autofree gboolean *done = NULL;
+  g_autofree gboolean *region_done = NULL;
+  int major = 8, minor = 0;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
+  g_return_val_if_fail (arch != NULL, NULL);
+
+  if (!napkin_diagram_validate (diagram, error))
+    return NULL;
+  topo = napkin_diagram_topo_order (diagram);
+  if (topo == NULL)
+    {
+      g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
+                           "nodes: the diagram has a cycle");
+      return NULL;
+    }
+
+  plan->arch = napkin_arch_ref (arch);
+  plan->target = napkin_plan_target_for_arch (arch);
+  plan->kernels = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
+  plan->scratch = g_array_new (FALSE, FALSE, sizeof (gint64));
+  plan->scratch_offset = g_array_new (FALSE, FALSE, sizeof (gint64));
+  plan->feasible = TRUE;
+
+  if (arch->compute_capability != NULL)
+    sscanf (arch->compute_capability, "%d.%d", &major, &minor);
+  p.d = diagram;
+  p.arch = arch;
+  p.plan = plan;
+  p.options = options;
+  p.sm = (guint) (major * 10 + minor);
+  p.n_nodes = napkin_diagram_n_nodes (diagram);
+  n_regions = napkin_diagram_n_regions (diagram);
+  p.top = g_new (int, p.n_nodes + 1);
+  p.parent = g_new (int, n_regions + 1);
+  p.before = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
+  p.after = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
+  for (guint n = 0; n < p.n_nodes; n++)
+    p.top[n] = -1;
+  find_parents (&p);
+
+  /* Kernels in an order that respects every wire between them (as the lowering orders
+   * them): a region starts once every source of every member outside it is done. */
+  done = g_new0 (gboolean, p.n_nodes + 1);
+  region_done = g_new0 (gboolean, n_regions + 1);
+  for (gboolean progress = TRUE; progress;)
+    {
+      progress = FALSE;
+      for (guint i = 0; i < p.n_nodes; i++)
+        {
+          guint n = topo[i];
+          const NapkinNode *node = napkin_diagram_node (diagram, n);
+          int r = p.top[n];
+          gboolean ready = TRUE;
+          NapkinPlanKernel *k;
+
+          if (done[n])
+            continue;
+          if (r < 0)
+            {
+              for (guint q = 0; q < napkin_op_n_inputs (node); q++)
+                ready &= done[napkin_diagram_input_source (diagram, n, q)];
+              if (!ready)
+                continue;
+              done[n] = progress = TRUE;
+              if (node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
+                continue;
+              k = _napkin_plan_kernel_new (NULL, NAPKIN_PLAN_GENERIC, NAPKIN_PATH_GENERIC);
+              g_free (k->name);
+              k->name = g_strdup (node->id);
+              k->node = n;
+              g_array_append_val (k->nodes, n);
+              add_kernel (&p, k);
+              continue;
+            }
+          if (region_done[r])
+            continue;
+          {
+            const NapkinRegion *region = napkin_diagram_region (diagram, r);
+
+            for (guint j = 0; j < p.n_nodes && ready; j++)
+              {
+                if (p.top[j] != r)
+                  continue;
+                for (guint q = 0; q < napkin_op_n_inputs (napkin_diagram_node (diagram, j)); q++)
+                  {
+                    int src = napkin_diagram_input_source (diagram, j, q);
+
+                    ready &= p.top[src] == r || done[src];
+                  }
+              }
+            if (!ready)
+              continue;
+            k = _napkin_plan_kernel_new (NULL, NAPKIN_PLAN_GENERIC, NAPKIN_PATH_GENERIC);
+            g_free (k->name);
+            k->name = g_strdup (region->name);
+            k->region = r;
+            for (guint j = 0; j < p.n_nodes; j++)
+              {
+                guint m = topo[j];
+
+                if (p.top[m] == r)
+                  {
+                    g_array_append_val (k->nodes, m);
+                    done[m] = TRUE;
+                  }
+              }
+            region_done[r] = progress = TRUE;
+            add_kernel (&p, k);
+          }
+        }
+    }
+
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+      plan->feasible &= k->feasible;
+    }
+  g_free (p.top);
+  g_free (p.parent);
+  g_ptr_array_unref (p.before);
+  g_ptr_array_unref (p.after);
+  return g_steal_pointer (&plan);
+}
+
+const NapkinPlanKernel *
+napkin_plan_kernel_for (const NapkinPlan *plan,
+                        int               region,
+                        int               node)
+{
+  g_return_val_if_fail (plan != NULL, NULL);
+
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+      /* the main kernel, not a repack or reduction queued beside it */
+      if (k->kind == NAPKIN_PLAN_REPACK || k->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+        continue;
+      if (region >= 0 ? k->region == region : (k->region < 0 && k->node == node))
+        return k;
+    }
+  return NULL;
+}
+
+/* ---- JSON ---------------------------------------------------------------------------------- */
+
+static json_object *
+buffer_json (NapkinDiagram          *d,
+             const NapkinPlanBuffer *b)
+{
+  if (b->node >= 0)
+    {
+      const NapkinNode *node = napkin_diagram_node (d, b->node);
+
+      return json_object_new_string (node->kind == NAPKIN_OP_INPUT ? node->tensor : node->id);
+    }
+  return json_object_new_string_len ("scratch", 7);
+}
+
+static json_object *
+maps_json (NapkinDiagram *d,
+           const GArray  *maps)
+{
+  json_object *a = json_object_new_array ();
+
+  for (guint i = 0; maps != NULL && i < maps->len; i++)
+    {
+      const NapkinPlanMap *m = &g_array_index (maps, NapkinPlanMap, i);
+      json_object *o = json_object_new_object ();
+
+      json_object_object_add (o, "op", json_object_new_string (napkin_diagram_node (d, m->node)->id));
+      json_object_object_add (o, "fn", json_object_new_string (napkin_fn_info (m->fn)->name));
+      if (m->has_other)
+        json_object_object_add (o, "with", buffer_json (d, &m->other));
+      json_object_array_add (a, o);
+    }
+  return a;
+}
+
+static json_object *
+int_array (const gint64 *v,
+           guint         n)
+{
+  json_object *a = json_object_new_array ();
+
+  for (guint i = 0; i < n; i++)
+    json_object_array_add (a, json_object_new_int64 (v[i]));
+  return a;
+}
+
+json_object *
+napkin_plan_to_json (const NapkinPlan *plan,
+                     NapkinDiagram    *d)
+{
+  json_object *root = json_object_new_object ();
+  json_object *kernels = json_object_new_array ();
+
+  g_return_val_if_fail (plan != NULL, NULL);
+
+  json_object_object_add (root, "arch", json_object_new_string (plan->arch->id));
+  json_object_object_add (root, "target", json_object_new_string (plan->target));
+  json_object_object_add (root, "feasible", json_object_new_boolean (plan->feasible));
+  json_object_object_add (root, "generic_kernels", json_object_new_int (plan->n_generic));
+  json_object_object_add (root, "scratch_bytes", json_object_new_int64 (plan->scratch_bytes));
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+      json_object *o = json_object_new_object ();
+      json_object *ops = json_object_new_array ();
+      json_object *tiles = json_object_new_object ();
+
+      json_object_object_add (o, "name", json_object_new_string (k->name));
+      json_object_object_add (o, "kind", json_object_new_string (napkin_plan_kind_to_string (k->kind)));
+      json_object_object_add (o, "path", json_object_new_string (napkin_path_to_string (k->path)));
+      if (k->region >= 0)
+        json_object_object_add (o, "region", json_object_new_string (napkin_diagram_region (d, k->region)->name));
+      for (guint j = 0; j < k->nodes->len; j++)
+        json_object_array_add (ops, json_object_new_string (napkin_diagram_node (d, g_array_index (k->nodes, guint, j))->id));
+      json_object_object_add (o, "operations", ops);
+      if (k->reason != NULL)
+        json_object_object_add (o, "reason", json_object_new_string (k->reason));
+      if (k->note != NULL)
+        json_object_object_add (o, "note", json_object_new_string (k->note));
+      json_object_object_add (o, "grid", json_object_new_int64 (k->grid));
+      json_object_object_add (o, "threads", json_object_new_int (k->threads));
+      json_object_object_add (o, "shared_bytes", json_object_new_int64 (k->smem_bytes));
+      json_object_object_add (o, "registers", json_object_new_int (k->registers));
+      json_object_object_add (o, "blocks_per_sm", json_object_new_int (k->blocks_per_sm));
+      json_object_object_add (o, "feasible", json_object_new_boolean (k->feasible));
+      if (k->infeasible != NULL)
+        json_object_object_add (o, "infeasible", json_object_new_string (k->infeasible));
+      if (k->adjustments->len > 0)
+        {
+          json_object *adj = json_object_new_array ();
+
+          for (guint j = 0; j < k->adjustments->len; j++)
+            json_object_array_add (adj, json_object_new_string (g_ptr_array_index (k->adjustments, j)));
+          json_object_object_add (o, "adjustments", adj);
+        }
+      switch (k->kind)
+        {
+        case NAPKIN_PLAN_GEMM:
+        case NAPKIN_PLAN_SPLIT_REDUCE:
+          {
+            const NapkinPlanGemm *g = &k->u.gemm;
+            gint64 shape[4] = { g->batch, g->M, g->N, g->K };
+
+            json_object_object_add (o, "shape", int_array (shape, 4));
+            json_object_object_add (o, "a", buffer_json (d, &g->a));
+            json_object_object_add (o, "b", buffer_json (d, &g->b));
+            json_object_object_add (o, "c", buffer_json (d, &g->c));
+            json_object_object_add (o, "layout", json_object_new_string (g->a_kmajor ? (g->b_kmajor ? "TN" : "TT")
+                                                                                      : (g->b_kmajor ? "NN" : "NT")));
+            json_object_object_add (tiles, "m", json_object_new_int64 (g->BM));
+            json_object_object_add (tiles, "n", json_object_new_int64 (g->BN));
+            json_object_object_add (tiles, "k", json_object_new_int64 (g->BK));
+            json_object_object_add (o, "stages", json_object_new_int (g->stages));
+            json_object_object_add (o, "split_k", json_object_new_int (g->split_k));
+            json_object_object_add (o, "fused", maps_json (d, g->epilogue));
+            break;
+          }
+        case NAPKIN_PLAN_ROWS:
+          {
+            const NapkinPlanRows *r = &k->u.rows;
+            json_object *fused = maps_json (d, r->prologue);
+            json_object *after = maps_json (d, r->epilogue);
+
+            for (size_t j = 0; j < json_object_array_length (after); j++)
+              json_object_array_add (fused, json_object_get (json_object_array_get_idx (after, j)));
+            json_object_put (after);
+            json_object_object_add (o, "shape", int_array ((gint64[]) { r->rows, r->cols }, 2));
+            json_object_object_add (tiles, "rows", json_object_new_int64 (r->rows_per_block));
+            json_object_object_add (o, "one_pass", json_object_new_boolean (r->one_pass));
+            json_object_object_add (o, "fused", fused);
+            break;
+          }
+        case NAPKIN_PLAN_ELEMENTWISE:
+          json_object_object_add (o, "shape", int_array (k->u.ew.dims, k->u.ew.rank));
+          json_object_object_add (o, "fused", maps_json (d, k->u.ew.maps));
+          break;
+        case NAPKIN_PLAN_ATTENTION:
+          {
+            const NapkinPlanAttention *a = &k->u.att;
+
+            json_object_object_add (o, "shape", int_array ((gint64[]) { a->batch, a->NQ, a->NKV, a->D }, 4));
+            json_object_object_add (tiles, "q", json_object_new_int64 (a->BQ));
+            json_object_object_add (tiles, "k", json_object_new_int64 (a->BKV));
+            json_object_object_add (o, "stages", json_object_new_int (a->stages));
+            break;
+          }
+        default:
+          break;
+        }
+      json_object_object_add (o, "tiles", tiles);
+      json_object_array_add (kernels, o);
+    }
+  json_object_object_add (root, "kernels", kernels);
+  return root;
+}

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include <json-c/json.h>
+
+#include "napkin-arch.h"
+#include "napkin-diagram.h"
+
+G_BEGIN_DECLS
+
+/* The kernel plan (docs/plan.md): for a relabeled diagram and an architecture, one
+ * decision per kernel — its path, its tiles and stages, how it treats tiles that run
+ * past the edges, which operations it fuses before and after its contraction, and its
+ * shared-memory and register footprint. The model prices the plan, the code generator
+ * prints it, the pane, `analyze`, `tune` and `plan` show it. Nothing else decides a
+ * path or a footprint. */
+
+typedef enum
+{
+  NAPKIN_PATH_WGMMA,     /* Hopper warpgroup tensor-core instructions (sm_90a), TMA loads */
+  NAPKIN_PATH_MMA,       /* warp-level mma.sync (sm_80 and later), cp.async loads */
+  NAPKIN_PATH_SIMT,      /* CUDA cores with vector loads: rows, elementwise, repacks */
+  NAPKIN_PATH_GENERIC,   /* the generic lowering: correct, not fast; the kernel says why */
+  NAPKIN_N_PATHS
+} NapkinPath;
+
+typedef enum
+{
+  NAPKIN_PLAN_GEMM,            /* one contraction, with maps fused before/after it */
+  NAPKIN_PLAN_ATTENTION,       /* Q·Kᵀ → [scale] → softmax → ·V, online softmax */
+  NAPKIN_PLAN_ROWS,            /* softmax / normalize / reduce along a row, maps fused */
+  NAPKIN_PLAN_ELEMENTWISE,     /* maps only */
+  NAPKIN_PLAN_SPLIT_REDUCE,    /* sums a split-K GEMM's fp32 partials, runs its epilogue */
+  NAPKIN_PLAN_REPACK,          /* copies an operand to an aligned or K-major scratch buffer */
+  NAPKIN_PLAN_GENERIC,         /* the generic lowering of the region or operation */
+  NAPKIN_N_PLAN_KINDS
+} NapkinPlanKind;
+
+/* A device-memory buffer a planned kernel reads or writes. */
+typedef struct
+{
+  int         node;      /* ≥ 0: the value of this diagram node in device memory (an input
+                            node's tensor, an output's tensor, or an intermediate) */
+  int         scratch;   /* ≥ 0 (node −1): the plan's scratch buffer of that index */
+  NapkinDtype dtype;
+} NapkinPlanBuffer;
+
+/* One element-wise map fused into a kernel, applied to the running fp32 value x:
+ * x = fn (x) or, when has_other, x = fn (x, y) (other_first: fn (y, x)) with y read
+ * from `other` at  b·stride[0] + i·stride[1] + j·stride[2]  elements for the kernel's
+ * (batch, row, column) index (GEMM: (batch, m, n); rows: (0, row, column);
+ * elementwise: the flat index as (0, 0, i) unless `strides_nd` is used). A stride of
+ * 0 broadcasts (a bias [n] has stride {0, 0, 1}). */
+typedef struct
+{
+  int              node;          /* the map node */
+  NapkinMapFn      fn;
+  double           alpha;         /* scale */
+  NapkinDtype      dtype;         /* cast: the type it rounds to */
+  gboolean         has_other;
+  gboolean         other_first;
+  NapkinPlanBuffer other;
+  gint64           stride[3];
+} NapkinPlanMap;
+
+/* C[b, m, n] (=) epilogue (Σ_k A[b, m, k] · B[b, k, n]), fp32 accumulation.
+ * A is stored K-major (A[…, m, k], k contiguous) or M-major (A[…, k, m]); B K-major
+ * (B[…, n, k], the nn.Linear weight) or N-major (B[…, k, n]); C is N-contiguous
+ * (a diagram with C[…, n, m] is planned as Cᵀ = Bᵀ·Aᵀ, `swapped`). Leading
+ * dimensions and batch strides are in elements; a batch stride of 0 shares the
+ * operand across the batch. Tiles that run past M, N or K are handled in the kernel:
+ * TMA and cp.async fill out-of-bounds elements with zeros, stores are bounded. */
+typedef struct
+{
+  int              node;                  /* the contraction */
+  NapkinDtype      ab_dtype, c_dtype;
+  gint64           batch, M, N, K;
+  gboolean         a_kmajor, b_kmajor;
+  gint64           lda, ldb, ldc;         /* elements between consecutive stored rows */
+  gint64           a_bstride, b_bstride, c_bstride;
+  NapkinPlanBuffer a, b, c;
+  gboolean         swapped;
+
+  gint64           BM, BN, BK;            /* block tile of C; K in chunks of BK */
+  guint            stages;                /* shared-memory buffers of A and B chunks */
+  guint            consumers;             /* wgmma: consumer warpgroups (1 or 2) */
+  gint64           WM, WN;                /* mma: warp tile */
+  guint            split_k;               /* ≥ 1; > 1: fp32 partials into scratch `partials`,
+                                             summed by the next (SPLIT_REDUCE) kernel */
+  int              partials;              /* scratch index of the partials, or −1 */
+  gboolean         persistent;            /* at most one block per SM, looping over tiles */
+  gboolean         c_tma;                 /* C stored by TMA (aligned rows, no epilogue) */
+  GArray          *epilogue;              /* NapkinPlanMap, in order, on the fp32 result */
+} NapkinPlanGemm;
+
+/* Y[r, c] = epilogue (f (prologue (X[r, c]))) along each row, f one of softmax,
+ * layernorm, rmsnorm, or a reduction (then Y[r] has no column). */
+typedef struct
+{
+  int              node;                  /* the softmax, normalize or reduce */
+  NapkinOpKind     op;
+  NapkinNormKind   norm;
+  NapkinReduceOp   reduce;
+  double           eps;
+  NapkinDtype      x_dtype, y_dtype;
+  gint64           rows, cols, ldx, ldy;
+  NapkinPlanBuffer x, y;
+  GArray          *prologue;              /* NapkinPlanMap on x before f */
+  GArray          *epilogue;              /* NapkinPlanMap after f (γ, β, …) */
+  gint64           rows_per_block;
+  guint            threads;
+  guint            vec;                   /* elements per vector load (1, 2, 4, 8) */
+  gboolean         one_pass;              /* the row stays on chip: x read once */
+  gboolean         smem_row;              /* the row is kept in shared memory (else registers) */
+} NapkinPlanRows;
+
+/* Y[i] = maps (X[i]) over the output's elements, each operand read through strides
+ * per output axis (0: broadcast). */
+typedef struct
+{
+  guint            rank;
+  gint64           dims[NAPKIN_MAX_RANK];
+  NapkinPlanBuffer x, y;
+  gint64           x_strides[NAPKIN_MAX_RANK];
+  NapkinDtype      x_dtype, y_dtype;
+  GArray          *maps;                  /* NapkinPlanMap; `stride` unused, others by other_strides */
+  GPtrArray       *other_strides;         /* gint64[NAPKIN_MAX_RANK] per map (NULL entry: unary) */
+  guint            threads;
+  guint            vec;
+} NapkinPlanElementwise;
+
+/* Fused attention over `batch` (batch, head) pairs: O = softmax (α·Q·Kᵀ)·V. */
+typedef struct
+{
+  NapkinDtype      dtype, o_dtype;
+  gint64           batch, NQ, NKV, D, BQ, BKV;
+  guint            stages;
+  double           alpha;
+  NapkinPlanBuffer q, k, v, o;
+} NapkinPlanAttention;
+
+/* Copy src (rows × cols, leading dimension ld_src) to dst (leading dimension ld_dst,
+ * padding zeroed), transposed when `transpose`, for `batch` matrices. */
+typedef struct
+{
+  NapkinPlanBuffer src, dst;
+  NapkinDtype      dtype;
+  gint64           batch, rows, cols, ld_src, ld_dst, src_bstride, dst_bstride;
+  gboolean         transpose;
+} NapkinPlanRepack;
+
+typedef struct
+{
+  NapkinPlanKind   kind;
+  NapkinPath       path;
+  char            *name;          /* the region's name, or the operation's id */
+  int              region;        /* top-level diagram region, or −1 */
+  int              node;          /* a kernel of one operation outside regions, or −1 */
+  GArray          *nodes;         /* guint: the diagram nodes it computes, diagram order */
+  char            *reason;        /* GENERIC: why the plan could not do better */
+  char            *note;          /* one line: tiles, stages, what is fused */
+  GPtrArray       *adjustments;   /* char *: where the plan changed the relabeling's numbers */
+
+  gint64           grid;          /* thread blocks (a persistent kernel launches MIN (grid, SMs)) */
+  guint            threads;       /* per block */
+  gint64           smem_bytes;    /* per block, as launched */
+  guint            registers;     /* per thread, estimated */
+  guint            blocks_per_sm;
+  gboolean         feasible;
+  char            *infeasible;    /* why not, naming the limit */
+
+  union
+  {
+    NapkinPlanGemm        gemm;
+    NapkinPlanRows        rows;
+    NapkinPlanElementwise ew;
+    NapkinPlanAttention   att;
+    NapkinPlanRepack      repack;
+  } u;
+} NapkinPlanKernel;
+
+typedef struct
+{
+  NapkinArch      *arch;
+  char            *target;        /* "sm_90a", "sm_80", "sm_89", … */
+  GPtrArray       *kernels;       /* NapkinPlanKernel, in launch order */
+  GArray          *scratch;       /* gint64 bytes of each scratch buffer */
+  GArray          *scratch_offset;/* gint64: each buffer's offset in the scratch area (256-aligned) */
+  gint64           scratch_bytes; /* the scratch area, all buffers */
+  gboolean         feasible;
+  guint            n_generic;
+} NapkinPlan;
+
+typedef struct
+{
+  gboolean    has_dtype;          /* price and plan every tensor as this type */
+  NapkinDtype dtype;
+  gboolean    generic_only;       /* every kernel on the generic lowering */
+  gboolean    no_wgmma;           /* Hopper without its warpgroup path (mma instead) */
+} NapkinPlanOptions;
+
+/* The compile target of an architecture profile: "sm_90a" for compute capability 9.0
+ * (wgmma), "sm_100a" for 10.0, else "sm_XY". */
+char             *napkin_plan_target_for_arch  (const NapkinArch        *arch);
+
+/* The plan of a valid diagram. NULL with an error only when the diagram is invalid;
+ * infeasible kernels are part of the plan (feasible FALSE, infeasible says why). */
+NapkinPlan       *napkin_plan_build            (NapkinDiagram           *diagram,
+                                                NapkinArch              *arch,
+                                                const NapkinPlanOptions *options,
+                                                GError                 **error);
+void              napkin_plan_free             (NapkinPlan              *plan);
+json_object      *napkin_plan_to_json          (const NapkinPlan        *plan,
+                                                NapkinDiagram           *diagram);
+
+/* The plan's kernel for top-level region `region` (or, region −1, for operation `node`). */
+const NapkinPlanKernel *napkin_plan_kernel_for (const NapkinPlan        *plan,
+                                                int                      region,
+                                                int                      node);
+
+const char       *napkin_path_to_string        (NapkinPath               path);
+const char       *napkin_plan_kind_to_string   (NapkinPlanKind           kind);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinPlan, napkin_plan_free)
+
+G_END_DECLS
