@@ -143,7 +143,28 @@ tensor_core_type (NapkinDtype t)
   return t == NAPKIN_DTYPE_FP16 || t == NAPKIN_DTYPE_BF16 || t == NAPKIN_DTYPE_FP8_E4M3 || t == NAPKIN_DTYPE_FP8_E5M2;
 }
 
-/* Where a region cuts an axis: its tile, or 0 when whole or unmarked. */
+/* The region of the kernel that cuts its thread blocks: its shared-memory region (the
+ * top-level one, or the one inside an L2 panel), else the top-level region; −1 for a
+ * kernel of one operation. */
+static int
+block_region (NapkinPlanner          *p,
+              const NapkinPlanKernel *k)
+{
+  if (k->region < 0 || napkin_diagram_region (p->d, k->region)->level >= NAPKIN_LEVEL_SMEM)
+    return k->region;
+  for (guint r = 0; r < napkin_diagram_n_regions (p->d); r++)
+    {
+      int top = r;
+
+      while (p->parent[top] >= 0)
+        top = p->parent[top];
+      if (top == k->region && napkin_diagram_region (p->d, r)->level == NAPKIN_LEVEL_SMEM)
+        return r;
+    }
+  return k->region;
+}
+
+/* Where the kernel's block region cuts an axis: its tile, or 0 when whole or unmarked. */
 static gint64
 region_tile (NapkinPlanner    *p,
              const NapkinPlanKernel *k,
@@ -152,13 +173,14 @@ region_tile (NapkinPlanner    *p,
 {
   gint64 tile = 0;
   NapkinMarkKind mk;
+  int r = block_region (p, k);
 
-  if (k->region < 0)
+  if (r < 0)
     {
       *kind = NAPKIN_MARK_WHOLE;
       return 0;
     }
-  mk = napkin_region_mark (napkin_diagram_region (p->d, k->region), napkin_diagram_axis (p->d, axis)->name, &tile);
+  mk = napkin_region_mark (napkin_diagram_region (p->d, r), napkin_diagram_axis (p->d, axis)->name, &tile);
   *kind = mk;
   return mk == NAPKIN_MARK_WHOLE ? 0 : tile;
 }
@@ -612,11 +634,11 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
                               napkin_dtype_to_string (g->a.dtype), napkin_dtype_to_string (g->b.dtype));
       goto refuse;
     }
-  if (k->region >= 0 && napkin_diagram_region (p->d, k->region)->level != NAPKIN_LEVEL_SMEM)
+  if (k->region >= 0 && napkin_diagram_region (p->d, block_region (p, k))->level != NAPKIN_LEVEL_SMEM)
     {
       *why = g_strdup_printf ("region “%s” is at %s: a tensor-core kernel's blocks are relabeled at shared memory",
-                              napkin_diagram_region (p->d, k->region)->name,
-                              napkin_level_to_string (napkin_diagram_region (p->d, k->region)->level));
+                              napkin_diagram_region (p->d, block_region (p, k))->name,
+                              napkin_level_to_string (napkin_diagram_region (p->d, block_region (p, k))->level));
       goto refuse;
     }
   if (g->M >= G_MAXINT32 || g->N >= G_MAXINT32 || g->K >= G_MAXINT32 || g->batch >= G_MAXINT32)
@@ -677,7 +699,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   tn = region_tile (p, k, ng->axes[ng->n - 1], &kn);
   tk = region_tile (p, k, kk.axes[kk.n - 1], &kk_kind);
   BK = bytes == 1 ? 128 : 64;
-  stages = k->region >= 0 ? MAX (2u, napkin_diagram_region (p->d, k->region)->stages) : 0;
+  stages = k->region >= 0 ? MAX (2u, napkin_diagram_region (p->d, block_region (p, k))->stages) : 0;
   if (k->region >= 0 && km == NAPKIN_MARK_PARALLEL && kn == NAPKIN_MARK_PARALLEL)
     {
       BM = tm;
@@ -689,7 +711,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
 
       if (k->region >= 0)
         adjust (k, "region “%s” does not cut %s and %s into parallel groups: blocks of %" G_GINT64_FORMAT "×%"
-                G_GINT64_FORMAT " chosen", napkin_diagram_region (p->d, k->region)->name,
+                G_GINT64_FORMAT " chosen", napkin_diagram_region (p->d, block_region (p, k))->name,
                 napkin_diagram_axis (p->d, mg->axes[mg->n - 1])->name,
                 napkin_diagram_axis (p->d, ng->axes[ng->n - 1])->name, t.BM, t.BN);
       BM = t.BM;
@@ -729,7 +751,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
 
       if (k->region >= 0)
         for (guint r = 0; r < napkin_diagram_n_regions (p->d); r++)
-          if (p->parent[r] == k->region)
+          if (p->parent[r] == block_region (p, k))
             {
               const NapkinRegion *inner = napkin_diagram_region (p->d, r);
               gint64 t = 0;
