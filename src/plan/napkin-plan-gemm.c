@@ -692,52 +692,117 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       if (!y_has_batch)
         g->b_bstride = 0;
     }
-  g->c_tma = wgmma && epilogue->len == 0 && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
+  g->c_tma = epilogue->len == 0 && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
 
-  /* Tiles: the relabeling's where the instructions take them. */
+  /* Tiles. A region's are the user's: the plan picks the path that runs them (wgmma
+   * where its tile rules hold, else mma.sync) and never changes them; where neither
+   * can, the kernel is generic and says why. An operation outside regions gets the
+   * tiles the plan finds best. */
   tm = region_tile (p, k, mg->axes[mg->n - 1], &km);
   tn = region_tile (p, k, ng->axes[ng->n - 1], &kn);
   tk = region_tile (p, k, kk.axes[kk.n - 1], &kk_kind);
-  BK = bytes == 1 ? 128 : 64;
-  stages = k->region >= 0 ? MAX (2u, napkin_diagram_region (p->d, block_region (p, k))->stages) : 0;
-  if (k->region >= 0 && km == NAPKIN_MARK_PARALLEL && kn == NAPKIN_MARK_PARALLEL)
+  if (k->region >= 0)
     {
-      BM = tm;
-      BN = tn;
+      const NapkinRegion *br = napkin_diagram_region (p->d, block_region (p, k));
+      gint64 WM = 0, WN = 0;
+      g_autofree char *no_wgmma = NULL;
+
+      if (km != NAPKIN_MARK_PARALLEL || kn != NAPKIN_MARK_PARALLEL)
+        {
+          *why = g_strdup_printf ("region “%s” must cut %s and %s into parallel groups (the blocks of the product)",
+                                  br->name, napkin_diagram_axis (p->d, mg->axes[mg->n - 1])->name,
+                                  napkin_diagram_axis (p->d, ng->axes[ng->n - 1])->name);
+          goto refuse;
+        }
+      if (kk_kind == NAPKIN_MARK_PARALLEL)
+        {
+          *why = g_strdup_printf ("region “%s” cuts the contracted axis %s into parallel groups: stream it",
+                                  br->name, napkin_diagram_axis (p->d, kk.axes[kk.n - 1])->name);
+          goto refuse;
+        }
+      BM = MIN (tm, g->M);
+      BN = MIN (tn, g->N);
+      stages = MAX (2u, br->stages);
+      BK = kk_kind == NAPKIN_MARK_STREAM ? MIN (tk, g->K) : g->K;
+      if (wgmma)
+        {
+          gint64 wbk = bytes == 1 ? 128 : 64;
+
+          if (!wgmma_tile_ok (BM, BN))
+            no_wgmma = g_strdup_printf ("a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " block is not a wgmma tile "
+                                        "(64, 128 or 256 rows; 64 to 256 columns in steps of 64; at most 128 "
+                                        "accumulators a thread)", BM, BN);
+          else if (BK % wbk != 0 && BK < g->K)
+            no_wgmma = g_strdup_printf ("chunks of %" G_GINT64_FORMAT " along %s: wgmma takes multiples of %"
+                                        G_GINT64_FORMAT, BK, napkin_diagram_axis (p->d, kk.axes[kk.n - 1])->name, wbk);
+          else
+            {
+              /* a chunk of BK streamed as BK/64 chunks: the same shared memory */
+              stages = stages * (guint) MAX (1, (BK < g->K ? BK : wbk) / wbk);
+              BK = wbk;
+            }
+          if (no_wgmma != NULL)
+            {
+              if (bytes == 1)
+                {
+                  *why = g_strdup_printf ("fp8 products run only on wgmma: %s", no_wgmma);
+                  goto refuse;
+                }
+              wgmma = FALSE;
+              adjust (k, "wgmma not used: %s; mma.sync instead", no_wgmma);
+            }
+        }
+      if (!wgmma)
+        {
+          WM = MIN (BM, 64);
+          WN = MIN (BN, 32);
+          for (guint r = 0; r < napkin_diagram_n_regions (p->d); r++)
+            if (p->parent[r] == block_region (p, k))
+              {
+                const NapkinRegion *inner = napkin_diagram_region (p->d, r);
+                gint64 t = 0;
+
+                if (napkin_region_mark (inner, napkin_diagram_axis (p->d, mg->axes[mg->n - 1])->name, &t)
+                    == NAPKIN_MARK_PARALLEL)
+                  WM = MIN (t, BM);
+                if (napkin_region_mark (inner, napkin_diagram_axis (p->d, ng->axes[ng->n - 1])->name, &t)
+                    == NAPKIN_MARK_PARALLEL)
+                  WN = MIN (t, BN);
+              }
+          if (BK >= g->K)
+            BK = MIN (32, (g->K + 15) / 16 * 16);
+          if (!mma_tile_ok (BM, BN, WM, WN) || BK % 16 != 0 || BK > 64)
+            {
+              *why = g_strdup_printf ("blocks of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " with %" G_GINT64_FORMAT "×%"
+                                      G_GINT64_FORMAT " warp tiles and chunks of %" G_GINT64_FORMAT " fit neither wgmma "
+                                      "nor mma.sync (multiples of 16, at most 16 warps and 128 accumulators a thread, "
+                                      "chunks of 16 to 64)", BM, BN, WM, WN, BK);
+              goto refuse;
+            }
+        }
+      g->WM = WM;
+      g->WN = WN;
     }
   else
     {
       Tile t = choose_tile (p, g->batch, g->M, g->N, wgmma);
 
-      if (k->region >= 0)
-        adjust (k, "region “%s” does not cut %s and %s into parallel groups: blocks of %" G_GINT64_FORMAT "×%"
-                G_GINT64_FORMAT " chosen", napkin_diagram_region (p->d, block_region (p, k))->name,
-                napkin_diagram_axis (p->d, mg->axes[mg->n - 1])->name,
-                napkin_diagram_axis (p->d, ng->axes[ng->n - 1])->name, t.BM, t.BN);
       BM = t.BM;
       BN = t.BN;
+      BK = wgmma ? (bytes == 1 ? 128 : 64) : 32;
+      stages = wgmma ? 4 : 3;
+      while (stages > 2 && (wgmma ? wgmma_smem (BM, BN, BK, stages, bytes) : mma_smem (BM, BN, BK, stages)) > SMEM_LIMIT (p))
+        stages--;
+      g->WM = MIN (BM, 64);
+      g->WN = MIN (BN, 32);
+      if (!wgmma && !mma_tile_ok (BM, BN, g->WM, g->WN))
+        {
+          BN = MIN (BN, 128);
+          g->WN = MIN (BN, 32);
+        }
     }
   if (wgmma)
     {
-      if (!wgmma_tile_ok (BM, BN))
-        {
-          Tile t = choose_tile (p, g->batch, g->M, g->N, TRUE);
-
-          adjust (k, "a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " block is not a wgmma tile (64, 128 or 256 rows, "
-                  "64 to 256 columns in steps of 64, ≤ 128 accumulators a thread): %" G_GINT64_FORMAT "×%"
-                  G_GINT64_FORMAT " instead", BM, BN, t.BM, t.BN);
-          BM = t.BM;
-          BN = t.BN;
-        }
-      if (k->region >= 0 && kk_kind == NAPKIN_MARK_STREAM && tk > 0 && tk % BK != 0)
-        adjust (k, "%s streamed in chunks of %" G_GINT64_FORMAT ": the kernel takes chunks of %" G_GINT64_FORMAT,
-                napkin_diagram_axis (p->d, kk.axes[kk.n - 1])->name, tk, BK);
-      else if (k->region >= 0 && kk_kind == NAPKIN_MARK_STREAM && tk > BK)
-        stages = stages * (guint) (tk / BK);   /* the same shared memory in chunks of BK */
-      if (stages == 0)
-        stages = 4;
-      while (stages > 2 && wgmma_smem (BM, BN, BK, stages, bytes) > SMEM_LIMIT (p))
-        stages--;
       g->consumers = BM == 64 ? 1 : 2;
       k->threads = 128 * (1 + g->consumers);
       k->smem_bytes = wgmma_smem (BM, BN, BK, stages, bytes);
@@ -747,47 +812,9 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
     }
   else
     {
-      gint64 WM = MIN (BM, 64), WN = MIN (BN, 32);
-
-      if (k->region >= 0)
-        for (guint r = 0; r < napkin_diagram_n_regions (p->d); r++)
-          if (p->parent[r] == block_region (p, k))
-            {
-              const NapkinRegion *inner = napkin_diagram_region (p->d, r);
-              gint64 t = 0;
-
-              if (napkin_region_mark (inner, napkin_diagram_axis (p->d, mg->axes[mg->n - 1])->name, &t)
-                  == NAPKIN_MARK_PARALLEL)
-                WM = t;
-              if (napkin_region_mark (inner, napkin_diagram_axis (p->d, ng->axes[ng->n - 1])->name, &t)
-                  == NAPKIN_MARK_PARALLEL)
-                WN = t;
-            }
-      BK = 32;
-      if (k->region >= 0 && kk_kind == NAPKIN_MARK_STREAM && tk > 0 && tk % 16 == 0 && tk <= 64)
-        BK = tk;
-      if (!mma_tile_ok (BM, BN, WM, WN))
-        {
-          Tile t = choose_tile (p, g->batch, g->M, g->N, FALSE);
-
-          adjust (k, "a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " block with %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
-                  " warp tiles does not fit mma.sync (multiples of 16, at most 16 warps and 128 accumulators a "
-                  "thread): %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " with 64×32 warp tiles instead",
-                  BM, BN, WM, WN, t.BM, MIN (t.BN, 128));
-          BM = t.BM;
-          BN = MIN (t.BN, 128);
-          WM = MIN (BM, 64);
-          WN = MIN (BN, 32);
-        }
-      if (stages == 0)
-        stages = 3;
-      while (stages > 2 && mma_smem (BM, BN, BK, stages) > SMEM_LIMIT (p))
-        stages--;
-      g->WM = WM;
-      g->WN = WN;
-      k->threads = (guint) ((BM / WM) * (BN / WN) * 32);
+      k->threads = (guint) ((BM / g->WM) * (BN / g->WN) * 32);
       k->smem_bytes = mma_smem (BM, BN, BK, stages);
-      k->registers = (guint) MIN (255, WM * WN / 32 + 64);
+      k->registers = (guint) MIN (255, g->WM * g->WN / 32 + 64);
       k->path = NAPKIN_PATH_MMA;
     }
   g->BM = BM;
@@ -841,7 +868,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
                             "blocks %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", K in chunks of %" G_GINT64_FORMAT ", "
                             "%u stages, %s", g->M, g->N, g->K, napkin_dtype_to_string (ab), g->a_kmajor ? "A" : "Aᵀ",
                             g->b_kmajor ? "Bᵀ" : "B", BM, BN, BK, stages,
-                            wgmma ? "TMA loads, wgmma" : "cp.async loads, mma.sync");
+                            k->path == NAPKIN_PATH_WGMMA ? "TMA loads, wgmma" : "cp.async loads, mma.sync");
     if (g->split_k > 1)
       g_string_append_printf (note, ", K split in %u", g->split_k);
     if (epilogue->len > 0)
@@ -857,6 +884,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   return TRUE;
 
 refuse:
+  g_ptr_array_set_size (k->adjustments, 0);
   g_clear_pointer (&g->epilogue, g_array_unref);
   memset (&k->u, 0, sizeof k->u);
   return FALSE;
