@@ -1057,6 +1057,7 @@ model_occupancy (Model *m,
           && (pk->kind == NAPKIN_PLAN_GEMM || pk->kind == NAPKIN_PLAN_ATTENTION))
         {
           need = pk->smem_bytes + arch->smem_reserved_per_block;
+          cost->plan_smem_bytes = pk->smem_bytes;
           if (!pk->feasible)
             error_add (m, "regions[%u]: %s", cost->region, pk->infeasible);
         }
@@ -2211,6 +2212,8 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       json_object_object_add (obj, "stages", json_object_new_int (c->stages));
       json_object_object_add (obj, "footprint_elements", json_object_new_int64 (c->footprint_elements));
       json_object_object_add (obj, "footprint_bytes", json_object_new_int64 (c->footprint_bytes));
+      if (c->plan_smem_bytes > 0)
+        json_object_object_add (obj, "plan_shared_bytes", json_object_new_int64 (c->plan_smem_bytes));
       json_object_object_add (obj, "intermediate_bytes", json_object_new_int64 (c->intermediate_bytes));
       json_object_object_add (obj, "registers_per_thread", json_object_new_int (c->registers_per_thread));
       json_object_object_add (obj, "per_sm", json_object_new_int64 (c->per_sm));

@@ -60,6 +60,7 @@ typedef struct
   guint        stages;
   gint64       footprint_elements;
   gint64       footprint_bytes;
+  gint64       plan_smem_bytes;      /* shared memory its kernel's plan asks for a block (0: none) */
   gint64       intermediate_bytes;   /* largest live set of values made and used inside */
   guint        registers_per_thread;
   gint64       per_sm;
