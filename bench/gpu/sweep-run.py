@@ -6,9 +6,9 @@ times out, crashes the CLI or prints something that is not a sane result is a re
 its status, never a stop.
 
 Usage: sweep-run.py --manifest DIR/cases.json --out OUT --cli PATH --model ID
-                    [--repeats N] [--timeout S] [--deadline EPOCH] [--plain]
+                    [--repeats N] [--timeout S] [--margin S] [--deadline EPOCH] [--plain]
 Standard library only."""
-import argparse, json, math, os, subprocess, sys, time
+import argparse, json, math, os, signal, subprocess, sys, time
 
 RELABEL_NOTE = "running the model's best on"
 
@@ -38,15 +38,21 @@ def run_cli(cmd, timeout):
     """(rc, stdout, stderr, wall seconds); rc None when the backstop had to kill it."""
     t0 = time.monotonic()
     try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-        return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace"), \
-            time.monotonic() - t0
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode("utf-8", "replace")
-        err = (e.stderr or b"").decode("utf-8", "replace")
-        return None, out, err, time.monotonic() - t0
+        # its own process group: the backstop must stop napkin-runner (its child) too
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     except OSError as e:
         return 127, "", "cannot start %s: %s" % (cmd[0], e), time.monotonic() - t0
+    try:
+        out, err = p.communicate(timeout=timeout)
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = p.communicate()
+        rc = None
+    return rc, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), time.monotonic() - t0
 
 
 def summarise(rc, out, err, wall):
@@ -57,7 +63,9 @@ def summarise(rc, out, err, wall):
         rec.update(status="timeout", message="the sweep's backstop killed napkin-cli after %.0f s" % wall)
         return rec, r
     if r is None:
-        rec.update(status="no-json", message="napkin-cli rc=%s: %s; %s" % (rc, why, err.strip()[-300:]))
+        said = " | ".join(x for x in (out.strip()[:200], err.strip()[-300:]) if x) or "nothing printed"
+        how = "killed by signal %d" % -rc if rc < 0 else "rc=%d" % rc
+        rec.update(status="no-json", message="napkin-cli %s, %s: %s" % (how, why, said))
         return rec, r
     status = r.get("status") if isinstance(r.get("status"), str) else "garbage"
     rec["status"] = status
@@ -100,8 +108,8 @@ def run_case(case, args, deadline):
     if args.plain and case["plain"]:
         base.append("--plain")
     left = deadline - time.time()
-    limit = int(max(10, min(args.timeout, left)))
-    backstop = limit + 30
+    limit = int(max(1, min(args.timeout, left)))
+    backstop = limit + args.margin
     rec = {"name": case["name"], "started": time.strftime("%H:%M:%S")}
     raws = {}
     if case.get("check"):
@@ -120,9 +128,9 @@ def run_case(case, args, deadline):
         if left < 10:
             rec.update(status="skipped", message="checked ok; no time left for the full size")
             return rec, raws
-        limit = int(max(10, min(args.timeout, left)))
+        limit = int(max(1, min(args.timeout, left)))
         full, raws["full"] = summarise(*run_cli(base + ["--no-reference", "--repeats", str(args.repeats),
-                                                        "--timeout", str(limit)], limit + 30))
+                                                        "--timeout", str(limit)], limit + args.margin))
         rec.update(full)
         rec["max_rel"], rec["bound"], rec["checked"] = chk.get("max_rel"), chk.get("bound"), True
         rec["error_ok"] = chk.get("error_ok")
@@ -141,6 +149,8 @@ def main(argv=None):
     ap.add_argument("--model", required=True, help="architecture profile of the prediction (run --model)")
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--timeout", type=int, default=120, help="seconds per case")
+    ap.add_argument("--margin", type=float, default=30,
+                    help="seconds past --timeout before the sweep kills napkin-cli itself")
     ap.add_argument("--deadline", type=float, default=0, help="epoch seconds; later cases are skipped")
     ap.add_argument("--plain", action="store_true", help="pass --plain: diagrams without regions run as drawn")
     args = ap.parse_args(argv)

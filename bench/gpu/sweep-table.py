@@ -147,8 +147,9 @@ def main(argv=None):
         rows += rows_of(out)
         nap = load(os.path.join(out, "napkin.json")) or {}
         base = load(os.path.join(out, "baselines.json")) or {}
+        gpu = base.get("gpu") or next((c.get("gpu") for c in (nap.get("cases") or {}).values() if c.get("gpu")), "?")
         heads.append("%s: %s, predictions %s, napkin repeats %s%s; baselines torch %s, median of %s" % (
-            out, base.get("gpu", "?"), nap.get("model", "?"), nap.get("repeats", "?"),
+            out, gpu, nap.get("model", "?"), nap.get("repeats", "?"),
             ", --plain" if nap.get("plain") else "", base.get("torch", "?"), base.get("repeats", "?")))
     if not rows:
         print("sweep-table.py: no cases in %s" % " ".join(args.outs), file=sys.stderr)
