@@ -345,7 +345,11 @@ def manifest_entry(case, d, path):
         # so their boundary tiles are the ones checked
         check = dict(dims)
         while reference_bytes(d, check) > REFERENCE_LIMIT:
-            a = max((a for a in check if check[a] % 2 == 0 and check[a] > 64), key=lambda a: check[a])
+            even = [a for a in check if check[a] % 2 == 0 and check[a] > 64]
+            if not even:
+                raise ValueError("%s: the reference needs %.0f GB even at %r; give check axes by hand"
+                                 % (name, reference_bytes(d, check) / 1e9, check))
+            a = max(even, key=lambda a: check[a])
             check[a] //= 2
     ins, outs, inter = elements(d)
     return {
@@ -435,12 +439,12 @@ def main(argv=None):
             json.dump({"eps": EPS, "cases": entries}, f, indent=1)
         print("wrote %d cases to %s" % (len(entries), args.write))
     elif args.list:
-        print("%-30s %-10s %-9s %-9s %-40s %s" % ("case", "kind", "dtype", "fusion", "dims", "checked at"))
+        print("%-30s %-10s %-9s %-11s %-40s %s" % ("case", "kind", "dtype", "fusion", "dims", "checked at"))
         for e in entries:
             dims = " ".join("%s=%d" % kv for kv in e["dims"].items())
             chk = " ".join("%s=%d" % kv for kv in e["check"].items()) if e["check"] else "full size"
             fus = e["fusion"] if not e["fusion"].startswith("file:") else os.path.basename(e["fusion"])
-            print("%-30s %-10s %-9s %-9s %-40s %s" % (e["name"], e["kind"], e["dtype"], fus, dims, chk))
+            print("%-30s %-10s %-9s %-11s %-40s %s" % (e["name"], e["kind"], e["dtype"], fus, dims, chk))
         print("%d cases" % len(entries))
     else:
         total = 0

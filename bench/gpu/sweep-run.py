@@ -10,7 +10,8 @@ Usage: sweep-run.py --manifest DIR/cases.json --out OUT --cli PATH --model ID
 Standard library only."""
 import argparse, json, math, os, signal, subprocess, sys, time
 
-RELABEL_NOTE = "running the model's best on"
+RELABEL_NOTE = "running the model's best on"        # napkin-cli run's notes on stderr
+DRAWN_NOTE = "the model proposes none"
 
 
 def parse_json(text):
@@ -87,6 +88,10 @@ def summarise(rc, out, err, wall):
     rec["tflops"], rec["gbps"] = number(r.get("tflops")), number(r.get("gbps"))
     rec["compile_ms"] = number(get(r, "compile", "ms"))
     rec["gpu"] = get(r, "gpu", "name")
+    if DRAWN_NOTE in err:
+        # a diagram without regions for which the model proposed no relabeling: as drawn
+        line = next(l for l in err.splitlines() if DRAWN_NOTE in l)
+        rec["as_drawn"] = line.split(DRAWN_NOTE, 1)[1].strip(" :")[:200]
     if RELABEL_NOTE in err:
         # run replaced a diagram without regions by the model's best relabeling
         line = next(l for l in err.splitlines() if RELABEL_NOTE in l)

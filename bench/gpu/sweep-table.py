@@ -70,6 +70,7 @@ def rows_of(out):
             "best_baseline_ms": ref[0] if ref else None, "best_baseline": ref[1] if ref else None,
             "ratio": ref[0] / t if ref and t and rec.get("status") == "ok" else None,
             "paths": rec.get("paths") or [], "path_text": paths_of(rec), "relabeled": rec.get("relabeled"),
+            "as_drawn": rec.get("as_drawn"),
             "status_text": status_of(rec), "max_rel": rec.get("max_rel"),
             "flops": case.get("flops"), "bytes": case.get("bytes"),
         }
@@ -93,7 +94,7 @@ def print_table(rows, head, file=sys.stdout):
         bl = "%.4f (%s)" % (r["baseline_ms"], r["baseline"]) if r["baseline_ms"] else \
             "— (%s)" % (r["baseline_error"] or "none")[:26]
         cm = fmt(r["compile_ms"], "%.4f")
-        path = r["path_text"] + ("*" if r["relabeled"] else "")
+        path = r["path_text"] + ("*" if r["relabeled"] else " (drawn)" if r["as_drawn"] else "")
         print("%-*s %10s %10s %8s  %-32s %10s %6s  %-22s %s" % (
             w, r["case"], fmt(r["napkin_ms"], "%.4f"), fmt(r["predicted_ms"], "%.4f"),
             fmt(None if r["pred_err"] is None else 100 * r["pred_err"], "%+.0f%%"), bl[:32], cm,
@@ -123,7 +124,9 @@ def print_summary(s, file=sys.stdout):
     p = lambda *a: print(*a, file=file)
     p()
     p("pred err = (napkin − predicted) / napkin; ratio = best baseline (eager or torch.compile) / napkin, "
-      "> 1: Napkin faster; * = run relabeled a diagram drawn without regions (its best relabeling)")
+      "> 1: Napkin faster;\n"
+      "* = run relabeled a diagram drawn without regions (the model's best); (drawn) = the model proposed none, "
+      "so it ran as drawn")
     p("cases: %d, ok %d, not ok %d" % (s["cases"], s["ok"], s["not_ok"]))
     p("at ≥ 0.85× the best baseline: %d of %d" % (s["ratio_ge_085"], s["with_ratio"]))
     p("median ratio: %s" % fmt(s["median_ratio"], "%.2f"))
