@@ -122,7 +122,7 @@ napkin_cli_run (int    argc,
                 char **argv)
 {
   NapkinCliOverrides overrides = { NULL, NULL };
-  gboolean as_json = FALSE, generic = FALSE, no_reference = FALSE, plain = FALSE, tune = FALSE;
+  gboolean as_json = FALSE, generic = FALSE, no_reference = FALSE, plain = FALSE, tune = FALSE, no_energy = FALSE;
   int repeats = 20, timeout = 300, reference_repeats = 5;
   gint64 seed = 1234;
   g_autofree char *inject = NULL;
@@ -142,6 +142,7 @@ napkin_cli_run (int    argc,
     { "tune", 0, 0, G_OPTION_ARG_NONE, &tune,
       "A diagram without regions: run the model's best relabeling of it instead of the plan of it as drawn", NULL },
     { "plain", 0, 0, G_OPTION_ARG_NONE, &plain, "Run the diagram as drawn (the default; kept for scripts)", NULL },
+    { "no-energy", 0, 0, G_OPTION_ARG_NONE, &no_energy, "Skip the NVML energy measurement", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -211,6 +212,8 @@ napkin_cli_run (int    argc,
     g_ptr_array_add (args, g_strdup ("--generic"));
   if (no_reference)
     g_ptr_array_add (args, g_strdup ("--no-reference"));
+  if (no_energy)
+    g_ptr_array_add (args, g_strdup ("--no-energy"));
   g_ptr_array_add (args, g_strdup_printf ("--reference-repeats=%d", reference_repeats));
   if (inject != NULL)
     g_ptr_array_add (args, g_strdup_printf ("--inject=%s", inject));
