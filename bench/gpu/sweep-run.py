@@ -109,7 +109,7 @@ def summarise(rc, out, err, wall):
 
 
 def run_case(case, args, deadline):
-    base = [args.cli, "run", case["file"], "--json", "--reference-repeats", "0", "--model", args.model]
+    base = [args.cli, "run", case["file"], "--json", "--reference-repeats", "0", "--no-energy", "--model", args.model]
     if args.plain and case["plain"]:
         base.append("--plain")
     left = deadline - time.time()

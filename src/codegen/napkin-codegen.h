@@ -65,6 +65,7 @@ typedef struct
   int              workspace_slot;   /* -1 when no kernel needs one */
   gint64           workspace_bytes;  /* largest over the kernels */
   guint            flags;            /* the NapkinCodegenFlags it was generated with */
+  char            *target;           /* the plan's compile target ("sm_90a", "sm_80"), or NULL */
 } NapkinCudaModule;
 
 typedef enum

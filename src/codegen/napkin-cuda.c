@@ -24,41 +24,41 @@ static const char prelude[] =
   "struct NapkinArgs { void *p[" G_STRINGIFY (NAPKIN_CUDA_MAX_ARGS) "]; };\n"
   "#define NAPKIN_MIN(a, b) ((a) < (b) ? (a) : (b))\n"
   "#define NAPKIN_NEG_INF __int_as_float (0xff800000)\n"
-  "static __device__ __forceinline__ float napkin_ld (const float *p) { return *p; }\n"
-  "static __device__ __forceinline__ float napkin_ld (const napkin_f16 *p)\n"
+  "__device__ __forceinline__ float napkin_ld (const float *p) { return *p; }\n"
+  "__device__ __forceinline__ float napkin_ld (const napkin_f16 *p)\n"
   "{ float f; asm (\"cvt.f32.f16 %0, %1;\" : \"=f\" (f) : \"h\" (p->x)); return f; }\n"
-  "static __device__ __forceinline__ float napkin_ld (const napkin_bf16 *p)\n"
+  "__device__ __forceinline__ float napkin_ld (const napkin_bf16 *p)\n"
   "{ return __uint_as_float (((unsigned) p->x) << 16); }\n"
-  "static __device__ __forceinline__ float napkin_ld (const signed char *p) { return (float) *p; }\n"
-  "static __device__ __forceinline__ void napkin_st (float *p, float v) { *p = v; }\n"
-  "static __device__ __forceinline__ void napkin_st (napkin_f16 *p, float v)\n"
+  "__device__ __forceinline__ float napkin_ld (const signed char *p) { return (float) *p; }\n"
+  "__device__ __forceinline__ void napkin_st (float *p, float v) { *p = v; }\n"
+  "__device__ __forceinline__ void napkin_st (napkin_f16 *p, float v)\n"
   "{ unsigned short h; asm (\"cvt.rn.f16.f32 %0, %1;\" : \"=h\" (h) : \"f\" (v)); p->x = h; }\n"
-  "static __device__ __forceinline__ void napkin_st (napkin_bf16 *p, float v)\n"
+  "__device__ __forceinline__ void napkin_st (napkin_bf16 *p, float v)\n"
   "{ unsigned short h; asm (\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\" (h) : \"f\" (v)); p->x = h; }\n"
-  "static __device__ __forceinline__ void napkin_st (signed char *p, float v)\n"
+  "__device__ __forceinline__ void napkin_st (signed char *p, float v)\n"
   "{ *p = (signed char) fmaxf (-128.f, fminf (127.f, rintf (v))); }\n"
-  "static __device__ __forceinline__ float napkin_round_f16 (float v) { napkin_f16 h; napkin_st (&h, v); return napkin_ld (&h); }\n"
-  "static __device__ __forceinline__ float napkin_round_bf16 (float v) { napkin_bf16 h; napkin_st (&h, v); return napkin_ld (&h); }\n"
-  "static __device__ __forceinline__ float napkin_round_tf32 (float v)\n"
+  "__device__ __forceinline__ float napkin_round_f16 (float v) { napkin_f16 h; napkin_st (&h, v); return napkin_ld (&h); }\n"
+  "__device__ __forceinline__ float napkin_round_bf16 (float v) { napkin_bf16 h; napkin_st (&h, v); return napkin_ld (&h); }\n"
+  "__device__ __forceinline__ float napkin_round_tf32 (float v)\n"
   "{ unsigned u; asm (\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\" (u) : \"f\" (v)); return __uint_as_float (u); }\n"
   "#define NAPKIN_HD static __host__ __device__ inline\n"
   /* the maps the plan's kernels fuse (exact, erf-based GELU as the generic printer) */
-  "static __device__ __forceinline__ float napkin_gelu (float x) { return 0.5f * x * (1.0f + erff (x * 0.70710678f)); }\n"
-  "static __device__ __forceinline__ float napkin_silu (float x) { return x / (1.0f + __expf (-x)); }\n"
-  "static __device__ __forceinline__ float napkin_sigmoid (float x) { return 1.0f / (1.0f + __expf (-x)); }\n"
-  "static __device__ __forceinline__ float napkin_square (float x) { return x * x; }\n"
+  "__device__ __forceinline__ float napkin_gelu (float x) { return 0.5f * x * (1.0f + erff (x * 0.70710678f)); }\n"
+  "__device__ __forceinline__ float napkin_silu (float x) { return x / (1.0f + __expf (-x)); }\n"
+  "__device__ __forceinline__ float napkin_sigmoid (float x) { return 1.0f / (1.0f + __expf (-x)); }\n"
+  "__device__ __forceinline__ float napkin_square (float x) { return x * x; }\n"
   /* the skeletons' shared-memory addresses (cp.async, ldmatrix, wgmma descriptors, TMA) */
-  "static __device__ __forceinline__ unsigned napkin_smem_addr (const void *p)\n"
+  "__device__ __forceinline__ unsigned napkin_smem_addr (const void *p)\n"
   "{ unsigned a; asm (\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\" (a) : \"l\" (p)); return a; }\n"
   /* CUtensorMap, opaque: 128 bytes, 64-byte aligned (the runner encodes them) */
   "struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };\n"
   "@FP8_CODEC@"
   "struct napkin_e4m3 { unsigned char x; };\n"
   "struct napkin_e5m2 { unsigned char x; };\n"
-  "static __device__ __forceinline__ float napkin_ld (const napkin_e4m3 *p) { return napkin_fp8_decode (p->x, 3, 7); }\n"
-  "static __device__ __forceinline__ float napkin_ld (const napkin_e5m2 *p) { return napkin_fp8_decode (p->x, 2, 15); }\n"
-  "static __device__ __forceinline__ void napkin_st (napkin_e4m3 *p, float v) { p->x = napkin_fp8_encode (v, 3, 7, 448.0f); }\n"
-  "static __device__ __forceinline__ void napkin_st (napkin_e5m2 *p, float v) { p->x = napkin_fp8_encode (v, 2, 15, 57344.0f); }\n"
+  "__device__ __forceinline__ float napkin_ld (const napkin_e4m3 *p) { return napkin_fp8_decode (p->x, 3, 7); }\n"
+  "__device__ __forceinline__ float napkin_ld (const napkin_e5m2 *p) { return napkin_fp8_decode (p->x, 2, 15); }\n"
+  "__device__ __forceinline__ void napkin_st (napkin_e4m3 *p, float v) { p->x = napkin_fp8_encode (v, 3, 7, 448.0f); }\n"
+  "__device__ __forceinline__ void napkin_st (napkin_e5m2 *p, float v) { p->x = napkin_fp8_encode (v, 2, 15, 57344.0f); }\n"
   "#endif\n";
 
 const char *
@@ -381,11 +381,11 @@ map_expr (const NapkinNode *node,
     case NAPKIN_FN_EXP: return g_strdup_printf ("expf (%s)", x);
     case NAPKIN_FN_NEG: return g_strdup_printf ("(-%s)", x);
     case NAPKIN_FN_RELU: return g_strdup_printf ("fmaxf (%s, 0.0f)", x);
-    case NAPKIN_FN_GELU: return g_strdup_printf ("(0.5f * (x_ = %s) * (1.0f + erff (x_ * 0.70710678f)))", x);
-    case NAPKIN_FN_SILU: return g_strdup_printf ("((x_ = %s) / (1.0f + expf (-x_)))", x);
+    case NAPKIN_FN_GELU: return g_strdup_printf ("napkin_gelu (%s)", x);
+    case NAPKIN_FN_SILU: return g_strdup_printf ("napkin_silu (%s)", x);
     case NAPKIN_FN_SIGMOID: return g_strdup_printf ("(1.0f / (1.0f + expf (-%s)))", x);
     case NAPKIN_FN_TANH: return g_strdup_printf ("tanhf (%s)", x);
-    case NAPKIN_FN_SQUARE: return g_strdup_printf ("((x_ = %s) * x_)", x);
+    case NAPKIN_FN_SQUARE: return g_strdup_printf ("napkin_square (%s)", x);
     case NAPKIN_FN_SQRT: return g_strdup_printf ("sqrtf (%s)", x);
     case NAPKIN_FN_RSQRT: return g_strdup_printf ("rsqrtf (%s)", x);
     case NAPKIN_FN_CAST:
@@ -422,7 +422,6 @@ print_compute (Printer            *P,
 
   line (P, "/* %s: %s */", id, napkin_compute_op_to_string (s->op));
   open_elements_full (P, s->dst, is_row_op (s->op));
-  line (P, "float x_ = 0.0f; (void) x_;");
 
   switch (s->op)
     {
@@ -950,6 +949,7 @@ napkin_cuda_module_free (NapkinCudaModule *module)
     return;
   napkin_ir_program_free (module->program);
   g_free (module->source);
+  g_free (module->target);
   g_clear_pointer (&module->kernels, g_ptr_array_unref);
   g_clear_pointer (&module->args, g_array_unref);
   g_free (module);
@@ -1124,6 +1124,7 @@ napkin_codegen_cuda_planned (NapkinIrProgram     *program,
   module->args = g_array_new (FALSE, FALSE, sizeof (int));
   module->workspace_slot = -1;
   module->flags = flags;
+  module->target = plan != NULL ? g_strdup (plan->target) : flags & NAPKIN_CODEGEN_SM90A ? g_strdup ("sm_90a") : NULL;
   if (prefix == NULL)
     prefix = "napkin_";
 

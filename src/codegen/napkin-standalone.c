@@ -125,6 +125,7 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
   gint64 io_bytes = 0;
   double bound = 0;
   g_autofree char *safe_title = napkin_codegen_escape_comment (title);
+  g_autofree char *gencode = NULL;
 
   g_return_val_if_fail (module != NULL && reference != NULL, NULL);
 
@@ -143,6 +144,11 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
         bound = MAX (bound, napkin_dtype_tolerance (b->dtype));
     }
 
+  /* the plan's target: sm_90a's wgmma needs the architecture-specific compute_90a */
+  if (module->target != NULL)
+    gencode = g_strdup_printf ("-gencode=arch=compute_%s,code=%s", module->target + 3, module->target);
+  else
+    gencode = g_strdup ("-arch=native");
   out = g_string_new (NULL);
   g_string_append_printf (out,
     "/* %s: exported by Napkin. Build: nvcc -O3 %s -o bench this.cu\n"
@@ -151,7 +157,7 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
     " * plain diagram (every operation through device memory). */\n"
     "#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n#include <cmath>\n#include <vector>\n"
     "#include <algorithm>\n#include <cuda.h>\n#include <cuda_runtime.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\n",
-    safe_title, module->flags & NAPKIN_CODEGEN_SM90A ? "-gencode=arch=compute_90a,code=sm_90a" : "-arch=native");
+    safe_title, gencode);
   g_string_append (out, module->source);
   g_string_append (out, "\n/* ---- fp32 reference from the plain diagram ---- */\n");
   g_string_append (out, reference->source);
