@@ -807,8 +807,11 @@ emit_compute (Lower *L,
             {
               const NapkinRegion *r = g_ptr_array_index (L->chain, c);
 
+              gint64 tile = 0;
+
+              /* a stream of one chunk (the whole axis) cuts nothing: the row is whole */
               if (napkin_region_has_node (r, node->id)
-                  && napkin_region_mark (r, node->axis, NULL) == NAPKIN_MARK_STREAM)
+                  && napkin_region_mark (r, node->axis, &tile) == NAPKIN_MARK_STREAM && tile < axis_size (L, x))
                 {
                   fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
                         "regions.%s.marks.%s: %s “%s” streams over %s only as the online softmax "

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "napkin-file.h"
+#include "napkin-ir.h"
+#include "napkin-tune.h"
 #include "napkin-model.h"
 #include "napkin-plan.h"
 #include "napkin-test-diagrams.h"
@@ -282,6 +284,41 @@ test_examples (void)
     }
 }
 
+/* One legality rule for streaming: whatever tune ranks first lowers and plans. With
+ * k = 128 its best streams the keys in one chunk of 128 (the whole axis), which the
+ * lowering once refused while the model and tune accepted it. */
+static void
+test_tune_lowers (void)
+{
+  const char *sizes[] = { "k=128", "k=4096" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinTuneResult) tuned = NULL;
+      g_autoptr(NapkinDiagram) best = NULL;
+      g_autoptr(NapkinIrProgram) program = NULL;
+      g_autoptr(NapkinPlan) p = NULL;
+
+      g_assert_true (napkin_diagram_override_axis (d, sizes[i], &error));
+      tuned = napkin_tune (d, arch ("h100"), NULL, &error);
+      g_assert_no_error (error);
+      for (guint c = 0; c < MIN (5u, tuned->best->len); c++)
+        {
+          g_clear_object (&best);
+          g_clear_pointer (&program, napkin_ir_program_free);
+          g_clear_pointer (&p, napkin_plan_free);
+          best = napkin_tune_result_relabel (tuned, d, c, &error);
+          g_assert_no_error (error);
+          program = napkin_ir_lower (best, NAPKIN_LOWER_DEFAULT, &error);
+          g_assert_no_error (error);
+          p = plan (best, "h100");
+          g_assert_cmpuint (p->n_generic, ==, 0);
+        }
+    }
+}
+
 /* The JSON `plan --format json` prints. */
 static void
 test_json (void)
@@ -312,5 +349,6 @@ main (int    argc,
   g_test_add_func ("/plan/attention/footprint", test_attention_footprint);
   g_test_add_func ("/plan/examples", test_examples);
   g_test_add_func ("/plan/json", test_json);
+  g_test_add_func ("/plan/tune-lowers", test_tune_lowers);
   return g_test_run ();
 }
