@@ -581,11 +581,11 @@ show_regions (NapkinAnalysisPane *self,
       g_autofree char *head = g_strdup_printf ("%s · %s", name, napkin_level_to_string (c->level));
       g_autofree char *inst = napkin_format_int (c->instances);
       g_autofree char *ch = napkin_format_int (c->chunks);
-      g_autofree char *fb = napkin_format_int (c->footprint_bytes);
+      g_autofree char *fb = napkin_format_int (napkin_region_block_bytes (a, r));
       g_autofree char *cap = napkin_format_int ((gint64) napkin_region_capacity (a, r));
       g_autofree char *per_sm = napkin_format_int (c->per_sm);
       g_autofree char *waves = napkin_format_int (c->waves);
-      double cap_pct = 100.0 * c->footprint_bytes / MAX (1.0, napkin_region_capacity (a, r));
+      double cap_pct = 100.0 * napkin_region_block_bytes (a, r) / MAX (1.0, napkin_region_capacity (a, r));
       guint warps = MAX (1u, (c->threads + 31) / 32);
       char *k, *v;
       Row *row;

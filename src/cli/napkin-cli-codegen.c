@@ -74,9 +74,10 @@ napkin_cli_codegen (int    argc,
     { "target", 't', 0, G_OPTION_ARG_STRING, &target,
       "cuda (kernels), standalone (.cu with main(), builds with nvcc) or pseudo (default: cuda)", "TARGET" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write to this file instead of standard output", "OUT" },
-    { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no skeletons)", NULL },
+    { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no tile primitives)", NULL },
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch,
-      "Compile target (sm_80, sm_90a, …): sm_90a lets the Hopper wgmma skeletons take their kernels", "SM" },
+      "Architecture id (napkin-cli archs: h100, a100, …) or compute target (sm_80, sm_90a); default h100. "
+      "The kernel plan for that GPU decides each kernel's path", "ID" },
     { "plain", 0, 0, G_OPTION_ARG_NONE, &plain, "Ignore the regions: every operation through device memory", NULL },
     { "check", 0, 0, G_OPTION_ARG_NONE, &check,
       "Instead of printing, run the relabeled and the plain loop nests in the CPU interpreter and compare "
@@ -88,6 +89,10 @@ napkin_cli_codegen (int    argc,
   g_autoptr(GError) error = NULL;
   g_autoptr(NapkinIrProgram) program = NULL;
   g_autofree char *text = NULL;
+  g_autofree char *sm = NULL;
+  g_autoptr(NapkinPlan) plan = NULL;
+  NapkinPlanOptions plan_options = { 0 };
+  NapkinArch *profile;
 
   context = napkin_cli_context_new ("codegen", "FILE",
                                     "Lower a relabeled diagram to its loop nest and print it as CUDA or as "
@@ -101,6 +106,9 @@ napkin_cli_codegen (int    argc,
     target = g_strdup ("cuda");
   if (!g_str_equal (target, "cuda") && !g_str_equal (target, "pseudo") && !g_str_equal (target, "standalone"))
     return napkin_cli_usage_error ("codegen", "--target must be cuda, standalone or pseudo, not “%s”", target);
+  if ((profile = napkin_cli_lookup_arch ("codegen", arch)) == NULL)
+    return NAPKIN_CLI_USAGE;
+  sm = napkin_plan_target_for_arch (profile);
 
   diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
   napkin_cli_overrides_clear (&overrides);
@@ -121,15 +129,25 @@ napkin_cli_codegen (int    argc,
 
   if (check)
     return check_equivalence (argv[1], diagram, program);
+  if (!plain)
+    {
+      plan_options.generic_only = generic;
+      plan = napkin_plan_build (diagram, profile, &plan_options, &error);
+      if (plan == NULL)
+        {
+          fprintf (stderr, "%s: cannot plan: %s\n", argv[1], error->message);
+          return NAPKIN_CLI_FAILED;
+        }
+    }
 
   if (g_str_equal (target, "pseudo"))
     text = napkin_codegen_pseudocode (program);
   else
     {
-      g_autoptr(NapkinCudaModule) module = napkin_codegen_cuda (g_steal_pointer (&program),
-                                                                generic ? NAPKIN_CODEGEN_GENERIC_ONLY
-                                                                        : napkin_codegen_flags_for_arch (arch),
-                                                                NULL, &error);
+      g_autoptr(NapkinCudaModule) module = napkin_codegen_cuda_planned (g_steal_pointer (&program), plan,
+                                                                        generic ? NAPKIN_CODEGEN_GENERIC_ONLY
+                                                                                : napkin_codegen_flags_for_arch (sm),
+                                                                        NULL, &error);
 
       if (module == NULL)
         {

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "napkin-cli.h"
 #include "napkin-file.h"
@@ -109,4 +110,36 @@ napkin_cli_overrides_clear (NapkinCliOverrides *overrides)
 {
   g_clear_pointer (&overrides->axes, g_strfreev);
   g_clear_pointer (&overrides->tiles, g_strfreev);
+}
+
+NapkinArch *
+napkin_cli_lookup_arch (const char *command,
+                        const char *id)
+{
+  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+  g_autoptr(GError) error = NULL;
+  NapkinArch *arch;
+  int major = 0, minor = 0;
+
+  if (id == NULL)
+    id = "h100";
+  /* a compute target: the first profile of that compute capability */
+  if ((g_str_has_prefix (id, "sm_") || g_str_has_prefix (id, "compute_"))
+      && sscanf (strchr (id, '_') + 1, "%1d%1d", &major, &minor) == 2)
+    {
+      g_autofree char *cc = g_strdup_printf ("%d.%d", major, minor);
+
+      for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
+        {
+          arch = napkin_arch_registry_get (reg, i);
+          if (g_strcmp0 (arch->compute_capability, cc) == 0)
+            return arch;
+        }
+      napkin_cli_usage_error (command, "--arch: no architecture profile has compute capability %s", cc);
+      return NULL;
+    }
+  arch = napkin_arch_registry_lookup (reg, id, &error);
+  if (arch == NULL)
+    napkin_cli_usage_error (command, "--arch: %s", error->message);
+  return arch;
 }

@@ -122,7 +122,7 @@ napkin_cli_run (int    argc,
                 char **argv)
 {
   NapkinCliOverrides overrides = { NULL, NULL };
-  gboolean as_json = FALSE, generic = FALSE, no_reference = FALSE, plain = FALSE;
+  gboolean as_json = FALSE, generic = FALSE, no_reference = FALSE, plain = FALSE, tune = FALSE, no_energy = FALSE;
   int repeats = 20, timeout = 300, reference_repeats = 5;
   gint64 seed = 1234;
   g_autofree char *inject = NULL;
@@ -132,14 +132,17 @@ napkin_cli_run (int    argc,
     { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (default 20)", "N" },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Stop the run after this many seconds (default 300)", "S" },
     { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs", "S" },
-    { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no skeletons)", NULL },
+    { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no tile primitives)", NULL },
     { "model", 0, 0, G_OPTION_ARG_STRING, &model, "Architecture the prediction uses (default: the GPU found)", "ID" },
+    { "arch", 0, 0, G_OPTION_ARG_STRING, &model, "Same as --model", "ID" },
     { "inject", 0, 0, G_OPTION_ARG_STRING, &inject, "Test the containment: run a kernel made to fault or hang", "fault|hang" },
     { "no-reference", 0, 0, G_OPTION_ARG_NONE, &no_reference,
       "Time without the fp32 reference (when it does not fit in device memory; check the tiles at a smaller size)", NULL },
     { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
-    { "plain", 0, 0, G_OPTION_ARG_NONE, &plain,
-      "Run a diagram without regions as drawn (by default the model's best relabeling of it runs)", NULL },
+    { "tune", 0, 0, G_OPTION_ARG_NONE, &tune,
+      "A diagram without regions: run the model's best relabeling of it instead of the plan of it as drawn", NULL },
+    { "plain", 0, 0, G_OPTION_ARG_NONE, &plain, "Run the diagram as drawn (the default; kept for scripts)", NULL },
+    { "no-energy", 0, 0, G_OPTION_ARG_NONE, &no_energy, "Skip the NVML energy measurement", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -181,7 +184,7 @@ napkin_cli_run (int    argc,
 #ifdef HAVE_PERF
   /* No relabeling in the file: run the one the model ranks first (napkin_tune proposes
    * the regions for the patterns it knows, then searches their tiles). */
-  if (napkin_diagram_n_regions (diagram) == 0 && !plain && inject == NULL)
+  if (napkin_diagram_n_regions (diagram) == 0 && tune && !plain && inject == NULL)
     {
       NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), model ? model : "h100",
                                                       NULL);
@@ -192,8 +195,7 @@ napkin_cli_run (int    argc,
 
       if (relabeled != NULL)
         {
-          fprintf (stderr, "%s: no relabeling in the file; running the model's best on %s: %s (pass --plain to "
-                   "run the diagram as drawn)\n", argv[1], arch->id,
+          fprintf (stderr, "%s: no relabeling in the file; running the model's best on %s: %s\n", argv[1], arch->id,
                    ((NapkinTuneCandidate *) g_ptr_array_index (tuned->best, 0))->tiles);
           g_clear_object (&diagram);
           diagram = g_steal_pointer (&relabeled);
@@ -210,6 +212,8 @@ napkin_cli_run (int    argc,
     g_ptr_array_add (args, g_strdup ("--generic"));
   if (no_reference)
     g_ptr_array_add (args, g_strdup ("--no-reference"));
+  if (no_energy)
+    g_ptr_array_add (args, g_strdup ("--no-energy"));
   g_ptr_array_add (args, g_strdup_printf ("--reference-repeats=%d", reference_repeats));
   if (inject != NULL)
     g_ptr_array_add (args, g_strdup_printf ("--inject=%s", inject));

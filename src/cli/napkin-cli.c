@@ -18,6 +18,7 @@ static const NapkinCliCommand commands[] = {
   { "archs", "", "GPU architectures the performance model knows", napkin_cli_archs },
   { "analyze", "FILE", "Predicted transfers, footprint, occupancy, time and bound on a GPU", napkin_cli_analyze },
   { "compare", "FILE", "Predicted time, bound and throughput across GPUs and element types", napkin_cli_compare },
+  { "plan", "FILE", "The kernel plan: each kernel's path, tiles, stages, fused operations, footprint", napkin_cli_plan },
   { "tune", "FILE", "Search tile and stream sizes, ranked by predicted time", napkin_cli_tune },
 #ifdef NAPKIN_HAVE_RENDER
   { "render", "FILE -o OUT", "Draw a diagram to SVG, PDF, PNG or TikZ, as the editor shows it", napkin_cli_render },

@@ -3,6 +3,7 @@
 
 #include <glib.h>
 
+#include "napkin-arch.h"
 #include "napkin-diagram.h"
 
 G_BEGIN_DECLS
@@ -46,6 +47,12 @@ int             napkin_cli_usage_error       (const char          *command,
                                               const char          *format,
                                               ...) G_GNUC_PRINTF (2, 3);
 
+/* The profile an --arch value names: an id of `napkin-cli archs` (h100, a100, …) or a
+ * compute target (sm_90a, sm_80: the first profile of that compute capability). NULL
+ * after a usage error that lists the known ids. */
+NapkinArch     *napkin_cli_lookup_arch       (const char          *command,
+                                              const char          *id);
+
 /* Commands, one file each. */
 int napkin_cli_validate (int argc, char **argv);
 int napkin_cli_info     (int argc, char **argv);
@@ -57,6 +64,7 @@ int napkin_cli_archs    (int argc, char **argv);
 int napkin_cli_analyze  (int argc, char **argv);
 int napkin_cli_compare  (int argc, char **argv);
 int napkin_cli_tune     (int argc, char **argv);
+int napkin_cli_plan     (int argc, char **argv);
 int napkin_cli_render   (int argc, char **argv);
 
 G_END_DECLS

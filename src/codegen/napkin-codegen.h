@@ -2,6 +2,7 @@
 #pragma once
 
 #include "napkin-ir.h"
+#include "napkin-plan.h"
 
 G_BEGIN_DECLS
 
@@ -99,6 +100,16 @@ gboolean napkin_cuda_tensor_map_encoding (const NapkinCudaTensorMap *map,
 /* Takes ownership of the program. Kernels are named PREFIX k0, k1, … (prefix
  * "napkin_" when NULL), so a module and its reference can share one source. */
 NapkinCudaModule *napkin_codegen_cuda         (NapkinIrProgram         *program,
+                                               NapkinCodegenFlags       flags,
+                                               const char              *prefix,
+                                               GError                 **error);
+/* The same, printing `plan` (the kernel plan of program's diagram, src/plan): each
+ * kernel with the tile primitives of its path, generic ones (and any a printer cannot
+ * take, with the reason in the kernel's note) through the generic lowering. A NULL
+ * plan prints every kernel generically. napkin_codegen_cuda plans for the profile of the
+ * target the flags name (sm_90a: compute capability 9.0, else 8.0). */
+NapkinCudaModule *napkin_codegen_cuda_planned (NapkinIrProgram         *program,
+                                               const NapkinPlan        *plan,
                                                NapkinCodegenFlags       flags,
                                                const char              *prefix,
                                                GError                 **error);

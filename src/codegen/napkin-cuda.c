@@ -136,6 +136,7 @@ typedef struct
   char                 **ext;
   gboolean               block;      /* inside grid loops: the block cooperates */
   int                   *place;      /* tile: 1 shared memory, 2 workspace */
+  gint64                 ws_base;    /* bytes of the workspace before the generic kernels' part (plan scratch) */
   gint64                *ws_off;     /* tile: float offset in the block's workspace */
   guint                  var;
   GError               **error;
@@ -905,8 +906,8 @@ print_kernel (Printer              *P,
       line (P, "(void) blk_;");
       g_ptr_array_unref (grid_loops);
       if (ws > 0)
-        line (P, "float *const ws_ = (float *) args.p[%d] + (long) blockIdx.x * %" G_GINT64_FORMAT "L;",
-              module->workspace_slot, ws);
+        line (P, "float *const ws_ = (float *) ((char *) args.p[%d] + %" G_GINT64_FORMAT "L) + (long) blockIdx.x * %"
+              G_GINT64_FORMAT "L;", module->workspace_slot, P->ws_base, ws);
     }
   else
     {
@@ -963,11 +964,162 @@ napkin_cuda_module_free (NapkinCudaModule *module)
   g_free (module);
 }
 
+/* The generic kernels of plan kernel `pk`: the IR kernels of its region or operation. */
+static void
+print_generic (Printer                *P,
+               NapkinCudaModule       *module,
+               const NapkinPlanKernel *pk,
+               const int              *slot,
+               const char             *prefix,
+               guint                  *index,
+               const char             *why)
+{
+  for (guint k = 0; k < P->prog->kernels->len; k++)
+    {
+      const NapkinIrKernel *kernel = g_ptr_array_index (P->prog->kernels, k);
+
+      if (pk != NULL && (pk->region >= 0 ? kernel->region != pk->region
+                                        : (kernel->region >= 0 || kernel->node != pk->node)))
+        continue;
+      print_kernel (P, module, kernel, slot, prefix, (*index)++, why ? g_strdup (why) : NULL);
+    }
+}
+
+/* The fixed-shape skeletons of kernels/ for a plan kernel's region (aligned shapes
+ * only), as long as the GEMM primitives' printers are not there. */
+static gboolean
+print_skeleton (Printer                *P,
+                NapkinCudaModule       *module,
+                const NapkinPlanKernel *pk,
+                const int              *slot,
+                const char             *prefix,
+                guint                  *index)
+{
+  for (guint k = 0; k < P->prog->kernels->len; k++)
+    {
+      const NapkinIrKernel *kernel = g_ptr_array_index (P->prog->kernels, k);
+      g_autofree char *note = NULL;
+      guint saved = module->flags;
+      gboolean ok;
+
+      if (kernel->region != pk->region)
+        continue;
+      module->flags = pk->path == NAPKIN_PATH_WGMMA ? (saved | NAPKIN_CODEGEN_SM90A) : (saved & ~NAPKIN_CODEGEN_SM90A);
+      ok = _napkin_cuda_try_skeleton (P->prog, kernel, module, slot, prefix, *index, P->out, &note);
+      module->flags = saved;
+      if (ok)
+        (*index)++;
+      return ok;
+    }
+  return FALSE;
+}
+
+/* Prints plan kernel `pk` with its tile primitives; FALSE with an error when a printer
+ * cannot (the caller then prints the generic lowering and says why). */
+static gboolean
+print_planned (Printer                *P,
+               NapkinCudaModule       *module,
+               const NapkinPlan       *plan,
+               const NapkinPlanKernel *pk,
+               const int              *slot,
+               const char             *prefix,
+               guint                  *index,
+               GError                **error)
+{
+  NapkinPrintCtx ctx = { plan, P->prog, module, slot, P->out };
+  g_autofree char *name = g_strdup_printf ("%sk%u", prefix, *index);
+  gboolean ok = FALSE;
+
+  switch (pk->kind)
+    {
+    case NAPKIN_PLAN_GEMM:
+      ok = pk->path == NAPKIN_PATH_WGMMA ? _napkin_print_gemm_wgmma (&ctx, pk, name, error)
+                                         : _napkin_print_gemm_mma (&ctx, pk, name, error);
+      break;
+    case NAPKIN_PLAN_SPLIT_REDUCE:
+      ok = _napkin_print_split_reduce (&ctx, pk, name, error);
+      break;
+    case NAPKIN_PLAN_REPACK:
+      ok = _napkin_print_repack (&ctx, pk, name, error);
+      break;
+    case NAPKIN_PLAN_ROWS:
+      ok = _napkin_print_rows (&ctx, pk, name, error);
+      break;
+    case NAPKIN_PLAN_ELEMENTWISE:
+      ok = _napkin_print_elementwise (&ctx, pk, name, error);
+      break;
+    case NAPKIN_PLAN_ATTENTION:
+      /* the attention skeletons (kernels/flash-*.cu) take the region as the plan chose it */
+      for (guint k = 0; k < P->prog->kernels->len && !ok; k++)
+        {
+          const NapkinIrKernel *kernel = g_ptr_array_index (P->prog->kernels, k);
+          g_autofree char *note = NULL;
+          guint saved = module->flags;
+
+          if (kernel->region != pk->region)
+            continue;
+          module->flags = pk->path == NAPKIN_PATH_WGMMA ? (saved | NAPKIN_CODEGEN_SM90A) : (saved & ~NAPKIN_CODEGEN_SM90A);
+          ok = _napkin_cuda_try_skeleton (P->prog, kernel, module, slot, prefix, *index, P->out, &note);
+          module->flags = saved;
+          if (!ok)
+            g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, "%s",
+                         note ? note : "the attention skeleton did not take the region");
+        }
+      break;
+    case NAPKIN_PLAN_GENERIC:
+    case NAPKIN_N_PLAN_KINDS:
+    default:
+      break;
+    }
+  if (ok)
+    (*index)++;
+  return ok;
+}
+
+/* The architecture profile the plan is made for, from the compile target the flags
+ * name: Hopper (sm_90a) or, by default, Ampere (sm_80). */
+static NapkinArch *
+arch_for_flags (NapkinCodegenFlags flags)
+{
+  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+  const char *cc = flags & NAPKIN_CODEGEN_SM90A ? "9.0" : "8.0";
+
+  for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
+    {
+      NapkinArch *arch = napkin_arch_registry_get (reg, i);
+
+      if (g_strcmp0 (arch->compute_capability, cc) == 0)
+        return arch;
+    }
+  return NULL;
+}
+
 NapkinCudaModule *
 napkin_codegen_cuda (NapkinIrProgram     *program,
                      NapkinCodegenFlags   flags,
                      const char          *prefix,
                      GError             **error)
+{
+  g_autoptr(NapkinPlan) plan = NULL;
+
+  g_return_val_if_fail (program != NULL, NULL);
+
+  if (!(flags & NAPKIN_CODEGEN_GENERIC_ONLY) && !program->plain)
+    {
+      NapkinArch *arch = arch_for_flags (flags);
+
+      if (arch != NULL)
+        plan = napkin_plan_build (program->diagram, arch, NULL, NULL);
+    }
+  return napkin_codegen_cuda_planned (program, plan, flags, prefix, error);
+}
+
+NapkinCudaModule *
+napkin_codegen_cuda_planned (NapkinIrProgram     *program,
+                             const NapkinPlan    *plan,
+                             NapkinCodegenFlags   flags,
+                             const char          *prefix,
+                             GError             **error)
 {
   g_autoptr(NapkinCudaModule) module = g_new0 (NapkinCudaModule, 1);
   Printer P = { 0 };
@@ -1030,16 +1182,41 @@ napkin_codegen_cuda (NapkinIrProgram     *program,
                             program->plain ? " (plain: every operation through device memory)" : "");
   }
 
-  for (guint k = 0; k < program->kernels->len; k++)
+  P.ws_base = plan != NULL ? plan->scratch_bytes : 0;
+  if (plan == NULL)
     {
-      const NapkinIrKernel *kernel = g_ptr_array_index (program->kernels, k);
+      guint index = 0;
 
-      char *note = NULL;
+      print_generic (&P, module, NULL, slot, prefix, &index, NULL);
+    }
+  else
+    {
+      guint index = 0;
+      gboolean skip_reduce = FALSE;
 
-      if (!(flags & NAPKIN_CODEGEN_GENERIC_ONLY)
-          && _napkin_cuda_try_skeleton (program, kernel, module, slot, prefix, k, P.out, &note))
-        continue;
-      print_kernel (&P, module, kernel, slot, prefix, k, note);
+      for (guint k = 0; k < plan->kernels->len; k++)
+        {
+          const NapkinPlanKernel *pk = g_ptr_array_index (plan->kernels, k);
+          g_autoptr(GError) why = NULL;
+
+          if (pk->kind == NAPKIN_PLAN_SPLIT_REDUCE && skip_reduce)
+            continue;
+          skip_reduce = FALSE;
+          if (pk->path != NAPKIN_PATH_GENERIC && print_planned (&P, module, plan, pk, slot, prefix, &index, &why))
+            continue;
+          if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+            continue;   /* a helper of a kernel that falls back: not needed */
+          skip_reduce = TRUE;
+          if ((pk->kind == NAPKIN_PLAN_GEMM || pk->kind == NAPKIN_PLAN_ROWS) && pk->region >= 0 && print_skeleton (&P, module, pk, slot, prefix, &index))
+            continue;
+          {
+            g_autofree char *note = why != NULL ? g_strdup_printf ("the %s printer failed: %s",
+                                                                   napkin_path_to_string (pk->path), why->message)
+                                                : g_strdup_printf ("generic: %s", pk->reason);
+
+            print_generic (&P, module, pk, slot, prefix, &index, note);
+          }
+        }
     }
 
   for (guint k = 0; k < module->kernels->len; k++)
@@ -1048,6 +1225,7 @@ napkin_codegen_cuda (NapkinIrProgram     *program,
 
       module->workspace_bytes = MAX (module->workspace_bytes, ck->workspace_bytes);
     }
+  module->workspace_bytes += P.ws_base;
   if (module->workspace_bytes == 0)
     module->workspace_slot = -1;
 

@@ -343,6 +343,17 @@ napkin_explain_region_instances (const NapkinAnalysis *a,
                           "\n  each folds %s stream chunks: %s steps", g, c->tile, i, ch, st);
 }
 
+gint64
+napkin_region_block_bytes (const NapkinAnalysis *a,
+                           guint                 region)
+{
+  const NapkinRegionCost *c = region_cost (a, region);
+
+  g_return_val_if_fail (c != NULL, 0);
+
+  return c->plan_smem_bytes > 0 ? c->plan_smem_bytes : c->footprint_bytes;
+}
+
 double
 napkin_region_capacity (const NapkinAnalysis *a,
                         guint                 region)
@@ -374,6 +385,16 @@ napkin_explain_region_footprint (const NapkinAnalysis *a,
   e = napkin_format_int (c->footprint_elements);
   b = napkin_format_int (c->footprint_bytes);
   cap = napkin_format_int ((gint64) napkin_region_capacity (a, region));
+  if (c->plan_smem_bytes > 0)
+    {
+      g_autofree char *pb = napkin_format_int (c->plan_smem_bytes);
+
+      return g_strdup_printf ("shared memory a block = what its kernel's plan asks for (tiles × stages, "
+                              "epilogue buffers, alignment, barriers) = %s B, against %s B one block may have "
+                              "= %.1f %%%s\n  (the paper's footprint M: %s elements = %s B)", pb, cap,
+                              100.0 * c->plan_smem_bytes / MAX (1.0, napkin_region_capacity (a, region)),
+                              c->feasible ? "" : " (INFEASIBLE)", e, b);
+    }
   return g_strdup_printf ("footprint = largest set of tiles live at once (× %u stages for streamed inputs)"
                           "\n  = %s elements = %s B, against %s B (%s) = %.1f %%%s", c->stages, e, b, cap,
                           c->level == NAPKIN_LEVEL_SMEM ? "shared memory one block may have"

@@ -53,6 +53,10 @@ char *napkin_explain_region_waves     (const NapkinAnalysis *analysis,
                                        guint                 region);
 /* The capacity a region's footprint is held against: shared memory one block
  * may have, the register file of an SM, or L2. */
+/* What a region's block holds against its capacity: the shared memory its kernel's plan
+ * asks for where the plan runs tile primitives (docs/plan.md), else the footprint M. */
+gint64 napkin_region_block_bytes       (const NapkinAnalysis *analysis,
+                                        guint                 region);
 double napkin_region_capacity          (const NapkinAnalysis *analysis,
                                         guint                 region);
 /* One transfer of a region: tile × count × bytes. */

@@ -74,11 +74,11 @@ typedef struct
   guint                *pos;         /* per node: place in the topological order */
   int                   current;     /* region being modelled, for its error count */
   gboolean              overflow;
+  NapkinPlan           *plan;        /* the kernel plan priced (a->plan) */
 } Model;
 
-static gboolean uses_wgmma (const NapkinArch *arch, NapkinDiagram *d, guint r, gboolean has_dtype,
-                            NapkinDtype dtype, gint64 *rows_out, gint64 *smem_out);
 static void     wgmma_attention_registers (gint64 consumers, gint64 *producer, gint64 *consumer);
+static const NapkinPlanKernel *plan_kernel_of (Model *m, guint r);
 
 static void
 transfer_clear (gpointer p)
@@ -104,6 +104,8 @@ kernel_cost_clear (gpointer p)
   NapkinKernelCost *k = p;
 
   g_free (k->name);
+  g_free (k->reason);
+  g_free (k->note);
 }
 
 void
@@ -112,6 +114,7 @@ napkin_analysis_free (NapkinAnalysis *a)
   if (a == NULL)
     return;
   g_clear_pointer (&a->arch, napkin_arch_unref);
+  g_clear_pointer (&a->plan, napkin_plan_free);
   g_clear_pointer (&a->regions, g_array_unref);
   g_clear_pointer (&a->kernels, g_array_unref);
   g_clear_pointer (&a->errors, g_ptr_array_unref);
@@ -1045,8 +1048,19 @@ model_occupancy (Model *m,
       /* The footprint M counts the output tile, which the wgmma skeletons accumulate in
        * registers: where M does not fit but the skeleton's own buffers do (the rule
        * checked them), those are what the block asks for. */
-      if (m->rs[r].wgmma && cost->footprint_bytes > arch->smem_max_per_block)
-        need = m->rs[r].wgmma_smem + arch->smem_reserved_per_block;
+      const NapkinPlanKernel *pk = plan_kernel_of (m, r);
+
+      /* The block asks for what its kernel's plan says (tiles, stages, staging buffers,
+       * barriers: docs/plan.md), not the paper's footprint M, wherever the plan runs a
+       * kernel of tile primitives; an infeasible plan says which limit it breaks. */
+      if (pk != NULL && pk->path != NAPKIN_PATH_GENERIC && !m->a->paper
+          && (pk->kind == NAPKIN_PLAN_GEMM || pk->kind == NAPKIN_PLAN_ATTENTION))
+        {
+          need = pk->smem_bytes + arch->smem_reserved_per_block;
+          cost->plan_smem_bytes = pk->smem_bytes;
+          if (!pk->feasible)
+            error_add (m, "regions[%u]: %s", cost->region, pk->infeasible);
+        }
       else if (m->rs[r].rows_c > 0)
         need = 32 * 4 + arch->smem_reserved_per_block;   /* rows in registers: one float per warp */
       else if (cost->footprint_bytes > arch->smem_max_per_block)
@@ -1244,26 +1258,6 @@ account_transfer (Model                *m,
 /* The tile of `axis` in `region` (a whole axis: its size); FALSE when the mark's kind
  * is not `want` (or whole), or, with `divides`, when the tile does not divide the axis
  * (neither wgmma skeleton has edge tiles). */
-static gboolean
-wgmma_tile (NapkinDiagram      *d,
-            const NapkinRegion *region,
-            guint               axis,
-            NapkinMarkKind      want,
-            gboolean            divides,
-            gint64             *tile)
-{
-  gint64 size = napkin_diagram_axis_size (d, axis), t = 0;
-  NapkinMarkKind kind = napkin_region_mark (region, napkin_diagram_axis (d, axis)->name, &t);
-
-  if (kind == NAPKIN_MARK_WHOLE || t <= 0 || t >= size)
-    {
-      *tile = size;
-      return TRUE;
-    }
-  *tile = t;
-  return kind == want && (!divides || size % t == 0);
-}
-
 /* flash-wgmma's setmaxnreg split: the producer keeps what its copy loop needs, the
  * consumers share the rest of the 64K registers (a multiple of 8, at most 240). */
 static void
@@ -1275,143 +1269,14 @@ wgmma_attention_registers (gint64  consumers,
   *consumer = MIN (240, (65536 - 128 * *producer) / (128 * MAX (1, consumers)) / 8 * 8);
 }
 
-static gboolean
-wgmma_dtype (NapkinDtype dtype)
+/* The plan's kernel for the kernel region `r` belongs to (its top-level region). */
+static const NapkinPlanKernel *
+plan_kernel_of (Model *m,
+                guint  r)
 {
-  return dtype == NAPKIN_DTYPE_FP16 || dtype == NAPKIN_DTYPE_BF16;
-}
-
-static gboolean
-uses_wgmma (const NapkinArch *arch,
-            NapkinDiagram    *d,
-            guint             r,
-            gboolean          has_dtype,
-            NapkinDtype       dtype,
-            gint64           *rows_out,
-            gint64           *smem_out)
-{
-  const NapkinRegion *region = napkin_diagram_region (d, r);
-  guint n_axes = napkin_diagram_n_axes (d);
-  int first = -1;
-  guint contractions = 0, bytes = 2;
-  gint64 stages = MAX (2, (gint64) region->stages), smem;   /* the skeletons double-buffer at least */
-
-  if (!napkin_arch_has_wgmma (arch) || region->level != NAPKIN_LEVEL_SMEM)
-    return FALSE;
-  /* the region's contractions; the first product is the one whose operands both come
-   * from outside (attention's Q·Kᵀ, not P·V) */
-  for (guint i = 0; i < region->nodes->len; i++)
-    {
-      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
-      gboolean outside = TRUE;
-
-      if (n < 0 || napkin_diagram_node (d, n)->kind != NAPKIN_OP_CONTRACT)
-        continue;
-      contractions++;
-      for (guint p = 0; p < 2; p++)
-        {
-          int src = napkin_diagram_input_source (d, n, p);
-          NapkinDtype t;
-
-          if (src < 0)
-            return FALSE;
-          if (napkin_region_has_node (region, napkin_diagram_node (d, src)->id))
-            {
-              outside = FALSE;
-              continue;   /* made inside (P of attention): the skeleton converts it */
-            }
-          t = has_dtype ? dtype : napkin_diagram_node_type (d, src)->dtype;
-          if (!wgmma_dtype (t))
-            return FALSE;
-          bytes = napkin_dtype_bytes (t);
-        }
-      if (outside && first < 0)
-        first = n;
-    }
-  if (first < 0)
-    return FALSE;
-  {
-    int s0 = napkin_diagram_input_source (d, first, 0), s1 = napkin_diagram_input_source (d, first, 1);
-    const NapkinTensorType *x = napkin_diagram_node_type (d, s0), *y = napkin_diagram_node_type (d, s1);
-    const NapkinTensorType *out = napkin_diagram_node_type (d, first);
-    gint64 rows = 1, cols = 1, depth = 1, depth_size = 1;
-
-    for (guint a = 0; a < n_axes; a++)
-      {
-        gboolean in_x = napkin_tensor_type_has_axis (x, a), in_y = napkin_tensor_type_has_axis (y, a);
-        gboolean in_out = napkin_tensor_type_has_axis (out, a);
-        gint64 t;
-
-        if (in_x && in_y && in_out)
-          {
-            /* batch (heads): the skeletons take one per block */
-            if (!wgmma_tile (d, region, a, NAPKIN_MARK_PARALLEL, TRUE, &t) || t != 1)
-              return FALSE;
-            continue;
-          }
-        if (in_x && in_out)
-          {
-            if (!wgmma_tile (d, region, a, NAPKIN_MARK_PARALLEL, TRUE, &t))
-              return FALSE;
-            rows *= t;
-          }
-        else if (in_y && in_out)
-          {
-            /* attention streams its key axis; a GEMM cuts its columns into groups */
-            if (!wgmma_tile (d, region, a, contractions == 1 ? NAPKIN_MARK_PARALLEL : NAPKIN_MARK_STREAM,
-                             TRUE, &t))
-              return FALSE;
-            cols *= t;
-          }
-        else if (in_x && in_y)
-          {
-            /* a GEMM streams its contracted axis; attention holds d whole */
-            if (!wgmma_tile (d, region, a, contractions == 1 ? NAPKIN_MARK_STREAM : NAPKIN_MARK_WHOLE,
-                             contractions == 1, &t))
-              return FALSE;
-            depth *= t;
-            depth_size *= napkin_diagram_axis_size (d, a);
-          }
-      }
-    if (contractions == 1)
-      {
-        /* GEMM: wgmma m64nNk16 per warpgroup, k chunks of 64 (one 128-byte swizzle row).
-         * What gemm-wgmma (src/codegen/napkin-skeleton-wgmma.c) adds to the shared rule:
-         * B loaded in 64-column boxes, one or two consumer warpgroups of at most 128
-         * accumulators a thread, two 8 KB store buffers per consumer, its own 1 KB of
-         * alignment and the stage barriers (tests/codegen/test-wgmma-rule.c checks the
-         * two agree). */
-        gint64 consumers = rows == 64 ? 1 : 2, chunks = stages * (depth / 64);
-
-        if (rows % 64 != 0 || cols % 8 != 0 || cols > 256 || depth % 64 != 0)
-          return FALSE;
-        if (cols % 64 != 0 || (rows != 64 && rows != 128 && rows != 256) || rows / consumers * cols / 128 > 128)
-          return FALSE;
-        smem = chunks * (rows * 64 + 64 * cols) * bytes + 2 * consumers * 8192 + 1024 + 16 * chunks;
-      }
-    else
-      {
-        /* attention: 64 query rows per consumer warpgroup, key chunks of n ≤ 256, d whole.
-         * What flash-wgmma (src/codegen/napkin-skeleton-flash-wgmma.c) adds: at most
-         * three consumers and a producer warpgroup sharing the 64K registers, a consumer
-         * holding scores (n/2), P (n/4), O (d/2) and 32 more per thread (the skeleton's
-         * ptxas-checked rule), 1 KB of alignment and 1 + 3·stages barriers. */
-        gint64 consumers = rows / 64, producer, consumer;
-
-        if (rows % 64 != 0 || cols % 16 != 0 || cols > 256 || depth != depth_size
-            || (depth != 64 && depth != 128) || consumers > 3)
-          return FALSE;
-        wgmma_attention_registers (consumers, &producer, &consumer);
-        if (3 * cols / 4 + depth / 2 + 32 > consumer)
-          return FALSE;
-        smem = 1024 + rows * depth * bytes + 2 * stages * cols * depth * bytes + 8 * (1 + 3 * stages);
-      }
-    if (rows_out != NULL)
-      *rows_out = rows;
-    if (smem_out != NULL)
-      *smem_out = smem;
-    return smem <= arch->smem_max_per_block;
-  }
+  if (m->plan == NULL)
+    return NULL;
+  return napkin_plan_kernel_for (m->plan, m->rs[r].kernel, -1);
 }
 
 gboolean
@@ -1419,11 +1284,33 @@ napkin_model_region_uses_wgmma (const NapkinArch *arch,
                                 NapkinDiagram    *diagram,
                                 guint             region)
 {
+  NapkinPlanOptions options = { 0 };
+  g_autoptr(NapkinPlan) plan = NULL;
+  int top = region;
+
   g_return_val_if_fail (arch != NULL, FALSE);
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
   g_return_val_if_fail (region < napkin_diagram_n_regions (diagram), FALSE);
 
-  return uses_wgmma (arch, diagram, region, FALSE, NAPKIN_DTYPE_FP16, NULL, NULL);
+  plan = napkin_plan_build (diagram, (NapkinArch *) arch, &options, NULL);
+  if (plan == NULL || napkin_diagram_region (diagram, region)->level != NAPKIN_LEVEL_SMEM)
+    return FALSE;
+  /* the kernel a region belongs to is the plan kernel holding its nodes */
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+      const NapkinRegion *r = napkin_diagram_region (diagram, region);
+
+      if (k->region < 0 || r->nodes->len == 0)
+        continue;
+      for (guint j = 0; j < k->nodes->len; j++)
+        if (g_str_equal (napkin_diagram_node (diagram, g_array_index (k->nodes, guint, j))->id,
+                         g_ptr_array_index (r->nodes, 0)))
+          top = k->region;
+      if (top == k->region)
+        return k->path == NAPKIN_PATH_WGMMA && (k->kind == NAPKIN_PLAN_GEMM || k->kind == NAPKIN_PLAN_ATTENTION);
+    }
+  return FALSE;
 }
 
 /* ---- compute and kernels ------------------------------------------------------------------ */
@@ -1729,6 +1616,130 @@ pipeline_stall (Model                  *m,
                (latency + transfer) * 1e6, compute * 1e6);
 }
 
+/* ---- the plan's paths (docs/model.md §9) ---------------------------------------------------- */
+
+/* The generic lowering as it runs: one thread per output element, a barrier after every
+ * statement, no tensor cores. Its speed was measured, not derived (H100, docs/perf-notes.md):
+ * plain fp16 matmul 4096³ at 26.6 ms is 5.2 TFLOP/s, 7.8 % of the fp32 CUDA-core peak;
+ * attention in one region at 617 ms is 0.9 TFLOP/s, 1.3 %; softmax 4096×50257 moves 249
+ * GB/s and layernorm 65536×4000 334 GB/s, about a tenth of the device's bandwidth. */
+#define GENERIC_CONTRACT_PLAIN   0.078
+#define GENERIC_CONTRACT_REGION  0.013
+#define GENERIC_MEMORY           0.10
+
+static void
+generic_kernel (Model                  *m,
+                NapkinKernelCost       *k,
+                const NapkinPlanKernel *pk)
+{
+  double fp32 = napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
+  double contract = 0, cuda = 0, sfu = 0;
+
+  for (guint i = 0; i < pk->nodes->len; i++)
+    {
+      NapkinFlops f;
+
+      if (!napkin_diagram_node_flops (m->d, g_array_index (pk->nodes, guint, i), &f))
+        continue;
+      contract += f.tensor;
+      cuda += f.cuda;
+      sfu += f.sfu;
+    }
+  k->time_s[NAPKIN_RESOURCE_TENSOR] = 0;
+  k->time_s[NAPKIN_RESOURCE_SMEM] = 0;
+  k->time_s[NAPKIN_RESOURCE_REGISTERS] = 0;
+  k->time_s[NAPKIN_RESOURCE_CUDA] = contract / (fp32 * (pk->region >= 0 ? GENERIC_CONTRACT_REGION : GENERIC_CONTRACT_PLAIN))
+                                    + cuda / (fp32 * GENERIC_MEMORY * 2.5);
+  k->time_s[NAPKIN_RESOURCE_SFU] = sfu / napkin_arch_sfu_rate (m->arch);
+  k->time_s[NAPKIN_RESOURCE_HBM] /= GENERIC_MEMORY;
+  k->time_s[NAPKIN_RESOURCE_L2] /= GENERIC_MEMORY;
+  k->tensor_path = NULL;
+  k->chunk_s = 0;
+  k->overlaps = FALSE;
+  warning_add (m, "kernel “%s” runs on the generic lowering (%s): predicted at the generic code's measured speed, "
+               "not the tensor cores'", k->name, pk->reason);
+}
+
+static void
+plan_kernel_cost (Model                  *m,
+                  NapkinKernelCost       *k,
+                  const NapkinPlanKernel *pk)
+{
+  if (pk == NULL)
+    {
+      k->path = NAPKIN_PATH_GENERIC;
+      k->plan_kind = "generic";
+      return;
+    }
+  k->path = pk->path;
+  k->plan_kind = napkin_plan_kind_to_string (pk->kind);
+  k->reason = g_strdup (pk->reason);
+  k->note = g_strdup (pk->note);
+  if (pk->path == NAPKIN_PATH_GENERIC && !m->a->paper)
+    {
+      generic_kernel (m, k, pk);
+      m->a->generic_kernels++;
+    }
+}
+
+/* The padding and the waves of a GEMM the plan tiled itself: the tensor cores also work
+ * on the parts of edge tiles past M, N and K, and the last wave leaves SMs idle. */
+static void
+planned_gemm (Model                  *m,
+              NapkinKernelCost       *k,
+              const NapkinPlanKernel *pk)
+{
+  const NapkinPlanGemm *g = &pk->u.gemm;
+  gint64 tm = (g->M + g->BM - 1) / g->BM, tn = (g->N + g->BN - 1) / g->BN, kk = (g->K + g->BK - 1) / g->BK;
+  double padded = (double) tm * g->BM * tn * g->BN * kk * g->BK, real = (double) g->M * g->N * g->K;
+  gint64 slots = ceil_div (pk->grid, m->arch->sms);
+
+  if (real > 0)
+    k->time_s[NAPKIN_RESOURCE_TENSOR] *= padded / real;
+  k->quantisation = (double) slots * m->arch->sms / MAX (1, pk->grid);
+}
+
+/* A repack or a split-K reduction the plan adds: device-memory traffic only. */
+static void
+plan_helper_kernel (Model                  *m,
+                    const NapkinPlanKernel *pk)
+{
+  NapkinKernelCost k = { 0 };
+  gint64 bytes = 0;
+
+  k.name = g_strdup_printf ("%s (%s)", pk->name, napkin_plan_kind_to_string (pk->kind));
+  k.region = -1;
+  k.quantisation = 1;
+  k.overlaps = TRUE;
+  k.path = pk->path;
+  k.plan_kind = napkin_plan_kind_to_string (pk->kind);
+  k.note = g_strdup (pk->note);
+  if (pk->kind == NAPKIN_PLAN_REPACK)
+    {
+      const NapkinPlanRepack *r = &pk->u.repack;
+      guint eb = napkin_dtype_bytes (r->dtype);
+
+      bytes = r->batch * r->rows * r->cols * eb + r->batch * (r->transpose ? r->cols : r->rows) * r->ld_dst * eb;
+    }
+  else if (pk->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+    {
+      const NapkinPlanGemm *g = &pk->u.gemm;
+      gint64 mn = g->batch * g->M * g->N;
+
+      /* the GEMM wrote split fp32 partials instead of C once; this reads them back */
+      bytes = 2 * g->split_k * mn * 4;
+      for (guint i = 0; g->epilogue && i < g->epilogue->len; i++)
+        if (g_array_index (g->epilogue, NapkinPlanMap, i).has_other)
+          bytes += mn * napkin_dtype_bytes (g_array_index (g->epilogue, NapkinPlanMap, i).other.dtype);
+    }
+  add_level_traffic (m, NAPKIN_LEVEL_HBM, bytes, bytes);
+  add_level_traffic (m, NAPKIN_LEVEL_L2, bytes, bytes);
+  k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+  k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+  finish_kernel (m, &k);
+  g_array_append_val (m->a->kernels, k);
+}
+
 static void
 build_kernels (Model *m)
 {
@@ -1829,6 +1840,7 @@ build_kernels (Model *m)
                        "behind compute: predicted without overlap (add a stage or shrink the footprint)",
                        grid->name);
       }
+      plan_kernel_cost (m, &k, m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL);
       finish_kernel (m, &k);
       g_array_append_val (m->a->kernels, k);
     }
@@ -1840,9 +1852,12 @@ build_kernels (Model *m)
       const NapkinNode *node = napkin_diagram_node (m->d, n);
       NapkinKernelCost k = { 0 };
       gint64 bytes = 0;
+      const NapkinPlanKernel *pk;
+      TensorPath path = PATH_LIBRARY;
 
       if (m->innermost[n] >= 0 || node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
         continue;
+      pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, -1, n) : NULL;
       k.name = g_strdup (node->id);
       k.region = -1;
       k.quantisation = 1;
@@ -1866,7 +1881,20 @@ build_kernels (Model *m)
        * emits them (src/lower): softmax = row max (read x, write m), Σ exp (read x
        * and m, write l), normalise (read x, m, l, write y); layernorm likewise with
        * mean and 1/std; rmsnorm with 1/std alone. Statistics are fp32, one per row. */
-      if (node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE)
+      if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS)
+        {
+          /* the plan's row kernel keeps a row on chip (one pass) or reads it twice */
+          if (!pk->u.rows.one_pass)
+            {
+              int src = napkin_diagram_input_source (m->d, n, 0);
+              gint64 in_e = tile_elements (m, -1, src), in_b = mul (m, in_e, dtype_bytes (m, src));
+
+              add_level_traffic (m, NAPKIN_LEVEL_HBM, in_e, in_b);
+              add_level_traffic (m, NAPKIN_LEVEL_L2, in_e, in_b);
+              bytes = add (m, bytes, in_b);
+            }
+        }
+      else if (node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE)
         {
           int src = napkin_diagram_input_source (m->d, n, 0);
           gboolean two = node->kind == NAPKIN_OP_NORMALIZE && node->norm == NAPKIN_NORM_RMSNORM;
@@ -1886,15 +1914,30 @@ build_kernels (Model *m)
         }
       k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
       k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
-      if (node->kind == NAPKIN_OP_CONTRACT)
+      if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
+        path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : PATH_MMA_SYNC;
+      else if (node->kind == NAPKIN_OP_CONTRACT)
         warning_add (m, "contraction “%s” lies in no region: modelled as reading each operand from device "
                      "memory once, as if on-chip memory were unbounded; relabel it to see what tiling costs",
                      node->id);
-      node_compute (m, n, PATH_LIBRARY, k.time_s);
+      node_compute (m, n, path, k.time_s);
       if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
-        k.tensor_path = tensor_path_names[PATH_LIBRARY];
+        k.tensor_path = tensor_path_names[path];
+      if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
+        planned_gemm (m, &k, pk);
+      if (pk != NULL || m->plan == NULL || m->a->paper)
+        plan_kernel_cost (m, &k, pk);
       finish_kernel (m, &k);
       g_array_append_val (m->a->kernels, k);
+    }
+
+  /* the repacks and split-K reductions the plan adds around its kernels */
+  for (guint i = 0; m->plan != NULL && !m->a->paper && i < m->plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *pk = g_ptr_array_index (m->plan->kernels, i);
+
+      if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+        plan_helper_kernel (m, pk);
     }
 }
 
@@ -1935,8 +1978,16 @@ napkin_analyze (NapkinDiagram               *diagram,
   a->errors = g_ptr_array_new_with_free_func (g_free);
   a->warnings = g_ptr_array_new_with_free_func (g_free);
   a->feasible = TRUE;
+  {
+    NapkinPlanOptions plan_options = { a->has_dtype, a->dtype, FALSE, a->no_wgmma || a->paper, TRUE };
+
+    a->plan = napkin_plan_build (diagram, arch, &plan_options, error);
+    if (a->plan == NULL)
+      return NULL;
+  }
 
   m.d = diagram;
+  m.plan = a->plan;
   m.arch = arch;
   m.a = a;
   m.n_nodes = napkin_diagram_n_nodes (diagram);
@@ -1951,9 +2002,17 @@ napkin_analyze (NapkinDiagram               *diagram,
   build_regions (&m);
   for (guint r = 0; r < m.n_regions && !a->paper; r++)
     detect_rows (&m, r);
-  for (guint r = 0; r < m.n_regions; r++)
-    m.rs[r].wgmma = !a->no_wgmma && !a->paper && uses_wgmma (arch, diagram, r, a->has_dtype, a->dtype, &m.rs[r].wgmma_rows,
-                                                    &m.rs[r].wgmma_smem);
+  /* Hopper's warpgroup path where the plan puts the kernel (its shared-memory region) */
+  for (guint r = 0; r < m.n_regions && !a->paper; r++)
+    {
+      const NapkinPlanKernel *pk = plan_kernel_of (&m, r);
+
+      if (pk == NULL || pk->path != NAPKIN_PATH_WGMMA || napkin_diagram_region (diagram, r)->level != NAPKIN_LEVEL_SMEM)
+        continue;
+      m.rs[r].wgmma = TRUE;
+      m.rs[r].wgmma_rows = pk->kind == NAPKIN_PLAN_GEMM ? pk->u.gemm.BM : pk->u.att.BQ;
+      m.rs[r].wgmma_smem = pk->smem_bytes;
+    }
   order = region_order (&m);
   /* a->regions is indexed like the diagram's regions: fill in parent order, then sort back */
   {
@@ -2153,6 +2212,8 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       json_object_object_add (obj, "stages", json_object_new_int (c->stages));
       json_object_object_add (obj, "footprint_elements", json_object_new_int64 (c->footprint_elements));
       json_object_object_add (obj, "footprint_bytes", json_object_new_int64 (c->footprint_bytes));
+      if (c->plan_smem_bytes > 0)
+        json_object_object_add (obj, "plan_shared_bytes", json_object_new_int64 (c->plan_smem_bytes));
       json_object_object_add (obj, "intermediate_bytes", json_object_new_int64 (c->intermediate_bytes));
       json_object_object_add (obj, "registers_per_thread", json_object_new_int (c->registers_per_thread));
       json_object_object_add (obj, "per_sm", json_object_new_int64 (c->per_sm));
@@ -2203,6 +2264,13 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       json_object_object_add (obj, "bound", json_object_new_string (resource_names[kc->bound]));
       if (kc->tensor_path != NULL)
         json_object_object_add (obj, "tensor_path", json_object_new_string (kc->tensor_path));
+      json_object_object_add (obj, "path", json_object_new_string (napkin_path_to_string (kc->path)));
+      if (kc->plan_kind != NULL)
+        json_object_object_add (obj, "plan", json_object_new_string (kc->plan_kind));
+      if (kc->reason != NULL)
+        json_object_object_add (obj, "reason", json_object_new_string (kc->reason));
+      if (kc->note != NULL)
+        json_object_object_add (obj, "note", json_object_new_string (kc->note));
       json_object_array_add (array, obj);
     }
   json_object_object_add (root, "kernels", array);

@@ -5,6 +5,7 @@
 
 #include "napkin-arch.h"
 #include "napkin-diagram.h"
+#include "napkin-plan.h"
 
 G_BEGIN_DECLS
 
@@ -59,6 +60,7 @@ typedef struct
   guint        stages;
   gint64       footprint_elements;
   gint64       footprint_bytes;
+  gint64       plan_smem_bytes;      /* shared memory its kernel's plan asks for a block (0: none) */
   gint64       intermediate_bytes;   /* largest live set of values made and used inside */
   guint        registers_per_thread;
   gint64       per_sm;
@@ -86,6 +88,11 @@ typedef struct
   double         chunk_s;       /* per stream chunk: the block's barrier and refill wait */
   double         latency_s;     /* exposed latency chains (the rows skeleton's, §7c) */
   NapkinResource bound;
+  /* from the kernel plan (docs/plan.md): what runs, on which path, and why generic */
+  NapkinPath     path;
+  const char    *plan_kind;     /* "gemm", "rows", "repack", … (static) */
+  char          *reason;        /* generic: why; NULL otherwise */
+  char          *note;          /* the plan's one line */
 } NapkinKernelCost;
 
 typedef struct
@@ -122,6 +129,9 @@ typedef struct
   double           intensity;        /* FLOPs per device-memory byte */
   double           energy_j;
   NapkinResource   bound;
+
+  NapkinPlan      *plan;             /* the kernel plan priced (owned) */
+  guint            generic_kernels;  /* kernels the plan leaves on the generic lowering */
 
   gboolean         feasible;
   GPtrArray       *errors;           /* char *: "regions[0].marks.k: …" */

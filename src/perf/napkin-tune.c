@@ -149,7 +149,7 @@ candidate_new (NapkinDiagram  *copy,
     {
       const NapkinRegionCost *rc = &g_array_index (a->regions, NapkinRegionCost, r);
 
-      c->footprint_bytes = MAX (c->footprint_bytes, rc->footprint_bytes);
+      c->footprint_bytes = MAX (c->footprint_bytes, rc->plan_smem_bytes > 0 ? rc->plan_smem_bytes : rc->footprint_bytes);
       c->per_sm = MIN (c->per_sm, rc->per_sm);
     }
   if (c->per_sm == G_MAXINT64)

@@ -197,6 +197,7 @@ typedef struct
   NapkinDtype dtype;
   gboolean    generic_only;       /* every kernel on the generic lowering */
   gboolean    no_wgmma;           /* Hopper without its warpgroup path (mma instead) */
+  gboolean    trusted;            /* the diagram is known valid: skip validation */
 } NapkinPlanOptions;
 
 /* The compile target of an architecture profile: "sm_90a" for compute capability 9.0

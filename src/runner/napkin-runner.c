@@ -807,7 +807,7 @@ main (int    argc,
   g_autofree char *arch_opt = NULL;
   int repeats = 20, timeout = 120;
   gint64 seed = 1234;
-  gboolean generic = FALSE, calibrate = FALSE, no_reference = FALSE;
+  gboolean generic = FALSE, calibrate = FALSE, no_reference = FALSE, no_energy = FALSE;
   int reference_repeats = 5;
   const GOptionEntry entries[] = {
     { "calibrate", 0, 0, G_OPTION_ARG_NONE, &calibrate, "Measure the GPU's ceilings instead of running a diagram", NULL },
@@ -822,6 +822,7 @@ main (int    argc,
     { "no-reference", 0, 0, G_OPTION_ARG_NONE, &no_reference,
       "Time the kernel without the fp32 reference (for sizes whose reference does not fit; check a smaller size)", NULL },
     { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
+    { "no-energy", 0, 0, G_OPTION_ARG_NONE, &no_energy, "Skip the NVML energy measurement (half a second of launches)", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = g_option_context_new ("FILE — compile, run, check and time a diagram on the GPU");
@@ -1108,8 +1109,9 @@ main (int    argc,
 
   /* Energy: NVML's counter around enough back-to-back launches to fill half a
    * second (the counter moves in steps of tens of milliseconds). */
-  progress (0.85, "Measuring energy");
+  if (!no_energy)
   {
+    progress (0.85, "Measuring energy");
     json_object *energy = json_object_new_object ();
     NapkinNvml nvml;
     g_autofree char *why = NULL;

@@ -102,3 +102,76 @@ napkin_test_attention_chain_json (guint n_ops)
   return s;
 }
 
+
+char *
+napkin_test_gemm_json (const NapkinTestGemm *c)
+{
+  GString *s = g_string_new ("{\"format\": \"napkin\", \"version\": 1, \"title\": \"GEMM case\", \"axes\": [");
+  const char *bt = c->batch > 0 ? "\"b\", " : "";
+  const char *cd = c->c_dtype ? c->c_dtype : g_str_has_prefix (c->dtype, "fp8") ? "bf16" : c->dtype;
+  const char *ep = c->epilogue ? c->epilogue : "";
+  gboolean bias = g_str_equal (ep, "bias-gelu"), residual = g_str_equal (ep, "residual");
+  const char *last = "mm";
+
+  if (c->batch > 0)
+    g_string_append_printf (s, "{\"name\": \"b\", \"size\": %" G_GINT64_FORMAT "}, ", c->batch);
+  g_string_append_printf (s, "{\"name\": \"m\", \"size\": %" G_GINT64_FORMAT "}, {\"name\": \"n\", \"size\": %"
+                             G_GINT64_FORMAT "}, {\"name\": \"k\", \"size\": %" G_GINT64_FORMAT "}], \"tensors\": [",
+                          c->M, c->N, c->K);
+  g_string_append_printf (s, "{\"name\": \"A\", \"axes\": [%s%s], \"dtype\": \"%s\"}, ", bt,
+                          c->a_km ? "\"k\", \"m\"" : "\"m\", \"k\"", c->dtype);
+  g_string_append_printf (s, "{\"name\": \"B\", \"axes\": [%s%s], \"dtype\": \"%s\"}, ", c->shared_b ? "" : bt,
+                          c->b_nk ? "\"n\", \"k\"" : "\"k\", \"n\"", c->dtype);
+  if (bias)
+    g_string_append_printf (s, "{\"name\": \"bias\", \"axes\": [\"n\"], \"dtype\": \"%s\"}, ", cd);
+  if (residual)
+    g_string_append_printf (s, "{\"name\": \"R\", \"axes\": [%s\"m\", \"n\"], \"dtype\": \"%s\"}, ", bt, cd);
+  g_string_append_printf (s, "{\"name\": \"C\", \"axes\": [%s\"m\", \"n\"], \"dtype\": \"%s\"}], \"nodes\": [", bt, cd);
+  g_string_append_printf (s, "{\"id\": \"a\", \"kind\": \"input\", \"tensor\": \"A\", \"x\": 0, \"y\": 0}, "
+                             "{\"id\": \"b\", \"kind\": \"input\", \"tensor\": \"B\", \"x\": 0, \"y\": 200}, "
+                             "{\"id\": \"mm\", \"kind\": \"contract\", \"out\": [%s\"m\", \"n\"], \"x\": 200, \"y\": 100}",
+                          bt);
+  if (bias)
+    g_string_append (s, ", {\"id\": \"bias\", \"kind\": \"input\", \"tensor\": \"bias\", \"x\": 200, \"y\": 300}"
+                        ", {\"id\": \"add\", \"kind\": \"map\", \"fn\": \"add\", \"x\": 400, \"y\": 100}"
+                        ", {\"id\": \"act\", \"kind\": \"map\", \"fn\": \"gelu\", \"x\": 600, \"y\": 100}");
+  else if (residual)
+    g_string_append (s, ", {\"id\": \"r\", \"kind\": \"input\", \"tensor\": \"R\", \"x\": 200, \"y\": 300}"
+                        ", {\"id\": \"add\", \"kind\": \"map\", \"fn\": \"add\", \"x\": 400, \"y\": 100}");
+  else if (g_str_equal (ep, "silu"))
+    g_string_append (s, ", {\"id\": \"act\", \"kind\": \"map\", \"fn\": \"silu\", \"x\": 400, \"y\": 100}");
+  else if (g_str_equal (ep, "scale"))
+    g_string_append (s, ", {\"id\": \"act\", \"kind\": \"map\", \"fn\": \"scale\", \"alpha\": 0.5, \"x\": 400, \"y\": 100}");
+  g_string_append (s, ", {\"id\": \"c\", \"kind\": \"output\", \"tensor\": \"C\", \"x\": 800, \"y\": 100}], \"wires\": ["
+                      "{\"from\": \"a\", \"to\": \"mm\", \"port\": 0}, {\"from\": \"b\", \"to\": \"mm\", \"port\": 1}");
+  if (bias || residual)
+    {
+      g_string_append_printf (s, ", {\"from\": \"mm\", \"to\": \"add\", \"port\": 0}, {\"from\": \"%s\", \"to\": "
+                                 "\"add\", \"port\": 1}", bias ? "bias" : "r");
+      last = "add";
+    }
+  if (bias)
+    {
+      g_string_append (s, ", {\"from\": \"add\", \"to\": \"act\", \"port\": 0}");
+      last = "act";
+    }
+  else if (g_str_equal (ep, "silu") || g_str_equal (ep, "scale"))
+    {
+      g_string_append (s, ", {\"from\": \"mm\", \"to\": \"act\", \"port\": 0}");
+      last = "act";
+    }
+  g_string_append_printf (s, ", {\"from\": \"%s\", \"to\": \"c\", \"port\": 0}], \"regions\": [", last);
+  if (c->BM > 0)
+    {
+      g_string_append (s, "{\"name\": \"block\", \"level\": \"smem\", \"nodes\": [\"mm\"");
+      if (bias || residual)
+        g_string_append (s, ", \"add\"");
+      if (!g_str_equal (last, "mm") && !g_str_equal (last, "add"))
+        g_string_append (s, ", \"act\"");
+      g_string_append_printf (s, "], \"marks\": {%s\"m\": {\"parallel\": %" G_GINT64_FORMAT "}, \"n\": {\"parallel\": %"
+                                 G_GINT64_FORMAT "}, \"k\": {\"stream\": %" G_GINT64_FORMAT "}}, \"stages\": %u}",
+                              c->batch > 0 ? "\"b\": {\"parallel\": 1}, " : "", c->BM, c->BN, c->BK, MAX (c->stages, 2));
+    }
+  g_string_append (s, "]}");
+  return g_string_free (s, FALSE);
+}

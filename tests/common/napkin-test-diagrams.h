@@ -12,3 +12,22 @@ char    *napkin_test_deep_mlp_json         (guint layers);
 GString *napkin_test_attention_chain_json  (guint n_ops);
 
 G_END_DECLS
+
+/* A GEMM case as a user draws it: C[b?, m, n] = epilogue (A · B) with A stored [m,k] or
+ * [k,m], B [k,n] or [n,k], an optional batch axis b (on B too unless shared), an
+ * optional epilogue ("", "bias-gelu": + bias[n] then GELU, "residual": + R[m,n],
+ * "silu": SiLU, "scale": ×0.5) and, when BM > 0, a shared-memory region holding the
+ * product and its epilogue with m, n parallel by BM, BN and k streamed by BK. */
+typedef struct
+{
+  gint64      M, N, K, batch;     /* batch 0: none */
+  const char *dtype;             /* "bf16", "fp16", "fp8-e4m3" */
+  const char *c_dtype;           /* NULL: the operands' (bf16 for fp8) */
+  gboolean    a_km, b_nk;        /* A stored [k,m]; B stored [n,k] */
+  gboolean    shared_b;          /* batched A and C, B without the batch axis */
+  const char *epilogue;
+  gint64      BM, BN, BK;
+  guint       stages;
+} NapkinTestGemm;
+
+char    *napkin_test_gemm_json             (const NapkinTestGemm *c);

@@ -1,0 +1,462 @@
+#!/usr/bin/env python3
+"""The GPU sweep's cases (bench/gpu/sweep, docs/perf-notes.md "The sweep"): GEMM-family and
+row workloads at the shapes users meet, as data. Each case becomes one .napkin file, drawn as
+a user would draw it, and one manifest entry that the sweep and its baselines read.
+
+  sweep-cases.py --list [--only PATTERN] [--quick]     the cases, one a line
+  sweep-cases.py --write DIR [--only PATTERN] [--quick] the .napkin files and DIR/cases.json
+  sweep-cases.py --estimate [--only PATTERN] [--quick]  the runner's expected host time
+  --part I/N: the I-th of N parts balanced by that estimate (one device call each)
+
+Standard library only (it runs here and on the GPU machine)."""
+import argparse, json, math, os, re, sys
+
+# One row per case: name, kind, dims, dtype, fusion, check.
+#   name   family-SHAPE; SHAPE of products is M×N×K (rows×cols×reduced), of rows R×C
+#   kind   matmul (B[k,n]) | linear (B[n,k], as F.linear) | bmm | scores | fp8 (B[n,k], bf16 out)
+#          | bias_gelu | residual | swiglu | mlp | softmax | layernorm | rmsnorm
+#   dims   axis sizes, by the diagram's axis names (below)
+#   dtype  element type of the inputs and outputs
+#   fusion "plain" (no region: what a user first draws; `run` may relabel it, see the sweep),
+#          "regions" (the relabeling drawn: one shared-memory region per product and its maps),
+#          or "file:PATH" (a file from the repository as it is)
+#   check  None, or the axis sizes at which the tiles are checked when the full size's fp32
+#          reference does not fit in device memory (the full size then runs --no-reference).
+#          Filled in automatically where the estimate passes REFERENCE_LIMIT; give it by hand
+#          to force it.
+CASES = [
+    # plain products C[m,n] = A[m,k]·B[k,n]
+    ("matmul-4096x4096x4096", "matmul", dict(m=4096, n=4096, k=4096), "bf16", "plain", None),
+    ("matmul-8192x8192x8192", "matmul", dict(m=8192, n=8192, k=8192), "bf16", "plain", None),
+    ("matmul-8000x8000x8000", "matmul", dict(m=8000, n=8000, k=8000), "bf16", "plain", None),
+    ("matmul-4095x4097x4096", "matmul", dict(m=4095, n=4097, k=4096), "bf16", "plain", None),
+    ("matmul-1000x4096x4096", "matmul", dict(m=1000, n=4096, k=4096), "bf16", "plain", None),
+    ("matmul-37x53x29", "matmul", dict(m=37, n=53, k=29), "bf16", "plain", None),
+    ("matmul-1000x4096x4095", "matmul", dict(m=1000, n=4096, k=4095), "bf16", "plain", None),
+    ("matmul-16384x16384x1024", "matmul", dict(m=16384, n=16384, k=1024), "bf16", "plain", None),
+    # skinny M (decode: a few tokens against a weight)
+    ("skinny-1x4096x4096", "matmul", dict(m=1, n=4096, k=4096), "bf16", "plain", None),
+    ("skinny-8x4096x4096", "matmul", dict(m=8, n=4096, k=4096), "bf16", "plain", None),
+    ("skinny-16x4096x4096", "matmul", dict(m=16, n=4096, k=4096), "bf16", "plain", None),
+    ("skinny-64x4096x4096", "matmul", dict(m=64, n=4096, k=4096), "bf16", "plain", None),
+    ("skinny-128x4096x4096", "matmul", dict(m=128, n=4096, k=4096), "bf16", "plain", None),
+    ("skinny-256x4096x4096", "matmul", dict(m=256, n=4096, k=4096), "bf16", "plain", None),
+    ("skinny-1x11008x4096", "matmul", dict(m=1, n=11008, k=4096), "bf16", "plain", None),
+    ("skinny-64x11008x4096", "matmul", dict(m=64, n=11008, k=4096), "bf16", "plain", None),
+    # vocabulary projections: logits[t,v] = X[t,e]·W[e,v] (or W[v,e], as nn.Linear stores it)
+    ("vocab-4096x50257x4096", "matmul", dict(t=4096, v=50257, e=4096), "bf16", "plain", None),
+    ("vocab-4096x128256x4096", "matmul", dict(t=4096, v=128256, e=4096), "bf16", "plain", None),
+    ("vocab-linear-4096x50257x4096", "linear", dict(t=4096, v=50257, e=4096), "bf16", "plain", None),
+    # LLM MLP layers: up H[t,f] = X[t,e]·W[e,f]; down Y[t,e] = H[t,f]·W[f,e]
+    ("mlp-up-4096x11008x4096", "matmul", dict(t=4096, f=11008, e=4096), "bf16", "plain", None),
+    ("mlp-up-4096x13824x5120", "matmul", dict(t=4096, f=13824, e=5120), "bf16", "plain", None),
+    ("mlp-up-8192x28672x8192", "matmul", dict(t=8192, f=28672, e=8192), "bf16", "plain", None),
+    ("mlp-down-4096x4096x11008", "matmul", dict(t=4096, e=4096, f=11008), "bf16", "plain", None),
+    ("mlp-down-4096x5120x13824", "matmul", dict(t=4096, e=5120, f=13824), "bf16", "plain", None),
+    ("mlp-down-8192x8192x28672", "matmul", dict(t=8192, e=8192, f=28672), "bf16", "plain", None),
+    # epilogues drawn in the region of their product
+    ("bias-gelu-4096x11008x4096", "bias_gelu", dict(t=4096, f=11008, e=4096), "bf16", "regions", None),
+    ("residual-4096x4096x11008", "residual", dict(t=4096, e=4096, f=11008), "bf16", "regions", None),
+    ("swiglu-4096x11008x4096", "swiglu", dict(t=4096, f=11008, e=4096), "bf16", "regions", None),
+    ("swiglu-8192x14336x4096", "swiglu", dict(t=8192, f=14336, e=4096), "bf16", "regions", None),
+    ("mlp-gelu-drawn", "mlp", dict(t=8192, e=4096, f=16384), "bf16", "file:data/examples/mlp.napkin", None),
+    ("mlp-gelu-regions", "mlp", dict(t=8192, e=4096, f=16384), "bf16", "regions", None),
+    # fp8 e4m3 in, B stored [n,k] (K-major, as torch._scaled_mm takes it), bf16 out
+    ("fp8-4096x4096x4096", "fp8", dict(m=4096, n=4096, k=4096), "fp8-e4m3", "plain", None),
+    ("fp8-8192x8192x8192", "fp8", dict(m=8192, n=8192, k=8192), "fp8-e4m3", "plain", None),
+    ("fp8-8192x14336x4096", "fp8", dict(m=8192, n=14336, k=4096), "fp8-e4m3", "plain", None),
+    # batched: C[b,m,n] = A[b,m,k]·B[b,k,n]; attention scores S[b,h,q,k] = Q[b,h,q,d]·Kt[b,h,d,k]
+    ("bmm-16x512x512x64", "bmm", dict(b=16, m=512, n=512, k=64), "bf16", "plain", None),
+    ("scores-4x16x4096x4096x128", "scores", dict(b=4, h=16, q=4096, k=4096, d=128), "bf16", "plain", None),
+    # rows: Y[r,c] = softmax over c; LayerNorm / RMSNorm over h, then ·γ (+β)
+    ("softmax-4096x1000", "softmax", dict(r=4096, c=1000), "fp16", "plain", None),
+    ("softmax-4096x4000", "softmax", dict(r=4096, c=4000), "fp16", "plain", None),
+    ("softmax-4096x50257", "softmax", dict(r=4096, c=50257), "fp16", "plain", None),
+    ("softmax-1024x128256", "softmax", dict(r=1024, c=128256), "fp16", "plain", None),
+    ("softmax-16384x16384", "softmax", dict(r=16384, c=16384), "fp16", "plain", None),
+    ("layernorm-65536x1000", "layernorm", dict(t=65536, h=1000), "fp16", "plain", None),
+    ("layernorm-65536x4000", "layernorm", dict(t=65536, h=4000), "fp16", "plain", None),
+    ("layernorm-8192x50257", "layernorm", dict(t=8192, h=50257), "fp16", "plain", None),
+    ("layernorm-2048x128256", "layernorm", dict(t=2048, h=128256), "fp16", "plain", None),
+    ("layernorm-65536x4096", "layernorm", dict(t=65536, h=4096), "fp16", "plain", None),
+    ("rmsnorm-65536x4000", "rmsnorm", dict(t=65536, h=4000), "bf16", "plain", None),
+    ("rmsnorm-65536x4096", "rmsnorm", dict(t=65536, h=4096), "bf16", "plain", None),
+    ("rmsnorm-8192x50257", "rmsnorm", dict(t=8192, h=50257), "bf16", "plain", None),
+    ("rmsnorm-2048x128256", "rmsnorm", dict(t=2048, h=128256), "bf16", "plain", None),
+]
+
+EPS = 1e-5                      # layernorm and rmsnorm, the same in the baselines
+REFERENCE_LIMIT = 60e9          # device bytes the runner may ask for on an 80 GB card
+# The runner's host time (docs/gpu-runs, H100 session 3): ~29 ns per input element
+# (seeded fill, conversion, copy), ~13 ns per output element checked (two read-backs and
+# the comparison), ~3 s per case otherwise (lowering, NVRTC, 0.5 s of energy launches).
+HOST_NS_IN, HOST_NS_OUT, HOST_FIXED_S = 29, 13, 3.0
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8-e4m3": 1, "fp8-e5m2": 1, "int8": 1}
+FAMILY = lambda name: re.sub(r"-[0-9x]+$", "", name).replace("-drawn", "").replace("-regions", "")
+
+
+# ---- diagrams ---------------------------------------------------------------------------
+
+def doc(title, description, dims, tensors, nodes, wires, regions=()):
+    return {
+        "format": "napkin", "version": 1, "title": title, "description": description,
+        "axes": [{"name": n, "size": s} for n, s in dims.items()],
+        "tensors": [{"name": n, "axes": a, "dtype": t} for n, a, t in tensors],
+        "nodes": nodes,
+        "wires": [{"from": f, "to": t, "port": p} for f, t, p in wires],
+        "regions": list(regions),
+        "view": {"zoom": 1, "scroll": [0, 0]},
+    }
+
+
+def node(id, kind, x, y, label=None, **kw):
+    d = {"id": id, "kind": kind}
+    if label:
+        d["label"] = label
+    d["x"], d["y"] = x, y
+    d.update(kw)
+    return d
+
+
+def gemm_region(name, nodes, m, n, k, dims):
+    """The brief's epilogue relabeling: shared memory, m by 128, n by 256 (128 where 256 does
+    not divide n), k streamed by 64 through 4 stages."""
+    bn = 256 if dims[n] % 256 == 0 else 128
+    marks = {m: {"parallel": min(128, dims[m])}, n: {"parallel": min(bn, dims[n])},
+             k: {"stream": min(64, dims[k])}}
+    return {"name": name, "level": "smem", "nodes": nodes, "marks": marks, "stages": 4}
+
+
+def axes3(kind, dims):
+    """(row, col, reduced) axis names of a product case, in the names its dims use."""
+    for names in (("m", "n", "k"), ("t", "v", "e"), ("t", "f", "e"), ("t", "e", "f")):
+        if set(names) == set(dims) and list(dims) == list(names):
+            return names
+    raise ValueError("dims %r: expected m,n,k or t,v,e or t,f,e or t,e,f in that order" % (dims,))
+
+
+def product(name, kind, dims, dtype):
+    i, j, r = axes3(kind, dims)
+    b_axes = [j, r] if kind in ("linear", "fp8") else [r, j]
+    out_dtype = "bf16" if kind == "fp8" else dtype
+    mm = node("mm", "contract", 260, 130, "A·B", out=[i, j])
+    if kind == "fp8":
+        mm["dtype"] = "bf16"
+    what = {"matmul": "B stored [%s,%s]" % (r, j), "linear": "B stored [%s,%s], as nn.Linear's weight" % (j, r),
+            "fp8": "fp8 e4m3 inputs, B stored [%s,%s] (K-major), bf16 output" % (j, r)}[kind]
+    return doc("%s (%s)" % (name, dtype),
+               "C[%s,%s] = Σ_%s A[%s,%s]·B; %s. The plain diagram: no relabeling drawn." % (i, j, r, i, r, what),
+               dims,
+               [("A", [i, r], dtype), ("B", b_axes, dtype), ("C", [i, j], out_dtype)],
+               [node("a", "input", 40, 60, "A", tensor="A"), node("b", "input", 40, 200, "B", tensor="B"), mm,
+                node("c", "output", 480, 130, "C", tensor="C")],
+               [("a", "mm", 0), ("b", "mm", 1), ("mm", "c", 0)])
+
+
+def batched(name, kind, dims, dtype):
+    if kind == "bmm":
+        tensors = [("A", ["b", "m", "k"], dtype), ("B", ["b", "k", "n"], dtype), ("C", ["b", "m", "n"], dtype)]
+        out, text = ["b", "m", "n"], "C[b,m,n] = Σ_k A[b,m,k]·B[b,k,n]"
+    else:
+        tensors = [("Q", ["b", "h", "q", "d"], dtype), ("Kt", ["b", "h", "d", "k"], dtype),
+                   ("S", ["b", "h", "q", "k"], dtype)]
+        out, text = ["b", "h", "q", "k"], "S[b,h,q,k] = Σ_d Q[b,h,q,d]·Kt[b,h,d,k] (attention scores, K stored transposed)"
+    a, b, c = (t[0] for t in tensors)
+    return doc("%s (%s)" % (name, dtype), text + ". The plain diagram: no relabeling drawn.", dims, tensors,
+               [node("a", "input", 40, 60, a, tensor=a), node("b", "input", 40, 200, b, tensor=b),
+                node("mm", "contract", 260, 130, "%s·%s" % (a, b), out=out),
+                node("c", "output", 480, 130, c, tensor=c)],
+               [("a", "mm", 0), ("b", "mm", 1), ("mm", "c", 0)])
+
+
+def epilogue(name, kind, dims, dtype):
+    i, j, r = axes3(kind, dims)
+    x, w, mm = (node("x", "input", 40, 60, "X", tensor="X"), node("w", "input", 40, 200, "W", tensor="W"),
+                node("mm", "contract", 260, 130, "X·W", out=[i, j]))
+    if kind == "bias_gelu":
+        return doc("%s (%s)" % (name, dtype), "Y = GELU(X·W + bias): the bias and the GELU (erf form) in the product's region.",
+                   dims, [("X", [i, r], dtype), ("W", [r, j], dtype), ("bias", [j], dtype), ("Y", [i, j], dtype)],
+                   [x, w, mm, node("bias", "input", 260, 260, "bias", tensor="bias"),
+                    node("add", "map", 480, 130, "+bias", fn="add"), node("act", "map", 700, 130, "GELU", fn="gelu"),
+                    node("y", "output", 920, 130, "Y", tensor="Y")],
+                   [("x", "mm", 0), ("w", "mm", 1), ("mm", "add", 0), ("bias", "add", 1), ("add", "act", 0),
+                    ("act", "y", 0)],
+                   [gemm_region("block", ["mm", "add", "act"], i, j, r, dims)])
+    if kind == "residual":
+        return doc("%s (%s)" % (name, dtype), "Y = X·W + R: the residual added in the product's region.",
+                   dims, [("X", [i, r], dtype), ("W", [r, j], dtype), ("R", [i, j], dtype), ("Y", [i, j], dtype)],
+                   [x, w, mm, node("res", "input", 260, 260, "R", tensor="R"),
+                    node("add", "map", 480, 130, "+R", fn="add"), node("y", "output", 700, 130, "Y", tensor="Y")],
+                   [("x", "mm", 0), ("w", "mm", 1), ("mm", "add", 0), ("res", "add", 1), ("add", "y", 0)],
+                   [gemm_region("block", ["mm", "add"], i, j, r, dims)])
+    if kind == "swiglu":
+        return doc("%s (%s)" % (name, dtype),
+                   "Y = SiLU(X·W1) ⊙ (X·W3), two regions: {X·W1, SiLU} and {X·W3, ⊙}; the gate goes "
+                   "through device memory between them.",
+                   dims, [("X", [i, r], dtype), ("W1", [r, j], dtype), ("W3", [r, j], dtype), ("Y", [i, j], dtype)],
+                   [node("x", "input", 40, 130, "X", tensor="X"), node("w1", "input", 40, 20, "W1", tensor="W1"),
+                    node("w3", "input", 40, 260, "W3", tensor="W3"),
+                    node("mm1", "contract", 260, 60, "X·W1", out=[i, j]), node("act", "map", 480, 60, "SiLU", fn="silu"),
+                    node("mm3", "contract", 260, 220, "X·W3", out=[i, j]), node("mul", "map", 700, 140, "⊙", fn="mul"),
+                    node("y", "output", 920, 140, "Y", tensor="Y")],
+                   [("x", "mm1", 0), ("w1", "mm1", 1), ("mm1", "act", 0), ("x", "mm3", 0), ("w3", "mm3", 1),
+                    ("act", "mul", 0), ("mm3", "mul", 1), ("mul", "y", 0)],
+                   [gemm_region("gate", ["mm1", "act"], i, j, r, dims),
+                    gemm_region("up", ["mm3", "mul"], i, j, r, dims)])
+    raise ValueError(kind)
+
+
+def mlp(name, dims, dtype):
+    """data/examples/mlp.napkin with its relabeling drawn: {X·W1, GELU} and {H·W2}."""
+    t, e, f = "t", "e", "f"
+    return doc("%s (%s)" % (name, dtype),
+               "Y[t,e] = GELU(X[t,e]·W1[e,f])·W2[f,e] (mlp.napkin) relabeled: the first product and its "
+               "GELU in one region, the second in another; H goes through device memory.",
+               dims, [("X", [t, e], dtype), ("W1", [e, f], dtype), ("W2", [f, e], dtype), ("Y", [t, e], dtype)],
+               [node("x", "input", 40, 60, "X", tensor="X"), node("w1", "input", 40, 200, "W1", tensor="W1"),
+                node("lin1", "contract", 260, 120, "X·W1", out=[t, f]), node("act", "map", 480, 120, "GELU", fn="gelu"),
+                node("w2", "input", 480, 260, "W2", tensor="W2"), node("lin2", "contract", 700, 160, "H·W2", out=[t, e]),
+                node("y", "output", 920, 160, "Y", tensor="Y")],
+               [("x", "lin1", 0), ("w1", "lin1", 1), ("lin1", "act", 0), ("act", "lin2", 0), ("w2", "lin2", 1),
+                ("lin2", "y", 0)],
+               [gemm_region("up", ["lin1", "act"], t, f, e, dims), gemm_region("down", ["lin2"], t, e, f, dims)])
+
+
+def rows(name, kind, dims, dtype):
+    if kind == "softmax":
+        return doc("%s (%s)" % (name, dtype), "Y[r,c] = softmax over c of X[r,c]. The plain diagram.", dims,
+                   [("X", ["r", "c"], dtype), ("Y", ["r", "c"], dtype)],
+                   [node("x", "input", 40, 100, "X", tensor="X"), node("sm", "softmax", 260, 100, "softmax", axis="c"),
+                    node("y", "output", 480, 100, "Y", tensor="Y")],
+                   [("x", "sm", 0), ("sm", "y", 0)])
+    tensors = [("X", ["t", "h"], dtype), ("gamma", ["h"], dtype)]
+    nodes = [node("x", "input", 40, 60, "X", tensor="X"), node("g", "input", 260, 200, "γ", tensor="gamma"),
+             node("ln", "normalize", 260, 60, kind, norm=kind, axis="h", eps=EPS),
+             node("mul", "map", 480, 60, "·γ", fn="mul")]
+    wires = [("x", "ln", 0), ("ln", "mul", 0), ("g", "mul", 1)]
+    last = "mul"
+    if kind == "layernorm":
+        tensors.append(("beta", ["h"], dtype))
+        nodes += [node("bt", "input", 480, 200, "β", tensor="beta"), node("add", "map", 700, 60, "+β", fn="add")]
+        wires += [("mul", "add", 0), ("bt", "add", 1)]
+        last = "add"
+    tensors.append(("Y", ["t", "h"], dtype))
+    nodes.append(node("y", "output", 920, 60, "Y", tensor="Y"))
+    wires.append((last, "y", 0))
+    return doc("%s (%s)" % (name, dtype), "Y[t,h] = %s over h of X[t,h], then ·γ[h]%s. The plain diagram."
+               % (kind, " + β[h]" if kind == "layernorm" else ""), dims, tensors, nodes, wires)
+
+
+def diagram(case, root):
+    name, kind, dims, dtype, fusion, _ = case
+    if fusion.startswith("file:"):
+        d = json.load(open(os.path.join(root, fusion[5:]), encoding="utf-8"))
+        sizes = {a["name"]: a["size"] for a in d["axes"]}
+        if sizes != dims:
+            raise ValueError("%s: %s has axes %r, the case says %r" % (name, fusion[5:], sizes, dims))
+        return d
+    if kind in ("matmul", "linear", "fp8"):
+        d = product(name, kind, dims, dtype)
+    elif kind in ("bmm", "scores"):
+        d = batched(name, kind, dims, dtype)
+    elif kind in ("bias_gelu", "residual", "swiglu"):
+        d = epilogue(name, kind, dims, dtype)
+    elif kind == "mlp":
+        d = mlp(name, dims, dtype)
+    elif kind in ("softmax", "layernorm", "rmsnorm"):
+        d = rows(name, kind, dims, dtype)
+    else:
+        raise ValueError("%s: unknown kind %s" % (name, kind))
+    if (fusion == "regions") != bool(d["regions"]):
+        raise ValueError("%s: fusion %s, but the %s diagram has %d regions" % (name, fusion, kind, len(d["regions"])))
+    return d
+
+
+# ---- what each case moves and computes --------------------------------------------------
+
+def elements(d, dims=None):
+    """(input elements, output elements, intermediate elements) of a diagram at dims."""
+    sizes = {a["name"]: a["size"] for a in d["axes"]}
+    sizes.update(dims or {})
+    tens = {t["name"]: math.prod(sizes[a] for a in t["axes"]) for t in d["tensors"]}
+    by_id = {n["id"]: n for n in d["nodes"]}
+    ins = sum(tens[n["tensor"]] for n in d["nodes"] if n["kind"] == "input")
+    outs = sum(tens[n["tensor"]] for n in d["nodes"] if n["kind"] == "output")
+    # every operation's result in the plain (reference) lowering: a contraction's result
+    # has its out axes, anything else the axes of its first input
+    shape = {}
+
+    def axes_of(nid):
+        if nid in shape:
+            return shape[nid]
+        n = by_id[nid]
+        if n["kind"] == "input":
+            r = next(t["axes"] for t in d["tensors"] if t["name"] == n["tensor"])
+        elif n["kind"] == "contract":
+            r = n["out"]
+        else:
+            srcs = sorted((w for w in d["wires"] if w["to"] == nid), key=lambda w: w["port"])
+            r = list(axes_of(srcs[0]["from"]))
+            for w in srcs[1:]:
+                r += [a for a in axes_of(w["from"]) if a not in r]
+        shape[nid] = r
+        return r
+    inter = sum(math.prod(sizes[a] for a in axes_of(n["id"])) for n in d["nodes"]
+                if n["kind"] not in ("input", "output"))
+    return ins, outs, inter
+
+
+def flops(kind, dims):
+    g = dims.get
+    if kind in ("matmul", "linear", "fp8", "bias_gelu", "residual"):
+        return 2 * math.prod(dims.values())
+    if kind == "swiglu":
+        return 4 * math.prod(dims.values())
+    if kind == "mlp":
+        return 4 * g("t") * g("e") * g("f")
+    if kind == "bmm":
+        return 2 * g("b") * g("m") * g("n") * g("k")
+    if kind == "scores":
+        return 2 * g("b") * g("h") * g("q") * g("k") * g("d")
+    return 0
+
+
+def io_bytes(d):
+    sizes = {a["name"]: a["size"] for a in d["axes"]}
+    return sum(math.prod(sizes[a] for a in t["axes"]) * DTYPE_BYTES[t["dtype"]] for t in d["tensors"])
+
+
+def reference_bytes(d, dims=None):
+    """What the runner allocates: the kernel's tensors in their types, the reference's
+    tensors and every intermediate in fp32 (docs/perf-notes.md, Method), one input copy."""
+    ins, outs, inter = elements(d, dims)
+    return 2 * (ins + outs) + 4 * (ins + outs + inter)
+
+
+def host_seconds(d, dims=None, checked=True):
+    ins, outs, _ = elements(d, dims)
+    return HOST_FIXED_S + HOST_NS_IN * 1e-9 * ins + (HOST_NS_OUT * 1e-9 * outs if checked else 0)
+
+
+def manifest_entry(case, d, path):
+    name, kind, dims, dtype, fusion, check = case
+    if check is None and reference_bytes(d) > REFERENCE_LIMIT:
+        # shrink the largest even axis until the reference fits; odd sizes stay as drawn,
+        # so their boundary tiles are the ones checked
+        check = dict(dims)
+        while reference_bytes(d, check) > REFERENCE_LIMIT:
+            even = [a for a in check if check[a] % 2 == 0 and check[a] > 64]
+            if not even:
+                raise ValueError("%s: the reference needs %.0f GB even at %r; give check axes by hand"
+                                 % (name, reference_bytes(d, check) / 1e9, check))
+            a = max(even, key=lambda a: check[a])
+            check[a] //= 2
+    ins, outs, inter = elements(d)
+    return {
+        "name": name, "family": FAMILY(name), "kind": kind, "dims": dims, "dtype": dtype, "fusion": fusion,
+        "plain": not d["regions"], "file": path, "check": check, "flops": flops(kind, dims),
+        "bytes": io_bytes(d), "elements": {"in": ins, "out": outs, "intermediate": inter},
+        "reference_bytes": reference_bytes(d), "host_s": round(host_seconds(d, checked=check is None), 1),
+    }
+
+
+def select(only=None, quick=False):
+    cases = [c for c in CASES if not only or re.search(only, c[0])]
+    if quick:
+        seen, kept = set(), []
+        for c in cases:
+            if FAMILY(c[0]) not in seen:
+                seen.add(FAMILY(c[0]))
+                kept.append(c)
+        cases = kept
+    return cases
+
+
+def split(cases, entries, part):
+    """The I-th of N parts, balanced by the estimated host time (longest first into the
+    lightest part), each in the table's order."""
+    try:
+        i, n = (int(x) for x in part.split("/"))
+    except ValueError:
+        raise SystemExit("sweep-cases.py: --part takes I/N (e.g. 1/2), not %r" % part)
+    if not 1 <= i <= n:
+        raise SystemExit("sweep-cases.py: --part %s: I must be from 1 to N" % part)
+    load = [0.0] * n
+    owner = {}
+    for e in sorted(entries, key=lambda e: -e["host_s"]):
+        b = load.index(min(load))
+        owner[e["name"]] = b
+        load[b] += e["host_s"]
+    keep = [k for k, e in enumerate(entries) if owner[e["name"]] == i - 1]
+    return [cases[k] for k in keep], [entries[k] for k in keep]
+
+
+def check_table():
+    names = [c[0] for c in CASES]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ValueError("case names repeat: %s" % ", ".join(sorted(dup)))
+    for c in CASES:
+        if not re.fullmatch(r"[a-z0-9][a-z0-9x.-]*", c[0]):
+            raise ValueError("%s: case names are lower-case words, digits, x and dashes (they name files)" % c[0])
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    act = ap.add_mutually_exclusive_group(required=True)
+    act.add_argument("--list", action="store_true", help="print the cases")
+    act.add_argument("--write", metavar="DIR", help="write DIR/NAME.napkin and DIR/cases.json")
+    act.add_argument("--estimate", action="store_true", help="the runner's expected host seconds per case")
+    ap.add_argument("--only", metavar="PATTERN", help="cases whose name matches this regular expression")
+    ap.add_argument("--quick", action="store_true", help="the first case of each family")
+    ap.add_argument("--part", metavar="I/N", help="the I-th of N parts of similar runner time")
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."),
+                    help="repository root (for file: cases)")
+    args = ap.parse_args(argv)
+    check_table()
+    cases = select(args.only, args.quick)
+    if not cases:
+        print("sweep-cases.py: no case matches %r" % args.only, file=sys.stderr)
+        return 1
+    entries, docs = [], []
+    for c in cases:
+        d = diagram(c, args.root)
+        path = os.path.join(args.write, c[0] + ".napkin") if args.write else None
+        entries.append(manifest_entry(c, d, path))
+        docs.append(d)
+    if args.part:
+        keep = {e["name"] for e in split(cases, entries, args.part)[1]}
+        docs = [d for d, e in zip(docs, entries) if e["name"] in keep]
+        entries = [e for e in entries if e["name"] in keep]
+    for d, e in zip(docs, entries):
+        if args.write:
+            os.makedirs(args.write, exist_ok=True)
+            with open(e["file"], "w", encoding="utf-8") as f:
+                json.dump(d, f, indent=1, ensure_ascii=False)
+                f.write("\n")
+    if args.write:
+        with open(os.path.join(args.write, "cases.json"), "w", encoding="utf-8") as f:
+            json.dump({"eps": EPS, "cases": entries}, f, indent=1)
+        print("wrote %d cases to %s" % (len(entries), args.write))
+    elif args.list:
+        print("%-30s %-10s %-9s %-11s %-40s %s" % ("case", "kind", "dtype", "fusion", "dims", "checked at"))
+        for e in entries:
+            dims = " ".join("%s=%d" % kv for kv in e["dims"].items())
+            chk = " ".join("%s=%d" % kv for kv in e["check"].items()) if e["check"] else "full size"
+            fus = e["fusion"] if not e["fusion"].startswith("file:") else os.path.basename(e["fusion"])
+            print("%-30s %-10s %-9s %-11s %-40s %s" % (e["name"], e["kind"], e["dtype"], fus, dims, chk))
+        print("%d cases" % len(entries))
+    else:
+        total = 0
+        for e in entries:
+            total += e["host_s"]
+            print("%-30s %6.1f s  %7.0f M elements in, %7.0f M out, reference %5.1f GB" % (
+                e["name"], e["host_s"], e["elements"]["in"] / 1e6, e["elements"]["out"] / 1e6,
+                e["reference_bytes"] / 1e9))
+        print("%d cases, about %.0f s of runner host time (fill, check, compile) before any kernel time"
+              % (len(entries), total))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-cli"
+
+#include "config.h"
+
+#include <stdio.h>
+
+#include "napkin-cli.h"
+#include "napkin-plan.h"
+
+/* napkin-cli plan: the kernel plan (docs/plan.md) of a diagram on an architecture, as
+ * JSON (--format json) or one paragraph per kernel. */
+
+static void
+print_text (const NapkinPlan *plan,
+            NapkinDiagram    *d,
+            const char       *path)
+{
+  printf ("%s on %s (%s): %u kernel%s%s\n", path, plan->arch->id, plan->target, plan->kernels->len,
+          plan->kernels->len == 1 ? "" : "s", plan->feasible ? "" : ", INFEASIBLE");
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+      printf ("\n%u. %s — %s on %s\n", i + 1, k->name, napkin_plan_kind_to_string (k->kind),
+              napkin_path_to_string (k->path));
+      if (k->note != NULL)
+        printf ("   %s\n", k->note);
+      printf ("   grid %" G_GINT64_FORMAT " × %u threads, %" G_GINT64_FORMAT " B shared memory a block, ~%u "
+              "registers a thread\n", k->grid, k->threads, k->smem_bytes, k->registers);
+      if (k->reason != NULL)
+        printf ("   generic because: %s\n", k->reason);
+      for (guint j = 0; j < k->adjustments->len; j++)
+        printf ("   adjusted: %s\n", (const char *) g_ptr_array_index (k->adjustments, j));
+      if (!k->feasible)
+        printf ("   INFEASIBLE: %s\n", k->infeasible);
+    }
+  if (plan->scratch_bytes > 0)
+    printf ("\nscratch in device memory: %" G_GINT64_FORMAT " B\n", plan->scratch_bytes);
+  (void) d;
+}
+
+int
+napkin_cli_plan (int    argc,
+                 char **argv)
+{
+  NapkinCliOverrides overrides = { NULL, NULL };
+  g_autofree char *arch_id = NULL;
+  g_autofree char *format = NULL;
+  gboolean json = FALSE, generic = FALSE;
+  const GOptionEntry entries[] = {
+    { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs) or sm_XY; default h100", "ID" },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "F" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Same as --format json", NULL },
+    { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Plan every kernel on the generic lowering", NULL },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(GError) error = NULL;
+  NapkinPlanOptions options = { 0 };
+  NapkinArch *arch;
+
+  context = napkin_cli_context_new ("plan", "FILE",
+                                    "The kernel plan of a relabeled diagram on a GPU: for each kernel its path "
+                                    "(wgmma, mma, simt or generic, with the reason), tiles, stages, the "
+                                    "operations it fuses and its footprint (docs/plan.md).", entries, &overrides);
+  if (!napkin_cli_parse (context, &argc, &argv))
+    return NAPKIN_CLI_USAGE;
+  if (argc != 2)
+    return napkin_cli_usage_error ("plan", "expected exactly one FILE");
+  if (format != NULL && g_strcmp0 (format, "json") != 0 && g_strcmp0 (format, "text") != 0)
+    return napkin_cli_usage_error ("plan", "--format: expected text or json, not “%s”", format);
+  json |= g_strcmp0 (format, "json") == 0;
+  if ((arch = napkin_cli_lookup_arch ("plan", arch_id)) == NULL)
+    return NAPKIN_CLI_USAGE;
+  diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
+  napkin_cli_overrides_clear (&overrides);
+  if (diagram == NULL)
+    {
+      fprintf (stderr, "%s: invalid: %s\n", argv[1], error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  options.generic_only = generic;
+  plan = napkin_plan_build (diagram, arch, &options, &error);
+  if (plan == NULL)
+    {
+      fprintf (stderr, "%s: %s\n", argv[1], error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  if (json)
+    {
+      json_object *root = napkin_plan_to_json (plan, diagram);
+
+      json_object_object_add (root, "file", json_object_new_string (argv[1]));
+      printf ("%s\n", json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                                                              | JSON_C_TO_STRING_NOSLASHESCAPE));
+      json_object_put (root);
+    }
+  else
+    print_text (plan, diagram, argv[1]);
+  return plan->feasible ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
+}

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "config.h"
+
+#include <string.h>
+
+#include "napkin-file.h"
+#include "napkin-model.h"
+#include "napkin-plan.h"
+#include "napkin-test-diagrams.h"
+
+/* The kernel plan (docs/plan.md): every GEMM a user meets gets a tensor-core kernel on the
+ * architecture's path, whatever its sizes; operands the tensor copies cannot read are
+ * repacked, skinny products split K; the model prices exactly that plan. */
+
+static NapkinArch *
+arch (const char *id)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
+
+  g_assert_no_error (error);
+  return a;
+}
+
+static NapkinDiagram *
+gemm (const NapkinTestGemm *c)
+{
+  g_autofree char *json = napkin_test_gemm_json (c);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+
+  g_assert_no_error (error);
+  return d;
+}
+
+static NapkinDiagram *
+example (const char *name)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), name, NULL);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+
+  g_assert_no_error (error);
+  return d;
+}
+
+static NapkinPlan *
+plan (NapkinDiagram *d,
+      const char    *arch_id)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinPlan *p = napkin_plan_build (d, arch (arch_id), NULL, &error);
+
+  g_assert_no_error (error);
+  return p;
+}
+
+/* The plan's kernels and the model's agree one for one on the path. */
+static void
+assert_model_agrees (NapkinDiagram    *d,
+                     const NapkinPlan *p,
+                     const char       *arch_id)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) an = napkin_analyze (d, arch (arch_id), NULL, &error);
+  guint planned = 0;
+
+  g_assert_no_error (error);
+  for (guint i = 0; i < p->kernels->len; i++)
+    {
+      const NapkinPlanKernel *pk = g_ptr_array_index (p->kernels, i);
+      gboolean found = FALSE;
+
+      planned++;
+      for (guint j = 0; j < an->kernels->len && !found; j++)
+        {
+          const NapkinKernelCost *kc = &g_array_index (an->kernels, NapkinKernelCost, j);
+
+          if (g_strcmp0 (kc->plan_kind, napkin_plan_kind_to_string (pk->kind)) != 0)
+            continue;
+          if (g_str_has_prefix (kc->name, pk->name))
+            {
+              g_assert_cmpint (kc->path, ==, pk->path);
+              found = TRUE;
+            }
+        }
+      g_assert_true (found);
+    }
+  g_assert_cmpuint (an->kernels->len, ==, planned);
+  g_assert_cmpuint (an->generic_kernels, ==, p->n_generic);
+}
+
+typedef struct
+{
+  const char    *name;
+  NapkinTestGemm c;
+  guint          split;      /* expected split-K, 0: don't care */
+  guint          repacks;    /* expected repack kernels */
+} Case;
+
+static const Case cases[] = {
+  { "4096^3", { 4096, 4096, 4096, 0, "bf16" }, 1, 0 },
+  { "8192^3", { 8192, 8192, 8192, 0, "bf16" }, 1, 0 },
+  { "8000^3", { 8000, 8000, 8000, 0, "bf16" }, 1, 0 },
+  { "37x53x29", { 37, 53, 29, 0, "bf16" }, 0, 2 },
+  { "1000x4096x4095", { 1000, 4096, 4095, 0, "fp16" }, 0, 1 },
+  { "4095x4097x4096", { 4095, 4097, 4096, 0, "bf16" }, 0, 1 },
+  { "m1", { 1, 4096, 4096, 0, "bf16" }, 0, 0 },
+  { "m16", { 16, 4096, 4096, 0, "bf16" }, 0, 0 },
+  { "m64", { 64, 4096, 4096, 0, "bf16" }, 0, 0 },
+  { "m256", { 256, 4096, 4096, 0, "bf16" }, 0, 0 },
+  { "vocab 50257", { 4096, 50257, 4096, 0, "bf16" }, 1, 1 },
+  { "vocab 128256 [n,k]", { 4096, 128256, 4096, 0, "bf16", NULL, FALSE, TRUE }, 1, 0 },
+  { "llama mlp up", { 4096, 11008, 4096, 0, "bf16" }, 1, 0 },
+  { "llama mlp down", { 4096, 4096, 11008, 0, "bf16" }, 1, 0 },
+  { "A [k,m]", { 2048, 2048, 2048, 0, "fp16", NULL, TRUE }, 1, 0 },
+  { "B [n,k] fp32 out", { 2048, 2048, 2048, 0, "bf16", "fp32", FALSE, TRUE }, 1, 0 },
+  { "batched", { 512, 512, 64, 16, "bf16" }, 0, 0 },
+  { "batched shared B", { 1024, 4096, 4096, 4, "bf16", NULL, FALSE, FALSE, TRUE }, 1, 0 },
+  { "fp8 [n,k]", { 8192, 8192, 8192, 0, "fp8-e4m3", NULL, FALSE, TRUE }, 1, 0 },
+  { "fp8 [k,n]", { 4096, 4096, 4096, 0, "fp8-e4m3" }, 1, 1 },
+  { "bias+gelu region", { 4096, 11008, 4096, 0, "bf16", NULL, FALSE, FALSE, FALSE, "bias-gelu", 128, 256, 64, 4 }, 1, 0 },
+  { "residual region", { 4096, 4096, 11008, 0, "bf16", NULL, FALSE, FALSE, FALSE, "residual", 128, 128, 64, 4 }, 1, 0 },
+  { "silu region", { 4096, 11008, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "silu", 128, 256, 64, 3 }, 1, 0 },
+  { "region 64x128 odd", { 1000, 1000, 1000, 0, "bf16", NULL, FALSE, FALSE, FALSE, "", 64, 128, 64, 4 }, 0, 0 },
+};
+
+static void
+test_gemm_cases (void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const Case *c = &cases[i];
+      g_autoptr(NapkinDiagram) d = gemm (&c->c);
+      g_autoptr(NapkinPlan) h = plan (d, "h100");
+      g_autoptr(NapkinPlan) a = plan (d, "a100");
+      const NapkinPlanKernel *k = napkin_plan_kernel_for (h, c->c.BM > 0 ? 0 : -1,
+                                                          napkin_diagram_find_node (d, "mm"));
+      guint repacks = 0;
+
+      g_test_message ("%s", c->name);
+      g_assert_nonnull (k);
+      g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GEMM);
+      g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+      g_assert_cmpuint (h->n_generic, ==, 0);
+      g_assert_true (h->feasible);
+      g_assert_cmpint (k->u.gemm.M * k->u.gemm.batch, ==, c->c.M * MAX (c->c.batch, 1));
+      g_assert_cmpint (k->u.gemm.N, ==, c->c.N);
+      g_assert_cmpint (k->u.gemm.K, ==, c->c.K);
+      if (c->split > 0)
+        g_assert_cmpuint (k->u.gemm.split_k, ==, c->split);
+      for (guint j = 0; j < h->kernels->len; j++)
+        repacks += ((const NapkinPlanKernel *) g_ptr_array_index (h->kernels, j))->kind == NAPKIN_PLAN_REPACK;
+      g_assert_cmpuint (repacks, ==, c->repacks);
+      if (c->c.epilogue && *c->c.epilogue)
+        g_assert_cmpuint (k->u.gemm.epilogue->len, >=, 1);
+      assert_model_agrees (d, h, "h100");
+
+      /* Ampere: the same shapes on mma.sync, fp8 has no path there */
+      k = napkin_plan_kernel_for (a, c->c.BM > 0 ? 0 : -1, napkin_diagram_find_node (d, "mm"));
+      if (g_str_has_prefix (c->c.dtype, "fp8"))
+        {
+          g_assert_cmpint (k->path, ==, NAPKIN_PATH_GENERIC);
+          g_assert_nonnull (strstr (k->reason, "fp8"));
+        }
+      else
+        {
+          g_assert_cmpint (k->path, ==, NAPKIN_PATH_MMA);
+          g_assert_cmpuint (a->n_generic, ==, 0);
+        }
+      assert_model_agrees (d, a, "a100");
+    }
+}
+
+/* Skinny products split K to fill the GPU; the split is summed by a kernel after. */
+static void
+test_split_k (void)
+{
+  NapkinTestGemm c = { 64, 4096, 4096, 0, "bf16" };
+  g_autoptr(NapkinDiagram) d = gemm (&c);
+  g_autoptr(NapkinPlan) p = plan (d, "h100");
+  const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, 0);
+  const NapkinPlanKernel *r = g_ptr_array_index (p->kernels, 1);
+
+  g_assert_cmpuint (p->kernels->len, ==, 2);
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GEMM);
+  g_assert_cmpuint (k->u.gemm.split_k, >=, 2);
+  g_assert_cmpint (k->grid, >=, 66);
+  g_assert_cmpint (k->grid, <=, 132);
+  g_assert_cmpint (r->kind, ==, NAPKIN_PLAN_SPLIT_REDUCE);
+  g_assert_cmpint (k->u.gemm.partials, >=, 0);
+  g_assert_cmpint (p->scratch_bytes, >=, (gint64) k->u.gemm.split_k * 64 * 4096 * 4);
+}
+
+/* A region's tiles are the user's: where wgmma cannot take them, mma.sync does; where
+ * neither can, the kernel is generic and says why; shared memory too large is
+ * infeasible, naming the limit. */
+static void
+test_region_tiles (void)
+{
+  NapkinTestGemm ok = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 128, 96, 64, 3 };
+  NapkinTestGemm bad = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 100, 128, 64, 3 };
+  NapkinTestGemm big = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 128, 256, 64, 6 };
+  g_autoptr(NapkinDiagram) d1 = gemm (&ok);
+  g_autoptr(NapkinDiagram) d2 = gemm (&bad);
+  g_autoptr(NapkinDiagram) d3 = gemm (&big);
+  g_autoptr(NapkinPlan) p1 = plan (d1, "h100");
+  g_autoptr(NapkinPlan) p2 = plan (d2, "h100");
+  g_autoptr(NapkinPlan) p3 = plan (d3, "h100");
+  const NapkinPlanKernel *k1 = g_ptr_array_index (p1->kernels, 0);
+  const NapkinPlanKernel *k2 = g_ptr_array_index (p2->kernels, 0);
+  const NapkinPlanKernel *k3 = g_ptr_array_index (p3->kernels, 0);
+
+  g_assert_cmpint (k1->path, ==, NAPKIN_PATH_MMA);
+  g_assert_cmpint (k1->u.gemm.BN, ==, 96);
+  g_assert_nonnull (strstr (g_ptr_array_index (k1->adjustments, 0), "not a wgmma tile"));
+  g_assert_cmpint (k2->path, ==, NAPKIN_PATH_GENERIC);
+  g_assert_nonnull (strstr (k2->reason, "100×128"));
+  g_assert_cmpint (k3->path, ==, NAPKIN_PATH_WGMMA);
+  g_assert_false (k3->feasible);
+  g_assert_false (p3->feasible);
+  g_assert_nonnull (strstr (k3->infeasible, "h100 allows"));
+  assert_model_agrees (d1, p1, "h100");
+  assert_model_agrees (d2, p2, "h100");
+}
+
+/* One feasibility answer: FlashAttention at q = 8192 with keys streamed by 128 in 3
+ * stages needs 230,480 bytes of shared memory in the kernel the plan runs (Q 128×128,
+ * 3 stages of K and V chunks, alignment, barriers), which fits the 232,448 an H100 block
+ * can have; the model calls it feasible and sizes the block by it. */
+static void
+test_attention_footprint (void)
+{
+  g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+  g_autoptr(NapkinPlan) p = NULL;
+  g_autoptr(NapkinAnalysis) an = NULL;
+  g_autoptr(GError) error = NULL;
+  const NapkinPlanKernel *k;
+  NapkinRegion *region;
+
+  g_assert_true (napkin_diagram_override_axis (d, "q=8192", &error));
+  g_assert_true (napkin_diagram_override_axis (d, "k=8192", &error));
+  region = (NapkinRegion *) napkin_diagram_region (d, 0);
+  for (guint i = 0; i < region->marks->len; i++)
+    if (g_str_equal (g_array_index (region->marks, NapkinMark, i).axis, "k"))
+      g_array_index (region->marks, NapkinMark, i).tile = 128;
+  region->stages = 3;
+  napkin_diagram_changed (d);
+  p = plan (d, "h100");
+  k = g_ptr_array_index (p->kernels, 0);
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+  g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+  g_assert_cmpint (k->smem_bytes, ==, 1024 + 128 * 128 * 2 + 2 * 3 * 128 * 128 * 2 + 8 * 10);
+  g_assert_true (k->feasible);
+  an = napkin_analyze (d, arch ("h100"), NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (an->feasible);
+  g_assert_cmpint (g_array_index (an->regions, NapkinRegionCost, 0).plan_smem_bytes, ==, k->smem_bytes);
+}
+
+/* The examples: every kernel of the shipped diagrams is planned, none generic but the
+ * fp8 attention (whose fp8 wgmma attention is not generated yet). */
+static void
+test_examples (void)
+{
+  const char *names[] = { "matmul.napkin", "matmul-tiled.napkin", "matmul-nested.napkin", "flash-attention.napkin",
+                          "mlp.napkin" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      g_autoptr(NapkinDiagram) d = example (names[i]);
+      g_autoptr(NapkinPlan) p = plan (d, "h100");
+
+      for (guint j = 0; j < p->kernels->len; j++)
+        {
+          const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, j);
+
+          if (k->kind == NAPKIN_PLAN_GEMM || k->kind == NAPKIN_PLAN_ATTENTION)
+            g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+        }
+      assert_model_agrees (d, p, "h100");
+    }
+}
+
+/* The JSON `plan --format json` prints. */
+static void
+test_json (void)
+{
+  NapkinTestGemm c = { 1000, 4096, 4095, 0, "bf16", NULL, FALSE, FALSE, FALSE, "bias-gelu", 128, 128, 64, 4 };
+  g_autoptr(NapkinDiagram) d = gemm (&c);
+  g_autoptr(NapkinPlan) p = plan (d, "h100");
+  json_object *root = napkin_plan_to_json (p, d);
+  json_object *kernels = json_object_object_get (root, "kernels");
+  json_object *last = json_object_array_get_idx (kernels, json_object_array_length (kernels) - 1);
+
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (root, "target")), ==, "sm_90a");
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (last, "path")), ==, "wgmma");
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (last, "kind")), ==, "gemm");
+  g_assert_cmpint (json_object_array_length (json_object_object_get (last, "fused")), ==, 2);
+  g_assert_cmpint (json_object_get_int (json_object_object_get (json_object_object_get (last, "tiles"), "m")), ==, 128);
+  json_object_put (root);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/plan/gemm/cases", test_gemm_cases);
+  g_test_add_func ("/plan/gemm/split-k", test_split_k);
+  g_test_add_func ("/plan/gemm/region-tiles", test_region_tiles);
+  g_test_add_func ("/plan/attention/footprint", test_attention_footprint);
+  g_test_add_func ("/plan/examples", test_examples);
+  g_test_add_func ("/plan/json", test_json);
+  return g_test_run ();
+}
