@@ -7,6 +7,11 @@
 G_BEGIN_DECLS
 
 const char *_napkin_cuda_ctype        (NapkinDtype             dtype);
+/* The helpers every generated source starts with (types, napkin_ld/napkin_st, the fp8
+ * codec, the fused maps' functions), guarded so that two sources can be joined. */
+char       *_napkin_cuda_prelude      (void);
+/* Frees a NapkinCudaKernel (the free function of module->kernels). */
+void        _napkin_cuda_kernel_free  (gpointer                data);
 /* Prints a strong skeleton for a recognised kernel and records it in the module;
  * FALSE leaves the kernel to the generic printer. */
 gboolean    _napkin_cuda_try_skeleton (const NapkinIrProgram  *program,

@@ -930,8 +930,17 @@ print_kernel (Printer              *P,
   g_ptr_array_add (module->kernels, ck);
 }
 
-static void
-cuda_kernel_free (gpointer data)
+char *
+_napkin_cuda_prelude (void)
+{
+  GString *s = g_string_new (prelude);
+
+  g_string_replace (s, "@FP8_CODEC@", napkin_kernel_fp8_codec, 1);
+  return g_string_free (s, FALSE);
+}
+
+void
+_napkin_cuda_kernel_free (gpointer data)
 {
   NapkinCudaKernel *k = data;
 
@@ -1120,7 +1129,7 @@ napkin_codegen_cuda_planned (NapkinIrProgram     *program,
   g_return_val_if_fail (program != NULL, NULL);
 
   module->program = program;
-  module->kernels = g_ptr_array_new_with_free_func (cuda_kernel_free);
+  module->kernels = g_ptr_array_new_with_free_func (_napkin_cuda_kernel_free);
   module->args = g_array_new (FALSE, FALSE, sizeof (int));
   module->workspace_slot = -1;
   module->flags = flags;

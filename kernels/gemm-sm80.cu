@@ -1,0 +1,274 @@
+/* The Ampere GEMM of the kernel plan (docs/plan.md, "GEMM tile primitives"), sm_80 and
+ * later: C[b,m,n] = epilogue (Σ_k A[b,m,k]·B[b,k,n]), fp16/bf16 in, fp32 accumulate, any
+ * M, N, K. One thread block per BM×BN tile of one batch and one split of K, tiles in
+ * grouped order (G_GROUP tile rows at a time) so that a wave shares its A and B panels
+ * in L2. K is streamed in chunks of BK through G_STAGES shared-memory buffers filled by
+ * cp.async: 16-byte pieces, each told how many of its bytes lie inside the matrix
+ * (src-size), the rest zero-filled, so edge tiles need no special case in the main loop.
+ * Operands are kept in shared memory as stored (A K-major: BM rows of BK; A M-major: BK
+ * rows of BM; B N-major: BK rows of BN; B K-major: BN rows of BK; each row padded by 16
+ * bytes against bank conflicts) and ldmatrix (with .trans for M-major A and N-major B)
+ * gives mma.sync m16n8k16 its fragments, double-buffered in registers. Warps own WM×WN
+ * sub-tiles. The epilogue stores pairs of adjacent columns bounded by M and N, through
+ * the fused maps (@NAME@_epi), or (G_EPI 2) fp32 partials of the split.
+ * The printer (src/codegen/napkin-print-gemm.c) fills the @PARAMETERS@ and checks the
+ * limits (16-byte aligned rows: the plan repacks other operands). */
+#define G_BM @BM@
+#define G_BN @BN@
+#define G_BK @BK@
+#define G_WM @WM@
+#define G_WN @WN@
+#define G_STAGES @STAGES@
+#define G_M @M@L
+#define G_N @N@L
+#define G_K @K@L
+#define G_BATCH @BATCH@L
+#define G_SPLIT @SPLIT@L
+#define G_A_KMAJOR @A_KMAJOR@
+#define G_B_KMAJOR @B_KMAJOR@
+#define G_LDA @LDA@L
+#define G_LDB @LDB@L
+#define G_ABS @ABS@L
+#define G_BBS @BBS@L
+#define G_EPI @EPI@
+#define G_CVEC @CVEC@                        /* rows of C allow 2-element vector stores */
+#define G_LDC @LDC@L
+#define G_CBS @CBS@L
+#define G_THREADS ((G_BM / G_WM) * (G_BN / G_WN) * 32)
+#define G_AROWS (G_A_KMAJOR ? G_BM : G_BK)   /* A in shared memory: rows × (cols + 8) */
+#define G_ACOLS (G_A_KMAJOR ? G_BK : G_BM)
+#define G_BROWS (G_B_KMAJOR ? G_BN : G_BK)
+#define G_BCOLS (G_B_KMAJOR ? G_BK : G_BN)
+#define G_AS (G_ACOLS + 8)
+#define G_BS (G_BCOLS + 8)
+#define G_GROUP 8
+#define G_TILES_M ((G_M + G_BM - 1) / G_BM)
+#define G_TILES_N ((G_N + G_BN - 1) / G_BN)
+#define G_CHUNKS ((G_K + G_BK - 1) / G_BK)
+#define G_SPLIT_CHUNKS ((G_CHUNKS + G_SPLIT - 1) / G_SPLIT)
+
+/* The fused maps, applied to each fp32 result x at (b, m, n). */
+@EPIFN@
+
+/* Two fp32 values of row m, columns n and n + 1 (only those < N). */
+static __device__ __forceinline__ void
+@NAME@_put2 (const NapkinArgs &args, int split, int b, long m, long n, float v0, float v1)
+{
+  if (m >= G_M || n >= G_N)
+    return;
+#if G_EPI == 1
+  @CT@ *c = @CREF@ + b * G_CBS + m * G_LDC + n;
+  const float x0 = @NAME@_epi (args, b, m, n, v0);
+
+  if (n + 1 < G_N)
+    {
+      const float x1 = @NAME@_epi (args, b, m, n + 1, v1);
+
+      if (G_CVEC)
+        napkin_st2 (c, x0, x1);
+      else
+        {
+          napkin_st (c, x0);
+          napkin_st (c + 1, x1);
+        }
+    }
+  else
+    napkin_st (c, x0);
+#else
+  float *p = @PREF@ + ((split * G_BATCH + b) * G_M + m) * G_N + n;
+
+  p[0] = v0;
+  if (n + 1 < G_N)
+    p[1] = v1;
+#endif
+}
+
+/* A 16-byte piece of a row into shared memory: `valid` of its 8 elements are inside the
+ * matrix, the rest are zero-filled (src-size; 0 reads nothing). */
+static __device__ __forceinline__ void
+@NAME@_cp16 (const unsigned short *dst, const @AT@ *src, long valid)
+{
+  const int bytes = valid <= 0 ? 0 : valid >= 8 ? 16 : (int) valid * 2;
+
+  asm volatile ("cp.async.cg.shared.global [%0], [%1], 16, %2;"
+                :: "r" (napkin_smem_addr (dst)), "l" (src), "r" (bytes) : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
+@NAME@ (const NapkinArgs args)
+{
+  const @AT@ *__restrict__ A = @AREF@;
+  const @AT@ *__restrict__ B = @BREF@;
+  extern __shared__ __align__ (16) unsigned short smem_[];
+  unsigned short *As = smem_;                                   /* [STAGES][AROWS][AS] */
+  unsigned short *Bs = smem_ + G_STAGES * G_AROWS * G_AS;       /* [STAGES][BROWS][BS] */
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = (warp / (G_BN / G_WN)) * G_WM, wn = (warp % (G_BN / G_WN)) * G_WN;
+  /* blockIdx.x: split, batch, then the tile of C in grouped order */
+  const long per = G_TILES_M * G_TILES_N, t = blockIdx.x % per, sb = blockIdx.x / per;
+  const int b = (int) (sb % G_BATCH), split = (int) (sb / G_BATCH);
+  const long group = t / (G_GROUP * G_TILES_N), first_m = group * G_GROUP;
+  const long rows_in = G_TILES_M - first_m < G_GROUP ? G_TILES_M - first_m : G_GROUP;
+  const long in_group = t % (G_GROUP * G_TILES_N);
+  const long m0 = (first_m + in_group % rows_in) * G_BM, n0 = (in_group / rows_in) * G_BN;
+  const int kc0 = split * (int) G_SPLIT_CHUNKS;
+  const int kc1 = (int) (G_CHUNKS < (split + 1) * G_SPLIT_CHUNKS ? G_CHUNKS : (split + 1) * G_SPLIT_CHUNKS);
+  const int chunks = kc1 > kc0 ? kc1 - kc0 : 0;
+  float acc[G_WM / 16][G_WN / 8][4];
+
+  A += b * G_ABS;
+  B += b * G_BBS;
+  for (int i = 0; i < G_WM / 16; i++)
+    for (int j = 0; j < G_WN / 8; j++)
+      for (int c = 0; c < 4; c++)
+        acc[i][j][c] = 0.0f;
+
+  /* Chunk kc into stage s: every thread copies 16-byte pieces; a row outside the matrix
+   * or a piece past its last column reads nothing (clamped to the matrix's start). */
+#define G_LOAD(s, kc)                                                                          \
+  do {                                                                                         \
+    const long k0_ = (long) (kc) * G_BK;                                                       \
+    for (int c = tid; c < G_AROWS * G_ACOLS / 8; c += G_THREADS)                               \
+      {                                                                                        \
+        const int r = c / (G_ACOLS / 8), q = (c % (G_ACOLS / 8)) * 8;                          \
+        const long row = G_A_KMAJOR ? m0 + r : k0_ + r, col = G_A_KMAJOR ? k0_ + q : m0 + q;   \
+        const long valid = row < (G_A_KMAJOR ? G_M : G_K) ? (G_A_KMAJOR ? G_K : G_M) - col : 0; \
+        @NAME@_cp16 (As + ((s) * G_AROWS + r) * G_AS + q, valid > 0 ? A + row * G_LDA + col : A, valid); \
+      }                                                                                        \
+    for (int c = tid; c < G_BROWS * G_BCOLS / 8; c += G_THREADS)                               \
+      {                                                                                        \
+        const int r = c / (G_BCOLS / 8), q = (c % (G_BCOLS / 8)) * 8;                          \
+        const long row = G_B_KMAJOR ? n0 + r : k0_ + r, col = G_B_KMAJOR ? k0_ + q : n0 + q;   \
+        const long valid = row < (G_B_KMAJOR ? G_N : G_K) ? (G_B_KMAJOR ? G_K : G_N) - col : 0; \
+        @NAME@_cp16 (Bs + ((s) * G_BROWS + r) * G_BS + q, valid > 0 ? B + row * G_LDB + col : B, valid); \
+      }                                                                                        \
+  } while (0)
+
+  /* Fragments of k-step kk of the current stage into register buffer f: ldmatrix.x4,
+   * transposed where the operand is stored MN-major. Lane l addresses row l % 8 of
+   * matrix l / 8. */
+#define G_FRAGS(f, kk)                                                                         \
+  do {                                                                                         \
+    _Pragma ("unroll") for (int i = 0; i < G_WM / 16; i++)                                    \
+      {                                                                                        \
+        const unsigned short *p = G_A_KMAJOR                                                   \
+          ? as + (wm + i * 16 + (lane & 15)) * G_AS + (kk) + (lane >> 4) * 8                   \
+          : as + ((kk) + (lane & 7) + (lane >> 4) * 8) * G_AS + wm + i * 16 + ((lane >> 3) & 1) * 8; \
+        if (G_A_KMAJOR)                                                                        \
+          asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"        \
+                        : "=r" (a[f][i][0]), "=r" (a[f][i][1]), "=r" (a[f][i][2]), "=r" (a[f][i][3]) \
+                        : "r" (napkin_smem_addr (p)));                                          \
+        else                                                                                   \
+          asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"  \
+                        : "=r" (a[f][i][0]), "=r" (a[f][i][1]), "=r" (a[f][i][2]), "=r" (a[f][i][3]) \
+                        : "r" (napkin_smem_addr (p)));                                          \
+      }                                                                                        \
+    _Pragma ("unroll") for (int j = 0; j < G_WN / 8; j += 2)                                  \
+      {                                                                                        \
+        const unsigned short *p = G_B_KMAJOR                                                   \
+          ? bs + (wn + j * 8 + (lane & 7) + (lane >> 4) * 8) * G_BS + (kk) + ((lane >> 3) & 1) * 8 \
+          : bs + ((kk) + (lane & 7) + ((lane >> 3) & 1) * 8) * G_BS + wn + j * 8 + (lane >> 4) * 8; \
+        if (G_B_KMAJOR)                                                                        \
+          asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"        \
+                        : "=r" (b_[f][j][0]), "=r" (b_[f][j][1]), "=r" (b_[f][j + 1][0]), "=r" (b_[f][j + 1][1]) \
+                        : "r" (napkin_smem_addr (p)));                                          \
+        else                                                                                   \
+          asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"  \
+                        : "=r" (b_[f][j][0]), "=r" (b_[f][j][1]), "=r" (b_[f][j + 1][0]), "=r" (b_[f][j + 1][1]) \
+                        : "r" (napkin_smem_addr (p)));                                          \
+      }                                                                                        \
+  } while (0)
+
+  for (int s = 0; s < G_STAGES - 1; s++)
+    {
+      if (s < chunks)
+        G_LOAD (s, kc0 + s);
+      asm volatile ("cp.async.commit_group;");
+    }
+
+  for (int c = 0; c < chunks; c++)
+    {
+      const int stage = c % G_STAGES;
+
+      asm volatile ("cp.async.wait_group %0;" :: "n" (G_STAGES - 2));
+      __syncthreads ();
+      /* Refill the stage that was consumed one iteration ago. */
+      if (c + G_STAGES - 1 < chunks)
+        G_LOAD ((c + G_STAGES - 1) % G_STAGES, kc0 + c + G_STAGES - 1);
+      asm volatile ("cp.async.commit_group;");
+
+      const unsigned short *as = As + stage * G_AROWS * G_AS;
+      const unsigned short *bs = Bs + stage * G_BROWS * G_BS;
+
+      unsigned a[2][G_WM / 16][4], b_[2][G_WN / 8][2];
+
+      G_FRAGS (0, 0);
+#pragma unroll
+      for (int kk = 0; kk < G_BK; kk += 16)
+        {
+          const int f = (kk / 16) & 1;
+
+          if (kk + 16 < G_BK)
+            G_FRAGS (f ^ 1, kk + 16);
+#pragma unroll
+          for (int i = 0; i < G_WM / 16; i++)
+#pragma unroll
+            for (int j = 0; j < G_WN / 8; j++)
+              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
+                            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                            : "+f" (acc[i][j][0]), "+f" (acc[i][j][1]), "+f" (acc[i][j][2]), "+f" (acc[i][j][3])
+                            : "r" (a[f][i][0]), "r" (a[f][i][1]), "r" (a[f][i][2]), "r" (a[f][i][3]),
+                              "r" (b_[f][j][0]), "r" (b_[f][j][1]));
+        }
+    }
+  asm volatile ("cp.async.wait_group 0;");
+
+  /* Epilogue: each thread holds rows lane/4 and lane/4 + 8 of every 16×8 tile, two
+   * adjacent columns in each. */
+#pragma unroll
+  for (int i = 0; i < G_WM / 16; i++)
+#pragma unroll
+    for (int j = 0; j < G_WN / 8; j++)
+      {
+        const long r = m0 + wm + i * 16 + (lane >> 2);
+        const long c = n0 + wn + j * 8 + (lane & 3) * 2;
+
+        @NAME@_put2 (args, split, b, r, c, acc[i][j][0], acc[i][j][1]);
+        @NAME@_put2 (args, split, b, r + 8, c, acc[i][j][2], acc[i][j][3]);
+      }
+#undef G_LOAD
+#undef G_FRAGS
+}
+#undef G_BM
+#undef G_BN
+#undef G_BK
+#undef G_WM
+#undef G_WN
+#undef G_STAGES
+#undef G_M
+#undef G_N
+#undef G_K
+#undef G_BATCH
+#undef G_SPLIT
+#undef G_A_KMAJOR
+#undef G_B_KMAJOR
+#undef G_LDA
+#undef G_LDB
+#undef G_ABS
+#undef G_BBS
+#undef G_EPI
+#undef G_CVEC
+#undef G_LDC
+#undef G_CBS
+#undef G_THREADS
+#undef G_AROWS
+#undef G_ACOLS
+#undef G_BROWS
+#undef G_BCOLS
+#undef G_AS
+#undef G_BS
+#undef G_GROUP
+#undef G_TILES_M
+#undef G_TILES_N
+#undef G_CHUNKS
+#undef G_SPLIT_CHUNKS

@@ -1,0 +1,766 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-codegen"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "napkin-codegen-private.h"
+#include "napkin-kernels.h"
+
+/* Printers of the plan's GEMM kernels (docs/plan.md, "GEMM tile primitives"): the
+ * Hopper GEMM (kernels/gemm-sm90.cu on kernels/tile-sm90.cuh), the Ampere GEMM
+ * (kernels/gemm-sm80.cu), the split-K reduction (kernels/split-reduce.cu) and the
+ * operand repack (kernels/repack.cu). The plan has chosen the tiles; a printer checks
+ * that its kernel can run them and says which field is out of range when not. */
+
+#define MAX_DYNAMIC_SMEM (227 * 1024)
+#define MAX_GRID 16384   /* grid-stride kernels: enough blocks to fill any GPU */
+
+typedef NapkinSkeletonParam Param;
+
+static gboolean
+fail (GError    **error,
+      const char *name,
+      const char *format,
+      ...) G_GNUC_PRINTF (3, 4);
+
+static gboolean
+fail (GError    **error,
+      const char *name,
+      const char *format,
+      ...)
+{
+  va_list args;
+  g_autofree char *text = NULL;
+
+  va_start (args, format);
+  text = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, "kernel %s: %s", name, text);
+  return FALSE;
+}
+
+static char *
+i64 (gint64 v)
+{
+  return g_strdup_printf ("%" G_GINT64_FORMAT, v);
+}
+
+/* The tile primitives a kernel builds on, once per module (their guards would drop a
+ * second copy anyway; this keeps the source short). */
+static void
+print_once (GString    *out,
+            const char *guard,
+            const char *text)
+{
+  if (strstr (out->str, guard) == NULL)
+    {
+      g_string_append_c (out, '\n');
+      g_string_append (out, text);
+    }
+}
+
+static gboolean
+is_16bit (NapkinDtype t)
+{
+  return t == NAPKIN_DTYPE_FP16 || t == NAPKIN_DTYPE_BF16;
+}
+
+static gboolean
+is_fp8 (NapkinDtype t)
+{
+  return t == NAPKIN_DTYPE_FP8_E4M3 || t == NAPKIN_DTYPE_FP8_E5M2;
+}
+
+static gboolean
+c_storable (NapkinDtype t)
+{
+  return t == NAPKIN_DTYPE_FP32 || is_16bit (t);
+}
+
+/* The CUDA pointer expression of a plan buffer, and its byte offset in its slot. */
+static char *
+buffer_expr (const NapkinPrintCtx   *ctx,
+             const NapkinPlanBuffer *buffer,
+             NapkinDtype             dtype,
+             gint64                 *offset,
+             GError                **error)
+{
+  NapkinCudaRef ref;
+
+  if (!_napkin_cuda_ref (ctx, buffer, &ref, error))
+    return NULL;
+  if (offset != NULL)
+    *offset = ref.offset;
+  return _napkin_cuda_ref_expr (&ref, dtype);
+}
+
+/* NAME_epi (args, b, m, n, x): the fused maps in order on the fp32 value x at (b, m, n),
+ * other operands read through their strides. */
+static char *
+epilogue_function (const NapkinPrintCtx *ctx,
+                   const char           *name,
+                   const char           *kname,
+                   const GArray         *maps,
+                   GError              **error)
+{
+  g_autoptr(GString) s = g_string_new (NULL);
+
+  g_string_append_printf (s, "static __device__ __forceinline__ float\n"
+                             "%s_epi (const NapkinArgs &args, int b, long m, long n, float x)\n"
+                             "{\n"
+                             "  (void) args; (void) b; (void) m; (void) n;\n", name);
+  for (guint i = 0; maps != NULL && i < maps->len; i++)
+    {
+      const NapkinPlanMap *map = &g_array_index (maps, NapkinPlanMap, i);
+      g_autofree char *expr = NULL;
+
+      if (map->fn >= NAPKIN_N_FNS)
+        {
+          fail (error, kname, "epilogue[%u]: unknown map function %d", i, (int) map->fn);
+          return NULL;
+        }
+      if (map->has_other)
+        {
+          g_autofree char *other = NULL;
+          g_autoptr(GString) index = g_string_new (NULL);
+          const char *coord[3] = { "(long) b", "m", "n" };
+
+          if (_napkin_cuda_ctype (map->other.dtype) == NULL)
+            {
+              fail (error, kname, "epilogue[%u]: the other operand's type %s cannot be read", i,
+                    napkin_dtype_to_string (map->other.dtype));
+              return NULL;
+            }
+          other = buffer_expr (ctx, &map->other, map->other.dtype, NULL, error);
+          if (other == NULL)
+            return NULL;
+          for (int a = 0; a < 3; a++)
+            if (map->stride[a] != 0)
+              g_string_append_printf (index, "%s%s * %" G_GINT64_FORMAT "L", index->len ? " + " : "", coord[a],
+                                      map->stride[a]);
+          expr = _napkin_cuda_map_expr (map, "x", "y");
+          g_string_append_printf (s, "  { const float y = napkin_ld (&%s[%s]); x = %s; }\n", other,
+                                  index->len ? index->str : "0", expr);
+        }
+      else
+        {
+          expr = _napkin_cuda_map_expr (map, "x", NULL);
+          g_string_append_printf (s, "  x = %s;\n", expr);
+        }
+    }
+  g_string_append (s, "  return x;\n}\n");
+  return g_string_free (g_steal_pointer (&s), FALSE);
+}
+
+static const char *
+maps_summary (const GArray *maps)
+{
+  return maps != NULL && maps->len > 0 ? "fused maps" : "no maps";
+}
+
+static NapkinCudaKernel *
+add_kernel (const NapkinPrintCtx *ctx,
+            const char           *name,
+            const char           *skeleton)
+{
+  NapkinCudaKernel *ck = g_new0 (NapkinCudaKernel, 1);
+
+  ck->name = g_strdup (name);
+  ck->skeleton = g_strdup (skeleton);
+  g_ptr_array_add (ctx->module->kernels, ck);
+  return ck;
+}
+
+/* Checks shared by both GEMM paths: the problem's sizes, types and buffers. */
+static gboolean
+check_problem (const NapkinPlanGemm *g,
+               const char           *kname,
+               GError              **error)
+{
+  if (g->batch < 1 || g->M < 1 || g->N < 1 || g->K < 1)
+    return fail (error, kname, "batch, M, N and K must be positive, not %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %"
+                 G_GINT64_FORMAT ", %" G_GINT64_FORMAT, g->batch, g->M, g->N, g->K);
+  if (g->M > G_MAXINT32 || g->N > G_MAXINT32 || g->K > G_MAXINT32 || g->batch > G_MAXINT32)
+    return fail (error, kname, "M, N, K and batch must stay below 2³¹ (coordinates are 32-bit)");
+  if (g->lda < (g->a_kmajor ? g->K : g->M))
+    return fail (error, kname, "lda = %" G_GINT64_FORMAT " is shorter than a row of A (%" G_GINT64_FORMAT ")",
+                 g->lda, g->a_kmajor ? g->K : g->M);
+  if (g->ldb < (g->b_kmajor ? g->K : g->N))
+    return fail (error, kname, "ldb = %" G_GINT64_FORMAT " is shorter than a row of B (%" G_GINT64_FORMAT ")",
+                 g->ldb, g->b_kmajor ? g->K : g->N);
+  if (g->ldc < g->N)
+    return fail (error, kname, "ldc = %" G_GINT64_FORMAT " is shorter than a row of C (%" G_GINT64_FORMAT ")",
+                 g->ldc, g->N);
+  if (g->batch > 1 && g->c_bstride == 0)
+    return fail (error, kname, "c_bstride is 0 with batch %" G_GINT64_FORMAT ": every batch would write one C",
+                 g->batch);
+  if (g->a_bstride < 0 || g->b_bstride < 0 || g->c_bstride < 0)
+    return fail (error, kname, "batch strides must not be negative");
+  if (!c_storable (g->c_dtype))
+    return fail (error, kname, "c_dtype %s: C is stored as fp32, fp16 or bf16", napkin_dtype_to_string (g->c_dtype));
+  if (g->split_k < 1)
+    return fail (error, kname, "split_k must be at least 1");
+  if (g->split_k > 1 && g->partials < 0)
+    return fail (error, kname, "split_k = %u needs a scratch buffer of partials (partials is -1)", g->split_k);
+  return TRUE;
+}
+
+/* An operand read in 16-byte pieces (TMA, cp.async): the start, the rows and the batch
+ * stride must be multiples of 16 bytes; the plan repacks any other (NapkinPlanRepack). */
+static gboolean
+check_aligned (const char *kname,
+               const char *what,
+               gint64      offset,
+               gint64      ld,
+               gint64      bstride,
+               NapkinDtype dtype,
+               GError    **error)
+{
+  guint bytes = napkin_dtype_bytes (dtype);
+
+  if (offset % 16 != 0)
+    return fail (error, kname, "%s starts %" G_GINT64_FORMAT " bytes into its buffer, not a multiple of 16", what,
+                 offset);
+  if ((ld * bytes) % 16 != 0)
+    return fail (error, kname, "the rows of %s are %" G_GINT64_FORMAT " bytes apart, not a multiple of 16 (repack "
+                 "it to an aligned copy)", what, ld * bytes);
+  if ((bstride * bytes) % 16 != 0)
+    return fail (error, kname, "the matrices of %s are %" G_GINT64_FORMAT " bytes apart, not a multiple of 16",
+                 what, bstride * bytes);
+  return TRUE;
+}
+
+/* ---- Hopper: wgmma with TMA ---------------------------------------------------------------- */
+
+/* A device function FNAME (float (&d)[n/2], desc_a, desc_b, int accumulate) issuing one
+ * wgmma m64nN with fp32 accumulators from shared memory: k16 for fp16/bf16 (A M-major
+ * and B N-major through the transpose bits), k32 for fp8 (both K-major). */
+static char *
+wgmma_function (const char *fname,
+                gint64      n,
+                NapkinDtype ab,
+                gboolean    a_trans,
+                gboolean    b_trans)
+{
+  const gint64 regs = n / 2;
+  g_autoptr(GString) list = g_string_new (NULL);
+  g_autoptr(GString) outs = g_string_new (NULL);
+  g_autofree char *shape = NULL;
+  const char *t = ab == NAPKIN_DTYPE_FP16 ? "f16" : ab == NAPKIN_DTYPE_BF16 ? "bf16"
+                  : ab == NAPKIN_DTYPE_FP8_E4M3 ? "e4m3" : "e5m2";
+
+  for (gint64 i = 0; i < regs; i++)
+    {
+      g_string_append_printf (list, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
+      g_string_append_printf (outs, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
+    }
+  if (is_fp8 (ab))
+    shape = g_strdup_printf ("m64n%" G_GINT64_FORMAT "k32.f32.%s.%s {%s}, %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT
+                             ", p, 1, 1", n, t, t, list->str, regs, regs + 1);
+  else
+    shape = g_strdup_printf ("m64n%" G_GINT64_FORMAT "k16.f32.%s.%s {%s}, %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT
+                             ", p, 1, 1, %d, %d", n, t, t, list->str, regs, regs + 1, a_trans ? 1 : 0, b_trans ? 1 : 0);
+  return g_strdup_printf ("static __device__ __forceinline__ void\n"
+                          "%s (float (&d)[%" G_GINT64_FORMAT "], unsigned long long da, unsigned long long db, int acc)\n"
+                          "{\n"
+                          "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
+                          "                \"wgmma.mma_async.sync.aligned.%s; }\"\n"
+                          "                : %s\n"
+                          "                : \"l\" (da), \"l\" (db), \"r\" (acc));\n"
+                          "}\n",
+                          fname, regs, regs + 2, shape, outs->str);
+}
+
+/* Shared memory of the Hopper GEMM: the stages, two 8 KB output buffers per consumer
+ * warpgroup, 1 KB to align them for the 128-byte swizzle, two mbarriers per stage. */
+static gint64
+sm90_smem (gint64 BM,
+           gint64 BN,
+           gint64 stages,
+           gint64 consumers)
+{
+  return stages * (BM + BN) * 128 + 2 * consumers * 8192 + 1024 + 16 * stages;
+}
+
+gboolean
+_napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
+                          const NapkinPlanKernel *kernel,
+                          const char             *name,
+                          GError                **error)
+{
+  const NapkinPlanGemm *g = &kernel->u.gemm;
+  const guint ab_bytes = napkin_dtype_bytes (g->ab_dtype);
+  const gint64 KB = 128 / MAX (ab_bytes, 1);
+  gint64 consumers, MI, stages, smem, tiles, cbytes, BK;
+  gint64 a_off = 0, b_off = 0, c_off = 0;
+  gboolean a_rank3, b_rank3, c_rank3, tma_store, cvec;
+  int epi;
+  g_autofree char *cref = NULL;
+  g_autofree char *pref = NULL;
+  g_autofree char *epifn = NULL;
+  NapkinCudaTensorMap maps[3];
+  NapkinCudaRef ra, rb, rc;
+  NapkinCudaKernel *ck;
+
+  g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
+
+  if (kernel->kind != NAPKIN_PLAN_GEMM)
+    return fail (error, name, "not a GEMM (%s)", napkin_plan_kind_to_string (kernel->kind));
+  if (!check_problem (g, name, error))
+    return FALSE;
+  if (!is_16bit (g->ab_dtype) && !is_fp8 (g->ab_dtype))
+    return fail (error, name, "ab_dtype %s: wgmma takes fp16, bf16, fp8-e4m3 or fp8-e5m2",
+                 napkin_dtype_to_string (g->ab_dtype));
+  if (is_fp8 (g->ab_dtype) && (!g->a_kmajor || !g->b_kmajor))
+    return fail (error, name, "fp8 wgmma reads both operands K-major; %s is not (the plan repacks it)",
+                 !g->a_kmajor ? "A" : "B");
+  consumers = g->consumers == 0 ? 2 : g->consumers;
+  if (consumers != 1 && consumers != 2)
+    return fail (error, name, "consumers = %u; 1 or 2 warpgroups", g->consumers);
+  if (g->BM != 64 * consumers && g->BM != 128 * consumers)
+    return fail (error, name, "BM = %" G_GINT64_FORMAT " with %" G_GINT64_FORMAT " consumer warpgroups: each takes 64 "
+                 "or 128 rows (BM %" G_GINT64_FORMAT " or %" G_GINT64_FORMAT ")", g->BM, consumers, 64 * consumers,
+                 128 * consumers);
+  if (g->BN < 8 || g->BN > 256 || g->BN % 8)
+    return fail (error, name, "BN = %" G_GINT64_FORMAT "; wgmma takes a multiple of 8 up to 256", g->BN);
+  if (!g->b_kmajor && g->BN % 64)
+    return fail (error, name, "BN = %" G_GINT64_FORMAT " with B N-major: B is loaded in boxes of 64 columns, so BN "
+                 "must be a multiple of 64", g->BN);
+  BK = g->BK > 0 ? g->BK : KB;
+  if (BK % KB)
+    return fail (error, name, "BK = %" G_GINT64_FORMAT "; a multiple of %" G_GINT64_FORMAT " (one 128-byte swizzle row "
+                 "of %s)", BK, KB, napkin_dtype_to_string (g->ab_dtype));
+  MI = g->BM / consumers / 64;
+  if (MI * g->BN / 2 > 128)
+    return fail (error, name, "a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " tile needs %" G_GINT64_FORMAT
+                 " accumulators per consumer thread; at most 128", g->BM, g->BN, MI * g->BN / 2);
+  /* a chunk of BK streams as BK/KB chunks of one swizzle row: the same shared memory */
+  stages = (gint64) MAX (g->stages, 1) * (BK / KB);
+  if (stages < 2)
+    return fail (error, name, "stages = %u of %" G_GINT64_FORMAT "; at least 2 chunks must be in flight", g->stages, BK);
+  smem = sm90_smem (g->BM, g->BN, stages, consumers);
+  if (smem > MAX_DYNAMIC_SMEM)
+    return fail (error, name, "%" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " and %"
+                 G_GINT64_FORMAT "×%" G_GINT64_FORMAT " need %" G_GINT64_FORMAT " bytes of shared memory; at most %d",
+                 stages, g->BM, KB, KB, g->BN, smem, MAX_DYNAMIC_SMEM);
+
+  if (!_napkin_cuda_ref (ctx, &g->a, &ra, error) || !_napkin_cuda_ref (ctx, &g->b, &rb, error)
+      || !_napkin_cuda_ref (ctx, &g->c, &rc, error))
+    return FALSE;
+  a_off = ra.offset;
+  b_off = rb.offset;
+  c_off = rc.offset;
+  if (!check_aligned (name, "A", a_off, g->lda, g->batch > 1 ? g->a_bstride : 0, g->ab_dtype, error)
+      || !check_aligned (name, "B", b_off, g->ldb, g->batch > 1 ? g->b_bstride : 0, g->ab_dtype, error))
+    return FALSE;
+  cbytes = napkin_dtype_bytes (g->c_dtype);
+  a_rank3 = g->batch > 1 && g->a_bstride != 0;
+  b_rank3 = g->batch > 1 && g->b_bstride != 0;
+  c_rank3 = g->batch > 1;
+  tma_store = g->c_tma && (g->epilogue == NULL || g->epilogue->len == 0) && g->split_k == 1
+              && (g->ldc * cbytes) % 16 == 0 && c_off % 16 == 0 && (g->c_bstride * cbytes) % 16 == 0
+              && g->BN % (128 / cbytes) == 0;
+  epi = g->split_k > 1 ? 2 : tma_store ? 0 : 1;
+  cvec = g->ldc % 4 == 0 && g->c_bstride % 4 == 0 && c_off % (4 * cbytes) == 0;
+
+  cref = _napkin_cuda_ref_expr (&rc, g->c_dtype);
+  if (epi == 2)
+    {
+      const NapkinPlanBuffer pb = { -1, g->partials, NAPKIN_DTYPE_FP32 };
+
+      pref = buffer_expr (ctx, &pb, NAPKIN_DTYPE_FP32, NULL, error);
+      if (pref == NULL)
+        return FALSE;
+    }
+  else
+    pref = g_strdup ("((float *) 0)");
+  if (epi == 1)
+    {
+      epifn = epilogue_function (ctx, name, name, g->epilogue, error);
+      if (epifn == NULL)
+        return FALSE;
+    }
+  else
+    epifn = g_strdup ("");
+
+  {
+    const gint64 tiles_m = (g->M + g->BM - 1) / g->BM, tiles_n = (g->N + g->BN - 1) / g->BN;
+    g_autofree char *fname = g_strdup_printf ("%s_wgmma", name);
+    g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
+    g_autofree char *text = NULL;
+    Param params[] = {
+      { "NAME", g_strdup (name) },
+      { "BM", i64 (g->BM) },
+      { "BN", i64 (g->BN) },
+      { "CWG", i64 (consumers) },
+      { "STAGES", i64 (stages) },
+      { "KB", i64 (KB) },
+      { "KSTEP", g_strdup (is_fp8 (g->ab_dtype) ? "32" : "16") },
+      { "M", i64 (g->M) },
+      { "N", i64 (g->N) },
+      { "K", i64 (g->K) },
+      { "BATCH", i64 (g->batch) },
+      { "SPLIT", i64 (g->split_k) },
+      { "A_KMAJOR", g_strdup (g->a_kmajor ? "1" : "0") },
+      { "B_KMAJOR", g_strdup (g->b_kmajor ? "1" : "0") },
+      { "A_RANK3", g_strdup (a_rank3 ? "1" : "0") },
+      { "B_RANK3", g_strdup (b_rank3 ? "1" : "0") },
+      { "C_RANK3", g_strdup (c_rank3 ? "1" : "0") },
+      { "A_BATCH_ARG", g_strdup (a_rank3 ? "b, " : "") },
+      { "B_BATCH_ARG", g_strdup (b_rank3 ? "b, " : "") },
+      { "EPI", i64 (epi) },
+      { "CVEC", g_strdup (cvec ? "1" : "0") },
+      { "LDC", i64 (g->ldc) },
+      { "CBS", i64 (g->c_bstride) },
+      { "CT", g_strdup (_napkin_cuda_ctype (g->c_dtype)) },
+      { "CREF", g_strdup (cref) },
+      { "PREF", g_strdup (pref) },
+      { "CPARAM", g_strdup (epi == 0 ? ",\n        const __grid_constant__ NapkinTensorMap tma_c" : "") },
+      { "EPIFN", g_strdup (epifn) },
+      { "WGMMA", wgmma_function (fname, g->BN, g->ab_dtype, !g->a_kmajor, !g->b_kmajor) },
+    };
+
+    print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
+    print_once (ctx->out, "#define NAPKIN_TILE_SM90", napkin_kernel_tile_sm90);
+    text = _napkin_skeleton_instantiate (napkin_kernel_gemm_sm90, params, G_N_ELEMENTS (params));
+    g_string_append_printf (ctx->out, "\n/* Plan kernel %s: GEMM on wgmma (kernels/gemm-sm90.cu, sm_90a) */\n", kname);
+    g_string_append (ctx->out, text);
+    tiles = tiles_m * tiles_n * g->batch * g->split_k;
+  }
+
+  /* A K-major: rows of K, boxes KB × BM; M-major: rows of M, boxes 64 × KB. B likewise.
+   * C (TMA stores): rows of N, boxes of one 128-byte row × 64. */
+  maps[0] = (NapkinCudaTensorMap) {
+    .slot = ra.slot, .dtype = g->ab_dtype, .swizzle = 128, .ld = g->lda, .offset = a_off,
+    .inner = g->a_kmajor ? g->K : g->M, .outer = g->a_kmajor ? g->M : g->K,
+    .box_inner = g->a_kmajor ? (guint) KB : 64, .box_outer = g->a_kmajor ? (guint) g->BM : (guint) KB,
+    .batch = a_rank3 ? g->batch : 1, .batch_stride = a_rank3 ? g->a_bstride : 0,
+  };
+  maps[1] = (NapkinCudaTensorMap) {
+    .slot = rb.slot, .dtype = g->ab_dtype, .swizzle = 128, .ld = g->ldb, .offset = b_off,
+    .inner = g->b_kmajor ? g->K : g->N, .outer = g->b_kmajor ? g->N : g->K,
+    .box_inner = g->b_kmajor ? (guint) KB : 64, .box_outer = g->b_kmajor ? (guint) g->BN : (guint) KB,
+    .batch = b_rank3 ? g->batch : 1, .batch_stride = b_rank3 ? g->b_bstride : 0,
+  };
+  maps[2] = (NapkinCudaTensorMap) {
+    .slot = rc.slot, .dtype = g->c_dtype, .swizzle = 128, .ld = g->ldc, .offset = c_off,
+    .inner = g->N, .outer = g->M, .box_inner = (guint) (128 / cbytes), .box_outer = 64,
+    .batch = c_rank3 ? g->batch : 1, .batch_stride = c_rank3 ? g->c_bstride : 0,
+  };
+
+  ck = add_kernel (ctx, name, "gemm-sm90");
+  ck->grid = tiles;   /* launched as MIN (tiles, SMs) */
+  ck->persistent = TRUE;
+  ck->threads = (guint) (128 * (1 + consumers));
+  ck->smem_bytes = smem;
+  ck->dynamic_smem = smem;
+  ck->tensor_maps = g_array_new (FALSE, FALSE, sizeof (NapkinCudaTensorMap));
+  g_array_append_vals (ck->tensor_maps, maps, epi == 0 ? 3 : 2);
+  ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT " stages of %"
+                              G_GINT64_FORMAT " (TMA, 128-byte swizzle), A %s-major, B %s-major, 1 producer + %"
+                              G_GINT64_FORMAT " consumer warpgroups, wgmma m64n%" G_GINT64_FORMAT "k%s, %"
+                              G_GINT64_FORMAT " tiles on a persistent grid%s, %s",
+                              g->BM, g->BN, stages, KB, g->a_kmajor ? "K" : "M", g->b_kmajor ? "K" : "N", consumers,
+                              g->BN, is_fp8 (g->ab_dtype) ? "32" : "16", tiles,
+                              g->split_k > 1 ? ", split-K partials" : "",
+                              epi == 0 ? "TMA stores" : epi == 2 ? "fp32 partials stored" : maps_summary (g->epilogue));
+  return TRUE;
+}
+
+/* ---- Ampere: mma.sync with cp.async -------------------------------------------------------- */
+
+gboolean
+_napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
+                        const NapkinPlanKernel *kernel,
+                        const char             *name,
+                        GError                **error)
+{
+  const NapkinPlanGemm *g = &kernel->u.gemm;
+  gint64 WM, WN, warps, stages, smem, arows, acols, brows, bcols, tiles, cbytes;
+  gboolean cvec;
+  int epi;
+  NapkinCudaRef ra, rb, rc;
+  g_autofree char *pref = NULL;
+  g_autofree char *epifn = NULL;
+  NapkinCudaKernel *ck;
+
+  g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
+
+  if (kernel->kind != NAPKIN_PLAN_GEMM)
+    return fail (error, name, "not a GEMM (%s)", napkin_plan_kind_to_string (kernel->kind));
+  if (!check_problem (g, name, error))
+    return FALSE;
+  if (is_fp8 (g->ab_dtype))
+    return fail (error, name, "ab_dtype %s: the mma path (sm_80) has no fp8 tensor-core instructions; fp8 needs the "
+                 "wgmma path (sm_90a)", napkin_dtype_to_string (g->ab_dtype));
+  if (!is_16bit (g->ab_dtype))
+    return fail (error, name, "ab_dtype %s: mma.sync takes fp16 or bf16", napkin_dtype_to_string (g->ab_dtype));
+  WM = g->WM > 0 ? g->WM : MIN (g->BM, 64);
+  WN = g->WN > 0 ? g->WN : MIN (g->BN, 32);
+  if (g->BK < 16 || g->BK % 16 || WM % 16 || WN % 16 || WM < 16 || WN < 16 || g->BM % WM || g->BN % WN)
+    return fail (error, name, "BK = %" G_GINT64_FORMAT " must be a multiple of 16 and the warp tile (WM %"
+                 G_GINT64_FORMAT " × WN %" G_GINT64_FORMAT ") a multiple of 16×16 dividing the block tile (%"
+                 G_GINT64_FORMAT "×%" G_GINT64_FORMAT ")", g->BK, WM, WN, g->BM, g->BN);
+  warps = (g->BM / WM) * (g->BN / WN);
+  if (warps > 16)
+    return fail (error, name, "%" G_GINT64_FORMAT " warps per block; at most 16", warps);
+  if (WM * WN / 32 > 128)
+    return fail (error, name, "a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " warp tile needs %" G_GINT64_FORMAT
+                 " accumulator registers per thread; at most 128", WM, WN, WM * WN / 32);
+  stages = MAX (g->stages, 2);
+  arows = g->a_kmajor ? g->BM : g->BK;
+  acols = g->a_kmajor ? g->BK : g->BM;
+  brows = g->b_kmajor ? g->BN : g->BK;
+  bcols = g->b_kmajor ? g->BK : g->BN;
+  smem = stages * (arows * (acols + 8) + brows * (bcols + 8)) * 2;
+  if (smem > MAX_DYNAMIC_SMEM)
+    return fail (error, name, "%" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " and %"
+                 G_GINT64_FORMAT "×%" G_GINT64_FORMAT " tiles need %" G_GINT64_FORMAT " bytes of shared memory; at "
+                 "most %d", stages, g->BM, g->BK, g->BK, g->BN, smem, MAX_DYNAMIC_SMEM);
+  if (!_napkin_cuda_ref (ctx, &g->a, &ra, error) || !_napkin_cuda_ref (ctx, &g->b, &rb, error)
+      || !_napkin_cuda_ref (ctx, &g->c, &rc, error))
+    return FALSE;
+  if (!check_aligned (name, "A", ra.offset, g->lda, g->batch > 1 ? g->a_bstride : 0, g->ab_dtype, error)
+      || !check_aligned (name, "B", rb.offset, g->ldb, g->batch > 1 ? g->b_bstride : 0, g->ab_dtype, error))
+    return FALSE;
+  cbytes = napkin_dtype_bytes (g->c_dtype);
+  epi = g->split_k > 1 ? 2 : 1;
+  cvec = g->ldc % 2 == 0 && g->c_bstride % 2 == 0 && rc.offset % (2 * cbytes) == 0;
+  if (epi == 2)
+    {
+      const NapkinPlanBuffer pb = { -1, g->partials, NAPKIN_DTYPE_FP32 };
+
+      pref = buffer_expr (ctx, &pb, NAPKIN_DTYPE_FP32, NULL, error);
+      if (pref == NULL)
+        return FALSE;
+      epifn = g_strdup ("");
+    }
+  else
+    {
+      pref = g_strdup ("((float *) 0)");
+      epifn = epilogue_function (ctx, name, name, g->epilogue, error);
+      if (epifn == NULL)
+        return FALSE;
+    }
+  tiles = ((g->M + g->BM - 1) / g->BM) * ((g->N + g->BN - 1) / g->BN) * g->batch * g->split_k;
+  if (tiles > G_MAXINT32)
+    return fail (error, name, "%" G_GINT64_FORMAT " tiles; a grid holds at most 2³¹ − 1 blocks", tiles);
+
+  {
+    g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
+    g_autofree char *text = NULL;
+    Param params[] = {
+      { "NAME", g_strdup (name) },
+      { "BM", i64 (g->BM) },
+      { "BN", i64 (g->BN) },
+      { "BK", i64 (g->BK) },
+      { "WM", i64 (WM) },
+      { "WN", i64 (WN) },
+      { "STAGES", i64 (stages) },
+      /* two blocks per SM when their shared memory fits: the compiler then keeps to 128 registers */
+      { "MINBLOCKS", g_strdup (2 * (smem + 1024) <= 228 * 1024 && WM * WN / 32 <= 64 ? "2" : "1") },
+      { "M", i64 (g->M) },
+      { "N", i64 (g->N) },
+      { "K", i64 (g->K) },
+      { "BATCH", i64 (g->batch) },
+      { "SPLIT", i64 (g->split_k) },
+      { "A_KMAJOR", g_strdup (g->a_kmajor ? "1" : "0") },
+      { "B_KMAJOR", g_strdup (g->b_kmajor ? "1" : "0") },
+      { "LDA", i64 (g->lda) },
+      { "LDB", i64 (g->ldb) },
+      { "ABS", i64 (g->a_bstride) },
+      { "BBS", i64 (g->b_bstride) },
+      { "EPI", i64 (epi) },
+      { "CVEC", g_strdup (cvec ? "1" : "0") },
+      { "LDC", i64 (g->ldc) },
+      { "CBS", i64 (g->c_bstride) },
+      { "AT", g_strdup (_napkin_cuda_ctype (g->ab_dtype)) },
+      { "CT", g_strdup (_napkin_cuda_ctype (g->c_dtype)) },
+      { "MMA", g_strdup (g->ab_dtype == NAPKIN_DTYPE_FP16 ? "f16" : "bf16") },
+      { "AREF", _napkin_cuda_ref_expr (&ra, g->ab_dtype) },
+      { "BREF", _napkin_cuda_ref_expr (&rb, g->ab_dtype) },
+      { "CREF", _napkin_cuda_ref_expr (&rc, g->c_dtype) },
+      { "PREF", g_strdup (pref) },
+      { "EPIFN", g_strdup (epifn) },
+    };
+
+    print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
+    text = _napkin_skeleton_instantiate (napkin_kernel_gemm_sm80, params, G_N_ELEMENTS (params));
+    g_string_append_printf (ctx->out, "\n/* Plan kernel %s: GEMM on mma.sync (kernels/gemm-sm80.cu, sm_80) */\n", kname);
+    g_string_append (ctx->out, text);
+  }
+
+  ck = add_kernel (ctx, name, "gemm-sm80");
+  ck->grid = tiles;
+  ck->threads = (guint) (warps * 32);
+  ck->smem_bytes = smem;
+  ck->dynamic_smem = smem;
+  ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", chunk %" G_GINT64_FORMAT ", %"
+                              G_GINT64_FORMAT " stages (cp.async, zero-filled edges), A %s-major, B %s-major, %"
+                              G_GINT64_FORMAT " warps of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
+                              ", mma.sync m16n8k16%s, %s",
+                              g->BM, g->BN, g->BK, stages, g->a_kmajor ? "K" : "M", g->b_kmajor ? "K" : "N", warps, WM,
+                              WN, g->split_k > 1 ? ", split-K partials" : "",
+                              epi == 2 ? "fp32 partials stored" : maps_summary (g->epilogue));
+  return TRUE;
+}
+
+/* ---- split-K reduction ---------------------------------------------------------------------- */
+
+gboolean
+_napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
+                            const NapkinPlanKernel *kernel,
+                            const char             *name,
+                            GError                **error)
+{
+  const NapkinPlanGemm *g = &kernel->u.gemm;
+  const NapkinPlanBuffer pb = { -1, g->partials, NAPKIN_DTYPE_FP32 };
+  NapkinCudaRef rc;
+  g_autofree char *pref = NULL;
+  g_autofree char *epifn = NULL;
+  gint64 cbytes, total;
+  gboolean cvec;
+  NapkinCudaKernel *ck;
+
+  g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
+
+  if (kernel->kind != NAPKIN_PLAN_SPLIT_REDUCE)
+    return fail (error, name, "not a split-K reduction (%s)", napkin_plan_kind_to_string (kernel->kind));
+  if (g->split_k < 2 || g->partials < 0)
+    return fail (error, name, "split_k = %u with partials %d: a reduction needs at least 2 splits and their buffer",
+                 g->split_k, g->partials);
+  if (g->batch < 1 || g->M < 1 || g->N < 1)
+    return fail (error, name, "batch, M and N must be positive");
+  if (g->ldc < g->N || (g->batch > 1 && g->c_bstride == 0))
+    return fail (error, name, "ldc = %" G_GINT64_FORMAT " and c_bstride = %" G_GINT64_FORMAT " do not hold C",
+                 g->ldc, g->c_bstride);
+  if (!c_storable (g->c_dtype))
+    return fail (error, name, "c_dtype %s: C is stored as fp32, fp16 or bf16", napkin_dtype_to_string (g->c_dtype));
+  if (!_napkin_cuda_ref (ctx, &g->c, &rc, error))
+    return FALSE;
+  pref = buffer_expr (ctx, &pb, NAPKIN_DTYPE_FP32, NULL, error);
+  if (pref == NULL)
+    return FALSE;
+  epifn = epilogue_function (ctx, name, name, g->epilogue, error);
+  if (epifn == NULL)
+    return FALSE;
+  cbytes = napkin_dtype_bytes (g->c_dtype);
+  cvec = g->ldc % 4 == 0 && g->c_bstride % 4 == 0 && rc.offset % (4 * cbytes) == 0;
+  total = g->batch * g->M * ((g->N + 3) / 4);
+
+  {
+    g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
+    g_autofree char *text = NULL;
+    Param params[] = {
+      { "NAME", g_strdup (name) },
+      { "M", i64 (g->M) },
+      { "N", i64 (g->N) },
+      { "BATCH", i64 (g->batch) },
+      { "SPLIT", i64 (g->split_k) },
+      { "CVEC", g_strdup (cvec ? "1" : "0") },
+      { "LDC", i64 (g->ldc) },
+      { "CBS", i64 (g->c_bstride) },
+      { "CT", g_strdup (_napkin_cuda_ctype (g->c_dtype)) },
+      { "CREF", _napkin_cuda_ref_expr (&rc, g->c_dtype) },
+      { "PREF", g_strdup (pref) },
+      { "EPIFN", g_strdup (epifn) },
+    };
+
+    print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
+    text = _napkin_skeleton_instantiate (napkin_kernel_split_reduce, params, G_N_ELEMENTS (params));
+    g_string_append_printf (ctx->out, "\n/* Plan kernel %s: split-K reduction of %u partials "
+                                      "(kernels/split-reduce.cu) */\n", kname, g->split_k);
+    g_string_append (ctx->out, text);
+  }
+
+  ck = add_kernel (ctx, name, "split-reduce");
+  ck->grid = MAX (1, MIN ((total + 255) / 256, MAX_GRID));
+  ck->threads = 256;
+  ck->note = g_strdup_printf ("sums %u fp32 partials, 4 columns per thread, %s", g->split_k,
+                              maps_summary (g->epilogue));
+  return TRUE;
+}
+
+/* ---- repack ---------------------------------------------------------------------------------- */
+
+gboolean
+_napkin_print_repack (const NapkinPrintCtx   *ctx,
+                      const NapkinPlanKernel *kernel,
+                      const char             *name,
+                      GError                **error)
+{
+  const NapkinPlanRepack *r = &kernel->u.repack;
+  const char *rt;
+  NapkinCudaRef rs, rd;
+  gint64 blocks, width;
+  NapkinCudaKernel *ck;
+
+  g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
+
+  if (kernel->kind != NAPKIN_PLAN_REPACK)
+    return fail (error, name, "not a repack (%s)", napkin_plan_kind_to_string (kernel->kind));
+  switch (napkin_dtype_bytes (r->dtype))
+    {
+    case 1: rt = "unsigned char"; break;
+    case 2: rt = "unsigned short"; break;
+    case 4: rt = "unsigned"; break;
+    default:
+      return fail (error, name, "dtype %s: a repack moves elements of 1, 2 or 4 bytes",
+                   napkin_dtype_to_string (r->dtype));
+    }
+  if (r->batch < 1 || r->rows < 1 || r->cols < 1)
+    return fail (error, name, "batch, rows and cols must be positive");
+  if (r->ld_src < r->cols)
+    return fail (error, name, "ld_src = %" G_GINT64_FORMAT " is shorter than a row (%" G_GINT64_FORMAT ")",
+                 r->ld_src, r->cols);
+  width = r->transpose ? r->rows : r->cols;
+  if (r->ld_dst < width)
+    return fail (error, name, "ld_dst = %" G_GINT64_FORMAT " is shorter than a copied row (%" G_GINT64_FORMAT ")",
+                 r->ld_dst, width);
+  if (r->batch > 1 && (r->dst_bstride < (r->transpose ? r->cols : r->rows) * r->ld_dst || r->src_bstride < 0))
+    return fail (error, name, "dst_bstride = %" G_GINT64_FORMAT " would overlap the copies", r->dst_bstride);
+  if (!_napkin_cuda_ref (ctx, &r->src, &rs, error) || !_napkin_cuda_ref (ctx, &r->dst, &rd, error))
+    return FALSE;
+
+  if (r->transpose)
+    blocks = r->batch * ((r->ld_dst + 31) / 32) * ((r->cols + 31) / 32);
+  else
+    blocks = (r->batch * r->rows * r->ld_dst + 255) / 256;
+
+  {
+    g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
+    g_autofree char *text = NULL;
+    Param params[] = {
+      { "NAME", g_strdup (name) },
+      { "ROWS", i64 (r->rows) },
+      { "COLS", i64 (r->cols) },
+      { "LDS", i64 (r->ld_src) },
+      { "LDD", i64 (r->ld_dst) },
+      { "SBS", i64 (r->src_bstride) },
+      { "DBS", i64 (r->dst_bstride) },
+      { "BATCH", i64 (r->batch) },
+      { "TRANSPOSE", g_strdup (r->transpose ? "1" : "0") },
+      { "RT", g_strdup (rt) },
+      { "SREF", g_strdup_printf ("((const %s *) ((const char *) args.p[%d] + %" G_GINT64_FORMAT "))", rt, rs.slot,
+                                 rs.offset) },
+      { "DREF", g_strdup_printf ("((%s *) ((char *) args.p[%d] + %" G_GINT64_FORMAT "))", rt, rd.slot, rd.offset) },
+    };
+
+    text = _napkin_skeleton_instantiate (napkin_kernel_repack, params, G_N_ELEMENTS (params));
+    g_string_append_printf (ctx->out, "\n/* Plan kernel %s: repack%s (kernels/repack.cu) */\n", kname,
+                            r->transpose ? ", transposed" : "");
+    g_string_append (ctx->out, text);
+  }
+
+  ck = add_kernel (ctx, name, "repack");
+  ck->grid = MAX (1, MIN (blocks, MAX_GRID));
+  ck->threads = 256;
+  ck->smem_bytes = r->transpose ? 32 * 33 * (gint64) napkin_dtype_bytes (r->dtype) : 0;
+  ck->note = g_strdup_printf ("%s %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT
+                              " elements to rows of %" G_GINT64_FORMAT "%s", r->transpose ? "transposes" : "copies",
+                              r->batch, r->rows, r->cols, r->ld_dst,
+                              r->transpose ? " through 32 × 32 shared-memory tiles" : "");
+  return TRUE;
+}
