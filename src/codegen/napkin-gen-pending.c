@@ -16,9 +16,5 @@
     return FALSE;                                                                                    \
   }
 
-PENDING (_napkin_print_gemm_wgmma)
-PENDING (_napkin_print_gemm_mma)
-PENDING (_napkin_print_split_reduce)
-PENDING (_napkin_print_repack)
 PENDING (_napkin_print_rows)
 PENDING (_napkin_print_elementwise)
