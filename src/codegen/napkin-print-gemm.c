@@ -450,7 +450,7 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
     .batch = c_rank3 ? g->batch : 1, .batch_stride = c_rank3 ? g->c_bstride : 0,
   };
 
-  ck = add_kernel (ctx, name, "gemm-sm90");
+  ck = add_kernel (ctx, name, "gemm-wgmma");
   ck->grid = tiles;   /* launched as MIN (tiles, SMs) */
   ck->persistent = TRUE;
   ck->threads = (guint) (128 * (1 + consumers));
@@ -559,8 +559,8 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
       { "WM", i64 (WM) },
       { "WN", i64 (WN) },
       { "STAGES", i64 (stages) },
-      /* two blocks per SM when their shared memory fits: the compiler then keeps to 128 registers */
-      { "MINBLOCKS", g_strdup (2 * (smem + 1024) <= 228 * 1024 && WM * WN / 32 <= 64 ? "2" : "1") },
+      /* two blocks per SM when their shared memory fits and each thread keeps 128 registers */
+      { "MINBLOCKS", g_strdup (2 * (smem + 1024) <= 228 * 1024 && WM * WN / 32 <= 64 && warps <= 8 ? "2" : "1") },
       { "M", i64 (g->M) },
       { "N", i64 (g->N) },
       { "K", i64 (g->K) },
@@ -592,7 +592,7 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
     g_string_append (ctx->out, text);
   }
 
-  ck = add_kernel (ctx, name, "gemm-sm80");
+  ck = add_kernel (ctx, name, "gemm-mma");
   ck->grid = tiles;
   ck->threads = (guint) (warps * 32);
   ck->smem_bytes = smem;

@@ -224,8 +224,8 @@ test_code_view_updates (void)
   wait_until (code_caught_up, view, 30, "the code after the edit");
   after = napkin_code_view_dup_text (view);
   g_assert_cmpstr (before, !=, after);
-  g_assert_nonnull (strstr (after, "2048 / G_BK"));
-  g_assert_null (strstr (after, "4096 / G_BK"));
+  g_assert_nonnull (strstr (after, "#define G_K 2048L"));
+  g_assert_null (strstr (after, "#define G_K 4096L"));
 
   napkin_code_view_set_kind (view, NAPKIN_CODE_PSEUDO);
   pseudo = napkin_code_view_dup_text (view);

@@ -67,7 +67,7 @@ test_facts (void)
           const NapkinCudaTensorMap *a, *b;
           const gint64 kb = 128 / napkin_dtype_bytes (t->ab_dtype);
 
-          g_assert_cmpstr (ck->skeleton, ==, "gemm-sm90");
+          g_assert_cmpstr (ck->skeleton, ==, "gemm-wgmma");
           g_assert_nonnull (strstr (t->module->source, "wgmma.mma_async"));
           g_assert_true (ck->persistent);
           g_assert_cmpuint (ck->threads, ==, 128 * (1 + g->consumers));
@@ -106,7 +106,7 @@ test_facts (void)
         }
       else
         {
-          g_assert_cmpstr (ck->skeleton, ==, "gemm-sm80");
+          g_assert_cmpstr (ck->skeleton, ==, "gemm-mma");
           g_assert_null (strstr (t->module->source, "wgmma.mma_async"));
           g_assert_nonnull (strstr (t->module->source, "mma.sync.aligned.m16n8k16"));
           g_assert_cmpuint (ck->threads, ==, (g->BM / g->WM) * (g->BN / g->WN) * 32);

@@ -54,6 +54,7 @@ static const char *table[] = {
     "tile=64x128x32 warp=32x32 stages=4",
   "name=mma-n50257 t=sm80 ab=bf16 c=bf16 m=512 n=50257 k=1024 a=k bl=k epi=bias_gelu tile=128x128x32 warp=64x32 "
     "stages=4",
+  "name=mma-16-warps t=sm80 ab=fp16 c=fp16 m=4096 n=4096 k=4096 a=k bl=n tile=128x256x32 warp=64x32 stages=3",
   "name=mma-mn t=sm80 ab=fp16 c=fp32 b=2 m=300 n=200 k=136 a=m bl=n tile=64x64x32 warp=32x32 stages=3",
 };
 
