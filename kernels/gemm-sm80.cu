@@ -127,20 +127,22 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
    * or a piece past its last column reads nothing (clamped to the matrix's start). */
 #define G_LOAD(s, kc)                                                                          \
   do {                                                                                         \
+    /* evaluated before the loops: the arguments may name the caller's `c` */                 \
     const long k0_ = (long) (kc) * G_BK;                                                       \
-    for (int c = tid; c < G_AROWS * G_ACOLS / 8; c += G_THREADS)                               \
+    const int s_ = (s);                                                                        \
+    for (int c_ = tid; c_ < G_AROWS * G_ACOLS / 8; c_ += G_THREADS)                            \
       {                                                                                        \
-        const int r = c / (G_ACOLS / 8), q = (c % (G_ACOLS / 8)) * 8;                          \
+        const int r = c_ / (G_ACOLS / 8), q = (c_ % (G_ACOLS / 8)) * 8;                        \
         const long row = G_A_KMAJOR ? m0 + r : k0_ + r, col = G_A_KMAJOR ? k0_ + q : m0 + q;   \
         const long valid = row < (G_A_KMAJOR ? G_M : G_K) ? (G_A_KMAJOR ? G_K : G_M) - col : 0; \
-        @NAME@_cp16 (As + ((s) * G_AROWS + r) * G_AS + q, valid > 0 ? A + row * G_LDA + col : A, valid); \
+        @NAME@_cp16 (As + (s_ * G_AROWS + r) * G_AS + q, valid > 0 ? A + row * G_LDA + col : A, valid); \
       }                                                                                        \
-    for (int c = tid; c < G_BROWS * G_BCOLS / 8; c += G_THREADS)                               \
+    for (int c_ = tid; c_ < G_BROWS * G_BCOLS / 8; c_ += G_THREADS)                            \
       {                                                                                        \
-        const int r = c / (G_BCOLS / 8), q = (c % (G_BCOLS / 8)) * 8;                          \
+        const int r = c_ / (G_BCOLS / 8), q = (c_ % (G_BCOLS / 8)) * 8;                        \
         const long row = G_B_KMAJOR ? n0 + r : k0_ + r, col = G_B_KMAJOR ? k0_ + q : n0 + q;   \
         const long valid = row < (G_B_KMAJOR ? G_N : G_K) ? (G_B_KMAJOR ? G_K : G_N) - col : 0; \
-        @NAME@_cp16 (Bs + ((s) * G_BROWS + r) * G_BS + q, valid > 0 ? B + row * G_LDB + col : B, valid); \
+        @NAME@_cp16 (Bs + (s_ * G_BROWS + r) * G_BS + q, valid > 0 ? B + row * G_LDB + col : B, valid); \
       }                                                                                        \
   } while (0)
 

@@ -120,22 +120,6 @@ half_from_float (float f)
   }
 }
 
-static float
-half_to_float (guint16 h)
-{
-  guint32 sign = (h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, x;
-  float f;
-
-  if (exp == 0)
-    return (sign ? -1.f : 1.f) * ldexpf ((float) mant, -24);
-  if (exp == 31)
-    x = sign | 0x7f800000 | (mant << 13);
-  else
-    x = sign | ((exp + 112) << 23) | (mant << 13);
-  memcpy (&f, &x, 4);
-  return f;
-}
-
 static guint16
 bf16_from_float (float f)
 {
@@ -146,16 +130,6 @@ bf16_from_float (float f)
     return (x >> 16) | 0x40;
   x += 0x7fff + ((x >> 16) & 1);
   return x >> 16;
-}
-
-static float
-bf16_to_float (guint16 h)
-{
-  guint32 x = (guint32) h << 16;
-  float f;
-
-  memcpy (&f, &x, 4);
-  return f;
 }
 
 static void
@@ -173,24 +147,6 @@ to_device (NapkinDtype  t,
       case NAPKIN_DTYPE_FP8_E4M3: ((guint8 *) dst)[i] = napkin_fp8_encode (src[i], 3, 7, 448.0f); break;
       case NAPKIN_DTYPE_FP8_E5M2: ((guint8 *) dst)[i] = napkin_fp8_encode (src[i], 2, 15, 57344.0f); break;
       default: ((float *) dst)[i] = src[i]; break;
-      }
-}
-
-static void
-to_host (NapkinDtype  t,
-         const void  *src,
-         float       *dst,
-         gint64       n)
-{
-  for (gint64 i = 0; i < n; i++)
-    switch (t)
-      {
-      case NAPKIN_DTYPE_FP16: dst[i] = half_to_float (((const guint16 *) src)[i]); break;
-      case NAPKIN_DTYPE_BF16: dst[i] = bf16_to_float (((const guint16 *) src)[i]); break;
-      case NAPKIN_DTYPE_INT8: dst[i] = ((const gint8 *) src)[i]; break;
-      case NAPKIN_DTYPE_FP8_E4M3: dst[i] = napkin_fp8_decode (((const guint8 *) src)[i], 3, 7); break;
-      case NAPKIN_DTYPE_FP8_E5M2: dst[i] = napkin_fp8_decode (((const guint8 *) src)[i], 2, 15); break;
-      default: dst[i] = ((const float *) src)[i]; break;
       }
 }
 
@@ -441,32 +397,104 @@ device_launch (Device *dev,
   return CUDA_SUCCESS;
 }
 
-static float *
-device_output (Device *dev,
-               int     tensor,
-               gint64 *elements)
+/* The check on the device (the outputs can be billions of elements): max |got − want|,
+ * max |want| and whether any NaN was seen, over one output; compiled into the
+ * reference's module, whose prelude has napkin_ld for every element type. Element
+ * types are NapkinDtype codes. Non-negative floats order like their bits. */
+static const char compare_source[] =
+  "\n__device__ __forceinline__ float napkin_cmp_ld (const void *p, int t, long i)\n"
+  "{\n"
+  "  switch (t) {\n"
+  "  case 2: return napkin_ld ((const napkin_f16 *) p + i);\n"
+  "  case 3: return napkin_ld ((const napkin_bf16 *) p + i);\n"
+  "  case 4: return napkin_ld ((const napkin_e4m3 *) p + i);\n"
+  "  case 5: return napkin_ld ((const napkin_e5m2 *) p + i);\n"
+  "  case 6: return (float) ((const signed char *) p)[i];\n"
+  "  default: return ((const float *) p)[i];\n"
+  "  }\n"
+  "}\n"
+  "extern \"C\" __global__ void napkin_compare (const void *a, int ta, const void *b, int tb, long n,\n"
+  "                                           unsigned *out)\n"
+  "{\n"
+  "  float d = 0.0f, m = 0.0f; unsigned nan = 0;\n"
+  "  for (long i = blockIdx.x * (long) blockDim.x + threadIdx.x; i < n; i += (long) gridDim.x * blockDim.x) {\n"
+  "    const float x = napkin_cmp_ld (a, ta, i), y = napkin_cmp_ld (b, tb, i);\n"
+  "    if (x != x || y != y) nan = 1;\n"
+  "    else { d = fmaxf (d, fabsf (x - y)); m = fmaxf (m, fabsf (y)); }\n"
+  "  }\n"
+  "  for (int o = 16; o > 0; o >>= 1) {\n"
+  "    d = fmaxf (d, __shfl_xor_sync (0xffffffffu, d, o));\n"
+  "    m = fmaxf (m, __shfl_xor_sync (0xffffffffu, m, o));\n"
+  "    nan |= __shfl_xor_sync (0xffffffffu, nan, o);\n"
+  "  }\n"
+  "  if ((threadIdx.x & 31) == 0) {\n"
+  "    atomicMax (&out[0], __float_as_uint (d)); atomicMax (&out[1], __float_as_uint (m)); atomicOr (&out[2], nan);\n"
+  "  }\n"
+  "}\n";
+
+/* The device buffer of output `tensor` in `dev`, its element type and count. */
+static gboolean
+device_output_buffer (Device      *dev,
+                      int          tensor,
+                      CUdeviceptr *ptr,
+                      NapkinDtype *dtype,
+                      gint64      *elements)
 {
   for (guint s = 0; s < dev->mod->args->len; s++)
     {
       const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
-      gint64 n = napkin_ir_buffer_elements (b);
-      g_autofree void *raw = NULL;
-      float *out;
 
       if (b->role != NAPKIN_BUF_OUTPUT || b->tensor != tensor)
         continue;
-      raw = g_malloc (n * napkin_dtype_bytes (b->dtype));
-      out = g_new (float, n);
-      if (cu.MemcpyDtoH (raw, dev->ptrs[s], n * napkin_dtype_bytes (b->dtype)) != CUDA_SUCCESS)
-        {
-          g_free (out);
-          return NULL;
-        }
-      to_host (b->dtype, raw, out, n);
-      *elements = n;
-      return out;
+      *ptr = dev->ptrs[s];
+      *dtype = b->dtype;
+      *elements = napkin_ir_buffer_elements (b);
+      return TRUE;
     }
-  return NULL;
+  return FALSE;
+}
+
+/* Relative error of output `tensor` of `got` against `want`, on the device: max |got −
+ * want| / max |want|, +∞ when an element is NaN (not written); −1 when not there. */
+static double
+device_compare (CUfunction   fn,
+                Device      *got,
+                Device      *want,
+                int          tensor,
+                char       **message)
+{
+  CUdeviceptr a, b, out = 0;
+  NapkinDtype ta, tb;
+  gint64 na, nb;
+  guint32 host[3] = { 0, 0, 0 };
+  int ita, itb;
+  long n;
+  double result = -1;
+
+  if (!device_output_buffer (got, tensor, &a, &ta, &na) || !device_output_buffer (want, tensor, &b, &tb, &nb))
+    return -1;
+  ita = (int) ta, itb = (int) tb;
+  n = (long) MIN (na, nb);
+  if (check (cu.MemAlloc (&out, 16), "allocating the check", message)
+      && check (cu.MemsetD8 (out, 0, 16), "clearing the check", message))
+    {
+      void *params[] = { &a, &ita, &b, &itb, &n, &out };
+      unsigned blocks = (unsigned) MAX (1, MIN ((n + 2047) / 2048, (gint64) MAX (1, sm_count) * 32));
+
+      if (check (cu.LaunchKernel (fn, blocks, 1, 1, 256, 1, 1, 0, NULL, params, NULL), "launching the check", message)
+          && check (cu.CtxSynchronize (), "running the check", message)
+          && check (cu.MemcpyDtoH (host, out, 12), "reading the check", message))
+        {
+          float diff, norm;
+
+          memcpy (&diff, &host[0], 4);
+          memcpy (&norm, &host[1], 4);
+          result = host[2] ? INFINITY : norm > 0 ? diff / norm : diff;
+        }
+    }
+  if (out)
+    cu.MemFree (out);
+  return result;
 }
 
 static int
@@ -966,7 +994,9 @@ main (int    argc,
     return finish (root, "compile-error", error->message, EXIT_FAILED);
   if (ref != NULL)
     {
-      ref_bin = napkin_nvrtc_compile (ref->source, arch, NULL, &error);
+      g_autofree char *ref_source = g_strconcat (ref->source, compare_source, NULL);
+
+      ref_bin = napkin_nvrtc_compile (ref_source, arch, NULL, &error);
       if (ref_bin == NULL)
         return finish (root, "compile-error", error->message, EXIT_FAILED);
     }
@@ -1050,29 +1080,23 @@ main (int    argc,
 
   progress (0.7, "Checking the result");
   errors = json_object_new_object ();
+  {
+    CUfunction compare = NULL;
+
+    if (ref != NULL && !check (cu.ModuleGetFunction (&compare, rd.module, "napkin_compare"), "the check kernel", &message))
+      return finish (root, "failed", message, EXIT_FAILED);
   for (guint t = 0; ref != NULL && t < n_tensors; t++)
     {
-      gint64 n1 = 0, n2 = 0;
-      g_autofree float *got = device_output (&kd, t, &n1);
-      g_autofree float *want = device_output (&rd, t, &n2);
-      double diff = 0, norm = 0;
+      double diff = device_compare (compare, &kd, &rd, (int) t, &message);
 
-      if (got == NULL || want == NULL)
+      if (message != NULL)
+        return finish (root, "fault", message, EXIT_FAULT);
+      if (diff < 0)
         continue;
-      for (gint64 i = 0; i < n1 && i < n2; i++)
-        {
-          if (isnan (got[i]) || isnan (want[i]))
-            {
-              diff = INFINITY;
-              break;
-            }
-          diff = MAX (diff, fabs ((double) got[i] - want[i]));
-          norm = MAX (norm, fabs ((double) want[i]));
-        }
-      diff = norm > 0 ? diff / norm : diff;
       worst = MAX (worst, diff);
       json_object_object_add (errors, napkin_diagram_tensor (d, t)->name, json_object_new_double (isinf (diff) ? 1e308 : diff));
     }
+  }
   {
     json_object *e = json_object_new_object ();
 
