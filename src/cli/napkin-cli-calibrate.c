@@ -122,7 +122,9 @@ write_tensor_rates (json_object *profile,
           g_autofree char *key = g_strdup_printf ("%s.value", it.key);
           double rate = num (it.val, "flops_per_s") / sms / (clock_mhz * 1e6);
           double floor_rate = num (mma_sync, key);
-          g_autofree char *src = g_strdup_printf ("%s: wgmma m64n256k16, %.1f TFLOP/s at %.0f MHz", note,
+          const char *instruction = json_object_get_string (json_object_object_get (it.val, "instruction"));
+          g_autofree char *src = g_strdup_printf ("%s: %s, %.1f TFLOP/s at %.0f MHz", note,
+                                                  instruction ? instruction : "wgmma m64n256k16",
                                                   num (it.val, "flops_per_s") / 1e12, clock_mhz);
 
           /* the loader wants tensor ≥ tensor_mma_sync: a wgmma loop slower than mma.sync

@@ -1682,8 +1682,20 @@ plan_kernel_cost (Model                  *m,
     }
 }
 
-/* The padding and the waves of a GEMM the plan tiled itself: the tensor cores also work
- * on the parts of edge tiles past M, N and K, and the last wave leaves SMs idle. */
+/* The tile pipeline of the plan's GEMM kernel (docs/model.md §14). Each SM walks
+ * ⌈grid / SMs⌉ tiles (the grid is persistent), each a chain of ⌈K/BK⌉ chunks through
+ * `stages` shared-memory buffers, then an epilogue the same warpgroups run: the tensor
+ * cores also work on the parts of edge tiles past M, N and K; a chunk cannot come faster
+ * than a load's round trip divided among the stages in flight (Little's law, as §6c);
+ * each chunk pays a fixed issue cost; and a tile's results leave through shared memory
+ * before the next tile's products start. The two constants were fitted on the H100
+ * sweep of 2026-11-25 (docs/perf-notes.md): GEMM_CHUNK_CLOCKS from the large aligned
+ * products (4096³ … 8192×8192×28672), GEMM_EPILOGUE_BYTES_PER_CLOCK from the short-K
+ * ones (16384×16384×1024, whose time is mostly epilogues). */
+#define GEMM_CHUNK_CLOCKS             30.0
+#define GEMM_EPILOGUE_BYTES_PER_CLOCK 24.0
+#define GEMM_DIRECT_STORE_SLOWDOWN    4.0    /* bounded stores, rows not 16-byte aligned */
+
 static void
 planned_gemm (Model                  *m,
               NapkinKernelCost       *k,
@@ -1692,11 +1704,29 @@ planned_gemm (Model                  *m,
   const NapkinPlanGemm *g = &pk->u.gemm;
   gint64 tm = (g->M + g->BM - 1) / g->BM, tn = (g->N + g->BN - 1) / g->BN, kk = (g->K + g->BK - 1) / g->BK;
   double padded = (double) tm * g->BM * tn * g->BN * kk * g->BK, real = (double) g->M * g->N * g->K;
-  gint64 slots = ceil_div (pk->grid, m->arch->sms);
+  gint64 waves = ceil_div (pk->grid, m->arch->sms);
+  gint64 chunks = (kk + MAX (1u, g->split_k) - 1) / MAX (1u, g->split_k);
+  guint ab = napkin_dtype_bytes (g->ab_dtype), cb = g->split_k > 1 ? 4 : napkin_dtype_bytes (g->c_dtype);
+  double clock = m->arch->clock_hz, latency = m->arch->levels[NAPKIN_LEVEL_HBM].latency_s;
+  NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
+  double rate, compute, transfer, cycle, epilogue;
+  gboolean aligned = (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
 
   if (real > 0)
     k->time_s[NAPKIN_RESOURCE_TENSOR] *= padded / real;
-  k->quantisation = (double) slots * m->arch->sms / MAX (1, pk->grid);
+  k->quantisation = (double) waves * m->arch->sms / MAX (1, pk->grid);
+  napkin_tensor_class_for_dtype (g->ab_dtype, &klass);
+  rate = (pk->path == NAPKIN_PATH_WGMMA ? napkin_arch_tensor_rate (m->arch, klass)
+                                        : napkin_arch_mma_sync_rate (m->arch, klass)) / m->arch->sms;
+  /* one chunk on one SM: its products, and its operands from L2 at the SM's share */
+  compute = 2.0 * g->BM * g->BN * g->BK / rate;
+  transfer = (double) (g->BM + g->BN) * g->BK * ab / (m->arch->levels[NAPKIN_LEVEL_L2].bandwidth / m->arch->sms);
+  cycle = (latency + transfer + compute) / MAX (1u, g->stages);
+  k->latency_s += waves * chunks * (GEMM_CHUNK_CLOCKS / clock + MAX (0.0, cycle - MAX (compute, transfer))) + latency;
+  epilogue = (double) g->BM * g->BN * cb / (GEMM_EPILOGUE_BYTES_PER_CLOCK * clock);
+  if (!aligned && g->split_k <= 1)
+    epilogue *= GEMM_DIRECT_STORE_SLOWDOWN;
+  k->latency_s += waves * epilogue;
 }
 
 /* A repack or a split-K reduction the plan adds: device-memory traffic only. */

@@ -15,7 +15,8 @@
 static void
 append_kernel (GString    *s,
                const char *name,
-               const char *type)
+               const char *type,
+               int         k)
 {
   g_string_append_printf (s,
     "extern \"C\" __global__ void __launch_bounds__ (%d, 1)\n"
@@ -39,11 +40,13 @@ append_kernel (GString    *s,
     "#pragma unroll\n"
     "      for (int j = 0; j < %d; j++)\n"
     "        asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%130, 0;\\n\"\n"
-    "                      \"wgmma.mma_async.sync.aligned.m64n256k16.f32.%s.%s {",
-    NAPKIN_CAL_WGMMA_THREADS, name, NAPKIN_CAL_WGMMA_PER_ITER, type, type);
+    "                      \"wgmma.mma_async.sync.aligned.m64n256k%d.f32.%s.%s {",
+    NAPKIN_CAL_WGMMA_THREADS, name, NAPKIN_CAL_WGMMA_PER_ITER, k, type, type);
   for (int i = 0; i < 128; i++)
     g_string_append_printf (s, "%s%%%d", i ? ", " : "", i);
-  g_string_append (s, "}, %128, %129, p, 1, 1, 0, 0; }\"\n                      : ");
+  /* 8-bit operands are K-major only: the instruction has no transpose flags */
+  g_string_append (s, k == 32 ? "}, %128, %129, p, 1, 1; }\"\n                      : "
+                              : "}, %128, %129, p, 1, 1, 0, 0; }\"\n                      : ");
   for (int i = 0; i < 128; i++)
     g_string_append_printf (s, "%s\"+f\" (d[%d])", i ? ", " : "", i);
   g_string_append (s,
@@ -75,8 +78,9 @@ napkin_calibrate_wgmma_source (void)
     "         | ((unsigned long long) (128 >> 4) << 16)\n"
     "         | ((unsigned long long) (256 >> 4) << 32);\n"
     "}\n");
-  append_kernel (s, "cal_wgmma_fp16", "f16");
-  append_kernel (s, "cal_wgmma_bf16", "bf16");
+  append_kernel (s, "cal_wgmma_fp16", "f16", 16);
+  append_kernel (s, "cal_wgmma_bf16", "bf16", 16);
+  append_kernel (s, "cal_wgmma_fp8", "e4m3", 32);
   return g_string_free (s, FALSE);
 }
 

@@ -670,7 +670,7 @@ calibrate_wgmma (int          sms,
   g_autofree char *log = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(GBytes) cubin = napkin_nvrtc_compile (source, "sm_90a", &log, &error);
-  const char *kernels[][2] = { { "cal_wgmma_fp16", "fp16" }, { "cal_wgmma_bf16", "bf16" } };
+  const char *kernels[][2] = { { "cal_wgmma_fp16", "fp16" }, { "cal_wgmma_bf16", "bf16" }, { "cal_wgmma_fp8", "fp8" } };
   json_object *result;
   CUmodule module;
   int iters = 4096;
@@ -687,7 +687,8 @@ calibrate_wgmma (int          sms,
   for (guint i = 0; i < G_N_ELEMENTS (kernels); i++)
     {
       CUfunction fn;
-      double ms, flops = napkin_calibrate_wgmma_flops (sms, iters);
+      /* an 8-bit wgmma is k32: twice the products of k16 */
+      double ms, flops = napkin_calibrate_wgmma_flops (sms, iters) * (i == 2 ? 2 : 1);
       json_object *t;
 
       progress (0.92 + 0.03 * i, kernels[i][0]);
@@ -700,7 +701,8 @@ calibrate_wgmma (int          sms,
       t = json_object_new_object ();
       json_object_object_add (t, "flops_per_s", json_object_new_double (flops / (ms * 1e-3)));
       json_object_object_add (t, "per_sm_per_clock", json_object_new_double (flops / (ms * 1e-3) / sms / (clock_khz * 1e3)));
-      json_object_object_add (t, "instruction", json_object_new_string ("wgmma.mma_async m64n256k16"));
+      json_object_object_add (t, "instruction", json_object_new_string (i == 2 ? "wgmma.mma_async m64n256k32 e4m3"
+                                                                                 : "wgmma.mma_async m64n256k16"));
       json_object_object_add (result, kernels[i][1], t);
     }
   return result;
