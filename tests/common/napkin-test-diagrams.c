@@ -104,7 +104,7 @@ napkin_test_attention_chain_json (guint n_ops)
 
 
 char *
-napkin_test_gemm_json (const NapkinTestGemm *c)
+napkin_test_gemm_json (const NapkinTestGemmDiagram *c)
 {
   GString *s = g_string_new ("{\"format\": \"napkin\", \"version\": 1, \"title\": \"GEMM case\", \"axes\": [");
   const char *bt = c->batch > 0 ? "\"b\", " : "";
@@ -174,4 +174,38 @@ napkin_test_gemm_json (const NapkinTestGemm *c)
     }
   g_string_append (s, "]}");
   return g_string_free (s, FALSE);
+}
+
+static const NapkinTestGemmCase cases[] = {
+  { "4096^3", { 4096, 4096, 4096, 0, "bf16" }, 1, 0 },
+  { "8192^3", { 8192, 8192, 8192, 0, "bf16" }, 1, 0 },
+  { "8000^3", { 8000, 8000, 8000, 0, "bf16" }, 1, 0 },
+  { "37x53x29", { 37, 53, 29, 0, "bf16" }, 0, 2 },
+  { "1000x4096x4095", { 1000, 4096, 4095, 0, "fp16" }, 0, 1 },
+  { "4095x4097x4096", { 4095, 4097, 4096, 0, "bf16" }, 0, 1 },
+  { "m1", { 1, 4096, 4096, 0, "bf16" }, 0, 0 },
+  { "m16", { 16, 4096, 4096, 0, "bf16" }, 0, 0 },
+  { "m64", { 64, 4096, 4096, 0, "bf16" }, 0, 0 },
+  { "m256", { 256, 4096, 4096, 0, "bf16" }, 0, 0 },
+  { "vocab 50257", { 4096, 50257, 4096, 0, "bf16" }, 1, 1 },
+  { "vocab 128256 [n,k]", { 4096, 128256, 4096, 0, "bf16", NULL, FALSE, TRUE }, 1, 0 },
+  { "llama mlp up", { 4096, 11008, 4096, 0, "bf16" }, 1, 0 },
+  { "llama mlp down", { 4096, 4096, 11008, 0, "bf16" }, 1, 0 },
+  { "A [k,m]", { 2048, 2048, 2048, 0, "fp16", NULL, TRUE }, 1, 0 },
+  { "B [n,k] fp32 out", { 2048, 2048, 2048, 0, "bf16", "fp32", FALSE, TRUE }, 1, 0 },
+  { "batched", { 512, 512, 64, 16, "bf16" }, 0, 0 },
+  { "batched shared B", { 1024, 4096, 4096, 4, "bf16", NULL, FALSE, FALSE, TRUE }, 1, 0 },
+  { "fp8 [n,k]", { 8192, 8192, 8192, 0, "fp8-e4m3", NULL, FALSE, TRUE }, 1, 0 },
+  { "fp8 [k,n]", { 4096, 4096, 4096, 0, "fp8-e4m3" }, 1, 1 },
+  { "bias+gelu region", { 4096, 11008, 4096, 0, "bf16", NULL, FALSE, FALSE, FALSE, "bias-gelu", 128, 256, 64, 4 }, 1, 0 },
+  { "residual region", { 4096, 4096, 11008, 0, "bf16", NULL, FALSE, FALSE, FALSE, "residual", 128, 128, 64, 4 }, 1, 0 },
+  { "silu region", { 4096, 11008, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "silu", 128, 256, 64, 3 }, 1, 0 },
+  { "region 64x128 odd", { 1000, 1000, 1000, 0, "bf16", NULL, FALSE, FALSE, FALSE, "", 64, 128, 64, 4 }, 0, 0 },
+};
+
+const NapkinTestGemmCase *
+napkin_test_gemm_cases (guint *n)
+{
+  *n = G_N_ELEMENTS (cases);
+  return cases;
 }

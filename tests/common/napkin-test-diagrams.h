@@ -28,6 +28,18 @@ typedef struct
   const char *epilogue;
   gint64      BM, BN, BK;
   guint       stages;
-} NapkinTestGemm;
+} NapkinTestGemmDiagram;
 
-char    *napkin_test_gemm_json             (const NapkinTestGemm *c);
+char    *napkin_test_gemm_json             (const NapkinTestGemmDiagram *c);
+
+/* The GEMM shapes users meet, for tests across layers: each with the split-K and the
+ * number of operand repacks the plan should give it on h100. */
+typedef struct
+{
+  const char           *name;
+  NapkinTestGemmDiagram c;
+  guint                 split;      /* expected split-K, 0: don't care */
+  guint                 repacks;    /* expected repack kernels */
+} NapkinTestGemmCase;
+
+const NapkinTestGemmCase *napkin_test_gemm_cases (guint *n);

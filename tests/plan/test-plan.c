@@ -25,7 +25,7 @@ arch (const char *id)
 }
 
 static NapkinDiagram *
-gemm (const NapkinTestGemm *c)
+gemm (const NapkinTestGemmDiagram *c)
 {
   g_autofree char *json = napkin_test_gemm_json (c);
   g_autoptr(GError) error = NULL;
@@ -92,47 +92,15 @@ assert_model_agrees (NapkinDiagram    *d,
   g_assert_cmpuint (an->generic_kernels, ==, p->n_generic);
 }
 
-typedef struct
-{
-  const char    *name;
-  NapkinTestGemm c;
-  guint          split;      /* expected split-K, 0: don't care */
-  guint          repacks;    /* expected repack kernels */
-} Case;
-
-static const Case cases[] = {
-  { "4096^3", { 4096, 4096, 4096, 0, "bf16" }, 1, 0 },
-  { "8192^3", { 8192, 8192, 8192, 0, "bf16" }, 1, 0 },
-  { "8000^3", { 8000, 8000, 8000, 0, "bf16" }, 1, 0 },
-  { "37x53x29", { 37, 53, 29, 0, "bf16" }, 0, 2 },
-  { "1000x4096x4095", { 1000, 4096, 4095, 0, "fp16" }, 0, 1 },
-  { "4095x4097x4096", { 4095, 4097, 4096, 0, "bf16" }, 0, 1 },
-  { "m1", { 1, 4096, 4096, 0, "bf16" }, 0, 0 },
-  { "m16", { 16, 4096, 4096, 0, "bf16" }, 0, 0 },
-  { "m64", { 64, 4096, 4096, 0, "bf16" }, 0, 0 },
-  { "m256", { 256, 4096, 4096, 0, "bf16" }, 0, 0 },
-  { "vocab 50257", { 4096, 50257, 4096, 0, "bf16" }, 1, 1 },
-  { "vocab 128256 [n,k]", { 4096, 128256, 4096, 0, "bf16", NULL, FALSE, TRUE }, 1, 0 },
-  { "llama mlp up", { 4096, 11008, 4096, 0, "bf16" }, 1, 0 },
-  { "llama mlp down", { 4096, 4096, 11008, 0, "bf16" }, 1, 0 },
-  { "A [k,m]", { 2048, 2048, 2048, 0, "fp16", NULL, TRUE }, 1, 0 },
-  { "B [n,k] fp32 out", { 2048, 2048, 2048, 0, "bf16", "fp32", FALSE, TRUE }, 1, 0 },
-  { "batched", { 512, 512, 64, 16, "bf16" }, 0, 0 },
-  { "batched shared B", { 1024, 4096, 4096, 4, "bf16", NULL, FALSE, FALSE, TRUE }, 1, 0 },
-  { "fp8 [n,k]", { 8192, 8192, 8192, 0, "fp8-e4m3", NULL, FALSE, TRUE }, 1, 0 },
-  { "fp8 [k,n]", { 4096, 4096, 4096, 0, "fp8-e4m3" }, 1, 1 },
-  { "bias+gelu region", { 4096, 11008, 4096, 0, "bf16", NULL, FALSE, FALSE, FALSE, "bias-gelu", 128, 256, 64, 4 }, 1, 0 },
-  { "residual region", { 4096, 4096, 11008, 0, "bf16", NULL, FALSE, FALSE, FALSE, "residual", 128, 128, 64, 4 }, 1, 0 },
-  { "silu region", { 4096, 11008, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "silu", 128, 256, 64, 3 }, 1, 0 },
-  { "region 64x128 odd", { 1000, 1000, 1000, 0, "bf16", NULL, FALSE, FALSE, FALSE, "", 64, 128, 64, 4 }, 0, 0 },
-};
-
 static void
 test_gemm_cases (void)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+  guint n_cases;
+  const NapkinTestGemmCase *cases = napkin_test_gemm_cases (&n_cases);
+
+  for (guint i = 0; i < n_cases; i++)
     {
-      const Case *c = &cases[i];
+      const NapkinTestGemmCase *c = &cases[i];
       g_autoptr(NapkinDiagram) d = gemm (&c->c);
       g_autoptr(NapkinPlan) h = plan (d, "h100");
       g_autoptr(NapkinPlan) a = plan (d, "a100");
@@ -178,7 +146,7 @@ test_gemm_cases (void)
 static void
 test_split_k (void)
 {
-  NapkinTestGemm c = { 64, 4096, 4096, 0, "bf16" };
+  NapkinTestGemmDiagram c = { 64, 4096, 4096, 0, "bf16" };
   g_autoptr(NapkinDiagram) d = gemm (&c);
   g_autoptr(NapkinPlan) p = plan (d, "h100");
   const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, 0);
@@ -200,9 +168,9 @@ test_split_k (void)
 static void
 test_region_tiles (void)
 {
-  NapkinTestGemm ok = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 128, 96, 64, 3 };
-  NapkinTestGemm bad = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 100, 128, 64, 3 };
-  NapkinTestGemm big = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 128, 256, 64, 6 };
+  NapkinTestGemmDiagram ok = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 128, 96, 64, 3 };
+  NapkinTestGemmDiagram bad = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 100, 128, 64, 3 };
+  NapkinTestGemmDiagram big = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 128, 256, 64, 6 };
   g_autoptr(NapkinDiagram) d1 = gemm (&ok);
   g_autoptr(NapkinDiagram) d2 = gemm (&bad);
   g_autoptr(NapkinDiagram) d3 = gemm (&big);
@@ -323,7 +291,7 @@ test_tune_lowers (void)
 static void
 test_json (void)
 {
-  NapkinTestGemm c = { 1000, 4096, 4095, 0, "bf16", NULL, FALSE, FALSE, FALSE, "bias-gelu", 128, 128, 64, 4 };
+  NapkinTestGemmDiagram c = { 1000, 4096, 4095, 0, "bf16", NULL, FALSE, FALSE, FALSE, "bias-gelu", 128, 128, 64, 4 };
   g_autoptr(NapkinDiagram) d = gemm (&c);
   g_autoptr(NapkinPlan) p = plan (d, "h100");
   json_object *root = napkin_plan_to_json (p, d);

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* From a diagram to compiled code through the kernel plan (docs/plan.md): for every GEMM
+ * shape of the table users meet (tests/common/napkin-test-diagrams.c), the CUDA generated
+ * for h100 runs each planned kernel on wgmma and the one for a100 on mma.sync; every
+ * source compiles with nvcc for its target (sm_90a, sm_80) where nvcc is installed; and
+ * standalone exports build with the command written in their own first line. */
+#include "config.h"
+
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#include "napkin-codegen.h"
+#include "napkin-file.h"
+#include "napkin-plan.h"
+#include "napkin-test-diagrams.h"
+
+static char *
+find_nvcc (void)
+{
+  char *nvcc = g_find_program_in_path ("nvcc");
+
+  if (nvcc == NULL && g_file_test ("/usr/local/cuda/bin/nvcc", G_FILE_TEST_IS_EXECUTABLE))
+    nvcc = g_strdup ("/usr/local/cuda/bin/nvcc");
+  return nvcc;
+}
+
+static NapkinArch *
+arch (const char *id)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
+
+  g_assert_no_error (error);
+  return a;
+}
+
+static NapkinDiagram *
+diagram (const NapkinTestGemmDiagram *c)
+{
+  g_autofree char *json = napkin_test_gemm_json (c);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+
+  g_assert_no_error (error);
+  return d;
+}
+
+static NapkinCudaModule *
+generate (NapkinDiagram *d,
+          const char    *arch_id,
+          const char    *prefix)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinPlan) plan = napkin_plan_build (d, arch (arch_id), NULL, &error);
+  NapkinIrProgram *program;
+  NapkinCudaModule *module;
+
+  g_assert_no_error (error);
+  program = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
+  g_assert_no_error (error);
+  module = napkin_codegen_cuda_planned (program, plan, napkin_codegen_flags_for_arch (plan->target), prefix, &error);
+  g_assert_no_error (error);
+  return module;
+}
+
+static void
+nvcc (const char *compiler,
+      const char *target,
+      const char *source,
+      const char *dir,
+      const char *name)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autofree char *obj = g_strconcat (path, ".cubin", NULL);
+  g_autofree char *cu = g_strconcat (path, ".cu", NULL);
+  g_autofree char *gencode = g_strdup_printf ("-gencode=arch=compute_%s,code=%s", target + 3, target);
+  g_autofree char *err = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *argv[] = { compiler, "-cubin", gencode, "-O3", "-std=c++17", "-o", obj, cu, NULL };
+  int status = 0;
+
+  g_assert_true (g_file_set_contents (cu, source, -1, NULL));
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err,
+                               &status, &error));
+  if (!g_spawn_check_wait_status (status, NULL))
+    g_error ("nvcc %s on %s failed:\n%s", target, name, err);
+  g_remove (obj);
+  g_remove (cu);
+}
+
+static void
+test_table (void)
+{
+  g_autofree char *compiler = find_nvcc ();
+  g_autofree char *dir = g_dir_make_tmp ("napkin-plan-codegen-XXXXXX", NULL);
+  guint n;
+  const NapkinTestGemmCase *cases = napkin_test_gemm_cases (&n);
+  const char *archs[][2] = { { "h100", "sm_90a" }, { "a100", "sm_80" } };
+
+  if (compiler == NULL)
+    g_test_message ("nvcc not found: the sources are generated and checked, not compiled");
+  for (guint i = 0; i < n; i++)
+    for (guint a = 0; a < G_N_ELEMENTS (archs); a++)
+      {
+        g_autoptr(NapkinDiagram) d = diagram (&cases[i].c);
+        g_autoptr(NapkinCudaModule) module = NULL;
+        g_autofree char *name = g_strdup_printf ("case%u-%s", i, archs[a][0]);
+        gboolean fp8 = g_str_has_prefix (cases[i].c.dtype, "fp8");
+
+        if (fp8 && a == 1)
+          continue;   /* no fp8 path on Ampere: the plan says generic (tests/plan) */
+        module = generate (d, archs[a][0], NULL);
+        g_test_message ("%s on %s", cases[i].name, archs[a][0]);
+        g_assert_cmpstr (module->target, ==, archs[a][1]);
+        for (guint k = 0; k < module->kernels->len; k++)
+          {
+            const NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, k);
+
+            /* no kernel falls back: each is its plan's */
+            g_assert_cmpstr (ck->skeleton, !=, "generic");
+            if (ck->note != NULL)
+              g_assert_null (strstr (ck->note, "printer failed"));
+          }
+        g_assert_nonnull (strstr (module->source, a == 0 ? "wgmma.mma_async" : "mma.sync.aligned"));
+        if (compiler != NULL)
+          nvcc (compiler, archs[a][1], module->source, dir, name);
+      }
+  g_rmdir (dir);
+}
+
+/* The exported .cu builds with the very command its header gives. */
+static void
+test_standalone_builds (void)
+{
+  g_autofree char *compiler = find_nvcc ();
+  g_autofree char *dir = NULL;
+  const NapkinTestGemmDiagram shapes[] = {
+    { 1000, 4096, 4095, 0, "bf16" },
+    { 512, 384, 256, 0, "fp16", NULL, FALSE, TRUE, FALSE, "bias-gelu", 128, 128, 64, 3 },
+  };
+  const char *archs[] = { "h100", "a100" };
+
+  if (compiler == NULL)
+    {
+      g_test_skip ("nvcc not found: standalone exports are not built");
+      return;
+    }
+  dir = g_dir_make_tmp ("napkin-standalone-XXXXXX", NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (shapes); i++)
+    for (guint a = 0; a < G_N_ELEMENTS (archs); a++)
+      {
+        g_autoptr(NapkinDiagram) d = diagram (&shapes[i]);
+        g_autoptr(NapkinCudaModule) module = generate (d, archs[a], NULL);
+        g_autoptr(GError) error = NULL;
+        g_autoptr(NapkinIrProgram) plain = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
+        g_autoptr(NapkinCudaModule) ref = napkin_codegen_cuda (g_steal_pointer (&plain), NAPKIN_CODEGEN_GENERIC_ONLY,
+                                                               "napkin_ref_", &error);
+        g_autofree char *text = napkin_codegen_standalone (module, ref, "case");
+        g_autofree char *cu = g_strdup_printf ("%s/case%u-%s.cu", dir, i, archs[a]);
+        g_autofree char *exe = g_strdup_printf ("%s/case%u-%s", dir, i, archs[a]);
+        g_autofree char *line = NULL;
+        g_autofree char *command = NULL;
+        g_autofree char *err = NULL;
+        g_auto(GStrv) argv = NULL;
+        const char *build, *end;
+        int status = 0;
+
+        g_assert_no_error (error);
+        /* "/ * TITLE: exported by Napkin. Build: nvcc … -o bench this.cu" */
+        build = strstr (text, "Build: ");
+        end = strchr (text, '\n');
+        g_assert_nonnull (build);
+        line = g_strndup (build + strlen ("Build: "), end - build - strlen ("Build: "));
+        g_assert_true (g_str_has_prefix (line, "nvcc "));
+        g_assert_nonnull (strstr (line, a == 0 ? "compute_90a" : "compute_80"));
+        command = g_strdup (line);
+        {
+          GString *s = g_string_new (command);
+
+          g_string_replace (s, "-o bench", "-o @EXE@", 1);
+          g_string_replace (s, "this.cu", "@CU@", 1);
+          g_string_replace (s, "nvcc", "@NVCC@", 1);
+          g_free (command);
+          command = g_string_free (s, FALSE);
+        }
+        g_assert_true (g_shell_parse_argv (command, NULL, &argv, NULL));
+        for (guint j = 0; argv[j]; j++)
+          {
+            const char *v = g_str_equal (argv[j], "@EXE@") ? exe : g_str_equal (argv[j], "@CU@") ? cu
+                            : g_str_equal (argv[j], "@NVCC@") ? compiler : NULL;
+
+            if (v != NULL)
+              {
+                g_free (argv[j]);
+                argv[j] = g_strdup (v);
+              }
+          }
+        g_assert_true (g_file_set_contents (cu, text, -1, NULL));
+        g_assert_true (g_spawn_sync (NULL, argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL, NULL, NULL, NULL, &err, &status,
+                                     &error));
+        if (!g_spawn_check_wait_status (status, NULL))
+          g_error ("the export's own build line failed (%s):\n%s", line, err);
+        g_assert_true (g_file_test (exe, G_FILE_TEST_IS_EXECUTABLE));
+        g_remove (exe);
+        g_remove (cu);
+      }
+  g_rmdir (dir);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/codegen/plan/table", test_table);
+  g_test_add_func ("/codegen/plan/standalone-builds", test_standalone_builds);
+  return g_test_run ();
+}
