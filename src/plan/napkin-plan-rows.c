@@ -415,9 +415,9 @@ rows_choose (NapkinPlanner *p,
 
   if (op == NAPKIN_OP_REDUCE)
     {
-      /* about eight vectors per thread, four loads in flight */
+      /* about four vectors per thread: a team reads at least 32 contiguous bytes */
       c.mode = ROWS_REDUCE;
-      c.tpr = (guint) CLAMP (pow2_at_least ((nvec + 7) / 8), 1, 1024);
+      c.tpr = (guint) CLAMP (pow2_at_least ((nvec + 3) / 4), 1, 1024);
       c.regs = 56;
     }
   else
@@ -445,12 +445,15 @@ rows_choose (NapkinPlanner *p,
 
   /* a block of at least 256 threads, fewer where the rows would leave SMs idle */
   c.threads = MAX (c.tpr, 256);
-  while (c.threads > c.tpr && c.threads > 64 && (rows + c.threads / c.tpr - 1) / (c.threads / c.tpr) < 2 * sms)
+  while (c.threads > c.tpr && c.threads > 32 && (rows + c.threads / c.tpr - 1) / (c.threads / c.tpr) < 2 * sms)
     c.threads /= 2;
   if (hint > 0)
     {
       c.threads = hint;
-      if (c.tpr > hint)
+      /* a row in shared memory or read twice takes the whole block */
+      if (c.mode == ROWS_SMEM || c.mode == ROWS_TWO_PASS)
+        c.tpr = hint;
+      else if (c.tpr > hint)
         {
           c.tpr = hint;
           if (c.mode == ROWS_REGISTERS)
@@ -460,9 +463,17 @@ rows_choose (NapkinPlanner *p,
   teams = c.threads / c.tpr;
   if (rpb > 0 && rpb < teams)
     {
-      /* the region's rows per block are fewer than the teams: fewer, wider teams */
+      /* the region's rows per block are fewer than the teams: fewer teams, wider
+       * ones where the region fixes the threads */
       teams = (guint) MAX (1, pow2_at_least (rpb + 1) / 2);
-      c.threads = c.tpr * teams;
+      if (hint > 0)
+        {
+          c.tpr = c.threads / teams;
+          if (c.mode == ROWS_REGISTERS)
+            register_form (&c, cols, c.tpr, n_scalars);
+        }
+      else
+        c.threads = c.tpr * teams;
     }
   if (c.threads < 32)
     {
