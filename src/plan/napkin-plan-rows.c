@@ -37,8 +37,9 @@ typedef enum
 /* Values per thread the register form keeps at most (32 fp32 registers). */
 #define REG_VALUES 32
 /* Registers a row thread needs besides the values it keeps: the estimate is also the
- * budget the kernel's launch bounds give the compiler (ptxas fits the printed kernels
- * in it without spilling on sm_90a). */
+ * budget the kernel's launch bounds give the compiler. ptxas fits the printed kernels
+ * in it on sm_90a, spilling a few bytes at most where fused operands press (a budget
+ * one step larger would halve the blocks per SM). */
 #define REG_OVERHEAD 32
 
 static gint64
@@ -373,7 +374,8 @@ static void
 register_form (RowsChoice *c,
                gint64      cols,
                guint       tpr,
-               guint       n_scalars)
+               guint       n_scalars,
+               guint       n_operands)
 {
   gint64 nvec = cols / c->vec;
 
@@ -381,6 +383,7 @@ register_form (RowsChoice *c,
   c->nv = (guint) ((nvec + tpr - 1) / tpr);
   c->ns = (n_scalars + tpr - 1) / tpr;
   c->regs = MIN (255, c->nv * c->vec + c->ns + REG_OVERHEAD);
+  (void) n_operands;
 }
 
 /* Chooses the form of a rows kernel over `rows` rows of `cols` elements of x
@@ -394,6 +397,7 @@ rows_choose (NapkinPlanner *p,
              NapkinDtype    x_dtype,
              gboolean       aligned,
              gboolean       cache_fp32,
+             guint          n_operands,
              gboolean       streamed,
              guint          hint,
              gint64         rpb)
@@ -424,7 +428,7 @@ rows_choose (NapkinPlanner *p,
     {
       guint tpr = (guint) CLAMP (pow2_at_least ((nvec + vals_max / c.vec - 1) / MAX (vals_max / c.vec, 1)), 1, 1024);
 
-      register_form (&c, cols, tpr, n_scalars);
+      register_form (&c, cols, tpr, n_scalars, n_operands);
       if (!streamed && c.regs * MAX (tpr, 32) <= p->arch->registers_per_sm)
         c.mode = ROWS_REGISTERS;
       else if (!streamed && cache_bytes <= smem_budget)
@@ -432,14 +436,15 @@ rows_choose (NapkinPlanner *p,
           c.mode = ROWS_SMEM;
           c.tpr = 512;
           c.smem = cache_bytes;
-          c.regs = 48;
+          c.regs = 48 + 8 * n_operands;
         }
       else
         {
-          /* one row per SM: the re-read finds the row in L2 (docs/plan.md) */
+          /* one row per SM: the re-read finds the row in L2 (docs/plan.md); 512
+           * threads where fused operands need more than 64 registers a thread */
           c.mode = ROWS_TWO_PASS;
-          c.tpr = 1024;
-          c.regs = 48;
+          c.tpr = n_operands > 0 ? 512 : 1024;
+          c.regs = 48 + 8 * n_operands;
         }
     }
 
@@ -457,7 +462,7 @@ rows_choose (NapkinPlanner *p,
         {
           c.tpr = hint;
           if (c.mode == ROWS_REGISTERS)
-            register_form (&c, cols, hint, n_scalars);
+            register_form (&c, cols, hint, n_scalars, n_operands);
         }
     }
   teams = c.threads / c.tpr;
@@ -470,7 +475,7 @@ rows_choose (NapkinPlanner *p,
         {
           c.tpr = c.threads / teams;
           if (c.mode == ROWS_REGISTERS)
-            register_form (&c, cols, c.tpr, n_scalars);
+            register_form (&c, cols, c.tpr, n_scalars, n_operands);
         }
       else
         c.threads = c.tpr * teams;
@@ -481,13 +486,13 @@ rows_choose (NapkinPlanner *p,
       c.tpr = 32 / teams;
       c.threads = 32;
       if (c.mode == ROWS_REGISTERS)
-        register_form (&c, cols, c.tpr, n_scalars);
+        register_form (&c, cols, c.tpr, n_scalars, n_operands);
     }
   if (c.mode == ROWS_REGISTERS && c.regs * c.threads > p->arch->registers_per_sm)
     {
       /* the region's threads keep too much per thread: shared memory or two passes */
       c.mode = !streamed && cache_bytes <= smem_budget ? ROWS_SMEM : ROWS_TWO_PASS;
-      c.regs = 48;
+      c.regs = 48 + 8 * n_operands;
       c.nv = c.ns = 0;
       c.tpr = c.threads;
       if (c.mode == ROWS_SMEM)
@@ -813,7 +818,13 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
           g_ptr_array_add (k->adjustments, g_strdup_printf ("%s.threads: %u → %u (a power of two, whole warps)",
                                                             region->name, region->threads, hint));
       }
-    c = rows_choose (p, fn->kind, rows, cols, xd, aligned, prologue->len > 0, streamed, hint, rpb);
+    guint n_operands = 0;
+
+    for (guint i = 0; i < prologue->len; i++)
+      n_operands += g_array_index (prologue, NapkinPlanMap, i).has_other;
+    for (guint i = 0; i < epilogue->len; i++)
+      n_operands += g_array_index (epilogue, NapkinPlanMap, i).has_other;
+    c = rows_choose (p, fn->kind, rows, cols, xd, aligned, prologue->len > 0, n_operands, streamed, hint, rpb);
   }
 
   k->kind = NAPKIN_PLAN_ROWS;
