@@ -577,6 +577,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
   RowsChoice c;
   NapkinPlanRows *r;
   const char *what;
+  guint n_adjustments = k->adjustments->len;
 
   *why = NULL;
   for (guint i = 0; i < k->nodes->len; i++)
@@ -805,6 +806,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
 
     if (xb == 0 || 16 % xb != 0)
       {
+        g_ptr_array_set_size (k->adjustments, n_adjustments);
         *why = g_strdup_printf ("%s is %s; a rows kernel reads 1-, 2- or 4-byte elements", node_id (p, x),
                                 napkin_dtype_to_string (xd));
         return FALSE;
