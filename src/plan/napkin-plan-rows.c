@@ -3,22 +3,1115 @@
 
 #include "config.h"
 
+#include <string.h>
+
 #include "napkin-plan-private.h"
 
-/* Row kernels and element-wise kernels on CUDA cores (docs/plan.md, "Rows"). */
+/* Row kernels and element-wise kernels on CUDA cores (docs/plan.md, "Rows and
+ * element-wise kernels").
+ *
+ * A rows kernel is a chain: element-wise maps (the prologue) → one softmax,
+ * normalisation or reduction over the last axis of its input → maps (the epilogue).
+ * Every map's second operand is read from device memory through strides. An
+ * element-wise kernel is a chain of maps alone. Each recogniser walks the chain
+ * from the kernel's nodes, reads the stored layout of every buffer, and chooses
+ * the threads, the vector width and where the row lives while it is worked on. */
+
+/* How a device-memory buffer stores a node's value: its axes in memory order. */
+typedef struct
+{
+  guint       n;
+  guint       axes[NAPKIN_MAX_RANK];
+  NapkinDtype dtype;
+} Layout;
+
+/* Where the row lives while the kernel works on it. */
+typedef enum
+{
+  ROWS_REGISTERS,   /* one pass, the row in registers of its team */
+  ROWS_SMEM,        /* one pass, the row in shared memory */
+  ROWS_TWO_PASS,    /* statistics in one pass, then the row read again */
+  ROWS_REDUCE,      /* a reduction: one pass, nothing kept */
+} RowsMode;
+
+/* Values per thread the register form keeps at most (32 fp32 registers). */
+#define REG_VALUES 32
+/* Registers a row thread needs besides the values it keeps: the estimate is also the
+ * budget the kernel's launch bounds give the compiler. ptxas fits the printed kernels
+ * in it on sm_90a, spilling a few bytes at most where fused operands press (a budget
+ * one step larger would halve the blocks per SM). */
+#define REG_OVERHEAD 32
+
+static gint64
+axis_size (NapkinPlanner *p,
+           guint          axis)
+{
+  return napkin_diagram_axis_size (p->d, axis);
+}
+
+static const char *
+axis_name (NapkinPlanner *p,
+           guint          axis)
+{
+  return napkin_diagram_axis (p->d, axis)->name;
+}
+
+static const char *
+node_id (NapkinPlanner *p,
+         int            node)
+{
+  return napkin_diagram_node (p->d, node)->id;
+}
+
+/* The layout of the device-memory buffer holding `node`'s value, as the lowering
+ * places it (src/lower): an input's tensor, else the first output it feeds, else a
+ * scratch buffer in the order of its inferred axes. */
+static gboolean
+value_layout (NapkinPlanner *p,
+              int            node,
+              Layout        *l)
+{
+  const NapkinNode *nd = napkin_diagram_node (p->d, node);
+  const NapkinTensor *t = NULL;
+
+  memset (l, 0, sizeof *l);
+  if (nd->kind == NAPKIN_OP_INPUT)
+    t = napkin_diagram_tensor (p->d, napkin_diagram_find_tensor (p->d, nd->tensor));
+  else
+    {
+      guint n_consumers;
+      const guint *consumers = napkin_diagram_consumers (p->d, node, &n_consumers);
+
+      for (guint c = 0; c < n_consumers && t == NULL; c++)
+        {
+          const NapkinNode *cn = napkin_diagram_node (p->d, consumers[c]);
+
+          if (cn->kind == NAPKIN_OP_OUTPUT)
+            t = napkin_diagram_tensor (p->d, napkin_diagram_find_tensor (p->d, cn->tensor));
+        }
+    }
+  if (t != NULL)
+    {
+      for (guint i = 0; t->axes[i] != NULL && i < NAPKIN_MAX_RANK; i++)
+        {
+          int a = napkin_diagram_find_axis (p->d, t->axes[i]);
+
+          if (a < 0)
+            return FALSE;
+          l->axes[l->n++] = a;
+        }
+      l->dtype = t->dtype;
+    }
+  else
+    {
+      const NapkinTensorType *type = napkin_diagram_node_type (p->d, node);
+
+      if (type == NULL || !type->valid)
+        return FALSE;
+      l->n = type->n_axes;
+      memcpy (l->axes, type->axes, sizeof (guint) * type->n_axes);
+      l->dtype = type->dtype;
+    }
+  if (p->options != NULL && p->options->has_dtype)
+    l->dtype = p->options->dtype;
+  return TRUE;
+}
+
+/* Elements between neighbours along `axis` in the layout; 0 when it lacks the axis. */
+static gint64
+stride_of (NapkinPlanner *p,
+           const Layout  *l,
+           guint          axis)
+{
+  gint64 s = 1;
+
+  for (int i = (int) l->n - 1; i >= 0; i--)
+    {
+      if (l->axes[i] == axis)
+        return s;
+      s *= axis_size (p, l->axes[i]);
+    }
+  return 0;
+}
+
+/* The row axes (outermost first) are flattened into one row index. A buffer is
+ * addressed by that index when its offset is linear in it: stride(r_j) = s · the
+ * product of the sizes of the row axes inside r_j (axes of size 1 do not count).
+ * Sets s (0: the buffer does not vary by row). */
+static gboolean
+row_stride (NapkinPlanner *p,
+            const Layout  *l,
+            const guint   *rows,
+            guint          n_rows,
+            gint64        *s)
+{
+  gint64 inner = 1;
+  gboolean have = FALSE;
+
+  *s = 0;
+  for (int i = (int) n_rows - 1; i >= 0; i--)
+    {
+      gint64 size = axis_size (p, rows[i]);
+      gint64 st = stride_of (p, l, rows[i]);
+
+      if (size == 1)
+        continue;
+      if (!have)
+        {
+          *s = st;
+          have = TRUE;
+        }
+      else if (st != *s * inner)
+        return FALSE;
+      inner *= size;
+    }
+  return TRUE;
+}
+
+/* Axes that a layout has beyond `allowed` and the column axis (size-1 axes aside). */
+static int
+stray_axis (NapkinPlanner *p,
+            const Layout  *l,
+            const guint   *allowed,
+            guint          n_allowed,
+            int            col)
+{
+  for (guint i = 0; i < l->n; i++)
+    {
+      gboolean ok = (int) l->axes[i] == col || axis_size (p, l->axes[i]) == 1;
+
+      for (guint j = 0; j < n_allowed && !ok; j++)
+        ok = allowed[j] == l->axes[i];
+      if (!ok)
+        return l->axes[i];
+    }
+  return -1;
+}
+
+static gboolean
+in_kernel (const NapkinPlanKernel *k,
+           int                     node)
+{
+  return node >= 0 && _napkin_plan_in_kernel (k, node);
+}
+
+/* The kernel's nodes that read `node`'s value, and whether anything outside reads it. */
+static guint
+kernel_consumers (NapkinPlanner          *p,
+                  const NapkinPlanKernel *k,
+                  int                     node,
+                  int                    *first,
+                  gboolean               *outside)
+{
+  guint n_consumers, n = 0;
+  const guint *consumers = napkin_diagram_consumers (p->d, node, &n_consumers);
+
+  *first = -1;
+  *outside = FALSE;
+  for (guint c = 0; c < n_consumers; c++)
+    {
+      if (in_kernel (k, consumers[c]))
+        {
+          if (n++ == 0)
+            *first = consumers[c];
+        }
+      else
+        *outside = TRUE;
+    }
+  return n;
+}
+
+static guint
+outputs_fed (NapkinPlanner *p,
+             int            node)
+{
+  guint n_consumers, n = 0;
+  const guint *consumers = napkin_diagram_consumers (p->d, node, &n_consumers);
+
+  for (guint c = 0; c < n_consumers; c++)
+    n += napkin_diagram_node (p->d, consumers[c])->kind == NAPKIN_OP_OUTPUT;
+  return n;
+}
+
+/* Same set of axes, size-1 axes aside. */
+static gboolean
+same_axis_set (NapkinPlanner          *p,
+               const NapkinTensorType *t,
+               const guint            *axes,
+               guint                   n)
+{
+  for (guint i = 0; i < t->n_axes; i++)
+    {
+      gboolean found = FALSE;
+
+      for (guint j = 0; j < n && !found; j++)
+        found = axes[j] == t->axes[i];
+      if (!found && axis_size (p, t->axes[i]) != 1)
+        return FALSE;
+    }
+  for (guint j = 0; j < n; j++)
+    if (axis_size (p, axes[j]) != 1 && !napkin_tensor_type_has_axis (t, axes[j]))
+      return FALSE;
+  return TRUE;
+}
+
+static const char *
+kernel_place (NapkinPlanner          *p,
+              const NapkinPlanKernel *k)
+{
+  return k->region >= 0 ? napkin_diagram_region (p->d, k->region)->name : node_id (p, k->node);
+}
+
+static NapkinPlanMap
+map_new (NapkinPlanner *p,
+         int            node)
+{
+  const NapkinNode *nd = napkin_diagram_node (p->d, node);
+  NapkinPlanMap m = { 0 };
+
+  m.node = node;
+  m.fn = nd->fn;
+  m.alpha = nd->alpha;
+  m.dtype = _napkin_plan_dtype (p, node);
+  m.other.node = -1;
+  m.other.scratch = -1;
+  return m;
+}
+
+/* ---- rows ------------------------------------------------------------------------------------ */
+
+typedef struct
+{
+  NapkinPlanner          *p;
+  const NapkinPlanKernel *k;
+  const guint            *rows;     /* the row axes, outermost first (x's order) */
+  guint                   n_rows;
+  int                     col;      /* the axis along the row */
+} RowSpace;
+
+/* Fills the second operand of map `m` (the operand on `port`) with its strides over
+ * (0, row, column). */
+static gboolean
+rows_operand (const RowSpace *rs,
+              NapkinPlanMap  *m,
+              guint           port,
+              char          **why)
+{
+  NapkinPlanner *p = rs->p;
+  int src = napkin_diagram_input_source (p->d, m->node, port);
+  Layout l;
+  int stray;
+  gint64 s;
+
+  if (!value_layout (p, src, &l))
+    {
+      *why = g_strdup_printf ("the layout of %s (operand of %s) is unknown", node_id (p, src), node_id (p, m->node));
+      return FALSE;
+    }
+  stray = stray_axis (p, &l, rs->rows, rs->n_rows, rs->col);
+  if (stray >= 0)
+    {
+      *why = g_strdup_printf ("operand %s of %s has axis %s, which the row operation does not carry",
+                              node_id (p, src), node_id (p, m->node), axis_name (p, stray));
+      return FALSE;
+    }
+  if (!row_stride (p, &l, rs->rows, rs->n_rows, &s))
+    {
+      *why = g_strdup_printf ("operand %s of %s is not laid out row by row like the input (its row axes are in "
+                              "another order)", node_id (p, src), node_id (p, m->node));
+      return FALSE;
+    }
+  m->has_other = TRUE;
+  m->other_first = port == 0;
+  m->other.node = src;
+  m->other.scratch = -1;
+  m->other.dtype = l.dtype;
+  m->stride[0] = 0;
+  m->stride[1] = s;
+  m->stride[2] = rs->col >= 0 ? stride_of (p, &l, rs->col) : 0;
+  return TRUE;
+}
+
+/* The smallest power of two ≥ v (v ≥ 1). */
+static guint64
+pow2_at_least (guint64 v)
+{
+  guint64 r = 1;
+
+  while (r < v)
+    r <<= 1;
+  return r;
+}
+
+typedef struct
+{
+  RowsMode mode;
+  guint    tpr, threads, vec, nv, ns, regs, min_blocks;
+  gint64   smem;          /* dynamic: the row cache */
+} RowsChoice;
+
+static guint
+blocks_per_sm (NapkinPlanner *p,
+               guint          threads,
+               guint          regs,
+               gint64         smem)
+{
+  const NapkinArch *a = p->arch;
+  guint regs_rounded = (regs + 7) / 8 * 8;
+  guint b = MAX (a->max_threads_per_sm, 32) / threads;
+
+  if (a->max_blocks_per_sm > 0)
+    b = MIN (b, a->max_blocks_per_sm);
+  if (a->registers_per_sm > 0)
+    b = MIN (b, a->registers_per_sm / (regs_rounded * threads));
+  if (a->levels[NAPKIN_LEVEL_SMEM].capacity_bytes > 0)
+    b = MIN (b, (guint) (a->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / (smem + a->smem_reserved_per_block)));
+  return b;
+}
+
+/* The register form for a team of `tpr` threads: vectors and scalars per thread. */
+static void
+register_form (RowsChoice *c,
+               gint64      cols,
+               guint       tpr,
+               guint       n_scalars,
+               guint       n_operands)
+{
+  gint64 nvec = cols / c->vec;
+
+  c->tpr = tpr;
+  c->nv = (guint) ((nvec + tpr - 1) / tpr);
+  c->ns = (n_scalars + tpr - 1) / tpr;
+  c->regs = MIN (255, c->nv * c->vec + c->ns + REG_OVERHEAD);
+  (void) n_operands;
+}
+
+/* Chooses the form of a rows kernel over `rows` rows of `cols` elements of x
+ * (`aligned`: every row starts on 16 bytes). `hint` is the region's threads per
+ * block (0: free), `rpb` its rows per block (0: free). */
+static RowsChoice
+rows_choose (NapkinPlanner *p,
+             NapkinOpKind   op,
+             gint64         rows,
+             gint64         cols,
+             NapkinDtype    x_dtype,
+             gboolean       aligned,
+             gboolean       cache_fp32,
+             guint          n_operands,
+             gboolean       streamed,
+             guint          hint,
+             gint64         rpb)
+{
+  RowsChoice c = { 0 };
+  guint xb = napkin_dtype_bytes (x_dtype);
+  guint sms = MAX (p->arch->sms, 1);
+  gint64 nvec, smem_budget, cache_bytes;
+  guint n_scalars, vals_max = REG_VALUES, teams;
+
+  c.vec = 16 / xb;
+  nvec = cols / c.vec;
+  /* a misaligned row has a head and a tail of fewer than `vec` elements each */
+  n_scalars = aligned ? (guint) (cols % c.vec) : (guint) MIN (cols, 2 * (c.vec - 1));
+  smem_budget = (gint64) (p->arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / 2 - p->arch->smem_reserved_per_block)
+                - 1024;
+  smem_budget = MIN (smem_budget, (gint64) p->arch->smem_max_per_block);
+  cache_bytes = (cols + 2 * c.vec) * (cache_fp32 ? 4 : xb);
+
+  if (op == NAPKIN_OP_REDUCE)
+    {
+      /* about four vectors per thread: a team reads at least 32 contiguous bytes */
+      c.mode = ROWS_REDUCE;
+      c.tpr = (guint) CLAMP (pow2_at_least ((nvec + 3) / 4), 1, 1024);
+      c.regs = 56;
+    }
+  else
+    {
+      guint tpr = (guint) CLAMP (pow2_at_least ((nvec + vals_max / c.vec - 1) / MAX (vals_max / c.vec, 1)), 1, 1024);
+
+      register_form (&c, cols, tpr, n_scalars, n_operands);
+      if (!streamed && c.regs * MAX (tpr, 32) <= p->arch->registers_per_sm)
+        c.mode = ROWS_REGISTERS;
+      else if (!streamed && cache_bytes <= smem_budget)
+        {
+          c.mode = ROWS_SMEM;
+          c.tpr = 512;
+          c.smem = cache_bytes;
+          c.regs = 48 + 8 * n_operands;
+        }
+      else
+        {
+          /* one row per SM: the re-read finds the row in L2 (docs/plan.md); 512
+           * threads where fused operands need more than 64 registers a thread */
+          c.mode = ROWS_TWO_PASS;
+          c.tpr = n_operands > 0 ? 512 : 1024;
+          c.regs = 48 + 8 * n_operands;
+        }
+    }
+
+  /* a block of at least 256 threads, fewer where the rows would leave SMs idle */
+  c.threads = MAX (c.tpr, 256);
+  while (c.threads > c.tpr && c.threads > 32 && (rows + c.threads / c.tpr - 1) / (c.threads / c.tpr) < 2 * sms)
+    c.threads /= 2;
+  if (hint > 0)
+    {
+      c.threads = hint;
+      /* a row in shared memory or read twice takes the whole block */
+      if (c.mode == ROWS_SMEM || c.mode == ROWS_TWO_PASS)
+        c.tpr = hint;
+      else if (c.tpr > hint)
+        {
+          c.tpr = hint;
+          if (c.mode == ROWS_REGISTERS)
+            register_form (&c, cols, hint, n_scalars, n_operands);
+        }
+    }
+  teams = c.threads / c.tpr;
+  if (rpb > 0 && rpb < teams)
+    {
+      /* the region's rows per block are fewer than the teams: fewer teams, wider
+       * ones where the region fixes the threads */
+      teams = (guint) MAX (1, pow2_at_least (rpb + 1) / 2);
+      if (hint > 0)
+        {
+          c.tpr = c.threads / teams;
+          if (c.mode == ROWS_REGISTERS)
+            register_form (&c, cols, c.tpr, n_scalars, n_operands);
+        }
+      else
+        c.threads = c.tpr * teams;
+    }
+  if (c.threads < 32)
+    {
+      /* whole warps: the team reductions shuffle across all 32 lanes */
+      c.tpr = 32 / teams;
+      c.threads = 32;
+      if (c.mode == ROWS_REGISTERS)
+        register_form (&c, cols, c.tpr, n_scalars, n_operands);
+    }
+  if (c.mode == ROWS_REGISTERS && c.regs * c.threads > p->arch->registers_per_sm)
+    {
+      /* the region's threads keep too much per thread: shared memory or two passes */
+      c.mode = !streamed && cache_bytes <= smem_budget ? ROWS_SMEM : ROWS_TWO_PASS;
+      c.regs = 48 + 8 * n_operands;
+      c.nv = c.ns = 0;
+      c.tpr = c.threads;
+      if (c.mode == ROWS_SMEM)
+        c.smem = cache_bytes;
+    }
+  if (c.mode != ROWS_REGISTERS)
+    c.nv = c.ns = 0;
+  c.min_blocks = MAX (1, blocks_per_sm (p, c.threads, c.regs, c.smem));
+  return c;
+}
+
+/* The rows per block the region's marks on the row axes give, 0 when it cuts none
+ * of them into groups. */
+static gint64
+region_rows_per_block (NapkinPlanner          *p,
+                       const NapkinPlanKernel *k,
+                       const NapkinRegion     *region,
+                       const guint            *rows,
+                       guint                   n_rows,
+                       char                  **why)
+{
+  gint64 rpb = 1;
+  gboolean cut = FALSE, any = FALSE;
+
+  for (int i = (int) n_rows - 1; i >= 0; i--)
+    {
+      const char *name = axis_name (p, rows[i]);
+      gint64 size = axis_size (p, rows[i]), g = 0;
+      NapkinMarkKind mk = napkin_region_mark (region, name, &g);
+
+      if (mk == NAPKIN_MARK_STREAM)
+        {
+          *why = g_strdup_printf ("region %s streams %s: a rows kernel takes its row axes whole or in parallel "
+                                  "groups", region->name, name);
+          return -1;
+        }
+      if (mk == NAPKIN_MARK_PARALLEL)
+        {
+          any = TRUE;
+          if (cut && g != 1 && size != 1)
+            {
+              *why = g_strdup_printf ("region %s: a block's rows must be consecutive, so %s takes groups of 1 "
+                                      "once an axis inside it is cut (it has %" G_GINT64_FORMAT ")",
+                                      region->name, name, g);
+              return -1;
+            }
+          rpb *= g;
+          cut |= g < size;
+        }
+      else if (cut)
+        {
+          if (size != 1)
+            g_ptr_array_add (k->adjustments,
+                             g_strdup_printf ("%s.%s: whole → groups of 1 (a block's rows are consecutive)",
+                                              region->name, name));
+        }
+      else
+        rpb *= size;
+    }
+  return any ? rpb : 0;
+}
 
 gboolean
 _napkin_plan_try_rows (NapkinPlanner    *p,
                        NapkinPlanKernel *k,
                        char            **why)
 {
-  return FALSE;
+  NapkinDiagram *d = p->d;
+  const NapkinRegion *region = k->region >= 0 ? napkin_diagram_region (d, k->region) : NULL;
+  const NapkinNode *fn;
+  int f = -1, x, cur, last;
+  guint n_maps = 0, n_prologue = 0, n_epilogue = 0;
+  g_autoptr(GArray) prologue = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
+  g_autoptr(GArray) epilogue = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
+  const NapkinTensorType *in_type;
+  guint row_axes[NAPKIN_MAX_RANK], n_rows = 0;
+  Layout xl, yl;
+  int col;
+  gint64 rows = 1, cols, ldx, ldy, rpb = 0;
+  gboolean aligned, streamed = FALSE;
+  RowSpace rs;
+  RowsChoice c;
+  NapkinPlanRows *r;
+  const char *what;
+  guint n_adjustments = k->adjustments->len;
+
+  *why = NULL;
+  for (guint i = 0; i < k->nodes->len; i++)
+    {
+      int n = g_array_index (k->nodes, guint, i);
+      const NapkinNode *node = napkin_diagram_node (d, n);
+
+      if (node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE || node->kind == NAPKIN_OP_REDUCE)
+        {
+          if (f >= 0)
+            {
+              *why = g_strdup_printf ("%s holds two row operations (%s and %s); a rows kernel computes one",
+                                      kernel_place (p, k), node_id (p, f), node->id);
+              return FALSE;
+            }
+          f = n;
+        }
+      else if (node->kind == NAPKIN_OP_MAP)
+        n_maps++;
+      else
+        return FALSE;
+    }
+  if (f < 0)
+    return FALSE;
+  fn = napkin_diagram_node (d, f);
+  what = fn->kind == NAPKIN_OP_SOFTMAX ? "softmax" : fn->kind == NAPKIN_OP_NORMALIZE ? napkin_norm_to_string (fn->norm)
+                                                                                    : napkin_reduce_to_string (fn->reduce);
+  in_type = napkin_diagram_node_type (d, napkin_diagram_input_source (d, f, 0));
+  col = napkin_diagram_find_axis (d, fn->axis);
+  if (in_type == NULL || !in_type->valid || col < 0)
+    return FALSE;
+
+  /* The prologue: from f's input back to the first value read from device memory. */
+  cur = napkin_diagram_input_source (d, f, 0);
+  while (in_kernel (k, cur))
+    {
+      const NapkinNode *mn = napkin_diagram_node (d, cur);
+      guint arity = napkin_op_n_inputs (mn), main_port = 0, inside = 0;
+      NapkinPlanMap m = map_new (p, cur);
+      int next, first;
+      gboolean outside;
+
+      if (kernel_consumers (p, k, cur, &first, &outside) != 1 || outside)
+        {
+          *why = g_strdup_printf ("the value of %s is used beside the %s (%s); a rows kernel keeps only its result",
+                                  mn->id, what, fn->id);
+          return FALSE;
+        }
+      for (guint q = 0; q < arity; q++)
+        if (in_kernel (k, napkin_diagram_input_source (d, cur, q)))
+          {
+            inside++;
+            main_port = q;
+          }
+      if (inside > 1)
+        {
+          *why = g_strdup_printf ("both operands of %s are computed in %s; a rows kernel fuses a chain of maps",
+                                  mn->id, kernel_place (p, k));
+          return FALSE;
+        }
+      if (inside == 0 && arity == 2)
+        {
+          /* the head: the operand that carries the whole row space is the row */
+          const NapkinTensorType *t0 = napkin_diagram_node_type (d, napkin_diagram_input_source (d, cur, 0));
+
+          main_port = same_axis_set (p, t0, in_type->axes, in_type->n_axes) ? 0 : 1;
+        }
+      if (!same_axis_set (p, napkin_diagram_node_type (d, cur), in_type->axes, in_type->n_axes))
+        {
+          *why = g_strdup_printf ("map %s changes the axes of the row", mn->id);
+          return FALSE;
+        }
+      next = napkin_diagram_input_source (d, cur, main_port);
+      if (arity == 2)
+        m.other_first = main_port == 1;
+      m.has_other = arity == 2;
+      /* the operand is filled once the row axes are known */
+      m.stride[0] = main_port;
+      g_array_prepend_val (prologue, m);
+      n_prologue++;
+      cur = next;
+    }
+  x = cur;
+
+  /* The epilogue: from f forward while the value stays in the kernel. */
+  last = f;
+  for (;;)
+    {
+      int next;
+      gboolean outside;
+      guint n_in = kernel_consumers (p, k, last, &next, &outside);
+      const NapkinNode *mn;
+      NapkinPlanMap m;
+
+      if (n_in == 0)
+        break;
+      if (n_in > 1 || outside)
+        {
+          *why = g_strdup_printf ("the value of %s is used %s; a rows kernel stores only the end of its chain",
+                                  node_id (p, last), n_in > 1 ? "twice in the kernel" : "inside and outside the kernel");
+          return FALSE;
+        }
+      mn = napkin_diagram_node (d, next);
+      m = map_new (p, next);
+      if (napkin_op_n_inputs (mn) == 2)
+        {
+          int s0 = napkin_diagram_input_source (d, next, 0), s1 = napkin_diagram_input_source (d, next, 1);
+
+          if (in_kernel (k, s0) && in_kernel (k, s1))
+            {
+              *why = g_strdup_printf ("both operands of %s are computed in %s; a rows kernel fuses a chain of maps",
+                                      mn->id, kernel_place (p, k));
+              return FALSE;
+            }
+          m.has_other = TRUE;
+          m.other_first = s1 == last;
+          m.stride[0] = s1 == last ? 1 : 0;
+        }
+      g_array_append_val (epilogue, m);
+      n_epilogue++;
+      last = next;
+    }
+  if (n_prologue + n_epilogue != n_maps)
+    {
+      *why = g_strdup_printf ("%s holds maps off the chain through the %s", kernel_place (p, k), what);
+      return FALSE;
+    }
+  if (outputs_fed (p, last) > 1)
+    {
+      *why = g_strdup_printf ("%s feeds %u outputs; a rows kernel stores one", node_id (p, last), outputs_fed (p, last));
+      return FALSE;
+    }
+
+  /* The row space: x's layout, the axis of f last. */
+  if (!value_layout (p, x, &xl) || xl.n == 0)
+    return FALSE;
+  if ((int) xl.axes[xl.n - 1] != col)
+    {
+      *why = g_strdup_printf ("the %s (%s) is over %s, which is not the last (contiguous) axis of %s; a rows kernel "
+                              "reduces along contiguous rows", what, fn->id, fn->axis, node_id (p, x));
+      return FALSE;
+    }
+  for (guint i = 0; i + 1 < xl.n; i++)
+    {
+      row_axes[n_rows++] = xl.axes[i];
+      rows *= axis_size (p, xl.axes[i]);
+    }
+  cols = axis_size (p, col);
+  ldx = cols;
+  rs = (RowSpace) { p, k, row_axes, n_rows, col };
+
+  for (guint i = 0; i < prologue->len; i++)
+    {
+      NapkinPlanMap *m = &g_array_index (prologue, NapkinPlanMap, i);
+      guint main_port = (guint) m->stride[0];
+
+      m->stride[0] = 0;
+      if (m->has_other && !rows_operand (&rs, m, 1 - main_port, why))
+        return FALSE;
+    }
+  if (fn->kind == NAPKIN_OP_REDUCE)
+    rs.col = -1;
+  for (guint i = 0; i < epilogue->len; i++)
+    {
+      NapkinPlanMap *m = &g_array_index (epilogue, NapkinPlanMap, i);
+      guint main_port = (guint) m->stride[0];
+      const NapkinTensorType *t = napkin_diagram_node_type (d, m->node);
+
+      m->stride[0] = 0;
+      if (t == NULL || !same_axis_set (p, t, napkin_diagram_node_type (d, f)->axes,
+                                       napkin_diagram_node_type (d, f)->n_axes))
+        {
+          *why = g_strdup_printf ("map %s broadcasts the result of the %s to more axes", node_id (p, m->node), what);
+          return FALSE;
+        }
+      if (m->has_other && !rows_operand (&rs, m, 1 - main_port, why))
+        return FALSE;
+    }
+
+  /* y: the row axes in x's order; a softmax or normalisation keeps the column last */
+  if (!value_layout (p, last, &yl))
+    return FALSE;
+  if (stray_axis (p, &yl, row_axes, n_rows, fn->kind == NAPKIN_OP_REDUCE ? -1 : col) >= 0
+      || !row_stride (p, &yl, row_axes, n_rows, &ldy)
+      || (fn->kind != NAPKIN_OP_REDUCE && stride_of (p, &yl, col) != 1))
+    {
+      *why = g_strdup_printf ("the result of %s is not stored row by row like %s (%s last)", node_id (p, last),
+                              node_id (p, x), fn->axis);
+      return FALSE;
+    }
+  if (ldy == 0)
+    ldy = fn->kind == NAPKIN_OP_REDUCE ? 1 : cols;
+
+  /* The region's marks: rows per block from its groups; the column whole (streamed
+   * for a softmax or a reduction: the online form). */
+  if (region != NULL)
+    {
+      gint64 g = 0;
+      NapkinMarkKind mk = napkin_region_mark (region, fn->axis, &g);
+
+      if (mk == NAPKIN_MARK_PARALLEL && g < cols)
+        {
+          *why = g_strdup_printf ("region %s cuts %s into groups of %" G_GINT64_FORMAT ": the %s needs whole rows "
+                                  "(keep %s whole%s)", region->name, fn->axis, g, what, fn->axis,
+                                  fn->kind == NAPKIN_OP_NORMALIZE ? "" : ", or stream it");
+          return FALSE;
+        }
+      if (mk == NAPKIN_MARK_STREAM)
+        {
+          if (fn->kind == NAPKIN_OP_NORMALIZE)
+            {
+              *why = g_strdup_printf ("region %s streams %s: the %s needs the statistics of the whole row before "
+                                      "its first output (keep %s whole)", region->name, fn->axis, what, fn->axis);
+              return FALSE;
+            }
+          streamed = fn->kind == NAPKIN_OP_SOFTMAX;
+        }
+      rpb = region_rows_per_block (p, k, region, row_axes, n_rows, why);
+      if (rpb < 0)
+        return FALSE;
+    }
+
+  {
+    NapkinDtype xd = xl.dtype;
+    guint xb = napkin_dtype_bytes (xd), hint = 0;
+
+    if (xb == 0 || 16 % xb != 0)
+      {
+        g_ptr_array_set_size (k->adjustments, n_adjustments);
+        *why = g_strdup_printf ("%s is %s; a rows kernel reads 1-, 2- or 4-byte elements", node_id (p, x),
+                                napkin_dtype_to_string (xd));
+        return FALSE;
+      }
+    aligned = (ldx * xb) % 16 == 0;
+    if (region != NULL && region->threads > 0)
+      {
+        hint = (guint) pow2_at_least (MAX (region->threads, 32));
+        hint = MIN (hint, 1024);
+        if (hint != region->threads)
+          g_ptr_array_add (k->adjustments, g_strdup_printf ("%s.threads: %u → %u (a power of two, whole warps)",
+                                                            region->name, region->threads, hint));
+      }
+    guint n_operands = 0;
+
+    for (guint i = 0; i < prologue->len; i++)
+      n_operands += g_array_index (prologue, NapkinPlanMap, i).has_other;
+    for (guint i = 0; i < epilogue->len; i++)
+      n_operands += g_array_index (epilogue, NapkinPlanMap, i).has_other;
+    c = rows_choose (p, fn->kind, rows, cols, xd, aligned, prologue->len > 0, n_operands, streamed, hint, rpb);
+  }
+
+  k->kind = NAPKIN_PLAN_ROWS;
+  k->path = NAPKIN_PATH_SIMT;
+  r = &k->u.rows;
+  r->node = f;
+  r->op = fn->kind;
+  r->norm = fn->norm;
+  r->reduce = fn->reduce;
+  r->eps = fn->eps;
+  r->x_dtype = xl.dtype;
+  r->y_dtype = yl.dtype;
+  r->rows = rows;
+  r->cols = cols;
+  r->ldx = ldx;
+  r->ldy = ldy;
+  r->x = (NapkinPlanBuffer) { x, -1, xl.dtype };
+  r->y = (NapkinPlanBuffer) { last, -1, yl.dtype };
+  r->prologue = g_steal_pointer (&prologue);
+  r->epilogue = g_steal_pointer (&epilogue);
+  r->rows_per_block = rpb > 0 ? rpb : c.threads / c.tpr;
+  r->threads = c.threads;
+  r->threads_per_row = c.tpr;
+  r->vec = c.vec;
+  r->one_pass = c.mode != ROWS_TWO_PASS;
+  r->smem_row = c.mode == ROWS_SMEM;
+
+  k->grid = (rows + r->rows_per_block - 1) / r->rows_per_block;
+  k->threads = c.threads;
+  /* the team reductions' partials, then the row cache */
+  k->smem_bytes = (gint64) (c.threads / c.tpr) * MAX (c.tpr / 32, 1) * 2 * 4 + c.smem;
+  k->registers = c.regs;
+  k->blocks_per_sm = c.min_blocks;
+  {
+    static const char *forms[] = {
+      [ROWS_REGISTERS] = "one pass, the row in registers",
+      [ROWS_SMEM] = "one pass, the row in shared memory",
+      [ROWS_TWO_PASS] = "two passes: online statistics, then the row read again",
+      [ROWS_REDUCE] = "one pass",
+    };
+    g_autoptr(GString) note = g_string_new (NULL);
+
+    g_string_append_printf (note, "%s over %s: %" G_GINT64_FORMAT " rows of %" G_GINT64_FORMAT ", %u threads per "
+                            "row, %" G_GINT64_FORMAT " rows per block of %u threads, %u-element vectors%s",
+                            what, fn->axis, rows, cols, c.tpr, r->rows_per_block, c.threads, c.vec,
+                            aligned ? "" : " (rows not 16-byte aligned: scalar head and tail)");
+    if (c.mode == ROWS_REGISTERS)
+      g_string_append_printf (note, ", %u per thread", c.nv * c.vec + c.ns);
+    g_string_append_printf (note, "; %s%s", forms[c.mode], streamed ? " (the region streams the row)" : "");
+    if (r->prologue->len + r->epilogue->len > 0)
+      g_string_append_printf (note, "; fused: %u maps before, %u after", r->prologue->len, r->epilogue->len);
+    k->note = g_string_free (g_steal_pointer (&note), FALSE);
+  }
+  if (k->smem_bytes > (gint64) p->arch->smem_max_per_block)
+    {
+      k->feasible = FALSE;
+      k->infeasible = g_strdup_printf ("%" G_GINT64_FORMAT " bytes of shared memory per block; the GPU allows %.0f",
+                                       k->smem_bytes, p->arch->smem_max_per_block);
+    }
+  return TRUE;
 }
+
+/* ---- element-wise ----------------------------------------------------------------------------- */
 
 gboolean
 _napkin_plan_try_elementwise (NapkinPlanner    *p,
                               NapkinPlanKernel *k,
                               char            **why)
 {
-  return FALSE;
+  NapkinDiagram *d = p->d;
+  int sink = -1, cur;
+  g_autoptr(GArray) maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
+  g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
+  Layout yl, xl;
+  gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK];
+  guint rank = 0, min_bytes;
+  gint64 total = 1;
+  NapkinPlanElementwise *e;
+
+  *why = NULL;
+  for (guint i = 0; i < k->nodes->len; i++)
+    {
+      int n = g_array_index (k->nodes, guint, i);
+      int first;
+      gboolean outside;
+
+      if (napkin_diagram_node (d, n)->kind != NAPKIN_OP_MAP)
+        return FALSE;
+      if (kernel_consumers (p, k, n, &first, &outside) == 0)
+        {
+          if (sink >= 0)
+            {
+              *why = g_strdup_printf ("%s has two results (%s and %s); an element-wise kernel stores one",
+                                      kernel_place (p, k), node_id (p, sink), node_id (p, n));
+              return FALSE;
+            }
+          sink = n;
+        }
+    }
+  if (sink < 0)
+    return FALSE;
+  if (outputs_fed (p, sink) > 1)
+    {
+      *why = g_strdup_printf ("%s feeds %u outputs; an element-wise kernel stores one", node_id (p, sink),
+                              outputs_fed (p, sink));
+      return FALSE;
+    }
+
+  /* the iteration space: y's layout, y contiguous */
+  if (!value_layout (p, sink, &yl))
+    return FALSE;
+  for (guint i = 0; i < yl.n; i++)
+    {
+      dims[i] = axis_size (p, yl.axes[i]);
+      total *= dims[i];
+    }
+
+  /* walk back from the sink; each map's other operand read through strides over y's axes */
+  cur = sink;
+  while (in_kernel (k, cur))
+    {
+      const NapkinNode *mn = napkin_diagram_node (d, cur);
+      guint arity = napkin_op_n_inputs (mn), main_port = 0, inside = 0;
+      NapkinPlanMap m = map_new (p, cur);
+      int first;
+      gboolean outside;
+      gint64 *os = NULL;
+
+      if (cur != sink && (kernel_consumers (p, k, cur, &first, &outside) != 1 || outside))
+        {
+          *why = g_strdup_printf ("the value of %s is used twice; an element-wise kernel fuses a chain of maps",
+                                  mn->id);
+          return FALSE;
+        }
+      for (guint q = 0; q < arity; q++)
+        if (in_kernel (k, napkin_diagram_input_source (d, cur, q)))
+          {
+            inside++;
+            main_port = q;
+          }
+      if (inside > 1)
+        {
+          *why = g_strdup_printf ("both operands of %s are computed in %s; an element-wise kernel fuses a chain "
+                                  "of maps", mn->id, kernel_place (p, k));
+          return FALSE;
+        }
+      if (arity == 2)
+        {
+          int src = napkin_diagram_input_source (d, cur, 1 - main_port);
+          Layout ol;
+
+          if (!value_layout (p, src, &ol))
+            return FALSE;
+          m.has_other = TRUE;
+          m.other_first = main_port == 1;
+          m.other = (NapkinPlanBuffer) { src, -1, ol.dtype };
+          os = g_new0 (gint64, NAPKIN_MAX_RANK);
+          for (guint i = 0; i < yl.n; i++)
+            os[i] = stride_of (p, &ol, yl.axes[i]);
+        }
+      g_array_prepend_val (maps, m);
+      g_ptr_array_insert (others, 0, os);
+      if (inside == 0)
+        break;
+      cur = napkin_diagram_input_source (d, cur, main_port);
+    }
+  if (maps->len != k->nodes->len)
+    {
+      *why = g_strdup_printf ("%s holds maps off its chain", kernel_place (p, k));
+      return FALSE;
+    }
+  /* the head map's first operand (port 0, or the in-chain side) is x */
+  {
+    const NapkinPlanMap *head = &g_array_index (maps, NapkinPlanMap, 0);
+    int x = napkin_diagram_input_source (d, head->node, head->has_other && head->other_first ? 1 : 0);
+
+    if (!value_layout (p, x, &xl))
+      return FALSE;
+    for (guint i = 0; i < yl.n; i++)
+      xs[i] = stride_of (p, &xl, yl.axes[i]);
+    k->u.ew.x = (NapkinPlanBuffer) { x, -1, xl.dtype };
+  }
+
+  /* Merge neighbouring axes that every operand walks contiguously, drop size-1 axes:
+   * a same-shape map becomes one flat axis. */
+  {
+    gint64 acc = 1;
+
+    for (int i = (int) yl.n - 1; i >= 0; i--)
+      {
+        ys[i] = acc;
+        acc *= dims[i];
+      }
+  }
+  for (guint i = 0; i < yl.n; i++)
+    {
+      gboolean merge = rank > 0;
+
+      if (dims[i] == 1)
+        continue;
+      if (merge)
+        {
+          guint t = rank - 1;
+
+          merge = ys[t] == ys[i] * dims[i] && xs[t] == xs[i] * dims[i];
+          for (guint m = 0; m < others->len && merge; m++)
+            {
+              gint64 *os = g_ptr_array_index (others, m);
+
+              merge = os == NULL || os[t] == os[i] * dims[i];
+            }
+        }
+      if (merge)
+        {
+          guint t = rank - 1;
+
+          dims[t] *= dims[i];
+          ys[t] = ys[i];
+          xs[t] = xs[i];
+          for (guint m = 0; m < others->len; m++)
+            {
+              gint64 *os = g_ptr_array_index (others, m);
+
+              if (os != NULL)
+                os[t] = os[i];
+            }
+        }
+      else
+        {
+          dims[rank] = dims[i];
+          ys[rank] = ys[i];
+          xs[rank] = xs[i];
+          for (guint m = 0; m < others->len; m++)
+            {
+              gint64 *os = g_ptr_array_index (others, m);
+
+              if (os != NULL)
+                os[rank] = os[i];
+            }
+          rank++;
+        }
+    }
+  if (rank == 0)
+    {
+      dims[0] = 1;
+      xs[0] = 0;
+      rank = 1;
+    }
+
+  e = &k->u.ew;
+  k->kind = NAPKIN_PLAN_ELEMENTWISE;
+  k->path = NAPKIN_PATH_SIMT;
+  e->rank = rank;
+  memcpy (e->dims, dims, sizeof (gint64) * rank);
+  memcpy (e->x_strides, xs, sizeof (gint64) * rank);
+  e->y = (NapkinPlanBuffer) { sink, -1, yl.dtype };
+  e->x_dtype = xl.dtype;
+  e->y_dtype = yl.dtype;
+  e->maps = g_steal_pointer (&maps);
+  e->other_strides = g_steal_pointer (&others);
+
+  /* 16 bytes of the narrowest type per vector, dividing the inner axis (a flat axis
+   * takes a scalar tail) */
+  min_bytes = MIN (napkin_dtype_bytes (xl.dtype), napkin_dtype_bytes (yl.dtype));
+  for (guint i = 0; i < e->maps->len; i++)
+    {
+      const NapkinPlanMap *m = &g_array_index (e->maps, NapkinPlanMap, i);
+
+      if (m->has_other)
+        min_bytes = MIN (min_bytes, napkin_dtype_bytes (m->other.dtype));
+    }
+  e->vec = 16 / MAX (min_bytes, 1);
+  while (e->vec > 1 && rank > 1 && dims[rank - 1] % e->vec != 0)
+    e->vec /= 2;
+  while (e->vec > 1 && dims[rank - 1] < e->vec)
+    e->vec /= 2;
+  e->threads = 256;
+
+  k->threads = e->threads;
+  k->grid = MAX (1, MIN ((total / e->vec + e->threads - 1) / e->threads, (gint64) MAX (p->arch->sms, 1) * 16));
+  k->registers = 32;
+  k->smem_bytes = 0;
+  k->blocks_per_sm = blocks_per_sm (p, e->threads, k->registers, 0);
+  k->note = g_strdup_printf ("%u maps over %" G_GINT64_FORMAT " elements (%u axes after merging), %u-element "
+                             "vectors, a grid-stride loop of %" G_GINT64_FORMAT " blocks of %u threads",
+                             e->maps->len, total, rank, e->vec, k->grid, e->threads);
+  return TRUE;
 }

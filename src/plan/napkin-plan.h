@@ -109,7 +109,8 @@ typedef struct
   GArray          *epilogue;              /* NapkinPlanMap after f (γ, β, …) */
   gint64           rows_per_block;
   guint            threads;
-  guint            vec;                   /* elements per vector load (1, 2, 4, 8) */
+  guint            threads_per_row;       /* the team that shares one row: 1 … 1024, a power of two */
+  guint            vec;                   /* elements per vector load (16 bytes of x) */
   gboolean         one_pass;              /* the row stays on chip: x read once */
   gboolean         smem_row;              /* the row is kept in shared memory (else registers) */
 } NapkinPlanRows;

@@ -1,0 +1,111 @@
+/* Helpers of the CUDA-core skeletons (rows-sm80.cu, elementwise.cu): N elements of T
+ * loaded into (stored from) fp32 registers with 16-byte accesses (8- or 4-byte ones
+ * when N·sizeof (T) is smaller); the address is aligned to min (16, N·sizeof (T))
+ * bytes. `cs` marks a global access as the last use of its line (evict first), so a
+ * row that will be read again stays in L2 (docs/plan.md, "Rows and element-wise
+ * kernels"). Printed once per module, after the prelude. */
+#ifndef NAPKIN_SIMT_HELPERS
+#define NAPKIN_SIMT_HELPERS
+template <int B> struct nk_word;
+template <> struct nk_word<4> { typedef unsigned type; };
+template <> struct nk_word<8> { typedef uint2 type; };
+
+static __device__ __forceinline__ uint4
+nk_ld16 (const void *p, bool cs)
+{
+  uint4 r;
+
+  if (cs)
+    asm ("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r" (r.x), "=r" (r.y), "=r" (r.z), "=r" (r.w) : "l" (p));
+  else
+    r = *(const uint4 *) p;
+  return r;
+}
+
+static __device__ __forceinline__ void
+nk_st16 (void *p, uint4 r, bool cs)
+{
+  if (cs)
+    asm volatile ("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" :: "l" (p), "r" (r.x), "r" (r.y), "r" (r.z), "r" (r.w)
+                  : "memory");
+  else
+    *(uint4 *) p = r;
+}
+
+/* N elements of T as loaded, before their conversion (a load's registers only). */
+template <int N, typename T>
+struct nk_vec
+{
+  static constexpr int B = N * (int) sizeof (T);
+  union { uint4 q[B >= 16 ? B / 16 : 1]; typename nk_word<B == 8 ? 8 : 4>::type w; T t[N]; } u;
+
+  __device__ __forceinline__ void
+  load (const T *p, bool cs)
+  {
+    if constexpr (B % 16 == 0)
+      {
+#pragma unroll
+        for (int i = 0; i < B / 16; i++)
+          u.q[i] = nk_ld16 ((const uint4 *) p + i, cs);
+      }
+    else if constexpr (B == 8 || B == 4)
+      u.w = *(const typename nk_word<B>::type *) p;
+    else
+      {
+#pragma unroll
+        for (int i = 0; i < N; i++)
+          u.t[i] = p[i];
+      }
+  }
+
+  __device__ __forceinline__ void
+  get (float *v) const
+  {
+#pragma unroll
+    for (int i = 0; i < N; i++)
+      v[i] = napkin_ld (&u.t[i]);
+  }
+};
+
+template <int N, typename T>
+static __device__ __forceinline__ void
+nk_ldv (const T *p, float *v, bool cs)
+{
+  nk_vec<N, T> r;
+
+  r.load (p, cs);
+  r.get (v);
+}
+
+template <int N, typename T>
+static __device__ __forceinline__ void
+nk_stv (T *p, const float *v, bool cs)
+{
+  constexpr int B = N * (int) sizeof (T);
+
+  if constexpr (B % 16 == 0)
+    {
+      union { uint4 q[B / 16]; T t[N]; } u;
+#pragma unroll
+      for (int i = 0; i < N; i++)
+        napkin_st (&u.t[i], v[i]);
+#pragma unroll
+      for (int i = 0; i < B / 16; i++)
+        nk_st16 ((uint4 *) p + i, u.q[i], cs);
+    }
+  else if constexpr (B == 8 || B == 4)
+    {
+      union { typename nk_word<B>::type q; T t[N]; } u;
+#pragma unroll
+      for (int i = 0; i < N; i++)
+        napkin_st (&u.t[i], v[i]);
+      *(typename nk_word<B>::type *) p = u.q;
+    }
+  else
+    {
+#pragma unroll
+      for (int i = 0; i < N; i++)
+        napkin_st (p + i, v[i]);
+    }
+}
+#endif

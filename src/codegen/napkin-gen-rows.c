@@ -1,0 +1,534 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-codegen"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "napkin-codegen-private.h"
+#include "napkin-kernels.h"
+
+/* Printers of the plan's rows and element-wise kernels (docs/plan.md, "Rows and
+ * element-wise kernels"): kernels/rows-sm80.cu and kernels/elementwise.cu with their
+ * sizes, forms and fused maps filled in from the plan. */
+
+typedef NapkinSkeletonParam Param;
+
+static void
+append_helpers (GString *out)
+{
+  if (strstr (out->str, "#define NAPKIN_SIMT_HELPERS") == NULL)
+    {
+      g_string_append_c (out, '\n');
+      g_string_append (out, napkin_kernel_simt_helpers);
+    }
+}
+
+static char *
+i64 (gint64 v)
+{
+  return g_strdup_printf ("%" G_GINT64_FORMAT, v);
+}
+
+/* `base + row·s1 + col·s2` as C, dropping zero terms. */
+static char *
+offset_expr (const char *base,
+             const char *row,
+             gint64      s1,
+             const char *col,
+             gint64      s2)
+{
+  GString *s = g_string_new (base);
+
+  if (s1 != 0 && row != NULL)
+    g_string_append_printf (s, " + %s * %" G_GINT64_FORMAT "L", row, s1);
+  if (s2 == 1 && col != NULL)
+    g_string_append_printf (s, " + %s", col);
+  else if (s2 != 0 && col != NULL)
+    g_string_append_printf (s, " + (%s) * %" G_GINT64_FORMAT "L", col, s2);
+  return g_string_free (s, FALSE);
+}
+
+/* Declares `const T *__restrict__ NAME = …;` for a map's operand. */
+static gboolean
+declare_operand (const NapkinPrintCtx *ctx,
+                 const NapkinPlanMap  *m,
+                 const char           *name,
+                 GString              *decls,
+                 GError              **error)
+{
+  NapkinCudaRef ref;
+  g_autofree char *expr = NULL;
+  const char *ct = _napkin_cuda_ctype (m->other.dtype);
+
+  if (ct == NULL)
+    {
+      g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                   "operand %s of %s: the CUDA backend does not read %s",
+                   napkin_diagram_node (ctx->program->diagram, m->other.node)->id,
+                   napkin_diagram_node (ctx->program->diagram, m->node)->id, napkin_dtype_to_string (m->other.dtype));
+      return FALSE;
+    }
+  if (!_napkin_cuda_ref (ctx, &m->other, &ref, error))
+    return FALSE;
+  expr = _napkin_cuda_ref_expr (&ref, m->other.dtype);
+  g_string_append_printf (decls, "  const %s *__restrict__ %s = %s;\n", ct, name, expr);
+  return TRUE;
+}
+
+static char *
+comment_id (const NapkinPrintCtx *ctx,
+            int                   node)
+{
+  return napkin_codegen_escape_comment (napkin_diagram_node (ctx->program->diagram, node)->id);
+}
+
+/* ---- rows ------------------------------------------------------------------------------------ */
+
+/* The code of one map on `w` elements v[0 … w) starting at column `c` of row rr
+ * (vector: w = VEC), reading its operand NAME when it has one. */
+static void
+rows_map_code (const NapkinPrintCtx *ctx,
+               const NapkinPlanMap  *m,
+               const char           *name,
+               gboolean              vector,
+               const char           *flag,
+               GString              *code)
+{
+  g_autofree char *id = comment_id (ctx, m->node);
+
+  g_string_append_printf (code, "        /* %s */\n", id);
+  if (!m->has_other)
+    {
+      g_autofree char *e = _napkin_cuda_map_expr (m, vector ? "v[k_]" : "v", NULL);
+
+      if (vector)
+        g_string_append_printf (code, "        for (int k_ = 0; k_ < VEC; k_++)\n          v[k_] = %s;\n", e);
+      else
+        g_string_append_printf (code, "        v = %s;\n", e);
+      return;
+    }
+  if (!vector)
+    {
+      g_autofree char *at = offset_expr (name, "rr", m->stride[1], "c", m->stride[2]);
+      g_autofree char *ld = g_strdup_printf ("napkin_ld (%s)", at);
+      g_autofree char *e = _napkin_cuda_map_expr (m, "v", ld);
+
+      g_string_append_printf (code, "        v = %s;\n", e);
+      return;
+    }
+  if (m->stride[2] == 0)
+    {
+      g_autofree char *at = offset_expr (name, "rr", m->stride[1], NULL, 0);
+      g_autofree char *e = _napkin_cuda_map_expr (m, "v[k_]", "o_");
+
+      g_string_append_printf (code, "        {\n          const float o_ = napkin_ld (%s);\n\n"
+                                    "          for (int k_ = 0; k_ < VEC; k_++)\n            v[k_] = %s;\n        }\n",
+                              at, e);
+    }
+  else if (m->stride[2] == 1)
+    {
+      g_autofree char *at = offset_expr (name, "rr", m->stride[1], "c", 1);
+      g_autofree char *e = _napkin_cuda_map_expr (m, "v[k_]", "o_[k_]");
+
+      g_string_append_printf (code, "        {\n          float o_[VEC];\n\n"
+                                    "          if (%s)\n            nk_ldv<VEC> (%s, o_, false);\n"
+                                    "          else\n            for (int k_ = 0; k_ < VEC; k_++)\n"
+                                    "              o_[k_] = napkin_ld (%s + k_);\n"
+                                    "          for (int k_ = 0; k_ < VEC; k_++)\n            v[k_] = %s;\n        }\n",
+                              flag, at, at, e);
+    }
+  else
+    {
+      g_autofree char *at = offset_expr (name, "rr", m->stride[1], "c + k_", m->stride[2]);
+      g_autofree char *ld = g_strdup_printf ("napkin_ld (%s)", at);
+      g_autofree char *e = _napkin_cuda_map_expr (m, "v[k_]", ld);
+
+      g_string_append_printf (code, "        for (int k_ = 0; k_ < VEC; k_++)\n          v[k_] = %s;\n", e);
+    }
+}
+
+/* Whether every vector of an operand (row stride s1, element size `bytes`) starts on
+ * the alignment of its load when every row of x does: buffers start 256-aligned. */
+static gboolean
+known_aligned (gboolean x_aligned,
+               gint64   s1,
+               guint    vec,
+               guint    bytes)
+{
+  guint g = MIN (16, vec * bytes);
+
+  return x_aligned && (s1 * bytes) % g == 0;
+}
+
+static void
+row_flag (GString    *flags,
+          const char *flag,
+          gboolean    known,
+          const char *at,
+          guint       vec,
+          guint       bytes)
+{
+  guint g = MIN (16, vec * bytes);
+
+  /* below 4 bytes the loads are single elements anyway */
+  if (known || g < 4)
+    g_string_append_printf (flags, "      constexpr bool %s = true;\n", flag);
+  else
+    g_string_append_printf (flags, "      const bool %s = ((unsigned long long) (%s) & %uu) == 0;\n", flag, at, g - 1);
+}
+
+static gboolean
+rows_maps (const NapkinPrintCtx *ctx,
+           const GArray         *maps,
+           const char           *prefix,
+           gboolean              x_aligned,
+           guint                 vec,
+           GString              *decls,
+           GString              *flags,
+           GString              *code_v,
+           GString              *code_s,
+           GError              **error)
+{
+  for (guint i = 0; maps != NULL && i < maps->len; i++)
+    {
+      const NapkinPlanMap *m = &g_array_index (maps, NapkinPlanMap, i);
+      g_autofree char *name = g_strdup_printf ("%s%u", prefix, i);
+      g_autofree char *flag = g_strdup_printf ("A_%s", name);
+
+      if (m->has_other)
+        {
+          if (!declare_operand (ctx, m, name, decls, error))
+            return FALSE;
+          if (m->stride[2] == 1)
+            {
+              g_autofree char *at = offset_expr (name, "rr", m->stride[1], "h", 1);
+
+              row_flag (flags, flag, known_aligned (x_aligned, m->stride[1], vec, napkin_dtype_bytes (m->other.dtype)),
+                        at, vec, napkin_dtype_bytes (m->other.dtype));
+            }
+        }
+      rows_map_code (ctx, m, name, TRUE, flag, code_v);
+      rows_map_code (ctx, m, name, FALSE, flag, code_s);
+    }
+  return TRUE;
+}
+
+gboolean
+_napkin_print_rows (const NapkinPrintCtx   *ctx,
+                    const NapkinPlanKernel *kernel,
+                    const char             *name,
+                    GError                **error)
+{
+  const NapkinPlanRows *r;
+  NapkinCudaRef xref, yref;
+  g_autoptr(GString) decls = g_string_new (NULL);
+  g_autoptr(GString) flags = g_string_new (NULL);
+  g_autoptr(GString) pro_v = g_string_new (NULL);
+  g_autoptr(GString) pro_s = g_string_new (NULL);
+  g_autoptr(GString) epi_v = g_string_new (NULL);
+  g_autoptr(GString) epi_s = g_string_new (NULL);
+  guint xb, yb, tpr, teams, nv = 0, ns = 0, n_scalars, mode, op;
+  gboolean aligned, y_aligned;
+  gint64 smem_dynamic = 0, smem_static;
+  const char *ct;
+  NapkinCudaKernel *ck;
+
+  g_return_val_if_fail (kernel->kind == NAPKIN_PLAN_ROWS, FALSE);
+  r = &kernel->u.rows;
+  xb = napkin_dtype_bytes (r->x_dtype);
+  yb = napkin_dtype_bytes (r->y_dtype);
+  tpr = r->threads_per_row;
+  if (_napkin_cuda_ctype (r->x_dtype) == NULL || _napkin_cuda_ctype (r->y_dtype) == NULL || xb == 0 || 16 % xb
+      || r->vec * xb != 16 || tpr == 0 || r->threads % tpr != 0 || (tpr & (tpr - 1)) != 0 || r->threads < 32
+      || r->threads > 1024 || r->rows_per_block < 1)
+    {
+      g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                   "%s: the rows kernel cannot print %s → %s rows with %u threads in teams of %u and %u-element "
+                   "vectors", kernel->name, napkin_dtype_to_string (r->x_dtype), napkin_dtype_to_string (r->y_dtype),
+                   r->threads, tpr, r->vec);
+      return FALSE;
+    }
+  if (!_napkin_cuda_ref (ctx, &r->x, &xref, error) || !_napkin_cuda_ref (ctx, &r->y, &yref, error))
+    return FALSE;
+  teams = r->threads / tpr;
+  aligned = (r->ldx * xb) % 16 == 0;
+  n_scalars = aligned ? (guint) (r->cols % r->vec) : (guint) MIN (r->cols, 2 * (r->vec - 1));
+  if (r->op == NAPKIN_OP_REDUCE)
+    mode = 3;
+  else if (!r->one_pass)
+    mode = 2;
+  else if (r->smem_row)
+    mode = 1;
+  else
+    {
+      mode = 0;
+      nv = (guint) ((r->cols / r->vec + tpr - 1) / tpr);
+      ns = (n_scalars + tpr - 1) / tpr;
+    }
+  if (mode == 1 && teams != 1)
+    {
+      g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                   "%s: a row in shared memory takes the whole block (%u threads, teams of %u)", kernel->name,
+                   r->threads, tpr);
+      return FALSE;
+    }
+  switch (r->op)
+    {
+    case NAPKIN_OP_SOFTMAX: op = 0; break;
+    case NAPKIN_OP_NORMALIZE: op = r->norm == NAPKIN_NORM_LAYERNORM ? 1 : 2; break;
+    default: op = r->reduce == NAPKIN_REDUCE_SUM ? 3 : r->reduce == NAPKIN_REDUCE_MAX ? 4 : 5; break;
+    }
+  ct = r->prologue != NULL && r->prologue->len > 0 ? "float" : _napkin_cuda_ctype (r->x_dtype);
+  if (mode == 1)
+    smem_dynamic = (r->cols + 2 * r->vec) * (r->prologue != NULL && r->prologue->len > 0 ? 4 : xb);
+  smem_static = (gint64) teams * MAX (tpr / 32, 1) * 2 * 4;
+
+  if (!rows_maps (ctx, r->prologue, "P", aligned, r->vec, decls, flags, pro_v, pro_s, error)
+      || !rows_maps (ctx, r->epilogue, "E", aligned, r->vec, decls, flags, epi_v, epi_s, error))
+    return FALSE;
+  y_aligned = r->op == NAPKIN_OP_REDUCE || known_aligned (aligned, r->ldy, r->vec, yb);
+  row_flag (flags, "A_Y", y_aligned, "y + h", r->vec, yb);
+
+  {
+    char eps[G_ASCII_DTOSTR_BUF_SIZE];
+    g_autofree char *xexpr = _napkin_cuda_ref_expr (&xref, r->x_dtype);
+    g_autofree char *yexpr = _napkin_cuda_ref_expr (&yref, r->y_dtype);
+    g_autofree char *fid = comment_id (ctx, r->node);
+    Param params[] = {
+      { "NAME", g_strdup (name) },
+      { "THREADS", g_strdup_printf ("%u", r->threads) },
+      { "MINBLOCKS", g_strdup_printf ("%u", MAX (kernel->blocks_per_sm, 1)) },
+      { "T", g_strdup (_napkin_cuda_ctype (r->x_dtype)) },
+      { "OT", g_strdup (_napkin_cuda_ctype (r->y_dtype)) },
+      { "CT", g_strdup (ct) },
+      { "TPR", g_strdup_printf ("%u", tpr) },
+      { "TEAMS", g_strdup_printf ("%u", teams) },
+      { "VEC", g_strdup_printf ("%u", r->vec) },
+      { "NV", g_strdup_printf ("%u", nv) },
+      { "NS", g_strdup_printf ("%u", ns) },
+      { "MODE", g_strdup_printf ("%u", mode) },
+      { "OP", g_strdup_printf ("%u", op) },
+      { "COLS", i64 (r->cols) },
+      { "ROWS", i64 (r->rows) },
+      { "LDX", i64 (r->ldx) },
+      { "LDY", i64 (r->ldy) },
+      { "RPB", i64 (r->rows_per_block) },
+      { "X_ALIGNED", g_strdup (aligned ? "true" : "false") },
+      { "EPS", g_strdup (g_ascii_formatd (eps, sizeof eps, "%.9e", r->op == NAPKIN_OP_NORMALIZE ? r->eps : 0.0)) },
+      { "XREF", g_strdup (xexpr) },
+      { "YREF", g_strdup (yexpr) },
+      { "OPERANDS", g_strdup (decls->str) },
+      { "ROW_FLAGS", g_strdup (flags->str) },
+      { "PRO_V", g_strdup (pro_v->str) },
+      { "PRO_S", g_strdup (pro_s->str) },
+      { "EPI_V", g_strdup (epi_v->str) },
+      { "EPI_S", g_strdup (epi_s->str) },
+    };
+    g_autofree char *text = _napkin_skeleton_instantiate (napkin_kernel_rows_sm80, params, G_N_ELEMENTS (params));
+    g_autofree char *place = napkin_codegen_escape_comment (kernel->name);
+    g_autofree char *note = napkin_codegen_escape_comment (kernel->note != NULL ? kernel->note : "");
+
+    append_helpers (ctx->out);
+    g_string_append_printf (ctx->out, "\n/* %s: %s as the rows skeleton (kernels/rows-sm80.cu): %s */\n", place, fid,
+                            note);
+    g_string_append (ctx->out, text);
+  }
+
+  ck = g_new0 (NapkinCudaKernel, 1);
+  ck->name = g_strdup (name);
+  ck->skeleton = g_strdup ("rows");
+  ck->grid = (r->rows + r->rows_per_block - 1) / r->rows_per_block;
+  ck->threads = r->threads;
+  ck->smem_bytes = smem_static + smem_dynamic;
+  ck->dynamic_smem = smem_dynamic;
+  ck->note = g_strdup (kernel->note);
+  g_ptr_array_add (ctx->module->kernels, ck);
+  return TRUE;
+}
+
+/* ---- element-wise ------------------------------------------------------------------------------ */
+
+/* Σ i_d · strides[d] over the merged axes (`flat`: the strides are y's own, the offset
+ * is e). */
+static char *
+ew_offset (const NapkinPlanElementwise *e,
+           const gint64                *strides)
+{
+  GString *s = g_string_new (NULL);
+  gint64 acc = 1;
+  gboolean flat = TRUE;
+
+  for (int d = (int) e->rank - 1; d >= 0; d--)
+    {
+      flat &= strides[d] == acc;
+      acc *= e->dims[d];
+    }
+  if (flat)
+    {
+      g_string_append (s, "e");
+      return g_string_free (s, FALSE);
+    }
+  for (guint d = 0; d < e->rank; d++)
+    if (strides[d] != 0)
+      g_string_append_printf (s, "%si%u * %" G_GINT64_FORMAT "L", s->len > 0 ? " + " : "", d, strides[d]);
+  if (s->len == 0)
+    g_string_append (s, "0L");
+  return g_string_free (s, FALSE);
+}
+
+/* Loads an operand (strides over the merged axes) into float arrays `dst[k_]` for
+ * k_ < w: a vector load where it runs along the inner axis with aligned outer strides,
+ * one load where it is constant along it, single loads otherwise. */
+static void
+ew_load (const NapkinPlanElementwise *e,
+         const char                  *ptr,
+         const gint64                *strides,
+         const char                  *dst,
+         guint                        w,
+         GString                     *code)
+{
+  g_autofree char *off = ew_offset (e, strides);
+  gint64 inner = strides[e->rank - 1];
+  gboolean vec_ok = w > 1 && inner == 1;
+
+  for (guint d = 0; d + 1 < e->rank && vec_ok; d++)
+    vec_ok = strides[d] % w == 0;
+  if (vec_ok)
+    g_string_append_printf (code, "      nk_ldv<%u> (%s + %s, %s, false);\n", w, ptr, off, dst);
+  else if (inner == 0 || w == 1)
+    g_string_append_printf (code, "      {\n        const float b_ = napkin_ld (%s + %s);\n\n"
+                                  "        for (int k_ = 0; k_ < %u; k_++)\n          %s[k_] = b_;\n      }\n",
+                            ptr, off, w, dst);
+  else
+    g_string_append_printf (code, "      for (int k_ = 0; k_ < %u; k_++)\n"
+                                  "        %s[k_] = napkin_ld (%s + %s + k_ * %" G_GINT64_FORMAT "L);\n",
+                            w, dst, ptr, off, inner);
+}
+
+static void
+ew_body (const NapkinPrintCtx        *ctx,
+         const NapkinPlanElementwise *e,
+         guint                        w,
+         GString                     *index,
+         GString                     *load,
+         GString                     *maps)
+{
+  g_string_append (index, "      long t_ = e;\n");
+  for (int d = (int) e->rank - 1; d > 0; d--)
+    g_string_append_printf (index, "      const long i%d = t_ %% %" G_GINT64_FORMAT "L;\n      t_ /= %" G_GINT64_FORMAT "L;\n",
+                            d, e->dims[d], e->dims[d]);
+  g_string_append (index, "      const long i0 = t_;\n      (void) i0;\n");
+  for (guint d = 1; d < e->rank; d++)
+    g_string_append_printf (index, "      (void) i%u;\n", d);
+  ew_load (e, "X", e->x_strides, "v", w, load);
+  for (guint i = 0; i < e->maps->len; i++)
+    {
+      const NapkinPlanMap *m = &g_array_index (e->maps, NapkinPlanMap, i);
+      const gint64 *os = g_ptr_array_index (e->other_strides, i);
+      g_autofree char *id = comment_id (ctx, m->node);
+
+      g_string_append_printf (maps, "      /* %s */\n", id);
+      if (m->has_other && os != NULL)
+        {
+          g_autofree char *name = g_strdup_printf ("O%u", i);
+          g_autofree char *expr = _napkin_cuda_map_expr (m, "v[k_]", "o_[k_]");
+
+          g_string_append_printf (maps, "      {\n      float o_[%u];\n", w);
+          ew_load (e, name, os, "o_", w, maps);
+          g_string_append_printf (maps, "      for (int k_ = 0; k_ < %u; k_++)\n        v[k_] = %s;\n      }\n", w,
+                                  expr);
+        }
+      else
+        {
+          g_autofree char *expr = _napkin_cuda_map_expr (m, "v[k_]", NULL);
+
+          g_string_append_printf (maps, "      for (int k_ = 0; k_ < %u; k_++)\n        v[k_] = %s;\n", w, expr);
+        }
+    }
+}
+
+gboolean
+_napkin_print_elementwise (const NapkinPrintCtx   *ctx,
+                           const NapkinPlanKernel *kernel,
+                           const char             *name,
+                           GError                **error)
+{
+  const NapkinPlanElementwise *e;
+  NapkinCudaRef xref, yref;
+  g_autoptr(GString) decls = g_string_new (NULL);
+  g_autoptr(GString) index_v = g_string_new (NULL), load_v = g_string_new (NULL), maps_v = g_string_new (NULL);
+  g_autoptr(GString) index_s = g_string_new (NULL), load_s = g_string_new (NULL), maps_s = g_string_new (NULL);
+  gint64 n = 1;
+  NapkinCudaKernel *ck;
+
+  g_return_val_if_fail (kernel->kind == NAPKIN_PLAN_ELEMENTWISE, FALSE);
+  e = &kernel->u.ew;
+  for (guint d = 0; d < e->rank; d++)
+    n *= e->dims[d];
+  if (_napkin_cuda_ctype (e->x_dtype) == NULL || _napkin_cuda_ctype (e->y_dtype) == NULL || e->rank == 0
+      || e->vec == 0 || (e->rank > 1 && e->dims[e->rank - 1] % e->vec != 0) || e->threads == 0 || e->threads > 1024)
+    {
+      g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                   "%s: the element-wise kernel cannot print %s → %s over %u axes with %u-element vectors",
+                   kernel->name, napkin_dtype_to_string (e->x_dtype), napkin_dtype_to_string (e->y_dtype), e->rank,
+                   e->vec);
+      return FALSE;
+    }
+  if (!_napkin_cuda_ref (ctx, &e->x, &xref, error) || !_napkin_cuda_ref (ctx, &e->y, &yref, error))
+    return FALSE;
+  for (guint i = 0; i < e->maps->len; i++)
+    {
+      const NapkinPlanMap *m = &g_array_index (e->maps, NapkinPlanMap, i);
+      g_autofree char *oname = g_strdup_printf ("O%u", i);
+
+      if (m->has_other && !declare_operand (ctx, m, oname, decls, error))
+        return FALSE;
+    }
+  ew_body (ctx, e, e->vec, index_v, load_v, maps_v);
+  ew_body (ctx, e, 1, index_s, load_s, maps_s);
+
+  {
+    g_autofree char *xexpr = _napkin_cuda_ref_expr (&xref, e->x_dtype);
+    g_autofree char *yexpr = _napkin_cuda_ref_expr (&yref, e->y_dtype);
+    Param params[] = {
+      { "NAME", g_strdup (name) },
+      { "THREADS", g_strdup_printf ("%u", e->threads) },
+      { "T", g_strdup (_napkin_cuda_ctype (e->x_dtype)) },
+      { "OT", g_strdup (_napkin_cuda_ctype (e->y_dtype)) },
+      { "VEC", g_strdup_printf ("%u", e->vec) },
+      { "N", i64 (n) },
+      { "XREF", g_strdup (xexpr) },
+      { "YREF", g_strdup (yexpr) },
+      { "OPERANDS", g_strdup (decls->str) },
+      { "LOAD_V", g_strdup (load_v->str) },
+      { "MAPS_V", g_strdup (maps_v->str) },
+      { "LOAD_S", g_strdup (load_s->str) },
+      { "MAPS_S", g_strdup (maps_s->str) },
+    };
+    g_autofree char *text = NULL;
+    g_autofree char *place = napkin_codegen_escape_comment (kernel->name);
+    g_autofree char *note = napkin_codegen_escape_comment (kernel->note != NULL ? kernel->note : "");
+    GString *t;
+
+    /* the two @INDEX@ differ: the vector loop's first, then the tail's */
+    text = _napkin_skeleton_instantiate (napkin_kernel_elementwise, params, G_N_ELEMENTS (params));
+    t = g_string_new (text);
+    g_string_replace (t, "@INDEX@", index_v->str, 1);
+    g_string_replace (t, "@INDEX@", index_s->str, 1);
+    append_helpers (ctx->out);
+    g_string_append_printf (ctx->out, "\n/* %s: element-wise maps as the elementwise skeleton "
+                                      "(kernels/elementwise.cu): %s */\n", place, note);
+    g_string_append (ctx->out, t->str);
+    g_string_free (t, TRUE);
+  }
+
+  ck = g_new0 (NapkinCudaKernel, 1);
+  ck->name = g_strdup (name);
+  ck->skeleton = g_strdup ("elementwise");
+  ck->grid = MAX (kernel->grid, 1);
+  ck->threads = e->threads;
+  ck->note = g_strdup (kernel->note);
+  g_ptr_array_add (ctx->module->kernels, ck);
+  return TRUE;
+}
