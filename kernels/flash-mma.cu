@@ -28,7 +28,9 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
   const @T@ *__restrict__ Kg = (const @T@ *) args.p[@KS@];
   const @T@ *__restrict__ Vg = (const @T@ *) args.p[@VS@];
   @OT@ *__restrict__ Og = (@OT@ *) args.p[@OS@];
-  extern __shared__ __align__ (16) unsigned short smem_[];
+  /* one declaration for every kernel of a module: extern shared arrays must agree */
+  extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
+  unsigned short *const smem_ = (unsigned short *) smem_raw_u8_;
   unsigned short *Qs = smem_;                       /* [BQ][S] */
   unsigned short *Ks = Qs + F_BQ * F_S;             /* [2][BKV][S] */
   unsigned short *Vs = Ks + 2 * F_BKV * F_S;        /* [2][BKV][S] */

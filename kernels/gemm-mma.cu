@@ -24,7 +24,9 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
   const @AT@ *__restrict__ A = (const @AT@ *) args.p[@A@];
   const @AT@ *__restrict__ B = (const @AT@ *) args.p[@B@];
   @CT@ *__restrict__ C = (@CT@ *) args.p[@C@];
-  extern __shared__ __align__ (16) unsigned short smem_[];
+  /* one declaration for every kernel of a module: extern shared arrays must agree */
+  extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
+  unsigned short *const smem_ = (unsigned short *) smem_raw_u8_;
   unsigned short *As = smem_;                                   /* [STAGES][BM][AS] */
   unsigned short *Bs = smem_ + G_STAGES * G_BM * G_AS;          /* [STAGES][BK][BS] */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

@@ -99,7 +99,9 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
 {
   const @AT@ *__restrict__ A = @AREF@;
   const @AT@ *__restrict__ B = @BREF@;
-  extern __shared__ __align__ (16) unsigned short smem_[];
+  /* one declaration for every kernel of a module: extern shared arrays must agree */
+  extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
+  unsigned short *const smem_ = (unsigned short *) smem_raw_u8_;
   unsigned short *As = smem_;                                   /* [STAGES][AROWS][AS] */
   unsigned short *Bs = smem_ + G_STAGES * G_AROWS * G_AS;       /* [STAGES][BROWS][BS] */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;

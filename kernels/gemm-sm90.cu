@@ -122,7 +122,8 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
         const __grid_constant__ NapkinTensorMap tma_a,
         const __grid_constant__ NapkinTensorMap tma_b@CPARAM@)
 {
-  extern __shared__ __align__ (1024) unsigned char smem_[];
+  extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
+  unsigned char *const smem_ = smem_raw_u8_;
   const unsigned base = (napkin_smem_addr (smem_) + 1023) & ~1023u;
   const unsigned full = base + G_SMEM_C + 2 * G_CWG * G_CBUF;   /* G_STAGES mbarriers, then the empty ones */
   const unsigned empty = full + G_STAGES * 8;

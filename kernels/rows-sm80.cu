@@ -308,7 +308,8 @@ extern "C" __global__ void __launch_bounds__ (@THREADS@, @MINBLOCKS@)
       else if constexpr (MODE == 1)
         {
           /* the row in shared memory: vector j at j·VEC, the scalars after the vectors */
-          extern __shared__ __align__ (16) unsigned char smem_[];
+          extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
+          unsigned char *const smem_ = smem_raw_u8_;
           CT *const cache = (CT *) smem_;
           CT *const cache_s = cache + COLS / VEC * VEC;
 

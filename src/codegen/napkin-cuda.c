@@ -1029,6 +1029,22 @@ print_planned (Printer                *P,
   NapkinPrintCtx ctx = { plan, P->prog, module, slot, P->out };
   g_autofree char *name = g_strdup_printf ("%sk%u", prefix, *index);
   gboolean ok = FALSE;
+  gsize mark = P->out->len;
+
+  /* what the kernel computes, in the diagram's words (ids and labels only in comments) */
+  if (pk->kind != NAPKIN_PLAN_REPACK && pk->kind != NAPKIN_PLAN_SPLIT_REDUCE)
+    {
+      g_string_append (P->out, "\n/* Operations:");
+      for (guint i = 0; i < pk->nodes->len; i++)
+        {
+          const NapkinNode *node = napkin_diagram_node (P->d, g_array_index (pk->nodes, guint, i));
+          g_autofree char *id = napkin_codegen_escape_comment (node->id);
+          g_autofree char *label = napkin_codegen_escape_comment (node->label ? node->label : "");
+
+          g_string_append_printf (P->out, " %s%s%s%s", id, *label ? " (" : "", label, *label ? ")" : "");
+        }
+      g_string_append (P->out, " */\n");
+    }
 
   switch (pk->kind)
     {
@@ -1073,6 +1089,8 @@ print_planned (Printer                *P,
     }
   if (ok)
     (*index)++;
+  else
+    g_string_truncate (P->out, mark);
   return ok;
 }
 
