@@ -985,35 +985,6 @@ print_generic (Printer                *P,
     }
 }
 
-/* The fixed-shape skeletons of kernels/ for a plan kernel's region (aligned shapes
- * only), as long as the GEMM primitives' printers are not there. */
-static gboolean
-print_skeleton (Printer                *P,
-                NapkinCudaModule       *module,
-                const NapkinPlanKernel *pk,
-                const int              *slot,
-                const char             *prefix,
-                guint                  *index)
-{
-  for (guint k = 0; k < P->prog->kernels->len; k++)
-    {
-      const NapkinIrKernel *kernel = g_ptr_array_index (P->prog->kernels, k);
-      g_autofree char *note = NULL;
-      guint saved = module->flags;
-      gboolean ok;
-
-      if (kernel->region != pk->region)
-        continue;
-      module->flags = pk->path == NAPKIN_PATH_WGMMA ? (saved | NAPKIN_CODEGEN_SM90A) : (saved & ~NAPKIN_CODEGEN_SM90A);
-      ok = _napkin_cuda_try_skeleton (P->prog, kernel, module, slot, prefix, *index, P->out, &note);
-      module->flags = saved;
-      if (ok)
-        (*index)++;
-      return ok;
-    }
-  return FALSE;
-}
-
 /* Prints plan kernel `pk` with its tile primitives; FALSE with an error when a printer
  * cannot (the caller then prints the generic lowering and says why). */
 static gboolean
@@ -1077,6 +1048,15 @@ print_planned (Printer                *P,
           module->flags = pk->path == NAPKIN_PATH_WGMMA ? (saved | NAPKIN_CODEGEN_SM90A) : (saved & ~NAPKIN_CODEGEN_SM90A);
           ok = _napkin_cuda_try_skeleton (P->prog, kernel, module, slot, prefix, *index, P->out, &note);
           module->flags = saved;
+          if (ok && pk->note != NULL)
+            {
+              /* the plan's line first: it says why this path */
+              NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, module->kernels->len - 1);
+              char *both = g_strdup_printf ("%s; %s", pk->note, ck->note ? ck->note : "");
+
+              g_free (ck->note);
+              ck->note = both;
+            }
           if (!ok)
             g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, "%s",
                          note ? note : "the attention skeleton did not take the region");
@@ -1221,13 +1201,13 @@ napkin_codegen_cuda_planned (NapkinIrProgram     *program,
           if (pk->kind == NAPKIN_PLAN_SPLIT_REDUCE && skip_reduce)
             continue;
           skip_reduce = FALSE;
-          if (pk->path != NAPKIN_PATH_GENERIC && print_planned (&P, module, plan, pk, slot, prefix, &index, &why))
+          if (pk->path != NAPKIN_PATH_GENERIC && !pk->feasible)
+            g_set_error (&why, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, "infeasible: %s", pk->infeasible);
+          else if (pk->path != NAPKIN_PATH_GENERIC && print_planned (&P, module, plan, pk, slot, prefix, &index, &why))
             continue;
           if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE)
             continue;   /* a helper of a kernel that falls back: not needed */
           skip_reduce = TRUE;
-          if ((pk->kind == NAPKIN_PLAN_GEMM || pk->kind == NAPKIN_PLAN_ROWS) && pk->region >= 0 && print_skeleton (&P, module, pk, slot, prefix, &index))
-            continue;
           {
             g_autofree char *note = why != NULL ? g_strdup_printf ("the %s printer failed: %s",
                                                                    napkin_path_to_string (pk->path), why->message)

@@ -1308,7 +1308,8 @@ napkin_model_region_uses_wgmma (const NapkinArch *arch,
                          g_ptr_array_index (r->nodes, 0)))
           top = k->region;
       if (top == k->region)
-        return k->path == NAPKIN_PATH_WGMMA && (k->kind == NAPKIN_PLAN_GEMM || k->kind == NAPKIN_PLAN_ATTENTION);
+        return k->path == NAPKIN_PATH_WGMMA && k->feasible
+               && (k->kind == NAPKIN_PLAN_GEMM || k->kind == NAPKIN_PLAN_ATTENTION);
     }
   return FALSE;
 }

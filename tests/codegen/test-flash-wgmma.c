@@ -169,11 +169,12 @@ test_refuse (void)
     guint       stages;
     const char *axis, *tile_q, *tile_k, *skeleton, *note;
   } cases[] = {
-    { 2, NULL, "block.q=32", NULL, "flash-mma", "flash-wgmma skeleton not used: groups of 32 queries" },
-    { 2, NULL, "block.q=256", NULL, "flash-mma", "would need 4 consumer warpgroups; at most 3" },
+    /* the plan's reasons (src/plan/napkin-plan-attention.c) */
+    { 2, NULL, "block.q=32", NULL, "flash-mma", "wgmma not used: groups of 32 queries" },
+    { 2, NULL, "block.q=256", NULL, "flash-mma", "need 4 consumer warpgroups; at most 3" },
     { 2, "d=64", NULL, "block.k=256", "flash-mma", "registers per consumer thread" },
-    { 4, NULL, NULL, "block.k=128", "flash-mma", "bytes of shared memory; at most 232448" },
-    { 2, "d=96", NULL, NULL, "generic", "flash-wgmma skeleton not used: head size 96" },
+    { 4, NULL, NULL, "block.k=128", "flash-mma", "bytes of shared memory; h100 allows 232448" },
+    { 2, "d=96", NULL, NULL, "generic", "head size 96; the attention kernels take 64 or 128" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
