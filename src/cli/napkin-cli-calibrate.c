@@ -224,33 +224,16 @@ napkin_cli_calibrate (int    argc,
       fprintf (stderr, "napkin-cli calibrate: no datasheet profile matches “%s”; pass --base ID\n", gpu);
       return NAPKIN_CLI_FAILED;
     }
-  /* the registry's search order: NAPKIN_ARCH_DIR's folders, the source tree, the installed data */
+  /* the file the registry reads for that id: $NAPKIN_ARCH_DIR's folders, then the data dirs */
   {
-    const char *env = g_getenv ("NAPKIN_ARCH_DIR");
-    g_auto(GStrv) dirs = g_strsplit (env ? env : "", G_SEARCHPATH_SEPARATOR_S, -1);
-    g_autofree char *source = g_build_filename (NAPKIN_SOURCE_DATADIR, "archs", NULL);
-    g_autofree char *installed = g_build_filename (NAPKIN_DATADIR, "archs", NULL);
-    g_autofree char *file = g_strdup_printf ("%s.json", base);
+    NapkinArch *datasheet = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), base, NULL);
 
-    for (guint i = 0; dirs[i] && base_path == NULL; i++)
-      if (*dirs[i])
-        {
-          char *path = g_build_filename (dirs[i], file, NULL);
-
-          if (g_file_test (path, G_FILE_TEST_EXISTS))
-            base_path = path;
-          else
-            g_free (path);
-        }
-    if (base_path == NULL)
+    if (datasheet == NULL || datasheet->path == NULL)
       {
-        base_path = g_build_filename (source, file, NULL);
-        if (!g_file_test (base_path, G_FILE_TEST_EXISTS))
-          {
-            g_free (base_path);
-            base_path = g_build_filename (installed, file, NULL);
-          }
+        fprintf (stderr, "napkin-cli calibrate: no datasheet profile “%s” (napkin-cli archs lists them)\n", base);
+        return NAPKIN_CLI_FAILED;
       }
+    base_path = g_strdup (datasheet->path);
   }
   profile = json_object_from_file (base_path);
   if (profile == NULL)
