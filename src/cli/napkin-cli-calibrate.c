@@ -157,9 +157,12 @@ napkin_cli_calibrate (int    argc,
   gboolean as_json = FALSE;
   g_autofree char *output = NULL;
   g_autofree char *base = NULL;
+  g_autofree char *format = NULL;
   int timeout = 300;
   const GOptionEntry entries[] = {
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print the measurements as JSON", NULL },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json (the measurements; the summary goes to standard error)",
+      "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
       "Write the profile here (default: the user data dir, napkin/archs/ID-measured.json)", "OUT" },
     { "base", 0, 0, G_OPTION_ARG_STRING, &base, "Datasheet profile to start from (default: from the GPU's name)", "ID" },
@@ -192,6 +195,12 @@ napkin_cli_calibrate (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 1)
     return napkin_cli_usage_error ("calibrate", "takes no FILE");
+  switch (napkin_cli_format_resolve ("calibrate", format, as_json, (const char * const[]) { "text", "json", NULL }))
+    {
+    case -1: return NAPKIN_CLI_USAGE;
+    case 1: as_json = TRUE; break;
+    default: break;
+    }
 
   job = napkin_run_job_new_for_args (args);
   napkin_run_job_set_timeout (job, MAX (timeout, 10));
@@ -292,7 +301,7 @@ napkin_cli_calibrate (int    argc,
   {
   g_autofree char *dir = g_path_get_dirname (output);
 
-  printf ("%s: copy %.0f GB/s, shared memory %.0f B/clock/SM, launch %.1f µs, mma.sync fp16 %.0f bf16 %.0f "
+  fprintf (as_json ? stderr : stdout, "%s: copy %.0f GB/s, shared memory %.0f B/clock/SM, launch %.1f µs, mma.sync fp16 %.0f bf16 %.0f "
           "tf32 %.0f int8 %.0f TFLOP/s\n%s%swrote %s (use it with NAPKIN_ARCH_DIR=%s)\n",
           gpu, num (cal, "hbm_bytes_per_s") / 1e9, num (cal, "smem_bytes_per_clock_per_sm"),
           num (cal, "launch_overhead_s") * 1e6, num (cal, "tensor.fp16.flops_per_s") / 1e12,

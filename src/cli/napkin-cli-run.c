@@ -127,8 +127,10 @@ napkin_cli_run (int    argc,
   gint64 seed = 1234;
   g_autofree char *inject = NULL;
   g_autofree char *model = NULL;
+  g_autofree char *format = NULL;
   const GOptionEntry entries[] = {
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print the runner's JSON result", NULL },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json (the runner's result)", "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (default 20)", "N" },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Stop the run after this many seconds (default 300)", "S" },
     { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs", "S" },
@@ -164,6 +166,12 @@ napkin_cli_run (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("run", "expected exactly one FILE");
+  switch (napkin_cli_format_resolve ("run", format, as_json, (const char * const[]) { "text", "json", NULL }))
+    {
+    case -1: return NAPKIN_CLI_USAGE;
+    case 1: as_json = TRUE; break;
+    default: break;
+    }
   if (repeats < 1 || timeout < 1)
     return napkin_cli_usage_error ("run", "--repeats and --timeout must be positive");
   if (reference_repeats < 0)
