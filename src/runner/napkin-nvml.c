@@ -47,8 +47,8 @@ napkin_nvml_open (NapkinNvml  *nvml,
       napkin_nvml_close (nvml);
       return FALSE;
     }
-  if (get_name != NULL)
-    get_name (nvml->device, nvml->name, sizeof nvml->name);
+  if (get_name == NULL || get_name (nvml->device, nvml->name, sizeof nvml->name) != 0)
+    g_strlcpy (nvml->name, "unknown (nvmlDeviceGetName failed)", sizeof nvml->name);
   return TRUE;
 }
 
