@@ -4,14 +4,15 @@
 # environment cleared, analyzes an installed example with the installed profiles; no
 # installed program names the source tree's data; the installed napkin-runner finds
 # libnvrtc through its RUNPATH. TAP.
-# Usage: test-install.sh BUILD_DIR SOURCE_DIR PREFIX BINDIR LIBEXECDIR DATADIR CUDA_LIBDIR|""
+# Usage: test-install.sh BUILD_DIR SOURCE_DIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR CUDA_LIBDIR|""
 BUILD=$1
 SRC=$2
 PREFIX=$3
 BINDIR=$4
 LIBEXECDIR=$5
 DATADIR=$6
-CUDA_LIBDIR=$7
+MANDIR=$7
+CUDA_LIBDIR=$8
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 n=0
@@ -46,6 +47,13 @@ for f in "$SRC"/data/archs/*.json; do
   check "profile $(basename "$f") installed" cmp "$f" "$SHARE/napkin/archs/$(basename "$f")"
 done
 
+# Manual pages and the completion, where man and bash-completion look.
+for page in napkin-cli.1 napkin.1; do
+  [ -f "$BUILD/docs/man/$page" ] || continue
+  check "man page $page installed" test -s "$P/$MANDIR/man1/$page"
+done
+check "bash completion for napkin-cli installed" sh -c "find '$ROOT' -path '*/bash-completion/completions/napkin-cli' | grep -q ."
+
 # Nothing installed carries the build machine's data folder.
 for exe in "$CLI" "$RUNNER" "$P/$BINDIR/napkin"; do
   [ -e "$exe" ] || continue
@@ -63,7 +71,7 @@ d = json.load(open(sys.argv[1]))
 assert d['predicted_time_s'] > 0 and d['feasible'], d" "$TMP/analyze.json"
 check "archs come from the installed datadir" sh -c "
   env -i HOME='$TMP/home' PATH=/usr/bin:/bin XDG_DATA_HOME='$TMP/home/.local/share' XDG_DATA_DIRS='$SHARE' \
-    '$CLI' archs --json | python3 -c '
+    '$CLI' archs --format json | python3 -c '
 import json, sys
 paths = [a[\"path\"] for a in json.load(sys.stdin)]
 assert paths and all(p.startswith(sys.argv[1]) for p in paths), paths' '$SHARE/napkin/archs/'"
