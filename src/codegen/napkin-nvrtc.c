@@ -64,6 +64,7 @@ napkin_nvrtc_fingerprint (const char *arch)
   const char *options[N_OPTIONS + 1] = { NULL };
   int major = 0, minor = 0;
   Dl_info where = { 0 };
+  union { nvrtcResult (*fn) (int *, int *); void *p; } version_fn = { nvrtcVersion };   /* ISO C: no cast */
   struct stat st = { 0 };
   GString *out = g_string_new (NULL);
 
@@ -75,7 +76,7 @@ napkin_nvrtc_fingerprint (const char *arch)
     major = minor = -1;
   g_string_append_printf (out, "nvrtc %d.%d", major, minor);
   /* the library file too: a patch release keeps major.minor but may generate other code */
-  if (dladdr ((void *) nvrtcVersion, &where) != 0 && where.dli_fname != NULL && stat (where.dli_fname, &st) == 0)
+  if (dladdr (version_fn.p, &where) != 0 && where.dli_fname != NULL && stat (where.dli_fname, &st) == 0)
     g_string_append_printf (out, " (%s, %" G_GINT64_FORMAT " bytes, mtime %" G_GINT64_FORMAT ")", where.dli_fname,
                             (gint64) st.st_size, (gint64) st.st_mtime);
   g_string_append_printf (out, "; %s", joined);

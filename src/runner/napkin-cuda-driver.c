@@ -69,7 +69,7 @@ napkin_cuda_driver_open (NapkinCudaDriver  *driver,
     }
 
   /* Optional: only the sm_90a skeletons need it, and they say so when it is missing. */
-  driver->TensorMapEncodeTiled = dlsym (driver->handle, "cuTensorMapEncodeTiled");
+  *(gpointer *) &driver->TensorMapEncodeTiled = dlsym (driver->handle, "cuTensorMapEncodeTiled");
 
   res = driver->Init (0);
   if (res == CUDA_ERROR_STUB_LIBRARY)
