@@ -20,9 +20,15 @@ fail=0
 ok () { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok () { n=$((n + 1)); fail=1; echo "not ok $n - $1"; }
 check () { desc=$1; shift; if "$@" > "$TMP/check.out" 2>&1; then ok "$desc"; else not_ok "$desc"; sed 's/^/# /' "$TMP/check.out"; fi; }
-# A run with nothing from the caller's environment: no NAPKIN_*, no LD_LIBRARY_PATH.
+# A run with nothing from the caller's environment: no NAPKIN_*, no LD_LIBRARY_PATH;
+# only a sanitizer build's own settings (build-aux/ci-sanitize) pass through.
+SAN=""
+for v in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS; do
+  eval "val=\${$v:-}"
+  [ -n "$val" ] && SAN="$SAN $v=$val"
+done
 clean () { (cd "$TMP/elsewhere" && env -i HOME="$TMP/home" PATH=/usr/bin:/bin XDG_DATA_HOME="$TMP/home/.local/share" \
-                                     XDG_CACHE_HOME="$TMP/home/.cache" "$@"); }
+                                     XDG_CACHE_HOME="$TMP/home/.cache" $SAN "$@"); }
 
 mkdir -p "$TMP/home" "$TMP/elsewhere" "$TMP/empty"
 ROOT="$TMP/root"
@@ -70,7 +76,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d['predicted_time_s'] > 0 and d['feasible'], d" "$TMP/analyze.json"
 check "archs come from the installed datadir" sh -c "
-  env -i HOME='$TMP/home' PATH=/usr/bin:/bin XDG_DATA_HOME='$TMP/home/.local/share' XDG_DATA_DIRS='$SHARE' \
+  env -i HOME='$TMP/home' PATH=/usr/bin:/bin XDG_DATA_HOME='$TMP/home/.local/share' XDG_DATA_DIRS='$SHARE' $SAN \
     '$CLI' archs --format json | python3 -c '
 import json, sys
 paths = [a[\"path\"] for a in json.load(sys.stdin)]
@@ -79,7 +85,7 @@ assert paths and all(p.startswith(sys.argv[1]) for p in paths), paths' '$SHARE/n
 # source tree (unless Napkin is really installed in this prefix on this machine).
 if [ ! -d "$PREFIX/$DATADIR/napkin" ]; then
   check "without the installed data it finds no profile" sh -c "
-    cd '$TMP/elsewhere' && env -i HOME='$TMP/home' PATH=/usr/bin:/bin XDG_DATA_HOME='$TMP/empty' XDG_DATA_DIRS='$TMP/empty' \
+    cd '$TMP/elsewhere' && env -i HOME='$TMP/home' PATH=/usr/bin:/bin XDG_DATA_HOME='$TMP/empty' XDG_DATA_DIRS='$TMP/empty' $SAN \
       '$CLI' analyze '$SHARE/napkin/examples/matmul.napkin' 2>&1 | grep -q 'none found'"
 fi
 # XDG_DATA_HOME comes first: a user's own profile is found.
