@@ -300,14 +300,18 @@ napkin_cli_calibrate (int    argc,
   }
   {
   g_autofree char *dir = g_path_get_dirname (output);
+  g_autofree char *user_dir = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
+  /* the registry reads the user's data dir (docs/packaging.md); elsewhere it needs telling */
+  g_autofree char *hint = g_str_equal (dir, user_dir) ? g_strdup_printf ("--arch %s-measured now works", base)
+                                                      : g_strdup_printf ("use it with NAPKIN_ARCH_DIR=%s", dir);
 
   fprintf (as_json ? stderr : stdout, "%s: copy %.0f GB/s, shared memory %.0f B/clock/SM, launch %.1f µs, mma.sync fp16 %.0f bf16 %.0f "
-          "tf32 %.0f int8 %.0f TFLOP/s\n%s%swrote %s (use it with NAPKIN_ARCH_DIR=%s)\n",
+          "tf32 %.0f int8 %.0f TFLOP/s\n%s%swrote %s (%s)\n",
           gpu, num (cal, "hbm_bytes_per_s") / 1e9, num (cal, "smem_bytes_per_clock_per_sm"),
           num (cal, "launch_overhead_s") * 1e6, num (cal, "tensor.fp16.flops_per_s") / 1e12,
           num (cal, "tensor.bf16.flops_per_s") / 1e12, num (cal, "tensor.tf32.flops_per_s") / 1e12,
           num (cal, "tensor.int8.flops_per_s") / 1e12, wgmma_note ? wgmma_note : "", wgmma_note ? "\n" : "",
-          output, dir);
+          output, hint);
   }
   return NAPKIN_CLI_OK;
 }
