@@ -260,6 +260,7 @@ check (CUresult    res,
   {
     g_autofree char *text = napkin_cuda_driver_error (&cu, res);
 
+    g_free (*message);   /* the newest failure is the one to report */
     *message = g_strdup_printf ("%s: %s", what, text);
   }
   return FALSE;
