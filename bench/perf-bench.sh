@@ -5,4 +5,5 @@ set -e
 BUILD=${BUILD:-_build-perf}
 [ -d "$BUILD" ] || meson setup "$BUILD" -Dgui=disabled
 ninja -C "$BUILD" -j2 tests/perf/perf-bench
+export NAPKIN_DATA_DIR="${NAPKIN_DATA_DIR:-$PWD/data}"   # an uninstalled build: the source tree's data
 "$BUILD/tests/perf/perf-bench" "$@"

@@ -5,4 +5,5 @@
 set -e
 build=${1:-_build}
 [ $# -gt 0 ] && shift
+export NAPKIN_DATA_DIR="${NAPKIN_DATA_DIR:-$PWD/data}"   # an uninstalled build: the source tree's data
 exec "$build/bench/render-bench" "$@"

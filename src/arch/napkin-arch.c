@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "napkin-arch.h"
+#include "napkin-data-dirs.h"
 #include "napkin-json-private.h"
 
 G_DEFINE_QUARK (NapkinArchError, napkin_arch_error)
@@ -494,9 +495,7 @@ napkin_arch_registry_get_default (void)
     {
       NapkinArchRegistry *self = napkin_arch_registry_new ();
       const char *env = g_getenv ("NAPKIN_ARCH_DIR");
-      g_autofree char *source = g_build_filename (NAPKIN_SOURCE_DATADIR, "archs", NULL);
-      g_autofree char *installed = g_build_filename (NAPKIN_DATADIR, "archs", NULL);
-      g_autofree char *user = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
+      g_auto(GStrv) data_dirs = napkin_data_dirs ();
 
       if (env != NULL && *env != '\0')
         {
@@ -506,10 +505,14 @@ napkin_arch_registry_get_default (void)
             if (*dirs[i])
               napkin_arch_registry_add_dir (self, dirs[i]);
         }
-      napkin_arch_registry_add_dir (self, source);
-      napkin_arch_registry_add_dir (self, installed);
-      /* profiles measured by `napkin-cli calibrate` (ids end in -measured) */
-      napkin_arch_registry_add_dir (self, user);
+      /* then archs/ of each data dir: the user's (where `napkin-cli calibrate` writes
+       * its -measured profiles) before the installed ones */
+      for (guint i = 0; data_dirs[i]; i++)
+        {
+          g_autofree char *dir = g_build_filename (data_dirs[i], "archs", NULL);
+
+          napkin_arch_registry_add_dir (self, dir);
+        }
       g_once_init_leave (&registry, self);
     }
   return registry;

@@ -136,8 +136,8 @@ gboolean           napkin_arch_check              (const NapkinArch  *arch,
                                                    GError           **error);
 
 /* Every architecture found, by id. Directories are searched in order and the
- * first file with an id wins: $NAPKIN_ARCH_DIR (colon-separated), the source
- * tree's data/archs, then the installed data dir. */
+ * first file with an id wins: $NAPKIN_ARCH_DIR (colon-separated), then archs/ in each
+ * of napkin_data_dirs () (the user's data dir, $XDG_DATA_DIRS, the installed datadir). */
 typedef struct _NapkinArchRegistry NapkinArchRegistry;
 
 NapkinArchRegistry *napkin_arch_registry_new      (void);

@@ -159,9 +159,12 @@ napkin_cli_calibrate (int    argc,
   gboolean as_json = FALSE;
   g_autofree char *output = NULL;
   g_autofree char *base = NULL;
+  g_autofree char *format = NULL;
   int timeout = 300;
   const GOptionEntry entries[] = {
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print the measurements as JSON", NULL },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json (the measurements; the summary goes to standard error)",
+      "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output,
       "Write the profile here (default: the user data dir, napkin/archs/ID-measured.json)", "OUT" },
     { "base", 0, 0, G_OPTION_ARG_STRING, &base, "Datasheet profile to start from (default: from the GPU's name)", "ID" },
@@ -194,6 +197,12 @@ napkin_cli_calibrate (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 1)
     return napkin_cli_usage_error ("calibrate", "takes no FILE");
+  switch (napkin_cli_format_resolve ("calibrate", format, as_json, (const char * const[]) { "text", "json", NULL }))
+    {
+    case -1: return NAPKIN_CLI_USAGE;
+    case 1: as_json = TRUE; break;
+    default: break;
+    }
 
   job = napkin_run_job_new_for_args (args);
   napkin_run_job_set_timeout (job, MAX (timeout, 10));
@@ -226,33 +235,16 @@ napkin_cli_calibrate (int    argc,
       fprintf (stderr, "napkin-cli calibrate: no datasheet profile matches “%s”; pass --base ID\n", gpu);
       return NAPKIN_CLI_FAILED;
     }
-  /* the registry's search order: NAPKIN_ARCH_DIR's folders, the source tree, the installed data */
+  /* the file the registry reads for that id: $NAPKIN_ARCH_DIR's folders, then the data dirs */
   {
-    const char *env = g_getenv ("NAPKIN_ARCH_DIR");
-    g_auto(GStrv) dirs = g_strsplit (env ? env : "", G_SEARCHPATH_SEPARATOR_S, -1);
-    g_autofree char *source = g_build_filename (NAPKIN_SOURCE_DATADIR, "archs", NULL);
-    g_autofree char *installed = g_build_filename (NAPKIN_DATADIR, "archs", NULL);
-    g_autofree char *file = g_strdup_printf ("%s.json", base);
+    NapkinArch *datasheet = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), base, NULL);
 
-    for (guint i = 0; dirs[i] && base_path == NULL; i++)
-      if (*dirs[i])
-        {
-          char *path = g_build_filename (dirs[i], file, NULL);
-
-          if (g_file_test (path, G_FILE_TEST_EXISTS))
-            base_path = path;
-          else
-            g_free (path);
-        }
-    if (base_path == NULL)
+    if (datasheet == NULL || datasheet->path == NULL)
       {
-        base_path = g_build_filename (source, file, NULL);
-        if (!g_file_test (base_path, G_FILE_TEST_EXISTS))
-          {
-            g_free (base_path);
-            base_path = g_build_filename (installed, file, NULL);
-          }
+        fprintf (stderr, "napkin-cli calibrate: no datasheet profile “%s” (napkin-cli archs lists them)\n", base);
+        return NAPKIN_CLI_FAILED;
       }
+    base_path = g_strdup (datasheet->path);
   }
   profile = json_object_from_file (base_path);
   if (profile == NULL)
@@ -310,14 +302,18 @@ napkin_cli_calibrate (int    argc,
   }
   {
   g_autofree char *dir = g_path_get_dirname (output);
+  g_autofree char *user_dir = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
+  /* the registry reads the user's data dir (docs/packaging.md); elsewhere it needs telling */
+  g_autofree char *hint = g_str_equal (dir, user_dir) ? g_strdup_printf ("--arch %s-measured now works", base)
+                                                      : g_strdup_printf ("use it with NAPKIN_ARCH_DIR=%s", dir);
 
-  printf ("%s: copy %.0f GB/s, shared memory %.0f B/clock/SM, launch %.1f µs, mma.sync fp16 %.0f bf16 %.0f "
-          "tf32 %.0f int8 %.0f TFLOP/s\n%s%swrote %s (use it with NAPKIN_ARCH_DIR=%s)\n",
+  fprintf (as_json ? stderr : stdout, "%s: copy %.0f GB/s, shared memory %.0f B/clock/SM, launch %.1f µs, mma.sync fp16 %.0f bf16 %.0f "
+          "tf32 %.0f int8 %.0f TFLOP/s\n%s%swrote %s (%s)\n",
           gpu, num (cal, "hbm_bytes_per_s") / 1e9, num (cal, "smem_bytes_per_clock_per_sm"),
           num (cal, "launch_overhead_s") * 1e6, num (cal, "tensor.fp16.flops_per_s") / 1e12,
           num (cal, "tensor.bf16.flops_per_s") / 1e12, num (cal, "tensor.tf32.flops_per_s") / 1e12,
           num (cal, "tensor.int8.flops_per_s") / 1e12, wgmma_note ? wgmma_note : "", wgmma_note ? "\n" : "",
-          output, dir);
+          output, hint);
   }
   return NAPKIN_CLI_OK;
 }

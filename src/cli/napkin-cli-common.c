@@ -80,6 +80,34 @@ napkin_cli_usage_error (const char *command,
   return NAPKIN_CLI_USAGE;
 }
 
+int
+napkin_cli_format_resolve (const char         *command,
+                           const char         *format,
+                           gboolean            json,
+                           const char * const *names)
+{
+  g_autofree char *known = g_strjoinv (", ", (char **) names);
+
+  g_return_val_if_fail (names != NULL && names[0] != NULL, -1);
+
+  if (format == NULL && !json)
+    return 0;
+  for (int i = 0; names[i] != NULL; i++)
+    if (g_str_equal (names[i], format ? format : "json"))
+      {
+        if (json && !g_str_equal (names[i], "json"))
+          {
+            napkin_cli_usage_error (command, "--json and --format %s disagree", format);
+            return -1;
+          }
+        return i;
+      }
+  if (format == NULL)   /* --json where JSON is not one of the outputs: a bug in the command */
+    g_return_val_if_reached (-1);
+  napkin_cli_usage_error (command, "--format: expected %s, not “%s”", known, format);
+  return -1;
+}
+
 NapkinDiagram *
 napkin_cli_load (const char          *path,
                  NapkinCliOverrides  *overrides,

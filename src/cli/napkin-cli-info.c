@@ -225,8 +225,10 @@ napkin_cli_info (int    argc,
 {
   NapkinCliOverrides overrides = { NULL, NULL };
   gboolean as_json = FALSE;
+  g_autofree char *format = NULL;
   const GOptionEntry entries[] = {
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print JSON", NULL },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -241,6 +243,12 @@ napkin_cli_info (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("info", "expected exactly one FILE");
+  switch (napkin_cli_format_resolve ("info", format, as_json, (const char * const[]) { "text", "json", NULL }))
+    {
+    case -1: return NAPKIN_CLI_USAGE;
+    case 1: as_json = TRUE; break;
+    default: break;
+    }
 
   diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
   napkin_cli_overrides_clear (&overrides);

@@ -29,20 +29,8 @@ typedef enum
   FORMAT_MD,
 } Format;
 
-static gboolean
-parse_format (const char *str,
-              Format     *out)
-{
-  const char *names[] = { "text", "json", "csv", "md" };
-
-  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
-    if (g_strcmp0 (str, names[i]) == 0)
-      {
-        *out = i;
-        return TRUE;
-      }
-  return FALSE;
-}
+/* In the order of Format; for napkin_cli_format_resolve. */
+static const char * const format_names[] = { "text", "json", "csv", "md", NULL };
 
 static void
 print_json (json_object *root)
@@ -70,20 +58,28 @@ napkin_cli_archs (int    argc,
                   char **argv)
 {
   gboolean as_json = FALSE;
+  g_autofree char *format = NULL;
   const GOptionEntry entries[] = {
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print JSON", NULL },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
   NapkinArchRegistry *reg;
 
   context = napkin_cli_context_new ("archs", "",
-                                    "List the GPU architectures the model knows (data/archs/*.json, "
-                                    "$NAPKIN_ARCH_DIR), with their main figures.", entries, NULL);
+                                    "List the GPU architectures the model knows ($NAPKIN_ARCH_DIR, then "
+                                    "archs/*.json in Napkin's data dirs), with their main figures.", entries, NULL);
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc != 1)
     return napkin_cli_usage_error ("archs", "takes no arguments");
+  switch (napkin_cli_format_resolve ("archs", format, as_json, (const char * const[]) { "text", "json", NULL }))
+    {
+    case -1: return NAPKIN_CLI_USAGE;
+    case 1: as_json = TRUE; break;
+    default: break;
+    }
 
   reg = registry ();
   if (napkin_arch_registry_count (reg) == 0)
@@ -324,11 +320,12 @@ napkin_cli_analyze (int    argc,
   g_autofree char *arch_id = NULL;
   g_autofree char *dtype_str = NULL;
   g_autofree char *format_str = NULL;
-  gboolean paper = FALSE, no_wgmma = FALSE;
+  gboolean paper = FALSE, no_wgmma = FALSE, as_json = FALSE;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs); default h100", "ID" },
     { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_str, "Give every tensor this element type (quantisation)", "T" },
-    { "format", 0, 0, G_OPTION_ARG_STRING, &format_str, "Output: text (default), json, csv or md", "F" },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format_str, "Output: text (default), json, csv or md", "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "paper", 0, 0, G_OPTION_ARG_NONE, &paper, "The paper's model: every tile from device memory, no L2 reuse", NULL },
     { "no-wgmma", 0, 0, G_OPTION_ARG_NONE, &no_wgmma,
       "Model code generated without the Hopper wgmma skeletons (every region on mma.sync), as runs before them", NULL },
@@ -351,8 +348,9 @@ napkin_cli_analyze (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("analyze", "expected exactly one FILE");
-  if (format_str && !parse_format (format_str, &format))
-    return napkin_cli_usage_error ("analyze", "--format: expected text, json, csv or md, not “%s”", format_str);
+  if ((rc = napkin_cli_format_resolve ("analyze", format_str, as_json, format_names)) < 0)
+    return NAPKIN_CLI_USAGE;
+  format = rc;
   if (!parse_dtype_option ("analyze", dtype_str, &options.has_dtype, &options.dtype))
     return NAPKIN_CLI_USAGE;
   arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
@@ -405,11 +403,12 @@ napkin_cli_compare (int    argc,
   g_autofree char *arch_ids = NULL;
   g_autofree char *dtype_ids = NULL;
   g_autofree char *format_str = NULL;
-  gboolean paper = FALSE;
+  gboolean paper = FALSE, as_json = FALSE;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_ids, "Comma-separated architecture ids (default: all)", "ID,ID,…" },
     { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_ids, "Comma-separated element types to try besides the file's own", "T,T,…" },
-    { "format", 0, 0, G_OPTION_ARG_STRING, &format_str, "Output: text (default), json, csv or md", "F" },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format_str, "Output: text (default), json, csv or md", "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "paper", 0, 0, G_OPTION_ARG_NONE, &paper, "The paper's model: every tile from device memory, no L2 reuse", NULL },
     { NULL }
   };
@@ -430,8 +429,9 @@ napkin_cli_compare (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("compare", "expected exactly one FILE");
-  if (format_str && !parse_format (format_str, &format))
-    return napkin_cli_usage_error ("compare", "--format: expected text, json, csv or md, not “%s”", format_str);
+  if ((rc = napkin_cli_format_resolve ("compare", format_str, as_json, format_names)) < 0)
+    return NAPKIN_CLI_USAGE;
+  format = rc;
 
   reg = registry ();
   if (arch_ids)
@@ -721,6 +721,7 @@ napkin_cli_tune (int    argc,
   NapkinCliOverrides overrides = { NULL, NULL };
   g_autofree char *arch_id = NULL;
   g_autofree char *dtype_str = NULL;
+  g_autofree char *format = NULL;
   gboolean write = FALSE, as_json = FALSE, spread = FALSE;
   int top = 10, measure = 0, repeats = 20, timeout = 300;
   const GOptionEntry entries[] = {
@@ -728,7 +729,8 @@ napkin_cli_tune (int    argc,
     { "top", 0, 0, G_OPTION_ARG_INT, &top, "How many relabelings to print (default 10)", "K" },
     { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_str, "Give every tensor this element type", "T" },
     { "write", 0, 0, G_OPTION_ARG_NONE, &write, "Save the best tiles into FILE", NULL },
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print JSON", NULL },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "measure", 0, 0, G_OPTION_ARG_INT, &measure,
       "Run the best K on the local GPU and report the rank correlation of predicted and measured time", "K" },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats of each measured run (default 20)", "N" },
@@ -758,6 +760,12 @@ napkin_cli_tune (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("tune", "expected exactly one FILE");
+  switch (napkin_cli_format_resolve ("tune", format, as_json, (const char * const[]) { "text", "json", NULL }))
+    {
+    case -1: return NAPKIN_CLI_USAGE;
+    case 1: as_json = TRUE; break;
+    default: break;
+    }
   if (top < 1 || top > 1000)
     return napkin_cli_usage_error ("tune", "--top: expected 1 to 1000, not %d", top);
   if (measure < 0 || measure > 100 || repeats < 1 || timeout < 1)

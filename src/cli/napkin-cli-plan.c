@@ -50,8 +50,8 @@ napkin_cli_plan (int    argc,
   gboolean json = FALSE, generic = FALSE;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs) or sm_XY; default h100", "ID" },
-    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "F" },
-    { "json", 0, 0, G_OPTION_ARG_NONE, &json, "Same as --format json", NULL },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Plan every kernel on the generic lowering", NULL },
     { NULL }
   };
@@ -70,9 +70,12 @@ napkin_cli_plan (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("plan", "expected exactly one FILE");
-  if (format != NULL && g_strcmp0 (format, "json") != 0 && g_strcmp0 (format, "text") != 0)
-    return napkin_cli_usage_error ("plan", "--format: expected text or json, not “%s”", format);
-  json |= g_strcmp0 (format, "json") == 0;
+  switch (napkin_cli_format_resolve ("plan", format, json, (const char * const[]) { "text", "json", NULL }))
+    {
+    case -1: return NAPKIN_CLI_USAGE;
+    case 1: json = TRUE; break;
+    default: break;
+    }
   if ((arch = napkin_cli_lookup_arch ("plan", arch_id)) == NULL)
     return NAPKIN_CLI_USAGE;
   diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);

@@ -96,6 +96,10 @@ print_summary (const char  *path,
               get_string (o, "name"), get_string (o, "skeleton"), get_double (o, "grid"), get_double (o, "threads"),
               get_double (o, "registers"), get_double (o, "shared_bytes"), get_double (o, "local_bytes"));
     }
+  if (!isnan (get_double (r, "compile.ms")))
+    printf ("  compile    %.1f ms (%s)\n", get_double (r, "compile.ms"),
+            json_object_get_boolean (json_object_object_get (json_object_object_get (r, "compile"), "cached"))
+            ? "from the compiled-module cache" : "NVRTC");
   printf ("  time       %.4f ms, median of %.0f (min %.4f, max %.4f)\n", ms, get_double (r, "time_ms.repeats"),
           get_double (r, "time_ms.min"), get_double (r, "time_ms.max"));
   printf ("  throughput %.2f TFLOP/s, %.1f GB/s (inputs and outputs once)\n", get_double (r, "tflops"),
@@ -123,12 +127,15 @@ napkin_cli_run (int    argc,
 {
   NapkinCliOverrides overrides = { NULL, NULL };
   gboolean as_json = FALSE, generic = FALSE, no_reference = FALSE, plain = FALSE, tune = FALSE, no_energy = FALSE;
+  gboolean no_cache = FALSE;
   int repeats = 20, timeout = 300, reference_repeats = 5;
   gint64 seed = 1234;
   g_autofree char *inject = NULL;
   g_autofree char *model = NULL;
+  g_autofree char *format = NULL;
   const GOptionEntry entries[] = {
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, "Print the runner's JSON result", NULL },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json (the runner's result)", "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (default 20)", "N" },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Stop the run after this many seconds (default 300)", "S" },
     { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs", "S" },
@@ -143,6 +150,8 @@ napkin_cli_run (int    argc,
       "A diagram without regions: run the model's best relabeling of it instead of the plan of it as drawn", NULL },
     { "plain", 0, 0, G_OPTION_ARG_NONE, &plain, "Run the diagram as drawn (the default; kept for scripts)", NULL },
     { "no-energy", 0, 0, G_OPTION_ARG_NONE, &no_energy, "Skip the NVML energy measurement", NULL },
+    { "no-cache", 0, 0, G_OPTION_ARG_NONE, &no_cache,
+      "Compile with NVRTC even when the compiled-module cache has the kernel", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -164,6 +173,12 @@ napkin_cli_run (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("run", "expected exactly one FILE");
+  switch (napkin_cli_format_resolve ("run", format, as_json, (const char * const[]) { "text", "json", NULL }))
+    {
+    case -1: return NAPKIN_CLI_USAGE;
+    case 1: as_json = TRUE; break;
+    default: break;
+    }
   if (repeats < 1 || timeout < 1)
     return napkin_cli_usage_error ("run", "--repeats and --timeout must be positive");
   if (reference_repeats < 0)
@@ -214,6 +229,8 @@ napkin_cli_run (int    argc,
     g_ptr_array_add (args, g_strdup ("--no-reference"));
   if (no_energy)
     g_ptr_array_add (args, g_strdup ("--no-energy"));
+  if (no_cache)
+    g_ptr_array_add (args, g_strdup ("--no-cache"));
   g_ptr_array_add (args, g_strdup_printf ("--reference-repeats=%d", reference_repeats));
   if (inject != NULL)
     g_ptr_array_add (args, g_strdup_printf ("--inject=%s", inject));

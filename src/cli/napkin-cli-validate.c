@@ -7,20 +7,79 @@
 
 #include "napkin-cli.h"
 #include "napkin-error.h"
+#include "napkin-json-private.h"
+
+static const char *
+error_kind (const GError *error)
+{
+  static const char * const kinds[] = {
+    [NAPKIN_DOCUMENT_ERROR_IO] = "io",
+    [NAPKIN_DOCUMENT_ERROR_PARSE] = "parse",
+    [NAPKIN_DOCUMENT_ERROR_FORMAT] = "format",
+    [NAPKIN_DOCUMENT_ERROR_VERSION] = "version",
+    [NAPKIN_DOCUMENT_ERROR_REFERENCE] = "reference",
+    [NAPKIN_DOCUMENT_ERROR_INVALID] = "invalid",
+    [NAPKIN_DOCUMENT_ERROR_LIMIT] = "limit",
+    [NAPKIN_DOCUMENT_ERROR_USAGE] = "usage",
+  };
+
+  if (error->domain == NAPKIN_DOCUMENT_ERROR && error->code >= 0 && (gsize) error->code < G_N_ELEMENTS (kinds))
+    return kinds[error->code];
+  return "other";
+}
+
+/* A document error's message starts with the JSON path of the place ("$" for the whole
+ * document), then ": " (napkin-error.h); an I/O error has none. */
+static json_object *
+error_to_json (const GError *error)
+{
+  static GRegex *path_re;
+  g_autoptr(GMatchInfo) match = NULL;
+  json_object *obj = json_object_new_object ();
+
+  if (g_once_init_enter (&path_re))
+    g_once_init_leave (&path_re, g_regex_new ("^(\\$|[A-Za-z_][A-Za-z0-9_]*(\\[[0-9]+\\])*"
+                                              "(\\.[A-Za-z_][A-Za-z0-9_]*(\\[[0-9]+\\])*)*): ",
+                                              G_REGEX_OPTIMIZE, 0, NULL));
+  json_object_object_add (obj, "kind", json_object_new_string (error_kind (error)));
+  if (error->domain == NAPKIN_DOCUMENT_ERROR && error->code != NAPKIN_DOCUMENT_ERROR_IO
+      && g_regex_match (path_re, error->message, 0, &match))
+    {
+      g_autofree char *path = g_match_info_fetch (match, 1);
+      int end = 0;
+
+      g_match_info_fetch_pos (match, 0, NULL, &end);
+      json_object_object_add (obj, "json_path", json_object_new_string (path));
+      json_object_object_add (obj, "message", json_object_new_string (error->message + end));
+    }
+  else
+    {
+      json_object_object_add (obj, "json_path", NULL);
+      json_object_object_add (obj, "message", json_object_new_string (error->message));
+    }
+  return obj;
+}
 
 int
 napkin_cli_validate (int    argc,
                      char **argv)
 {
   NapkinCliOverrides overrides = { NULL, NULL };
-  gboolean quiet = FALSE;
+  gboolean quiet = FALSE, as_json = FALSE;
+  g_autofree char *format = NULL;
   const GOptionEntry entries[] = {
     { "quiet", 'q', 0, G_OPTION_ARG_NONE, &quiet, "Print only errors", NULL },
+    { "format", 0, 0, G_OPTION_ARG_STRING, &format,
+      "Output: text (default; one line per file) or json (an object with a \"files\" array)", "FORMAT" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(json_object) root = json_object_new_object ();
+  json_object *files = json_object_new_array ();
   int status = NAPKIN_CLI_OK;
 
+  json_object_object_add (root, "files", files);
   context = napkin_cli_context_new ("validate", "FILE…",
                                     "Check each diagram: its JSON, its structure and its meaning.\n"
                                     "Prints one line per file; exits 1 if any file is invalid.",
@@ -29,12 +88,22 @@ napkin_cli_validate (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc < 2)
     return napkin_cli_usage_error ("validate", "no FILE given");
+  switch (napkin_cli_format_resolve ("validate", format, as_json, (const char * const[]) { "text", "json", NULL }))
+    {
+    case -1: return NAPKIN_CLI_USAGE;
+    case 1: as_json = TRUE; break;
+    default: break;
+    }
 
   for (int i = 1; i < argc; i++)
     {
       g_autoptr(GError) error = NULL;
       g_autoptr(NapkinDiagram) diagram = napkin_cli_load (argv[i], &overrides, TRUE, &error);
+      json_object *file = json_object_new_object ();
 
+      json_object_object_add (file, "path", json_object_new_string (argv[i]));
+      json_object_object_add (file, "valid", json_object_new_boolean (diagram != NULL));
+      json_object_array_add (files, file);
       if (diagram == NULL)
         {
           if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
@@ -42,13 +111,21 @@ napkin_cli_validate (int    argc,
               napkin_cli_overrides_clear (&overrides);
               return napkin_cli_usage_error ("validate", "%s", error->message);
             }
-          printf ("%s: invalid: %s\n", argv[i], error->message);
+          json_object_object_add (file, "error", error_to_json (error));
+          if (!as_json)
+            printf ("%s: invalid: %s\n", argv[i], error->message);
           status = NAPKIN_CLI_FAILED;
         }
-      else if (!quiet)
+      else if (!quiet && !as_json)
         printf ("%s: valid\n", argv[i]);
     }
 
   napkin_cli_overrides_clear (&overrides);
+  if (as_json)
+    {
+      json_object_object_add (root, "valid", json_object_new_boolean (status == NAPKIN_CLI_OK));
+      printf ("%s\n", json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                                                              | JSON_C_TO_STRING_NOSLASHESCAPE));
+    }
   return status;
 }

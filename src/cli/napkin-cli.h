@@ -47,6 +47,17 @@ int             napkin_cli_usage_error       (const char          *command,
                                               const char          *format,
                                               ...) G_GNUC_PRINTF (2, 3);
 
+/* --format FORMAT, with --json as its alias, on every command with machine output
+ * (docs/cli.md). names is NULL-terminated, names[0] the default. Returns the index of
+ * the chosen name, or -1 after a usage error that lists them (an unknown name, or
+ * --json beside another --format). */
+int             napkin_cli_format_resolve    (const char          *command,
+                                              const char          *format,
+                                              gboolean             json,
+                                              const char * const  *names);
+/* One spelling of the help texts of the two options. */
+#define NAPKIN_CLI_FORMAT_HELP_JSON "Same as --format json"
+
 /* The profile an --arch value names: an id of `napkin-cli archs` (h100, a100, …) or a
  * compute target (sm_90a, sm_80: the first profile of that compute capability). NULL
  * after a usage error that lists the known ids. */

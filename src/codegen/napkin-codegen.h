@@ -135,6 +135,9 @@ GBytes           *napkin_nvrtc_compile        (const char              *source,
                                                const char              *arch,
                                                char                   **log,
                                                GError                 **error);
+/* What besides the source decides napkin_nvrtc_compile's output for arch: NVRTC's
+ * version and library file, and every option; NULL without NVRTC. */
+char             *napkin_nvrtc_fingerprint    (const char              *arch);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinCudaModule, napkin_cuda_module_free)
 

@@ -40,6 +40,7 @@ napkin_cuda_driver_open (NapkinCudaDriver  *driver,
     B (MemAlloc, "cuMemAlloc_v2"), B (MemFree, "cuMemFree_v2"), B (MemGetInfo, "cuMemGetInfo_v2"),
     B (MemcpyHtoD, "cuMemcpyHtoD_v2"), B (MemcpyDtoH, "cuMemcpyDtoH_v2"), B (MemcpyDtoD, "cuMemcpyDtoD_v2"),
     B (MemsetD8, "cuMemsetD8_v2"), B (LaunchKernel, "cuLaunchKernel"), B (EventCreate, "cuEventCreate"),
+    B (EventDestroy, "cuEventDestroy_v2"),
     B (EventRecord, "cuEventRecord"), B (EventSynchronize, "cuEventSynchronize"),
     B (EventElapsedTime, "cuEventElapsedTime_v2"), B (GetErrorName, "cuGetErrorName"),
     B (GetErrorString, "cuGetErrorString"),
@@ -68,7 +69,7 @@ napkin_cuda_driver_open (NapkinCudaDriver  *driver,
     }
 
   /* Optional: only the sm_90a skeletons need it, and they say so when it is missing. */
-  driver->TensorMapEncodeTiled = dlsym (driver->handle, "cuTensorMapEncodeTiled");
+  *(gpointer *) &driver->TensorMapEncodeTiled = dlsym (driver->handle, "cuTensorMapEncodeTiled");
 
   res = driver->Init (0);
   if (res == CUDA_ERROR_STUB_LIBRARY)
@@ -98,11 +99,14 @@ napkin_cuda_driver_error (NapkinCudaDriver *driver,
 {
   const char *name = NULL, *text = NULL;
 
-  if (driver->GetErrorName)
-    driver->GetErrorName (result, &name);
-  if (driver->GetErrorString)
-    driver->GetErrorString (result, &text);
-  return g_strdup_printf ("%s: %s", name ? name : "CUDA error", text ? text : "unknown");
+  /* both fail for a code the driver does not know: say its number then */
+  if (driver->GetErrorName == NULL || driver->GetErrorName (result, &name) != CUDA_SUCCESS)
+    name = NULL;
+  if (driver->GetErrorString == NULL || driver->GetErrorString (result, &text) != CUDA_SUCCESS)
+    text = NULL;
+  if (name == NULL)
+    return g_strdup_printf ("CUDA error %d: %s", (int) result, text ? text : "unknown to this driver");
+  return g_strdup_printf ("%s: %s", name, text ? text : "unknown");
 }
 
 gboolean

@@ -37,6 +37,7 @@ typedef struct
   CUresult (*LaunchKernel)         (CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
                                     unsigned int, unsigned int, unsigned int, CUstream, void **, void **);
   CUresult (*EventCreate)          (CUevent *, unsigned int);
+  CUresult (*EventDestroy)         (CUevent);
   CUresult (*EventRecord)          (CUevent, CUstream);
   CUresult (*EventSynchronize)     (CUevent);
   CUresult (*EventElapsedTime)     (float *, CUevent, CUevent);

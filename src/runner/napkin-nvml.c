@@ -22,12 +22,13 @@ napkin_nvml_open (NapkinNvml  *nvml,
       *message = g_strdup_printf ("no NVML (libnvidia-ml.so.1: %s)", dlerror ());
       return FALSE;
     }
-  init = (int (*) (void)) dlsym (nvml->handle, "nvmlInit_v2");
-  get_handle = (int (*) (unsigned int, void **)) dlsym (nvml->handle, "nvmlDeviceGetHandleByIndex_v2");
-  get_name = (int (*) (void *, char *, unsigned int)) dlsym (nvml->handle, "nvmlDeviceGetName");
-  nvml->Shutdown = (int (*) (void)) dlsym (nvml->handle, "nvmlShutdown");
-  nvml->DeviceGetTotalEnergyConsumption =
-    (int (*) (void *, unsigned long long *)) dlsym (nvml->handle, "nvmlDeviceGetTotalEnergyConsumption");
+  /* through gpointer *, as GModule's g_module_symbol: ISO C has no cast from the
+   * object pointer dlsym returns to a function pointer */
+  *(gpointer *) &init = dlsym (nvml->handle, "nvmlInit_v2");
+  *(gpointer *) &get_handle = dlsym (nvml->handle, "nvmlDeviceGetHandleByIndex_v2");
+  *(gpointer *) &get_name = dlsym (nvml->handle, "nvmlDeviceGetName");
+  *(gpointer *) &nvml->Shutdown = dlsym (nvml->handle, "nvmlShutdown");
+  *(gpointer *) &nvml->DeviceGetTotalEnergyConsumption = dlsym (nvml->handle, "nvmlDeviceGetTotalEnergyConsumption");
   if (init == NULL || get_handle == NULL || nvml->Shutdown == NULL || nvml->DeviceGetTotalEnergyConsumption == NULL)
     {
       *message = g_strdup ("NVML lacks nvmlInit_v2, nvmlDeviceGetHandleByIndex_v2 or nvmlDeviceGetTotalEnergyConsumption");
@@ -47,8 +48,8 @@ napkin_nvml_open (NapkinNvml  *nvml,
       napkin_nvml_close (nvml);
       return FALSE;
     }
-  if (get_name != NULL)
-    get_name (nvml->device, nvml->name, sizeof nvml->name);
+  if (get_name == NULL || get_name (nvml->device, nvml->name, sizeof nvml->name) != 0)
+    g_strlcpy (nvml->name, "unknown (nvmlDeviceGetName failed)", sizeof nvml->name);
   return TRUE;
 }
 

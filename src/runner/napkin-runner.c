@@ -22,6 +22,7 @@
 #include "napkin-file.h"
 #include "napkin-interp.h"
 #include "napkin-json-private.h"
+#include "napkin-module-cache.h"
 #include "napkin-validate.h"
 
 /* The generated code's fp8 codec, as host C (kernels/fp8-codec.h). */
@@ -39,6 +40,7 @@ enum
 };
 
 static NapkinCudaDriver cu;
+static char *cache_dir;   /* the compiled-module cache; NULL with --no-cache */
 
 static void
 progress (double      fraction,
@@ -65,6 +67,31 @@ finish (json_object *root,
   if (message != NULL)
     json_object_object_add (root, "message", json_object_new_string (message));
   emit (root);
+  return code;
+}
+
+/* NVRTC through the compiled-module cache. With `out`, records how the module came:
+ * { "ms", "cached", "key", "cache": its file, "note": why the cache was not used }. */
+static GBytes *
+compile_module (const char   *source,
+                const char   *arch,
+                char        **log,
+                json_object  *out,
+                GError      **error)
+{
+  NapkinModuleCacheInfo info = { 0 };
+  GBytes *code = napkin_module_cache_compile (cache_dir, source, arch, log, &info, error);
+
+  if (out != NULL)
+    {
+      json_object_object_add (out, "ms", json_object_new_double (info.ms));
+      json_object_object_add (out, "cached", json_object_new_boolean (info.cached));
+      json_object_object_add (out, "key", info.key ? json_object_new_string (info.key) : NULL);
+      json_object_object_add (out, "cache", info.path ? json_object_new_string (info.path) : NULL);
+      if (info.note != NULL)
+        json_object_object_add (out, "note", json_object_new_string (info.note));
+    }
+  napkin_module_cache_info_clear (&info);
   return code;
 }
 
@@ -189,6 +216,7 @@ check (CUresult    res,
   {
     g_autofree char *text = napkin_cuda_driver_error (&cu, res);
 
+    g_free (*message);   /* the newest failure is the one to report */
     *message = g_strdup_printf ("%s: %s", what, text);
   }
   return FALSE;
@@ -223,9 +251,12 @@ device_load (Device       *dev,
           && !check (cu.FuncSetAttribute (dev->functions[k], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                           (int) ck->dynamic_smem), "opting in to shared memory", message))
         return FALSE;
-      cu.FuncGetAttribute (&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, dev->functions[k]);
-      cu.FuncGetAttribute (&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, dev->functions[k]);
-      cu.FuncGetAttribute (&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, dev->functions[k]);
+      if (!check (cu.FuncGetAttribute (&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, dev->functions[k]), "reading registers", message)
+          || !check (cu.FuncGetAttribute (&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, dev->functions[k]),
+                     "reading static shared memory", message)
+          || !check (cu.FuncGetAttribute (&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, dev->functions[k]),
+                     "reading local memory", message))
+        return FALSE;
       if (kernels != NULL)
         {
           json_object *o = json_object_new_object ();
@@ -352,19 +383,23 @@ device_alloc (Device      *dev,
   return device_tensor_maps (dev, message);
 }
 
-static void
-device_free (Device *dev)
+/* A failure here is a fault the kernels left behind (errors are sticky in a context). */
+static gboolean
+device_free (Device  *dev,
+             char   **message)
 {
+  gboolean ok = TRUE;
   guint n;
 
   if (dev->ptrs == NULL || dev->freed)
-    return;
+    return TRUE;
   n = n_slots (dev);
   for (guint s = 0; s < n * MAX (dev->n_copies, 1); s++)
-    if (dev->copies[s])
-      cu.MemFree (dev->copies[s]);
+    if (dev->copies[s] && ok)
+      ok = check (cu.MemFree (dev->copies[s]), "freeing device memory", message);
   g_clear_pointer (&dev->maps, g_aligned_free);
   dev->freed = TRUE;
+  return ok;
 }
 
 static CUresult
@@ -516,7 +551,8 @@ time_launches (Device      *dev,
   CUevent e0, e1;
   g_autofree double *times = g_new0 (double, repeats + 1);
 
-  if (!check (cu.EventCreate (&e0, 0), "events", message) || !check (cu.EventCreate (&e1, 0), "events", message))
+  if (!check (cu.EventCreate (&e0, 0), "creating an event", message)
+      || !check (cu.EventCreate (&e1, 0), "creating an event", message))
     return FALSE;
   for (guint w = 0; w < 3; w++)
     if (!check (device_launch (dev, w), "warm-up launch", message))
@@ -527,15 +563,17 @@ time_launches (Device      *dev,
     {
       float ms = 0;
 
-      cu.EventRecord (e0, NULL);
-      if (!check (device_launch (dev, r + 1), "launch", message))
+      if (!check (cu.EventRecord (e0, NULL), "recording the start event", message)
+          || !check (device_launch (dev, r + 1), "launch", message)
+          || !check (cu.EventRecord (e1, NULL), "recording the end event", message)
+          || !check (cu.EventSynchronize (e1), "running the kernel", message)
+          || !check (cu.EventElapsedTime (&ms, e0, e1), "reading the event timer", message))
         return FALSE;
-      cu.EventRecord (e1, NULL);
-      if (!check (cu.EventSynchronize (e1), "running the kernel", message))
-        return FALSE;
-      cu.EventElapsedTime (&ms, e0, e1);
       times[r] = ms;
     }
+  if (!check (cu.EventDestroy (e0), "destroying an event", message)
+      || !check (cu.EventDestroy (e1), "destroying an event", message))
+    return FALSE;
   qsort (times, repeats, sizeof (double), compare_doubles);
   json_object_object_add (out, "median", json_object_new_double (times[repeats / 2]));
   json_object_object_add (out, "min", json_object_new_double (times[0]));
@@ -554,7 +592,7 @@ run_injected (const char  *what,
               json_object *root)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) cubin = napkin_nvrtc_compile (inject_source, arch, NULL, &error);
+  g_autoptr(GBytes) cubin = compile_module (inject_source, arch, NULL, NULL, &error);
   CUmodule module;
   CUfunction fn;
   CUdeviceptr flag = 0;
@@ -571,8 +609,9 @@ run_injected (const char  *what,
     return finish (root, "failed", message, EXIT_FAILED);
   if (g_str_equal (what, "hang"))
     {
-      cu.MemAlloc (&flag, 4);
-      cu.MemsetD8 (flag, 0, 4);
+      if (!check (cu.MemAlloc (&flag, 4), "allocating the flag", &message)
+          || !check (cu.MemsetD8 (flag, 0, 4), "clearing the flag", &message))
+        return finish (root, "failed", message, EXIT_FAILED);
       params[0] = &flag;
     }
   else
@@ -635,24 +674,29 @@ cal_time (CUfunction   fn,
   CUevent e0, e1;
   double times[7];
 
-  cu.EventCreate (&e0, 0);
-  cu.EventCreate (&e1, 0);
-  if (!check (cu.LaunchKernel (fn, grid, 1, 1, threads, 1, 1, 0, NULL, params, NULL), "calibration launch", message)
+  if (!check (cu.EventCreate (&e0, 0), "creating an event", message)
+      || !check (cu.EventCreate (&e1, 0), "creating an event", message)
+      || !check (cu.LaunchKernel (fn, grid, 1, 1, threads, 1, 1, 0, NULL, params, NULL), "calibration launch", message)
       || !check (cu.CtxSynchronize (), "calibration kernel", message))
     return FALSE;
   for (guint r = 0; r < G_N_ELEMENTS (times); r++)
     {
       float ms = 0;
 
-      cu.EventRecord (e0, NULL);
-      for (guint l = 0; l < launches; l++)
-        cu.LaunchKernel (fn, grid, 1, 1, threads, 1, 1, 0, NULL, params, NULL);
-      cu.EventRecord (e1, NULL);
-      if (!check (cu.EventSynchronize (e1), "calibration kernel", message))
+      if (!check (cu.EventRecord (e0, NULL), "recording the start event", message))
         return FALSE;
-      cu.EventElapsedTime (&ms, e0, e1);
+      for (guint l = 0; l < launches; l++)
+        if (!check (cu.LaunchKernel (fn, grid, 1, 1, threads, 1, 1, 0, NULL, params, NULL), "calibration launch", message))
+          return FALSE;
+      if (!check (cu.EventRecord (e1, NULL), "recording the end event", message)
+          || !check (cu.EventSynchronize (e1), "calibration kernel", message)
+          || !check (cu.EventElapsedTime (&ms, e0, e1), "reading the event timer", message))
+        return FALSE;
       times[r] = ms / launches;
     }
+  if (!check (cu.EventDestroy (e0), "destroying an event", message)
+      || !check (cu.EventDestroy (e1), "destroying an event", message))
+    return FALSE;
   qsort (times, G_N_ELEMENTS (times), sizeof (double), compare_doubles);
   *ms_out = times[G_N_ELEMENTS (times) / 2];
   return TRUE;
@@ -669,7 +713,7 @@ calibrate_wgmma (int          sms,
   g_autofree char *source = napkin_calibrate_wgmma_source ();
   g_autofree char *log = NULL;
   g_autoptr(GError) error = NULL;
-  g_autoptr(GBytes) cubin = napkin_nvrtc_compile (source, "sm_90a", &log, &error);
+  g_autoptr(GBytes) cubin = compile_module (source, "sm_90a", &log, NULL, &error);
   const char *kernels[][2] = { { "cal_wgmma_fp16", "fp16" }, { "cal_wgmma_bf16", "bf16" }, { "cal_wgmma_fp8", "fp8" } };
   json_object *result;
   CUmodule module;
@@ -716,7 +760,7 @@ run_calibrate (const char  *arch,
 {
   g_autoptr(GError) error = NULL;
   g_autofree char *log = NULL;
-  g_autoptr(GBytes) cubin = napkin_nvrtc_compile (calibrate_source, arch, &log, &error);
+  g_autoptr(GBytes) cubin = compile_module (calibrate_source, arch, &log, NULL, &error);
   json_object *m = json_object_new_object ();
   CUmodule module;
   CUfunction fn;
@@ -741,22 +785,26 @@ run_calibrate (const char  *arch,
       || !check (cu.MemAlloc (&b, n4 * 16), "allocating 1 GiB", &message)
       || !check (cu.MemAlloc (&out, 4096), "allocating", &message))
     return finish (root, "failed", message, EXIT_FAILED);
-  cu.MemsetD8 (a, 0x3c, n4 * 16);
+  if (!check (cu.MemsetD8 (a, 0x3c, n4 * 16), "filling the copy's source", &message))
+    return finish (root, "failed", message, EXIT_FAILED);
 
   progress (0.2, "Launch overhead");
-  cu.ModuleGetFunction (&fn, module, "cal_empty");
+  if (!check (cu.ModuleGetFunction (&fn, module, "cal_empty"), "cal_empty", &message))
+    return finish (root, "failed", message, EXIT_FAILED);
   if (!cal_time (fn, 1, 32, NULL, 1000, &ms, &message))
     return finish (root, "fault", message, EXIT_FAULT);
   json_object_object_add (m, "launch_overhead_s", json_object_new_double (ms * 1e-3));
 
   progress (0.35, "Device-memory copy bandwidth");
-  cu.ModuleGetFunction (&fn, module, "cal_copy");
+  if (!check (cu.ModuleGetFunction (&fn, module, "cal_copy"), "cal_copy", &message))
+    return finish (root, "failed", message, EXIT_FAILED);
   if (!cal_time (fn, sms * 8, 256, p_copy, 3, &ms, &message))
     return finish (root, "fault", message, EXIT_FAULT);
   json_object_object_add (m, "hbm_bytes_per_s", json_object_new_double (2.0 * n4 * 16 / (ms * 1e-3)));
 
   progress (0.5, "Shared-memory bandwidth");
-  cu.ModuleGetFunction (&fn, module, "cal_smem");
+  if (!check (cu.ModuleGetFunction (&fn, module, "cal_smem"), "cal_smem", &message))
+    return finish (root, "failed", message, EXIT_FAILED);
   if (!cal_time (fn, sms * 8, 256, p_loop, 3, &ms, &message))
     return finish (root, "fault", message, EXIT_FAULT);
   {
@@ -799,9 +847,9 @@ run_calibrate (const char  *arch,
       else
         json_object_object_add (m, "tensor_wgmma_error", json_object_new_string (why));
     }
-  cu.MemFree (a);
-  cu.MemFree (b);
-  cu.MemFree (out);
+  if (!check (cu.MemFree (a), "freeing device memory", &message) || !check (cu.MemFree (b), "freeing device memory", &message)
+      || !check (cu.MemFree (out), "freeing device memory", &message))
+    return finish (root, "fault", message, EXIT_FAULT);
   progress (1.0, "Done");
   return finish (root, "ok", NULL, EXIT_OK);
 }
@@ -837,7 +885,7 @@ main (int    argc,
   g_autofree char *arch_opt = NULL;
   int repeats = 20, timeout = 120;
   gint64 seed = 1234;
-  gboolean generic = FALSE, calibrate = FALSE, no_reference = FALSE, no_energy = FALSE;
+  gboolean generic = FALSE, calibrate = FALSE, no_reference = FALSE, no_energy = FALSE, no_cache = FALSE;
   int reference_repeats = 5;
   const GOptionEntry entries[] = {
     { "calibrate", 0, 0, G_OPTION_ARG_NONE, &calibrate, "Measure the GPU's ceilings instead of running a diagram", NULL },
@@ -853,6 +901,8 @@ main (int    argc,
       "Time the kernel without the fp32 reference (for sizes whose reference does not fit; check a smaller size)", NULL },
     { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
     { "no-energy", 0, 0, G_OPTION_ARG_NONE, &no_energy, "Skip the NVML energy measurement (half a second of launches)", NULL },
+    { "no-cache", 0, 0, G_OPTION_ARG_NONE, &no_cache,
+      "Compile with NVRTC even when the compiled-module cache ($XDG_CACHE_HOME/napkin/modules) has the module", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = g_option_context_new ("FILE — compile, run, check and time a diagram on the GPU");
@@ -876,7 +926,6 @@ main (int    argc,
   gint64 io_bytes = 0, input_bytes = 0;
   g_autofree float **inputs = NULL;
   double worst = 0, bound = 0;
-  gint64 t0;
   guint n_tensors;
 
   g_option_context_add_main_entries (context, entries, NULL);
@@ -898,6 +947,8 @@ main (int    argc,
 
   signal (SIGALRM, on_alarm);
   alarm (timeout);
+  if (!no_cache)
+    cache_dir = napkin_module_cache_default_dir ();
 
   if (inject == NULL && !calibrate)
     {
@@ -932,16 +983,21 @@ main (int    argc,
   if (!napkin_cuda_driver_open (&cu, &message))
     return finish (root, "no-gpu", message, EXIT_NO_GPU);
 
-  cu.DeviceGet (&device, 0);
-  cu.DeviceGetName (name, sizeof name, device);
-  cu.DeviceGetAttribute (&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
-  cu.DeviceGetAttribute (&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-  cu.DeviceGetAttribute (&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+  if (!check (cu.DeviceGet (&device, 0), "opening GPU 0", &message)
+      || !check (cu.DeviceGetName (name, sizeof name, device), "reading the GPU's name", &message)
+      || !check (cu.DeviceGetAttribute (&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+                 "reading the compute capability", &message)
+      || !check (cu.DeviceGetAttribute (&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+                 "reading the compute capability", &message)
+      || !check (cu.DeviceGetAttribute (&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+                 "reading the multiprocessor count", &message)
+      || !check (cu.DeviceGetAttribute (&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device), "reading the clock", &message)
+      || !check (cu.DeviceGetAttribute (&mem_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, device),
+                 "reading the memory clock", &message)
+      || !check (cu.DeviceGetAttribute (&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device), "reading the L2 size", &message)
+      || !check (cu.DriverGetVersion (&driver_version), "reading the driver version", &message))
+    return finish (root, "no-gpu", message, EXIT_NO_GPU);
   sm_count = sms;
-  cu.DeviceGetAttribute (&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device);
-  cu.DeviceGetAttribute (&mem_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, device);
-  cu.DeviceGetAttribute (&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device);
-  cu.DriverGetVersion (&driver_version);
   gpu = json_object_new_object ();
   json_object_object_add (gpu, "name", json_object_new_string (name));
   {
@@ -983,25 +1039,26 @@ main (int    argc,
     }
 
   progress (0.2, "Compiling with NVRTC");
-  t0 = g_get_monotonic_time ();
-  kern_bin = napkin_nvrtc_compile (kern->source, arch, &log, &error);
   {
     json_object *compile = json_object_new_object ();
 
-    json_object_object_add (compile, "ms", json_object_new_double ((g_get_monotonic_time () - t0) / 1000.0));
-    json_object_object_add (compile, "log", json_object_new_string (log ? log : ""));
     json_object_object_add (root, "compile", compile);
-  }
-  if (kern_bin == NULL)
-    return finish (root, "compile-error", error->message, EXIT_FAILED);
-  if (ref != NULL)
-    {
-      g_autofree char *ref_source = g_strconcat (ref->source, compare_source, NULL);
+    kern_bin = compile_module (kern->source, arch, &log, compile, &error);
+    json_object_object_add (compile, "log", json_object_new_string (log ? log : ""));
+    if (kern_bin == NULL)
+      return finish (root, "compile-error", error->message, EXIT_FAILED);
+    if (ref != NULL)
+      {
+        json_object *reference = json_object_new_object ();
 
-      ref_bin = napkin_nvrtc_compile (ref_source, arch, NULL, &error);
-      if (ref_bin == NULL)
-        return finish (root, "compile-error", error->message, EXIT_FAILED);
-    }
+        json_object_object_add (compile, "reference", reference);
+        g_autofree char *ref_source = g_strconcat (ref->source, compare_source, NULL);
+
+        ref_bin = compile_module (ref_source, arch, NULL, reference, &error);
+        if (ref_bin == NULL)
+          return finish (root, "compile-error", error->message, EXIT_FAILED);
+      }
+  }
 
   kernels = json_object_new_array ();
   json_object_object_add (root, "kernels", kernels);
@@ -1053,7 +1110,8 @@ main (int    argc,
     for (guint s = 0; ref != NULL && s < n_slots (&rd); s++)
       need += slot_bytes (&rd, s);
     need += input_bytes * (kd.n_copies - 1);
-    cu.MemGetInfo (&free_b, &total_b);
+    if (!check (cu.MemGetInfo (&free_b, &total_b), "reading free device memory", &message))
+      return finish (root, "failed", message, EXIT_FAILED);
     json_object_object_add (root, "device_bytes", json_object_new_int64 (need));
     if ((guint64) need > free_b)
       {
@@ -1184,9 +1242,8 @@ main (int    argc,
       json_object_put (ref_time);
   }
 
-  device_free (&kd);
-  if (ref != NULL)
-    device_free (&rd);
+  if (!device_free (&kd, &message) || (ref != NULL && !device_free (&rd, &message)))
+    return finish (root, "fault", message, EXIT_FAULT);
   for (guint t = 0; t < n_tensors; t++)
     g_free (inputs[t]);
   progress (1.0, "Done");

@@ -426,8 +426,8 @@ test_export (void)
   g_assert_nonnull (strstr (text, "napkin_ref_k0"));
 
   nvcc = g_find_program_in_path ("nvcc");
-  if (nvcc == NULL && g_file_test ("/usr/local/cuda/bin/nvcc", G_FILE_TEST_IS_EXECUTABLE))
-    nvcc = g_strdup ("/usr/local/cuda/bin/nvcc");
+  if (nvcc == NULL && g_file_test (NAPKIN_TEST_NVCC, G_FILE_TEST_IS_EXECUTABLE))
+    nvcc = g_strdup (NAPKIN_TEST_NVCC);
   if (nvcc == NULL)
     g_test_message ("nvcc not found: the exported .cu was not compiled");
   else

@@ -220,7 +220,7 @@ test_rows_threads (void)
 static void
 test_standalone_nvcc (void)
 {
-  const char *nvcc = "/usr/local/cuda/bin/nvcc";
+  const char *nvcc = NAPKIN_TEST_NVCC;
   g_autofree char *dir = NULL;
   g_autoptr(GError) error = NULL;
 #if defined(__SANITIZE_ADDRESS__)
@@ -231,7 +231,7 @@ test_standalone_nvcc (void)
 
   if (!g_file_test (nvcc, G_FILE_TEST_IS_EXECUTABLE))
     {
-      g_test_skip ("no nvcc at /usr/local/cuda/bin");
+      g_test_skip ("no nvcc at " NAPKIN_TEST_NVCC);
       return;
     }
   dir = g_dir_make_tmp ("napkin-cu-XXXXXX", &error);
@@ -425,14 +425,14 @@ test_wgmma (void)
     g_assert_cmpuint (g_bytes_get_size (cubin), >, 0);
   }
   /* ptxas's resource report (nvcc, where installed): no spills, setmaxnreg and wgmma as written. */
-  if (g_file_test ("/usr/local/cuda/bin/nvcc", G_FILE_TEST_IS_EXECUTABLE))
+  if (g_file_test (NAPKIN_TEST_NVCC, G_FILE_TEST_IS_EXECUTABLE))
     {
       g_autoptr(GError) error = NULL;
       g_autofree char *dir = g_dir_make_tmp ("napkin-wgmma-XXXXXX", &error);
       g_autofree char *src = g_build_filename (dir, "k.cu", NULL);
       g_autofree char *obj = g_build_filename (dir, "k.o", NULL);
       g_autofree char *out = NULL, *err = NULL;
-      const char *argv[] = { "/usr/local/cuda/bin/nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
+      const char *argv[] = { NAPKIN_TEST_NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
                              "-c", "-o", obj, src, NULL };
       int status = 0;
 
@@ -454,7 +454,7 @@ test_wgmma (void)
       {
         g_autoptr(NapkinCudaModule) r = generate (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, 0, "napkin_ref_");
         g_autofree char *cu = napkin_codegen_standalone (h, r, "wgmma");
-        const char *link[] = { "/usr/local/cuda/bin/nvcc", "-O1", "-gencode=arch=compute_90a,code=sm_90a", "-o", obj,
+        const char *link[] = { NAPKIN_TEST_NVCC, "-O1", "-gencode=arch=compute_90a,code=sm_90a", "-o", obj,
                                src, NULL };
 
         g_assert_nonnull (strstr (cu, "-gencode=arch=compute_90a,code=sm_90a"));

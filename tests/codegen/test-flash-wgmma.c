@@ -200,7 +200,7 @@ check_ptxas (const char *source)
   g_autofree char *src = g_build_filename (dir, "k.cu", NULL);
   g_autofree char *obj = g_build_filename (dir, "k.o", NULL);
   g_autofree char *err = NULL;
-  const char *argv[] = { "/usr/local/cuda/bin/nvcc", "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
+  const char *argv[] = { NAPKIN_TEST_NVCC, "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v",
                          "-c", "-o", obj, src, NULL };
   int status = 0;
 
@@ -267,7 +267,7 @@ test_compile (void)
       g_assert_no_error (error);
       g_assert_nonnull (cubin);
       g_assert_cmpuint (g_bytes_get_size (cubin), >, 0);
-      if (g_file_test ("/usr/local/cuda/bin/nvcc", G_FILE_TEST_IS_EXECUTABLE))
+      if (g_file_test (NAPKIN_TEST_NVCC, G_FILE_TEST_IS_EXECUTABLE))
         check_ptxas (h->source);
     }
 }

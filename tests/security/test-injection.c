@@ -280,8 +280,8 @@ static gboolean
 compile_with_nvcc (const char  *source,
                    char       **log)
 {
-  const char *nvcc = g_file_test ("/usr/local/cuda/bin/nvcc", G_FILE_TEST_IS_EXECUTABLE)
-                     ? "/usr/local/cuda/bin/nvcc" : NULL;
+  const char *nvcc = g_file_test (NAPKIN_TEST_NVCC, G_FILE_TEST_IS_EXECUTABLE)
+                     ? NAPKIN_TEST_NVCC : NULL;
   g_autofree char *dir = g_dir_make_tmp ("napkin-inject-XXXXXX", NULL);
   g_autofree char *cu = g_build_filename (dir, "bench.cu", NULL);
   g_autofree char *ptx = g_build_filename (dir, "bench.ptx", NULL);
@@ -361,7 +361,7 @@ test_cuda (void)
       }
 
   g_test_message ("%u modules compiled by NVRTC%s", compiled,
-                  g_file_test ("/usr/local/cuda/bin/nvcc", G_FILE_TEST_IS_EXECUTABLE)
+                  g_file_test (NAPKIN_TEST_NVCC, G_FILE_TEST_IS_EXECUTABLE)
                   ? ", standalone .cu files by nvcc" : "; no nvcc here");
 }
 #endif
