@@ -954,7 +954,17 @@ model_occupancy (Model *m,
             register_bytes = MAX (register_bytes, (gint64) ceil (held));
           }
         }
-      if (m->rs[r].rows_c > 0)
+      const NapkinPlanKernel *rows_pk = m->a->paper ? NULL : plan_kernel_of (m, r);
+
+      if (rows_pk != NULL && rows_pk->kind == NAPKIN_PLAN_ROWS && rows_pk->path != NAPKIN_PATH_GENERIC)
+        {
+          /* the plan's row kernel: its threads and registers (docs/plan.md) */
+          threads = rows_pk->threads;
+          block_registers = (gint64) rows_pk->threads * MAX (32u, rows_pk->registers);
+          wgmma_registers = MAX (32u, rows_pk->registers);
+          register_bytes = 0;
+        }
+      else if (m->rs[r].rows_c > 0)
         {
           /* the rows skeleton: a thread's C/T values of the current row in registers
            * (fp32) and ~16 more (ptxas, sm_90a: softmax C = 16384 80 registers = 64 + 16;
@@ -1054,7 +1064,7 @@ model_occupancy (Model *m,
        * barriers: docs/plan.md), not the paper's footprint M, wherever the plan runs a
        * kernel of tile primitives; an infeasible plan says which limit it breaks. */
       if (pk != NULL && pk->path != NAPKIN_PATH_GENERIC && !m->a->paper
-          && (pk->kind == NAPKIN_PLAN_GEMM || pk->kind == NAPKIN_PLAN_ATTENTION))
+          && (pk->kind == NAPKIN_PLAN_GEMM || pk->kind == NAPKIN_PLAN_ATTENTION || pk->kind == NAPKIN_PLAN_ROWS))
         {
           need = pk->smem_bytes + arch->smem_reserved_per_block;
           cost->plan_smem_bytes = pk->smem_bytes;
@@ -1871,7 +1881,21 @@ build_kernels (Model *m)
                        "behind compute: predicted without overlap (add a stage or shrink the footprint)",
                        grid->name);
       }
-      plan_kernel_cost (m, &k, m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL);
+      {
+        const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
+
+        /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
+        if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && !pk->u.rows.one_pass && !m->a->paper)
+          {
+            gint64 e = pk->u.rows.rows * pk->u.rows.cols, b = e * napkin_dtype_bytes (pk->u.rows.x_dtype);
+
+            add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
+            add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
+            k.time_s[NAPKIN_RESOURCE_HBM] += b / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+            k.time_s[NAPKIN_RESOURCE_L2] += b / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+          }
+        plan_kernel_cost (m, &k, pk);
+      }
       finish_kernel (m, &k);
       g_array_append_val (m->a->kernels, k);
     }

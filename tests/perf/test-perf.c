@@ -563,47 +563,58 @@ test_occupancy (void)
 {
   g_autoptr(NapkinDiagram) small = example ("softmax.napkin");
   g_autoptr(NapkinDiagram) rows = example ("softmax.napkin");
+  g_autoptr(NapkinDiagram) gemm = example ("matmul-tiled.napkin");
   g_autoptr(NapkinAnalysis) a = NULL;
   g_autoptr(NapkinAnalysis) b = NULL;
+  g_autoptr(NapkinAnalysis) c = NULL;
   const NapkinRegionCost *r;
 
-  /* 4 rows of 1024 fp16: 8 KiB, in place: smem would allow 25 blocks, the warps 16 */
+  /* 4 rows of 1024 fp16 (the paper's footprint 8 KiB): the plan's row kernel keeps them in
+   * registers, 32 threads a row, 128 a block at ~64 registers: the registers bind at 8 */
   axis (small, "c=1024");
   a = analyze (small, "h100", FALSE);
   r = region (a, "rows");
   g_assert_cmpint (r->footprint_bytes, ==, 4 * 1024 * 2);
-  g_assert_cmpint (r->per_sm, ==, 16);
-  g_assert_cmpstr (r->binding_limit, ==, "warps");
-  g_assert_cmpint (r->waves, ==, (16384 / 4 + 132 * 16 - 1) / (132 * 16));
+  g_assert_cmpint (r->plan_smem_bytes, >, 0);
+  g_assert_cmpint (r->per_sm, ==, 8);
+  g_assert_cmpstr (r->binding_limit, ==, "registers");
+  g_assert_cmpint (r->waves, ==, (16384 / 4 + 132 * 8 - 1) / (132 * 8));
 
-  /* 4 rows of 16000 (no 16-byte split over 32-256 threads: not the rows skeleton, whose
-   * rows live in registers, /perf/rows/skeleton): 125 KiB, one block per SM */
+  /* 4 rows of 16000: 125 KiB by the paper's footprint, but the plan's kernel holds a row
+   * in registers (512 threads, 32 values each) and asks for 128 B of shared memory */
   axis (rows, "c=16000");
   b = analyze (rows, "h100", FALSE);
   r = region (b, "rows");
   g_assert_cmpint (r->footprint_bytes, ==, 4 * 16000 * 2);
-  g_assert_cmpint (r->per_sm, ==, 1);
-  g_assert_cmpstr (r->binding_limit, ==, "shared memory");
+  g_assert_cmpint (r->plan_smem_bytes, <, 1024);
+  g_assert_cmpint (r->per_sm, ==, 2);
+  g_assert_cmpstr (r->binding_limit, ==, "registers");
   /* memory-bound: X read once, Y written once */
   g_assert_cmpint (b->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 2 * 16384 * 16000 * 2);
   g_assert_cmpint (b->bound, ==, NAPKIN_RESOURCE_HBM);
+  g_assert_true (g_array_index (b->kernels, NapkinKernelCost, 0).overlaps);
+  g_assert_cmpfloat (b->predicted_time_s, ==, b->overlap_time_s);
 
-  /* one stage and one block per SM: nothing hides the loads, the prediction is the
-   * no-overlap time; 16 blocks per SM overlap */
-  g_assert_false (g_array_index (b->kernels, NapkinKernelCost, 0).overlaps);
-  g_assert_cmpfloat (b->predicted_time_s, ==, b->serial_time_s);
-  g_assert_cmpfloat (b->predicted_time_s, >, b->overlap_time_s);
-  g_assert_true (g_array_index (a->kernels, NapkinKernelCost, 0).overlaps);
-  g_assert_cmpfloat (a->predicted_time_s, ==, a->overlap_time_s);
+  /* one stage and one block per SM (128×256 blocks: the plan's shared memory binds):
+   * nothing hides the loads, the prediction is the no-overlap time */
+  tile (gemm, "block.n=256");
+  tile (gemm, "block.stages=1");
+  c = analyze (gemm, "h100", FALSE);
+  r = region (c, "block");
+  g_assert_cmpint (r->per_sm, ==, 1);
+  g_assert_cmpstr (r->binding_limit, ==, "shared memory");
+  g_assert_false (g_array_index (c->kernels, NapkinKernelCost, 0).overlaps);
+  g_assert_cmpfloat (c->predicted_time_s, ==, c->serial_time_s);
+  g_assert_cmpfloat (c->predicted_time_s, >, c->overlap_time_s);
   /* no overlap: per-SM resources add up, device-memory bytes count once (the slower of hbm and l2) */
   {
-    const NapkinKernelCost *k = &g_array_index (b->kernels, NapkinKernelCost, 0);
+    const NapkinKernelCost *k = &g_array_index (c->kernels, NapkinKernelCost, 0);
     double q = k->quantisation;
     double expect = (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_CUDA]
                      + k->time_s[NAPKIN_RESOURCE_SFU] + k->time_s[NAPKIN_RESOURCE_SMEM]
                      + k->time_s[NAPKIN_RESOURCE_REGISTERS]) * q
                     + MAX (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_L2])
-                    + arch ("h100")->launch_overhead_s;
+                    + k->chunk_s + k->latency_s + arch ("h100")->launch_overhead_s;
 
     g_assert_cmpfloat_with_epsilon (k->serial_s, expect, 1e-15);
   }
@@ -1193,8 +1204,9 @@ test_wgmma_skeletons (void)
   }
 }
 
-/* The rows skeleton (docs/model.md §7c): rows in registers, so the rows per block do not
- * change occupancy; one pass; a latency chain per row; γ and β from L1. */
+/* The plan's row kernel (docs/plan.md, model §7c, §14): rows in registers, so the rows
+ * per block do not change occupancy, which the plan's threads and registers decide; one
+ * pass; a latency chain per row; γ and β from L1. */
 static void
 test_rows_skeleton (void)
 {
@@ -1208,20 +1220,24 @@ test_rows_skeleton (void)
       g_autoptr(NapkinAnalysis) a = NULL;
       const NapkinRegionCost *r;
       const NapkinKernelCost *k;
+      const NapkinPlanKernel *pk;
       gint64 waves;
 
       tile (d, spec);
       a = analyze (d, "h100", FALSE);
       r = region (a, "rows");
       k = &g_array_index (a->kernels, NapkinKernelCost, 0);
+      pk = napkin_plan_kernel_for (a->plan, 0, -1);
       g_assert_true (a->feasible);
-      /* 256 threads × 64 values + 16: 80 registers (ptxas: 80), three blocks per SM */
-      g_assert_cmpint (r->threads, ==, 256);
-      g_assert_cmpint (r->registers_per_thread, ==, 80);
-      g_assert_cmpint (r->per_sm, ==, 3);
+      g_assert_cmpint (pk->kind, ==, NAPKIN_PLAN_ROWS);
+      g_assert_cmpint (k->path, ==, NAPKIN_PATH_SIMT);
+      /* the plan's block: its threads and registers decide the blocks per SM */
+      g_assert_cmpint (r->threads, ==, pk->threads);
+      g_assert_cmpint (r->registers_per_thread, ==, pk->registers);
+      g_assert_cmpint (r->per_sm, ==, 65536 / (pk->threads * pk->registers));
       g_assert_cmpstr (r->binding_limit, ==, "registers");
       g_assert_cmpint (a->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 2 * 16384 * 16384 * 2);
-      waves = (16384 / (1 << i) + 132 * 3 - 1) / (132 * 3);
+      waves = (16384 / (1 << i) + 132 * r->per_sm - 1) / (132 * r->per_sm);
       g_assert_cmpint (r->waves, ==, waves);
       /* per row step: one round trip and two reductions of 250 clocks */
       g_assert_cmpfloat_with_epsilon (k->latency_s, waves * (1 << i) * (h->levels[NAPKIN_LEVEL_HBM].latency_s + 2 * 250 / h->clock_hz),
@@ -1240,7 +1256,7 @@ test_rows_skeleton (void)
 
     tile (d, "rows.t=1");
     a = analyze (d, "h100", FALSE);
-    g_assert_cmpint (region (a, "rows")->per_sm, ==, 8);   /* 32 registers (ptxas: 40) */
+    g_assert_cmpint (region (a, "rows")->per_sm, ==, 8);   /* the plan's 128 threads at 64 registers */
     g_assert_cmpint (a->levels[NAPKIN_LEVEL_L2].transfer_bytes, ==,
                      (gint64) 2 * 65536 * 4096 * 2 + 2 * 132 * 8 * 4096 * 2);
   }
