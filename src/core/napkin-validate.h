@@ -6,7 +6,9 @@
 G_BEGIN_DECLS
 
 /* One thing wrong with a diagram, tied to the item that causes it so that the
- * canvas can mark it. `message` starts with `path`. */
+ * canvas can mark it. `message` is in words a user knows ("The second input of the
+ * contraction “mm” is not connected"); `path` is the JSON path of the place
+ * (docs/file-format.md, "Error messages"). */
 typedef struct
 {
   NapkinItemKind kind;
@@ -19,7 +21,8 @@ void       napkin_problem_free        (NapkinProblem  *problem);
 
 /* Every problem, in a fixed order (structure, operations, regions). */
 GPtrArray *napkin_diagram_check       (NapkinDiagram  *self);
-/* The first problem as a NAPKIN_DOCUMENT_ERROR, or TRUE. */
+/* The first problem as a NAPKIN_DOCUMENT_ERROR (its words, then its JSON path on a
+ * details line: napkin-describe.h), or TRUE. */
 gboolean   napkin_diagram_validate    (NapkinDiagram  *self,
                                        GError        **error);
 

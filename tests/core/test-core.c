@@ -5,6 +5,7 @@
 #include <glib/gstdio.h>
 
 #include "napkin-clipboard.h"
+#include "napkin-describe.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-file.h"
@@ -236,16 +237,27 @@ test_bad_catalogue (void)
 
       if (lines[i][0] == '\0' || lines[i][0] == '#')
         continue;
-      fields = g_strsplit (lines[i], "\t", 2);
-      g_assert_cmpuint (g_strv_length (fields), ==, 2);
+      fields = g_strsplit (lines[i], "\t", 3);
+      g_assert_cmpuint (g_strv_length (fields), ==, 3);
       path = g_build_filename (dir, fields[0], NULL);
 
       diagram = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
       g_assert_null (diagram);
       g_assert_nonnull (error);
       g_assert_true (error->domain == NAPKIN_DOCUMENT_ERROR);
-      if (!g_str_has_prefix (error->message, fields[1]))
-        g_error ("%s: expected “%s…”, got “%s”", fields[0], fields[1], error->message);
+      /* words first, the JSON path only on the details line (docs/file-format.md) */
+      {
+        g_autofree char *words = napkin_error_summary (error->message);
+        g_autofree char *json_path = napkin_error_path (error->message);
+
+        if (!g_str_has_prefix (words, fields[1]))
+          g_error ("%s: expected “%s…”, got “%s”", fields[0], fields[1], error->message);
+        g_assert_cmpstr (json_path ? json_path : "-", ==, fields[2]);
+        /* no path in the words: "nodes[2]" means nothing to a user */
+        g_assert_null (strstr (words, "nodes["));
+        g_assert_null (strstr (words, "regions["));
+        g_assert_null (strstr (words, "$:"));
+      }
       n_cases++;
     }
 
@@ -263,7 +275,7 @@ test_load_leaves_nothing_on_error (void)
                                                 "[{\"id\": \"a\", \"kind\": \"input\", \"tensor\": \"T\"}]}",
                                                 -1, NAPKIN_LOAD_DEFAULT, &error));
   g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_REFERENCE);
-  g_assert_cmpstr (error->message, ==, "nodes[0].tensor: unknown tensor “T”");
+  g_assert_cmpstr (error->message, ==, "The tensor of the input “a”: unknown tensor “T” (JSON path: nodes[0].tensor)");
 }
 
 static void
