@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "napkin-describe.h"
+#include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-validate.h"
 
@@ -787,4 +788,113 @@ napkin_diagram_validate (NapkinDiagram  *self,
     }
 
   return TRUE;
+}
+
+/* Marks node n and, through the wires, everything it feeds. */
+static void
+mark_downstream (NapkinDiagram *d,
+                 guint          n,
+                 gboolean      *out)
+{
+  GQueue queue = G_QUEUE_INIT;
+
+  if (out[n])
+    return;
+  out[n] = TRUE;
+  g_queue_push_tail (&queue, GUINT_TO_POINTER (n));
+  while (!g_queue_is_empty (&queue))
+    {
+      guint m = GPOINTER_TO_UINT (g_queue_pop_head (&queue));
+      guint n_consumers;
+      const guint *consumers = napkin_diagram_consumers (d, m, &n_consumers);
+
+      for (guint c = 0; c < n_consumers; c++)
+        if (!out[consumers[c]])
+          {
+            out[consumers[c]] = TRUE;
+            g_queue_push_tail (&queue, GUINT_TO_POINTER (consumers[c]));
+          }
+    }
+}
+
+NapkinDiagram *
+napkin_diagram_copy_valid_part (NapkinDiagram   *self,
+                                char          ***left_out_nodes,
+                                char          ***left_out_regions)
+{
+  g_autoptr(NapkinDiagram) copy = NULL;
+  g_autoptr(NapkinHistory) history = NULL;
+  g_autoptr(GStrvBuilder) nodes = g_strv_builder_new ();
+  g_autoptr(GStrvBuilder) regions = g_strv_builder_new ();
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), NULL);
+
+  copy = napkin_diagram_copy (self);
+  history = napkin_history_new (copy);
+  /* each round removes something, and removing can only settle problems (a region that
+   * lost an operation may be fine now, or newly disconnected: one more round) */
+  for (guint round = 0; round <= napkin_diagram_n_nodes (self) + napkin_diagram_n_regions (self); round++)
+    {
+      g_autoptr(GPtrArray) problems = napkin_diagram_check (copy);
+      guint n_nodes = napkin_diagram_n_nodes (copy);
+      g_autofree gboolean *out = g_new0 (gboolean, n_nodes + 1);
+      g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func (g_free);
+      g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+
+      if (problems->len == 0)
+        break;
+      if (napkin_diagram_topo_order (copy) == NULL)
+        {
+          /* a cycle: nothing downstream of it can be priced */
+          for (guint i = 0; i < problems->len; i++)
+            {
+              const NapkinProblem *p = g_ptr_array_index (problems, i);
+
+              if (p->kind == NAPKIN_ITEM_NODE)
+                mark_downstream (copy, p->index, out);
+            }
+        }
+      for (guint i = 0; i < problems->len; i++)
+        {
+          const NapkinProblem *p = g_ptr_array_index (problems, i);
+
+          if (p->kind == NAPKIN_ITEM_NODE && p->index < n_nodes)
+            mark_downstream (copy, p->index, out);
+          else if (p->kind == NAPKIN_ITEM_REGION && p->index < napkin_diagram_n_regions (copy))
+            {
+              const char *name = napkin_diagram_region (copy, p->index)->name;
+
+              if (!g_ptr_array_find_with_equal_func (names, name, g_str_equal, NULL))
+                g_ptr_array_add (names, g_strdup (name));
+            }
+          else if (p->kind == NAPKIN_ITEM_TENSOR && p->index < napkin_diagram_n_tensors (copy))
+            {
+              const char *tensor = napkin_diagram_tensor (copy, p->index)->name;
+
+              for (guint n = 0; n < n_nodes; n++)
+                if (g_strcmp0 (napkin_diagram_node (copy, n)->tensor, tensor) == 0)
+                  mark_downstream (copy, n, out);
+            }
+        }
+      for (guint n = 0; n < n_nodes; n++)
+        if (out[n])
+          g_ptr_array_add (ids, g_strdup (napkin_diagram_node (copy, n)->id));
+      if (ids->len == 0 && names->len == 0)
+        return NULL;   /* a problem this cannot remove */
+      for (guint i = 0; i < names->len; i++)
+        {
+          g_strv_builder_add (regions, g_ptr_array_index (names, i));
+          napkin_edit_remove_region (history, g_ptr_array_index (names, i), NULL);
+        }
+      for (guint i = 0; i < ids->len; i++)
+        {
+          g_strv_builder_add (nodes, g_ptr_array_index (ids, i));
+          napkin_edit_remove_node (history, g_ptr_array_index (ids, i), NULL);
+        }
+    }
+  if (left_out_nodes != NULL)
+    *left_out_nodes = g_strv_builder_end (nodes);
+  if (left_out_regions != NULL)
+    *left_out_regions = g_strv_builder_end (regions);
+  return g_steal_pointer (&copy);
 }

@@ -26,6 +26,14 @@ GPtrArray *napkin_diagram_check       (NapkinDiagram  *self);
 gboolean   napkin_diagram_validate    (NapkinDiagram  *self,
                                        GError        **error);
 
+/* The part of a diagram that is complete, for pricing a diagram while it is drawn:
+ * a copy without the operations that have a problem and everything they feed, and
+ * without the regions that have one. `left_out_nodes` and `left_out_regions`
+ * (optional) get the ids and names that were left out, in diagram order. */
+NapkinDiagram *napkin_diagram_copy_valid_part (NapkinDiagram  *self,
+                                               char         ***left_out_nodes,
+                                               char         ***left_out_regions);
+
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinProblem, napkin_problem_free)
 
 G_END_DECLS
