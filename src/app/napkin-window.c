@@ -765,6 +765,9 @@ add_node_action (GtkWidget  *widget,
   id = napkin_canvas_add_node_at_center (self->canvas, kind, &error);
   if (id == NULL)
     toast (self, error->message);
+  else if (kind == NAPKIN_OP_INPUT || kind == NAPKIN_OP_OUTPUT)
+    /* what a new tensor needs first is its name, then its axes (Tab) */
+    napkin_inspector_focus_field (self->inspector, "field-name");
   else
     gtk_widget_grab_focus (GTK_WIDGET (self->canvas));
 }
@@ -1042,6 +1045,7 @@ show_arch (NapkinWindow *self,
 {
   if (arch == NULL)
     return;
+  napkin_canvas_set_arch (self->canvas, arch);
   if (self->analysis_pane)
     napkin_analysis_pane_set_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane), arch);
 #ifdef NAPKIN_HAVE_CODEGEN
