@@ -1526,9 +1526,15 @@ napkin_analysis_pane_init (NapkinAnalysisPane *self)
   self->tips = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->tip_texts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 
-  gtk_string_list_append (names, _("As drawn"));
+  /* what the choice does, in its own words: the types of the diagram, or one for all */
+  gtk_string_list_append (names, _("Types as drawn"));
   for (guint i = 0; i < G_N_ELEMENTS (dtypes); i++)
-    gtk_string_list_append (names, napkin_dtype_to_string (dtypes[i]));
+    {
+      /* TRANSLATORS: every tensor priced as this element type, e.g. "All fp8-e4m3" */
+      g_autofree char *name = g_strdup_printf (_("All %s"), napkin_dtype_to_string (dtypes[i]));
+
+      gtk_string_list_append (names, name);
+    }
   gtk_drop_down_set_model (self->dtype_dropdown, G_LIST_MODEL (names));
   g_signal_connect_object (self->dtype_dropdown, "notify::selected", G_CALLBACK (dtype_selected_cb), self,
                            G_CONNECT_SWAPPED);

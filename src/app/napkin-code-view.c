@@ -37,6 +37,7 @@ struct _NapkinCodeView
   char            *pseudo;
   char            *summary;
   gboolean         failed;
+  gboolean         at_kernel;      /* scrolled to the kernel once for this document and kind */
 };
 
 G_DEFINE_FINAL_TYPE (NapkinCodeView, napkin_code_view, GTK_TYPE_WIDGET)
@@ -227,6 +228,44 @@ show_text (NapkinCodeView *self)
   if (g_strcmp0 (current, text ? text : "") != 0)
     gtk_text_buffer_set_text (buffer, text ? text : "", -1);
 
+  /* A new document opens on its kernel, not on the prelude's macros; after that the
+   * user's scrolling is left alone. */
+  if (!self->at_kernel && text != NULL && !self->failed)
+    {
+      const char *kernel = self->kind == NAPKIN_CODE_CUDA ? strstr (text, "__global__") : NULL;
+      GtkTextIter at;
+      GtkTextMark *mark;
+
+      self->at_kernel = TRUE;
+      if (kernel != NULL)
+        {
+          int line = 0;
+
+          for (const char *p = text; p < kernel; p++)
+            line += *p == '\n';
+          /* the comment above the kernel belongs to it */
+          while (line > 0)
+            {
+              GtkTextIter prev;
+              g_autofree char *prev_text = NULL;
+              GtkTextIter prev_end;
+
+              gtk_text_buffer_get_iter_at_line (buffer, &prev, line - 1);
+              prev_end = prev;
+              gtk_text_iter_forward_to_line_end (&prev_end);
+              prev_text = gtk_text_buffer_get_text (buffer, &prev, &prev_end, FALSE);
+              if (!g_str_has_prefix (g_strchug (prev_text), "/*") && !g_str_has_prefix (prev_text, "*")
+                  && !g_str_has_prefix (prev_text, "//"))
+                break;
+              line--;
+            }
+          gtk_text_buffer_get_iter_at_line (buffer, &at, line);
+          gtk_text_buffer_place_cursor (buffer, &at);
+          mark = gtk_text_buffer_get_insert (buffer);
+          gtk_text_view_scroll_to_mark (GTK_TEXT_VIEW (self->source_view), mark, 0, TRUE, 0, 0);
+        }
+    }
+
   gtk_label_set_text (self->summary_label, self->summary ? self->summary : "");
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->summary_label), self->summary);
   if (self->failed)
@@ -324,6 +363,7 @@ napkin_code_view_set_diagram (NapkinCodeView *self,
   g_clear_object (&self->cancellable);
   self->pending = FALSE;
   g_set_object (&self->diagram, diagram);
+  self->at_kernel = FALSE;
   if (diagram != NULL)
     {
       self->changed_id = g_signal_connect_object (diagram, "changed", G_CALLBACK (diagram_changed_cb), self,
@@ -371,6 +411,7 @@ napkin_code_view_set_kind (NapkinCodeView *self,
   if (self->kind == kind)
     return;
   self->kind = kind;
+  self->at_kernel = FALSE;
   gtk_toggle_button_set_active (kind == NAPKIN_CODE_PSEUDO ? self->pseudo_button : self->cuda_button, TRUE);
   show_text (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_KIND]);
@@ -687,6 +728,21 @@ napkin_code_view_init (NapkinCodeView *self)
   gtk_source_buffer_set_highlight_syntax (GTK_SOURCE_BUFFER (buffer), TRUE);
   gtk_source_buffer_set_style_scheme (GTK_SOURCE_BUFFER (buffer),
                                       gtk_source_style_scheme_manager_get_scheme (schemes, "Adwaita"));
+}
+
+char *
+napkin_code_view_dup_first_visible_line (NapkinCodeView *self)
+{
+  GdkRectangle visible;
+  GtkTextIter start, end;
+
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NULL);
+
+  gtk_text_view_get_visible_rect (GTK_TEXT_VIEW (self->source_view), &visible);
+  gtk_text_view_get_line_at_y (GTK_TEXT_VIEW (self->source_view), &start, visible.y, NULL);
+  end = start;
+  gtk_text_iter_forward_to_line_end (&end);
+  return gtk_text_iter_get_text (&start, &end);
 }
 
 GtkWidget *
