@@ -840,6 +840,7 @@ napkin_diagram_copy_valid_part (NapkinDiagram   *self,
       g_autofree gboolean *out = g_new0 (gboolean, n_nodes + 1);
       g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func (g_free);
       g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+      gboolean node_problems = FALSE;
 
       if (problems->len == 0)
         break;
@@ -854,13 +855,20 @@ napkin_diagram_copy_valid_part (NapkinDiagram   *self,
                 mark_downstream (copy, p->index, out);
             }
         }
+      /* operations first: a region may be fine once its incomplete operations are out */
+      for (guint i = 0; i < problems->len; i++)
+        {
+          const NapkinProblem *p = g_ptr_array_index (problems, i);
+
+          node_problems |= p->kind != NAPKIN_ITEM_REGION;
+        }
       for (guint i = 0; i < problems->len; i++)
         {
           const NapkinProblem *p = g_ptr_array_index (problems, i);
 
           if (p->kind == NAPKIN_ITEM_NODE && p->index < n_nodes)
             mark_downstream (copy, p->index, out);
-          else if (p->kind == NAPKIN_ITEM_REGION && p->index < napkin_diagram_n_regions (copy))
+          else if (p->kind == NAPKIN_ITEM_REGION && !node_problems && p->index < napkin_diagram_n_regions (copy))
             {
               const char *name = napkin_diagram_region (copy, p->index)->name;
 
