@@ -814,8 +814,15 @@ build_roofline (NapkinAnalysisPane *self)
       if (a->arch->levels[l].bandwidth > 0 && l != NAPKIN_LEVEL_REGISTERS)
         napkin_plot_add_ceiling (self->roofline, l, a->arch->levels[l].bandwidth, label);
       if (a->levels[l].transfer_bytes > 0 && a->throughput > 0)
-        napkin_plot_add_point (self->roofline, l, (double) a->flops_total / a->levels[l].transfer_bytes,
-                               a->throughput, napkin_level_to_string (l), FALSE);
+        {
+          g_autofree char *rate = napkin_format_si_digits (a->throughput, "FLOP/s", 3);
+          /* the kernel's own point (its device-memory traffic) says what it is */
+          g_autofree char *label = l == NAPKIN_LEVEL_HBM ? g_strdup_printf (_("this kernel, %s"), rate)
+                                                         : g_strdup (napkin_level_to_string (l));
+
+          napkin_plot_add_point (self->roofline, l, (double) a->flops_total / a->levels[l].transfer_bytes,
+                                 a->throughput, label, FALSE);
+        }
     }
 
   /* measured points (hollow) from the runs kept in the document, on this GPU */
@@ -892,6 +899,17 @@ add_measured_bars (NapkinPlot    *plot,
     }
 }
 
+/* Tall enough for a readable bar per architecture and element type. */
+static void
+size_bars (NapkinAnalysisPane *self)
+{
+  int width = gtk_widget_get_width (GTK_WIDGET (self->bars_area));
+
+  if (self->bars != NULL)
+    gtk_drawing_area_set_content_height (self->bars_area,
+                                         (int) napkin_plot_natural_height (self->bars, width > 50 ? width : 380));
+}
+
 typedef struct
 {
   NapkinDiagram *diagram;   /* a copy: the editor keeps editing the original */
@@ -956,6 +974,7 @@ bars_done_cb (GObject      *source,
   add_measured_bars (plot, self->diagram, in->arches);
   g_clear_pointer (&self->bars, napkin_plot_free);
   self->bars = plot;
+  size_bars (self);
   gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
 }
 
@@ -971,6 +990,7 @@ build_bars_now (NapkinAnalysisPane *self)
   self->bars = compute_bars (self->analysis ? (self->partial ? self->partial : self->diagram) : NULL, arches);
   if (self->analysis != NULL)
     add_measured_bars (self->bars, self->diagram, arches);
+  size_bars (self);
   gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
 }
 
@@ -1278,6 +1298,43 @@ draw_bars_cb (GtkDrawingArea *area,
     return;
   plot_theme (GTK_WIDGET (area), &theme);
   napkin_plot_draw (cr, self->bars, width, height, &theme);
+}
+
+static gboolean
+plot_tooltip_cb (GtkWidget  *area,
+                 int         x,
+                 int         y,
+                 gboolean    keyboard,
+                 GtkTooltip *tooltip,
+                 gpointer    user_data)
+{
+  NapkinAnalysisPane *self = user_data;
+  NapkinPlot *plot = area == GTK_WIDGET (self->bars_area) ? self->bars : self->roofline;
+  g_autofree char *text = NULL;
+
+  if (plot == NULL || keyboard)
+    return FALSE;
+  text = napkin_plot_describe_at (plot, gtk_widget_get_width (area), gtk_widget_get_height (area), x, y);
+  if (text == NULL)
+    return FALSE;
+  gtk_tooltip_set_text (tooltip, text);
+  return TRUE;
+}
+
+char *
+napkin_analysis_pane_describe_plot_at (NapkinAnalysisPane *self,
+                                       NapkinPlotKind      kind,
+                                       double              x,
+                                       double              y)
+{
+  GtkWidget *area = kind == NAPKIN_PLOT_BARS ? GTK_WIDGET (self->bars_area) : GTK_WIDGET (self->roofline_area);
+  NapkinPlot *plot = kind == NAPKIN_PLOT_BARS ? self->bars : self->roofline;
+
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  if (plot == NULL)
+    return NULL;
+  return napkin_plot_describe_at (plot, gtk_widget_get_width (area), gtk_widget_get_height (area), x, y);
 }
 
 static void
@@ -1633,6 +1690,11 @@ napkin_analysis_pane_init (NapkinAnalysisPane *self)
                            G_CONNECT_SWAPPED);
   gtk_drawing_area_set_draw_func (self->roofline_area, draw_roofline_cb, self, NULL);
   gtk_drawing_area_set_draw_func (self->bars_area, draw_bars_cb, self, NULL);
+  /* every bar and point says what it is */
+  gtk_widget_set_has_tooltip (GTK_WIDGET (self->roofline_area), TRUE);
+  gtk_widget_set_has_tooltip (GTK_WIDGET (self->bars_area), TRUE);
+  g_signal_connect (self->roofline_area, "query-tooltip", G_CALLBACK (plot_tooltip_cb), self);
+  g_signal_connect (self->bars_area, "query-tooltip", G_CALLBACK (plot_tooltip_cb), self);
 
   if (!css_added && gdk_display_get_default () != NULL)
     {

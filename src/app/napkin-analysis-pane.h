@@ -74,4 +74,10 @@ gboolean              napkin_analysis_pane_is_comparing    (NapkinAnalysisPane *
 /* How many analyses ran (tests check coalescing). */
 guint                 napkin_analysis_pane_get_n_updates   (NapkinAnalysisPane *self);
 
+/* The tooltip text of the plot at (x, y) of its drawing area (tests). */
+char                 *napkin_analysis_pane_describe_plot_at (NapkinAnalysisPane *self,
+                                                             NapkinPlotKind      kind,
+                                                             double              x,
+                                                             double              y);
+
 G_END_DECLS

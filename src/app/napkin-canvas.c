@@ -19,6 +19,8 @@
 
 #define MIN_ZOOM 0.1
 #define MAX_ZOOM 6.0
+/* The smallest strand label a first screen shows, in pixels. */
+#define READABLE_LABEL_PX 9.0
 
 typedef enum
 {
@@ -2261,6 +2263,26 @@ napkin_canvas_snapshot (GtkWidget   *widget,
   cairo_destroy (cr);
 }
 
+/* A document first shown: fitted, but never so small that the strand labels go
+ * under 9 px (docs/editor.md, "The first screen"); a diagram too large for that is
+ * shown from its top-left corner, where the data flow starts. Ctrl+0 fits it all. */
+static void
+first_view (NapkinCanvas *self)
+{
+  double readable = READABLE_LABEL_PX / napkin_render_strand_label_size ();
+  NapkinRect bounds;
+
+  napkin_canvas_zoom_to_fit (self);
+  if (self->needs_fit || self->zoom >= readable || self->diagram == NULL)
+    return;
+  napkin_render_bounds (self->diagram, &bounds);
+  self->zoom = readable;
+  self->origin_x = bounds.x - 20 / readable;
+  self->origin_y = bounds.y - 20 / readable;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ZOOM]);
+}
+
 static void
 napkin_canvas_size_allocate (GtkWidget *widget,
                              int        width,
@@ -2270,7 +2292,7 @@ napkin_canvas_size_allocate (GtkWidget *widget,
   NapkinCanvas *self = NAPKIN_CANVAS (widget);
 
   if (self->needs_fit)
-    napkin_canvas_zoom_to_fit (self);
+    first_view (self);
   if (self->context_menu != NULL)
     gtk_popover_present (GTK_POPOVER (self->context_menu));
 }

@@ -38,6 +38,8 @@ struct _NapkinCodeView
   char            *summary;
   gboolean         failed;
   gboolean         at_kernel;      /* scrolled to the kernel once for this document and kind */
+  guint            scroll_tick;
+  guint            scroll_frames;
 };
 
 G_DEFINE_FINAL_TYPE (NapkinCodeView, napkin_code_view, GTK_TYPE_WIDGET)
@@ -209,6 +211,24 @@ update_thread (GTask        *task,
 
 /* ---- showing ----------------------------------------------------------------------------- */
 
+static gboolean
+scroll_to_kernel_tick (GtkWidget     *widget,
+                       GdkFrameClock *clock,
+                       gpointer       user_data)
+{
+  NapkinCodeView *self = user_data;
+  GtkTextMark *mark = gtk_text_buffer_get_mark (gtk_text_view_get_buffer (GTK_TEXT_VIEW (widget)), "napkin-kernel");
+
+  if (mark != NULL)
+    gtk_text_view_scroll_to_mark (GTK_TEXT_VIEW (widget), mark, 0, TRUE, 0, 0);
+  /* twice: the first frame lays the lines out */
+  if (++self->scroll_frames < 2)
+    return G_SOURCE_CONTINUE;
+  self->scroll_frames = 0;
+  self->scroll_tick = 0;
+  return G_SOURCE_REMOVE;
+}
+
 static void
 show_text (NapkinCodeView *self)
 {
@@ -243,8 +263,8 @@ show_text (NapkinCodeView *self)
 
           for (const char *p = text; p < kernel; p++)
             line += *p == '\n';
-          /* the comment above the kernel belongs to it */
-          while (line > 0)
+          /* the comment above the kernel belongs to it (a dozen lines of it) */
+          for (guint climbed = 0; line > 0 && climbed < 12; climbed++)
             {
               GtkTextIter prev;
               g_autofree char *prev_text = NULL;
@@ -261,8 +281,16 @@ show_text (NapkinCodeView *self)
             }
           gtk_text_buffer_get_iter_at_line (buffer, &at, line);
           gtk_text_buffer_place_cursor (buffer, &at);
-          mark = gtk_text_buffer_get_insert (buffer);
+          mark = gtk_text_buffer_get_mark (buffer, "napkin-kernel");
+          if (mark == NULL)
+            mark = gtk_text_buffer_create_mark (buffer, "napkin-kernel", &at, TRUE);
+          else
+            gtk_text_buffer_move_mark (buffer, mark, &at);
           gtk_text_view_scroll_to_mark (GTK_TEXT_VIEW (self->source_view), mark, 0, TRUE, 0, 0);
+          /* again once the lines are laid out: before that their heights are guesses */
+          if (self->scroll_tick == 0)
+            self->scroll_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self->source_view), scroll_to_kernel_tick,
+                                                              self, NULL);
         }
     }
 
@@ -390,6 +418,8 @@ napkin_code_view_set_codegen_flags (NapkinCodeView     *self,
   g_clear_object (&self->cancellable);
   self->pending = FALSE;
   self->generation = G_MAXUINT64;
+  /* other code: it opens on its kernel too */
+  self->at_kernel = FALSE;
   if (self->diagram != NULL)
     start_update (self);
 }
@@ -622,6 +652,9 @@ napkin_code_view_dispose (GObject *object)
   NapkinCodeView *self = NAPKIN_CODE_VIEW (object);
 
   napkin_code_view_set_diagram (self, NULL);
+  if (self->scroll_tick != 0 && self->source_view != NULL)
+    gtk_widget_remove_tick_callback (GTK_WIDGET (self->source_view), self->scroll_tick);
+  self->scroll_tick = 0;
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_CODE_VIEW);
   /* the template's root box is not a bound child: dispose_template leaves it */
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
