@@ -1005,7 +1005,7 @@ rebuild (gpointer user_data)
   g_autofree char *key = shown_key (self);
   g_autofree char *focus_name = NULL;
   GtkWidget *focus;
-  int cursor = -1;
+  int cursor = -1, sel_start = 0, sel_end = 0;
   gboolean select = FALSE;
 
   self->rebuild_id = 0;
@@ -1031,7 +1031,10 @@ rebuild (gpointer user_data)
         {
           focus_name = g_strdup (gtk_widget_get_name (focus));
           if (GTK_IS_EDITABLE (focus))
-            cursor = gtk_editable_get_position (GTK_EDITABLE (focus));
+            {
+              cursor = gtk_editable_get_position (GTK_EDITABLE (focus));
+              gtk_editable_get_selection_bounds (GTK_EDITABLE (focus), &sel_start, &sel_end);
+            }
         }
     }
   if (self->focus_request != NULL)
@@ -1077,7 +1080,10 @@ rebuild (gpointer user_data)
       if (GTK_IS_ENTRY (focus) && !select)
         {
           gtk_entry_grab_focus_without_selecting (GTK_ENTRY (focus));
-          if (cursor >= 0)
+          /* the selection too: Tab selects a field's text, so that typing replaces it */
+          if (sel_end > sel_start)
+            gtk_editable_select_region (GTK_EDITABLE (focus), sel_start, sel_end);
+          else if (cursor >= 0)
             gtk_editable_set_position (GTK_EDITABLE (focus), cursor);
         }
       else
