@@ -35,6 +35,10 @@ GMenuModel *_napkin_canvas_context_menu     (NapkinCanvas    *self,
                                              double           x,
                                              double           y);
 GtkWidget  *_napkin_canvas_get_context_menu (NapkinCanvas    *self);
+/* What the analysis pane marked on an operation (left out of a partial
+ * prediction), or NULL. */
+const char *_napkin_canvas_node_mark        (NapkinCanvas    *self,
+                                             const char      *id);
 /* The live connection feedback: NULL while the hovered port accepts the wire. */
 const char *_napkin_canvas_get_connect_problem (NapkinCanvas *self);
 

@@ -286,6 +286,22 @@ napkin_canvas_is_region_flagged (NapkinCanvas *self,
   return FALSE;
 }
 
+const char *
+_napkin_canvas_node_mark (NapkinCanvas *self,
+                          const char   *id)
+{
+  int index = self->diagram ? napkin_diagram_find_node (self->diagram, id) : -1;
+
+  for (guint i = 0; index >= 0 && self->analysis_problems && i < self->analysis_problems->len; i++)
+    {
+      const NapkinProblem *p = g_ptr_array_index (self->analysis_problems, i);
+
+      if (p->kind == NAPKIN_ITEM_NODE && p->index == (guint) index)
+        return p->message;
+    }
+  return NULL;
+}
+
 /* ---------------------------------------------------------------- view */
 
 double

@@ -211,18 +211,31 @@ update_thread (GTask        *task,
 
 /* ---- showing ----------------------------------------------------------------------------- */
 
+/* GtkTextView lays long texts out in the background and guesses the heights of the
+ * lines it has not reached, so one scroll can land short: scroll again each frame
+ * until the kernel's line is at the top (at most a second's worth of frames). */
 static gboolean
 scroll_to_kernel_tick (GtkWidget     *widget,
                        GdkFrameClock *clock,
                        gpointer       user_data)
 {
   NapkinCodeView *self = user_data;
-  GtkTextMark *mark = gtk_text_buffer_get_mark (gtk_text_view_get_buffer (GTK_TEXT_VIEW (widget)), "napkin-kernel");
+  GtkTextView *view = GTK_TEXT_VIEW (widget);
+  GtkTextMark *mark = gtk_text_buffer_get_mark (gtk_text_view_get_buffer (view), "napkin-kernel");
+  GdkRectangle visible;
+  GtkTextIter top, at;
 
   if (mark != NULL)
-    gtk_text_view_scroll_to_mark (GTK_TEXT_VIEW (widget), mark, 0, TRUE, 0, 0);
-  /* twice: the first frame lays the lines out */
-  if (++self->scroll_frames < 2)
+    {
+      gtk_text_view_get_visible_rect (view, &visible);
+      gtk_text_view_get_line_at_y (view, &top, visible.y, NULL);
+      gtk_text_buffer_get_iter_at_mark (gtk_text_view_get_buffer (view), &at, mark);
+      if (gtk_text_iter_get_line (&top) != gtk_text_iter_get_line (&at))
+        gtk_text_view_scroll_to_mark (view, mark, 0, TRUE, 0, 0);
+      else if (self->scroll_frames > 2)
+        mark = NULL;   /* there, and laid out */
+    }
+  if (mark != NULL && ++self->scroll_frames < 60)
     return G_SOURCE_CONTINUE;
   self->scroll_frames = 0;
   self->scroll_tick = 0;
@@ -287,7 +300,8 @@ show_text (NapkinCodeView *self)
           else
             gtk_text_buffer_move_mark (buffer, mark, &at);
           gtk_text_view_scroll_to_mark (GTK_TEXT_VIEW (self->source_view), mark, 0, TRUE, 0, 0);
-          /* again once the lines are laid out: before that their heights are guesses */
+          /* again until the lines are laid out: before that their heights are guesses */
+          self->scroll_frames = 0;
           if (self->scroll_tick == 0)
             self->scroll_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self->source_view), scroll_to_kernel_tick,
                                                               self, NULL);

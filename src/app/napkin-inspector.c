@@ -945,7 +945,10 @@ build_problems (NapkinInspector *self)
     return;
   add_section (self, g_dngettext (GETTEXT_PACKAGE, "Problem", "Problems", problems->len));
   for (guint i = 0; i < problems->len && i < 20; i++)
-    add_text (self, ((NapkinProblem *) g_ptr_array_index (problems, i))->message, "error");
+    {
+      add_text (self, ((NapkinProblem *) g_ptr_array_index (problems, i))->message, "error");
+      gtk_widget_set_name (gtk_grid_get_child_at (self->grid, 0, self->row - 1), "problem");
+    }
 }
 
 /* What the grid shows, so that a rebuild knows whether it shows the same thing. */

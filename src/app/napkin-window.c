@@ -9,6 +9,7 @@
 
 #include "napkin-application.h"
 #include "napkin-autosaver.h"
+#include "napkin-describe.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-file.h"
@@ -33,6 +34,7 @@ struct _NapkinWindow
   AdwToastOverlay     *toast_overlay;
   GtkRevealer         *banner;
   GtkLabel            *banner_label;
+  GtkLabel            *banner_details;
   GtkBox              *palette;
   NapkinCanvas        *canvas;
   NapkinInspector     *inspector;
@@ -205,9 +207,20 @@ void
 napkin_window_show_error (NapkinWindow *self,
                           const char   *message)
 {
+  g_autofree char *words = NULL;
+  g_autofree char *json_path = NULL;
+  g_autofree char *details = NULL;
+
   g_return_if_fail (NAPKIN_IS_WINDOW (self));
 
-  gtk_label_set_text (self->banner_label, message);
+  words = napkin_error_summary (message);
+  json_path = napkin_error_path (message);
+  details = json_path ? g_strdup_printf (_("JSON path: %s"), json_path) : NULL;
+
+  /* the words a user knows; the place in the file below them, for those who look */
+  gtk_label_set_text (self->banner_label, words);
+  gtk_label_set_text (self->banner_details, details ? details : "");
+  gtk_widget_set_visible (GTK_WIDGET (self->banner_details), details != NULL);
   gtk_revealer_set_reveal_child (self->banner, TRUE);
 }
 
@@ -217,6 +230,15 @@ napkin_window_get_banner_text (NapkinWindow *self)
   g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
 
   return gtk_revealer_get_reveal_child (self->banner) ? gtk_label_get_text (self->banner_label) : NULL;
+}
+
+const char *
+napkin_window_get_banner_details (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+
+  return gtk_revealer_get_reveal_child (self->banner) && gtk_widget_get_visible (GTK_WIDGET (self->banner_details))
+         ? gtk_label_get_text (self->banner_details) : NULL;
 }
 
 static void
@@ -478,7 +500,18 @@ open_action (GtkWidget  *widget,
              GVariant   *parameter)
 {
   NapkinWindow *self = NAPKIN_WINDOW (widget);
+  GtkFileChooserNative *dialog = napkin_window_new_open_dialog (self);
+
+  g_signal_connect (dialog, "response", G_CALLBACK (open_response_cb), g_object_ref (self));
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+}
+
+GtkFileChooserNative *
+napkin_window_new_open_dialog (NapkinWindow *self)
+{
   GtkFileChooserNative *dialog;
+
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
 
   dialog = gtk_file_chooser_native_new (_("Open Diagram"), GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_OPEN,
                                         _("_Open"), _("_Cancel"));
@@ -494,8 +527,7 @@ open_action (GtkWidget  *widget,
     gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), all);
     gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (dialog), folder, NULL);
   }
-  g_signal_connect (dialog, "response", G_CALLBACK (open_response_cb), g_object_ref (self));
-  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+  return dialog;
 }
 
 static void
@@ -1613,6 +1645,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, toast_overlay);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, banner);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, banner_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, banner_details);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, palette);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, canvas);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, inspector);

@@ -45,7 +45,11 @@ NapkinAutosaver *napkin_window_get_autosaver     (NapkinWindow    *self);
 gboolean         napkin_window_is_pristine       (NapkinWindow    *self);
 void             napkin_window_show_error        (NapkinWindow    *self,
                                                   const char      *message);
+/* The banner's words, and its details line (an error's JSON path), or NULL. */
 const char      *napkin_window_get_banner_text   (NapkinWindow    *self);
+const char      *napkin_window_get_banner_details (NapkinWindow   *self);
+/* The Open dialog as Ctrl+O shows it (its filters, its first folder), not shown. */
+GtkFileChooserNative *napkin_window_new_open_dialog (NapkinWindow *self);
 NapkinCanvas    *napkin_window_get_canvas        (NapkinWindow    *self);
 NapkinInspector *napkin_window_get_inspector     (NapkinWindow    *self);
 NapkinHistory   *napkin_window_get_history       (NapkinWindow    *self);
