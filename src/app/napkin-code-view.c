@@ -40,6 +40,7 @@ struct _NapkinCodeView
   gboolean         at_kernel;      /* scrolled to the kernel once for this document and kind */
   guint            scroll_tick;
   guint            scroll_frames;
+  gboolean         scroll_pending;  /* to the kernel, once the view is shown */
 };
 
 G_DEFINE_FINAL_TYPE (NapkinCodeView, napkin_code_view, GTK_TYPE_WIDGET)
@@ -219,8 +220,8 @@ scroll_to_kernel_tick (GtkWidget     *widget,
                        GdkFrameClock *clock,
                        gpointer       user_data)
 {
-  NapkinCodeView *self = user_data;
-  GtkTextView *view = GTK_TEXT_VIEW (widget);
+  NapkinCodeView *self = NAPKIN_CODE_VIEW (widget);
+  GtkTextView *view = GTK_TEXT_VIEW (self->source_view);
   GtkTextMark *mark = gtk_text_buffer_get_mark (gtk_text_view_get_buffer (view), "napkin-kernel");
   GdkRectangle visible;
   GtkTextIter top, at;
@@ -231,7 +232,15 @@ scroll_to_kernel_tick (GtkWidget     *widget,
       gtk_text_view_get_line_at_y (view, &top, visible.y, NULL);
       gtk_text_buffer_get_iter_at_mark (gtk_text_view_get_buffer (view), &at, mark);
       if (gtk_text_iter_get_line (&top) != gtk_text_iter_get_line (&at))
-        gtk_text_view_scroll_to_mark (view, mark, 0, TRUE, 0, 0);
+        {
+          int y, height;
+
+          /* the adjustment set directly: gtk_text_view_scroll_to_mark animates it,
+           * and a window closed during that animation raised a GLib critical
+           * (g_signal_handler_disconnect of handler 0) under GTK 4.8 */
+          gtk_text_view_get_line_yrange (view, &at, &y, &height);
+          gtk_adjustment_set_value (gtk_scrollable_get_vadjustment (GTK_SCROLLABLE (view)), y);
+        }
       else if (self->scroll_frames > 2)
         mark = NULL;   /* there, and laid out */
     }
@@ -239,7 +248,24 @@ scroll_to_kernel_tick (GtkWidget     *widget,
     return G_SOURCE_CONTINUE;
   self->scroll_frames = 0;
   self->scroll_tick = 0;
+  self->scroll_pending = FALSE;
   return G_SOURCE_REMOVE;
+}
+
+/* A hidden view (the Runs tab in front) scrolls when it is shown: its lines are
+ * laid out only then. */
+static void
+start_scroll_ticks (NapkinCodeView *self)
+{
+  if (self->scroll_tick == 0 && gtk_widget_get_mapped (GTK_WIDGET (self)))
+    self->scroll_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self), scroll_to_kernel_tick, NULL, NULL);
+}
+
+static void
+source_view_map_cb (NapkinCodeView *self)
+{
+  if (self->scroll_pending)
+    start_scroll_ticks (self);
 }
 
 static void
@@ -299,12 +325,10 @@ show_text (NapkinCodeView *self)
             mark = gtk_text_buffer_create_mark (buffer, "napkin-kernel", &at, TRUE);
           else
             gtk_text_buffer_move_mark (buffer, mark, &at);
-          gtk_text_view_scroll_to_mark (GTK_TEXT_VIEW (self->source_view), mark, 0, TRUE, 0, 0);
           /* again until the lines are laid out: before that their heights are guesses */
           self->scroll_frames = 0;
-          if (self->scroll_tick == 0)
-            self->scroll_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self->source_view), scroll_to_kernel_tick,
-                                                              self, NULL);
+          self->scroll_pending = TRUE;
+          start_scroll_ticks (self);
         }
     }
 
@@ -666,8 +690,8 @@ napkin_code_view_dispose (GObject *object)
   NapkinCodeView *self = NAPKIN_CODE_VIEW (object);
 
   napkin_code_view_set_diagram (self, NULL);
-  if (self->scroll_tick != 0 && self->source_view != NULL)
-    gtk_widget_remove_tick_callback (GTK_WIDGET (self->source_view), self->scroll_tick);
+  if (self->scroll_tick != 0)
+    gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->scroll_tick);
   self->scroll_tick = 0;
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_CODE_VIEW);
   /* the template's root box is not a bound child: dispose_template leaves it */
@@ -771,6 +795,7 @@ napkin_code_view_init (NapkinCodeView *self)
   GtkSourceStyleSchemeManager *schemes = gtk_source_style_scheme_manager_get_default ();
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  g_signal_connect (self, "map", G_CALLBACK (source_view_map_cb), NULL);
   buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (self->source_view));
   gtk_source_buffer_set_highlight_syntax (GTK_SOURCE_BUFFER (buffer), TRUE);
   gtk_source_buffer_set_style_scheme (GTK_SOURCE_BUFFER (buffer),

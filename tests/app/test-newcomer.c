@@ -1324,6 +1324,48 @@ test_charts (void)
   close_window (window);
 }
 
+/* Closing a window with the pointer over it (a tooltip showing): no critical. */
+static void
+test_x11_close_under_pointer (void)
+{
+  g_autofree char *xdotool_path = g_find_program_in_path ("xdotool");
+  const char *spots[] = { "canvas", "pane" };
+
+  if (xdotool_path == NULL || !GDK_IS_X11_DISPLAY (gdk_display_get_default ()))
+    {
+      g_test_skip ("xdotool or an X11 display is missing");
+      return;
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (spots); i++)
+    {
+      Xdo x = { 0 };
+      NapkinRect r;
+      char px[32], py[32];
+      gpointer watch;
+
+      x.window = open_example ("matmul-tiled");
+      watch = x.window;
+      g_object_add_weak_pointer (G_OBJECT (x.window), &watch);
+      g_snprintf (x.wid, sizeof x.wid, "%lu",
+                  (unsigned long) gdk_x11_surface_get_xid (gtk_native_get_surface (GTK_NATIVE (x.window))));
+      gtk_native_get_surface_transform (GTK_NATIVE (x.window), &x.sx, &x.sy);
+      if (i == 0)
+        {
+          napkin_render_node_rect (diagram_of (x.window), napkin_diagram_find_node (diagram_of (x.window), "mm"), &r);
+          canvas_point (&x, r.x + r.width / 2, r.y + r.height / 2, px, py);
+        }
+      else
+        window_point (&x, napkin_window_get_analysis_pane (x.window), 100, 40, px, py);
+      xdotool ("mousemove", "--window", x.wid, px, py, NULL);
+      iterate (1500);   /* long enough for the tooltip */
+      gtk_window_close (GTK_WINDOW (x.window));
+      for (guint k = 0; k < 500 && watch != NULL; k++)
+        iterate (10);
+      g_assert_null (watch);
+    }
+  xdotool ("mousemove", "0", "0", NULL);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1336,6 +1378,7 @@ main (int    argc,
 
   g_test_add_func ("/newcomer/x11/matmul-from-empty", test_x11_matmul_from_empty);
   g_test_add_func ("/newcomer/x11/right-click-menu", test_x11_right_click);
+  g_test_add_func ("/newcomer/x11/close-under-pointer", test_x11_close_under_pointer);
   g_test_add_func ("/newcomer/tensor-names", test_tensor_names);
   g_test_add_func ("/newcomer/cancel-quit", test_cancel_quit);
   g_test_add_func ("/newcomer/problems-follow", test_problems_follow);
