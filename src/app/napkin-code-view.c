@@ -802,6 +802,15 @@ napkin_code_view_init (NapkinCodeView *self)
                                       gtk_source_style_scheme_manager_get_scheme (schemes, "Adwaita"));
 }
 
+gboolean
+napkin_code_view_is_settled (NapkinCodeView *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), TRUE);
+
+  return self->diagram == NULL
+         || (self->generation == napkin_diagram_get_generation (self->diagram) && !self->scroll_pending);
+}
+
 char *
 napkin_code_view_dup_first_visible_line (NapkinCodeView *self)
 {

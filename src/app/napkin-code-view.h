@@ -25,6 +25,8 @@ typedef enum
 G_DECLARE_FINAL_TYPE (NapkinCodeView, napkin_code_view, NAPKIN, CODE_VIEW, GtkWidget)
 
 GtkWidget      *napkin_code_view_new              (void);
+/* The code on show is the document's, scrolled where it opens (screenshots). */
+gboolean        napkin_code_view_is_settled       (NapkinCodeView  *self);
 /* The text of the line at the top of the view (tests: a new document opens on its
  * kernel). */
 char           *napkin_code_view_dup_first_visible_line (NapkinCodeView *self);

@@ -1456,8 +1456,13 @@ screenshot_after_paint_cb (GdkFrameClock *clock,
   Screenshot *shot = g_task_get_task_data (task);
 
   /* The first frame lays out; the inspector fills in from an idle; two painted
-   * frames show everything. */
-  if (++shot->frames < 3)
+   * frames show everything — and the code view its kernel, once generated (a few
+   * seconds at most). */
+  if (++shot->frames < 3
+#ifdef NAPKIN_HAVE_CODEGEN
+      || (shot->frames < 600 && !napkin_code_view_is_settled (NAPKIN_CODE_VIEW (NAPKIN_WINDOW (g_task_get_source_object (task))->code_view)))
+#endif
+     )
     {
       gdk_frame_clock_request_phase (clock, GDK_FRAME_CLOCK_PHASE_PAINT);
       gtk_widget_queue_draw (GTK_WIDGET (g_task_get_source_object (task)));

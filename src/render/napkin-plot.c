@@ -276,7 +276,7 @@ box_free (GArray     *taken,
   return TRUE;
 }
 
-/* A label beside the point at (x, y): right, left, above or below, whichever is
+/* A label beside the point at (x, y): right, left, below or above, whichever is
  * free and inside the frame; none when all four are taken. */
 static void
 place_label (cairo_t               *cr,
@@ -300,9 +300,13 @@ place_label (cairo_t               *cr,
         {
         case 0: b.x = x + gap; b.y = y - h / 2; break;
         case 1: b.x = x - gap - w - 2; b.y = y - h / 2; break;
-        case 2: b.x = x - w / 2; b.y = y - gap - h; break;
-        default: b.x = x - w / 2; b.y = y + gap; break;
+        /* below before above: the compute ceiling runs above the points */
+        case 2: b.x = x - w / 2; b.y = y + gap; break;
+        default: b.x = x - w / 2; b.y = y - gap - h; break;
         }
+      /* above or below, slid along to stay inside the frame */
+      if (i >= 2)
+        b.x = CLAMP (b.x, f->x0, f->x0 + f->w - b.w);
       if (b.x < f->x0 || b.x + b.w > f->x0 + f->w || b.y < f->y0 || b.y + b.h > f->y0 + f->h || !box_free (taken, &b))
         continue;
       g_array_append_val (taken, b);

@@ -425,6 +425,8 @@ test_x11_matmul_from_empty (void)
   }
   napkin_history_set_saved (napkin_window_get_history (x.window));
   close_window (x.window);
+  /* the pointer out of the way of the windows later tests open */
+  xdotool ("mousemove", "0", "0", NULL);
 }
 
 
@@ -1009,6 +1011,7 @@ test_x11_right_click (void)
   settle ();
   g_assert_false (gtk_widget_get_visible (menu));
   close_window (x.window);
+  xdotool ("mousemove", "0", "0", NULL);
 }
 
 /* ---------------------------------------------------------------- item 13 */
