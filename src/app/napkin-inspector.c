@@ -193,8 +193,10 @@ parse_int64 (const char  *text,
   if (errno == ERANGE && end != text && *end == '\0')
     {
       /* a whole number, too large for any size */
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
-                   _("%s: %s is too large: sizes go up to %" G_GINT64_FORMAT), what, text, NAPKIN_MAX_AXIS_SIZE);
+      g_autofree char *max = g_strdup_printf ("%" G_GINT64_FORMAT, NAPKIN_MAX_AXIS_SIZE);
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, _("%s: %s is too large: sizes go up to %s"), what, text,
+                   max);
       return FALSE;
     }
   if (errno != 0 || end == text || *end != '\0')
