@@ -169,8 +169,11 @@ xdotool (const char *first,
 static void
 settle (void)
 {
-  iterate (200);
+  iterate (120);
 }
+
+/* Polls (up to 10 s: slow under sanitizers) until `expr` holds. */
+#define WAIT_FOR(expr) G_STMT_START { for (guint w_ = 0; w_ < 1000 && !(expr); w_++) iterate (10); } G_STMT_END
 
 static void
 window_point (Xdo        *x,
@@ -326,12 +329,14 @@ test_x11_matmul_from_empty (void)
   /* A: a new input's name is what the user types first; Tab moves on to its axes,
    * which may define the axes in place. */
   click_widget (&x, palette (x.window, "input"));
+  WAIT_FOR (g_strcmp0 (focused_field (x.window), "field-name") == 0);
   g_assert_cmpstr (focused_field (x.window), ==, "field-name");
   type_text (&x, "A");
   key (&x, "Tab");
   g_assert_cmpstr (focused_field (x.window), ==, "field-tensor-axes");
   type_text (&x, "m=4096, k=4096");
   key (&x, "Return");
+  WAIT_FOR (node_of_tensor (d, "A") >= 0 && napkin_diagram_find_axis (d, "i") < 0);
   /* Enter applied and the focus stayed: the next text goes where it is typed */
   g_assert_cmpstr (focused_field (x.window), ==, "field-tensor-axes");
   a = node_of_tensor (d, "A");
@@ -342,11 +347,13 @@ test_x11_matmul_from_empty (void)
 
   /* B */
   click_widget (&x, palette (x.window, "input"));
+  WAIT_FOR (g_strcmp0 (focused_field (x.window), "field-name") == 0 && napkin_diagram_n_nodes (d) == 2);
   g_assert_cmpstr (focused_field (x.window), ==, "field-name");
   type_text (&x, "B");
   key (&x, "Tab");
   type_text (&x, "k, n=4096");
   key (&x, "Return");
+  WAIT_FOR (node_of_tensor (d, "B") >= 0 && napkin_diagram_find_axis (d, "n") >= 0);
   g_assert_cmpstr (focused_field (x.window), ==, "field-tensor-axes");
   b = node_of_tensor (d, "B");
   g_assert_cmpint (b, >=, 0);
@@ -357,19 +364,23 @@ test_x11_matmul_from_empty (void)
   /* The contraction, added with A selected: wired from A; B dragged onto it. */
   click_node (&x, a);
   click_widget (&x, palette (x.window, "contract"));
+  WAIT_FOR (node_of_kind (d, NAPKIN_OP_CONTRACT) >= 0);
   mm = node_of_kind (d, NAPKIN_OP_CONTRACT);
   g_assert_cmpint (mm, >=, 0);
   g_assert_cmpint (napkin_diagram_input_source (d, mm, 0), ==, a);
   drag_wire (&x, b, mm);
+  WAIT_FOR (napkin_diagram_input_source (d, mm, 1) == b);
   g_assert_cmpint (napkin_diagram_input_source (d, mm, 1), ==, b);
   /* its output axes follow from the wires: the union less the summed k */
   g_assert_true (strv_is (napkin_diagram_node (d, mm)->out, "m,n"));
 
   /* The output, added with the contraction selected: wired, with its axes. */
   click_widget (&x, palette (x.window, "output"));
+  WAIT_FOR (node_of_kind (d, NAPKIN_OP_OUTPUT) >= 0 && g_strcmp0 (focused_field (x.window), "field-name") == 0);
   g_assert_cmpstr (focused_field (x.window), ==, "field-name");
   type_text (&x, "C");
   key (&x, "Return");
+  WAIT_FOR (node_of_tensor (d, "C") >= 0);
   g_assert_cmpstr (focused_field (x.window), ==, "field-name");
   drawn = x.actions;
   g_test_message ("drawn in %u actions", drawn);
@@ -390,6 +401,7 @@ test_x11_matmul_from_empty (void)
    * marks the product suggests and tune's tiles. */
   click_node (&x, mm);
   key (&x, "ctrl+r");
+  WAIT_FOR (napkin_diagram_n_regions (d) == 1);
   g_test_message ("tiled in %u more actions", x.actions - drawn);
   g_assert_cmpuint (x.actions - drawn, <=, 6);
   g_assert_cmpuint (napkin_diagram_n_regions (d), ==, 1);
@@ -695,11 +707,23 @@ test_smart_defaults (void)
   g_autoptr(GError) error = NULL;
   int c2, o2;
 
-  /* nothing selected: no wire from the selection */
+  /* nothing selected: no wire from the selection; placed in view */
   napkin_canvas_clear_selection (canvas);
   contract = napkin_canvas_add_node_at_center (canvas, NAPKIN_OP_CONTRACT, &error);
   g_assert_no_error (error);
   c2 = napkin_diagram_find_node (d, contract);
+  {
+    NapkinRect r;
+    double x0, y0, x1, y1;
+
+    napkin_render_node_rect (d, c2, &r);
+    _napkin_canvas_doc_to_widget (canvas, r.x, r.y, &x0, &y0);
+    _napkin_canvas_doc_to_widget (canvas, r.x + r.width, r.y + r.height, &x1, &y1);
+    g_assert_cmpfloat (x0, >=, 0);
+    g_assert_cmpfloat (y0, >=, 0);
+    g_assert_cmpfloat (x1, <=, gtk_widget_get_width (GTK_WIDGET (canvas)));
+    g_assert_cmpfloat (y1, <=, gtk_widget_get_height (GTK_WIDGET (canvas)));
+  }
   /* no axis that neither input has */
   g_assert_true (strv_is (napkin_diagram_node (d, c2)->out, ""));
   g_assert_true (napkin_canvas_connect (canvas, "a", contract, 0, &error));
@@ -1121,7 +1145,11 @@ test_menus (void)
         GtkWidget *w = g_ptr_array_steal_index (stack, 0);
 
         if (GTK_IS_DROP_DOWN (w) && first == NULL)
-          first = gtk_string_object_get_string (g_list_model_get_item (gtk_drop_down_get_model (GTK_DROP_DOWN (w)), 0));
+          {
+            g_autoptr(GtkStringObject) item = g_list_model_get_item (gtk_drop_down_get_model (GTK_DROP_DOWN (w)), 0);
+
+            first = g_intern_string (gtk_string_object_get_string (item));
+          }
         for (GtkWidget *c = gtk_widget_get_first_child (w); c; c = gtk_widget_get_next_sibling (c))
           g_ptr_array_add (stack, c);
       }
@@ -1360,13 +1388,48 @@ test_x11_close_under_pointer (void)
       else
         window_point (&x, napkin_window_get_analysis_pane (x.window), 100, 40, px, py);
       xdotool ("mousemove", "--window", x.wid, px, py, NULL);
-      iterate (1500);   /* long enough for the tooltip */
+      iterate (800);   /* long enough for the tooltip (500 ms) */
       gtk_window_close (GTK_WINDOW (x.window));
       for (guint k = 0; k < 500 && watch != NULL; k++)
         iterate (10);
       g_assert_null (watch);
     }
   xdotool ("mousemove", "0", "0", NULL);
+}
+
+/* A wire without a drag: click an output port, then an input port. */
+static void
+test_click_click_wire (void)
+{
+  NapkinWindow *window = open_example ("matmul");
+  NapkinDiagram *d = diagram_of (window);
+  NapkinCanvas *canvas = napkin_window_get_canvas (window);
+  int a = napkin_diagram_find_node (d, "a"), mm = napkin_diagram_find_node (d, "mm");
+  double ox, oy, ix, iy, x0, y0, x1, y1;
+
+  g_assert_true (napkin_edit_disconnect (napkin_window_get_history (window), "mm", 0, NULL));
+  g_assert_true (napkin_render_port_point (d, a, -1, &ox, &oy));
+  g_assert_true (napkin_render_port_point (d, mm, 0, &ix, &iy));
+  _napkin_canvas_doc_to_widget (canvas, ox, oy, &x0, &y0);
+  _napkin_canvas_doc_to_widget (canvas, ix, iy, &x1, &y1);
+  /* a click on A's output port: no wire yet, one pending */
+  _napkin_canvas_drag_begin (canvas, x0, y0, 0);
+  _napkin_canvas_drag_end (canvas, 0, 0);
+  g_assert_cmpint (napkin_diagram_input_source (d, mm, 0), <, 0);
+  /* a click on the product's first input port finishes it */
+  _napkin_canvas_drag_begin (canvas, x1, y1, 0);
+  _napkin_canvas_drag_end (canvas, 0, 0);
+  g_assert_cmpint (napkin_diagram_input_source (d, mm, 0), ==, a);
+  g_assert_true (napkin_diagram_validate (d, NULL));
+  /* Esc cancels a pending one */
+  _napkin_canvas_drag_begin (canvas, x0, y0, 0);
+  _napkin_canvas_drag_end (canvas, 0, 0);
+  g_assert_true (_napkin_canvas_key_pressed (canvas, GDK_KEY_Escape, 0));
+  _napkin_canvas_drag_begin (canvas, x1, y1, 0);
+  _napkin_canvas_drag_end (canvas, 0, 0);
+  g_assert_cmpint (napkin_diagram_input_source (d, mm, 0), ==, a);
+  napkin_history_set_saved (napkin_window_get_history (window));
+  close_window (window);
 }
 
 int
@@ -1389,6 +1452,7 @@ main (int    argc,
   g_test_add_func ("/newcomer/region-leaves-io-out", test_region_leaves_io_out);
   g_test_add_func ("/newcomer/partial-analysis", test_partial_analysis);
   g_test_add_func ("/newcomer/refused-wire", test_refused_wire);
+  g_test_add_func ("/newcomer/click-click-wire", test_click_click_wire);
   g_test_add_func ("/newcomer/axis-delete-context-menus", test_axis_delete_and_context_menus);
   g_test_add_func ("/newcomer/errors-in-words", test_errors_in_words);
   g_test_add_func ("/newcomer/menus", test_menus);
