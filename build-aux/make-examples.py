@@ -110,14 +110,16 @@ def attention(flash=False):
     axes = [("b", 4), ("h", 16), ("q", 4096), ("k", 4096), ("d", d)]
     tensors = [("Q", ["b", "h", "q", "d"], "fp16"), ("K", ["b", "h", "k", "d"], "fp16"),
                ("V", ["b", "h", "k", "d"], "fp16"), ("O", ["b", "h", "q", "d"], "fp16")]
+    # 170 units apart: the first screen shows all of FlashAttention with 9 px strand
+    # labels (docs/editor.md, "The first screen")
     nodes = [node("q_in", "input", 40, 40, "Q", tensor="Q"),
              node("k_in", "input", 40, 180, "K", tensor="K"),
-             node("v_in", "input", 480, 300, "V", tensor="V"),
-             node("qk", "contract", 260, 100, "Q·Kᵀ", out=["b", "h", "q", "k"]),
-             node("scale", "map", 480, 100, "·1/√d", fn="scale", alpha=1 / math.sqrt(d)),
-             node("sm", "softmax", 700, 100, "softmax", axis="k"),
-             node("pv", "contract", 920, 160, "P·V", out=["b", "h", "q", "d"]),
-             node("o", "output", 1140, 160, "O", tensor="O")]
+             node("v_in", "input", 375, 300, "V", tensor="V"),
+             node("qk", "contract", 205, 100, "Q·Kᵀ", out=["b", "h", "q", "k"]),
+             node("scale", "map", 375, 100, "·1/√d", fn="scale", alpha=1 / math.sqrt(d)),
+             node("sm", "softmax", 545, 100, "softmax", axis="k"),
+             node("pv", "contract", 715, 160, "P·V", out=["b", "h", "q", "d"]),
+             node("o", "output", 885, 160, "O", tensor="O")]
     wires = [("q_in", "qk", 0), ("k_in", "qk", 1), ("qk", "scale", 0), ("scale", "sm", 0),
              ("sm", "pv", 0), ("v_in", "pv", 1), ("pv", "o", 0)]
     if flash:

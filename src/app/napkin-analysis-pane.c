@@ -15,6 +15,7 @@
 #include "napkin-explain.h"
 #include "napkin-plot.h"
 #include "napkin-runs.h"
+#include "napkin-describe.h"
 #include "napkin-validate.h"
 
 /* What a number's tooltip explains: its formula is written only when shown
@@ -84,6 +85,8 @@ struct _NapkinAnalysisPane
   NapkinCanvas       *canvas;
   NapkinDiagram      *diagram;
   NapkinDiagram      *preview;       /* shown instead of diagram while set (not the document) */
+  NapkinDiagram      *partial;       /* the complete part of an incomplete diagram, priced instead */
+  GStrv               left_out;      /* the operations that part leaves out */
   gulong              changed_id;
   gulong              selection_id;
   NapkinArch         *arch;
@@ -130,6 +133,14 @@ static const NapkinDtype compared_dtypes[] = {
 };
 
 static void schedule_update (NapkinAnalysisPane *self);
+
+/* The diagram whose numbers are shown: a preview, else the complete part of an
+ * incomplete document, else the document. */
+static NapkinDiagram *
+analysed (NapkinAnalysisPane *self)
+{
+  return self->preview ? self->preview : self->partial ? self->partial : self->diagram;
+}
 static void update_selection (NapkinAnalysisPane *self);
 
 static void
@@ -574,7 +585,7 @@ show_regions (NapkinAnalysisPane *self,
     {
       const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
       /* indices into the diagram analysed: the preview's while there is one */
-      const NapkinRegion *region = napkin_diagram_region (self->preview ? self->preview : self->diagram, c->region);
+      const NapkinRegion *region = napkin_diagram_region (analysed (self), c->region);
       const char *name = region ? region->name : c->name;
       gboolean detailed = region_detailed (self, a, c, name);
       g_autofree char *key = g_strdup_printf ("regions.%s", name);
@@ -655,9 +666,9 @@ show_regions (NapkinAnalysisPane *self,
       for (guint t = 0; t < c->transfers->len; t++)
         {
           const NapkinTransfer *tr = &g_array_index (c->transfers, NapkinTransfer, t);
-          NapkinDiagram *analysed = self->preview ? self->preview : self->diagram;
-          const NapkinNode *node = tr->node < napkin_diagram_n_nodes (analysed)
-                                   ? napkin_diagram_node (analysed, tr->node) : NULL;
+          NapkinDiagram *shown = analysed (self);
+          const NapkinNode *node = tr->node < napkin_diagram_n_nodes (shown)
+                                   ? napkin_diagram_node (shown, tr->node) : NULL;
           g_autofree char *label = g_strdup_printf ("  %s %s %s", tr->is_output ? "→" : "←", tr->tensor,
                                                     napkin_level_to_string (tr->from));
           g_autofree char *bytes = bytes_text (tr->bytes);
@@ -670,9 +681,12 @@ show_regions (NapkinAnalysisPane *self,
     }
 }
 
-/* The model's region errors as problems tied to regions, for the canvas's red marks. */
+/* The model's region errors as problems tied to regions, for the canvas's red marks;
+ * regions of `analysed` (the complete part of the document) mapped to the document's. */
 static GPtrArray *
-region_problems (NapkinAnalysis *a)
+region_problems (NapkinAnalysis *a,
+                 NapkinDiagram  *analysed,
+                 NapkinDiagram  *document)
 {
   GPtrArray *problems = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_problem_free);
 
@@ -684,6 +698,15 @@ region_problems (NapkinAnalysis *a)
 
       if (sscanf (e, "regions[%u]", &index) != 1)
         continue;
+      if (analysed != document && analysed != NULL && document != NULL)
+        {
+          int r = index < napkin_diagram_n_regions (analysed)
+                  ? napkin_diagram_find_region (document, napkin_diagram_region (analysed, index)->name) : -1;
+
+          if (r < 0)
+            continue;
+          index = r;
+        }
       p = g_new0 (NapkinProblem, 1);
       p->kind = NAPKIN_ITEM_REGION;
       p->index = index;
@@ -791,8 +814,15 @@ build_roofline (NapkinAnalysisPane *self)
       if (a->arch->levels[l].bandwidth > 0 && l != NAPKIN_LEVEL_REGISTERS)
         napkin_plot_add_ceiling (self->roofline, l, a->arch->levels[l].bandwidth, label);
       if (a->levels[l].transfer_bytes > 0 && a->throughput > 0)
-        napkin_plot_add_point (self->roofline, l, (double) a->flops_total / a->levels[l].transfer_bytes,
-                               a->throughput, napkin_level_to_string (l), FALSE);
+        {
+          g_autofree char *rate = napkin_format_si_digits (a->throughput, "FLOP/s", 3);
+          /* the kernel's own point (its device-memory traffic) says what it is */
+          g_autofree char *label = l == NAPKIN_LEVEL_HBM ? g_strdup_printf (_("this kernel, %s"), rate)
+                                                         : g_strdup (napkin_level_to_string (l));
+
+          napkin_plot_add_point (self->roofline, l, (double) a->flops_total / a->levels[l].transfer_bytes,
+                                 a->throughput, label, FALSE);
+        }
     }
 
   /* measured points (hollow) from the runs kept in the document, on this GPU */
@@ -869,6 +899,17 @@ add_measured_bars (NapkinPlot    *plot,
     }
 }
 
+/* Tall enough for a readable bar per architecture and element type. */
+static void
+size_bars (NapkinAnalysisPane *self)
+{
+  int width = gtk_widget_get_width (GTK_WIDGET (self->bars_area));
+
+  if (self->bars != NULL)
+    gtk_drawing_area_set_content_height (self->bars_area,
+                                         (int) napkin_plot_natural_height (self->bars, width > 50 ? width : 380));
+}
+
 typedef struct
 {
   NapkinDiagram *diagram;   /* a copy: the editor keeps editing the original */
@@ -933,6 +974,7 @@ bars_done_cb (GObject      *source,
   add_measured_bars (plot, self->diagram, in->arches);
   g_clear_pointer (&self->bars, napkin_plot_free);
   self->bars = plot;
+  size_bars (self);
   gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
 }
 
@@ -945,9 +987,10 @@ build_bars_now (NapkinAnalysisPane *self)
   g_clear_handle_id (&self->bars_id, g_source_remove);
   self->bars_serial++;   /* a pending thread's result is older */
   g_clear_pointer (&self->bars, napkin_plot_free);
-  self->bars = compute_bars (self->analysis ? self->diagram : NULL, arches);
+  self->bars = compute_bars (self->analysis ? (self->partial ? self->partial : self->diagram) : NULL, arches);
   if (self->analysis != NULL)
     add_measured_bars (self->bars, self->diagram, arches);
+  size_bars (self);
   gtk_widget_queue_draw (GTK_WIDGET (self->bars_area));
 }
 
@@ -970,7 +1013,7 @@ build_bars_cb (gpointer user_data)
   g_clear_object (&self->bars_cancellable);
   self->bars_cancellable = g_cancellable_new ();
   in = g_new0 (BarsInput, 1);
-  in->diagram = napkin_diagram_copy (self->diagram);
+  in->diagram = napkin_diagram_copy (self->partial ? self->partial : self->diagram);
   in->arches = registry_arches ();
   in->serial = ++self->bars_serial;
   task = g_task_new (self, self->bars_cancellable, bars_done_cb, NULL);
@@ -978,6 +1021,41 @@ build_bars_cb (gpointer user_data)
   self->bars_running++;
   g_task_run_in_thread (task, bars_thread);
   return G_SOURCE_REMOVE;
+}
+
+/* Prices the complete part of an invalid document (napkin_diagram_copy_valid_part)
+ * and says what is left out; nothing when no operation is complete yet. */
+static void
+analyze_partial (NapkinAnalysisPane         *self,
+                 NapkinArch                 *arch,
+                 const NapkinAnalyzeOptions *options,
+                 const char                 *why)
+{
+  g_autoptr(NapkinDiagram) part = NULL;
+  g_auto(GStrv) nodes = NULL;
+  g_auto(GStrv) regions = NULL;
+  g_autofree char *words = napkin_error_summary (why);
+  g_autofree char *list = NULL;
+  guint computing = 0;
+
+  part = napkin_diagram_copy_valid_part (self->diagram, &nodes, &regions);
+  /* a relabeling that is wrong is not an incomplete drawing: its error stands, over
+   * the last numbers (pricing without the region would show other numbers) */
+  if (part == NULL || (regions != NULL && regions[0] != NULL))
+    return;
+  for (guint n = 0; n < napkin_diagram_n_nodes (part); n++)
+    computing += napkin_diagram_node (part, n)->kind != NAPKIN_OP_INPUT;
+  if (computing == 0)
+    return;
+  self->analysis = napkin_analyze (part, arch, options, NULL);
+  if (self->analysis == NULL)
+    return;
+  self->partial = g_steal_pointer (&part);
+  self->left_out = g_steal_pointer (&nodes);
+  list = g_strjoinv (", ", self->left_out);
+  self->error_text = g_strdup_printf (_("Partial prediction: %u of %u operations priced. Not priced yet: %s. Why: %s"),
+                                      napkin_diagram_n_nodes (self->partial), napkin_diagram_n_nodes (self->diagram),
+                                      list, words);
 }
 
 static void
@@ -993,6 +1071,8 @@ update_now (NapkinAnalysisPane *self)
   g_hash_table_remove_all (self->tip_texts);
   g_clear_pointer (&self->analysis, napkin_analysis_free);
   g_clear_pointer (&self->error_text, g_free);
+  g_clear_object (&self->partial);
+  g_clear_pointer (&self->left_out, g_strfreev);
 
   arch = current_arch (self);
   if (self->diagram == NULL || arch == NULL)
@@ -1002,14 +1082,27 @@ update_now (NapkinAnalysisPane *self)
   else
     {
       self->analysis = napkin_analyze (self->preview ? self->preview : self->diagram, arch, &options, &error);
+      /* a diagram being drawn: the complete part priced, the rest marked */
+      if (self->analysis == NULL && self->preview == NULL
+          && g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID))
+        analyze_partial (self, arch, &options, error->message);
       if (self->analysis == NULL)
-        self->error_text = g_strdup (error->message);
+        {
+          g_autofree char *words = napkin_error_summary (error->message);
+          g_autofree char *json_path = napkin_error_path (error->message);
+
+          /* the words first, the JSON path on a details line of its own */
+          self->error_text = json_path ? g_strdup_printf (_("%s\nJSON path: %s"), words, json_path)
+                                       : g_steal_pointer (&words);
+        }
       else if (!self->analysis->feasible)
         {
-          GString *s = g_string_new (_("Infeasible on this architecture:"));
+          GString *s = g_string_new (self->error_text);
 
+          g_string_append_printf (s, "%s%s", s->len ? "\n" : "", _("Infeasible on this architecture:"));
           for (guint i = 0; i < self->analysis->errors->len; i++)
             g_string_append_printf (s, "\n%s", (const char *) g_ptr_array_index (self->analysis->errors, i));
+          g_free (self->error_text);
           self->error_text = g_string_free (s, FALSE);
         }
     }
@@ -1029,7 +1122,23 @@ update_now (NapkinAnalysisPane *self)
       show_compute (self, self->analysis);
       show_regions (self, self->analysis);
     }
-  problems = region_problems (self->analysis);
+  problems = region_problems (self->analysis, analysed (self), self->diagram);
+  for (guint i = 0; self->left_out != NULL && self->left_out[i] != NULL; i++)
+    {
+      NapkinProblem *p = g_new0 (NapkinProblem, 1);
+      int n = napkin_diagram_find_node (self->diagram, self->left_out[i]);
+
+      if (n < 0)
+        {
+          g_free (p);
+          continue;
+        }
+      p->kind = NAPKIN_ITEM_NODE;
+      p->index = n;
+      p->path = g_strdup_printf ("nodes[%d]", n);
+      p->message = g_strdup (_("Not in the prediction yet: this operation, or one that feeds it, is incomplete"));
+      g_ptr_array_add (problems, p);
+    }
   /* a preview's region indices are not the document's the canvas draws */
   if (self->canvas != NULL && self->preview == NULL)
     napkin_canvas_set_analysis_problems (self->canvas, problems);
@@ -1189,6 +1298,43 @@ draw_bars_cb (GtkDrawingArea *area,
     return;
   plot_theme (GTK_WIDGET (area), &theme);
   napkin_plot_draw (cr, self->bars, width, height, &theme);
+}
+
+static gboolean
+plot_tooltip_cb (GtkWidget  *area,
+                 int         x,
+                 int         y,
+                 gboolean    keyboard,
+                 GtkTooltip *tooltip,
+                 gpointer    user_data)
+{
+  NapkinAnalysisPane *self = user_data;
+  NapkinPlot *plot = area == GTK_WIDGET (self->bars_area) ? self->bars : self->roofline;
+  g_autofree char *text = NULL;
+
+  if (plot == NULL || keyboard)
+    return FALSE;
+  text = napkin_plot_describe_at (plot, gtk_widget_get_width (area), gtk_widget_get_height (area), x, y);
+  if (text == NULL)
+    return FALSE;
+  gtk_tooltip_set_text (tooltip, text);
+  return TRUE;
+}
+
+char *
+napkin_analysis_pane_describe_plot_at (NapkinAnalysisPane *self,
+                                       NapkinPlotKind      kind,
+                                       double              x,
+                                       double              y)
+{
+  GtkWidget *area = kind == NAPKIN_PLOT_BARS ? GTK_WIDGET (self->bars_area) : GTK_WIDGET (self->roofline_area);
+  NapkinPlot *plot = kind == NAPKIN_PLOT_BARS ? self->bars : self->roofline;
+
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  if (plot == NULL)
+    return NULL;
+  return napkin_plot_describe_at (plot, gtk_widget_get_width (area), gtk_widget_get_height (area), x, y);
 }
 
 static void
@@ -1442,6 +1588,8 @@ disconnect (NapkinAnalysisPane *self)
   g_clear_object (&self->diagram);
   g_clear_object (&self->canvas);
   g_clear_object (&self->preview);
+  g_clear_object (&self->partial);
+  g_clear_pointer (&self->left_out, g_strfreev);
 }
 
 static void
@@ -1526,9 +1674,15 @@ napkin_analysis_pane_init (NapkinAnalysisPane *self)
   self->tips = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   self->tip_texts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
 
-  gtk_string_list_append (names, _("As drawn"));
+  /* what the choice does, in its own words: the types of the diagram, or one for all */
+  gtk_string_list_append (names, _("Types as drawn"));
   for (guint i = 0; i < G_N_ELEMENTS (dtypes); i++)
-    gtk_string_list_append (names, napkin_dtype_to_string (dtypes[i]));
+    {
+      /* TRANSLATORS: every tensor priced as this element type, e.g. "All fp8-e4m3" */
+      g_autofree char *name = g_strdup_printf (_("All %s"), napkin_dtype_to_string (dtypes[i]));
+
+      gtk_string_list_append (names, name);
+    }
   gtk_drop_down_set_model (self->dtype_dropdown, G_LIST_MODEL (names));
   g_signal_connect_object (self->dtype_dropdown, "notify::selected", G_CALLBACK (dtype_selected_cb), self,
                            G_CONNECT_SWAPPED);
@@ -1536,6 +1690,11 @@ napkin_analysis_pane_init (NapkinAnalysisPane *self)
                            G_CONNECT_SWAPPED);
   gtk_drawing_area_set_draw_func (self->roofline_area, draw_roofline_cb, self, NULL);
   gtk_drawing_area_set_draw_func (self->bars_area, draw_bars_cb, self, NULL);
+  /* every bar and point says what it is */
+  gtk_widget_set_has_tooltip (GTK_WIDGET (self->roofline_area), TRUE);
+  gtk_widget_set_has_tooltip (GTK_WIDGET (self->bars_area), TRUE);
+  g_signal_connect (self->roofline_area, "query-tooltip", G_CALLBACK (plot_tooltip_cb), self);
+  g_signal_connect (self->bars_area, "query-tooltip", G_CALLBACK (plot_tooltip_cb), self);
 
   if (!css_added && gdk_display_get_default () != NULL)
     {
@@ -1724,6 +1883,14 @@ napkin_analysis_pane_activate_row (NapkinAnalysisPane *self,
 
   row = g_hash_table_lookup (self->rows, key);
   return row != NULL && row_activate (self, row);
+}
+
+gboolean
+napkin_analysis_pane_is_partial (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), FALSE);
+
+  return self->partial != NULL;
 }
 
 const char *

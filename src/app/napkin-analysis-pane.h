@@ -48,6 +48,9 @@ gboolean              napkin_analysis_pane_is_highlighted  (NapkinAnalysisPane *
 /* Activates a row as a click does: selects its part of the diagram. */
 gboolean              napkin_analysis_pane_activate_row    (NapkinAnalysisPane *self,
                                                             const char         *key);
+/* The diagram is incomplete and the pane prices its complete part (the rest is
+ * marked on the canvas, named in the error text). */
+gboolean              napkin_analysis_pane_is_partial      (NapkinAnalysisPane *self);
 /* The error shown above the numbers (diagram invalid or regions infeasible), or NULL. */
 const char           *napkin_analysis_pane_get_error_text  (NapkinAnalysisPane *self);
 /* Exports: "json", "csv", "md" as text; plots as SVG or PNG by the path's extension. */
@@ -70,5 +73,11 @@ const NapkinPlot     *napkin_analysis_pane_get_plot        (NapkinAnalysisPane *
 gboolean              napkin_analysis_pane_is_comparing    (NapkinAnalysisPane *self);
 /* How many analyses ran (tests check coalescing). */
 guint                 napkin_analysis_pane_get_n_updates   (NapkinAnalysisPane *self);
+
+/* The tooltip text of the plot at (x, y) of its drawing area (tests). */
+char                 *napkin_analysis_pane_describe_plot_at (NapkinAnalysisPane *self,
+                                                             NapkinPlotKind      kind,
+                                                             double              x,
+                                                             double              y);
 
 G_END_DECLS

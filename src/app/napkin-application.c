@@ -23,6 +23,11 @@ struct _NapkinApplication
   gboolean       recovery_done;     /* offered once per process */
   gboolean       no_recovery;       /* --screenshot: draws and quits, asks nothing */
   GQueue         to_ask;            /* NapkinAutosaveEntry, one question at a time */
+
+  /* Quit: every window with unsaved changes asked in turn; nothing closes before
+   * all have answered, and Cancel anywhere stops the quit (docs/editor.md). */
+  GPtrArray     *quitting;          /* NapkinWindow, those still to ask; NULL when not quitting */
+  GPtrArray     *quit_all;          /* every window, closed at the end */
 };
 
 G_DEFINE_FINAL_TYPE (NapkinApplication, napkin_application, ADW_TYPE_APPLICATION)
@@ -376,29 +381,95 @@ napkin_application_handle_local_options (GApplication *app,
   return -1;
 }
 
+static void quit_ask_next (NapkinApplication *self);
+
+static void
+quit_answer_cb (GObject      *object,
+                GAsyncResult *result,
+                gpointer      user_data)
+{
+  g_autoptr(NapkinApplication) self = user_data;
+  NapkinWindowAnswer value = napkin_window_ask_save_finish (NAPKIN_WINDOW (object), result, NULL);
+
+  if (self->quitting == NULL)
+    return;
+  if (value == NAPKIN_WINDOW_CANCELLED)
+    {
+      /* keep working: nothing was closed */
+      g_clear_pointer (&self->quitting, g_ptr_array_unref);
+      g_clear_pointer (&self->quit_all, g_ptr_array_unref);
+      return;
+    }
+  quit_ask_next (self);
+}
+
+static void
+quit_ask_next (NapkinApplication *self)
+{
+  g_autoptr(GPtrArray) all = NULL;
+
+  while (self->quitting->len > 0)
+    {
+      g_autoptr(NapkinWindow) window = g_ptr_array_steal_index (self->quitting, 0);
+      NapkinHistory *history = napkin_window_get_history (window);
+
+      if (history != NULL && napkin_history_get_modified (history))
+        {
+          napkin_window_ask_save_async (window, quit_answer_cb, g_object_ref (self));
+          return;
+        }
+    }
+  /* every question answered: now close them all */
+  g_clear_pointer (&self->quitting, g_ptr_array_unref);
+  all = g_steal_pointer (&self->quit_all);
+  for (guint i = 0; i < all->len; i++)
+    {
+      GtkWindow *window = g_ptr_array_index (all, i);
+
+      if (NAPKIN_IS_WINDOW (window))
+        napkin_window_close_without_asking (NAPKIN_WINDOW (window));
+      else
+        gtk_window_close (window);
+    }
+}
+
 static void
 quit_action (GSimpleAction *action,
              GVariant      *parameter,
              gpointer       user_data)
 {
-  GtkApplication *app = user_data;
-  GList *windows = g_list_copy (gtk_application_get_windows (app));
+  NapkinApplication *self = user_data;
 
-  /* Each window asks about its unsaved changes. */
-  for (GList *l = windows; l; l = l->next)
-    gtk_window_close (l->data);
-  g_list_free (windows);
+  if (self->quitting != NULL)
+    return;   /* a question is on screen already */
+  self->quitting = g_ptr_array_new_with_free_func (g_object_unref);
+  self->quit_all = g_ptr_array_new_with_free_func (g_object_unref);
+  for (GList *l = gtk_application_get_windows (GTK_APPLICATION (self)); l; l = l->next)
+    {
+      g_ptr_array_add (self->quit_all, g_object_ref (l->data));
+      if (NAPKIN_IS_WINDOW (l->data))
+        g_ptr_array_add (self->quitting, g_object_ref (l->data));
+    }
+  quit_ask_next (self);
 }
 
+gboolean
+napkin_application_is_quitting (NapkinApplication *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_APPLICATION (self), FALSE);
+
+  return self->quitting != NULL;
+}
+
+/* Another window, as at start (the bundled example); Ctrl+N is the blank diagram. */
 static void
 new_window_action (GSimpleAction *action,
                    GVariant      *parameter,
                    gpointer       user_data)
 {
   NapkinWindow *window = napkin_window_new (GTK_APPLICATION (user_data));
-  g_autoptr(NapkinDiagram) diagram = napkin_diagram_new ();
 
-  napkin_window_set_document (window, diagram, NULL);
+  napkin_window_load_default (window);
   gtk_window_present (GTK_WINDOW (window));
 }
 
@@ -456,6 +527,8 @@ napkin_application_finalize (GObject *object)
   NapkinApplication *self = NAPKIN_APPLICATION (object);
 
   g_clear_pointer (&self->screenshot, g_free);
+  g_clear_pointer (&self->quitting, g_ptr_array_unref);
+  g_clear_pointer (&self->quit_all, g_ptr_array_unref);
   g_queue_clear_full (&self->to_ask, (GDestroyNotify) napkin_autosave_entry_free);
   G_OBJECT_CLASS (napkin_application_parent_class)->finalize (object);
 }

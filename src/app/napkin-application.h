@@ -20,6 +20,8 @@ NapkinWindow      *napkin_application_open_file  (NapkinApplication *self,
  * since ended without saving it (a dialog each), or with --recover-all recovers
  * them all without asking. Returns how many were recovered without asking. */
 guint              napkin_application_offer_recovery (NapkinApplication *self);
+/* While Quit asks the windows with unsaved changes, one after the other. */
+gboolean           napkin_application_is_quitting (NapkinApplication *self);
 /* Non-zero when --screenshot failed. */
 int                napkin_application_get_status (NapkinApplication *self);
 

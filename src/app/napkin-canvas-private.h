@@ -29,6 +29,16 @@ void     _napkin_canvas_doc_to_widget  (NapkinCanvas    *self,
 gboolean _napkin_canvas_key_pressed   (NapkinCanvas    *self,
                                         guint            keyval,
                                         GdkModifierType  state);
+/* The context menu a right click at (x, y) opens (it may change the selection to
+ * what is under the pointer, as the click does), and its popover once shown. */
+GMenuModel *_napkin_canvas_context_menu     (NapkinCanvas    *self,
+                                             double           x,
+                                             double           y);
+GtkWidget  *_napkin_canvas_get_context_menu (NapkinCanvas    *self);
+/* What the analysis pane marked on an operation (left out of a partial
+ * prediction), or NULL. */
+const char *_napkin_canvas_node_mark        (NapkinCanvas    *self,
+                                             const char      *id);
 /* The live connection feedback: NULL while the hovered port accepts the wire. */
 const char *_napkin_canvas_get_connect_problem (NapkinCanvas *self);
 

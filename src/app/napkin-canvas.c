@@ -13,9 +13,14 @@
 #include "napkin-edit.h"
 #include "napkin-render.h"
 #include "napkin-validate.h"
+#ifdef NAPKIN_HAVE_PERF
+#include "napkin-tile-default.h"
+#endif
 
 #define MIN_ZOOM 0.1
 #define MAX_ZOOM 6.0
+/* The smallest strand label a first screen shows, in pixels. */
+#define READABLE_LABEL_PX 9.0
 
 typedef enum
 {
@@ -56,6 +61,15 @@ struct _NapkinCanvas
 
   gboolean       region_tool;
   NapkinLevel    region_level;
+  NapkinArch    *arch;          /* tiles of new regions and marks (tune's choice) */
+  char          *placeholder_axis;  /* the axis made for an empty diagram's first operation */
+
+  /* A wire begun by a click on a port, finished by a click on another (keyboard
+   * and accessibility users, and anyone who does not like to drag). */
+  gboolean       pending_wire;
+  GtkWidget     *context_menu;
+  double         menu_x;        /* document point of the last context menu */
+  double         menu_y;
 
   /* The drag in progress, in document coordinates. */
   DragMode       mode;
@@ -216,6 +230,9 @@ napkin_canvas_set_history (NapkinCanvas  *self,
   g_clear_pointer (&self->problems, g_ptr_array_unref);
   g_clear_object (&self->picture);
   g_clear_pointer (&self->picture_key, g_bytes_unref);
+  g_clear_pointer (&self->placeholder_axis, g_free);
+  self->pending_wire = FALSE;
+  self->mode = MODE_NONE;
   clear_selection_quietly (self);
 
   if (history != NULL)
@@ -267,6 +284,22 @@ napkin_canvas_is_region_flagged (NapkinCanvas *self,
         return TRUE;
     }
   return FALSE;
+}
+
+const char *
+_napkin_canvas_node_mark (NapkinCanvas *self,
+                          const char   *id)
+{
+  int index = self->diagram ? napkin_diagram_find_node (self->diagram, id) : -1;
+
+  for (guint i = 0; index >= 0 && self->analysis_problems && i < self->analysis_problems->len; i++)
+    {
+      const NapkinProblem *p = g_ptr_array_index (self->analysis_problems, i);
+
+      if (p->kind == NAPKIN_ITEM_NODE && p->index == (guint) index)
+        return p->message;
+    }
+  return NULL;
 }
 
 /* ---------------------------------------------------------------- view */
@@ -462,9 +495,13 @@ ensure_axis (NapkinCanvas  *self,
              guint          index,
              GError       **error)
 {
-  if (napkin_diagram_n_axes (self->diagram) == 0
-      && !napkin_edit_add_axis (self->history, "i", 1024, error))
-    return NULL;
+  if (napkin_diagram_n_axes (self->diagram) == 0)
+    {
+      if (!napkin_edit_add_axis (self->history, "i", 1024, error))
+        return NULL;
+      g_free (self->placeholder_axis);
+      self->placeholder_axis = g_strdup ("i");
+    }
   index = MIN (index, napkin_diagram_n_axes (self->diagram) - 1);
   return napkin_diagram_axis (self->diagram, index)->name;
 }
@@ -531,6 +568,9 @@ napkin_canvas_add_node (NapkinCanvas  *self,
         break;
       }
     case NAPKIN_OP_CONTRACT:
+      /* its output axes follow from its wires (connect_in) */
+      node->out = g_new0 (char *, 1);
+      break;
     case NAPKIN_OP_REARRANGE:
       node->out = g_new0 (char *, 2);
       node->out[0] = g_strdup (axis);
@@ -564,44 +604,168 @@ out:
   return g_steal_pointer (&id);
 }
 
+/* Is the rectangle (x, y, w, h) clear of every glyph, with room for labels? */
+static gboolean
+place_is_free (NapkinCanvas *self,
+               double        x,
+               double        y,
+               double        w,
+               double        h,
+               const char   *except)
+{
+  for (guint n = 0; n < napkin_diagram_n_nodes (self->diagram); n++)
+    {
+      NapkinRect r;
+
+      if (g_strcmp0 (napkin_diagram_node (self->diagram, n)->id, except) == 0)
+        continue;
+      napkin_render_node_rect (self->diagram, n, &r);
+      if (!(x + w < r.x - 40 || x > r.x + r.width + 40 || y + h < r.y - 36 || y > r.y + r.height + 30))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Scrolls (never zooms) so that the document rectangle is in view, with a margin. */
+static void
+scroll_into_view (NapkinCanvas     *self,
+                  const NapkinRect *rect)
+{
+  double width = gtk_widget_get_width (GTK_WIDGET (self)) / self->zoom;
+  double height = gtk_widget_get_height (GTK_WIDGET (self)) / self->zoom;
+  double margin = 40 / self->zoom;
+  double ox = self->origin_x, oy = self->origin_y;
+
+  if (width <= 1 || height <= 1)
+    return;
+  if (rect->x - margin < ox)
+    ox = rect->x - margin;
+  else if (rect->x + rect->width + margin > ox + width)
+    ox = MIN (rect->x - margin, rect->x + rect->width + margin - width);
+  if (rect->y - margin < oy)
+    oy = rect->y - margin;
+  else if (rect->y + rect->height + margin > oy + height)
+    oy = MIN (rect->y - margin, rect->y + rect->height + margin - height);
+  if (ox != self->origin_x || oy != self->origin_y)
+    {
+      self->origin_x = ox;
+      self->origin_y = oy;
+      gtk_widget_queue_draw (GTK_WIDGET (self));
+    }
+}
+
+static void
+scroll_node_into_view (NapkinCanvas *self,
+                       const char   *id)
+{
+  int n = napkin_diagram_find_node (self->diagram, id);
+  NapkinRect r;
+
+  if (n < 0)
+    return;
+  napkin_render_node_rect (self->diagram, n, &r);
+  /* the label above and the element type below */
+  r.y -= 20;
+  r.height += 40;
+  scroll_into_view (self, &r);
+}
+
+/* Free space near (x, y): down first (a column of operations), then right. */
+static void
+find_free_place (NapkinCanvas *self,
+                 double       *x,
+                 double       *y,
+                 double        step_x,
+                 double        step_y)
+{
+  double x0 = *x, y0 = *y;
+
+  for (guint tries = 0; tries < 60; tries++)
+    {
+      if (place_is_free (self, *x, *y, 60, 50, NULL))
+        return;
+      *y += step_y;
+      if (tries % 6 == 5)
+        {
+          *y = y0;
+          *x += step_x;
+        }
+    }
+  *x = x0;
+  *y = y0;
+}
+
+static gboolean menu_key (NapkinCanvas *self);
+static gboolean connect_in (NapkinCanvas *self, NapkinHistory *history, const char *from, const char *to,
+                            guint port, gboolean *replaced, GError **error);
+static char *trial_connect (NapkinCanvas *self, const char *from, const char *to, guint port);
+
 char *
 napkin_canvas_add_node_at_center (NapkinCanvas  *self,
                                   NapkinOpKind   kind,
                                   GError       **error)
 {
+  g_auto(GStrv) selected = NULL;
+  g_autofree char *id = NULL;
+  g_autofree char *source = NULL;
   double x, y;
 
   g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+  g_return_val_if_fail (self->history != NULL, NULL);
 
-  widget_to_doc (self, gtk_widget_get_width (GTK_WIDGET (self)) / 2.0 - 30,
-                 gtk_widget_get_height (GTK_WIDGET (self)) / 2.0 - 20, &x, &y);
-  /* Clicked adds land in free space near the centre rather than on a glyph. */
-  {
-    double x0 = x;
+  selected = napkin_canvas_dup_selected_nodes (self);
+  if (selected[0] != NULL && selected[1] == NULL && kind != NAPKIN_OP_INPUT)
+    {
+      int n = napkin_diagram_find_node (self->diagram, selected[0]);
 
-    for (guint tries = 0; tries < 60; tries++)
-      {
-        gboolean free = TRUE;
+      if (n >= 0 && napkin_diagram_node (self->diagram, n)->kind != NAPKIN_OP_OUTPUT)
+        source = g_strdup (selected[0]);
+    }
 
-        for (guint n = 0; n < napkin_diagram_n_nodes (self->diagram) && free; n++)
-          {
-            NapkinRect r;
+  if (source != NULL)
+    {
+      NapkinRect r;
 
-            napkin_render_node_rect (self->diagram, n, &r);
-            free = x + 70 < r.x - 20 || x > r.x + r.width + 20
-                   || y + 60 < r.y - 30 || y > r.y + r.height + 30;
-          }
-        if (free)
-          break;
-        x += 100;
-        if (tries % 6 == 5)
-          {
-            x = x0;
-            y += 100;
-          }
-      }
-  }
-  return napkin_canvas_add_node (self, kind, x, y, error);
+      /* right of its source, far enough for the wire's strand labels between them */
+      napkin_render_node_rect (self->diagram, napkin_diagram_find_node (self->diagram, source), &r);
+      x = round (r.x + r.width + 150);
+      y = round (r.y);
+      find_free_place (self, &x, &y, 110, 90);
+    }
+  else
+    {
+      double wx = gtk_widget_get_width (GTK_WIDGET (self)) / 2.0;
+      double wy = gtk_widget_get_height (GTK_WIDGET (self)) / 2.0;
+
+      /* at the pointer when it is over the canvas, else in the middle of the view */
+      if (self->pointer_inside)
+        {
+          wx = self->pointer_x;
+          wy = self->pointer_y;
+        }
+      widget_to_doc (self, wx, wy, &x, &y);
+      x = round (x - 30);
+      y = round (y - 20);
+      find_free_place (self, &x, &y, 100, 90);
+    }
+
+  napkin_history_begin_group (self->history, _("Add operation"));
+  id = napkin_canvas_add_node (self, kind, x, y, error);
+  /* a failed add cancelled the whole group already */
+  if (id == NULL)
+    return NULL;
+  if (source != NULL)
+    {
+      g_autofree char *problem = trial_connect (self, source, id, 0);
+
+      /* wired from the selection when that makes a valid wire */
+      if (problem == NULL)
+        connect_in (self, self->history, source, id, 0, NULL, NULL);
+    }
+  napkin_history_end_group (self->history);
+  napkin_canvas_select_node (self, id, FALSE);
+  scroll_node_into_view (self, id);
+  return g_steal_pointer (&id);
 }
 
 gboolean
@@ -661,13 +825,45 @@ add_region_for (NapkinCanvas       *self,
   name = unique_name (self->diagram, NAPKIN_ITEM_REGION,
                       level == NAPKIN_LEVEL_REGISTERS ? "regs" : level == NAPKIN_LEVEL_L2 ? "l2_" : "block");
   region = napkin_region_new (name, level);
+  /* inputs and outputs live in device memory: a selection that holds them means the
+   * operations between them */
   for (guint i = 0; ids[i]; i++)
-    g_ptr_array_add (region->nodes, g_strdup (ids[i]));
+    {
+      int n = napkin_diagram_find_node (self->diagram, ids[i]);
+      NapkinOpKind kind = n >= 0 ? napkin_diagram_node (self->diagram, n)->kind : NAPKIN_OP_INPUT;
+
+      if (kind != NAPKIN_OP_INPUT && kind != NAPKIN_OP_OUTPUT)
+        g_ptr_array_add (region->nodes, g_strdup (ids[i]));
+    }
+  if (region->nodes->len == 0)
+    {
+      napkin_item_free (NAPKIN_ITEM_REGION, region);
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                           _("Inputs and outputs stay in device memory: select the operations between them"));
+      return NULL;
+    }
+  napkin_history_begin_group (self->history, _("Add region"));
   ok = napkin_edit_add_region (self->history, region, error);
   napkin_item_free (NAPKIN_ITEM_REGION, region);
+#ifdef NAPKIN_HAVE_PERF
+  /* marks to start from: what the region's operations suggest, with tune's tiles */
+  if (ok)
+    {
+      g_auto(GStrv) specs = napkin_tile_default_marks (self->diagram, name, self->arch);
+
+      napkin_tile_default_apply (self->history, name, (const char *const *) specs, NULL);
+    }
+#endif
+  napkin_history_end_group (self->history);
   if (!ok)
     return NULL;
   napkin_canvas_select_region (self, name);
+  {
+    NapkinRect rect;
+
+    napkin_render_region_rect (self->diagram, napkin_diagram_find_region (self->diagram, name), &rect);
+    scroll_into_view (self, &rect);
+  }
   return g_steal_pointer (&name);
 }
 
@@ -683,6 +879,34 @@ napkin_canvas_add_region (NapkinCanvas  *self,
 
   ids = napkin_canvas_dup_selected_nodes (self);
   return add_region_for (self, level, (const char *const *) ids, error);
+}
+
+void
+napkin_canvas_set_arch (NapkinCanvas *self,
+                        NapkinArch   *arch)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  if (arch != NULL)
+    napkin_arch_ref (arch);
+  g_clear_pointer (&self->arch, napkin_arch_unref);
+  self->arch = arch;
+}
+
+const char *
+napkin_canvas_get_placeholder_axis (NapkinCanvas *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+
+  return self->placeholder_axis;
+}
+
+NapkinArch *
+napkin_canvas_get_arch (NapkinCanvas *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+
+  return self->arch;
 }
 
 void
@@ -768,6 +992,131 @@ count_node_problems (GPtrArray *problems,
   return count;
 }
 
+/* After a wire reaches `to`, what its new input tells about it (docs/editor.md,
+ * "Smart defaults"): a contraction's output axes, an unwired output's tensor, the
+ * axis of a softmax, normalization or reduction, a rearrangement's order. */
+static void
+adapt_target (NapkinCanvas  *self,
+              NapkinHistory *history,
+              const char    *to,
+              gboolean       was_free)
+{
+  NapkinDiagram *d = napkin_history_get_diagram (history);
+  int t = napkin_diagram_find_node (d, to);
+  const NapkinNode *node;
+  int src;
+  const NapkinTensorType *in;
+  g_autoptr(GPtrArray) problems = NULL;
+  gboolean troubled = FALSE;
+
+  if (t < 0)
+    return;
+  node = napkin_diagram_node (d, t);
+  src = napkin_diagram_input_source (d, t, 0);
+  in = src >= 0 ? napkin_diagram_node_type (d, src) : NULL;
+  problems = napkin_diagram_check (d);
+  troubled = count_node_problems (problems, t) > 0;
+
+  switch (node->kind)
+    {
+    case NAPKIN_OP_OUTPUT:
+      {
+        int ti = napkin_diagram_find_tensor (d, node->tensor);
+        guint users = 0;
+        g_autoptr(GStrvBuilder) axes = g_strv_builder_new ();
+        g_auto(GStrv) names = NULL;
+        g_autofree char *tensor = g_strdup (node->tensor);
+
+        for (guint n = 0; n < napkin_diagram_n_nodes (d); n++)
+          users += g_strcmp0 (napkin_diagram_node (d, n)->tensor, node->tensor) == 0;
+        /* an output that was waiting for its wire, writing a tensor of its own */
+        if (!was_free || users != 1 || ti < 0 || in == NULL || !in->valid || in->n_axes == 0)
+          break;
+        for (guint i = 0; i < in->n_axes; i++)
+          g_strv_builder_add (axes, napkin_diagram_axis (d, in->axes[i])->name);
+        names = g_strv_builder_end (axes);
+        napkin_edit_set_tensor_axes (history, tensor, (const char *const *) names, NULL);
+        napkin_edit_set_tensor_dtype (history, tensor, in->dtype, NULL);
+        break;
+      }
+
+    case NAPKIN_OP_CONTRACT:
+      {
+        g_auto(GStrv) out = napkin_diagram_infer_contract_out (d, t);
+
+        if (out != NULL && (troubled || node->out == NULL || node->out[0] == NULL)
+            && !g_strv_equal ((const char *const *) out, (const char *const *) node->out))
+          {
+            g_autoptr(NapkinNode) changed = napkin_item_copy (NAPKIN_ITEM_NODE, node);
+
+            g_strfreev (changed->out);
+            changed->out = g_steal_pointer (&out);
+            napkin_edit_update_node (history, changed, NULL);
+          }
+        break;
+      }
+
+    case NAPKIN_OP_REDUCE:
+    case NAPKIN_OP_SOFTMAX:
+    case NAPKIN_OP_NORMALIZE:
+      if (troubled && in != NULL && in->valid && in->n_axes > 0)
+        {
+          g_autoptr(NapkinNode) changed = napkin_item_copy (NAPKIN_ITEM_NODE, node);
+
+          /* over the last (contiguous) axis, where rows are reduced */
+          g_free (changed->axis);
+          changed->axis = g_strdup (napkin_diagram_axis (d, in->axes[in->n_axes - 1])->name);
+          napkin_edit_update_node (history, changed, NULL);
+        }
+      break;
+
+    case NAPKIN_OP_REARRANGE:
+      if (troubled && in != NULL && in->valid && in->n_axes > 0)
+        {
+          g_autoptr(NapkinNode) changed = napkin_item_copy (NAPKIN_ITEM_NODE, node);
+
+          /* a transpose: the input's axes the other way round */
+          g_strfreev (changed->out);
+          changed->out = g_new0 (char *, in->n_axes + 1);
+          for (guint i = 0; i < in->n_axes; i++)
+            changed->out[i] = g_strdup (napkin_diagram_axis (d, in->axes[in->n_axes - 1 - i])->name);
+          napkin_edit_update_node (history, changed, NULL);
+        }
+      break;
+
+    case NAPKIN_OP_INPUT:
+    case NAPKIN_OP_MAP:
+    case NAPKIN_N_OPS:
+    default:
+      break;
+    }
+}
+
+/* The wire and what it implies for its target, as one undo step. */
+static gboolean
+connect_in (NapkinCanvas   *self,
+            NapkinHistory  *history,
+            const char     *from,
+            const char     *to,
+            guint           port,
+            gboolean       *replaced,
+            GError        **error)
+{
+  NapkinDiagram *d = napkin_history_get_diagram (history);
+  int t = napkin_diagram_find_node (d, to);
+  gboolean was_free = t >= 0 && napkin_diagram_wire_for_port (d, t, port) < 0;
+  gboolean ok;
+
+  if (replaced != NULL)
+    *replaced = t >= 0 && !was_free;
+  napkin_history_begin_group (history, _("Connect"));
+  ok = napkin_edit_connect (history, from, to, port, error);
+  if (ok)
+    adapt_target (self, history, to, was_free);
+  napkin_history_end_group (history);
+  return ok;
+}
+
 /* Tries the wire on a copy: NULL when it fits, else why not (the core's words). */
 static char *
 trial_connect (NapkinCanvas *self,
@@ -781,7 +1130,7 @@ trial_connect (NapkinCanvas *self,
   g_autoptr(GError) error = NULL;
   int t = napkin_diagram_find_node (copy, to);
 
-  if (!napkin_edit_connect (history, from, to, port, &error))
+  if (!connect_in (self, history, from, to, port, NULL, &error))
     return g_strdup (error->message);
   if (napkin_diagram_topo_order (copy) == NULL)
     return g_strdup (_("this wire would make a cycle"));
@@ -795,6 +1144,29 @@ trial_connect (NapkinCanvas *self,
           return g_strdup (p->message);
       }
   return NULL;
+}
+
+gboolean
+napkin_canvas_connect (NapkinCanvas  *self,
+                       const char    *from,
+                       const char    *to,
+                       guint          port,
+                       GError       **error)
+{
+  g_autofree char *problem = NULL;
+  g_autofree char *from_id = g_strdup (from);
+  g_autofree char *to_id = g_strdup (to);
+
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), FALSE);
+  g_return_val_if_fail (self->history != NULL, FALSE);
+
+  problem = trial_connect (self, from_id, to_id, port);
+  if (problem != NULL)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT, _("Not connected: %s"), problem);
+      return FALSE;
+    }
+  return connect_in (self, self->history, from_id, to_id, port, NULL, error);
 }
 
 /* The wire a connect drag would make if released at (x, y): from → to.port. */
@@ -908,6 +1280,19 @@ _napkin_canvas_drag_begin (NapkinCanvas    *self,
   gboolean extend = (state & (GDK_SHIFT_MASK | GDK_CONTROL_MASK)) != 0;
   NapkinHit hit;
 
+  if (self->pending_wire && self->diagram != NULL)
+    {
+      double dx, dy;
+
+      /* the second click of a click-click wire: it ends where a release would */
+      self->pending_wire = FALSE;
+      widget_to_doc (self, x, y, &dx, &dy);
+      self->mode = MODE_CONNECT;
+      self->dragged = TRUE;
+      _napkin_canvas_drag_end (self, (dx - self->start_x) * self->zoom, (dy - self->start_y) * self->zoom);
+      self->mode = MODE_NONE;
+      return;
+    }
   self->mode = MODE_NONE;
   self->dragged = FALSE;
   if (self->diagram == NULL)
@@ -1094,12 +1479,36 @@ _napkin_canvas_drag_end (NapkinCanvas *self,
 
         if (connect_target (self, self->cur_x, self->cur_y, &from, &to, &port, &node, &node_port))
           {
+            gboolean replaced = FALSE;
+
             from_id = g_strdup (from);
             to_id = g_strdup (to);
-            if (!napkin_edit_connect (self->history, from_id, to_id, port, &error))
+            update_connect_feedback (self);
+            if (self->feedback_problem != NULL)
+              {
+                /* what the canvas showed red is refused: no wire, none replaced */
+                g_autofree char *message = g_strdup_printf (_("Not connected: %s"), self->feedback_problem);
+
+                emit_message (self, message);
+              }
+            else if (!connect_in (self, self->history, from_id, to_id, port, &replaced, &error))
               emit_message (self, error->message);
-            else if (self->feedback_problem != NULL)
-              emit_message (self, self->feedback_problem);
+            else if (replaced)
+              {
+                g_autofree char *message = g_strdup_printf (_("The wire from “%s” replaced the one into “%s”"),
+                                                            from_id, to_id);
+
+                emit_message (self, message);
+              }
+          }
+        else if (!self->dragged)
+          {
+            /* a click on a port: the wire follows the pointer until a click on
+             * another port finishes it (Esc or a click elsewhere cancels it) */
+            self->pending_wire = TRUE;
+            self->mode = MODE_CONNECT;
+            gtk_widget_queue_draw (GTK_WIDGET (self));
+            return;
           }
         g_clear_pointer (&self->feedback_problem, g_free);
         self->feedback_node = -1;
@@ -1171,6 +1580,7 @@ pan_begin_cb (NapkinCanvas   *self,
               double          y,
               GtkGestureDrag *drag)
 {
+  self->pending_wire = FALSE;
   self->mode = MODE_PAN;
   self->pan_origin_x = self->origin_x;
   self->pan_origin_y = self->origin_y;
@@ -1303,6 +1713,12 @@ motion_cb (NapkinCanvas             *self,
   self->pointer_x = x;
   self->pointer_y = y;
   self->pointer_inside = TRUE;
+  if (self->pending_wire && self->diagram != NULL)
+    {
+      widget_to_doc (self, x, y, &self->cur_x, &self->cur_y);
+      update_connect_feedback (self);
+      gtk_widget_queue_draw (GTK_WIDGET (self));
+    }
 }
 
 static void
@@ -1347,10 +1763,21 @@ key_pressed_cb (NapkinCanvas          *self,
       return TRUE;
     }
 
+  if (keyval == GDK_KEY_Menu || (keyval == GDK_KEY_F10 && (state & GDK_SHIFT_MASK)))
+    return menu_key (self);
+
   switch (keyval)
     {
     case GDK_KEY_Escape:
-      if (self->region_tool)
+      if (self->pending_wire)
+        {
+          self->pending_wire = FALSE;
+          self->mode = MODE_NONE;
+          g_clear_pointer (&self->feedback_problem, g_free);
+          self->feedback_node = -1;
+          gtk_widget_queue_draw (GTK_WIDGET (self));
+        }
+      else if (self->region_tool)
         napkin_canvas_set_region_tool (self, FALSE, self->region_level);
       else
         napkin_canvas_clear_selection (self);
@@ -1450,6 +1877,201 @@ query_tooltip_cb (NapkinCanvas *self,
     return FALSE;
   gtk_tooltip_set_text (tooltip, text->str);
   return TRUE;
+}
+
+/* ---------------------------------------------------------------- context menu */
+
+static void
+menu_add_kinds (GMenu *menu)
+{
+  static const struct { const char *kind; const char *label; } kinds[] = {
+    { "input", N_("_Input") }, { "output", N_("_Output") }, { "contract", N_("_Contraction") },
+    { "map", N_("_Map") }, { "reduce", N_("_Reduce") }, { "softmax", N_("_Softmax") },
+    { "normalize", N_("_Normalize") }, { "rearrange", N_("R_earrange") },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (kinds); i++)
+    {
+      g_autoptr(GMenuItem) item = g_menu_item_new (_(kinds[i].label), NULL);
+
+      g_menu_item_set_action_and_target (item, "canvas.add-here", "s", kinds[i].kind);
+      g_menu_append_item (menu, item);
+    }
+}
+
+static void
+menu_add_wraps (GMenu *menu)
+{
+  GMenu *wraps = g_menu_new ();
+
+  g_menu_append (wraps, _("Wrap in _Shared-Memory Region"), "canvas.wrap::smem");
+  g_menu_append (wraps, _("Wrap in Re_gister Region"), "canvas.wrap::registers");
+  g_menu_append (wraps, _("Wrap in _L2 Region"), "canvas.wrap::l2");
+  g_menu_append_section (menu, NULL, G_MENU_MODEL (wraps));
+  g_object_unref (wraps);
+}
+
+/* What a right click at (x, y) offers, for what is there (selected first, as file
+ * managers do): operations, a wire, a region or the paper. */
+GMenuModel *
+_napkin_canvas_context_menu (NapkinCanvas *self,
+                             double        x,
+                             double        y)
+{
+  GMenu *menu = g_menu_new ();
+  NapkinHit hit;
+
+  if (self->diagram == NULL)
+    return G_MENU_MODEL (menu);
+  widget_to_doc (self, x, y, &self->menu_x, &self->menu_y);
+  hit = napkin_render_hit (self->diagram, self->menu_x, self->menu_y, 3 / self->zoom);
+  switch (hit.kind)
+    {
+    case NAPKIN_HIT_NODE:
+    case NAPKIN_HIT_INPUT_PORT:
+    case NAPKIN_HIT_OUTPUT_PORT:
+      {
+        const char *id = napkin_diagram_node (self->diagram, hit.index)->id;
+        GMenu *edit = g_menu_new ();
+
+        if (!g_hash_table_contains (self->selected, id))
+          napkin_canvas_select_node (self, id, FALSE);
+        menu_add_wraps (menu);
+        g_menu_append (edit, _("Cu_t"), "edit.cut");
+        g_menu_append (edit, _("_Copy"), "edit.copy");
+        g_menu_append (edit, _("_Delete"), "canvas.delete");
+        g_menu_append_section (menu, NULL, G_MENU_MODEL (edit));
+        g_object_unref (edit);
+        break;
+      }
+    case NAPKIN_HIT_WIRE:
+      select_wire (self, hit.index);
+      g_menu_append (menu, _("_Delete Wire"), "canvas.delete");
+      break;
+    case NAPKIN_HIT_REGION:
+    case NAPKIN_HIT_REGION_HANDLE:
+      napkin_canvas_select_region (self, napkin_diagram_region (self->diagram, hit.index)->name);
+      g_menu_append (menu, _("Suggest _Tiles…"), "win.suggest-tiles");
+      g_menu_append (menu, _("_Delete Region"), "canvas.delete");
+      break;
+    case NAPKIN_HIT_NONE:
+    default:
+      {
+        GMenu *add = g_menu_new ();
+        GMenu *view = g_menu_new ();
+
+        menu_add_kinds (add);
+        g_menu_append_submenu (menu, _("_Add Operation Here"), G_MENU_MODEL (add));
+        g_menu_append (view, _("_Paste"), "edit.paste");
+        g_menu_append (view, _("Select _All"), "edit.select-all");
+        g_menu_append (view, _("_Zoom to Fit"), "view.zoom-fit");
+        g_menu_append_section (menu, NULL, G_MENU_MODEL (view));
+        g_object_unref (add);
+        g_object_unref (view);
+        break;
+      }
+    }
+  return G_MENU_MODEL (menu);
+}
+
+static void
+popup_context_menu (NapkinCanvas *self,
+                    double        x,
+                    double        y)
+{
+  g_autoptr(GMenuModel) model = _napkin_canvas_context_menu (self, x, y);
+
+  if (self->context_menu == NULL)
+    {
+      self->context_menu = gtk_popover_menu_new_from_model (NULL);
+      gtk_widget_set_parent (self->context_menu, GTK_WIDGET (self));
+      gtk_popover_set_has_arrow (GTK_POPOVER (self->context_menu), FALSE);
+      gtk_widget_set_halign (self->context_menu, GTK_ALIGN_START);
+    }
+  gtk_popover_menu_set_menu_model (GTK_POPOVER_MENU (self->context_menu), model);
+  gtk_popover_set_pointing_to (GTK_POPOVER (self->context_menu), &(GdkRectangle) { (int) x, (int) y, 1, 1 });
+  gtk_popover_popup (GTK_POPOVER (self->context_menu));
+}
+
+GtkWidget *
+_napkin_canvas_get_context_menu (NapkinCanvas *self)
+{
+  return self->context_menu;
+}
+
+static void
+secondary_pressed_cb (NapkinCanvas    *self,
+                      int              n_press,
+                      double           x,
+                      double           y,
+                      GtkGestureClick *click)
+{
+  gtk_widget_grab_focus (GTK_WIDGET (self));
+  popup_context_menu (self, x, y);
+  gtk_gesture_set_state (GTK_GESTURE (click), GTK_EVENT_SEQUENCE_CLAIMED);
+}
+
+/* Shift+F10 and the Menu key: the menu of the selection, or of the pointer's place. */
+static gboolean
+menu_key (NapkinCanvas *self)
+{
+  g_auto(GStrv) ids = napkin_canvas_dup_selected_nodes (self);
+  double x = gtk_widget_get_width (GTK_WIDGET (self)) / 2.0, y = gtk_widget_get_height (GTK_WIDGET (self)) / 2.0;
+
+  if (self->diagram == NULL)
+    return FALSE;
+  if (ids[0] != NULL)
+    {
+      NapkinRect r;
+
+      napkin_render_node_rect (self->diagram, napkin_diagram_find_node (self->diagram, ids[0]), &r);
+      _napkin_canvas_doc_to_widget (self, r.x + r.width / 2, r.y + r.height / 2, &x, &y);
+    }
+  else if (self->pointer_inside)
+    {
+      x = self->pointer_x;
+      y = self->pointer_y;
+    }
+  popup_context_menu (self, x, y);
+  return TRUE;
+}
+
+static void
+canvas_action (GtkWidget  *widget,
+               const char *action_name,
+               GVariant   *parameter)
+{
+  NapkinCanvas *self = NAPKIN_CANVAS (widget);
+  g_autoptr(GError) error = NULL;
+
+  if (self->history == NULL)
+    return;
+  if (g_str_equal (action_name, "canvas.delete"))
+    {
+      if (!napkin_canvas_delete_selection (self, &error))
+        emit_message (self, error->message);
+    }
+  else if (g_str_equal (action_name, "canvas.wrap"))
+    {
+      NapkinLevel level = NAPKIN_LEVEL_SMEM;
+      g_autofree char *name = NULL;
+
+      napkin_level_from_string (g_variant_get_string (parameter, NULL), &level);
+      name = napkin_canvas_add_region (self, level, &error);
+      if (name == NULL)
+        emit_message (self, error->message);
+    }
+  else if (g_str_equal (action_name, "canvas.add-here"))
+    {
+      NapkinOpKind kind;
+      g_autofree char *id = NULL;
+
+      if (!napkin_op_kind_from_string (g_variant_get_string (parameter, NULL), &kind))
+        return;
+      id = napkin_canvas_add_node (self, kind, round (self->menu_x), round (self->menu_y), &error);
+      if (id == NULL)
+        emit_message (self, error->message);
+    }
 }
 
 /* ---------------------------------------------------------------- drawing */
@@ -1657,6 +2279,26 @@ napkin_canvas_snapshot (GtkWidget   *widget,
   cairo_destroy (cr);
 }
 
+/* A document first shown: fitted, but never so small that the strand labels go
+ * under 9 px (docs/editor.md, "The first screen"); a diagram too large for that is
+ * shown from its top-left corner, where the data flow starts. Ctrl+0 fits it all. */
+static void
+first_view (NapkinCanvas *self)
+{
+  double readable = READABLE_LABEL_PX / napkin_render_strand_label_size ();
+  NapkinRect bounds;
+
+  napkin_canvas_zoom_to_fit (self);
+  if (self->needs_fit || self->zoom >= readable || self->diagram == NULL)
+    return;
+  napkin_render_bounds (self->diagram, &bounds);
+  self->zoom = readable;
+  self->origin_x = bounds.x - 20 / readable;
+  self->origin_y = bounds.y - 20 / readable;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ZOOM]);
+}
+
 static void
 napkin_canvas_size_allocate (GtkWidget *widget,
                              int        width,
@@ -1666,7 +2308,9 @@ napkin_canvas_size_allocate (GtkWidget *widget,
   NapkinCanvas *self = NAPKIN_CANVAS (widget);
 
   if (self->needs_fit)
-    napkin_canvas_zoom_to_fit (self);
+    first_view (self);
+  if (self->context_menu != NULL)
+    gtk_popover_present (GTK_POPOVER (self->context_menu));
 }
 
 static void
@@ -1698,6 +2342,7 @@ napkin_canvas_dispose (GObject *object)
   NapkinCanvas *self = NAPKIN_CANVAS (object);
 
   napkin_canvas_set_history (self, NULL);
+  g_clear_pointer (&self->context_menu, gtk_widget_unparent);
   g_clear_object (&self->picture);
   g_clear_pointer (&self->picture_key, g_bytes_unref);
   G_OBJECT_CLASS (napkin_canvas_parent_class)->dispose (object);
@@ -1717,6 +2362,8 @@ napkin_canvas_finalize (GObject *object)
   g_clear_pointer (&self->resize_region, g_free);
   g_clear_pointer (&self->problems, g_ptr_array_unref);
   g_clear_pointer (&self->analysis_problems, g_ptr_array_unref);
+  g_clear_pointer (&self->arch, napkin_arch_unref);
+  g_clear_pointer (&self->placeholder_axis, g_free);
   G_OBJECT_CLASS (napkin_canvas_parent_class)->finalize (object);
 }
 
@@ -1782,6 +2429,10 @@ napkin_canvas_class_init (NapkinCanvasClass *klass)
     g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                   0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
 
+  gtk_widget_class_install_action (widget_class, "canvas.delete", NULL, canvas_action);
+  gtk_widget_class_install_action (widget_class, "canvas.wrap", "s", canvas_action);
+  gtk_widget_class_install_action (widget_class, "canvas.add-here", "s", canvas_action);
+
   gtk_widget_class_set_css_name (widget_class, "napkin-canvas");
   gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
 }
@@ -1813,6 +2464,14 @@ napkin_canvas_init (NapkinCanvas *self)
   g_signal_connect_swapped (drag, "drag-update", G_CALLBACK (drag_update_cb), self);
   g_signal_connect_swapped (drag, "drag-end", G_CALLBACK (drag_end_cb), self);
   gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (drag));
+
+  {
+    GtkGesture *secondary = gtk_gesture_click_new ();
+
+    gtk_gesture_single_set_button (GTK_GESTURE_SINGLE (secondary), GDK_BUTTON_SECONDARY);
+    g_signal_connect_swapped (secondary, "pressed", G_CALLBACK (secondary_pressed_cb), self);
+    gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (secondary));
+  }
 
   pan = gtk_gesture_drag_new ();
   gtk_gesture_single_set_button (GTK_GESTURE_SINGLE (pan), GDK_BUTTON_MIDDLE);

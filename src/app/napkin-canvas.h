@@ -3,6 +3,7 @@
 
 #include <gtk/gtk.h>
 
+#include "napkin-arch.h"
 #include "napkin-history.h"
 
 G_BEGIN_DECLS
@@ -42,8 +43,21 @@ char          *napkin_canvas_add_node             (NapkinCanvas   *self,
                                                    double          x,
                                                    double          y,
                                                    GError        **error);
+/* A new operation where the user is working (docs/editor.md, "Placing new
+ * operations"): with one operation selected, right of it and wired from it; else at
+ * the pointer when it is over the canvas, else in the middle of the view; always
+ * in free space, and scrolled into view. */
 char          *napkin_canvas_add_node_at_center   (NapkinCanvas   *self,
                                                    NapkinOpKind    kind,
+                                                   GError        **error);
+/* Connects from → to.port as the canvas does on release: refused (FALSE, with the
+ * reason) when the wire would make a cycle or a problem on its target; a new output
+ * takes the wire's axes and a contraction with both inputs its inferred output
+ * axes, in the same undo step. */
+gboolean       napkin_canvas_connect              (NapkinCanvas   *self,
+                                                   const char     *from,
+                                                   const char     *to,
+                                                   guint           port,
                                                    GError        **error);
 gboolean       napkin_canvas_delete_selection     (NapkinCanvas   *self,
                                                    GError        **error);
@@ -59,6 +73,15 @@ void           napkin_canvas_set_analysis_problems (NapkinCanvas  *self,
                                                     GPtrArray     *problems);
 gboolean       napkin_canvas_is_region_flagged    (NapkinCanvas   *self,
                                                    const char     *name);
+
+/* The architecture whose tiles new regions and marks start with (tune's choice);
+ * NULL: tensor-core sized guesses. */
+void           napkin_canvas_set_arch             (NapkinCanvas   *self,
+                                                   NapkinArch     *arch);
+NapkinArch    *napkin_canvas_get_arch             (NapkinCanvas   *self);
+/* The axis the canvas made for an empty diagram's first operation ("i"), while it
+ * may still be unused: the inspector drops it once the user's own axes replace it. */
+const char    *napkin_canvas_get_placeholder_axis (NapkinCanvas   *self);
 
 /* The region tool: a rubber band then draws a region at this level. */
 void           napkin_canvas_set_region_tool      (NapkinCanvas   *self,

@@ -37,6 +37,10 @@ struct _NapkinCodeView
   char            *pseudo;
   char            *summary;
   gboolean         failed;
+  gboolean         at_kernel;      /* scrolled to the kernel once for this document and kind */
+  guint            scroll_tick;
+  guint            scroll_frames;
+  gboolean         scroll_pending;  /* to the kernel, once the view is shown */
 };
 
 G_DEFINE_FINAL_TYPE (NapkinCodeView, napkin_code_view, GTK_TYPE_WIDGET)
@@ -208,6 +212,62 @@ update_thread (GTask        *task,
 
 /* ---- showing ----------------------------------------------------------------------------- */
 
+/* GtkTextView lays long texts out in the background and guesses the heights of the
+ * lines it has not reached, so one scroll can land short: scroll again each frame
+ * until the kernel's line is at the top (at most a second's worth of frames). */
+static gboolean
+scroll_to_kernel_tick (GtkWidget     *widget,
+                       GdkFrameClock *clock,
+                       gpointer       user_data)
+{
+  NapkinCodeView *self = NAPKIN_CODE_VIEW (widget);
+  GtkTextView *view = GTK_TEXT_VIEW (self->source_view);
+  GtkTextMark *mark = gtk_text_buffer_get_mark (gtk_text_view_get_buffer (view), "napkin-kernel");
+  GdkRectangle visible;
+  GtkTextIter top, at;
+
+  if (mark != NULL)
+    {
+      gtk_text_view_get_visible_rect (view, &visible);
+      gtk_text_view_get_line_at_y (view, &top, visible.y, NULL);
+      gtk_text_buffer_get_iter_at_mark (gtk_text_view_get_buffer (view), &at, mark);
+      if (gtk_text_iter_get_line (&top) != gtk_text_iter_get_line (&at))
+        {
+          int y, height;
+
+          /* the adjustment set directly: gtk_text_view_scroll_to_mark animates it,
+           * and a window closed during that animation raised a GLib critical
+           * (g_signal_handler_disconnect of handler 0) under GTK 4.8 */
+          gtk_text_view_get_line_yrange (view, &at, &y, &height);
+          gtk_adjustment_set_value (gtk_scrollable_get_vadjustment (GTK_SCROLLABLE (view)), y);
+        }
+      else if (self->scroll_frames > 2)
+        mark = NULL;   /* there, and laid out */
+    }
+  if (mark != NULL && ++self->scroll_frames < 60)
+    return G_SOURCE_CONTINUE;
+  self->scroll_frames = 0;
+  self->scroll_tick = 0;
+  self->scroll_pending = FALSE;
+  return G_SOURCE_REMOVE;
+}
+
+/* A hidden view (the Runs tab in front) scrolls when it is shown: its lines are
+ * laid out only then. */
+static void
+start_scroll_ticks (NapkinCodeView *self)
+{
+  if (self->scroll_tick == 0 && gtk_widget_get_mapped (GTK_WIDGET (self)))
+    self->scroll_tick = gtk_widget_add_tick_callback (GTK_WIDGET (self), scroll_to_kernel_tick, NULL, NULL);
+}
+
+static void
+source_view_map_cb (NapkinCodeView *self)
+{
+  if (self->scroll_pending)
+    start_scroll_ticks (self);
+}
+
 static void
 show_text (NapkinCodeView *self)
 {
@@ -226,6 +286,51 @@ show_text (NapkinCodeView *self)
   /* unchanged code (a node moved): keep the scroll position */
   if (g_strcmp0 (current, text ? text : "") != 0)
     gtk_text_buffer_set_text (buffer, text ? text : "", -1);
+
+  /* A new document opens on its kernel, not on the prelude's macros; after that the
+   * user's scrolling is left alone. */
+  if (!self->at_kernel && text != NULL && !self->failed)
+    {
+      const char *kernel = self->kind == NAPKIN_CODE_CUDA ? strstr (text, "__global__") : NULL;
+      GtkTextIter at;
+      GtkTextMark *mark;
+
+      self->at_kernel = TRUE;
+      if (kernel != NULL)
+        {
+          int line = 0;
+
+          for (const char *p = text; p < kernel; p++)
+            line += *p == '\n';
+          /* the comment above the kernel belongs to it (a dozen lines of it) */
+          for (guint climbed = 0; line > 0 && climbed < 12; climbed++)
+            {
+              GtkTextIter prev;
+              g_autofree char *prev_text = NULL;
+              GtkTextIter prev_end;
+
+              gtk_text_buffer_get_iter_at_line (buffer, &prev, line - 1);
+              prev_end = prev;
+              gtk_text_iter_forward_to_line_end (&prev_end);
+              prev_text = gtk_text_buffer_get_text (buffer, &prev, &prev_end, FALSE);
+              if (!g_str_has_prefix (g_strchug (prev_text), "/*") && !g_str_has_prefix (prev_text, "*")
+                  && !g_str_has_prefix (prev_text, "//"))
+                break;
+              line--;
+            }
+          gtk_text_buffer_get_iter_at_line (buffer, &at, line);
+          gtk_text_buffer_place_cursor (buffer, &at);
+          mark = gtk_text_buffer_get_mark (buffer, "napkin-kernel");
+          if (mark == NULL)
+            mark = gtk_text_buffer_create_mark (buffer, "napkin-kernel", &at, TRUE);
+          else
+            gtk_text_buffer_move_mark (buffer, mark, &at);
+          /* again until the lines are laid out: before that their heights are guesses */
+          self->scroll_frames = 0;
+          self->scroll_pending = TRUE;
+          start_scroll_ticks (self);
+        }
+    }
 
   gtk_label_set_text (self->summary_label, self->summary ? self->summary : "");
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->summary_label), self->summary);
@@ -324,6 +429,7 @@ napkin_code_view_set_diagram (NapkinCodeView *self,
   g_clear_object (&self->cancellable);
   self->pending = FALSE;
   g_set_object (&self->diagram, diagram);
+  self->at_kernel = FALSE;
   if (diagram != NULL)
     {
       self->changed_id = g_signal_connect_object (diagram, "changed", G_CALLBACK (diagram_changed_cb), self,
@@ -350,6 +456,8 @@ napkin_code_view_set_codegen_flags (NapkinCodeView     *self,
   g_clear_object (&self->cancellable);
   self->pending = FALSE;
   self->generation = G_MAXUINT64;
+  /* other code: it opens on its kernel too */
+  self->at_kernel = FALSE;
   if (self->diagram != NULL)
     start_update (self);
 }
@@ -371,6 +479,7 @@ napkin_code_view_set_kind (NapkinCodeView *self,
   if (self->kind == kind)
     return;
   self->kind = kind;
+  self->at_kernel = FALSE;
   gtk_toggle_button_set_active (kind == NAPKIN_CODE_PSEUDO ? self->pseudo_button : self->cuda_button, TRUE);
   show_text (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_KIND]);
@@ -581,6 +690,9 @@ napkin_code_view_dispose (GObject *object)
   NapkinCodeView *self = NAPKIN_CODE_VIEW (object);
 
   napkin_code_view_set_diagram (self, NULL);
+  if (self->scroll_tick != 0)
+    gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->scroll_tick);
+  self->scroll_tick = 0;
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_CODE_VIEW);
   /* the template's root box is not a bound child: dispose_template leaves it */
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
@@ -683,10 +795,35 @@ napkin_code_view_init (NapkinCodeView *self)
   GtkSourceStyleSchemeManager *schemes = gtk_source_style_scheme_manager_get_default ();
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  g_signal_connect (self, "map", G_CALLBACK (source_view_map_cb), NULL);
   buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (self->source_view));
   gtk_source_buffer_set_highlight_syntax (GTK_SOURCE_BUFFER (buffer), TRUE);
   gtk_source_buffer_set_style_scheme (GTK_SOURCE_BUFFER (buffer),
                                       gtk_source_style_scheme_manager_get_scheme (schemes, "Adwaita"));
+}
+
+gboolean
+napkin_code_view_is_settled (NapkinCodeView *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), TRUE);
+
+  return self->diagram == NULL
+         || (self->generation == napkin_diagram_get_generation (self->diagram) && !self->scroll_pending);
+}
+
+char *
+napkin_code_view_dup_first_visible_line (NapkinCodeView *self)
+{
+  GdkRectangle visible;
+  GtkTextIter start, end;
+
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NULL);
+
+  gtk_text_view_get_visible_rect (GTK_TEXT_VIEW (self->source_view), &visible);
+  gtk_text_view_get_line_at_y (GTK_TEXT_VIEW (self->source_view), &start, visible.y, NULL);
+  end = start;
+  gtk_text_iter_forward_to_line_end (&end);
+  return gtk_text_iter_get_text (&start, &end);
 }
 
 GtkWidget *

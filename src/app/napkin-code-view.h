@@ -25,6 +25,11 @@ typedef enum
 G_DECLARE_FINAL_TYPE (NapkinCodeView, napkin_code_view, NAPKIN, CODE_VIEW, GtkWidget)
 
 GtkWidget      *napkin_code_view_new              (void);
+/* The code on show is the document's, scrolled where it opens (screenshots). */
+gboolean        napkin_code_view_is_settled       (NapkinCodeView  *self);
+/* The text of the line at the top of the view (tests: a new document opens on its
+ * kernel). */
+char           *napkin_code_view_dup_first_visible_line (NapkinCodeView *self);
 void            napkin_code_view_set_diagram      (NapkinCodeView  *self,
                                                    NapkinDiagram   *diagram);
 /* The target's instruction paths (the window sets NAPKIN_CODEGEN_SM90A for a Hopper

@@ -5,12 +5,16 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <glib/gi18n.h>
 
 #include "napkin-edit.h"
 #include "napkin-inspector.h"
 #include "napkin-validate.h"
+#ifdef NAPKIN_HAVE_PERF
+#include "napkin-tile-default.h"
+#endif
 
 struct _NapkinInspector
 {
@@ -24,6 +28,16 @@ struct _NapkinInspector
   int           row;
   char         *error;
   guint         rebuild_id;
+
+  /* Rebuilding must not move the user (docs/editor.md, "The inspector"): what the
+   * grid shows, its editors, what was typed and not applied (by widget name), the
+   * refusals shown, and a field to focus when the grid is next built. */
+  char         *shown;
+  GPtrArray    *fields;
+  GHashTable   *pending;
+  GHashTable   *pending_errors;
+  char         *focus_request;
+  gboolean      rebuilding;
 };
 
 G_DEFINE_FINAL_TYPE (NapkinInspector, napkin_inspector, GTK_TYPE_WIDGET)
@@ -47,6 +61,7 @@ typedef enum
   FIELD_MARK_KIND,
   FIELD_MARK_TILE,
   FIELD_NEW_AXIS,
+  FIELD_TENSOR_NAME,
 } Field;
 
 static NapkinHistory *
@@ -68,6 +83,7 @@ clear_grid (NapkinInspector *self)
 {
   GtkWidget *child;
 
+  g_ptr_array_set_size (self->fields, 0);
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->grid))) != NULL)
     gtk_grid_remove (self->grid, child);
   self->row = 0;
@@ -125,6 +141,8 @@ add_row (NapkinInspector *self,
   gtk_label_set_mnemonic_widget (GTK_LABEL (label), editor);
   gtk_widget_set_hexpand (editor, TRUE);
   gtk_widget_set_name (editor, name);
+  if (g_object_get_data (G_OBJECT (editor), "napkin-field") != NULL || GTK_IS_EDITABLE (editor))
+    g_ptr_array_add (self->fields, editor);
   gtk_grid_attach (self->grid, label, 0, self->row, 1, 1);
   gtk_grid_attach (self->grid, editor, 1, self->row++, 1, 1);
 
@@ -172,6 +190,15 @@ parse_int64 (const char  *text,
   v = g_ascii_strtoll (text, &end, 10);
   while (end && g_ascii_isspace (*end))
     end++;
+  if (errno == ERANGE && end != text && *end == '\0')
+    {
+      /* a whole number, too large for any size */
+      g_autofree char *max = g_strdup_printf ("%" G_GINT64_FORMAT, NAPKIN_MAX_AXIS_SIZE);
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, _("%s: %s is too large: sizes go up to %s"), what, text,
+                   max);
+      return FALSE;
+    }
   if (errno != 0 || end == text || *end != '\0')
     {
       g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, _("%s: “%s” is not a whole number"), what, text);
@@ -201,18 +228,78 @@ parse_double (const char  *text,
   return TRUE;
 }
 
-/* "b, h , q" → { "b", "h", "q" }. */
+/* "b, h , q" → { "b", "h", "q" }; "m=4096" stays whole (an axis defined in place). */
 static char **
 split_axes (const char *text)
 {
-  g_auto(GStrv) parts = g_strsplit_set (text, ", ", -1);
+  g_auto(GStrv) parts = NULL;
   GPtrArray *axes = g_ptr_array_new ();
+  g_autofree char *tight = NULL;
+  GString *s = g_string_new (NULL);
 
+  /* "m = 4096" is one item */
+  for (const char *p = text; *p; p++)
+    {
+      if (*p == ' ')
+        {
+          const char *q = p;
+
+          while (*q == ' ')
+            q++;
+          if (*q == '=' || (s->len > 0 && s->str[s->len - 1] == '='))
+            continue;
+        }
+      g_string_append_c (s, *p);
+    }
+  tight = g_string_free (s, FALSE);
+  parts = g_strsplit_set (tight, ", ", -1);
   for (guint i = 0; parts[i]; i++)
     if (*parts[i])
       g_ptr_array_add (axes, g_strdup (parts[i]));
   g_ptr_array_add (axes, NULL);
   return (char **) g_ptr_array_free (axes, FALSE);
+}
+
+/* Items written NAME=SIZE define the axis (or set its size) first; the list then
+ * holds the names only. Part of the caller's undo group. */
+static gboolean
+define_axes (NapkinInspector  *self,
+             char            **axes,
+             GError          **error)
+{
+  NapkinHistory *h = history (self);
+
+  for (guint i = 0; axes[i]; i++)
+    {
+      char *eq = strchr (axes[i], '=');
+      gint64 size;
+
+      if (eq == NULL)
+        continue;
+      *eq = '\0';
+      if (!parse_int64 (eq + 1, &size, axes[i], error))
+        return FALSE;
+      if (napkin_diagram_find_axis (diagram (self), axes[i]) >= 0)
+        {
+          if (!napkin_edit_set_axis_size (h, axes[i], size, error))
+            return FALSE;
+        }
+      else if (!napkin_edit_add_axis (h, axes[i], size, error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The canvas's placeholder axis of an empty diagram's first operation, once the
+ * user's own axes have replaced it. */
+static void
+drop_placeholder (NapkinInspector *self)
+{
+  const char *axis = self->canvas ? napkin_canvas_get_placeholder_axis (self->canvas) : NULL;
+  g_autofree char *name = g_strdup (axis);
+
+  if (name != NULL && napkin_diagram_find_axis (diagram (self), name) >= 0)
+    napkin_edit_remove_axis (history (self), name, NULL);
 }
 
 static char *
@@ -252,6 +339,7 @@ apply_node_field (NapkinInspector *self,
     case FIELD_OUT:
       g_strfreev (node->out);
       node->out = split_axes (text);
+      ok = define_axes (self, node->out, error);
       if (node->kind == NAPKIN_OP_MAP && node->out[0] == NULL)
         g_clear_pointer (&node->out, g_strfreev);
       break;
@@ -283,6 +371,7 @@ apply_node_field (NapkinInspector *self,
     case FIELD_MARK_KIND:
     case FIELD_MARK_TILE:
     case FIELD_NEW_AXIS:
+    case FIELD_TENSOR_NAME:
     default:
       g_assert_not_reached ();
     }
@@ -318,11 +407,20 @@ apply (NapkinInspector *self,
     case FIELD_NODE_DTYPE:
       return apply_node_field (self, key, field, text, choice, error);
 
+    case FIELD_TENSOR_NAME:
+      return napkin_edit_rename_tensor (h, key, text, error);
     case FIELD_TENSOR_AXES:
       {
         g_auto(GStrv) axes = split_axes (text);
+        int t = napkin_diagram_find_tensor (diagram (self), key);
+        const char *placeholder = self->canvas ? napkin_canvas_get_placeholder_axis (self->canvas) : NULL;
+        gboolean had_placeholder = t >= 0 && placeholder != NULL
+                                   && g_strv_contains ((const char *const *) napkin_diagram_tensor (diagram (self), t)->axes,
+                                                       placeholder);
 
-        return napkin_edit_set_tensor_axes (h, key, (const char *const *) axes, error);
+        return define_axes (self, axes, error)
+               && napkin_edit_set_tensor_axes (h, key, (const char *const *) axes, error)
+               && (!had_placeholder || (drop_placeholder (self), TRUE));
       }
     case FIELD_TENSOR_DTYPE:
       return napkin_edit_set_tensor_dtype (h, key, choice, error);
@@ -353,7 +451,16 @@ apply (NapkinInspector *self,
             const char *t = gtk_editable_get_text (GTK_EDITABLE (tile_w));
 
             if (*t == '\0' && tile == 0)
-              t = "1";
+              {
+                /* a new mark: the tile tune would choose (docs/editor.md, "Smart defaults") */
+#ifdef NAPKIN_HAVE_PERF
+                tile = napkin_tile_default_for_mark (diagram (self), key, axis, kind,
+                                                     napkin_canvas_get_arch (self->canvas));
+#else
+                tile = 64;
+#endif
+                t = "";
+              }
             if (*t != '\0' && !parse_int64 (t, &tile, _("Tile size"), error))
               return FALSE;
           }
@@ -377,19 +484,85 @@ apply (NapkinInspector *self,
     }
 }
 
+/* One user edit, one undo step, even where it takes several (an axis defined in
+ * the axes list, then the list). */
+static gboolean
+apply_grouped (NapkinInspector  *self,
+               GtkWidget        *editor,
+               const char       *text,
+               guint             choice,
+               GError          **error)
+{
+  NapkinHistory *h = history (self);
+  gboolean ok;
+
+  if (h == NULL)
+    return TRUE;
+  napkin_history_begin_group (h, _("Edit"));
+  ok = apply (self, editor, text, choice, error);
+  if (ok)
+    napkin_history_end_group (h);
+  else
+    napkin_history_cancel_group (h);
+  return ok;
+}
+
+static gboolean
+entry_is_changed (GtkWidget *entry)
+{
+  return g_strcmp0 (gtk_editable_get_text (GTK_EDITABLE (entry)),
+                    g_object_get_data (G_OBJECT (entry), "napkin-original")) != 0;
+}
+
+static void
+commit_entry (NapkinInspector *self,
+              GtkEntry        *entry)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = g_strdup (gtk_editable_get_text (GTK_EDITABLE (entry)));
+  const char *name = gtk_widget_get_name (GTK_WIDGET (entry));
+  gboolean ok;
+
+  g_object_ref (entry);
+  ok = apply_grouped (self, GTK_WIDGET (entry), g_strstrip (text), 0, &error);
+  /* A successful edit rebuilds the pane later, the focus where it was; a refusal
+   * stays on screen, and in the field through rebuilds, until it is changed. */
+  show_result (self, GTK_WIDGET (entry), ok, error);
+  if (ok)
+    {
+      g_hash_table_remove (self->pending, name);
+      g_hash_table_remove (self->pending_errors, name);
+      if (g_object_get_data (G_OBJECT (entry), "napkin-clear-on-apply") != NULL)
+        gtk_editable_set_text (GTK_EDITABLE (entry), "");
+      g_object_set_data_full (G_OBJECT (entry), "napkin-original",
+                              g_strdup (gtk_editable_get_text (GTK_EDITABLE (entry))), g_free);
+    }
+  else
+    {
+      g_hash_table_insert (self->pending, g_strdup (name), g_strdup (gtk_editable_get_text (GTK_EDITABLE (entry))));
+      g_hash_table_insert (self->pending_errors, g_strdup (name), g_strdup (error ? error->message : ""));
+    }
+  g_object_unref (entry);
+}
+
+/* Enter applies and keeps the focus in the field. */
 static void
 entry_activate_cb (GtkEntry        *entry,
                    NapkinInspector *self)
 {
-  g_autoptr(GError) error = NULL;
-  g_autofree char *text = g_strdup (gtk_editable_get_text (GTK_EDITABLE (entry)));
-  gboolean ok;
+  commit_entry (self, entry);
+}
 
-  g_object_ref (entry);
-  ok = apply (self, GTK_WIDGET (entry), g_strstrip (text), 0, &error);
-  /* A successful edit rebuilds the pane later; a refusal stays on screen. */
-  show_result (self, GTK_WIDGET (entry), ok, error);
-  g_object_unref (entry);
+/* Tab (or a click elsewhere) applies what was typed, as Enter does. */
+static void
+entry_leave_cb (GtkEventControllerFocus *focus,
+                NapkinInspector         *self)
+{
+  GtkWidget *entry = gtk_event_controller_get_widget (GTK_EVENT_CONTROLLER (focus));
+
+  if (self->rebuilding || self->canvas == NULL || gtk_widget_get_root (entry) == NULL || !entry_is_changed (entry))
+    return;
+  commit_entry (self, GTK_ENTRY (entry));
 }
 
 static void
@@ -400,8 +573,10 @@ dropdown_selected_cb (GtkDropDown     *dropdown,
   g_autoptr(GError) error = NULL;
   gboolean ok;
 
+  if (self->rebuilding)
+    return;
   g_object_ref (dropdown);
-  ok = apply (self, GTK_WIDGET (dropdown), "", gtk_drop_down_get_selected (dropdown), &error);
+  ok = apply_grouped (self, GTK_WIDGET (dropdown), "", gtk_drop_down_get_selected (dropdown), &error);
   show_result (self, GTK_WIDGET (dropdown), ok, error);
   g_object_unref (dropdown);
 }
@@ -413,11 +588,15 @@ field_entry (NapkinInspector *self,
              const char      *text)
 {
   GtkWidget *entry = gtk_entry_new ();
+  GtkEventController *focus = gtk_event_controller_focus_new ();
 
   gtk_editable_set_text (GTK_EDITABLE (entry), text ? text : "");
+  g_object_set_data_full (G_OBJECT (entry), "napkin-original", g_strdup (text ? text : ""), g_free);
   g_object_set_data (G_OBJECT (entry), "napkin-field", GINT_TO_POINTER (field));
   g_object_set_data_full (G_OBJECT (entry), "napkin-key", g_strdup (key), g_free);
   g_signal_connect (entry, "activate", G_CALLBACK (entry_activate_cb), self);
+  g_signal_connect (focus, "leave", G_CALLBACK (entry_leave_cb), self);
+  gtk_widget_add_controller (entry, focus);
   return entry;
 }
 
@@ -464,7 +643,10 @@ build_node (NapkinInspector *self,
   g_autofree char *heading = g_strdup_printf (_("Operation “%s” (%s)"), node->id, napkin_op_kind_to_string (node->kind));
 
   gtk_label_set_text (self->heading, heading);
-  add_row (self, _("_Label"), field_entry (self, FIELD_LABEL, node->id, node->label), "field-label");
+  /* an input or output is its tensor: its name is the tensor's, used in the pane,
+   * the code and the file */
+  if (node->kind != NAPKIN_OP_INPUT && node->kind != NAPKIN_OP_OUTPUT)
+    add_row (self, _("_Label"), field_entry (self, FIELD_LABEL, node->id, node->label), "field-label");
 
   switch (node->kind)
     {
@@ -477,9 +659,13 @@ build_node (NapkinInspector *self,
           {
             const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
             g_autofree char *axes = join_axes (tensor->axes);
+            GtkWidget *axes_entry = field_entry (self, FIELD_TENSOR_AXES, tensor->name, axes);
 
-            add_row (self, _("Tensor"), gtk_label_new (tensor->name), "field-tensor");
-            add_row (self, _("_Axes"), field_entry (self, FIELD_TENSOR_AXES, tensor->name, axes), "field-tensor-axes");
+            add_row (self, _("_Name"), field_entry (self, FIELD_TENSOR_NAME, tensor->name, tensor->name),
+                     "field-name");
+            gtk_widget_set_tooltip_text (axes_entry, _("Axis names in memory order, e.g. “m, k”; "
+                                                       "“m=4096” defines an axis here"));
+            add_row (self, _("_Axes"), axes_entry, "field-tensor-axes");
             add_row (self, _("_Element type"),
                      field_dropdown (self, FIELD_TENSOR_DTYPE, tensor->name, dtype_names (FALSE), tensor->dtype),
                      "field-tensor-dtype");
@@ -689,6 +875,22 @@ build_wire (NapkinInspector *self,
 }
 
 static void
+remove_axis_cb (GtkButton       *button,
+                NapkinInspector *self)
+{
+  g_autoptr(GError) error = NULL;
+  const char *axis = g_object_get_data (G_OBJECT (button), "napkin-key");
+  gboolean ok;
+
+  if (history (self) == NULL)
+    return;
+  g_object_ref (button);
+  ok = napkin_edit_remove_axis (history (self), axis, &error);
+  show_result (self, GTK_WIDGET (button), ok, error);
+  g_object_unref (button);
+}
+
+static void
 build_axes (NapkinInspector *self)
 {
   NapkinDiagram *d = diagram (self);
@@ -702,9 +904,38 @@ build_axes (NapkinInspector *self)
 
       g_autofree char *escaped = escape_mnemonic (axis->name);
 
-      add_row (self, escaped, field_entry (self, FIELD_AXIS_SIZE, axis->name, size), name);
+      {
+        GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 4);
+        GtkWidget *entry = field_entry (self, FIELD_AXIS_SIZE, axis->name, size);
+        GtkWidget *remove = gtk_button_new_from_icon_name ("user-trash-symbolic");
+        g_autofree char *remove_name = g_strdup_printf ("axis-%s-delete", axis->name);
+        g_autofree char *tip = g_strdup_printf (_("Delete axis %s (only while nothing uses it)"), axis->name);
+
+        gtk_widget_set_hexpand (entry, TRUE);
+        gtk_widget_set_name (entry, name);
+        gtk_widget_set_name (remove, remove_name);
+        gtk_widget_set_tooltip_text (remove, tip);
+        gtk_widget_add_css_class (remove, "flat");
+        g_object_set_data_full (G_OBJECT (remove), "napkin-key", g_strdup (axis->name), g_free);
+        g_object_set_data (G_OBJECT (remove), "napkin-entry", entry);
+        g_signal_connect (remove, "clicked", G_CALLBACK (remove_axis_cb), self);
+        gtk_box_append (GTK_BOX (box), entry);
+        gtk_box_append (GTK_BOX (box), remove);
+        add_row (self, escaped, box, "axis-row");
+        g_ptr_array_add (self->fields, entry);
+        g_ptr_array_add (self->fields, remove);
+        gtk_label_set_mnemonic_widget (GTK_LABEL (gtk_grid_get_child_at (self->grid, 0, self->row - 2)), entry);
+        g_object_set_data (G_OBJECT (entry), "napkin-error", g_object_get_data (G_OBJECT (box), "napkin-error"));
+        g_object_set_data (G_OBJECT (remove), "napkin-error", g_object_get_data (G_OBJECT (box), "napkin-error"));
+      }
     }
-  add_row (self, _("_New axis"), field_entry (self, FIELD_NEW_AXIS, NULL, ""), "axis-new");
+  {
+    GtkWidget *entry = field_entry (self, FIELD_NEW_AXIS, NULL, "");
+
+    g_object_set_data (G_OBJECT (entry), "napkin-clear-on-apply", GINT_TO_POINTER (TRUE));
+    gtk_entry_set_placeholder_text (GTK_ENTRY (entry), _("name=size, e.g. k=4096"));
+    add_row (self, _("_New axis"), entry, "axis-new");
+  }
 }
 
 static void
@@ -716,24 +947,168 @@ build_problems (NapkinInspector *self)
     return;
   add_section (self, g_dngettext (GETTEXT_PACKAGE, "Problem", "Problems", problems->len));
   for (guint i = 0; i < problems->len && i < 20; i++)
-    add_text (self, ((NapkinProblem *) g_ptr_array_index (problems, i))->message, "error");
+    {
+      add_text (self, ((NapkinProblem *) g_ptr_array_index (problems, i))->message, "error");
+      gtk_widget_set_name (gtk_grid_get_child_at (self->grid, 0, self->row - 1), "problem");
+    }
 }
+
+/* What the grid shows, so that a rebuild knows whether it shows the same thing. */
+static char *
+shown_key (NapkinInspector *self)
+{
+  g_auto(GStrv) ids = NULL;
+  const char *region, *to;
+  guint port;
+
+  if (diagram (self) == NULL)
+    return g_strdup ("");
+  ids = napkin_canvas_dup_selected_nodes (self->canvas);
+  region = napkin_canvas_get_selected_region (self->canvas);
+  if (ids[0] != NULL)
+    {
+      g_autofree char *joined = g_strjoinv (",", ids);
+
+      return g_strconcat ("nodes:", joined, NULL);
+    }
+  if (region != NULL)
+    return g_strconcat ("region:", region, NULL);
+  if (napkin_canvas_get_selected_wire (self->canvas, &to, &port))
+    return g_strdup_printf ("wire:%s:%u", to, port);
+  return g_strdup ("diagram");
+}
+
+static GtkWidget *
+field_named (NapkinInspector *self,
+             const char      *name)
+{
+  for (guint i = 0; i < self->fields->len; i++)
+    if (g_strcmp0 (gtk_widget_get_name (g_ptr_array_index (self->fields, i)), name) == 0)
+      return g_ptr_array_index (self->fields, i);
+  return NULL;
+}
+
+/* The field that has the keyboard focus, if it is one of the grid's. */
+static GtkWidget *
+focused_field (NapkinInspector *self)
+{
+  GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (self));
+  GtkWidget *focus = root ? gtk_root_get_focus (root) : NULL;
+
+  for (GtkWidget *w = focus; w != NULL && w != GTK_WIDGET (self); w = gtk_widget_get_parent (w))
+    if (g_ptr_array_find (self->fields, w, NULL))
+      return w;
+  return NULL;
+}
+
+static void build_grid (NapkinInspector *self);
 
 static gboolean
 rebuild (gpointer user_data)
 {
   NapkinInspector *self = user_data;
+  g_autofree char *key = shown_key (self);
+  g_autofree char *focus_name = NULL;
+  GtkWidget *focus;
+  int cursor = -1, sel_start = 0, sel_end = 0;
+  gboolean select = FALSE;
+
+  self->rebuild_id = 0;
+  if (g_strcmp0 (key, self->shown) != 0)
+    {
+      /* something else is shown: what was typed for the other thing is gone */
+      g_hash_table_remove_all (self->pending);
+      g_hash_table_remove_all (self->pending_errors);
+    }
+  else
+    {
+      /* typed, not applied yet: kept through the rebuild */
+      for (guint i = 0; i < self->fields->len; i++)
+        {
+          GtkWidget *w = g_ptr_array_index (self->fields, i);
+
+          if (GTK_IS_ENTRY (w) && entry_is_changed (w))
+            g_hash_table_insert (self->pending, g_strdup (gtk_widget_get_name (w)),
+                                 g_strdup (gtk_editable_get_text (GTK_EDITABLE (w))));
+        }
+      focus = focused_field (self);
+      if (focus != NULL)
+        {
+          focus_name = g_strdup (gtk_widget_get_name (focus));
+          if (GTK_IS_EDITABLE (focus))
+            {
+              cursor = gtk_editable_get_position (GTK_EDITABLE (focus));
+              gtk_editable_get_selection_bounds (GTK_EDITABLE (focus), &sel_start, &sel_end);
+            }
+        }
+    }
+  if (self->focus_request != NULL)
+    {
+      g_free (focus_name);
+      focus_name = g_steal_pointer (&self->focus_request);
+      cursor = -1;
+      select = TRUE;
+    }
+  g_free (self->shown);
+  self->shown = g_steal_pointer (&key);
+
+  self->rebuilding = TRUE;
+  clear_grid (self);
+  g_clear_pointer (&self->error, g_free);
+  build_grid (self);
+
+  /* what was typed and refused is still there, with its refusal */
+  {
+    GHashTableIter iter;
+    gpointer name, text;
+
+    g_hash_table_iter_init (&iter, self->pending);
+    while (g_hash_table_iter_next (&iter, &name, &text))
+      {
+        GtkWidget *w = field_named (self, name);
+        const char *message = g_hash_table_lookup (self->pending_errors, name);
+
+        if (w == NULL || !GTK_IS_EDITABLE (w))
+          continue;
+        gtk_editable_set_text (GTK_EDITABLE (w), text);
+        if (message != NULL && *message)
+          {
+            g_autoptr(GError) error = g_error_new_literal (G_IO_ERROR, G_IO_ERROR_INVALID_DATA, message);
+
+            show_result (self, w, FALSE, error);
+          }
+      }
+  }
+  /* the focus stays in the field being typed in */
+  if (focus_name != NULL && (focus = field_named (self, focus_name)) != NULL)
+    {
+      if (GTK_IS_ENTRY (focus) && !select)
+        {
+          gtk_entry_grab_focus_without_selecting (GTK_ENTRY (focus));
+          /* the selection too: Tab selects a field's text, so that typing replaces it */
+          if (sel_end > sel_start)
+            gtk_editable_select_region (GTK_EDITABLE (focus), sel_start, sel_end);
+          else if (cursor >= 0)
+            gtk_editable_set_position (GTK_EDITABLE (focus), cursor);
+        }
+      else
+        gtk_widget_grab_focus (focus);
+    }
+  self->rebuilding = FALSE;
+  return G_SOURCE_REMOVE;
+}
+
+static void
+build_grid (NapkinInspector *self)
+{
   g_auto(GStrv) ids = NULL;
   const char *region, *to;
   guint port;
 
-  self->rebuild_id = 0;
-  clear_grid (self);
-  g_clear_pointer (&self->error, g_free);
   if (diagram (self) == NULL)
     {
       gtk_label_set_text (self->heading, _("No document"));
-      return G_SOURCE_REMOVE;
+      return;
     }
 
   ids = napkin_canvas_dup_selected_nodes (self->canvas);
@@ -761,7 +1136,18 @@ rebuild (gpointer user_data)
     }
   build_axes (self);
   build_problems (self);
-  return G_SOURCE_REMOVE;
+}
+
+void
+napkin_inspector_focus_field (NapkinInspector *self,
+                              const char      *name)
+{
+  g_return_if_fail (NAPKIN_IS_INSPECTOR (self));
+
+  g_free (self->focus_request);
+  self->focus_request = g_strdup (name);
+  if (self->rebuild_id == 0)
+    self->rebuild_id = g_idle_add_full (G_PRIORITY_DEFAULT_IDLE, rebuild, self, NULL);
 }
 
 static void
@@ -788,6 +1174,7 @@ napkin_inspector_set_canvas (NapkinInspector *self,
                                                   G_CALLBACK (selection_changed_cb), self,
                                                   G_CONNECT_SWAPPED);
   g_clear_handle_id (&self->rebuild_id, g_source_remove);
+  g_clear_pointer (&self->shown, g_free);
   rebuild (self);
 }
 
@@ -809,6 +1196,10 @@ napkin_inspector_dispose (GObject *object)
   if (self->canvas != NULL)
     g_clear_signal_handler (&self->selection_id, self->canvas);
   g_clear_object (&self->canvas);
+  /* the grid's editors go with it: no focus-out applies during teardown */
+  self->rebuilding = TRUE;
+  if (self->fields != NULL)
+    g_ptr_array_set_size (self->fields, 0);
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_INSPECTOR);
   /* The scrolled window is not a bound child: unparent it by hand. */
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self))) != NULL)
@@ -822,6 +1213,11 @@ napkin_inspector_finalize (GObject *object)
   NapkinInspector *self = NAPKIN_INSPECTOR (object);
 
   g_clear_pointer (&self->error, g_free);
+  g_clear_pointer (&self->shown, g_free);
+  g_clear_pointer (&self->focus_request, g_free);
+  g_clear_pointer (&self->fields, g_ptr_array_unref);
+  g_clear_pointer (&self->pending, g_hash_table_unref);
+  g_clear_pointer (&self->pending_errors, g_hash_table_unref);
   G_OBJECT_CLASS (napkin_inspector_parent_class)->finalize (object);
 }
 
@@ -844,6 +1240,9 @@ napkin_inspector_class_init (NapkinInspectorClass *klass)
 static void
 napkin_inspector_init (NapkinInspector *self)
 {
+  self->fields = g_ptr_array_new ();
+  self->pending = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  self->pending_errors = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   gtk_widget_init_template (GTK_WIDGET (self));
 }
 

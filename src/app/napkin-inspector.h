@@ -15,6 +15,10 @@ G_DECLARE_FINAL_TYPE (NapkinInspector, napkin_inspector, NAPKIN, INSPECTOR, GtkW
 GtkWidget    *napkin_inspector_new         (void);
 void          napkin_inspector_set_canvas  (NapkinInspector *self,
                                             NapkinCanvas    *canvas);
+/* Puts the focus on the field with that widget name (all its text selected, so
+ * typing replaces it) once the grid shows the current selection. */
+void          napkin_inspector_focus_field (NapkinInspector *self,
+                                            const char      *name);
 /* The text of the last refused edit, or NULL (for tests). */
 const char   *napkin_inspector_get_error   (NapkinInspector *self);
 

@@ -42,6 +42,7 @@ struct _NapkinRunPanel
   NapkinPlot     *plot;
   char           *status;
   gboolean        filling;        /* rebuilding the history list: ignore selection */
+  char           *arch_id;        /* the header's GPU: the prediction when none ran */
 };
 
 G_DEFINE_FINAL_TYPE (NapkinRunPanel, napkin_run_panel, GTK_TYPE_WIDGET)
@@ -362,17 +363,26 @@ history_row_selected_cb (NapkinRunPanel *self,
 
 /* ---- running ----------------------------------------------------------------------------- */
 
+/* `details` (the runner's own words) go in the tooltip. */
 static void
-set_status (NapkinRunPanel *self,
-            const char     *status)
+set_status_full (NapkinRunPanel *self,
+                 const char     *status,
+                 const char     *details)
 {
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->status_label), details ? details : status);
   if (g_strcmp0 (self->status, status) == 0)
     return;
   g_free (self->status);
   self->status = g_strdup (status);
   gtk_label_set_text (self->status_label, status ? status : "");
-  gtk_widget_set_tooltip_text (GTK_WIDGET (self->status_label), status);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATUS]);
+}
+
+static void
+set_status (NapkinRunPanel *self,
+            const char     *status)
+{
+  set_status_full (self, status, NULL);
 }
 
 static void
@@ -408,7 +418,9 @@ describe_end (json_object *result)
   if (g_strcmp0 (status, "wrong") == 0)
     return g_strdup (_("Run finished, but the result differs from the fp32 reference"));
   if (g_strcmp0 (status, "no-gpu") == 0)
-    return g_strdup_printf (_("No GPU: %s"), message ? message : _("no NVIDIA driver or device found"));
+    /* the loader's words (libcuda.so.1: cannot open …) are in the tooltip */
+    return g_strdup (_("No NVIDIA GPU or driver on this computer, so nothing ran. The model’s prediction is "
+                       "in the table and in the analysis pane."));
   /* fault, timeout, crashed, compile, … */
   return g_strdup_printf (_("Run failed (%s): %s"), status ? status : "?", message ? message : _("no message"));
 }
@@ -461,11 +473,17 @@ run_done (GObject      *object,
   }
   if (run_succeeded (result) && run_diagram != NULL)
     add_prediction (run_diagram, result);
+#ifdef NAPKIN_HAVE_PERF
+  /* nothing ran: what the model predicts on the GPU chosen in the header */
+  else if (g_strcmp0 (get_string (result, "status"), "no-gpu") == 0 && run_diagram != NULL && self->arch_id != NULL
+           && json_object_object_get (result, "prediction") == NULL)
+    napkin_prediction_add_to_run (run_diagram, result, self->arch_id);
+#endif
   gtk_progress_bar_set_fraction (self->progress, run_succeeded (result) ? 1 : 0);
   {
     g_autofree char *end = describe_end (result);
 
-    set_status (self, end);
+    set_status_full (self, end, get_string (result, "message"));
     if (!run_succeeded (result))
       g_signal_emit (self, signals[MESSAGE], 0, end);
   }
@@ -479,6 +497,16 @@ run_done (GObject      *object,
       g_signal_emit (self, signals[RUNS_CHANGED], 0);
     }
   show_run (self, result);
+}
+
+void
+napkin_run_panel_set_arch_id (NapkinRunPanel *self,
+                              const char     *arch_id)
+{
+  g_return_if_fail (NAPKIN_IS_RUN_PANEL (self));
+
+  g_free (self->arch_id);
+  self->arch_id = g_strdup (arch_id);
 }
 
 void
@@ -660,6 +688,7 @@ napkin_run_panel_finalize (GObject *object)
   g_clear_object (&self->cancellable);
   g_clear_pointer (&self->runner, g_strfreev);
   g_clear_pointer (&self->status, g_free);
+  g_clear_pointer (&self->arch_id, g_free);
   G_OBJECT_CLASS (napkin_run_panel_parent_class)->finalize (object);
 }
 
@@ -729,16 +758,9 @@ napkin_run_panel_class_init (NapkinRunPanelClass *klass)
 static void
 napkin_run_panel_init (NapkinRunPanel *self)
 {
-  GtkEventController *shortcuts = gtk_shortcut_controller_new ();
-
   gtk_widget_init_template (GTK_WIDGET (self));
   gtk_drawing_area_set_draw_func (self->chart, chart_draw, self, NULL);
-  /* F5 anywhere in the window, as in IDEs; the action lives here, with the state */
-  gtk_shortcut_controller_set_scope (GTK_SHORTCUT_CONTROLLER (shortcuts), GTK_SHORTCUT_SCOPE_GLOBAL);
-  gtk_shortcut_controller_add_shortcut (GTK_SHORTCUT_CONTROLLER (shortcuts),
-                                        gtk_shortcut_new (gtk_keyval_trigger_new (GDK_KEY_F5, 0),
-                                                          gtk_named_action_new ("run.start")));
-  gtk_widget_add_controller (GTK_WIDGET (self), shortcuts);
+  /* F5 is the window's (win.run: it also brings this tab to the front) */
   update_actions (self);
 }
 

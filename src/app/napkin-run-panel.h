@@ -26,6 +26,10 @@ void         napkin_run_panel_set_runner       (NapkinRunPanel     *self,
 void         napkin_run_panel_set_timeout      (NapkinRunPanel     *self,
                                                 guint               seconds);
 /* Starts a run (the run.start action); does nothing while one runs. */
+/* The architecture id chosen in the header: a run that finds no GPU shows its
+ * prediction for it. */
+void         napkin_run_panel_set_arch_id      (NapkinRunPanel     *self,
+                                                const char         *arch_id);
 void         napkin_run_panel_run              (NapkinRunPanel     *self);
 void         napkin_run_panel_cancel           (NapkinRunPanel     *self);
 gboolean     napkin_run_panel_get_running      (NapkinRunPanel     *self);

@@ -9,6 +9,7 @@
 
 #include "napkin-application.h"
 #include "napkin-autosaver.h"
+#include "napkin-describe.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-file.h"
@@ -33,6 +34,7 @@ struct _NapkinWindow
   AdwToastOverlay     *toast_overlay;
   GtkRevealer         *banner;
   GtkLabel            *banner_label;
+  GtkLabel            *banner_details;
   GtkBox              *palette;
   NapkinCanvas        *canvas;
   NapkinInspector     *inspector;
@@ -42,6 +44,7 @@ struct _NapkinWindow
   GtkPaned            *code_paned;
   GtkWidget           *code_view;       /* NapkinCodeView and NapkinRunPanel, where codegen is built */
   GtkWidget           *run_panel;
+  GtkWidget           *bottom_stack;
   GtkButton           *zoom_button;
   GtkMenuButton       *add_button;
   GtkMenuButton       *suggest_button;  /* "Suggest tiles": a NapkinTileSuggestions popover */
@@ -59,7 +62,8 @@ struct _NapkinWindow
   GSettings           *settings;
   GStrv                arch_ids;
   gboolean             close_confirmed;
-  gboolean             close_after_save;
+  GTask               *question;        /* "Save changes?" asked, not answered yet */
+  gboolean             answer_after_save;
   guint                zoom_label_id;
 };
 
@@ -203,9 +207,20 @@ void
 napkin_window_show_error (NapkinWindow *self,
                           const char   *message)
 {
+  g_autofree char *words = NULL;
+  g_autofree char *json_path = NULL;
+  g_autofree char *details = NULL;
+
   g_return_if_fail (NAPKIN_IS_WINDOW (self));
 
-  gtk_label_set_text (self->banner_label, message);
+  words = napkin_error_summary (message);
+  json_path = napkin_error_path (message);
+  details = json_path ? g_strdup_printf (_("JSON path: %s"), json_path) : NULL;
+
+  /* the words a user knows; the place in the file below them, for those who look */
+  gtk_label_set_text (self->banner_label, words);
+  gtk_label_set_text (self->banner_details, details ? details : "");
+  gtk_widget_set_visible (GTK_WIDGET (self->banner_details), details != NULL);
   gtk_revealer_set_reveal_child (self->banner, TRUE);
 }
 
@@ -215,6 +230,15 @@ napkin_window_get_banner_text (NapkinWindow *self)
   g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
 
   return gtk_revealer_get_reveal_child (self->banner) ? gtk_label_get_text (self->banner_label) : NULL;
+}
+
+const char *
+napkin_window_get_banner_details (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+
+  return gtk_revealer_get_reveal_child (self->banner) && gtk_widget_get_visible (GTK_WIDGET (self->banner_details))
+         ? gtk_label_get_text (self->banner_details) : NULL;
 }
 
 static void
@@ -412,6 +436,41 @@ add_napkin_filter (GtkFileChooser *chooser)
   gtk_file_chooser_add_filter (chooser, filter);
 }
 
+/* Where Open and Save As start: the document's folder, else the folder of the most
+ * recent diagram, else the home folder — never the "Recent" list, where a diagram
+ * that was never opened cannot be found. */
+static GFile *
+start_folder (NapkinWindow *self)
+{
+  GList *items;
+  GFile *folder = NULL;
+
+  if (self->file != NULL && (folder = g_file_get_parent (self->file)) != NULL)
+    return folder;
+  items = gtk_recent_manager_get_items (gtk_recent_manager_get_default ());
+  for (GList *l = items; l && folder == NULL; l = l->next)
+    {
+      const char *uri = gtk_recent_info_get_uri (l->data);
+
+      if (g_str_has_suffix (uri, ".napkin") && gtk_recent_info_exists (l->data))
+        {
+          g_autoptr(GFile) file = g_file_new_for_uri (uri);
+
+          folder = g_file_get_parent (file);
+        }
+    }
+  g_list_free_full (items, (GDestroyNotify) gtk_recent_info_unref);
+  return folder ? folder : g_file_new_for_path (g_get_home_dir ());
+}
+
+GFile *
+napkin_window_dup_start_folder (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+
+  return start_folder (self);
+}
+
 static void
 open_response_cb (GtkNativeDialog *dialog,
                   int              response,
@@ -441,14 +500,34 @@ open_action (GtkWidget  *widget,
              GVariant   *parameter)
 {
   NapkinWindow *self = NAPKIN_WINDOW (widget);
+  GtkFileChooserNative *dialog = napkin_window_new_open_dialog (self);
+
+  g_signal_connect (dialog, "response", G_CALLBACK (open_response_cb), g_object_ref (self));
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+}
+
+GtkFileChooserNative *
+napkin_window_new_open_dialog (NapkinWindow *self)
+{
   GtkFileChooserNative *dialog;
+
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
 
   dialog = gtk_file_chooser_native_new (_("Open Diagram"), GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_OPEN,
                                         _("_Open"), _("_Cancel"));
   gtk_file_chooser_set_select_multiple (GTK_FILE_CHOOSER (dialog), TRUE);
   add_napkin_filter (GTK_FILE_CHOOSER (dialog));
-  g_signal_connect (dialog, "response", G_CALLBACK (open_response_cb), g_object_ref (self));
-  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+  {
+    g_autoptr(GtkFileFilter) all = gtk_file_filter_new ();
+    g_autoptr(GFile) folder = start_folder (self);
+
+    /* a diagram saved under another name is still one */
+    gtk_file_filter_set_name (all, _("All files"));
+    gtk_file_filter_add_pattern (all, "*");
+    gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), all);
+    gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (dialog), folder, NULL);
+  }
+  return dialog;
 }
 
 static void
@@ -464,6 +543,8 @@ open_recent_action (GtkWidget  *widget,
 
 static void save_as_action (GtkWidget *widget, const char *action_name, GVariant *parameter);
 
+static void answer (NapkinWindow *self, NapkinWindowAnswer answer);
+
 static void
 save_done (NapkinWindow *self,
            gboolean      ok,
@@ -474,15 +555,14 @@ save_done (NapkinWindow *self,
       g_autofree char *message = g_strdup_printf (_("Could not save: %s"), error->message);
 
       napkin_window_show_error (self, message);
-      self->close_after_save = FALSE;
+      /* not saved: whoever asked (closing, quitting) stops there */
+      if (self->answer_after_save)
+        answer (self, NAPKIN_WINDOW_CANCELLED);
       return;
     }
   toast (self, _("Saved"));
-  if (self->close_after_save)
-    {
-      self->close_confirmed = TRUE;
-      gtk_window_close (GTK_WINDOW (self));
-    }
+  if (self->answer_after_save)
+    answer (self, NAPKIN_WINDOW_SAVED);
 }
 
 static void
@@ -518,8 +598,8 @@ save_as_response_cb (GtkNativeDialog *dialog,
 
       save_done (self, ok, error);
     }
-  else
-    self->close_after_save = FALSE;
+  else if (self->answer_after_save)
+    answer (self, NAPKIN_WINDOW_CANCELLED);
   gtk_native_dialog_destroy (dialog);
   g_object_unref (dialog);
 }
@@ -559,6 +639,11 @@ save_as_action (GtkWidget  *widget,
   dialog = gtk_file_chooser_native_new (_("Save Diagram"), GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_SAVE,
                                         _("_Save"), _("_Cancel"));
   add_napkin_filter (GTK_FILE_CHOOSER (dialog));
+  {
+    g_autoptr(GFile) folder = start_folder (self);
+
+    gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (dialog), folder, NULL);
+  }
   gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (dialog), name);
   g_signal_connect (dialog, "response", G_CALLBACK (save_as_response_cb), g_object_ref (self));
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
@@ -650,6 +735,108 @@ new_action (GtkWidget  *widget,
   window = napkin_window_is_pristine (self) ? self : napkin_window_new (app);
   napkin_window_set_document (window, diagram, NULL);
   gtk_window_present (GTK_WINDOW (window));
+}
+
+/* Help ▸ Examples: a bundled example, as untitled (Save As keeps a copy). */
+gboolean
+napkin_window_load_example (NapkinWindow  *self,
+                            const char    *name,
+                            GError       **error)
+{
+  g_autofree char *path = g_strdup_printf ("/io/github/napkin/Napkin/examples/%s.napkin", name);
+  g_autoptr(GBytes) bytes = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  gsize length;
+  const char *data;
+
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), FALSE);
+
+  bytes = g_resources_lookup_data (path, G_RESOURCE_LOOKUP_FLAGS_NONE, error);
+  if (bytes == NULL)
+    return FALSE;
+  data = g_bytes_get_data (bytes, &length);
+  diagram = napkin_diagram_load_from_data (data, length, NAPKIN_LOAD_DEFAULT, error);
+  if (diagram == NULL)
+    return FALSE;
+  napkin_window_set_document (self, diagram, NULL);
+  self->is_example = TRUE;
+  update_title (self);
+  return TRUE;
+}
+
+static void
+open_example_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  NapkinWindow *window = self;
+  g_autoptr(GError) error = NULL;
+
+  /* an untouched window shows it, else a new one */
+  if (!napkin_window_is_pristine (self))
+    window = napkin_window_new (gtk_window_get_application (GTK_WINDOW (self)));
+  if (!napkin_window_load_example (window, g_variant_get_string (parameter, NULL), &error))
+    {
+      napkin_window_show_error (self, error->message);
+      if (window != self)
+        gtk_window_destroy (GTK_WINDOW (window));
+      return;
+    }
+  gtk_window_present (GTK_WINDOW (window));
+}
+
+/* Help ▸ a guide: the installed copy, or the source tree's when run from a build. */
+char *
+napkin_window_dup_doc_path (const char *name)
+{
+  g_autofree char *file = g_strconcat (name, ".md", NULL);
+  const char *dirs[] = { NAPKIN_DOCDIR, NAPKIN_SOURCE_DOCDIR };
+
+  for (guint i = 0; i < G_N_ELEMENTS (dirs); i++)
+    {
+      char *path = g_build_filename (dirs[i], file, NULL);
+
+      if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
+        return path;
+      g_free (path);
+    }
+  return NULL;
+}
+
+static void
+show_doc_action (GtkWidget  *widget,
+                 const char *action_name,
+                 GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  g_autofree char *path = napkin_window_dup_doc_path (g_variant_get_string (parameter, NULL));
+  g_autofree char *uri = NULL;
+
+  if (path == NULL)
+    {
+      g_autofree char *message = g_strdup_printf (_("The guide “%s” is not installed"),
+                                                  g_variant_get_string (parameter, NULL));
+
+      toast (self, message);
+      return;
+    }
+  uri = g_filename_to_uri (path, NULL, NULL);
+  gtk_show_uri (GTK_WINDOW (self), uri, GDK_CURRENT_TIME);
+}
+
+static void
+run_action (GtkWidget  *widget,
+            const char *action_name,
+            GVariant   *parameter)
+{
+#ifdef NAPKIN_HAVE_CODEGEN
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+
+  /* the Runs tab shows the progress and the result */
+  gtk_stack_set_visible_child_name (GTK_STACK (self->bottom_stack), "run");
+  napkin_run_panel_run (NAPKIN_RUN_PANEL (self->run_panel));
+#endif
 }
 
 static void
@@ -765,6 +952,9 @@ add_node_action (GtkWidget  *widget,
   id = napkin_canvas_add_node_at_center (self->canvas, kind, &error);
   if (id == NULL)
     toast (self, error->message);
+  else if (kind == NAPKIN_OP_INPUT || kind == NAPKIN_OP_OUTPUT)
+    /* what a new tensor needs first is its name, then its axes (Tab) */
+    napkin_inspector_focus_field (self->inspector, "field-name");
   else
     gtk_widget_grab_focus (GTK_WIDGET (self->canvas));
 }
@@ -870,21 +1060,106 @@ close_later (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* The question's answer goes to whoever asked (the window closing itself, or Quit
+ * going through the windows, docs/editor.md "Files and windows"). */
 static void
-close_response_cb (AdwMessageDialog *dialog,
-                   const char       *response,
-                   NapkinWindow     *self)
+answer (NapkinWindow       *self,
+        NapkinWindowAnswer  value)
 {
-  /* Closed once the dialog has finished with its response. */
+  g_autoptr(GTask) task = g_steal_pointer (&self->question);
+
+  self->answer_after_save = FALSE;
+  if (task != NULL)
+    g_task_return_int (task, value);
+}
+
+static void
+question_response_cb (AdwMessageDialog *dialog,
+                      const char       *response,
+                      NapkinWindow     *self)
+{
   if (g_str_equal (response, "discard"))
+    answer (self, NAPKIN_WINDOW_DISCARDED);
+  else if (g_str_equal (response, "save"))
+    {
+      self->answer_after_save = TRUE;
+      save_action (GTK_WIDGET (self), "doc.save", NULL);
+    }
+  else
+    answer (self, NAPKIN_WINDOW_CANCELLED);
+}
+
+void
+napkin_window_ask_save_async (NapkinWindow        *self,
+                              GAsyncReadyCallback  callback,
+                              gpointer             user_data)
+{
+  g_autoptr(GTask) task = NULL;
+  AdwMessageDialog *dialog;
+  g_autofree char *name = NULL;
+
+  g_return_if_fail (NAPKIN_IS_WINDOW (self));
+
+  task = g_task_new (self, NULL, callback, user_data);
+  if (self->history == NULL || !napkin_history_get_modified (self->history))
+    {
+      g_task_return_int (task, NAPKIN_WINDOW_SAVED);
+      return;
+    }
+  if (self->question != NULL)
+    {
+      /* asked already (a second Ctrl+Q): the first question stands */
+      g_task_return_int (task, NAPKIN_WINDOW_CANCELLED);
+      return;
+    }
+  self->question = g_steal_pointer (&task);
+  name = self->file ? g_file_get_basename (self->file) : g_strdup (_("Untitled Diagram"));
+  dialog = ADW_MESSAGE_DIALOG (adw_message_dialog_new (GTK_WINDOW (self), _("Save Changes?"), NULL));
+  adw_message_dialog_format_body (dialog, _("“%s” has unsaved changes. Changes which are not saved will be lost."),
+                                  name);
+  adw_message_dialog_add_responses (dialog, "cancel", _("_Cancel"), "discard", _("_Discard"),
+                                    "save", _("_Save"), NULL);
+  adw_message_dialog_set_response_appearance (dialog, "discard", ADW_RESPONSE_DESTRUCTIVE);
+  adw_message_dialog_set_response_appearance (dialog, "save", ADW_RESPONSE_SUGGESTED);
+  adw_message_dialog_set_default_response (dialog, "save");
+  adw_message_dialog_set_close_response (dialog, "cancel");
+  g_signal_connect_object (dialog, "response", G_CALLBACK (question_response_cb), self, 0);
+  gtk_window_present (GTK_WINDOW (self));
+  gtk_window_present (GTK_WINDOW (dialog));
+}
+
+NapkinWindowAnswer
+napkin_window_ask_save_finish (NapkinWindow  *self,
+                               GAsyncResult  *result,
+                               GError       **error)
+{
+  g_return_val_if_fail (g_task_is_valid (result, self), NAPKIN_WINDOW_CANCELLED);
+
+  return g_task_propagate_int (G_TASK (result), error);
+}
+
+void
+napkin_window_close_without_asking (NapkinWindow *self)
+{
+  g_return_if_fail (NAPKIN_IS_WINDOW (self));
+
+  self->close_confirmed = TRUE;
+  gtk_window_close (GTK_WINDOW (self));
+}
+
+static void
+close_answer_cb (GObject      *object,
+                 GAsyncResult *result,
+                 gpointer      user_data)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (object);
+  NapkinWindowAnswer value = napkin_window_ask_save_finish (self, result, NULL);
+
+  /* closed once the dialog has finished with its response */
+  if (value != NAPKIN_WINDOW_CANCELLED)
     {
       self->close_confirmed = TRUE;
       g_idle_add (close_later, g_object_ref (self));
-    }
-  else if (g_str_equal (response, "save"))
-    {
-      self->close_after_save = TRUE;
-      save_action (GTK_WIDGET (self), "doc.save", NULL);
     }
 }
 
@@ -904,8 +1179,6 @@ static gboolean
 napkin_window_close_request (GtkWindow *window)
 {
   NapkinWindow *self = NAPKIN_WINDOW (window);
-  AdwMessageDialog *dialog;
-  g_autofree char *name = NULL;
 
   if (self->close_confirmed || self->history == NULL || !napkin_history_get_modified (self->history))
     {
@@ -915,19 +1188,7 @@ napkin_window_close_request (GtkWindow *window)
       save_size (self);
       return GTK_WINDOW_CLASS (napkin_window_parent_class)->close_request (window);
     }
-
-  name = self->file ? g_file_get_basename (self->file) : g_strdup (_("Untitled Diagram"));
-  dialog = ADW_MESSAGE_DIALOG (adw_message_dialog_new (GTK_WINDOW (self), _("Save Changes?"), NULL));
-  adw_message_dialog_format_body (dialog, _("“%s” has unsaved changes. Changes which are not saved will be lost."),
-                                  name);
-  adw_message_dialog_add_responses (dialog, "cancel", _("_Cancel"), "discard", _("_Discard"),
-                                    "save", _("_Save"), NULL);
-  adw_message_dialog_set_response_appearance (dialog, "discard", ADW_RESPONSE_DESTRUCTIVE);
-  adw_message_dialog_set_response_appearance (dialog, "save", ADW_RESPONSE_SUGGESTED);
-  adw_message_dialog_set_default_response (dialog, "save");
-  adw_message_dialog_set_close_response (dialog, "cancel");
-  g_signal_connect_object (dialog, "response", G_CALLBACK (close_response_cb), self, 0);
-  gtk_window_present (GTK_WINDOW (dialog));
+  napkin_window_ask_save_async (self, close_answer_cb, NULL);
   return TRUE;
 }
 
@@ -1042,6 +1303,11 @@ show_arch (NapkinWindow *self,
 {
   if (arch == NULL)
     return;
+  napkin_canvas_set_arch (self->canvas, arch);
+#ifdef NAPKIN_HAVE_CODEGEN
+  if (self->run_panel)
+    napkin_run_panel_set_arch_id (NAPKIN_RUN_PANEL (self->run_panel), arch->id);
+#endif
   if (self->analysis_pane)
     napkin_analysis_pane_set_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane), arch);
 #ifdef NAPKIN_HAVE_CODEGEN
@@ -1190,8 +1456,13 @@ screenshot_after_paint_cb (GdkFrameClock *clock,
   Screenshot *shot = g_task_get_task_data (task);
 
   /* The first frame lays out; the inspector fills in from an idle; two painted
-   * frames show everything. */
-  if (++shot->frames < 3)
+   * frames show everything — and the code view its kernel, once generated (a few
+   * seconds at most). */
+  if (++shot->frames < 3
+#ifdef NAPKIN_HAVE_CODEGEN
+      || (shot->frames < 600 && !napkin_code_view_is_settled (NAPKIN_CODE_VIEW (NAPKIN_WINDOW (g_task_get_source_object (task))->code_view)))
+#endif
+     )
     {
       gdk_frame_clock_request_phase (clock, GDK_FRAME_CLOCK_PHASE_PAINT);
       gtk_widget_queue_draw (GTK_WIDGET (g_task_get_source_object (task)));
@@ -1279,6 +1550,7 @@ add_code_and_run (NapkinWindow *self)
   self->run_panel = napkin_run_panel_new ();
   gtk_stack_add_titled (GTK_STACK (stack), self->code_view, "code", _("Code"));
   gtk_stack_add_titled (GTK_STACK (stack), self->run_panel, "run", _("Runs"));
+  self->bottom_stack = stack;
   gtk_widget_set_vexpand (stack, TRUE);
   gtk_stack_switcher_set_stack (GTK_STACK_SWITCHER (switcher), GTK_STACK (stack));
   gtk_widget_set_halign (switcher, GTK_ALIGN_START);
@@ -1324,6 +1596,8 @@ napkin_window_dispose (GObject *object)
     gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->zoom_label_id);
   self->zoom_label_id = 0;
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_WINDOW);
+  if (self->question != NULL)
+    answer (self, NAPKIN_WINDOW_CANCELLED);
   g_clear_object (&self->autosaver);
   g_clear_object (&self->history);
   g_clear_object (&self->file);
@@ -1376,6 +1650,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, toast_overlay);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, banner);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, banner_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinWindow, banner_details);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, palette);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, canvas);
   gtk_widget_class_bind_template_child (widget_class, NapkinWindow, inspector);
@@ -1411,6 +1686,9 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "edit.region-tool", "s", region_tool_action);
   gtk_widget_class_install_action (widget_class, "win.dismiss-banner", NULL, dismiss_banner_action);
   gtk_widget_class_install_action (widget_class, "win.suggest-tiles", NULL, suggest_tiles_action);
+  gtk_widget_class_install_action (widget_class, "win.run", NULL, run_action);
+  gtk_widget_class_install_action (widget_class, "win.open-example", "s", open_example_action);
+  gtk_widget_class_install_action (widget_class, "win.show-doc", "s", show_doc_action);
 
   add_shortcut (widget_class, GDK_KEY_n, GDK_CONTROL_MASK, "doc.new");
   add_shortcut (widget_class, GDK_KEY_o, GDK_CONTROL_MASK, "doc.open");
@@ -1436,6 +1714,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   add_edit_shortcut (widget_class, GDK_KEY_a, GDK_CONTROL_MASK, "edit.select-all");
   add_shortcut (widget_class, GDK_KEY_a, GDK_CONTROL_MASK | GDK_SHIFT_MASK, "edit.add-menu");
   add_shortcut (widget_class, GDK_KEY_t, GDK_CONTROL_MASK, "win.suggest-tiles");
+  add_shortcut (widget_class, GDK_KEY_F5, 0, "win.run");
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_r, GDK_CONTROL_MASK, "edit.add-region", "s", "smem");
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_r, GDK_CONTROL_MASK | GDK_SHIFT_MASK,
                                        "edit.add-region", "s", "registers");
@@ -1473,6 +1752,8 @@ napkin_window_init (NapkinWindow *self)
 #endif
 #ifdef NAPKIN_HAVE_CODEGEN
   add_code_and_run (self);
+#else
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.run", FALSE);
 #endif
 
   /* Run from a build tree without the schema installed, settings are not kept. */

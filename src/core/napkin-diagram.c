@@ -921,6 +921,32 @@ napkin_diagram_type_elements (NapkinDiagram          *self,
   return TRUE;
 }
 
+char **
+napkin_diagram_infer_contract_out (NapkinDiagram *self,
+                                   guint          node)
+{
+  const NapkinTensorType *in[2];
+  GPtrArray *out;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), NULL);
+  g_return_val_if_fail (node < napkin_diagram_n_nodes (self), NULL);
+
+  for (guint p = 0; p < 2; p++)
+    {
+      int src = napkin_diagram_input_source (self, node, p);
+
+      if (src < 0 || !(in[p] = napkin_diagram_node_type (self, src))->valid)
+        return NULL;
+    }
+  out = g_ptr_array_new ();
+  for (guint p = 0; p < 2; p++)
+    for (guint i = 0; i < in[p]->n_axes; i++)
+      if (!napkin_tensor_type_has_axis (in[1 - p], in[p]->axes[i]))
+        g_ptr_array_add (out, g_strdup (napkin_diagram_axis (self, in[p]->axes[i])->name));
+  g_ptr_array_add (out, NULL);
+  return (char **) g_ptr_array_free (out, FALSE);
+}
+
 char *
 napkin_diagram_type_to_string (NapkinDiagram          *self,
                                const NapkinTensorType *type)

@@ -212,6 +212,11 @@ gboolean            napkin_tensor_type_has_axis     (const NapkinTensorType *typ
 gboolean            napkin_diagram_type_elements    (NapkinDiagram     *self,
                                                      const NapkinTensorType *type,
                                                      gint64            *elements);
+/* What a contraction's output axes should be from its wires: the axes of its inputs
+ * that only one of them carries (the shared ones are summed), first input's first —
+ * A[m,k]·B[k,n] gives m, n. NULL while an input is unconnected or of unknown type. */
+char              **napkin_diagram_infer_contract_out (NapkinDiagram *self,
+                                                     guint              node);
 /* Writes "A[m,k] fp16" style text; returns a newly allocated string. */
 char               *napkin_diagram_type_to_string   (NapkinDiagram     *self,
                                                      const NapkinTensorType *type);

@@ -390,6 +390,106 @@ napkin_edit_set_axis_size (NapkinHistory  *history,
 }
 
 gboolean
+napkin_edit_remove_axis (NapkinHistory  *history,
+                         const char     *name,
+                         GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_AXIS, name, &index, error))
+    return FALSE;
+  for (guint t = 0; t < napkin_diagram_n_tensors (diagram); t++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (diagram, t);
+
+      if (tensor->axes && g_strv_contains ((const char *const *) tensor->axes, name))
+        return refuse (error, "axis “%s” is used by tensor %s: remove it from the tensor first", name, tensor->name);
+    }
+  for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
+    {
+      const NapkinNode *node = napkin_diagram_node (diagram, n);
+
+      if ((node->out && g_strv_contains ((const char *const *) node->out, name)) || g_strcmp0 (node->axis, name) == 0)
+        return refuse (error, "axis “%s” is used by operation “%s”: change the operation first", name, node->id);
+    }
+
+  command = napkin_command_new ("Delete axis");
+  for (guint r = napkin_diagram_n_regions (diagram); r > 0; r--)
+    {
+      const NapkinRegion *region = napkin_diagram_region (diagram, r - 1);
+      NapkinRegion *copy;
+      gboolean marked = FALSE;
+
+      for (guint m = 0; m < region->marks->len; m++)
+        marked |= g_strcmp0 (g_array_index (region->marks, NapkinMark, m).axis, name) == 0;
+      if (!marked)
+        continue;
+      copy = napkin_item_copy (NAPKIN_ITEM_REGION, region);
+      for (guint m = copy->marks->len; m > 0; m--)
+        if (g_strcmp0 (g_array_index (copy->marks, NapkinMark, m - 1).axis, name) == 0)
+          g_array_remove_index (copy->marks, m - 1);
+      napkin_command_add (command, NAPKIN_ITEM_REGION, r - 1, region, copy);
+      napkin_item_free (NAPKIN_ITEM_REGION, copy);
+    }
+  napkin_command_add (command, NAPKIN_ITEM_AXIS, index, napkin_diagram_axis (diagram, index), NULL);
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
+napkin_edit_rename_tensor (NapkinHistory  *history,
+                           const char     *name,
+                           const char     *new_name,
+                           GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  const NapkinTensor *tensor;
+  NapkinTensor *renamed;
+  NapkinCommand *command;
+  int index;
+
+  if (!find_or_refuse (diagram, NAPKIN_ITEM_TENSOR, name, &index, error))
+    return FALSE;
+  if (g_strcmp0 (name, new_name) == 0)
+    return TRUE;
+  if (!napkin_name_is_valid (new_name))
+    return refuse (error, "“%s” is not a name: use letters, digits and _, starting with a letter or _",
+                   new_name ? new_name : "");
+  if (napkin_diagram_find_tensor (diagram, new_name) >= 0)
+    return refuse (error, "a tensor “%s” already exists", new_name);
+
+  tensor = napkin_diagram_tensor (diagram, index);
+  command = napkin_command_new ("Rename tensor");
+  renamed = napkin_item_copy (NAPKIN_ITEM_TENSOR, tensor);
+  g_free (renamed->name);
+  renamed->name = g_strdup (new_name);
+  napkin_command_add (command, NAPKIN_ITEM_TENSOR, index, tensor, renamed);
+  napkin_item_free (NAPKIN_ITEM_TENSOR, renamed);
+  for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
+    {
+      const NapkinNode *node = napkin_diagram_node (diagram, n);
+      NapkinNode *changed;
+
+      if (g_strcmp0 (node->tensor, name) != 0)
+        continue;
+      changed = napkin_item_copy (NAPKIN_ITEM_NODE, node);
+      g_free (changed->tensor);
+      changed->tensor = g_strdup (new_name);
+      if (changed->label == NULL || g_strcmp0 (changed->label, name) == 0)
+        {
+          g_free (changed->label);
+          changed->label = g_strdup (new_name);
+        }
+      napkin_command_add (command, NAPKIN_ITEM_NODE, n, node, changed);
+      napkin_item_free (NAPKIN_ITEM_NODE, changed);
+    }
+  push (history, command);
+  return TRUE;
+}
+
+gboolean
 napkin_edit_add_tensor (NapkinHistory       *history,
                         const NapkinTensor  *tensor,
                         GError             **error)

@@ -44,6 +44,17 @@ gboolean napkin_edit_set_axis_size    (NapkinHistory     *history,
                                        const char        *name,
                                        gint64             size,
                                        GError           **error);
+/* Refused while a tensor or an operation uses the axis (the message names it);
+ * region marks on the axis go with it. */
+gboolean napkin_edit_remove_axis      (NapkinHistory     *history,
+                                       const char        *name,
+                                       GError           **error);
+/* A device tensor's new name, everywhere it is used: the inputs and outputs that
+ * read or write it (and their labels when they showed the old name). */
+gboolean napkin_edit_rename_tensor    (NapkinHistory     *history,
+                                       const char        *tensor,
+                                       const char        *new_name,
+                                       GError           **error);
 gboolean napkin_edit_add_tensor       (NapkinHistory     *history,
                                        const NapkinTensor *tensor,
                                        GError           **error);

@@ -5,8 +5,9 @@
 
 G_BEGIN_DECLS
 
-/* Errors about a diagram: its file, its structure or its meaning. Messages start
- * with the JSON path of the offending place, e.g. `nodes[3].axes[1]: unknown axis "q"`. */
+/* Errors about a diagram: its file, its structure or its meaning. Messages name the
+ * place in words and end with its JSON path as details (napkin-describe.h):
+ * "The second axis of tensor “A”: unknown axis “q” (JSON path: tensors[0].axes[1])". */
 #define NAPKIN_DOCUMENT_ERROR (napkin_document_error_quark ())
 
 typedef enum

@@ -12,6 +12,7 @@
 
 #include <glib/gstdio.h>
 
+#include "napkin-describe.h"
 #include "napkin-error.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
@@ -25,6 +26,7 @@ typedef struct
 {
   GError    **error;
   gboolean    failed;
+  json_object *root;   /* the document, to name places in words */
   /* Keys loaded so far, key -> index + 1. The diagram's own index is rebuilt after
    * every insertion, which made loading quadratic: 4 000 operations took 8 s. */
   GHashTable *index[NAPKIN_N_ITEM_KINDS];
@@ -86,7 +88,17 @@ fail (Loader     *loader,
   message = g_strdup_vprintf (format, args);
   va_end (args);
 
-  g_set_error (loader->error, NAPKIN_DOCUMENT_ERROR, code, "%s: %s", path, message);
+  /* "The size of axis “m”: 0 is out of range", the JSON path on a details line */
+  {
+    g_autofree char *place = napkin_describe_place (loader->root, NULL, path);
+    g_autofree char *words = NULL;
+    g_autofree char *full = NULL;
+
+    place[0] = g_ascii_toupper (place[0]);
+    words = g_strdup_printf ("%s: %s", place, message);
+    full = napkin_error_with_path (words, g_strcmp0 (path, "$") == 0 ? NULL : path);
+    g_set_error_literal (loader->error, NAPKIN_DOCUMENT_ERROR, code, full);
+  }
   loader->failed = TRUE;
   return FALSE;
 }
@@ -460,7 +472,7 @@ check_unique (Loader        *loader,
               const char    *what)
 {
   if (loader_find (loader, kind, key) >= 0)
-    return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, path, "%s “%s” is defined twice", what, key);
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, path, "an earlier %s is also called “%s”", what, key);
   return TRUE;
 }
 
@@ -776,10 +788,12 @@ load_wires (Loader        *loader,
         {
           g_autofree char *p = g_strdup_printf ("%s.port", path);
 
+          g_autofree char *ord = napkin_describe_ordinal ((guint) port);
+
           fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p,
-                "operation “%s” (%s) has %u input%s; port %" G_GINT64_FORMAT " does not exist",
-                to, napkin_op_kind_to_string (target->kind), napkin_op_n_inputs (target),
-                napkin_op_n_inputs (target) == 1 ? "" : "s", port);
+                "the %s “%s” has %u input%s: it has no %s input (port %" G_GINT64_FORMAT ")",
+                napkin_describe_kind (target->kind), to, napkin_op_n_inputs (target),
+                napkin_op_n_inputs (target) == 1 ? "" : "s", ord, port);
           return;
         }
       if (napkin_diagram_node (diagram, from_index)->kind == NAPKIN_OP_OUTPUT)
@@ -802,8 +816,10 @@ load_wires (Loader        *loader,
       }
       if (wire == NULL)
         {
+          g_autofree char *ord = napkin_describe_ordinal ((guint) port);
+
           fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, path,
-                "input %" G_GINT64_FORMAT " of “%s” already has a wire", port, to);
+                "the %s input of “%s” already has a wire", ord, to);
           return;
         }
 
@@ -1053,7 +1069,7 @@ napkin_diagram_load_from_data (const char       *data,
   g_autoptr(json_object) root = NULL;
   g_autoptr(NapkinDiagram) diagram = NULL;
   enum json_tokener_error jerr;
-  g_auto(Loader) loader = { error, FALSE, { NULL } };
+  g_auto(Loader) loader = { error, FALSE, NULL, { NULL } };
   const char *text;
   json_object *value;
   gint64 version;
@@ -1090,7 +1106,7 @@ napkin_diagram_load_from_data (const char       *data,
         }
       g_clear_pointer (&root, json_object_put);
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
-                   "$: not a JSON document (line %d, column %d: %s)", line, column,
+                   "The file is not a Napkin diagram: it is not valid JSON (line %d, column %d: %s)", line, column,
                    json_tokener_error_desc (jerr));
       return NULL;
     }
@@ -1104,13 +1120,14 @@ napkin_diagram_load_from_data (const char       *data,
       if (rest < (gsize) length)
         {
           g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
-                       "$: text after the end of the JSON document");
+                       "The file is not a Napkin diagram: there is text after the end of its JSON document");
           return NULL;
         }
     }
 
   if (!expect_type (&loader, root, json_type_object, "$"))
     return NULL;
+  loader.root = root;
   text_path = g_string_new ("$");
   if (!check_text (&loader, root, text_path))
     return NULL;

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "napkin-describe.h"
+#include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-validate.h"
 
@@ -44,10 +46,12 @@ report (Checker        *checker,
   text = g_strdup_vprintf (format, args);
   va_end (args);
 
+  /* words a user knows; the path is kept apart (docs/file-format.md, "Error messages") */
+  text[0] = g_ascii_toupper (text[0]);
   problem->kind = kind;
   problem->index = index;
   problem->path = g_strdup (path);
-  problem->message = g_strdup_printf ("%s: %s", path, text);
+  problem->message = g_steal_pointer (&text);
   g_ptr_array_add (checker->problems, problem);
 }
 
@@ -140,7 +144,7 @@ check_node (Checker *checker,
   const NapkinTensorType *in[2] = { NULL, NULL };
   const NapkinTensorType *out;
   guint n_inputs = napkin_op_n_inputs (node);
-  const char *kind = napkin_op_kind_to_string (node->kind);
+  const char *kind = napkin_describe_kind (node->kind);
 
   for (guint p = 0; p < n_inputs; p++)
     {
@@ -148,8 +152,12 @@ check_node (Checker *checker,
 
       if (src < 0)
         {
-          report_node (checker, n, "input %u of “%s” (%s) is not connected",
-                  p, node->id, kind);
+          g_autofree char *ord = napkin_describe_ordinal (p);
+
+          if (n_inputs == 1)
+            report_node (checker, n, "the input of the %s “%s” is not connected", kind, node->id);
+          else
+            report_node (checker, n, "the %s input of the %s “%s” is not connected", ord, kind, node->id);
           return;
         }
       in[p] = napkin_diagram_node_type (d, src);
@@ -178,7 +186,7 @@ check_node (Checker *checker,
 
             describe_type (checker, in[0], got);
             report_node (checker, n,
-                    "output “%s” expects tensor %s with axes [%s], but its wire carries %s",
+                    "the output “%s” expects tensor %s with axes [%s], but its wire carries %s",
                     node->id, tensor->name, want_axes, got->str);
           }
         break;
@@ -190,7 +198,7 @@ check_node (Checker *checker,
 
         if (in[0]->dtype != in[1]->dtype)
           report_node (checker, n,
-                  "contraction “%s” multiplies %s by %s: cast one input so both have one element type",
+                  "the contraction “%s” multiplies %s by %s: cast one input so both have one element type",
                   node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
         for (guint i = 0; i < in[1]->n_axes; i++)
           if (!napkin_tensor_type_has_axis (&all, in[1]->axes[i]) && all.n_axes < NAPKIN_MAX_RANK)
@@ -198,7 +206,7 @@ check_node (Checker *checker,
         for (guint i = 0; i < out->n_axes; i++)
           if (!napkin_tensor_type_has_axis (&all, out->axes[i]))
             report_node (checker, n,
-                    "contraction “%s” outputs axis %s, which neither input carries",
+                    "the contraction “%s” outputs axis %s, which neither input carries",
                     node->id, axis_name (d, out->axes[i]));
         for (guint i = 0; i < all.n_axes; i++)
           {
@@ -208,21 +216,21 @@ check_node (Checker *checker,
               continue;
             if (!napkin_tensor_type_has_axis (in[0], axis) || !napkin_tensor_type_has_axis (in[1], axis))
               report_node (checker, n,
-                      "contraction “%s” sums over axis %s, but only input %d carries it; "
+                      "the contraction “%s” sums over axis %s, but only its %s input carries it; "
                       "a contraction sums over axes both inputs share (use a reduce first)",
-                      node->id, axis_name (d, axis), napkin_tensor_type_has_axis (in[0], axis) ? 0 : 1);
+                      node->id, axis_name (d, axis), napkin_tensor_type_has_axis (in[0], axis) ? "first" : "second");
           }
         break;
       }
 
     case NAPKIN_OP_MAP:
       if (node->fn == NAPKIN_FN_CAST && !node->has_dtype)
-        report_node (checker, n, "cast “%s” needs a target element type (dtype)", node->id);
+        report_node (checker, n, "the cast “%s” needs a target element type (dtype)", node->id);
       for (guint p = 0; p < n_inputs; p++)
         if (!type_axes_subset (in[p], out))
           report_node (checker, n,
-                  "map “%s”: input %u carries axes its output [%s] lacks; a map only broadcasts",
-                  node->id, p, node->out ? "listed" : "inferred");
+                  "the %s input of the map “%s” carries axes its output (%s) lacks; a map only broadcasts",
+                  p == 0 ? "first" : "second", node->id, node->out ? "as listed" : "as inferred");
       if (node->out != NULL)
         for (guint i = 0; i < out->n_axes; i++)
           {
@@ -232,11 +240,11 @@ check_node (Checker *checker,
               found |= napkin_tensor_type_has_axis (in[p], out->axes[i]);
             if (!found)
               report_node (checker, n,
-                      "map “%s” outputs axis %s, which no input carries", node->id, axis_name (d, out->axes[i]));
+                      "the map “%s” outputs axis %s, which no input carries", node->id, axis_name (d, out->axes[i]));
           }
       if (n_inputs == 2 && in[0]->dtype != in[1]->dtype)
         report_node (checker, n,
-                "map “%s” combines %s with %s: cast one input so both have one element type",
+                "the map “%s” combines %s with %s: cast one input so both have one element type",
                 node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
       break;
 
@@ -251,7 +259,7 @@ check_node (Checker *checker,
             g_autoptr(GString) got = g_string_new (NULL);
 
             describe_type (checker, in[0], got);
-            report_node (checker, n, "%s “%s” works over axis %s, but its input is %s",
+            report_node (checker, n, "the %s “%s” works over axis %s, but its input is %s",
                     kind, node->id, node->axis, got->str);
           }
         break;
@@ -263,7 +271,7 @@ check_node (Checker *checker,
 
         if (napkin_diagram_type_elements (d, in[0], &a) && napkin_diagram_type_elements (d, out, &b) && a != b)
           report_node (checker, n,
-                  "rearrange “%s” turns %" G_GINT64_FORMAT " elements into %" G_GINT64_FORMAT
+                  "the rearrangement “%s” turns %" G_GINT64_FORMAT " elements into %" G_GINT64_FORMAT
                   ": merged or split axes must keep the product of sizes", node->id, a, b);
         break;
       }
@@ -280,10 +288,10 @@ check_node (Checker *checker,
 
       if (!napkin_diagram_type_elements (d, out, &elems) || !napkin_diagram_node_flops (d, n, &flops))
         report_node (checker, n,
-                "operation “%s” is too large: its size overflows 64 bits", node->id);
+                "the %s “%s” is too large: its size overflows 64 bits", kind, node->id);
     }
   else if (node->kind != NAPKIN_OP_INPUT)
-    report_node (checker, n, "cannot work out the tensor “%s” produces", node->id);
+    report_node (checker, n, "Napkin cannot work out the tensor the %s “%s” produces", kind, node->id);
 }
 
 static gboolean
@@ -343,8 +351,8 @@ check_nodes (Checker *checker)
             g_autofree char *path = node_path (n);
 
             report_node (checker, n,
-                    "operation “%s” is part of a cycle: a diagram flows one way",
-                    napkin_diagram_node (d, n)->id);
+                    "the %s “%s” is part of a cycle: a diagram flows one way",
+                    napkin_describe_kind (napkin_diagram_node (d, n)->kind), napkin_diagram_node (d, n)->id);
             return;
           }
       return;
@@ -421,6 +429,7 @@ check_stream (Checker    *checker,
 {
   NapkinDiagram *d = checker->diagram;
   const char *x = axis_name (d, axis);
+  const char *rname = napkin_diagram_region (d, r)->name;
   g_autofree char *path = g_strdup_printf ("regions[%u].marks.%s", r, x);
 
   /* after[n]: n's result depends on a reduction over x that is complete only at
@@ -438,9 +447,9 @@ check_stream (Checker    *checker,
       if (node->kind == NAPKIN_OP_NORMALIZE && reduces_over (d, n, axis))
         {
           report (checker, NAPKIN_ITEM_REGION, r, path,
-                  "operation “%s” (%s over %s) cannot stream over %s: it needs the statistics of the "
-                  "whole axis before it writes any element; mark %s whole or parallel",
-                  node->id, napkin_norm_to_string (node->norm), x, x, x);
+                  "in region “%s”, operation “%s” (%s over %s) cannot stream over %s: it needs the "
+                  "statistics of the whole axis before it writes any element; mark %s whole or parallel",
+                  rname, node->id, napkin_norm_to_string (node->norm), x, x, x);
           return;
         }
 
@@ -460,9 +469,9 @@ check_stream (Checker    *checker,
           if (!ok)
             {
               report (checker, NAPKIN_ITEM_REGION, r, path,
-                      "operation “%s” (softmax over %s) cannot stream over %s: softmax streams only "
-                      "when a contraction over %s in the same region consumes it (online softmax)",
-                      node->id, x, x, x);
+                      "in region “%s”, operation “%s” (softmax over %s) cannot stream over %s: softmax "
+                      "streams only when a contraction over %s in the same region consumes it (online softmax)",
+                      rname, node->id, x, x, x);
               return;
             }
         }
@@ -479,9 +488,9 @@ check_stream (Checker    *checker,
           if ((after[src] || (reduces_over (d, src, axis) && !online)) && uses_x && !online)
             {
               report (checker, NAPKIN_ITEM_REGION, r, path,
-                      "operation “%s” (%s) cannot stream over %s: it combines the result of a "
-                      "reduction over %s with %s itself, which needs the whole axis",
-                      node->id, napkin_op_kind_to_string (node->kind), x, x, x);
+                      "in region “%s”, operation “%s” (%s) cannot stream over %s: it combines the result "
+                      "of a reduction over %s with %s itself, which needs the whole axis",
+                      rname, node->id, napkin_op_kind_to_string (node->kind), x, x, x);
               return;
             }
           if (after[src] || reduces_over (d, src, axis))
@@ -552,8 +561,8 @@ check_regions (Checker *checker)
               g_autofree char *p = g_strdup_printf ("%s.nodes[%u]", path, i);
 
               report (checker, NAPKIN_ITEM_REGION, r, p,
-                      "“%s” is an %s: inputs and outputs live in device memory, outside every region",
-                      id, napkin_op_kind_to_string (node->kind));
+                      "region “%s” holds “%s”, an %s: inputs and outputs live in device memory, "
+                      "outside every region", region->name, id, napkin_op_kind_to_string (node->kind));
             }
         }
 
@@ -633,12 +642,13 @@ check_regions (Checker *checker)
           if (mark->kind == NAPKIN_MARK_WHOLE)
             continue;
           if (mark->tile <= 0)
-            report (checker, NAPKIN_ITEM_REGION, r, mp, "tile size must be positive, found %" G_GINT64_FORMAT,
-                    mark->tile);
+            report (checker, NAPKIN_ITEM_REGION, r, mp,
+                    "in region “%s”, the tile size of axis %s must be positive, not %" G_GINT64_FORMAT,
+                    region->name, mark->axis, mark->tile);
           else if (mark->tile > size)
             report (checker, NAPKIN_ITEM_REGION, r, mp,
-                    "tile size %" G_GINT64_FORMAT " is larger than axis %s (%" G_GINT64_FORMAT ")",
-                    mark->tile, mark->axis, size);
+                    "in region “%s”, tile size %" G_GINT64_FORMAT " is larger than axis %s (%" G_GINT64_FORMAT ")",
+                    region->name, mark->tile, mark->axis, size);
           else if (mark->kind == NAPKIN_MARK_STREAM && acyclic)
             {
               if (ordered == NULL)
@@ -761,8 +771,9 @@ napkin_diagram_validate (NapkinDiagram  *self,
 
   if (napkin_diagram_n_nodes (self) == 0)
     {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
-                   "nodes: the diagram has no operations");
+      g_autofree char *message = napkin_error_with_path ("The diagram has no operations", "nodes");
+
+      g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID, message);
       return FALSE;
     }
 
@@ -770,10 +781,128 @@ napkin_diagram_validate (NapkinDiagram  *self,
   if (problems->len > 0)
     {
       const NapkinProblem *first = g_ptr_array_index (problems, 0);
+      g_autofree char *message = napkin_error_with_path (first->message, first->path);
 
-      g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID, first->message);
+      g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID, message);
       return FALSE;
     }
 
   return TRUE;
+}
+
+/* Marks node n and, through the wires, everything it feeds. */
+static void
+mark_downstream (NapkinDiagram *d,
+                 guint          n,
+                 gboolean      *out)
+{
+  GQueue queue = G_QUEUE_INIT;
+
+  if (out[n])
+    return;
+  out[n] = TRUE;
+  g_queue_push_tail (&queue, GUINT_TO_POINTER (n));
+  while (!g_queue_is_empty (&queue))
+    {
+      guint m = GPOINTER_TO_UINT (g_queue_pop_head (&queue));
+      guint n_consumers;
+      const guint *consumers = napkin_diagram_consumers (d, m, &n_consumers);
+
+      for (guint c = 0; c < n_consumers; c++)
+        if (!out[consumers[c]])
+          {
+            out[consumers[c]] = TRUE;
+            g_queue_push_tail (&queue, GUINT_TO_POINTER (consumers[c]));
+          }
+    }
+}
+
+NapkinDiagram *
+napkin_diagram_copy_valid_part (NapkinDiagram   *self,
+                                char          ***left_out_nodes,
+                                char          ***left_out_regions)
+{
+  g_autoptr(NapkinDiagram) copy = NULL;
+  g_autoptr(NapkinHistory) history = NULL;
+  g_autoptr(GStrvBuilder) nodes = g_strv_builder_new ();
+  g_autoptr(GStrvBuilder) regions = g_strv_builder_new ();
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), NULL);
+
+  copy = napkin_diagram_copy (self);
+  history = napkin_history_new (copy);
+  /* each round removes something, and removing can only settle problems (a region that
+   * lost an operation may be fine now, or newly disconnected: one more round) */
+  for (guint round = 0; round <= napkin_diagram_n_nodes (self) + napkin_diagram_n_regions (self); round++)
+    {
+      g_autoptr(GPtrArray) problems = napkin_diagram_check (copy);
+      guint n_nodes = napkin_diagram_n_nodes (copy);
+      g_autofree gboolean *out = g_new0 (gboolean, n_nodes + 1);
+      g_autoptr(GPtrArray) ids = g_ptr_array_new_with_free_func (g_free);
+      g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+      gboolean node_problems = FALSE;
+
+      if (problems->len == 0)
+        break;
+      if (napkin_diagram_topo_order (copy) == NULL)
+        {
+          /* a cycle: nothing downstream of it can be priced */
+          for (guint i = 0; i < problems->len; i++)
+            {
+              const NapkinProblem *p = g_ptr_array_index (problems, i);
+
+              if (p->kind == NAPKIN_ITEM_NODE)
+                mark_downstream (copy, p->index, out);
+            }
+        }
+      /* operations first: a region may be fine once its incomplete operations are out */
+      for (guint i = 0; i < problems->len; i++)
+        {
+          const NapkinProblem *p = g_ptr_array_index (problems, i);
+
+          node_problems |= p->kind != NAPKIN_ITEM_REGION;
+        }
+      for (guint i = 0; i < problems->len; i++)
+        {
+          const NapkinProblem *p = g_ptr_array_index (problems, i);
+
+          if (p->kind == NAPKIN_ITEM_NODE && p->index < n_nodes)
+            mark_downstream (copy, p->index, out);
+          else if (p->kind == NAPKIN_ITEM_REGION && !node_problems && p->index < napkin_diagram_n_regions (copy))
+            {
+              const char *name = napkin_diagram_region (copy, p->index)->name;
+
+              if (!g_ptr_array_find_with_equal_func (names, name, g_str_equal, NULL))
+                g_ptr_array_add (names, g_strdup (name));
+            }
+          else if (p->kind == NAPKIN_ITEM_TENSOR && p->index < napkin_diagram_n_tensors (copy))
+            {
+              const char *tensor = napkin_diagram_tensor (copy, p->index)->name;
+
+              for (guint n = 0; n < n_nodes; n++)
+                if (g_strcmp0 (napkin_diagram_node (copy, n)->tensor, tensor) == 0)
+                  mark_downstream (copy, n, out);
+            }
+        }
+      for (guint n = 0; n < n_nodes; n++)
+        if (out[n])
+          g_ptr_array_add (ids, g_strdup (napkin_diagram_node (copy, n)->id));
+      if (ids->len == 0 && names->len == 0)
+        return NULL;   /* a problem this cannot remove */
+      for (guint i = 0; i < names->len; i++)
+        {
+          g_strv_builder_add (regions, g_ptr_array_index (names, i));
+          napkin_edit_remove_region (history, g_ptr_array_index (names, i), NULL);
+        }
+      for (guint i = 0; i < ids->len; i++)
+        {
+          g_strv_builder_add (nodes, g_ptr_array_index (ids, i));
+          napkin_edit_remove_node (history, g_ptr_array_index (ids, i), NULL);
+        }
+    }
+  if (left_out_nodes != NULL)
+    *left_out_nodes = g_strv_builder_end (nodes);
+  if (left_out_regions != NULL)
+    *left_out_regions = g_strv_builder_end (regions);
+  return g_steal_pointer (&copy);
 }

@@ -256,18 +256,78 @@ fy (const Frame *f,
   return f->y0 + f->h - (log10 (v) - f->ly0) / (f->ly1 - f->ly0) * f->h;
 }
 
-static void
-draw_roofline (cairo_t               *cr,
-               const NapkinPlot      *plot,
-               double                 width,
-               double                 height,
-               const NapkinPlotTheme *theme)
+/* Rectangles already drawn on, so that labels do not land on each other. */
+typedef struct
 {
-  Frame f;
-  double imin = 1e-2, imax = 1e4, rmin = G_MAXDOUBLE, rmax = plot->peak > 0 ? plot->peak : 1e12;
-  double legend_y;
+  double x, y, w, h;
+} Box;
 
-  /* ranges: every point, and the peak's ridge points */
+static gboolean
+box_free (GArray     *taken,
+          const Box  *b)
+{
+  for (guint i = 0; i < taken->len; i++)
+    {
+      const Box *o = &g_array_index (taken, Box, i);
+
+      if (b->x < o->x + o->w && o->x < b->x + b->w && b->y < o->y + o->h && o->y < b->y + b->h)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* A label beside the point at (x, y): right, left, below or above, whichever is
+ * free and inside the frame; none when all four are taken. */
+static void
+place_label (cairo_t               *cr,
+             GArray                *taken,
+             const Frame           *f,
+             const char            *text,
+             double                 x,
+             double                 y,
+             gboolean               bold,
+             const NapkinPlotTheme *theme)
+{
+  double w, h;
+  const double gap = 7;
+
+  text_size (cr, text, 10, bold, &w, &h);
+  for (guint i = 0; i < 4; i++)
+    {
+      Box b = { 0, 0, w + 2, h };
+
+      switch (i)
+        {
+        case 0: b.x = x + gap; b.y = y - h / 2; break;
+        case 1: b.x = x - gap - w - 2; b.y = y - h / 2; break;
+        /* below before above: the compute ceiling runs above the points */
+        case 2: b.x = x - w / 2; b.y = y + gap; break;
+        default: b.x = x - w / 2; b.y = y - gap - h; break;
+        }
+      /* above or below, slid along to stay inside the frame */
+      if (i >= 2)
+        b.x = CLAMP (b.x, f->x0, f->x0 + f->w - b.w);
+      if (b.x < f->x0 || b.x + b.w > f->x0 + f->w || b.y < f->y0 || b.y + b.h > f->y0 + f->h || !box_free (taken, &b))
+        continue;
+      g_array_append_val (taken, b);
+      set_fg (cr, theme, 0.95);
+      draw_text (cr, text, b.x + 1, b.y, 0, 0, 10, bold);
+      return;
+    }
+}
+
+/* The plot area: below the title and the legend's lines, the decades that hold every
+ * point and the peak. */
+static void
+roofline_frame (cairo_t          *cr,
+                const NapkinPlot *plot,
+                double            width,
+                double            height,
+                Frame            *f)
+{
+  double imin = 1e-2, imax = 1e4, rmin = G_MAXDOUBLE, rmax = plot->peak > 0 ? plot->peak : 1e12;
+  double legend_x = 58, legend_y = 26;
+
   for (guint i = 0; i < plot->points->len; i++)
     {
       const NapkinPlotPoint *p = &g_array_index (plot->points, NapkinPlotPoint, i);
@@ -283,24 +343,115 @@ draw_roofline (cairo_t               *cr,
   for (guint i = 0; i < plot->ceilings->len; i++)
     {
       const NapkinPlotCeiling *c = &g_array_index (plot->ceilings, NapkinPlotCeiling, i);
+      double w, h;
 
       if (c->bandwidth > 0)
         rmin = MIN (rmin, c->bandwidth * imin);
+      text_size (cr, c->label ? c->label : "", 10, FALSE, &w, &h);
+      if (legend_x + 26 + w > width - 4 && legend_x > 58)
+        {
+          legend_x = 58;
+          legend_y += 14;
+        }
+      legend_x += 24 + w + 14;
     }
   if (rmin == G_MAXDOUBLE || rmin <= 0)
     rmin = rmax / 1e4;
+  f->x0 = 58;
+  f->y0 = legend_y + 22;
+  f->w = MAX (10, width - f->x0 - 24);   /* room for the last decade's label */
+  f->h = MAX (10, height - f->y0 - 40);
+  f->lx0 = floor (log10 (imin));
+  f->lx1 = ceil (log10 (imax));
+  f->ly0 = floor (log10 (rmin));
+  f->ly1 = ceil (log10 (rmax * 1.5));
+}
 
-  f.x0 = 58;
-  f.y0 = 30;
-  f.w = MAX (10, width - f.x0 - 24);   /* room for the last decade's label */
-  f.h = MAX (10, height - f.y0 - 40);
-  f.lx0 = floor (log10 (imin));
-  f.lx1 = ceil (log10 (imax));
-  f.ly0 = floor (log10 (rmin));
-  f.ly1 = ceil (log10 (rmax * 1.5));
+static char *
+describe_point (const NapkinPlot *plot,
+                double            width,
+                double            height,
+                double            x,
+                double            y)
+{
+  cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
+  cairo_t *cr = cairo_create (surface);
+  double best = 64;   /* 8 px, squared */
+  const NapkinPlotPoint *found = NULL;
+  Frame f;
 
+  roofline_frame (cr, plot, width, height, &f);
+  for (guint i = 0; i < plot->points->len; i++)
+    {
+      const NapkinPlotPoint *p = &g_array_index (plot->points, NapkinPlotPoint, i);
+      double dx, dy;
+
+      if (p->intensity <= 0 || p->rate <= 0)
+        continue;
+      dx = fx (&f, p->intensity) - x;
+      dy = fy (&f, p->rate) - y;
+      if (dx * dx + dy * dy < best)
+        {
+          best = dx * dx + dy * dy;
+          found = p;
+        }
+    }
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+  if (found == NULL)
+    return NULL;
+  {
+    g_autofree char *rate = napkin_format_si_digits (found->rate, "FLOP/s", 3);
+
+    /* TRANSLATORS: point label, memory level, FLOP per byte, rate */
+    return g_strdup_printf (_("%s: %.3g FLOP per byte of %s, %s"), found->label ? found->label : "",
+                            found->intensity, napkin_level_to_string (found->level), rate);
+  }
+}
+
+static void
+draw_roofline (cairo_t               *cr,
+               const NapkinPlot      *plot,
+               double                 width,
+               double                 height,
+               const NapkinPlotTheme *theme)
+{
+  Frame f;
+  double legend_x, legend_y;
+  g_autoptr(GArray) taken = g_array_new (FALSE, FALSE, sizeof (Box));
+
+  roofline_frame (cr, plot, width, height, &f);
   set_fg (cr, theme, 1);
-  draw_text (cr, plot->title ? plot->title : "", f.x0, 6, 0, 0, 12, TRUE);
+  draw_text (cr, plot->title ? plot->title : "", 58, 6, 0, 0, 12, TRUE);
+
+  /* legend: one line of ceilings under the title, outside the data (it wraps) */
+  legend_x = 58;
+  legend_y = 26;
+  for (guint i = 0; i < plot->ceilings->len; i++)
+    {
+      const NapkinPlotCeiling *c = &g_array_index (plot->ceilings, NapkinPlotCeiling, i);
+      double dashes[2], w, h;
+      guint n_dashes = napkin_render_level_dashes (c->level, dashes);
+
+      text_size (cr, c->label ? c->label : "", 10, FALSE, &w, &h);
+      if (legend_x + 26 + w > width - 4 && legend_x > 58)
+        {
+          legend_x = 58;
+          legend_y += 14;
+        }
+      set_level (cr, c->level, theme);
+      cairo_set_line_width (cr, 2);
+      cairo_set_dash (cr, dashes, n_dashes, 0);
+      cairo_move_to (cr, legend_x, legend_y + 6);
+      cairo_line_to (cr, legend_x + 20, legend_y + 6);
+      cairo_stroke (cr);
+      cairo_set_dash (cr, NULL, 0, 0);
+      marker (cr, c->level, legend_x + 10, legend_y + 6, 3.5);
+      cairo_fill (cr);
+      set_fg (cr, theme, 0.9);
+      draw_text (cr, c->label ? c->label : "", legend_x + 24, legend_y + 6, 0, 0.5, 10, FALSE);
+      legend_x += 24 + w + 14;
+    }
 
   /* grid and axes: decades */
   cairo_set_line_width (cr, 1);
@@ -351,7 +502,17 @@ draw_roofline (cairo_t               *cr,
       cairo_line_to (cr, f.x0 + f.w, fy (&f, plot->peak));
       cairo_stroke (cr);
       if (plot->peak_label)
-        draw_text (cr, plot->peak_label, f.x0 + 4, fy (&f, plot->peak) - 2, 0, 1, 10, FALSE);
+        {
+          double w, h;
+          Box b;
+
+          text_size (cr, plot->peak_label, 10, FALSE, &w, &h);
+          b = (Box) { f.x0 + 4, fy (&f, plot->peak) - 2 - h, w, h };
+          if (b.y < f.y0)
+            b.y = fy (&f, plot->peak) + 2;
+          g_array_append_val (taken, b);
+          draw_text (cr, plot->peak_label, b.x, b.y, 0, 0, 10, FALSE);
+        }
     }
 
   /* bandwidth ceilings: rate = bandwidth × intensity, up to the peak */
@@ -374,11 +535,13 @@ draw_roofline (cairo_t               *cr,
       cairo_set_dash (cr, NULL, 0, 0);
     }
 
-  /* the diagram's points: one per level */
+  /* the diagram's points: one per level, then their labels where they fit (the
+   * first point, the kernel's, first of all) */
   for (guint i = 0; i < plot->points->len; i++)
     {
       const NapkinPlotPoint *p = &g_array_index (plot->points, NapkinPlotPoint, i);
       double x, y;
+      Box b;
 
       if (p->intensity <= 0 || p->rate <= 0)
         continue;
@@ -393,35 +556,18 @@ draw_roofline (cairo_t               *cr,
         }
       else
         cairo_fill (cr);
-      if (p->label)
-        {
-          set_fg (cr, theme, 0.9);
-          draw_text (cr, p->label, x + 7, y, 0, 0.5, 10, FALSE);
-        }
+      b = (Box) { x - 6, y - 6, 12, 12 };
+      g_array_append_val (taken, b);
+    }
+  for (guint i = 0; i < plot->points->len; i++)
+    {
+      const NapkinPlotPoint *p = &g_array_index (plot->points, NapkinPlotPoint, i);
+
+      if (p->label && p->intensity > 0 && p->rate > 0)
+        place_label (cr, taken, &f, p->label, fx (&f, p->intensity), fy (&f, p->rate), i == 0 && !p->measured,
+                     theme);
     }
   cairo_restore (cr);
-
-  /* legend: ceilings */
-  legend_y = f.y0 + f.h - 4;
-  for (guint i = plot->ceilings->len; i-- > 0;)
-    {
-      const NapkinPlotCeiling *c = &g_array_index (plot->ceilings, NapkinPlotCeiling, i);
-      double dashes[2];
-      guint n_dashes = napkin_render_level_dashes (c->level, dashes);
-
-      set_level (cr, c->level, theme);
-      cairo_set_line_width (cr, 2);
-      cairo_set_dash (cr, dashes, n_dashes, 0);
-      cairo_move_to (cr, f.x0 + f.w - 150, legend_y - 6);
-      cairo_line_to (cr, f.x0 + f.w - 128, legend_y - 6);
-      cairo_stroke (cr);
-      cairo_set_dash (cr, NULL, 0, 0);
-      marker (cr, c->level, f.x0 + f.w - 139, legend_y - 6, 3.5);
-      cairo_fill (cr);
-      set_fg (cr, theme, 0.9);
-      draw_text (cr, c->label ? c->label : "", f.x0 + f.w - 124, legend_y - 6, 0, 0.5, 10, FALSE);
-      legend_y -= 14;
-    }
 }
 
 /* ---------------------------------------------------------------- bars */
@@ -459,6 +605,177 @@ series_rgb (guint   i,
   memcpy (rgb, palette[i % G_N_ELEMENTS (palette)], sizeof palette[0]);
 }
 
+/* Where everything of the bar chart goes, shared by drawing and the tooltips. */
+typedef struct
+{
+  GPtrArray *groups;        /* architectures, in order */
+  GPtrArray *series;        /* element types (and "measured"), in order */
+  double     vmax;          /* the axis's end: a round number above every value */
+  double     step;          /* between ticks */
+  double     x0, x1;        /* the value axis, in pixels */
+  double     y0;            /* top of the first group */
+  double     bar_h;
+  double     group_h;
+  double     legend_h;
+} BarsLayout;
+
+#define BAR_H      11.0     /* readable values: the text is 9 px */
+#define GROUP_GAP   6.0
+
+static void
+bars_layout_clear (BarsLayout *l)
+{
+  g_clear_pointer (&l->groups, g_ptr_array_unref);
+  g_clear_pointer (&l->series, g_ptr_array_unref);
+}
+
+/* 1, 2 or 5 times a power of ten: ticks a reader can add up. */
+static double
+nice_step (double range,
+           guint  ticks)
+{
+  double raw = range / MAX (1u, ticks);
+  double p = pow (10, floor (log10 (raw)));
+
+  if (raw <= p)
+    return p;
+  if (raw <= 2 * p)
+    return 2 * p;
+  if (raw <= 5 * p)
+    return 5 * p;
+  return 10 * p;
+}
+
+static void
+bars_layout (cairo_t          *cr,
+             const NapkinPlot *plot,
+             double            width,
+             BarsLayout       *l)
+{
+  double label_w = 0, legend_x = 8, vmax = 0;
+
+  l->groups = g_ptr_array_new ();
+  l->series = g_ptr_array_new ();
+  for (guint i = 0; i < plot->bars->len; i++)
+    {
+      const NapkinPlotBar *b = &g_array_index (plot->bars, NapkinPlotBar, i);
+      double w, h;
+
+      if (!g_ptr_array_find_with_equal_func (l->groups, b->group, g_str_equal, NULL))
+        {
+          g_ptr_array_add (l->groups, b->group);
+          text_size (cr, b->group, 10, FALSE, &w, &h);
+          label_w = MAX (label_w, w);
+        }
+      if (!g_ptr_array_find_with_equal_func (l->series, b->series, g_str_equal, NULL))
+        g_ptr_array_add (l->series, b->series);
+      if (isfinite (b->value))
+        vmax = MAX (vmax, b->value);
+    }
+  /* the legend wraps like text */
+  l->legend_h = 14;
+  for (guint s = 0; s < l->series->len; s++)
+    {
+      double w, h;
+
+      text_size (cr, g_ptr_array_index (l->series, s), 10, FALSE, &w, &h);
+      if (legend_x + w + 24 > width && legend_x > 8)
+        {
+          legend_x = 8;
+          l->legend_h += 14;
+        }
+      legend_x += w + 24;
+    }
+  l->x0 = 8 + label_w + 6;
+  /* room right of the longest bar for its value */
+  l->x1 = MAX (l->x0 + 40, width - 58);
+  l->y0 = 26 + l->legend_h + 4;
+  l->bar_h = BAR_H;
+  l->group_h = l->bar_h * MAX (1u, l->series->len) + GROUP_GAP;
+  l->step = vmax > 0 ? nice_step (vmax, 4) : 1;
+  l->vmax = vmax > 0 ? ceil (vmax / l->step - 1e-9) * l->step : 1;
+}
+
+double
+napkin_plot_natural_height (const NapkinPlot *plot,
+                            double            width)
+{
+  cairo_surface_t *surface;
+  cairo_t *cr;
+  BarsLayout l = { 0 };
+  double height;
+
+  g_return_val_if_fail (plot != NULL, 0);
+
+  if (plot->kind != NAPKIN_PLOT_BARS || plot->bars->len == 0)
+    return plot->kind == NAPKIN_PLOT_BARS ? 80 : 260;
+  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
+  cr = cairo_create (surface);
+  bars_layout (cr, plot, width, &l);
+  height = l.y0 + l.group_h * l.groups->len + 34;
+  bars_layout_clear (&l);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+  return ceil (height);
+}
+
+static char *
+bar_value_text (const NapkinPlotBar *b)
+{
+  if (b->infeasible)
+    return g_strdup (_("infeasible"));
+  return napkin_format_si_digits (b->value, "s", 3);
+}
+
+char *
+napkin_plot_describe_at (const NapkinPlot *plot,
+                         double            width,
+                         double            height,
+                         double            x,
+                         double            y)
+{
+  cairo_surface_t *surface;
+  cairo_t *cr;
+  BarsLayout l = { 0 };
+  char *text = NULL;
+
+  g_return_val_if_fail (plot != NULL, NULL);
+
+  if (plot->kind != NAPKIN_PLOT_BARS)
+    return describe_point (plot, width, height, x, y);
+  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
+  cr = cairo_create (surface);
+  bars_layout (cr, plot, width, &l);
+  for (guint i = 0; i < plot->bars->len && text == NULL; i++)
+    {
+      const NapkinPlotBar *b = &g_array_index (plot->bars, NapkinPlotBar, i);
+      guint g = 0, s = 0;
+      double top;
+
+      g_ptr_array_find_with_equal_func (l.groups, b->group, g_str_equal, &g);
+      g_ptr_array_find_with_equal_func (l.series, b->series, g_str_equal, &s);
+      top = l.y0 + g * l.group_h + s * l.bar_h;
+      /* the whole row, label included: a short bar is easy to hit */
+      if (y >= top && y < top + l.bar_h && x >= 0 && x <= width)
+        {
+          g_autofree char *value = bar_value_text (b);
+
+          if (b->infeasible)
+            /* TRANSLATORS: architecture, element type: why there is no time */
+            text = g_strdup_printf (_("%s, %s: infeasible (a region does not fit this GPU)"), b->group, b->series);
+          else if (b->measured)
+            text = g_strdup_printf (_("%s: %s measured"), b->group, value);
+          else
+            /* TRANSLATORS: architecture, element type, predicted time */
+            text = g_strdup_printf (_("%s, %s: %s predicted"), b->group, b->series, value);
+        }
+    }
+  bars_layout_clear (&l);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+  return text;
+}
+
 static void
 draw_bars (cairo_t               *cr,
            const NapkinPlot      *plot,
@@ -466,107 +783,111 @@ draw_bars (cairo_t               *cr,
            double                 height,
            const NapkinPlotTheme *theme)
 {
-  g_autoptr(GPtrArray) groups = g_ptr_array_new ();
-  g_autoptr(GPtrArray) series = g_ptr_array_new ();
-  double vmax = 0, label_w = 0, x0, x1, y0, row_h, bar_h, legend_x;
-
-  for (guint i = 0; i < plot->bars->len; i++)
-    {
-      const NapkinPlotBar *b = &g_array_index (plot->bars, NapkinPlotBar, i);
-      guint at;
-      double w, h;
-
-      if (!g_ptr_array_find_with_equal_func (groups, b->group, g_str_equal, &at))
-        {
-          g_ptr_array_add (groups, b->group);
-          text_size (cr, b->group, 10, FALSE, &w, &h);
-          label_w = MAX (label_w, w);
-        }
-      if (!g_ptr_array_find_with_equal_func (series, b->series, g_str_equal, &at))
-        g_ptr_array_add (series, b->series);
-      if (isfinite (b->value))
-        vmax = MAX (vmax, b->value);
-    }
+  BarsLayout l = { 0 };
+  double legend_x = 8, legend_y = 26, axis_y;
 
   set_fg (cr, theme, 1);
   draw_text (cr, plot->title ? plot->title : "", 8, 6, 0, 0, 12, TRUE);
-  if (groups->len == 0 || vmax <= 0)
+  bars_layout (cr, plot, width, &l);
+  if (l.groups->len == 0)
     {
       set_fg (cr, theme, 0.7);
       draw_text (cr, _("No prediction"), width / 2, height / 2, 0.5, 0.5, 11, FALSE);
+      bars_layout_clear (&l);
       return;
     }
 
   /* legend: element types */
-  legend_x = 8;
-  for (guint s = 0; s < series->len; s++)
+  for (guint s = 0; s < l.series->len; s++)
     {
       double rgb[3], w, h;
 
+      text_size (cr, g_ptr_array_index (l.series, s), 10, FALSE, &w, &h);
+      if (legend_x + w + 24 > width && legend_x > 8)
+        {
+          legend_x = 8;
+          legend_y += 14;
+        }
       series_rgb (s, rgb);
       cairo_set_source_rgb (cr, rgb[0], rgb[1], rgb[2]);
-      cairo_rectangle (cr, legend_x, 26, 10, 10);
+      cairo_rectangle (cr, legend_x, legend_y + 1, 10, 10);
       cairo_fill (cr);
       set_fg (cr, theme, 0.9);
-      draw_text (cr, g_ptr_array_index (series, s), legend_x + 13, 31, 0, 0.5, 10, FALSE);
-      text_size (cr, g_ptr_array_index (series, s), 10, FALSE, &w, &h);
+      draw_text (cr, g_ptr_array_index (l.series, s), legend_x + 13, legend_y + 6, 0, 0.5, 10, FALSE);
       legend_x += w + 24;
     }
 
-  x0 = 8 + label_w + 6;
-  x1 = width - 60;
-  y0 = 44;
-  row_h = MAX (8, (height - y0 - 20) / groups->len);
-  bar_h = MAX (2, (row_h - 4) / MAX (1u, series->len));
-
-  set_fg (cr, theme, 0.9);
+  /* the value axis: ticks at round times, a grid, its unit */
+  axis_y = l.y0 + l.group_h * l.groups->len;
   cairo_set_line_width (cr, 1);
-  cairo_move_to (cr, x0, y0);
-  cairo_line_to (cr, x0, y0 + row_h * groups->len);
-  cairo_stroke (cr);
+  for (double v = 0; v <= l.vmax * (1 + 1e-9); v += l.step)
+    {
+      double x = l.x0 + (l.x1 - l.x0) * v / l.vmax;
+      g_autofree char *label = v == 0 ? g_strdup ("0") : napkin_format_si_digits (v, "s", 3);
 
-  for (guint g = 0; g < groups->len; g++)
+      set_fg (cr, theme, 0.12);
+      cairo_move_to (cr, x, l.y0);
+      cairo_line_to (cr, x, axis_y);
+      cairo_stroke (cr);
+      set_fg (cr, theme, 0.8);
+      cairo_move_to (cr, x, axis_y);
+      cairo_line_to (cr, x, axis_y + 3);
+      cairo_stroke (cr);
+      draw_text (cr, label, x, axis_y + 4, 0.5, 0, 9, FALSE);
+    }
+  set_fg (cr, theme, 0.9);
+  cairo_move_to (cr, l.x0, l.y0);
+  cairo_line_to (cr, l.x0, axis_y);
+  cairo_line_to (cr, l.x1, axis_y);
+  cairo_stroke (cr);
+  draw_text (cr, _("predicted time (shorter is faster)"), (l.x0 + l.x1) / 2, axis_y + 17, 0.5, 0, 9, FALSE);
+
+  for (guint g = 0; g < l.groups->len; g++)
     {
       set_fg (cr, theme, 0.9);
-      draw_text (cr, g_ptr_array_index (groups, g), x0 - 6, y0 + g * row_h + row_h / 2, 1, 0.5, 10, FALSE);
+      draw_text (cr, g_ptr_array_index (l.groups, g), l.x0 - 6, l.y0 + g * l.group_h + (l.group_h - GROUP_GAP) / 2,
+                 1, 0.5, 10, FALSE);
     }
   for (guint i = 0; i < plot->bars->len; i++)
     {
       const NapkinPlotBar *b = &g_array_index (plot->bars, NapkinPlotBar, i);
       guint g = 0, s = 0;
-      double rgb[3], y, w;
-      g_autofree char *label = NULL;
+      double rgb[3], y, w, tw, th;
+      g_autofree char *label = bar_value_text (b);
 
-      g_ptr_array_find_with_equal_func (groups, b->group, g_str_equal, &g);
-      g_ptr_array_find_with_equal_func (series, b->series, g_str_equal, &s);
+      g_ptr_array_find_with_equal_func (l.groups, b->group, g_str_equal, &g);
+      g_ptr_array_find_with_equal_func (l.series, b->series, g_str_equal, &s);
       series_rgb (s, rgb);
-      y = y0 + g * row_h + 2 + s * bar_h;
-      w = isfinite (b->value) ? (x1 - x0) * b->value / vmax : 0;
+      y = l.y0 + g * l.group_h + s * l.bar_h;
+      w = isfinite (b->value) ? (l.x1 - l.x0) * b->value / l.vmax : 0;
       cairo_set_source_rgb (cr, rgb[0], rgb[1], rgb[2]);
       if (b->infeasible)
         {
           cairo_set_line_width (cr, 1);
-          cairo_rectangle (cr, x0 + 0.5, y + 0.5, MAX (4, w) - 1, bar_h - 2);
+          cairo_rectangle (cr, l.x0 + 0.5, y + 1.5, MAX (4, w) - 1, l.bar_h - 3);
           cairo_stroke (cr);
-          label = g_strdup (_("infeasible"));
         }
       else if (b->measured)
+        hatch (cr, l.x0, y + 1, w, l.bar_h - 2);
+      else
         {
-          hatch (cr, x0, y, w, bar_h - 1);
-          label = napkin_format_si_digits (b->value, "s", 3);
+          cairo_rectangle (cr, l.x0, y + 1, w, l.bar_h - 2);
+          cairo_fill (cr);
+        }
+      /* the value at the bar's end, inside it where it would leave the chart */
+      text_size (cr, label, 9, FALSE, &tw, &th);
+      if (l.x0 + MAX (4, w) + 3 + tw <= width - 2 || w < tw + 8)
+        {
+          set_fg (cr, theme, 0.85);
+          draw_text (cr, label, l.x0 + MAX (4, w) + 3, y + l.bar_h / 2, 0, 0.5, 9, FALSE);
         }
       else
         {
-          cairo_rectangle (cr, x0, y, w, bar_h - 1);
-          cairo_fill (cr);
-          label = napkin_format_si_digits (b->value, "s", 3);
-        }
-      if (bar_h >= 7)
-        {
-          set_fg (cr, theme, 0.85);
-          draw_text (cr, label, x0 + MAX (4, w) + 3, y + bar_h / 2, 0, 0.5, MIN (10, bar_h + 1), FALSE);
+          cairo_set_source_rgb (cr, 1, 1, 1);
+          draw_text (cr, label, l.x0 + w - 3, y + l.bar_h / 2, 1, 0.5, 9, FALSE);
         }
     }
+  bars_layout_clear (&l);
 }
 
 void

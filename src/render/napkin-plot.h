@@ -90,6 +90,18 @@ void        napkin_plot_draw         (cairo_t                *cr,
                                       double                  width,
                                       double                  height,
                                       const NapkinPlotTheme  *theme);
+/* The height a bar chart needs at this width for readable bars (9 px values);
+ * a roofline's usual height. */
+double      napkin_plot_natural_height (const NapkinPlot     *plot,
+                                        double                width);
+/* What is at (x, y) of a plot drawn width × height, for its tooltip: the bar of
+ * that row ("h100, fp16: 224 µs predicted"), the roofline's point within 8 px;
+ * NULL where nothing is. */
+char       *napkin_plot_describe_at  (const NapkinPlot       *plot,
+                                      double                  width,
+                                      double                  height,
+                                      double                  x,
+                                      double                  y);
 /* SVG or PNG by format (NAPKIN_EXPORT_SVG / NAPKIN_EXPORT_PNG), light theme. */
 gboolean    napkin_plot_export       (const NapkinPlot       *plot,
                                       const char             *path,

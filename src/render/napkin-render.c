@@ -2147,6 +2147,13 @@ napkin_render_draw (cairo_t                   *cr,
 
 static void draw_legend (cairo_t *cr, double x, double y, gboolean screen);
 
+double
+napkin_render_strand_label_size (void)
+{
+  /* FONT_SMALL, "Sans 8": 8 points at Pango's 96 dots per inch */
+  return 8.0 * 96.0 / 72.0;
+}
+
 void
 napkin_render_fit_view (NapkinDiagram    *diagram,
                         int               width,

@@ -113,6 +113,9 @@ void        napkin_render_fit_view         (NapkinDiagram       *diagram,
                                             double               min_zoom,
                                             double               max_zoom,
                                             NapkinCanvasView    *view);
+/* The size of a strand label's text (its em), in document units: at zoom z it is
+ * z times that many pixels on screen. */
+double      napkin_render_strand_label_size (void);
 /* The canvas's picture of a width × height widget: paper, the diagram under the
  * view, the legend in the bottom-left corner. */
 void        napkin_render_draw_view        (cairo_t             *cr,

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the bad-input catalogue: tests/bad/NN-name.napkin and expected.tsv, one
-line per file: the file name and the exact start of the error message (path and
-text). tests/core/test-core.c loads each and asserts the message. Most cases are
-one mutation of a valid example, so the rest of the file is known to be good.
+line per file: the file name, the exact start of the error message's words and
+the JSON path of its details line (- for none). tests/core/test-core.c loads each
+and asserts the message. Most cases are one mutation of a valid example, so the rest of the file is known to be good.
 Run: python3 tests/bad/make-bad.py"""
 import copy, json, os
 
@@ -35,127 +35,127 @@ def set_(path_fn):
     return path_fn
 
 mm_text = json.dumps(MM, indent=1)
-raw('truncated', mm_text[: len(mm_text) // 2], '$: not a JSON document (line ')
-raw('empty', '', '$: not a JSON document')
-raw('trailing-garbage', mm_text + '\n}', '$: not a JSON document (line 129, column 1: unexpected character)')
-raw('root-array', '[1, 2, 3]', '$: expected an object, found an array')
+raw('truncated', mm_text[: len(mm_text) // 2], 'The file is not a Napkin diagram: it is not valid JSON (line 53, column 11: unexpected end of data)\t-')
+raw('empty', '', 'The file is not a Napkin diagram: it is not valid JSON (line 1, column 1: unexpected end of data)\t-')
+raw('trailing-garbage', mm_text + '\n}', 'The file is not a Napkin diagram: it is not valid JSON (line 129, column 1: unexpected character)\t-')
+raw('root-array', '[1, 2, 3]', 'The file: expected an object, found an array\t-')
 raw('deep-nesting', '{"format": "napkin", "version": 1, "axes": ' + '[' * 200 + ']' * 200 + '}',
-    '$: not a JSON document')
-mut('wrong-format', MM, lambda d: d.update(format='diagram'), 'format: expected "napkin", found "diagram"')
-mut('missing-version', MM, lambda d: d.pop('version'), '$: missing field “version”')
+    'The file is not a Napkin diagram: it is not valid JSON (line 1, column 107: nesting too deep)\t-')
+mut('wrong-format', MM, lambda d: d.update(format='diagram'), 'The file’s “format” field: expected "napkin", found "diagram"\tformat')
+mut('missing-version', MM, lambda d: d.pop('version'), 'The file: missing field “version”\t-')
 mut('newer-version', MM, lambda d: d.update(version=2),
-    'version: the file is format version 2; this Napkin reads up to version 1')
-mut('version-string', MM, lambda d: d.update(version='1'), 'version: expected an integer, found a string')
-mut('axes-object', MM, lambda d: d.update(axes={'m': 4096}), 'axes: expected an array, found an object')
-mut('missing-axes', MM, lambda d: d.pop('axes'), '$: missing field “axes”')
-mut('axis-size-zero', MM, lambda d: d['axes'][0].update(size=0), 'axes[0].size: 0 is out of range')
-mut('axis-size-negative', MM, lambda d: d['axes'][1].update(size=-5), 'axes[1].size: -5 is out of range')
+    'The file’s format version: the file is format version 2; this Napkin reads up to version 1\tversion')
+mut('version-string', MM, lambda d: d.update(version='1'), 'The file’s format version: expected an integer, found a string\tversion')
+mut('axes-object', MM, lambda d: d.update(axes={'m': 4096}), 'The list of axes: expected an array, found an object\taxes')
+mut('missing-axes', MM, lambda d: d.pop('axes'), 'The file: missing field “axes”\t-')
+mut('axis-size-zero', MM, lambda d: d['axes'][0].update(size=0), 'The size of axis “m”: 0 is out of range (1 to 1099511627776)\taxes[0].size')
+mut('axis-size-negative', MM, lambda d: d['axes'][1].update(size=-5), 'The size of axis “n”: -5 is out of range (1 to 1099511627776)\taxes[1].size')
 raw('axis-size-overflow', mm_text.replace('"size": 4096', '"size": 99999999999999999999', 1),
-    'axes[0].size: the number does not fit in 64 bits (allowed: 1 to 1099511627776)')
+    'The size of axis “m”: the number does not fit in 64 bits (allowed: 1 to 1099511627776)\taxes[0].size')
 mut('axis-size-too-large', MM, lambda d: d['axes'][2].update(size=2**41),
-    'axes[2].size: 2199023255552 is out of range (1 to 1099511627776)')
+    'The size of axis “k”: 2199023255552 is out of range (1 to 1099511627776)\taxes[2].size')
 mut('axis-size-fraction', MM, lambda d: d['axes'][0].update(size=4096.5),
-    'axes[0].size: 4096.5 is not an integer')
+    'The size of axis “m”: 4096.5 is not an integer from 1 to 1099511627776\taxes[0].size')
 mut('axis-size-string', MM, lambda d: d['axes'][0].update(size='4096'),
-    'axes[0].size: expected an integer, found a string')
-mut('axis-bad-name', MM, lambda d: d['axes'][0].update(name='m n'), 'axes[0].name: “m n” is not a name')
+    'The size of axis “m”: expected an integer, found a string\taxes[0].size')
+mut('axis-bad-name', MM, lambda d: d['axes'][0].update(name='m n'), 'The name of axis “m n”: “m n” is not a name: use letters, digits and _, starting with a letter or _, at most 64 characters\taxes[0].name')
 mut('axis-duplicate', MM, lambda d: d['axes'].append({'name': 'm', 'size': 8}),
-    'axes[3]: axis “m” is defined twice')
+    'Axis “m”: an earlier axis is also called “m”\taxes[3]')
 mut('tensor-unknown-axis', MM, lambda d: d['tensors'][0].update(axes=['m', 'q']),
-    'tensors[0].axes[1]: unknown axis “q”')
+    'The second axis of tensor “A”: unknown axis “q”\ttensors[0].axes[1]')
 mut('tensor-axis-twice', MM, lambda d: d['tensors'][0].update(axes=['m', 'm']),
-    'tensors[0].axes[1]: axis “m” appears twice')
+    'The second axis of tensor “A”: axis “m” appears twice\ttensors[0].axes[1]')
 mut('tensor-unknown-dtype', MM, lambda d: d['tensors'][1].update(dtype='fp64'),
-    'tensors[1].dtype: unknown element type “fp64”')
+    'The element type of tensor “B”: unknown element type “fp64” (fp32, tf32, fp16, bf16, fp8-e4m3, fp8-e5m2, int8)\ttensors[1].dtype')
 mut('tensor-rank-too-high', MM,
     lambda d: (d['axes'].extend({'name': 'x%d' % i, 'size': 1} for i in range(9)),
                d['tensors'][0].update(axes=['x%d' % i for i in range(9)])),
-    'tensors[0].axes: 9 axes; at most 8 are supported')
+    'The axes of tensor “A”: 9 axes; at most 8 are supported\ttensors[0].axes')
 mut('tensor-overflow', MM,
     lambda d: (d['axes'].extend([{'name': 'big1', 'size': 2**40}, {'name': 'big2', 'size': 2**40}]),
                d['tensors'].append({'name': 'Huge', 'axes': ['big1', 'big2'], 'dtype': 'fp16'})),
-    'tensors[3]: tensor “Huge” has more elements than 64 bits can count')
+    'Tensor “Huge” has more elements than 64 bits can count\ttensors[3]')
 mut('node-unknown-kind', MM, lambda d: node(d, 'mm').update(kind='matmul'),
-    'nodes[2].kind: unknown operation “matmul”')
-mut('node-missing-id', MM, lambda d: d['nodes'][0].pop('id'), 'nodes[0]: missing field “id”')
-mut('node-duplicate-id', MM, lambda d: d['nodes'][1].update(id='a'), 'nodes[1]: operation “a” is defined twice')
-mut('node-label-number', MM, lambda d: d['nodes'][0].update(label=5), 'nodes[0].label: expected a string, found an integer')
-mut('node-x-string', MM, lambda d: d['nodes'][0].update(x='left'), 'nodes[0].x: expected a number, found a string')
-mut('input-unknown-tensor', MM, lambda d: d['nodes'][0].update(tensor='Z'), 'nodes[0].tensor: unknown tensor “Z”')
-mut('contract-unknown-axis', MM, lambda d: node(d, 'mm').update(out=['x', 'n']), 'nodes[2].out[0]: unknown axis “x”')
-mut('contract-missing-out', MM, lambda d: node(d, 'mm').pop('out'), 'nodes[2]: missing field “out”')
-mut('softmax-missing-axis', SM, lambda d: node(d, 'sm').pop('axis'), 'nodes[1]: missing field “axis”')
-mut('map-unknown-fn', LN, lambda d: node(d, 'mul').update(fn='fma'), 'nodes[4].fn: unknown value “fma”')
-mut('wire-dangling-to', MM, lambda d: d['wires'][0].update(to='ghost'), 'wires[0].to: dangling wire: no operation “ghost”')
+    'The kind of the operation “mm”: unknown operation “matmul” (input, output, contract, map, reduce, softmax, normalize, rearrange)\tnodes[2].kind')
+mut('node-missing-id', MM, lambda d: d['nodes'][0].pop('id'), 'The first operation: missing field “id”\tnodes[0]')
+mut('node-duplicate-id', MM, lambda d: d['nodes'][1].update(id='a'), 'The input “a”: an earlier operation is also called “a”\tnodes[1]')
+mut('node-label-number', MM, lambda d: d['nodes'][0].update(label=5), 'The label of the input “a”: expected a string, found an integer\tnodes[0].label')
+mut('node-x-string', MM, lambda d: d['nodes'][0].update(x='left'), 'The position of the input “a”: expected a number, found a string\tnodes[0].x')
+mut('input-unknown-tensor', MM, lambda d: d['nodes'][0].update(tensor='Z'), 'The tensor of the input “a”: unknown tensor “Z”\tnodes[0].tensor')
+mut('contract-unknown-axis', MM, lambda d: node(d, 'mm').update(out=['x', 'n']), 'The first output axis of the contraction “mm”: unknown axis “x”\tnodes[2].out[0]')
+mut('contract-missing-out', MM, lambda d: node(d, 'mm').pop('out'), 'The contraction “mm”: missing field “out”\tnodes[2]')
+mut('softmax-missing-axis', SM, lambda d: node(d, 'sm').pop('axis'), 'The softmax “sm”: missing field “axis”\tnodes[1]')
+mut('map-unknown-fn', LN, lambda d: node(d, 'mul').update(fn='fma'), 'The function of the map “mul”: unknown value “fma” (add, sub, mul, div, max, min, scale, exp, neg, relu, gelu, silu, sigmoid, tanh, square, sqrt, rsqrt, cast)\tnodes[4].fn')
+mut('wire-dangling-to', MM, lambda d: d['wires'][0].update(to='ghost'), 'The end of the wire from “a” to “ghost”: dangling wire: no operation “ghost”\twires[0].to')
 mut('wire-dangling-from', MM, lambda d: d['wires'][1].update(**{'from': 'ghost'}),
-    'wires[1].from: dangling wire: no operation “ghost”')
+    'The start of the wire from “ghost” to “mm”: dangling wire: no operation “ghost”\twires[1].from')
 mut('wire-port-missing', SM, lambda d: d['wires'][0].update(port=1),
-    'wires[0].port: operation “sm” (softmax) has 1 input; port 1 does not exist')
+    'The input number of the wire from “x” to “sm”: the softmax “sm” has 1 input: it has no second input (port 1)\twires[0].port')
 mut('wire-port-twice', MM, lambda d: d['wires'].append({'from': 'b', 'to': 'mm', 'port': 0}),
-    'wires[3]: input 0 of “mm” already has a wire')
+    'The wire from “b” to “mm”: the first input of “mm” already has a wire\twires[3]')
 mut('wire-from-output', MM, lambda d: d['wires'].append({'from': 'c', 'to': 'mm', 'port': 0}) or d['wires'].pop(0),
-    'wires[2].from: “c” is an output: nothing can be wired from it')
-mut('input-not-connected', MM, lambda d: d['wires'].pop(1), 'nodes[2]: input 1 of “mm” (contract) is not connected')
+    'The start of the wire from “c” to “mm”: “c” is an output: nothing can be wired from it\twires[2].from')
+mut('input-not-connected', MM, lambda d: d['wires'].pop(1), 'The second input of the contraction “mm” is not connected\tnodes[2]')
 mut('cycle', LN,
     lambda d: ([w for w in d['wires'] if w['to'] == 'ln'][0].update(**{'from': 'add'})),
-    'nodes[3]: operation “ln” is part of a cycle')
+    'The normalization “ln” is part of a cycle: a diagram flows one way\tnodes[3]')
 mut('contract-one-sided', MM, lambda d: d['tensors'][1].update(axes=['m', 'n']),
-    'nodes[2]: contraction “mm” sums over axis k, but only input 0 carries it')
+    'The contraction “mm” sums over axis k, but only its first input carries it; a contraction sums over axes both inputs share (use a reduce first)\tnodes[2]')
 mut('output-mismatch', MM, lambda d: d['tensors'][2].update(axes=['m', 'k']),
-    'nodes[3]: output “c” expects tensor C with axes [m,k], but its wire carries [m,n] fp16')
+    'The output “c” expects tensor C with axes [m,k], but its wire carries [m,n] fp16\tnodes[3]')
 mut('reduce-axis-missing', SM, lambda d: node(d, 'sm').update(axis='r') or d['tensors'][0].update(axes=['c']) or d['tensors'][1].update(axes=['c']),
-    'nodes[1]: softmax “sm” works over axis r, but its input is [c] fp16')
-mut('region-unknown-node', MM, lambda d: d['regions'][0].update(nodes=['zz']), 'regions[0].nodes[0]: unknown operation “zz”')
+    'The softmax “sm” works over axis r, but its input is [c] fp16\tnodes[1]')
+mut('region-unknown-node', MM, lambda d: d['regions'][0].update(nodes=['zz']), 'The first operation of region “block”: unknown operation “zz”\tregions[0].nodes[0]')
 mut('region-holds-input', MM, lambda d: d['regions'][0]['nodes'].insert(0, 'a'),
-    'regions[0].nodes[0]: “a” is an input: inputs and outputs live in device memory')
+    'Region “block” holds “a”, an input: inputs and outputs live in device memory, outside every region\tregions[0].nodes[0]')
 mut('region-not-connected', LN, lambda d: d['regions'][0].update(nodes=['ln', 'add']),
-    'regions[0]: region “rows” is not connected: “add” has no wire to “ln” through the region')
+    'Region “rows” is not connected: “add” has no wire to “ln” through the region\tregions[0]')
 mut('region-level-hbm', MM, lambda d: d['regions'][0].update(level='hbm'),
-    'regions[0]: region “block” is at hbm, where the whole diagram already lives')
-mut('region-level-unknown', MM, lambda d: d['regions'][0].update(level='sram'), 'regions[0].level: unknown value “sram”')
-mut('region-empty', MM, lambda d: d['regions'][0].update(nodes=[]), 'regions[0]: region “block” holds no operation')
-mut('mark-unknown', MM, lambda d: d['regions'][0]['marks'].update(k={'split': 4}), 'regions[0].marks.k: unknown mark “split”')
+    'Region “block” is at hbm, where the whole diagram already lives; choose l2, smem or registers\tregions[0]')
+mut('region-level-unknown', MM, lambda d: d['regions'][0].update(level='sram'), 'The level of region “block”: unknown value “sram” (l2, smem, registers)\tregions[0].level')
+mut('region-empty', MM, lambda d: d['regions'][0].update(nodes=[]), 'Region “block” holds no operation\tregions[0]')
+mut('mark-unknown', MM, lambda d: d['regions'][0]['marks'].update(k={'split': 4}), 'The mark on axis k in region “block”: unknown mark “split” (parallel, stream)\tregions[0].marks.k')
 mut('tile-zero', MM, lambda d: d['regions'][0]['marks'].update(k={'stream': 0}),
-    'regions[0].marks.k.stream: tile size must be positive, found 0')
+    'The mark on axis k in region “block”: tile size must be positive, found 0\tregions[0].marks.k.stream')
 mut('tile-negative', MM, lambda d: d['regions'][0]['marks'].update(m={'parallel': -128}),
-    'regions[0].marks.m.parallel: tile size must be positive, found -128')
+    'The mark on axis m in region “block”: tile size must be positive, found -128\tregions[0].marks.m.parallel')
 mut('tile-larger-than-axis', MM, lambda d: d['regions'][0]['marks'].update(k={'stream': 8192}),
-    'regions[0].marks.k: tile size 8192 is larger than axis k (4096)')
-mut('mark-unknown-axis', MM, lambda d: d['regions'][0]['marks'].update(z={'stream': 8}), 'regions[0].marks: unknown axis “z”')
+    'In region “block”, tile size 8192 is larger than axis k (4096)\tregions[0].marks.k')
+mut('mark-unknown-axis', MM, lambda d: d['regions'][0]['marks'].update(z={'stream': 8}), 'The axis marks of region “block”: unknown axis “z”\tregions[0].marks')
 mut('mark-unused-axis', LN, lambda d: d['axes'].append({'name': 'z', 'size': 8}) or d['regions'][0]['marks'].update(z={'parallel': 2}),
-    'regions[0].marks.z: no operation in region “rows” uses axis z')
+    'No operation in region “rows” uses axis z\tregions[0].marks.z')
 mut('stream-softmax', SM, lambda d: d['regions'][0]['marks'].update(c={'stream': 1024}),
-    'regions[0].marks.c: operation “sm” (softmax over c) cannot stream over c: softmax streams only when a contraction')
+    'In region “rows”, operation “sm” (softmax over c) cannot stream over c: softmax streams only when a contraction over c in the same region consumes it (online softmax)\tregions[0].marks.c')
 mut('stream-layernorm', LN, lambda d: d['regions'][0]['marks'].update(h={'stream': 512}),
-    'regions[0].marks.h: operation “ln” (layernorm over h) cannot stream over h')
+    'In region “rows”, operation “ln” (layernorm over h) cannot stream over h: it needs the statistics of the whole axis before it writes any element; mark h whole or parallel\tregions[0].marks.h')
 mut('stream-softmax-outside', FA, lambda d: d['regions'][0].update(nodes=['qk', 'scale', 'sm']),
-    'regions[0].marks.k: operation “sm” (softmax over k) cannot stream over k')
+    'In region “block”, operation “sm” (softmax over k) cannot stream over k: softmax streams only when a contraction over k in the same region consumes it (online softmax)\tregions[0].marks.k')
 mut('regions-overlap', LN, lambda d: d['regions'].extend([{'name': 'r2', 'level': 'registers', 'nodes': ['mul', 'add'], 'marks': {}}]) or d['regions'][0].update(nodes=['ln', 'mul']),
-    'regions[1]: regions “rows” and “r2” overlap without one containing the other')
+    'Regions “rows” and “r2” overlap without one containing the other\tregions[1]')
 mut('nested-slower', MM, lambda d: d['regions'].append({'name': 'outer', 'level': 'l2', 'nodes': ['mm'], 'marks': {}}) or d['regions'][0].update(level='l2'),
-    'regions[1]: regions “block” and “outer” hold the same operations at the same level')
+    'Regions “block” and “outer” hold the same operations at the same level\tregions[1]')
 mut('nested-wrong-order', LN, lambda d: d['regions'].append({'name': 'inner', 'level': 'l2', 'nodes': ['mul'], 'marks': {}}),
-    'regions[1]: region “inner” (l2) lies inside “rows” (smem): an inner region must be at a faster level')
+    'Region “inner” (l2) lies inside “rows” (smem): an inner region must be at a faster level\tregions[1]')
 mut('region-duplicate', MM, lambda d: d['regions'].append(copy.deepcopy(d['regions'][0])),
-    'regions[1]: region “block” is defined twice')
-mut('stages-zero', MM, lambda d: d['regions'][0].update(stages=0), 'regions[0].stages: 0 is out of range (1 to 8)')
-mut('rect-short', MM, lambda d: d['regions'][0].update(rect=[0, 0, 10]), 'regions[0].rect: expected [x, y, width, height]')
+    'Region “block”: an earlier region is also called “block”\tregions[1]')
+mut('stages-zero', MM, lambda d: d['regions'][0].update(stages=0), 'The pipeline stages of region “block”: 0 is out of range (1 to 8)\tregions[0].stages')
+mut('rect-short', MM, lambda d: d['regions'][0].update(rect=[0, 0, 10]), 'The rectangle of region “block”: expected [x, y, width, height]\tregions[0].rect')
 mut('cast-without-dtype', LN, lambda d: node(d, 'mul').update(fn='cast') or [w for w in d['wires'] if w['to'] == 'mul' and w['port'] == 1][0].update(port=0, to='mul') ,
-    'wires[2]: input 0 of “mul” already has a wire')
+    'The wire from “g” to “mul”: the first input of “mul” already has a wire\twires[2]')
 mut('contract-dtype-mismatch', MM, lambda d: d['tensors'][1].update(dtype='fp8-e4m3'),
-    'nodes[2]: contraction “mm” multiplies fp16 by fp8-e4m3')
+    'The contraction “mm” multiplies fp16 by fp8-e4m3: cast one input so both have one element type\tnodes[2]')
 raw('label-not-utf8', mm_text.replace('"label": "A"', '"label": "A\udcff"', 1).encode('utf-8', 'surrogateescape'),
-    'nodes[0].label: not valid UTF-8 text')
-mut('eps-out-of-range', LN, lambda d: node(d, 'ln').update(eps=2), 'nodes[3].eps: eps must be between 0 and 1')
-mut('view-zoom-zero', MM, lambda d: d['view'].update(zoom=0), 'view.zoom: zoom must be from 0.01 to 100')
-mut('no-nodes', MM, lambda d: d.update(nodes=[], wires=[], regions=[]), 'nodes: the diagram has no operations')
+    'The label of the input “a”: not valid UTF-8 text\tnodes[0].label')
+mut('eps-out-of-range', LN, lambda d: node(d, 'ln').update(eps=2), 'The eps of the normalization “ln”: eps must be between 0 and 1\tnodes[3].eps')
+mut('view-zoom-zero', MM, lambda d: d['view'].update(zoom=0), 'The saved zoom: zoom must be from 0.01 to 100\tview.zoom')
+mut('no-nodes', MM, lambda d: d.update(nodes=[], wires=[], regions=[]), 'The diagram has no operations\tnodes')
 
 if __name__ == '__main__':
     for f in os.listdir(HERE):
         if f.endswith('.napkin'):
             os.remove(os.path.join(HERE, f))
     with open(os.path.join(HERE, 'expected.tsv'), 'w') as tsv:
-        tsv.write('# file\texpected start of the error message (path: text)\n')
+        tsv.write('# file\texpected start of the error message (its words)\tJSON path of the details line (- for none)\n')
         for i, (name, data, expect) in enumerate(cases, 1):
             fn = '%02d-%s.napkin' % (i, name)
             with open(os.path.join(HERE, fn), 'wb') as f:

@@ -112,8 +112,10 @@ test_validate_mixed (void)
   /* One line per file, in order; the invalid ones name the place. */
   g_assert_cmpuint (g_strv_length (lines), ==, 4);
   g_assert_true (g_str_has_suffix (lines[0], "matmul.napkin: valid"));
-  g_assert_nonnull (strstr (lines[1], ": invalid: regions[0].marks.c: operation “sm” (softmax over c) cannot stream"));
-  g_assert_nonnull (strstr (lines[2], ": invalid: nodes[3]: operation “ln” is part of a cycle"));
+  g_assert_nonnull (strstr (lines[1], ": invalid: In region “rows”, operation “sm” (softmax over c) cannot stream"));
+  g_assert_nonnull (strstr (lines[1], " (JSON path: regions[0].marks.c)"));
+  g_assert_nonnull (strstr (lines[2], ": invalid: The normalization “ln” is part of a cycle"));
+  g_assert_nonnull (strstr (lines[2], " (JSON path: nodes[3])"));
 }
 
 static void

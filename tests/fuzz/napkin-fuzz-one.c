@@ -158,8 +158,12 @@ check_diagram (NapkinDiagram *diagram)
       const NapkinProblem *problem = g_ptr_array_index (problems, i);
 
       check_message (problem->message);
-      if (!g_str_has_prefix (problem->message, problem->path))
-        broken ("problem message does not start with its path %s: %s", problem->path, problem->message);
+      /* words, with the path kept apart (docs/file-format.md, "Error messages") */
+      if (problem->path == NULL || *problem->path == '\0')
+        broken ("problem without a path: %s", problem->message);
+      check_message (problem->path);
+      if (g_str_has_prefix (problem->message, problem->path))
+        broken ("problem message starts with its JSON path %s: %s", problem->path, problem->message);
       if ((guint) problem->kind >= NAPKIN_N_ITEM_KINDS
           || problem->index >= napkin_diagram_count (diagram, problem->kind))
         broken ("problem points at a missing item: %s", problem->message);

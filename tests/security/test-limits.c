@@ -107,7 +107,7 @@ test_product_overflow (void)
                       "{\"id\": \"r\", \"kind\": \"map\", \"fn\": \"relu\"}, "
                       "{\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"X\"}], "
                       "\"wires\": [{\"from\": \"x\", \"to\": \"r\"}, {\"from\": \"r\", \"to\": \"y\"}]}");
-  assert_problem (s->str, "tensors[0]: tensor “X” has more elements than 64 bits can count");
+  assert_problem (s->str, "Tensor “X” has more elements than 64 bits can count (JSON path: tensors[0])");
 }
 
 /* 2^61 elements fit in 64 bits, 2^61 × 4 bytes do not. */
@@ -121,7 +121,7 @@ test_bytes_overflow (void)
     "\"nodes\": [{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\"}, "
     "{\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"X\"}], \"wires\": [{\"from\": \"x\", \"to\": \"y\"}]}";
 
-  assert_problem (text, "tensors[0]: tensor “X” has more bytes than 64 bits can count");
+  assert_problem (text, "Tensor “X” has more bytes than 64 bits can count (JSON path: tensors[0])");
 }
 
 /* Each tensor fits, but 2·m·n·k FLOPs (2^64) do not. */
@@ -144,7 +144,7 @@ test_flops_overflow (void)
   g_autoptr(GError) error = NULL;
   NapkinFlops flops;
 
-  assert_problem (text, "nodes[2]: operation “mm” is too large: its size overflows 64 bits");
+  assert_problem (text, "The contraction “mm” is too large: its size overflows 64 bits (JSON path: nodes[2])");
 
   diagram = napkin_diagram_load_from_data (text, -1, NAPKIN_LOAD_DEFAULT, &error);
   g_assert_no_error (error);
@@ -269,7 +269,8 @@ test_too_many_operations (void)
   message = load_and_check (s->str, s->len, &error, &seconds);
   g_assert_null (message);
   g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT);
-  g_assert_cmpstr (error->message, ==, "nodes: 1000000 operations; at most 100000 are supported");
+  g_assert_cmpstr (error->message, ==, "The list of operations: 1000000 operations; at most 100000 are supported "
+                   "(JSON path: nodes)");
   g_test_message ("10^6 operations (%zu bytes) refused in %.2f s", s->len, seconds);
   g_assert_cmpfloat (seconds, <, TIME_LIMIT_S);
 }
@@ -288,8 +289,8 @@ test_long_cycle (void)
   small_message = load_and_check (small->str, small->len, &error, &small_s);
   message = load_and_check (s->str, s->len, &error, &seconds);
   g_assert_no_error (error);
-  g_assert_cmpstr (small_message, ==, "nodes[1]: operation “loop” is part of a cycle: a diagram flows one way");
-  g_assert_cmpstr (message, ==, "nodes[1]: operation “loop” is part of a cycle: a diagram flows one way");
+  g_assert_cmpstr (small_message, ==, "The map “loop” is part of a cycle: a diagram flows one way (JSON path: nodes[1])");
+  g_assert_cmpstr (message, ==, "The map “loop” is part of a cycle: a diagram flows one way (JSON path: nodes[1])");
   g_test_message ("cycle among %d operations found in %.2f s", NAPKIN_MAX_NODES / SCALE, seconds);
   assert_linear ("find a cycle", small_s, seconds);
 }
@@ -310,7 +311,7 @@ test_many_axes (void)
   diagram = napkin_diagram_load_from_data (s->str, s->len, NAPKIN_LOAD_DEFAULT, &error);
   g_assert_null (diagram);
   g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT);
-  g_assert_cmpstr (error->message, ==, "axes: 1025 axes; at most 1024 are supported");
+  g_assert_cmpstr (error->message, ==, "The list of axes: 1025 axes; at most 1024 are supported (JSON path: axes)");
 }
 
 /* Regions over one operation, as many as allowed, each streaming: every pair is
@@ -341,14 +342,14 @@ test_many_regions (void)
 
   message = load_and_check (s->str, s->len, &error, &seconds);
   g_assert_no_error (error);
-  g_assert_cmpstr (message, ==, "regions[1]: regions “r0” and “r1” hold the same operations at the same level");
+  g_assert_cmpstr (message, ==, "Regions “r0” and “r1” hold the same operations at the same level (JSON path: regions[1])");
   g_test_message ("%d overlapping regions checked in %.2f s", NAPKIN_MAX_REGIONS, seconds);
   g_assert_cmpfloat (seconds, <, TIME_LIMIT_S);
 
   none = load_and_check (too_many->str, too_many->len, &error, &seconds);
   g_assert_null (none);
   g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT);
-  g_assert_cmpstr (error->message, ==, "regions: 257 regions; at most 256 are supported");
+  g_assert_cmpstr (error->message, ==, "The list of regions: 257 regions; at most 256 are supported (JSON path: regions)");
 }
 
 static void
@@ -368,7 +369,7 @@ test_deep_nesting (void)
   diagram = napkin_diagram_load_from_data (s->str, s->len, NAPKIN_LOAD_DEFAULT, &error);
   g_assert_null (diagram);
   g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE);
-  g_assert_true (g_str_has_prefix (error->message, "$: not a JSON document (line 1, column "));
+  g_assert_true (g_str_has_prefix (error->message, "The file is not a Napkin diagram: it is not valid JSON (line 1, column "));
   g_assert_nonnull (strstr (error->message, "nesting too deep"));
 }
 
@@ -384,7 +385,7 @@ test_region_nesting (void)
                       "{\"name\": \"b\", \"level\": \"smem\", \"nodes\": [\"n1\"]}, "
                       "{\"name\": \"c\", \"level\": \"registers\", \"nodes\": [\"n1\"]}, "
                       "{\"name\": \"d\", \"level\": \"registers\", \"nodes\": [\"n1\"]}]}");
-  assert_problem (s->str, "regions[3]: regions “c” and “d” hold the same operations at the same level");
+  assert_problem (s->str, "Regions “c” and “d” hold the same operations at the same level (JSON path: regions[3])");
 }
 
 static void
