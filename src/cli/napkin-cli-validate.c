@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "napkin-cli.h"
+#include "napkin-describe.h"
 #include "napkin-error.h"
 #include "napkin-json-private.h"
 
@@ -28,29 +29,23 @@ error_kind (const GError *error)
   return "other";
 }
 
-/* A document error's message starts with the JSON path of the place ("$" for the whole
- * document), then ": " (napkin-error.h); an I/O error has none. */
+/* A document error's message says the place in words and ends with its JSON path as
+ * details (napkin-describe.h); an I/O error has none. */
 static json_object *
 error_to_json (const GError *error)
 {
-  static GRegex *path_re;
-  g_autoptr(GMatchInfo) match = NULL;
   json_object *obj = json_object_new_object ();
+  g_autofree char *path = NULL;
 
-  if (g_once_init_enter (&path_re))
-    g_once_init_leave (&path_re, g_regex_new ("^(\\$|[A-Za-z_][A-Za-z0-9_]*(\\[[0-9]+\\])*"
-                                              "(\\.[A-Za-z_][A-Za-z0-9_]*(\\[[0-9]+\\])*)*): ",
-                                              G_REGEX_OPTIMIZE, 0, NULL));
   json_object_object_add (obj, "kind", json_object_new_string (error_kind (error)));
-  if (error->domain == NAPKIN_DOCUMENT_ERROR && error->code != NAPKIN_DOCUMENT_ERROR_IO
-      && g_regex_match (path_re, error->message, 0, &match))
+  if (error->domain == NAPKIN_DOCUMENT_ERROR && error->code != NAPKIN_DOCUMENT_ERROR_IO)
+    path = napkin_error_path (error->message);
+  if (path != NULL)
     {
-      g_autofree char *path = g_match_info_fetch (match, 1);
-      int end = 0;
+      g_autofree char *words = napkin_error_summary (error->message);
 
-      g_match_info_fetch_pos (match, 0, NULL, &end);
       json_object_object_add (obj, "json_path", json_object_new_string (path));
-      json_object_object_add (obj, "message", json_object_new_string (error->message + end));
+      json_object_object_add (obj, "message", json_object_new_string (words));
     }
   else
     {
