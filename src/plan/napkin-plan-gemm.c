@@ -280,13 +280,16 @@ choose_tile (NapkinPlanner *p,
   return best;
 }
 
+/* wgmma's tile rules as the Hopper printer checks them: BN any multiple of 8 when B is
+ * K-major (one TMA box of BN rows), of 64 when N-major (boxes of 64 columns). */
 static gboolean
-wgmma_tile_ok (gint64 BM,
-               gint64 BN)
+wgmma_tile_ok (gint64   BM,
+               gint64   BN,
+               gboolean b_kmajor)
 {
   if (BM != 64 && BM != 128 && BM != 256)
     return FALSE;
-  if (BN % 64 != 0 || BN < 64 || BN > 256)
+  if (BN % (b_kmajor ? 8 : 64) != 0 || BN < (b_kmajor ? 8 : 64) || BN > 256)
     return FALSE;
   return BM / (BM == 64 ? 1 : 2) * BN / 128 <= 128;   /* accumulators per consumer thread */
 }
@@ -299,6 +302,43 @@ mma_tile_ok (gint64 BM,
 {
   return BM % 16 == 0 && BN % 16 == 0 && BM >= 16 && BN >= 16 && WM % 16 == 0 && WN % 16 == 0 && WM > 0 && WN > 0
          && BM % WM == 0 && BN % WN == 0 && (BM / WM) * (BN / WN) <= 16 && WM * WN / 32 <= 128;
+}
+
+/* ---- helper kernels ------------------------------------------------------------------------- */
+
+void
+napkin_plan_helper_launch (NapkinPlanKernel *k)
+{
+  g_return_if_fail (k != NULL);
+
+  k->threads = 256;
+  k->smem_bytes = 0;
+  if (k->kind == NAPKIN_PLAN_REPACK)
+    {
+      const NapkinPlanRepack *r = &k->u.repack;
+      const gint64 es = napkin_dtype_bytes (r->dtype), v = 16 / MAX (es, 1);
+      gint64 blocks;
+
+      if (r->transpose)
+        {
+          /* 64 × 64 tiles of dst (cols × ld_dst); a row of the tile padded against bank
+           * conflicts (kernels/repack.cu, G_PAD) */
+          blocks = r->batch * ((r->cols + 63) / 64) * ((r->ld_dst + 63) / 64);
+          k->smem_bytes = 64 * (64 + (es == 1 ? 2 : 1)) * es;
+        }
+      else
+        blocks = (r->batch * r->rows * (r->ld_dst / v) + 255) / 256;   /* a 16-byte chunk a thread */
+      k->grid = MAX (1, MIN (blocks, NAPKIN_PLAN_MAX_GRID));
+    }
+  else if (k->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+    {
+      const NapkinPlanGemm *g = &k->u.gemm;
+
+      /* 4 columns a thread */
+      k->grid = MAX (1, MIN ((g->batch * g->M * ((g->N + 3) / 4) + 255) / 256, NAPKIN_PLAN_MAX_GRID));
+    }
+  else
+    g_return_if_reached ();
 }
 
 /* ---- the recogniser ------------------------------------------------------------------------- */
@@ -336,9 +376,7 @@ queue_repack (NapkinPlanner          *p,
   rp->src_bstride = bstride;
   rp->dst_bstride = out_rows * out_ld;
   rp->transpose = transpose;
-  r->threads = 256;
-  r->grid = count * ((rows + 63) / 64) * ((cols + 63) / 64);
-  r->smem_bytes = transpose ? 64 * 65 * bytes : 0;
+  napkin_plan_helper_launch (r);
   r->note = g_strdup_printf ("%s%s a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " operand into a scratch copy with "
                              "16-byte rows (%" G_GINT64_FORMAT " elements)", transpose ? "transposes" : "copies",
                              count > 1 ? " each of the batch's" : "", rows, cols, out_ld);
@@ -655,6 +693,23 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       goto refuse;
     }
 
+  /* An operand without the batch axes is shared by the whole batch (one copy, batch
+   * stride 0), before and after any repack. */
+  if (g->batch > 1)
+    {
+      gboolean a_has_batch = TRUE, b_has_batch = TRUE;
+
+      for (guint i = 0; i < batch.n; i++)
+        {
+          a_has_batch &= napkin_tensor_type_has_axis (swapped ? yt : xt, batch.axes[i]);
+          b_has_batch &= napkin_tensor_type_has_axis (swapped ? xt : yt, batch.axes[i]);
+        }
+      if (!a_has_batch)
+        g->a_bstride = 0;
+      if (!b_has_batch)
+        g->b_bstride = 0;
+    }
+
   /* Operands whose rows are not 16 bytes apart (or, for fp8, not K-major) are copied
    * once into a scratch layout the tensor copies can read. */
   {
@@ -669,7 +724,8 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
         g->a = queue_repack (p, k, g->a, ab, g->batch, rows, cols, g->lda, g->a_bstride, t, &g->lda);
         if (t)
           g->a_kmajor = TRUE;
-        g->a_bstride = (g->a_kmajor ? g->M : g->K) * g->lda;
+        if (g->a_bstride != 0)
+          g->a_bstride = (g->a_kmajor ? g->M : g->K) * g->lda;
       }
     if (b_fix)
       {
@@ -679,19 +735,10 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
         g->b = queue_repack (p, k, g->b, ab, g->batch, rows, cols, g->ldb, g->b_bstride, t, &g->ldb);
         if (t)
           g->b_kmajor = TRUE;
-        g->b_bstride = (g->b_kmajor ? g->N : g->K) * g->ldb;
+        if (g->b_bstride != 0)
+          g->b_bstride = (g->b_kmajor ? g->N : g->K) * g->ldb;
       }
   }
-  /* B shared by the whole batch (weights): its batch stride is 0 */
-  if (g->batch > 1)
-    {
-      gboolean y_has_batch = TRUE;
-
-      for (guint i = 0; i < batch.n; i++)
-        y_has_batch &= napkin_tensor_type_has_axis (swapped ? xt : yt, batch.axes[i]);
-      if (!y_has_batch)
-        g->b_bstride = 0;
-    }
   g->c_tma = epilogue->len == 0 && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
 
   /* Tiles. A region's are the user's: the plan picks the path that runs them (wgmma
@@ -728,10 +775,10 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
         {
           gint64 wbk = bytes == 1 ? 128 : 64;
 
-          if (!wgmma_tile_ok (BM, BN))
+          if (!wgmma_tile_ok (BM, BN, g->b_kmajor))
             no_wgmma = g_strdup_printf ("a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " block is not a wgmma tile "
-                                        "(64, 128 or 256 rows; 64 to 256 columns in steps of 64; at most 128 "
-                                        "accumulators a thread)", BM, BN);
+                                        "(64, 128 or 256 rows; up to 256 columns in steps of %d; at most 128 "
+                                        "accumulators a thread)", BM, BN, g->b_kmajor ? 8 : 64);
           else if (BK % wbk != 0 && BK < g->K)
             no_wgmma = g_strdup_printf ("chunks of %" G_GINT64_FORMAT " along %s: wgmma takes multiples of %"
                                         G_GINT64_FORMAT, BK, napkin_diagram_axis (p->d, kk.axes[kk.n - 1])->name, wbk);
@@ -841,8 +888,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
             g->partials = _napkin_plan_add_scratch (p->plan, partial_bytes);
             r->u.gemm = *g;
             r->u.gemm.epilogue = g_array_ref (g->epilogue);
-            r->threads = 256;
-            r->grid = MAX (1, (g->batch * g->M * g->N + 256 * 4 - 1) / (256 * 4));
+            napkin_plan_helper_launch (r);
             r->note = g_strdup_printf ("sums %u slices of K in fp32%s and stores %s", g->split_k,
                                        g->epilogue->len ? ", runs the epilogue" : "",
                                        napkin_dtype_to_string (g->c_dtype));

@@ -182,6 +182,7 @@ gemm_operand (NapkinPlan              *plan,
   r->transpose = transpose;
   r->src = buffer (o->scratch, dtype);
   r->dst = buffer (_napkin_plan_add_scratch (plan, copies * height * r->ld_dst * napkin_dtype_bytes (dtype)), dtype);
+  napkin_plan_helper_launch (k);
   g_ptr_array_add (plan->kernels, k);
   *scratch = r->dst.scratch;
   *ld = r->ld_dst;
@@ -403,6 +404,7 @@ napkin_test_gemm_new (const char *spec,
       k = _napkin_plan_kernel_new (gk, NAPKIN_PLAN_SPLIT_REDUCE, NAPKIN_PATH_SIMT);
       k->u.gemm = *g;
       k->u.gemm.epilogue = g_array_ref (epilogue);
+      napkin_plan_helper_launch (k);
       g_ptr_array_add (t->plan->kernels, k);
     }
   g_array_unref (epilogue);
