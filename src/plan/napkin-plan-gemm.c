@@ -3,6 +3,7 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "napkin-plan-private.h"
@@ -230,8 +231,29 @@ mma_smem (gint64 BM,
 
 typedef struct
 {
-  gint64 BM, BN;
+  gint64 BM, BN, split;
 } Tile;
+
+/* K may be cut in `split` slices: the tiles alone leave SMs idle (at most half of them
+ * busy… as before, a split never makes more blocks than SMs) and every slice keeps at
+ * least 4 chunks. */
+static gboolean
+split_ok (NapkinPlanner *p,
+          gint64         batch,
+          gint64         M,
+          gint64         N,
+          gint64         K,
+          gint64         BM,
+          gint64         BN,
+          gint64         BK,
+          gint64         split)
+{
+  const gint64 sms = MAX (1, (gint64) p->arch->sms);
+  const gint64 tiles = batch * ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  const gint64 chunks = (K + BK - 1) / BK;
+
+  return split <= 16 && tiles * split <= sms && chunks / split >= 4;
+}
 
 /* Rough relative cost of a tile shape on one SM for the heuristic choice below: larger
  * tiles reuse each loaded byte more (arithmetic intensity ∝ BM·BN/(BM+BN)). */
@@ -244,15 +266,63 @@ tile_efficiency (gint64 BM,
   return MIN (1.0, intensity / 85.3);   /* 128×256 reaches the peak */
 }
 
-/* Picks the block tile for a GEMM the user did not tile (or tiled illegally): the
- * candidate with the least predicted time = waves × the tile's time at its efficiency,
- * never below the time to stream the operands once. */
+/* A rough time of a GEMM run as tiles BM × BN with K cut in `split` slices of whole
+ * chunks of BK, for choosing among shapes (docs/plan.md, "Tiles"): waves of blocks, each
+ * block the longer of its products (at the tile's efficiency) and its loads (its A and
+ * B panels through L2, the SMs sharing L2's bandwidth); never less than reading the
+ * operands once from device memory; a split adds its partials' round trip through L2
+ * and the reduction's launch. */
+static double
+gemm_estimate (NapkinPlanner *p,
+               gint64         batch,
+               gint64         M,
+               gint64         N,
+               gint64         K,
+               gint64         BM,
+               gint64         BN,
+               gint64         BK,
+               gint64         split,
+               guint          bytes)
+{
+  const NapkinArch *a = p->arch;
+  const double sms = MAX (1u, a->sms);
+  const gint64 chunks = (K + BK - 1) / BK, slice = (chunks + split - 1) / split * BK;
+  const gint64 blocks = batch * ((M + BM - 1) / BM) * ((N + BN - 1) / BN) * split;
+  const double waves = ceil (blocks / sms);
+  NapkinTensorClass klass;
+  double peak = 0.0, l2, hbm, compute, load, t;
+
+  if (napkin_tensor_class_for_dtype (bytes == 1 ? NAPKIN_DTYPE_FP8_E4M3 : NAPKIN_DTYPE_BF16, &klass))
+    peak = a->tensor_per_sm_clock[klass] * (a->tensor_clock_hz > 0 ? a->tensor_clock_hz : a->clock_hz);
+  if (peak <= 0)
+    peak = 1e12;
+  /* TMA moves panels faster than the thread loads L2's figure was measured with */
+  l2 = MAX (1e9, a->levels[NAPKIN_LEVEL_L2].bandwidth) * 1.5;
+  hbm = MAX (1e9, a->levels[NAPKIN_LEVEL_HBM].bandwidth);
+  /* n64 wgmmas (and a single warpgroup's) keep the tensor cores busy only part of the
+   * time: 64-column tiles measured at about 0.6 of what their intensity predicts on the
+   * H100 (round-1 runs, docs/plan.md) */
+  compute = 2.0 * BM * BN * slice / (peak * tile_efficiency (BM, BN) * (BN < 128 ? 0.6 : 1.0));
+  load = (double) (BM + BN) * slice * bytes / (l2 / MIN (sms, (double) blocks));
+  t = waves * MAX (compute, load);
+  t = MAX (t, (double) batch * (M * K + K * N) * bytes / hbm);
+  if (split > 1)
+    t += 2.0 * split * batch * M * N * 4 / l2 + 0.5 * a->launch_overhead_s;   /* launched behind the GEMM */
+  return t;
+}
+
+/* Picks the block tile and split of K for a GEMM the user did not tile (or tiled
+ * illegally): the candidate shape and split with the least estimated time. */
 static Tile
 choose_tile (NapkinPlanner *p,
              gint64         batch,
              gint64         M,
              gint64         N,
-             gboolean       wgmma)
+             gint64         K,
+             gint64         BK,
+             guint          bytes,
+             gboolean       wgmma,
+             gboolean       b_kmajor)
 {
   static const Tile wgmma_tiles[] = { { 128, 256 }, { 256, 128 }, { 128, 128 }, { 128, 64 }, { 64, 256 },
                                       { 64, 128 }, { 64, 64 } };
@@ -261,22 +331,37 @@ choose_tile (NapkinPlanner *p,
   const Tile *tiles = wgmma ? wgmma_tiles : mma_tiles;
   guint n_tiles = wgmma ? G_N_ELEMENTS (wgmma_tiles) : G_N_ELEMENTS (mma_tiles);
   Tile best = tiles[0];
-  double best_cost = G_MAXDOUBLE;
-  guint sms = MAX (1, p->arch->sms);
+  double best_cost = G_MAXDOUBLE, best_work = 0;
+  gint64 best_busy = 0;
+  const gint64 sms = MAX (1, (gint64) p->arch->sms);
 
+  (void) b_kmajor;
+  best.split = 1;
   for (guint i = 0; i < n_tiles; i++)
-    {
-      gint64 count = batch * ((M + tiles[i].BM - 1) / tiles[i].BM) * ((N + tiles[i].BN - 1) / tiles[i].BN);
-      gint64 waves = (count + sms - 1) / sms;
-      /* a tile's time ∝ its area / efficiency; the padding past M and N is paid too */
-      double cost = (double) waves * tiles[i].BM * tiles[i].BN / tile_efficiency (tiles[i].BM, tiles[i].BN);
+    for (gint64 split = 1; split <= 16; split++)
+      {
+        const gint64 BM = tiles[i].BM, BN = tiles[i].BN;
+        const gint64 blocks = batch * ((M + BM - 1) / BM) * ((N + BN - 1) / BN) * split;
+        const gint64 busy = MIN (blocks, sms);
+        const double work = (double) blocks * BM * BN * (((K + BK - 1) / BK + split - 1) / split);
+        double cost;
 
-      if (cost < best_cost * 0.97)
-        {
-          best_cost = cost;
-          best = tiles[i];
-        }
-    }
+        if (split > 1 && !split_ok (p, batch, M, N, K, BM, BN, BK, split))
+          continue;
+        cost = gemm_estimate (p, batch, M, N, K, BM, BN, BK, split, bytes);
+        /* clearly faster; or, while the GPU is not full, as fast (memory-bound shapes)
+         * with more SMs busy, or as many with less padding computed */
+        if (cost < best_cost * 0.97
+            || (cost <= best_cost * 1.03 && best_busy < sms
+                && (busy > best_busy || (busy == best_busy && work < best_work))))
+          {
+            best_cost = MIN (cost, best_cost);
+            best = tiles[i];
+            best.split = split;
+            best_busy = busy;
+            best_work = work;
+          }
+      }
   return best;
 }
 
@@ -404,6 +489,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   gint64 BM, BN, BK, tm, tn, tk;
   NapkinMarkKind km, kn, kk_kind;
   guint stages;
+  gint64 split = 1;
 
   for (guint i = 0; i < k->nodes->len; i++)
     {
@@ -832,11 +918,13 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
     }
   else
     {
-      Tile t = choose_tile (p, g->batch, g->M, g->N, wgmma);
+      Tile t;
 
+      BK = wgmma ? (bytes == 1 ? 128 : 64) : 32;
+      t = choose_tile (p, g->batch, g->M, g->N, g->K, BK, bytes, wgmma, g->b_kmajor);
       BM = t.BM;
       BN = t.BN;
-      BK = wgmma ? (bytes == 1 ? 128 : 64) : 32;
+      split = t.split;
       stages = wgmma ? 4 : 3;
       while (stages > 2 && (wgmma ? wgmma_smem (BM, BN, BK, stages, bytes) : mma_smem (BM, BN, BK, stages)) > SMEM_LIMIT (p))
         stages--;
@@ -869,32 +957,45 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   g->BK = BK;
   g->stages = stages;
 
-  /* Too few tiles to fill the GPU and a long K: split K, sum the slices after. */
+  /* Too few tiles to fill the GPU and a long K: split K, sum the slices after. An
+   * operation outside regions has its split from choose_tile; a region's tiles get the
+   * split the same estimate prefers for them. */
+  if (k->region >= 0)
+    {
+      double best = G_MAXDOUBLE;
+
+      for (gint64 s = 1; s <= 16; s++)
+        if (s == 1 || split_ok (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s))
+          {
+            double t = gemm_estimate (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s, bytes);
+
+            if (t < best * 0.97)
+              {
+                best = t;
+                split = s;
+              }
+          }
+    }
+  else if (split > 1 && !split_ok (p, g->batch, g->M, g->N, g->K, BM, BN, BK, split))
+    split = 1;
   {
     gint64 tiles = g->batch * ((g->M + BM - 1) / BM) * ((g->N + BN - 1) / BN);
-    gint64 chunks = (g->K + BK - 1) / BK;
-    gint64 sms = MAX (1, (gint64) p->arch->sms);
 
-    if (tiles * 2 <= sms && chunks >= 8)
+    if (split >= 2)
       {
-        gint64 split = MIN (MIN (sms / tiles, chunks / 4), 16);
+        NapkinPlanKernel *r = _napkin_plan_kernel_new (k, NAPKIN_PLAN_SPLIT_REDUCE, NAPKIN_PATH_SIMT);
+        gint64 partial_bytes = split * g->batch * g->M * g->N * 4;
 
-        if (split >= 2)
-          {
-            NapkinPlanKernel *r = _napkin_plan_kernel_new (k, NAPKIN_PLAN_SPLIT_REDUCE, NAPKIN_PATH_SIMT);
-            gint64 partial_bytes = split * g->batch * g->M * g->N * 4;
-
-            g->split_k = (guint) split;
-            g->partials = _napkin_plan_add_scratch (p->plan, partial_bytes);
-            r->u.gemm = *g;
-            r->u.gemm.epilogue = g_array_ref (g->epilogue);
-            napkin_plan_helper_launch (r);
-            r->note = g_strdup_printf ("sums %u slices of K in fp32%s and stores %s", g->split_k,
-                                       g->epilogue->len ? ", runs the epilogue" : "",
-                                       napkin_dtype_to_string (g->c_dtype));
-            g_ptr_array_add (p->after, r);
-            tiles *= split;
-          }
+        g->split_k = (guint) split;
+        g->partials = _napkin_plan_add_scratch (p->plan, partial_bytes);
+        r->u.gemm = *g;
+        r->u.gemm.epilogue = g_array_ref (g->epilogue);
+        napkin_plan_helper_launch (r);
+        r->note = g_strdup_printf ("sums %u slices of K in fp32%s and stores %s", g->split_k,
+                                   g->epilogue->len ? ", runs the epilogue" : "",
+                                   napkin_dtype_to_string (g->c_dtype));
+        g_ptr_array_add (p->after, r);
+        tiles *= split;
       }
     k->grid = tiles;
   }
