@@ -3,9 +3,10 @@
  * values in [-1, 1), computes an fp32 reference GEMM (and the epilogue) on the GPU from
  * the operands as stored, poisons C, runs the plan's kernels (repacks, GEMM, split-K
  * reduction), compares (max |C − ref| / max |ref|, NaN fails), then times the whole
- * sequence with CUDA events (median of NP_REPS) and, for 16-bit operands, cuBLAS on
- * the same operands (no epilogue). Prints one line:
- *   NAME ok|FAIL rel_err ms TFLOP/s cublas_ms napkin/cublas kernels
+ * sequence with CUDA events (median of NP_REPS), each kernel of it on its own (events
+ * around each launch: a repack's or reduction's bandwidth) and, for 16-bit operands,
+ * cuBLAS on the same operands (no epilogue). Prints one line:
+ *   NAME ok|FAIL rel_err ms TFLOP/s cublas_ms cublas/napkin kernels  [skeleton ms (TB/s) | …]
  * Build: nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17
  *        -DNP_PROBLEM='"problem.cuh"' harness.cu [-lcublas | -DNP_NO_CUBLAS] */
 #include <cuda.h>
@@ -281,6 +282,35 @@ main (void)
 
   ms = np_time ([&] { np_launch (args, maps, sms, s); }, s);
 
+  /* each kernel's own time: events between the launches of the same sequence */
+  float kernel_ms[NP_N_KERNELS];
+  {
+    std::vector<float> per[NP_N_KERNELS];
+    cudaEvent_t ev[NP_N_KERNELS + 1];
+
+    for (int k = 0; k <= NP_N_KERNELS; k++)
+      NP_CHECK (cudaEventCreate (&ev[k]));
+    for (int i = 0; i < NP_REPS; i++)
+      {
+        NP_CHECK (cudaEventRecord (ev[0], s));
+        for (int k = 0; k < NP_N_KERNELS; k++)
+          {
+            np_launch_one (k, args, maps, sms, s);
+            NP_CHECK (cudaEventRecord (ev[k + 1], s));
+          }
+        NP_CHECK (cudaEventSynchronize (ev[NP_N_KERNELS]));
+        for (int k = 0; k < NP_N_KERNELS; k++)
+          {
+            float t;
+
+            NP_CHECK (cudaEventElapsedTime (&t, ev[k], ev[k + 1]));
+            per[k].push_back (t);
+          }
+      }
+    for (int k = 0; k < NP_N_KERNELS; k++)
+      kernel_ms[k] = np_median (per[k]);
+  }
+
 #if !defined (NP_NO_CUBLAS) && (NP_AB == 1 || NP_AB == 2)
   {
     cublasHandle_t h;
@@ -314,8 +344,15 @@ main (void)
   {
     const float tol = NP_C == 0 ? 1e-3f : NP_C == 1 ? 4e-3f : 2e-2f;
 
-    printf ("%-22s %-4s %9.2e %10.4f %8.1f %10.4f %6.2f  %s\n", NP_NAME, rel <= tol ? "ok" : "FAIL", rel, ms,
+    printf ("%-22s %-4s %9.2e %10.4f %8.1f %10.4f %6.2f  %s  [", NP_NAME, rel <= tol ? "ok" : "FAIL", rel, ms,
             flops / ms / 1e9, cublas_ms, cublas_ms > 0 ? cublas_ms / ms : 0.0f, np_kernels);
+    for (int k = 0; k < NP_N_KERNELS; k++)
+      {
+        printf ("%s%s %.4f", k ? " | " : "", np_kernel_names[k], kernel_ms[k]);
+        if (np_kernel_bytes[k] > 0)
+          printf (" (%.2f TB/s)", np_kernel_bytes[k] / kernel_ms[k] / 1e9);
+      }
+    printf ("]\n");
   }
   return 0;
 }
