@@ -63,9 +63,9 @@ static const char *table[] = {
   "name=repack-b-4097 t=sm90 ab=bf16 c=bf16 m=4095 n=4097 k=4096 a=k bl=n tile=256x128x64 stages=4",
   "name=repack-vocab-nmajor t=sm90 ab=bf16 c=bf16 m=1024 n=50257 k=4096 a=k bl=n tile=128x256x64 stages=4",
   "name=e4m3-transpose t=sm90 ab=e4m3 c=bf16 m=4096 n=4096 k=4096 a=m bl=n tile=128x256x128 stages=4",
-  "name=mlp-up-plain t=sm90 ab=bf16 c=bf16 m=4096 n=11008 k=4096 a=k bl=k tile=128x256x64 stages=4",
-  "name=mlp-up-swiglu t=sm90 ab=bf16 c=bf16 m=4096 n=11008 k=4096 a=k bl=k epi=silu_gate tile=128x256x64 stages=4",
-  "name=mlp-up-bias-gelu t=sm90 ab=bf16 c=bf16 m=4096 n=11008 k=4096 a=k bl=k epi=bias_gelu tile=128x256x64 "
+  "name=mlp-up-plain t=sm90 ab=bf16 c=bf16 m=2048 n=11008 k=4096 a=k bl=k tile=128x256x64 stages=4",
+  "name=mlp-up-swiglu t=sm90 ab=bf16 c=bf16 m=2048 n=11008 k=4096 a=k bl=k epi=silu_gate tile=128x256x64 stages=4",
+  "name=mlp-up-bias-gelu t=sm90 ab=bf16 c=bf16 m=2048 n=11008 k=4096 a=k bl=k epi=bias_gelu tile=128x256x64 "
     "stages=4",
   "name=lmhead-gate t=sm90 ab=bf16 c=bf16 m=1024 n=50257 k=4096 a=k bl=k epi=silu_gate tile=128x256x64 stages=4",
   "name=lmhead-f32 t=sm90 ab=bf16 c=fp32 m=1024 n=50257 k=1024 a=k bl=k tile=128x256x64 stages=4",
