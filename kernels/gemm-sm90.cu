@@ -158,6 +158,28 @@ static __device__ __forceinline__ void
 #endif
 }
 
+/* The maps' other operands of piece j (columns 32j … of the tile) for the two rows a
+ * lane writes (mw + lane/4 and + 8): their full chunks only (edges load as they go). */
+static __device__ __forceinline__ void
+@NAME@_ld_piece (const NapkinArgs &args, int b, long mw, int n0, int j, int skew0, int skew1,
+                 float (&y)[2][G_NY][8])
+{
+  (void) args; (void) b; (void) mw; (void) n0; (void) j; (void) skew0; (void) skew1; (void) y;
+#if G_EPI == 1 && G_LDY
+  const int lane = threadIdx.x % 32;
+
+#pragma unroll
+  for (int it = 0; it < 2; it++)
+    {
+      const long m = mw + lane / 4 + 8 * it;
+      const int c = 32 * j + 8 * (lane % 4) - (it ? skew1 : skew0);
+
+      if (m < G_M && c >= 0 && c + 8 <= G_BN && n0 + c + 8 <= G_N)
+        @NAME@_ld8 (args, b, m, n0 + c, y[it]);
+    }
+#endif
+}
+
 /* Chunk of 8 columns n … n + 7 (all inside the tile, N and M) of row m: the fused maps
  * with their operands y (loaded by @NAME@_ld8), one vector store. */
 static __device__ __forceinline__ void
@@ -385,7 +407,7 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
            * chunk starts up to 7 columns before its piece (those come from the previous
            * piece's buffer) and one more pass writes the last piece's remainder. Chunks
            * past the tile's or the matrix's edge are written column by column. The maps'
-           * other operands of a piece are loaded before it is staged. */
+           * other operands of the next piece are loaded while a piece is written. */
           {
             const unsigned wbuf = cbuf + warp * 4096;
             const int g = lane % 4;
@@ -397,25 +419,18 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
                 const int skew0 = @NAME@_skew (args, split, b, mw + lane / 4, n0);
                 const int skew1 = @NAME@_skew (args, split, b, mw + lane / 4 + 8, n0);
 
+                float y[2][G_NY][8], yn[2][G_NY][8];   /* this piece's operands, the next one's */
+
+                @NAME@_ld_piece (args, b, mw, n0, 0, skew0, skew1, y);
 #pragma unroll
                 for (int j = 0; j <= (G_BN + 31) / 32; j++)
                   {
                     const unsigned buf = wbuf + (j % 2) * 2048, prev = wbuf + ((j + 1) % 2) * 2048;
-                    float y[2][G_NY][8];
 
                     if (j == (G_BN + 31) / 32 && G_DVEC)
                       break;   /* aligned rows: no remainder */
-#if G_EPI == 1 && G_LDY
-#pragma unroll
-                    for (int it = 0; it < 2; it++)
-                      {
-                        const long m = mw + lane / 4 + 8 * it;
-                        const int c = 32 * j + 8 * g - (it ? skew1 : skew0);
-
-                        if (m < G_M && c >= 0 && c + 8 <= G_BN && n0 + c + 8 <= G_N)
-                          @NAME@_ld8 (args, b, m, n0 + c, y[it]);
-                      }
-#endif
+                    if (j + 1 <= (G_BN + 31) / 32)
+                      @NAME@_ld_piece (args, b, mw, n0, j + 1, skew0, skew1, yn);
                     if (j < (G_BN + 31) / 32)
                       {
 #pragma unroll
@@ -458,6 +473,13 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
                           for (int e = 0; e < 8; e++)
                             y[0][q][e] = y[1][q][e];
                       }
+#pragma unroll
+                    for (int it = 0; it < 2; it++)
+#pragma unroll
+                      for (int q = 0; q < G_NY; q++)
+#pragma unroll
+                        for (int e = 0; e < 8; e++)
+                          y[it][q][e] = yn[it][q][e];
                     __syncwarp ();
                   }
               }
