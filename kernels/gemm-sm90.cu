@@ -291,7 +291,9 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
       const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32;
       const unsigned cbuf = base + G_SMEM_C + cw * 2 * G_CBUF;
       unsigned it = 0;      /* chunks consumed so far, over all tiles */
+#if G_EPI == 0
       unsigned piece = 0;   /* output pieces staged so far: which of the two buffers */
+#endif
       float acc[G_MI][G_BN / 2];
 
 #if G_CWG == 2
