@@ -14,10 +14,12 @@
  * its BM/G_CWG rows by the whole BN with wgmma straight from shared memory, keeps one
  * group in flight and frees a stage through its empty mbarrier once its wgmmas are done.
  * Epilogue (G_EPI): 0 — C through 128-byte swizzled buffers and TMA stores (clipped at
- * the edges); 1 — fp32 pieces of 64 × 32 through shared memory, then coalesced global
- * stores bounded by M and N (4-element vectors where C's rows allow), each value passed
- * through the fused maps (@NAME@_epi) on the way; 2 — like 1, fp32 partials of this
- * split into [split][batch][M][N], no maps (the split-reduce kernel applies them).
+ * the edges); 1 — each warp stages its 16 rows 32 fp32 columns at a time in shared
+ * memory of its own and writes them back in 16-byte-aligned chunks of 8 elements (one
+ * vector store each, whatever the alignment of C's rows), each value passed through the
+ * fused maps on the way (their other operands loaded a piece ahead, as vectors where
+ * aligned); 2 — like 1, fp32 partials of this split into [split][batch][M][N], no maps
+ * (the split-reduce kernel applies them).
  * The printer (src/codegen/napkin-print-gemm.c) fills the @PARAMETERS@ and checks the
  * limits: BM = 64·G_CWG·(1 or 2), BN % 8 == 0 (N-major B: % 64), ≤ 128 accumulators per
  * consumer thread, the stages within 227 KB. */
@@ -38,7 +40,9 @@
 #define G_B_RANK3 @B_RANK3@
 #define G_C_RANK3 @C_RANK3@
 #define G_EPI @EPI@
-#define G_CVEC @CVEC@                        /* rows of C allow 4-element vector stores */
+#define G_DVEC @DVEC@                        /* every row of the destination starts 16-byte aligned */
+#define G_NY @NY@                            /* other operands the fused maps read (at least 1) */
+#define G_LDY @LDY@                          /* … and whether there are any */
 #define G_LDC @LDC@L
 #define G_CBS @CBS@L
 #define G_THREADS (128 * (1 + G_CWG))
@@ -89,31 +93,127 @@ static __device__ __forceinline__ void
 }
 
 #if G_EPI != 0
-/* Four fp32 values of row m, columns n … n + 3 of the tile's output (only those < N). */
-static __device__ __forceinline__ void
-@NAME@_put4 (const NapkinArgs &args, int split, int b, long m, long n, const float *v)
-{
 #if G_EPI == 1
-  @CT@ *c = @CREF@ + b * G_CBS + m * G_LDC + n;
-  float x[4];
+#define G_DT @CT@                            /* the destination's element type */
+#else
+#define G_DT float
+#endif
+
+/* Row m of the destination (C, or this split's fp32 partials). */
+static __device__ __forceinline__ G_DT *
+@NAME@_row (const NapkinArgs &args, int split, int b, long m)
+{
+  (void) args; (void) split;
+#if G_EPI == 1
+  return @CREF@ + b * G_CBS + m * G_LDC;
+#else
+  return @PREF@ + ((split * G_BATCH + b) * G_M + m) * G_N;
+#endif
+}
+
+/* Columns of row m from the 16-byte boundary at or before column n0 to n0 (0 … 7). */
+static __device__ __forceinline__ int
+@NAME@_skew (const NapkinArgs &args, int split, int b, long m, int n0)
+{
+#if G_DVEC
+  (void) args; (void) split; (void) b; (void) m; (void) n0;
+  return 0;
+#else
+  return (int) (((unsigned long long) (@NAME@_row (args, split, b, m) + n0) % 16) / sizeof (G_DT));
+#endif
+}
+
+/* Columns cp … cp + 7 of row r of a staged piece (32 fp32 columns, 128-byte rows,
+ * swizzled 16-byte chunks); cp is −7 … 24, the columns before 0 are the previous
+ * piece's 25 … 31. Aligned rows read two chunks; others three, shifted into place. */
+static __device__ __forceinline__ void
+@NAME@_lds8 (unsigned buf, unsigned prev, int r, int cp, float (&v)[8])
+{
+#if G_DVEC
+  (void) prev;
+  napkin_sm90_lds4 (napkin_sm90_swz (buf, r, cp * 4), v);
+  napkin_sm90_lds4 (napkin_sm90_swz (buf, r, cp * 4 + 16), v + 4);
+#else
+  const int k0 = (cp + 8) / 4 - 2, s = cp - 4 * k0;   /* first chunk (−2 … 6), shift (0 … 3) */
+  float w[12];
 
 #pragma unroll
-  for (int e = 0; e < 4; e++)
-    x[e] = n + e < G_N ? @NAME@_epi (args, b, m, n + e, v[e]) : 0.0f;
-  if (G_CVEC && n + 3 < G_N)
-    napkin_st4 (c, x[0], x[1], x[2], x[3]);
-  else
-    for (int e = 0; e < 4 && n + e < G_N; e++)
-      napkin_st (c + e, x[e]);
-#else
-  float *p = @PREF@ + ((split * G_BATCH + b) * G_M + m) * G_N + n;
+  for (int q = 0; q < 3; q++)
+    {
+      const int k = k0 + q;
 
-  if (G_N % 4 == 0)
-    napkin_st4 (p, v[0], v[1], v[2], v[3]);
-  else
-    for (int e = 0; e < 4 && n + e < G_N; e++)
-      p[e] = v[e];
+      napkin_sm90_lds4 (k < 0 ? napkin_sm90_swz (prev, r, (k + 8) * 16) : napkin_sm90_swz (buf, r, k * 16), w + 4 * q);
+    }
+  if (s & 2)
+#pragma unroll
+    for (int e = 0; e < 10; e++)
+      w[e] = w[e + 2];
+  if (s & 1)
+#pragma unroll
+    for (int e = 0; e < 9; e++)
+      w[e] = w[e + 1];
+#pragma unroll
+  for (int e = 0; e < 8; e++)
+    v[e] = w[e];
 #endif
+}
+
+/* The maps' other operands of piece j (columns 32j … of the tile) for the two rows a
+ * lane writes (mw + lane/4 and + 8): their full chunks only (edges load as they go). */
+static __device__ __forceinline__ void
+@NAME@_ld_piece (const NapkinArgs &args, int b, long mw, int n0, int j, int skew0, int skew1,
+                 float (&y)[2][G_NY][8])
+{
+  (void) args; (void) b; (void) mw; (void) n0; (void) j; (void) skew0; (void) skew1; (void) y;
+#if G_EPI == 1 && G_LDY
+  const int lane = threadIdx.x % 32;
+
+#pragma unroll
+  for (int it = 0; it < 2; it++)
+    {
+      const long m = mw + lane / 4 + 8 * it;
+      const int c = 32 * j + 8 * (lane % 4) - (it ? skew1 : skew0);
+
+      if (m < G_M && c >= 0 && c + 8 <= G_BN && n0 + c + 8 <= G_N)
+        @NAME@_ld8 (args, b, m, n0 + c, y[it]);
+    }
+#endif
+}
+
+/* Chunk of 8 columns n … n + 7 (all inside the tile, N and M) of row m: the fused maps
+ * with their operands y (loaded by @NAME@_ld8), one vector store. */
+static __device__ __forceinline__ void
+@NAME@_put8 (const NapkinArgs &args, int split, int b, long m, long n, float (&v)[8], const float (&y)[G_NY][8])
+{
+  (void) y;
+#if G_EPI == 1
+#pragma unroll
+  for (int e = 0; e < 8; e++)
+    v[e] = @NAME@_ap (v[e], y, e);
+#endif
+  napkin_st8 (@NAME@_row (args, split, b, m) + n, v);
+}
+
+/* The columns of a chunk that lie inside [lo, hi), one by one (tile and matrix edges). */
+static __device__ __forceinline__ void
+@NAME@_put_edge (const NapkinArgs &args, int split, int b, long m, long n, long lo, long hi, float (&v)[8])
+{
+  G_DT *row = @NAME@_row (args, split, b, m);
+
+  /* one column a pass, the values moving down v (no indexing by a variable: registers) */
+#pragma unroll 1
+  for (int e = 0; e < 8; e++)
+    {
+      if (n + e >= lo && n + e < hi)
+#if G_EPI == 1
+        napkin_st (row + n + e, @NAME@_epi (args, b, m, n + e, v[0]));
+#else
+        row[n + e] = v[0];
+#endif
+#pragma unroll
+      for (int q = 0; q < 7; q++)
+        v[q] = v[q + 1];
+    }
 }
 #endif
 
@@ -192,7 +292,9 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
       const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32;
       const unsigned cbuf = base + G_SMEM_C + cw * 2 * G_CBUF;
       unsigned it = 0;      /* chunks consumed so far, over all tiles */
+#if G_EPI == 0
       unsigned piece = 0;   /* output pieces staged so far: which of the two buffers */
+#endif
       float acc[G_MI][G_BN / 2];
 
 #if G_CWG == 2
@@ -299,51 +401,92 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
                 }
           }
 #else
-          /* Pieces of 64 rows × 32 fp32 columns: written swizzled (no bank conflicts),
-           * read back as one 16-byte chunk per thread, 8 threads per row, so that each
-           * warp stores 4 rows of 32 contiguous elements. Two buffers: a piece's
-           * writes wait only for the barrier that ended the reads of two pieces ago. */
+          /* Each warp owns rows warp·16 … + 15 of its warpgroup's 64 (rows lane/4 and
+           * lane/4 + 8 of its accumulators). It stages them 32 fp32 columns at a time
+           * (a piece) in two 2 KB buffers of its own, rows of 128 bytes with 16-byte
+           * chunks swizzled (no bank conflicts either way), and writes each row in
+           * chunks of 8 columns that start 16-byte aligned in the destination: 4 lanes a
+           * row, two rows a lane. When the destination's rows are not 16-byte aligned a
+           * chunk starts up to 7 columns before its piece (those come from the previous
+           * piece's buffer) and one more pass writes the last piece's remainder. Chunks
+           * past the tile's or the matrix's edge are written column by column. The maps'
+           * other operands of the next piece are loaded while a piece is written. */
+          {
+            const unsigned wbuf = cbuf + warp * 4096;
+            const int g = lane % 4;
+
 #pragma unroll
-          for (int i = 0; i < G_MI; i++)
-#pragma unroll
-            for (int j = 0; j < (G_BN + 31) / 32; j++, piece++)
+            for (int i = 0; i < G_MI; i++)
               {
-                const unsigned buf = cbuf + (piece % 2) * G_CBUF;
-                const int r = warp * 16 + lane / 4, lt = tid % 128, q = lt % 8;
+                const long mw = m0 + cw * G_WGM + i * 64 + warp * 16;
+                const int skew0 = @NAME@_skew (args, split, b, mw + lane / 4, n0);
+                const int skew1 = @NAME@_skew (args, split, b, mw + lane / 4 + 8, n0);
 
+                float y[2][G_NY][8], yn[2][G_NY][8];   /* this piece's operands, the next one's */
+
+                @NAME@_ld_piece (args, b, mw, n0, 0, skew0, skew1, y);
 #pragma unroll
-                for (int jj = 0; jj < 4; jj++)
+                for (int j = 0; j <= (G_BN + 31) / 32; j++)
                   {
-                    const int n8 = j * 4 + jj;
-                    const unsigned byte = jj * 32 + (lane % 4) * 8;
+                    const unsigned buf = wbuf + (j % 2) * 2048, prev = wbuf + ((j + 1) % 2) * 2048;
 
-                    if (n8 < G_BN / 8)
+                    if (j == (G_BN + 31) / 32 && G_DVEC)
+                      break;   /* aligned rows: no remainder */
+                    if (j + 1 <= (G_BN + 31) / 32)
+                      @NAME@_ld_piece (args, b, mw, n0, j + 1, skew0, skew1, yn);
+                    if (j < (G_BN + 31) / 32)
                       {
-                        napkin_sm90_sts2 (napkin_sm90_swz (buf, r, byte), acc[i][n8 * 4 + 0], acc[i][n8 * 4 + 1],
-                                          (const float *) 0);
-                        napkin_sm90_sts2 (napkin_sm90_swz (buf, r + 8, byte), acc[i][n8 * 4 + 2], acc[i][n8 * 4 + 3],
-                                          (const float *) 0);
-                      }
-                  }
-                napkin_sm90_wg_sync (1 + cw);
-                if (j * 32 + q * 4 < G_BN)
-                  {
-                    const long n = n0 + j * 32 + q * 4;
+#pragma unroll
+                        for (int jj = 0; jj < 4; jj++)
+                          {
+                            const int n8 = j * 4 + jj;
+                            const unsigned byte = jj * 32 + (lane % 4) * 8;
 
+                            if (n8 < G_BN / 8)
+                              {
+                                napkin_sm90_sts2 (napkin_sm90_swz (buf, lane / 4, byte), acc[i][n8 * 4 + 0],
+                                                  acc[i][n8 * 4 + 1], (const float *) 0);
+                                napkin_sm90_sts2 (napkin_sm90_swz (buf, lane / 4 + 8, byte), acc[i][n8 * 4 + 2],
+                                                  acc[i][n8 * 4 + 3], (const float *) 0);
+                              }
+                          }
+                      }
+                    __syncwarp ();
 #pragma unroll 1
-                    for (int p = 0; p < 4; p++)
+                    for (int it = 0; it < 2; it++)
                       {
-                        const int row = p * 16 + lt / 8;
-                        const long m = m0 + cw * G_WGM + i * 64 + row;
-                        float v[4];
+                        const int r = lane / 4 + 8 * it, skew = it ? skew1 : skew0;
+                        const long m = mw + r;
+                        const int cp = 8 * g - skew, c = 32 * j + cp;   /* the chunk: piece and tile column */
 
-                        if (m >= G_M || n >= G_N)
-                          continue;
-                        napkin_sm90_lds4 (napkin_sm90_swz (buf, row, q * 16), v);
-                        @NAME@_put4 (args, split, b, m, n, v);
+                        if (m < G_M && c < G_BN && n0 + c < G_N)
+                          {
+                            float v[8];
+
+                            @NAME@_lds8 (buf, prev, r, cp, v);
+                            if (c >= 0 && c + 8 <= G_BN && n0 + c + 8 <= G_N)
+                              @NAME@_put8 (args, split, b, m, n0 + c, v, y[0]);
+                            else
+                              @NAME@_put_edge (args, split, b, m, n0 + c, n0, n0 + G_BN < G_N ? n0 + G_BN : G_N, v);
+                          }
+                        /* the second row's operands move to where the loop reads them */
+#pragma unroll
+                        for (int q = 0; q < G_NY; q++)
+#pragma unroll
+                          for (int e = 0; e < 8; e++)
+                            y[0][q][e] = y[1][q][e];
                       }
+#pragma unroll
+                    for (int it = 0; it < 2; it++)
+#pragma unroll
+                      for (int q = 0; q < G_NY; q++)
+#pragma unroll
+                        for (int e = 0; e < 8; e++)
+                          y[it][q][e] = yn[it][q][e];
+                    __syncwarp ();
                   }
               }
+          }
 #endif
         }
 #if G_EPI == 0
@@ -370,7 +513,10 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
 #undef G_B_RANK3
 #undef G_C_RANK3
 #undef G_EPI
-#undef G_CVEC
+#undef G_DVEC
+#undef G_DT
+#undef G_NY
+#undef G_LDY
 #undef G_LDC
 #undef G_CBS
 #undef G_THREADS

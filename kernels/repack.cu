@@ -3,8 +3,15 @@
  * apart, transposed when G_TRANSPOSE (dst is then cols × rows), zeroing the padding of
  * each dst row (columns from the copied width up to ld_dst), so that a GEMM can read it
  * with aligned rows (TMA, cp.async) or K-major (fp8 wgmma). Elements are moved as raw
- * bits (@RT@, the element's size). A transpose goes through 32 × 32 shared-memory tiles
- * (one padding column: no bank conflicts), read and written along rows. */
+ * bits (@RT@, G_ES bytes). The destination's rows always start 16-byte aligned (the plan
+ * pads them), the source's anywhere.
+ * Copy: each thread writes one 16-byte chunk of a destination row a pass (a warp: 512
+ * contiguous bytes). In a row's middle it reads the one or two aligned 16-byte chunks of
+ * the source that hold those bytes and shifts them into place (funnel shifts by the
+ * row's misalignment); the first and last chunks of a row, and the padding, element by
+ * element. No shared memory.
+ * Transpose: 64 × 64 tiles through shared memory, the source read in 16-byte vectors
+ * where its rows allow (G_SVEC), the destination written in 16-byte vectors. */
 #define G_ROWS @ROWS@L
 #define G_COLS @COLS@L
 #define G_LDS @LDS@L
@@ -13,6 +20,16 @@
 #define G_DBS @DBS@L
 #define G_BATCH @BATCH@L
 #define G_TRANSPOSE @TRANSPOSE@
+#define G_SVEC @SVEC@                        /* transpose: every source row starts 16-byte aligned */
+#define G_ES ((int) sizeof (@RT@))
+#define G_V (16 / G_ES)                      /* elements per 16-byte chunk */
+#define G_PAD (G_ES == 1 ? 2 : 1)            /* tile row padding: the transposed reads hit distinct banks */
+
+union @NAME@_chunk
+{
+  uint4 v;
+  @RT@  e[G_V];
+};
 
 extern "C" __global__ void __launch_bounds__ (256)
 @NAME@ (const NapkinArgs args)
@@ -20,39 +37,86 @@ extern "C" __global__ void __launch_bounds__ (256)
   const @RT@ *src = @SREF@;
   @RT@ *dst = @DREF@;
 #if G_TRANSPOSE
-  /* dst[c][r] = src[r][c]: block (b, r tile, c tile) over r < ld_dst (the padding), c < cols */
-  __shared__ @RT@ tile[32][33];
-  const long tiles_r = (G_LDD + 31) / 32, tiles_c = (G_COLS + 31) / 32;
-  const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+  /* dst[c][r] = src[r][c]: tile (b, c0, r0) covers dst rows c0 … c0 + 63 (< cols) and
+   * columns r0 … r0 + 63 (< ld_dst; rows past `rows` read as zeros: the padding) */
+  __shared__ @RT@ tile[64][64 + G_PAD];
+  const long tiles_c = (G_COLS + 63) / 64, tiles_r = (G_LDD + 63) / 64;
 
-  for (long t = blockIdx.x; t < G_BATCH * tiles_r * tiles_c; t += gridDim.x)
+  for (long t = blockIdx.x; t < G_BATCH * tiles_c * tiles_r; t += gridDim.x)
     {
-      const long b = t / (tiles_r * tiles_c), r0 = (t / tiles_c) % tiles_r * 32, c0 = t % tiles_c * 32;
+      const long b = t / (tiles_c * tiles_r), c0 = (t / tiles_r) % tiles_c * 64, r0 = t % tiles_r * 64;
+      const @RT@ *s = src + b * G_SBS;
+      @RT@ *d = dst + b * G_DBS;
 
-      for (int y = ty; y < 32; y += 8)
+      for (int i = threadIdx.x; i < 64 * (64 / G_V); i += 256)
         {
-          const long r = r0 + y, c = c0 + tx;
+          const int r = i / (64 / G_V), cv = i % (64 / G_V) * G_V;
+          const long sr = r0 + r, sc = c0 + cv;
+          union @NAME@_chunk x;
 
-          tile[y][tx] = r < G_ROWS && c < G_COLS ? src[b * G_SBS + r * G_LDS + c] : (@RT@) 0;
+          if (G_SVEC && sr < G_ROWS && sc + G_V <= G_COLS)
+            x.v = __ldg ((const uint4 *) (s + sr * G_LDS + sc));
+          else
+#pragma unroll
+            for (int k = 0; k < G_V; k++)
+              x.e[k] = sr < G_ROWS && sc + k < G_COLS ? s[sr * G_LDS + sc + k] : (@RT@) 0;
+#pragma unroll
+          for (int k = 0; k < G_V; k++)
+            tile[r][cv + k] = x.e[k];
         }
       __syncthreads ();
-      for (int y = ty; y < 32; y += 8)
+      for (int i = threadIdx.x; i < 64 * (64 / G_V); i += 256)
         {
-          const long c = c0 + y, r = r0 + tx;
+          const int c = i / (64 / G_V), rv = i % (64 / G_V) * G_V;
+          const long dr = c0 + c, dc = r0 + rv;
+          union @NAME@_chunk x;
 
-          if (c < G_COLS && r < G_LDD)
-            dst[b * G_DBS + c * G_LDD + r] = tile[tx][y];
+          if (dr >= G_COLS || dc >= G_LDD)
+            continue;
+#pragma unroll
+          for (int k = 0; k < G_V; k++)
+            x.e[k] = tile[rv + k][c];
+          *(uint4 *) (d + dr * G_LDD + dc) = x.v;
         }
       __syncthreads ();
     }
 #else
-  const long total = G_BATCH * G_ROWS * G_LDD;
+  const long per_row = G_LDD / G_V, total = G_BATCH * G_ROWS * per_row;
 
   for (long t = (long) blockIdx.x * 256 + threadIdx.x; t < total; t += (long) gridDim.x * 256)
     {
-      const long c = t % G_LDD, r = (t / G_LDD) % G_ROWS, b = t / (G_LDD * G_ROWS);
+      const long row = t / per_row, c0 = t % per_row * G_V;
+      const @RT@ *s = src + row / G_ROWS * G_SBS + row % G_ROWS * G_LDS;   /* the source row */
+      const unsigned long long at = (unsigned long long) (s + c0), lo = at & ~15ull;
+      const unsigned sh = (unsigned) (at & 15);
+      const unsigned long long end = (unsigned long long) (s + G_COLS);
+      union @NAME@_chunk x;
 
-      dst[b * G_DBS + r * G_LDD + c] = c < G_COLS ? src[b * G_SBS + r * G_LDS + c] : (@RT@) 0;
+      if (c0 + G_V <= G_COLS && lo >= (unsigned long long) s && lo + (sh ? 32 : 16) <= end)
+        {
+          /* bytes sh … sh + 15 of two aligned chunks: shift by whole words, then bits */
+          const uint4 a = __ldg ((const uint4 *) lo), b = sh ? __ldg ((const uint4 *) lo + 1) : a;
+          unsigned w[8] = { a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w };
+          const unsigned f = (sh & 3) * 8;
+
+          if (sh & 8)
+#pragma unroll
+            for (int k = 0; k < 6; k++)
+              w[k] = w[k + 2];
+          if (sh & 4)
+#pragma unroll
+            for (int k = 0; k < 5; k++)
+              w[k] = w[k + 1];
+          x.v.x = __funnelshift_r (w[0], w[1], f);
+          x.v.y = __funnelshift_r (w[1], w[2], f);
+          x.v.z = __funnelshift_r (w[2], w[3], f);
+          x.v.w = __funnelshift_r (w[3], w[4], f);
+        }
+      else
+#pragma unroll
+        for (int k = 0; k < G_V; k++)
+          x.e[k] = c0 + k < G_COLS ? s[c0 + k] : (@RT@) 0;
+      *(uint4 *) (dst + row / G_ROWS * G_DBS + row % G_ROWS * G_LDD + c0) = x.v;
     }
 #endif
 }
@@ -64,3 +128,7 @@ extern "C" __global__ void __launch_bounds__ (256)
 #undef G_DBS
 #undef G_BATCH
 #undef G_TRANSPOSE
+#undef G_SVEC
+#undef G_ES
+#undef G_V
+#undef G_PAD

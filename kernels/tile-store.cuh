@@ -51,6 +51,60 @@ napkin_st2 (T *p, float a, float b)
   asm volatile ("st.global.b32 [%0], %1;" :: "l" (p), "r" (napkin_pack2 (p, a, b)) : "memory");
 }
 
+/* Eight fp32 values stored as one 16-byte vector (16-bit types) or two (fp32); p is
+ * 16-byte aligned. */
+static __device__ __forceinline__ void
+napkin_st8 (float *p, const float (&v)[8])
+{
+  napkin_st4 (p, v[0], v[1], v[2], v[3]);
+  napkin_st4 (p + 4, v[4], v[5], v[6], v[7]);
+}
+
+template <typename T>
+static __device__ __forceinline__ void
+napkin_st8 (T *p, const float (&v)[8])
+{
+  asm volatile ("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
+                :: "l" (p), "r" (napkin_pack2 (p, v[0], v[1])), "r" (napkin_pack2 (p, v[2], v[3])),
+                   "r" (napkin_pack2 (p, v[4], v[5])), "r" (napkin_pack2 (p, v[6], v[7])) : "memory");
+}
+
+/* Eight values from global memory (16-byte aligned) as fp32. */
+static __device__ __forceinline__ void
+napkin_ld8 (const float *p, float (&v)[8])
+{
+  const float4 a = *(const float4 *) p, b = *(const float4 *) (p + 4);
+
+  v[0] = a.x; v[1] = a.y; v[2] = a.z; v[3] = a.w;
+  v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
+}
+
+static __device__ __forceinline__ void
+napkin_unpack2 (const napkin_bf16 *, unsigned u, float *v)
+{
+  v[0] = __uint_as_float (u << 16);
+  v[1] = __uint_as_float (u & 0xffff0000u);
+}
+
+static __device__ __forceinline__ void
+napkin_unpack2 (const napkin_f16 *, unsigned u, float *v)
+{
+  asm ("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %2; cvt.f32.f16 %0, lo; cvt.f32.f16 %1, hi; }"
+       : "=f" (v[0]), "=f" (v[1]) : "r" (u));
+}
+
+template <typename T>
+static __device__ __forceinline__ void
+napkin_ld8 (const T *p, float (&v)[8])
+{
+  const uint4 u = *(const uint4 *) p;
+
+  napkin_unpack2 (p, u.x, v);
+  napkin_unpack2 (p, u.y, v + 2);
+  napkin_unpack2 (p, u.z, v + 4);
+  napkin_unpack2 (p, u.w, v + 6);
+}
+
 /* Four fp32 values from global memory (16-byte aligned). */
 static __device__ __forceinline__ void
 napkin_ld4 (const float *p, float *v)

@@ -15,7 +15,6 @@
  * that its kernel can run them and says which field is out of range when not. */
 
 #define MAX_DYNAMIC_SMEM (227 * 1024)
-#define MAX_GRID 16384   /* grid-stride kernels: enough blocks to fill any GPU */
 
 typedef NapkinSkeletonParam Param;
 
@@ -152,6 +151,94 @@ epilogue_function (const NapkinPrintCtx *ctx,
     }
   g_string_append (s, "  return x;\n}\n");
   return g_string_free (g_steal_pointer (&s), FALSE);
+}
+
+/* The index of an epilogue operand at (b, m, `col`) through its strides. */
+static char *
+operand_index (const NapkinPlanMap *map,
+               const char          *col)
+{
+  GString *index = g_string_new (NULL);
+  const char *coord[3] = { "(long) b", "m", col };
+
+  for (int a = 0; a < 3; a++)
+    if (map->stride[a] != 0)
+      g_string_append_printf (index, "%s%s * %" G_GINT64_FORMAT "L", index->len ? " + " : "", coord[a],
+                              map->stride[a]);
+  if (index->len == 0)
+    g_string_append (index, "0");
+  return g_string_free (index, FALSE);
+}
+
+/* The Hopper staged epilogue's halves of the fused maps (kernels/gemm-sm90.cu): NAME_ld8
+ * loads the other operands of 8 consecutive columns n … n + 7 of row m into y[q][0 … 7]
+ * (one vector where the operand's rows and start are 16-byte aligned and the chunks are,
+ * `dvec`), NAME_ap applies the chain to column e's value with them. *n_other: how many
+ * operands the maps read. */
+static char *
+epilogue_split_functions (const NapkinPrintCtx *ctx,
+                          const char           *name,
+                          const GArray         *maps,
+                          gboolean              dvec,
+                          gint64                batch,
+                          guint                *n_other,
+                          GError              **error)
+{
+  g_autoptr(GString) ld = g_string_new (NULL);
+  g_autoptr(GString) ap = g_string_new (NULL);
+  guint q = 0;
+
+  for (guint i = 0; maps != NULL && i < maps->len; i++)
+    {
+      const NapkinPlanMap *map = &g_array_index (maps, NapkinPlanMap, i);
+      g_autofree char *expr = NULL;
+
+      if (map->has_other)
+        {
+          g_autofree char *other = NULL;
+          g_autofree char *y = g_strdup_printf ("y[%u][e]", q);
+          g_autofree char *at_n = operand_index (map, "n");
+          g_autofree char *at_ne = operand_index (map, "(n + e)");
+          const guint ob = napkin_dtype_bytes (map->other.dtype);
+          NapkinCudaRef ref;
+          gboolean vec;
+
+          if (!_napkin_cuda_ref (ctx, &map->other, &ref, error))
+            return NULL;
+          other = _napkin_cuda_ref_expr (&ref, map->other.dtype);
+          vec = dvec && map->stride[2] == 1 && (ob == 2 || map->other.dtype == NAPKIN_DTYPE_FP32)
+                && ref.offset % 16 == 0 && (map->stride[1] * ob) % 16 == 0
+                && (batch <= 1 || (map->stride[0] * ob) % 16 == 0);
+          if (map->stride[2] == 0)
+            g_string_append_printf (ld, "  { const float t = napkin_ld (&%s[%s]);\n"
+                                        "    for (int e = 0; e < 8; e++) y[%u][e] = t; }\n", other, at_n, q);
+          else if (vec)
+            g_string_append_printf (ld, "  napkin_ld8 (&%s[%s], y[%u]);\n", other, at_n, q);
+          else
+            g_string_append_printf (ld, "#pragma unroll\n  for (int e = 0; e < 8; e++)\n"
+                                        "    y[%u][e] = napkin_ld (&%s[%s]);\n", q, other, at_ne);
+          expr = _napkin_cuda_map_expr (map, "x", y);
+          q++;
+        }
+      else
+        expr = _napkin_cuda_map_expr (map, "x", NULL);
+      g_string_append_printf (ap, "  x = %s;\n", expr);
+    }
+  *n_other = q;
+  return g_strdup_printf ("static __device__ __forceinline__ void\n"
+                          "%s_ld8 (const NapkinArgs &args, int b, long m, long n, float (&y)[%u][8])\n"
+                          "{\n"
+                          "  (void) args; (void) b; (void) m; (void) n; (void) y;\n"
+                          "%s"
+                          "}\n\n"
+                          "static __device__ __forceinline__ float\n"
+                          "%s_ap (float x, const float (&y)[%u][8], int e)\n"
+                          "{\n"
+                          "  (void) y; (void) e;\n"
+                          "%s"
+                          "  return x;\n"
+                          "}\n",
+                          name, MAX (q, 1), ld->str, name, MAX (q, 1), ap->str);
 }
 
 static const char *
@@ -295,7 +382,8 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
   const gint64 KB = 128 / MAX (ab_bytes, 1);
   gint64 consumers, MI, stages, smem, tiles, cbytes, BK;
   gint64 a_off = 0, b_off = 0, c_off = 0;
-  gboolean a_rank3, b_rank3, c_rank3, tma_store, cvec;
+  gboolean a_rank3, b_rank3, c_rank3, tma_store, dvec;
+  guint n_other = 0;
   int epi;
   g_autofree char *cref = NULL;
   g_autofree char *pref = NULL;
@@ -363,7 +451,11 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
               && (g->ldc * cbytes) % 16 == 0 && c_off % 16 == 0 && (g->c_bstride * cbytes) % 16 == 0
               && g->BN % (128 / cbytes) == 0;
   epi = g->split_k > 1 ? 2 : tma_store ? 0 : 1;
-  cvec = g->ldc % 4 == 0 && g->c_bstride % 4 == 0 && c_off % (4 * cbytes) == 0;
+  /* the staged epilogue's destination rows all start 16-byte aligned (C, or the partials) */
+  if (epi == 2)
+    dvec = g->N % 4 == 0;
+  else
+    dvec = (g->ldc * cbytes) % 16 == 0 && c_off % 16 == 0 && (g->batch <= 1 || (g->c_bstride * cbytes) % 16 == 0);
 
   cref = _napkin_cuda_ref_expr (&rc, g->c_dtype);
   if (epi == 2)
@@ -378,9 +470,13 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
     pref = g_strdup ("((float *) 0)");
   if (epi == 1)
     {
-      epifn = epilogue_function (ctx, name, name, g->epilogue, error);
-      if (epifn == NULL)
+      g_autofree char *per = epilogue_function (ctx, name, name, g->epilogue, error);
+      g_autofree char *split_fns = per == NULL ? NULL
+                                   : epilogue_split_functions (ctx, name, g->epilogue, dvec, g->batch, &n_other, error);
+
+      if (split_fns == NULL)
         return FALSE;
+      epifn = g_strconcat (per, "\n", split_fns, NULL);
     }
   else
     epifn = g_strdup ("");
@@ -411,7 +507,9 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
       { "A_BATCH_ARG", g_strdup (a_rank3 ? "b, " : "") },
       { "B_BATCH_ARG", g_strdup (b_rank3 ? "b, " : "") },
       { "EPI", i64 (epi) },
-      { "CVEC", g_strdup (cvec ? "1" : "0") },
+      { "DVEC", g_strdup (dvec ? "1" : "0") },
+      { "NY", i64 (MAX (n_other, 1)) },
+      { "LDY", g_strdup (n_other > 0 ? "1" : "0") },
       { "LDC", i64 (g->ldc) },
       { "CBS", i64 (g->c_bstride) },
       { "CT", g_strdup (_napkin_cuda_ctype (g->c_dtype)) },
@@ -607,6 +705,25 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
   return TRUE;
 }
 
+/* ---- helper kernels: the plan's launch ------------------------------------------------------- */
+
+/* A repack's or split-K reduction's launch is the plan's (napkin_plan_helper_launch):
+ * the printed kernel runs the grid, threads and shared memory the plan states. */
+static gboolean
+check_helper_launch (const NapkinPlanKernel *kernel,
+                     const char             *name,
+                     GError                **error)
+{
+  NapkinPlanKernel want = *kernel;
+
+  napkin_plan_helper_launch (&want);
+  if (kernel->grid != want.grid || kernel->threads != want.threads || kernel->smem_bytes != want.smem_bytes)
+    return fail (error, name, "the plan launches grid %" G_GINT64_FORMAT ", %u threads, %" G_GINT64_FORMAT
+                 " bytes of shared memory; the kernel runs grid %" G_GINT64_FORMAT ", %u threads, %" G_GINT64_FORMAT,
+                 kernel->grid, kernel->threads, kernel->smem_bytes, want.grid, want.threads, want.smem_bytes);
+  return TRUE;
+}
+
 /* ---- split-K reduction ---------------------------------------------------------------------- */
 
 gboolean
@@ -620,7 +737,7 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
   NapkinCudaRef rc;
   g_autofree char *pref = NULL;
   g_autofree char *epifn = NULL;
-  gint64 cbytes, total;
+  gint64 cbytes;
   gboolean cvec;
   NapkinCudaKernel *ck;
 
@@ -646,9 +763,10 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
   epifn = epilogue_function (ctx, name, name, g->epilogue, error);
   if (epifn == NULL)
     return FALSE;
+  if (!check_helper_launch (kernel, name, error))
+    return FALSE;
   cbytes = napkin_dtype_bytes (g->c_dtype);
   cvec = g->ldc % 4 == 0 && g->c_bstride % 4 == 0 && rc.offset % (4 * cbytes) == 0;
-  total = g->batch * g->M * ((g->N + 3) / 4);
 
   {
     g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
@@ -676,8 +794,8 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
   }
 
   ck = add_kernel (ctx, name, "split-reduce");
-  ck->grid = MAX (1, MIN ((total + 255) / 256, MAX_GRID));
-  ck->threads = 256;
+  ck->grid = kernel->grid;
+  ck->threads = kernel->threads;
   ck->note = g_strdup_printf ("sums %u fp32 partials, 4 columns per thread, %s", g->split_k,
                               maps_summary (g->epilogue));
   return TRUE;
@@ -694,7 +812,8 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
   const NapkinPlanRepack *r = &kernel->u.repack;
   const char *rt;
   NapkinCudaRef rs, rd;
-  gint64 blocks, width;
+  gint64 width, es;
+  gboolean svec;
   NapkinCudaKernel *ck;
 
   g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
@@ -723,11 +842,15 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
     return fail (error, name, "dst_bstride = %" G_GINT64_FORMAT " would overlap the copies", r->dst_bstride);
   if (!_napkin_cuda_ref (ctx, &r->src, &rs, error) || !_napkin_cuda_ref (ctx, &r->dst, &rd, error))
     return FALSE;
-
-  if (r->transpose)
-    blocks = r->batch * ((r->ld_dst + 31) / 32) * ((r->cols + 31) / 32);
-  else
-    blocks = (r->batch * r->rows * r->ld_dst + 255) / 256;
+  /* the destination is written in 16-byte vectors */
+  es = napkin_dtype_bytes (r->dtype);
+  if ((r->ld_dst * es) % 16 != 0 || rd.offset % 16 != 0 || (r->batch > 1 && (r->dst_bstride * es) % 16 != 0))
+    return fail (error, name, "the destination's rows (ld_dst = %" G_GINT64_FORMAT ", dst_bstride = %"
+                 G_GINT64_FORMAT ", offset %" G_GINT64_FORMAT ") must start 16-byte aligned", r->ld_dst,
+                 r->dst_bstride, rd.offset);
+  if (!check_helper_launch (kernel, name, error))
+    return FALSE;
+  svec = (r->ld_src * es) % 16 == 0 && rs.offset % 16 == 0 && (r->batch <= 1 || (r->src_bstride * es) % 16 == 0);
 
   {
     g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
@@ -742,6 +865,7 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
       { "DBS", i64 (r->dst_bstride) },
       { "BATCH", i64 (r->batch) },
       { "TRANSPOSE", g_strdup (r->transpose ? "1" : "0") },
+      { "SVEC", g_strdup (svec ? "1" : "0") },
       { "RT", g_strdup (rt) },
       { "SREF", g_strdup_printf ("((const %s *) ((const char *) args.p[%d] + %" G_GINT64_FORMAT "))", rt, rs.slot,
                                  rs.offset) },
@@ -755,12 +879,12 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
   }
 
   ck = add_kernel (ctx, name, "repack");
-  ck->grid = MAX (1, MIN (blocks, MAX_GRID));
-  ck->threads = 256;
-  ck->smem_bytes = r->transpose ? 32 * 33 * (gint64) napkin_dtype_bytes (r->dtype) : 0;
+  ck->grid = kernel->grid;
+  ck->threads = kernel->threads;
+  ck->smem_bytes = kernel->smem_bytes;
   ck->note = g_strdup_printf ("%s %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT
                               " elements to rows of %" G_GINT64_FORMAT "%s", r->transpose ? "transposes" : "copies",
                               r->batch, r->rows, r->cols, r->ld_dst,
-                              r->transpose ? " through 32 × 32 shared-memory tiles" : "");
+                              r->transpose ? " through 64 × 64 shared-memory tiles" : " in 16-byte chunks");
   return TRUE;
 }

@@ -3,6 +3,7 @@
 
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "napkin-plan-private.h"
@@ -230,8 +231,29 @@ mma_smem (gint64 BM,
 
 typedef struct
 {
-  gint64 BM, BN;
+  gint64 BM, BN, split;
 } Tile;
+
+/* K may be cut in `split` slices: the tiles alone leave SMs idle (at most half of them
+ * busy… as before, a split never makes more blocks than SMs) and every slice keeps at
+ * least 4 chunks. */
+static gboolean
+split_ok (NapkinPlanner *p,
+          gint64         batch,
+          gint64         M,
+          gint64         N,
+          gint64         K,
+          gint64         BM,
+          gint64         BN,
+          gint64         BK,
+          gint64         split)
+{
+  const gint64 sms = MAX (1, (gint64) p->arch->sms);
+  const gint64 tiles = batch * ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+  const gint64 chunks = (K + BK - 1) / BK;
+
+  return split <= 16 && tiles * split <= sms && chunks / split >= 4;
+}
 
 /* Rough relative cost of a tile shape on one SM for the heuristic choice below: larger
  * tiles reuse each loaded byte more (arithmetic intensity ∝ BM·BN/(BM+BN)). */
@@ -244,15 +266,63 @@ tile_efficiency (gint64 BM,
   return MIN (1.0, intensity / 85.3);   /* 128×256 reaches the peak */
 }
 
-/* Picks the block tile for a GEMM the user did not tile (or tiled illegally): the
- * candidate with the least predicted time = waves × the tile's time at its efficiency,
- * never below the time to stream the operands once. */
+/* A rough time of a GEMM run as tiles BM × BN with K cut in `split` slices of whole
+ * chunks of BK, for choosing among shapes (docs/plan.md, "Tiles"): waves of blocks, each
+ * block the longer of its products (at the tile's efficiency) and its loads (its A and
+ * B panels through L2, the SMs sharing L2's bandwidth); never less than reading the
+ * operands once from device memory; a split adds its partials' round trip through L2
+ * and the reduction's launch. */
+static double
+gemm_estimate (NapkinPlanner *p,
+               gint64         batch,
+               gint64         M,
+               gint64         N,
+               gint64         K,
+               gint64         BM,
+               gint64         BN,
+               gint64         BK,
+               gint64         split,
+               guint          bytes)
+{
+  const NapkinArch *a = p->arch;
+  const double sms = MAX (1u, a->sms);
+  const gint64 chunks = (K + BK - 1) / BK, slice = (chunks + split - 1) / split * BK;
+  const gint64 blocks = batch * ((M + BM - 1) / BM) * ((N + BN - 1) / BN) * split;
+  const double waves = ceil (blocks / sms);
+  NapkinTensorClass klass;
+  double peak = 0.0, l2, hbm, compute, load, t;
+
+  if (napkin_tensor_class_for_dtype (bytes == 1 ? NAPKIN_DTYPE_FP8_E4M3 : NAPKIN_DTYPE_BF16, &klass))
+    peak = a->tensor_per_sm_clock[klass] * (a->tensor_clock_hz > 0 ? a->tensor_clock_hz : a->clock_hz);
+  if (peak <= 0)
+    peak = 1e12;
+  /* TMA moves panels faster than the thread loads L2's figure was measured with */
+  l2 = MAX (1e9, a->levels[NAPKIN_LEVEL_L2].bandwidth) * 1.5;
+  hbm = MAX (1e9, a->levels[NAPKIN_LEVEL_HBM].bandwidth);
+  /* n64 wgmmas (and a single warpgroup's) keep the tensor cores busy only part of the
+   * time: 64-column tiles measured at about 0.6 of what their intensity predicts on the
+   * H100 (round-1 runs, docs/plan.md) */
+  compute = 2.0 * BM * BN * slice / (peak * tile_efficiency (BM, BN) * (BN < 128 ? 0.6 : 1.0));
+  load = (double) (BM + BN) * slice * bytes / (l2 / MIN (sms, (double) blocks));
+  t = waves * MAX (compute, load);
+  t = MAX (t, (double) batch * (M * K + K * N) * bytes / hbm);
+  if (split > 1)
+    t += 2.0 * split * batch * M * N * 4 / l2 + 0.5 * a->launch_overhead_s;   /* launched behind the GEMM */
+  return t;
+}
+
+/* Picks the block tile and split of K for a GEMM the user did not tile (or tiled
+ * illegally): the candidate shape and split with the least estimated time. */
 static Tile
 choose_tile (NapkinPlanner *p,
              gint64         batch,
              gint64         M,
              gint64         N,
-             gboolean       wgmma)
+             gint64         K,
+             gint64         BK,
+             guint          bytes,
+             gboolean       wgmma,
+             gboolean       b_kmajor)
 {
   static const Tile wgmma_tiles[] = { { 128, 256 }, { 256, 128 }, { 128, 128 }, { 128, 64 }, { 64, 256 },
                                       { 64, 128 }, { 64, 64 } };
@@ -261,32 +331,50 @@ choose_tile (NapkinPlanner *p,
   const Tile *tiles = wgmma ? wgmma_tiles : mma_tiles;
   guint n_tiles = wgmma ? G_N_ELEMENTS (wgmma_tiles) : G_N_ELEMENTS (mma_tiles);
   Tile best = tiles[0];
-  double best_cost = G_MAXDOUBLE;
-  guint sms = MAX (1, p->arch->sms);
+  double best_cost = G_MAXDOUBLE, best_work = 0;
+  gint64 best_busy = 0;
+  const gint64 sms = MAX (1, (gint64) p->arch->sms);
 
+  (void) b_kmajor;
+  best.split = 1;
   for (guint i = 0; i < n_tiles; i++)
-    {
-      gint64 count = batch * ((M + tiles[i].BM - 1) / tiles[i].BM) * ((N + tiles[i].BN - 1) / tiles[i].BN);
-      gint64 waves = (count + sms - 1) / sms;
-      /* a tile's time ∝ its area / efficiency; the padding past M and N is paid too */
-      double cost = (double) waves * tiles[i].BM * tiles[i].BN / tile_efficiency (tiles[i].BM, tiles[i].BN);
+    for (gint64 split = 1; split <= 16; split++)
+      {
+        const gint64 BM = tiles[i].BM, BN = tiles[i].BN;
+        const gint64 blocks = batch * ((M + BM - 1) / BM) * ((N + BN - 1) / BN) * split;
+        const gint64 busy = MIN (blocks, sms);
+        const double work = (double) blocks * BM * BN * (((K + BK - 1) / BK + split - 1) / split);
+        double cost;
 
-      if (cost < best_cost * 0.97)
-        {
-          best_cost = cost;
-          best = tiles[i];
-        }
-    }
+        if (split > 1 && !split_ok (p, batch, M, N, K, BM, BN, BK, split))
+          continue;
+        cost = gemm_estimate (p, batch, M, N, K, BM, BN, BK, split, bytes);
+        /* clearly faster; or, while the GPU is not full, as fast (memory-bound shapes)
+         * with more SMs busy, or as many with less padding computed */
+        if (cost < best_cost * 0.97
+            || (cost <= best_cost * 1.03 && best_busy < sms
+                && (busy > best_busy || (busy == best_busy && work < best_work))))
+          {
+            best_cost = MIN (cost, best_cost);
+            best = tiles[i];
+            best.split = split;
+            best_busy = busy;
+            best_work = work;
+          }
+      }
   return best;
 }
 
+/* wgmma's tile rules as the Hopper printer checks them: BN any multiple of 8 when B is
+ * K-major (one TMA box of BN rows), of 64 when N-major (boxes of 64 columns). */
 static gboolean
-wgmma_tile_ok (gint64 BM,
-               gint64 BN)
+wgmma_tile_ok (gint64   BM,
+               gint64   BN,
+               gboolean b_kmajor)
 {
   if (BM != 64 && BM != 128 && BM != 256)
     return FALSE;
-  if (BN % 64 != 0 || BN < 64 || BN > 256)
+  if (BN % (b_kmajor ? 8 : 64) != 0 || BN < (b_kmajor ? 8 : 64) || BN > 256)
     return FALSE;
   return BM / (BM == 64 ? 1 : 2) * BN / 128 <= 128;   /* accumulators per consumer thread */
 }
@@ -299,6 +387,43 @@ mma_tile_ok (gint64 BM,
 {
   return BM % 16 == 0 && BN % 16 == 0 && BM >= 16 && BN >= 16 && WM % 16 == 0 && WN % 16 == 0 && WM > 0 && WN > 0
          && BM % WM == 0 && BN % WN == 0 && (BM / WM) * (BN / WN) <= 16 && WM * WN / 32 <= 128;
+}
+
+/* ---- helper kernels ------------------------------------------------------------------------- */
+
+void
+napkin_plan_helper_launch (NapkinPlanKernel *k)
+{
+  g_return_if_fail (k != NULL);
+
+  k->threads = 256;
+  k->smem_bytes = 0;
+  if (k->kind == NAPKIN_PLAN_REPACK)
+    {
+      const NapkinPlanRepack *r = &k->u.repack;
+      const gint64 es = napkin_dtype_bytes (r->dtype), v = 16 / MAX (es, 1);
+      gint64 blocks;
+
+      if (r->transpose)
+        {
+          /* 64 × 64 tiles of dst (cols × ld_dst); a row of the tile padded against bank
+           * conflicts (kernels/repack.cu, G_PAD) */
+          blocks = r->batch * ((r->cols + 63) / 64) * ((r->ld_dst + 63) / 64);
+          k->smem_bytes = 64 * (64 + (es == 1 ? 2 : 1)) * es;
+        }
+      else
+        blocks = (r->batch * r->rows * (r->ld_dst / v) + 255) / 256;   /* a 16-byte chunk a thread */
+      k->grid = MAX (1, MIN (blocks, NAPKIN_PLAN_MAX_GRID));
+    }
+  else if (k->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+    {
+      const NapkinPlanGemm *g = &k->u.gemm;
+
+      /* 4 columns a thread */
+      k->grid = MAX (1, MIN ((g->batch * g->M * ((g->N + 3) / 4) + 255) / 256, NAPKIN_PLAN_MAX_GRID));
+    }
+  else
+    g_return_if_reached ();
 }
 
 /* ---- the recogniser ------------------------------------------------------------------------- */
@@ -336,9 +461,7 @@ queue_repack (NapkinPlanner          *p,
   rp->src_bstride = bstride;
   rp->dst_bstride = out_rows * out_ld;
   rp->transpose = transpose;
-  r->threads = 256;
-  r->grid = count * ((rows + 63) / 64) * ((cols + 63) / 64);
-  r->smem_bytes = transpose ? 64 * 65 * bytes : 0;
+  napkin_plan_helper_launch (r);
   r->note = g_strdup_printf ("%s%s a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " operand into a scratch copy with "
                              "16-byte rows (%" G_GINT64_FORMAT " elements)", transpose ? "transposes" : "copies",
                              count > 1 ? " each of the batch's" : "", rows, cols, out_ld);
@@ -366,6 +489,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   gint64 BM, BN, BK, tm, tn, tk;
   NapkinMarkKind km, kn, kk_kind;
   guint stages;
+  gint64 split = 1;
 
   for (guint i = 0; i < k->nodes->len; i++)
     {
@@ -655,6 +779,23 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       goto refuse;
     }
 
+  /* An operand without the batch axes is shared by the whole batch (one copy, batch
+   * stride 0), before and after any repack. */
+  if (g->batch > 1)
+    {
+      gboolean a_has_batch = TRUE, b_has_batch = TRUE;
+
+      for (guint i = 0; i < batch.n; i++)
+        {
+          a_has_batch &= napkin_tensor_type_has_axis (swapped ? yt : xt, batch.axes[i]);
+          b_has_batch &= napkin_tensor_type_has_axis (swapped ? xt : yt, batch.axes[i]);
+        }
+      if (!a_has_batch)
+        g->a_bstride = 0;
+      if (!b_has_batch)
+        g->b_bstride = 0;
+    }
+
   /* Operands whose rows are not 16 bytes apart (or, for fp8, not K-major) are copied
    * once into a scratch layout the tensor copies can read. */
   {
@@ -669,7 +810,8 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
         g->a = queue_repack (p, k, g->a, ab, g->batch, rows, cols, g->lda, g->a_bstride, t, &g->lda);
         if (t)
           g->a_kmajor = TRUE;
-        g->a_bstride = (g->a_kmajor ? g->M : g->K) * g->lda;
+        if (g->a_bstride != 0)
+          g->a_bstride = (g->a_kmajor ? g->M : g->K) * g->lda;
       }
     if (b_fix)
       {
@@ -679,19 +821,10 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
         g->b = queue_repack (p, k, g->b, ab, g->batch, rows, cols, g->ldb, g->b_bstride, t, &g->ldb);
         if (t)
           g->b_kmajor = TRUE;
-        g->b_bstride = (g->b_kmajor ? g->N : g->K) * g->ldb;
+        if (g->b_bstride != 0)
+          g->b_bstride = (g->b_kmajor ? g->N : g->K) * g->ldb;
       }
   }
-  /* B shared by the whole batch (weights): its batch stride is 0 */
-  if (g->batch > 1)
-    {
-      gboolean y_has_batch = TRUE;
-
-      for (guint i = 0; i < batch.n; i++)
-        y_has_batch &= napkin_tensor_type_has_axis (swapped ? xt : yt, batch.axes[i]);
-      if (!y_has_batch)
-        g->b_bstride = 0;
-    }
   g->c_tma = epilogue->len == 0 && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
 
   /* Tiles. A region's are the user's: the plan picks the path that runs them (wgmma
@@ -728,10 +861,10 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
         {
           gint64 wbk = bytes == 1 ? 128 : 64;
 
-          if (!wgmma_tile_ok (BM, BN))
+          if (!wgmma_tile_ok (BM, BN, g->b_kmajor))
             no_wgmma = g_strdup_printf ("a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " block is not a wgmma tile "
-                                        "(64, 128 or 256 rows; 64 to 256 columns in steps of 64; at most 128 "
-                                        "accumulators a thread)", BM, BN);
+                                        "(64, 128 or 256 rows; up to 256 columns in steps of %d; at most 128 "
+                                        "accumulators a thread)", BM, BN, g->b_kmajor ? 8 : 64);
           else if (BK % wbk != 0 && BK < g->K)
             no_wgmma = g_strdup_printf ("chunks of %" G_GINT64_FORMAT " along %s: wgmma takes multiples of %"
                                         G_GINT64_FORMAT, BK, napkin_diagram_axis (p->d, kk.axes[kk.n - 1])->name, wbk);
@@ -785,11 +918,13 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
     }
   else
     {
-      Tile t = choose_tile (p, g->batch, g->M, g->N, wgmma);
+      Tile t;
 
+      BK = wgmma ? (bytes == 1 ? 128 : 64) : 32;
+      t = choose_tile (p, g->batch, g->M, g->N, g->K, BK, bytes, wgmma, g->b_kmajor);
       BM = t.BM;
       BN = t.BN;
-      BK = wgmma ? (bytes == 1 ? 128 : 64) : 32;
+      split = t.split;
       stages = wgmma ? 4 : 3;
       while (stages > 2 && (wgmma ? wgmma_smem (BM, BN, BK, stages, bytes) : mma_smem (BM, BN, BK, stages)) > SMEM_LIMIT (p))
         stages--;
@@ -822,33 +957,45 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   g->BK = BK;
   g->stages = stages;
 
-  /* Too few tiles to fill the GPU and a long K: split K, sum the slices after. */
+  /* Too few tiles to fill the GPU and a long K: split K, sum the slices after. An
+   * operation outside regions has its split from choose_tile; a region's tiles get the
+   * split the same estimate prefers for them. */
+  if (k->region >= 0)
+    {
+      double best = G_MAXDOUBLE;
+
+      for (gint64 s = 1; s <= 16; s++)
+        if (s == 1 || split_ok (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s))
+          {
+            double t = gemm_estimate (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s, bytes);
+
+            if (t < best * 0.97)
+              {
+                best = t;
+                split = s;
+              }
+          }
+    }
+  else if (split > 1 && !split_ok (p, g->batch, g->M, g->N, g->K, BM, BN, BK, split))
+    split = 1;
   {
     gint64 tiles = g->batch * ((g->M + BM - 1) / BM) * ((g->N + BN - 1) / BN);
-    gint64 chunks = (g->K + BK - 1) / BK;
-    gint64 sms = MAX (1, (gint64) p->arch->sms);
 
-    if (tiles * 2 <= sms && chunks >= 8)
+    if (split >= 2)
       {
-        gint64 split = MIN (MIN (sms / tiles, chunks / 4), 16);
+        NapkinPlanKernel *r = _napkin_plan_kernel_new (k, NAPKIN_PLAN_SPLIT_REDUCE, NAPKIN_PATH_SIMT);
+        gint64 partial_bytes = split * g->batch * g->M * g->N * 4;
 
-        if (split >= 2)
-          {
-            NapkinPlanKernel *r = _napkin_plan_kernel_new (k, NAPKIN_PLAN_SPLIT_REDUCE, NAPKIN_PATH_SIMT);
-            gint64 partial_bytes = split * g->batch * g->M * g->N * 4;
-
-            g->split_k = (guint) split;
-            g->partials = _napkin_plan_add_scratch (p->plan, partial_bytes);
-            r->u.gemm = *g;
-            r->u.gemm.epilogue = g_array_ref (g->epilogue);
-            r->threads = 256;
-            r->grid = MAX (1, (g->batch * g->M * g->N + 256 * 4 - 1) / (256 * 4));
-            r->note = g_strdup_printf ("sums %u slices of K in fp32%s and stores %s", g->split_k,
-                                       g->epilogue->len ? ", runs the epilogue" : "",
-                                       napkin_dtype_to_string (g->c_dtype));
-            g_ptr_array_add (p->after, r);
-            tiles *= split;
-          }
+        g->split_k = (guint) split;
+        g->partials = _napkin_plan_add_scratch (p->plan, partial_bytes);
+        r->u.gemm = *g;
+        r->u.gemm.epilogue = g_array_ref (g->epilogue);
+        napkin_plan_helper_launch (r);
+        r->note = g_strdup_printf ("sums %u slices of K in fp32%s and stores %s", g->split_k,
+                                   g->epilogue->len ? ", runs the epilogue" : "",
+                                   napkin_dtype_to_string (g->c_dtype));
+        g_ptr_array_add (p->after, r);
+        tiles *= split;
       }
     k->grid = tiles;
   }

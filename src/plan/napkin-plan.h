@@ -220,6 +220,13 @@ const NapkinPlanKernel *napkin_plan_kernel_for (const NapkinPlan        *plan,
                                                 int                      region,
                                                 int                      node);
 
+/* Fills the grid, threads and shared memory of a repack or split-K reduction kernel
+ * (kind REPACK or SPLIT_REDUCE) from its sizes, as kernels/repack.cu and
+ * kernels/split-reduce.cu launch them; their printers check a kernel against it. */
+void              napkin_plan_helper_launch    (NapkinPlanKernel        *kernel);
+
+#define NAPKIN_PLAN_MAX_GRID 16384   /* grid-stride helper kernels: enough blocks to fill any GPU */
+
 const char       *napkin_path_to_string        (NapkinPath               path);
 const char       *napkin_plan_kind_to_string   (NapkinPlanKind           kind);
 

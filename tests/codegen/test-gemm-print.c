@@ -75,7 +75,7 @@ test_facts (void)
           /* C by TMA only for a plain aligned store */
           g_assert_cmpuint (ck->tensor_maps->len, ==,
                             g->split_k == 1 && t->epi == NAPKIN_TEST_EPI_NONE && (t->N * napkin_dtype_bytes (t->c_dtype)) % 16 == 0
-                            ? 3 : 2);
+                            && g->BN % (128 / napkin_dtype_bytes (t->c_dtype)) == 0 ? 3 : 2);
           a = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, 0);
           b = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, 1);
           /* A: K-major rows of K in boxes KB × BM; M-major rows of M in boxes 64 × KB */
@@ -216,6 +216,91 @@ test_epilogue_text (void)
   g_assert_nonnull (strstr (s->module->source, "[(long) b * 4096L + m * 64L + n * 1L]); x = (x * y); }"));
 }
 
+/* The staged epilogue (kernels/gemm-sm90.cu): rows of C that start 16-byte aligned are
+ * known so at print time and the gate is read as 16-byte vectors; unaligned rows (N =
+ * 1001 bf16) are found per row and the gate read column by column; a bias varies along
+ * n only; split-K partials with N % 4 != 0 are unaligned rows of fp32. */
+static void
+test_staged_epilogue (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinTestGemm) al = napkin_test_gemm_new ("name=al t=sm90 ab=bf16 c=bf16 m=256 n=1024 k=128 a=k bl=k "
+                                                       "epi=silu_gate tile=128x256x64", &error);
+  g_autoptr(NapkinTestGemm) un = NULL;
+  g_autoptr(NapkinTestGemm) bias = NULL;
+  g_autoptr(NapkinTestGemm) sp = NULL;
+  g_autofree char *gate = NULL;
+
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (al->module->source, "#define G_DVEC 1"));
+  g_assert_nonnull (strstr (al->module->source, "#define G_LDY 1"));
+  gate = g_strdup_printf ("napkin_ld8 (&((napkin_bf16 *) ((char *) args.p[0] + %" G_GINT64_FORMAT "))[(long) b * 262144L + m * 1024L + "
+                          "n * 1L], y[0]);", al->x.offset);
+  g_assert_nonnull (strstr (al->module->source, gate));
+  g_assert_nonnull (strstr (al->module->source, "x = (x * y[0][e]);"));
+
+  un = napkin_test_gemm_new ("name=un t=sm90 ab=bf16 c=bf16 m=256 n=1001 k=128 a=k bl=k epi=silu_gate "
+                             "tile=128x256x64", &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (un->module->source, "#define G_DVEC 0"));
+  g_assert_null (strstr (un->module->source, "napkin_ld8 (&"));
+  g_assert_nonnull (strstr (un->module->source, " + m * 1001L + (n + e) * 1L]);"));
+
+  bias = napkin_test_gemm_new ("name=bias t=sm90 ab=bf16 c=bf16 m=256 n=1024 k=128 a=k bl=k epi=bias_gelu "
+                               "tile=128x256x64", &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (bias->module->source, "[n * 1L], y[0]);"));
+
+  sp = napkin_test_gemm_new ("name=sp t=sm90 ab=bf16 c=bf16 m=64 n=1001 k=4096 a=k bl=k split=4 tile=64x128x64 "
+                             "cons=1", &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (sp->module->source, "#define G_EPI 2"));
+  g_assert_nonnull (strstr (sp->module->source, "#define G_DVEC 0"));
+  g_assert_nonnull (strstr (sp->module->source, "#define G_LDY 0"));
+}
+
+/* A repack and a reduction run the launch the plan states (napkin_plan_helper_launch);
+ * a plan that says otherwise is refused, naming both. */
+static void
+test_helper_launch (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinTestGemm) t = napkin_test_gemm_new ("name=h t=sm90 ab=bf16 c=bf16 m=64 n=4097 k=4096 a=k bl=n "
+                                                      "split=4 tile=64x128x64 cons=1", &error);
+  g_autoptr(GString) out = g_string_new (NULL);
+  NapkinPrintCtx ctx = { t->plan, NULL, t->module, NULL, out };
+  guint checked = 0;
+
+  g_assert_no_error (error);
+  for (guint i = 0; i < t->plan->kernels->len; i++)
+    {
+      NapkinPlanKernel *pk = g_ptr_array_index (t->plan->kernels, i);
+      const NapkinCudaKernel *ck = g_ptr_array_index (t->module->kernels, i);
+      gint64 grid = pk->grid;
+      gboolean ok;
+
+      if (pk->kind != NAPKIN_PLAN_REPACK && pk->kind != NAPKIN_PLAN_SPLIT_REDUCE)
+        continue;
+      g_assert_cmpint (ck->grid, ==, pk->grid);
+      g_assert_cmpuint (ck->threads, ==, pk->threads);
+      g_assert_cmpint (ck->smem_bytes, ==, pk->smem_bytes);
+      if (pk->kind == NAPKIN_PLAN_REPACK)
+        g_assert_cmpint (pk->grid, ==, MIN ((4096 * 4104 / 8 + 255) / 256, NAPKIN_PLAN_MAX_GRID));
+      else
+        g_assert_cmpint (pk->grid, ==, (64 * ((4097 + 3) / 4) + 255) / 256);
+      pk->grid = grid + 1;
+      ok = pk->kind == NAPKIN_PLAN_REPACK ? _napkin_print_repack (&ctx, pk, "bad", &error)
+                                          : _napkin_print_split_reduce (&ctx, pk, "bad", &error);
+      g_assert_false (ok);
+      g_assert_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED);
+      g_assert_nonnull (strstr (error->message, "the plan launches grid"));
+      g_clear_error (&error);
+      pk->grid = grid;
+      checked++;
+    }
+  g_assert_cmpuint (checked, ==, 2);
+}
+
 /* Every source of the table through nvcc, one file per target, with ptxas's report:
  * each kernel compiles and spills nothing. */
 static void
@@ -291,6 +376,8 @@ main (int   argc,
   g_test_add_func ("/codegen/gemm-print/refusals", test_refusals);
   g_test_add_func ("/codegen/gemm-print/unaligned", test_unaligned);
   g_test_add_func ("/codegen/gemm-print/epilogue", test_epilogue_text);
+  g_test_add_func ("/codegen/gemm-print/staged-epilogue", test_staged_epilogue);
+  g_test_add_func ("/codegen/gemm-print/helper-launch", test_helper_launch);
   g_test_add_func ("/codegen/gemm-print/nvcc", test_nvcc);
   return g_test_run ();
 }

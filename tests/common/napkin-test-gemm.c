@@ -56,6 +56,26 @@ static const char *table[] = {
     "stages=4",
   "name=mma-16-warps t=sm80 ab=fp16 c=fp16 m=4096 n=4096 k=4096 a=k bl=n tile=128x256x32 warp=64x32 stages=3",
   "name=mma-mn t=sm80 ab=fp16 c=fp32 b=2 m=300 n=200 k=136 a=m bl=n tile=64x64x32 warp=32x32 stages=3",
+  /* round 2: the repack near copy speed (its own time in the kernel column), the staged
+   * epilogue (unaligned rows of C, the gate read as vectors, beside the plain GEMM of
+   * the same shape), skinny shapes as the plan now cuts them beside the old choice, a
+   * batched N-major B, BN in steps of 8 with B K-major */
+  "name=repack-b-4097 t=sm90 ab=bf16 c=bf16 m=4095 n=4097 k=4096 a=k bl=n tile=256x128x64 stages=4",
+  "name=repack-vocab-nmajor t=sm90 ab=bf16 c=bf16 m=1024 n=50257 k=4096 a=k bl=n tile=128x256x64 stages=4",
+  "name=e4m3-transpose t=sm90 ab=e4m3 c=bf16 m=4096 n=4096 k=4096 a=m bl=n tile=128x256x128 stages=4",
+  "name=mlp-up-plain t=sm90 ab=bf16 c=bf16 m=2048 n=11008 k=4096 a=k bl=k tile=128x256x64 stages=4",
+  "name=mlp-up-swiglu t=sm90 ab=bf16 c=bf16 m=2048 n=11008 k=4096 a=k bl=k epi=silu_gate tile=128x256x64 stages=4",
+  "name=mlp-up-bias-gelu t=sm90 ab=bf16 c=bf16 m=2048 n=11008 k=4096 a=k bl=k epi=bias_gelu tile=128x256x64 "
+    "stages=4",
+  "name=lmhead-gate t=sm90 ab=bf16 c=bf16 m=1024 n=50257 k=4096 a=k bl=k epi=silu_gate tile=128x256x64 stages=4",
+  "name=lmhead-f32 t=sm90 ab=bf16 c=fp32 m=1024 n=50257 k=1024 a=k bl=k tile=128x256x64 stages=4",
+  "name=skinny-m128-64x64 t=sm90 ab=bf16 c=bf16 m=128 n=4096 k=4096 a=k bl=k tile=64x64x64 cons=1 stages=4",
+  "name=skinny-m128-split2 t=sm90 ab=bf16 c=bf16 m=128 n=4096 k=4096 a=k bl=k split=2 tile=64x128x64 cons=1 "
+    "stages=4",
+  "name=skinny-m1-split8 t=sm90 ab=bf16 c=bf16 m=1 n=4096 k=4096 a=k bl=k split=8 tile=64x256x64 cons=1 stages=4",
+  "name=skinny-m256-split4 t=sm90 ab=bf16 c=bf16 m=256 n=4096 k=4096 a=k bl=k split=4 tile=128x256x64 stages=4",
+  "name=scores-batched t=sm90 ab=bf16 c=bf16 b=16 m=2048 n=2048 k=128 a=k bl=n tile=128x256x64 stages=4",
+  "name=bn40-kmajor t=sm90 ab=bf16 c=bf16 m=1000 n=1000 k=512 a=k bl=k tile=128x40x64 stages=4",
 };
 
 const char **
@@ -182,6 +202,7 @@ gemm_operand (NapkinPlan              *plan,
   r->transpose = transpose;
   r->src = buffer (o->scratch, dtype);
   r->dst = buffer (_napkin_plan_add_scratch (plan, copies * height * r->ld_dst * napkin_dtype_bytes (dtype)), dtype);
+  napkin_plan_helper_launch (k);
   g_ptr_array_add (plan->kernels, k);
   *scratch = r->dst.scratch;
   *ld = r->ld_dst;
@@ -403,6 +424,7 @@ napkin_test_gemm_new (const char *spec,
       k = _napkin_plan_kernel_new (gk, NAPKIN_PLAN_SPLIT_REDUCE, NAPKIN_PATH_SIMT);
       k->u.gemm = *g;
       k->u.gemm.epilogue = g_array_ref (epilogue);
+      napkin_plan_helper_launch (k);
       g_ptr_array_add (t->plan->kernels, k);
     }
   g_array_unref (epilogue);

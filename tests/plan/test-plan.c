@@ -162,6 +162,101 @@ test_split_k (void)
   g_assert_cmpint (p->scratch_bytes, >=, (gint64) k->u.gemm.split_k * 64 * 4096 * 4);
 }
 
+/* Skinny products (M from 1 to 256 against a 4096 × 4096 weight) are cut so that one
+ * wave keeps at least half of the SMs busy: tiles too few for the GPU split K; large
+ * products keep the 128 × 256 tile and no split (docs/plan.md, "Tiles"). */
+static void
+test_skinny_tiles (void)
+{
+  static const gint64 ms[] = { 1, 16, 64, 128, 256 };
+
+  for (guint i = 0; i < G_N_ELEMENTS (ms); i++)
+    {
+      NapkinTestGemm c = { ms[i], 4096, 4096, 0, "bf16" };
+      g_autoptr(NapkinDiagram) d = gemm (&c);
+      g_autoptr(NapkinPlan) p = plan (d, "h100");
+      const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, 0);
+
+      g_test_message ("M = %" G_GINT64_FORMAT ": %s", ms[i], k->note);
+      g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GEMM);
+      g_assert_cmpuint (k->u.gemm.split_k, >=, 2);
+      g_assert_cmpint (k->grid, >=, 66);
+      g_assert_cmpint (k->grid, <=, 132);
+      /* the 64 × 64 tile of round 1 (no split) measured slowest */
+      g_assert_false (k->u.gemm.BM == 64 && k->u.gemm.BN == 64);
+      assert_model_agrees (d, p, "h100");
+    }
+  {
+    NapkinTestGemm c = { 4096, 4096, 4096, 0, "bf16" };
+    g_autoptr(NapkinDiagram) d = gemm (&c);
+    g_autoptr(NapkinPlan) p = plan (d, "h100");
+    const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, 0);
+
+    g_assert_cmpint (k->u.gemm.BM, ==, 128);
+    g_assert_cmpint (k->u.gemm.BN, ==, 256);
+    g_assert_cmpuint (k->u.gemm.split_k, ==, 1);
+  }
+}
+
+/* wgmma takes any BN in steps of 8 when B is K-major (one TMA box of BN rows), in
+ * steps of 64 when N-major; the plan asks exactly what the printer takes. */
+static void
+test_kmajor_bn (void)
+{
+  NapkinTestGemm nk = { 1000, 1000, 512, 0, "bf16", NULL, FALSE, TRUE, FALSE, "", 128, 40, 64, 4 };
+  NapkinTestGemm kn = { 1000, 1000, 512, 0, "bf16", NULL, FALSE, FALSE, FALSE, "", 128, 96, 64, 4 };
+  g_autoptr(NapkinDiagram) d1 = gemm (&nk);
+  g_autoptr(NapkinDiagram) d2 = gemm (&kn);
+  g_autoptr(NapkinPlan) p1 = plan (d1, "h100");
+  g_autoptr(NapkinPlan) p2 = plan (d2, "h100");
+  const NapkinPlanKernel *k1 = g_ptr_array_index (p1->kernels, 0);
+  const NapkinPlanKernel *k2 = g_ptr_array_index (p2->kernels, 0);
+
+  g_assert_cmpint (k1->path, ==, NAPKIN_PATH_WGMMA);
+  g_assert_true (k1->u.gemm.b_kmajor);
+  g_assert_cmpint (k1->u.gemm.BN, ==, 40);
+  g_assert_cmpuint (k1->adjustments->len, ==, 0);
+  g_assert_cmpint (k2->path, ==, NAPKIN_PATH_MMA);
+  g_assert_nonnull (strstr (g_ptr_array_index (k2->adjustments, 0), "steps of 64"));
+}
+
+/* A repack's and a split-K reduction's launch (grid, threads, shared memory) is what
+ * kernels/repack.cu and kernels/split-reduce.cu run: one 16-byte chunk of a padded row a
+ * thread; 64 × 64 transposed tiles; 4 columns of C a thread. */
+static void
+test_helper_launch (void)
+{
+  NapkinTestGemm odd = { 4095, 4097, 4096, 0, "bf16" };
+  NapkinTestGemm f8 = { 4096, 4096, 4096, 0, "fp8-e4m3" };
+  NapkinTestGemm sk = { 64, 4096, 4096, 0, "bf16" };
+  g_autoptr(NapkinDiagram) d1 = gemm (&odd);
+  g_autoptr(NapkinDiagram) d2 = gemm (&f8);
+  g_autoptr(NapkinDiagram) d3 = gemm (&sk);
+  g_autoptr(NapkinPlan) p1 = plan (d1, "h100");
+  g_autoptr(NapkinPlan) p2 = plan (d2, "h100");
+  g_autoptr(NapkinPlan) p3 = plan (d3, "h100");
+  const NapkinPlanKernel *r1 = g_ptr_array_index (p1->kernels, 0);
+  const NapkinPlanKernel *r2 = g_ptr_array_index (p2->kernels, 0);
+  const NapkinPlanKernel *r3 = g_ptr_array_index (p3->kernels, p3->kernels->len - 1);
+
+  /* B [k, n] of 4097 columns: 4096 rows padded to 4104, 8 bf16 a thread */
+  g_assert_cmpint (r1->kind, ==, NAPKIN_PLAN_REPACK);
+  g_assert_false (r1->u.repack.transpose);
+  g_assert_cmpint (r1->u.repack.ld_dst, ==, 4104);
+  g_assert_cmpint (r1->grid, ==, MIN (4096 * 4104 / 8 / 256, NAPKIN_PLAN_MAX_GRID));
+  g_assert_cmpuint (r1->threads, ==, 256);
+  g_assert_cmpint (r1->smem_bytes, ==, 0);
+  /* fp8 B [k, n] transposed to K-major: 64 × 64 tiles, rows padded by 2 bytes */
+  g_assert_cmpint (r2->kind, ==, NAPKIN_PLAN_REPACK);
+  g_assert_true (r2->u.repack.transpose);
+  g_assert_cmpint (r2->grid, ==, 64 * 64);
+  g_assert_cmpint (r2->smem_bytes, ==, 64 * 66);
+  /* the reduction of a split skinny product */
+  g_assert_cmpint (r3->kind, ==, NAPKIN_PLAN_SPLIT_REDUCE);
+  g_assert_cmpint (r3->grid, ==, 64 * 1024 / 256);
+  g_assert_cmpuint (r3->threads, ==, 256);
+}
+
 /* A region's tiles are the user's: where wgmma cannot take them, mma.sync does; where
  * neither can, the kernel is generic and says why; shared memory too large is
  * infeasible, naming the limit. */
@@ -313,6 +408,9 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/plan/gemm/cases", test_gemm_cases);
   g_test_add_func ("/plan/gemm/split-k", test_split_k);
+  g_test_add_func ("/plan/gemm/skinny-tiles", test_skinny_tiles);
+  g_test_add_func ("/plan/gemm/kmajor-bn", test_kmajor_bn);
+  g_test_add_func ("/plan/gemm/helper-launch", test_helper_launch);
   g_test_add_func ("/plan/gemm/region-tiles", test_region_tiles);
   g_test_add_func ("/plan/attention/footprint", test_attention_footprint);
   g_test_add_func ("/plan/examples", test_examples);

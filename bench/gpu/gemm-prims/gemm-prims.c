@@ -110,15 +110,46 @@ main (int   argc,
         printf ("  NP_CHECK (cudaFuncSetAttribute (%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %" G_GINT64_FORMAT
                 "));\n", ck->name, ck->dynamic_smem);
     }
-  printf ("}\n\nstatic const char *np_kernels = \"");
+  printf ("}\n\n#define NP_N_KERNELS %u\n", t->module->kernels->len);
+  /* each kernel's skeleton and the device-memory bytes it moves (helpers only: a
+   * repack reads its source and writes the padded copy, a reduction reads the partials
+   * and writes C), for its own time and bandwidth */
+  printf ("static const char *np_kernel_names[] = {");
+  for (guint k = 0; k < t->module->kernels->len; k++)
+    printf ("%s\"%s\"", k ? ", " : " ", ((NapkinCudaKernel *) g_ptr_array_index (t->module->kernels, k))->skeleton);
+  printf (" };\nstatic const double np_kernel_bytes[] = {");
+  for (guint k = 0; k < t->plan->kernels->len; k++)
+    {
+      const NapkinPlanKernel *pk = g_ptr_array_index (t->plan->kernels, k);
+      double bytes = 0;
+
+      if (pk->kind == NAPKIN_PLAN_REPACK)
+        {
+          const NapkinPlanRepack *r = &pk->u.repack;
+          const double es = napkin_dtype_bytes (r->dtype);
+
+          bytes = r->batch * (r->rows * r->cols + (r->transpose ? r->cols : r->rows) * r->ld_dst) * es;
+        }
+      else if (pk->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+        {
+          const NapkinPlanGemm *g = &pk->u.gemm;
+
+          bytes = (double) g->batch * g->M * g->N * (4.0 * g->split_k + napkin_dtype_bytes (g->c_dtype));
+        }
+      printf ("%s%.0f", k ? ", " : " ", bytes);
+    }
+  printf (" };\n");
+
+  printf ("\nstatic const char *np_kernels = \"");
   for (guint k = 0; k < t->module->kernels->len; k++)
     {
       const NapkinCudaKernel *ck = g_ptr_array_index (t->module->kernels, k);
 
       printf ("%s%s", k ? " + " : "", ck->skeleton);
     }
-  printf ("\";\n\nstatic void\nnp_launch (const NapkinArgs &a, const NapkinTensorMap *m, int sms, cudaStream_t s)\n{\n"
-          "  (void) m; (void) sms;\n");
+  /* np_launch_one (k, …): kernel k alone; np_launch: all of them in order */
+  printf ("\";\n\nstatic void\nnp_launch_one (int k, const NapkinArgs &a, const NapkinTensorMap *m, int sms, "
+          "cudaStream_t s)\n{\n  (void) m; (void) sms;\n  switch (k)\n    {\n");
   n_maps = 0;
   for (guint k = 0; k < t->module->kernels->len; k++)
     {
@@ -128,12 +159,14 @@ main (int   argc,
       for (guint m = 0; ck->tensor_maps != NULL && m < ck->tensor_maps->len; m++)
         g_string_append_printf (args, ", m[%u]", n_maps++);
       if (ck->persistent)
-        printf ("  %s<<<(int) NAPKIN_MIN ((long) sms, %" G_GINT64_FORMAT "L), %u, %" G_GINT64_FORMAT ", s>>> (%s);\n",
-                ck->name, ck->grid, ck->threads, ck->dynamic_smem, args->str);
+        printf ("    case %u: %s<<<(int) NAPKIN_MIN ((long) sms, %" G_GINT64_FORMAT "L), %u, %" G_GINT64_FORMAT
+                ", s>>> (%s); break;\n", k, ck->name, ck->grid, ck->threads, ck->dynamic_smem, args->str);
       else
-        printf ("  %s<<<%" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ", s>>> (%s);\n", ck->name, ck->grid,
-                ck->threads, ck->dynamic_smem, args->str);
+        printf ("    case %u: %s<<<%" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ", s>>> (%s); break;\n", k, ck->name,
+                ck->grid, ck->threads, ck->dynamic_smem, args->str);
     }
-  printf ("}\n");
+  printf ("    default: break;\n    }\n}\n\n"
+          "static void\nnp_launch (const NapkinArgs &a, const NapkinTensorMap *m, int sms, cudaStream_t s)\n{\n"
+          "  for (int k = 0; k < NP_N_KERNELS; k++)\n    np_launch_one (k, a, m, sms, s);\n}\n");
   return 0;
 }

@@ -3,9 +3,10 @@
  * values in [-1, 1), computes an fp32 reference GEMM (and the epilogue) on the GPU from
  * the operands as stored, poisons C, runs the plan's kernels (repacks, GEMM, split-K
  * reduction), compares (max |C − ref| / max |ref|, NaN fails), then times the whole
- * sequence with CUDA events (median of NP_REPS) and, for 16-bit operands, cuBLAS on
- * the same operands (no epilogue). Prints one line:
- *   NAME ok|FAIL rel_err ms TFLOP/s cublas_ms napkin/cublas kernels
+ * sequence with CUDA events (median of NP_REPS), each kernel of it on its own (events
+ * around each launch: a repack's or reduction's bandwidth) and, for 16-bit operands,
+ * cuBLAS on the same operands (no epilogue). Prints one line:
+ *   NAME ok|FAIL rel_err ms TFLOP/s cublas_ms cublas/napkin kernels  [skeleton ms (TB/s) | …]
  * Build: nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17
  *        -DNP_PROBLEM='"problem.cuh"' harness.cu [-lcublas | -DNP_NO_CUBLAS] */
 #include <cuda.h>
@@ -84,28 +85,10 @@ static __device__ float np_b (const np_ab_t *B, long b, long k, long n)
   return napkin_ld (B + (NP_SHARED_B ? 0 : b * NP_B_BS) + (NP_B_KMAJOR ? n * NP_B_LD + k : k * NP_B_LD + n));
 }
 
-/* fp32 reference: 16 × 16 outputs per block through shared-memory tiles of 16 × 16 */
-static __global__ void
-np_reference (const np_ab_t *A, const np_ab_t *B, const char *ws, float *ref)
+/* The fused maps of the problem on the fp32 product at (b, m, n). */
+static __device__ float
+np_epi (const char *ws, long b, long m, long n, float acc)
 {
-  __shared__ float as[16][17], bs[16][17];
-  const long b = blockIdx.z, m = (long) blockIdx.y * 16 + threadIdx.y, n = (long) blockIdx.x * 16 + threadIdx.x;
-  float acc = 0.0f;
-
-  for (long k0 = 0; k0 < NP_K; k0 += 16)
-    {
-      const long ka = k0 + threadIdx.x, kb = k0 + threadIdx.y;
-      const long am = (long) blockIdx.y * 16 + threadIdx.y, bn = (long) blockIdx.x * 16 + threadIdx.x;
-
-      as[threadIdx.y][threadIdx.x] = am < NP_M && ka < NP_K ? np_a (A, b, am, ka) : 0.0f;
-      bs[threadIdx.y][threadIdx.x] = bn < NP_N && kb < NP_K ? np_b (B, b, kb, bn) : 0.0f;
-      __syncthreads ();
-      for (int kk = 0; kk < 16; kk++)
-        acc += as[threadIdx.y][kk] * bs[kk][threadIdx.x];
-      __syncthreads ();
-    }
-  if (m >= NP_M || n >= NP_N)
-    return;
 #if NP_EPI == 1
   {
     const float x = acc + napkin_ld ((const np_x_t *) (ws + NP_X_OFF) + n);
@@ -117,8 +100,54 @@ np_reference (const np_ab_t *A, const np_ab_t *B, const char *ws, float *ref)
 #elif NP_EPI == 3
   acc = acc / (1.0f + expf (-acc)) * napkin_ld ((const np_x_t *) (ws + NP_X_OFF) + b * NP_M * NP_N + m * NP_N + n);
 #endif
-  (void) ws;
-  ref[(b * NP_M + m) * NP_N + n] = acc;
+  (void) ws; (void) b; (void) m; (void) n;
+  return acc;
+}
+
+/* fp32 reference: 64 × 64 outputs per block of 16 × 16 threads, 4 × 4 a thread, K in
+ * steps of 16 through shared memory (fast enough that the largest problems check in
+ * seconds) */
+static __global__ void __launch_bounds__ (256)
+np_reference (const np_ab_t *A, const np_ab_t *B, const char *ws, float *ref)
+{
+  __shared__ __align__ (16) float as[16][64], bs[16][64];   /* [k][m], [k][n] */
+  const long b = blockIdx.z, m0 = (long) blockIdx.y * 64, n0 = (long) blockIdx.x * 64;
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * 16 + tx;
+  float acc[4][4] = { { 0.0f } };
+
+  for (long k0 = 0; k0 < NP_K; k0 += 16)
+    {
+      for (int e = tid; e < 16 * 64; e += 256)
+        {
+          const int kk = e / 64, x = e % 64;
+          const long k = k0 + kk;
+
+          as[kk][x] = m0 + x < NP_M && k < NP_K ? np_a (A, b, m0 + x, k) : 0.0f;
+          bs[kk][x] = n0 + x < NP_N && k < NP_K ? np_b (B, b, k, n0 + x) : 0.0f;
+        }
+      __syncthreads ();
+#pragma unroll
+      for (int kk = 0; kk < 16; kk++)
+        {
+          const float4 a = *(const float4 *) &as[kk][ty * 4], c = *(const float4 *) &bs[kk][tx * 4];
+          const float av[4] = { a.x, a.y, a.z, a.w }, bv[4] = { c.x, c.y, c.z, c.w };
+
+#pragma unroll
+          for (int i = 0; i < 4; i++)
+#pragma unroll
+            for (int j = 0; j < 4; j++)
+              acc[i][j] += av[i] * bv[j];
+        }
+      __syncthreads ();
+    }
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++)
+      {
+        const long m = m0 + ty * 4 + i, n = n0 + tx * 4 + j;
+
+        if (m < NP_M && n < NP_N)
+          ref[(b * NP_M + m) * NP_N + n] = np_epi (ws, b, m, n, acc[i][j]);
+      }
 }
 
 /* max |c − ref| and max |ref| as ordered bits (both ≥ 0); NaN or Inf counted */
@@ -251,7 +280,7 @@ main (void)
   np_fill<<<4096, 256>>> ((np_x_t *) (ws + NP_X_OFF), NP_X_BS ? NP_BATCH : 1, NP_X_ROWS, NP_X_COLS, NP_X_LD, NP_X_BS, 3);
 #endif
   NP_CHECK (cudaGetLastError ());
-  np_reference<<<dim3 ((NP_N + 15) / 16, (NP_M + 15) / 16, NP_BATCH), dim3 (16, 16)>>> (
+  np_reference<<<dim3 ((NP_N + 63) / 64, (NP_M + 63) / 64, NP_BATCH), dim3 (16, 16)>>> (
     (const np_ab_t *) (ws + NP_A_OFF), (const np_ab_t *) (ws + NP_B_OFF), ws, ref);
   NP_CHECK (cudaGetLastError ());
   NP_CHECK (cudaDeviceSynchronize ());
@@ -280,6 +309,35 @@ main (void)
   }
 
   ms = np_time ([&] { np_launch (args, maps, sms, s); }, s);
+
+  /* each kernel's own time: events between the launches of the same sequence */
+  float kernel_ms[NP_N_KERNELS];
+  {
+    std::vector<float> per[NP_N_KERNELS];
+    cudaEvent_t ev[NP_N_KERNELS + 1];
+
+    for (int k = 0; k <= NP_N_KERNELS; k++)
+      NP_CHECK (cudaEventCreate (&ev[k]));
+    for (int i = 0; i < NP_REPS; i++)
+      {
+        NP_CHECK (cudaEventRecord (ev[0], s));
+        for (int k = 0; k < NP_N_KERNELS; k++)
+          {
+            np_launch_one (k, args, maps, sms, s);
+            NP_CHECK (cudaEventRecord (ev[k + 1], s));
+          }
+        NP_CHECK (cudaEventSynchronize (ev[NP_N_KERNELS]));
+        for (int k = 0; k < NP_N_KERNELS; k++)
+          {
+            float t;
+
+            NP_CHECK (cudaEventElapsedTime (&t, ev[k], ev[k + 1]));
+            per[k].push_back (t);
+          }
+      }
+    for (int k = 0; k < NP_N_KERNELS; k++)
+      kernel_ms[k] = np_median (per[k]);
+  }
 
 #if !defined (NP_NO_CUBLAS) && (NP_AB == 1 || NP_AB == 2)
   {
@@ -314,8 +372,15 @@ main (void)
   {
     const float tol = NP_C == 0 ? 1e-3f : NP_C == 1 ? 4e-3f : 2e-2f;
 
-    printf ("%-22s %-4s %9.2e %10.4f %8.1f %10.4f %6.2f  %s\n", NP_NAME, rel <= tol ? "ok" : "FAIL", rel, ms,
+    printf ("%-22s %-4s %9.2e %10.4f %8.1f %10.4f %6.2f  %s  [", NP_NAME, rel <= tol ? "ok" : "FAIL", rel, ms,
             flops / ms / 1e9, cublas_ms, cublas_ms > 0 ? cublas_ms / ms : 0.0f, np_kernels);
+    for (int k = 0; k < NP_N_KERNELS; k++)
+      {
+        printf ("%s%s %.4f", k ? " | " : "", np_kernel_names[k], kernel_ms[k]);
+        if (np_kernel_bytes[k] > 0)
+          printf (" (%.2f TB/s)", np_kernel_bytes[k] / kernel_ms[k] / 1e9);
+      }
+    printf ("]\n");
   }
   return 0;
 }
