@@ -166,9 +166,9 @@ attention_note (NapkinPlanKernel *k,
                                                                                 : " e4m3 for Q·Kᵀ")
                                          : "");
   else
-    g_string_append_printf (s, "fused attention, %" G_GINT64_FORMAT " query rows a block (%u warps), keys in chunks "
+    g_string_append_printf (s, "fused attention, %" G_GINT64_FORMAT " query rows a block (%u warp%s), keys in chunks "
                                "of %" G_GINT64_FORMAT " (double-buffered, cp.async), mma.sync, online softmax in "
-                               "registers", a->rows, a->consumers, a->BKV);
+                               "registers", a->rows, a->consumers, a->consumers == 1 ? "" : "s", a->BKV);
   if (a->group > 1)
     g_string_append_printf (s, "; %" G_GINT64_FORMAT " query heads per K/V head, %" G_GINT64_FORMAT " of them a "
                                "block", a->group, a->group_tile);
@@ -792,10 +792,16 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
       k->path = NAPKIN_PATH_MMA;
       k->threads = a->consumers * 32;
       k->registers = a->consumer_regs;
-      choose_split (p, a, base, MAX (1, 65536 / (k->threads * k->registers)));
+      k->smem_bytes = (ceil_div (a->rows, 16) * 16 + 4 * a->BKV) * (a->d_smem + 8) * 2;
+      /* blocks an SM holds: registers, shared memory, threads */
+      k->blocks_per_sm = MAX (1, MIN (MIN (p->arch->registers_per_sm / (k->threads * k->registers),
+                                           (guint) (p->arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes
+                                                    / (k->smem_bytes + p->arch->smem_reserved_per_block))),
+                                      MIN (p->arch->max_threads_per_sm / k->threads,
+                                           MAX (1u, p->arch->max_blocks_per_sm))));
+      choose_split (p, a, base, k->blocks_per_sm);
       a->legacy = legacy_shape (a, &ax, k->path);
       k->grid = base * a->split_kv;
-      k->smem_bytes = (ceil_div (a->rows, 16) * 16 + 4 * a->BKV) * (a->d_smem + 8) * 2;
       if (a->split_kv > 1)
         add_combine (p, k);
       attention_note (k, extra);
