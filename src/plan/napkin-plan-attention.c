@@ -485,9 +485,9 @@ mma_refusal (NapkinPlanner       *p,
     return g_strdup_printf ("head size %" G_GINT64_FORMAT ": the attention kernels take 8 to 256 in steps of 8",
                             a->D);
   a->consumers = (guint) (rows_pad / 16);
-  if (a->BKV % 16 || a->BKV > 128 || a->consumers > MMA_MAX_WARPS)
+  if (a->BKV % 16 || a->BKV > 256 || a->consumers > MMA_MAX_WARPS)
     return g_strdup_printf ("%" G_GINT64_FORMAT " query rows and chunks of %" G_GINT64_FORMAT " keys: mma.sync "
-                            "takes at most 256 rows (16 warps) and chunks of 16 to 128 keys in steps of 16",
+                            "takes at most 256 rows (16 warps) and chunks of 16 to 256 keys in steps of 16",
                             a->rows, a->BKV);
   a->d_smem = d16;
   /* per thread: O (D/2), the scores (BKV/2), Q's fragments when kept (D/4 up to d 128) */
