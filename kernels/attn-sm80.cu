@@ -6,12 +6,13 @@
  * filled (cp.async with a zero source size), any layout with d contiguous. The scores of
  * keys the mask hides or past NKV are −∞ before the online softmax; P stays in registers
  * as the second product's A fragments. Q's fragments stay in registers up to d 128 and are
- * read from shared memory each chunk above. A split block writes its normalised partial
+ * read from shared memory each chunk above. Blocks of few rows (decoding) keep 4 warps for
+ * the copies; only the first WARPS compute. A split block writes its normalised partial
  * output and log-sum-exp for the combine kernel. */
 #define F_ROWS @ROWS@
 #define F_BQ @BQ@L
-#define F_WARPS @WARPS@
-#define F_THREADS (F_WARPS * 32)
+#define F_WARPS @WARPS@          /* warps that compute: 16 rows each */
+#define F_THREADS @THREADS@      /* at least 4 warps copy (decoding: a block of few rows) */
 #define F_BKV @BKV@
 #define F_D @D@
 #define F_DP @DP@                 /* D rounded up to 16 */
@@ -155,6 +156,11 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
       asm volatile ("cp.async.commit_group;");
       asm volatile ("cp.async.wait_group 1;");
       __syncthreads ();
+      if (warp >= F_WARPS)
+        {
+          __syncthreads ();
+          continue;
+        }
 
 #if F_QREG
       if (it == 0)

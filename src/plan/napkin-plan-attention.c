@@ -790,7 +790,8 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
 
       k->kind = NAPKIN_PLAN_ATTENTION;
       k->path = NAPKIN_PATH_MMA;
-      k->threads = a->consumers * 32;
+      /* a warp per 16 rows; at least 4 warps copy the chunks (decoding) */
+      k->threads = MAX (a->consumers, 4u) * 32;
       k->registers = a->consumer_regs;
       k->smem_bytes = (ceil_div (a->rows, 16) * 16 + 4 * a->BKV) * (a->d_smem + 8) * 2;
       /* blocks an SM holds: registers, shared memory, threads */
@@ -801,6 +802,8 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
                                            MAX (1u, p->arch->max_blocks_per_sm))));
       choose_split (p, a, base, k->blocks_per_sm);
       a->legacy = legacy_shape (a, &ax, k->path);
+      if (a->legacy)
+        k->threads = a->consumers * 32;   /* the skeleton's: a warp per 16 rows */
       k->grid = base * a->split_kv;
       if (a->split_kv > 1)
         add_combine (p, k);

@@ -225,7 +225,7 @@ test_cases (void)
           g_assert_cmpint (k->path, ==, NAPKIN_PATH_MMA);
           g_assert_cmpuint (a->n_generic, ==, 0);
           g_assert_cmpint (k->u.att.rows, ==, c->rows);
-          g_assert_cmpuint (k->threads, ==, (c->rows + 15) / 16 * 32);
+          g_assert_cmpuint (k->threads, ==, MAX ((c->rows + 15) / 16, k->u.att.legacy ? 1 : 4) * 32);
           assert_model_agrees (d, k, "a100");
         }
     }

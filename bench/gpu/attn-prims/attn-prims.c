@@ -5,6 +5,7 @@
  * printers write them, then the problem's sizes, buffers, tensor maps and launches as the
  * harness reads them.
  *   attn-prims --list      the problems of the table, one spec a line
+ *   attn-prims --json SPEC the problem's diagram (a .napkin document)
  *   attn-prims SPEC        the source for SPEC: "name=N b=B h=H hk=HK nq=NQ nkv=NKV d=D
  *                          t=fp16 [v=T] [o=T] bq=BQ bkv=BKV st=S [gt=G] [bshd=1]
  *                          [mask=causal|window off=O left=L right=R] [general=1] [arch=ID]"
@@ -213,9 +214,21 @@ main (int   argc,
         printf ("%s\n", table[i]);
       return 0;
     }
+  if (argc == 3 && g_str_equal (argv[1], "--json"))
+    {
+      if (!parse (argv[2], &s, &error))
+        {
+          fprintf (stderr, "%s: %s\n", argv[2], error->message);
+          return 2;
+        }
+      json = napkin_test_attention_json (&s.c);
+      printf ("%s\n", json);
+      spec_clear (&s);
+      return 0;
+    }
   if (argc != 2)
     {
-      fprintf (stderr, "usage: %s --list | SPEC\n", argv[0]);
+      fprintf (stderr, "usage: %s --list | --json SPEC | SPEC\n", argv[0]);
       return 2;
     }
   if (!parse (argv[1], &s, &error))
