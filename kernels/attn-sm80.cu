@@ -5,8 +5,8 @@
  * shared-memory buffers filled by cp.async, rows past NKV or the head dimension zero
  * filled (cp.async with a zero source size), any layout with d contiguous. The scores of
  * keys the mask hides or past NKV are −∞ before the online softmax; P stays in registers
- * as the second product's A fragments. Q's fragments stay in registers up to d 128 and are
- * read from shared memory each chunk above. Blocks of few rows (decoding) keep 4 warps for
+ * as the second product's A fragments. Q's fragments stay in registers where the plan
+ * finds room, else are read from shared memory each chunk. Blocks of few rows (decoding) keep 4 warps for
  * the copies; only the first WARPS compute. A split block writes its normalised partial
  * output and log-sum-exp for the combine kernel. */
 #define F_ROWS @ROWS@
@@ -21,7 +21,7 @@
 #define F_NKV @NKV@L
 #define F_G @GROUP@L
 #define F_GT @GROUP_TILE@L
-#define F_QREG (F_DP <= 128)
+#define F_QREG @Q_REGS@           /* Q's fragments kept in registers */
 #define F_SPLIT @SPLIT@
 #define F_CPS @CPS@L
 #define F_MASK_LO @MASK_LO@

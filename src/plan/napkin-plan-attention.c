@@ -477,7 +477,7 @@ static char *
 mma_refusal (NapkinPlanner       *p,
              NapkinPlanAttention *a)
 {
-  gint64 rows_pad = ceil_div (a->rows, 16) * 16, d16 = ceil_div (a->D, 16) * 16, smem, need;
+  gint64 rows_pad = ceil_div (a->rows, 16) * 16, d16 = ceil_div (a->D, 16) * 16, smem, need, avail;
 
   if (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
     return g_strdup_printf ("%s attention needs Hopper's wgmma (sm_90a)", napkin_dtype_to_string (a->dtype));
@@ -490,12 +490,16 @@ mma_refusal (NapkinPlanner       *p,
                             "takes at most 256 rows (16 warps) and chunks of 16 to 256 keys in steps of 16",
                             a->rows, a->BKV);
   a->d_smem = d16;
-  /* per thread: O (D/2), the scores (BKV/2), Q's fragments when kept (D/4 up to d 128) */
-  need = d16 / 2 + a->BKV / 2 + (d16 <= 128 ? d16 / 4 : 0) + 48;
-  a->consumer_regs = (guint) MIN (255, ceil_div (need, 8) * 8);
-  if (need > 255)
+  /* per thread: O (D/2), the scores (BKV/2) and 64 for addresses, the softmax and P; Q's
+   * fragments (D/4) stay in registers where they fit what the block's threads may have */
+  avail = MIN (255, 65536 / (MAX (a->consumers, 4u) * 32) / 8 * 8);
+  need = d16 / 2 + a->BKV / 2 + 64;
+  if (need > avail)
     return g_strdup_printf ("chunks of %" G_GINT64_FORMAT " keys at d = %" G_GINT64_FORMAT " need about %"
-                            G_GINT64_FORMAT " registers per thread; at most 255", a->BKV, a->D, need);
+                            G_GINT64_FORMAT " registers per thread; %u warps may have %" G_GINT64_FORMAT,
+                            a->BKV, a->D, need, a->consumers, avail);
+  a->q_regs = need + d16 / 4 <= avail;
+  a->consumer_regs = (guint) (a->q_regs ? need + d16 / 4 : need);
   smem = (rows_pad + 4 * a->BKV) * (d16 + 8) * 2;
   if (smem > (gint64) p->arch->smem_max_per_block)
     return g_strdup_printf ("%" G_GINT64_FORMAT " bytes of shared memory; %s allows %.0f", smem, p->arch->id,

@@ -203,6 +203,7 @@ typedef struct
   guint            producer_regs, consumer_regs;   /* wgmma: setmaxnreg counts */
   gint64           d_smem;                /* elements of a Q or K row in shared memory (padded) */
   gboolean         overlap;               /* wgmma: next Q·Kᵀ issued before this P·V */
+  gboolean         q_regs;                /* mma: Q's fragments kept in registers (else read each chunk) */
   gboolean         legacy;                /* today's aligned shapes: kernels/flash-wgmma.cu, flash-mma.cu */
 } NapkinPlanAttention;
 

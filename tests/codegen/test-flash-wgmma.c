@@ -171,7 +171,8 @@ test_refuse (void)
     const char *axis, *tile_q, *tile_k, *skeleton, *note;
   } cases[] = {
     { 2, NULL, "block.q=32", NULL, "attn-sm90", "32 query rows a block (1 consumer warpgroup)" },
-    { 2, NULL, "block.q=256", NULL, "flash-mma", "wgmma not used: 256 query rows per block need 4 consumer warpgroups" },
+    { 2, "d=64", "block.q=256", NULL, "flash-mma", "wgmma not used: 256 query rows per block need 4 consumer warpgroups" },
+    { 2, NULL, "block.q=256", NULL, "generic", "256 query rows per block need 4 consumer warpgroups" },
     { 2, "d=64", NULL, "block.k=256", "flash-mma", "registers per consumer thread" },
     { 4, NULL, NULL, "block.k=128", "flash-mma", "bytes of shared memory; h100 allows 232448" },
     { 2, "d=96", NULL, NULL, "attn-sm90", "rows of 96 padded to 128 in shared memory" },
