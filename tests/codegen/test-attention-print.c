@@ -251,24 +251,35 @@ test_print (void)
   check_nvcc (all80->str, "-gencode=arch=compute_80,code=sm_80");
 }
 
-/* A printed attention kernel through NVRTC (the runner's compiler). */
+/* Printed attention modules through NVRTC (the runner's compiler): the general kernel,
+ * a split decode with its combine, fp8 with its transpose, and the mma.sync kernel. */
 static void
 test_nvrtc (void)
 {
-  g_autoptr(NapkinPlan) p = NULL;
-  g_autoptr(NapkinCudaModule) h = generate (&cases[1], "h100", NULL, &p);
-  g_autoptr(GError) error = NULL;
-  g_autofree char *log = NULL;
-  g_autoptr(GBytes) cubin = NULL;
+  static const struct
+  {
+    guint       index;
+    const char *arch, *target;
+  } runs[] = { { 1, "h100", "sm_90a" }, { 16, "h100", "sm_90a" }, { 24, "h100", "sm_90a" }, { 1, "a100", "sm_80" } };
 
   if (!napkin_nvrtc_available ())
     {
       g_test_skip ("NVRTC not available");
       return;
     }
-  cubin = napkin_nvrtc_compile (h->source, "sm_90a", &log, &error);
-  g_assert_no_error (error);
-  g_assert_cmpuint (g_bytes_get_size (cubin), >, 0);
+  for (guint i = 0; i < G_N_ELEMENTS (runs); i++)
+    {
+      g_autoptr(NapkinPlan) p = NULL;
+      g_autoptr(NapkinCudaModule) m = generate (&cases[runs[i].index], runs[i].arch, NULL, &p);
+      g_autoptr(GError) error = NULL;
+      g_autofree char *log = NULL;
+      g_autoptr(GBytes) cubin = NULL;
+
+      g_test_message ("%s on %s", cases[runs[i].index].name, runs[i].target);
+      cubin = napkin_nvrtc_compile (m->source, runs[i].target, &log, &error);
+      g_assert_no_error (error);
+      g_assert_cmpuint (g_bytes_get_size (cubin), >, 0);
+    }
 }
 
 int
