@@ -147,5 +147,11 @@ gboolean    _napkin_print_elementwise (const NapkinPrintCtx   *ctx,
                                        const NapkinPlanKernel *kernel,
                                        const char             *name,
                                        GError                **error);
+/* Attention (kernels/attn-sm90.cu, attn-sm80.cu, the flash skeletons for today's aligned
+ * shapes) and the split-KV combine after it (kernels/attn-combine.cu). */
+gboolean    _napkin_print_attention   (const NapkinPrintCtx   *ctx,
+                                       const NapkinPlanKernel *kernel,
+                                       const char             *name,
+                                       GError                **error);
 
 G_END_DECLS

@@ -1036,31 +1036,8 @@ print_planned (Printer                *P,
       ok = _napkin_print_elementwise (&ctx, pk, name, error);
       break;
     case NAPKIN_PLAN_ATTENTION:
-      /* the attention skeletons (kernels/flash-*.cu) take the region as the plan chose it */
-      for (guint k = 0; k < P->prog->kernels->len && !ok; k++)
-        {
-          const NapkinIrKernel *kernel = g_ptr_array_index (P->prog->kernels, k);
-          g_autofree char *note = NULL;
-          guint saved = module->flags;
-
-          if (kernel->region != pk->region)
-            continue;
-          module->flags = pk->path == NAPKIN_PATH_WGMMA ? (saved | NAPKIN_CODEGEN_SM90A) : (saved & ~NAPKIN_CODEGEN_SM90A);
-          ok = _napkin_cuda_try_skeleton (P->prog, kernel, module, slot, prefix, *index, P->out, &note);
-          module->flags = saved;
-          if (ok && pk->note != NULL)
-            {
-              /* the plan's line first: it says why this path */
-              NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, module->kernels->len - 1);
-              char *both = g_strdup_printf ("%s; %s", pk->note, ck->note ? ck->note : "");
-
-              g_free (ck->note);
-              ck->note = both;
-            }
-          if (!ok)
-            g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, "%s",
-                         note ? note : "the attention skeleton did not take the region");
-        }
+    case NAPKIN_PLAN_ATTENTION_COMBINE:
+      ok = _napkin_print_attention (&ctx, pk, name, error);
       break;
     case NAPKIN_PLAN_GENERIC:
     case NAPKIN_N_PLAN_KINDS:
@@ -1198,14 +1175,15 @@ napkin_codegen_cuda_planned (NapkinIrProgram     *program,
           const NapkinPlanKernel *pk = g_ptr_array_index (plan->kernels, k);
           g_autoptr(GError) why = NULL;
 
-          if (pk->kind == NAPKIN_PLAN_SPLIT_REDUCE && skip_reduce)
+          if ((pk->kind == NAPKIN_PLAN_SPLIT_REDUCE || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE) && skip_reduce)
             continue;
           skip_reduce = FALSE;
           if (pk->path != NAPKIN_PATH_GENERIC && !pk->feasible)
             g_set_error (&why, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, "infeasible: %s", pk->infeasible);
           else if (pk->path != NAPKIN_PATH_GENERIC && print_planned (&P, module, plan, pk, slot, prefix, &index, &why))
             continue;
-          if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+          if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE
+              || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
             continue;   /* a helper of a kernel that falls back: not needed */
           skip_reduce = TRUE;
           {

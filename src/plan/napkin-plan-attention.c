@@ -6,23 +6,35 @@
 #include <string.h>
 
 #include "napkin-plan-private.h"
+#include "napkin-error.h"
 
-/* Fused attention (docs/plan.md, "Attention"): Q·Kᵀ → [scale] → softmax over the keys →
- * ·V in one region, the keys streamed with the online softmax. Hopper runs it on wgmma
- * (flash-wgmma: TMA, a producer warpgroup, one consumer warpgroup per 64 queries),
- * other GPUs on mma.sync (flash-mma). The limits below are those kernels'. */
+/* Fused attention (docs/plan.md, "Attention kernels"): Q·Kᵀ → [scale] → softmax over the
+ * keys → ·V in one region, the keys streamed with the online softmax. Hopper runs it on
+ * wgmma (kernels/attn-sm90.cu: a TMA producer warpgroup, one consumer warpgroup per 64
+ * query rows), other GPUs on mma.sync (kernels/attn-sm80.cu). Any NQ and NKV (the edge
+ * tiles masked in the kernel), head dims 8 to 256 in steps of 8, GQA and MQA (a group
+ * axis in Q and O that K and V lack), cross-attention, masks, split-KV for few queries
+ * against many keys, fp8 e4m3 on Hopper. Today's aligned shapes keep the skeletons they
+ * were tuned with (kernels/flash-wgmma.cu, flash-mma.cu). */
 
-#define FLASH_WGMMA_MAX_CONSUMERS 3
+#define WGMMA_MAX_CONSUMERS 3
+#define MMA_MAX_WARPS 16
+#define SPLIT_MAX 128
 
-static gboolean
-same_prefix (char **a,
-             char **b,
-             guint  n)
+static const char *mask_names[NAPKIN_N_ATTN_MASKS] = { "none", "causal", "window" };
+
+const char *
+napkin_attn_mask_to_string (NapkinAttnMask mask)
 {
-  for (guint i = 0; i < n; i++)
-    if (!g_str_equal (a[i], b[i]))
-      return FALSE;
-  return TRUE;
+  g_return_val_if_fail (mask < NAPKIN_N_ATTN_MASKS, "none");
+  return mask_names[mask];
+}
+
+static gint64
+ceil_div (gint64 a,
+          gint64 b)
+{
+  return (a + b - 1) / b;
 }
 
 static const NapkinTensor *
@@ -32,63 +44,557 @@ tensor_of (NapkinPlanner *p,
   return napkin_diagram_tensor (p->d, napkin_diagram_find_tensor (p->d, napkin_diagram_node (p->d, node)->tensor));
 }
 
-/* The flash-wgmma kernel's limits, or why not (NULL: it takes the shape). */
-static char *
-wgmma_refusal (NapkinPlanner             *p,
-               const NapkinPlanAttention *a,
-               gint64                    *smem,
-               guint                     *threads)
+static int
+axis_index (char      **axes,
+            const char *name)
 {
-  gint64 consumers = a->BQ / 64, producer = consumers >= 3 ? 32 : 56;
-  gint64 consumer_regs = MIN (240, (65536 - 128 * producer) / (128 * MAX (1, consumers)) / 8 * 8);
-  gint64 need = 3 * a->BKV / 4 + a->D / 2 + 32;
+  for (int i = 0; axes[i] != NULL; i++)
+    if (g_str_equal (axes[i], name))
+      return i;
+  return -1;
+}
 
-  *smem = 1024 + a->BQ * a->D * 2 + 2 * (gint64) a->stages * a->BKV * a->D * 2 + 8 * (1 + 3 * (gint64) a->stages);
-  *threads = (guint) (128 * (1 + consumers));
-  if (a->D != 64 && a->D != 128)
-    return g_strdup_printf ("head size %" G_GINT64_FORMAT "; the attention kernels take 64 or 128", a->D);
-  if (a->BQ % 64 || a->BKV % 16 || a->BKV > 256)
-    return g_strdup_printf ("groups of %" G_GINT64_FORMAT " queries and chunks of %" G_GINT64_FORMAT " keys: the "
-                            "queries must be a multiple of 64 (one consumer warpgroup each) and the keys a multiple "
-                            "of 16, at most 256", a->BQ, a->BKV);
-  if (a->NQ % a->BQ || a->NKV % a->BKV)
-    return g_strdup_printf ("%" G_GINT64_FORMAT " queries and %" G_GINT64_FORMAT " keys must be multiples of the "
-                            "groups (%" G_GINT64_FORMAT ") and chunks (%" G_GINT64_FORMAT ")", a->NQ, a->NKV, a->BQ,
-                            a->BKV);
-  if (*smem > (gint64) p->arch->smem_max_per_block)
-    return g_strdup_printf ("Q (%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ") and %u stages of K and V chunks need %"
-                            G_GINT64_FORMAT " bytes of shared memory; %s allows %.0f", a->BQ, a->D, a->stages, *smem,
-                            p->arch->id, p->arch->smem_max_per_block);
-  if (consumers > FLASH_WGMMA_MAX_CONSUMERS)
-    return g_strdup_printf ("%" G_GINT64_FORMAT " queries per block need %" G_GINT64_FORMAT " consumer warpgroups; "
-                            "at most %d share the 64K registers", a->BQ, consumers, FLASH_WGMMA_MAX_CONSUMERS);
-  if (need > consumer_regs)
+/* Element stride of axis `name` in a dense row-major tensor with these axes (−1: absent). */
+static gint64
+stride_of (NapkinPlanner *p,
+           char         **axes,
+           const char    *name)
+{
+  int at = axis_index (axes, name);
+  gint64 s = 1;
+
+  if (at < 0)
+    return -1;
+  for (int i = at + 1; axes[i] != NULL; i++)
+    s *= napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, axes[i]));
+  return s;
+}
+
+/* ---- masks and the tiles they leave ------------------------------------------------------- */
+
+void
+napkin_plan_attention_chunks (const NapkinPlanAttention *a,
+                              gint64                     q0,
+                              gint64                     q1,
+                              gint64                    *first,
+                              gint64                    *end,
+                              gint64                    *masked)
+{
+  gint64 lo = 0, hi = a->NKV, full_lo = 0, full_hi = a->NKV, fv_lo, fv_hi, n;
+  gboolean bounded_left = a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_left >= 0;
+  gboolean bounded_right = a->mask == NAPKIN_ATTN_MASK_CAUSAL
+                           || (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_right >= 0);
+  gint64 right = a->mask == NAPKIN_ATTN_MASK_CAUSAL ? 0 : a->window_right;
+
+  /* keys some query of [q0, q1) sees, and keys every one of them sees */
+  if (bounded_left)
+    {
+      lo = MAX (lo, q0 + a->mask_offset - a->window_left);
+      full_lo = MAX (full_lo, q1 - 1 + a->mask_offset - a->window_left);
+    }
+  if (bounded_right)
+    {
+      hi = MIN (hi, q1 - 1 + a->mask_offset + right + 1);
+      full_hi = MIN (full_hi, q0 + a->mask_offset + right + 1);
+    }
+  if (hi <= lo || q1 <= q0)
+    {
+      *first = *end = 0;
+      if (masked)
+        *masked = 0;
+      return;
+    }
+  *first = lo / a->BKV;
+  *end = ceil_div (hi, a->BKV);
+  if (masked == NULL)
+    return;
+  fv_lo = ceil_div (MAX (full_lo, 0), a->BKV);
+  fv_hi = full_hi > 0 ? full_hi / a->BKV : 0;
+  n = MAX (0, MIN (*end, fv_hi) - MAX (*first, fv_lo));
+  *masked = *end - *first - n;
+}
+
+static void
+count_tiles (NapkinPlanAttention *a)
+{
+  gint64 q_tiles = ceil_div (a->NQ, a->BQ), chunks = ceil_div (a->NKV, a->BKV);
+
+  a->tiles_total = q_tiles * chunks;
+  a->tiles_computed = a->tiles_masked = 0;
+  for (gint64 t = 0; t < q_tiles; t++)
+    {
+      gint64 first, end, masked;
+
+      napkin_plan_attention_chunks (a, t * a->BQ, MIN ((t + 1) * a->BQ, a->NQ), &first, &end, &masked);
+      a->tiles_computed += MAX (0, end - first);
+      a->tiles_masked += masked;
+    }
+}
+
+static char *
+mask_text (const NapkinPlanAttention *a)
+{
+  switch (a->mask)
+    {
+    case NAPKIN_ATTN_MASK_CAUSAL:
+      return g_strdup_printf ("causal (diagonal offset %" G_GINT64_FORMAT ")", a->mask_offset);
+    case NAPKIN_ATTN_MASK_WINDOW:
+      return g_strdup_printf ("window of %" G_GINT64_FORMAT " left, %" G_GINT64_FORMAT " right (offset %"
+                              G_GINT64_FORMAT ")", a->window_left, a->window_right, a->mask_offset);
+    case NAPKIN_ATTN_MASK_NONE:
+    case NAPKIN_N_ATTN_MASKS:
+    default:
+      return NULL;
+    }
+}
+
+/* The one-line note of an attention kernel. */
+static void
+attention_note (NapkinPlanKernel *k,
+                const char       *extra)
+{
+  const NapkinPlanAttention *a = &k->u.att;
+  g_autoptr(GString) s = g_string_new (NULL);
+  g_autofree char *mask = mask_text (a);
+
+  if (k->path == NAPKIN_PATH_WGMMA)
+    g_string_append_printf (s, "fused attention, %" G_GINT64_FORMAT " query rows a block (%u consumer warpgroup%s), "
+                               "keys in chunks of %" G_GINT64_FORMAT " through %u stages, TMA loads, wgmma%s, online "
+                               "softmax in registers", a->rows, a->consumers, a->consumers == 1 ? "" : "s", a->BKV,
+                            a->stages, a->dtype == NAPKIN_DTYPE_FP8_E4M3
+                                         ? (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3 ? " e4m3 for Q·Kᵀ and P·V"
+                                                                                : " e4m3 for Q·Kᵀ")
+                                         : "");
+  else
+    g_string_append_printf (s, "fused attention, %" G_GINT64_FORMAT " query rows a block (%u warp%s), keys in chunks "
+                               "of %" G_GINT64_FORMAT " (double-buffered, cp.async), mma.sync, online softmax in "
+                               "registers", a->rows, a->consumers, a->consumers == 1 ? "" : "s", a->BKV);
+  if (a->group > 1)
+    g_string_append_printf (s, "; %" G_GINT64_FORMAT " query heads per K/V head, %" G_GINT64_FORMAT " of them a "
+                               "block", a->group, a->group_tile);
+  if (a->D * napkin_dtype_bytes (a->dtype) % 128 != 0 && k->path == NAPKIN_PATH_WGMMA)
+    g_string_append_printf (s, "; rows of %" G_GINT64_FORMAT " padded to %" G_GINT64_FORMAT " in shared memory",
+                            a->D, a->d_smem);
+  if (mask)
+    g_string_append_printf (s, "; %s mask: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " tiles computed per head, %"
+                               G_GINT64_FORMAT " masked in registers", mask, a->tiles_computed, a->tiles_total,
+                            a->tiles_masked);
+  else if (a->NKV % a->BKV || a->NQ % a->BQ)
+    g_string_append (s, "; edge tiles masked");
+  if (a->split_kv > 1)
+    g_string_append_printf (s, "; keys split %u ways (%" G_GINT64_FORMAT " chunks each), partial outputs merged "
+                               "by a second kernel", a->split_kv, a->chunks_per_split);
+  if (a->legacy)
+    g_string_append (s, k->path == NAPKIN_PATH_WGMMA ? " (flash-wgmma)" : " (flash-mma)");
+  if (extra)
+    g_string_append_printf (s, "; %s", extra);
+  g_free (k->note);
+  k->note = g_strdup (s->str);
+}
+
+gboolean
+napkin_plan_attention_set_mask (NapkinPlan       *plan,
+                                NapkinPlanKernel *k,
+                                NapkinAttnMask    mask,
+                                gint64            offset,
+                                gint64            left,
+                                gint64            right,
+                                GError          **error)
+{
+  NapkinPlanAttention *a;
+
+  g_return_val_if_fail (plan != NULL && k != NULL, FALSE);
+  g_return_val_if_fail (k->kind == NAPKIN_PLAN_ATTENTION, FALSE);
+
+  a = &k->u.att;
+  if (mask >= NAPKIN_N_ATTN_MASKS)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE, "mask: unknown kind %d", mask);
+      return FALSE;
+    }
+  if (mask == NAPKIN_ATTN_MASK_WINDOW && (left < -1 || right < -1))
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                   "mask: a window's sides are ≥ 0 keys (or −1: unbounded), not %" G_GINT64_FORMAT " and %"
+                   G_GINT64_FORMAT, left, right);
+      return FALSE;
+    }
+  if (ABS (offset) > G_MAXINT32)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                   "mask: diagonal offset %" G_GINT64_FORMAT " out of range", offset);
+      return FALSE;
+    }
+  a->mask = mask;
+  a->mask_offset = mask == NAPKIN_ATTN_MASK_NONE ? 0 : offset;
+  a->window_left = mask == NAPKIN_ATTN_MASK_WINDOW ? left : -1;
+  a->window_right = mask == NAPKIN_ATTN_MASK_WINDOW ? right : mask == NAPKIN_ATTN_MASK_CAUSAL ? 0 : -1;
+  /* the skeletons of today's shapes mask nothing: the general kernel, with the same
+   * tiles, stages and footprint, takes the masked kernel */
+  if (mask != NAPKIN_ATTN_MASK_NONE)
+    a->legacy = FALSE;
+  count_tiles (a);
+  attention_note (k, NULL);
+  for (guint i = 0; i + 1 < plan->kernels->len; i++)
+    if (g_ptr_array_index (plan->kernels, i) == k)
+      {
+        NapkinPlanKernel *next = g_ptr_array_index (plan->kernels, i + 1);
+
+        if (next->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+          next->u.att = *a;
+      }
+  return TRUE;
+}
+
+/* ---- layouts ------------------------------------------------------------------------------ */
+
+/* Q without its Q-only axes but `query` reads as K with the key axis replaced by `query`. */
+static gboolean
+aligns (char      **q_axes,
+        char      **k_axes,
+        char      **q_only,
+        const char *query,
+        const char *key)
+{
+  guint j = 0;
+
+  for (guint i = 0; q_axes[i] != NULL; i++)
+    {
+      if (g_strv_contains ((const char * const *) q_only, q_axes[i]) && !g_str_equal (q_axes[i], query))
+        continue;
+      if (k_axes[j] == NULL)
+        return FALSE;
+      if (!(g_str_equal (q_axes[i], query) ? g_str_equal (k_axes[j], key) : g_str_equal (k_axes[j], q_axes[i])))
+        return FALSE;
+      j++;
+    }
+  return k_axes[j] == NULL;
+}
+
+typedef struct
+{
+  const char *query, *key, *group, *d;
+  gboolean    plain;          /* Q, K, V, O all [lead…, row, d] with one order of the lead axes */
+} AttnAxes;
+
+/* Reads the axes and strides into `a`; NULL, or why not. */
+static char *
+attention_layout (NapkinPlanner       *p,
+                  NapkinPlanAttention *a,
+                  const NapkinTensor  *Q,
+                  const NapkinTensor  *K,
+                  const NapkinTensor  *V,
+                  const NapkinTensor  *O,
+                  const char          *key,
+                  AttnAxes            *ax)
+{
+  guint qr = g_strv_length (Q->axes), kr = g_strv_length (K->axes), orank = g_strv_length (O->axes);
+  g_autoptr(GPtrArray) q_only = g_ptr_array_new ();
+  const char *d = Q->axes[qr - 1];
+  int key_at;
+  gint64 outer = 1, inner = 1;
+  gboolean lead_inner[NAPKIN_MAX_RANK] = { FALSE };
+
+  memset (ax, 0, sizeof *ax);
+  if (qr < 2 || kr < 2 || !g_str_equal (K->axes[kr - 1], d) || g_strv_length (V->axes) != kr
+      || !g_str_equal (O->axes[orank - 1], d))
+    return g_strdup ("the head axis must be the last (contiguous) axis of Q, K, V and O");
+  for (guint i = 0; i < kr; i++)
+    if (!g_str_equal (K->axes[i], V->axes[i]))
+      return g_strdup ("V must have K's axes in K's order");
+  key_at = axis_index (K->axes, key);
+  if (key_at < 0 || axis_index (Q->axes, key) >= 0 || axis_index (O->axes, key) >= 0)
+    return g_strdup_printf ("the softmax axis %s must be K's and V's key axis, absent from Q and O", key);
+  for (guint i = 0; i + 1 < qr; i++)
+    if (axis_index (K->axes, Q->axes[i]) < 0)
+      g_ptr_array_add (q_only, Q->axes[i]);
+  g_ptr_array_add (q_only, NULL);
+  if (q_only->len < 2 || q_only->len > 3)
+    return g_strdup_printf ("Q must have one query axis and at most one group axis that K lacks, not %u",
+                            q_only->len - 1);
+  /* the query axis sits in Q where the key axis sits in K (the innermost such axis) */
+  for (int i = (int) q_only->len - 2; i >= 0 && ax->query == NULL; i--)
+    if (aligns (Q->axes, K->axes, (char **) q_only->pdata, g_ptr_array_index (q_only, i), key))
+      ax->query = g_ptr_array_index (q_only, i);
+  if (ax->query == NULL)
+    ax->query = g_ptr_array_index (q_only, q_only->len - 2);
+  for (guint i = 0; i + 1 < q_only->len; i++)
+    if (!g_str_equal (g_ptr_array_index (q_only, i), ax->query))
+      ax->group = g_ptr_array_index (q_only, i);
+  ax->key = key;
+  ax->d = d;
+  if (orank != qr)
+    return g_strdup ("O must have Q's axes");
+  for (guint i = 0; i < qr; i++)
+    if (axis_index (O->axes, Q->axes[i]) < 0)
+      return g_strdup_printf ("O lacks Q's axis %s", Q->axes[i]);
+
+  a->NQ = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, ax->query));
+  a->NKV = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, key));
+  a->D = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, d));
+  a->group = ax->group ? napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, ax->group)) : 1;
+  a->q_group = ax->group ? stride_of (p, Q->axes, ax->group) : 0;
+  a->o_group = ax->group ? stride_of (p, O->axes, ax->group) : 0;
+  a->q_row = stride_of (p, Q->axes, ax->query);
+  a->o_row = stride_of (p, O->axes, ax->query);
+  a->k_row = stride_of (p, K->axes, key);
+  a->n_lead = 0;
+  a->kv_batch = 1;
+  for (guint i = 0; i + 1 < kr; i++)
+    {
+      guint l = a->n_lead;
+
+      if ((int) i == key_at)
+        continue;
+      a->lead_size[l] = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, K->axes[i]));
+      a->q_lead[l] = stride_of (p, Q->axes, K->axes[i]);
+      a->o_lead[l] = stride_of (p, O->axes, K->axes[i]);
+      a->k_lead[l] = stride_of (p, K->axes, K->axes[i]);
+      if (a->q_lead[l] < 0 || a->o_lead[l] < 0)
+        return g_strdup_printf ("K's axis %s must also be an axis of Q and O", K->axes[i]);
+      a->kv_batch *= a->lead_size[l];
+      lead_inner[l] = (int) i > key_at;
+      if (lead_inner[l])
+        inner *= a->lead_size[l];
+      else
+        outer *= a->lead_size[l];
+      a->n_lead++;
+    }
+  a->batch = a->kv_batch * a->group;
+  a->kv_heads = a->n_lead >= 2 ? a->lead_size[a->n_lead - 1] : 1;
+  a->seqs = a->kv_batch / MAX (1, a->kv_heads);
+  a->heads = a->kv_heads * a->group;
+
+  /* The TMA view of K and V: [lead…, k, d] is D × NKV rows in kv_batch planes (rows past
+   * NKV read as zero); [outer…, k, inner…, d] is D × outer·NKV rows (ld inner·D) in
+   * `inner` planes D apart (rows past NKV are the next outer index's, masked). */
+  a->kv_tma = TRUE;
+  if (inner == 1)
+    {
+      gint64 mult = 1;
+
+      a->kv_rows = a->NKV;
+      a->kv_ld = a->D;
+      a->kv_planes = a->kv_batch;
+      a->kv_plane_stride = a->NKV * a->D;
+      for (int l = (int) a->n_lead - 1; l >= 0; l--)
+        {
+          a->kv_row_coef[l] = 0;
+          a->kv_plane_coef[l] = mult;
+          mult *= a->lead_size[l];
+        }
+    }
+  else
+    {
+      gint64 row_mult = a->NKV, plane_mult = 1;
+
+      a->kv_rows = outer * a->NKV;
+      a->kv_ld = inner * a->D;
+      a->kv_planes = inner;
+      a->kv_plane_stride = a->D;
+      for (int l = (int) a->n_lead - 1; l >= 0; l--)
+        {
+          a->kv_row_coef[l] = lead_inner[l] ? 0 : row_mult;
+          a->kv_plane_coef[l] = lead_inner[l] ? plane_mult : 0;
+          if (lead_inner[l])
+            plane_mult *= a->lead_size[l];
+          else
+            row_mult *= a->lead_size[l];
+        }
+    }
+  if (a->kv_rows > G_MAXINT32 || a->kv_planes > G_MAXINT32)
+    a->kv_tma = FALSE;
+
+  /* Today's layout: every tensor [lead…, row, d], one order of the lead axes. */
+  ax->plain = ax->group == NULL && key_at == (int) kr - 2 && axis_index (Q->axes, ax->query) == (int) qr - 2
+              && axis_index (O->axes, ax->query) == (int) qr - 2 && qr == kr;
+  for (guint i = 0; ax->plain && i + 2 < qr; i++)
+    ax->plain = g_str_equal (Q->axes[i], K->axes[i]) && g_str_equal (O->axes[i], K->axes[i]);
+  return NULL;
+}
+
+/* ---- the kernels' limits ------------------------------------------------------------------ */
+
+/* Shared memory of the Hopper kernel: 1 KB to align the 128-byte swizzle, Q (rows padded
+ * to the consumers' 64), the stages of K and V (or Vᵀ for fp8 P·V), the mbarriers. */
+static gint64
+wgmma_smem (const NapkinPlanAttention *a)
+{
+  guint qe = napkin_dtype_bytes (a->dtype);
+  gint64 ds = ceil_div (a->D * qe, 128);
+  gint64 q = (gint64) a->consumers * 64 * ds * 128, kb = a->BKV * ds * 128, vb;
+
+  if (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3)
+    vb = a->D * a->BKV;
+  else
+    vb = a->BKV * ceil_div (a->D * 2, 128) * 128;
+  return 1024 + q + (gint64) a->stages * (kb + vb) + 8 * (1 + 3 * (gint64) a->stages);
+}
+
+/* The Hopper kernel's limits (kernels/attn-sm90.cu), or why not; fills the layout numbers. */
+static char *
+wgmma_refusal (NapkinPlanner       *p,
+               NapkinPlanAttention *a)
+{
+  gboolean fp8_v = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3, fp8 = a->dtype == NAPKIN_DTYPE_FP8_E4M3;
+  gint64 need, smem, rows_pad;
+
+  if (a->D % 8 || a->D < 8 || a->D > 256 || (fp8 && a->D % 16))
+    return g_strdup_printf ("head size %" G_GINT64_FORMAT ": the Hopper attention kernel takes 8 to 256 in steps "
+                            "of 8 (16 for fp8)", a->D);
+  if (a->BKV % 16 || a->BKV > 256 || (fp8_v && a->BKV % 128))
+    return g_strdup_printf ("chunks of %" G_GINT64_FORMAT " keys: wgmma takes multiples of 16 up to 256%s", a->BKV,
+                            fp8_v ? " (fp8 P·V: multiples of 128, one swizzled row of Vᵀ)" : "");
+  rows_pad = ceil_div (a->rows, 64) * 64;
+  a->consumers = (guint) (rows_pad / 64);
+  if (a->consumers > WGMMA_MAX_CONSUMERS)
+    return g_strdup_printf ("%" G_GINT64_FORMAT " query rows per block need %u consumer warpgroups; at most %d "
+                            "share the 64K registers", a->rows, a->consumers, WGMMA_MAX_CONSUMERS);
+  a->producer_regs = a->consumers >= 3 ? 32 : 56;
+  a->consumer_regs = MIN (240, (65536 - 128 * a->producer_regs) / (128 * a->consumers) / 8 * 8);
+  a->d_smem = ceil_div (a->D * napkin_dtype_bytes (a->dtype), 128) * 128 / napkin_dtype_bytes (a->dtype);
+  /* per consumer thread: the scores (BKV/2), P (BKV/4 in 16 bits, BKV/8 in fp8), O (D/2),
+   * and 32 for addresses, the running max and sum (ptxas: docs/plan.md) */
+  need = a->BKV / 2 + (fp8_v ? a->BKV / 8 : a->BKV / 4) + a->D / 2 + 32;
+  if (need > a->consumer_regs)
     return g_strdup_printf ("chunks of %" G_GINT64_FORMAT " keys at d = %" G_GINT64_FORMAT " need about %"
-                            G_GINT64_FORMAT " registers per consumer thread; %" G_GINT64_FORMAT " consumer "
-                            "warpgroups get %" G_GINT64_FORMAT, a->BKV, a->D, need, consumers, consumer_regs);
-  if (a->batch * MAX (a->NQ, a->NKV) > G_MAXINT32)
-    return g_strdup ("tensor-map coordinates are 32-bit: batch × sequence must stay below 2³¹ rows");
+                            G_GINT64_FORMAT " registers per consumer thread; %u consumer warpgroups get %u",
+                            a->BKV, a->D, need, a->consumers, a->consumer_regs);
+  smem = wgmma_smem (a);
+  if (smem > (gint64) p->arch->smem_max_per_block)
+    return g_strdup_printf ("%" G_GINT64_FORMAT " query rows (%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ") and %u "
+                            "stages of K and V chunks need %" G_GINT64_FORMAT " bytes of shared memory; %s allows "
+                            "%.0f", a->rows, rows_pad, a->d_smem, a->stages, smem, p->arch->id,
+                            p->arch->smem_max_per_block);
+  if (!a->kv_tma)
+    return g_strdup ("tensor-map coordinates are 32-bit: K and V must have fewer than 2³¹ rows and planes");
+  if (fp8_v && a->kv_plane_stride != a->NKV * a->D)
+    return g_strdup ("fp8 V must be stored [lead…, k, d] (Vᵀ is made by one batched transpose)");
   return NULL;
 }
 
 static char *
-mma_refusal (NapkinPlanner             *p,
-             const NapkinPlanAttention *a,
-             gint64                    *smem,
-             guint                     *threads)
+mma_refusal (NapkinPlanner       *p,
+             NapkinPlanAttention *a)
 {
-  *smem = (a->BQ + 4 * a->BKV) * (a->D + 8) * 2;
-  *threads = (guint) (a->BQ / 16 * 32);
-  if (a->D != 64 && a->D != 128)
-    return g_strdup_printf ("head size %" G_GINT64_FORMAT "; the attention kernels take 64 or 128", a->D);
-  if (a->BQ % 16 || a->BQ / 16 > 16 || a->BKV % 16 || a->NQ % a->BQ || a->NKV % a->BKV)
-    return g_strdup_printf ("groups of %" G_GINT64_FORMAT " queries and chunks of %" G_GINT64_FORMAT " keys must "
-                            "be multiples of 16 dividing %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT " (and at most "
-                            "256 queries)", a->BQ, a->BKV, a->NQ, a->NKV);
-  if (*smem > (gint64) p->arch->smem_max_per_block)
-    return g_strdup_printf ("%" G_GINT64_FORMAT " bytes of shared memory; %s allows %.0f", *smem, p->arch->id,
+  gint64 rows_pad = ceil_div (a->rows, 16) * 16, d16 = ceil_div (a->D, 16) * 16, smem, need, avail;
+
+  if (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
+    return g_strdup_printf ("%s attention needs Hopper's wgmma (sm_90a)", napkin_dtype_to_string (a->dtype));
+  if (a->D % 8 || a->D < 8 || a->D > 256)
+    return g_strdup_printf ("head size %" G_GINT64_FORMAT ": the attention kernels take 8 to 256 in steps of 8",
+                            a->D);
+  a->consumers = (guint) (rows_pad / 16);
+  if (a->BKV % 16 || a->BKV > 256 || a->consumers > MMA_MAX_WARPS)
+    return g_strdup_printf ("%" G_GINT64_FORMAT " query rows and chunks of %" G_GINT64_FORMAT " keys: mma.sync "
+                            "takes at most 256 rows (16 warps) and chunks of 16 to 256 keys in steps of 16",
+                            a->rows, a->BKV);
+  a->d_smem = d16;
+  /* per thread: O (D/2), the scores (BKV/2) and 64 for addresses, the softmax and P; Q's
+   * fragments (D/4) stay in registers where they fit what the block's threads may have */
+  avail = MIN (255, 65536 / (MAX (a->consumers, 4u) * 32) / 8 * 8);
+  need = d16 / 2 + a->BKV / 2 + 64;
+  if (need > avail)
+    return g_strdup_printf ("chunks of %" G_GINT64_FORMAT " keys at d = %" G_GINT64_FORMAT " need about %"
+                            G_GINT64_FORMAT " registers per thread; %u warps may have %" G_GINT64_FORMAT,
+                            a->BKV, a->D, need, a->consumers, avail);
+  a->q_regs = need + d16 / 4 <= avail;
+  a->consumer_regs = (guint) (a->q_regs ? need + d16 / 4 : need);
+  smem = (rows_pad + 4 * a->BKV) * (d16 + 8) * 2;
+  if (smem > (gint64) p->arch->smem_max_per_block)
+    return g_strdup_printf ("%" G_GINT64_FORMAT " bytes of shared memory; %s allows %.0f", smem, p->arch->id,
                             p->arch->smem_max_per_block);
   return NULL;
+}
+
+/* Few blocks for the GPU (decoding: a few queries against a long KV cache): the key
+ * chunks are cut into ranges computed by separate blocks (split-KV), their partial
+ * outputs merged by a second kernel. */
+static void
+choose_split (NapkinPlanner       *p,
+              NapkinPlanAttention *a,
+              gint64               base,
+              gint64               per_sm)
+{
+  gint64 chunks = ceil_div (a->NKV, a->BKV), slots = (gint64) p->arch->sms * MAX (1, per_sm), s;
+
+  a->split_kv = 1;
+  a->chunks_per_split = chunks;
+  if (base * 2 > slots || chunks < 4)
+    return;
+  s = MIN (MIN (slots / base, chunks / 2), SPLIT_MAX);
+  if (s < 2)
+    return;
+  a->chunks_per_split = ceil_div (chunks, s);
+  a->split_kv = (guint) ceil_div (chunks, a->chunks_per_split);
+}
+
+/* The combine kernel after a split-KV attention. */
+static void
+add_combine (NapkinPlanner    *p,
+             NapkinPlanKernel *k)
+{
+  NapkinPlanAttention *a = &k->u.att;
+  NapkinPlanKernel *c;
+  gint64 rows = a->batch * a->NQ;
+
+  a->partials = _napkin_plan_add_scratch (p->plan, (gint64) a->split_kv * rows * (a->D + 1) * 4);
+  c = _napkin_plan_kernel_new (k, NAPKIN_PLAN_ATTENTION_COMBINE, NAPKIN_PATH_SIMT);
+  c->u.att = *a;
+  c->threads = 128;
+  c->grid = ceil_div (rows, 4);
+  c->smem_bytes = 0;
+  c->registers = 64;
+  c->note = g_strdup_printf ("merges %u partial outputs per query row (weights from their log-sum-exps), one "
+                             "warp a row", a->split_kv);
+  g_array_append_vals (c->nodes, k->nodes->data, k->nodes->len);
+  g_ptr_array_add (p->after, c);
+}
+
+/* fp8 P·V reads V K-major: one batched transpose into scratch first. */
+static void
+add_v_transpose (NapkinPlanner    *p,
+                 NapkinPlanKernel *k)
+{
+  NapkinPlanAttention *a = &k->u.att;
+  NapkinPlanKernel *r = _napkin_plan_kernel_new (k, NAPKIN_PLAN_REPACK, NAPKIN_PATH_SIMT);
+  NapkinPlanRepack *rp = &r->u.repack;
+
+  a->v_t_ld = ceil_div (a->NKV, 16) * 16;
+  rp->src = a->v;
+  rp->dtype = NAPKIN_DTYPE_FP8_E4M3;
+  rp->batch = a->kv_batch;
+  rp->rows = a->NKV;
+  rp->cols = a->D;
+  rp->ld_src = a->D;
+  rp->ld_dst = a->v_t_ld;
+  rp->src_bstride = a->NKV * a->D;
+  rp->dst_bstride = a->D * a->v_t_ld;
+  rp->transpose = TRUE;
+  a->v_t = _napkin_plan_add_scratch (p->plan, a->kv_batch * a->D * a->v_t_ld);
+  rp->dst = (NapkinPlanBuffer) { -1, a->v_t, NAPKIN_DTYPE_FP8_E4M3 };
+  r->threads = 256;
+  r->grid = a->kv_batch * ceil_div (a->NKV, 64) * ceil_div (a->D, 64);
+  r->smem_bytes = 64 * 65;
+  r->note = g_strdup_printf ("transposes V (each of %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
+                             ") so that fp8 P·V reads it K-major", a->kv_batch, a->NKV, a->D);
+  g_ptr_array_add (p->before, r);
+}
+
+/* Today's aligned shapes run the skeletons they were tuned with (kernels/flash-*.cu). */
+static gboolean
+legacy_shape (const NapkinPlanAttention *a,
+              const AttnAxes            *ax,
+              NapkinPath                 path)
+{
+  if (!ax->plain || a->mask != NAPKIN_ATTN_MASK_NONE || a->split_kv > 1 || a->group != 1
+      || (a->D != 64 && a->D != 128) || (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
+      || a->v_dtype != a->dtype || a->NQ % a->BQ || a->NKV % a->BKV)
+    return FALSE;
+  if (path == NAPKIN_PATH_WGMMA)
+    return a->BQ % 64 == 0 && 3 * a->BKV / 4 + a->D / 2 + 32 <= a->consumer_regs
+           && a->batch * MAX (a->NQ, a->NKV) <= G_MAXINT32;
+  return a->BQ % 16 == 0;
 }
 
 gboolean
@@ -99,14 +605,17 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   NapkinPlanAttention *a = &k->u.att;
   const NapkinRegion *region;
   int qk = -1, scale = -1, sm = -1, pv = -1, contracts = 0;
-  guint n_consumers, rank;
+  guint n_consumers;
   const guint *consumers;
-  const NapkinNode *qn, *kn, *vn, *on;
+  const NapkinNode *qn, *kn, *vn;
   const NapkinTensor *Q, *K, *V, *O;
-  gint64 smem = 0;
-  guint threads = 0;
+  gboolean has_dtype = p->options && p->options->has_dtype;
   g_autofree char *hopper = NULL;
+  g_autofree char *layout = NULL;
   char *mma;
+  AttnAxes ax;
+  gint64 mark_tile = 0, base;
+  NapkinMarkKind mk;
 
   if (k->region < 0)
     return FALSE;
@@ -148,106 +657,161 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
       *why = g_strdup ("attention: Q, K and V must be inputs and the output one tensor");
       return FALSE;
     }
-  on = napkin_diagram_node (p->d, consumers[0]);
   Q = tensor_of (p, napkin_diagram_input_source (p->d, qk, 0));
   K = tensor_of (p, napkin_diagram_input_source (p->d, qk, 1));
   V = tensor_of (p, napkin_diagram_input_source (p->d, pv, 1));
   O = tensor_of (p, consumers[0]);
-  (void) on;
-  rank = g_strv_length (Q->axes);
-  if (rank < 2 || g_strv_length (K->axes) != rank || g_strv_length (V->axes) != rank || g_strv_length (O->axes) != rank
-      || !same_prefix (Q->axes, K->axes, rank - 2) || !same_prefix (Q->axes, V->axes, rank - 2)
-      || !same_prefix (Q->axes, O->axes, rank - 1) || !g_str_equal (Q->axes[rank - 1], K->axes[rank - 1])
-      || !g_str_equal (K->axes[rank - 2], V->axes[rank - 2]) || !g_str_equal (Q->axes[rank - 1], V->axes[rank - 1])
-      || !g_str_equal (Q->axes[rank - 1], O->axes[rank - 1])
-      || !g_str_equal (napkin_diagram_node (p->d, sm)->axis, K->axes[rank - 2]))
+
+  memset (a, 0, sizeof *a);
+  a->partials = a->v_t = -1;
+  a->q_scale = a->k_scale = a->v_scale = 1.0;
+  a->window_left = a->window_right = -1;
+  layout = attention_layout (p, a, Q, K, V, O, napkin_diagram_node (p->d, sm)->axis, &ax);
+  if (layout != NULL)
     {
-      *why = g_strdup ("attention: the layouts must be Q[…,q,d], K[…,k,d], V[…,k,d], O[…,q,d] with softmax over k");
+      *why = g_strdup_printf ("attention: %s", layout);
+      memset (&k->u, 0, sizeof k->u);
       return FALSE;
     }
-  a->dtype = p->options && p->options->has_dtype ? p->options->dtype : Q->dtype;
-  a->o_dtype = p->options && p->options->has_dtype ? p->options->dtype : O->dtype;
-  if ((a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
-      || (!(p->options && p->options->has_dtype) && (K->dtype != Q->dtype || V->dtype != Q->dtype)))
+
+  /* Element types: Q and K alike (fp16, bf16 or fp8 e4m3); V as Q in 16 bits, or any of
+   * the three under fp8 Q and K; O 16 or 32 bits. */
+  a->dtype = has_dtype ? p->options->dtype : Q->dtype;
+  a->v_dtype = has_dtype ? p->options->dtype : V->dtype;
+  a->o_dtype = has_dtype ? p->options->dtype : O->dtype;
+  if ((a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16 && a->dtype != NAPKIN_DTYPE_FP8_E4M3)
+      || (!has_dtype && K->dtype != Q->dtype)
+      || (a->dtype != NAPKIN_DTYPE_FP8_E4M3 && a->v_dtype != a->dtype)
+      || (a->dtype == NAPKIN_DTYPE_FP8_E4M3 && a->v_dtype != NAPKIN_DTYPE_FP8_E4M3
+          && a->v_dtype != NAPKIN_DTYPE_FP16 && a->v_dtype != NAPKIN_DTYPE_BF16))
     {
-      *why = g_strdup_printf ("attention: Q, K and V must all be fp16 or all bf16 (fp8 attention is not generated "
-                              "yet), not %s", napkin_dtype_to_string (Q->dtype));
+      *why = g_strdup_printf ("attention: Q and K must be both fp16, bf16 or fp8-e4m3 and V of Q's type (or, "
+                              "with fp8 Q and K, fp8-e4m3, fp16 or bf16), not %s, %s and %s",
+                              napkin_dtype_to_string (Q->dtype), napkin_dtype_to_string (K->dtype),
+                              napkin_dtype_to_string (V->dtype));
+      memset (&k->u, 0, sizeof k->u);
       return FALSE;
     }
-  if (a->o_dtype != a->dtype && a->o_dtype != NAPKIN_DTYPE_FP32)
+  if (a->o_dtype != NAPKIN_DTYPE_FP32 && a->o_dtype != NAPKIN_DTYPE_FP16 && a->o_dtype != NAPKIN_DTYPE_BF16)
+    {
+      *why = g_strdup_printf ("attention: O must be fp16, bf16 or fp32, not %s", napkin_dtype_to_string (a->o_dtype));
+      memset (&k->u, 0, sizeof k->u);
+      return FALSE;
+    }
+  if (a->dtype != NAPKIN_DTYPE_FP8_E4M3 && a->o_dtype != a->dtype && a->o_dtype != NAPKIN_DTYPE_FP32)
     {
       *why = g_strdup ("attention: O must have Q's type or fp32");
+      memset (&k->u, 0, sizeof k->u);
       return FALSE;
     }
-  a->batch = 1;
-  for (guint i = 0; i + 2 < rank; i++)
+
+  /* The region's marks: every K axis but the keys parallel in groups of 1, the group axis
+   * parallel (or whole), the queries parallel (or whole), the keys streamed, d whole. */
+  for (guint i = 0; i + 1 < g_strv_length (K->axes); i++)
     {
       gint64 g = 0;
-      NapkinMarkKind mk = napkin_region_mark (region, Q->axes[i], &g);
-      gint64 size = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, Q->axes[i]));
+      const char *name = K->axes[i];
 
-      if (!(mk == NAPKIN_MARK_PARALLEL && g == 1) && size != 1)
+      if (g_str_equal (name, ax.key))
+        continue;
+      mk = napkin_region_mark (region, name, &g);
+      if (!(mk == NAPKIN_MARK_PARALLEL && g == 1)
+          && napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, name)) != 1)
         {
-          *why = g_strdup_printf ("attention: batch axis %s must be parallel in groups of 1", Q->axes[i]);
+          *why = g_strdup_printf ("attention: batch axis %s must be parallel in groups of 1", name);
+          memset (&k->u, 0, sizeof k->u);
           return FALSE;
         }
-      a->batch *= size;
     }
-  if (napkin_region_mark (region, Q->axes[rank - 2], &a->BQ) != NAPKIN_MARK_PARALLEL
-      || napkin_region_mark (region, K->axes[rank - 2], &a->BKV) != NAPKIN_MARK_STREAM
-      || napkin_region_mark (region, Q->axes[rank - 1], NULL) != NAPKIN_MARK_WHOLE)
+  a->group_tile = 1;
+  if (ax.group != NULL)
+    {
+      mk = napkin_region_mark (region, ax.group, &mark_tile);
+      if (mk == NAPKIN_MARK_STREAM)
+        {
+          *why = g_strdup_printf ("attention: the group axis %s must be parallel or whole, not streamed", ax.group);
+          memset (&k->u, 0, sizeof k->u);
+          return FALSE;
+        }
+      a->group_tile = mk == NAPKIN_MARK_PARALLEL ? MIN (mark_tile, a->group) : a->group;
+    }
+  mk = napkin_region_mark (region, ax.query, &a->BQ);
+  if (mk == NAPKIN_MARK_WHOLE)
+    a->BQ = a->NQ;
+  if (mk == NAPKIN_MARK_STREAM || napkin_region_mark (region, ax.key, &a->BKV) != NAPKIN_MARK_STREAM
+      || napkin_region_mark (region, ax.d, NULL) != NAPKIN_MARK_WHOLE)
     {
       *why = g_strdup_printf ("attention: region “%s” must group %s, stream %s and keep %s whole", region->name,
-                              Q->axes[rank - 2], K->axes[rank - 2], Q->axes[rank - 1]);
+                              ax.query, ax.key, ax.d);
+      memset (&k->u, 0, sizeof k->u);
       return FALSE;
     }
   if (region->level != NAPKIN_LEVEL_SMEM)
     {
       *why = g_strdup_printf ("attention: region “%s” is at %s, not shared memory", region->name,
                               napkin_level_to_string (region->level));
+      memset (&k->u, 0, sizeof k->u);
       return FALSE;
     }
-  a->NQ = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, Q->axes[rank - 2]));
-  a->NKV = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, K->axes[rank - 2]));
-  a->D = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, Q->axes[rank - 1]));
   a->BQ = MIN (a->BQ, a->NQ);
-  a->BKV = MIN (a->BKV, a->NKV);
+  a->rows = a->group_tile * a->BQ;
   a->stages = MAX (2u, region->stages);
   a->alpha = scale >= 0 ? napkin_diagram_node (p->d, scale)->alpha : 1.0;
   a->q = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, qk, 0), -1, a->dtype };
   a->k = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, qk, 1), -1, a->dtype };
-  a->v = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, pv, 1), -1, a->dtype };
+  a->v = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, pv, 1), -1, a->v_dtype };
   a->o = (NapkinPlanBuffer) { pv, -1, a->o_dtype };
+  count_tiles (a);
+  base = a->kv_batch * ceil_div (a->group, a->group_tile) * ceil_div (a->NQ, a->BQ);
 
   if (p->sm >= 90 && p->sm < 100 && !(p->options && p->options->no_wgmma))
     {
-      hopper = wgmma_refusal (p, a, &smem, &threads);
+      hopper = wgmma_refusal (p, a);
       if (hopper == NULL)
         {
           k->kind = NAPKIN_PLAN_ATTENTION;
           k->path = NAPKIN_PATH_WGMMA;
-          k->grid = a->batch * (a->NQ / a->BQ);
-          k->threads = threads;
-          k->smem_bytes = smem;
-          k->registers = a->BQ / 64 >= 3 ? 160 : 224;
-          k->note = g_strdup_printf ("fused attention, %" G_GINT64_FORMAT " queries a block, keys in chunks of %"
-                                     G_GINT64_FORMAT " through %u stages, TMA loads, wgmma, online softmax in "
-                                     "registers", a->BQ, a->BKV, a->stages);
+          /* the consumers' setmaxnreg takes the register file: one block an SM */
+          choose_split (p, a, base, 1);
+          a->legacy = legacy_shape (a, &ax, k->path);
+          a->overlap = a->stages >= 3 || a->BKV >= 128;
+          k->grid = base * a->split_kv;
+          k->threads = 128 * (1 + a->consumers);
+          k->smem_bytes = wgmma_smem (a);
+          k->registers = a->consumer_regs;
+          if (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3)
+            add_v_transpose (p, k);
+          if (a->split_kv > 1)
+            add_combine (p, k);
+          attention_note (k, NULL);
           return TRUE;
         }
     }
-  mma = mma_refusal (p, a, &smem, &threads);
+  mma = mma_refusal (p, a);
   if (mma == NULL)
     {
+      g_autofree char *extra = hopper ? g_strdup_printf ("wgmma not used: %s", hopper) : NULL;
+
       k->kind = NAPKIN_PLAN_ATTENTION;
       k->path = NAPKIN_PATH_MMA;
-      k->grid = a->batch * (a->NQ / a->BQ);
-      k->threads = threads;
-      k->smem_bytes = smem;
-      k->registers = 175;
-      k->note = g_strdup_printf ("fused attention, %" G_GINT64_FORMAT " queries a block, keys in chunks of %"
-                                 G_GINT64_FORMAT " (double-buffered), mma.sync, online softmax in registers%s%s",
-                                 a->BQ, a->BKV, hopper ? "; wgmma not used: " : "", hopper ? hopper : "");
+      /* a warp per 16 rows; at least 4 warps copy the chunks (decoding) */
+      k->threads = MAX (a->consumers, 4u) * 32;
+      k->registers = a->consumer_regs;
+      k->smem_bytes = (ceil_div (a->rows, 16) * 16 + 4 * a->BKV) * (a->d_smem + 8) * 2;
+      /* blocks an SM holds: registers, shared memory, threads */
+      k->blocks_per_sm = MAX (1, MIN (MIN (p->arch->registers_per_sm / (k->threads * k->registers),
+                                           (guint) (p->arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes
+                                                    / (k->smem_bytes + p->arch->smem_reserved_per_block))),
+                                      MIN (p->arch->max_threads_per_sm / k->threads,
+                                           MAX (1u, p->arch->max_blocks_per_sm))));
+      choose_split (p, a, base, k->blocks_per_sm);
+      a->legacy = legacy_shape (a, &ax, k->path);
+      if (a->legacy)
+        k->threads = a->consumers * 32;   /* the skeleton's: a warp per 16 rows */
+      k->grid = base * a->split_kv;
+      if (a->split_kv > 1)
+        add_combine (p, k);
+      attention_note (k, extra);
       return TRUE;
     }
   *why = g_strdup_printf ("attention: %s", hopper ? hopper : mma);

@@ -17,7 +17,7 @@
 
 static const char *path_names[NAPKIN_N_PATHS] = { "wgmma", "mma", "simt", "generic" };
 static const char *kind_names[NAPKIN_N_PLAN_KINDS] = {
-  "gemm", "attention", "rows", "elementwise", "split-reduce", "repack", "generic",
+  "gemm", "attention", "rows", "elementwise", "split-reduce", "repack", "generic", "attention-combine",
 };
 
 const char *
@@ -395,7 +395,8 @@ napkin_plan_kernel_for (const NapkinPlan *plan,
       const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
 
       /* the main kernel, not a repack or reduction queued beside it */
-      if (k->kind == NAPKIN_PLAN_REPACK || k->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+      if (k->kind == NAPKIN_PLAN_REPACK || k->kind == NAPKIN_PLAN_SPLIT_REDUCE
+          || k->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
         continue;
       if (region >= 0 ? k->region == region : (k->region < 0 && k->node == node))
         return k;
@@ -540,13 +541,26 @@ napkin_plan_to_json (const NapkinPlan *plan,
           json_object_object_add (o, "fused", maps_json (d, k->u.ew.maps));
           break;
         case NAPKIN_PLAN_ATTENTION:
+        case NAPKIN_PLAN_ATTENTION_COMBINE:
           {
             const NapkinPlanAttention *a = &k->u.att;
+            g_autofree char *types = g_strjoin (",", napkin_dtype_to_string (a->dtype),
+                                                napkin_dtype_to_string (a->v_dtype),
+                                                napkin_dtype_to_string (a->o_dtype), NULL);
 
             json_object_object_add (o, "shape", int_array ((gint64[]) { a->batch, a->NQ, a->NKV, a->D }, 4));
+            json_object_object_add (o, "heads", int_array ((gint64[]) { a->seqs, a->heads, a->kv_heads }, 3));
+            json_object_object_add (o, "group", json_object_new_int64 (a->group));
+            json_object_object_add (o, "dtypes", json_object_new_string (types));
             json_object_object_add (tiles, "q", json_object_new_int64 (a->BQ));
             json_object_object_add (tiles, "k", json_object_new_int64 (a->BKV));
+            json_object_object_add (tiles, "group", json_object_new_int64 (a->group_tile));
+            json_object_object_add (tiles, "rows", json_object_new_int64 (a->rows));
             json_object_object_add (o, "stages", json_object_new_int (a->stages));
+            json_object_object_add (o, "mask", json_object_new_string (napkin_attn_mask_to_string (a->mask)));
+            json_object_object_add (o, "tiles_computed", json_object_new_int64 (a->tiles_computed));
+            json_object_object_add (o, "tiles_total", json_object_new_int64 (a->tiles_total));
+            json_object_object_add (o, "split_kv", json_object_new_int (a->split_kv));
             break;
           }
         default:

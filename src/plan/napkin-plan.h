@@ -33,6 +33,7 @@ typedef enum
   NAPKIN_PLAN_SPLIT_REDUCE,    /* sums a split-K GEMM's fp32 partials, runs its epilogue */
   NAPKIN_PLAN_REPACK,          /* copies an operand to an aligned or K-major scratch buffer */
   NAPKIN_PLAN_GENERIC,         /* the generic lowering of the region or operation */
+  NAPKIN_PLAN_ATTENTION_COMBINE, /* merges a split-KV attention's partial outputs (u.att) */
   NAPKIN_N_PLAN_KINDS
 } NapkinPlanKind;
 
@@ -130,14 +131,81 @@ typedef struct
   guint            vec;
 } NapkinPlanElementwise;
 
-/* Fused attention over `batch` (batch, head) pairs: O = softmax (α·Q·Kᵀ)·V. */
+/* Which keys a query sees (docs/plan.md, "Attention kernels"): query i and key j with
+ * diagonal δ = i + mask_offset (mask_offset = NKV − NQ aligns the last query with the last
+ * key, as a KV-cache prefill does). */
+typedef enum
+{
+  NAPKIN_ATTN_MASK_NONE,       /* every key */
+  NAPKIN_ATTN_MASK_CAUSAL,     /* j ≤ δ */
+  NAPKIN_ATTN_MASK_WINDOW,     /* δ − window_left ≤ j ≤ δ + window_right */
+  NAPKIN_N_ATTN_MASKS
+} NapkinAttnMask;
+
+/* Fused attention O = softmax (α·Q·Kᵀ, masked)·V over the keys, online softmax, fp32
+ * accumulation (docs/plan.md, "Attention kernels").
+ *
+ * Heads: `batch` query matrices Q[NQ, D] (every (batch, head) pair), `kv_batch` key and
+ * value matrices K, V [NKV, D]; `group` = batch / kv_batch query heads share one K and V
+ * (GQA; MQA: kv_batch = seqs). In the diagram the group is an axis of Q and O that K and V
+ * lack. A block computes `group_tile` heads of a group × BQ queries = `rows` query rows
+ * against the same K and V tiles (each K/V tile loaded once for them).
+ *
+ * Layouts: d is contiguous in every tensor. The leading axes are K's (outermost first,
+ * sizes lead_size); each tensor's element stride along them is x_lead[i], along the
+ * group axis x_group, between consecutive queries or keys x_row. V has K's layout. O
+ * may order its axes freely. For the TMA, K and V are rows of D elements kv_ld apart,
+ * kv_rows rows in each of kv_planes planes kv_plane_stride apart; lead index i adds
+ * idx·kv_row_coef[i] to the row and idx·kv_plane_coef[i] to the plane.
+ *
+ * Boundaries: any NQ, NKV. Key rows past NKV read as zero (or as the next head's rows,
+ * which the kernel masks: scores of keys ≥ NKV are −∞ before the softmax); query rows
+ * past NQ are computed and not stored. */
 typedef struct
 {
-  NapkinDtype      dtype, o_dtype;
+  NapkinDtype      dtype, o_dtype;        /* Q and K; O */
   gint64           batch, NQ, NKV, D, BQ, BKV;
   guint            stages;
   double           alpha;
   NapkinPlanBuffer q, k, v, o;
+
+  NapkinDtype      v_dtype;               /* V: Q's 16-bit type, or (fp8 Q, K) e4m3, fp16 or bf16 */
+  gint64           kv_batch, group;       /* batch = kv_batch × group */
+  gint64           seqs, heads, kv_heads; /* batch = seqs × heads, kv_batch = seqs × kv_heads */
+  gint64           group_tile;            /* heads of a group in one block */
+  gint64           rows;                  /* query rows of a block: group_tile × BQ */
+
+  guint            n_lead;
+  gint64           lead_size[NAPKIN_MAX_RANK];
+  gint64           q_lead[NAPKIN_MAX_RANK], k_lead[NAPKIN_MAX_RANK], o_lead[NAPKIN_MAX_RANK];
+  gint64           q_group, o_group;      /* 0 when group = 1 */
+  gint64           q_row, k_row, o_row;   /* V: k_lead, k_row */
+  gboolean         kv_tma;                /* K and V have a TMA view (else the reason is in the note) */
+  gint64           kv_rows, kv_ld, kv_planes, kv_plane_stride;
+  gint64           kv_row_coef[NAPKIN_MAX_RANK], kv_plane_coef[NAPKIN_MAX_RANK];
+
+  NapkinAttnMask   mask;
+  gint64           mask_offset, window_left, window_right;
+  gint64           tiles_total;           /* per query head: query tiles × key chunks */
+  gint64           tiles_computed;        /* … of which the kernel computes (not wholly masked) */
+  gint64           tiles_masked;          /* … of which it masks in registers (partly masked, or past NKV) */
+
+  guint            split_kv;              /* ≥ 1; > 1: key chunks cut into split_kv ranges, partial
+                                             outputs and log-sum-exps into scratch `partials`, merged
+                                             by the next (ATTENTION_COMBINE) kernel */
+  gint64           chunks_per_split;
+  int              partials;              /* scratch: fp32 O [split][batch·NQ][D], then [split][batch·NQ] */
+
+  double           q_scale, k_scale, v_scale;   /* fp8: per-tensor dequantisation scales */
+  int              v_t;                   /* fp8 P·V: scratch Vᵀ [kv_batch][D][v_t_ld] (a repack), or −1 */
+  gint64           v_t_ld;
+
+  guint            consumers;             /* wgmma: consumer warpgroups; mma: warps */
+  guint            producer_regs, consumer_regs;   /* wgmma: setmaxnreg counts */
+  gint64           d_smem;                /* elements of a Q or K row in shared memory (padded) */
+  gboolean         overlap;               /* wgmma: next Q·Kᵀ issued before this P·V */
+  gboolean         q_regs;                /* mma: Q's fragments kept in registers (else read each chunk) */
+  gboolean         legacy;                /* today's aligned shapes: kernels/flash-wgmma.cu, flash-mma.cu */
 } NapkinPlanAttention;
 
 /* Copy src (rows × cols, leading dimension ld_src) to dst (leading dimension ld_dst,
@@ -226,6 +294,26 @@ const NapkinPlanKernel *napkin_plan_kernel_for (const NapkinPlan        *plan,
 void              napkin_plan_helper_launch    (NapkinPlanKernel        *kernel);
 
 #define NAPKIN_PLAN_MAX_GRID 16384   /* grid-stride helper kernels: enough blocks to fill any GPU */
+/* Attention (docs/plan.md, "Attention kernels"): the key chunks [*first, *end) that the
+ * queries [q0, q1) see under the kernel's mask (*end ≤ *first: none), and how many of
+ * them must be masked in registers. */
+void              napkin_plan_attention_chunks (const NapkinPlanAttention *a,
+                                                gint64                     q0,
+                                                gint64                     q1,
+                                                gint64                    *first,
+                                                gint64                    *end,
+                                                gint64                    *masked);
+/* Sets the mask of an attention kernel (and of the combine after it, if any) and
+ * recounts the tiles it computes; FALSE with an error naming the field when the mask's
+ * numbers are out of range (a window side < 0). */
+gboolean          napkin_plan_attention_set_mask (NapkinPlan            *plan,
+                                                NapkinPlanKernel          *kernel,
+                                                NapkinAttnMask             mask,
+                                                gint64                     offset,
+                                                gint64                     left,
+                                                gint64                     right,
+                                                GError                   **error);
+const char       *napkin_attn_mask_to_string   (NapkinAttnMask           mask);
 
 const char       *napkin_path_to_string        (NapkinPath               path);
 const char       *napkin_plan_kind_to_string   (NapkinPlanKind           kind);

@@ -160,7 +160,8 @@ test_choose (void)
   g_assert_null (strstr (a->source, "wgmma"));
 }
 
-/* Tiles outside the rule or the skeleton's limits: flash-mma (or generic) with a note. */
+/* Tiles outside the skeleton's limits: the plan's general kernels (docs/plan.md,
+ * "Attention kernels") take them, or, where Hopper's cannot, mma.sync saying why. */
 static void
 test_refuse (void)
 {
@@ -169,12 +170,12 @@ test_refuse (void)
     guint       stages;
     const char *axis, *tile_q, *tile_k, *skeleton, *note;
   } cases[] = {
-    /* the plan's reasons (src/plan/napkin-plan-attention.c) */
-    { 2, NULL, "block.q=32", NULL, "flash-mma", "wgmma not used: groups of 32 queries" },
-    { 2, NULL, "block.q=256", NULL, "flash-mma", "need 4 consumer warpgroups; at most 3" },
+    { 2, NULL, "block.q=32", NULL, "attn-sm90", "32 query rows a block (1 consumer warpgroup)" },
+    { 2, "d=64", "block.q=256", NULL, "flash-mma", "wgmma not used: 256 query rows per block need 4 consumer warpgroups" },
+    { 2, NULL, "block.q=256", NULL, "generic", "256 query rows per block need 4 consumer warpgroups" },
     { 2, "d=64", NULL, "block.k=256", "flash-mma", "registers per consumer thread" },
     { 4, NULL, NULL, "block.k=128", "flash-mma", "bytes of shared memory; h100 allows 232448" },
-    { 2, "d=96", NULL, NULL, "generic", "head size 96; the attention kernels take 64 or 128" },
+    { 2, "d=96", NULL, NULL, "attn-sm90", "rows of 96 padded to 128 in shared memory" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)

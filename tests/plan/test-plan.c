@@ -172,7 +172,7 @@ test_skinny_tiles (void)
 
   for (guint i = 0; i < G_N_ELEMENTS (ms); i++)
     {
-      NapkinTestGemm c = { ms[i], 4096, 4096, 0, "bf16" };
+      NapkinTestGemmDiagram c = { ms[i], 4096, 4096, 0, "bf16" };
       g_autoptr(NapkinDiagram) d = gemm (&c);
       g_autoptr(NapkinPlan) p = plan (d, "h100");
       const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, 0);
@@ -187,7 +187,7 @@ test_skinny_tiles (void)
       assert_model_agrees (d, p, "h100");
     }
   {
-    NapkinTestGemm c = { 4096, 4096, 4096, 0, "bf16" };
+    NapkinTestGemmDiagram c = { 4096, 4096, 4096, 0, "bf16" };
     g_autoptr(NapkinDiagram) d = gemm (&c);
     g_autoptr(NapkinPlan) p = plan (d, "h100");
     const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, 0);
@@ -203,8 +203,8 @@ test_skinny_tiles (void)
 static void
 test_kmajor_bn (void)
 {
-  NapkinTestGemm nk = { 1000, 1000, 512, 0, "bf16", NULL, FALSE, TRUE, FALSE, "", 128, 40, 64, 4 };
-  NapkinTestGemm kn = { 1000, 1000, 512, 0, "bf16", NULL, FALSE, FALSE, FALSE, "", 128, 96, 64, 4 };
+  NapkinTestGemmDiagram nk = { 1000, 1000, 512, 0, "bf16", NULL, FALSE, TRUE, FALSE, "", 128, 40, 64, 4 };
+  NapkinTestGemmDiagram kn = { 1000, 1000, 512, 0, "bf16", NULL, FALSE, FALSE, FALSE, "", 128, 96, 64, 4 };
   g_autoptr(NapkinDiagram) d1 = gemm (&nk);
   g_autoptr(NapkinDiagram) d2 = gemm (&kn);
   g_autoptr(NapkinPlan) p1 = plan (d1, "h100");
@@ -226,9 +226,9 @@ test_kmajor_bn (void)
 static void
 test_helper_launch (void)
 {
-  NapkinTestGemm odd = { 4095, 4097, 4096, 0, "bf16" };
-  NapkinTestGemm f8 = { 4096, 4096, 4096, 0, "fp8-e4m3" };
-  NapkinTestGemm sk = { 64, 4096, 4096, 0, "bf16" };
+  NapkinTestGemmDiagram odd = { 4095, 4097, 4096, 0, "bf16" };
+  NapkinTestGemmDiagram f8 = { 4096, 4096, 4096, 0, "fp8-e4m3" };
+  NapkinTestGemmDiagram sk = { 64, 4096, 4096, 0, "bf16" };
   g_autoptr(NapkinDiagram) d1 = gemm (&odd);
   g_autoptr(NapkinDiagram) d2 = gemm (&f8);
   g_autoptr(NapkinDiagram) d3 = gemm (&sk);

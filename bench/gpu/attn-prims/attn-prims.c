@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* Prints the CUDA of one attention problem for bench/gpu/attn-prims/harness.cu: the
+ * diagram a user would draw (tests/common/napkin-test-attention.c), its kernel plan for
+ * the H100 (a mask set on the plan, docs/plan.md "Attention kernels"), the kernels as the
+ * printers write them, then the problem's sizes, buffers, tensor maps and launches as the
+ * harness reads them.
+ *   attn-prims --list      the problems of the table, one spec a line
+ *   attn-prims --json SPEC the problem's diagram (a .napkin document)
+ *   attn-prims SPEC        the source for SPEC: "name=N b=B h=H hk=HK nq=NQ nkv=NKV d=D
+ *                          t=fp16 [v=T] [o=T] bq=BQ bkv=BKV st=S [gt=G] [bshd=1]
+ *                          [mask=causal|window off=O left=L right=R] [general=1] [arch=ID]"
+ *                          (general=1: the general kernel even where a skeleton would run;
+ *                          arch: the profile planned for, h100 by default) */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "napkin-codegen.h"
+#include "napkin-file.h"
+#include "napkin-test-attention.h"
+
+static const char *table[] = {
+  /* today's family (the skeleton) and the general kernel on the same shapes */
+  "name=mha-4k-d128 b=4 h=16 nq=4096 nkv=4096 d=128 t=fp16 bq=128 bkv=128 st=3",
+  "name=mha-4k-d128-gen b=4 h=16 nq=4096 nkv=4096 d=128 t=fp16 bq=128 bkv=128 st=3 general=1",
+  "name=mha-8k-d128 b=2 h=16 nq=8192 nkv=8192 d=128 t=bf16 bq=128 bkv=128 st=3",
+  "name=mha-4k-d64 b=4 h=16 nq=4096 nkv=4096 d=64 t=fp16 bq=128 bkv=128 st=4",
+  "name=mha-4k-d64-gen b=4 h=16 nq=4096 nkv=4096 d=64 t=fp16 bq=128 bkv=128 st=4 general=1",
+  "name=mha-32k-d128 b=1 h=16 nq=32768 nkv=32768 d=128 t=bf16 bq=128 bkv=128 st=3",
+  /* one step off it: lengths that do not divide, other head dims */
+  "name=mha-4000-d128 b=4 h=16 nq=4000 nkv=4000 d=128 t=fp16 bq=128 bkv=128 st=3",
+  "name=mha-1000-d128 b=16 h=16 nq=1000 nkv=1000 d=128 t=fp16 bq=128 bkv=128 st=3",
+  "name=mha-4k-d96 b=4 h=16 nq=4096 nkv=4096 d=96 t=fp16 bq=128 bkv=128 st=3",
+  "name=mha-4k-d80 b=4 h=16 nq=4096 nkv=4096 d=80 t=bf16 bq=128 bkv=128 st=3",
+  "name=mha-8k-d192 b=2 h=16 nq=8192 nkv=8192 d=192 t=bf16 bq=128 bkv=96 st=2",
+  "name=mha-8k-d256 b=2 h=16 nq=8192 nkv=8192 d=256 t=bf16 bq=128 bkv=64 st=2",
+  "name=mha-128-d64 b=32 h=16 nq=128 nkv=128 d=64 t=fp16 bq=128 bkv=64 st=2",
+  "name=mha-3000-d64 b=4 h=16 nq=3000 nkv=3000 d=64 t=fp16 bq=192 bkv=128 st=2",
+  "name=mha-2047-d112 b=4 h=16 nq=2047 nkv=2047 d=112 t=bf16 bq=128 bkv=96 st=2",
+  /* causal */
+  "name=causal-4k-d128 b=4 h=16 nq=4096 nkv=4096 d=128 t=fp16 bq=128 bkv=128 st=3 mask=causal",
+  "name=causal-8k-d128 b=2 h=16 nq=8192 nkv=8192 d=128 t=bf16 bq=128 bkv=128 st=3 mask=causal",
+  "name=causal-1000-d64 b=16 h=16 nq=1000 nkv=1000 d=64 t=fp16 bq=128 bkv=128 st=2 mask=causal",
+  "name=causal-16k-d128 b=1 h=16 nq=16384 nkv=16384 d=128 t=bf16 bq=128 bkv=128 st=3 mask=causal",
+  /* GQA (Llama-3-8B: 32 query heads, 8 KV heads), MQA, cross-attention */
+  "name=gqa-4k-causal b=2 h=32 hk=8 nq=4096 nkv=4096 d=128 t=bf16 bq=128 bkv=128 st=3 mask=causal",
+  "name=gqa-4k b=2 h=32 hk=8 nq=4096 nkv=4096 d=128 t=bf16 bq=128 bkv=128 st=3",
+  "name=gqa-2k-bshd b=2 h=32 hk=8 nq=2048 nkv=2048 d=128 t=bf16 bq=128 bkv=128 st=3 bshd=1",
+  "name=mqa-4k b=2 h=16 hk=1 nq=4096 nkv=4096 d=128 t=fp16 bq=128 bkv=128 st=3",
+  "name=gqa-prefill-cache b=2 h=32 hk=8 nq=1024 nkv=4096 d=128 t=bf16 bq=128 bkv=128 st=3 mask=causal off=3072",
+  "name=cross-1k-8k b=4 h=16 nq=1024 nkv=8192 d=128 t=fp16 bq=128 bkv=128 st=3",
+  "name=cross-4096-77 b=2 h=8 nq=4096 nkv=77 d=64 t=fp16 bq=128 bkv=64 st=2",
+  /* sliding window (Mistral: 4096 keys back) */
+  "name=window-8k-4096 b=2 h=32 hk=8 nq=8192 nkv=8192 d=128 t=bf16 bq=128 bkv=128 st=3 mask=window left=4096 right=0",
+  "name=window-4k-1024 b=2 h=16 nq=4096 nkv=4096 d=128 t=fp16 bq=128 bkv=128 st=3 mask=window left=1024 right=0",
+  /* decoding: a few queries against a long KV cache, the group packed in one block */
+  "name=decode-q1-k4k-b64 b=64 h=32 hk=8 nq=1 nkv=4096 d=128 t=bf16 bq=0 bkv=64 st=4 gt=4",
+  "name=decode-q1-k16k-b8 b=8 h=32 hk=8 nq=1 nkv=16384 d=128 t=bf16 bq=0 bkv=64 st=4 gt=4",
+  "name=decode-q1-k32k-b1 b=1 h=32 hk=8 nq=1 nkv=32768 d=128 t=bf16 bq=0 bkv=64 st=4 gt=4",
+  "name=decode-q1-k128k-b1 b=1 h=32 hk=8 nq=1 nkv=131072 d=128 t=bf16 bq=0 bkv=64 st=4 gt=4",
+  "name=decode-q8-k8k-b4 b=4 h=32 hk=8 nq=8 nkv=8192 d=128 t=fp16 bq=0 bkv=64 st=4 gt=4 mask=causal off=8184",
+  "name=decode-q1-k100000-b2 b=2 h=32 hk=8 nq=1 nkv=100000 d=128 t=bf16 bq=0 bkv=64 st=4 gt=4",
+  "name=decode-mqa-q1-k16k-b2 b=2 h=16 hk=1 nq=1 nkv=16384 d=128 t=fp16 bq=0 bkv=64 st=4 gt=16",
+  /* fp8 e4m3 */
+  "name=fp8-4k-d128 b=4 h=16 nq=4096 nkv=4096 d=128 t=fp8-e4m3 v=fp8-e4m3 o=fp16 bq=128 bkv=128 st=2",
+  "name=fp8-qk-4k-d128 b=4 h=16 nq=4096 nkv=4096 d=128 t=fp8-e4m3 v=fp16 o=fp16 bq=128 bkv=128 st=2",
+  "name=fp8-causal-4k b=4 h=16 nq=4096 nkv=4096 d=128 t=fp8-e4m3 v=fp8-e4m3 o=bf16 bq=128 bkv=128 st=2 mask=causal",
+  "name=fp8-2000-d64 b=4 h=16 nq=2000 nkv=2000 d=64 t=fp8-e4m3 v=fp8-e4m3 o=fp16 bq=128 bkv=128 st=2",
+};
+
+static int
+dtype_code (NapkinDtype t)
+{
+  switch (t)
+    {
+    case NAPKIN_DTYPE_FP16: return 1;
+    case NAPKIN_DTYPE_BF16: return 2;
+    case NAPKIN_DTYPE_FP8_E4M3: return 3;
+    case NAPKIN_DTYPE_FP8_E5M2: return 4;
+    case NAPKIN_DTYPE_FP32:
+    default:
+      return 0;
+    }
+}
+
+typedef struct
+{
+  char               *name;
+  NapkinTestAttention c;
+  NapkinAttnMask      mask;
+  gint64              offset, left, right;
+  gboolean            general;
+  char               *arch;
+  char               *strings[4];
+} Spec;
+
+static void
+spec_clear (Spec *s)
+{
+  g_free (s->name);
+  g_free (s->arch);
+  for (guint i = 0; i < G_N_ELEMENTS (s->strings); i++)
+    g_free (s->strings[i]);
+}
+
+static gboolean
+parse (const char *text,
+       Spec       *s,
+       GError    **error)
+{
+  g_auto (GStrv) words = g_strsplit_set (text, " \t", -1);
+
+  memset (s, 0, sizeof *s);
+  s->c.dtype = "fp16";
+  s->c.stages = 2;
+  s->c.BKV = 128;
+  s->c.BQ = 128;
+  s->left = -1;
+  for (guint i = 0; words[i] != NULL; i++)
+    {
+      const char *w = words[i], *eq = strchr (w, '=');
+      g_autofree char *key = NULL;
+      const char *val;
+      gint64 n;
+
+      if (*w == '\0')
+        continue;
+      if (eq == NULL)
+        {
+          g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "“%s”: KEY=VALUE expected", w);
+          return FALSE;
+        }
+      key = g_strndup (w, eq - w);
+      val = eq + 1;
+      n = g_ascii_strtoll (val, NULL, 10);
+#define INT(k, field) else if (g_str_equal (key, k)) field = n
+      if (g_str_equal (key, "name"))
+        s->name = g_strdup (val);
+      else if (g_str_equal (key, "arch"))
+        s->arch = g_strdup (val);
+      INT ("b", s->c.B);
+      INT ("h", s->c.H);
+      INT ("hk", s->c.HK);
+      INT ("nq", s->c.NQ);
+      INT ("nkv", s->c.NKV);
+      INT ("d", s->c.D);
+      INT ("bq", s->c.BQ);
+      INT ("bkv", s->c.BKV);
+      INT ("st", s->c.stages);
+      INT ("gt", s->c.group_tile);
+      INT ("bshd", s->c.bshd);
+      INT ("off", s->offset);
+      INT ("left", s->left);
+      INT ("right", s->right);
+      INT ("general", s->general);
+#undef INT
+      else if (g_str_equal (key, "t"))
+        s->c.dtype = s->strings[0] = g_strdup (val);
+      else if (g_str_equal (key, "v"))
+        s->c.v_dtype = s->strings[1] = g_strdup (val);
+      else if (g_str_equal (key, "o"))
+        s->c.o_dtype = s->strings[2] = g_strdup (val);
+      else if (g_str_equal (key, "mask"))
+        {
+          if (g_str_equal (val, "causal"))
+            s->mask = NAPKIN_ATTN_MASK_CAUSAL;
+          else if (g_str_equal (val, "window"))
+            s->mask = NAPKIN_ATTN_MASK_WINDOW;
+          else if (!g_str_equal (val, "none"))
+            {
+              g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "mask=%s: none, causal or window", val);
+              return FALSE;
+            }
+        }
+      else
+        {
+          g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "unknown key “%s”", key);
+          return FALSE;
+        }
+    }
+  if (s->c.B < 1 || s->c.H < 1 || s->c.NQ < 1 || s->c.NKV < 1 || s->c.D < 1)
+    {
+      g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "b, h, nq, nkv and d must be positive");
+      return FALSE;
+    }
+  if (s->name == NULL)
+    s->name = g_strdup ("problem");
+  return TRUE;
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = NULL;
+  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(NapkinCudaModule) m = NULL;
+  g_autofree char *json = NULL;
+  NapkinArch *h100;
+  NapkinPlanKernel *k;
+  NapkinIrProgram *prog;
+  Spec s;
+  int slots[4] = { -1, -1, -1, -1 };
+  const char *names[4] = { "Q", "K", "V", "O" };
+  guint n_maps = 0;
+  gint64 hk;
+
+  if (argc == 2 && g_str_equal (argv[1], "--list"))
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (table); i++)
+        printf ("%s\n", table[i]);
+      return 0;
+    }
+  if (argc == 3 && g_str_equal (argv[1], "--json"))
+    {
+      if (!parse (argv[2], &s, &error))
+        {
+          fprintf (stderr, "%s: %s\n", argv[2], error->message);
+          return 2;
+        }
+      json = napkin_test_attention_json (&s.c);
+      printf ("%s\n", json);
+      spec_clear (&s);
+      return 0;
+    }
+  if (argc != 2)
+    {
+      fprintf (stderr, "usage: %s --list | --json SPEC | SPEC\n", argv[0]);
+      return 2;
+    }
+  if (!parse (argv[1], &s, &error))
+    {
+      fprintf (stderr, "%s: %s\n", argv[1], error->message);
+      return 2;
+    }
+  json = napkin_test_attention_json (&s.c);
+  d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  h100 = d ? napkin_arch_registry_lookup (napkin_arch_registry_get_default (), s.arch ? s.arch : "h100", &error)
+            : NULL;
+  plan = h100 ? napkin_plan_build (d, h100, NULL, &error) : NULL;
+  if (plan == NULL)
+    {
+      fprintf (stderr, "%s: %s\n", s.name, error->message);
+      spec_clear (&s);
+      return 1;
+    }
+  k = (NapkinPlanKernel *) napkin_plan_kernel_for (plan, 0, -1);
+  if (k == NULL || k->kind != NAPKIN_PLAN_ATTENTION)
+    {
+      fprintf (stderr, "%s: the plan has no attention kernel: %s\n", s.name, k && k->reason ? k->reason : "?");
+      spec_clear (&s);
+      return 1;
+    }
+  if (s.mask != NAPKIN_ATTN_MASK_NONE
+      && !napkin_plan_attention_set_mask (plan, k, s.mask, s.offset, s.left, s.right, &error))
+    {
+      fprintf (stderr, "%s: %s\n", s.name, error->message);
+      spec_clear (&s);
+      return 1;
+    }
+  if (s.general)
+    k->u.att.legacy = FALSE;
+  prog = napkin_ir_lower (d, 0, &error);
+  m = prog ? napkin_codegen_cuda_planned (prog, plan, napkin_codegen_flags_for_arch (plan->target), "np_", &error)
+           : NULL;
+  if (m == NULL)
+    {
+      fprintf (stderr, "%s: %s\n", s.name, error->message);
+      spec_clear (&s);
+      return 1;
+    }
+  for (guint i = 0; i < m->kernels->len; i++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (m->kernels, i);
+
+      if (g_str_equal (ck->skeleton, "generic"))
+        {
+          fprintf (stderr, "%s: kernel %s is generic: %s\n", s.name, ck->name, ck->note ? ck->note : "");
+          spec_clear (&s);
+          return 1;
+        }
+    }
+  for (guint i = 0; i < m->args->len; i++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (m->program, g_array_index (m->args, int, i));
+
+      for (guint t = 0; t < 4 && b->tensor >= 0; t++)
+        if (g_str_equal (napkin_diagram_tensor (d, b->tensor)->name, names[t]))
+          slots[t] = (int) i;
+    }
+
+  fputs (m->source, stdout);
+  hk = s.c.HK > 0 ? s.c.HK : s.c.H;
+  printf ("\n/* ---- the problem as bench/gpu/attn-prims/harness.cu reads it ---- */\n");
+  printf ("#define NP_NAME \"%s\"\n", s.name);
+  printf ("#define NP_B %" G_GINT64_FORMAT "L\n#define NP_H %" G_GINT64_FORMAT "L\n#define NP_HK %" G_GINT64_FORMAT
+          "L\n#define NP_NQ %" G_GINT64_FORMAT "L\n#define NP_NKV %" G_GINT64_FORMAT "L\n#define NP_D %" G_GINT64_FORMAT
+          "L\n#define NP_BSHD %d\n", s.c.B, s.c.H, hk, s.c.NQ, s.c.NKV, s.c.D, s.c.bshd ? 1 : 0);
+  printf ("#define NP_QK %d\n#define NP_V %d\n#define NP_O %d\n", dtype_code (k->u.att.dtype),
+          dtype_code (k->u.att.v_dtype), dtype_code (k->u.att.o_dtype));
+  printf ("#define NP_ALPHA %.17g\n", k->u.att.alpha);
+  printf ("#define NP_MASK_LO %d\n#define NP_MASK_HI %d\n#define NP_LEFT %" G_GINT64_FORMAT "L\n#define NP_RIGHT %"
+          G_GINT64_FORMAT "L\n#define NP_OFFSET %" G_GINT64_FORMAT "L\n",
+          k->u.att.mask == NAPKIN_ATTN_MASK_WINDOW && k->u.att.window_left >= 0,
+          k->u.att.mask == NAPKIN_ATTN_MASK_CAUSAL
+            || (k->u.att.mask == NAPKIN_ATTN_MASK_WINDOW && k->u.att.window_right >= 0),
+          MAX (k->u.att.window_left, 0), k->u.att.mask == NAPKIN_ATTN_MASK_CAUSAL ? 0 : MAX (k->u.att.window_right, 0),
+          k->u.att.mask_offset);
+  printf ("#define NP_SLOT_Q %d\n#define NP_SLOT_K %d\n#define NP_SLOT_V %d\n#define NP_SLOT_O %d\n", slots[0],
+          slots[1], slots[2], slots[3]);
+  printf ("#define NP_N_ARGS %u\n#define NP_WS_SLOT %d\n#define NP_WS_BYTES %" G_GINT64_FORMAT "L\n", m->args->len,
+          m->workspace_slot, m->workspace_bytes);
+  printf ("#define NP_PLAN \"%s\"\n", k->note);
+
+  /* tensor maps, every kernel's in launch order */
+  printf ("static const NpMap np_maps[] = {\n");
+  for (guint i = 0; i < m->kernels->len; i++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (m->kernels, i);
+
+      for (guint j = 0; ck->tensor_maps != NULL && j < ck->tensor_maps->len; j++, n_maps++)
+        {
+          const NapkinCudaTensorMap *map = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, j);
+
+          printf ("  { %d, %d, %" G_GINT64_FORMAT "ULL, %" G_GINT64_FORMAT "ULL, %u, %u, %u, %" G_GINT64_FORMAT "ULL, %"
+                  G_GINT64_FORMAT "ULL, %" G_GINT64_FORMAT "ULL, %" G_GINT64_FORMAT "ULL },\n", map->slot,
+                  dtype_code (map->dtype), map->inner, map->outer, map->box_inner, map->box_outer, map->swizzle,
+                  map->ld > 0 ? map->ld : map->inner, MAX (map->batch, 1), map->batch_stride, map->offset);
+        }
+    }
+  printf ("  { -1 } };\n#define NP_N_MAPS %u\n", n_maps);
+  printf ("static void\nnp_prepare (void)\n{\n");
+  for (guint i = 0; i < m->kernels->len; i++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (m->kernels, i);
+
+      if (ck->dynamic_smem > 0)
+        printf ("  NP_CHECK (cudaFuncSetAttribute (%s, cudaFuncAttributeMaxDynamicSharedMemorySize, %" G_GINT64_FORMAT
+                "));\n", ck->name, ck->dynamic_smem);
+    }
+  printf ("}\n\nstatic const char *np_kernels = \"");
+  for (guint i = 0; i < m->kernels->len; i++)
+    printf ("%s%s", i ? "+" : "", ((const NapkinCudaKernel *) g_ptr_array_index (m->kernels, i))->skeleton);
+  printf ("\";\n\nstatic void\nnp_launch (const NapkinArgs &a, const NapkinTensorMap *m, cudaStream_t s)\n{\n"
+          "  (void) m;\n");
+  n_maps = 0;
+  for (guint i = 0; i < m->kernels->len; i++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (m->kernels, i);
+      g_autoptr(GString) args = g_string_new ("a");
+
+      for (guint j = 0; ck->tensor_maps != NULL && j < ck->tensor_maps->len; j++)
+        g_string_append_printf (args, ", m[%u]", n_maps++);
+      printf ("  %s<<<%" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ", s>>> (%s);\n", ck->name, ck->grid, ck->threads,
+              ck->dynamic_smem, args->str);
+    }
+  printf ("}\n");
+  spec_clear (&s);
+  return 0;
+}

@@ -1,0 +1,135 @@
+/* Tile primitives of the attention kernels (docs/plan.md, "Attention kernels"): mbarriers,
+ * TMA copies of rank 2 and 3 into 128-byte-swizzled shared memory, cp.async with zero
+ * fill, wgmma shared-memory descriptors, the fast exponential, conversions of score pairs
+ * to the operand types, paired stores. Printed before every attention kernel; the guard
+ * keeps one copy per module. */
+#ifndef NAPKIN_ATTN_PRIMS
+#define NAPKIN_ATTN_PRIMS
+
+/* Hopper's (sm_90a) part: descriptors, mbarriers, TMA */
+#if !defined (__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+
+/* wgmma shared-memory matrix descriptor, 128-byte swizzle: start address, leading and
+ * stride byte offsets (K-major: sbo between 8-row groups; MN-major: lbo between
+ * 64-element column blocks, sbo between 8-row groups along K). */
+__device__ __forceinline__ unsigned long long
+napkin_attn_desc (unsigned addr, unsigned lbo, unsigned sbo)
+{
+  return (unsigned long long) ((addr & 0x3ffff) >> 4) | ((unsigned long long) ((lbo & 0x3ffff) >> 4) << 16)
+         | ((unsigned long long) ((sbo & 0x3ffff) >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void
+napkin_attn_bar_init (unsigned bar, unsigned count)
+{
+  asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (bar), "r" (count) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_attn_wait (unsigned bar, unsigned parity)
+{
+  unsigned done;
+
+  do
+    asm volatile ("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                  : "=r" (done) : "r" (bar), "r" (parity) : "memory");
+  while (!done);
+}
+
+__device__ __forceinline__ void
+napkin_attn_arrive (unsigned bar)
+{
+  asm volatile ("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r" (bar) : "memory");
+}
+
+/* Arrives and announces the bytes the copies will bring: a box that runs past the
+ * tensor's edge still delivers all its bytes (the outside as zeros). */
+__device__ __forceinline__ void
+napkin_attn_expect (unsigned bar, unsigned bytes)
+{
+  asm volatile ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r" (bar), "r" (bytes) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_attn_tma (unsigned dst, const NapkinTensorMap *map, int c0, int c1, unsigned bar)
+{
+  asm volatile ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+                :: "r" (dst), "l" (map), "r" (c0), "r" (c1), "r" (bar) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_attn_tma (unsigned dst, const NapkinTensorMap *map, int c0, int c1, int c2, unsigned bar)
+{
+  asm volatile ("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+                :: "r" (dst), "l" (map), "r" (c0), "r" (c1), "r" (c2), "r" (bar) : "memory");
+}
+
+#endif
+
+/* 16 bytes from global to shared memory, of which the first `bytes` are read and the
+ * rest are zero (bytes 0: a zero chunk; src must still be a valid address). */
+__device__ __forceinline__ void
+napkin_attn_cp16 (unsigned dst, const void *src, unsigned bytes)
+{
+  asm volatile ("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r" (dst), "l" (src), "r" (bytes) : "memory");
+}
+
+/* 2^x on the special-function unit alone (results below 2^-126 flush to zero, which a
+ * softmax term that small is anyway; exp2f adds a range fix-up for denormals). */
+__device__ __forceinline__ float
+napkin_attn_exp2 (float x)
+{
+  float y;
+  asm ("ex2.approx.ftz.f32 %0, %1;" : "=f" (y) : "f" (x));
+  return y;
+}
+
+/* Two fp32 values as one 32-bit register of two 16-bit values, lo in the low half. */
+__device__ __forceinline__ unsigned
+napkin_attn_pack (float lo, float hi, const napkin_f16 *)
+{
+  unsigned r;
+  asm ("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r" (r) : "f" (hi), "f" (lo));
+  return r;
+}
+
+__device__ __forceinline__ unsigned
+napkin_attn_pack (float lo, float hi, const napkin_bf16 *)
+{
+  unsigned r;
+  asm ("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r" (r) : "f" (hi), "f" (lo));
+  return r;
+}
+
+#if !defined (__CUDA_ARCH__) || __CUDA_ARCH__ >= 890
+/* Four fp32 values as e4m3 bytes, a in the lowest. */
+__device__ __forceinline__ unsigned
+napkin_attn_e4m3x4 (float a, float b, float c, float d)
+{
+  unsigned short lo, hi;
+  asm ("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h" (lo) : "f" (b), "f" (a));
+  asm ("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h" (hi) : "f" (d), "f" (c));
+  return (unsigned) lo | ((unsigned) hi << 16);
+}
+#endif
+
+/* Two adjacent output values (an even column: 8-byte or 4-byte aligned). */
+__device__ __forceinline__ void
+napkin_attn_st2 (float *p, float a, float b)
+{
+  *(float2 *) p = make_float2 (a, b);
+}
+
+__device__ __forceinline__ void
+napkin_attn_st2 (napkin_f16 *p, float a, float b)
+{
+  *(unsigned *) p = napkin_attn_pack (a, b, p);
+}
+
+__device__ __forceinline__ void
+napkin_attn_st2 (napkin_bf16 *p, float a, float b)
+{
+  *(unsigned *) p = napkin_attn_pack (a, b, p);
+}
+
+#endif

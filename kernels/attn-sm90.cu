@@ -1,0 +1,574 @@
+/* Attention on Hopper (sm_90a), the kernel plan's general attention kernel (docs/plan.md,
+ * "Attention kernels"): O = softmax (α·Q·Kᵀ, masked)·V over the keys, fp32 accumulation.
+ * One block computes ROWS query rows — GT heads of a group × BQ queries, packed — against
+ * the key chunks its mask and split leave, with CONSUMERS + 1 warpgroups:
+ *  - warpgroup 0, the producer (few registers), copies Q once with cp.async (any layout:
+ *    the row addresses are computed, rows past NQ or the group are zero) into the 128-byte
+ *    swizzle that wgmma reads, then one thread streams the chunks of K and V with TMA
+ *    (rank 2 or 3 views: rows past NKV zero or masked) into a ring of STAGES buffers, each
+ *    completing on the stage's "full" mbarrier (K and V apart);
+ *  - warpgroups 1.., the consumers, each own 64 rows: S = Q·Kᵀ with wgmma m64nBKV (both
+ *    operands K-major from shared memory; fp8: e4m3, k32), the scores of keys the mask
+ *    hides (or past NKV) set to −∞ on the chunks that need it, the online softmax on the
+ *    fp32 accumulators, P converted in registers to V's type and used as wgmma's A operand
+ *    for O += P·V (16-bit V N-major through the transpose bit; fp8: Vᵀ K-major, P's bytes
+ *    moved between the threads of a quad into the e4m3 A layout).
+ * With OVERLAP the next chunk's Q·Kᵀ is issued before this chunk's P·V (and the consumers
+ * take turns issuing, PINGPONG), as in kernels/flash-wgmma.cu. A split block writes its
+ * normalised partial output and log-sum-exp to scratch for the combine kernel. A row of Q
+ * or K is D_S 128-byte slices (D padded with zeros); wgmma reads only D columns. */
+#define A_ROWS @ROWS@
+#define A_BQ @BQ@L
+#define A_NWG @CONSUMERS@
+#define A_THREADS ((A_NWG + 1) * 128)
+#define A_BKV @BKV@
+#define A_D @D@
+#define A_ST @STAGES@
+#define A_NQ @NQ@L
+#define A_NKV @NKV@L
+#define A_G @GROUP@L
+#define A_GT @GROUP_TILE@L
+#define A_QE @QK_BYTES@
+#define A_FP8_QK (A_QE == 1)
+#define A_FP8_V @FP8_V@
+#define A_DS ((A_D * A_QE + 127) / 128)
+#define A_VDS ((A_D * 2 + 127) / 128)
+#define A_QROWS (A_NWG * 64)
+#define A_Q_BYTES (A_QROWS * A_DS * 128)
+#define A_K_BYTES (A_BKV * A_DS * 128)
+#if A_FP8_V
+#define A_V_BYTES (A_D * A_BKV)
+#else
+#define A_V_BYTES (A_BKV * A_VDS * 128)
+#endif
+/* k-steps of Q·Kᵀ (16 or 32 elements: 32 bytes) and of P·V */
+#define A_QK_STEPS ((A_D * A_QE + 31) / 32)
+#define A_PV_STEPS (A_FP8_V ? A_BKV / 32 : A_BKV / 16)
+#define A_OVERLAP @OVERLAP@
+#define A_PINGPONG (A_OVERLAP && A_NWG > 1)
+#define A_KV_RANK3 @KV_RANK3@
+#define A_SPLIT @SPLIT@
+#define A_CPS @CPS@L
+#define A_MASK_LO @MASK_LO@
+#define A_MASK_HI @MASK_HI@
+#define A_LEFT @LEFT@L
+#define A_RIGHT @RIGHT@L
+#define A_OFFSET @OFFSET@L
+#define A_REVERSE @REVERSE@
+#define A_QTILES ((A_NQ + A_BQ - 1) / A_BQ)
+#define A_GTILES ((A_G + A_GT - 1) / A_GT)
+#define A_CHUNKS ((A_NKV + A_BKV - 1) / A_BKV)
+#define A_QGS @Q_GROUP@L
+#define A_QRS @Q_ROW@L
+#define A_OGS @O_GROUP@L
+#define A_ORS @O_ROW@L
+#define A_ROWS_ALL (A_NQ * A_G * @KV_BATCH@L)
+/* a hidden score: −∞ once scaled (α > 0 in any real attention) */
+#define A_HIDDEN (@ALPHA@f > 0.0f ? NAPKIN_NEG_INF : -NAPKIN_NEG_INF)
+
+@WGMMA@
+
+extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
+@NAME@ (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
+        const __grid_constant__ NapkinTensorMap tma_v)
+{
+  const @QT@ *__restrict__ Qg = @QREF@;
+#if A_SPLIT > 1
+  float *__restrict__ part = @PREF@;
+#else
+  @OT@ *__restrict__ Og = @OREF@;
+#endif
+  extern __shared__ __align__ (16) unsigned char smem_raw_[];
+  /* The swizzle repeats every 1024 bytes: align the tiles to it. */
+  const unsigned base = (napkin_smem_addr (smem_raw_) + 1023) & ~1023u;
+  const unsigned q_s = base;
+  const unsigned k_s = q_s + A_Q_BYTES;                  /* [ST] tiles */
+  const unsigned v_s = k_s + A_ST * A_K_BYTES;           /* [ST] tiles */
+  const unsigned bars = v_s + A_ST * A_V_BYTES;          /* q_full, full_k[ST], full_v[ST], empty[ST] */
+  const unsigned q_full = bars;
+#define A_FULL_K(s) (bars + 8 * (1 + (s)))
+#define A_FULL_V(s) (bars + 8 * (1 + A_ST + (s)))
+#define A_EMPTY(s) (bars + 8 * (1 + 2 * A_ST + (s)))
+  const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
+
+  /* The block's query tile, heads and key range. */
+  long blk = blockIdx.x;
+  const long qt_ = blk % A_QTILES;
+  const long qt = A_REVERSE ? A_QTILES - 1 - qt_ : qt_;
+  blk /= A_QTILES;
+  const long g0 = (blk % A_GTILES) * A_GT;
+  blk /= A_GTILES;
+  const long split = blk % A_SPLIT;
+  blk /= A_SPLIT;
+  /* the leading axes (K's, innermost first): offsets of Q and O, the K/V view's row and
+   * plane, and the flat K/V index */
+  long q_base = 0, o_base = 0, kv_row0 = 0, kv_plane = 0, kv_flat = 0;
+@LEAD@
+  (void) o_base;
+  (void) kv_flat;
+  (void) split;
+  const long q0 = qt * A_BQ, q1 = NAPKIN_MIN (q0 + A_BQ, A_NQ);
+  (void) q1;
+  long lo = 0, hi = A_NKV, full_lo = 0, full_hi = A_NKV;
+
+#if A_MASK_LO
+  lo = q0 + A_OFFSET - A_LEFT;
+  lo = lo > 0 ? lo : 0;
+  full_lo = q1 - 1 + A_OFFSET - A_LEFT;
+#endif
+#if A_MASK_HI
+  hi = NAPKIN_MIN (hi, q1 + A_OFFSET + A_RIGHT);
+  full_hi = NAPKIN_MIN (full_hi, q0 + A_OFFSET + A_RIGHT + 1);
+#endif
+  long c_first = lo / A_BKV, c_end = hi > lo ? (hi + A_BKV - 1) / A_BKV : c_first;
+#if A_SPLIT > 1
+  c_first = c_first > split * A_CPS ? c_first : split * A_CPS;
+  c_end = NAPKIN_MIN (c_end, (split + 1) * A_CPS);
+#endif
+  const int n_chunks = c_end > c_first ? (int) (c_end - c_first) : 0;
+  /* chunks every row sees whole: no masking in registers */
+  const long fv_lo = full_lo > 0 ? (full_lo + A_BKV - 1) / A_BKV : 0;
+  const long fv_hi = full_hi > 0 ? full_hi / A_BKV : 0;
+
+  if (tid == 0)
+    {
+      napkin_attn_bar_init (q_full, 128);
+      for (int s = 0; s < A_ST; s++)
+        {
+          napkin_attn_bar_init (A_FULL_K (s), 1);
+          napkin_attn_bar_init (A_FULL_V (s), 1);
+          napkin_attn_bar_init (A_EMPTY (s), A_NWG * 128);
+        }
+    }
+  __syncthreads ();
+
+  if (wg == 0)
+    {
+      /* Producer. */
+      asm volatile ("setmaxnreg.dec.sync.aligned.u32 @PRODUCER_REGS@;");
+      if (n_chunks == 0)
+        return;
+#define A_ISSUE(it)                                                                                      \
+      do                                                                                                 \
+        {                                                                                                \
+          const int st_ = (it) % A_ST;                                                                   \
+          const int row_ = (int) (kv_row0 + (c_first + (it)) * A_BKV);                                   \
+          napkin_attn_expect (A_FULL_K (st_), A_K_BYTES);                                                \
+          _Pragma ("unroll")                                                                             \
+          for (int sl = 0; sl < A_DS; sl++)                                                              \
+            A_TMA (k_s + st_ * A_K_BYTES + sl * (A_BKV * 128), &tma_k, sl * (128 / A_QE), row_,          \
+                   (int) kv_plane, A_FULL_K (st_));                                                      \
+          napkin_attn_expect (A_FULL_V (st_), A_V_BYTES);                                                \
+          A_ISSUE_V (st_, it);                                                                           \
+        }                                                                                                \
+      while (0)
+#if A_KV_RANK3
+#define A_TMA(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, c2, bar)
+#else
+#define A_TMA(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, bar)
+#endif
+#if A_FP8_V
+      /* Vᵀ [kv_flat][D][keys]: boxes of 128 keys × D rows */
+#define A_ISSUE_V(st_, it)                                                                               \
+      _Pragma ("unroll")                                                                                 \
+      for (int sl = 0; sl < A_BKV / 128; sl++)                                                           \
+        A_TMA_VT (v_s + st_ * A_V_BYTES + sl * (A_D * 128), &tma_v,                                      \
+                  (int) ((c_first + (it)) * A_BKV + sl * 128), 0, (int) kv_flat, A_FULL_V (st_))
+#if @VT_RANK3@
+#define A_TMA_VT(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, c2, bar)
+#else
+#define A_TMA_VT(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, bar)
+#endif
+#else
+#define A_ISSUE_V(st_, it)                                                                               \
+      _Pragma ("unroll")                                                                                 \
+      for (int sl = 0; sl < A_VDS; sl++)                                                                 \
+        A_TMA (v_s + st_ * A_V_BYTES + sl * (A_BKV * 128), &tma_v, sl * 64,                              \
+               (int) (kv_row0 + (c_first + (it)) * A_BKV), (int) kv_plane, A_FULL_V (st_))
+#endif
+      if (t == 0)
+        for (int it = 0; it < A_ST && it < n_chunks; it++)
+          A_ISSUE (it);
+      /* Q: 16-byte chunks c of row r into slice c/8, chunk (c%8) ^ (r%8) of the row */
+      for (int i = t; i < A_QROWS * A_DS * 8; i += 128)
+        {
+          const int r = i / (A_DS * 8), c = i % (A_DS * 8);
+          const unsigned off = (c >> 3) * (A_QROWS * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+          const long g = g0 + r / A_BQ, q = q0 + r % A_BQ;
+          const bool ok = r < A_ROWS && g < A_G && q < A_NQ && c * 16 < A_D * A_QE;
+          const char *src = (const char *) Qg;
+
+          if (ok)
+            src = (const char *) (Qg + q_base + g * A_QGS + q * A_QRS) + c * 16;
+          napkin_attn_cp16 (q_s + off, src, ok ? 16 : 0);
+        }
+      asm volatile ("cp.async.commit_group;" ::: "memory");
+      asm volatile ("cp.async.wait_group 0;" ::: "memory");
+      asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+      napkin_attn_arrive (q_full);
+      if (t == 0)
+        for (int it = A_ST; it < n_chunks; it++)
+          {
+            napkin_attn_wait (A_EMPTY (it % A_ST), (it / A_ST - 1) & 1);
+            A_ISSUE (it);
+          }
+#undef A_ISSUE
+#undef A_ISSUE_V
+#undef A_TMA
+#undef A_TMA_VT
+    }
+  else
+    {
+      /* Consumer warpgroup c = wg − 1: rows c·64 … c·64 + 63 of the block. */
+      const int c = wg - 1, warp = t / 32, lane = t % 32;
+      /* α·(dequantisation)·log2(e): exponentials as exp2 */
+      const float scale = @ALPHA@f * 1.4426950408889634f;
+      float s[A_BKV / 2], o[A_D / 2];
+#if A_FP8_V
+      unsigned p[A_BKV / 8];
+#else
+      unsigned p[A_BKV / 4];
+#endif
+      float m_row[2] = { -1e30f, -1e30f }, l_row[2] = { 0.0f, 0.0f };
+      /* this thread's two rows, their queries and the keys they see [kmin, kmax) */
+      const int r0 = c * 64 + warp * 16 + (lane >> 2), r1 = r0 + 8;
+      const long qi0 = q0 + r0 % A_BQ, qi1 = q0 + r1 % A_BQ;
+      int kmin0 = 0, kmin1 = 0, kmax0 = (int) A_NKV, kmax1 = (int) A_NKV;
+
+      (void) qi0;
+      (void) qi1;
+
+#if A_MASK_LO
+      kmin0 = (int) (qi0 + A_OFFSET - A_LEFT);
+      kmin1 = (int) (qi1 + A_OFFSET - A_LEFT);
+#endif
+#if A_MASK_HI
+      kmax0 = (int) NAPKIN_MIN (A_NKV, qi0 + A_OFFSET + A_RIGHT + 1);
+      kmax1 = (int) NAPKIN_MIN (A_NKV, qi1 + A_OFFSET + A_RIGHT + 1);
+#endif
+      asm volatile ("setmaxnreg.inc.sync.aligned.u32 @CONSUMER_REGS@;");
+#pragma unroll
+      for (int i = 0; i < A_D / 2; i++)
+        o[i] = 0.0f;
+
+      /* S = Q·Kᵀ of chunk it, issued and committed (not waited for). */
+#define A_ISSUE_QK(it)                                                                                   \
+      do                                                                                                 \
+        {                                                                                                \
+          const int st_ = (it) % A_ST;                                                                   \
+          napkin_attn_wait (A_FULL_K (st_), ((it) / A_ST) & 1);                                          \
+          asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");                                      \
+          _Pragma ("unroll")                                                                             \
+          for (int kk = 0; kk < A_QK_STEPS; kk++)                                                        \
+            @NAME@_qk (s, napkin_attn_desc (q_s + (kk / 4) * (A_QROWS * 128) + c * 8192 + (kk % 4) * 32, 16, 1024), \
+                       napkin_attn_desc (k_s + st_ * A_K_BYTES + (kk / 4) * (A_BKV * 128) + (kk % 4) * 32, 16, 1024), \
+                       kk > 0);                                                                          \
+          asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");                               \
+        }                                                                                                \
+      while (0)
+
+      /* O += P·V of chunk it, issued and committed. */
+#if A_FP8_V
+#define A_PV_DESC(st_, kt) napkin_attn_desc (v_s + (st_) * A_V_BYTES + ((kt) / 4) * (A_D * 128) + ((kt) % 4) * 32, 16, 1024)
+#else
+#define A_PV_DESC(st_, kt) napkin_attn_desc (v_s + (st_) * A_V_BYTES + (kt) * 2048, A_BKV * 128, 1024)
+#endif
+#define A_ISSUE_PV(it)                                                                                   \
+      do                                                                                                 \
+        {                                                                                                \
+          const int st_ = (it) % A_ST;                                                                   \
+          napkin_attn_wait (A_FULL_V (st_), ((it) / A_ST) & 1);                                          \
+          asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");                                      \
+          _Pragma ("unroll")                                                                             \
+          for (int kt = 0; kt < A_PV_STEPS; kt++)                                                        \
+            @NAME@_pv (o, p[4 * kt], p[4 * kt + 1], p[4 * kt + 2], p[4 * kt + 3], A_PV_DESC (st_, kt));  \
+          asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");                               \
+        }                                                                                                \
+      while (0)
+
+      /* Keys the rows do not see (or past NKV) to −∞, on chunks not every row sees whole. */
+#define A_MASK(it)                                                                                       \
+      do                                                                                                 \
+        {                                                                                                \
+          const long kc_ = c_first + (it);                                                               \
+          if (kc_ < fv_lo || kc_ >= fv_hi)                                                               \
+            {                                                                                            \
+              const int j0_ = (int) (kc_ * A_BKV) + 2 * (lane & 3);                                      \
+              _Pragma ("unroll")                                                                         \
+              for (int j = 0; j < A_BKV / 8; j++)                                                        \
+                {                                                                                        \
+                  const int ja = j0_ + 8 * j, jb = ja + 1;                                               \
+                  s[4 * j] = ja >= kmin0 && ja < kmax0 ? s[4 * j] : A_HIDDEN;                            \
+                  s[4 * j + 1] = jb >= kmin0 && jb < kmax0 ? s[4 * j + 1] : A_HIDDEN;                    \
+                  s[4 * j + 2] = ja >= kmin1 && ja < kmax1 ? s[4 * j + 2] : A_HIDDEN;                    \
+                  s[4 * j + 3] = jb >= kmin1 && jb < kmax1 ? s[4 * j + 3] : A_HIDDEN;                    \
+                }                                                                                        \
+            }                                                                                            \
+        }                                                                                                \
+      while (0)
+
+      /* Online softmax of s (rows lane/4 and lane/4 + 8 of this warp's 16): new running
+       * max, s ← exp2(s·scale − m), running sum; c0, c1: the corrections of O. A row that
+       * has seen only hidden keys keeps m = −1e30 and sums zeros. */
+#define A_SOFTMAX(c0, c1)                                                                                \
+      do                                                                                                 \
+        {                                                                                                \
+          float mx0 = -1e30f, mx1 = -1e30f;                                                              \
+          _Pragma ("unroll")                                                                             \
+          for (int j = 0; j < A_BKV / 8; j++)                                                            \
+            if (scale > 0.0f)                                                                            \
+              {                                                                                          \
+                mx0 = fmaxf (mx0, fmaxf (s[4 * j], s[4 * j + 1]));                                       \
+                mx1 = fmaxf (mx1, fmaxf (s[4 * j + 2], s[4 * j + 3]));                                   \
+              }                                                                                          \
+            else                                                                                         \
+              {                                                                                          \
+                mx0 = fmaxf (mx0, fmaxf (s[4 * j] * scale, s[4 * j + 1] * scale));                      \
+                mx1 = fmaxf (mx1, fmaxf (s[4 * j + 2] * scale, s[4 * j + 3] * scale));                   \
+              }                                                                                          \
+          if (scale > 0.0f)                                                                              \
+            {                                                                                            \
+              mx0 *= scale;                                                                              \
+              mx1 *= scale;                                                                              \
+            }                                                                                            \
+          mx0 = fmaxf (mx0, m_row[0]);                                                                   \
+          mx1 = fmaxf (mx1, m_row[1]);                                                                   \
+          mx0 = fmaxf (mx0, __shfl_xor_sync (0xffffffffu, mx0, 1));                                      \
+          mx0 = fmaxf (mx0, __shfl_xor_sync (0xffffffffu, mx0, 2));                                      \
+          mx1 = fmaxf (mx1, __shfl_xor_sync (0xffffffffu, mx1, 1));                                      \
+          mx1 = fmaxf (mx1, __shfl_xor_sync (0xffffffffu, mx1, 2));                                      \
+          c0 = napkin_attn_exp2 (m_row[0] - mx0);                                                        \
+          c1 = napkin_attn_exp2 (m_row[1] - mx1);                                                        \
+          m_row[0] = mx0;                                                                                \
+          m_row[1] = mx1;                                                                                \
+          float sum0 = 0.0f, sum1 = 0.0f;                                                                \
+          _Pragma ("unroll")                                                                             \
+          for (int j = 0; j < A_BKV / 8; j++)                                                            \
+            {                                                                                            \
+              s[4 * j] = napkin_attn_exp2 (s[4 * j] * scale - mx0);                                      \
+              s[4 * j + 1] = napkin_attn_exp2 (s[4 * j + 1] * scale - mx0);                              \
+              s[4 * j + 2] = napkin_attn_exp2 (s[4 * j + 2] * scale - mx1);                              \
+              s[4 * j + 3] = napkin_attn_exp2 (s[4 * j + 3] * scale - mx1);                              \
+              sum0 += s[4 * j] + s[4 * j + 1];                                                           \
+              sum1 += s[4 * j + 2] + s[4 * j + 3];                                                       \
+            }                                                                                            \
+          l_row[0] = l_row[0] * c0 + sum0;                                                               \
+          l_row[1] = l_row[1] * c1 + sum1;                                                               \
+        }                                                                                                \
+      while (0)
+
+#if A_FP8_V
+      /* P in e4m3. The scores of a 32-key step sit, per thread c of a quad, at keys
+       * 8b + 2c + {0, 1} of blocks b = 0…3 (rows r0 and r1); the A operand wants keys
+       * 4c…4c+3 (and 16 + 4c…) in one register. Each block's four values become one word
+       * (r0 pair, r1 pair); two shuffles per pair of blocks bring each thread the two
+       * words it needs (the sources pick by their own parity), and a byte permute
+       * assembles a0/a1 (blocks 0, 1) and a2/a3 (blocks 2, 3). */
+      const int quad = lane & ~3, cq = lane & 3;
+      const int src1 = quad + (((cq & 1) << 1) | (cq >> 1)), src2 = src1 ^ 1;
+      const unsigned sel_lo = cq < 2 ? 0x5410u : 0x1054u, sel_hi = cq < 2 ? 0x7632u : 0x3276u;
+#define A_PACK_P()                                                                                       \
+      _Pragma ("unroll")                                                                                 \
+      for (int kt = 0; kt < A_BKV / 32; kt++)                                                            \
+        _Pragma ("unroll")                                                                               \
+        for (int h = 0; h < 2; h++)                                                                      \
+          {                                                                                              \
+            const int b0 = 4 * kt + 2 * h, b1 = b0 + 1;                                                  \
+            const unsigned w0 = napkin_attn_e4m3x4 (s[4 * b0], s[4 * b0 + 1], s[4 * b0 + 2], s[4 * b0 + 3]); \
+            const unsigned w1 = napkin_attn_e4m3x4 (s[4 * b1], s[4 * b1 + 1], s[4 * b1 + 2], s[4 * b1 + 3]); \
+            const unsigned x1 = __shfl_sync (0xffffffffu, (cq & 1) ? w1 : w0, src1);                     \
+            const unsigned x2 = __shfl_sync (0xffffffffu, (cq & 1) ? w0 : w1, src2);                     \
+            p[4 * kt + 2 * h] = __byte_perm (x1, x2, sel_lo);                                            \
+            p[4 * kt + 2 * h + 1] = __byte_perm (x1, x2, sel_hi);                                        \
+          }
+#else
+      /* P: the accumulator layout of 16 keys is the A-register layout of one k16 step. */
+#define A_PACK_P()                                                                                       \
+      _Pragma ("unroll")                                                                                 \
+      for (int kt = 0; kt < A_BKV / 16; kt++)                                                            \
+        {                                                                                                \
+          p[4 * kt] = napkin_attn_pack (s[8 * kt], s[8 * kt + 1], (const @VT@ *) 0);                     \
+          p[4 * kt + 1] = napkin_attn_pack (s[8 * kt + 2], s[8 * kt + 3], (const @VT@ *) 0);             \
+          p[4 * kt + 2] = napkin_attn_pack (s[8 * kt + 4], s[8 * kt + 5], (const @VT@ *) 0);             \
+          p[4 * kt + 3] = napkin_attn_pack (s[8 * kt + 6], s[8 * kt + 7], (const @VT@ *) 0);             \
+        }
+#endif
+
+#define A_RESCALE_O(c0, c1)                                                                              \
+      _Pragma ("unroll")                                                                                 \
+      for (int j = 0; j < A_D / 8; j++)                                                                  \
+        {                                                                                                \
+          o[4 * j] *= c0;                                                                                \
+          o[4 * j + 1] *= c0;                                                                            \
+          o[4 * j + 2] *= c1;                                                                            \
+          o[4 * j + 3] *= c1;                                                                            \
+        }
+
+      if (n_chunks > 0)
+        {
+          napkin_attn_wait (q_full, 0);
+#if A_OVERLAP
+#if A_PINGPONG
+          /* Consumer c issues after c − 1 (cyclically) and hands over when its wgmmas are issued. */
+#define A_TURN_BEGIN() asm volatile ("bar.sync %0, 256;" :: "r" (1 + c) : "memory")
+#define A_TURN_END() asm volatile ("bar.arrive %0, 256;" :: "r" (1 + (c + 1) % A_NWG) : "memory")
+          if (c == A_NWG - 1)
+            A_TURN_END ();   /* the first turn is consumer 0's */
+#else
+#define A_TURN_BEGIN() do { } while (0)
+#define A_TURN_END() do { } while (0)
+#endif
+          {
+            float c0, c1;
+
+            A_TURN_BEGIN ();
+            A_ISSUE_QK (0);
+            A_TURN_END ();
+            asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+            @NAME@_fence_s (s);
+            A_MASK (0);
+            A_SOFTMAX (c0, c1);
+            A_PACK_P ();
+          }
+          for (int it = 0; it + 1 < n_chunks; it++)
+            {
+              float c0, c1;
+
+              A_TURN_BEGIN ();
+              A_ISSUE_QK (it + 1);
+              A_ISSUE_PV (it);
+              A_TURN_END ();
+              /* Groups complete in order: the newest (P·V) may still run. */
+              asm volatile ("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+              @NAME@_fence_s (s);
+              A_MASK (it + 1);
+              A_SOFTMAX (c0, c1);
+              asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+              @NAME@_fence_o (o);
+              napkin_attn_arrive (A_EMPTY (it % A_ST));
+              A_RESCALE_O (c0, c1);
+              A_PACK_P ();
+            }
+          A_TURN_BEGIN ();
+          A_ISSUE_PV (n_chunks - 1);
+          /* Every turn handed over is taken: the last consumer keeps its last one. */
+          if (c != A_NWG - 1)
+            A_TURN_END ();
+          asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+          @NAME@_fence_o (o);
+          napkin_attn_arrive (A_EMPTY ((n_chunks - 1) % A_ST));
+#undef A_TURN_BEGIN
+#undef A_TURN_END
+#else
+          for (int it = 0; it < n_chunks; it++)
+            {
+              float c0, c1;
+
+              A_ISSUE_QK (it);
+              asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+              @NAME@_fence_s (s);
+              A_MASK (it);
+              A_SOFTMAX (c0, c1);
+              A_RESCALE_O (c0, c1);
+              A_PACK_P ();
+              A_ISSUE_PV (it);
+              asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+              @NAME@_fence_o (o);
+              napkin_attn_arrive (A_EMPTY (it % A_ST));
+            }
+#endif
+        }
+
+      /* The running sums were kept per thread: add the quad's, then divide. */
+#pragma unroll
+      for (int r = 0; r < 2; r++)
+        {
+          l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 1);
+          l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 2);
+        }
+#pragma unroll
+      for (int h = 0; h < 2; h++)
+        {
+          const int r = h ? r1 : r0;
+          const long g = g0 + r / A_BQ, q = q0 + r % A_BQ;
+          /* a row that saw no key (wholly masked) is zero */
+          const float inv = l_row[h] > 0.0f ? @V_SCALE@f / l_row[h] : 0.0f;
+
+          if (r >= A_ROWS || g >= A_G || q >= A_NQ)
+            continue;
+#if A_SPLIT > 1
+          {
+            const long prow = (kv_flat * A_G + g) * A_NQ + q;
+            float *ob = part + (split * A_ROWS_ALL + prow) * A_D;
+
+#pragma unroll
+            for (int j = 0; j < A_D / 8; j++)
+              napkin_attn_st2 (&ob[j * 8 + (lane & 3) * 2], o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+            if ((lane & 3) == 0)
+              part[(long) A_SPLIT * A_ROWS_ALL * A_D + split * A_ROWS_ALL + prow]
+                = l_row[h] > 0.0f ? m_row[h] + __log2f (l_row[h]) : NAPKIN_NEG_INF;
+          }
+#else
+          {
+            @OT@ *ob = Og + o_base + g * A_OGS + q * A_ORS;
+
+#pragma unroll
+            for (int j = 0; j < A_D / 8; j++)
+              napkin_attn_st2 (&ob[j * 8 + (lane & 3) * 2], o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+          }
+#endif
+        }
+#undef A_ISSUE_QK
+#undef A_ISSUE_PV
+#undef A_PV_DESC
+#undef A_MASK
+#undef A_SOFTMAX
+#undef A_PACK_P
+#undef A_RESCALE_O
+    }
+#undef A_FULL_K
+#undef A_FULL_V
+#undef A_EMPTY
+}
+#undef A_ROWS
+#undef A_BQ
+#undef A_NWG
+#undef A_THREADS
+#undef A_BKV
+#undef A_D
+#undef A_ST
+#undef A_NQ
+#undef A_NKV
+#undef A_G
+#undef A_GT
+#undef A_QE
+#undef A_FP8_QK
+#undef A_FP8_V
+#undef A_DS
+#undef A_VDS
+#undef A_QROWS
+#undef A_Q_BYTES
+#undef A_K_BYTES
+#undef A_V_BYTES
+#undef A_QK_STEPS
+#undef A_PV_STEPS
+#undef A_OVERLAP
+#undef A_PINGPONG
+#undef A_KV_RANK3
+#undef A_SPLIT
+#undef A_CPS
+#undef A_MASK_LO
+#undef A_MASK_HI
+#undef A_LEFT
+#undef A_RIGHT
+#undef A_OFFSET
+#undef A_REVERSE
+#undef A_QTILES
+#undef A_GTILES
+#undef A_CHUNKS
+#undef A_QGS
+#undef A_QRS
+#undef A_OGS
+#undef A_ORS
+#undef A_ROWS_ALL
+#undef A_HIDDEN

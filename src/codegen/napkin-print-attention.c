@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-codegen"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "napkin-codegen-private.h"
+#include "napkin-kernels.h"
+
+/* The printer of the kernel plan's attention kernels (docs/plan.md, "Attention kernels"):
+ * the Hopper kernel (kernels/attn-sm90.cu) and the mma.sync one (kernels/attn-sm80.cu)
+ * with their parameters and the code that finds a block's heads from its index, the
+ * split-KV combine (kernels/attn-combine.cu), and, for today's aligned shapes, the
+ * skeletons they were measured with (kernels/flash-wgmma.cu, flash-mma.cu). */
+
+#define FAIL(...) do { g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, __VA_ARGS__); \
+                       return FALSE; } while (0)
+
+static char *
+int_text (gint64 v)
+{
+  return g_strdup_printf ("%" G_GINT64_FORMAT, v);
+}
+
+static char *
+float_text (double v)
+{
+  char text[G_ASCII_DTOSTR_BUF_SIZE];
+
+  return g_strdup (g_ascii_formatd (text, sizeof text, "%.9e", v));
+}
+
+static const char *
+mma_type (NapkinDtype dtype)
+{
+  switch (dtype)
+    {
+    case NAPKIN_DTYPE_FP16: return "f16";
+    case NAPKIN_DTYPE_BF16: return "bf16";
+    case NAPKIN_DTYPE_FP8_E4M3: return "e4m3";
+    default: return NULL;
+    }
+}
+
+/* Which sums the block-index code keeps. */
+enum
+{
+  LEAD_Q = 1 << 0,       /* q_base: Q's offset */
+  LEAD_O = 1 << 1,       /* o_base: O's offset */
+  LEAD_TMA = 1 << 2,     /* kv_row0, kv_plane: the K/V view's coordinates */
+  LEAD_K = 1 << 3,       /* k_base: K's (and V's) offset */
+  LEAD_FLAT = 1 << 4,    /* kv_flat: the flat index of the K/V matrix */
+};
+
+/* Code decomposing `blk` into the leading axes, innermost first, adding each index times
+ * its stride to the sums `which` names. */
+static char *
+lead_code (const NapkinPlanAttention *a,
+           guint                      which,
+           int                        indent)
+{
+  GString *s = g_string_new (NULL);
+  gint64 mult = 1;
+  g_autofree char *pad = g_strnfill (indent, ' ');
+
+  for (int l = (int) a->n_lead - 1; l >= 0; l--)
+    {
+      g_string_append_printf (s, "%s{\n%s  const long i_ = blk %% %" G_GINT64_FORMAT "L;\n\n%s  blk /= %" G_GINT64_FORMAT
+                              "L;\n", pad, pad, a->lead_size[l], pad, a->lead_size[l]);
+      if (which & LEAD_Q)
+        g_string_append_printf (s, "%s  q_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, a->q_lead[l]);
+      if (which & LEAD_O)
+        g_string_append_printf (s, "%s  o_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, a->o_lead[l]);
+      if (which & LEAD_TMA)
+        g_string_append_printf (s, "%s  kv_row0 += i_ * %" G_GINT64_FORMAT "L;\n%s  kv_plane += i_ * %" G_GINT64_FORMAT
+                                "L;\n", pad, a->kv_row_coef[l], pad, a->kv_plane_coef[l]);
+      if (which & LEAD_K)
+        g_string_append_printf (s, "%s  k_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, a->k_lead[l]);
+      if (which & LEAD_FLAT)
+        g_string_append_printf (s, "%s  kv_flat += i_ * %" G_GINT64_FORMAT "L;\n", pad, mult);
+      g_string_append_printf (s, "%s}\n", pad);
+      mult *= a->lead_size[l];
+    }
+  return g_string_free (s, FALSE);
+}
+
+/* Mask parameters of the kernel templates. */
+static void
+mask_params (const NapkinPlanAttention *a,
+             gboolean                  *lo,
+             gboolean                  *hi,
+             gint64                    *left,
+             gint64                    *right)
+{
+  *lo = a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_left >= 0;
+  *hi = a->mask == NAPKIN_ATTN_MASK_CAUSAL || (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_right >= 0);
+  *left = *lo ? a->window_left : 0;
+  *right = a->mask == NAPKIN_ATTN_MASK_CAUSAL ? 0 : (*hi ? a->window_right : 0);
+}
+
+/* The wgmma calls for these sizes (one asm operand per accumulator register) and the
+ * empty asm statements that pin the accumulators around a wait:
+ * NAME_qk (s, desc_q, desc_k, accumulate): S += Q·Kᵀ, both K-major from shared memory;
+ * NAME_pv (o, a0…a3, desc_v): O += P·V, P in registers, V N-major (16 bits, the
+ * transpose bit) or Vᵀ K-major (e4m3). */
+static char *
+wgmma_wrappers (const char *name,
+                gint64      BKV,
+                gint64      D,
+                NapkinDtype qk_dtype,
+                NapkinDtype v_dtype)
+{
+  GString *s = g_string_new (NULL);
+  gboolean qk8 = qk_dtype == NAPKIN_DTYPE_FP8_E4M3, v8 = v_dtype == NAPKIN_DTYPE_FP8_E4M3;
+  const gint64 ns = BKV / 2, no = D / 2;
+  g_autoptr(GString) regs_s = g_string_new (NULL);
+  g_autoptr(GString) regs_o = g_string_new (NULL);
+  g_autoptr(GString) outs_s = g_string_new (NULL);
+  g_autoptr(GString) outs_o = g_string_new (NULL);
+
+  for (gint64 i = 0; i < ns; i++)
+    {
+      g_string_append_printf (regs_s, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
+      g_string_append_printf (outs_s, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
+    }
+  for (gint64 i = 0; i < no; i++)
+    {
+      g_string_append_printf (regs_o, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
+      g_string_append_printf (outs_o, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
+    }
+  g_string_append_printf (s,
+                          "static __device__ __forceinline__ void\n"
+                          "%s_qk (float (&d)[%" G_GINT64_FORMAT "], unsigned long long da, unsigned long long db, "
+                          "int acc)\n"
+                          "{\n"
+                          "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
+                          "                \"wgmma.mma_async.sync.aligned.m64n%" G_GINT64_FORMAT "k%d.f32.%s.%s {%s}, "
+                          "%%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", p, 1, 1%s; }\"\n"
+                          "                : %s\n"
+                          "                : \"l\" (da), \"l\" (db), \"r\" (acc) : \"memory\");\n"
+                          "}\n\n",
+                          name, ns, ns + 2, BKV, qk8 ? 32 : 16, mma_type (qk_dtype), mma_type (qk_dtype),
+                          regs_s->str, ns, ns + 1, qk8 ? "" : ", 0, 0", outs_s->str);
+  g_string_append_printf (s,
+                          "static __device__ __forceinline__ void\n"
+                          "%s_pv (float (&d)[%" G_GINT64_FORMAT "], unsigned a0, unsigned a1, unsigned a2, unsigned a3, "
+                          "unsigned long long db)\n"
+                          "{\n"
+                          "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
+                          "                \"wgmma.mma_async.sync.aligned.m64n%" G_GINT64_FORMAT "k%d.f32.%s.%s {%s}, "
+                          "{%%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT
+                          "}, %%%" G_GINT64_FORMAT ", p, 1, 1%s; }\"\n"
+                          "                : %s\n"
+                          "                : \"r\" (a0), \"r\" (a1), \"r\" (a2), \"r\" (a3), \"l\" (db), \"r\" (1) : \"memory\");\n"
+                          "}\n\n",
+                          name, no, no + 5, D, v8 ? 32 : 16, mma_type (v_dtype), mma_type (v_dtype), regs_o->str,
+                          no, no + 1, no + 2, no + 3, no + 4, v8 ? "" : ", 1", outs_o->str);
+  g_string_append_printf (s,
+                          "static __device__ __forceinline__ void\n"
+                          "%s_fence_s (float (&d)[%" G_GINT64_FORMAT "])\n"
+                          "{\n"
+                          "  asm volatile (\"\" : %s :: \"memory\");\n"
+                          "}\n\n"
+                          "static __device__ __forceinline__ void\n"
+                          "%s_fence_o (float (&d)[%" G_GINT64_FORMAT "])\n"
+                          "{\n"
+                          "  asm volatile (\"\" : %s :: \"memory\");\n"
+                          "}\n",
+                          name, ns, outs_s->str, name, no, outs_o->str);
+  return g_string_free (s, FALSE);
+}
+
+typedef struct
+{
+  NapkinCudaRef q, k, v, o, part, vt;
+  gboolean      has_part, has_vt;
+} Refs;
+
+static gboolean
+resolve (const NapkinPrintCtx      *ctx,
+         const NapkinPlanAttention *a,
+         Refs                      *r,
+         GError                   **error)
+{
+  memset (r, 0, sizeof *r);
+  if (!_napkin_cuda_ref (ctx, &a->q, &r->q, error) || !_napkin_cuda_ref (ctx, &a->k, &r->k, error)
+      || !_napkin_cuda_ref (ctx, &a->v, &r->v, error) || !_napkin_cuda_ref (ctx, &a->o, &r->o, error))
+    return FALSE;
+  if (a->split_kv > 1)
+    {
+      NapkinPlanBuffer part = { -1, a->partials, NAPKIN_DTYPE_FP32 };
+
+      if (!_napkin_cuda_ref (ctx, &part, &r->part, error))
+        return FALSE;
+      r->has_part = TRUE;
+    }
+  if (a->v_t >= 0)
+    {
+      NapkinPlanBuffer vt = { -1, a->v_t, NAPKIN_DTYPE_FP8_E4M3 };
+
+      if (!_napkin_cuda_ref (ctx, &vt, &r->vt, error))
+        return FALSE;
+      r->has_vt = TRUE;
+    }
+  return TRUE;
+}
+
+static void
+append_helpers (GString *out)
+{
+  if (strstr (out->str, "#define NAPKIN_ATTN_PRIMS") == NULL)
+    {
+      g_string_append_c (out, '\n');
+      g_string_append (out, napkin_kernel_attn_prims);
+    }
+}
+
+static NapkinCudaKernel *
+cuda_kernel (const NapkinPlanKernel *kernel,
+             const char             *name,
+             const char             *skeleton,
+             gint64                  smem)
+{
+  NapkinCudaKernel *ck = g_new0 (NapkinCudaKernel, 1);
+
+  ck->name = g_strdup (name);
+  ck->skeleton = g_strdup (skeleton);
+  ck->grid = kernel->grid;
+  ck->threads = kernel->threads;
+  ck->smem_bytes = smem;
+  ck->dynamic_smem = smem;
+  ck->note = g_strdup (kernel->note);
+  return ck;
+}
+
+/* Today's aligned shapes: the skeletons they were measured with. */
+static gboolean
+print_legacy (const NapkinPrintCtx   *ctx,
+              const NapkinPlanKernel *kernel,
+              const Refs             *r,
+              const char             *name,
+              GError                **error)
+{
+  const NapkinPlanAttention *a = &kernel->u.att;
+  const NapkinRegion *region = napkin_diagram_region (ctx->program->diagram, kernel->region);
+  g_autofree char *rname = napkin_codegen_escape_comment (region->name);
+
+  if (r->q.offset || r->k.offset || r->v.offset || r->o.offset)
+    FAIL ("the flash skeletons read whole buffers, not scratch");
+  if (kernel->path == NAPKIN_PATH_WGMMA)
+    {
+      const NapkinFlashShape shape = { region, a->dtype, a->o_dtype, a->batch, a->NQ, a->NKV, a->D, a->BQ, a->BKV,
+                                       a->stages, a->alpha, r->q.slot, r->k.slot, r->v.slot, r->o.slot };
+      g_autofree char *note = NULL;
+      guint saved = ctx->module->flags;
+      gboolean ok;
+
+      ctx->module->flags |= NAPKIN_CODEGEN_SM90A;
+      ok = _napkin_cuda_flash_wgmma (&shape, ctx->module, name, ctx->out, &note);
+      ctx->module->flags = saved;
+      if (!ok)
+        FAIL ("%s", note ? note : "the flash-wgmma skeleton refused the plan's shape");
+      return TRUE;
+    }
+  {
+    g_autofree char *text = NULL;
+    NapkinSkeletonParam params[] = {
+      { "NAME", g_strdup (name) },
+      { "BQ", int_text (a->BQ) },
+      { "BKV", int_text (a->BKV) },
+      { "D", int_text (a->D) },
+      { "NQ", int_text (a->NQ) },
+      { "NKV", int_text (a->NKV) },
+      { "ALPHA", float_text (a->alpha) },
+      { "T", g_strdup (_napkin_cuda_ctype (a->dtype)) },
+      { "OT", g_strdup (_napkin_cuda_ctype (a->o_dtype)) },
+      { "MMA", g_strdup (mma_type (a->dtype)) },
+      { "QS", g_strdup_printf ("%d", r->q.slot) },
+      { "KS", g_strdup_printf ("%d", r->k.slot) },
+      { "VS", g_strdup_printf ("%d", r->v.slot) },
+      { "OS", g_strdup_printf ("%d", r->o.slot) },
+    };
+    gint64 smem = (a->BQ + 4 * a->BKV) * (a->D + 8) * 2;
+    NapkinCudaKernel *ck;
+
+    text = _napkin_skeleton_instantiate (napkin_kernel_flash_mma, params, G_N_ELEMENTS (params));
+    g_string_append_printf (ctx->out, "\n/* Region %s at %s: fused attention as the flash-mma skeleton "
+                                      "(kernels/flash-mma.cu) */\n", rname, napkin_level_to_string (region->level));
+    g_string_append (ctx->out, text);
+    ck = cuda_kernel (kernel, name, "flash-mma", smem);
+    ck->threads = (guint) (a->BQ / 16 * 32);
+    g_ptr_array_add (ctx->module->kernels, ck);
+  }
+  return TRUE;
+}
+
+/* Vᵀ for fp8 P·V where no repack printer printed the plan's repack (kernels/attn-vt.cu):
+ * a module kernel NAME_vt launched just before the attention. */
+static void
+print_v_transpose (const NapkinPrintCtx      *ctx,
+                   const NapkinPlanAttention *a,
+                   const Refs                *r,
+                   const char                *name)
+{
+  g_autofree char *vname = g_strdup_printf ("%s_vt", name);
+  g_autofree char *text = NULL;
+  NapkinSkeletonParam params[] = {
+    { "NAME", g_strdup (vname) },
+    { "NKV", int_text (a->NKV) },
+    { "D", int_text (a->D) },
+    { "LD", int_text (a->v_t_ld) },
+    { "SBS", int_text (a->kv_plane_stride) },
+    { "BATCH", int_text (a->kv_batch) },
+    { "SREF", g_strdup_printf ("((const unsigned char *) ((const char *) args.p[%d] + %" G_GINT64_FORMAT "))",
+                               r->v.slot, r->v.offset) },
+    { "DREF", g_strdup_printf ("((unsigned char *) ((char *) args.p[%d] + %" G_GINT64_FORMAT "))", r->vt.slot,
+                               r->vt.offset) },
+  };
+  NapkinCudaKernel *ck;
+  gint64 tiles = a->kv_batch * ((a->v_t_ld + 31) / 32) * ((a->D + 31) / 32);
+
+  text = _napkin_skeleton_instantiate (napkin_kernel_attn_vt, params, G_N_ELEMENTS (params));
+  g_string_append (ctx->out, "\n/* Vᵀ for the fp8 attention below (kernels/attn-vt.cu) */\n");
+  g_string_append (ctx->out, text);
+  ck = g_new0 (NapkinCudaKernel, 1);
+  ck->name = g_strdup (vname);
+  ck->skeleton = g_strdup ("attn-vt");
+  ck->grid = MIN (tiles, 65536);
+  ck->threads = 256;
+  ck->smem_bytes = 32 * 33;
+  ck->note = g_strdup_printf ("transposes V (each of %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
+                              " e4m3) for fp8 P·V", a->kv_batch, a->NKV, a->D);
+  g_ptr_array_add (ctx->module->kernels, ck);
+}
+
+static gboolean
+print_sm90 (const NapkinPrintCtx   *ctx,
+            const NapkinPlanKernel *kernel,
+            const Refs             *r,
+            const char             *name,
+            GError                **error)
+{
+  const NapkinPlanAttention *a = &kernel->u.att;
+  gboolean fp8_v = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3, lo, hi;
+  guint qe = napkin_dtype_bytes (a->dtype);
+  gint64 left, right;
+  NapkinCudaTensorMap maps[2];
+  NapkinCudaKernel *ck;
+
+  if (mma_type (a->dtype) == NULL || mma_type (a->v_dtype) == NULL)
+    FAIL ("no wgmma for %s attention", napkin_dtype_to_string (a->dtype));
+  if (fp8_v && !r->has_vt)
+    FAIL ("fp8 P·V needs the plan's Vᵀ scratch");
+  if (fp8_v)
+    {
+      /* the transpose is the plan's repack kernel, printed just before this one; where
+       * no repack printer took it, this printer's own */
+      const NapkinCudaKernel *prev = ctx->module->kernels->len > 0
+                                       ? g_ptr_array_index (ctx->module->kernels, ctx->module->kernels->len - 1) : NULL;
+
+      if (prev == NULL || strstr (prev->skeleton, "repack") == NULL)
+        print_v_transpose (ctx, a, r, name);
+    }
+  mask_params (a, &lo, &hi, &left, &right);
+  append_helpers (ctx->out);
+  {
+    g_autofree char *text = NULL;
+    g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
+    NapkinSkeletonParam params[] = {
+      { "WGMMA", wgmma_wrappers (name, a->BKV, a->D, a->dtype, a->v_dtype) },
+      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT, 2) },
+      { "NAME", g_strdup (name) },
+      { "ROWS", int_text (a->rows) },
+      { "BQ", int_text (a->BQ) },
+      { "CONSUMERS", int_text (a->consumers) },
+      { "BKV", int_text (a->BKV) },
+      { "D", int_text (a->D) },
+      { "STAGES", int_text (a->stages) },
+      { "NQ", int_text (a->NQ) },
+      { "NKV", int_text (a->NKV) },
+      { "GROUP", int_text (a->group) },
+      { "GROUP_TILE", int_text (a->group_tile) },
+      { "KV_BATCH", int_text (a->kv_batch) },
+      { "QK_BYTES", int_text (qe) },
+      { "FP8_V", g_strdup (fp8_v ? "1" : "0") },
+      { "OVERLAP", g_strdup (a->overlap ? "1" : "0") },
+      { "KV_RANK3", g_strdup (a->kv_planes > 1 ? "1" : "0") },
+      { "VT_RANK3", g_strdup (a->kv_batch > 1 ? "1" : "0") },
+      { "SPLIT", int_text (a->split_kv) },
+      { "CPS", int_text (a->chunks_per_split) },
+      { "MASK_LO", g_strdup (lo ? "1" : "0") },
+      { "MASK_HI", g_strdup (hi ? "1" : "0") },
+      { "LEFT", int_text (left) },
+      { "RIGHT", int_text (right) },
+      { "OFFSET", int_text (a->mask_offset) },
+      { "REVERSE", g_strdup (a->mask != NAPKIN_ATTN_MASK_NONE ? "1" : "0") },
+      { "Q_GROUP", int_text (a->q_group) },
+      { "Q_ROW", int_text (a->q_row) },
+      { "O_GROUP", int_text (a->o_group) },
+      { "O_ROW", int_text (a->o_row) },
+      { "ALPHA", float_text (a->alpha * a->q_scale * a->k_scale) },
+      { "V_SCALE", float_text (a->v_scale) },
+      { "QT", g_strdup (_napkin_cuda_ctype (a->dtype)) },
+      { "VT", g_strdup (_napkin_cuda_ctype (a->v_dtype)) },
+      { "OT", g_strdup (_napkin_cuda_ctype (a->o_dtype)) },
+      { "QREF", _napkin_cuda_ref_expr (&r->q, a->dtype) },
+      { "OREF", _napkin_cuda_ref_expr (&r->o, a->o_dtype) },
+      { "PREF", r->has_part ? _napkin_cuda_ref_expr (&r->part, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
+      { "PRODUCER_REGS", int_text (a->producer_regs) },
+      { "CONSUMER_REGS", int_text (a->consumer_regs) },
+    };
+
+    text = _napkin_skeleton_instantiate (napkin_kernel_attn_sm90, params, G_N_ELEMENTS (params));
+    g_string_append_printf (ctx->out, "\n/* Region %s: attention on wgmma (kernels/attn-sm90.cu, sm_90a) */\n", rname);
+    g_string_append (ctx->out, text);
+  }
+
+  /* K (and 16-bit V): D × rows in planes, boxes of one 128-byte slice × BKV rows;
+   * fp8 Vᵀ: keys × D rows per K/V matrix, boxes of 128 keys × D */
+  maps[0] = (NapkinCudaTensorMap) { r->k.slot, a->dtype, a->D, a->kv_rows, 128 / qe, (guint) a->BKV, 128,
+                                    a->kv_ld, a->kv_planes, a->kv_plane_stride, r->k.offset };
+  if (fp8_v)
+    maps[1] = (NapkinCudaTensorMap) { r->vt.slot, NAPKIN_DTYPE_FP8_E4M3, a->v_t_ld, a->D, 128, (guint) a->D, 128,
+                                      a->v_t_ld, a->kv_batch, a->D * a->v_t_ld, r->vt.offset };
+  else
+    maps[1] = (NapkinCudaTensorMap) { r->v.slot, a->v_dtype, a->D, a->kv_rows, 64, (guint) a->BKV, 128,
+                                      a->kv_ld, a->kv_planes, a->kv_plane_stride, r->v.offset };
+  ck = cuda_kernel (kernel, name, "attn-sm90", kernel->smem_bytes);
+  ck->tensor_maps = g_array_new (FALSE, FALSE, sizeof (NapkinCudaTensorMap));
+  g_array_append_vals (ck->tensor_maps, maps, G_N_ELEMENTS (maps));
+  g_ptr_array_add (ctx->module->kernels, ck);
+  return TRUE;
+}
+
+static gboolean
+print_sm80 (const NapkinPrintCtx   *ctx,
+            const NapkinPlanKernel *kernel,
+            const Refs             *r,
+            const char             *name,
+            GError                **error)
+{
+  const NapkinPlanAttention *a = &kernel->u.att;
+  gboolean lo, hi;
+  gint64 left, right;
+
+  if (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
+    FAIL ("mma.sync attention takes fp16 or bf16, not %s", napkin_dtype_to_string (a->dtype));
+  mask_params (a, &lo, &hi, &left, &right);
+  append_helpers (ctx->out);
+  {
+    g_autofree char *text = NULL;
+    g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
+    NapkinSkeletonParam params[] = {
+      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT, 2) },
+      { "NAME", g_strdup (name) },
+      { "ROWS", int_text (a->rows) },
+      { "BQ", int_text (a->BQ) },
+      { "WARPS", int_text (a->consumers) },
+      { "THREADS", int_text (kernel->threads) },
+      { "Q_REGS", g_strdup (a->q_regs ? "1" : "0") },
+      { "BKV", int_text (a->BKV) },
+      { "D", int_text (a->D) },
+      { "DP", int_text (a->d_smem) },
+      { "NQ", int_text (a->NQ) },
+      { "NKV", int_text (a->NKV) },
+      { "GROUP", int_text (a->group) },
+      { "GROUP_TILE", int_text (a->group_tile) },
+      { "KV_BATCH", int_text (a->kv_batch) },
+      { "SPLIT", int_text (a->split_kv) },
+      { "CPS", int_text (a->chunks_per_split) },
+      { "MASK_LO", g_strdup (lo ? "1" : "0") },
+      { "MASK_HI", g_strdup (hi ? "1" : "0") },
+      { "LEFT", int_text (left) },
+      { "RIGHT", int_text (right) },
+      { "OFFSET", int_text (a->mask_offset) },
+      { "REVERSE", g_strdup (a->mask != NAPKIN_ATTN_MASK_NONE ? "1" : "0") },
+      { "Q_GROUP", int_text (a->q_group) },
+      { "Q_ROW", int_text (a->q_row) },
+      { "K_ROW", int_text (a->k_row) },
+      { "O_GROUP", int_text (a->o_group) },
+      { "O_ROW", int_text (a->o_row) },
+      { "ALPHA", float_text (a->alpha) },
+      { "T", g_strdup (_napkin_cuda_ctype (a->dtype)) },
+      { "OT", g_strdup (_napkin_cuda_ctype (a->o_dtype)) },
+      { "MMA", g_strdup (mma_type (a->dtype)) },
+      { "QREF", _napkin_cuda_ref_expr (&r->q, a->dtype) },
+      { "KREF", _napkin_cuda_ref_expr (&r->k, a->dtype) },
+      { "VREF", _napkin_cuda_ref_expr (&r->v, a->dtype) },
+      { "OREF", _napkin_cuda_ref_expr (&r->o, a->o_dtype) },
+      { "PREF", r->has_part ? _napkin_cuda_ref_expr (&r->part, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
+    };
+
+    text = _napkin_skeleton_instantiate (napkin_kernel_attn_sm80, params, G_N_ELEMENTS (params));
+    g_string_append_printf (ctx->out, "\n/* Region %s: attention on mma.sync (kernels/attn-sm80.cu) */\n", rname);
+    g_string_append (ctx->out, text);
+  }
+  g_ptr_array_add (ctx->module->kernels, cuda_kernel (kernel, name, "attn-sm80", kernel->smem_bytes));
+  return TRUE;
+}
+
+static gboolean
+print_combine (const NapkinPrintCtx   *ctx,
+               const NapkinPlanKernel *kernel,
+               const Refs             *r,
+               const char             *name,
+               GError                **error)
+{
+  const NapkinPlanAttention *a = &kernel->u.att;
+
+  if (!r->has_part || a->split_kv < 2)
+    FAIL ("the combine kernel has no partial outputs to merge");
+  append_helpers (ctx->out);
+  {
+    g_autofree char *text = NULL;
+    NapkinSkeletonParam params[] = {
+      { "LEAD", lead_code (a, LEAD_O | LEAD_FLAT, 4) },
+      { "NAME", g_strdup (name) },
+      { "SPLIT", int_text (a->split_kv) },
+      { "D", int_text (a->D) },
+      { "NQ", int_text (a->NQ) },
+      { "GROUP", int_text (a->group) },
+      { "KV_BATCH", int_text (a->kv_batch) },
+      { "O_GROUP", int_text (a->o_group) },
+      { "O_ROW", int_text (a->o_row) },
+      { "OT", g_strdup (_napkin_cuda_ctype (a->o_dtype)) },
+      { "OREF", _napkin_cuda_ref_expr (&r->o, a->o_dtype) },
+      { "PREF", _napkin_cuda_ref_expr (&r->part, NAPKIN_DTYPE_FP32) },
+    };
+
+    text = _napkin_skeleton_instantiate (napkin_kernel_attn_combine, params, G_N_ELEMENTS (params));
+    g_string_append (ctx->out, "\n/* The split-KV combine of the attention above (kernels/attn-combine.cu) */\n");
+    g_string_append (ctx->out, text);
+  }
+  g_ptr_array_add (ctx->module->kernels, cuda_kernel (kernel, name, "attn-combine", 0));
+  return TRUE;
+}
+
+gboolean
+_napkin_print_attention (const NapkinPrintCtx   *ctx,
+                         const NapkinPlanKernel *kernel,
+                         const char             *name,
+                         GError                **error)
+{
+  const NapkinPlanAttention *a = &kernel->u.att;
+  Refs r;
+
+  g_return_val_if_fail (kernel->kind == NAPKIN_PLAN_ATTENTION || kernel->kind == NAPKIN_PLAN_ATTENTION_COMBINE,
+                        FALSE);
+
+  if (!resolve (ctx, a, &r, error))
+    return FALSE;
+  if (!kernel->feasible)
+    FAIL ("the plan's kernel is infeasible: %s", kernel->infeasible ? kernel->infeasible : "(no reason)");
+  if (kernel->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+    return print_combine (ctx, kernel, &r, name, error);
+  if (a->legacy)
+    return print_legacy (ctx, kernel, &r, name, error);
+  if (kernel->path == NAPKIN_PATH_WGMMA)
+    return print_sm90 (ctx, kernel, &r, name, error);
+  if (kernel->path == NAPKIN_PATH_MMA)
+    return print_sm80 (ctx, kernel, &r, name, error);
+  FAIL ("no attention printer for the %s path", napkin_path_to_string (kernel->path));
+}

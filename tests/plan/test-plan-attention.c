@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "config.h"
+
+#include <string.h>
+
+#include "napkin-file.h"
+#include "napkin-model.h"
+#include "napkin-plan.h"
+#include "napkin-test-attention.h"
+
+/* The attention kernels of the plan (docs/plan.md, "Attention kernels"): every attention
+ * a user draws — any length, head dims 8 to 256, GQA and MQA, cross-attention, decoding,
+ * fp8 — gets a tensor-core kernel on Hopper (wgmma) and, but fp8, on Ampere (mma.sync);
+ * masks count the tiles they leave; decoding splits the keys; today's aligned shapes
+ * keep their skeletons. */
+
+static NapkinArch *
+arch (const char *id)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
+
+  g_assert_no_error (error);
+  return a;
+}
+
+static NapkinDiagram *
+diagram (const NapkinTestAttention *c)
+{
+  g_autofree char *json = napkin_test_attention_json (c);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+
+  g_assert_no_error (error);
+  return d;
+}
+
+static NapkinPlan *
+plan (NapkinDiagram *d,
+      const char    *arch_id)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinPlan *p = napkin_plan_build (d, arch (arch_id), NULL, &error);
+
+  g_assert_no_error (error);
+  return p;
+}
+
+static guint
+count_kind (const NapkinPlan *p,
+            NapkinPlanKind    kind)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < p->kernels->len; i++)
+    n += ((const NapkinPlanKernel *) g_ptr_array_index (p->kernels, i))->kind == kind;
+  return n;
+}
+
+/* The model prices the plan's attention kernel on the plan's path. */
+static void
+assert_model_agrees (NapkinDiagram          *d,
+                     const NapkinPlanKernel *k,
+                     const char             *arch_id)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) an = napkin_analyze (d, arch (arch_id), NULL, &error);
+  gboolean found = FALSE;
+
+  g_assert_no_error (error);
+  for (guint j = 0; j < an->kernels->len; j++)
+    {
+      const NapkinKernelCost *kc = &g_array_index (an->kernels, NapkinKernelCost, j);
+
+      if (g_strcmp0 (kc->plan_kind, "attention") == 0)
+        {
+          g_assert_cmpint (kc->path, ==, k->path);
+          found = TRUE;
+        }
+    }
+  g_assert_true (found);
+  g_assert_cmpuint (an->generic_kernels, ==, 0);
+  g_assert_cmpint (g_array_index (an->regions, NapkinRegionCost, 0).plan_smem_bytes, ==, k->smem_bytes);
+}
+
+typedef struct
+{
+  const char         *name;
+  NapkinTestAttention c;
+  gboolean            legacy;     /* today's skeleton on both paths */
+  guint               split;      /* expected split-KV on h100 (1: none) */
+  gint64              rows;       /* query rows a block */
+  const char         *ampere;     /* a100: NULL mma.sync, else generic with this in the reason */
+} Case;
+
+static const Case cases[] = {
+  /* prefill, multi-head, today's family and one step off it */
+  { "4·16·4096·128", { 4, 16, 0, 4096, 4096, 128, "fp16", NULL, NULL, 128, 128, 2 }, TRUE, 1, 128 },
+  { "4·16·4096·128 k64", { 4, 16, 0, 4096, 4096, 128, "fp16", NULL, NULL, 128, 64, 2 }, TRUE, 1, 128 },
+  { "4·16·8192·64", { 4, 16, 0, 8192, 8192, 64, "bf16", NULL, NULL, 128, 128, 4 }, TRUE, 1, 128 },
+  { "4·16·4000·128", { 4, 16, 0, 4000, 4000, 128, "fp16", NULL, NULL, 128, 128, 2 }, FALSE, 1, 128 },
+  { "16·16·1000·128", { 16, 16, 0, 1000, 1000, 128, "fp16", NULL, NULL, 128, 128, 2 }, FALSE, 1, 128 },
+  { "4·16·4096·96", { 4, 16, 0, 4096, 4096, 96, "fp16", NULL, NULL, 128, 128, 2 }, FALSE, 1, 128 },
+  { "4·16·4096·80", { 4, 16, 0, 4096, 4096, 80, "bf16", NULL, NULL, 128, 128, 2 }, FALSE, 1, 128 },
+  { "4·16·4096·64 q192", { 4, 16, 0, 4096, 4096, 64, "fp16", NULL, NULL, 192, 128, 2 }, FALSE, 1, 192 },
+  { "2·16·8192·192", { 2, 16, 0, 8192, 8192, 192, "bf16", NULL, NULL, 128, 96, 2 }, FALSE, 1, 128,
+    "shared memory" },
+  { "2·16·8192·256", { 2, 16, 0, 8192, 8192, 256, "bf16", NULL, NULL, 128, 64, 2 }, FALSE, 1, 128,
+    "shared memory" },
+  { "1·8·32768·128", { 1, 8, 0, 32768, 32768, 128, "bf16", NULL, NULL, 128, 128, 3 }, TRUE, 1, 128 },
+  { "8·16·128·64", { 8, 16, 0, 128, 128, 64, "fp16", NULL, NULL, 128, 128, 2 }, TRUE, 1, 128 },
+  { "2·8·1000·40", { 2, 8, 0, 1000, 1000, 40, "fp16", NULL, NULL, 128, 64, 2 }, FALSE, 1, 128 },
+  { "4·16·4096·32", { 4, 16, 0, 4096, 4096, 32, "fp16", NULL, NULL, 128, 128, 2 }, FALSE, 1, 128 },
+  { "bshd 4·16·2048·128", { 4, 16, 0, 2048, 2048, 128, "bf16", NULL, NULL, 128, 128, 2, 0, TRUE }, FALSE, 1, 128 },
+  { "bf16 in, fp32 out", { 4, 16, 0, 2048, 2048, 128, "bf16", NULL, "fp32", 128, 128, 2 }, TRUE, 1, 128 },
+  { "4·16·2047·112", { 4, 16, 0, 2047, 2047, 112, "fp16", NULL, NULL, 128, 96, 2 }, FALSE, 1, 128 },
+  /* GQA (Llama-3-8B: 32 query heads, 8 KV heads) and MQA */
+  { "GQA 32/8 4096", { 1, 32, 8, 4096, 4096, 128, "bf16", NULL, NULL, 128, 128, 2 }, FALSE, 1, 128 },
+  { "GQA 32/8 bshd 2048", { 2, 32, 8, 2048, 2048, 128, "bf16", NULL, NULL, 128, 128, 2, 0, TRUE }, FALSE, 1, 128 },
+  { "MQA 16/1 4096", { 2, 16, 1, 4096, 4096, 128, "fp16", NULL, NULL, 128, 128, 2 }, FALSE, 1, 128 },
+  /* cross-attention */
+  { "cross 1024×8192", { 4, 16, 0, 1024, 8192, 128, "fp16", NULL, NULL, 128, 128, 2 }, TRUE, 1, 128 },
+  { "cross 4096×77", { 2, 8, 0, 4096, 77, 64, "fp16", NULL, NULL, 128, 64, 2 }, FALSE, 1, 128 },
+  /* decoding: a few queries against a long KV cache, the group packed in one block */
+  { "decode q1 k4096 b8", { 8, 32, 8, 1, 4096, 128, "bf16", NULL, NULL, 0, 128, 2, 4 }, FALSE, 2, 4 },
+  { "decode q1 k32k b1", { 1, 32, 8, 1, 32768, 128, "bf16", NULL, NULL, 0, 128, 2, 4 }, FALSE, 16, 4 },
+  { "decode q1 k128k b1", { 1, 32, 8, 1, 131072, 128, "bf16", NULL, NULL, 0, 128, 2, 4 }, FALSE, 16, 4 },
+  { "decode q8 k8192 b4", { 4, 32, 8, 8, 8192, 128, "fp16", NULL, NULL, 0, 128, 2, 4 }, FALSE, 4, 32 },
+  { "decode q1 k4096 b64", { 64, 32, 8, 1, 4096, 128, "bf16", NULL, NULL, 0, 128, 2, 4 }, FALSE, 1, 4 },
+  { "decode MQA q1 k16k", { 2, 16, 1, 1, 16384, 128, "fp16", NULL, NULL, 0, 128, 2, 16 }, FALSE, 64, 16 },
+  { "decode q1 k100000", { 2, 32, 8, 1, 100000, 128, "bf16", NULL, NULL, 0, 64, 4, 4 }, FALSE, 8, 4 },
+  /* fp8 e4m3: both products (Vᵀ repacked), or Q·Kᵀ alone with a 16-bit V */
+  { "fp8 4·16·4096·128", { 4, 16, 0, 4096, 4096, 128, "fp8-e4m3", "fp8-e4m3", "fp16", 128, 128, 2 }, FALSE, 1, 128,
+    "wgmma" },
+  { "fp8 QK, fp16 V", { 4, 16, 0, 4096, 4096, 128, "fp8-e4m3", "fp16", "fp16", 128, 128, 2 }, FALSE, 1, 128, "wgmma" },
+  { "fp8 4·16·2000·64", { 4, 16, 0, 2000, 2000, 64, "fp8-e4m3", "fp8-e4m3", "bf16", 128, 128, 2 }, FALSE, 1, 128,
+    "wgmma" },
+};
+
+static void
+test_cases (void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const Case *c = &cases[i];
+      g_autoptr(NapkinDiagram) d = diagram (&c->c);
+      g_autoptr(NapkinPlan) h = plan (d, "h100");
+      g_autoptr(NapkinPlan) a = plan (d, "a100");
+      const NapkinPlanKernel *k = napkin_plan_kernel_for (h, 0, -1);
+      const NapkinPlanAttention *att;
+      gint64 hk = c->c.HK > 0 ? c->c.HK : c->c.H;
+      gboolean fp8_v = c->c.v_dtype && g_str_has_prefix (c->c.v_dtype, "fp8");
+
+      g_test_message ("%s: %s", c->name, k->note ? k->note : k->reason);
+      g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+      g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+      g_assert_cmpuint (h->n_generic, ==, 0);
+      g_assert_true (h->feasible);
+      att = &k->u.att;
+      g_assert_cmpint (att->batch, ==, c->c.B * c->c.H);
+      g_assert_cmpint (att->kv_batch, ==, c->c.B * hk);
+      g_assert_cmpint (att->group, ==, c->c.H / hk);
+      g_assert_cmpint (att->seqs, ==, c->c.B);
+      g_assert_cmpint (att->heads, ==, c->c.H);
+      g_assert_cmpint (att->kv_heads, ==, hk);
+      g_assert_cmpint (att->NQ, ==, c->c.NQ);
+      g_assert_cmpint (att->NKV, ==, c->c.NKV);
+      g_assert_cmpint (att->D, ==, c->c.D);
+      g_assert_cmpint (att->rows, ==, c->rows);
+      g_assert_cmpint (att->consumers, ==, (c->rows + 63) / 64);
+      g_assert_cmpint (att->legacy, ==, c->legacy);
+      g_assert_cmpuint (att->split_kv, ==, c->split);
+      g_assert_cmpint (k->grid, ==, att->kv_batch * ((att->group + att->group_tile - 1) / att->group_tile)
+                                    * ((att->NQ + att->BQ - 1) / att->BQ) * att->split_kv);
+      g_assert_cmpuint (k->threads, ==, 128 * (1 + att->consumers));
+      g_assert_cmpint (k->smem_bytes, <=, 232448);
+      g_assert_cmpint (att->d_smem % (128 / napkin_dtype_bytes (att->dtype)), ==, 0);
+      g_assert_cmpint (att->d_smem, >=, att->D);
+      g_assert_cmpuint (count_kind (h, NAPKIN_PLAN_ATTENTION_COMBINE), ==, c->split > 1 ? 1 : 0);
+      g_assert_cmpuint (count_kind (h, NAPKIN_PLAN_REPACK), ==, fp8_v ? 1 : 0);
+      if (c->split > 1)
+        {
+          const NapkinPlanKernel *m = g_ptr_array_index (h->kernels, h->kernels->len - 1);
+
+          g_assert_cmpint (m->kind, ==, NAPKIN_PLAN_ATTENTION_COMBINE);
+          g_assert_cmpint (att->partials, >=, 0);
+          g_assert_cmpint (h->scratch_bytes, >=, (gint64) att->split_kv * att->batch * att->NQ * (att->D + 1) * 4);
+          g_assert_cmpint (att->chunks_per_split * att->split_kv, >=, (att->NKV + att->BKV - 1) / att->BKV);
+          g_assert_nonnull (strstr (k->note, "split"));
+        }
+      if (fp8_v)
+        {
+          const NapkinPlanKernel *r = g_ptr_array_index (h->kernels, 0);
+
+          g_assert_cmpint (r->kind, ==, NAPKIN_PLAN_REPACK);
+          g_assert_true (r->u.repack.transpose);
+          g_assert_cmpint (r->u.repack.dst.scratch, ==, att->v_t);
+          g_assert_cmpint (att->v_t_ld % 16, ==, 0);
+          g_assert_nonnull (strstr (k->note, "e4m3 for Q·Kᵀ and P·V"));
+        }
+      g_assert_cmpint (att->tiles_total, ==, ((att->NQ + att->BQ - 1) / att->BQ) * ((att->NKV + att->BKV - 1) / att->BKV));
+      g_assert_cmpint (att->tiles_computed, ==, att->tiles_total);
+      assert_model_agrees (d, k, "h100");
+
+      /* Ampere: mma.sync for 16-bit types where the double-buffered K and V chunks fit
+       * (rows and chunks of d rounded to 16, padded by 8 halfs); fp8 has no path there */
+      k = napkin_plan_kernel_for (a, 0, -1);
+      if (c->ampere == NULL
+          && ((c->rows + 15) / 16 * 16 + 4 * c->c.BKV) * ((c->c.D + 15) / 16 * 16 + 8) * 2
+               > (gint64) arch ("a100")->smem_max_per_block)
+        {
+          g_test_message ("  a100: %s", k->reason);
+          g_assert_cmpint (k->path, ==, NAPKIN_PATH_GENERIC);
+          g_assert_nonnull (strstr (k->reason, "bytes of shared memory"));
+        }
+      else if (c->ampere)
+        {
+          g_assert_cmpint (k->path, ==, NAPKIN_PATH_GENERIC);
+          g_assert_nonnull (strstr (k->reason, c->ampere));
+        }
+      else
+        {
+          g_test_message ("  a100: %s", k->note ? k->note : k->reason);
+          g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+          g_assert_cmpint (k->path, ==, NAPKIN_PATH_MMA);
+          g_assert_cmpuint (a->n_generic, ==, 0);
+          g_assert_cmpint (k->u.att.rows, ==, c->rows);
+          g_assert_cmpuint (k->threads, ==, MAX ((c->rows + 15) / 16, k->u.att.legacy ? 1 : 4) * 32);
+          assert_model_agrees (d, k, "a100");
+        }
+    }
+  g_assert_cmpuint (G_N_ELEMENTS (cases), >=, 30);
+}
+
+/* Masks: the tiles a causal or windowed attention computes, exactly; the model can price
+ * only those. Causal q = k = 4096 with 128×128 tiles: 528 of 1024 per head, 32 of them
+ * (the diagonal) masked in registers. */
+static void
+test_masks (void)
+{
+  static const struct
+  {
+    gint64         NQ, NKV, BQ, BKV;
+    NapkinAttnMask mask;
+    gint64         offset, left, right;
+    gint64         computed, total, masked;
+  } cases[] = {
+    { 4096, 4096, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 528, 1024, 32 },
+    { 8192, 8192, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 2080, 4096, 64 },
+    { 4096, 4096, 128, 64, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 32 * 2 + 2 * 496, 2048, 64 },
+    /* prefill of 1024 new queries after 3072 cached keys: bottom-right aligned */
+    { 1024, 4096, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 3072, -1, 0, 8 * 24 + 36, 256, 8 },
+    /* sliding window of 1024 keys back (Mistral): query tiles 0…7 see 1…8 chunks (the
+     * diagonal partial), the 24 others 9 (both ends partial) */
+    { 4096, 4096, 128, 128, NAPKIN_ATTN_MASK_WINDOW, 0, 1024, 0, 36 + 24 * 9, 1024, 8 * 1 + 24 * 2 },
+    /* non-dividing lengths: the edge chunk is masked too */
+    { 1000, 1000, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 36, 64, 8 },
+    { 1000, 1000, 128, 128, NAPKIN_ATTN_MASK_NONE, 0, -1, -1, 64, 64, 8 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      NapkinTestAttention c = { 2, 4, 0, cases[i].NQ, cases[i].NKV, 128, "bf16", NULL, NULL, cases[i].BQ,
+                                cases[i].BKV, 2 };
+      g_autoptr(NapkinDiagram) d = diagram (&c);
+      g_autoptr(NapkinPlan) p = plan (d, "h100");
+      g_autoptr(GError) error = NULL;
+      NapkinPlanKernel *k = (NapkinPlanKernel *) napkin_plan_kernel_for (p, 0, -1);
+      const NapkinPlanAttention *a = &k->u.att;
+
+      g_assert_true (napkin_plan_attention_set_mask (p, k, cases[i].mask, cases[i].offset, cases[i].left,
+                                                     cases[i].right, &error));
+      g_assert_no_error (error);
+      g_test_message ("%s %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ": %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT
+                      ", %" G_GINT64_FORMAT " masked: %s", napkin_attn_mask_to_string (cases[i].mask),
+                      cases[i].NQ, cases[i].NKV, a->tiles_computed, a->tiles_total, a->tiles_masked, k->note);
+      g_assert_cmpint (a->tiles_total, ==, cases[i].total);
+      g_assert_cmpint (a->tiles_computed, ==, cases[i].computed);
+      g_assert_cmpint (a->tiles_masked, ==, cases[i].masked);
+      if (cases[i].mask != NAPKIN_ATTN_MASK_NONE)
+        {
+          g_assert_false (a->legacy);
+          g_assert_nonnull (strstr (k->note, "mask"));
+        }
+    }
+
+  /* a chunk range by hand: causal, queries 256…383 with 128-key chunks see chunks 0…2,
+   * the last one partly */
+  {
+    NapkinPlanAttention a = { 0 };
+    gint64 first, end, masked;
+
+    a.NQ = a.NKV = 4096;
+    a.BQ = a.BKV = 128;
+    a.mask = NAPKIN_ATTN_MASK_CAUSAL;
+    a.window_left = -1;
+    napkin_plan_attention_chunks (&a, 256, 384, &first, &end, &masked);
+    g_assert_cmpint (first, ==, 0);
+    g_assert_cmpint (end, ==, 3);
+    g_assert_cmpint (masked, ==, 1);
+    /* a window of 100 back, 0 ahead: queries 1000…1127 see keys 900…1127 */
+    a.mask = NAPKIN_ATTN_MASK_WINDOW;
+    a.window_left = 100;
+    a.window_right = 0;
+    napkin_plan_attention_chunks (&a, 1000, 1128, &first, &end, &masked);
+    g_assert_cmpint (first, ==, 900 / 128);
+    g_assert_cmpint (end, ==, (1127 + 128) / 128);
+    g_assert_cmpint (masked, ==, end - first);
+  }
+
+  /* bad numbers name the field */
+  {
+    NapkinTestAttention c = { 1, 1, 0, 256, 256, 64, "fp16", NULL, NULL, 128, 128, 2 };
+    g_autoptr(NapkinDiagram) d = diagram (&c);
+    g_autoptr(NapkinPlan) p = plan (d, "h100");
+    g_autoptr(GError) error = NULL;
+    NapkinPlanKernel *k = (NapkinPlanKernel *) napkin_plan_kernel_for (p, 0, -1);
+
+    g_assert_false (napkin_plan_attention_set_mask (p, k, NAPKIN_ATTN_MASK_WINDOW, 0, -5, 0, &error));
+    g_assert_nonnull (strstr (error->message, "mask"));
+  }
+}
+
+/* A region's tiles are the user's: where no kernel can take them the plan says why. */
+static void
+test_refusals (void)
+{
+  static const struct
+  {
+    NapkinTestAttention c;
+    NapkinPath          path;
+    const char         *why;
+  } cases[] = {
+    /* key chunks not a multiple of 16: neither wgmma nor mma.sync */
+    { { 1, 4, 0, 1024, 1024, 128, "fp16", NULL, NULL, 128, 40, 2 }, NAPKIN_PATH_GENERIC, "multiples of 16" },
+    /* head dim above 256 */
+    { { 1, 4, 0, 1024, 1024, 320, "fp16", NULL, NULL, 64, 64, 2 }, NAPKIN_PATH_GENERIC, "head size 320" },
+    /* 256 query rows need 4 consumer warpgroups: mma.sync takes them, saying why */
+    { { 1, 4, 0, 1024, 1024, 64, "fp16", NULL, NULL, 256, 64, 2 }, NAPKIN_PATH_MMA, "4 consumer warpgroups" },
+    /* d 256 with 128-key chunks: too many registers for a consumer (and mma.sync's
+     * double-buffered chunks too much shared memory) */
+    { { 1, 4, 0, 1024, 1024, 256, "bf16", NULL, NULL, 128, 128, 2 }, NAPKIN_PATH_GENERIC, "registers per consumer" },
+    /* fp8 P·V wants 128-key chunks (one swizzled row of Vᵀ) */
+    { { 1, 4, 0, 1024, 1024, 128, "fp8-e4m3", "fp8-e4m3", "fp16", 128, 64, 2 }, NAPKIN_PATH_GENERIC, "128" },
+    /* shared memory: d 256, 4 stages */
+    { { 1, 4, 0, 1024, 1024, 256, "bf16", NULL, NULL, 128, 64, 4 }, NAPKIN_PATH_MMA, "bytes of shared memory" },
+    /* fp8 e5m2 has no attention kernel */
+    { { 1, 4, 0, 1024, 1024, 128, "fp8-e5m2", NULL, NULL, 128, 128, 2 }, NAPKIN_PATH_GENERIC, "fp8-e4m3" },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) d = diagram (&cases[i].c);
+      g_autoptr(NapkinPlan) p = plan (d, "h100");
+      const NapkinPlanKernel *k = napkin_plan_kernel_for (p, 0, -1);
+      const char *text = k->path == NAPKIN_PATH_GENERIC ? k->reason : k->note;
+
+      g_test_message ("case %u: %s: %s", i, napkin_path_to_string (k->path), text);
+      g_assert_cmpint (k->path, ==, cases[i].path);
+      g_assert_nonnull (strstr (text, cases[i].why));
+      if (k->path != NAPKIN_PATH_GENERIC)
+        g_assert_nonnull (strstr (text, "wgmma not used"));
+    }
+}
+
+/* The JSON `plan --format json` prints for an attention kernel. */
+static void
+test_json (void)
+{
+  NapkinTestAttention c = { 1, 32, 8, 1, 32768, 128, "bf16", NULL, NULL, 0, 128, 2, 4 };
+  g_autoptr(NapkinDiagram) d = diagram (&c);
+  g_autoptr(NapkinPlan) p = plan (d, "h100");
+  json_object *root = napkin_plan_to_json (p, d);
+  json_object *kernels = json_object_object_get (root, "kernels");
+  json_object *att = json_object_array_get_idx (kernels, 0);
+  json_object *combine = json_object_array_get_idx (kernels, 1);
+
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (att, "kind")), ==, "attention");
+  g_assert_cmpint (json_object_get_int (json_object_object_get (att, "group")), ==, 4);
+  g_assert_cmpint (json_object_get_int (json_object_object_get (att, "split_kv")), ==, 16);
+  g_assert_cmpint (json_object_get_int (json_object_object_get (json_object_object_get (att, "tiles"), "rows")), ==, 4);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (att, "mask")), ==, "none");
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (att, "dtypes")), ==, "bf16,bf16,bf16");
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (combine, "kind")), ==, "attention-combine");
+  json_object_put (root);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/plan/attention/cases", test_cases);
+  g_test_add_func ("/plan/attention/masks", test_masks);
+  g_test_add_func ("/plan/attention/refusals", test_refusals);
+  g_test_add_func ("/plan/attention/json", test_json);
+  return g_test_run ();
+}
