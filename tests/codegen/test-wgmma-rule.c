@@ -68,7 +68,7 @@ check (const char  *file,
   if (skeleton == NULL)
     return 0;
   model = napkin_model_region_uses_wgmma (h100, d, 0);
-  codegen = strstr (skeleton, "wgmma") != NULL;
+  codegen = strstr (skeleton, "wgmma") != NULL || strstr (skeleton, "sm90") != NULL;
   if (model != codegen)
     {
       g_autoptr(GString) joined = g_string_new (NULL);
