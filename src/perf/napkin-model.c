@@ -1762,6 +1762,14 @@ plan_helper_kernel (Model                  *m,
 
       bytes = r->batch * r->rows * r->cols * eb + r->batch * (r->transpose ? r->cols : r->rows) * r->ld_dst * eb;
     }
+  else if (pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+    {
+      const NapkinPlanAttention *a = &pk->u.att;
+      gint64 rows = a->batch * a->NQ;
+
+      /* the split-KV partial outputs and log-sum-exps read, O written */
+      bytes = (gint64) a->split_kv * rows * (a->D + 1) * 4 + rows * a->D * napkin_dtype_bytes (a->o_dtype);
+    }
   else if (pk->kind == NAPKIN_PLAN_SPLIT_REDUCE)
     {
       const NapkinPlanGemm *g = &pk->u.gemm;
@@ -1991,7 +1999,8 @@ build_kernels (Model *m)
     {
       const NapkinPlanKernel *pk = g_ptr_array_index (m->plan->kernels, i);
 
-      if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+      if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE
+          || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
         plan_helper_kernel (m, pk);
     }
 }
