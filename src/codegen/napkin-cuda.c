@@ -978,9 +978,18 @@ print_generic (Printer                *P,
     {
       const NapkinIrKernel *kernel = g_ptr_array_index (P->prog->kernels, k);
 
-      if (pk != NULL && (pk->region >= 0 ? kernel->region != pk->region
-                                        : (kernel->region >= 0 || kernel->node != pk->node)))
+      if (pk != NULL && (pk->region >= 0 ? kernel->region != pk->region : kernel->region >= 0))
         continue;
+      if (pk != NULL && pk->region < 0)
+        {
+          /* the operation's own kernel(s), and those of the maps the plan put with it */
+          gboolean mine = FALSE;
+
+          for (guint i = 0; i < pk->nodes->len && !mine; i++)
+            mine = kernel->node == (int) g_array_index (pk->nodes, guint, i);
+          if (!mine)
+            continue;
+        }
       print_kernel (P, module, kernel, slot, prefix, (*index)++, why ? g_strdup (why) : NULL);
     }
 }

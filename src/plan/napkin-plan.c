@@ -194,6 +194,50 @@ find_parents (NapkinPlanner *p)
     }
 }
 
+/* Outside regions, maps that only finish an operation's value go into its kernel (an
+ * epilogue): the next operation is a map, the value's only consumer and outside every
+ * region, and its other operand is computed already — a GELU after a product, γ and β
+ * after a normalisation, as anyone drawing them expects to run. docs/plan.md. */
+static void
+absorb_maps (NapkinPlanner    *p,
+             NapkinPlanKernel *k,
+             gboolean         *done)
+{
+  guint last = (guint) k->node;
+  const NapkinNode *head = napkin_diagram_node (p->d, last);
+
+  if (p->options != NULL && p->options->generic_only)
+    return;
+  if (head->kind != NAPKIN_OP_CONTRACT && head->kind != NAPKIN_OP_SOFTMAX && head->kind != NAPKIN_OP_NORMALIZE
+      && head->kind != NAPKIN_OP_MAP)
+    return;
+  for (;;)
+    {
+      guint n_consumers, next;
+      const guint *consumers = napkin_diagram_consumers (p->d, last, &n_consumers);
+      const NapkinNode *nn;
+      gboolean ready = TRUE;
+
+      if (n_consumers != 1)
+        return;
+      next = consumers[0];
+      nn = napkin_diagram_node (p->d, next);
+      if (nn->kind != NAPKIN_OP_MAP || p->top[next] >= 0 || done[next])
+        return;
+      for (guint q = 0; q < napkin_op_n_inputs (nn); q++)
+        {
+          int src = napkin_diagram_input_source (p->d, next, q);
+
+          ready &= src == (int) last || (src >= 0 && done[src]);
+        }
+      if (!ready)
+        return;
+      g_array_append_val (k->nodes, next);
+      done[next] = TRUE;
+      last = next;
+    }
+}
+
 static void
 plan_kernel (NapkinPlanner    *p,
              NapkinPlanKernel *k)
@@ -329,6 +373,7 @@ napkin_plan_build (NapkinDiagram           *diagram,
               k->name = g_strdup (node->id);
               k->node = n;
               g_array_append_val (k->nodes, n);
+              absorb_maps (&p, k, done);
               add_kernel (&p, k);
               continue;
             }

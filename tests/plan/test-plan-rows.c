@@ -202,29 +202,25 @@ test_fused (void)
   g_assert_nonnull (strstr (only_kernel (plan)->note, "2 maps before, 3 after"));
 }
 
-/* Without a region every operation is its own kernel: the norm a rows kernel, the maps
- * element-wise kernels. */
+/* Without a region, the maps that only finish the norm's value go into its kernel (the
+ * plan's epilogue rule for operations outside regions, docs/plan.md): one rows kernel
+ * with ·γ fused. A map whose input is used twice stays a kernel of its own: the
+ * element-wise recogniser. */
 static void
 test_unfused (void)
 {
   NapkinTestRows spec = { .op = "rmsnorm", .rows = 4096, .cols = 4096, .x_dtype = "fp16", .gamma = TRUE };
   g_autofree char *json = napkin_test_rows_json (&spec);
   g_autoptr(NapkinPlan) plan = plan_json (json, NULL);
-  const NapkinPlanKernel *k0, *k1;
+  const NapkinPlanKernel *k0;
 
-  g_assert_cmpuint (plan->kernels->len, ==, 2);
+  g_assert_cmpuint (plan->kernels->len, ==, 1);
   k0 = g_ptr_array_index (plan->kernels, 0);
-  k1 = g_ptr_array_index (plan->kernels, 1);
   g_assert_cmpint (k0->kind, ==, NAPKIN_PLAN_ROWS);
-  g_assert_cmpint (k1->kind, ==, NAPKIN_PLAN_ELEMENTWISE);
-  g_assert_cmpint (k1->path, ==, NAPKIN_PATH_SIMT);
-  /* f's value lives in a scratch buffer between them */
-  g_assert_cmpint (k1->u.ew.x.node, ==, k0->u.rows.y.node);
-  g_assert_cmpuint (k1->u.ew.rank, ==, 2);
-  g_assert_cmpint (k1->u.ew.dims[0], ==, 4096);
-  g_assert_cmpint (k1->u.ew.dims[1], ==, 4096);
-  g_assert_cmpint (((gint64 *) g_ptr_array_index (k1->u.ew.other_strides, 0))[0], ==, 0);
-  g_assert_cmpint (((gint64 *) g_ptr_array_index (k1->u.ew.other_strides, 0))[1], ==, 1);
+  g_assert_cmpint (k0->path, ==, NAPKIN_PATH_SIMT);
+  g_assert_cmpuint (k0->nodes->len, ==, 2);
+  g_assert_cmpuint (k0->u.rows.epilogue->len, ==, 1);
+  g_assert_cmpint (g_array_index (k0->u.rows.epilogue, NapkinPlanMap, 0).fn, ==, NAPKIN_FN_MUL);
 }
 
 /* Regions: rows per block from r's groups, the region's threads, a batch axis. */
