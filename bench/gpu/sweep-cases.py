@@ -168,7 +168,7 @@ REF_ATTN_FLOPS, REFERENCE_SECONDS = 0.9e12, 3.0
 BASE_FIXED_S, BASE_COMPILE_S, FLEX_COMPILE_S = 2.0, 3.0, 15.0
 # What one device call may spend on cases (bench/gpu/sweep's BUDGET 450 s, less calibrate
 # and the reserve): --estimate says how many parts the selection needs.
-PART_S = 400
+PART_S = 330
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8-e4m3": 1, "fp8-e5m2": 1, "int8": 1}
 FAMILY = lambda name: re.sub(r"-[0-9x]+$", "", name).replace("-drawn", "").replace("-regions", "")
 # --family: a group (gemm, rows, attention) or a family (attn-decode, softmax, …)
