@@ -3,7 +3,9 @@
 a manifest written by sweep-cases.py, the library code a user would compare with — cuBLAS
 through torch.matmul / torch.addmm / F.linear, torch._scaled_mm for fp8, torch softmax,
 F.layer_norm, F.rms_norm, F.gelu (erf form, as Napkin's), F.silu — and torch.compile of the
-same function where it compiles within the per-case limit. One process for all cases.
+same function where it compiles within the per-case limit; for attention, torch SDPA with the
+cuDNN and the flash backends and FlexAttention for windows (attention_variants()). One
+process for all cases; torch is imported in main().
 
 Random inputs (never all zero), CUDA events around each launch, warm-up, median of the
 repeats; inputs rotate among copies when one set would sit in L2. A case that fails (out of
@@ -13,10 +15,52 @@ Usage: sweep-baselines.py MANIFEST --json OUT [--repeats N] [--compile-limit S]
                           [--compile-budget S] [--deadline EPOCH] [--no-compile]"""
 import argparse, gc, json, math, signal, statistics, sys, time
 
-import torch
-import torch.nn.functional as F
+torch = F = DT = None
 
-DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "fp8-e4m3": torch.float8_e4m3fn}
+
+def import_torch():
+    """torch on the GPU machine only: attention_variants() is tested without it."""
+    global torch, F, DT
+    import torch as _torch
+    import torch.nn.functional as _F
+    torch, F = _torch, _F
+    DT = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "fp8-e4m3": torch.float8_e4m3fn}
+
+
+def attention_variants(case):
+    """What can run an attention case of the manifest (sweep-cases.py's "attention" entry), as
+    data: {variant: how}, and why each other baseline does not. SDPA through the cuDNN and the
+    flash backends (causal through is_causal, or the lower-right causal bias for an offset of
+    k − q; GQA/MQA through enable_gqa), FlexAttention for windows (and masks SDPA has no form
+    of), compiled, its compile time counted out. fp8 is timed as cuDNN fp16 of the same shape
+    (torch has no fp8 attention; docs/perf-notes.md, "The sweep")."""
+    a, d = case["attention"], case["dims"]
+    nq, nk = d["q"], d["k"]
+    mask, off = a["mask"], a["offset"]
+    sdpa = {}
+    why = {}
+    if mask == "none":
+        sdpa = {}
+    elif mask == "causal" and off == 0 and nq == nk:
+        sdpa = {"is_causal": True}
+    elif mask == "causal" and off == nk - nq:
+        sdpa = {"causal": "lower_right"}
+    else:
+        sdpa = None
+        why["sdpa"] = "SDPA has no form of a %s mask at offset %d (q %d, k %d)" % (mask, off, nq, nk)
+    fp8 = case["dtype"].startswith("fp8")
+    out = {}
+    if sdpa is not None:
+        backends = ["cudnn"] if fp8 else ["cudnn", "flash"]
+        if fp8:
+            why["sdpa-flash"] = "fp8 is compared with cuDNN fp16 only"
+        for be in backends:
+            out["sdpa-%s%s" % (be, "-fp16" if fp8 else "")] = dict(sdpa, backend=be, gqa=a["heads"] != a["kv_heads"],
+                                                                  dtype="fp16" if fp8 else case["dtype"])
+    if mask == "window" or (sdpa is None and not fp8):
+        out["flex"] = {"mask": mask, "offset": off, "left": a.get("left", -1), "right": a.get("right", -1),
+                       "gqa": a["heads"] != a["kv_heads"], "dtype": "fp16" if fp8 else case["dtype"]}
+    return out, why
 
 
 def rand(shape, dtype):
@@ -54,6 +98,8 @@ def shapes(case):
     Returns (list of (name, shape, dtype)), {variant name: fn}, the variant to compile."""
     k, d, dt = case["kind"], case["dims"], DT[case["dtype"]]
     g = d.get
+    if k == "attention":
+        return attention_shapes(case)
     if k in ("matmul", "linear", "fp8", "bias_gelu", "residual", "swiglu"):
         m, n, r = list(d)                       # row, col, reduced (sweep-cases.py axes3)
         M, N, K = d[m], d[n], d[r]
@@ -102,6 +148,80 @@ def shapes(case):
     raise ValueError("unknown kind %s" % k)
 
 
+def attention_shapes(case):
+    """Q [b, Hq, q, d], K and V [b, Hk, k, d] (the diagram's Q[b,h,g,q,d] is this memory:
+    query head h·G + g, whose K/V head is h, as enable_gqa pairs them). fp8 cases: fp16."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    a, d = case["attention"], case["dims"]
+    variants, why = attention_variants(case)
+    dt = DT["fp16"] if case["dtype"].startswith("fp8") else DT[case["dtype"]]
+    vt = DT["fp16"] if a["v_dtype"].startswith("fp8") else DT[a["v_dtype"]]
+    b, hq, hk, nq, nk, hd = d["b"], a["heads"], a["kv_heads"], d["q"], d["k"], d["d"]
+    inputs = [("Q", (b, hq, nq, hd), dt), ("K", (b, hk, nk, hd), dt), ("V", (b, hk, nk, hd), vt)]
+    backend = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}
+    fns = {}
+    for name, how in variants.items():
+        if name == "flex":
+            continue                    # compiled: attention_flex(), timed apart
+        kw = {"scale": a["scale"]}
+        if how.get("gqa"):
+            kw["enable_gqa"] = True
+        if how.get("is_causal"):
+            kw["is_causal"] = True
+        if how.get("causal") == "lower_right":
+            from torch.nn.attention.bias import causal_lower_right
+            kw["attn_mask"] = causal_lower_right(nq, nk)
+
+        def fn(q, k, v, _be=backend[how["backend"]], _kw=kw):
+            with sdpa_kernel([_be]):
+                return F.scaled_dot_product_attention(q, k, v, **_kw)
+        fns[name] = fn
+    return inputs, fns, None
+
+
+def attention_flex(case, sets, args, limit):
+    """FlexAttention (compiled; its block mask and compile before the clock) for the masks
+    SDPA has no form of: {time_ms, min_ms, max_ms, compile_s} or {error}."""
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    a, d = case["attention"], case["dims"]
+    how = attention_variants(case)[0]["flex"]
+    off, left, right, mask = how["offset"], how["left"], how["right"], how["mask"]
+
+    def keep(bi, hi, qi, ki):
+        # docs/plan.md, "Masks": causal keeps j ≤ i + offset; a window i + offset − left ≤ j ≤
+        # i + offset + right, −1 unbounded
+        ok = ki >= 0
+        if mask == "causal":
+            ok = ok & (ki <= qi + off)
+        if mask == "window" and right >= 0:
+            ok = ok & (ki <= qi + off + right)
+        if mask == "window" and left >= 0:
+            ok = ok & (ki >= qi + off - left)
+        return ok
+    t0 = time.monotonic()
+    old = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(int(max(1, limit)))
+    try:
+        bm = create_block_mask(keep, None, None, d["q"], d["k"], device="cuda")
+        flex = torch.compile(flex_attention)
+        fn = lambda q, k, v: flex(q, k, v, block_mask=bm, scale=a["scale"], enable_gqa=how["gqa"])
+        fn(*sets[0])
+        torch.cuda.synchronize()
+        signal.alarm(0)
+        compile_s = time.monotonic() - t0
+        med, lo, hi = time_fn(fn, sets, args.repeats)
+        return {"time_ms": med, "min_ms": lo, "max_ms": hi, "compile_s": round(compile_s, 2)}
+    except CompileTimeout:
+        return {"error": "did not compile within %d s" % limit, "compile_s": round(time.monotonic() - t0, 2)}
+    except Exception as e:
+        return {"error": (str(e).strip().splitlines() or [repr(e)])[0][:200],
+                "compile_s": round(time.monotonic() - t0, 2)}
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+        torch._dynamo.reset()
+
+
 class CompileTimeout(Exception):
     pass
 
@@ -115,6 +235,16 @@ def one_case(case, args, l2, compile_left):
     per = sum(math.prod(s) * torch.empty((), dtype=t).element_size() for _, s, t in inputs)
     sets = [tuple(rand(s, t) for _, s, t in inputs) for _ in range(n_sets(per, l2))]
     res = {"input_sets": len(sets), "variants": {}}
+    if case["kind"] == "attention":
+        res["unsupported"] = attention_variants(case)[1]
+        if "flex" in attention_variants(case)[0]:
+            if compile_left <= 0 or args.no_compile:
+                res["variants"]["flex"] = {"error": "not compiled: %s" % ("--no-compile" if args.no_compile
+                                                                         else "compile budget spent")}
+            else:
+                res["variants"]["flex"] = attention_flex(case, sets, args, min(args.compile_limit, compile_left))
+                res["compile"] = {"skipped": "FlexAttention is compiled (its compile time is counted out)",
+                                  "compile_s": res["variants"]["flex"].get("compile_s", 0)}
     for name, fn in fns.items():
         try:
             med, lo, hi = time_fn(fn, sets, args.repeats)
@@ -122,7 +252,10 @@ def one_case(case, args, l2, compile_left):
         except Exception as e:
             res["variants"][name] = {"error": (str(e).strip().splitlines() or [repr(e)])[0][:200]}
         torch.cuda.synchronize()
-    if args.no_compile:
+    if case["kind"] == "attention":
+        # SDPA is one fused kernel: torch.compile of it is the same kernel
+        res.setdefault("compile", {"skipped": "attention: SDPA is one kernel already"})
+    elif args.no_compile:
         res["compile"] = {"skipped": "--no-compile"}
     elif compile_left <= 0:
         res["compile"] = {"skipped": "compile budget spent"}
@@ -171,6 +304,7 @@ def main(argv=None):
     ap.add_argument("--deadline", type=float, default=0, help="epoch seconds; later cases are skipped")
     ap.add_argument("--no-compile", action="store_true")
     args = ap.parse_args(argv)
+    import_torch()
     man = json.load(open(args.manifest))
     deadline = args.deadline or time.time() + 1e9
     torch.manual_seed(0)

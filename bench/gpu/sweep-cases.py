@@ -85,14 +85,95 @@ CASES = [
     ("rmsnorm-2048x128256", "rmsnorm", dict(t=2048, h=128256), "bf16", "regions", None),
 ]
 
+# Attention, drawn as a user draws and relabels it (attention() below): one shared-memory
+# region over Q·Kᵀ → ·1/√d → [mask] → softmax → ·V, queries parallel, keys streamed. Names
+# are family-B×Hq×Nq×Nk×d (Hq: query heads). Dims: b, h (K/V heads), g (query heads per K/V
+# head, GQA only), q, k, d; MQA has no g (K and V lack h). The seventh field: the mask
+# (causal with an offset, or a window), V's and O's types (default: Q's), the layout.
+A = lambda b, h, q, k, d, g=None: dict(b=b, h=h, q=q, k=k, d=d) if g is None else dict(b=b, h=h, g=g, q=q, k=k, d=d)
+CAUSAL = {"mask": "causal", "offset": 0}
+ATTENTION = [
+    # MHA, no mask: N 128 to 32k, non-dividing lengths, head dims 64 to 256
+    ("attn-4x16x4096x4096x128", A(4, 16, 4096, 4096, 128), "fp16", {}),
+    ("attn-2x16x8192x8192x128", A(2, 16, 8192, 8192, 128), "bf16", {}),
+    ("attn-1x16x32768x32768x128", A(1, 16, 32768, 32768, 128), "bf16", {}),
+    ("attn-32x16x128x128x64", A(32, 16, 128, 128, 64), "fp16", {}),
+    ("attn-4x16x4096x4096x64", A(4, 16, 4096, 4096, 64), "fp16", {}),
+    ("attn-4x16x4096x4096x80", A(4, 16, 4096, 4096, 80), "bf16", {}),
+    ("attn-4x16x4096x4096x96", A(4, 16, 4096, 4096, 96), "fp16", {}),
+    ("attn-4x16x2047x2047x112", A(4, 16, 2047, 2047, 112), "bf16", {}),
+    ("attn-2x16x8192x8192x192", A(2, 16, 8192, 8192, 192), "bf16", {}),
+    ("attn-2x16x8192x8192x256", A(2, 16, 8192, 8192, 256), "bf16", {}),
+    ("attn-4x16x4000x4000x128", A(4, 16, 4000, 4000, 128), "fp16", {}),
+    ("attn-16x16x1000x1000x128", A(16, 16, 1000, 1000, 128), "fp16", {}),
+    ("attn-4x16x3000x3000x64", A(4, 16, 3000, 3000, 64), "fp16", {}),
+    # causal (the offset 0: key j kept for query i when j ≤ i)
+    ("attn-causal-4x16x4096x4096x128", A(4, 16, 4096, 4096, 128), "fp16", CAUSAL),
+    ("attn-causal-2x16x8192x8192x128", A(2, 16, 8192, 8192, 128), "bf16", CAUSAL),
+    ("attn-causal-1x16x16384x16384x128", A(1, 16, 16384, 16384, 128), "bf16", CAUSAL),
+    ("attn-causal-1x16x32768x32768x128", A(1, 16, 32768, 32768, 128), "bf16", CAUSAL),
+    ("attn-causal-16x16x1000x1000x64", A(16, 16, 1000, 1000, 64), "fp16", CAUSAL),
+    ("attn-causal-4x16x2047x2047x256", A(4, 16, 2047, 2047, 256), "bf16", CAUSAL),
+    # GQA (Llama-3-8B: 32 query heads on 8 K/V heads), MQA; the KV-cache prefill's offset
+    ("attn-gqa-2x32x4096x4096x128", A(2, 8, 4096, 4096, 128, g=4), "bf16", {}),
+    ("attn-gqa-causal-2x32x4096x4096x128", A(2, 8, 4096, 4096, 128, g=4), "bf16", CAUSAL),
+    ("attn-gqa-prefill-2x32x1024x4096x128", A(2, 8, 1024, 4096, 128, g=4), "bf16",
+     {"mask": "causal", "offset": 3072}),
+    ("attn-mqa-2x16x4096x4096x128", A(2, 16, 4096, 4096, 128), "fp16", {"layout": "mqa"}),
+    # cross-attention (q ≠ k)
+    ("attn-cross-4x16x1024x8192x128", A(4, 16, 1024, 8192, 128), "fp16", {}),
+    ("attn-cross-2x8x4096x77x64", A(2, 8, 4096, 77, 64), "fp16", {}),
+    # sliding windows (Mistral's 4096 on GQA; 1024), causal on the right
+    ("attn-window-2x32x8192x8192x128", A(2, 8, 8192, 8192, 128, g=4), "bf16",
+     {"mask": "window", "offset": 0, "left": 4096, "right": 0}),
+    ("attn-window-2x16x4096x4096x128", A(2, 16, 4096, 4096, 128), "fp16",
+     {"mask": "window", "offset": 0, "left": 1024, "right": 0}),
+    # decoding: 1 or 8 queries against a KV cache of 4k to 128k, batch 1 to 64 (GQA 32/8, MQA)
+    ("attn-decode-64x32x1x4096x128", A(64, 8, 1, 4096, 128, g=4), "bf16", {}),
+    ("attn-decode-8x32x1x16384x128", A(8, 8, 1, 16384, 128, g=4), "bf16", {}),
+    ("attn-decode-1x32x1x32768x128", A(1, 8, 1, 32768, 128, g=4), "bf16", {}),
+    ("attn-decode-2x32x1x100000x128", A(2, 8, 1, 100000, 128, g=4), "bf16", {}),
+    ("attn-decode-1x32x1x131072x128", A(1, 8, 1, 131072, 128, g=4), "bf16", {}),
+    ("attn-decode-4x32x8x8192x128", A(4, 8, 8, 8192, 128, g=4), "fp16", {"mask": "causal", "offset": 8184}),
+    ("attn-decode-mqa-2x16x1x16384x128", A(2, 16, 1, 16384, 128), "fp16", {"layout": "mqa"}),
+    # fp8 e4m3 Q and K; V fp8 (P·V on fp8 wgmma, V transposed once) or fp16 (P·V in 16 bits)
+    ("attn-fp8-4x16x4096x4096x128", A(4, 16, 4096, 4096, 128), "fp8-e4m3", {"v": "fp8-e4m3", "o": "fp16"}),
+    ("attn-fp8-qk-4x16x4096x4096x128", A(4, 16, 4096, 4096, 128), "fp8-e4m3", {"v": "fp16", "o": "fp16"}),
+    ("attn-fp8-causal-4x16x4096x4096x128", A(4, 16, 4096, 4096, 128), "fp8-e4m3",
+     dict(CAUSAL, v="fp8-e4m3", o="bf16")),
+    ("attn-fp8-4x16x2000x2000x64", A(4, 16, 2000, 2000, 64), "fp8-e4m3", {"v": "fp8-e4m3", "o": "fp16"}),
+]
+CASES += [(name, "attention", dims, dtype, "regions", None, opts) for name, dims, dtype, opts in ATTENTION]
+# the examples as they are in the repository
+CASES += [
+    ("attn-example-4x16x4096x4096x128", "attention", A(4, 16, 4096, 4096, 128), "fp16",
+     "file:data/examples/flash-attention.napkin", None, {}),
+    ("attn-fp8-example-4x16x4096x4096x128", "attention", A(4, 16, 4096, 4096, 128), "fp8-e4m3",
+     "file:data/examples/hopper-attention-fp8.napkin", None, {"v": "fp16", "o": "fp16"}),
+    ("attn-plain-4x16x4096x4096x128", "attention", A(4, 16, 4096, 4096, 128), "fp16",
+     "file:data/examples/attention.napkin", None, {}),
+]
+
 EPS = 1e-5                      # layernorm and rmsnorm, the same in the baselines
 REFERENCE_LIMIT = 60e9          # device bytes the runner may ask for on an 80 GB card
 # The runner's host time (docs/gpu-runs, H100 session 3): ~29 ns per input element
 # (seeded fill, conversion, copy), ~13 ns per output element checked (two read-backs and
 # the comparison), ~3 s per case otherwise (lowering, NVRTC, 0.5 s of energy launches).
 HOST_NS_IN, HOST_NS_OUT, HOST_FIXED_S = 29, 13, 3.0
+# Attention's reference is the plain diagram on the generic path: ~0.9 TFLOP/s (H100, B4 H16
+# N4096 d128 in 0.62 s, docs/perf-notes.md); past REFERENCE_SECONDS a case is checked smaller.
+REF_ATTN_FLOPS, REFERENCE_SECONDS = 0.9e12, 3.0
+# The baselines' share of a device call (sweep-baselines.py): inputs, warm-up, 20 launches of
+# each variant and torch.compile (5 s a case, 180 s a call: ~3 s a case); FlexAttention compiles a window in ~15 s.
+BASE_FIXED_S, BASE_COMPILE_S, FLEX_COMPILE_S = 2.0, 3.0, 15.0
+# What one device call may spend on cases (bench/gpu/sweep's BUDGET 450 s, less calibrate
+# and the reserve): --estimate says how many parts the selection needs.
+PART_S = 330
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8-e4m3": 1, "fp8-e5m2": 1, "int8": 1}
 FAMILY = lambda name: re.sub(r"-[0-9x]+$", "", name).replace("-drawn", "").replace("-regions", "")
+# --family: a group (gemm, rows, attention) or a family (attn-decode, softmax, …)
+GROUP = lambda kind: "attention" if kind == "attention" else \
+    "rows" if kind in ("softmax", "layernorm", "rmsnorm") else "gemm"
 
 
 # ---- diagrams ---------------------------------------------------------------------------
@@ -252,8 +333,82 @@ def rows(name, kind, dims, dtype):
                % (kind, " + β[h]" if kind == "layernorm" else ""), dims, tensors, nodes, wires, [region])
 
 
+def attn_tiles(dims, dtype, opts):
+    """The tiles a user asks for, by the simple rule of docs/plan.md ("Attention kernels"):
+    128 queries a block (decoding: every query and every head of a group in one block), keys
+    in chunks of 128 (64 for d ≥ 192), 3 stages up to d 128 and in decoding, else 2; fp8
+    keeps chunks of 128 (its Vᵀ is read in boxes of 128 keys) in 2 stages."""
+    d = dims["d"]
+    decode = dims["q"] <= 64 and dims["k"] >= 32 * dims["q"]
+    chunk = 64 if d >= 192 and dtype != "fp8-e4m3" else 128
+    while chunk > dims["k"] and chunk > 16:       # a tile is at most its axis (k = 77: 64)
+        chunk //= 2
+    stages = 2 if d > 128 or dtype == "fp8-e4m3" else 3
+    return {"q": "whole" if decode else 128, "g": "whole" if decode else 1, "k": chunk, "stages": stages,
+            "decode": decode}
+
+
+def attention(name, dims, dtype, opts):
+    """O = softmax(Q·Kᵀ/√d [masked])·V drawn as flash-attention.napkin is: one shared-memory
+    region, the leading axes parallel by 1, the queries parallel, the keys streamed, d whole.
+    GQA: Q[b,h,g,q,d] against K[b,h,k,d] (query head h·G + g reads K/V head h); MQA:
+    Q[b,h,q,d] against K[b,k,d] (docs/plan.md, "Attention kernels", the diagram convention).
+    A mask is the operation between the scale and the softmax, inside the region."""
+    mqa = opts.get("layout") == "mqa"
+    qax = ["b", "h", "g", "q", "d"] if "g" in dims else ["b", "h", "q", "d"]
+    kax = ["b", "k", "d"] if mqa else ["b", "h", "k", "d"]
+    sax = [a for a in qax if a != "d"] + ["k"]
+    v, o = opts.get("v", dtype), opts.get("o", dtype)
+    t = attn_tiles(dims, dtype, opts)
+    mask = opts.get("mask")
+    nodes = [node("q_in", "input", 40, 40, "Q", tensor="Q"), node("k_in", "input", 40, 180, "K", tensor="K"),
+             node("v_in", "input", 545, 300, "V", tensor="V"),
+             node("qk", "contract", 205, 100, "Q·Kᵀ", out=sax,
+                  # fp8 Q·Kᵀ with V in 16 bits: the scores in V's type, as hopper-attention-fp8.napkin
+                  **({"dtype": v} if v != dtype else {})),
+             node("scale", "map", 375, 100, "·1/√d", fn="scale", alpha=1 / math.sqrt(dims["d"]))]
+    chain = ["qk", "scale"]
+    if mask:
+        m = {"mask": mask, "axis": "k", "rows": "q", "offset": opts.get("offset", 0)}
+        if mask == "window":
+            m.update(left=opts["left"], right=opts["right"])
+        label = "causal" if mask == "causal" else "window %d/%d" % (opts["left"], opts["right"])
+        nodes.append(node(mask, "mask", 545, 100, label, **m))
+        chain.append(mask)
+    nodes += [node("sm", "softmax", 715, 100, "softmax", axis="k"),
+              node("pv", "contract", 885, 160, "P·V", out=qax), node("o", "output", 1055, 160, "O", tensor="O")]
+    chain += ["sm", "pv"]
+    wires = [("q_in", "qk", 0), ("k_in", "qk", 1)] + [(a, b, 0) for a, b in zip(chain, chain[1:])] + \
+        [("v_in", "pv", 1), ("pv", "o", 0)]
+    marks = {"b": {"parallel": 1}}
+    if mqa:
+        marks["h"] = "whole" if t["g"] == "whole" else {"parallel": 1}
+    else:
+        marks["h"] = {"parallel": 1}
+    if "g" in dims:
+        marks["g"] = "whole" if t["g"] == "whole" else {"parallel": t["g"]}
+    marks["q"] = "whole" if t["q"] == "whole" else {"parallel": t["q"]}
+    marks["k"] = {"stream": t["k"]}
+    marks["d"] = "whole"
+    region = {"name": "block", "level": "smem", "nodes": chain, "marks": marks, "stages": t["stages"]}
+    what = ("GQA %d/%d" % (dims["h"] * dims["g"], dims["h"]) if "g" in dims else
+            "MQA %d/1" % dims["h"] if mqa else "%d heads" % dims["h"])
+    how = {None: "no mask", "causal": "causal, offset %d" % opts.get("offset", 0)}.get(
+        mask, "window %s left, %s right" % (opts.get("left"), opts.get("right")))
+    return doc("%s (%s%s)" % (name, dtype, ", V %s" % v if v != dtype else ""),
+               "FlashAttention relabeled: %s, %s; %s queries a block, keys streamed by %d through %d stages, "
+               "the scores never reach device memory." % (what, how, "every" if t["q"] == "whole" else t["q"],
+                                                          t["k"], t["stages"]),
+               dims, [("Q", qax, dtype), ("K", kax, dtype), ("V", kax, v), ("O", qax, o)], nodes, wires, [region])
+
+
+def unpack(case):
+    """name, kind, dims, dtype, fusion, check, opts (the seventh field, attention only)."""
+    return tuple(case[:6]) + ((case[6] if len(case) > 6 else {}),)
+
+
 def diagram(case, root):
-    name, kind, dims, dtype, fusion, _ = case
+    name, kind, dims, dtype, fusion, _, opts = unpack(case)
     if fusion.startswith("file:"):
         d = json.load(open(os.path.join(root, fusion[5:]), encoding="utf-8"))
         sizes = {a["name"]: a["size"] for a in d["axes"]}
@@ -270,6 +425,8 @@ def diagram(case, root):
         d = mlp(name, dims, dtype)
     elif kind in ("softmax", "layernorm", "rmsnorm"):
         d = rows(name, kind, dims, dtype)
+    elif kind == "attention":
+        d = attention(name, dims, dtype, opts)
     else:
         raise ValueError("%s: unknown kind %s" % (name, kind))
     if (fusion == "regions") != bool(d["regions"]):
@@ -311,7 +468,7 @@ def elements(d, dims=None):
     return ins, outs, inter
 
 
-def flops(kind, dims):
+def flops(kind, dims, opts=None):
     g = dims.get
     if kind in ("matmul", "linear", "fp8", "bias_gelu", "residual"):
         return 2 * math.prod(dims.values())
@@ -323,7 +480,38 @@ def flops(kind, dims):
         return 2 * g("b") * g("m") * g("n") * g("k")
     if kind == "scores":
         return 2 * g("b") * g("h") * g("q") * g("k") * g("d")
+    if kind == "attention":
+        return 4 * g("b") * query_heads(dims) * kept_pairs(g("q"), g("k"), opts or {}) * g("d")
     return 0
+
+
+def query_heads(dims):
+    return dims["h"] * dims.get("g", 1)
+
+
+def kept_pairs(nq, nk, opts):
+    """(query, key) pairs a mask keeps (docs/plan.md, "Masks"): causal keeps key j for query i
+    when j ≤ i + offset; a window when i + offset − left ≤ j ≤ i + offset + right (−1:
+    unbounded). Attention's FLOPs are 4·B·H·d per kept pair (causal N×N: the lower half and
+    its diagonal)."""
+    mask = opts.get("mask")
+    if not mask:
+        return nq * nk
+    off = opts.get("offset", 0)
+    left = opts.get("left", -1) if mask == "window" else -1
+    right = opts.get("right", -1) if mask == "window" else 0
+    total = 0
+    for i in range(nq):
+        lo = max(0, i + off - left) if left >= 0 else 0
+        hi = min(nk - 1, i + off + right) if right >= 0 else nk - 1
+        total += max(0, hi - lo + 1)
+    return total
+
+
+def attention_seconds(dims):
+    """The fp32 reference of a plain attention diagram: the generic lowering at about
+    REF_ATTN_FLOPS, every score computed (the reference ignores the mask's savings)."""
+    return 4 * dims["b"] * query_heads(dims) * dims["q"] * dims["k"] * dims["d"] / REF_ATTN_FLOPS
 
 
 def io_bytes(d):
@@ -338,14 +526,48 @@ def reference_bytes(d, dims=None):
     return 2 * (ins + outs) + 4 * (ins + outs + inter)
 
 
-def host_seconds(d, dims=None, checked=True):
+def host_seconds(d, dims=None, checked=True, kind=None):
     ins, outs, _ = elements(d, dims)
-    return HOST_FIXED_S + HOST_NS_IN * 1e-9 * ins + (HOST_NS_OUT * 1e-9 * outs if checked else 0)
+    t = HOST_FIXED_S + HOST_NS_IN * 1e-9 * ins + (HOST_NS_OUT * 1e-9 * outs if checked else 0)
+    if kind == "attention" and checked:
+        sizes = {a["name"]: a["size"] for a in d["axes"]}
+        sizes.update(dims or {})
+        t += attention_seconds(sizes)
+    return t
+
+
+def attention_check(name, d, dims, opts):
+    """Check axes for an attention case whose reference is too big or too slow: the batch,
+    then the K/V heads, halved to 1 (the same tiles, masks and edges), then q and k together
+    for self-attention without an offset; the group axis and d stay (they shape the block)."""
+    check = dict(dims)
+    too_big = lambda c: reference_bytes(d, c) > REFERENCE_LIMIT or attention_seconds(c) > REFERENCE_SECONDS
+    while too_big(check):
+        if check["b"] > 1:
+            check["b"] = max(1, check["b"] // 2)
+        elif check["h"] > 1:
+            check["h"] = max(1, check["h"] // 2)
+        elif check["q"] == check["k"] and not opts.get("offset") and check["q"] % 2 == 0 and check["q"] > 1024:
+            check["q"] //= 2
+            check["k"] //= 2
+        else:
+            raise ValueError("%s: the reference needs %.0f GB and %.0f s even at %r; give check axes by hand"
+                             % (name, reference_bytes(d, check) / 1e9, attention_seconds(check), check))
+    return check if check != dims else None
+
+
+def baseline_seconds(kind, dims, opts):
+    if kind != "attention":
+        return BASE_FIXED_S + BASE_COMPILE_S
+    kernel = 4 * dims["b"] * query_heads(dims) * dims["q"] * dims["k"] * dims["d"] / 400e12
+    return BASE_FIXED_S + 2 * 25 * kernel + (FLEX_COMPILE_S if opts.get("mask") == "window" else 0)
 
 
 def manifest_entry(case, d, path):
-    name, kind, dims, dtype, fusion, check = case
-    if check is None and reference_bytes(d) > REFERENCE_LIMIT:
+    name, kind, dims, dtype, fusion, check, opts = unpack(case)
+    if check is None and kind == "attention":
+        check = attention_check(name, d, dims, opts)
+    elif check is None and reference_bytes(d) > REFERENCE_LIMIT:
         # shrink the largest even axis until the reference fits; odd sizes stay as drawn,
         # so their boundary tiles are the ones checked
         check = dict(dims)
@@ -357,16 +579,38 @@ def manifest_entry(case, d, path):
             a = max(even, key=lambda a: check[a])
             check[a] //= 2
     ins, outs, inter = elements(d)
-    return {
-        "name": name, "family": FAMILY(name), "kind": kind, "dims": dims, "dtype": dtype, "fusion": fusion,
-        "plain": not d["regions"], "file": path, "check": check, "flops": flops(kind, dims),
+    host = host_seconds(d, checked=check is None, kind=kind)
+    if check:
+        # the small checked run, then the full size timed without the reference
+        host += host_seconds(d, check, kind=kind)
+    e = {
+        "name": name, "family": FAMILY(name), "group": GROUP(kind), "kind": kind, "dims": dims, "dtype": dtype,
+        "fusion": fusion, "plain": not d["regions"], "file": path, "check": check, "flops": flops(kind, dims, opts),
         "bytes": io_bytes(d), "elements": {"in": ins, "out": outs, "intermediate": inter},
-        "reference_bytes": reference_bytes(d), "host_s": round(host_seconds(d, checked=check is None), 1),
+        "reference_bytes": reference_bytes(d), "host_s": round(host, 1),
+        "baseline_s": round(baseline_seconds(kind, dims, opts), 1),
     }
+    if kind == "attention":
+        mqa = opts.get("layout") == "mqa"
+        e["attention"] = {
+            "heads": query_heads(dims), "kv_heads": 1 if mqa else dims["h"],
+            "layout": "mqa" if mqa else "gqa" if "g" in dims else "mha",
+            "mask": opts.get("mask") or "none", "offset": opts.get("offset", 0),
+            "left": opts.get("left", -1), "right": opts.get("right", -1 if opts.get("mask") != "causal" else 0),
+            "v_dtype": opts.get("v", dtype), "o_dtype": opts.get("o", dtype),
+            "scale": 1 / math.sqrt(dims["d"]),
+        }
+        if any(n["kind"] == "mask" for n in d["nodes"]):
+            # the mask operation is new in the file format: until napkin-cli knows it, these
+            # files fail to validate (tests/cli/test-sweep.py skips them, saying so)
+            e["needs"] = "mask"
+    return e
 
 
-def select(only=None, quick=False):
+def select(only=None, quick=False, family=None):
     cases = [c for c in CASES if not only or re.search(only, c[0])]
+    if family:
+        cases = [c for c in cases if family in (GROUP(c[1]), FAMILY(c[0]))]
     if quick:
         seen, kept = set(), []
         for c in cases:
@@ -378,8 +622,9 @@ def select(only=None, quick=False):
 
 
 def split(cases, entries, part):
-    """The I-th of N parts, balanced by the estimated host time (longest first into the
-    lightest part), each in the table's order."""
+    """The I-th of N parts, balanced by the estimated device time of a case (the runner's
+    host work, the reference, the baselines; longest first into the lightest part), each in
+    the table's order."""
     try:
         i, n = (int(x) for x in part.split("/"))
     except ValueError:
@@ -388,12 +633,16 @@ def split(cases, entries, part):
         raise SystemExit("sweep-cases.py: --part %s: I must be from 1 to N" % part)
     load = [0.0] * n
     owner = {}
-    for e in sorted(entries, key=lambda e: -e["host_s"]):
+    for e in sorted(entries, key=lambda e: -cost(e)):
         b = load.index(min(load))
         owner[e["name"]] = b
-        load[b] += e["host_s"]
+        load[b] += cost(e)
     keep = [k for k, e in enumerate(entries) if owner[e["name"]] == i - 1]
     return [cases[k] for k in keep], [entries[k] for k in keep]
+
+
+def cost(e):
+    return e["host_s"] + e.get("baseline_s", 0)
 
 
 def check_table():
@@ -404,6 +653,11 @@ def check_table():
     for c in CASES:
         if not re.fullmatch(r"[a-z0-9][a-z0-9x.-]*", c[0]):
             raise ValueError("%s: case names are lower-case words, digits, x and dashes (they name files)" % c[0])
+        if c[1] == "attention":
+            shape = [int(x) for x in c[0].rsplit("-", 1)[1].split("x")]
+            dims = c[2]
+            if shape != [dims["b"], query_heads(dims), dims["q"], dims["k"], dims["d"]]:
+                raise ValueError("%s: attention names end in B×Hq×Nq×Nk×d, the dims say %r" % (c[0], dims))
 
 
 def main(argv=None):
@@ -414,14 +668,17 @@ def main(argv=None):
     act.add_argument("--estimate", action="store_true", help="the runner's expected host seconds per case")
     ap.add_argument("--only", metavar="PATTERN", help="cases whose name matches this regular expression")
     ap.add_argument("--quick", action="store_true", help="the first case of each family")
+    ap.add_argument("--family", metavar="NAME", help="one group (gemm, rows, attention) or family (attn-decode, …)")
     ap.add_argument("--part", metavar="I/N", help="the I-th of N parts of similar runner time")
     ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."),
                     help="repository root (for file: cases)")
     args = ap.parse_args(argv)
     check_table()
-    cases = select(args.only, args.quick)
+    cases = select(args.only, args.quick, args.family)
     if not cases:
-        print("sweep-cases.py: no case matches %r" % args.only, file=sys.stderr)
+        print("sweep-cases.py: no case matches %s" % " and ".join(
+            x for x in ("%r" % args.only if args.only else "", "family %r" % args.family if args.family else "") if x)
+            or "", file=sys.stderr)
         return 1
     entries, docs = [], []
     for c in cases:
@@ -444,22 +701,31 @@ def main(argv=None):
             json.dump({"eps": EPS, "cases": entries}, f, indent=1)
         print("wrote %d cases to %s" % (len(entries), args.write))
     elif args.list:
-        print("%-30s %-10s %-9s %-11s %-40s %s" % ("case", "kind", "dtype", "fusion", "dims", "checked at"))
+        w = max(30, max(len(e["name"]) for e in entries))
+        print("%-*s %-10s %-9s %-11s %-40s %s" % (w, "case", "kind", "dtype", "fusion", "dims", "checked at"))
         for e in entries:
             dims = " ".join("%s=%d" % kv for kv in e["dims"].items())
+            at = e.get("attention")
+            if at:
+                dims += " %s" % at["mask"] + ("+%d" % at["offset"] if at["offset"] else "") + (
+                    " L%d R%d" % (at["left"], at["right"]) if at["mask"] == "window" else "") + (
+                    " V:%s" % at["v_dtype"] if at["v_dtype"] != e["dtype"] else "")
             chk = " ".join("%s=%d" % kv for kv in e["check"].items()) if e["check"] else "full size"
             fus = e["fusion"] if not e["fusion"].startswith("file:") else os.path.basename(e["fusion"])
-            print("%-30s %-10s %-9s %-11s %-40s %s" % (e["name"], e["kind"], e["dtype"], fus, dims, chk))
+            print("%-*s %-10s %-9s %-11s %-40s %s%s" % (w, e["name"], e["kind"], e["dtype"], fus, dims, chk,
+                                                       " (needs %s)" % e["needs"] if e.get("needs") else ""))
         print("%d cases" % len(entries))
     else:
-        total = 0
+        total = base = 0
         for e in entries:
             total += e["host_s"]
-            print("%-30s %6.1f s  %7.0f M elements in, %7.0f M out, reference %5.1f GB" % (
-                e["name"], e["host_s"], e["elements"]["in"] / 1e6, e["elements"]["out"] / 1e6,
+            base += e["baseline_s"]
+            print("%-36s %6.1f s + baselines %5.1f s  %7.0f M elements in, %7.0f M out, reference %5.1f GB" % (
+                e["name"], e["host_s"], e["baseline_s"], e["elements"]["in"] / 1e6, e["elements"]["out"] / 1e6,
                 e["reference_bytes"] / 1e9))
-        print("%d cases, about %.0f s of runner host time (fill, check, compile) before any kernel time"
-              % (len(entries), total))
+        print("%d cases, about %.0f s of runner host time (fill, reference, check, compile) and %.0f s of "
+              "baselines; at %d s a device call: --part I/%d" % (len(entries), total, base, PART_S,
+                                                               max(1, math.ceil((total + base) / PART_S))))
     return 0
 
 

@@ -60,7 +60,8 @@ def rows_of(out):
         cands = [(v, n) for v, n in ((bt, best.get("name")), (ct, "torch.compile")) if v]
         ref = min(cands) if cands else None
         row = {
-            "case": name, "family": case.get("family"), "kind": case.get("kind"), "status": rec.get("status"),
+            "case": name, "family": case.get("family"), "group": case.get("group"), "kind": case.get("kind"),
+            "status": rec.get("status"),
             "napkin_ms": t, "predicted_ms": p,
             "pred_err": (t - p) / t if t and p else None,
             "meas_over_pred": t / p if t and p else None,
@@ -73,6 +74,8 @@ def rows_of(out):
             "as_drawn": rec.get("as_drawn"),
             "status_text": status_of(rec), "max_rel": rec.get("max_rel"),
             "flops": case.get("flops"), "bytes": case.get("bytes"),
+            # the manifest's FLOPs (attention: 4·B·H·d per pair the mask keeps)
+            "tflops": case["flops"] / (t * 1e9) if t and case.get("flops") else None,
         }
         rows.append(row)
     return rows
@@ -84,9 +87,9 @@ def fmt(v, f):
 
 def print_table(rows, head, file=sys.stdout):
     w = max([30] + [len(r["case"]) for r in rows])
-    hdr = "%-*s %10s %10s %8s  %-32s %10s %6s  %-22s %s" % (
-        w, "case", "napkin ms", "pred ms", "pred err", "baseline ms (name)", "compile ms", "ratio", "path(s)",
-        "status / err")
+    hdr = "%-*s %10s %10s %8s %7s  %-32s %10s %6s  %-22s %s" % (
+        w, "case", "napkin ms", "pred ms", "pred err", "TFLOP/s", "baseline ms (name)", "compile ms", "ratio",
+        "path(s)", "status / err")
     print(head, file=file)
     print(hdr, file=file)
     print("-" * len(hdr), file=file)
@@ -95,9 +98,9 @@ def print_table(rows, head, file=sys.stdout):
             "— (%s)" % (r["baseline_error"] or "none")[:26]
         cm = fmt(r["compile_ms"], "%.4f")
         path = r["path_text"] + ("*" if r["relabeled"] else " (drawn)" if r["as_drawn"] else "")
-        print("%-*s %10s %10s %8s  %-32s %10s %6s  %-22s %s" % (
+        print("%-*s %10s %10s %8s %7s  %-32s %10s %6s  %-22s %s" % (
             w, r["case"], fmt(r["napkin_ms"], "%.4f"), fmt(r["predicted_ms"], "%.4f"),
-            fmt(None if r["pred_err"] is None else 100 * r["pred_err"], "%+.0f%%"), bl[:32], cm,
+            fmt(None if r["pred_err"] is None else 100 * r["pred_err"], "%+.0f%%"), fmt(r["tflops"], "%.1f"), bl[:32], cm,
             fmt(r["ratio"], "%.2f"), path[:22], r["status_text"]), file=file)
 
 
@@ -109,7 +112,17 @@ def summary(rows):
     ran = [r for r in rows if r["paths"]]
     generic = [r["case"] for r in ran if "generic" in r["paths"]]
     failed = [r for r in rows if r["status"] != "ok"]
+    groups = {}
+    for g in sorted({r["group"] for r in rows if r.get("group")}):
+        gr = [r for r in ok if r["group"] == g]
+        gx = [r["ratio"] for r in gr if r["ratio"]]
+        ge = [abs(r["pred_err"]) for r in gr if r["pred_err"] is not None]
+        groups[g] = {"cases": sum(1 for r in rows if r["group"] == g), "ok": len(gr), "with_ratio": len(gx),
+                     "ratio_ge_090": sum(1 for x in gx if x >= 0.9), "lowest_ratio": min(gx) if gx else None,
+                     "median_ratio": statistics.median(gx) if gx else None,
+                     "median_abs_pred_err": statistics.median(ge) if ge else None}
     return {
+        "groups": groups,
         "cases": len(rows), "ok": len(ok), "not_ok": len(failed),
         "ratio_ge_085": sum(1 for x in ratios if x >= 0.85), "with_ratio": len(ratios),
         "median_ratio": statistics.median(ratios) if ratios else None,
@@ -136,6 +149,11 @@ def print_summary(s, file=sys.stdout):
     p("within 1.5× of the prediction: %d of %d" % (s["within_1_5x_of_prediction"], s["with_prediction"]))
     p("on the generic path (any kernel): %d of %d%s" % (s["generic"], s["with_kernels"],
                                                         (": " + " ".join(s["generic_cases"])) if s["generic"] else ""))
+    for g, x in s.get("groups", {}).items():
+        p("%s: %d of %d ok, %d of %d at ≥ 0.9× the best baseline (lowest %s), median ratio %s, median |pred err| %s"
+          % (g, x["ok"], x["cases"], x["ratio_ge_090"], x["with_ratio"], fmt(x["lowest_ratio"], "%.2f"),
+             fmt(x["median_ratio"], "%.2f"),
+             fmt(None if x["median_abs_pred_err"] is None else 100 * x["median_abs_pred_err"], "%.1f%%")))
     for name, why in s["failures"].items():
         p("  not ok: %s: %s" % (name, why))
 
