@@ -479,42 +479,48 @@ check_fragments (Model *m,
   if (!napkin_tensor_class_for_dtype (dtype, &klass))
     return;   /* fp32: CUDA cores, no fragment shape */
 
-  for (guint a = 0; a < m->n_axes; a++)
-    {
-      gboolean in_x = napkin_tensor_type_has_axis (x, a);
-      gboolean in_y = napkin_tensor_type_has_axis (y, a);
-      gboolean in_out = napkin_tensor_type_has_axis (out, a);
-      const char *name = napkin_diagram_axis (m->d, a)->name;
-      const char *role;
-      gint64 tile, need;
+  /* The rule is on the tile as a whole: the rows of a fragment may come from several
+   * axes (a group of query heads × a query tile), so each role's tiles multiply. A tile
+   * that covers its axis needs nothing (the kernel pads it). Where the kernel plan runs
+   * the region on tile primitives, its own rules decided (docs/plan.md). */
+  {
+    const NapkinPlanKernel *pk = m->a->paper ? NULL : plan_kernel_of (m, r);
+    const char *roles[3] = { "row (m)", "column (n)", "contracted (k)" };
+    gint64 need[3] = { 16, 8, 32 / napkin_dtype_bytes (dtype) };
+    gint64 prod[3] = { 1, 1, 1 };
+    gboolean cut[3] = { FALSE, FALSE, FALSE };
+    int last[3] = { -1, -1, -1 };
 
-      if (napkin_region_mark (region, name, &tile) == NAPKIN_MARK_WHOLE)
-        continue;
-      if (in_x && in_y && in_out)
-        continue;   /* batch axis: any size */
-      if (in_x && in_y)
-        {
-          role = "contracted (k)";
-          need = 32 / napkin_dtype_bytes (dtype);
-        }
-      else if (in_x && in_out)
-        {
-          role = "row (m)";
-          need = 16;
-        }
-      else if (in_y && in_out)
-        {
-          role = "column (n)";
-          need = 8;
-        }
-      else
-        continue;
-      if (tile % need != 0 && tile < napkin_diagram_axis_size (m->d, a))
+    if (pk != NULL && pk->path != NAPKIN_PATH_GENERIC)
+      return;
+    for (guint a = 0; a < m->n_axes; a++)
+      {
+        gboolean in_x = napkin_tensor_type_has_axis (x, a);
+        gboolean in_y = napkin_tensor_type_has_axis (y, a);
+        gboolean in_out = napkin_tensor_type_has_axis (out, a);
+        gint64 tile = 0, size = napkin_diagram_axis_size (m->d, a);
+        int role;
+
+        if (in_x && in_y && in_out)
+          continue;   /* batch axis: any size */
+        role = in_x && in_y ? 2 : in_x && in_out ? 0 : in_y && in_out ? 1 : -1;
+        if (role < 0)
+          continue;
+        if (napkin_region_mark (region, napkin_diagram_axis (m->d, a)->name, &tile) == NAPKIN_MARK_WHOLE
+            || tile >= size)
+          tile = size;
+        else
+          cut[role] = TRUE;
+        prod[role] *= tile;
+        last[role] = (int) a;
+      }
+    for (guint i = 0; i < 3; i++)
+      if (cut[i] && prod[i] % need[i] != 0)
         error_add (m, "regions[%u].marks.%s: tile %" G_GINT64_FORMAT " is not a multiple of %" G_GINT64_FORMAT
                    ": the %s axis of contraction “%s” on %s tensor cores needs fragments of %" G_GINT64_FORMAT,
-                   r, name, tile, need, role, napkin_diagram_node (m->d, node)->id,
-                   napkin_dtype_to_string (dtype), need);
-    }
+                   r, napkin_diagram_axis (m->d, last[i])->name, prod[i], need[i], roles[i],
+                   napkin_diagram_node (m->d, node)->id, napkin_dtype_to_string (dtype), need[i]);
+  }
 }
 
 /* 128-byte coalescing of a tile read from or written to device memory. */
