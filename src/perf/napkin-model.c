@@ -75,6 +75,7 @@ typedef struct
   int                   current;     /* region being modelled, for its error count */
   gboolean              overflow;
   NapkinPlan           *plan;        /* the kernel plan priced (a->plan) */
+  gint64                flops_before[NAPKIN_N_TENSOR_CLASSES];   /* before the current kernel's */
 } Model;
 
 static void     wgmma_attention_registers (gint64 consumers, gint64 *producer, gint64 *consumer);
@@ -1699,6 +1700,42 @@ plan_kernel_cost (Model                  *m,
     }
 }
 
+/* Attention under a mask (causal, a window): the kernel skips the tiles the mask hides
+ * wholly (docs/plan.md, "Attention kernels"), so its products, exponentials and K/V
+ * reads shrink to the tiles it computes: causal at q = k = 4096 with 128 × 128 tiles
+ * computes 528 of 1024 per head. Q and O move as before. */
+static void
+masked_attention (Model                  *m,
+                  const NapkinRegionCost *cost,
+                  NapkinKernelCost       *k)
+{
+  const NapkinPlanKernel *pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
+  double f, kv_share;
+  gint64 kv_bytes = 0, total = 0;
+
+  if (pk == NULL || pk->kind != NAPKIN_PLAN_ATTENTION || pk->u.att.tiles_total <= 0
+      || pk->u.att.tiles_computed >= pk->u.att.tiles_total)
+    return;
+  f = (double) pk->u.att.tiles_computed / pk->u.att.tiles_total;
+  for (NapkinResource res = NAPKIN_RESOURCE_TENSOR; res <= NAPKIN_RESOURCE_SFU; res++)
+    k->time_s[res] *= f;
+  k->time_s[NAPKIN_RESOURCE_SMEM] *= f;
+  /* the streamed operands' share of the device-memory traffic shrinks with the tiles */
+  for (guint t = 0; t < cost->transfers->len; t++)
+    {
+      const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, t);
+
+      total += tr->bytes;
+      if (!tr->is_output && carries_stream (m, cost->region, tr->node))
+        kv_bytes += tr->bytes;
+    }
+  kv_share = total > 0 ? (double) kv_bytes / total : 0;
+  k->time_s[NAPKIN_RESOURCE_HBM] *= 1 - kv_share * (1 - f);
+  k->time_s[NAPKIN_RESOURCE_L2] *= 1 - kv_share * (1 - f);
+  for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+    m->a->tensor_flops[c] -= (gint64) ((1 - f) * (m->a->tensor_flops[c] - m->flops_before[c]));
+}
+
 /* A map outside regions that the plan put into the kernel of the operation before it. */
 static gboolean
 plan_fused_away (const NapkinPlan *plan,
@@ -1859,12 +1896,14 @@ build_kernels (Model *m)
                 break;
               }
           }
+        memcpy (m->flops_before, m->a->tensor_flops, sizeof m->flops_before);
         for (guint i = 0; i < m->rs[cost->region].members->len; i++)
           node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), path, k.time_s);
         if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
           k.tensor_path = tensor_path_names[path];
       }
       warp_operand_reads (m, r, cost, k.time_s);
+      masked_attention (m, cost, &k);
       /* per chunk: the block-wide barrier, the stage wait and flash-mma's row shuffles
        * (§7b); the wgmma skeletons have no block-wide barrier (consumers wait on the
        * mbarriers the producer completes) and their softmax work is counted in the SFU
