@@ -192,7 +192,8 @@ def masked_attention(title, description, B, H, HK, NQ, NKV, D, mask, BQ, BKV, st
              ("mask", "sm", 0), ("sm", "pv", 0), ("v_in", "pv", 1), ("pv", "o", 0)]
     marks = [("b", ("parallel", 1)), ("h", ("parallel", 1))]
     if group:
-        marks.append(("g", ("parallel", group_tile)))
+        # whole: the heads of a group share each K/V tile in one block
+        marks.append(("g", ("parallel", group_tile) if group_tile else "whole"))
     marks += [("q", ("parallel", BQ) if BQ else "whole"), ("k", ("stream", BKV)), ("d", "whole")]
     return doc(title, description, axes, tensors, nodes, wires,
                [region("block", "smem", ["qk", "scale", "mask", "sm", "pv"], marks, stages=stages)])
@@ -202,9 +203,10 @@ def llama_causal_gqa():
         "Causal GQA prefill (Llama-3-8B)",
         "Causal attention with grouped queries at Llama-3-8B's shape: 32 query heads share 8 key/value "
         "heads (the group axis g is in Q and O, not in K and V), d 128, one sequence of 4096 tokens. "
-        "The mask keeps key k for query q when k ≤ q, so blocks of 128 queries compute 528 of the 1024 "
-        "key chunks per head and mask only the 32 on the diagonal in registers.",
-        1, 32, 8, 4096, 4096, 128, {"label": "causal", "mask": "causal"}, 128, 128, 2)
+        "A block takes the 4 query heads of a key/value head × 32 queries (128 rows), so each K/V tile "
+        "is loaded once per group. The mask keeps key k for query q when k ≤ q: blocks compute only "
+        "the key chunks their queries see and mask the diagonal ones in registers.",
+        1, 32, 8, 4096, 4096, 128, {"label": "causal", "mask": "causal"}, 32, 128, 2, group_tile=0)
 
 def llama_decode():
     return masked_attention(
@@ -220,10 +222,10 @@ def sliding_window():
     return masked_attention(
         "Sliding-window attention (4096 back)",
         "Mistral-style sliding window: query q sees keys q − 4096 … q (window left 4096, right 0) in a "
-        "sequence of 8192, 32 query heads on 8 key/value heads, d 128. Blocks skip the key chunks wholly "
-        "outside their window.",
+        "sequence of 8192, 32 query heads on 8 key/value heads, d 128, a block holding the 4 heads of a "
+        "group × 32 queries. Blocks skip the key chunks wholly outside their window.",
         1, 32, 8, 8192, 8192, 128, {"label": "window", "mask": "window", "left": 4096, "right": 0},
-        128, 128, 2)
+        32, 128, 2, group_tile=0)
 
 def causal_d256():
     return masked_attention(

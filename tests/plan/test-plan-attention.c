@@ -421,14 +421,17 @@ test_mask_examples (void)
     gint64         offset, left, right, total, computed, masked;
     guint          split;
   } cases[] = {
-    /* 32 query tiles × 32 key chunks of 128: 32·33/2 computed, the diagonal masked */
-    { "attention-causal-gqa.napkin", NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 1024, 528, 32, 1 },
+    /* the 4 heads of a group × 32 queries a block: 128 query tiles × 32 key chunks of 128,
+     * tile i sees chunks 0…⌊i/4⌋: 4·(32·33/2) computed, each tile's diagonal chunk masked */
+    { "attention-causal-gqa.napkin", NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 4096, 2112, 128, 1 },
     /* decoding: the one query at the end of the cache sees every key */
     { "attention-decode.napkin", NAPKIN_ATTN_MASK_CAUSAL, 32767, -1, 0, 256, 256, 0, 16 },
-    /* 64 query tiles, 33 chunks each once past the first 32; the window's far edge masked too */
-    { "attention-sliding-window.napkin", NAPKIN_ATTN_MASK_WINDOW, 0, 4096, 0, 4096, 1584, 96, 1 },
+    /* 256 query tiles of 32 × 64 chunks: tile i sees ⌊i/4⌋ − 32 … ⌊i/4⌋ (from 0); the
+     * diagonal chunk and, past the first 4096 keys, the window's far edge masked */
+    { "attention-sliding-window.napkin", NAPKIN_ATTN_MASK_WINDOW, 0, 4096, 0, 16384, 6336, 384, 1 },
     /* d 256: 128 × 64 tiles, 32 × 64 */
     { "attention-causal-d256.napkin", NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 2048, 1056, 64, 1 },
+    /* MHA with 128 × 128 tiles (docs/plan.md): 528 of 1024 per head, 32 masked */
     { "attention-causal-fp8.napkin", NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 1024, 528, 32, 1 },
   };
 
