@@ -166,6 +166,83 @@ def hopper_attention():
                "Ideal tensor-core throughput on H100: 2/(1/1979 + 1/989) ≈ 1.32 PFLOP/s.",
                axes, tensors, nodes, wires, [block, warpgroup])
 
+def masked_attention(title, description, B, H, HK, NQ, NKV, D, mask, BQ, BKV, stages,
+                     group_tile=1, dtype="fp16", v_dtype=None):
+    """Attention with a mask operation on the scores (docs/file-format.md, "mask"): GQA
+    when HK < H (Q[b, h, g, q, d], K[b, h, k, d]; docs/plan.md "Attention kernels")."""
+    fp8 = dtype.startswith("fp8")
+    vt = v_dtype or dtype
+    ot = "fp16" if fp8 else dtype
+    group = HK < H
+    axes = [("b", B), ("h", HK)] + ([("g", H // HK)] if group else []) + [("q", NQ), ("k", NKV), ("d", D)]
+    lead = ["b", "h"] + (["g"] if group else [])
+    tensors = [("Q", lead + ["q", "d"], dtype), ("K", ["b", "h", "k", "d"], dtype),
+               ("V", ["b", "h", "k", "d"], vt), ("O", lead + ["q", "d"], ot)]
+    qk_extra = {"dtype": vt} if fp8 else {}
+    nodes = [node("q_in", "input", 40, 40, "Q", tensor="Q"),
+             node("k_in", "input", 40, 180, "K", tensor="K"),
+             node("v_in", "input", 545, 300, "V", tensor="V"),
+             node("qk", "contract", 205, 100, "Q·Kᵀ", out=lead + ["q", "k"], **qk_extra),
+             node("scale", "map", 375, 100, "·1/√d", fn="scale", alpha=1 / math.sqrt(D)),
+             node("mask", "mask", 545, 100, mask.pop("label"), axis="k", rows="q", **mask),
+             node("sm", "softmax", 715, 100, "softmax", axis="k"),
+             node("pv", "contract", 885, 160, "P·V", out=lead + ["q", "d"], **({"dtype": ot} if fp8 else {})),
+             node("o", "output", 1055, 160, "O", tensor="O")]
+    wires = [("q_in", "qk", 0), ("k_in", "qk", 1), ("qk", "scale", 0), ("scale", "mask", 0),
+             ("mask", "sm", 0), ("sm", "pv", 0), ("v_in", "pv", 1), ("pv", "o", 0)]
+    marks = [("b", ("parallel", 1)), ("h", ("parallel", 1))]
+    if group:
+        # whole: the heads of a group share each K/V tile in one block
+        marks.append(("g", ("parallel", group_tile) if group_tile else "whole"))
+    marks += [("q", ("parallel", BQ) if BQ else "whole"), ("k", ("stream", BKV)), ("d", "whole")]
+    return doc(title, description, axes, tensors, nodes, wires,
+               [region("block", "smem", ["qk", "scale", "mask", "sm", "pv"], marks, stages=stages)])
+
+def llama_causal_gqa():
+    return masked_attention(
+        "Causal GQA prefill (Llama-3-8B)",
+        "Causal attention with grouped queries at Llama-3-8B's shape: 32 query heads share 8 key/value "
+        "heads (the group axis g is in Q and O, not in K and V), d 128, one sequence of 4096 tokens. "
+        "A block takes the 4 query heads of a key/value head × 32 queries (128 rows), so each K/V tile "
+        "is loaded once per group. The mask keeps key k for query q when k ≤ q: blocks compute only "
+        "the key chunks their queries see and mask the diagonal ones in registers.",
+        1, 32, 8, 4096, 4096, 128, {"label": "causal", "mask": "causal"}, 32, 128, 2, group_tile=0)
+
+def llama_decode():
+    return masked_attention(
+        "Decoding against a 32k KV cache (GQA 32/8)",
+        "One new token of Llama-3-8B attends to a KV cache of 32768 keys: q = 1, offset 32767 so the "
+        "query sits at the end of the cache (the causal mask keeps every key). The 4 query heads of a "
+        "key/value head share one block (g whole), and the plan splits the keys across blocks "
+        "(flash-decoding), merging the partial results in a second kernel.",
+        1, 32, 8, 1, 32768, 128, {"label": "causal", "mask": "causal", "offset": 32767}, 0, 128, 2,
+        group_tile=4)
+
+def sliding_window():
+    return masked_attention(
+        "Sliding-window attention (4096 back)",
+        "Mistral-style sliding window: query q sees keys q − 4096 … q (window left 4096, right 0) in a "
+        "sequence of 8192, 32 query heads on 8 key/value heads, d 128, a block holding the 4 heads of a "
+        "group × 32 queries. Blocks skip the key chunks wholly outside their window.",
+        1, 32, 8, 8192, 8192, 128, {"label": "window", "mask": "window", "left": 4096, "right": 0},
+        32, 128, 2, group_tile=0)
+
+def causal_d256():
+    return masked_attention(
+        "Causal attention, head dim 256",
+        "Causal multi-head attention with d 256 (Gemma-style heads): 4 sequences of 4096, 16 heads. At "
+        "this head dim a consumer's registers bound the key chunk: 128 queries by 64 keys, 2 stages.",
+        4, 16, 16, 4096, 4096, 256, {"label": "causal", "mask": "causal"}, 128, 64, 2)
+
+def causal_fp8():
+    return masked_attention(
+        "Causal fp8 attention (e4m3)",
+        "Causal attention with Q, K and V in fp8 e4m3 on Hopper: both products on fp8 tensor cores "
+        "(V transposed once so that P·V reads it K-major), the P tile converted to fp8 in registers, "
+        "output fp16. 4 sequences of 4096, 16 heads, d 128; keys in chunks of 128.",
+        4, 16, 16, 4096, 4096, 128, {"label": "causal", "mask": "causal"}, 128, 128, 2,
+        dtype="fp8-e4m3", v_dtype="fp8-e4m3")
+
 EXAMPLES = {
     "matmul.napkin": matmul(),
     "matmul-tiled.napkin": matmul(tiled=True),
@@ -176,6 +253,11 @@ EXAMPLES = {
     "attention.napkin": attention(),
     "flash-attention.napkin": attention(flash=True),
     "hopper-attention-fp8.napkin": hopper_attention(),
+    "attention-causal-gqa.napkin": llama_causal_gqa(),
+    "attention-decode.napkin": llama_decode(),
+    "attention-sliding-window.napkin": sliding_window(),
+    "attention-causal-d256.napkin": causal_d256(),
+    "attention-causal-fp8.napkin": causal_fp8(),
 }
 
 if __name__ == "__main__":

@@ -519,6 +519,7 @@ kind_stem (NapkinOpKind kind)
     case NAPKIN_OP_SOFTMAX: return "softmax";
     case NAPKIN_OP_NORMALIZE: return "norm";
     case NAPKIN_OP_REARRANGE: return "rearrange";
+    case NAPKIN_OP_MASK: return "mask";
     case NAPKIN_N_OPS:
     default: return "op";
     }
@@ -585,6 +586,23 @@ napkin_canvas_add_node (NapkinCanvas  *self,
       node->axis = g_strdup (axis);
       node->eps = 1e-5;
       break;
+    case NAPKIN_OP_MASK:
+      {
+        /* causal over two distinct axes: rows (queries) then keys; connecting its
+         * input picks the scores' last two axes (connect_in) */
+        if (napkin_diagram_n_axes (self->diagram) < 2)
+          {
+            g_autofree char *name = unique_name (self->diagram, NAPKIN_ITEM_AXIS, "j");
+
+            if (!napkin_edit_add_axis (self->history, name, 1024, error))
+              goto out;
+          }
+        node->mask = NAPKIN_MASK_CAUSAL;
+        node->rows = g_strdup (napkin_diagram_axis (self->diagram, 0)->name);
+        node->axis = g_strdup (napkin_diagram_axis (self->diagram, 1)->name);
+        node->label = g_strdup (_("causal"));
+        break;
+      }
     case NAPKIN_N_OPS:
     default:
       g_assert_not_reached ();
@@ -1065,6 +1083,20 @@ adapt_target (NapkinCanvas  *self,
 
           /* over the last (contiguous) axis, where rows are reduced */
           g_free (changed->axis);
+          changed->axis = g_strdup (napkin_diagram_axis (d, in->axes[in->n_axes - 1])->name);
+          napkin_edit_update_node (history, changed, NULL);
+        }
+      break;
+
+    case NAPKIN_OP_MASK:
+      if (troubled && node->mask != NAPKIN_MASK_TENSOR && in != NULL && in->valid && in->n_axes >= 2)
+        {
+          g_autoptr(NapkinNode) changed = napkin_item_copy (NAPKIN_ITEM_NODE, node);
+
+          /* scores [… q, k]: rows the queries, axis the keys */
+          g_free (changed->rows);
+          g_free (changed->axis);
+          changed->rows = g_strdup (napkin_diagram_axis (d, in->axes[in->n_axes - 2])->name);
           changed->axis = g_strdup (napkin_diagram_axis (d, in->axes[in->n_axes - 1])->name);
           napkin_edit_update_node (history, changed, NULL);
         }

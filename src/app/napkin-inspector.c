@@ -62,6 +62,11 @@ typedef enum
   FIELD_MARK_TILE,
   FIELD_NEW_AXIS,
   FIELD_TENSOR_NAME,
+  FIELD_MASK,
+  FIELD_ROWS,
+  FIELD_OFFSET,
+  FIELD_LEFT,
+  FIELD_RIGHT,
 } Field;
 
 static NapkinHistory *
@@ -362,6 +367,25 @@ apply_node_field (NapkinInspector *self,
     case FIELD_EPS:
       ok = parse_double (text, &node->eps, "eps", error);
       break;
+    case FIELD_MASK:
+      node->mask = choice;
+      break;
+    case FIELD_ROWS:
+      g_free (node->rows);
+      node->rows = g_strdup (text);
+      break;
+    case FIELD_OFFSET:
+      ok = parse_int64 (text, &node->offset, _("Offset"), error);
+      break;
+    case FIELD_LEFT:
+    case FIELD_RIGHT:
+      /* empty: unbounded on that side */
+      if (*text == '\0')
+        *(field == FIELD_LEFT ? &node->left : &node->right) = -1;
+      else
+        ok = parse_int64 (text, field == FIELD_LEFT ? &node->left : &node->right,
+                          field == FIELD_LEFT ? _("Left") : _("Right"), error);
+      break;
     case FIELD_NODE_DTYPE:
     case FIELD_TENSOR_AXES:
     case FIELD_TENSOR_DTYPE:
@@ -405,6 +429,11 @@ apply (NapkinInspector *self,
     case FIELD_NORM:
     case FIELD_EPS:
     case FIELD_NODE_DTYPE:
+    case FIELD_MASK:
+    case FIELD_ROWS:
+    case FIELD_OFFSET:
+    case FIELD_LEFT:
+    case FIELD_RIGHT:
       return apply_node_field (self, key, field, text, choice, error);
 
     case FIELD_TENSOR_NAME:
@@ -723,6 +752,31 @@ build_node (NapkinInspector *self,
         }
       add_row (self, _("O_ver axis"), field_entry (self, FIELD_AXIS, node->id, node->axis), "field-axis");
       break;
+    case NAPKIN_OP_MASK:
+      {
+        static const char *masks[NAPKIN_N_MASKS + 1];
+        g_autofree char *offset = g_strdup_printf ("%" G_GINT64_FORMAT, node->offset);
+
+        for (guint i = 0; i < NAPKIN_N_MASKS; i++)
+          masks[i] = napkin_mask_to_string (i);
+        add_row (self, _("_Mask"), field_dropdown (self, FIELD_MASK, node->id, masks, node->mask), "field-mask");
+        if (node->mask == NAPKIN_MASK_TENSOR)
+          break;
+        add_row (self, _("_Rows (queries)"), field_entry (self, FIELD_ROWS, node->id, node->rows), "field-rows");
+        add_row (self, _("_Keys axis"), field_entry (self, FIELD_AXIS, node->id, node->axis), "field-axis");
+        add_row (self, _("_Offset"), field_entry (self, FIELD_OFFSET, node->id, offset), "field-offset");
+        if (node->mask == NAPKIN_MASK_WINDOW)
+          {
+            g_autofree char *left = node->left >= 0 ? g_strdup_printf ("%" G_GINT64_FORMAT, node->left) : g_strdup ("");
+            g_autofree char *right = node->right >= 0 ? g_strdup_printf ("%" G_GINT64_FORMAT, node->right) : g_strdup ("");
+
+            add_row (self, _("_Left (keys back, empty: all)"), field_entry (self, FIELD_LEFT, node->id, left),
+                     "field-left");
+            add_row (self, _("Ri_ght (keys ahead, empty: all)"), field_entry (self, FIELD_RIGHT, node->id, right),
+                     "field-right");
+          }
+        break;
+      }
     case NAPKIN_N_OPS:
     default:
       break;

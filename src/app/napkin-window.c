@@ -1235,6 +1235,7 @@ build_palette (NapkinWindow *self)
     { "softmax", N_("Softmax"), N_("Softmax over one axis") },
     { "normalize", N_("Normalize"), N_("LayerNorm or RMSNorm over one axis") },
     { "rearrange", N_("Rearrange"), N_("Transpose, merge or split axes") },
+    { "mask", N_("Mask"), N_("Causal, sliding-window or tensor mask on attention scores") },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (entries); i++)

@@ -24,6 +24,9 @@ static const char prelude[] =
   "struct NapkinArgs { void *p[" G_STRINGIFY (NAPKIN_CUDA_MAX_ARGS) "]; };\n"
   "#define NAPKIN_MIN(a, b) ((a) < (b) ? (a) : (b))\n"
   "#define NAPKIN_NEG_INF __int_as_float (0xff800000)\n"
+  /* exp (v - m) that is 0 for a masked score, also when the whole row so far is masked */
+  "__device__ __forceinline__ float napkin_exp_masked (float v, float m)\n"
+  "{ return v == NAPKIN_NEG_INF ? 0.0f : expf (v - m); }\n"
   "__device__ __forceinline__ float napkin_ld (const float *p) { return *p; }\n"
   "__device__ __forceinline__ float napkin_ld (const napkin_f16 *p)\n"
   "{ float f; asm (\"cvt.f32.f16 %0, %1;\" : \"=f\" (f) : \"h\" (p->x)); return f; }\n"
@@ -510,7 +513,7 @@ print_compute (Printer            *P,
         if (s->op == NAPKIN_COMPUTE_CONTRACT)
           line (P, "acc_ += %s * %s;", a, b);
         else if (s->op == NAPKIN_COMPUTE_ONLINE_ACC)
-          line (P, "acc_ += expf (%s - m_) * %s;", a, b);
+          line (P, "acc_ += napkin_exp_masked (%s, m_) * %s;", a, b);
         else if (is_max)
           line (P, "acc_ = fmaxf (acc_, %s);", a);
         else
@@ -543,7 +546,7 @@ print_compute (Printer            *P,
         switch (s->op)
           {
           case NAPKIN_COMPUTE_ROW_MAX: line (P, "acc_ = fmaxf (acc_, %s);", a); break;
-          case NAPKIN_COMPUTE_ROW_SUMEXP: line (P, "acc_ += expf (%s - c_);", a); break;
+          case NAPKIN_COMPUTE_ROW_SUMEXP: line (P, "acc_ += napkin_exp_masked (%s, c_);", a); break;
           case NAPKIN_COMPUTE_ROW_MEAN: line (P, "acc_ += %s;", a); break;
           default: line (P, "{ const float d_ = %s - c_; acc_ += d_ * d_; }", a); break;
           }
@@ -565,7 +568,8 @@ print_compute (Printer            *P,
         g_autofree char *a = load (P, s->src[0]);
         g_autofree char *m = load (P, s->src[1]);
         g_autofree char *l = load (P, s->src[2]);
-        g_autofree char *v = g_strdup_printf ("expf (%s - %s) / %s", a, m, l);
+        /* a row with every key masked gives 0, as FlashAttention does */
+        g_autofree char *v = g_strdup_printf ("(%s > 0.0f ? napkin_exp_masked (%s, %s) / %s : 0.0f)", l, a, m, l);
 
         store (P, s->dst, v);
         break;
@@ -598,7 +602,7 @@ print_compute (Printer            *P,
         line (P, "const float c_ = mn_ == NAPKIN_NEG_INF ? 1.0f : expf (m_ - mn_);");
         line (P, "float l_ = 0.0f;");
         open_lane_loop (P, x);
-        line (P, "l_ += expf (%s - mn_);", a);
+        line (P, "l_ += napkin_exp_masked (%s, mn_);", a);
         close_axis_loop (P);
         warp_reduce (P, "l_", FALSE);
         line (P, "if (lane_ == 0)");
@@ -620,8 +624,46 @@ print_compute (Printer            *P,
       {
         g_autofree char *a = load (P, s->dst);
         g_autofree char *b = load (P, s->src[0]);
-        g_autofree char *v = g_strdup_printf ("%s / %s", a, b);
+        g_autofree char *v = g_strdup_printf ("(%s > 0.0f ? %s / %s : 0.0f)", b, a, b);
 
+        store (P, s->dst, v);
+        break;
+      }
+
+    case NAPKIN_COMPUTE_MASK:
+      {
+        g_autofree char *a = load (P, s->src[0]);
+        g_autofree char *v = NULL;
+
+        if (node->mask == NAPKIN_MASK_TENSOR)
+          {
+            g_autofree char *m = load (P, s->src[1]);
+            int src = napkin_diagram_input_source (P->d, s->node, 1);
+
+            if (napkin_dtype_is_float (napkin_diagram_node_type (P->d, src)->dtype))
+              v = g_strdup_printf ("%s + %s", a, m);
+            else
+              v = g_strdup_printf ("(%s != 0.0f ? %s : NAPKIN_NEG_INF)", m, a);
+          }
+        else
+          {
+            int rows = napkin_diagram_find_axis (P->d, node->rows);
+
+            /* global coordinates: i<rows> the query, i<axis> the key (docs/codegen.md) */
+            line (P, "const long d_ = i%d + %" G_GINT64_FORMAT "L;", rows, node->offset);
+            if (node->mask == NAPKIN_MASK_CAUSAL)
+              line (P, "const bool keep_ = i%u <= d_;", x);
+            else
+              {
+                g_autofree char *lo = node->left < 0 ? g_strdup ("true")
+                                      : g_strdup_printf ("i%u >= d_ - %" G_GINT64_FORMAT "L", x, node->left);
+                g_autofree char *hi = node->right < 0 ? g_strdup ("true")
+                                      : g_strdup_printf ("i%u <= d_ + %" G_GINT64_FORMAT "L", x, node->right);
+
+                line (P, "const bool keep_ = (%s) && (%s);", lo, hi);
+              }
+            v = g_strdup_printf ("(keep_ ? %s : NAPKIN_NEG_INF)", a);
+          }
         store (P, s->dst, v);
         break;
       }

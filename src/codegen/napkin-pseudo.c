@@ -137,6 +137,38 @@ reduced_list (Pseudo             *S,
 
 static void print_list (Pseudo *S, GPtrArray *stmts);
 
+/* What a mask keeps, in the diagram's axis names: "k ≤ q + 3". */
+static char *
+mask_condition (NapkinDiagram    *d,
+                              const NapkinNode *node)
+{
+  g_autofree char *diag = NULL;
+
+  if (node->mask == NAPKIN_MASK_TENSOR)
+    {
+      int src = napkin_diagram_input_source (d, napkin_diagram_find_node (d, node->id), 1);
+      gboolean additive = src < 0 || napkin_dtype_is_float (napkin_diagram_node_type (d, src)->dtype);
+
+      return g_strdup (additive ? "added to the scores" : "keep where nonzero, else −∞");
+    }
+  if (node->offset > 0)
+    diag = g_strdup_printf ("%s + %" G_GINT64_FORMAT, node->rows, node->offset);
+  else if (node->offset < 0)
+    diag = g_strdup_printf ("%s − %" G_GINT64_FORMAT, node->rows, -node->offset);
+  else
+    diag = g_strdup (node->rows);
+  if (node->mask == NAPKIN_MASK_CAUSAL)
+    return g_strdup_printf ("%s ≤ %s", node->axis, diag);
+  if (node->left >= 0 && node->right >= 0)
+    return g_strdup_printf ("%s − %" G_GINT64_FORMAT " ≤ %s ≤ %s + %" G_GINT64_FORMAT,
+                            diag, node->left, node->axis, diag, node->right);
+  if (node->left >= 0)
+    return g_strdup_printf ("%s ≥ %s − %" G_GINT64_FORMAT, node->axis, diag, node->left);
+  if (node->right >= 0)
+    return g_strdup_printf ("%s ≤ %s + %" G_GINT64_FORMAT, node->axis, diag, node->right);
+  return g_strdup ("everything");
+}
+
 static void
 print_compute (Pseudo             *S,
                const NapkinIrStmt *s)
@@ -215,6 +247,16 @@ print_compute (Pseudo             *S,
     case NAPKIN_COMPUTE_SCALE:
       out (S, "%s ← %s · %g", dst, dn, s->value);
       break;
+    case NAPKIN_COMPUTE_MASK:
+      {
+        g_autofree char *keep = mask_condition (S->d, node);
+
+        if (node->mask == NAPKIN_MASK_TENSOR)
+          out (S, "%s ← mask_tensor(%s, %s)          (%s)", dst, a, b, keep);
+        else
+          out (S, "%s ← mask_%s(%s)          (keep %s, else −∞)", dst, napkin_mask_to_string (node->mask), a, keep);
+        break;
+      }
     case NAPKIN_N_COMPUTES:
     default:
       g_assert_not_reached ();

@@ -65,6 +65,7 @@ napkin_diagram_copy_nodes (NapkinDiagram     *self,
         continue;
       need_axes (self, clip, node->out);
       need_axis (self, clip, node->axis);
+      need_axis (self, clip, node->rows);
       for (guint a = 0; type->valid && a < type->n_axes; a++)
         need_axis (self, clip, napkin_diagram_axis (self, type->axes[a])->name);
       if (node->tensor != NULL && napkin_diagram_find_tensor (clip, node->tensor) < 0)
@@ -249,6 +250,7 @@ napkin_edit_paste (NapkinHistory  *history,
         node->y += dy;
         rename_all (node->out, axis_renames);
         rename_one (&node->axis, axis_renames);
+        rename_one (&node->rows, axis_renames);
         rename_one (&node->tensor, tensor_renames);
         ok = napkin_edit_add_node (history, node, error);
         napkin_item_free (NAPKIN_ITEM_NODE, node);

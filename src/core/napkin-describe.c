@@ -36,6 +36,7 @@ napkin_describe_kind (NapkinOpKind kind)
     case NAPKIN_OP_SOFTMAX: return "softmax";
     case NAPKIN_OP_NORMALIZE: return "normalization";
     case NAPKIN_OP_REARRANGE: return "rearrangement";
+    case NAPKIN_OP_MASK: return "mask";
     case NAPKIN_N_OPS:
     default: return "operation";
     }

@@ -84,6 +84,7 @@ free_node (NapkinNode *node)
   g_free (node->tensor);
   g_strfreev (node->out);
   g_free (node->axis);
+  g_free (node->rows);
   g_clear_pointer (&node->extra, json_object_put);
   g_free (node);
 }
@@ -173,6 +174,7 @@ napkin_item_copy (NapkinItemKind kind,
         dst->tensor = g_strdup (src->tensor);
         dst->out = g_strdupv (src->out);
         dst->axis = g_strdup (src->axis);
+        dst->rows = g_strdup (src->rows);
         dst->extra = extra_ref (src->extra);
         return dst;
       }
@@ -244,6 +246,8 @@ napkin_node_new (const char   *id,
   node->kind = kind;
   node->alpha = 1.0;
   node->eps = 1e-5;
+  node->left = -1;
+  node->right = -1;
   return node;
 }
 
@@ -572,6 +576,8 @@ napkin_op_n_inputs (const NapkinNode *node)
       return 0;
     case NAPKIN_OP_CONTRACT:
       return 2;
+    case NAPKIN_OP_MASK:
+      return node->mask == NAPKIN_MASK_TENSOR ? 2 : 1;
     case NAPKIN_OP_MAP:
       return napkin_fn_info (node->fn)->arity;
     case NAPKIN_OP_OUTPUT:
@@ -658,6 +664,7 @@ infer_type (NapkinDiagram *self,
     case NAPKIN_OP_OUTPUT:
     case NAPKIN_OP_SOFTMAX:
     case NAPKIN_OP_NORMALIZE:
+    case NAPKIN_OP_MASK:
       *type = *in[0];
       break;
 
@@ -1039,6 +1046,11 @@ napkin_diagram_node_flops (NapkinDiagram *self,
       flops->cuda = in_elems;
       if (node->reduce == NAPKIN_REDUCE_MEAN)
         return napkin_add_checked (flops->cuda, out_elems, &flops->cuda);
+      return TRUE;
+
+    case NAPKIN_OP_MASK:
+      /* one compare (and select) per element on CUDA cores */
+      flops->cuda = in_elems;
       return TRUE;
 
     case NAPKIN_OP_SOFTMAX:

@@ -55,6 +55,11 @@ typedef struct
   NapkinReduceOp reduce;    /* reduce */
   NapkinNormKind norm;      /* normalize */
   double         eps;       /* normalize */
+  NapkinMaskKind mask;      /* mask: what it keeps; `axis` is the key axis */
+  char          *rows;      /* mask: the query (row) axis */
+  gint64         offset;    /* mask: diagonal shift, NKV - NQ for a KV-cache prefill */
+  gint64         left;      /* mask window: keys before the diagonal, -1 unbounded */
+  gint64         right;     /* mask window: keys after the diagonal, -1 unbounded */
   gboolean       has_dtype; /* the result's element type, else the first input's */
   NapkinDtype    dtype;
   json_object   *extra;

@@ -111,6 +111,23 @@ check_node_fields (NapkinDiagram     *diagram,
       if (node->kind == NAPKIN_OP_NORMALIZE && !(node->eps > 0 && node->eps < 1))
         return refuse (error, "eps must be between 0 and 1");
       break;
+    case NAPKIN_OP_MASK:
+      if ((guint) node->mask >= NAPKIN_N_MASKS)
+        return refuse (error, "unknown mask");
+      if (node->mask == NAPKIN_MASK_TENSOR)
+        break;
+      if (napkin_diagram_find_axis (diagram, node->axis) < 0)
+        return refuse (error, "no axis “%s”", node->axis ? node->axis : "");
+      if (napkin_diagram_find_axis (diagram, node->rows) < 0)
+        return refuse (error, "no rows axis “%s”", node->rows ? node->rows : "");
+      if (g_strcmp0 (node->axis, node->rows) == 0)
+        return refuse (error, "rows and axis must differ (queries and keys)");
+      if (node->left < -1 || node->right < -1)
+        return refuse (error, "a window side is 0 or more, or -1 for no bound");
+      if (node->offset < -NAPKIN_MAX_AXIS_SIZE || node->offset > NAPKIN_MAX_AXIS_SIZE
+          || node->left > NAPKIN_MAX_AXIS_SIZE || node->right > NAPKIN_MAX_AXIS_SIZE)
+        return refuse (error, "mask offset or window side out of range");
+      break;
     case NAPKIN_N_OPS:
     default:
       g_assert_not_reached ();
@@ -411,7 +428,8 @@ napkin_edit_remove_axis (NapkinHistory  *history,
     {
       const NapkinNode *node = napkin_diagram_node (diagram, n);
 
-      if ((node->out && g_strv_contains ((const char *const *) node->out, name)) || g_strcmp0 (node->axis, name) == 0)
+      if ((node->out && g_strv_contains ((const char *const *) node->out, name)) || g_strcmp0 (node->axis, name) == 0
+          || g_strcmp0 (node->rows, name) == 0)
         return refuse (error, "axis “%s” is used by operation “%s”: change the operation first", name, node->id);
     }
 

@@ -574,25 +574,57 @@ load_enum_field (Loader      *loader,
 }
 
 static gboolean
-load_axis_field (Loader         *loader,
-                 NapkinDiagram  *diagram,
-                 json_object    *obj,
-                 const char     *path,
-                 char          **out)
+load_axis_key (Loader         *loader,
+               json_object    *obj,
+               const char     *key,
+               const char     *path,
+               char          **out)
 {
   const char *name;
 
-  if (!get_string (loader, obj, "axis", path, TRUE, &name))
+  if (!get_string (loader, obj, key, path, TRUE, &name))
     return FALSE;
   if (loader_find (loader, NAPKIN_ITEM_AXIS, name) < 0)
     {
-      g_autofree char *p = g_strdup_printf ("%s.axis", path);
+      g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
       g_autofree char *shown = g_strescape (name, NULL);
 
       return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown axis “%.64s”", shown);
     }
   *out = g_strdup (name);
   return TRUE;
+}
+
+static gboolean
+load_axis_field (Loader         *loader,
+                 NapkinDiagram  *diagram,
+                 json_object    *obj,
+                 const char     *path,
+                 char          **out)
+{
+  return load_axis_key (loader, obj, "axis", path, out);
+}
+
+/* An optional integer field of a mask; absent keeps *out. */
+static gboolean
+load_mask_int (Loader      *loader,
+               json_object *obj,
+               const char  *key,
+               const char  *path,
+               gint64       min,
+               gint64      *out)
+{
+  json_object *value = member (obj, key);
+  g_autofree char *p = NULL;
+
+  if (value == NULL)
+    return TRUE;
+  p = g_strdup_printf ("%s.%s", path, key);
+  if (min == -1 && json_object_get_type (value) == json_type_int && json_object_get_int64 (value) < -1)
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p,
+                 "a window side is a number of keys (0 or more), or -1 for no bound; found %" G_GINT64_FORMAT,
+                 json_object_get_int64 (value));
+  return get_int (loader, value, p, min, NAPKIN_MAX_AXIS_SIZE, out);
 }
 
 static void
@@ -602,7 +634,7 @@ load_nodes (Loader        *loader,
 {
   static const char *known[] = {
     "id", "kind", "label", "x", "y", "tensor", "out", "axis", "fn", "alpha", "op", "norm", "eps",
-    "dtype", NULL,
+    "dtype", "mask", "rows", "offset", "left", "right", NULL,
   };
   GString *fn_choices = g_string_new (NULL);
 
@@ -635,7 +667,7 @@ load_nodes (Loader        *loader,
 
           fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p,
                 "unknown operation “%.40s” (input, output, contract, map, reduce, softmax, "
-                "normalize, rearrange)", shown);
+                "normalize, rearrange, mask)", shown);
           break;
         }
       if (!get_string (loader, obj, "label", path, FALSE, &label))
@@ -723,6 +755,23 @@ load_nodes (Loader        *loader,
               if (get_double (loader, value, p, &node->eps) && !(node->eps > 0 && node->eps < 1))
                 fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "eps must be between 0 and 1");
             }
+          break;
+
+        case NAPKIN_OP_MASK:
+          if (!load_enum_field (loader, obj, "mask", path, (gpointer) napkin_mask_from_string,
+                                "causal, window, tensor", &node->mask))
+            break;
+          /* A tensor mask is broadcast over the scores; it needs no axes. */
+          if (node->mask != NAPKIN_MASK_TENSOR
+              && (!load_axis_key (loader, obj, "axis", path, &node->axis)
+                  || !load_axis_key (loader, obj, "rows", path, &node->rows)))
+            break;
+          if (!load_mask_int (loader, obj, "offset", path, -NAPKIN_MAX_AXIS_SIZE, &node->offset))
+            break;
+          if (node->mask == NAPKIN_MASK_WINDOW
+              && (!load_mask_int (loader, obj, "left", path, -1, &node->left)
+                  || !load_mask_int (loader, obj, "right", path, -1, &node->right)))
+            break;
           break;
 
         case NAPKIN_N_OPS:
@@ -1358,6 +1407,20 @@ node_to_json (const NapkinNode *node)
       json_object_object_add (obj, "norm", json_object_new_string (napkin_norm_to_string (node->norm)));
       json_object_object_add (obj, "axis", json_object_new_string (node->axis));
       json_object_object_add (obj, "eps", double_to_json (node->eps));
+      break;
+    case NAPKIN_OP_MASK:
+      json_object_object_add (obj, "mask", json_object_new_string (napkin_mask_to_string (node->mask)));
+      if (node->axis != NULL)
+        json_object_object_add (obj, "axis", json_object_new_string (node->axis));
+      if (node->rows != NULL)
+        json_object_object_add (obj, "rows", json_object_new_string (node->rows));
+      if (node->offset != 0)
+        json_object_object_add (obj, "offset", json_object_new_int64 (node->offset));
+      if (node->mask == NAPKIN_MASK_WINDOW)
+        {
+          json_object_object_add (obj, "left", json_object_new_int64 (node->left));
+          json_object_object_add (obj, "right", json_object_new_int64 (node->right));
+        }
       break;
     case NAPKIN_N_OPS:
     default:

@@ -21,6 +21,7 @@ static const char *level_titles[NAPKIN_N_LEVELS] = {
 
 static const char *op_names[NAPKIN_N_OPS] = {
   "input", "output", "contract", "map", "reduce", "softmax", "normalize", "rearrange",
+  "mask",
 };
 
 /* FLOPs and special-function ops per output element; documented in docs/model.md. */
@@ -47,6 +48,7 @@ static const NapkinFnInfo fn_infos[NAPKIN_N_FNS] = {
 
 static const char *reduce_names[NAPKIN_N_REDUCES] = { "sum", "max", "mean" };
 static const char *norm_names[NAPKIN_N_NORMS] = { "layernorm", "rmsnorm" };
+static const char *mask_names[NAPKIN_N_MASKS] = { "causal", "window", "tensor" };
 static const char *mark_names[NAPKIN_N_MARKS] = { "whole", "parallel", "stream" };
 
 static gboolean
@@ -93,6 +95,34 @@ DEFINE_ENUM_STRINGS (napkin_level, NapkinLevel, level_names, NAPKIN_N_LEVELS)
 DEFINE_ENUM_STRINGS (napkin_op_kind, NapkinOpKind, op_names, NAPKIN_N_OPS)
 DEFINE_ENUM_STRINGS (napkin_reduce, NapkinReduceOp, reduce_names, NAPKIN_N_REDUCES)
 DEFINE_ENUM_STRINGS (napkin_norm, NapkinNormKind, norm_names, NAPKIN_N_NORMS)
+DEFINE_ENUM_STRINGS (napkin_mask, NapkinMaskKind, mask_names, NAPKIN_N_MASKS)
+
+/* Whether a causal or window mask keeps element (row, col), in global coordinates
+ * (docs/file-format.md, "mask"): causal keeps col <= row + offset, a window keeps
+ * row + offset - left <= col <= row + offset + right, a negative side unbounded.
+ * A tensor mask keeps everything here; its second input decides. */
+gboolean
+napkin_mask_keeps (NapkinMaskKind kind,
+                   gint64         row,
+                   gint64         col,
+                   gint64         offset,
+                   gint64         left,
+                   gint64         right)
+{
+  gint64 diag = row + offset;
+
+  switch (kind)
+    {
+    case NAPKIN_MASK_CAUSAL:
+      return col <= diag;
+    case NAPKIN_MASK_WINDOW:
+      return (left < 0 || col >= diag - left) && (right < 0 || col <= diag + right);
+    case NAPKIN_MASK_TENSOR:
+    case NAPKIN_N_MASKS:
+    default:
+      return TRUE;
+    }
+}
 DEFINE_ENUM_STRINGS (napkin_mark, NapkinMarkKind, mark_names, NAPKIN_N_MARKS)
 
 guint

@@ -47,6 +47,7 @@ typedef enum
   NAPKIN_OP_SOFTMAX,
   NAPKIN_OP_NORMALIZE,
   NAPKIN_OP_REARRANGE,
+  NAPKIN_OP_MASK,
   NAPKIN_N_OPS
 } NapkinOpKind;
 
@@ -88,6 +89,15 @@ typedef enum
   NAPKIN_N_NORMS
 } NapkinNormKind;
 
+/* What a mask node keeps (docs/file-format.md, "mask"). */
+typedef enum
+{
+  NAPKIN_MASK_CAUSAL,
+  NAPKIN_MASK_WINDOW,
+  NAPKIN_MASK_TENSOR,
+  NAPKIN_N_MASKS
+} NapkinMaskKind;
+
 typedef enum
 {
   NAPKIN_MARK_WHOLE,
@@ -126,6 +136,15 @@ gboolean            napkin_reduce_from_string (const char     *str,
 const char         *napkin_norm_to_string     (NapkinNormKind  kind);
 gboolean            napkin_norm_from_string   (const char     *str,
                                                NapkinNormKind *out);
+const char         *napkin_mask_to_string     (NapkinMaskKind  kind);
+gboolean            napkin_mask_from_string   (const char     *str,
+                                               NapkinMaskKind *out);
+gboolean            napkin_mask_keeps         (NapkinMaskKind  kind,
+                                               gint64          row,
+                                               gint64          col,
+                                               gint64          offset,
+                                               gint64          left,
+                                               gint64          right);
 const char         *napkin_mark_to_string     (NapkinMarkKind  kind);
 gboolean            napkin_mark_from_string   (const char     *str,
                                                NapkinMarkKind *out);

@@ -265,6 +265,38 @@ check_node (Checker *checker,
         break;
       }
 
+    case NAPKIN_OP_MASK:
+      if (node->mask == NAPKIN_MASK_TENSOR)
+        {
+          if (n_inputs == 2 && !type_axes_subset (in[1], in[0]))
+            report_node (checker, n,
+                    "the mask “%s” reads a mask tensor with an axis the scores lack; its axes must be "
+                    "a subset of its first input's (it is broadcast over the rest)", node->id);
+        }
+      else
+        {
+          int axis = napkin_diagram_find_axis (d, node->axis);
+          int rows = napkin_diagram_find_axis (d, node->rows);
+
+          if (axis < 0 || !napkin_tensor_type_has_axis (in[0], axis)
+              || rows < 0 || !napkin_tensor_type_has_axis (in[0], rows))
+            {
+              g_autoptr(GString) got = g_string_new (NULL);
+
+              describe_type (checker, in[0], got);
+              report_node (checker, n, "the mask “%s” keeps keys along axis (%s) per row of axis rows (%s), "
+                           "but its input is %s", node->id, node->axis ? node->axis : "none",
+                           node->rows ? node->rows : "none", got->str);
+            }
+          else if (axis == rows)
+            report_node (checker, n, "the mask “%s” has rows = axis = %s: rows names the query axis, "
+                         "axis the key axis", node->id, node->axis);
+          if (node->mask == NAPKIN_MASK_WINDOW && (node->left < -1 || node->right < -1))
+            report_node (checker, n, "the mask “%s” has a negative window side (left %" G_GINT64_FORMAT
+                         ", right %" G_GINT64_FORMAT "); -1 means unbounded", node->id, node->left, node->right);
+        }
+      break;
+
     case NAPKIN_OP_REARRANGE:
       {
         gint64 a = 0, b = 0;

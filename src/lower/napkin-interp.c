@@ -399,6 +399,39 @@ run_rearrange (Interp             *I,
   while (!I->failed && iter_next (I, &it));
 }
 
+/* exp (v − m) that is 0 for a masked score (−∞), also when the whole row so far is
+ * masked (m = −∞), where exp would give NaN. */
+static inline double
+exp_masked (double v,
+            double m)
+{
+  return v == -INFINITY ? 0.0 : exp (v - m);
+}
+
+static double
+apply_mask (Interp             *I,
+            const NapkinIrStmt *s,
+            const NapkinNode   *node)
+{
+  double v = get (I, s->src[0]);
+
+  if (node->mask == NAPKIN_MASK_TENSOR)
+    {
+      double m = get (I, s->src[1]);
+
+      int src = napkin_diagram_input_source (I->d, s->node, 1);
+
+      /* tiles are fp32 whatever the tensor: ask the diagram for the mask's type */
+      if (napkin_dtype_is_float (napkin_diagram_node_type (I->d, src)->dtype))
+        return v + m;
+      return m != 0 ? v : -INFINITY;
+    }
+  if (!napkin_mask_keeps (node->mask, I->coord[napkin_diagram_find_axis (I->d, node->rows)], I->coord[s->axis],
+                          node->offset, node->left, node->right))
+    return -INFINITY;
+  return v;
+}
+
 static void
 run_compute (Interp             *I,
              const NapkinIrStmt *s)
@@ -429,6 +462,10 @@ run_compute (Interp             *I,
         {
         case NAPKIN_COMPUTE_MAP:
           put (I, s->dst, apply_fn (node, get (I, s->src[0]), s->src[1] >= 0 ? get (I, s->src[1]) : 0));
+          break;
+
+        case NAPKIN_COMPUTE_MASK:
+          put (I, s->dst, apply_mask (I, s, node));
           break;
 
         case NAPKIN_COMPUTE_CONTRACT:
@@ -475,7 +512,7 @@ run_compute (Interp             *I,
                   switch (s->op)
                     {
                     case NAPKIN_COMPUTE_ROW_MAX: acc = MAX (acc, v); break;
-                    case NAPKIN_COMPUTE_ROW_SUMEXP: acc += exp (v - center); break;
+                    case NAPKIN_COMPUTE_ROW_SUMEXP: acc += exp_masked (v, center); break;
                     case NAPKIN_COMPUTE_ROW_MEAN: acc += v; break;
                     default: acc += (v - center) * (v - center); break;
                     }
@@ -491,7 +528,13 @@ run_compute (Interp             *I,
           }
 
         case NAPKIN_COMPUTE_SOFTMAX:
-          put (I, s->dst, exp (get (I, s->src[0]) - get (I, s->src[1])) / get (I, s->src[2]));
+          {
+            double l = get (I, s->src[2]);
+
+            /* a row with every key masked gives 0, as FlashAttention does */
+            put (I, s->dst, l > 0 ? exp_masked (get (I, s->src[0]), get (I, s->src[1])) / l : 0.0);
+            break;
+          }
           break;
 
         case NAPKIN_COMPUTE_NORMALIZE:
@@ -510,7 +553,7 @@ run_compute (Interp             *I,
             c = m_new == -INFINITY ? 1.0 : exp (m - m_new);
             if (iter_begin (I, &row))
               do
-                l += exp (get (I, s->src[0]) - m_new);
+                l += exp_masked (get (I, s->src[0]), m_new);
               while (!I->failed && iter_next (I, &row));
             I->coord[x] = I->offset[x];
             put (I, s->src[1], get (I, s->src[1]) * c + l);
@@ -525,7 +568,7 @@ run_compute (Interp             *I,
 
             if (iter_begin (I, &red))
               do
-                acc += exp (get (I, s->src[0]) - get (I, s->src[2])) * get (I, s->src[1]);
+                acc += exp_masked (get (I, s->src[0]), get (I, s->src[2])) * get (I, s->src[1]);
               while (!I->failed && iter_next (I, &red));
             for (guint k = 0; k < red.n; k++)
               I->coord[red.axes[k]] = I->offset[red.axes[k]];
@@ -534,7 +577,11 @@ run_compute (Interp             *I,
           }
 
         case NAPKIN_COMPUTE_DIVIDE:
-          put (I, s->dst, get (I, s->dst) / get (I, s->src[0]));
+          {
+            double l = get (I, s->src[0]);
+
+            put (I, s->dst, l > 0 ? get (I, s->dst) / l : 0.0);
+          }
           break;
 
         case NAPKIN_COMPUTE_SCALE:

@@ -92,7 +92,7 @@ napkin_compute_op_to_string (NapkinComputeOp op)
 {
   static const char *names[] = {
     "map", "rearrange", "contract", "reduce", "row-max", "row-sumexp", "softmax", "row-mean",
-    "row-rstd", "normalize", "online-stats", "online-acc", "divide", "scale",
+    "row-rstd", "normalize", "online-stats", "online-acc", "divide", "scale", "mask",
   };
 
   G_STATIC_ASSERT (G_N_ELEMENTS (names) == NAPKIN_N_COMPUTES);
@@ -480,7 +480,8 @@ emit_leaf (Lower           *L,
   const NapkinIrBuffer *dbuf = napkin_ir_buffer (L->prog, dst);
   NapkinIrStmt *stmt;
 
-  gboolean simple = op == NAPKIN_COMPUTE_MAP || op == NAPKIN_COMPUTE_CONTRACT || op == NAPKIN_COMPUTE_REDUCE;
+  gboolean simple = op == NAPKIN_COMPUTE_MAP || op == NAPKIN_COMPUTE_CONTRACT || op == NAPKIN_COMPUTE_REDUCE
+                    || op == NAPKIN_COMPUTE_MASK;
 
   for (guint i = 0; i < n_srcs; i++)
     local[i] = srcs[i];
@@ -693,6 +694,17 @@ emit_compute (Lower *L,
       dst = new_value (L, axes, t->n_axes, n, "value");
       emit_leaf (L, n, node->kind == NAPKIN_OP_MAP ? NAPKIN_COMPUTE_MAP : NAPKIN_COMPUTE_REARRANGE,
                  dst, src, n_inputs, FALSE, 0, node->alpha);
+      return dst;
+
+    case NAPKIN_OP_MASK:
+      /* Element-wise by global coordinates (docs/codegen.md), so a tile masks itself
+       * wherever it sits and the online softmax streams through it. */
+      for (guint p = 0; p < n_inputs; p++)
+        if ((src[p] = emit_value (L, napkin_diagram_input_source (L->d, n, p))) < 0)
+          return -1;
+      dst = new_value (L, axes, t->n_axes, n, "value");
+      emit_leaf (L, n, NAPKIN_COMPUTE_MASK, dst, src, n_inputs, FALSE,
+                 node->axis ? (guint) napkin_diagram_find_axis (L->d, node->axis) : 0, 0);
       return dst;
 
     case NAPKIN_OP_CONTRACT:

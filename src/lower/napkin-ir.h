@@ -85,6 +85,9 @@ typedef enum
                                    src3 = c */
   NAPKIN_COMPUTE_DIVIDE,        /* dst = dst / src0 (finishes the online softmax) */
   NAPKIN_COMPUTE_SCALE,         /* dst = dst · value (finishes a streamed mean) */
+  NAPKIN_COMPUTE_MASK,          /* dst = src0 where the mask node keeps the element (by the global
+                                   coordinates of its rows and axis), else −∞; a tensor mask adds
+                                   src1 (float) or keeps where src1 ≠ 0 (int8) */
   NAPKIN_N_COMPUTES
 } NapkinComputeOp;
 

@@ -581,6 +581,36 @@ add_v_transpose (NapkinPlanner    *p,
   g_ptr_array_add (p->before, r);
 }
 
+/* The diagram's mask operation as the kernel's mask (docs/plan.md, "Attention kernels"):
+ * rows the query axis, axis the key axis. NULL, or why the kernel cannot run it. */
+static char *
+read_mask (NapkinPlanner       *p,
+           NapkinPlanAttention *a,
+           const NapkinNode    *mask,
+           const AttnAxes      *ax,
+           int                  scale,
+           int                  mask_index)
+{
+  if (mask->mask == NAPKIN_MASK_TENSOR)
+    return g_strdup_printf ("attention: the kernel masks causal and window masks only; the tensor mask “%s” "
+                            "runs in the generic lowering", mask->id);
+  if (g_strcmp0 (mask->axis, ax->key) != 0 || g_strcmp0 (mask->rows, ax->query) != 0)
+    return g_strdup_printf ("attention: the mask “%s” must keep keys along %s per query of %s, not along %s per %s",
+                            mask->id, ax->key, ax->query, mask->axis, mask->rows);
+  /* masking before a negative scale would turn −∞ into +∞ */
+  if (scale >= 0 && napkin_diagram_input_source (p->d, scale, 0) == mask_index
+      && !(napkin_diagram_node (p->d, scale)->alpha > 0))
+    return g_strdup_printf ("attention: the mask “%s” comes before a scale that is not positive", mask->id);
+  if (ABS (mask->offset) > G_MAXINT32)
+    return g_strdup_printf ("attention: the mask “%s” has offset %" G_GINT64_FORMAT ", out of the kernel's range",
+                            mask->id, mask->offset);
+  a->mask = mask->mask == NAPKIN_MASK_CAUSAL ? NAPKIN_ATTN_MASK_CAUSAL : NAPKIN_ATTN_MASK_WINDOW;
+  a->mask_offset = mask->offset;
+  a->window_left = mask->mask == NAPKIN_MASK_WINDOW ? mask->left : -1;
+  a->window_right = mask->mask == NAPKIN_MASK_WINDOW ? mask->right : 0;
+  return NULL;
+}
+
 /* Today's aligned shapes run the skeletons they were tuned with (kernels/flash-*.cu). */
 static gboolean
 legacy_shape (const NapkinPlanAttention *a,
@@ -604,7 +634,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
 {
   NapkinPlanAttention *a = &k->u.att;
   const NapkinRegion *region;
-  int qk = -1, scale = -1, sm = -1, pv = -1, contracts = 0;
+  int qk = -1, scale = -1, sm = -1, pv = -1, mask = -1, contracts = 0;
   guint n_consumers;
   const guint *consumers;
   const NapkinNode *qn, *kn, *vn;
@@ -613,6 +643,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   g_autofree char *hopper = NULL;
   g_autofree char *layout = NULL;
   char *mma;
+  char *why_mask = NULL;
   AttnAxes ax;
   gint64 mark_tile = 0, base;
   NapkinMarkKind mk;
@@ -629,20 +660,38 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
         sm = n;
       else if (node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SCALE && scale < 0)
         scale = n;
+      else if (node->kind == NAPKIN_OP_MASK && mask < 0)
+        mask = n;
       else if (node->kind == NAPKIN_OP_CONTRACT)
         contracts++;
       else
         return FALSE;
     }
-  if (sm < 0 || contracts != 2 || k->nodes->len != (scale >= 0 ? 4u : 3u))
+  if (sm < 0 || contracts != 2 || k->nodes->len != 3u + (scale >= 0) + (mask >= 0))
     return FALSE;
   consumers = napkin_diagram_consumers (p->d, sm, &n_consumers);
   if (n_consumers != 1)
     return FALSE;
   pv = consumers[0];
-  qk = napkin_diagram_input_source (p->d, scale >= 0 ? scale : sm, 0);
-  if (scale >= 0 && napkin_diagram_input_source (p->d, sm, 0) != scale)
-    return FALSE;
+  /* qk → [scale] → [mask] → softmax, the scale and the mask in either order */
+  qk = napkin_diagram_input_source (p->d, sm, 0);
+  while (qk >= 0 && (qk == scale || qk == mask))
+    {
+      int next = napkin_diagram_input_source (p->d, qk, 0);
+      guint n_uses;
+
+      napkin_diagram_consumers (p->d, next < 0 ? qk : next, &n_uses);
+      if (next < 0 || n_uses != 1)
+        return FALSE;
+      qk = next;
+    }
+  {
+    guint n_uses;
+
+    if ((scale >= 0 && (napkin_diagram_consumers (p->d, scale, &n_uses), n_uses != 1))
+        || (mask >= 0 && (napkin_diagram_consumers (p->d, mask, &n_uses), n_uses != 1)))
+      return FALSE;
+  }
   if (qk < 0 || napkin_diagram_node (p->d, qk)->kind != NAPKIN_OP_CONTRACT
       || napkin_diagram_node (p->d, pv)->kind != NAPKIN_OP_CONTRACT || !_napkin_plan_in_kernel (k, qk)
       || !_napkin_plan_in_kernel (k, pv) || napkin_diagram_input_source (p->d, pv, 0) != sm)
@@ -750,6 +799,12 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
     {
       *why = g_strdup_printf ("attention: region “%s” is at %s, not shared memory", region->name,
                               napkin_level_to_string (region->level));
+      memset (&k->u, 0, sizeof k->u);
+      return FALSE;
+    }
+  if (mask >= 0 && (why_mask = read_mask (p, a, napkin_diagram_node (p->d, mask), &ax, scale, mask)) != NULL)
+    {
+      *why = why_mask;
       memset (&k->u, 0, sizeof k->u);
       return FALSE;
     }

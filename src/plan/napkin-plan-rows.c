@@ -913,6 +913,15 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
       int first;
       gboolean outside;
 
+      if (napkin_diagram_node (d, n)->kind == NAPKIN_OP_MASK)
+        {
+          /* the vectorised element-wise kernel knows no element coordinates; inside an
+           * attention region the mask is the attention kernel's (docs/plan.md) */
+          *why = g_strdup_printf ("the mask “%s” runs in the generic lowering: the element-wise kernel does "
+                                  "not mask yet; put it in an attention region to mask in the kernel",
+                                  node_id (p, n));
+          return FALSE;
+        }
       if (napkin_diagram_node (d, n)->kind != NAPKIN_OP_MAP)
         return FALSE;
       if (kernel_consumers (p, k, n, &first, &outside) == 0)

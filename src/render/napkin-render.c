@@ -126,6 +126,7 @@ kind_width (NapkinOpKind kind)
     case NAPKIN_OP_NORMALIZE:
       return 60;
     case NAPKIN_OP_REARRANGE:
+    case NAPKIN_OP_MASK:
       return 52;
     case NAPKIN_N_OPS:
     default:
@@ -1776,6 +1777,16 @@ node_detail (NapkinDiagram    *diagram,
                               node->axis ? node->axis : "?");
     case NAPKIN_OP_REARRANGE:
       return g_strdup ("⤨");
+    case NAPKIN_OP_MASK:
+      /* causal: the triangle says it; a window its extent; a tensor mask a box with M */
+      if (node->mask == NAPKIN_MASK_WINDOW)
+        {
+          g_autofree char *l = node->left >= 0 ? g_strdup_printf ("%" G_GINT64_FORMAT, node->left) : g_strdup ("∞");
+          g_autofree char *r = node->right >= 0 ? g_strdup_printf ("%" G_GINT64_FORMAT, node->right) : g_strdup ("∞");
+
+          return g_strdup_printf ("−%s…+%s", l, r);
+        }
+      return node->mask == NAPKIN_MASK_TENSOR ? g_strdup ("+M") : NULL;
     case NAPKIN_OP_INPUT:
     case NAPKIN_OP_OUTPUT:
     case NAPKIN_N_OPS:
@@ -1814,6 +1825,77 @@ port_connected (DrawContext *ctx,
 }
 
 /* Every visible node, in passes that each end in one fill or stroke per colour. */
+/* The y of strand `axis` where it enters port 0 of node n, or FALSE. */
+static gboolean
+strand_y (DrawContext      *ctx,
+          guint             n,
+          const NapkinNode *node,
+          const NapkinRect *r,
+          int               axis,
+          double           *y)
+{
+  int src = napkin_diagram_input_source (ctx->diagram, n, 0);
+  const NapkinTensorType *t = src >= 0 ? napkin_diagram_node_type (ctx->diagram, src) : NULL;
+  guint slots = (guint) lround ((r->height - 2 * PAD) / STRAND);
+  guint used = input_slots (ctx->diagram, n, node);
+
+  if (t == NULL || !t->valid || axis < 0)
+    return FALSE;
+  for (guint i = 0; i < t->n_axes; i++)
+    if (t->axes[i] == (guint) axis)
+      {
+        *y = r->y + PAD + (slots - used) * STRAND / 2 + (i + 0.5) * STRAND;
+        return TRUE;
+      }
+  return FALSE;
+}
+
+/* A mask as the papers draw it: a triangle spanning the query and key strands for a
+ * causal mask (the kept half of the q×k square), a band between them for a window. */
+static gboolean
+mask_mark (DrawContext      *ctx,
+           guint             n,
+           const NapkinNode *node,
+           const NapkinRect *r)
+{
+  cairo_t *cr = ctx->cr;
+  double yq, yk, x0 = r->x + 8, x1 = r->x + r->width - 8;
+
+  if (!strand_y (ctx, n, node, r, napkin_diagram_find_axis (ctx->diagram, node->rows), &yq)
+      || !strand_y (ctx, n, node, r, napkin_diagram_find_axis (ctx->diagram, node->axis), &yk))
+    {
+      /* the strands are not known (an unconnected mask): the glyph in the box */
+      yq = r->y + 6;
+      yk = r->y + r->height - 6;
+    }
+  /* at least two strands tall, centred on the pair, so it reads at a glance */
+  if (fabs (yk - yq) < 2 * STRAND)
+    {
+      double mid = (yq + yk) / 2, half = yk >= yq ? STRAND : -STRAND;
+
+      yq = MAX (r->y + 4, MIN (r->y + r->height - 4, mid - half));
+      yk = MAX (r->y + 4, MIN (r->y + r->height - 4, mid + half));
+    }
+  if (node->mask == NAPKIN_MASK_CAUSAL)
+    {
+      cairo_move_to (cr, x0, yq);
+      cairo_line_to (cr, x1, yk);
+      cairo_line_to (cr, x0, yk);
+      cairo_close_path (cr);
+    }
+  else
+    {
+      double w = (x1 - x0) / 3;
+
+      cairo_move_to (cr, x0, yq);
+      cairo_line_to (cr, x0 + w, yq);
+      cairo_line_to (cr, x1, yk);
+      cairo_line_to (cr, x1 - w, yk);
+      cairo_close_path (cr);
+    }
+  return TRUE;
+}
+
 static void
 draw_nodes (DrawContext               *ctx,
             const NapkinRenderOptions *options)
@@ -1906,7 +1988,9 @@ draw_nodes (DrawContext               *ctx,
 
           if (!shown[n] || node_rgb (ctx, n, node) != colours[c])
             continue;
-          if (node->kind == NAPKIN_OP_REARRANGE)
+          if (node->kind == NAPKIN_OP_MASK && node->mask != NAPKIN_MASK_TENSOR)
+            marks |= mask_mark (ctx, n, node, r);
+          else if (node->kind == NAPKIN_OP_REARRANGE)
             {
               cairo_move_to (cr, r->x + 8, r->y + 8);
               cairo_line_to (cr, r->x + r->width - 8, r->y + r->height - 8);

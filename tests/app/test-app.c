@@ -469,6 +469,32 @@ test_copy_paste (void)
   close_window (window);
 }
 
+/* The palette's Mask adds a causal mask over two distinct axes; undo takes it away. */
+static void
+test_add_mask (void)
+{
+  NapkinWindow *window = open_window (NULL);
+  NapkinDiagram *diagram = diagram_of (window);
+  NapkinCanvas *canvas = napkin_window_get_canvas (window);
+  guint n = napkin_diagram_n_nodes (diagram);
+  g_auto(GStrv) selected = NULL;
+  const NapkinNode *node;
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.add-node", "s", "mask"));
+  g_assert_cmpuint (napkin_diagram_n_nodes (diagram), ==, n + 1);
+  selected = napkin_canvas_dup_selected_nodes (canvas);
+  node = napkin_diagram_node (diagram, napkin_diagram_find_node (diagram, selected[0]));
+  g_assert_cmpint (node->kind, ==, NAPKIN_OP_MASK);
+  g_assert_cmpint (node->mask, ==, NAPKIN_MASK_CAUSAL);
+  g_assert_nonnull (node->rows);
+  g_assert_nonnull (node->axis);
+  g_assert_cmpstr (node->rows, !=, node->axis);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  g_assert_cmpuint (napkin_diagram_n_nodes (diagram), ==, n);
+  napkin_history_set_saved (napkin_window_get_history (window));
+  close_window (window);
+}
+
 static void
 test_zoom_actions (void)
 {
@@ -946,6 +972,7 @@ main (int    argc,
   g_test_add_func ("/app/edit/add-connect-relabel-undo-save-reload", test_edit_save_reload);
   g_test_add_func ("/app/edit/copy-paste", test_copy_paste);
   g_test_add_func ("/app/edit/regions", test_regions);
+  g_test_add_func ("/app/edit/add-mask", test_add_mask);
   g_test_add_func ("/app/view/zoom", test_zoom_actions);
   g_test_add_func ("/app/window/close-asks", test_close_asks);
   g_test_add_func ("/app/window/help-and-about", test_help_and_about);

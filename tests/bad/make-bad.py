@@ -17,6 +17,7 @@ MM = load('matmul-tiled.napkin')
 SM = load('softmax.napkin')
 LN = load('layernorm.napkin')
 FA = load('flash-attention.napkin')
+GA = load('attention-causal-gqa.napkin')
 
 cases = []
 
@@ -76,7 +77,7 @@ mut('tensor-overflow', MM,
                d['tensors'].append({'name': 'Huge', 'axes': ['big1', 'big2'], 'dtype': 'fp16'})),
     'Tensor “Huge” has more elements than 64 bits can count\ttensors[3]')
 mut('node-unknown-kind', MM, lambda d: node(d, 'mm').update(kind='matmul'),
-    'The kind of the operation “mm”: unknown operation “matmul” (input, output, contract, map, reduce, softmax, normalize, rearrange)\tnodes[2].kind')
+    'The kind of the operation “mm”: unknown operation “matmul” (input, output, contract, map, reduce, softmax, normalize, rearrange, mask)\tnodes[2].kind')
 mut('node-missing-id', MM, lambda d: d['nodes'][0].pop('id'), 'The first operation: missing field “id”\tnodes[0]')
 mut('node-duplicate-id', MM, lambda d: d['nodes'][1].update(id='a'), 'The input “a”: an earlier operation is also called “a”\tnodes[1]')
 mut('node-label-number', MM, lambda d: d['nodes'][0].update(label=5), 'The label of the input “a”: expected a string, found an integer\tnodes[0].label')
@@ -149,6 +150,20 @@ raw('label-not-utf8', mm_text.replace('"label": "A"', '"label": "A\udcff"', 1).e
 mut('eps-out-of-range', LN, lambda d: node(d, 'ln').update(eps=2), 'The eps of the normalization “ln”: eps must be between 0 and 1\tnodes[3].eps')
 mut('view-zoom-zero', MM, lambda d: d['view'].update(zoom=0), 'The saved zoom: zoom must be from 0.01 to 100\tview.zoom')
 mut('no-nodes', MM, lambda d: d.update(nodes=[], wires=[], regions=[]), 'The diagram has no operations\tnodes')
+
+def tensor_mask(d, axes):
+    d['tensors'].append({'name': 'M', 'axes': axes, 'dtype': 'fp16'})
+    d['nodes'].append({'id': 'm_in', 'kind': 'input', 'tensor': 'M', 'x': 375, 'y': 300})
+    d['wires'].append({'from': 'm_in', 'to': 'mask', 'port': 1})
+    node(d, 'mask').update(mask='tensor')
+    for k in ('axis', 'rows'):
+        node(d, 'mask').pop(k)
+mut('mask-unknown', GA, lambda d: node(d, 'mask').update(mask='triangle'), 'The “mask” field of the mask “mask”: unknown value “triangle” (causal, window, tensor)\tnodes[5].mask')
+mut('mask-missing-axis', GA, lambda d: node(d, 'mask').pop('axis'), 'The mask “mask”: missing field “axis”\tnodes[5]')
+mut('mask-rows-is-axis', GA, lambda d: node(d, 'mask').update(rows='k'), 'The mask “mask” has rows = axis = k: rows names the query axis, axis the key axis\tnodes[5]')
+mut('mask-rows-not-in-scores', GA, lambda d: node(d, 'mask').update(rows='d'), 'The mask “mask” keeps keys along axis (k) per row of axis rows (d), but its input is [b,h,g,q,k] fp16\tnodes[5]')
+mut('mask-window-negative', GA, lambda d: node(d, 'mask').update(mask='window', left=-5), 'The “left” field of the mask “mask”: a window side is a number of keys (0 or more), or -1 for no bound; found -5\tnodes[5].left')
+mut('mask-tensor-axes', GA, lambda d: tensor_mask(d, ['q', 'd']), 'The mask “mask” reads a mask tensor with an axis the scores lack; its axes must be a subset of its first input\'s (it is broadcast over the rest)\tnodes[5]')
 
 if __name__ == '__main__':
     for f in os.listdir(HERE):

@@ -14,6 +14,7 @@
 static const char *examples[] = {
   "matmul.napkin", "matmul-tiled.napkin", "matmul-nested.napkin", "softmax.napkin",
   "layernorm.napkin", "mlp.napkin", "attention.napkin", "flash-attention.napkin",
+  "attention-causal-gqa.napkin", "attention-sliding-window.napkin", "attention-decode.napkin",
 };
 
 static char *
@@ -143,6 +144,66 @@ test_roundtrip (void)
       again = save (second);
       g_assert_cmpstr (saved, ==, again);
     }
+}
+
+/* A mask's fields survive a save and a load, an unknown field beside them too; its
+ * type is its input's and its cost one compare per element. */
+static void
+test_mask_fields (void)
+{
+  g_autoptr(NapkinDiagram) d = load_example ("attention-sliding-window.napkin");
+  int n = napkin_diagram_find_node (d, "mask");
+  NapkinNode *node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (d, n));
+  g_autofree char *saved = NULL;
+  g_autoptr(GString) edited = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) back = NULL;
+  g_autofree char *again = NULL;
+  const NapkinNode *m;
+  NapkinFlops flops;
+
+  g_assert_cmpint (node->mask, ==, NAPKIN_MASK_WINDOW);
+  g_assert_cmpint (node->left, ==, 4096);
+  g_assert_cmpint (node->right, ==, 0);
+  node->offset = 7;
+  node->right = -1;
+  napkin_diagram_replace_item (d, NAPKIN_ITEM_NODE, n, node);
+  g_assert_cmpuint (problems_of (d), ==, 0);
+
+  saved = save (d);
+  edited = g_string_new (saved);
+  g_assert_cmpuint (g_string_replace (edited, "\"mask\": \"window\"", "\"mask\": \"window\", \"hint\": 3", 1), ==, 1);
+  back = napkin_diagram_load_from_data (edited->str, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  m = napkin_diagram_node (back, napkin_diagram_find_node (back, "mask"));
+  g_assert_cmpint (m->mask, ==, NAPKIN_MASK_WINDOW);
+  g_assert_cmpstr (m->rows, ==, "q");
+  g_assert_cmpstr (m->axis, ==, "k");
+  g_assert_cmpint (m->offset, ==, 7);
+  g_assert_cmpint (m->left, ==, 4096);
+  g_assert_cmpint (m->right, ==, -1);
+  again = save (back);
+  g_assert_nonnull (strstr (again, "\"hint\": 3"));
+
+  /* [b, h, g, q, k] in, the same out; one compare per element */
+  {
+    g_autofree char *t = napkin_diagram_type_to_string (back, napkin_diagram_node_type (back, napkin_diagram_find_node (back, "mask")));
+
+    g_assert_cmpstr (t, ==, "[b,h,g,q,k] fp16");
+  }
+  g_assert_true (napkin_diagram_node_flops (back, napkin_diagram_find_node (back, "mask"), &flops));
+  g_assert_cmpint (flops.cuda, ==, (gint64) 1 * 8 * 4 * 8192 * 8192);
+  g_assert_cmpint (flops.tensor, ==, 0);
+
+  /* the semantics of docs/file-format.md */
+  g_assert_true (napkin_mask_keeps (NAPKIN_MASK_CAUSAL, 3, 3, 0, -1, 0));
+  g_assert_false (napkin_mask_keeps (NAPKIN_MASK_CAUSAL, 3, 4, 0, -1, 0));
+  g_assert_true (napkin_mask_keeps (NAPKIN_MASK_CAUSAL, 0, 4095, 4095, -1, 0));
+  g_assert_true (napkin_mask_keeps (NAPKIN_MASK_WINDOW, 10, 7, 0, 3, 1));
+  g_assert_false (napkin_mask_keeps (NAPKIN_MASK_WINDOW, 10, 6, 0, 3, 1));
+  g_assert_true (napkin_mask_keeps (NAPKIN_MASK_WINDOW, 10, 11, 0, 3, 1));
+  g_assert_false (napkin_mask_keeps (NAPKIN_MASK_WINDOW, 10, 12, 0, 3, 1));
+  g_assert_true (napkin_mask_keeps (NAPKIN_MASK_WINDOW, 10, 0, 0, -1, 1));
 }
 
 static void
@@ -769,6 +830,7 @@ main (int    argc,
   g_test_add_func ("/core/types/names-and-bytes", test_types);
   g_test_add_func ("/core/examples/valid", test_examples_valid);
   g_test_add_func ("/core/examples/flops", test_flops);
+  g_test_add_func ("/core/mask/fields", test_mask_fields);
   g_test_add_func ("/core/examples/types", test_types_inferred);
   g_test_add_func ("/core/file/roundtrip", test_roundtrip);
   g_test_add_func ("/core/file/unknown-fields", test_unknown_fields_kept);

@@ -29,6 +29,13 @@ static const Case cases[] = {
   /* fp8 inputs, a warpgroup region splitting the online softmax over query rows */
   { "hopper-attention-fp8.napkin", { "b=1", "h=2", "q=40", "k=36", "d=8" },
     { "block.q=16", "block.k=8", "warpgroup.q=8" } },
+  /* masks (docs/file-format.md, "mask"): causal GQA, a window, decoding with an offset,
+   * d 256 and fp8, at odd sizes with edge tiles */
+  { "attention-causal-gqa.napkin", { "h=2", "g=2", "q=21", "k=21", "d=8" }, { "block.q=8", "block.k=4" } },
+  { "attention-sliding-window.napkin", { "h=2", "g=2", "q=21", "k=21", "d=8" }, { "block.q=8", "block.k=4" } },
+  { "attention-decode.napkin", { "h=2", "g=2", "q=3", "k=37", "d=8" }, { "block.g=2", "block.k=8" } },
+  { "attention-causal-d256.napkin", { "b=1", "h=2", "q=19", "k=19", "d=16" }, { "block.q=8", "block.k=4" } },
+  { "attention-causal-fp8.napkin", { "b=1", "h=2", "q=19", "k=19", "d=16" }, { "block.q=8", "block.k=8" } },
 };
 
 static NapkinDiagram *
@@ -200,6 +207,99 @@ test_split_reduction_rejected (void)
   g_assert_nonnull (strstr (error->message, "“mm”"));
 }
 
+/* A mask's fields changed in place (its node is "mask" in the examples). */
+static void
+set_mask (NapkinDiagram  *d,
+          NapkinMaskKind  kind,
+          gint64          offset,
+          gint64          left,
+          gint64          right)
+{
+  int n = napkin_diagram_find_node (d, "mask");
+  NapkinNode *node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (d, n));
+
+  node->mask = kind;
+  node->offset = offset;
+  node->left = left;
+  node->right = right;
+  napkin_diagram_replace_item (d, NAPKIN_ITEM_NODE, n, node);
+}
+
+/* The masked attention against a direct fp64 loop over Q[h, g, q, d], K[h, k, d]
+ * (b = 1), also with rows that see no key at all (O = 0, never NaN); the relabeled
+ * and the plain loop nests agree. */
+static void
+test_mask_direct (void)
+{
+  static const struct { NapkinMaskKind kind; gint64 offset, left, right; } masks[] = {
+    { NAPKIN_MASK_WINDOW, 2, 3, 1 },      /* i − 1 ≤ j ≤ i + 3 */
+    { NAPKIN_MASK_CAUSAL, 4, -1, 0 },     /* prefill: the last 9 of 13 keys' queries */
+    { NAPKIN_MASK_CAUSAL, -2, -1, 0 },    /* rows 0 and 1 see nothing */
+    { NAPKIN_MASK_WINDOW, 0, -1, 2 },     /* unbounded back, 2 ahead */
+  };
+  const gint64 H = 2, G = 2, NQ = 9, NKV = 13, D = 8;
+
+  for (guint m = 0; m < G_N_ELEMENTS (masks); m++)
+    {
+      Case c = { "attention-sliding-window.napkin", { "h=2", "g=2", "q=9", "k=13", "d=8" },
+                 { "block.q=4", "block.k=4" } };
+      g_autoptr(NapkinDiagram) d = load_case (&c);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinIrProgram) relabeled = NULL, plain = NULL;
+      g_autoptr(NapkinTensorSet) a = napkin_tensor_set_new_random (d, 5);
+      g_autoptr(NapkinTensorSet) b = napkin_tensor_set_new_random (d, 5);
+      const double *Q = a->values[0], *K = a->values[1], *V = a->values[2];
+      double alpha = napkin_diagram_node (d, napkin_diagram_find_node (d, "scale"))->alpha;
+      double worst = 0, biggest = 0;
+      guint empty_rows = 0;
+
+      set_mask (d, masks[m].kind, masks[m].offset, masks[m].left, masks[m].right);
+      relabeled = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
+      g_assert_no_error (error);
+      plain = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
+      g_assert_no_error (error);
+      napkin_ir_interpret (relabeled, a, &error);
+      g_assert_no_error (error);
+      napkin_ir_interpret (plain, b, &error);
+      g_assert_no_error (error);
+      g_assert_cmpfloat (napkin_tensor_set_rel_error (a, b, 3), <=, napkin_dtype_tolerance (NAPKIN_DTYPE_FP16));
+
+      for (gint64 h = 0; h < H; h++)
+        for (gint64 g = 0; g < G; g++)
+          for (gint64 i = 0; i < NQ; i++)
+            {
+              double s[13], mx = -INFINITY, l = 0;
+
+              for (gint64 j = 0; j < NKV; j++)
+                {
+                  double dot = 0;
+
+                  for (gint64 e = 0; e < D; e++)
+                    dot += Q[((h * G + g) * NQ + i) * D + e] * K[(h * NKV + j) * D + e];
+                  s[j] = napkin_mask_keeps (masks[m].kind, i, j, masks[m].offset, masks[m].left, masks[m].right)
+                         ? alpha * dot : -INFINITY;
+                  mx = MAX (mx, s[j]);
+                }
+              empty_rows += mx == -INFINITY;
+              for (gint64 j = 0; j < NKV; j++)
+                l += s[j] == -INFINITY ? 0 : exp (s[j] - mx);
+              for (gint64 e = 0; e < D; e++)
+                {
+                  double o = 0, got = a->values[3][((h * G + g) * NQ + i) * D + e];
+
+                  for (gint64 j = 0; j < NKV && l > 0; j++)
+                    o += (s[j] == -INFINITY ? 0 : exp (s[j] - mx)) / l * V[(h * NKV + j) * D + e];
+                  g_assert_false (isnan (got));
+                  worst = MAX (worst, fabs (got - o));
+                  biggest = MAX (biggest, fabs (o));
+                }
+            }
+      g_assert_cmpfloat (biggest, >, 0);
+      g_assert_cmpfloat (worst / biggest, <=, napkin_dtype_tolerance (NAPKIN_DTYPE_FP16));
+      g_assert_cmpuint (empty_rows, ==, masks[m].offset == -2 ? 2 * H * G : 0);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -219,5 +319,6 @@ main (int    argc,
   g_test_add_func ("/lower/structure", test_structure);
   g_test_add_func ("/lower/hbm-bytes", test_hbm_bytes);
   g_test_add_func ("/lower/split-reduction", test_split_reduction_rejected);
+  g_test_add_func ("/lower/mask/direct", test_mask_direct);
   return g_test_run ();
 }

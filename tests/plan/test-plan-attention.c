@@ -385,6 +385,101 @@ test_json (void)
   json_object_put (root);
 }
 
+static NapkinDiagram *
+example (const char *name)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), name, NULL);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+
+  g_assert_no_error (error);
+  return d;
+}
+
+static const NapkinPlanKernel *
+attention_kernel (const NapkinPlan *p)
+{
+  for (guint i = 0; i < p->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, i);
+
+      if (k->kind == NAPKIN_PLAN_ATTENTION)
+        return k;
+    }
+  return NULL;
+}
+
+/* The mask operation of the examples reaches the kernel (docs/plan.md, "Attention
+ * kernels"): every example plans to attention on wgmma with the diagram's mask. */
+static void
+test_mask_examples (void)
+{
+  static const struct
+  {
+    const char    *file;
+    NapkinAttnMask mask;
+    gint64         offset, left, right, total, computed, masked;
+    guint          split;
+  } cases[] = {
+    /* the 4 heads of a group × 32 queries a block: 128 query tiles × 32 key chunks of 128,
+     * tile i sees chunks 0…⌊i/4⌋: 4·(32·33/2) computed, each tile's diagonal chunk masked */
+    { "attention-causal-gqa.napkin", NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 4096, 2112, 128, 1 },
+    /* decoding: the one query at the end of the cache sees every key */
+    { "attention-decode.napkin", NAPKIN_ATTN_MASK_CAUSAL, 32767, -1, 0, 256, 256, 0, 16 },
+    /* 256 query tiles of 32 × 64 chunks: tile i sees ⌊i/4⌋ − 32 … ⌊i/4⌋ (from 0); the
+     * diagonal chunk and, past the first 4096 keys, the window's far edge masked */
+    { "attention-sliding-window.napkin", NAPKIN_ATTN_MASK_WINDOW, 0, 4096, 0, 16384, 6336, 384, 1 },
+    /* d 256: 128 × 64 tiles, 32 × 64 */
+    { "attention-causal-d256.napkin", NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 2048, 1056, 64, 1 },
+    /* MHA with 128 × 128 tiles (docs/plan.md): 528 of 1024 per head, 32 masked */
+    { "attention-causal-fp8.napkin", NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 1024, 528, 32, 1 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) d = example (cases[i].file);
+      g_autoptr(NapkinPlan) p = plan (d, "h100");
+      const NapkinPlanKernel *k = attention_kernel (p);
+      const NapkinPlanAttention *a;
+
+      g_test_message ("%s", cases[i].file);
+      g_assert_nonnull (k);
+      a = &k->u.att;
+      g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+      g_assert_cmpint (a->mask, ==, cases[i].mask);
+      g_assert_cmpint (a->mask_offset, ==, cases[i].offset);
+      g_assert_cmpint (a->window_left, ==, cases[i].left);
+      g_assert_cmpint (a->window_right, ==, cases[i].right);
+      g_assert_cmpint (a->tiles_total, ==, cases[i].total);
+      g_assert_cmpint (a->tiles_computed, ==, cases[i].computed);
+      g_assert_cmpint (a->tiles_masked, ==, cases[i].masked);
+      g_assert_cmpuint (a->split_kv, ==, cases[i].split);
+      g_assert_false (a->legacy);
+    }
+}
+
+/* A mask the kernel cannot run leaves the region generic, saying why. */
+static void
+test_mask_refusals (void)
+{
+  g_autoptr(NapkinDiagram) d = example ("attention-causal-gqa.napkin");
+  int n = napkin_diagram_find_node (d, "mask");
+  NapkinNode *node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (d, n));
+  g_autoptr(NapkinPlan) p = NULL;
+  const NapkinPlanKernel *k;
+
+  /* masking along the queries per key is not the kernel's mask */
+  g_free (node->rows);
+  g_free (node->axis);
+  node->rows = g_strdup ("k");
+  node->axis = g_strdup ("q");
+  napkin_diagram_replace_item (d, NAPKIN_ITEM_NODE, n, node);
+  p = plan (d, "h100");
+  k = g_ptr_array_index (p->kernels, 0);
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GENERIC);
+  g_assert_nonnull (strstr (k->reason, "the mask “mask” must keep keys along k per query of q"));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -392,6 +487,8 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/plan/attention/cases", test_cases);
   g_test_add_func ("/plan/attention/masks", test_masks);
+  g_test_add_func ("/plan/attention/mask-examples", test_mask_examples);
+  g_test_add_func ("/plan/attention/mask-refusals", test_mask_refusals);
   g_test_add_func ("/plan/attention/refusals", test_refusals);
   g_test_add_func ("/plan/attention/json", test_json);
   return g_test_run ();

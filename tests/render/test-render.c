@@ -16,6 +16,7 @@
 
 static const char *examples[] = {
   "matmul", "matmul-tiled", "matmul-nested", "softmax", "layernorm", "mlp", "attention", "flash-attention",
+  "attention-causal-gqa", "attention-sliding-window",
 };
 
 static NapkinDiagram *
@@ -110,6 +111,58 @@ draw_example (NapkinDiagram *diagram)
   g_assert_cmpint (cairo_status (cr), ==, CAIRO_STATUS_SUCCESS);
   cairo_destroy (cr);
   return surface;
+}
+
+static guint
+pixels_differing (cairo_surface_t *a,
+                  cairo_surface_t *b)
+{
+  int w = cairo_image_surface_get_width (a), h = cairo_image_surface_get_height (a);
+  int stride = cairo_image_surface_get_stride (a);
+  const guint8 *pa, *pb;
+  guint count = 0;
+
+  cairo_surface_flush (a);
+  cairo_surface_flush (b);
+  g_assert_cmpint (w, ==, cairo_image_surface_get_width (b));
+  g_assert_cmpint (h, ==, cairo_image_surface_get_height (b));
+  pa = cairo_image_surface_get_data (a);
+  pb = cairo_image_surface_get_data (b);
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++)
+      count += memcmp (pa + y * stride + 4 * x, pb + y * stride + 4 * x, 4) != 0;
+  return count;
+}
+
+/* A causal mask draws its triangle from the query strand to the key strand: with
+ * the two strands swapped (same layout, same text) it points the other way, so the
+ * drawings differ only by the glyph; a window's band likewise. */
+static void
+test_mask_glyph (void)
+{
+  const NapkinMaskKind kinds[] = { NAPKIN_MASK_CAUSAL, NAPKIN_MASK_WINDOW };
+
+  for (guint i = 0; i < G_N_ELEMENTS (kinds); i++)
+    {
+      g_autoptr(NapkinDiagram) d = load_example ("attention-causal-gqa");
+      int n = napkin_diagram_find_node (d, "mask");
+      NapkinNode *node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (d, n));
+      cairo_surface_t *forward, *swapped;
+
+      node->mask = kinds[i];
+      napkin_diagram_replace_item (d, NAPKIN_ITEM_NODE, n, node);
+      forward = draw_example (d);
+      node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (d, n));
+      g_free (node->rows);
+      g_free (node->axis);
+      node->rows = g_strdup ("k");
+      node->axis = g_strdup ("q");
+      napkin_diagram_replace_item (d, NAPKIN_ITEM_NODE, n, node);
+      swapped = draw_example (d);
+      g_assert_cmpuint (pixels_differing (forward, swapped), >, 40);
+      cairo_surface_destroy (forward);
+      cairo_surface_destroy (swapped);
+    }
 }
 
 /* Every example draws; its nodes lie inside the bounds; its regions hold their nodes. */
@@ -710,6 +763,7 @@ main (int    argc,
 
   g_test_add_func ("/render/draw/every-example", test_every_example);
   g_test_add_func ("/render/draw/nested-regions", test_nested_regions);
+  g_test_add_func ("/render/draw/mask-glyph", test_mask_glyph);
   g_test_add_func ("/render/draw/canvas-view", test_canvas_view);
   g_test_add_func ("/render/draw/culling-is-invisible", test_culling_is_invisible);
   g_test_add_func ("/render/draw/bands-are-one-frame", test_bands_are_one_frame);
