@@ -1955,6 +1955,17 @@ build_kernels (Model *m)
       {
         const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
 
+        /* Attention runs on the plan's grid: query heads of a group packed in one block,
+         * and, decoding, the keys split across blocks (split-KV): the SMs it fills and the
+         * chain of key chunks one block walks are the plan's, not the region's instances. */
+        if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && !m->a->paper && pk->grid > 0)
+          {
+            gint64 slots = ceil_div (pk->grid, m->arch->sms);
+
+            k.quantisation = (double) slots * m->arch->sms / pk->grid;
+            if (pk->u.att.split_kv > 1 && cost->chunks > 0)
+              k.latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks;
+          }
         /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
         if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && !pk->u.rows.one_pass && !m->a->paper)
           {
