@@ -1024,16 +1024,23 @@ adapt_target (NapkinCanvas  *self,
   const NapkinNode *node;
   int src;
   const NapkinTensorType *in;
+  NapkinTensorType in_copy;
   g_autoptr(GPtrArray) problems = NULL;
   gboolean troubled = FALSE;
 
   if (t < 0)
     return;
+  problems = napkin_diagram_check (d);
+  troubled = count_node_problems (problems, t) > 0;
+  /* read after the check: it may rebuild the diagram's caches, types and items included */
   node = napkin_diagram_node (d, t);
   src = napkin_diagram_input_source (d, t, 0);
   in = src >= 0 ? napkin_diagram_node_type (d, src) : NULL;
-  problems = napkin_diagram_check (d);
-  troubled = count_node_problems (problems, t) > 0;
+  if (in != NULL)
+    {
+      in_copy = *in;   /* edits below change the diagram and its caches */
+      in = &in_copy;
+    }
 
   switch (node->kind)
     {

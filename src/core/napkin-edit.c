@@ -447,7 +447,10 @@ napkin_edit_remove_axis (NapkinHistory  *history,
       copy = napkin_item_copy (NAPKIN_ITEM_REGION, region);
       for (guint m = copy->marks->len; m > 0; m--)
         if (g_strcmp0 (g_array_index (copy->marks, NapkinMark, m - 1).axis, name) == 0)
-          g_array_remove_index (copy->marks, m - 1);
+          {
+            g_free (g_array_index (copy->marks, NapkinMark, m - 1).axis);   /* the copy's own string */
+            g_array_remove_index (copy->marks, m - 1);
+          }
       napkin_command_add (command, NAPKIN_ITEM_REGION, r - 1, region, copy);
       napkin_item_free (NAPKIN_ITEM_REGION, copy);
     }
