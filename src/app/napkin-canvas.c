@@ -662,7 +662,7 @@ add_region_for (NapkinCanvas       *self,
                       level == NAPKIN_LEVEL_REGISTERS ? "regs" : level == NAPKIN_LEVEL_L2 ? "l2_" : "block");
   region = napkin_region_new (name, level);
   for (guint i = 0; ids[i]; i++)
-    g_ptr_array_add (region->nodes, g_strdup (ids[i]));
+    napkin_region_add_node (region, ids[i]);
   ok = napkin_edit_add_region (self->history, region, error);
   napkin_item_free (NAPKIN_ITEM_REGION, region);
   if (!ok)

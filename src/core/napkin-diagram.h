@@ -88,6 +88,10 @@ typedef struct
   gboolean     has_rect;
   double       x, y, width, height;
   json_object *extra;
+  /* The ids of `nodes` as a set, for napkin_region_has_node: change `nodes` only
+   * through napkin_region_add_node, napkin_region_remove_node and
+   * napkin_region_clear_nodes, which keep the two in step. */
+  GHashTable  *node_set;
 } NapkinRegion;
 
 typedef struct
@@ -222,6 +226,12 @@ NapkinMarkKind      napkin_region_mark              (const NapkinRegion *region,
                                                      gint64            *tile);
 gboolean            napkin_region_has_node          (const NapkinRegion *region,
                                                      const char        *id);
+/* FALSE (and nothing added) when the id is listed already. */
+gboolean            napkin_region_add_node          (NapkinRegion      *region,
+                                                     const char        *id);
+gboolean            napkin_region_remove_node       (NapkinRegion      *region,
+                                                     const char        *id);
+void                napkin_region_clear_nodes       (NapkinRegion      *region);
 
 /* Item memory. */
 gpointer            napkin_item_copy                (NapkinItemKind     kind,

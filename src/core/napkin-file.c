@@ -921,7 +921,7 @@ load_regions (Loader        *loader,
               fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "operation “%s” is listed twice", id);
               return;
             }
-          g_ptr_array_add (region->nodes, g_strdup (id));
+          napkin_region_add_node (region, id);
         }
 
       if ((value = member (obj, "marks")) != NULL)
