@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "napkin-cli.h"
+#include "napkin-file.h"
 #include "napkin-codegen.h"
 #include "napkin-error.h"
 #include "napkin-interp.h"
@@ -161,7 +162,7 @@ napkin_cli_codegen (int    argc,
       fputs (text, stdout);
       return NAPKIN_CLI_OK;
     }
-  if (!g_file_set_contents (output, text, -1, &error))
+  if (!napkin_file_write_atomic (output, text, strlen (text), &error))
     {
       fprintf (stderr, "napkin-cli codegen: %s\n", error->message);
       return NAPKIN_CLI_FAILED;

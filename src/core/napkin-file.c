@@ -1551,14 +1551,21 @@ write_all (int           fd,
   return TRUE;
 }
 
+/* "could not save “F”: writing: No space left on device"; without an errno, the
+ * step alone ("it is a folder"). */
 static gboolean
 save_failed (GError    **error,
+             const char *verb,
              const char *path,
              const char *what,
              int         saved_errno)
 {
-  g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-               "could not save “%s”: %s: %s", path, what, g_strerror (saved_errno));
+  if (saved_errno == 0)
+    g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                 "could not %s “%s”: %s", verb, path, what);
+  else
+    g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                 "could not %s “%s”: %s: %s", verb, path, what, g_strerror (saved_errno));
   return FALSE;
 }
 
@@ -1618,41 +1625,45 @@ keep_backup (const char  *path,
                    path, backup, g_strerror (saved));
       return FALSE;
     }
+  /* When FILE~ already was a link to the same file (two saves at once, or a user's
+   * `ln`), rename does nothing and leaves the temporary name: remove it. */
+  if (g_unlink (temp) != 0 && errno != ENOENT)
+    g_debug ("could not remove “%s”: %s", temp, g_strerror (errno));
   return TRUE;
 }
 
-/* A temporary file in the same folder, written and fsync'd, the old version kept as
- * FILE~, then renamed over FILE and the folder fsync'd: whenever the process or the
- * machine stops, FILE is the old or the new complete document (docs/security.md). */
-gboolean
-napkin_diagram_save_to_file (NapkinDiagram  *self,
-                             const char     *path,
-                             GError        **error)
+/* A temporary file in the same folder, written and fsync'd, (for a save) the old
+ * version kept as FILE~, then renamed over FILE and the folder fsync'd: whenever the
+ * process or the machine stops, FILE is the old or the new complete file
+ * (docs/security.md). On failure FILE is untouched and the temporary file removed;
+ * the error names FILE and the step, never the temporary name. */
+static gboolean
+replace_file (const char  *path,
+              const char  *data,
+              gsize        length,
+              const char  *verb,
+              gboolean     backup,
+              GError     **error)
 {
-  g_autofree char *data = NULL;
   g_autofree char *target = NULL;
   g_autofree char *dir = NULL;
   g_autofree char *base = NULL;
   g_autofree char *temp = NULL;
   struct stat st;
-  gsize length;
   int fd, dir_fd;
 
-  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), FALSE);
-  g_return_val_if_fail (path != NULL, FALSE);
-
-  data = napkin_diagram_save_to_data (self, &length);
   target = resolve_links (path);
   dir = g_path_get_dirname (target);
   base = g_path_get_basename (target);
   temp = g_strdup_printf ("%s%s.%s.XXXXXX", dir, G_DIR_SEPARATOR_S, base);
 
   if (g_stat (target, &st) == 0 && !S_ISREG (st.st_mode))
-    return save_failed (error, path, "not a regular file", EINVAL);
+    return save_failed (error, verb, path, S_ISDIR (st.st_mode) ? "not a regular file: it is a folder" : "not a regular file", 0);
 
-  fd = g_mkstemp_full (temp, O_RDWR, 0644);
+  fd = g_mkstemp_full (temp, O_RDWR, backup ? 0644 : 0666);
   if (fd < 0)
-    return save_failed (error, path, "creating a temporary file", errno);
+    return save_failed (error, verb, path, "creating a temporary file", errno);
+  fcntl (fd, F_SETFD, FD_CLOEXEC);
   if (g_stat (target, &st) == 0)
     g_chmod (temp, st.st_mode & 07777);  /* keep the file's permissions */
   if (!write_all (fd, data, length) || fsync (fd) != 0)
@@ -1661,17 +1672,17 @@ napkin_diagram_save_to_file (NapkinDiagram  *self,
 
       close (fd);
       g_unlink (temp);
-      return save_failed (error, path, "writing", saved);
+      return save_failed (error, verb, path, "writing", saved);
     }
   if (close (fd) != 0)
     {
       int saved = errno;
 
       g_unlink (temp);
-      return save_failed (error, path, "writing", saved);
+      return save_failed (error, verb, path, "writing", saved);
     }
 
-  if (!keep_backup (target, error))
+  if (backup && !keep_backup (target, error))
     {
       g_unlink (temp);
       return FALSE;
@@ -1682,7 +1693,7 @@ napkin_diagram_save_to_file (NapkinDiagram  *self,
       int saved = errno;
 
       g_unlink (temp);
-      return save_failed (error, path, "replacing the file", saved);
+      return save_failed (error, verb, path, "replacing the file", saved);
     }
 
   /* The rename itself reaches the disk only with the folder. */
@@ -1694,4 +1705,31 @@ napkin_diagram_save_to_file (NapkinDiagram  *self,
     }
 
   return TRUE;
+}
+
+gboolean
+napkin_diagram_save_to_file (NapkinDiagram  *self,
+                             const char     *path,
+                             GError        **error)
+{
+  g_autofree char *data = NULL;
+  gsize length;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), FALSE);
+  g_return_val_if_fail (path != NULL, FALSE);
+
+  data = napkin_diagram_save_to_data (self, &length);
+  return replace_file (path, data, length, "save", TRUE, error);
+}
+
+gboolean
+napkin_file_write_atomic (const char  *path,
+                          const void  *data,
+                          gsize        length,
+                          GError     **error)
+{
+  g_return_val_if_fail (path != NULL, FALSE);
+  g_return_val_if_fail (data != NULL || length == 0, FALSE);
+
+  return replace_file (path, data, length, "write", FALSE, error);
 }

@@ -30,6 +30,15 @@ char          *napkin_diagram_save_to_data    (NapkinDiagram   *self,
 gboolean       napkin_diagram_save_to_file    (NapkinDiagram   *self,
                                                const char      *path,
                                                GError         **error);
+/* Writes `data` to `path` as a save does, without the backup: a temporary file in
+ * the same folder, fsync'd and renamed over `path`. On failure `path` is untouched,
+ * the temporary file is removed, and the error names `path` and the step ("could not
+ * write “x.pdf”: writing: No space left on device"). A folder, a device or a pipe at
+ * `path` is refused; symbolic links are followed. For exports and generated code. */
+gboolean       napkin_file_write_atomic       (const char      *path,
+                                               const void      *data,
+                                               gsize            length,
+                                               GError         **error);
 /* The JSON object of the whole document (new reference). */
 json_object   *napkin_diagram_to_json         (NapkinDiagram   *self);
 

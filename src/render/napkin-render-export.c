@@ -11,6 +11,7 @@
 #include <cairo-svg.h>
 
 #include "napkin-error.h"
+#include "napkin-file.h"
 #include "napkin-render.h"
 #include "napkin-validate.h"
 
@@ -96,15 +97,20 @@ write_tikz (NapkinDiagram  *diagram,
             GError        **error)
 {
   g_autofree char *tikz = napkin_render_to_tikz (diagram);
-  g_autoptr(GError) local_error = NULL;
 
-  if (!g_file_set_contents (path, tikz, -1, &local_error))
-    {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                   "%s: %s", path, local_error->message);
-      return FALSE;
-    }
-  return TRUE;
+  return napkin_file_write_atomic (path, tikz, strlen (tikz), error);
+}
+
+/* Cairo writes the drawing here, in memory; the file is written in one piece after
+ * Cairo reports success, through a temporary file and a rename, so that a full disk
+ * never leaves a truncated drawing, nor truncates the previous one. */
+static cairo_status_t
+collect_bytes (void                *closure,
+               const unsigned char *data,
+               unsigned int         length)
+{
+  g_byte_array_append (closure, data, length);
+  return CAIRO_STATUS_SUCCESS;
 }
 
 gboolean
@@ -114,6 +120,7 @@ napkin_render_export (NapkinDiagram       *diagram,
                       double               scale,
                       GError             **error)
 {
+  g_autoptr(GByteArray) bytes = g_byte_array_new ();
   cairo_surface_t *surface = NULL;
   cairo_t *cr;
   NapkinRect bounds;
@@ -130,10 +137,10 @@ napkin_render_export (NapkinDiagram       *diagram,
   switch (format)
     {
     case NAPKIN_EXPORT_SVG:
-      surface = cairo_svg_surface_create (path, width, height);
+      surface = cairo_svg_surface_create_for_stream (collect_bytes, bytes, width, height);
       break;
     case NAPKIN_EXPORT_PDF:
-      surface = cairo_pdf_surface_create (path, width, height);
+      surface = cairo_pdf_surface_create_for_stream (collect_bytes, bytes, width, height);
       break;
     case NAPKIN_EXPORT_PNG:
       if (!(scale > 0 && scale <= 16) || width * scale * height * scale > MAX_PIXELS)
@@ -165,12 +172,14 @@ napkin_render_export (NapkinDiagram       *diagram,
   cairo_destroy (cr);
 
   if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
-    status = cairo_surface_write_to_png (surface, path);
+    status = cairo_surface_write_to_png_stream (surface, collect_bytes, bytes);
   cairo_surface_finish (surface);
   if (status == CAIRO_STATUS_SUCCESS)
     status = cairo_surface_status (surface);
   cairo_surface_destroy (surface);
-  return check_cairo (status, path, error);
+  if (!check_cairo (status, path, error))
+    return FALSE;
+  return napkin_file_write_atomic (path, bytes->data, bytes->len, error);
 }
 
 /* ---------------------------------------------------------------- TikZ */
