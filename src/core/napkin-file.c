@@ -1185,10 +1185,11 @@ read_bounded (const char  *path,
               GError     **error)
 {
   g_autoptr(GByteArray) buffer = g_byte_array_new ();
-  struct stat st;
+  struct stat st = { 0 };
   int fd;
 
-  fd = g_open (path, O_RDONLY, 0);
+  /* Non-blocking: opening a pipe with no writer would wait forever. */
+  fd = g_open (path, O_RDONLY | O_NONBLOCK, 0);
   if (fd >= 0)
     fcntl (fd, F_SETFD, FD_CLOEXEC);  /* not inherited by compilers and runners we spawn */
   if (fd < 0)
@@ -1199,13 +1200,21 @@ read_bounded (const char  *path,
                    "could not open “%s”: %s", path, g_strerror (saved));
       return NULL;
     }
-  if (fstat (fd, &st) == 0 && S_ISDIR (st.st_mode))
+  /* Only regular files: a pipe, a socket or a device can block or never end. */
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))
     {
+      int saved = S_ISREG (st.st_mode) || st.st_mode == 0 ? errno : 0;
+
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                   "could not read “%s”: it is a folder", path);
+                   "could not read “%s”: %s", path,
+                   S_ISDIR (st.st_mode) ? "it is a folder"
+                   : S_ISFIFO (st.st_mode) ? "it is a pipe, not a regular file"
+                   : S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode) ? "it is a device, not a regular file"
+                   : saved != 0 ? g_strerror (saved) : "not a regular file");
       close (fd);
       return NULL;
     }
+  fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
 
   while (buffer->len <= NAPKIN_MAX_FILE_SIZE)
     {
