@@ -37,6 +37,15 @@ check_equivalence (const char      *path,
       fprintf (stderr, "%s: cannot lower the plain diagram: %s\n", path, error->message);
       return NAPKIN_CLI_FAILED;
     }
+  {
+    const NapkinIrProgram *both[] = { program, plain };
+
+    if (!napkin_ir_interpret_check_limits (both, G_N_ELEMENTS (both), &error))
+      {
+        fprintf (stderr, "%s: %s\n", path, error->message);
+        return NAPKIN_CLI_FAILED;
+      }
+  }
   a = napkin_tensor_set_new_random (diagram, 1234);
   b = napkin_tensor_set_new_random (diagram, 1234);
   if (!napkin_ir_interpret (program, a, &error) || !napkin_ir_interpret (plain, b, &error))
