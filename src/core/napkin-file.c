@@ -15,6 +15,7 @@
 #include "napkin-error.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
+#include "napkin-json-scan.h"
 #include "napkin-validate.h"
 
 /* The loader walks the JSON once, building items and reporting the first problem
@@ -23,11 +24,17 @@
 
 typedef struct
 {
-  GError    **error;
-  gboolean    failed;
+  GError      **error;
+  gboolean      failed;
   /* Keys loaded so far, key -> index + 1. The diagram's own index is rebuilt after
    * every insertion, which made loading quadratic: 4 000 operations took 8 s. */
-  GHashTable *index[NAPKIN_N_ITEM_KINDS];
+  GHashTable   *index[NAPKIN_N_ITEM_KINDS];
+  /* The checked text, read piece by piece (see read_value). */
+  const char   *data;
+  gsize         length;
+  json_tokener *tokener;
+  gsize         known_limit;   /* json-c bytes for one value of a field we read */
+  gsize         extra_budget;  /* json-c bytes left for the values of unknown fields */
 } Loader;
 
 static void
@@ -35,6 +42,7 @@ loader_clear (Loader *loader)
 {
   for (guint k = 0; k < NAPKIN_N_ITEM_KINDS; k++)
     g_clear_pointer (&loader->index[k], g_hash_table_unref);
+  g_clear_pointer (&loader->tokener, json_tokener_free);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Loader, loader_clear)
@@ -107,6 +115,8 @@ type_name (json_object *obj)
     }
 }
 
+static gboolean is_raw (json_object *obj);
+
 static gboolean
 expect_type (Loader      *loader,
              json_object *obj,
@@ -119,6 +129,17 @@ expect_type (Loader      *loader,
     [json_type_string] = "a string",
   };
 
+  if (is_raw (obj))
+    {
+      gsize values;
+      gsize cost = napkin_json_tree_cost (json_object_get_string (obj), 0, json_object_get_string_len (obj),
+                                          &values);
+
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path,
+                   "%" G_GSIZE_FORMAT " JSON values in %d bytes: reading them would take about %" G_GSIZE_FORMAT
+                   " MB, more than Napkin gives a file of this size",
+                   values, json_object_get_string_len (obj), cost / 1000000 + 1);
+    }
   if (json_object_get_type (obj) == type)
     return TRUE;
   if (type == json_type_double && json_object_get_type (obj) == json_type_int)
@@ -128,74 +149,239 @@ expect_type (Loader      *loader,
                wanted[type], type_name (obj));
 }
 
-/* Every key and string of the document is UTF-8 text (RFC 8259), keys without NUL:
- * unknown fields are written back as they are, so they are checked here, once.
- * The path grows and shrinks in one buffer: this walk sees every value of the file. */
-static gboolean
-check_text (Loader      *loader,
-            json_object *obj,
-            GString     *path)
+/* ---- reading the text in pieces ---------------------------------------------------------
+ *
+ * json-c builds a tree of the whole text, at 26 bytes of memory per byte of a typical
+ * file and 260 per byte of an array of empty objects: a 67 MB file took 17 GB. The
+ * loader therefore checks the text first (napkin-json-scan.c: syntax, nesting, UTF-8),
+ * then hands json-c one value at a time: each operation, wire, region… is read, turned
+ * into an item and dropped. What stays are the values of unknown fields (kept for the
+ * round trip): as json-c trees while their estimated cost fits a budget of a few times
+ * the file's size, else as their raw text, written back byte for byte. A value of a
+ * field we read that would cost more than eight times the file is refused. So loading
+ * takes at most about 14 times the file's size, plus the diagram itself
+ * (docs/security.md, "Limits"). */
+
+/* Unknown values longer than RAW_MIN_BYTES whose tree would take more than
+ * RAW_DENSITY bytes per byte of text are kept as text; the trees of the others may
+ * take EXTRA_BUDGET times the file (plus 16 MiB), beyond which the file is refused.
+ * A value of a field we read may take KNOWN_LIMIT times the file (plus 4 MiB). */
+#define RAW_MIN_BYTES 4096
+#define RAW_DENSITY   16
+#define EXTRA_BUDGET  8
+#define KNOWN_LIMIT   4
+
+/* A value kept as its raw text: a JSON string whose serializer prints the text as it
+ * was (valid JSON, checked). Tagged by its userdata. */
+static char raw_tag;
+
+static int
+raw_to_json_string (json_object   *jso,
+                    struct printbuf *pb,
+                    int            level,
+                    int            flags)
 {
-  gsize mark = path->len;
+  return printbuf_memappend (pb, json_object_get_string (jso), json_object_get_string_len (jso));
+}
 
-  switch (json_object_get_type (obj))
+static gboolean
+is_raw (json_object *obj)
+{
+  return obj != NULL && json_object_get_userdata (obj) == &raw_tag;
+}
+
+static json_object *
+raw_new (const char *text,
+         gsize       length)
+{
+  json_object *obj = json_object_new_string_len (text, (int) length);
+
+  json_object_set_serializer (obj, raw_to_json_string, &raw_tag, NULL);
+  return obj;
+}
+
+/* The JSON type of a checked value, from its first character. */
+static const char *
+span_type_name (Loader *loader,
+                gsize   start,
+                gsize   end)
+{
+  switch (loader->data[start])
     {
-    case json_type_string:
-      if (!g_utf8_validate_len (json_object_get_string (obj), json_object_get_string_len (obj), NULL))
-        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path->str, "not valid UTF-8 text");
-      return TRUE;
-
-    case json_type_array:
-      for (size_t i = 0; i < json_object_array_length (obj); i++)
-        {
-          g_string_append_printf (path, "[%zu]", i);
-          if (!check_text (loader, json_object_array_get_idx (obj, i), path))
-            return FALSE;
-          g_string_truncate (path, mark);
-        }
-      return TRUE;
-
-    case json_type_object:
-      {
-        gboolean root = strcmp (path->str, "$") == 0;
-
-        json_object_object_foreach (obj, key, value)
-          {
-            if (!g_utf8_validate (key, -1, NULL))
-              return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path->str, "a field name is not valid UTF-8 text");
-            g_string_truncate (path, root ? 0 : mark);
-            if (!root)
-              g_string_append_c (path, '.');
-            for (const char *c = key; *c; c++)
-              {
-                /* paths are printed: no raw control characters */
-                if ((guchar) *c < 0x20 || *c == 0x7f || *c == '\\' || *c == '"')
-                  {
-                    g_autofree char *one = g_strndup (c, 1);
-                    g_autofree char *shown = g_strescape (one, NULL);
-
-                    g_string_append (path, shown);
-                  }
-                else
-                  g_string_append_c (path, *c);
-              }
-            if (!check_text (loader, value, path))
-              return FALSE;
-          }
-        if (root)
-          g_string_assign (path, "$");
-        else
-          g_string_truncate (path, mark);
-        return TRUE;
-      }
-
-    case json_type_null:
-    case json_type_boolean:
-    case json_type_double:
-    case json_type_int:
+    case '{': return "an object";
+    case '[': return "an array";
+    case '"': return "a string";
+    case 't':
+    case 'f': return "a boolean";
+    case 'n': return "null";
     default:
-      return TRUE;
+      for (gsize i = start; i < end; i++)
+        if (loader->data[i] == '.' || loader->data[i] == 'e' || loader->data[i] == 'E')
+          return "a number";
+      return "an integer";
     }
+}
+
+/* One value as a json-c tree; `known`: a field the loader reads, else an unknown
+ * field's value, kept. NULL is JSON null, or (unknown fields over their budget) an
+ * error in loader->extra_budget == 0 that read_object reports. */
+static json_object *
+read_value (Loader   *loader,
+            gsize     start,
+            gsize     end,
+            gboolean  known)
+{
+  const char *text = loader->data + start;
+  gsize cost = napkin_json_tree_cost (loader->data, start, end, NULL);
+  json_object *value;
+
+  /* The choice depends on the value's own text only, so that a saved file reads back
+   * the same way (its raw text is written back as it was). */
+  if (known ? cost > loader->known_limit : end - start > RAW_MIN_BYTES && cost > RAW_DENSITY * (end - start))
+    return raw_new (text, end - start);
+  if (!known)
+    {
+      if (cost > loader->extra_budget)
+        {
+          loader->extra_budget = 0;
+          return NULL;
+        }
+      loader->extra_budget -= cost;
+    }
+
+  switch (text[0])
+    {
+    case 'n':
+      return NULL;
+    case 't':
+    case 'f':
+      return json_object_new_boolean (text[0] == 't');
+    case '"':
+      {
+        g_autofree char *string = napkin_json_string_text (loader->data, start, end);
+
+        return json_object_new_string (string);
+      }
+    case '{':
+    case '[':
+      json_tokener_reset (loader->tokener);
+      value = json_tokener_parse_ex (loader->tokener, text, (int) (end - start));
+      break;
+    default:
+      {
+        /* A number ends only where something follows it. */
+        g_autofree char *number = g_strndup (text, end - start + 1);
+
+        number[end - start] = ' ';
+        json_tokener_reset (loader->tokener);
+        value = json_tokener_parse_ex (loader->tokener, number, (int) (end - start + 1));
+        break;
+      }
+    }
+  /* Checked text always parses; json-c failing here would be a bug of the check. */
+  if (value == NULL)
+    g_warning ("json-c did not parse a value the check accepted (%s)",
+               json_tokener_error_desc (json_tokener_get_error (loader->tokener)));
+  return value;
+}
+
+/* A checked object, member by member; `split` keys are not read but their spans
+ * returned (the last of duplicate keys wins, as in json-c). */
+static json_object *
+read_object (Loader      *loader,
+             gsize        start,
+             gsize        end,
+             const char **known,
+             const char **split,
+             gsize       *split_spans)
+{
+  json_object *obj = json_object_new_object ();
+  NapkinJsonIter iter;
+  gsize ks, ke, vs, ve;
+
+  napkin_json_iter_init (&iter, loader->data, end, start);
+  while (napkin_json_iter_next_member (&iter, &ks, &ke, &vs, &ve))
+    {
+      g_autofree char *key = napkin_json_string_text (loader->data, ks, ke);
+      gboolean is_split = FALSE;
+
+      for (guint k = 0; split != NULL && split[k] != NULL && !is_split; k++)
+        if (strcmp (split[k], key) == 0)
+          {
+            split_spans[2 * k] = vs;
+            split_spans[2 * k + 1] = ve;
+            is_split = TRUE;
+          }
+      if (is_split)
+        continue;
+      json_object_object_add (obj, key, read_value (loader, vs, ve, g_strv_contains (known, key)));
+      if (loader->extra_budget == 0 && !loader->failed)
+        {
+          g_autofree char *shown = g_strescape (key, NULL);
+          int line = 1, column = 1;
+
+          for (gsize i = 0; i < vs; i++)
+            {
+              if (loader->data[i] == '\n')
+                line++, column = 1;
+              else
+                column++;
+            }
+          fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "$",
+                "the fields this Napkin does not know (kept to be written back) would need more than %"
+                G_GSIZE_FORMAT " MB of memory (%d times the file's size plus 16 MB); that ran out at field "
+                "“%.40s” (line %d, column %d)",
+                (EXTRA_BUDGET * loader->length + (16 << 20)) / 1000000, EXTRA_BUDGET, shown, line, column);
+        }
+    }
+  return obj;
+}
+
+/* The elements of an array of items (axes, nodes, …), read one at a time. */
+typedef struct
+{
+  gsize          start;
+  gsize          end;
+  gsize          length;
+  gsize          next;
+  NapkinJsonIter iter;
+  json_object   *current;
+} Elements;
+
+static void
+elements_clear (Elements *elements)
+{
+  g_clear_pointer (&elements->current, json_object_put);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Elements, elements_clear)
+
+static gsize
+elements_length (Elements *elements)
+{
+  return elements->length;
+}
+
+/* Element i (in order): an item object, whose unknown fields count against the
+ * budget; valid until the next call. */
+static json_object *
+elements_get (Loader      *loader,
+              Elements    *elements,
+              gsize        i,
+              const char **known)
+{
+  gsize vs, ve;
+
+  g_assert (i == elements->next);
+  g_clear_pointer (&elements->current, json_object_put);
+  if (!napkin_json_iter_next (&elements->iter, &vs, &ve))
+    g_assert_not_reached ();
+  elements->next++;
+  if (loader->data[vs] == '{')
+    elements->current = read_object (loader, vs, ve, known, NULL, NULL);
+  else
+    elements->current = read_value (loader, vs, ve, TRUE);
+  return elements->current;
 }
 
 /* Keys we know are consumed; the rest become `extra`. */
@@ -432,23 +618,36 @@ get_axis_list (Loader         *loader,
   return TRUE;
 }
 
-static json_object *
+/* The root's array `key`, found at [span[0], span[1]) (0, 0: absent), to read
+ * element by element. */
+static Elements *
 get_array (Loader      *loader,
-           json_object *root,
+           Elements    *elements,
+           const gsize *span,
            const char  *key,
            gboolean     required)
 {
-  json_object *value = member (root, key);
+  gsize vs, ve;
 
-  if (value == NULL)
+  if (span[1] == 0)
     {
       if (required)
         fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", "missing field “%s”", key);
       return NULL;
     }
-  if (!expect_type (loader, value, json_type_array, key))
-    return NULL;
-  return value;
+  if (loader->data[span[0]] != '[')
+    {
+      fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, key, "expected an array, found %s",
+            span_type_name (loader, span[0], span[1]));
+      return NULL;
+    }
+  elements->start = span[0];
+  elements->end = span[1];
+  napkin_json_iter_init (&elements->iter, loader->data, span[1], span[0]);
+  while (napkin_json_iter_next (&elements->iter, &vs, &ve))
+    elements->length++;
+  napkin_json_iter_init (&elements->iter, loader->data, span[1], span[0]);
+  return elements;
 }
 
 static gboolean
@@ -467,17 +666,17 @@ check_unique (Loader        *loader,
 static void
 load_axes (Loader        *loader,
            NapkinDiagram *diagram,
-           json_object   *array)
+           Elements      *array)
 {
   static const char *known[] = { "name", "size", NULL };
 
-  if (array && json_object_array_length (array) > NAPKIN_MAX_AXES)
+  if (array && elements_length (array) > NAPKIN_MAX_AXES)
     fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "axes", "%zu axes; at most %d are supported",
-          json_object_array_length (array), NAPKIN_MAX_AXES);
+          elements_length (array), NAPKIN_MAX_AXES);
 
-  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+  for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
     {
-      json_object *obj = json_object_array_get_idx (array, i);
+      json_object *obj = elements_get (loader, array, i, known);
       g_autofree char *path = g_strdup_printf ("axes[%zu]", i);
       g_autofree char *size_path = g_strdup_printf ("axes[%zu].size", i);
       json_object *size_obj;
@@ -509,13 +708,13 @@ load_axes (Loader        *loader,
 static void
 load_tensors (Loader        *loader,
               NapkinDiagram *diagram,
-              json_object   *array)
+              Elements      *array)
 {
   static const char *known[] = { "name", "axes", "dtype", NULL };
 
-  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+  for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
     {
-      json_object *obj = json_object_array_get_idx (array, i);
+      json_object *obj = elements_get (loader, array, i, known);
       g_autofree char *path = g_strdup_printf ("tensors[%zu]", i);
       g_auto(GStrv) axes = NULL;
       NapkinTensor *tensor;
@@ -586,7 +785,7 @@ load_axis_field (Loader         *loader,
 static void
 load_nodes (Loader        *loader,
             NapkinDiagram *diagram,
-            json_object   *array)
+            Elements      *array)
 {
   static const char *known[] = {
     "id", "kind", "label", "x", "y", "tensor", "out", "axis", "fn", "alpha", "op", "norm", "eps",
@@ -597,13 +796,13 @@ load_nodes (Loader        *loader,
   for (guint i = 0; i < NAPKIN_N_FNS; i++)
     g_string_append_printf (fn_choices, "%s%s", i ? ", " : "", napkin_fn_info (i)->name);
 
-  if (array && json_object_array_length (array) > NAPKIN_MAX_NODES)
+  if (array && elements_length (array) > NAPKIN_MAX_NODES)
     fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "nodes", "%zu operations; at most %d are supported",
-          json_object_array_length (array), NAPKIN_MAX_NODES);
+          elements_length (array), NAPKIN_MAX_NODES);
 
-  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+  for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
     {
-      json_object *obj = json_object_array_get_idx (array, i);
+      json_object *obj = elements_get (loader, array, i, known);
       g_autofree char *path = g_strdup_printf ("nodes[%zu]", i);
       g_autoptr(GError) ignored = NULL;
       NapkinNode *node;
@@ -731,13 +930,13 @@ free_wire_item (NapkinWire *wire)
 static void
 load_wires (Loader        *loader,
             NapkinDiagram *diagram,
-            json_object   *array)
+            Elements      *array)
 {
   static const char *known[] = { "from", "to", "port", NULL };
 
-  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+  for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
     {
-      json_object *obj = json_object_array_get_idx (array, i);
+      json_object *obj = elements_get (loader, array, i, known);
       g_autofree char *path = g_strdup_printf ("wires[%zu]", i);
       const char *from, *to;
       json_object *port_obj;
@@ -859,18 +1058,18 @@ load_mark (Loader        *loader,
 static void
 load_regions (Loader        *loader,
               NapkinDiagram *diagram,
-              json_object   *array)
+              Elements      *array)
 {
   static const char *known[] = { "name", "level", "nodes", "marks", "stages", "threads", "rect", NULL };
   g_autoptr(GHashTable) listed = g_hash_table_new (g_str_hash, g_str_equal);
 
-  if (array && json_object_array_length (array) > NAPKIN_MAX_REGIONS)
+  if (array && elements_length (array) > NAPKIN_MAX_REGIONS)
     fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "regions", "%zu regions; at most %d are supported",
-          json_object_array_length (array), NAPKIN_MAX_REGIONS);
+          elements_length (array), NAPKIN_MAX_REGIONS);
 
-  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+  for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
     {
-      json_object *obj = json_object_array_get_idx (array, i);
+      json_object *obj = elements_get (loader, array, i, known);
       g_autofree char *path = g_strdup_printf ("regions[%zu]", i);
       const char *name;
       NapkinLevel level;
@@ -1048,12 +1247,18 @@ napkin_diagram_load_from_data (const char       *data,
     "format", "version", "title", "description", "axes", "tensors", "nodes", "wires", "regions",
     "view", NULL,
   };
-  g_autoptr(json_tokener) tokener = NULL;
-  g_autoptr(GString) text_path = NULL;
+  /* Read element by element rather than as one tree. */
+  static const char *arrays[] = { "axes", "tensors", "nodes", "wires", "regions", NULL };
+  gsize spans[2 * G_N_ELEMENTS (arrays)] = { 0 };
+  g_auto(Elements) axes = { 0 };
+  g_auto(Elements) tensors = { 0 };
+  g_auto(Elements) nodes = { 0 };
+  g_auto(Elements) wires = { 0 };
+  g_auto(Elements) regions = { 0 };
   g_autoptr(json_object) root = NULL;
   g_autoptr(NapkinDiagram) diagram = NULL;
-  enum json_tokener_error jerr;
   g_auto(Loader) loader = { error, FALSE, { NULL } };
+  gsize root_start, root_end;
   const char *text;
   json_object *value;
   gint64 version;
@@ -1069,51 +1274,23 @@ napkin_diagram_load_from_data (const char       *data,
       return NULL;
     }
 
-  /* Depth bounds the parser's recursion on hostile input. */
-  tokener = json_tokener_new_ex (64);
-  json_tokener_set_flags (tokener, JSON_TOKENER_STRICT);
-  root = json_tokener_parse_ex (tokener, data, (int) length);
-  jerr = json_tokener_get_error (tokener);
-  if (root == NULL || jerr != json_tokener_success)
-    {
-      int offset = (int) json_tokener_get_parse_end (tokener);
-      int line = 1, column = 1;
+  /* Syntax, nesting (bounded: no recursion) and text, before anything is built. */
+  if (!napkin_json_check (data, length, &root_start, &root_end, error))
+    return NULL;
+  loader.data = data;
+  loader.length = length;
+  loader.tokener = json_tokener_new_ex (NAPKIN_JSON_MAX_DEPTH);
+  json_tokener_set_flags (loader.tokener, JSON_TOKENER_STRICT);
+  loader.known_limit = KNOWN_LIMIT * (gsize) length + (4 << 20);
+  loader.extra_budget = EXTRA_BUDGET * (gsize) length + (16 << 20);
 
-      if (jerr == json_tokener_continue)
-        jerr = json_tokener_error_parse_eof;
-      for (int i = 0; i < offset && i < length; i++)
-        {
-          if (data[i] == '\n')
-            line++, column = 1;
-          else
-            column++;
-        }
-      g_clear_pointer (&root, json_object_put);
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
-                   "$: not a JSON document (line %d, column %d: %s)", line, column,
-                   json_tokener_error_desc (jerr));
+  if (data[root_start] != '{')
+    {
+      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", "expected an object, found %s",
+            span_type_name (&loader, root_start, root_end));
       return NULL;
     }
-  if (json_tokener_get_parse_end (tokener) < (size_t) length)
-    {
-      gsize rest = json_tokener_get_parse_end (tokener);
-
-      /* Bounded by length: the data need not end with a NUL, and a NUL is not space. */
-      while (rest < (gsize) length && g_ascii_isspace (data[rest]))
-        rest++;
-      if (rest < (gsize) length)
-        {
-          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
-                       "$: text after the end of the JSON document");
-          return NULL;
-        }
-    }
-
-  if (!expect_type (&loader, root, json_type_object, "$"))
-    return NULL;
-  text_path = g_string_new ("$");
-  if (!check_text (&loader, root, text_path))
-    return NULL;
+  root = read_object (&loader, root_start, root_end, known, arrays, spans);
 
   if (!get_string (&loader, root, "format", "$", TRUE, &text))
     return NULL;
@@ -1151,15 +1328,15 @@ napkin_diagram_load_from_data (const char       *data,
     return NULL;
   napkin_diagram_set_description (diagram, text);
 
-  load_axes (&loader, diagram, get_array (&loader, root, "axes", TRUE));
+  load_axes (&loader, diagram, get_array (&loader, &axes, &spans[0], "axes", TRUE));
   if (!loader.failed)
-    load_tensors (&loader, diagram, get_array (&loader, root, "tensors", FALSE));
+    load_tensors (&loader, diagram, get_array (&loader, &tensors, &spans[2], "tensors", FALSE));
   if (!loader.failed)
-    load_nodes (&loader, diagram, get_array (&loader, root, "nodes", TRUE));
+    load_nodes (&loader, diagram, get_array (&loader, &nodes, &spans[4], "nodes", TRUE));
   if (!loader.failed)
-    load_wires (&loader, diagram, get_array (&loader, root, "wires", FALSE));
+    load_wires (&loader, diagram, get_array (&loader, &wires, &spans[6], "wires", FALSE));
   if (!loader.failed)
-    load_regions (&loader, diagram, get_array (&loader, root, "regions", FALSE));
+    load_regions (&loader, diagram, get_array (&loader, &regions, &spans[8], "regions", FALSE));
   if (!loader.failed)
     load_view (&loader, diagram, root);
   if (loader.failed)
