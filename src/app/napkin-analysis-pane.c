@@ -107,6 +107,10 @@ struct _NapkinAnalysisPane
   guint               bars_running;
   GCancellable       *bars_cancellable;
   guint               n_updates;
+  /* The analysis runs in a thread on a copy; the latest request wins. */
+  guint               analysis_serial;    /* bumped by every request */
+  gboolean            analysis_running;
+  GCancellable       *analysis_cancellable;
 };
 
 G_DEFINE_FINAL_TYPE (NapkinAnalysisPane, napkin_analysis_pane, GTK_TYPE_WIDGET)
@@ -980,38 +984,27 @@ build_bars_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* Shows an analysis (NULL with error_text when there is none). */
 static void
-update_now (NapkinAnalysisPane *self)
+show_analysis (NapkinAnalysisPane *self,
+               NapkinAnalysis     *analysis,
+               char               *error_text)
 {
-  NapkinAnalyzeOptions options = { self->has_dtype, self->dtype, FALSE, FALSE };
-  g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) problems = NULL;
-  NapkinArch *arch;
 
-  self->dirty = FALSE;
   self->n_updates++;
   g_hash_table_remove_all (self->tip_texts);
   g_clear_pointer (&self->analysis, napkin_analysis_free);
   g_clear_pointer (&self->error_text, g_free);
-
-  arch = current_arch (self);
-  if (self->diagram == NULL || arch == NULL)
+  self->analysis = analysis;
+  self->error_text = error_text;
+  if (self->analysis != NULL && !self->analysis->feasible)
     {
-      self->error_text = g_strdup (arch == NULL ? _("No architecture profiles were found") : _("No diagram"));
-    }
-  else
-    {
-      self->analysis = napkin_analyze (self->preview ? self->preview : self->diagram, arch, &options, &error);
-      if (self->analysis == NULL)
-        self->error_text = g_strdup (error->message);
-      else if (!self->analysis->feasible)
-        {
-          GString *s = g_string_new (_("Infeasible on this architecture:"));
+      GString *s = g_string_new (_("Infeasible on this architecture:"));
 
-          for (guint i = 0; i < self->analysis->errors->len; i++)
-            g_string_append_printf (s, "\n%s", (const char *) g_ptr_array_index (self->analysis->errors, i));
-          self->error_text = g_string_free (s, FALSE);
-        }
+      for (guint i = 0; i < self->analysis->errors->len; i++)
+        g_string_append_printf (s, "\n%s", (const char *) g_ptr_array_index (self->analysis->errors, i));
+      self->error_text = g_string_free (s, FALSE);
     }
 
   gtk_label_set_text (self->error_label, self->error_text ? self->error_text : "");
@@ -1043,6 +1036,152 @@ update_now (NapkinAnalysisPane *self)
   update_selection (self);
 }
 
+/* What to analyse now, or FALSE with the reason to show instead. */
+static gboolean
+analysis_input (NapkinAnalysisPane  *self,
+                NapkinDiagram      **diagram,
+                NapkinArch         **arch,
+                char               **error_text)
+{
+  *arch = current_arch (self);
+  *diagram = self->preview ? self->preview : self->diagram;
+  if (*diagram != NULL && *arch != NULL)
+    return TRUE;
+  *error_text = g_strdup (*arch == NULL ? _("No architecture profiles were found") : _("No diagram"));
+  return FALSE;
+}
+
+/* $NAPKIN_ANALYSIS_DELAY_MS makes every analysis that slow, for the tests of the
+ * thread (the model itself is linear and fast). */
+static void
+delay_for_tests (void)
+{
+  const char *delay = g_getenv ("NAPKIN_ANALYSIS_DELAY_MS");
+
+  if (delay != NULL)
+    g_usleep (1000 * (gulong) g_ascii_strtoull (delay, NULL, 10));
+}
+
+/* Now, on this thread (flush: exports, tests); a result still computing is older. */
+static void
+update_now (NapkinAnalysisPane *self)
+{
+  NapkinAnalyzeOptions options = { self->has_dtype, self->dtype, FALSE, FALSE };
+  g_autoptr(GError) error = NULL;
+  NapkinAnalysis *analysis = NULL;
+  NapkinDiagram *diagram;
+  NapkinArch *arch;
+  char *error_text = NULL;
+
+  self->dirty = FALSE;
+  self->analysis_serial++;
+  if (analysis_input (self, &diagram, &arch, &error_text))
+    {
+      delay_for_tests ();
+      analysis = napkin_analyze (diagram, arch, &options, &error);
+      if (analysis == NULL)
+        error_text = g_strdup (error->message);
+    }
+  show_analysis (self, analysis, error_text);
+}
+
+typedef struct
+{
+  NapkinDiagram        *diagram;   /* a copy without extras: the editor keeps editing the original */
+  NapkinArch           *arch;
+  NapkinAnalyzeOptions  options;
+  guint                 serial;
+  NapkinAnalysis       *analysis;
+  char                 *error_text;
+} AnalysisJob;
+
+static void
+analysis_job_free (gpointer data)
+{
+  AnalysisJob *job = data;
+
+  g_clear_object (&job->diagram);
+  g_clear_pointer (&job->arch, napkin_arch_unref);
+  g_clear_pointer (&job->analysis, napkin_analysis_free);
+  g_free (job->error_text);
+  g_free (job);
+}
+
+static void
+analysis_thread (GTask        *task,
+                 gpointer      source_object,
+                 gpointer      task_data,
+                 GCancellable *cancellable)
+{
+  AnalysisJob *job = task_data;
+  g_autoptr(GError) error = NULL;
+
+  delay_for_tests ();
+  job->analysis = napkin_analyze (job->diagram, job->arch, &job->options, &error);
+  if (job->analysis == NULL)
+    job->error_text = g_strdup (error->message);
+  /* It shares nothing with the document: freed here, off the main thread. */
+  g_clear_object (&job->diagram);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void start_analysis (NapkinAnalysisPane *self);
+
+static void
+analysis_done_cb (GObject      *source,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (source);
+  AnalysisJob *job = g_task_get_task_data (G_TASK (result));
+
+  self->analysis_running = FALSE;
+  if (g_task_had_error (G_TASK (result)) || g_cancellable_is_cancelled (self->analysis_cancellable))
+    return;   /* disposed */
+  /* Shown only if nothing changed since it started; else the next one is started. */
+  if (job->serial == self->analysis_serial)
+    show_analysis (self, g_steal_pointer (&job->analysis), g_steal_pointer (&job->error_text));
+  else if (self->dirty)
+    start_analysis (self);
+}
+
+/* The editing path: the model runs in a thread on a copy of the diagram, one at a
+ * time, and only the result for the latest state is shown. A diagram of 100 000
+ * operations takes a good part of a second to analyse, which froze the editor when
+ * it ran here, on every change. */
+static void
+start_analysis (NapkinAnalysisPane *self)
+{
+  g_autoptr(GTask) task = NULL;
+  AnalysisJob *job;
+  NapkinDiagram *diagram;
+  NapkinArch *arch;
+  char *error_text = NULL;
+
+  if (self->analysis_running)
+    return;   /* its end starts the next one */
+  self->dirty = FALSE;
+  if (!analysis_input (self, &diagram, &arch, &error_text))
+    {
+      self->analysis_serial++;
+      show_analysis (self, NULL, error_text);
+      return;
+    }
+
+  job = g_new0 (AnalysisJob, 1);
+  job->diagram = napkin_diagram_copy_without_extras (diagram);
+  job->arch = napkin_arch_ref (arch);
+  job->options = (NapkinAnalyzeOptions) { self->has_dtype, self->dtype, FALSE, FALSE };
+  job->serial = self->analysis_serial;
+  if (self->analysis_cancellable == NULL)
+    self->analysis_cancellable = g_cancellable_new ();
+  task = g_task_new (self, self->analysis_cancellable, analysis_done_cb, NULL);
+  g_task_set_task_data (task, job, analysis_job_free);
+  g_task_set_return_on_cancel (task, FALSE);
+  self->analysis_running = TRUE;
+  g_task_run_in_thread (task, analysis_thread);
+}
+
 static gboolean
 tick_cb (GtkWidget     *widget,
          GdkFrameClock *clock,
@@ -1052,7 +1191,7 @@ tick_cb (GtkWidget     *widget,
 
   self->tick_id = 0;
   if (self->dirty)
-    update_now (self);
+    start_analysis (self);
   return G_SOURCE_REMOVE;
 }
 
@@ -1061,6 +1200,7 @@ static void
 schedule_update (NapkinAnalysisPane *self)
 {
   self->dirty = TRUE;
+  self->analysis_serial++;   /* a result computing now is of an older state */
   if (self->tick_id == 0 && gtk_widget_get_mapped (GTK_WIDGET (self)))
     self->tick_id = gtk_widget_add_tick_callback (GTK_WIDGET (self), tick_cb, NULL, NULL);
 }
@@ -1459,6 +1599,9 @@ napkin_analysis_pane_dispose (GObject *object)
   if (self->bars_cancellable != NULL)
     g_cancellable_cancel (self->bars_cancellable);
   g_clear_object (&self->bars_cancellable);
+  if (self->analysis_cancellable != NULL)
+    g_cancellable_cancel (self->analysis_cancellable);
+  g_clear_object (&self->analysis_cancellable);
   g_clear_pointer (&self->root, gtk_widget_unparent);
   G_OBJECT_CLASS (napkin_analysis_pane_parent_class)->dispose (object);
 }

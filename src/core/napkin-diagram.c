@@ -197,7 +197,12 @@ napkin_item_copy (NapkinItemKind kind,
         dst->nodes = g_ptr_array_new_full (src->nodes->len, g_free);
         dst->node_set = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
         for (guint i = 0; i < src->nodes->len; i++)
-          napkin_region_add_node (dst, g_ptr_array_index (src->nodes, i));
+          {
+            const char *id = g_ptr_array_index (src->nodes, i);
+
+            g_ptr_array_add (dst->nodes, g_strdup (id));
+            g_hash_table_add (dst->node_set, g_strdup (id));
+          }
         dst->marks = g_array_sized_new (FALSE, FALSE, sizeof (NapkinMark), src->marks->len);
         for (guint i = 0; i < src->marks->len; i++)
           {
@@ -446,6 +451,36 @@ napkin_diagram_copy (NapkinDiagram *self)
     for (guint i = 0; i < self->items[k]->len; i++)
       g_ptr_array_add (copy->items[k], napkin_item_copy (k, g_ptr_array_index (self->items[k], i)));
 
+  return copy;
+}
+
+NapkinDiagram *
+napkin_diagram_copy_without_extras (NapkinDiagram *self)
+{
+  NapkinDiagram *copy;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), NULL);
+
+  copy = napkin_diagram_copy (self);
+  g_clear_pointer (&copy->view.extra, json_object_put);
+  g_clear_pointer (&copy->extra, json_object_put);
+  for (guint k = 0; k < NAPKIN_N_ITEM_KINDS; k++)
+    for (guint i = 0; i < copy->items[k]->len; i++)
+      {
+        gpointer item = g_ptr_array_index (copy->items[k], i);
+        json_object **extra = NULL;
+
+        switch (k)
+          {
+          case NAPKIN_ITEM_AXIS:   extra = &((NapkinAxis *) item)->extra; break;
+          case NAPKIN_ITEM_TENSOR: extra = &((NapkinTensor *) item)->extra; break;
+          case NAPKIN_ITEM_NODE:   extra = &((NapkinNode *) item)->extra; break;
+          case NAPKIN_ITEM_WIRE:   extra = &((NapkinWire *) item)->extra; break;
+          case NAPKIN_ITEM_REGION: extra = &((NapkinRegion *) item)->extra; break;
+          default: g_assert_not_reached ();
+          }
+        g_clear_pointer (extra, json_object_put);
+      }
   return copy;
 }
 

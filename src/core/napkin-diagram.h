@@ -126,6 +126,10 @@ G_DECLARE_FINAL_TYPE (NapkinDiagram, napkin_diagram, NAPKIN, DIAGRAM, GObject)
 
 NapkinDiagram      *napkin_diagram_new              (void);
 NapkinDiagram      *napkin_diagram_copy             (NapkinDiagram     *self);
+/* A copy sharing nothing with the original (json-c's reference counts are not
+ * atomic): for work in another thread that needs no unknown fields (the model, the
+ * code generator). It may be freed in that thread. */
+NapkinDiagram      *napkin_diagram_copy_without_extras (NapkinDiagram  *self);
 
 const char         *napkin_diagram_get_title        (NapkinDiagram     *self);
 void                napkin_diagram_set_title        (NapkinDiagram     *self,

@@ -7,8 +7,8 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <glib/gstdio.h>
+#include <glib-unix.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -275,11 +275,18 @@ run_data_free (RunData *data)
 }
 
 /* The runner runs in its own process group (child_setup): killing the group stops
- * whatever it started too, which would otherwise hold our pipes open. */
+ * whatever it started too, which would otherwise hold our pipes open. The child
+ * tells its pid through a pipe: GSubprocess forgets it once the child is reaped,
+ * which for a runner that exits at once can happen before we ask. */
 static void
 child_setup (gpointer user_data)
 {
+  int fd = GPOINTER_TO_INT (user_data);
+  pid_t pid = getpid ();
+
   setpgid (0, 0);
+  if (write (fd, &pid, sizeof pid) != sizeof pid)
+    _exit (127);
 }
 
 static void
@@ -533,6 +540,7 @@ napkin_run_job_run_async (NapkinRunJob        *self,
   g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GError) error = NULL;
   g_autofree char *found = NULL;
+  int pid_pipe[2];
   RunData *data;
 
   g_return_if_fail (NAPKIN_IS_RUN_JOB (self));
@@ -574,9 +582,28 @@ napkin_run_job_run_async (NapkinRunJob        *self,
   data->reads = g_cancellable_new ();
   g_task_set_task_data (task, data, (GDestroyNotify) run_data_free);
 
+  if (!g_unix_open_pipe (pid_pipe, FD_CLOEXEC, &error))
+    {
+      set_state (self, NAPKIN_JOB_FAILED);
+      g_task_return_new_error (task, NAPKIN_JOB_ERROR, NAPKIN_JOB_ERROR_NO_RUNNER,
+                               "Could not start napkin-runner: %s", error->message);
+      return;
+    }
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
-  g_subprocess_launcher_set_child_setup (launcher, child_setup, NULL, NULL);
+  g_subprocess_launcher_set_child_setup (launcher, child_setup, GINT_TO_POINTER (pid_pipe[1]), NULL);
   data->proc = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
+  close (pid_pipe[1]);
+  if (data->proc != NULL)
+    {
+      pid_t pid = 0;
+      gssize n;
+
+      /* Written before the exec, or the pipe ends with the child. */
+      while ((n = read (pid_pipe[0], &pid, sizeof pid)) < 0 && errno == EINTR)
+        ;
+      data->pid = n == sizeof pid ? pid : 0;
+    }
+  close (pid_pipe[0]);
   if (data->proc == NULL)
     {
       set_state (self, NAPKIN_JOB_FAILED);
@@ -584,7 +611,6 @@ napkin_run_job_run_async (NapkinRunJob        *self,
                                "Could not start napkin-runner: %s", error->message);
       return;
     }
-  data->pid = atoi (g_subprocess_get_identifier (data->proc));
 
   set_progress (self, 0, "Starting");
   set_state (self, NAPKIN_JOB_RUNNING);
