@@ -13,6 +13,7 @@
 #include "napkin-arch-editor.h"
 #include "napkin-error.h"
 #include "napkin-explain.h"
+#include "napkin-file.h"
 #include "napkin-plot.h"
 #include "napkin-runs.h"
 #include "napkin-validate.h"
@@ -1476,8 +1477,8 @@ export_response_cb (GtkNativeDialog *dialog,
         {
           g_autofree char *text = napkin_analysis_pane_export_text (self, what, &error);
 
-          if (text != NULL && !g_file_set_contents (path, text, -1, &error))
-            g_prefix_error (&error, "%s: ", path);
+          if (text != NULL)
+            napkin_file_write_atomic (path, text, strlen (text), &error);
         }
       if (error != NULL)
         {

@@ -12,6 +12,7 @@
 
 #include "napkin-error.h"
 #include "napkin-explain.h"
+#include "napkin-file.h"
 #include "napkin-plot.h"
 
 static void
@@ -607,14 +608,16 @@ napkin_plot_export (const NapkinPlot    *plot,
                     double               height,
                     GError             **error)
 {
+  g_autoptr(GByteArray) bytes = g_byte_array_new ();
   cairo_surface_t *surface;
   cairo_t *cr;
   cairo_status_t status;
 
   g_return_val_if_fail (plot != NULL && path != NULL, FALSE);
 
+  /* Drawn into memory, then written whole: a full disk never leaves half a plot. */
   if (format == NAPKIN_EXPORT_SVG)
-    surface = cairo_svg_surface_create (path, width, height);
+    surface = cairo_svg_surface_create_for_stream (napkin_render_collect_bytes, bytes, width, height);
   else if (format == NAPKIN_EXPORT_PNG)
     surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (width * 2), (int) ceil (height * 2));
   else
@@ -627,15 +630,14 @@ napkin_plot_export (const NapkinPlot    *plot,
   if (format == NAPKIN_EXPORT_PNG)
     cairo_scale (cr, 2, 2);   /* legible on high-density screens and in documents */
   napkin_plot_draw (cr, plot, width, height, NULL);
+  status = cairo_status (cr);
   cairo_destroy (cr);
   cairo_surface_flush (surface);
-  if (format == NAPKIN_EXPORT_PNG)
-    status = cairo_surface_write_to_png (surface, path);
-  else
-    {
-      cairo_surface_finish (surface);
-      status = cairo_surface_status (surface);
-    }
+  if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
+    status = cairo_surface_write_to_png_stream (surface, napkin_render_collect_bytes, bytes);
+  cairo_surface_finish (surface);
+  if (status == CAIRO_STATUS_SUCCESS)
+    status = cairo_surface_status (surface);
   cairo_surface_destroy (surface);
   if (status != CAIRO_STATUS_SUCCESS)
     {
@@ -643,5 +645,5 @@ napkin_plot_export (const NapkinPlot    *plot,
                    _("%s: cannot write the plot: %s"), path, cairo_status_to_string (status));
       return FALSE;
     }
-  return TRUE;
+  return napkin_file_write_atomic (path, bytes->data, bytes->len, error);
 }

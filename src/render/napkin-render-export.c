@@ -104,10 +104,10 @@ write_tikz (NapkinDiagram  *diagram,
 /* Cairo writes the drawing here, in memory; the file is written in one piece after
  * Cairo reports success, through a temporary file and a rename, so that a full disk
  * never leaves a truncated drawing, nor truncates the previous one. */
-static cairo_status_t
-collect_bytes (void                *closure,
-               const unsigned char *data,
-               unsigned int         length)
+cairo_status_t
+napkin_render_collect_bytes (void                *closure,
+                             const unsigned char *data,
+                             unsigned int         length)
 {
   g_byte_array_append (closure, data, length);
   return CAIRO_STATUS_SUCCESS;
@@ -137,10 +137,10 @@ napkin_render_export (NapkinDiagram       *diagram,
   switch (format)
     {
     case NAPKIN_EXPORT_SVG:
-      surface = cairo_svg_surface_create_for_stream (collect_bytes, bytes, width, height);
+      surface = cairo_svg_surface_create_for_stream (napkin_render_collect_bytes, bytes, width, height);
       break;
     case NAPKIN_EXPORT_PDF:
-      surface = cairo_pdf_surface_create_for_stream (collect_bytes, bytes, width, height);
+      surface = cairo_pdf_surface_create_for_stream (napkin_render_collect_bytes, bytes, width, height);
       break;
     case NAPKIN_EXPORT_PNG:
       if (!(scale > 0 && scale <= 16) || width * scale * height * scale > MAX_PIXELS)
@@ -172,7 +172,7 @@ napkin_render_export (NapkinDiagram       *diagram,
   cairo_destroy (cr);
 
   if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
-    status = cairo_surface_write_to_png_stream (surface, collect_bytes, bytes);
+    status = cairo_surface_write_to_png_stream (surface, napkin_render_collect_bytes, bytes);
   cairo_surface_finish (surface);
   if (status == CAIRO_STATUS_SUCCESS)
     status = cairo_surface_status (surface);
