@@ -1823,6 +1823,120 @@ keep_backup (const char  *path,
  * process or the machine stops, FILE is the old or the new complete file
  * (docs/security.md). On failure FILE is untouched and the temporary file removed;
  * the error names FILE and the step, never the temporary name. */
+struct _NapkinAtomicFile
+{
+  char       *path;     /* as given, for messages */
+  char       *target;   /* links followed */
+  char       *dir;
+  char       *temp;
+  int         fd;
+  int         write_errno;   /* the first failed write's */
+  const char *verb;
+  gboolean    backup;
+};
+
+static void
+atomic_free (NapkinAtomicFile *file)
+{
+  if (file->fd >= 0)
+    close (file->fd);
+  if (file->temp != NULL)
+    g_unlink (file->temp);
+  g_free (file->path);
+  g_free (file->target);
+  g_free (file->dir);
+  g_free (file->temp);
+  g_free (file);
+}
+
+static NapkinAtomicFile *
+atomic_open (const char  *path,
+             const char  *verb,
+             gboolean     backup,
+             GError     **error)
+{
+  g_autofree char *base = NULL;
+  NapkinAtomicFile *file = g_new0 (NapkinAtomicFile, 1);
+  struct stat st;
+
+  file->fd = -1;
+  file->path = g_strdup (path);
+  file->verb = verb;
+  file->backup = backup;
+  file->target = resolve_links (path);
+  file->dir = g_path_get_dirname (file->target);
+  base = g_path_get_basename (file->target);
+
+  if (g_stat (file->target, &st) == 0 && !S_ISREG (st.st_mode))
+    {
+      save_failed (error, verb, path, S_ISDIR (st.st_mode) ? "not a regular file: it is a folder"
+                                                            : "not a regular file", 0);
+      atomic_free (file);
+      return NULL;
+    }
+  file->temp = g_strdup_printf ("%s%s.%s.XXXXXX", file->dir, G_DIR_SEPARATOR_S, base);
+  file->fd = g_mkstemp_full (file->temp, O_RDWR, backup ? 0644 : 0666);
+  if (file->fd < 0)
+    {
+      save_failed (error, verb, path, "creating a temporary file", errno);
+      g_clear_pointer (&file->temp, g_free);   /* nothing to remove */
+      atomic_free (file);
+      return NULL;
+    }
+  fcntl (file->fd, F_SETFD, FD_CLOEXEC);
+  if (g_stat (file->target, &st) == 0)
+    g_chmod (file->temp, st.st_mode & 07777);  /* keep the file's permissions */
+  return file;
+}
+
+static gboolean
+atomic_commit (NapkinAtomicFile  *file,
+               GError           **error)
+{
+  int dir_fd, saved;
+
+  if (file->write_errno != 0)
+    {
+      save_failed (error, file->verb, file->path, "writing", file->write_errno);
+      atomic_free (file);
+      return FALSE;
+    }
+  if (fsync (file->fd) != 0 || close (file->fd) != 0)
+    {
+      saved = errno;
+      file->fd = -1;
+      save_failed (error, file->verb, file->path, "writing", saved);
+      atomic_free (file);
+      return FALSE;
+    }
+  file->fd = -1;
+
+  if (file->backup && !keep_backup (file->target, error))
+    {
+      atomic_free (file);
+      return FALSE;
+    }
+
+  if (g_rename (file->temp, file->target) != 0)
+    {
+      saved = errno;
+      save_failed (error, file->verb, file->path, "replacing the file", saved);
+      atomic_free (file);
+      return FALSE;
+    }
+  g_clear_pointer (&file->temp, g_free);   /* renamed: nothing to remove */
+
+  /* The rename itself reaches the disk only with the folder. */
+  dir_fd = g_open (file->dir, O_RDONLY, 0);
+  if (dir_fd >= 0)
+    {
+      fsync (dir_fd);
+      close (dir_fd);
+    }
+  atomic_free (file);
+  return TRUE;
+}
+
 static gboolean
 replace_file (const char  *path,
               const char  *data,
@@ -1831,66 +1945,54 @@ replace_file (const char  *path,
               gboolean     backup,
               GError     **error)
 {
-  g_autofree char *target = NULL;
-  g_autofree char *dir = NULL;
-  g_autofree char *base = NULL;
-  g_autofree char *temp = NULL;
-  struct stat st;
-  int fd, dir_fd;
+  NapkinAtomicFile *file = atomic_open (path, verb, backup, error);
 
-  target = resolve_links (path);
-  dir = g_path_get_dirname (target);
-  base = g_path_get_basename (target);
-  temp = g_strdup_printf ("%s%s.%s.XXXXXX", dir, G_DIR_SEPARATOR_S, base);
+  if (file == NULL)
+    return FALSE;
+  napkin_atomic_file_write (file, data, length);
+  return atomic_commit (file, error);
+}
 
-  if (g_stat (target, &st) == 0 && !S_ISREG (st.st_mode))
-    return save_failed (error, verb, path, S_ISDIR (st.st_mode) ? "not a regular file: it is a folder" : "not a regular file", 0);
+NapkinAtomicFile *
+napkin_atomic_file_new (const char  *path,
+                        GError     **error)
+{
+  g_return_val_if_fail (path != NULL, NULL);
 
-  fd = g_mkstemp_full (temp, O_RDWR, backup ? 0644 : 0666);
-  if (fd < 0)
-    return save_failed (error, verb, path, "creating a temporary file", errno);
-  fcntl (fd, F_SETFD, FD_CLOEXEC);
-  if (g_stat (target, &st) == 0)
-    g_chmod (temp, st.st_mode & 07777);  /* keep the file's permissions */
-  if (!write_all (fd, data, length) || fsync (fd) != 0)
+  return atomic_open (path, "write", FALSE, error);
+}
+
+gboolean
+napkin_atomic_file_write (NapkinAtomicFile *file,
+                          const void       *data,
+                          gsize             length)
+{
+  g_return_val_if_fail (file != NULL, FALSE);
+
+  if (file->write_errno != 0)
+    return FALSE;
+  if (!write_all (file->fd, data, length))
     {
-      int saved = errno;
-
-      close (fd);
-      g_unlink (temp);
-      return save_failed (error, verb, path, "writing", saved);
-    }
-  if (close (fd) != 0)
-    {
-      int saved = errno;
-
-      g_unlink (temp);
-      return save_failed (error, verb, path, "writing", saved);
-    }
-
-  if (backup && !keep_backup (target, error))
-    {
-      g_unlink (temp);
+      file->write_errno = errno != 0 ? errno : EIO;
       return FALSE;
     }
-
-  if (g_rename (temp, target) != 0)
-    {
-      int saved = errno;
-
-      g_unlink (temp);
-      return save_failed (error, verb, path, "replacing the file", saved);
-    }
-
-  /* The rename itself reaches the disk only with the folder. */
-  dir_fd = g_open (dir, O_RDONLY, 0);
-  if (dir_fd >= 0)
-    {
-      fsync (dir_fd);
-      close (dir_fd);
-    }
-
   return TRUE;
+}
+
+gboolean
+napkin_atomic_file_commit (NapkinAtomicFile  *file,
+                           GError           **error)
+{
+  g_return_val_if_fail (file != NULL, FALSE);
+
+  return atomic_commit (file, error);
+}
+
+void
+napkin_atomic_file_abort (NapkinAtomicFile *file)
+{
+  if (file != NULL)
+    atomic_free (file);
 }
 
 gboolean

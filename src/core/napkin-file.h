@@ -39,6 +39,22 @@ gboolean       napkin_file_write_atomic       (const char      *path,
                                                const void      *data,
                                                gsize            length,
                                                GError         **error);
+/* The same, written piece by piece (Cairo's stream exports): writes go to the
+ * temporary file, the first failure is kept and reported by commit, which renames
+ * the file into place or removes it; commit and abort free the object. */
+typedef struct _NapkinAtomicFile NapkinAtomicFile;
+
+NapkinAtomicFile *napkin_atomic_file_new      (const char       *path,
+                                               GError          **error);
+gboolean       napkin_atomic_file_write       (NapkinAtomicFile *file,
+                                               const void       *data,
+                                               gsize             length);
+gboolean       napkin_atomic_file_commit      (NapkinAtomicFile *file,
+                                               GError          **error);
+void           napkin_atomic_file_abort       (NapkinAtomicFile *file);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinAtomicFile, napkin_atomic_file_abort)
+
 /* The JSON object of the whole document (new reference). */
 json_object   *napkin_diagram_to_json         (NapkinDiagram   *self);
 

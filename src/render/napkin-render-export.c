@@ -101,16 +101,15 @@ write_tikz (NapkinDiagram  *diagram,
   return napkin_file_write_atomic (path, tikz, strlen (tikz), error);
 }
 
-/* Cairo writes the drawing here, in memory; the file is written in one piece after
- * Cairo reports success, through a temporary file and a rename, so that a full disk
- * never leaves a truncated drawing, nor truncates the previous one. */
+/* Cairo writes the drawing into a temporary file, which replaces the target only
+ * once Cairo reports success and every write succeeded: a full disk never leaves a
+ * truncated drawing, nor truncates the previous one. */
 cairo_status_t
-napkin_render_collect_bytes (void                *closure,
-                             const unsigned char *data,
-                             unsigned int         length)
+napkin_render_write_func (void                *closure,
+                          const unsigned char *data,
+                          unsigned int         length)
 {
-  g_byte_array_append (closure, data, length);
-  return CAIRO_STATUS_SUCCESS;
+  return napkin_atomic_file_write (closure, data, length) ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
 }
 
 gboolean
@@ -120,7 +119,7 @@ napkin_render_export (NapkinDiagram       *diagram,
                       double               scale,
                       GError             **error)
 {
-  g_autoptr(GByteArray) bytes = g_byte_array_new ();
+  g_autoptr(NapkinAtomicFile) file = NULL;
   cairo_surface_t *surface = NULL;
   cairo_t *cr;
   NapkinRect bounds;
@@ -134,22 +133,26 @@ napkin_render_export (NapkinDiagram       *diagram,
     return write_tikz (diagram, path, error);
 
   page_geometry (diagram, &bounds, &width, &height);
+  if (format == NAPKIN_EXPORT_PNG
+      && (!(scale > 0 && scale <= 16) || width * scale * height * scale > MAX_PIXELS))
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                   _("scale: %g gives a %.0f×%.0f image; use a scale from 0 to 16 and at most 16384² pixels"),
+                   scale, ceil (width * scale), ceil (height * scale));
+      return FALSE;
+    }
+  file = napkin_atomic_file_new (path, error);
+  if (file == NULL)
+    return FALSE;
   switch (format)
     {
     case NAPKIN_EXPORT_SVG:
-      surface = cairo_svg_surface_create_for_stream (napkin_render_collect_bytes, bytes, width, height);
+      surface = cairo_svg_surface_create_for_stream (napkin_render_write_func, file, width, height);
       break;
     case NAPKIN_EXPORT_PDF:
-      surface = cairo_pdf_surface_create_for_stream (napkin_render_collect_bytes, bytes, width, height);
+      surface = cairo_pdf_surface_create_for_stream (napkin_render_write_func, file, width, height);
       break;
     case NAPKIN_EXPORT_PNG:
-      if (!(scale > 0 && scale <= 16) || width * scale * height * scale > MAX_PIXELS)
-        {
-          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                       _("scale: %g gives a %.0f×%.0f image; use a scale from 0 to 16 and at most 16384² pixels"),
-                       scale, ceil (width * scale), ceil (height * scale));
-          return FALSE;
-        }
       surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (width * scale),
                                             (int) ceil (height * scale));
       break;
@@ -172,14 +175,15 @@ napkin_render_export (NapkinDiagram       *diagram,
   cairo_destroy (cr);
 
   if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
-    status = cairo_surface_write_to_png_stream (surface, napkin_render_collect_bytes, bytes);
+    status = cairo_surface_write_to_png_stream (surface, napkin_render_write_func, file);
   cairo_surface_finish (surface);
   if (status == CAIRO_STATUS_SUCCESS)
     status = cairo_surface_status (surface);
   cairo_surface_destroy (surface);
-  if (!check_cairo (status, path, error))
-    return FALSE;
-  return napkin_file_write_atomic (path, bytes->data, bytes->len, error);
+  /* A failed write: the file's own error says which and why. */
+  if (status != CAIRO_STATUS_SUCCESS && status != CAIRO_STATUS_WRITE_ERROR)
+    return check_cairo (status, path, error);
+  return napkin_atomic_file_commit (g_steal_pointer (&file), error);
 }
 
 /* ---------------------------------------------------------------- TikZ */
