@@ -12,10 +12,16 @@ streamed regions). Files of 1, 16 and 64 MB: the 10 000-map chain with long labe
 (real items), and matmul with an unknown field holding an array of {} (the densest
 JSON there is, kept for the round trip). Each command runs in its own process; its
 peak memory is the child's maximum resident set (getrusage), its time the wall
-clock. Goals (issue "bounded and honest"): analyze of 100 000 operations under 1 s,
-tune under 10 s, peak memory under 20 times the file's size (beyond the memory of
-the same command on a small file, printed as the baseline). --quick stops at 10 000
-operations and 16 MB.
+clock; files are made by a child process, so that this one stays small (a child's
+peak memory counts what its parent held when it forked). Goals (issue "bounded and
+honest"): analyze of 100 000 operations under 1 s, tune under 10 s, peak memory of
+validate, analyze, tune and codegen under 20 times the file's size (beyond the
+memory of the same command on a 10-operation file, printed as the baseline). render
+is reported with the size of what it wrote (an SVG of 10 000 operations is 17 times
+its diagram's file). The time goals are for the issue's shape, 100 000 operations in
+one region; the attention chain (up to 256 regions) is shown beside it. A command
+gets at most 120 s (tune over hundreds of regions takes longer: shown as a
+timeout). --quick stops at 10 000 operations and 16 MB.
 """
 
 import json
@@ -98,6 +104,16 @@ def padded_chain(size):
     return map_chain(10000, pad)
 
 
+def generate(kind, param, path):
+    """Writes one case's file, in this (child) process."""
+    source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    matmul = os.path.join(source, "data", "examples", "matmul.napkin")
+    makers = {"maps": lambda p: map_chain(p - 2), "attention": attention_chain, "labels": padded_chain,
+              "empty": lambda p: empty_objects(p, matmul), "small": map_chain}
+    with open(path, "w") as f:
+        f.write(makers[kind](int(param)))
+
+
 def run(cli, args, timeout):
     """Wall time (s), peak memory (KiB) and exit status of one command."""
     start = time.monotonic()
@@ -128,32 +144,35 @@ def wait_with_timeout(proc, timeout):
 
 
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--generate":
+        generate(sys.argv[2], sys.argv[3], sys.argv[4])
+        return
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     quick = "--quick" in sys.argv
     markdown = "--markdown" in sys.argv
     build = args[0] if args else "_build"
-    source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     cli = os.path.join(build, "src", "cli", "napkin-cli")
-    matmul = os.path.join(source, "data", "examples", "matmul.napkin")
     if not os.access(cli, os.X_OK):
         sys.exit("scale-bench: %s is not built" % cli)
 
     tmp = tempfile.mkdtemp(prefix="napkin-scale-")
-    commands = [("validate", []), ("analyze", []), ("tune", []), ("codegen", []),
-                ("render", ["-o", os.path.join(tmp, "out.svg")])]
+    out_svg = os.path.join(tmp, "out.svg")
+    commands = [("validate", []), ("analyze", []), ("tune", []), ("codegen", []), ("render", ["-o", out_svg])]
     cases = []
     for n in ([1000, 10000] if quick else [1000, 10000, 100000]):
-        cases.append(("maps, one region", "%d ops" % n, lambda n=n: map_chain(n - 2), n))
-        cases.append(("attention chain", "%d ops" % n, lambda n=n: attention_chain(n), n))
+        cases.append(("maps, one region", "%d ops" % n, "maps", n, n))
+        cases.append(("attention chain", "%d ops" % n, "attention", n, n))
     for mb in ([1, 16] if quick else [1, 16, 64]):
         size = mb * 1024 * 1024 - (1 if mb == 64 else 0)   # the loader reads at most 64 MiB
-        cases.append(("10k maps, long labels", "%d MB" % mb, lambda s=size: padded_chain(s), None))
-        cases.append(("matmul + [{}, …]", "%d MB" % mb, lambda s=size: empty_objects(s, matmul), None))
+        cases.append(("10k maps, long labels", "%d MB" % mb, "labels", size, None))
+        cases.append(("matmul + [{}, …]", "%d MB" % mb, "empty", size, None))
+
+    def make(kind, param, path):
+        subprocess.run([sys.executable, os.path.abspath(__file__), "--generate", kind, str(param), path], check=True)
 
     # The memory a command takes on a small file: the process itself.
     small = os.path.join(tmp, "small.napkin")
-    with open(small, "w") as f:
-        f.write(map_chain(10))
+    make("small", 10, small)
     baseline = {}
     for name, extra in commands:
         _, rss, _, _ = run(cli, [name, small] + extra, 60)
@@ -161,26 +180,28 @@ def main():
 
     rows = []
     failures = []
-    for kind, label, make, n_ops in cases:
+    for kind, label, gen, param, n_ops in cases:
         path = os.path.join(tmp, "case.napkin")
-        text = make()
-        with open(path, "w") as f:
-            f.write(text)
+        make(gen, param, path)
         size = os.path.getsize(path)
         for name, extra in commands:
-            seconds, rss, code, err = run(cli, [name, path] + extra, 600)
+            seconds, rss, code, err = run(cli, [name, path] + extra, 120)
             if code == "timeout":
-                rows.append((kind, label, size, name, "> 600 s", "", "", "timeout"))
-                failures.append("%s %s %s: timeout" % (kind, label, name))
+                rows.append((kind, label, size, name, "> 120", "", "", "timeout"))
+                if n_ops == 100000 and name in ("analyze", "tune") and gen == "maps":
+                    failures.append("%s %s %s: timeout" % (kind, label, name))
                 continue
             net = max(0, rss - baseline[name]) * 1024
             ratio = net / size
-            note = "ok" if code == 0 else "exit %s: %s" % (code, err[:70])
-            if name == "analyze" and n_ops == 100000 and seconds >= 1.0:
+            note = "ok" if code == 0 else "exit %s: %s" % (code, err[:60])
+            if name == "render" and code == 0 and os.path.exists(out_svg):
+                note = "ok, wrote %.1f MB" % (os.path.getsize(out_svg) / 1e6)
+                os.unlink(out_svg)
+            if name == "analyze" and n_ops == 100000 and gen == "maps" and seconds >= 1.0:
                 failures.append("%s %s analyze: %.2f s (goal < 1 s)" % (kind, label, seconds))
-            if name == "tune" and n_ops == 100000 and seconds >= 10.0:
+            if name == "tune" and n_ops == 100000 and gen == "maps" and seconds >= 10.0:
                 failures.append("%s %s tune: %.2f s (goal < 10 s)" % (kind, label, seconds))
-            if n_ops is None and ratio >= 20:
+            if name != "render" and ratio >= 20:
                 failures.append("%s %s %s: %.1f× the file (goal < 20×)" % (kind, label, name, ratio))
             rows.append((kind, label, size, name, "%.3f" % seconds, "%.1f" % (rss / 1024.0), "%.1f" % ratio, note))
         os.unlink(path)
