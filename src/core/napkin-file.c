@@ -423,7 +423,6 @@ get_string (Loader      *loader,
             const char **out)
 {
   json_object *value = member (obj, key);
-  g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
 
   *out = NULL;
   if (value == NULL)
@@ -432,13 +431,22 @@ get_string (Loader      *loader,
         return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "missing field “%s”", key);
       return TRUE;
     }
-  if (!expect_type (loader, value, json_type_string, p))
-    return FALSE;
+  /* the path only when there is something to say: this runs for every field */
+  if (is_raw (value) || json_object_get_type (value) != json_type_string)
+    {
+      g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
+
+      return expect_type (loader, value, json_type_string, p);
+    }
 
   *out = json_object_get_string (value);
   if (!g_utf8_validate (*out, json_object_get_string_len (value), NULL)
       || strlen (*out) != (gsize) json_object_get_string_len (value))
-    return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "not valid UTF-8 text");
+    {
+      g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
+
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "not valid UTF-8 text");
+    }
   return TRUE;
 }
 

@@ -74,6 +74,7 @@ typedef struct
   guint                *pos;         /* per node: place in the topological order */
   int                   current;     /* region being modelled, for its error count */
   gboolean              overflow;
+  GHashTable           *warned;      /* the warnings' texts, against repeats */
 } Model;
 
 static gboolean uses_wgmma (const NapkinArch *arch, NapkinDiagram *d, guint r, gboolean has_dtype,
@@ -229,12 +230,14 @@ warning_add (Model      *m,
   va_start (args, format);
   text = g_strdup_vprintf (format, args);
   va_end (args);
-  for (guint i = 0; i < m->a->warnings->len; i++)
-    if (strcmp (g_ptr_array_index (m->a->warnings, i), text) == 0)
-      {
-        g_free (text);
-        return;
-      }
+  /* a set, not a scan of the list: 256 regions of 100 000 operations warn often */
+  if (m->warned == NULL)
+    m->warned = g_hash_table_new (g_str_hash, g_str_equal);
+  if (!g_hash_table_add (m->warned, text))
+    {
+      g_free (text);
+      return;
+    }
   g_ptr_array_add (m->a->warnings, text);
 }
 
@@ -2057,6 +2060,7 @@ napkin_analyze (NapkinDiagram               *diagram,
   g_free (m.rs);
   g_free (m.innermost);
   g_free (m.pos);
+  g_clear_pointer (&m.warned, g_hash_table_unref);   /* the texts belong to a->warnings */
 
   if (m.overflow)
     {
