@@ -12,11 +12,13 @@ streamed regions). Files of 1, 16 and 64 MB: the 10 000-map chain with long labe
 (real items), and matmul with an unknown field holding an array of {} (the densest
 JSON there is, kept for the round trip). Each command runs in its own process; its
 peak memory is the child's maximum resident set (getrusage), its time the wall
-clock; files are made by a child process, so that this one stays small (a child's
+clock and the CPU time (user and system; on a shared machine the time goals are
+checked on CPU time); files are made by a child process, so that this one stays small (a child's
 peak memory counts what its parent held when it forked). Goals (issue "bounded and
-honest"): analyze of 100 000 operations under 1 s, tune under 10 s, peak memory of
-validate, analyze, tune and codegen under 20 times the file's size (beyond the
-memory of the same command on a 10-operation file, printed as the baseline). render
+honest"): analyze of 100 000 operations under 1 s, tune under 10 s, and for the
+1, 16 and 64 MB files peak memory of validate, analyze, tune and codegen under 20
+times the file's size (beyond the memory of the same command on a 10-operation
+file, printed as the baseline; the ratio is printed for every case). render
 is reported with the size of what it wrote (an SVG of 10 000 operations is 17 times
 its diagram's file). The time goals are for the issue's shape, 100 000 operations in
 one region; the attention chain (up to 256 regions) is shown beside it. A command
@@ -127,7 +129,7 @@ def run(cli, args, timeout):
         errors.seek(0)
         err = errors.read().decode("utf-8", "replace").strip().splitlines()
     code = os.waitstatus_to_exitcode(status)
-    return seconds, usage.ru_maxrss, code, err[-1] if err else ""
+    return (seconds, usage.ru_utime + usage.ru_stime), usage.ru_maxrss, code, err[-1] if err else ""
 
 
 def wait_with_timeout(proc, timeout):
@@ -185,9 +187,9 @@ def main():
         make(gen, param, path)
         size = os.path.getsize(path)
         for name, extra in commands:
-            seconds, rss, code, err = run(cli, [name, path] + extra, 120)
+            times, rss, code, err = run(cli, [name, path] + extra, 120)
             if code == "timeout":
-                rows.append((kind, label, size, name, "> 120", "", "", "timeout"))
+                rows.append((kind, label, size, name, "> 120", "", "", "", "timeout"))
                 if n_ops == 100000 and name in ("analyze", "tune") and gen == "maps":
                     failures.append("%s %s %s: timeout" % (kind, label, name))
                 continue
@@ -197,16 +199,18 @@ def main():
             if name == "render" and code == 0 and os.path.exists(out_svg):
                 note = "ok, wrote %.1f MB" % (os.path.getsize(out_svg) / 1e6)
                 os.unlink(out_svg)
-            if name == "analyze" and n_ops == 100000 and gen == "maps" and seconds >= 1.0:
-                failures.append("%s %s analyze: %.2f s (goal < 1 s)" % (kind, label, seconds))
-            if name == "tune" and n_ops == 100000 and gen == "maps" and seconds >= 10.0:
-                failures.append("%s %s tune: %.2f s (goal < 10 s)" % (kind, label, seconds))
-            if name != "render" and ratio >= 20:
+            seconds, cpu = times
+            if name == "analyze" and n_ops == 100000 and gen == "maps" and cpu >= 1.0:
+                failures.append("%s %s analyze: %.2f s of CPU (goal < 1 s)" % (kind, label, cpu))
+            if name == "tune" and n_ops == 100000 and gen == "maps" and cpu >= 10.0:
+                failures.append("%s %s tune: %.2f s of CPU (goal < 10 s)" % (kind, label, cpu))
+            if name != "render" and n_ops is None and ratio >= 20:
                 failures.append("%s %s %s: %.1f× the file (goal < 20×)" % (kind, label, name, ratio))
-            rows.append((kind, label, size, name, "%.3f" % seconds, "%.1f" % (rss / 1024.0), "%.1f" % ratio, note))
+            rows.append((kind, label, size, name, "%.3f" % seconds, "%.3f" % cpu, "%.1f" % (rss / 1024.0),
+                         "%.1f" % ratio, note))
         os.unlink(path)
 
-    header = ("case", "size", "bytes", "command", "seconds", "peak MB", "net ×file", "result")
+    header = ("case", "size", "bytes", "command", "wall s", "CPU s", "peak MB", "net ×file", "result")
     if markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
