@@ -11,8 +11,8 @@
 
 G_DEFINE_QUARK (napkin-lower-error-quark, napkin_lower_error)
 
-/* Loops nested deeper than this are refused (docs/codegen.md, "Limits"): the
- * printers and the interpreter walk loop bodies recursively. */
+/* Loops nested deeper than this are refused (docs/codegen.md, "Walking the diagram
+ * without recursion"): the printers and the interpreter walk loop bodies recursively. */
 #define MAX_FRAMES 64
 /* Streamed contractions and reductions that open their loop inside another's: each
  * one is a level of recursion in emit_compute; everything else is walked without it. */
