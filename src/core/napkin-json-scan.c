@@ -326,9 +326,9 @@ napkin_json_check (const char  *data,
   *root_start = s.pos;
   for (;;)
     {
-      s.pos = skip_space (data, length, s.pos);
       if (state == AFTER_VALUE && s.depth == 0)
-        break;
+        break;   /* the root's end, before what follows it */
+      s.pos = skip_space (data, length, s.pos);
       if (s.pos >= length)
         return json_c_error (&s, s.pos, json_tokener_error_parse_eof);
 

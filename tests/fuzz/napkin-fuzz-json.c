@@ -25,10 +25,12 @@ parse (const char *text,
 {
   json_tokener *tokener = json_tokener_new_ex (NAPKIN_JSON_MAX_DEPTH);
   /* A number at the very end needs something after it. */
-  g_autofree char *copy = g_strndup (text, length + 1);
+  g_autofree char *copy = g_malloc (length + 2);
   json_object *obj;
 
+  memcpy (copy, text, length);
   copy[length] = ' ';
+  copy[length + 1] = '\0';
   json_tokener_set_flags (tokener, JSON_TOKENER_STRICT);
   obj = json_tokener_parse_ex (tokener, copy, (int) length + 1);
   if (obj == NULL && !(length == 4 && strncmp (text, "null", 4) == 0))
@@ -50,7 +52,8 @@ compare (const char  *data,
   gsize ks, ke, vs, ve, n = 0, values = 0;
 
   if (napkin_json_value_end (data, end, start) != end)
-    broken ("a value's end differs");
+    broken ("a value's end differs: [%zu, %zu) but %zu: %.*s", start, end, napkin_json_value_end (data, end, start),
+            (int) MIN (end - start, 80), data + start);
   napkin_json_tree_cost (data, start, end, &values);
 
   switch (data[start])
