@@ -134,13 +134,13 @@ build (void)
         check (napkin_edit_connect (history, w, first, 1, &error), error);
         region = napkin_region_new (sname, NAPKIN_LEVEL_SMEM);
         for (guint i = 0; i < smem->len; i++)
-          g_ptr_array_add (region->nodes, g_strdup (g_ptr_array_index (smem, i)));
+          napkin_region_add_node (region, g_ptr_array_index (smem, i));
         napkin_region_set_mark (region, "t", NAPKIN_MARK_PARALLEL, 128);
         check (napkin_edit_add_region (history, region, &error), error);
         napkin_item_free (NAPKIN_ITEM_REGION, region);
         region = napkin_region_new (rname, NAPKIN_LEVEL_REGISTERS);
         for (guint i = 0; i < regs->len; i++)
-          g_ptr_array_add (region->nodes, g_strdup (g_ptr_array_index (regs, i)));
+          napkin_region_add_node (region, g_ptr_array_index (regs, i));
         napkin_region_set_mark (region, "t", NAPKIN_MARK_PARALLEL, 16);
         check (napkin_edit_add_region (history, region, &error), error);
         napkin_item_free (NAPKIN_ITEM_REGION, region);

@@ -13,6 +13,7 @@
 #include "napkin-arch-editor.h"
 #include "napkin-error.h"
 #include "napkin-explain.h"
+#include "napkin-file.h"
 #include "napkin-plot.h"
 #include "napkin-runs.h"
 #include "napkin-describe.h"
@@ -110,6 +111,10 @@ struct _NapkinAnalysisPane
   guint               bars_running;
   GCancellable       *bars_cancellable;
   guint               n_updates;
+  /* The analysis runs in a thread on a copy; the latest request wins. */
+  guint               analysis_serial;    /* bumped by every request */
+  gboolean            analysis_running;
+  GCancellable       *analysis_cancellable;
 };
 
 G_DEFINE_FINAL_TYPE (NapkinAnalysisPane, napkin_analysis_pane, GTK_TYPE_WIDGET)
@@ -1023,13 +1028,33 @@ build_bars_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* What one analysis gives: the numbers, or the reason there are none; for a
+ * diagram being drawn, the numbers of its complete part and what that part leaves out. */
+typedef struct
+{
+  NapkinAnalysis *analysis;
+  char           *error_text;
+  NapkinDiagram  *partial;
+  GStrv           left_out;
+} Outcome;
+
+static void
+outcome_clear (Outcome *out)
+{
+  g_clear_pointer (&out->analysis, napkin_analysis_free);
+  g_clear_pointer (&out->error_text, g_free);
+  g_clear_object (&out->partial);
+  g_clear_pointer (&out->left_out, g_strfreev);
+}
+
 /* Prices the complete part of an invalid document (napkin_diagram_copy_valid_part)
  * and says what is left out; nothing when no operation is complete yet. */
 static void
-analyze_partial (NapkinAnalysisPane         *self,
+analyze_partial (NapkinDiagram              *diagram,
                  NapkinArch                 *arch,
                  const NapkinAnalyzeOptions *options,
-                 const char                 *why)
+                 const char                 *why,
+                 Outcome                    *out)
 {
   g_autoptr(NapkinDiagram) part = NULL;
   g_auto(GStrv) nodes = NULL;
@@ -1038,7 +1063,7 @@ analyze_partial (NapkinAnalysisPane         *self,
   g_autofree char *list = NULL;
   guint computing = 0;
 
-  part = napkin_diagram_copy_valid_part (self->diagram, &nodes, &regions);
+  part = napkin_diagram_copy_valid_part (diagram, &nodes, &regions);
   /* a relabeling that is wrong is not an incomplete drawing: its error stands, over
    * the last numbers (pricing without the region would show other numbers) */
   if (part == NULL || (regions != NULL && regions[0] != NULL))
@@ -1047,64 +1072,82 @@ analyze_partial (NapkinAnalysisPane         *self,
     computing += napkin_diagram_node (part, n)->kind != NAPKIN_OP_INPUT;
   if (computing == 0)
     return;
-  self->analysis = napkin_analyze (part, arch, options, NULL);
-  if (self->analysis == NULL)
+  out->analysis = napkin_analyze (part, arch, options, NULL);
+  if (out->analysis == NULL)
     return;
-  self->partial = g_steal_pointer (&part);
-  self->left_out = g_steal_pointer (&nodes);
-  list = g_strjoinv (", ", self->left_out);
-  self->error_text = g_strdup_printf (_("Partial prediction: %u of %u operations priced. Not priced yet: %s. Why: %s"),
-                                      napkin_diagram_n_nodes (self->partial), napkin_diagram_n_nodes (self->diagram),
-                                      list, words);
+  list = g_strjoinv (", ", nodes);
+  out->error_text = g_strdup_printf (_("Partial prediction: %u of %u operations priced. Not priced yet: %s. Why: %s"),
+                                     napkin_diagram_n_nodes (part), napkin_diagram_n_nodes (diagram),
+                                     list, words);
+  out->partial = g_steal_pointer (&part);
+  out->left_out = g_steal_pointer (&nodes);
 }
 
+/* $NAPKIN_ANALYSIS_DELAY_MS makes every analysis that slow, for the tests of the
+ * thread (the model itself is linear and fast). */
 static void
-update_now (NapkinAnalysisPane *self)
+delay_for_tests (void)
 {
-  NapkinAnalyzeOptions options = { self->has_dtype, self->dtype, FALSE, FALSE };
-  g_autoptr(GError) error = NULL;
-  g_autoptr(GPtrArray) problems = NULL;
-  NapkinArch *arch;
+  const char *delay = g_getenv ("NAPKIN_ANALYSIS_DELAY_MS");
 
-  self->dirty = FALSE;
+  if (delay != NULL)
+    g_usleep (1000 * (gulong) g_ascii_strtoull (delay, NULL, 10));
+}
+
+/* One analysis, on any thread: it touches nothing of the pane. A preview is never
+ * priced in part (its errors are the preview's). */
+static void
+analyze_diagram (NapkinDiagram              *diagram,
+                 gboolean                    preview,
+                 NapkinArch                 *arch,
+                 const NapkinAnalyzeOptions *options,
+                 Outcome                    *out)
+{
+  g_autoptr(GError) error = NULL;
+
+  delay_for_tests ();
+  out->analysis = napkin_analyze (diagram, arch, options, &error);
+  /* a diagram being drawn: the complete part priced, the rest marked */
+  if (out->analysis == NULL && !preview
+      && g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID))
+    analyze_partial (diagram, arch, options, error->message, out);
+  if (out->analysis == NULL)
+    {
+      g_autofree char *words = napkin_error_summary (error->message);
+      g_autofree char *json_path = napkin_error_path (error->message);
+
+      /* the words first, the JSON path on a details line of its own */
+      out->error_text = json_path ? g_strdup_printf (_("%s\nJSON path: %s"), words, json_path)
+                                  : g_steal_pointer (&words);
+    }
+}
+
+/* Shows an outcome, taking it over. */
+static void
+show_analysis (NapkinAnalysisPane *self,
+               Outcome            *out)
+{
+  g_autoptr(GPtrArray) problems = NULL;
+
   self->n_updates++;
   g_hash_table_remove_all (self->tip_texts);
   g_clear_pointer (&self->analysis, napkin_analysis_free);
   g_clear_pointer (&self->error_text, g_free);
   g_clear_object (&self->partial);
   g_clear_pointer (&self->left_out, g_strfreev);
-
-  arch = current_arch (self);
-  if (self->diagram == NULL || arch == NULL)
+  self->analysis = g_steal_pointer (&out->analysis);
+  self->error_text = g_steal_pointer (&out->error_text);
+  self->partial = g_steal_pointer (&out->partial);
+  self->left_out = g_steal_pointer (&out->left_out);
+  if (self->analysis != NULL && !self->analysis->feasible)
     {
-      self->error_text = g_strdup (arch == NULL ? _("No architecture profiles were found") : _("No diagram"));
-    }
-  else
-    {
-      self->analysis = napkin_analyze (self->preview ? self->preview : self->diagram, arch, &options, &error);
-      /* a diagram being drawn: the complete part priced, the rest marked */
-      if (self->analysis == NULL && self->preview == NULL
-          && g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID))
-        analyze_partial (self, arch, &options, error->message);
-      if (self->analysis == NULL)
-        {
-          g_autofree char *words = napkin_error_summary (error->message);
-          g_autofree char *json_path = napkin_error_path (error->message);
+      GString *s = g_string_new (self->error_text);
 
-          /* the words first, the JSON path on a details line of its own */
-          self->error_text = json_path ? g_strdup_printf (_("%s\nJSON path: %s"), words, json_path)
-                                       : g_steal_pointer (&words);
-        }
-      else if (!self->analysis->feasible)
-        {
-          GString *s = g_string_new (self->error_text);
-
-          g_string_append_printf (s, "%s%s", s->len ? "\n" : "", _("Infeasible on this architecture:"));
-          for (guint i = 0; i < self->analysis->errors->len; i++)
-            g_string_append_printf (s, "\n%s", (const char *) g_ptr_array_index (self->analysis->errors, i));
-          g_free (self->error_text);
-          self->error_text = g_string_free (s, FALSE);
-        }
+      g_string_append_printf (s, "%s%s", s->len ? "\n" : "", _("Infeasible on this architecture:"));
+      for (guint i = 0; i < self->analysis->errors->len; i++)
+        g_string_append_printf (s, "\n%s", (const char *) g_ptr_array_index (self->analysis->errors, i));
+      g_free (self->error_text);
+      self->error_text = g_string_free (s, FALSE);
     }
 
   gtk_label_set_text (self->error_label, self->error_text ? self->error_text : "");
@@ -1152,6 +1195,130 @@ update_now (NapkinAnalysisPane *self)
   update_selection (self);
 }
 
+/* What to analyse now, or FALSE with the reason to show instead. */
+static gboolean
+analysis_input (NapkinAnalysisPane  *self,
+                NapkinDiagram      **diagram,
+                NapkinArch         **arch,
+                char               **error_text)
+{
+  *arch = current_arch (self);
+  *diagram = self->preview ? self->preview : self->diagram;
+  if (*diagram != NULL && *arch != NULL)
+    return TRUE;
+  *error_text = g_strdup (*arch == NULL ? _("No architecture profiles were found") : _("No diagram"));
+  return FALSE;
+}
+
+/* Now, on this thread (flush: exports, tests); a result still computing is older. */
+static void
+update_now (NapkinAnalysisPane *self)
+{
+  NapkinAnalyzeOptions options = { self->has_dtype, self->dtype, FALSE, FALSE };
+  Outcome out = { 0 };
+  NapkinDiagram *diagram;
+  NapkinArch *arch;
+
+  self->dirty = FALSE;
+  self->analysis_serial++;
+  if (analysis_input (self, &diagram, &arch, &out.error_text))
+    analyze_diagram (diagram, self->preview != NULL, arch, &options, &out);
+  show_analysis (self, &out);
+}
+
+typedef struct
+{
+  NapkinDiagram        *diagram;   /* a copy without extras: the editor keeps editing the original */
+  NapkinArch           *arch;
+  NapkinAnalyzeOptions  options;
+  gboolean              preview;
+  guint                 serial;
+  Outcome               out;
+} AnalysisJob;
+
+static void
+analysis_job_free (gpointer data)
+{
+  AnalysisJob *job = data;
+
+  g_clear_object (&job->diagram);
+  g_clear_pointer (&job->arch, napkin_arch_unref);
+  outcome_clear (&job->out);
+  g_free (job);
+}
+
+static void
+analysis_thread (GTask        *task,
+                 gpointer      source_object,
+                 gpointer      task_data,
+                 GCancellable *cancellable)
+{
+  AnalysisJob *job = task_data;
+
+  analyze_diagram (job->diagram, job->preview, job->arch, &job->options, &job->out);
+  /* It shares nothing with the document: freed here, off the main thread. */
+  g_clear_object (&job->diagram);
+  g_task_return_boolean (task, TRUE);
+}
+
+static void start_analysis (NapkinAnalysisPane *self);
+
+static void
+analysis_done_cb (GObject      *source,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (source);
+  AnalysisJob *job = g_task_get_task_data (G_TASK (result));
+
+  self->analysis_running = FALSE;
+  if (g_task_had_error (G_TASK (result)) || g_cancellable_is_cancelled (self->analysis_cancellable))
+    return;   /* disposed */
+  /* Shown only if nothing changed since it started; else the next one is started. */
+  if (job->serial == self->analysis_serial)
+    show_analysis (self, &job->out);
+  else if (self->dirty)
+    start_analysis (self);
+}
+
+/* The editing path: the model runs in a thread on a copy of the diagram, one at a
+ * time, and only the result for the latest state is shown. A diagram of 100 000
+ * operations takes a good part of a second to analyse, which froze the editor when
+ * it ran here, on every change. */
+static void
+start_analysis (NapkinAnalysisPane *self)
+{
+  g_autoptr(GTask) task = NULL;
+  AnalysisJob *job;
+  NapkinDiagram *diagram;
+  NapkinArch *arch;
+  Outcome out = { 0 };
+
+  if (self->analysis_running)
+    return;   /* its end starts the next one */
+  self->dirty = FALSE;
+  if (!analysis_input (self, &diagram, &arch, &out.error_text))
+    {
+      self->analysis_serial++;
+      show_analysis (self, &out);
+      return;
+    }
+
+  job = g_new0 (AnalysisJob, 1);
+  job->diagram = napkin_diagram_copy_without_extras (diagram);
+  job->arch = napkin_arch_ref (arch);
+  job->options = (NapkinAnalyzeOptions) { self->has_dtype, self->dtype, FALSE, FALSE };
+  job->preview = self->preview != NULL;
+  job->serial = self->analysis_serial;
+  if (self->analysis_cancellable == NULL)
+    self->analysis_cancellable = g_cancellable_new ();
+  task = g_task_new (self, self->analysis_cancellable, analysis_done_cb, NULL);
+  g_task_set_task_data (task, job, analysis_job_free);
+  g_task_set_return_on_cancel (task, FALSE);
+  self->analysis_running = TRUE;
+  g_task_run_in_thread (task, analysis_thread);
+}
+
 static gboolean
 tick_cb (GtkWidget     *widget,
          GdkFrameClock *clock,
@@ -1161,7 +1328,7 @@ tick_cb (GtkWidget     *widget,
 
   self->tick_id = 0;
   if (self->dirty)
-    update_now (self);
+    start_analysis (self);
   return G_SOURCE_REMOVE;
 }
 
@@ -1170,6 +1337,7 @@ static void
 schedule_update (NapkinAnalysisPane *self)
 {
   self->dirty = TRUE;
+  self->analysis_serial++;   /* a result computing now is of an older state */
   if (self->tick_id == 0 && gtk_widget_get_mapped (GTK_WIDGET (self)))
     self->tick_id = gtk_widget_add_tick_callback (GTK_WIDGET (self), tick_cb, NULL, NULL);
 }
@@ -1482,8 +1650,8 @@ export_response_cb (GtkNativeDialog *dialog,
         {
           g_autofree char *text = napkin_analysis_pane_export_text (self, what, &error);
 
-          if (text != NULL && !g_file_set_contents (path, text, -1, &error))
-            g_prefix_error (&error, "%s: ", path);
+          if (text != NULL)
+            napkin_file_write_atomic (path, text, strlen (text), &error);
         }
       if (error != NULL)
         {
@@ -1607,6 +1775,9 @@ napkin_analysis_pane_dispose (GObject *object)
   if (self->bars_cancellable != NULL)
     g_cancellable_cancel (self->bars_cancellable);
   g_clear_object (&self->bars_cancellable);
+  if (self->analysis_cancellable != NULL)
+    g_cancellable_cancel (self->analysis_cancellable);
+  g_clear_object (&self->analysis_cancellable);
   g_clear_pointer (&self->root, gtk_widget_unparent);
   G_OBJECT_CLASS (napkin_analysis_pane_parent_class)->dispose (object);
 }
@@ -1821,7 +1992,8 @@ napkin_analysis_pane_flush (NapkinAnalysisPane *self)
 {
   g_return_if_fail (NAPKIN_IS_ANALYSIS_PANE (self));
 
-  if (self->dirty)
+  /* a result still computing is not shown yet: computed again here, and dropped */
+  if (self->dirty || self->analysis_running)
     update_now (self);
 }
 

@@ -851,7 +851,7 @@ add_region_for (NapkinCanvas       *self,
       NapkinOpKind kind = n >= 0 ? napkin_diagram_node (self->diagram, n)->kind : NAPKIN_OP_INPUT;
 
       if (kind != NAPKIN_OP_INPUT && kind != NAPKIN_OP_OUTPUT)
-        g_ptr_array_add (region->nodes, g_strdup (ids[i]));
+        napkin_region_add_node (region, ids[i]);
     }
   if (region->nodes->len == 0)
     {

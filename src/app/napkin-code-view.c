@@ -560,8 +560,16 @@ export_thread (GTask        *task,
     ok = generate (diagram, data->input->flags, &text, NULL, NULL, NULL, &error);
 
   if (ok)
-    ok = g_file_replace_contents (data->file, text, strlen (text), NULL, FALSE, G_FILE_CREATE_NONE, NULL,
-                                  cancellable, &error);
+    {
+      g_autofree char *path = g_file_get_path (data->file);
+
+      /* Local files as every export: whole or not at all, errors naming the file. */
+      if (path != NULL)
+        ok = napkin_file_write_atomic (path, text, strlen (text), &error);
+      else
+        ok = g_file_replace_contents (data->file, text, strlen (text), NULL, FALSE, G_FILE_CREATE_NONE, NULL,
+                                      cancellable, &error);
+    }
   if (!ok)
     g_task_return_error (task, g_steal_pointer (&error));
   else

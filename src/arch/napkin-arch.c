@@ -8,6 +8,7 @@
 
 #include "napkin-arch.h"
 #include "napkin-data-dirs.h"
+#include "napkin-file.h"
 #include "napkin-json-private.h"
 
 G_DEFINE_QUARK (NapkinArchError, napkin_arch_error)
@@ -785,19 +786,19 @@ napkin_arch_save (const NapkinArch  *arch,
                   GError           **error)
 {
   json_object *root;
+  const char *text;
   g_autoptr(GError) local_error = NULL;
   gboolean ok;
 
   g_return_val_if_fail (arch != NULL && path != NULL, FALSE);
 
   root = napkin_arch_to_json (arch);
-  /* g_file_set_contents writes a temporary file and renames it: never half-written */
-  ok = g_file_set_contents (path, json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY
-                                                                          | JSON_C_TO_STRING_SPACED
-                                                                          | JSON_C_TO_STRING_NOSLASHESCAPE),
-                            -1, &local_error);
+  text = json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                                               | JSON_C_TO_STRING_NOSLASHESCAPE);
+  /* a temporary file renamed over the profile: never half-written */
+  ok = napkin_file_write_atomic (path, text, strlen (text), &local_error);
   json_object_put (root);
   if (!ok)
-    g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_IO, "%s: %s", path, local_error->message);
+    g_set_error_literal (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_IO, local_error->message);
   return ok;
 }

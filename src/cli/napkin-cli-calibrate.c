@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "napkin-cli.h"
+#include "napkin-file.h"
 #include "napkin-json-private.h"
 #include "napkin-run-job.h"
 
@@ -294,7 +295,7 @@ napkin_cli_calibrate (int    argc,
     const char *text = json_object_to_json_string_ext (profile, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
                                                                   | JSON_C_TO_STRING_NOSLASHESCAPE);
 
-    if (!g_file_set_contents (output, text, -1, &error))
+    if (!napkin_file_write_atomic (output, text, strlen (text), &error))
       {
         fprintf (stderr, "napkin-cli calibrate: %s\n", error->message);
         return NAPKIN_CLI_FAILED;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "napkin-cli.h"
+#include "napkin-file.h"
 #include "napkin-codegen.h"
 #include "napkin-error.h"
 #include "napkin-interp.h"
@@ -36,6 +37,15 @@ check_equivalence (const char      *path,
       fprintf (stderr, "%s: cannot lower the plain diagram: %s\n", path, error->message);
       return NAPKIN_CLI_FAILED;
     }
+  {
+    const NapkinIrProgram *both[] = { program, plain };
+
+    if (!napkin_ir_interpret_check_limits (both, G_N_ELEMENTS (both), &error))
+      {
+        fprintf (stderr, "%s: %s\n", path, error->message);
+        return NAPKIN_CLI_FAILED;
+      }
+  }
   a = napkin_tensor_set_new_random (diagram, 1234);
   b = napkin_tensor_set_new_random (diagram, 1234);
   if (!napkin_ir_interpret (program, a, &error) || !napkin_ir_interpret (plain, b, &error))
@@ -179,7 +189,7 @@ napkin_cli_codegen (int    argc,
       fputs (text, stdout);
       return NAPKIN_CLI_OK;
     }
-  if (!g_file_set_contents (output, text, -1, &error))
+  if (!napkin_file_write_atomic (output, text, strlen (text), &error))
     {
       fprintf (stderr, "napkin-cli codegen: %s\n", error->message);
       return NAPKIN_CLI_FAILED;

@@ -5,6 +5,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+
+#include <glib/gstdio.h>
 
 #include "napkin-cli.h"
 #include "napkin-file.h"
@@ -15,6 +18,9 @@
 #define apply_tile_spec napkin_diagram_override_tile
 #endif
 #include "napkin-validate.h"
+
+/* The entries of the command being run (one per process), for napkin_cli_parse. */
+static const GOptionEntry *command_entries;
 
 GOptionContext *
 napkin_cli_context_new (const char          *command,
@@ -27,6 +33,7 @@ napkin_cli_context_new (const char          *command,
   GOptionContext *context = g_option_context_new (parameter);
 
   g_option_context_set_summary (context, summary);
+  command_entries = entries;
   if (entries != NULL)
     g_option_context_add_main_entries (context, entries, NULL);
 
@@ -48,6 +55,39 @@ napkin_cli_context_new (const char          *command,
   return context;
 }
 
+static gboolean
+same_file (const char *a,
+           const char *b)
+{
+  GStatBuf sa, sb;
+
+  return g_stat (a, &sa) == 0 && g_stat (b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Every command's -o OUT: never one of its input FILEs (through another name, a link
+ * or a hard link too), which `codegen in.napkin -o in.napkin` used to replace with
+ * CUDA. Checked here once for all commands, from their "output" option. */
+static gboolean
+check_output (int    argc,
+              char **argv)
+{
+  const char *output = NULL;
+
+  for (const GOptionEntry *e = command_entries; e != NULL && e->long_name != NULL; e++)
+    if (strcmp (e->long_name, "output") == 0 && e->arg == G_OPTION_ARG_FILENAME)
+      output = *(char **) e->arg_data;
+  if (output == NULL)
+    return TRUE;
+  for (int i = 1; i < argc; i++)
+    if (same_file (argv[i], output))
+      {
+        napkin_cli_usage_error (argv[0], "-o %s is the input %s: refusing to overwrite it; choose another OUT",
+                                output, argv[i]);
+        return FALSE;
+      }
+  return TRUE;
+}
+
 gboolean
 napkin_cli_parse (GOptionContext   *context,
                   int              *argc,
@@ -61,7 +101,7 @@ napkin_cli_parse (GOptionContext   *context,
                *argc > 0 ? (*argv)[0] : "");
       return FALSE;
     }
-  return TRUE;
+  return check_output (*argc, *argv);
 }
 
 int

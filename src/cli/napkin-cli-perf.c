@@ -158,8 +158,13 @@ print_analysis_text (NapkinAnalysis *a,
 
   printf ("%s on %s (%s)%s%s%s\n", path, a->arch->id, a->arch->name, a->has_dtype ? ", all tensors " : "",
           a->has_dtype ? napkin_dtype_to_string (a->dtype) : "", a->paper ? ", the paper's model (no L2 reuse)" : "");
-  printf ("\n%s: %s\n", a->feasible ? "feasible" : "INFEASIBLE", a->feasible ? "every region fits" : "");
-  for (guint i = 0; i < a->errors->len; i++)
+  /* the first error is the reason; the others follow it */
+  if (a->feasible)
+    printf ("\nfeasible: every region fits\n");
+  else
+    printf ("\nINFEASIBLE: %s\n", a->errors->len > 0 ? (const char *) g_ptr_array_index (a->errors, 0)
+                                                      : "the model found no configuration that fits");
+  for (guint i = a->feasible ? 0 : 1; i < a->errors->len; i++)
     printf ("  error: %s\n", (const char *) g_ptr_array_index (a->errors, i));
   for (guint i = 0; i < a->warnings->len; i++)
     printf ("  note: %s\n", (const char *) g_ptr_array_index (a->warnings, i));
@@ -389,6 +394,13 @@ napkin_cli_analyze (int    argc,
       print_analysis_text (analysis, argv[1]);
       break;
     }
+  /* Tables have no place for the reasons: they go to the error stream, so that a
+   * failing exit status always comes with one. */
+  if (!analysis->feasible && (format == FORMAT_CSV || format == FORMAT_MD))
+    for (guint i = 0; i < MAX (analysis->errors->len, 1); i++)
+      fprintf (stderr, "%s: infeasible: %s\n", argv[1],
+               analysis->errors->len > 0 ? (const char *) g_ptr_array_index (analysis->errors, i)
+                                         : "the model found no configuration that fits");
   /* an infeasible relabeling is a result, but scripts should be able to tell */
   return analysis->feasible ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
 }

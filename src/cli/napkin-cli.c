@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <locale.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,7 +66,19 @@ main (int    argc,
 
   for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
     if (strcmp (argv[1], commands[i].name) == 0)
-      return commands[i].run (argc - 1, argv + 1);
+      {
+        int status = commands[i].run (argc - 1, argv + 1);
+
+        /* What a command printed may not have reached a full disk or a closed pipe:
+         * never exit 0 on a truncated output. */
+        if (fflush (stdout) != 0 || ferror (stdout))
+          {
+            fprintf (stderr, "napkin-cli %s: could not write the output: %s\n", argv[1],
+                     errno != 0 ? g_strerror (errno) : "write error");
+            return NAPKIN_CLI_FAILED;
+          }
+        return status;
+      }
 
   fprintf (stderr, "napkin-cli: unknown command “%s”\n\n", argv[1]);
   print_usage (stderr);

@@ -93,6 +93,10 @@ typedef struct
   gboolean     has_rect;
   double       x, y, width, height;
   json_object *extra;
+  /* The ids of `nodes` as a set, for napkin_region_has_node: change `nodes` only
+   * through napkin_region_add_node, napkin_region_remove_node and
+   * napkin_region_clear_nodes, which keep the two in step. */
+  GHashTable  *node_set;
 } NapkinRegion;
 
 typedef struct
@@ -127,6 +131,10 @@ G_DECLARE_FINAL_TYPE (NapkinDiagram, napkin_diagram, NAPKIN, DIAGRAM, GObject)
 
 NapkinDiagram      *napkin_diagram_new              (void);
 NapkinDiagram      *napkin_diagram_copy             (NapkinDiagram     *self);
+/* A copy sharing nothing with the original (json-c's reference counts are not
+ * atomic): for work in another thread that needs no unknown fields (the model, the
+ * code generator). It may be freed in that thread. */
+NapkinDiagram      *napkin_diagram_copy_without_extras (NapkinDiagram  *self);
 
 const char         *napkin_diagram_get_title        (NapkinDiagram     *self);
 void                napkin_diagram_set_title        (NapkinDiagram     *self,
@@ -232,6 +240,12 @@ NapkinMarkKind      napkin_region_mark              (const NapkinRegion *region,
                                                      gint64            *tile);
 gboolean            napkin_region_has_node          (const NapkinRegion *region,
                                                      const char        *id);
+/* FALSE (and nothing added) when the id is listed already. */
+gboolean            napkin_region_add_node          (NapkinRegion      *region,
+                                                     const char        *id);
+gboolean            napkin_region_remove_node       (NapkinRegion      *region,
+                                                     const char        *id);
+void                napkin_region_clear_nodes       (NapkinRegion      *region);
 
 /* Item memory. */
 gpointer            napkin_item_copy                (NapkinItemKind     kind,

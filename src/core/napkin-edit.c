@@ -227,9 +227,7 @@ napkin_edit_remove_node (NapkinHistory  *history,
           continue;
         }
       copy = napkin_item_copy (NAPKIN_ITEM_REGION, region);
-      for (guint i = 0; i < copy->nodes->len; i++)
-        if (g_strcmp0 (g_ptr_array_index (copy->nodes, i), id) == 0)
-          g_ptr_array_remove_index (copy->nodes, i--);
+      napkin_region_remove_node (copy, id);
       napkin_command_add (command, NAPKIN_ITEM_REGION, r - 1, region, copy);
       napkin_item_free (NAPKIN_ITEM_REGION, copy);
     }
@@ -725,12 +723,11 @@ set_nodes (NapkinRegion  *region,
 {
   const char *const *ids = data;
 
-  g_ptr_array_set_size (region->nodes, 0);
+  napkin_region_clear_nodes (region);
   for (guint i = 0; ids && ids[i]; i++)
     {
-      if (napkin_region_has_node (region, ids[i]))
+      if (!napkin_region_add_node (region, ids[i]))
         return refuse (error, "operation “%s” is listed twice", ids[i]);
-      g_ptr_array_add (region->nodes, g_strdup (ids[i]));
     }
   return TRUE;
 }

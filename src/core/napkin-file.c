@@ -16,6 +16,7 @@
 #include "napkin-error.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
+#include "napkin-json-scan.h"
 #include "napkin-validate.h"
 
 /* The loader walks the JSON once, building items and reporting the first problem
@@ -24,12 +25,18 @@
 
 typedef struct
 {
-  GError    **error;
-  gboolean    failed;
-  json_object *root;   /* the document, to name places in words */
+  GError      **error;
+  gboolean      failed;
+  json_object  *root;   /* the whole document, parsed only to name a failure's place */
   /* Keys loaded so far, key -> index + 1. The diagram's own index is rebuilt after
    * every insertion, which made loading quadratic: 4 000 operations took 8 s. */
-  GHashTable *index[NAPKIN_N_ITEM_KINDS];
+  GHashTable   *index[NAPKIN_N_ITEM_KINDS];
+  /* The checked text, read piece by piece (see read_value). */
+  const char   *data;
+  gsize         length;
+  json_tokener *tokener;
+  gsize         known_limit;   /* json-c bytes for one value of a field we read */
+  gsize         extra_budget;  /* json-c bytes left for the values of unknown fields */
 } Loader;
 
 static void
@@ -37,6 +44,8 @@ loader_clear (Loader *loader)
 {
   for (guint k = 0; k < NAPKIN_N_ITEM_KINDS; k++)
     g_clear_pointer (&loader->index[k], g_hash_table_unref);
+  g_clear_pointer (&loader->tokener, json_tokener_free);
+  g_clear_pointer (&loader->root, json_object_put);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Loader, loader_clear)
@@ -70,6 +79,9 @@ loader_append (Loader         *loader,
   napkin_diagram_insert_item (diagram, kind, index, item);
 }
 
+/* The largest file whose errors name items by their names (bytes). */
+#define DESCRIBE_LIMIT (1 << 20)
+
 G_GNUC_PRINTF (4, 5)
 static gboolean
 fail (Loader     *loader,
@@ -88,7 +100,17 @@ fail (Loader     *loader,
   message = g_strdup_vprintf (format, args);
   va_end (args);
 
-  /* "The size of axis “m”: 0 is out of range", the JSON path on a details line */
+  /* "The size of axis “m”: 0 is out of range", the JSON path on a details line.
+   * The loader never builds the whole tree; a failure in a file of ordinary size
+   * parses it once to find the item's name (a huge one is named by position, so
+   * that an error costs no more memory than loading). */
+  if (loader->root == NULL && loader->data != NULL && loader->length <= DESCRIBE_LIMIT)
+    {
+      json_tokener *tokener = json_tokener_new_ex (NAPKIN_JSON_MAX_DEPTH);
+
+      loader->root = json_tokener_parse_ex (tokener, loader->data, (int) loader->length);
+      json_tokener_free (tokener);
+    }
   {
     g_autofree char *place = napkin_describe_place (loader->root, NULL, path);
     g_autofree char *words = NULL;
@@ -119,6 +141,8 @@ type_name (json_object *obj)
     }
 }
 
+static gboolean is_raw (json_object *obj);
+
 static gboolean
 expect_type (Loader      *loader,
              json_object *obj,
@@ -131,6 +155,17 @@ expect_type (Loader      *loader,
     [json_type_string] = "a string",
   };
 
+  if (is_raw (obj))
+    {
+      gsize values;
+      gsize cost = napkin_json_tree_cost (json_object_get_string (obj), 0, json_object_get_string_len (obj),
+                                          &values);
+
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path,
+                   "%" G_GSIZE_FORMAT " JSON values in %d bytes: reading them would take about %" G_GSIZE_FORMAT
+                   " MB, more than Napkin gives a file of this size",
+                   values, json_object_get_string_len (obj), cost / 1000000 + 1);
+    }
   if (json_object_get_type (obj) == type)
     return TRUE;
   if (type == json_type_double && json_object_get_type (obj) == json_type_int)
@@ -140,74 +175,239 @@ expect_type (Loader      *loader,
                wanted[type], type_name (obj));
 }
 
-/* Every key and string of the document is UTF-8 text (RFC 8259), keys without NUL:
- * unknown fields are written back as they are, so they are checked here, once.
- * The path grows and shrinks in one buffer: this walk sees every value of the file. */
-static gboolean
-check_text (Loader      *loader,
-            json_object *obj,
-            GString     *path)
+/* ---- reading the text in pieces ---------------------------------------------------------
+ *
+ * json-c builds a tree of the whole text, at 26 bytes of memory per byte of a typical
+ * file and 260 per byte of an array of empty objects: a 67 MB file took 17 GB. The
+ * loader therefore checks the text first (napkin-json-scan.c: syntax, nesting, UTF-8),
+ * then hands json-c one value at a time: each operation, wire, region… is read, turned
+ * into an item and dropped. What stays are the values of unknown fields (kept for the
+ * round trip): as json-c trees while their estimated cost fits a budget of a few times
+ * the file's size, else as their raw text, written back byte for byte. A value of a
+ * field we read that would cost more than eight times the file is refused. So loading
+ * takes at most about 14 times the file's size, plus the diagram itself
+ * (docs/security.md, "Limits"). */
+
+/* Unknown values longer than RAW_MIN_BYTES whose tree would take more than
+ * RAW_DENSITY bytes per byte of text are kept as text; the trees of the others may
+ * take EXTRA_BUDGET times the file (plus 16 MiB), beyond which the file is refused.
+ * A value of a field we read may take KNOWN_LIMIT times the file (plus 4 MiB). */
+#define RAW_MIN_BYTES 4096
+#define RAW_DENSITY   16
+#define EXTRA_BUDGET  8
+#define KNOWN_LIMIT   4
+
+/* A value kept as its raw text: a JSON string whose serializer prints the text as it
+ * was (valid JSON, checked). Tagged by its userdata. */
+static char raw_tag;
+
+static int
+raw_to_json_string (json_object   *jso,
+                    struct printbuf *pb,
+                    int            level,
+                    int            flags)
 {
-  gsize mark = path->len;
+  return printbuf_memappend (pb, json_object_get_string (jso), json_object_get_string_len (jso));
+}
 
-  switch (json_object_get_type (obj))
+static gboolean
+is_raw (json_object *obj)
+{
+  return obj != NULL && json_object_get_userdata (obj) == &raw_tag;
+}
+
+static json_object *
+raw_new (const char *text,
+         gsize       length)
+{
+  json_object *obj = json_object_new_string_len (text, (int) length);
+
+  json_object_set_serializer (obj, raw_to_json_string, &raw_tag, NULL);
+  return obj;
+}
+
+/* The JSON type of a checked value, from its first character. */
+static const char *
+span_type_name (Loader *loader,
+                gsize   start,
+                gsize   end)
+{
+  switch (loader->data[start])
     {
-    case json_type_string:
-      if (!g_utf8_validate_len (json_object_get_string (obj), json_object_get_string_len (obj), NULL))
-        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path->str, "not valid UTF-8 text");
-      return TRUE;
-
-    case json_type_array:
-      for (size_t i = 0; i < json_object_array_length (obj); i++)
-        {
-          g_string_append_printf (path, "[%zu]", i);
-          if (!check_text (loader, json_object_array_get_idx (obj, i), path))
-            return FALSE;
-          g_string_truncate (path, mark);
-        }
-      return TRUE;
-
-    case json_type_object:
-      {
-        gboolean root = strcmp (path->str, "$") == 0;
-
-        json_object_object_foreach (obj, key, value)
-          {
-            if (!g_utf8_validate (key, -1, NULL))
-              return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path->str, "a field name is not valid UTF-8 text");
-            g_string_truncate (path, root ? 0 : mark);
-            if (!root)
-              g_string_append_c (path, '.');
-            for (const char *c = key; *c; c++)
-              {
-                /* paths are printed: no raw control characters */
-                if ((guchar) *c < 0x20 || *c == 0x7f || *c == '\\' || *c == '"')
-                  {
-                    g_autofree char *one = g_strndup (c, 1);
-                    g_autofree char *shown = g_strescape (one, NULL);
-
-                    g_string_append (path, shown);
-                  }
-                else
-                  g_string_append_c (path, *c);
-              }
-            if (!check_text (loader, value, path))
-              return FALSE;
-          }
-        if (root)
-          g_string_assign (path, "$");
-        else
-          g_string_truncate (path, mark);
-        return TRUE;
-      }
-
-    case json_type_null:
-    case json_type_boolean:
-    case json_type_double:
-    case json_type_int:
+    case '{': return "an object";
+    case '[': return "an array";
+    case '"': return "a string";
+    case 't':
+    case 'f': return "a boolean";
+    case 'n': return "null";
     default:
-      return TRUE;
+      for (gsize i = start; i < end; i++)
+        if (loader->data[i] == '.' || loader->data[i] == 'e' || loader->data[i] == 'E')
+          return "a number";
+      return "an integer";
     }
+}
+
+/* One value as a json-c tree; `known`: a field the loader reads, else an unknown
+ * field's value, kept. NULL is JSON null, or (unknown fields over their budget) an
+ * error in loader->extra_budget == 0 that read_object reports. */
+static json_object *
+read_value (Loader   *loader,
+            gsize     start,
+            gsize     end,
+            gboolean  known)
+{
+  const char *text = loader->data + start;
+  gsize cost = napkin_json_tree_cost (loader->data, start, end, NULL);
+  json_object *value;
+
+  /* The choice depends on the value's own text only, so that a saved file reads back
+   * the same way (its raw text is written back as it was). */
+  if (known ? cost > loader->known_limit : end - start > RAW_MIN_BYTES && cost > RAW_DENSITY * (end - start))
+    return raw_new (text, end - start);
+  if (!known)
+    {
+      if (cost > loader->extra_budget)
+        {
+          loader->extra_budget = 0;
+          return NULL;
+        }
+      loader->extra_budget -= cost;
+    }
+
+  switch (text[0])
+    {
+    case 'n':
+      return NULL;
+    case 't':
+    case 'f':
+      return json_object_new_boolean (text[0] == 't');
+    case '"':
+      {
+        g_autofree char *string = napkin_json_string_text (loader->data, start, end);
+
+        return json_object_new_string (string);
+      }
+    case '{':
+    case '[':
+      json_tokener_reset (loader->tokener);
+      value = json_tokener_parse_ex (loader->tokener, text, (int) (end - start));
+      break;
+    default:
+      {
+        /* A number ends only where something follows it. */
+        g_autofree char *number = g_strndup (text, end - start + 1);
+
+        number[end - start] = ' ';
+        json_tokener_reset (loader->tokener);
+        value = json_tokener_parse_ex (loader->tokener, number, (int) (end - start + 1));
+        break;
+      }
+    }
+  /* Checked text always parses; json-c failing here would be a bug of the check. */
+  if (value == NULL)
+    g_warning ("json-c did not parse a value the check accepted (%s)",
+               json_tokener_error_desc (json_tokener_get_error (loader->tokener)));
+  return value;
+}
+
+/* A checked object, member by member; `split` keys are not read but their spans
+ * returned (the last of duplicate keys wins, as in json-c). */
+static json_object *
+read_object (Loader      *loader,
+             gsize        start,
+             gsize        end,
+             const char **known,
+             const char **split,
+             gsize       *split_spans)
+{
+  json_object *obj = json_object_new_object ();
+  NapkinJsonIter iter;
+  gsize ks, ke, vs, ve;
+
+  napkin_json_iter_init (&iter, loader->data, end, start);
+  while (napkin_json_iter_next_member (&iter, &ks, &ke, &vs, &ve))
+    {
+      g_autofree char *key = napkin_json_string_text (loader->data, ks, ke);
+      gboolean is_split = FALSE;
+
+      for (guint k = 0; split != NULL && split[k] != NULL && !is_split; k++)
+        if (strcmp (split[k], key) == 0)
+          {
+            split_spans[2 * k] = vs;
+            split_spans[2 * k + 1] = ve;
+            is_split = TRUE;
+          }
+      if (is_split)
+        continue;
+      json_object_object_add (obj, key, read_value (loader, vs, ve, g_strv_contains (known, key)));
+      if (loader->extra_budget == 0 && !loader->failed)
+        {
+          g_autofree char *shown = g_strescape (key, NULL);
+          int line = 1, column = 1;
+
+          for (gsize i = 0; i < vs; i++)
+            {
+              if (loader->data[i] == '\n')
+                line++, column = 1;
+              else
+                column++;
+            }
+          fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "$",
+                "the fields this Napkin does not know (kept to be written back) would need more than %"
+                G_GSIZE_FORMAT " MB of memory (%d times the file's size plus 16 MB); that ran out at field "
+                "“%.40s” (line %d, column %d)",
+                (EXTRA_BUDGET * loader->length + (16 << 20)) / 1000000, EXTRA_BUDGET, shown, line, column);
+        }
+    }
+  return obj;
+}
+
+/* The elements of an array of items (axes, nodes, …), read one at a time. */
+typedef struct
+{
+  gsize          start;
+  gsize          end;
+  gsize          length;
+  gsize          next;
+  NapkinJsonIter iter;
+  json_object   *current;
+} Elements;
+
+static void
+elements_clear (Elements *elements)
+{
+  g_clear_pointer (&elements->current, json_object_put);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Elements, elements_clear)
+
+static gsize
+elements_length (Elements *elements)
+{
+  return elements->length;
+}
+
+/* Element i (in order): an item object, whose unknown fields count against the
+ * budget; valid until the next call. */
+static json_object *
+elements_get (Loader      *loader,
+              Elements    *elements,
+              gsize        i,
+              const char **known)
+{
+  gsize vs, ve;
+
+  g_assert (i == elements->next);
+  g_clear_pointer (&elements->current, json_object_put);
+  if (!napkin_json_iter_next (&elements->iter, &vs, &ve))
+    g_assert_not_reached ();
+  elements->next++;
+  if (loader->data[vs] == '{')
+    elements->current = read_object (loader, vs, ve, known, NULL, NULL);
+  else
+    elements->current = read_value (loader, vs, ve, TRUE);
+  return elements->current;
 }
 
 /* Keys we know are consumed; the rest become `extra`. */
@@ -249,7 +449,6 @@ get_string (Loader      *loader,
             const char **out)
 {
   json_object *value = member (obj, key);
-  g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
 
   *out = NULL;
   if (value == NULL)
@@ -258,13 +457,22 @@ get_string (Loader      *loader,
         return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "missing field “%s”", key);
       return TRUE;
     }
-  if (!expect_type (loader, value, json_type_string, p))
-    return FALSE;
+  /* the path only when there is something to say: this runs for every field */
+  if (is_raw (value) || json_object_get_type (value) != json_type_string)
+    {
+      g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
+
+      return expect_type (loader, value, json_type_string, p);
+    }
 
   *out = json_object_get_string (value);
   if (!g_utf8_validate (*out, json_object_get_string_len (value), NULL)
       || strlen (*out) != (gsize) json_object_get_string_len (value))
-    return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "not valid UTF-8 text");
+    {
+      g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
+
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "not valid UTF-8 text");
+    }
   return TRUE;
 }
 
@@ -444,23 +652,36 @@ get_axis_list (Loader         *loader,
   return TRUE;
 }
 
-static json_object *
+/* The root's array `key`, found at [span[0], span[1]) (0, 0: absent), to read
+ * element by element. */
+static Elements *
 get_array (Loader      *loader,
-           json_object *root,
+           Elements    *elements,
+           const gsize *span,
            const char  *key,
            gboolean     required)
 {
-  json_object *value = member (root, key);
+  gsize vs, ve;
 
-  if (value == NULL)
+  if (span[1] == 0)
     {
       if (required)
         fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", "missing field “%s”", key);
       return NULL;
     }
-  if (!expect_type (loader, value, json_type_array, key))
-    return NULL;
-  return value;
+  if (loader->data[span[0]] != '[')
+    {
+      fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, key, "expected an array, found %s",
+            span_type_name (loader, span[0], span[1]));
+      return NULL;
+    }
+  elements->start = span[0];
+  elements->end = span[1];
+  napkin_json_iter_init (&elements->iter, loader->data, span[1], span[0]);
+  while (napkin_json_iter_next (&elements->iter, &vs, &ve))
+    elements->length++;
+  napkin_json_iter_init (&elements->iter, loader->data, span[1], span[0]);
+  return elements;
 }
 
 static gboolean
@@ -479,17 +700,17 @@ check_unique (Loader        *loader,
 static void
 load_axes (Loader        *loader,
            NapkinDiagram *diagram,
-           json_object   *array)
+           Elements      *array)
 {
   static const char *known[] = { "name", "size", NULL };
 
-  if (array && json_object_array_length (array) > NAPKIN_MAX_AXES)
+  if (array && elements_length (array) > NAPKIN_MAX_AXES)
     fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "axes", "%zu axes; at most %d are supported",
-          json_object_array_length (array), NAPKIN_MAX_AXES);
+          elements_length (array), NAPKIN_MAX_AXES);
 
-  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+  for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
     {
-      json_object *obj = json_object_array_get_idx (array, i);
+      json_object *obj = elements_get (loader, array, i, known);
       g_autofree char *path = g_strdup_printf ("axes[%zu]", i);
       g_autofree char *size_path = g_strdup_printf ("axes[%zu].size", i);
       json_object *size_obj;
@@ -521,13 +742,13 @@ load_axes (Loader        *loader,
 static void
 load_tensors (Loader        *loader,
               NapkinDiagram *diagram,
-              json_object   *array)
+              Elements      *array)
 {
   static const char *known[] = { "name", "axes", "dtype", NULL };
 
-  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+  for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
     {
-      json_object *obj = json_object_array_get_idx (array, i);
+      json_object *obj = elements_get (loader, array, i, known);
       g_autofree char *path = g_strdup_printf ("tensors[%zu]", i);
       g_auto(GStrv) axes = NULL;
       NapkinTensor *tensor;
@@ -630,7 +851,7 @@ load_mask_int (Loader      *loader,
 static void
 load_nodes (Loader        *loader,
             NapkinDiagram *diagram,
-            json_object   *array)
+            Elements      *array)
 {
   static const char *known[] = {
     "id", "kind", "label", "x", "y", "tensor", "out", "axis", "fn", "alpha", "op", "norm", "eps",
@@ -641,13 +862,13 @@ load_nodes (Loader        *loader,
   for (guint i = 0; i < NAPKIN_N_FNS; i++)
     g_string_append_printf (fn_choices, "%s%s", i ? ", " : "", napkin_fn_info (i)->name);
 
-  if (array && json_object_array_length (array) > NAPKIN_MAX_NODES)
+  if (array && elements_length (array) > NAPKIN_MAX_NODES)
     fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "nodes", "%zu operations; at most %d are supported",
-          json_object_array_length (array), NAPKIN_MAX_NODES);
+          elements_length (array), NAPKIN_MAX_NODES);
 
-  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+  for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
     {
-      json_object *obj = json_object_array_get_idx (array, i);
+      json_object *obj = elements_get (loader, array, i, known);
       g_autofree char *path = g_strdup_printf ("nodes[%zu]", i);
       g_autoptr(GError) ignored = NULL;
       NapkinNode *node;
@@ -792,13 +1013,13 @@ free_wire_item (NapkinWire *wire)
 static void
 load_wires (Loader        *loader,
             NapkinDiagram *diagram,
-            json_object   *array)
+            Elements      *array)
 {
   static const char *known[] = { "from", "to", "port", NULL };
 
-  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+  for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
     {
-      json_object *obj = json_object_array_get_idx (array, i);
+      json_object *obj = elements_get (loader, array, i, known);
       g_autofree char *path = g_strdup_printf ("wires[%zu]", i);
       const char *from, *to;
       json_object *port_obj;
@@ -924,18 +1145,18 @@ load_mark (Loader        *loader,
 static void
 load_regions (Loader        *loader,
               NapkinDiagram *diagram,
-              json_object   *array)
+              Elements      *array)
 {
   static const char *known[] = { "name", "level", "nodes", "marks", "stages", "threads", "rect", NULL };
   g_autoptr(GHashTable) listed = g_hash_table_new (g_str_hash, g_str_equal);
 
-  if (array && json_object_array_length (array) > NAPKIN_MAX_REGIONS)
+  if (array && elements_length (array) > NAPKIN_MAX_REGIONS)
     fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "regions", "%zu regions; at most %d are supported",
-          json_object_array_length (array), NAPKIN_MAX_REGIONS);
+          elements_length (array), NAPKIN_MAX_REGIONS);
 
-  for (size_t i = 0; array && !loader->failed && i < json_object_array_length (array); i++)
+  for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
     {
-      json_object *obj = json_object_array_get_idx (array, i);
+      json_object *obj = elements_get (loader, array, i, known);
       g_autofree char *path = g_strdup_printf ("regions[%zu]", i);
       const char *name;
       NapkinLevel level;
@@ -986,7 +1207,7 @@ load_regions (Loader        *loader,
               fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "operation “%s” is listed twice", id);
               return;
             }
-          g_ptr_array_add (region->nodes, g_strdup (id));
+          napkin_region_add_node (region, id);
         }
 
       if ((value = member (obj, "marks")) != NULL)
@@ -1113,12 +1334,18 @@ napkin_diagram_load_from_data (const char       *data,
     "format", "version", "title", "description", "axes", "tensors", "nodes", "wires", "regions",
     "view", NULL,
   };
-  g_autoptr(json_tokener) tokener = NULL;
-  g_autoptr(GString) text_path = NULL;
+  /* Read element by element rather than as one tree. */
+  static const char *arrays[] = { "axes", "tensors", "nodes", "wires", "regions", NULL };
+  gsize spans[2 * G_N_ELEMENTS (arrays)] = { 0 };
+  g_auto(Elements) axes = { 0 };
+  g_auto(Elements) tensors = { 0 };
+  g_auto(Elements) nodes = { 0 };
+  g_auto(Elements) wires = { 0 };
+  g_auto(Elements) regions = { 0 };
   g_autoptr(json_object) root = NULL;
   g_autoptr(NapkinDiagram) diagram = NULL;
-  enum json_tokener_error jerr;
   g_auto(Loader) loader = { error, FALSE, NULL, { NULL } };
+  gsize root_start, root_end;
   const char *text;
   json_object *value;
   gint64 version;
@@ -1134,52 +1361,42 @@ napkin_diagram_load_from_data (const char       *data,
       return NULL;
     }
 
-  /* Depth bounds the parser's recursion on hostile input. */
-  tokener = json_tokener_new_ex (64);
-  json_tokener_set_flags (tokener, JSON_TOKENER_STRICT);
-  root = json_tokener_parse_ex (tokener, data, (int) length);
-  jerr = json_tokener_get_error (tokener);
-  if (root == NULL || jerr != json_tokener_success)
-    {
-      int offset = (int) json_tokener_get_parse_end (tokener);
-      int line = 1, column = 1;
+  /* Syntax, nesting (bounded: no recursion) and text, before anything is built. */
+  {
+    g_autoptr(GError) check_error = NULL;
 
-      if (jerr == json_tokener_continue)
-        jerr = json_tokener_error_parse_eof;
-      for (int i = 0; i < offset && i < length; i++)
-        {
-          if (data[i] == '\n')
-            line++, column = 1;
-          else
-            column++;
-        }
-      g_clear_pointer (&root, json_object_put);
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
-                   "The file is not a Napkin diagram: it is not valid JSON (line %d, column %d: %s)", line, column,
-                   json_tokener_error_desc (jerr));
+    if (!napkin_json_check (data, length, &root_start, &root_end, &check_error))
+      {
+        const char *colon = strstr (check_error->message, ": ");
+
+        /* bad text: "nodes[3].label: WHAT", said again in words (fail) */
+        if (g_error_matches (check_error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_FORMAT) && colon != NULL)
+          {
+            g_autofree char *path = g_strndup (check_error->message, colon - check_error->message);
+
+            loader.data = data;
+            loader.length = length;
+            fail (&loader, check_error->code, path, "%s", colon + 2);
+          }
+        else
+          g_propagate_error (error, g_steal_pointer (&check_error));
+        return NULL;
+      }
+  }
+  loader.data = data;
+  loader.length = length;
+  loader.tokener = json_tokener_new_ex (NAPKIN_JSON_MAX_DEPTH);
+  json_tokener_set_flags (loader.tokener, JSON_TOKENER_STRICT);
+  loader.known_limit = KNOWN_LIMIT * (gsize) length + (4 << 20);
+  loader.extra_budget = EXTRA_BUDGET * (gsize) length + (16 << 20);
+
+  if (data[root_start] != '{')
+    {
+      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", "expected an object, found %s",
+            span_type_name (&loader, root_start, root_end));
       return NULL;
     }
-  if (json_tokener_get_parse_end (tokener) < (size_t) length)
-    {
-      gsize rest = json_tokener_get_parse_end (tokener);
-
-      /* Bounded by length: the data need not end with a NUL, and a NUL is not space. */
-      while (rest < (gsize) length && g_ascii_isspace (data[rest]))
-        rest++;
-      if (rest < (gsize) length)
-        {
-          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
-                       "The file is not a Napkin diagram: there is text after the end of its JSON document");
-          return NULL;
-        }
-    }
-
-  if (!expect_type (&loader, root, json_type_object, "$"))
-    return NULL;
-  loader.root = root;
-  text_path = g_string_new ("$");
-  if (!check_text (&loader, root, text_path))
-    return NULL;
+  root = read_object (&loader, root_start, root_end, known, arrays, spans);
 
   if (!get_string (&loader, root, "format", "$", TRUE, &text))
     return NULL;
@@ -1217,15 +1434,15 @@ napkin_diagram_load_from_data (const char       *data,
     return NULL;
   napkin_diagram_set_description (diagram, text);
 
-  load_axes (&loader, diagram, get_array (&loader, root, "axes", TRUE));
+  load_axes (&loader, diagram, get_array (&loader, &axes, &spans[0], "axes", TRUE));
   if (!loader.failed)
-    load_tensors (&loader, diagram, get_array (&loader, root, "tensors", FALSE));
+    load_tensors (&loader, diagram, get_array (&loader, &tensors, &spans[2], "tensors", FALSE));
   if (!loader.failed)
-    load_nodes (&loader, diagram, get_array (&loader, root, "nodes", TRUE));
+    load_nodes (&loader, diagram, get_array (&loader, &nodes, &spans[4], "nodes", TRUE));
   if (!loader.failed)
-    load_wires (&loader, diagram, get_array (&loader, root, "wires", FALSE));
+    load_wires (&loader, diagram, get_array (&loader, &wires, &spans[6], "wires", FALSE));
   if (!loader.failed)
-    load_regions (&loader, diagram, get_array (&loader, root, "regions", FALSE));
+    load_regions (&loader, diagram, get_array (&loader, &regions, &spans[8], "regions", FALSE));
   if (!loader.failed)
     load_view (&loader, diagram, root);
   if (loader.failed)
@@ -1251,10 +1468,11 @@ read_bounded (const char  *path,
               GError     **error)
 {
   g_autoptr(GByteArray) buffer = g_byte_array_new ();
-  struct stat st;
+  struct stat st = { 0 };
   int fd;
 
-  fd = g_open (path, O_RDONLY, 0);
+  /* Non-blocking: opening a pipe with no writer would wait forever. */
+  fd = g_open (path, O_RDONLY | O_NONBLOCK, 0);
   if (fd >= 0)
     fcntl (fd, F_SETFD, FD_CLOEXEC);  /* not inherited by compilers and runners we spawn */
   if (fd < 0)
@@ -1265,13 +1483,21 @@ read_bounded (const char  *path,
                    "could not open “%s”: %s", path, g_strerror (saved));
       return NULL;
     }
-  if (fstat (fd, &st) == 0 && S_ISDIR (st.st_mode))
+  /* Only regular files: a pipe, a socket or a device can block or never end. */
+  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))
     {
+      int saved = S_ISREG (st.st_mode) || st.st_mode == 0 ? errno : 0;
+
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                   "could not read “%s”: it is a folder", path);
+                   "could not read “%s”: %s", path,
+                   S_ISDIR (st.st_mode) ? "it is a folder"
+                   : S_ISFIFO (st.st_mode) ? "it is a pipe, not a regular file"
+                   : S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode) ? "it is a device, not a regular file"
+                   : saved != 0 ? g_strerror (saved) : "not a regular file");
       close (fd);
       return NULL;
     }
+  fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
 
   while (buffer->len <= NAPKIN_MAX_FILE_SIZE)
     {
@@ -1631,14 +1857,21 @@ write_all (int           fd,
   return TRUE;
 }
 
+/* "could not save “F”: writing: No space left on device"; without an errno, the
+ * step alone ("it is a folder"). */
 static gboolean
 save_failed (GError    **error,
+             const char *verb,
              const char *path,
              const char *what,
              int         saved_errno)
 {
-  g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-               "could not save “%s”: %s: %s", path, what, g_strerror (saved_errno));
+  if (saved_errno == 0)
+    g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                 "could not %s “%s”: %s", verb, path, what);
+  else
+    g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+                 "could not %s “%s”: %s: %s", verb, path, what, g_strerror (saved_errno));
   return FALSE;
 }
 
@@ -1698,80 +1931,213 @@ keep_backup (const char  *path,
                    path, backup, g_strerror (saved));
       return FALSE;
     }
+  /* When FILE~ already was a link to the same file (two saves at once, or a user's
+   * `ln`), rename does nothing and leaves the temporary name: remove it. */
+  if (g_unlink (temp) != 0 && errno != ENOENT)
+    g_debug ("could not remove “%s”: %s", temp, g_strerror (errno));
   return TRUE;
 }
 
-/* A temporary file in the same folder, written and fsync'd, the old version kept as
- * FILE~, then renamed over FILE and the folder fsync'd: whenever the process or the
- * machine stops, FILE is the old or the new complete document (docs/security.md). */
+/* A temporary file in the same folder, written and fsync'd, (for a save) the old
+ * version kept as FILE~, then renamed over FILE and the folder fsync'd: whenever the
+ * process or the machine stops, FILE is the old or the new complete file
+ * (docs/security.md). On failure FILE is untouched and the temporary file removed;
+ * the error names FILE and the step, never the temporary name. */
+struct _NapkinAtomicFile
+{
+  char       *path;     /* as given, for messages */
+  char       *target;   /* links followed */
+  char       *dir;
+  char       *temp;
+  int         fd;
+  int         write_errno;   /* the first failed write's */
+  const char *verb;
+  gboolean    backup;
+};
+
+static void
+atomic_free (NapkinAtomicFile *file)
+{
+  if (file->fd >= 0)
+    close (file->fd);
+  if (file->temp != NULL)
+    g_unlink (file->temp);
+  g_free (file->path);
+  g_free (file->target);
+  g_free (file->dir);
+  g_free (file->temp);
+  g_free (file);
+}
+
+static NapkinAtomicFile *
+atomic_open (const char  *path,
+             const char  *verb,
+             gboolean     backup,
+             GError     **error)
+{
+  g_autofree char *base = NULL;
+  NapkinAtomicFile *file = g_new0 (NapkinAtomicFile, 1);
+  struct stat st;
+
+  file->fd = -1;
+  file->path = g_strdup (path);
+  file->verb = verb;
+  file->backup = backup;
+  file->target = resolve_links (path);
+  file->dir = g_path_get_dirname (file->target);
+  base = g_path_get_basename (file->target);
+
+  if (g_stat (file->target, &st) == 0 && !S_ISREG (st.st_mode))
+    {
+      save_failed (error, verb, path, S_ISDIR (st.st_mode) ? "not a regular file: it is a folder"
+                                                            : "not a regular file", 0);
+      atomic_free (file);
+      return NULL;
+    }
+  file->temp = g_strdup_printf ("%s%s.%s.XXXXXX", file->dir, G_DIR_SEPARATOR_S, base);
+  file->fd = g_mkstemp_full (file->temp, O_RDWR, backup ? 0644 : 0666);
+  if (file->fd < 0)
+    {
+      save_failed (error, verb, path, "creating a temporary file", errno);
+      g_clear_pointer (&file->temp, g_free);   /* nothing to remove */
+      atomic_free (file);
+      return NULL;
+    }
+  fcntl (file->fd, F_SETFD, FD_CLOEXEC);
+  if (g_stat (file->target, &st) == 0)
+    g_chmod (file->temp, st.st_mode & 07777);  /* keep the file's permissions */
+  return file;
+}
+
+static gboolean
+atomic_commit (NapkinAtomicFile  *file,
+               GError           **error)
+{
+  int dir_fd, saved;
+
+  if (file->write_errno != 0)
+    {
+      save_failed (error, file->verb, file->path, "writing", file->write_errno);
+      atomic_free (file);
+      return FALSE;
+    }
+  if (fsync (file->fd) != 0 || close (file->fd) != 0)
+    {
+      saved = errno;
+      file->fd = -1;
+      save_failed (error, file->verb, file->path, "writing", saved);
+      atomic_free (file);
+      return FALSE;
+    }
+  file->fd = -1;
+
+  if (file->backup && !keep_backup (file->target, error))
+    {
+      atomic_free (file);
+      return FALSE;
+    }
+
+  if (g_rename (file->temp, file->target) != 0)
+    {
+      saved = errno;
+      save_failed (error, file->verb, file->path, "replacing the file", saved);
+      atomic_free (file);
+      return FALSE;
+    }
+  g_clear_pointer (&file->temp, g_free);   /* renamed: nothing to remove */
+
+  /* The rename itself reaches the disk only with the folder. */
+  dir_fd = g_open (file->dir, O_RDONLY, 0);
+  if (dir_fd >= 0)
+    {
+      fsync (dir_fd);
+      close (dir_fd);
+    }
+  atomic_free (file);
+  return TRUE;
+}
+
+static gboolean
+replace_file (const char  *path,
+              const char  *data,
+              gsize        length,
+              const char  *verb,
+              gboolean     backup,
+              GError     **error)
+{
+  NapkinAtomicFile *file = atomic_open (path, verb, backup, error);
+
+  if (file == NULL)
+    return FALSE;
+  napkin_atomic_file_write (file, data, length);
+  return atomic_commit (file, error);
+}
+
+NapkinAtomicFile *
+napkin_atomic_file_new (const char  *path,
+                        GError     **error)
+{
+  g_return_val_if_fail (path != NULL, NULL);
+
+  return atomic_open (path, "write", FALSE, error);
+}
+
+gboolean
+napkin_atomic_file_write (NapkinAtomicFile *file,
+                          const void       *data,
+                          gsize             length)
+{
+  g_return_val_if_fail (file != NULL, FALSE);
+
+  if (file->write_errno != 0)
+    return FALSE;
+  if (!write_all (file->fd, data, length))
+    {
+      file->write_errno = errno != 0 ? errno : EIO;
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+napkin_atomic_file_commit (NapkinAtomicFile  *file,
+                           GError           **error)
+{
+  g_return_val_if_fail (file != NULL, FALSE);
+
+  return atomic_commit (file, error);
+}
+
+void
+napkin_atomic_file_abort (NapkinAtomicFile *file)
+{
+  if (file != NULL)
+    atomic_free (file);
+}
+
 gboolean
 napkin_diagram_save_to_file (NapkinDiagram  *self,
                              const char     *path,
                              GError        **error)
 {
   g_autofree char *data = NULL;
-  g_autofree char *target = NULL;
-  g_autofree char *dir = NULL;
-  g_autofree char *base = NULL;
-  g_autofree char *temp = NULL;
-  struct stat st;
   gsize length;
-  int fd, dir_fd;
 
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), FALSE);
   g_return_val_if_fail (path != NULL, FALSE);
 
   data = napkin_diagram_save_to_data (self, &length);
-  target = resolve_links (path);
-  dir = g_path_get_dirname (target);
-  base = g_path_get_basename (target);
-  temp = g_strdup_printf ("%s%s.%s.XXXXXX", dir, G_DIR_SEPARATOR_S, base);
+  return replace_file (path, data, length, "save", TRUE, error);
+}
 
-  if (g_stat (target, &st) == 0 && !S_ISREG (st.st_mode))
-    return save_failed (error, path, "not a regular file", EINVAL);
+gboolean
+napkin_file_write_atomic (const char  *path,
+                          const void  *data,
+                          gsize        length,
+                          GError     **error)
+{
+  g_return_val_if_fail (path != NULL, FALSE);
+  g_return_val_if_fail (data != NULL || length == 0, FALSE);
 
-  fd = g_mkstemp_full (temp, O_RDWR, 0644);
-  if (fd < 0)
-    return save_failed (error, path, "creating a temporary file", errno);
-  if (g_stat (target, &st) == 0)
-    g_chmod (temp, st.st_mode & 07777);  /* keep the file's permissions */
-  if (!write_all (fd, data, length) || fsync (fd) != 0)
-    {
-      int saved = errno;
-
-      close (fd);
-      g_unlink (temp);
-      return save_failed (error, path, "writing", saved);
-    }
-  if (close (fd) != 0)
-    {
-      int saved = errno;
-
-      g_unlink (temp);
-      return save_failed (error, path, "writing", saved);
-    }
-
-  if (!keep_backup (target, error))
-    {
-      g_unlink (temp);
-      return FALSE;
-    }
-
-  if (g_rename (temp, target) != 0)
-    {
-      int saved = errno;
-
-      g_unlink (temp);
-      return save_failed (error, path, "replacing the file", saved);
-    }
-
-  /* The rename itself reaches the disk only with the folder. */
-  dir_fd = g_open (dir, O_RDONLY, 0);
-  if (dir_fd >= 0)
-    {
-      fsync (dir_fd);
-      close (dir_fd);
-    }
-
-  return TRUE;
+  return replace_file (path, data, length, "write", FALSE, error);
 }

@@ -30,6 +30,31 @@ char          *napkin_diagram_save_to_data    (NapkinDiagram   *self,
 gboolean       napkin_diagram_save_to_file    (NapkinDiagram   *self,
                                                const char      *path,
                                                GError         **error);
+/* Writes `data` to `path` as a save does, without the backup: a temporary file in
+ * the same folder, fsync'd and renamed over `path`. On failure `path` is untouched,
+ * the temporary file is removed, and the error names `path` and the step ("could not
+ * write “x.pdf”: writing: No space left on device"). A folder, a device or a pipe at
+ * `path` is refused; symbolic links are followed. For exports and generated code. */
+gboolean       napkin_file_write_atomic       (const char      *path,
+                                               const void      *data,
+                                               gsize            length,
+                                               GError         **error);
+/* The same, written piece by piece (Cairo's stream exports): writes go to the
+ * temporary file, the first failure is kept and reported by commit, which renames
+ * the file into place or removes it; commit and abort free the object. */
+typedef struct _NapkinAtomicFile NapkinAtomicFile;
+
+NapkinAtomicFile *napkin_atomic_file_new      (const char       *path,
+                                               GError          **error);
+gboolean       napkin_atomic_file_write       (NapkinAtomicFile *file,
+                                               const void       *data,
+                                               gsize             length);
+gboolean       napkin_atomic_file_commit      (NapkinAtomicFile *file,
+                                               GError          **error);
+void           napkin_atomic_file_abort       (NapkinAtomicFile *file);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinAtomicFile, napkin_atomic_file_abort)
+
 /* The JSON object of the whole document (new reference). */
 json_object   *napkin_diagram_to_json         (NapkinDiagram   *self);
 

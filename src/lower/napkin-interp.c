@@ -84,6 +84,187 @@ napkin_dtype_tolerance (NapkinDtype dtype)
     }
 }
 
+/* ---- cost ------------------------------------------------------------------------------- */
+
+/* Element steps of statements under loops whose current extents are `extent`. */
+static gboolean
+count_steps (const NapkinIrProgram *prog,
+             GPtrArray             *stmts,
+             gint64                *extent,
+             gint64                 trips,
+             gint64                *steps)
+{
+  for (guint i = 0; i < stmts->len; i++)
+    {
+      const NapkinIrStmt *s = g_ptr_array_index (stmts, i);
+      guint axes[NAPKIN_MAX_RANK * 5];
+      guint n_axes = 0;
+      gint64 n = 1;
+
+      if (s->kind == NAPKIN_STMT_LOOP)
+        {
+          gint64 saved = extent[s->axis];
+          gint64 count = s->tile > 0 ? (saved + s->tile - 1) / s->tile : 1;
+          gint64 inner;
+          gboolean ok;
+
+          if (!napkin_mul_checked (trips, count, &inner))
+            return FALSE;
+          if (s->tile > 0)
+            extent[s->axis] = MIN (s->tile, saved);
+          ok = count_steps (prog, s->body, extent, inner, steps);
+          extent[s->axis] = saved;
+          if (!ok)
+            return FALSE;
+          continue;
+        }
+      if (s->dst < 0)
+        continue;
+
+      /* A computation visits the union of its operands' axes (a contraction: its
+       * output times what it sums over); the others their destination. */
+      for (int k = -1; k < (int) G_N_ELEMENTS (s->src); k++)
+        {
+          int id = k < 0 ? s->dst : s->src[k];
+          const NapkinIrBuffer *b;
+
+          if (id < 0 || (k >= 0 && s->kind != NAPKIN_STMT_COMPUTE))
+            continue;
+          b = napkin_ir_buffer (prog, id);
+          for (guint a = 0; a < b->n_axes; a++)
+            {
+              gboolean seen = FALSE;
+
+              for (guint j = 0; j < n_axes && !seen; j++)
+                seen = axes[j] == b->axes[a];
+              if (!seen)
+                axes[n_axes++] = b->axes[a];
+            }
+        }
+      for (guint a = 0; a < n_axes; a++)
+        if (!napkin_mul_checked (n, extent[axes[a]], &n))
+          return FALSE;
+      if (!napkin_mul_checked (n, trips, &n) || !napkin_add_checked (*steps, n, steps))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+napkin_ir_interpret_cost (const NapkinIrProgram *program,
+                          gint64                *bytes,
+                          gint64                *steps)
+{
+  NapkinDiagram *d;
+  guint n_axes;
+  g_autofree gint64 *extent = NULL;
+  gint64 elements = 0;
+
+  g_return_val_if_fail (program != NULL && bytes != NULL && steps != NULL, FALSE);
+
+  d = program->diagram;
+  n_axes = napkin_diagram_n_axes (d);
+  *bytes = 0;
+  *steps = 0;
+
+  /* The tensor set, then the buffers: all float64. */
+  for (guint t = 0; t < napkin_diagram_n_tensors (d); t++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
+      gint64 n = 1;
+
+      for (guint a = 0; tensor->axes[a]; a++)
+        if (!napkin_mul_checked (n, napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, tensor->axes[a])), &n))
+          return FALSE;
+      if (!napkin_add_checked (elements, n, &elements))
+        return FALSE;
+    }
+  for (guint b = 0; b < program->buffers->len; b++)
+    {
+      const NapkinIrBuffer *buf = napkin_ir_buffer (program, b);
+      gint64 n = 1;
+
+      for (guint a = 0; a < buf->n_axes; a++)
+        if (!napkin_mul_checked (n, buf->extent[a], &n))
+          return FALSE;
+      if (!napkin_add_checked (elements, n, &elements))
+        return FALSE;
+    }
+  if (!napkin_mul_checked (elements, sizeof (double), bytes))
+    return FALSE;
+
+  extent = g_new0 (gint64, n_axes + 1);
+  for (guint k = 0; k < program->kernels->len; k++)
+    {
+      const NapkinIrKernel *kernel = g_ptr_array_index (program->kernels, k);
+
+      for (guint a = 0; a < n_axes; a++)
+        extent[a] = napkin_diagram_axis_size (d, a);
+      if (!count_steps (program, kernel->body, extent, 1, steps))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+napkin_ir_interpret_check_limits (const NapkinIrProgram *const *programs,
+                                  guint                         n_programs,
+                                  GError                      **error)
+{
+  gint64 bytes = 0, steps = 0;
+  gboolean overflow = FALSE;
+  NapkinDiagram *d;
+  const NapkinTensor *largest = NULL;
+  gint64 largest_n = 0;
+
+  g_return_val_if_fail (programs != NULL && n_programs > 0, FALSE);
+
+  for (guint i = 0; i < n_programs && !overflow; i++)
+    {
+      gint64 b, s;
+
+      overflow = !napkin_ir_interpret_cost (programs[i], &b, &s)
+                 || !napkin_add_checked (bytes, b, &bytes) || !napkin_add_checked (steps, s, &steps);
+    }
+  if (!overflow && bytes <= NAPKIN_INTERP_MAX_BYTES && steps <= NAPKIN_INTERP_MAX_STEPS)
+    return TRUE;
+
+  d = programs[0]->diagram;
+  for (guint t = 0; t < napkin_diagram_n_tensors (d); t++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
+      gint64 n = 1;
+
+      for (guint a = 0; tensor->axes[a]; a++)
+        if (!napkin_mul_checked (n, napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, tensor->axes[a])), &n))
+          n = G_MAXINT64;
+      if (largest == NULL || n > largest_n)
+        largest = tensor, largest_n = n;
+    }
+
+  {
+    g_autoptr(GString) shape = g_string_new (NULL);
+
+    for (guint a = 0; largest != NULL && largest->axes[a]; a++)
+      g_string_append_printf (shape, "%s%s=%" G_GINT64_FORMAT, a ? ", " : "", largest->axes[a],
+                              napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, largest->axes[a])));
+    if (overflow)
+      g_set_error (error, NAPKIN_LOWER_ERROR, NAPKIN_LOWER_ERROR_TOO_LARGE,
+                   "too large for the CPU interpreter: its memory or work overflows 64 bits "
+                   "(largest tensor %s[%s]); shrink the axes with --axis NAME=SIZE",
+                   largest ? largest->name : "?", shape->str);
+    else
+      g_set_error (error, NAPKIN_LOWER_ERROR, NAPKIN_LOWER_ERROR_TOO_LARGE,
+                   "too large for the CPU interpreter: it would need %" G_GINT64_FORMAT " MB of memory "
+                   "and %" G_GINT64_FORMAT " million element steps (at most %" G_GINT64_FORMAT " MB and %"
+                   G_GINT64_FORMAT " million; largest tensor %s[%s], %" G_GINT64_FORMAT " elements); "
+                   "shrink the axes with --axis NAME=SIZE",
+                   (bytes + 999999) / 1000000, (steps + 999999) / 1000000, NAPKIN_INTERP_MAX_BYTES / 1000000,
+                   NAPKIN_INTERP_MAX_STEPS / 1000000, largest ? largest->name : "?", shape->str, largest_n);
+  }
+  return FALSE;
+}
+
 /* ---- tensor sets ------------------------------------------------------------------------- */
 
 NapkinTensorSet *

@@ -29,6 +29,26 @@ gboolean         napkin_ir_interpret          (const NapkinIrProgram  *program,
                                                NapkinTensorSet        *set,
                                                GError                **error);
 
+/* What the interpreter needs for a program: memory in bytes (float64 for every
+ * element: the program's tensor set, its device-memory buffers, every tile at its
+ * largest) and work in element steps (each statement's elements, times its loops'
+ * trips). FALSE when a count overflows 64 bits. */
+gboolean         napkin_ir_interpret_cost     (const NapkinIrProgram  *program,
+                                               gint64                 *bytes,
+                                               gint64                 *steps);
+
+/* The most the CPU check (codegen --check) spends: above either, a diagram is
+ * refused with its sizes named, rather than running for minutes or exhausting memory. */
+#define NAPKIN_INTERP_MAX_BYTES  (G_GINT64_CONSTANT (1) << 30)
+#define NAPKIN_INTERP_MAX_STEPS  G_GINT64_CONSTANT (1000000000)
+
+/* Whether interpreting the programs, one after another, each with its own tensor set
+ * (kept to the end), stays within those limits; if not, an error
+ * (NAPKIN_LOWER_ERROR_TOO_LARGE) with the memory, the steps and the largest tensor. */
+gboolean         napkin_ir_interpret_check_limits (const NapkinIrProgram *const *programs,
+                                                   guint                         n_programs,
+                                                   GError                      **error);
+
 /* ‖a − b‖∞ / ‖b‖∞ over one tensor; +∞ when a holds NaN. */
 double           napkin_tensor_set_rel_error  (const NapkinTensorSet  *a,
                                                const NapkinTensorSet  *b,

@@ -11,7 +11,12 @@
 
 G_DEFINE_QUARK (napkin-lower-error-quark, napkin_lower_error)
 
+/* Loops nested deeper than this are refused (docs/codegen.md, "Walking the diagram
+ * without recursion"): the printers and the interpreter walk loop bodies recursively. */
 #define MAX_FRAMES 64
+/* Streamed contractions and reductions that open their loop inside another's: each
+ * one is a level of recursion in emit_compute; everything else is walked without it. */
+#define MAX_NESTED_STREAMS 64
 
 /* ---- memory ---------------------------------------------------------------------------- */
 
@@ -104,19 +109,13 @@ napkin_compute_op_to_string (NapkinComputeOp op)
 
 typedef struct
 {
-  int node;
-  int buf;
-} Memo;
-
-typedef struct
-{
   GPtrArray     *stmts;
   gboolean       is_loop;
   NapkinLoopKind kind;
   guint          axis;
   gint64         tile;
   int            depth;     /* chain index whose level tiles of this frame take; -1: hbm */
-  GArray        *memo;
+  GHashTable    *memo;      /* node + 1 → buffer + 1 computed in this frame */
 } Frame;
 
 typedef struct
@@ -134,8 +133,10 @@ typedef struct
   GPtrArray       *chain;       /* const NapkinRegion *, outer to inner */
   GArray          *chain_index; /* int region indices */
   int              kernel;
-  Frame            frames[MAX_FRAMES];
+  Frame           *frames;      /* the open frames, innermost last */
   guint            n_frames;
+  guint            frames_size;
+  guint            nested_streams;
   GError         **error;
   gboolean         failed;
 } Lower;
@@ -227,7 +228,12 @@ push_frame (Lower         *L,
 {
   Frame *f;
 
-  g_assert (L->n_frames < MAX_FRAMES);
+  /* Grows freely; emit_value refuses nesting beyond MAX_FRAMES before it can matter. */
+  if (L->n_frames == L->frames_size)
+    {
+      L->frames_size = MAX (2 * L->frames_size, 16);
+      L->frames = g_renew (Frame, L->frames, L->frames_size);
+    }
   f = &L->frames[L->n_frames++];
   memset (f, 0, sizeof *f);
   f->stmts = g_ptr_array_new_with_free_func (stmt_free);
@@ -236,7 +242,7 @@ push_frame (Lower         *L,
   f->axis = axis;
   f->tile = tile;
   f->depth = depth;
-  f->memo = g_array_new (FALSE, FALSE, sizeof (Memo));
+  f->memo = g_hash_table_new (NULL, NULL);
 }
 
 /* Closes the top frame into a loop statement appended to the frame below. */
@@ -254,7 +260,7 @@ pop_frame (Lower *L)
   loop->level = f->depth >= 0 ? ((const NapkinRegion *) g_ptr_array_index (L->chain, f->depth))->level
                               : NAPKIN_LEVEL_HBM;
   loop->body = f->stmts;
-  g_array_unref (f->memo);
+  g_hash_table_unref (f->memo);
   L->n_frames--;
   emit (L, loop);
 }
@@ -370,14 +376,19 @@ emit_copy (Lower *L,
   emit (L, copy);
 }
 
+/* The buffer of node n's value in the innermost open frame that has one. A hash
+ * per frame: a region of 100 000 operations made a list scan quadratic. */
 static int
 memo_find (Lower *L,
            guint  node)
 {
   for (int i = L->n_frames - 1; i >= 0; i--)
-    for (guint m = 0; m < L->frames[i].memo->len; m++)
-      if (g_array_index (L->frames[i].memo, Memo, m).node == (int) node)
-        return g_array_index (L->frames[i].memo, Memo, m).buf;
+    {
+      gpointer buf = g_hash_table_lookup (L->frames[i].memo, GUINT_TO_POINTER (node + 1));
+
+      if (buf != NULL)
+        return GPOINTER_TO_INT (buf) - 1;
+    }
   return -1;
 }
 
@@ -386,9 +397,7 @@ memo_add (Lower *L,
           guint  node,
           int    buf)
 {
-  Memo m = { node, buf };
-
-  g_array_append_val (top (L)->memo, m);
+  g_hash_table_insert (top (L)->memo, GUINT_TO_POINTER (node + 1), GINT_TO_POINTER (buf + 1));
 }
 
 static gboolean
@@ -609,7 +618,7 @@ emit_leaf (Lower           *L,
         {
           GPtrArray *stmts = f->stmts;
 
-          g_array_unref (f->memo);
+          g_hash_table_unref (f->memo);
           L->n_frames--;
           for (guint i = 0; i < stmts->len; i++)
             g_ptr_array_add (top (L)->stmts, g_ptr_array_steal_index (stmts, 0)), i--;
@@ -671,6 +680,72 @@ streamed_axis (Lower       *L,
   return -1;
 }
 
+/* A softmax or normalisation needs its whole row: no loop may cut its axis. */
+static gboolean
+check_row_op (Lower *L,
+              guint  n)
+{
+  const NapkinNode *node = node_at (L, n);
+  guint x = napkin_diagram_find_axis (L->d, node->axis);
+
+  if (axis_narrowed (L, x, -1))
+    {
+      fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
+            "nodes.%s: %s “%s” needs the whole axis %s, which a loop cuts here",
+            node->id, napkin_op_kind_to_string (node->kind), node->id, node->axis);
+      return FALSE;
+    }
+  if (L->region >= 0)
+    for (guint c = 0; c < L->chain->len; c++)
+      {
+        const NapkinRegion *r = g_ptr_array_index (L->chain, c);
+
+        gint64 tile = 0;
+
+        /* a stream of one chunk (the whole axis) cuts nothing: the row is whole */
+        if (napkin_region_has_node (r, node->id)
+            && napkin_region_mark (r, node->axis, &tile) == NAPKIN_MARK_STREAM && tile < axis_size (L, x))
+          {
+            fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
+                  "regions.%s.marks.%s: %s “%s” streams over %s only as the online softmax "
+                  "of a contraction in the same region",
+                  r->name, node->axis, napkin_op_kind_to_string (node->kind), node->id, node->axis);
+            return FALSE;
+          }
+      }
+  return TRUE;
+}
+
+/* The checks emit_compute makes for a contraction or reduction before it emits its
+ * inputs. TRUE with *stream = -1 when its inputs are emitted where it stands; TRUE
+ * with *stream set when it opens a stream loop for them. */
+static gboolean
+check_reduction (Lower *L,
+                 guint  n,
+                 int   *stream)
+{
+  const NapkinNode *node = node_at (L, n);
+  guint red[NAPKIN_MAX_RANK * 2];
+  guint n_red = reduced_axes (L, n, red);
+  gint64 chunk = 0;
+  int depth = -1;
+
+  if (!check_not_split (L, n, red, n_red))
+    return FALSE;
+  *stream = L->region >= 0 ? streamed_axis (L, n, red, n_red, &chunk, &depth) : -1;
+  if (*stream >= 0)
+    return TRUE;
+  for (guint k = 0; k < n_red; k++)
+    if (axis_narrowed (L, red[k], NAPKIN_LOOP_STREAM))
+      {
+        fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
+              "nodes.%s: operation “%s” sums over %s inside a loop over chunks of %s",
+              node->id, node->id, axis_name (L, red[k]), axis_name (L, red[k]));
+        return FALSE;
+      }
+  return TRUE;
+}
+
 static int
 emit_compute (Lower *L,
               guint  n)
@@ -719,22 +794,16 @@ emit_compute (Lower *L,
         gboolean is_max = node->kind == NAPKIN_OP_REDUCE && node->reduce == NAPKIN_REDUCE_MAX;
         double mean_scale = 1.0;
         int online_port = -1;
+        int stream;
 
-        if (!check_not_split (L, n, red, n_red))
+        if (!check_reduction (L, n, &stream))
           return -1;
+        g_assert (stream == x);
         if (node->kind == NAPKIN_OP_REDUCE && node->reduce == NAPKIN_REDUCE_MEAN)
           mean_scale = 1.0 / (double) axis_size (L, red[0]);
 
         if (x < 0)
           {
-            for (guint k = 0; k < n_red; k++)
-              if (axis_narrowed (L, red[k], NAPKIN_LOOP_STREAM))
-                {
-                  fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
-                        "nodes.%s: operation “%s” sums over %s inside a loop over chunks of %s",
-                        node->id, node->id, axis_name (L, red[k]), axis_name (L, red[k]));
-                  return -1;
-                }
             for (guint p = 0; p < n_inputs; p++)
               if ((src[p] = emit_value (L, napkin_diagram_input_source (L->d, n, p))) < 0)
                 return -1;
@@ -807,32 +876,7 @@ emit_compute (Lower *L,
         guint n_saxes = row_axes (L, in, x, saxes);
         int s, a, b, ops[3];
 
-        if (axis_narrowed (L, x, -1))
-          {
-            fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
-                  "nodes.%s: %s “%s” needs the whole axis %s, which a loop cuts here",
-                  node->id, napkin_op_kind_to_string (node->kind), node->id, node->axis);
-            return -1;
-          }
-        if (L->region >= 0)
-          for (guint c = 0; c < L->chain->len; c++)
-            {
-              const NapkinRegion *r = g_ptr_array_index (L->chain, c);
-
-              gint64 tile = 0;
-
-              /* a stream of one chunk (the whole axis) cuts nothing: the row is whole */
-              if (napkin_region_has_node (r, node->id)
-                  && napkin_region_mark (r, node->axis, &tile) == NAPKIN_MARK_STREAM && tile < axis_size (L, x))
-                {
-                  fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
-                        "regions.%s.marks.%s: %s “%s” streams over %s only as the online softmax "
-                        "of a contraction in the same region",
-                        r->name, node->axis, napkin_op_kind_to_string (node->kind), node->id, node->axis);
-                  return -1;
-                }
-            }
-        if ((s = emit_value (L, in)) < 0)
+        if (!check_row_op (L, n) || (s = emit_value (L, in)) < 0)
           return -1;
 
         if (node->kind == NAPKIN_OP_SOFTMAX)
@@ -873,14 +917,150 @@ emit_compute (Lower *L,
     }
 }
 
-/* A buffer holding node n's values over the current ranges of its axes. */
+/* One operation of the walk in emit_value, with the frames its hoisting set aside. */
+typedef struct
+{
+  guint  node;
+  guint  port;       /* the next input to visit */
+  guint  n_saved;
+  Frame *saved;
+} Visit;
+
+/* Hoists out of stream loops over axes the value of node n does not depend on: the
+ * frames above are set aside until unhoist. */
+static void
+hoist (Lower *L,
+       Visit *v)
+{
+  guint target = L->n_frames - 1;
+
+  while (target > 0 && L->frames[target].is_loop && L->frames[target].kind == NAPKIN_LOOP_STREAM
+         && !L->dep[v->node * L->n_axes + L->frames[target].axis])
+    target--;
+  v->n_saved = L->n_frames - target - 1;
+  v->saved = v->n_saved > 0 ? g_memdup2 (&L->frames[target + 1], v->n_saved * sizeof (Frame)) : NULL;
+  L->n_frames = target + 1;
+}
+
+static void
+unhoist (Lower *L,
+         Visit *v)
+{
+  if (v->n_saved > 0)
+    {
+      /* The frames were there before: the array is large enough. */
+      g_assert (L->n_frames + v->n_saved <= L->frames_size);
+      memcpy (&L->frames[L->n_frames], v->saved, v->n_saved * sizeof (Frame));
+      L->n_frames += v->n_saved;
+    }
+  g_clear_pointer (&v->saved, g_free);
+  v->n_saved = 0;
+}
+
+/* The value of node n computed where it stands once its inputs are known. */
+static int
+emit_here (Lower *L,
+           guint  n)
+{
+  if (!in_group (L, n))
+    {
+      int home = L->home[n];
+      const NapkinTensorType *t;
+      guint axes[NAPKIN_MAX_RANK];
+      int buf;
+
+      g_assert (home >= 0);
+      if (L->region < 0)
+        return home;
+      /* Tiles keep the node's axis order; the copy maps by coordinates. */
+      t = type_of (L, n);
+      memcpy (axes, t->axes, sizeof axes);
+      buf = new_value (L, axes, t->n_axes, n, "input tile");
+      emit_copy (L, buf, home);
+      return buf;
+    }
+  return emit_compute (L, n);
+}
+
+/* Starts the visit of node n: hoists it and either emits it at once (a value from
+ * outside the group, or a reduction that opens a stream loop for its inputs) or
+ * pushes it on the walk to emit its inputs first. Returns its buffer when done. */
+static int
+visit_begin (Lower  *L,
+             GArray *walk,
+             guint   n)
+{
+  const NapkinNode *node = node_at (L, n);
+  Visit v = { n, 0, 0, NULL };
+  gboolean expand = FALSE;
+  int stream = -1;
+  int buf = -1;
+
+  if (L->n_frames > MAX_FRAMES)
+    {
+      fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
+            "nodes.%s: loops nest more than %d deep here; the lowering stops at that depth",
+            node->id, MAX_FRAMES);
+      return -1;
+    }
+  hoist (L, &v);
+  if (in_group (L, n))
+    switch (node->kind)
+      {
+      case NAPKIN_OP_MAP:
+      case NAPKIN_OP_REARRANGE:
+        expand = TRUE;
+        break;
+      case NAPKIN_OP_SOFTMAX:
+      case NAPKIN_OP_NORMALIZE:
+        expand = check_row_op (L, n);
+        break;
+      case NAPKIN_OP_CONTRACT:
+      case NAPKIN_OP_REDUCE:
+        expand = check_reduction (L, n, &stream) && stream < 0;
+        break;
+      case NAPKIN_OP_INPUT:
+      case NAPKIN_OP_OUTPUT:
+      case NAPKIN_N_OPS:
+      default:
+        break;
+      }
+
+  if (expand)
+    {
+      g_array_append_val (walk, v);
+      return -1;
+    }
+  if (!L->failed)
+    {
+      if (stream >= 0 && ++L->nested_streams > MAX_NESTED_STREAMS)
+        fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
+              "nodes.%s: more than %d streamed contractions or reductions open their loops inside "
+              "one another; the lowering stops at that depth",
+              node->id, MAX_NESTED_STREAMS);
+      else
+        buf = emit_here (L, n);
+      if (stream >= 0)
+        L->nested_streams--;
+    }
+  if (buf >= 0 && !L->failed)
+    memo_add (L, n, buf);
+  unhoist (L, &v);
+  return L->failed ? -1 : buf;
+}
+
+/* A buffer holding node n's values over the current ranges of its axes.
+ *
+ * Emitting a value emits its inputs first. That was a recursion between emit_value
+ * and emit_compute, one level per operation: a chain of 4 000 maps in one region
+ * overflowed the stack. The walk is now an explicit stack of visits, in the order
+ * the recursion took; only a contraction or reduction that opens a stream loop for
+ * its inputs still recurses, at most MAX_NESTED_STREAMS deep. */
 static int
 emit_value (Lower *L,
             guint  n)
 {
-  Frame saved[MAX_FRAMES];
-  guint n_saved = 0;
-  guint target = L->n_frames - 1;
+  g_autoptr(GArray) walk = NULL;
   int buf;
 
   if (L->failed)
@@ -888,47 +1068,36 @@ emit_value (Lower *L,
   if ((buf = memo_find (L, n)) >= 0)
     return buf;
 
-  /* Hoist out of stream loops over axes the value does not depend on. */
-  while (target > 0 && L->frames[target].is_loop && L->frames[target].kind == NAPKIN_LOOP_STREAM
-         && !L->dep[n * L->n_axes + L->frames[target].axis])
-    target--;
-  if (target + 1 < L->n_frames)
+  walk = g_array_new (FALSE, FALSE, sizeof (Visit));
+  buf = visit_begin (L, walk, n);
+  while (walk->len > 0 && !L->failed)
     {
-      n_saved = L->n_frames - target - 1;
-      memcpy (saved, &L->frames[target + 1], n_saved * sizeof (Frame));
-      L->n_frames = target + 1;
-    }
+      Visit *v = &g_array_index (walk, Visit, walk->len - 1);
+      const NapkinNode *node = node_at (L, v->node);
 
-  if (!in_group (L, n))
-    {
-      int home = L->home[n];
-
-      g_assert (home >= 0);
-      if (L->region < 0)
-        buf = home;
-      else
+      if (v->port < napkin_op_n_inputs (node))
         {
-          const NapkinIrBuffer *hb = napkin_ir_buffer (L->prog, home);
-          guint axes[NAPKIN_MAX_RANK];
-          const NapkinTensorType *t = type_of (L, n);
+          int s = napkin_diagram_input_source (L->d, v->node, v->port++);
 
-          /* Tiles keep the node's axis order; the copy maps by coordinates. */
-          memcpy (axes, t->axes, sizeof axes);
-          (void) hb;
-          buf = new_value (L, axes, t->n_axes, n, "input tile");
-          emit_copy (L, buf, home);
+          /* v moves if the walk grows: it is not used after this. */
+          if (memo_find (L, s) < 0)
+            visit_begin (L, walk, s);
+          continue;
         }
+
+      /* Every input has its buffer: the compute finds them in the memo. */
+      buf = emit_compute (L, v->node);
+      if (buf >= 0 && !L->failed)
+        memo_add (L, v->node, buf);
+      unhoist (L, v);
+      g_array_set_size (walk, walk->len - 1);
     }
-  else
-    buf = emit_compute (L, n);
 
-  if (buf >= 0 && !L->failed)
-    memo_add (L, n, buf);
-
-  if (n_saved > 0)
+  /* On failure, frames set aside go back so that the caller frees them. */
+  while (walk->len > 0)
     {
-      memcpy (&L->frames[L->n_frames], saved, n_saved * sizeof (Frame));
-      L->n_frames += n_saved;
+      unhoist (L, &g_array_index (walk, Visit, walk->len - 1));
+      g_array_set_size (walk, walk->len - 1);
     }
   return L->failed ? -1 : buf;
 }
@@ -1125,7 +1294,7 @@ root_frame (Lower *L,
   memset (f, 0, sizeof *f);
   f->stmts = g_ptr_array_new_with_free_func (stmt_free);
   f->depth = depth;
-  f->memo = g_array_new (FALSE, FALSE, sizeof (Memo));
+  f->memo = g_hash_table_new (NULL, NULL);
   L->n_frames = 1;
 }
 
@@ -1147,7 +1316,7 @@ lower_plain (Lower      *L,
   if (value < 0)
     {
       g_ptr_array_unref (L->frames[0].stmts);
-      g_array_unref (L->frames[0].memo);
+      g_hash_table_unref (L->frames[0].memo);
       return FALSE;
     }
   g_assert (value == L->home[n]);
@@ -1164,7 +1333,7 @@ lower_plain (Lower      *L,
       g_ptr_array_add (L->prog->kernels, k);
     }
   g_ptr_array_unref (stmts);
-  g_array_unref (L->frames[0].memo);
+  g_hash_table_unref (L->frames[0].memo);
   L->n_frames = 0;
   return TRUE;
 }
@@ -1258,7 +1427,7 @@ lower_region (Lower      *L,
       while (L->n_frames > 0)
         {
           g_ptr_array_unref (L->frames[L->n_frames - 1].stmts);
-          g_array_unref (L->frames[L->n_frames - 1].memo);
+          g_hash_table_unref (L->frames[L->n_frames - 1].memo);
           L->n_frames--;
         }
       kernel_free (k);
@@ -1266,7 +1435,7 @@ lower_region (Lower      *L,
     }
 
   g_ptr_array_extend_and_steal (k->body, L->frames[0].stmts);
-  g_array_unref (L->frames[0].memo);
+  g_hash_table_unref (L->frames[0].memo);
   L->n_frames = 0;
   g_ptr_array_add (L->prog->kernels, k);
   return TRUE;
@@ -1312,6 +1481,8 @@ napkin_ir_lower (NapkinDiagram    *diagram,
   L.dep = g_new0 (guint8, (gsize) L.n_nodes * L.n_axes + 1);
   L.chain = g_ptr_array_new ();
   L.chain_index = g_array_new (FALSE, FALSE, sizeof (int));
+  L.frames_size = MAX_FRAMES + 16;
+  L.frames = g_new0 (Frame, L.frames_size);
   L.plain_node = -1;
   n_regions = napkin_diagram_n_regions (diagram);
 
@@ -1407,6 +1578,7 @@ napkin_ir_lower (NapkinDiagram    *diagram,
   g_free (L.dep);
   g_ptr_array_unref (L.chain);
   g_array_unref (L.chain_index);
+  g_free (L.frames);
 
   if (L.failed)
     return NULL;

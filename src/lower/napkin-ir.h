@@ -22,6 +22,7 @@ typedef enum
   NAPKIN_LOWER_ERROR_INVALID,      /* the diagram does not validate */
   NAPKIN_LOWER_ERROR_UNSUPPORTED,  /* valid, but the lowering cannot express it yet */
   NAPKIN_LOWER_ERROR_RUNTIME,      /* the interpreter found a fault (out-of-tile read, …) */
+  NAPKIN_LOWER_ERROR_TOO_LARGE,    /* too large for the CPU interpreter (napkin-interp.h) */
 } NapkinLowerError;
 
 GQuark napkin_lower_error_quark (void);

@@ -519,7 +519,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       consumers = napkin_diagram_consumers (p->d, last, &n_consumers);
       for (guint c = 0; c < n_consumers; c++)
         {
-          if (!_napkin_plan_in_kernel (k, consumers[c]))
+          if (!_napkin_plan_member (p, k, consumers[c]))
             {
               g_array_unref (epilogue);
               *why = g_strdup_printf ("the value of “%s” is used both inside the kernel and after it; a fused "
@@ -556,7 +556,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
 
             if (src == last)
               continue;
-            if (_napkin_plan_in_kernel (k, src))
+            if (_napkin_plan_member (p, k, src))
               {
                 g_array_unref (epilogue);
                 *why = g_strdup_printf ("map “%s” combines two values made inside the kernel", mn->id);

@@ -18,6 +18,12 @@ typedef struct
   guint                    sm;           /* compute capability × 10: 90, 80, 89, 100 … */
   GPtrArray               *before;       /* NapkinPlanKernel: launched before the one planned now (repacks) */
   GPtrArray               *after;        /* … and after it (a split-K's reduction) */
+  /* Membership of the kernel planned now (_napkin_plan_member): node → stamp. A
+   * linear search per question made planning 100 000 maps quadratic. */
+  guint                   *member;
+  guint                    member_stamp;
+  const NapkinPlanKernel  *member_of;
+  guint                    member_len;
 } NapkinPlanner;
 
 /* The recognisers: each fills `kernel` (kind, path, its union member, grid, threads,
@@ -41,6 +47,10 @@ NapkinDtype _napkin_plan_dtype          (NapkinPlanner    *p,
                                         int               node);
 gboolean    _napkin_plan_in_kernel      (const NapkinPlanKernel *kernel,
                                         guint             node);
+/* Whether `node` (−1: no) is one of `kernel`'s, in constant time. */
+gboolean    _napkin_plan_member         (NapkinPlanner    *p,
+                                        const NapkinPlanKernel *kernel,
+                                        int               node);
 /* A new scratch buffer of `bytes` in the plan's scratch area; its index. */
 int         _napkin_plan_add_scratch    (NapkinPlan       *plan,
                                         gint64            bytes);

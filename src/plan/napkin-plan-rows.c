@@ -188,11 +188,21 @@ stray_axis (NapkinPlanner *p,
   return -1;
 }
 
-static gboolean
-in_kernel (const NapkinPlanKernel *k,
-           int                     node)
+
+/* Walks go from the end of a chain back to its start: collected in that order, then
+ * turned (prepending was quadratic on long chains). */
+static void
+reverse_array (GArray *a)
 {
-  return node >= 0 && _napkin_plan_in_kernel (k, node);
+  guint size = g_array_get_element_size (a);
+  g_autofree char *t = g_malloc (size);
+
+  for (guint i = 0, j = a->len; i + 1 < j; i++, j--)
+    {
+      memcpy (t, a->data + (gsize) i * size, size);
+      memcpy (a->data + (gsize) i * size, a->data + (gsize) (j - 1) * size, size);
+      memcpy (a->data + (gsize) (j - 1) * size, t, size);
+    }
 }
 
 /* The kernel's nodes that read `node`'s value, and whether anything outside reads it. */
@@ -210,7 +220,7 @@ kernel_consumers (NapkinPlanner          *p,
   *outside = FALSE;
   for (guint c = 0; c < n_consumers; c++)
     {
-      if (in_kernel (k, consumers[c]))
+      if (_napkin_plan_member (p, k, consumers[c]))
         {
           if (n++ == 0)
             *first = consumers[c];
@@ -612,7 +622,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
 
   /* The prologue: from f's input back to the first value read from device memory. */
   cur = napkin_diagram_input_source (d, f, 0);
-  while (in_kernel (k, cur))
+  while (_napkin_plan_member (p, k, cur))
     {
       const NapkinNode *mn = napkin_diagram_node (d, cur);
       guint arity = napkin_op_n_inputs (mn), main_port = 0, inside = 0;
@@ -627,7 +637,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
           return FALSE;
         }
       for (guint q = 0; q < arity; q++)
-        if (in_kernel (k, napkin_diagram_input_source (d, cur, q)))
+        if (_napkin_plan_member (p, k, napkin_diagram_input_source (d, cur, q)))
           {
             inside++;
             main_port = q;
@@ -656,10 +666,11 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
       m.has_other = arity == 2;
       /* the operand is filled once the row axes are known */
       m.stride[0] = main_port;
-      g_array_prepend_val (prologue, m);
+      g_array_append_val (prologue, m);   /* reversed below */
       n_prologue++;
       cur = next;
     }
+  reverse_array (prologue);
   x = cur;
 
   /* The epilogue: from f forward while the value stays in the kernel. */
@@ -686,7 +697,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
         {
           int s0 = napkin_diagram_input_source (d, next, 0), s1 = napkin_diagram_input_source (d, next, 1);
 
-          if (in_kernel (k, s0) && in_kernel (k, s1))
+          if (_napkin_plan_member (p, k, s0) && _napkin_plan_member (p, k, s1))
             {
               *why = g_strdup_printf ("both operands of %s are computed in %s; a rows kernel fuses a chain of maps",
                                       mn->id, kernel_place (p, k));
@@ -955,7 +966,7 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
 
   /* walk back from the sink; each map's other operand read through strides over y's axes */
   cur = sink;
-  while (in_kernel (k, cur))
+  while (_napkin_plan_member (p, k, cur))
     {
       const NapkinNode *mn = napkin_diagram_node (d, cur);
       guint arity = napkin_op_n_inputs (mn), main_port = 0, inside = 0;
@@ -971,7 +982,7 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
           return FALSE;
         }
       for (guint q = 0; q < arity; q++)
-        if (in_kernel (k, napkin_diagram_input_source (d, cur, q)))
+        if (_napkin_plan_member (p, k, napkin_diagram_input_source (d, cur, q)))
           {
             inside++;
             main_port = q;
@@ -996,11 +1007,19 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
           for (guint i = 0; i < yl.n; i++)
             os[i] = stride_of (p, &ol, yl.axes[i]);
         }
-      g_array_prepend_val (maps, m);
-      g_ptr_array_insert (others, 0, os);
+      g_array_append_val (maps, m);   /* reversed below */
+      g_ptr_array_add (others, os);
       if (inside == 0)
         break;
       cur = napkin_diagram_input_source (d, cur, main_port);
+    }
+  reverse_array (maps);
+  for (guint i = 0, j = others->len; i + 1 < j; i++, j--)
+    {
+      gpointer t = others->pdata[i];
+
+      others->pdata[i] = others->pdata[j - 1];
+      others->pdata[j - 1] = t;
     }
   if (maps->len != k->nodes->len)
     {

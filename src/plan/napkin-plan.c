@@ -152,6 +152,30 @@ _napkin_plan_in_kernel (const NapkinPlanKernel *kernel,
   return FALSE;
 }
 
+gboolean
+_napkin_plan_member (NapkinPlanner          *p,
+                     const NapkinPlanKernel *kernel,
+                     int                     node)
+{
+  if (node < 0 || (guint) node >= p->n_nodes)
+    return FALSE;
+  /* rebuilt when the kernel or its length changes (nodes are only appended) */
+  if (p->member_of != kernel || p->member_len != kernel->nodes->len)
+    {
+      p->member_stamp++;
+      for (guint i = 0; i < kernel->nodes->len; i++)
+        {
+          guint n = g_array_index (kernel->nodes, guint, i);
+
+          if (n < p->n_nodes)
+            p->member[n] = p->member_stamp;
+        }
+      p->member_of = kernel;
+      p->member_len = kernel->nodes->len;
+    }
+  return p->member[node] == p->member_stamp;
+}
+
 /* Region nesting: a region inside another holds only nodes of it, at a faster level. */
 static void
 find_parents (NapkinPlanner *p)
@@ -247,6 +271,7 @@ plan_kernel (NapkinPlanner    *p,
     _napkin_plan_try_attention, _napkin_plan_try_gemm, _napkin_plan_try_rows, _napkin_plan_try_elementwise,
   };
 
+  p->member_of = NULL;   /* a kernel freed before may have had this address */
   if (p->options == NULL || !p->options->generic_only)
     for (guint i = 0; i < G_N_ELEMENTS (recognisers); i++)
       {
@@ -335,6 +360,7 @@ napkin_plan_build (NapkinDiagram           *diagram,
   p.n_nodes = napkin_diagram_n_nodes (diagram);
   n_regions = napkin_diagram_n_regions (diagram);
   p.top = g_new (int, p.n_nodes + 1);
+  p.member = g_new0 (guint, p.n_nodes + 1);
   p.parent = g_new (int, n_regions + 1);
   p.before = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
   p.after = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
@@ -422,6 +448,7 @@ napkin_plan_build (NapkinDiagram           *diagram,
       plan->feasible &= k->feasible;
     }
   g_free (p.top);
+  g_free (p.member);
   g_free (p.parent);
   g_ptr_array_unref (p.before);
   g_ptr_array_unref (p.after);

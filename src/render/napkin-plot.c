@@ -12,6 +12,7 @@
 
 #include "napkin-error.h"
 #include "napkin-explain.h"
+#include "napkin-file.h"
 #include "napkin-plot.h"
 
 static void
@@ -928,41 +929,45 @@ napkin_plot_export (const NapkinPlot    *plot,
                     double               height,
                     GError             **error)
 {
+  g_autoptr(NapkinAtomicFile) file = NULL;
   cairo_surface_t *surface;
   cairo_t *cr;
   cairo_status_t status;
 
   g_return_val_if_fail (plot != NULL && path != NULL, FALSE);
 
-  if (format == NAPKIN_EXPORT_SVG)
-    surface = cairo_svg_surface_create (path, width, height);
-  else if (format == NAPKIN_EXPORT_PNG)
-    surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (width * 2), (int) ceil (height * 2));
-  else
+  if (format != NAPKIN_EXPORT_SVG && format != NAPKIN_EXPORT_PNG)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
                    _("%s: plots export as SVG or PNG only"), path);
       return FALSE;
     }
+  /* Into a temporary file that replaces the target only once all went well. */
+  file = napkin_atomic_file_new (path, error);
+  if (file == NULL)
+    return FALSE;
+  if (format == NAPKIN_EXPORT_SVG)
+    surface = cairo_svg_surface_create_for_stream (napkin_render_write_func, file, width, height);
+  else
+    surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (width * 2), (int) ceil (height * 2));
   cr = cairo_create (surface);
   if (format == NAPKIN_EXPORT_PNG)
     cairo_scale (cr, 2, 2);   /* legible on high-density screens and in documents */
   napkin_plot_draw (cr, plot, width, height, NULL);
+  status = cairo_status (cr);
   cairo_destroy (cr);
   cairo_surface_flush (surface);
-  if (format == NAPKIN_EXPORT_PNG)
-    status = cairo_surface_write_to_png (surface, path);
-  else
-    {
-      cairo_surface_finish (surface);
-      status = cairo_surface_status (surface);
-    }
+  if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
+    status = cairo_surface_write_to_png_stream (surface, napkin_render_write_func, file);
+  cairo_surface_finish (surface);
+  if (status == CAIRO_STATUS_SUCCESS)
+    status = cairo_surface_status (surface);
   cairo_surface_destroy (surface);
-  if (status != CAIRO_STATUS_SUCCESS)
+  if (status != CAIRO_STATUS_SUCCESS && status != CAIRO_STATUS_WRITE_ERROR)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
                    _("%s: cannot write the plot: %s"), path, cairo_status_to_string (status));
       return FALSE;
     }
-  return TRUE;
+  return napkin_atomic_file_commit (g_steal_pointer (&file), error);
 }

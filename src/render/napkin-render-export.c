@@ -11,6 +11,7 @@
 #include <cairo-svg.h>
 
 #include "napkin-error.h"
+#include "napkin-file.h"
 #include "napkin-render.h"
 #include "napkin-validate.h"
 
@@ -96,15 +97,19 @@ write_tikz (NapkinDiagram  *diagram,
             GError        **error)
 {
   g_autofree char *tikz = napkin_render_to_tikz (diagram);
-  g_autoptr(GError) local_error = NULL;
 
-  if (!g_file_set_contents (path, tikz, -1, &local_error))
-    {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                   "%s: %s", path, local_error->message);
-      return FALSE;
-    }
-  return TRUE;
+  return napkin_file_write_atomic (path, tikz, strlen (tikz), error);
+}
+
+/* Cairo writes the drawing into a temporary file, which replaces the target only
+ * once Cairo reports success and every write succeeded: a full disk never leaves a
+ * truncated drawing, nor truncates the previous one. */
+cairo_status_t
+napkin_render_write_func (void                *closure,
+                          const unsigned char *data,
+                          unsigned int         length)
+{
+  return napkin_atomic_file_write (closure, data, length) ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
 }
 
 gboolean
@@ -114,6 +119,7 @@ napkin_render_export (NapkinDiagram       *diagram,
                       double               scale,
                       GError             **error)
 {
+  g_autoptr(NapkinAtomicFile) file = NULL;
   cairo_surface_t *surface = NULL;
   cairo_t *cr;
   NapkinRect bounds;
@@ -127,22 +133,26 @@ napkin_render_export (NapkinDiagram       *diagram,
     return write_tikz (diagram, path, error);
 
   page_geometry (diagram, &bounds, &width, &height);
+  if (format == NAPKIN_EXPORT_PNG
+      && (!(scale > 0 && scale <= 16) || width * scale * height * scale > MAX_PIXELS))
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                   _("scale: %g gives a %.0f×%.0f image; use a scale from 0 to 16 and at most 16384² pixels"),
+                   scale, ceil (width * scale), ceil (height * scale));
+      return FALSE;
+    }
+  file = napkin_atomic_file_new (path, error);
+  if (file == NULL)
+    return FALSE;
   switch (format)
     {
     case NAPKIN_EXPORT_SVG:
-      surface = cairo_svg_surface_create (path, width, height);
+      surface = cairo_svg_surface_create_for_stream (napkin_render_write_func, file, width, height);
       break;
     case NAPKIN_EXPORT_PDF:
-      surface = cairo_pdf_surface_create (path, width, height);
+      surface = cairo_pdf_surface_create_for_stream (napkin_render_write_func, file, width, height);
       break;
     case NAPKIN_EXPORT_PNG:
-      if (!(scale > 0 && scale <= 16) || width * scale * height * scale > MAX_PIXELS)
-        {
-          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                       _("scale: %g gives a %.0f×%.0f image; use a scale from 0 to 16 and at most 16384² pixels"),
-                       scale, ceil (width * scale), ceil (height * scale));
-          return FALSE;
-        }
       surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, (int) ceil (width * scale),
                                             (int) ceil (height * scale));
       break;
@@ -165,12 +175,15 @@ napkin_render_export (NapkinDiagram       *diagram,
   cairo_destroy (cr);
 
   if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
-    status = cairo_surface_write_to_png (surface, path);
+    status = cairo_surface_write_to_png_stream (surface, napkin_render_write_func, file);
   cairo_surface_finish (surface);
   if (status == CAIRO_STATUS_SUCCESS)
     status = cairo_surface_status (surface);
   cairo_surface_destroy (surface);
-  return check_cairo (status, path, error);
+  /* A failed write: the file's own error says which and why. */
+  if (status != CAIRO_STATUS_SUCCESS && status != CAIRO_STATUS_WRITE_ERROR)
+    return check_cairo (status, path, error);
+  return napkin_atomic_file_commit (g_steal_pointer (&file), error);
 }
 
 /* ---------------------------------------------------------------- TikZ */

@@ -133,6 +133,12 @@ void        napkin_render_draw_legend      (cairo_t             *cr,
 gboolean    napkin_export_format_from_path (const char          *path,
                                             NapkinExportFormat  *format);
 /* scale multiplies the PNG's pixel size (1 = one pixel per document unit). */
+/* A cairo_write_func_t writing into the NapkinAtomicFile `closure`: exports stream
+ * into a temporary file that replaces the target only once Cairo and every write
+ * succeeded (napkin-file.h). */
+cairo_status_t napkin_render_write_func    (void                *closure,
+                                            const unsigned char *data,
+                                            unsigned int         length);
 gboolean    napkin_render_export           (NapkinDiagram       *diagram,
                                             const char          *path,
                                             NapkinExportFormat   format,

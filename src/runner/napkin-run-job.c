@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #define G_LOG_DOMAIN "napkin-runner"
+/* kill () and setpgid () under -std=c17 */
+#define _POSIX_C_SOURCE 200809L
 
 #include "config.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <glib/gstdio.h>
+#include <glib-unix.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -219,16 +224,33 @@ napkin_run_job_get_state (NapkinRunJob *self)
 
 /* ---- one run ------------------------------------------------------------------------------ */
 
+/* What is read from the runner is capped (docs/security.md, "Kernels"): its result is
+ * a few kilobytes of JSON, and a runner that prints gigabytes must not cost the
+ * editor gigabytes. Beyond the caps the output is read and dropped, so the runner
+ * never blocks on a full pipe. */
+#define STDOUT_CAP   (4 * 1024 * 1024)
+#define STDERR_LINE  4096     /* longer lines are cut */
+#define STDERR_TAIL  16384    /* the last bytes of the error stream kept for the result */
+
 typedef struct
 {
   GSubprocess         *proc;
-  GDataInputStream    *lines;
-  GOutputStream       *out;       /* GMemoryOutputStream */
+  GPid                 pid;         /* also the runner's process group */
+  GInputStream        *out_pipe;
+  GInputStream        *err_pipe;
+  GByteArray          *out;
+  gboolean             out_overflow;
+  GString             *line;        /* the error stream's current line */
+  gboolean             line_cut;
   GString             *stderr_tail;
+  char                 out_buf[16384];
+  char                 err_buf[4096];
   guint                pending;
   guint                timeout_id;
+  guint                grace_id;
   gulong               cancel_id;
   GCancellable        *cancellable;
+  GCancellable        *reads;       /* stops our reads: the runner is gone, or out of time */
   gboolean             timed_out;
 } RunData;
 
@@ -236,15 +258,42 @@ static void
 run_data_free (RunData *data)
 {
   g_clear_object (&data->proc);
-  g_clear_object (&data->lines);
-  g_clear_object (&data->out);
+  g_clear_object (&data->out_pipe);
+  g_clear_object (&data->err_pipe);
   if (data->cancel_id)
     g_cancellable_disconnect (data->cancellable, data->cancel_id);
   g_clear_object (&data->cancellable);
+  g_clear_object (&data->reads);
   g_clear_handle_id (&data->timeout_id, g_source_remove);
+  g_clear_handle_id (&data->grace_id, g_source_remove);
+  g_clear_pointer (&data->out, g_byte_array_unref);
+  if (data->line)
+    g_string_free (data->line, TRUE);
   if (data->stderr_tail)
     g_string_free (data->stderr_tail, TRUE);
   g_free (data);
+}
+
+/* The runner runs in its own process group (child_setup): killing the group stops
+ * whatever it started too, which would otherwise hold our pipes open. The child
+ * tells its pid through a pipe: GSubprocess forgets it once the child is reaped,
+ * which for a runner that exits at once can happen before we ask. */
+static void
+child_setup (gpointer user_data)
+{
+  int fd = GPOINTER_TO_INT (user_data);
+  pid_t pid = getpid ();
+
+  setpgid (0, 0);
+  if (write (fd, &pid, sizeof pid) != sizeof pid)
+    _exit (127);
+}
+
+static void
+kill_group (RunData *data)
+{
+  if (data->pid > 0 && kill (-data->pid, SIGKILL) != 0 && errno != ESRCH)
+    g_debug ("could not stop the runner's process group %d: %s", (int) data->pid, g_strerror (errno));
 }
 
 static void
@@ -258,14 +307,13 @@ complete (GTask *task)
 {
   NapkinRunJob *self = g_task_get_source_object (task);
   RunData *data = g_task_get_task_data (task);
-  const char *text;
   json_object *root = NULL;
-  gsize size;
 
   if (--data->pending > 0)
     return;
 
   g_clear_handle_id (&data->timeout_id, g_source_remove);
+  g_clear_handle_id (&data->grace_id, g_source_remove);
   if (g_cancellable_is_cancelled (data->cancellable))
     {
       set_state (self, NAPKIN_JOB_CANCELLED);
@@ -273,11 +321,18 @@ complete (GTask *task)
       return;
     }
 
-  size = g_memory_output_stream_get_data_size (G_MEMORY_OUTPUT_STREAM (data->out));
-  text = g_memory_output_stream_get_data (G_MEMORY_OUTPUT_STREAM (data->out));
-  if (size > 0 && text != NULL)
+  if (data->out_overflow)
     {
-      g_autofree char *copy = g_strndup (text, size);
+      set_state (self, NAPKIN_JOB_FAILED);
+      g_task_return_new_error (task, NAPKIN_JOB_ERROR, NAPKIN_JOB_ERROR_OUTPUT,
+                               "napkin-runner printed more than %d bytes on its standard output, where its "
+                               "result is a few kilobytes of JSON; Napkin read no further",
+                               STDOUT_CAP);
+      return;
+    }
+  if (data->out->len > 0)
+    {
+      g_autofree char *copy = g_strndup ((const char *) data->out->data, data->out->len);
       json_object *parsed = json_tokener_parse (copy);
 
       if (parsed != NULL && json_object_is_type (parsed, json_type_object))
@@ -327,23 +382,14 @@ complete (GTask *task)
   g_task_return_pointer (task, root, put_json);
 }
 
+/* One line of the error stream: progress, or kept in the tail. */
 static void
-read_line_cb (GObject      *object,
-              GAsyncResult *result,
-              gpointer      user_data)
+stderr_line (NapkinRunJob *self,
+             RunData      *data)
 {
-  g_autoptr(GTask) task = user_data;
-  NapkinRunJob *self = g_task_get_source_object (task);
-  RunData *data = g_task_get_task_data (task);
-  g_autofree char *line = g_data_input_stream_read_line_finish (G_DATA_INPUT_STREAM (object), result, NULL, NULL);
+  const char *line = data->line->str;
 
-  if (line == NULL)
-    {
-      complete (task);
-      return;
-    }
-
-  if (g_str_has_prefix (line, "progress "))
+  if (g_str_has_prefix (line, "progress ") && !data->line_cut)
     {
       char *end = NULL;
       double fraction = g_ascii_strtod (line + 9, &end);
@@ -351,24 +397,95 @@ read_line_cb (GObject      *object,
       if (end != NULL && end != line + 9)
         set_progress (self, CLAMP (fraction, 0, 1), g_strstrip (end));
     }
-  else if (data->stderr_tail->len < 16384)
+  else
     {
       g_string_append (data->stderr_tail, line);
+      if (data->line_cut)
+        g_string_append (data->stderr_tail, " […]");
       g_string_append_c (data->stderr_tail, '\n');
-    }
+      /* Keep the last STDERR_TAIL bytes, trimmed in steps so that many short lines
+       * cost linear time; the cut lands after a newline when there is one. */
+      if (data->stderr_tail->len > 2 * STDERR_TAIL)
+        {
+          gsize cut = data->stderr_tail->len - STDERR_TAIL;
+          const char *nl = memchr (data->stderr_tail->str + cut, '\n', STDERR_TAIL - 1);
 
-  g_data_input_stream_read_line_async (data->lines, G_PRIORITY_DEFAULT, NULL, read_line_cb, g_steal_pointer (&task));
+          if (nl != NULL)
+            cut = nl + 1 - data->stderr_tail->str;
+          g_string_erase (data->stderr_tail, 0, cut);
+        }
+    }
+  g_string_truncate (data->line, 0);
+  data->line_cut = FALSE;
 }
 
 static void
-splice_cb (GObject      *object,
-           GAsyncResult *result,
-           gpointer      user_data)
+stderr_read_cb (GObject      *object,
+                GAsyncResult *result,
+                gpointer      user_data)
 {
   g_autoptr(GTask) task = user_data;
+  NapkinRunJob *self = g_task_get_source_object (task);
+  RunData *data = g_task_get_task_data (task);
+  gssize n = g_input_stream_read_finish (G_INPUT_STREAM (object), result, NULL);
 
-  g_output_stream_splice_finish (G_OUTPUT_STREAM (object), result, NULL);
-  complete (task);
+  if (n <= 0)
+    {
+      if (data->line->len > 0)
+        stderr_line (self, data);
+      if (data->stderr_tail->len > STDERR_TAIL)
+        g_string_erase (data->stderr_tail, 0, data->stderr_tail->len - STDERR_TAIL);
+      complete (task);
+      return;
+    }
+
+  for (gssize i = 0; i < n; i++)
+    {
+      char c = data->err_buf[i];
+
+      if (c == '\n')
+        stderr_line (self, data);
+      else if (data->line->len < STDERR_LINE)
+        g_string_append_c (data->line, c);
+      else
+        data->line_cut = TRUE;
+    }
+
+  g_input_stream_read_async (data->err_pipe, data->err_buf, sizeof data->err_buf, G_PRIORITY_DEFAULT,
+                             data->reads, stderr_read_cb, g_steal_pointer (&task));
+}
+
+static void
+stdout_read_cb (GObject      *object,
+                GAsyncResult *result,
+                gpointer      user_data)
+{
+  g_autoptr(GTask) task = user_data;
+  RunData *data = g_task_get_task_data (task);
+  gssize n = g_input_stream_read_finish (G_INPUT_STREAM (object), result, NULL);
+
+  if (n <= 0)
+    {
+      complete (task);
+      return;
+    }
+  if (data->out->len + n <= STDOUT_CAP)
+    g_byte_array_append (data->out, (const guint8 *) data->out_buf, n);
+  else
+    data->out_overflow = TRUE;
+
+  g_input_stream_read_async (data->out_pipe, data->out_buf, sizeof data->out_buf, G_PRIORITY_DEFAULT,
+                             data->reads, stdout_read_cb, g_steal_pointer (&task));
+}
+
+static gboolean
+stop_reads (gpointer user_data)
+{
+  RunData *data = user_data;
+
+  data->grace_id = 0;
+  g_cancellable_cancel (data->reads);
+  return G_SOURCE_REMOVE;
 }
 
 static void
@@ -377,8 +494,15 @@ wait_cb (GObject      *object,
          gpointer      user_data)
 {
   g_autoptr(GTask) task = user_data;
+  RunData *data = g_task_get_task_data (task);
 
   g_subprocess_wait_finish (G_SUBPROCESS (object), result, NULL);
+  /* Whatever the runner left running is of no use now, and would hold the pipes:
+   * the reads end at the end of what it wrote. A process that left the group gets
+   * two seconds before the reads stop anyway. */
+  kill_group (data);
+  if (data->pending > 1)
+    data->grace_id = g_timeout_add_seconds (2, stop_reads, data);
   complete (task);
 }
 
@@ -389,7 +513,9 @@ on_timeout (gpointer user_data)
 
   data->timeout_id = 0;
   data->timed_out = TRUE;
+  kill_group (data);
   g_subprocess_force_exit (data->proc);
+  g_cancellable_cancel (data->reads);
   return G_SOURCE_REMOVE;
 }
 
@@ -397,9 +523,10 @@ static void
 on_cancelled (GCancellable *cancellable,
               gpointer      user_data)
 {
-  GSubprocess *proc = user_data;
+  RunData *data = user_data;
 
-  g_subprocess_force_exit (proc);
+  kill_group (data);
+  g_subprocess_force_exit (data->proc);
 }
 
 void
@@ -413,6 +540,7 @@ napkin_run_job_run_async (NapkinRunJob        *self,
   g_autoptr(GPtrArray) argv = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GError) error = NULL;
   g_autofree char *found = NULL;
+  int pid_pipe[2];
   RunData *data;
 
   g_return_if_fail (NAPKIN_IS_RUN_JOB (self));
@@ -447,12 +575,35 @@ napkin_run_job_run_async (NapkinRunJob        *self,
   g_ptr_array_add (argv, NULL);
 
   data = g_new0 (RunData, 1);
+  data->out = g_byte_array_new ();
+  data->line = g_string_new (NULL);
   data->stderr_tail = g_string_new (NULL);
   data->cancellable = cancellable ? g_object_ref (cancellable) : NULL;
+  data->reads = g_cancellable_new ();
   g_task_set_task_data (task, data, (GDestroyNotify) run_data_free);
 
+  if (!g_unix_open_pipe (pid_pipe, FD_CLOEXEC, &error))
+    {
+      set_state (self, NAPKIN_JOB_FAILED);
+      g_task_return_new_error (task, NAPKIN_JOB_ERROR, NAPKIN_JOB_ERROR_NO_RUNNER,
+                               "Could not start napkin-runner: %s", error->message);
+      return;
+    }
   launcher = g_subprocess_launcher_new (G_SUBPROCESS_FLAGS_STDOUT_PIPE | G_SUBPROCESS_FLAGS_STDERR_PIPE);
+  g_subprocess_launcher_set_child_setup (launcher, child_setup, GINT_TO_POINTER (pid_pipe[1]), NULL);
   data->proc = g_subprocess_launcher_spawnv (launcher, (const char * const *) argv->pdata, &error);
+  close (pid_pipe[1]);
+  if (data->proc != NULL)
+    {
+      pid_t pid = 0;
+      gssize n;
+
+      /* Written before the exec, or the pipe ends with the child. */
+      while ((n = read (pid_pipe[0], &pid, sizeof pid)) < 0 && errno == EINTR)
+        ;
+      data->pid = n == sizeof pid ? pid : 0;
+    }
+  close (pid_pipe[0]);
   if (data->proc == NULL)
     {
       set_state (self, NAPKIN_JOB_FAILED);
@@ -465,17 +616,17 @@ napkin_run_job_run_async (NapkinRunJob        *self,
   set_state (self, NAPKIN_JOB_RUNNING);
 
   data->pending = 3;
-  data->out = g_memory_output_stream_new_resizable ();
-  data->lines = g_data_input_stream_new (g_subprocess_get_stderr_pipe (data->proc));
+  data->out_pipe = g_object_ref (g_subprocess_get_stdout_pipe (data->proc));
+  data->err_pipe = g_object_ref (g_subprocess_get_stderr_pipe (data->proc));
   /* The runner has its own watchdog at the same limit; ours is the backstop. */
   data->timeout_id = g_timeout_add_seconds (self->timeout + (self->timeout < 10 ? 1 : 10), on_timeout, data);
   if (cancellable != NULL)
-    data->cancel_id = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled), data->proc, NULL);
+    data->cancel_id = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled), data, NULL);
 
-  g_output_stream_splice_async (data->out, g_subprocess_get_stdout_pipe (data->proc),
-                                G_OUTPUT_STREAM_SPLICE_CLOSE_SOURCE | G_OUTPUT_STREAM_SPLICE_CLOSE_TARGET,
-                                G_PRIORITY_DEFAULT, NULL, splice_cb, g_object_ref (task));
-  g_data_input_stream_read_line_async (data->lines, G_PRIORITY_DEFAULT, NULL, read_line_cb, g_object_ref (task));
+  g_input_stream_read_async (data->out_pipe, data->out_buf, sizeof data->out_buf, G_PRIORITY_DEFAULT,
+                             data->reads, stdout_read_cb, g_object_ref (task));
+  g_input_stream_read_async (data->err_pipe, data->err_buf, sizeof data->err_buf, G_PRIORITY_DEFAULT,
+                             data->reads, stderr_read_cb, g_object_ref (task));
   g_subprocess_wait_async (data->proc, NULL, wait_cb, g_object_ref (task));
 }
 

@@ -209,3 +209,41 @@ napkin_test_gemm_cases (guint *n)
   *n = G_N_ELEMENTS (cases);
   return cases;
 }
+
+GString *
+napkin_test_map_chain_json (guint    n_maps,
+                            gboolean region,
+                            gsize    pad)
+{
+  static const char *fns[] = { "relu", "exp", "scale", "gelu" };
+  GString *s = g_string_new ("{\"format\": \"napkin\", \"version\": 1, \"title\": \"Chain of maps\", "
+                             "\"axes\": [{\"name\": \"r\", \"size\": 4096}, {\"name\": \"c\", \"size\": 256}], "
+                             "\"tensors\": [{\"name\": \"X\", \"axes\": [\"r\", \"c\"], \"dtype\": \"fp16\"}, "
+                             "{\"name\": \"Y\", \"axes\": [\"r\", \"c\"], \"dtype\": \"fp16\"}], \"nodes\": ["
+                             "{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\", \"x\": 0, \"y\": 0}");
+  g_autofree char *label = g_strnfill (pad, 'l');
+
+  for (guint i = 0; i < n_maps; i++)
+    g_string_append_printf (s, ", {\"id\": \"n%u\", \"kind\": \"map\", \"fn\": \"%s\", \"label\": \"%s\", "
+                               "\"x\": %u, \"y\": %u}",
+                            i, fns[i % G_N_ELEMENTS (fns)], label, 100 + 120 * (i % 1000), 120 * (i / 1000));
+  g_string_append_printf (s, ", {\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"Y\", \"x\": 0, \"y\": %u}], "
+                             "\"wires\": [", 120 * (n_maps / 1000 + 1));
+  for (guint i = 0; i <= n_maps; i++)
+    {
+      g_autofree char *from = i == 0 ? g_strdup ("x") : g_strdup_printf ("n%u", i - 1);
+      g_autofree char *to = i == n_maps ? g_strdup ("y") : g_strdup_printf ("n%u", i);
+
+      g_string_append_printf (s, "%s{\"from\": \"%s\", \"to\": \"%s\", \"port\": 0}", i ? ", " : "", from, to);
+    }
+  g_string_append (s, "]");
+  if (region && n_maps > 0)
+    {
+      g_string_append (s, ", \"regions\": [{\"name\": \"rows\", \"level\": \"smem\", \"nodes\": [");
+      for (guint i = 0; i < n_maps; i++)
+        g_string_append_printf (s, "%s\"n%u\"", i ? ", " : "", i);
+      g_string_append (s, "], \"marks\": {\"r\": {\"parallel\": 4}, \"c\": \"whole\"}}]");
+    }
+  g_string_append (s, "}");
+  return s;
+}

@@ -460,7 +460,7 @@ random_edit (NapkinHistory *history,
         NapkinRegion *r = napkin_region_new (name, g_test_rand_int_range (0, NAPKIN_N_LEVELS));
 
         if (id)
-          g_ptr_array_add (r->nodes, g_strdup (id));
+          napkin_region_add_node (r, id);
         napkin_region_set_mark (r, axis, NAPKIN_MARK_STREAM, g_test_rand_int_range (1, 64));
         ok = napkin_edit_add_region (history, r, &error);
         napkin_item_free (NAPKIN_ITEM_REGION, r);

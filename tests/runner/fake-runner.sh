@@ -25,4 +25,26 @@ case "$FAKE_MODE" in
     echo "not json"
     exit 1
     ;;
+  orphan)
+    # Leaves a process behind that holds both pipes, and exits with a result.
+    sleep 600 &
+    echo $! > "$FAKE_PIDFILE"
+    echo "{ \"status\": \"ok\" }"
+    ;;
+  hang-with-child)
+    # Hangs, and so does a process it started, holding both pipes.
+    sleep 600 &
+    echo $! > "$FAKE_PIDFILE"
+    echo "progress 0.60 Running the kernel" >&2
+    exec sleep 600
+    ;;
+  flood-stdout)
+    # 96 MiB where a few kilobytes of JSON belong.
+    head -c 100663296 /dev/zero
+    ;;
+  long-stderr-line)
+    # 32 MiB on the error stream with no newline, then a result.
+    head -c 33554432 /dev/zero | tr '\000' x >&2
+    echo "{ \"status\": \"ok\" }"
+    ;;
 esac

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
+/* kill () under -std=c17 */
+#define _POSIX_C_SOURCE 200809L
+
 #include "config.h"
 
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <glib/gstdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -159,6 +164,128 @@ test_fake_cancel (void)
   g_assert_cmpint (g_get_monotonic_time () - start, <, 5 * G_USEC_PER_SEC);
   g_assert_cmpint (napkin_run_job_get_state (job), ==, NAPKIN_JOB_CANCELLED);
   g_clear_error (&w.error);
+}
+
+/* A process is gone when kill (pid, 0) fails or it is a zombie nobody reaps yet. */
+static gboolean
+process_gone (GPid pid)
+{
+  g_autofree char *stat_path = g_strdup_printf ("/proc/%d/stat", (int) pid);
+  g_autofree char *stat = NULL;
+  const char *paren;
+
+  if (kill (pid, 0) != 0)
+    return TRUE;
+  if (!g_file_get_contents (stat_path, &stat, NULL, NULL))
+    return TRUE;
+  paren = strrchr (stat, ')');
+  return paren != NULL && paren[1] == ' ' && paren[2] == 'Z';
+}
+
+static GPid
+read_pid_file (const char *path)
+{
+  g_autofree char *text = NULL;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  return (GPid) atoi (text);
+}
+
+static void
+assert_gone_soon (GPid pid)
+{
+  for (guint i = 0; i < 50 && !process_gone (pid); i++)
+    g_usleep (100000);
+  g_assert_true (process_gone (pid));
+}
+
+/* A runner that exits but leaves a process holding its pipes: the job used to wait
+ * for that process (here 600 s). Now the runner's process group goes with it. */
+static void
+test_fake_orphan (void)
+{
+  g_autoptr(NapkinRunJob) job = fake_job ("orphan");
+  g_autofree char *dir = g_dir_make_tmp ("napkin-runner-XXXXXX", NULL);
+  g_autofree char *pid_file = g_build_filename (dir, "pid", NULL);
+  Wait w = { 0 };
+  gint64 start = g_get_monotonic_time ();
+
+  g_setenv ("FAKE_PIDFILE", pid_file, TRUE);
+  run (job, NULL, &w);
+  g_assert_no_error (w.error);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (w.result, "status")), ==, "ok");
+  g_assert_cmpint (g_get_monotonic_time () - start, <, 10 * G_USEC_PER_SEC);
+  assert_gone_soon (read_pid_file (pid_file));
+  json_object_put (w.result);
+  g_unlink (pid_file);
+  g_rmdir (dir);
+}
+
+/* A runner that hangs, with a child holding its pipes: the timeout stops both. */
+static void
+test_fake_hang_with_child (void)
+{
+  g_autoptr(NapkinRunJob) job = fake_job ("hang-with-child");
+  g_autofree char *dir = g_dir_make_tmp ("napkin-runner-XXXXXX", NULL);
+  g_autofree char *pid_file = g_build_filename (dir, "pid", NULL);
+  Wait w = { 0 };
+  gint64 start = g_get_monotonic_time ();
+
+  g_setenv ("FAKE_PIDFILE", pid_file, TRUE);
+  napkin_run_job_set_timeout (job, 1);
+  run (job, NULL, &w);
+  g_assert_no_error (w.error);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (w.result, "status")), ==, "timeout");
+  g_assert_cmpint (g_get_monotonic_time () - start, <, 10 * G_USEC_PER_SEC);
+  assert_gone_soon (read_pid_file (pid_file));
+  json_object_put (w.result);
+  g_unlink (pid_file);
+  g_rmdir (dir);
+}
+
+static glong
+max_rss_kb (void)
+{
+  struct rusage usage;
+
+  getrusage (RUSAGE_SELF, &usage);
+  return usage.ru_maxrss;
+}
+
+/* 96 MiB on the runner's standard output: read and dropped past the cap (the whole
+ * of it used to be kept, and more than twice that while the buffer grew). */
+static void
+test_fake_flood_stdout (void)
+{
+  g_autoptr(NapkinRunJob) job = fake_job ("flood-stdout");
+  Wait w = { 0 };
+  glong before = max_rss_kb ();
+
+  run (job, NULL, &w);
+  g_assert_error (w.error, NAPKIN_JOB_ERROR, NAPKIN_JOB_ERROR_OUTPUT);
+  g_assert_nonnull (strstr (w.error->message, "more than 4194304 bytes on its standard output"));
+  g_test_message ("peak memory grew by %ld KiB", max_rss_kb () - before);
+  g_assert_cmpint (max_rss_kb () - before, <, 32 * 1024);
+  g_clear_error (&w.error);
+}
+
+/* 32 MiB on the error stream without a newline: the result keeps a cut line, not
+ * the whole of it (the 16 KiB cap used to be checked once per line). */
+static void
+test_fake_long_stderr_line (void)
+{
+  g_autoptr(NapkinRunJob) job = fake_job ("long-stderr-line");
+  Wait w = { 0 };
+  const char *tail;
+
+  run (job, NULL, &w);
+  g_assert_no_error (w.error);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (w.result, "status")), ==, "ok");
+  tail = json_object_get_string (json_object_object_get (w.result, "stderr"));
+  g_assert_nonnull (tail);
+  g_assert_cmpuint (strlen (tail), <=, 16384);
+  g_assert_true (g_str_has_suffix (tail, "xxx […]\n"));
+  json_object_put (w.result);
 }
 
 static gboolean
@@ -337,6 +464,10 @@ main (int    argc,
   g_test_add_func ("/runner/job/fake-crash", test_fake_crash);
   g_test_add_func ("/runner/job/fake-garbage", test_fake_garbage);
   g_test_add_func ("/runner/job/fake-cancel", test_fake_cancel);
+  g_test_add_func ("/runner/job/fake-orphan", test_fake_orphan);
+  g_test_add_func ("/runner/job/fake-hang-with-child", test_fake_hang_with_child);
+  g_test_add_func ("/runner/job/fake-flood-stdout", test_fake_flood_stdout);
+  g_test_add_func ("/runner/job/fake-long-stderr-line", test_fake_long_stderr_line);
   g_test_add_func ("/runner/real/no-gpu", test_real_no_gpu);
   g_test_add_func ("/runner/cli/no-gpu", test_cli_no_gpu);
   g_test_add_func ("/runner/cli/codegen", test_cli_codegen);

@@ -177,11 +177,26 @@ test_names_refused (void)
 static void
 test_nul_and_bad_utf8 (void)
 {
-  static const struct { const char *json; const char *expected; } cases[] = {
-    { "\"a\\u0000b\"", "The label of the input “a”: not valid UTF-8 text (JSON path: nodes[0].label)" },
-    { "\"\xff\xfe\"", "The label of the input “a”: not valid UTF-8 text (JSON path: nodes[0].label)" },
-    { "\"\xc0\xaf\"", "The label of the input “a”: not valid UTF-8 text (JSON path: nodes[0].label)" },            /* overlong '/' */
-    { "\"\xed\xa0\x80\"", "The label of the input “a”: not valid UTF-8 text (JSON path: nodes[0].label)" },        /* a surrogate */
+  /* The label's value, or (key) a field name put before it. json-c let a \u0000 in a
+   * field name through, cutting the name there (and saved it cut), and turned a lone
+   * surrogate into U+FFFD: the scan before json-c refuses both, naming the place. */
+  static const struct { const char *json; gboolean key; const char *expected; } cases[] = {
+    { "\"a\\u0000b\"", FALSE, "The label of the input “a”: \\u0000 (a NUL character) is not allowed in text (JSON path: nodes[0].label)" },
+    { "\"\xff\xfe\"", FALSE, "The label of the input “a”: not valid UTF-8 text (JSON path: nodes[0].label)" },
+    { "\"\xc0\xaf\"", FALSE, "The label of the input “a”: not valid UTF-8 text (JSON path: nodes[0].label)" },            /* overlong '/' */
+    { "\"\xed\xa0\x80\"", FALSE, "The label of the input “a”: not valid UTF-8 text (JSON path: nodes[0].label)" },        /* a surrogate */
+    { "\"\\ud800\"", FALSE,
+      "The label of the input “a”: \\uD800 is half of a surrogate pair without its other half, not a character (JSON path: nodes[0].label)" },
+    { "\"\\udc00x\"", FALSE,
+      "The label of the input “a”: \\uDC00 is half of a surrogate pair without its other half, not a character (JSON path: nodes[0].label)" },
+    { "\"\\ud800\\u0041\"", FALSE,
+      "The label of the input “a”: \\uD800 is half of a surrogate pair without its other half, not a character (JSON path: nodes[0].label)" },
+    { "\"a\tb\"", FALSE, "The label of the input “a”: a raw control character (U+0009); JSON writes it as \\t (JSON path: nodes[0].label)" },
+    { "\"x\\u0000y\": 1, \"k\"", TRUE,
+      "The input “a”: a field name holds \\u0000 (a NUL character), which is not allowed (JSON path: nodes[0])" },
+    { "\"\\udbff\": 1, \"k\"", TRUE,
+      "The input “a”: a field name holds \\uDBFF, half of a surrogate pair without its other half, not a character (JSON path: nodes[0])" },
+    { "\"\xff\": 1, \"k\"", TRUE, "The input “a”: a field name is not valid UTF-8 text (JSON path: nodes[0])" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -197,8 +212,17 @@ test_nul_and_bad_utf8 (void)
       text = g_string_new (contents);
       label = strstr (text->str, "\"label\": \"A\"");
       g_assert_nonnull (label);
-      g_string_erase (text, label - text->str + 9, 3);
-      g_string_insert (text, label - text->str + 9, cases[i].json);
+      if (cases[i].key)
+        {
+          /* "KEY": 1, "k": "A" */
+          g_string_erase (text, label - text->str, 7);
+          g_string_insert (text, label - text->str, cases[i].json);
+        }
+      else
+        {
+          g_string_erase (text, label - text->str + 9, 3);
+          g_string_insert (text, label - text->str + 9, cases[i].json);
+        }
 
       diagram = napkin_diagram_load_from_data (text->str, text->len, NAPKIN_LOAD_DEFAULT, &error);
       g_assert_null (diagram);
