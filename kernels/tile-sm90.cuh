@@ -8,20 +8,20 @@
 /* wgmma shared-memory matrix descriptor, 128-byte swizzle: start address, leading and
  * stride byte offsets (K-major: lbo unused, sbo between 8-row groups; MN-major: lbo
  * between 64-element column blocks, sbo between 8-row groups along K). */
-static __device__ __forceinline__ unsigned long long
+__device__ __forceinline__ unsigned long long
 napkin_sm90_desc (unsigned addr, unsigned lbo, unsigned sbo)
 {
   return (unsigned long long) ((addr & 0x3FFFF) >> 4) | ((unsigned long long) ((lbo & 0x3FFFF) >> 4) << 16)
          | ((unsigned long long) ((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_bar_init (unsigned bar, unsigned count)
 {
   asm volatile ("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r" (bar), "r" (count) : "memory");
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_bar_wait (unsigned bar, unsigned parity)
 {
   unsigned done = 0;
@@ -31,7 +31,7 @@ napkin_sm90_bar_wait (unsigned bar, unsigned parity)
                   : "=r" (done) : "r" (bar), "r" (parity) : "memory");
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_bar_arrive (unsigned bar)
 {
   asm volatile ("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r" (bar) : "memory");
@@ -40,20 +40,20 @@ napkin_sm90_bar_arrive (unsigned bar)
 /* Arrives and announces the bytes the stage's copies will bring. A box that runs past
  * the tensor's edge still delivers all its bytes (the outside as zeros), so the count
  * is always the full boxes. */
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_bar_expect (unsigned bar, unsigned bytes)
 {
   asm volatile ("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r" (bar), "r" (bytes) : "memory");
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_tma_load (unsigned dst, const NapkinTensorMap *map, int c0, int c1, unsigned bar)
 {
   asm volatile ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                 :: "r" (dst), "l" (map), "r" (c0), "r" (c1), "r" (bar) : "memory");
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_tma_load (unsigned dst, const NapkinTensorMap *map, int c0, int c1, int c2, unsigned bar)
 {
   asm volatile ("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
@@ -61,14 +61,14 @@ napkin_sm90_tma_load (unsigned dst, const NapkinTensorMap *map, int c0, int c1, 
 }
 
 /* Shared memory to global through a tensor map; the copy engine clips at the edges. */
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_tma_store (const NapkinTensorMap *map, int c0, int c1, unsigned src)
 {
   asm volatile ("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];"
                 :: "l" (map), "r" (c0), "r" (c1), "r" (src) : "memory");
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_tma_store (const NapkinTensorMap *map, int c0, int c1, int c2, unsigned src)
 {
   asm volatile ("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];"
@@ -76,32 +76,32 @@ napkin_sm90_tma_store (const NapkinTensorMap *map, int c0, int c1, int c2, unsig
 }
 
 /* A named barrier over one warpgroup (ids from 1: 0 is __syncthreads). */
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_wg_sync (int id)
 {
   asm volatile ("bar.sync %0, 128;" :: "r" (id) : "memory");
 }
 
 /* Two adjacent fp32 values into shared memory, as fp32 or converted to 16 bits. */
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_sts2 (unsigned addr, float a, float b, const float *)
 {
   asm volatile ("st.shared.v2.f32 [%0], {%1, %2};" :: "r" (addr), "f" (a), "f" (b) : "memory");
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_sts2 (unsigned addr, float a, float b, const napkin_bf16 *p)
 {
   asm volatile ("st.shared.b32 [%0], %1;" :: "r" (addr), "r" (napkin_pack2 (p, a, b)) : "memory");
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_sts2 (unsigned addr, float a, float b, const napkin_f16 *p)
 {
   asm volatile ("st.shared.b32 [%0], %1;" :: "r" (addr), "r" (napkin_pack2 (p, a, b)) : "memory");
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_sm90_lds4 (unsigned addr, float *v)
 {
   asm volatile ("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
@@ -110,7 +110,7 @@ napkin_sm90_lds4 (unsigned addr, float *v)
 
 /* The byte address of 16-byte chunk `chunk` of row `row` in a 128-byte-swizzled tile
  * (1024-byte aligned): chunk q of row r sits at q ^ (r % 8). */
-static __device__ __forceinline__ unsigned
+__device__ __forceinline__ unsigned
 napkin_sm90_swz (unsigned base, int row, unsigned byte)
 {
   return base + row * 128 + ((((byte >> 4) ^ (row & 7)) & 7) << 4) + (byte & 15);

@@ -6,7 +6,7 @@
 #ifndef NAPKIN_TILE_STORE
 #define NAPKIN_TILE_STORE
 
-static __device__ __forceinline__ unsigned
+__device__ __forceinline__ unsigned
 napkin_pack2 (const napkin_bf16 *, float a, float b)
 {
   unsigned v;
@@ -15,7 +15,7 @@ napkin_pack2 (const napkin_bf16 *, float a, float b)
   return v;
 }
 
-static __device__ __forceinline__ unsigned
+__device__ __forceinline__ unsigned
 napkin_pack2 (const napkin_f16 *, float a, float b)
 {
   unsigned v;
@@ -24,28 +24,28 @@ napkin_pack2 (const napkin_f16 *, float a, float b)
   return v;
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_st4 (float *p, float a, float b, float c, float d)
 {
   asm volatile ("st.global.v4.f32 [%0], {%1, %2, %3, %4};" :: "l" (p), "f" (a), "f" (b), "f" (c), "f" (d) : "memory");
 }
 
 template <typename T>
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_st4 (T *p, float a, float b, float c, float d)
 {
   asm volatile ("st.global.v2.b32 [%0], {%1, %2};"
                 :: "l" (p), "r" (napkin_pack2 (p, a, b)), "r" (napkin_pack2 (p, c, d)) : "memory");
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_st2 (float *p, float a, float b)
 {
   asm volatile ("st.global.v2.f32 [%0], {%1, %2};" :: "l" (p), "f" (a), "f" (b) : "memory");
 }
 
 template <typename T>
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_st2 (T *p, float a, float b)
 {
   asm volatile ("st.global.b32 [%0], %1;" :: "l" (p), "r" (napkin_pack2 (p, a, b)) : "memory");
@@ -53,7 +53,7 @@ napkin_st2 (T *p, float a, float b)
 
 /* Eight fp32 values stored as one 16-byte vector (16-bit types) or two (fp32); p is
  * 16-byte aligned. */
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_st8 (float *p, const float (&v)[8])
 {
   napkin_st4 (p, v[0], v[1], v[2], v[3]);
@@ -61,7 +61,7 @@ napkin_st8 (float *p, const float (&v)[8])
 }
 
 template <typename T>
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_st8 (T *p, const float (&v)[8])
 {
   asm volatile ("st.global.v4.b32 [%0], {%1, %2, %3, %4};"
@@ -70,7 +70,7 @@ napkin_st8 (T *p, const float (&v)[8])
 }
 
 /* Eight values from global memory (16-byte aligned) as fp32. */
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_ld8 (const float *p, float (&v)[8])
 {
   const float4 a = *(const float4 *) p, b = *(const float4 *) (p + 4);
@@ -79,14 +79,14 @@ napkin_ld8 (const float *p, float (&v)[8])
   v[4] = b.x; v[5] = b.y; v[6] = b.z; v[7] = b.w;
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_unpack2 (const napkin_bf16 *, unsigned u, float *v)
 {
   v[0] = __uint_as_float (u << 16);
   v[1] = __uint_as_float (u & 0xffff0000u);
 }
 
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_unpack2 (const napkin_f16 *, unsigned u, float *v)
 {
   asm ("{ .reg .b16 lo, hi; mov.b32 {lo, hi}, %2; cvt.f32.f16 %0, lo; cvt.f32.f16 %1, hi; }"
@@ -94,7 +94,7 @@ napkin_unpack2 (const napkin_f16 *, unsigned u, float *v)
 }
 
 template <typename T>
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_ld8 (const T *p, float (&v)[8])
 {
   const uint4 u = *(const uint4 *) p;
@@ -106,7 +106,7 @@ napkin_ld8 (const T *p, float (&v)[8])
 }
 
 /* Four fp32 values from global memory (16-byte aligned). */
-static __device__ __forceinline__ void
+__device__ __forceinline__ void
 napkin_ld4 (const float *p, float *v)
 {
   asm volatile ("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"

@@ -130,7 +130,7 @@ wgmma_wrappers (const char *name,
       g_string_append_printf (outs_o, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
     }
   g_string_append_printf (s,
-                          "static __device__ __forceinline__ void\n"
+                          "__device__ __forceinline__ void\n"
                           "%s_qk (float (&d)[%" G_GINT64_FORMAT "], unsigned long long da, unsigned long long db, "
                           "int acc)\n"
                           "{\n"
@@ -143,7 +143,7 @@ wgmma_wrappers (const char *name,
                           name, ns, ns + 2, BKV, qk8 ? 32 : 16, mma_type (qk_dtype), mma_type (qk_dtype),
                           regs_s->str, ns, ns + 1, qk8 ? "" : ", 0, 0", outs_s->str);
   g_string_append_printf (s,
-                          "static __device__ __forceinline__ void\n"
+                          "__device__ __forceinline__ void\n"
                           "%s_pv (float (&d)[%" G_GINT64_FORMAT "], unsigned a0, unsigned a1, unsigned a2, unsigned a3, "
                           "unsigned long long db)\n"
                           "{\n"
@@ -157,12 +157,12 @@ wgmma_wrappers (const char *name,
                           name, no, no + 5, D, v8 ? 32 : 16, mma_type (v_dtype), mma_type (v_dtype), regs_o->str,
                           no, no + 1, no + 2, no + 3, no + 4, v8 ? "" : ", 1", outs_o->str);
   g_string_append_printf (s,
-                          "static __device__ __forceinline__ void\n"
+                          "__device__ __forceinline__ void\n"
                           "%s_fence_s (float (&d)[%" G_GINT64_FORMAT "])\n"
                           "{\n"
                           "  asm volatile (\"\" : %s :: \"memory\");\n"
                           "}\n\n"
-                          "static __device__ __forceinline__ void\n"
+                          "__device__ __forceinline__ void\n"
                           "%s_fence_o (float (&d)[%" G_GINT64_FORMAT "])\n"
                           "{\n"
                           "  asm volatile (\"\" : %s :: \"memory\");\n"

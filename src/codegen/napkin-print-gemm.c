@@ -106,7 +106,7 @@ epilogue_function (const NapkinPrintCtx *ctx,
 {
   g_autoptr(GString) s = g_string_new (NULL);
 
-  g_string_append_printf (s, "static __device__ __forceinline__ float\n"
+  g_string_append_printf (s, "__device__ __forceinline__ float\n"
                              "%s_epi (const NapkinArgs &args, int b, long m, long n, float x)\n"
                              "{\n"
                              "  (void) args; (void) b; (void) m; (void) n;\n", name);
@@ -225,13 +225,13 @@ epilogue_split_functions (const NapkinPrintCtx *ctx,
       g_string_append_printf (ap, "  x = %s;\n", expr);
     }
   *n_other = q;
-  return g_strdup_printf ("static __device__ __forceinline__ void\n"
+  return g_strdup_printf ("__device__ __forceinline__ void\n"
                           "%s_ld8 (const NapkinArgs &args, int b, long m, long n, float (&y)[%u][8])\n"
                           "{\n"
                           "  (void) args; (void) b; (void) m; (void) n; (void) y;\n"
                           "%s"
                           "}\n\n"
-                          "static __device__ __forceinline__ float\n"
+                          "__device__ __forceinline__ float\n"
                           "%s_ap (float x, const float (&y)[%u][8], int e)\n"
                           "{\n"
                           "  (void) y; (void) e;\n"
@@ -349,7 +349,7 @@ wgmma_function (const char *fname,
   else
     shape = g_strdup_printf ("m64n%" G_GINT64_FORMAT "k16.f32.%s.%s {%s}, %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT
                              ", p, 1, 1, %d, %d", n, t, t, list->str, regs, regs + 1, a_trans ? 1 : 0, b_trans ? 1 : 0);
-  return g_strdup_printf ("static __device__ __forceinline__ void\n"
+  return g_strdup_printf ("__device__ __forceinline__ void\n"
                           "%s (float (&d)[%" G_GINT64_FORMAT "], unsigned long long da, unsigned long long db, int acc)\n"
                           "{\n"
                           "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"

@@ -71,7 +71,7 @@ flash_wgmma_wrappers (const char *name,
     g_string_append_printf (s, "%s\n", text);
   }
   g_string_append_printf (s,
-                          "static __device__ __forceinline__ void\n"
+                          "__device__ __forceinline__ void\n"
                           "%s_pv (float (&d)[%" G_GINT64_FORMAT "], unsigned a0, unsigned a1, unsigned a2, unsigned a3, "
                           "unsigned long long db)\n"
                           "{\n"
@@ -84,12 +84,12 @@ flash_wgmma_wrappers (const char *name,
                           "}\n\n",
                           name, no, no + 5, D, mma, mma, regs_o->str, no, no + 1, no + 2, no + 3, no + 4, outs_o->str);
   g_string_append_printf (s,
-                          "static __device__ __forceinline__ void\n"
+                          "__device__ __forceinline__ void\n"
                           "%s_fence_s (float (&d)[%" G_GINT64_FORMAT "])\n"
                           "{\n"
                           "  asm volatile (\"\" : %s :: \"memory\");\n"
                           "}\n\n"
-                          "static __device__ __forceinline__ void\n"
+                          "__device__ __forceinline__ void\n"
                           "%s_fence_o (float (&d)[%" G_GINT64_FORMAT "])\n"
                           "{\n"
                           "  asm volatile (\"\" : %s :: \"memory\");\n"

@@ -25,7 +25,7 @@ _napkin_wgmma_ss_function (const char *fname,
       g_string_append_printf (list, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
       g_string_append_printf (outs, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
     }
-  return g_strdup_printf ("static __device__ __forceinline__ void\n"
+  return g_strdup_printf ("__device__ __forceinline__ void\n"
                           "%s (float (&d)[%" G_GINT64_FORMAT "], unsigned long long da, unsigned long long db, int acc)\n"
                           "{\n"
                           "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
