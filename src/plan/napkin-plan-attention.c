@@ -693,8 +693,8 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
       return FALSE;
   }
   if (qk < 0 || napkin_diagram_node (p->d, qk)->kind != NAPKIN_OP_CONTRACT
-      || napkin_diagram_node (p->d, pv)->kind != NAPKIN_OP_CONTRACT || !_napkin_plan_in_kernel (k, qk)
-      || !_napkin_plan_in_kernel (k, pv) || napkin_diagram_input_source (p->d, pv, 0) != sm)
+      || napkin_diagram_node (p->d, pv)->kind != NAPKIN_OP_CONTRACT || !_napkin_plan_member (p, k, qk)
+      || !_napkin_plan_member (p, k, pv) || napkin_diagram_input_source (p->d, pv, 0) != sm)
     return FALSE;
   qn = napkin_diagram_node (p->d, napkin_diagram_input_source (p->d, qk, 0));
   kn = napkin_diagram_node (p->d, napkin_diagram_input_source (p->d, qk, 1));

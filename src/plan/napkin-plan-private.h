@@ -45,8 +45,6 @@ gboolean  _napkin_plan_try_elementwise (NapkinPlanner    *p,
 /* Helpers. */
 NapkinDtype _napkin_plan_dtype          (NapkinPlanner    *p,
                                         int               node);
-gboolean    _napkin_plan_in_kernel      (const NapkinPlanKernel *kernel,
-                                        guint             node);
 /* Whether `node` (−1: no) is one of `kernel`'s, in constant time. */
 gboolean    _napkin_plan_member         (NapkinPlanner    *p,
                                         const NapkinPlanKernel *kernel,

@@ -143,16 +143,6 @@ _napkin_plan_dtype (NapkinPlanner *p,
 }
 
 gboolean
-_napkin_plan_in_kernel (const NapkinPlanKernel *kernel,
-                        guint                   node)
-{
-  for (guint i = 0; i < kernel->nodes->len; i++)
-    if (g_array_index (kernel->nodes, guint, i) == node)
-      return TRUE;
-  return FALSE;
-}
-
-gboolean
 _napkin_plan_member (NapkinPlanner          *p,
                      const NapkinPlanKernel *kernel,
                      int                     node)
