@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <adwaita.h>
 #include <glib/gi18n.h>
 
 #include "napkin-canvas-private.h"
@@ -97,6 +98,9 @@ struct _NapkinCanvas
    * change only an overlay (rubber band, connect line, resize) reuse it. */
   GdkTexture    *picture;
   GBytes        *picture_key;
+
+  gboolean       dark;          /* dark paper, following the style manager */
+  char          *description;   /* what is drawn, for assistive technologies */
 };
 
 G_DEFINE_FINAL_TYPE (NapkinCanvas, napkin_canvas, GTK_TYPE_WIDGET)
@@ -162,6 +166,91 @@ clear_selection_quietly (NapkinCanvas *self)
 
 /* ---------------------------------------------------------------- model */
 
+/* What is drawn, in words, for screen readers (the canvas is one image to them):
+ * "Diagram: 4 operations, 2 tensors, 1 region (shared memory)". */
+static char *
+describe (NapkinDiagram *diagram,
+          GPtrArray     *problems)
+{
+  static const char *levels[NAPKIN_N_LEVELS] = {
+    N_("device memory"), N_("L2 cache"), N_("shared memory"), N_("registers"),
+  };
+  GString *s = g_string_new (NULL);
+  guint n_nodes = diagram ? napkin_diagram_n_nodes (diagram) : 0;
+  guint n_regions = diagram ? napkin_diagram_n_regions (diagram) : 0;
+  guint tensors = 0;
+
+  if (diagram == NULL || n_nodes == 0)
+    return g_strdup (_("Diagram: empty"));
+  for (guint n = 0; n < n_nodes; n++)
+    {
+      NapkinOpKind kind = napkin_diagram_node (diagram, n)->kind;
+
+      tensors += kind == NAPKIN_OP_INPUT || kind == NAPKIN_OP_OUTPUT;
+    }
+  /* TRANSLATORS: the start of the canvas's description for screen readers */
+  g_string_append (s, _("Diagram: "));
+  g_string_append_printf (s, ngettext ("%u operation", "%u operations", n_nodes - tensors), n_nodes - tensors);
+  g_string_append (s, ", ");
+  g_string_append_printf (s, ngettext ("%u tensor", "%u tensors", tensors), tensors);
+  g_string_append (s, ", ");
+  g_string_append_printf (s, ngettext ("%u region", "%u regions", n_regions), n_regions);
+  for (guint r = 0; r < n_regions; r++)
+    g_string_append_printf (s, "%s%s", r == 0 ? " (" : ", ", _(levels[napkin_diagram_region (diagram, r)->level]));
+  if (n_regions > 0)
+    g_string_append (s, ")");
+  if (problems != NULL && problems->len > 0)
+    {
+      g_string_append (s, ", ");
+      g_string_append_printf (s, ngettext ("%u problem", "%u problems", problems->len), problems->len);
+    }
+  return g_string_free (s, FALSE);
+}
+
+static void
+update_description (NapkinCanvas *self)
+{
+  g_autofree char *text = describe (self->diagram, self->problems);
+
+  if (g_strcmp0 (text, self->description) == 0)
+    return;
+  g_free (self->description);
+  self->description = g_steal_pointer (&text);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self), GTK_ACCESSIBLE_PROPERTY_LABEL, _("Diagram"),
+                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, self->description, -1);
+}
+
+char *
+napkin_canvas_dup_description (NapkinCanvas *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+
+  return g_strdup (self->description);
+}
+
+gboolean
+napkin_canvas_get_dark (NapkinCanvas *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), FALSE);
+
+  return self->dark;
+}
+
+/* Dark paper in a dark style, switched live (docs/editor.md, "Dark style"). */
+static void
+style_changed_cb (NapkinCanvas    *self,
+                  GParamSpec      *pspec,
+                  AdwStyleManager *manager)
+{
+  gboolean dark = adw_style_manager_get_dark (manager);
+
+  if (dark == self->dark)
+    return;
+  self->dark = dark;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+  (void) pspec;
+}
+
 static void
 diagram_changed_cb (NapkinCanvas  *self,
                     NapkinDiagram *diagram)
@@ -199,6 +288,7 @@ diagram_changed_cb (NapkinCanvas  *self,
         }
     }
 
+  update_description (self);
   gtk_widget_queue_draw (GTK_WIDGET (self));
   /* Listeners (the inspector) refresh on this too, so always tell them. */
   g_signal_emit (self, signals[SELECTION_CHANGED], 0);
@@ -246,6 +336,7 @@ napkin_canvas_set_history (NapkinCanvas  *self,
       self->needs_fit = TRUE;
       gtk_widget_queue_allocate (GTK_WIDGET (self));
     }
+  update_description (self);
   emit_selection_changed (self);
 }
 
@@ -2127,7 +2218,7 @@ picture_key (NapkinCanvas              *self,
   GByteArray *key = g_byte_array_new ();
   guint64 generation = napkin_diagram_get_generation (self->diagram);
   double view[3] = { self->zoom, self->origin_x, self->origin_y };
-  int ints[5] = { width, height, scale, options->selected_region, options->selected_wire };
+  int ints[6] = { width, height, scale, options->selected_region, options->selected_wire, options->dark };
 
   g_byte_array_append (key, (const guint8 *) &generation, sizeof generation);
   g_byte_array_append (key, (const guint8 *) view, sizeof view);
@@ -2190,7 +2281,10 @@ napkin_canvas_snapshot (GtkWidget   *widget,
   if (self->diagram == NULL || width <= 0 || height <= 0)
     {
       cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
-      cairo_set_source_rgb (cr, 0.995, 0.993, 0.985);
+      if (self->dark)
+        cairo_set_source_rgb (cr, 0x1e / 255.0, 0x1e / 255.0, 0x1e / 255.0);
+      else
+        cairo_set_source_rgb (cr, 0.995, 0.993, 0.985);
       cairo_paint (cr);
       cairo_destroy (cr);
       return;
@@ -2201,6 +2295,7 @@ napkin_canvas_snapshot (GtkWidget   *widget,
   for (guint n = 0; n < options.n_selected_nodes; n++)
     selected[n] = g_hash_table_contains (self->selected, napkin_diagram_node (self->diagram, n)->id);
   options.selected_nodes = selected;
+  options.dark = self->dark;
   options.selected_region = self->selected_region
                             ? napkin_diagram_find_region (self->diagram, self->selected_region) : -1;
   if (self->selected_wire_to != NULL)
@@ -2403,6 +2498,7 @@ napkin_canvas_finalize (GObject *object)
   g_clear_pointer (&self->analysis_problems, g_ptr_array_unref);
   g_clear_pointer (&self->arch, napkin_arch_unref);
   g_clear_pointer (&self->placeholder_axis, g_free);
+  g_clear_pointer (&self->description, g_free);
   G_OBJECT_CLASS (napkin_canvas_parent_class)->finalize (object);
 }
 
@@ -2541,6 +2637,14 @@ napkin_canvas_init (NapkinCanvas *self)
   drop = gtk_drop_target_new (G_TYPE_STRING, GDK_ACTION_COPY);
   g_signal_connect_swapped (drop, "drop", G_CALLBACK (drop_cb), self);
   gtk_widget_add_controller (GTK_WIDGET (self), GTK_EVENT_CONTROLLER (drop));
+
+  {
+    AdwStyleManager *manager = adw_style_manager_get_default ();
+
+    g_signal_connect_object (manager, "notify::dark", G_CALLBACK (style_changed_cb), self, G_CONNECT_SWAPPED);
+    self->dark = adw_style_manager_get_dark (manager);
+  }
+  update_description (self);
 }
 
 GtkWidget *

@@ -88,4 +88,10 @@ void           napkin_canvas_set_region_tool      (NapkinCanvas   *self,
                                                    gboolean        active,
                                                    NapkinLevel     level);
 
+/* What the canvas shows, in the words its accessible description gives:
+ * "Diagram: 4 operations, 2 tensors, 1 region (shared memory)". */
+char          *napkin_canvas_dup_description      (NapkinCanvas   *self);
+/* Whether it draws on dark paper (it follows AdwStyleManager:dark). */
+gboolean       napkin_canvas_get_dark             (NapkinCanvas   *self);
+
 G_END_DECLS

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include <adwaita.h>
 #include <glib/gi18n.h>
 #include <gtksourceview/gtksource.h>
 
@@ -796,18 +797,47 @@ napkin_code_view_class_init (NapkinCodeViewClass *klass)
   gtk_widget_class_set_css_name (widget_class, "napkin-code-view");
 }
 
+/* The GtkSourceView scheme that matches the style: "Adwaita-dark" in a dark one,
+ * switched live (docs/editor.md, "Dark style"). */
+static void
+style_changed_cb (NapkinCodeView  *self,
+                  GParamSpec      *pspec,
+                  AdwStyleManager *manager)
+{
+  GtkSourceStyleSchemeManager *schemes = gtk_source_style_scheme_manager_get_default ();
+  GtkTextBuffer *buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (self->source_view));
+  const char *id = adw_style_manager_get_dark (manager) ? "Adwaita-dark" : "Adwaita";
+
+  gtk_source_buffer_set_style_scheme (GTK_SOURCE_BUFFER (buffer),
+                                      gtk_source_style_scheme_manager_get_scheme (schemes, id));
+  (void) pspec;
+}
+
 static void
 napkin_code_view_init (NapkinCodeView *self)
 {
   GtkTextBuffer *buffer;
-  GtkSourceStyleSchemeManager *schemes = gtk_source_style_scheme_manager_get_default ();
+  AdwStyleManager *manager = adw_style_manager_get_default ();
 
   gtk_widget_init_template (GTK_WIDGET (self));
   g_signal_connect (self, "map", G_CALLBACK (source_view_map_cb), NULL);
   buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (self->source_view));
   gtk_source_buffer_set_highlight_syntax (GTK_SOURCE_BUFFER (buffer), TRUE);
-  gtk_source_buffer_set_style_scheme (GTK_SOURCE_BUFFER (buffer),
-                                      gtk_source_style_scheme_manager_get_scheme (schemes, "Adwaita"));
+  g_signal_connect_object (manager, "notify::dark", G_CALLBACK (style_changed_cb), self, G_CONNECT_SWAPPED);
+  style_changed_cb (self, NULL, manager);
+}
+
+const char *
+napkin_code_view_get_scheme_id (NapkinCodeView *self)
+{
+  GtkTextBuffer *buffer;
+  GtkSourceStyleScheme *scheme;
+
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NULL);
+
+  buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (self->source_view));
+  scheme = gtk_source_buffer_get_style_scheme (GTK_SOURCE_BUFFER (buffer));
+  return scheme ? gtk_source_style_scheme_get_id (scheme) : NULL;
 }
 
 gboolean

@@ -59,5 +59,7 @@ void            napkin_code_view_export_async     (NapkinCodeView      *self,
 gboolean        napkin_code_view_export_finish    (NapkinCodeView      *self,
                                                    GAsyncResult        *result,
                                                    GError             **error);
+/* The GtkSourceView style scheme in use: "Adwaita", or "Adwaita-dark" in a dark style. */
+const char    *napkin_code_view_get_scheme_id   (NapkinCodeView *self);
 
 G_END_DECLS

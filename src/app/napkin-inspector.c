@@ -969,6 +969,7 @@ build_axes (NapkinInspector *self)
         gtk_widget_set_name (entry, name);
         gtk_widget_set_name (remove, remove_name);
         gtk_widget_set_tooltip_text (remove, tip);
+        gtk_accessible_update_property (GTK_ACCESSIBLE (remove), GTK_ACCESSIBLE_PROPERTY_LABEL, tip, -1);
         gtk_widget_add_css_class (remove, "flat");
         g_object_set_data_full (G_OBJECT (remove), "napkin-key", g_strdup (axis->name), g_free);
         g_object_set_data (G_OBJECT (remove), "napkin-entry", entry);

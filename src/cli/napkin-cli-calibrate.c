@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -197,7 +199,7 @@ napkin_cli_calibrate (int    argc,
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc != 1)
-    return napkin_cli_usage_error ("calibrate", "takes no FILE");
+    return napkin_cli_usage_error ("calibrate", _("takes no FILE"));
   switch (napkin_cli_format_resolve ("calibrate", format, as_json, (const char * const[]) { "text", "json", NULL }))
     {
     case -1: return NAPKIN_CLI_USAGE;
@@ -233,7 +235,7 @@ napkin_cli_calibrate (int    argc,
     base = g_strdup (base_id_for (gpu));
   if (base == NULL)
     {
-      fprintf (stderr, "napkin-cli calibrate: no datasheet profile matches “%s”; pass --base ID\n", gpu);
+      fprintf (stderr, _("napkin-cli calibrate: no datasheet profile matches “%s”; pass --base ID\n"), gpu);
       return NAPKIN_CLI_FAILED;
     }
   /* the file the registry reads for that id: $NAPKIN_ARCH_DIR's folders, then the data dirs */
@@ -242,7 +244,7 @@ napkin_cli_calibrate (int    argc,
 
     if (datasheet == NULL || datasheet->path == NULL)
       {
-        fprintf (stderr, "napkin-cli calibrate: no datasheet profile “%s” (napkin-cli archs lists them)\n", base);
+        fprintf (stderr, _("napkin-cli calibrate: no datasheet profile “%s” (napkin-cli archs lists them)\n"), base);
         return NAPKIN_CLI_FAILED;
       }
     base_path = g_strdup (datasheet->path);
@@ -250,7 +252,7 @@ napkin_cli_calibrate (int    argc,
   profile = json_object_from_file (base_path);
   if (profile == NULL)
     {
-      fprintf (stderr, "napkin-cli calibrate: cannot read the datasheet profile %s\n", base_path);
+      fprintf (stderr, _("napkin-cli calibrate: cannot read the datasheet profile %s\n"), base_path);
       return NAPKIN_CLI_FAILED;
     }
 

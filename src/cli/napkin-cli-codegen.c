@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -34,7 +36,7 @@ check_equivalence (const char      *path,
     }
   if (plain == NULL)
     {
-      fprintf (stderr, "%s: cannot lower the plain diagram: %s\n", path, error->message);
+      fprintf (stderr, _("%s: cannot lower the plain diagram: %s\n"), path, error->message);
       return NAPKIN_CLI_FAILED;
     }
   {
@@ -50,7 +52,7 @@ check_equivalence (const char      *path,
   b = napkin_tensor_set_new_random (diagram, 1234);
   if (!napkin_ir_interpret (program, a, &error) || !napkin_ir_interpret (plain, b, &error))
     {
-      fprintf (stderr, "%s: interpreter: %s\n", path, error->message);
+      fprintf (stderr, _("%s: interpreter: %s\n"), path, error->message);
       return NAPKIN_CLI_FAILED;
     }
   for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
@@ -111,11 +113,11 @@ napkin_cli_codegen (int    argc,
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
-    return napkin_cli_usage_error ("codegen", "expected exactly one FILE");
+    return napkin_cli_usage_error ("codegen", _("expected exactly one FILE"));
   if (target == NULL)
     target = g_strdup ("cuda");
   if (!g_str_equal (target, "cuda") && !g_str_equal (target, "pseudo") && !g_str_equal (target, "standalone"))
-    return napkin_cli_usage_error ("codegen", "--target must be cuda, standalone or pseudo, not “%s”", target);
+    return napkin_cli_usage_error ("codegen", _("--target must be cuda, standalone or pseudo, not “%s”"), target);
   if ((profile = napkin_cli_lookup_arch ("codegen", arch)) == NULL)
     return NAPKIN_CLI_USAGE;
   sm = napkin_plan_target_for_arch (profile);
@@ -126,14 +128,14 @@ napkin_cli_codegen (int    argc,
     {
       if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
         return napkin_cli_usage_error ("codegen", "%s", error->message);
-      fprintf (stderr, "%s: invalid: %s\n", argv[1], error->message);
+      fprintf (stderr, _("%s: invalid: %s\n"), argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }
 
   program = napkin_ir_lower (diagram, plain ? NAPKIN_LOWER_PLAIN : NAPKIN_LOWER_DEFAULT, &error);
   if (program == NULL)
     {
-      fprintf (stderr, "%s: cannot lower: %s\n", argv[1], error->message);
+      fprintf (stderr, _("%s: cannot lower: %s\n"), argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }
 
@@ -145,7 +147,7 @@ napkin_cli_codegen (int    argc,
       plan = napkin_plan_build (diagram, profile, &plan_options, &error);
       if (plan == NULL)
         {
-          fprintf (stderr, "%s: cannot plan: %s\n", argv[1], error->message);
+          fprintf (stderr, _("%s: cannot plan: %s\n"), argv[1], error->message);
           return NAPKIN_CLI_FAILED;
         }
     }
@@ -161,7 +163,7 @@ napkin_cli_codegen (int    argc,
 
       if (module == NULL)
         {
-          fprintf (stderr, "%s: cannot generate CUDA: %s\n", argv[1], error->message);
+          fprintf (stderr, _("%s: cannot generate CUDA: %s\n"), argv[1], error->message);
           return NAPKIN_CLI_FAILED;
         }
       if (g_str_equal (target, "cuda"))
@@ -177,7 +179,7 @@ napkin_cli_codegen (int    argc,
 
           if (ref == NULL)
             {
-              fprintf (stderr, "%s: cannot generate the reference: %s\n", argv[1], error->message);
+              fprintf (stderr, _("%s: cannot generate the reference: %s\n"), argv[1], error->message);
               return NAPKIN_CLI_FAILED;
             }
           text = napkin_codegen_standalone (module, ref, napkin_diagram_get_title (diagram));

@@ -3,6 +3,9 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
+#include <locale.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,7 +84,7 @@ check_output (int    argc,
   for (int i = 1; i < argc; i++)
     if (same_file (argv[i], output))
       {
-        napkin_cli_usage_error (argv[0], "-o %s is the input %s: refusing to overwrite it; choose another OUT",
+        napkin_cli_usage_error (argv[0], _("-o %s is the input %s: refusing to overwrite it; choose another OUT"),
                                 output, argv[i]);
         return FALSE;
       }
@@ -97,7 +100,7 @@ napkin_cli_parse (GOptionContext   *context,
 
   if (!g_option_context_parse (context, argc, argv, &error))
     {
-      fprintf (stderr, "napkin-cli: %s\n(see napkin-cli %s --help)\n", error->message,
+      fprintf (stderr, _("napkin-cli: %s\n(see napkin-cli %s --help)\n"), error->message,
                *argc > 0 ? (*argv)[0] : "");
       return FALSE;
     }
@@ -116,7 +119,7 @@ napkin_cli_usage_error (const char *command,
   message = g_strdup_vprintf (format, args);
   va_end (args);
 
-  fprintf (stderr, "napkin-cli %s: %s\n(see napkin-cli %s --help)\n", command, message, command);
+  fprintf (stderr, _("napkin-cli %s: %s\n(see napkin-cli %s --help)\n"), command, message, command);
   return NAPKIN_CLI_USAGE;
 }
 
@@ -137,14 +140,19 @@ napkin_cli_format_resolve (const char         *command,
       {
         if (json && !g_str_equal (names[i], "json"))
           {
-            napkin_cli_usage_error (command, "--json and --format %s disagree", format);
+            napkin_cli_usage_error (command, _("--json and --format %s disagree"), format);
             return -1;
           }
+        /* Machine output stays English whatever the user's language: gettext
+         * translates nothing in the C locale (LANGUAGE included). Numbers in JSON
+         * are json-c's, never grouped. */
+        if (g_str_equal (names[i], "json"))
+          setlocale (LC_MESSAGES, "C");
         return i;
       }
   if (format == NULL)   /* --json where JSON is not one of the outputs: a bug in the command */
     g_return_val_if_reached (-1);
-  napkin_cli_usage_error (command, "--format: expected %s, not “%s”", known, format);
+  napkin_cli_usage_error (command, _("--format: expected %s, not “%s”"), known, format);
   return -1;
 }
 
@@ -203,11 +211,11 @@ napkin_cli_lookup_arch (const char *command,
           if (g_strcmp0 (arch->compute_capability, cc) == 0)
             return arch;
         }
-      napkin_cli_usage_error (command, "--arch: no architecture profile has compute capability %s", cc);
+      napkin_cli_usage_error (command, _("--arch: no architecture profile has compute capability %s"), cc);
       return NULL;
     }
   arch = napkin_arch_registry_lookup (reg, id, &error);
   if (arch == NULL)
-    napkin_cli_usage_error (command, "--arch: %s", error->message);
+    napkin_cli_usage_error (command, _("--arch: %s"), error->message);
   return arch;
 }

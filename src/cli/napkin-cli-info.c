@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <stdio.h>
 
 #include "napkin-cli.h"
@@ -242,7 +244,7 @@ napkin_cli_info (int    argc,
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
-    return napkin_cli_usage_error ("info", "expected exactly one FILE");
+    return napkin_cli_usage_error ("info", _("expected exactly one FILE"));
   switch (napkin_cli_format_resolve ("info", format, as_json, (const char * const[]) { "text", "json", NULL }))
     {
     case -1: return NAPKIN_CLI_USAGE;
@@ -256,7 +258,7 @@ napkin_cli_info (int    argc,
     {
       if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
         return napkin_cli_usage_error ("info", "%s", error->message);
-      fprintf (stderr, "%s: invalid: %s\n", argv[1], error->message);
+      fprintf (stderr, _("%s: invalid: %s\n"), argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }
 

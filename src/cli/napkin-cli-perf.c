@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -47,7 +49,7 @@ registry (void)
   const GPtrArray *errors = napkin_arch_registry_errors (reg);
 
   for (guint i = 0; i < errors->len; i++)
-    fprintf (stderr, "napkin-cli: warning: skipped architecture file: %s\n", (const char *) g_ptr_array_index (errors, i));
+    fprintf (stderr, _("napkin-cli: warning: skipped architecture file: %s\n"), (const char *) g_ptr_array_index (errors, i));
   return reg;
 }
 
@@ -73,7 +75,7 @@ napkin_cli_archs (int    argc,
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc != 1)
-    return napkin_cli_usage_error ("archs", "takes no arguments");
+    return napkin_cli_usage_error ("archs", _("takes no arguments"));
   switch (napkin_cli_format_resolve ("archs", format, as_json, (const char * const[]) { "text", "json", NULL }))
     {
     case -1: return NAPKIN_CLI_USAGE;
@@ -84,7 +86,7 @@ napkin_cli_archs (int    argc,
   reg = registry ();
   if (napkin_arch_registry_count (reg) == 0)
     {
-      fprintf (stderr, "napkin-cli archs: no architecture files found (set NAPKIN_ARCH_DIR)\n");
+      fprintf (stderr, _("napkin-cli archs: no architecture files found (set NAPKIN_ARCH_DIR)\n"));
       return NAPKIN_CLI_FAILED;
     }
 
@@ -291,8 +293,8 @@ parse_dtype_option (const char  *command,
     return TRUE;
   if (!napkin_dtype_from_string (str, out))
     {
-      napkin_cli_usage_error (command, "--dtype: unknown element type “%s” (fp32, tf32, fp16, bf16, "
-                              "fp8-e4m3, fp8-e5m2, int8)", str);
+      napkin_cli_usage_error (command, _("--dtype: unknown element type “%s” (fp32, tf32, fp16, bf16, "
+                              "fp8-e4m3, fp8-e5m2, int8)"), str);
       return FALSE;
     }
   *has = TRUE;
@@ -313,7 +315,7 @@ load_or_report (const char          *command,
     return NAPKIN_CLI_OK;
   if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
     return napkin_cli_usage_error (command, "%s", error->message);
-  fprintf (stderr, "%s: invalid: %s\n", path, error->message);
+  fprintf (stderr, _("%s: invalid: %s\n"), path, error->message);
   return NAPKIN_CLI_FAILED;
 }
 
@@ -352,7 +354,7 @@ napkin_cli_analyze (int    argc,
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
-    return napkin_cli_usage_error ("analyze", "expected exactly one FILE");
+    return napkin_cli_usage_error ("analyze", _("expected exactly one FILE"));
   if ((rc = napkin_cli_format_resolve ("analyze", format_str, as_json, format_names)) < 0)
     return NAPKIN_CLI_USAGE;
   format = rc;
@@ -360,7 +362,7 @@ napkin_cli_analyze (int    argc,
     return NAPKIN_CLI_USAGE;
   arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
   if (arch == NULL)
-    return napkin_cli_usage_error ("analyze", "--arch: %s", error->message);
+    return napkin_cli_usage_error ("analyze", _("--arch: %s"), error->message);
 
   if ((rc = load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
@@ -398,7 +400,7 @@ napkin_cli_analyze (int    argc,
    * failing exit status always comes with one. */
   if (!analysis->feasible && (format == FORMAT_CSV || format == FORMAT_MD))
     for (guint i = 0; i < MAX (analysis->errors->len, 1); i++)
-      fprintf (stderr, "%s: infeasible: %s\n", argv[1],
+      fprintf (stderr, _("%s: infeasible: %s\n"), argv[1],
                analysis->errors->len > 0 ? (const char *) g_ptr_array_index (analysis->errors, i)
                                          : "the model found no configuration that fits");
   /* an infeasible relabeling is a result, but scripts should be able to tell */
@@ -440,7 +442,7 @@ napkin_cli_compare (int    argc,
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
-    return napkin_cli_usage_error ("compare", "expected exactly one FILE");
+    return napkin_cli_usage_error ("compare", _("expected exactly one FILE"));
   if ((rc = napkin_cli_format_resolve ("compare", format_str, as_json, format_names)) < 0)
     return NAPKIN_CLI_USAGE;
   format = rc;
@@ -456,7 +458,7 @@ napkin_cli_compare (int    argc,
           NapkinArch *arch = napkin_arch_registry_lookup (reg, g_strstrip (ids[i]), &error);
 
           if (arch == NULL)
-            return napkin_cli_usage_error ("compare", "--arch: %s", error->message);
+            return napkin_cli_usage_error ("compare", _("--arch: %s"), error->message);
           g_ptr_array_add (arches, arch);
         }
     }
@@ -479,7 +481,7 @@ napkin_cli_compare (int    argc,
           int v;
 
           if (!napkin_dtype_from_string (g_strstrip (ids[i]), &dt))
-            return napkin_cli_usage_error ("compare", "--dtype: unknown element type “%s”", ids[i]);
+            return napkin_cli_usage_error ("compare", _("--dtype: unknown element type “%s”"), ids[i]);
           v = dt;
           g_array_append_val (dtypes, v);
         }
@@ -771,7 +773,7 @@ napkin_cli_tune (int    argc,
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
-    return napkin_cli_usage_error ("tune", "expected exactly one FILE");
+    return napkin_cli_usage_error ("tune", _("expected exactly one FILE"));
   switch (napkin_cli_format_resolve ("tune", format, as_json, (const char * const[]) { "text", "json", NULL }))
     {
     case -1: return NAPKIN_CLI_USAGE;
@@ -779,14 +781,14 @@ napkin_cli_tune (int    argc,
     default: break;
     }
   if (top < 1 || top > 1000)
-    return napkin_cli_usage_error ("tune", "--top: expected 1 to 1000, not %d", top);
+    return napkin_cli_usage_error ("tune", _("--top: expected 1 to 1000, not %d"), top);
   if (measure < 0 || measure > 100 || repeats < 1 || timeout < 1)
-    return napkin_cli_usage_error ("tune", "--measure takes 0 to 100 runs; --repeats and --timeout must be positive");
+    return napkin_cli_usage_error ("tune", _("--measure takes 0 to 100 runs; --repeats and --timeout must be positive"));
   if (measure > 0 && dtype_str != NULL)
-    return napkin_cli_usage_error ("tune", "--measure runs the file's own element types: leave out --dtype");
+    return napkin_cli_usage_error ("tune", _("--measure runs the file's own element types: leave out --dtype"));
 #ifndef HAVE_RUNNER
   if (measure > 0)
-    return napkin_cli_usage_error ("tune", "--measure: this napkin-cli was built without the GPU runner");
+    return napkin_cli_usage_error ("tune", _("--measure: this napkin-cli was built without the GPU runner"));
 #endif
   if (measure > top)
     top = measure;
@@ -796,7 +798,7 @@ napkin_cli_tune (int    argc,
     return NAPKIN_CLI_USAGE;
   arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
   if (arch == NULL)
-    return napkin_cli_usage_error ("tune", "--arch: %s", error->message);
+    return napkin_cli_usage_error ("tune", _("--arch: %s"), error->message);
   if ((rc = load_or_report ("tune", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.top_k = top;
@@ -810,7 +812,7 @@ napkin_cli_tune (int    argc,
     }
   if (result->best->len == 0)
     {
-      fprintf (stderr, "%s: no feasible tiles on %s among %u tried\n", argv[1], arch->id, result->evaluated);
+      fprintf (stderr, _("%s: no feasible tiles on %s among %u tried\n"), argv[1], arch->id, result->evaluated);
       return NAPKIN_CLI_FAILED;
     }
   /* a diagram without regions: the search ran on the regions the model proposed */
@@ -861,10 +863,10 @@ napkin_cli_tune (int    argc,
             break;
         }
       if (dropped > 0 && !as_json)
-        fprintf (stderr, "tune --measure: %u relabelings skipped: the code generator has no skeleton for them\n", dropped);
+        fprintf (stderr, _("tune --measure: %u relabelings skipped: the code generator has no skeleton for them\n"), dropped);
       if (same > 0 && !as_json)
-        fprintf (stderr, "tune --measure: %u relabelings skipped: they generate the same kernel as a better-ranked "
-                 "one\n", same);
+        fprintf (stderr, _("tune --measure: %u relabelings skipped: they generate the same kernel as a better-ranked "
+                 "one\n"), same);
       n = MIN ((guint) measure, pool->len);
       for (guint j = 0; j < n; j++)
         g_ptr_array_add (chosen, g_ptr_array_index (pool, spread && n > 1 ? (guint) llround ((double) j * (pool->len - 1) / (n - 1)) : j));
@@ -915,10 +917,10 @@ napkin_cli_tune (int    argc,
           if (!as_json)
             {
               if (good > 0 && meas[good - 1] > 0 && g_strcmp0 (status, "ok") == 0)
-                fprintf (stderr, "measured %u/%u: %.4f ms (predicted %.4f ms)  %s\n", i + 1, n,
+                fprintf (stderr, _("measured %u/%u: %.4f ms (predicted %.4f ms)  %s\n"), i + 1, n,
                          meas[good - 1] * 1e3, c->predicted_time_s * 1e3, c->tiles);
               else
-                fprintf (stderr, "measured %u/%u: %s  %s\n", i + 1, n, status ? status : "failed", c->tiles);
+                fprintf (stderr, _("measured %u/%u: %s  %s\n"), i + 1, n, status ? status : "failed", c->tiles);
             }
           json_object_array_add (measured, row);
           if (r != NULL)
@@ -1015,10 +1017,10 @@ napkin_cli_tune (int    argc,
       if (original == NULL || !napkin_tune_apply (original, g_ptr_array_index (result->best, 0), &error)
           || !napkin_diagram_save_to_file (original, argv[1], &error))
         {
-          fprintf (stderr, "%s: cannot write the best tiles: %s\n", argv[1], error->message);
+          fprintf (stderr, _("%s: cannot write the best tiles: %s\n"), argv[1], error->message);
           return NAPKIN_CLI_FAILED;
         }
-      fprintf (stderr, "wrote %s\n", argv[1]);
+      fprintf (stderr, _("wrote %s\n"), argv[1]);
     }
   return NAPKIN_CLI_OK;
 }

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <stdio.h>
 
 #include "napkin-cli.h"
@@ -69,7 +71,7 @@ napkin_cli_plan (int    argc,
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
-    return napkin_cli_usage_error ("plan", "expected exactly one FILE");
+    return napkin_cli_usage_error ("plan", _("expected exactly one FILE"));
   switch (napkin_cli_format_resolve ("plan", format, json, (const char * const[]) { "text", "json", NULL }))
     {
     case -1: return NAPKIN_CLI_USAGE;
@@ -82,7 +84,7 @@ napkin_cli_plan (int    argc,
   napkin_cli_overrides_clear (&overrides);
   if (diagram == NULL)
     {
-      fprintf (stderr, "%s: invalid: %s\n", argv[1], error->message);
+      fprintf (stderr, _("%s: invalid: %s\n"), argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }
   options.generic_only = generic;

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <stdio.h>
 
 #include "napkin-cli.h"
@@ -43,7 +45,7 @@ napkin_cli_render (int    argc,
   if (output == NULL)
     {
       napkin_cli_overrides_clear (&overrides);
-      return napkin_cli_usage_error ("render", "no output: give -o OUT.svg, .pdf, .png or .tex");
+      return napkin_cli_usage_error ("render", _("no output: give -o OUT.svg, .pdf, .png or .tex"));
     }
   if (format_name != NULL)
     {
@@ -52,19 +54,19 @@ napkin_cli_render (int    argc,
       if (!napkin_export_format_from_path (fake, &format))
         {
           napkin_cli_overrides_clear (&overrides);
-          return napkin_cli_usage_error ("render", "--format: “%s” is not svg, pdf, png or tex", format_name);
+          return napkin_cli_usage_error ("render", _("--format: “%s” is not svg, pdf, png or tex"), format_name);
         }
     }
   else if (!napkin_export_format_from_path (output, &format))
     {
       napkin_cli_overrides_clear (&overrides);
-      return napkin_cli_usage_error ("render", "%s: unknown extension; use .svg, .pdf, .png or .tex, or --format",
+      return napkin_cli_usage_error ("render", _("%s: unknown extension; use .svg, .pdf, .png or .tex, or --format"),
                                      output);
     }
   if (format == NAPKIN_EXPORT_PNG && !(scale > 0 && scale <= 16))
     {
       napkin_cli_overrides_clear (&overrides);
-      return napkin_cli_usage_error ("render", "--scale: %g is not in (0, 16]", scale);
+      return napkin_cli_usage_error ("render", _("--scale: %g is not in (0, 16]"), scale);
     }
 
   diagram = napkin_cli_load (argv[1], &overrides, FALSE, &error);

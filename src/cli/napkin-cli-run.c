@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -172,7 +174,7 @@ napkin_cli_run (int    argc,
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
-    return napkin_cli_usage_error ("run", "expected exactly one FILE");
+    return napkin_cli_usage_error ("run", _("expected exactly one FILE"));
   switch (napkin_cli_format_resolve ("run", format, as_json, (const char * const[]) { "text", "json", NULL }))
     {
     case -1: return NAPKIN_CLI_USAGE;
@@ -180,11 +182,11 @@ napkin_cli_run (int    argc,
     default: break;
     }
   if (repeats < 1 || timeout < 1)
-    return napkin_cli_usage_error ("run", "--repeats and --timeout must be positive");
+    return napkin_cli_usage_error ("run", _("--repeats and --timeout must be positive"));
   if (reference_repeats < 0)
-    return napkin_cli_usage_error ("run", "--reference-repeats must be 0 or more, not %d", reference_repeats);
+    return napkin_cli_usage_error ("run", _("--reference-repeats must be 0 or more, not %d"), reference_repeats);
   if (inject != NULL && !g_str_equal (inject, "fault") && !g_str_equal (inject, "hang"))
-    return napkin_cli_usage_error ("run", "--inject takes fault or hang, not “%s”", inject);
+    return napkin_cli_usage_error ("run", _("--inject takes fault or hang, not “%s”"), inject);
 
   diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
   napkin_cli_overrides_clear (&overrides);
@@ -192,7 +194,7 @@ napkin_cli_run (int    argc,
     {
       if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
         return napkin_cli_usage_error ("run", "%s", error->message);
-      fprintf (stderr, "%s: invalid: %s\n", argv[1], error->message);
+      fprintf (stderr, _("%s: invalid: %s\n"), argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }
 
@@ -210,13 +212,13 @@ napkin_cli_run (int    argc,
 
       if (relabeled != NULL)
         {
-          fprintf (stderr, "%s: no relabeling in the file; running the model's best on %s: %s\n", argv[1], arch->id,
+          fprintf (stderr, _("%s: no relabeling in the file; running the model's best on %s: %s\n"), argv[1], arch->id,
                    ((NapkinTuneCandidate *) g_ptr_array_index (tuned->best, 0))->tiles);
           g_clear_object (&diagram);
           diagram = g_steal_pointer (&relabeled);
         }
       else
-        fprintf (stderr, "%s: no relabeling in the file, and the model proposes none (%s): running it as drawn\n",
+        fprintf (stderr, _("%s: no relabeling in the file, and the model proposes none (%s): running it as drawn\n"),
                  argv[1], tune_error ? tune_error->message : "no architecture profile");
     }
 #endif
@@ -266,7 +268,7 @@ napkin_cli_run (int    argc,
   if (g_strcmp0 (status, "ok") == 0)
     return NAPKIN_CLI_OK;
   if (g_strcmp0 (status, "no-gpu") == 0)
-    fprintf (stderr, "napkin-cli run: no GPU: %s\n", get_string (result, "message"));
+    fprintf (stderr, _("napkin-cli run: no GPU: %s\n"), get_string (result, "message"));
   else
     fprintf (stderr, "napkin-cli run: %s: %s\n", status ? status : "failed",
              get_string (result, "message") ? get_string (result, "message") : "no message");

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <stdio.h>
 
 #include "napkin-cli.h"
@@ -82,7 +84,7 @@ napkin_cli_validate (int    argc,
   if (!napkin_cli_parse (context, &argc, &argv))
     return NAPKIN_CLI_USAGE;
   if (argc < 2)
-    return napkin_cli_usage_error ("validate", "no FILE given");
+    return napkin_cli_usage_error ("validate", _("no FILE given"));
   switch (napkin_cli_format_resolve ("validate", format, as_json, (const char * const[]) { "text", "json", NULL }))
     {
     case -1: return NAPKIN_CLI_USAGE;
@@ -108,7 +110,7 @@ napkin_cli_validate (int    argc,
             }
           json_object_object_add (file, "error", error_to_json (error));
           if (!as_json)
-            printf ("%s: invalid: %s\n", argv[i], error->message);
+            printf (_("%s: invalid: %s\n"), argv[i], error->message);
           status = NAPKIN_CLI_FAILED;
         }
       else if (!quiet && !as_json)

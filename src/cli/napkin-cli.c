@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <locale.h>
 #include <errno.h>
 #include <stdio.h>
@@ -29,14 +31,14 @@ static const NapkinCliCommand commands[] = {
 static void
 print_usage (FILE *out)
 {
-  fprintf (out, "Usage: napkin-cli COMMAND [OPTION…] ARGS\n\n"
+  fprintf (out, _("Usage: napkin-cli COMMAND [OPTION…] ARGS\n\n"
                 "Napkin %s: draw a GPU algorithm as a diagram, model it, generate it.\n\n"
-                "Commands:\n", PACKAGE_VERSION);
+                "Commands:\n"), PACKAGE_VERSION);
   for (guint i = 0; i < G_N_ELEMENTS (commands); i++)
     fprintf (out, "  %-10s %-10s %s\n", commands[i].name, commands[i].args, commands[i].summary);
-  fprintf (out, "\nEvery command that reads a FILE takes --axis NAME=SIZE and --tile REGION.AXIS=SIZE.\n"
+  fprintf (out, _("\nEvery command that reads a FILE takes --axis NAME=SIZE and --tile REGION.AXIS=SIZE.\n"
                 "Run napkin-cli COMMAND --help for its options.\n"
-                "Exit status: 0 success, 1 invalid input or failed work, 2 bad usage.\n");
+                "Exit status: 0 success, 1 invalid input or failed work, 2 bad usage.\n"));
 }
 
 int
@@ -44,6 +46,11 @@ main (int    argc,
       char **argv)
 {
   setlocale (LC_ALL, "");
+  /* Messages in the user's language (LANGUAGE, LC_MESSAGES); NAPKIN_LOCALEDIR points at
+   * a build tree's catalogues. --format json switches them back to English
+   * (napkin_cli_format_resolve). */
+  bindtextdomain (GETTEXT_PACKAGE, g_getenv ("NAPKIN_LOCALEDIR") ? g_getenv ("NAPKIN_LOCALEDIR") : LOCALEDIR);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
   /* Help reads "napkin-cli [OPTION…] COMMAND ARGS", not the command's name twice. */
   g_set_prgname ("napkin-cli");
 
@@ -73,14 +80,14 @@ main (int    argc,
          * never exit 0 on a truncated output. */
         if (fflush (stdout) != 0 || ferror (stdout))
           {
-            fprintf (stderr, "napkin-cli %s: could not write the output: %s\n", argv[1],
+            fprintf (stderr, _("napkin-cli %s: could not write the output: %s\n"), argv[1],
                      errno != 0 ? g_strerror (errno) : "write error");
             return NAPKIN_CLI_FAILED;
           }
         return status;
       }
 
-  fprintf (stderr, "napkin-cli: unknown command “%s”\n\n", argv[1]);
+  fprintf (stderr, _("napkin-cli: unknown command “%s”\n\n"), argv[1]);
   print_usage (stderr);
   return NAPKIN_CLI_USAGE;
 }

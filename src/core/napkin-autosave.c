@@ -5,6 +5,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <errno.h>
 #include <signal.h>
 #include <string.h>
@@ -186,7 +188,7 @@ napkin_autosave_write (const char     *dir,
       int saved = errno;
 
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                   "could not autosave: creating the folder “%s”: %s", dir, g_strerror (saved));
+                   _("could not autosave: creating the folder “%s”: %s"), dir, g_strerror (saved));
       return FALSE;
     }
   /* The side file first: from its first byte on disk, the snapshot has a live
@@ -211,7 +213,7 @@ unlink_if_there (const char  *path,
     int saved = errno;
 
     g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                 "could not remove the autosave “%s”: %s", path, g_strerror (saved));
+                 _("could not remove the autosave “%s”: %s"), path, g_strerror (saved));
   }
   return FALSE;
 }
@@ -270,26 +272,26 @@ read_side_file (const char  *path,
 
   if (g_lstat (path, &st) != 0 || !S_ISREG (st.st_mode))
     {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_FORMAT, "not a regular file");
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_FORMAT, _("not a regular file"));
       return NULL;
     }
   if (st.st_size > SIDE_MAX_SIZE)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
-                   "larger than %d bytes", SIDE_MAX_SIZE);
+                   _("larger than %d bytes"), SIDE_MAX_SIZE);
       return NULL;
     }
   if (!g_file_get_contents (path, &text, &length, error))
     return NULL;
   if (length == 0 || strlen (text) != length || !g_utf8_validate (text, length, NULL))
     {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE, "not UTF-8 JSON text");
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE, _("not UTF-8 JSON text"));
       return NULL;
     }
   root = json_tokener_parse_verbose (text, &jerr);
   if (root == NULL)
     {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE, "not JSON: %s",
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE, _("not JSON: %s"),
                    json_tokener_error_desc (jerr));
       return NULL;
     }

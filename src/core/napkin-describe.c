@@ -6,21 +6,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib/gi18n-lib.h>
+
 #include "napkin-describe.h"
 
 /* Places in a document in words (docs/file-format.md, "Error messages"). Core
- * messages are English, like the rest of the core's. */
+ * messages are English in the source and translated through the gettext domain. */
 
 char *
 napkin_describe_ordinal (guint index)
 {
   static const char *words[] = {
-    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth",
+    NC_("ordinal", "first"), NC_("ordinal", "second"), NC_("ordinal", "third"), NC_("ordinal", "fourth"),
+    NC_("ordinal", "fifth"), NC_("ordinal", "sixth"), NC_("ordinal", "seventh"), NC_("ordinal", "eighth"),
+    NC_("ordinal", "ninth"), NC_("ordinal", "tenth"),
   };
 
   if (index < G_N_ELEMENTS (words))
-    return g_strdup (words[index]);
-  return g_strdup_printf ("number %u", index + 1);
+    return g_strdup (g_dpgettext2 (GETTEXT_PACKAGE, "ordinal", words[index]));
+  return g_strdup_printf (_("number %u"), index + 1);
 }
 
 const char *
@@ -28,17 +32,17 @@ napkin_describe_kind (NapkinOpKind kind)
 {
   switch (kind)
     {
-    case NAPKIN_OP_INPUT: return "input";
-    case NAPKIN_OP_OUTPUT: return "output";
-    case NAPKIN_OP_CONTRACT: return "contraction";
-    case NAPKIN_OP_MAP: return "map";
-    case NAPKIN_OP_REDUCE: return "reduction";
-    case NAPKIN_OP_SOFTMAX: return "softmax";
-    case NAPKIN_OP_NORMALIZE: return "normalization";
-    case NAPKIN_OP_REARRANGE: return "rearrangement";
-    case NAPKIN_OP_MASK: return "mask";
+    case NAPKIN_OP_INPUT: return C_("operation kind", "input");
+    case NAPKIN_OP_OUTPUT: return C_("operation kind", "output");
+    case NAPKIN_OP_CONTRACT: return C_("operation kind", "contraction");
+    case NAPKIN_OP_MAP: return C_("operation kind", "map");
+    case NAPKIN_OP_REDUCE: return C_("operation kind", "reduction");
+    case NAPKIN_OP_SOFTMAX: return C_("operation kind", "softmax");
+    case NAPKIN_OP_NORMALIZE: return C_("operation kind", "normalization");
+    case NAPKIN_OP_REARRANGE: return C_("operation kind", "rearrangement");
+    case NAPKIN_OP_MASK: return C_("operation kind", "mask");
     case NAPKIN_N_OPS:
-    default: return "operation";
+    default: return C_("operation kind", "operation");
     }
 }
 
@@ -89,9 +93,9 @@ quoted (const char *name)
     {
       g_autofree char *cut = g_utf8_substring (shown, 0, 40);
 
-      return g_strdup_printf ("“%s…”", cut);
+      return g_strdup_printf (_("“%s…”"), cut);
     }
-  return g_strdup_printf ("“%s”", shown);
+  return g_strdup_printf (_("“%s”"), shown);
 }
 
 static char *
@@ -123,9 +127,9 @@ describe_item (const Source *src,
         }
       q = quoted (id);
       if (q != NULL)
-        return g_strdup_printf ("the %s %s", napkin_describe_kind (kind), q);
+        return g_strdup_printf (_("the %s %s"), napkin_describe_kind (kind), q);
       ord = napkin_describe_ordinal (index);
-      return g_strdup_printf ("the %s operation", ord);
+      return g_strdup_printf (_("the %s operation"), ord);
     }
   if (g_str_equal (list, "wires"))
     {
@@ -145,9 +149,9 @@ describe_item (const Source *src,
       qf = quoted (from);
       qt = quoted (to);
       if (qf != NULL && qt != NULL)
-        return g_strdup_printf ("the wire from %s to %s", qf, qt);
+        return g_strdup_printf (_("the wire from %s to %s"), qf, qt);
       ord = napkin_describe_ordinal (index);
-      return g_strdup_printf ("the %s wire", ord);
+      return g_strdup_printf (_("the %s wire"), ord);
     }
 
   {
@@ -178,11 +182,11 @@ describe_item (const Source *src,
           if (q != NULL)
             return g_strdup_printf ("%s %s", named[i].noun, q);
           ord = napkin_describe_ordinal (index);
-          return g_strdup_printf ("the %s %s", ord, named[i].noun);
+          return g_strdup_printf (_("the %s %s"), ord, named[i].noun);
         }
   }
   ord = napkin_describe_ordinal (index);
-  return g_strdup_printf ("the %s item of “%s”", ord, list);
+  return g_strdup_printf (_("the %s item of “%s”"), ord, list);
 }
 
 /* "name" → the field's noun in "the … of X". */
@@ -238,7 +242,7 @@ element_noun (const char *list,
   if (g_str_equal (field, "axes"))
     return "axis";
   if (g_str_equal (list, "regions") && g_str_equal (field, "nodes"))
-    return "operation";
+    return C_("operation kind", "operation");
   if (g_str_equal (field, "rect"))
     return "number";
   return "item";
@@ -275,7 +279,7 @@ napkin_describe_place (json_object   *root,
         break;
       }
   if (list == NULL)
-    return g_strdup_printf ("the “%s” field", path);
+    return g_strdup_printf (_("the “%s” field"), path);
 
   p = path + strlen (list);
   if (*p == '\0')
@@ -288,16 +292,16 @@ napkin_describe_place (json_object   *root,
           return g_strdup (whole[i]);
     }
   if (*p != '[')
-    return g_strdup_printf ("the “%s” field", path);
+    return g_strdup_printf (_("the “%s” field"), path);
   index = g_ascii_strtoull (p + 1, &end, 10);
   if (end == p + 1 || *end != ']' || index > G_MAXUINT)
-    return g_strdup_printf ("the “%s” field", path);
+    return g_strdup_printf (_("the “%s” field"), path);
   item = describe_item (&src, list, (guint) index);
   p = end + 1;
   if (*p == '\0')
     return g_steal_pointer (&item);
   if (*p != '.')
-    return g_strdup_printf ("%s (at %s)", item, p);
+    return g_strdup_printf (_("%s (at %s)"), item, p);
   p++;
 
   /* region marks: "marks.AXIS[.kind]" */
@@ -308,7 +312,7 @@ napkin_describe_place (json_object   *root,
 
       if (dot != NULL)
         *dot = '\0';
-      return g_strdup_printf ("the mark on axis %s in %s", axis, item);
+      return g_strdup_printf (_("the mark on axis %s in %s"), axis, item);
     }
 
   {
@@ -325,13 +329,13 @@ napkin_describe_place (json_object   *root,
           {
             g_autofree char *ord = napkin_describe_ordinal ((guint) sub);
 
-            return g_strdup_printf ("the %s %s of %s", ord, element_noun (list, field), item);
+            return g_strdup_printf (_("the %s %s of %s"), ord, element_noun (list, field), item);
           }
       }
     noun = field_noun (list, field);
     if (noun != NULL)
-      return g_strdup_printf ("%s of %s", noun, item);
-    return g_strdup_printf ("the “%s” field of %s", field, item);
+      return g_strdup_printf (_("%s of %s"), noun, item);
+    return g_strdup_printf (_("the “%s” field of %s"), field, item);
   }
 }
 

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <string.h>
 
 #include "napkin-diagram.h"
@@ -1224,7 +1226,7 @@ napkin_diagram_override_axis (NapkinDiagram  *self,
   if (g_strv_length (parts) != 2)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "--axis %s: expected NAME=SIZE", spec);
+                   _("--axis %s: expected NAME=SIZE"), spec);
       return FALSE;
     }
 
@@ -1232,7 +1234,7 @@ napkin_diagram_override_axis (NapkinDiagram  *self,
   if (index < 0)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "--axis %s: the diagram has no axis “%s”", spec, parts[0]);
+                   _("--axis %s: the diagram has no axis “%s”"), spec, parts[0]);
       return FALSE;
     }
 
@@ -1267,7 +1269,7 @@ napkin_diagram_override_tile (NapkinDiagram  *self,
   if (target == NULL || g_strv_length (target) != 2)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "--tile %s: expected REGION.AXIS=SIZE (or =parallel:SIZE, =stream:SIZE, =whole)",
+                   _("--tile %s: expected REGION.AXIS=SIZE (or =parallel:SIZE, =stream:SIZE, =whole)"),
                    spec);
       return FALSE;
     }
@@ -1276,13 +1278,13 @@ napkin_diagram_override_tile (NapkinDiagram  *self,
   if (index < 0)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "--tile %s: the diagram has no region “%s”", spec, target[0]);
+                   _("--tile %s: the diagram has no region “%s”"), spec, target[0]);
       return FALSE;
     }
   if (napkin_diagram_find_axis (self, target[1]) < 0)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "--tile %s: the diagram has no axis “%s”", spec, target[1]);
+                   _("--tile %s: the diagram has no axis “%s”"), spec, target[1]);
       return FALSE;
     }
 
@@ -1302,7 +1304,7 @@ napkin_diagram_override_tile (NapkinDiagram  *self,
           if (!napkin_mark_from_string (name, &kind) || kind == NAPKIN_MARK_WHOLE)
             {
               g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                           "--tile %s: “%s” is not parallel or stream", spec, name);
+                           _("--tile %s: “%s” is not parallel or stream"), spec, name);
               return FALSE;
             }
           value = colon + 1;
@@ -1310,7 +1312,7 @@ napkin_diagram_override_tile (NapkinDiagram  *self,
       else if (kind == NAPKIN_MARK_WHOLE)
         {
           g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                       "--tile %s: axis %s is whole in region %s; write =parallel:SIZE or =stream:SIZE",
+                       _("--tile %s: axis %s is whole in region %s; write =parallel:SIZE or =stream:SIZE"),
                        spec, target[1], target[0]);
           return FALSE;
         }

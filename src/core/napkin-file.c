@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+
+#include <glib/gi18n-lib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -171,7 +173,7 @@ expect_type (Loader      *loader,
   if (type == json_type_double && json_object_get_type (obj) == json_type_int)
     return TRUE;
 
-  return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "expected %s, found %s",
+  return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, _("expected %s, found %s"),
                wanted[type], type_name (obj));
 }
 
@@ -454,7 +456,7 @@ get_string (Loader      *loader,
   if (value == NULL)
     {
       if (required)
-        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "missing field “%s”", key);
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, _("missing field “%s”"), key);
       return TRUE;
     }
   /* the path only when there is something to say: this runs for every field */
@@ -471,7 +473,7 @@ get_string (Loader      *loader,
     {
       g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
 
-      return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "not valid UTF-8 text");
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, _("not valid UTF-8 text"));
     }
   return TRUE;
 }
@@ -492,8 +494,8 @@ get_name (Loader      *loader,
       g_autofree char *shown = g_strescape (*out, NULL);
 
       return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p,
-                   "“%.80s” is not a name: use letters, digits and _, starting with a letter or _, "
-                   "at most %d characters", shown, NAPKIN_MAX_NAME_LEN);
+                   _("“%.80s” is not a name: use letters, digits and _, starting with a letter or _, "
+                   "at most %d characters"), shown, NAPKIN_MAX_NAME_LEN);
     }
   return TRUE;
 }
@@ -514,7 +516,7 @@ get_int (Loader      *loader,
 
       if (isfinite (d) && d == floor (d) && fabs (d) < 9e15)
         return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
-                     "expected an integer, found %s (write it without a decimal point)",
+                     _("expected an integer, found %s (write it without a decimal point)"),
                      json_object_to_json_string (value));
       return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path,
                    "%s is not an integer from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT,
@@ -551,7 +553,7 @@ get_double (Loader      *loader,
 
   *out = json_object_get_double (value);
   if (!isfinite (*out) || fabs (*out) > 1e9)
-    return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path, "%g is out of range", *out);
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path, _("%g is out of range"), *out);
   return TRUE;
 }
 
@@ -577,7 +579,7 @@ get_dtype (Loader      *loader,
       g_autofree char *shown = g_strescape (text, NULL);
 
       return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p,
-                   "unknown element type “%.40s” (fp32, tf32, fp16, bf16, fp8-e4m3, fp8-e5m2, int8)",
+                   _("unknown element type “%.40s” (fp32, tf32, fp16, bf16, fp8-e4m3, fp8-e5m2, int8)"),
                    shown);
     }
   return TRUE;
@@ -602,7 +604,7 @@ get_axis_list (Loader         *loader,
   if (value == NULL)
     {
       if (required)
-        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "missing field “%s”", key);
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, _("missing field “%s”"), key);
       return TRUE;
     }
   if (!expect_type (loader, value, json_type_array, p))
@@ -610,7 +612,7 @@ get_axis_list (Loader         *loader,
 
   n = json_object_array_length (value);
   if (n > NAPKIN_MAX_RANK)
-    return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, p, "%zu axes; at most %d are supported",
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, p, _("%zu axes; at most %d are supported"),
                  n, NAPKIN_MAX_RANK);
 
   names = g_ptr_array_new_with_free_func (g_free);
@@ -627,13 +629,13 @@ get_axis_list (Loader         *loader,
         {
           g_autofree char *shown = g_strescape (name, NULL);
 
-          fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, ip, "unknown axis “%.64s”", shown);
+          fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, ip, _("unknown axis “%.64s”"), shown);
           break;
         }
       for (guint j = 0; j < names->len; j++)
         if (strcmp (g_ptr_array_index (names, j), name) == 0)
           {
-            fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, ip, "axis “%s” appears twice", name);
+            fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, ip, _("axis “%s” appears twice"), name);
             break;
           }
       if (loader->failed)
@@ -666,12 +668,12 @@ get_array (Loader      *loader,
   if (span[1] == 0)
     {
       if (required)
-        fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", "missing field “%s”", key);
+        fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", _("missing field “%s”"), key);
       return NULL;
     }
   if (loader->data[span[0]] != '[')
     {
-      fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, key, "expected an array, found %s",
+      fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, key, _("expected an array, found %s"),
             span_type_name (loader, span[0], span[1]));
       return NULL;
     }
@@ -693,7 +695,7 @@ check_unique (Loader        *loader,
               const char    *what)
 {
   if (loader_find (loader, kind, key) >= 0)
-    return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, path, "an earlier %s is also called “%s”", what, key);
+    return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, path, _("an earlier %s is also called “%s”"), what, key);
   return TRUE;
 }
 
@@ -705,7 +707,7 @@ load_axes (Loader        *loader,
   static const char *known[] = { "name", "size", NULL };
 
   if (array && elements_length (array) > NAPKIN_MAX_AXES)
-    fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "axes", "%zu axes; at most %d are supported",
+    fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "axes", _("%zu axes; at most %d are supported"),
           elements_length (array), NAPKIN_MAX_AXES);
 
   for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
@@ -724,7 +726,7 @@ load_axes (Loader        *loader,
       size_obj = member (obj, "size");
       if (size_obj == NULL)
         {
-          fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "missing field “size”");
+          fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, _("missing field “size”"));
           return;
         }
       if (!get_int (loader, size_obj, size_path, 1, NAPKIN_MAX_AXIS_SIZE, &size)
@@ -789,7 +791,7 @@ load_enum_field (Loader      *loader,
       g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
       g_autofree char *shown = g_strescape (text, NULL);
 
-      return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "unknown value “%.40s” (%s)", shown, choices);
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, _("unknown value “%.40s” (%s)"), shown, choices);
     }
   return TRUE;
 }
@@ -810,7 +812,7 @@ load_axis_key (Loader         *loader,
       g_autofree char *p = g_strdup_printf ("%s.%s", path, key);
       g_autofree char *shown = g_strescape (name, NULL);
 
-      return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown axis “%.64s”", shown);
+      return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, _("unknown axis “%.64s”"), shown);
     }
   *out = g_strdup (name);
   return TRUE;
@@ -863,7 +865,7 @@ load_nodes (Loader        *loader,
     g_string_append_printf (fn_choices, "%s%s", i ? ", " : "", napkin_fn_info (i)->name);
 
   if (array && elements_length (array) > NAPKIN_MAX_NODES)
-    fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "nodes", "%zu operations; at most %d are supported",
+    fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "nodes", _("%zu operations; at most %d are supported"),
           elements_length (array), NAPKIN_MAX_NODES);
 
   for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
@@ -887,8 +889,8 @@ load_nodes (Loader        *loader,
           g_autofree char *shown = g_strescape (kind_text, NULL);
 
           fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p,
-                "unknown operation “%.40s” (input, output, contract, map, reduce, softmax, "
-                "normalize, rearrange, mask)", shown);
+                _("unknown operation “%.40s” (input, output, contract, map, reduce, softmax, "
+                "normalize, rearrange, mask)"), shown);
           break;
         }
       if (!get_string (loader, obj, "label", path, FALSE, &label))
@@ -929,7 +931,7 @@ load_nodes (Loader        *loader,
                 g_autofree char *p = g_strdup_printf ("%s.tensor", path);
                 g_autofree char *shown = g_strescape (tensor, NULL);
 
-                fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown tensor “%.64s”", shown);
+                fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, _("unknown tensor “%.64s”"), shown);
                 break;
               }
             node->tensor = g_strdup (tensor);
@@ -974,7 +976,7 @@ load_nodes (Loader        *loader,
               g_autofree char *p = g_strdup_printf ("%s.eps", path);
 
               if (get_double (loader, value, p, &node->eps) && !(node->eps > 0 && node->eps < 1))
-                fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "eps must be between 0 and 1");
+                fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, _("eps must be between 0 and 1"));
             }
           break;
 
@@ -1041,7 +1043,7 @@ load_wires (Loader        *loader,
           g_autofree char *shown = g_strescape (from_index < 0 ? from : to, NULL);
 
           fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p,
-                "dangling wire: no operation “%.64s”", shown);
+                _("dangling wire: no operation “%.64s”"), shown);
           return;
         }
 
@@ -1071,7 +1073,7 @@ load_wires (Loader        *loader,
           g_autofree char *p = g_strdup_printf ("%s.from", path);
 
           fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p,
-                "“%s” is an output: nothing can be wired from it", from);
+                _("“%s” is an output: nothing can be wired from it"), from);
           return;
         }
       wire = g_new0 (NapkinWire, 1);
@@ -1089,7 +1091,7 @@ load_wires (Loader        *loader,
           g_autofree char *ord = napkin_describe_ordinal ((guint) port);
 
           fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, path,
-                "the %s input of “%s” already has a wire", ord, to);
+                _("the %s input of “%s” already has a wire"), ord, to);
           return;
         }
 
@@ -1109,14 +1111,14 @@ load_mark (Loader        *loader,
     {
       if (strcmp (json_object_get_string (value), "whole") != 0)
         return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
-                     "a mark is \"whole\", {\"parallel\": SIZE} or {\"stream\": SIZE}");
+                     _("a mark is \"whole\", {\"parallel\": SIZE} or {\"stream\": SIZE}"));
       napkin_region_set_mark (region, axis, NAPKIN_MARK_WHOLE, 0);
       return TRUE;
     }
 
   if (json_object_get_type (value) != json_type_object || json_object_object_length (value) != 1)
     return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
-                 "a mark is \"whole\", {\"parallel\": SIZE} or {\"stream\": SIZE}");
+                 _("a mark is \"whole\", {\"parallel\": SIZE} or {\"stream\": SIZE}"));
 
   json_object_object_foreach (value, key, size_obj)
     {
@@ -1129,11 +1131,11 @@ load_mark (Loader        *loader,
           g_autofree char *shown = g_strescape (key, NULL);
 
           return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
-                       "unknown mark “%.40s” (parallel, stream)", shown);
+                       _("unknown mark “%.40s” (parallel, stream)"), shown);
         }
       if (json_object_get_type (size_obj) == json_type_int && json_object_get_int64 (size_obj) <= 0)
         return fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p,
-                     "tile size must be positive, found %s", json_object_to_json_string (size_obj));
+                     _("tile size must be positive, found %s"), json_object_to_json_string (size_obj));
       if (!get_int (loader, size_obj, p, 1, NAPKIN_MAX_AXIS_SIZE, &tile))
         return FALSE;
       napkin_region_set_mark (region, axis, kind, tile);
@@ -1151,7 +1153,7 @@ load_regions (Loader        *loader,
   g_autoptr(GHashTable) listed = g_hash_table_new (g_str_hash, g_str_equal);
 
   if (array && elements_length (array) > NAPKIN_MAX_REGIONS)
-    fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "regions", "%zu regions; at most %d are supported",
+    fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, "regions", _("%zu regions; at most %d are supported"),
           elements_length (array), NAPKIN_MAX_REGIONS);
 
   for (size_t i = 0; array && !loader->failed && i < elements_length (array); i++)
@@ -1177,7 +1179,7 @@ load_regions (Loader        *loader,
       value = member (obj, "nodes");
       if (value == NULL)
         {
-          fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, "missing field “nodes”");
+          fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path, _("missing field “nodes”"));
           return;
         }
       {
@@ -1199,12 +1201,12 @@ load_regions (Loader        *loader,
             {
               g_autofree char *shown = g_strescape (id, NULL);
 
-              fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown operation “%.64s”", shown);
+              fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, _("unknown operation “%.64s”"), shown);
               return;
             }
           if (!g_hash_table_add (listed, (gpointer) id))
             {
-              fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "operation “%s” is listed twice", id);
+              fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, _("operation “%s” is listed twice"), id);
               return;
             }
           napkin_region_add_node (region, id);
@@ -1224,7 +1226,7 @@ load_regions (Loader        *loader,
                 {
                   g_autofree char *shown = g_strescape (axis, NULL);
 
-                  fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown axis “%.64s”", shown);
+                  fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, _("unknown axis “%.64s”"), shown);
                   return;
                 }
               if (!load_mark (loader, region, axis, mark, mp))
@@ -1261,7 +1263,7 @@ load_regions (Loader        *loader,
             return;
           if (json_object_array_length (value) != 4)
             {
-              fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "expected [x, y, width, height]");
+              fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, _("expected [x, y, width, height]"));
               return;
             }
           for (guint j = 0; j < 4; j++)
@@ -1273,7 +1275,7 @@ load_regions (Loader        *loader,
             }
           if (r[2] < 0 || r[3] < 0)
             {
-              fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "width and height must not be negative");
+              fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, _("width and height must not be negative"));
               return;
             }
           region->has_rect = TRUE;
@@ -1304,7 +1306,7 @@ load_view (Loader        *loader,
         return;
       if (view->zoom < 0.01 || view->zoom > 100)
         {
-          fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, "view.zoom", "zoom must be from 0.01 to 100");
+          fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, "view.zoom", _("zoom must be from 0.01 to 100"));
           return;
         }
     }
@@ -1314,7 +1316,7 @@ load_view (Loader        *loader,
         return;
       if (json_object_array_length (value) != 2)
         {
-          fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "view.scroll", "expected [x, y]");
+          fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "view.scroll", _("expected [x, y]"));
           return;
         }
       if (!get_double (loader, json_object_array_get_idx (value, 0), "view.scroll[0]", &view->scroll_x)
@@ -1392,7 +1394,7 @@ napkin_diagram_load_from_data (const char       *data,
 
   if (data[root_start] != '{')
     {
-      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", "expected an object, found %s",
+      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", _("expected an object, found %s"),
             span_type_name (&loader, root_start, root_end));
       return NULL;
     }
@@ -1404,14 +1406,14 @@ napkin_diagram_load_from_data (const char       *data,
     {
       g_autofree char *shown = g_strescape (text, NULL);
 
-      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "format", "expected \"napkin\", found \"%.40s\"", shown);
+      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "format", _("expected \"napkin\", found \"%.40s\""), shown);
       return NULL;
     }
 
   value = member (root, "version");
   if (value == NULL)
     {
-      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", "missing field “version”");
+      fail (&loader, NAPKIN_DOCUMENT_ERROR_FORMAT, "$", _("missing field “version”"));
       return NULL;
     }
   if (!get_int (&loader, value, "version", 1, G_MAXINT32, &version))
@@ -1480,7 +1482,7 @@ read_bounded (const char  *path,
       int saved = errno;
 
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                   "could not open “%s”: %s", path, g_strerror (saved));
+                   _("could not open “%s”: %s"), path, g_strerror (saved));
       return NULL;
     }
   /* Only regular files: a pipe, a socket or a device can block or never end. */
@@ -1489,7 +1491,7 @@ read_bounded (const char  *path,
       int saved = S_ISREG (st.st_mode) || st.st_mode == 0 ? errno : 0;
 
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                   "could not read “%s”: %s", path,
+                   _("could not read “%s”: %s"), path,
                    S_ISDIR (st.st_mode) ? "it is a folder"
                    : S_ISFIFO (st.st_mode) ? "it is a pipe, not a regular file"
                    : S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode) ? "it is a device, not a regular file"
@@ -1511,7 +1513,7 @@ read_bounded (const char  *path,
           int saved = errno;
 
           g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                       "could not read “%s”: %s", path, g_strerror (saved));
+                       _("could not read “%s”: %s"), path, g_strerror (saved));
           close (fd);
           return NULL;
         }
@@ -1868,10 +1870,10 @@ save_failed (GError    **error,
 {
   if (saved_errno == 0)
     g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                 "could not %s “%s”: %s", verb, path, what);
+                 _("could not %s “%s”: %s"), verb, path, what);
   else
     g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                 "could not %s “%s”: %s: %s", verb, path, what, g_strerror (saved_errno));
+                 _("could not %s “%s”: %s: %s"), verb, path, what, g_strerror (saved_errno));
   return FALSE;
 }
 
@@ -1915,7 +1917,7 @@ keep_backup (const char  *path,
                                         0644, &local_error))
         {
           g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                       "could not save “%s”: keeping the previous version as “%s” failed: %s",
+                       _("could not save “%s”: keeping the previous version as “%s” failed: %s"),
                        path, backup, local_error->message);
           return FALSE;
         }
@@ -1927,7 +1929,7 @@ keep_backup (const char  *path,
       saved = errno;
       g_unlink (temp);
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                   "could not save “%s”: keeping the previous version as “%s” failed: %s",
+                   _("could not save “%s”: keeping the previous version as “%s” failed: %s"),
                    path, backup, g_strerror (saved));
       return FALSE;
     }

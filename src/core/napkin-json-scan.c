@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <string.h>
 
 #include <json-c/json.h>
@@ -63,7 +65,7 @@ syntax_error (Scan       *s,
         column++;
     }
   g_set_error (s->error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
-               "The file is not a Napkin diagram: it is not valid JSON (line %d, column %d: %s)", line, column, what);
+               _("The file is not a Napkin diagram: it is not valid JSON (line %d, column %d: %s)"), line, column, what);
   return FALSE;
 }
 
@@ -435,7 +437,7 @@ napkin_json_check (const char  *data,
       if (data[s.pos] == '\0')
         {
           g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
-                       "The file is not a Napkin diagram: there is text after the end of its JSON document");
+                       _("The file is not a Napkin diagram: there is text after the end of its JSON document"));
           return FALSE;
         }
       return json_c_error (&s, s.pos, json_tokener_error_parse_unexpected);

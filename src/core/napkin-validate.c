@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include <glib/gi18n-lib.h>
+
 #include "napkin-describe.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
@@ -115,14 +117,14 @@ check_tensors (Checker *checker)
           if (axis >= 0 && !napkin_mul_checked (n, napkin_diagram_axis_size (d, axis), &n))
             {
               report (checker, NAPKIN_ITEM_TENSOR, i, path,
-                      "tensor “%s” has more elements than 64 bits can count", tensor->name);
+                      _("tensor “%s” has more elements than 64 bits can count"), tensor->name);
               n = -1;
               break;
             }
         }
       if (n > 0 && !napkin_mul_checked (n, napkin_dtype_bytes (tensor->dtype), &bytes))
         report (checker, NAPKIN_ITEM_TENSOR, i, path,
-                "tensor “%s” has more bytes than 64 bits can count", tensor->name);
+                _("tensor “%s” has more bytes than 64 bits can count"), tensor->name);
     }
 }
 
@@ -155,9 +157,9 @@ check_node (Checker *checker,
           g_autofree char *ord = napkin_describe_ordinal (p);
 
           if (n_inputs == 1)
-            report_node (checker, n, "the input of the %s “%s” is not connected", kind, node->id);
+            report_node (checker, n, _("the input of the %s “%s” is not connected"), kind, node->id);
           else
-            report_node (checker, n, "the %s input of the %s “%s” is not connected", ord, kind, node->id);
+            report_node (checker, n, _("the %s input of the %s “%s” is not connected"), ord, kind, node->id);
           return;
         }
       in[p] = napkin_diagram_node_type (d, src);
@@ -186,7 +188,7 @@ check_node (Checker *checker,
 
             describe_type (checker, in[0], got);
             report_node (checker, n,
-                    "the output “%s” expects tensor %s with axes [%s], but its wire carries %s",
+                    _("the output “%s” expects tensor %s with axes [%s], but its wire carries %s"),
                     node->id, tensor->name, want_axes, got->str);
           }
         break;
@@ -198,7 +200,7 @@ check_node (Checker *checker,
 
         if (in[0]->dtype != in[1]->dtype)
           report_node (checker, n,
-                  "the contraction “%s” multiplies %s by %s: cast one input so both have one element type",
+                  _("the contraction “%s” multiplies %s by %s: cast one input so both have one element type"),
                   node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
         for (guint i = 0; i < in[1]->n_axes; i++)
           if (!napkin_tensor_type_has_axis (&all, in[1]->axes[i]) && all.n_axes < NAPKIN_MAX_RANK)
@@ -206,7 +208,7 @@ check_node (Checker *checker,
         for (guint i = 0; i < out->n_axes; i++)
           if (!napkin_tensor_type_has_axis (&all, out->axes[i]))
             report_node (checker, n,
-                    "the contraction “%s” outputs axis %s, which neither input carries",
+                    _("the contraction “%s” outputs axis %s, which neither input carries"),
                     node->id, axis_name (d, out->axes[i]));
         for (guint i = 0; i < all.n_axes; i++)
           {
@@ -216,8 +218,8 @@ check_node (Checker *checker,
               continue;
             if (!napkin_tensor_type_has_axis (in[0], axis) || !napkin_tensor_type_has_axis (in[1], axis))
               report_node (checker, n,
-                      "the contraction “%s” sums over axis %s, but only its %s input carries it; "
-                      "a contraction sums over axes both inputs share (use a reduce first)",
+                      _("the contraction “%s” sums over axis %s, but only its %s input carries it; "
+                      "a contraction sums over axes both inputs share (use a reduce first)"),
                       node->id, axis_name (d, axis), napkin_tensor_type_has_axis (in[0], axis) ? "first" : "second");
           }
         break;
@@ -225,11 +227,11 @@ check_node (Checker *checker,
 
     case NAPKIN_OP_MAP:
       if (node->fn == NAPKIN_FN_CAST && !node->has_dtype)
-        report_node (checker, n, "the cast “%s” needs a target element type (dtype)", node->id);
+        report_node (checker, n, _("the cast “%s” needs a target element type (dtype)"), node->id);
       for (guint p = 0; p < n_inputs; p++)
         if (!type_axes_subset (in[p], out))
           report_node (checker, n,
-                  "the %s input of the map “%s” carries axes its output (%s) lacks; a map only broadcasts",
+                  _("the %s input of the map “%s” carries axes its output (%s) lacks; a map only broadcasts"),
                   p == 0 ? "first" : "second", node->id, node->out ? "as listed" : "as inferred");
       if (node->out != NULL)
         for (guint i = 0; i < out->n_axes; i++)
@@ -240,11 +242,11 @@ check_node (Checker *checker,
               found |= napkin_tensor_type_has_axis (in[p], out->axes[i]);
             if (!found)
               report_node (checker, n,
-                      "the map “%s” outputs axis %s, which no input carries", node->id, axis_name (d, out->axes[i]));
+                      _("the map “%s” outputs axis %s, which no input carries"), node->id, axis_name (d, out->axes[i]));
           }
       if (n_inputs == 2 && in[0]->dtype != in[1]->dtype)
         report_node (checker, n,
-                "the map “%s” combines %s with %s: cast one input so both have one element type",
+                _("the map “%s” combines %s with %s: cast one input so both have one element type"),
                 node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
       break;
 
@@ -259,7 +261,7 @@ check_node (Checker *checker,
             g_autoptr(GString) got = g_string_new (NULL);
 
             describe_type (checker, in[0], got);
-            report_node (checker, n, "the %s “%s” works over axis %s, but its input is %s",
+            report_node (checker, n, _("the %s “%s” works over axis %s, but its input is %s"),
                     kind, node->id, node->axis, got->str);
           }
         break;
@@ -270,8 +272,8 @@ check_node (Checker *checker,
         {
           if (n_inputs == 2 && !type_axes_subset (in[1], in[0]))
             report_node (checker, n,
-                    "the mask “%s” reads a mask tensor with an axis the scores lack; its axes must be "
-                    "a subset of its first input's (it is broadcast over the rest)", node->id);
+                    _("the mask “%s” reads a mask tensor with an axis the scores lack; its axes must be "
+                    "a subset of its first input's (it is broadcast over the rest)"), node->id);
         }
       else
         {
@@ -284,13 +286,13 @@ check_node (Checker *checker,
               g_autoptr(GString) got = g_string_new (NULL);
 
               describe_type (checker, in[0], got);
-              report_node (checker, n, "the mask “%s” keeps keys along axis (%s) per row of axis rows (%s), "
-                           "but its input is %s", node->id, node->axis ? node->axis : "none",
+              report_node (checker, n, _("the mask “%s” keeps keys along axis (%s) per row of axis rows (%s), "
+                           "but its input is %s"), node->id, node->axis ? node->axis : "none",
                            node->rows ? node->rows : "none", got->str);
             }
           else if (axis == rows)
-            report_node (checker, n, "the mask “%s” has rows = axis = %s: rows names the query axis, "
-                         "axis the key axis", node->id, node->axis);
+            report_node (checker, n, _("the mask “%s” has rows = axis = %s: rows names the query axis, "
+                         "axis the key axis"), node->id, node->axis);
           if (node->mask == NAPKIN_MASK_WINDOW && (node->left < -1 || node->right < -1))
             report_node (checker, n, "the mask “%s” has a negative window side (left %" G_GINT64_FORMAT
                          ", right %" G_GINT64_FORMAT "); -1 means unbounded", node->id, node->left, node->right);
@@ -320,10 +322,10 @@ check_node (Checker *checker,
 
       if (!napkin_diagram_type_elements (d, out, &elems) || !napkin_diagram_node_flops (d, n, &flops))
         report_node (checker, n,
-                "the %s “%s” is too large: its size overflows 64 bits", kind, node->id);
+                _("the %s “%s” is too large: its size overflows 64 bits"), kind, node->id);
     }
   else if (node->kind != NAPKIN_OP_INPUT)
-    report_node (checker, n, "Napkin cannot work out the tensor the %s “%s” produces", kind, node->id);
+    report_node (checker, n, _("Napkin cannot work out the tensor the %s “%s” produces"), kind, node->id);
 }
 
 static gboolean
@@ -383,7 +385,7 @@ check_nodes (Checker *checker)
             g_autofree char *path = node_path (n);
 
             report_node (checker, n,
-                    "the %s “%s” is part of a cycle: a diagram flows one way",
+                    _("the %s “%s” is part of a cycle: a diagram flows one way"),
                     napkin_describe_kind (napkin_diagram_node (d, n)->kind), napkin_diagram_node (d, n)->id);
             return;
           }
@@ -479,8 +481,8 @@ check_stream (Checker    *checker,
       if (node->kind == NAPKIN_OP_NORMALIZE && reduces_over (d, n, axis))
         {
           report (checker, NAPKIN_ITEM_REGION, r, path,
-                  "in region “%s”, operation “%s” (%s over %s) cannot stream over %s: it needs the "
-                  "statistics of the whole axis before it writes any element; mark %s whole or parallel",
+                  _("in region “%s”, operation “%s” (%s over %s) cannot stream over %s: it needs the "
+                  "statistics of the whole axis before it writes any element; mark %s whole or parallel"),
                   rname, node->id, napkin_norm_to_string (node->norm), x, x, x);
           return;
         }
@@ -501,8 +503,8 @@ check_stream (Checker    *checker,
           if (!ok)
             {
               report (checker, NAPKIN_ITEM_REGION, r, path,
-                      "in region “%s”, operation “%s” (softmax over %s) cannot stream over %s: softmax "
-                      "streams only when a contraction over %s in the same region consumes it (online softmax)",
+                      _("in region “%s”, operation “%s” (softmax over %s) cannot stream over %s: softmax "
+                      "streams only when a contraction over %s in the same region consumes it (online softmax)"),
                       rname, node->id, x, x, x);
               return;
             }
@@ -520,8 +522,8 @@ check_stream (Checker    *checker,
           if ((after[src] || (reduces_over (d, src, axis) && !online)) && uses_x && !online)
             {
               report (checker, NAPKIN_ITEM_REGION, r, path,
-                      "in region “%s”, operation “%s” (%s) cannot stream over %s: it combines the result "
-                      "of a reduction over %s with %s itself, which needs the whole axis",
+                      _("in region “%s”, operation “%s” (%s) cannot stream over %s: it combines the result "
+                      "of a reduction over %s with %s itself, which needs the whole axis"),
                       rname, node->id, napkin_op_kind_to_string (node->kind), x, x, x);
               return;
             }
@@ -573,13 +575,13 @@ check_regions (Checker *checker)
       if (region->level == NAPKIN_LEVEL_HBM)
         {
           report (checker, NAPKIN_ITEM_REGION, r, path,
-                  "region “%s” is at hbm, where the whole diagram already lives; choose l2, smem or registers",
+                  _("region “%s” is at hbm, where the whole diagram already lives; choose l2, smem or registers"),
                   region->name);
           continue;
         }
       if (region->nodes->len == 0)
         {
-          report (checker, NAPKIN_ITEM_REGION, r, path, "region “%s” holds no operation", region->name);
+          report (checker, NAPKIN_ITEM_REGION, r, path, _("region “%s” holds no operation"), region->name);
           continue;
         }
 
@@ -593,8 +595,8 @@ check_regions (Checker *checker)
               g_autofree char *p = g_strdup_printf ("%s.nodes[%u]", path, i);
 
               report (checker, NAPKIN_ITEM_REGION, r, p,
-                      "region “%s” holds “%s”, an %s: inputs and outputs live in device memory, "
-                      "outside every region", region->name, id, napkin_op_kind_to_string (node->kind));
+                      _("region “%s” holds “%s”, an %s: inputs and outputs live in device memory, "
+                      "outside every region"), region->name, id, napkin_op_kind_to_string (node->kind));
             }
         }
 
@@ -643,7 +645,7 @@ check_regions (Checker *checker)
               if (!g_hash_table_contains (seen, GINT_TO_POINTER (n + 1)))
                 {
                   report (checker, NAPKIN_ITEM_REGION, r, path,
-                          "region “%s” is not connected: “%s” has no wire to “%s” through the region",
+                          _("region “%s” is not connected: “%s” has no wire to “%s” through the region"),
                           region->name, (const char *) g_ptr_array_index (region->nodes, i),
                           (const char *) g_ptr_array_index (region->nodes, 0));
                   break;
@@ -668,7 +670,7 @@ check_regions (Checker *checker)
           if (acyclic && !used)
             {
               report (checker, NAPKIN_ITEM_REGION, r, mp,
-                      "no operation in region “%s” uses axis %s", region->name, mark->axis);
+                      _("no operation in region “%s” uses axis %s"), region->name, mark->axis);
               continue;
             }
           if (mark->kind == NAPKIN_MARK_WHOLE)
@@ -755,11 +757,11 @@ check_regions (Checker *checker)
 
         if (common != na && common != nb)
           report (checker, NAPKIN_ITEM_REGION, b, path,
-                  "regions “%s” and “%s” overlap without one containing the other",
+                  _("regions “%s” and “%s” overlap without one containing the other"),
                   ra->name, rb->name);
         else if (na == nb && ra->level == rb->level)
           report (checker, NAPKIN_ITEM_REGION, b, path,
-                  "regions “%s” and “%s” hold the same operations at the same level", ra->name, rb->name);
+                  _("regions “%s” and “%s” hold the same operations at the same level"), ra->name, rb->name);
         else
           {
             /* The one with more operations (or the slower level, when equal) is outside. */
@@ -769,7 +771,7 @@ check_regions (Checker *checker)
 
             if (inner->level <= outer->level)
               report (checker, NAPKIN_ITEM_REGION, b, path,
-                      "region “%s” (%s) lies inside “%s” (%s): an inner region must be at a faster level",
+                      _("region “%s” (%s) lies inside “%s” (%s): an inner region must be at a faster level"),
                       inner->name, napkin_level_to_string (inner->level), outer->name,
                       napkin_level_to_string (outer->level));
           }
@@ -803,7 +805,7 @@ napkin_diagram_validate (NapkinDiagram  *self,
 
   if (napkin_diagram_n_nodes (self) == 0)
     {
-      g_autofree char *message = napkin_error_with_path ("The diagram has no operations", "nodes");
+      g_autofree char *message = napkin_error_with_path (_("The diagram has no operations"), "nodes");
 
       g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID, message);
       return FALSE;

@@ -3,25 +3,61 @@
 
 #include "config.h"
 
+#include <limits.h>
+#include <locale.h>
 #include <math.h>
 #include <string.h>
 
 #include "napkin-explain.h"
 
 char *
-napkin_format_int (gint64 value)
+napkin_format_int_grouped (gint64      value,
+                           const char *separator,
+                           const char *grouping)
 {
-  g_autofree char *digits = g_strdup_printf ("%" G_GINT64_FORMAT, value < 0 ? -value : value);
-  GString *out = g_string_new (value < 0 ? "-" : "");
+  g_autofree char *digits = g_strdup_printf ("%" G_GUINT64_FORMAT,
+                                             value < 0 ? (guint64) 0 - (guint64) value : (guint64) value);
   gsize n = strlen (digits);
+  g_autofree gboolean *cut = g_new0 (gboolean, n + 1);   /* a separator before digit i */
+  GString *out = g_string_new (value < 0 ? "-" : "");
+  gsize end = n;   /* digits right of `end` are grouped */
+  guint size = 0;
 
+  /* localeconv's grouping: each byte a group size from the right, the last one
+   * repeating; CHAR_MAX ends grouping. */
+  for (const char *g = grouping ? grouping : ""; ; )
+    {
+      if (*g != '\0')
+        {
+          if (*g == CHAR_MAX || *g <= 0)
+            break;
+          size = (guchar) *g++;
+        }
+      if (size == 0 || end <= size)
+        break;
+      end -= size;
+      cut[end] = TRUE;
+    }
   for (gsize i = 0; i < n; i++)
     {
-      if (i > 0 && (n - i) % 3 == 0)
-        g_string_append_c (out, ',');
+      if (cut[i])
+        g_string_append (out, separator);
       g_string_append_c (out, digits[i]);
     }
   return g_string_free (out, FALSE);
+}
+
+char *
+napkin_format_int (gint64 value)
+{
+  const struct lconv *lc = localeconv ();
+
+  /* The C locale groups nothing; its messages are English, so it keeps the comma
+   * (docs/model.md, "Numbers in the user's locale"). */
+  if (lc->thousands_sep == NULL || lc->thousands_sep[0] == '\0' || lc->grouping == NULL
+      || lc->grouping[0] == '\0' || lc->grouping[0] == CHAR_MAX)
+    return napkin_format_int_grouped (value, ",", "\3");
+  return napkin_format_int_grouped (value, lc->thousands_sep, lc->grouping);
 }
 
 char *

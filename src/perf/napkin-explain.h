@@ -10,8 +10,13 @@ G_BEGIN_DECLS
  * model, not a black box). Each string ends with "= <the model's value>".
  * All return newly allocated UTF-8 text. */
 
-/* 1234567 → "1,234,567" (exact integers for byte counts). */
+/* 1234567 → "1,234,567" (exact integers for byte counts), grouped as the locale's
+ * LC_NUMERIC says ("1 234 567" in French); the C locale keeps the comma. */
 char *napkin_format_int              (gint64                value);
+/* The same with an explicit separator and localeconv-style grouping ("\3", "\3\2"). */
+char *napkin_format_int_grouped      (gint64                value,
+                                      const char           *separator,
+                                      const char           *grouping);
 /* Seconds, bytes and rates with SI prefixes: 3.35e12, "B/s" → "3.35 TB/s". */
 char *napkin_format_si               (double                value,
                                       const char           *unit);

@@ -23,21 +23,60 @@
 #define REGION_MIN_W 250.0
 #define HANDLE      12.0
 
-static const double level_rgb[NAPKIN_N_LEVELS][3] = {
-  { 0.10, 0.10, 0.10 },   /* device memory: black */
-  { 0.49, 0.31, 0.66 },   /* L2: purple */
-  { 0.93, 0.49, 0.10 },   /* shared memory: orange */
-  { 0.18, 0.62, 0.27 },   /* registers: green */
-};
-static const char *level_hex[NAPKIN_N_LEVELS] = { "#1a1a1a", "#7d4fa8", "#ed7d1a", "#2e9e45" };
 static const char *level_titles[NAPKIN_N_LEVELS] = {
   N_("Device memory"), N_("L2 cache"), N_("Shared memory"), N_("Registers"),
 };
-static const double tensor_core_rgb[3] = { 0.16, 0.42, 0.84 };
-static const double problem_rgb[3] = { 0.85, 0.10, 0.10 };
-static const double select_rgb[3] = { 0.21, 0.52, 0.89 };
-static const double paper_rgb[3] = { 0.995, 0.993, 0.985 };   /* the canvas's background */
-static const double white_rgb[3] = { 1, 1, 1 };
+
+/* The colours of one paper (docs/editor.md, "Dark style"). On dark paper device
+ * memory, black in the papers, is a light grey, and the other levels are lightened
+ * so that they keep their contrast; the dashes still tell levels apart without
+ * colour. Exports draw on white paper unless asked. */
+typedef struct
+{
+  double      level[NAPKIN_N_LEVELS][3];
+  double      tensor_core[3];
+  double      problem[3];
+  double      select[3];
+  double      paper[3];     /* the canvas's background */
+  double      body[3];      /* operation glyphs, ports, marks, halos behind text */
+  double      ink[3];       /* the legend's border */
+  const char *hex[NAPKIN_N_LEVELS + 1];   /* the levels, then tensor-core work */
+} Palette;
+
+#define RGB(h) { ((h) >> 16 & 255) / 255.0, ((h) >> 8 & 255) / 255.0, ((h) & 255) / 255.0 }
+
+static const Palette light_palette = {
+  .level = {
+    { 0.10, 0.10, 0.10 },   /* device memory: black */
+    { 0.49, 0.31, 0.66 },   /* L2: purple */
+    { 0.93, 0.49, 0.10 },   /* shared memory: orange */
+    { 0.18, 0.62, 0.27 },   /* registers: green */
+  },
+  .tensor_core = { 0.16, 0.42, 0.84 },
+  .problem = { 0.85, 0.10, 0.10 },
+  .select = { 0.21, 0.52, 0.89 },
+  .paper = { 0.995, 0.993, 0.985 },
+  .body = { 1, 1, 1 },
+  .ink = { 0, 0, 0 },
+  .hex = { "#1a1a1a", "#7d4fa8", "#ed7d1a", "#2e9e45", "#296bd6" },
+};
+
+static const Palette dark_palette = {
+  .level = { RGB (0xe0ded8), RGB (0xc09cf0), RGB (0xffa348), RGB (0x5cd67c) },
+  .tensor_core = RGB (0x62a0ea),
+  .problem = RGB (0xf66151),
+  .select = RGB (0x78aeed),
+  .paper = RGB (0x1e1e1e),
+  .body = RGB (0x2d2d2d),
+  .ink = { 1, 1, 1 },
+  .hex = { "#e0ded8", "#c09cf0", "#ffa348", "#5cd67c", "#62a0ea" },
+};
+
+static const Palette *
+palette_for (const NapkinRenderOptions *options)
+{
+  return options != NULL && options->dark ? &dark_palette : &light_palette;
+}
 
 void
 napkin_render_level_rgb (NapkinLevel  level,
@@ -47,9 +86,9 @@ napkin_render_level_rgb (NapkinLevel  level,
 {
   g_return_if_fail (level < NAPKIN_N_LEVELS);
 
-  *r = level_rgb[level][0];
-  *g = level_rgb[level][1];
-  *b = level_rgb[level][2];
+  *r = light_palette.level[level][0];
+  *g = light_palette.level[level][1];
+  *b = light_palette.level[level][2];
 }
 
 const char *
@@ -57,13 +96,22 @@ napkin_render_level_hex (NapkinLevel level)
 {
   g_return_val_if_fail (level < NAPKIN_N_LEVELS, NULL);
 
-  return level_hex[level];
+  return light_palette.hex[level];
+}
+
+const char *
+napkin_render_paper_hex (NapkinLevel level,
+                         gboolean    dark)
+{
+  g_return_val_if_fail (level <= NAPKIN_N_LEVELS, NULL);
+
+  return (dark ? &dark_palette : &light_palette)->hex[level];
 }
 
 const char *
 napkin_render_tensor_core_hex (void)
 {
-  return "#296bd6";
+  return light_palette.hex[NAPKIN_N_LEVELS];
 }
 
 guint
@@ -633,6 +681,7 @@ typedef struct
   NapkinRect            frame;       /* the whole frame's (a band's clip is less) */
   double                scale;       /* device pixels per document unit */
   gboolean              screen;      /* an image surface for the canvas: take shortcuts */
+  const Palette        *pal;
   Layout               *layout;
 } DrawContext;
 
@@ -656,18 +705,20 @@ set_rgb (cairo_t      *cr,
  * the cost of an opaque one, and over paper or a pale tint the two look alike.
  * Vector exports keep the translucent colour. */
 static void
-set_rgb_over_paper (cairo_t      *cr,
-                    gboolean      screen,
+set_rgb_over_paper (DrawContext  *ctx,
                     const double  rgb[3],
                     double        alpha)
 {
-  if (!screen)
+  cairo_t *cr = ctx->cr;
+
+  if (!ctx->screen)
     {
       cairo_set_source_rgba (cr, rgb[0], rgb[1], rgb[2], alpha);
       return;
     }
-  cairo_set_source_rgb (cr, alpha * rgb[0] + (1 - alpha) * paper_rgb[0], alpha * rgb[1] + (1 - alpha) * paper_rgb[1],
-                        alpha * rgb[2] + (1 - alpha) * paper_rgb[2]);
+  cairo_set_source_rgb (cr, alpha * rgb[0] + (1 - alpha) * ctx->pal->paper[0],
+                        alpha * rgb[1] + (1 - alpha) * ctx->pal->paper[1],
+                        alpha * rgb[2] + (1 - alpha) * ctx->pal->paper[2]);
 }
 
 static gboolean
@@ -869,7 +920,7 @@ draw_text (DrawContext  *ctx,
   x -= text->width * xalign;
   if (halo)
     {
-      set_rgb_over_paper (cr, ctx->screen, white_rgb, 0.85);
+      set_rgb_over_paper (ctx, ctx->pal->body, 0.85);
       cairo_rectangle (cr, x - 1.5, y + 1, text->width + 3, text->height - 2);
       cairo_fill (cr);
     }
@@ -963,8 +1014,9 @@ draw_region_body (DrawContext *ctx,
   rounded_rect (cr, rect.x, rect.y, rect.width, rect.height, 10);
   /* An opaque tint (10 % of the level over paper): blending large translucent
    * areas was a third of a frame. A nested region shows its own tint. */
-  cairo_set_source_rgb (cr, 0.9 + 0.1 * level_rgb[region->level][0], 0.9 + 0.1 * level_rgb[region->level][1],
-                        0.9 + 0.1 * level_rgb[region->level][2]);
+  cairo_set_source_rgb (cr, 0.9 * ctx->pal->body[0] + 0.1 * ctx->pal->level[region->level][0],
+                        0.9 * ctx->pal->body[1] + 0.1 * ctx->pal->level[region->level][1],
+                        0.9 * ctx->pal->body[2] + 0.1 * ctx->pal->level[region->level][2]);
   cairo_fill_preserve (cr);
   /* Dashes tell levels apart without colour; zoomed far out on screen the title
    * and legend do that, and dashing long borders was a fifth of a frame. */
@@ -972,9 +1024,9 @@ draw_region_body (DrawContext *ctx,
   cairo_set_dash (cr, dashes, n_dashes, 0);
   cairo_set_line_width (cr, region->level == NAPKIN_LEVEL_REGISTERS ? 2.5 : 2);
   if (ctx->bad_regions[r])
-    set_rgb (cr, problem_rgb, 1);
+    set_rgb (cr, ctx->pal->problem, 1);
   else
-    set_rgb_over_paper (cr, ctx->screen, level_rgb[region->level], 0.9);
+    set_rgb_over_paper (ctx, ctx->pal->level[region->level], 0.9);
   cairo_stroke (cr);
   cairo_set_dash (cr, NULL, 0, 0);
 }
@@ -986,7 +1038,7 @@ draw_region_labels (DrawContext *ctx,
 {
   cairo_t *cr = ctx->cr;
   const NapkinRegion *region = napkin_diagram_region (ctx->diagram, r);
-  const double *rgb = level_rgb[region->level];
+  const double *rgb = ctx->pal->level[region->level];
   g_autofree char *title = NULL;
   NapkinRect rect;
   double x;
@@ -1023,7 +1075,7 @@ draw_region_labels (DrawContext *ctx,
         hexagon (cr, x, y, w, h);
       else
         rounded_rect (cr, x, y, w, h, 3);
-      cairo_set_source_rgb (cr, 1, 1, 1);
+      set_rgb (cr, ctx->pal->body, 1);
       cairo_fill_preserve (cr);
       set_rgb (cr, rgb, 1);
       cairo_set_line_width (cr, 1.5);
@@ -1037,14 +1089,14 @@ handle:
   cairo_move_to (cr, rect.x + rect.width - 3, rect.y + rect.height - HANDLE);
   cairo_line_to (cr, rect.x + rect.width - 3, rect.y + rect.height - 3);
   cairo_line_to (cr, rect.x + rect.width - HANDLE, rect.y + rect.height - 3);
-  set_rgb_over_paper (cr, ctx->screen, rgb, 0.8);
+  set_rgb_over_paper (ctx, rgb, 0.8);
   cairo_set_line_width (cr, 2);
   cairo_stroke (cr);
 
   if (selected)
     {
       rounded_rect (cr, rect.x - 4, rect.y - 4, rect.width + 8, rect.height + 8, 13);
-      set_rgb (cr, select_rgb, 0.8);
+      set_rgb (cr, ctx->pal->select, 0.8);
       cairo_set_line_width (cr, 2.5);
       cairo_stroke (cr);
     }
@@ -1512,7 +1564,7 @@ draw_wires (DrawContext               *ctx,
         }
       if (!any)
         continue;
-      set_rgb (cr, pass == -2 ? problem_rgb : pass == -1 ? select_rgb : level_rgb[pass], 1);
+      set_rgb (cr, pass == -2 ? ctx->pal->problem : pass == -1 ? ctx->pal->select : ctx->pal->level[pass], 1);
       cairo_stroke (cr);
     }
 
@@ -1562,7 +1614,7 @@ draw_wires (DrawContext               *ctx,
           if (any)
             {
               /* A little wider than the black strand under it, so no dark fringe. */
-              set_rgb (cr, level_rgb[level], 1);
+              set_rgb (cr, ctx->pal->level[level], 1);
               cairo_set_line_width (cr, width + 0.6);
               cairo_stroke (cr);
             }
@@ -1571,7 +1623,7 @@ draw_wires (DrawContext               *ctx,
         }
       if (cut_any)
         {
-          set_rgb (cr, level_rgb[level], 1);
+          set_rgb (cr, ctx->pal->level[level], 1);
           cairo_set_line_width (cr, width + 0.6);
           cairo_stroke (cr);
           cairo_set_line_width (cr, width);
@@ -1639,14 +1691,14 @@ draw_wires (DrawContext               *ctx,
         }
       if (labels->len > 0)
         {
-          set_rgb_over_paper (cr, ctx->screen, white_rgb, 0.85);
+          set_rgb_over_paper (ctx, ctx->pal->body, 0.85);
           cairo_fill (cr);
         }
       for (guint i = 0; i < labels->len; i++)
         {
           const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
 
-          set_rgb (cr, label->bad ? problem_rgb : level_rgb[NAPKIN_LEVEL_HBM], 1);
+          set_rgb (cr, label->bad ? ctx->pal->problem : ctx->pal->level[NAPKIN_LEVEL_HBM], 1);
           show_text (cr, ctx->screen, label->text, label->x, label->y);
         }
     }
@@ -1666,7 +1718,7 @@ draw_wires (DrawContext               *ctx,
         {
           circle (cr, px + 8, py + (i - (rank - 1) / 2.0) * STRAND, 2.5);
         }
-      set_rgb (cr, level_rgb[ctx->levels[n]], 1);
+      set_rgb (cr, ctx->pal->level[ctx->levels[n]], 1);
       cairo_fill (cr);
     }
 }
@@ -1803,10 +1855,10 @@ node_rgb (DrawContext      *ctx,
           const NapkinNode *node)
 {
   if (ctx->bad_nodes[n])
-    return problem_rgb;
+    return ctx->pal->problem;
   if (node->kind == NAPKIN_OP_CONTRACT && ctx->levels[n] >= NAPKIN_LEVEL_SMEM)
-    return tensor_core_rgb;
-  return level_rgb[ctx->levels[n]];
+    return ctx->pal->tensor_core;
+  return ctx->pal->level[ctx->levels[n]];
 }
 
 static gboolean
@@ -1903,8 +1955,8 @@ draw_nodes (DrawContext               *ctx,
   cairo_t *cr = ctx->cr;
   g_autofree guint8 *shown = g_new0 (guint8, ctx->n_nodes + 1);
   const double *colours[] = {
-    level_rgb[NAPKIN_LEVEL_HBM], level_rgb[NAPKIN_LEVEL_L2], level_rgb[NAPKIN_LEVEL_SMEM],
-    level_rgb[NAPKIN_LEVEL_REGISTERS], tensor_core_rgb, problem_rgb,
+    ctx->pal->level[NAPKIN_LEVEL_HBM], ctx->pal->level[NAPKIN_LEVEL_L2], ctx->pal->level[NAPKIN_LEVEL_SMEM],
+    ctx->pal->level[NAPKIN_LEVEL_REGISTERS], ctx->pal->tensor_core, ctx->pal->problem,
   };
   gboolean far = ctx->screen && ctx->scale < SCALE_STRANDS;
   gboolean any;
@@ -1925,7 +1977,7 @@ draw_nodes (DrawContext               *ctx,
       }
   if (any)
     {
-      set_rgb (cr, select_rgb, 0.30);
+      set_rgb (cr, ctx->pal->select, 0.30);
       cairo_fill (cr);
     }
 
@@ -1948,9 +2000,9 @@ draw_nodes (DrawContext               *ctx,
       if (!any)
         continue;
       if (c < 0)
-        cairo_set_source_rgb (cr, 1, 1, 1);
+        set_rgb (cr, ctx->pal->body, 1);
       else
-        set_rgb_over_paper (cr, ctx->screen, level_rgb[c], 0.85);
+        set_rgb_over_paper (ctx, ctx->pal->level[c], 0.85);
       cairo_fill (cr);
     }
 
@@ -2011,10 +2063,11 @@ draw_nodes (DrawContext               *ctx,
         }
       if (marks)
         {
-          /* over the white body of the glyph: blending with white is exact */
+          /* over the body of the glyph: blending with it is exact */
           if (ctx->screen)
-            cairo_set_source_rgb (cr, 0.45 * colours[c][0] + 0.55, 0.45 * colours[c][1] + 0.55,
-                                  0.45 * colours[c][2] + 0.55);
+            cairo_set_source_rgb (cr, 0.45 * colours[c][0] + 0.55 * ctx->pal->body[0],
+                                  0.45 * colours[c][1] + 0.55 * ctx->pal->body[1],
+                                  0.45 * colours[c][2] + 0.55 * ctx->pal->body[2]);
           else
             set_rgb (cr, colours[c], 0.45);
           cairo_set_line_width (cr, 1.3);
@@ -2056,9 +2109,9 @@ draw_nodes (DrawContext               *ctx,
           cairo_fill (cr);
           continue;
         }
-      cairo_set_source_rgb (cr, 1, 1, 1);
+      set_rgb (cr, ctx->pal->body, 1);
       cairo_fill_preserve (cr);
-      set_rgb (cr, problem_rgb, 1);
+      set_rgb (cr, ctx->pal->problem, 1);
       cairo_set_line_width (cr, 1.2);
       cairo_stroke (cr);
     }
@@ -2089,22 +2142,22 @@ draw_nodes (DrawContext               *ctx,
           draw_text (ctx, tensor ? FONT_BOLD : FONT_NORMAL,
                      node->label && *node->label ? node->label : node->id,
                      r->x + r->width / 2, r->y - LABEL_H, 0.5, FALSE,
-                     ctx->bad_nodes[n] ? problem_rgb : level_rgb[NAPKIN_LEVEL_HBM]);
+                     ctx->bad_nodes[n] ? ctx->pal->problem : ctx->pal->level[NAPKIN_LEVEL_HBM]);
           if (tensor || node->has_dtype)
             {
               const NapkinTensorType *type = napkin_diagram_node_type (ctx->diagram, n);
 
               if (type != NULL && type->valid)
                 draw_text (ctx, FONT_SMALL, napkin_dtype_to_string (type->dtype),
-                           r->x + r->width / 2, r->y + r->height + 1, 0.5, FALSE, level_rgb[NAPKIN_LEVEL_HBM]);
+                           r->x + r->width / 2, r->y + r->height + 1, 0.5, FALSE, ctx->pal->level[NAPKIN_LEVEL_HBM]);
             }
         }
       if (ctx->bad_nodes[n])
         {
           circle (cr, r->x + r->width, r->y, 7);
-          set_rgb (cr, problem_rgb, 1);
+          set_rgb (cr, ctx->pal->problem, 1);
           cairo_fill (cr);
-          draw_text (ctx, FONT_BOLD, "!", r->x + r->width, r->y - 8, 0.5, FALSE, (double[3]) { 1, 1, 1 });
+          draw_text (ctx, FONT_BOLD, "!", r->x + r->width, r->y - 8, 0.5, FALSE, light_palette.body);
         }
     }
 }
@@ -2121,6 +2174,7 @@ draw_diagram (cairo_t                   *cr,
   guint n_regions, n_wires;
 
   ctx.cr = cr;
+  ctx.pal = palette_for (options);
   ctx.diagram = diagram;
   ctx.layout = ensure_layout (diagram);
   ctx.n_nodes = napkin_diagram_n_nodes (diagram);
@@ -2229,7 +2283,7 @@ napkin_render_draw (cairo_t                   *cr,
 
 /* ---------------------------------------------------------------- canvas view */
 
-static void draw_legend (cairo_t *cr, double x, double y, gboolean screen);
+static void draw_legend (cairo_t *cr, double x, double y, gboolean screen, const Palette *pal);
 
 double
 napkin_render_strand_label_size (void)
@@ -2273,7 +2327,7 @@ draw_paper_and_diagram (cairo_t                   *cr,
                         const NapkinRect          *frame)
 {
   cairo_save (cr);
-  set_rgb (cr, paper_rgb, 1);
+  set_rgb (cr, palette_for (options)->paper, 1);
   cairo_paint (cr);
   cairo_scale (cr, view->zoom, view->zoom);
   cairo_translate (cr, -view->origin_x, -view->origin_y);
@@ -2441,7 +2495,7 @@ napkin_render_draw_view (cairo_t                   *cr,
   napkin_render_legend_size (&lw, &lh);
   draw_legend (cr, 12, height - lh - 12,
                cairo_surface_get_type (cairo_get_target (cr)) == CAIRO_SURFACE_TYPE_IMAGE
-               && !(options && options->full_quality));
+               && !(options && options->full_quality), palette_for (options));
   cairo_restore (cr);
   (void) width;
 }
@@ -2460,36 +2514,38 @@ napkin_render_legend_size (double *width,
 }
 
 static void
-draw_legend (cairo_t  *cr,
-             double    x,
-             double    y,
-             gboolean  screen)
+draw_legend (cairo_t       *cr,
+             double         x,
+             double         y,
+             gboolean       screen,
+             const Palette *pal)
 {
   DrawContext ctx = { 0 };
   double w, h;
 
   ctx.cr = cr;
   ctx.screen = screen;
+  ctx.pal = pal;
   napkin_render_legend_size (&w, &h);
 
   cairo_save (cr);
   rounded_rect (cr, x, y, w, h, 6);
-  cairo_set_source_rgba (cr, 1, 1, 1, 0.92);
+  set_rgb (cr, pal->body, 0.92);
   cairo_fill_preserve (cr);
-  cairo_set_source_rgba (cr, 0, 0, 0, 0.25);
+  set_rgb (cr, pal->ink, 0.25);
   cairo_set_line_width (cr, 1);
   cairo_stroke (cr);
 
   for (guint level = 0; level <= NAPKIN_N_LEVELS; level++)
     {
       double ry = y + 5 + level * LEGEND_ROW;
-      const double *rgb = level < NAPKIN_N_LEVELS ? level_rgb[level] : tensor_core_rgb;
+      const double *rgb = level < NAPKIN_N_LEVELS ? pal->level[level] : pal->tensor_core;
       const char *title = level < NAPKIN_N_LEVELS ? _(level_titles[level]) : _("Tensor-core work");
       double dashes[2];
       guint n_dashes = level < NAPKIN_N_LEVELS ? napkin_render_level_dashes (level, dashes) : 0;
 
       rounded_rect (cr, x + 8, ry + 3, 26, 12, 3);
-      set_rgb_over_paper (cr, screen, rgb, level == NAPKIN_LEVEL_HBM ? 0.85 : 0.18);
+      set_rgb_over_paper (&ctx, rgb, level == NAPKIN_LEVEL_HBM ? 0.85 : 0.18);
       cairo_fill_preserve (cr);
       set_rgb (cr, rgb, 1);
       cairo_set_dash (cr, dashes, n_dashes, 0);
@@ -2508,5 +2564,5 @@ napkin_render_draw_legend (cairo_t *cr,
 {
   g_return_if_fail (cr != NULL);
 
-  draw_legend (cr, x, y, FALSE);
+  draw_legend (cr, x, y, FALSE, &light_palette);
 }

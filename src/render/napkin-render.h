@@ -49,6 +49,8 @@ typedef struct
   gboolean        full_quality;     /* exports: no screen shortcuts (see napkin-render.c) */
   guint           threads;          /* napkin_render_draw_view on an image surface: bands
                                      * drawn at once; 0 one per processor (at most 4) */
+  gboolean        dark;             /* dark paper (the editor in a dark style); exports
+                                     * stay on white paper */
 } NapkinRenderOptions;
 
 /* What the canvas shows: its zoom, and the document point at its top-left corner. */
@@ -75,6 +77,9 @@ void        napkin_render_level_rgb        (NapkinLevel          level,
                                             double              *b);
 const char *napkin_render_level_hex        (NapkinLevel          level);
 const char *napkin_render_tensor_core_hex  (void);
+/* A level's colour on light or dark paper; NAPKIN_N_LEVELS gives tensor-core work's. */
+const char *napkin_render_paper_hex        (NapkinLevel          level,
+                                            gboolean             dark);
 /* A dash pattern per level, so that levels differ without colour. */
 guint       napkin_render_level_dashes     (NapkinLevel          level,
                                             double               dashes[2]);

@@ -46,6 +46,22 @@ test_format (void)
 
       g_assert_cmpstr (s, ==, cases[i].s);
     }
+  /* The locale's grouping (only C locales exist here: its lconv is passed in):
+   * French groups by three with a narrow no-break space, Hindi 3 then 2, and a
+   * CHAR_MAX ends grouping. */
+  {
+    g_autofree char *fr = napkin_format_int_grouped (G_GINT64_CONSTANT (-2181038080), "\u202f", "\3");
+    g_autofree char *hi = napkin_format_int_grouped (G_GINT64_CONSTANT (12345678), ",", "\3\2");
+    g_autofree char *once = napkin_format_int_grouped (G_GINT64_CONSTANT (12345678), ".", "\3\177");
+    g_autofree char *none = napkin_format_int_grouped (G_GINT64_CONSTANT (12345678), ",", "");
+    g_autofree char *min = napkin_format_int_grouped (G_MININT64, ",", "\3");
+
+    g_assert_cmpstr (fr, ==, "-2\u202f181\u202f038\u202f080");
+    g_assert_cmpstr (hi, ==, "1,23,45,678");
+    g_assert_cmpstr (once, ==, "12345.678");
+    g_assert_cmpstr (none, ==, "12345678");
+    g_assert_cmpstr (min, ==, "-9,223,372,036,854,775,808");
+  }
   {
     g_autofree char *a = napkin_format_si (3.35e12, "B/s");
     g_autofree char *b = napkin_format_si (2.96e-4, "s");
