@@ -406,16 +406,22 @@ test_attention_fixed_costs (void)
     g_assert_cmpfloat_with_epsilon (an->predicted_time_s * 1e3, 0.0309, 0.0005);
   }
   {
-    /* long sequences: the fixed cost is 2 % of 0.920 ms; the exponentials add 84 % of
-     * their SFU time to the products' */
+    /* long sequences at the sweep's tiles (q 128, k 128, 3 stages; 0.8671 ms measured
+     * there): the fixed cost is 8 % of 0.867 ms; the exponentials add 84 % of their SFU
+     * time to the products'. The file's own tiles (k 64, 2 stages, which fit an A100's
+     * shared memory too) are predicted 1.07 ms (measured 1.054): tune ranks these first. */
     g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+    g_autoptr(NapkinDiagram) own = example ("flash-attention.napkin");
     g_autoptr(NapkinAnalysis) an = NULL;
+    g_autoptr(NapkinAnalysis) slow = NULL;
     const NapkinKernelCost *k;
 
-    tile (d, "block.k=128");
+    tile (d, "block.k=128"), tile (d, "block.stages=3");
     an = analyze (d, "h100", FALSE);
+    slow = analyze (own, "h100", FALSE);
+    g_assert_cmpfloat (slow->predicted_time_s, >, 1.2 * an->predicted_time_s);
     k = &g_array_index (an->kernels, NapkinKernelCost, 0);
-    g_assert_cmpfloat_with_epsilon (an->predicted_time_s * 1e3, 0.920, 0.002);
+    g_assert_cmpfloat_with_epsilon (an->predicted_time_s * 1e3, 0.867, 0.002);
     g_assert_cmpfloat_with_epsilon (k->overlap_s - k->latency_s - h->launch_overhead_s,
                                     (k->time_s[NAPKIN_RESOURCE_TENSOR] + 0.84 * k->time_s[NAPKIN_RESOURCE_SFU])
                                     * k->quantisation, 1e-9);
