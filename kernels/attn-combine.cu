@@ -2,13 +2,14 @@
  * query row and each of SPLIT key ranges, its normalised partial output O_s (fp32) and its
  * log-sum-exp L_s (base 2; −∞ for a range the row saw nothing of). The row's output is
  * Σ_s 2^(L_s − M) O_s / Σ_s 2^(L_s − M), M = max_s L_s (zero when every L_s is −∞).
- * One warp a row, lanes along d; the row index is (kv_flat·G + g)·NQ + q and O is stored
+ * One warp a row, lanes along d (four columns each; D is a multiple of 8); the row index is (kv_flat·G + g)·NQ + q and O is stored
  * through its strides. */
 #define C_SPLIT @SPLIT@
 #define C_D @D@
 #define C_NQ @NQ@L
 #define C_G @GROUP@L
 #define C_ROWS (C_NQ * C_G * @KV_BATCH@L)
+#define C_LSE_REGS ((C_SPLIT + 31) / 32)
 
 extern "C" __global__ void __launch_bounds__ (128)
 @NAME@ (const NapkinArgs args)
@@ -28,35 +29,61 @@ extern "C" __global__ void __launch_bounds__ (128)
 
 @LEAD@
     (void) kv_flat;
-    for (int s = lane; s < C_SPLIT; s += 32)
-      mx = fmaxf (mx, lse[(long) s * C_ROWS + row]);
+    /* The row's log-sum-exps in registers, split s in lane s % 32 (one round trip), and
+     * its partial outputs read with every split's load in flight at once, four columns a
+     * lane: decoding has few rows, so the kernel is as long as its dependent round trips
+     * (docs/model.md §14b). */
+    float w[C_LSE_REGS];
 #pragma unroll
-    for (int w = 16; w > 0; w >>= 1)
-      mx = fmaxf (mx, __shfl_xor_sync (0xffffffffu, mx, w));
-    for (int s = 0; s < C_SPLIT; s++)
+    for (int i = 0; i < C_LSE_REGS; i++)
       {
-        const float l = lse[(long) s * C_ROWS + row];
+        const int s = lane + 32 * i;
 
-        total += l == NAPKIN_NEG_INF ? 0.0f : exp2f (l - mx);
+        w[i] = s < C_SPLIT ? lse[(long) s * C_ROWS + row] : NAPKIN_NEG_INF;
+        mx = fmaxf (mx, w[i]);
       }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+      mx = fmaxf (mx, __shfl_xor_sync (0xffffffffu, mx, o));
+#pragma unroll
+    for (int i = 0; i < C_LSE_REGS; i++)
+      {
+        w[i] = w[i] == NAPKIN_NEG_INF ? 0.0f : exp2f (w[i] - mx);
+        total += w[i];
+      }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+      total += __shfl_xor_sync (0xffffffffu, total, o);
     {
       @OT@ *ob = Og + o_base + g * @O_GROUP@L + q * @O_ROW@L;
       const float inv = total > 0.0f ? 1.0f / total : 0.0f;
 
-      for (int d = 2 * lane; d < C_D; d += 64)
+#pragma unroll
+      for (int d0 = 0; d0 < C_D; d0 += 128)
         {
-          float a = 0.0f, b = 0.0f;
+          const int d = d0 + 4 * lane;
+          float a[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
 
+#pragma unroll
           for (int s = 0; s < C_SPLIT; s++)
             {
-              const float l = lse[(long) s * C_ROWS + row];
-              const float w = l == NAPKIN_NEG_INF ? 0.0f : exp2f (l - mx);
-              const float2 v = *(const float2 *) &part[((long) s * C_ROWS + row) * C_D + d];
+              const float ws = __shfl_sync (0xffffffffu, w[s / 32], s % 32);
 
-              a += w * v.x;
-              b += w * v.y;
+              if (d < C_D)
+                {
+                  const float4 v = *(const float4 *) &part[((long) s * C_ROWS + row) * C_D + d];
+
+                  a[0] += ws * v.x;
+                  a[1] += ws * v.y;
+                  a[2] += ws * v.z;
+                  a[3] += ws * v.w;
+                }
             }
-          napkin_attn_st2 (&ob[d], a * inv, b * inv);
+          if (d < C_D)
+            {
+              napkin_attn_st2 (&ob[d], a[0] * inv, a[1] * inv);
+              napkin_attn_st2 (&ob[d + 2], a[2] * inv, a[3] * inv);
+            }
         }
     }
   }
@@ -66,3 +93,4 @@ extern "C" __global__ void __launch_bounds__ (128)
 #undef C_NQ
 #undef C_G
 #undef C_ROWS
+#undef C_LSE_REGS

@@ -336,14 +336,17 @@ def rows(name, kind, dims, dtype):
 def attn_tiles(dims, dtype, opts):
     """The tiles a user asks for, by the simple rule of docs/plan.md ("Attention kernels"):
     128 queries a block (decoding: every query and every head of a group in one block), keys
-    in chunks of 128 (64 for d ≥ 192), 3 stages up to d 128 and in decoding, else 2; fp8
-    keeps chunks of 128 (its Vᵀ is read in boxes of 128 keys) in 2 stages."""
+    in chunks of 128 up to d 128, 112 to d 192 and 80 to d 256 (the largest that fit two
+    stages in shared memory and the scores, P and O in a consumer's 224 registers), 3 stages
+    up to d 128 and in decoding, else 2; fp8 keeps chunks of 128 (its Vᵀ is read in boxes of
+    128 keys) in 2 stages. opts "k" and "stages" override (the GPU A/B scripts)."""
     d = dims["d"]
     decode = dims["q"] <= 64 and dims["k"] >= 32 * dims["q"]
-    chunk = 64 if d >= 192 and dtype != "fp8-e4m3" else 128
+    chunk = 128 if d <= 128 or dtype == "fp8-e4m3" else 112 if d <= 192 else 80
+    chunk = opts.get("k", chunk)
     while chunk > dims["k"] and chunk > 16:       # a tile is at most its axis (k = 77: 64)
         chunk //= 2
-    stages = 2 if d > 128 or dtype == "fp8-e4m3" else 3
+    stages = opts.get("stages", 2 if d > 128 or dtype == "fp8-e4m3" else 3)
     return {"q": "whole" if decode else 128, "g": "whole" if decode else 1, "k": chunk, "stages": stages,
             "decode": decode}
 

@@ -130,7 +130,8 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
   g_return_val_if_fail (module != NULL && reference != NULL, NULL);
 
   d = module->program->diagram;
-  napkin_diagram_total_flops (d, &flops);
+  /* the work done: pairs a causal or window mask hides are not counted */
+  napkin_diagram_computed_flops (d, &flops);
   for (guint i = 0; i < module->args->len; i++)
     {
       const NapkinIrBuffer *b = napkin_ir_buffer (module->program, g_array_index (module->args, int, i));

@@ -1199,6 +1199,93 @@ napkin_diagram_total_flops (NapkinDiagram *self,
   return TRUE;
 }
 
+/* Pairs (query, key) a causal or window mask keeps out of nq × nkv: key j of query i
+ * is kept when i + offset − left ≤ j ≤ i + offset + right (causal: right 0, left
+ * unbounded; −1: unbounded). A tensor mask keeps an unknown set: all of them. */
+static gint64
+mask_kept_pairs (const NapkinNode *node,
+                 gint64            nq,
+                 gint64            nkv)
+{
+  gint64 right = node->mask == NAPKIN_MASK_CAUSAL ? 0 : node->right;
+  gint64 left = node->mask == NAPKIN_MASK_CAUSAL ? -1 : node->left;
+  gint64 kept = 0;
+
+  if (node->mask == NAPKIN_MASK_TENSOR)
+    return nq * nkv;
+  for (gint64 i = 0; i < nq; i++)
+    {
+      gint64 lo = left >= 0 ? MAX (0, i + node->offset - left) : 0;
+      gint64 hi = right >= 0 ? MIN (nkv, i + node->offset + right + 1) : nkv;
+
+      kept += MAX (0, hi - lo);
+    }
+  return kept;
+}
+
+gboolean
+napkin_diagram_computed_flops (NapkinDiagram *self,
+                               NapkinFlops   *total)
+{
+  guint n_nodes;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), FALSE);
+
+  if (!napkin_diagram_total_flops (self, total))
+    return FALSE;
+  n_nodes = self->items[NAPKIN_ITEM_NODE]->len;
+  for (guint m = 0; m < n_nodes; m++)
+    {
+      const NapkinNode *mask = g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], m);
+      int key, row;
+      gint64 nq, nkv;
+      double keep;
+
+      if (mask->kind != NAPKIN_OP_MASK || mask->mask == NAPKIN_MASK_TENSOR || mask->axis == NULL
+          || mask->rows == NULL)
+        continue;
+      key = napkin_diagram_find_axis (self, mask->axis);
+      row = napkin_diagram_find_axis (self, mask->rows);
+      if (key < 0 || row < 0)
+        continue;
+      nq = napkin_diagram_axis_size (self, row);
+      nkv = napkin_diagram_axis_size (self, key);
+      if (nq <= 0 || nkv <= 0)
+        continue;
+      keep = (double) mask_kept_pairs (mask, nq, nkv) / ((double) nq * (double) nkv);
+      if (keep >= 1.0)
+        continue;
+      /* every operation whose iteration space holds both axes does only the kept part */
+      for (guint n = 0; n < n_nodes; n++)
+        {
+          gboolean has_key = FALSE, has_row = FALSE;
+          NapkinFlops f;
+          const NapkinTensorType *types[3] = { napkin_diagram_node_type (self, n), NULL, NULL };
+
+          for (guint port = 0; port < 2; port++)
+            {
+              int src = napkin_diagram_input_source (self, n, port);
+
+              if (src >= 0)
+                types[1 + port] = napkin_diagram_node_type (self, (guint) src);
+            }
+          for (guint t = 0; t < 3; t++)
+            if (types[t] != NULL && types[t]->valid)
+              {
+                has_key = has_key || napkin_tensor_type_has_axis (types[t], (guint) key);
+                has_row = has_row || napkin_tensor_type_has_axis (types[t], (guint) row);
+              }
+          if (!has_key || !has_row || !napkin_diagram_node_flops (self, n, &f))
+            continue;
+          total->tensor -= f.tensor - (gint64) (f.tensor * keep + 0.5);
+          total->cuda -= f.cuda - (gint64) (f.cuda * keep + 0.5);
+          total->sfu -= f.sfu - (gint64) (f.sfu * keep + 0.5);
+        }
+    }
+
+  return TRUE;
+}
+
 /* ---- command-line overrides -------------------------------------------------------------- */
 
 static gboolean

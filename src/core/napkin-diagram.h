@@ -244,6 +244,11 @@ gboolean            napkin_diagram_node_flops       (NapkinDiagram     *self,
                                                      NapkinFlops       *flops);
 gboolean            napkin_diagram_total_flops      (NapkinDiagram     *self,
                                                      NapkinFlops       *flops);
+/* The total less what causal and window masks hide: an operation over both of a mask's
+ * axes (Q·Kᵀ, the scale, the mask, the softmax, P·V) counts only the (query, key) pairs
+ * the mask keeps (causal N × N: N(N+1)/2). What a throughput should be reported on. */
+gboolean            napkin_diagram_computed_flops   (NapkinDiagram     *self,
+                                                     NapkinFlops       *flops);
 gboolean            napkin_tensor_type_has_axis     (const NapkinTensorType *type,
                                                      guint              axis);
 gboolean            napkin_diagram_type_elements    (NapkinDiagram     *self,

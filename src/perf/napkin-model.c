@@ -1419,6 +1419,16 @@ node_compute (Model      *m,
   time[NAPKIN_RESOURCE_SFU] += f.sfu / napkin_arch_sfu_rate (m->arch);
 }
 
+/* Attention on wgmma, fitted on the H100 sweep of 2026-11-25 (41 cases, docs/model.md
+ * §14b): the exponentials of one consumer warpgroup run while the other's products do
+ * (ping-pong), so only this share of the SFU time adds to the tensor time; and a block
+ * pays a fixed cost before its first chunk and after its last (launch, mbarrier init,
+ * setmaxnreg, Q's and the first K/V chunk's round trips, the first Q·Kᵀ and softmax
+ * that nothing overlaps, the O store): two device-memory round trips plus
+ * ATTN_BLOCK_CLOCKS, once per block an SM runs in turn. */
+#define ATTN_SFU_EXPOSED  0.84
+#define ATTN_BLOCK_CLOCKS 6000.0
+
 static void
 finish_kernel (Model            *m,
                NapkinKernelCost *k)
@@ -1458,8 +1468,8 @@ finish_kernel (Model            *m,
    * SFU time add */
   if (g_strcmp0 (k->tensor_path, "wgmma") == 0)
     {
-      double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SFU]) * k->quantisation
-                     + k->chunk_s;
+      double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR] + ATTN_SFU_EXPOSED * k->time_s[NAPKIN_RESOURCE_SFU])
+                     * k->quantisation + k->chunk_s;
 
       if (issue > overlap)
         {
@@ -1646,8 +1656,8 @@ pipeline_stall (Model                  *m,
     return;
   /* a chunk's compute on one SM (its blocks share it), as finish_kernel issues it */
   issue = (k->time_s[NAPKIN_RESOURCE_TENSOR]
-           + (wgmma ? k->time_s[NAPKIN_RESOURCE_SFU] : k->time_s[NAPKIN_RESOURCE_SMEM])) * k->quantisation
-          + k->chunk_s;
+           + (wgmma ? ATTN_SFU_EXPOSED * k->time_s[NAPKIN_RESOURCE_SFU] : k->time_s[NAPKIN_RESOURCE_SMEM]))
+          * k->quantisation + k->chunk_s;
   memory = MAX (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_L2]);
   compute = issue / steps;
   transfer = memory / steps;
@@ -1829,6 +1839,30 @@ planned_gemm (Model                  *m,
   k->latency_s += waves * epilogue;
 }
 
+/* The fixed cost of one attention block (ATTN_BLOCK_CLOCKS above). */
+static double
+attention_block_s (Model *m)
+{
+  return 2 * m->arch->levels[NAPKIN_LEVEL_HBM].latency_s + ATTN_BLOCK_CLOCKS / m->arch->clock_hz;
+}
+
+/* Round trips of the split-KV combine (kernels/attn-combine.cu): a warp a row reads its
+ * log-sum-exps (one trip), then its partial outputs 16 splits at a time for each 128
+ * columns of d, then stores. Few rows leave the GPU nearly empty: their trips are not
+ * hidden by other warps and bound the kernel, once per wave of warps the GPU holds. */
+#define COMBINE_UNROLL 16
+
+static double
+combine_latency_s (Model                     *m,
+                   const NapkinPlanAttention *a)
+{
+  gint64 rows = a->batch * a->NQ;
+  gint64 trips = 2 + ceil_div (a->D, 128) * ceil_div (a->split_kv, COMBINE_UNROLL);
+  gint64 warps = MAX (1, (gint64) m->arch->sms * (m->arch->max_threads_per_sm / 32));
+
+  return (double) trips * ceil_div (rows, warps) * m->arch->levels[NAPKIN_LEVEL_HBM].latency_s;
+}
+
 /* A repack or a split-K reduction the plan adds: device-memory traffic only. */
 static void
 plan_helper_kernel (Model                  *m,
@@ -1874,6 +1908,8 @@ plan_helper_kernel (Model                  *m,
   add_level_traffic (m, NAPKIN_LEVEL_L2, bytes, bytes);
   k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
   k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+  if (pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+    k.latency_s = MAX (0.0, combine_latency_s (m, &pk->u.att) - k.time_s[NAPKIN_RESOURCE_HBM]);
   finish_kernel (m, &k);
   g_array_append_val (m->a->kernels, k);
 }
@@ -1993,6 +2029,10 @@ build_kernels (Model *m)
             k.quantisation = (double) slots * m->arch->sms / pk->grid;
             if (pk->u.att.split_kv > 1 && cost->chunks > 0)
               k.latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks;
+            /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
+             * each of an SM's blocks pays the prologue and epilogue in turn */
+            if (pk->path == NAPKIN_PATH_WGMMA)
+              k.latency_s += slots * attention_block_s (m);
           }
         /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
         if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && !pk->u.rows.one_pass && !m->a->paper)

@@ -1183,7 +1183,7 @@ main (int    argc,
   {
     double ms = json_object_get_double (json_object_object_get (time_obj, "median"));
 
-    napkin_diagram_total_flops (d, &flops);
+    napkin_diagram_computed_flops (d, &flops);
     json_object_object_add (root, "flops", json_object_new_int64 (flops.tensor + flops.cuda + flops.sfu));
     json_object_object_add (root, "io_bytes", json_object_new_int64 (io_bytes));
     json_object_object_add (root, "ir_hbm_bytes", json_object_new_int64 (napkin_ir_hbm_bytes (kern->program)));

@@ -267,6 +267,35 @@ test_standalone_nvcc (void)
   g_rmdir (dir);
 }
 
+/* A causal export reports the work it does: Q·Kᵀ, the softmax and P·V count only the
+ * (query, key) pairs the mask keeps, N(N+1)/2 of N² (the sweep's and the papers'
+ * convention), so a causal GQA export's TFLOP/s is not doubled. */
+static void
+test_standalone_masked_flops (void)
+{
+  g_autoptr(NapkinDiagram) d = load ("attention-causal-gqa.napkin");
+  NapkinFlops total, computed;
+  /* b 1, h 8, g 4, q = k = 4096, d 128: 4·32·128 per kept pair */
+  const gint64 pairs = 4096LL * 4097 / 2, kept_tensor = 4LL * 32 * 128 * pairs;
+
+  g_assert_true (napkin_diagram_total_flops (d, &total));
+  g_assert_true (napkin_diagram_computed_flops (d, &computed));
+  g_assert_cmpint (total.tensor, ==, 4LL * 32 * 128 * 4096 * 4096);
+  g_assert_cmpint (computed.tensor, ==, kept_tensor);
+  g_assert_cmpint (computed.sfu, ==, 32LL * pairs);
+  {
+    g_autoptr(NapkinCudaModule) m = generate (d, 0, NAPKIN_CODEGEN_SM90A, NULL);
+    g_autoptr(NapkinCudaModule) r = generate (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, 0, "napkin_ref_");
+    g_autofree char *cu = napkin_codegen_standalone (m, r, "causal");
+    g_autofree char *line = g_strdup_printf ("static const double flops = %" G_GINT64_FORMAT ".0,",
+                                             computed.tensor + computed.cuda + computed.sfu);
+
+    g_assert_nonnull (strstr (cu, line));
+    g_assert_cmpfloat ((double) (computed.tensor + computed.cuda + computed.sfu)
+                       / (total.tensor + total.cuda + total.sfu), <, 0.51);
+  }
+}
+
 /* Recognised shapes get their skeleton with the relabeling's tiles; others fall back with a note. */
 static void
 test_skeletons (void)
@@ -568,6 +597,7 @@ main (int    argc,
   g_test_add_func ("/codegen/fp8-codec", test_fp8_codec);
   g_test_add_func ("/codegen/labels-escaped", test_labels_escaped);
   g_test_add_func ("/codegen/standalone-nvcc", test_standalone_nvcc);
+  g_test_add_func ("/codegen/standalone-masked-flops", test_standalone_masked_flops);
   g_test_add_func ("/codegen/wgmma", test_wgmma);
   g_test_add_func ("/codegen/rows-threads", test_rows_threads);
   g_test_add_func ("/codegen/tensor-map-encoding", test_tensor_map_encoding);
