@@ -109,12 +109,11 @@ napkin_cli_validate (int    argc,
 
       if (diagram != NULL && schema != NULL)
         {
-          g_autoptr(json_object) document = json_object_from_file (argv[i]);
+          g_autofree char *text = NULL;
+          gsize length = 0;
 
-          if (document == NULL)
-            g_set_error (&error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO, "could not read it again: %s",
-                         json_util_get_last_err () ? json_util_get_last_err () : "");
-          if (error != NULL || !napkin_schema_validate (schema, document, &error))
+          if (!g_file_get_contents (argv[i], &text, &length, &error)
+              || !napkin_schema_validate_text (schema, text, length, &error))
             g_clear_object (&diagram);
         }
 

@@ -8,6 +8,7 @@
 
 #include "napkin-data-dirs.h"
 #include "napkin-error.h"
+#include "napkin-json-scan.h"
 #include "napkin-schema.h"
 
 /* The keywords validate () applies, and those it skips (annotations). */
@@ -232,6 +233,32 @@ validate_number (Validation  *v,
   return TRUE;
 }
 
+/* Patterns compiled once each: a file may hold 10^5 names. */
+G_LOCK_DEFINE_STATIC (patterns);
+
+static gboolean
+pattern_matches (const char *pattern,
+                 const char *text)
+{
+  static GHashTable *compiled;
+  GRegex *regex;
+  gboolean matches;
+
+  G_LOCK (patterns);
+  if (compiled == NULL)
+    compiled = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, (GDestroyNotify) g_regex_unref);
+  regex = g_hash_table_lookup (compiled, pattern);
+  if (regex == NULL)
+    {
+      regex = g_regex_new (pattern, G_REGEX_OPTIMIZE, 0, NULL);
+      if (regex != NULL)
+        g_hash_table_insert (compiled, g_strdup (pattern), regex);
+    }
+  matches = regex != NULL && g_regex_match (regex, text, 0, NULL);
+  G_UNLOCK (patterns);
+  return matches;
+}
+
 static gboolean
 validate_string (Validation  *v,
                  json_object *schema,
@@ -261,8 +288,7 @@ validate_string (Validation  *v,
       return failed (v, s, jp, "%ld characters; at least %" G_GINT64_FORMAT " are needed", length,
                      json_object_get_int64 (k));
     }
-  if ((k = json_object_object_get (schema, "pattern"))
-      && !g_regex_match_simple (json_object_get_string (k), text, 0, 0))
+  if ((k = json_object_object_get (schema, "pattern")) && !pattern_matches (json_object_get_string (k), text))
     {
       g_autofree char *s = g_strdup_printf ("%s/pattern", sp);
       g_autofree char *a = shown (value);
@@ -298,16 +324,27 @@ validate_array (Validation  *v,
       return failed (v, s, jp, "%zu items; at least %" G_GINT64_FORMAT " are needed", n, json_object_get_int64 (k));
     }
   if ((k = json_object_object_get (schema, "uniqueItems")) && json_object_get_boolean (k))
-    for (size_t i = 0; i < n; i++)
-      for (size_t j = 0; j < i; j++)
-        if (json_equal (json_object_array_get_idx (value, i), json_object_array_get_idx (value, j)))
-          {
-            g_autofree char *s = g_strdup_printf ("%s/uniqueItems", sp);
-            g_autofree char *p = g_strdup_printf ("%s[%zu]", jp, i);
-            g_autofree char *a = shown (json_object_array_get_idx (value, i));
+    {
+      /* a set of the items' canonical texts: linear in the items (a region may list 10^5) */
+      g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
 
-            return failed (v, s, p, "%s is listed twice", a);
-          }
+      for (size_t i = 0; i < n; i++)
+        {
+          json_object *item = json_object_array_get_idx (value, i);
+          char *text = has_type (item, "number")
+                       ? g_strdup_printf ("%.17g", json_object_get_double (item))
+                       : g_strdup (json_object_to_json_string_ext (item, JSON_C_TO_STRING_PLAIN));
+
+          if (!g_hash_table_add (seen, text))
+            {
+              g_autofree char *s = g_strdup_printf ("%s/uniqueItems", sp);
+              g_autofree char *p = g_strdup_printf ("%s[%zu]", jp, i);
+              g_autofree char *a = shown (item);
+
+              return failed (v, s, p, "%s is listed twice", a);
+            }
+        }
+    }
   if ((k = json_object_object_get (schema, "items")) != NULL)
     {
       g_autofree char *s = g_strdup_printf ("%s/items", sp);
@@ -456,6 +493,20 @@ validate (Validation  *v,
          && validate_array (v, schema, value, sp, jp) && validate_object (v, schema, value, sp, jp);
 }
 
+static gboolean
+report (Validation  *v,
+        gboolean     ok,
+        GError     **error)
+{
+  if (!ok)
+    g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_SCHEMA,
+                 "Against the file format's schema, rule %s: %s (JSON path: %s)", v->schema_path, v->why, v->json_path);
+  g_free (v->schema_path);
+  g_free (v->json_path);
+  g_free (v->why);
+  return ok;
+}
+
 gboolean
 napkin_schema_validate (json_object  *schema,
                         json_object  *instance,
@@ -463,12 +514,149 @@ napkin_schema_validate (json_object  *schema,
 {
   Validation v = { schema, NULL, NULL, NULL };
 
-  if (validate (&v, schema, instance, "#", "$"))
+  return report (&v, validate (&v, schema, instance, "#", "$"), error);
+}
+
+/* A schema that allows everything: true, or only annotations. */
+static gboolean
+allows_all (json_object *schema)
+{
+  if (json_object_is_type (schema, json_type_boolean))
+    return json_object_get_boolean (schema);
+  json_object_object_foreach (schema, key, value)
+    {
+      (void) value;
+      if (!g_strv_contains (annotations, key))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The value in [start, end) as a json-c tree and checked against `schema`. */
+static gboolean
+validate_span (Validation  *v,
+               json_object *schema,
+               const char  *data,
+               gsize        start,
+               gsize        end,
+               const char  *sp,
+               const char  *jp)
+{
+  json_tokener *tok = json_tokener_new_ex (NAPKIN_JSON_MAX_DEPTH);
+  json_object *value = json_tokener_parse_ex (tok, data + start, (int) (end - start));
+  gboolean ok;
+
+  /* a number at the end of the span could go on: its end is the text's end */
+  if (value == NULL && json_tokener_get_error (tok) == json_tokener_continue)
+    value = json_tokener_parse_ex (tok, "", 1);
+
+  json_tokener_free (tok);
+  if (value == NULL)
+    return failed (v, sp, jp, "the text could not be read as JSON");
+  ok = validate (v, schema, value, sp, jp);
+  json_object_put (value);
+  return ok;
+}
+
+/* A member of the root: an array element by element, anything else as one tree. */
+static gboolean
+validate_member (Validation  *v,
+                 json_object *schema,
+                 const char  *data,
+                 gsize        length,
+                 gsize        start,
+                 gsize        end,
+                 const char  *sp,
+                 const char  *jp)
+{
+  json_object *items = json_object_object_get (schema, "items");
+  json_object *k;
+  NapkinJsonIter iter;
+  gsize es, ee, n = 0;
+
+  if (allows_all (schema))
     return TRUE;
-  g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_SCHEMA,
-               "Against the file format's schema, rule %s: %s (JSON path: %s)", v.schema_path, v.why, v.json_path);
-  g_free (v.schema_path);
-  g_free (v.json_path);
-  g_free (v.why);
-  return FALSE;
+  /* element by element only for { "type": "array", "items": …, "maxItems": … } */
+  if (data[start] != '[' || items == NULL
+      || g_strcmp0 (json_object_get_string (json_object_object_get (schema, "type")), "array") != 0)
+    return validate_span (v, schema, data, start, end, sp, jp);
+  {
+    json_object_object_foreach (schema, key, value)
+      {
+        (void) value;
+        if (!g_strv_contains (annotations, key) && !g_str_equal (key, "type") && !g_str_equal (key, "items")
+            && !g_str_equal (key, "maxItems"))
+          return validate_span (v, schema, data, start, end, sp, jp);
+      }
+  }
+  napkin_json_iter_init (&iter, data, length, start);
+  while (napkin_json_iter_next (&iter, &es, &ee))
+    {
+      g_autofree char *isp = g_strdup_printf ("%s/items", sp);
+      g_autofree char *ijp = g_strdup_printf ("%s[%zu]", jp, n++);
+
+      if (!allows_all (items) && !validate_span (v, items, data, es, ee, isp, ijp))
+        return FALSE;
+    }
+  if ((k = json_object_object_get (schema, "maxItems")) && (gint64) n > json_object_get_int64 (k))
+    {
+      g_autofree char *s = g_strdup_printf ("%s/maxItems", sp);
+
+      return failed (v, s, jp, "%zu items; at most %" G_GINT64_FORMAT " are allowed", n, json_object_get_int64 (k));
+    }
+  return TRUE;
+}
+
+gboolean
+napkin_schema_validate_text (json_object  *schema,
+                             const char   *data,
+                             gsize         length,
+                             GError      **error)
+{
+  Validation v = { schema, NULL, NULL, NULL };
+  json_object *props = json_object_object_get (schema, "properties");
+  json_object *extra = json_object_object_get (schema, "additionalProperties");
+  json_object *required = json_object_object_get (schema, "required");
+  g_autoptr(GHashTable) keys = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  gsize root_start, root_end, ks, ke, vs, ve;
+  NapkinJsonIter iter;
+  gboolean ok = TRUE;
+
+  if (!napkin_json_check (data, length, &root_start, &root_end, error))
+    return FALSE;
+  /* The root's own keywords, when they are only those of an object of members. */
+  json_object_object_foreach (schema, key, value)
+    {
+      (void) value;
+      if (data[root_start] != '{'
+          || !(g_strv_contains (annotations, key) || g_str_equal (key, "type") || g_str_equal (key, "properties")
+               || g_str_equal (key, "required") || g_str_equal (key, "additionalProperties")))
+        return report (&v, validate_span (&v, schema, data, root_start, root_end, "#", "$"), error);
+    }
+  napkin_json_iter_init (&iter, data, length, root_start);
+  while (ok && napkin_json_iter_next_member (&iter, &ks, &ke, &vs, &ve))
+    {
+      char *name = napkin_json_string_text (data, ks, ke);
+      json_object *sub = NULL;
+      g_autofree char *sp = NULL;
+
+      g_hash_table_add (keys, name);
+      if (props && json_object_object_get_ex (props, name, &sub))
+        sp = g_strdup_printf ("#/properties/%s", name);
+      else if (extra != NULL)
+        {
+          sub = extra;
+          sp = g_strdup ("#/additionalProperties");
+        }
+      if (sub != NULL)
+        ok = validate_member (&v, sub, data, length, vs, ve, sp, name);
+    }
+  for (size_t i = 0; ok && required && i < json_object_array_length (required); i++)
+    {
+      const char *name = json_object_get_string (json_object_array_get_idx (required, i));
+
+      if (!g_hash_table_contains (keys, name))
+        ok = failed (&v, "#/required", "$", "missing field “%s”", name);
+    }
+  return report (&v, ok, error);
 }

@@ -27,5 +27,13 @@ char        *napkin_schema_check        (json_object  *schema);
 gboolean     napkin_schema_validate     (json_object  *schema,
                                          json_object  *instance,
                                          GError      **error);
+/* The same for a document as text, without building its whole tree: each member of the
+ * root, and each element of a root array, is read and checked on its own (the loader
+ * keeps large unknown values as text for the same reason: docs/security.md, "Memory of
+ * the loader"); members the schema allows whatever they hold are not read at all. */
+gboolean     napkin_schema_validate_text (json_object  *schema,
+                                          const char   *data,
+                                          gsize         length,
+                                          GError      **error);
 
 G_END_DECLS

@@ -58,6 +58,14 @@ test_schema_examples (void)
       g_assert_nonnull (doc);
       if (!napkin_schema_validate (s, doc, &error))
         g_error ("%s: %s", name, error->message);
+      {
+        g_autofree char *text = NULL;
+        gsize length;
+
+        g_assert_true (g_file_get_contents (path, &text, &length, NULL));
+        if (!napkin_schema_validate_text (s, text, length, &error))
+          g_error ("%s as text: %s", name, error->message);
+      }
       n++;
     }
   g_assert_cmpuint (n, >=, 14);
@@ -99,8 +107,17 @@ test_schema_bad (void)
       g_autoptr(json_object) doc = json_object_from_file (path);
       g_autoptr(GError) error = NULL;
 
+      g_autofree char *text = NULL;
+      gsize length;
+
       g_assert_nonnull (doc);
       g_assert_false (napkin_schema_validate (s, doc, &error));
+      g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_SCHEMA);
+      g_assert_cmpstr (error->message, ==, cases[i].message);
+      /* the same from the text, member by member */
+      g_clear_error (&error);
+      g_assert_true (g_file_get_contents (path, &text, &length, NULL));
+      g_assert_false (napkin_schema_validate_text (s, text, length, &error));
       g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_SCHEMA);
       g_assert_cmpstr (error->message, ==, cases[i].message);
     }
