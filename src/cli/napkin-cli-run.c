@@ -80,6 +80,31 @@ add_prediction (NapkinDiagram *diagram,
 #endif
 }
 
+static json_object *
+seconds_json (double s)
+{
+  char text[32];
+
+  g_snprintf (text, sizeof text, "%.6f", s);
+  return json_object_new_double_s (s, text);
+}
+
+/* Where the run's wall time went: the runner's steps, then the CLI's own. */
+static void
+print_phases (json_object *r)
+{
+  json_object *phases = json_object_object_get (r, "phases");
+  GString *line = g_string_new ("  phases    ");
+
+  if (phases == NULL)
+    return;
+  json_object_object_foreach (phases, key, value)
+    g_string_append_printf (line, " %s %.3f s,", key, json_object_get_double (value));
+  g_string_truncate (line, line->len - 1);
+  printf ("%s\n", line->str);
+  g_string_free (line, TRUE);
+}
+
 static void
 print_summary (const char  *path,
                json_object *r)
@@ -121,6 +146,7 @@ print_summary (const char  *path,
             get_double (r, "energy.average_power_w"), "");
   if (!isnan (get_double (r, "prediction.energy_j")))
     printf ("             %.4f J per run estimated by the model\n", get_double (r, "prediction.energy_j"));
+  print_phases (r);
 }
 
 int
@@ -165,6 +191,7 @@ napkin_cli_run (int    argc,
   g_autoptr(json_object) result = NULL;
   RunWait wait = { 0 };
   const char *status;
+  gint64 t0 = g_get_monotonic_time (), t1, t2;
 
   context = napkin_cli_context_new ("run", "FILE",
                                     "Generate the diagram's CUDA, compile it for the local GPU, run it in a "
@@ -245,8 +272,10 @@ napkin_cli_run (int    argc,
 
   loop = g_main_loop_new (NULL, FALSE);
   wait.loop = loop;
+  t1 = g_get_monotonic_time ();
   napkin_run_job_run_async (job, NULL, run_done, &wait);
   g_main_loop_run (loop);
+  t2 = g_get_monotonic_time ();
 
   if (wait.result == NULL)
     {
@@ -258,6 +287,16 @@ napkin_cli_run (int    argc,
   status = get_string (result, "status");
   if (g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0)
     add_prediction (diagram, result, model);
+  {
+    /* the CLI's own steps beside the runner's (docs/perf-notes.md, "Where a run's time goes") */
+    json_object *phases = json_object_object_get (result, "phases");
+
+    if (phases == NULL)
+      json_object_object_add (result, "phases", phases = json_object_new_object ());
+    json_object_object_add (phases, "cli_load", seconds_json ((t1 - t0) / 1e6));
+    json_object_object_add (phases, "cli_runner_process", seconds_json ((t2 - t1) / 1e6));
+    json_object_object_add (phases, "cli_prediction", seconds_json ((g_get_monotonic_time () - t2) / 1e6));
+  }
 
   if (as_json)
     printf ("%s\n", json_object_to_json_string_ext (result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED

@@ -20,6 +20,7 @@ typedef enum
   NAPKIN_DOCUMENT_ERROR_INVALID,    /* a well-formed diagram that does not make sense */
   NAPKIN_DOCUMENT_ERROR_LIMIT,      /* too large to handle */
   NAPKIN_DOCUMENT_ERROR_USAGE,      /* a bad override or edit argument */
+  NAPKIN_DOCUMENT_ERROR_SCHEMA,     /* loads, but breaks a rule of data/napkin.schema.json */
 } NapkinDocumentError;
 
 GQuark napkin_document_error_quark (void);

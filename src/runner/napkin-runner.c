@@ -24,6 +24,7 @@
 #include "napkin-json-private.h"
 #include "napkin-module-cache.h"
 #include "napkin-validate.h"
+#include "napkin-kernels.h"
 
 /* The generated code's fp8 codec, as host C (kernels/fp8-codec.h). */
 #define NAPKIN_HD static inline
@@ -41,6 +42,66 @@ enum
 
 static NapkinCudaDriver cu;
 static char *cache_dir;   /* the compiled-module cache; NULL with --no-cache */
+
+/* Wall time of each step, in seconds, into the result's "phases" (docs/perf-notes.md,
+ * "Where a run's time goes"): each phase_end () closes the step begun at the last. */
+static json_object *phases;
+static gint64 phase_start, run_start;
+
+/* NVML, opened on a thread of its own while the driver starts (nvmlInit takes tens of
+ * milliseconds). */
+typedef struct
+{
+  NapkinNvml  nvml;
+  gboolean    ok;
+  char       *why;
+} NvmlOpen;
+
+static NvmlOpen nvml;
+static GThread *nvml_thread;
+
+static gpointer
+nvml_open_thread (gpointer data)
+{
+  NvmlOpen *o = data;
+
+  o->ok = napkin_nvml_open (&o->nvml, 0, &o->why);
+  return NULL;
+}
+
+/* Waits for the NVML thread; TRUE when NVML is open. */
+static gboolean
+nvml_join (void)
+{
+  if (nvml_thread != NULL)
+    g_thread_join (g_steal_pointer (&nvml_thread));
+  return nvml.ok;
+}
+
+/* Seconds to the microsecond, written as such (not 17 digits). */
+static json_object *
+seconds_json (double s)
+{
+  char text[32];
+
+  g_snprintf (text, sizeof text, "%.6f", s);
+  return json_object_new_double_s (s, text);
+}
+
+static void
+phase_end (const char *name)
+{
+  gint64 now = g_get_monotonic_time ();
+  json_object *old;
+
+  if (phases == NULL)
+    return;
+  old = json_object_object_get (phases, name);
+  /* a step that comes twice (the kernel's and the reference's compile) adds up */
+  json_object_object_add (phases, name, seconds_json ((old ? json_object_get_double (old) : 0)
+                                                       + (now - phase_start) / 1e6));
+  phase_start = now;
+}
 
 static void
 progress (double      fraction,
@@ -63,7 +124,12 @@ finish (json_object *root,
         const char  *message,
         int          code)
 {
+  /* no NVML start left running while the process exits */
+  if (nvml_join ())
+    napkin_nvml_close (&nvml.nvml);
   json_object_object_add (root, "status", json_object_new_string (status));
+  if (phases != NULL)
+    json_object_object_add (phases, "total", seconds_json ((g_get_monotonic_time () - run_start) / 1e6));
   if (message != NULL)
     json_object_object_add (root, "message", json_object_new_string (message));
   emit (root);
@@ -177,19 +243,94 @@ to_device (NapkinDtype  t,
       }
 }
 
-/* The same generator as the exported .cu, so both see the same inputs. */
-static guint64 rng_state;
+/* The inputs: the same generator as the exported .cu (splitmix64, one draw per element,
+ * tensor after tensor), so both see the same values. Draw number k (from 1) is a
+ * function of the seed and k alone, so the device computes each element where it
+ * lives (napkin_fill below) instead of the host filling and copying ~10^8 elements;
+ * the host computes a few of them again to check (check_inputs). */
+#define NAPKIN_RNG_STEP G_GUINT64_CONSTANT (0x9e3779b97f4a7c15)
 
 static double
-next_uniform (void)
+uniform_at (guint64 first,
+            gint64  i)
 {
-  guint64 z = (rng_state += G_GUINT64_CONSTANT (0x9e3779b97f4a7c15));
+  guint64 z = first + (guint64) (i + 1) * NAPKIN_RNG_STEP;
 
   z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xbf58476d1ce4e5b9);
   z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94d049bb133111eb);
   z ^= z >> 31;
   return (double) (z >> 11) / 9007199254740992.0 * 2.0 - 1.0;
 }
+
+/* Element i of an input whose first draw follows state `first`, as a float (int8
+ * inputs take small integers; 0 becomes 0.5 so that no input is zero). */
+static float
+input_value (guint64  first,
+             gboolean integers,
+             gint64   i)
+{
+  double v = uniform_at (first, i);
+  float f = (float) (integers ? rint (v * 100) : v);
+
+  return f != 0 ? f : 0.5f;
+}
+
+/* The device twin of input_value () and to_device (): the same integer and IEEE double
+ * steps, so the same bits (check_inputs compares). NapkinDtype codes as in
+ * compare_source; the fp8 codec is kernels/fp8-codec.h. */
+static const char fill_source[] =
+  "__device__ unsigned short napkin_fill_half (float f)\n"
+  "{\n"
+  "  unsigned x = __float_as_uint (f), sign = (x >> 16) & 0x8000, mant = x & 0x7fffff;\n"
+  "  int exp = (int) ((x >> 23) & 0xff) - 127 + 15;\n"
+  "  if (((x >> 23) & 0xff) == 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);\n"
+  "  if (exp >= 31) return sign | 0x7c00;\n"
+  "  if (exp <= 0) {\n"
+  "    int shift = 14 - exp; unsigned m, r;\n"
+  "    if (shift > 24) return sign;\n"
+  "    m = mant | 0x800000; r = m >> shift;\n"
+  "    if ((m >> (shift - 1)) & 1 && ((m & ((1u << (shift - 1)) - 1)) || (r & 1))) r++;\n"
+  "    return sign | r;\n"
+  "  }\n"
+  "  unsigned h = sign | (exp << 10) | (mant >> 13), rest = mant & 0x1fff;\n"
+  "  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;\n"
+  "  return h;\n"
+  "}\n"
+  "__device__ unsigned short napkin_fill_bf16 (float f)\n"
+  "{\n"
+  "  unsigned x = __float_as_uint (f);\n"
+  "  if ((x & 0x7fffffff) > 0x7f800000) return (x >> 16) | 0x40;\n"
+  "  x += 0x7fff + ((x >> 16) & 1);\n"
+  "  return x >> 16;\n"
+  "}\n"
+  "extern \"C\" __global__ void napkin_fill (void *dst, int dtype, long n, unsigned long long first, int integers)\n"
+  "{\n"
+  "  for (long i = blockIdx.x * (long) blockDim.x + threadIdx.x; i < n; i += (long) gridDim.x * blockDim.x) {\n"
+  "    unsigned long long z = first + (unsigned long long) (i + 1) * 0x9e3779b97f4a7c15ULL;\n"
+  "    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;\n"
+  "    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;\n"
+  "    z ^= z >> 31;\n"
+  "    const double v = (double) (z >> 11) / 9007199254740992.0 * 2.0 - 1.0;\n"
+  "    float f = (float) (integers ? rint (v * 100) : v);\n"
+  "    if (f == 0) f = 0.5f;\n"
+  "    switch (dtype) {\n"
+  "    case 2: ((unsigned short *) dst)[i] = napkin_fill_half (f); break;\n"
+  "    case 3: ((unsigned short *) dst)[i] = napkin_fill_bf16 (f); break;\n"
+  "    case 4: ((unsigned char *) dst)[i] = napkin_fp8_encode (f, 3, 7, 448.0f); break;\n"
+  "    case 5: ((unsigned char *) dst)[i] = napkin_fp8_encode (f, 2, 15, 57344.0f); break;\n"
+  "    case 6: ((signed char *) dst)[i] = (signed char) f; break;\n"
+  "    default: ((float *) dst)[i] = f; break;\n"
+  "    }\n"
+  "  }\n"
+  "}\n";
+
+/* Where each input tensor's draws start: tensors[t] = the generator's state before its
+ * first element, integers[t] = whether it is drawn as small integers. */
+typedef struct
+{
+  guint64  *first;
+  gboolean *integers;
+} Inputs;
 
 /* ---- one module on the device ----------------------------------------------------------- */
 
@@ -204,6 +345,7 @@ typedef struct
   CUtensorMap      *maps;      /* the kernels' tensor maps in order, n_maps per input copy */
   guint             n_maps;
   gboolean          freed;
+  gboolean          is_reference;
 } Device;
 
 static gboolean
@@ -341,10 +483,29 @@ device_tensor_maps (Device  *dev,
   return TRUE;
 }
 
+static CUfunction fill_fn;   /* napkin_fill, once its module is loaded */
+
+/* Fills one input buffer on the device with tensor t's draws in its own element type. */
 static gboolean
-device_alloc (Device      *dev,
-              float      **inputs,
-              char       **message)
+device_fill (CUdeviceptr           p,
+             const NapkinIrBuffer *b,
+             const Inputs         *inputs,
+             char                **message)
+{
+  CUdeviceptr dst = p;
+  int dtype = (int) b->dtype, integers = inputs->integers[b->tensor];
+  long n = (long) napkin_ir_buffer_elements (b);
+  unsigned long long first = inputs->first[b->tensor];
+  void *params[] = { &dst, &dtype, &n, &first, &integers };
+  unsigned blocks = (unsigned) MAX (1, MIN ((n + 255) / 256, (gint64) MAX (1, sm_count) * 16));
+
+  return check (cu.LaunchKernel (fill_fn, blocks, 1, 1, 256, 1, 1, 0, NULL, params, NULL), "filling inputs", message);
+}
+
+static gboolean
+device_alloc (Device        *dev,
+              const Inputs  *inputs,
+              char         **message)
 {
   guint n = n_slots (dev);
 
@@ -368,12 +529,8 @@ device_alloc (Device      *dev,
             dev->ptrs[s] = p;
           if (is_input)
             {
-              const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
-              gint64 elems = napkin_ir_buffer_elements (b);
-              g_autofree void *host = g_malloc (bytes);
-
-              to_device (b->dtype, inputs[b->tensor], host, elems);
-              if (!check (cu.MemcpyHtoD (p, host, elems * napkin_dtype_bytes (b->dtype)), "copying inputs", message))
+              if (!device_fill (p, napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s)), inputs,
+                                message))
                 return FALSE;
             }
           else if (!check (cu.MemsetD8 (p, 0xff, bytes), "poisoning outputs", message))
@@ -381,6 +538,48 @@ device_alloc (Device      *dev,
         }
     }
   return device_tensor_maps (dev, message);
+}
+
+/* The first and last elements of every input the device filled, against the host's
+ * generator: a device that computed other inputs than the exported program would make
+ * the two disagree without either being wrong. */
+static gboolean
+check_inputs (Device        *dev,
+              const Inputs  *inputs,
+              char         **message)
+{
+  for (guint s = 0; s < dev->mod->args->len; s++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
+      gint64 n = napkin_ir_buffer_elements (b), m = MIN (n, 1024), size = napkin_dtype_bytes (b->dtype);
+      g_autofree float *want = NULL;
+      g_autofree guint8 *want_bytes = NULL, *got = NULL;
+
+      if (b->role != NAPKIN_BUF_INPUT || n == 0)
+        continue;
+      want = g_new (float, m);
+      want_bytes = g_malloc (m * size);
+      got = g_malloc (m * size);
+      for (guint end = 0; end < 2; end++)
+        {
+          gint64 start = end ? n - m : 0;
+
+          for (gint64 i = 0; i < m; i++)
+            want[i] = input_value (inputs->first[b->tensor], inputs->integers[b->tensor], start + i);
+          to_device (b->dtype, want, want_bytes, m);
+          if (!check (cu.MemcpyDtoH (got, dev->ptrs[s] + start * size, m * size), "reading inputs back", message))
+            return FALSE;
+          if (memcmp (got, want_bytes, m * size) != 0)
+            {
+              g_free (*message);
+              *message = g_strdup_printf ("the inputs filled on the device differ from the host's generator "
+                                          "(argument %u, elements %" G_GINT64_FORMAT "–%" G_GINT64_FORMAT ")",
+                                          s, start, start + m - 1);
+              return FALSE;
+            }
+        }
+    }
+  return TRUE;
 }
 
 /* A failure here is a fault the kernels left behind (errors are sticky in a context). */
@@ -541,7 +740,20 @@ compare_doubles (gconstpointer a,
   return x < y ? -1 : x > y;
 }
 
-/* Times `repeats` launches one by one with events; returns the median in ms. */
+/* Timing stops early, once it has taken this long and made MIN_REPEATS launches: a
+ * 100 ms reference need not run 20 times for its median (docs/perf-notes.md, "Where a
+ * run's time goes"). */
+static double time_budget_ms = 200;
+#define MIN_REPEATS 5
+
+static double
+elapsed_ms (gint64 since)
+{
+  return (g_get_monotonic_time () - since) / 1e3;
+}
+
+/* Times up to `repeats` launches one by one with events (after up to 3 warm-ups) and
+ * writes their median, min, max and count into `out`. */
 static gboolean
 time_launches (Device      *dev,
                guint        repeats,
@@ -550,16 +762,20 @@ time_launches (Device      *dev,
 {
   CUevent e0, e1;
   g_autofree double *times = g_new0 (double, repeats + 1);
+  guint warm = 0, r = 0;
+  gint64 start = g_get_monotonic_time ();
 
   if (!check (cu.EventCreate (&e0, 0), "creating an event", message)
       || !check (cu.EventCreate (&e1, 0), "creating an event", message))
     return FALSE;
-  for (guint w = 0; w < 3; w++)
-    if (!check (device_launch (dev, w), "warm-up launch", message))
+  /* one warm-up is enough for a kernel that takes a quarter of the budget */
+  while (warm < 3 && (warm == 0 || elapsed_ms (start) < time_budget_ms / 4))
+    if (!check (device_launch (dev, warm++), "warm-up launch", message)
+        || !check (cu.CtxSynchronize (), "warm-up", message))
       return FALSE;
-  if (!check (cu.CtxSynchronize (), "warm-up", message))
-    return FALSE;
-  for (guint r = 0; r < repeats; r++)
+  phase_end (dev->is_reference ? "reference_warmup" : "warmup");
+  start = g_get_monotonic_time ();
+  for (r = 0; r < repeats && (r < MIN (repeats, MIN_REPEATS) || elapsed_ms (start) < time_budget_ms); r++)
     {
       float ms = 0;
 
@@ -574,12 +790,99 @@ time_launches (Device      *dev,
   if (!check (cu.EventDestroy (e0), "destroying an event", message)
       || !check (cu.EventDestroy (e1), "destroying an event", message))
     return FALSE;
-  qsort (times, repeats, sizeof (double), compare_doubles);
-  json_object_object_add (out, "median", json_object_new_double (times[repeats / 2]));
+  qsort (times, r, sizeof (double), compare_doubles);
+  json_object_object_add (out, "median", json_object_new_double (times[r / 2]));
   json_object_object_add (out, "min", json_object_new_double (times[0]));
-  json_object_object_add (out, "max", json_object_new_double (times[repeats - 1]));
-  json_object_object_add (out, "repeats", json_object_new_int (repeats));
+  json_object_object_add (out, "max", json_object_new_double (times[r - 1]));
+  json_object_object_add (out, "repeats", json_object_new_int ((int) r));
+  json_object_object_add (out, "warmup", json_object_new_int ((int) warm));
+  if (r < repeats)
+    json_object_object_add (out, "asked", json_object_new_int ((int) repeats));
   return TRUE;
+}
+
+/* Energy per launch: back-to-back launches, fed in batches of about 2 ms so that the
+ * host can read NVML's counter while the GPU is busy. The counter moves in steps
+ * (every few tens of milliseconds); the power is taken between the first and the
+ * last step seen during the launches (whole steps, all busy), which needs three steps
+ * rather than the half second a plain before/after difference wants for the same
+ * resolution. Without enough steps within a second, it falls back to before/after. */
+static gboolean
+measure_energy (Device      *dev,
+                NapkinNvml  *nvml,
+                double       median_ms,
+                json_object *out,
+                char       **message)
+{
+  guint batch = (guint) CLAMP (ceil (2.0 / MAX (median_ms, 1e-3)), 1, 10000), n = 0, steps = 0;
+  unsigned long long e0 = 0, e1 = 0, e = 0, first_e = 0, last_e = 0;
+  gint64 w0, w1, now, first_w = 0, last_w = 0;
+  CUevent ev[2];
+  double window_ms, watts, per_run_ms;
+
+  if (!check (cu.EventCreate (&ev[0], 0), "creating an event", message)
+      || !check (cu.EventCreate (&ev[1], 0), "creating an event", message)
+      || !check (cu.CtxSynchronize (), "energy", message))
+    return FALSE;
+  if (!napkin_nvml_energy_mj (nvml, &e0))
+    goto nvml_failed;
+  w0 = g_get_monotonic_time ();
+  for (guint b = 0; ; b++)
+    {
+      for (guint i = 0; i < batch; i++)
+        if (!check (device_launch (dev, n++), "launch", message))
+          return FALSE;
+      if (!check (cu.EventRecord (ev[b % 2], NULL), "recording an event", message))
+        return FALSE;
+      /* the batch before this one: the GPU still has this one to run */
+      if (b > 0 && !check (cu.EventSynchronize (ev[(b + 1) % 2]), "energy", message))
+        return FALSE;
+      if (!napkin_nvml_energy_mj (nvml, &e))
+        goto nvml_failed;
+      now = g_get_monotonic_time ();
+      if (b > 0 && e != last_e)
+        {
+          /* the first step seen after a whole batch ran starts the busy interval */
+          if (steps == 0)
+            first_e = e, first_w = now;
+          last_e = e, last_w = now;
+          steps++;
+        }
+      else if (b == 0)
+        last_e = e;
+      if ((steps >= 3 && (now - w0) / 1e3 >= 50) || (now - w0) / 1e3 >= 1000)
+        break;
+    }
+  if (!check (cu.CtxSynchronize (), "energy", message))
+    return FALSE;
+  w1 = g_get_monotonic_time ();
+  if (!napkin_nvml_energy_mj (nvml, &e1))
+    goto nvml_failed;
+  cu.EventDestroy (ev[0]);
+  cu.EventDestroy (ev[1]);
+  window_ms = (w1 - w0) / 1e3;
+  per_run_ms = window_ms / n;
+  if (steps >= 2 && last_w > first_w)
+    {
+      watts = (last_e - first_e) / 1e3 / ((last_w - first_w) / 1e6);
+      json_object_object_add (out, "method", json_object_new_string ("between counter steps"));
+    }
+  else
+    {
+      watts = (e1 - e0) / 1e3 / (window_ms / 1e3);
+      json_object_object_add (out, "method", json_object_new_string ("before and after"));
+    }
+  json_object_object_add (out, "joules_per_run", json_object_new_double (watts * per_run_ms / 1e3));
+  json_object_object_add (out, "average_power_w", json_object_new_double (watts));
+  json_object_object_add (out, "launches", json_object_new_int ((int) n));
+  json_object_object_add (out, "seconds", json_object_new_double (window_ms / 1e3));
+  json_object_object_add (out, "counter_steps", json_object_new_int ((int) steps));
+  return TRUE;
+
+nvml_failed:
+  g_free (*message);
+  *message = g_strdup ("reading the NVML energy counter failed");
+  return FALSE;
 }
 
 static const char inject_source[] =
@@ -886,7 +1189,7 @@ main (int    argc,
   int repeats = 20, timeout = 120;
   gint64 seed = 1234;
   gboolean generic = FALSE, calibrate = FALSE, no_reference = FALSE, no_energy = FALSE, no_cache = FALSE;
-  int reference_repeats = 5;
+  int reference_repeats = 5, budget_ms = 200;
   const GOptionEntry entries[] = {
     { "calibrate", 0, 0, G_OPTION_ARG_NONE, &calibrate, "Measure the GPU's ceilings instead of running a diagram", NULL },
     { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &axes, "Override an axis size", "NAME=SIZE" },
@@ -900,7 +1203,10 @@ main (int    argc,
     { "no-reference", 0, 0, G_OPTION_ARG_NONE, &no_reference,
       "Time the kernel without the fp32 reference (for sizes whose reference does not fit; check a smaller size)", NULL },
     { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
-    { "no-energy", 0, 0, G_OPTION_ARG_NONE, &no_energy, "Skip the NVML energy measurement (half a second of launches)", NULL },
+    { "time-budget", 0, 0, G_OPTION_ARG_INT, &budget_ms,
+      "Stop timing after this many milliseconds once 5 repeats are done (default 200)", "MS" },
+    { "no-energy", 0, 0, G_OPTION_ARG_NONE, &no_energy,
+      "Skip the NVML energy measurement (tens of milliseconds of launches)", NULL },
     { "no-cache", 0, 0, G_OPTION_ARG_NONE, &no_cache,
       "Compile with NVRTC even when the compiled-module cache ($XDG_CACHE_HOME/napkin/modules) has the module", NULL },
     { NULL }
@@ -924,9 +1230,16 @@ main (int    argc,
   Device kd = { 0 }, rd = { 0 };
   NapkinFlops flops = { 0 };
   gint64 io_bytes = 0, input_bytes = 0;
-  g_autofree float **inputs = NULL;
   double worst = 0, bound = 0;
   guint n_tensors;
+  Inputs in = { NULL, NULL };
+  guint64 draws = 0;
+  g_autoptr(GBytes) fill_bin = NULL;
+  CUmodule fill_module;
+
+  run_start = phase_start = g_get_monotonic_time ();
+  phases = json_object_new_object ();
+  json_object_object_add (root, "phases", phases);
 
   g_option_context_add_main_entries (context, entries, NULL);
   if (!g_option_context_parse (context, &argc, &argv, &error))
@@ -934,9 +1247,10 @@ main (int    argc,
       fprintf (stderr, "napkin-runner: %s\n", error->message);
       return EXIT_USAGE;
     }
-  if ((argc != 2 && inject == NULL && !calibrate) || repeats < 1 || reference_repeats < 0)
+  if ((argc != 2 && inject == NULL && !calibrate) || repeats < 1 || reference_repeats < 0 || budget_ms < 0)
     {
-      fprintf (stderr, "napkin-runner: expected one FILE (and --repeats ≥ 1, --reference-repeats ≥ 0)\n");
+      fprintf (stderr, "napkin-runner: expected one FILE (and --repeats ≥ 1, --reference-repeats ≥ 0, "
+               "--time-budget ≥ 0)\n");
       return EXIT_USAGE;
     }
   if (inject && !g_str_equal (inject, "fault") && !g_str_equal (inject, "hang"))
@@ -949,6 +1263,9 @@ main (int    argc,
   alarm (timeout);
   if (!no_cache)
     cache_dir = napkin_module_cache_default_dir ();
+  time_budget_ms = budget_ms;
+  if (!no_energy && inject == NULL && !calibrate)
+    nvml_thread = g_thread_new ("nvml", nvml_open_thread, &nvml);
 
   if (inject == NULL && !calibrate)
     {
@@ -977,6 +1294,7 @@ main (int    argc,
       json_object_object_add (root, "file", json_object_new_string (argv[1]));
       if (napkin_diagram_get_title (d))
         json_object_object_add (root, "title", json_object_new_string (napkin_diagram_get_title (d)));
+      phase_end ("lower");
     }
 
   progress (0.1, "Opening the CUDA driver");
@@ -1018,6 +1336,7 @@ main (int    argc,
   if (!check (cu.DevicePrimaryCtxRetain (&ctx, device), "creating a context", &message)
       || !check (cu.CtxSetCurrent (ctx), "creating a context", &message))
     return finish (root, "no-gpu", message, EXIT_NO_GPU);
+  phase_end ("init");
 
   arch = arch_opt ? g_strdup (arch_opt) : g_strdup_printf ("sm_%d%d%s", major, minor, major == 9 && minor == 0 ? "a" : "");
   json_object_object_add (root, "arch", json_object_new_string (arch));
@@ -1036,6 +1355,7 @@ main (int    argc,
       kern = prog ? napkin_codegen_cuda (prog, napkin_codegen_flags_for_arch (arch), NULL, &error) : NULL;
       if (kern == NULL)
         return finish (root, "unsupported", error->message, EXIT_FAILED);
+      phase_end ("lower");
     }
 
   progress (0.2, "Compiling with NVRTC");
@@ -1058,20 +1378,37 @@ main (int    argc,
         if (ref_bin == NULL)
           return finish (root, "compile-error", error->message, EXIT_FAILED);
       }
+    {
+      g_autofree char *source = g_strconcat ("#define NAPKIN_HD static __device__ inline\n", napkin_kernel_fp8_codec,
+                                             fill_source, NULL);
+
+      fill_bin = compile_module (source, arch, NULL, NULL, &error);
+      if (fill_bin == NULL)
+        return finish (root, "compile-error", error->message, EXIT_FAILED);
+    }
   }
+  phase_end ("compile_or_cache");
 
   kernels = json_object_new_array ();
   json_object_object_add (root, "kernels", kernels);
   kd.mod = kern;
   rd.mod = ref;
-  if (!device_load (&kd, kern_bin, kernels, &message) || (ref != NULL && !device_load (&rd, ref_bin, NULL, &message)))
+  rd.is_reference = TRUE;
+  if (!device_load (&kd, kern_bin, kernels, &message) || (ref != NULL && !device_load (&rd, ref_bin, NULL, &message))
+      || !check (cu.ModuleLoadData (&fill_module, g_bytes_get_data (fill_bin, NULL)), "loading the input filler", &message)
+      || !check (cu.ModuleGetFunction (&fill_fn, fill_module, "napkin_fill"), "the input filler", &message))
     return finish (root, "failed", message, EXIT_FAILED);
+  phase_end ("module_load");
 
-  /* Seeded inputs, one float array per tensor, shared by the kernel and the reference. */
+  /* Seeded inputs, the same values for the kernel and the reference: where each
+   * tensor's draws start (they are made on the device, device_alloc). */
   progress (0.3, "Filling inputs");
-  rng_state = (guint64) seed;
   n_tensors = napkin_diagram_n_tensors (d);
-  inputs = g_new0 (float *, n_tensors + 1);
+  in.first = g_new0 (guint64, n_tensors + 1);
+  in.integers = g_new0 (gboolean, n_tensors + 1);
+  {
+    g_autofree gboolean *drawn = g_new0 (gboolean, n_tensors + 1);
+
   for (guint s = 0; s < kern->args->len; s++)
     {
       const NapkinIrBuffer *b = napkin_ir_buffer (kern->program, g_array_index (kern->args, int, s));
@@ -1084,18 +1421,15 @@ main (int    argc,
        * output carry bf16's error, not fp32's */
       if (b->role == NAPKIN_BUF_OUTPUT || b->role == NAPKIN_BUF_INPUT)
         bound = MAX (bound, napkin_dtype_tolerance (b->dtype));
-      if (b->role != NAPKIN_BUF_INPUT || inputs[b->tensor] != NULL)
+      if (b->role != NAPKIN_BUF_INPUT || drawn[b->tensor])
         continue;
       input_bytes += n * napkin_dtype_bytes (b->dtype);
-      inputs[b->tensor] = g_new (float, n);
-      for (gint64 i = 0; i < n; i++)
-        {
-          double v = next_uniform ();
-          float f = (float) (b->dtype == NAPKIN_DTYPE_INT8 ? rint (v * 100) : v);
-
-          inputs[b->tensor][i] = f != 0 ? f : 0.5f;
-        }
+      drawn[b->tensor] = TRUE;
+      in.first[b->tensor] = (guint64) seed + draws * NAPKIN_RNG_STEP;
+      in.integers[b->tensor] = b->dtype == NAPKIN_DTYPE_INT8;
+      draws += (guint64) n;
     }
+  }
   /* Rotate among input copies when they would sit in L2 between repeats. */
   kd.n_copies = input_bytes > 0 && input_bytes < 2 * (gint64) l2 ? (guint) MIN (16, (4 * (gint64) l2) / input_bytes + 1) : 1;
   rd.n_copies = 1;
@@ -1123,20 +1457,26 @@ main (int    argc,
       }
   }
 
-  progress (0.4, "Copying inputs");
-  if ((ref != NULL && !device_alloc (&rd, inputs, &message)) || !device_alloc (&kd, inputs, &message))
+  if ((ref != NULL && !device_alloc (&rd, &in, &message)) || !device_alloc (&kd, &in, &message)
+      || !check (cu.CtxSynchronize (), "filling inputs", &message))
+    return finish (root, "fault", message, EXIT_FAULT);
+  if (!check_inputs (&kd, &in, &message) || (ref != NULL && !check_inputs (&rd, &in, &message)))
     return finish (root, "failed", message, EXIT_FAILED);
+  phase_end ("inputs");
 
   progress (0.5, "Running the reference");
   if (ref != NULL
       && (!check (device_launch (&rd, 0), "launching the reference", &message)
           || !check (cu.CtxSynchronize (), "running the reference", &message)))
     return finish (root, "fault", message, EXIT_FAULT);
+  if (ref != NULL)
+    phase_end ("reference");
 
   progress (0.6, "Running the kernel");
   if (!check (device_launch (&kd, 0), "launching the kernel", &message)
       || !check (cu.CtxSynchronize (), "running the kernel", &message))
     return finish (root, "fault", message, EXIT_FAULT);
+  phase_end ("first_launch");
 
   progress (0.7, "Checking the result");
   errors = json_object_new_object ();
@@ -1171,6 +1511,7 @@ main (int    argc,
       json_object_object_add (e, "note", json_object_new_string ("NaN in an output: an element was not written"));
     json_object_object_add (root, "error", e);
   }
+  phase_end ("check");
 
   progress (0.75, "Timing");
   time_obj = json_object_new_object ();
@@ -1180,6 +1521,7 @@ main (int    argc,
       return finish (root, "fault", message, EXIT_FAULT);
     }
   json_object_object_add (root, "time_ms", time_obj);
+  phase_end ("timing");
   {
     double ms = json_object_get_double (json_object_object_get (time_obj, "median"));
 
@@ -1191,45 +1533,34 @@ main (int    argc,
     json_object_object_add (root, "gbps", json_object_new_double (io_bytes / ms / 1e6));
   }
 
-  /* Energy: NVML's counter around enough back-to-back launches to fill half a
-   * second (the counter moves in steps of tens of milliseconds). */
+  /* Energy: NVML's counter during back-to-back launches (measure_energy). */
   if (!no_energy)
   {
-    progress (0.85, "Measuring energy");
     json_object *energy = json_object_new_object ();
-    NapkinNvml nvml;
-    g_autofree char *why = NULL;
 
-    if (napkin_nvml_open (&nvml, 0, &why))
+    progress (0.85, "Measuring energy");
+    nvml_join ();
+    phase_end ("energy_open");
+    if (nvml.ok)
       {
         double ms = json_object_get_double (json_object_object_get (time_obj, "median"));
-        guint n = (guint) CLAMP (ceil (500.0 / MAX (ms, 1e-3)), 10, 1000000);
-        unsigned long long e0 = 0, e1 = 0;
-        gint64 w0, w1;
-        gboolean ok = check (cu.CtxSynchronize (), "energy", &message) && napkin_nvml_energy_mj (&nvml, &e0);
+        gboolean ok = measure_energy (&kd, &nvml.nvml, ms, energy, &message);
 
-        w0 = g_get_monotonic_time ();
-        for (guint i = 0; ok && i < n; i++)
-          ok = check (device_launch (&kd, i), "launch", &message);
-        ok = ok && check (cu.CtxSynchronize (), "energy", &message);
-        w1 = g_get_monotonic_time ();
-        ok = ok && napkin_nvml_energy_mj (&nvml, &e1);
-        napkin_nvml_close (&nvml);
+        json_object_object_add (energy, "device", json_object_new_string (nvml.nvml.name));
+        json_object_object_add (energy, "source", json_object_new_string ("nvmlDeviceGetTotalEnergyConsumption, device 0"));
+        napkin_nvml_close (&nvml.nvml);
+        nvml.ok = FALSE;
         if (!ok)
           {
             json_object_put (energy);
-            return finish (root, "fault", message ? message : "reading the NVML energy counter failed", EXIT_FAULT);
+            return finish (root, "fault", message, EXIT_FAULT);
           }
-        json_object_object_add (energy, "joules_per_run", json_object_new_double ((e1 - e0) / 1e3 / n));
-        json_object_object_add (energy, "average_power_w", json_object_new_double ((e1 - e0) / 1e3 / ((w1 - w0) / 1e6)));
-        json_object_object_add (energy, "launches", json_object_new_int (n));
-        json_object_object_add (energy, "seconds", json_object_new_double ((w1 - w0) / 1e6));
-        json_object_object_add (energy, "device", json_object_new_string (nvml.name));
-        json_object_object_add (energy, "source", json_object_new_string ("nvmlDeviceGetTotalEnergyConsumption, device 0"));
       }
     else
-      json_object_object_add (energy, "note", json_object_new_string (why));
+      json_object_object_add (energy, "note", json_object_new_string (nvml.why));
+    g_clear_pointer (&nvml.why, g_free);
     json_object_object_add (root, "energy", energy);
+    phase_end ("energy");
   }
 
   progress (0.9, "Timing the plain reference");
@@ -1240,12 +1571,15 @@ main (int    argc,
       json_object_object_add (root, "reference_time_ms", ref_time);
     else
       json_object_put (ref_time);
+    if (ref != NULL && reference_repeats > 0)
+      phase_end ("reference_timing");
   }
 
   if (!device_free (&kd, &message) || (ref != NULL && !device_free (&rd, &message)))
     return finish (root, "fault", message, EXIT_FAULT);
-  for (guint t = 0; t < n_tensors; t++)
-    g_free (inputs[t]);
+  g_free (in.first);
+  g_free (in.integers);
+  phase_end ("free");
   progress (1.0, "Done");
   if (worst > bound)
     return finish (root, "wrong", "the kernel's result differs from the fp32 reference beyond the bound", EXIT_FAILED);

@@ -49,6 +49,7 @@ check "napkin-cli installed" test -x "$CLI"
 for f in "$SRC"/data/examples/*.napkin; do
   check "example $(basename "$f") installed" cmp "$f" "$SHARE/napkin/examples/$(basename "$f")"
 done
+check "the file format's JSON Schema installed" cmp "$SRC/data/napkin.schema.json" "$SHARE/napkin/napkin.schema.json"
 for f in "$SRC"/data/archs/*.json; do
   check "profile $(basename "$f") installed" cmp "$f" "$SHARE/napkin/archs/$(basename "$f")"
 done
@@ -68,6 +69,10 @@ done
 
 # The installed CLI, its data from the installed datadir only ($XDG_DATA_DIRS as a
 # desktop session sets it for a prefix).
+check "installed napkin-cli validate finds the installed schema" sh -c "
+  env -i HOME='$TMP/home' PATH=/usr/bin:/bin XDG_DATA_HOME='$TMP/home/.local/share' XDG_DATA_DIRS='$SHARE' $SAN \
+    '$CLI' validate '$SHARE/napkin/examples/matmul.napkin' > '$TMP/validate.out' 2>&1;
+  grep -q ': valid' '$TMP/validate.out' && ! grep -q 'without the JSON Schema' '$TMP/validate.out'"
 check "installed napkin-cli analyze on an installed example" \
   clean XDG_DATA_DIRS="$SHARE" "$CLI" analyze "$SHARE/napkin/examples/flash-attention.napkin" --arch h100 --format json
 cp "$TMP/check.out" "$TMP/analyze.json"

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "napkin-file.h"
+#include "napkin-json-private.h"
 #include "napkin-run-job.h"
 
 /* Tests of the run job use a test double for napkin-runner (fake-runner.sh);
@@ -324,7 +325,31 @@ test_real_no_gpu (void)
   g_assert_cmpstr (json_object_get_string (json_object_object_get (w.result, "status")), ==, "no-gpu");
   g_assert_nonnull (strstr (json_object_get_string (json_object_object_get (w.result, "message")), "No CUDA driver"));
   g_assert_cmpint (json_object_get_int (json_object_object_get (w.result, "exit_status")), ==, 3);
+  /* where the time went, up to the step that stopped it: lowering, then the total */
+  {
+    json_object *phases = json_object_object_get (w.result, "phases");
+    double lower = json_object_get_double (json_object_object_get (phases, "lower"));
+    double total = json_object_get_double (json_object_object_get (phases, "total"));
+
+    g_assert_nonnull (json_object_object_get (phases, "lower"));
+    g_assert_cmpfloat (lower, >, 0);
+    g_assert_cmpfloat (total, >=, lower);
+    g_assert_cmpfloat (total, <, 10);
+    g_assert_null (json_object_object_get (phases, "init"));
+  }
   json_object_put (w.result);
+
+  /* a negative time budget is a usage error */
+  {
+    g_autoptr(GError) error = NULL;
+    int status = 0;
+
+    g_spawn_sync (NULL, (char *[]) { (char *) real, "--time-budget=-1", "x.napkin", NULL }, NULL,
+                  G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &status, &error);
+    g_assert_no_error (error);
+    g_assert_true (WIFEXITED (status));
+    g_assert_cmpint (WEXITSTATUS (status), ==, 2);
+  }
 }
 
 /* napkin-cli run without a GPU: says so, exits non-zero. */
@@ -443,11 +468,26 @@ test_cli_run_recorded (void)
   g_assert_nonnull (strstr (out, "time       0.5586 ms, median of 20"));
   g_assert_nonnull (strstr (out, ": ok"));
   g_assert_nonnull (strstr (out, "ms on h200 (bound:"));
+  /* the recorded result predates the runner's phases: the CLI's own are there */
+  g_assert_nonnull (strstr (out, "  phases     cli_load 0.0"));
+  g_assert_nonnull (strstr (out, " cli_runner_process "));
   g_clear_pointer (&out, g_free);
   g_clear_pointer (&err, g_free);
 
   g_assert_cmpint (cli ((const char *[]) { "run", tiled, "--json", NULL }, &out, &err), ==, 0);
   g_assert_nonnull (strstr (out, "\"prediction\""));
+  {
+    /* the runner's phases, and the CLI's own beside them */
+    g_autoptr(json_object) r = json_tokener_parse (out);
+    json_object *phases = json_object_object_get (r, "phases");
+    double process = json_object_get_double (json_object_object_get (phases, "cli_runner_process"));
+
+    g_assert_nonnull (phases);
+    g_assert_cmpfloat (process, >, 0);
+    g_assert_cmpfloat (process, <, 30);
+    g_assert_nonnull (json_object_object_get (phases, "cli_load"));
+    g_assert_nonnull (json_object_object_get (phases, "cli_prediction"));
+  }
   g_clear_pointer (&out, g_free);
   g_clear_pointer (&err, g_free);
   g_unsetenv ("NAPKIN_RUNNER");
