@@ -23,6 +23,8 @@
 #include "napkin-interp.h"
 #include "napkin-json-private.h"
 #include "napkin-module-cache.h"
+#include "napkin-runner-multi.h"
+#include "napkin-gpu-group.h"
 #include "napkin-validate.h"
 
 /* The generated code's fp8 codec, as host C (kernels/fp8-codec.h). */
@@ -886,9 +888,18 @@ main (int    argc,
   int repeats = 20, timeout = 120;
   gint64 seed = 1234;
   gboolean generic = FALSE, calibrate = FALSE, no_reference = FALSE, no_energy = FALSE, no_cache = FALSE;
-  int reference_repeats = 5;
+  gboolean collectives = FALSE;
+  int reference_repeats = 5, gpus = 1;
+  gint64 min_bytes = 1 << 20, max_bytes = 1 << 30;
+  g_auto(GStrv) only = NULL;
   const GOptionEntry entries[] = {
     { "calibrate", 0, 0, G_OPTION_ARG_NONE, &calibrate, "Measure the GPU's ceilings instead of running a diagram", NULL },
+    { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus, "Run on this many GPUs (docs/multi-gpu.md; needs NCCL)", "N" },
+    { "collectives", 0, 0, G_OPTION_ARG_NONE, &collectives,
+      "Time NCCL's all-reduce, all-gather, reduce-scatter and all-to-all in bf16 on --gpus GPUs instead of running a diagram", NULL },
+    { "collective", 0, 0, G_OPTION_ARG_STRING_ARRAY, &only, "With --collectives: only this one (repeatable)", "KIND" },
+    { "min-bytes", 0, 0, G_OPTION_ARG_INT64, &min_bytes, "With --collectives: the smallest size (default 1 MiB)", "B" },
+    { "max-bytes", 0, 0, G_OPTION_ARG_INT64, &max_bytes, "With --collectives: the largest size (default 1 GiB; sizes step ×4)", "B" },
     { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &axes, "Override an axis size", "NAME=SIZE" },
     { "tile", 0, 0, G_OPTION_ARG_STRING_ARRAY, &tiles, "Override a tile", "REGION.AXIS=SIZE" },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (at least 20 recommended)", "N" },
@@ -934,7 +945,17 @@ main (int    argc,
       fprintf (stderr, "napkin-runner: %s\n", error->message);
       return EXIT_USAGE;
     }
-  if ((argc != 2 && inject == NULL && !calibrate) || repeats < 1 || reference_repeats < 0)
+  if (collectives && (min_bytes < 1024 || max_bytes < min_bytes || max_bytes > (G_GINT64_CONSTANT (1) << 34)))
+    {
+      fprintf (stderr, "napkin-runner: --min-bytes must be at least 1024 and at most --max-bytes (at most 16 GiB)\n");
+      return EXIT_USAGE;
+    }
+  if (gpus < 1 || gpus > 16)
+    {
+      fprintf (stderr, "napkin-runner: --gpus takes 1 to 16, not %d\n", gpus);
+      return EXIT_USAGE;
+    }
+  if ((argc != 2 && inject == NULL && !calibrate && !collectives) || repeats < 1 || reference_repeats < 0)
     {
       fprintf (stderr, "napkin-runner: expected one FILE (and --repeats ≥ 1, --reference-repeats ≥ 0)\n");
       return EXIT_USAGE;
@@ -950,7 +971,7 @@ main (int    argc,
   if (!no_cache)
     cache_dir = napkin_module_cache_default_dir ();
 
-  if (inject == NULL && !calibrate)
+  if (inject == NULL && !calibrate && !collectives)
     {
       progress (0.05, "Lowering the diagram");
       d = load_diagram (argv[1], axes, tiles, &error);
@@ -981,6 +1002,16 @@ main (int    argc,
 
   progress (0.1, "Opening the CUDA driver");
   if (!napkin_cuda_driver_open (&cu, &message))
+    {
+      if (gpus > 1)
+        {
+          g_autofree char *why = g_steal_pointer (&message);
+
+          message = g_strdup_printf ("--gpus %d: this machine has no usable GPU (%s)", gpus, why);
+        }
+      return finish (root, "no-gpu", message, EXIT_NO_GPU);
+    }
+  if (gpus > 1 && !napkin_gpu_group_check_count (&cu, (guint) gpus, &message))
     return finish (root, "no-gpu", message, EXIT_NO_GPU);
 
   if (!check (cu.DeviceGet (&device, 0), "opening GPU 0", &message)
@@ -1026,6 +1057,17 @@ main (int    argc,
     return run_injected (inject, arch, root);
   if (calibrate)
     return run_calibrate (arch, sms, clock_khz, root);
+  if (collectives)
+    {
+      NapkinCollectivesOptions opt = { (guint) gpus, min_bytes, max_bytes, 4, (guint) MIN (repeats, 50), 5, only };
+      g_autofree char *status = NULL;
+      int code;
+
+      /* 20 timed batches of 5 by default would be 100 GiB-sized calls: 10 batches are plenty */
+      opt.repeats = MAX (3, MIN (opt.repeats, 10));
+      code = napkin_runner_collectives (&cu, &opt, root, &status, &message);
+      return finish (root, status, message, code);
+    }
 
   /* Generated again for a target with its own skeletons (sm_90a: wgmma), now that it is known. */
   if (!generic && napkin_codegen_flags_for_arch (arch) != NAPKIN_CODEGEN_DEFAULT)
