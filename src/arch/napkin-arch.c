@@ -70,6 +70,8 @@ napkin_arch_unref (NapkinArch *arch)
   g_free (arch->family);
   g_free (arch->compute_capability);
   g_free (arch->path);
+  g_free (arch->interconnect.node.link);
+  g_free (arch->interconnect.network.link);
   g_clear_pointer (&arch->sources, g_hash_table_unref);
   g_clear_pointer (&arch->source_order, g_ptr_array_unref);
   g_free (arch);
@@ -170,6 +172,76 @@ get_figure (NapkinArch  *arch,
   if (!g_hash_table_contains (arch->sources, path))
     g_ptr_array_add (arch->source_order, g_strdup (path));
   g_hash_table_insert (arch->sources, g_strdup (path), g_strdup (json_object_get_string (source)));
+  return TRUE;
+}
+
+static const char *collective_keys[NAPKIN_N_COLLECTIVES] = {
+  "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+};
+
+/* One tier of the optional "interconnect" object (docs/model.md, "Collectives"). */
+static gboolean
+get_link_tier (NapkinArch     *arch,
+               json_object    *obj,
+               const char     *path,
+               gboolean        node,
+               NapkinLinkTier *tier,
+               GError        **error)
+{
+  json_object *bus, *value = NULL;
+  g_autofree char *bpath = g_strdup_printf ("%s.bus_bandwidth_bytes_per_s", path);
+  double v;
+
+  if (!get_string (obj, "link", TRUE, &tier->link, error))
+    return FALSE;
+  if (node)
+    {
+      if (!get_figure (arch, obj, path, "links", 0, 64, &v, error))
+        return FALSE;
+      tier->links = v;
+      if (json_object_object_get_ex (obj, "nvswitch", &value))
+        {
+          if (!json_object_is_type (value, json_type_boolean))
+            return fail (error, "interconnect.nvswitch", "expected true or false");
+          tier->nvswitch = json_object_get_boolean (value);
+        }
+    }
+  if (!get_figure (arch, obj, path, "link_bandwidth_bytes_per_s", 1e6, 1e15, &tier->link_bandwidth, error)
+      || !get_figure (arch, obj, path, "latency_us", 0, 1e6, &tier->latency_s, error))
+    return FALSE;
+  tier->latency_s *= 1e-6;
+  if (!(bus = get_object (obj, path, "bus_bandwidth_bytes_per_s", error)))
+    return FALSE;
+  for (guint k = 0; k < NAPKIN_N_COLLECTIVES; k++)
+    if (!get_figure (arch, bus, bpath, collective_keys[k], 1e6, 1e15, &tier->bus_bandwidth[k], error))
+      return FALSE;
+  tier->present = TRUE;
+  return TRUE;
+}
+
+static gboolean
+get_interconnect (NapkinArch  *arch,
+                  json_object *root,
+                  GError     **error)
+{
+  json_object *obj, *network;
+  double v;
+
+  if (!json_object_object_get_ex (root, "interconnect", NULL))
+    return TRUE;
+  if (!(obj = get_object (root, "", "interconnect", error)))
+    return FALSE;
+  if (!get_figure (arch, obj, "interconnect", "gpus_per_node", 1, 1 << 20, &v, error))
+    return FALSE;
+  arch->interconnect.gpus_per_node = v;
+  if (!get_link_tier (arch, obj, "interconnect", TRUE, &arch->interconnect.node, error))
+    return FALSE;
+  if (json_object_object_get_ex (obj, "network", NULL))
+    {
+      if (!(network = get_object (obj, "interconnect", "network", error))
+          || !get_link_tier (arch, network, "interconnect.network", FALSE, &arch->interconnect.network, error))
+        return FALSE;
+    }
   return TRUE;
 }
 
@@ -307,6 +379,8 @@ arch_from_json (json_object *root,
   FIG (energy, "energy_pj_per_flop", "tensor", 0, 1e4, arch->energy_pj_per_tensor_flop);
   FIG (energy, "energy_pj_per_flop", "cuda", 0, 1e4, arch->energy_pj_per_cuda_flop);
 #undef FIG
+  if (!get_interconnect (arch, root, error))
+    return NULL;
 
   return g_steal_pointer (&arch);
 }
@@ -578,6 +652,8 @@ napkin_arch_copy (const NapkinArch *arch,
   copy->family = g_strdup (arch->family);
   copy->compute_capability = g_strdup (arch->compute_capability);
   copy->path = NULL;   /* not from a file */
+  copy->interconnect.node.link = g_strdup (arch->interconnect.node.link);
+  copy->interconnect.network.link = g_strdup (arch->interconnect.network.link);
   copy->sources = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   copy->source_order = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; arch->source_order && i < arch->source_order->len; i++)
@@ -692,6 +768,35 @@ put_figure (json_object      *parent,
   json_object_object_add (parent, key, fig);
 }
 
+static void
+put_link_tier (json_object          *obj,
+               const NapkinArch     *arch,
+               const char           *path,
+               gboolean              node,
+               const NapkinLinkTier *tier)
+{
+  json_object *bus = json_object_new_object ();
+  g_autofree char *links = g_strdup_printf ("%s.links", path);
+  g_autofree char *bw = g_strdup_printf ("%s.link_bandwidth_bytes_per_s", path);
+  g_autofree char *lat = g_strdup_printf ("%s.latency_us", path);
+
+  json_object_object_add (obj, "link", json_object_new_string (tier->link ? tier->link : "unknown"));
+  if (node)
+    {
+      put_figure (obj, arch, links, "links", tier->links);
+      json_object_object_add (obj, "nvswitch", json_object_new_boolean (tier->nvswitch));
+    }
+  put_figure (obj, arch, bw, "link_bandwidth_bytes_per_s", tier->link_bandwidth);
+  put_figure (obj, arch, lat, "latency_us", tier->latency_s * 1e6);
+  for (guint k = 0; k < NAPKIN_N_COLLECTIVES; k++)
+    {
+      g_autofree char *p = g_strdup_printf ("%s.bus_bandwidth_bytes_per_s.%s", path, collective_keys[k]);
+
+      put_figure (bus, arch, p, collective_keys[k], tier->bus_bandwidth[k]);
+    }
+  json_object_object_add (obj, "bus_bandwidth_bytes_per_s", bus);
+}
+
 json_object *
 napkin_arch_to_json (const NapkinArch *arch)
 {
@@ -777,7 +882,80 @@ napkin_arch_to_json (const NapkinArch *arch)
   put_figure (energy, arch, "energy_pj_per_flop.tensor", "tensor", arch->energy_pj_per_tensor_flop);
   put_figure (energy, arch, "energy_pj_per_flop.cuda", "cuda", arch->energy_pj_per_cuda_flop);
   json_object_object_add (root, "energy_pj_per_flop", energy);
+  if (arch->interconnect.node.present)
+    {
+      json_object *ic = json_object_new_object ();
+
+      put_figure (ic, arch, "interconnect.gpus_per_node", "gpus_per_node", arch->interconnect.gpus_per_node);
+      put_link_tier (ic, arch, "interconnect", TRUE, &arch->interconnect.node);
+      if (arch->interconnect.network.present)
+        {
+          json_object *net = json_object_new_object ();
+
+          put_link_tier (net, arch, "interconnect.network", FALSE, &arch->interconnect.network);
+          json_object_object_add (ic, "network", net);
+        }
+      json_object_object_add (root, "interconnect", ic);
+    }
   return root;
+}
+
+/* ---- collectives (docs/model.md, "Collectives") --------------------------------------- */
+
+const char *
+napkin_collective_to_string (NapkinCollectiveKind kind)
+{
+  static const char *names[NAPKIN_N_COLLECTIVES] = {
+    "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+  };
+
+  g_return_val_if_fail ((guint) kind < NAPKIN_N_COLLECTIVES, NULL);
+  return names[kind];
+}
+
+guint
+napkin_collective_steps (NapkinCollectiveKind kind,
+                         guint                gpus)
+{
+  if (gpus <= 1)
+    return 0;
+  return kind == NAPKIN_COLLECTIVE_ALL_REDUCE ? 2 * (gpus - 1) : gpus - 1;
+}
+
+double
+napkin_collective_factor (NapkinCollectiveKind kind,
+                          guint                gpus)
+{
+  if (gpus <= 1)
+    return 0;
+  return (kind == NAPKIN_COLLECTIVE_ALL_REDUCE ? 2.0 : 1.0) * (gpus - 1) / gpus;
+}
+
+double
+napkin_arch_collective_seconds (const NapkinArch    *arch,
+                                NapkinCollectiveKind kind,
+                                guint                gpus,
+                                double               bytes,
+                                double              *bus_bandwidth)
+{
+  const NapkinLinkTier *tier;
+
+  g_return_val_if_fail (arch != NULL && (guint) kind < NAPKIN_N_COLLECTIVES, -1);
+
+  if (bus_bandwidth)
+    *bus_bandwidth = 0;
+  if (gpus <= 1)
+    return 0;
+  tier = &arch->interconnect.node;
+  /* beyond one node the ring crosses the network, its slowest link */
+  if (gpus > arch->interconnect.gpus_per_node)
+    tier = &arch->interconnect.network;
+  if (!tier->present)
+    return -1;
+  if (bus_bandwidth)
+    *bus_bandwidth = tier->bus_bandwidth[kind];
+  return tier->latency_s * napkin_collective_steps (kind, gpus)
+         + napkin_collective_factor (kind, gpus) * bytes / tier->bus_bandwidth[kind];
 }
 
 gboolean

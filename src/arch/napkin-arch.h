@@ -39,6 +39,38 @@ typedef struct
   double latency_s;            /* hbm only, optional: a load's round trip under load; 0: unknown */
 } NapkinArchLevel;
 
+/* The collectives of several GPUs (docs/multi-gpu.md). */
+typedef enum
+{
+  NAPKIN_COLLECTIVE_ALL_REDUCE,
+  NAPKIN_COLLECTIVE_ALL_GATHER,
+  NAPKIN_COLLECTIVE_REDUCE_SCATTER,
+  NAPKIN_COLLECTIVE_ALL_TO_ALL,
+  NAPKIN_N_COLLECTIVES
+} NapkinCollectiveKind;
+
+/* One tier of links between GPUs: NVLink inside a node, the network between nodes.
+ * A collective over N GPUs of `bytes` (nccl-tests' size) takes
+ *   t = latency_s · steps (N) + factor (N) · bytes / bus_bandwidth[kind]
+ * (docs/model.md, "Collectives"). */
+typedef struct
+{
+  char   *link;                    /* "NVLink 4 (18 links)", "InfiniBand NDR": words, not parsed */
+  guint   links;                   /* links per GPU (0: not a point-to-point fabric) */
+  double  link_bandwidth;          /* bytes/s per GPU per direction, datasheet */
+  gboolean nvswitch;               /* every pair at full bandwidth through switches */
+  double  latency_s;               /* α: per step of the ring */
+  double  bus_bandwidth[NAPKIN_N_COLLECTIVES];   /* bytes/s, nccl-tests' bus bandwidth */
+  gboolean present;
+} NapkinLinkTier;
+
+typedef struct
+{
+  guint          gpus_per_node;    /* GPUs one node joins by its fabric */
+  NapkinLinkTier node;             /* inside a node */
+  NapkinLinkTier network;          /* between nodes (optional: present FALSE) */
+} NapkinInterconnect;
+
 /* One GPU, as figures. Read-only once loaded; shared by reference. */
 typedef struct
 {
@@ -72,6 +104,8 @@ typedef struct
   double          sfu_per_sm_clock;
   double          energy_pj_per_tensor_flop;
   double          energy_pj_per_cuda_flop;
+  /* Optional "interconnect" object; interconnect.node.present FALSE when the file has none. */
+  NapkinInterconnect interconnect;
 
   /*< private >*/
   GHashTable     *sources;            /* figure path ("levels.hbm.bandwidth_bytes_per_s") → source */
@@ -110,6 +144,23 @@ const char        *napkin_tensor_class_to_string  (NapkinTensorClass  klass);
 /* The tensor-core class that multiplies elements of `dtype`; FALSE for fp32. */
 gboolean           napkin_tensor_class_for_dtype  (NapkinDtype        dtype,
                                                    NapkinTensorClass *out);
+
+const char        *napkin_collective_to_string    (NapkinCollectiveKind kind);
+/* The ring's steps and its bytes factor for N GPUs: all-reduce 2(N−1) and 2(N−1)/N,
+ * all-gather, reduce-scatter and all-to-all N−1 and (N−1)/N. */
+guint              napkin_collective_steps        (NapkinCollectiveKind kind,
+                                                   guint              gpus);
+double             napkin_collective_factor       (NapkinCollectiveKind kind,
+                                                   guint              gpus);
+/* Predicted seconds of one collective of `bytes` (nccl-tests' size per rank) over
+ * `gpus` GPUs: the node tier up to gpus_per_node, the network tier beyond. 0 for one
+ * GPU; -1 when the profile has no interconnect (or no network tier and gpus exceeds a
+ * node). *bus_bandwidth (optional) gets the bus bandwidth assumed. */
+double             napkin_arch_collective_seconds (const NapkinArch  *arch,
+                                                   NapkinCollectiveKind kind,
+                                                   guint              gpus,
+                                                   double             bytes,
+                                                   double            *bus_bandwidth);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinArch, napkin_arch_unref)
 

@@ -19,6 +19,7 @@ struct _NapkinDiagram
   GPtrArray   *items[NAPKIN_N_ITEM_KINDS];
   NapkinView   view;
   json_object *extra;
+  NapkinGpusRegion *gpus;                    /* the level above device memory, or NULL */
   guint64      generation;
   guint        freeze_count;
   gboolean     changed_while_frozen;
@@ -393,6 +394,7 @@ napkin_diagram_finalize (GObject *object)
     g_clear_pointer (&self->items[k], g_ptr_array_unref);
   g_clear_pointer (&self->view.extra, json_object_put);
   g_clear_pointer (&self->extra, json_object_put);
+  g_clear_pointer (&self->gpus, napkin_gpus_region_free);
 
   G_OBJECT_CLASS (napkin_diagram_parent_class)->finalize (object);
 }
@@ -454,6 +456,8 @@ napkin_diagram_copy (NapkinDiagram *self)
   for (guint k = 0; k < NAPKIN_N_ITEM_KINDS; k++)
     for (guint i = 0; i < self->items[k]->len; i++)
       g_ptr_array_add (copy->items[k], napkin_item_copy (k, g_ptr_array_index (self->items[k], i)));
+  if (self->gpus != NULL)
+    copy->gpus = napkin_gpus_region_copy (self->gpus, TRUE);
 
   return copy;
 }
@@ -485,6 +489,13 @@ napkin_diagram_copy_without_extras (NapkinDiagram *self)
           }
         g_clear_pointer (extra, json_object_put);
       }
+  if (copy->gpus != NULL)
+    {
+      NapkinGpusRegion *bare = napkin_gpus_region_copy (copy->gpus, FALSE);
+
+      napkin_gpus_region_free (copy->gpus);
+      copy->gpus = bare;
+    }
   return copy;
 }
 
@@ -1321,4 +1332,103 @@ napkin_diagram_override_tile (NapkinDiagram  *self,
   napkin_region_set_mark (region, target[1], kind, size);
   napkin_diagram_changed (self);
   return TRUE;
+}
+
+/* ---- the gpus region (docs/multi-gpu.md) ------------------------------------------- */
+
+const NapkinGpusRegion *
+napkin_diagram_get_gpus (NapkinDiagram *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), NULL);
+  return self->gpus;
+}
+
+void
+napkin_diagram_set_gpus (NapkinDiagram    *self,
+                         NapkinGpusRegion *gpus)
+{
+  g_return_if_fail (NAPKIN_IS_DIAGRAM (self));
+
+  if (self->gpus == gpus)
+    return;
+  g_clear_pointer (&self->gpus, napkin_gpus_region_free);
+  self->gpus = gpus;
+  napkin_diagram_changed (self);
+}
+
+static void
+clear_placement (gpointer p)
+{
+  NapkinPlacement *placement = p;
+
+  g_free (placement->tensor);
+  g_free (placement->split);
+}
+
+NapkinGpusRegion *
+napkin_gpus_region_new (const char *name)
+{
+  NapkinGpusRegion *gpus = g_new0 (NapkinGpusRegion, 1);
+
+  gpus->region = napkin_region_new (name, NAPKIN_LEVEL_HBM);
+  gpus->placements = g_array_new (FALSE, TRUE, sizeof (NapkinPlacement));
+  g_array_set_clear_func (gpus->placements, clear_placement);
+  return gpus;
+}
+
+NapkinGpusRegion *
+napkin_gpus_region_copy (const NapkinGpusRegion *gpus,
+                         gboolean                with_extras)
+{
+  NapkinGpusRegion *copy;
+
+  g_return_val_if_fail (gpus != NULL, NULL);
+
+  copy = napkin_gpus_region_new (gpus->region->name);
+  napkin_region_free (copy->region);
+  copy->region = napkin_item_copy (NAPKIN_ITEM_REGION, gpus->region);
+  if (!with_extras)
+    g_clear_pointer (&copy->region->extra, json_object_put);
+  copy->position = gpus->position;
+  copy->gpus = gpus->gpus;
+  copy->chunks = gpus->chunks;
+  copy->chunk_axis = g_strdup (gpus->chunk_axis);
+  for (guint i = 0; i < gpus->placements->len; i++)
+    {
+      const NapkinPlacement *src = &g_array_index (gpus->placements, NapkinPlacement, i);
+      NapkinPlacement dst = { g_strdup (src->tensor), g_strdup (src->split) };
+
+      g_array_append_val (copy->placements, dst);
+    }
+  if (with_extras)
+    copy->overlap_extra = extra_ref (gpus->overlap_extra);
+  return copy;
+}
+
+void
+napkin_gpus_region_free (NapkinGpusRegion *gpus)
+{
+  if (gpus == NULL)
+    return;
+  g_clear_pointer (&gpus->region, napkin_region_free);
+  g_free (gpus->chunk_axis);
+  g_array_unref (gpus->placements);
+  g_clear_pointer (&gpus->overlap_extra, json_object_put);
+  g_free (gpus);
+}
+
+const NapkinPlacement *
+napkin_gpus_region_placement (const NapkinGpusRegion *gpus,
+                              const char             *tensor)
+{
+  g_return_val_if_fail (gpus != NULL && tensor != NULL, NULL);
+
+  for (guint i = 0; i < gpus->placements->len; i++)
+    {
+      const NapkinPlacement *p = &g_array_index (gpus->placements, NapkinPlacement, i);
+
+      if (strcmp (p->tensor, tensor) == 0)
+        return p;
+    }
+  return NULL;
 }

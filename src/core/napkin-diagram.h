@@ -99,6 +99,30 @@ typedef struct
   GHashTable  *node_set;
 } NapkinRegion;
 
+/* Where a tensor lives across GPUs before the diagram runs (inputs) or after it
+ * (outputs): whole on every GPU, or cut along one of its axes into equal slices,
+ * slice i on GPU i (docs/multi-gpu.md). */
+typedef struct
+{
+  char        *tensor;
+  char        *split;       /* an axis of the tensor, or NULL: replicated */
+} NapkinPlacement;
+
+/* The relabeling above device memory: a region of level "gpus" in the file
+ * (docs/multi-gpu.md, docs/file-format.md). It is kept apart from the regions of one
+ * GPU, which never see it: the kernel plan, the model of one GPU and the code
+ * generator work on the shard diagram that src/plan/napkin-shard.h derives from it. */
+typedef struct
+{
+  NapkinRegion *region;     /* name, nodes, marks (parallel, tile 0: across every GPU), rect, extra */
+  guint         position;   /* its index in the file's regions[], kept on save */
+  guint         gpus;       /* "gpus": the GPU count analysed by default, 0: not given */
+  guint         chunks;     /* "overlap": {"chunks": k, "axis": a}; 0: no overlap */
+  char         *chunk_axis;
+  GArray       *placements; /* NapkinPlacement, in file order */
+  json_object  *overlap_extra;   /* unknown fields of "overlap" */
+} NapkinGpusRegion;
+
 typedef struct
 {
   double       zoom;
@@ -267,6 +291,20 @@ static inline void napkin_node_free (NapkinNode *node) { napkin_item_free (NAPKI
 static inline void napkin_region_free (NapkinRegion *region) { napkin_item_free (NAPKIN_ITEM_REGION, region); }
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinNode, napkin_node_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinRegion, napkin_region_free)
+
+/* The gpus region, or NULL (at most one per diagram). set takes ownership (NULL removes
+ * it) and bumps the generation. */
+const NapkinGpusRegion *napkin_diagram_get_gpus     (NapkinDiagram     *self);
+void                napkin_diagram_set_gpus         (NapkinDiagram     *self,
+                                                     NapkinGpusRegion  *gpus);
+NapkinGpusRegion   *napkin_gpus_region_new          (const char        *name);
+NapkinGpusRegion   *napkin_gpus_region_copy         (const NapkinGpusRegion *gpus,
+                                                     gboolean           with_extras);
+void                napkin_gpus_region_free         (NapkinGpusRegion  *gpus);
+/* The placement declared for a tensor, NULL when none (replicated). */
+const NapkinPlacement *napkin_gpus_region_placement (const NapkinGpusRegion *gpus,
+                                                     const char        *tensor);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinGpusRegion, napkin_gpus_region_free)
 
 /* Overrides for the command line: no undo, checked like the editor's edits. */
 gboolean            napkin_diagram_override_axis    (NapkinDiagram     *self,

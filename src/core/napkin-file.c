@@ -1103,8 +1103,23 @@ load_mark (Loader        *loader,
            NapkinRegion  *region,
            const char    *axis,
            json_object   *value,
-           const char    *path)
+           const char    *path,
+           gboolean       gpus)
 {
+  /* across GPUs the count is the analysis's, so the mark has no size (docs/multi-gpu.md) */
+  if (gpus)
+    {
+      const char *word = json_object_get_type (value) == json_type_string ? json_object_get_string (value) : "";
+
+      if (strcmp (word, "parallel") == 0)
+        napkin_region_set_mark (region, axis, NAPKIN_MARK_PARALLEL, 0);
+      else if (strcmp (word, "whole") == 0)
+        napkin_region_set_mark (region, axis, NAPKIN_MARK_WHOLE, 0);
+      else
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, path,
+                     "a mark of a gpus region is \"parallel\" (across every GPU) or \"whole\"");
+      return TRUE;
+    }
   if (json_object_get_type (value) == json_type_string)
     {
       if (strcmp (json_object_get_string (value), "whole") != 0)
@@ -1142,12 +1157,113 @@ load_mark (Loader        *loader,
   return TRUE;
 }
 
+/* The fields only a gpus region has: its GPU count, the tensors' placements and the
+ * overlap (docs/file-format.md, "The gpus region"). */
+static gboolean
+load_gpus_fields (Loader           *loader,
+                  NapkinDiagram    *diagram,
+                  NapkinGpusRegion *gpus,
+                  json_object      *obj,
+                  const char       *path)
+{
+  json_object *value;
+
+  if ((value = member (obj, "gpus")) != NULL)
+    {
+      g_autofree char *p = g_strdup_printf ("%s.gpus", path);
+      gint64 n;
+
+      if (!get_int (loader, value, p, 1, 1024, &n))
+        return FALSE;
+      gpus->gpus = n;
+    }
+  if ((value = member (obj, "placements")) != NULL)
+    {
+      g_autofree char *p = g_strdup_printf ("%s.placements", path);
+
+      if (!expect_type (loader, value, json_type_object, p))
+        return FALSE;
+      json_object_object_foreach (value, tensor, place)
+        {
+          g_autofree char *tp = g_strdup_printf ("%s.%s", p, tensor);
+          int t = loader_find (loader, NAPKIN_ITEM_TENSOR, tensor);
+          NapkinPlacement placement = { NULL, NULL };
+          json_object *split = NULL;
+
+          if (t < 0)
+            {
+              g_autofree char *shown = g_strescape (tensor, NULL);
+
+              return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown tensor “%.64s”", shown);
+            }
+          if (json_object_get_type (place) == json_type_string
+              && strcmp (json_object_get_string (place), "replicated") == 0)
+            ;
+          else if (json_object_get_type (place) == json_type_object && json_object_object_length (place) == 1
+                   && json_object_object_get_ex (place, "split", &split))
+            {
+              g_autofree char *sp = g_strdup_printf ("%s.split", tp);
+              const NapkinTensor *nt = napkin_diagram_tensor (diagram, t);
+              const char *axis;
+
+              if (!expect_type (loader, split, json_type_string, sp))
+                return FALSE;
+              axis = json_object_get_string (split);
+              if (nt->axes == NULL || !g_strv_contains ((const char * const *) nt->axes, axis))
+                {
+                  g_autofree char *shown = g_strescape (axis, NULL);
+
+                  return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, sp,
+                               "“%.64s” is not an axis of tensor “%s”", shown, tensor);
+                }
+              placement.split = g_strdup (axis);
+            }
+          else
+            return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, tp,
+                         "a placement is \"replicated\" or {\"split\": AXIS}");
+          placement.tensor = g_strdup (tensor);
+          g_array_append_val (gpus->placements, placement);
+        }
+    }
+  if ((value = member (obj, "overlap")) != NULL)
+    {
+      static const char *overlap_known[] = { "chunks", "axis", NULL };
+      g_autofree char *p = g_strdup_printf ("%s.overlap", path);
+      g_autofree char *cp = g_strdup_printf ("%s.overlap.chunks", path);
+      g_autofree char *ap = g_strdup_printf ("%s.overlap.axis", path);
+      json_object *chunks = NULL, *axis = NULL;
+      gint64 k;
+
+      if (!expect_type (loader, value, json_type_object, p))
+        return FALSE;
+      if (!json_object_object_get_ex (value, "chunks", &chunks))
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "missing field “chunks”");
+      if (!get_int (loader, chunks, cp, 2, 64, &k))
+        return FALSE;
+      if (!json_object_object_get_ex (value, "axis", &axis))
+        return fail (loader, NAPKIN_DOCUMENT_ERROR_FORMAT, p, "missing field “axis”");
+      if (!expect_type (loader, axis, json_type_string, ap))
+        return FALSE;
+      if (loader_find (loader, NAPKIN_ITEM_AXIS, json_object_get_string (axis)) < 0)
+        {
+          g_autofree char *shown = g_strescape (json_object_get_string (axis), NULL);
+
+          return fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, ap, "unknown axis “%.64s”", shown);
+        }
+      gpus->chunks = k;
+      gpus->chunk_axis = g_strdup (json_object_get_string (axis));
+      gpus->overlap_extra = collect_extra (value, overlap_known);
+    }
+  return TRUE;
+}
+
 static void
 load_regions (Loader        *loader,
               NapkinDiagram *diagram,
               Elements      *array)
 {
   static const char *known[] = { "name", "level", "nodes", "marks", "stages", "threads", "rect", NULL };
+  static const char *gpus_known[] = { "name", "level", "nodes", "marks", "gpus", "placements", "overlap", "rect", NULL };
   g_autoptr(GHashTable) listed = g_hash_table_new (g_str_hash, g_str_equal);
 
   if (array && elements_length (array) > NAPKIN_MAX_REGIONS)
@@ -1161,18 +1277,46 @@ load_regions (Loader        *loader,
       const char *name;
       NapkinLevel level;
       NapkinRegion *region;
+      NapkinGpusRegion *gpus = NULL;
       json_object *value;
 
       if (!expect_type (loader, obj, json_type_object, path)
           || !get_name (loader, obj, "name", path, &name)
-          || !check_unique (loader, diagram, NAPKIN_ITEM_REGION, name, path, "region")
-          || !load_enum_field (loader, obj, "level", path, (gpointer) napkin_level_from_string,
-                               "l2, smem, registers", &level))
+          || !check_unique (loader, diagram, NAPKIN_ITEM_REGION, name, path, "region"))
         return;
-
-      region = napkin_region_new (name, level);
-      region->extra = collect_extra (obj, known);
-      loader_append (loader, diagram, NAPKIN_ITEM_REGION, region);
+      value = member (obj, "level");
+      if (value != NULL && json_object_get_type (value) == json_type_string
+          && strcmp (json_object_get_string (value), "gpus") == 0)
+        {
+          /* the level above device memory: kept apart from one GPU's regions, and last
+           * in the list so that the others keep their indices (docs/multi-gpu.md) */
+          if (napkin_diagram_get_gpus (diagram) != NULL)
+            {
+              fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, path,
+                    "a second gpus region; a diagram has at most one");
+              return;
+            }
+          if (i + 1 != elements_length (array))
+            {
+              fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, path,
+                    "the gpus region must be the last of the regions (it is the outermost)");
+              return;
+            }
+          gpus = napkin_gpus_region_new (name);
+          gpus->position = i;
+          region = gpus->region;
+          region->extra = collect_extra (obj, gpus_known);
+          napkin_diagram_set_gpus (diagram, gpus);
+        }
+      else
+        {
+          if (!load_enum_field (loader, obj, "level", path, (gpointer) napkin_level_from_string,
+                                "l2, smem, registers, gpus", &level))
+            return;
+          region = napkin_region_new (name, level);
+          region->extra = collect_extra (obj, known);
+          loader_append (loader, diagram, NAPKIN_ITEM_REGION, region);
+        }
 
       value = member (obj, "nodes");
       if (value == NULL)
@@ -1227,12 +1371,15 @@ load_regions (Loader        *loader,
                   fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, "unknown axis “%.64s”", shown);
                   return;
                 }
-              if (!load_mark (loader, region, axis, mark, mp))
+              if (!load_mark (loader, region, axis, mark, mp, gpus != NULL))
                 return;
             }
         }
 
-      if ((value = member (obj, "stages")) != NULL)
+      if (gpus != NULL && !load_gpus_fields (loader, diagram, gpus, obj, path))
+        return;
+
+      if (gpus == NULL && (value = member (obj, "stages")) != NULL)
         {
           g_autofree char *p = g_strdup_printf ("%s.stages", path);
           gint64 stages;
@@ -1242,7 +1389,7 @@ load_regions (Loader        *loader,
           region->stages = stages;
         }
 
-      if ((value = member (obj, "threads")) != NULL)
+      if (gpus == NULL && (value = member (obj, "threads")) != NULL)
         {
           g_autofree char *p = g_strdup_printf ("%s.threads", path);
           gint64 threads;
@@ -1660,14 +1807,15 @@ node_to_json (const NapkinNode *node)
 }
 
 static json_object *
-region_to_json (const NapkinRegion *region)
+region_to_json (const NapkinRegion     *region,
+                const NapkinGpusRegion *gpus)
 {
   json_object *obj = json_object_new_object ();
   json_object *nodes = json_object_new_array ();
   json_object *marks = json_object_new_object ();
 
   json_object_object_add (obj, "name", json_object_new_string (region->name));
-  json_object_object_add (obj, "level", json_object_new_string (napkin_level_to_string (region->level)));
+  json_object_object_add (obj, "level", json_object_new_string (gpus ? "gpus" : napkin_level_to_string (region->level)));
   for (guint i = 0; i < region->nodes->len; i++)
     json_object_array_add (nodes, json_object_new_string (g_ptr_array_index (region->nodes, i)));
   json_object_object_add (obj, "nodes", nodes);
@@ -1678,6 +1826,8 @@ region_to_json (const NapkinRegion *region)
 
       if (mark->kind == NAPKIN_MARK_WHOLE)
         json_object_object_add (marks, mark->axis, json_object_new_string ("whole"));
+      else if (gpus != NULL)
+        json_object_object_add (marks, mark->axis, json_object_new_string ("parallel"));
       else
         {
           json_object *m = json_object_new_object ();
@@ -1687,6 +1837,37 @@ region_to_json (const NapkinRegion *region)
         }
     }
   json_object_object_add (obj, "marks", marks);
+  if (gpus != NULL && gpus->gpus != 0)
+    json_object_object_add (obj, "gpus", json_object_new_int (gpus->gpus));
+  if (gpus != NULL && gpus->placements->len > 0)
+    {
+      json_object *placements = json_object_new_object ();
+
+      for (guint i = 0; i < gpus->placements->len; i++)
+        {
+          const NapkinPlacement *p = &g_array_index (gpus->placements, NapkinPlacement, i);
+          json_object *value;
+
+          if (p->split != NULL)
+            {
+              value = json_object_new_object ();
+              json_object_object_add (value, "split", json_object_new_string (p->split));
+            }
+          else
+            value = json_object_new_string ("replicated");
+          json_object_object_add (placements, p->tensor, value);
+        }
+      json_object_object_add (obj, "placements", placements);
+    }
+  if (gpus != NULL && gpus->chunks >= 2)
+    {
+      json_object *overlap = json_object_new_object ();
+
+      json_object_object_add (overlap, "chunks", json_object_new_int (gpus->chunks));
+      json_object_object_add (overlap, "axis", json_object_new_string (gpus->chunk_axis));
+      add_extra (overlap, gpus->overlap_extra);
+      json_object_object_add (obj, "overlap", overlap);
+    }
   if (region->stages != 1)
     json_object_object_add (obj, "stages", json_object_new_int (region->stages));
   if (region->threads != 0)
@@ -1772,7 +1953,10 @@ napkin_diagram_to_json (NapkinDiagram *self)
 
   array = json_object_new_array ();
   for (guint i = 0; i < napkin_diagram_n_regions (self); i++)
-    json_object_array_add (array, region_to_json (napkin_diagram_region (self, i)));
+    json_object_array_add (array, region_to_json (napkin_diagram_region (self, i), NULL));
+  if (napkin_diagram_get_gpus (self) != NULL)   /* last: the outermost (docs/multi-gpu.md) */
+    json_object_array_add (array, region_to_json (napkin_diagram_get_gpus (self)->region,
+                                                  napkin_diagram_get_gpus (self)));
   json_object_object_add (root, "regions", array);
 
   {
