@@ -128,7 +128,7 @@ napkin_gpu_group_close (NapkinGpuGroup *group)
 
 gboolean
 napkin_gpu_group_collective (NapkinGpuGroup     *group,
-                             NapkinCollective    kind,
+                             NapkinCollectiveKind    kind,
                              const CUdeviceptr  *send,
                              const CUdeviceptr  *recv,
                              gint64              count,
@@ -174,7 +174,7 @@ napkin_gpu_group_collective (NapkinGpuGroup     *group,
   if (res != NAPKIN_NCCL_SUCCESS)
     {
       nc->GroupEnd ();
-      return nccl_check (group, res, napkin_collective_to_string (kind), message);
+      return nccl_check (group, res, napkin_nccl_collective_name (kind), message);
     }
   return nccl_check (group, nc->GroupEnd (), "ncclGroupEnd", message);
 }

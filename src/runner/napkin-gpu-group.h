@@ -49,7 +49,7 @@ gboolean  napkin_gpu_group_use         (NapkinGpuGroup    *group,
  * sends to each peer for all-to-all (send/recv pairs; chunk j of send goes to rank j,
  * chunk i of recv comes from rank i). */
 gboolean  napkin_gpu_group_collective  (NapkinGpuGroup     *group,
-                                        NapkinCollective    kind,
+                                        NapkinCollectiveKind    kind,
                                         const CUdeviceptr  *send,
                                         const CUdeviceptr  *recv,
                                         gint64              count,

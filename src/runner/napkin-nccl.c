@@ -118,15 +118,15 @@ napkin_nccl_type_bytes (NapkinNcclDataType type)
 static const char *collective_names[] = { "all-reduce", "all-gather", "reduce-scatter", "all-to-all" };
 
 const char *
-napkin_collective_to_string (NapkinCollective kind)
+napkin_nccl_collective_name (NapkinCollectiveKind kind)
 {
   g_return_val_if_fail (kind < NAPKIN_N_COLLECTIVES, NULL);
   return collective_names[kind];
 }
 
 gboolean
-napkin_collective_from_string (const char       *name,
-                               NapkinCollective *kind)
+napkin_nccl_collective_parse (const char       *name,
+                               NapkinCollectiveKind *kind)
 {
   g_autofree char *dashed = NULL;
 
@@ -143,7 +143,7 @@ napkin_collective_from_string (const char       *name,
 }
 
 gint64
-napkin_collective_size_bytes (NapkinCollective kind,
+napkin_nccl_size_bytes (NapkinCollectiveKind kind,
                               gint64           count,
                               guint            elem_bytes,
                               guint            n)
@@ -152,7 +152,7 @@ napkin_collective_size_bytes (NapkinCollective kind,
 }
 
 double
-napkin_collective_bus_factor (NapkinCollective kind,
+napkin_nccl_bus_factor (NapkinCollectiveKind kind,
                               guint            n)
 {
   if (n == 0)

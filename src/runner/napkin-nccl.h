@@ -3,6 +3,8 @@
 
 #include <glib.h>
 
+#include "napkin-arch.h"   /* NapkinCollectiveKind */
+
 G_BEGIN_DECLS
 
 /* NCCL, opened with dlopen ("libnccl.so.2", or $NAPKIN_NCCL_LIBRARY) at run time like
@@ -72,32 +74,23 @@ G_END_DECLS
 
 G_BEGIN_DECLS
 
-/* The four collectives the multi-GPU plans use; all-to-all is grouped ncclSend/ncclRecv
- * (ncclAlltoAll is 2.28+ only). */
-typedef enum
-{
-  NAPKIN_COLLECTIVE_ALL_REDUCE,
-  NAPKIN_COLLECTIVE_ALL_GATHER,
-  NAPKIN_COLLECTIVE_REDUCE_SCATTER,
-  NAPKIN_COLLECTIVE_ALL_TO_ALL,
-  NAPKIN_N_COLLECTIVES
-} NapkinCollective;
-
+/* The collectives of NapkinCollectiveKind (napkin-arch.h); all-to-all runs as grouped
+ * ncclSend/ncclRecv (ncclAlltoAll is 2.28+ only). */
 /* "all-reduce", "all-gather", "reduce-scatter", "all-to-all" */
-const char *napkin_collective_to_string   (NapkinCollective kind);
+const char *napkin_nccl_collective_name   (NapkinCollectiveKind kind);
 /* Also takes the underscore spellings; FALSE when unknown. */
-gboolean    napkin_collective_from_string (const char       *name,
-                                           NapkinCollective *kind);
+gboolean    napkin_nccl_collective_parse  (const char           *name,
+                                           NapkinCollectiveKind *kind);
 /* nccl-tests' conventions (its doc/PERFORMANCE.md): the "size" of an operation is
  * the larger of a rank's send and receive buffers — count·elem for all-reduce,
  * n·count·elem for all-gather (count sent), reduce-scatter (count received) and
  * all-to-all (count to each peer). algbw = size / time; busbw = algbw · factor:
  * 2(n−1)/n for all-reduce, (n−1)/n for the other three. */
-gint64      napkin_collective_size_bytes  (NapkinCollective kind,
+gint64      napkin_nccl_size_bytes        (NapkinCollectiveKind kind,
                                            gint64           count,
                                            guint            elem_bytes,
                                            guint            n);
-double      napkin_collective_bus_factor  (NapkinCollective kind,
+double      napkin_nccl_bus_factor        (NapkinCollectiveKind kind,
                                            guint            n);
 
 G_END_DECLS

@@ -87,7 +87,7 @@ describe_group (NapkinGpuGroup *g,
  * between two events per GPU, the slowest GPU's span, `repeats` times; the median / batch. */
 static gboolean
 time_collective (NapkinGpuGroup     *g,
-                 NapkinCollective    kind,
+                 NapkinCollectiveKind    kind,
                  const CUdeviceptr  *send,
                  const CUdeviceptr  *recv,
                  gint64              count,
@@ -164,9 +164,9 @@ napkin_runner_collectives (NapkinCudaDriver                *cu,
     run[k] = opt->only == NULL;
   for (guint i = 0; opt->only && opt->only[i]; i++)
     {
-      NapkinCollective kind;
+      NapkinCollectiveKind kind;
 
-      if (!napkin_collective_from_string (opt->only[i], &kind))
+      if (!napkin_nccl_collective_parse (opt->only[i], &kind))
         {
           *message = g_strdup_printf ("--collective: “%s” is not all-reduce, all-gather, reduce-scatter or all-to-all",
                                       opt->only[i]);
@@ -213,7 +213,7 @@ napkin_runner_collectives (NapkinCudaDriver                *cu,
         gint64 count = k == NAPKIN_COLLECTIVE_ALL_REDUCE ? elems : elems / g.n;
         double med = 0, lo = 0, hi = 0, algbw;
         json_object *o;
-        g_autofree char *what = g_strdup_printf ("%s of %.0f MiB", napkin_collective_to_string (k), size / 1048576.0);
+        g_autofree char *what = g_strdup_printf ("%s of %.0f MiB", napkin_nccl_collective_name (k), size / 1048576.0);
 
         progress (0.2 + 0.75 * done++ / (4.0 * n_sizes), what);
         if (!time_collective (&g, k, send, recv, count, opt->repeats, opt->batch, &med, &lo, &hi, message))
@@ -221,17 +221,17 @@ napkin_runner_collectives (NapkinCudaDriver                *cu,
             code = fail (status, "fault", EXIT_FAULT);
             goto out;
           }
-        bytes = napkin_collective_size_bytes (k, count, 2, g.n);
+        bytes = napkin_nccl_size_bytes (k, count, 2, g.n);
         algbw = bytes / (med * 1e-3) / 1e9;
         o = json_object_new_object ();
-        json_object_object_add (o, "kind", json_object_new_string (napkin_collective_to_string (k)));
+        json_object_object_add (o, "kind", json_object_new_string (napkin_nccl_collective_name (k)));
         json_object_object_add (o, "bytes", json_object_new_int64 (bytes));
         json_object_object_add (o, "count", json_object_new_int64 (count));
         json_object_object_add (o, "time_ms", json_object_new_double (med));
         json_object_object_add (o, "min_ms", json_object_new_double (lo));
         json_object_object_add (o, "max_ms", json_object_new_double (hi));
         json_object_object_add (o, "algbw_gbps", json_object_new_double (algbw));
-        json_object_object_add (o, "busbw_gbps", json_object_new_double (algbw * napkin_collective_bus_factor (k, g.n)));
+        json_object_object_add (o, "busbw_gbps", json_object_new_double (algbw * napkin_nccl_bus_factor (k, g.n)));
         json_object_array_add (results, o);
       }
   *status = g_strdup ("ok");

@@ -94,26 +94,26 @@ test_nccl_version_codes (void)
 static void
 test_collective_formulas (void)
 {
-  NapkinCollective k = NAPKIN_COLLECTIVE_ALL_REDUCE;
+  NapkinCollectiveKind k = NAPKIN_COLLECTIVE_ALL_REDUCE;
   double t;
 
-  g_assert_cmpfloat_with_epsilon (napkin_collective_bus_factor (NAPKIN_COLLECTIVE_ALL_REDUCE, 2), 1.0, 1e-12);
-  g_assert_cmpfloat_with_epsilon (napkin_collective_bus_factor (NAPKIN_COLLECTIVE_ALL_REDUCE, 8), 1.75, 1e-12);
-  g_assert_cmpfloat_with_epsilon (napkin_collective_bus_factor (NAPKIN_COLLECTIVE_ALL_GATHER, 8), 0.875, 1e-12);
-  g_assert_cmpfloat_with_epsilon (napkin_collective_bus_factor (NAPKIN_COLLECTIVE_REDUCE_SCATTER, 4), 0.75, 1e-12);
-  g_assert_cmpfloat_with_epsilon (napkin_collective_bus_factor (NAPKIN_COLLECTIVE_ALL_TO_ALL, 2), 0.5, 1e-12);
-  g_assert_cmpint (napkin_collective_size_bytes (NAPKIN_COLLECTIVE_ALL_REDUCE, 8 << 20, 2, 2), ==, 16 << 20);
-  g_assert_cmpint (napkin_collective_size_bytes (NAPKIN_COLLECTIVE_ALL_GATHER, 4 << 20, 2, 2), ==, 16 << 20);
-  g_assert_cmpint (napkin_collective_size_bytes (NAPKIN_COLLECTIVE_ALL_TO_ALL, 1 << 20, 2, 8), ==, 16 << 20);
+  g_assert_cmpfloat_with_epsilon (napkin_nccl_bus_factor (NAPKIN_COLLECTIVE_ALL_REDUCE, 2), 1.0, 1e-12);
+  g_assert_cmpfloat_with_epsilon (napkin_nccl_bus_factor (NAPKIN_COLLECTIVE_ALL_REDUCE, 8), 1.75, 1e-12);
+  g_assert_cmpfloat_with_epsilon (napkin_nccl_bus_factor (NAPKIN_COLLECTIVE_ALL_GATHER, 8), 0.875, 1e-12);
+  g_assert_cmpfloat_with_epsilon (napkin_nccl_bus_factor (NAPKIN_COLLECTIVE_REDUCE_SCATTER, 4), 0.75, 1e-12);
+  g_assert_cmpfloat_with_epsilon (napkin_nccl_bus_factor (NAPKIN_COLLECTIVE_ALL_TO_ALL, 2), 0.5, 1e-12);
+  g_assert_cmpint (napkin_nccl_size_bytes (NAPKIN_COLLECTIVE_ALL_REDUCE, 8 << 20, 2, 2), ==, 16 << 20);
+  g_assert_cmpint (napkin_nccl_size_bytes (NAPKIN_COLLECTIVE_ALL_GATHER, 4 << 20, 2, 2), ==, 16 << 20);
+  g_assert_cmpint (napkin_nccl_size_bytes (NAPKIN_COLLECTIVE_ALL_TO_ALL, 1 << 20, 2, 8), ==, 16 << 20);
   /* 16 MiB all-reduce on 2 GPUs at 223 GB/s bus bandwidth: algbw = busbw, 75.2 µs */
-  t = (16 << 20) / (223e9 / napkin_collective_bus_factor (NAPKIN_COLLECTIVE_ALL_REDUCE, 2));
+  t = (16 << 20) / (223e9 / napkin_nccl_bus_factor (NAPKIN_COLLECTIVE_ALL_REDUCE, 2));
   g_assert_cmpfloat_with_epsilon (t * 1e6, 75.23, 0.01);
-  g_assert_true (napkin_collective_from_string ("reduce_scatter", &k));
+  g_assert_true (napkin_nccl_collective_parse ("reduce_scatter", &k));
   g_assert_cmpint (k, ==, NAPKIN_COLLECTIVE_REDUCE_SCATTER);
-  g_assert_true (napkin_collective_from_string ("All-To-All", &k));
+  g_assert_true (napkin_nccl_collective_parse ("All-To-All", &k));
   g_assert_cmpint (k, ==, NAPKIN_COLLECTIVE_ALL_TO_ALL);
-  g_assert_false (napkin_collective_from_string ("broadcast", &k));
-  g_assert_cmpstr (napkin_collective_to_string (NAPKIN_COLLECTIVE_ALL_GATHER), ==, "all-gather");
+  g_assert_false (napkin_nccl_collective_parse ("broadcast", &k));
+  g_assert_cmpstr (napkin_nccl_collective_name (NAPKIN_COLLECTIVE_ALL_GATHER), ==, "all-gather");
 }
 
 /* A GPU's slice of a seeded input: [2, 6, 3] split along dimension 1 across 3 GPUs. */
