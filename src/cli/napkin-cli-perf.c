@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "napkin-cli.h"
+#include "napkin-shard-model.h"
 #include "napkin-error.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
@@ -317,6 +318,99 @@ load_or_report (const char          *command,
   return NAPKIN_CLI_FAILED;
 }
 
+/* analyze --gpus N: one GPU's kernels, the collectives between them, the totals
+ * (docs/multi-gpu.md). */
+static void
+print_time (double s)
+{
+  if (s < 0)
+    printf ("        ?");
+  else if (s < 1e-3)
+    printf ("%7.1f µs", s * 1e6);
+  else
+    printf ("%7.3f ms", s * 1e3);
+}
+
+static int
+analyze_gpus (NapkinDiagram              *diagram,
+              NapkinArch                 *arch,
+              const NapkinAnalyzeOptions *options,
+              guint                       gpus,
+              Format                      format,
+              const char                 *file)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinShardAnalysis) sa = napkin_shard_analyze (diagram, arch, gpus, options, &error);
+  const NapkinShardPlan *plan;
+  guint next = 0;
+
+  if (sa == NULL)
+    {
+      fprintf (stderr, "%s: %s\n", file, error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  plan = sa->shard;
+  if (format == FORMAT_JSON)
+    {
+      g_autoptr(json_object) root = napkin_shard_analysis_to_json (sa);
+
+      json_object_object_add (root, "file", json_object_new_string (file));
+      json_object_object_add (root, "arch", json_object_new_string (arch->id));
+      print_json (root);
+      return sa->analysis->feasible ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
+    }
+  if (format == FORMAT_CSV || format == FORMAT_MD)
+    {
+      fprintf (stderr, "analyze: --gpus prints text or json\n");
+      return NAPKIN_CLI_USAGE;
+    }
+  printf ("%s on %u× %s", file, plan->gpus, arch->id);
+  if (plan->axis != NULL)
+    printf (" — gpus region “%s”: %s = %" G_GINT64_FORMAT " split, %" G_GINT64_FORMAT " per GPU",
+            plan->region, plan->axis, plan->axis_size, plan->axis_size / plan->gpus);
+  printf ("\n\nOne GPU's program (kernels and collectives in run order):\n");
+  for (guint k = 0; k <= sa->analysis->kernels->len; k++)
+    {
+      for (; next < plan->collectives->len; next++)
+        {
+          const NapkinCollective *c = g_ptr_array_index (plan->collectives, next);
+
+          if (c->before_kernel > k)
+            break;
+          printf ("  %-14s %-12s %12" G_GINT64_FORMAT " B/rank ", napkin_collective_to_string (c->kind), c->tensor, c->bytes);
+          print_time (c->seconds);
+          printf ("  at %.0f GB/s bus", c->bus_bandwidth / 1e9);
+          if (c->chunks > 1)
+            printf (", %u chunks of ", c->chunks), print_time (c->chunk_seconds);
+          printf ("\n");
+        }
+      if (k < sa->analysis->kernels->len)
+        {
+          const NapkinKernelCost *kc = &g_array_index (sa->analysis->kernels, NapkinKernelCost, k);
+
+          printf ("  kernel %-7u %-34s ", k + 1, kc->name);
+          print_time (kc->time_s_predicted);
+          printf ("\n");
+        }
+    }
+  printf ("\ncompute   ");
+  print_time (sa->compute_s);
+  printf ("\ncollectives");
+  print_time (sa->comm_s);
+  printf ("\ntotal     ");
+  print_time (sa->total_s);
+  printf ("  (one after the other)\n");
+  if (plan->chunks > 1)
+    {
+      printf ("overlapped");
+      print_time (sa->overlapped_s);
+      printf ("  (%u chunks along %s; gain ", plan->chunks, plan->chunk_axis);
+      print_time (sa->gain_s);
+      printf (")\n");
+    }
+  return sa->analysis->feasible ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
+}
+
 int
 napkin_cli_analyze (int    argc,
                     char **argv)
@@ -326,8 +420,11 @@ napkin_cli_analyze (int    argc,
   g_autofree char *dtype_str = NULL;
   g_autofree char *format_str = NULL;
   gboolean paper = FALSE, no_wgmma = FALSE, as_json = FALSE;
+  int gpus = 0;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs); default h100", "ID" },
+    { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus,
+      "Price the diagram's gpus region on N GPUs: one GPU's kernels, the collectives, the total and the overlapped total (docs/multi-gpu.md)", "N" },
     { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_str, "Give every tensor this element type (quantisation)", "T" },
     { "format", 0, 0, G_OPTION_ARG_STRING, &format_str, "Output: text (default), json, csv or md", "FORMAT" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
@@ -366,6 +463,10 @@ napkin_cli_analyze (int    argc,
     return rc;
   options.paper = paper;
   options.no_wgmma = no_wgmma;
+  if (gpus < 0 || gpus > 1024)
+    return napkin_cli_usage_error ("analyze", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
+  if (gpus > 0)
+    return analyze_gpus (diagram, arch, &options, gpus, format, argv[1]);
   analysis = napkin_analyze (diagram, arch, &options, &error);
   if (analysis == NULL)
     {

@@ -7,6 +7,7 @@
 
 #include "napkin-cli.h"
 #include "napkin-plan.h"
+#include "napkin-shard.h"
 
 /* napkin-cli plan: the kernel plan (docs/plan.md) of a diagram on an architecture, as
  * JSON (--format json) or one paragraph per kernel. */
@@ -40,6 +41,53 @@ print_text (const NapkinPlan *plan,
   (void) d;
 }
 
+/* plan --gpus N (docs/multi-gpu.md). */
+static int
+plan_gpus (NapkinDiagram *diagram,
+           NapkinArch    *arch,
+           guint          gpus,
+           gboolean       json,
+           const char    *file)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinShardPlan) shard = napkin_shard_plan_build (diagram, arch, gpus, &error);
+
+  if (shard == NULL)
+    {
+      fprintf (stderr, "%s: %s\n", file, error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  if (json)
+    {
+      json_object *root = napkin_shard_plan_to_json (shard);
+
+      json_object_object_add (root, "file", json_object_new_string (file));
+      json_object_object_add (root, "plan", napkin_plan_to_json (shard->plan, shard->shard));
+      printf ("%s\n", json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                                                              | JSON_C_TO_STRING_NOSLASHESCAPE));
+      json_object_put (root);
+      return shard->plan->feasible ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
+    }
+  printf ("%s on %u GPUs", file, shard->gpus);
+  if (shard->axis != NULL)
+    printf (": %s = %" G_GINT64_FORMAT " split across them, %" G_GINT64_FORMAT " per GPU",
+            shard->axis, shard->axis_size, shard->axis_size / shard->gpus);
+  printf ("\n\nCollectives (before kernel; %u = after the last):\n", shard->plan->kernels->len + 1);
+  for (guint i = 0; i < shard->collectives->len; i++)
+    {
+      const NapkinCollective *c = g_ptr_array_index (shard->collectives, i);
+
+      printf ("  before %u: %s of %s (%s → %s), %" G_GINT64_FORMAT " B per rank, %.1f µs at %.0f GB/s bus\n",
+              c->before_kernel + 1, napkin_collective_to_string (c->kind), c->tensor, c->src, c->dst,
+              c->bytes, c->seconds * 1e6, c->bus_bandwidth / 1e9);
+    }
+  if (shard->collectives->len == 0)
+    printf ("  none\n");
+  printf ("\nOne GPU's kernels: ");
+  print_text (shard->plan, shard->shard, file);
+  return shard->plan->feasible ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
+}
+
 int
 napkin_cli_plan (int    argc,
                  char **argv)
@@ -48,8 +96,11 @@ napkin_cli_plan (int    argc,
   g_autofree char *arch_id = NULL;
   g_autofree char *format = NULL;
   gboolean json = FALSE, generic = FALSE;
+  int gpus = 0;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs) or sm_XY; default h100", "ID" },
+    { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus,
+      "The shard plan of the diagram's gpus region on N GPUs: one GPU's kernels and the collectives (docs/multi-gpu.md)", "N" },
     { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "FORMAT" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Plan every kernel on the generic lowering", NULL },
@@ -85,6 +136,10 @@ napkin_cli_plan (int    argc,
       fprintf (stderr, "%s: invalid: %s\n", argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }
+  if (gpus < 0 || gpus > 1024)
+    return napkin_cli_usage_error ("plan", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
+  if (gpus > 0)
+    return plan_gpus (diagram, arch, gpus, json, argv[1]);
   options.generic_only = generic;
   plan = napkin_plan_build (diagram, arch, &options, &error);
   if (plan == NULL)

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#pragma once
+
+#include "napkin-model.h"
+#include "napkin-shard.h"
+
+G_BEGIN_DECLS
+
+/* Several GPUs priced (docs/multi-gpu.md, docs/model.md "Collectives", "Overlap"):
+ * one GPU's kernels (the shard diagram through the one-GPU model), the collectives
+ * between them, their sum, and the time when the gpus region overlaps collectives
+ * with the compute that makes their data. */
+typedef struct
+{
+  NapkinShardPlan *shard;          /* owned */
+  NapkinAnalysis  *analysis;       /* the shard diagram on one GPU (owned) */
+  double           compute_s;      /* the shard's predicted time */
+  double           comm_s;         /* the collectives, one after another */
+  double           total_s;        /* compute + collectives, no overlap */
+  double           overlapped_s;   /* with the region's overlap; = total_s without */
+  double           gain_s;         /* total_s − overlapped_s */
+} NapkinShardAnalysis;
+
+NapkinShardAnalysis *napkin_shard_analyze          (NapkinDiagram              *diagram,
+                                                    NapkinArch                 *arch,
+                                                    guint                       gpus,
+                                                    const NapkinAnalyzeOptions *options,
+                                                    GError                    **error);
+void                 napkin_shard_analysis_free    (NapkinShardAnalysis        *analysis);
+/* The shard plan's JSON plus "compute_s", "total_s", "overlapped_s", "gain_s" and
+ * "kernel_times": one GPU's predicted seconds per kernel. */
+json_object         *napkin_shard_analysis_to_json (NapkinShardAnalysis        *analysis);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinShardAnalysis, napkin_shard_analysis_free)
+
+G_END_DECLS
