@@ -558,6 +558,32 @@ test_runner_dry_run (void)
   g_assert_true (json_object_get_boolean (json_object_object_get (c, "pack")));
   g_assert_false (json_object_get_boolean (json_object_object_get (c, "unpack")));
   json_object_put (r);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* the overlapped MLP: its 4-chunk module compiles and every input and output of a
+   * chunk is a contiguous piece along t (or a whole weight) */
+  {
+    g_autofree char *tp = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "tp-mlp-overlap.napkin", NULL);
+    json_object *o;
+
+    g_spawn_sync (NULL, (char *[]) { (char *) real, tp, "--gpus=2", "--dry-run", "--model=h100", NULL }, NULL,
+                  G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
+    g_assert_no_error (error);
+    r = json_tokener_parse (out);
+    g_assert_nonnull (r);
+    g_assert_cmpstr (json_object_get_string (json_object_object_get (r, "status")), ==, "ok");
+    o = json_object_object_get (r, "overlap");
+    g_assert_cmpint (json_object_get_int (json_object_object_get (o, "chunks")), ==, 4);
+    g_assert_cmpint (json_object_get_int (json_object_object_get (o, "chunk_kernels")), ==,
+                     json_object_get_int (json_object_object_get (r, "module_kernels")));
+    g_assert_null (json_object_object_get (o, "note"));
+    c = json_object_array_get_idx (json_object_object_get (r, "collectives"), 0);
+    g_assert_cmpstr (json_object_get_string (json_object_object_get (c, "kind")), ==, "all-reduce");
+    g_assert_cmpstr (json_object_get_string (json_object_object_get (c, "src")), ==, "module slot");
+    g_assert_cmpstr (json_object_get_string (json_object_object_get (c, "dst")), ==, "runner buffer (as stored)");
+    json_object_put (r);
+  }
 }
 
 int
