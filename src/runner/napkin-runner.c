@@ -972,8 +972,10 @@ multi_alloc (Multi   *m,
 
   if (m->dry)
     return 1;
+  /* poisoned (0xff: NaN in every float type) so that an element never written shows */
   if (!napkin_gpu_group_use (&m->g, r, message)
-      || !check (cu.MemAlloc (&p, MAX (bytes, 16)), "allocating device memory", message))
+      || !check (cu.MemAlloc (&p, MAX (bytes, 16)), "allocating device memory", message)
+      || !check (cu.MemsetD8 (p, 0xff, MAX (bytes, 16)), "poisoning device memory", message))
     return 0;
   g_ptr_array_add (m->owned, GSIZE_TO_POINTER ((gsize) r));
   g_ptr_array_add (m->owned, GSIZE_TO_POINTER ((gsize) p));
@@ -1599,6 +1601,12 @@ multi_overlap (Multi         *m,
         gint64 piece = last->chunk / k;
         double worst_ms = 0;
 
+        /* the result poisoned before each overlapped run, so the check sees this run's */
+        for (guint r = 0; r < n && ok && v == 0; r++)
+          ok = napkin_gpu_group_use (&m->g, r, &message)
+               && check (cu.MemsetD8 (last->dst[r], 0xff, (gsize) last->dst_elems * napkin_dtype_bytes (last->c->dtype)),
+                         "poisoning the result", &message);
+        ok = ok && napkin_gpu_group_sync (&m->g, &message);
         for (guint c = 0; c < m->n_colls && ok; c++)   /* whole input collectives first */
           if (&m->colls[c] != last)
             ok = multi_run_collective (m, &m->colls[c], &message);
@@ -1896,7 +1904,10 @@ run_gpus (NapkinDiagram *d,
     }
 
   progress (0.5, "Running the shard program on every GPU");
-  if (!multi_run_once (&m, NULL, &message) || !napkin_gpu_group_sync (&m.g, &message))
+  /* the copies and fills above went through the legacy stream, which the non-blocking
+   * streams do not wait for */
+  if (!napkin_gpu_group_sync (&m.g, &message) || !multi_run_once (&m, NULL, &message)
+      || !napkin_gpu_group_sync (&m.g, &message))
     {
       code = EXIT_FAULT, status = "fault";
       goto out;
