@@ -113,7 +113,7 @@ mut('region-not-connected', LN, lambda d: d['regions'][0].update(nodes=['ln', 'a
     'Region “rows” is not connected: “add” has no wire to “ln” through the region\tregions[0]')
 mut('region-level-hbm', MM, lambda d: d['regions'][0].update(level='hbm'),
     'Region “block” is at hbm, where the whole diagram already lives; choose l2, smem or registers\tregions[0]')
-mut('region-level-unknown', MM, lambda d: d['regions'][0].update(level='sram'), 'The level of region “block”: unknown value “sram” (l2, smem, registers)\tregions[0].level')
+mut('region-level-unknown', MM, lambda d: d['regions'][0].update(level='sram'), 'The level of region “block”: unknown value “sram” (l2, smem, registers, gpus)\tregions[0].level')
 mut('region-empty', MM, lambda d: d['regions'][0].update(nodes=[]), 'Region “block” holds no operation\tregions[0]')
 mut('mark-unknown', MM, lambda d: d['regions'][0]['marks'].update(k={'split': 4}), 'The mark on axis k in region “block”: unknown mark “split” (parallel, stream)\tregions[0].marks.k')
 mut('tile-zero', MM, lambda d: d['regions'][0]['marks'].update(k={'stream': 0}),
