@@ -1007,12 +1007,6 @@ slice_copy (Multi                  *m,
                 "launching a slice copy", message);
 }
 
-static int
-split_of (int split)
-{
-  return split;
-}
-
 static gint64
 local_elements (const NapkinCollective *c,
                 int                     split,
@@ -1040,8 +1034,8 @@ multi_prepare_collective (Multi     *m,
                                   reduces ? "sum" : "move", napkin_dtype_to_string (c->dtype));
       return FALSE;
     }
-  mc->src_elems = local_elements (c, split_of (c->in_split), n);
-  mc->dst_elems = local_elements (c, split_of (c->out_split), n);
+  mc->src_elems = local_elements (c, c->in_split, n);
+  mc->dst_elems = local_elements (c, c->out_split, n);
   mc->src_stored = src_slot < 0;
   mc->dst_stored = dst_slot < 0;
   switch (c->kind)
