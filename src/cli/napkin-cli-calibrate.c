@@ -155,6 +155,89 @@ write_tensor_rates (json_object *profile,
   return line;
 }
 
+/* calibrate --collectives: NCCL's four collectives timed on N GPUs (napkin-runner
+ * --collectives), each beside the model's price from the profile's interconnect
+ * (docs/multi-gpu.md, "Running on several GPUs"). Writes no profile. */
+static int
+calibrate_collectives (int         gpus,
+                       const char *base,
+                       gint64      max_bytes,
+                       int         timeout,
+                       gboolean    as_json)
+{
+  g_autofree char *g = g_strdup_printf ("--gpus=%d", gpus);
+  g_autofree char *mb = g_strdup_printf ("--max-bytes=%" G_GINT64_FORMAT, max_bytes);
+  const char *args[] = { "--collectives", g, mb, NULL };
+  g_autoptr(NapkinRunJob) job = napkin_run_job_new_for_args (args);
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  g_autoptr(json_object) result = NULL;
+  CalWait wait = { 0 };
+  const char *status, *gpu;
+  NapkinArch *arch = NULL;
+  json_object *list;
+
+  napkin_run_job_set_timeout (job, MAX (timeout, 10));
+  wait.loop = loop;
+  napkin_run_job_run_async (job, NULL, cal_done, &wait);
+  g_main_loop_run (loop);
+  if (wait.result == NULL)
+    {
+      fprintf (stderr, "napkin-cli calibrate: %s\n", wait.error->message);
+      g_error_free (wait.error);
+      return NAPKIN_CLI_FAILED;
+    }
+  result = wait.result;
+  status = json_object_get_string (json_object_object_get (result, "status"));
+  if (g_strcmp0 (status, "ok") != 0)
+    {
+      fprintf (stderr, "napkin-cli calibrate: %s: %s\n", status ? status : "failed",
+               json_object_get_string (json_object_object_get (result, "message")));
+      return NAPKIN_CLI_FAILED;
+    }
+  gpu = json_object_get_string (json_object_object_get (json_object_object_get (result, "gpu"), "name"));
+  if (base == NULL)
+    base = base_id_for (gpu);
+  if (base != NULL)
+    arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), base, NULL);
+  json_object_object_add (result, "model", arch ? json_object_new_string (arch->id) : NULL);
+  list = json_object_object_get (result, "collectives");
+  if (!as_json)
+    printf ("%s × %d, NCCL %s, bf16; predicted by %s\n%-15s %12s %11s %11s %9s %10s %6s\n", gpu, gpus,
+            json_object_get_string (json_object_object_get (json_object_object_get (result, "nccl"), "version")),
+            arch ? arch->id : "— (no profile)", "collective", "bytes", "time ms", "predicted", "busbw", "model bw", "ratio");
+  for (guint i = 0; list && i < json_object_array_length (list); i++)
+    {
+      json_object *o = json_object_array_get_idx (list, i);
+      const char *kind = json_object_get_string (json_object_object_get (o, "kind"));
+      double bytes = num (o, "bytes"), ms = num (o, "time_ms"), bw = 0, pred = -1;
+
+      for (guint k = 0; arch != NULL && k < NAPKIN_N_COLLECTIVES; k++)
+        if (g_str_equal (kind, napkin_collective_to_string (k)))
+          pred = napkin_arch_collective_seconds (arch, k, (guint) gpus, bytes, &bw);
+      if (pred > 0)
+        {
+          json_object_object_add (o, "predicted_ms", json_object_new_double (pred * 1e3));
+          json_object_object_add (o, "model_busbw_gbps", json_object_new_double (bw / 1e9));
+          json_object_object_add (o, "ratio", json_object_new_double (ms / (pred * 1e3)));
+        }
+      if (!as_json)
+        {
+          char p[32] = "—", b[32] = "—", q[32] = "—";
+
+          if (pred > 0)
+            {
+              g_snprintf (p, sizeof p, "%.4f", pred * 1e3);
+              g_snprintf (b, sizeof b, "%.1f", bw / 1e9);
+              g_snprintf (q, sizeof q, "%.2f", ms / (pred * 1e3));
+            }
+          printf ("%-15s %12.0f %11.4f %11s %9.1f %10s %6s\n", kind, bytes, ms, p, num (o, "busbw_gbps"), b, q);
+        }
+    }
+  if (as_json)
+    printf ("%s\n", json_object_to_json_string_ext (result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+  return NAPKIN_CLI_OK;
+}
+
 int
 napkin_cli_calibrate (int    argc,
                       char **argv)
@@ -163,8 +246,15 @@ napkin_cli_calibrate (int    argc,
   g_autofree char *output = NULL;
   g_autofree char *base = NULL;
   g_autofree char *format = NULL;
-  int timeout = 300;
+  int timeout = 300, gpus = 2;
+  gboolean collectives = FALSE;
+  gint64 max_bytes = 1 << 30;
   const GOptionEntry entries[] = {
+    { "collectives", 0, 0, G_OPTION_ARG_NONE, &collectives,
+      "Instead: time NCCL's all-reduce, all-gather, reduce-scatter and all-to-all (bf16, 1 MiB to --max-bytes) on --gpus GPUs "
+      "beside the model's prediction", NULL },
+    { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus, "With --collectives: how many GPUs (default 2)", "N" },
+    { "max-bytes", 0, 0, G_OPTION_ARG_INT64, &max_bytes, "With --collectives: the largest message (default 1 GiB)", "B" },
     { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json (the measurements; the summary goes to standard error)",
       "FORMAT" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
@@ -205,6 +295,12 @@ napkin_cli_calibrate (int    argc,
     case -1: return NAPKIN_CLI_USAGE;
     case 1: as_json = TRUE; break;
     default: break;
+    }
+  if (collectives)
+    {
+      if (gpus < 2 || gpus > 16 || max_bytes < (1 << 20))
+        return napkin_cli_usage_error ("calibrate", "--collectives needs --gpus 2 to 16 and --max-bytes of 1 MiB or more");
+      return calibrate_collectives (gpus, base, max_bytes, timeout, as_json);
     }
 
   job = napkin_run_job_new_for_args (args);

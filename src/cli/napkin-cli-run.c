@@ -17,6 +17,7 @@
 
 #if __has_include("napkin-prediction.h")
 #include "napkin-prediction.h"
+#include "napkin-shard-model.h"
 #include "napkin-tune.h"
 #define HAVE_PERF 1
 #endif
@@ -105,6 +106,73 @@ print_phases (json_object *r)
   g_string_free (line, TRUE);
 }
 
+/* --gpus N: the model's shard analysis beside the measurement — one GPU's compute,
+ * the collectives, their sum, the overlapped time and its gain (docs/multi-gpu.md). */
+static void
+add_gpus_prediction (NapkinDiagram *diagram,
+                     json_object   *result,
+                     const char    *model_id,
+                     guint          gpus)
+{
+#ifdef HAVE_PERF
+  const char *id = model_id ? model_id : json_object_get_string (json_object_object_get (result, "model"));
+  NapkinArch *arch = id ? napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, NULL) : NULL;
+  g_autoptr(NapkinShardAnalysis) sa = arch ? napkin_shard_analyze (diagram, arch, gpus, NULL, NULL) : NULL;
+  json_object *p;
+
+  if (sa == NULL)
+    return;
+  p = json_object_new_object ();
+  json_object_object_add (p, "arch", json_object_new_string (arch->id));
+  json_object_object_add (p, "compute_ms", json_object_new_double (sa->compute_s * 1e3));
+  json_object_object_add (p, "collectives_ms", json_object_new_double (sa->comm_s * 1e3));
+  json_object_object_add (p, "time_ms", json_object_new_double (sa->total_s * 1e3));
+  json_object_object_add (p, "overlapped_ms", json_object_new_double (sa->overlapped_s * 1e3));
+  json_object_object_add (p, "gain_ms", json_object_new_double (sa->gain_s * 1e3));
+  json_object_object_add (result, "prediction", p);
+#endif
+}
+
+static void
+print_gpus_summary (const char  *path,
+                    json_object *r)
+{
+  json_object *kernels = json_object_object_get (r, "kernels");
+  json_object *colls = json_object_object_get (r, "collectives");
+  double ms = get_double (r, "time_ms.median"), pred = get_double (r, "prediction.time_ms");
+
+  printf ("%s: %s on %.0f× %s (%s, NCCL %s)\n", path, get_string (r, "title") ? get_string (r, "title") : "",
+          get_double (r, "gpus"), get_string (r, "gpu.name"), get_string (r, "arch"), get_string (r, "nccl.version"));
+  for (guint k = 0; kernels && k < json_object_array_length (kernels); k++)
+    {
+      json_object *o = json_object_array_get_idx (kernels, k);
+
+      printf ("  kernel     %-12s %-9s %9.4f ms\n", get_string (o, "name"), get_string (o, "skeleton"),
+              get_double (o, "time_ms"));
+    }
+  for (guint c = 0; colls && c < json_object_array_length (colls); c++)
+    {
+      json_object *o = json_object_array_get_idx (colls, c);
+
+      printf ("  %-14s %-6s %8.1f MB/rank %9.4f ms, predicted %s%.4f ms (%.0f GB/s bus)\n", get_string (o, "kind"),
+              get_string (o, "tensor"), get_double (o, "bytes") / 1e6, get_double (o, "measured_ms"),
+              isnan (get_double (o, "predicted_ms")) ? "— " : "", get_double (o, "predicted_ms"), get_double (o, "busbw_gbps"));
+    }
+  printf ("  time       %.4f ms, median of %.0f (kernels %.4f, collectives %.4f)\n", ms, get_double (r, "time_ms.repeats"),
+          get_double (r, "time_ms.kernels_ms"), get_double (r, "time_ms.collectives_ms"));
+  printf ("  error      %.3g relative to the one-GPU fp32 reference (bound %.3g): %s\n", get_double (r, "error.max_rel"),
+          get_double (r, "error.bound"),
+          json_object_get_boolean (json_object_object_get (json_object_object_get (r, "error"), "ok")) ? "ok" : "WRONG");
+  if (!isnan (pred))
+    printf ("  predicted  %.4f ms on %s (compute %.4f, collectives %.4f); measured / predicted = %.2f\n", pred,
+            get_string (r, "prediction.arch"), get_double (r, "prediction.compute_ms"),
+            get_double (r, "prediction.collectives_ms"), ms / pred);
+  if (!isnan (get_double (r, "overlap.time_ms.median")))
+    printf ("  overlapped %.4f ms in %.0f chunks: gain %.4f ms measured, %.4f ms predicted\n",
+            get_double (r, "overlap.time_ms.median"), get_double (r, "overlap.chunks"), get_double (r, "overlap.gain_ms"),
+            get_double (r, "prediction.gain_ms"));
+}
+
 static void
 print_summary (const char  *path,
                json_object *r)
@@ -156,13 +224,15 @@ napkin_cli_run (int    argc,
   NapkinCliOverrides overrides = { NULL, NULL };
   gboolean as_json = FALSE, generic = FALSE, no_reference = FALSE, plain = FALSE, tune = FALSE, no_energy = FALSE;
   gboolean no_cache = FALSE;
-  int repeats = 20, timeout = 300, reference_repeats = 5;
+  int repeats = 20, timeout = 300, reference_repeats = 5, gpus = 1;
   gint64 seed = 1234;
   g_autofree char *inject = NULL;
   g_autofree char *model = NULL;
   g_autofree char *format = NULL;
   const GOptionEntry entries[] = {
     { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json (the runner's result)", "FORMAT" },
+    { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus,
+      "Run the diagram's gpus region on N GPUs with NCCL between the kernels (docs/multi-gpu.md)", "N" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (default 20)", "N" },
     { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Stop the run after this many seconds (default 300)", "S" },
@@ -214,6 +284,8 @@ napkin_cli_run (int    argc,
     return napkin_cli_usage_error ("run", _("--reference-repeats must be 0 or more, not %d"), reference_repeats);
   if (inject != NULL && !g_str_equal (inject, "fault") && !g_str_equal (inject, "hang"))
     return napkin_cli_usage_error ("run", _("--inject takes fault or hang, not “%s”"), inject);
+  if (gpus < 1 || gpus > 16)
+    return napkin_cli_usage_error ("run", _("--gpus takes 1 to 16, not %d"), gpus);
 
   diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
   napkin_cli_overrides_clear (&overrides);
@@ -263,6 +335,12 @@ napkin_cli_run (int    argc,
   g_ptr_array_add (args, g_strdup_printf ("--reference-repeats=%d", reference_repeats));
   if (inject != NULL)
     g_ptr_array_add (args, g_strdup_printf ("--inject=%s", inject));
+  if (gpus > 1)
+    {
+      g_ptr_array_add (args, g_strdup_printf ("--gpus=%d", gpus));
+      if (model != NULL)
+        g_ptr_array_add (args, g_strdup_printf ("--model=%s", model));
+    }
   g_ptr_array_add (args, NULL);
 
   job = napkin_run_job_new (diagram, (const char * const *) args->pdata);
@@ -285,7 +363,9 @@ napkin_cli_run (int    argc,
     }
   result = wait.result;
   status = get_string (result, "status");
-  if (g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0)
+  if ((g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0) && gpus > 1)
+    add_gpus_prediction (diagram, result, model, (guint) gpus);
+  else if (g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0)
     add_prediction (diagram, result, model);
   {
     /* the CLI's own steps beside the runner's (docs/perf-notes.md, "Where a run's time goes") */
@@ -301,6 +381,8 @@ napkin_cli_run (int    argc,
   if (as_json)
     printf ("%s\n", json_object_to_json_string_ext (result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
                                                             | JSON_C_TO_STRING_NOSLASHESCAPE));
+  else if ((g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0) && gpus > 1)
+    print_gpus_summary (argv[1], result);
   else if (g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0)
     print_summary (argv[1], result);
 

@@ -42,7 +42,9 @@ napkin_cuda_driver_open (NapkinCudaDriver  *driver,
     B (MemsetD8, "cuMemsetD8_v2"), B (LaunchKernel, "cuLaunchKernel"), B (EventCreate, "cuEventCreate"),
     B (EventDestroy, "cuEventDestroy_v2"),
     B (EventRecord, "cuEventRecord"), B (EventSynchronize, "cuEventSynchronize"),
-    B (EventElapsedTime, "cuEventElapsedTime_v2"), B (GetErrorName, "cuGetErrorName"),
+    B (EventElapsedTime, "cuEventElapsedTime_v2"), B (StreamCreate, "cuStreamCreate"),
+    B (StreamDestroy, "cuStreamDestroy_v2"), B (StreamSynchronize, "cuStreamSynchronize"),
+    B (StreamWaitEvent, "cuStreamWaitEvent"), B (GetErrorName, "cuGetErrorName"),
     B (GetErrorString, "cuGetErrorString"),
 #undef B
   };

@@ -41,6 +41,10 @@ typedef struct
   CUresult (*EventRecord)          (CUevent, CUstream);
   CUresult (*EventSynchronize)     (CUevent);
   CUresult (*EventElapsedTime)     (float *, CUevent, CUevent);
+  CUresult (*StreamCreate)         (CUstream *, unsigned int);
+  CUresult (*StreamDestroy)        (CUstream);
+  CUresult (*StreamSynchronize)    (CUstream);
+  CUresult (*StreamWaitEvent)      (CUstream, CUevent, unsigned int);
   CUresult (*GetErrorName)         (CUresult, const char **);
   CUresult (*GetErrorString)       (CUresult, const char **);
   /* CUDA 12+ drivers; NULL before: kernels that take tensor maps cannot run. */

@@ -23,6 +23,10 @@
 #include "napkin-interp.h"
 #include "napkin-json-private.h"
 #include "napkin-module-cache.h"
+#include "napkin-runner-multi.h"
+#include "napkin-gpu-group.h"
+#include "napkin-shard.h"
+#include "napkin-shard-slice.h"
 #include "napkin-validate.h"
 #include "napkin-kernels.h"
 
@@ -505,6 +509,7 @@ device_fill (CUdeviceptr           p,
 static gboolean
 device_alloc (Device        *dev,
               const Inputs  *inputs,
+              float        **host,
               char         **message)
 {
   guint n = n_slots (dev);
@@ -527,7 +532,18 @@ device_alloc (Device        *dev,
           dev->copies[s * MAX (dev->n_copies, 1) + c] = p;
           if (c == 0)
             dev->ptrs[s] = p;
-          if (is_input)
+          if (is_input && host != NULL)
+            {
+              /* values the caller made (a GPU's piece of a sharded input, or zeros) */
+              const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
+              gint64 elems = napkin_ir_buffer_elements (b);
+              g_autofree void *bytes_host = g_malloc (bytes);
+
+              to_device (b->dtype, host[b->tensor], bytes_host, elems);
+              if (!check (cu.MemcpyHtoD (p, bytes_host, elems * napkin_dtype_bytes (b->dtype)), "copying inputs", message))
+                return FALSE;
+            }
+          else if (is_input)
             {
               if (!device_fill (p, napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s)), inputs,
                                 message))
@@ -601,30 +617,45 @@ device_free (Device  *dev,
   return ok;
 }
 
+/* Kernel k of the module, for launch number `copy`, on `stream` (NULL: the default one). */
 static CUresult
-device_launch (Device *dev,
-               guint   copy)
+device_launch_kernel (Device   *dev,
+                      guint     k,
+                      guint     copy,
+                      CUstream  stream)
 {
   struct { CUdeviceptr p[NAPKIN_CUDA_MAX_ARGS]; } args;
   void *params[1 + 8] = { &args };
   guint n = n_slots (dev), first_map = (copy % MAX (dev->n_copies, 1)) * dev->n_maps;
+  const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
+  guint n_maps = ck->tensor_maps ? ck->tensor_maps->len : 0;
 
   memset (&args, 0, sizeof args);
   for (guint s = 0; s < n; s++)
     args.p[s] = slot_ptr (dev, s, copy);
+  /* Tensor maps go by value after the NapkinArgs, in the kernel's order. */
+  for (guint j = 0; j < k; j++)
+    {
+      const NapkinCudaKernel *before = g_ptr_array_index (dev->mod->kernels, j);
+
+      first_map += before->tensor_maps ? before->tensor_maps->len : 0;
+    }
+  if (n_maps + 1 > G_N_ELEMENTS (params))
+    return CUDA_ERROR_INVALID_VALUE;
+  for (guint m = 0; m < n_maps; m++)
+    params[1 + m] = &dev->maps[first_map++];
+  return cu.LaunchKernel (dev->functions[k], (unsigned) launch_grid (ck), 1, 1, ck->threads, 1, 1,
+                          (unsigned) ck->dynamic_smem, stream, params, NULL);
+}
+
+static CUresult
+device_launch (Device *dev,
+               guint   copy)
+{
   for (guint k = 0; k < dev->mod->kernels->len; k++)
     {
-      const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
-      guint n_maps = ck->tensor_maps ? ck->tensor_maps->len : 0;
-      CUresult res;
+      CUresult res = device_launch_kernel (dev, k, copy, NULL);
 
-      /* Tensor maps go by value after the NapkinArgs, in the kernel's order. */
-      if (n_maps + 1 > G_N_ELEMENTS (params))
-        return CUDA_ERROR_INVALID_VALUE;
-      for (guint m = 0; m < n_maps; m++)
-        params[1 + m] = &dev->maps[first_map++];
-      res = cu.LaunchKernel (dev->functions[k], (unsigned) launch_grid (ck), 1, 1, ck->threads, 1, 1,
-                             (unsigned) ck->dynamic_smem, NULL, params, NULL);
       if (res != CUDA_SUCCESS)
         return res;
     }
@@ -688,27 +719,23 @@ device_output_buffer (Device      *dev,
   return FALSE;
 }
 
-/* Relative error of output `tensor` of `got` against `want`, on the device: max |got −
- * want| / max |want|, +∞ when an element is NaN (not written); −1 when not there. */
+/* Relative error of `n` elements at `a` (type ta) against `b` (type tb), on the device:
+ * max |a − b| / max |b|, +∞ when an element is NaN (not written). */
 static double
-device_compare (CUfunction   fn,
-                Device      *got,
-                Device      *want,
-                int          tensor,
-                char       **message)
+compare_ptrs (CUfunction   fn,
+              CUdeviceptr  a,
+              NapkinDtype  ta,
+              CUdeviceptr  b,
+              NapkinDtype  tb,
+              gint64       count,
+              char       **message)
 {
-  CUdeviceptr a, b, out = 0;
-  NapkinDtype ta, tb;
-  gint64 na, nb;
+  CUdeviceptr out = 0;
   guint32 host[3] = { 0, 0, 0 };
-  int ita, itb;
-  long n;
+  int ita = (int) ta, itb = (int) tb;
+  long n = (long) count;
   double result = -1;
 
-  if (!device_output_buffer (got, tensor, &a, &ta, &na) || !device_output_buffer (want, tensor, &b, &tb, &nb))
-    return -1;
-  ita = (int) ta, itb = (int) tb;
-  n = (long) MIN (na, nb);
   if (check (cu.MemAlloc (&out, 16), "allocating the check", message)
       && check (cu.MemsetD8 (out, 0, 16), "clearing the check", message))
     {
@@ -729,6 +756,24 @@ device_compare (CUfunction   fn,
   if (out)
     cu.MemFree (out);
   return result;
+}
+
+/* Relative error of output `tensor` of `got` against `want` (compare_ptrs); −1 when
+ * either lacks it. */
+static double
+device_compare (CUfunction   fn,
+                Device      *got,
+                Device      *want,
+                int          tensor,
+                char       **message)
+{
+  CUdeviceptr a, b;
+  NapkinDtype ta, tb;
+  gint64 na, nb;
+
+  if (!device_output_buffer (got, tensor, &a, &ta, &na) || !device_output_buffer (want, tensor, &b, &tb, &nb))
+    return -1;
+  return compare_ptrs (fn, a, ta, b, tb, MIN (na, nb), message);
 }
 
 static int
@@ -1157,6 +1202,1201 @@ run_calibrate (const char  *arch,
   return finish (root, "ok", NULL, EXIT_OK);
 }
 
+/* ---- --gpus N: the shard program on N GPUs with NCCL between its kernels ---------------- *
+ * docs/multi-gpu.md, "Running on several GPUs". One thread drives every GPU: each has
+ * the shard module loaded, its slots allocated, and runs the same steps on its own
+ * stream; collectives are NCCL groups over all of them. */
+
+typedef CUevent GpuEvents[NAPKIN_MAX_GPUS];
+
+typedef struct
+{
+  const NapkinCollective *c;
+  NapkinNcclDataType      type;
+  gint64                  src_elems, dst_elems;   /* per GPU */
+  CUdeviceptr             src[NAPKIN_MAX_GPUS], dst[NAPKIN_MAX_GPUS];
+  CUdeviceptr             tmp_send[NAPKIN_MAX_GPUS], tmp_recv[NAPKIN_MAX_GPUS];
+  gboolean                pack, unpack;           /* through the copy kernels */
+  NapkinShardSlice        pack_slice, unpack_slice;
+  gint64                  chunk;                  /* elements per rank in the NCCL call */
+  guint                   at;                     /* runs before this kernel of the module */
+  gboolean                src_stored, dst_stored; /* buffers the runner owns (not module slots) */
+} MultiColl;
+
+typedef struct
+{
+  NapkinGpuGroup    g;
+  NapkinShardPlan  *plan;
+  Device            dev[NAPKIN_MAX_GPUS];
+  MultiColl        *colls;
+  guint             n_colls;
+  CUmodule          copy_module[NAPKIN_MAX_GPUS];
+  CUfunction        extract[NAPKIN_MAX_GPUS][4], place[NAPKIN_MAX_GPUS][4];   /* units 1, 2, 4, 16 */
+  GPtrArray        *owned;    /* (GPU, CUdeviceptr) pairs the runner allocated */
+  gboolean          dry;      /* --dry-run: resolve buffers and steps, touch no GPU */
+} Multi;
+
+static int
+unit_index (guint unit)
+{
+  return unit == 16 ? 3 : unit == 4 ? 2 : unit == 2 ? 1 : 0;
+}
+
+static gboolean
+nccl_type_for (NapkinDtype          dtype,
+               NapkinNcclDataType  *type,
+               gboolean             reduces)
+{
+  switch (dtype)
+    {
+    case NAPKIN_DTYPE_BF16: *type = NAPKIN_NCCL_BFLOAT16; return TRUE;
+    case NAPKIN_DTYPE_FP16: *type = NAPKIN_NCCL_FLOAT16; return TRUE;
+    case NAPKIN_DTYPE_FP32: *type = NAPKIN_NCCL_FLOAT32; return TRUE;
+    case NAPKIN_DTYPE_INT8: *type = NAPKIN_NCCL_INT8; return TRUE;
+    case NAPKIN_DTYPE_FP8_E4M3:
+    case NAPKIN_DTYPE_FP8_E5M2: *type = NAPKIN_NCCL_UINT8; return !reduces;   /* moved as bytes, never summed */
+    default: return FALSE;
+    }
+}
+
+/* The module slot of shard tensor `name` with this role, or -1. */
+static int
+find_slot (Device     *dev,
+           const char *name,
+           int         role)
+{
+  NapkinDiagram *d = dev->mod->program->diagram;
+
+  for (guint s = 0; s < dev->mod->args->len; s++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
+
+      if ((int) b->role == role && b->tensor >= 0 && g_str_equal (napkin_diagram_tensor (d, b->tensor)->name, name))
+        return (int) s;
+    }
+  return -1;
+}
+
+static CUdeviceptr
+multi_alloc (Multi   *m,
+             guint    r,
+             gint64   bytes,
+             char   **message)
+{
+  CUdeviceptr p = 0;
+
+  if (m->dry)
+    return 1;
+  /* poisoned (0xff: NaN in every float type) so that an element never written shows */
+  if (!napkin_gpu_group_use (&m->g, r, message)
+      || !check (cu.MemAlloc (&p, MAX (bytes, 16)), "allocating device memory", message)
+      || !check (cu.MemsetD8 (p, 0xff, MAX (bytes, 16)), "poisoning device memory", message))
+    return 0;
+  g_ptr_array_add (m->owned, GSIZE_TO_POINTER ((gsize) r));
+  g_ptr_array_add (m->owned, GSIZE_TO_POINTER ((gsize) p));
+  return p;
+}
+
+/* Piece `piece` of `slice` between a contiguous buffer and a strided one, on GPU r's stream. */
+static gboolean
+slice_copy (Multi                  *m,
+            guint                   r,
+            gboolean                extract,
+            const NapkinShardSlice *slice,
+            guint                   piece,
+            CUdeviceptr             dst,
+            CUdeviceptr             src,
+            gsize                   elem_bytes,
+            char                  **message)
+{
+  guint unit = napkin_shard_slice_unit (slice, elem_bytes);
+  long outer = (long) slice->outer, total = (long) slice->total, part = (long) slice->part;
+  long inner = (long) (slice->inner * (gint64) elem_bytes / unit);
+  int p = (int) piece;
+  void *params[] = { &dst, &src, &outer, &total, &part, &inner, &p };
+  gint64 n = outer * part * inner;
+  unsigned blocks = (unsigned) MAX (1, MIN ((n + 255) / 256, (gint64) MAX (1, sm_count) * 8));
+  CUfunction fn = extract ? m->extract[r][unit_index (unit)] : m->place[r][unit_index (unit)];
+
+  return check (cu.LaunchKernel (fn, blocks, 1, 1, 256, 1, 1, 0, m->g.stream[r], params, NULL),
+                "launching a slice copy", message);
+}
+
+static gint64
+local_elements (const NapkinCollective *c,
+                int                     split,
+                guint                   gpus)
+{
+  return split >= 0 ? c->elements / gpus : c->elements;
+}
+
+/* Resolves a collective's buffers and its pack/unpack on every GPU. */
+static gboolean
+multi_prepare_collective (Multi     *m,
+                          MultiColl *mc,
+                          char     **message)
+{
+  const NapkinCollective *c = mc->c;
+  guint n = m->g.n;
+  gsize eb = napkin_dtype_bytes (c->dtype);
+  int src_slot = find_slot (&m->dev[0], c->src, NAPKIN_BUF_OUTPUT);
+  int dst_slot = find_slot (&m->dev[0], c->dst, NAPKIN_BUF_INPUT);
+  gboolean reduces = c->kind == NAPKIN_COLLECTIVE_ALL_REDUCE || c->kind == NAPKIN_COLLECTIVE_REDUCE_SCATTER;
+
+  if (!nccl_type_for (c->dtype, &mc->type, reduces))
+    {
+      *message = g_strdup_printf ("%s of %s: NCCL cannot %s %s", napkin_nccl_collective_name (c->kind), c->tensor,
+                                  reduces ? "sum" : "move", napkin_dtype_to_string (c->dtype));
+      return FALSE;
+    }
+  mc->src_elems = local_elements (c, c->in_split, n);
+  mc->dst_elems = local_elements (c, c->out_split, n);
+  mc->src_stored = src_slot < 0;
+  mc->dst_stored = dst_slot < 0;
+  switch (c->kind)
+    {
+    case NAPKIN_COLLECTIVE_ALL_REDUCE:
+      mc->chunk = c->elements;
+      break;
+    case NAPKIN_COLLECTIVE_ALL_GATHER:
+      if (c->in_split < 0 || !napkin_shard_slice_init (&mc->unpack_slice, c->shape, c->rank, c->in_split, n, message))
+        return *message != NULL ? FALSE : (*message = g_strdup_printf ("all-gather of %s: the source is not split", c->tensor), FALSE);
+      mc->unpack = mc->unpack_slice.outer > 1;
+      mc->chunk = mc->src_elems;
+      break;
+    case NAPKIN_COLLECTIVE_REDUCE_SCATTER:
+      if (c->out_split < 0 || !napkin_shard_slice_init (&mc->pack_slice, c->shape, c->rank, c->out_split, n, message))
+        return *message != NULL ? FALSE : (*message = g_strdup_printf ("reduce-scatter of %s: the result is not split", c->tensor), FALSE);
+      mc->pack = mc->pack_slice.outer > 1;
+      mc->chunk = mc->dst_elems;
+      break;
+    case NAPKIN_COLLECTIVE_ALL_TO_ALL:
+      {
+        gint64 local[NAPKIN_MAX_RANK];
+        NapkinShardAllToAll a2a;
+
+        if (c->in_split < 0 || c->out_split < 0)
+          {
+            *message = g_strdup_printf ("all-to-all of %s: both sides must be split", c->tensor);
+            return FALSE;
+          }
+        memcpy (local, c->shape, c->rank * sizeof (gint64));
+        local[c->in_split] /= n;
+        if (!napkin_shard_all_to_all_init (&a2a, local, c->rank, c->in_split, c->out_split, n, message))
+          return FALSE;
+        mc->pack_slice = a2a.pack;
+        mc->unpack_slice = a2a.unpack;
+        mc->pack = a2a.pack.outer > 1;
+        mc->unpack = a2a.unpack.outer > 1;
+        mc->chunk = a2a.chunk;
+      }
+      break;
+    default:
+      *message = g_strdup ("unknown collective");
+      return FALSE;
+    }
+  for (guint r = 0; r < n; r++)
+    {
+      mc->src[r] = src_slot >= 0 ? (m->dry ? 1 : m->dev[r].ptrs[src_slot]) : multi_alloc (m, r, mc->src_elems * eb, message);
+      mc->dst[r] = dst_slot >= 0 ? (m->dry ? 1 : m->dev[r].ptrs[dst_slot]) : multi_alloc (m, r, mc->dst_elems * eb, message);
+      if (mc->src[r] == 0 || mc->dst[r] == 0)
+        return FALSE;
+      mc->tmp_send[r] = mc->pack ? multi_alloc (m, r, mc->src_elems * eb, message) : mc->src[r];
+      mc->tmp_recv[r] = mc->unpack ? multi_alloc (m, r, (c->kind == NAPKIN_COLLECTIVE_ALL_GATHER ? c->elements : mc->dst_elems) * eb, message)
+                                   : mc->dst[r];
+      if (mc->tmp_send[r] == 0 || mc->tmp_recv[r] == 0)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* One collective on every GPU: pack, the NCCL group, unpack, all on the compute streams. */
+static gboolean
+multi_run_collective (Multi     *m,
+                      MultiColl *mc,
+                      char     **message)
+{
+  gsize eb = napkin_dtype_bytes (mc->c->dtype);
+  guint n = m->g.n;
+
+  for (guint r = 0; r < n && mc->pack; r++)
+    {
+      if (!napkin_gpu_group_use (&m->g, r, message))
+        return FALSE;
+      for (guint j = 0; j < n; j++)
+        if (!slice_copy (m, r, TRUE, &mc->pack_slice, j, mc->tmp_send[r] + j * mc->chunk * eb, mc->src[r], eb, message))
+          return FALSE;
+    }
+  if (!napkin_gpu_group_collective (&m->g, mc->c->kind, mc->tmp_send, mc->tmp_recv, mc->chunk, mc->type, FALSE, message))
+    return FALSE;
+  for (guint r = 0; r < n && mc->unpack; r++)
+    {
+      if (!napkin_gpu_group_use (&m->g, r, message))
+        return FALSE;
+      for (guint i = 0; i < n; i++)
+        if (!slice_copy (m, r, FALSE, &mc->unpack_slice, i, mc->dst[r], mc->tmp_recv[r] + i * mc->chunk * eb, eb, message))
+          return FALSE;
+    }
+  return TRUE;
+}
+
+/* The shard program once on every GPU: before kernel k the collectives placed there;
+ * with `events`, (steps + 1) per GPU recorded around the steps. */
+static gboolean
+multi_run_once (Multi    *m,
+                CUevent (*events)[NAPKIN_MAX_GPUS],
+                char    **message)
+{
+  guint n_kernels = m->dev[0].mod->kernels->len, step = 0, c = 0;
+
+  for (guint r = 0; r < m->g.n && events; r++)
+    if (!napkin_gpu_group_use (&m->g, r, message) || !check (cu.EventRecord (events[0][r], m->g.stream[r]), "recording", message))
+      return FALSE;
+  for (guint k = 0; k <= n_kernels; k++)
+    {
+      for (; c < m->n_colls && m->colls[c].at == k; c++)
+        {
+          if (!multi_run_collective (m, &m->colls[c], message))
+            return FALSE;
+          step++;
+          for (guint r = 0; r < m->g.n && events; r++)
+            if (!napkin_gpu_group_use (&m->g, r, message)
+                || !check (cu.EventRecord (events[step][r], m->g.stream[r]), "recording", message))
+              return FALSE;
+        }
+      if (k == n_kernels)
+        break;
+      step++;
+      for (guint r = 0; r < m->g.n; r++)
+        if (!napkin_gpu_group_use (&m->g, r, message)
+            || !check (device_launch_kernel (&m->dev[r], k, 0, m->g.stream[r]), "launching a shard kernel", message)
+            || (events && !check (cu.EventRecord (events[step][r], m->g.stream[r]), "recording", message)))
+          return FALSE;
+    }
+  return TRUE;
+}
+
+/* Fills GPU r's copy of a buffer with its piece (split ≥ 0) or the whole of a seeded input. */
+static gboolean
+fill_piece (Multi       *m,
+            guint        r,
+            CUdeviceptr  ptr,
+            const float *whole,
+            NapkinDtype  dtype,
+            const gint64 *shape,
+            guint        rank,
+            int          split,
+            gint64       expect,
+            const char  *name,
+            char       **message)
+{
+  NapkinShardSlice slice;
+  gint64 elems = 1;
+  g_autofree float *piece = NULL;
+  g_autofree void *host = NULL;
+
+  for (guint i = 0; i < rank; i++)
+    elems *= shape[i];
+  if (split >= 0)
+    {
+      if (!napkin_shard_slice_init (&slice, shape, rank, (guint) split, m->g.n, message))
+        return FALSE;
+      elems = napkin_shard_slice_elements (&slice);
+      piece = g_new (float, elems);
+      napkin_shard_slice_extract (&slice, r, whole, piece, sizeof (float));
+    }
+  if (elems != expect)
+    {
+      *message = g_strdup_printf ("%s: one GPU's buffer holds %" G_GINT64_FORMAT " elements, its piece %" G_GINT64_FORMAT,
+                                  name, expect, elems);
+      return FALSE;
+    }
+  host = g_malloc ((gsize) elems * napkin_dtype_bytes (dtype));
+  to_device (dtype, piece ? piece : whole, host, elems);
+  return napkin_gpu_group_use (&m->g, r, message)
+         && check (cu.MemcpyHtoD (ptr, host, (gsize) elems * napkin_dtype_bytes (dtype)), "copying an input piece", message);
+}
+
+static double
+median_of (double *v,
+           guint   n)
+{
+  qsort (v, n, sizeof (double), compare_doubles);
+  return v[n / 2];
+}
+
+/* Gathers every output onto the host (GPU i's piece in place i) and from there to GPU 0,
+ * and compares it there with the reference's; the worst relative error in *worst. */
+static gboolean
+multi_check (Multi        *m,
+             Device       *rd,
+             CUfunction    compare,
+             NapkinDiagram *d,
+             json_object  *errors,
+             double       *worst,
+             const char  **status,
+             char        **message)
+{
+  guint gpus = m->g.n;
+
+  for (guint i = 0; i < m->plan->tensors->len; i++)
+    {
+      const NapkinShardTensor *t = g_ptr_array_index (m->plan->tensors, i);
+      int full_t = napkin_diagram_find_tensor (d, t->tensor);
+      MultiColl *mover = NULL;
+      int slot = find_slot (&m->dev[0], t->tensor, NAPKIN_BUF_OUTPUT);
+      int split;
+      gsize eb = napkin_dtype_bytes (t->dtype);
+      gint64 whole_n = 1, piece_n;
+      g_autofree char *whole = NULL, *piece = NULL;
+      CUdeviceptr want = 0, got = 0;
+      NapkinDtype want_t;
+      gint64 want_n;
+      double diff = -1;
+
+      if (!t->is_output)
+        continue;
+      for (guint c = 0; c < m->n_colls; c++)
+        if (m->colls[c].dst_stored && g_str_equal (m->colls[c].c->dst, t->tensor))
+          mover = &m->colls[c];
+      if (mover == NULL && slot < 0)
+        continue;
+      split = mover ? t->stored : t->computed;
+      if (split == NAPKIN_SHARD_PARTIAL)
+        {
+          *message = g_strdup_printf ("output %s is left as partial sums with no collective after it", t->tensor);
+          *status = "unsupported";
+          return FALSE;
+        }
+      for (guint k = 0; k < t->rank; k++)
+        whole_n *= t->shape[k];
+      piece_n = split >= 0 ? whole_n / gpus : whole_n;
+      whole = g_malloc ((gsize) whole_n * eb);
+      piece = g_malloc ((gsize) piece_n * eb);
+      for (guint r = 0; r < (split >= 0 ? gpus : 1u); r++)
+        {
+          NapkinShardSlice slice;
+
+          if (!napkin_gpu_group_use (&m->g, r, message)
+              || !check (cu.MemcpyDtoH (split >= 0 ? piece : whole, mover ? mover->dst[r] : m->dev[r].ptrs[slot],
+                                        (gsize) piece_n * eb), "reading an output piece", message))
+            {
+              *status = "fault";
+              return FALSE;
+            }
+          if (split >= 0)
+            {
+              if (!napkin_shard_slice_init (&slice, t->shape, t->rank, (guint) split, gpus, message))
+                {
+                  *status = "failed";
+                  return FALSE;
+                }
+              napkin_shard_slice_place (&slice, r, piece, whole, eb);
+            }
+        }
+      if (!device_output_buffer (rd, full_t, &want, &want_t, &want_n) || want_n != whole_n)
+        continue;
+      got = multi_alloc (m, 0, whole_n * eb, message);
+      if (got == 0 || !check (cu.MemcpyHtoD (got, whole, (gsize) whole_n * eb), "writing the gathered output", message))
+        {
+          *status = "failed";
+          return FALSE;
+        }
+      diff = compare_ptrs (compare, got, t->dtype, want, want_t, whole_n, message);
+      if (*message != NULL)
+        {
+          *status = "fault";
+          return FALSE;
+        }
+      *worst = MAX (*worst, diff);
+      json_object_object_add (errors, t->tensor, json_object_new_double (isinf (diff) ? 1e308 : diff));
+    }
+  return TRUE;
+}
+
+/* The architecture profile the predictions use: --model, else the one the GPU's name names. */
+static NapkinArch *
+multi_arch (const char *model,
+            const char *gpu_name)
+{
+  g_autofree char *lower = g_ascii_strdown (gpu_name ? gpu_name : "", -1);
+  const char *ids[] = { "h100", "h200", "a100", "b200", "l40s", "rtx4090" };
+  const char *keys[] = { "h100", "h200", "a100", "b200", "l40s", "4090" };
+
+  if (model != NULL)
+    return napkin_arch_registry_lookup (napkin_arch_registry_get_default (), model, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
+    if (strstr (lower, keys[i]) != NULL)
+      return napkin_arch_registry_lookup (napkin_arch_registry_get_default (), ids[i], NULL);
+  return NULL;
+}
+
+/* Every collective's buffers, and the module kernel it precedes: the plan counts its
+ * kernels, the module may have more (a split-k reduction); "after the plan's last"
+ * stays after the module's last. */
+static gboolean
+multi_prepare (Multi  *m,
+               char  **message)
+{
+  guint n_module = m->dev[0].mod->kernels->len;
+  guint n_plan = m->plan->plan != NULL ? m->plan->plan->kernels->len : n_module;
+
+  m->n_colls = m->plan->collectives->len;
+  m->colls = g_new0 (MultiColl, m->n_colls + 1);
+  for (guint c = 0; c < m->n_colls; c++)
+    {
+      MultiColl *mc = &m->colls[c];
+
+      mc->c = g_ptr_array_index (m->plan->collectives, c);
+      mc->at = mc->c->before_kernel >= n_plan ? n_module : MIN (mc->c->before_kernel, n_module);
+      if (!multi_prepare_collective (m, mc, message))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+static const char *overlap_chunk_module (Multi *m, const char *arch, gboolean generic, NapkinDiagram **cd,
+                                         NapkinCudaModule **cmod, GBytes **cbin, GError **error);
+
+/* --dry-run: the plan, the shard's kernels (compiled) and how the runner would move
+ * each tensor, with no GPU. */
+static int
+multi_dry_run (Multi            *m,
+               NapkinCudaModule *kern,
+               const char       *arch,
+               guint             gpus,
+               json_object      *root)
+{
+  g_autofree char *message = NULL;
+  json_object *steps = json_object_new_array ();
+  int code = EXIT_OK;
+
+  m->g.n = gpus;
+  m->dev[0].mod = kern;
+  json_object_object_add (root, "dry_run", json_object_new_boolean (TRUE));
+  json_object_object_add (root, "gpus", json_object_new_int ((int) gpus));
+  json_object_object_add (root, "module_kernels", json_object_new_int ((int) kern->kernels->len));
+  if (multi_prepare (m, &message))
+    for (guint c = 0; c < m->n_colls; c++)
+      {
+        MultiColl *mc = &m->colls[c];
+        json_object *o = json_object_new_object ();
+
+        json_object_object_add (o, "kind", json_object_new_string (napkin_nccl_collective_name (mc->c->kind)));
+        json_object_object_add (o, "tensor", json_object_new_string (mc->c->tensor));
+        json_object_object_add (o, "before_module_kernel", json_object_new_int ((int) mc->at));
+        json_object_object_add (o, "src", json_object_new_string (mc->src_stored ? "runner buffer (as stored)" : "module slot"));
+        json_object_object_add (o, "dst", json_object_new_string (mc->dst_stored ? "runner buffer (as stored)" : "module slot"));
+        json_object_object_add (o, "src_elements", json_object_new_int64 (mc->src_elems));
+        json_object_object_add (o, "dst_elements", json_object_new_int64 (mc->dst_elems));
+        json_object_object_add (o, "nccl_count", json_object_new_int64 (mc->chunk));
+        json_object_object_add (o, "pack", json_object_new_boolean (mc->pack));
+        json_object_object_add (o, "unpack", json_object_new_boolean (mc->unpack));
+        json_object_array_add (steps, o);
+      }
+  json_object_object_add (root, "collectives", steps);
+  if (message == NULL && m->plan->chunks > 1)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinDiagram) cd = NULL;
+      g_autoptr(NapkinCudaModule) cmod = NULL;
+      g_autoptr(GBytes) cbin = NULL;
+      const char *note = overlap_chunk_module (m, arch, FALSE, &cd, &cmod, &cbin, &error);
+      json_object *o = json_object_new_object ();
+
+      json_object_object_add (o, "chunks", json_object_new_int ((int) m->plan->chunks));
+      json_object_object_add (o, "chunk_kernels", cmod ? json_object_new_int ((int) cmod->kernels->len) : NULL);
+      json_object_object_add (o, "note", note ? json_object_new_string (note) : NULL);
+      json_object_object_add (root, "overlap", o);
+    }
+  g_free (m->colls);
+  g_ptr_array_free (m->owned, TRUE);
+  napkin_shard_plan_free (m->plan);
+  if (message != NULL)
+    code = EXIT_FAILED;
+  return finish (root, code == EXIT_OK ? "ok" : "unsupported", message, code);
+}
+
+/* ---- the overlapped variant (docs/multi-gpu.md, "Overlap") ----------------------------- *
+ * The shard diagram with the overlap axis divided by k, compiled once more; chunk i's
+ * kernels read and write piece i of the shard's buffers (the axis must lead every
+ * buffer that carries it, so a piece is contiguous), and chunk i's collective runs on
+ * the communication stream, after an event, while chunk i + 1 computes. Also timed:
+ * the same chunks with the collectives on the compute stream (chunked, no overlap). */
+
+/* Elements of one chunk of a buffer of the chunk module that carries `axis`, when the
+ * axis leads it (every axis before it of size 1); 0 when the buffer lacks the axis;
+ * -1 when a chunk is not contiguous. */
+static gint64
+chunk_stride (NapkinDiagram        *cd,
+              const NapkinIrBuffer *b,
+              const char           *axis)
+{
+  const NapkinTensor *t = b->tensor >= 0 ? napkin_diagram_tensor (cd, b->tensor) : NULL;
+  gboolean leading = TRUE;
+
+  for (guint i = 0; t && t->axes && t->axes[i]; i++)
+    {
+      int ai = napkin_diagram_find_axis (cd, t->axes[i]);
+      gint64 size = ai >= 0 ? napkin_diagram_axis (cd, ai)->size : 0;
+
+      if (g_str_equal (t->axes[i], axis))
+        return leading ? napkin_ir_buffer_elements (b) : -1;
+      if (size != 1)
+        leading = FALSE;
+    }
+  return 0;
+}
+
+/* The shard diagram with the overlap axis divided by the chunks, generated and compiled;
+ * NULL, or why not (a string that lives as long as *error). */
+static const char *
+overlap_chunk_module (Multi             *m,
+                      const char        *arch,
+                      gboolean           generic,
+                      NapkinDiagram    **cd,
+                      NapkinCudaModule **cmod,
+                      GBytes           **cbin,
+                      GError           **error)
+{
+  guint k = m->plan->chunks;
+  int ai = napkin_diagram_find_axis (m->plan->shard, m->plan->chunk_axis);
+  g_autofree char *spec = NULL;
+  NapkinIrProgram *prog;
+
+  if (ai < 0 || k > 64 || napkin_diagram_axis (m->plan->shard, ai)->size % k != 0)
+    return "the overlap axis does not divide into the chunks on one GPU";
+  *cd = napkin_diagram_copy (m->plan->shard);
+  spec = g_strdup_printf ("%s=%" G_GINT64_FORMAT, m->plan->chunk_axis, napkin_diagram_axis (m->plan->shard, ai)->size / k);
+  if (!napkin_diagram_override_axis (*cd, spec, error))
+    return (*error)->message;
+  prog = napkin_ir_lower (*cd, NAPKIN_LOWER_DEFAULT, error);
+  *cmod = prog ? napkin_codegen_cuda (prog, generic ? NAPKIN_CODEGEN_GENERIC_ONLY : napkin_codegen_flags_for_arch (arch),
+                                      NULL, error) : NULL;
+  *cbin = *cmod ? compile_module ((*cmod)->source, arch, NULL, NULL, error) : NULL;
+  if (*cbin == NULL)
+    return (*error)->message;
+  /* every input and output of a chunk must be a contiguous piece, or whole (an input) */
+  for (guint s = 0; s < (*cmod)->args->len; s++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer ((*cmod)->program, g_array_index ((*cmod)->args, int, s));
+      gint64 stride = chunk_stride (*cd, b, m->plan->chunk_axis);
+
+      if ((b->role == NAPKIN_BUF_INPUT || b->role == NAPKIN_BUF_OUTPUT)
+          && (stride < 0 || (stride == 0 && b->role == NAPKIN_BUF_OUTPUT)))
+        return "a buffer of the chunked stretch does not split into contiguous chunks along the overlap axis";
+    }
+  return NULL;
+}
+
+static void
+multi_overlap (Multi         *m,
+               const char    *arch,
+               gboolean       generic,
+               Device        *rd,
+               CUfunction     compare,
+               NapkinDiagram *d,
+               int            repeats,
+               json_object   *root)
+{
+  json_object *o = json_object_new_object ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) cd = NULL;
+  g_autoptr(NapkinCudaModule) cmod = NULL;
+  g_autoptr(GBytes) cbin = NULL;
+  g_autofree char *message = NULL;
+  g_autofree double *over_ms = NULL, *serial_ms = NULL;
+  Device cdev[NAPKIN_MAX_GPUS] = { { 0 } };
+  guint k = m->plan->chunks, n = m->g.n, n_kernels = m->dev[0].mod->kernels->len;
+  const char *axis = m->plan->chunk_axis, *note = NULL;
+  MultiColl *last = NULL;
+  CUevent start[NAPKIN_MAX_GPUS] = { 0 }, end[NAPKIN_MAX_GPUS] = { 0 }, done[NAPKIN_MAX_GPUS][64];
+  gboolean ok = TRUE;
+
+  memset (done, 0, sizeof done);
+  json_object_object_add (root, "overlap", o);
+  json_object_object_add (o, "chunks", json_object_new_int ((int) k));
+  json_object_object_add (o, "axis", json_object_new_string (axis));
+  /* what runs: every kernel in k chunks, then the program's chunked collectives (an
+   * all-reduce of a contiguous piece each); input collectives stay whole, before it */
+  for (guint c = 0; c < m->n_colls; c++)
+    {
+      MultiColl *mc = &m->colls[c];
+
+      if (mc->c->chunks > 1 && mc->at == n_kernels && mc->c->kind == NAPKIN_COLLECTIVE_ALL_REDUCE && last == NULL)
+        last = mc;
+      else if (mc->c->chunks > 1 || mc->at != 0 || !mc->src_stored)
+        note = "only a program whose chunked collective is one all-reduce after the last kernel is run overlapped";
+    }
+  if (last == NULL)
+    note = "no chunked all-reduce after the last kernel";
+  if (note == NULL)
+    note = overlap_chunk_module (m, arch, generic, &cd, &cmod, &cbin, &error);
+  if (note != NULL)
+    {
+      json_object_object_add (o, "note", json_object_new_string (note));
+      return;
+    }
+  json_object_object_add (o, "chunk_kernels", json_object_new_int ((int) cmod->kernels->len));
+
+  /* every GPU: the chunk module, its own intermediates, and its inputs and outputs as
+   * pieces of the shard's buffers (launch number i takes piece i) */
+  for (guint r = 0; r < n && ok; r++)
+    {
+      Device *cv = &cdev[r];
+      g_autofree float **zero = g_new0 (float *, napkin_diagram_n_tensors (cd) + 1);
+      guint slots;
+
+      cv->mod = cmod;
+      cv->n_copies = 1;
+      for (guint s = 0; s < cmod->args->len; s++)
+        {
+          const NapkinIrBuffer *b = napkin_ir_buffer (cmod->program, g_array_index (cmod->args, int, s));
+
+          if (b->role == NAPKIN_BUF_INPUT && zero[b->tensor] == NULL)
+            zero[b->tensor] = g_new0 (float, napkin_ir_buffer_elements (b));
+        }
+      ok = napkin_gpu_group_use (&m->g, r, &message) && device_load (cv, cbin, NULL, &message)
+           && device_alloc (cv, NULL, zero, &message);
+      for (guint t = 0; t < napkin_diagram_n_tensors (cd); t++)
+        g_free (zero[t]);
+      if (!ok)
+        break;
+      slots = n_slots (cv);
+      g_free (cv->copies);
+      cv->copies = g_new0 (CUdeviceptr, (gsize) (slots + 1) * k);
+      for (guint s = 0; s < slots; s++)
+        {
+          const NapkinIrBuffer *b = (int) s == cmod->workspace_slot ? NULL
+                                    : napkin_ir_buffer (cmod->program, g_array_index (cmod->args, int, s));
+          const char *name = b && b->tensor >= 0 ? napkin_diagram_tensor (cd, b->tensor)->name : NULL;
+          int role = b ? (int) b->role : -1;
+          int whole = name && (role == NAPKIN_BUF_INPUT || role == NAPKIN_BUF_OUTPUT) ? find_slot (&m->dev[r], name, role) : -1;
+          gint64 stride = b ? chunk_stride (cd, b, axis) : 0;
+
+          cv->copies[s * k] = cv->ptrs[s];   /* its own buffer: freed with the device */
+          if (whole < 0)
+            continue;   /* an intermediate: every chunk reuses it */
+          if (stride < 0 || (stride == 0 && role == NAPKIN_BUF_OUTPUT))
+            {
+              note = "a buffer of the chunked stretch does not split into contiguous chunks along the overlap axis";
+              ok = FALSE;
+              break;
+            }
+          for (guint i = 0; i < k; i++)
+            cv->copies[s * k + i] = m->dev[r].ptrs[whole] + (CUdeviceptr) (i * stride * napkin_dtype_bytes (b->dtype));
+        }
+      cv->n_copies = k;
+      if (ok)
+        {
+          g_clear_pointer (&cv->maps, g_aligned_free);
+          ok = device_tensor_maps (cv, &message);
+        }
+    }
+  over_ms = g_new0 (double, repeats);
+  serial_ms = g_new0 (double, repeats);
+  for (guint r = 0; r < n && ok; r++)
+    {
+      ok = napkin_gpu_group_use (&m->g, r, &message) && check (cu.EventCreate (&start[r], 0), "creating an event", &message)
+           && check (cu.EventCreate (&end[r], 0), "creating an event", &message);
+      for (guint i = 0; i < k && ok; i++)
+        ok = check (cu.EventCreate (&done[r][i], CU_EVENT_DISABLE_TIMING), "creating an event", &message);
+    }
+  /* variant 1: collectives on the compute stream (chunked, serial), then variant 0: on
+   * the communication stream (overlapped), whose result is checked. Two warm-ups each. */
+  for (int vi = 0; vi < 2 && ok; vi++)
+    for (int rep = -2, v = 1 - vi; rep < repeats && ok; rep++)
+      {
+        gint64 piece = last->chunk / k;
+        double worst_ms = 0;
+
+        /* the result poisoned before each overlapped run, so the check sees this run's */
+        for (guint r = 0; r < n && ok && v == 0; r++)
+          ok = napkin_gpu_group_use (&m->g, r, &message)
+               && check (cu.MemsetD8 (last->dst[r], 0xff, (gsize) last->dst_elems * napkin_dtype_bytes (last->c->dtype)),
+                         "poisoning the result", &message);
+        ok = ok && napkin_gpu_group_sync (&m->g, &message);
+        for (guint c = 0; c < m->n_colls && ok; c++)   /* whole input collectives first */
+          if (&m->colls[c] != last)
+            ok = multi_run_collective (m, &m->colls[c], &message);
+        for (guint r = 0; r < n && ok; r++)
+          ok = napkin_gpu_group_use (&m->g, r, &message) && check (cu.EventRecord (start[r], m->g.stream[r]), "recording", &message);
+        for (guint i = 0; i < k && ok; i++)
+          {
+            CUdeviceptr src[NAPKIN_MAX_GPUS], dst[NAPKIN_MAX_GPUS];
+            gsize off = (gsize) (i * piece) * napkin_dtype_bytes (last->c->dtype);
+
+            for (guint r = 0; r < n && ok; r++)
+              {
+                ok = napkin_gpu_group_use (&m->g, r, &message);
+                for (guint kk = 0; kk < cmod->kernels->len && ok; kk++)
+                  ok = check (device_launch_kernel (&cdev[r], kk, i, m->g.stream[r]), "launching a chunk", &message);
+                ok = ok && check (cu.EventRecord (done[r][i], m->g.stream[r]), "recording", &message)
+                     && (v == 1 || check (cu.StreamWaitEvent (m->g.comm_stream[r], done[r][i], 0), "waiting", &message));
+                src[r] = last->tmp_send[r] + off;
+                dst[r] = last->tmp_recv[r] + off;
+              }
+            ok = ok && napkin_gpu_group_collective (&m->g, last->c->kind, src, dst, piece, last->type, v == 0, &message);
+          }
+        for (guint r = 0; r < n && ok; r++)
+          ok = napkin_gpu_group_use (&m->g, r, &message)
+               && check (cu.EventRecord (end[r], v == 0 ? m->g.comm_stream[r] : m->g.stream[r]), "recording", &message);
+        ok = ok && napkin_gpu_group_sync (&m->g, &message);
+        for (guint r = 0; r < n && ok; r++)
+          {
+            float ms = 0;
+
+            ok = napkin_gpu_group_use (&m->g, r, &message) && check (cu.EventElapsedTime (&ms, start[r], end[r]), "timing", &message);
+            worst_ms = MAX (worst_ms, ms);
+          }
+        if (rep >= 0)
+          (v == 0 ? over_ms : serial_ms)[rep] = worst_ms;
+      }
+  if (ok)
+    {
+      /* the overlapped run's result, checked like the plain one */
+      json_object *errors = json_object_new_object ();
+      double worst = 0;
+      const char *status = NULL;
+
+      json_object_object_add (o, "error", errors);
+      if (rd != NULL && rd->ptrs != NULL && multi_check (m, rd, compare, d, errors, &worst, &status, &message))
+        json_object_object_add (o, "max_rel", json_object_new_double (isinf (worst) ? 1e308 : worst));
+      else
+        ok = rd == NULL || rd->ptrs == NULL;
+    }
+  if (ok)
+    {
+      json_object *t = json_object_new_object ();
+      double plain = json_object_get_double (json_object_object_get (json_object_object_get (root, "time_ms"), "median"));
+
+      json_object_object_add (t, "median", json_object_new_double (median_of (over_ms, (guint) repeats)));
+      json_object_object_add (t, "repeats", json_object_new_int (repeats));
+      json_object_object_add (o, "time_ms", t);
+      json_object_object_add (o, "serial_chunked_ms", json_object_new_double (median_of (serial_ms, (guint) repeats)));
+      json_object_object_add (o, "gain_ms", json_object_new_double (plain - median_of (over_ms, (guint) repeats)));
+      json_object_object_add (o, "gain_note", json_object_new_string ("the plain (unchunked, serial) run's median minus the overlapped run's"));
+    }
+  else
+    json_object_object_add (o, "note", json_object_new_string (note ? note : message ? message : "failed"));
+  for (guint r = 0; r < n; r++)
+    if (napkin_gpu_group_use (&m->g, r, &message))
+      {
+        if (start[r])
+          cu.EventDestroy (start[r]);
+        if (end[r])
+          cu.EventDestroy (end[r]);
+        for (guint i = 0; i < k && i < 64; i++)
+          if (done[r][i])
+            cu.EventDestroy (done[r][i]);
+        /* only the chunk module's own buffers are freed: the pieces belong to the shard's */
+        if (cdev[r].copies != NULL && cdev[r].n_copies == k)
+          for (guint s = 0; s < n_slots (&cdev[r]); s++)
+            {
+              cdev[r].copies[s * k] = cdev[r].ptrs[s];
+              for (guint i = 1; i < k; i++)
+                cdev[r].copies[s * k + i] = 0;
+            }
+        device_free (&cdev[r], &message);
+      }
+}
+
+static int
+run_gpus (NapkinDiagram *d,
+          guint          gpus,
+          const char    *arch,
+          const char    *model,
+          const char    *gpu_name,
+          gboolean       generic,
+          gboolean       no_reference,
+          int            repeats,
+          gint64         seed,
+          gboolean       dry_run,
+          json_object   *root)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinCudaModule) kern = NULL, ref = NULL, full = NULL;
+  g_autoptr(GBytes) kern_bin = NULL, ref_bin = NULL, copy_bin = NULL;
+  g_autofree char *log = NULL;
+  g_autofree float **inputs = NULL;
+  g_autofree char *message = NULL;
+  NapkinArch *arch_profile = multi_arch (model, gpu_name);
+  CUfunction compare = NULL;
+  Multi m = { 0 };
+  Device rd = { 0 };
+  json_object *colls_json, *kernels_json, *errors, *e;
+  guint n_tensors, n_kernels, n_steps;
+  guint64 draws = 0;   /* the one-GPU run's draw order: tensor after tensor */
+  double worst = 0, bound = 0, predicted_comm = 0;
+  int code = EXIT_OK;
+  const char *status = "ok";
+
+  m.owned = g_ptr_array_new ();
+  m.dry = dry_run;
+  progress (0.15, "Building the shard plan");
+  m.plan = napkin_shard_plan_build (d, arch_profile, gpus, &error);
+  if (m.plan == NULL)
+    return finish (root, "unsupported", error->message, EXIT_FAILED);
+  json_object_object_add (root, "shard_plan", napkin_shard_plan_to_json (m.plan));
+  json_object_object_add (root, "model", arch_profile ? json_object_new_string (arch_profile->id) : NULL);
+  {
+    NapkinIrProgram *prog = napkin_ir_lower (m.plan->shard, NAPKIN_LOWER_DEFAULT, &error);
+    NapkinCodegenFlags flags = generic ? NAPKIN_CODEGEN_GENERIC_ONLY : napkin_codegen_flags_for_arch (arch);
+
+    kern = prog ? napkin_codegen_cuda (prog, flags, NULL, &error) : NULL;
+    if (kern == NULL)
+      return finish (root, "unsupported", error->message, EXIT_FAILED);
+    /* the one-GPU run's module, for its argument order: the seeds then match `run` without --gpus */
+    prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
+    full = prog ? napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, NULL, &error) : NULL;
+    if (full == NULL)
+      return finish (root, "unsupported", error->message, EXIT_FAILED);
+    if (!no_reference)
+      {
+        prog = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
+        ref = prog ? napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, "napkin_ref_", &error) : NULL;
+        if (ref == NULL)
+          return finish (root, "unsupported", error->message, EXIT_FAILED);
+      }
+  }
+
+  progress (0.2, "Compiling the shard's kernels with NVRTC (once for every GPU)");
+  {
+    json_object *compile = json_object_new_object ();
+
+    json_object_object_add (root, "compile", compile);
+    kern_bin = compile_module (kern->source, arch, &log, compile, &error);
+    json_object_object_add (compile, "log", json_object_new_string (log ? log : ""));
+    if (kern_bin == NULL)
+      return finish (root, "compile-error", error->message, EXIT_FAILED);
+    copy_bin = compile_module (napkin_shard_slice_cuda_source (), arch, NULL, NULL, &error);
+    if (copy_bin == NULL)
+      return finish (root, "compile-error", error->message, EXIT_FAILED);
+    if (ref != NULL)
+      {
+        g_autofree char *ref_source = g_strconcat (ref->source, compare_source, NULL);
+
+        ref_bin = compile_module (ref_source, arch, NULL, NULL, &error);
+        if (ref_bin == NULL)
+          return finish (root, "compile-error", error->message, EXIT_FAILED);
+      }
+  }
+
+  if (dry_run)
+    return multi_dry_run (&m, kern, arch, gpus, root);
+
+  progress (0.3, "Opening the GPUs and NCCL");
+  if (!napkin_gpu_group_open (&m.g, &cu, gpus, &message))
+    {
+      napkin_gpu_group_close (&m.g);
+      return finish (root, m.g.no_nccl ? "no-nccl" : "failed", message, EXIT_FAILED);
+    }
+  {
+    json_object *nccl = json_object_new_object ();
+    g_autofree char *version = napkin_nccl_version (&m.g.nccl);
+
+    json_object_object_add (nccl, "version", json_object_new_string (version));
+    json_object_object_add (nccl, "library", json_object_new_string (m.g.nccl.path));
+    json_object_object_add (root, "nccl", nccl);
+    json_object_object_add (root, "gpus", json_object_new_int ((int) gpus));
+  }
+
+  /* Seeded inputs of the whole diagram, as the one-GPU run makes them. */
+  draws = 0;
+  n_tensors = napkin_diagram_n_tensors (d);
+  inputs = g_new0 (float *, n_tensors + 1);
+  for (guint s = 0; s < full->args->len; s++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (full->program, g_array_index (full->args, int, s));
+      gint64 n = napkin_ir_buffer_elements (b);
+
+      if (b->role == NAPKIN_BUF_OUTPUT || b->role == NAPKIN_BUF_INPUT)
+        bound = MAX (bound, napkin_dtype_tolerance (b->dtype));
+      if (b->role != NAPKIN_BUF_INPUT || inputs[b->tensor] != NULL)
+        continue;
+      inputs[b->tensor] = g_new (float, n);
+      for (gint64 i = 0; i < n; i++)
+        inputs[b->tensor][i] = input_value ((guint64) seed + draws * NAPKIN_RNG_STEP, b->dtype == NAPKIN_DTYPE_INT8, i);
+      draws += (guint64) n;
+    }
+
+  progress (0.4, "Loading the module and the inputs on every GPU");
+  kernels_json = json_object_new_array ();
+  json_object_object_add (root, "kernels", kernels_json);
+  for (guint r = 0; r < gpus; r++)
+    {
+      Device *dev = &m.dev[r];
+      static const char *units[] = { "1", "2", "4", "16" };
+
+      dev->mod = kern;
+      dev->n_copies = 1;
+      if (!napkin_gpu_group_use (&m.g, r, &message) || !device_load (dev, kern_bin, r == 0 ? kernels_json : NULL, &message)
+          || !check (cu.ModuleLoadData (&m.copy_module[r], g_bytes_get_data (copy_bin, NULL)), "loading the copy kernels", &message))
+        {
+          code = EXIT_FAILED, status = "failed";
+          goto out;
+        }
+      for (guint u = 0; u < 4; u++)
+        {
+          g_autofree char *x = g_strdup_printf ("napkin_slice_extract_u%s", units[u]);
+          g_autofree char *p = g_strdup_printf ("napkin_slice_place_u%s", units[u]);
+
+          if (!check (cu.ModuleGetFunction (&m.extract[r][u], m.copy_module[r], x), x, &message)
+              || !check (cu.ModuleGetFunction (&m.place[r][u], m.copy_module[r], p), p, &message))
+            {
+              code = EXIT_FAILED, status = "failed";
+              goto out;
+            }
+        }
+      /* slots: allocated and poisoned here; the inputs are written below */
+      {
+        g_autofree float **none = g_new0 (float *, napkin_diagram_n_tensors (m.plan->shard) + 1);
+        NapkinDiagram *sd = m.plan->shard;
+
+        /* device_alloc fills inputs from per-tensor floats: give it zeros, then overwrite */
+        for (guint s = 0; s < kern->args->len; s++)
+          {
+            const NapkinIrBuffer *b = napkin_ir_buffer (kern->program, g_array_index (kern->args, int, s));
+
+            if (b->role == NAPKIN_BUF_INPUT && none[b->tensor] == NULL)
+              none[b->tensor] = g_new0 (float, napkin_ir_buffer_elements (b));
+          }
+        if (!device_alloc (dev, NULL, none, &message))
+          {
+            for (guint t = 0; t < napkin_diagram_n_tensors (sd); t++)
+              g_free (none[t]);
+            code = EXIT_FAILED, status = "failed";
+            goto out;
+          }
+        for (guint t = 0; t < napkin_diagram_n_tensors (sd); t++)
+          g_free (none[t]);
+      }
+    }
+
+  /* The collectives' buffers, then every GPU's inputs: as stored when a collective
+   * moves them, else as the shard's kernels read them. */
+  if (!multi_prepare (&m, &message))
+    {
+      code = EXIT_FAILED, status = "unsupported";
+      goto out;
+    }
+  for (guint i = 0; i < m.plan->tensors->len; i++)
+    {
+      const NapkinShardTensor *t = g_ptr_array_index (m.plan->tensors, i);
+      int full_t = napkin_diagram_find_tensor (d, t->tensor);
+      MultiColl *mover = NULL;
+      int slot = find_slot (&m.dev[0], t->tensor, NAPKIN_BUF_INPUT);
+
+      if (t->is_output)
+        continue;
+      for (guint c = 0; c < m.n_colls; c++)
+        if (m.colls[c].src_stored && g_str_equal (m.colls[c].c->src, t->tensor))
+          mover = &m.colls[c];
+      if (full_t < 0 || inputs[full_t] == NULL || (mover == NULL && slot < 0))
+        continue;   /* an input no kernel reads */
+      for (guint r = 0; r < gpus; r++)
+        {
+          CUdeviceptr ptr = mover ? mover->src[r] : m.dev[r].ptrs[slot];
+          int split = mover ? t->stored : t->computed;
+          gint64 expect = mover ? mover->src_elems
+                                : napkin_ir_buffer_elements (napkin_ir_buffer (kern->program, g_array_index (kern->args, int, slot)));
+
+          if (!fill_piece (&m, r, ptr, inputs[full_t], t->dtype, t->shape, t->rank, split, expect, t->tensor, &message))
+            {
+              code = EXIT_FAILED, status = "failed";
+              goto out;
+            }
+        }
+    }
+
+  progress (0.5, "Running the shard program on every GPU");
+  /* the copies and fills above went through the legacy stream, which the non-blocking
+   * streams do not wait for */
+  if (!napkin_gpu_group_sync (&m.g, &message) || !multi_run_once (&m, NULL, &message)
+      || !napkin_gpu_group_sync (&m.g, &message))
+    {
+      code = EXIT_FAULT, status = "fault";
+      goto out;
+    }
+
+  /* The reference on GPU 0: the whole diagram through device memory in fp32. */
+  errors = json_object_new_object ();
+  if (ref != NULL)
+    {
+      progress (0.6, "Running the one-GPU reference on GPU 0");
+      rd.mod = ref;
+      rd.n_copies = 1;
+      if (!napkin_gpu_group_use (&m.g, 0, &message) || !device_load (&rd, ref_bin, NULL, &message)
+          || !device_alloc (&rd, NULL, inputs, &message)
+          || !check (cu.ModuleGetFunction (&compare, rd.module, "napkin_compare"), "the check kernel", &message))
+        {
+          code = EXIT_FAILED, status = "failed";
+          goto out;
+        }
+      if (!check (device_launch (&rd, 0), "launching the reference", &message)
+          || !check (cu.CtxSynchronize (), "running the reference", &message))
+        {
+          code = EXIT_FAULT, status = "fault";
+          goto out;
+        }
+      progress (0.7, "Gathering the outputs on GPU 0 and checking them");
+      if (!multi_check (&m, &rd, compare, d, errors, &worst, &status, &message))
+        {
+          code = g_str_equal (status, "fault") ? EXIT_FAULT : EXIT_FAILED;
+          goto out;
+        }
+    }
+  e = json_object_new_object ();
+  json_object_object_add (e, "max_rel", json_object_new_double (isinf (worst) ? 1e308 : worst));
+  json_object_object_add (e, "bound", json_object_new_double (bound));
+  json_object_object_add (e, "ok", json_object_new_boolean (ref != NULL && worst <= bound));
+  json_object_object_add (e, "checked", json_object_new_boolean (ref != NULL));
+  json_object_object_add (e, "against", json_object_new_string ("the whole diagram on GPU 0, fp32 through device memory"));
+  json_object_object_add (e, "outputs", errors);
+  json_object_object_add (root, "error", e);
+
+  /* Timing: events around every step on every GPU; a step's time is its slowest GPU's. */
+  progress (0.8, "Timing");
+  n_kernels = kern->kernels->len;
+  n_steps = n_kernels + m.n_colls;
+  {
+    GpuEvents *events = g_malloc0_n (n_steps + 1, sizeof (GpuEvents));
+    g_autofree double *step_ms = g_new0 (double, (gsize) (n_steps + 1) * repeats);
+    gboolean ok = TRUE;
+    json_object *steps = json_object_new_array ();
+    double total_pred_comm = 0;
+
+    for (guint s = 0; s <= n_steps && ok; s++)
+      for (guint r = 0; r < gpus && ok; r++)
+        ok = napkin_gpu_group_use (&m.g, r, &message) && check (cu.EventCreate (&events[s][r], 0), "creating an event", &message);
+    for (guint w = 0; w < 2 && ok; w++)
+      ok = multi_run_once (&m, NULL, &message);
+    ok = ok && napkin_gpu_group_sync (&m.g, &message);
+    for (int rep = 0; rep < repeats && ok; rep++)
+      {
+        ok = multi_run_once (&m, events, &message) && napkin_gpu_group_sync (&m.g, &message);
+        for (guint s = 0; s <= n_steps && ok; s++)
+          {
+            double worst_ms = 0;
+
+            for (guint r = 0; r < gpus && ok; r++)
+              {
+                float ms = 0;
+
+                ok = napkin_gpu_group_use (&m.g, r, &message)
+                     && check (cu.EventElapsedTime (&ms, events[s > 0 ? s - 1 : 0][r], events[s == 0 ? n_steps : s][r]),
+                               "reading the event timer", &message);
+                worst_ms = MAX (worst_ms, ms);
+              }
+            /* slot 0 holds the whole program; slot s the step s */
+            step_ms[(gsize) s * repeats + rep] = worst_ms;
+          }
+      }
+    for (guint s = 0; s <= n_steps; s++)
+      for (guint r = 0; r < gpus; r++)
+        if (events[s][r] != NULL && napkin_gpu_group_use (&m.g, r, &message))
+          cu.EventDestroy (events[s][r]);
+    g_free (events);
+    if (!ok)
+      {
+        json_object_put (steps);
+        code = EXIT_FAULT, status = "fault";
+        goto out;
+      }
+    colls_json = json_object_new_array ();
+    {
+      guint c = 0, k = 0;
+
+      for (guint s = 1; s <= n_steps; s++)
+        {
+          json_object *o = json_object_new_object ();
+          double med = median_of (step_ms + (gsize) s * repeats, (guint) repeats);
+          gboolean is_coll = c < m.n_colls && m.colls[c].at == k;
+
+          if (is_coll)
+            {
+              const NapkinCollective *col = m.colls[c].c;
+
+              json_object_object_add (o, "kind", json_object_new_string (napkin_nccl_collective_name (col->kind)));
+              json_object_object_add (o, "tensor", json_object_new_string (col->tensor));
+              json_object_object_add (o, "before_kernel", json_object_new_int ((int) col->before_kernel));
+              json_object_object_add (o, "dtype", json_object_new_string (napkin_dtype_to_string (col->dtype)));
+              json_object_object_add (o, "bytes", json_object_new_int64 (col->bytes));
+              json_object_object_add (o, "measured_ms", json_object_new_double (med));
+              json_object_object_add (o, "predicted_ms", col->seconds > 0 ? json_object_new_double (col->seconds * 1e3) : NULL);
+              json_object_object_add (o, "ratio", col->seconds > 0 ? json_object_new_double (med / (col->seconds * 1e3)) : NULL);
+              json_object_object_add (o, "busbw_gbps", json_object_new_double (col->bytes / (med * 1e-3) / 1e9
+                                                                                 * napkin_nccl_bus_factor (col->kind, gpus)));
+              json_object_object_add (o, "copies", json_object_new_boolean (m.colls[c].pack || m.colls[c].unpack));
+              json_object_array_add (colls_json, o);
+              total_pred_comm += col->seconds > 0 ? col->seconds : 0;
+              c++;
+            }
+          else
+            {
+              json_object *ko = json_object_array_get_idx (kernels_json, k);
+
+              if (ko != NULL)
+                json_object_object_add (ko, "time_ms", json_object_new_double (med));
+              json_object_put (o);
+              k++;
+            }
+        }
+    }
+    json_object_object_add (root, "collectives", colls_json);
+    {
+      json_object *t = json_object_new_object ();
+      double total = median_of (step_ms, (guint) repeats);
+      double coll_ms = 0;
+
+      for (guint c = 0; c < json_object_array_length (colls_json); c++)
+        coll_ms += json_object_get_double (json_object_object_get (json_object_array_get_idx (colls_json, c), "measured_ms"));
+      json_object_object_add (t, "median", json_object_new_double (total));
+      json_object_object_add (t, "repeats", json_object_new_int (repeats));
+      json_object_object_add (t, "collectives_ms", json_object_new_double (coll_ms));
+      json_object_object_add (t, "kernels_ms", json_object_new_double (total - coll_ms));
+      json_object_object_add (root, "time_ms", t);
+    }
+    predicted_comm = total_pred_comm;
+    json_object_object_add (root, "predicted_collectives_ms", arch_profile ? json_object_new_double (predicted_comm * 1e3) : NULL);
+    json_object_put (steps);
+  }
+
+  if (m.plan->chunks > 1)
+    {
+      progress (0.9, "Timing the overlapped variant");
+      multi_overlap (&m, arch, generic, ref != NULL ? &rd : NULL, compare, d, repeats, root);
+      {
+        json_object *ov = json_object_object_get (json_object_object_get (root, "overlap"), "max_rel");
+
+        if (ov != NULL)
+          worst = MAX (worst, json_object_get_double (ov));
+      }
+    }
+  if (worst > bound)
+    {
+      message = g_strdup ("the gathered result differs from the one-GPU fp32 reference beyond the bound");
+      code = EXIT_FAILED, status = "wrong";
+    }
+out:
+  for (guint i = 0; i + 1 < m.owned->len; i += 2)
+    if (napkin_gpu_group_use (&m.g, GPOINTER_TO_SIZE (m.owned->pdata[i]), &message))
+      cu.MemFree ((CUdeviceptr) GPOINTER_TO_SIZE (m.owned->pdata[i + 1]));
+  for (guint r = 0; r < m.g.n; r++)
+    if (napkin_gpu_group_use (&m.g, r, &message))
+      device_free (&m.dev[r], &message);
+  if (rd.ptrs != NULL && napkin_gpu_group_use (&m.g, 0, &message))
+    device_free (&rd, &message);
+  napkin_gpu_group_close (&m.g);
+  g_ptr_array_free (m.owned, TRUE);
+  g_free (m.colls);
+  for (guint t = 0; inputs && t < n_tensors; t++)
+    g_free (inputs[t]);
+  napkin_shard_plan_free (m.plan);
+  progress (1.0, "Done");
+  return finish (root, status, code == EXIT_OK ? NULL : message, code);
+}
+
 static NapkinDiagram *
 load_diagram (const char  *path,
               char       **axes,
@@ -1186,12 +2426,26 @@ main (int    argc,
   g_auto(GStrv) tiles = NULL;
   g_autofree char *inject = NULL;
   g_autofree char *arch_opt = NULL;
+  g_autofree char *model = NULL;
   int repeats = 20, timeout = 120;
   gint64 seed = 1234;
   gboolean generic = FALSE, calibrate = FALSE, no_reference = FALSE, no_energy = FALSE, no_cache = FALSE;
-  int reference_repeats = 5, budget_ms = 200;
+  gboolean collectives = FALSE, dry_run = FALSE;
+  int reference_repeats = 5, budget_ms = 200, gpus = 1;
+  gint64 min_bytes = 1 << 20, max_bytes = 1 << 30;
+  g_auto(GStrv) only = NULL;
   const GOptionEntry entries[] = {
     { "calibrate", 0, 0, G_OPTION_ARG_NONE, &calibrate, "Measure the GPU's ceilings instead of running a diagram", NULL },
+    { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus, "Run on this many GPUs (docs/multi-gpu.md; needs NCCL)", "N" },
+    { "dry-run", 0, 0, G_OPTION_ARG_NONE, &dry_run,
+      "With --gpus: build the shard plan, generate and compile its kernels (for --arch) and resolve every buffer; no GPU", NULL },
+    { "model", 0, 0, G_OPTION_ARG_STRING, &model,
+      "With --gpus: the architecture profile that prices the collectives (default: from the GPU's name)", "ID" },
+    { "collectives", 0, 0, G_OPTION_ARG_NONE, &collectives,
+      "Time NCCL's all-reduce, all-gather, reduce-scatter and all-to-all in bf16 on --gpus GPUs instead of running a diagram", NULL },
+    { "collective", 0, 0, G_OPTION_ARG_STRING_ARRAY, &only, "With --collectives: only this one (repeatable)", "KIND" },
+    { "min-bytes", 0, 0, G_OPTION_ARG_INT64, &min_bytes, "With --collectives: the smallest size (default 1 MiB)", "B" },
+    { "max-bytes", 0, 0, G_OPTION_ARG_INT64, &max_bytes, "With --collectives: the largest size (default 1 GiB; sizes step ×4)", "B" },
     { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &axes, "Override an axis size", "NAME=SIZE" },
     { "tile", 0, 0, G_OPTION_ARG_STRING_ARRAY, &tiles, "Override a tile", "REGION.AXIS=SIZE" },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (at least 20 recommended)", "N" },
@@ -1247,7 +2501,17 @@ main (int    argc,
       fprintf (stderr, "napkin-runner: %s\n", error->message);
       return EXIT_USAGE;
     }
-  if ((argc != 2 && inject == NULL && !calibrate) || repeats < 1 || reference_repeats < 0 || budget_ms < 0)
+  if (collectives && (min_bytes < 1024 || max_bytes < min_bytes || max_bytes > (G_GINT64_CONSTANT (1) << 34)))
+    {
+      fprintf (stderr, "napkin-runner: --min-bytes must be at least 1024 and at most --max-bytes (at most 16 GiB)\n");
+      return EXIT_USAGE;
+    }
+  if (gpus < 1 || gpus > 16)
+    {
+      fprintf (stderr, "napkin-runner: --gpus takes 1 to 16, not %d\n", gpus);
+      return EXIT_USAGE;
+    }
+  if ((argc != 2 && inject == NULL && !calibrate && !collectives) || repeats < 1 || reference_repeats < 0 || budget_ms < 0)
     {
       fprintf (stderr, "napkin-runner: expected one FILE (and --repeats ≥ 1, --reference-repeats ≥ 0, "
                "--time-budget ≥ 0)\n");
@@ -1267,12 +2531,13 @@ main (int    argc,
   if (!no_energy && inject == NULL && !calibrate)
     nvml_thread = g_thread_new ("nvml", nvml_open_thread, &nvml);
 
-  if (inject == NULL && !calibrate)
+  if (inject == NULL && !calibrate && !collectives)
     {
       progress (0.05, "Lowering the diagram");
       d = load_diagram (argv[1], axes, tiles, &error);
       if (d == NULL)
         return finish (root, "invalid", error->message, EXIT_FAILED);
+      if (gpus <= 1)
       {
         NapkinIrProgram *prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
 
@@ -1297,8 +2562,28 @@ main (int    argc,
       phase_end ("lower");
     }
 
+  if (dry_run)
+    {
+      if (gpus < 2 || d == NULL)
+        {
+          fprintf (stderr, "napkin-runner: --dry-run needs FILE and --gpus 2 or more\n");
+          return EXIT_USAGE;
+        }
+      return run_gpus (d, (guint) gpus, arch_opt ? arch_opt : "sm_90a", model, NULL, generic, no_reference, repeats,
+                       seed, TRUE, root);
+    }
   progress (0.1, "Opening the CUDA driver");
   if (!napkin_cuda_driver_open (&cu, &message))
+    {
+      if (gpus > 1)
+        {
+          g_autofree char *why = g_steal_pointer (&message);
+
+          message = g_strdup_printf ("--gpus %d: this machine has no usable GPU (%s)", gpus, why);
+        }
+      return finish (root, "no-gpu", message, EXIT_NO_GPU);
+    }
+  if (gpus > 1 && !napkin_gpu_group_check_count (&cu, (guint) gpus, &message))
     return finish (root, "no-gpu", message, EXIT_NO_GPU);
 
   if (!check (cu.DeviceGet (&device, 0), "opening GPU 0", &message)
@@ -1345,6 +2630,19 @@ main (int    argc,
     return run_injected (inject, arch, root);
   if (calibrate)
     return run_calibrate (arch, sms, clock_khz, root);
+  if (gpus > 1 && d != NULL)
+    return run_gpus (d, (guint) gpus, arch, model, name, generic, no_reference, repeats, seed, FALSE, root);
+  if (collectives)
+    {
+      NapkinCollectivesOptions opt = { (guint) gpus, min_bytes, max_bytes, 4, (guint) MIN (repeats, 50), 5, only };
+      g_autofree char *status = NULL;
+      int code;
+
+      /* 20 timed batches of 5 by default would be 100 GiB-sized calls: 10 batches are plenty */
+      opt.repeats = MAX (3, MIN (opt.repeats, 10));
+      code = napkin_runner_collectives (&cu, &opt, root, &status, &message);
+      return finish (root, status, message, code);
+    }
 
   /* Generated again for a target with its own skeletons (sm_90a: wgmma), now that it is known. */
   if (!generic && napkin_codegen_flags_for_arch (arch) != NAPKIN_CODEGEN_DEFAULT)
@@ -1457,7 +2755,7 @@ main (int    argc,
       }
   }
 
-  if ((ref != NULL && !device_alloc (&rd, &in, &message)) || !device_alloc (&kd, &in, &message)
+  if ((ref != NULL && !device_alloc (&rd, &in, NULL, &message)) || !device_alloc (&kd, &in, NULL, &message)
       || !check (cu.CtxSynchronize (), "filling inputs", &message))
     return finish (root, "fault", message, EXIT_FAULT);
   if (!check_inputs (&kd, &in, &message) || (ref != NULL && !check_inputs (&rd, &in, &message)))

@@ -13,6 +13,11 @@ case "$FAKE_MODE" in
     echo "progress 1.00 Done" >&2
     cat "$(dirname "$0")/h200-matmul-tiled.json"
     ;;
+  gpus)
+    # The shape of napkin-runner --gpus 2's result (docs/multi-gpu.md), numbers invented.
+    echo "progress 1.00 Done" >&2
+    cat "$(dirname "$0")/fake-gpus.json"
+    ;;
   hang)
     echo "progress 0.60 Running the kernel" >&2
     exec sleep 600

@@ -493,6 +493,139 @@ test_cli_run_recorded (void)
   g_unsetenv ("NAPKIN_RUNNER");
 }
 
+/* napkin-cli run --gpus 2: the runner is asked for 2 GPUs, its per-kernel and
+ * per-collective report is printed beside the model's shard analysis. */
+static void
+test_cli_run_gpus (void)
+{
+  g_autofree char *tp = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "tp-mlp.napkin", NULL);
+  char *out = NULL, *err = NULL;
+  json_object *r, *p;
+
+  g_setenv ("NAPKIN_RUNNER", FAKE_RUNNER, TRUE);
+  g_setenv ("FAKE_MODE", "gpus", TRUE);
+  g_assert_cmpint (cli ((const char *[]) { "run", tp, "--gpus", "2", NULL }, &out, &err), ==, 0);
+  g_assert_nonnull (strstr (out, "on 2× NVIDIA H100 80GB HBM3 (sm_90a, NCCL 2.28.3)"));
+  g_assert_nonnull (strstr (out, "kernel     napkin_k1    gemm-wgmma    0.4500 ms"));
+  g_assert_nonnull (strstr (out, "all-reduce     Y          67.1 MB/rank    0.2500 ms, predicted 0.2364 ms (268 GB/s bus)"));
+  g_assert_nonnull (strstr (out, "time       1.5000 ms, median of 20 (kernels 1.2500, collectives 0.2500)"));
+  g_assert_nonnull (strstr (out, "relative to the one-GPU fp32 reference (bound 0.0078): ok"));
+  g_assert_nonnull (strstr (out, "ms on h100 (compute "));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  g_assert_cmpint (cli ((const char *[]) { "run", tp, "--gpus", "2", "--json", NULL }, &out, &err), ==, 0);
+  r = json_tokener_parse (out);
+  g_assert_nonnull (r);
+  p = json_object_object_get (r, "prediction");
+  g_assert_nonnull (p);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (p, "arch")), ==, "h100");
+  /* the model's all-reduce of Y: 64 MiB on 2 H100s, the same figure the runner reports from the plan */
+  g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "collectives_ms")), 0.2364, 0.0005);
+  g_assert_cmpfloat (json_object_get_double (json_object_object_get (p, "compute_ms")), >, 0);
+  g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "time_ms")),
+                                  json_object_get_double (json_object_object_get (p, "compute_ms"))
+                                  + json_object_get_double (json_object_object_get (p, "collectives_ms")), 1e-9);
+  json_object_put (r);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_unsetenv ("NAPKIN_RUNNER");
+}
+
+/* --gpus 2 with the real runner on a machine without a GPU: a clear error naming the
+ * count, exit 1 as other failed runs; the runner alone says the same for --collectives. */
+static void
+test_cli_gpus_no_gpu (void)
+{
+  g_autofree char *tp = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "tp-mlp.napkin", NULL);
+  char *out = NULL, *err = NULL;
+
+  if (g_getenv ("NAPKIN_RUNNER_REAL") == NULL || have_driver ())
+    {
+      g_test_skip ("needs the real runner on a machine without a GPU");
+      return;
+    }
+  g_setenv ("NAPKIN_RUNNER", g_getenv ("NAPKIN_RUNNER_REAL"), TRUE);
+  g_assert_cmpint (cli ((const char *[]) { "run", tp, "--gpus", "2", NULL }, &out, &err), ==, 1);
+  g_assert_nonnull (strstr (err, "napkin-cli run: no GPU: --gpus 2: this machine has no usable GPU (No CUDA driver"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_assert_cmpint (cli ((const char *[]) { "calibrate", "--collectives", "--gpus", "2", NULL }, &out, &err), ==, 1);
+  g_assert_nonnull (strstr (err, "--gpus 2: this machine has no usable GPU"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_unsetenv ("NAPKIN_RUNNER");
+}
+
+/* The runner's --dry-run: the shard plan of each example compiled with NVRTC and every
+ * collective's buffers resolved (Ulysses: unpack after the inputs' all-to-all, pack
+ * before the output's), no GPU. */
+static void
+test_runner_dry_run (void)
+{
+  const char *real = g_getenv ("NAPKIN_RUNNER_REAL");
+  g_autofree char *ul = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "ulysses-attention.napkin", NULL);
+  g_autofree char *out = NULL, *err = NULL;
+  g_autoptr(GError) error = NULL;
+  json_object *r, *colls, *c;
+  int status = 0;
+
+  if (real == NULL)
+    {
+      g_test_skip ("napkin-runner was not built (no CUDA toolkit)");
+      return;
+    }
+  g_spawn_sync (NULL, (char *[]) { (char *) real, ul, "--gpus=2", "--dry-run", "--model=h100", "--no-cache", NULL }, NULL,
+                G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
+  g_assert_no_error (error);
+  r = json_tokener_parse (out);
+  g_assert_nonnull (r);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (r, "status")), ==, "ok");
+  colls = json_object_object_get (r, "collectives");
+  g_assert_cmpint (json_object_array_length (colls), ==, 4);
+  c = json_object_array_get_idx (colls, 0);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (c, "kind")), ==, "all-to-all");
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (c, "tensor")), ==, "Q");
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (c, "src")), ==, "runner buffer (as stored)");
+  g_assert_false (json_object_get_boolean (json_object_object_get (c, "pack")));
+  g_assert_true (json_object_get_boolean (json_object_object_get (c, "unpack")));
+  /* [1, 32, 16384, 128] bf16 over 2 GPUs: a quarter of the tensor goes to each peer */
+  g_assert_cmpint (json_object_get_int64 (json_object_object_get (c, "nccl_count")), ==, 16777216);
+  c = json_object_array_get_idx (colls, 3);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (c, "tensor")), ==, "O");
+  g_assert_cmpint (json_object_get_int (json_object_object_get (c, "before_module_kernel")), ==,
+                   json_object_get_int (json_object_object_get (r, "module_kernels")));
+  g_assert_true (json_object_get_boolean (json_object_object_get (c, "pack")));
+  g_assert_false (json_object_get_boolean (json_object_object_get (c, "unpack")));
+  json_object_put (r);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  /* the overlapped MLP: its 4-chunk module compiles and every input and output of a
+   * chunk is a contiguous piece along t (or a whole weight) */
+  {
+    g_autofree char *tp = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "tp-mlp-overlap.napkin", NULL);
+    json_object *o;
+
+    g_spawn_sync (NULL, (char *[]) { (char *) real, tp, "--gpus=2", "--dry-run", "--model=h100", NULL }, NULL,
+                  G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
+    g_assert_no_error (error);
+    r = json_tokener_parse (out);
+    g_assert_nonnull (r);
+    g_assert_cmpstr (json_object_get_string (json_object_object_get (r, "status")), ==, "ok");
+    o = json_object_object_get (r, "overlap");
+    g_assert_cmpint (json_object_get_int (json_object_object_get (o, "chunks")), ==, 4);
+    g_assert_cmpint (json_object_get_int (json_object_object_get (o, "chunk_kernels")), ==,
+                     json_object_get_int (json_object_object_get (r, "module_kernels")));
+    g_assert_null (json_object_object_get (o, "note"));
+    c = json_object_array_get_idx (json_object_object_get (r, "collectives"), 0);
+    g_assert_cmpstr (json_object_get_string (json_object_object_get (c, "kind")), ==, "all-reduce");
+    g_assert_cmpstr (json_object_get_string (json_object_object_get (c, "src")), ==, "module slot");
+    g_assert_cmpstr (json_object_get_string (json_object_object_get (c, "dst")), ==, "runner buffer (as stored)");
+    json_object_put (r);
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -512,5 +645,8 @@ main (int    argc,
   g_test_add_func ("/runner/cli/no-gpu", test_cli_no_gpu);
   g_test_add_func ("/runner/cli/codegen", test_cli_codegen);
   g_test_add_func ("/runner/cli/run-recorded", test_cli_run_recorded);
+  g_test_add_func ("/runner/cli/run-gpus", test_cli_run_gpus);
+  g_test_add_func ("/runner/cli/gpus-no-gpu", test_cli_gpus_no_gpu);
+  g_test_add_func ("/runner/real/dry-run", test_runner_dry_run);
   return g_test_run ();
 }

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-runner"
+
+#include "config.h"
+
+#include <string.h>
+
+#include "napkin-gpu-group.h"
+
+static gboolean
+cu_check (NapkinCudaDriver  *cu,
+          CUresult           res,
+          const char        *what,
+          guint              r,
+          char             **message)
+{
+  g_autofree char *text = NULL;
+
+  if (res == CUDA_SUCCESS)
+    return TRUE;
+  text = napkin_cuda_driver_error (cu, res);
+  g_free (*message);
+  *message = g_strdup_printf ("GPU %u: %s: %s", r, what, text);
+  return FALSE;
+}
+
+static gboolean
+nccl_check (NapkinGpuGroup  *group,
+            int              res,
+            const char      *what,
+            char           **message)
+{
+  g_autofree char *text = NULL;
+
+  if (res == NAPKIN_NCCL_SUCCESS)
+    return TRUE;
+  text = napkin_nccl_error (&group->nccl, res);
+  g_free (*message);
+  *message = g_strdup_printf ("NCCL %s: %s", what, text);
+  return FALSE;
+}
+
+gboolean
+napkin_gpu_group_check_count (NapkinCudaDriver  *cu,
+                              guint              n,
+                              char             **message)
+{
+  int count = 0;
+
+  if (!cu_check (cu, cu->DeviceGetCount (&count), "counting GPUs", 0, message))
+    return FALSE;
+  if (n > NAPKIN_MAX_GPUS)
+    {
+      *message = g_strdup_printf ("--gpus %u: at most %d GPUs are supported", n, NAPKIN_MAX_GPUS);
+      return FALSE;
+    }
+  if ((guint) count < n)
+    {
+      *message = g_strdup_printf ("--gpus %u: this machine has %d GPU%s", n, count, count == 1 ? "" : "s");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+napkin_gpu_group_use (NapkinGpuGroup  *group,
+                      guint            r,
+                      char           **message)
+{
+  return cu_check (group->cu, group->cu->CtxSetCurrent (group->ctx[r]), "making its context current", r, message);
+}
+
+gboolean
+napkin_gpu_group_open (NapkinGpuGroup    *group,
+                       NapkinCudaDriver  *cu,
+                       guint              n,
+                       char             **message)
+{
+  int devlist[NAPKIN_MAX_GPUS];
+
+  memset (group, 0, sizeof *group);
+  group->cu = cu;
+  if (!napkin_gpu_group_check_count (cu, n, message))
+    return FALSE;
+  /* NCCL first: its absence is the likeliest failure, and says the most */
+  if (!napkin_nccl_open (&group->nccl, message))
+    {
+      group->no_nccl = TRUE;
+      return FALSE;
+    }
+  group->n = n;
+  for (guint r = 0; r < n; r++)
+    {
+      devlist[r] = (int) r;
+      if (!cu_check (cu, cu->DeviceGet (&group->device[r], (int) r), "opening it", r, message)
+          || !cu_check (cu, cu->DevicePrimaryCtxRetain (&group->ctx[r], group->device[r]), "creating a context", r, message)
+          || !cu_check (cu, cu->CtxSetCurrent (group->ctx[r]), "creating a context", r, message)
+          || !cu_check (cu, cu->StreamCreate (&group->stream[r], CU_STREAM_NON_BLOCKING), "creating a stream", r, message)
+          || !cu_check (cu, cu->StreamCreate (&group->comm_stream[r], CU_STREAM_NON_BLOCKING), "creating a stream", r,
+                        message))
+        return FALSE;
+    }
+  if (!nccl_check (group, group->nccl.CommInitAll (group->comm, (int) n, devlist), "ncclCommInitAll", message))
+    return FALSE;
+  group->have_comms = TRUE;
+  return napkin_gpu_group_use (group, 0, message);
+}
+
+void
+napkin_gpu_group_close (NapkinGpuGroup *group)
+{
+  if (group->have_comms)
+    for (guint r = 0; r < group->n; r++)
+      group->nccl.CommDestroy (group->comm[r]);
+  group->have_comms = FALSE;
+  for (guint r = 0; r < group->n && group->cu != NULL; r++)
+    if (group->ctx[r] != NULL && group->cu->CtxSetCurrent (group->ctx[r]) == CUDA_SUCCESS)
+      {
+        if (group->stream[r] != NULL)
+          group->cu->StreamDestroy (group->stream[r]);
+        if (group->comm_stream[r] != NULL)
+          group->cu->StreamDestroy (group->comm_stream[r]);
+      }
+  if (group->nccl.handle != NULL)
+    napkin_nccl_close (&group->nccl);
+  group->n = 0;
+}
+
+gboolean
+napkin_gpu_group_collective (NapkinGpuGroup     *group,
+                             NapkinCollectiveKind    kind,
+                             const CUdeviceptr  *send,
+                             const CUdeviceptr  *recv,
+                             gint64              count,
+                             NapkinNcclDataType  type,
+                             gboolean            on_comm_stream,
+                             char              **message)
+{
+  NapkinNccl *nc = &group->nccl;
+  gsize chunk_bytes = (gsize) count * napkin_nccl_type_bytes (type);
+  int res = NAPKIN_NCCL_SUCCESS;
+
+  if (!nccl_check (group, nc->GroupStart (), "ncclGroupStart", message))
+    return FALSE;
+  for (guint r = 0; r < group->n && res == NAPKIN_NCCL_SUCCESS; r++)
+    {
+      NapkinNcclStream s = on_comm_stream ? group->comm_stream[r] : group->stream[r];
+      const void *src = (const void *) (uintptr_t) send[r];
+      void *dst = (void *) (uintptr_t) recv[r];
+
+      switch (kind)
+        {
+        case NAPKIN_COLLECTIVE_ALL_REDUCE:
+          res = nc->AllReduce (src, dst, count, type, NAPKIN_NCCL_SUM, group->comm[r], s);
+          break;
+        case NAPKIN_COLLECTIVE_ALL_GATHER:
+          res = nc->AllGather (src, dst, count, type, group->comm[r], s);
+          break;
+        case NAPKIN_COLLECTIVE_REDUCE_SCATTER:
+          res = nc->ReduceScatter (src, dst, count, type, NAPKIN_NCCL_SUM, group->comm[r], s);
+          break;
+        case NAPKIN_COLLECTIVE_ALL_TO_ALL:
+          for (guint p = 0; p < group->n && res == NAPKIN_NCCL_SUCCESS; p++)
+            {
+              res = nc->Send ((const char *) src + p * chunk_bytes, count, type, (int) p, group->comm[r], s);
+              if (res == NAPKIN_NCCL_SUCCESS)
+                res = nc->Recv ((char *) dst + p * chunk_bytes, count, type, (int) p, group->comm[r], s);
+            }
+          break;
+        default:
+          res = 4;   /* ncclInvalidArgument */
+        }
+    }
+  if (res != NAPKIN_NCCL_SUCCESS)
+    {
+      nc->GroupEnd ();
+      return nccl_check (group, res, napkin_nccl_collective_name (kind), message);
+    }
+  return nccl_check (group, nc->GroupEnd (), "ncclGroupEnd", message);
+}
+
+gboolean
+napkin_gpu_group_sync (NapkinGpuGroup  *group,
+                       char           **message)
+{
+  for (guint r = 0; r < group->n; r++)
+    if (!napkin_gpu_group_use (group, r, message)
+        || !cu_check (group->cu, group->cu->CtxSynchronize (), "waiting for its work", r, message))
+      return FALSE;
+  return TRUE;
+}
