@@ -83,7 +83,8 @@ def build(small=False, batch=4, seq=2048, dtype="bfloat16", device="cpu"):
     dtype = getattr(torch, dtype)
     torch.manual_seed(0)
     cfg = SMALL if small else {}
-    m = LlamaBlock(**cfg).to(device=device, dtype=dtype)
+    with torch.device(device):
+        m = LlamaBlock(**cfg).to(dtype=dtype)
     dim, head_dim = (cfg or {}).get("dim", 4096), (cfg or {}).get("head_dim", 128)
     x = torch.randn(batch, seq, dim, device=device, dtype=dtype)
     cos, sin = rope(seq, head_dim, dtype, device)
@@ -94,7 +95,8 @@ def build_mlp(small=False, batch=4, seq=2048, dtype="bfloat16", device="cpu"):
     dtype = getattr(torch, dtype)
     torch.manual_seed(0)
     dim, hidden = (256, 512) if small else (4096, 14336)
-    m = SwiGLU(dim, hidden).to(device=device, dtype=dtype)
+    with torch.device(device):
+        m = SwiGLU(dim, hidden).to(dtype=dtype)
     return m, (torch.randn(batch, seq, dim, device=device, dtype=dtype),), {"x": ["b", "s", "e"]}
 
 
