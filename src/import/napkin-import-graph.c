@@ -1114,8 +1114,15 @@ pass1_call (G     *g,
         }
       if (!matmul_dims (g, v, x, y))
         return;
-      if (bias && !broadcast (g, bias, v, bias))
-        return;
+      /* the bias broadcasts against the product, right-aligned */
+      for (guint i = 0; bias && i < bias->n_dims && i < v->n_dims; i++)
+        {
+          guint bi = bias->n_dims - 1 - i, vi = v->n_dims - 1 - i;
+
+          if (bias->dims[bi] != NONE && dim_size (g, bias, bi) == dim_size (g, v, vi)
+              && !unite (g, v, bias->dims[bi], v->dims[vi]))
+            return;
+        }
       set_src (g, v, 0, x);
       set_src (g, v, 1, y);
       v->extra[0] = bias ? value_index (g, bias) : -1;
@@ -1956,6 +1963,20 @@ pass1 (G *g)
         }
       if (v->emit == EMIT_SKIP && !v->absorbed && v->target == NULL)
         continue;
+      if (!v->has_shape && g_strcmp0 (v->base, "native_layer_norm") == 0)
+        {
+          /* a tuple (output, mean, rstd): the output is shaped as the input */
+          Value *a = arg_value (g, v, 0, "input");
+
+          if (a != NULL && a->has_shape)
+            {
+              v->n_dims = a->n_dims;
+              memcpy (v->shape, a->shape, sizeof v->shape);
+              v->has_shape = TRUE;
+              v->has_dtype = a->has_dtype;
+              v->dtype = a->dtype;
+            }
+        }
       if (!v->has_shape && !g_str_has_prefix (v->base, "_assert") && !g_str_has_prefix (v->base, "sym_"))
         {
           unsupported (g, v, "a result that is not one tensor");

@@ -259,6 +259,27 @@ test_graph_mlp (void)
   assert_layout (d);
 }
 
+/* The decomposed forms: native_layer_norm and its item, t + addmm over a view that
+ * merges b and s, matmul, softmax, a scale by a number. */
+static void
+test_graph_decomposed (void)
+{
+  g_autoptr(NapkinDiagram) d = import_stored ("mixer.graph.json");
+  g_autofree char *w = tensor_axes (d, "fc_weight");
+  g_autofree char *y = tensor_axes (d, "y");
+
+  g_assert_cmpuint (napkin_diagram_n_axes (d), ==, 5);
+  g_assert_cmpuint (napkin_diagram_n_tensors (d), ==, 7);
+  g_assert_cmpuint (napkin_diagram_n_nodes (d), ==, 16);
+  g_assert_cmpuint (count_kind (d, NAPKIN_OP_CONTRACT), ==, 2);
+  g_assert_cmpuint (count_kind (d, NAPKIN_OP_NORMALIZE), ==, 1);
+  g_assert_cmpuint (count_kind (d, NAPKIN_OP_MAP), ==, 5);
+  /* the view [2,8,16] → [16,16] → [2,8,32] keeps b and s through the addmm */
+  g_assert_cmpstr (w, ==, "f,e");
+  g_assert_cmpstr (y, ==, "b,s,e2");
+  g_assert_cmpfloat (napkin_diagram_node (d, napkin_diagram_find_node (d, "m"))->alpha, ==, 0.5);
+}
+
 static void
 test_graph_unsupported (void)
 {
@@ -406,6 +427,7 @@ main (int    argc,
   g_test_add_func ("/import/einsum/errors", test_einsum_errors);
   g_test_add_func ("/import/graph/llama", test_graph_llama);
   g_test_add_func ("/import/graph/mlp", test_graph_mlp);
+  g_test_add_func ("/import/graph/decomposed", test_graph_decomposed);
   g_test_add_func ("/import/graph/unsupported", test_graph_unsupported);
   g_test_add_func ("/import/graph/errors", test_graph_errors);
   g_test_add_func ("/import/roundtrip", test_roundtrip);
