@@ -15,6 +15,7 @@
 #include "napkin-file.h"
 #include "napkin-render.h"
 #include "napkin-window.h"
+#include "napkin-import.h"
 #ifdef NAPKIN_HAVE_PERF
 #include "napkin-analysis-pane.h"
 #include "napkin-arch.h"
@@ -528,6 +529,106 @@ napkin_window_new_open_dialog (NapkinWindow *self)
     gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (dialog), folder, NULL);
   }
   return dialog;
+}
+
+/* File ▸ Import: einsum text or the exporter's graph JSON (docs/import.md) becomes a new,
+ * unsaved document; the file itself is never written. */
+gboolean
+napkin_window_import_file (NapkinWindow  *self,
+                           GFile         *file,
+                           GError       **error)
+{
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(GError) local_error = NULL;
+  g_autofree char *path = NULL;
+  NapkinWindow *window = self;
+
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), FALSE);
+  g_return_val_if_fail (G_IS_FILE (file), FALSE);
+
+  path = g_file_get_path (file);
+  if (path == NULL)
+    g_set_error (&local_error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
+                 _("%s: only local files can be imported"), g_file_peek_path (file));
+  else
+    diagram = napkin_import_file (path, &local_error);
+  if (diagram == NULL)
+    {
+      g_autofree char *name = g_file_get_parse_name (file);
+      g_autofree char *message = g_strdup_printf (_("Could not import “%s”: %s"), name, local_error->message);
+
+      napkin_window_show_error (self, message);
+      g_propagate_error (error, g_steal_pointer (&local_error));
+      return FALSE;
+    }
+  if (napkin_diagram_get_title (diagram) == NULL || *napkin_diagram_get_title (diagram) == '\0')
+    {
+      g_autofree char *base = g_file_get_basename (file);
+
+      napkin_diagram_set_title (diagram, base);
+    }
+  /* an untouched window shows it, else a new one */
+  if (!napkin_window_is_pristine (self))
+    window = napkin_window_new (gtk_window_get_application (GTK_WINDOW (self)));
+  gtk_revealer_set_reveal_child (window->banner, FALSE);
+  napkin_window_set_document (window, diagram, NULL);
+  gtk_window_present (GTK_WINDOW (window));
+  return TRUE;
+}
+
+static void
+import_response_cb (GtkNativeDialog *dialog,
+                    int              response,
+                    gpointer         user_data)
+{
+  g_autoptr(NapkinWindow) self = user_data;
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr(GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+
+      if (file != NULL)
+        napkin_window_import_file (self, file, NULL);
+    }
+  gtk_native_dialog_destroy (dialog);
+  g_object_unref (dialog);
+}
+
+static void
+import_action (GtkWidget  *widget,
+               const char *action_name,
+               GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  GtkFileChooserNative *dialog;
+  g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
+  g_autoptr(GtkFileFilter) all = gtk_file_filter_new ();
+  g_autoptr(GFile) folder = start_folder (self);
+
+  dialog = gtk_file_chooser_native_new (_("Import Einsum Text or a PyTorch Graph"), GTK_WINDOW (self),
+                                        GTK_FILE_CHOOSER_ACTION_OPEN, _("_Import"), _("_Cancel"));
+  gtk_file_filter_set_name (filter, _("Einsum text and exported graphs"));
+  gtk_file_filter_add_pattern (filter, "*.einsum");
+  gtk_file_filter_add_pattern (filter, "*.txt");
+  gtk_file_filter_add_pattern (filter, "*.json");
+  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), filter);
+  gtk_file_filter_set_name (all, _("All files"));
+  gtk_file_filter_add_pattern (all, "*");
+  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), all);
+  gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (dialog), folder, NULL);
+  g_signal_connect (dialog, "response", G_CALLBACK (import_response_cb), g_object_ref (self));
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
+}
+
+/* The same without the chooser, for a path given by the caller (and the tests). */
+static void
+import_file_action (GtkWidget  *widget,
+                    const char *action_name,
+                    GVariant   *parameter)
+{
+  g_autoptr(GFile) file = g_file_new_for_path (g_variant_get_string (parameter, NULL));
+
+  napkin_window_import_file (NAPKIN_WINDOW (widget), file, NULL);
 }
 
 static void
@@ -1666,6 +1767,8 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "doc.new", NULL, new_action);
   gtk_widget_class_install_action (widget_class, "doc.open", NULL, open_action);
   gtk_widget_class_install_action (widget_class, "doc.open-recent", "s", open_recent_action);
+  gtk_widget_class_install_action (widget_class, "win.import", NULL, import_action);
+  gtk_widget_class_install_action (widget_class, "win.import-file", "s", import_file_action);
   gtk_widget_class_install_action (widget_class, "doc.save", NULL, save_action);
   gtk_widget_class_install_action (widget_class, "doc.save-as", NULL, save_as_action);
   gtk_widget_class_install_action (widget_class, "doc.export", NULL, export_action);

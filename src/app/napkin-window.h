@@ -85,4 +85,9 @@ gboolean         napkin_window_screenshot_finish (NapkinWindow    *self,
                                                   GAsyncResult    *result,
                                                   GError         **error);
 
+/* einsum text or an exported PyTorch graph as a new unsaved document (docs/import.md) */
+gboolean         napkin_window_import_file       (NapkinWindow    *self,
+                                                  GFile           *file,
+                                                  GError         **error);
+
 G_END_DECLS

@@ -84,7 +84,8 @@ napkin_cli_codegen (int    argc,
   gboolean generic = FALSE, plain = FALSE, check = FALSE;
   const GOptionEntry entries[] = {
     { "target", 't', 0, G_OPTION_ARG_STRING, &target,
-      "cuda (kernels), standalone (.cu with main(), builds with nvcc) or pseudo (default: cuda)", "TARGET" },
+      "cuda (kernels), standalone (.cu with main(), builds with nvcc), pseudo, or pytorch (the diagram's "
+      "reference as plain PyTorch) (default: cuda)", "TARGET" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write to this file instead of standard output", "OUT" },
     { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no tile primitives)", NULL },
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch,
@@ -104,7 +105,7 @@ napkin_cli_codegen (int    argc,
   g_autofree char *sm = NULL;
   g_autoptr(NapkinPlan) plan = NULL;
   NapkinPlanOptions plan_options = { 0 };
-  NapkinArch *profile;
+  NapkinArch *profile = NULL;
 
   context = napkin_cli_context_new ("codegen", "FILE",
                                     "Lower a relabeled diagram to its loop nest and print it as CUDA or as "
@@ -116,11 +117,17 @@ napkin_cli_codegen (int    argc,
     return napkin_cli_usage_error ("codegen", _("expected exactly one FILE"));
   if (target == NULL)
     target = g_strdup ("cuda");
-  if (!g_str_equal (target, "cuda") && !g_str_equal (target, "pseudo") && !g_str_equal (target, "standalone"))
-    return napkin_cli_usage_error ("codegen", _("--target must be cuda, standalone or pseudo, not “%s”"), target);
-  if ((profile = napkin_cli_lookup_arch ("codegen", arch)) == NULL)
-    return NAPKIN_CLI_USAGE;
-  sm = napkin_plan_target_for_arch (profile);
+  if (!g_str_equal (target, "cuda") && !g_str_equal (target, "pseudo") && !g_str_equal (target, "standalone")
+      && !g_str_equal (target, "pytorch"))
+    return napkin_cli_usage_error ("codegen", _("--target must be cuda, standalone, pseudo or pytorch, not “%s”"),
+                                   target);
+  /* the PyTorch reference depends on no GPU */
+  if (!g_str_equal (target, "pytorch"))
+    {
+      if ((profile = napkin_cli_lookup_arch ("codegen", arch)) == NULL)
+        return NAPKIN_CLI_USAGE;
+      sm = napkin_plan_target_for_arch (profile);
+    }
 
   diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
   napkin_cli_overrides_clear (&overrides);
@@ -130,6 +137,17 @@ napkin_cli_codegen (int    argc,
         return napkin_cli_usage_error ("codegen", "%s", error->message);
       fprintf (stderr, _("%s: invalid: %s\n"), argv[1], error->message);
       return NAPKIN_CLI_FAILED;
+    }
+
+  if (g_str_equal (target, "pytorch"))
+    {
+      /* the diagram's meaning alone: no lowering, no plan */
+      if ((text = napkin_codegen_pytorch (diagram, &error)) == NULL)
+        {
+          fprintf (stderr, "%s: cannot print PyTorch: %s\n", argv[1], error->message);
+          return NAPKIN_CLI_FAILED;
+        }
+      goto write;
     }
 
   program = napkin_ir_lower (diagram, plain ? NAPKIN_LOWER_PLAIN : NAPKIN_LOWER_DEFAULT, &error);
@@ -186,6 +204,7 @@ napkin_cli_codegen (int    argc,
         }
     }
 
+write:
   if (output == NULL)
     {
       fputs (text, stdout);

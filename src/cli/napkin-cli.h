@@ -67,6 +67,7 @@ NapkinArch     *napkin_cli_lookup_arch       (const char          *command,
 /* Commands, one file each. */
 int napkin_cli_validate (int argc, char **argv);
 int napkin_cli_info     (int argc, char **argv);
+int napkin_cli_import   (int argc, char **argv);
 int napkin_cli_codegen  (int argc, char **argv);
 int napkin_cli_run      (int argc, char **argv);
 int napkin_cli_calibrate (int argc, char **argv);

@@ -141,4 +141,10 @@ char             *napkin_nvrtc_fingerprint    (const char              *arch);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinCudaModule, napkin_cuda_module_free)
 
+/* The diagram as plain PyTorch: a function forward(inputs…) of einsum and torch calls
+ * that is the diagram's reference (docs/import.md, "Back to code"). Needs the diagram
+ * valid. */
+char *napkin_codegen_pytorch (NapkinDiagram *diagram,
+                              GError       **error);
+
 G_END_DECLS

@@ -529,6 +529,52 @@ test_zoom_actions (void)
 }
 
 /* A broken file: the core's error in the window's banner, the document untouched. */
+/* File ▸ Import on a stored exporter graph: the action makes a new unsaved document
+ * holding the imported block; a file outside the covered set shows its error. */
+static void
+test_import_action (void)
+{
+  g_autofree char *graph = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "import",
+                                             "llama-block.graph.json", NULL);
+  g_autofree char *bad = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "import",
+                                           "unsupported.graph.json", NULL);
+  g_autofree char *example = example_path ("mlp");
+  NapkinWindow *window = open_window (example);
+  GListModel *toplevels = gtk_window_get_toplevels ();
+  NapkinWindow *shown = NULL;
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.import-file", "s", graph));
+  iterate (50);
+  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
+    {
+      g_autoptr(GtkWindow) w = g_list_model_get_item (toplevels, i);
+
+      if (NAPKIN_IS_WINDOW (w) && g_strcmp0 (napkin_diagram_get_title (diagram_of (NAPKIN_WINDOW (w))),
+                                             "LlamaBlock") == 0)
+        shown = NAPKIN_WINDOW (w);
+    }
+  g_assert_nonnull (shown);
+  g_assert_true (shown != window);            /* this one holds a file */
+  g_assert_null (napkin_window_get_file (shown));   /* imported: not saved anywhere yet */
+  g_assert_cmpuint (napkin_diagram_n_nodes (diagram_of (shown)), ==, 46);
+  g_assert_cmpuint (napkin_diagram_n_axes (diagram_of (shown)), ==, 10);
+  g_assert_cmpuint (napkin_diagram_n_tensors (diagram_of (shown)), ==, 14);
+  g_assert_cmpuint (napkin_diagram_n_nodes (diagram_of (window)), ==, 7);   /* untouched */
+  close_window (shown);
+
+  /* an operation outside the set: the banner names it, and no window opens */
+  {
+    guint before = g_list_model_get_n_items (toplevels);
+
+    g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.import-file", "s", bad));
+    iterate (20);
+    g_assert_cmpuint (g_list_model_get_n_items (toplevels), ==, before);
+    g_assert_nonnull (napkin_window_get_banner_text (window));
+    g_assert_nonnull (strstr (napkin_window_get_banner_text (window), "aten.cumsum.default at line 68"));
+  }
+  close_window (window);
+}
+
 static void
 test_broken_file (void)
 {
@@ -969,6 +1015,7 @@ main (int    argc,
   g_test_add_func ("/app/open/every-example", test_open_every_example);
   g_test_add_func ("/app/open/default-is-flash-attention", test_default_is_flash_attention);
   g_test_add_func ("/app/open/broken-file", test_broken_file);
+  g_test_add_func ("/app/import/graph", test_import_action);
   g_test_add_func ("/app/edit/add-connect-relabel-undo-save-reload", test_edit_save_reload);
   g_test_add_func ("/app/edit/copy-paste", test_copy_paste);
   g_test_add_func ("/app/edit/regions", test_regions);

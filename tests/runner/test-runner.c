@@ -426,7 +426,7 @@ test_cli_codegen (void)
   g_clear_pointer (&err, g_free);
 
   g_assert_cmpint (cli ((const char *[]) { "codegen", tiled, "--target", "ptx", NULL }, &out, &err), ==, 2);
-  g_assert_nonnull (strstr (err, "--target must be cuda, standalone or pseudo"));
+  g_assert_nonnull (strstr (err, "--target must be cuda, standalone, pseudo or pytorch"));
   g_clear_pointer (&out, g_free);
   g_clear_pointer (&err, g_free);
 

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-cli"
+
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "napkin-cli.h"
+#include "napkin-file.h"
+#include "napkin-import.h"
+#include "napkin-validate.h"
+
+/* napkin-cli import FILE [-o OUT]: einsum text or the exporter's graph JSON to a
+ * diagram (docs/import.md). */
+int
+napkin_cli_import (int    argc,
+                   char **argv)
+{
+  NapkinCliOverrides overrides = { NULL, NULL };
+  g_autofree char *output = NULL;
+  g_autofree char *title = NULL;
+  const GOptionEntry entries[] = {
+    { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the diagram to this file instead of standard output", "OUT" },
+    { "title", 0, 0, G_OPTION_ARG_STRING, &title, "The diagram's title", "TEXT" },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = NULL;
+
+  context = napkin_cli_context_new ("import", "FILE",
+                                    "Build a diagram from einsum-style text or from the graph JSON that\n"
+                                    "napkin_export.py writes from a PyTorch module (docs/import.md).\n"
+                                    "--axis NAME=SIZE resizes an axis of the result.",
+                                    entries, &overrides);
+  if (!napkin_cli_parse (context, &argc, &argv))
+    return NAPKIN_CLI_USAGE;
+  if (argc != 2)
+    {
+      napkin_cli_overrides_clear (&overrides);
+      return napkin_cli_usage_error ("import", "expected exactly one FILE");
+    }
+  if (overrides.tiles != NULL)
+    {
+      napkin_cli_overrides_clear (&overrides);
+      return napkin_cli_usage_error ("import", "an imported diagram has no regions: --tile does not apply");
+    }
+
+  diagram = napkin_import_file (argv[1], &error);
+  if (diagram == NULL)
+    {
+      napkin_cli_overrides_clear (&overrides);
+      fprintf (stderr, "napkin-cli import: %s\n", error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  for (guint i = 0; overrides.axes && overrides.axes[i]; i++)
+    if (!napkin_diagram_override_axis (diagram, overrides.axes[i], &error))
+      {
+        napkin_cli_overrides_clear (&overrides);
+        return napkin_cli_usage_error ("import", "%s", error->message);
+      }
+  napkin_cli_overrides_clear (&overrides);
+  if (title != NULL)
+    napkin_diagram_set_title (diagram, title);
+  else if (napkin_diagram_get_title (diagram) == NULL || *napkin_diagram_get_title (diagram) == '\0')
+    {
+      g_autofree char *base = g_path_get_basename (argv[1]);
+      char *dot = strrchr (base, '.');
+
+      if (dot != NULL && dot != base)
+        *dot = '\0';
+      napkin_diagram_set_title (diagram, base);
+    }
+  if (!napkin_diagram_validate (diagram, &error))
+    {
+      fprintf (stderr, "napkin-cli import: %s: %s\n", argv[1], error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+
+  text = napkin_diagram_save_to_data (diagram, NULL);
+  if (output == NULL)
+    {
+      fputs (text, stdout);
+      return NAPKIN_CLI_OK;
+    }
+  if (!napkin_file_write_atomic (output, text, strlen (text), &error))
+    {
+      fprintf (stderr, "napkin-cli import: %s\n", error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  return NAPKIN_CLI_OK;
+}

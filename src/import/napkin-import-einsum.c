@@ -1,0 +1,1040 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-import"
+
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "napkin-import-private.h"
+#include "napkin-describe.h"
+#include "napkin-validate.h"
+
+/* Einsum-style text (docs/import.md, "Einsum text"): one statement a line,
+ *
+ *   b=4 n=4096 h=16 d=128 m=4096
+ *   q[b,n,h,d] k[b,m,h,d] -> s[b,h,n,m] = einsum("bnhd,bmhd->bhnm")
+ *   s -> p = softmax(m)
+ *
+ * Errors name the line and the column (from one) of the token at fault. */
+
+typedef enum { TOK_END, TOK_NAME, TOK_NUMBER, TOK_STRING, TOK_PUNCT } TokKind;
+
+typedef struct
+{
+  TokKind     kind;
+  char       *text;     /* NAME, NUMBER, STRING (unquoted), PUNCT ("->" or one char) */
+  guint       column;
+} Tok;
+
+typedef struct
+{
+  const char   *source;
+  guint         line;
+  GArray       *toks;   /* Tok */
+  guint         pos;
+  GError      **error;
+  gboolean      failed;
+} Line;
+
+typedef struct
+{
+  char   *name;
+  char   *node;         /* id of the node that makes it */
+  guint   line;
+  guint   uses;
+} Value;
+
+typedef struct
+{
+  NapkinDiagram *d;
+  const char    *source;
+  NapkinDtype    dtype;
+  GHashTable    *values;      /* name → Value */
+  GPtrArray     *order;       /* Value *, in definition order */
+  GHashTable    *node_line;   /* node id → GUINT line */
+  GPtrArray     *outputs;     /* char *, from output statements */
+  guint          output_line;
+} Ctx;
+
+static void
+value_free (Value *v)
+{
+  g_free (v->name);
+  g_free (v->node);
+  g_free (v);
+}
+
+static void
+tok_clear (Tok *t)
+{
+  g_free (t->text);
+}
+
+static void G_GNUC_PRINTF (3, 4)
+fail_at (Line       *l,
+         guint       column,
+         const char *format,
+         ...)
+{
+  va_list args;
+  g_autofree char *msg = NULL;
+
+  if (l->failed)
+    return;
+  va_start (args, format);
+  msg = g_strdup_vprintf (format, args);
+  va_end (args);
+  g_set_error (l->error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%sline %u, column %u: %s",
+               l->source ? l->source : "", l->source ? ": " : "", l->line, column, msg);
+  l->failed = TRUE;
+}
+
+static gboolean
+tokenize (Line       *l,
+          const char *text,
+          gsize       len)
+{
+  gsize i = 0;
+
+  while (i < len && !l->failed)
+    {
+      Tok t = { 0 };
+      char c = text[i];
+
+      t.column = g_utf8_strlen (text, i) + 1;
+      if (c == '#')
+        break;
+      if (g_ascii_isspace (c))
+        {
+          i++;
+          continue;
+        }
+      if (g_ascii_isalpha (c) || c == '_')
+        {
+          gsize s = i;
+
+          while (i < len && (g_ascii_isalnum (text[i]) || text[i] == '_' || text[i] == '-'))
+            i++;
+          /* fp8-e4m3 is one name; a - before > is the arrow */
+          while (i > s + 1 && text[i - 1] == '-')
+            i--;
+          t.kind = TOK_NAME;
+          t.text = g_strndup (text + s, i - s);
+        }
+      else if (g_ascii_isdigit (c) || c == '.' || (c == '-' && i + 1 < len && (g_ascii_isdigit (text[i + 1]) || text[i + 1] == '.')))
+        {
+          gsize s = i++;
+
+          while (i < len && (g_ascii_isalnum (text[i]) || text[i] == '.'
+                             || ((text[i] == '-' || text[i] == '+') && (text[i - 1] == 'e' || text[i - 1] == 'E'))))
+            i++;
+          t.kind = TOK_NUMBER;
+          t.text = g_strndup (text + s, i - s);
+        }
+      else if (c == '"' || c == '\'')
+        {
+          gsize s = ++i;
+
+          while (i < len && text[i] != c)
+            i++;
+          if (i >= len)
+            {
+              fail_at (l, t.column, "unterminated string");
+              return FALSE;
+            }
+          t.kind = TOK_STRING;
+          t.text = g_strndup (text + s, i - s);
+          i++;
+        }
+      else if (c == '-' && i + 1 < len && text[i + 1] == '>')
+        {
+          t.kind = TOK_PUNCT;
+          t.text = g_strdup ("->");
+          i += 2;
+        }
+      else if (strchr ("[](),=", c) != NULL)
+        {
+          t.kind = TOK_PUNCT;
+          t.text = g_strndup (text + i, 1);
+          i++;
+        }
+      else
+        {
+          gunichar u = g_utf8_get_char_validated (text + i, len - i);
+          char buf[8] = { 0 };
+
+          if (u != (gunichar) -1 && u != (gunichar) -2)
+            g_unichar_to_utf8 (u, buf);
+          fail_at (l, t.column, "unexpected character “%s”", buf[0] ? buf : "?");
+          return FALSE;
+        }
+      g_array_append_val (l->toks, t);
+    }
+  {
+    Tok end = { TOK_END, NULL, g_utf8_strlen (text, len) + 1 };
+
+    g_array_append_val (l->toks, end);
+  }
+  return !l->failed;
+}
+
+static Tok *
+peek (Line *l)
+{
+  return &g_array_index (l->toks, Tok, l->pos);
+}
+
+static Tok *
+next (Line *l)
+{
+  Tok *t = peek (l);
+
+  if (t->kind != TOK_END)
+    l->pos++;
+  return t;
+}
+
+static gboolean
+is_punct (Tok        *t,
+          const char *p)
+{
+  return t->kind == TOK_PUNCT && g_str_equal (t->text, p);
+}
+
+static const char *
+describe (Tok *t)
+{
+  return t->kind == TOK_END ? "the end of the line" : t->text;
+}
+
+static gboolean
+expect (Line       *l,
+        const char *p)
+{
+  Tok *t = next (l);
+
+  if (!is_punct (t, p))
+    {
+      fail_at (l, t->column, "expected “%s”, found “%s”", p, describe (t));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+is_identifier (const char *s)
+{
+  if (s == NULL || !(g_ascii_isalpha (*s) || *s == '_') || strlen (s) > NAPKIN_MAX_NAME_LEN)
+    return FALSE;
+  for (; *s; s++)
+    if (!g_ascii_isalnum (*s) && *s != '_')
+      return FALSE;
+  return TRUE;
+}
+
+static gboolean
+parse_int (const char *s,
+           gint64     *out)
+{
+  char *end = NULL;
+  gint64 v;
+
+  errno = 0;
+  v = g_ascii_strtoll (s, &end, 10);
+  if (errno != 0 || end == s || *end != '\0')
+    return FALSE;
+  *out = v;
+  return TRUE;
+}
+
+static gboolean
+parse_double (const char *s,
+              double     *out)
+{
+  char *end = NULL;
+  double v;
+
+  errno = 0;
+  v = g_ascii_strtod (s, &end);
+  if (errno != 0 || end == s || *end != '\0' || !isfinite (v))
+    return FALSE;
+  *out = v;
+  return TRUE;
+}
+
+/* An optional [a,b,c] after a name: the axes, each a declared axis. NULL when absent. */
+static char **
+parse_axes (Ctx   *c,
+            Line  *l,
+            guint *column)
+{
+  g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func (g_free);
+
+  if (!is_punct (peek (l), "["))
+    return NULL;
+  *column = next (l)->column;
+  for (;;)
+    {
+      Tok *t = next (l);
+
+      if (t->kind != TOK_NAME)
+        {
+          fail_at (l, t->column, "expected an axis name, found “%s”", describe (t));
+          return NULL;
+        }
+      if (napkin_diagram_find_axis (c->d, t->text) < 0)
+        {
+          fail_at (l, t->column, "unknown axis “%s” (declare its size first, as in “%s=128”)", t->text, t->text);
+          return NULL;
+        }
+      for (guint i = 0; i < axes->len; i++)
+        if (g_str_equal (axes->pdata[i], t->text))
+          {
+            fail_at (l, t->column, "axis “%s” is listed twice", t->text);
+            return NULL;
+          }
+      if (axes->len >= NAPKIN_MAX_RANK)
+        {
+          fail_at (l, t->column, "more than %d axes", NAPKIN_MAX_RANK);
+          return NULL;
+        }
+      g_ptr_array_add (axes, g_strdup (t->text));
+      t = next (l);
+      if (is_punct (t, "]"))
+        break;
+      if (!is_punct (t, ","))
+        {
+          fail_at (l, t->column, "expected “,” or “]”, found “%s”", describe (t));
+          return NULL;
+        }
+    }
+  g_ptr_array_add (axes, NULL);
+  return (char **) g_ptr_array_free (g_steal_pointer (&axes), FALSE);
+}
+
+static gboolean
+same_axis_set (char       **a,
+               const char * const *b)
+{
+  if (g_strv_length (a) != g_strv_length ((char **) b))
+    return FALSE;
+  for (guint i = 0; a[i]; i++)
+    if (!g_strv_contains (b, a[i]))
+      return FALSE;
+  return TRUE;
+}
+
+static char **
+type_axes (NapkinDiagram          *d,
+           const NapkinTensorType *type)
+{
+  char **axes = g_new0 (char *, type->n_axes + 1);
+
+  for (guint i = 0; i < type->n_axes; i++)
+    axes[i] = g_strdup (napkin_diagram_axis (d, type->axes[i])->name);
+  return axes;
+}
+
+static void
+add_value (Ctx        *c,
+           const char *name,
+           const char *node,
+           guint       line)
+{
+  Value *v = g_new0 (Value, 1);
+
+  v->name = g_strdup (name);
+  v->node = g_strdup (node);
+  v->line = line;
+  g_hash_table_insert (c->values, v->name, v);
+  g_ptr_array_add (c->order, v);
+  g_hash_table_insert (c->node_line, g_strdup (node), GUINT_TO_POINTER (line));
+}
+
+/* sizes: b=4 n=4096 … */
+static void
+parse_sizes (Ctx  *c,
+             Line *l)
+{
+  while (peek (l)->kind != TOK_END && !l->failed)
+    {
+      Tok *name = next (l), *num;
+      gint64 size;
+
+      if (name->kind != TOK_NAME || !is_identifier (name->text))
+        {
+          fail_at (l, name->column, "expected an axis name, found “%s”", describe (name));
+          return;
+        }
+      if (!expect (l, "="))
+        return;
+      num = next (l);
+      if (num->kind != TOK_NUMBER || !parse_int (num->text, &size) || size < 1 || size > NAPKIN_MAX_AXIS_SIZE)
+        {
+          fail_at (l, num->column, "the size of axis “%s” must be a whole number from 1 to 2^40, not “%s”",
+                   name->text, describe (num));
+          return;
+        }
+      if (napkin_diagram_find_axis (c->d, name->text) >= 0)
+        {
+          fail_at (l, name->column, "axis “%s” is declared twice", name->text);
+          return;
+        }
+      napkin_import_add_axis (c->d, name->text, size);
+    }
+}
+
+typedef struct
+{
+  char  *name;
+  char **axes;
+  guint  column, axes_column;
+} Operand;
+
+static void
+operand_clear (Operand *o)
+{
+  g_free (o->name);
+  g_strfreev (o->axes);
+}
+
+typedef struct
+{
+  char  *key;        /* NULL for a positional argument */
+  char  *text;
+  TokKind kind;
+  guint  column;
+} Arg;
+
+static void
+arg_clear (Arg *a)
+{
+  g_free (a->key);
+  g_free (a->text);
+}
+
+static const Arg *
+find_arg (GArray     *args,
+          const char *key,
+          guint       position)
+{
+  guint positional = 0;
+
+  for (guint i = 0; i < args->len; i++)
+    {
+      const Arg *a = &g_array_index (args, Arg, i);
+
+      if (a->key != NULL ? g_strcmp0 (a->key, key) == 0 : positional++ == position)
+        return a;
+    }
+  return NULL;
+}
+
+/* Reads an operand value: an existing one, or a new input tensor when axes are given. */
+static const char *
+operand_node (Ctx     *c,
+              Line    *l,
+              Operand *o)
+{
+  Value *v = g_hash_table_lookup (c->values, o->name);
+
+  if (v != NULL)
+    {
+      if (o->axes != NULL)
+        {
+          guint index = napkin_diagram_find_node (c->d, v->node);
+          const NapkinTensorType *type = napkin_diagram_node_type (c->d, index);
+          g_auto(GStrv) have = type->valid ? type_axes (c->d, type) : NULL;
+
+          if (have != NULL && !same_axis_set (o->axes, (const char * const *) have))
+            {
+              g_autofree char *list = g_strjoinv (",", have);
+
+              fail_at (l, o->axes_column, "“%s” has axes [%s] (line %u)", o->name, list, v->line);
+              return NULL;
+            }
+        }
+      v->uses++;
+      return v->node;
+    }
+  if (o->axes == NULL)
+    {
+      fail_at (l, o->column, "unknown value “%s”: give its axes (as in “%s[b,n]”) to declare an input",
+               o->name, o->name);
+      return NULL;
+    }
+  {
+    g_autoptr(NapkinNode) node = napkin_node_new (o->name, NAPKIN_OP_INPUT);
+    g_autofree char *tensor = napkin_import_fresh_name (c->d, NAPKIN_ITEM_TENSOR, o->name);
+    const char *id;
+
+    napkin_import_add_tensor (c->d, tensor, o->axes, c->dtype, NULL);
+    node->tensor = g_strdup (tensor);
+    node->label = g_strdup (o->name);
+    id = napkin_import_add_node (c->d, g_steal_pointer (&node), o->name);
+    add_value (c, o->name, id, l->line);
+    v = g_hash_table_lookup (c->values, o->name);
+    v->uses++;
+    return v->node;
+  }
+}
+
+static gboolean
+axis_arg (Ctx        *c,
+          Line       *l,
+          const Arg  *a,
+          const char *what,
+          guint       column,
+          char      **out)
+{
+  if (a == NULL)
+    {
+      fail_at (l, column, "%s needs an axis argument", what);
+      return FALSE;
+    }
+  if (a->kind != TOK_NAME || napkin_diagram_find_axis (c->d, a->text) < 0)
+    {
+      fail_at (l, a->column, "unknown axis “%s”", a->text);
+      return FALSE;
+    }
+  *out = g_strdup (a->text);
+  return TRUE;
+}
+
+static gboolean
+number_arg (Line       *l,
+            const Arg  *a,
+            double     *out)
+{
+  if (a == NULL)
+    return TRUE;
+  if (a->kind != TOK_NUMBER || !parse_double (a->text, out))
+    {
+      fail_at (l, a->column, "expected a number, found “%s”", a->text);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+int_arg (Line       *l,
+         const Arg  *a,
+         gint64     *out)
+{
+  if (a == NULL)
+    return TRUE;
+  if (a->kind != TOK_NUMBER || !parse_int (a->text, out))
+    {
+      fail_at (l, a->column, "expected a whole number, found “%s”", a->text);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* einsum("bnhd,bmhd->bhnm"): every letter names a one-letter axis. Checks the
+ * operands against the spec and returns the output axes. */
+static char **
+einsum_spec (Ctx       *c,
+             Line      *l,
+             const Arg *spec,
+             GArray    *operands)
+{
+  g_auto(GStrv) sides = NULL;
+  g_auto(GStrv) ins = NULL;
+  g_autoptr(GPtrArray) out = g_ptr_array_new_with_free_func (g_free);
+
+  if (spec->kind != TOK_STRING || (sides = g_strsplit (spec->text, "->", 2)) == NULL || sides[0] == NULL
+      || sides[1] == NULL)
+    {
+      fail_at (l, spec->column, "expected an einsum string such as \"bnhd,bmhd->bhnm\"");
+      return NULL;
+    }
+  ins = g_strsplit (sides[0], ",", -1);
+  if (g_strv_length (ins) != operands->len)
+    {
+      fail_at (l, spec->column, "the einsum string has %u operands, the statement %u", g_strv_length (ins),
+               operands->len);
+      return NULL;
+    }
+  for (guint i = 0; ins[i]; i++)
+    {
+      Operand *o = &g_array_index (operands, Operand, i);
+      g_autoptr(GPtrArray) letters = g_ptr_array_new_with_free_func (g_free);
+
+      for (const char *p = g_strstrip (ins[i]); *p; p++)
+        {
+          char name[2] = { *p, 0 };
+
+          if (napkin_diagram_find_axis (c->d, name) < 0)
+            {
+              fail_at (l, spec->column, "einsum letter “%s” is not a declared axis", name);
+              return NULL;
+            }
+          g_ptr_array_add (letters, g_strdup (name));
+        }
+      g_ptr_array_add (letters, NULL);
+      if (o->axes == NULL)
+        o->axes = g_strdupv ((char **) letters->pdata);
+      else if (!same_axis_set (o->axes, (const char * const *) letters->pdata))
+        {
+          fail_at (l, o->axes_column, "the axes of “%s” differ from the einsum string's “%s”", o->name, ins[i]);
+          return NULL;
+        }
+    }
+  for (const char *p = g_strstrip (sides[1]); *p; p++)
+    {
+      char name[2] = { *p, 0 };
+
+      if (napkin_diagram_find_axis (c->d, name) < 0)
+        {
+          fail_at (l, spec->column, "einsum letter “%s” is not a declared axis", name);
+          return NULL;
+        }
+      g_ptr_array_add (out, g_strdup (name));
+    }
+  g_ptr_array_add (out, NULL);
+  return (char **) g_ptr_array_free (g_steal_pointer (&out), FALSE);
+}
+
+static void
+parse_chain (Ctx  *c,
+             Line *l)
+{
+  g_autoptr(GArray) operands = g_array_new (FALSE, TRUE, sizeof (Operand));
+  g_autoptr(GArray) args = g_array_new (FALSE, TRUE, sizeof (Arg));
+  g_autoptr(NapkinNode) node = NULL;
+  g_auto(GStrv) result_axes = NULL;
+  g_autofree char *result = NULL;
+  g_autofree char *fn = NULL;
+  guint result_column = 0, result_axes_column = 0, fn_column;
+  const char *inputs[2] = { NULL, NULL };
+  const char *id;
+  guint n_in;
+
+  g_array_set_clear_func (operands, (GDestroyNotify) operand_clear);
+  g_array_set_clear_func (args, (GDestroyNotify) arg_clear);
+
+  /* operands */
+  while (peek (l)->kind == TOK_NAME)
+    {
+      Operand o = { 0 };
+      Tok *t = next (l);
+
+      o.name = g_strdup (t->text);
+      o.column = t->column;
+      if (!is_identifier (o.name))
+        {
+          fail_at (l, t->column, "“%s” is not a name (letters, digits, _)", t->text);
+          operand_clear (&o);
+          return;
+        }
+      o.axes = parse_axes (c, l, &o.axes_column);
+      g_array_append_val (operands, o);
+      if (l->failed)
+        return;
+    }
+  if (operands->len == 0)
+    {
+      fail_at (l, peek (l)->column, "expected a value name, found “%s”", describe (peek (l)));
+      return;
+    }
+  if (!expect (l, "->"))
+    return;
+  {
+    Tok *t = next (l);
+
+    if (t->kind != TOK_NAME || !is_identifier (t->text))
+      {
+        fail_at (l, t->column, "expected the result's name, found “%s”", describe (t));
+        return;
+      }
+    result = g_strdup (t->text);
+    result_column = t->column;
+    if (g_hash_table_contains (c->values, result))
+      {
+        Value *v = g_hash_table_lookup (c->values, result);
+
+        fail_at (l, t->column, "“%s” is already defined on line %u", result, v->line);
+        return;
+      }
+    result_axes = parse_axes (c, l, &result_axes_column);
+    if (l->failed || !expect (l, "="))
+      return;
+  }
+  {
+    Tok *t = next (l);
+
+    if (t->kind != TOK_NAME)
+      {
+        fail_at (l, t->column, "expected an operation (einsum, softmax, …), found “%s”", describe (t));
+        return;
+      }
+    fn = g_strdup (t->text);
+    fn_column = t->column;
+  }
+  if (is_punct (peek (l), "("))
+    {
+      next (l);
+      while (!is_punct (peek (l), ")"))
+        {
+          Arg a = { 0 };
+          Tok *t = next (l);
+
+          if (t->kind == TOK_NAME && is_punct (peek (l), "="))
+            {
+              a.key = g_strdup (t->text);
+              next (l);
+              t = next (l);
+            }
+          if (t->kind != TOK_NAME && t->kind != TOK_NUMBER && t->kind != TOK_STRING)
+            {
+              fail_at (l, t->column, "expected an argument, found “%s”", describe (t));
+              arg_clear (&a);
+              return;
+            }
+          a.text = g_strdup (t->text);
+          a.kind = t->kind;
+          a.column = t->column;
+          g_array_append_val (args, a);
+          if (is_punct (peek (l), ","))
+            next (l);
+          else if (!is_punct (peek (l), ")"))
+            {
+              fail_at (l, peek (l)->column, "expected “,” or “)”, found “%s”", describe (peek (l)));
+              return;
+            }
+        }
+      next (l);
+    }
+  if (peek (l)->kind != TOK_END)
+    {
+      fail_at (l, peek (l)->column, "unexpected “%s” after the operation", describe (peek (l)));
+      return;
+    }
+
+  n_in = operands->len;
+  if (n_in > 2)
+    {
+      fail_at (l, g_array_index (operands, Operand, 2).column, "an operation takes at most two operands");
+      return;
+    }
+
+  /* The operation. */
+  {
+    NapkinMapFn map_fn;
+    NapkinReduceOp reduce_op;
+    NapkinNormKind norm;
+    const Arg *a0 = find_arg (args, "axis", 0);
+
+    if (g_str_equal (fn, "einsum") || g_str_equal (fn, "contract"))
+      {
+        const Arg *spec = find_arg (args, "spec", 0);
+
+        if (n_in != 2)
+          {
+            fail_at (l, fn_column, "einsum takes two operands here (use rearrange for one)");
+            return;
+          }
+        node = napkin_node_new (result, NAPKIN_OP_CONTRACT);
+        if (spec != NULL)
+          {
+            g_auto(GStrv) out = einsum_spec (c, l, spec, operands);
+
+            if (out == NULL)
+              return;
+            if (result_axes != NULL && !same_axis_set (result_axes, (const char * const *) out))
+              {
+                fail_at (l, result_axes_column, "the result's axes differ from the einsum string's output");
+                return;
+              }
+            node->out = result_axes != NULL ? g_strdupv (result_axes) : g_steal_pointer (&out);
+          }
+        else if (result_axes != NULL)
+          node->out = g_strdupv (result_axes);
+        else
+          {
+            fail_at (l, fn_column, "einsum needs an einsum string or the result's axes");
+            return;
+          }
+      }
+    else if (g_str_equal (fn, "softmax") || g_str_equal (fn, "rmsnorm") || g_str_equal (fn, "layernorm"))
+      {
+        node = napkin_node_new (result, g_str_equal (fn, "softmax") ? NAPKIN_OP_SOFTMAX : NAPKIN_OP_NORMALIZE);
+        if (!axis_arg (c, l, a0, fn, fn_column, &node->axis))
+          return;
+        if (node->kind == NAPKIN_OP_NORMALIZE)
+          {
+            napkin_norm_from_string (fn, &norm);
+            node->norm = norm;
+            if (!number_arg (l, find_arg (args, "eps", 1), &node->eps))
+              return;
+            if (!(node->eps > 0 && node->eps < 1))
+              {
+                fail_at (l, find_arg (args, "eps", 1)->column, "eps must be between 0 and 1");
+                return;
+              }
+          }
+      }
+    else if (n_in == 1 && napkin_reduce_from_string (fn, &reduce_op))
+      {
+        node = napkin_node_new (result, NAPKIN_OP_REDUCE);
+        node->reduce = reduce_op;
+        if (!axis_arg (c, l, a0, fn, fn_column, &node->axis))
+          return;
+      }
+    else if (g_str_equal (fn, "causal") || g_str_equal (fn, "window") || g_str_equal (fn, "mask"))
+      {
+        node = napkin_node_new (result, NAPKIN_OP_MASK);
+        if (g_str_equal (fn, "mask"))
+          {
+            node->mask = NAPKIN_MASK_TENSOR;
+            if (n_in != 2)
+              {
+                fail_at (l, fn_column, "a tensor mask takes two operands: the scores and the mask");
+                return;
+              }
+          }
+        else
+          {
+            node->mask = g_str_equal (fn, "causal") ? NAPKIN_MASK_CAUSAL : NAPKIN_MASK_WINDOW;
+            if (!axis_arg (c, l, find_arg (args, "rows", 0), fn, fn_column, &node->rows)
+                || !axis_arg (c, l, find_arg (args, "axis", 1), fn, fn_column, &node->axis)
+                || !int_arg (l, find_arg (args, "offset", 99), &node->offset)
+                || !int_arg (l, find_arg (args, "left", 99), &node->left)
+                || !int_arg (l, find_arg (args, "right", 99), &node->right))
+              return;
+          }
+      }
+    else if (g_str_equal (fn, "rearrange"))
+      {
+        if (result_axes == NULL)
+          {
+            fail_at (l, result_column, "rearrange needs the result's axes, as in “%s[b,n,h,d]”", result);
+            return;
+          }
+        node = napkin_node_new (result, NAPKIN_OP_REARRANGE);
+        node->out = g_strdupv (result_axes);
+      }
+    else if (napkin_fn_from_string (fn, &map_fn))
+      {
+        const NapkinFnInfo *info = napkin_fn_info (map_fn);
+
+        if (info->arity != n_in)
+          {
+            fail_at (l, fn_column, "%s takes %u operand%s, not %u", fn, info->arity, info->arity == 1 ? "" : "s",
+                     n_in);
+            return;
+          }
+        node = napkin_node_new (result, NAPKIN_OP_MAP);
+        node->fn = map_fn;
+        if (map_fn == NAPKIN_FN_SCALE)
+          {
+            const Arg *alpha = find_arg (args, "alpha", 0);
+
+            if (alpha == NULL)
+              {
+                fail_at (l, fn_column, "scale needs its factor, as in scale(0.125)");
+                return;
+              }
+            if (!number_arg (l, alpha, &node->alpha))
+              return;
+          }
+        if (map_fn == NAPKIN_FN_CAST)
+          {
+            const Arg *dt = find_arg (args, "dtype", 0);
+
+            if (dt == NULL || !napkin_dtype_from_string (dt->text, &node->dtype))
+              {
+                fail_at (l, dt ? dt->column : fn_column, "cast needs an element type (fp32 bf16 fp16 …)");
+                return;
+              }
+            node->has_dtype = TRUE;
+          }
+        if (result_axes != NULL)
+          node->out = g_strdupv (result_axes);
+      }
+    else
+      {
+        fail_at (l, fn_column, "unknown operation “%s”", fn);
+        return;
+      }
+  }
+
+  for (guint i = 0; i < n_in; i++)
+    if ((inputs[i] = operand_node (c, l, &g_array_index (operands, Operand, i))) == NULL)
+      return;
+  node->label = g_strdup (result);
+  id = napkin_import_add_node (c->d, g_steal_pointer (&node), result);
+  for (guint i = 0; i < n_in; i++)
+    napkin_import_add_wire (c->d, inputs[i], id, i);
+  add_value (c, result, id, l->line);
+
+  /* The type it infers must be the axes written on the result. */
+  {
+    const NapkinTensorType *type = napkin_diagram_node_type (c->d, napkin_diagram_find_node (c->d, id));
+
+    if (type->valid && result_axes != NULL)
+      {
+        g_auto(GStrv) have = type_axes (c->d, type);
+
+        if (!same_axis_set (result_axes, (const char * const *) have))
+          {
+            g_autofree char *list = g_strjoinv (",", have);
+
+            fail_at (l, result_axes_column, "“%s” has axes [%s] by its operation", result, list);
+          }
+      }
+  }
+}
+
+static void
+parse_output (Ctx  *c,
+              Line *l)
+{
+  next (l);
+  c->output_line = l->line;
+  while (peek (l)->kind != TOK_END && !l->failed)
+    {
+      Tok *t = next (l);
+
+      if (t->kind != TOK_NAME || !g_hash_table_contains (c->values, t->text))
+        {
+          fail_at (l, t->column, "unknown value “%s”", describe (t));
+          return;
+        }
+      g_ptr_array_add (c->outputs, g_strdup (t->text));
+      if (is_punct (peek (l), ","))
+        next (l);
+    }
+}
+
+static gboolean
+parse_line (Ctx        *c,
+            const char *text,
+            gsize       len,
+            guint       line,
+            GError    **error)
+{
+  Line l = { c->source, line, g_array_new (FALSE, TRUE, sizeof (Tok)), 0, error, FALSE };
+  gboolean ok = FALSE;
+
+  g_array_set_clear_func (l.toks, (GDestroyNotify) tok_clear);
+  if (!tokenize (&l, text, len))
+    goto out;
+  if (peek (&l)->kind == TOK_END)
+    {
+      ok = TRUE;
+      goto out;
+    }
+  if (peek (&l)->kind == TOK_NAME && l.toks->len > 1 && is_punct (&g_array_index (l.toks, Tok, 1), "="))
+    parse_sizes (c, &l);
+  else if (peek (&l)->kind == TOK_NAME && g_str_equal (peek (&l)->text, "dtype")
+           && g_array_index (l.toks, Tok, 1).kind == TOK_NAME)
+    {
+      Tok *t = &g_array_index (l.toks, Tok, 1);
+
+      if (!napkin_dtype_from_string (t->text, &c->dtype))
+        fail_at (&l, t->column, "unknown element type “%s” (fp32 tf32 fp16 bf16 fp8-e4m3 fp8-e5m2 int8)", t->text);
+      else if (l.toks->len > 3)
+        fail_at (&l, g_array_index (l.toks, Tok, 2).column, "unexpected “%s”", g_array_index (l.toks, Tok, 2).text);
+    }
+  else if (peek (&l)->kind == TOK_NAME && g_str_equal (peek (&l)->text, "output")
+           && g_array_index (l.toks, Tok, 1).kind == TOK_NAME
+           && !is_punct (&g_array_index (l.toks, Tok, 1), "->"))
+    parse_output (c, &l);
+  else
+    parse_chain (c, &l);
+  ok = !l.failed;
+out:
+  g_array_unref (l.toks);
+  return ok;
+}
+
+NapkinDiagram *
+napkin_import_einsum (const char  *text,
+                      const char  *source,
+                      GError     **error)
+{
+  g_autoptr(NapkinDiagram) d = napkin_diagram_new ();
+  g_autoptr(GHashTable) values = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) value_free);
+  g_autoptr(GHashTable) node_line = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GPtrArray) order = g_ptr_array_new ();
+  g_autoptr(GPtrArray) outputs = g_ptr_array_new_with_free_func (g_free);
+  Ctx c = { d, source, NAPKIN_DTYPE_FP32, values, order, node_line, outputs, 0 };
+  const char *p = text;
+  guint line = 0;
+
+  g_return_val_if_fail (text != NULL, NULL);
+
+  napkin_diagram_freeze_changed (d);
+  while (*p)
+    {
+      const char *end = strchr (p, '\n');
+      gsize len = end ? (gsize) (end - p) : strlen (p);
+
+      line++;
+      if (len > 0 && p[len - 1] == '\r')
+        len--;
+      if (!parse_line (&c, p, len, line, error))
+        return NULL;
+      p = end ? end + 1 : p + len;
+    }
+  if (order->len == 0)
+    {
+      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%sno operations",
+                   source ? source : "", source ? ": " : "");
+      return NULL;
+    }
+
+  /* Outputs: those named by output lines, else every value nothing reads. */
+  for (guint i = 0; i < order->len; i++)
+    {
+      Value *v = order->pdata[i];
+      gboolean wanted = outputs->len > 0 ? g_ptr_array_find_with_equal_func (outputs, v->name, g_str_equal, NULL)
+                                         : v->uses == 0;
+      guint index = napkin_diagram_find_node (d, v->node);
+      const NapkinTensorType *type = napkin_diagram_node_type (d, index);
+
+      if (!wanted || napkin_diagram_node (d, index)->kind == NAPKIN_OP_INPUT)
+        continue;
+      if (type->valid)
+        {
+          g_auto(GStrv) axes = type_axes (d, type);
+          g_autofree char *tensor = napkin_import_fresh_name (d, NAPKIN_ITEM_TENSOR, v->name);
+          g_autoptr(NapkinNode) out = napkin_node_new (tensor, NAPKIN_OP_OUTPUT);
+          g_autofree char *stem = g_strconcat (v->name, "_out", NULL);
+          const char *id;
+
+          napkin_import_add_tensor (d, tensor, axes, type->dtype, NULL);
+          out->tensor = g_strdup (tensor);
+          out->label = g_strdup (v->name);
+          id = napkin_import_add_node (d, g_steal_pointer (&out), stem);
+          napkin_import_add_wire (d, v->node, id, 0);
+          g_hash_table_insert (node_line, g_strdup (id), GUINT_TO_POINTER (v->line));
+        }
+    }
+
+  /* The meaning, with each problem on the line of the statement that made it. */
+  {
+    g_autoptr(GPtrArray) problems = napkin_diagram_check (d);
+
+    for (guint i = 0; i < problems->len; i++)
+      {
+        NapkinProblem *pr = problems->pdata[i];
+        g_autofree char *summary = napkin_error_summary (pr->message);
+        guint l = 0;
+
+        if (pr->kind == NAPKIN_ITEM_NODE)
+          l = GPOINTER_TO_UINT (g_hash_table_lookup (node_line, napkin_diagram_node (d, pr->index)->id));
+        g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_INVALID, "%s%sline %u, column 1: %s",
+                     source ? source : "", source ? ": " : "", l, summary);
+        return NULL;
+      }
+  }
+  napkin_import_layout (d);
+  napkin_diagram_thaw_changed (d);
+  return g_steal_pointer (&d);
+}
