@@ -227,7 +227,15 @@ subdiagram (Derive      *dv,
   if (region != NULL)
     json_object_array_add (regions, region);
   json_object_object_add (root, "regions", regions);
-  return napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, NULL);
+  {
+    g_autoptr(GError) error = NULL;
+    NapkinDiagram *sub = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE,
+                                                        &error);
+
+    if (sub == NULL && g_getenv ("NAPKIN_DERIVE_DEBUG"))
+      g_printerr ("  sub-diagram: %s\n", error->message);
+    return sub;
+  }
 }
 
 /* The set's time alone (G_MAXDOUBLE: infeasible, or a region the plan leaves generic).
@@ -245,8 +253,24 @@ price_as (Derive      *dv,
 
   if (sub == NULL)
     return G_MAXDOUBLE;
-  a = napkin_analyze (sub, dv->arch, &dv->options, NULL);
+  {
+    g_autoptr(GError) error = NULL;
+
+    a = napkin_analyze (sub, dv->arch, &dv->options, &error);
+    if (g_getenv ("NAPKIN_DERIVE_DEBUG") && a == NULL)
+      g_printerr ("  analysis: %s\n", error->message);
+    if (g_getenv ("NAPKIN_DERIVE_DEBUG") && a != NULL && a->errors->len)
+      g_printerr ("  error: %s\n", (const char *) g_ptr_array_index (a->errors, 0));
+  }
   dv->evaluated++;
+  if (g_getenv ("NAPKIN_DERIVE_DEBUG") && a != NULL && region != NULL)
+    for (guint i = 0; i < a->kernels->len; i++)
+      {
+        const NapkinKernelCost *kc = &g_array_index (a->kernels, NapkinKernelCost, i);
+
+        g_printerr ("  %s: %s %s%s\n", kc->name, kc->plan_kind ? kc->plan_kind : "-", kc->reason ? kc->reason : "",
+                    a->errors->len ? (const char *) g_ptr_array_index (a->errors, 0) : "");
+      }
   if (a == NULL || !a->feasible || (region != NULL && a->generic_kernels > 0))
     return G_MAXDOUBLE;
   if (one)
@@ -880,11 +904,11 @@ explain (Derive             *dv,
     g_string_append_printf (s, "%u maps in one pass", c->n);
   else if (c->region != NULL)
     g_string_append (s, "its own kernel, relabeled");
+  else
+    g_string_append (s, "its own kernel, as the plan runs it outside regions");
   if (c->region == NULL && c->n > 1)
     g_string_append (s, " (left outside regions: the plan fuses the chain itself and picks the tiles, priced "
                         "below every region tiling tried)");
-  else
-    g_string_append (s, "its own kernel, as the plan runs it outside regions");
   if (kept > 0)
     g_string_append_printf (s, "; %.1f MB of intermediates stay on chip", kept / 1e6);
   if (c->n > 1 && k->unfused_s > 0)
