@@ -16,6 +16,7 @@
 #include "napkin-json-private.h"
 #include "napkin-explain.h"
 #include "napkin-model.h"
+#include "napkin-derive.h"
 #include "napkin-tune.h"
 
 #if __has_include("napkin-run-job.h")
@@ -829,6 +830,67 @@ print_candidate (const char                *label,
           t, tp, napkin_resource_to_string (c->bound), c->hbm_bytes, c->footprint_bytes, c->per_sm, c->tiles);
 }
 
+/* tune on a diagram without regions: the kernels, unfused vs derived, and --apply */
+static int
+print_derivation (const char       *file,
+                  NapkinArch       *arch,
+                  NapkinDerivation *dr,
+                  double            elapsed,
+                  gboolean          as_json,
+                  gboolean          write)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (as_json)
+    {
+      g_autoptr(json_object) root = napkin_derivation_to_json (dr);
+
+      json_object_object_add (root, "arch", json_object_new_string (arch->id));
+      json_object_object_add (root, "seconds", json_object_new_double (elapsed));
+      print_json (root);
+    }
+  else
+    {
+      g_autofree char *unfused = napkin_format_si (dr->unfused_s, "s");
+      g_autofree char *derived = napkin_format_si (dr->derived_s, "s");
+
+      printf (_("%s has no regions; derived %u kernels on %s (%u candidates, %u analyses, %s, %.3f s):\n\n"), file,
+              dr->kernels->len, arch->id, dr->candidates, dr->evaluated,
+              dr->exact ? _("exact search") : _("greedy past the search's bound"), elapsed);
+      printf ("%-3s %-14s %-12s %10s %10s  %s\n", "#", "kernel", "kind", "predicted", "unfused", "operations");
+      for (guint i = 0; i < dr->kernels->len; i++)
+        {
+          const NapkinDeriveKernel *k = g_ptr_array_index (dr->kernels, i);
+          g_autofree char *p = napkin_format_si (k->predicted_s, "s");
+          g_autofree char *u = napkin_format_si (k->unfused_s, "s");
+          g_autofree char *ops = g_strjoinv (" → ", k->nodes);
+
+          printf ("%-3u %-14s %-12s %10s %10s  %s\n", i + 1, k->name, k->kind, p, u, ops);
+          if (k->tiles)
+            printf ("    tiles: %s\n", k->tiles);
+          if (k->writes[0])
+            {
+              g_autofree char *w = g_strjoinv (", ", k->writes);
+
+              printf ("    through device memory: %s\n", w);
+            }
+          printf ("    why: %s\n", k->why);
+        }
+      printf (_("\ntotal: unfused %s (every operation its own kernel), derived %s: %.2f× (analyze on the derived "
+                "diagram: %.4f ms)\n"), unfused, derived, dr->unfused_s / dr->derived_s, dr->analyzed_s * 1e3);
+    }
+  if (write)
+    {
+      if (!napkin_diagram_save_to_file (dr->derived, file, &error))
+        {
+          fprintf (stderr, _("%s: cannot write the derived regions: %s\n"), file, error->message);
+          return NAPKIN_CLI_FAILED;
+        }
+      fprintf (stderr, _("wrote %s\n"), file);
+    }
+  return NAPKIN_CLI_OK;
+}
+
 int
 napkin_cli_tune (int    argc,
                  char **argv)
@@ -837,13 +899,16 @@ napkin_cli_tune (int    argc,
   g_autofree char *arch_id = NULL;
   g_autofree char *dtype_str = NULL;
   g_autofree char *format = NULL;
-  gboolean write = FALSE, as_json = FALSE, spread = FALSE;
+  gboolean write = FALSE, as_json = FALSE, spread = FALSE, derive = FALSE;
   int top = 10, measure = 0, repeats = 20, timeout = 300;
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (default h100)", "ID" },
     { "top", 0, 0, G_OPTION_ARG_INT, &top, "How many relabelings to print (default 10)", "K" },
     { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_str, "Give every tensor this element type", "T" },
     { "write", 0, 0, G_OPTION_ARG_NONE, &write, "Save the best tiles into FILE", NULL },
+    { "apply", 0, 0, G_OPTION_ARG_NONE, &write, "The same as --write", NULL },
+    { "derive", 0, 0, G_OPTION_ARG_NONE, &derive,
+      "Partition a diagram without regions into kernels even when it is one pattern", NULL },
     { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "FORMAT" },
     { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
     { "measure", 0, 0, G_OPTION_ARG_INT, &measure,
@@ -904,6 +969,20 @@ napkin_cli_tune (int    argc,
     return rc;
   options.top_k = top;
   start = g_get_monotonic_time ();
+  /* A diagram without regions of more than one kernel: derive the whole partition
+   * (docs/plan.md, "Deriving a diagram") */
+  if (napkin_diagram_n_regions (diagram) == 0 && measure == 0)
+    {
+      g_autoptr(NapkinDerivation) dr = napkin_derive (diagram, arch, &options, &error);
+
+      if (dr == NULL)
+        {
+          fprintf (stderr, "%s: %s\n", argv[1], error->message);
+          return NAPKIN_CLI_FAILED;
+        }
+      if (dr->kernels->len > 1 || derive)
+        return print_derivation (argv[1], arch, dr, (g_get_monotonic_time () - start) / 1e6, as_json, write);
+    }
   result = napkin_tune (diagram, arch, &options, &error);
   elapsed = (g_get_monotonic_time () - start) / 1e6;
   if (result == NULL)

@@ -186,6 +186,40 @@ region_tile (NapkinPlanner    *p,
   return mk == NAPKIN_MARK_WHOLE ? 0 : tile;
 }
 
+/* The block tile of a group of axes that the product flattens into one (M = h·d):
+ * the tile as a whole, not its last axis alone. From the innermost axis out, an axis the
+ * region covers (whole, or a tile at least its size) multiplies the tile by its size and
+ * passes on to the next; the first axis it cuts ends the run with its tile (the axes
+ * outside it then take groups of 1, so the block's elements stay consecutive). A per-head
+ * tile of a projection, h = 1 × d whole (128), is a 128-wide block. 0 with WHOLE when
+ * the region covers every axis of the group. */
+static gint64
+group_tile (NapkinPlanner          *p,
+            const NapkinPlanKernel *k,
+            const AxisList         *group,
+            NapkinMarkKind         *kind)
+{
+  gint64 tile = 1;
+
+  *kind = NAPKIN_MARK_WHOLE;
+  for (int i = (int) group->n - 1; i >= 0; i--)
+    {
+      NapkinMarkKind mk;
+      gint64 t = region_tile (p, k, group->axes[i], &mk);
+      gint64 size = napkin_diagram_axis_size (p->d, group->axes[i]);
+
+      if (mk != NAPKIN_MARK_WHOLE && t < size)
+        {
+          *kind = mk;
+          return tile * t;
+        }
+      if (mk != NAPKIN_MARK_WHOLE && *kind == NAPKIN_MARK_WHOLE)
+        *kind = mk;
+      tile *= size;
+    }
+  return *kind == NAPKIN_MARK_WHOLE ? 0 : tile;
+}
+
 static void
 adjust (NapkinPlanKernel *k,
         const char       *format,
@@ -831,9 +865,9 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
    * where its tile rules hold, else mma.sync) and never changes them; where neither
    * can, the kernel is generic and says why. An operation outside regions gets the
    * tiles the plan finds best. */
-  tm = region_tile (p, k, mg->axes[mg->n - 1], &km);
-  tn = region_tile (p, k, ng->axes[ng->n - 1], &kn);
-  tk = region_tile (p, k, kk.axes[kk.n - 1], &kk_kind);
+  tm = group_tile (p, k, mg, &km);
+  tn = group_tile (p, k, ng, &kn);
+  tk = group_tile (p, k, &kk, &kk_kind);
   if (k->region >= 0)
     {
       const NapkinRegion *br = napkin_diagram_region (p->d, block_region (p, k));

@@ -58,7 +58,12 @@ check "tune --json parses" sh -c "'$CLI' tune '$EX/flash-attention.napkin' --jso
 # A diagram without regions: tune proposes where they go (issue 7), then searches them.
 check "tune without regions proposes them (matmul: a GEMM block and warp tiles)" sh -c "'$CLI' tune '$EX/matmul.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"proposed_regions\"][0].startswith(\"block: matrix product mm\"), d; assert \"block.k~\" in d[\"best\"][0][\"tiles\"] and \"warp.m=\" in d[\"best\"][0][\"tiles\"]'"
 check "tune without regions: attention gets the flash-attention relabeling" sh -c "'$CLI' tune '$EX/attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"proposed_regions\"][0].startswith(\"block: attention qk\"), d; assert d[\"current\"][\"tiles\"] == \"block.b=1 block.h=1 block.q=128 block.k~64 block.stages=2\", d[\"current\"]'"
-check "tune without regions: mlp gets two GEMM regions" sh -c "'$CLI' tune '$EX/mlp.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d[\"proposed_regions\"]) == 2, d[\"proposed_regions\"]'"
+# A diagram of several kernels without regions: tune derives the partition (docs/plan.md, "Deriving a diagram").
+check "tune without regions: mlp derives two kernels, GELU in lin1's epilogue" sh -c "'$CLI' tune '$EX/mlp.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); k=d[\"kernels\"]; assert [x[\"nodes\"] for x in k] == [[\"lin1\",\"act\"],[\"lin2\"]], k; assert d[\"derived_time_s\"] < d[\"unfused_time_s\"], d; assert k[0][\"through_device_memory\"] == [\"act\"]'"
+check "tune --derive on attention: one flash kernel, 4.96x the unfused" sh -c "'$CLI' tune --derive '$EX/attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); k=d[\"kernels\"]; assert len(k) == 1 and k[0][\"kind\"] == \"attention\" and k[0][\"region\"], k; assert abs(d[\"speedup\"] - 4.96) < 0.01, d[\"speedup\"]'"
+cp "$EX/mlp.napkin" "$TMP/mlp.napkin"
+check "tune --apply writes the derived diagram" test "$(rc "$CLI" tune "$TMP/mlp.napkin" --apply)" = 0
+check "the written diagram analyzes to the derived total" sh -c "'$CLI' analyze '$TMP/mlp.napkin' --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert abs(d[\"predicted_time_s\"] - 2.4184e-3) < 1e-6, d[\"predicted_time_s\"]'"
 python3 - "$EX/softmax.napkin" "$TMP/only-map.napkin" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))

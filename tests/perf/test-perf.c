@@ -9,6 +9,7 @@
 #include "napkin-file.h"
 #include "napkin-json-private.h"
 #include "napkin-model.h"
+#include "napkin-derive.h"
 #include "napkin-tune.h"
 
 static char *arch_dir;   /* a $NAPKIN_ARCH_DIR with one test architecture */
@@ -1324,6 +1325,181 @@ test_rows_skeleton (void)
   }
 }
 
+
+static NapkinDiagram *
+derive_data (const char *name)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "..", "..", "tests", "data", "derive",
+                                            name, NULL);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+
+  g_assert_no_error (error);
+  return d;
+}
+
+static NapkinDerivation *
+derive (NapkinDiagram *d)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinDerivation *r = napkin_derive (d, arch ("h100"), NULL, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (r);
+  return r;
+}
+
+static char *
+kernel_ops (const NapkinDerivation *r,
+            guint                   i)
+{
+  return g_strjoinv (",", ((NapkinDeriveKernel *) g_ptr_array_index (r->kernels, i))->nodes);
+}
+
+/* Whole-block derivation (docs/plan.md, "Deriving a diagram"): the hand-drawn SwiGLU MLP
+ * block and the imported Llama block partition deterministically, with pinned totals. */
+static void
+test_derive_blocks (void)
+{
+  struct { const char *file; guint kernels; double unfused_ms, derived_ms; const char *fused[3]; } cases[] = {
+    { "swiglu-block.napkin", 4, 3.7025, 3.2358, { "norm,scale", "gate,act,glu", "down,res" } },
+    { "llama-block.napkin", 25, 128.3113, 127.7173, { "rms_norm,rms_norm_weight", "linear_4,silu,mul_4", "linear_6,add_3" } },
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autoptr(NapkinDiagram) d = derive_data (cases[c].file);
+      g_autoptr(NapkinDerivation) a = derive (d);
+      g_autoptr(NapkinDerivation) b = derive (d);
+      g_autoptr(json_object) ja = napkin_derivation_to_json (a);
+      g_autoptr(json_object) jb = napkin_derivation_to_json (b);
+      double sum = 0;
+
+      g_test_message ("%s: %u kernels, unfused %.4f ms, derived %.4f ms", cases[c].file, a->kernels->len,
+                      a->unfused_s * 1e3, a->derived_s * 1e3);
+      g_assert_cmpuint (a->kernels->len, ==, cases[c].kernels);
+      g_assert_cmpfloat_with_epsilon (a->unfused_s * 1e3, cases[c].unfused_ms, cases[c].unfused_ms * 1e-4);
+      g_assert_cmpfloat_with_epsilon (a->derived_s * 1e3, cases[c].derived_ms, cases[c].derived_ms * 1e-4);
+      g_assert_cmpfloat (a->derived_s, <, a->unfused_s);
+      g_assert_true (a->exact);
+      /* the sum of the kernels is what analyze says of the derived diagram */
+      g_assert_cmpfloat_with_epsilon (a->analyzed_s, a->derived_s, a->derived_s * 1e-6);
+      for (guint i = 0; i < a->kernels->len; i++)
+        sum += ((NapkinDeriveKernel *) g_ptr_array_index (a->kernels, i))->predicted_s;
+      g_assert_cmpfloat_with_epsilon (sum, a->derived_s, a->derived_s * 1e-9);
+      /* deterministic: the same partition, tiles and numbers */
+      g_assert_cmpstr (json_object_to_json_string (ja), ==, json_object_to_json_string (jb));
+      for (guint f = 0; f < G_N_ELEMENTS (cases[c].fused); f++)
+        {
+          gboolean found = FALSE;
+
+          for (guint i = 0; i < a->kernels->len && !found; i++)
+            {
+              g_autofree char *ops = kernel_ops (a, i);
+
+              found = strcmp (ops, cases[c].fused[f]) == 0;
+            }
+          g_assert_true (found);
+        }
+    }
+  {
+    /* a diagram with regions is refused */
+    g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+    g_autoptr(GError) error = NULL;
+
+    g_assert_null (napkin_derive (d, arch ("h100"), NULL, &error));
+    g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE);
+  }
+}
+
+/* The plain examples re-derive the hand-written relabelings, or ones the model prices better. */
+static void
+test_derive_examples (void)
+{
+  struct { const char *plain; const char *hand; guint kernels; const char *first; } cases[] = {
+    { "attention.napkin", "flash-attention.napkin", 1, "qk,scale,sm,pv" },
+    { "mlp.napkin", NULL, 2, "lin1,act" },
+    { "layernorm.napkin", "layernorm.napkin", 1, "ln,mul,add" },
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autoptr(NapkinDiagram) d = example (cases[c].plain);
+      g_autoptr(NapkinDerivation) r = NULL;
+      g_autofree char *ops = NULL;
+
+      if (napkin_diagram_n_regions (d) > 0)
+        {
+          /* layernorm.napkin is drawn relabeled: derive its plain form */
+          g_autoptr(json_object) root = napkin_diagram_to_json (d);
+
+          json_object_object_add (root, "regions", json_object_new_array ());
+          g_clear_object (&d);
+          d = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, NULL);
+        }
+      r = derive (d);
+      ops = kernel_ops (r, 0);
+      g_assert_cmpuint (r->kernels->len, ==, cases[c].kernels);
+      g_assert_cmpstr (ops, ==, cases[c].first);
+      g_assert_cmpfloat (r->derived_s, <, r->unfused_s);
+      if (cases[c].hand != NULL)
+        {
+          g_autoptr(NapkinDiagram) h = example (cases[c].hand);
+          g_autoptr(NapkinAnalysis) a = analyze (h, "h100", FALSE);
+
+          g_test_message ("%s: derived %.4f ms, %s %.4f ms", cases[c].plain, r->derived_s * 1e3, cases[c].hand,
+                          a->predicted_time_s * 1e3);
+          g_assert_cmpfloat (r->derived_s, <=, a->predicted_time_s * (1 + 1e-9));
+        }
+    }
+}
+
+/* The fragment rule on the tile as a whole: a per-head tile of a projection, h = 1 × d
+ * whole (128 columns), is a GEMM block of 128 columns, not refused for h = 1. */
+static void
+test_per_head_tile (void)
+{
+  const char *json =
+    "{\"format\":\"napkin\",\"version\":1,"
+    "\"axes\":[{\"name\":\"t\",\"size\":4096},{\"name\":\"e\",\"size\":4096},{\"name\":\"h\",\"size\":32},"
+    "{\"name\":\"d\",\"size\":128}],"
+    "\"tensors\":[{\"name\":\"X\",\"axes\":[\"t\",\"e\"],\"dtype\":\"bf16\"},"
+    "{\"name\":\"W\",\"axes\":[\"e\",\"h\",\"d\"],\"dtype\":\"bf16\"},"
+    "{\"name\":\"Q\",\"axes\":[\"t\",\"h\",\"d\"],\"dtype\":\"bf16\"}],"
+    "\"nodes\":[{\"id\":\"x\",\"kind\":\"input\",\"tensor\":\"X\"},{\"id\":\"w\",\"kind\":\"input\",\"tensor\":\"W\"},"
+    "{\"id\":\"q\",\"kind\":\"contract\",\"out\":[\"t\",\"h\",\"d\"]},{\"id\":\"o\",\"kind\":\"output\",\"tensor\":\"Q\"}],"
+    "\"wires\":[{\"from\":\"x\",\"to\":\"q\",\"port\":0},{\"from\":\"w\",\"to\":\"q\",\"port\":1},"
+    "{\"from\":\"q\",\"to\":\"o\",\"port\":0}],"
+    "\"regions\":[{\"name\":\"block\",\"level\":\"smem\",\"nodes\":[\"q\"],"
+    "\"marks\":{\"t\":{\"parallel\":128},\"h\":{\"parallel\":1},\"d\":\"whole\",\"e\":{\"stream\":64}},\"stages\":3}]}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinAnalysis) a = NULL;
+  const NapkinPlanKernel *k;
+
+  g_assert_no_error (error);
+  a = analyze (d, "h100", FALSE);
+  g_assert_true (a->feasible);
+  g_assert_cmpuint (a->generic_kernels, ==, 0);
+  k = napkin_plan_kernel_for (a->plan, 0, -1);
+  g_assert_nonnull (k);
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GEMM);
+  g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+  g_assert_cmpint (k->u.gemm.BM, ==, 128);
+  g_assert_cmpint (k->u.gemm.BN, ==, 128);   /* h = 1 × d = 128 */
+  g_assert_cmpint (k->u.gemm.N, ==, 32 * 128);
+  {
+    /* h = 2 × d whole: 256 columns */
+    g_autoptr(NapkinDiagram) two = napkin_diagram_copy (d);
+    g_autoptr(NapkinAnalysis) b = NULL;
+
+    g_assert_true (napkin_diagram_override_tile (two, "block.h=parallel:2", &error));
+    g_assert_no_error (error);
+    b = analyze (two, "h100", FALSE);
+    g_assert_cmpint (napkin_plan_kernel_for (b->plan, 0, -1)->u.gemm.BN, ==, 256);
+  }
+}
+
 /* Where the regions go, for diagrams drawn without any (issue 7). */
 static void
 test_propose_regions (void)
@@ -1468,6 +1644,9 @@ main (int    argc,
   g_test_add_func ("/perf/wgmma/skeletons", test_wgmma_skeletons);
   g_test_add_func ("/perf/rows/skeleton", test_rows_skeleton);
   g_test_add_func ("/perf/tune/propose-regions", test_propose_regions);
+  g_test_add_func ("/perf/derive/blocks", test_derive_blocks);
+  g_test_add_func ("/perf/derive/examples", test_derive_examples);
+  g_test_add_func ("/perf/plan/per-head-tile", test_per_head_tile);
 
   rc = g_test_run ();
   remove_arch_dir ();
