@@ -94,7 +94,7 @@ test_schema_bad (void)
       "listed twice (JSON path: tensors[0].axes[1])" },
     { "52-tile-zero.napkin",
       "Against the file format's schema, rule #/properties/regions/items/properties/marks/additionalProperties/oneOf: "
-      "{\"stream\":0} matches 0 of the 3 allowed forms, not exactly one (JSON path: regions[0].marks.k)" },
+      "{\"stream\":0} matches 0 of the 4 allowed forms, not exactly one (JSON path: regions[0].marks.k)" },
     { "69-eps-out-of-range.napkin",
       "Against the file format's schema, rule #/properties/nodes/items/properties/eps/exclusiveMaximum: 2 is not "
       "below 1 (JSON path: nodes[3].eps)" },
