@@ -1427,7 +1427,7 @@ node_compute (Model      *m,
   /* exponentials relabeled onto the FMA units: a polynomial exp2 each (§ "exp on FMA") */
   time[NAPKIN_RESOURCE_SFU] += f.sfu * (1 - node->exp_fma) / napkin_arch_sfu_rate (m->arch);
   time[NAPKIN_RESOURCE_CUDA] += f.sfu * node->exp_fma * NAPKIN_EXP_POLY_OPS
-                                / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
+                                / (napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32) / 2);   /* instructions: FMA = 2 FLOPs */
 }
 
 static void
@@ -1509,15 +1509,17 @@ finish_kernel (Model            *m,
       k->best_bound = k->bound;
     }
   if (!k->best_generated && m->a->best_note == NULL)
-    m->a->best_note = g_strdup_printf ("kernel “%s”: %s is %s's best tensor-core path; Napkin generates %s here%s",
+    m->a->best_note = g_strdup_printf ("kernel “%s”: %s is %s's best tensor-core path; Napkin generates %s%s%s here%s",
                                        k->name, k->best_path, m->arch->id,
                                        k->tensor_path ? k->tensor_path : "the generic lowering",
+                                       k->tensor_path == NULL && k->reason ? " — " : "",
+                                       k->tensor_path == NULL && k->reason ? k->reason : "",
                                        m->arch->tensor_paths[g_str_equal (k->best_path, "tcgen05")
                                                              ? NAPKIN_TENSOR_PATH_TCGEN05
                                                              : g_str_equal (k->best_path, "wgmma")
                                                                ? NAPKIN_TENSOR_PATH_WGMMA
                                                                : NAPKIN_TENSOR_PATH_MMA_SYNC].generated
-                                       ? "" : " (not generated until verified on such a GPU)");
+                                       ? "" : " (Napkin does not generate it until it is verified on such a GPU)");
   m->a->best_time_s += k->best_s;
   if (k->best_s > m->best_kernel_s)
     {
@@ -1756,7 +1758,7 @@ best_path_kernel (Model                  *m,
 
           if (!napkin_tensor_class_for_dtype (dtype, &klass))
             {
-              fma_ops += f.tensor / 2;   /* fp32 products on the FMA pipe */
+              fma_ops += f.tensor / 2;   /* fp32 products on the FMA pipe, one FMA per 2 FLOPs */
               continue;
             }
           p = napkin_arch_best_path (arch, klass, FALSE, &used);
@@ -1829,7 +1831,9 @@ best_path_kernel (Model                  *m,
   q = k->quantisation > 0 ? k->quantisation : 1;
   t[NAPKIN_RESOURCE_TENSOR] = tc * mask * q;
   t[NAPKIN_RESOURCE_SFU] = sfu_ops * mask / (arch->sfu_per_sm_clock * arch->sms * clock) * q;
-  t[NAPKIN_RESOURCE_CUDA] = fma_ops * mask / (arch->cuda_fp32_per_sm_clock * arch->sms * clock) * q;
+  /* fma_ops counts instructions (one per element-wise operation, 2 FLOPs for an FMA):
+   * the FMA pipe issues cuda.fp32 / 2 of them a clock */
+  t[NAPKIN_RESOURCE_CUDA] = fma_ops * mask / (arch->cuda_fp32_per_sm_clock / 2 * arch->sms * clock) * q;
   t[NAPKIN_RESOURCE_SMEM] = smem_s * q;
   t[NAPKIN_RESOURCE_HBM] = k->time_s[NAPKIN_RESOURCE_HBM];
   t[NAPKIN_RESOURCE_L2] = MAX (0.0, l2_s);

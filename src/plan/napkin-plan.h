@@ -237,6 +237,10 @@ typedef struct
   guint            blocks_per_sm;
   gboolean         feasible;
   char            *infeasible;    /* why not, naming the limit */
+  /* The GPU's best tensor-core path for the kernel's products where the code generator
+   * does not emit it here (NULL: it does); best_note says so (docs/model.md, "Best path") */
+  const char      *best_path;
+  char            *best_note;
 
   union
   {
