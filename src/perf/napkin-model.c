@@ -75,6 +75,7 @@ typedef struct
   int                   current;     /* region being modelled, for its error count */
   gboolean              overflow;
   double                best_kernel_s;   /* the longest kernel on its best path */
+  gboolean              exp_fma_seen;    /* node_compute priced exponentials on the FMA units */
   NapkinPlan           *plan;        /* the kernel plan priced (a->plan) */
   gint64                flops_before[NAPKIN_N_TENSOR_CLASSES];   /* before the current kernel's */
   GHashTable           *warned;      /* the warnings' texts, against repeats */
@@ -1373,10 +1374,10 @@ typedef enum
 static const char *tensor_path_names[] = { "library", "wgmma", "mma.sync" };
 
 /* One exp2 as a polynomial on the FMA pipe (kernels/attn-prims.cuh, napkin_exp2_poly):
- * a round to the nearest integer, a subtraction, a degree-3 Horner chain (3 FMAs) and
- * the integer add of the exponent field: about 6 operations at the FP32 rate, 7 with
- * the clamp that keeps the exponent in range (docs/model.md, "exp on FMA"). */
-#define NAPKIN_EXP_POLY_OPS 7.0
+ * the clamp, the round by adding 1.5·2^23, two subtractions, a degree-3 Horner chain
+ * (3 FMAs), the shift and integer add into the exponent field and the select below
+ * −125: 10 instructions at the FP32 rate (docs/model.md, "exp on FMA"). */
+#define NAPKIN_EXP_POLY_OPS 10.0
 
 static void
 node_compute (Model      *m,
@@ -1424,10 +1425,17 @@ node_compute (Model      *m,
         }
     }
   time[NAPKIN_RESOURCE_CUDA] += f.cuda / napkin_arch_cuda_rate (m->arch, value_dtype (m, n));
-  /* exponentials relabeled onto the FMA units: a polynomial exp2 each (§ "exp on FMA") */
-  time[NAPKIN_RESOURCE_SFU] += f.sfu * (1 - node->exp_fma) / napkin_arch_sfu_rate (m->arch);
-  time[NAPKIN_RESOURCE_CUDA] += f.sfu * node->exp_fma * NAPKIN_EXP_POLY_OPS
-                                / (napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32) / 2);   /* instructions: FMA = 2 FLOPs */
+  /* exponentials relabeled onto the FMA units: a polynomial exp2 each, generated in the
+   * wgmma attention kernel (docs/model.md, "exp on FMA"); elsewhere they stay on the SFU */
+  {
+    double fma = path == PATH_WGMMA && node->kind == NAPKIN_OP_SOFTMAX ? node->exp_fma : 0;
+
+    m->exp_fma_seen |= fma > 0;
+
+    time[NAPKIN_RESOURCE_SFU] += f.sfu * (1 - fma) / napkin_arch_sfu_rate (m->arch);
+    time[NAPKIN_RESOURCE_CUDA] += f.sfu * fma * NAPKIN_EXP_POLY_OPS
+                                  / (napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32) / 2);   /* instructions: FMA = 2 FLOPs */
+  }
 }
 
 static void
@@ -1469,7 +1477,11 @@ finish_kernel (Model            *m,
    * SFU time add */
   if (g_strcmp0 (k->tensor_path, "wgmma") == 0)
     {
-      double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SFU]) * k->quantisation
+      /* the same warps issue the polynomial exponentials (exp on FMA): the busier of
+       * the SFU and the FMA pipe */
+      double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR]
+                      + (k->exp_on_fma ? MAX (k->time_s[NAPKIN_RESOURCE_SFU], k->time_s[NAPKIN_RESOURCE_CUDA])
+                                       : k->time_s[NAPKIN_RESOURCE_SFU])) * k->quantisation
                      + k->chunk_s;
 
       if (issue > overlap)
@@ -1690,7 +1702,9 @@ pipeline_stall (Model                  *m,
     return;
   /* a chunk's compute on one SM (its blocks share it), as finish_kernel issues it */
   issue = (k->time_s[NAPKIN_RESOURCE_TENSOR]
-           + (wgmma ? k->time_s[NAPKIN_RESOURCE_SFU] : k->time_s[NAPKIN_RESOURCE_SMEM])) * k->quantisation
+           + (wgmma ? (k->exp_on_fma ? MAX (k->time_s[NAPKIN_RESOURCE_SFU], k->time_s[NAPKIN_RESOURCE_CUDA])
+                                     : k->time_s[NAPKIN_RESOURCE_SFU])
+                    : k->time_s[NAPKIN_RESOURCE_SMEM])) * k->quantisation
           + k->chunk_s;
   memory = MAX (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_L2]);
   compute = issue / steps;
@@ -2111,8 +2125,10 @@ build_kernels (Model *m)
               }
           }
         memcpy (m->flops_before, m->a->tensor_flops, sizeof m->flops_before);
+        m->exp_fma_seen = FALSE;
         for (guint i = 0; i < m->rs[cost->region].members->len; i++)
           node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), path, k.time_s);
+        k.exp_on_fma = m->exp_fma_seen;
         if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
           k.tensor_path = tensor_path_names[path];
       }

@@ -99,6 +99,7 @@ typedef struct
   NapkinResource best_bound;
   const char    *best_path;     /* "tcgen05", "wgmma", "mma.sync"; NULL: no tensor work */
   gboolean       best_generated;/* Napkin's code generator emits best_path */
+  gboolean       exp_on_fma;    /* part of its exponentials run on the FMA units (docs/model.md) */
 } NapkinKernelCost;
 
 typedef struct

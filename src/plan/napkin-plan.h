@@ -206,6 +206,8 @@ typedef struct
   gboolean         overlap;               /* wgmma: next Q·Kᵀ issued before this P·V */
   gboolean         q_regs;                /* mma: Q's fragments kept in registers (else read each chunk) */
   gboolean         legacy;                /* today's aligned shapes: kernels/flash-wgmma.cu, flash-mma.cu */
+  double           exp_fma;               /* the softmax's exponentials on the FMA units (a fraction;
+                                             wgmma only: kernels/attn-sm90.cu, napkin_exp2_poly) */
 } NapkinPlanAttention;
 
 /* Copy src (rows × cols, leading dimension ld_src) to dst (leading dimension ld_dst,
