@@ -76,6 +76,7 @@ typedef struct
   gboolean              overflow;
   double                best_kernel_s;   /* the longest kernel on its best path */
   gboolean              exp_fma_seen;    /* node_compute priced exponentials on the FMA units */
+  gint64                exp_blocks;      /* the wgmma attention kernel's score blocks a chunk (BKV / 8) */
   NapkinPlan           *plan;        /* the kernel plan priced (a->plan) */
   gint64                flops_before[NAPKIN_N_TENSOR_CLASSES];   /* before the current kernel's */
   GHashTable           *warned;      /* the warnings' texts, against repeats */
@@ -1430,6 +1431,10 @@ node_compute (Model      *m,
   {
     double fma = path == PATH_WGMMA && node->kind == NAPKIN_OP_SOFTMAX ? node->exp_fma : 0;
 
+    /* the kernel moves whole blocks of 8 keys: floor (blocks · f) of them (napkin_plan_exp_fma) */
+    if (fma > 0 && m->exp_blocks > 0)
+      fma = floor (fma * m->exp_blocks) / m->exp_blocks;
+
     m->exp_fma_seen |= fma > 0;
 
     time[NAPKIN_RESOURCE_SFU] += f.sfu * (1 - fma) / napkin_arch_sfu_rate (m->arch);
@@ -2126,6 +2131,12 @@ build_kernels (Model *m)
           }
         memcpy (m->flops_before, m->a->tensor_flops, sizeof m->flops_before);
         m->exp_fma_seen = FALSE;
+        {
+          const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
+
+          m->exp_blocks = pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->path == NAPKIN_PATH_WGMMA
+                          ? pk->u.att.BKV / 8 : 0;
+        }
         for (guint i = 0; i < m->rs[cost->region].members->len; i++)
           node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), path, k.time_s);
         k.exp_on_fma = m->exp_fma_seen;

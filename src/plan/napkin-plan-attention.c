@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <math.h>
+
 #include <string.h>
 
 #include "napkin-plan-private.h"
@@ -185,7 +187,13 @@ attention_note (NapkinPlanKernel *k,
     g_string_append_printf (s, "; keys split %u ways (%" G_GINT64_FORMAT " chunks each), partial outputs merged "
                                "by a second kernel", a->split_kv, a->chunks_per_split);
   if (a->exp_fma > 0)
-    g_string_append_printf (s, "; %.0f %% of the exponentials as a polynomial on the FMA units", 100 * a->exp_fma);
+    {
+      /* whole blocks of 8 keys move: floor (BKV/8 · f) of every chunk's BKV/8 */
+      gint64 blocks = MAX (1, a->BKV / 8), moved = (gint64) floor (a->exp_fma * blocks);
+
+      g_string_append_printf (s, "; exponentials of %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " key blocks "
+                                 "(%.0f %%) as a polynomial on the FMA units", moved, blocks, 100.0 * moved / blocks);
+    }
   if (a->legacy)
     g_string_append (s, k->path == NAPKIN_PATH_WGMMA ? " (flash-wgmma)" : " (flash-mma)");
   if (extra)
