@@ -84,6 +84,27 @@ napkin_attn_exp2 (float x)
   return y;
 }
 
+/* 2^x on the FMA units (FlashAttention-4's relabeling of part of the exponentials off
+ * the SFU; docs/model.md, "exp on FMA"). Cody–Waite range reduction: adding 1.5·2^23
+ * rounds x to the nearest integer j in the low mantissa bits (no conversion
+ * instruction, which would run at the SFU's quarter rate), f = x − j in [−½, ½]; 2^f
+ * by a degree-3 polynomial fitted for least relative error on [−½, ½] (at most
+ * 7.5e-5 in fp32, below half an fp16 ulp, 4.9e-4, and a bf16 one); then j added to
+ * the exponent field. x ≤ 127; below −125 the result is 0, as ex2.approx.ftz flushes
+ * below 2^−126. About 10 FP32/integer instructions, all off the SFU. */
+__device__ __forceinline__ float
+napkin_exp2_poly (float x)
+{
+  const float magic = 12582912.0f;   /* 1.5 · 2^23 */
+  float xc = fmaxf (x, -125.0f);
+  float t = xc + magic;
+  float f = xc - (t - magic);
+  float p = fmaf (fmaf (fmaf (0.055170957f, f, 0.24261114f), f, 0.693261087f), f, 0.999928057f);
+  int bits = __float_as_int (p) + (__float_as_int (t) << 23);
+
+  return x < -125.0f ? 0.0f : __int_as_float (bits);
+}
+
 /* Two fp32 values as one 32-bit register of two 16-bit values, lo in the low half. */
 __device__ __forceinline__ unsigned
 napkin_attn_pack (float lo, float hi, const napkin_f16 *)

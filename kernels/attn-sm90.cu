@@ -307,6 +307,13 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
         }                                                                                                \
       while (0)
 
+      /* Exponentials of score block j: the polynomial on the FMA units for a fraction
+       * A_EXP_FMA of the blocks, spread evenly (the node's "exp": "fma"), else the SFU.
+       * j is a compile-time constant in the unrolled loops, so the choice costs nothing. */
+#define A_EXP_FMA @EXP_FMA@
+#define A_EXP2(x, j) ((int) (((j) + 1) * A_EXP_FMA) > (int) ((j) * A_EXP_FMA) ? napkin_exp2_poly (x) \
+                                                                            : napkin_attn_exp2 (x))
+
       /* Online softmax of s (rows lane/4 and lane/4 + 8 of this warp's 16): new running
        * max, s ← exp2(s·scale − m), running sum; c0, c1: the corrections of O. A row that
        * has seen only hidden keys keeps m = −1e30 and sums zeros. */
@@ -345,10 +352,10 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
           _Pragma ("unroll")                                                                             \
           for (int j = 0; j < A_BKV / 8; j++)                                                            \
             {                                                                                            \
-              s[4 * j] = napkin_attn_exp2 (s[4 * j] * scale - mx0);                                      \
-              s[4 * j + 1] = napkin_attn_exp2 (s[4 * j + 1] * scale - mx0);                              \
-              s[4 * j + 2] = napkin_attn_exp2 (s[4 * j + 2] * scale - mx1);                              \
-              s[4 * j + 3] = napkin_attn_exp2 (s[4 * j + 3] * scale - mx1);                              \
+              s[4 * j] = A_EXP2 (s[4 * j] * scale - mx0, j);                                             \
+              s[4 * j + 1] = A_EXP2 (s[4 * j + 1] * scale - mx0, j);                                     \
+              s[4 * j + 2] = A_EXP2 (s[4 * j + 2] * scale - mx1, j);                                     \
+              s[4 * j + 3] = A_EXP2 (s[4 * j + 3] * scale - mx1, j);                                     \
               sum0 += s[4 * j] + s[4 * j + 1];                                                           \
               sum1 += s[4 * j + 2] + s[4 * j + 3];                                                       \
             }                                                                                            \

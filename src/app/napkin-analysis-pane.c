@@ -873,6 +873,15 @@ compute_bars (NapkinDiagram *diagram,
           if (a != NULL)
             napkin_plot_add_bar (plot, arch->id, napkin_dtype_to_string (compared_dtypes[d]),
                                  a->predicted_time_s, FALSE, !a->feasible);
+          /* where the GPU's best tensor-core path is not the code Napkin generates (tcgen05
+           * on Blackwell), that path's time beside it, labelled (docs/model.md, "Best path") */
+          if (a != NULL && !a->best_generated && a->best_time_s > 0)
+            {
+              g_autofree char *series = g_strdup_printf (_("%s, best path (not generated)"),
+                                                         napkin_dtype_to_string (compared_dtypes[d]));
+
+              napkin_plot_add_bar (plot, arch->id, series, a->best_time_s, FALSE, !a->feasible);
+            }
         }
     }
   return plot;

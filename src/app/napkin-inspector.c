@@ -67,6 +67,7 @@ typedef enum
   FIELD_OFFSET,
   FIELD_LEFT,
   FIELD_RIGHT,
+  FIELD_EXP_FMA,
 } Field;
 
 static NapkinHistory *
@@ -367,6 +368,11 @@ apply_node_field (NapkinInspector *self,
     case FIELD_EPS:
       ok = parse_double (text, &node->eps, "eps", error);
       break;
+    case FIELD_EXP_FMA:
+      /* the fraction of exponentials on the FMA units (docs/file-format.md); the edit
+       * layer refuses one outside [0, 1] */
+      ok = parse_double (text, &node->exp_fma, _("Exponentials on FMA"), error);
+      break;
     case FIELD_MASK:
       node->mask = choice;
       break;
@@ -434,6 +440,7 @@ apply (NapkinInspector *self,
     case FIELD_OFFSET:
     case FIELD_LEFT:
     case FIELD_RIGHT:
+    case FIELD_EXP_FMA:
       return apply_node_field (self, key, field, text, choice, error);
 
     case FIELD_TENSOR_NAME:
@@ -662,6 +669,19 @@ dtype_names (gboolean with_inherit)
   return with_inherit ? inherit_names : names;
 }
 
+/* exp on sfu | fma (docs/file-format.md): the fraction of the exponentials computed by
+ * a polynomial on the FMA units, 0 for all on the SFU */
+static void
+add_exp_fma_row (NapkinInspector  *self,
+                 const NapkinNode *node)
+{
+  char text[G_ASCII_DTOSTR_BUF_SIZE];
+
+  g_ascii_dtostr (text, sizeof text, node->exp_fma);
+  add_row (self, _("E_xp on FMA (fraction, 0: SFU)"), field_entry (self, FIELD_EXP_FMA, node->id, text),
+           "field-exp-fma");
+}
+
 static void
 build_node (NapkinInspector *self,
             guint            n)
@@ -721,6 +741,8 @@ build_node (NapkinInspector *self,
                 g_ascii_dtostr (alpha, sizeof alpha, node->alpha);
                 add_row (self, _("_Factor"), field_entry (self, FIELD_ALPHA, node->id, alpha), "field-alpha");
               }
+            if (node->fn == NAPKIN_FN_EXP)
+              add_exp_fma_row (self, node);
           }
         add_row (self, node->kind == NAPKIN_OP_MAP ? _("_Output axes (optional)") : _("_Output axes"),
                  field_entry (self, FIELD_OUT, node->id, out), "field-out");
@@ -751,6 +773,8 @@ build_node (NapkinInspector *self,
           add_row (self, "_eps", field_entry (self, FIELD_EPS, node->id, eps), "field-eps");
         }
       add_row (self, _("O_ver axis"), field_entry (self, FIELD_AXIS, node->id, node->axis), "field-axis");
+      if (node->kind == NAPKIN_OP_SOFTMAX)
+        add_exp_fma_row (self, node);
       break;
     case NAPKIN_OP_MASK:
       {

@@ -24,6 +24,17 @@ static const char *tensor_class_names[NAPKIN_N_TENSOR_CLASSES] = {
   "fp16", "bf16", "tf32", "fp8", "int8",
 };
 
+static const char *tensor_path_names[NAPKIN_N_TENSOR_PATHS] = {
+  "mma.sync", "wgmma", "tcgen05",
+};
+
+const char *
+napkin_tensor_path_to_string (NapkinTensorPathKind path)
+{
+  g_return_val_if_fail (path < NAPKIN_N_TENSOR_PATHS, NULL);
+  return tensor_path_names[path];
+}
+
 const char *
 napkin_tensor_class_to_string (NapkinTensorClass klass)
 {
@@ -74,6 +85,11 @@ napkin_arch_unref (NapkinArch *arch)
   g_free (arch->interconnect.network.link);
   g_clear_pointer (&arch->sources, g_hash_table_unref);
   g_clear_pointer (&arch->source_order, g_ptr_array_unref);
+  for (guint p = 0; p < NAPKIN_N_TENSOR_PATHS; p++)
+    {
+      g_free (arch->tensor_paths[p].other_operands);
+      g_free (arch->tensor_paths[p].source);
+    }
   g_free (arch);
 }
 
@@ -258,6 +274,75 @@ arch_id_is_valid (const char *id)
   return TRUE;
 }
 
+/* "tensor_paths": { "wgmma": { "operands": [...], "a_from": "smem", "b_from": "smem",
+ * "accumulator": "registers", "rows": 64, "tma": true, "generated": true, "source": "…" } } */
+static gboolean
+tensor_path_from_json (NapkinTensorPath *tp,
+                       const char       *name,
+                       json_object      *obj,
+                       GError          **error)
+{
+  g_autofree char *path = g_strdup_printf ("tensor_paths.%s", name);
+  g_autoptr(GString) others = g_string_new (NULL);
+  json_object *v;
+
+  if (!json_object_is_type (obj, json_type_object))
+    return fail (error, path, "expected an object");
+  tp->present = TRUE;
+  tp->cta_pair = 1;
+  if (!json_object_object_get_ex (obj, "operands", &v) || !json_object_is_type (v, json_type_array)
+      || json_object_array_length (v) == 0)
+    return fail (error, path, "“operands” must list the element types it multiplies");
+  for (size_t i = 0; i < json_object_array_length (v); i++)
+    {
+      const char *t = json_object_get_string (json_object_array_get_idx (v, i));
+      gboolean known = FALSE;
+
+      for (NapkinTensorClass c = 0; t && c < NAPKIN_N_TENSOR_CLASSES; c++)
+        if (strcmp (t, tensor_class_names[c]) == 0)
+          tp->classes |= 1u << c, known = TRUE;
+      if (!known && t && (strcmp (t, "fp6") == 0 || strcmp (t, "fp4") == 0))
+        g_string_append_printf (others, "%s%s", others->len ? " " : "", t), known = TRUE;
+      if (!known)
+        return fail (error, path, "operands[%zu]: unknown type “%s” (fp16, bf16, tf32, fp8, int8, fp6, fp4)",
+                     i, t ? t : "");
+    }
+  tp->other_operands = others->len ? g_strdup (others->str) : NULL;
+  for (guint k = 0; k < 3; k++)
+    {
+      static const char *keys[] = { "a_from", "b_from", "accumulator" };
+      const char *t;
+
+      if (!json_object_object_get_ex (obj, keys[k], &v) || !json_object_is_type (v, json_type_string))
+        return fail (error, path, "“%s” must be \"registers\", \"smem\" or \"tmem\"", keys[k]);
+      t = json_object_get_string (v);
+      if (strcmp (t, "registers") != 0 && strcmp (t, "smem") != 0 && strcmp (t, "tmem") != 0)
+        return fail (error, path, "%s: “%s” is not registers, smem or tmem", keys[k], t);
+      if (k == 0) tp->a_smem = strcmp (t, "smem") == 0;
+      if (k == 1) tp->b_smem = strcmp (t, "smem") == 0;
+      if (k == 2) tp->accumulator_tmem = strcmp (t, "tmem") == 0;
+    }
+  if (json_object_object_get_ex (obj, "rows", &v))
+    tp->rows = json_object_get_int (v);
+  if (tp->rows < 1 || tp->rows > 512)
+    return fail (error, path, "“rows” (rows of A one issuing unit covers) must be 1 … 512");
+  if (json_object_object_get_ex (obj, "cta_pair", &v))
+    tp->cta_pair = json_object_get_boolean (v) ? 2 : 1;
+  if (json_object_object_get_ex (obj, "tmem_bytes_per_sm", &v))
+    tp->tmem_bytes_per_sm = json_object_get_double (v);
+  if (tp->accumulator_tmem && !(tp->tmem_bytes_per_sm > 0))
+    return fail (error, path, "an accumulator in tensor memory needs “tmem_bytes_per_sm”");
+  if (json_object_object_get_ex (obj, "tma", &v))
+    tp->tma = json_object_get_boolean (v);
+  if (json_object_object_get_ex (obj, "generated", &v))
+    tp->generated = json_object_get_boolean (v);
+  if (!json_object_object_get_ex (obj, "source", &v) || !json_object_is_type (v, json_type_string)
+      || json_object_get_string_len (v) == 0)
+    return fail (error, path, "every path needs a “source”");
+  tp->source = g_strdup (json_object_get_string (v));
+  return TRUE;
+}
+
 static NapkinArch *
 arch_from_json (json_object *root,
                 GError     **error)
@@ -374,6 +459,37 @@ arch_from_json (json_object *root,
   FIG (cuda, "cuda", "fp32", 1, 1e6, arch->cuda_fp32_per_sm_clock);
   FIG (cuda, "cuda", "fp16", 1, 1e6, arch->cuda_fp16_per_sm_clock);
   FIG (root, "", "sfu", 1, 1e6, arch->sfu_per_sm_clock);
+  if (json_object_object_get_ex (root, "tensor_paths", &obj))
+    {
+      if (!json_object_is_type (obj, json_type_object))
+        return fail (error, "tensor_paths", "expected an object of paths (mma.sync, wgmma, tcgen05)"), NULL;
+      json_object_object_foreach (obj, key, val)
+        {
+          NapkinTensorPathKind p;
+
+          for (p = 0; p < NAPKIN_N_TENSOR_PATHS; p++)
+            if (strcmp (key, tensor_path_names[p]) == 0)
+              break;
+          if (p == NAPKIN_N_TENSOR_PATHS)
+            return fail (error, "tensor_paths", "unknown path “%s” (mma.sync, wgmma, tcgen05)", key), NULL;
+          if (!tensor_path_from_json (&arch->tensor_paths[p], key, val, error))
+            return NULL;
+        }
+    }
+  else
+    {
+      /* older profiles: the warp-level path alone, as generated */
+      NapkinTensorPath *tp = &arch->tensor_paths[NAPKIN_TENSOR_PATH_MMA_SYNC];
+
+      tp->present = TRUE;
+      tp->generated = TRUE;
+      tp->rows = 16;
+      tp->cta_pair = 1;
+      for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+        if (arch->tensor_per_sm_clock[c] > 0)
+          tp->classes |= 1u << c;
+      tp->source = g_strdup ("assumed: the profile lists no tensor_paths");
+    }
   if (!(energy = get_object (root, "", "energy_pj_per_flop", error)))
     return NULL;
   FIG (energy, "energy_pj_per_flop", "tensor", 0, 1e4, arch->energy_pj_per_tensor_flop);
@@ -475,6 +591,32 @@ napkin_arch_has_wgmma (const NapkinArch *arch)
 {
   /* sm_90a only: Blackwell (10.x) has tcgen05 instead, Ada (8.9) neither */
   return arch->compute_capability != NULL && g_str_has_prefix (arch->compute_capability, "9.");
+}
+
+NapkinTensorPathKind
+napkin_arch_best_path (const NapkinArch  *arch,
+                       NapkinTensorClass  klass,
+                       gboolean           generated,
+                       NapkinTensorClass *out_klass)
+{
+  NapkinTensorClass k = klass;
+
+  for (int pass = 0; pass < 2; pass++, k = NAPKIN_TENSOR_FP16)
+    for (int p = NAPKIN_N_TENSOR_PATHS - 1; p >= 0; p--)
+      {
+        const NapkinTensorPath *tp = &arch->tensor_paths[p];
+
+        if (tp->present && (tp->classes & (1u << k)) && (!generated || tp->generated)
+            && arch->tensor_per_sm_clock[k] > 0)
+          {
+            if (out_klass)
+              *out_klass = k;
+            return p;
+          }
+      }
+  if (out_klass)
+    *out_klass = NAPKIN_TENSOR_FP16;
+  return NAPKIN_TENSOR_PATH_MMA_SYNC;
 }
 
 double
@@ -654,6 +796,11 @@ napkin_arch_copy (const NapkinArch *arch,
   copy->path = NULL;   /* not from a file */
   copy->interconnect.node.link = g_strdup (arch->interconnect.node.link);
   copy->interconnect.network.link = g_strdup (arch->interconnect.network.link);
+  for (guint p = 0; p < NAPKIN_N_TENSOR_PATHS; p++)
+    {
+      copy->tensor_paths[p].other_operands = g_strdup (arch->tensor_paths[p].other_operands);
+      copy->tensor_paths[p].source = g_strdup (arch->tensor_paths[p].source);
+    }
   copy->sources = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   copy->source_order = g_ptr_array_new_with_free_func (g_free);
   for (guint i = 0; arch->source_order && i < arch->source_order->len; i++)
@@ -878,6 +1025,43 @@ napkin_arch_to_json (const NapkinArch *arch)
   put_figure (cuda, arch, "cuda.fp16", "fp16", arch->cuda_fp16_per_sm_clock);
   json_object_object_add (root, "cuda", cuda);
   put_figure (root, arch, "sfu", "sfu", arch->sfu_per_sm_clock);
+  {
+    json_object *paths = json_object_new_object ();
+
+    for (guint p = 0; p < NAPKIN_N_TENSOR_PATHS; p++)
+      {
+        const NapkinTensorPath *tp = &arch->tensor_paths[p];
+        json_object *o, *ops;
+
+        if (!tp->present)
+          continue;
+        o = json_object_new_object ();
+        ops = json_object_new_array ();
+        for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+          if (tp->classes & (1u << c))
+            json_object_array_add (ops, json_object_new_string (tensor_class_names[c]));
+        if (tp->other_operands)
+          {
+            g_auto(GStrv) other = g_strsplit (tp->other_operands, " ", -1);
+
+            for (guint i = 0; other[i]; i++)
+              json_object_array_add (ops, json_object_new_string (other[i]));
+          }
+        json_object_object_add (o, "operands", ops);
+        json_object_object_add (o, "a_from", json_object_new_string (tp->a_smem ? "smem" : "registers"));
+        json_object_object_add (o, "b_from", json_object_new_string (tp->b_smem ? "smem" : "registers"));
+        json_object_object_add (o, "accumulator", json_object_new_string (tp->accumulator_tmem ? "tmem" : "registers"));
+        if (tp->tmem_bytes_per_sm > 0)
+          json_object_object_add (o, "tmem_bytes_per_sm", json_object_new_double (tp->tmem_bytes_per_sm));
+        json_object_object_add (o, "rows", json_object_new_int (tp->rows));
+        json_object_object_add (o, "cta_pair", json_object_new_boolean (tp->cta_pair == 2));
+        json_object_object_add (o, "tma", json_object_new_boolean (tp->tma));
+        json_object_object_add (o, "generated", json_object_new_boolean (tp->generated));
+        json_object_object_add (o, "source", json_object_new_string (tp->source ? tp->source : ""));
+        json_object_object_add (paths, tensor_path_names[p], o);
+      }
+    json_object_object_add (root, "tensor_paths", paths);
+  }
   energy = json_object_new_object ();
   put_figure (energy, arch, "energy_pj_per_flop.tensor", "tensor", arch->energy_pj_per_tensor_flop);
   put_figure (energy, arch, "energy_pj_per_flop.cuda", "cuda", arch->energy_pj_per_cuda_flop);

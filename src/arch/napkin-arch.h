@@ -31,6 +31,31 @@ typedef enum
   NAPKIN_N_TENSOR_CLASSES
 } NapkinTensorClass;
 
+/* Tensor-core instruction paths (docs/model.md, "Tensor-core paths"), in order of
+ * preference: a GPU's best path for an element class is the last one it has. */
+typedef enum
+{
+  NAPKIN_TENSOR_PATH_MMA_SYNC,   /* warp-level mma.sync: operands in registers (Ampere on) */
+  NAPKIN_TENSOR_PATH_WGMMA,      /* Hopper warpgroup MMA: B (and A) from shared memory, async */
+  NAPKIN_TENSOR_PATH_TCGEN05,    /* Blackwell: A, B from shared memory, accumulator in tensor memory */
+  NAPKIN_N_TENSOR_PATHS
+} NapkinTensorPathKind;
+
+typedef struct
+{
+  gboolean  present;
+  guint     classes;            /* bit (1 << NapkinTensorClass) per operand class it multiplies */
+  char     *other_operands;     /* operand types the model has no class for ("fp6 fp4"), or NULL */
+  gboolean  a_smem, b_smem;     /* operands read from shared memory by the instruction itself */
+  gboolean  accumulator_tmem;   /* accumulator in tensor memory (else registers) */
+  double    tmem_bytes_per_sm;  /* tensor memory, 0: none */
+  guint     cta_pair;           /* 2: two SMs share one MMA, each reading half of B */
+  guint     rows;               /* rows of A one issuing unit covers (warp 16, warpgroup 64, CTA 128) */
+  gboolean  tma;                /* operands arrive by the tensor memory accelerator */
+  gboolean  generated;          /* Napkin's code generator emits this path */
+  char     *source;
+} NapkinTensorPath;
+
 typedef struct
 {
   double capacity_bytes;       /* hbm, l2: whole device; smem, registers: one SM */
@@ -102,6 +127,8 @@ typedef struct
   double          cuda_fp32_per_sm_clock;
   double          cuda_fp16_per_sm_clock;
   double          sfu_per_sm_clock;
+  /* Tensor-core paths; a file without "tensor_paths" has mma.sync alone, every class. */
+  NapkinTensorPath tensor_paths[NAPKIN_N_TENSOR_PATHS];
   double          energy_pj_per_tensor_flop;
   double          energy_pj_per_cuda_flop;
   /* Optional "interconnect" object; interconnect.node.present FALSE when the file has none. */
@@ -137,6 +164,15 @@ double             napkin_arch_mma_sync_rate      (const NapkinArch  *arch,
 /* Hopper (compute capability 9.x, sm_90a): the warpgroup instructions (wgmma)
  * exist; napkin_model_region_uses_wgmma says which regions take them. */
 gboolean           napkin_arch_has_wgmma          (const NapkinArch  *arch);
+/* The best tensor-core path the GPU has for operands of `klass` (the last in
+ * NapkinTensorPathKind's order whose operands include it); *out_klass is `klass`, or
+ * fp16 where no path multiplies it (operands widened). With `generated`, only the
+ * paths Napkin's code generator emits. */
+NapkinTensorPathKind napkin_arch_best_path       (const NapkinArch  *arch,
+                                                   NapkinTensorClass  klass,
+                                                   gboolean           generated,
+                                                   NapkinTensorClass *out_klass);
+const char        *napkin_tensor_path_to_string   (NapkinTensorPathKind path);
 double             napkin_arch_cuda_rate          (const NapkinArch  *arch,
                                                    NapkinDtype        dtype);
 double             napkin_arch_sfu_rate           (const NapkinArch  *arch);

@@ -177,6 +177,20 @@ print_analysis_text (NapkinAnalysis *a,
           napkin_resource_to_string (a->bound));
   printf ("Throughput      %s predicted, %s with no overlap (tensor cores alone: %s)\n", tp, stp,
           a->tensor_throughput > 0 ? tt : "—");
+  if (a->best_path != NULL)
+    {
+      g_autofree char *bt = napkin_format_si (a->best_time_s, "s");
+      g_autofree char *btp = napkin_format_si (a->best_throughput, "FLOP/s");
+
+      /* both labelled (docs/model.md, "Best path"): the GPU's capability, and Napkin's code */
+      printf ("Best path       %s on %s, bound by %s (%s): %s\n", bt, a->best_path,
+              napkin_resource_to_string (a->best_bound), btp,
+              a->best_generated ? "the path Napkin generates (the time above is its code's)"
+                                : "the GPU's best path, which Napkin does not generate here; the time above "
+                                  "is the code it generates");
+      if (a->best_note != NULL)
+        printf ("                %s\n", a->best_note);
+    }
   printf ("Work            %s; intensity %.1f FLOP per device-memory byte\n", fl, a->intensity);
   printf ("Energy          %s (estimate)\n", en);
 
@@ -534,6 +548,7 @@ napkin_cli_compare (int    argc,
   g_autoptr(GArray) dtypes = g_array_new (FALSE, FALSE, sizeof (int));
   g_autoptr(json_object) rows = json_object_new_array ();
   g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) best_notes = g_ptr_array_new_with_free_func (g_free);
   Format format = FORMAT_TEXT;
   NapkinArchRegistry *reg;
   int rc;
@@ -592,14 +607,17 @@ napkin_cli_compare (int    argc,
   if ((rc = load_or_report ("compare", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
 
+  /* Two times a row (docs/model.md, "Best path"): on the GPU's best tensor-core path, and
+   * with the code Napkin generates (the same where it generates that path). */
   if (format == FORMAT_TEXT)
-    printf ("%-8s %-9s %12s %-9s %14s %14s %12s %s\n", "arch", "dtype", "time", "bound", "throughput",
-            "peak", "energy", "feasible");
+    printf ("%-8s %-9s %12s %-6s %-9s %14s %12s %-9s %14s %12s %s\n", "arch", "dtype", "best path", "bound",
+            "path", "throughput", "generated", "bound", "peak", "energy", "feasible");
   else if (format == FORMAT_MD)
-    printf ("| arch | dtype | predicted time (s) | bound | throughput (FLOP/s) | energy (J) | feasible |\n"
-            "|---|---|---:|---|---:|---:|---|\n");
+    printf ("| arch | dtype | best path time (s) | bound | path | throughput (FLOP/s) | generated code time (s) | bound | energy (J) | feasible |\n"
+            "|---|---|---:|---|---|---:|---:|---|---:|---|\n");
   else if (format == FORMAT_CSV)
-    printf ("arch,dtype,predicted_time_s,bound,throughput_flops_per_s,energy_j,feasible\n");
+    printf ("arch,dtype,best_time_s,best_bound,best_path,best_throughput_flops_per_s,predicted_time_s,bound,"
+            "throughput_flops_per_s,energy_j,feasible\n");
 
   for (guint i = 0; i < arches->len; i++)
     for (guint j = 0; j < dtypes->len; j++)
@@ -633,14 +651,27 @@ napkin_cli_compare (int    argc,
                                          : napkin_format_si (napkin_arch_tensor_rate (arch, klass), "FLOP/s");
             g_autofree char *en = napkin_format_si (a->energy_j, "J");
 
-            printf ("%-8s %-9s %12s %-9s %14s %14s %12s %s\n", arch->id, dname, t,
-                    napkin_resource_to_string (a->bound), tp, pk, en, a->feasible ? "yes" : "NO");
+            g_autofree char *bt = napkin_format_si (a->best_time_s, "s");
+            g_autofree char *btp = napkin_format_si (a->best_throughput, "FLOP/s");
+            g_autofree char *bp = g_strdup_printf ("%s%s", a->best_path ? a->best_path : "-",
+                                                   a->best_generated ? "" : "*");
+
+            printf ("%-8s %-9s %12s %-6s %-9s %14s %12s %-9s %14s %12s %s\n", arch->id, dname, bt,
+                    napkin_resource_to_string (a->best_bound), bp, btp, t,
+                    napkin_resource_to_string (a->bound), pk, en, a->feasible ? "yes" : "NO");
+            (void) tp;
+            if (!a->best_generated && a->best_note != NULL)
+              g_ptr_array_add (best_notes, g_strdup_printf ("%s %s: %s", arch->id, dname, a->best_note));
           }
         else if (format == FORMAT_MD)
-          printf ("| %s | %s | %.6g | %s | %.6g | %.6g | %s |\n", arch->id, dname, a->predicted_time_s,
-                  napkin_resource_to_string (a->bound), a->throughput, a->energy_j, a->feasible ? "yes" : "no");
+          printf ("| %s | %s | %.6g | %s | %s%s | %.6g | %.6g | %s | %.6g | %s |\n", arch->id, dname, a->best_time_s,
+                  napkin_resource_to_string (a->best_bound), a->best_path ? a->best_path : "-",
+                  a->best_generated ? "" : " (not generated)", a->best_throughput, a->predicted_time_s,
+                  napkin_resource_to_string (a->bound), a->energy_j, a->feasible ? "yes" : "no");
         else if (format == FORMAT_CSV)
-          printf ("%s,%s,%.9g,%s,%.9g,%.9g,%s\n", arch->id, dname, a->predicted_time_s,
+          printf ("%s,%s,%.9g,%s,%s,%.9g,%.9g,%s,%.9g,%.9g,%s\n", arch->id, dname, a->best_time_s,
+                  napkin_resource_to_string (a->best_bound), a->best_path ? a->best_path : "",
+                  a->best_throughput, a->predicted_time_s,
                   napkin_resource_to_string (a->bound), a->throughput, a->energy_j, a->feasible ? "true" : "false");
         else
           {
@@ -653,12 +684,25 @@ napkin_cli_compare (int    argc,
             json_object_object_add (row, "throughput_flops_per_s", json_object_new_double (a->throughput));
             json_object_object_add (row, "energy_j", json_object_new_double (a->energy_j));
             json_object_object_add (row, "feasible", json_object_new_boolean (a->feasible));
+            json_object_object_add (row, "best_time_s", json_object_new_double (a->best_time_s));
+            json_object_object_add (row, "best_bound", json_object_new_string (napkin_resource_to_string (a->best_bound)));
+            json_object_object_add (row, "best_path", a->best_path ? json_object_new_string (a->best_path) : NULL);
+            json_object_object_add (row, "best_path_generated", json_object_new_boolean (a->best_generated));
+            json_object_object_add (row, "best_throughput_flops_per_s", json_object_new_double (a->best_throughput));
+            if (a->best_note)
+              json_object_object_add (row, "best_note", json_object_new_string (a->best_note));
             json_object_array_add (rows, row);
           }
       }
   if (format == FORMAT_JSON)
     print_json (rows);
-  else if (format == FORMAT_TEXT && notes->len > 0)
+  if (format == FORMAT_TEXT && best_notes->len > 0)
+    {
+      printf ("\n* best path not generated by Napkin: “generated” is the time of the code it generates\n");
+      for (guint i = 0; i < best_notes->len; i++)
+        printf ("  %s\n", (const char *) g_ptr_array_index (best_notes, i));
+    }
+  if (format == FORMAT_TEXT && notes->len > 0)
     {
       printf ("\nInfeasible:\n");
       for (guint i = 0; i < notes->len; i++)

@@ -33,6 +33,8 @@ print_text (const NapkinPlan *plan,
               "registers a thread\n", k->grid, k->threads, k->smem_bytes, k->registers);
       if (k->reason != NULL)
         printf ("   generic because: %s\n", k->reason);
+      if (k->best_note != NULL)
+        printf ("   best path: %s\n", k->best_note);
       for (guint j = 0; j < k->adjustments->len; j++)
         printf ("   adjusted: %s\n", (const char *) g_ptr_array_index (k->adjustments, j));
       if (!k->feasible)

@@ -55,6 +55,8 @@ typedef struct
   NapkinReduceOp reduce;    /* reduce */
   NapkinNormKind norm;      /* normalize */
   double         eps;       /* normalize */
+  double         exp_fma;   /* softmax, map exp: the fraction of exponentials computed by a
+                               polynomial on the FMA units instead of the SFU (0: all on the SFU) */
   NapkinMaskKind mask;      /* mask: what it keeps; `axis` is the key axis */
   char          *rows;      /* mask: the query (row) axis */
   gint64         offset;    /* mask: diagonal shift, NKV - NQ for a KV-cache prefill */

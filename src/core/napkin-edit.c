@@ -84,6 +84,11 @@ check_node_fields (NapkinDiagram     *diagram,
     return refuse (error, "position must be finite");
   if (node->label != NULL && !g_utf8_validate (node->label, -1, NULL))
     return refuse (error, "label is not valid UTF-8");
+  if (!(node->exp_fma >= 0 && node->exp_fma <= 1))
+    return refuse (error, "the fraction of exponentials on the FMA units must be between 0 and 1");
+  if (node->exp_fma > 0 && node->kind != NAPKIN_OP_SOFTMAX
+      && !(node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_EXP))
+    return refuse (error, "exponentials on the FMA units apply to a softmax or an exp map only");
 
   switch (node->kind)
     {

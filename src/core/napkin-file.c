@@ -850,6 +850,48 @@ load_mask_int (Loader      *loader,
   return get_int (loader, value, p, min, NAPKIN_MAX_AXIS_SIZE, out);
 }
 
+/* "exp": "sfu" | "fma" and "exp_fraction" (fma only, default 1) on a softmax or an
+ * exp map: which units compute the exponentials (docs/file-format.md). */
+static void
+load_exp_unit (Loader      *loader,
+               json_object *obj,
+               const char  *path,
+               NapkinNode  *node)
+{
+  json_object *value;
+  const char *unit = NULL;
+
+  if ((value = member (obj, "exp")) != NULL)
+    {
+      g_autofree char *p = g_strdup_printf ("%s.exp", path);
+
+      if (!expect_type (loader, value, json_type_string, p))
+        return;
+      unit = json_object_get_string (value);
+      if (strcmp (unit, "sfu") != 0 && strcmp (unit, "fma") != 0)
+        {
+          fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "“%s”: exponentials run on sfu or fma", unit);
+          return;
+        }
+      node->exp_fma = strcmp (unit, "fma") == 0 ? 1.0 : 0.0;
+    }
+  if ((value = member (obj, "exp_fraction")) != NULL)
+    {
+      g_autofree char *p = g_strdup_printf ("%s.exp_fraction", path);
+      double f;
+
+      if (g_strcmp0 (unit, "fma") != 0)
+        fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "exp_fraction needs \"exp\": \"fma\"");
+      else if (get_double (loader, value, p, &f))
+        {
+          if (!(f > 0 && f <= 1))
+            fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, "%g: the fraction on the FMA units is in (0, 1]", f);
+          else
+            node->exp_fma = f;
+        }
+    }
+}
+
 static void
 load_nodes (Loader        *loader,
             NapkinDiagram *diagram,
@@ -857,7 +899,7 @@ load_nodes (Loader        *loader,
 {
   static const char *known[] = {
     "id", "kind", "label", "x", "y", "tensor", "out", "axis", "fn", "alpha", "op", "norm", "eps",
-    "dtype", "mask", "rows", "offset", "left", "right", NULL,
+    "dtype", "mask", "rows", "offset", "left", "right", "exp", "exp_fraction", NULL,
   };
   GString *fn_choices = g_string_new (NULL);
 
@@ -954,6 +996,10 @@ load_nodes (Loader        *loader,
               g_autofree char *p = g_strdup_printf ("%s.alpha", path);
               get_double (loader, value, p, &node->alpha);
             }
+          if (node->fn == NAPKIN_FN_EXP)
+            load_exp_unit (loader, obj, path, node);
+          else if (member (obj, "exp") || member (obj, "exp_fraction"))
+            fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, path, "“exp” applies to a softmax or an exp map only");
           break;
 
         case NAPKIN_OP_REDUCE:
@@ -963,7 +1009,8 @@ load_nodes (Loader        *loader,
           break;
 
         case NAPKIN_OP_SOFTMAX:
-          load_axis_field (loader, diagram, obj, path, &node->axis);
+          if (load_axis_field (loader, diagram, obj, path, &node->axis))
+            load_exp_unit (loader, obj, path, node);
           break;
 
         case NAPKIN_OP_NORMALIZE:
@@ -1742,6 +1789,17 @@ double_to_json (double value)
   return json_object_new_double_s (value, buf);
 }
 
+static void
+put_exp_unit (json_object      *obj,
+              const NapkinNode *node)
+{
+  if (node->exp_fma <= 0)
+    return;   /* the SFU: the default, not written */
+  json_object_object_add (obj, "exp", json_object_new_string ("fma"));
+  if (node->exp_fma < 1)
+    json_object_object_add (obj, "exp_fraction", double_to_json (node->exp_fma));
+}
+
 static json_object *
 node_to_json (const NapkinNode *node)
 {
@@ -1770,6 +1828,7 @@ node_to_json (const NapkinNode *node)
         json_object_object_add (obj, "out", strv_to_json (node->out));
       if (node->fn == NAPKIN_FN_SCALE)
         json_object_object_add (obj, "alpha", double_to_json (node->alpha));
+      put_exp_unit (obj, node);
       break;
     case NAPKIN_OP_REDUCE:
       json_object_object_add (obj, "op", json_object_new_string (napkin_reduce_to_string (node->reduce)));
@@ -1777,6 +1836,7 @@ node_to_json (const NapkinNode *node)
       break;
     case NAPKIN_OP_SOFTMAX:
       json_object_object_add (obj, "axis", json_object_new_string (node->axis));
+      put_exp_unit (obj, node);
       break;
     case NAPKIN_OP_NORMALIZE:
       json_object_object_add (obj, "norm", json_object_new_string (napkin_norm_to_string (node->norm)));

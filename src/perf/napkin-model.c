@@ -74,6 +74,9 @@ typedef struct
   guint                *pos;         /* per node: place in the topological order */
   int                   current;     /* region being modelled, for its error count */
   gboolean              overflow;
+  double                best_kernel_s;   /* the longest kernel on its best path */
+  gboolean              exp_fma_seen;    /* node_compute priced exponentials on the FMA units */
+  gint64                exp_blocks;      /* the wgmma attention kernel's score blocks a chunk (BKV / 8) */
   NapkinPlan           *plan;        /* the kernel plan priced (a->plan) */
   gint64                flops_before[NAPKIN_N_TENSOR_CLASSES];   /* before the current kernel's */
   GHashTable           *warned;      /* the warnings' texts, against repeats */
@@ -121,6 +124,7 @@ napkin_analysis_free (NapkinAnalysis *a)
   g_clear_pointer (&a->kernels, g_array_unref);
   g_clear_pointer (&a->errors, g_ptr_array_unref);
   g_clear_pointer (&a->warnings, g_ptr_array_unref);
+  g_free (a->best_note);
   g_free (a);
 }
 
@@ -1370,6 +1374,12 @@ typedef enum
 
 static const char *tensor_path_names[] = { "library", "wgmma", "mma.sync" };
 
+/* One exp2 as a polynomial on the FMA pipe (kernels/attn-prims.cuh, napkin_exp2_poly):
+ * the clamp, the round by adding 1.5·2^23, two subtractions, a degree-3 Horner chain
+ * (3 FMAs), the shift and integer add into the exponent field and the select below
+ * −125: 10 instructions at the FP32 rate (docs/model.md, "exp on FMA"). */
+#define NAPKIN_EXP_POLY_OPS 10.0
+
 static void
 node_compute (Model      *m,
               guint       n,
@@ -1416,7 +1426,21 @@ node_compute (Model      *m,
         }
     }
   time[NAPKIN_RESOURCE_CUDA] += f.cuda / napkin_arch_cuda_rate (m->arch, value_dtype (m, n));
-  time[NAPKIN_RESOURCE_SFU] += f.sfu / napkin_arch_sfu_rate (m->arch);
+  /* exponentials relabeled onto the FMA units: a polynomial exp2 each, generated in the
+   * wgmma attention kernel (docs/model.md, "exp on FMA"); elsewhere they stay on the SFU */
+  {
+    double fma = path == PATH_WGMMA && node->kind == NAPKIN_OP_SOFTMAX ? node->exp_fma : 0;
+
+    /* the kernel moves whole blocks of 8 keys: floor (blocks · f) of them (napkin_plan_exp_fma) */
+    if (fma > 0 && m->exp_blocks > 0)
+      fma = floor (fma * m->exp_blocks) / m->exp_blocks;
+
+    m->exp_fma_seen |= fma > 0;
+
+    time[NAPKIN_RESOURCE_SFU] += f.sfu * (1 - fma) / napkin_arch_sfu_rate (m->arch);
+    time[NAPKIN_RESOURCE_CUDA] += f.sfu * fma * NAPKIN_EXP_POLY_OPS
+                                  / (napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32) / 2);   /* instructions: FMA = 2 FLOPs */
+  }
 }
 
 /* Attention on wgmma, fitted on the H100 sweep of 2026-11-25 (41 cases, docs/model.md
@@ -1468,8 +1492,12 @@ finish_kernel (Model            *m,
    * SFU time add */
   if (g_strcmp0 (k->tensor_path, "wgmma") == 0)
     {
-      double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR] + ATTN_SFU_EXPOSED * k->time_s[NAPKIN_RESOURCE_SFU])
-                     * k->quantisation + k->chunk_s;
+      /* the same warps issue the polynomial exponentials (exp on FMA): the busier of
+       * the SFU and the FMA pipe, of which ping-pong hides the same share */
+      double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR]
+                      + ATTN_SFU_EXPOSED * (k->exp_on_fma ? MAX (k->time_s[NAPKIN_RESOURCE_SFU], k->time_s[NAPKIN_RESOURCE_CUDA])
+                                                           : k->time_s[NAPKIN_RESOURCE_SFU])) * k->quantisation
+                     + k->chunk_s;
 
       if (issue > overlap)
         {
@@ -1493,6 +1521,39 @@ finish_kernel (Model            *m,
   k->serial_s = serial + k->latency_s + MAX (1, k->launches) * m->arch->launch_overhead_s;
   k->time_s_predicted = k->overlaps ? k->overlap_s : k->serial_s;
   m->a->predicted_time_s += k->time_s_predicted;
+  /* the best path: this kernel's own pricing where it has no tensor work; where the
+   * generated code already runs on that path, no slower than it */
+  k->best_generated = k->best_path == NULL || g_strcmp0 (k->best_path, k->tensor_path) == 0
+                      || g_strcmp0 (k->tensor_path, "library") == 0;
+  if (k->best_path == NULL || k->best_s <= 0)
+    {
+      k->best_s = k->time_s_predicted;
+      k->best_bound = k->bound;
+    }
+  else if (k->best_generated && k->time_s_predicted < k->best_s)
+    {
+      k->best_s = k->time_s_predicted;
+      k->best_bound = k->bound;
+    }
+  if (!k->best_generated && m->a->best_note == NULL)
+    m->a->best_note = g_strdup_printf ("kernel “%s”: %s is %s's best tensor-core path; Napkin generates %s%s%s here%s",
+                                       k->name, k->best_path, m->arch->id,
+                                       k->tensor_path ? k->tensor_path : "the generic lowering",
+                                       k->tensor_path == NULL && k->reason ? " — " : "",
+                                       k->tensor_path == NULL && k->reason ? k->reason : "",
+                                       m->arch->tensor_paths[g_str_equal (k->best_path, "tcgen05")
+                                                             ? NAPKIN_TENSOR_PATH_TCGEN05
+                                                             : g_str_equal (k->best_path, "wgmma")
+                                                               ? NAPKIN_TENSOR_PATH_WGMMA
+                                                               : NAPKIN_TENSOR_PATH_MMA_SYNC].generated
+                                       ? "" : " (Napkin does not generate it until it is verified on such a GPU)");
+  m->a->best_time_s += k->best_s;
+  if (k->best_s > m->best_kernel_s)
+    {
+      m->best_kernel_s = k->best_s;
+      m->a->best_bound = k->best_bound;
+      m->a->best_path = k->best_path;
+    }
   m->a->overlap_time_s += k->overlap_s;
   m->a->serial_time_s += k->serial_s;
 }
@@ -1656,8 +1717,10 @@ pipeline_stall (Model                  *m,
     return;
   /* a chunk's compute on one SM (its blocks share it), as finish_kernel issues it */
   issue = (k->time_s[NAPKIN_RESOURCE_TENSOR]
-           + (wgmma ? ATTN_SFU_EXPOSED * k->time_s[NAPKIN_RESOURCE_SFU] : k->time_s[NAPKIN_RESOURCE_SMEM]))
-          * k->quantisation + k->chunk_s;
+           + (wgmma ? ATTN_SFU_EXPOSED * (k->exp_on_fma ? MAX (k->time_s[NAPKIN_RESOURCE_SFU], k->time_s[NAPKIN_RESOURCE_CUDA])
+                                                       : k->time_s[NAPKIN_RESOURCE_SFU])
+                    : k->time_s[NAPKIN_RESOURCE_SMEM])) * k->quantisation
+          + k->chunk_s;
   memory = MAX (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_L2]);
   compute = issue / steps;
   transfer = memory / steps;
@@ -1670,6 +1733,148 @@ pipeline_stall (Model                  *m,
                "load's %.0f ns round trip plus its transfer (%.2f µs a chunk against %.2f µs of compute): loads "
                "exposed; more stages would hide them", grid->name, grid->stages, latency * 1e9,
                (latency + transfer) * 1e6, compute * 1e6);
+}
+
+/* ---- the GPU's best tensor-core path (docs/model.md, "Best path") --------------------------- */
+
+/* A kernel written for the best path runs its tensor cores, its exponentials (SFU), its
+ * other element-wise arithmetic (FMA pipe) and its operand reads from shared memory as
+ * asynchronous pipes that overlap (FlashAttention-3's warp specialisation and ping-pong,
+ * FlashAttention-4's softmax and correction warpgroups). In attention one dependence
+ * stays: a tile's softmax needs its Q·Kᵀ, and its P·V needs the softmax; with two tiles
+ * in flight per SM the shorter of the two phases is still exposed for part of its
+ * length. NAPKIN_BEST_EXPOSED is that part, one number fitted to the two published
+ * points (FA3 on H100 fp16 at 75 % of peak, FA4 on B200 bf16 at 1605 TFLOP/s, 71 %):
+ * 0.5 gives 80 % and 66 % (docs/model.md, "Best path"; tests/test-best-path.c). */
+#define NAPKIN_BEST_EXPOSED 0.5
+
+static void
+best_path_kernel (Model                  *m,
+                  int                     r,
+                  const NapkinRegionCost *cost,
+                  const guint            *nodes,
+                  guint                   n_nodes,
+                  NapkinKernelCost       *k)
+{
+  const NapkinArch *arch = m->arch;
+  /* under tensor load the SM runs at the clock of the datasheet's tensor peak: every
+   * SM pipe is priced at it (the SFU and the tensor cores share one clock) */
+  double clock = arch->tensor_clock_hz;
+  double tc = 0, sfu_ops = 0, fma_ops = 0, smem_s, l2_s, soft, t[NAPKIN_N_RESOURCES] = { 0 }, best = 0, q;
+  double mask = 1;
+  gboolean tensor = FALSE;
+  NapkinTensorPathKind path = NAPKIN_TENSOR_PATH_MMA_SYNC;
+  const NapkinTensorPath *tp;
+  int row_axis = -1;
+  gint64 rows = 0;
+
+  if (m->a->paper)
+    return;
+  for (guint i = 0; i < n_nodes; i++)
+    {
+      const NapkinNode *node = napkin_diagram_node (m->d, nodes[i]);
+      NapkinFlops f;
+
+      if (!napkin_diagram_node_flops (m->d, nodes[i], &f))
+        continue;
+      if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0)
+        {
+          NapkinDtype d0 = value_dtype (m, napkin_diagram_input_source (m->d, nodes[i], 0));
+          NapkinDtype d1 = value_dtype (m, napkin_diagram_input_source (m->d, nodes[i], 1));
+          NapkinDtype dtype = napkin_dtype_bytes (d0) >= napkin_dtype_bytes (d1) ? d0 : d1;
+          NapkinTensorClass klass, used;
+          NapkinTensorPathKind p;
+
+          if (!napkin_tensor_class_for_dtype (dtype, &klass))
+            {
+              fma_ops += f.tensor / 2;   /* fp32 products on the FMA pipe, one FMA per 2 FLOPs */
+              continue;
+            }
+          p = napkin_arch_best_path (arch, klass, FALSE, &used);
+          tc += f.tensor / (arch->tensor_per_sm_clock[used] * arch->sms * clock);
+          path = MAX (path, p);
+          tensor = TRUE;
+        }
+      sfu_ops += f.sfu * (1 - node->exp_fma);
+      fma_ops += f.cuda + f.sfu * node->exp_fma * NAPKIN_EXP_POLY_OPS;
+      /* the online softmax streamed in chunks: one more exponential per row and chunk,
+       * the correction exp (m_old − m_new), on the SFU */
+      if (node->kind == NAPKIN_OP_SOFTMAX && cost != NULL && cost->chunks > 1)
+        {
+          int axis = napkin_diagram_find_axis (m->d, node->axis);
+          gint64 n = axis >= 0 ? napkin_diagram_axis_size (m->d, axis) : 0;
+
+          if (n > 0)
+            sfu_ops += (double) f.sfu / n * cost->chunks;
+        }
+    }
+  if (!tensor)
+    return;
+  tp = &arch->tensor_paths[path];
+  if (r >= 0 && cost != NULL)
+    {
+      const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
+
+      rows = attention_rows (m, r, cost, &row_axis);
+      if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->u.att.tiles_total > 0)
+        mask = (double) pk->u.att.tiles_computed / pk->u.att.tiles_total;
+    }
+  smem_s = k->time_s[NAPKIN_RESOURCE_SMEM];
+  l2_s = k->time_s[NAPKIN_RESOURCE_L2];
+  if (rows > 0)
+    {
+      /* attention: the operand without the row axis (K, V) is read by every issuing unit
+       * of the block (a warp's 16 rows, a warpgroup's 64, a CTA's 128), halved across a
+       * 2-SM pair; the one with it (Q) once into registers (mma.sync) or again for every
+       * key chunk where the instruction reads A from shared memory */
+      double readers = (double) MAX (1, (rows + tp->rows - 1) / tp->rows) / MAX (1u, tp->cta_pair);
+      double bytes = 0;
+
+      for (guint i = 0; i < cost->transfers->len; i++)
+        {
+          const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, i);
+          const NapkinTensorType *type = napkin_diagram_node_type (m->d, tr->node);
+
+          if (tr->is_output || type == NULL || !type->valid)
+            continue;
+          if (napkin_tensor_type_has_axis (type, row_axis))
+            bytes += (double) tr->bytes * (tp->a_smem && !carries_stream (m, cost->region, tr->node)
+                                           ? MAX (1, cost->chunks) : 1);
+          else
+            bytes += (double) tr->bytes * readers * mask;
+        }
+      smem_s = bytes / (arch->levels[NAPKIN_LEVEL_SMEM].bandwidth / arch->clock_hz * clock);
+      /* a 2-SM pair loads each K and V tile once for both SMs (each loads its half of
+       * B): their reads from L2 halve */
+      if (tp->cta_pair > 1)
+        for (guint i = 0; i < cost->transfers->len; i++)
+          {
+            const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, i);
+            const NapkinTensorType *type = napkin_diagram_node_type (m->d, tr->node);
+
+            if (!tr->is_output && type != NULL && type->valid && tr->from == NAPKIN_LEVEL_HBM
+                && !napkin_tensor_type_has_axis (type, row_axis))
+              l2_s -= (double) tr->bytes * mask * (1 - 1.0 / tp->cta_pair) / arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+          }
+    }
+  q = k->quantisation > 0 ? k->quantisation : 1;
+  t[NAPKIN_RESOURCE_TENSOR] = tc * mask * q;
+  t[NAPKIN_RESOURCE_SFU] = sfu_ops * mask / (arch->sfu_per_sm_clock * arch->sms * clock) * q;
+  /* fma_ops counts instructions (one per element-wise operation, 2 FLOPs for an FMA):
+   * the FMA pipe issues cuda.fp32 / 2 of them a clock */
+  t[NAPKIN_RESOURCE_CUDA] = fma_ops * mask / (arch->cuda_fp32_per_sm_clock / 2 * arch->sms * clock) * q;
+  t[NAPKIN_RESOURCE_SMEM] = smem_s * q;
+  t[NAPKIN_RESOURCE_HBM] = k->time_s[NAPKIN_RESOURCE_HBM];
+  t[NAPKIN_RESOURCE_L2] = MAX (0.0, l2_s);
+  k->best_bound = NAPKIN_RESOURCE_TENSOR;
+  for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
+    if (t[res] > best)
+      best = t[res], k->best_bound = res;
+  soft = MAX (t[NAPKIN_RESOURCE_SFU], t[NAPKIN_RESOURCE_CUDA]);
+  if (rows > 0)
+    best += NAPKIN_BEST_EXPOSED * MIN (t[NAPKIN_RESOURCE_TENSOR], soft);
+  k->best_s = best + MAX (1, k->launches) * arch->launch_overhead_s;
+  k->best_path = napkin_tensor_path_to_string (path);
 }
 
 /* ---- the plan's paths (docs/model.md §9) ---------------------------------------------------- */
@@ -1961,8 +2166,16 @@ build_kernels (Model *m)
               }
           }
         memcpy (m->flops_before, m->a->tensor_flops, sizeof m->flops_before);
+        m->exp_fma_seen = FALSE;
+        {
+          const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
+
+          m->exp_blocks = pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->path == NAPKIN_PATH_WGMMA
+                          ? pk->u.att.BKV / 8 : 0;
+        }
         for (guint i = 0; i < m->rs[cost->region].members->len; i++)
           node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), path, k.time_s);
+        k.exp_on_fma = m->exp_fma_seen;
         if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
           k.tensor_path = tensor_path_names[path];
       }
@@ -2044,6 +2257,8 @@ build_kernels (Model *m)
             k.time_s[NAPKIN_RESOURCE_HBM] += b / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
             k.time_s[NAPKIN_RESOURCE_L2] += b / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
           }
+        best_path_kernel (m, r, cost, (const guint *) m->rs[cost->region].members->data,
+                          m->rs[cost->region].members->len, &k);
         plan_kernel_cost (m, &k, pk);
       }
       finish_kernel (m, &k);
@@ -2130,6 +2345,7 @@ build_kernels (Model *m)
       node_compute (m, n, path, k.time_s);
       if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
         k.tensor_path = tensor_path_names[path];
+      best_path_kernel (m, -1, NULL, &n, 1, &k);
       if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
         planned_gemm (m, &k, pk);
       if (pk != NULL || m->plan == NULL || m->a->paper)
@@ -2279,6 +2495,9 @@ napkin_analyze (NapkinDiagram               *diagram,
    * there are any, else all of them. */
   a->throughput = a->predicted_time_s > 0
                   ? (a->flops.tensor > 0 ? a->flops.tensor : a->flops_total) / a->predicted_time_s : 0;
+  a->best_generated = a->best_note == NULL;
+  a->best_throughput = a->best_time_s > 0
+                       ? (a->flops.tensor > 0 ? a->flops.tensor : a->flops_total) / a->best_time_s : 0;
   a->serial_throughput = a->serial_time_s > 0
                          ? (a->flops.tensor > 0 ? a->flops.tensor : a->flops_total) / a->serial_time_s : 0;
   a->intensity = a->levels[NAPKIN_LEVEL_HBM].transfer_bytes > 0
@@ -2380,6 +2599,14 @@ napkin_analysis_to_json (NapkinAnalysis *a)
   json_object_object_add (root, "energy_j", json_object_new_double (a->energy_j));
   json_object_object_add (root, "bound", json_object_new_string (resource_names[a->bound]));
   json_object_object_add (root, "resources_s", resources_to_json (a->resource_s));
+  obj = json_object_new_object ();
+  json_object_object_add (obj, "time_s", json_object_new_double (a->best_time_s));
+  json_object_object_add (obj, "throughput_flops_per_s", json_object_new_double (a->best_throughput));
+  json_object_object_add (obj, "bound", json_object_new_string (resource_names[a->best_bound]));
+  json_object_object_add (obj, "path", a->best_path ? json_object_new_string (a->best_path) : NULL);
+  json_object_object_add (obj, "generated", json_object_new_boolean (a->best_generated));
+  json_object_object_add (obj, "note", a->best_note ? json_object_new_string (a->best_note) : NULL);
+  json_object_object_add (root, "best_path", obj);
 
   array = json_object_new_array ();
   for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
@@ -2473,6 +2700,10 @@ napkin_analysis_to_json (NapkinAnalysis *a)
       json_object_object_add (obj, "bound", json_object_new_string (resource_names[kc->bound]));
       if (kc->tensor_path != NULL)
         json_object_object_add (obj, "tensor_path", json_object_new_string (kc->tensor_path));
+      json_object_object_add (obj, "best_time_s", json_object_new_double (kc->best_s));
+      json_object_object_add (obj, "best_bound", json_object_new_string (resource_names[kc->best_bound]));
+      if (kc->best_path != NULL)
+        json_object_object_add (obj, "best_path", json_object_new_string (kc->best_path));
       json_object_object_add (obj, "path", json_object_new_string (napkin_path_to_string (kc->path)));
       if (kc->plan_kind != NULL)
         json_object_object_add (obj, "plan", json_object_new_string (kc->plan_kind));

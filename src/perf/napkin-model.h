@@ -93,6 +93,13 @@ typedef struct
   const char    *plan_kind;     /* "gemm", "rows", "repack", … (static) */
   char          *reason;        /* generic: why; NULL otherwise */
   char          *note;          /* the plan's one line */
+  /* On the GPU's best tensor-core path (docs/model.md, "Best path"): what the kernel
+   * would take in a kernel written for that path, whether or not Napkin generates it */
+  double         best_s;
+  NapkinResource best_bound;
+  const char    *best_path;     /* "tcgen05", "wgmma", "mma.sync"; NULL: no tensor work */
+  gboolean       best_generated;/* Napkin's code generator emits best_path */
+  gboolean       exp_on_fma;    /* part of its exponentials run on the FMA units (docs/model.md) */
 } NapkinKernelCost;
 
 typedef struct
@@ -129,6 +136,15 @@ typedef struct
   double           intensity;        /* FLOPs per device-memory byte */
   double           energy_j;
   NapkinResource   bound;
+
+  /* The same work on each kernel's best tensor-core path (docs/model.md, "Best path"):
+   * the GPU's capability, beside predicted_time_s, the time of the code Napkin generates */
+  double           best_time_s;
+  double           best_throughput;
+  NapkinResource   best_bound;       /* of the kernel that takes longest on its best path */
+  const char      *best_path;        /* that kernel's best path; NULL: no tensor work */
+  gboolean         best_generated;   /* every kernel's best path is one Napkin generates */
+  char            *best_note;        /* why not, when not: the first kernel off its best path */
 
   NapkinPlan      *plan;             /* the kernel plan priced (owned) */
   guint            generic_kernels;  /* kernels the plan leaves on the generic lowering */

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <math.h>
+
 #include <string.h>
 
 #include "napkin-plan-private.h"
@@ -184,6 +186,14 @@ attention_note (NapkinPlanKernel *k,
   if (a->split_kv > 1)
     g_string_append_printf (s, "; keys split %u ways (%" G_GINT64_FORMAT " chunks each), partial outputs merged "
                                "by a second kernel", a->split_kv, a->chunks_per_split);
+  if (a->exp_fma > 0)
+    {
+      /* whole blocks of 8 keys move: floor (BKV/8 · f) of every chunk's BKV/8 */
+      gint64 blocks = MAX (1, a->BKV / 8), moved = (gint64) floor (a->exp_fma * blocks);
+
+      g_string_append_printf (s, "; exponentials of %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " key blocks "
+                                 "(%.0f %%) as a polynomial on the FMA units", moved, blocks, 100.0 * moved / blocks);
+    }
   if (a->legacy)
     g_string_append (s, k->path == NAPKIN_PATH_WGMMA ? " (flash-wgmma)" : " (flash-mma)");
   if (extra)
@@ -617,7 +627,7 @@ legacy_shape (const NapkinPlanAttention *a,
               const AttnAxes            *ax,
               NapkinPath                 path)
 {
-  if (!ax->plain || a->mask != NAPKIN_ATTN_MASK_NONE || a->split_kv > 1 || a->group != 1
+  if (!ax->plain || a->mask != NAPKIN_ATTN_MASK_NONE || a->split_kv > 1 || a->group != 1 || a->exp_fma > 0
       || (a->D != 64 && a->D != 128) || (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
       || a->v_dtype != a->dtype || a->NQ % a->BQ || a->NKV % a->BKV)
     return FALSE;
@@ -828,6 +838,8 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
           k->path = NAPKIN_PATH_WGMMA;
           /* the consumers' setmaxnreg takes the register file: one block an SM */
           choose_split (p, a, base, 1);
+          /* exp on the FMA units: generated on this path only (kernels/attn-sm90.cu) */
+          a->exp_fma = napkin_diagram_node (p->d, sm)->exp_fma;
           a->legacy = legacy_shape (a, &ax, k->path);
           a->overlap = a->stages >= 3 || a->BKV >= 128;
           k->grid = base * a->split_kv;

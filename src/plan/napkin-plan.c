@@ -64,6 +64,7 @@ _napkin_plan_kernel_free (gpointer data)
   g_clear_pointer (&k->nodes, g_array_unref);
   g_free (k->reason);
   g_free (k->note);
+  g_free (k->best_note);
   g_clear_pointer (&k->adjustments, g_ptr_array_unref);
   g_free (k->infeasible);
   switch (k->kind)
@@ -306,6 +307,8 @@ add_kernel (NapkinPlanner    *p,
     p->plan->n_generic++;
 }
 
+static void best_path_note (NapkinPlanner *p, NapkinPlanKernel *k);
+
 NapkinPlan *
 napkin_plan_build (NapkinDiagram           *diagram,
                    NapkinArch              *arch,
@@ -433,9 +436,10 @@ napkin_plan_build (NapkinDiagram           *diagram,
 
   for (guint i = 0; i < plan->kernels->len; i++)
     {
-      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+      NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
 
       plan->feasible &= k->feasible;
+      best_path_note (&p, k);
     }
   g_free (p.top);
   g_free (p.member);
@@ -443,6 +447,49 @@ napkin_plan_build (NapkinDiagram           *diagram,
   g_ptr_array_unref (p.before);
   g_ptr_array_unref (p.after);
   return g_steal_pointer (&plan);
+}
+
+/* Where the generator's path for a kernel's products is not the GPU's best one
+ * (Blackwell: tcgen05, which Napkin does not generate; fp8 left on the generic lowering),
+ * the plan says so; the model prices both (docs/model.md, "Best path"). */
+static void
+best_path_note (NapkinPlanner    *p,
+                NapkinPlanKernel *k)
+{
+  NapkinTensorPathKind best = NAPKIN_TENSOR_PATH_MMA_SYNC;
+  const char *generated;
+  gboolean tensor = FALSE;
+
+  for (guint i = 0; i < k->nodes->len; i++)
+    {
+      guint n = g_array_index (k->nodes, guint, i);
+      const NapkinNode *node = napkin_diagram_node (p->d, n);
+      NapkinTensorClass klass;
+      NapkinDtype d0, d1;
+
+      if (node->kind != NAPKIN_OP_CONTRACT)
+        continue;
+      d0 = _napkin_plan_dtype (p, napkin_diagram_input_source (p->d, n, 0));
+      d1 = _napkin_plan_dtype (p, napkin_diagram_input_source (p->d, n, 1));
+      if (!napkin_tensor_class_for_dtype (napkin_dtype_bytes (d0) >= napkin_dtype_bytes (d1) ? d0 : d1, &klass))
+        continue;
+      best = MAX (best, napkin_arch_best_path (p->arch, klass, FALSE, NULL));
+      tensor = TRUE;
+    }
+  if (!tensor || k->kind == NAPKIN_PLAN_REPACK || k->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+    return;
+  generated = k->path == NAPKIN_PATH_WGMMA ? "wgmma" : k->path == NAPKIN_PATH_MMA ? "mma.sync" : NULL;
+  if (g_strcmp0 (generated, napkin_tensor_path_to_string (best)) == 0
+      || (k->region < 0 && k->kind == NAPKIN_PLAN_GENERIC))
+    return;   /* on its best path, or a plain operation priced as a library kernel */
+  k->best_path = napkin_tensor_path_to_string (best);
+  k->best_note = g_strdup_printf ("%s is %s's best tensor-core path for these products; this kernel is "
+                                  "generated on %s%s", k->best_path, p->arch->id,
+                                  generated ? generated : "the generic lowering",
+                                  p->arch->tensor_paths[best].generated
+                                  ? "" : (best == NAPKIN_TENSOR_PATH_TCGEN05
+                                          ? " (tcgen05 is not generated until it is verified on a B200)"
+                                          : " (not generated until it is verified on this GPU)"));
 }
 
 const NapkinPlanKernel *
@@ -545,6 +592,11 @@ napkin_plan_to_json (const NapkinPlan *plan,
         json_object_object_add (o, "reason", json_object_new_string (k->reason));
       if (k->note != NULL)
         json_object_object_add (o, "note", json_object_new_string (k->note));
+      if (k->best_note != NULL)
+        {
+          json_object_object_add (o, "best_path", json_object_new_string (k->best_path));
+          json_object_object_add (o, "best_path_note", json_object_new_string (k->best_note));
+        }
       json_object_object_add (o, "grid", json_object_new_int64 (k->grid));
       json_object_object_add (o, "threads", json_object_new_int (k->threads));
       json_object_object_add (o, "shared_bytes", json_object_new_int64 (k->smem_bytes));

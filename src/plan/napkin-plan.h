@@ -206,6 +206,8 @@ typedef struct
   gboolean         overlap;               /* wgmma: next Q·Kᵀ issued before this P·V */
   gboolean         q_regs;                /* mma: Q's fragments kept in registers (else read each chunk) */
   gboolean         legacy;                /* today's aligned shapes: kernels/flash-wgmma.cu, flash-mma.cu */
+  double           exp_fma;               /* the softmax's exponentials on the FMA units (a fraction;
+                                             wgmma only: kernels/attn-sm90.cu, napkin_exp2_poly) */
 } NapkinPlanAttention;
 
 /* Copy src (rows × cols, leading dimension ld_src) to dst (leading dimension ld_dst,
@@ -237,6 +239,10 @@ typedef struct
   guint            blocks_per_sm;
   gboolean         feasible;
   char            *infeasible;    /* why not, naming the limit */
+  /* The GPU's best tensor-core path for the kernel's products where the code generator
+   * does not emit it here (NULL: it does); best_note says so (docs/model.md, "Best path") */
+  const char      *best_path;
+  char            *best_note;
 
   union
   {

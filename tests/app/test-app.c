@@ -469,6 +469,29 @@ test_copy_paste (void)
   close_window (window);
 }
 
+/* exp on sfu | fma in the inspector: a softmax's fraction of exponentials on the FMA
+ * units is set, undone, and refused outside [0, 1] with the reason inline. */
+static void
+test_exp_on_fma (void)
+{
+  g_autofree char *src = example_path ("flash-attention");
+  NapkinWindow *window = open_window (src);
+  NapkinDiagram *diagram = diagram_of (window);
+  int sm = napkin_diagram_find_node (diagram, "sm");
+
+  napkin_canvas_select_node (napkin_window_get_canvas (window), "sm", FALSE);
+  set_entry (window, "field-exp-fma", "0.25");
+  g_assert_cmpfloat (napkin_diagram_node (diagram, sm)->exp_fma, ==, 0.25);
+  set_entry (window, "field-exp-fma", "1.5");
+  g_assert_cmpfloat (napkin_diagram_node (diagram, sm)->exp_fma, ==, 0.25);
+  g_assert_nonnull (napkin_inspector_get_error (napkin_window_get_inspector (window)));
+  g_assert_nonnull (strstr (napkin_inspector_get_error (napkin_window_get_inspector (window)), "FMA"));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+  g_assert_cmpfloat (napkin_diagram_node (diagram, sm)->exp_fma, ==, 0);
+  napkin_history_set_saved (napkin_window_get_history (window));
+  close_window (window);
+}
+
 /* The palette's Mask adds a causal mask over two distinct axes; undo takes it away. */
 static void
 test_add_mask (void)
@@ -1014,6 +1037,7 @@ main (int    argc,
 
   g_test_add_func ("/app/open/every-example", test_open_every_example);
   g_test_add_func ("/app/open/default-is-flash-attention", test_default_is_flash_attention);
+  g_test_add_func ("/app/inspector/exp-on-fma", test_exp_on_fma);
   g_test_add_func ("/app/open/broken-file", test_broken_file);
   g_test_add_func ("/app/import/graph", test_import_action);
   g_test_add_func ("/app/edit/add-connect-relabel-undo-save-reload", test_edit_save_reload);

@@ -43,6 +43,11 @@ check "and says which constraint" grep -q "not a multiple of 16" "$TMP/out"
 check "csv has a header" sh -c "'$CLI' analyze '$EX/flash-attention.napkin' --format csv | head -1 | grep -q '^section,name,level'"
 check "md has a table" sh -c "'$CLI' analyze '$EX/flash-attention.napkin' --format md | grep -q '^| level |'"
 check "compare: one row per arch and dtype" sh -c "'$CLI' compare '$EX/matmul-tiled.napkin' --arch h100,a100 --dtype fp8-e4m3 --format csv | tail -n +2 | wc -l | grep -qx 4"
+# both times, labelled (docs/model.md, "Best path"): the B200's tcgen05 is marked not generated and
+# beats its generated mma.sync code; the ranking on the best path follows FA3/FA4's figures
+check "compare: best path and generated code, labelled" sh -c "'$CLI' compare '$EX/flash-attention.napkin' --arch b200 | grep -q 'b200     file .* sfu    tcgen05\\*' && '$CLI' compare '$EX/flash-attention.napkin' --arch b200 | grep -q 'tcgen05 is b200.s best tensor-core path; Napkin generates mma.sync here'"
+check "compare: B200 > H200 >= H100 > A100 on the best path" sh -c "'$CLI' compare '$EX/flash-attention.napkin' --arch a100,h100,h200,b200 --json | python3 -c 'import json,sys; t={r[\"arch\"]: r[\"best_time_s\"] for r in json.load(sys.stdin)}; assert t[\"b200\"] < t[\"h200\"] <= t[\"h100\"] < t[\"a100\"], t'"
+check "analyze: the best path's line" sh -c "'$CLI' analyze '$EX/flash-attention.napkin' --arch b200 | grep -q '^Best path .* on tcgen05, bound by sfu'"
 check "compare explains infeasible rows" sh -c "'$CLI' compare '$EX/matmul-tiled.napkin' --arch rtx4090 | grep -q 'rtx4090 file: regions\[0\]: 107520 bytes of shared memory per block'"
 
 check "--paper: every tile from device memory (H = 2·4096³/128 + 4096² elements)" sh -c "'$CLI' analyze '$EX/matmul-tiled.napkin' --paper --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"model\"] == \"paper\"; assert d[\"levels\"][0][\"transfer_elements\"] == 2 * 4096**3 // 128 + 4096**2'"
