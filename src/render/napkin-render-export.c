@@ -320,8 +320,8 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
           if (placement == NULL || placement->split == NULL
               || !napkin_render_port_point (diagram, n, node->kind == NAPKIN_OP_INPUT ? -1 : 0, &px, &py))
             continue;
-          g_string_append_printf (out, "\\node[anchor=south, draw=napkingpus, fill=white, text=napkingpus, "
-                                       "rounded corners=3, inner sep=1.5pt] at (%s,", F (px + (node->kind == NAPKIN_OP_INPUT ? 24 : -24)));
+          g_string_append_printf (out, "\\node[draw=napkingpus, fill=white, text=napkingpus, "
+                                       "rounded corners=3, inner sep=1.5pt, anchor=south] at (%s,", F (px + (node->kind == NAPKIN_OP_INPUT ? 24 : -24)));
           g_string_append_printf (out, "%s) {split ", F (py - 8));
           append_tex (out, placement->split);
           g_string_append (out, "};\n");
