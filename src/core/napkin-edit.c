@@ -1005,6 +1005,45 @@ check_gpus_fields (NapkinDiagram          *diagram,
   return TRUE;
 }
 
+/* Whether an edit would change nothing (then nothing is recorded). */
+static gboolean
+gpus_equal (const NapkinGpusRegion *a,
+            const NapkinGpusRegion *b)
+{
+  const NapkinRegion *ra, *rb;
+
+  if (a == NULL || b == NULL)
+    return a == b;
+  ra = a->region;
+  rb = b->region;
+  if (g_strcmp0 (ra->name, rb->name) != 0 || a->gpus != b->gpus || a->chunks != b->chunks
+      || g_strcmp0 (a->chunk_axis, b->chunk_axis) != 0 || ra->has_rect != rb->has_rect
+      || (ra->has_rect && (ra->x != rb->x || ra->y != rb->y || ra->width != rb->width || ra->height != rb->height))
+      || ra->nodes->len != rb->nodes->len || ra->marks->len != rb->marks->len
+      || a->placements->len != b->placements->len)
+    return FALSE;
+  for (guint i = 0; i < ra->nodes->len; i++)
+    if (g_strcmp0 (g_ptr_array_index (ra->nodes, i), g_ptr_array_index (rb->nodes, i)) != 0)
+      return FALSE;
+  for (guint i = 0; i < ra->marks->len; i++)
+    {
+      const NapkinMark *ma = &g_array_index (ra->marks, NapkinMark, i);
+      const NapkinMark *mb = &g_array_index (rb->marks, NapkinMark, i);
+
+      if (g_strcmp0 (ma->axis, mb->axis) != 0 || ma->kind != mb->kind)
+        return FALSE;
+    }
+  for (guint i = 0; i < a->placements->len; i++)
+    {
+      const NapkinPlacement *pa = &g_array_index (a->placements, NapkinPlacement, i);
+      const NapkinPlacement *pb = &g_array_index (b->placements, NapkinPlacement, i);
+
+      if (g_strcmp0 (pa->tensor, pb->tensor) != 0 || g_strcmp0 (pa->split, pb->split) != 0)
+        return FALSE;
+    }
+  return TRUE;
+}
+
 gboolean
 napkin_edit_set_gpus (NapkinHistory          *history,
                       const NapkinGpusRegion *gpus,
@@ -1019,6 +1058,8 @@ napkin_edit_set_gpus (NapkinHistory          *history,
     return refuse (error, "the diagram has no gpus region");
   if (gpus != NULL && !check_gpus_fields (diagram, gpus, error))
     return FALSE;
+  if (gpus_equal (old, gpus))
+    return TRUE;
 
   command = napkin_command_new (label ? label : gpus == NULL ? "Delete GPUs region" : "Change GPUs region");
   napkin_command_add_gpus (command, old, gpus);
