@@ -16,6 +16,7 @@
 #include "napkin-file.h"
 #include "napkin-plot.h"
 #include "napkin-runs.h"
+#include "napkin-shard-model.h"
 #include "napkin-describe.h"
 #include "napkin-validate.h"
 
@@ -79,6 +80,10 @@ struct _NapkinAnalysisPane
   GtkBox             *levels_box;
   GtkBox             *compute_box;
   GtkBox             *regions_box;
+  GtkWidget          *gpus_section;
+  GtkDropDown        *gpus_dropdown;
+  GtkLabel           *gpus_error_label;
+  GtkBox             *gpus_box;
   GtkExpander        *plots_expander;
   GtkDrawingArea     *roofline_area;
   GtkDrawingArea     *bars_area;
@@ -96,6 +101,12 @@ struct _NapkinAnalysisPane
 
   NapkinAnalysis     *analysis;
   char               *error_text;
+  /* Several GPUs (docs/multi-gpu.md): the count chosen in the pane (0: the region's),
+   * and the last shard analysis, or why there is none */
+  guint               gpus;
+  gboolean            setting_gpus;
+  NapkinShardAnalysis *shard;
+  char               *shard_error;
   GHashTable         *rows;          /* key → Row */
   GHashTable         *texts;         /* key → shown text */
   GHashTable         *tips;          /* key → Tip */
@@ -1037,6 +1048,145 @@ build_bars_cb (gpointer user_data)
   return G_SOURCE_REMOVE;
 }
 
+/* ---- several GPUs (docs/multi-gpu.md) -------------------------------------------- */
+
+static const guint gpu_counts[] = { 2, 4, 8 };
+
+/* The count analysed: the pane's choice, else the region's, else two. */
+static guint
+gpus_shown (NapkinAnalysisPane *self,
+            const NapkinGpusRegion *gpus)
+{
+  return self->gpus ? self->gpus : gpus->gpus ? gpus->gpus : 2;
+}
+
+static void
+show_gpus (NapkinAnalysisPane *self)
+{
+  NapkinDiagram *d = analysed (self);
+  const NapkinGpusRegion *gpus = d ? napkin_diagram_get_gpus (d) : NULL;
+  NapkinShardAnalysis *sa = self->shard;
+  guint n, position = GTK_INVALID_LIST_POSITION;
+  guint start = 0;
+  g_autofree char *v = NULL;
+
+  gtk_widget_set_visible (self->gpus_section, gpus != NULL);
+  if (gpus == NULL)
+    {
+      clear_section (self, self->gpus_box);
+      return;
+    }
+  n = gpus_shown (self, gpus);
+  for (guint i = 0; i < G_N_ELEMENTS (gpu_counts); i++)
+    if (gpu_counts[i] == n)
+      position = i;
+  self->setting_gpus = TRUE;
+  gtk_drop_down_set_selected (self->gpus_dropdown, position);
+  self->setting_gpus = FALSE;
+
+  gtk_label_set_text (self->gpus_error_label, self->shard_error ? self->shard_error : "");
+  gtk_widget_set_visible (GTK_WIDGET (self->gpus_error_label), self->shard_error != NULL);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->gpus_box), sa != NULL);
+  if (sa == NULL)
+    return;
+
+  /* rows are rebuilt: the kernels and collectives change with the count and the drawing */
+  clear_section (self, self->gpus_box);
+  {
+    GHashTableIter iter;
+    gpointer key;
+
+    g_hash_table_iter_init (&iter, self->texts);
+    while (g_hash_table_iter_next (&iter, &key, NULL))
+      if (g_str_has_prefix (key, "gpus."))
+        g_hash_table_iter_remove (&iter);
+  }
+  v = g_strdup_printf (_("%s = %" G_GINT64_FORMAT " split, %" G_GINT64_FORMAT " per GPU"),
+                       sa->shard->axis, sa->shard->axis_size, sa->shard->axis_size / MAX (sa->shard->gpus, 1u));
+  set_row (self, self->gpus_box, "gpus.split", _("Parallel axis"), v, NO_TIP, NAPKIN_ITEM_NODE, NULL);
+  g_free (v);
+  v = g_strdup_printf ("%u", sa->shard->gpus);
+  set_value (self, "gpus.count", v, NO_TIP);
+
+  /* one GPU's program, in run order: its kernels, the collectives between them */
+  for (guint c = 0; c <= sa->shard->collectives->len; c++)
+    {
+      const NapkinCollective *col = c < sa->shard->collectives->len ? g_ptr_array_index (sa->shard->collectives, c) : NULL;
+      guint end = col ? MIN (col->before_kernel, sa->analysis->kernels->len) : sa->analysis->kernels->len;
+
+      for (guint k = start; k < end; k++)
+        {
+          const NapkinKernelCost *kc = &g_array_index (sa->analysis->kernels, NapkinKernelCost, k);
+          g_autofree char *key = g_strdup_printf ("gpus.kernel.%u", k);
+          g_autofree char *name = g_strdup_printf (_("Kernel %u · %s"), k + 1, kc->name);
+          g_autofree char *t = napkin_format_si (kc->time_s_predicted, "s");
+
+          set_row (self, self->gpus_box, key, name, t, NO_TIP, NAPKIN_ITEM_NODE, NULL);
+        }
+      start = MAX (start, end);
+      if (col != NULL)
+        {
+          g_autofree char *key = g_strdup_printf ("gpus.collective.%u", c);
+          g_autofree char *name = g_strdup_printf ("%s · %s", napkin_collective_to_string (col->kind), col->tensor);
+          g_autofree char *bytes = bytes_text (col->bytes);
+          g_autofree char *t = col->seconds >= 0 ? napkin_format_si (col->seconds, "s") : g_strdup (_("no interconnect"));
+          g_autofree char *bw = napkin_format_si (col->bus_bandwidth, "B/s");
+          g_autofree char *value = g_strdup_printf (_("%s per rank\n%s at %s bus"), bytes, t, bw);
+          char *k;
+
+          set_row (self, self->gpus_box, key, name, value, NO_TIP, NAPKIN_ITEM_NODE, NULL);
+          k = g_strdup_printf ("%s.kind", key);
+          set_value (self, k, napkin_collective_to_string (col->kind), NO_TIP);
+          g_free (k);
+          k = g_strdup_printf ("%s.bytes", key);
+          set_value (self, k, bytes, NO_TIP);
+          g_free (k);
+          k = g_strdup_printf ("%s.time", key);
+          set_value (self, k, t, NO_TIP);
+          g_free (k);
+          k = g_strdup_printf ("%s.bus", key);
+          set_value (self, k, bw, NO_TIP);
+          g_free (k);
+        }
+    }
+  if (sa->shard->collectives->len == 0)
+    set_row (self, self->gpus_box, "gpus.none", _("Collectives"), _("none: every GPU works on its own slice"),
+             NO_TIP, NAPKIN_ITEM_NODE, NULL);
+
+  {
+    static const struct { const char *key; const char *name; gsize offset; } totals[] = {
+      { "gpus.compute", N_("Compute (one GPU)"), G_STRUCT_OFFSET (NapkinShardAnalysis, compute_s) },
+      { "gpus.collectives", N_("Collectives"), G_STRUCT_OFFSET (NapkinShardAnalysis, comm_s) },
+      { "gpus.total", N_("Total, one after the other"), G_STRUCT_OFFSET (NapkinShardAnalysis, total_s) },
+      { "gpus.overlapped", N_("Total with overlap"), G_STRUCT_OFFSET (NapkinShardAnalysis, overlapped_s) },
+      { "gpus.gain", N_("Gain of overlap"), G_STRUCT_OFFSET (NapkinShardAnalysis, gain_s) },
+    };
+
+    for (guint i = 0; i < G_N_ELEMENTS (totals); i++)
+      {
+        double seconds = G_STRUCT_MEMBER (double, sa, totals[i].offset);
+        g_autofree char *t = napkin_format_si (seconds, "s");
+
+        set_row (self, self->gpus_box, totals[i].key, _(totals[i].name), t, NO_TIP, NAPKIN_ITEM_NODE, NULL);
+      }
+  }
+}
+
+static void schedule_update (NapkinAnalysisPane *self);
+
+static void
+gpus_selected_cb (NapkinAnalysisPane *self)
+{
+  guint position = gtk_drop_down_get_selected (self->gpus_dropdown);
+
+  if (self->setting_gpus || position >= G_N_ELEMENTS (gpu_counts))
+    return;
+  if (self->gpus == gpu_counts[position])
+    return;
+  self->gpus = gpu_counts[position];
+  schedule_update (self);
+}
+
 /* What one analysis gives: the numbers, or the reason there are none; for a
  * diagram being drawn, the numbers of its complete part and what that part leaves out. */
 typedef struct
@@ -1045,11 +1195,15 @@ typedef struct
   char           *error_text;
   NapkinDiagram  *partial;
   GStrv           left_out;
+  NapkinShardAnalysis *shard;        /* with a gpus region: one GPU's share and the collectives */
+  char           *shard_error;
 } Outcome;
 
 static void
 outcome_clear (Outcome *out)
 {
+  g_clear_pointer (&out->shard, napkin_shard_analysis_free);
+  g_clear_pointer (&out->shard_error, g_free);
   g_clear_pointer (&out->analysis, napkin_analysis_free);
   g_clear_pointer (&out->error_text, g_free);
   g_clear_object (&out->partial);
@@ -1110,11 +1264,28 @@ analyze_diagram (NapkinDiagram              *diagram,
                  gboolean                    preview,
                  NapkinArch                 *arch,
                  const NapkinAnalyzeOptions *options,
+                 guint                       gpus,
                  Outcome                    *out)
 {
   g_autoptr(GError) error = NULL;
 
   delay_for_tests ();
+  /* several GPUs: the pane's count, else the region's, else two */
+  if (napkin_diagram_get_gpus (diagram) != NULL)
+    {
+      g_autoptr(GError) shard_error = NULL;
+      guint n = gpus ? gpus : napkin_diagram_get_gpus (diagram)->gpus ? napkin_diagram_get_gpus (diagram)->gpus : 2;
+
+      out->shard = napkin_shard_analyze (diagram, arch, n, options, &shard_error);
+      if (out->shard == NULL)
+        {
+          g_autofree char *words = napkin_error_summary (shard_error->message);
+          g_autofree char *json_path = napkin_error_path (shard_error->message);
+
+          out->shard_error = json_path ? g_strdup_printf (_("%s\nJSON path: %s"), words, json_path)
+                                       : g_steal_pointer (&words);
+        }
+    }
   out->analysis = napkin_analyze (diagram, arch, options, &error);
   /* a diagram being drawn: the complete part priced, the rest marked */
   if (out->analysis == NULL && !preview
@@ -1144,6 +1315,10 @@ show_analysis (NapkinAnalysisPane *self,
   g_clear_pointer (&self->error_text, g_free);
   g_clear_object (&self->partial);
   g_clear_pointer (&self->left_out, g_strfreev);
+  g_clear_pointer (&self->shard, napkin_shard_analysis_free);
+  g_clear_pointer (&self->shard_error, g_free);
+  self->shard = g_steal_pointer (&out->shard);
+  self->shard_error = g_steal_pointer (&out->shard_error);
   self->analysis = g_steal_pointer (&out->analysis);
   self->error_text = g_steal_pointer (&out->error_text);
   self->partial = g_steal_pointer (&out->partial);
@@ -1174,6 +1349,7 @@ show_analysis (NapkinAnalysisPane *self,
       show_compute (self, self->analysis);
       show_regions (self, self->analysis);
     }
+  show_gpus (self);
   problems = region_problems (self->analysis, analysed (self), self->diagram);
   for (guint i = 0; self->left_out != NULL && self->left_out[i] != NULL; i++)
     {
@@ -1231,7 +1407,7 @@ update_now (NapkinAnalysisPane *self)
   self->dirty = FALSE;
   self->analysis_serial++;
   if (analysis_input (self, &diagram, &arch, &out.error_text))
-    analyze_diagram (diagram, self->preview != NULL, arch, &options, &out);
+    analyze_diagram (diagram, self->preview != NULL, arch, &options, self->gpus, &out);
   show_analysis (self, &out);
 }
 
@@ -1241,6 +1417,7 @@ typedef struct
   NapkinArch           *arch;
   NapkinAnalyzeOptions  options;
   gboolean              preview;
+  guint                 gpus;
   guint                 serial;
   Outcome               out;
 } AnalysisJob;
@@ -1264,7 +1441,7 @@ analysis_thread (GTask        *task,
 {
   AnalysisJob *job = task_data;
 
-  analyze_diagram (job->diagram, job->preview, job->arch, &job->options, &job->out);
+  analyze_diagram (job->diagram, job->preview, job->arch, &job->options, job->gpus, &job->out);
   /* It shares nothing with the document: freed here, off the main thread. */
   g_clear_object (&job->diagram);
   g_task_return_boolean (task, TRUE);
@@ -1318,6 +1495,7 @@ start_analysis (NapkinAnalysisPane *self)
   job->arch = napkin_arch_ref (arch);
   job->options = (NapkinAnalyzeOptions) { self->has_dtype, self->dtype, FALSE, FALSE };
   job->preview = self->preview != NULL;
+  job->gpus = self->gpus;
   job->serial = self->analysis_serial;
   if (self->analysis_cancellable == NULL)
     self->analysis_cancellable = g_cancellable_new ();
@@ -1797,6 +1975,8 @@ napkin_analysis_pane_finalize (GObject *object)
   NapkinAnalysisPane *self = NAPKIN_ANALYSIS_PANE (object);
 
   g_clear_pointer (&self->analysis, napkin_analysis_free);
+  g_clear_pointer (&self->shard, napkin_shard_analysis_free);
+  g_clear_pointer (&self->shard_error, g_free);
   g_clear_pointer (&self->arch, napkin_arch_unref);
   g_clear_pointer (&self->error_text, g_free);
   g_clear_pointer (&self->region_signature, g_free);
@@ -1829,6 +2009,10 @@ napkin_analysis_pane_class_init (NapkinAnalysisPaneClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, levels_box);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, compute_box);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, regions_box);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, gpus_section);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, gpus_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, gpus_error_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, gpus_box);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, plots_expander);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, roofline_area);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, bars_area);
@@ -1867,6 +2051,8 @@ napkin_analysis_pane_init (NapkinAnalysisPane *self)
   g_signal_connect_object (self->dtype_dropdown, "notify::selected", G_CALLBACK (dtype_selected_cb), self,
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->plots_expander, "notify::expanded", G_CALLBACK (expanded_cb), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->gpus_dropdown, "notify::selected", G_CALLBACK (gpus_selected_cb), self,
                            G_CONNECT_SWAPPED);
   gtk_drawing_area_set_draw_func (self->roofline_area, draw_roofline_cb, self, NULL);
   gtk_drawing_area_set_draw_func (self->bars_area, draw_bars_cb, self, NULL);
@@ -2107,4 +2293,24 @@ napkin_analysis_pane_get_n_updates (NapkinAnalysisPane *self)
   g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), 0);
 
   return self->n_updates;
+}
+
+void
+napkin_analysis_pane_set_gpus (NapkinAnalysisPane *self,
+                               guint               gpus)
+{
+  g_return_if_fail (NAPKIN_IS_ANALYSIS_PANE (self));
+
+  if (self->gpus == gpus)
+    return;
+  self->gpus = gpus;
+  schedule_update (self);
+}
+
+const NapkinShardAnalysis *
+napkin_analysis_pane_get_shard_analysis (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  return self->shard;
 }

@@ -6,6 +6,7 @@
 #include "napkin-canvas.h"
 #include "napkin-model.h"
 #include "napkin-plot.h"
+#include "napkin-shard-model.h"
 
 G_BEGIN_DECLS
 
@@ -71,6 +72,12 @@ const NapkinPlot     *napkin_analysis_pane_get_plot        (NapkinAnalysisPane *
                                                             gboolean            roofline);
 /* The comparison chart is waiting for a pause in editing or computing in its thread. */
 gboolean              napkin_analysis_pane_is_comparing    (NapkinAnalysisPane *self);
+/* Several GPUs (docs/multi-gpu.md): the count the "Several GPUs" section analyses
+ * (0: the gpus region's), and its last shard analysis (NULL without a gpus region or
+ * when the region cannot run split; the pane's "gpus.*" texts say why). */
+void                  napkin_analysis_pane_set_gpus        (NapkinAnalysisPane *self,
+                                                            guint               gpus);
+const NapkinShardAnalysis *napkin_analysis_pane_get_shard_analysis (NapkinAnalysisPane *self);
 /* How many analyses ran (tests check coalescing). */
 guint                 napkin_analysis_pane_get_n_updates   (NapkinAnalysisPane *self);
 

@@ -15,6 +15,7 @@
 #include "napkin-render.h"
 #include "napkin-validate.h"
 #ifdef NAPKIN_HAVE_PERF
+#include "napkin-shard.h"
 #include "napkin-tile-default.h"
 #endif
 
@@ -251,6 +252,25 @@ style_changed_cb (NapkinCanvas    *self,
   (void) pspec;
 }
 
+/* The gpus region is selected as a region, by its name (docs/multi-gpu.md). */
+static gboolean
+gpus_selected (NapkinCanvas *self)
+{
+  const NapkinGpusRegion *gpus = self->diagram ? napkin_diagram_get_gpus (self->diagram) : NULL;
+
+  return gpus != NULL && self->selected_region != NULL
+         && g_strcmp0 (gpus->region->name, self->selected_region) == 0;
+}
+
+static gboolean
+is_gpus_name (NapkinCanvas *self,
+              const char   *name)
+{
+  const NapkinGpusRegion *gpus = self->diagram ? napkin_diagram_get_gpus (self->diagram) : NULL;
+
+  return gpus != NULL && name != NULL && g_strcmp0 (gpus->region->name, name) == 0;
+}
+
 static void
 diagram_changed_cb (NapkinCanvas  *self,
                     NapkinDiagram *diagram)
@@ -272,7 +292,8 @@ diagram_changed_cb (NapkinCanvas  *self,
         g_hash_table_iter_remove (&iter);
         lost = TRUE;
       }
-  if (self->selected_region && napkin_diagram_find_region (diagram, self->selected_region) < 0)
+  if (self->selected_region && napkin_diagram_find_region (diagram, self->selected_region) < 0
+      && !is_gpus_name (self, self->selected_region))
     {
       g_clear_pointer (&self->selected_region, g_free);
       lost = TRUE;
@@ -479,6 +500,22 @@ napkin_canvas_dup_selected_nodes (NapkinCanvas *self)
       }
   g_ptr_array_add (ids, NULL);
   return (char **) g_ptr_array_free (ids, FALSE);
+}
+
+/* The gpus region with a new rectangle, one undo step. */
+static gboolean
+set_gpus_rect (NapkinCanvas     *self,
+               const NapkinRect *rect,
+               GError          **error)
+{
+  g_autoptr(NapkinGpusRegion) copy = napkin_gpus_region_copy (napkin_diagram_get_gpus (self->diagram), TRUE);
+
+  copy->region->has_rect = TRUE;
+  copy->region->x = rect->x;
+  copy->region->y = rect->y;
+  copy->region->width = rect->width;
+  copy->region->height = rect->height;
+  return napkin_edit_set_gpus (self->history, copy, _("Resize GPUs region"), error);
 }
 
 const char *
@@ -889,6 +926,8 @@ napkin_canvas_delete_selection (NapkinCanvas  *self,
   if (self->history == NULL)
     return TRUE;
 
+  if (gpus_selected (self))
+    return napkin_edit_set_gpus (self->history, NULL, _("Delete GPUs region"), error);
   if (self->selected_region != NULL)
     {
       g_autofree char *name = g_strdup (self->selected_region);
@@ -988,6 +1027,107 @@ napkin_canvas_add_region (NapkinCanvas  *self,
 
   ids = napkin_canvas_dup_selected_nodes (self);
   return add_region_for (self, level, (const char *const *) ids, error);
+}
+
+/* The first axis that the shard plan accepts split over two GPUs, trying the axes of
+ * the operations' results in order: a start the inspector changes. */
+static char *
+guess_parallel_axis (NapkinDiagram          *diagram,
+                     const NapkinGpusRegion *gpus)
+{
+  g_autoptr(GPtrArray) tried = g_ptr_array_new ();
+  char *first = NULL;
+
+  for (guint i = 0; i < gpus->region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (diagram, g_ptr_array_index (gpus->region->nodes, i));
+      const NapkinTensorType *type = n >= 0 ? napkin_diagram_node_type (diagram, n) : NULL;
+
+      for (guint a = 0; type != NULL && type->valid && a < type->n_axes; a++)
+        {
+          const char *axis = napkin_diagram_axis (diagram, type->axes[a])->name;
+
+          if (g_ptr_array_find_with_equal_func (tried, axis, g_str_equal, NULL))
+            continue;
+          g_ptr_array_add (tried, (gpointer) axis);
+          if (first == NULL)
+            first = g_strdup (axis);
+#ifdef NAPKIN_HAVE_PERF
+          {
+            g_autoptr(NapkinDiagram) trial = napkin_diagram_copy_without_extras (diagram);
+            g_autoptr(NapkinGpusRegion) candidate = napkin_gpus_region_copy (gpus, FALSE);
+            g_autoptr(NapkinShardPlan) plan = NULL;
+
+            napkin_region_set_mark (candidate->region, axis, NAPKIN_MARK_PARALLEL, 0);
+            napkin_diagram_set_gpus (trial, g_steal_pointer (&candidate));
+            plan = napkin_shard_plan_build (trial, NULL, 2, NULL);
+            if (plan != NULL)
+              {
+                g_free (first);
+                return g_strdup (axis);
+              }
+          }
+#endif
+        }
+    }
+  return first;
+}
+
+char *
+napkin_canvas_add_gpus_region (NapkinCanvas  *self,
+                               GError       **error)
+{
+  g_auto(GStrv) ids = NULL;
+  g_autoptr(NapkinGpusRegion) gpus = NULL;
+  g_autofree char *name = NULL;
+  g_autofree char *axis = NULL;
+
+  g_return_val_if_fail (NAPKIN_IS_CANVAS (self), NULL);
+  g_return_val_if_fail (self->history != NULL, NULL);
+
+  if (napkin_diagram_get_gpus (self->diagram) != NULL)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_EXISTS,
+                           _("The diagram has a GPUs region already: a diagram has at most one"));
+      return NULL;
+    }
+  ids = napkin_canvas_dup_selected_nodes (self);
+  if (ids[0] == NULL)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                           _("Select the operations the region should hold first"));
+      return NULL;
+    }
+  name = unique_name (self->diagram, NAPKIN_ITEM_REGION, "gpus");
+  gpus = napkin_gpus_region_new (name);
+  gpus->gpus = 2;
+  for (guint i = 0; ids[i]; i++)
+    {
+      int n = napkin_diagram_find_node (self->diagram, ids[i]);
+      NapkinOpKind kind = n >= 0 ? napkin_diagram_node (self->diagram, n)->kind : NAPKIN_OP_INPUT;
+
+      if (kind != NAPKIN_OP_INPUT && kind != NAPKIN_OP_OUTPUT)
+        napkin_region_add_node (gpus->region, ids[i]);
+    }
+  if (gpus->region->nodes->len == 0)
+    {
+      g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_INVALID_ARGUMENT,
+                           _("Inputs and outputs stay in device memory: select the operations between them"));
+      return NULL;
+    }
+  axis = guess_parallel_axis (self->diagram, gpus);
+  if (axis != NULL)
+    napkin_region_set_mark (gpus->region, axis, NAPKIN_MARK_PARALLEL, 0);
+  if (!napkin_edit_set_gpus (self->history, gpus, _("Add GPUs region"), error))
+    return NULL;
+  napkin_canvas_select_region (self, name);
+  {
+    NapkinRect rect;
+
+    if (napkin_render_gpus_rect (self->diagram, &rect))
+      scroll_into_view (self, &rect);
+  }
+  return g_steal_pointer (&name);
 }
 
 void
@@ -1385,7 +1525,9 @@ begin_move (NapkinCanvas *self)
       const NapkinNode *node = napkin_diagram_node (self->diagram, n);
       gboolean in_region = FALSE;
 
-      if (self->selected_region != NULL)
+      if (gpus_selected (self))
+        in_region = napkin_region_has_node (napkin_diagram_get_gpus (self->diagram)->region, node->id);
+      else if (self->selected_region != NULL)
         {
           int r = napkin_diagram_find_region (self->diagram, self->selected_region);
 
@@ -1479,6 +1621,22 @@ _napkin_canvas_drag_begin (NapkinCanvas    *self,
         break;
       }
 
+    case NAPKIN_HIT_GPUS_HANDLE:
+    case NAPKIN_HIT_GPUS:
+      {
+        const char *name = napkin_diagram_get_gpus (self->diagram)->region->name;
+
+        napkin_canvas_select_region (self, name);
+        g_free (self->resize_region);
+        self->resize_region = g_strdup (name);
+        napkin_render_gpus_rect (self->diagram, &self->resize_rect);
+        if (hit.kind == NAPKIN_HIT_GPUS_HANDLE)
+          self->mode = MODE_RESIZE;
+        else
+          begin_move (self);
+        break;
+      }
+
     case NAPKIN_HIT_WIRE:
       select_wire (self, hit.index);
       break;
@@ -1520,7 +1678,15 @@ _napkin_canvas_drag_update (NapkinCanvas *self,
                                  round (m->y + dy / self->zoom), NULL);
         }
       /* A region with its own rectangle (resized by hand) moves with its operations. */
-      if (self->selected_region != NULL)
+      if (gpus_selected (self) && napkin_diagram_get_gpus (self->diagram)->region->has_rect)
+        {
+          NapkinRect moved = self->resize_rect;
+
+          moved.x = round (self->resize_rect.x + dx / self->zoom);
+          moved.y = round (self->resize_rect.y + dy / self->zoom);
+          set_gpus_rect (self, &moved, NULL);
+        }
+      else if (self->selected_region != NULL)
         {
           int r = napkin_diagram_find_region (self->diagram, self->selected_region);
 
@@ -1656,9 +1822,16 @@ _napkin_canvas_drag_end (NapkinCanvas *self,
         double h = MAX (40, self->resize_rect.height + (self->cur_y - self->start_y));
         g_autoptr(GError) error = NULL;
 
-        if (self->dragged
-            && !napkin_edit_set_region_rect (self->history, self->resize_region, self->resize_rect.x,
-                                             self->resize_rect.y, round (w), round (h), &error))
+        if (self->dragged && is_gpus_name (self, self->resize_region))
+          {
+            NapkinRect resized = { self->resize_rect.x, self->resize_rect.y, round (w), round (h) };
+
+            if (!set_gpus_rect (self, &resized, &error))
+              emit_message (self, error->message);
+          }
+        else if (self->dragged
+                 && !napkin_edit_set_region_rect (self->history, self->resize_region, self->resize_rect.x,
+                                                  self->resize_rect.y, round (w), round (h), &error))
           emit_message (self, error->message);
         break;
       }
@@ -2037,6 +2210,7 @@ menu_add_wraps (GMenu *menu)
   g_menu_append (wraps, _("Wrap in _Shared-Memory Region"), "canvas.wrap::smem");
   g_menu_append (wraps, _("Wrap in Re_gister Region"), "canvas.wrap::registers");
   g_menu_append (wraps, _("Wrap in _L2 Region"), "canvas.wrap::l2");
+  g_menu_append (wraps, _("Split Across _GPUs"), "canvas.wrap::gpus");
   g_menu_append_section (menu, NULL, G_MENU_MODEL (wraps));
   g_object_unref (wraps);
 }
@@ -2082,6 +2256,11 @@ _napkin_canvas_context_menu (NapkinCanvas *self,
     case NAPKIN_HIT_REGION_HANDLE:
       napkin_canvas_select_region (self, napkin_diagram_region (self->diagram, hit.index)->name);
       g_menu_append (menu, _("Suggest _Tiles…"), "win.suggest-tiles");
+      g_menu_append (menu, _("_Delete Region"), "canvas.delete");
+      break;
+    case NAPKIN_HIT_GPUS:
+    case NAPKIN_HIT_GPUS_HANDLE:
+      napkin_canvas_select_region (self, napkin_diagram_get_gpus (self->diagram)->region->name);
       g_menu_append (menu, _("_Delete Region"), "canvas.delete");
       break;
     case NAPKIN_HIT_NONE:
@@ -2186,8 +2365,13 @@ canvas_action (GtkWidget  *widget,
       NapkinLevel level = NAPKIN_LEVEL_SMEM;
       g_autofree char *name = NULL;
 
-      napkin_level_from_string (g_variant_get_string (parameter, NULL), &level);
-      name = napkin_canvas_add_region (self, level, &error);
+      if (g_str_equal (g_variant_get_string (parameter, NULL), "gpus"))
+        name = napkin_canvas_add_gpus_region (self, &error);
+      else
+        {
+          napkin_level_from_string (g_variant_get_string (parameter, NULL), &level);
+          name = napkin_canvas_add_region (self, level, &error);
+        }
       if (name == NULL)
         emit_message (self, error->message);
     }
@@ -2218,7 +2402,8 @@ picture_key (NapkinCanvas              *self,
   GByteArray *key = g_byte_array_new ();
   guint64 generation = napkin_diagram_get_generation (self->diagram);
   double view[3] = { self->zoom, self->origin_x, self->origin_y };
-  int ints[6] = { width, height, scale, options->selected_region, options->selected_wire, options->dark };
+  int ints[7] = { width, height, scale, options->selected_region, options->selected_wire, options->dark,
+                  options->selected_gpus };
 
   g_byte_array_append (key, (const guint8 *) &generation, sizeof generation);
   g_byte_array_append (key, (const guint8 *) view, sizeof view);
@@ -2298,6 +2483,7 @@ napkin_canvas_snapshot (GtkWidget   *widget,
   options.dark = self->dark;
   options.selected_region = self->selected_region
                             ? napkin_diagram_find_region (self->diagram, self->selected_region) : -1;
+  options.selected_gpus = gpus_selected (self);
   if (self->selected_wire_to != NULL)
     {
       int t = napkin_diagram_find_node (self->diagram, self->selected_wire_to);

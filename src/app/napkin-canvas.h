@@ -64,6 +64,10 @@ gboolean       napkin_canvas_delete_selection     (NapkinCanvas   *self,
 char          *napkin_canvas_add_region           (NapkinCanvas   *self,
                                                    NapkinLevel     level,
                                                    GError        **error);
+/* A gpus region (docs/multi-gpu.md) around the selected operations, 2 GPUs, split
+ * along the first axis the shard plan accepts; refused when the diagram has one. */
+char          *napkin_canvas_add_gpus_region      (NapkinCanvas   *self,
+                                                   GError        **error);
 void           napkin_canvas_copy                 (NapkinCanvas   *self);
 void           napkin_canvas_paste                (NapkinCanvas   *self);
 

@@ -68,6 +68,11 @@ typedef enum
   FIELD_LEFT,
   FIELD_RIGHT,
   FIELD_EXP_FMA,
+  FIELD_GPUS_AXIS,
+  FIELD_GPUS_COUNT,
+  FIELD_GPUS_PLACEMENT,
+  FIELD_GPUS_CHUNKS,
+  FIELD_GPUS_CHUNK_AXIS,
 } Field;
 
 static NapkinHistory *
@@ -411,6 +416,116 @@ apply_node_field (NapkinInspector *self,
   return ok;
 }
 
+/* ---- the gpus region (docs/multi-gpu.md): each field one napkin_edit_set_gpus ---- */
+
+static gboolean
+apply_gpus_field (NapkinInspector *self,
+                  Field            field,
+                  const char      *axis,
+                  const char      *text,
+                  guint            choice,
+                  GError         **error)
+{
+  NapkinDiagram *d = diagram (self);
+  g_autoptr(NapkinGpusRegion) gpus = NULL;
+  const char *label = _("Change GPUs region");
+  gint64 v;
+
+  if (napkin_diagram_get_gpus (d) == NULL)
+    return TRUE;
+  gpus = napkin_gpus_region_copy (napkin_diagram_get_gpus (d), TRUE);
+  switch (field)
+    {
+    case FIELD_GPUS_AXIS:
+      /* one parallel axis: the choice, or none (0) */
+      for (guint m = 0; m < gpus->region->marks->len; m++)
+        {
+          NapkinMark *mark = &g_array_index (gpus->region->marks, NapkinMark, m);
+
+          if (mark->kind == NAPKIN_MARK_PARALLEL)
+            mark->kind = NAPKIN_MARK_WHOLE;
+        }
+      if (choice > 0 && choice <= napkin_diagram_n_axes (d))
+        napkin_region_set_mark (gpus->region, napkin_diagram_axis (d, choice - 1)->name, NAPKIN_MARK_PARALLEL, 0);
+      label = _("Change parallel axis");
+      break;
+    case FIELD_GPUS_COUNT:
+      if (*text == '\0')
+        v = 0;
+      else if (!parse_int64 (text, &v, _("GPUs"), error))
+        return FALSE;
+      if (v < 0 || v > 1024)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, _("GPUs: from 1 to 1024 (empty: chosen by the analysis)"));
+          return FALSE;
+        }
+      gpus->gpus = v;
+      label = _("Change GPU count");
+      break;
+    case FIELD_GPUS_PLACEMENT:
+      {
+        int t = napkin_diagram_find_tensor (d, axis);
+        const NapkinTensor *tensor = t >= 0 ? napkin_diagram_tensor (d, t) : NULL;
+        const char *split = tensor != NULL && choice > 0 && tensor->axes != NULL
+                            && choice <= g_strv_length (tensor->axes) ? tensor->axes[choice - 1] : NULL;
+        gboolean found = FALSE;
+
+        for (guint i = 0; i < gpus->placements->len; i++)
+          {
+            NapkinPlacement *p = &g_array_index (gpus->placements, NapkinPlacement, i);
+
+            if (g_strcmp0 (p->tensor, axis) != 0)
+              continue;
+            g_free (p->split);
+            p->split = g_strdup (split);
+            found = TRUE;
+          }
+        if (!found)
+          {
+            NapkinPlacement p = { g_strdup (axis), g_strdup (split) };
+
+            g_array_append_val (gpus->placements, p);
+          }
+        label = _("Change placement");
+        break;
+      }
+    case FIELD_GPUS_CHUNKS:
+      if (*text == '\0')
+        v = 0;
+      else if (!parse_int64 (text, &v, _("Chunks"), error))
+        return FALSE;
+      if (v <= 1)
+        {
+          gpus->chunks = 0;
+          g_clear_pointer (&gpus->chunk_axis, g_free);
+        }
+      else if (gpus->chunk_axis == NULL)
+        {
+          g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA, _("Choose the axis cut into chunks first"));
+          return FALSE;
+        }
+      else
+        gpus->chunks = v;
+      label = _("Change overlap");
+      break;
+    case FIELD_GPUS_CHUNK_AXIS:
+      g_clear_pointer (&gpus->chunk_axis, g_free);
+      if (choice > 0 && choice <= napkin_diagram_n_axes (d))
+        {
+          gpus->chunk_axis = g_strdup (napkin_diagram_axis (d, choice - 1)->name);
+          if (gpus->chunks < 2)
+            gpus->chunks = 4;   /* the overlap papers' usual start */
+        }
+      else
+        gpus->chunks = 0;
+      label = _("Change overlap");
+      break;
+    default:
+      g_assert_not_reached ();
+    }
+  return napkin_edit_set_gpus (history (self), gpus, label, error);
+}
+
 static gboolean
 apply (NapkinInspector *self,
        GtkWidget       *editor,
@@ -502,6 +617,12 @@ apply (NapkinInspector *self,
           }
         return napkin_edit_set_mark (h, key, axis, kind, tile, error);
       }
+    case FIELD_GPUS_AXIS:
+    case FIELD_GPUS_COUNT:
+    case FIELD_GPUS_PLACEMENT:
+    case FIELD_GPUS_CHUNKS:
+    case FIELD_GPUS_CHUNK_AXIS:
+      return apply_gpus_field (self, field, axis, text, choice, error);
     case FIELD_NEW_AXIS:
       {
         g_auto(GStrv) parts = g_strsplit (text, "=", 2);
@@ -905,6 +1026,96 @@ build_region (NapkinInspector *self,
   }
 }
 
+/* Dropdown items: `first`, then each of the diagram's axes (NULL-terminated, owned). */
+static char **
+axis_items (NapkinDiagram *d,
+            const char    *first)
+{
+  GPtrArray *items = g_ptr_array_new ();
+
+  g_ptr_array_add (items, g_strdup (first));
+  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
+    g_ptr_array_add (items, g_strdup (napkin_diagram_axis (d, a)->name));
+  g_ptr_array_add (items, NULL);
+  return (char **) g_ptr_array_free (items, FALSE);
+}
+
+static void
+build_gpus (NapkinInspector *self)
+{
+  NapkinDiagram *d = diagram (self);
+  const NapkinGpusRegion *gpus = napkin_diagram_get_gpus (d);
+  const NapkinRegion *region = gpus->region;
+  g_auto(GStrv) axes = axis_items (d, _("none"));
+  g_auto(GStrv) chunk_axes = axis_items (d, _("no overlap"));
+  g_autofree char *heading = g_strdup_printf (_("GPUs region “%s”"), region->name);
+  g_autofree char *count = gpus->gpus > 0 ? g_strdup_printf ("%u", gpus->gpus) : g_strdup ("");
+  g_autofree char *chunks = gpus->chunks >= 2 ? g_strdup_printf ("%u", gpus->chunks) : g_strdup ("");
+  guint parallel = 0, chunk_axis = 0;
+  GtkWidget *w;
+
+  for (guint m = 0; m < region->marks->len; m++)
+    {
+      const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, m);
+
+      if (mark->kind == NAPKIN_MARK_PARALLEL)
+        parallel = napkin_diagram_find_axis (d, mark->axis) + 1;
+    }
+  if (gpus->chunk_axis != NULL)
+    chunk_axis = napkin_diagram_find_axis (d, gpus->chunk_axis) + 1;
+
+  gtk_label_set_text (self->heading, heading);
+  add_text (self, _("Its operations run split across the GPUs along the parallel axis; "
+                    "the analysis derives the collectives."), "dim-label");
+  add_row (self, _("_Parallel axis"), field_dropdown (self, FIELD_GPUS_AXIS, region->name,
+                                                      (const char *const *) axes, parallel), "gpus-axis");
+  w = field_entry (self, FIELD_GPUS_COUNT, region->name, count);
+  gtk_entry_set_placeholder_text (GTK_ENTRY (w), _("chosen by the analysis"));
+  add_row (self, _("_GPUs"), w, "gpus-count");
+
+  add_section (self, _("Placements"));
+  for (guint n = 0; n < napkin_diagram_n_nodes (d); n++)
+    {
+      const NapkinNode *node = napkin_diagram_node (d, n);
+      int t = node->tensor ? napkin_diagram_find_tensor (d, node->tensor) : -1;
+      const NapkinTensor *tensor = t >= 0 ? napkin_diagram_tensor (d, t) : NULL;
+      const NapkinPlacement *placement;
+      g_autoptr(GPtrArray) items = NULL;
+      g_autofree char *name = NULL;
+      g_autofree char *title = NULL;
+      guint selected = 0;
+
+      if ((node->kind != NAPKIN_OP_INPUT && node->kind != NAPKIN_OP_OUTPUT) || tensor == NULL)
+        continue;
+      placement = napkin_gpus_region_placement (gpus, tensor->name);
+      items = g_ptr_array_new_with_free_func (g_free);
+      g_ptr_array_add (items, g_strdup (_("replicated")));
+      for (guint a = 0; tensor->axes && tensor->axes[a]; a++)
+        {
+          g_ptr_array_add (items, g_strdup_printf (_("split %s"), tensor->axes[a]));
+          if (placement != NULL && g_strcmp0 (placement->split, tensor->axes[a]) == 0)
+            selected = a + 1;
+        }
+      g_ptr_array_add (items, NULL);
+      w = field_dropdown (self, FIELD_GPUS_PLACEMENT, region->name, (const char *const *) items->pdata, selected);
+      g_object_set_data_full (G_OBJECT (w), "napkin-axis", g_strdup (tensor->name), g_free);
+      name = g_strdup_printf ("gpus-placement-%s", tensor->name);
+      title = g_strdup_printf ("%s (%s)", tensor->name, node->kind == NAPKIN_OP_INPUT ? _("input") : _("output"));
+      {
+        g_autofree char *escaped = escape_mnemonic (title);
+
+        add_row (self, escaped, w, name);
+      }
+    }
+
+  add_section (self, _("Overlap with compute"));
+  add_row (self, _("Chunk _axis"), field_dropdown (self, FIELD_GPUS_CHUNK_AXIS, region->name,
+                                                   (const char *const *) chunk_axes, chunk_axis), "gpus-chunk-axis");
+  w = field_entry (self, FIELD_GPUS_CHUNKS, region->name, chunks);
+  gtk_widget_set_sensitive (w, gpus->chunk_axis != NULL);
+  add_row (self, _("_Chunks"), w, "gpus-chunks");
+}
+
 static void
 build_wire (NapkinInspector *self,
             const char      *to,
@@ -1201,6 +1412,9 @@ build_grid (NapkinInspector *self)
       gtk_label_set_text (self->heading, heading);
       add_text (self, _("Draw a region around them from the Region menu (Ctrl+R for shared memory)."), "dim-label");
     }
+  else if (region != NULL && napkin_diagram_get_gpus (diagram (self)) != NULL
+           && g_strcmp0 (napkin_diagram_get_gpus (diagram (self))->region->name, region) == 0)
+    build_gpus (self);
   else if (region != NULL)
     build_region (self, region);
   else if (napkin_canvas_get_selected_wire (self->canvas, &to, &port))

@@ -1070,9 +1070,15 @@ add_region_action (GtkWidget  *widget,
   g_autofree char *name = NULL;
   NapkinLevel level = NAPKIN_LEVEL_SMEM;
 
-  if (parameter != NULL)
-    napkin_level_from_string (g_variant_get_string (parameter, NULL), &level);
-  name = napkin_canvas_add_region (self->canvas, level, &error);
+  /* "gpus": the level above device memory (docs/multi-gpu.md) */
+  if (parameter != NULL && g_str_equal (g_variant_get_string (parameter, NULL), "gpus"))
+    name = napkin_canvas_add_gpus_region (self->canvas, &error);
+  else
+    {
+      if (parameter != NULL)
+        napkin_level_from_string (g_variant_get_string (parameter, NULL), &level);
+      name = napkin_canvas_add_region (self->canvas, level, &error);
+    }
   if (name == NULL)
     toast (self, error->message);
 }

@@ -5,6 +5,10 @@
 
 #include "napkin-command.h"
 
+/* An entry of kind GPUS_ENTRY replaces the diagram's gpus region (kept apart from the
+ * item lists, docs/multi-gpu.md): before and after are NapkinGpusRegion, either NULL. */
+#define GPUS_ENTRY NAPKIN_N_ITEM_KINDS
+
 typedef struct
 {
   NapkinItemKind kind;
@@ -28,6 +32,12 @@ entry_clear (gpointer data)
 {
   Entry *entry = data;
 
+  if (entry->kind == GPUS_ENTRY)
+    {
+      napkin_gpus_region_free (entry->before);
+      napkin_gpus_region_free (entry->after);
+      return;
+    }
   napkin_item_free (entry->kind, entry->before);
   napkin_item_free (entry->kind, entry->after);
 }
@@ -91,6 +101,23 @@ napkin_command_add (NapkinCommand  *self,
   g_array_append_val (self->entries, entry);
 }
 
+void
+napkin_command_add_gpus (NapkinCommand          *self,
+                         const NapkinGpusRegion *before,
+                         const NapkinGpusRegion *after)
+{
+  Entry entry;
+
+  g_return_if_fail (NAPKIN_IS_COMMAND (self));
+  g_return_if_fail (before != NULL || after != NULL);
+
+  entry.kind = GPUS_ENTRY;
+  entry.index = 0;
+  entry.before = before ? napkin_gpus_region_copy (before, TRUE) : NULL;
+  entry.after = after ? napkin_gpus_region_copy (after, TRUE) : NULL;
+  g_array_append_val (self->entries, entry);
+}
+
 guint
 napkin_command_get_length (NapkinCommand *self)
 {
@@ -109,7 +136,10 @@ napkin_command_append (NapkinCommand *self,
     {
       const Entry *e = &g_array_index (other->entries, Entry, i);
 
-      napkin_command_add (self, e->kind, e->index, e->before, e->after);
+      if (e->kind == GPUS_ENTRY)
+        napkin_command_add_gpus (self, e->before, e->after);
+      else
+        napkin_command_add (self, e->kind, e->index, e->before, e->after);
     }
 }
 
@@ -120,7 +150,9 @@ put (NapkinDiagram  *diagram,
      gconstpointer   from,
      gconstpointer   to)
 {
-  if (from == NULL)
+  if (kind == GPUS_ENTRY)
+    napkin_diagram_set_gpus (diagram, to ? napkin_gpus_region_copy (to, TRUE) : NULL);
+  else if (from == NULL)
     napkin_diagram_insert_item (diagram, kind, index, napkin_item_copy (kind, to));
   else if (to == NULL)
     napkin_item_free (kind, napkin_diagram_steal_item (diagram, kind, index));

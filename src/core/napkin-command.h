@@ -22,6 +22,10 @@ void           napkin_command_add        (NapkinCommand  *self,
                                           guint           index,
                                           gconstpointer   before,
                                           gconstpointer   after);
+/* Replaces the diagram's gpus region (NULL: none); copies both. */
+void           napkin_command_add_gpus   (NapkinCommand  *self,
+                                          const NapkinGpusRegion *before,
+                                          const NapkinGpusRegion *after);
 guint          napkin_command_get_length (NapkinCommand  *self);
 /* Appends other's replacements after self's. */
 void           napkin_command_append     (NapkinCommand  *self,

@@ -237,6 +237,23 @@ napkin_edit_remove_node (NapkinHistory  *history,
       napkin_item_free (NAPKIN_ITEM_REGION, copy);
     }
 
+  /* and so does the gpus region */
+  if (napkin_diagram_get_gpus (diagram) != NULL
+      && napkin_region_has_node (napkin_diagram_get_gpus (diagram)->region, id))
+    {
+      const NapkinGpusRegion *gpus = napkin_diagram_get_gpus (diagram);
+
+      if (gpus->region->nodes->len == 1)
+        napkin_command_add_gpus (command, gpus, NULL);
+      else
+        {
+          g_autoptr(NapkinGpusRegion) copy = napkin_gpus_region_copy (gpus, TRUE);
+
+          napkin_region_remove_node (copy->region, id);
+          napkin_command_add_gpus (command, gpus, copy);
+        }
+    }
+
   napkin_command_add (command, NAPKIN_ITEM_NODE, index, napkin_diagram_node (diagram, index), NULL);
   push (history, command);
   return TRUE;
@@ -457,6 +474,29 @@ napkin_edit_remove_axis (NapkinHistory  *history,
       napkin_command_add (command, NAPKIN_ITEM_REGION, r - 1, region, copy);
       napkin_item_free (NAPKIN_ITEM_REGION, copy);
     }
+  if (napkin_diagram_get_gpus (diagram) != NULL)
+    {
+      const NapkinGpusRegion *gpus = napkin_diagram_get_gpus (diagram);
+      g_autoptr(NapkinGpusRegion) copy = napkin_gpus_region_copy (gpus, TRUE);
+      NapkinRegion *region = copy->region;
+      gboolean changed = FALSE;
+
+      for (guint m = region->marks->len; m > 0; m--)
+        if (g_strcmp0 (g_array_index (region->marks, NapkinMark, m - 1).axis, name) == 0)
+          {
+            g_free (g_array_index (region->marks, NapkinMark, m - 1).axis);
+            g_array_remove_index (region->marks, m - 1);
+            changed = TRUE;
+          }
+      if (g_strcmp0 (copy->chunk_axis, name) == 0)
+        {
+          g_clear_pointer (&copy->chunk_axis, g_free);
+          copy->chunks = 0;
+          changed = TRUE;
+        }
+      if (changed)
+        napkin_command_add_gpus (command, gpus, copy);
+    }
   napkin_command_add (command, NAPKIN_ITEM_AXIS, index, napkin_diagram_axis (diagram, index), NULL);
   push (history, command);
   return TRUE;
@@ -508,6 +548,24 @@ napkin_edit_rename_tensor (NapkinHistory  *history,
         }
       napkin_command_add (command, NAPKIN_ITEM_NODE, n, node, changed);
       napkin_item_free (NAPKIN_ITEM_NODE, changed);
+    }
+  if (napkin_diagram_get_gpus (diagram) != NULL
+      && napkin_gpus_region_placement (napkin_diagram_get_gpus (diagram), name) != NULL)
+    {
+      const NapkinGpusRegion *gpus = napkin_diagram_get_gpus (diagram);
+      g_autoptr(NapkinGpusRegion) copy = napkin_gpus_region_copy (gpus, TRUE);
+
+      for (guint i = 0; i < copy->placements->len; i++)
+        {
+          NapkinPlacement *p = &g_array_index (copy->placements, NapkinPlacement, i);
+
+          if (g_strcmp0 (p->tensor, name) == 0)
+            {
+              g_free (p->tensor);
+              p->tensor = g_strdup (new_name);
+            }
+        }
+      napkin_command_add_gpus (command, gpus, copy);
     }
   push (history, command);
   return TRUE;
@@ -626,7 +684,9 @@ napkin_edit_add_region (NapkinHistory       *history,
 
   if (!check_region_fields (diagram, region, error))
     return FALSE;
-  if (napkin_diagram_find_region (diagram, region->name) >= 0)
+  if (napkin_diagram_find_region (diagram, region->name) >= 0
+      || (napkin_diagram_get_gpus (diagram) != NULL
+          && g_strcmp0 (napkin_diagram_get_gpus (diagram)->region->name, region->name) == 0))
     return refuse (error, "a region “%s” already exists", region->name);
   if (napkin_diagram_n_regions (diagram) >= NAPKIN_MAX_REGIONS)
     return refuse (error, "at most %d regions", NAPKIN_MAX_REGIONS);  /* else the file would not load */
@@ -865,5 +925,144 @@ napkin_edit_set_tensor_axes (NapkinHistory      *history,
   g_strfreev (changed->axes);
   changed->axes = g_strdupv ((char **) axes);
   replace_item (history, NAPKIN_ITEM_TENSOR, index, "Change tensor axes", changed);
+  return TRUE;
+}
+
+/* ---- the gpus region (docs/multi-gpu.md) ------------------------------------------- */
+
+/* What the file format refuses, refused before it is recorded; whether the diagram can
+ * run on N GPUs (a divisible axis, operations that keep the parallel axis) is the
+ * shard plan's to say, as the model reports any problem of a drawing. */
+static gboolean
+check_gpus_fields (NapkinDiagram          *diagram,
+                   const NapkinGpusRegion *gpus,
+                   GError                **error)
+{
+  const NapkinRegion *region = gpus->region;
+  guint parallel = 0;
+
+  if (!napkin_name_is_valid (region->name))
+    return refuse (error, "“%s” is not a name: use letters, digits and _", region->name ? region->name : "");
+  if (napkin_diagram_find_region (diagram, region->name) >= 0)
+    return refuse (error, "a region “%s” already exists", region->name);
+  if (region->nodes->len == 0)
+    return refuse (error, "a gpus region holds at least one operation");
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      const char *id = g_ptr_array_index (region->nodes, i);
+      int n = napkin_diagram_find_node (diagram, id);
+
+      if (n < 0)
+        return refuse (error, "no operation “%s”", id);
+      if (napkin_diagram_node (diagram, n)->kind == NAPKIN_OP_INPUT
+          || napkin_diagram_node (diagram, n)->kind == NAPKIN_OP_OUTPUT)
+        return refuse (error, "inputs and outputs stay in device memory: “%s” cannot be in the gpus region", id);
+    }
+  for (guint i = 0; i < region->marks->len; i++)
+    {
+      const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, i);
+
+      if (napkin_diagram_find_axis (diagram, mark->axis) < 0)
+        return refuse (error, "no axis “%s”", mark->axis);
+      if (mark->kind == NAPKIN_MARK_STREAM)
+        return refuse (error, "a mark of a gpus region is parallel (across every GPU) or whole");
+      parallel += mark->kind == NAPKIN_MARK_PARALLEL;
+    }
+  if (parallel > 1)
+    return refuse (error, "a gpus region splits one axis across the GPUs");
+  if (gpus->gpus > 1024)
+    return refuse (error, "the GPU count must be from 1 to 1024");
+  for (guint i = 0; i < gpus->placements->len; i++)
+    {
+      const NapkinPlacement *p = &g_array_index (gpus->placements, NapkinPlacement, i);
+      int t = napkin_diagram_find_tensor (diagram, p->tensor);
+      const NapkinTensor *tensor;
+
+      if (t < 0)
+        return refuse (error, "no tensor “%s”", p->tensor ? p->tensor : "");
+      tensor = napkin_diagram_tensor (diagram, t);
+      if (p->split != NULL
+          && (tensor->axes == NULL || !g_strv_contains ((const char *const *) tensor->axes, p->split)))
+        return refuse (error, "“%s” is not an axis of tensor “%s”", p->split, p->tensor);
+      for (guint j = 0; j < i; j++)
+        if (g_strcmp0 (g_array_index (gpus->placements, NapkinPlacement, j).tensor, p->tensor) == 0)
+          return refuse (error, "tensor “%s” is placed twice", p->tensor);
+    }
+  if (gpus->chunks != 0 && (gpus->chunks < 2 || gpus->chunks > 64))
+    return refuse (error, "overlap chunks must be from 2 to 64");
+  if (gpus->chunks != 0 && napkin_diagram_find_axis (diagram, gpus->chunk_axis) < 0)
+    return refuse (error, "no axis “%s”", gpus->chunk_axis ? gpus->chunk_axis : "");
+  if (region->has_rect)
+    {
+      const double r[4] = { region->x, region->y, region->width, region->height };
+
+      for (guint i = 0; i < 4; i++)
+        if (!isfinite (r[i]) || fabs (r[i]) > 1e9)
+          return refuse (error, "region rectangle out of range");
+      if (r[2] < 0 || r[3] < 0)
+        return refuse (error, "width and height must not be negative");
+    }
+  return TRUE;
+}
+
+/* Whether an edit would change nothing (then nothing is recorded). */
+static gboolean
+gpus_equal (const NapkinGpusRegion *a,
+            const NapkinGpusRegion *b)
+{
+  const NapkinRegion *ra, *rb;
+
+  if (a == NULL || b == NULL)
+    return a == b;
+  ra = a->region;
+  rb = b->region;
+  if (g_strcmp0 (ra->name, rb->name) != 0 || a->gpus != b->gpus || a->chunks != b->chunks
+      || g_strcmp0 (a->chunk_axis, b->chunk_axis) != 0 || ra->has_rect != rb->has_rect
+      || (ra->has_rect && (ra->x != rb->x || ra->y != rb->y || ra->width != rb->width || ra->height != rb->height))
+      || ra->nodes->len != rb->nodes->len || ra->marks->len != rb->marks->len
+      || a->placements->len != b->placements->len)
+    return FALSE;
+  for (guint i = 0; i < ra->nodes->len; i++)
+    if (g_strcmp0 (g_ptr_array_index (ra->nodes, i), g_ptr_array_index (rb->nodes, i)) != 0)
+      return FALSE;
+  for (guint i = 0; i < ra->marks->len; i++)
+    {
+      const NapkinMark *ma = &g_array_index (ra->marks, NapkinMark, i);
+      const NapkinMark *mb = &g_array_index (rb->marks, NapkinMark, i);
+
+      if (g_strcmp0 (ma->axis, mb->axis) != 0 || ma->kind != mb->kind)
+        return FALSE;
+    }
+  for (guint i = 0; i < a->placements->len; i++)
+    {
+      const NapkinPlacement *pa = &g_array_index (a->placements, NapkinPlacement, i);
+      const NapkinPlacement *pb = &g_array_index (b->placements, NapkinPlacement, i);
+
+      if (g_strcmp0 (pa->tensor, pb->tensor) != 0 || g_strcmp0 (pa->split, pb->split) != 0)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+napkin_edit_set_gpus (NapkinHistory          *history,
+                      const NapkinGpusRegion *gpus,
+                      const char             *label,
+                      GError                **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  const NapkinGpusRegion *old = napkin_diagram_get_gpus (diagram);
+  NapkinCommand *command;
+
+  if (gpus == NULL && old == NULL)
+    return refuse (error, "the diagram has no gpus region");
+  if (gpus != NULL && !check_gpus_fields (diagram, gpus, error))
+    return FALSE;
+  if (gpus_equal (old, gpus))
+    return TRUE;
+
+  command = napkin_command_new (label ? label : gpus == NULL ? "Delete GPUs region" : "Change GPUs region");
+  napkin_command_add_gpus (command, old, gpus);
+  push (history, command);
   return TRUE;
 }

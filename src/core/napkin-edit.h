@@ -109,5 +109,13 @@ gboolean napkin_edit_set_mark         (NapkinHistory     *history,
                                        NapkinMarkKind     kind,
                                        gint64             tile,
                                        GError           **error);
+/* Replaces the gpus region (docs/multi-gpu.md) with a copy of `gpus` (NULL removes
+ * it): creating it, changing its operations, parallel axis, GPU count, placements,
+ * overlap or rectangle. Refuses what the file format refuses (a stream mark, two
+ * parallel axes, an unknown tensor or axis, chunks outside 2–64). */
+gboolean napkin_edit_set_gpus         (NapkinHistory          *history,
+                                       const NapkinGpusRegion *gpus,
+                                       const char             *label,
+                                       GError                **error);
 
 G_END_DECLS

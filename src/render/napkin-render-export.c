@@ -251,7 +251,7 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
   napkin_render_bounds (diagram, &bounds);
   g_string_append (out, "% Napkin diagram; needs \\usepackage{tikz} and \\usepackage{amssymb}.\n"
                         "% Colours: device memory black, L2 purple, shared memory orange,\n"
-                        "% registers green, tensor-core work blue.\n");
+                        "% registers green, tensor-core work blue, several GPUs teal.\n");
   for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
     {
       g_autofree char *hex = g_ascii_strup (napkin_render_level_hex (l) + 1, -1);
@@ -263,8 +263,70 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
 
     g_string_append_printf (out, "\\definecolor{napkintc}{HTML}{%s}\n", hex);
   }
+  {
+    g_autofree char *hex = g_ascii_strup (napkin_render_gpus_hex (FALSE) + 1, -1);
+
+    g_string_append_printf (out, "\\definecolor{napkingpus}{HTML}{%s}\n", hex);
+  }
   /* Document units are pixels with y down; one unit is 0.75 pt at 96 dpi. */
   g_string_append (out, "\\begin{tikzpicture}[x=0.75pt,y=-0.75pt,font=\\sffamily\\scriptsize]\n");
+
+  /* the gpus region: the outermost box, dash-dot (docs/multi-gpu.md) */
+  if (napkin_diagram_get_gpus (diagram) != NULL)
+    {
+      const NapkinGpusRegion *gpus = napkin_diagram_get_gpus (diagram);
+      const char *axis = NULL;
+      NapkinRect rect;
+
+      napkin_render_gpus_rect (diagram, &rect);
+      for (guint m = 0; m < gpus->region->marks->len; m++)
+        if (g_array_index (gpus->region->marks, NapkinMark, m).kind == NAPKIN_MARK_PARALLEL)
+          axis = g_array_index (gpus->region->marks, NapkinMark, m).axis;
+      g_string_append (out, "\\draw[rounded corners=8, fill=napkingpus!7, draw=napkingpus, line width=1.6pt, "
+                            "dash dot] ");
+      g_string_append_printf (out, "(%s,", F (rect.x));
+      g_string_append_printf (out, "%s) rectangle ", F (rect.y));
+      g_string_append_printf (out, "(%s,", F (rect.x + rect.width));
+      g_string_append_printf (out, "%s);\n", F (rect.y + rect.height));
+      g_string_append_printf (out, "\\node[anchor=north west, text=napkingpus, font=\\sffamily\\scriptsize\\bfseries] at (%s,",
+                              F (rect.x + 8));
+      g_string_append_printf (out, "%s) {GPUs $\\cdot$ ", F (rect.y + 4));
+      append_tex (out, gpus->region->name);
+      g_string_append (out, " $\\cdot$ ");
+      if (axis != NULL)
+        append_tex (out, axis);
+      else
+        g_string_append (out, "no axis");
+      if (gpus->gpus > 0)
+        g_string_append_printf (out, " split $\\times$%u", gpus->gpus);
+      else
+        g_string_append (out, " split $\\times N$");
+      if (gpus->chunks >= 2)
+        {
+          g_string_append_printf (out, " $\\cdot$ overlap %u $\\times$ ", gpus->chunks);
+          append_tex (out, gpus->chunk_axis);
+        }
+      g_string_append (out, "};\n");
+      /* sharded inputs and outputs: "split f" at their port */
+      for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
+        {
+          const NapkinNode *node = napkin_diagram_node (diagram, n);
+          const NapkinPlacement *placement;
+          double px, py;
+
+          if ((node->kind != NAPKIN_OP_INPUT && node->kind != NAPKIN_OP_OUTPUT) || node->tensor == NULL)
+            continue;
+          placement = napkin_gpus_region_placement (gpus, node->tensor);
+          if (placement == NULL || placement->split == NULL
+              || !napkin_render_port_point (diagram, n, node->kind == NAPKIN_OP_INPUT ? -1 : 0, &px, &py))
+            continue;
+          g_string_append_printf (out, "\\node[draw=napkingpus, fill=white, text=napkingpus, "
+                                       "rounded corners=3, inner sep=1.5pt, anchor=south] at (%s,", F (px + (node->kind == NAPKIN_OP_INPUT ? 24 : -24)));
+          g_string_append_printf (out, "%s) {split ", F (py - 8));
+          append_tex (out, placement->split);
+          g_string_append (out, "};\n");
+        }
+    }
 
   for (int level = 0; level < NAPKIN_N_LEVELS; level++)
     for (guint r = 0; r < napkin_diagram_n_regions (diagram); r++)

@@ -40,7 +40,9 @@ typedef struct
   double      paper[3];     /* the canvas's background */
   double      body[3];      /* operation glyphs, ports, marks, halos behind text */
   double      ink[3];       /* the legend's border */
+  double      gpus[3];      /* the level above device memory (docs/multi-gpu.md) */
   const char *hex[NAPKIN_N_LEVELS + 1];   /* the levels, then tensor-core work */
+  const char *gpus_hex;
 } Palette;
 
 #define RGB(h) { ((h) >> 16 & 255) / 255.0, ((h) >> 8 & 255) / 255.0, ((h) & 255) / 255.0 }
@@ -58,7 +60,10 @@ static const Palette light_palette = {
   .paper = { 0.995, 0.993, 0.985 },
   .body = { 1, 1, 1 },
   .ink = { 0, 0, 0 },
+  /* teal: no level's hue (black, purple, orange, green, blue) nor the problems' red */
+  .gpus = RGB (0x00838f),
   .hex = { "#1a1a1a", "#7d4fa8", "#ed7d1a", "#2e9e45", "#296bd6" },
+  .gpus_hex = "#00838f",
 };
 
 static const Palette dark_palette = {
@@ -69,7 +74,9 @@ static const Palette dark_palette = {
   .paper = RGB (0x1e1e1e),
   .body = RGB (0x2d2d2d),
   .ink = { 1, 1, 1 },
+  .gpus = RGB (0x4dd0e1),
   .hex = { "#e0ded8", "#c09cf0", "#ffa348", "#5cd67c", "#62a0ea" },
+  .gpus_hex = "#4dd0e1",
 };
 
 static const Palette *
@@ -112,6 +119,22 @@ const char *
 napkin_render_tensor_core_hex (void)
 {
   return light_palette.hex[NAPKIN_N_LEVELS];
+}
+
+const char *
+napkin_render_gpus_hex (gboolean dark)
+{
+  return (dark ? &dark_palette : &light_palette)->gpus_hex;
+}
+
+/* Dash-dot: unlike every level's border (solid, dotted, dashed). */
+static const double gpus_dashes[4] = { 12, 3, 2, 3 };
+
+guint
+napkin_render_gpus_dashes (double dashes[4])
+{
+  memcpy (dashes, gpus_dashes, sizeof gpus_dashes);
+  return G_N_ELEMENTS (gpus_dashes);
 }
 
 guint
@@ -210,6 +233,8 @@ typedef struct
   int        *wire_from;    /* node indices, -1 when the wire cannot be drawn */
   int        *wire_to;
   double     *wire_ends;    /* x1, y1, x2, y2 per wire */
+  gboolean    has_gpus;     /* the diagram has a gpus region: gpus_rect is its box */
+  NapkinRect  gpus_rect;
 } Layout;
 
 static void
@@ -328,6 +353,58 @@ compute_region_rect (NapkinDiagram *diagram,
     }
 }
 
+/* The gpus region's box: its own rectangle, else around its operations and every
+ * region inside it, one margin further out than they are (it is the outermost). */
+static void
+compute_gpus_rect (NapkinDiagram *diagram,
+                   Layout        *layout,
+                   NapkinRect    *rect)
+{
+  const NapkinRegion *gr = napkin_diagram_get_gpus (diagram)->region;
+  double x0 = G_MAXDOUBLE, y0 = G_MAXDOUBLE, x1 = -G_MAXDOUBLE, y1 = -G_MAXDOUBLE;
+
+  if (gr->has_rect)
+    {
+      *rect = (NapkinRect) { gr->x, gr->y, gr->width, gr->height };
+      return;
+    }
+  for (guint n = 0; n < layout->n_nodes; n++)
+    {
+      const NapkinRect *nr = &layout->node_rects[n];
+
+      if (!napkin_region_has_node (gr, napkin_diagram_node (diagram, n)->id))
+        continue;
+      x0 = MIN (x0, nr->x);
+      y0 = MIN (y0, nr->y - LABEL_H);
+      x1 = MAX (x1, nr->x + nr->width);
+      y1 = MAX (y1, nr->y + nr->height);
+    }
+  for (guint r = 0; r < layout->n_regions; r++)
+    {
+      const NapkinRegion *region = napkin_diagram_region (diagram, r);
+      const NapkinRect *rr = &layout->region_rects[r];
+      gboolean inside = region->nodes->len > 0;
+
+      for (guint i = 0; i < region->nodes->len && inside; i++)
+        inside = napkin_region_has_node (gr, g_ptr_array_index (region->nodes, i));
+      if (!inside)
+        continue;
+      x0 = MIN (x0, rr->x);
+      y0 = MIN (y0, rr->y);
+      x1 = MAX (x1, rr->x + rr->width);
+      y1 = MAX (y1, rr->y + rr->height);
+    }
+  if (x0 > x1)
+    {
+      *rect = (NapkinRect) { 0, 0, REGION_MIN_W, 80 };
+      return;
+    }
+  rect->x = x0 - REGION_PAD;
+  rect->y = y0 - REGION_PAD - REGION_TOP;
+  rect->width = MAX (x1 - x0 + 2 * REGION_PAD, REGION_MIN_W);
+  rect->height = y1 - rect->y + REGION_PAD;
+}
+
 static gboolean port_point_in (NapkinDiagram *diagram, guint n, int port, const NapkinRect *rect,
                                double *x, double *y);
 
@@ -373,6 +450,9 @@ ensure_layout (NapkinDiagram *diagram)
     }
   for (guint r = 0; r < layout->n_regions; r++)
     compute_region_rect (diagram, layout, r, &layout->region_rects[r]);
+  layout->has_gpus = napkin_diagram_get_gpus (diagram) != NULL;
+  if (layout->has_gpus)
+    compute_gpus_rect (diagram, layout, &layout->gpus_rect);
 
   layout->n_wires = napkin_diagram_n_wires (diagram);
   layout->wire_from = g_new (int, layout->n_wires + 1);
@@ -465,6 +545,17 @@ napkin_render_region_rect (NapkinDiagram *diagram,
   *rect = layout->region_rects[r];
 }
 
+gboolean
+napkin_render_gpus_rect (NapkinDiagram *diagram,
+                         NapkinRect    *rect)
+{
+  Layout *layout = ensure_layout (diagram);
+
+  if (layout->has_gpus)
+    *rect = layout->gpus_rect;
+  return layout->has_gpus;
+}
+
 NapkinLevel
 napkin_render_node_level (NapkinDiagram *diagram,
                           guint          n)
@@ -533,6 +624,18 @@ napkin_render_bounds (NapkinDiagram *diagram,
         rect_union (rect, &rr);
       any = TRUE;
     }
+  {
+    NapkinRect gr;
+
+    if (napkin_render_gpus_rect (diagram, &gr))
+      {
+        gr.height += 12;
+        if (!any)
+          *rect = gr;
+        else
+          rect_union (rect, &gr);
+      }
+  }
 }
 
 static void
@@ -619,6 +722,14 @@ napkin_render_hit (NapkinDiagram *diagram,
           && y >= r.y + r.height - HANDLE - tolerance && y <= r.y + r.height + tolerance)
         return (NapkinHit) { NAPKIN_HIT_REGION_HANDLE, (int) i, 0 };
     }
+  {
+    NapkinRect r;
+
+    if (napkin_render_gpus_rect (diagram, &r)
+        && x >= r.x + r.width - HANDLE - tolerance && x <= r.x + r.width + tolerance
+        && y >= r.y + r.height - HANDLE - tolerance && y <= r.y + r.height + tolerance)
+      return (NapkinHit) { NAPKIN_HIT_GPUS_HANDLE, 0, 0 };
+  }
 
   for (guint w = napkin_diagram_n_wires (diagram); w-- > 0;)
     {
@@ -658,6 +769,22 @@ napkin_render_hit (NapkinDiagram *diagram,
       if (inside && near_border)
         return (NapkinHit) { NAPKIN_HIT_REGION, (int) i, 0 };
     }
+  /* the gpus region last: it is the outermost */
+  {
+    NapkinRect r;
+
+    if (napkin_render_gpus_rect (diagram, &r))
+      {
+        gboolean inside = x >= r.x - tolerance && x <= r.x + r.width + tolerance
+                          && y >= r.y - tolerance && y <= r.y + r.height + tolerance;
+        gboolean near_border = fabs (x - r.x) <= 4 + tolerance || fabs (x - r.x - r.width) <= 4 + tolerance
+                               || fabs (y - r.y) <= 4 + tolerance || fabs (y - r.y - r.height) <= 4 + tolerance
+                               || (y - r.y) <= REGION_TOP - 4;
+
+        if (inside && near_border)
+          return (NapkinHit) { NAPKIN_HIT_GPUS, 0, 0 };
+      }
+  }
 
   return hit;
 }
@@ -1096,6 +1223,167 @@ handle:
   if (selected)
     {
       rounded_rect (cr, rect.x - 4, rect.y - 4, rect.width + 8, rect.height + 8, 13);
+      set_rgb (cr, ctx->pal->select, 0.8);
+      cairo_set_line_width (cr, 2.5);
+      cairo_stroke (cr);
+    }
+}
+
+/* ---- the gpus region (docs/multi-gpu.md): the outermost box, teal, dash-dot ---- */
+
+static gboolean point_in_rect (const NapkinRect *rect, double x, double y);
+
+static void
+draw_gpus_body (DrawContext *ctx)
+{
+  cairo_t *cr = ctx->cr;
+  const double *rgb = ctx->pal->gpus;
+  NapkinRect rect;
+  double dashes[4];
+  guint n_dashes;
+
+  if (!ctx->layout->has_gpus)
+    return;
+  rect = ctx->layout->gpus_rect;
+  if (!visible (ctx, &rect, 4))
+    return;
+  rounded_rect (cr, rect.x, rect.y, rect.width, rect.height, 14);
+  cairo_set_source_rgb (cr, 0.93 * ctx->pal->body[0] + 0.07 * rgb[0],
+                        0.93 * ctx->pal->body[1] + 0.07 * rgb[1],
+                        0.93 * ctx->pal->body[2] + 0.07 * rgb[2]);
+  cairo_fill_preserve (cr);
+  n_dashes = ctx->screen && ctx->scale < SCALE_STRANDS ? 0 : napkin_render_gpus_dashes (dashes);
+  cairo_set_dash (cr, dashes, n_dashes, 0);
+  cairo_set_line_width (cr, 3);
+  set_rgb (cr, rgb, 1);
+  cairo_stroke (cr);
+  cairo_set_dash (cr, NULL, 0, 0);
+}
+
+/* "GPUs · tp · f split ×2": the count is the region's, or N when the analysis
+ * chooses it. */
+static char *
+gpus_title (const NapkinGpusRegion *gpus)
+{
+  const NapkinRegion *region = gpus->region;
+  g_autofree char *count = gpus->gpus > 0 ? g_strdup_printf ("×%u", gpus->gpus) : g_strdup ("×N");
+  g_autofree char *split = NULL;
+  const char *axis = NULL;
+
+  for (guint m = 0; m < region->marks->len; m++)
+    if (g_array_index (region->marks, NapkinMark, m).kind == NAPKIN_MARK_PARALLEL)
+      axis = g_array_index (region->marks, NapkinMark, m).axis;
+  split = axis != NULL ? g_strdup_printf (_("%s split %s"), axis, count)
+                       : g_strdup_printf (_("no axis split %s"), count);
+  if (gpus->chunks >= 2)
+    return g_strdup_printf (_("GPUs · %s · %s · overlap %u × %s"), region->name, split, gpus->chunks,
+                            gpus->chunk_axis);
+  return g_strdup_printf (_("GPUs · %s · %s"), region->name, split);
+}
+
+/* Where a wire crosses the box: the first point of the curve inside it from the
+ * tail (into the region) or from the head (out of it), else its middle. */
+static void
+gpus_crossing (const NapkinRect *rect,
+               const double      e[4],
+               gboolean          into,
+               double           *x,
+               double           *y)
+{
+  for (guint i = 0; i <= 48; i++)
+    {
+      double t = into ? i / 48.0 : 1 - i / 48.0;
+
+      bezier_point (e[0], e[1], e[2], e[3], t, x, y);
+      if (point_in_rect (rect, *x, *y) && i == 0)
+        break;   /* the tensor is drawn inside the box: a third of the way along */
+      if (point_in_rect (rect, *x, *y))
+        return;
+    }
+  bezier_point (e[0], e[1], e[2], e[3], into ? 0.35 : 0.65, x, y);
+}
+
+/* A sharded input or output: "split f" where its wire crosses the box. */
+static void
+draw_gpus_wire_marks (DrawContext *ctx)
+{
+  const NapkinGpusRegion *gpus = napkin_diagram_get_gpus (ctx->diagram);
+  const double *rgb = ctx->pal->gpus;
+  NapkinRect rect;
+
+  if (!ctx->layout->has_gpus || ctx->scale < SCALE_LABELS)
+    return;
+  rect = ctx->layout->gpus_rect;
+  for (guint w = 0; w < ctx->layout->n_wires; w++)
+    {
+      int from = ctx->layout->wire_from[w], to = ctx->layout->wire_to[w];
+      const NapkinNode *end;
+      const NapkinPlacement *placement;
+      g_autofree char *text = NULL;
+      double x, y, tw;
+
+      if (from < 0 || to < 0)
+        continue;
+      if (ctx->nodes[from]->kind == NAPKIN_OP_INPUT)
+        end = ctx->nodes[from];
+      else if (ctx->nodes[to]->kind == NAPKIN_OP_OUTPUT)
+        end = ctx->nodes[to];
+      else
+        continue;
+      placement = end->tensor ? napkin_gpus_region_placement (gpus, end->tensor) : NULL;
+      if (placement == NULL || placement->split == NULL)
+        continue;
+      gpus_crossing (&rect, &ctx->layout->wire_ends[4 * w], end->kind == NAPKIN_OP_INPUT, &x, &y);
+      text = g_strdup_printf (_("split %s"), placement->split);
+      tw = text_width (ctx, FONT_SMALL, text) + 10;
+      {
+        NapkinRect pill = { x - tw / 2, y - 24, tw, 15 };
+
+        if (!visible (ctx, &pill, 2))
+          continue;
+        rounded_rect (ctx->cr, pill.x, pill.y, pill.width, pill.height, 7);
+        set_rgb (ctx->cr, ctx->pal->body, 1);
+        cairo_fill_preserve (ctx->cr);
+        set_rgb (ctx->cr, rgb, 1);
+        cairo_set_line_width (ctx->cr, 1.25);
+        cairo_stroke (ctx->cr);
+        draw_text (ctx, FONT_SMALL, text, x, pill.y, 0.5, FALSE, rgb);
+        /* a tick from the pill down to the wire */
+        cairo_move_to (ctx->cr, x, pill.y + pill.height);
+        cairo_line_to (ctx->cr, x, y - 3);
+        cairo_stroke (ctx->cr);
+      }
+    }
+}
+
+static void
+draw_gpus_labels (DrawContext *ctx,
+                  gboolean     selected)
+{
+  cairo_t *cr = ctx->cr;
+  const double *rgb = ctx->pal->gpus;
+  NapkinRect rect;
+
+  if (!ctx->layout->has_gpus)
+    return;
+  rect = ctx->layout->gpus_rect;
+  if (!visible (ctx, &rect, 20))
+    return;
+  if (ctx->scale >= SCALE_LABELS)
+    {
+      g_autofree char *title = gpus_title (napkin_diagram_get_gpus (ctx->diagram));
+
+      draw_text (ctx, FONT_BOLD, title, rect.x + 12, rect.y + 8, 0, TRUE, rgb);
+    }
+  cairo_move_to (cr, rect.x + rect.width - 3, rect.y + rect.height - HANDLE);
+  cairo_line_to (cr, rect.x + rect.width - 3, rect.y + rect.height - 3);
+  cairo_line_to (cr, rect.x + rect.width - HANDLE, rect.y + rect.height - 3);
+  set_rgb (cr, rgb, 0.8);
+  cairo_set_line_width (cr, 2);
+  cairo_stroke (cr);
+  if (selected)
+    {
+      rounded_rect (cr, rect.x - 5, rect.y - 5, rect.width + 10, rect.height + 10, 17);
       set_rgb (cr, ctx->pal->select, 0.8);
       cairo_set_line_width (cr, 2.5);
       cairo_stroke (cr);
@@ -2236,7 +2524,9 @@ draw_diagram (cairo_t                   *cr,
   if (ctx.screen)
     cairo_set_antialias (cr, CAIRO_ANTIALIAS_FAST);
 
-  /* Outer (slower) regions first so that nested ones sit on top. */
+  /* Outer (slower) regions first so that nested ones sit on top; the GPUs' box
+   * holds them all. */
+  draw_gpus_body (&ctx);
   for (int level = 0; level < NAPKIN_N_LEVELS; level++)
     for (guint r = 0; r < n_regions; r++)
       if ((int) napkin_diagram_region (diagram, r)->level == level)
@@ -2248,6 +2538,8 @@ draw_diagram (cairo_t                   *cr,
 
   for (guint r = 0; r < n_regions; r++)
     draw_region_labels (&ctx, r, options && options->selected_region == (int) r);
+  draw_gpus_labels (&ctx, options && options->selected_gpus);
+  draw_gpus_wire_marks (&ctx);
   cairo_restore (cr);
 
   g_free (ctx.levels);
@@ -2510,7 +2802,7 @@ napkin_render_legend_size (double *width,
                            double *height)
 {
   *width = LEGEND_W;
-  *height = (NAPKIN_N_LEVELS + 1) * LEGEND_ROW + 10;
+  *height = (NAPKIN_N_LEVELS + 2) * LEGEND_ROW + 10;
 }
 
 static void
@@ -2554,6 +2846,21 @@ draw_legend (cairo_t       *cr,
       cairo_set_dash (cr, NULL, 0, 0);
       draw_text (&ctx, FONT_LEGEND, title, x + 42, ry + 1, 0, FALSE, rgb);
     }
+  /* the level above device memory, last: the outermost */
+  {
+    double ry = y + 5 + (NAPKIN_N_LEVELS + 1) * LEGEND_ROW;
+    double dashes[4];
+
+    rounded_rect (cr, x + 8, ry + 3, 26, 12, 3);
+    set_rgb_over_paper (&ctx, pal->gpus, 0.18);
+    cairo_fill_preserve (cr);
+    set_rgb (cr, pal->gpus, 1);
+    cairo_set_dash (cr, dashes, napkin_render_gpus_dashes (dashes), 0);
+    cairo_set_line_width (cr, 2);
+    cairo_stroke (cr);
+    cairo_set_dash (cr, NULL, 0, 0);
+    draw_text (&ctx, FONT_LEGEND, _("Several GPUs"), x + 42, ry + 1, 0, FALSE, pal->gpus);
+  }
   cairo_restore (cr);
 }
 

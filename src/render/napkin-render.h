@@ -30,6 +30,8 @@ typedef enum
   NAPKIN_HIT_WIRE,
   NAPKIN_HIT_REGION,
   NAPKIN_HIT_REGION_HANDLE,
+  NAPKIN_HIT_GPUS,          /* the gpus region's title or border (index 0) */
+  NAPKIN_HIT_GPUS_HANDLE,
 } NapkinHitKind;
 
 typedef struct
@@ -51,6 +53,7 @@ typedef struct
                                      * drawn at once; 0 one per processor (at most 4) */
   gboolean        dark;             /* dark paper (the editor in a dark style); exports
                                      * stay on white paper */
+  gboolean        selected_gpus;    /* the gpus region is selected */
 } NapkinRenderOptions;
 
 /* What the canvas shows: its zoom, and the document point at its top-left corner. */
@@ -80,6 +83,9 @@ const char *napkin_render_tensor_core_hex  (void);
 /* A level's colour on light or dark paper; NAPKIN_N_LEVELS gives tensor-core work's. */
 const char *napkin_render_paper_hex        (NapkinLevel          level,
                                             gboolean             dark);
+/* The gpus region's colour (teal) on light or dark paper, and its dash-dot border. */
+const char *napkin_render_gpus_hex         (gboolean             dark);
+guint       napkin_render_gpus_dashes      (double               dashes[4]);
 /* A dash pattern per level, so that levels differ without colour. */
 guint       napkin_render_level_dashes     (NapkinLevel          level,
                                             double               dashes[2]);
@@ -95,6 +101,9 @@ gboolean    napkin_render_port_point       (NapkinDiagram       *diagram,
                                             double              *y);
 void        napkin_render_region_rect      (NapkinDiagram       *diagram,
                                             guint                region,
+                                            NapkinRect          *rect);
+/* The gpus region's box (the outermost); FALSE when the diagram has none. */
+gboolean    napkin_render_gpus_rect        (NapkinDiagram       *diagram,
                                             NapkinRect          *rect);
 /* The innermost level a node lives at: the fastest region holding it, else HBM. */
 NapkinLevel napkin_render_node_level       (NapkinDiagram       *diagram,

@@ -584,6 +584,88 @@ test_export_tikz (void)
   }
 }
 
+/* The gpus region (docs/multi-gpu.md): the outermost box in its own teal, dash-dot,
+ * hit by its border, around every other region, in every export. */
+static void
+test_gpus_region (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("tp-mlp");
+  g_autoptr(NapkinDiagram) plain = load_example ("matmul");
+  g_autofree char *png = tmp_path ("tp.png");
+  g_autofree char *svg_path = tmp_path ("tp.svg");
+  g_autofree char *svg = NULL;
+  g_autofree char *tikz = napkin_render_to_tikz (diagram);
+  g_autoptr(GError) error = NULL;
+  cairo_surface_t *image;
+  NapkinRect rect, bounds;
+  NapkinHit hit;
+  double dashes[4];
+  gsize length;
+  guint teal, teal_plain;
+
+  /* the file's rectangle, inside the drawing's bounds */
+  g_assert_true (napkin_render_gpus_rect (diagram, &rect));
+  g_assert_cmpfloat (rect.x, ==, 200);
+  g_assert_cmpfloat (rect.y, ==, 20);
+  g_assert_cmpfloat (rect.width, ==, 620);
+  g_assert_cmpfloat (rect.height, ==, 320);
+  napkin_render_bounds (diagram, &bounds);
+  g_assert_cmpfloat (bounds.x, <=, rect.x);
+  g_assert_cmpfloat (bounds.x + bounds.width, >=, rect.x + rect.width);
+  g_assert_false (napkin_render_gpus_rect (plain, &rect) && FALSE);
+  g_assert_false (napkin_render_gpus_rect (plain, &bounds));
+
+  /* its border and its title line are its own; a node inside stays the node's */
+  hit = napkin_render_hit (diagram, rect.x + 1, rect.y + rect.height - 30, 2);
+  g_assert_cmpint (hit.kind, ==, NAPKIN_HIT_GPUS);
+  hit = napkin_render_hit (diagram, rect.x + 300, rect.y + 10, 2);
+  g_assert_cmpint (hit.kind, ==, NAPKIN_HIT_GPUS);
+  hit = napkin_render_hit (diagram, rect.x + rect.width - 4, rect.y + rect.height - 4, 2);
+  g_assert_cmpint (hit.kind, ==, NAPKIN_HIT_GPUS_HANDLE);
+  hit = napkin_render_hit (diagram, 300, 150, 2);   /* X·W1 at (260, 120) */
+  g_assert_cmpint (hit.kind, ==, NAPKIN_HIT_NODE);
+  hit = napkin_render_hit (diagram, rect.x + 200, rect.y + 200, 2);   /* empty paper inside */
+  g_assert_cmpint (hit.kind, ==, NAPKIN_HIT_NONE);
+
+  /* a colour no level has, a dash pattern no level has */
+  g_assert_cmpstr (napkin_render_gpus_hex (FALSE), ==, "#00838f");
+  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+    g_assert_cmpstr (napkin_render_gpus_hex (FALSE), !=, napkin_render_level_hex (l));
+  g_assert_cmpuint (napkin_render_gpus_dashes (dashes), ==, 4);
+
+  /* PNG: the box's border in teal (3 units wide around 620 × 320, dashed), nothing
+   * teal in a diagram without the region but the legend's row */
+  g_assert_true (napkin_render_export (diagram, png, NAPKIN_EXPORT_PNG, 1, &error));
+  g_assert_no_error (error);
+  image = cairo_image_surface_create_from_png (png);
+  g_assert_cmpint (cairo_surface_status (image), ==, CAIRO_STATUS_SUCCESS);
+  teal = count_colour (image, napkin_render_gpus_hex (FALSE), 24);
+  cairo_surface_destroy (image);
+  g_assert_true (napkin_render_export (plain, png, NAPKIN_EXPORT_PNG, 1, &error));
+  image = cairo_image_surface_create_from_png (png);
+  teal_plain = count_colour (image, napkin_render_gpus_hex (FALSE), 24);
+  cairo_surface_destroy (image);
+  g_assert_cmpuint (teal, >, teal_plain + 2000);
+
+  /* SVG: the teal stroke */
+  g_assert_true (napkin_render_export (diagram, svg_path, NAPKIN_EXPORT_SVG, 1, &error));
+  g_assert_no_error (error);
+  svg = read_file (svg_path, &length);
+  g_assert_nonnull (strstr (svg, "rgb(0%,51.372549%,56.078431%)"));   /* #00838f */
+
+  /* TikZ: the box, its title and both sharded weights */
+  g_assert_nonnull (strstr (tikz, "\\definecolor{napkingpus}{HTML}{00838F}"));
+  g_assert_nonnull (strstr (tikz, "draw=napkingpus, line width=1.6pt, dash dot] (200.0,20.0) rectangle (820.0,340.0)"));
+  g_assert_nonnull (strstr (tikz, "{GPUs $\\cdot$ tp $\\cdot$ f split $\\times$2}"));
+  {
+    guint splits = 0;
+
+    for (const char *p = tikz; (p = strstr (p, "{split f}")); p++)
+      splits++;
+    g_assert_cmpuint (splits, ==, 2);   /* W1 and W2; X and Y are replicated */
+  }
+}
+
 /* A problem (an unconnected input) is drawn in red on the item. */
 static void
 test_problem_marked (void)
@@ -774,6 +856,7 @@ main (int    argc,
   g_test_add_func ("/render/export/png-scale", test_export_png_scale);
   g_test_add_func ("/render/export/unwritable", test_export_unwritable);
   g_test_add_func ("/render/export/tikz", test_export_tikz);
+  g_test_add_func ("/render/export/gpus-region", test_gpus_region);
   g_test_add_func ("/render/export/format-from-path", test_format_from_path);
   return g_test_run ();
 }
