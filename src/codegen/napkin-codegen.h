@@ -54,6 +54,8 @@ typedef struct
   char    *note;             /* why a skeleton was or was not used, or NULL */
   GArray  *tensor_maps;      /* NapkinCudaTensorMap, extra parameters in order; NULL: none */
   gboolean persistent;       /* loops over its work: launch MIN (grid, the GPU's SMs) blocks */
+  char    *owner;            /* the plan kernel it belongs to (its region's name or its operation's
+                              * id, as the model names its kernels); NULL: unknown */
 } NapkinCudaKernel;
 
 typedef struct
