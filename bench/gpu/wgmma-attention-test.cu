@@ -16,7 +16,7 @@
 
 /* What Napkin's generated modules define before their kernels (src/codegen/napkin-cuda.c). */
 struct napkin_f16 { unsigned short x; };
-struct NapkinArgs { void *p[30]; };
+struct NapkinArgs { void *p[64]; };
 static __device__ __forceinline__ void napkin_st (napkin_f16 *p, float v)
 { unsigned short h; asm ("cvt.rn.f16.f32 %0, %1;" : "=h" (h) : "f" (v)); p->x = h; }
 

@@ -173,6 +173,36 @@ print_gpus_summary (const char  *path,
             get_double (r, "prediction.gain_ms"));
 }
 
+/* A module of several kernels: each kernel of the model, predicted beside the sum of
+ * its module kernels as the runner timed them one by one, and the totals. */
+static void
+print_per_kernel (json_object *r)
+{
+  json_object *p = json_object_object_get (r, "prediction");
+  json_object *list = p ? json_object_object_get (p, "kernels") : NULL;
+
+  if (list == NULL || isnan (get_double (p, "kernels_measured_ms")))
+    return;
+  printf ("  per kernel  %-28s %-10s %-9s %11s %11s %7s\n", "kernel", "kind", "path", "predicted", "measured",
+          "ratio");
+  for (size_t i = 0; i < json_object_array_length (list); i++)
+    {
+      json_object *o = json_object_array_get_idx (list, i);
+      double m = get_double (o, "measured_ms");
+
+      if (isnan (m))
+        printf ("              %-28s %-10s %-9s %8.4f ms %11s %7s\n", get_string (o, "name"), get_string (o, "kind"),
+                get_string (o, "path"), get_double (o, "predicted_ms"), "(fused)", "");
+      else
+        printf ("              %-28s %-10s %-9s %8.4f ms %8.4f ms %6.2f×\n", get_string (o, "name"),
+                get_string (o, "kind"), get_string (o, "path"), get_double (o, "predicted_ms"), m,
+                get_double (o, "measured_over_predicted"));
+    }
+  printf ("              %-28s %-10s %-9s %8.4f ms %8.4f ms %6.2f×\n", "total (kernels one by one)", "", "",
+          get_double (p, "kernels_predicted_ms"), get_double (p, "kernels_measured_ms"),
+          get_double (p, "kernels_measured_ms") / MAX (get_double (p, "kernels_predicted_ms"), 1e-12));
+}
+
 static void
 print_summary (const char  *path,
                json_object *r)
@@ -209,6 +239,7 @@ print_summary (const char  *path,
             get_string (r, "prediction.arch"), get_string (r, "prediction.bound"), ms / pred);
   else
     printf ("  predicted  — (the performance model does not know this GPU)\n");
+  print_per_kernel (r);
   if (!isnan (get_double (r, "energy.joules_per_run")))
     printf ("  energy     %.4f J per run measured (NVML, %.0f W average)%s\n", get_double (r, "energy.joules_per_run"),
             get_double (r, "energy.average_power_w"), "");

@@ -19,7 +19,7 @@ GQuark napkin_codegen_error_quark (void);
 
 /* Every kernel takes one NapkinArgs by value: the device-memory buffers in slot
  * order, then the per-block workspace for tiles that do not fit in shared memory. */
-#define NAPKIN_CUDA_MAX_ARGS   30
+#define NAPKIN_CUDA_MAX_ARGS   64
 #define NAPKIN_CUDA_THREADS    256
 
 /* A TMA tensor map a kernel takes by value after its NapkinArgs (sm_90a kernels): a
@@ -54,6 +54,8 @@ typedef struct
   char    *note;             /* why a skeleton was or was not used, or NULL */
   GArray  *tensor_maps;      /* NapkinCudaTensorMap, extra parameters in order; NULL: none */
   gboolean persistent;       /* loops over its work: launch MIN (grid, the GPU's SMs) blocks */
+  char    *owner;            /* the plan kernel it belongs to (its region's name or its operation's
+                              * id, as the model names its kernels); NULL: unknown */
 } NapkinCudaKernel;
 
 typedef struct

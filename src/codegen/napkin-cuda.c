@@ -989,6 +989,7 @@ _napkin_cuda_kernel_free (gpointer data)
   g_free (k->name);
   g_free (k->skeleton);
   g_free (k->note);
+  g_free (k->owner);
   g_clear_pointer (&k->tensor_maps, g_array_unref);
   g_free (k);
 }
@@ -1007,6 +1008,21 @@ napkin_cuda_module_free (NapkinCudaModule *module)
 }
 
 /* The generic kernels of plan kernel `pk`: the IR kernels of its region or operation. */
+/* Names the module's kernels from `*from` on after the plan kernel they come from. */
+static void
+label_owner (NapkinCudaModule *module,
+             guint            *from,
+             const char       *owner)
+{
+  for (; *from < module->kernels->len; (*from)++)
+    {
+      NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, *from);
+
+      if (ck->owner == NULL && owner != NULL)
+        ck->owner = g_strdup (owner);
+    }
+}
+
 static void
 print_generic (Printer                *P,
                NapkinCudaModule       *module,
@@ -1033,6 +1049,13 @@ print_generic (Printer                *P,
             continue;
         }
       print_kernel (P, module, kernel, slot, prefix, (*index)++, why ? g_strdup (why) : NULL);
+      if (pk == NULL)
+        {
+          guint last = module->kernels->len - 1;
+
+          label_owner (module, &last, kernel->region >= 0 ? napkin_diagram_region (P->d, kernel->region)->name
+                                      : kernel->node >= 0 ? napkin_diagram_node (P->d, kernel->node)->id : NULL);
+        }
     }
 }
 
@@ -1218,14 +1241,17 @@ napkin_codegen_cuda_planned (NapkinIrProgram     *program,
     }
   else
     {
-      guint index = 0;
+      guint index = 0, labeled = 0;
       gboolean skip_reduce = FALSE;
+      const NapkinPlanKernel *prev = NULL;
 
       for (guint k = 0; k < plan->kernels->len; k++)
         {
           const NapkinPlanKernel *pk = g_ptr_array_index (plan->kernels, k);
           g_autoptr(GError) why = NULL;
 
+          label_owner (module, &labeled, prev ? prev->name : NULL);
+          prev = pk;
           if ((pk->kind == NAPKIN_PLAN_SPLIT_REDUCE || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE) && skip_reduce)
             continue;
           skip_reduce = FALSE;
@@ -1245,6 +1271,7 @@ napkin_codegen_cuda_planned (NapkinIrProgram     *program,
             print_generic (&P, module, pk, slot, prefix, &index, note);
           }
         }
+      label_owner (module, &labeled, prev ? prev->name : NULL);
     }
 
   for (guint k = 0; k < module->kernels->len; k++)

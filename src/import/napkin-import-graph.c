@@ -1596,8 +1596,26 @@ emit_attention (G     *g,
   n->axis = g_strdup (key);
   n->label = g_strdup ("softmax");
   cur = emit_node (g, v, n, "probs", cur, NULL);
-  n = napkin_node_new ("c", NAPKIN_OP_CONTRACT);
-  n->out = g_strdupv (oaxes);
+  /* O is stored token-major, [batch…, query, heads…, dv], as FlashAttention stores it:
+   * the transpose and reshape that follow in a block then read the heads and dv as one
+   * contiguous contracted run, and the output projection is a plain GEMM
+   * (docs/import.md) */
+  {
+    g_autoptr(GArray) lead = g_array_new (FALSE, FALSE, sizeof (int));
+    guint at = 0, n_lead;
+
+    for (guint i = 0; i < nb; i++)
+      expand (g, v->dims[i], lead);
+    n_lead = lead->len;
+    n = napkin_node_new ("c", NAPKIN_OP_CONTRACT);
+    n->out = g_new0 (char *, g_strv_length (oaxes) + 1);
+    for (guint i = 0; i < n_lead && oaxes[i]; i++)
+      n->out[at++] = g_strdup (oaxes[i]);
+    n->out[at++] = g_strdup (qaxis);
+    for (guint i = n_lead; oaxes[i]; i++)
+      if (!g_str_equal (oaxes[i], qaxis))
+        n->out[at++] = g_strdup (oaxes[i]);
+  }
   n->label = g_strdup ("P·V");
   v->napkin = g_strdup (emit_node (g, v, n, v->name, cur, vin));
 }

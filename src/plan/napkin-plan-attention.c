@@ -46,6 +46,43 @@ tensor_of (NapkinPlanner *p,
   return napkin_diagram_tensor (p->d, napkin_diagram_find_tensor (p->d, napkin_diagram_node (p->d, node)->tensor));
 }
 
+/* A value as it lies in device memory: the input's or output's tensor, else (a value
+ * that one kernel stores and the next reads) its type, axes in type order. `names`
+ * holds the axis names of the latter (NAPKIN_MAX_RANK + 1 slots). */
+static gboolean
+value_tensor (NapkinPlanner *p,
+              int            node,
+              NapkinTensor  *tmp,
+              const char   **names)
+{
+  const NapkinNode *n = napkin_diagram_node (p->d, node);
+  const NapkinTensorType *type;
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (p->d, node, &n_consumers);
+
+  if (n->kind == NAPKIN_OP_INPUT)
+    {
+      *tmp = *tensor_of (p, node);
+      return TRUE;
+    }
+  for (guint c = 0; c < n_consumers; c++)
+    if (napkin_diagram_node (p->d, consumers[c])->kind == NAPKIN_OP_OUTPUT)
+      {
+        *tmp = *tensor_of (p, consumers[c]);
+        return TRUE;
+      }
+  type = napkin_diagram_node_type (p->d, node);
+  if (type == NULL || !type->valid)
+    return FALSE;
+  memset (tmp, 0, sizeof *tmp);
+  for (guint i = 0; i < type->n_axes; i++)
+    names[i] = napkin_diagram_axis (p->d, type->axes[i])->name;
+  names[type->n_axes] = NULL;
+  tmp->axes = (char **) names;
+  tmp->dtype = _napkin_plan_dtype (p, node);
+  return TRUE;
+}
+
 static int
 axis_index (char      **axes,
             const char *name)
@@ -284,6 +321,7 @@ aligns (char      **q_axes,
 typedef struct
 {
   const char *query, *key, *group, *d;
+  const char *dv;             /* V's and O's head axis: d, or another of d's size */
   gboolean    plain;          /* Q, K, V, O all [lead…, row, d] with one order of the lead axes */
 } AttnAxes;
 
@@ -300,16 +338,34 @@ attention_layout (NapkinPlanner       *p,
 {
   guint qr = g_strv_length (Q->axes), kr = g_strv_length (K->axes), orank = g_strv_length (O->axes);
   g_autoptr(GPtrArray) q_only = g_ptr_array_new ();
-  const char *d = Q->axes[qr - 1];
+  const char *d = Q->axes[qr - 1], *dv;
   int key_at;
   gint64 outer = 1, inner = 1;
   gboolean lead_inner[NAPKIN_MAX_RANK] = { FALSE };
 
   memset (ax, 0, sizeof *ax);
-  if (qr < 2 || kr < 2 || !g_str_equal (K->axes[kr - 1], d) || g_strv_length (V->axes) != kr
-      || !g_str_equal (O->axes[orank - 1], d))
-    return g_strdup ("the head axis must be the last (contiguous) axis of Q, K, V and O");
-  for (guint i = 0; i < kr; i++)
+  /* Q·Kᵀ contracts d; V and O carry their own head axis dv (it may be named apart from
+   * d: an imported block names each projection's axes). The kernels hold one head size
+   * for Q, K, V and O (docs/plan.md, "Attention kernels"). */
+  if (qr < 2 || kr < 2 || !g_str_equal (K->axes[kr - 1], d) || g_strv_length (V->axes) != kr || orank < 2)
+    return g_strdup ("the head axes must be the last (contiguous) axes of Q and K (d), and of V and O (dv)");
+  dv = V->axes[kr - 1];
+  if (!g_str_equal (O->axes[orank - 1], dv))
+    return g_strdup_printf ("the head axis of V (%s) must be the last (contiguous) axis of O, not %s", dv,
+                            O->axes[orank - 1]);
+  if (!g_str_equal (dv, d))
+    {
+      gint64 nd = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, d));
+      gint64 nv = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, dv));
+
+      if (axis_index (Q->axes, dv) >= 0 || axis_index (K->axes, dv) >= 0 || axis_index (O->axes, d) >= 0)
+        return g_strdup_printf ("the head axes %s (Q·Kᵀ) and %s (·V) must each be only the head axis", d, dv);
+      if (nd != nv)
+        return g_strdup_printf ("V's head size (%s = %" G_GINT64_FORMAT ") differs from Q's and K's (%s = %"
+                                G_GINT64_FORMAT "): the attention kernels take one head size for Q, K, V and O",
+                                dv, nv, d, nd);
+    }
+  for (guint i = 0; i + 1 < kr; i++)
     if (!g_str_equal (K->axes[i], V->axes[i]))
       return g_strdup ("V must have K's axes in K's order");
   key_at = axis_index (K->axes, key);
@@ -333,9 +389,10 @@ attention_layout (NapkinPlanner       *p,
       ax->group = g_ptr_array_index (q_only, i);
   ax->key = key;
   ax->d = d;
+  ax->dv = dv;
   if (orank != qr)
     return g_strdup ("O must have Q's axes");
-  for (guint i = 0; i < qr; i++)
+  for (guint i = 0; i + 1 < qr; i++)
     if (axis_index (O->axes, Q->axes[i]) < 0)
       return g_strdup_printf ("O lacks Q's axis %s", Q->axes[i]);
 
@@ -647,8 +704,9 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   int qk = -1, scale = -1, sm = -1, pv = -1, mask = -1, contracts = 0;
   guint n_consumers;
   const guint *consumers;
-  const NapkinNode *qn, *kn, *vn;
   const NapkinTensor *Q, *K, *V, *O;
+  NapkinTensor tq, tk, tv, to;
+  const char *nq[NAPKIN_MAX_RANK + 1], *nk[NAPKIN_MAX_RANK + 1], *nv[NAPKIN_MAX_RANK + 1], *no[NAPKIN_MAX_RANK + 1];
   gboolean has_dtype = p->options && p->options->has_dtype;
   g_autofree char *hopper = NULL;
   g_autofree char *layout = NULL;
@@ -706,20 +764,23 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
       || napkin_diagram_node (p->d, pv)->kind != NAPKIN_OP_CONTRACT || !_napkin_plan_member (p, k, qk)
       || !_napkin_plan_member (p, k, pv) || napkin_diagram_input_source (p->d, pv, 0) != sm)
     return FALSE;
-  qn = napkin_diagram_node (p->d, napkin_diagram_input_source (p->d, qk, 0));
-  kn = napkin_diagram_node (p->d, napkin_diagram_input_source (p->d, qk, 1));
-  vn = napkin_diagram_node (p->d, napkin_diagram_input_source (p->d, pv, 1));
+  /* Q, K and V are read from device memory (inputs, or values an earlier kernel
+   * stored), O is stored there (an output, or a value later kernels read) */
   consumers = napkin_diagram_consumers (p->d, pv, &n_consumers);
-  if (qn->kind != NAPKIN_OP_INPUT || kn->kind != NAPKIN_OP_INPUT || vn->kind != NAPKIN_OP_INPUT || n_consumers != 1
-      || napkin_diagram_node (p->d, consumers[0])->kind != NAPKIN_OP_OUTPUT)
+  for (guint i = 0; i < n_consumers; i++)
+    if (_napkin_plan_member (p, k, consumers[i]))
+      return FALSE;
+  if (n_consumers == 0 || !value_tensor (p, napkin_diagram_input_source (p->d, qk, 0), &tq, nq)
+      || !value_tensor (p, napkin_diagram_input_source (p->d, qk, 1), &tk, nk)
+      || !value_tensor (p, napkin_diagram_input_source (p->d, pv, 1), &tv, nv) || !value_tensor (p, pv, &to, no))
     {
-      *why = g_strdup ("attention: Q, K and V must be inputs and the output one tensor");
+      *why = g_strdup ("attention: Q, K, V and the output need known types");
       return FALSE;
     }
-  Q = tensor_of (p, napkin_diagram_input_source (p->d, qk, 0));
-  K = tensor_of (p, napkin_diagram_input_source (p->d, qk, 1));
-  V = tensor_of (p, napkin_diagram_input_source (p->d, pv, 1));
-  O = tensor_of (p, consumers[0]);
+  Q = &tq;
+  K = &tk;
+  V = &tv;
+  O = &to;
 
   memset (a, 0, sizeof *a);
   a->partials = a->v_t = -1;
@@ -798,10 +859,13 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   if (mk == NAPKIN_MARK_WHOLE)
     a->BQ = a->NQ;
   if (mk == NAPKIN_MARK_STREAM || napkin_region_mark (region, ax.key, &a->BKV) != NAPKIN_MARK_STREAM
-      || napkin_region_mark (region, ax.d, NULL) != NAPKIN_MARK_WHOLE)
+      || napkin_region_mark (region, ax.d, NULL) != NAPKIN_MARK_WHOLE
+      || napkin_region_mark (region, ax.dv, NULL) != NAPKIN_MARK_WHOLE)
     {
+      g_autofree char *heads = g_str_equal (ax.d, ax.dv) ? g_strdup (ax.d) : g_strdup_printf ("%s and %s", ax.d, ax.dv);
+
       *why = g_strdup_printf ("attention: region “%s” must group %s, stream %s and keep %s whole", region->name,
-                              ax.query, ax.key, ax.d);
+                              ax.query, ax.key, heads);
       memset (&k->u, 0, sizeof k->u);
       return FALSE;
     }

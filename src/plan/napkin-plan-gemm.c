@@ -678,9 +678,21 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
     if (cm < 0 || cn < 0 || run_of (&x_l, &m) < 0 || run_of (&x_l, &kk) < 0 || run_of (&y_l, &n) < 0
         || run_of (&y_l, &kk) < 0)
       {
+        /* name the value and the group it splits: storing that value in another axis
+         * order (the producer's `out`) makes the product a plain GEMM */
+        const char *where = cm < 0 || cn < 0 ? "its result"
+                            : run_of (&x_l, &m) < 0 || run_of (&x_l, &kk) < 0 ? "its first operand"
+                            : "its second operand";
+        const AxisList *split = cm < 0 ? &m : cn < 0 ? &n : run_of (&x_l, &m) < 0 ? &m : run_of (&x_l, &kk) < 0 ? &kk
+                                : run_of (&y_l, &n) < 0 ? &n : &kk;
+        g_autoptr(GString) names = g_string_new (NULL);
+
+        for (guint i = 0; i < split->n; i++)
+          g_string_append_printf (names, "%s%s", i ? "·" : "", napkin_diagram_axis (p->d, split->axes[i])->name);
         g_array_unref (epilogue);
         *why = g_strdup_printf ("the row, column and contracted axes of “%s” must each be one contiguous run in "
-                                "its operands and result", napkin_diagram_node (p->d, contract)->id);
+                                "its operands and result: %s splits %s", napkin_diagram_node (p->d, contract)->id,
+                                where, names->str);
         return FALSE;
       }
     for (guint i = 0; i < batch.n; i++)

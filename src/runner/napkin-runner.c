@@ -329,12 +329,29 @@ static const char fill_source[] =
   "}\n";
 
 /* Where each input tensor's draws start: tensors[t] = the generator's state before its
- * first element, integers[t] = whether it is drawn as small integers. */
+ * first element, integers[t] = whether it is drawn as small integers; rotate_half[t]:
+ * the tensor is the constant an imported rotary embedding multiplies by (its
+ * "constant": "rotate_half", docs/import.md), n × n, not drawn. */
 typedef struct
 {
   guint64  *first;
   gboolean *integers;
+  gint64   *rotate_half;   /* n, or 0 */
 } Inputs;
+
+/* R with x · R = cat (−x[n/2:], x[:n/2]), as the PyTorch printer's _rotate_half_matrix. */
+static float *
+rotate_half_matrix (gint64 n)
+{
+  float *r = g_new0 (float, n * n);
+
+  for (gint64 i = 0; i < n / 2; i++)
+    {
+      r[(i + n / 2) * n + i] = -1.0f;
+      r[i * n + i + n / 2] = 1.0f;
+    }
+  return r;
+}
 
 /* ---- one module on the device ----------------------------------------------------------- */
 
@@ -417,6 +434,8 @@ device_load (Device       *dev,
           json_object_object_add (o, "workspace_bytes", json_object_new_int64 (ck->workspace_bytes));
           if (ck->note)
             json_object_object_add (o, "note", json_object_new_string (ck->note));
+          if (ck->owner)
+            json_object_object_add (o, "owner", json_object_new_string (ck->owner));
           json_object_array_add (kernels, o);
         }
     }
@@ -543,6 +562,20 @@ device_alloc (Device        *dev,
               if (!check (cu.MemcpyHtoD (p, bytes_host, elems * napkin_dtype_bytes (b->dtype)), "copying inputs", message))
                 return FALSE;
             }
+          else if (is_input && inputs->rotate_half != NULL
+                   && inputs->rotate_half[napkin_ir_buffer (dev->mod->program,
+                                                            g_array_index (dev->mod->args, int, s))->tensor] > 0)
+            {
+              const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
+              gint64 n = inputs->rotate_half[b->tensor];
+              g_autofree float *r = rotate_half_matrix (n);
+              g_autofree void *bytes_host = g_malloc (MAX (bytes, n * n * 4));
+
+              to_device (b->dtype, r, bytes_host, n * n);
+              if (!check (cu.MemcpyHtoD (p, bytes_host, n * n * napkin_dtype_bytes (b->dtype)), "copying a constant",
+                          message))
+                return FALSE;
+            }
           else if (is_input)
             {
               if (!device_fill (p, napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s)), inputs,
@@ -571,7 +604,8 @@ check_inputs (Device        *dev,
       g_autofree float *want = NULL;
       g_autofree guint8 *want_bytes = NULL, *got = NULL;
 
-      if (b->role != NAPKIN_BUF_INPUT || n == 0)
+      if (b->role != NAPKIN_BUF_INPUT || n == 0
+          || (inputs->rotate_half != NULL && inputs->rotate_half[b->tensor] > 0))
         continue;
       want = g_new (float, m);
       want_bytes = g_malloc (m * size);
@@ -843,6 +877,53 @@ time_launches (Device      *dev,
   json_object_object_add (out, "warmup", json_object_new_int ((int) warm));
   if (r < repeats)
     json_object_object_add (out, "asked", json_object_new_int ((int) repeats));
+  return TRUE;
+}
+
+/* A module of several kernels: each kernel's own time, an event between consecutive
+ * kernels of one launch of the whole module (the kernels still run in order on their
+ * shared buffers), the median over the repeats into kernels[k].time_ms. */
+static gboolean
+time_each_kernel (Device      *dev,
+                  guint        repeats,
+                  json_object *kernels,
+                  char       **message)
+{
+  guint n = dev->mod->kernels->len, r;
+  g_autofree CUevent *ev = g_new0 (CUevent, n + 1);
+  g_autofree double *times = g_new0 (double, (gsize) n * (repeats + 1));
+  gint64 start = g_get_monotonic_time ();
+  gboolean ok = TRUE;
+
+  for (guint k = 0; k <= n; k++)
+    if (!check (cu.EventCreate (&ev[k], 0), "creating an event", message))
+      return FALSE;
+  for (r = 0; ok && r < repeats && (r < MIN (repeats, MIN_REPEATS) || elapsed_ms (start) < time_budget_ms); r++)
+    {
+      ok = check (cu.EventRecord (ev[0], NULL), "recording an event", message);
+      for (guint k = 0; ok && k < n; k++)
+        ok = check (device_launch_kernel (dev, k, r + 1, NULL), "launch", message)
+             && check (cu.EventRecord (ev[k + 1], NULL), "recording an event", message);
+      ok = ok && check (cu.EventSynchronize (ev[n]), "running the kernels", message);
+      for (guint k = 0; ok && k < n; k++)
+        {
+          float ms = 0;
+
+          ok = check (cu.EventElapsedTime (&ms, ev[k], ev[k + 1]), "reading the event timer", message);
+          times[(gsize) k * (repeats + 1) + r] = ms;
+        }
+    }
+  for (guint k = 0; k <= n; k++)
+    cu.EventDestroy (ev[k]);
+  if (!ok)
+    return FALSE;
+  for (guint k = 0; k < n && k < json_object_array_length (kernels); k++)
+    {
+      double *t = times + (gsize) k * (repeats + 1);
+
+      qsort (t, r, sizeof (double), compare_doubles);
+      json_object_object_add (json_object_array_get_idx (kernels, k), "time_ms", json_object_new_double (t[r / 2]));
+    }
   return TRUE;
 }
 
@@ -2486,7 +2567,7 @@ main (int    argc,
   gint64 io_bytes = 0, input_bytes = 0;
   double worst = 0, bound = 0;
   guint n_tensors;
-  Inputs in = { NULL, NULL };
+  Inputs in = { NULL, NULL, NULL };
   guint64 draws = 0;
   g_autoptr(GBytes) fill_bin = NULL;
   CUmodule fill_module;
@@ -2704,6 +2785,29 @@ main (int    argc,
   n_tensors = napkin_diagram_n_tensors (d);
   in.first = g_new0 (guint64, n_tensors + 1);
   in.integers = g_new0 (gboolean, n_tensors + 1);
+  in.rotate_half = g_new0 (gint64, n_tensors + 1);
+  for (guint t = 0; t < n_tensors; t++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
+      json_object *c = NULL;
+
+      if (tensor->extra != NULL && json_object_object_get_ex (tensor->extra, "constant", &c)
+          && g_strcmp0 (json_object_get_string (c), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2)
+        {
+          gint64 n0 = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, tensor->axes[0]));
+          gint64 n1 = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, tensor->axes[1]));
+
+          if (n0 != n1 || n0 % 2 != 0)
+            {
+              g_autofree char *msg = g_strdup_printf ("tensor “%s”: a rotate_half constant is n × n with n even, "
+                                                      "not %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT,
+                                                      tensor->name, n0, n1);
+
+              return finish (root, "failed", msg, EXIT_FAILED);
+            }
+          in.rotate_half[t] = n0;
+        }
+    }
   {
     g_autofree gboolean *drawn = g_new0 (gboolean, n_tensors + 1);
 
@@ -2819,6 +2923,8 @@ main (int    argc,
       return finish (root, "fault", message, EXIT_FAULT);
     }
   json_object_object_add (root, "time_ms", time_obj);
+  if (kern->kernels->len > 1 && !time_each_kernel (&kd, repeats, kernels, &message))
+    return finish (root, "fault", message, EXIT_FAULT);
   phase_end ("timing");
   {
     double ms = json_object_get_double (json_object_object_get (time_obj, "median"));
@@ -2876,6 +2982,7 @@ main (int    argc,
   if (!device_free (&kd, &message) || (ref != NULL && !device_free (&rd, &message)))
     return finish (root, "fault", message, EXIT_FAULT);
   g_free (in.first);
+  g_free (in.rotate_half);
   g_free (in.integers);
   phase_end ("free");
   progress (1.0, "Done");

@@ -1363,7 +1363,8 @@ test_derive_blocks (void)
 {
   struct { const char *file; guint kernels; double unfused_ms, derived_ms; const char *fused[3]; } cases[] = {
     { "swiglu-block.napkin", 4, 3.7025, 3.2358, { "norm,scale", "gate,act,glu", "down,res" } },
-    { "llama-block.napkin", 25, 128.3113, 127.7173, { "rms_norm,rms_norm_weight", "linear_4,silu,mul_4", "linear_6,add_3" } },
+    { "llama-block.napkin", 20, 75.4460, 7.7961, { "scores,scale,causal,probs,scaled_dot_product_attention",
+                                                    "linear_3,add_2", "linear_4,silu,mul_4" } },
   };
 
   for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
@@ -1402,6 +1403,42 @@ test_derive_blocks (void)
           g_assert_true (found);
         }
     }
+  {
+    /* the Llama block: one flash attention kernel (GQA 8 × 4, V's head axis dv), and the
+     * output projection over h·g·dv priced as a 8192×4096×4096 GEMM, as the Q projection */
+    g_autoptr(NapkinDiagram) d = derive_data ("llama-block.napkin");
+    g_autoptr(NapkinDerivation) r = derive (d);
+    guint attention = 0;
+    double wq = 0, wo = 0;
+
+    for (guint i = 0; i < r->kernels->len; i++)
+      {
+        NapkinDeriveKernel *k = g_ptr_array_index (r->kernels, i);
+
+        attention += g_str_equal (k->kind, "attention");
+        if (g_str_equal (k->nodes[0], "linear"))
+          wq = k->predicted_s;
+        if (g_str_equal (k->nodes[0], "linear_3"))
+          wo = k->predicted_s;
+        if (g_str_equal (k->kind, "attention"))
+          g_assert_cmpfloat (k->predicted_s, <, 0.5e-3);
+      }
+    g_assert_cmpuint (attention, ==, 1);
+    g_assert_cmpfloat (wo, >, 0.15e-3);
+    g_assert_cmpfloat (wo, <, 1.25 * wq);
+    {
+      g_autoptr(NapkinAnalysis) a = analyze (r->derived, "h100", FALSE);
+      guint flash = 0;
+
+      for (guint i = 0; i < a->plan->kernels->len; i++)
+        {
+          const NapkinPlanKernel *k = g_ptr_array_index (a->plan->kernels, i);
+
+          flash += k->kind == NAPKIN_PLAN_ATTENTION && k->path == NAPKIN_PATH_WGMMA && k->u.att.group == 4;
+        }
+      g_assert_cmpuint (flash, ==, 1);
+    }
+  }
   {
     /* a diagram with regions is refused */
     g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");

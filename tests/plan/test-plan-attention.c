@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "napkin-file.h"
+#include "napkin-json-private.h"
 #include "napkin-model.h"
 #include "napkin-plan.h"
 #include "napkin-test-attention.h"
@@ -363,6 +364,80 @@ test_refusals (void)
     }
 }
 
+/* Replaces the last axis of V, O and P·V's result by a head axis `dv` of `size`, and
+ * adds `dv` whole to the region (as the importer names V's head axis). */
+static NapkinDiagram *
+with_dv (const NapkinTestAttention *c,
+         gint64                     size)
+{
+  g_autofree char *json = napkin_test_attention_json (c);
+  g_autoptr(json_object) root = json_tokener_parse (json);
+  json_object *axes = json_object_object_get (root, "axes"), *tensors = json_object_object_get (root, "tensors");
+  json_object *nodes = json_object_object_get (root, "nodes"), *axis = json_object_new_object ();
+  json_object *region = json_object_array_get_idx (json_object_object_get (root, "regions"), 0);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d;
+
+  json_object_object_add (axis, "name", json_object_new_string ("dv"));
+  json_object_object_add (axis, "size", json_object_new_int64 (size));
+  json_object_array_add (axes, axis);
+  for (size_t i = 0; i < json_object_array_length (tensors); i++)
+    {
+      json_object *t = json_object_array_get_idx (tensors, i);
+      const char *name = json_object_get_string (json_object_object_get (t, "name"));
+      json_object *ta = json_object_object_get (t, "axes");
+
+      if (g_str_equal (name, "V") || g_str_equal (name, "O"))
+        json_object_array_put_idx (ta, json_object_array_length (ta) - 1, json_object_new_string ("dv"));
+    }
+  for (size_t i = 0; i < json_object_array_length (nodes); i++)
+    {
+      json_object *n = json_object_array_get_idx (nodes, i), *out;
+
+      if (g_str_equal (json_object_get_string (json_object_object_get (n, "id")), "pv"))
+        {
+          out = json_object_object_get (n, "out");
+          json_object_array_put_idx (out, json_object_array_length (out) - 1, json_object_new_string ("dv"));
+        }
+    }
+  json_object_object_add (json_object_object_get (region, "marks"), "dv", json_object_new_string ("whole"));
+  d = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  return d;
+}
+
+/* V's and O's head axis may be named apart from Q's and K's (dv, as imported); the
+ * kernels hold one head size, so a dv of another size is refused, saying so. */
+static void
+test_head_axes (void)
+{
+  /* GQA 32/8 as the importer writes it: Q [b,h,g,q,d], K and V [b,h,k,·] */
+  NapkinTestAttention c = { 2, 32, 8, 2048, 2048, 128, "bf16", NULL, NULL, 128, 128, 2 };
+  g_autoptr(NapkinDiagram) same = diagram (&c);
+  g_autoptr(NapkinDiagram) dv = with_dv (&c, 128);
+  g_autoptr(NapkinDiagram) other = with_dv (&c, 64);
+  g_autoptr(NapkinPlan) ps = plan (same, "h100");
+  g_autoptr(NapkinPlan) pd = plan (dv, "h100");
+  g_autoptr(NapkinPlan) po = plan (other, "h100");
+  const NapkinPlanKernel *ks = napkin_plan_kernel_for (ps, 0, -1), *kd = napkin_plan_kernel_for (pd, 0, -1);
+  const NapkinPlanKernel *ko = napkin_plan_kernel_for (po, 0, -1);
+
+  g_assert_cmpint (kd->kind, ==, NAPKIN_PLAN_ATTENTION);
+  g_assert_cmpint (kd->path, ==, NAPKIN_PATH_WGMMA);
+  g_assert_cmpint (kd->u.att.group, ==, 4);
+  g_assert_cmpint (kd->u.att.D, ==, 128);
+  /* the same kernel as with d everywhere: strides, tiles, grid */
+  g_assert_cmpint (kd->u.att.o_row, ==, ks->u.att.o_row);
+  g_assert_cmpint (kd->u.att.o_group, ==, ks->u.att.o_group);
+  g_assert_cmpint (kd->grid, ==, ks->grid);
+  g_assert_cmpint (kd->smem_bytes, ==, ks->smem_bytes);
+  assert_model_agrees (dv, kd, "h100");
+  g_assert_cmpint (ko->kind, !=, NAPKIN_PLAN_ATTENTION);
+  g_assert_nonnull (ko->reason);
+  g_test_message ("dv 64: %s", ko->reason);
+  g_assert_nonnull (strstr (ko->reason, "V's head size (dv = 64) differs from Q's and K's (d = 128)"));
+}
+
 /* The JSON `plan --format json` prints for an attention kernel. */
 static void
 test_json (void)
@@ -491,5 +566,6 @@ main (int    argc,
   g_test_add_func ("/plan/attention/mask-refusals", test_mask_refusals);
   g_test_add_func ("/plan/attention/refusals", test_refusals);
   g_test_add_func ("/plan/attention/json", test_json);
+  g_test_add_func ("/plan/attention/head-axes", test_head_axes);
   return g_test_run ();
 }

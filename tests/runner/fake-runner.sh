@@ -13,6 +13,12 @@ case "$FAKE_MODE" in
     echo "progress 1.00 Done" >&2
     cat "$(dirname "$0")/h200-matmul-tiled.json"
     ;;
+  block)
+    # The shape of a multi-kernel result: each module kernel timed alone and labelled
+    # with the model kernel it belongs to (numbers invented).
+    echo "progress 1.00 Done" >&2
+    cat "$(dirname "$0")/fake-block.json"
+    ;;
   gpus)
     # The shape of napkin-runner --gpus 2's result (docs/multi-gpu.md), numbers invented.
     echo "progress 1.00 Done" >&2

@@ -493,6 +493,62 @@ test_cli_run_recorded (void)
   g_unsetenv ("NAPKIN_RUNNER");
 }
 
+/* napkin-cli run on a derived block of several kernels: each model kernel's predicted
+ * time beside the measured time of its module kernels (runner's kernels[].owner and
+ * time_ms), and the totals, in text and JSON. */
+static void
+test_cli_run_kernels (void)
+{
+  g_autofree char *src = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "data", "derive",
+                                           "swiglu-block.napkin", NULL);
+  g_autofree char *dir = g_dir_make_tmp ("napkin-run-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename (dir, "block.napkin", NULL);
+  g_autofree char *text = NULL;
+  char *out = NULL, *err = NULL;
+
+  g_assert_true (g_file_get_contents (src, &text, NULL, NULL));
+  g_assert_true (g_file_set_contents (file, text, -1, NULL));
+  g_assert_cmpint (cli ((const char *[]) { "tune", file, "--derive", "--apply", NULL }, &out, &err), ==, 0);
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_setenv ("NAPKIN_RUNNER", FAKE_RUNNER, TRUE);
+  g_setenv ("FAKE_MODE", "block", TRUE);
+  g_assert_cmpint (cli ((const char *[]) { "run", file, NULL }, &out, &err), ==, 0);
+  g_test_message ("%s", out);
+  g_assert_nonnull (strstr (out, "per kernel  kernel"));
+  /* the model's 4 kernels (derived: 44.1 µs, 1.07 ms, 1.07 ms, 1.05 ms) beside the
+   * runner's; total predicted 3.2358 ms, measured 0.0512 + 1.2101 + 1.1502 + 1.1803 */
+  g_assert_nonnull (strstr (out, "gate                         gemm       wgmma       1.0731 ms   1.2101 ms   1.13×"));
+  g_assert_nonnull (strstr (out, "norm                         rows"));
+  g_assert_nonnull (strstr (out, "0.0512 ms"));
+  g_assert_nonnull (strstr (out, "total (kernels one by one)                          3.2358 ms   3.5918 ms   1.11×"));
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+
+  g_assert_cmpint (cli ((const char *[]) { "run", file, "--format", "json", NULL }, &out, &err), ==, 0);
+  {
+    g_autoptr(json_object) r = json_tokener_parse (out);
+    json_object *p = json_object_object_get (r, "prediction");
+    json_object *ks = json_object_object_get (p, "kernels");
+    json_object *down = json_object_array_get_idx (ks, 3);
+
+    g_assert_cmpuint (json_object_array_length (ks), ==, 4);
+    g_assert_cmpstr (json_object_get_string (json_object_object_get (down, "name")), ==, "down");
+    g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (down, "measured_ms")), 1.1803, 1e-9);
+    g_assert_cmpfloat (json_object_get_double (json_object_object_get (down, "predicted_ms")), >, 0.9);
+    g_assert_cmpfloat (json_object_get_double (json_object_object_get (down, "predicted_ms")), <, 1.2);
+    g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "kernels_measured_ms")), 3.5918,
+                                    1e-9);
+    g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "kernels_predicted_ms")), 3.2358,
+                                    1e-3);
+  }
+  g_clear_pointer (&out, g_free);
+  g_clear_pointer (&err, g_free);
+  g_unsetenv ("NAPKIN_RUNNER");
+  g_remove (file);
+  g_rmdir (dir);
+}
+
 /* napkin-cli run --gpus 2: the runner is asked for 2 GPUs, its per-kernel and
  * per-collective report is printed beside the model's shard analysis. */
 static void
@@ -645,6 +701,7 @@ main (int    argc,
   g_test_add_func ("/runner/cli/no-gpu", test_cli_no_gpu);
   g_test_add_func ("/runner/cli/codegen", test_cli_codegen);
   g_test_add_func ("/runner/cli/run-recorded", test_cli_run_recorded);
+  g_test_add_func ("/runner/cli/run-kernels", test_cli_run_kernels);
   g_test_add_func ("/runner/cli/run-gpus", test_cli_run_gpus);
   g_test_add_func ("/runner/cli/gpus-no-gpu", test_cli_gpus_no_gpu);
   g_test_add_func ("/runner/real/dry-run", test_runner_dry_run);
