@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <string.h>
 
 #include "napkin-describe.h"
@@ -717,7 +719,7 @@ napkin_shard_plan_build (NapkinDiagram *diagram,
           if (c->seconds < 0)
             {
               g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
-                           "Architecture “%s” has no interconnect figures for %u GPUs (its file's \"interconnect\")",
+                           _("Architecture “%s” has no interconnect figures for %u GPUs (its file's \"interconnect\")"),
                            arch->id, gpus);
               return NULL;
             }
