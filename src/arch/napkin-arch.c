@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -488,7 +490,7 @@ arch_from_json (json_object *root,
       for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
         if (arch->tensor_per_sm_clock[c] > 0)
           tp->classes |= 1u << c;
-      tp->source = g_strdup ("assumed: the profile lists no tensor_paths");
+      tp->source = g_strdup (_("assumed: the profile lists no tensor_paths"));
     }
   if (!(energy = get_object (root, "", "energy_pj_per_flop", error)))
     return NULL;
@@ -518,7 +520,7 @@ napkin_arch_load_from_data (const char *data,
   jerr = json_tokener_get_error (tok);
   if (root == NULL || jerr != json_tokener_success)
     {
-      g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_PARSE, "not JSON: %s",
+      g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_PARSE, _("not JSON: %s"),
                    json_tokener_error_desc (jerr == json_tokener_success ? json_tokener_continue : jerr));
       return NULL;
     }
@@ -765,7 +767,7 @@ napkin_arch_registry_lookup (NapkinArchRegistry *self,
       g_string_append_printf (known, "%s%s", i ? ", " : "", arch->id);
     }
   g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_NOT_FOUND,
-               "unknown architecture “%s” (known: %s)", id, known->len ? known->str : "none found");
+               _("unknown architecture “%s” (known: %s)"), id, known->len ? known->str : "none found");
   return NULL;
 }
 
@@ -848,7 +850,7 @@ check_figure (double      value,
 {
   if (isfinite (value) && value >= min)
     return TRUE;
-  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, "%s: %g is not a valid figure (at least %g)",
+  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, _("%s: %g is not a valid figure (at least %g)"),
                path, value, min);
   return FALSE;
 }

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -130,8 +132,8 @@ where (G     *g,
   if (v->line > 0 && v->code != NULL)
     return g_strdup_printf ("line %u (%s: %s)", v->line, v->file ? v->file : "forward", v->code);
   if (v->line > 0)
-    return g_strdup_printf ("line %u of %s", v->line, v->file ? v->file : "forward");
-  return g_strdup_printf ("graph node “%s”", v->name);
+    return g_strdup_printf (_("line %u of %s"), v->line, v->file ? v->file : "forward");
+  return g_strdup_printf (_("graph node “%s”"), v->name);
 }
 
 static void G_GNUC_PRINTF (3, 4)
@@ -2101,7 +2103,7 @@ napkin_import_graph (const char  *json_text,
 
   if (!napkin_json_check (json_text, length, &root_start, &root_end, &local))
     {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%sthe graph is not valid JSON: %s",
+      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is not valid JSON: %s"),
                    source ? source : "", source ? ": " : "", local->message);
       return NULL;
     }
@@ -2110,7 +2112,7 @@ napkin_import_graph (const char  *json_text,
   json_tokener_free (tok);
   if (root == NULL)
     {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%sthe graph is not valid JSON",
+      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is not valid JSON"),
                    source ? source : "", source ? ": " : "");
       return NULL;
     }
@@ -2118,7 +2120,7 @@ napkin_import_graph (const char  *json_text,
   if (g_strcmp0 (format, "napkin-graph") != 0)
     {
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
-                   "%s%sformat: expected “napkin-graph” (the output of napkin_export.py)%s",
+                   _("%s%sformat: expected “napkin-graph” (the output of napkin_export.py)%s"),
                    source ? source : "", source ? ": " : "",
                    g_strcmp0 (format, "napkin") == 0 ? "; this is a diagram already: open it" : "");
       json_object_put (root);
@@ -2128,7 +2130,7 @@ napkin_import_graph (const char  *json_text,
       || json_object_get_int64 (member (root, "version")) != 1)
     {
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
-                   "%s%sversion: this Napkin reads graph version 1", source ? source : "", source ? ": " : "");
+                   _("%s%sversion: this Napkin reads graph version 1"), source ? source : "", source ? ": " : "");
       json_object_put (root);
       return NULL;
     }
@@ -2141,7 +2143,7 @@ napkin_import_graph (const char  *json_text,
   if (!g.failed && g.n_unsupported > 0)
     {
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_UNSUPPORTED,
-                   "%s%s%u operation%s outside the covered set (docs/import.md): %s", source ? source : "",
+                   _("%s%s%u operation%s outside the covered set (docs/import.md): %s"), source ? source : "",
                    source ? ": " : "", g.n_unsupported, g.n_unsupported == 1 ? "" : "s", unsup->str);
       g.failed = TRUE;
     }
@@ -2160,7 +2162,7 @@ napkin_import_graph (const char  *json_text,
       g_autofree char *desc = NULL;
 
       napkin_diagram_set_title (d, module ? module : "Imported graph");
-      desc = g_strdup_printf ("Imported from the PyTorch graph of %s%s%s (docs/import.md)%s.",
+      desc = g_strdup_printf (_("Imported from the PyTorch graph of %s%s%s (docs/import.md)%s."),
                               module ? module : "a module", member_string (root, "source") ? " in " : "",
                               member_string (root, "source") ?: "",
                               g.n_checks > 0 ? "; the graph's shape assertions are left out" : "");
@@ -2178,7 +2180,7 @@ napkin_import_graph (const char  *json_text,
         NapkinProblem *pr = problems->pdata[0];
 
         g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_INVALID,
-                     "%s%sthe imported diagram is not valid (a bug of the importer): %s", source ? source : "",
+                     _("%s%sthe imported diagram is not valid (a bug of the importer): %s"), source ? source : "",
                      source ? ": " : "", pr->message);
         return NULL;
       }
