@@ -917,7 +917,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
                   goto refuse;
                 }
               wgmma = FALSE;
-              adjust (k, "wgmma not used: %s; mma.sync instead", no_wgmma);
+              adjust (k, _("wgmma not used: %s; mma.sync instead"), no_wgmma);
             }
         }
       if (!wgmma)
