@@ -487,11 +487,11 @@ best_path_note (NapkinPlanner    *p,
   k->best_path = napkin_tensor_path_to_string (best);
   k->best_note = g_strdup_printf (_("%s is %s's best tensor-core path for these products; this kernel is "
                                   "generated on %s%s"), k->best_path, p->arch->id,
-                                  generated ? generated : "the generic lowering",
+                                  generated ? generated : _("the generic lowering"),
                                   p->arch->tensor_paths[best].generated
                                   ? "" : (best == NAPKIN_TENSOR_PATH_TCGEN05
-                                          ? " (tcgen05 is not generated until it is verified on a B200)"
-                                          : " (not generated until it is verified on this GPU)"));
+                                          ? _(" (tcgen05 is not generated until it is verified on a B200)")
+                                          : _(" (not generated until it is verified on this GPU)")));
 }
 
 const NapkinPlanKernel *
