@@ -1550,7 +1550,7 @@ finish_kernel (Model            *m,
   if (!k->best_generated && m->a->best_note == NULL)
     m->a->best_note = g_strdup_printf (_("kernel “%s”: %s is %s's best tensor-core path; Napkin generates %s%s%s here%s"),
                                        k->name, k->best_path, m->arch->id,
-                                       k->tensor_path ? k->tensor_path : "the generic lowering",
+                                       k->tensor_path ? k->tensor_path : _("the generic lowering"),
                                        k->tensor_path == NULL && k->reason ? " — " : "",
                                        k->tensor_path == NULL && k->reason ? k->reason : "",
                                        m->arch->tensor_paths[g_str_equal (k->best_path, "tcgen05")
@@ -1558,7 +1558,7 @@ finish_kernel (Model            *m,
                                                              : g_str_equal (k->best_path, "wgmma")
                                                                ? NAPKIN_TENSOR_PATH_WGMMA
                                                                : NAPKIN_TENSOR_PATH_MMA_SYNC].generated
-                                       ? "" : " (Napkin does not generate it until it is verified on such a GPU)");
+                                       ? "" : _(" (Napkin does not generate it until it is verified on such a GPU)"));
   m->a->best_time_s += k->best_s;
   if (k->best_s > m->best_kernel_s)
     {
