@@ -448,7 +448,7 @@ show_summary (NapkinAnalysisPane *self,
   g_autofree char *fl = napkin_format_int (a->flops_total);
   g_autofree char *v = NULL;
 
-  v = g_strdup_printf ("%s (%s)", t, napkin_resource_to_string (a->bound));
+  v = g_strdup_printf ("%s (%s)", t, napkin_resource_to_label (a->bound));
   set_row (self, self->summary_box, "time.predicted", _("Predicted time"), v, TIP (TIP_TOTAL, 0, 0),
            NAPKIN_ITEM_NODE, NULL);
   set_value (self, "time.predicted.value", t, TIP (TIP_TOTAL, 0, 0));
@@ -472,7 +472,7 @@ show_summary (NapkinAnalysisPane *self,
   g_free (v);
   v = g_strdup_printf ("%s FLOP", fl);
   set_row (self, self->summary_box, "flops", _("Work"), v, NO_TIP, NAPKIN_ITEM_NODE, NULL);
-  set_value (self, "bound", napkin_resource_to_string (a->bound), NO_TIP);
+  set_value (self, "bound", napkin_resource_to_label (a->bound), NO_TIP);
 }
 
 static void
@@ -656,7 +656,7 @@ show_regions (NapkinAnalysisPane *self,
           v = g_strdup_printf (_("%s held in L2 at once"), per_sm);
         else
           v = g_strdup_printf (_("%s per SM, %s warps/SM (%s)"), per_sm, warps_sm,
-                               c->binding_limit ? c->binding_limit : "—");
+                               c->binding_limit ? _(c->binding_limit) : "—");
       }
       set_row (self, self->regions_box, k, _("Occupancy"), v, TIP (TIP_REGION_OCCUPANCY, r, 0),
                NAPKIN_ITEM_REGION, name);

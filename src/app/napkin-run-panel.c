@@ -97,6 +97,16 @@ get_string (json_object *obj,
   return v && json_object_is_type (v, json_type_string) ? json_object_get_string (v) : NULL;
 }
 
+/* The runner's message in the user's language where the catalogue has it (the runner
+ * writes English; docs/cli.md, "Language"). */
+static const char *
+runner_message (json_object *result)
+{
+  const char *message = get_string (result, "message");
+
+  return message != NULL && *message != '\0' ? _(message) : message;
+}
+
 static gboolean
 run_succeeded (json_object *run)
 {
@@ -176,7 +186,7 @@ fill_table (NapkinRunPanel *self)
   pred = get_double (r, "prediction.time_ms");
   add_row (self, row++, _("Quantity"), g_strdup (_("Predicted")), g_strdup (_("Measured")));
   add_row (self, row++, _("Status"), NULL,
-           get_string (r, "message") ? g_strdup_printf ("%s: %s", get_string (r, "status"), get_string (r, "message"))
+           get_string (r, "message") ? g_strdup_printf ("%s: %s", get_string (r, "status"), runner_message (r))
                                      : g_strdup (get_string (r, "status")));
   add_row (self, row++, _("GPU"), g_strdup (get_string (r, "prediction.arch")),
            get_string (r, "gpu.name") ? g_strdup_printf (_("%s (%s, driver %s)"), get_string (r, "gpu.name"),
@@ -410,7 +420,7 @@ static char *
 describe_end (json_object *result)
 {
   const char *status = get_string (result, "status");
-  const char *message = get_string (result, "message");
+  const char *message = runner_message (result);
   double ms = get_double (result, "time_ms.median");
 
   if (g_strcmp0 (status, "ok") == 0)
@@ -483,7 +493,7 @@ run_done (GObject      *object,
   {
     g_autofree char *end = describe_end (result);
 
-    set_status_full (self, end, get_string (result, "message"));
+    set_status_full (self, end, runner_message (result));
     if (!run_succeeded (result))
       g_signal_emit (self, signals[MESSAGE], 0, end);
   }

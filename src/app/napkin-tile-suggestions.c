@@ -396,7 +396,7 @@ row_new (NapkinTileSuggestions     *self,
   g_autofree char *footprint = format_footprint (c);
   g_autofree char *speedup = format_speedup (self, c);
   g_autofree char *words = napkin_tile_suggestions_describe (c);
-  const char *cells[] = { rank, time, rate, napkin_resource_to_string (c->bound), footprint, speedup, "" };
+  const char *cells[] = { rank, time, rate, napkin_resource_to_label (c->bound), footprint, speedup, "" };
 
   G_STATIC_ASSERT (G_N_ELEMENTS (cells) == G_N_ELEMENTS (columns));
   G_STATIC_ASSERT (G_N_ELEMENTS (columns) == G_N_ELEMENTS (self->column_widths));
@@ -454,7 +454,7 @@ show_result (NapkinTileSuggestions *self,
       g_autofree char *time = napkin_format_si (r->current->predicted_time_s, "s");
 
       now = g_strdup_printf (_("The diagram’s own tiles: %s, %s-bound."), time,
-                             napkin_resource_to_string (r->current->bound));
+                             napkin_resource_to_label (r->current->bound));
     }
   else
     now = g_strdup_printf (_("The diagram’s own tiles do not fit on %s."), self->arch->id);

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -151,7 +153,7 @@ get_string (json_object *parent,
       return TRUE;
     }
   if (!json_object_is_type (obj, json_type_string) || json_object_get_string_len (obj) == 0)
-    return fail (error, key, "expected a non-empty string");
+    return fail (error, key, _("expected a non-empty string"));
   *out = g_strdup (json_object_get_string (obj));
   return TRUE;
 }
@@ -172,18 +174,18 @@ get_figure (NapkinArch  *arch,
   double v;
 
   if (!json_object_object_get_ex (parent, key, &obj))
-    return fail (error, path, "missing figure");
+    return fail (error, path, _("missing figure"));
   if (!json_object_is_type (obj, json_type_object))
-    return fail (error, path, "expected {\"value\": NUMBER, \"source\": TEXT}");
+    return fail (error, path, _("expected {\"value\": NUMBER, \"source\": TEXT}"));
   if (!json_object_object_get_ex (obj, "value", &value)
       || !(json_object_is_type (value, json_type_int) || json_object_is_type (value, json_type_double)))
-    return fail (error, path, "“value” must be a number");
+    return fail (error, path, _("“value” must be a number"));
   if (!json_object_object_get_ex (obj, "source", &source) || !json_object_is_type (source, json_type_string)
       || json_object_get_string_len (source) == 0)
-    return fail (error, path, "every figure needs a “source” (datasheet, whitepaper or measured)");
+    return fail (error, path, _("every figure needs a “source” (datasheet, whitepaper or measured)"));
   v = json_object_get_double (value);
   if (!isfinite (v) || v < min || v > max)
-    return fail (error, path, "value %g is outside [%g, %g]", v, min, max);
+    return fail (error, path, _("value %g is outside [%g, %g]"), v, min, max);
   *out = v;
   if (!g_hash_table_contains (arch->sources, path))
     g_ptr_array_add (arch->source_order, g_strdup (path));
@@ -287,12 +289,12 @@ tensor_path_from_json (NapkinTensorPath *tp,
   json_object *v;
 
   if (!json_object_is_type (obj, json_type_object))
-    return fail (error, path, "expected an object");
+    return fail (error, path, _("expected an object"));
   tp->present = TRUE;
   tp->cta_pair = 1;
   if (!json_object_object_get_ex (obj, "operands", &v) || !json_object_is_type (v, json_type_array)
       || json_object_array_length (v) == 0)
-    return fail (error, path, "“operands” must list the element types it multiplies");
+    return fail (error, path, _("“operands” must list the element types it multiplies"));
   for (size_t i = 0; i < json_object_array_length (v); i++)
     {
       const char *t = json_object_get_string (json_object_array_get_idx (v, i));
@@ -304,7 +306,7 @@ tensor_path_from_json (NapkinTensorPath *tp,
       if (!known && t && (strcmp (t, "fp6") == 0 || strcmp (t, "fp4") == 0))
         g_string_append_printf (others, "%s%s", others->len ? " " : "", t), known = TRUE;
       if (!known)
-        return fail (error, path, "operands[%zu]: unknown type “%s” (fp16, bf16, tf32, fp8, int8, fp6, fp4)",
+        return fail (error, path, _("operands[%zu]: unknown type “%s” (fp16, bf16, tf32, fp8, int8, fp6, fp4)"),
                      i, t ? t : "");
     }
   tp->other_operands = others->len ? g_strdup (others->str) : NULL;
@@ -314,10 +316,10 @@ tensor_path_from_json (NapkinTensorPath *tp,
       const char *t;
 
       if (!json_object_object_get_ex (obj, keys[k], &v) || !json_object_is_type (v, json_type_string))
-        return fail (error, path, "“%s” must be \"registers\", \"smem\" or \"tmem\"", keys[k]);
+        return fail (error, path, _("“%s” must be \"registers\", \"smem\" or \"tmem\""), keys[k]);
       t = json_object_get_string (v);
       if (strcmp (t, "registers") != 0 && strcmp (t, "smem") != 0 && strcmp (t, "tmem") != 0)
-        return fail (error, path, "%s: “%s” is not registers, smem or tmem", keys[k], t);
+        return fail (error, path, _("%s: “%s” is not registers, smem or tmem"), keys[k], t);
       if (k == 0) tp->a_smem = strcmp (t, "smem") == 0;
       if (k == 1) tp->b_smem = strcmp (t, "smem") == 0;
       if (k == 2) tp->accumulator_tmem = strcmp (t, "tmem") == 0;
@@ -325,20 +327,20 @@ tensor_path_from_json (NapkinTensorPath *tp,
   if (json_object_object_get_ex (obj, "rows", &v))
     tp->rows = json_object_get_int (v);
   if (tp->rows < 1 || tp->rows > 512)
-    return fail (error, path, "“rows” (rows of A one issuing unit covers) must be 1 … 512");
+    return fail (error, path, _("“rows” (rows of A one issuing unit covers) must be 1 … 512"));
   if (json_object_object_get_ex (obj, "cta_pair", &v))
     tp->cta_pair = json_object_get_boolean (v) ? 2 : 1;
   if (json_object_object_get_ex (obj, "tmem_bytes_per_sm", &v))
     tp->tmem_bytes_per_sm = json_object_get_double (v);
   if (tp->accumulator_tmem && !(tp->tmem_bytes_per_sm > 0))
-    return fail (error, path, "an accumulator in tensor memory needs “tmem_bytes_per_sm”");
+    return fail (error, path, _("an accumulator in tensor memory needs “tmem_bytes_per_sm”"));
   if (json_object_object_get_ex (obj, "tma", &v))
     tp->tma = json_object_get_boolean (v);
   if (json_object_object_get_ex (obj, "generated", &v))
     tp->generated = json_object_get_boolean (v);
   if (!json_object_object_get_ex (obj, "source", &v) || !json_object_is_type (v, json_type_string)
       || json_object_get_string_len (v) == 0)
-    return fail (error, path, "every path needs a “source”");
+    return fail (error, path, _("every path needs a “source”"));
   tp->source = g_strdup (json_object_get_string (v));
   return TRUE;
 }
@@ -488,7 +490,7 @@ arch_from_json (json_object *root,
       for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
         if (arch->tensor_per_sm_clock[c] > 0)
           tp->classes |= 1u << c;
-      tp->source = g_strdup ("assumed: the profile lists no tensor_paths");
+      tp->source = g_strdup (_("assumed: the profile lists no tensor_paths"));
     }
   if (!(energy = get_object (root, "", "energy_pj_per_flop", error)))
     return NULL;
@@ -518,7 +520,7 @@ napkin_arch_load_from_data (const char *data,
   jerr = json_tokener_get_error (tok);
   if (root == NULL || jerr != json_tokener_success)
     {
-      g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_PARSE, "not JSON: %s",
+      g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_PARSE, _("not JSON: %s"),
                    json_tokener_error_desc (jerr == json_tokener_success ? json_tokener_continue : jerr));
       return NULL;
     }
@@ -765,7 +767,7 @@ napkin_arch_registry_lookup (NapkinArchRegistry *self,
       g_string_append_printf (known, "%s%s", i ? ", " : "", arch->id);
     }
   g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_NOT_FOUND,
-               "unknown architecture “%s” (known: %s)", id, known->len ? known->str : "none found");
+               _("unknown architecture “%s” (known: %s)"), id, known->len ? known->str : "none found");
   return NULL;
 }
 
@@ -848,7 +850,7 @@ check_figure (double      value,
 {
   if (isfinite (value) && value >= min)
     return TRUE;
-  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, "%s: %g is not a valid figure (at least %g)",
+  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, _("%s: %g is not a valid figure (at least %g)"),
                path, value, min);
   return FALSE;
 }

@@ -164,18 +164,18 @@ print_analysis_text (NapkinAnalysis *a,
           a->has_dtype ? napkin_dtype_to_string (a->dtype) : "", a->paper ? ", the paper's model (no L2 reuse)" : "");
   /* the first error is the reason; the others follow it */
   if (a->feasible)
-    printf ("\nfeasible: every region fits\n");
+    printf (_("\nfeasible: every region fits\n"));
   else
-    printf ("\nINFEASIBLE: %s\n", a->errors->len > 0 ? (const char *) g_ptr_array_index (a->errors, 0)
-                                                      : "the model found no configuration that fits");
+    printf (_("\nINFEASIBLE: %s\n"), a->errors->len > 0 ? (const char *) g_ptr_array_index (a->errors, 0)
+                                                         : _("the model found no configuration that fits"));
   for (guint i = a->feasible ? 0 : 1; i < a->errors->len; i++)
-    printf ("  error: %s\n", (const char *) g_ptr_array_index (a->errors, i));
+    printf (_("  error: %s\n"), (const char *) g_ptr_array_index (a->errors, i));
   for (guint i = 0; i < a->warnings->len; i++)
-    printf ("  note: %s\n", (const char *) g_ptr_array_index (a->warnings, i));
+    printf (_("  note: %s\n"), (const char *) g_ptr_array_index (a->warnings, i));
 
-  printf ("\nPredicted time  %s (%s with full overlap everywhere, %s with none), bound by %s\n", t, to, ts,
-          napkin_resource_to_string (a->bound));
-  printf ("Throughput      %s predicted, %s with no overlap (tensor cores alone: %s)\n", tp, stp,
+  printf (_("\nPredicted time  %s (%s with full overlap everywhere, %s with none), bound by %s\n"), t, to, ts,
+          napkin_resource_to_label (a->bound));
+  printf (_("Throughput      %s predicted, %s with no overlap (tensor cores alone: %s)\n"), tp, stp,
           a->tensor_throughput > 0 ? tt : "—");
   if (a->best_path != NULL)
     {
@@ -183,11 +183,11 @@ print_analysis_text (NapkinAnalysis *a,
       g_autofree char *btp = napkin_format_si (a->best_throughput, "FLOP/s");
 
       /* both labelled (docs/model.md, "Best path"): the GPU's capability, and Napkin's code */
-      printf ("Best path       %s on %s, bound by %s (%s): %s\n", bt, a->best_path,
-              napkin_resource_to_string (a->best_bound), btp,
-              a->best_generated ? "the path Napkin generates (the time above is its code's)"
-                                : "the GPU's best path, which Napkin does not generate here; the time above "
-                                  "is the code it generates");
+      printf (_("Best path       %s on %s, bound by %s (%s): %s\n"), bt, a->best_path,
+              napkin_resource_to_label (a->best_bound), btp,
+              a->best_generated ? _("the path Napkin generates (the time above is its code's)")
+                                : _("the GPU's best path, which Napkin does not generate here; the time above "
+                                    "is the code it generates"));
       if (a->best_note != NULL)
         printf ("                %s\n", a->best_note);
     }

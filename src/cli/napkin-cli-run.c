@@ -70,6 +70,16 @@ get_string (json_object *obj,
   return obj ? json_object_get_string (obj) : NULL;
 }
 
+/* The runner's message in the user's language where the catalogue has it (the runner
+ * writes English; docs/cli.md, "Language"). */
+static const char *
+runner_message (json_object *result)
+{
+  const char *message = get_string (result, "message");
+
+  return message != NULL && *message != '\0' ? _(message) : message;
+}
+
 /* The model's prediction for the GPU the runner found, when the model knows it. */
 static void
 add_prediction (NapkinDiagram *diagram,
@@ -419,10 +429,11 @@ napkin_cli_run (int    argc,
 
   if (g_strcmp0 (status, "ok") == 0)
     return NAPKIN_CLI_OK;
+  /* the runner's messages are English (docs/cli.md, "Language"): the fixed ones are in the catalogue */
   if (g_strcmp0 (status, "no-gpu") == 0)
-    fprintf (stderr, _("napkin-cli run: no GPU: %s\n"), get_string (result, "message"));
+    fprintf (stderr, _("napkin-cli run: no GPU: %s\n"), runner_message (result));
   else
     fprintf (stderr, "napkin-cli run: %s: %s\n", status ? status : "failed",
-             get_string (result, "message") ? get_string (result, "message") : "no message");
+             get_string (result, "message") ? runner_message (result) : _("no message"));
   return NAPKIN_CLI_FAILED;
 }

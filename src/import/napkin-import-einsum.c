@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -142,7 +144,7 @@ tokenize (Line       *l,
             i++;
           if (i >= len)
             {
-              fail_at (l, t.column, "unterminated string");
+              fail_at (l, t.column, _("unterminated string"));
               return FALSE;
             }
           t.kind = TOK_STRING;
@@ -168,7 +170,7 @@ tokenize (Line       *l,
 
           if (u != (gunichar) -1 && u != (gunichar) -2)
             g_unichar_to_utf8 (u, buf);
-          fail_at (l, t.column, "unexpected character “%s”", buf[0] ? buf : "?");
+          fail_at (l, t.column, _("unexpected character “%s”"), buf[0] ? buf : "?");
           return FALSE;
         }
       g_array_append_val (l->toks, t);
@@ -218,7 +220,7 @@ expect (Line       *l,
 
   if (!is_punct (t, p))
     {
-      fail_at (l, t->column, "expected “%s”, found “%s”", p, describe (t));
+      fail_at (l, t->column, _("expected “%s”, found “%s”"), p, describe (t));
       return FALSE;
     }
   return TRUE;
@@ -282,23 +284,23 @@ parse_axes (Ctx   *c,
 
       if (t->kind != TOK_NAME)
         {
-          fail_at (l, t->column, "expected an axis name, found “%s”", describe (t));
+          fail_at (l, t->column, _("expected an axis name, found “%s”"), describe (t));
           return NULL;
         }
       if (napkin_diagram_find_axis (c->d, t->text) < 0)
         {
-          fail_at (l, t->column, "unknown axis “%s” (declare its size first, as in “%s=128”)", t->text, t->text);
+          fail_at (l, t->column, _("unknown axis “%s” (declare its size first, as in “%s=128”)"), t->text, t->text);
           return NULL;
         }
       for (guint i = 0; i < axes->len; i++)
         if (g_str_equal (axes->pdata[i], t->text))
           {
-            fail_at (l, t->column, "axis “%s” is listed twice", t->text);
+            fail_at (l, t->column, _("axis “%s” is listed twice"), t->text);
             return NULL;
           }
       if (axes->len >= NAPKIN_MAX_RANK)
         {
-          fail_at (l, t->column, "more than %d axes", NAPKIN_MAX_RANK);
+          fail_at (l, t->column, _("more than %d axes"), NAPKIN_MAX_RANK);
           return NULL;
         }
       g_ptr_array_add (axes, g_strdup (t->text));
@@ -307,7 +309,7 @@ parse_axes (Ctx   *c,
         break;
       if (!is_punct (t, ","))
         {
-          fail_at (l, t->column, "expected “,” or “]”, found “%s”", describe (t));
+          fail_at (l, t->column, _("expected “,” or “]”, found “%s”"), describe (t));
           return NULL;
         }
     }
@@ -366,7 +368,7 @@ parse_sizes (Ctx  *c,
 
       if (name->kind != TOK_NAME || !is_identifier (name->text))
         {
-          fail_at (l, name->column, "expected an axis name, found “%s”", describe (name));
+          fail_at (l, name->column, _("expected an axis name, found “%s”"), describe (name));
           return;
         }
       if (!expect (l, "="))
@@ -374,13 +376,13 @@ parse_sizes (Ctx  *c,
       num = next (l);
       if (num->kind != TOK_NUMBER || !parse_int (num->text, &size) || size < 1 || size > NAPKIN_MAX_AXIS_SIZE)
         {
-          fail_at (l, num->column, "the size of axis “%s” must be a whole number from 1 to 2^40, not “%s”",
+          fail_at (l, num->column, _("the size of axis “%s” must be a whole number from 1 to 2^40, not “%s”"),
                    name->text, describe (num));
           return;
         }
       if (napkin_diagram_find_axis (c->d, name->text) >= 0)
         {
-          fail_at (l, name->column, "axis “%s” is declared twice", name->text);
+          fail_at (l, name->column, _("axis “%s” is declared twice"), name->text);
           return;
         }
       napkin_import_add_axis (c->d, name->text, size);
@@ -453,7 +455,7 @@ operand_node (Ctx     *c,
             {
               g_autofree char *list = g_strjoinv (",", have);
 
-              fail_at (l, o->axes_column, "“%s” has axes [%s] (line %u)", o->name, list, v->line);
+              fail_at (l, o->axes_column, _("“%s” has axes [%s] (line %u)"), o->name, list, v->line);
               return NULL;
             }
         }
@@ -462,7 +464,7 @@ operand_node (Ctx     *c,
     }
   if (o->axes == NULL)
     {
-      fail_at (l, o->column, "unknown value “%s”: give its axes (as in “%s[b,n]”) to declare an input",
+      fail_at (l, o->column, _("unknown value “%s”: give its axes (as in “%s[b,n]”) to declare an input"),
                o->name, o->name);
       return NULL;
     }
@@ -492,12 +494,12 @@ axis_arg (Ctx        *c,
 {
   if (a == NULL)
     {
-      fail_at (l, column, "%s needs an axis argument", what);
+      fail_at (l, column, _("%s needs an axis argument"), what);
       return FALSE;
     }
   if (a->kind != TOK_NAME || napkin_diagram_find_axis (c->d, a->text) < 0)
     {
-      fail_at (l, a->column, "unknown axis “%s”", a->text);
+      fail_at (l, a->column, _("unknown axis “%s”"), a->text);
       return FALSE;
     }
   *out = g_strdup (a->text);
@@ -513,7 +515,7 @@ number_arg (Line       *l,
     return TRUE;
   if (a->kind != TOK_NUMBER || !parse_double (a->text, out))
     {
-      fail_at (l, a->column, "expected a number, found “%s”", a->text);
+      fail_at (l, a->column, _("expected a number, found “%s”"), a->text);
       return FALSE;
     }
   return TRUE;
@@ -528,7 +530,7 @@ int_arg (Line       *l,
     return TRUE;
   if (a->kind != TOK_NUMBER || !parse_int (a->text, out))
     {
-      fail_at (l, a->column, "expected a whole number, found “%s”", a->text);
+      fail_at (l, a->column, _("expected a whole number, found “%s”"), a->text);
       return FALSE;
     }
   return TRUE;
@@ -549,13 +551,13 @@ einsum_spec (Ctx       *c,
   if (spec->kind != TOK_STRING || (sides = g_strsplit (spec->text, "->", 2)) == NULL || sides[0] == NULL
       || sides[1] == NULL)
     {
-      fail_at (l, spec->column, "expected an einsum string such as \"bnhd,bmhd->bhnm\"");
+      fail_at (l, spec->column, _("expected an einsum string such as \"bnhd,bmhd->bhnm\""));
       return NULL;
     }
   ins = g_strsplit (sides[0], ",", -1);
   if (g_strv_length (ins) != operands->len)
     {
-      fail_at (l, spec->column, "the einsum string has %u operands, the statement %u", g_strv_length (ins),
+      fail_at (l, spec->column, _("the einsum string has %u operands, the statement %u"), g_strv_length (ins),
                operands->len);
       return NULL;
     }
@@ -570,7 +572,7 @@ einsum_spec (Ctx       *c,
 
           if (napkin_diagram_find_axis (c->d, name) < 0)
             {
-              fail_at (l, spec->column, "einsum letter “%s” is not a declared axis", name);
+              fail_at (l, spec->column, _("einsum letter “%s” is not a declared axis"), name);
               return NULL;
             }
           g_ptr_array_add (letters, g_strdup (name));
@@ -580,7 +582,7 @@ einsum_spec (Ctx       *c,
         o->axes = g_strdupv ((char **) letters->pdata);
       else if (!same_axis_set (o->axes, (const char * const *) letters->pdata))
         {
-          fail_at (l, o->axes_column, "the axes of “%s” differ from the einsum string's “%s”", o->name, ins[i]);
+          fail_at (l, o->axes_column, _("the axes of “%s” differ from the einsum string's “%s”"), o->name, ins[i]);
           return NULL;
         }
     }
@@ -590,7 +592,7 @@ einsum_spec (Ctx       *c,
 
       if (napkin_diagram_find_axis (c->d, name) < 0)
         {
-          fail_at (l, spec->column, "einsum letter “%s” is not a declared axis", name);
+          fail_at (l, spec->column, _("einsum letter “%s” is not a declared axis"), name);
           return NULL;
         }
       g_ptr_array_add (out, g_strdup (name));
@@ -627,7 +629,7 @@ parse_chain (Ctx  *c,
       o.column = t->column;
       if (!is_identifier (o.name))
         {
-          fail_at (l, t->column, "“%s” is not a name (letters, digits, _)", t->text);
+          fail_at (l, t->column, _("“%s” is not a name (letters, digits, _)"), t->text);
           operand_clear (&o);
           return;
         }
@@ -638,7 +640,7 @@ parse_chain (Ctx  *c,
     }
   if (operands->len == 0)
     {
-      fail_at (l, peek (l)->column, "expected a value name, found “%s”", describe (peek (l)));
+      fail_at (l, peek (l)->column, _("expected a value name, found “%s”"), describe (peek (l)));
       return;
     }
   if (!expect (l, "->"))
@@ -648,7 +650,7 @@ parse_chain (Ctx  *c,
 
     if (t->kind != TOK_NAME || !is_identifier (t->text))
       {
-        fail_at (l, t->column, "expected the result's name, found “%s”", describe (t));
+        fail_at (l, t->column, _("expected the result's name, found “%s”"), describe (t));
         return;
       }
     result = g_strdup (t->text);
@@ -657,7 +659,7 @@ parse_chain (Ctx  *c,
       {
         Value *v = g_hash_table_lookup (c->values, result);
 
-        fail_at (l, t->column, "“%s” is already defined on line %u", result, v->line);
+        fail_at (l, t->column, _("“%s” is already defined on line %u"), result, v->line);
         return;
       }
     result_axes = parse_axes (c, l, &result_axes_column);
@@ -669,7 +671,7 @@ parse_chain (Ctx  *c,
 
     if (t->kind != TOK_NAME)
       {
-        fail_at (l, t->column, "expected an operation (einsum, softmax, …), found “%s”", describe (t));
+        fail_at (l, t->column, _("expected an operation (einsum, softmax, …), found “%s”"), describe (t));
         return;
       }
     fn = g_strdup (t->text);
@@ -691,7 +693,7 @@ parse_chain (Ctx  *c,
             }
           if (t->kind != TOK_NAME && t->kind != TOK_NUMBER && t->kind != TOK_STRING)
             {
-              fail_at (l, t->column, "expected an argument, found “%s”", describe (t));
+              fail_at (l, t->column, _("expected an argument, found “%s”"), describe (t));
               arg_clear (&a);
               return;
             }
@@ -703,7 +705,7 @@ parse_chain (Ctx  *c,
             next (l);
           else if (!is_punct (peek (l), ")"))
             {
-              fail_at (l, peek (l)->column, "expected “,” or “)”, found “%s”", describe (peek (l)));
+              fail_at (l, peek (l)->column, _("expected “,” or “)”, found “%s”"), describe (peek (l)));
               return;
             }
         }
@@ -711,7 +713,7 @@ parse_chain (Ctx  *c,
     }
   if (peek (l)->kind != TOK_END)
     {
-      fail_at (l, peek (l)->column, "unexpected “%s” after the operation", describe (peek (l)));
+      fail_at (l, peek (l)->column, _("unexpected “%s” after the operation"), describe (peek (l)));
       return;
     }
 
@@ -735,7 +737,7 @@ parse_chain (Ctx  *c,
 
         if (n_in != 2)
           {
-            fail_at (l, fn_column, "einsum takes two operands here (use rearrange for one)");
+            fail_at (l, fn_column, _("einsum takes two operands here (use rearrange for one)"));
             return;
           }
         node = napkin_node_new (result, NAPKIN_OP_CONTRACT);
@@ -747,7 +749,7 @@ parse_chain (Ctx  *c,
               return;
             if (result_axes != NULL && !same_axis_set (result_axes, (const char * const *) out))
               {
-                fail_at (l, result_axes_column, "the result's axes differ from the einsum string's output");
+                fail_at (l, result_axes_column, _("the result's axes differ from the einsum string's output"));
                 return;
               }
             node->out = result_axes != NULL ? g_strdupv (result_axes) : g_steal_pointer (&out);
@@ -756,7 +758,7 @@ parse_chain (Ctx  *c,
           node->out = g_strdupv (result_axes);
         else
           {
-            fail_at (l, fn_column, "einsum needs an einsum string or the result's axes");
+            fail_at (l, fn_column, _("einsum needs an einsum string or the result's axes"));
             return;
           }
       }
@@ -793,7 +795,7 @@ parse_chain (Ctx  *c,
             node->mask = NAPKIN_MASK_TENSOR;
             if (n_in != 2)
               {
-                fail_at (l, fn_column, "a tensor mask takes two operands: the scores and the mask");
+                fail_at (l, fn_column, _("a tensor mask takes two operands: the scores and the mask"));
                 return;
               }
           }
@@ -812,7 +814,7 @@ parse_chain (Ctx  *c,
       {
         if (result_axes == NULL)
           {
-            fail_at (l, result_column, "rearrange needs the result's axes, as in “%s[b,n,h,d]”", result);
+            fail_at (l, result_column, _("rearrange needs the result's axes, as in “%s[b,n,h,d]”"), result);
             return;
           }
         node = napkin_node_new (result, NAPKIN_OP_REARRANGE);
@@ -824,7 +826,7 @@ parse_chain (Ctx  *c,
 
         if (info->arity != n_in)
           {
-            fail_at (l, fn_column, "%s takes %u operand%s, not %u", fn, info->arity, info->arity == 1 ? "" : "s",
+            fail_at (l, fn_column, _("%s takes %u operand%s, not %u"), fn, info->arity, info->arity == 1 ? "" : "s",
                      n_in);
             return;
           }
@@ -836,7 +838,7 @@ parse_chain (Ctx  *c,
 
             if (alpha == NULL)
               {
-                fail_at (l, fn_column, "scale needs its factor, as in scale(0.125)");
+                fail_at (l, fn_column, _("scale needs its factor, as in scale(0.125)"));
                 return;
               }
             if (!number_arg (l, alpha, &node->alpha))
@@ -848,7 +850,7 @@ parse_chain (Ctx  *c,
 
             if (dt == NULL || !napkin_dtype_from_string (dt->text, &node->dtype))
               {
-                fail_at (l, dt ? dt->column : fn_column, "cast needs an element type (fp32 bf16 fp16 …)");
+                fail_at (l, dt ? dt->column : fn_column, _("cast needs an element type (fp32 bf16 fp16 …)"));
                 return;
               }
             node->has_dtype = TRUE;
@@ -858,7 +860,7 @@ parse_chain (Ctx  *c,
       }
     else
       {
-        fail_at (l, fn_column, "unknown operation “%s”", fn);
+        fail_at (l, fn_column, _("unknown operation “%s”"), fn);
         return;
       }
   }
@@ -884,7 +886,7 @@ parse_chain (Ctx  *c,
           {
             g_autofree char *list = g_strjoinv (",", have);
 
-            fail_at (l, result_axes_column, "“%s” has axes [%s] by its operation", result, list);
+            fail_at (l, result_axes_column, _("“%s” has axes [%s] by its operation"), result, list);
           }
       }
   }
@@ -902,7 +904,7 @@ parse_output (Ctx  *c,
 
       if (t->kind != TOK_NAME || !g_hash_table_contains (c->values, t->text))
         {
-          fail_at (l, t->column, "unknown value “%s”", describe (t));
+          fail_at (l, t->column, _("unknown value “%s”"), describe (t));
           return;
         }
       g_ptr_array_add (c->outputs, g_strdup (t->text));

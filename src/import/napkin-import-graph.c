@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -130,8 +132,8 @@ where (G     *g,
   if (v->line > 0 && v->code != NULL)
     return g_strdup_printf ("line %u (%s: %s)", v->line, v->file ? v->file : "forward", v->code);
   if (v->line > 0)
-    return g_strdup_printf ("line %u of %s", v->line, v->file ? v->file : "forward");
-  return g_strdup_printf ("graph node “%s”", v->name);
+    return g_strdup_printf (_("line %u of %s"), v->line, v->file ? v->file : "forward");
+  return g_strdup_printf (_("graph node “%s”"), v->name);
 }
 
 static void G_GNUC_PRINTF (3, 4)
@@ -263,8 +265,7 @@ refine (G      *g,
             }
           if (have != want)
             {
-              fail (g, v, "the axes of sizes %" G_GINT64_FORMAT " and %" G_GINT64_FORMAT
-                    " are split in ways that do not line up", sx, sy);
+              fail (g, v, _("the axes of sizes %lld and %lld are split in ways that do not line up"), (long long) sx, (long long) sy);
               return FALSE;
             }
           root = cls (g, find (g, big));
@@ -278,7 +279,7 @@ refine (G      *g,
     }
   if (i != a->len || j != b->len)
     {
-      fail (g, v, "two factorings of one axis do not line up");
+      fail (g, v, _("two factorings of one axis do not line up"));
       return FALSE;
     }
   return TRUE;
@@ -303,7 +304,7 @@ unite (G     *g,
   y = cls (g, rb);
   if (x->size != y->size)
     {
-      fail (g, v, "an axis of size %" G_GINT64_FORMAT " meets one of size %" G_GINT64_FORMAT, x->size, y->size);
+      fail (g, v, _("an axis of size %lld meets one of size %lld"), (long long) x->size, (long long) y->size);
       return FALSE;
     }
   if (x->kids != NULL && y->kids != NULL)
@@ -556,7 +557,7 @@ broadcast (G     *g,
 {
   if (v->n_dims != MAX (a->n_dims, b->n_dims))
     {
-      fail (g, v, "the result has %u dimensions, the broadcast of its operands %u", v->n_dims,
+      fail (g, v, _("the result has %u dimensions, the broadcast of its operands %u"), v->n_dims,
             MAX (a->n_dims, b->n_dims));
       return FALSE;
     }
@@ -570,8 +571,7 @@ broadcast (G     *g,
         {
           if (sa != sb)
             {
-              fail (g, v, "broadcasting an axis of size 1 against one of size %" G_GINT64_FORMAT
-                    " is not supported (unsqueeze it instead)", MAX (sa, sb));
+              fail (g, v, _("broadcasting an axis of size 1 against one of size %lld is not supported (unsqueeze it instead)"), (long long) (MAX (sa, sb)));
               return FALSE;
             }
           if (!unite (g, v, da, db))
@@ -589,8 +589,8 @@ check_shape (G     *g,
   for (guint i = 0; i < v->n_dims && v->has_shape; i++)
     if (dim_size (g, v, i) != v->shape[i])
       {
-        fail (g, v, "dimension %u has size %" G_GINT64_FORMAT " here, %" G_GINT64_FORMAT " in the graph", i,
-              dim_size (g, v, i), v->shape[i]);
+        fail (g, v, _("dimension %u has size %lld here, %lld in the graph"), i,
+              (long long) (dim_size (g, v, i)), (long long) v->shape[i]);
         return FALSE;
       }
   return TRUE;
@@ -666,7 +666,7 @@ reshape (G     *g,
         while (pi != po);
         if (pi != po)
           {
-            fail (g, v, "cannot follow this reshape's axes");
+            fail (g, v, _("cannot follow this reshape's axes"));
             return FALSE;
           }
         if (ins->len == 1)
@@ -692,7 +692,7 @@ reshape (G     *g,
     }
   if (i != n_in || j != n_out)
     {
-      fail (g, v, "cannot follow this reshape's axes");
+      fail (g, v, _("cannot follow this reshape's axes"));
       return FALSE;
     }
   return TRUE;
@@ -707,7 +707,7 @@ parse_shape (G           *g,
     return TRUE;
   if (json_object_array_length (shape) > MAX_DIMS)
     {
-      fail (g, v, "more than %d dimensions", MAX_DIMS);
+      fail (g, v, _("more than %d dimensions"), MAX_DIMS);
       return FALSE;
     }
   v->n_dims = json_object_array_length (shape);
@@ -719,7 +719,7 @@ parse_shape (G           *g,
       if (!json_object_is_type (s, json_type_int) || json_object_get_int64 (s) < 1
           || json_object_get_int64 (s) > NAPKIN_MAX_AXIS_SIZE)
         {
-          fail (g, v, "dimension %u of the shape is not a size from 1 to 2^40", i);
+          fail (g, v, _("dimension %u of the shape is not a size from 1 to 2^40"), i);
           return FALSE;
         }
       v->shape[i] = json_object_get_int64 (s);
@@ -833,7 +833,7 @@ einsum_dims (G     *g,
         return FALSE;
       if (strlen (s) != a->n_dims)
         {
-          fail (g, v, "einsum operand %u has %u dimensions, its letters “%s” %zu", k + 1, a->n_dims, s, strlen (s));
+          fail (g, v, _("einsum operand %u has %u dimensions, its letters “%s” %zu"), k + 1, a->n_dims, s, strlen (s));
           return FALSE;
         }
       set_src (g, v, k, a);
@@ -856,7 +856,7 @@ einsum_dims (G     *g,
 
     if (strlen (s) != v->n_dims)
       {
-        fail (g, v, "the einsum output “%s” does not match the result's %u dimensions", s, v->n_dims);
+        fail (g, v, _("the einsum output “%s” does not match the result's %u dimensions"), s, v->n_dims);
         return FALSE;
       }
     for (guint i = 0; s[i]; i++)
@@ -984,7 +984,7 @@ permute_dims (G     *g,
       if (!arg_int (v, 1, "dim0", 0, &d0) || !arg_int (v, 2, "dim1", 0, &d1) || !norm_dim (d0, a->n_dims, &i0)
           || !norm_dim (d1, a->n_dims, &i1))
         {
-          fail (g, v, "transpose needs two dimensions");
+          fail (g, v, _("transpose needs two dimensions"));
           return FALSE;
         }
       copy_dims (v, a);
@@ -998,7 +998,7 @@ permute_dims (G     *g,
 
     if (perm == NULL || !json_object_is_type (perm, json_type_array) || json_object_array_length (perm) != a->n_dims)
       {
-        fail (g, v, "permute needs one index per dimension");
+        fail (g, v, _("permute needs one index per dimension"));
         return FALSE;
       }
     for (guint i = 0; i < a->n_dims; i++)
@@ -1007,7 +1007,7 @@ permute_dims (G     *g,
 
         if (!norm_dim (json_object_get_int64 (json_object_array_get_idx (perm, i)), a->n_dims, &k))
           {
-            fail (g, v, "permute index out of range");
+            fail (g, v, _("permute index out of range"));
             return FALSE;
           }
         v->dims[i] = a->dims[k];
@@ -1146,7 +1146,7 @@ pass1_call (G     *g,
         return;
       if (!arg_int (v, 1, "dim", -1, &dim) || !norm_dim (dim, a->n_dims, &v->axis_dim))
         {
-          fail (g, v, "softmax over no dimension");
+          fail (g, v, _("softmax over no dimension"));
           return;
         }
       copy_dims (v, a);
@@ -1170,7 +1170,7 @@ pass1_call (G     *g,
       v->norm = rms ? NAPKIN_NORM_RMSNORM : NAPKIN_NORM_LAYERNORM;
       if (!arg_double (v, rms ? 3 : 4, "eps", rms ? default_eps (a->dtype) : 1e-5, &v->eps) || !(v->eps > 0 && v->eps < 1))
         {
-          fail (g, v, "eps must be a number between 0 and 1");
+          fail (g, v, _("eps must be a number between 0 and 1"));
           return;
         }
       if (g_str_equal (b, "native_layer_norm"))
@@ -1242,8 +1242,8 @@ pass1_call (G     *g,
 
           if (!arg_bool (v, 6, "enable_gqa") || group * dim_size (g, k, nb) != dim_size (g, q, nb))
             {
-              fail (g, v, "%" G_GINT64_FORMAT " query heads and %" G_GINT64_FORMAT " key heads need enable_gqa=True",
-                    dim_size (g, q, nb), dim_size (g, k, nb));
+              fail (g, v, _("%lld query heads and %lld key heads need enable_gqa=True"),
+                    (long long) (dim_size (g, q, nb)), (long long) (dim_size (g, k, nb)));
               return;
             }
           gc = new_class (g, group);
@@ -1270,7 +1270,7 @@ pass1_call (G     *g,
       v->causal = arg_bool (v, 5, "is_causal");
       if (!arg_double (v, 99, "scale", 1.0 / sqrt ((double) dim_size (g, q, nb + 2)), &v->alpha))
         {
-          fail (g, v, "scale must be a number");
+          fail (g, v, _("scale must be a number"));
           return;
         }
       set_src (g, v, 0, q);
@@ -1310,7 +1310,7 @@ pass1_call (G     *g,
         return;
       if (!arg_double (v, 2, "alpha", 1, &alpha))
         {
-          fail (g, v, "alpha must be a number");
+          fail (g, v, _("alpha must be a number"));
           return;
         }
       if (y == NULL)
@@ -1325,7 +1325,7 @@ pass1_call (G     *g,
           arg_double (v, 1, NULL, 1, &s);
           if (g_str_equal (b, "div") && s == 0)
             {
-              fail (g, v, "division by zero");
+              fail (g, v, _("division by zero"));
               return;
             }
           v->alpha = g_str_equal (b, "div") ? 1.0 / s : s;
@@ -1377,7 +1377,7 @@ axis_of_dim (G     *g,
   expand (g, v->dims[dim], atoms);
   if (atoms->len != 1)
     {
-      fail (g, v, "the operation runs over a dimension that is %u axes", atoms->len);
+      fail (g, v, _("the operation runs over a dimension that is %u axes"), atoms->len);
       return NULL;
     }
   return cls (g, g_array_index (atoms, int, 0))->axis;
@@ -1867,7 +1867,7 @@ read_values (G           *g,
 
   if (nodes == NULL || !json_object_is_type (nodes, json_type_array))
     {
-      fail (g, NULL, "the graph has no “nodes” list");
+      fail (g, NULL, _("the graph has no “nodes” list"));
       return FALSE;
     }
   for (guint i = 0; i < json_object_array_length (nodes); i++)
@@ -1878,7 +1878,7 @@ read_values (G           *g,
 
       if (name == NULL || op == NULL)
         {
-          fail (g, NULL, "node %u of the graph has no “name” or “op”", i + 1);
+          fail (g, NULL, _("node %u of the graph has no “name” or “op”"), i + 1);
           return FALSE;
         }
       if (g_str_equal (op, "output"))
@@ -1888,7 +1888,7 @@ read_values (G           *g,
         }
       if (g_hash_table_contains (g->by_name, name))
         {
-          fail (g, NULL, "two graph nodes are called “%s”", name);
+          fail (g, NULL, _("two graph nodes are called “%s”"), name);
           return FALSE;
         }
       v = g_new0 (Value, 1);
@@ -1920,7 +1920,7 @@ read_values (G           *g,
           v->target = member_string (obj, "target");
           if (v->target == NULL)
             {
-              fail (g, v, "a call without a “target”");
+              fail (g, v, _("a call without a “target”"));
               return FALSE;
             }
           base_of (v->target, &v->base);
@@ -2025,7 +2025,7 @@ check_distinct (G *g)
         for (guint b = a + 1; b < atoms->len; b++)
           if (find (g, g_array_index (atoms, int, a)) == find (g, g_array_index (atoms, int, b)))
             {
-              fail (g, v, "two dimensions of “%s” would be the same axis", v->name);
+              fail (g, v, _("two dimensions of “%s” would be the same axis"), v->name);
               return FALSE;
             }
     }
@@ -2065,7 +2065,7 @@ emit_outputs (G *g)
 
   if (n_out == 0)
     {
-      fail (g, NULL, "the graph has no outputs");
+      fail (g, NULL, _("the graph has no outputs"));
       return;
     }
   for (guint i = 0; i < n_out && !g->failed; i++)
@@ -2080,7 +2080,7 @@ emit_outputs (G *g)
 
       if (v == NULL || v->napkin == NULL)
         {
-          fail (g, NULL, "output %u is not a tensor the diagram computes", i + 1);
+          fail (g, NULL, _("output %u is not a tensor the diagram computes"), i + 1);
           return;
         }
       axes = atom_names (g, v);
@@ -2119,7 +2119,7 @@ napkin_import_graph (const char  *json_text,
 
   if (!napkin_json_check (json_text, length, &root_start, &root_end, &local))
     {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%sthe graph is not valid JSON: %s",
+      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is not valid JSON: %s"),
                    source ? source : "", source ? ": " : "", local->message);
       return NULL;
     }
@@ -2128,7 +2128,7 @@ napkin_import_graph (const char  *json_text,
   json_tokener_free (tok);
   if (root == NULL)
     {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%sthe graph is not valid JSON",
+      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is not valid JSON"),
                    source ? source : "", source ? ": " : "");
       return NULL;
     }
@@ -2136,7 +2136,7 @@ napkin_import_graph (const char  *json_text,
   if (g_strcmp0 (format, "napkin-graph") != 0)
     {
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
-                   "%s%sformat: expected “napkin-graph” (the output of napkin_export.py)%s",
+                   _("%s%sformat: expected “napkin-graph” (the output of napkin_export.py)%s"),
                    source ? source : "", source ? ": " : "",
                    g_strcmp0 (format, "napkin") == 0 ? "; this is a diagram already: open it" : "");
       json_object_put (root);
@@ -2146,7 +2146,7 @@ napkin_import_graph (const char  *json_text,
       || json_object_get_int64 (member (root, "version")) != 1)
     {
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
-                   "%s%sversion: this Napkin reads graph version 1", source ? source : "", source ? ": " : "");
+                   _("%s%sversion: this Napkin reads graph version 1"), source ? source : "", source ? ": " : "");
       json_object_put (root);
       return NULL;
     }
@@ -2159,7 +2159,7 @@ napkin_import_graph (const char  *json_text,
   if (!g.failed && g.n_unsupported > 0)
     {
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_UNSUPPORTED,
-                   "%s%s%u operation%s outside the covered set (docs/import.md): %s", source ? source : "",
+                   _("%s%s%u operation%s outside the covered set (docs/import.md): %s"), source ? source : "",
                    source ? ": " : "", g.n_unsupported, g.n_unsupported == 1 ? "" : "s", unsup->str);
       g.failed = TRUE;
     }
@@ -2178,7 +2178,7 @@ napkin_import_graph (const char  *json_text,
       g_autofree char *desc = NULL;
 
       napkin_diagram_set_title (d, module ? module : "Imported graph");
-      desc = g_strdup_printf ("Imported from the PyTorch graph of %s%s%s (docs/import.md)%s.",
+      desc = g_strdup_printf (_("Imported from the PyTorch graph of %s%s%s (docs/import.md)%s."),
                               module ? module : "a module", member_string (root, "source") ? " in " : "",
                               member_string (root, "source") ?: "",
                               g.n_checks > 0 ? "; the graph's shape assertions are left out" : "");
@@ -2196,7 +2196,7 @@ napkin_import_graph (const char  *json_text,
         NapkinProblem *pr = problems->pdata[0];
 
         g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_INVALID,
-                     "%s%sthe imported diagram is not valid (a bug of the importer): %s", source ? source : "",
+                     _("%s%sthe imported diagram is not valid (a bug of the importer): %s"), source ? source : "",
                      source ? ": " : "", pr->message);
         return NULL;
       }

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <string.h>
 
 #include "napkin-error.h"
@@ -261,7 +263,7 @@ napkin_import_file (const char  *path,
   if (length > 64 * 1024 * 1024)
     {
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
-                   "%s: the file is larger than 64 MiB", path);
+                   _("%s: the file is larger than 64 MiB"), path);
       return NULL;
     }
   for (p = text; p < text + length && g_ascii_isspace (*p); p++)
@@ -271,7 +273,7 @@ napkin_import_file (const char  *path,
   if (memchr (text, '\0', length) != NULL || !g_utf8_validate (text, length, NULL))
     {
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
-                   "%s: not UTF-8 text", path);
+                   _("%s: not UTF-8 text"), path);
       return NULL;
     }
   return napkin_import_einsum (text, path, error);

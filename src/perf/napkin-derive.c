@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -895,24 +897,24 @@ explain (Derive             *dv,
         kept += e * napkin_dtype_bytes (napkin_diagram_node_type (d, c->nodes[i])->dtype);
     }
   if (g_strcmp0 (c->kind, "attention") == 0)
-    g_string_append (s, "flash attention: keys streamed with the online softmax, the scores never leave the chip");
+    g_string_append (s, _("flash attention: keys streamed with the online softmax, the scores never leave the chip"));
   else if (c->n > 1 && g_strcmp0 (c->kind, "gemm") == 0)
-    g_string_append_printf (s, "GEMM with %u map%s fused into its epilogue", c->n - 1, c->n > 2 ? "s" : "");
+    g_string_append_printf (s, _("GEMM with %u map%s fused into its epilogue"), c->n - 1, c->n > 2 ? "s" : "");
   else if (c->n > 1 && g_strcmp0 (c->kind, "rows") == 0)
-    g_string_append (s, "row operation with its maps fused (each row read once)");
+    g_string_append (s, _("row operation with its maps fused (each row read once)"));
   else if (c->n > 1)
-    g_string_append_printf (s, "%u maps in one pass", c->n);
+    g_string_append_printf (s, _("%u maps in one pass"), c->n);
   else if (c->region != NULL)
-    g_string_append (s, "its own kernel, relabeled");
+    g_string_append (s, _("its own kernel, relabeled"));
   else
-    g_string_append (s, "its own kernel, as the plan runs it outside regions");
+    g_string_append (s, _("its own kernel, as the plan runs it outside regions"));
   if (c->region == NULL && c->n > 1)
-    g_string_append (s, " (left outside regions: the plan fuses the chain itself and picks the tiles, priced "
-                        "below every region tiling tried)");
+    g_string_append (s, _(" (left outside regions: the plan fuses the chain itself and picks the tiles, priced "
+                        "below every region tiling tried)"));
   if (kept > 0)
-    g_string_append_printf (s, "; %.1f MB of intermediates stay on chip", kept / 1e6);
+    g_string_append_printf (s, _("; %.1f MB of intermediates stay on chip"), kept / 1e6);
   if (c->n > 1 && k->unfused_s > 0)
-    g_string_append_printf (s, "; %.1f µs vs %.1f µs as %u kernels", k->predicted_s * 1e6, k->unfused_s * 1e6, c->n);
+    g_string_append_printf (s, _("; %.1f µs vs %.1f µs as %u kernels"), k->predicted_s * 1e6, k->unfused_s * 1e6, c->n);
   /* the longest fusion at this head that lost, and by how much */
   if (c->n == 1)
     {
@@ -932,7 +934,7 @@ explain (Derive             *dv,
 
           for (guint i = 1; i < alt->n; i++)
             apart += dv->single[alt->nodes[i]];
-          g_string_append_printf (s, "; fusing through %s was priced %.1f µs, not better than apart",
+          g_string_append_printf (s, _("; fusing through %s was priced %.1f µs, not better than apart"),
                                   napkin_diagram_node (d, alt->nodes[alt->n - 1])->id, alt->cost * 1e6);
         }
     }
@@ -967,7 +969,7 @@ napkin_derive (NapkinDiagram            *diagram,
   if (napkin_diagram_n_regions (diagram) > 0)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "regions: the diagram already has regions; derivation starts from a diagram without them");
+                   _("regions: the diagram already has regions; derivation starts from a diagram without them"));
       return NULL;
     }
   root = napkin_diagram_to_json (diagram);
@@ -1004,7 +1006,7 @@ napkin_derive (NapkinDiagram            *diagram,
   if (n_compute == 0)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "nodes: the diagram has no operation to derive kernels for");
+                   _("nodes: the diagram has no operation to derive kernels for"));
       return NULL;
     }
   dv.pos = pos;
@@ -1025,7 +1027,7 @@ napkin_derive (NapkinDiagram            *diagram,
         if (single[u] == G_MAXDOUBLE)
           {
             g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                         "nodes: operation “%s” cannot be priced on its own on %s", napkin_diagram_node (diagram, u)->id,
+                         _("nodes: operation “%s” cannot be priced on its own on %s"), napkin_diagram_node (diagram, u)->id,
                          arch->id);
             return NULL;
           }

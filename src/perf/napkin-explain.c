@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <limits.h>
 #include <locale.h>
 #include <math.h>
@@ -122,7 +124,7 @@ napkin_explain_level_bytes (const NapkinAnalysis *a,
 
   g_return_val_if_fail (a != NULL && level < NAPKIN_N_LEVELS, NULL);
 
-  g_string_append_printf (s, "bytes(%s) = Σ tile × count × bytes/element", napkin_level_to_string (level));
+  g_string_append_printf (s, _("bytes(%s) = Σ tile × count × bytes/element"), napkin_level_to_string (level));
   for (guint r = 0; r < a->regions->len; r++)
     {
       const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
@@ -145,7 +147,7 @@ napkin_explain_level_bytes (const NapkinAnalysis *a,
           g_string_append_printf (s, "\n  %s %s (%s): %s × %s × %u B", c->name, tr->tensor,
                                   tr->is_output ? "out" : "in", tile, count, napkin_dtype_bytes (tr->dtype));
           if (tr->from == NAPKIN_LEVEL_HBM && level == NAPKIN_LEVEL_HBM && tr->hbm_bytes != tr->bytes)
-            g_string_append_printf (s, " ÷ %u sharing through L2", MAX (1u, tr->sharers));
+            g_string_append_printf (s, _(" ÷ %u sharing through L2"), MAX (1u, tr->sharers));
           g_string_append_printf (s, " = %s B", bytes);
         }
     }
@@ -153,13 +155,13 @@ napkin_explain_level_bytes (const NapkinAnalysis *a,
     {
       g_autofree char *rest = napkin_format_int (from_regions);
 
-      g_string_append_printf (s, "\n  … %u transfers in all, %s B", terms, rest);
+      g_string_append_printf (s, _("\n  … %u transfers in all, %s B"), terms, rest);
     }
   if (a->levels[level].transfer_bytes != from_regions)
     {
       g_autofree char *rest = napkin_format_int (a->levels[level].transfer_bytes - from_regions);
 
-      g_string_append_printf (s, "\n  + operations outside regions (read inputs, write results): %s B", rest);
+      g_string_append_printf (s, _("\n  + operations outside regions (read inputs, write results): %s B"), rest);
     }
   total = napkin_format_int (a->levels[level].transfer_bytes);
   g_string_append_printf (s, "\n= %s B", total);
@@ -177,7 +179,7 @@ napkin_explain_level_time (const NapkinAnalysis *a,
   bytes = napkin_format_int (a->levels[level].transfer_bytes);
   bw = napkin_format_si (a->arch->levels[level].bandwidth, "B/s");
   t = napkin_format_si (a->levels[level].time_s, "s");
-  return g_strdup_printf ("time(%s) = bytes / bandwidth = %s B / %s = %s", napkin_level_to_string (level), bytes,
+  return g_strdup_printf (_("time(%s) = bytes / bandwidth = %s B / %s = %s"), napkin_level_to_string (level), bytes,
                           bw, t);
 }
 
@@ -203,7 +205,7 @@ napkin_explain_resource_time (const NapkinAnalysis *a,
   switch (res)
     {
     case NAPKIN_RESOURCE_TENSOR:
-      g_string_append (s, "time(tensor cores) = Σ FLOPs / (SMs × FLOPs per SM per clock × tensor clock)");
+      g_string_append (s, _("time(tensor cores) = Σ FLOPs / (SMs × FLOPs per SM per clock × tensor clock)"));
       for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
         if (a->tensor_flops[c] > 0)
           {
@@ -222,8 +224,8 @@ napkin_explain_resource_time (const NapkinAnalysis *a,
         g_autofree char *f = napkin_format_int (a->flops.cuda + a->fp32_contract_flops);
         g_autofree char *clk = napkin_format_si (arch->clock_hz, "Hz");
 
-        g_string_append_printf (s, "time(CUDA cores) = FLOPs / (SMs × FLOPs per SM per clock × clock)"
-                                "\n  %s FLOPs (maps, reductions, fp32 contractions) / (%u × %g fp32 or %g fp16 × %s)",
+        g_string_append_printf (s, _("time(CUDA cores) = FLOPs / (SMs × FLOPs per SM per clock × clock)"
+                                "\n  %s FLOPs (maps, reductions, fp32 contractions) / (%u × %g fp32 or %g fp16 × %s)"),
                                 f, arch->sms, arch->cuda_fp32_per_sm_clock, arch->cuda_fp16_per_sm_clock, clk);
         break;
       }
@@ -232,8 +234,8 @@ napkin_explain_resource_time (const NapkinAnalysis *a,
         g_autofree char *f = napkin_format_int (a->flops.sfu);
         g_autofree char *clk = napkin_format_si (arch->clock_hz, "Hz");
 
-        g_string_append_printf (s, "time(special functions) = operations / (SMs × per SM per clock × clock)"
-                                "\n  %s / (%u × %g × %s)", f, arch->sms, arch->sfu_per_sm_clock, clk);
+        g_string_append_printf (s, _("time(special functions) = operations / (SMs × per SM per clock × clock)"
+                                "\n  %s / (%u × %g × %s)"), f, arch->sms, arch->sfu_per_sm_clock, clk);
         break;
       }
     default:
@@ -241,12 +243,12 @@ napkin_explain_resource_time (const NapkinAnalysis *a,
         NapkinLevel l = NAPKIN_LEVEL_HBM + (res - NAPKIN_RESOURCE_HBM);
         g_autofree char *bw = napkin_format_si (arch->levels[l].bandwidth, "B/s");
 
-        g_string_append_printf (s, "time(%s) = Σ over kernels of bytes / bandwidth (%s)",
+        g_string_append_printf (s, _("time(%s) = Σ over kernels of bytes / bandwidth (%s)"),
                                 napkin_level_to_string (l), bw);
         break;
       }
     }
-  g_string_append_printf (s, "\n= %s (summed over kernels, before wave quantisation)", t);
+  g_string_append_printf (s, _("\n= %s (summed over kernels, before wave quantisation)"), t);
   return g_string_free (s, FALSE);
 }
 
@@ -274,11 +276,11 @@ napkin_explain_total_time (const NapkinAnalysis *a,
 
       if (k >= 16)
         {
-          g_string_append_printf (s, "\n  … %u kernels in all", a->kernels->len);
+          g_string_append_printf (s, _("\n  … %u kernels in all"), a->kernels->len);
           break;
         }
-      g_string_append_printf (s, "\n  %s: %s (%s, bound by %s, quantisation × %.3f)", kc->name, t,
-                              use_serial ? "sum" : "max", napkin_resource_to_string (kc->bound), kc->quantisation);
+      g_string_append_printf (s, _("\n  %s: %s (%s, bound by %s, quantisation × %.3f)"), kc->name, t,
+                              use_serial ? "sum" : "max", napkin_resource_to_label (kc->bound), kc->quantisation);
     }
   total = napkin_format_si (serial ? a->serial_time_s : a->predicted_time_s, "s");
   g_string_append_printf (s, "\n= %s", total);
@@ -302,7 +304,7 @@ napkin_explain_throughput (const NapkinAnalysis *a,
   f = napkin_format_int (counted_flops (a));
   t = napkin_format_si (serial ? a->serial_time_s : a->predicted_time_s, "s");
   r = napkin_format_si (serial ? a->serial_throughput : a->throughput, "FLOP/s");
-  return g_strdup_printf ("throughput = %s FLOPs / time = %s / %s = %s",
+  return g_strdup_printf (_("throughput = %s FLOPs / time = %s / %s = %s"),
                           a->flops.tensor > 0 ? "contraction" : "all", f, t, r);
 }
 
@@ -315,7 +317,7 @@ napkin_explain_intensity (const NapkinAnalysis *a)
 
   f = napkin_format_int (a->flops_total);
   b = napkin_format_int (a->levels[NAPKIN_LEVEL_HBM].transfer_bytes);
-  return g_strdup_printf ("intensity = FLOPs / device-memory bytes = %s / %s B = %.4g FLOP/B", f, b, a->intensity);
+  return g_strdup_printf (_("intensity = FLOPs / device-memory bytes = %s / %s B = %.4g FLOP/B"), f, b, a->intensity);
 }
 
 static double
@@ -348,7 +350,7 @@ napkin_explain_percent_of_peak (const NapkinAnalysis *a,
 
   r = napkin_format_si (serial ? a->serial_throughput : a->throughput, "FLOP/s");
   p = napkin_format_si (peak_rate (a), "FLOP/s");
-  return g_strdup_printf ("%% of peak = throughput / peak of the %s = %s / %s = %.1f %%",
+  return g_strdup_printf (_("%% of peak = throughput / peak of the %s = %s / %s = %.1f %%"),
                           a->tensor_throughput > 0 ? "tensor cores for these element types" : "fp32 CUDA cores",
                           r, p, napkin_analysis_percent_of_peak (a, serial));
 }
@@ -374,9 +376,9 @@ napkin_explain_region_instances (const NapkinAnalysis *a,
   i = napkin_format_int (c->instances);
   ch = napkin_format_int (c->chunks);
   st = napkin_format_int (c->steps);
-  return g_strdup_printf ("instances = Π over parallel axes of size / group, per instance of the enclosing region"
+  return g_strdup_printf (_("instances = Π over parallel axes of size / group, per instance of the enclosing region"
                           "\n  %s groups per parent step (tile %s) = %s instances"
-                          "\n  each folds %s stream chunks: %s steps", g, c->tile, i, ch, st);
+                          "\n  each folds %s stream chunks: %s steps"), g, c->tile, i, ch, st);
 }
 
 gint64
@@ -425,14 +427,14 @@ napkin_explain_region_footprint (const NapkinAnalysis *a,
     {
       g_autofree char *pb = napkin_format_int (c->plan_smem_bytes);
 
-      return g_strdup_printf ("shared memory a block = what its kernel's plan asks for (tiles × stages, "
+      return g_strdup_printf (_("shared memory a block = what its kernel's plan asks for (tiles × stages, "
                               "epilogue buffers, alignment, barriers) = %s B, against %s B one block may have "
-                              "= %.1f %%%s\n  (the paper's footprint M: %s elements = %s B)", pb, cap,
+                              "= %.1f %%%s\n  (the paper's footprint M: %s elements = %s B)"), pb, cap,
                               100.0 * c->plan_smem_bytes / MAX (1.0, napkin_region_capacity (a, region)),
                               c->feasible ? "" : " (INFEASIBLE)", e, b);
     }
-  return g_strdup_printf ("footprint = largest set of tiles live at once (× %u stages for streamed inputs)"
-                          "\n  = %s elements = %s B, against %s B (%s) = %.1f %%%s", c->stages, e, b, cap,
+  return g_strdup_printf (_("footprint = largest set of tiles live at once (× %u stages for streamed inputs)"
+                          "\n  = %s elements = %s B, against %s B (%s) = %.1f %%%s"), c->stages, e, b, cap,
                           c->level == NAPKIN_LEVEL_SMEM ? "shared memory one block may have"
                           : c->level == NAPKIN_LEVEL_REGISTERS ? "register file of one SM" : "L2",
                           100.0 * c->footprint_bytes / MAX (1.0, napkin_region_capacity (a, region)),
@@ -455,17 +457,17 @@ napkin_explain_region_occupancy (const NapkinAnalysis *a,
       g_autofree char *b = napkin_format_int (c->footprint_bytes);
       g_autofree char *cap = napkin_format_int ((gint64) arch->levels[NAPKIN_LEVEL_L2].capacity_bytes);
 
-      return g_strdup_printf ("held in L2 at once = ⌊L2 capacity / footprint⌋ = ⌊%s / %s⌋ = %" G_GINT64_FORMAT,
-                              cap, b, c->per_sm);
+      return g_strdup_printf (_("held in L2 at once = ⌊L2 capacity / footprint⌋ = ⌊%s / %s⌋ = %lld"),
+                              cap, b, (long long) c->per_sm);
     }
   warps = MAX (1u, (c->threads + 31) / 32);
-  return g_strdup_printf ("instances per SM = min over limits (shared memory ⌊%.0f / (footprint + %.0f reserved)⌋, "
+  return g_strdup_printf (_("instances per SM = min over limits (shared memory ⌊%.0f / (footprint + %.0f reserved)⌋, "
                           "warps ⌊%u / %u⌋, registers ⌊%u / (%u × %u × 32)⌋, blocks %u)"
-                          "\n  = %" G_GINT64_FORMAT ", bound by %s: %" G_GINT64_FORMAT " warps per SM of %u",
+                          "\n  = %lld, bound by %s: %lld warps per SM of %u"),
                           arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes, arch->smem_reserved_per_block,
                           arch->max_warps_per_sm, warps, arch->registers_per_sm, c->registers_per_thread, warps,
-                          arch->max_blocks_per_sm, c->per_sm, c->binding_limit ? c->binding_limit : "—",
-                          c->per_sm * warps, arch->max_warps_per_sm);
+                          arch->max_blocks_per_sm, (long long) c->per_sm, c->binding_limit ? _(c->binding_limit) : "—",
+                          (long long) (c->per_sm * warps), arch->max_warps_per_sm);
 }
 
 char *
@@ -479,10 +481,9 @@ napkin_explain_region_waves (const NapkinAnalysis *a,
 
   i = napkin_format_int (c->instances);
   if (c->level == NAPKIN_LEVEL_L2)
-    return g_strdup_printf ("rounds = ⌈instances / held at once⌉ = ⌈%s / %" G_GINT64_FORMAT "⌉ = %" G_GINT64_FORMAT,
-                            i, MAX (1, c->per_sm), c->waves);
-  return g_strdup_printf ("waves = ⌈instances / (SMs × per SM)⌉ = ⌈%s / (%u × %" G_GINT64_FORMAT ")⌉ = %"
-                          G_GINT64_FORMAT, i, a->arch->sms, MAX (1, c->per_sm), c->waves);
+    return g_strdup_printf (_("rounds = ⌈instances / held at once⌉ = ⌈%s / %lld⌉ = %lld"),
+                            i, (long long) (MAX (1, c->per_sm)), (long long) c->waves);
+  return g_strdup_printf (_("waves = ⌈instances / (SMs × per SM)⌉ = ⌈%s / (%u × %lld)⌉ = %lld"), i, a->arch->sms, (long long) (MAX (1, c->per_sm)), (long long) c->waves);
 }
 
 char *
@@ -501,7 +502,7 @@ napkin_explain_transfer (const NapkinAnalysis *a,
   count = napkin_format_int (tr->count);
   el = napkin_format_int (tr->elements);
   b = napkin_format_int (tr->bytes);
-  return g_strdup_printf ("%s %s %s %s: tile × moves × bytes/element = %s × %s × %u B = %s elements = %s B",
+  return g_strdup_printf (_("%s %s %s %s: tile × moves × bytes/element = %s × %s × %u B = %s elements = %s B"),
                           tr->tensor, tr->is_output ? "→" : "←", napkin_level_to_string (tr->from),
                           tr->is_output ? "written" : "read", tile, count, napkin_dtype_bytes (tr->dtype), el, b);
 }

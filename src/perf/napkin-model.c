@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -19,6 +21,19 @@ napkin_resource_to_string (NapkinResource resource)
 {
   g_return_val_if_fail (resource < NAPKIN_N_RESOURCES, NULL);
   return resource_names[resource];
+}
+
+/* The resource's name for people, in their language (the JSON keeps napkin_resource_to_string's). */
+const char *
+napkin_resource_to_label (NapkinResource resource)
+{
+  static const char *labels[NAPKIN_N_RESOURCES] = {
+    NC_("resource", "tensor"), NC_("resource", "cuda"), NC_("resource", "sfu"), NC_("resource", "hbm"),
+    NC_("resource", "l2"), NC_("resource", "smem"), NC_("resource", "registers"),
+  };
+
+  g_return_val_if_fail (resource < NAPKIN_N_RESOURCES, NULL);
+  return g_dpgettext2 (GETTEXT_PACKAGE, "resource", labels[resource]);
 }
 
 static NapkinResource
@@ -524,10 +539,9 @@ check_fragments (Model *m,
       }
     for (guint i = 0; i < 3; i++)
       if (cut[i] && prod[i] % need[i] != 0)
-        error_add (m, "regions[%u].marks.%s: tile %" G_GINT64_FORMAT " is not a multiple of %" G_GINT64_FORMAT
-                   ": the %s axis of contraction “%s” on %s tensor cores needs fragments of %" G_GINT64_FORMAT,
-                   r, napkin_diagram_axis (m->d, last[i])->name, prod[i], need[i], roles[i],
-                   napkin_diagram_node (m->d, node)->id, napkin_dtype_to_string (dtype), need[i]);
+        error_add (m, _("regions[%u].marks.%s: tile %lld is not a multiple of %lld: the %s axis of contraction “%s” on %s tensor cores needs fragments of %lld"),
+                   r, napkin_diagram_axis (m->d, last[i])->name, (long long) prod[i], (long long) need[i], roles[i],
+                   napkin_diagram_node (m->d, node)->id, napkin_dtype_to_string (dtype), (long long) need[i]);
   }
 }
 
@@ -550,9 +564,8 @@ check_coalescing (Model *m,
     return;
   bytes = tile * dtype_bytes (m, node);
   if (bytes % 128 != 0 && tile < napkin_diagram_axis_size (m->d, last))
-    error_add (m, "regions[%u].marks.%s: tile %" G_GINT64_FORMAT " × %u bytes = %" G_GINT64_FORMAT
-               " bytes of %s's contiguous axis %s is not a multiple of 128 (coalesced device-memory access "
-               "needs rows of %u elements)", r, name, tile, dtype_bytes (m, node), bytes,
+    error_add (m, _("regions[%u].marks.%s: tile %lld × %u bytes = %lld bytes of %s's contiguous axis %s is not a multiple of 128 (coalesced device-memory access "
+               "needs rows of %u elements)"), r, name, (long long) tile, dtype_bytes (m, node), (long long) bytes,
                value_name (m, node), name, 128 / dtype_bytes (m, node));
 }
 
@@ -932,7 +945,7 @@ model_occupancy (Model *m,
   gint64 limits[4];
   /* ties go to the first: warps before registers, since at the 32-register base
    * the register file holds exactly the warps the SM can run */
-  const char *names[4] = { "shared memory", "warps", "registers", "blocks" };
+  const char *names[4] = { N_("shared memory"), N_("warps"), N_("registers"), N_("blocks") };
   guint warps;
   double per_thread;
   gint64 block_registers = 0;   /* a skeleton that splits its registers unevenly (setmaxnreg) */
@@ -949,10 +962,10 @@ model_occupancy (Model *m,
       cost->threads = 0;
       cost->registers_per_thread = 0;
       if (cost->footprint_bytes > cap)
-        error_add (m, "regions[%u]: footprint %" G_GINT64_FORMAT " bytes exceeds the %.0f bytes of L2 on %s",
-                   cost->region, cost->footprint_bytes, cap, arch->id);
+        error_add (m, _("regions[%u]: footprint %lld bytes exceeds the %.0f bytes of L2 on %s"),
+                   cost->region, (long long) cost->footprint_bytes, cap, arch->id);
       cost->per_sm = cost->footprint_bytes > 0 ? (gint64) MIN (floor (cap / cost->footprint_bytes), 1e9) : 1;
-      cost->binding_limit = "L2 capacity";
+      cost->binding_limit = N_("L2 capacity");
       cost->waves = ceil_div (cost->instances, MAX (1, cost->per_sm));
       cost->feasible = m->rs[r].n_errors == 0;
       m->current = -1;
@@ -1085,9 +1098,9 @@ model_occupancy (Model *m,
   warps = (threads + 31) / 32;
 
   if (cost->registers_per_thread > arch->max_registers_per_thread)
-    error_add (m, "regions[%u]: needs about %u registers per thread (%" G_GINT64_FORMAT " bytes held in "
-               "registers over %u threads), more than the %u a thread can have on %s",
-               cost->region, cost->registers_per_thread, register_bytes, threads,
+    error_add (m, _("regions[%u]: needs about %u registers per thread (%lld bytes held in "
+               "registers over %u threads), more than the %u a thread can have on %s"),
+               cost->region, cost->registers_per_thread, (long long) register_bytes, threads,
                arch->max_registers_per_thread, arch->id);
 
   if (cost->level == NAPKIN_LEVEL_SMEM)
@@ -1113,9 +1126,8 @@ model_occupancy (Model *m,
       else if (m->rs[r].rows_c > 0)
         need = 32 * 4 + arch->smem_reserved_per_block;   /* rows in registers: one float per warp */
       else if (cost->footprint_bytes > arch->smem_max_per_block)
-        error_add (m, "regions[%u]: footprint %" G_GINT64_FORMAT " bytes (%" G_GINT64_FORMAT
-                   " elements) exceeds the %.0f bytes of shared memory one block can have on %s",
-                   cost->region, cost->footprint_bytes, cost->footprint_elements, arch->smem_max_per_block,
+        error_add (m, _("regions[%u]: footprint %lld bytes (%lld elements) exceeds the %.0f bytes of shared memory one block can have on %s"),
+                   cost->region, (long long) cost->footprint_bytes, (long long) cost->footprint_elements, arch->smem_max_per_block,
                    arch->id);
       limits[0] = (gint64) floor (arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / need);
     }
@@ -1148,7 +1160,7 @@ model_occupancy (Model *m,
         }
     }
   if (cost->per_sm < 1)
-    error_add (m, "regions[%u]: not one instance fits on an SM: %s binds", cost->region, cost->binding_limit);
+    error_add (m, _("regions[%u]: not one instance fits on an SM: %s binds"), cost->region, _(cost->binding_limit));
   cost->waves = ceil_div (cost->instances, MAX (1, mul (m, arch->sms, MAX (1, cost->per_sm))));
   cost->feasible = m->rs[r].n_errors == 0;
   m->current = -1;
@@ -1253,7 +1265,7 @@ model_l2_reuse (Model *m,
 
   if (in_flight > m->arch->levels[NAPKIN_LEVEL_L2].capacity_bytes)
     {
-      warning_add (m, "region “%s”: one wave's tiles (%.0f bytes) exceed L2 (%.0f bytes); no reuse counted",
+      warning_add (m, _("region “%s”: one wave's tiles (%.0f bytes) exceed L2 (%.0f bytes); no reuse counted"),
                    cost->name, in_flight, m->arch->levels[NAPKIN_LEVEL_L2].capacity_bytes);
       for (guint i = 0; i < cost->transfers->len; i++)
         g_array_index (cost->transfers, NapkinTransfer, i).sharers = 1;
@@ -1407,14 +1419,14 @@ node_compute (Model      *m,
         {
           m->a->fp32_contract_flops = add (m, m->a->fp32_contract_flops, f.tensor);
           time[NAPKIN_RESOURCE_CUDA] += f.tensor / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
-          warning_add (m, "contraction “%s” multiplies fp32: counted on CUDA cores (use tf32 for tensor cores)",
+          warning_add (m, _("contraction “%s” multiplies fp32: counted on CUDA cores (use tf32 for tensor cores)"),
                        node->id);
         }
       else
         {
           if (m->arch->tensor_per_sm_clock[klass] <= 0)
             {
-              warning_add (m, "%s has no %s tensor cores: “%s” counted at the fp16 rate", m->arch->id,
+              warning_add (m, _("%s has no %s tensor cores: “%s” counted at the fp16 rate"), m->arch->id,
                            napkin_tensor_class_to_string (klass), node->id);
               klass = NAPKIN_TENSOR_FP16;
             }
@@ -1536,9 +1548,9 @@ finish_kernel (Model            *m,
       k->best_bound = k->bound;
     }
   if (!k->best_generated && m->a->best_note == NULL)
-    m->a->best_note = g_strdup_printf ("kernel “%s”: %s is %s's best tensor-core path; Napkin generates %s%s%s here%s",
+    m->a->best_note = g_strdup_printf (_("kernel “%s”: %s is %s's best tensor-core path; Napkin generates %s%s%s here%s"),
                                        k->name, k->best_path, m->arch->id,
-                                       k->tensor_path ? k->tensor_path : "the generic lowering",
+                                       k->tensor_path ? k->tensor_path : _("the generic lowering"),
                                        k->tensor_path == NULL && k->reason ? " — " : "",
                                        k->tensor_path == NULL && k->reason ? k->reason : "",
                                        m->arch->tensor_paths[g_str_equal (k->best_path, "tcgen05")
@@ -1546,7 +1558,7 @@ finish_kernel (Model            *m,
                                                              : g_str_equal (k->best_path, "wgmma")
                                                                ? NAPKIN_TENSOR_PATH_WGMMA
                                                                : NAPKIN_TENSOR_PATH_MMA_SYNC].generated
-                                       ? "" : " (Napkin does not generate it until it is verified on such a GPU)");
+                                       ? "" : _(" (Napkin does not generate it until it is verified on such a GPU)"));
   m->a->best_time_s += k->best_s;
   if (k->best_s > m->best_kernel_s)
     {
@@ -1687,8 +1699,8 @@ rows_kernel (Model                  *m,
       if (little < m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth)
         {
           k->time_s[NAPKIN_RESOURCE_HBM] *= m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth / little;
-          warning_add (m, "region “%s”: %.0f bytes in flight per SM cannot keep device memory busy (Little's law: "
-                       "%.0f needed at %.0f ns); more rows per SM would", grid->name, in_flight / m->arch->sms,
+          warning_add (m, _("region “%s”: %.0f bytes in flight per SM cannot keep device memory busy (Little's law: "
+                       "%.0f needed at %.0f ns); more rows per SM would"), grid->name, in_flight / m->arch->sms,
                        m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth * latency / m->arch->sms, latency * 1e9);
         }
     }
@@ -1729,9 +1741,9 @@ pipeline_stall (Model                  *m,
   if (wait <= 0)
     return;
   k->latency_s += steps * wait;
-  warning_add (m, "region “%s”: with %u stages, the chunks in flight while one is consumed cannot cover a "
+  warning_add (m, _("region “%s”: with %u stages, the chunks in flight while one is consumed cannot cover a "
                "load's %.0f ns round trip plus its transfer (%.2f µs a chunk against %.2f µs of compute): loads "
-               "exposed; more stages would hide them", grid->name, grid->stages, latency * 1e9,
+               "exposed; more stages would hide them"), grid->name, grid->stages, latency * 1e9,
                (latency + transfer) * 1e6, compute * 1e6);
 }
 
@@ -1917,8 +1929,8 @@ generic_kernel (Model                  *m,
   k->tensor_path = NULL;
   k->chunk_s = 0;
   k->overlaps = FALSE;
-  warning_add (m, "kernel “%s” runs on the generic lowering (%s): predicted at the generic code's measured speed, "
-               "not the tensor cores'", k->name, pk->reason);
+  warning_add (m, _("kernel “%s” runs on the generic lowering (%s): predicted at the generic code's measured speed, "
+               "not the tensor cores'"), k->name, pk->reason);
 }
 
 static void
@@ -2225,8 +2237,8 @@ build_kernels (Model *m)
         else if (k.overlaps)
           pipeline_stall (m, grid, &k);
         else
-          warning_add (m, "region “%s”: one pipeline stage and one block per SM, so its loads cannot hide "
-                       "behind compute: predicted without overlap (add a stage or shrink the footprint)",
+          warning_add (m, _("region “%s”: one pipeline stage and one block per SM, so its loads cannot hide "
+                       "behind compute: predicted without overlap (add a stage or shrink the footprint)"),
                        grid->name);
       }
       {
@@ -2330,8 +2342,8 @@ build_kernels (Model *m)
           add_level_traffic (m, NAPKIN_LEVEL_HBM, extra_e, extra_b);
           add_level_traffic (m, NAPKIN_LEVEL_L2, extra_e, extra_b);
           bytes = add (m, bytes, extra_b);
-          warning_add (m, "%s “%s” lies in no region: with nowhere on chip to keep its row statistics it "
-                       "reads its input %d times from device memory; a region with %s whole reads it once",
+          warning_add (m, _("%s “%s” lies in no region: with nowhere on chip to keep its row statistics it "
+                       "reads its input %d times from device memory; a region with %s whole reads it once"),
                        napkin_op_kind_to_string (node->kind), node->id, two ? 2 : 3, node->axis);
         }
       k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
@@ -2339,8 +2351,8 @@ build_kernels (Model *m)
       if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
         path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : PATH_MMA_SYNC;
       else if (node->kind == NAPKIN_OP_CONTRACT)
-        warning_add (m, "contraction “%s” lies in no region: modelled as reading each operand from device "
-                     "memory once, as if on-chip memory were unbounded; relabel it to see what tiling costs",
+        warning_add (m, _("contraction “%s” lies in no region: modelled as reading each operand from device "
+                     "memory once, as if on-chip memory were unbounded; relabel it to see what tiling costs"),
                      node->id);
       node_compute (m, n, path, k.time_s);
       if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
@@ -2386,7 +2398,7 @@ napkin_analyze (NapkinDiagram               *diagram,
   if (napkin_diagram_topo_order (diagram) == NULL)
     {
       g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
-                           "nodes: the diagram has a cycle");
+                           _("nodes: the diagram has a cycle"));
       return NULL;
     }
 
@@ -2523,7 +2535,7 @@ napkin_analyze (NapkinDiagram               *diagram,
   if (m.overflow)
     {
       g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
-                           "axes: the counts of this diagram overflow 64 bits; use smaller axes");
+                           _("axes: the counts of this diagram overflow 64 bits; use smaller axes"));
       return NULL;
     }
   return g_steal_pointer (&a);

@@ -64,7 +64,7 @@ typedef struct
   gint64       intermediate_bytes;   /* largest live set of values made and used inside */
   guint        registers_per_thread;
   gint64       per_sm;
-  const char  *binding_limit;   /* "shared memory", "registers", "warps", "blocks" */
+  const char  *binding_limit;   /* "shared memory", "registers", "warps", "blocks" (N_(): show with _()) */
   gint64       waves;
   gint64       transfer_elements;
   gint64       transfer_bytes;
@@ -172,6 +172,7 @@ NapkinAnalysis *napkin_analyze                 (NapkinDiagram               *dia
 void            napkin_analysis_free           (NapkinAnalysis              *analysis);
 json_object    *napkin_analysis_to_json        (NapkinAnalysis              *analysis);
 const char     *napkin_resource_to_string      (NapkinResource               resource);
+const char     *napkin_resource_to_label       (NapkinResource               resource);
 
 /* Whether region `region` of `diagram` runs on Hopper's warpgroup tensor-core path
  * (wgmma) rather than mma.sync: the rule shared with codegen (docs/model.md,

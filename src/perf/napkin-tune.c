@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -843,8 +845,8 @@ propose_attention (Proposal *p,
   json_object_array_add (p->regions, r);
   for (guint i = 0; i < n; i++)
     p->taken[nodes[i]] = 1;
-  g_ptr_array_add (p->what, g_strdup_printf ("%s: attention %s … %s (queries in groups, keys streamed, the scores "
-                                             "never leave the chip)", name, napkin_diagram_node (d, qk)->id,
+  g_ptr_array_add (p->what, g_strdup_printf (_("%s: attention %s … %s (queries in groups, keys streamed, the scores "
+                                             "never leave the chip)"), name, napkin_diagram_node (d, qk)->id,
                                              napkin_diagram_node (d, pv)->id));
   p->n_attention++;
 }
@@ -913,8 +915,8 @@ propose_gemm (Proposal *p,
   json_object_array_add (p->regions, block);
   json_object_array_add (p->regions, warp);
   p->taken[mm] = 1;
-  g_ptr_array_add (p->what, g_strdup_printf ("%s: matrix product %s (tiles of the output in groups, the contracted "
-                                             "axis streamed; %s: warp tiles in registers)", bname,
+  g_ptr_array_add (p->what, g_strdup_printf (_("%s: matrix product %s (tiles of the output in groups, the contracted "
+                                             "axis streamed; %s: warp tiles in registers)"), bname,
                                              napkin_diagram_node (d, mm)->id, wname));
   p->n_gemm++;
 }
@@ -950,7 +952,7 @@ propose_rows (Proposal *p,
   json_object_array_add (p->regions, r);
   for (guint i = 0; i < n; i++)
     p->taken[nodes[i]] = 1;
-  g_ptr_array_add (p->what, g_strdup_printf ("%s: %s %s over whole rows (rows in groups, one pass)", name,
+  g_ptr_array_add (p->what, g_strdup_printf (_("%s: %s %s over whole rows (rows in groups, one pass)"), name,
                                              napkin_op_kind_to_string (napkin_diagram_node (d, op)->kind),
                                              napkin_diagram_node (d, op)->id));
   p->n_rows++;
@@ -976,7 +978,7 @@ napkin_tune_propose_regions (NapkinDiagram   *diagram,
   if (napkin_diagram_n_regions (diagram) > 0)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "regions: the diagram already has regions; tune their tiles instead");
+                   _("regions: the diagram already has regions; tune their tiles instead"));
       return NULL;
     }
   n_nodes = napkin_diagram_n_nodes (diagram);
@@ -1005,8 +1007,8 @@ napkin_tune_propose_regions (NapkinDiagram   *diagram,
     {
       json_object_put (p.regions);
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "regions: no pattern the model knows where to relabel (a matrix product, attention, or a "
-                   "softmax or normalisation of rows): draw a region");
+                   _("regions: no pattern the model knows where to relabel (a matrix product, attention, or a "
+                   "softmax or normalisation of rows): draw a region"));
       return NULL;
     }
   root = napkin_diagram_to_json (diagram);
@@ -1065,13 +1067,13 @@ region_number_spec (NapkinDiagram  *diagram,
   if (r < 0)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "--tile %s: the diagram has no region “%s”", spec, name);
+                   _("--tile %s: the diagram has no region “%s”"), spec, name);
       return SPEC_BAD;
     }
   if (!g_ascii_string_to_unsigned (dot + 2 + key_len, 10, 1, max, value, NULL))
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "--tile %s: %s must be a whole number from 1 to %" G_GUINT64_FORMAT, spec, key, max);
+                   _("--tile %s: %s must be a whole number from 1 to %llu"), spec, key, (unsigned long long) max);
       return SPEC_BAD;
     }
   *region = (NapkinRegion *) napkin_diagram_region (diagram, r);

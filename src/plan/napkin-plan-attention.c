@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 
 #include <string.h>
@@ -176,10 +178,9 @@ mask_text (const NapkinPlanAttention *a)
   switch (a->mask)
     {
     case NAPKIN_ATTN_MASK_CAUSAL:
-      return g_strdup_printf ("causal (diagonal offset %" G_GINT64_FORMAT ")", a->mask_offset);
+      return g_strdup_printf (_("causal (diagonal offset %lld)"), (long long) a->mask_offset);
     case NAPKIN_ATTN_MASK_WINDOW:
-      return g_strdup_printf ("window of %" G_GINT64_FORMAT " left, %" G_GINT64_FORMAT " right (offset %"
-                              G_GINT64_FORMAT ")", a->window_left, a->window_right, a->mask_offset);
+      return g_strdup_printf (_("window of %lld left, %lld right (offset %lld)"), (long long) a->window_left, (long long) a->window_right, (long long) a->mask_offset);
     case NAPKIN_ATTN_MASK_NONE:
     case NAPKIN_N_ATTN_MASKS:
     default:
@@ -197,39 +198,38 @@ attention_note (NapkinPlanKernel *k,
   g_autofree char *mask = mask_text (a);
 
   if (k->path == NAPKIN_PATH_WGMMA)
-    g_string_append_printf (s, "fused attention, %" G_GINT64_FORMAT " query rows a block (%u consumer warpgroup%s), "
-                               "keys in chunks of %" G_GINT64_FORMAT " through %u stages, TMA loads, wgmma%s, online "
-                               "softmax in registers", a->rows, a->consumers, a->consumers == 1 ? "" : "s", a->BKV,
+    g_string_append_printf (s, _("fused attention, %lld query rows a block (%u consumer warpgroup%s), "
+                               "keys in chunks of %lld through %u stages, TMA loads, wgmma%s, online "
+                               "softmax in registers"), (long long) a->rows, a->consumers, a->consumers == 1 ? "" : "s", (long long) a->BKV,
                             a->stages, a->dtype == NAPKIN_DTYPE_FP8_E4M3
                                          ? (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3 ? " e4m3 for Q·Kᵀ and P·V"
                                                                                 : " e4m3 for Q·Kᵀ")
                                          : "");
   else
-    g_string_append_printf (s, "fused attention, %" G_GINT64_FORMAT " query rows a block (%u warp%s), keys in chunks "
-                               "of %" G_GINT64_FORMAT " (double-buffered, cp.async), mma.sync, online softmax in "
-                               "registers", a->rows, a->consumers, a->consumers == 1 ? "" : "s", a->BKV);
+    g_string_append_printf (s, _("fused attention, %lld query rows a block (%u warp%s), keys in chunks "
+                               "of %lld (double-buffered, cp.async), mma.sync, online softmax in "
+                               "registers"), (long long) a->rows, a->consumers, a->consumers == 1 ? "" : "s", (long long) a->BKV);
   if (a->group > 1)
-    g_string_append_printf (s, "; %" G_GINT64_FORMAT " query heads per K/V head, %" G_GINT64_FORMAT " of them a "
-                               "block", a->group, a->group_tile);
+    g_string_append_printf (s, _("; %lld query heads per K/V head, %lld of them a "
+                               "block"), (long long) a->group, (long long) a->group_tile);
   if (a->D * napkin_dtype_bytes (a->dtype) % 128 != 0 && k->path == NAPKIN_PATH_WGMMA)
-    g_string_append_printf (s, "; rows of %" G_GINT64_FORMAT " padded to %" G_GINT64_FORMAT " in shared memory",
-                            a->D, a->d_smem);
+    g_string_append_printf (s, _("; rows of %lld padded to %lld in shared memory"),
+                            (long long) a->D, (long long) a->d_smem);
   if (mask)
-    g_string_append_printf (s, "; %s mask: %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " tiles computed per head, %"
-                               G_GINT64_FORMAT " masked in registers", mask, a->tiles_computed, a->tiles_total,
-                            a->tiles_masked);
+    g_string_append_printf (s, _("; %s mask: %lld of %lld tiles computed per head, %lld masked in registers"), mask, (long long) a->tiles_computed, (long long) a->tiles_total,
+                            (long long) a->tiles_masked);
   else if (a->NKV % a->BKV || a->NQ % a->BQ)
-    g_string_append (s, "; edge tiles masked");
+    g_string_append (s, _("; edge tiles masked"));
   if (a->split_kv > 1)
-    g_string_append_printf (s, "; keys split %u ways (%" G_GINT64_FORMAT " chunks each), partial outputs merged "
-                               "by a second kernel", a->split_kv, a->chunks_per_split);
+    g_string_append_printf (s, _("; keys split %u ways (%lld chunks each), partial outputs merged "
+                               "by a second kernel"), a->split_kv, (long long) a->chunks_per_split);
   if (a->exp_fma > 0)
     {
       /* whole blocks of 8 keys move: floor (BKV/8 · f) of every chunk's BKV/8 */
       gint64 blocks = MAX (1, a->BKV / 8), moved = (gint64) floor (a->exp_fma * blocks);
 
-      g_string_append_printf (s, "; exponentials of %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT " key blocks "
-                                 "(%.0f %%) as a polynomial on the FMA units", moved, blocks, 100.0 * moved / blocks);
+      g_string_append_printf (s, _("; exponentials of %lld of %lld key blocks "
+                                 "(%.0f %%) as a polynomial on the FMA units"), (long long) moved, (long long) blocks, 100.0 * moved / blocks);
     }
   if (a->legacy)
     g_string_append (s, k->path == NAPKIN_PATH_WGMMA ? " (flash-wgmma)" : " (flash-mma)");
@@ -256,20 +256,19 @@ napkin_plan_attention_set_mask (NapkinPlan       *plan,
   a = &k->u.att;
   if (mask >= NAPKIN_N_ATTN_MASKS)
     {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE, "mask: unknown kind %d", mask);
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE, _("mask: unknown kind %d"), mask);
       return FALSE;
     }
   if (mask == NAPKIN_ATTN_MASK_WINDOW && (left < -1 || right < -1))
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "mask: a window's sides are ≥ 0 keys (or −1: unbounded), not %" G_GINT64_FORMAT " and %"
-                   G_GINT64_FORMAT, left, right);
+                   _("mask: a window's sides are ≥ 0 keys (or −1: unbounded), not %lld and %lld"), (long long) left, (long long) right);
       return FALSE;
     }
   if (ABS (offset) > G_MAXINT32)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   "mask: diagonal offset %" G_GINT64_FORMAT " out of range", offset);
+                   _("mask: diagonal offset %lld out of range"), (long long) offset);
       return FALSE;
     }
   a->mask = mask;
@@ -348,10 +347,10 @@ attention_layout (NapkinPlanner       *p,
    * d: an imported block names each projection's axes). The kernels hold one head size
    * for Q, K, V and O (docs/plan.md, "Attention kernels"). */
   if (qr < 2 || kr < 2 || !g_str_equal (K->axes[kr - 1], d) || g_strv_length (V->axes) != kr || orank < 2)
-    return g_strdup ("the head axes must be the last (contiguous) axes of Q and K (d), and of V and O (dv)");
+    return g_strdup (_("the head axes must be the last (contiguous) axes of Q and K (d), and of V and O (dv)"));
   dv = V->axes[kr - 1];
   if (!g_str_equal (O->axes[orank - 1], dv))
-    return g_strdup_printf ("the head axis of V (%s) must be the last (contiguous) axis of O, not %s", dv,
+    return g_strdup_printf (_("the head axis of V (%s) must be the last (contiguous) axis of O, not %s"), dv,
                             O->axes[orank - 1]);
   if (!g_str_equal (dv, d))
     {
@@ -359,24 +358,24 @@ attention_layout (NapkinPlanner       *p,
       gint64 nv = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, dv));
 
       if (axis_index (Q->axes, dv) >= 0 || axis_index (K->axes, dv) >= 0 || axis_index (O->axes, d) >= 0)
-        return g_strdup_printf ("the head axes %s (Q·Kᵀ) and %s (·V) must each be only the head axis", d, dv);
+        return g_strdup_printf (_("the head axes %s (Q·Kᵀ) and %s (·V) must each be only the head axis"), d, dv);
       if (nd != nv)
-        return g_strdup_printf ("V's head size (%s = %" G_GINT64_FORMAT ") differs from Q's and K's (%s = %"
-                                G_GINT64_FORMAT "): the attention kernels take one head size for Q, K, V and O",
-                                dv, nv, d, nd);
+        return g_strdup_printf (_("V's head size (%s = %lld) differs from Q's and K's (%s = %lld): the attention "
+                                  "kernels take one head size for Q, K, V and O"),
+                                dv, (long long) nv, d, (long long) nd);
     }
   for (guint i = 0; i + 1 < kr; i++)
     if (!g_str_equal (K->axes[i], V->axes[i]))
-      return g_strdup ("V must have K's axes in K's order");
+      return g_strdup (_("V must have K's axes in K's order"));
   key_at = axis_index (K->axes, key);
   if (key_at < 0 || axis_index (Q->axes, key) >= 0 || axis_index (O->axes, key) >= 0)
-    return g_strdup_printf ("the softmax axis %s must be K's and V's key axis, absent from Q and O", key);
+    return g_strdup_printf (_("the softmax axis %s must be K's and V's key axis, absent from Q and O"), key);
   for (guint i = 0; i + 1 < qr; i++)
     if (axis_index (K->axes, Q->axes[i]) < 0)
       g_ptr_array_add (q_only, Q->axes[i]);
   g_ptr_array_add (q_only, NULL);
   if (q_only->len < 2 || q_only->len > 3)
-    return g_strdup_printf ("Q must have one query axis and at most one group axis that K lacks, not %u",
+    return g_strdup_printf (_("Q must have one query axis and at most one group axis that K lacks, not %u"),
                             q_only->len - 1);
   /* the query axis sits in Q where the key axis sits in K (the innermost such axis) */
   for (int i = (int) q_only->len - 2; i >= 0 && ax->query == NULL; i--)
@@ -391,10 +390,10 @@ attention_layout (NapkinPlanner       *p,
   ax->d = d;
   ax->dv = dv;
   if (orank != qr)
-    return g_strdup ("O must have Q's axes");
+    return g_strdup (_("O must have Q's axes"));
   for (guint i = 0; i + 1 < qr; i++)
     if (axis_index (O->axes, Q->axes[i]) < 0)
-      return g_strdup_printf ("O lacks Q's axis %s", Q->axes[i]);
+      return g_strdup_printf (_("O lacks Q's axis %s"), Q->axes[i]);
 
   a->NQ = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, ax->query));
   a->NKV = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, key));
@@ -418,7 +417,7 @@ attention_layout (NapkinPlanner       *p,
       a->o_lead[l] = stride_of (p, O->axes, K->axes[i]);
       a->k_lead[l] = stride_of (p, K->axes, K->axes[i]);
       if (a->q_lead[l] < 0 || a->o_lead[l] < 0)
-        return g_strdup_printf ("K's axis %s must also be an axis of Q and O", K->axes[i]);
+        return g_strdup_printf (_("K's axis %s must also be an axis of Q and O"), K->axes[i]);
       a->kv_batch *= a->lead_size[l];
       lead_inner[l] = (int) i > key_at;
       if (lead_inner[l])
@@ -507,16 +506,16 @@ wgmma_refusal (NapkinPlanner       *p,
   gint64 need, smem, rows_pad;
 
   if (a->D % 8 || a->D < 8 || a->D > 256 || (fp8 && a->D % 16))
-    return g_strdup_printf ("head size %" G_GINT64_FORMAT ": the Hopper attention kernel takes 8 to 256 in steps "
-                            "of 8 (16 for fp8)", a->D);
+    return g_strdup_printf (_("head size %lld: the Hopper attention kernel takes 8 to 256 in steps "
+                            "of 8 (16 for fp8)"), (long long) a->D);
   if (a->BKV % 16 || a->BKV > 256 || (fp8_v && a->BKV % 128))
-    return g_strdup_printf ("chunks of %" G_GINT64_FORMAT " keys: wgmma takes multiples of 16 up to 256%s", a->BKV,
+    return g_strdup_printf (_("chunks of %lld keys: wgmma takes multiples of 16 up to 256%s"), (long long) a->BKV,
                             fp8_v ? " (fp8 P·V: multiples of 128, one swizzled row of Vᵀ)" : "");
   rows_pad = ceil_div (a->rows, 64) * 64;
   a->consumers = (guint) (rows_pad / 64);
   if (a->consumers > WGMMA_MAX_CONSUMERS)
-    return g_strdup_printf ("%" G_GINT64_FORMAT " query rows per block need %u consumer warpgroups; at most %d "
-                            "share the 64K registers", a->rows, a->consumers, WGMMA_MAX_CONSUMERS);
+    return g_strdup_printf (_("%lld query rows per block need %u consumer warpgroups; at most %d "
+                            "share the 64K registers"), (long long) a->rows, a->consumers, WGMMA_MAX_CONSUMERS);
   a->producer_regs = a->consumers >= 3 ? 32 : 56;
   a->consumer_regs = MIN (240, (65536 - 128 * a->producer_regs) / (128 * a->consumers) / 8 * 8);
   a->d_smem = ceil_div (a->D * napkin_dtype_bytes (a->dtype), 128) * 128 / napkin_dtype_bytes (a->dtype);
@@ -524,19 +523,18 @@ wgmma_refusal (NapkinPlanner       *p,
    * and 32 for addresses, the running max and sum (ptxas: docs/plan.md) */
   need = a->BKV / 2 + (fp8_v ? a->BKV / 8 : a->BKV / 4) + a->D / 2 + 32;
   if (need > a->consumer_regs)
-    return g_strdup_printf ("chunks of %" G_GINT64_FORMAT " keys at d = %" G_GINT64_FORMAT " need about %"
-                            G_GINT64_FORMAT " registers per consumer thread; %u consumer warpgroups get %u",
-                            a->BKV, a->D, need, a->consumers, a->consumer_regs);
+    return g_strdup_printf (_("chunks of %lld keys at d = %lld need about %lld registers per consumer thread; %u consumer warpgroups get %u"),
+                            (long long) a->BKV, (long long) a->D, (long long) need, a->consumers, a->consumer_regs);
   smem = wgmma_smem (a);
   if (smem > (gint64) p->arch->smem_max_per_block)
-    return g_strdup_printf ("%" G_GINT64_FORMAT " query rows (%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ") and %u "
-                            "stages of K and V chunks need %" G_GINT64_FORMAT " bytes of shared memory; %s allows "
-                            "%.0f", a->rows, rows_pad, a->d_smem, a->stages, smem, p->arch->id,
+    return g_strdup_printf (_("%lld query rows (%lld×%lld) and %u "
+                            "stages of K and V chunks need %lld bytes of shared memory; %s allows "
+                            "%.0f"), (long long) a->rows, (long long) rows_pad, (long long) a->d_smem, a->stages, (long long) smem, p->arch->id,
                             p->arch->smem_max_per_block);
   if (!a->kv_tma)
-    return g_strdup ("tensor-map coordinates are 32-bit: K and V must have fewer than 2³¹ rows and planes");
+    return g_strdup (_("tensor-map coordinates are 32-bit: K and V must have fewer than 2³¹ rows and planes"));
   if (fp8_v && a->kv_plane_stride != a->NKV * a->D)
-    return g_strdup ("fp8 V must be stored [lead…, k, d] (Vᵀ is made by one batched transpose)");
+    return g_strdup (_("fp8 V must be stored [lead…, k, d] (Vᵀ is made by one batched transpose)"));
   return NULL;
 }
 
@@ -547,29 +545,28 @@ mma_refusal (NapkinPlanner       *p,
   gint64 rows_pad = ceil_div (a->rows, 16) * 16, d16 = ceil_div (a->D, 16) * 16, smem, need, avail;
 
   if (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
-    return g_strdup_printf ("%s attention needs Hopper's wgmma (sm_90a)", napkin_dtype_to_string (a->dtype));
+    return g_strdup_printf (_("%s attention needs Hopper's wgmma (sm_90a)"), napkin_dtype_to_string (a->dtype));
   if (a->D % 8 || a->D < 8 || a->D > 256)
-    return g_strdup_printf ("head size %" G_GINT64_FORMAT ": the attention kernels take 8 to 256 in steps of 8",
-                            a->D);
+    return g_strdup_printf (_("head size %lld: the attention kernels take 8 to 256 in steps of 8"),
+                            (long long) a->D);
   a->consumers = (guint) (rows_pad / 16);
   if (a->BKV % 16 || a->BKV > 256 || a->consumers > MMA_MAX_WARPS)
-    return g_strdup_printf ("%" G_GINT64_FORMAT " query rows and chunks of %" G_GINT64_FORMAT " keys: mma.sync "
-                            "takes at most 256 rows (16 warps) and chunks of 16 to 256 keys in steps of 16",
-                            a->rows, a->BKV);
+    return g_strdup_printf (_("%lld query rows and chunks of %lld keys: mma.sync "
+                            "takes at most 256 rows (16 warps) and chunks of 16 to 256 keys in steps of 16"),
+                            (long long) a->rows, (long long) a->BKV);
   a->d_smem = d16;
   /* per thread: O (D/2), the scores (BKV/2) and 64 for addresses, the softmax and P; Q's
    * fragments (D/4) stay in registers where they fit what the block's threads may have */
   avail = MIN (255, 65536 / (MAX (a->consumers, 4u) * 32) / 8 * 8);
   need = d16 / 2 + a->BKV / 2 + 64;
   if (need > avail)
-    return g_strdup_printf ("chunks of %" G_GINT64_FORMAT " keys at d = %" G_GINT64_FORMAT " need about %"
-                            G_GINT64_FORMAT " registers per thread; %u warps may have %" G_GINT64_FORMAT,
-                            a->BKV, a->D, need, a->consumers, avail);
+    return g_strdup_printf (_("chunks of %lld keys at d = %lld need about %lld registers per thread; %u warps may have %lld"),
+                            (long long) a->BKV, (long long) a->D, (long long) need, a->consumers, (long long) avail);
   a->q_regs = need + d16 / 4 <= avail;
   a->consumer_regs = (guint) (a->q_regs ? need + d16 / 4 : need);
   smem = (rows_pad + 4 * a->BKV) * (d16 + 8) * 2;
   if (smem > (gint64) p->arch->smem_max_per_block)
-    return g_strdup_printf ("%" G_GINT64_FORMAT " bytes of shared memory; %s allows %.0f", smem, p->arch->id,
+    return g_strdup_printf (_("%lld bytes of shared memory; %s allows %.0f"), (long long) smem, p->arch->id,
                             p->arch->smem_max_per_block);
   return NULL;
 }
@@ -612,8 +609,8 @@ add_combine (NapkinPlanner    *p,
   c->grid = ceil_div (rows, 4);
   c->smem_bytes = 0;
   c->registers = 64;
-  c->note = g_strdup_printf ("merges %u partial outputs per query row (weights from their log-sum-exps), one "
-                             "warp a row", a->split_kv);
+  c->note = g_strdup_printf (_("merges %u partial outputs per query row (weights from their log-sum-exps), one "
+                             "warp a row"), a->split_kv);
   g_array_append_vals (c->nodes, k->nodes->data, k->nodes->len);
   g_ptr_array_add (p->after, c);
 }
@@ -643,8 +640,7 @@ add_v_transpose (NapkinPlanner    *p,
   r->threads = 256;
   r->grid = a->kv_batch * ceil_div (a->NKV, 64) * ceil_div (a->D, 64);
   r->smem_bytes = 64 * 65;
-  r->note = g_strdup_printf ("transposes V (each of %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
-                             ") so that fp8 P·V reads it K-major", a->kv_batch, a->NKV, a->D);
+  r->note = g_strdup_printf (_("transposes V (each of %lld %lld×%lld) so that fp8 P·V reads it K-major"), (long long) a->kv_batch, (long long) a->NKV, (long long) a->D);
   g_ptr_array_add (p->before, r);
 }
 
@@ -659,18 +655,18 @@ read_mask (NapkinPlanner       *p,
            int                  mask_index)
 {
   if (mask->mask == NAPKIN_MASK_TENSOR)
-    return g_strdup_printf ("attention: the kernel masks causal and window masks only; the tensor mask “%s” "
-                            "runs in the generic lowering", mask->id);
+    return g_strdup_printf (_("attention: the kernel masks causal and window masks only; the tensor mask “%s” "
+                            "runs in the generic lowering"), mask->id);
   if (g_strcmp0 (mask->axis, ax->key) != 0 || g_strcmp0 (mask->rows, ax->query) != 0)
-    return g_strdup_printf ("attention: the mask “%s” must keep keys along %s per query of %s, not along %s per %s",
+    return g_strdup_printf (_("attention: the mask “%s” must keep keys along %s per query of %s, not along %s per %s"),
                             mask->id, ax->key, ax->query, mask->axis, mask->rows);
   /* masking before a negative scale would turn −∞ into +∞ */
   if (scale >= 0 && napkin_diagram_input_source (p->d, scale, 0) == mask_index
       && !(napkin_diagram_node (p->d, scale)->alpha > 0))
-    return g_strdup_printf ("attention: the mask “%s” comes before a scale that is not positive", mask->id);
+    return g_strdup_printf (_("attention: the mask “%s” comes before a scale that is not positive"), mask->id);
   if (ABS (mask->offset) > G_MAXINT32)
-    return g_strdup_printf ("attention: the mask “%s” has offset %" G_GINT64_FORMAT ", out of the kernel's range",
-                            mask->id, mask->offset);
+    return g_strdup_printf (_("attention: the mask “%s” has offset %lld, out of the kernel's range"),
+                            mask->id, (long long) mask->offset);
   a->mask = mask->mask == NAPKIN_MASK_CAUSAL ? NAPKIN_ATTN_MASK_CAUSAL : NAPKIN_ATTN_MASK_WINDOW;
   a->mask_offset = mask->offset;
   a->window_left = mask->mask == NAPKIN_MASK_WINDOW ? mask->left : -1;
@@ -774,7 +770,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
       || !value_tensor (p, napkin_diagram_input_source (p->d, qk, 1), &tk, nk)
       || !value_tensor (p, napkin_diagram_input_source (p->d, pv, 1), &tv, nv) || !value_tensor (p, pv, &to, no))
     {
-      *why = g_strdup ("attention: Q, K, V and the output need known types");
+      *why = g_strdup (_("attention: Q, K, V and the output need known types"));
       return FALSE;
     }
   Q = &tq;
@@ -805,8 +801,8 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
       || (a->dtype == NAPKIN_DTYPE_FP8_E4M3 && a->v_dtype != NAPKIN_DTYPE_FP8_E4M3
           && a->v_dtype != NAPKIN_DTYPE_FP16 && a->v_dtype != NAPKIN_DTYPE_BF16))
     {
-      *why = g_strdup_printf ("attention: Q and K must be both fp16, bf16 or fp8-e4m3 and V of Q's type (or, "
-                              "with fp8 Q and K, fp8-e4m3, fp16 or bf16), not %s, %s and %s",
+      *why = g_strdup_printf (_("attention: Q and K must be both fp16, bf16 or fp8-e4m3 and V of Q's type (or, "
+                              "with fp8 Q and K, fp8-e4m3, fp16 or bf16), not %s, %s and %s"),
                               napkin_dtype_to_string (Q->dtype), napkin_dtype_to_string (K->dtype),
                               napkin_dtype_to_string (V->dtype));
       memset (&k->u, 0, sizeof k->u);
@@ -814,13 +810,13 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
     }
   if (a->o_dtype != NAPKIN_DTYPE_FP32 && a->o_dtype != NAPKIN_DTYPE_FP16 && a->o_dtype != NAPKIN_DTYPE_BF16)
     {
-      *why = g_strdup_printf ("attention: O must be fp16, bf16 or fp32, not %s", napkin_dtype_to_string (a->o_dtype));
+      *why = g_strdup_printf (_("attention: O must be fp16, bf16 or fp32, not %s"), napkin_dtype_to_string (a->o_dtype));
       memset (&k->u, 0, sizeof k->u);
       return FALSE;
     }
   if (a->dtype != NAPKIN_DTYPE_FP8_E4M3 && a->o_dtype != a->dtype && a->o_dtype != NAPKIN_DTYPE_FP32)
     {
-      *why = g_strdup ("attention: O must have Q's type or fp32");
+      *why = g_strdup (_("attention: O must have Q's type or fp32"));
       memset (&k->u, 0, sizeof k->u);
       return FALSE;
     }
@@ -838,7 +834,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
       if (!(mk == NAPKIN_MARK_PARALLEL && g == 1)
           && napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, name)) != 1)
         {
-          *why = g_strdup_printf ("attention: batch axis %s must be parallel in groups of 1", name);
+          *why = g_strdup_printf (_("attention: batch axis %s must be parallel in groups of 1"), name);
           memset (&k->u, 0, sizeof k->u);
           return FALSE;
         }
@@ -849,7 +845,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
       mk = napkin_region_mark (region, ax.group, &mark_tile);
       if (mk == NAPKIN_MARK_STREAM)
         {
-          *why = g_strdup_printf ("attention: the group axis %s must be parallel or whole, not streamed", ax.group);
+          *why = g_strdup_printf (_("attention: the group axis %s must be parallel or whole, not streamed"), ax.group);
           memset (&k->u, 0, sizeof k->u);
           return FALSE;
         }
@@ -864,14 +860,14 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
     {
       g_autofree char *heads = g_str_equal (ax.d, ax.dv) ? g_strdup (ax.d) : g_strdup_printf ("%s and %s", ax.d, ax.dv);
 
-      *why = g_strdup_printf ("attention: region “%s” must group %s, stream %s and keep %s whole", region->name,
+      *why = g_strdup_printf (_("attention: region “%s” must group %s, stream %s and keep %s whole"), region->name,
                               ax.query, ax.key, heads);
       memset (&k->u, 0, sizeof k->u);
       return FALSE;
     }
   if (region->level != NAPKIN_LEVEL_SMEM)
     {
-      *why = g_strdup_printf ("attention: region “%s” is at %s, not shared memory", region->name,
+      *why = g_strdup_printf (_("attention: region “%s” is at %s, not shared memory"), region->name,
                               napkin_level_to_string (region->level));
       memset (&k->u, 0, sizeof k->u);
       return FALSE;
@@ -921,7 +917,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   mma = mma_refusal (p, a);
   if (mma == NULL)
     {
-      g_autofree char *extra = hopper ? g_strdup_printf ("wgmma not used: %s", hopper) : NULL;
+      g_autofree char *extra = hopper ? g_strdup_printf (_("wgmma not used: %s"), hopper) : NULL;
 
       k->kind = NAPKIN_PLAN_ATTENTION;
       k->path = NAPKIN_PATH_MMA;

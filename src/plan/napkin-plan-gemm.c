@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <string.h>
 
@@ -496,9 +498,9 @@ queue_repack (NapkinPlanner          *p,
   rp->dst_bstride = out_rows * out_ld;
   rp->transpose = transpose;
   napkin_plan_helper_launch (r);
-  r->note = g_strdup_printf ("%s%s a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " operand into a scratch copy with "
-                             "16-byte rows (%" G_GINT64_FORMAT " elements)", transpose ? "transposes" : "copies",
-                             count > 1 ? " each of the batch's" : "", rows, cols, out_ld);
+  r->note = g_strdup_printf (_("%s%s a %lld×%lld operand into a scratch copy with "
+                             "16-byte rows (%lld elements)"), transpose ? "transposes" : "copies",
+                             count > 1 ? " each of the batch's" : "", (long long) rows, (long long) cols, (long long) out_ld);
   g_ptr_array_add (p->before, r);
   *new_ld = out_ld;
   return rp->dst;
@@ -556,15 +558,15 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
           if (!_napkin_plan_member (p, k, consumers[c]))
             {
               g_array_unref (epilogue);
-              *why = g_strdup_printf ("the value of “%s” is used both inside the kernel and after it; a fused "
-                                      "epilogue keeps only the chain's last value", napkin_diagram_node (p->d, last)->id);
+              *why = g_strdup_printf (_("the value of “%s” is used both inside the kernel and after it; a fused "
+                                      "epilogue keeps only the chain's last value"), napkin_diagram_node (p->d, last)->id);
               return FALSE;
             }
           if (next >= 0 && next != (int) consumers[c])
             {
               g_array_unref (epilogue);
-              *why = g_strdup_printf ("“%s” feeds two operations of the kernel; only a chain of maps after the "
-                                      "product is fused", napkin_diagram_node (p->d, last)->id);
+              *why = g_strdup_printf (_("“%s” feeds two operations of the kernel; only a chain of maps after the "
+                                      "product is fused"), napkin_diagram_node (p->d, last)->id);
               return FALSE;
             }
           next = consumers[c];
@@ -572,8 +574,8 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       if (next < 0)
         {
           g_array_unref (epilogue);
-          *why = g_strdup ("a map of the kernel is not on the chain after the product (maps before a product are "
-                           "not fused yet: put them in their own region)");
+          *why = g_strdup (_("a map of the kernel is not on the chain after the product (maps before a product are "
+                           "not fused yet: put them in their own region)"));
           return FALSE;
         }
       {
@@ -593,7 +595,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
             if (_napkin_plan_member (p, k, src))
               {
                 g_array_unref (epilogue);
-                *why = g_strdup_printf ("map “%s” combines two values made inside the kernel", mn->id);
+                *why = g_strdup_printf (_("map “%s” combines two values made inside the kernel"), mn->id);
                 return FALSE;
               }
             map.has_other = TRUE;
@@ -650,7 +652,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       else if (!napkin_tensor_type_has_axis (yt, a) && !napkin_tensor_type_has_axis (ot, a))
         {
           g_array_unref (epilogue);
-          *why = g_strdup_printf ("contraction “%s” sums axis %s of its first operand alone",
+          *why = g_strdup_printf (_("contraction “%s” sums axis %s of its first operand alone"),
                                   napkin_diagram_node (p->d, contract)->id, napkin_diagram_axis (p->d, a)->name);
           return FALSE;
         }
@@ -659,15 +661,15 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
     if (!napkin_tensor_type_has_axis (xt, y_l.axes[i]) && !napkin_tensor_type_has_axis (ot, y_l.axes[i]))
       {
         g_array_unref (epilogue);
-        *why = g_strdup_printf ("contraction “%s” sums axis %s of its second operand alone",
+        *why = g_strdup_printf (_("contraction “%s” sums axis %s of its second operand alone"),
                                 napkin_diagram_node (p->d, contract)->id, napkin_diagram_axis (p->d, y_l.axes[i])->name);
         return FALSE;
       }
   if (m.n == 0 || n.n == 0 || kk.n == 0)
     {
       g_array_unref (epilogue);
-      *why = g_strdup_printf ("contraction “%s” is not a matrix product (it needs a row, a column and a "
-                              "contracted axis)", napkin_diagram_node (p->d, contract)->id);
+      *why = g_strdup_printf (_("contraction “%s” is not a matrix product (it needs a row, a column and a "
+                              "contracted axis)"), napkin_diagram_node (p->d, contract)->id);
       return FALSE;
     }
   /* Batch axes lead every operand in one order; the row, column and contracted groups
@@ -680,9 +682,9 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       {
         /* name the value and the group it splits: storing that value in another axis
          * order (the producer's `out`) makes the product a plain GEMM */
-        const char *where = cm < 0 || cn < 0 ? "its result"
-                            : run_of (&x_l, &m) < 0 || run_of (&x_l, &kk) < 0 ? "its first operand"
-                            : "its second operand";
+        const char *where = cm < 0 || cn < 0 ? N_("its result")
+                            : run_of (&x_l, &m) < 0 || run_of (&x_l, &kk) < 0 ? N_("its first operand")
+                            : N_("its second operand");
         const AxisList *split = cm < 0 ? &m : cn < 0 ? &n : run_of (&x_l, &m) < 0 ? &m : run_of (&x_l, &kk) < 0 ? &kk
                                 : run_of (&y_l, &n) < 0 ? &n : &kk;
         g_autoptr(GString) names = g_string_new (NULL);
@@ -690,9 +692,9 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
         for (guint i = 0; i < split->n; i++)
           g_string_append_printf (names, "%s%s", i ? "·" : "", napkin_diagram_axis (p->d, split->axes[i])->name);
         g_array_unref (epilogue);
-        *why = g_strdup_printf ("the row, column and contracted axes of “%s” must each be one contiguous run in "
-                                "its operands and result: %s splits %s", napkin_diagram_node (p->d, contract)->id,
-                                where, names->str);
+        *why = g_strdup_printf (_("the row, column and contracted axes of “%s” must each be one contiguous run in "
+                                  "its operands and result: %s splits %s"), napkin_diagram_node (p->d, contract)->id,
+                                _(where), names->str);
         return FALSE;
       }
     for (guint i = 0; i < batch.n; i++)
@@ -700,7 +702,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
           || position (&c_l, batch.axes[i]) != (int) i)
         {
           g_array_unref (epilogue);
-          *why = g_strdup_printf ("batch axis %s of “%s” must lead every operand, in the same order",
+          *why = g_strdup_printf (_("batch axis %s of “%s” must lead every operand, in the same order"),
                                   napkin_diagram_axis (p->d, batch.axes[i])->name,
                                   napkin_diagram_node (p->d, contract)->id);
           return FALSE;
@@ -753,7 +755,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
         continue;
       if (!value_layout (p, map->other.node, &o_l))
         {
-          *why = g_strdup_printf ("the other operand of “%s” has no known layout", napkin_diagram_node (p->d, map->node)->id);
+          *why = g_strdup_printf (_("the other operand of “%s” has no known layout"), napkin_diagram_node (p->d, map->node)->id);
           goto refuse;
         }
       for (guint j = 0; j < o_l.n; j++)
@@ -769,7 +771,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
             sn = s;
           else if (position (mg, a) < 0 && position (ng, a) < 0)
             {
-              *why = g_strdup_printf ("“%s” broadcasts an operand with axis %s, which the product's result lacks",
+              *why = g_strdup_printf (_("“%s” broadcasts an operand with axis %s, which the product's result lacks"),
                                       napkin_diagram_node (p->d, map->node)->id, napkin_diagram_axis (p->d, a)->name);
               goto refuse;
             }
@@ -777,15 +779,15 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       /* a group of several axes is read as one: the operand must hold it whole and contiguous */
       if ((mg->n > 1 && sm != 0 && run_of (&o_l, mg) < 0) || (ng->n > 1 && sn != 0 && run_of (&o_l, ng) < 0))
         {
-          *why = g_strdup_printf ("the other operand of “%s” must hold the result's merged row or column axes "
-                                  "together", napkin_diagram_node (p->d, map->node)->id);
+          *why = g_strdup_printf (_("the other operand of “%s” must hold the result's merged row or column axes "
+                                  "together"), napkin_diagram_node (p->d, map->node)->id);
           goto refuse;
         }
       for (guint j = 0; j < batch.n; j++)
         lacks_batch |= position (&o_l, batch.axes[j]) != (int) j;
       if (has_batch && lacks_batch)
         {
-          *why = g_strdup_printf ("the other operand of “%s” must carry every batch axis, leading, or none",
+          *why = g_strdup_printf (_("the other operand of “%s” must carry every batch axis, leading, or none"),
                                   napkin_diagram_node (p->d, map->node)->id);
           goto refuse;
         }
@@ -799,28 +801,28 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
 
   if (!tensor_core_type (ab) || g->b.dtype != ab)
     {
-      *why = g_strdup_printf ("contraction “%s” multiplies %s by %s: the tensor-core kernels take two fp16, bf16 or "
-                              "fp8 operands of one type", napkin_diagram_node (p->d, contract)->id,
+      *why = g_strdup_printf (_("contraction “%s” multiplies %s by %s: the tensor-core kernels take two fp16, bf16 or "
+                              "fp8 operands of one type"), napkin_diagram_node (p->d, contract)->id,
                               napkin_dtype_to_string (g->a.dtype), napkin_dtype_to_string (g->b.dtype));
       goto refuse;
     }
   if (k->region >= 0 && napkin_diagram_region (p->d, block_region (p, k))->level != NAPKIN_LEVEL_SMEM)
     {
-      *why = g_strdup_printf ("region “%s” is at %s: a tensor-core kernel's blocks are relabeled at shared memory",
+      *why = g_strdup_printf (_("region “%s” is at %s: a tensor-core kernel's blocks are relabeled at shared memory"),
                               napkin_diagram_region (p->d, block_region (p, k))->name,
                               napkin_level_to_string (napkin_diagram_region (p->d, block_region (p, k))->level));
       goto refuse;
     }
   if (g->M >= G_MAXINT32 || g->N >= G_MAXINT32 || g->K >= G_MAXINT32 || g->batch >= G_MAXINT32)
     {
-      *why = g_strdup ("the product's sizes must stay below 2³¹ (tile coordinates are 32-bit)");
+      *why = g_strdup (_("the product's sizes must stay below 2³¹ (tile coordinates are 32-bit)"));
       goto refuse;
     }
   wgmma = p->sm >= 90 && p->sm < 100 && (p->options == NULL || !p->options->no_wgmma);
   bytes = napkin_dtype_bytes (ab);
   if (bytes == 1 && !wgmma)
     {
-      *why = g_strdup_printf ("%s has no fp8 tensor-core path that Napkin generates (Hopper's wgmma has one)",
+      *why = g_strdup_printf (_("%s has no fp8 tensor-core path that Napkin generates (Hopper's wgmma has one)"),
                               p->arch->id);
       goto refuse;
     }
@@ -888,14 +890,14 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
 
       if (km != NAPKIN_MARK_PARALLEL || kn != NAPKIN_MARK_PARALLEL)
         {
-          *why = g_strdup_printf ("region “%s” must cut %s and %s into parallel groups (the blocks of the product)",
+          *why = g_strdup_printf (_("region “%s” must cut %s and %s into parallel groups (the blocks of the product)"),
                                   br->name, napkin_diagram_axis (p->d, mg->axes[mg->n - 1])->name,
                                   napkin_diagram_axis (p->d, ng->axes[ng->n - 1])->name);
           goto refuse;
         }
       if (kk_kind == NAPKIN_MARK_PARALLEL)
         {
-          *why = g_strdup_printf ("region “%s” cuts the contracted axis %s into parallel groups: stream it",
+          *why = g_strdup_printf (_("region “%s” cuts the contracted axis %s into parallel groups: stream it"),
                                   br->name, napkin_diagram_axis (p->d, kk.axes[kk.n - 1])->name);
           goto refuse;
         }
@@ -908,12 +910,11 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
           gint64 wbk = bytes == 1 ? 128 : 64;
 
           if (!wgmma_tile_ok (BM, BN, g->b_kmajor))
-            no_wgmma = g_strdup_printf ("a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " block is not a wgmma tile "
+            no_wgmma = g_strdup_printf (_("a %lld×%lld block is not a wgmma tile "
                                         "(64, 128 or 256 rows; up to 256 columns in steps of %d; at most 128 "
-                                        "accumulators a thread)", BM, BN, g->b_kmajor ? 8 : 64);
+                                        "accumulators a thread)"), (long long) BM, (long long) BN, g->b_kmajor ? 8 : 64);
           else if (BK % wbk != 0 && BK < g->K)
-            no_wgmma = g_strdup_printf ("chunks of %" G_GINT64_FORMAT " along %s: wgmma takes multiples of %"
-                                        G_GINT64_FORMAT, BK, napkin_diagram_axis (p->d, kk.axes[kk.n - 1])->name, wbk);
+            no_wgmma = g_strdup_printf (_("chunks of %lld along %s: wgmma takes multiples of %lld"), (long long) BK, napkin_diagram_axis (p->d, kk.axes[kk.n - 1])->name, (long long) wbk);
           else
             {
               /* a chunk of BK streamed as BK/64 chunks: the same shared memory */
@@ -924,11 +925,11 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
             {
               if (bytes == 1)
                 {
-                  *why = g_strdup_printf ("fp8 products run only on wgmma: %s", no_wgmma);
+                  *why = g_strdup_printf (_("fp8 products run only on wgmma: %s"), no_wgmma);
                   goto refuse;
                 }
               wgmma = FALSE;
-              adjust (k, "wgmma not used: %s; mma.sync instead", no_wgmma);
+              adjust (k, _("wgmma not used: %s; mma.sync instead"), no_wgmma);
             }
         }
       if (!wgmma)
@@ -952,10 +953,9 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
             BK = MIN (32, (g->K + 15) / 16 * 16);
           if (!mma_tile_ok (BM, BN, WM, WN) || BK % 16 != 0 || BK > 64)
             {
-              *why = g_strdup_printf ("blocks of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " with %" G_GINT64_FORMAT "×%"
-                                      G_GINT64_FORMAT " warp tiles and chunks of %" G_GINT64_FORMAT " fit neither wgmma "
+              *why = g_strdup_printf (_("blocks of %lld×%lld with %lld×%lld warp tiles and chunks of %lld fit neither wgmma "
                                       "nor mma.sync (multiples of 16, at most 16 warps and 128 accumulators a thread, "
-                                      "chunks of 16 to 64)", BM, BN, WM, WN, BK);
+                                      "chunks of 16 to 64)"), (long long) BM, (long long) BN, (long long) WM, (long long) WN, (long long) BK);
               goto refuse;
             }
         }
@@ -1037,7 +1037,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
         r->u.gemm = *g;
         r->u.gemm.epilogue = g_array_ref (g->epilogue);
         napkin_plan_helper_launch (r);
-        r->note = g_strdup_printf ("sums %u slices of K in fp32%s and stores %s", g->split_k,
+        r->note = g_strdup_printf (_("sums %u slices of K in fp32%s and stores %s"), g->split_k,
                                    g->epilogue->len ? ", runs the epilogue" : "",
                                    napkin_dtype_to_string (g->c_dtype));
         g_ptr_array_add (p->after, r);
@@ -1050,20 +1050,20 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   k->blocks_per_sm = 1;
   k->feasible = k->smem_bytes <= SMEM_LIMIT (p);
   if (!k->feasible)
-    k->infeasible = g_strdup_printf ("%" G_GINT64_FORMAT " bytes of shared memory per block; %s allows %.0f",
-                                     k->smem_bytes, p->arch->id, p->arch->smem_max_per_block);
+    k->infeasible = g_strdup_printf (_("%lld bytes of shared memory per block; %s allows %.0f"),
+                                     (long long) k->smem_bytes, p->arch->id, p->arch->smem_max_per_block);
   {
     GString *note = g_string_new (NULL);
 
     if (g->batch > 1)
       g_string_append_printf (note, "%" G_GINT64_FORMAT "× ", g->batch);
-    g_string_append_printf (note, "%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " %s GEMM (%s·%s), "
-                            "blocks %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", K in chunks of %" G_GINT64_FORMAT ", "
-                            "%u stages, %s", g->M, g->N, g->K, napkin_dtype_to_string (ab), g->a_kmajor ? "A" : "Aᵀ",
-                            g->b_kmajor ? "Bᵀ" : "B", BM, BN, BK, stages,
+    g_string_append_printf (note, _("%lld×%lld×%lld %s GEMM (%s·%s), "
+                            "blocks %lld×%lld, K in chunks of %lld, "
+                            "%u stages, %s"), (long long) g->M, (long long) g->N, (long long) g->K, napkin_dtype_to_string (ab), g->a_kmajor ? "A" : "Aᵀ",
+                            g->b_kmajor ? "Bᵀ" : "B", (long long) BM, (long long) BN, (long long) BK, stages,
                             k->path == NAPKIN_PATH_WGMMA ? "TMA loads, wgmma" : "cp.async loads, mma.sync");
     if (g->split_k > 1)
-      g_string_append_printf (note, ", K split in %u", g->split_k);
+      g_string_append_printf (note, _(", K split in %u"), g->split_k);
     if (epilogue->len > 0)
       {
         g_string_append (note, ", fused:");
@@ -1071,7 +1071,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
           g_string_append_printf (note, " %s", napkin_fn_info (g_array_index (epilogue, NapkinPlanMap, i).fn)->name);
       }
     if (g->M % BM || g->N % BN || g->K % BK)
-      g_string_append (note, ", edge tiles bounded");
+      g_string_append (note, _(", edge tiles bounded"));
     k->note = g_string_free (note, FALSE);
   }
   return TRUE;

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <string.h>
 
 #include "napkin-plan-private.h"
@@ -315,20 +317,20 @@ rows_operand (const RowSpace *rs,
 
   if (!value_layout (p, src, &l))
     {
-      *why = g_strdup_printf ("the layout of %s (operand of %s) is unknown", node_id (p, src), node_id (p, m->node));
+      *why = g_strdup_printf (_("the layout of %s (operand of %s) is unknown"), node_id (p, src), node_id (p, m->node));
       return FALSE;
     }
   stray = stray_axis (p, &l, rs->rows, rs->n_rows, rs->col);
   if (stray >= 0)
     {
-      *why = g_strdup_printf ("operand %s of %s has axis %s, which the row operation does not carry",
+      *why = g_strdup_printf (_("operand %s of %s has axis %s, which the row operation does not carry"),
                               node_id (p, src), node_id (p, m->node), axis_name (p, stray));
       return FALSE;
     }
   if (!row_stride (p, &l, rs->rows, rs->n_rows, &s))
     {
-      *why = g_strdup_printf ("operand %s of %s is not laid out row by row like the input (its row axes are in "
-                              "another order)", node_id (p, src), node_id (p, m->node));
+      *why = g_strdup_printf (_("operand %s of %s is not laid out row by row like the input (its row axes are in "
+                              "another order)"), node_id (p, src), node_id (p, m->node));
       return FALSE;
     }
   m->has_other = TRUE;
@@ -535,8 +537,8 @@ region_rows_per_block (NapkinPlanner          *p,
 
       if (mk == NAPKIN_MARK_STREAM)
         {
-          *why = g_strdup_printf ("region %s streams %s: a rows kernel takes its row axes whole or in parallel "
-                                  "groups", region->name, name);
+          *why = g_strdup_printf (_("region %s streams %s: a rows kernel takes its row axes whole or in parallel "
+                                  "groups"), region->name, name);
           return -1;
         }
       if (mk == NAPKIN_MARK_PARALLEL)
@@ -544,9 +546,9 @@ region_rows_per_block (NapkinPlanner          *p,
           any = TRUE;
           if (cut && g != 1 && size != 1)
             {
-              *why = g_strdup_printf ("region %s: a block's rows must be consecutive, so %s takes groups of 1 "
-                                      "once an axis inside it is cut (it has %" G_GINT64_FORMAT ")",
-                                      region->name, name, g);
+              *why = g_strdup_printf (_("region %s: a block's rows must be consecutive, so %s takes groups of 1 "
+                                      "once an axis inside it is cut (it has %lld)"),
+                                      region->name, name, (long long) g);
               return -1;
             }
           rpb *= g;
@@ -556,7 +558,7 @@ region_rows_per_block (NapkinPlanner          *p,
         {
           if (size != 1)
             g_ptr_array_add (k->adjustments,
-                             g_strdup_printf ("%s.%s: whole → groups of 1 (a block's rows are consecutive)",
+                             g_strdup_printf (_("%s.%s: whole → groups of 1 (a block's rows are consecutive)"),
                                               region->name, name));
         }
       else
@@ -599,7 +601,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
         {
           if (f >= 0)
             {
-              *why = g_strdup_printf ("%s holds two row operations (%s and %s); a rows kernel computes one",
+              *why = g_strdup_printf (_("%s holds two row operations (%s and %s); a rows kernel computes one"),
                                       kernel_place (p, k), node_id (p, f), node->id);
               return FALSE;
             }
@@ -632,7 +634,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
 
       if (kernel_consumers (p, k, cur, &first, &outside) != 1 || outside)
         {
-          *why = g_strdup_printf ("the value of %s is used beside the %s (%s); a rows kernel keeps only its result",
+          *why = g_strdup_printf (_("the value of %s is used beside the %s (%s); a rows kernel keeps only its result"),
                                   mn->id, what, fn->id);
           return FALSE;
         }
@@ -644,7 +646,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
           }
       if (inside > 1)
         {
-          *why = g_strdup_printf ("both operands of %s are computed in %s; a rows kernel fuses a chain of maps",
+          *why = g_strdup_printf (_("both operands of %s are computed in %s; a rows kernel fuses a chain of maps"),
                                   mn->id, kernel_place (p, k));
           return FALSE;
         }
@@ -657,7 +659,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
         }
       if (!same_axis_set (p, napkin_diagram_node_type (d, cur), in_type->axes, in_type->n_axes))
         {
-          *why = g_strdup_printf ("map %s changes the axes of the row", mn->id);
+          *why = g_strdup_printf (_("map %s changes the axes of the row"), mn->id);
           return FALSE;
         }
       next = napkin_diagram_input_source (d, cur, main_port);
@@ -687,7 +689,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
         break;
       if (n_in > 1 || outside)
         {
-          *why = g_strdup_printf ("the value of %s is used %s; a rows kernel stores only the end of its chain",
+          *why = g_strdup_printf (_("the value of %s is used %s; a rows kernel stores only the end of its chain"),
                                   node_id (p, last), n_in > 1 ? "twice in the kernel" : "inside and outside the kernel");
           return FALSE;
         }
@@ -699,7 +701,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
 
           if (_napkin_plan_member (p, k, s0) && _napkin_plan_member (p, k, s1))
             {
-              *why = g_strdup_printf ("both operands of %s are computed in %s; a rows kernel fuses a chain of maps",
+              *why = g_strdup_printf (_("both operands of %s are computed in %s; a rows kernel fuses a chain of maps"),
                                       mn->id, kernel_place (p, k));
               return FALSE;
             }
@@ -713,12 +715,12 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
     }
   if (n_prologue + n_epilogue != n_maps)
     {
-      *why = g_strdup_printf ("%s holds maps off the chain through the %s", kernel_place (p, k), what);
+      *why = g_strdup_printf (_("%s holds maps off the chain through the %s"), kernel_place (p, k), what);
       return FALSE;
     }
   if (outputs_fed (p, last) > 1)
     {
-      *why = g_strdup_printf ("%s feeds %u outputs; a rows kernel stores one", node_id (p, last), outputs_fed (p, last));
+      *why = g_strdup_printf (_("%s feeds %u outputs; a rows kernel stores one"), node_id (p, last), outputs_fed (p, last));
       return FALSE;
     }
 
@@ -727,8 +729,8 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
     return FALSE;
   if ((int) xl.axes[xl.n - 1] != col)
     {
-      *why = g_strdup_printf ("the %s (%s) is over %s, which is not the last (contiguous) axis of %s; a rows kernel "
-                              "reduces along contiguous rows", what, fn->id, fn->axis, node_id (p, x));
+      *why = g_strdup_printf (_("the %s (%s) is over %s, which is not the last (contiguous) axis of %s; a rows kernel "
+                              "reduces along contiguous rows"), what, fn->id, fn->axis, node_id (p, x));
       return FALSE;
     }
   for (guint i = 0; i + 1 < xl.n; i++)
@@ -761,7 +763,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
       if (t == NULL || !same_axis_set (p, t, napkin_diagram_node_type (d, f)->axes,
                                        napkin_diagram_node_type (d, f)->n_axes))
         {
-          *why = g_strdup_printf ("map %s broadcasts the result of the %s to more axes", node_id (p, m->node), what);
+          *why = g_strdup_printf (_("map %s broadcasts the result of the %s to more axes"), node_id (p, m->node), what);
           return FALSE;
         }
       if (m->has_other && !rows_operand (&rs, m, 1 - main_port, why))
@@ -775,7 +777,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
       || !row_stride (p, &yl, row_axes, n_rows, &ldy)
       || (fn->kind != NAPKIN_OP_REDUCE && stride_of (p, &yl, col) != 1))
     {
-      *why = g_strdup_printf ("the result of %s is not stored row by row like %s (%s last)", node_id (p, last),
+      *why = g_strdup_printf (_("the result of %s is not stored row by row like %s (%s last)"), node_id (p, last),
                               node_id (p, x), fn->axis);
       return FALSE;
     }
@@ -791,8 +793,8 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
 
       if (mk == NAPKIN_MARK_PARALLEL && g < cols)
         {
-          *why = g_strdup_printf ("region %s cuts %s into groups of %" G_GINT64_FORMAT ": the %s needs whole rows "
-                                  "(keep %s whole%s)", region->name, fn->axis, g, what, fn->axis,
+          *why = g_strdup_printf (_("region %s cuts %s into groups of %lld: the %s needs whole rows "
+                                  "(keep %s whole%s)"), region->name, fn->axis, (long long) g, what, fn->axis,
                                   fn->kind == NAPKIN_OP_NORMALIZE ? "" : ", or stream it");
           return FALSE;
         }
@@ -800,8 +802,8 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
         {
           if (fn->kind == NAPKIN_OP_NORMALIZE)
             {
-              *why = g_strdup_printf ("region %s streams %s: the %s needs the statistics of the whole row before "
-                                      "its first output (keep %s whole)", region->name, fn->axis, what, fn->axis);
+              *why = g_strdup_printf (_("region %s streams %s: the %s needs the statistics of the whole row before "
+                                      "its first output (keep %s whole)"), region->name, fn->axis, what, fn->axis);
               return FALSE;
             }
           streamed = fn->kind == NAPKIN_OP_SOFTMAX;
@@ -818,7 +820,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
     if (xb == 0 || 16 % xb != 0)
       {
         g_ptr_array_set_size (k->adjustments, n_adjustments);
-        *why = g_strdup_printf ("%s is %s; a rows kernel reads 1-, 2- or 4-byte elements", node_id (p, x),
+        *why = g_strdup_printf (_("%s is %s; a rows kernel reads 1-, 2- or 4-byte elements"), node_id (p, x),
                                 napkin_dtype_to_string (xd));
         return FALSE;
       }
@@ -828,7 +830,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
         hint = (guint) pow2_at_least (MAX (region->threads, 32));
         hint = MIN (hint, 1024);
         if (hint != region->threads)
-          g_ptr_array_add (k->adjustments, g_strdup_printf ("%s.threads: %u → %u (a power of two, whole warps)",
+          g_ptr_array_add (k->adjustments, g_strdup_printf (_("%s.threads: %u → %u (a power of two, whole warps)"),
                                                             region->name, region->threads, hint));
       }
     guint n_operands = 0;
@@ -880,22 +882,22 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
     };
     g_autoptr(GString) note = g_string_new (NULL);
 
-    g_string_append_printf (note, "%s over %s: %" G_GINT64_FORMAT " rows of %" G_GINT64_FORMAT ", %u threads per "
-                            "row, %" G_GINT64_FORMAT " rows per block of %u threads, %u-element vectors%s",
-                            what, fn->axis, rows, cols, c.tpr, r->rows_per_block, c.threads, c.vec,
+    g_string_append_printf (note, _("%s over %s: %lld rows of %lld, %u threads per "
+                            "row, %lld rows per block of %u threads, %u-element vectors%s"),
+                            what, fn->axis, (long long) rows, (long long) cols, c.tpr, (long long) r->rows_per_block, c.threads, c.vec,
                             aligned ? "" : " (rows not 16-byte aligned: scalar head and tail)");
     if (c.mode == ROWS_REGISTERS)
-      g_string_append_printf (note, ", %u per thread", c.nv * c.vec + c.ns);
+      g_string_append_printf (note, _(", %u per thread"), c.nv * c.vec + c.ns);
     g_string_append_printf (note, "; %s%s", forms[c.mode], streamed ? " (the region streams the row)" : "");
     if (r->prologue->len + r->epilogue->len > 0)
-      g_string_append_printf (note, "; fused: %u maps before, %u after", r->prologue->len, r->epilogue->len);
+      g_string_append_printf (note, _("; fused: %u maps before, %u after"), r->prologue->len, r->epilogue->len);
     k->note = g_string_free (g_steal_pointer (&note), FALSE);
   }
   if (k->smem_bytes > (gint64) p->arch->smem_max_per_block)
     {
       k->feasible = FALSE;
-      k->infeasible = g_strdup_printf ("%" G_GINT64_FORMAT " bytes of shared memory per block; the GPU allows %.0f",
-                                       k->smem_bytes, p->arch->smem_max_per_block);
+      k->infeasible = g_strdup_printf (_("%lld bytes of shared memory per block; the GPU allows %.0f"),
+                                       (long long) k->smem_bytes, p->arch->smem_max_per_block);
     }
   return TRUE;
 }
@@ -928,8 +930,8 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
         {
           /* the vectorised element-wise kernel knows no element coordinates; inside an
            * attention region the mask is the attention kernel's (docs/plan.md) */
-          *why = g_strdup_printf ("the mask “%s” runs in the generic lowering: the element-wise kernel does "
-                                  "not mask yet; put it in an attention region to mask in the kernel",
+          *why = g_strdup_printf (_("the mask “%s” runs in the generic lowering: the element-wise kernel does "
+                                  "not mask yet; put it in an attention region to mask in the kernel"),
                                   node_id (p, n));
           return FALSE;
         }
@@ -939,7 +941,7 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
         {
           if (sink >= 0)
             {
-              *why = g_strdup_printf ("%s has two results (%s and %s); an element-wise kernel stores one",
+              *why = g_strdup_printf (_("%s has two results (%s and %s); an element-wise kernel stores one"),
                                       kernel_place (p, k), node_id (p, sink), node_id (p, n));
               return FALSE;
             }
@@ -950,7 +952,7 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
     return FALSE;
   if (outputs_fed (p, sink) > 1)
     {
-      *why = g_strdup_printf ("%s feeds %u outputs; an element-wise kernel stores one", node_id (p, sink),
+      *why = g_strdup_printf (_("%s feeds %u outputs; an element-wise kernel stores one"), node_id (p, sink),
                               outputs_fed (p, sink));
       return FALSE;
     }
@@ -977,7 +979,7 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
 
       if (cur != sink && (kernel_consumers (p, k, cur, &first, &outside) != 1 || outside))
         {
-          *why = g_strdup_printf ("the value of %s is used twice; an element-wise kernel fuses a chain of maps",
+          *why = g_strdup_printf (_("the value of %s is used twice; an element-wise kernel fuses a chain of maps"),
                                   mn->id);
           return FALSE;
         }
@@ -989,8 +991,8 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
           }
       if (inside > 1)
         {
-          *why = g_strdup_printf ("both operands of %s are computed in %s; an element-wise kernel fuses a chain "
-                                  "of maps", mn->id, kernel_place (p, k));
+          *why = g_strdup_printf (_("both operands of %s are computed in %s; an element-wise kernel fuses a chain "
+                                  "of maps"), mn->id, kernel_place (p, k));
           return FALSE;
         }
       if (arity == 2)
@@ -1023,7 +1025,7 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
     }
   if (maps->len != k->nodes->len)
     {
-      *why = g_strdup_printf ("%s holds maps off its chain", kernel_place (p, k));
+      *why = g_strdup_printf (_("%s holds maps off its chain"), kernel_place (p, k));
       return FALSE;
     }
   /* the head map's first operand (port 0, or the in-chain side) is x */
@@ -1138,8 +1140,8 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
   k->registers = 32;
   k->smem_bytes = 0;
   k->blocks_per_sm = blocks_per_sm (p, e->threads, k->registers, 0);
-  k->note = g_strdup_printf ("%u maps over %" G_GINT64_FORMAT " elements (%u axes after merging), %u-element "
-                             "vectors, a grid-stride loop of %" G_GINT64_FORMAT " blocks of %u threads",
-                             e->maps->len, total, rank, e->vec, k->grid, e->threads);
+  k->note = g_strdup_printf (_("%u maps over %lld elements (%u axes after merging), %u-element "
+                             "vectors, a grid-stride loop of %lld blocks of %u threads"),
+                             e->maps->len, (long long) total, rank, e->vec, (long long) k->grid, e->threads);
   return TRUE;
 }

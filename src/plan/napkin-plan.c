@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <stdio.h>
 #include <string.h>
 
@@ -285,11 +287,11 @@ plan_kernel (NapkinPlanner    *p,
   k->kind = NAPKIN_PLAN_GENERIC;
   k->path = NAPKIN_PATH_GENERIC;
   if (p->options != NULL && p->options->generic_only)
-    k->reason = g_strdup ("the generic lowering was asked for");
+    k->reason = g_strdup (_("the generic lowering was asked for"));
   else
     k->reason = why != NULL ? g_steal_pointer (&why)
-                            : g_strdup ("no tile primitive computes this combination of operations yet");
-  k->note = g_strdup ("generic lowering: one thread per element, tiles in shared memory or a workspace");
+                            : g_strdup (_("no tile primitive computes this combination of operations yet"));
+  k->note = g_strdup (_("generic lowering: one thread per element, tiles in shared memory or a workspace"));
   k->threads = 256;
 }
 
@@ -332,7 +334,7 @@ napkin_plan_build (NapkinDiagram           *diagram,
   if (topo == NULL)
     {
       g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
-                           "nodes: the diagram has a cycle");
+                           _("nodes: the diagram has a cycle"));
       return NULL;
     }
 
@@ -483,13 +485,13 @@ best_path_note (NapkinPlanner    *p,
       || (k->region < 0 && k->kind == NAPKIN_PLAN_GENERIC))
     return;   /* on its best path, or a plain operation priced as a library kernel */
   k->best_path = napkin_tensor_path_to_string (best);
-  k->best_note = g_strdup_printf ("%s is %s's best tensor-core path for these products; this kernel is "
-                                  "generated on %s%s", k->best_path, p->arch->id,
-                                  generated ? generated : "the generic lowering",
+  k->best_note = g_strdup_printf (_("%s is %s's best tensor-core path for these products; this kernel is "
+                                  "generated on %s%s"), k->best_path, p->arch->id,
+                                  generated ? generated : _("the generic lowering"),
                                   p->arch->tensor_paths[best].generated
                                   ? "" : (best == NAPKIN_TENSOR_PATH_TCGEN05
-                                          ? " (tcgen05 is not generated until it is verified on a B200)"
-                                          : " (not generated until it is verified on this GPU)"));
+                                          ? _(" (tcgen05 is not generated until it is verified on a B200)")
+                                          : _(" (not generated until it is verified on this GPU)")));
 }
 
 const NapkinPlanKernel *

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <string.h>
 
 #include "napkin-describe.h"
@@ -127,8 +129,8 @@ result_of (Shard   *s,
   if (!in_region (s, node))
     {
       if (carries_in || napkin_tensor_type_has_axis (type, s->p))
-        return shard_fail (error, npath, "Operation “%s” is outside the gpus region “%s” but carries its parallel axis “%s”: "
-                           "put it inside the region", n->id, s->gr->region->name, pname);
+        return shard_fail (error, npath, _("Operation “%s” is outside the gpus region “%s” but carries its parallel axis “%s”: "
+                           "put it inside the region"), n->id, s->gr->region->name, pname);
       *out = (Layout) { LAYOUT_REPLICATED, -1 };
       return TRUE;
     }
@@ -136,20 +138,20 @@ result_of (Shard   *s,
   if (n->axis != NULL && napkin_diagram_find_axis (d, n->axis) == s->p
       && (n->kind == NAPKIN_OP_SOFTMAX || n->kind == NAPKIN_OP_NORMALIZE || n->kind == NAPKIN_OP_MASK
           || (n->kind == NAPKIN_OP_REDUCE && n->reduce != NAPKIN_REDUCE_SUM)))
-    return shard_fail (error, npath, "Operation “%s” (%s over %s) needs the whole axis “%s” on one GPU, "
-                       "but the gpus region “%s” splits it", n->id, napkin_op_kind_to_string (n->kind),
+    return shard_fail (error, npath, _("Operation “%s” (%s over %s) needs the whole axis “%s” on one GPU, "
+                       "but the gpus region “%s” splits it"), n->id, napkin_op_kind_to_string (n->kind),
                        pname, pname, s->gr->region->name);
   if (n->kind == NAPKIN_OP_MASK && n->rows != NULL && napkin_diagram_find_axis (d, n->rows) == s->p)
-    return shard_fail (error, npath, "Mask “%s” counts rows along “%s”, which the gpus region “%s” splits: "
-                       "its indices would be one GPU's", n->id, pname, s->gr->region->name);
+    return shard_fail (error, npath, _("Mask “%s” counts rows along “%s”, which the gpus region “%s” splits: "
+                       "its indices would be one GPU's"), n->id, pname, s->gr->region->name);
 
   if (napkin_tensor_type_has_axis (type, s->p))
     *out = (Layout) { LAYOUT_SPLIT, s->p };
   else if (carries_in && (n->kind == NAPKIN_OP_CONTRACT || n->kind == NAPKIN_OP_REDUCE))
     *out = (Layout) { LAYOUT_PARTIAL, -1 };
   else if (carries_in)
-    return shard_fail (error, npath, "Operation “%s” removes the axis “%s” that the gpus region “%s” splits "
-                       "(only a contraction or a sum may)", n->id, pname, s->gr->region->name);
+    return shard_fail (error, npath, _("Operation “%s” removes the axis “%s” that the gpus region “%s” splits "
+                       "(only a contraction or a sum may)"), n->id, pname, s->gr->region->name);
   else
     *out = (Layout) { LAYOUT_REPLICATED, -1 };
   return TRUE;
@@ -368,11 +370,11 @@ check_nesting (Shard   *s,
       for (guint i = 0; i < g->nodes->len; i++)
         g_in_r += napkin_region_has_node (region, g_ptr_array_index (g->nodes, i));
       if (g->nodes->len > 0 && g_in_r == g->nodes->len && inside < region->nodes->len)
-        return shard_fail (error, s->path, "A gpus region cannot be inside region “%s” (%s): "
-                           "it is the outermost level", region->name, napkin_level_to_string (region->level));
+        return shard_fail (error, s->path, _("A gpus region cannot be inside region “%s” (%s): "
+                           "it is the outermost level"), region->name, napkin_level_to_string (region->level));
       if (inside > 0 && inside < region->nodes->len)
-        return shard_fail (error, path, "Region “%s” is partly inside the gpus region “%s”: "
-                           "a region is wholly inside it or wholly outside", region->name, g->name);
+        return shard_fail (error, path, _("Region “%s” is partly inside the gpus region “%s”: "
+                           "a region is wholly inside it or wholly outside"), region->name, g->name);
     }
   return TRUE;
 }
@@ -502,7 +504,7 @@ napkin_shard_plan_build (NapkinDiagram *diagram,
     {
       g_autofree char *mp = g_strdup_printf ("%s.marks", path);
 
-      shard_fail (error, mp, "The gpus region “%s” must mark exactly one axis \"parallel\" across the GPUs; it marks %u",
+      shard_fail (error, mp, _("The gpus region “%s” must mark exactly one axis \"parallel\" across the GPUs; it marks %u"),
                   gr->region->name, p_count);
       return NULL;
     }
@@ -510,8 +512,8 @@ napkin_shard_plan_build (NapkinDiagram *diagram,
     {
       g_autofree char *mp = g_strdup_printf ("%s.marks.%s", path, axis_name (diagram, s.p));
 
-      shard_fail (error, mp, "The axis “%s” (%" G_GINT64_FORMAT ") of the gpus region “%s” does not divide into %u GPUs",
-                  axis_name (diagram, s.p), napkin_diagram_axis_size (diagram, s.p), gr->region->name, gpus);
+      shard_fail (error, mp, _("The axis “%s” (%lld) of the gpus region “%s” does not divide into %u GPUs"),
+                  axis_name (diagram, s.p), (long long) (napkin_diagram_axis_size (diagram, s.p)), gr->region->name, gpus);
       return NULL;
     }
   if (!check_nesting (&s, error))
@@ -528,8 +530,8 @@ napkin_shard_plan_build (NapkinDiagram *diagram,
         {
           g_autofree char *pp = g_strdup_printf ("%s.placements.%s.split", path, pl->tensor);
 
-          shard_fail (error, pp, "Tensor “%s” is stored split on “%s” (%" G_GINT64_FORMAT "), which does not divide into %u GPUs",
-                      pl->tensor, pl->split, napkin_diagram_axis_size (diagram, a), gpus);
+          shard_fail (error, pp, _("Tensor “%s” is stored split on “%s” (%lld), which does not divide into %u GPUs"),
+                      pl->tensor, pl->split, (long long) (napkin_diagram_axis_size (diagram, a)), gpus);
           return NULL;
         }
     }
@@ -540,13 +542,13 @@ napkin_shard_plan_build (NapkinDiagram *diagram,
 
       if (a == s.p)
         {
-          shard_fail (error, ap, "The overlap axis “%s” is the axis split across the GPUs; chunk another one", gr->chunk_axis);
+          shard_fail (error, ap, _("The overlap axis “%s” is the axis split across the GPUs; chunk another one"), gr->chunk_axis);
           return NULL;
         }
       if (napkin_diagram_axis_size (diagram, a) % gr->chunks != 0)
         {
-          shard_fail (error, ap, "The overlap axis “%s” (%" G_GINT64_FORMAT ") does not divide into %u chunks",
-                      gr->chunk_axis, napkin_diagram_axis_size (diagram, a), gr->chunks);
+          shard_fail (error, ap, _("The overlap axis “%s” (%lld) does not divide into %u chunks"),
+                      gr->chunk_axis, (long long) (napkin_diagram_axis_size (diagram, a)), gr->chunks);
           return NULL;
         }
     }
@@ -717,7 +719,7 @@ napkin_shard_plan_build (NapkinDiagram *diagram,
           if (c->seconds < 0)
             {
               g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
-                           "Architecture “%s” has no interconnect figures for %u GPUs (its file's \"interconnect\")",
+                           _("Architecture “%s” has no interconnect figures for %u GPUs (its file's \"interconnect\")"),
                            arch->id, gpus);
               return NULL;
             }

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <dlfcn.h>
 
 #include "napkin-cuda-driver.h"
@@ -16,7 +18,7 @@ bind (NapkinCudaDriver *driver,
   *slot = dlsym (driver->handle, name);
   if (*slot == NULL)
     {
-      *message = g_strdup_printf ("The CUDA driver library lacks %s: the driver is too old or broken.", name);
+      *message = g_strdup_printf (_("The CUDA driver library lacks %s: the driver is too old or broken."), name);
       return FALSE;
     }
   return TRUE;
@@ -55,9 +57,9 @@ napkin_cuda_driver_open (NapkinCudaDriver  *driver,
   driver->handle = dlopen ("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (driver->handle == NULL)
     {
-      *message = g_strdup_printf ("No CUDA driver on this machine (libcuda.so.1 could not be loaded: %s). "
+      *message = g_strdup_printf (_("No CUDA driver on this machine (libcuda.so.1 could not be loaded: %s). "
                                   "Running kernels needs an NVIDIA GPU and its driver; everything else in "
-                                  "Napkin works without one.", dlerror ());
+                                  "Napkin works without one."), dlerror ());
       return FALSE;
     }
 
@@ -76,20 +78,20 @@ napkin_cuda_driver_open (NapkinCudaDriver  *driver,
   res = driver->Init (0);
   if (res == CUDA_ERROR_STUB_LIBRARY)
     {
-      *message = g_strdup ("The CUDA driver found is the toolkit's stub library, not a real driver: "
-                           "this machine has no usable NVIDIA driver.");
+      *message = g_strdup (_("The CUDA driver found is the toolkit's stub library, not a real driver: "
+                           "this machine has no usable NVIDIA driver."));
       return FALSE;
     }
   if (res != CUDA_SUCCESS)
     {
       g_autofree char *text = napkin_cuda_driver_error (driver, res);
 
-      *message = g_strdup_printf ("The CUDA driver did not start (%s): no usable NVIDIA GPU.", text);
+      *message = g_strdup_printf (_("The CUDA driver did not start (%s): no usable NVIDIA GPU."), text);
       return FALSE;
     }
   if (driver->DeviceGetCount (&count) != CUDA_SUCCESS || count == 0)
     {
-      *message = g_strdup ("The CUDA driver sees no GPU on this machine.");
+      *message = g_strdup (_("The CUDA driver sees no GPU on this machine."));
       return FALSE;
     }
   return TRUE;
@@ -107,7 +109,7 @@ napkin_cuda_driver_error (NapkinCudaDriver *driver,
   if (driver->GetErrorString == NULL || driver->GetErrorString (result, &text) != CUDA_SUCCESS)
     text = NULL;
   if (name == NULL)
-    return g_strdup_printf ("CUDA error %d: %s", (int) result, text ? text : "unknown to this driver");
+    return g_strdup_printf (_("CUDA error %d: %s"), (int) result, text ? text : "unknown to this driver");
   return g_strdup_printf ("%s: %s", name, text ? text : "unknown");
 }
 
@@ -133,8 +135,8 @@ napkin_cuda_tensor_map (NapkinCudaDriver           *driver,
     }
   if (driver->TensorMapEncodeTiled == NULL)
     {
-      *message = g_strdup ("The CUDA driver lacks cuTensorMapEncodeTiled (CUDA 12 or newer): "
-                           "the sm_90a kernels cannot run (napkin-cli run --arch sm_90 avoids them).");
+      *message = g_strdup (_("The CUDA driver lacks cuTensorMapEncodeTiled (CUDA 12 or newer): "
+                           "the sm_90a kernels cannot run (napkin-cli run --arch sm_90 avoids them)."));
       return FALSE;
     }
   switch (map->dtype)
@@ -147,7 +149,7 @@ napkin_cuda_tensor_map (NapkinCudaDriver           *driver,
     case NAPKIN_DTYPE_FP8_E4M3:
     case NAPKIN_DTYPE_FP8_E5M2: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
     default:
-      *message = g_strdup_printf ("tensor map of slot %d: no tensor-map type for %s", map->slot,
+      *message = g_strdup_printf (_("tensor map of slot %d: no tensor-map type for %s"), map->slot,
                                   napkin_dtype_to_string (map->dtype));
       return FALSE;
     }
@@ -167,8 +169,8 @@ napkin_cuda_tensor_map (NapkinCudaDriver           *driver,
     {
       g_autofree char *text = napkin_cuda_driver_error (driver, res);
 
-      *message = g_strdup_printf ("tensor map of slot %d (%" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", box %u×%u): %s",
-                                  map->slot, map->inner, map->outer, map->box_inner, map->box_outer, text);
+      *message = g_strdup_printf (_("tensor map of slot %d (%lld×%lld, box %u×%u): %s"),
+                                  map->slot, (long long) map->inner, (long long) map->outer, map->box_inner, map->box_outer, text);
       return FALSE;
     }
   return TRUE;

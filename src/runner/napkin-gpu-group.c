@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <string.h>
 
 #include "napkin-gpu-group.h"
@@ -51,12 +53,12 @@ napkin_gpu_group_check_count (NapkinCudaDriver  *cu,
     return FALSE;
   if (n > NAPKIN_MAX_GPUS)
     {
-      *message = g_strdup_printf ("--gpus %u: at most %d GPUs are supported", n, NAPKIN_MAX_GPUS);
+      *message = g_strdup_printf (_("--gpus %u: at most %d GPUs are supported"), n, NAPKIN_MAX_GPUS);
       return FALSE;
     }
   if ((guint) count < n)
     {
-      *message = g_strdup_printf ("--gpus %u: this machine has %d GPU%s", n, count, count == 1 ? "" : "s");
+      *message = g_strdup_printf (_("--gpus %u: this machine has %d GPU%s"), n, count, count == 1 ? "" : "s");
       return FALSE;
     }
   return TRUE;

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <errno.h>
 #include <glib/gstdio.h>
 #include <stdio.h>
@@ -83,7 +85,7 @@ cache_read (const char  *path,
   if (!g_file_get_contents (path, &data, &len, &error))
     {
       if (!g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
-        *why = g_strdup_printf ("the cached module could not be read (%s); compiled again", error->message);
+        *why = g_strdup_printf (_("the cached module could not be read (%s); compiled again"), error->message);
       return NULL;
     }
   nl = memchr (data, '\n', MIN (len, 256));
@@ -92,20 +94,20 @@ cache_read (const char  *path,
                  file_sum) != 5
       || version != FORMAT_VERSION || !g_str_equal (file_key, key))
     {
-      *why = g_strdup ("the cached module's header was damaged; compiled again and replaced");
+      *why = g_strdup (_("the cached module's header was damaged; compiled again and replaced"));
       return NULL;
     }
   log_len = a;
   code_len = b;
   if (a > len || b > len || (gsize) (nl + 1 - data) + log_len + code_len != len || code_len == 0)
     {
-      *why = g_strdup ("the cached module was cut short or overlong; compiled again and replaced");
+      *why = g_strdup (_("the cached module was cut short or overlong; compiled again and replaced"));
       return NULL;
     }
   sum = payload_sum (nl + 1, log_len, nl + 1 + log_len, code_len);
   if (!g_str_equal (sum, file_sum))
     {
-      *why = g_strdup ("the cached module failed its checksum; compiled again and replaced");
+      *why = g_strdup (_("the cached module failed its checksum; compiled again and replaced"));
       return NULL;
     }
   if (log != NULL)
@@ -195,7 +197,7 @@ napkin_module_cache_compile (const char             *dir,
         napkin_module_cache_prune (dir, NAPKIN_MODULE_CACHE_KEEP);
       else
         {
-          g_autofree char *note = g_strdup_printf ("the module could not be cached: %s", write_error->message);
+          g_autofree char *note = g_strdup_printf (_("the module could not be cached: %s"), write_error->message);
 
           g_clear_pointer (&why, g_free);
           why = g_steal_pointer (&note);

@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <dlfcn.h>
 #include <string.h>
 
@@ -31,9 +33,9 @@ napkin_nccl_open (NapkinNccl  *nccl,
   nccl->handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
   if (nccl->handle == NULL)
     {
-      *message = g_strdup_printf ("No NCCL library (%s could not be loaded: %s). Runs on several GPUs need NCCL 2.10 "
+      *message = g_strdup_printf (_("No NCCL library (%s could not be loaded: %s). Runs on several GPUs need NCCL 2.10 "
                                   "or newer: install it, or point NAPKIN_NCCL_LIBRARY at a libnccl.so.2 (PyTorch's "
-                                  "wheel has one under nvidia/nccl/lib).", path, dlerror ());
+                                  "wheel has one under nvidia/nccl/lib)."), path, dlerror ());
       return FALSE;
     }
   nccl->path = g_strdup (path);
@@ -42,7 +44,7 @@ napkin_nccl_open (NapkinNccl  *nccl,
       *table[i].slot = dlsym (nccl->handle, table[i].name);
       if (*table[i].slot == NULL)
         {
-          *message = g_strdup_printf ("The NCCL library %s lacks %s: it is too old (send/recv need 2.7) or not NCCL.",
+          *message = g_strdup_printf (_("The NCCL library %s lacks %s: it is too old (send/recv need 2.7) or not NCCL."),
                                       path, table[i].name);
           napkin_nccl_close (nccl);
           return FALSE;
@@ -53,7 +55,7 @@ napkin_nccl_open (NapkinNccl  *nccl,
     {
       g_autofree char *text = napkin_nccl_error (nccl, res);
 
-      *message = g_strdup_printf ("The NCCL library %s does not answer ncclGetVersion (%s).", path, text);
+      *message = g_strdup_printf (_("The NCCL library %s does not answer ncclGetVersion (%s)."), path, text);
       napkin_nccl_close (nccl);
       return FALSE;
     }
@@ -62,7 +64,7 @@ napkin_nccl_open (NapkinNccl  *nccl,
     {
       g_autofree char *v = napkin_nccl_version (nccl);
 
-      *message = g_strdup_printf ("The NCCL library %s is version %s; Napkin needs 2.10 or newer (bf16).", path, v);
+      *message = g_strdup_printf (_("The NCCL library %s is version %s; Napkin needs 2.10 or newer (bf16)."), path, v);
       napkin_nccl_close (nccl);
       return FALSE;
     }

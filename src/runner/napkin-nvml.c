@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "config.h"
+
+#include <glib/gi18n-lib.h>
+
 #include "napkin-nvml.h"
 
 #include <dlfcn.h>
@@ -19,7 +23,7 @@ napkin_nvml_open (NapkinNvml  *nvml,
   nvml->handle = dlopen ("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
   if (nvml->handle == NULL)
     {
-      *message = g_strdup_printf ("no NVML (libnvidia-ml.so.1: %s)", dlerror ());
+      *message = g_strdup_printf (_("no NVML (libnvidia-ml.so.1: %s)"), dlerror ());
       return FALSE;
     }
   /* through gpointer *, as GModule's g_module_symbol: ISO C has no cast from the
@@ -31,20 +35,20 @@ napkin_nvml_open (NapkinNvml  *nvml,
   *(gpointer *) &nvml->DeviceGetTotalEnergyConsumption = dlsym (nvml->handle, "nvmlDeviceGetTotalEnergyConsumption");
   if (init == NULL || get_handle == NULL || nvml->Shutdown == NULL || nvml->DeviceGetTotalEnergyConsumption == NULL)
     {
-      *message = g_strdup ("NVML lacks nvmlInit_v2, nvmlDeviceGetHandleByIndex_v2 or nvmlDeviceGetTotalEnergyConsumption");
+      *message = g_strdup (_("NVML lacks nvmlInit_v2, nvmlDeviceGetHandleByIndex_v2 or nvmlDeviceGetTotalEnergyConsumption"));
       napkin_nvml_close (nvml);
       return FALSE;
     }
   if ((rc = init ()) != 0)
     {
-      *message = g_strdup_printf ("nvmlInit_v2 failed (NVML error %d)", rc);
+      *message = g_strdup_printf (_("nvmlInit_v2 failed (NVML error %d)"), rc);
       dlclose (nvml->handle);
       nvml->handle = NULL;
       return FALSE;
     }
   if ((rc = get_handle (index, &nvml->device)) != 0 || (rc = nvml->DeviceGetTotalEnergyConsumption (nvml->device, &mj)) != 0)
     {
-      *message = g_strdup_printf ("NVML device %u has no energy counter (NVML error %d)", index, rc);
+      *message = g_strdup_printf (_("NVML device %u has no energy counter (NVML error %d)"), index, rc);
       napkin_nvml_close (nvml);
       return FALSE;
     }

@@ -5,6 +5,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <errno.h>
 #include <signal.h>
 #include <glib/gstdio.h>
@@ -343,8 +345,8 @@ complete (GTask *task)
 
   if (data->timed_out && (root == NULL || json_object_object_get (root, "status") == NULL))
     {
-      g_autofree char *msg = g_strdup_printf ("the run did not finish within %u s; Napkin stopped the runner "
-                                              "(a kernel that hangs, or a problem too large for the limit)",
+      g_autofree char *msg = g_strdup_printf (_("the run did not finish within %u s; Napkin stopped the runner "
+                                              "(a kernel that hangs, or a problem too large for the limit)"),
                                               self->timeout);
 
       g_clear_pointer (&root, json_object_put);
@@ -354,7 +356,7 @@ complete (GTask *task)
     }
   else if (root == NULL && g_subprocess_get_if_signaled (data->proc))
     {
-      g_autofree char *msg = g_strdup_printf ("napkin-runner died with signal %d (%s)",
+      g_autofree char *msg = g_strdup_printf (_("napkin-runner died with signal %d (%s)"),
                                               g_subprocess_get_term_sig (data->proc),
                                               g_strsignal (g_subprocess_get_term_sig (data->proc)));
 

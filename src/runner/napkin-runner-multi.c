@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,7 +170,7 @@ napkin_runner_collectives (NapkinCudaDriver                *cu,
 
       if (!napkin_nccl_collective_parse (opt->only[i], &kind))
         {
-          *message = g_strdup_printf ("--collective: “%s” is not all-reduce, all-gather, reduce-scatter or all-to-all",
+          *message = g_strdup_printf (_("--collective: “%s” is not all-reduce, all-gather, reduce-scatter or all-to-all"),
                                       opt->only[i]);
           return fail (status, "failed", EXIT_FAILED);
         }
@@ -176,7 +178,7 @@ napkin_runner_collectives (NapkinCudaDriver                *cu,
     }
   if (opt->gpus < 2)
     {
-      *message = g_strdup_printf ("--collectives needs --gpus 2 or more, not %u", opt->gpus);
+      *message = g_strdup_printf (_("--collectives needs --gpus 2 or more, not %u"), opt->gpus);
       return fail (status, "failed", EXIT_FAILED);
     }
   progress (0.15, "Opening the GPUs and NCCL");
@@ -213,7 +215,7 @@ napkin_runner_collectives (NapkinCudaDriver                *cu,
         gint64 count = k == NAPKIN_COLLECTIVE_ALL_REDUCE ? elems : elems / g.n;
         double med = 0, lo = 0, hi = 0, algbw;
         json_object *o;
-        g_autofree char *what = g_strdup_printf ("%s of %.0f MiB", napkin_nccl_collective_name (k), size / 1048576.0);
+        g_autofree char *what = g_strdup_printf (_("%s of %.0f MiB"), napkin_nccl_collective_name (k), size / 1048576.0);
 
         progress (0.2 + 0.75 * done++ / (4.0 * n_sizes), what);
         if (!time_collective (&g, k, send, recv, count, opt->repeats, opt->batch, &med, &lo, &hi, message))

@@ -5,9 +5,14 @@
  * diagram on the local GPU and prints one JSON object on stdout. Progress goes to
  * stderr as "progress FRACTION MESSAGE" lines. It depends on GLib, json-c and
  * NVRTC only (the driver is opened at run time), so it runs on a GPU machine
- * that has no GTK. The parent (NapkinRunJob) enforces its own time limit too. */
+ * that has no GTK. The parent (NapkinRunJob) enforces its own time limit too.
+ * It never calls setlocale: its JSON, messages included, stays English (the C
+ * locale); napkin-cli and the app translate the messages they show
+ * (docs/cli.md, "Language"). */
 
 #include "config.h"
+
+#include <glib/gi18n-lib.h>
 
 #include <math.h>
 #include <signal.h>
@@ -622,9 +627,9 @@ check_inputs (Device        *dev,
           if (memcmp (got, want_bytes, m * size) != 0)
             {
               g_free (*message);
-              *message = g_strdup_printf ("the inputs filled on the device differ from the host's generator "
-                                          "(argument %u, elements %" G_GINT64_FORMAT "–%" G_GINT64_FORMAT ")",
-                                          s, start, start + m - 1);
+              *message = g_strdup_printf (_("the inputs filled on the device differ from the host's generator "
+                                          "(argument %u, elements %lld–%lld)"),
+                                          s, (long long) start, (long long) (start + m - 1));
               return FALSE;
             }
         }
@@ -1007,7 +1012,7 @@ measure_energy (Device      *dev,
 
 nvml_failed:
   g_free (*message);
-  *message = g_strdup ("reading the NVML energy counter failed");
+  *message = g_strdup (_("reading the NVML energy counter failed"));
   return FALSE;
 }
 
@@ -1052,7 +1057,7 @@ run_injected (const char  *what,
   if (res != CUDA_SUCCESS)
     {
       g_autofree char *text = napkin_cuda_driver_error (&cu, res);
-      g_autofree char *msg = g_strdup_printf ("the kernel faulted: %s", text);
+      g_autofree char *msg = g_strdup_printf (_("the kernel faulted: %s"), text);
 
       return finish (root, "fault", msg, EXIT_FAULT);
     }
@@ -1151,7 +1156,7 @@ calibrate_wgmma (int          sms,
 
   if (cubin == NULL)
     {
-      *why = g_strdup_printf ("the wgmma loop did not compile: %s", error->message);
+      *why = g_strdup_printf (_("the wgmma loop did not compile: %s"), error->message);
       return NULL;
     }
   if (!check (cu.ModuleLoadData (&module, g_bytes_get_data (cubin, NULL)), "loading the wgmma loop", why))
@@ -1426,7 +1431,7 @@ multi_prepare_collective (Multi     *m,
 
   if (!nccl_type_for (c->dtype, &mc->type, reduces))
     {
-      *message = g_strdup_printf ("%s of %s: NCCL cannot %s %s", napkin_nccl_collective_name (c->kind), c->tensor,
+      *message = g_strdup_printf (_("%s of %s: NCCL cannot %s %s"), napkin_nccl_collective_name (c->kind), c->tensor,
                                   reduces ? "sum" : "move", napkin_dtype_to_string (c->dtype));
       return FALSE;
     }
@@ -1441,13 +1446,13 @@ multi_prepare_collective (Multi     *m,
       break;
     case NAPKIN_COLLECTIVE_ALL_GATHER:
       if (c->in_split < 0 || !napkin_shard_slice_init (&mc->unpack_slice, c->shape, c->rank, c->in_split, n, message))
-        return *message != NULL ? FALSE : (*message = g_strdup_printf ("all-gather of %s: the source is not split", c->tensor), FALSE);
+        return *message != NULL ? FALSE : (*message = g_strdup_printf (_("all-gather of %s: the source is not split"), c->tensor), FALSE);
       mc->unpack = mc->unpack_slice.outer > 1;
       mc->chunk = mc->src_elems;
       break;
     case NAPKIN_COLLECTIVE_REDUCE_SCATTER:
       if (c->out_split < 0 || !napkin_shard_slice_init (&mc->pack_slice, c->shape, c->rank, c->out_split, n, message))
-        return *message != NULL ? FALSE : (*message = g_strdup_printf ("reduce-scatter of %s: the result is not split", c->tensor), FALSE);
+        return *message != NULL ? FALSE : (*message = g_strdup_printf (_("reduce-scatter of %s: the result is not split"), c->tensor), FALSE);
       mc->pack = mc->pack_slice.outer > 1;
       mc->chunk = mc->dst_elems;
       break;
@@ -1458,7 +1463,7 @@ multi_prepare_collective (Multi     *m,
 
         if (c->in_split < 0 || c->out_split < 0)
           {
-            *message = g_strdup_printf ("all-to-all of %s: both sides must be split", c->tensor);
+            *message = g_strdup_printf (_("all-to-all of %s: both sides must be split"), c->tensor);
             return FALSE;
           }
         memcpy (local, c->shape, c->rank * sizeof (gint64));
@@ -1473,7 +1478,7 @@ multi_prepare_collective (Multi     *m,
       }
       break;
     default:
-      *message = g_strdup ("unknown collective");
+      *message = g_strdup (_("unknown collective"));
       return FALSE;
     }
   for (guint r = 0; r < n; r++)
@@ -1588,8 +1593,8 @@ fill_piece (Multi       *m,
     }
   if (elems != expect)
     {
-      *message = g_strdup_printf ("%s: one GPU's buffer holds %" G_GINT64_FORMAT " elements, its piece %" G_GINT64_FORMAT,
-                                  name, expect, elems);
+      *message = g_strdup_printf (_("%s: one GPU's buffer holds %lld elements, its piece %lld"),
+                                  name, (long long) expect, (long long) elems);
       return FALSE;
     }
   host = g_malloc ((gsize) elems * napkin_dtype_bytes (dtype));
@@ -1645,7 +1650,7 @@ multi_check (Multi        *m,
       split = mover ? t->stored : t->computed;
       if (split == NAPKIN_SHARD_PARTIAL)
         {
-          *message = g_strdup_printf ("output %s is left as partial sums with no collective after it", t->tensor);
+          *message = g_strdup_printf (_("output %s is left as partial sums with no collective after it"), t->tensor);
           *status = "unsupported";
           return FALSE;
         }
@@ -2456,7 +2461,7 @@ run_gpus (NapkinDiagram *d,
     }
   if (worst > bound)
     {
-      message = g_strdup ("the gathered result differs from the one-GPU fp32 reference beyond the bound");
+      message = g_strdup (_("the gathered result differs from the one-GPU fp32 reference beyond the bound"));
       code = EXIT_FAILED, status = "wrong";
     }
 out:
@@ -2660,7 +2665,7 @@ main (int    argc,
         {
           g_autofree char *why = g_steal_pointer (&message);
 
-          message = g_strdup_printf ("--gpus %d: this machine has no usable GPU (%s)", gpus, why);
+          message = g_strdup_printf (_("--gpus %d: this machine has no usable GPU (%s)"), gpus, why);
         }
       return finish (root, "no-gpu", message, EXIT_NO_GPU);
     }
@@ -2851,8 +2856,8 @@ main (int    argc,
     json_object_object_add (root, "device_bytes", json_object_new_int64 (need));
     if ((guint64) need > free_b)
       {
-        g_autofree char *msg = g_strdup_printf ("the kernel, its reference and their buffers need %.2f GB of device "
-                                                "memory; %.2f GB are free (use --axis to shrink it)",
+        g_autofree char *msg = g_strdup_printf (_("the kernel, its reference and their buffers need %.2f GB of device "
+                                                "memory; %.2f GB are free (use --axis to shrink it)"),
                                                 need / 1e9, free_b / 1e9);
 
         return finish (root, "too-large", msg, EXIT_FAILED);

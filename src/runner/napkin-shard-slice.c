@@ -3,6 +3,8 @@
 
 #include "config.h"
 
+#include <glib/gi18n-lib.h>
+
 #include <string.h>
 
 #include "napkin-shard-slice.h"
@@ -20,13 +22,13 @@ napkin_shard_slice_init (NapkinShardSlice  *slice,
   *message = NULL;
   if (dim >= rank || parts == 0)
     {
-      *message = g_strdup_printf ("split dimension %u of a rank-%u tensor into %u parts", dim, rank, parts);
+      *message = g_strdup_printf (_("split dimension %u of a rank-%u tensor into %u parts"), dim, rank, parts);
       return FALSE;
     }
   if (dims[dim] % parts != 0)
     {
-      *message = g_strdup_printf ("dimension %u (size %" G_GINT64_FORMAT ") does not split evenly across %u GPUs",
-                                  dim, dims[dim], parts);
+      *message = g_strdup_printf (_("dimension %u (size %lld) does not split evenly across %u GPUs"),
+                                  dim, (long long) dims[dim], parts);
       return FALSE;
     }
   slice->outer = 1;
@@ -103,7 +105,7 @@ napkin_shard_all_to_all_init (NapkinShardAllToAll *a2a,
   *message = NULL;
   if (rank > G_N_ELEMENTS (after) || from >= rank || to >= rank || from == to)
     {
-      *message = g_strdup_printf ("all-to-all from dimension %u to dimension %u of a rank-%u tensor", from, to, rank);
+      *message = g_strdup_printf (_("all-to-all from dimension %u to dimension %u of a rank-%u tensor"), from, to, rank);
       return FALSE;
     }
   if (!napkin_shard_slice_init (&a2a->pack, local_dims, rank, to, parts, message))

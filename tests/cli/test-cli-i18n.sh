@@ -1,6 +1,7 @@
 #!/bin/sh
 # Messages in the user's language (docs/cli.md, "Language"): with LANGUAGE=fr,
-# validate says why a file is invalid in French, and a usage error too; --format json
+# validate says why a file is invalid in French, and a usage error too; analyze gives
+# the model's warnings, errors and bound in French, plan its reasons; --format json
 # stays English. Only C locales exist on the build machines: LANG=C.UTF-8 makes
 # gettext read LANGUAGE. TAP. Usage: test-cli-i18n.sh NAPKIN_CLI SOURCE_ROOT BUILD_ROOT
 CLI=$1
@@ -31,6 +32,26 @@ expect "a usage error in French" "aucun FICHIER indiqué"
 "$CLI" validate --format json "$SRC/tests/bad/50-region-empty.napkin" > "$TMP/out" 2>&1
 expect "JSON output stays English" "\"message\": \"Region “block” holds no operation\""
 if grep -q "région" "$TMP/out"; then not_ok "no French in JSON"; else ok "no French in JSON"; fi
+
+# the performance model: a warning, the bound, and a region that does not fit
+"$CLI" analyze "$SRC/data/examples/flash-attention.napkin" > "$TMP/out" 2>&1
+expect "analyze's verdict in French" "réalisable : chaque région tient"
+expect "the model's warning in French" "note : région « block » : avec 2 étages, les morceaux en vol"
+expect "the bound's name in French" "limité par L2"
+"$CLI" analyze "$SRC/data/examples/matmul-tiled.napkin" --tile block.m=1024 --tile block.n=1024 > "$TMP/out" 2>&1
+expect "the model's error in French, its JSON path kept" "IRRÉALISABLE : regions[0]: demande environ 1056 registres par thread"
+expect "the binding limit in French" "pas une seule instance ne tient sur un SM : limite mémoire partagée"
+"$CLI" analyze --format json "$SRC/data/examples/matmul-tiled.napkin" --tile block.m=1024 --tile block.n=1024 > "$TMP/out" 2>&1
+expect "the model's errors stay English in JSON" "\"regions[0]: needs about 1056 registers per thread"
+if grep -q "registres\|réalisable\|mémoire" "$TMP/out"; then not_ok "no French in analyze's JSON"; else ok "no French in analyze's JSON"; fi
+"$CLI" analyze --format json "$SRC/data/examples/flash-attention.napkin" > "$TMP/out" 2>&1
+expect "the model's warnings and plan notes stay English in JSON" "\"region “block”: with 2 stages"
+expect "the bound stays a key word in JSON" "\"bound\": \"l2\""
+
+# the planner's reason and note
+"$CLI" plan --generic "$SRC/data/examples/matmul-tiled.napkin" > "$TMP/out" 2>&1
+expect "the planner's reason in French" "l’abaissement générique a été demandé"
+expect "the best-path note in French" "est le meilleur chemin tenseur de h100 pour ces produits ; ce noyau est généré sur l’abaissement générique"
 
 LANGUAGE=C "$CLI" validate "$SRC/tests/bad/50-region-empty.napkin" > "$TMP/out" 2>&1
 expect "English without LANGUAGE=fr" "invalid: Region “block” holds no operation"
