@@ -85,24 +85,25 @@ napkin_attn_exp2 (float x)
 }
 
 /* 2^x on the FMA units (FlashAttention-4's relabeling of part of the exponentials off
- * the SFU; docs/model.md, "exp on FMA"). Cody–Waite range reduction: adding 1.5·2^23
- * rounds x to the nearest integer j in the low mantissa bits (no conversion
- * instruction, which would run at the SFU's quarter rate), f = x − j in [−½, ½]; 2^f
- * by a degree-3 polynomial fitted for least relative error on [−½, ½] (at most
- * 7.5e-5 in fp32, below half an fp16 ulp, 4.9e-4, and a bf16 one); then j added to
- * the exponent field. x ≤ 127; below −125 the result is 0, as ex2.approx.ftz flushes
- * below 2^−126. About 10 FP32/integer instructions, all off the SFU. */
+ * the SFU; docs/model.md, "exp on FMA"). Cody–Waite range reduction with no conversion
+ * instruction (F2I/I2F would run at the SFU's quarter rate): adding 1.5·2^23 + 127
+ * rounds x to the nearest integer j and leaves j + 127 in the low mantissa bits;
+ * f = x − j in [−½, ½]; 2^f by a degree-3 polynomial fitted for least relative error on
+ * [−½, ½] (at most 7.5e-5 in fp32, below half an fp16 ulp, 4.9e-4, and a bf16 one);
+ * those bits shifted into the exponent field are 2^j exactly, and 0 for x ≤ −127 (the
+ * clamp), as ex2.approx.ftz flushes below 2^−126: no compare and select. x ≤ 127.
+ * 9 instructions: FMNMX, 3 FADD, 3 FFMA, SHF, FMUL — all off the SFU, and every one an
+ * issue slot of the warp's scheduler (docs/model.md §7f). */
 __device__ __forceinline__ float
 napkin_exp2_poly (float x)
 {
-  const float magic = 12582912.0f;   /* 1.5 · 2^23 */
-  float xc = fmaxf (x, -125.0f);
+  const float magic = 12583039.0f;   /* 1.5 · 2^23 + 127 */
+  float xc = fmaxf (x, -127.0f);
   float t = xc + magic;
   float f = xc - (t - magic);
   float p = fmaf (fmaf (fmaf (0.055170957f, f, 0.24261114f), f, 0.693261087f), f, 0.999928057f);
-  int bits = __float_as_int (p) + (__float_as_int (t) << 23);
 
-  return x < -125.0f ? 0.0f : __int_as_float (bits);
+  return p * __int_as_float (__float_as_int (t) << 23);
 }
 
 /* Two fp32 values as one 32-bit register of two 16-bit values, lo in the low half. */

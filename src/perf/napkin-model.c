@@ -91,6 +91,9 @@ typedef struct
   gboolean              overflow;
   double                best_kernel_s;   /* the longest kernel on its best path */
   gboolean              exp_fma_seen;    /* node_compute priced exponentials on the FMA units */
+  double                sfu_all_s;       /* node_compute: SFU time were every exponential on it */
+  double                issue_extra_s;   /* node_compute: the softmax phase's growth from exp on FMA */
+  gint64                chunks;          /* the kernel's key chunks (its rows' corrections) */
   gint64                exp_blocks;      /* the wgmma attention kernel's score blocks a chunk (BKV / 8) */
   NapkinPlan           *plan;        /* the kernel plan priced (a->plan) */
   gint64                flops_before[NAPKIN_N_TENSOR_CLASSES];   /* before the current kernel's */
@@ -1387,10 +1390,45 @@ typedef enum
 static const char *tensor_path_names[] = { "library", "wgmma", "mma.sync" };
 
 /* One exp2 as a polynomial on the FMA pipe (kernels/attn-prims.cuh, napkin_exp2_poly):
- * the clamp, the round by adding 1.5·2^23, two subtractions, a degree-3 Horner chain
- * (3 FMAs), the shift and integer add into the exponent field and the select below
- * −125: 10 instructions at the FP32 rate (docs/model.md, "exp on FMA"). */
-#define NAPKIN_EXP_POLY_OPS 10.0
+ * the clamp, the round by adding 1.5·2^23 + 127, two subtractions, a degree-3 Horner
+ * chain (3 FMAs), the shift of the rounded bits into the exponent field and the multiply
+ * by that 2^j: 9 instructions, no conversion (docs/model.md, "exp on FMA"). */
+#define NAPKIN_EXP_POLY_OPS 9.0
+
+/* Issue slots (docs/model.md §7f). Every instruction of a warp takes one issue slot of
+ * its SM sub-partition's scheduler, which issues one warp instruction a clock: an SM's 4
+ * sub-partitions issue 4 × 32 thread instructions a clock (NVIDIA's Volta, Ampere and
+ * Hopper whitepapers: one warp scheduler and dispatch unit per sub-partition, 32
+ * threads a clock). The online softmax issues per score, besides its exponential, the
+ * scale-and-subtract FMA, the running max, the running sum and half a pack into the
+ * operand pair (3.5, read from the sm_90a SASS of kernels/attn-sm90.cu), and per row
+ * and key chunk 44 (the 4 threads of a row: the shuffles of the max, the correction
+ * exponential, the sum's update); an exponential is one instruction on the SFU (MUFU.EX2)
+ * and NAPKIN_EXP_POLY_OPS on the FMA units. The schedulers sustain ATTN_ISSUE_RATE of
+ * their peak in that phase (dependent chains, the SFU's dispatch), fitted on the H100
+ * measurement of exp on FMA (docs/gpu-runs/2026-11-25-h100-exp-fma.log). */
+#define NAPKIN_ISSUE_PER_SM_CLOCK 128.0
+#define NAPKIN_SOFTMAX_SCORE_OPS  3.5
+#define NAPKIN_SOFTMAX_ROW_OPS    44.0
+#define ATTN_ISSUE_RATE           0.85
+
+/* The online softmax's phase on an SM: the busier of the SFU (the exponentials left on
+ * it and a correction per row and chunk for each of the row's 4 threads) and the issue
+ * slots its instructions take, with a fraction fma of the exponentials as polynomials. */
+static double
+softmax_phase_s (const NapkinArch *arch,
+                 double            exps,
+                 double            row_chunks,
+                 double            fma,
+                 double            clock)
+{
+  double sfu = (exps * (1 - fma) + 4 * row_chunks) / (arch->sfu_per_sm_clock * arch->sms * clock);
+  double issue = (exps * (NAPKIN_SOFTMAX_SCORE_OPS + (1 - fma) + fma * NAPKIN_EXP_POLY_OPS)
+                  + row_chunks * NAPKIN_SOFTMAX_ROW_OPS)
+                 / (NAPKIN_ISSUE_PER_SM_CLOCK * ATTN_ISSUE_RATE * arch->sms * clock);
+
+  return MAX (sfu, issue);
+}
 
 static void
 node_compute (Model      *m,
@@ -1448,6 +1486,18 @@ node_compute (Model      *m,
       fma = floor (fma * m->exp_blocks) / m->exp_blocks;
 
     m->exp_fma_seen |= fma > 0;
+    m->sfu_all_s += f.sfu / napkin_arch_sfu_rate (m->arch);
+    /* the same warps issue the polynomials: the softmax phase is the busier of the SFU
+     * and the issue slots, which the polynomials fill faster than they empty the SFU */
+    if (fma > 0)
+      {
+        int axis = napkin_diagram_find_axis (m->d, node->axis);
+        gint64 len = axis >= 0 ? napkin_diagram_axis_size (m->d, axis) : 0;
+        double rows = len > 0 ? (double) f.sfu / len * MAX (1, m->chunks) : 0;
+
+        m->issue_extra_s += softmax_phase_s (m->arch, f.sfu, rows, fma, m->arch->clock_hz)
+                            - softmax_phase_s (m->arch, f.sfu, rows, 0, m->arch->clock_hz);
+      }
 
     time[NAPKIN_RESOURCE_SFU] += f.sfu * (1 - fma) / napkin_arch_sfu_rate (m->arch);
     time[NAPKIN_RESOURCE_CUDA] += f.sfu * fma * NAPKIN_EXP_POLY_OPS
@@ -1504,11 +1554,12 @@ finish_kernel (Model            *m,
    * SFU time add */
   if (g_strcmp0 (k->tensor_path, "wgmma") == 0)
     {
-      /* the same warps issue the polynomial exponentials (exp on FMA): the busier of
-       * the SFU and the FMA pipe, of which ping-pong hides the same share */
+      /* exp on FMA (§7f): the fit above was made with every exponential on the SFU; the
+       * polynomials change the softmax phase (the busier of the SFU and the issue slots)
+       * by issue_extra_s, which the measurement shows whole */
       double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR]
-                      + ATTN_SFU_EXPOSED * (k->exp_on_fma ? MAX (k->time_s[NAPKIN_RESOURCE_SFU], k->time_s[NAPKIN_RESOURCE_CUDA])
-                                                           : k->time_s[NAPKIN_RESOURCE_SFU])) * k->quantisation
+                      + ATTN_SFU_EXPOSED * (k->exp_on_fma ? k->sfu_all_s : k->time_s[NAPKIN_RESOURCE_SFU])
+                      + (k->exp_on_fma ? k->issue_extra_s : 0)) * k->quantisation
                      + k->chunk_s;
 
       if (issue > overlap)
@@ -1729,8 +1780,7 @@ pipeline_stall (Model                  *m,
     return;
   /* a chunk's compute on one SM (its blocks share it), as finish_kernel issues it */
   issue = (k->time_s[NAPKIN_RESOURCE_TENSOR]
-           + (wgmma ? ATTN_SFU_EXPOSED * (k->exp_on_fma ? MAX (k->time_s[NAPKIN_RESOURCE_SFU], k->time_s[NAPKIN_RESOURCE_CUDA])
-                                                       : k->time_s[NAPKIN_RESOURCE_SFU])
+           + (wgmma ? ATTN_SFU_EXPOSED * (k->exp_on_fma ? k->sfu_all_s : k->time_s[NAPKIN_RESOURCE_SFU])
                     : k->time_s[NAPKIN_RESOURCE_SMEM])) * k->quantisation
           + k->chunk_s;
   memory = MAX (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_L2]);
@@ -1772,7 +1822,7 @@ best_path_kernel (Model                  *m,
   /* under tensor load the SM runs at the clock of the datasheet's tensor peak: every
    * SM pipe is priced at it (the SFU and the tensor cores share one clock) */
   double clock = arch->tensor_clock_hz;
-  double tc = 0, sfu_ops = 0, fma_ops = 0, smem_s, l2_s, soft, t[NAPKIN_N_RESOURCES] = { 0 }, best = 0, q;
+  double tc = 0, sfu_ops = 0, fma_ops = 0, exps = 0, exps_fma = 0, row_chunks = 0, issue_ops, smem_s, l2_s, soft, t[NAPKIN_N_RESOURCES] = { 0 }, best = 0, q;
   double mask = 1;
   gboolean tensor = FALSE;
   NapkinTensorPathKind path = NAPKIN_TENSOR_PATH_MMA_SYNC;
@@ -1810,14 +1860,19 @@ best_path_kernel (Model                  *m,
       sfu_ops += f.sfu * (1 - node->exp_fma);
       fma_ops += f.cuda + f.sfu * node->exp_fma * NAPKIN_EXP_POLY_OPS;
       /* the online softmax streamed in chunks: one more exponential per row and chunk,
-       * the correction exp (m_old − m_new), on the SFU */
-      if (node->kind == NAPKIN_OP_SOFTMAX && cost != NULL && cost->chunks > 1)
+       * the correction exp (m_old − m_new), on the SFU; its instructions take issue
+       * slots of the softmax warps' schedulers (§7f) */
+      if (node->kind == NAPKIN_OP_SOFTMAX)
         {
           int axis = napkin_diagram_find_axis (m->d, node->axis);
           gint64 n = axis >= 0 ? napkin_diagram_axis_size (m->d, axis) : 0;
 
-          if (n > 0)
+          if (n > 0 && cost != NULL && cost->chunks > 1)
             sfu_ops += (double) f.sfu / n * cost->chunks;
+          exps += f.sfu;
+          exps_fma += f.sfu * node->exp_fma;
+          if (n > 0)
+            row_chunks += (double) f.sfu / n * MAX (1, cost != NULL ? cost->chunks : 1);
         }
     }
   if (!tensor)
@@ -1875,6 +1930,19 @@ best_path_kernel (Model                  *m,
   /* fma_ops counts instructions (one per element-wise operation, 2 FLOPs for an FMA):
    * the FMA pipe issues cuda.fp32 / 2 of them a clock */
   t[NAPKIN_RESOURCE_CUDA] = fma_ops * mask / (arch->cuda_fp32_per_sm_clock / 2 * arch->sms * clock) * q;
+  /* the CUDA-core side is the busier of the FMA pipe and the issue slots. FA3 on Hopper
+   * splits a row over 4 threads like the generated kernel (§7f's counts); FA4 on
+   * tcgen05 gives each thread a whole row (no shuffles, no per-row work to speak of) and
+   * issues packed f32x2 operations: half an instruction per score for the scale, the max
+   * (3-input), the sum and the pack, and 5 per polynomial (ex2_emulation_2 in
+   * flash_attn/cute/utils.py: 10 instructions a pair) */
+  if (path == NAPKIN_TENSOR_PATH_TCGEN05)
+    issue_ops = exps * 2.0 + (exps - exps_fma) + exps_fma * 5.0;
+  else
+    issue_ops = exps * NAPKIN_SOFTMAX_SCORE_OPS + (exps - exps_fma) + exps_fma * NAPKIN_EXP_POLY_OPS
+                + row_chunks * NAPKIN_SOFTMAX_ROW_OPS;
+  t[NAPKIN_RESOURCE_CUDA] = MAX (t[NAPKIN_RESOURCE_CUDA],
+                                 issue_ops * mask / (NAPKIN_ISSUE_PER_SM_CLOCK * ATTN_ISSUE_RATE * arch->sms * clock) * q);
   t[NAPKIN_RESOURCE_SMEM] = smem_s * q;
   t[NAPKIN_RESOURCE_HBM] = k->time_s[NAPKIN_RESOURCE_HBM];
   t[NAPKIN_RESOURCE_L2] = MAX (0.0, l2_s);
@@ -1974,6 +2042,8 @@ masked_attention (Model                  *m,
   f = (double) pk->u.att.tiles_computed / pk->u.att.tiles_total;
   for (NapkinResource res = NAPKIN_RESOURCE_TENSOR; res <= NAPKIN_RESOURCE_SFU; res++)
     k->time_s[res] *= f;
+  k->sfu_all_s *= f;
+  k->issue_extra_s *= f;
   k->time_s[NAPKIN_RESOURCE_SMEM] *= f;
   /* the streamed operands' share of the device-memory traffic shrinks with the tiles */
   for (guint t = 0; t < cost->transfers->len; t++)
@@ -2179,6 +2249,8 @@ build_kernels (Model *m)
           }
         memcpy (m->flops_before, m->a->tensor_flops, sizeof m->flops_before);
         m->exp_fma_seen = FALSE;
+        m->sfu_all_s = m->issue_extra_s = 0;
+        m->chunks = cost->chunks;
         {
           const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
 
@@ -2188,6 +2260,8 @@ build_kernels (Model *m)
         for (guint i = 0; i < m->rs[cost->region].members->len; i++)
           node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), path, k.time_s);
         k.exp_on_fma = m->exp_fma_seen;
+        k.sfu_all_s = m->sfu_all_s;
+        k.issue_extra_s = m->issue_extra_s;
         if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
           k.tensor_path = tensor_path_names[path];
       }

@@ -100,6 +100,9 @@ typedef struct
   const char    *best_path;     /* "tcgen05", "wgmma", "mma.sync"; NULL: no tensor work */
   gboolean       best_generated;/* Napkin's code generator emits best_path */
   gboolean       exp_on_fma;    /* part of its exponentials run on the FMA units (docs/model.md) */
+  double         sfu_all_s;     /* the SFU time with every exponential on the SFU (§7f) */
+  double         issue_extra_s; /* exp on FMA: how much longer the softmax phase (the busier of
+                                 * the SFU and the issue slots) is than with all on the SFU (§7f) */
 } NapkinKernelCost;
 
 typedef struct

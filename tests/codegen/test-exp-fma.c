@@ -5,6 +5,8 @@
  * mma.sync kernel keeps the SFU; nvcc builds it for sm_90a without spills (where installed). */
 #include "config.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
@@ -120,11 +122,88 @@ test_generated (void)
   }
 }
 
+/* The polynomial as printed into the kernel: its constants read from the generated
+ * source and its fp32 steps replayed here (each addition rounded to fp32, fmaf for the
+ * FMAs, the shift into the exponent field). No conversion instruction (they would run at
+ * the SFU's quarter rate, docs/model.md §7f), at most 7.5e-5 relative error over the
+ * softmax's range, exactly 0 at and below −127 (masked keys: a row that saw none of its
+ * keys still sums zeros) and exact at the integers. */
+static float
+bits_float (guint32 b)
+{
+  float f;
+
+  memcpy (&f, &b, sizeof f);
+  return f;
+}
+
+static guint32
+float_bits (float f)
+{
+  guint32 b;
+
+  memcpy (&b, &f, sizeof b);
+  return b;
+}
+
+static void
+test_polynomial (void)
+{
+  g_autoptr(NapkinDiagram) quarter = example_with ("\"exp\": \"fma\", \"exp_fraction\": 0.25");
+  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(NapkinCudaModule) m = generate (quarter, "h100", &plan);
+  const char *start = strstr (m->source, "napkin_exp2_poly (float x)\n{");
+  const char *end = start ? strstr (start, "\n}\n") : NULL;
+  g_autofree char *body = NULL;
+  g_autoptr(GRegex) num = g_regex_new ("-?[0-9]+\\.[0-9]+f", 0, 0, NULL);
+  g_autoptr(GMatchInfo) info = NULL;
+  double c[8];
+  guint n = 0;
+  double worst = 0;
+
+  g_assert_nonnull (end);
+  body = g_strndup (start, end - start);
+  for (const char *bad = "__float2int\0__int2float\0cvt\0rintf\0floorf\0"; *bad; bad += strlen (bad) + 1)
+    g_assert_null (strstr (body, bad));
+  g_assert_null (strstr (body, "?"));   /* no compare and select */
+  /* magic, clamp, then c3 c2 c1 c0 in the Horner chain */
+  g_regex_match (num, body, 0, &info);
+  while (g_match_info_matches (info) && n < G_N_ELEMENTS (c))
+    {
+      g_autofree char *w = g_match_info_fetch (info, 0);
+
+      c[n++] = g_ascii_strtod (w, NULL);
+      g_match_info_next (info, NULL);
+    }
+  g_assert_cmpuint (n, ==, 6);
+  g_assert_cmpfloat (c[0], ==, 12583039.0);   /* 1.5 · 2^23 + 127 */
+  g_assert_cmpfloat (c[1], ==, -127.0);
+  for (int i = -127 * 64 - 40; i <= 0; i++)
+    {
+      volatile float x = i / 64.0f + (i % 3) * 1e-3f;
+      volatile float xc = fmaxf (x, (float) c[1]);
+      volatile float t = xc + (float) c[0];
+      volatile float back = t - (float) c[0];
+      volatile float f = xc - back;
+      float p = fmaf (fmaf (fmaf ((float) c[2], f, (float) c[3]), f, (float) c[4]), f, (float) c[5]);
+      float y = p * bits_float (float_bits (t) << 23);
+
+      if (x <= -127.0f)
+        g_assert_cmpfloat (y, ==, 0.0f);
+      else if (x >= -126.0f)
+        worst = MAX (worst, fabs (y / exp2 (x) - 1));
+    }
+  g_assert_cmpfloat (worst, <, 7.6e-5);
+  g_assert_cmpfloat (worst, >, 1e-5);   /* a degree-3 fit, not an exact exp */
+  g_test_message ("napkin_exp2_poly: max relative error %.2e on [-126, 0]", worst);
+}
+
 int
 main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/codegen/exp-fma/generated", test_generated);
+  g_test_add_func ("/codegen/exp-fma/polynomial", test_polynomial);
   return g_test_run ();
 }

@@ -181,6 +181,60 @@ test_exp_on_fma (void)
   g_assert_cmpfloat (h_half->resource_s[NAPKIN_RESOURCE_CUDA], >, h_sfu->resource_s[NAPKIN_RESOURCE_CUDA]);
 }
 
+/* exp on FMA in the generated H100 kernel (docs/model.md §7f): the softmax warps issue
+ * the products' wgmmas, the softmax and the polynomials, one warp instruction a clock per
+ * scheduler; a polynomial takes 9 issue slots where MUFU.EX2 takes one. The SFU-only
+ * kernel is already close to issue-bound, so moving a quarter or half of the exponentials
+ * makes it slower, as measured on the H100 (docs/gpu-runs/2026-11-25-h100-exp-fma.log,
+ * with the 10-instruction polynomial of then: N4096 d128 +1.1 % and +8.7 %, N8192 d64
+ * +1.3 % and +14.5 %; this model with 10 instructions: +0.8, +8.9, +1.1, +12.9); one block
+ * of 8 keys (12.5 %) still gains a little. */
+static double
+exp_fma_change (NapkinDiagram *d,
+                double         fraction,
+                const char    *axes)
+{
+  int sm = napkin_diagram_find_node (d, "sm");
+  g_auto(GStrv) list = g_strsplit (axes, " ", -1);
+  g_autoptr(NapkinAnalysis) base = NULL, moved = NULL;
+
+  for (guint i = 0; list[i] != NULL; i++)
+    {
+      g_autoptr(GError) error = NULL;
+
+      napkin_diagram_override_axis (d, list[i], &error);
+      g_assert_no_error (error);
+    }
+  ((NapkinNode *) napkin_diagram_node (d, sm))->exp_fma = 0;
+  base = analyze (d, "h100", NAPKIN_DTYPE_FP16);
+  ((NapkinNode *) napkin_diagram_node (d, sm))->exp_fma = fraction;
+  moved = analyze (d, "h100", NAPKIN_DTYPE_FP16);
+  ((NapkinNode *) napkin_diagram_node (d, sm))->exp_fma = 0;
+  return 100 * (moved->predicted_time_s / base->predicted_time_s - 1);
+}
+
+static void
+test_h100_exp_fma_issue (void)
+{
+  g_autoptr(NapkinDiagram) d = flash_attention ();
+  const char *n4096 = "b=4 h=16 q=4096 k=4096 d=128", *n8192 = "b=4 h=16 q=8192 k=8192 d=64";
+
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.125, n4096), -3.1, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.25, n4096), -0.1, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.5, n4096), 7.1, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.125, n8192), -4.5, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.25, n8192), -0.2, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.5, n8192), 10.3, 0.1);
+  {
+    /* all on the SFU, the issue slots change nothing: the sweep's fit stands */
+    g_autoptr(NapkinAnalysis) a = analyze (d, "h100", NAPKIN_DTYPE_FP16);
+    const NapkinKernelCost *k = &g_array_index (a->kernels, NapkinKernelCost, 0);
+
+    g_assert_cmpfloat (k->issue_extra_s, ==, 0);
+    g_assert_cmpfloat_with_epsilon (a->predicted_time_s * 1e3, 2.971, 0.001);
+  }
+}
+
 /* The file format: "exp": "fma" with "exp_fraction", saved back; bad values name the field. */
 static void
 test_exp_file_format (void)
@@ -235,6 +289,7 @@ main (int    argc,
   g_test_add_func ("/best-path/b200-fa4", test_b200_fa4);
   g_test_add_func ("/best-path/h100-fa3", test_h100_fa3);
   g_test_add_func ("/best-path/exp-on-fma", test_exp_on_fma);
+  g_test_add_func ("/best-path/h100-exp-fma-issue", test_h100_exp_fma_issue);
   g_test_add_func ("/best-path/exp-file-format", test_exp_file_format);
   return g_test_run ();
 }
