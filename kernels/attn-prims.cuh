@@ -19,6 +19,16 @@ napkin_attn_desc (unsigned addr, unsigned lbo, unsigned sbo)
          | ((unsigned long long) ((sbo & 0x3ffff) >> 4) << 32) | (1ull << 62);
 }
 
+/* The same, K-major, in the SW-byte swizzle (128, 64 or 32; layout 1, 2 or 3 in bits
+ * 62-63): sbo = 8 rows of SW bytes. */
+__device__ __forceinline__ unsigned long long
+napkin_attn_desc_sw (unsigned addr, unsigned sbo, unsigned sw)
+{
+  return (unsigned long long) ((addr & 0x3ffff) >> 4) | (1ull << 16)
+         | ((unsigned long long) ((sbo & 0x3ffff) >> 4) << 32)
+         | ((unsigned long long) (sw == 128 ? 1 : sw == 64 ? 2 : 3) << 62);
+}
+
 __device__ __forceinline__ void
 napkin_attn_bar_init (unsigned bar, unsigned count)
 {

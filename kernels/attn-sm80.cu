@@ -2,7 +2,8 @@
  * GPUs without wgmma (docs/plan.md, "Attention kernels"): O = softmax (α·Q·Kᵀ, masked)·V,
  * fp16/bf16 in, fp32 accumulate. One block computes ROWS query rows (GT heads of a group ×
  * BQ queries), one warp per 16 rows; keys and values stream in chunks of BKV through two
- * shared-memory buffers filled by cp.async, rows past NKV or the head dimension zero
+ * shared-memory buffers filled by cp.async (one where two do not fit: STAGES 1, each
+ * chunk loaded once the last is consumed), rows past NKV or the head dimension zero
  * filled (cp.async with a zero source size), any layout with d contiguous. The scores of
  * keys the mask hides or past NKV are −∞ before the online softmax; P stays in registers
  * as the second product's A fragments. Q's fragments stay in registers where the plan
@@ -14,6 +15,7 @@
 #define F_WARPS @WARPS@          /* warps that compute: 16 rows each */
 #define F_THREADS @THREADS@      /* at least 4 warps copy (decoding: a block of few rows) */
 #define F_BKV @BKV@
+#define F_ST @STAGES@            /* K/V buffers: 2, or 1 */
 #define F_D @D@
 #define F_DP @DP@                 /* D rounded up to 16 */
 #define F_S (F_DP + 8)            /* padded row stride (halfs) */
@@ -54,8 +56,8 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
 #endif
   extern __shared__ __align__ (16) unsigned short smem_[];
   unsigned short *Qs = smem_;                       /* [WARPS·16][S] */
-  unsigned short *Ks = Qs + F_WARPS * 16 * F_S;     /* [2][BKV][S] */
-  unsigned short *Vs = Ks + 2 * F_BKV * F_S;        /* [2][BKV][S] */
+  unsigned short *Ks = Qs + F_WARPS * 16 * F_S;     /* [ST][BKV][S] */
+  unsigned short *Vs = Ks + F_ST * F_BKV * F_S;     /* [ST][BKV][S] */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
   long blk = blockIdx.x;
@@ -144,8 +146,9 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
 
   for (int it = 0; it < n_chunks; it++)
     {
-      const int buf = it & 1;
       const long kc = c_first + it;
+#if F_ST == 2
+      const int buf = it & 1;
 
       /* Prefetch the next chunk into the other buffer. */
       if (it + 1 < n_chunks)
@@ -155,6 +158,18 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
         }
       asm volatile ("cp.async.commit_group;");
       asm volatile ("cp.async.wait_group 1;");
+#else
+      const int buf = 0;
+
+      /* One buffer: the last chunk is consumed (the barrier ending the last step). */
+      if (it > 0)
+        {
+          F_COPY (Ks, F_BKV, F_KV_OK (kc, r), F_KV_ROW (Kg, kc, r));
+          F_COPY (Vs, F_BKV, F_KV_OK (kc, r), F_KV_ROW (Vg, kc, r));
+        }
+      asm volatile ("cp.async.commit_group;");
+      asm volatile ("cp.async.wait_group 0;");
+#endif
       __syncthreads ();
       if (warp >= F_WARPS)
         {
@@ -355,6 +370,7 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
 #undef F_WARPS
 #undef F_THREADS
 #undef F_BKV
+#undef F_ST
 #undef F_D
 #undef F_DP
 #undef F_S

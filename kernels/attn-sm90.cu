@@ -36,6 +36,9 @@
 #define A_QROWS (A_NWG * 64)
 #define A_Q_BYTES (A_QROWS * A_DS * 128)
 #define A_K_BYTES (A_BKV * A_DS * 128)
+/* fp8 Vᵀ: slices of A_VS keys (128, 64 or 32: the widest dividing BKV), each D rows of
+ * A_VS bytes in the A_VS-byte swizzle, so that chunks of 192 or 224 keys fit too */
+#define A_VS @VT_SLICE@
 #if A_FP8_V
 #define A_V_BYTES (A_D * A_BKV)
 #else
@@ -168,12 +171,12 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
 #define A_TMA(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, bar)
 #endif
 #if A_FP8_V
-      /* Vᵀ [kv_flat][D][keys]: boxes of 128 keys × D rows */
+      /* Vᵀ [kv_flat][D][keys]: boxes of A_VS keys × D rows */
 #define A_ISSUE_V(st_, it)                                                                               \
       _Pragma ("unroll")                                                                                 \
-      for (int sl = 0; sl < A_BKV / 128; sl++)                                                           \
-        A_TMA_VT (v_s + st_ * A_V_BYTES + sl * (A_D * 128), &tma_v,                                      \
-                  (int) ((c_first + (it)) * A_BKV + sl * 128), 0, (int) kv_flat, A_FULL_V (st_))
+      for (int sl = 0; sl < A_BKV / A_VS; sl++)                                                          \
+        A_TMA_VT (v_s + st_ * A_V_BYTES + sl * (A_D * A_VS), &tma_v,                                     \
+                  (int) ((c_first + (it)) * A_BKV + sl * A_VS), 0, (int) kv_flat, A_FULL_V (st_))
 #if @VT_RANK3@
 #define A_TMA_VT(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, c2, bar)
 #else
@@ -269,7 +272,9 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
 
       /* O += P·V of chunk it, issued and committed. */
 #if A_FP8_V
-#define A_PV_DESC(st_, kt) napkin_attn_desc (v_s + (st_) * A_V_BYTES + ((kt) / 4) * (A_D * 128) + ((kt) % 4) * 32, 16, 1024)
+#define A_PV_DESC(st_, kt)                                                                               \
+      napkin_attn_desc_sw (v_s + (st_) * A_V_BYTES + ((kt) / (A_VS / 32)) * (A_D * A_VS) + ((kt) % (A_VS / 32)) * 32, \
+                           8 * A_VS, A_VS)
 #else
 #define A_PV_DESC(st_, kt) napkin_attn_desc (v_s + (st_) * A_V_BYTES + (kt) * 2048, A_BKV * 128, 1024)
 #endif
@@ -538,6 +543,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
 #undef A_EMPTY
 }
 #undef A_ROWS
+#undef A_VS
 #undef A_BQ
 #undef A_NWG
 #undef A_THREADS

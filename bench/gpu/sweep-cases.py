@@ -142,6 +142,7 @@ ATTENTION = [
     ("attn-fp8-causal-4x16x4096x4096x128", A(4, 16, 4096, 4096, 128), "fp8-e4m3",
      dict(CAUSAL, v="fp8-e4m3", o="bf16")),
     ("attn-fp8-4x16x2000x2000x64", A(4, 16, 2000, 2000, 64), "fp8-e4m3", {"v": "fp8-e4m3", "o": "fp16"}),
+    ("attn-fp8-1x16x8192x8192x128", A(1, 16, 8192, 8192, 128), "fp8-e4m3", {"v": "fp8-e4m3", "o": "fp16"}),
 ]
 CASES += [(name, "attention", dims, dtype, "regions", None, opts) for name, dims, dtype, opts in ATTENTION]
 # the examples as they are in the repository

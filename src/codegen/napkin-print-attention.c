@@ -295,6 +295,14 @@ print_legacy (const NapkinPrintCtx   *ctx,
   return TRUE;
 }
 
+/* Keys per slice of fp8 Vᵀ in shared memory (kernels/attn-sm90.cu): the widest swizzle
+ * (128, 64 or 32 bytes) that divides the chunk, so chunks of 192 or 224 keys fit. */
+static guint
+vt_slice (const NapkinPlanAttention *a)
+{
+  return a->BKV % 128 == 0 ? 128 : a->BKV % 64 == 0 ? 64 : 32;
+}
+
 /* Vᵀ for fp8 P·V where no repack printer printed the plan's repack (kernels/attn-vt.cu):
  * a module kernel NAME_vt launched just before the attention. */
 static void
@@ -388,6 +396,7 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "EXP_FMA", float_text (a->exp_fma) },
       { "KV_RANK3", g_strdup (a->kv_planes > 1 ? "1" : "0") },
       { "VT_RANK3", g_strdup (a->kv_batch > 1 ? "1" : "0") },
+      { "VT_SLICE", int_text (vt_slice (a)) },
       { "SPLIT", int_text (a->split_kv) },
       { "CPS", int_text (a->chunks_per_split) },
       { "MASK_LO", g_strdup (lo ? "1" : "0") },
@@ -418,11 +427,12 @@ print_sm90 (const NapkinPrintCtx   *ctx,
   }
 
   /* K (and 16-bit V): D × rows in planes, boxes of one 128-byte slice × BKV rows;
-   * fp8 Vᵀ: keys × D rows per K/V matrix, boxes of 128 keys × D */
+   * fp8 Vᵀ: keys × D rows per K/V matrix, boxes of one slice (128, 64 or 32 keys) × D */
   maps[0] = (NapkinCudaTensorMap) { r->k.slot, a->dtype, a->D, a->kv_rows, 128 / qe, (guint) a->BKV, 128,
                                     a->kv_ld, a->kv_planes, a->kv_plane_stride, r->k.offset };
   if (fp8_v)
-    maps[1] = (NapkinCudaTensorMap) { r->vt.slot, NAPKIN_DTYPE_FP8_E4M3, a->v_t_ld, a->D, 128, (guint) a->D, 128,
+    maps[1] = (NapkinCudaTensorMap) { r->vt.slot, NAPKIN_DTYPE_FP8_E4M3, a->v_t_ld, a->D, vt_slice (a), (guint) a->D,
+                                      vt_slice (a),
                                       a->v_t_ld, a->kv_batch, a->D * a->v_t_ld, r->vt.offset };
   else
     maps[1] = (NapkinCudaTensorMap) { r->v.slot, a->v_dtype, a->D, a->kv_rows, 64, (guint) a->BKV, 128,
@@ -461,6 +471,7 @@ print_sm80 (const NapkinPrintCtx   *ctx,
       { "THREADS", int_text (kernel->threads) },
       { "Q_REGS", g_strdup (a->q_regs ? "1" : "0") },
       { "BKV", int_text (a->BKV) },
+      { "STAGES", g_strdup (a->stages == 1 ? "1" : "2") },
       { "D", int_text (a->D) },
       { "DP", int_text (a->d_smem) },
       { "NQ", int_text (a->NQ) },

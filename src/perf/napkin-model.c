@@ -711,6 +711,14 @@ model_region (Model *m,
   cost.level = region->level;
   cost.parent_level = ps ? ps->region->level : NAPKIN_LEVEL_HBM;
   cost.stages = MAX (1, region->stages);
+  {
+    /* the stages are a hint: where the plan lowered them to fit shared memory, its kernel
+     * runs (and the model prices) the ones that fit (docs/plan.md) */
+    const NapkinPlanKernel *pk = m->a->paper ? NULL : plan_kernel_of (m, r);
+
+    if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->u.att.stages_asked > pk->u.att.stages)
+      cost.stages = pk->u.att.stages;
+  }
   cost.threads = region_threads (region, &rs->explicit_threads);
   cost.transfers = g_array_new (FALSE, TRUE, sizeof (NapkinTransfer));
   g_array_set_clear_func (cost.transfers, transfer_clear);

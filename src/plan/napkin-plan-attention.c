@@ -207,8 +207,12 @@ attention_note (NapkinPlanKernel *k,
                                          : "");
   else
     g_string_append_printf (s, _("fused attention, %lld query rows a block (%u warp%s), keys in chunks "
-                               "of %lld (double-buffered, cp.async), mma.sync, online softmax in "
-                               "registers"), (long long) a->rows, a->consumers, a->consumers == 1 ? "" : "s", (long long) a->BKV);
+                               "of %lld (%s, cp.async), mma.sync, online softmax in registers"),
+                            (long long) a->rows, a->consumers, a->consumers == 1 ? "" : "s", (long long) a->BKV,
+                            a->stages == 1 ? _("one buffer") : _("double-buffered"));
+  if (a->stages_asked > a->stages)
+    g_string_append_printf (s, _("; %u stages asked, the %u that fit in shared memory used"), a->stages_asked,
+                            a->stages);
   if (a->group > 1)
     g_string_append_printf (s, _("; %lld query heads per K/V head, %lld of them a "
                                "block"), (long long) a->group, (long long) a->group_tile);
@@ -504,38 +508,62 @@ wgmma_refusal (NapkinPlanner       *p,
 {
   gboolean fp8_v = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3, fp8 = a->dtype == NAPKIN_DTYPE_FP8_E4M3;
   gint64 need, smem, rows_pad;
+  guint asked;
 
   if (a->D % 8 || a->D < 8 || a->D > 256 || (fp8 && a->D % 16))
     return g_strdup_printf (_("head size %lld: the Hopper attention kernel takes 8 to 256 in steps "
-                            "of 8 (16 for fp8)"), (long long) a->D);
-  if (a->BKV % 16 || a->BKV > 256 || (fp8_v && a->BKV % 128))
+                              "of 8 (16 for fp8)"), (long long) a->D);
+  if (a->BKV % 16 || a->BKV > 256 || (fp8_v && a->BKV % 32))
     return g_strdup_printf (_("chunks of %lld keys: wgmma takes multiples of 16 up to 256%s"), (long long) a->BKV,
-                            fp8_v ? " (fp8 P·V: multiples of 128, one swizzled row of Vᵀ)" : "");
+                            fp8_v ? _(" (fp8 P·V: multiples of 32, one k-step of e4m3)") : "");
   rows_pad = ceil_div (a->rows, 64) * 64;
   a->consumers = (guint) (rows_pad / 64);
   if (a->consumers > WGMMA_MAX_CONSUMERS)
     return g_strdup_printf (_("%lld query rows per block need %u consumer warpgroups; at most %d "
-                            "share the 64K registers"), (long long) a->rows, a->consumers, WGMMA_MAX_CONSUMERS);
-  a->producer_regs = a->consumers >= 3 ? 32 : 56;
-  a->consumer_regs = MIN (240, (65536 - 128 * a->producer_regs) / (128 * a->consumers) / 8 * 8);
+                              "share the 64K registers"), (long long) a->rows, a->consumers, WGMMA_MAX_CONSUMERS);
   a->d_smem = ceil_div (a->D * napkin_dtype_bytes (a->dtype), 128) * 128 / napkin_dtype_bytes (a->dtype);
   /* per consumer thread: the scores (BKV/2), P (BKV/4 in 16 bits, BKV/8 in fp8), O (D/2),
    * and 32 for addresses, the running max and sum (ptxas: docs/plan.md) */
   need = a->BKV / 2 + (fp8_v ? a->BKV / 8 : a->BKV / 4) + a->D / 2 + 32;
+  /* the producer keeps 56 registers (its Q copy's addresses) unless the consumers need
+   * more than that leaves them; at 32 two consumer warpgroups get 240 (FA3's split) */
+  a->producer_regs = 56;
+  a->consumer_regs = MIN (240, (65536 - 128 * a->producer_regs) / (128 * a->consumers) / 8 * 8);
+  if (a->consumers >= 3 || need > a->consumer_regs)
+    {
+      a->producer_regs = 32;
+      a->consumer_regs = MIN (240, (65536 - 128 * a->producer_regs) / (128 * a->consumers) / 8 * 8);
+    }
   if (need > a->consumer_regs)
-    return g_strdup_printf (_("chunks of %lld keys at d = %lld need about %lld registers per consumer thread; %u consumer warpgroups get %u"),
+    return g_strdup_printf (_("chunks of %lld keys at d = %lld need about %lld registers per consumer thread; "
+                              "%u consumer warpgroups get %u"),
                             (long long) a->BKV, (long long) a->D, (long long) need, a->consumers, a->consumer_regs);
-  smem = wgmma_smem (a);
+  /* the stages are a hint: the most (at least 2) that fit (docs/plan.md) */
+  asked = a->stages;
+  while ((smem = wgmma_smem (a)) > (gint64) p->arch->smem_max_per_block && a->stages > 2)
+    a->stages--;
   if (smem > (gint64) p->arch->smem_max_per_block)
-    return g_strdup_printf (_("%lld query rows (%lld×%lld) and %u "
-                            "stages of K and V chunks need %lld bytes of shared memory; %s allows "
-                            "%.0f"), (long long) a->rows, (long long) rows_pad, (long long) a->d_smem, a->stages, (long long) smem, p->arch->id,
-                            p->arch->smem_max_per_block);
+    {
+      a->stages = asked;
+      return g_strdup_printf (_("%lld query rows (%lld×%lld) and 2 stages of K and V chunks need %lld bytes of "
+                                "shared memory; %s allows %.0f"), (long long) a->rows, (long long) rows_pad,
+                              (long long) a->d_smem, (long long) smem, p->arch->id, p->arch->smem_max_per_block);
+    }
+  a->stages_asked = a->stages < asked ? asked : 0;
   if (!a->kv_tma)
     return g_strdup (_("tensor-map coordinates are 32-bit: K and V must have fewer than 2³¹ rows and planes"));
   if (fp8_v && a->kv_plane_stride != a->NKV * a->D)
     return g_strdup (_("fp8 V must be stored [lead…, k, d] (Vᵀ is made by one batched transpose)"));
   return NULL;
+}
+
+/* Shared memory of the mma.sync kernel: Q, `buffers` K and V chunks, rows padded by 8. */
+static gint64
+mma_smem (const NapkinPlanAttention *a,
+          gint64                     rows_pad,
+          guint                      buffers)
+{
+  return (rows_pad + 2 * (gint64) buffers * a->BKV) * (ceil_div (a->D, 16) * 16 + 8) * 2;
 }
 
 static char *
@@ -558,13 +586,25 @@ mma_refusal (NapkinPlanner       *p,
   /* per thread: O (D/2), the scores (BKV/2) and 64 for addresses, the softmax and P; Q's
    * fragments (D/4) stay in registers where they fit what the block's threads may have */
   avail = MIN (255, 65536 / (MAX (a->consumers, 4u) * 32) / 8 * 8);
-  need = d16 / 2 + a->BKV / 2 + 64;
+  /* ptxas (sm_80, 8 warps) keeps more live than that for wide tiles: above d 128 about
+   * d/8 (d 192 by 96 keys: 235 used; d 256 by 64 spills at 255), and d 128 by 128 keys
+   * spills at 255 even with Q read from shared memory: 64 more */
+  need = d16 / 2 + a->BKV / 2 + 64 + (d16 > 128 ? d16 / 8 : 0)
+         + (d16 >= 128 && a->BKV >= 128 && a->consumers >= 8 ? 64 : 0);
   if (need > avail)
     return g_strdup_printf (_("chunks of %lld keys at d = %lld need about %lld registers per thread; %u warps may have %lld"),
                             (long long) a->BKV, (long long) a->D, (long long) need, a->consumers, (long long) avail);
   a->q_regs = need + d16 / 4 <= avail;
   a->consumer_regs = (guint) (a->q_regs ? need + d16 / 4 : need);
-  smem = (rows_pad + 4 * a->BKV) * (d16 + 8) * 2;
+  /* two buffers of K and V chunks, or one where two do not fit (the stages are a hint:
+   * docs/plan.md); one buffer loads each chunk after the last is consumed */
+  smem = mma_smem (a, rows_pad, 2);
+  if (smem > (gint64) p->arch->smem_max_per_block && mma_smem (a, rows_pad, 1) <= (gint64) p->arch->smem_max_per_block)
+    {
+      a->stages_asked = a->stages;
+      a->stages = 1;
+      smem = mma_smem (a, rows_pad, 1);
+    }
   if (smem > (gint64) p->arch->smem_max_per_block)
     return g_strdup_printf (_("%lld bytes of shared memory; %s allows %.0f"), (long long) smem, p->arch->id,
                             p->arch->smem_max_per_block);
@@ -681,6 +721,7 @@ legacy_shape (const NapkinPlanAttention *a,
               NapkinPath                 path)
 {
   if (!ax->plain || a->mask != NAPKIN_ATTN_MASK_NONE || a->split_kv > 1 || a->group != 1 || a->exp_fma > 0
+      || (path == NAPKIN_PATH_MMA && a->stages < 2)
       || (a->D != 64 && a->D != 128) || (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
       || a->v_dtype != a->dtype || a->NQ % a->BQ || a->NKV % a->BKV)
     return FALSE;
@@ -914,6 +955,8 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
           return TRUE;
         }
     }
+  a->stages = MAX (2u, region->stages);
+  a->stages_asked = 0;
   mma = mma_refusal (p, a);
   if (mma == NULL)
     {
@@ -924,7 +967,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
       /* a warp per 16 rows; at least 4 warps copy the chunks (decoding) */
       k->threads = MAX (a->consumers, 4u) * 32;
       k->registers = a->consumer_regs;
-      k->smem_bytes = (ceil_div (a->rows, 16) * 16 + 4 * a->BKV) * (a->d_smem + 8) * 2;
+      k->smem_bytes = mma_smem (a, ceil_div (a->rows, 16) * 16, a->stages == 1 ? 1 : 2);
       /* blocks an SM holds: registers, shared memory, threads */
       k->blocks_per_sm = MAX (1, MIN (MIN (p->arch->registers_per_sm / (k->threads * k->registers),
                                            (guint) (p->arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes

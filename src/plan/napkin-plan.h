@@ -165,7 +165,8 @@ typedef struct
 {
   NapkinDtype      dtype, o_dtype;        /* Q and K; O */
   gint64           batch, NQ, NKV, D, BQ, BKV;
-  guint            stages;
+  guint            stages;                /* the kernel's: the region's hint, lowered to fit */
+  guint            stages_asked;          /* the region's, where the plan lowered it (else 0) */
   double           alpha;
   NapkinPlanBuffer q, k, v, o;
 

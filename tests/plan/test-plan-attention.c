@@ -104,10 +104,10 @@ static const Case cases[] = {
   { "4·16·4096·96", { 4, 16, 0, 4096, 4096, 96, "fp16", NULL, NULL, 128, 128, 2 }, FALSE, 1, 128 },
   { "4·16·4096·80", { 4, 16, 0, 4096, 4096, 80, "bf16", NULL, NULL, 128, 128, 2 }, FALSE, 1, 128 },
   { "4·16·4096·64 q192", { 4, 16, 0, 4096, 4096, 64, "fp16", NULL, NULL, 192, 128, 2 }, FALSE, 1, 192 },
-  { "2·16·8192·192", { 2, 16, 0, 8192, 8192, 192, "bf16", NULL, NULL, 128, 96, 2 }, FALSE, 1, 128,
-    "shared memory" },
+  /* a100: two K/V buffers do not fit, one does (the stages are a hint) */
+  { "2·16·8192·192", { 2, 16, 0, 8192, 8192, 192, "bf16", NULL, NULL, 128, 96, 2 }, FALSE, 1, 128 },
   { "2·16·8192·256", { 2, 16, 0, 8192, 8192, 256, "bf16", NULL, NULL, 128, 64, 2 }, FALSE, 1, 128,
-    "shared memory" },
+    "registers per thread" },
   { "1·8·32768·128", { 1, 8, 0, 32768, 32768, 128, "bf16", NULL, NULL, 128, 128, 3 }, TRUE, 1, 128 },
   { "8·16·128·64", { 8, 16, 0, 128, 128, 64, "fp16", NULL, NULL, 128, 128, 2 }, TRUE, 1, 128 },
   { "2·8·1000·40", { 2, 8, 0, 1000, 1000, 40, "fp16", NULL, NULL, 128, 64, 2 }, FALSE, 1, 128 },
@@ -204,15 +204,37 @@ test_cases (void)
       assert_model_agrees (d, k, "h100");
 
       /* Ampere: mma.sync for 16-bit types where the double-buffered K and V chunks fit
-       * (rows and chunks of d rounded to 16, padded by 8 halfs); fp8 has no path there */
+       * (rows and chunks of d rounded to 16, padded by 8 halfs), else one buffer where
+       * that fits (the stages are a hint: the note says so); fp8 has no path there */
       k = napkin_plan_kernel_for (a, 0, -1);
       if (c->ampere == NULL
-          && ((c->rows + 15) / 16 * 16 + 4 * c->c.BKV) * ((c->c.D + 15) / 16 * 16 + 8) * 2
+          && ((c->rows + 15) / 16 * 16 + 2 * c->c.BKV) * ((c->c.D + 15) / 16 * 16 + 8) * 2
                > (gint64) arch ("a100")->smem_max_per_block)
         {
           g_test_message ("  a100: %s", k->reason);
           g_assert_cmpint (k->path, ==, NAPKIN_PATH_GENERIC);
           g_assert_nonnull (strstr (k->reason, "bytes of shared memory"));
+        }
+      else if (c->ampere == NULL
+               && ((c->rows + 15) / 16 * 16 + 4 * c->c.BKV) * ((c->c.D + 15) / 16 * 16 + 8) * 2
+                    > (gint64) arch ("a100")->smem_max_per_block)
+        {
+          g_test_message ("  a100: %s", k->note ? k->note : k->reason);
+          /* … unless one buffer's chunk is too wide for the registers (d 128 by 128 keys) */
+          if (k->path == NAPKIN_PATH_GENERIC)
+            {
+              g_assert_nonnull (strstr (k->reason, "registers per thread"));
+              g_assert_cmpint (c->c.BKV, >=, 128);
+              continue;
+            }
+          g_assert_cmpint (k->path, ==, NAPKIN_PATH_MMA);
+          g_assert_cmpuint (k->u.att.stages, ==, 1);
+          g_assert_false (k->u.att.legacy);
+          g_assert_cmpint (k->smem_bytes, ==, ((c->rows + 15) / 16 * 16 + 2 * c->c.BKV)
+                                               * ((c->c.D + 15) / 16 * 16 + 8) * 2);
+          g_assert_nonnull (strstr (k->note, "one buffer"));
+          g_assert_nonnull (strstr (k->note, "stages asked, the 1 that fit in shared memory used"));
+          assert_model_agrees (d, k, "a100");
         }
       else if (c->ampere)
         {
@@ -341,10 +363,9 @@ test_refusals (void)
     /* d 256 with 128-key chunks: too many registers for a consumer (and mma.sync's
      * double-buffered chunks too much shared memory) */
     { { 1, 4, 0, 1024, 1024, 256, "bf16", NULL, NULL, 128, 128, 2 }, NAPKIN_PATH_GENERIC, "registers per consumer" },
-    /* fp8 P·V wants 128-key chunks (one swizzled row of Vᵀ) */
-    { { 1, 4, 0, 1024, 1024, 128, "fp8-e4m3", "fp8-e4m3", "fp16", 128, 64, 2 }, NAPKIN_PATH_GENERIC, "128" },
-    /* shared memory: d 256, 4 stages */
-    { { 1, 4, 0, 1024, 1024, 256, "bf16", NULL, NULL, 128, 64, 4 }, NAPKIN_PATH_MMA, "bytes of shared memory" },
+    /* fp8 P·V wants chunks of whole 32-key k-steps (slices of Vᵀ in a 128, 64 or 32-byte swizzle) */
+    { { 1, 4, 0, 1024, 1024, 128, "fp8-e4m3", "fp8-e4m3", "fp16", 128, 48, 2 }, NAPKIN_PATH_GENERIC,
+      "multiples of 32" },
     /* fp8 e5m2 has no attention kernel */
     { { 1, 4, 0, 1024, 1024, 128, "fp8-e5m2", NULL, NULL, 128, 128, 2 }, NAPKIN_PATH_GENERIC, "fp8-e4m3" },
   };
@@ -436,6 +457,48 @@ test_head_axes (void)
   g_assert_nonnull (ko->reason);
   g_test_message ("dv 64: %s", ko->reason);
   g_assert_nonnull (strstr (ko->reason, "V's head size (dv = 64) differs from Q's and K's (d = 128)"));
+}
+
+/* Stages are a hint (docs/plan.md): where those asked do not fit shared memory, the plan
+ * runs the most that do (at least 2 on wgmma, else one K/V buffer on mma.sync) and its
+ * note says so; the kernel's smem is what the stages it runs need. */
+static void
+test_stages_hint (void)
+{
+  /* d 256, keys by 64, 4 stages: Q 64 KiB + 4 × (32 + 32) KiB > 227 KiB; 2 stages fit */
+  NapkinTestAttention c = { 1, 4, 0, 1024, 1024, 256, "bf16", NULL, NULL, 128, 64, 4 };
+  g_autoptr(NapkinDiagram) d = diagram (&c);
+  g_autoptr(NapkinPlan) p = plan (d, "h100");
+  NapkinTestAttention c80 = { 1, 4, 0, 1024, 1024, 192, "bf16", NULL, NULL, 128, 96, 4 };
+  g_autoptr(NapkinDiagram) d80 = diagram (&c80);
+  g_autoptr(NapkinPlan) p80 = plan (d80, "a100");
+  const NapkinPlanKernel *k = napkin_plan_kernel_for (p, 0, -1), *k80 = napkin_plan_kernel_for (p80, 0, -1);
+
+  g_test_message ("h100: %s", k->note);
+  g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+  g_assert_cmpuint (k->u.att.stages, ==, 2);
+  g_assert_cmpuint (k->u.att.stages_asked, ==, 4);
+  g_assert_cmpint (k->smem_bytes, ==, 1024 + 128 * 512 + 2 * (64 * 512 * 2) + 8 * 7);
+  g_assert_nonnull (strstr (k->note, "keys in chunks of 64 through 2 stages"));
+  g_assert_nonnull (strstr (k->note, "4 stages asked, the 2 that fit in shared memory used"));
+  /* a100, d 192 by 96 keys: (128 + 4·96) rows of 200 halfs = 204800 B > 166912; one
+   * buffer, 128000 B, fits */
+  g_test_message ("a100: %s", k80->note);
+  g_assert_cmpint (k80->path, ==, NAPKIN_PATH_MMA);
+  g_assert_cmpuint (k80->u.att.stages, ==, 1);
+  g_assert_cmpint (k80->smem_bytes, ==, 128000);
+  g_assert_nonnull (strstr (k80->note, "one buffer"));
+  g_assert_nonnull (strstr (k80->note, "4 stages asked, the 1 that fit in shared memory used"));
+  /* asked what fits: no note */
+  {
+    NapkinTestAttention c2 = { 1, 4, 0, 1024, 1024, 256, "bf16", NULL, NULL, 128, 64, 2 };
+    g_autoptr(NapkinDiagram) d2 = diagram (&c2);
+    g_autoptr(NapkinPlan) p2 = plan (d2, "h100");
+    const NapkinPlanKernel *k2 = napkin_plan_kernel_for (p2, 0, -1);
+
+    g_assert_cmpuint (k2->u.att.stages_asked, ==, 0);
+    g_assert_null (strstr (k2->note, "stages asked"));
+  }
 }
 
 /* The JSON `plan --format json` prints for an attention kernel. */
@@ -567,5 +630,6 @@ main (int    argc,
   g_test_add_func ("/plan/attention/refusals", test_refusals);
   g_test_add_func ("/plan/attention/json", test_json);
   g_test_add_func ("/plan/attention/head-axes", test_head_axes);
+  g_test_add_func ("/plan/attention/stages-hint", test_stages_hint);
   return g_test_run ();
 }
