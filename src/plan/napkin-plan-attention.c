@@ -516,6 +516,11 @@ wgmma_refusal (NapkinPlanner       *p,
   if (a->BKV % 16 || a->BKV > 256 || (fp8_v && a->BKV % 32))
     return g_strdup_printf (_("chunks of %lld keys: wgmma takes multiples of 16 up to 256%s"), (long long) a->BKV,
                             fp8_v ? _(" (fp8 P·V: multiples of 32, one k-step of e4m3)") : "");
+  /* fp8 keys by 224 (producer at 32 registers) hung on the H100 (2026-11-25,
+   * docs/perf-notes.md): refused until it is understood; 192 ran, slower than 128 */
+  if (fp8_v && a->BKV > 192)
+    return g_strdup_printf (_("chunks of %lld keys: fp8 attention takes at most 192 (224 hung on an H100)"),
+                            (long long) a->BKV);
   rows_pad = ceil_div (a->rows, 64) * 64;
   a->consumers = (guint) (rows_pad / 64);
   if (a->consumers > WGMMA_MAX_CONSUMERS)
