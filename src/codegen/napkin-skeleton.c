@@ -72,10 +72,6 @@ _napkin_skeleton_instantiate (const char          *template,
   drop_alone_blocks (s);
   for (guint i = 0; i < n_params; i++)
     {
-      g_autofree char *legacy = g_strdup_printf ("@%s@", params[i].key);
-
-      /* LEGACY: templates not converted yet */
-      g_string_replace (s, legacy, params[i].value, 0);
       if (!put_fragment (s, params[i].key, params[i].value))
         {
           /* one logical line: a macro's value may be printed over several */

@@ -260,7 +260,7 @@ test_compile (void)
       if (cases[i].dtype)
         {
           g_assert_nonnull (strstr (h->source, "k16.f32.bf16.bf16"));
-          g_assert_nonnull (strstr (h->source, "cvt.rn.bf16x2.f32"));
+          g_assert_nonnull (strstr (h->source, "#define NKP_MMA bf16\n"));
           g_assert_cmpint (g_array_index (only_kernel (h)->tensor_maps, NapkinCudaTensorMap, 0).dtype, ==,
                            NAPKIN_DTYPE_BF16);
         }
