@@ -4,19 +4,35 @@
  * Σ_s 2^(L_s − M) O_s / Σ_s 2^(L_s − M), M = max_s L_s (zero when every L_s is −∞).
  * One warp a row, lanes along d (four columns each; D is a multiple of 8); the row index is (kv_flat·G + g)·NQ + q and O is stored
  * through its strides. */
-#define C_SPLIT @SPLIT@
-#define C_D @D@
-#define C_NQ @NQ@L
-#define C_G @GROUP@L
-#define C_ROWS (C_NQ * C_G * @KV_BATCH@L)
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+#include "attn-prims.cuh"
+/* default parameters: an instantiation the code generator prints */
+#define NKP_NAME napkin_k1
+#define NKP_SPLIT 16
+#define NKP_D 128
+#define NKP_NQ 1
+#define NKP_GROUP 4
+#define NKP_KV_BATCH 8
+#define NKP_O_GROUP 128
+#define NKP_O_ROW 128
+#define NKP_OT napkin_f16
+#define NKP_OREF ((napkin_f16 *) args.p[3])
+#define NKP_PREF ((float *) args.p[4])
+#endif /* NAPKIN_GENERATED */
+#define C_SPLIT NKP_SPLIT
+#define C_D NKP_D
+#define C_NQ NKP_L (NKP_NQ)
+#define C_G NKP_L (NKP_GROUP)
+#define C_ROWS (C_NQ * C_G * NKP_L (NKP_KV_BATCH))
 #define C_LSE_REGS ((C_SPLIT + 31) / 32)
 
 extern "C" __global__ void __launch_bounds__ (128)
-@NAME@ (const NapkinArgs args)
+NKP_NAME (const NapkinArgs args)
 {
-  const float *__restrict__ part = @PREF@;
+  const float *__restrict__ part = NKP_PREF;
   const float *__restrict__ lse = part + (long) C_SPLIT * C_ROWS * C_D;
-  @OT@ *__restrict__ Og = @OREF@;
+  NKP_OT *__restrict__ Og = NKP_OREF;
   const long row = (long) blockIdx.x * 4 + threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
 
@@ -27,7 +43,24 @@ extern "C" __global__ void __launch_bounds__ (128)
     long blk = row / (C_NQ * C_G), o_base = 0, kv_flat = 0;
     float mx = NAPKIN_NEG_INF, total = 0.0f;
 
-@LEAD@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/LEAD"
+#else
+    {
+      const long i_ = blk % 8L;
+
+      blk /= 8L;
+      o_base += i_ * 512L;
+      kv_flat += i_ * 1L;
+    }
+    {
+      const long i_ = blk % 1L;
+
+      blk /= 1L;
+      o_base += i_ * 4096L;
+      kv_flat += i_ * 8L;
+    }
+#endif /* napkin-fragment/LEAD */
     (void) kv_flat;
     /* The row's log-sum-exps in registers, split s in lane s % 32 (one round trip), and
      * its partial outputs read with every split's load in flight at once, four columns a
@@ -55,7 +88,7 @@ extern "C" __global__ void __launch_bounds__ (128)
     for (int o = 16; o > 0; o >>= 1)
       total += __shfl_xor_sync (0xffffffffu, total, o);
     {
-      @OT@ *ob = Og + o_base + g * @O_GROUP@L + q * @O_ROW@L;
+      NKP_OT *ob = Og + o_base + g * NKP_L (NKP_O_GROUP) + q * NKP_L (NKP_O_ROW);
       const float inv = total > 0.0f ? 1.0f / total : 0.0f;
 
 #pragma unroll

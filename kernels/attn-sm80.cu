@@ -10,49 +10,91 @@
  * finds room, else are read from shared memory each chunk. Blocks of few rows (decoding) keep 4 warps for
  * the copies; only the first WARPS compute. A split block writes its normalised partial
  * output and log-sum-exp for the combine kernel. */
-#define F_ROWS @ROWS@
-#define F_BQ @BQ@L
-#define F_WARPS @WARPS@          /* warps that compute: 16 rows each */
-#define F_THREADS @THREADS@      /* at least 4 warps copy (decoding: a block of few rows) */
-#define F_BKV @BKV@
-#define F_ST @STAGES@            /* K/V buffers: 2, or 1 */
-#define F_D @D@
-#define F_DP @DP@                 /* D rounded up to 16 */
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+#include "attn-prims.cuh"
+/* default parameters: an instantiation the code generator prints */
+#define NKP_NAME napkin_k0
+#define NKP_ROWS 4
+#define NKP_BQ 1
+#define NKP_WARPS 1
+#define NKP_THREADS 128
+#define NKP_Q_REGS 1
+#define NKP_BKV 128
+#define NKP_D 128
+#define NKP_DP 128
+#define NKP_NQ 1
+#define NKP_NKV 32768
+#define NKP_GROUP 4
+#define NKP_GROUP_TILE 4
+#define NKP_KV_BATCH 8
+#define NKP_SPLIT 13
+#define NKP_CPS 20
+#define NKP_MASK_LO 0
+#define NKP_MASK_HI 1
+#define NKP_LEFT 0
+#define NKP_RIGHT 0
+#define NKP_OFFSET 32767
+#define NKP_REVERSE 1
+#define NKP_Q_GROUP 128
+#define NKP_Q_ROW 128
+#define NKP_K_ROW 128
+#define NKP_O_GROUP 128
+#define NKP_O_ROW 128
+#define NKP_ALPHA 8.838834765e-02
+#define NKP_T napkin_f16
+#define NKP_OT napkin_f16
+#define NKP_MMA f16
+#define NKP_QREF ((napkin_f16 *) args.p[0])
+#define NKP_KREF ((napkin_f16 *) args.p[1])
+#define NKP_VREF ((napkin_f16 *) args.p[2])
+#define NKP_OREF ((napkin_f16 *) args.p[3])
+#define NKP_PREF ((float *) args.p[4])
+#define NKP_STAGES 2
+#endif /* NAPKIN_GENERATED */
+#define F_ROWS NKP_ROWS
+#define F_BQ NKP_L (NKP_BQ)
+#define F_WARPS NKP_WARPS          /* warps that compute: 16 rows each */
+#define F_THREADS NKP_THREADS      /* at least 4 warps copy (decoding: a block of few rows) */
+#define F_BKV NKP_BKV
+#define F_ST NKP_STAGES            /* K/V buffers: 2, or 1 */
+#define F_D NKP_D
+#define F_DP NKP_DP                 /* D rounded up to 16 */
 #define F_S (F_DP + 8)            /* padded row stride (halfs) */
-#define F_NQ @NQ@L
-#define F_NKV @NKV@L
-#define F_G @GROUP@L
-#define F_GT @GROUP_TILE@L
-#define F_QREG @Q_REGS@           /* Q's fragments kept in registers */
-#define F_SPLIT @SPLIT@
-#define F_CPS @CPS@L
-#define F_MASK_LO @MASK_LO@
-#define F_MASK_HI @MASK_HI@
-#define F_LEFT @LEFT@L
-#define F_RIGHT @RIGHT@L
-#define F_OFFSET @OFFSET@L
-#define F_REVERSE @REVERSE@
+#define F_NQ NKP_L (NKP_NQ)
+#define F_NKV NKP_L (NKP_NKV)
+#define F_G NKP_L (NKP_GROUP)
+#define F_GT NKP_L (NKP_GROUP_TILE)
+#define F_QREG NKP_Q_REGS           /* Q's fragments kept in registers */
+#define F_SPLIT NKP_SPLIT
+#define F_CPS NKP_L (NKP_CPS)
+#define F_MASK_LO NKP_MASK_LO
+#define F_MASK_HI NKP_MASK_HI
+#define F_LEFT NKP_L (NKP_LEFT)
+#define F_RIGHT NKP_L (NKP_RIGHT)
+#define F_OFFSET NKP_L (NKP_OFFSET)
+#define F_REVERSE NKP_REVERSE
 #define F_QTILES ((F_NQ + F_BQ - 1) / F_BQ)
 #define F_GTILES ((F_G + F_GT - 1) / F_GT)
-#define F_QGS @Q_GROUP@L
-#define F_QRS @Q_ROW@L
-#define F_KRS @K_ROW@L
-#define F_OGS @O_GROUP@L
-#define F_ORS @O_ROW@L
-#define F_ROWS_ALL (F_NQ * F_G * @KV_BATCH@L)
+#define F_QGS NKP_L (NKP_Q_GROUP)
+#define F_QRS NKP_L (NKP_Q_ROW)
+#define F_KRS NKP_L (NKP_K_ROW)
+#define F_OGS NKP_L (NKP_O_GROUP)
+#define F_ORS NKP_L (NKP_O_ROW)
+#define F_ROWS_ALL (F_NQ * F_G * NKP_L (NKP_KV_BATCH))
 /* a hidden score: −∞ once scaled (α > 0 in any real attention) */
-#define F_HIDDEN (@ALPHA@f > 0.0f ? NAPKIN_NEG_INF : -NAPKIN_NEG_INF)
+#define F_HIDDEN (NKP_F (NKP_ALPHA) > 0.0f ? NAPKIN_NEG_INF : -NAPKIN_NEG_INF)
 
 extern "C" __global__ void __launch_bounds__ (F_THREADS)
-@NAME@ (const NapkinArgs args)
+NKP_NAME (const NapkinArgs args)
 {
-  const @T@ *__restrict__ Qg = @QREF@;
-  const @T@ *__restrict__ Kg = @KREF@;
-  const @T@ *__restrict__ Vg = @VREF@;
+  const NKP_T *__restrict__ Qg = NKP_QREF;
+  const NKP_T *__restrict__ Kg = NKP_KREF;
+  const NKP_T *__restrict__ Vg = NKP_VREF;
 #if F_SPLIT > 1
-  float *__restrict__ part = @PREF@;
+  float *__restrict__ part = NKP_PREF;
 #else
-  @OT@ *__restrict__ Og = @OREF@;
+  NKP_OT *__restrict__ Og = NKP_OREF;
 #endif
   extern __shared__ __align__ (16) unsigned short smem_[];
   unsigned short *Qs = smem_;                       /* [WARPS·16][S] */
@@ -69,7 +111,28 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
   const long split = blk % F_SPLIT;
   blk /= F_SPLIT;
   long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0;
-@LEAD@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/LEAD"
+#else
+  {
+    const long i_ = blk % 8L;
+
+    blk /= 8L;
+    q_base += i_ * 512L;
+    o_base += i_ * 512L;
+    k_base += i_ * 4194304L;
+    kv_flat += i_ * 1L;
+  }
+  {
+    const long i_ = blk % 1L;
+
+    blk /= 1L;
+    q_base += i_ * 4096L;
+    o_base += i_ * 4096L;
+    k_base += i_ * 33554432L;
+    kv_flat += i_ * 8L;
+  }
+#endif /* napkin-fragment/LEAD */
   (void) o_base;
   (void) kv_flat;
   (void) split;
@@ -95,7 +158,7 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
   const long fv_lo = full_lo > 0 ? (full_lo + F_BKV - 1) / F_BKV : 0;
   const long fv_hi = full_hi > 0 ? full_hi / F_BKV : 0;
   /* α·log2(e): exponentials as exp2 */
-  const float scale = @ALPHA@f * 1.4426950408889634f;
+  const float scale = NKP_F (NKP_ALPHA) * 1.4426950408889634f;
 
   /* Rows of 8-element (16-byte) pieces; pieces past D, and rows for which `ok` fails,
    * are zero. */
@@ -104,7 +167,7 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
     {                                                                                             \
       const int r = c_ / (F_DP / 8), e_ = (c_ % (F_DP / 8)) * 8;                                  \
       const bool v_ = (ok) && e_ < F_D;                                                           \
-      const @T@ *p_ = v_ ? (src_row) + e_ : Qg;                                                   \
+      const NKP_T *p_ = v_ ? (src_row) + e_ : Qg;                                                   \
       asm volatile ("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::                            \
                     "r" (napkin_smem_addr ((dst) + r * F_S + e_)), "l" (p_), "r" (v_ ? 16 : 0));  \
     }
@@ -219,11 +282,11 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
 
               asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                             : "=r" (b[0]), "=r" (b[1]), "=r" (b[2]), "=r" (b[3]) : "r" (napkin_smem_addr (p)));
-              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
+              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKP_MMA) "." NKP_STR (NKP_MMA) ".f32 "
                             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                             : "+f" (s[j][0]), "+f" (s[j][1]), "+f" (s[j][2]), "+f" (s[j][3])
                             : "r" (a0), "r" (a1), "r" (a2), "r" (a3), "r" (b[0]), "r" (b[1]));
-              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
+              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKP_MMA) "." NKP_STR (NKP_MMA) ".f32 "
                             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                             : "+f" (s[j + 1][0]), "+f" (s[j + 1][1]), "+f" (s[j + 1][2]), "+f" (s[j + 1][3])
                             : "r" (a0), "r" (a1), "r" (a2), "r" (a3), "r" (b[2]), "r" (b[3]));
@@ -291,10 +354,10 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
 #pragma unroll
       for (int t = 0; t < F_BKV / 16; t++)
         {
-          const unsigned a0 = napkin_attn_pack (s[2 * t][0], s[2 * t][1], (const @T@ *) 0);
-          const unsigned a1 = napkin_attn_pack (s[2 * t][2], s[2 * t][3], (const @T@ *) 0);
-          const unsigned a2 = napkin_attn_pack (s[2 * t + 1][0], s[2 * t + 1][1], (const @T@ *) 0);
-          const unsigned a3 = napkin_attn_pack (s[2 * t + 1][2], s[2 * t + 1][3], (const @T@ *) 0);
+          const unsigned a0 = napkin_attn_pack (s[2 * t][0], s[2 * t][1], (const NKP_T *) 0);
+          const unsigned a1 = napkin_attn_pack (s[2 * t][2], s[2 * t][3], (const NKP_T *) 0);
+          const unsigned a2 = napkin_attn_pack (s[2 * t + 1][0], s[2 * t + 1][1], (const NKP_T *) 0);
+          const unsigned a3 = napkin_attn_pack (s[2 * t + 1][2], s[2 * t + 1][3], (const NKP_T *) 0);
 
 #pragma unroll
           for (int j = 0; j < F_DP / 8; j += 2)
@@ -304,11 +367,11 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
 
               asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                             : "=r" (b[0]), "=r" (b[1]), "=r" (b[2]), "=r" (b[3]) : "r" (napkin_smem_addr (p)));
-              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
+              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKP_MMA) "." NKP_STR (NKP_MMA) ".f32 "
                             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                             : "+f" (o[j][0]), "+f" (o[j][1]), "+f" (o[j][2]), "+f" (o[j][3])
                             : "r" (a0), "r" (a1), "r" (a2), "r" (a3), "r" (b[0]), "r" (b[1]));
-              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
+              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKP_MMA) "." NKP_STR (NKP_MMA) ".f32 "
                             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                             : "+f" (o[j + 1][0]), "+f" (o[j + 1][1]), "+f" (o[j + 1][2]), "+f" (o[j + 1][3])
                             : "r" (a0), "r" (a1), "r" (a2), "r" (a3), "r" (b[2]), "r" (b[3]));
@@ -350,7 +413,7 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
       }
 #else
       {
-        @OT@ *ob = Og + o_base + g * F_OGS + q * F_ORS;
+        NKP_OT *ob = Og + o_base + g * F_OGS + q * F_ORS;
 
 #pragma unroll
         for (int j = 0; j < F_DP / 8; j++)

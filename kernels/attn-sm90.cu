@@ -17,20 +17,66 @@
  * take turns issuing, PINGPONG), as in kernels/flash-wgmma.cu. A split block writes its
  * normalised partial output and log-sum-exp to scratch for the combine kernel. A row of Q
  * or K is D_S 128-byte slices (D padded with zeros); wgmma reads only D columns. */
-#define A_ROWS @ROWS@
-#define A_BQ @BQ@L
-#define A_NWG @CONSUMERS@
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_90a: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+#include "attn-prims.cuh"
+/* default parameters: an instantiation the code generator prints */
+#define NKP_NAME napkin_k0
+#define NKP_ROWS 128
+#define NKP_BQ 32
+#define NKP_CONSUMERS 2
+#define NKP_BKV 128
+#define NKP_D 128
+#define NKP_STAGES 2
+#define NKP_NQ 4096
+#define NKP_NKV 4096
+#define NKP_GROUP 4
+#define NKP_GROUP_TILE 4
+#define NKP_KV_BATCH 8
+#define NKP_QK_BYTES 2
+#define NKP_FP8_V 0
+#define NKP_OVERLAP 1
+#define NKP_EXP_FMA 0.000000000e+00
+#define NKP_KV_RANK3 1
+#define NKP_VT_RANK3 1
+#define NKP_SPLIT 1
+#define NKP_CPS 32
+#define NKP_MASK_LO 0
+#define NKP_MASK_HI 1
+#define NKP_LEFT 0
+#define NKP_RIGHT 0
+#define NKP_OFFSET 0
+#define NKP_REVERSE 1
+#define NKP_Q_GROUP 524288
+#define NKP_Q_ROW 128
+#define NKP_O_GROUP 524288
+#define NKP_O_ROW 128
+#define NKP_ALPHA 8.838834765e-02
+#define NKP_V_SCALE 1.000000000e+00
+#define NKP_QT napkin_f16
+#define NKP_VT napkin_f16
+#define NKP_OT napkin_f16
+#define NKP_QREF ((napkin_f16 *) args.p[0])
+#define NKP_OREF ((napkin_f16 *) args.p[3])
+#define NKP_PREF 0
+#define NKP_PRODUCER_REGS 56
+#define NKP_CONSUMER_REGS 224
+#define NKP_VT_SLICE 128
+#endif /* NAPKIN_GENERATED */
+#define A_ROWS NKP_ROWS
+#define A_BQ NKP_L (NKP_BQ)
+#define A_NWG NKP_CONSUMERS
 #define A_THREADS ((A_NWG + 1) * 128)
-#define A_BKV @BKV@
-#define A_D @D@
-#define A_ST @STAGES@
-#define A_NQ @NQ@L
-#define A_NKV @NKV@L
-#define A_G @GROUP@L
-#define A_GT @GROUP_TILE@L
-#define A_QE @QK_BYTES@
+#define A_BKV NKP_BKV
+#define A_D NKP_D
+#define A_ST NKP_STAGES
+#define A_NQ NKP_L (NKP_NQ)
+#define A_NKV NKP_L (NKP_NKV)
+#define A_G NKP_L (NKP_GROUP)
+#define A_GT NKP_L (NKP_GROUP_TILE)
+#define A_QE NKP_QK_BYTES
 #define A_FP8_QK (A_QE == 1)
-#define A_FP8_V @FP8_V@
+#define A_FP8_V NKP_FP8_V
 #define A_DS ((A_D * A_QE + 127) / 128)
 #define A_VDS ((A_D * 2 + 127) / 128)
 #define A_QROWS (A_NWG * 64)
@@ -38,7 +84,7 @@
 #define A_K_BYTES (A_BKV * A_DS * 128)
 /* fp8 Vᵀ: slices of A_VS keys (128, 64 or 32: the widest dividing BKV), each D rows of
  * A_VS bytes in the A_VS-byte swizzle, so that chunks of 192 or 224 keys fit too */
-#define A_VS @VT_SLICE@
+#define A_VS NKP_VT_SLICE
 #if A_FP8_V
 #define A_V_BYTES (A_D * A_BKV)
 #else
@@ -47,39 +93,71 @@
 /* k-steps of Q·Kᵀ (16 or 32 elements: 32 bytes) and of P·V */
 #define A_QK_STEPS ((A_D * A_QE + 31) / 32)
 #define A_PV_STEPS (A_FP8_V ? A_BKV / 32 : A_BKV / 16)
-#define A_OVERLAP @OVERLAP@
+#define A_OVERLAP NKP_OVERLAP
 #define A_PINGPONG (A_OVERLAP && A_NWG > 1)
-#define A_KV_RANK3 @KV_RANK3@
-#define A_SPLIT @SPLIT@
-#define A_CPS @CPS@L
-#define A_MASK_LO @MASK_LO@
-#define A_MASK_HI @MASK_HI@
-#define A_LEFT @LEFT@L
-#define A_RIGHT @RIGHT@L
-#define A_OFFSET @OFFSET@L
-#define A_REVERSE @REVERSE@
+#define A_KV_RANK3 NKP_KV_RANK3
+#define A_SPLIT NKP_SPLIT
+#define A_CPS NKP_L (NKP_CPS)
+#define A_MASK_LO NKP_MASK_LO
+#define A_MASK_HI NKP_MASK_HI
+#define A_LEFT NKP_L (NKP_LEFT)
+#define A_RIGHT NKP_L (NKP_RIGHT)
+#define A_OFFSET NKP_L (NKP_OFFSET)
+#define A_REVERSE NKP_REVERSE
 #define A_QTILES ((A_NQ + A_BQ - 1) / A_BQ)
 #define A_GTILES ((A_G + A_GT - 1) / A_GT)
 #define A_CHUNKS ((A_NKV + A_BKV - 1) / A_BKV)
-#define A_QGS @Q_GROUP@L
-#define A_QRS @Q_ROW@L
-#define A_OGS @O_GROUP@L
-#define A_ORS @O_ROW@L
-#define A_ROWS_ALL (A_NQ * A_G * @KV_BATCH@L)
+#define A_QGS NKP_L (NKP_Q_GROUP)
+#define A_QRS NKP_L (NKP_Q_ROW)
+#define A_OGS NKP_L (NKP_O_GROUP)
+#define A_ORS NKP_L (NKP_O_ROW)
+#define A_ROWS_ALL (A_NQ * A_G * NKP_L (NKP_KV_BATCH))
 /* a hidden score: −∞ once scaled (α > 0 in any real attention) */
-#define A_HIDDEN (@ALPHA@f > 0.0f ? NAPKIN_NEG_INF : -NAPKIN_NEG_INF)
+#define A_HIDDEN (NKP_F (NKP_ALPHA) > 0.0f ? NAPKIN_NEG_INF : -NAPKIN_NEG_INF)
 
-@WGMMA@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/WGMMA"
+#else
+__device__ __forceinline__ void
+napkin_k0_qk (float (&d)[64], unsigned long long da, unsigned long long db, int acc)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %66, 0; "
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]), "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]), "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]), "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]), "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63])
+                : "l" (da), "l" (db), "r" (acc) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_k0_pv (float (&d)[64], unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned long long db)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %69, 0; "
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]), "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]), "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]), "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]), "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63])
+                : "r" (a0), "r" (a1), "r" (a2), "r" (a3), "l" (db), "r" (1) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_k0_fence_s (float (&d)[64])
+{
+  asm volatile ("" : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]), "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]), "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]), "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]), "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63]) :: "memory");
+}
+
+__device__ __forceinline__ void
+napkin_k0_fence_o (float (&d)[64])
+{
+  asm volatile ("" : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]), "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]), "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]), "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]), "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63]) :: "memory");
+}
+#endif /* napkin-fragment/WGMMA */
 
 extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
-@NAME@ (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
+NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
         const __grid_constant__ NapkinTensorMap tma_v)
 {
-  const @QT@ *__restrict__ Qg = @QREF@;
+  const NKP_QT *__restrict__ Qg = NKP_QREF;
 #if A_SPLIT > 1
-  float *__restrict__ part = @PREF@;
+  float *__restrict__ part = NKP_PREF;
 #else
-  @OT@ *__restrict__ Og = @OREF@;
+  NKP_OT *__restrict__ Og = NKP_OREF;
 #endif
   extern __shared__ __align__ (16) unsigned char smem_raw_[];
   /* The swizzle repeats every 1024 bytes: align the tiles to it. */
@@ -106,7 +184,30 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
   /* the leading axes (K's, innermost first): offsets of Q and O, the K/V view's row and
    * plane, and the flat K/V index */
   long q_base = 0, o_base = 0, kv_row0 = 0, kv_plane = 0, kv_flat = 0;
-@LEAD@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/LEAD"
+#else
+  {
+    const long i_ = blk % 8L;
+
+    blk /= 8L;
+    q_base += i_ * 2097152L;
+    o_base += i_ * 2097152L;
+    kv_row0 += i_ * 0L;
+    kv_plane += i_ * 1L;
+    kv_flat += i_ * 1L;
+  }
+  {
+    const long i_ = blk % 1L;
+
+    blk /= 1L;
+    q_base += i_ * 16777216L;
+    o_base += i_ * 16777216L;
+    kv_row0 += i_ * 0L;
+    kv_plane += i_ * 8L;
+    kv_flat += i_ * 8L;
+  }
+#endif /* napkin-fragment/LEAD */
   (void) o_base;
   (void) kv_flat;
   (void) split;
@@ -148,7 +249,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
   if (wg == 0)
     {
       /* Producer. */
-      asm volatile ("setmaxnreg.dec.sync.aligned.u32 @PRODUCER_REGS@;");
+      asm volatile ("setmaxnreg.dec.sync.aligned.u32 " NKP_STR (NKP_PRODUCER_REGS) ";");
       if (n_chunks == 0)
         return;
 #define A_ISSUE(it)                                                                                      \
@@ -177,7 +278,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
       for (int sl = 0; sl < A_BKV / A_VS; sl++)                                                          \
         A_TMA_VT (v_s + st_ * A_V_BYTES + sl * (A_D * A_VS), &tma_v,                                     \
                   (int) ((c_first + (it)) * A_BKV + sl * A_VS), 0, (int) kv_flat, A_FULL_V (st_))
-#if @VT_RANK3@
+#if NKP_VT_RANK3
 #define A_TMA_VT(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, c2, bar)
 #else
 #define A_TMA_VT(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, bar)
@@ -225,7 +326,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
       /* Consumer warpgroup c = wg − 1: rows c·64 … c·64 + 63 of the block. */
       const int c = wg - 1, warp = t / 32, lane = t % 32;
       /* α·(dequantisation)·log2(e): exponentials as exp2 */
-      const float scale = @ALPHA@f * 1.4426950408889634f;
+      const float scale = NKP_F (NKP_ALPHA) * 1.4426950408889634f;
       float s[A_BKV / 2], o[A_D / 2];
 #if A_FP8_V
       unsigned p[A_BKV / 8];
@@ -249,7 +350,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
       kmax0 = (int) NAPKIN_MIN (A_NKV, qi0 + A_OFFSET + A_RIGHT + 1);
       kmax1 = (int) NAPKIN_MIN (A_NKV, qi1 + A_OFFSET + A_RIGHT + 1);
 #endif
-      asm volatile ("setmaxnreg.inc.sync.aligned.u32 @CONSUMER_REGS@;");
+      asm volatile ("setmaxnreg.inc.sync.aligned.u32 " NKP_STR (NKP_CONSUMER_REGS) ";");
 #pragma unroll
       for (int i = 0; i < A_D / 2; i++)
         o[i] = 0.0f;
@@ -263,7 +364,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
           asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");                                      \
           _Pragma ("unroll")                                                                             \
           for (int kk = 0; kk < A_QK_STEPS; kk++)                                                        \
-            @NAME@_qk (s, napkin_attn_desc (q_s + (kk / 4) * (A_QROWS * 128) + c * 8192 + (kk % 4) * 32, 16, 1024), \
+            NKP_CAT (NKP_NAME, _qk) (s, napkin_attn_desc (q_s + (kk / 4) * (A_QROWS * 128) + c * 8192 + (kk % 4) * 32, 16, 1024), \
                        napkin_attn_desc (k_s + st_ * A_K_BYTES + (kk / 4) * (A_BKV * 128) + (kk % 4) * 32, 16, 1024), \
                        kk > 0);                                                                          \
           asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");                               \
@@ -286,7 +387,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
           asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");                                      \
           _Pragma ("unroll")                                                                             \
           for (int kt = 0; kt < A_PV_STEPS; kt++)                                                        \
-            @NAME@_pv (o, p[4 * kt], p[4 * kt + 1], p[4 * kt + 2], p[4 * kt + 3], A_PV_DESC (st_, kt));  \
+            NKP_CAT (NKP_NAME, _pv) (o, p[4 * kt], p[4 * kt + 1], p[4 * kt + 2], p[4 * kt + 3], A_PV_DESC (st_, kt));  \
           asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");                               \
         }                                                                                                \
       while (0)
@@ -315,7 +416,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
       /* Exponentials of score block j: the polynomial on the FMA units for a fraction
        * A_EXP_FMA of the blocks, spread evenly (the node's "exp": "fma"), else the SFU.
        * j is a compile-time constant in the unrolled loops, so the choice costs nothing. */
-#define A_EXP_FMA @EXP_FMA@
+#define A_EXP_FMA NKP_EXP_FMA
 #define A_EXP2(x, j) ((int) (((j) + 1) * A_EXP_FMA) > (int) ((j) * A_EXP_FMA) ? napkin_exp2_poly (x) \
                                                                             : napkin_attn_exp2 (x))
 
@@ -399,10 +500,10 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
       _Pragma ("unroll")                                                                                 \
       for (int kt = 0; kt < A_BKV / 16; kt++)                                                            \
         {                                                                                                \
-          p[4 * kt] = napkin_attn_pack (s[8 * kt], s[8 * kt + 1], (const @VT@ *) 0);                     \
-          p[4 * kt + 1] = napkin_attn_pack (s[8 * kt + 2], s[8 * kt + 3], (const @VT@ *) 0);             \
-          p[4 * kt + 2] = napkin_attn_pack (s[8 * kt + 4], s[8 * kt + 5], (const @VT@ *) 0);             \
-          p[4 * kt + 3] = napkin_attn_pack (s[8 * kt + 6], s[8 * kt + 7], (const @VT@ *) 0);             \
+          p[4 * kt] = napkin_attn_pack (s[8 * kt], s[8 * kt + 1], (const NKP_VT *) 0);                     \
+          p[4 * kt + 1] = napkin_attn_pack (s[8 * kt + 2], s[8 * kt + 3], (const NKP_VT *) 0);             \
+          p[4 * kt + 2] = napkin_attn_pack (s[8 * kt + 4], s[8 * kt + 5], (const NKP_VT *) 0);             \
+          p[4 * kt + 3] = napkin_attn_pack (s[8 * kt + 6], s[8 * kt + 7], (const NKP_VT *) 0);             \
         }
 #endif
 
@@ -437,7 +538,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
             A_ISSUE_QK (0);
             A_TURN_END ();
             asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-            @NAME@_fence_s (s);
+            NKP_CAT (NKP_NAME, _fence_s) (s);
             A_MASK (0);
             A_SOFTMAX (c0, c1);
             A_PACK_P ();
@@ -452,11 +553,11 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
               A_TURN_END ();
               /* Groups complete in order: the newest (P·V) may still run. */
               asm volatile ("wgmma.wait_group.sync.aligned 1;" ::: "memory");
-              @NAME@_fence_s (s);
+              NKP_CAT (NKP_NAME, _fence_s) (s);
               A_MASK (it + 1);
               A_SOFTMAX (c0, c1);
               asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-              @NAME@_fence_o (o);
+              NKP_CAT (NKP_NAME, _fence_o) (o);
               napkin_attn_arrive (A_EMPTY (it % A_ST));
               A_RESCALE_O (c0, c1);
               A_PACK_P ();
@@ -467,7 +568,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
           if (c != A_NWG - 1)
             A_TURN_END ();
           asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-          @NAME@_fence_o (o);
+          NKP_CAT (NKP_NAME, _fence_o) (o);
           napkin_attn_arrive (A_EMPTY ((n_chunks - 1) % A_ST));
 #undef A_TURN_BEGIN
 #undef A_TURN_END
@@ -478,14 +579,14 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
 
               A_ISSUE_QK (it);
               asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-              @NAME@_fence_s (s);
+              NKP_CAT (NKP_NAME, _fence_s) (s);
               A_MASK (it);
               A_SOFTMAX (c0, c1);
               A_RESCALE_O (c0, c1);
               A_PACK_P ();
               A_ISSUE_PV (it);
               asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-              @NAME@_fence_o (o);
+              NKP_CAT (NKP_NAME, _fence_o) (o);
               napkin_attn_arrive (A_EMPTY (it % A_ST));
             }
 #endif
@@ -504,7 +605,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
           const int r = h ? r1 : r0;
           const long g = g0 + r / A_BQ, q = q0 + r % A_BQ;
           /* a row that saw no key (wholly masked) is zero */
-          const float inv = l_row[h] > 0.0f ? @V_SCALE@f / l_row[h] : 0.0f;
+          const float inv = l_row[h] > 0.0f ? NKP_F (NKP_V_SCALE) / l_row[h] : 0.0f;
 
           if (r >= A_ROWS || g >= A_G || q >= A_NQ)
             continue;
@@ -522,7 +623,7 @@ extern "C" __global__ void __launch_bounds__ (A_THREADS, 1)
           }
 #else
           {
-            @OT@ *ob = Og + o_base + g * A_OGS + q * A_ORS;
+            NKP_OT *ob = Og + o_base + g * A_OGS + q * A_ORS;
 
 #pragma unroll
             for (int j = 0; j < A_D / 8; j++)

@@ -3,17 +3,29 @@
  * that wgmma reads V K-major. The plan asks for this copy as a repack kernel; the
  * attention printer prints this one only where no repack printer took it. Tiles of
  * 32 × 32 bytes through shared memory (one padding column: no bank conflicts). */
-#define T_NKV @NKV@L
-#define T_D @D@L
-#define T_LD @LD@L
-#define T_SBS @SBS@L
-#define T_BATCH @BATCH@L
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_90a: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+/* default parameters: an instantiation the code generator prints */
+#define NKP_NAME napkin_k0_vt
+#define NKP_NKV 4096
+#define NKP_D 128
+#define NKP_LD 4096
+#define NKP_SBS 524288
+#define NKP_BATCH 64
+#define NKP_SREF ((const unsigned char *) ((const char *) args.p[2] + 0))
+#define NKP_DREF ((unsigned char *) ((char *) args.p[4] + 0))
+#endif /* NAPKIN_GENERATED */
+#define T_NKV NKP_L (NKP_NKV)
+#define T_D NKP_L (NKP_D)
+#define T_LD NKP_L (NKP_LD)
+#define T_SBS NKP_L (NKP_SBS)
+#define T_BATCH NKP_L (NKP_BATCH)
 
 extern "C" __global__ void __launch_bounds__ (256)
-@NAME@ (const NapkinArgs args)
+NKP_NAME (const NapkinArgs args)
 {
-  const unsigned char *src = @SREF@;
-  unsigned char *dst = @DREF@;
+  const unsigned char *src = NKP_SREF;
+  unsigned char *dst = NKP_DREF;
   __shared__ unsigned char tile[32][33];
   const long tiles_k = (T_LD + 31) / 32, tiles_d = (T_D + 31) / 32;
   const int tx = threadIdx.x % 32, ty = threadIdx.x / 32;

@@ -6,28 +6,46 @@
  * the output accumulator in registers, and rescales with the online softmax (running
  * max m, correction exp(m − m'), running sum l). mma.sync m16n8k16 for both products;
  * the scores become the second product's A fragments without leaving registers.
- * Napkin fills the @PARAMETERS@. Requires Q % BQ == KV % BKV == 0 and D ∈ {64, 128}. */
-#define F_BQ @BQ@
-#define F_BKV @BKV@
-#define F_D @D@
+ * Napkin fills the NKP_ parameters. Requires Q % BQ == KV % BKV == 0 and D ∈ {64, 128}. */
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+/* default parameters: an instantiation the code generator prints */
+#define NKP_NAME napkin_k0
+#define NKP_BQ 128
+#define NKP_BKV 64
+#define NKP_D 128
+#define NKP_NQ 4096
+#define NKP_NKV 4096
+#define NKP_ALPHA 8.838834765e-02
+#define NKP_T napkin_f16
+#define NKP_OT napkin_f16
+#define NKP_MMA f16
+#define NKP_QS 0
+#define NKP_KS 1
+#define NKP_VS 2
+#define NKP_OS 3
+#endif /* NAPKIN_GENERATED */
+#define F_BQ NKP_BQ
+#define F_BKV NKP_BKV
+#define F_D NKP_D
 #define F_THREADS (F_BQ / 16 * 32)
 #define F_S (F_D + 8)   /* padded row stride (halfs) */
 
 static __device__ __forceinline__ unsigned
-@NAME@_pack (float lo, float hi)
+NKP_CAT (NKP_NAME, _pack) (float lo, float hi)
 {
   unsigned r;
-  asm ("cvt.rn.@MMA@x2.f32 %0, %1, %2;" : "=r" (r) : "f" (hi), "f" (lo));
+  asm ("cvt.rn." NKP_STR (NKP_MMA) "x2.f32 %0, %1, %2;" : "=r" (r) : "f" (hi), "f" (lo));
   return r;
 }
 
 extern "C" __global__ void __launch_bounds__ (F_THREADS)
-@NAME@ (const NapkinArgs args)
+NKP_NAME (const NapkinArgs args)
 {
-  const @T@ *__restrict__ Qg = (const @T@ *) args.p[@QS@];
-  const @T@ *__restrict__ Kg = (const @T@ *) args.p[@KS@];
-  const @T@ *__restrict__ Vg = (const @T@ *) args.p[@VS@];
-  @OT@ *__restrict__ Og = (@OT@ *) args.p[@OS@];
+  const NKP_T *__restrict__ Qg = (const NKP_T *) args.p[NKP_QS];
+  const NKP_T *__restrict__ Kg = (const NKP_T *) args.p[NKP_KS];
+  const NKP_T *__restrict__ Vg = (const NKP_T *) args.p[NKP_VS];
+  NKP_OT *__restrict__ Og = (NKP_OT *) args.p[NKP_OS];
   /* one declaration for every kernel of a module: extern shared arrays must agree */
   extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
   unsigned short *const smem_ = (unsigned short *) smem_raw_u8_;
@@ -35,13 +53,13 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
   unsigned short *Ks = Qs + F_BQ * F_S;             /* [2][BKV][S] */
   unsigned short *Vs = Ks + 2 * F_BKV * F_S;        /* [2][BKV][S] */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  const long q_tiles = @NQ@L / F_BQ;
+  const long q_tiles = NKP_L (NKP_NQ) / F_BQ;
   const long bh = blockIdx.x / q_tiles, q0 = (blockIdx.x % q_tiles) * F_BQ;
-  const @T@ *Qb = Qg + (bh * @NQ@L + q0) * F_D;
-  const @T@ *Kb = Kg + bh * @NKV@L * F_D;
-  const @T@ *Vb = Vg + bh * @NKV@L * F_D;
+  const NKP_T *Qb = Qg + (bh * NKP_L (NKP_NQ) + q0) * F_D;
+  const NKP_T *Kb = Kg + bh * NKP_L (NKP_NKV) * F_D;
+  const NKP_T *Vb = Vg + bh * NKP_L (NKP_NKV) * F_D;
   /* α·log2(e): exponentials as exp2. */
-  const float scale = @ALPHA@f * 1.4426950408889634f;
+  const float scale = NKP_F (NKP_ALPHA) * 1.4426950408889634f;
 
 #define F_COPY(dst, src, rows)                                                                 \
   for (int c = tid; c < (rows) * F_D / 8; c += F_THREADS)                                      \
@@ -63,7 +81,7 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
   for (int j = 0; j < F_D / 8; j++)
     o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
-  const int chunks = @NKV@ / F_BKV;
+  const int chunks = NKP_NKV / F_BKV;
 
   for (int kc = 0; kc < chunks; kc++)
     {
@@ -107,11 +125,11 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
 
             asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
                           : "=r" (b[0]), "=r" (b[1]), "=r" (b[2]), "=r" (b[3]) : "r" (napkin_smem_addr (p)));
-            asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
+            asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKP_MMA) "." NKP_STR (NKP_MMA) ".f32 "
                           "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                           : "+f" (s[j][0]), "+f" (s[j][1]), "+f" (s[j][2]), "+f" (s[j][3])
                           : "r" (qf[kk][0]), "r" (qf[kk][1]), "r" (qf[kk][2]), "r" (qf[kk][3]), "r" (b[0]), "r" (b[1]));
-            asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
+            asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKP_MMA) "." NKP_STR (NKP_MMA) ".f32 "
                           "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                           : "+f" (s[j + 1][0]), "+f" (s[j + 1][1]), "+f" (s[j + 1][2]), "+f" (s[j + 1][3])
                           : "r" (qf[kk][0]), "r" (qf[kk][1]), "r" (qf[kk][2]), "r" (qf[kk][3]), "r" (b[2]), "r" (b[3]));
@@ -161,10 +179,10 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
 #pragma unroll
       for (int t = 0; t < F_BKV / 16; t++)
         {
-          const unsigned a0 = @NAME@_pack (s[2 * t][0], s[2 * t][1]);
-          const unsigned a1 = @NAME@_pack (s[2 * t][2], s[2 * t][3]);
-          const unsigned a2 = @NAME@_pack (s[2 * t + 1][0], s[2 * t + 1][1]);
-          const unsigned a3 = @NAME@_pack (s[2 * t + 1][2], s[2 * t + 1][3]);
+          const unsigned a0 = NKP_CAT (NKP_NAME, _pack) (s[2 * t][0], s[2 * t][1]);
+          const unsigned a1 = NKP_CAT (NKP_NAME, _pack) (s[2 * t][2], s[2 * t][3]);
+          const unsigned a2 = NKP_CAT (NKP_NAME, _pack) (s[2 * t + 1][0], s[2 * t + 1][1]);
+          const unsigned a3 = NKP_CAT (NKP_NAME, _pack) (s[2 * t + 1][2], s[2 * t + 1][3]);
 
 #pragma unroll
           for (int j = 0; j < F_D / 8; j += 2)
@@ -174,11 +192,11 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
 
               asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
                             : "=r" (b[0]), "=r" (b[1]), "=r" (b[2]), "=r" (b[3]) : "r" (napkin_smem_addr (p)));
-              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
+              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKP_MMA) "." NKP_STR (NKP_MMA) ".f32 "
                             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                             : "+f" (o[j][0]), "+f" (o[j][1]), "+f" (o[j][2]), "+f" (o[j][3])
                             : "r" (a0), "r" (a1), "r" (a2), "r" (a3), "r" (b[0]), "r" (b[1]));
-              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
+              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKP_MMA) "." NKP_STR (NKP_MMA) ".f32 "
                             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                             : "+f" (o[j + 1][0]), "+f" (o[j + 1][1]), "+f" (o[j + 1][2]), "+f" (o[j + 1][3])
                             : "r" (a0), "r" (a1), "r" (a2), "r" (a3), "r" (b[2]), "r" (b[3]));
@@ -197,7 +215,7 @@ extern "C" __global__ void __launch_bounds__ (F_THREADS)
     }
   {
     const long row = q0 + warp * 16 + (lane >> 2);
-    @OT@ *ob = Og + (bh * @NQ@L + row) * F_D;
+    NKP_OT *ob = Og + (bh * NKP_L (NKP_NQ) + row) * F_D;
     const float i0 = 1.0f / l_row[0], i1 = 1.0f / l_row[1];
 
 #pragma unroll

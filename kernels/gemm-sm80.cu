@@ -10,30 +10,65 @@
  * bytes against bank conflicts) and ldmatrix (with .trans for M-major A and N-major B)
  * gives mma.sync m16n8k16 its fragments, double-buffered in registers. Warps own WM×WN
  * sub-tiles. The epilogue stores pairs of adjacent columns bounded by M and N, through
- * the fused maps (@NAME@_epi), or (G_EPI 2) fp32 partials of the split.
- * The printer (src/codegen/napkin-print-gemm.c) fills the @PARAMETERS@ and checks the
+ * the fused maps (NKP_CAT (NKP_NAME, _epi)), or (G_EPI 2) fp32 partials of the split.
+ * The printer (src/codegen/napkin-print-gemm.c) fills the NKP_ parameters and checks the
  * limits (16-byte aligned rows: the plan repacks other operands). */
-#define G_BM @BM@
-#define G_BN @BN@
-#define G_BK @BK@
-#define G_WM @WM@
-#define G_WN @WN@
-#define G_STAGES @STAGES@
-#define G_M @M@L
-#define G_N @N@L
-#define G_K @K@L
-#define G_BATCH @BATCH@L
-#define G_SPLIT @SPLIT@L
-#define G_A_KMAJOR @A_KMAJOR@
-#define G_B_KMAJOR @B_KMAJOR@
-#define G_LDA @LDA@L
-#define G_LDB @LDB@L
-#define G_ABS @ABS@L
-#define G_BBS @BBS@L
-#define G_EPI @EPI@
-#define G_CVEC @CVEC@                        /* rows of C allow 2-element vector stores */
-#define G_LDC @LDC@L
-#define G_CBS @CBS@L
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+#include "tile-store.cuh"
+/* default parameters: an instantiation the code generator prints */
+#define NKP_NAME napkin_k2
+#define NKP_BM 64
+#define NKP_BN 128
+#define NKP_BK 32
+#define NKP_WM 64
+#define NKP_WN 32
+#define NKP_STAGES 3
+#define NKP_MINBLOCKS 2
+#define NKP_M 37
+#define NKP_N 53
+#define NKP_K 29
+#define NKP_BATCH 1
+#define NKP_SPLIT 1
+#define NKP_A_KMAJOR 1
+#define NKP_B_KMAJOR 0
+#define NKP_LDA 32
+#define NKP_LDB 56
+#define NKP_ABS 1184
+#define NKP_BBS 1624
+#define NKP_EPI 1
+#define NKP_CVEC 0
+#define NKP_LDC 53
+#define NKP_CBS 1961
+#define NKP_AT napkin_bf16
+#define NKP_CT napkin_bf16
+#define NKP_MMA bf16
+#define NKP_AREF ((napkin_bf16 *) args.p[3])
+#define NKP_BREF ((napkin_bf16 *) ((char *) args.p[3] + 2560))
+#define NKP_CREF ((napkin_bf16 *) args.p[2])
+#define NKP_PREF ((float *) 0)
+#endif /* NAPKIN_GENERATED */
+#define G_BM NKP_BM
+#define G_BN NKP_BN
+#define G_BK NKP_BK
+#define G_WM NKP_WM
+#define G_WN NKP_WN
+#define G_STAGES NKP_STAGES
+#define G_M NKP_L (NKP_M)
+#define G_N NKP_L (NKP_N)
+#define G_K NKP_L (NKP_K)
+#define G_BATCH NKP_L (NKP_BATCH)
+#define G_SPLIT NKP_L (NKP_SPLIT)
+#define G_A_KMAJOR NKP_A_KMAJOR
+#define G_B_KMAJOR NKP_B_KMAJOR
+#define G_LDA NKP_L (NKP_LDA)
+#define G_LDB NKP_L (NKP_LDB)
+#define G_ABS NKP_L (NKP_ABS)
+#define G_BBS NKP_L (NKP_BBS)
+#define G_EPI NKP_EPI
+#define G_CVEC NKP_CVEC                        /* rows of C allow 2-element vector stores */
+#define G_LDC NKP_L (NKP_LDC)
+#define G_CBS NKP_L (NKP_CBS)
 #define G_THREADS ((G_BM / G_WM) * (G_BN / G_WN) * 32)
 #define G_AROWS (G_A_KMAJOR ? G_BM : G_BK)   /* A in shared memory: rows × (cols + 8) */
 #define G_ACOLS (G_A_KMAJOR ? G_BK : G_BM)
@@ -48,21 +83,30 @@
 #define G_SPLIT_CHUNKS ((G_CHUNKS + G_SPLIT - 1) / G_SPLIT)
 
 /* The fused maps, applied to each fp32 result x at (b, m, n). */
-@EPIFN@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/EPIFN"
+#else
+__device__ __forceinline__ float
+napkin_k2_epi (const NapkinArgs &args, int b, long m, long n, float x)
+{
+  (void) args; (void) b; (void) m; (void) n;
+  return x;
+}
+#endif /* napkin-fragment/EPIFN */
 
 /* Two fp32 values of row m, columns n and n + 1 (only those < N). */
 static __device__ __forceinline__ void
-@NAME@_put2 (const NapkinArgs &args, int split, int b, long m, long n, float v0, float v1)
+NKP_CAT (NKP_NAME, _put2) (const NapkinArgs &args, int split, int b, long m, long n, float v0, float v1)
 {
   if (m >= G_M || n >= G_N)
     return;
 #if G_EPI == 1
-  @CT@ *c = @CREF@ + b * G_CBS + m * G_LDC + n;
-  const float x0 = @NAME@_epi (args, b, m, n, v0);
+  NKP_CT *c = NKP_CREF + b * G_CBS + m * G_LDC + n;
+  const float x0 = NKP_CAT (NKP_NAME, _epi) (args, b, m, n, v0);
 
   if (n + 1 < G_N)
     {
-      const float x1 = @NAME@_epi (args, b, m, n + 1, v1);
+      const float x1 = NKP_CAT (NKP_NAME, _epi) (args, b, m, n + 1, v1);
 
       if (G_CVEC)
         napkin_st2 (c, x0, x1);
@@ -75,7 +119,7 @@ static __device__ __forceinline__ void
   else
     napkin_st (c, x0);
 #else
-  float *p = @PREF@ + ((split * G_BATCH + b) * G_M + m) * G_N + n;
+  float *p = NKP_PREF + ((split * G_BATCH + b) * G_M + m) * G_N + n;
 
   p[0] = v0;
   if (n + 1 < G_N)
@@ -86,7 +130,7 @@ static __device__ __forceinline__ void
 /* A 16-byte piece of a row into shared memory: `valid` of its 8 elements are inside the
  * matrix, the rest are zero-filled (src-size; 0 reads nothing). */
 static __device__ __forceinline__ void
-@NAME@_cp16 (const unsigned short *dst, const @AT@ *src, long valid)
+NKP_CAT (NKP_NAME, _cp16) (const unsigned short *dst, const NKP_AT *src, long valid)
 {
   const int bytes = valid <= 0 ? 0 : valid >= 8 ? 16 : (int) valid * 2;
 
@@ -94,11 +138,11 @@ static __device__ __forceinline__ void
                 :: "r" (napkin_smem_addr (dst)), "l" (src), "r" (bytes) : "memory");
 }
 
-extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
-@NAME@ (const NapkinArgs args)
+extern "C" __global__ void __launch_bounds__ (G_THREADS, NKP_MINBLOCKS)
+NKP_NAME (const NapkinArgs args)
 {
-  const @AT@ *__restrict__ A = @AREF@;
-  const @AT@ *__restrict__ B = @BREF@;
+  const NKP_AT *__restrict__ A = NKP_AREF;
+  const NKP_AT *__restrict__ B = NKP_BREF;
   /* one declaration for every kernel of a module: extern shared arrays must agree */
   extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
   unsigned short *const smem_ = (unsigned short *) smem_raw_u8_;
@@ -137,14 +181,14 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
         const int r = c_ / (G_ACOLS / 8), q = (c_ % (G_ACOLS / 8)) * 8;                        \
         const long row = G_A_KMAJOR ? m0 + r : k0_ + r, col = G_A_KMAJOR ? k0_ + q : m0 + q;   \
         const long valid = row < (G_A_KMAJOR ? G_M : G_K) ? (G_A_KMAJOR ? G_K : G_M) - col : 0; \
-        @NAME@_cp16 (As + (s_ * G_AROWS + r) * G_AS + q, valid > 0 ? A + row * G_LDA + col : A, valid); \
+        NKP_CAT (NKP_NAME, _cp16) (As + (s_ * G_AROWS + r) * G_AS + q, valid > 0 ? A + row * G_LDA + col : A, valid); \
       }                                                                                        \
     for (int c_ = tid; c_ < G_BROWS * G_BCOLS / 8; c_ += G_THREADS)                            \
       {                                                                                        \
         const int r = c_ / (G_BCOLS / 8), q = (c_ % (G_BCOLS / 8)) * 8;                        \
         const long row = G_B_KMAJOR ? n0 + r : k0_ + r, col = G_B_KMAJOR ? k0_ + q : n0 + q;   \
         const long valid = row < (G_B_KMAJOR ? G_N : G_K) ? (G_B_KMAJOR ? G_K : G_N) - col : 0; \
-        @NAME@_cp16 (Bs + (s_ * G_BROWS + r) * G_BS + q, valid > 0 ? B + row * G_LDB + col : B, valid); \
+        NKP_CAT (NKP_NAME, _cp16) (Bs + (s_ * G_BROWS + r) * G_BS + q, valid > 0 ? B + row * G_LDB + col : B, valid); \
       }                                                                                        \
   } while (0)
 
@@ -218,7 +262,7 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
           for (int i = 0; i < G_WM / 16; i++)
 #pragma unroll
             for (int j = 0; j < G_WN / 8; j++)
-              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.@MMA@.@MMA@.f32 "
+              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKP_MMA) "." NKP_STR (NKP_MMA) ".f32 "
                             "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                             : "+f" (acc[i][j][0]), "+f" (acc[i][j][1]), "+f" (acc[i][j][2]), "+f" (acc[i][j][3])
                             : "r" (a[f][i][0]), "r" (a[f][i][1]), "r" (a[f][i][2]), "r" (a[f][i][3]),
@@ -237,8 +281,8 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, @MINBLOCKS@)
         const long r = m0 + wm + i * 16 + (lane >> 2);
         const long c = n0 + wn + j * 8 + (lane & 3) * 2;
 
-        @NAME@_put2 (args, split, b, r, c, acc[i][j][0], acc[i][j][1]);
-        @NAME@_put2 (args, split, b, r + 8, c, acc[i][j][2], acc[i][j][3]);
+        NKP_CAT (NKP_NAME, _put2) (args, split, b, r, c, acc[i][j][0], acc[i][j][1]);
+        NKP_CAT (NKP_NAME, _put2) (args, split, b, r + 8, c, acc[i][j][2], acc[i][j][3]);
       }
 #undef G_LOAD
 #undef G_FRAGS

@@ -20,31 +20,66 @@
  * fused maps on the way (their other operands loaded a piece ahead, as vectors where
  * aligned); 2 — like 1, fp32 partials of this split into [split][batch][M][N], no maps
  * (the split-reduce kernel applies them).
- * The printer (src/codegen/napkin-print-gemm.c) fills the @PARAMETERS@ and checks the
+ * The printer (src/codegen/napkin-print-gemm.c) fills the NKP_ parameters and checks the
  * limits: BM = 64·G_CWG·(1 or 2), BN % 8 == 0 (N-major B: % 64), ≤ 128 accumulators per
  * consumer thread, the stages within 227 KB. */
-#define G_BM @BM@
-#define G_BN @BN@
-#define G_CWG @CWG@                          /* consumer warpgroups */
-#define G_STAGES @STAGES@
-#define G_KB @KB@                            /* elements of K per chunk: 128 bytes */
-#define G_KSTEP @KSTEP@                      /* elements of K per wgmma */
-#define G_M @M@L
-#define G_N @N@L
-#define G_K @K@L
-#define G_BATCH @BATCH@L
-#define G_SPLIT @SPLIT@L
-#define G_A_KMAJOR @A_KMAJOR@
-#define G_B_KMAJOR @B_KMAJOR@
-#define G_A_RANK3 @A_RANK3@                  /* the A map has a batch coordinate */
-#define G_B_RANK3 @B_RANK3@
-#define G_C_RANK3 @C_RANK3@
-#define G_EPI @EPI@
-#define G_DVEC @DVEC@                        /* every row of the destination starts 16-byte aligned */
-#define G_NY @NY@                            /* other operands the fused maps read (at least 1) */
-#define G_LDY @LDY@                          /* … and whether there are any */
-#define G_LDC @LDC@L
-#define G_CBS @CBS@L
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_90a: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+#include "tile-store.cuh"
+#include "tile-sm90.cuh"
+/* default parameters: an instantiation the code generator prints */
+#define NKP_NAME np_e_k0
+#define NKP_BM 128
+#define NKP_BN 128
+#define NKP_CWG 2
+#define NKP_STAGES 4
+#define NKP_KB 64
+#define NKP_KSTEP 16
+#define NKP_M 256
+#define NKP_N 512
+#define NKP_K 128
+#define NKP_BATCH 1
+#define NKP_SPLIT 1
+#define NKP_A_KMAJOR 1
+#define NKP_B_KMAJOR 1
+#define NKP_A_RANK3 0
+#define NKP_B_RANK3 0
+#define NKP_C_RANK3 0
+#define NKP_A_BATCH_ARG
+#define NKP_B_BATCH_ARG
+#define NKP_EPI 1
+#define NKP_DVEC 1
+#define NKP_NY 1
+#define NKP_LDY 1
+#define NKP_LDC 512
+#define NKP_CBS 0
+#define NKP_CT napkin_bf16
+#define NKP_CREF ((napkin_bf16 *) ((char *) args.p[0] + 196608))
+#define NKP_PREF ((float *) 0)
+#define NKP_CPARAM
+#endif /* NAPKIN_GENERATED */
+#define G_BM NKP_BM
+#define G_BN NKP_BN
+#define G_CWG NKP_CWG                          /* consumer warpgroups */
+#define G_STAGES NKP_STAGES
+#define G_KB NKP_KB                            /* elements of K per chunk: 128 bytes */
+#define G_KSTEP NKP_KSTEP                      /* elements of K per wgmma */
+#define G_M NKP_L (NKP_M)
+#define G_N NKP_L (NKP_N)
+#define G_K NKP_L (NKP_K)
+#define G_BATCH NKP_L (NKP_BATCH)
+#define G_SPLIT NKP_L (NKP_SPLIT)
+#define G_A_KMAJOR NKP_A_KMAJOR
+#define G_B_KMAJOR NKP_B_KMAJOR
+#define G_A_RANK3 NKP_A_RANK3                  /* the A map has a batch coordinate */
+#define G_B_RANK3 NKP_B_RANK3
+#define G_C_RANK3 NKP_C_RANK3
+#define G_EPI NKP_EPI
+#define G_DVEC NKP_DVEC                        /* every row of the destination starts 16-byte aligned */
+#define G_NY NKP_NY                            /* other operands the fused maps read (at least 1) */
+#define G_LDY NKP_LDY                          /* … and whether there are any */
+#define G_LDC NKP_L (NKP_LDC)
+#define G_CBS NKP_L (NKP_CBS)
 #define G_THREADS (128 * (1 + G_CWG))
 #define G_WGM (G_BM / G_CWG)                 /* rows of C per consumer warpgroup */
 #define G_MI (G_WGM / 64)                    /* m64 wgmmas per consumer and k-step */
@@ -59,15 +94,53 @@
 #define G_TILES (G_TILES_M * G_TILES_N * G_BATCH * G_SPLIT)
 #define G_CHUNKS ((G_K + G_KB - 1) / G_KB)
 #define G_SPLIT_CHUNKS ((G_CHUNKS + G_SPLIT - 1) / G_SPLIT)
-#define G_CBOX ((int) (128 / sizeof (@CT@))) /* TMA store: columns per 128-byte row */
+#define G_CBOX ((int) (128 / sizeof (NKP_CT))) /* TMA store: columns per 128-byte row */
 #define G_CBUF 8192                          /* one store buffer: 64 rows × 128 bytes */
 #define G_SMEM_C (G_STAGES * G_STAGE_BYTES)
 
 /* The fused maps, applied to each fp32 result x at (b, m, n). */
-@EPIFN@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/EPIFN"
+#else
+__device__ __forceinline__ float
+np_e_k0_epi (const NapkinArgs &args, int b, long m, long n, float x)
+{
+  (void) args; (void) b; (void) m; (void) n;
+  { const float y = napkin_ld (&((napkin_bf16 *) ((char *) args.p[0] + 458752))[n * 1L]); x = (x + y); }
+  x = napkin_gelu (x);
+  return x;
+}
+
+__device__ __forceinline__ void
+np_e_k0_ld8 (const NapkinArgs &args, int b, long m, long n, float (&y)[1][8])
+{
+  (void) args; (void) b; (void) m; (void) n; (void) y;
+  napkin_ld8 (&((napkin_bf16 *) ((char *) args.p[0] + 458752))[n * 1L], y[0]);
+}
+
+__device__ __forceinline__ float
+np_e_k0_ap (float x, const float (&y)[1][8], int e)
+{
+  (void) y; (void) e;
+  x = (x + y[0][e]);
+  x = napkin_gelu (x);
+  return x;
+}
+#endif /* napkin-fragment/EPIFN */
 
 /* One wgmma of the operand types for BN (one asm operand per accumulator register). */
-@WGMMA@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/WGMMA"
+#else
+__device__ __forceinline__ void
+np_e_k0_wgmma (float (&d)[64], unsigned long long da, unsigned long long db, int acc)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %66, 0; "
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]), "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]), "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]), "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]), "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63])
+                : "l" (da), "l" (db), "r" (acc));
+}
+#endif /* napkin-fragment/WGMMA */
 
 #define G_FENCE_ACC()                                                                          \
   do {                                                                                         \
@@ -79,7 +152,7 @@
 /* Tile t: split, batch, then the corner of C in grouped order (G_GROUP tile rows ×
  * every tile column, column-major inside a group). */
 static __device__ __forceinline__ void
-@NAME@_tile (long t, int *split, int *b, int *m0, int *n0)
+NKP_CAT (NKP_NAME, _tile) (long t, int *split, int *b, int *m0, int *n0)
 {
   const long per = G_TILES_M * G_TILES_N, r = t % per, sb = t / per;
   const long group = r / (G_GROUP * G_TILES_N), first_m = group * G_GROUP;
@@ -94,32 +167,32 @@ static __device__ __forceinline__ void
 
 #if G_EPI != 0
 #if G_EPI == 1
-#define G_DT @CT@                            /* the destination's element type */
+#define G_DT NKP_CT                            /* the destination's element type */
 #else
 #define G_DT float
 #endif
 
 /* Row m of the destination (C, or this split's fp32 partials). */
 static __device__ __forceinline__ G_DT *
-@NAME@_row (const NapkinArgs &args, int split, int b, long m)
+NKP_CAT (NKP_NAME, _row) (const NapkinArgs &args, int split, int b, long m)
 {
   (void) args; (void) split;
 #if G_EPI == 1
-  return @CREF@ + b * G_CBS + m * G_LDC;
+  return NKP_CREF + b * G_CBS + m * G_LDC;
 #else
-  return @PREF@ + ((split * G_BATCH + b) * G_M + m) * G_N;
+  return NKP_PREF + ((split * G_BATCH + b) * G_M + m) * G_N;
 #endif
 }
 
 /* Columns of row m from the 16-byte boundary at or before column n0 to n0 (0 … 7). */
 static __device__ __forceinline__ int
-@NAME@_skew (const NapkinArgs &args, int split, int b, long m, int n0)
+NKP_CAT (NKP_NAME, _skew) (const NapkinArgs &args, int split, int b, long m, int n0)
 {
 #if G_DVEC
   (void) args; (void) split; (void) b; (void) m; (void) n0;
   return 0;
 #else
-  return (int) (((unsigned long long) (@NAME@_row (args, split, b, m) + n0) % 16) / sizeof (G_DT));
+  return (int) (((unsigned long long) (NKP_CAT (NKP_NAME, _row) (args, split, b, m) + n0) % 16) / sizeof (G_DT));
 #endif
 }
 
@@ -127,7 +200,7 @@ static __device__ __forceinline__ int
  * swizzled 16-byte chunks); cp is −7 … 24, the columns before 0 are the previous
  * piece's 25 … 31. Aligned rows read two chunks; others three, shifted into place. */
 static __device__ __forceinline__ void
-@NAME@_lds8 (unsigned buf, unsigned prev, int r, int cp, float (&v)[8])
+NKP_CAT (NKP_NAME, _lds8) (unsigned buf, unsigned prev, int r, int cp, float (&v)[8])
 {
 #if G_DVEC
   (void) prev;
@@ -161,7 +234,7 @@ static __device__ __forceinline__ void
 /* The maps' other operands of piece j (columns 32j … of the tile) for the two rows a
  * lane writes (mw + lane/4 and + 8): their full chunks only (edges load as they go). */
 static __device__ __forceinline__ void
-@NAME@_ld_piece (const NapkinArgs &args, int b, long mw, int n0, int j, int skew0, int skew1,
+NKP_CAT (NKP_NAME, _ld_piece) (const NapkinArgs &args, int b, long mw, int n0, int j, int skew0, int skew1,
                  float (&y)[2][G_NY][8])
 {
   (void) args; (void) b; (void) mw; (void) n0; (void) j; (void) skew0; (void) skew1; (void) y;
@@ -175,30 +248,30 @@ static __device__ __forceinline__ void
       const int c = 32 * j + 8 * (lane % 4) - (it ? skew1 : skew0);
 
       if (m < G_M && c >= 0 && c + 8 <= G_BN && n0 + c + 8 <= G_N)
-        @NAME@_ld8 (args, b, m, n0 + c, y[it]);
+        NKP_CAT (NKP_NAME, _ld8) (args, b, m, n0 + c, y[it]);
     }
 #endif
 }
 
 /* Chunk of 8 columns n … n + 7 (all inside the tile, N and M) of row m: the fused maps
- * with their operands y (loaded by @NAME@_ld8), one vector store. */
+ * with their operands y (loaded by NKP_CAT (NKP_NAME, _ld8)), one vector store. */
 static __device__ __forceinline__ void
-@NAME@_put8 (const NapkinArgs &args, int split, int b, long m, long n, float (&v)[8], const float (&y)[G_NY][8])
+NKP_CAT (NKP_NAME, _put8) (const NapkinArgs &args, int split, int b, long m, long n, float (&v)[8], const float (&y)[G_NY][8])
 {
   (void) y;
 #if G_EPI == 1
 #pragma unroll
   for (int e = 0; e < 8; e++)
-    v[e] = @NAME@_ap (v[e], y, e);
+    v[e] = NKP_CAT (NKP_NAME, _ap) (v[e], y, e);
 #endif
-  napkin_st8 (@NAME@_row (args, split, b, m) + n, v);
+  napkin_st8 (NKP_CAT (NKP_NAME, _row) (args, split, b, m) + n, v);
 }
 
 /* The columns of a chunk that lie inside [lo, hi), one by one (tile and matrix edges). */
 static __device__ __forceinline__ void
-@NAME@_put_edge (const NapkinArgs &args, int split, int b, long m, long n, long lo, long hi, float (&v)[8])
+NKP_CAT (NKP_NAME, _put_edge) (const NapkinArgs &args, int split, int b, long m, long n, long lo, long hi, float (&v)[8])
 {
-  G_DT *row = @NAME@_row (args, split, b, m);
+  G_DT *row = NKP_CAT (NKP_NAME, _row) (args, split, b, m);
 
   /* one column a pass, the values moving down v (no indexing by a variable: registers) */
 #pragma unroll 1
@@ -206,7 +279,7 @@ static __device__ __forceinline__ void
     {
       if (n + e >= lo && n + e < hi)
 #if G_EPI == 1
-        napkin_st (row + n + e, @NAME@_epi (args, b, m, n + e, v[0]));
+        napkin_st (row + n + e, NKP_CAT (NKP_NAME, _epi) (args, b, m, n + e, v[0]));
 #else
         row[n + e] = v[0];
 #endif
@@ -218,9 +291,9 @@ static __device__ __forceinline__ void
 #endif
 
 extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
-@NAME@ (const NapkinArgs args,
+NKP_NAME (const NapkinArgs args,
         const __grid_constant__ NapkinTensorMap tma_a,
-        const __grid_constant__ NapkinTensorMap tma_b@CPARAM@)
+        const __grid_constant__ NapkinTensorMap tma_b NKP_CPARAM)
 {
   extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
   unsigned char *const smem_ = smem_raw_u8_;
@@ -257,7 +330,7 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
             {
               int split, b, m0, n0;
 
-              @NAME@_tile (t, &split, &b, &m0, &n0);
+              NKP_CAT (NKP_NAME, _tile) (t, &split, &b, &m0, &n0);
               const int kc1 = (int) (G_CHUNKS < (split + 1) * G_SPLIT_CHUNKS ? G_CHUNKS : (split + 1) * G_SPLIT_CHUNKS);
 
               for (int kc = split * (int) G_SPLIT_CHUNKS; kc < kc1; kc++, it++)
@@ -269,18 +342,18 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
                   napkin_sm90_bar_wait (empty + 8 * s, ((it / G_STAGES) & 1) ^ 1);
                   napkin_sm90_bar_expect (bar, G_STAGE_BYTES);
 #if G_A_KMAJOR
-                  napkin_sm90_tma_load (dst, &tma_a, k0, m0, @A_BATCH_ARG@bar);
+                  napkin_sm90_tma_load (dst, &tma_a, k0, m0, NKP_A_BATCH_ARG bar);
 #else
 #pragma unroll
                   for (int j = 0; j < G_BM / 64; j++)
-                    napkin_sm90_tma_load (dst + j * G_BOX_BYTES, &tma_a, m0 + j * 64, k0, @A_BATCH_ARG@bar);
+                    napkin_sm90_tma_load (dst + j * G_BOX_BYTES, &tma_a, m0 + j * 64, k0, NKP_A_BATCH_ARG bar);
 #endif
 #if G_B_KMAJOR
-                  napkin_sm90_tma_load (dst + G_A_BYTES, &tma_b, k0, n0, @B_BATCH_ARG@bar);
+                  napkin_sm90_tma_load (dst + G_A_BYTES, &tma_b, k0, n0, NKP_B_BATCH_ARG bar);
 #else
 #pragma unroll
                   for (int j = 0; j < G_BN / 64; j++)
-                    napkin_sm90_tma_load (dst + G_A_BYTES + j * G_BOX_BYTES, &tma_b, n0 + j * 64, k0, @B_BATCH_ARG@bar);
+                    napkin_sm90_tma_load (dst + G_A_BYTES + j * G_BOX_BYTES, &tma_b, n0 + j * 64, k0, NKP_B_BATCH_ARG bar);
 #endif
                 }
             }
@@ -304,7 +377,7 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
         {
           int split, b, m0, n0;
 
-          @NAME@_tile (t, &split, &b, &m0, &n0);
+          NKP_CAT (NKP_NAME, _tile) (t, &split, &b, &m0, &n0);
           const int kc0 = split * (int) G_SPLIT_CHUNKS;
           const int kc1 = (int) (G_CHUNKS < (split + 1) * G_SPLIT_CHUNKS ? G_CHUNKS : (split + 1) * G_SPLIT_CHUNKS);
 
@@ -340,7 +413,7 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
 #else
                     const unsigned long long db = napkin_sm90_desc (b_base + kk * G_KSTEP * 128, G_BOX_BYTES, 1024);
 #endif
-                    @NAME@_wgmma (acc[i], da, db, 1);
+                    NKP_CAT (NKP_NAME, _wgmma) (acc[i], da, db, 1);
                   }
               asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
               /* The previous chunk's wgmmas are done once at most this one is pending. */
@@ -379,12 +452,12 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
                   for (int jj = 0; jj < G_CBOX / 8; jj++)
                     {
                       const int n8 = j * (G_CBOX / 8) + jj;
-                      const unsigned byte = (jj * 8 + (lane % 4) * 2) * (unsigned) sizeof (@CT@);
+                      const unsigned byte = (jj * 8 + (lane % 4) * 2) * (unsigned) sizeof (NKP_CT);
 
                       napkin_sm90_sts2 (napkin_sm90_swz (buf, r, byte), acc[i][n8 * 4 + 0], acc[i][n8 * 4 + 1],
-                                        (const @CT@ *) 0);
+                                        (const NKP_CT *) 0);
                       napkin_sm90_sts2 (napkin_sm90_swz (buf, r + 8, byte), acc[i][n8 * 4 + 2], acc[i][n8 * 4 + 3],
-                                        (const @CT@ *) 0);
+                                        (const NKP_CT *) 0);
                     }
                   /* ordinary stores read next by the copy engine */
                   asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
@@ -419,12 +492,12 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
             for (int i = 0; i < G_MI; i++)
               {
                 const long mw = m0 + cw * G_WGM + i * 64 + warp * 16;
-                const int skew0 = @NAME@_skew (args, split, b, mw + lane / 4, n0);
-                const int skew1 = @NAME@_skew (args, split, b, mw + lane / 4 + 8, n0);
+                const int skew0 = NKP_CAT (NKP_NAME, _skew) (args, split, b, mw + lane / 4, n0);
+                const int skew1 = NKP_CAT (NKP_NAME, _skew) (args, split, b, mw + lane / 4 + 8, n0);
 
                 float y[2][G_NY][8], yn[2][G_NY][8];   /* this piece's operands, the next one's */
 
-                @NAME@_ld_piece (args, b, mw, n0, 0, skew0, skew1, y);
+                NKP_CAT (NKP_NAME, _ld_piece) (args, b, mw, n0, 0, skew0, skew1, y);
 #pragma unroll
                 for (int j = 0; j <= (G_BN + 31) / 32; j++)
                   {
@@ -433,7 +506,7 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
                     if (j == (G_BN + 31) / 32 && G_DVEC)
                       break;   /* aligned rows: no remainder */
                     if (j + 1 <= (G_BN + 31) / 32)
-                      @NAME@_ld_piece (args, b, mw, n0, j + 1, skew0, skew1, yn);
+                      NKP_CAT (NKP_NAME, _ld_piece) (args, b, mw, n0, j + 1, skew0, skew1, yn);
                     if (j < (G_BN + 31) / 32)
                       {
 #pragma unroll
@@ -463,11 +536,11 @@ extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
                           {
                             float v[8];
 
-                            @NAME@_lds8 (buf, prev, r, cp, v);
+                            NKP_CAT (NKP_NAME, _lds8) (buf, prev, r, cp, v);
                             if (c >= 0 && c + 8 <= G_BN && n0 + c + 8 <= G_N)
-                              @NAME@_put8 (args, split, b, m, n0 + c, v, y[0]);
+                              NKP_CAT (NKP_NAME, _put8) (args, split, b, m, n0 + c, v, y[0]);
                             else
-                              @NAME@_put_edge (args, split, b, m, n0 + c, n0, n0 + G_BN < G_N ? n0 + G_BN : G_N, v);
+                              NKP_CAT (NKP_NAME, _put_edge) (args, split, b, m, n0 + c, n0, n0 + G_BN < G_N ? n0 + G_BN : G_N, v);
                           }
                         /* the second row's operands move to where the loop reads them */
 #pragma unroll

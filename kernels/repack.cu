@@ -3,7 +3,7 @@
  * apart, transposed when G_TRANSPOSE (dst is then cols × rows), zeroing the padding of
  * each dst row (columns from the copied width up to ld_dst), so that a GEMM can read it
  * with aligned rows (TMA, cp.async) or K-major (fp8 wgmma). Elements are moved as raw
- * bits (@RT@, G_ES bytes). The destination's rows always start 16-byte aligned (the plan
+ * bits (NKP_RT, G_ES bytes). The destination's rows always start 16-byte aligned (the plan
  * pads them), the source's anywhere.
  * Copy: each thread writes one 16-byte chunk of a destination row a pass (a warp: 512
  * contiguous bytes). In a row's middle it reads the one or two aligned 16-byte chunks of
@@ -12,54 +12,71 @@
  * element. No shared memory.
  * Transpose: 64 × 64 tiles through shared memory, the source read in 16-byte vectors
  * where its rows allow (G_SVEC), the destination written in 16-byte vectors. */
-#define G_ROWS @ROWS@L
-#define G_COLS @COLS@L
-#define G_LDS @LDS@L
-#define G_LDD @LDD@L
-#define G_SBS @SBS@L
-#define G_DBS @DBS@L
-#define G_BATCH @BATCH@L
-#define G_TRANSPOSE @TRANSPOSE@
-#define G_SVEC @SVEC@                        /* transpose: every source row starts 16-byte aligned */
-#define G_ES ((int) sizeof (@RT@))
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+/* default parameters: an instantiation the code generator prints */
+#define NKP_NAME napkin_k0
+#define NKP_ROWS 37
+#define NKP_COLS 29
+#define NKP_LDS 29
+#define NKP_LDD 32
+#define NKP_SBS 1073
+#define NKP_DBS 1184
+#define NKP_BATCH 1
+#define NKP_TRANSPOSE 0
+#define NKP_SVEC 0
+#define NKP_RT unsigned short
+#define NKP_SREF ((const unsigned short *) ((const char *) args.p[0] + 0))
+#define NKP_DREF ((unsigned short *) ((char *) args.p[3] + 0))
+#endif /* NAPKIN_GENERATED */
+#define G_ROWS NKP_L (NKP_ROWS)
+#define G_COLS NKP_L (NKP_COLS)
+#define G_LDS NKP_L (NKP_LDS)
+#define G_LDD NKP_L (NKP_LDD)
+#define G_SBS NKP_L (NKP_SBS)
+#define G_DBS NKP_L (NKP_DBS)
+#define G_BATCH NKP_L (NKP_BATCH)
+#define G_TRANSPOSE NKP_TRANSPOSE
+#define G_SVEC NKP_SVEC                        /* transpose: every source row starts 16-byte aligned */
+#define G_ES ((int) sizeof (NKP_RT))
 #define G_V (16 / G_ES)                      /* elements per 16-byte chunk */
 #define G_PAD (G_ES == 1 ? 2 : 1)            /* tile row padding: the transposed reads hit distinct banks */
 
-union @NAME@_chunk
+union NKP_CAT (NKP_NAME, _chunk)
 {
   uint4 v;
-  @RT@  e[G_V];
+  NKP_RT  e[G_V];
 };
 
 extern "C" __global__ void __launch_bounds__ (256)
-@NAME@ (const NapkinArgs args)
+NKP_NAME (const NapkinArgs args)
 {
-  const @RT@ *src = @SREF@;
-  @RT@ *dst = @DREF@;
+  const NKP_RT *src = NKP_SREF;
+  NKP_RT *dst = NKP_DREF;
 #if G_TRANSPOSE
   /* dst[c][r] = src[r][c]: tile (b, c0, r0) covers dst rows c0 … c0 + 63 (< cols) and
    * columns r0 … r0 + 63 (< ld_dst; rows past `rows` read as zeros: the padding) */
-  __shared__ @RT@ tile[64][64 + G_PAD];
+  __shared__ NKP_RT tile[64][64 + G_PAD];
   const long tiles_c = (G_COLS + 63) / 64, tiles_r = (G_LDD + 63) / 64;
 
   for (long t = blockIdx.x; t < G_BATCH * tiles_c * tiles_r; t += gridDim.x)
     {
       const long b = t / (tiles_c * tiles_r), c0 = (t / tiles_r) % tiles_c * 64, r0 = t % tiles_r * 64;
-      const @RT@ *s = src + b * G_SBS;
-      @RT@ *d = dst + b * G_DBS;
+      const NKP_RT *s = src + b * G_SBS;
+      NKP_RT *d = dst + b * G_DBS;
 
       for (int i = threadIdx.x; i < 64 * (64 / G_V); i += 256)
         {
           const int r = i / (64 / G_V), cv = i % (64 / G_V) * G_V;
           const long sr = r0 + r, sc = c0 + cv;
-          union @NAME@_chunk x;
+          union NKP_CAT (NKP_NAME, _chunk) x;
 
           if (G_SVEC && sr < G_ROWS && sc + G_V <= G_COLS)
             x.v = __ldg ((const uint4 *) (s + sr * G_LDS + sc));
           else
 #pragma unroll
             for (int k = 0; k < G_V; k++)
-              x.e[k] = sr < G_ROWS && sc + k < G_COLS ? s[sr * G_LDS + sc + k] : (@RT@) 0;
+              x.e[k] = sr < G_ROWS && sc + k < G_COLS ? s[sr * G_LDS + sc + k] : (NKP_RT) 0;
 #pragma unroll
           for (int k = 0; k < G_V; k++)
             tile[r][cv + k] = x.e[k];
@@ -69,7 +86,7 @@ extern "C" __global__ void __launch_bounds__ (256)
         {
           const int c = i / (64 / G_V), rv = i % (64 / G_V) * G_V;
           const long dr = c0 + c, dc = r0 + rv;
-          union @NAME@_chunk x;
+          union NKP_CAT (NKP_NAME, _chunk) x;
 
           if (dr >= G_COLS || dc >= G_LDD)
             continue;
@@ -86,11 +103,11 @@ extern "C" __global__ void __launch_bounds__ (256)
   for (long t = (long) blockIdx.x * 256 + threadIdx.x; t < total; t += (long) gridDim.x * 256)
     {
       const long row = t / per_row, c0 = t % per_row * G_V;
-      const @RT@ *s = src + row / G_ROWS * G_SBS + row % G_ROWS * G_LDS;   /* the source row */
+      const NKP_RT *s = src + row / G_ROWS * G_SBS + row % G_ROWS * G_LDS;   /* the source row */
       const unsigned long long at = (unsigned long long) (s + c0), lo = at & ~15ull;
       const unsigned sh = (unsigned) (at & 15);
       const unsigned long long end = (unsigned long long) (s + G_COLS);
-      union @NAME@_chunk x;
+      union NKP_CAT (NKP_NAME, _chunk) x;
 
       if (c0 + G_V <= G_COLS && lo >= (unsigned long long) s && lo + (sh ? 32 : 16) <= end)
         {
@@ -115,7 +132,7 @@ extern "C" __global__ void __launch_bounds__ (256)
       else
 #pragma unroll
         for (int k = 0; k < G_V; k++)
-          x.e[k] = c0 + k < G_COLS ? s[c0 + k] : (@RT@) 0;
+          x.e[k] = c0 + k < G_COLS ? s[c0 + k] : (NKP_RT) 0;
       *(uint4 *) (dst + row / G_ROWS * G_DBS + row % G_ROWS * G_LDD + c0) = x.v;
     }
 #endif

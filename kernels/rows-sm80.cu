@@ -7,7 +7,34 @@
  * reads it twice (online statistics, then the output; the re-read is the row's last
  * use), 3 reduces it to one value. Loads and stores are 16 bytes wide; a row that does
  * not start on 16 bytes has a scalar head and tail. For sm_80 and later. Napkin fills
- * the @PARAMETERS@ and the maps. */
+ * the NKP_ parameters and the maps. */
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+#include "simt-helpers.h"
+/* default parameters: an instantiation the code generator prints */
+#define NKP_NAME napkin_k0
+#define NKP_THREADS 256
+#define NKP_MINBLOCKS 4
+#define NKP_T napkin_f16
+#define NKP_OT napkin_f16
+#define NKP_CT napkin_f16
+#define NKP_TPR 128
+#define NKP_TEAMS 2
+#define NKP_VEC 8
+#define NKP_NV 4
+#define NKP_NS 0
+#define NKP_MODE 0
+#define NKP_OP 1
+#define NKP_COLS 4096
+#define NKP_ROWS 65536
+#define NKP_LDX 4096
+#define NKP_LDY 4096
+#define NKP_RPB 4
+#define NKP_X_ALIGNED true
+#define NKP_EPS 1.000000000e-05
+#define NKP_XREF ((napkin_f16 *) args.p[0])
+#define NKP_YREF ((napkin_f16 *) args.p[3])
+#endif /* NAPKIN_GENERATED */
 /* Every element of the row once, UNROLL vector loads in flight per thread: FV (j, t) for
  * vector j, FS (e, t) for scalar e, both after the prologue. (Macros, not generic
  * lambdas: NVRTC compiles no templated lambda in device code.) */
@@ -56,21 +83,26 @@
         FN (s[i]);                                                                              \
   } while (0)
 
-extern "C" __global__ void __launch_bounds__ (@THREADS@, @MINBLOCKS@)
-@NAME@ (const NapkinArgs args)
+extern "C" __global__ void __launch_bounds__ (NKP_THREADS, NKP_MINBLOCKS)
+NKP_NAME (const NapkinArgs args)
 {
-  typedef @T@ XT;
-  typedef @OT@ YT;
-  typedef @CT@ CT;                     /* the row cache of MODE 1 */
-  constexpr int TPR = @TPR@, TEAMS = @TEAMS@, VEC = @VEC@, NV = @NV@, NS = @NS@, MODE = @MODE@, OP = @OP@;
-  constexpr long COLS = @COLS@L, ROWS = @ROWS@L, LDX = @LDX@L, LDY = @LDY@L, RPB = @RPB@L;
-  constexpr bool X_ALIGNED = @X_ALIGNED@;
-  constexpr float EPS = @EPS@f, INV_COLS = 1.0f / (float) COLS;
+  typedef NKP_T XT;
+  typedef NKP_OT YT;
+  typedef NKP_CT CT;                     /* the row cache of MODE 1 */
+  constexpr int TPR = NKP_TPR, TEAMS = NKP_TEAMS, VEC = NKP_VEC, NV = NKP_NV, NS = NKP_NS, MODE = NKP_MODE, OP = NKP_OP;
+  constexpr long COLS = NKP_L (NKP_COLS), ROWS = NKP_L (NKP_ROWS), LDX = NKP_L (NKP_LDX), LDY = NKP_L (NKP_LDY), RPB = NKP_L (NKP_RPB);
+  constexpr bool X_ALIGNED = NKP_X_ALIGNED;
+  constexpr float EPS = NKP_F (NKP_EPS), INV_COLS = 1.0f / (float) COLS;
   constexpr int NW = TPR > 32 ? TPR / 32 : 1;
-  constexpr int UNROLL = @THREADS@ > 512 ? 2 : 4;    /* loads in flight per thread in a sweep */
-  const XT *__restrict__ X = @XREF@;
-  YT *__restrict__ Y = @YREF@;
-@OPERANDS@
+  constexpr int UNROLL = NKP_THREADS > 512 ? 2 : 4;    /* loads in flight per thread in a sweep */
+  const XT *__restrict__ X = NKP_XREF;
+  YT *__restrict__ Y = NKP_YREF;
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/OPERANDS"
+#else
+  const napkin_f16 *__restrict__ E0 = ((napkin_f16 *) args.p[1]);
+  const napkin_f16 *__restrict__ E1 = ((napkin_f16 *) args.p[2]);
+#endif /* napkin-fragment/OPERANDS */
   __shared__ float red_[TEAMS][NW][2];
   const int team = threadIdx.x / TPR, lane = threadIdx.x % TPR;
   const long first = (long) blockIdx.x * RPB;
@@ -138,20 +170,66 @@ extern "C" __global__ void __launch_bounds__ (@THREADS@, @MINBLOCKS@)
       const long nb = (COLS - h) / VEC;
       const long ts = h + nb * VEC;
       const int ns = h + (int) (COLS - ts);
-@ROW_FLAGS@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/ROW_FLAGS"
+#else
+      constexpr bool A_E0 = true;
+      constexpr bool A_E1 = true;
+      constexpr bool A_Y = true;
+#endif /* napkin-fragment/ROW_FLAGS */
       (void) y;
       auto col_of = [&] (int e) -> long { return e < h ? (long) e : ts + (e - h); };
       auto pro_v = [&] (float *v, long c) { (void) v; (void) c;
-@PRO_V@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/PRO_V"
+#else
+#endif /* napkin-fragment/PRO_V */
         };
       auto pro_s = [&] (float &v, long c) { (void) v; (void) c;
-@PRO_S@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/PRO_S"
+#else
+#endif /* napkin-fragment/PRO_S */
         };
       auto epi_v = [&] (float *v, long c) { (void) v; (void) c;
-@EPI_V@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/EPI_V"
+#else
+        /* mul */
+        {
+          float o_[VEC];
+
+          if (A_E0)
+            nk_ldv<VEC> (E0 + c, o_, false);
+          else
+            for (int k_ = 0; k_ < VEC; k_++)
+              o_[k_] = napkin_ld (E0 + c + k_);
+          for (int k_ = 0; k_ < VEC; k_++)
+            v[k_] = (v[k_] * o_[k_]);
+        }
+        /* add */
+        {
+          float o_[VEC];
+
+          if (A_E1)
+            nk_ldv<VEC> (E1 + c, o_, false);
+          else
+            for (int k_ = 0; k_ < VEC; k_++)
+              o_[k_] = napkin_ld (E1 + c + k_);
+          for (int k_ = 0; k_ < VEC; k_++)
+            v[k_] = (v[k_] + o_[k_]);
+        }
+#endif /* napkin-fragment/EPI_V */
         };
       auto epi_s = [&] (float &v, long c) { (void) v; (void) c;
-@EPI_S@
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/EPI_S"
+#else
+        /* mul */
+        v = (v * napkin_ld (E0 + c));
+        /* add */
+        v = (v + napkin_ld (E1 + c));
+#endif /* napkin-fragment/EPI_S */
         };
       auto store_v = [&] (long j, float *v, bool cs)
         {

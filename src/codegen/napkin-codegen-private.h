@@ -12,7 +12,8 @@ const char *_napkin_cuda_ctype        (NapkinDtype             dtype);
 char       *_napkin_cuda_prelude      (void);
 /* Frees a NapkinCudaKernel (the free function of module->kernels). */
 void        _napkin_cuda_kernel_free  (gpointer                data);
-/* A template's @KEY@ and its value (freed by the instantiation). */
+/* A template parameter KEY (the macro NKP_KEY, or a fragment block) and its value, freed by
+ * the instantiation (docs/codegen.md, "Kernel sources"). */
 typedef struct
 {
   const char *key;

@@ -15,54 +15,6 @@ G_DEFINE_QUARK (napkin-codegen-error-quark, napkin_codegen_error)
 /* Static shared memory a generic kernel may use without an opt-in. */
 #define SMEM_BUDGET (48 * 1024)
 
-/* Helpers every kernel uses. No #include: NVRTC and nvcc take it as it is. */
-static const char prelude[] =
-  "#ifndef NAPKIN_PRELUDE\n"
-  "#define NAPKIN_PRELUDE\n"
-  "struct napkin_f16 { unsigned short x; };\n"
-  "struct napkin_bf16 { unsigned short x; };\n"
-  "struct NapkinArgs { void *p[" G_STRINGIFY (NAPKIN_CUDA_MAX_ARGS) "]; };\n"
-  "#define NAPKIN_MIN(a, b) ((a) < (b) ? (a) : (b))\n"
-  "#define NAPKIN_NEG_INF __int_as_float (0xff800000)\n"
-  /* exp (v - m) that is 0 for a masked score, also when the whole row so far is masked */
-  "__device__ __forceinline__ float napkin_exp_masked (float v, float m)\n"
-  "{ return v == NAPKIN_NEG_INF ? 0.0f : expf (v - m); }\n"
-  "__device__ __forceinline__ float napkin_ld (const float *p) { return *p; }\n"
-  "__device__ __forceinline__ float napkin_ld (const napkin_f16 *p)\n"
-  "{ float f; asm (\"cvt.f32.f16 %0, %1;\" : \"=f\" (f) : \"h\" (p->x)); return f; }\n"
-  "__device__ __forceinline__ float napkin_ld (const napkin_bf16 *p)\n"
-  "{ return __uint_as_float (((unsigned) p->x) << 16); }\n"
-  "__device__ __forceinline__ float napkin_ld (const signed char *p) { return (float) *p; }\n"
-  "__device__ __forceinline__ void napkin_st (float *p, float v) { *p = v; }\n"
-  "__device__ __forceinline__ void napkin_st (napkin_f16 *p, float v)\n"
-  "{ unsigned short h; asm (\"cvt.rn.f16.f32 %0, %1;\" : \"=h\" (h) : \"f\" (v)); p->x = h; }\n"
-  "__device__ __forceinline__ void napkin_st (napkin_bf16 *p, float v)\n"
-  "{ unsigned short h; asm (\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\" (h) : \"f\" (v)); p->x = h; }\n"
-  "__device__ __forceinline__ void napkin_st (signed char *p, float v)\n"
-  "{ *p = (signed char) fmaxf (-128.f, fminf (127.f, rintf (v))); }\n"
-  "__device__ __forceinline__ float napkin_round_f16 (float v) { napkin_f16 h; napkin_st (&h, v); return napkin_ld (&h); }\n"
-  "__device__ __forceinline__ float napkin_round_bf16 (float v) { napkin_bf16 h; napkin_st (&h, v); return napkin_ld (&h); }\n"
-  "__device__ __forceinline__ float napkin_round_tf32 (float v)\n"
-  "{ unsigned u; asm (\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\" (u) : \"f\" (v)); return __uint_as_float (u); }\n"
-  "#define NAPKIN_HD static __host__ __device__ inline\n"
-  /* the maps the plan's kernels fuse (exact, erf-based GELU as the generic printer) */
-  "__device__ __forceinline__ float napkin_gelu (float x) { return 0.5f * x * (1.0f + erff (x * 0.70710678f)); }\n"
-  "__device__ __forceinline__ float napkin_silu (float x) { return x / (1.0f + __expf (-x)); }\n"
-  "__device__ __forceinline__ float napkin_sigmoid (float x) { return 1.0f / (1.0f + __expf (-x)); }\n"
-  "__device__ __forceinline__ float napkin_square (float x) { return x * x; }\n"
-  /* the skeletons' shared-memory addresses (cp.async, ldmatrix, wgmma descriptors, TMA) */
-  "__device__ __forceinline__ unsigned napkin_smem_addr (const void *p)\n"
-  "{ unsigned a; asm (\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\" (a) : \"l\" (p)); return a; }\n"
-  /* CUtensorMap, opaque: 128 bytes, 64-byte aligned (the runner encodes them) */
-  "struct __align__ (64) NapkinTensorMap { unsigned long long opaque[16]; };\n"
-  "@FP8_CODEC@"
-  "struct napkin_e4m3 { unsigned char x; };\n"
-  "struct napkin_e5m2 { unsigned char x; };\n"
-  "__device__ __forceinline__ float napkin_ld (const napkin_e4m3 *p) { return napkin_fp8_decode (p->x, 3, 7); }\n"
-  "__device__ __forceinline__ float napkin_ld (const napkin_e5m2 *p) { return napkin_fp8_decode (p->x, 2, 15); }\n"
-  "__device__ __forceinline__ void napkin_st (napkin_e4m3 *p, float v) { p->x = napkin_fp8_encode (v, 3, 7, 448.0f); }\n"
-  "__device__ __forceinline__ void napkin_st (napkin_e5m2 *p, float v) { p->x = napkin_fp8_encode (v, 2, 15, 57344.0f); }\n"
-  "#endif\n";
 
 const char *
 _napkin_cuda_ctype (NapkinDtype dtype)
@@ -972,12 +924,15 @@ print_kernel (Printer              *P,
   g_ptr_array_add (module->kernels, ck);
 }
 
+/* kernels/prelude.cuh with the fp8 codec in place of its #include: no #include, so
+ * NVRTC needs no headers. */
 char *
 _napkin_cuda_prelude (void)
 {
-  GString *s = g_string_new (prelude);
+  GString *s = g_string_new (napkin_kernel_prelude);
 
-  g_string_replace (s, "@FP8_CODEC@", napkin_kernel_fp8_codec, 1);
+  g_assert (strstr (s->str, "struct NapkinArgs { void *p[" G_STRINGIFY (NAPKIN_CUDA_MAX_ARGS) "]; };\n"));
+  g_string_replace (s, "#include \"fp8-codec.h\"\n", napkin_kernel_fp8_codec, 1);
   return g_string_free (s, FALSE);
 }
 
@@ -1216,8 +1171,11 @@ napkin_codegen_cuda_planned (NapkinIrProgram     *program,
 
   P.prog = program;
   P.d = program->diagram;
-  P.out = g_string_new (prelude);
-  g_string_replace (P.out, "@FP8_CODEC@", napkin_kernel_fp8_codec, 1);
+  {
+    g_autofree char *prelude = _napkin_cuda_prelude ();
+
+    P.out = g_string_new (prelude);
+  }
   P.n_axes = napkin_diagram_n_axes (P.d);
   P.off = g_new0 (char *, P.n_axes + 1);
   P.ext = g_new0 (char *, P.n_axes + 1);

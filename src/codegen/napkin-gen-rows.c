@@ -501,26 +501,22 @@ _napkin_print_elementwise (const NapkinPrintCtx   *ctx,
       { "XREF", g_strdup (xexpr) },
       { "YREF", g_strdup (yexpr) },
       { "OPERANDS", g_strdup (decls->str) },
+      { "INDEX_V", g_strdup (index_v->str) },
       { "LOAD_V", g_strdup (load_v->str) },
       { "MAPS_V", g_strdup (maps_v->str) },
+      { "INDEX_S", g_strdup (index_s->str) },
       { "LOAD_S", g_strdup (load_s->str) },
       { "MAPS_S", g_strdup (maps_s->str) },
     };
     g_autofree char *text = NULL;
     g_autofree char *place = napkin_codegen_escape_comment (kernel->name);
     g_autofree char *note = napkin_codegen_escape_comment (kernel->note != NULL ? kernel->note : "");
-    GString *t;
 
-    /* the two @INDEX@ differ: the vector loop's first, then the tail's */
     text = _napkin_skeleton_instantiate (napkin_kernel_elementwise, params, G_N_ELEMENTS (params));
-    t = g_string_new (text);
-    g_string_replace (t, "@INDEX@", index_v->str, 1);
-    g_string_replace (t, "@INDEX@", index_s->str, 1);
     append_helpers (ctx->out);
     g_string_append_printf (ctx->out, "\n/* %s: element-wise maps as the elementwise skeleton "
                                       "(kernels/elementwise.cu): %s */\n", place, note);
-    g_string_append (ctx->out, t->str);
-    g_string_free (t, TRUE);
+    g_string_append (ctx->out, text);
   }
 
   ck = g_new0 (NapkinCudaKernel, 1);

@@ -224,8 +224,8 @@ test_code_view_updates (void)
   wait_until (code_caught_up, view, 30, "the code after the edit");
   after = napkin_code_view_dup_text (view);
   g_assert_cmpstr (before, !=, after);
-  g_assert_nonnull (strstr (after, "#define G_K 2048L"));
-  g_assert_null (strstr (after, "#define G_K 4096L"));
+  g_assert_nonnull (strstr (after, "#define NKP_K 2048\n"));
+  g_assert_null (strstr (after, "#define NKP_K 4096\n"));
 
   napkin_code_view_set_kind (view, NAPKIN_CODE_PSEUDO);
   pseudo = napkin_code_view_dup_text (view);

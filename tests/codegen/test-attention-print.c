@@ -223,7 +223,7 @@ test_print (void)
               g_assert_cmpint (h->workspace_bytes, >=, hp->scratch_bytes);
             }
           if (c->mask != NAPKIN_ATTN_MASK_NONE)
-            g_assert_nonnull (strstr (h->source, "#define A_REVERSE 1"));
+            g_assert_nonnull (strstr (h->source, "#define NKP_REVERSE 1\n"));
         }
       g_string_append (all90, h->source);
 

@@ -316,19 +316,19 @@ test_skeletons (void)
   g_assert_cmpint (k->grid, ==, 32 * 32);
   g_assert_cmpuint (k->threads, ==, 256);            /* 8 warps of 64×32 */
   g_assert_cmpint (k->dynamic_smem, ==, 3 * (128 * 72 + 64 * 136) * 2);
-  g_assert_nonnull (strstr (t->source, "#define G_BK 64"));
-  g_assert_nonnull (strstr (t->source, "#define G_STAGES 3"));
+  g_assert_nonnull (strstr (t->source, "#define NKP_BK 64\n"));
+  g_assert_nonnull (strstr (t->source, "#define NKP_STAGES 3\n"));
 
   k = g_ptr_array_index (n->kernels, 0);
   g_assert_cmpstr (k->skeleton, ==, "gemm-mma");
-  g_assert_nonnull (strstr (n->source, "#define G_WM 64"));
-  g_assert_nonnull (strstr (n->source, "#define G_WN 32"));
+  g_assert_nonnull (strstr (n->source, "#define NKP_WM 64\n"));
+  g_assert_nonnull (strstr (n->source, "#define NKP_WN 32\n"));
 
   k = g_ptr_array_index (f->kernels, 0);
   g_assert_cmpstr (k->skeleton, ==, "flash-mma");
   g_assert_cmpint (k->grid, ==, 4 * 16 * 32);
   g_assert_cmpuint (k->threads, ==, 256);
-  g_assert_nonnull (strstr (f->source, "#define F_BKV 64"));
+  g_assert_nonnull (strstr (f->source, "#define NKP_BKV 64\n"));
 
   napkin_diagram_override_axis (odd, "m=4000", &error);
   g_assert_no_error (error);
@@ -339,7 +339,7 @@ test_skeletons (void)
   g_assert_cmpint (k->grid, ==, 32 * 32);
   g_assert_nonnull (k->note);
   g_assert_nonnull (strstr (k->note, "zero-filled edges"));
-  g_assert_nonnull (strstr (o->source, "#define G_M 4000L"));
+  g_assert_nonnull (strstr (o->source, "#define NKP_M 4000\n"));
 }
 
 /* matmul-tiled.napkin with bf16 tensors, sizes m=n=k=`size` and the block tile overridden. */

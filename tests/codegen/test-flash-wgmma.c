@@ -122,7 +122,7 @@ test_choose (void)
   g_assert_nonnull (strstr (h->source, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"));    /* Q·Kᵀ */
   g_assert_nonnull (strstr (h->source, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"));   /* P·V */
   g_assert_nonnull (strstr (h->source, "cp.async.bulk.tensor.2d"));
-  g_assert_nonnull (strstr (h->source, "#define W_OVERLAP 0"));   /* 2 stages */
+  g_assert_nonnull (strstr (h->source, "#define NKP_OVERLAP 0\n"));   /* 2 stages */
   g_assert_nonnull (strstr (h->source, "8.838834"));              /* α = 1/√128 */
   g_assert_null (strstr (h->source, "@"));
   g_assert_nonnull (k->tensor_maps);
@@ -148,7 +148,7 @@ test_choose (void)
 
     k = only_kernel (h3);
     g_assert_cmpstr (k->skeleton, ==, "flash-wgmma");
-    g_assert_nonnull (strstr (h3->source, "#define W_OVERLAP 1"));
+    g_assert_nonnull (strstr (h3->source, "#define NKP_OVERLAP 1\n"));
     g_assert_nonnull (strstr (h3->source, "bar.sync"));
     g_assert_nonnull (strstr (k->note, "consumers in turn"));
     g_assert_cmpint (k->dynamic_smem, ==, 1024 + 128 * 128 * 2 + 2 * 3 * 128 * 128 * 2 + 8 * 10);
@@ -261,7 +261,7 @@ test_compile (void)
       if (cases[i].dtype)
         {
           g_assert_nonnull (strstr (h->source, "k16.f32.bf16.bf16"));
-          g_assert_nonnull (strstr (h->source, "cvt.rn.bf16x2.f32"));
+          g_assert_nonnull (strstr (h->source, "#define NKP_MMA bf16\n"));
           g_assert_cmpint (g_array_index (only_kernel (h)->tensor_maps, NapkinCudaTensorMap, 0).dtype, ==,
                            NAPKIN_DTYPE_BF16);
         }

@@ -232,8 +232,8 @@ test_staged_epilogue (void)
   g_autofree char *gate = NULL;
 
   g_assert_no_error (error);
-  g_assert_nonnull (strstr (al->module->source, "#define G_DVEC 1"));
-  g_assert_nonnull (strstr (al->module->source, "#define G_LDY 1"));
+  g_assert_nonnull (strstr (al->module->source, "#define NKP_DVEC 1\n"));
+  g_assert_nonnull (strstr (al->module->source, "#define NKP_LDY 1\n"));
   gate = g_strdup_printf ("napkin_ld8 (&((napkin_bf16 *) ((char *) args.p[0] + %" G_GINT64_FORMAT "))[(long) b * 262144L + m * 1024L + "
                           "n * 1L], y[0]);", al->x.offset);
   g_assert_nonnull (strstr (al->module->source, gate));
@@ -242,7 +242,7 @@ test_staged_epilogue (void)
   un = napkin_test_gemm_new ("name=un t=sm90 ab=bf16 c=bf16 m=256 n=1001 k=128 a=k bl=k epi=silu_gate "
                              "tile=128x256x64", &error);
   g_assert_no_error (error);
-  g_assert_nonnull (strstr (un->module->source, "#define G_DVEC 0"));
+  g_assert_nonnull (strstr (un->module->source, "#define NKP_DVEC 0\n"));
   g_assert_null (strstr (un->module->source, "napkin_ld8 (&"));
   g_assert_nonnull (strstr (un->module->source, " + m * 1001L + (n + e) * 1L]);"));
 
@@ -254,9 +254,9 @@ test_staged_epilogue (void)
   sp = napkin_test_gemm_new ("name=sp t=sm90 ab=bf16 c=bf16 m=64 n=1001 k=4096 a=k bl=k split=4 tile=64x128x64 "
                              "cons=1", &error);
   g_assert_no_error (error);
-  g_assert_nonnull (strstr (sp->module->source, "#define G_EPI 2"));
-  g_assert_nonnull (strstr (sp->module->source, "#define G_DVEC 0"));
-  g_assert_nonnull (strstr (sp->module->source, "#define G_LDY 0"));
+  g_assert_nonnull (strstr (sp->module->source, "#define NKP_EPI 2\n"));
+  g_assert_nonnull (strstr (sp->module->source, "#define NKP_DVEC 0\n"));
+  g_assert_nonnull (strstr (sp->module->source, "#define NKP_LDY 0\n"));
 }
 
 /* A repack and a reduction run the launch the plan states (napkin_plan_helper_launch);

@@ -531,10 +531,10 @@ test_print_parameters (void)
   g_assert_cmpuint (ck->threads, ==, 512);
   /* the row, 50257 + 16 fp16 values, in dynamic shared memory (opt-in above 48 KiB) */
   g_assert_cmpint (ck->dynamic_smem, ==, (50257 + 16) * 2);
-  g_assert_nonnull (strstr (module->source, "MODE = 1"));
-  g_assert_nonnull (strstr (module->source, "TPR = 512"));
-  g_assert_nonnull (strstr (module->source, "X_ALIGNED = false"));
-  g_assert_nonnull (strstr (module->source, "__launch_bounds__ (512, 2)"));
+  g_assert_nonnull (strstr (module->source, "#define NKP_MODE 1\n"));
+  g_assert_nonnull (strstr (module->source, "#define NKP_TPR 512\n"));
+  g_assert_nonnull (strstr (module->source, "#define NKP_X_ALIGNED false\n"));
+  g_assert_nonnull (strstr (module->source, "#define NKP_THREADS 512\n#define NKP_MINBLOCKS 2\n"));
 }
 
 int

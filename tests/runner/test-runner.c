@@ -416,7 +416,7 @@ test_cli_codegen (void)
   g_assert_cmpint (cli ((const char *[]) { "codegen", flash, "--arch", "a100", "--tile", "block.k=32", "-o", cu, NULL },
                         &out, &err), ==, 0);
   g_assert_true (g_file_get_contents (cu, &text, NULL, NULL));
-  g_assert_nonnull (strstr (text, "#define F_BKV 32"));
+  g_assert_nonnull (strstr (text, "#define NKP_BKV 32\n"));
   g_clear_pointer (&out, g_free);
   g_clear_pointer (&err, g_free);
 
