@@ -2069,23 +2069,6 @@ masked_attention (Model                  *m,
     m->a->tensor_flops[c] -= (gint64) ((1 - f) * (m->a->tensor_flops[c] - m->flops_before[c]));
 }
 
-/* A map outside regions that the plan put into the kernel of the operation before it. */
-static gboolean
-plan_fused_away (const NapkinPlan *plan,
-                 guint             node)
-{
-  for (guint i = 0; i < plan->kernels->len; i++)
-    {
-      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
-
-      if (k->region >= 0 || k->node == (int) node)
-        continue;
-      for (guint j = 0; j < k->nodes->len; j++)
-        if (g_array_index (k->nodes, guint, j) == node)
-          return TRUE;
-    }
-  return FALSE;
-}
 
 /* The tile pipeline of the plan's GEMM kernel (docs/model.md §14). Each SM walks
  * ⌈grid / SMs⌉ tiles (the grid is persistent), each a chain of ⌈K/BK⌉ chunks through
@@ -2372,7 +2355,7 @@ build_kernels (Model *m)
       if (m->innermost[n] >= 0 || node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
         continue;
       pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, -1, n) : NULL;
-      if (pk == NULL && m->plan != NULL && !m->a->paper && plan_fused_away (m->plan, n))
+      if (pk == NULL && m->plan != NULL && !m->a->paper && napkin_plan_node_fused_away (m->plan, n))
         continue;   /* a map the plan runs in the kernel before it */
       k.name = g_strdup (node->id);
       k.region = -1;

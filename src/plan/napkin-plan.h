@@ -265,6 +265,10 @@ typedef struct
   gint64           scratch_bytes; /* the scratch area, all buffers */
   gboolean         feasible;
   guint            n_generic;
+  /* napkin_plan_kernel_for's index, built on first use (private) */
+  GHashTable      *kernel_index;  /* region ≥ 0 → kernel; node n as −2 − n */
+  GHashTable      *fused_index;   /* nodes outside regions run in another node's kernel */
+  guint            indexed;       /* kernels->len when it was built */
 } NapkinPlan;
 
 typedef struct
@@ -275,6 +279,11 @@ typedef struct
   gboolean    no_wgmma;           /* Hopper without its warpgroup path (mma instead) */
   gboolean    trusted;            /* the diagram is known valid: skip validation */
 } NapkinPlanOptions;
+
+/* Whether `node`, outside every region, runs in the kernel of another operation (a map
+ * that only finishes that operation's value: docs/plan.md). */
+gboolean          napkin_plan_node_fused_away  (const NapkinPlan        *plan,
+                                                guint                    node);
 
 /* The compile target of an architecture profile: "sm_90a" for compute capability 9.0
  * (wgmma), "sm_100a" for 10.0, else "sm_XY". */
