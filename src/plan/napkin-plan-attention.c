@@ -731,8 +731,15 @@ legacy_shape (const NapkinPlanAttention *a,
       || a->v_dtype != a->dtype || a->NQ % a->BQ || a->NKV % a->BKV)
     return FALSE;
   if (path == NAPKIN_PATH_WGMMA)
-    return a->BQ % 64 == 0 && 3 * a->BKV / 4 + a->D / 2 + 32 <= a->consumer_regs
-           && a->batch * MAX (a->NQ, a->NKV) <= G_MAXINT32;
+    {
+      /* the skeleton's own register split (its producer keeps 56 below 3 consumers), not
+       * the general kernel's, which may lower the producer to 32 */
+      guint consumers = (guint) (ceil_div (a->BQ, 64));
+      gint64 legacy_regs = MIN (240, (65536 - 128 * (consumers >= 3 ? 32 : 56)) / (128 * (gint64) consumers) / 8 * 8);
+
+      return a->BQ % 64 == 0 && 3 * a->BKV / 4 + a->D / 2 + 32 <= legacy_regs
+             && a->batch * MAX (a->NQ, a->NKV) <= G_MAXINT32;
+    }
   return a->BQ % 16 == 0;
 }
 
