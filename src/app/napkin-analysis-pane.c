@@ -885,14 +885,11 @@ compute_bars (NapkinDiagram *diagram,
             napkin_plot_add_bar (plot, arch->id, napkin_dtype_to_string (compared_dtypes[d]),
                                  a->predicted_time_s, FALSE, !a->feasible);
           /* where the GPU's best tensor-core path is not the code Napkin generates (tcgen05
-           * on Blackwell), that path's time beside it, labelled (docs/model.md, "Best path") */
+           * on Blackwell), that path's time as a marker on the same bar (docs/model.md,
+           * "Best path") */
           if (a != NULL && !a->best_generated && a->best_time_s > 0)
-            {
-              g_autofree char *series = g_strdup_printf (_("%s, best path (not generated)"),
-                                                         napkin_dtype_to_string (compared_dtypes[d]));
-
-              napkin_plot_add_bar (plot, arch->id, series, a->best_time_s, FALSE, !a->feasible);
-            }
+            napkin_plot_set_best (plot, arch->id, napkin_dtype_to_string (compared_dtypes[d]), a->best_time_s,
+                                  a->best_path);
         }
     }
   return plot;

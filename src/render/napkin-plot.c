@@ -34,6 +34,7 @@ bar_clear (gpointer data)
 
   g_free (bar->group);
   g_free (bar->series);
+  g_free (bar->best_path);
 }
 
 NapkinPlot *
@@ -112,10 +113,34 @@ napkin_plot_add_bar (NapkinPlot *plot,
                      gboolean    measured,
                      gboolean    infeasible)
 {
-  NapkinPlotBar b = { g_strdup (group), g_strdup (series), seconds, measured, infeasible };
+  NapkinPlotBar b = { g_strdup (group), g_strdup (series), seconds, measured, infeasible, 0, NULL };
 
   g_return_if_fail (plot != NULL);
   g_array_append_val (plot->bars, b);
+}
+
+void
+napkin_plot_set_best (NapkinPlot *plot,
+                      const char *group,
+                      const char *series,
+                      double      seconds,
+                      const char *path)
+{
+  g_return_if_fail (plot != NULL && group != NULL && series != NULL);
+
+  for (guint i = plot->bars->len; i-- > 0;)
+    {
+      NapkinPlotBar *b = &g_array_index (plot->bars, NapkinPlotBar, i);
+
+      if (!b->measured && g_str_equal (b->group, group) && g_str_equal (b->series, series))
+        {
+          b->best = isfinite (seconds) && seconds > 0 ? seconds : 0;
+          g_free (b->best_path);
+          b->best_path = g_strdup (path);
+          return;
+        }
+    }
+  g_warning ("no bar %s, %s for its best path", group, series);
 }
 
 void
@@ -593,7 +618,8 @@ hatch (cairo_t *cr,
   cairo_restore (cr);
 }
 
-/* Distinct colours for element types (Okabe–Ito, readable by colour-blind users). */
+/* Distinct colours for element types (Okabe–Ito, readable by colour-blind users);
+ * past its eight, hues a golden angle apart, so that no two series share one. */
 static void
 series_rgb (guint   i,
             double *rgb)
@@ -602,16 +628,34 @@ series_rgb (guint   i,
     { 0.00, 0.45, 0.70 }, { 0.90, 0.62, 0.00 }, { 0.00, 0.62, 0.45 }, { 0.80, 0.47, 0.65 },
     { 0.34, 0.71, 0.91 }, { 0.84, 0.37, 0.00 }, { 0.94, 0.89, 0.26 }, { 0.5, 0.5, 0.5 },
   };
+  double h, f;
+  int k;
 
-  memcpy (rgb, palette[i % G_N_ELEMENTS (palette)], sizeof palette[0]);
+  if (i < G_N_ELEMENTS (palette))
+    {
+      memcpy (rgb, palette[i], sizeof palette[0]);
+      return;
+    }
+  /* HSV with s = 0.6, v = 0.75 */
+  h = fmod ((i - G_N_ELEMENTS (palette)) * 137.508 + 20, 360) / 60;
+  k = (int) h;
+  f = h - k;
+  {
+    double v = 0.75, p = v * 0.4, q = v * (1 - 0.6 * f), t = v * (1 - 0.6 * (1 - f));
+    double table[6][3] = { { v, t, p }, { q, v, p }, { p, v, t }, { p, q, v }, { t, p, v }, { v, p, q } };
+
+    memcpy (rgb, table[k % 6], sizeof table[0]);
+  }
 }
 
-/* Where everything of the bar chart goes, shared by drawing and the tooltips. */
+/* Where everything of the bar chart goes, shared by drawing, the tooltips and
+ * napkin_plot_bar_geometry. */
 typedef struct
 {
   GPtrArray *groups;        /* architectures, in order */
   GPtrArray *series;        /* element types (and "measured"), in order */
-  double     vmax;          /* the axis's end: a round number above every value */
+  gboolean   has_best;      /* some bar has a best-path time: its legend entry */
+  double     vmax;          /* the axis's end: a round number above every feasible value */
   double     step;          /* between ticks */
   double     x0, x1;        /* the value axis, in pixels */
   double     y0;            /* top of the first group */
@@ -647,16 +691,37 @@ nice_step (double range,
   return 10 * p;
 }
 
+static const char *
+best_legend (void)
+{
+  return _("best path (not generated)");
+}
+
+/* The legend's entries: the series, then the best path's marker. */
+static guint
+legend_len (const BarsLayout *l)
+{
+  return l->series->len + (l->has_best ? 1 : 0);
+}
+
+static const char *
+legend_text (const BarsLayout *l,
+             guint             i)
+{
+  return i < l->series->len ? g_ptr_array_index (l->series, i) : best_legend ();
+}
+
 static void
 bars_layout (cairo_t          *cr,
              const NapkinPlot *plot,
              double            width,
              BarsLayout       *l)
 {
-  double label_w = 0, legend_x = 8, vmax = 0;
+  double label_w = 0, legend_x = 8, vmax = 0, vmax_all = 0;
 
   l->groups = g_ptr_array_new ();
   l->series = g_ptr_array_new ();
+  l->has_best = FALSE;
   for (guint i = 0; i < plot->bars->len; i++)
     {
       const NapkinPlotBar *b = &g_array_index (plot->bars, NapkinPlotBar, i);
@@ -670,16 +735,29 @@ bars_layout (cairo_t          *cr,
         }
       if (!g_ptr_array_find_with_equal_func (l->series, b->series, g_str_equal, NULL))
         g_ptr_array_add (l->series, b->series);
+      if (b->best > 0)
+        l->has_best = TRUE;
+      /* The axis spans what can run: an infeasible configuration's time (hundreds of
+       * ms where a region spills) would squeeze the feasible µs to nothing; its
+       * bar is broken at the axis's end instead. */
       if (isfinite (b->value))
-        vmax = MAX (vmax, b->value);
+        {
+          vmax_all = MAX (vmax_all, b->value);
+          if (!b->infeasible)
+            vmax = MAX (vmax, b->value);
+        }
+      if (b->best > 0 && !b->infeasible)
+        vmax = MAX (vmax, b->best);
     }
+  if (vmax <= 0)
+    vmax = vmax_all;
   /* the legend wraps like text */
   l->legend_h = 14;
-  for (guint s = 0; s < l->series->len; s++)
+  for (guint s = 0; s < legend_len (l); s++)
     {
       double w, h;
 
-      text_size (cr, g_ptr_array_index (l->series, s), 10, FALSE, &w, &h);
+      text_size (cr, legend_text (l, s), 10, FALSE, &w, &h);
       if (legend_x + w + 24 > width && legend_x > 8)
         {
           legend_x = 8;
@@ -695,6 +773,29 @@ bars_layout (cairo_t          *cr,
   l->group_h = l->bar_h * MAX (1u, l->series->len) + GROUP_GAP;
   l->step = vmax > 0 ? nice_step (vmax, 4) : 1;
   l->vmax = vmax > 0 ? ceil (vmax / l->step - 1e-9) * l->step : 1;
+}
+
+/* Bar b's place in layout l. */
+static void
+bar_place (const BarsLayout      *l,
+           const NapkinPlotBar   *b,
+           NapkinPlotBarGeometry *g)
+{
+  guint gi = 0, si = 0;
+  double full;
+
+  g_ptr_array_find_with_equal_func (l->groups, b->group, g_str_equal, &gi);
+  g_ptr_array_find_with_equal_func (l->series, b->series, g_str_equal, &si);
+  full = isfinite (b->value) ? (l->x1 - l->x0) * b->value / l->vmax : 0;
+  g->x = l->x0;
+  g->y = l->y0 + gi * l->group_h + si * l->bar_h + 1;
+  g->h = l->bar_h - 2;
+  g->clipped = full > l->x1 - l->x0 + 0.5;
+  g->w = MIN (full, l->x1 - l->x0);
+  g->best_x = b->best > 0 ? l->x0 + MIN (l->x1 - l->x0, (l->x1 - l->x0) * b->best / l->vmax) : -1;
+  g->axis_x0 = l->x0;
+  g->axis_x1 = l->x1;
+  g->axis_max = l->vmax;
 }
 
 double
@@ -720,12 +821,76 @@ napkin_plot_natural_height (const NapkinPlot *plot,
   return ceil (height);
 }
 
+gboolean
+napkin_plot_bar_geometry (const NapkinPlot      *plot,
+                          double                 width,
+                          guint                  i,
+                          NapkinPlotBarGeometry *geometry)
+{
+  cairo_surface_t *surface;
+  cairo_t *cr;
+  BarsLayout l = { 0 };
+
+  g_return_val_if_fail (plot != NULL && geometry != NULL, FALSE);
+
+  if (plot->kind != NAPKIN_PLOT_BARS || i >= plot->bars->len)
+    return FALSE;
+  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
+  cr = cairo_create (surface);
+  bars_layout (cr, plot, width, &l);
+  bar_place (&l, &g_array_index (plot->bars, NapkinPlotBar, i), geometry);
+  bars_layout_clear (&l);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+  return TRUE;
+}
+
+char **
+napkin_plot_legend (const NapkinPlot *plot)
+{
+  cairo_surface_t *surface;
+  cairo_t *cr;
+  BarsLayout l = { 0 };
+  GStrvBuilder *builder = g_strv_builder_new ();
+  char **legend;
+
+  g_return_val_if_fail (plot != NULL, NULL);
+
+  if (plot->kind == NAPKIN_PLOT_BARS)
+    {
+      surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
+      cr = cairo_create (surface);
+      bars_layout (cr, plot, 380, &l);
+      for (guint i = 0; i < legend_len (&l); i++)
+        g_strv_builder_add (builder, legend_text (&l, i));
+      bars_layout_clear (&l);
+      cairo_destroy (cr);
+      cairo_surface_destroy (surface);
+    }
+  else
+    for (guint i = 0; i < plot->ceilings->len; i++)
+      g_strv_builder_add (builder, g_array_index (plot->ceilings, NapkinPlotCeiling, i).label);
+  legend = g_strv_builder_end (builder);
+  g_strv_builder_unref (builder);
+  return legend;
+}
+
+/* The text at a bar's end: its time, or "infeasible"; and the best path's time. */
 static char *
 bar_value_text (const NapkinPlotBar *b)
 {
+  g_autofree char *value = b->infeasible ? g_strdup (_("infeasible")) : napkin_format_si_digits (b->value, "s", 3);
+  g_autofree char *best = NULL;
+
+  if (b->best <= 0)
+    return g_steal_pointer (&value);
+  best = napkin_format_si_digits (b->best, "s", 3);
+  /* the outline says that Napkin's own code does not fit; the time is the best path's */
   if (b->infeasible)
-    return g_strdup (_("infeasible"));
-  return napkin_format_si_digits (b->value, "s", 3);
+    /* TRANSLATORS: the time on the GPU's best path (not generated) */
+    return g_strdup_printf (_("best %s"), best);
+  /* TRANSLATORS: a bar's value, then its time on the GPU's best path (not generated) */
+  return g_strdup_printf (_("%s · best %s"), value, best);
 }
 
 char *
@@ -750,31 +915,95 @@ napkin_plot_describe_at (const NapkinPlot *plot,
   for (guint i = 0; i < plot->bars->len && text == NULL; i++)
     {
       const NapkinPlotBar *b = &g_array_index (plot->bars, NapkinPlotBar, i);
-      guint g = 0, s = 0;
-      double top;
+      NapkinPlotBarGeometry g;
+      g_autofree char *what = NULL;
 
-      g_ptr_array_find_with_equal_func (l.groups, b->group, g_str_equal, &g);
-      g_ptr_array_find_with_equal_func (l.series, b->series, g_str_equal, &s);
-      top = l.y0 + g * l.group_h + s * l.bar_h;
+      bar_place (&l, b, &g);
       /* the whole row, label included: a short bar is easy to hit */
-      if (y >= top && y < top + l.bar_h && x >= 0 && x <= width)
+      if (y < g.y - 1 || y >= g.y - 1 + l.bar_h || x < 0 || x > width)
+        continue;
+      if (b->infeasible)
+        /* TRANSLATORS: architecture, element type: why there is no time */
+        what = g_strdup_printf (_("%s, %s: infeasible (a region does not fit this GPU)"), b->group, b->series);
+      else if (b->measured)
         {
-          g_autofree char *value = bar_value_text (b);
+          g_autofree char *value = napkin_format_si_digits (b->value, "s", 3);
 
-          if (b->infeasible)
-            /* TRANSLATORS: architecture, element type: why there is no time */
-            text = g_strdup_printf (_("%s, %s: infeasible (a region does not fit this GPU)"), b->group, b->series);
-          else if (b->measured)
-            text = g_strdup_printf (_("%s: %s measured"), b->group, value);
-          else
-            /* TRANSLATORS: architecture, element type, predicted time */
-            text = g_strdup_printf (_("%s, %s: %s predicted"), b->group, b->series, value);
+          what = g_strdup_printf (_("%s: %s measured"), b->group, value);
         }
+      else
+        {
+          g_autofree char *value = napkin_format_si_digits (b->value, "s", 3);
+
+          /* TRANSLATORS: architecture, element type, predicted time */
+          what = g_strdup_printf (_("%s, %s: %s predicted"), b->group, b->series, value);
+        }
+      if (b->best > 0)
+        {
+          g_autofree char *best = napkin_format_si_digits (b->best, "s", 3);
+
+          /* TRANSLATORS: the tooltip so far, the best path's time, its name */
+          text = g_strdup_printf (_("%s; %s on the GPU's best path (%s), which Napkin does not generate"), what, best,
+                                  b->best_path ? b->best_path : "?");
+        }
+      else
+        text = g_steal_pointer (&what);
     }
   bars_layout_clear (&l);
   cairo_destroy (cr);
   cairo_surface_destroy (surface);
   return text;
+}
+
+/* The best path's marker: a diamond in the element type's colour, outlined so
+ * that it shows on its own bar. */
+static void
+best_marker (cairo_t               *cr,
+             double                 x,
+             double                 y,
+             double                 r,
+             const double          *rgb,
+             const NapkinPlotTheme *theme)
+{
+  cairo_move_to (cr, x, y - r);
+  cairo_line_to (cr, x + r, y);
+  cairo_line_to (cr, x, y + r);
+  cairo_line_to (cr, x - r, y);
+  cairo_close_path (cr);
+  if (rgb != NULL)
+    cairo_set_source_rgb (cr, rgb[0], rgb[1], rgb[2]);
+  else
+    cairo_set_source_rgb (cr, theme->bg[0], theme->bg[1], theme->bg[2]);
+  cairo_fill_preserve (cr);
+  cairo_set_line_width (cr, 1.5);
+  set_fg (cr, theme, 1);
+  cairo_stroke (cr);
+}
+
+/* A bar longer than the axis: two slanted strokes across it near the end. */
+static void
+break_mark (cairo_t               *cr,
+            double                 x,
+            double                 y,
+            double                 h,
+            const NapkinPlotTheme *theme)
+{
+  cairo_save (cr);
+  cairo_move_to (cr, x - 7, y + h + 1);
+  cairo_line_to (cr, x - 3, y - 1);
+  cairo_line_to (cr, x + 1, y - 1);
+  cairo_line_to (cr, x - 3, y + h + 1);
+  cairo_close_path (cr);
+  cairo_set_source_rgb (cr, theme->bg[0], theme->bg[1], theme->bg[2]);
+  cairo_fill (cr);
+  set_fg (cr, theme, 0.9);
+  cairo_set_line_width (cr, 1);
+  cairo_move_to (cr, x - 7, y + h + 1);
+  cairo_line_to (cr, x - 3, y - 1);
+  cairo_move_to (cr, x - 3, y + h + 1);
+  cairo_line_to (cr, x + 1, y - 1);
+  cairo_stroke (cr);
+  cairo_restore (cr);
 }
 
 static void
@@ -786,6 +1015,7 @@ draw_bars (cairo_t               *cr,
 {
   BarsLayout l = { 0 };
   double legend_x = 8, legend_y = 26, axis_y;
+  gboolean any_clipped = FALSE, any_infeasible = FALSE;
 
   set_fg (cr, theme, 1);
   draw_text (cr, plot->title ? plot->title : "", 8, 6, 0, 0, 12, TRUE);
@@ -798,23 +1028,28 @@ draw_bars (cairo_t               *cr,
       return;
     }
 
-  /* legend: element types */
-  for (guint s = 0; s < l.series->len; s++)
+  /* legend: element types, then the best path's marker */
+  for (guint s = 0; s < legend_len (&l); s++)
     {
       double rgb[3], w, h;
 
-      text_size (cr, g_ptr_array_index (l.series, s), 10, FALSE, &w, &h);
+      text_size (cr, legend_text (&l, s), 10, FALSE, &w, &h);
       if (legend_x + w + 24 > width && legend_x > 8)
         {
           legend_x = 8;
           legend_y += 14;
         }
-      series_rgb (s, rgb);
-      cairo_set_source_rgb (cr, rgb[0], rgb[1], rgb[2]);
-      cairo_rectangle (cr, legend_x, legend_y + 1, 10, 10);
-      cairo_fill (cr);
+      if (s < l.series->len)
+        {
+          series_rgb (s, rgb);
+          cairo_set_source_rgb (cr, rgb[0], rgb[1], rgb[2]);
+          cairo_rectangle (cr, legend_x, legend_y + 1, 10, 10);
+          cairo_fill (cr);
+        }
+      else
+        best_marker (cr, legend_x + 5, legend_y + 6, 4.5, NULL, theme);
       set_fg (cr, theme, 0.9);
-      draw_text (cr, g_ptr_array_index (l.series, s), legend_x + 13, legend_y + 6, 0, 0.5, 10, FALSE);
+      draw_text (cr, legend_text (&l, s), legend_x + 13, legend_y + 6, 0, 0.5, 10, FALSE);
       legend_x += w + 24;
     }
 
@@ -841,7 +1076,6 @@ draw_bars (cairo_t               *cr,
   cairo_line_to (cr, l.x0, axis_y);
   cairo_line_to (cr, l.x1, axis_y);
   cairo_stroke (cr);
-  draw_text (cr, _("predicted time (shorter is faster)"), (l.x0 + l.x1) / 2, axis_y + 17, 0.5, 0, 9, FALSE);
 
   for (guint g = 0; g < l.groups->len; g++)
     {
@@ -852,42 +1086,72 @@ draw_bars (cairo_t               *cr,
   for (guint i = 0; i < plot->bars->len; i++)
     {
       const NapkinPlotBar *b = &g_array_index (plot->bars, NapkinPlotBar, i);
-      guint g = 0, s = 0;
-      double rgb[3], y, w, tw, th;
+      guint s = 0;
+      double rgb[3], tw, th, end, mid;
+      NapkinPlotBarGeometry g;
       g_autofree char *label = bar_value_text (b);
 
-      g_ptr_array_find_with_equal_func (l.groups, b->group, g_str_equal, &g);
       g_ptr_array_find_with_equal_func (l.series, b->series, g_str_equal, &s);
       series_rgb (s, rgb);
-      y = l.y0 + g * l.group_h + s * l.bar_h;
-      w = isfinite (b->value) ? (l.x1 - l.x0) * b->value / l.vmax : 0;
+      bar_place (&l, b, &g);
+      mid = g.y + g.h / 2;
       cairo_set_source_rgb (cr, rgb[0], rgb[1], rgb[2]);
       if (b->infeasible)
         {
+          any_infeasible = TRUE;
           cairo_set_line_width (cr, 1);
-          cairo_rectangle (cr, l.x0 + 0.5, y + 1.5, MAX (4, w) - 1, l.bar_h - 3);
+          cairo_rectangle (cr, g.x + 0.5, g.y + 0.5, MAX (4, g.w) - 1, g.h - 1);
           cairo_stroke (cr);
         }
       else if (b->measured)
-        hatch (cr, l.x0, y + 1, w, l.bar_h - 2);
+        hatch (cr, g.x, g.y, g.w, g.h);
       else
         {
-          cairo_rectangle (cr, l.x0, y + 1, w, l.bar_h - 2);
+          cairo_rectangle (cr, g.x, g.y, g.w, g.h);
           cairo_fill (cr);
         }
-      /* the value at the bar's end, inside it where it would leave the chart */
+      if (g.clipped)
+        {
+          break_mark (cr, g.x + g.w - 6, g.y, g.h, theme);
+          any_clipped = TRUE;
+        }
+      if (g.best_x >= 0)
+        best_marker (cr, g.best_x, mid, 4.5, rgb, theme);
+      /* the value past the bar's (or the marker's) end, inside the bar where it
+       * would leave the chart */
+      end = MAX (g.x + MAX (4, g.w), g.best_x + 5);
       text_size (cr, label, 9, FALSE, &tw, &th);
-      if (l.x0 + MAX (4, w) + 3 + tw <= width - 2 || w < tw + 8)
+      if (b->infeasible && g.best_x >= 0 && g.w >= tw + 24)
+        {
+          /* beside its marker, inside the hollow outline */
+          double tx = g.best_x + 8 + tw <= g.x + g.w - 12 ? g.best_x + 8 : g.best_x - 8 - tw;
+
+          set_fg (cr, theme, 0.85);
+          draw_text (cr, label, MAX (g.x + 2, tx), mid, 0, 0.5, 9, FALSE);
+        }
+      else if (b->infeasible && end + 3 + tw > width - 2 && g.w >= tw + 16)
+        {
+          /* an outline is hollow: the text inside it, clear of the break */
+          set_fg (cr, theme, 0.85);
+          draw_text (cr, label, g.x + g.w - (g.clipped ? 12 : 3), mid, 1, 0.5, 9, FALSE);
+        }
+      else if (end + 3 + tw <= width - 2 || g.w < tw + 8)
         {
           set_fg (cr, theme, 0.85);
-          draw_text (cr, label, l.x0 + MAX (4, w) + 3, y + l.bar_h / 2, 0, 0.5, 9, FALSE);
+          draw_text (cr, label, end + 3, mid, 0, 0.5, 9, FALSE);
         }
       else
         {
           cairo_set_source_rgb (cr, 1, 1, 1);
-          draw_text (cr, label, l.x0 + w - 3, y + l.bar_h / 2, 1, 0.5, 9, FALSE);
+          draw_text (cr, label, g.x + g.w - 3, mid, 1, 0.5, 9, FALSE);
         }
     }
+  set_fg (cr, theme, 0.9);
+  draw_text (cr,
+             any_clipped ? _("predicted time (shorter is faster); outline: infeasible, // past the axis")
+             : any_infeasible ? _("predicted time (shorter is faster); outline: infeasible")
+             : _("predicted time (shorter is faster)"),
+             (l.x0 + l.x1) / 2, axis_y + 17, 0.5, 0, 9, FALSE);
   bars_layout_clear (&l);
 }
 

@@ -39,8 +39,21 @@ typedef struct
   char        *series;       /* element type */
   double       value;        /* seconds */
   gboolean     measured;     /* drawn hatched beside the predicted bar */
-  gboolean     infeasible;   /* drawn as an outline with a cross */
+  gboolean     infeasible;   /* drawn as an outline; the axis ignores its length */
+  double       best;         /* seconds on the GPU's best path, which Napkin does not
+                              * generate (a marker on the bar); 0: none */
+  char        *best_path;    /* that path's name ("tcgen05"), for the tooltip */
 } NapkinPlotBar;
+
+/* Where a bar of a bar chart lands, as drawn (see napkin_plot_bar_geometry). */
+typedef struct
+{
+  double   x, y, w, h;       /* the bar: an outline longer than the axis stops at its end */
+  gboolean clipped;          /* longer than the axis: drawn broken at its end */
+  double   best_x;           /* centre of the best-path marker; -1: none */
+  double   axis_x0, axis_x1; /* the value axis in pixels: 0 s and axis_max */
+  double   axis_max;         /* seconds at axis_x1 */
+} NapkinPlotBarGeometry;
 
 typedef struct
 {
@@ -82,6 +95,14 @@ void        napkin_plot_add_bar      (NapkinPlot             *plot,
                                       double                  seconds,
                                       gboolean                measured,
                                       gboolean                infeasible);
+/* The time of the last predicted bar of (group, series) on the GPU's best path
+ * (docs/model.md, "Best path"), drawn as a marker on that bar under one legend
+ * entry for every element type. */
+void        napkin_plot_set_best     (NapkinPlot             *plot,
+                                      const char             *group,
+                                      const char             *series,
+                                      double                  seconds,
+                                      const char             *path);
 /* Light theme: dark text on white. */
 void        napkin_plot_theme_init   (NapkinPlotTheme        *theme);
 /* Draws into (0, 0, width, height) of cr; theme NULL: the light theme. */
@@ -102,6 +123,14 @@ char       *napkin_plot_describe_at  (const NapkinPlot       *plot,
                                       double                  height,
                                       double                  x,
                                       double                  y);
+/* Bar i of a bar chart drawn at this width; FALSE where there is no such bar. */
+gboolean    napkin_plot_bar_geometry (const NapkinPlot       *plot,
+                                      double                  width,
+                                      guint                   i,
+                                      NapkinPlotBarGeometry  *geometry);
+/* The bar chart's legend entries in order (element types, then "measured" and the
+ * best path's where there are some); free with g_strfreev. */
+char      **napkin_plot_legend       (const NapkinPlot       *plot);
 /* SVG or PNG by format (NAPKIN_EXPORT_SVG / NAPKIN_EXPORT_PNG), light theme. */
 gboolean    napkin_plot_export       (const NapkinPlot       *plot,
                                       const char             *path,

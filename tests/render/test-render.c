@@ -11,6 +11,7 @@
 #include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-file.h"
+#include "napkin-plot.h"
 #include "napkin-render.h"
 #include "napkin-validate.h"
 
@@ -837,6 +838,109 @@ test_bands_are_one_frame (void)
       }
 }
 
+/* The comparison chart: the axis spans the feasible times, so that an infeasible
+ * configuration's 600 ms does not squeeze the µs bars to nothing; the best path is
+ * a marker on its element type's bar under one legend entry; every series has its
+ * own colour. */
+static void
+test_plot_bars_layout (void)
+{
+  static const char *dtypes[] = { "fp32", "tf32", "fp16", "bf16", "fp8-e4m3", "int8", "x1", "x2", "x3" };
+  g_autoptr(NapkinPlot) plot = napkin_plot_new (NAPKIN_PLOT_BARS, "t");
+  g_auto(GStrv) legend = NULL;
+  NapkinPlotBarGeometry fp16, bf16, b200, fp32, best, best_inf;
+  g_autofree char *tip = NULL;
+  cairo_surface_t *surface;
+  cairo_t *cr;
+  double height, width = 380;
+  guint32 colours[G_N_ELEMENTS (dtypes)];
+
+  /* a100: fp32 infeasible at 600 ms, fp16 1.18 ms, bf16 0.59 ms; b200: fp16 424 µs
+   * with 212 µs on its best path, fp32 infeasible with a best path of 300 µs */
+  for (guint d = 0; d < G_N_ELEMENTS (dtypes); d++)
+    napkin_plot_add_bar (plot, "a100", dtypes[d], d == 0 ? 0.6 : d == 2 ? 1.18e-3 : d == 3 ? 0.59e-3 : 0.2e-3 * (d + 1),
+                         FALSE, d == 0);
+  napkin_plot_add_bar (plot, "b200", "fp16", 424e-6, FALSE, FALSE);
+  napkin_plot_set_best (plot, "b200", "fp16", 212e-6, "tcgen05");
+  napkin_plot_add_bar (plot, "b200", "fp32", 0.3, FALSE, TRUE);
+  napkin_plot_set_best (plot, "b200", "fp32", 300e-6, "tcgen05");
+
+  g_assert_true (napkin_plot_bar_geometry (plot, width, 2, &fp16));
+  g_assert_true (napkin_plot_bar_geometry (plot, width, 3, &bf16));
+  g_assert_true (napkin_plot_bar_geometry (plot, width, 0, &fp32));
+  g_assert_true (napkin_plot_bar_geometry (plot, width, G_N_ELEMENTS (dtypes), &b200));
+  g_assert_true (napkin_plot_bar_geometry (plot, width, G_N_ELEMENTS (dtypes) + 1, &best_inf));
+  g_assert_false (napkin_plot_bar_geometry (plot, width, 99, &best));
+  best = b200;
+
+  /* the axis ends at a round time just above the longest feasible bar, 1.18 ms */
+  g_assert_cmpfloat (fp16.axis_max, >=, 1.18e-3);
+  g_assert_cmpfloat (fp16.axis_max, <=, 2e-3);
+  g_assert_cmpfloat (fp16.axis_x1 - fp16.axis_x0, >, 200);
+  /* lengths proportional to time */
+  g_assert_cmpfloat_with_epsilon (bf16.w / fp16.w, 0.59 / 1.18, 1e-6);
+  g_assert_cmpfloat_with_epsilon (b200.w / fp16.w, 424e-6 / 1.18e-3, 1e-6);
+  g_assert_cmpfloat_with_epsilon (fp16.w, (fp16.axis_x1 - fp16.axis_x0) * 1.18e-3 / fp16.axis_max, 1e-6);
+  g_assert_false (fp16.clipped);
+  /* the infeasible 600 ms stops at the axis's end, broken */
+  g_assert_true (fp32.clipped);
+  g_assert_cmpfloat_with_epsilon (fp32.x + fp32.w, fp32.axis_x1, 1e-6);
+  /* the best path: a marker on the same row at 212 µs; none on bars without */
+  g_assert_cmpfloat_with_epsilon (best.best_x, best.axis_x0 + (best.axis_x1 - best.axis_x0) * 212e-6 / best.axis_max,
+                                  1e-6);
+  g_assert_cmpfloat (fp16.best_x, ==, -1);
+  g_assert_cmpfloat (best_inf.best_x, >, best_inf.axis_x0);
+  /* rows of one group follow each other; the second group's fp16 row sits below */
+  g_assert_cmpfloat (bf16.y - fp16.y, ==, fp16.h + 2);
+  g_assert_cmpfloat (b200.y, >, fp16.y + (G_N_ELEMENTS (dtypes) - 2) * (fp16.h + 2));
+
+  /* one legend entry per element type and one for the best path, not one per
+   * element type's best path */
+  legend = napkin_plot_legend (plot);
+  g_assert_cmpuint (g_strv_length (legend), ==, G_N_ELEMENTS (dtypes) + 1);
+  g_assert_cmpstr (legend[2], ==, "fp16");
+  g_assert_cmpstr (legend[G_N_ELEMENTS (dtypes)], ==, "best path (not generated)");
+
+  /* the tooltip of the infeasible row with a best path gives that time */
+  height = napkin_plot_natural_height (plot, width);
+  tip = napkin_plot_describe_at (plot, width, height, 200, best_inf.y + best_inf.h / 2);
+  g_assert_nonnull (tip);
+  g_assert_nonnull (strstr (tip, "infeasible"));
+  g_assert_nonnull (strstr (tip, "300 µs"));
+  g_assert_nonnull (strstr (tip, "tcgen05"));
+
+  /* drawn: each element type's bar its own colour (nine series: past the
+   * palette's eight, none repeats), the best-path marker drawn on b200's fp16 bar */
+  surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, (int) width, (int) ceil (height));
+  cr = cairo_create (surface);
+  napkin_plot_draw (cr, plot, width, height, NULL);
+  cairo_destroy (cr);
+  cairo_surface_flush (surface);
+  for (guint d = 1; d < G_N_ELEMENTS (dtypes); d++)
+    {
+      NapkinPlotBarGeometry g;
+      const guint32 *data = (const guint32 *) cairo_image_surface_get_data (surface);
+      int stride = cairo_image_surface_get_stride (surface) / 4;
+
+      g_assert_true (napkin_plot_bar_geometry (plot, width, d, &g));
+      colours[d] = data[(int) (g.y + g.h / 2) * stride + (int) (g.x + 2)] & 0xffffff;
+      g_assert_cmphex (colours[d], !=, 0xffffff);
+      for (guint e = 1; e < d; e++)
+        g_assert_cmphex (colours[d], !=, colours[e]);
+    }
+  {
+    const guint32 *data = (const guint32 *) cairo_image_surface_get_data (surface);
+    int stride = cairo_image_surface_get_stride (surface) / 4;
+    guint32 bar = data[(int) (b200.y + b200.h / 2) * stride + (int) (b200.x + 2)] & 0xffffff;
+    guint32 edge = data[(int) (b200.y + b200.h / 2) * stride + (int) (best.best_x - 4)] & 0xffffff;
+
+    /* the marker's dark outline, 4.5 px left of its centre, on the bar's colour */
+    g_assert_cmphex (bar, ==, colours[2]);
+    g_assert_cmphex (edge, !=, bar);
+  }
+  cairo_surface_destroy (surface);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -858,5 +962,6 @@ main (int    argc,
   g_test_add_func ("/render/export/tikz", test_export_tikz);
   g_test_add_func ("/render/export/gpus-region", test_gpus_region);
   g_test_add_func ("/render/export/format-from-path", test_format_from_path);
+  g_test_add_func ("/render/plot/bars-layout", test_plot_bars_layout);
   return g_test_run ();
 }
