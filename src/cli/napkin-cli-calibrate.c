@@ -36,6 +36,38 @@ cal_done (GObject      *object,
   g_main_loop_quit (wait->loop);
 }
 
+/* Runs napkin-runner with `args` and waits for its answer: its JSON when the status
+ * is "ok", else NULL after saying why on standard error. */
+static json_object *
+run_runner (const char * const *args,
+            int                 timeout)
+{
+  g_autoptr(NapkinRunJob) job = napkin_run_job_new_for_args (args);
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  CalWait wait = { 0 };
+  const char *status;
+
+  napkin_run_job_set_timeout (job, MAX (timeout, 10));
+  wait.loop = loop;
+  napkin_run_job_run_async (job, NULL, cal_done, &wait);
+  g_main_loop_run (loop);
+  if (wait.result == NULL)
+    {
+      fprintf (stderr, "napkin-cli calibrate: %s\n", wait.error->message);
+      g_error_free (wait.error);
+      return NULL;
+    }
+  status = json_object_get_string (json_object_object_get (wait.result, "status"));
+  if (g_strcmp0 (status, "ok") != 0)
+    {
+      fprintf (stderr, "napkin-cli calibrate: %s: %s\n", status ? status : "failed",
+               json_object_get_string (json_object_object_get (wait.result, "message")));
+      json_object_put (wait.result);
+      return NULL;
+    }
+  return wait.result;
+}
+
 static json_object *
 sourced (double      value,
          const char *source)
@@ -168,32 +200,14 @@ calibrate_collectives (int         gpus,
   g_autofree char *g = g_strdup_printf ("--gpus=%d", gpus);
   g_autofree char *mb = g_strdup_printf ("--max-bytes=%" G_GINT64_FORMAT, max_bytes);
   const char *args[] = { "--collectives", g, mb, NULL };
-  g_autoptr(NapkinRunJob) job = napkin_run_job_new_for_args (args);
-  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
   g_autoptr(json_object) result = NULL;
-  CalWait wait = { 0 };
-  const char *status, *gpu;
+  const char *gpu;
   NapkinArch *arch = NULL;
   json_object *list;
 
-  napkin_run_job_set_timeout (job, MAX (timeout, 10));
-  wait.loop = loop;
-  napkin_run_job_run_async (job, NULL, cal_done, &wait);
-  g_main_loop_run (loop);
-  if (wait.result == NULL)
-    {
-      fprintf (stderr, "napkin-cli calibrate: %s\n", wait.error->message);
-      g_error_free (wait.error);
-      return NAPKIN_CLI_FAILED;
-    }
-  result = wait.result;
-  status = json_object_get_string (json_object_object_get (result, "status"));
-  if (g_strcmp0 (status, "ok") != 0)
-    {
-      fprintf (stderr, "napkin-cli calibrate: %s: %s\n", status ? status : "failed",
-               json_object_get_string (json_object_object_get (result, "message")));
-      return NAPKIN_CLI_FAILED;
-    }
+  result = run_runner (args, timeout);
+  if (result == NULL)
+    return NAPKIN_CLI_FAILED;
   gpu = json_object_get_string (json_object_object_get (json_object_object_get (result, "gpu"), "name"));
   if (base == NULL)
     base = base_id_for (gpu);
@@ -265,8 +279,6 @@ napkin_cli_calibrate (int    argc,
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
-  g_autoptr(NapkinRunJob) job = NULL;
-  g_autoptr(GMainLoop) loop = NULL;
   g_autoptr(json_object) result = NULL;
   g_autoptr(json_object) profile = NULL;
   g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
@@ -274,10 +286,9 @@ napkin_cli_calibrate (int    argc,
   g_autofree char *base_path = NULL;
   g_autofree char *note = NULL;
   const char *args[] = { "--calibrate", NULL };
-  const char *status, *gpu;
+  const char *gpu;
   json_object *cal, *levels, *tensor;
   g_autofree char *wgmma_note = NULL;
-  CalWait wait = { 0 };
   double clock_mhz, sms;
 
   context = napkin_cli_context_new ("calibrate", "",
@@ -303,26 +314,9 @@ napkin_cli_calibrate (int    argc,
       return calibrate_collectives (gpus, base, max_bytes, timeout, as_json);
     }
 
-  job = napkin_run_job_new_for_args (args);
-  napkin_run_job_set_timeout (job, MAX (timeout, 10));
-  loop = g_main_loop_new (NULL, FALSE);
-  wait.loop = loop;
-  napkin_run_job_run_async (job, NULL, cal_done, &wait);
-  g_main_loop_run (loop);
-  if (wait.result == NULL)
-    {
-      fprintf (stderr, "napkin-cli calibrate: %s\n", wait.error->message);
-      g_error_free (wait.error);
-      return NAPKIN_CLI_FAILED;
-    }
-  result = wait.result;
-  status = json_object_get_string (json_object_object_get (result, "status"));
-  if (g_strcmp0 (status, "ok") != 0)
-    {
-      fprintf (stderr, "napkin-cli calibrate: %s: %s\n", status ? status : "failed",
-               json_object_get_string (json_object_object_get (result, "message")));
-      return NAPKIN_CLI_FAILED;
-    }
+  result = run_runner (args, timeout);
+  if (result == NULL)
+    return NAPKIN_CLI_FAILED;
   if (as_json)
     printf ("%s\n", json_object_to_json_string_ext (result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 

@@ -259,6 +259,37 @@ pattern_matches (const char *pattern,
   return matches;
 }
 
+/* The schema's bounds `max_key` and `min_key` (either NULL: not checked) on a count of
+ * `unit` (characters, items): FALSE, with the error, where `count` is outside them. */
+static gboolean
+check_count (Validation  *v,
+             json_object *schema,
+             const char  *sp,
+             const char  *jp,
+             gint64       count,
+             const char  *unit,
+             const char  *max_key,
+             const char  *min_key)
+{
+  json_object *k;
+
+  if (max_key != NULL && (k = json_object_object_get (schema, max_key)) && count > json_object_get_int64 (k))
+    {
+      g_autofree char *s = g_strdup_printf ("%s/%s", sp, max_key);
+
+      return failed (v, s, jp, "%" G_GINT64_FORMAT " %s; at most %" G_GINT64_FORMAT " are allowed", count, unit,
+                     json_object_get_int64 (k));
+    }
+  if (min_key != NULL && (k = json_object_object_get (schema, min_key)) && count < json_object_get_int64 (k))
+    {
+      g_autofree char *s = g_strdup_printf ("%s/%s", sp, min_key);
+
+      return failed (v, s, jp, "%" G_GINT64_FORMAT " %s; at least %" G_GINT64_FORMAT " are needed", count, unit,
+                     json_object_get_int64 (k));
+    }
+  return TRUE;
+}
+
 static gboolean
 validate_string (Validation  *v,
                  json_object *schema,
@@ -274,20 +305,8 @@ validate_string (Validation  *v,
     return TRUE;
   text = json_object_get_string (value);
   length = g_utf8_strlen (text, -1);
-  if ((k = json_object_object_get (schema, "maxLength")) && length > json_object_get_int64 (k))
-    {
-      g_autofree char *s = g_strdup_printf ("%s/maxLength", sp);
-
-      return failed (v, s, jp, "%ld characters; at most %" G_GINT64_FORMAT " are allowed", length,
-                     json_object_get_int64 (k));
-    }
-  if ((k = json_object_object_get (schema, "minLength")) && length < json_object_get_int64 (k))
-    {
-      g_autofree char *s = g_strdup_printf ("%s/minLength", sp);
-
-      return failed (v, s, jp, "%ld characters; at least %" G_GINT64_FORMAT " are needed", length,
-                     json_object_get_int64 (k));
-    }
+  if (!check_count (v, schema, sp, jp, length, "characters", "maxLength", "minLength"))
+    return FALSE;
   if ((k = json_object_object_get (schema, "pattern")) && !pattern_matches (json_object_get_string (k), text))
     {
       g_autofree char *s = g_strdup_printf ("%s/pattern", sp);
@@ -311,18 +330,8 @@ validate_array (Validation  *v,
   if (!json_object_is_type (value, json_type_array))
     return TRUE;
   n = json_object_array_length (value);
-  if ((k = json_object_object_get (schema, "maxItems")) && (gint64) n > json_object_get_int64 (k))
-    {
-      g_autofree char *s = g_strdup_printf ("%s/maxItems", sp);
-
-      return failed (v, s, jp, "%zu items; at most %" G_GINT64_FORMAT " are allowed", n, json_object_get_int64 (k));
-    }
-  if ((k = json_object_object_get (schema, "minItems")) && (gint64) n < json_object_get_int64 (k))
-    {
-      g_autofree char *s = g_strdup_printf ("%s/minItems", sp);
-
-      return failed (v, s, jp, "%zu items; at least %" G_GINT64_FORMAT " are needed", n, json_object_get_int64 (k));
-    }
+  if (!check_count (v, schema, sp, jp, (gint64) n, "items", "maxItems", "minItems"))
+    return FALSE;
   if ((k = json_object_object_get (schema, "uniqueItems")) && json_object_get_boolean (k))
     {
       /* a set of the items' canonical texts: linear in the items (a region may list 10^5) */
@@ -570,7 +579,6 @@ validate_member (Validation  *v,
                  const char  *jp)
 {
   json_object *items = json_object_object_get (schema, "items");
-  json_object *k;
   NapkinJsonIter iter;
   gsize es, ee, n = 0;
 
@@ -598,13 +606,7 @@ validate_member (Validation  *v,
       if (!allows_all (items) && !validate_span (v, items, data, es, ee, isp, ijp))
         return FALSE;
     }
-  if ((k = json_object_object_get (schema, "maxItems")) && (gint64) n > json_object_get_int64 (k))
-    {
-      g_autofree char *s = g_strdup_printf ("%s/maxItems", sp);
-
-      return failed (v, s, jp, "%zu items; at most %" G_GINT64_FORMAT " are allowed", n, json_object_get_int64 (k));
-    }
-  return TRUE;
+  return check_count (v, schema, sp, jp, (gint64) n, "items", "maxItems", NULL);
 }
 
 gboolean

@@ -7,7 +7,9 @@
 #include <glib/gi18n.h>
 #include <gtk/gtk.h>
 #include <locale.h>
+#include <stdio.h>
 
+#include "napkin-analysis-pane.h"
 #include "napkin-application.h"
 #include "napkin-history.h"
 #include "napkin-window.h"
@@ -107,6 +109,15 @@ find_arch_dropdown (NapkinWindow *window)
   return found ? GTK_DROP_DOWN (found) : NULL;
 }
 
+/* The path of the bundled example `name` (NAPKIN_EXAMPLES_DIR). */
+static inline char *
+example_path (const char *name)
+{
+  g_autofree char *file = g_strconcat (name, ".napkin", NULL);
+
+  return g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file, NULL);
+}
+
 /* A window on the bundled example `name` (NAPKIN_EXAMPLES_DIR), presented at that size
  * and drawn once. */
 static inline NapkinWindow *
@@ -116,8 +127,7 @@ open_example_sized (NapkinApplication *app,
                     int                height)
 {
   NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
-  g_autofree char *file_name = g_strconcat (name, ".napkin", NULL);
-  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file_name, NULL);
+  g_autofree char *path = example_path (name);
   g_autoptr(GFile) file = g_file_new_for_path (path);
   g_autoptr(GError) error = NULL;
 
@@ -128,4 +138,104 @@ open_example_sized (NapkinApplication *app,
   gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
   iterate (50);
   return window;
+}
+
+/* Destroys the window and lets the main loop run a little. */
+static inline void
+close_window (NapkinWindow *window)
+{
+  gtk_window_destroy (GTK_WINDOW (window));
+  iterate (20);
+}
+
+/* Destroys the window and waits (up to 5 s) until it is finalized: no reference is
+ * left behind. */
+static inline void
+close_window_finalized (NapkinWindow *window)
+{
+  g_object_add_weak_pointer (G_OBJECT (window), (gpointer *) &window);
+  gtk_window_destroy (GTK_WINDOW (window));
+  for (guint i = 0; i < 500 && window != NULL; i++)
+    iterate (10);
+  g_assert_null (window);
+}
+
+static inline NapkinAnalysisPane *
+pane_of (NapkinWindow *window)
+{
+  GtkWidget *pane = napkin_window_get_analysis_pane (window);
+
+  g_assert_nonnull (pane);
+  return NAPKIN_ANALYSIS_PANE (pane);
+}
+
+/* Waits (up to 5 s) for the pane's own update (the frame clock), not a forced one. */
+static inline void
+wait_for_update (NapkinAnalysisPane *pane,
+                 guint               before)
+{
+  for (guint i = 0; i < 500 && napkin_analysis_pane_get_n_updates (pane) == before; i++)
+    iterate (10);
+  g_assert_cmpuint (napkin_analysis_pane_get_n_updates (pane), >, before);
+}
+
+/* The inspector's field `name`: the inspector rebuilds from an idle after each change,
+ * and idle-priority rebuilds wait on a busy machine, so this polls `tries` times 10 ms. */
+static inline GtkWidget *
+napkin_app_test_inspector_field (NapkinWindow *window,
+                                 const char   *name,
+                                 guint         tries)
+{
+  GtkWidget *w = NULL;
+
+  for (guint i = 0; i < tries && w == NULL; i++)
+    {
+      iterate (10);
+      w = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), name);
+    }
+  if (w == NULL)
+    g_error ("inspector has no field “%s”", name);
+  return w;
+}
+
+/* The widget as drawn now, through the window's renderer (GSK_RENDERER=cairo). */
+static inline GdkTexture *
+shoot (GtkWidget *widget)
+{
+  g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new (widget);
+  g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
+  g_autoptr(GskRenderNode) node = NULL;
+  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
+  GskRenderer *renderer = gtk_native_get_renderer (gtk_widget_get_native (widget));
+
+  g_assert_cmpint (width, >, 100);
+  g_assert_cmpint (height, >, 100);
+  gdk_paintable_snapshot (paintable, GDK_SNAPSHOT (snapshot), width, height);
+  node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
+  g_assert_nonnull (node);
+  return gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
+}
+
+/* How many of the width × height pixels (B G R A, native-endian ARGB as
+ * gdk_texture_download gives them) are within `tolerance` of the colour "#rrggbb" in
+ * each channel. */
+static inline guint
+napkin_app_test_count_near (const guint8 *pixels,
+                            int           width,
+                            int           height,
+                            const char   *hex,
+                            int           tolerance)
+{
+  guint r, g, b, count = 0;
+
+  g_assert_true (sscanf (hex, "#%02x%02x%02x", &r, &g, &b) == 3);
+  for (int i = 0; i < width * height; i++)
+    {
+      const guint8 *p = pixels + 4 * i;
+
+      if (ABS (p[2] - (int) r) <= tolerance && ABS (p[1] - (int) g) <= tolerance
+          && ABS (p[0] - (int) b) <= tolerance)
+        count++;
+    }
+  return count;
 }

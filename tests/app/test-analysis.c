@@ -33,20 +33,20 @@ open_example (const char *name)
   return open_example_sized (app, name, 1280, 820);
 }
 
+/* The window's pane, shown. */
 static NapkinAnalysisPane *
-pane_of (NapkinWindow *window)
+shown_pane_of (NapkinWindow *window)
 {
-  GtkWidget *pane = napkin_window_get_analysis_pane (window);
+  NapkinAnalysisPane *pane = pane_of (window);
 
-  g_assert_nonnull (pane);
-  g_assert_true (gtk_widget_get_mapped (pane));
-  return NAPKIN_ANALYSIS_PANE (pane);
+  g_assert_true (gtk_widget_get_mapped (GTK_WIDGET (pane)));
+  return pane;
 }
 
 /* Closing the window finalizes the pane (and its window), also while the
  * comparison chart's thread was running: no reference is left behind. */
 static void
-close_window (NapkinWindow *window)
+close_window_and_pane (NapkinWindow *window)
 {
   GtkWidget *pane = napkin_window_get_analysis_pane (window);
 
@@ -59,30 +59,13 @@ close_window (NapkinWindow *window)
   g_assert_null (window);
 }
 
-/* Waits for the pane's own update (the frame clock), not a forced one. */
-static void
-wait_for_update (NapkinAnalysisPane *pane,
-                 guint               before)
-{
-  for (guint i = 0; i < 500 && napkin_analysis_pane_get_n_updates (pane) == before; i++)
-    iterate (10);
-  g_assert_cmpuint (napkin_analysis_pane_get_n_updates (pane), >, before);
-}
-
 static void
 set_inspector_entry (NapkinWindow *window,
                      const char   *name,
                      const char   *text)
 {
-  GtkWidget *entry = NULL;
+  GtkWidget *entry = napkin_app_test_inspector_field (window, name, 500);
 
-  for (guint i = 0; i < 500 && entry == NULL; i++)
-    {
-      iterate (10);
-      entry = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), name);
-    }
-  if (entry == NULL)
-    g_error ("inspector has no field “%s”", name);
   gtk_editable_set_text (GTK_EDITABLE (entry), text);
   g_signal_emit_by_name (entry, "activate");
 }
@@ -126,7 +109,7 @@ static void
 test_tile_changes_bytes (void)
 {
   NapkinWindow *window = open_example ("matmul-tiled");
-  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinAnalysisPane *pane = shown_pane_of (window);
   NapkinCanvas *canvas = napkin_window_get_canvas (window);
   NapkinArch *arch;
   gint64 l2_before, hbm_before;
@@ -170,14 +153,14 @@ test_tile_changes_bytes (void)
   g_assert_cmpint (shown_bytes (pane, "levels.l2.bytes"), ==, l2_before);
   g_assert_cmpint (shown_bytes (pane, "levels.hbm.bytes"), ==, hbm_before);
 
-  close_window (window);
+  close_window_and_pane (window);
 }
 
 static void
 test_arch_changes_time (void)
 {
   NapkinWindow *window = open_example ("matmul-tiled");
-  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinAnalysisPane *pane = shown_pane_of (window);
   NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
   GtkDropDown *dropdown = NULL;
   g_autofree char *before = NULL;
@@ -224,14 +207,14 @@ test_arch_changes_time (void)
     g_assert_cmpint (shown_bytes (pane, "levels.hbm.bytes"), <, hbm16);
   }
 
-  close_window (window);
+  close_window_and_pane (window);
 }
 
 static void
 test_infeasible_region (void)
 {
   NapkinWindow *window = open_example ("matmul-tiled");
-  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinAnalysisPane *pane = shown_pane_of (window);
   NapkinCanvas *canvas = napkin_window_get_canvas (window);
   g_autofree char *time_before = NULL;
   const char *error;
@@ -280,7 +263,7 @@ test_infeasible_region (void)
   g_assert_false (napkin_canvas_is_region_flagged (canvas, "block"));
   g_assert_cmpstr (napkin_analysis_pane_get_text (pane, "time.predicted"), ==, time_before);
 
-  close_window (window);
+  close_window_and_pane (window);
 }
 
 /* Streaming the softmax's own axis with no product after it is illegal (the
@@ -290,7 +273,7 @@ static void
 test_illegal_stream (void)
 {
   NapkinWindow *window = open_example ("softmax");
-  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinAnalysisPane *pane = shown_pane_of (window);
   NapkinHistory *history = napkin_window_get_history (window);
   g_autoptr(GError) error = NULL;
   g_autofree char *before = NULL;
@@ -318,14 +301,14 @@ test_illegal_stream (void)
   g_assert_null (napkin_analysis_pane_get_error_text (pane));
   g_assert_nonnull (napkin_analysis_pane_get_analysis (pane));
   g_assert_cmpstr (napkin_analysis_pane_get_text (pane, "time.predicted"), ==, before);
-  close_window (window);
+  close_window_and_pane (window);
 }
 
 static void
 test_traceability (void)
 {
   NapkinWindow *window = open_example ("matmul-tiled");
-  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinAnalysisPane *pane = shown_pane_of (window);
   NapkinCanvas *canvas = napkin_window_get_canvas (window);
   const NapkinAnalysis *a;
   const char *tip;
@@ -427,14 +410,14 @@ test_traceability (void)
   tip = napkin_analysis_pane_get_tooltip (pane, "levels.hbm.time");
   g_assert_nonnull (strstr (tip, "bytes / bandwidth"));
 
-  close_window (window);
+  close_window_and_pane (window);
 }
 
 static void
 test_export (void)
 {
   NapkinWindow *window = open_example ("flash-attention");
-  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinAnalysisPane *pane = shown_pane_of (window);
   g_autoptr(GError) error = NULL;
   g_autofree char *json = NULL, *csv = NULL, *md = NULL, *svg_path = NULL, *png_path = NULL;
   g_autofree char *svg = NULL, *png = NULL;
@@ -473,7 +456,7 @@ test_export (void)
   g_remove (svg_path);
   g_remove (png_path);
 
-  close_window (window);
+  close_window_and_pane (window);
 }
 
 /* Many edits between two frames cost one analysis, not one each. */
@@ -481,7 +464,7 @@ static void
 test_coalesced (void)
 {
   NapkinWindow *window = open_example ("matmul-tiled");
-  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinAnalysisPane *pane = shown_pane_of (window);
   NapkinHistory *history = napkin_window_get_history (window);
   g_autoptr(GError) error = NULL;
   guint n;
@@ -528,7 +511,7 @@ test_coalesced (void)
       }
     g_assert_true (found);
   }
-  close_window (window);
+  close_window_and_pane (window);
 }
 
 /* A run kept in the document shows as a measured point on the roofline of its
@@ -537,7 +520,7 @@ static void
 test_measured_points (void)
 {
   NapkinWindow *window = open_example ("matmul-tiled");
-  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinAnalysisPane *pane = shown_pane_of (window);
   NapkinDiagram *diagram = diagram_of (window);
   NapkinArch *arch;
   const NapkinPlot *plot;
@@ -625,7 +608,7 @@ test_measured_points (void)
     g_assert_cmpstr (legend[7], ==, "best path (not generated)");
   }
 
-  close_window (window);
+  close_window_and_pane (window);
 }
 
 /* What-if: double the device-memory bandwidth of the current profile; the pane
@@ -634,7 +617,7 @@ static void
 test_what_if (void)
 {
   NapkinWindow *window = open_example ("softmax");
-  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinAnalysisPane *pane = shown_pane_of (window);
   NapkinArchEditor *editor;
   NapkinArch *base, *what_if;
   g_autofree char *id = NULL, *expected = NULL;
@@ -691,7 +674,7 @@ test_what_if (void)
     g_assert_cmpfloat (a->predicted_time_s, <, before);
   }
   napkin_arch_unref (base);
-  close_window (window);
+  close_window_and_pane (window);
 }
 
 /* One feasibility answer (the kernel plan, docs/plan.md): FlashAttention at q = k = 8192,
@@ -703,7 +686,7 @@ static void
 test_one_feasibility (void)
 {
   NapkinWindow *window = open_example ("flash-attention");
-  NapkinAnalysisPane *pane = pane_of (window);
+  NapkinAnalysisPane *pane = shown_pane_of (window);
   NapkinCanvas *canvas = napkin_window_get_canvas (window);
   NapkinHistory *history = napkin_window_get_history (window);
   const NapkinAnalysis *a;
@@ -759,7 +742,7 @@ test_one_feasibility (void)
     g_assert_cmpint (k->smem_bytes, ==, 230480);
     g_assert_true (k->feasible);
   }
-  close_window (window);
+  close_window_and_pane (window);
 }
 
 /* The pane's model runs in a thread on a copy, so a slow analysis never stalls the
@@ -799,7 +782,7 @@ test_large_off_main_thread (void)
   gtk_window_set_default_size (GTK_WINDOW (window), 1280, 820);
   gtk_window_present (GTK_WINDOW (window));
   gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
-  pane = pane_of (window);
+  pane = shown_pane_of (window);
   napkin_analysis_pane_flush (pane);
   iterate (100);
 
@@ -847,7 +830,7 @@ test_large_off_main_thread (void)
   g_assert_cmpuint (napkin_analysis_pane_get_n_updates (pane) - n, ==, 1);
   g_unsetenv ("NAPKIN_ANALYSIS_DELAY_MS");
 
-  close_window (window);
+  close_window_and_pane (window);
   g_unlink (path);
 }
 

@@ -24,14 +24,6 @@
 static NapkinApplication *app;
 static char *tmpdir;
 
-static char *
-example_path (const char *name)
-{
-  g_autofree char *file = g_strconcat (name, ".napkin", NULL);
-
-  return g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file, NULL);
-}
-
 static NapkinWindow *
 open_window (const char *path)
 {
@@ -54,29 +46,12 @@ open_window (const char *path)
   return window;
 }
 
-static void
-close_window (NapkinWindow *window)
-{
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
-}
-
-/* The inspector rebuilds from an idle after each change. */
+/* The inspector rebuilds from an idle after each change: polls up to 5 s. */
 static GtkWidget *
 inspector_field (NapkinWindow *window,
                  const char   *name)
 {
-  GtkWidget *w = NULL;
-
-  /* Idle-priority rebuilds wait on a busy machine: poll up to 5 s. */
-  for (guint i = 0; i < 500 && w == NULL; i++)
-    {
-      iterate (10);
-      w = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), name);
-    }
-  if (w == NULL)
-    g_error ("inspector has no field “%s”", name);
-  return w;
+  return napkin_app_test_inspector_field (window, name, 500);
 }
 
 static void
@@ -973,25 +948,6 @@ screenshot (const char *file)
   return texture;
 }
 
-static guint
-count_near (const guint8 *pixels,
-            int           width,
-            int           height,
-            const char   *hex)
-{
-  guint r, g, b, count = 0;
-
-  g_assert_true (sscanf (hex, "#%02x%02x%02x", &r, &g, &b) == 3);
-  for (int i = 0; i < width * height; i++)
-    {
-      const guint8 *p = pixels + 4 * i;   /* B G R A (native-endian ARGB) */
-
-      if (ABS (p[2] - (int) r) <= 20 && ABS (p[1] - (int) g) <= 20 && ABS (p[0] - (int) b) <= 20)
-        count++;
-    }
-  return count;
-}
-
 static void
 check_screenshot (GdkTexture *texture,
                   NapkinLevel level)
@@ -1009,9 +965,9 @@ check_screenshot (GdkTexture *texture,
   g_assert_cmpuint (g_hash_table_size (colours), >, 200);
   /* Present, with room for how much of the window the canvas gets beside the
    * other panes. */
-  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_level_hex (NAPKIN_LEVEL_HBM)), >, 200);
-  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_level_hex (level)), >, 50);
-  g_assert_cmpuint (count_near (pixels, w, h, napkin_render_tensor_core_hex ()), >, 20);
+  g_assert_cmpuint (napkin_app_test_count_near (pixels, w, h, napkin_render_level_hex (NAPKIN_LEVEL_HBM), 20), >, 200);
+  g_assert_cmpuint (napkin_app_test_count_near (pixels, w, h, napkin_render_level_hex (level), 20), >, 50);
+  g_assert_cmpuint (napkin_app_test_count_near (pixels, w, h, napkin_render_tensor_core_hex (), 20), >, 20);
 }
 
 static void

@@ -30,55 +30,15 @@ open_example (const char *name)
   return window;
 }
 
-static void
-close_window (NapkinWindow *window)
-{
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
-}
-
-static NapkinAnalysisPane *
-pane_of (NapkinWindow *window)
-{
-  return NAPKIN_ANALYSIS_PANE (napkin_window_get_analysis_pane (window));
-}
-
-/* The widget as drawn now, through the window's renderer (GSK_RENDERER=cairo). */
-static GdkTexture *
-shoot (GtkWidget *widget)
-{
-  g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new (widget);
-  g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
-  g_autoptr(GskRenderNode) node = NULL;
-  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
-
-  g_assert_cmpint (width, >, 100);
-  g_assert_cmpint (height, >, 100);
-  gdk_paintable_snapshot (paintable, GDK_SNAPSHOT (snapshot), width, height);
-  node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
-  g_assert_nonnull (node);
-  return gsk_renderer_render_texture (gtk_native_get_renderer (gtk_widget_get_native (widget)), node,
-                                      &GRAPHENE_RECT_INIT (0, 0, width, height));
-}
-
 static guint
 count_near (GdkTexture *texture,
             const char *hex)
 {
   int w = gdk_texture_get_width (texture), h = gdk_texture_get_height (texture);
   g_autofree guint8 *pixels = g_malloc ((gsize) w * h * 4);
-  guint r, g, b, count = 0;
 
   gdk_texture_download (texture, pixels, w * 4);
-  g_assert_true (sscanf (hex, "#%02x%02x%02x", &r, &g, &b) == 3);
-  for (int i = 0; i < w * h; i++)
-    {
-      const guint8 *p = pixels + 4 * i;   /* B G R A */
-
-      if (ABS (p[2] - (int) r) <= 20 && ABS (p[1] - (int) g) <= 20 && ABS (p[0] - (int) b) <= 20)
-        count++;
-    }
-  return count;
+  return napkin_app_test_count_near (pixels, w, h, hex, 20);
 }
 
 /* "67,108,864 B (67.11 MB) per rank…" → 67108864 */
@@ -215,15 +175,8 @@ set_dropdown (NapkinWindow *window,
               const char   *name,
               guint         position)
 {
-  GtkWidget *w = NULL;
+  GtkWidget *w = napkin_app_test_inspector_field (window, name, 200);
 
-  for (guint i = 0; i < 200 && w == NULL; i++)
-    {
-      iterate (10);
-      w = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), name);
-    }
-  if (w == NULL)
-    g_error ("inspector has no field “%s”", name);
   gtk_drop_down_set_selected (GTK_DROP_DOWN (w), position);
   iterate (20);
 }
@@ -233,15 +186,8 @@ set_entry (NapkinWindow *window,
            const char   *name,
            const char   *text)
 {
-  GtkWidget *w = NULL;
+  GtkWidget *w = napkin_app_test_inspector_field (window, name, 200);
 
-  for (guint i = 0; i < 200 && w == NULL; i++)
-    {
-      iterate (10);
-      w = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), name);
-    }
-  if (w == NULL)
-    g_error ("inspector has no field “%s”", name);
   gtk_editable_set_text (GTK_EDITABLE (w), text);
   g_signal_emit_by_name (w, "activate");
   iterate (20);

@@ -20,34 +20,6 @@
 static NapkinApplication *app;
 static char *tmpdir;
 
-static NapkinAnalysisPane *
-pane_of (NapkinWindow *window)
-{
-  GtkWidget *pane = napkin_window_get_analysis_pane (window);
-
-  g_assert_nonnull (pane);
-  return NAPKIN_ANALYSIS_PANE (pane);
-}
-
-static void
-close_window (NapkinWindow *window)
-{
-  g_object_add_weak_pointer (G_OBJECT (window), (gpointer *) &window);
-  gtk_window_destroy (GTK_WINDOW (window));
-  for (guint i = 0; i < 500 && window != NULL; i++)
-    iterate (10);
-  g_assert_null (window);
-}
-
-static void
-wait_for_update (NapkinAnalysisPane *pane,
-                 guint               before)
-{
-  for (guint i = 0; i < 500 && napkin_analysis_pane_get_n_updates (pane) == before; i++)
-    iterate (10);
-  g_assert_cmpuint (napkin_analysis_pane_get_n_updates (pane), >, before);
-}
-
 static void
 assert_contains (const char *text,
                  const char *words)
@@ -89,7 +61,7 @@ test_banner (void)
   pane = pane_of (window);
   napkin_analysis_pane_flush (pane);
   assert_contains (napkin_analysis_pane_get_error_text (pane), "La région « block » ne contient aucune opération");
-  close_window (window);
+  close_window_finalized (window);
 }
 
 /* Streaming the softmax's own axis: the validator's refusal, in French, in the pane. */
@@ -110,7 +82,7 @@ test_validation_error (void)
   wait_for_update (pane, n);
   assert_contains (napkin_analysis_pane_get_error_text (pane), "ne peut pas parcourir c par flux");
   assert_contains (napkin_analysis_pane_get_error_text (pane), "Dans la région « rows », l’opération « sm »");
-  close_window (window);
+  close_window_finalized (window);
 }
 
 /* Tiles far too large for shared memory: the model's error in French, its region
@@ -145,7 +117,7 @@ test_model_error (void)
   assert_contains (napkin_analysis_pane_get_error_text (pane), "regions[0]: demande environ 1056 registres par thread");
   assert_contains (napkin_analysis_pane_get_text (pane, "regions.block.error"), "mémoire partagée");
   g_assert_true (napkin_canvas_is_region_flagged (napkin_window_get_canvas (window), "block"));
-  close_window (window);
+  close_window_finalized (window);
 }
 
 int

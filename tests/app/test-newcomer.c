@@ -45,34 +45,12 @@ open_blank (int width,
   return window;
 }
 
-static void
-close_window (NapkinWindow *window)
-{
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
-}
-
-static NapkinAnalysisPane *
-pane_of (NapkinWindow *window)
-{
-  return NAPKIN_ANALYSIS_PANE (napkin_window_get_analysis_pane (window));
-}
-
 /* The inspector rebuilds from an idle: polls for its field (up to 10 s). */
 static GtkWidget *
 field (NapkinWindow *window,
        const char   *name)
 {
-  GtkWidget *w = NULL;
-
-  for (guint i = 0; i < 1000 && w == NULL; i++)
-    {
-      iterate (10);
-      w = find_named (GTK_WIDGET (napkin_window_get_inspector (window)), name);
-    }
-  if (w == NULL)
-    g_error ("inspector has no field “%s”", name);
-  return w;
+  return napkin_app_test_inspector_field (window, name, 1000);
 }
 
 /* The name of the inspector field that has the keyboard focus, or NULL. */

@@ -80,13 +80,6 @@ open_example (const char *name)
 }
 
 static void
-close_window (NapkinWindow *window)
-{
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
-}
-
-static void
 screenshot_done (GObject      *object,
                  GAsyncResult *result,
                  gpointer      user_data)

@@ -23,14 +23,6 @@
 static NapkinApplication *app;
 static char *tmpdir;
 
-static char *
-example_path (const char *name)
-{
-  g_autofree char *file = g_strconcat (name, ".napkin", NULL);
-
-  return g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file, NULL);
-}
-
 static NapkinWindow *
 open_window (const char *name)
 {
@@ -46,31 +38,6 @@ open_window (const char *name)
   gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
   iterate (100);
   return window;
-}
-
-static void
-close_window (NapkinWindow *window)
-{
-  gtk_window_destroy (GTK_WINDOW (window));
-  iterate (20);
-}
-
-/* The widget as drawn now, through the window's renderer (GSK_RENDERER=cairo). */
-static GdkTexture *
-shoot (GtkWidget *widget)
-{
-  g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new (widget);
-  g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
-  g_autoptr(GskRenderNode) node = NULL;
-  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
-  GskRenderer *renderer = gtk_native_get_renderer (gtk_widget_get_native (widget));
-
-  g_assert_cmpint (width, >, 100);
-  g_assert_cmpint (height, >, 100);
-  gdk_paintable_snapshot (paintable, GDK_SNAPSHOT (snapshot), width, height);
-  node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
-  g_assert_nonnull (node);
-  return gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
 }
 
 static void
@@ -126,17 +93,7 @@ static guint
 count_near (const Pixels *p,
             const char   *hex)
 {
-  guint r, g, b, count = 0;
-
-  g_assert_true (sscanf (hex, "#%02x%02x%02x", &r, &g, &b) == 3);
-  for (int i = 0; i < p->width * p->height; i++)
-    {
-      const guint8 *px = p->pixels + 4 * i;
-
-      if (ABS (px[2] - (int) r) <= 16 && ABS (px[1] - (int) g) <= 16 && ABS (px[0] - (int) b) <= 16)
-        count++;
-    }
-  return count;
+  return napkin_app_test_count_near (p->pixels, p->width, p->height, hex, 16);
 }
 
 static GtkWidget *

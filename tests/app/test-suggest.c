@@ -33,25 +33,6 @@ open_example (const char *name)
   return open_example_sized (app, name, 1280, 860);
 }
 
-static void
-close_window (NapkinWindow *window)
-{
-  g_object_add_weak_pointer (G_OBJECT (window), (gpointer *) &window);
-  gtk_window_destroy (GTK_WINDOW (window));
-  for (guint i = 0; i < 500 && window != NULL; i++)
-    iterate (10);
-  g_assert_null (window);
-}
-
-static NapkinAnalysisPane *
-pane_of (NapkinWindow *window)
-{
-  GtkWidget *pane = napkin_window_get_analysis_pane (window);
-
-  g_assert_nonnull (pane);
-  return NAPKIN_ANALYSIS_PANE (pane);
-}
-
 static NapkinTileSuggestions *
 suggestions_of (NapkinWindow *window)
 {
@@ -355,7 +336,7 @@ test_apply_undo_redo (void)
 
     g_assert_cmpstr (now, ==, after);
   }
-  close_window (window);
+  close_window_finalized (window);
 }
 
 /* A diagram without regions (a plain matrix product): the model proposes where the
@@ -428,7 +409,7 @@ test_plain_proposes_regions (void)
 
     g_assert_cmpstr (now, ==, after);
   }
-  close_window (window);
+  close_window_finalized (window);
 }
 
 /* An elementwise map: nothing the model knows how to relabel (and an empty diagram:
@@ -504,7 +485,7 @@ test_nothing_to_tune (void)
   g_assert_no_error (error);
   check_nothing_to_tune (window, map);
   check_nothing_to_tune (window, empty);
-  close_window (window);
+  close_window_finalized (window);
 }
 
 /* Cancel after a successful search: nothing changes. */
@@ -535,7 +516,7 @@ test_cancel (void)
   napkin_analysis_pane_flush (pane_of (window));
   g_assert_cmpfloat (napkin_analysis_pane_get_analysis (pane_of (window))->predicted_time_s, ==,
                      napkin_tile_suggestions_get_current (s)->predicted_time_s);
-  close_window (window);
+  close_window_finalized (window);
 }
 
 /* An edit after the search makes its ranking stale: Apply searches again
@@ -574,7 +555,7 @@ test_stale (void)
   g_assert_true (napkin_tile_suggestions_apply (s, &error));
   g_assert_no_error (error);
   g_assert_cmpuint (napkin_history_get_depth (history), ==, depth + 1);
-  close_window (window);
+  close_window_finalized (window);
 }
 
 /* Measure Top 3 through the runner's test double (tests/runner/fake-runner.sh):
@@ -690,7 +671,7 @@ test_measure (void)
   gtk_popover_popdown (GTK_POPOVER (s));
   iterate (20);
   g_assert_false (napkin_tile_suggestions_is_measuring (s));
-  close_window (window);
+  close_window_finalized (window);
 }
 
 /* The inspector offers the command for a selected region; the menu and the
@@ -720,7 +701,7 @@ test_inspector_button (void)
   g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), >, 0);
   gtk_popover_popdown (GTK_POPOVER (s));
   iterate (20);
-  close_window (window);
+  close_window_finalized (window);
 }
 
 int
