@@ -207,7 +207,7 @@ test_code_view_updates (void)
   before = napkin_code_view_dup_text (view);
   g_assert_nonnull (strstr (before, "__global__"));
   g_assert_nonnull (strstr (before, "napkin_k0"));
-  g_assert_nonnull (strstr (before, "4096L"));
+  g_assert_nonnull (strstr (before, "#define NKP_K 4096\n"));
   g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "napkin_k0: gemm-mma"));
 
   /* The edit returns before the code is regenerated: the worker catches up later. */
