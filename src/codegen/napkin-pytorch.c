@@ -395,6 +395,7 @@ napkin_codegen_pytorch (NapkinDiagram  *diagram,
   g_autoptr(GString) args = g_string_new (NULL);
   g_autoptr(GString) ret = g_string_new (NULL);
   g_autoptr(GString) consts = g_string_new (NULL);
+  g_autoptr(GString) shapes = g_string_new (NULL);
   const guint *order = napkin_diagram_topo_order (diagram);
   g_autofree char *title = g_strdup (napkin_diagram_get_title (diagram) ? napkin_diagram_get_title (diagram) : "");
   guint n_out = 0;
@@ -447,7 +448,24 @@ napkin_codegen_pytorch (NapkinDiagram  *diagram,
           return NULL;
         }
       else
-        g_string_append_printf (args, "%s%s", args->len ? ", " : "", name);
+        {
+          g_string_append_printf (args, "%s%s", args->len ? ", " : "", name);
+          /* callers pass tensors as their modules hold them (a projection's weight is
+           * [out, in]); the diagram's axes split those dimensions row-major, in the
+           * order the importer names them (docs/import.md, "Back to code") */
+          if (g_strv_length (tensor->axes) > 0)
+            {
+              g_string_append_printf (shapes, "    %s = %s.reshape(", name, name);
+              for (guint a = 0; tensor->axes[a]; a++)
+                g_string_append_printf (shapes, "%s%" G_GINT64_FORMAT, a ? ", " : "",
+                                        napkin_diagram_axis_size (diagram,
+                                                                  napkin_diagram_find_axis (diagram, tensor->axes[a])));
+              g_string_append (shapes, ")  # ");
+              for (guint a = 0; tensor->axes[a]; a++)
+                g_string_append_printf (shapes, "%s%s", a ? " " : "", tensor->axes[a]);
+              g_string_append_c (shapes, '\n');
+            }
+        }
     }
   for (guint i = 0; i < n; i++)
     if (var[i] == NULL)
@@ -512,6 +530,10 @@ napkin_codegen_pytorch (NapkinDiagram  *diagram,
     "    r[i, i + h] = 1\n"
     "    return r\n\n\n");
   g_string_append_printf (out, "def forward(%s):\n", args->str);
+  if (shapes->len > 0)
+    g_string_append_printf (out, "    # each argument as the diagram's axes (AXES): a module's tensor, such as a Linear's\n"
+                                 "    # [out, in] weight, has its dimensions split row-major in the axes' order\n%s",
+                            shapes->str);
   if (consts->len > 0)
     {
       /* the device of the first argument */

@@ -281,6 +281,7 @@ napkin_tensor_set_new_random (NapkinDiagram *diagram,
   for (guint t = 0; t < set->n_tensors; t++)
     {
       const NapkinTensor *tensor = napkin_diagram_tensor (diagram, t);
+      json_object *c = NULL;
       gint64 n = 1;
 
       for (guint a = 0; tensor->axes[a]; a++)
@@ -295,6 +296,23 @@ napkin_tensor_set_new_random (NapkinDiagram *diagram,
             v *= 100;
           v = napkin_round_to_dtype (v, tensor->dtype);
           set->values[t][i] = v != 0 ? v : 0.5;
+        }
+      /* an imported rotary embedding's constant is the matrix the runner and the printed
+       * PyTorch build (docs/import.md), not drawn; drawn above all the same, so the
+       * other tensors' values do not depend on it */
+      if (tensor->extra != NULL && json_object_object_get_ex (tensor->extra, "constant", &c)
+          && g_strcmp0 (json_object_get_string (c), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2
+          && n == napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, tensor->axes[0]))
+                  * napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, tensor->axes[0])))
+        {
+          gint64 m = napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, tensor->axes[0]));
+
+          memset (set->values[t], 0, n * sizeof (double));
+          for (gint64 i = 0; i < m / 2; i++)
+            {
+              set->values[t][(i + m / 2) * m + i] = -1.0;
+              set->values[t][i * m + i + m / 2] = 1.0;
+            }
         }
     }
   return set;

@@ -16,7 +16,8 @@ typedef struct
   gint64        *elements;
 } NapkinTensorSet;
 
-/* Seeded uniform values in [-1, 1), rounded to each tensor's type; never zeros. */
+/* Seeded uniform values in [-1, 1), rounded to each tensor's type; never zeros. A
+ * "rotate_half" constant holds its matrix instead, as the runner fills it. */
 NapkinTensorSet *napkin_tensor_set_new_random (NapkinDiagram          *diagram,
                                                guint64                 seed);
 void             napkin_tensor_set_free       (NapkinTensorSet        *set);

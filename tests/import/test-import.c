@@ -407,12 +407,50 @@ test_pytorch_llama (void)
   g_autoptr(NapkinDiagram) d = import_stored ("llama-block.graph.json");
   g_autoptr(GError) error = NULL;
   g_autofree char *text = napkin_codegen_pytorch (d, &error);
+  g_autofree char *python = g_find_program_in_path ("python3");
 
   g_assert_no_error (error);
   g_assert_nonnull (strstr (text, "def forward(attn_norm_weight, wq_weight, wk_weight, wv_weight, wo_weight, "
                                   "mlp_norm_weight, w_gate_weight, w_up_weight, w_down_weight, x, cos, sin):\n"));
   g_assert_nonnull (strstr (text, "    rotate_half_d = _rotate_half_matrix(128, torch.bfloat16, _device)\n"));
+  /* the projection reads the normalised activations times the norm's weight, not the weight */
+  g_assert_nonnull (strstr (text, "    rms_norm = F.rms_norm(x, (4096,), eps=1e-05)  # RMSNorm\n"
+                                  "    rms_norm_weight = rms_norm * _align(attn_norm_weight, \"e\", \"bse\")"));
   g_assert_nonnull (strstr (text, "linear = torch.einsum(\"bse,hgde->bshgd\", rms_norm_weight, wq_weight)"));
+  /* the module's [out, in] weights are split row-major into the diagram's axes */
+  g_assert_nonnull (strstr (text, "    wq_weight = wq_weight.reshape(8, 4, 128, 4096)  # h g d e\n"));
+  g_assert_nonnull (strstr (text, "    wo_weight = wo_weight.reshape(4096, 8, 4, 128)  # e h g dv\n"));
+  if (python != NULL)
+    {
+      /* every argument reshaped first, and each module tensor's shape splits into its axes */
+      g_autofree char *dir = g_dir_make_tmp ("napkin-pytorch-XXXXXX", &error);
+      g_autofree char *py = g_build_filename (dir, "reference.py", NULL);
+      g_autofree char *check = source_path ("check-reshapes.py");
+      const char *argv[] = { python, "-B", check, py, "attn_norm_weight=4096", "wq_weight=4096x4096",
+                             "wk_weight=1024x4096", "wv_weight=1024x4096", "wo_weight=4096x4096",
+                             "mlp_norm_weight=4096", "w_gate_weight=14336x4096", "w_up_weight=14336x4096",
+                             "w_down_weight=4096x14336", "x=4x2048x4096", "cos=2048x128", "sin=2048x128", NULL };
+      const char *compile[] = { python, "-B", "-m", "py_compile", py, NULL };
+      g_autofree char *out = NULL, *err = NULL;
+      int status = 0;
+
+      g_assert_no_error (error);
+      g_assert_true (g_file_set_contents (py, text, -1, &error));
+      g_assert_true (g_spawn_sync (NULL, (char **) compile, NULL, G_SPAWN_DEFAULT, NULL, NULL, NULL, NULL, &status,
+                                   &error));
+      g_assert_true (g_spawn_check_wait_status (status, NULL));
+      g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status,
+                                   &error));
+      g_assert_no_error (error);
+      g_test_message ("%s%s", out, err);
+      g_assert_cmpstr (err, ==, "");
+      g_assert_true (g_spawn_check_wait_status (status, NULL));
+      g_assert_nonnull (strstr (out, "wq_weight [4096, 4096] -> [8, 4, 128, 4096]\n"));
+      g_unlink (py);
+      g_rmdir (dir);
+    }
+  else
+    g_test_message ("python3 not found: the printed code's reshapes are not checked");
   g_assert_nonnull (strstr (text, "_band(2048, 2048, 0, -1, 0, scale.device)"));
   g_assert_nonnull (strstr (text, "    return add_3.contiguous()\n"));
 }

@@ -300,6 +300,42 @@ test_mask_direct (void)
     }
 }
 
+/* The interpreter's inputs hold an imported rotary embedding's constant as the runner and
+ * the printed PyTorch build it (x · R = cat (−x[n/2:], x[:n/2])), not random values. */
+static void
+test_rotate_half_constant (void)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("G_TEST_SRCDIR"), "data", "derive", "llama-block.napkin", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+  NapkinTensorSet *set;
+  int t;
+  gint64 n, ones = 0, minus = 0, zeros = 0;
+
+  g_assert_no_error (error);
+  t = napkin_diagram_find_tensor (d, "rotate_half_d");
+  g_assert_cmpint (t, >=, 0);
+  set = napkin_tensor_set_new_random (d, 1234);
+  n = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, "d"));
+  g_assert_cmpint (n, ==, 128);
+  g_assert_cmpint (set->elements[t], ==, n * n);
+  for (gint64 i = 0; i < n * n; i++)
+    {
+      ones += set->values[t][i] == 1.0;
+      minus += set->values[t][i] == -1.0;
+      zeros += set->values[t][i] == 0.0;
+    }
+  g_assert_cmpint (ones, ==, n / 2);
+  g_assert_cmpint (minus, ==, n / 2);
+  g_assert_cmpint (zeros, ==, n * n - n);
+  g_assert_cmpfloat (set->values[t][(n / 2) * n + 0], ==, -1.0);  /* R[n/2][0] */
+  g_assert_cmpfloat (set->values[t][0 * n + n / 2], ==, 1.0);     /* R[0][n/2] */
+  /* the other inputs are drawn as before: uniform, never zero */
+  g_assert_cmpfloat (fabs (set->values[napkin_diagram_find_tensor (d, "x")][0]), <=, 1.0);
+  g_assert_cmpfloat (set->values[napkin_diagram_find_tensor (d, "x")][0], !=, 0.0);
+  napkin_tensor_set_free (set);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -320,5 +356,6 @@ main (int    argc,
   g_test_add_func ("/lower/hbm-bytes", test_hbm_bytes);
   g_test_add_func ("/lower/split-reduction", test_split_reduction_rejected);
   g_test_add_func ("/lower/mask/direct", test_mask_direct);
+  g_test_add_func ("/lower/rotate-half-constant", test_rotate_half_constant);
   return g_test_run ();
 }
