@@ -421,9 +421,14 @@ analyze_gpus (NapkinDiagram              *diagram,
     {
       printf ("overlapped");
       print_time (sa->overlapped_s);
-      printf ("  (%u chunks along %s; gain ", plan->chunks, plan->chunk_axis);
-      print_time (sa->gain_s);
+      printf ("  (%u chunks along %s; %s ", plan->chunks, plan->chunk_axis, sa->gain_s < 0 ? "loss" : "gain");
+      print_time (fabs (sa->gain_s));
       printf (")\n");
+      printf ("chunked   ");
+      print_time (sa->chunked_s);
+      printf ("  (the chunks one after another)\n");
+      if (sa->note != NULL)
+        printf ("note: %s\n", sa->note);
     }
   return sa->analysis->feasible ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
 }

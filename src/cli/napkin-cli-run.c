@@ -139,6 +139,9 @@ add_gpus_prediction (NapkinDiagram *diagram,
   json_object_object_add (p, "time_ms", json_object_new_double (sa->total_s * 1e3));
   json_object_object_add (p, "overlapped_ms", json_object_new_double (sa->overlapped_s * 1e3));
   json_object_object_add (p, "gain_ms", json_object_new_double (sa->gain_s * 1e3));
+  json_object_object_add (p, "chunked_ms", json_object_new_double (sa->chunked_s * 1e3));
+  if (sa->note != NULL)
+    json_object_object_add (p, "overlap_note", json_object_new_string (sa->note));
   json_object_object_add (result, "prediction", p);
 #endif
 }

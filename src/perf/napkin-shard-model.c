@@ -12,6 +12,7 @@ napkin_shard_analysis_free (NapkinShardAnalysis *analysis)
     return;
   g_clear_pointer (&analysis->shard, napkin_shard_plan_free);
   g_clear_pointer (&analysis->analysis, napkin_analysis_free);
+  g_free (analysis->note);
   g_free (analysis);
 }
 
@@ -23,14 +24,16 @@ kernel_s (const NapkinAnalysis *a,
 }
 
 /* One chunk's compute of kernels [first, end): the shard diagram priced with the
- * chunk axis cut k times (docs/model.md, "Overlap"); the whole stretch over k when the
- * chunked plan has other kernels. */
+ * chunk axis cut k times (docs/model.md, "Overlap"), so a chunk's smaller GEMMs pay
+ * their own tiles, waves and launches; the whole stretch over k when the chunked plan
+ * has other kernels. *chunked: the chunk's analysis (NULL in that case). */
 static double
 chunk_compute_s (NapkinShardAnalysis        *sa,
                  NapkinArch                 *arch,
                  const NapkinAnalyzeOptions *options,
                  guint                       first,
-                 guint                       end)
+                 guint                       end,
+                 NapkinAnalysis            **chunked)
 {
   const NapkinShardPlan *plan = sa->shard;
   g_autoptr(NapkinDiagram) chunk = napkin_diagram_copy (plan->shard);
@@ -38,6 +41,7 @@ chunk_compute_s (NapkinShardAnalysis        *sa,
   int axis = napkin_diagram_find_axis (chunk, plan->chunk_axis);
   double whole = 0, s = 0;
 
+  *chunked = NULL;
   for (guint k = first; k < end; k++)
     whole += kernel_s (sa->analysis, k);
   ((NapkinAxis *) napkin_diagram_get_item (chunk, NAPKIN_ITEM_AXIS, axis))->size /= plan->chunks;
@@ -47,7 +51,72 @@ chunk_compute_s (NapkinShardAnalysis        *sa,
     return whole / plan->chunks;
   for (guint k = first; k < end; k++)
     s += kernel_s (a, k);
+  *chunked = g_steal_pointer (&a);
   return s;
+}
+
+/* NCCL's kernels beside a compute kernel (docs/model.md, "Overlap"): a collective runs
+ * one CTA per channel, each holding a few KB of shared memory (its ncclShmem) and a few
+ * hundred threads; NVLink rings on H100 use on the order of 16 channels. Estimates. */
+#define NCCL_CHANNELS    16
+#define NCCL_CTA_SMEM    (8 * 1024)
+#define NCCL_CTA_THREADS 512
+
+/* The share of the SMs the kernels [first, end) of `a` keep while NCCL runs beside
+ * them: 0 when one fills every SM (its blocks leave no SM free and no room on a busy
+ * SM for one of NCCL's CTAs: the two serialize), 1 when NCCL's CTAs fit on SMs the
+ * kernels leave idle, else 1 − the SMs NCCL's CTAs take. *note says why when < 1. */
+static double
+compute_share (const NapkinAnalysis *a,
+               const NapkinArch     *arch,
+               guint                 first,
+               guint                 end,
+               char                **note)
+{
+  double smem_sm = arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes;
+  double share = 1;
+
+  for (guint k = first; k < end && a->plan != NULL; k++)
+    {
+      const NapkinPlanKernel *pk = k < a->plan->kernels->len ? g_ptr_array_index (a->plan->kernels, k) : NULL;
+      gint64 busy, per_sm;
+      double smem_free;
+      guint threads_free, blocks_free;
+      gboolean room;
+
+      if (pk == NULL || pk->grid <= 0 || pk->blocks_per_sm == 0)
+        continue;
+      busy = MIN (pk->grid, (gint64) arch->sms);
+      per_sm = MIN ((gint64) pk->blocks_per_sm, (pk->grid + arch->sms - 1) / arch->sms);
+      smem_free = smem_sm - per_sm * (pk->smem_bytes + arch->smem_reserved_per_block);
+      threads_free = arch->max_threads_per_sm - MIN (arch->max_threads_per_sm, per_sm * pk->threads);
+      blocks_free = arch->max_blocks_per_sm - MIN (arch->max_blocks_per_sm, (guint) per_sm);
+      room = smem_free >= NCCL_CTA_SMEM + arch->smem_reserved_per_block
+             && threads_free >= NCCL_CTA_THREADS && blocks_free >= 1;
+      if (arch->sms - busy >= NCCL_CHANNELS)
+        continue;
+      if (!room && busy >= arch->sms)
+        {
+          g_free (*note);
+          *note = g_strdup_printf ("%s fills every SM: NCCL cannot run beside it (%" G_GINT64_FORMAT " block%s "
+                                   "of %.0f KB shared memory an SM); the chunks run one after another",
+                                   pk->name, per_sm, per_sm == 1 ? "" : "s", pk->smem_bytes / 1024.0);
+          return 0;
+        }
+      if (room)
+        {
+          double s = 1 - (double) (NCCL_CHANNELS - (arch->sms - busy)) / arch->sms;
+
+          if (s < share)
+            {
+              share = s;
+              g_free (*note);
+              *note = g_strdup_printf ("NCCL's %u CTAs run beside %s and take %.0f%% of its SMs",
+                                       NCCL_CHANNELS, pk->name, 100 * (1 - s));
+            }
+        }
+    }
+  return share;
 }
 
 NapkinShardAnalysis *
@@ -70,24 +139,35 @@ napkin_shard_analyze (NapkinDiagram              *diagram,
   sa->comm_s = sa->shard->comm_s;
   sa->total_s = sa->compute_s + sa->comm_s;
   sa->overlapped_s = sa->total_s;
+  sa->chunked_s = sa->total_s;
 
-  /* each overlapped collective pipelines with the kernels since the previous one:
-   * t = c + (k − 1)·max (c, m) + m  instead of  C + M */
+  /* each overlapped collective with the kernels since the previous one, in place of
+   * C + M (docs/model.md, "Overlap"): k·c + k·m chunked one after another, and
+   * pipelined  c' + (k − 1)·max (c', m) + m  with c' = c / the SM share the compute
+   * keeps beside NCCL; when the compute fills every SM nothing runs beside it and the
+   * overlapped time is the chunked one. */
   for (guint i = 0; i < sa->shard->collectives->len; i++)
     {
       const NapkinCollective *c = g_ptr_array_index (sa->shard->collectives, i);
       guint end = MIN (c->before_kernel, sa->analysis->kernels->len);
-      double whole = 0, chunk_c, m, piped;
+      double whole = 0, chunk_c, m, chunked, piped, share;
 
       if (c->chunks >= 2 && end > start)
         {
+          g_autoptr(NapkinAnalysis) ca = NULL;
+
           for (guint k = start; k < end; k++)
             whole += kernel_s (sa->analysis, k);
-          chunk_c = chunk_compute_s (sa, arch, options, start, end);
+          chunk_c = chunk_compute_s (sa, arch, options, start, end, &ca);
           m = c->chunk_seconds;
-          piped = chunk_c + (c->chunks - 1) * MAX (chunk_c, m) + m;
-          if (piped < whole + c->seconds)
-            sa->overlapped_s -= whole + c->seconds - piped;
+          chunked = c->chunks * (chunk_c + m);
+          share = compute_share (ca ? ca : sa->analysis, arch, start, end, &sa->note);
+          if (share <= 0)
+            piped = chunked;
+          else
+            piped = chunk_c / share + (c->chunks - 1) * MAX (chunk_c / share, m) + m;
+          sa->chunked_s += chunked - (whole + c->seconds);
+          sa->overlapped_s += piped - (whole + c->seconds);
         }
       start = MAX (start, end);
     }
@@ -118,5 +198,8 @@ napkin_shard_analysis_to_json (NapkinShardAnalysis *sa)
   json_object_object_add (root, "total_s", json_object_new_double (sa->total_s));
   json_object_object_add (root, "overlapped_s", json_object_new_double (sa->overlapped_s));
   json_object_object_add (root, "gain_s", json_object_new_double (sa->gain_s));
+  json_object_object_add (root, "chunked_s", json_object_new_double (sa->chunked_s));
+  if (sa->note != NULL)
+    json_object_object_add (root, "overlap_note", json_object_new_string (sa->note));
   return root;
 }

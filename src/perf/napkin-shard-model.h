@@ -18,7 +18,9 @@ typedef struct
   double           comm_s;         /* the collectives, one after another */
   double           total_s;        /* compute + collectives, no overlap */
   double           overlapped_s;   /* with the region's overlap; = total_s without */
-  double           gain_s;         /* total_s − overlapped_s */
+  double           gain_s;         /* total_s − overlapped_s; negative: chunking costs more than it hides */
+  double           chunked_s;      /* the chunks one after another: every chunk's kernels, then its collective */
+  char            *note;           /* why the overlap hides nothing (or less), NULL: it pipelines */
 } NapkinShardAnalysis;
 
 NapkinShardAnalysis *napkin_shard_analyze          (NapkinDiagram              *diagram,
@@ -27,8 +29,9 @@ NapkinShardAnalysis *napkin_shard_analyze          (NapkinDiagram              *
                                                     const NapkinAnalyzeOptions *options,
                                                     GError                    **error);
 void                 napkin_shard_analysis_free    (NapkinShardAnalysis        *analysis);
-/* The shard plan's JSON plus "compute_s", "total_s", "overlapped_s", "gain_s" and
- * "kernel_times": one GPU's predicted seconds per kernel. */
+/* The shard plan's JSON plus "compute_s", "total_s", "overlapped_s", "gain_s",
+ * "chunked_s", "overlap_note" (when there is one) and "kernel_times": one GPU's
+ * predicted seconds per kernel. */
 json_object         *napkin_shard_analysis_to_json (NapkinShardAnalysis        *analysis);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinShardAnalysis, napkin_shard_analysis_free)

@@ -582,9 +582,34 @@ test_cli_run_gpus (void)
   g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "time_ms")),
                                   json_object_get_double (json_object_object_get (p, "compute_ms"))
                                   + json_object_get_double (json_object_object_get (p, "collectives_ms")), 1e-9);
+  /* no overlap asked: nothing chunked, no note */
+  g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "chunked_ms")),
+                                  json_object_get_double (json_object_object_get (p, "time_ms")), 1e-9);
+  g_assert_null (json_object_object_get (p, "overlap_note"));
   json_object_put (r);
   g_clear_pointer (&out, g_free);
   g_clear_pointer (&err, g_free);
+
+  /* the overlapped MLP: the wgmma GEMMs fill every SM, so the model's overlapped time is
+   * the chunked one and its gain chunking's cost, −0.154 ms (measured on 2× H100 NV18:
+   * −0.03 / −0.10 ms, docs/perf-notes.md) */
+  {
+    g_autofree char *tpo = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "tp-mlp-overlap.napkin", NULL);
+
+    g_assert_cmpint (cli ((const char *[]) { "run", tpo, "--gpus", "2", "--json", NULL }, &out, &err), ==, 0);
+    r = json_tokener_parse (out);
+    g_assert_nonnull (r);
+    p = json_object_object_get (r, "prediction");
+    g_assert_nonnull (p);
+    g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "gain_ms")), -0.1536, 0.0005);
+    g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "chunked_ms")),
+                                    json_object_get_double (json_object_object_get (p, "overlapped_ms")), 1e-9);
+    g_assert_nonnull (strstr (json_object_get_string (json_object_object_get (p, "overlap_note")),
+                              "fills every SM: NCCL cannot run beside it"));
+    json_object_put (r);
+    g_clear_pointer (&out, g_free);
+    g_clear_pointer (&err, g_free);
+  }
   g_unsetenv ("NAPKIN_RUNNER");
 }
 
