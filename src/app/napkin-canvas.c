@@ -176,13 +176,14 @@ describe (NapkinDiagram *diagram,
   static const char *levels[NAPKIN_N_LEVELS] = {
     N_("device memory"), N_("L2 cache"), N_("shared memory"), N_("registers"),
   };
-  GString *s = g_string_new (NULL);
   guint n_nodes = diagram ? napkin_diagram_n_nodes (diagram) : 0;
   guint n_regions = diagram ? napkin_diagram_n_regions (diagram) : 0;
   guint tensors = 0;
+  GString *s;
 
   if (diagram == NULL || n_nodes == 0)
     return g_strdup (_("Diagram: empty"));
+  s = g_string_new (NULL);
   for (guint n = 0; n < n_nodes; n++)
     {
       NapkinOpKind kind = napkin_diagram_node (diagram, n)->kind;
