@@ -114,6 +114,22 @@ napkin_cuda_driver_error (NapkinCudaDriver *driver,
 }
 
 gboolean
+napkin_cuda_driver_check (NapkinCudaDriver  *driver,
+                          CUresult           result,
+                          const char        *what,
+                          char             **message)
+{
+  g_autofree char *text = NULL;
+
+  if (result == CUDA_SUCCESS)
+    return TRUE;
+  text = napkin_cuda_driver_error (driver, result);
+  g_free (*message);
+  *message = g_strdup_printf ("%s: %s", what, text);
+  return FALSE;
+}
+
+gboolean
 napkin_cuda_tensor_map (NapkinCudaDriver           *driver,
                         CUtensorMap                *out,
                         const NapkinCudaTensorMap  *map,

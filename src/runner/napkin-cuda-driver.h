@@ -68,5 +68,11 @@ gboolean    napkin_cuda_tensor_map    (NapkinCudaDriver           *driver,
 /* "CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access was encountered" */
 char       *napkin_cuda_driver_error  (NapkinCudaDriver  *driver,
                                        CUresult           result);
+/* TRUE for CUDA_SUCCESS; else FALSE with *message replaced by "WHAT: <the error>" (the
+ * newest failure is the one to report). */
+gboolean    napkin_cuda_driver_check  (NapkinCudaDriver  *driver,
+                                       CUresult           result,
+                                       const char        *what,
+                                       char             **message);
 
 G_END_DECLS

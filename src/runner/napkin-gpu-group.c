@@ -16,14 +16,12 @@ cu_check (NapkinCudaDriver  *cu,
           guint              r,
           char             **message)
 {
-  g_autofree char *text = NULL;
+  g_autofree char *where = NULL;
 
   if (res == CUDA_SUCCESS)
     return TRUE;
-  text = napkin_cuda_driver_error (cu, res);
-  g_free (*message);
-  *message = g_strdup_printf ("GPU %u: %s: %s", r, what, text);
-  return FALSE;
+  where = g_strdup_printf ("GPU %u: %s", r, what);
+  return napkin_cuda_driver_check (cu, res, where, message);
 }
 
 static gboolean

@@ -41,22 +41,6 @@ cmp_double (gconstpointer a,
   return x < y ? -1 : x > y;
 }
 
-static gboolean
-check (NapkinCudaDriver  *cu,
-       CUresult           res,
-       const char        *what,
-       char             **message)
-{
-  g_autofree char *text = NULL;
-
-  if (res == CUDA_SUCCESS)
-    return TRUE;
-  text = napkin_cuda_driver_error (cu, res);
-  g_free (*message);
-  *message = g_strdup_printf ("%s: %s", what, text);
-  return FALSE;
-}
-
 /* Device names and the NCCL version, shared by every multi-GPU report. */
 static void
 describe_group (NapkinGpuGroup *g,
@@ -106,8 +90,9 @@ time_collective (NapkinGpuGroup     *g,
   gboolean ok = TRUE;
 
   for (guint r = 0; r < g->n && ok; r++)
-    ok = napkin_gpu_group_use (g, r, message) && check (cu, cu->EventCreate (&e0[r], 0), "creating an event", message)
-         && check (cu, cu->EventCreate (&e1[r], 0), "creating an event", message);
+    ok = napkin_gpu_group_use (g, r, message)
+         && napkin_cuda_driver_check (cu, cu->EventCreate (&e0[r], 0), "creating an event", message)
+         && napkin_cuda_driver_check (cu, cu->EventCreate (&e1[r], 0), "creating an event", message);
   /* warm-up: NCCL sets up its connections on a communicator's first calls */
   for (guint w = 0; w < 3 && ok; w++)
     ok = napkin_gpu_group_collective (g, kind, send, recv, count, NAPKIN_NCCL_BFLOAT16, FALSE, message);
@@ -117,18 +102,21 @@ time_collective (NapkinGpuGroup     *g,
       double worst = 0;
 
       for (guint r = 0; r < g->n && ok; r++)
-        ok = napkin_gpu_group_use (g, r, message) && check (cu, cu->EventRecord (e0[r], g->stream[r]), "recording", message);
+        ok = napkin_gpu_group_use (g, r, message)
+             && napkin_cuda_driver_check (cu, cu->EventRecord (e0[r], g->stream[r]), "recording", message);
       for (guint b = 0; b < batch && ok; b++)
         ok = napkin_gpu_group_collective (g, kind, send, recv, count, NAPKIN_NCCL_BFLOAT16, FALSE, message);
       for (guint r = 0; r < g->n && ok; r++)
-        ok = napkin_gpu_group_use (g, r, message) && check (cu, cu->EventRecord (e1[r], g->stream[r]), "recording", message);
+        ok = napkin_gpu_group_use (g, r, message)
+             && napkin_cuda_driver_check (cu, cu->EventRecord (e1[r], g->stream[r]), "recording", message);
       for (guint r = 0; r < g->n && ok; r++)
         {
           float ms = 0;
 
           ok = napkin_gpu_group_use (g, r, message)
-               && check (cu, cu->EventSynchronize (e1[r]), "running the collective", message)
-               && check (cu, cu->EventElapsedTime (&ms, e0[r], e1[r]), "reading the event timer", message);
+               && napkin_cuda_driver_check (cu, cu->EventSynchronize (e1[r]), "running the collective", message)
+               && napkin_cuda_driver_check (cu, cu->EventElapsedTime (&ms, e0[r], e1[r]), "reading the event timer",
+                                           message);
           worst = MAX (worst, ms);
         }
       times[i] = worst / batch;
@@ -197,9 +185,9 @@ napkin_runner_collectives (NapkinCudaDriver                *cu,
                                                                   "slowest GPU's span / batch; median of the repeats"));
   for (guint r = 0; r < g.n; r++)
     if (!napkin_gpu_group_use (&g, r, message)
-        || !check (cu, cu->MemAlloc (&send[r], opt->max_bytes), "allocating the send buffer", message)
-        || !check (cu, cu->MemAlloc (&recv[r], opt->max_bytes), "allocating the receive buffer", message)
-        || !check (cu, cu->MemsetD8 (send[r], 0x3c, opt->max_bytes), "filling the send buffer", message))
+        || !napkin_cuda_driver_check (cu, cu->MemAlloc (&send[r], opt->max_bytes), "allocating the send buffer", message)
+        || !napkin_cuda_driver_check (cu, cu->MemAlloc (&recv[r], opt->max_bytes), "allocating the receive buffer", message)
+        || !napkin_cuda_driver_check (cu, cu->MemsetD8 (send[r], 0x3c, opt->max_bytes), "filling the send buffer", message))
       {
         code = fail (status, "failed", EXIT_FAILED);
         goto out;

@@ -379,15 +379,7 @@ check (CUresult    res,
        const char *what,
        char      **message)
 {
-  if (res == CUDA_SUCCESS)
-    return TRUE;
-  {
-    g_autofree char *text = napkin_cuda_driver_error (&cu, res);
-
-    g_free (*message);   /* the newest failure is the one to report */
-    *message = g_strdup_printf ("%s: %s", what, text);
-  }
-  return FALSE;
+  return napkin_cuda_driver_check (&cu, res, what, message);
 }
 
 static int sm_count;   /* the GPU's multiprocessors, once the device is open */
