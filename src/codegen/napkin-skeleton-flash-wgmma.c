@@ -32,17 +32,6 @@ flash_wgmma_smem (gint64 BQ,
   return 1024 + BQ * D * 2 + 2 * stages * BKV * D * 2 + 8 * (1 + 3 * stages);
 }
 
-/* setmaxnreg counts: the producer keeps what its copy loop needs, the consumers share the
- * rest of the 64K registers (a multiple of 8, at most 240). */
-static void
-flash_wgmma_registers (gint64  consumers,
-                       gint64 *producer,
-                       gint64 *consumer)
-{
-  *producer = consumers >= 3 ? 32 : 56;
-  *consumer = MIN (240, (65536 - 128 * *producer) / (128 * consumers) / 8 * 8);
-}
-
 /* The wgmma calls for these sizes, one asm operand per accumulator register, and the
  * empty asm statements that pin the accumulators around a wait. */
 static char *
@@ -136,7 +125,7 @@ _napkin_cuda_flash_wgmma (const NapkinFlashShape  *f,
   if (consumers > MAX_CONSUMERS)
     REFUSE ("%" G_GINT64_FORMAT " queries per block would need %" G_GINT64_FORMAT " consumer warpgroups; at most %d "
             "(%d queries) share the 64K registers", f->BQ, consumers, MAX_CONSUMERS, 64 * MAX_CONSUMERS);
-  flash_wgmma_registers (consumers, &producer_regs, &consumer_regs);
+  napkin_plan_flash_wgmma_registers (consumers, &producer_regs, &consumer_regs);
   /* Per consumer thread: the scores (BKV/2), P in 16 bits (BKV/4), O (D/2) and 32 for
    * addresses, the running max and sum. Checked against ptxas (sm_90a, CUDA 13.0): it
    * admits every configuration seen without spills among those tried (2 consumers, 224

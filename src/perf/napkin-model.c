@@ -100,7 +100,6 @@ typedef struct
   GHashTable           *warned;      /* the warnings' texts, against repeats */
 } Model;
 
-static void     wgmma_attention_registers (gint64 consumers, gint64 *producer, gint64 *consumer);
 static const NapkinPlanKernel *plan_kernel_of (Model *m, guint r);
 
 static void
@@ -1047,7 +1046,7 @@ model_occupancy (Model *m,
           if (rows > 0)
             {
               consumers = rows / 64;
-              wgmma_attention_registers (consumers, &producer, &consumer);
+              napkin_plan_flash_wgmma_registers (consumers, &producer, &consumer);
             }
           else
             {
@@ -1330,17 +1329,6 @@ account_transfer (Model                *m,
 /* The tile of `axis` in `region` (a whole axis: its size); FALSE when the mark's kind
  * is not `want` (or whole), or, with `divides`, when the tile does not divide the axis
  * (neither wgmma skeleton has edge tiles). */
-/* flash-wgmma's setmaxnreg split: the producer keeps what its copy loop needs, the
- * consumers share the rest of the 64K registers (a multiple of 8, at most 240). */
-static void
-wgmma_attention_registers (gint64  consumers,
-                           gint64 *producer,
-                           gint64 *consumer)
-{
-  *producer = consumers >= 3 ? 32 : 56;
-  *consumer = MIN (240, (65536 - 128 * *producer) / (128 * MAX (1, consumers)) / 8 * 8);
-}
-
 /* The plan's kernel for the kernel region `r` belongs to (its top-level region). */
 static const NapkinPlanKernel *
 plan_kernel_of (Model *m,

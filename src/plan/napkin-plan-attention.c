@@ -501,6 +501,24 @@ wgmma_smem (const NapkinPlanAttention *a)
   return 1024 + q + (gint64) a->stages * (kb + vb) + 8 * (1 + 3 * (gint64) a->stages);
 }
 
+/* What each of `consumers` warpgroups gets of the 64K registers when the producer keeps
+ * `producer` (setmaxnreg: a multiple of 8, at most 240). */
+static gint64
+consumer_registers (gint64 producer,
+                    gint64 consumers)
+{
+  return MIN (240, (65536 - 128 * producer) / (128 * MAX (1, consumers)) / 8 * 8);
+}
+
+void
+napkin_plan_flash_wgmma_registers (gint64  consumers,
+                                   gint64 *producer,
+                                   gint64 *consumer)
+{
+  *producer = consumers >= 3 ? 32 : 56;
+  *consumer = consumer_registers (*producer, consumers);
+}
+
 /* The Hopper kernel's limits (kernels/attn-sm90.cu), or why not; fills the layout numbers. */
 static char *
 wgmma_refusal (NapkinPlanner       *p,
@@ -533,11 +551,11 @@ wgmma_refusal (NapkinPlanner       *p,
   /* the producer keeps 56 registers (its Q copy's addresses) unless the consumers need
    * more than that leaves them; at 32 two consumer warpgroups get 240 (FA3's split) */
   a->producer_regs = 56;
-  a->consumer_regs = MIN (240, (65536 - 128 * a->producer_regs) / (128 * a->consumers) / 8 * 8);
+  a->consumer_regs = (guint) consumer_registers (a->producer_regs, a->consumers);
   if (a->consumers >= 3 || need > a->consumer_regs)
     {
       a->producer_regs = 32;
-      a->consumer_regs = MIN (240, (65536 - 128 * a->producer_regs) / (128 * a->consumers) / 8 * 8);
+      a->consumer_regs = (guint) consumer_registers (a->producer_regs, a->consumers);
     }
   if (need > a->consumer_regs)
     return g_strdup_printf (_("chunks of %lld keys at d = %lld need about %lld registers per consumer thread; "
@@ -734,8 +752,9 @@ legacy_shape (const NapkinPlanAttention *a,
     {
       /* the skeleton's own register split (its producer keeps 56 below 3 consumers), not
        * the general kernel's, which may lower the producer to 32 */
-      guint consumers = (guint) (ceil_div (a->BQ, 64));
-      gint64 legacy_regs = MIN (240, (65536 - 128 * (consumers >= 3 ? 32 : 56)) / (128 * (gint64) consumers) / 8 * 8);
+      gint64 producer_regs, legacy_regs;
+
+      napkin_plan_flash_wgmma_registers (ceil_div (a->BQ, 64), &producer_regs, &legacy_regs);
 
       return a->BQ % 64 == 0 && 3 * a->BKV / 4 + a->D / 2 + 32 <= legacy_regs
              && a->batch * MAX (a->NQ, a->NKV) <= G_MAXINT32;

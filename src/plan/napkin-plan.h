@@ -280,6 +280,13 @@ typedef struct
   gboolean    trusted;            /* the diagram is known valid: skip validation */
 } NapkinPlanOptions;
 
+/* The flash-wgmma skeleton's setmaxnreg split for `consumers` consumer warpgroups: the
+ * producer keeps what its copy loop needs (56, or 32 from 3 consumers), the consumers
+ * share the rest of the 64K registers (a multiple of 8, at most 240). */
+void              napkin_plan_flash_wgmma_registers (gint64  consumers,
+                                                     gint64 *producer,
+                                                     gint64 *consumer);
+
 /* Whether `node`, outside every region, runs in the kernel of another operation (a map
  * that only finishes that operation's value: docs/plan.md). */
 gboolean          napkin_plan_node_fused_away  (const NapkinPlan        *plan,
