@@ -183,7 +183,7 @@ write_snapshot (NapkinAutosaver *self)
     w->title = g_strdup (napkin_diagram_get_title (diagram));
 
   task = g_task_new (NULL, NULL, write_done_cb, g_object_ref (self));
-  g_task_set_source_tag (task, write_snapshot);
+  g_task_set_source_tag (task, (gpointer) (guintptr) write_snapshot);
   g_task_set_task_data (task, w, (GDestroyNotify) write_free);
   g_task_run_in_thread (task, write_thread);
 }

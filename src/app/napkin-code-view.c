@@ -390,7 +390,7 @@ start_update (NapkinCodeView *self)
     }
   self->cancellable = g_cancellable_new ();
   task = g_task_new (self, self->cancellable, update_done, NULL);
-  g_task_set_source_tag (task, start_update);
+  g_task_set_source_tag (task, (gpointer) (guintptr) start_update);
   g_task_set_task_data (task, worker_input_new (self->diagram, self->flags), (GDestroyNotify) worker_input_free);
   gtk_spinner_start (self->spinner);
   g_task_run_in_thread (task, update_thread);
@@ -592,7 +592,7 @@ napkin_code_view_export_async (NapkinCodeView      *self,
   g_return_if_fail (G_IS_FILE (file));
 
   task = g_task_new (self, cancellable, callback, user_data);
-  g_task_set_source_tag (task, napkin_code_view_export_async);
+  g_task_set_source_tag (task, (gpointer) (guintptr) napkin_code_view_export_async);
   if (self->diagram == NULL)
     {
       g_task_return_new_error (task, G_IO_ERROR, G_IO_ERROR_NOT_INITIALIZED, _("There is no diagram to export"));

@@ -539,7 +539,7 @@ napkin_tile_suggestions_search (NapkinTileSuggestions *self,
 
   self->cancellable = g_cancellable_new ();
   task = g_task_new (self, self->cancellable, search_done, NULL);
-  g_task_set_source_tag (task, napkin_tile_suggestions_search);
+  g_task_set_source_tag (task, (gpointer) (guintptr) napkin_tile_suggestions_search);
   g_task_set_task_data (task, input, (GDestroyNotify) search_input_free);
   status = g_strdup_printf (_("Searching the tile sizes on %s…"), arch->name ? arch->name : arch->id);
   set_status (self, status);

@@ -40,6 +40,7 @@ struct _NapkinWindow
   NapkinCanvas        *canvas;
   NapkinInspector     *inspector;
   GtkDropDown         *arch_dropdown;
+  gulong               arch_selected_id;
   GtkBox              *analysis_area;
   GtkWidget           *analysis_pane;   /* NapkinAnalysisPane where the perf layer is built */
   GtkPaned            *code_paned;
@@ -1491,7 +1492,7 @@ fill_architectures (NapkinWindow *self)
 
   name_list = g_strv_builder_end (names);
   /* refilled when a what-if profile is added: connected once, below */
-  g_signal_handlers_disconnect_by_func (self->arch_dropdown, arch_selected_cb, self);
+  g_clear_signal_handler (&self->arch_selected_id, self->arch_dropdown);
   g_strfreev (self->arch_ids);
   self->arch_ids = g_strv_builder_end (ids);
   gtk_drop_down_set_model (self->arch_dropdown,
@@ -1502,8 +1503,9 @@ fill_architectures (NapkinWindow *self)
   if (n > 0)
     show_arch (self, napkin_arch_registry_get (registry, selected));
 #endif
-  g_signal_connect_object (self->arch_dropdown, "notify::selected", G_CALLBACK (arch_selected_cb), self,
-                           G_CONNECT_SWAPPED);
+  self->arch_selected_id = g_signal_connect_object (self->arch_dropdown, "notify::selected",
+                                                    G_CALLBACK (arch_selected_cb), self,
+                                                    G_CONNECT_SWAPPED);
 }
 
 /* ---------------------------------------------------------------- screenshot */

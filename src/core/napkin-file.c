@@ -773,12 +773,15 @@ load_tensors (Loader        *loader,
     }
 }
 
+/* Each parser writes its own enum type through the pointer. */
+typedef gboolean (*NapkinEnumParse) (const char *text, gpointer out);
+
 static gboolean
 load_enum_field (Loader      *loader,
                  json_object *obj,
                  const char  *key,
                  const char  *path,
-                 gboolean   (*parse) (const char *, gpointer),
+                 NapkinEnumParse parse,
                  const char  *choices,
                  gpointer     out)
 {
@@ -986,7 +989,7 @@ load_nodes (Loader        *loader,
           break;
 
         case NAPKIN_OP_MAP:
-          if (!load_enum_field (loader, obj, "fn", path, (gpointer) napkin_fn_from_string,
+          if (!load_enum_field (loader, obj, "fn", path, (NapkinEnumParse) napkin_fn_from_string,
                                 fn_choices->str, &node->fn))
             break;
           if (!get_axis_list (loader, diagram, obj, "out", path, FALSE, &node->out))
@@ -1003,7 +1006,7 @@ load_nodes (Loader        *loader,
           break;
 
         case NAPKIN_OP_REDUCE:
-          if (load_enum_field (loader, obj, "op", path, (gpointer) napkin_reduce_from_string,
+          if (load_enum_field (loader, obj, "op", path, (NapkinEnumParse) napkin_reduce_from_string,
                                "sum, max, mean", &node->reduce))
             load_axis_field (loader, diagram, obj, path, &node->axis);
           break;
@@ -1014,7 +1017,7 @@ load_nodes (Loader        *loader,
           break;
 
         case NAPKIN_OP_NORMALIZE:
-          if (!load_enum_field (loader, obj, "norm", path, (gpointer) napkin_norm_from_string,
+          if (!load_enum_field (loader, obj, "norm", path, (NapkinEnumParse) napkin_norm_from_string,
                                 "layernorm, rmsnorm", &node->norm)
               || !load_axis_field (loader, diagram, obj, path, &node->axis))
             break;
@@ -1028,7 +1031,7 @@ load_nodes (Loader        *loader,
           break;
 
         case NAPKIN_OP_MASK:
-          if (!load_enum_field (loader, obj, "mask", path, (gpointer) napkin_mask_from_string,
+          if (!load_enum_field (loader, obj, "mask", path, (NapkinEnumParse) napkin_mask_from_string,
                                 "causal, window, tensor", &node->mask))
             break;
           /* A tensor mask is broadcast over the scores; it needs no axes. */
@@ -1359,7 +1362,7 @@ load_regions (Loader        *loader,
         }
       else
         {
-          if (!load_enum_field (loader, obj, "level", path, (gpointer) napkin_level_from_string,
+          if (!load_enum_field (loader, obj, "level", path, (NapkinEnumParse) napkin_level_from_string,
                                 "l2, smem, registers, gpus", &level))
             return;
           region = napkin_region_new (name, level);

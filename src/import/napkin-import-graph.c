@@ -413,6 +413,16 @@ member_string (json_object *obj,
   return v != NULL && json_object_is_type (v, json_type_string) ? json_object_get_string (v) : NULL;
 }
 
+static const char *
+member_string_or (json_object *obj,
+                  const char  *key,
+                  const char  *fallback)
+{
+  const char *s = member_string (obj, key);
+
+  return s != NULL ? s : fallback;
+}
+
 /* Positional argument i, else keyword `key`; NULL when absent or JSON null. */
 static json_object *
 arg (Value      *v,
@@ -911,8 +921,8 @@ find_rotations (G *g)
       list = arg (v, 0, "tensors");
       if (list == NULL || !json_object_is_type (list, json_type_array) || json_object_array_length (list) != 2)
         continue;
-      neg = g_hash_table_lookup (g->by_name, member_string (json_object_array_get_idx (list, 0), "node") ?: "");
-      s0 = g_hash_table_lookup (g->by_name, member_string (json_object_array_get_idx (list, 1), "node") ?: "");
+      neg = g_hash_table_lookup (g->by_name, member_string_or (json_object_array_get_idx (list, 0), "node", ""));
+      s0 = g_hash_table_lookup (g->by_name, member_string_or (json_object_array_get_idx (list, 1), "node", ""));
       if (neg == NULL || g_strcmp0 (neg->base, "neg") != 0)
         continue;
       s1 = arg_value (g, neg, 0, "self");
@@ -1896,7 +1906,7 @@ read_values (G           *g,
       v->obj = obj;
       v->src[0] = v->src[1] = v->src[2] = -1;
       v->extra[0] = -1;
-      v->file = member_string (obj, "file") ?: file;
+      v->file = member_string_or (obj, "file", file);
       v->code = member_string (obj, "code");
       if (member (obj, "line") && json_object_is_type (member (obj, "line"), json_type_int))
         v->line = (guint) CLAMP (json_object_get_int64 (member (obj, "line")), 0, G_MAXUINT);
@@ -2180,7 +2190,7 @@ napkin_import_graph (const char  *json_text,
       napkin_diagram_set_title (d, module ? module : "Imported graph");
       desc = g_strdup_printf (_("Imported from the PyTorch graph of %s%s%s (docs/import.md)%s."),
                               module ? module : "a module", member_string (root, "source") ? " in " : "",
-                              member_string (root, "source") ?: "",
+                              member_string_or (root, "source", ""),
                               g.n_checks > 0 ? "; the graph's shape assertions are left out" : "");
       napkin_diagram_set_description (d, desc);
     }

@@ -12,6 +12,9 @@
 #include "napkin-model.h"
 #include "napkin-validate.h"
 
+/* Byte sums of live sets can pass 2^63 on absurd diagrams; GCC and Clang both have a 128-bit integer. */
+__extension__ typedef __int128 NapkinWide;
+
 static const char *resource_names[NAPKIN_N_RESOURCES] = {
   "tensor", "cuda", "sfu", "hbm", "l2", "smem", "registers",
 };
@@ -629,8 +632,8 @@ largest_live_set (Model *m,
                   guint  r)
 {
   RegionState *rs = &m->rs[r];
-  g_autofree __int128 *expiring = g_new0 (__int128, m->n_nodes + 1);
-  __int128 sum = 0;
+  g_autofree NapkinWide *expiring = g_new0 (NapkinWide, m->n_nodes + 1);
+  NapkinWide sum = 0;
   gint64 largest = 0;
   guint swept = 0;
 
@@ -643,7 +646,7 @@ largest_live_set (Model *m,
       const guint *consumers = napkin_diagram_consumers (m->d, here, &n_consumers);
       gboolean inside = n_consumers > 0;
       guint last = column;
-      __int128 live;
+      NapkinWide live;
 
       /* Values whose last consumer came before this column are dead. */
       for (; swept < column; swept++)

@@ -549,7 +549,7 @@ napkin_run_job_run_async (NapkinRunJob        *self,
   g_return_if_fail (self->state != NAPKIN_JOB_RUNNING);
 
   task = g_task_new (self, cancellable, callback, user_data);
-  g_task_set_source_tag (task, napkin_run_job_run_async);
+  g_task_set_source_tag (task, (gpointer) (guintptr) napkin_run_job_run_async);
 
   if (self->json_path == NULL && !self->no_file)
     {
