@@ -228,6 +228,11 @@ get_link_tier (NapkinArch     *arch,
       || !get_figure (arch, obj, path, "latency_us", 0, 1e6, &tier->latency_s, error))
     return FALSE;
   tier->latency_s *= 1e-6;
+  if ((json_object_object_get_ex (obj, "cta_bus_bandwidth_bytes_per_s", NULL)
+       && !get_figure (arch, obj, path, "cta_bus_bandwidth_bytes_per_s", 1e6, 1e15, &tier->cta_bus_bandwidth, error))
+      || (json_object_object_get_ex (obj, "overlap_contention", NULL)
+          && !get_figure (arch, obj, path, "overlap_contention", 1, 10, &tier->overlap_contention, error)))
+    return FALSE;
   if (!(bus = get_object (obj, path, "bus_bandwidth_bytes_per_s", error)))
     return FALSE;
   for (guint k = 0; k < NAPKIN_N_COLLECTIVES; k++)
@@ -937,6 +942,19 @@ put_link_tier (json_object          *obj,
     }
   put_figure (obj, arch, bw, "link_bandwidth_bytes_per_s", tier->link_bandwidth);
   put_figure (obj, arch, lat, "latency_us", tier->latency_s * 1e6);
+  {
+    /* the optional overlap figures, when the profile has them */
+    const char *keys[] = { "cta_bus_bandwidth_bytes_per_s", "overlap_contention" };
+    double values[] = { tier->cta_bus_bandwidth, tier->overlap_contention };
+
+    for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+      if (values[i] > 0)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.%s", path, keys[i]);
+
+          put_figure (obj, arch, p, keys[i], values[i]);
+        }
+  }
   for (guint k = 0; k < NAPKIN_N_COLLECTIVES; k++)
     {
       g_autofree char *p = g_strdup_printf ("%s.bus_bandwidth_bytes_per_s.%s", path, collective_keys[k]);

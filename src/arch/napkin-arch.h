@@ -86,6 +86,11 @@ typedef struct
   gboolean nvswitch;               /* every pair at full bandwidth through switches */
   double  latency_s;               /* α: per step of the ring */
   double  bus_bandwidth[NAPKIN_N_COLLECTIVES];   /* bytes/s, nccl-tests' bus bandwidth */
+  /* Optional (node tier), for a collective beside compute (docs/model.md, "Overlap"):
+   * one NCCL CTA's bus bandwidth when the communicator is held to a few CTAs, and the
+   * factor on its time while a GEMM runs on the other SMs; 0: not measured. */
+  double  cta_bus_bandwidth;
+  double  overlap_contention;
   gboolean present;
 } NapkinLinkTier;
 

@@ -1482,6 +1482,7 @@ napkin_gpus_region_copy (const NapkinGpusRegion *gpus,
   copy->gpus = gpus->gpus;
   copy->chunks = gpus->chunks;
   copy->chunk_axis = g_strdup (gpus->chunk_axis);
+  copy->comm_sms = gpus->comm_sms;
   for (guint i = 0; i < gpus->placements->len; i++)
     {
       const NapkinPlacement *src = &g_array_index (gpus->placements, NapkinPlacement, i);

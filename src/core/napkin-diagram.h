@@ -121,6 +121,7 @@ typedef struct
   guint         gpus;       /* "gpus": the GPU count analysed by default, 0: not given */
   guint         chunks;     /* "overlap": {"chunks": k, "axis": a}; 0: no overlap */
   char         *chunk_axis;
+  guint         comm_sms;   /* "overlap": {"comm_sms": s}: SMs the chunked compute leaves to NCCL; 0: none */
   GArray       *placements; /* NapkinPlacement, in file order */
   json_object  *overlap_extra;   /* unknown fields of "overlap" */
 } NapkinGpusRegion;

@@ -1017,7 +1017,7 @@ gpus_equal (const NapkinGpusRegion *a,
   ra = a->region;
   rb = b->region;
   if (g_strcmp0 (ra->name, rb->name) != 0 || a->gpus != b->gpus || a->chunks != b->chunks
-      || g_strcmp0 (a->chunk_axis, b->chunk_axis) != 0 || ra->has_rect != rb->has_rect
+      || a->comm_sms != b->comm_sms || g_strcmp0 (a->chunk_axis, b->chunk_axis) != 0 || ra->has_rect != rb->has_rect
       || (ra->has_rect && (ra->x != rb->x || ra->y != rb->y || ra->width != rb->width || ra->height != rb->height))
       || ra->nodes->len != rb->nodes->len || ra->marks->len != rb->marks->len
       || a->placements->len != b->placements->len)

@@ -1279,7 +1279,7 @@ load_gpus_fields (Loader           *loader,
     }
   if ((value = member (obj, "overlap")) != NULL)
     {
-      static const char *overlap_known[] = { "chunks", "axis", NULL };
+      static const char *overlap_known[] = { "chunks", "axis", "comm_sms", NULL };
       g_autofree char *p = g_strdup_printf ("%s.overlap", path);
       g_autofree char *cp = g_strdup_printf ("%s.overlap.chunks", path);
       g_autofree char *ap = g_strdup_printf ("%s.overlap.axis", path);
@@ -1304,6 +1304,14 @@ load_gpus_fields (Loader           *loader,
         }
       gpus->chunks = k;
       gpus->chunk_axis = g_strdup (json_object_get_string (axis));
+      if (json_object_object_get_ex (value, "comm_sms", &chunks))
+        {
+          g_autofree char *sp = g_strdup_printf ("%s.overlap.comm_sms", path);
+
+          if (!get_int (loader, chunks, sp, 0, 1024, &k))
+            return FALSE;
+          gpus->comm_sms = k;
+        }
       gpus->overlap_extra = collect_extra (value, overlap_known);
     }
   return TRUE;
@@ -1930,6 +1938,8 @@ region_to_json (const NapkinRegion     *region,
 
       json_object_object_add (overlap, "chunks", json_object_new_int (gpus->chunks));
       json_object_object_add (overlap, "axis", json_object_new_string (gpus->chunk_axis));
+      if (gpus->comm_sms > 0)
+        json_object_object_add (overlap, "comm_sms", json_object_new_int (gpus->comm_sms));
       add_extra (overlap, gpus->overlap_extra);
       json_object_object_add (obj, "overlap", overlap);
     }

@@ -2442,6 +2442,7 @@ napkin_analyze (NapkinDiagram               *diagram,
   g_autoptr(NapkinAnalysis) a = g_new0 (NapkinAnalysis, 1);
   g_autofree guint *order = NULL;
   Model m = { 0 };
+  NapkinArch fewer;
   double tensor_s = 0, energy_pj = 0;
   gint64 tensor_total = 0;
 
@@ -2481,6 +2482,14 @@ napkin_analyze (NapkinDiagram               *diagram,
   m.d = diagram;
   m.plan = a->plan;
   m.arch = arch;
+  if (options != NULL && options->sms > 0 && options->sms < arch->sms)
+    {
+      /* the plan is the whole GPU's (what the code generator prints); its pricing sees
+       * only the SMs the launch keeps (docs/model.md, "Overlap") */
+      fewer = *arch;
+      fewer.sms = options->sms;
+      m.arch = &fewer;
+    }
   m.a = a;
   m.n_nodes = napkin_diagram_n_nodes (diagram);
   m.n_axes = napkin_diagram_n_axes (diagram);

@@ -164,6 +164,8 @@ typedef struct
   gboolean    trusted;      /* the diagram is known valid: skip validation */
   gboolean    paper;        /* the paper's model: no tile sharing through L2, one tensor rate */
   gboolean    no_wgmma;     /* code without the wgmma skeletons: every region on mma.sync */
+  guint       sms;          /* 0: the arch's; fewer: the kernels priced on that many SMs, the
+                               plan still the arch's (a persistent grid held to fewer SMs) */
 } NapkinAnalyzeOptions;
 
 /* NULL with an error only when the diagram is invalid or too large for 64 bits;

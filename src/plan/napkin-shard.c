@@ -38,6 +38,8 @@ typedef struct
   int                     p;          /* the parallel axis */
   char                   *path;       /* "regions[i]" of the gpus region */
   Layout                 *have;       /* per node: the layout of its result */
+  GPtrArray              *pending;    /* collectives before kernel indices are known */
+  GArray                 *pending_node; /* per pending: (shard node, 0 input / 1 output / 2 cut) */
 } Shard;
 
 static gboolean
@@ -452,6 +454,344 @@ after_writer (const NapkinPlan *plan,
   return k < 0 ? 0 : (guint) k + 1;
 }
 
+static gboolean check_overlap (Shard *s, NapkinArch *arch, GError **error);
+
+/* The gpus region's own checks: one parallel axis that divides into the GPUs, its
+ * nesting, the split placements and the overlap. Sets s->p. */
+static gboolean
+check_region (Shard      *s,
+              NapkinArch *arch,
+              GError    **error)
+{
+  NapkinDiagram *diagram = s->diagram;
+  const NapkinGpusRegion *gr = s->gr;
+  guint gpus = s->gpus, p_count = 0;
+
+  for (guint i = 0; i < gr->region->marks->len; i++)
+    {
+      const NapkinMark *mark = &g_array_index (gr->region->marks, NapkinMark, i);
+
+      if (mark->kind == NAPKIN_MARK_PARALLEL)
+        {
+          p_count++;
+          s->p = napkin_diagram_find_axis (diagram, mark->axis);
+        }
+    }
+  if (p_count != 1)
+    {
+      g_autofree char *mp = g_strdup_printf ("%s.marks", s->path);
+
+      return shard_fail (error, mp, _("The gpus region “%s” must mark exactly one axis \"parallel\" across the GPUs; it marks %u"),
+                         gr->region->name, p_count);
+    }
+  if (napkin_diagram_axis_size (diagram, s->p) % gpus != 0)
+    {
+      g_autofree char *mp = g_strdup_printf ("%s.marks.%s", s->path, axis_name (diagram, s->p));
+
+      return shard_fail (error, mp, _("The axis “%s” (%lld) of the gpus region “%s” does not divide into %u GPUs"),
+                         axis_name (diagram, s->p), (long long) (napkin_diagram_axis_size (diagram, s->p)), gr->region->name, gpus);
+    }
+  if (!check_nesting (s, error))
+    return FALSE;
+  for (guint i = 0; i < gr->placements->len; i++)
+    {
+      const NapkinPlacement *pl = &g_array_index (gr->placements, NapkinPlacement, i);
+      int a;
+
+      if (pl->split == NULL)
+        continue;
+      a = napkin_diagram_find_axis (diagram, pl->split);
+      if (napkin_diagram_axis_size (diagram, a) % gpus != 0)
+        {
+          g_autofree char *pp = g_strdup_printf ("%s.placements.%s.split", s->path, pl->tensor);
+
+          return shard_fail (error, pp, _("Tensor “%s” is stored split on “%s” (%lld), which does not divide into %u GPUs"),
+                             pl->tensor, pl->split, (long long) (napkin_diagram_axis_size (diagram, a)), gpus);
+        }
+    }
+  return check_overlap (s, arch, error);
+}
+
+/* The overlap: an axis other than the parallel one that divides into the chunks, and
+ * fewer SMs left to NCCL than the GPU has. */
+static gboolean
+check_overlap (Shard      *s,
+               NapkinArch *arch,
+               GError    **error)
+{
+  const NapkinGpusRegion *gr = s->gr;
+  int a;
+
+  if (gr->chunks < 2)
+    return TRUE;
+  a = napkin_diagram_find_axis (s->diagram, gr->chunk_axis);
+  {
+    g_autofree char *ap = g_strdup_printf ("%s.overlap.axis", s->path);
+
+    if (a == s->p)
+      return shard_fail (error, ap, _("The overlap axis “%s” is the axis split across the GPUs; chunk another one"), gr->chunk_axis);
+    if (napkin_diagram_axis_size (s->diagram, a) % gr->chunks != 0)
+      return shard_fail (error, ap, _("The overlap axis “%s” (%lld) does not divide into %u chunks"),
+                         gr->chunk_axis, (long long) (napkin_diagram_axis_size (s->diagram, a)), gr->chunks);
+  }
+  if (arch != NULL && gr->comm_sms >= arch->sms)
+    {
+      g_autofree char *sp = g_strdup_printf ("%s.overlap.comm_sms", s->path);
+
+      return shard_fail (error, sp, _("The overlap leaves %u SMs to NCCL, but “%s” has %u"), gr->comm_sms, arch->id, arch->sms);
+    }
+  return TRUE;
+}
+
+/* Every node's layout across the GPUs, in topological order. */
+static gboolean
+compute_layouts (Shard       *s,
+                 const guint *topo,
+                 guint        n_nodes,
+                 GError     **error)
+{
+  for (guint t = 0; t < n_nodes; t++)
+    {
+      guint node = topo[t];
+      const NapkinNode *n = napkin_diagram_node (s->diagram, node);
+
+      if (n->kind == NAPKIN_OP_INPUT)
+        {
+          const NapkinPlacement *pl = napkin_gpus_region_placement (s->gr, n->tensor);
+
+          s->have[node] = pl != NULL && pl->split != NULL
+                          ? (Layout) { LAYOUT_SPLIT, napkin_diagram_find_axis (s->diagram, pl->split) }
+                          : (Layout) { LAYOUT_REPLICATED, -1 };
+        }
+      else if (n->kind == NAPKIN_OP_OUTPUT)
+        s->have[node] = (Layout) { LAYOUT_NONE, -1 };
+      else if (!result_of (s, node, &s->have[node], error))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* A collective waiting for its kernel index: its shard node and what it serves
+ * (0 an input, 1 an output, 2 a cut value). */
+static void
+add_pending (Shard            *s,
+             NapkinCollective *c,
+             int               node,
+             int               what)
+{
+  g_ptr_array_add (s->pending, c);
+  g_array_append_val (s->pending_node, ((int[2]) { node, what }));
+}
+
+/* What the operations reading `node` need of its value: split, or whole when one of
+ * them needs it whole. *any_op: some operation (not only outputs) reads it. */
+static Layout
+need_of_consumers (Shard    *s,
+                   guint     node,
+                   gboolean *any_op)
+{
+  NapkinDiagram *diagram = s->diagram;
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (diagram, node, &n_consumers);
+  gboolean whole = FALSE;
+  Layout need = { LAYOUT_NONE, -1 };
+
+  *any_op = FALSE;
+  for (guint i = 0; i < n_consumers; i++)
+    {
+      const NapkinNode *c = napkin_diagram_node (diagram, consumers[i]);
+
+      if (c->kind == NAPKIN_OP_OUTPUT)
+        continue;
+      *any_op = TRUE;
+      for (guint port = 0; port < napkin_op_n_inputs (c); port++)
+        if ((guint) napkin_diagram_input_source (diagram, consumers[i], port) == node)
+          {
+            Layout l = need_of (s, consumers[i], port);
+
+            if (l.kind == LAYOUT_REPLICATED)
+              whole = TRUE;
+            else
+              need = l;
+          }
+    }
+  return whole ? (Layout) { LAYOUT_REPLICATED, -1 } : need;
+}
+
+/* The outputs that read the value of `node`, against their declared placement. */
+static void
+output_collectives (Shard           *s,
+                    NapkinShardPlan *plan,
+                    guint            node)
+{
+  NapkinDiagram *diagram = s->diagram;
+  const NapkinTensorType *type = napkin_diagram_node_type (diagram, node);
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (diagram, node, &n_consumers);
+  NapkinCollectiveKind kind;
+
+  for (guint i = 0; i < n_consumers; i++)
+    {
+      const NapkinNode *c = napkin_diagram_node (diagram, consumers[i]);
+      NapkinShardTensor *st;
+      Layout out_need;
+
+      if (c->kind != NAPKIN_OP_OUTPUT)
+        continue;
+      out_need = need_of (s, consumers[i], 0);
+      st = g_new0 (NapkinShardTensor, 1);
+      st->tensor = g_strdup (c->tensor);
+      st->node = consumers[i];
+      st->is_output = TRUE;
+      st->dtype = type->dtype;
+      fill_shape (diagram, type, &st->rank, st->shape);
+      st->stored = layout_dim (type, out_need);
+      st->computed = layout_dim (type, s->have[node]);
+      g_ptr_array_add (plan->tensors, st);
+      if (collective_for (s->have[node], out_need, &kind))
+        {
+          NapkinCollective *col = collective_new (diagram, kind, c->tensor, type, s->have[node], out_need, s->gpus);
+
+          col->src = g_strdup (c->tensor);
+          col->dst = g_strdup (c->tensor);
+          col->node = consumers[i];
+          add_pending (s, col, consumers[i], 1);
+        }
+    }
+}
+
+/* The collectives the value of `node` needs: an input moved from how it is stored to
+ * how its readers read it, a value made inside the program cut where a later kernel
+ * needs it elsewhere, and the outputs it feeds. */
+static void
+node_collectives (Shard           *s,
+                  NapkinShardPlan *plan,
+                  guint            node)
+{
+  NapkinDiagram *diagram = s->diagram;
+  const NapkinNode *n = napkin_diagram_node (diagram, node);
+  const NapkinTensorType *type = napkin_diagram_node_type (diagram, node);
+  gboolean any_op;
+  Layout need = need_of_consumers (s, node, &any_op);
+  NapkinCollectiveKind kind;
+
+  if (n->kind == NAPKIN_OP_INPUT)
+    {
+      NapkinShardTensor *st = g_new0 (NapkinShardTensor, 1);
+
+      st->tensor = g_strdup (n->tensor);
+      st->node = node;
+      st->dtype = type->dtype;
+      fill_shape (diagram, type, &st->rank, st->shape);
+      st->stored = layout_dim (type, s->have[node]);
+      st->computed = any_op ? layout_dim (type, need) : st->stored;
+      g_ptr_array_add (plan->tensors, st);
+      if (any_op && collective_for (s->have[node], need, &kind))
+        {
+          NapkinCollective *c = collective_new (diagram, kind, n->tensor, type, s->have[node], need, s->gpus);
+
+          c->src = g_strdup (n->tensor);
+          c->dst = g_strdup (n->tensor);
+          c->node = node;
+          add_pending (s, c, node, 0);
+        }
+      /* what the shard's kernels see */
+      s->have[node] = any_op ? need : s->have[node];
+    }
+  else if (any_op && collective_for (s->have[node], need, &kind))
+    {
+      /* a value made inside the program that a later kernel needs elsewhere: cut */
+      NapkinCollective *c = collective_new (diagram, kind, n->id, type, s->have[node], need, s->gpus);
+      int out_node, in_node;
+
+      cut_value (plan->shard, node, type, &c->src, &c->dst, &out_node, &in_node);
+      c->node = in_node;
+      add_pending (s, c, out_node, 2);
+      s->have[node] = need;
+    }
+  output_collectives (s, plan, node);
+}
+
+/* A pending collective placed and priced: the kernel it runs before, its seconds, and
+ * its chunks when the region overlaps it (values made inside the program that carry
+ * the chunk axis). */
+static gboolean
+place_collective (Shard            *s,
+                  NapkinShardPlan  *plan,
+                  NapkinArch       *arch,
+                  NapkinCollective *c,
+                  const int        *pn,
+                  GError          **error)
+{
+  int node = pn[0];
+
+  if (pn[1] == 0)
+    c->before_kernel = first_reader (plan->shard, plan->plan, node);
+  else
+    c->before_kernel = after_writer (plan->plan, napkin_diagram_input_source (plan->shard, node, 0));
+  if (arch != NULL)
+    {
+      c->seconds = napkin_arch_collective_seconds (arch, c->kind, s->gpus, c->bytes, &c->bus_bandwidth);
+      if (c->seconds < 0)
+        {
+          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
+                       _("Architecture “%s” has no interconnect figures for %u GPUs (its file's \"interconnect\")"),
+                       arch->id, s->gpus);
+          return FALSE;
+        }
+    }
+  if (plan->chunks >= 2 && pn[1] != 0)
+    {
+      const NapkinTensorType *type = napkin_diagram_node_type (plan->shard, napkin_diagram_input_source (plan->shard, node, 0));
+
+      if (napkin_tensor_type_has_axis (type, napkin_diagram_find_axis (s->diagram, plan->chunk_axis)))
+        {
+          c->chunks = plan->chunks;
+          if (arch != NULL)
+            c->chunk_seconds = napkin_arch_collective_seconds (arch, c->kind, s->gpus, (double) c->bytes / c->chunks, NULL);
+        }
+    }
+  plan->comm_s += MAX (c->seconds, 0);
+  return TRUE;
+}
+
+/* The collectives in run order: by kernel, then as found (a stable insertion sort:
+ * few collectives). */
+static void
+sort_collectives (GPtrArray *a)
+{
+  for (guint i = 1; i < a->len; i++)
+    for (guint j = i; j > 0; j--)
+      {
+        NapkinCollective *x = g_ptr_array_index (a, j - 1), *y = g_ptr_array_index (a, j);
+
+        if (x->before_kernel <= y->before_kernel)
+          break;
+        a->pdata[j - 1] = y;
+        a->pdata[j] = x;
+      }
+}
+
+static NapkinShardPlan *
+shard_plan_new (Shard *s)
+{
+  NapkinShardPlan *plan = g_new0 (NapkinShardPlan, 1);
+  const NapkinGpusRegion *gr = s->gr;
+
+  plan->gpus = s->gpus;
+  plan->region = g_strdup (gr->region->name);
+  plan->axis = g_strdup (axis_name (s->diagram, s->p));
+  plan->axis_size = napkin_diagram_axis_size (s->diagram, s->p);
+  plan->chunks = gr->chunks >= 2 ? gr->chunks : 1;
+  plan->chunk_axis = gr->chunks >= 2 ? g_strdup (gr->chunk_axis) : NULL;
+  plan->comm_sms = gr->chunks >= 2 ? gr->comm_sms : 0;
+  plan->tensors = g_ptr_array_new_with_free_func (free_tensor);
+  plan->collectives = g_ptr_array_new_with_free_func (free_collective);
+  plan->shard = napkin_diagram_copy (s->diagram);
+  napkin_diagram_set_gpus (plan->shard, NULL);
+  return plan;
+}
+
 NapkinShardPlan *
 napkin_shard_plan_build (NapkinDiagram *diagram,
                          NapkinArch    *arch,
@@ -460,14 +800,13 @@ napkin_shard_plan_build (NapkinDiagram *diagram,
 {
   g_autoptr(NapkinShardPlan) plan = NULL;
   g_autofree Layout *have = NULL;
-  g_autofree int *cut_of = NULL;
   Shard s = { 0 };
   const NapkinGpusRegion *gr;
   const guint *topo;
-  guint n_nodes, p_count = 0;
+  guint n_nodes;
   g_autofree char *path = NULL;
-  g_autoptr(GPtrArray) pending = NULL;   /* collectives before kernel indices are known */
-  g_autoptr(GArray) pending_node = NULL; /* per pending: (shard node, is_input 0/1/2 cut) */
+  g_autoptr(GPtrArray) pending = g_ptr_array_new ();   /* collectives before kernel indices are known */
+  g_autoptr(GArray) pending_node = g_array_new (FALSE, FALSE, sizeof (int) * 2);
 
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
 
@@ -490,276 +829,37 @@ napkin_shard_plan_build (NapkinDiagram *diagram,
   s.gpus = gpus;
   s.p = -1;
   s.path = path;
-  for (guint i = 0; i < gr->region->marks->len; i++)
-    {
-      const NapkinMark *mark = &g_array_index (gr->region->marks, NapkinMark, i);
-
-      if (mark->kind == NAPKIN_MARK_PARALLEL)
-        {
-          p_count++;
-          s.p = napkin_diagram_find_axis (diagram, mark->axis);
-        }
-    }
-  if (p_count != 1)
-    {
-      g_autofree char *mp = g_strdup_printf ("%s.marks", path);
-
-      shard_fail (error, mp, _("The gpus region “%s” must mark exactly one axis \"parallel\" across the GPUs; it marks %u"),
-                  gr->region->name, p_count);
-      return NULL;
-    }
-  if (napkin_diagram_axis_size (diagram, s.p) % gpus != 0)
-    {
-      g_autofree char *mp = g_strdup_printf ("%s.marks.%s", path, axis_name (diagram, s.p));
-
-      shard_fail (error, mp, _("The axis “%s” (%lld) of the gpus region “%s” does not divide into %u GPUs"),
-                  axis_name (diagram, s.p), (long long) (napkin_diagram_axis_size (diagram, s.p)), gr->region->name, gpus);
-      return NULL;
-    }
-  if (!check_nesting (&s, error))
+  s.pending = pending;
+  s.pending_node = pending_node;
+  if (!check_region (&s, arch, error))
     return NULL;
-  for (guint i = 0; i < gr->placements->len; i++)
-    {
-      const NapkinPlacement *pl = &g_array_index (gr->placements, NapkinPlacement, i);
-      int a;
-
-      if (pl->split == NULL)
-        continue;
-      a = napkin_diagram_find_axis (diagram, pl->split);
-      if (napkin_diagram_axis_size (diagram, a) % gpus != 0)
-        {
-          g_autofree char *pp = g_strdup_printf ("%s.placements.%s.split", path, pl->tensor);
-
-          shard_fail (error, pp, _("Tensor “%s” is stored split on “%s” (%lld), which does not divide into %u GPUs"),
-                      pl->tensor, pl->split, (long long) (napkin_diagram_axis_size (diagram, a)), gpus);
-          return NULL;
-        }
-    }
-  if (gr->chunks >= 2)
-    {
-      int a = napkin_diagram_find_axis (diagram, gr->chunk_axis);
-      g_autofree char *ap = g_strdup_printf ("%s.overlap.axis", path);
-
-      if (a == s.p)
-        {
-          shard_fail (error, ap, _("The overlap axis “%s” is the axis split across the GPUs; chunk another one"), gr->chunk_axis);
-          return NULL;
-        }
-      if (napkin_diagram_axis_size (diagram, a) % gr->chunks != 0)
-        {
-          shard_fail (error, ap, _("The overlap axis “%s” (%lld) does not divide into %u chunks"),
-                      gr->chunk_axis, (long long) (napkin_diagram_axis_size (diagram, a)), gr->chunks);
-          return NULL;
-        }
-    }
-
-  /* layouts, in topological order */
   n_nodes = napkin_diagram_n_nodes (diagram);
   topo = napkin_diagram_topo_order (diagram);
   have = g_new0 (Layout, n_nodes);
   s.have = have;
-  for (guint t = 0; t < n_nodes; t++)
-    {
-      guint node = topo[t];
-      const NapkinNode *n = napkin_diagram_node (diagram, node);
+  if (!compute_layouts (&s, topo, n_nodes, error))
+    return NULL;
 
-      if (n->kind == NAPKIN_OP_INPUT)
-        {
-          const NapkinPlacement *pl = napkin_gpus_region_placement (gr, n->tensor);
-
-          have[node] = pl != NULL && pl->split != NULL
-                       ? (Layout) { LAYOUT_SPLIT, napkin_diagram_find_axis (diagram, pl->split) }
-                       : (Layout) { LAYOUT_REPLICATED, -1 };
-        }
-      else if (n->kind == NAPKIN_OP_OUTPUT)
-        have[node] = (Layout) { LAYOUT_NONE, -1 };
-      else if (!result_of (&s, node, &have[node], error))
-        return NULL;
-    }
-
-  plan = g_new0 (NapkinShardPlan, 1);
-  plan->gpus = gpus;
-  plan->region = g_strdup (gr->region->name);
-  plan->axis = g_strdup (axis_name (diagram, s.p));
-  plan->axis_size = napkin_diagram_axis_size (diagram, s.p);
-  plan->chunks = gr->chunks >= 2 ? gr->chunks : 1;
-  plan->chunk_axis = gr->chunks >= 2 ? g_strdup (gr->chunk_axis) : NULL;
-  plan->tensors = g_ptr_array_new_with_free_func (free_tensor);
-  plan->collectives = g_ptr_array_new_with_free_func (free_collective);
-  plan->shard = napkin_diagram_copy (diagram);
-  napkin_diagram_set_gpus (plan->shard, NULL);
-  pending = g_ptr_array_new ();
-  pending_node = g_array_new (FALSE, FALSE, sizeof (int) * 2);
-  cut_of = g_new0 (int, n_nodes);
-
+  plan = shard_plan_new (&s);
   /* the collectives, in topological order of the values they move */
   for (guint t = 0; t < n_nodes; t++)
-    {
-      guint node = topo[t];
-      const NapkinNode *n = napkin_diagram_node (diagram, node);
-      const NapkinTensorType *type = napkin_diagram_node_type (diagram, node);
-      guint n_consumers;
-      const guint *consumers = napkin_diagram_consumers (diagram, node, &n_consumers);
-      gboolean op_needs_whole = FALSE, any_op = FALSE;
-      Layout need = { LAYOUT_NONE, -1 };
-      NapkinCollectiveKind kind;
-
-      if (n->kind == NAPKIN_OP_OUTPUT)
-        continue;
-      for (guint i = 0; i < n_consumers; i++)
-        {
-          const NapkinNode *c = napkin_diagram_node (diagram, consumers[i]);
-
-          if (c->kind == NAPKIN_OP_OUTPUT)
-            continue;
-          any_op = TRUE;
-          for (guint port = 0; port < napkin_op_n_inputs (c); port++)
-            if ((guint) napkin_diagram_input_source (diagram, consumers[i], port) == node)
-              {
-                Layout l = need_of (&s, consumers[i], port);
-
-                if (l.kind == LAYOUT_REPLICATED)
-                  op_needs_whole = TRUE;
-                else
-                  need = l;
-              }
-        }
-      if (op_needs_whole)
-        need = (Layout) { LAYOUT_REPLICATED, -1 };
-
-      if (n->kind == NAPKIN_OP_INPUT)
-        {
-          NapkinShardTensor *st = g_new0 (NapkinShardTensor, 1);
-
-          st->tensor = g_strdup (n->tensor);
-          st->node = node;
-          st->dtype = type->dtype;
-          fill_shape (diagram, type, &st->rank, st->shape);
-          st->stored = layout_dim (type, have[node]);
-          st->computed = any_op ? layout_dim (type, need) : st->stored;
-          g_ptr_array_add (plan->tensors, st);
-          if (any_op && collective_for (have[node], need, &kind))
-            {
-              NapkinCollective *c = collective_new (diagram, kind, n->tensor, type, have[node], need, gpus);
-
-              c->src = g_strdup (n->tensor);
-              c->dst = g_strdup (n->tensor);
-              c->node = node;
-              g_ptr_array_add (pending, c);
-              g_array_append_val (pending_node, ((int[2]) { node, 0 }));
-            }
-          /* what the shard's kernels see */
-          have[node] = any_op ? need : have[node];
-        }
-      else if (any_op && collective_for (have[node], need, &kind))
-        {
-          /* a value made inside the program that a later kernel needs elsewhere: cut */
-          NapkinCollective *c = collective_new (diagram, kind, n->id, type, have[node], need, gpus);
-          int out_node, in_node;
-
-          cut_value (plan->shard, node, type, &c->src, &c->dst, &out_node, &in_node);
-          c->node = in_node;
-          cut_of[node] = out_node + 1;
-          g_ptr_array_add (pending, c);
-          g_array_append_val (pending_node, ((int[2]) { out_node, 2 }));
-          have[node] = need;
-        }
-
-      /* outputs read this value: against their declared placement */
-      for (guint i = 0; i < n_consumers; i++)
-        {
-          const NapkinNode *c = napkin_diagram_node (diagram, consumers[i]);
-          NapkinShardTensor *st;
-          Layout out_need;
-
-          if (c->kind != NAPKIN_OP_OUTPUT)
-            continue;
-          out_need = need_of (&s, consumers[i], 0);
-          st = g_new0 (NapkinShardTensor, 1);
-          st->tensor = g_strdup (c->tensor);
-          st->node = consumers[i];
-          st->is_output = TRUE;
-          st->dtype = type->dtype;
-          fill_shape (diagram, type, &st->rank, st->shape);
-          st->stored = layout_dim (type, out_need);
-          st->computed = layout_dim (type, have[node]);
-          g_ptr_array_add (plan->tensors, st);
-          if (collective_for (have[node], out_need, &kind))
-            {
-              NapkinCollective *col = collective_new (diagram, kind, c->tensor, type, have[node], out_need, gpus);
-
-              col->src = g_strdup (c->tensor);
-              col->dst = g_strdup (c->tensor);
-              col->node = consumers[i];
-              g_ptr_array_add (pending, col);
-              g_array_append_val (pending_node, ((int[2]) { consumers[i], 1 }));
-            }
-        }
-    }
+    if (napkin_diagram_node (diagram, topo[t])->kind != NAPKIN_OP_OUTPUT)
+      node_collectives (&s, plan, topo[t]);
 
   /* one GPU's slice of the parallel axis */
   ((NapkinAxis *) napkin_diagram_get_item (plan->shard, NAPKIN_ITEM_AXIS, s.p))->size /= gpus;
   napkin_diagram_changed (plan->shard);
   if (arch != NULL && !(plan->plan = napkin_plan_build (plan->shard, arch, NULL, error)))
     return NULL;
-
   for (guint i = 0; i < pending->len; i++)
     {
       NapkinCollective *c = g_ptr_array_index (pending, i);
-      int *pn = &g_array_index (pending_node, int, 2 * i);
-      int node = pn[0];
 
-      if (pn[1] == 0)
-        c->before_kernel = first_reader (plan->shard, plan->plan, node);
-      else
-        c->before_kernel = after_writer (plan->plan, napkin_diagram_input_source (plan->shard, node, 0));
-      if (arch != NULL)
-        {
-          c->seconds = napkin_arch_collective_seconds (arch, c->kind, gpus, c->bytes, &c->bus_bandwidth);
-          if (c->seconds < 0)
-            {
-              g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
-                           _("Architecture “%s” has no interconnect figures for %u GPUs (its file's \"interconnect\")"),
-                           arch->id, gpus);
-              return NULL;
-            }
-        }
-      /* overlap: values made inside the program, along the chunk axis they carry */
-      if (plan->chunks >= 2 && pn[1] != 0)
-        {
-          const NapkinTensorType *type = napkin_diagram_node_type (plan->shard,
-                                                                   napkin_diagram_input_source (plan->shard, node, 0));
-          int a = napkin_diagram_find_axis (diagram, plan->chunk_axis);
-
-          if (napkin_tensor_type_has_axis (type, a))
-            {
-              c->chunks = plan->chunks;
-              if (arch != NULL)
-                c->chunk_seconds = napkin_arch_collective_seconds (arch, c->kind, gpus,
-                                                                   (double) c->bytes / c->chunks, NULL);
-            }
-        }
-      plan->comm_s += MAX (c->seconds, 0);
+      g_ptr_array_add (plan->collectives, c);   /* owned by the plan from here */
+      if (!place_collective (&s, plan, arch, c, &g_array_index (pending_node, int, 2 * i), error))
+        return NULL;
     }
-  /* run order: by kernel, then as found */
-  for (guint i = 0; i < pending->len; i++)
-    g_ptr_array_add (plan->collectives, g_ptr_array_index (pending, i));
-  g_ptr_array_set_size (pending, 0);
-  {
-    /* a stable insertion sort: few collectives */
-    GPtrArray *a = plan->collectives;
-
-    for (guint i = 1; i < a->len; i++)
-      for (guint j = i; j > 0; j--)
-        {
-          NapkinCollective *x = g_ptr_array_index (a, j - 1), *y = g_ptr_array_index (a, j);
-
-          if (x->before_kernel <= y->before_kernel)
-            break;
-          a->pdata[j - 1] = y;
-          a->pdata[j] = x;
-        }
-  }
+  sort_collectives (plan->collectives);
   return g_steal_pointer (&plan);
 }
 

@@ -78,6 +78,7 @@ typedef struct
   GPtrArray     *collectives;  /* NapkinCollective *, in run order */
   guint          chunks;       /* the region's overlap: k ≥ 2, or 1 */
   char          *chunk_axis;   /* the axis cut into k chunks, NULL without overlap */
+  guint          comm_sms;     /* SMs the chunked compute leaves to NCCL when overlapped (0: none) */
   double         comm_s;       /* sum of the collectives' seconds */
 } NapkinShardPlan;
 
