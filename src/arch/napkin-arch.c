@@ -1162,6 +1162,31 @@ napkin_arch_collective_seconds (const NapkinArch    *arch,
          + napkin_collective_factor (kind, gpus) * bytes / tier->bus_bandwidth[kind];
 }
 
+double
+napkin_arch_collective_seconds_ctas (const NapkinArch    *arch,
+                                     NapkinCollectiveKind kind,
+                                     guint                gpus,
+                                     double               bytes,
+                                     guint                ctas,
+                                     double              *bus_bandwidth)
+{
+  const NapkinLinkTier *tier = &arch->interconnect.node;
+  double bus, per_cta;
+  double s = napkin_arch_collective_seconds (arch, kind, gpus, bytes, &bus);
+
+  if (s <= 0 || ctas == 0 || gpus > arch->interconnect.gpus_per_node)
+    {
+      if (bus_bandwidth)
+        *bus_bandwidth = bus;
+      return s;
+    }
+  per_cta = tier->cta_bus_bandwidth > 0 ? tier->cta_bus_bandwidth : bus / NAPKIN_NCCL_CHANNELS;
+  bus = MIN (bus, ctas * per_cta);
+  if (bus_bandwidth)
+    *bus_bandwidth = bus;
+  return tier->latency_s * napkin_collective_steps (kind, gpus) + napkin_collective_factor (kind, gpus) * bytes / bus;
+}
+
 gboolean
 napkin_arch_save (const NapkinArch  *arch,
                   const char        *path,

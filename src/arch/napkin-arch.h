@@ -202,6 +202,16 @@ double             napkin_arch_collective_seconds (const NapkinArch  *arch,
                                                    guint              gpus,
                                                    double             bytes,
                                                    double            *bus_bandwidth);
+/* The same on a communicator held to `ctas` CTAs (ctas > 0; docs/model.md, "Overlap"):
+ * its bus bandwidth MIN (the collective's, ctas · the tier's per-CTA bandwidth, else
+ * ctas / NAPKIN_NCCL_CHANNELS of the collective's when the profile has none). */
+#define NAPKIN_NCCL_CHANNELS 16   /* NCCL's channels on an NVLink ring (estimate) */
+double             napkin_arch_collective_seconds_ctas (const NapkinArch  *arch,
+                                                        NapkinCollectiveKind kind,
+                                                        guint              gpus,
+                                                        double             bytes,
+                                                        guint              ctas,
+                                                        double            *bus_bandwidth);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinArch, napkin_arch_unref)
 

@@ -31,10 +31,12 @@ static double
 chunk_compute_s (NapkinShardAnalysis        *sa,
                  NapkinArch                 *arch,
                  const NapkinAnalyzeOptions *options,
+                 guint                       sms,
                  guint                       first,
                  guint                       end,
                  NapkinAnalysis            **chunked)
 {
+  NapkinAnalyzeOptions o = { 0 };
   const NapkinShardPlan *plan = sa->shard;
   g_autoptr(NapkinDiagram) chunk = napkin_diagram_copy (plan->shard);
   g_autoptr(NapkinAnalysis) a = NULL;
@@ -46,7 +48,10 @@ chunk_compute_s (NapkinShardAnalysis        *sa,
     whole += kernel_s (sa->analysis, k);
   ((NapkinAxis *) napkin_diagram_get_item (chunk, NAPKIN_ITEM_AXIS, axis))->size /= plan->chunks;
   napkin_diagram_changed (chunk);
-  a = napkin_analyze (chunk, arch, options, NULL);
+  if (options != NULL)
+    o = *options;
+  o.sms = sms;
+  a = napkin_analyze (chunk, arch, &o, NULL);
   if (a == NULL || a->kernels->len != sa->analysis->kernels->len)
     return whole / plan->chunks;
   for (guint k = first; k < end; k++)
@@ -58,7 +63,7 @@ chunk_compute_s (NapkinShardAnalysis        *sa,
 /* NCCL's kernels beside a compute kernel (docs/model.md, "Overlap"): a collective runs
  * one CTA per channel, each holding a few KB of shared memory (its ncclShmem) and a few
  * hundred threads; NVLink rings on H100 use on the order of 16 channels. Estimates. */
-#define NCCL_CHANNELS    16
+#define NCCL_CHANNELS    NAPKIN_NCCL_CHANNELS
 #define NCCL_CTA_SMEM    (8 * 1024)
 #define NCCL_CTA_THREADS 512
 
@@ -119,6 +124,90 @@ compute_share (const NapkinAnalysis *a,
   return share;
 }
 
+/* One overlapped collective and the kernels [start, end) before it, in k chunks
+ * (docs/model.md, "Overlap"): chunked one after another  k·(c + m), and pipelined
+ * c' + (k − 1)·max (c', m_b) + m_a. With comm_sms = 0 the chunks take every SM: c' =
+ * c / the SM share NCCL leaves them, and when they fill every SM nothing runs beside
+ * them (pipelined = chunked). With comm_sms = s the chunk's persistent grids hold to
+ * SMs − s (c' priced on them) and the communicator to s CTAs: m_a its time alone, m_b
+ * beside the GEMMs (× the profile's contention). */
+static void
+overlap_one (NapkinShardAnalysis        *sa,
+             NapkinArch                 *arch,
+             const NapkinAnalyzeOptions *options,
+             const NapkinCollective     *c,
+             guint                       start,
+             guint                       end,
+             double                     *chunked,
+             double                     *piped)
+{
+  g_autoptr(NapkinAnalysis) ca = NULL;
+  guint k = c->chunks, s = sa->comm_sms;
+  double m = c->chunk_seconds, chunk_c = chunk_compute_s (sa, arch, options, 0, start, end, &ca);
+
+  *chunked = k * (chunk_c + m);
+  if (s == 0)
+    {
+      double share = compute_share (ca ? ca : sa->analysis, arch, start, end, &sa->note);
+
+      sa->chunk_compute_s = share > 0 ? chunk_c / share : chunk_c;
+      sa->chunk_comm_s = sa->chunk_comm_alone_s = m;
+      *piped = share <= 0 ? *chunked : chunk_c / share + (k - 1) * MAX (chunk_c / share, m) + m;
+      return;
+    }
+  {
+    g_autoptr(NapkinAnalysis) fewer = NULL;
+    const NapkinLinkTier *tier = &arch->interconnect.node;
+    double bus = 0, cf = chunk_compute_s (sa, arch, options, arch->sms - s, start, end, &fewer);
+    double alone = napkin_arch_collective_seconds_ctas (arch, c->kind, sa->shard->gpus, (double) c->bytes / k, s, &bus);
+    double beside = alone * (tier->overlap_contention > 0 ? tier->overlap_contention : 1);
+
+    sa->chunk_compute_s = cf;
+    sa->chunk_comm_s = beside;
+    sa->chunk_comm_alone_s = alone;
+    *piped = cf + (k - 1) * MAX (cf, beside) + alone;
+    g_free (sa->note);
+    sa->note = g_strdup_printf ("the chunks' GEMMs on %u of %u SMs (%.1f µs a chunk), NCCL on %u CTAs "
+                                "(%.0f GB/s bus, %.1f µs a chunk beside them)", arch->sms - s, arch->sms,
+                                cf * 1e6, s, bus / 1e9, beside * 1e6);
+  }
+}
+
+void
+napkin_shard_analysis_overlap (NapkinShardAnalysis        *sa,
+                               NapkinArch                 *arch,
+                               const NapkinAnalyzeOptions *options,
+                               guint                       comm_sms)
+{
+  guint start = 0;
+
+  g_return_if_fail (sa != NULL && arch != NULL);
+
+  sa->comm_sms = MIN (comm_sms, arch->sms - 1);
+  sa->overlapped_s = sa->total_s;
+  sa->chunked_s = sa->total_s;
+  sa->chunk_compute_s = sa->chunk_comm_s = sa->chunk_comm_alone_s = 0;
+  g_clear_pointer (&sa->note, g_free);
+  /* each overlapped collective with the kernels since the previous one, in place of C + M */
+  for (guint i = 0; i < sa->shard->collectives->len; i++)
+    {
+      const NapkinCollective *c = g_ptr_array_index (sa->shard->collectives, i);
+      guint end = MIN (c->before_kernel, sa->analysis->kernels->len);
+      double whole = 0, chunked, piped;
+
+      if (c->chunks >= 2 && end > start)
+        {
+          for (guint k = start; k < end; k++)
+            whole += kernel_s (sa->analysis, k);
+          overlap_one (sa, arch, options, c, start, end, &chunked, &piped);
+          sa->chunked_s += chunked - (whole + c->seconds);
+          sa->overlapped_s += piped - (whole + c->seconds);
+        }
+      start = MAX (start, end);
+    }
+  sa->gain_s = sa->total_s - sa->overlapped_s;
+}
+
 NapkinShardAnalysis *
 napkin_shard_analyze (NapkinDiagram              *diagram,
                       NapkinArch                 *arch,
@@ -127,7 +216,6 @@ napkin_shard_analyze (NapkinDiagram              *diagram,
                       GError                    **error)
 {
   g_autoptr(NapkinShardAnalysis) sa = g_new0 (NapkinShardAnalysis, 1);
-  guint start = 0;
 
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram) && arch != NULL, NULL);
 
@@ -138,40 +226,7 @@ napkin_shard_analyze (NapkinDiagram              *diagram,
   sa->compute_s = sa->analysis->predicted_time_s;
   sa->comm_s = sa->shard->comm_s;
   sa->total_s = sa->compute_s + sa->comm_s;
-  sa->overlapped_s = sa->total_s;
-  sa->chunked_s = sa->total_s;
-
-  /* each overlapped collective with the kernels since the previous one, in place of
-   * C + M (docs/model.md, "Overlap"): k·c + k·m chunked one after another, and
-   * pipelined  c' + (k − 1)·max (c', m) + m  with c' = c / the SM share the compute
-   * keeps beside NCCL; when the compute fills every SM nothing runs beside it and the
-   * overlapped time is the chunked one. */
-  for (guint i = 0; i < sa->shard->collectives->len; i++)
-    {
-      const NapkinCollective *c = g_ptr_array_index (sa->shard->collectives, i);
-      guint end = MIN (c->before_kernel, sa->analysis->kernels->len);
-      double whole = 0, chunk_c, m, chunked, piped, share;
-
-      if (c->chunks >= 2 && end > start)
-        {
-          g_autoptr(NapkinAnalysis) ca = NULL;
-
-          for (guint k = start; k < end; k++)
-            whole += kernel_s (sa->analysis, k);
-          chunk_c = chunk_compute_s (sa, arch, options, start, end, &ca);
-          m = c->chunk_seconds;
-          chunked = c->chunks * (chunk_c + m);
-          share = compute_share (ca ? ca : sa->analysis, arch, start, end, &sa->note);
-          if (share <= 0)
-            piped = chunked;
-          else
-            piped = chunk_c / share + (c->chunks - 1) * MAX (chunk_c / share, m) + m;
-          sa->chunked_s += chunked - (whole + c->seconds);
-          sa->overlapped_s += piped - (whole + c->seconds);
-        }
-      start = MAX (start, end);
-    }
-  sa->gain_s = sa->total_s - sa->overlapped_s;
+  napkin_shard_analysis_overlap (sa, arch, options, sa->shard->comm_sms);
   return g_steal_pointer (&sa);
 }
 
@@ -199,6 +254,10 @@ napkin_shard_analysis_to_json (NapkinShardAnalysis *sa)
   json_object_object_add (root, "overlapped_s", json_object_new_double (sa->overlapped_s));
   json_object_object_add (root, "gain_s", json_object_new_double (sa->gain_s));
   json_object_object_add (root, "chunked_s", json_object_new_double (sa->chunked_s));
+  json_object_object_add (root, "comm_sms", json_object_new_int ((int) sa->comm_sms));
+  json_object_object_add (root, "chunk_compute_s", json_object_new_double (sa->chunk_compute_s));
+  json_object_object_add (root, "chunk_comm_s", json_object_new_double (sa->chunk_comm_s));
+  json_object_object_add (root, "chunk_comm_alone_s", json_object_new_double (sa->chunk_comm_alone_s));
   if (sa->note != NULL)
     json_object_object_add (root, "overlap_note", json_object_new_string (sa->note));
   return root;

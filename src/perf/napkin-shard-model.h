@@ -20,6 +20,10 @@ typedef struct
   double           overlapped_s;   /* with the region's overlap; = total_s without */
   double           gain_s;         /* total_s − overlapped_s; negative: chunking costs more than it hides */
   double           chunked_s;      /* the chunks one after another: every chunk's kernels, then its collective */
+  guint            comm_sms;       /* SMs the overlapped chunks leave to NCCL (the region's, or as repriced) */
+  double           chunk_compute_s;   /* one chunk's compute as overlapped (on SMs − comm_sms) */
+  double           chunk_comm_s;      /* one chunk's collective beside that compute */
+  double           chunk_comm_alone_s;/* the same alone (the last chunk's) */
   char            *note;           /* why the overlap hides nothing (or less), NULL: it pipelines */
 } NapkinShardAnalysis;
 
@@ -28,6 +32,12 @@ NapkinShardAnalysis *napkin_shard_analyze          (NapkinDiagram              *
                                                     guint                       gpus,
                                                     const NapkinAnalyzeOptions *options,
                                                     GError                    **error);
+/* The overlapped, chunked and gain figures again for `comm_sms` SMs left to NCCL
+ * (what the runner measures for each of several values). */
+void                 napkin_shard_analysis_overlap (NapkinShardAnalysis        *analysis,
+                                                    NapkinArch                 *arch,
+                                                    const NapkinAnalyzeOptions *options,
+                                                    guint                       comm_sms);
 void                 napkin_shard_analysis_free    (NapkinShardAnalysis        *analysis);
 /* The shard plan's JSON plus "compute_s", "total_s", "overlapped_s", "gain_s",
  * "chunked_s", "overlap_note" (when there is one) and "kernel_times": one GPU's

@@ -106,9 +106,61 @@ napkin_gpu_group_open (NapkinGpuGroup    *group,
   return napkin_gpu_group_use (group, 0, message);
 }
 
+static void
+destroy_limited (NapkinGpuGroup *group)
+{
+  for (guint r = 0; r < group->n && group->limited_ctas > 0; r++)
+    if (group->limited[r] != NULL)
+      group->nccl.CommDestroy (group->limited[r]);
+  memset (group->limited, 0, sizeof group->limited);
+  group->limited_ctas = 0;
+  group->use_limited = FALSE;
+}
+
+gboolean
+napkin_gpu_group_limit_ctas (NapkinGpuGroup  *group,
+                             guint            ctas,
+                             char           **message)
+{
+  NapkinNcclUniqueId id;
+  int res;
+
+  if (group->limited_ctas == ctas)
+    return TRUE;
+  destroy_limited (group);
+  if (group->nccl.GetUniqueId == NULL || group->nccl.CommInitRankConfig == NULL)
+    {
+      *message = g_strdup (_("this NCCL has no ncclCommInitRankConfig (2.14+): cannot hold a communicator to a few CTAs"));
+      return FALSE;
+    }
+  if (!nccl_check (group, group->nccl.GetUniqueId (&id), "ncclGetUniqueId", message)
+      || !nccl_check (group, group->nccl.GroupStart (), "ncclGroupStart", message))
+    return FALSE;
+  res = NAPKIN_NCCL_SUCCESS;
+  for (guint r = 0; r < group->n && res == NAPKIN_NCCL_SUCCESS; r++)
+    {
+      NapkinNcclConfig config = { sizeof config, 0xcafebeef, 21400, 1, G_MININT, 1, (int) ctas, NULL };
+
+      if (!napkin_gpu_group_use (group, r, message))
+        res = 5;   /* ncclInvalidUsage */
+      else
+        res = group->nccl.CommInitRankConfig (&group->limited[r], (int) group->n, id, (int) r, &config);
+    }
+  if (res != NAPKIN_NCCL_SUCCESS)
+    {
+      group->nccl.GroupEnd ();
+      return nccl_check (group, res, "ncclCommInitRankConfig", message);
+    }
+  if (!nccl_check (group, group->nccl.GroupEnd (), "ncclGroupEnd", message))
+    return FALSE;
+  group->limited_ctas = ctas;
+  return napkin_gpu_group_use (group, 0, message);
+}
+
 void
 napkin_gpu_group_close (NapkinGpuGroup *group)
 {
+  destroy_limited (group);
   if (group->have_comms)
     for (guint r = 0; r < group->n; r++)
       group->nccl.CommDestroy (group->comm[r]);
@@ -137,6 +189,7 @@ napkin_gpu_group_collective (NapkinGpuGroup     *group,
                              char              **message)
 {
   NapkinNccl *nc = &group->nccl;
+  NapkinNcclComm *comm = group->use_limited && group->limited_ctas > 0 ? group->limited : group->comm;
   gsize chunk_bytes = (gsize) count * napkin_nccl_type_bytes (type);
   int res = NAPKIN_NCCL_SUCCESS;
 
@@ -151,20 +204,20 @@ napkin_gpu_group_collective (NapkinGpuGroup     *group,
       switch (kind)
         {
         case NAPKIN_COLLECTIVE_ALL_REDUCE:
-          res = nc->AllReduce (src, dst, count, type, NAPKIN_NCCL_SUM, group->comm[r], s);
+          res = nc->AllReduce (src, dst, count, type, NAPKIN_NCCL_SUM, comm[r], s);
           break;
         case NAPKIN_COLLECTIVE_ALL_GATHER:
-          res = nc->AllGather (src, dst, count, type, group->comm[r], s);
+          res = nc->AllGather (src, dst, count, type, comm[r], s);
           break;
         case NAPKIN_COLLECTIVE_REDUCE_SCATTER:
-          res = nc->ReduceScatter (src, dst, count, type, NAPKIN_NCCL_SUM, group->comm[r], s);
+          res = nc->ReduceScatter (src, dst, count, type, NAPKIN_NCCL_SUM, comm[r], s);
           break;
         case NAPKIN_COLLECTIVE_ALL_TO_ALL:
           for (guint p = 0; p < group->n && res == NAPKIN_NCCL_SUCCESS; p++)
             {
-              res = nc->Send ((const char *) src + p * chunk_bytes, count, type, (int) p, group->comm[r], s);
+              res = nc->Send ((const char *) src + p * chunk_bytes, count, type, (int) p, comm[r], s);
               if (res == NAPKIN_NCCL_SUCCESS)
-                res = nc->Recv ((char *) dst + p * chunk_bytes, count, type, (int) p, group->comm[r], s);
+                res = nc->Recv ((char *) dst + p * chunk_bytes, count, type, (int) p, comm[r], s);
             }
           break;
         default:

@@ -25,6 +25,9 @@ typedef struct
   CUstream          comm_stream[NAPKIN_MAX_GPUS];
   NapkinNcclComm    comm[NAPKIN_MAX_GPUS];
   gboolean          have_comms;
+  NapkinNcclComm    limited[NAPKIN_MAX_GPUS];   /* held to limited_ctas CTAs (overlap) */
+  guint             limited_ctas;               /* 0: none made */
+  gboolean          use_limited;                /* collectives go through `limited` */
   gboolean          no_nccl;     /* the open failed because NCCL is absent or too old */
 } NapkinGpuGroup;
 
@@ -56,6 +59,11 @@ gboolean  napkin_gpu_group_collective  (NapkinGpuGroup     *group,
                                         NapkinNcclDataType  type,
                                         gboolean            on_comm_stream,
                                         char              **message);
+/* (Re)makes the communicators held to `ctas` CTAs each (ncclCommInitRankConfig with
+ * maxCTAs, docs/multi-gpu.md "Overlap"); FALSE with a message when this NCCL cannot. */
+gboolean  napkin_gpu_group_limit_ctas  (NapkinGpuGroup    *group,
+                                        guint              ctas,
+                                        char             **message);
 /* cuCtxSynchronize on every GPU. */
 gboolean  napkin_gpu_group_sync        (NapkinGpuGroup    *group,
                                         char             **message);

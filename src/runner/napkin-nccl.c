@@ -50,6 +50,10 @@ napkin_nccl_open (NapkinNccl  *nccl,
           return FALSE;
         }
     }
+  /* optional: through the object pointers, as the table above does (ISO C has no
+   * void * to function pointer assignment) */
+  *(gpointer *) &nccl->GetUniqueId = dlsym (nccl->handle, "ncclGetUniqueId");
+  *(gpointer *) &nccl->CommInitRankConfig = dlsym (nccl->handle, "ncclCommInitRankConfig");
   res = nccl->GetVersion (&nccl->version);
   if (res != NAPKIN_NCCL_SUCCESS)
     {

@@ -37,6 +37,22 @@ typedef enum
   NAPKIN_NCCL_SUM = 0,
 } NapkinNcclRedOp;
 
+/* ncclUniqueId (128 bytes) and the leading fields of ncclConfig_t as nccl.h 2.14 has
+ * them: NCCL reads a config by its size and version, so an older, shorter one is
+ * valid in later releases; unset ints are INT_MIN (NCCL_CONFIG_UNDEF_INT). */
+typedef struct { char internal[128]; } NapkinNcclUniqueId;
+typedef struct
+{
+  size_t        size;
+  unsigned int  magic;            /* 0xcafebeef */
+  unsigned int  version;          /* NCCL_VERSION (2, 14, 0) = 21400 */
+  int           blocking;
+  int           cga_cluster_size;
+  int           min_ctas;
+  int           max_ctas;
+  const char   *net_name;
+} NapkinNcclConfig;
+
 typedef struct
 {
   void       *handle;
@@ -55,6 +71,9 @@ typedef struct
   int       (*Send)           (const void *, size_t, NapkinNcclDataType, int, NapkinNcclComm, NapkinNcclStream);
   int       (*Recv)           (void *, size_t, NapkinNcclDataType, int, NapkinNcclComm, NapkinNcclStream);
   const char *(*GetErrorString) (int);
+  /* optional (2.14+): a communicator held to a few CTAs; NULL in older releases */
+  int       (*GetUniqueId)    (NapkinNcclUniqueId *);
+  int       (*CommInitRankConfig) (NapkinNcclComm *, int, NapkinNcclUniqueId, int, NapkinNcclConfig *);
 } NapkinNccl;
 
 /* Opens $NAPKIN_NCCL_LIBRARY when set, else libnccl.so.2, and reads its version. FALSE

@@ -31,6 +31,7 @@
 #include "napkin-runner-multi.h"
 #include "napkin-gpu-group.h"
 #include "napkin-shard.h"
+#include "napkin-shard-model.h"
 #include "napkin-shard-slice.h"
 #include "napkin-validate.h"
 #include "napkin-kernels.h"
@@ -372,6 +373,7 @@ typedef struct
   guint             n_maps;
   gboolean          freed;
   gboolean          is_reference;
+  guint             grid_sms;  /* persistent kernels on at most this many SMs (0: every SM) */
 } Device;
 
 static gboolean
@@ -386,9 +388,11 @@ static int sm_count;   /* the GPU's multiprocessors, once the device is open */
 
 /* Blocks a kernel is launched with: a persistent one at most one per SM. */
 static gint64
-launch_grid (const NapkinCudaKernel *ck)
+launch_grid (const NapkinCudaKernel *ck,
+             guint                   sms)
 {
-  return ck->persistent && sm_count > 0 ? MIN (ck->grid, sm_count) : ck->grid;
+  sms = sms > 0 && (int) sms < sm_count ? sms : (guint) sm_count;
+  return ck->persistent && sms > 0 ? MIN (ck->grid, (gint64) sms) : ck->grid;
 }
 
 static gboolean
@@ -423,7 +427,7 @@ device_load (Device       *dev,
 
           json_object_object_add (o, "name", json_object_new_string (ck->name));
           json_object_object_add (o, "skeleton", json_object_new_string (ck->skeleton));
-          json_object_object_add (o, "grid", json_object_new_int64 (launch_grid (ck)));
+          json_object_object_add (o, "grid", json_object_new_int64 (launch_grid (ck, dev->grid_sms)));
           json_object_object_add (o, "threads", json_object_new_int (ck->threads));
           json_object_object_add (o, "registers", json_object_new_int (regs));
           json_object_object_add (o, "shared_bytes", json_object_new_int (smem + (int) ck->dynamic_smem));
@@ -675,7 +679,7 @@ device_launch_kernel (Device   *dev,
     return CUDA_ERROR_INVALID_VALUE;
   for (guint m = 0; m < n_maps; m++)
     params[1 + m] = &dev->maps[first_map++];
-  return cu.LaunchKernel (dev->functions[k], (unsigned) launch_grid (ck), 1, 1, ck->threads, 1, 1,
+  return cu.LaunchKernel (dev->functions[k], (unsigned) launch_grid (ck, dev->grid_sms), 1, 1, ck->threads, 1, 1,
                           (unsigned) ck->dynamic_smem, stream, params, NULL);
 }
 
@@ -1312,6 +1316,7 @@ typedef struct
   CUfunction        extract[NAPKIN_MAX_GPUS][4], place[NAPKIN_MAX_GPUS][4];   /* units 1, 2, 4, 16 */
   GPtrArray        *owned;    /* (GPU, CUdeviceptr) pairs the runner allocated */
   gboolean          dry;      /* --dry-run: resolve buffers and steps, touch no GPU */
+  NapkinArch       *profile;  /* the model's profile (NULL: no prediction) */
 } Multi;
 
 static int
@@ -1867,36 +1872,15 @@ overlap_chunk_module (Multi             *m,
   return NULL;
 }
 
-static void
-multi_overlap (Multi         *m,
-               const char    *arch,
-               gboolean       generic,
-               Device        *rd,
-               CUfunction     compare,
-               NapkinDiagram *d,
-               int            repeats,
-               json_object   *root)
+/* The chunked all-reduce after the last kernel that the overlapped variant runs, or
+ * NULL with *note saying why not (input collectives stay whole, before it). */
+static MultiColl *
+overlap_target (Multi       *m,
+                const char **note)
 {
-  json_object *o = json_object_new_object ();
-  g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinDiagram) cd = NULL;
-  g_autoptr(NapkinCudaModule) cmod = NULL;
-  g_autoptr(GBytes) cbin = NULL;
-  g_autofree char *message = NULL;
-  g_autofree double *over_ms = NULL, *serial_ms = NULL;
-  Device cdev[NAPKIN_MAX_GPUS] = { { 0 } };
-  guint k = m->plan->chunks, n = m->g.n, n_kernels = m->dev[0].mod->kernels->len;
-  const char *axis = m->plan->chunk_axis, *note = NULL;
+  guint n_kernels = m->dev[0].mod->kernels->len;
   MultiColl *last = NULL;
-  CUevent start[NAPKIN_MAX_GPUS] = { 0 }, end[NAPKIN_MAX_GPUS] = { 0 }, done[NAPKIN_MAX_GPUS][64];
-  gboolean ok = TRUE;
 
-  memset (done, 0, sizeof done);
-  json_object_object_add (root, "overlap", o);
-  json_object_object_add (o, "chunks", json_object_new_int ((int) k));
-  json_object_object_add (o, "axis", json_object_new_string (axis));
-  /* what runs: every kernel in k chunks, then the program's chunked collectives (an
-   * all-reduce of a contiguous piece each); input collectives stay whole, before it */
   for (guint c = 0; c < m->n_colls; c++)
     {
       MultiColl *mc = &m->colls[c];
@@ -1904,22 +1888,28 @@ multi_overlap (Multi         *m,
       if (mc->c->chunks > 1 && mc->at == n_kernels && mc->c->kind == NAPKIN_COLLECTIVE_ALL_REDUCE && last == NULL)
         last = mc;
       else if (mc->c->chunks > 1 || mc->at != 0 || !mc->src_stored)
-        note = "only a program whose chunked collective is one all-reduce after the last kernel is run overlapped";
+        *note = "only a program whose chunked collective is one all-reduce after the last kernel is run overlapped";
     }
   if (last == NULL)
-    note = "no chunked all-reduce after the last kernel";
-  if (note == NULL)
-    note = overlap_chunk_module (m, arch, generic, &cd, &cmod, &cbin, &error);
-  if (note != NULL)
-    {
-      json_object_object_add (o, "note", json_object_new_string (note));
-      return;
-    }
-  json_object_object_add (o, "chunk_kernels", json_object_new_int ((int) cmod->kernels->len));
+    *note = "no chunked all-reduce after the last kernel";
+  return last;
+}
 
-  /* every GPU: the chunk module, its own intermediates, and its inputs and outputs as
-   * pieces of the shard's buffers (launch number i takes piece i) */
-  for (guint r = 0; r < n && ok; r++)
+/* Every GPU: the chunk module, its own intermediates, and its inputs and outputs as
+ * pieces of the shard's buffers (launch number i takes piece i). */
+static gboolean
+overlap_load (Multi            *m,
+              NapkinDiagram    *cd,
+              NapkinCudaModule *cmod,
+              GBytes           *cbin,
+              Device           *cdev,
+              const char      **note,
+              char            **message)
+{
+  guint k = m->plan->chunks;
+  gboolean ok = TRUE;
+
+  for (guint r = 0; r < m->g.n && ok; r++)
     {
       Device *cv = &cdev[r];
       g_autofree float **zero = g_new0 (float *, napkin_diagram_n_tensors (cd) + 1);
@@ -1934,8 +1924,8 @@ multi_overlap (Multi         *m,
           if (b->role == NAPKIN_BUF_INPUT && zero[b->tensor] == NULL)
             zero[b->tensor] = g_new0 (float, napkin_ir_buffer_elements (b));
         }
-      ok = napkin_gpu_group_use (&m->g, r, &message) && device_load (cv, cbin, NULL, &message)
-           && device_alloc (cv, NULL, zero, &message);
+      ok = napkin_gpu_group_use (&m->g, r, message) && device_load (cv, cbin, NULL, message)
+           && device_alloc (cv, NULL, zero, message);
       for (guint t = 0; t < napkin_diagram_n_tensors (cd); t++)
         g_free (zero[t]);
       if (!ok)
@@ -1943,21 +1933,21 @@ multi_overlap (Multi         *m,
       slots = n_slots (cv);
       g_free (cv->copies);
       cv->copies = g_new0 (CUdeviceptr, (gsize) (slots + 1) * k);
-      for (guint s = 0; s < slots; s++)
+      for (guint s = 0; s < slots && ok; s++)
         {
           const NapkinIrBuffer *b = (int) s == cmod->workspace_slot ? NULL
                                     : napkin_ir_buffer (cmod->program, g_array_index (cmod->args, int, s));
           const char *name = b && b->tensor >= 0 ? napkin_diagram_tensor (cd, b->tensor)->name : NULL;
           int role = b ? (int) b->role : -1;
           int whole = name && (role == NAPKIN_BUF_INPUT || role == NAPKIN_BUF_OUTPUT) ? find_slot (&m->dev[r], name, role) : -1;
-          gint64 stride = b ? chunk_stride (cd, b, axis) : 0;
+          gint64 stride = b ? chunk_stride (cd, b, m->plan->chunk_axis) : 0;
 
           cv->copies[s * k] = cv->ptrs[s];   /* its own buffer: freed with the device */
           if (whole < 0)
             continue;   /* an intermediate: every chunk reuses it */
           if (stride < 0 || (stride == 0 && role == NAPKIN_BUF_OUTPUT))
             {
-              note = "a buffer of the chunked stretch does not split into contiguous chunks along the overlap axis";
+              *note = "a buffer of the chunked stretch does not split into contiguous chunks along the overlap axis";
               ok = FALSE;
               break;
             }
@@ -1968,106 +1958,302 @@ multi_overlap (Multi         *m,
       if (ok)
         {
           g_clear_pointer (&cv->maps, g_aligned_free);
-          ok = device_tensor_maps (cv, &message);
+          ok = device_tensor_maps (cv, message);
         }
     }
-  over_ms = g_new0 (double, repeats);
-  serial_ms = g_new0 (double, repeats);
-  for (guint r = 0; r < n && ok; r++)
+  return ok;
+}
+
+/* The timing events of the overlapped runs. */
+typedef struct
+{
+  CUevent start[NAPKIN_MAX_GPUS], end[NAPKIN_MAX_GPUS], done[NAPKIN_MAX_GPUS][64];
+} OverlapEvents;
+
+static gboolean
+overlap_events_create (Multi         *m,
+                       OverlapEvents *ev,
+                       char         **message)
+{
+  gboolean ok = TRUE;
+
+  for (guint r = 0; r < m->g.n && ok; r++)
     {
-      ok = napkin_gpu_group_use (&m->g, r, &message) && check (cu.EventCreate (&start[r], 0), "creating an event", &message)
-           && check (cu.EventCreate (&end[r], 0), "creating an event", &message);
-      for (guint i = 0; i < k && ok; i++)
-        ok = check (cu.EventCreate (&done[r][i], CU_EVENT_DISABLE_TIMING), "creating an event", &message);
+      ok = napkin_gpu_group_use (&m->g, r, message) && check (cu.EventCreate (&ev->start[r], 0), "creating an event", message)
+           && check (cu.EventCreate (&ev->end[r], 0), "creating an event", message);
+      for (guint i = 0; i < m->plan->chunks && ok; i++)
+        ok = check (cu.EventCreate (&ev->done[r][i], CU_EVENT_DISABLE_TIMING), "creating an event", message);
     }
-  /* variant 1: collectives on the compute stream (chunked, serial), then variant 0: on
-   * the communication stream (overlapped), whose result is checked. Two warm-ups each. */
-  for (int vi = 0; vi < 2 && ok; vi++)
-    for (int rep = -2, v = 1 - vi; rep < repeats && ok; rep++)
+  return ok;
+}
+
+/* The slowest GPU's milliseconds from ev->start to ev->end, after a sync. */
+static gboolean
+overlap_elapsed (Multi         *m,
+                 OverlapEvents *ev,
+                 double        *worst_ms,
+                 char         **message)
+{
+  gboolean ok = napkin_gpu_group_sync (&m->g, message);
+
+  *worst_ms = 0;
+  for (guint r = 0; r < m->g.n && ok; r++)
+    {
+      float ms = 0;
+
+      ok = napkin_gpu_group_use (&m->g, r, message) && check (cu.EventElapsedTime (&ms, ev->start[r], ev->end[r]), "timing", message);
+      *worst_ms = MAX (*worst_ms, ms);
+    }
+  return ok;
+}
+
+/* Records ev->start (ev->end) on every GPU's compute (communication) stream. */
+static gboolean
+overlap_record (Multi    *m,
+                CUevent  *events,
+                gboolean  comm,
+                char    **message)
+{
+  gboolean ok = TRUE;
+
+  for (guint r = 0; r < m->g.n && ok; r++)
+    ok = napkin_gpu_group_use (&m->g, r, message)
+         && check (cu.EventRecord (events[r], comm ? m->g.comm_stream[r] : m->g.stream[r]), "recording", message);
+  return ok;
+}
+
+/* Chunk i's kernels on every GPU's compute stream, then (after its event, with
+ * `overlapped` on the communication stream) its piece of the all-reduce. */
+static gboolean
+overlap_chunk (Multi         *m,
+               Device        *cdev,
+               MultiColl     *last,
+               OverlapEvents *ev,
+               guint          i,
+               gboolean       overlapped,
+               char         **message)
+{
+  CUdeviceptr src[NAPKIN_MAX_GPUS], dst[NAPKIN_MAX_GPUS];
+  gint64 piece = last->chunk / m->plan->chunks;
+  gsize off = (gsize) (i * piece) * napkin_dtype_bytes (last->c->dtype);
+  gboolean ok = TRUE;
+
+  for (guint r = 0; r < m->g.n && ok; r++)
+    {
+      ok = napkin_gpu_group_use (&m->g, r, message);
+      for (guint kk = 0; kk < cdev[r].mod->kernels->len && ok; kk++)
+        ok = check (device_launch_kernel (&cdev[r], kk, i, m->g.stream[r]), "launching a chunk", message);
+      ok = ok && check (cu.EventRecord (ev->done[r][i], m->g.stream[r]), "recording", message)
+           && (!overlapped || check (cu.StreamWaitEvent (m->g.comm_stream[r], ev->done[r][i], 0), "waiting", message));
+      src[r] = last->tmp_send[r] + off;
+      dst[r] = last->tmp_recv[r] + off;
+    }
+  return ok && napkin_gpu_group_collective (&m->g, last->c->kind, src, dst, piece, last->type, overlapped, message);
+}
+
+/* One run of every chunk: the collectives on the compute stream (chunked, serial) or on
+ * the communication stream (overlapped, the result poisoned first so that the check
+ * sees this run's). *ms: its slowest GPU's time. */
+static gboolean
+overlap_run (Multi         *m,
+             Device        *cdev,
+             MultiColl     *last,
+             OverlapEvents *ev,
+             gboolean       overlapped,
+             double        *ms,
+             char         **message)
+{
+  gboolean ok = TRUE;
+
+  for (guint r = 0; r < m->g.n && ok && overlapped; r++)
+    ok = napkin_gpu_group_use (&m->g, r, message)
+         && check (cu.MemsetD8 (last->dst[r], 0xff, (gsize) last->dst_elems * napkin_dtype_bytes (last->c->dtype)),
+                   "poisoning the result", message);
+  ok = ok && napkin_gpu_group_sync (&m->g, message);
+  for (guint c = 0; c < m->n_colls && ok; c++)   /* whole input collectives first */
+    if (&m->colls[c] != last)
+      ok = multi_run_collective (m, &m->colls[c], message);
+  ok = ok && overlap_record (m, ev->start, FALSE, message);
+  for (guint i = 0; i < m->plan->chunks && ok; i++)
+    ok = overlap_chunk (m, cdev, last, ev, i, overlapped, message);
+  return ok && overlap_record (m, ev->end, overlapped, message) && overlap_elapsed (m, ev, ms, message);
+}
+
+/* What the model needs, measured alone (docs/model.md, "Overlap"): one chunk's kernels
+ * (on the SMs the variant leaves them), one chunk's all-reduce (through the variant's
+ * communicator), and that all-reduce while the chunk's kernels run beside it. Medians
+ * in ms into out[3]. */
+static gboolean
+overlap_parts (Multi         *m,
+               Device        *cdev,
+               MultiColl     *last,
+               OverlapEvents *ev,
+               int            repeats,
+               double        *out,
+               char         **message)
+{
+  g_autofree double *v = g_new0 (double, (gsize) 3 * repeats);
+  CUdeviceptr src[NAPKIN_MAX_GPUS], dst[NAPKIN_MAX_GPUS];
+  gint64 piece = last->chunk / m->plan->chunks;
+  gboolean ok = TRUE;
+
+  for (guint r = 0; r < m->g.n; r++)
+    src[r] = last->tmp_send[r], dst[r] = last->tmp_recv[r];
+  for (int rep = -1; rep < repeats && ok; rep++)
+    for (guint part = 0; part < 3 && ok; part++)
       {
-        gint64 piece = last->chunk / k;
-        double worst_ms = 0;
+        double ms = 0;
+        gboolean comm = part > 0;
 
-        /* the result poisoned before each overlapped run, so the check sees this run's */
-        for (guint r = 0; r < n && ok && v == 0; r++)
-          ok = napkin_gpu_group_use (&m->g, r, &message)
-               && check (cu.MemsetD8 (last->dst[r], 0xff, (gsize) last->dst_elems * napkin_dtype_bytes (last->c->dtype)),
-                         "poisoning the result", &message);
-        ok = ok && napkin_gpu_group_sync (&m->g, &message);
-        for (guint c = 0; c < m->n_colls && ok; c++)   /* whole input collectives first */
-          if (&m->colls[c] != last)
-            ok = multi_run_collective (m, &m->colls[c], &message);
-        for (guint r = 0; r < n && ok; r++)
-          ok = napkin_gpu_group_use (&m->g, r, &message) && check (cu.EventRecord (start[r], m->g.stream[r]), "recording", &message);
-        for (guint i = 0; i < k && ok; i++)
+        ok = napkin_gpu_group_sync (&m->g, message) && overlap_record (m, ev->start, comm, message);
+        for (guint r = 0; r < m->g.n && ok && part != 1; r++)
           {
-            CUdeviceptr src[NAPKIN_MAX_GPUS], dst[NAPKIN_MAX_GPUS];
-            gsize off = (gsize) (i * piece) * napkin_dtype_bytes (last->c->dtype);
-
-            for (guint r = 0; r < n && ok; r++)
-              {
-                ok = napkin_gpu_group_use (&m->g, r, &message);
-                for (guint kk = 0; kk < cmod->kernels->len && ok; kk++)
-                  ok = check (device_launch_kernel (&cdev[r], kk, i, m->g.stream[r]), "launching a chunk", &message);
-                ok = ok && check (cu.EventRecord (done[r][i], m->g.stream[r]), "recording", &message)
-                     && (v == 1 || check (cu.StreamWaitEvent (m->g.comm_stream[r], done[r][i], 0), "waiting", &message));
-                src[r] = last->tmp_send[r] + off;
-                dst[r] = last->tmp_recv[r] + off;
-              }
-            ok = ok && napkin_gpu_group_collective (&m->g, last->c->kind, src, dst, piece, last->type, v == 0, &message);
+            ok = napkin_gpu_group_use (&m->g, r, message);
+            for (guint kk = 0; kk < cdev[r].mod->kernels->len && ok; kk++)
+              ok = check (device_launch_kernel (&cdev[r], kk, 0, m->g.stream[r]), "launching a chunk", message);
           }
-        for (guint r = 0; r < n && ok; r++)
-          ok = napkin_gpu_group_use (&m->g, r, &message)
-               && check (cu.EventRecord (end[r], v == 0 ? m->g.comm_stream[r] : m->g.stream[r]), "recording", &message);
-        ok = ok && napkin_gpu_group_sync (&m->g, &message);
-        for (guint r = 0; r < n && ok; r++)
-          {
-            float ms = 0;
-
-            ok = napkin_gpu_group_use (&m->g, r, &message) && check (cu.EventElapsedTime (&ms, start[r], end[r]), "timing", &message);
-            worst_ms = MAX (worst_ms, ms);
-          }
+        ok = ok && (part == 0 || napkin_gpu_group_collective (&m->g, last->c->kind, src, dst, piece, last->type, TRUE, message))
+             && overlap_record (m, ev->end, comm, message) && overlap_elapsed (m, ev, &ms, message);
         if (rep >= 0)
-          (v == 0 ? over_ms : serial_ms)[rep] = worst_ms;
+          v[(gsize) part * repeats + rep] = ms;
       }
-  if (ok)
-    {
-      /* the overlapped run's result, checked like the plain one */
-      json_object *errors = json_object_new_object ();
-      double worst = 0;
-      const char *status = NULL;
+  for (guint part = 0; part < 3 && ok; part++)
+    out[part] = median_of (v + (gsize) part * repeats, (guint) repeats);
+  return ok;
+}
 
-      json_object_object_add (o, "error", errors);
-      if (rd != NULL && rd->ptrs != NULL && multi_check (m, rd, compare, d, errors, &worst, &status, &message))
-        json_object_object_add (o, "max_rel", json_object_new_double (isinf (worst) ? 1e308 : worst));
-      else
-        ok = rd == NULL || rd->ptrs == NULL;
-    }
-  if (ok)
-    {
-      json_object *t = json_object_new_object ();
-      double plain = json_object_get_double (json_object_object_get (json_object_object_get (root, "time_ms"), "median"));
+/* What every variant is checked and compared against. */
+typedef struct
+{
+  Device              *rd;        /* the one-GPU reference (NULL, or no ptrs: not checked) */
+  CUfunction           compare;
+  NapkinDiagram       *d;
+  double               plain_ms;  /* the plain run's median */
+  NapkinShardAnalysis *sa;        /* the model's (NULL without a profile) */
+  NapkinArch          *profile;
+} OverlapCheck;
 
-      json_object_object_add (t, "median", json_object_new_double (median_of (over_ms, (guint) repeats)));
-      json_object_object_add (t, "repeats", json_object_new_int (repeats));
-      json_object_object_add (o, "time_ms", t);
-      json_object_object_add (o, "serial_chunked_ms", json_object_new_double (median_of (serial_ms, (guint) repeats)));
-      json_object_object_add (o, "gain_ms", json_object_new_double (plain - median_of (over_ms, (guint) repeats)));
-      json_object_object_add (o, "gain_note", json_object_new_string ("the plain (unchunked, serial) run's median minus the overlapped run's"));
+/* The overlapped run's result, checked like the plain one. */
+static gboolean
+overlap_check (Multi              *m,
+               const OverlapCheck *chk,
+               json_object        *o,
+               double             *worst,
+               char              **message)
+{
+  json_object *errors;
+  double w = 0;
+  const char *status = NULL;
+
+  if (chk->rd == NULL || chk->rd->ptrs == NULL)
+    return TRUE;
+  errors = json_object_new_object ();
+  json_object_object_add (o, "error", errors);
+  if (!multi_check (m, chk->rd, chk->compare, chk->d, errors, &w, &status, message))
+    return FALSE;
+  json_object_object_add (o, "max_rel", json_object_new_double (isinf (w) ? 1e308 : w));
+  *worst = MAX (*worst, w);
+  return TRUE;
+}
+
+/* The SMs left to NCCL in each measured variant: $NAPKIN_OVERLAP_SMS ("0,4,8"), else
+ * the region's comm_sms alone. */
+static GArray *
+overlap_sms_list (Multi *m)
+{
+  GArray *list = g_array_new (FALSE, FALSE, sizeof (guint));
+  const char *env = g_getenv ("NAPKIN_OVERLAP_SMS");
+  g_auto(GStrv) parts = env != NULL && *env != '\0' ? g_strsplit (env, ",", -1) : NULL;
+
+  for (guint i = 0; parts != NULL && parts[i] != NULL; i++)
+    {
+      guint64 v;
+
+      if (g_ascii_string_to_unsigned (g_strstrip (parts[i]), 10, 0, MAX (sm_count - 1, 0), &v, NULL))
+        g_array_append_val (list, ((guint) { (guint) v }));
     }
-  else
-    json_object_object_add (o, "note", json_object_new_string (note ? note : message ? message : "failed"));
-  for (guint r = 0; r < n; r++)
+  if (list->len == 0)
+    g_array_append_val (list, m->plan->comm_sms);
+  return list;
+}
+
+/* One variant: the chunk kernels' persistent grids on SMs − s, the all-reduce through a
+ * communicator held to s CTAs (s = 0: every SM, NCCL's own channels), timed, its parts
+ * measured, checked, beside the model's figures for the same s. */
+static gboolean
+overlap_variant (Multi         *m,
+                 Device        *cdev,
+                 MultiColl     *last,
+                 OverlapEvents *ev,
+                 guint          sms,
+                 int            repeats,
+                 const OverlapCheck *chk,
+                 json_object   *variants,
+                 double        *worst,
+                 char         **message)
+{
+  g_autofree double *over = g_new0 (double, repeats);
+  double parts[3] = { 0 }, ms = 0, plain = chk->plain_ms;
+  json_object *o = json_object_new_object ();
+  gboolean ok = TRUE;
+
+  json_object_array_add (variants, o);
+  json_object_object_add (o, "comm_sms", json_object_new_int ((int) sms));
+  for (guint r = 0; r < m->g.n; r++)
+    cdev[r].grid_sms = sms > 0 ? (guint) sm_count - sms : 0;
+  if (sms > 0 && !napkin_gpu_group_limit_ctas (&m->g, sms, message))
+    return FALSE;
+  m->g.use_limited = sms > 0;
+  for (int rep = -2; rep < repeats && ok; rep++)
+    if ((ok = overlap_run (m, cdev, last, ev, TRUE, &ms, message)) && rep >= 0)
+      over[rep] = ms;
+  ok = ok && overlap_check (m, chk, o, worst, message) && overlap_parts (m, cdev, last, ev, repeats, parts, message);
+  m->g.use_limited = FALSE;
+  for (guint r = 0; r < m->g.n; r++)
+    cdev[r].grid_sms = 0;
+  if (!ok)
+    return FALSE;
+  ms = median_of (over, (guint) repeats);
+  json_object_object_add (o, "overlapped_ms", json_object_new_double (ms));
+  json_object_object_add (o, "gain_ms", json_object_new_double (plain - ms));
+  json_object_object_add (o, "chunk_compute_ms", json_object_new_double (parts[0]));
+  json_object_object_add (o, "chunk_comm_alone_ms", json_object_new_double (parts[1]));
+  json_object_object_add (o, "chunk_comm_beside_ms", json_object_new_double (parts[2]));
+  if (chk->sa != NULL)
+    {
+      napkin_shard_analysis_overlap (chk->sa, chk->profile, NULL, sms);
+      json_object_object_add (o, "predicted_overlapped_ms", json_object_new_double (chk->sa->overlapped_s * 1e3));
+      json_object_object_add (o, "predicted_gain_ms", json_object_new_double (chk->sa->gain_s * 1e3));
+      json_object_object_add (o, "predicted_chunk_compute_ms", json_object_new_double (chk->sa->chunk_compute_s * 1e3));
+      json_object_object_add (o, "predicted_chunk_comm_alone_ms", json_object_new_double (chk->sa->chunk_comm_alone_s * 1e3));
+      json_object_object_add (o, "predicted_chunk_comm_beside_ms", json_object_new_double (chk->sa->chunk_comm_s * 1e3));
+      json_object_object_add (o, "gain_ratio", fabs (chk->sa->gain_s) > 1e-9
+                              ? json_object_new_double ((plain - ms) / (chk->sa->gain_s * 1e3)) : NULL);
+      if (chk->sa->note != NULL)
+        json_object_object_add (o, "predicted_note", json_object_new_string (chk->sa->note));
+    }
+  return TRUE;
+}
+
+/* The events and the chunk module's own buffers (the pieces belong to the shard's). */
+static void
+overlap_free (Multi         *m,
+              Device        *cdev,
+              OverlapEvents *ev)
+{
+  g_autofree char *message = NULL;
+  guint k = m->plan->chunks;
+
+  for (guint r = 0; r < m->g.n; r++)
     if (napkin_gpu_group_use (&m->g, r, &message))
       {
-        if (start[r])
-          cu.EventDestroy (start[r]);
-        if (end[r])
-          cu.EventDestroy (end[r]);
+        if (ev->start[r])
+          cu.EventDestroy (ev->start[r]);
+        if (ev->end[r])
+          cu.EventDestroy (ev->end[r]);
         for (guint i = 0; i < k && i < 64; i++)
-          if (done[r][i])
-            cu.EventDestroy (done[r][i]);
-        /* only the chunk module's own buffers are freed: the pieces belong to the shard's */
+          if (ev->done[r][i])
+            cu.EventDestroy (ev->done[r][i]);
         if (cdev[r].copies != NULL && cdev[r].n_copies == k)
           for (guint s = 0; s < n_slots (&cdev[r]); s++)
             {
@@ -2077,6 +2263,94 @@ multi_overlap (Multi         *m,
             }
         device_free (&cdev[r], &message);
       }
+}
+
+/* The headline: the variant with the region's comm_sms (else the first). */
+static void
+overlap_headline (Multi       *m,
+                  json_object *o,
+                  json_object *variants,
+                  double       serial_ms,
+                  double       worst,
+                  int          repeats)
+{
+  json_object *pick = json_object_array_get_idx (variants, 0), *t = json_object_new_object ();
+
+  for (guint i = 0; i < json_object_array_length (variants); i++)
+    {
+      json_object *v = json_object_array_get_idx (variants, i);
+
+      if (json_object_get_int (json_object_object_get (v, "comm_sms")) == (int) m->plan->comm_sms)
+        {
+          pick = v;
+          break;
+        }
+    }
+  json_object_object_add (t, "median", json_object_get (json_object_object_get (pick, "overlapped_ms")));
+  json_object_object_add (t, "repeats", json_object_new_int (repeats));
+  json_object_object_add (o, "time_ms", t);
+  json_object_object_add (o, "comm_sms", json_object_get (json_object_object_get (pick, "comm_sms")));
+  json_object_object_add (o, "serial_chunked_ms", json_object_new_double (serial_ms));
+  json_object_object_add (o, "gain_ms", json_object_get (json_object_object_get (pick, "gain_ms")));
+  json_object_object_add (o, "gain_note", json_object_new_string ("the plain (unchunked, serial) run's median minus the overlapped run's"));
+  json_object_object_add (o, "max_rel", json_object_new_double (isinf (worst) ? 1e308 : worst));
+}
+
+static void
+multi_overlap (Multi         *m,
+               const char    *arch,
+               gboolean       generic,
+               Device        *rd,
+               CUfunction     compare,
+               NapkinDiagram *d,
+               int            repeats,
+               json_object   *root)
+{
+  json_object *o = json_object_new_object (), *variants = json_object_new_array ();
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) cd = NULL;
+  g_autoptr(NapkinCudaModule) cmod = NULL;
+  g_autoptr(GBytes) cbin = NULL;
+  g_autofree char *message = NULL;
+  g_autofree double *serial_ms = g_new0 (double, repeats);
+  g_autoptr(GArray) list = overlap_sms_list (m);
+  g_autoptr(NapkinShardAnalysis) sa = m->profile ? napkin_shard_analyze (d, m->profile, m->g.n, NULL, NULL) : NULL;
+  Device cdev[NAPKIN_MAX_GPUS] = { { 0 } };
+  OverlapEvents ev;
+  OverlapCheck chk = { rd, compare, d, 0, sa, m->profile };
+  const char *note = NULL;
+  MultiColl *last;
+  double worst = 0, ms = 0;
+  gboolean ok;
+
+  memset (&ev, 0, sizeof ev);
+  json_object_object_add (root, "overlap", o);
+  json_object_object_add (o, "chunks", json_object_new_int ((int) m->plan->chunks));
+  json_object_object_add (o, "axis", json_object_new_string (m->plan->chunk_axis));
+  json_object_object_add (o, "variants", variants);
+  last = overlap_target (m, &note);
+  if (note == NULL)
+    note = overlap_chunk_module (m, arch, generic, &cd, &cmod, &cbin, &error);
+  if (note != NULL)
+    {
+      json_object_object_add (o, "note", json_object_new_string (note));
+      return;
+    }
+  json_object_object_add (o, "chunk_kernels", json_object_new_int ((int) cmod->kernels->len));
+  chk.plain_ms = json_object_get_double (json_object_object_get (json_object_object_get (root, "time_ms"), "median"));
+  ok = overlap_load (m, cd, cmod, cbin, cdev, &note, &message) && overlap_events_create (m, &ev, &message);
+  /* the chunks with the collectives on the compute stream (chunked, serial), two warm-ups */
+  for (int rep = -2; rep < repeats && ok; rep++)
+    if ((ok = overlap_run (m, cdev, last, &ev, FALSE, &ms, &message)) && rep >= 0)
+      serial_ms[rep] = ms;
+  /* then each variant on the communication stream (overlapped), checked */
+  for (guint i = 0; i < list->len && ok; i++)
+    ok = overlap_variant (m, cdev, last, &ev, g_array_index (list, guint, i), repeats, &chk, variants, &worst, &message);
+  if (ok)
+    overlap_headline (m, o, variants, median_of (serial_ms, (guint) repeats), worst, repeats);
+  else
+    json_object_object_add (o, "note", json_object_new_string (note ? note : message ? message : "failed"));
+  overlap_free (m, cdev, &ev);
 }
 
 static int
@@ -2111,6 +2385,7 @@ run_gpus (NapkinDiagram *d,
 
   m.owned = g_ptr_array_new ();
   m.dry = dry_run;
+  m.profile = arch_profile;
   progress (0.15, "Building the shard plan");
   m.plan = napkin_shard_plan_build (d, arch_profile, gpus, &error);
   if (m.plan == NULL)
