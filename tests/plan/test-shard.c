@@ -274,6 +274,38 @@ test_overlap (void)
   g_assert_cmpfloat_with_epsilon (eight->overlapped_s, eight->chunked_s, 1e-12);
 }
 
+/* SMs left to NCCL (docs/model.md, "Overlap"): the chunks' persistent GEMM grids on
+ * SMs − s, the all-reduce on a communicator of s CTAs at s · 22 GB/s bus (352 / 16, the
+ * estimate until bench/gpu/overlap measures it). 4 SMs cost lin1 nothing (512 tiles in
+ * 4 waves of 128), so 3 of the 4 chunk all-reduces hide and only the last shows; 8 SMs
+ * put lin1 in 5 waves and lose. */
+static void
+test_overlap_sms (void)
+{
+  g_autoptr(NapkinDiagram) d = load_example ("tp-mlp-overlap.napkin");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinShardAnalysis) sa = napkin_shard_analyze (d, arch ("h100"), 2, NULL, &error);
+  double serial_chunk_s;
+
+  g_assert_no_error (error);
+  napkin_shard_analysis_overlap (sa, arch ("h100"), NULL, 0);
+  serial_chunk_s = sa->chunk_compute_s;
+  g_assert_cmpfloat (fabs (serial_chunk_s - 311.7e-6), <, 0.1e-6);
+  napkin_shard_analysis_overlap (sa, arch ("h100"), NULL, 4);
+  g_assert_cmpuint (sa->comm_sms, ==, 4);
+  g_assert_cmpfloat_with_epsilon (sa->chunk_compute_s, serial_chunk_s, 1e-9);
+  /* 2 steps of 21 µs + 16 MiB at 4 · 22 GB/s */
+  g_assert_cmpfloat_with_epsilon (sa->chunk_comm_alone_s, 42e-6 + 8192.0 * 4096 * 2 / 4 / (4 * 352e9 / 16), 1e-9);
+  g_assert_cmpfloat_with_epsilon (sa->chunk_comm_s, sa->chunk_comm_alone_s, 1e-12);   /* no contention measured yet */
+  g_assert_cmpfloat_with_epsilon (sa->overlapped_s - sa->total_s,
+                                  4 * sa->chunk_compute_s + sa->chunk_comm_alone_s - sa->total_s, 1e-9);
+  g_assert_cmpfloat (fabs (sa->gain_s - -27.6e-6), <, 0.1e-6);
+  g_assert_nonnull (strstr (sa->note, "on 128 of 132 SMs"));
+  napkin_shard_analysis_overlap (sa, arch ("h100"), NULL, 8);
+  g_assert_cmpfloat (fabs (sa->chunk_compute_s - 424.8e-6), <, 0.1e-6);
+  g_assert_cmpfloat (sa->gain_s, <, -0.3e-3);
+}
+
 /* Load, save, load, save: the same bytes, the gpus region intact. */
 static void
 test_roundtrip (void)
@@ -296,6 +328,7 @@ test_roundtrip (void)
   g_assert_cmpuint (g->gpus, ==, 2);
   g_assert_cmpuint (g->chunks, ==, 4);
   g_assert_cmpstr (g->chunk_axis, ==, "t");
+  g_assert_cmpuint (g->comm_sms, ==, 0);
   g_assert_cmpuint (g->placements->len, ==, 4);
   g_assert_cmpstr (napkin_gpus_region_placement (g, "W2")->split, ==, "f");
   g_assert_null (napkin_gpus_region_placement (g, "X")->split);
@@ -364,6 +397,8 @@ test_errors (void)
                 "is the axis split across the GPUs", "regions[0].overlap.axis");
   expect_error ("\"gpus\": 2", "\"gpus\": 2, \"overlap\": {\"chunks\": 1, \"axis\": \"t\"}", 2,
                 "", "regions[0].overlap.chunks");
+  expect_error ("\"gpus\": 2", "\"gpus\": 2, \"overlap\": {\"chunks\": 4, \"axis\": \"t\", \"comm_sms\": 132}", 2,
+                "leaves 132 SMs to NCCL, but “h100” has 132", "regions[0].overlap.comm_sms");
   expect_error ("\"regions\": [\n    {\n      \"name\": \"tp\",\n      \"level\": \"gpus\",\n      \"nodes\": [\n        \"lin1\",\n        \"act\",\n        \"lin2\"\n      ]",
                 "\"regions\": [{\"name\": \"blk\", \"level\": \"smem\", \"nodes\": [\"lin1\", \"act\", \"lin2\"]},\n    {\n      \"name\": \"tp\",\n      \"level\": \"gpus\",\n      \"nodes\": [\"lin1\"]",
                 2, "cannot be inside region “blk” (smem)", "regions[1]");
@@ -388,6 +423,7 @@ main (int    argc,
   g_test_add_func ("/shard/shard-diagram", test_shard_diagram);
   g_test_add_func ("/shard/ulysses-layouts", test_ulysses_layouts);
   g_test_add_func ("/shard/overlap", test_overlap);
+  g_test_add_func ("/shard/overlap-sms", test_overlap_sms);
   g_test_add_func ("/shard/roundtrip", test_roundtrip);
   g_test_add_func ("/shard/errors", test_errors);
   return g_test_run ();
