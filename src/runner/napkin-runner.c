@@ -2353,6 +2353,178 @@ multi_overlap (Multi         *m,
   overlap_free (m, cdev, &ev);
 }
 
+/* The shard program timed: events around every step on every GPU, a step's time its
+ * slowest GPU's; the kernels' times into `kernels_json`, the collectives' and the total
+ * into root. FALSE on a fault. */
+static gboolean
+multi_time (Multi       *m,
+            int          repeats,
+            json_object *kernels_json,
+            json_object *root,
+            char       **message)
+{
+  guint n_kernels = m->dev[0].mod->kernels->len, n_steps = n_kernels + m->n_colls;
+  json_object *colls_json;
+  GpuEvents *events = g_malloc0_n (n_steps + 1, sizeof (GpuEvents));
+  g_autofree double *step_ms = g_new0 (double, (gsize) (n_steps + 1) * repeats);
+  gboolean ok = TRUE;
+  json_object *steps = json_object_new_array ();
+  double total_pred_comm = 0;
+
+  for (guint s = 0; s <= n_steps && ok; s++)
+    for (guint r = 0; r < m->g.n && ok; r++)
+      ok = napkin_gpu_group_use (&m->g, r, message) && check (cu.EventCreate (&events[s][r], 0), "creating an event", message);
+  for (guint w = 0; w < 2 && ok; w++)
+    ok = multi_run_once (m, NULL, message);
+  ok = ok && napkin_gpu_group_sync (&m->g, message);
+  for (int rep = 0; rep < repeats && ok; rep++)
+    {
+      ok = multi_run_once (m, events, message) && napkin_gpu_group_sync (&m->g, message);
+      for (guint s = 0; s <= n_steps && ok; s++)
+        {
+          double worst_ms = 0;
+
+          for (guint r = 0; r < m->g.n && ok; r++)
+            {
+              float ms = 0;
+
+              ok = napkin_gpu_group_use (&m->g, r, message)
+                   && check (cu.EventElapsedTime (&ms, events[s > 0 ? s - 1 : 0][r], events[s == 0 ? n_steps : s][r]),
+                             "reading the event timer", message);
+              worst_ms = MAX (worst_ms, ms);
+            }
+          /* slot 0 holds the whole program; slot s the step s */
+          step_ms[(gsize) s * repeats + rep] = worst_ms;
+        }
+    }
+  for (guint s = 0; s <= n_steps; s++)
+    for (guint r = 0; r < m->g.n; r++)
+      if (events[s][r] != NULL && napkin_gpu_group_use (&m->g, r, message))
+        cu.EventDestroy (events[s][r]);
+  g_free (events);
+  if (!ok)
+    {
+      json_object_put (steps);
+      return FALSE;
+    }
+  colls_json = json_object_new_array ();
+  {
+    guint c = 0, k = 0;
+
+    for (guint s = 1; s <= n_steps; s++)
+      {
+        json_object *o = json_object_new_object ();
+        double med = median_of (step_ms + (gsize) s * repeats, (guint) repeats);
+        gboolean is_coll = c < m->n_colls && m->colls[c].at == k;
+
+        if (is_coll)
+          {
+            const NapkinCollective *col = m->colls[c].c;
+
+            json_object_object_add (o, "kind", json_object_new_string (napkin_nccl_collective_name (col->kind)));
+            json_object_object_add (o, "tensor", json_object_new_string (col->tensor));
+            json_object_object_add (o, "before_kernel", json_object_new_int ((int) col->before_kernel));
+            json_object_object_add (o, "dtype", json_object_new_string (napkin_dtype_to_string (col->dtype)));
+            json_object_object_add (o, "bytes", json_object_new_int64 (col->bytes));
+            json_object_object_add (o, "measured_ms", json_object_new_double (med));
+            json_object_object_add (o, "predicted_ms", col->seconds > 0 ? json_object_new_double (col->seconds * 1e3) : NULL);
+            json_object_object_add (o, "ratio", col->seconds > 0 ? json_object_new_double (med / (col->seconds * 1e3)) : NULL);
+            json_object_object_add (o, "busbw_gbps", json_object_new_double (col->bytes / (med * 1e-3) / 1e9
+                                                                               * napkin_nccl_bus_factor (col->kind, m->g.n)));
+            json_object_object_add (o, "copies", json_object_new_boolean (m->colls[c].pack || m->colls[c].unpack));
+            json_object_array_add (colls_json, o);
+            total_pred_comm += col->seconds > 0 ? col->seconds : 0;
+            c++;
+          }
+        else
+          {
+            json_object *ko = json_object_array_get_idx (kernels_json, k);
+
+            if (ko != NULL)
+              json_object_object_add (ko, "time_ms", json_object_new_double (med));
+            json_object_put (o);
+            k++;
+          }
+      }
+  }
+  json_object_object_add (root, "collectives", colls_json);
+  {
+    json_object *t = json_object_new_object ();
+    double total = median_of (step_ms, (guint) repeats);
+    double coll_ms = 0;
+
+    for (guint c = 0; c < json_object_array_length (colls_json); c++)
+      coll_ms += json_object_get_double (json_object_object_get (json_object_array_get_idx (colls_json, c), "measured_ms"));
+    json_object_object_add (t, "median", json_object_new_double (total));
+    json_object_object_add (t, "repeats", json_object_new_int (repeats));
+    json_object_object_add (t, "collectives_ms", json_object_new_double (coll_ms));
+    json_object_object_add (t, "kernels_ms", json_object_new_double (total - coll_ms));
+    json_object_object_add (root, "time_ms", t);
+  }
+  json_object_object_add (root, "predicted_collectives_ms", m->profile ? json_object_new_double (total_pred_comm * 1e3) : NULL);
+  json_object_put (steps);
+  return TRUE;
+}
+
+/* Every GPU: the shard's module, the slice copy kernels, and its slots allocated and
+ * poisoned (the inputs are written after). */
+static gboolean
+multi_load (Multi            *m,
+            NapkinCudaModule *kern,
+            GBytes           *kern_bin,
+            GBytes           *copy_bin,
+            json_object      *kernels_json,
+            char            **message)
+{
+  for (guint r = 0; r < m->g.n; r++)
+    {
+      Device *dev = &m->dev[r];
+      static const char *units[] = { "1", "2", "4", "16" };
+
+      dev->mod = kern;
+      dev->n_copies = 1;
+      if (!napkin_gpu_group_use (&m->g, r, message) || !device_load (dev, kern_bin, r == 0 ? kernels_json : NULL, message)
+          || !check (cu.ModuleLoadData (&m->copy_module[r], g_bytes_get_data (copy_bin, NULL)), "loading the copy kernels", message))
+        {
+          return FALSE;
+        }
+      for (guint u = 0; u < 4; u++)
+        {
+          g_autofree char *x = g_strdup_printf ("napkin_slice_extract_u%s", units[u]);
+          g_autofree char *p = g_strdup_printf ("napkin_slice_place_u%s", units[u]);
+
+          if (!check (cu.ModuleGetFunction (&m->extract[r][u], m->copy_module[r], x), x, message)
+              || !check (cu.ModuleGetFunction (&m->place[r][u], m->copy_module[r], p), p, message))
+            {
+              return FALSE;
+            }
+        }
+      /* slots: allocated and poisoned here; the inputs are written below */
+      {
+        g_autofree float **none = g_new0 (float *, napkin_diagram_n_tensors (m->plan->shard) + 1);
+        NapkinDiagram *sd = m->plan->shard;
+
+        /* device_alloc fills inputs from per-tensor floats: give it zeros, then overwrite */
+        for (guint s = 0; s < kern->args->len; s++)
+          {
+            const NapkinIrBuffer *b = napkin_ir_buffer (kern->program, g_array_index (kern->args, int, s));
+
+            if (b->role == NAPKIN_BUF_INPUT && none[b->tensor] == NULL)
+              none[b->tensor] = g_new0 (float, napkin_ir_buffer_elements (b));
+          }
+        if (!device_alloc (dev, NULL, none, message))
+          {
+            for (guint t = 0; t < napkin_diagram_n_tensors (sd); t++)
+              g_free (none[t]);
+            return FALSE;
+          }
+        for (guint t = 0; t < napkin_diagram_n_tensors (sd); t++)
+          g_free (none[t]);
+      }
+    }
+  return TRUE;
+}
+
 static int
 run_gpus (NapkinDiagram *d,
           guint          gpus,
@@ -2376,10 +2548,10 @@ run_gpus (NapkinDiagram *d,
   CUfunction compare = NULL;
   Multi m = { 0 };
   Device rd = { 0 };
-  json_object *colls_json, *kernels_json, *errors, *e;
-  guint n_tensors, n_kernels, n_steps;
+  json_object *kernels_json, *errors, *e;
+  guint n_tensors;
   guint64 draws = 0;   /* the one-GPU run's draw order: tensor after tensor */
-  double worst = 0, bound = 0, predicted_comm = 0;
+  double worst = 0, bound = 0;
   int code = EXIT_OK;
   const char *status = "ok";
 
@@ -2476,54 +2648,10 @@ run_gpus (NapkinDiagram *d,
   progress (0.4, "Loading the module and the inputs on every GPU");
   kernels_json = json_object_new_array ();
   json_object_object_add (root, "kernels", kernels_json);
-  for (guint r = 0; r < gpus; r++)
+  if (!multi_load (&m, kern, kern_bin, copy_bin, kernels_json, &message))
     {
-      Device *dev = &m.dev[r];
-      static const char *units[] = { "1", "2", "4", "16" };
-
-      dev->mod = kern;
-      dev->n_copies = 1;
-      if (!napkin_gpu_group_use (&m.g, r, &message) || !device_load (dev, kern_bin, r == 0 ? kernels_json : NULL, &message)
-          || !check (cu.ModuleLoadData (&m.copy_module[r], g_bytes_get_data (copy_bin, NULL)), "loading the copy kernels", &message))
-        {
-          code = EXIT_FAILED, status = "failed";
-          goto out;
-        }
-      for (guint u = 0; u < 4; u++)
-        {
-          g_autofree char *x = g_strdup_printf ("napkin_slice_extract_u%s", units[u]);
-          g_autofree char *p = g_strdup_printf ("napkin_slice_place_u%s", units[u]);
-
-          if (!check (cu.ModuleGetFunction (&m.extract[r][u], m.copy_module[r], x), x, &message)
-              || !check (cu.ModuleGetFunction (&m.place[r][u], m.copy_module[r], p), p, &message))
-            {
-              code = EXIT_FAILED, status = "failed";
-              goto out;
-            }
-        }
-      /* slots: allocated and poisoned here; the inputs are written below */
-      {
-        g_autofree float **none = g_new0 (float *, napkin_diagram_n_tensors (m.plan->shard) + 1);
-        NapkinDiagram *sd = m.plan->shard;
-
-        /* device_alloc fills inputs from per-tensor floats: give it zeros, then overwrite */
-        for (guint s = 0; s < kern->args->len; s++)
-          {
-            const NapkinIrBuffer *b = napkin_ir_buffer (kern->program, g_array_index (kern->args, int, s));
-
-            if (b->role == NAPKIN_BUF_INPUT && none[b->tensor] == NULL)
-              none[b->tensor] = g_new0 (float, napkin_ir_buffer_elements (b));
-          }
-        if (!device_alloc (dev, NULL, none, &message))
-          {
-            for (guint t = 0; t < napkin_diagram_n_tensors (sd); t++)
-              g_free (none[t]);
-            code = EXIT_FAILED, status = "failed";
-            goto out;
-          }
-        for (guint t = 0; t < napkin_diagram_n_tensors (sd); t++)
-          g_free (none[t]);
-      }
+      code = EXIT_FAILED, status = "failed";
+      goto out;
     }
 
   /* The collectives' buffers, then every GPU's inputs: as stored when a collective
@@ -2608,112 +2736,12 @@ run_gpus (NapkinDiagram *d,
   json_object_object_add (e, "outputs", errors);
   json_object_object_add (root, "error", e);
 
-  /* Timing: events around every step on every GPU; a step's time is its slowest GPU's. */
   progress (0.8, "Timing");
-  n_kernels = kern->kernels->len;
-  n_steps = n_kernels + m.n_colls;
-  {
-    GpuEvents *events = g_malloc0_n (n_steps + 1, sizeof (GpuEvents));
-    g_autofree double *step_ms = g_new0 (double, (gsize) (n_steps + 1) * repeats);
-    gboolean ok = TRUE;
-    json_object *steps = json_object_new_array ();
-    double total_pred_comm = 0;
-
-    for (guint s = 0; s <= n_steps && ok; s++)
-      for (guint r = 0; r < gpus && ok; r++)
-        ok = napkin_gpu_group_use (&m.g, r, &message) && check (cu.EventCreate (&events[s][r], 0), "creating an event", &message);
-    for (guint w = 0; w < 2 && ok; w++)
-      ok = multi_run_once (&m, NULL, &message);
-    ok = ok && napkin_gpu_group_sync (&m.g, &message);
-    for (int rep = 0; rep < repeats && ok; rep++)
-      {
-        ok = multi_run_once (&m, events, &message) && napkin_gpu_group_sync (&m.g, &message);
-        for (guint s = 0; s <= n_steps && ok; s++)
-          {
-            double worst_ms = 0;
-
-            for (guint r = 0; r < gpus && ok; r++)
-              {
-                float ms = 0;
-
-                ok = napkin_gpu_group_use (&m.g, r, &message)
-                     && check (cu.EventElapsedTime (&ms, events[s > 0 ? s - 1 : 0][r], events[s == 0 ? n_steps : s][r]),
-                               "reading the event timer", &message);
-                worst_ms = MAX (worst_ms, ms);
-              }
-            /* slot 0 holds the whole program; slot s the step s */
-            step_ms[(gsize) s * repeats + rep] = worst_ms;
-          }
-      }
-    for (guint s = 0; s <= n_steps; s++)
-      for (guint r = 0; r < gpus; r++)
-        if (events[s][r] != NULL && napkin_gpu_group_use (&m.g, r, &message))
-          cu.EventDestroy (events[s][r]);
-    g_free (events);
-    if (!ok)
-      {
-        json_object_put (steps);
-        code = EXIT_FAULT, status = "fault";
-        goto out;
-      }
-    colls_json = json_object_new_array ();
+  if (!multi_time (&m, repeats, kernels_json, root, &message))
     {
-      guint c = 0, k = 0;
-
-      for (guint s = 1; s <= n_steps; s++)
-        {
-          json_object *o = json_object_new_object ();
-          double med = median_of (step_ms + (gsize) s * repeats, (guint) repeats);
-          gboolean is_coll = c < m.n_colls && m.colls[c].at == k;
-
-          if (is_coll)
-            {
-              const NapkinCollective *col = m.colls[c].c;
-
-              json_object_object_add (o, "kind", json_object_new_string (napkin_nccl_collective_name (col->kind)));
-              json_object_object_add (o, "tensor", json_object_new_string (col->tensor));
-              json_object_object_add (o, "before_kernel", json_object_new_int ((int) col->before_kernel));
-              json_object_object_add (o, "dtype", json_object_new_string (napkin_dtype_to_string (col->dtype)));
-              json_object_object_add (o, "bytes", json_object_new_int64 (col->bytes));
-              json_object_object_add (o, "measured_ms", json_object_new_double (med));
-              json_object_object_add (o, "predicted_ms", col->seconds > 0 ? json_object_new_double (col->seconds * 1e3) : NULL);
-              json_object_object_add (o, "ratio", col->seconds > 0 ? json_object_new_double (med / (col->seconds * 1e3)) : NULL);
-              json_object_object_add (o, "busbw_gbps", json_object_new_double (col->bytes / (med * 1e-3) / 1e9
-                                                                                 * napkin_nccl_bus_factor (col->kind, gpus)));
-              json_object_object_add (o, "copies", json_object_new_boolean (m.colls[c].pack || m.colls[c].unpack));
-              json_object_array_add (colls_json, o);
-              total_pred_comm += col->seconds > 0 ? col->seconds : 0;
-              c++;
-            }
-          else
-            {
-              json_object *ko = json_object_array_get_idx (kernels_json, k);
-
-              if (ko != NULL)
-                json_object_object_add (ko, "time_ms", json_object_new_double (med));
-              json_object_put (o);
-              k++;
-            }
-        }
+      code = EXIT_FAULT, status = "fault";
+      goto out;
     }
-    json_object_object_add (root, "collectives", colls_json);
-    {
-      json_object *t = json_object_new_object ();
-      double total = median_of (step_ms, (guint) repeats);
-      double coll_ms = 0;
-
-      for (guint c = 0; c < json_object_array_length (colls_json); c++)
-        coll_ms += json_object_get_double (json_object_object_get (json_object_array_get_idx (colls_json, c), "measured_ms"));
-      json_object_object_add (t, "median", json_object_new_double (total));
-      json_object_object_add (t, "repeats", json_object_new_int (repeats));
-      json_object_object_add (t, "collectives_ms", json_object_new_double (coll_ms));
-      json_object_object_add (t, "kernels_ms", json_object_new_double (total - coll_ms));
-      json_object_object_add (root, "time_ms", t);
-    }
-    predicted_comm = total_pred_comm;
-    json_object_object_add (root, "predicted_collectives_ms", arch_profile ? json_object_new_double (predicted_comm * 1e3) : NULL);
-    json_object_put (steps);
-  }
 
   if (m.plan->chunks > 1)
     {
