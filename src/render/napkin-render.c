@@ -2796,13 +2796,48 @@ napkin_render_draw_view (cairo_t                   *cr,
 
 #define LEGEND_ROW 18.0
 #define LEGEND_W   200.0
+#define LEGEND_TEXT_X 42.0
+
+/* The legend's rows: the levels, tensor-core work, then the level above device
+ * memory, last: the outermost. */
+#define LEGEND_N_ROWS (NAPKIN_N_LEVELS + 2)
+
+static const char *
+legend_title (guint row)
+{
+  if (row < NAPKIN_N_LEVELS)
+    return _(level_titles[row]);
+  return row == NAPKIN_N_LEVELS ? _("Tensor-core work") : _("Several GPUs");
+}
+
+/* The box and its row height from the rows' shaped text: a font taller or a title
+ * wider than the usual ones grows the box, so that every row stays inside it. */
+static void
+legend_metrics (double *width,
+                double *height,
+                double *row)
+{
+  double w = LEGEND_W, r = LEGEND_ROW;
+
+  for (guint i = 0; i < LEGEND_N_ROWS; i++)
+    {
+      const Text *text = text_lookup (FONT_LEGEND, legend_title (i));
+
+      w = MAX (w, LEGEND_TEXT_X + text->width + 10);
+      r = MAX (r, text->height + 4);
+    }
+  *width = w;
+  *row = r;
+  *height = LEGEND_N_ROWS * r + 10;
+}
 
 void
 napkin_render_legend_size (double *width,
                            double *height)
 {
-  *width = LEGEND_W;
-  *height = (NAPKIN_N_LEVELS + 2) * LEGEND_ROW + 10;
+  double row;
+
+  legend_metrics (width, height, &row);
 }
 
 static void
@@ -2813,12 +2848,12 @@ draw_legend (cairo_t       *cr,
              const Palette *pal)
 {
   DrawContext ctx = { 0 };
-  double w, h;
+  double w, h, row;
 
   ctx.cr = cr;
   ctx.screen = screen;
   ctx.pal = pal;
-  napkin_render_legend_size (&w, &h);
+  legend_metrics (&w, &h, &row);
 
   cairo_save (cr);
   rounded_rect (cr, x, y, w, h, 6);
@@ -2828,39 +2863,25 @@ draw_legend (cairo_t       *cr,
   cairo_set_line_width (cr, 1);
   cairo_stroke (cr);
 
-  for (guint level = 0; level <= NAPKIN_N_LEVELS; level++)
+  for (guint i = 0; i < LEGEND_N_ROWS; i++)
     {
-      double ry = y + 5 + level * LEGEND_ROW;
-      const double *rgb = level < NAPKIN_N_LEVELS ? pal->level[level] : pal->tensor_core;
-      const char *title = level < NAPKIN_N_LEVELS ? _(level_titles[level]) : _("Tensor-core work");
-      double dashes[2];
-      guint n_dashes = level < NAPKIN_N_LEVELS ? napkin_render_level_dashes (level, dashes) : 0;
+      /* a row taller than LEGEND_ROW keeps its swatch and text centred */
+      double ry = y + 5 + i * row + (row - LEGEND_ROW) / 2;
+      const double *rgb = i < NAPKIN_N_LEVELS ? pal->level[i] : i == NAPKIN_N_LEVELS ? pal->tensor_core : pal->gpus;
+      double dashes[4] = { 0 };
+      guint n_dashes = i < NAPKIN_N_LEVELS ? napkin_render_level_dashes (i, dashes)
+                       : i == NAPKIN_N_LEVELS ? 0 : napkin_render_gpus_dashes (dashes);
 
       rounded_rect (cr, x + 8, ry + 3, 26, 12, 3);
-      set_rgb_over_paper (&ctx, rgb, level == NAPKIN_LEVEL_HBM ? 0.85 : 0.18);
+      set_rgb_over_paper (&ctx, rgb, i == NAPKIN_LEVEL_HBM ? 0.85 : 0.18);
       cairo_fill_preserve (cr);
       set_rgb (cr, rgb, 1);
       cairo_set_dash (cr, dashes, n_dashes, 0);
       cairo_set_line_width (cr, 2);
       cairo_stroke (cr);
       cairo_set_dash (cr, NULL, 0, 0);
-      draw_text (&ctx, FONT_LEGEND, title, x + 42, ry + 1, 0, FALSE, rgb);
+      draw_text (&ctx, FONT_LEGEND, legend_title (i), x + LEGEND_TEXT_X, ry + 1, 0, FALSE, rgb);
     }
-  /* the level above device memory, last: the outermost */
-  {
-    double ry = y + 5 + (NAPKIN_N_LEVELS + 1) * LEGEND_ROW;
-    double dashes[4];
-
-    rounded_rect (cr, x + 8, ry + 3, 26, 12, 3);
-    set_rgb_over_paper (&ctx, pal->gpus, 0.18);
-    cairo_fill_preserve (cr);
-    set_rgb (cr, pal->gpus, 1);
-    cairo_set_dash (cr, dashes, napkin_render_gpus_dashes (dashes), 0);
-    cairo_set_line_width (cr, 2);
-    cairo_stroke (cr);
-    cairo_set_dash (cr, NULL, 0, 0);
-    draw_text (&ctx, FONT_LEGEND, _("Several GPUs"), x + 42, ry + 1, 0, FALSE, pal->gpus);
-  }
   cairo_restore (cr);
 }
 
