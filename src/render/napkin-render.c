@@ -1769,83 +1769,82 @@ wire_visible (DrawContext *ctx,
   return visible (ctx, &r, 60);
 }
 
-/* Strokes are batched by colour: Cairo's cost is per stroke far more than per
- * segment, and a canvas of 500 operations has thousands of strands. */
-static void
-draw_wires (DrawContext               *ctx,
-            const NapkinRenderOptions *options)
+/* The wires of a frame: which are drawn, their ends, their colour (a level, or the
+ * problem and selection colours) and, on screen, the region a wire is drawn outside of. */
+typedef struct
 {
-  cairo_t *cr = ctx->cr;
-  guint n_wires = napkin_diagram_n_wires (ctx->diagram);
-  guint n_regions = napkin_diagram_n_regions (ctx->diagram);
-  g_autofree guint8 *shown = g_new0 (guint8, n_wires + 1);
-  g_autofree int *from = g_new (int, n_wires + 1);
-  g_autofree int *to = g_new (int, n_wires + 1);
-  g_autofree int *base = g_new (int, n_wires + 1);
-  g_autofree int *outer = g_new (int, n_wires + 1);
-  gboolean cut = ctx->screen;
-  int selected = options ? options->selected_wire : -1;
-  guint rank;
+  guint     n_wires, n_regions;
+  guint8   *shown;
+  int      *from, *to;
+  int      *base;       /* the level of the fastest region holding both ends */
+  int      *outer;      /* the region drawn here only outside of; -1 none; -2 all of it */
+  gboolean  cut;        /* on screen: parts inside faster regions are cut out */
+  int       selected;
+} WireSet;
 
-  /* Far out, a wire is a band as wide as two strands apart. */
-  cairo_set_line_width (cr, ctx->scale < SCALE_STRANDS ? STRAND * 1.5 : 1.6);
-  cairo_set_line_cap (cr, CAIRO_LINE_CAP_BUTT);
-
-  for (guint w = 0; w < n_wires; w++)
-    {
-      shown[w] = wire_visible (ctx, w);
-      from[w] = ctx->layout->wire_from[w];
-      to[w] = ctx->layout->wire_to[w];
-    }
-
+/* Each wire's colour and, on screen, the region it is drawn outside of. */
+static void
+wires_classify (DrawContext *ctx,
+                WireSet     *ws)
+{
   /* A wire takes the colour of the fastest region holding both its ends (black:
    * device memory); problems are red, the selected wire blue. */
-  for (guint w = 0; w < n_wires; w++)
+  for (guint w = 0; w < ws->n_wires; w++)
     {
-      base[w] = NAPKIN_LEVEL_HBM;
-      if (!shown[w] || from[w] < 0 || to[w] < 0)
+      ws->base[w] = NAPKIN_LEVEL_HBM;
+      if (!ws->shown[w] || ws->from[w] < 0 || ws->to[w] < 0)
         continue;
-      for (guint r = 0; r < n_regions; r++)
-        if ((int) ctx->region_levels[r] > base[w]
-            && layout_holds (ctx->layout, r, from[w]) && layout_holds (ctx->layout, r, to[w]))
-          base[w] = ctx->region_levels[r];
+      for (guint r = 0; r < ws->n_regions; r++)
+        if ((int) ctx->region_levels[r] > ws->base[w]
+            && layout_holds (ctx->layout, r, ws->from[w]) && layout_holds (ctx->layout, r, ws->to[w]))
+          ws->base[w] = ctx->region_levels[r];
     }
   /* On screen, a wire that enters one region faster than its colour is drawn here
    * only outside it (and a pixel into it, under the region's colour): the part
    * inside is the region's below, and Cairo's cost is in the length rasterised.
    * With several such regions at the outermost level, all of it. */
-  for (guint w = 0; w < n_wires; w++)
+  for (guint w = 0; w < ws->n_wires; w++)
     {
       NapkinLevel outer_level = NAPKIN_N_LEVELS;
 
-      outer[w] = -1;
-      if (!cut || !shown[w] || ctx->bad_wires[w] || (int) w == selected || from[w] < 0 || to[w] < 0)
+      ws->outer[w] = -1;
+      if (!ws->cut || !ws->shown[w] || ctx->bad_wires[w] || (int) w == ws->selected || ws->from[w] < 0 || ws->to[w] < 0)
         continue;
-      for (guint r = 0; r < n_regions; r++)
+      for (guint r = 0; r < ws->n_regions; r++)
         {
-          if ((int) ctx->region_levels[r] <= base[w] || ctx->region_levels[r] > outer_level
-              || !(layout_holds (ctx->layout, r, from[w]) || layout_holds (ctx->layout, r, to[w])))
+          if ((int) ctx->region_levels[r] <= ws->base[w] || ctx->region_levels[r] > outer_level
+              || !(layout_holds (ctx->layout, r, ws->from[w]) || layout_holds (ctx->layout, r, ws->to[w])))
             continue;
-          outer[w] = ctx->region_levels[r] == outer_level ? -2 : (int) r;
+          ws->outer[w] = ctx->region_levels[r] == outer_level ? -2 : (int) r;
           outer_level = ctx->region_levels[r];
         }
       /* Decided on the whole frame, not a band's clip: the cut pieces are curves of
        * their own, rasterised a little differently from the whole strand. */
-      if (outer[w] >= 0 && !rects_overlap (&ctx->frame, &ctx->layout->region_rects[outer[w]]))
-        outer[w] = -1;
+      if (ws->outer[w] >= 0 && !rects_overlap (&ctx->frame, &ctx->layout->region_rects[ws->outer[w]]))
+        ws->outer[w] = -1;
     }
+}
+
+/* The wires in one stroke per colour: problems, the selection, then each level. */
+static void
+wires_stroke (DrawContext   *ctx,
+              const WireSet *ws)
+{
+  cairo_t *cr = ctx->cr;
+  guint rank;
+
   for (int pass = -2; pass < NAPKIN_N_LEVELS; pass++)
     {
       gboolean any = FALSE;
 
-      for (guint w = 0; w < n_wires; w++)
+      for (guint w = 0; w < ws->n_wires; w++)
         {
-          int kind = ctx->bad_wires[w] ? -2 : (int) w == selected ? -1 : base[w];
+          int kind = ctx->bad_wires[w] ? -2 : (int) w == ws->selected ? -1 : ws->base[w];
 
-          if (!shown[w] || kind != pass)
+          if (!ws->shown[w] || kind != pass)
             continue;
-          if (outer[w] >= 0)
-            wire_outside_rect (ctx, w, &ctx->layout->region_rects[outer[w]]);
+          if (ws->outer[w] >= 0)
+            wire_outside_rect (ctx, w, &ctx->layout->region_rects[ws->outer[w]]);
           else
             wire_path (ctx, w, &rank);
           any = TRUE;
@@ -1855,17 +1854,25 @@ draw_wires (DrawContext               *ctx,
       set_rgb (cr, pass == -2 ? ctx->pal->problem : pass == -1 ? ctx->pal->select : ctx->pal->level[pass], 1);
       cairo_stroke (cr);
     }
+}
 
-  /* Where a wire enters a faster region it takes that region's colour inside it:
-   * the change of colour at the border is the transfer (design.md §1b). */
-  /* On screen the parts inside are cut out of the bands and strands here, and every
-   * region of a level takes one stroke; vector exports clip each region exactly. */
+/* Where a wire enters a faster region it takes that region's colour inside it:
+ * the change of colour at the border is the transfer (design.md §1b). On screen
+ * the parts inside are cut out of the bands and strands here, and every region of
+ * a level takes one stroke; vector exports clip each region exactly. */
+static void
+wires_inside_regions (DrawContext   *ctx,
+                      const WireSet *ws)
+{
+  cairo_t *cr = ctx->cr;
+  guint rank;
+
   for (int level = NAPKIN_LEVEL_L2; level < NAPKIN_N_LEVELS; level++)
     {
       gboolean cut_any = FALSE;
       double width = cairo_get_line_width (cr);
 
-      for (guint r = 0; r < n_regions; r++)
+      for (guint r = 0; r < ws->n_regions; r++)
         {
           const NapkinRect *rect = &ctx->layout->region_rects[r];
           gboolean any = FALSE;
@@ -1874,30 +1881,30 @@ draw_wires (DrawContext               *ctx,
             continue;
           if (!visible (ctx, rect, 0))
             continue;
-          if (!cut)
+          if (!ws->cut)
             {
               /* The clip first: it consumes the current path. */
               cairo_save (cr);
               cairo_rectangle (cr, rect->x, rect->y, rect->width, rect->height);
               cairo_clip (cr);
             }
-          for (guint w = 0; w < n_wires; w++)
+          for (guint w = 0; w < ws->n_wires; w++)
             {
-              gboolean holds_from = layout_holds (ctx->layout, r, from[w]);
-              gboolean holds_to = layout_holds (ctx->layout, r, to[w]);
+              gboolean holds_from = layout_holds (ctx->layout, r, ws->from[w]);
+              gboolean holds_to = layout_holds (ctx->layout, r, ws->to[w]);
 
-              if (!shown[w] || ctx->bad_wires[w] || (int) w == selected || base[w] >= level
+              if (!ws->shown[w] || ctx->bad_wires[w] || (int) w == ws->selected || ws->base[w] >= level
                   || !(holds_from || holds_to))
                 continue;
-              if (cut && ctx->scale >= SCALE_STRANDS)
+              if (ws->cut && ctx->scale >= SCALE_STRANDS)
                 cut_any |= strands_cut (ctx, w, rect, TRUE);
-              else if (cut)
+              else if (ws->cut)
                 cut_any |= band_in_rect (ctx, w, rect);
               else
                 wire_path (ctx, w, &rank);
               any = TRUE;
             }
-          if (cut)
+          if (ws->cut)
             continue;
           if (any)
             {
@@ -1917,81 +1924,91 @@ draw_wires (DrawContext               *ctx,
           cairo_set_line_width (cr, width);
         }
     }
+}
 
-  /* Each strand is labelled with its axis and size at the middle of the wire:
-   * the halos first in one fill, then the text. Each label is looked up once, and
-   * one outside the visible rectangle is neither looked up twice nor composited. */
-  if (ctx->scale >= SCALE_STRAND_LABELS)
+/* Each strand is labelled with its axis and size at the middle of the wire:
+ * the halos first in one fill, then the text. Each label is looked up once, and
+ * one outside the visible rectangle is neither looked up twice nor composited. */
+static void
+draw_strand_labels (DrawContext *ctx)
+{
+  cairo_t *cr = ctx->cr;
+  guint n_wires = napkin_diagram_n_wires (ctx->diagram);
+  g_autoptr (GArray) labels = g_array_new (FALSE, FALSE, sizeof (StrandLabel));
+
+  for (guint w = 0; w < n_wires; w++)
     {
-      g_autoptr (GArray) labels = g_array_new (FALSE, FALSE, sizeof (StrandLabel));
+      double x1, y1, x2, y2;
+      int f;
+      const NapkinTensorType *type;
 
-      for (guint w = 0; w < n_wires; w++)
+      /* Every wire, not only those shown: a long label reaches further from
+       * its wire than the margin that culls wires. */
+      wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &f);
+      if (f < 0)
+        continue;
+      type = napkin_diagram_node_type (ctx->diagram, f);
+      if (type == NULL || !type->valid)
+        continue;
+      for (guint i = 0; i < type->n_axes; i++)
         {
-          double x1, y1, x2, y2;
-          int f;
-          const NapkinTensorType *type;
+          const NapkinAxis *axis = napkin_diagram_axis (ctx->diagram, type->axes[i]);
+          double o = (i - (type->n_axes - 1) / 2.0) * STRAND;
+          char text[NAPKIN_MAX_NAME_LEN + 32];
+          StrandLabel label;
+          NapkinRect r;
+          gsize len;
 
-          /* Every wire, not only those shown: a long label reaches further from
-           * its wire than the margin that culls wires. */
-          wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &f);
-          if (f < 0)
+          /* Above or below the visible rectangle (a label is less than 20 units tall). */
+          r.y = (y1 + y2) / 2 + o - 6;
+          r.height = 20;
+          if (r.y - 2 > ctx->clip.y + ctx->clip.height || r.y + r.height + 2 < ctx->clip.y)
             continue;
-          type = napkin_diagram_node_type (ctx->diagram, f);
-          if (type == NULL || !type->valid)
+          r.x = (x1 + x2) / 2;
+          len = g_snprintf (text, sizeof text, "%s %" G_GINT64_FORMAT, axis->name, axis->size);
+          /* A bound on the width first: the lookup is the expensive part. */
+          r.x -= len * LABEL_MAX_W_PER_BYTE / 2;
+          r.width = len * LABEL_MAX_W_PER_BYTE;
+          if (!visible (ctx, &r, 2))
             continue;
-          for (guint i = 0; i < type->n_axes; i++)
-            {
-              const NapkinAxis *axis = napkin_diagram_axis (ctx->diagram, type->axes[i]);
-              double o = (i - (type->n_axes - 1) / 2.0) * STRAND;
-              char text[NAPKIN_MAX_NAME_LEN + 32];
-              StrandLabel label;
-              NapkinRect r;
-              gsize len;
-
-              /* Above or below the visible rectangle (a label is less than 20 units tall). */
-              r.y = (y1 + y2) / 2 + o - 6;
-              r.height = 20;
-              if (r.y - 2 > ctx->clip.y + ctx->clip.height || r.y + r.height + 2 < ctx->clip.y)
-                continue;
-              r.x = (x1 + x2) / 2;
-              len = g_snprintf (text, sizeof text, "%s %" G_GINT64_FORMAT, axis->name, axis->size);
-              /* A bound on the width first: the lookup is the expensive part. */
-              r.x -= len * LABEL_MAX_W_PER_BYTE / 2;
-              r.width = len * LABEL_MAX_W_PER_BYTE;
-              if (!visible (ctx, &r, 2))
-                continue;
-              label.text = text_lookup (FONT_SMALL, text);
-              label.x = (x1 + x2) / 2 - label.text->width / 2.0;
-              label.y = r.y;
-              label.bad = ctx->bad_wires[w];
-              r.x = label.x - 1.5;
-              r.width = label.text->width + 3;
-              r.height = label.text->height;
-              if (visible (ctx, &r, 2))
-                g_array_append_val (labels, label);
-            }
-        }
-      for (guint i = 0; i < labels->len; i++)
-        {
-          const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
-
-          cairo_rectangle (cr, label->x - 1.5, label->y + 1, label->text->width + 3, label->text->height - 2);
-        }
-      if (labels->len > 0)
-        {
-          set_rgb_over_paper (ctx, ctx->pal->body, 0.85);
-          cairo_fill (cr);
-        }
-      for (guint i = 0; i < labels->len; i++)
-        {
-          const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
-
-          set_rgb (cr, label->bad ? ctx->pal->problem : ctx->pal->level[NAPKIN_LEVEL_HBM], 1);
-          show_text (cr, ctx->screen, label->text, label->x, label->y);
+          label.text = text_lookup (FONT_SMALL, text);
+          label.x = (x1 + x2) / 2 - label.text->width / 2.0;
+          label.y = r.y;
+          label.bad = ctx->bad_wires[w];
+          r.x = label.x - 1.5;
+          r.width = label.text->width + 3;
+          r.height = label.text->height;
+          if (visible (ctx, &r, 2))
+            g_array_append_val (labels, label);
         }
     }
+  for (guint i = 0; i < labels->len; i++)
+    {
+      const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
 
-  /* A copy is a dot where the wire splits. */
+      cairo_rectangle (cr, label->x - 1.5, label->y + 1, label->text->width + 3, label->text->height - 2);
+    }
+  if (labels->len > 0)
+    {
+      set_rgb_over_paper (ctx, ctx->pal->body, 0.85);
+      cairo_fill (cr);
+    }
+  for (guint i = 0; i < labels->len; i++)
+    {
+      const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
+
+      set_rgb (cr, label->bad ? ctx->pal->problem : ctx->pal->level[NAPKIN_LEVEL_HBM], 1);
+      show_text (cr, ctx->screen, label->text, label->x, label->y);
+    }
+}
+
+/* A copy is a dot where the wire splits. */
+static void
+draw_copy_dots (DrawContext *ctx)
+{
+  cairo_t *cr = ctx->cr;
+  guint rank;
+
   for (guint n = 0; n < ctx->n_nodes; n++)
     {
       guint n_consumers = 0;
@@ -2009,6 +2026,40 @@ draw_wires (DrawContext               *ctx,
       set_rgb (cr, ctx->pal->level[ctx->levels[n]], 1);
       cairo_fill (cr);
     }
+}
+
+/* Strokes are batched by colour: Cairo's cost is per stroke far more than per
+ * segment, and a canvas of 500 operations has thousands of strands. */
+static void
+draw_wires (DrawContext               *ctx,
+            const NapkinRenderOptions *options)
+{
+  cairo_t *cr = ctx->cr;
+  guint n_wires = napkin_diagram_n_wires (ctx->diagram);
+  g_autofree guint8 *shown = g_new0 (guint8, n_wires + 1);
+  g_autofree int *from = g_new (int, n_wires + 1);
+  g_autofree int *to = g_new (int, n_wires + 1);
+  g_autofree int *base = g_new (int, n_wires + 1);
+  g_autofree int *outer = g_new (int, n_wires + 1);
+  WireSet ws = { n_wires, napkin_diagram_n_regions (ctx->diagram), shown, from, to, base, outer, ctx->screen,
+                 options ? options->selected_wire : -1 };
+
+  /* Far out, a wire is a band as wide as two strands apart. */
+  cairo_set_line_width (cr, ctx->scale < SCALE_STRANDS ? STRAND * 1.5 : 1.6);
+  cairo_set_line_cap (cr, CAIRO_LINE_CAP_BUTT);
+
+  for (guint w = 0; w < n_wires; w++)
+    {
+      shown[w] = wire_visible (ctx, w);
+      from[w] = ctx->layout->wire_from[w];
+      to[w] = ctx->layout->wire_to[w];
+    }
+  wires_classify (ctx, &ws);
+  wires_stroke (ctx, &ws);
+  wires_inside_regions (ctx, &ws);
+  if (ctx->scale >= SCALE_STRAND_LABELS)
+    draw_strand_labels (ctx);
+  draw_copy_dots (ctx);
 }
 
 static void
