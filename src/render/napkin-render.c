@@ -2287,23 +2287,18 @@ mask_mark (DrawContext      *ctx,
   return TRUE;
 }
 
+/* Glyph colours, one stroke each: the levels, tensor-core work, problems (draw_nodes). */
+#define N_NODE_COLOURS 6
+
+/* Selection halos. */
 static void
-draw_nodes (DrawContext               *ctx,
-            const NapkinRenderOptions *options)
+nodes_selection (DrawContext               *ctx,
+                 const guint8              *shown,
+                 const NapkinRenderOptions *options)
 {
   cairo_t *cr = ctx->cr;
-  g_autofree guint8 *shown = g_new0 (guint8, ctx->n_nodes + 1);
-  const double *colours[] = {
-    ctx->pal->level[NAPKIN_LEVEL_HBM], ctx->pal->level[NAPKIN_LEVEL_L2], ctx->pal->level[NAPKIN_LEVEL_SMEM],
-    ctx->pal->level[NAPKIN_LEVEL_REGISTERS], ctx->pal->tensor_core, ctx->pal->problem,
-  };
-  gboolean far = ctx->screen && ctx->scale < SCALE_STRANDS;
   gboolean any;
 
-  for (guint n = 0; n < ctx->n_nodes; n++)
-    shown[n] = visible (ctx, &ctx->rects[n], LABEL_H + 40);
-
-  /* Selection halos. */
   any = FALSE;
   for (guint n = 0; n < ctx->n_nodes; n++)
     if (shown[n] && options && options->selected_nodes && n < options->n_selected_nodes
@@ -2319,10 +2314,19 @@ draw_nodes (DrawContext               *ctx,
       set_rgb (cr, ctx->pal->select, 0.30);
       cairo_fill (cr);
     }
+}
 
-  /* Glyph bodies: tensors filled with their level, operations white. Far out on
-   * screen, operations are solid silhouettes in their colour instead (one fill
-   * rather than a fill and a stroke). */
+/* Glyph bodies: tensors filled with their level, operations white. Far out on
+ * screen, operations are solid silhouettes in their colour instead (one fill
+ * rather than a fill and a stroke). */
+static void
+nodes_bodies (DrawContext  *ctx,
+              const guint8 *shown,
+              gboolean      far)
+{
+  cairo_t *cr = ctx->cr;
+  gboolean any;
+
   for (int c = far ? 0 : -1; c < NAPKIN_N_LEVELS; c++)
     {
       any = FALSE;
@@ -2344,14 +2348,64 @@ draw_nodes (DrawContext               *ctx,
         set_rgb_over_paper (ctx, ctx->pal->level[c], 0.85);
       cairo_fill (cr);
     }
+}
 
-  /* Outlines, and the marks inside glyphs (a contraction's cup, a transpose's
-   * crossing), per colour. */
-  for (guint c = 0; c < G_N_ELEMENTS (colours); c++)
+/* The marks inside the glyphs of one colour (a mask's triangle or band, a
+ * transpose's crossing, a contraction's cup) as one path; FALSE where there is none. */
+static gboolean
+node_marks_path (DrawContext  *ctx,
+                 const guint8 *shown,
+                 const double *colour)
+{
+  cairo_t *cr = ctx->cr;
+  gboolean marks = FALSE;
+
+  for (guint n = 0; n < ctx->n_nodes && ctx->scale >= SCALE_LABELS; n++)
     {
-      gboolean marks = FALSE;
+      const NapkinNode *node = ctx->nodes[n];
+      const NapkinRect *r = &ctx->rects[n];
+      double ax, ay, bx, by;
 
-      any = FALSE;
+      if (!shown[n] || node_rgb (ctx, n, node) != colour)
+        continue;
+      if (node->kind == NAPKIN_OP_MASK && node->mask != NAPKIN_MASK_TENSOR)
+        marks |= mask_mark (ctx, n, node, r);
+      else if (node->kind == NAPKIN_OP_REARRANGE)
+        {
+          cairo_move_to (cr, r->x + 8, r->y + 8);
+          cairo_line_to (cr, r->x + r->width - 8, r->y + r->height - 8);
+          cairo_move_to (cr, r->x + 8, r->y + r->height - 8);
+          cairo_line_to (cr, r->x + r->width - 8, r->y + 8);
+          marks = TRUE;
+        }
+      else if (node->kind == NAPKIN_OP_CONTRACT
+               && port_point_in (ctx->diagram, n, 0, &ctx->rects[n], &ax, &ay)
+               && port_point_in (ctx->diagram, n, 1, &ctx->rects[n], &bx, &by))
+        {
+          double cx = r->x + r->width * 0.42;
+
+          cairo_move_to (cr, ax, ay);
+          cairo_curve_to (cr, cx, ay, cx, by, bx, by);
+          marks = TRUE;
+        }
+    }
+  return marks;
+}
+
+/* Outlines, and the marks inside glyphs (a contraction's cup, a transpose's
+ * crossing), per colour. */
+static void
+nodes_outlines (DrawContext         *ctx,
+                const guint8        *shown,
+                const double *const *colours)
+{
+  cairo_t *cr = ctx->cr;
+  gboolean far = ctx->screen && ctx->scale < SCALE_STRANDS;
+
+  for (guint c = 0; c < N_NODE_COLOURS; c++)
+    {
+      gboolean marks, any = FALSE;
+
       for (guint n = 0; n < ctx->n_nodes; n++)
         {
           const NapkinNode *node = ctx->nodes[n];
@@ -2371,35 +2425,7 @@ draw_nodes (DrawContext               *ctx,
             cairo_stroke (cr);
         }
 
-      for (guint n = 0; n < ctx->n_nodes && ctx->scale >= SCALE_LABELS; n++)
-        {
-          const NapkinNode *node = ctx->nodes[n];
-          const NapkinRect *r = &ctx->rects[n];
-          double ax, ay, bx, by;
-
-          if (!shown[n] || node_rgb (ctx, n, node) != colours[c])
-            continue;
-          if (node->kind == NAPKIN_OP_MASK && node->mask != NAPKIN_MASK_TENSOR)
-            marks |= mask_mark (ctx, n, node, r);
-          else if (node->kind == NAPKIN_OP_REARRANGE)
-            {
-              cairo_move_to (cr, r->x + 8, r->y + 8);
-              cairo_line_to (cr, r->x + r->width - 8, r->y + r->height - 8);
-              cairo_move_to (cr, r->x + 8, r->y + r->height - 8);
-              cairo_line_to (cr, r->x + r->width - 8, r->y + 8);
-              marks = TRUE;
-            }
-          else if (node->kind == NAPKIN_OP_CONTRACT
-                   && port_point_in (ctx->diagram, n, 0, &ctx->rects[n], &ax, &ay)
-                   && port_point_in (ctx->diagram, n, 1, &ctx->rects[n], &bx, &by))
-            {
-              double cx = r->x + r->width * 0.42;
-
-              cairo_move_to (cr, ax, ay);
-              cairo_curve_to (cr, cx, ay, cx, by, bx, by);
-              marks = TRUE;
-            }
-        }
+      marks = node_marks_path (ctx, shown, colours[c]);
       if (marks)
         {
           /* over the body of the glyph: blending with it is exact */
@@ -2413,11 +2439,20 @@ draw_nodes (DrawContext               *ctx,
           cairo_stroke (cr);
         }
     }
+}
 
-  /* Ports: filled when connected, hollow and red-rimmed when not. */
-  for (guint c = 0; c <= G_N_ELEMENTS (colours) && ctx->scale >= SCALE_LABELS; c++)
+/* Ports: filled when connected, hollow and red-rimmed when not. */
+static void
+nodes_ports (DrawContext         *ctx,
+             const guint8        *shown,
+             const double *const *colours)
+{
+  cairo_t *cr = ctx->cr;
+  gboolean any;
+
+  for (guint c = 0; c <= N_NODE_COLOURS && ctx->scale >= SCALE_LABELS; c++)
     {
-      gboolean hollow = c == G_N_ELEMENTS (colours);
+      gboolean hollow = c == N_NODE_COLOURS;
 
       any = FALSE;
       for (guint n = 0; n < ctx->n_nodes; n++)
@@ -2454,8 +2489,15 @@ draw_nodes (DrawContext               *ctx,
       cairo_set_line_width (cr, 1.2);
       cairo_stroke (cr);
     }
+}
 
-  /* Text: the detail inside, the label above, a tensor's element type below. */
+/* Text: the detail inside, the label above, a tensor's element type below. */
+static void
+nodes_text (DrawContext  *ctx,
+            const guint8 *shown)
+{
+  cairo_t *cr = ctx->cr;
+
   for (guint n = 0; n < ctx->n_nodes; n++)
     {
       const NapkinNode *node = ctx->nodes[n];
@@ -2499,6 +2541,28 @@ draw_nodes (DrawContext               *ctx,
           draw_text (ctx, FONT_BOLD, "!", r->x + r->width, r->y - 8, 0.5, FALSE, light_palette.body);
         }
     }
+}
+
+/* The operations and tensors, one fill or stroke per colour for each pass. */
+static void
+draw_nodes (DrawContext               *ctx,
+            const NapkinRenderOptions *options)
+{
+  g_autofree guint8 *shown = g_new0 (guint8, ctx->n_nodes + 1);
+  const double *colours[N_NODE_COLOURS] = {
+    ctx->pal->level[NAPKIN_LEVEL_HBM], ctx->pal->level[NAPKIN_LEVEL_L2], ctx->pal->level[NAPKIN_LEVEL_SMEM],
+    ctx->pal->level[NAPKIN_LEVEL_REGISTERS], ctx->pal->tensor_core, ctx->pal->problem,
+  };
+  gboolean far = ctx->screen && ctx->scale < SCALE_STRANDS;
+
+  for (guint n = 0; n < ctx->n_nodes; n++)
+    shown[n] = visible (ctx, &ctx->rects[n], LABEL_H + 40);
+
+  nodes_selection (ctx, shown, options);
+  nodes_bodies (ctx, shown, far);
+  nodes_outlines (ctx, shown, colours);
+  nodes_ports (ctx, shown, colours);
+  nodes_text (ctx, shown);
 }
 
 /* Draws the diagram; safe on several threads at once for one diagram once
