@@ -1266,15 +1266,7 @@ napkin_plot_export (const NapkinPlot    *plot,
   if (format == NAPKIN_EXPORT_PNG)
     cairo_scale (cr, 2, 2);   /* legible on high-density screens and in documents */
   napkin_plot_draw (cr, plot, width, height, NULL);
-  status = cairo_status (cr);
-  cairo_destroy (cr);
-  cairo_surface_flush (surface);
-  if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
-    status = cairo_surface_write_to_png_stream (surface, napkin_render_write_func, file);
-  cairo_surface_finish (surface);
-  if (status == CAIRO_STATUS_SUCCESS)
-    status = cairo_surface_status (surface);
-  cairo_surface_destroy (surface);
+  status = napkin_render_finish_export (cr, surface, format, file);
   if (status != CAIRO_STATUS_SUCCESS && status != CAIRO_STATUS_WRITE_ERROR)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,

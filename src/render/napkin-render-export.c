@@ -112,6 +112,26 @@ napkin_render_write_func (void                *closure,
   return napkin_atomic_file_write (closure, data, length) ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
 }
 
+cairo_status_t
+napkin_render_finish_export (cairo_t            *cr,
+                             cairo_surface_t    *surface,
+                             NapkinExportFormat  format,
+                             void               *file)
+{
+  cairo_status_t status = cairo_status (cr);
+
+  cairo_destroy (cr);
+  if (format == NAPKIN_EXPORT_PNG)
+    cairo_surface_flush (surface);
+  if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
+    status = cairo_surface_write_to_png_stream (surface, napkin_render_write_func, file);
+  cairo_surface_finish (surface);
+  if (status == CAIRO_STATUS_SUCCESS)
+    status = cairo_surface_status (surface);
+  cairo_surface_destroy (surface);
+  return status;
+}
+
 gboolean
 napkin_render_export (NapkinDiagram       *diagram,
                       const char          *path,
@@ -171,15 +191,7 @@ napkin_render_export (NapkinDiagram       *diagram,
   if (format == NAPKIN_EXPORT_PNG)
     cairo_scale (cr, scale, scale);
   draw_page (cr, diagram, width, height);
-  status = cairo_status (cr);
-  cairo_destroy (cr);
-
-  if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
-    status = cairo_surface_write_to_png_stream (surface, napkin_render_write_func, file);
-  cairo_surface_finish (surface);
-  if (status == CAIRO_STATUS_SUCCESS)
-    status = cairo_surface_status (surface);
-  cairo_surface_destroy (surface);
+  status = napkin_render_finish_export (cr, surface, format, file);
   /* A failed write: the file's own error says which and why. */
   if (status != CAIRO_STATUS_SUCCESS && status != CAIRO_STATUS_WRITE_ERROR)
     return check_cairo (status, path, error);
