@@ -506,26 +506,22 @@ queue_repack (NapkinPlanner          *p,
   return rp->dst;
 }
 
-gboolean
-_napkin_plan_try_gemm (NapkinPlanner    *p,
-                       NapkinPlanKernel *k,
-                       char            **why)
+/* The product's operands, result and axis groups as the kernel's nodes lay them out. */
+typedef struct
 {
-  NapkinPlanGemm *g = &k->u.gemm;
-  int contract = -1, last, xs, ys;
-  AxisList x_l, y_l, c_l, batch = { { 0 }, 0 }, m = { { 0 }, 0 }, n = { { 0 }, 0 }, kk = { { 0 }, 0 };
+  int                     contract, last, xs, ys;
   const NapkinTensorType *xt, *yt, *ot;
-  const AxisList *a_l, *b_l;
-  const AxisList *mg, *ng;
-  gboolean swapped = FALSE, wgmma;
-  NapkinDtype ab;
-  guint bytes, n_consumers;
-  const guint *consumers;
-  GArray *epilogue;
-  gint64 BM, BN, BK, tm, tn, tk;
-  NapkinMarkKind km, kn, kk_kind;
-  guint stages;
-  gint64 split = 1;
+  AxisList                x_l, y_l, c_l, batch, m, n, kk;
+  const AxisList         *mg, *ng;       /* C's rows and columns as computed (swapped or not) */
+  gboolean                swapped;
+} GemmShape;
+
+/* The kernel's one contraction, or -1 where its nodes are not one product and maps. */
+static int
+gemm_find_contract (NapkinPlanner    *p,
+                    NapkinPlanKernel *k)
+{
+  int contract = -1;
 
   for (guint i = 0; i < k->nodes->len; i++)
     {
@@ -535,204 +531,234 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       if (node->kind == NAPKIN_OP_CONTRACT)
         {
           if (contract >= 0)
-            return FALSE;   /* two products: attention's, or not one GEMM */
+            return -1;   /* two products: attention's, or not one GEMM */
           contract = id;
         }
       else if (node->kind != NAPKIN_OP_MAP)
-        return FALSE;
+        return -1;
     }
-  if (contract < 0)
-    return FALSE;
+  return contract;
+}
 
-  /* The chain after the product: each map takes the previous value, its other operand
-   * (if any) from device memory; nothing in between is used outside the kernel. */
-  epilogue = g_array_new (FALSE, TRUE, sizeof (NapkinPlanMap));
-  last = contract;
+/* The map of the chain that takes `last` at `next`, its other operand (if any) from
+ * device memory; FALSE where that operand is made inside the kernel. */
+static gboolean
+gemm_chain_map (NapkinPlanner    *p,
+                NapkinPlanKernel *k,
+                int               last,
+                int               next,
+                NapkinPlanMap    *map,
+                char            **why)
+{
+  const NapkinNode *mn = napkin_diagram_node (p->d, next);
+
+  *map = (NapkinPlanMap) { 0 };
+  map->node = next;
+  map->fn = mn->fn;
+  map->alpha = mn->alpha;
+  map->dtype = mn->has_dtype ? mn->dtype : NAPKIN_DTYPE_FP32;
+  for (guint q = 0; q < napkin_op_n_inputs (mn); q++)
+    {
+      int src = napkin_diagram_input_source (p->d, next, q);
+
+      if (src == last)
+        continue;
+      if (_napkin_plan_member (p, k, src))
+        {
+          *why = g_strdup_printf (_("map “%s” combines two values made inside the kernel"), mn->id);
+          return FALSE;
+        }
+      map->has_other = TRUE;
+      map->other_first = q == 0;
+      map->other = (NapkinPlanBuffer) { src, -1, value_dtype (p, src) };
+      map->stride[0] = src;   /* the operand's node, until the axes are known */
+    }
+  return TRUE;
+}
+
+/* The chain after the product: each map takes the previous value, its other operand
+ * (if any) from device memory; nothing in between is used outside the kernel. The
+ * epilogue's maps, *last the chain's last node; NULL where the kernel is no such chain. */
+static GArray *
+gemm_epilogue_chain (NapkinPlanner    *p,
+                     NapkinPlanKernel *k,
+                     int               contract,
+                     int              *last,
+                     char            **why)
+{
+  g_autoptr(GArray) epilogue = g_array_new (FALSE, TRUE, sizeof (NapkinPlanMap));
+
+  *last = contract;
   for (guint step = 1; step < k->nodes->len; step++)
     {
       int next = -1;
+      guint n_consumers;
+      const guint *consumers = napkin_diagram_consumers (p->d, *last, &n_consumers);
+      NapkinPlanMap map;
 
-      consumers = napkin_diagram_consumers (p->d, last, &n_consumers);
       for (guint c = 0; c < n_consumers; c++)
         {
           if (!_napkin_plan_member (p, k, consumers[c]))
             {
-              g_array_unref (epilogue);
               *why = g_strdup_printf (_("the value of “%s” is used both inside the kernel and after it; a fused "
-                                      "epilogue keeps only the chain's last value"), napkin_diagram_node (p->d, last)->id);
-              return FALSE;
+                                      "epilogue keeps only the chain's last value"), napkin_diagram_node (p->d, *last)->id);
+              return NULL;
             }
           if (next >= 0 && next != (int) consumers[c])
             {
-              g_array_unref (epilogue);
               *why = g_strdup_printf (_("“%s” feeds two operations of the kernel; only a chain of maps after the "
-                                      "product is fused"), napkin_diagram_node (p->d, last)->id);
-              return FALSE;
+                                      "product is fused"), napkin_diagram_node (p->d, *last)->id);
+              return NULL;
             }
           next = consumers[c];
         }
       if (next < 0)
         {
-          g_array_unref (epilogue);
           *why = g_strdup (_("a map of the kernel is not on the chain after the product (maps before a product are "
                            "not fused yet: put them in their own region)"));
-          return FALSE;
+          return NULL;
         }
-      {
-        const NapkinNode *mn = napkin_diagram_node (p->d, next);
-        NapkinPlanMap map = { 0 };
-
-        map.node = next;
-        map.fn = mn->fn;
-        map.alpha = mn->alpha;
-        map.dtype = mn->has_dtype ? mn->dtype : NAPKIN_DTYPE_FP32;
-        for (guint q = 0; q < napkin_op_n_inputs (mn); q++)
-          {
-            int src = napkin_diagram_input_source (p->d, next, q);
-
-            if (src == last)
-              continue;
-            if (_napkin_plan_member (p, k, src))
-              {
-                g_array_unref (epilogue);
-                *why = g_strdup_printf (_("map “%s” combines two values made inside the kernel"), mn->id);
-                return FALSE;
-              }
-            map.has_other = TRUE;
-            map.other_first = q == 0;
-            map.other = (NapkinPlanBuffer) { src, -1, value_dtype (p, src) };
-            map.stride[0] = src;   /* the operand's node, until the axes are known */
-          }
-        g_array_append_val (epilogue, map);
-        last = next;
-      }
+      if (!gemm_chain_map (p, k, *last, next, &map, why))
+        return NULL;
+      g_array_append_val (epilogue, map);
+      *last = next;
     }
-  if (last == contract && k->nodes->len != 1)
-    {
-      g_array_unref (epilogue);
-      return FALSE;
-    }
+  if (*last == contract && k->nodes->len != 1)
+    return NULL;
+  return g_steal_pointer (&epilogue);
+}
 
-  xs = napkin_diagram_input_source (p->d, contract, 0);
-  ys = napkin_diagram_input_source (p->d, contract, 1);
-  xt = napkin_diagram_node_type (p->d, xs);
-  yt = napkin_diagram_node_type (p->d, ys);
-  ot = napkin_diagram_node_type (p->d, contract);
-  if (!value_layout (p, xs, &x_l) || !value_layout (p, ys, &y_l) || !value_layout (p, last, &c_l) || ot == NULL)
-    {
-      g_array_unref (epilogue);
-      return FALSE;
-    }
+/* Sorts the result's axes into batch, row (m), column (n) and contracted (k) groups;
+ * FALSE with *why where an operand sums an axis alone or a group is missing. */
+static gboolean
+gemm_axis_roles (NapkinPlanner *p,
+                 GemmShape     *s,
+                 char         **why)
+{
   /* roles of the axes */
-  for (guint i = 0; i < ot->n_axes; i++)
+  for (guint i = 0; i < s->ot->n_axes; i++)
     {
-      guint a = ot->axes[i];
-      gboolean in_x = napkin_tensor_type_has_axis (xt, a), in_y = napkin_tensor_type_has_axis (yt, a);
+      guint a = s->ot->axes[i];
+      gboolean in_x = napkin_tensor_type_has_axis (s->xt, a), in_y = napkin_tensor_type_has_axis (s->yt, a);
 
       if (in_x && in_y)
-        batch.axes[batch.n++] = a;
+        s->batch.axes[s->batch.n++] = a;
     }
   /* batch, m, n in C's order; k in X's order */
-  for (guint i = 0; i < c_l.n; i++)
+  for (guint i = 0; i < s->c_l.n; i++)
     {
-      guint a = c_l.axes[i];
-      gboolean in_x = napkin_tensor_type_has_axis (xt, a), in_y = napkin_tensor_type_has_axis (yt, a);
+      guint a = s->c_l.axes[i];
+      gboolean in_x = napkin_tensor_type_has_axis (s->xt, a), in_y = napkin_tensor_type_has_axis (s->yt, a);
 
       if (in_x && !in_y)
-        m.axes[m.n++] = a;
+        s->m.axes[s->m.n++] = a;
       else if (in_y && !in_x)
-        n.axes[n.n++] = a;
+        s->n.axes[s->n.n++] = a;
     }
-  for (guint i = 0; i < x_l.n; i++)
+  for (guint i = 0; i < s->x_l.n; i++)
     {
-      guint a = x_l.axes[i];
+      guint a = s->x_l.axes[i];
 
-      if (napkin_tensor_type_has_axis (yt, a) && !napkin_tensor_type_has_axis (ot, a))
-        kk.axes[kk.n++] = a;
-      else if (!napkin_tensor_type_has_axis (yt, a) && !napkin_tensor_type_has_axis (ot, a))
+      if (napkin_tensor_type_has_axis (s->yt, a) && !napkin_tensor_type_has_axis (s->ot, a))
+        s->kk.axes[s->kk.n++] = a;
+      else if (!napkin_tensor_type_has_axis (s->yt, a) && !napkin_tensor_type_has_axis (s->ot, a))
         {
-          g_array_unref (epilogue);
           *why = g_strdup_printf (_("contraction “%s” sums axis %s of its first operand alone"),
-                                  napkin_diagram_node (p->d, contract)->id, napkin_diagram_axis (p->d, a)->name);
+                                  napkin_diagram_node (p->d, s->contract)->id, napkin_diagram_axis (p->d, a)->name);
           return FALSE;
         }
     }
-  for (guint i = 0; i < y_l.n; i++)
-    if (!napkin_tensor_type_has_axis (xt, y_l.axes[i]) && !napkin_tensor_type_has_axis (ot, y_l.axes[i]))
+  for (guint i = 0; i < s->y_l.n; i++)
+    if (!napkin_tensor_type_has_axis (s->xt, s->y_l.axes[i]) && !napkin_tensor_type_has_axis (s->ot, s->y_l.axes[i]))
       {
-        g_array_unref (epilogue);
         *why = g_strdup_printf (_("contraction “%s” sums axis %s of its second operand alone"),
-                                napkin_diagram_node (p->d, contract)->id, napkin_diagram_axis (p->d, y_l.axes[i])->name);
+                                napkin_diagram_node (p->d, s->contract)->id,
+                                napkin_diagram_axis (p->d, s->y_l.axes[i])->name);
         return FALSE;
       }
-  if (m.n == 0 || n.n == 0 || kk.n == 0)
+  if (s->m.n == 0 || s->n.n == 0 || s->kk.n == 0)
     {
-      g_array_unref (epilogue);
       *why = g_strdup_printf (_("contraction “%s” is not a matrix product (it needs a row, a column and a "
-                              "contracted axis)"), napkin_diagram_node (p->d, contract)->id);
+                              "contracted axis)"), napkin_diagram_node (p->d, s->contract)->id);
       return FALSE;
     }
-  /* Batch axes lead every operand in one order; the row, column and contracted groups
-   * are contiguous runs. C[…, n, m] is computed as Cᵀ = Bᵀ·Aᵀ. */
-  {
-    int cm = run_of (&c_l, &m), cn = run_of (&c_l, &n);
+  return TRUE;
+}
 
-    if (cm < 0 || cn < 0 || run_of (&x_l, &m) < 0 || run_of (&x_l, &kk) < 0 || run_of (&y_l, &n) < 0
-        || run_of (&y_l, &kk) < 0)
+/* Batch axes lead every operand in one order; the row, column and contracted groups
+ * are contiguous runs. C[…, n, m] is computed as Cᵀ = Bᵀ·Aᵀ (s->swapped). */
+static gboolean
+gemm_axis_runs (NapkinPlanner *p,
+                GemmShape     *s,
+                char         **why)
+{
+  int cm = run_of (&s->c_l, &s->m), cn = run_of (&s->c_l, &s->n);
+
+  if (cm < 0 || cn < 0 || run_of (&s->x_l, &s->m) < 0 || run_of (&s->x_l, &s->kk) < 0 || run_of (&s->y_l, &s->n) < 0
+      || run_of (&s->y_l, &s->kk) < 0)
+    {
+      /* name the value and the group it splits: storing that value in another axis
+       * order (the producer's `out`) makes the product a plain GEMM */
+      const char *where = cm < 0 || cn < 0 ? N_("its result")
+                          : run_of (&s->x_l, &s->m) < 0 || run_of (&s->x_l, &s->kk) < 0 ? N_("its first operand")
+                          : N_("its second operand");
+      const AxisList *split = cm < 0 ? &s->m : cn < 0 ? &s->n : run_of (&s->x_l, &s->m) < 0 ? &s->m
+                              : run_of (&s->x_l, &s->kk) < 0 ? &s->kk : run_of (&s->y_l, &s->n) < 0 ? &s->n : &s->kk;
+      g_autoptr(GString) names = g_string_new (NULL);
+
+      for (guint i = 0; i < split->n; i++)
+        g_string_append_printf (names, "%s%s", i ? "·" : "", napkin_diagram_axis (p->d, split->axes[i])->name);
+      *why = g_strdup_printf (_("the row, column and contracted axes of “%s” must each be one contiguous run in "
+                                "its operands and result: %s splits %s"), napkin_diagram_node (p->d, s->contract)->id,
+                              _(where), names->str);
+      return FALSE;
+    }
+  for (guint i = 0; i < s->batch.n; i++)
+    if (position (&s->x_l, s->batch.axes[i]) != (int) i || position (&s->y_l, s->batch.axes[i]) != (int) i
+        || position (&s->c_l, s->batch.axes[i]) != (int) i)
       {
-        /* name the value and the group it splits: storing that value in another axis
-         * order (the producer's `out`) makes the product a plain GEMM */
-        const char *where = cm < 0 || cn < 0 ? N_("its result")
-                            : run_of (&x_l, &m) < 0 || run_of (&x_l, &kk) < 0 ? N_("its first operand")
-                            : N_("its second operand");
-        const AxisList *split = cm < 0 ? &m : cn < 0 ? &n : run_of (&x_l, &m) < 0 ? &m : run_of (&x_l, &kk) < 0 ? &kk
-                                : run_of (&y_l, &n) < 0 ? &n : &kk;
-        g_autoptr(GString) names = g_string_new (NULL);
-
-        for (guint i = 0; i < split->n; i++)
-          g_string_append_printf (names, "%s%s", i ? "·" : "", napkin_diagram_axis (p->d, split->axes[i])->name);
-        g_array_unref (epilogue);
-        *why = g_strdup_printf (_("the row, column and contracted axes of “%s” must each be one contiguous run in "
-                                  "its operands and result: %s splits %s"), napkin_diagram_node (p->d, contract)->id,
-                                _(where), names->str);
+        *why = g_strdup_printf (_("batch axis %s of “%s” must lead every operand, in the same order"),
+                                napkin_diagram_axis (p->d, s->batch.axes[i])->name,
+                                napkin_diagram_node (p->d, s->contract)->id);
         return FALSE;
       }
-    for (guint i = 0; i < batch.n; i++)
-      if (position (&x_l, batch.axes[i]) != (int) i || position (&y_l, batch.axes[i]) != (int) i
-          || position (&c_l, batch.axes[i]) != (int) i)
-        {
-          g_array_unref (epilogue);
-          *why = g_strdup_printf (_("batch axis %s of “%s” must lead every operand, in the same order"),
-                                  napkin_diagram_axis (p->d, batch.axes[i])->name,
-                                  napkin_diagram_node (p->d, contract)->id);
-          return FALSE;
-        }
-    swapped = cn < cm;
-  }
-  /* A holds C's rows (the first of C's two groups), B its columns */
-  if (!swapped)
+  s->swapped = cn < cm;
+  return TRUE;
+}
+
+/* The GEMM's sizes, operands and leading dimensions from the shape: A holds C's rows
+ * (the first of C's two groups), B its columns. */
+static void
+gemm_fill (NapkinPlanner  *p,
+           NapkinPlanGemm *g,
+           GemmShape      *s,
+           GArray         *epilogue)
+{
+  const AxisList *a_l, *b_l;
+
+  if (!s->swapped)
     {
-      a_l = &x_l, b_l = &y_l, mg = &m, ng = &n;
-      g->a = (NapkinPlanBuffer) { xs, -1, value_dtype (p, xs) };
-      g->b = (NapkinPlanBuffer) { ys, -1, value_dtype (p, ys) };
+      a_l = &s->x_l, b_l = &s->y_l, s->mg = &s->m, s->ng = &s->n;
+      g->a = (NapkinPlanBuffer) { s->xs, -1, value_dtype (p, s->xs) };
+      g->b = (NapkinPlanBuffer) { s->ys, -1, value_dtype (p, s->ys) };
     }
   else
     {
-      a_l = &y_l, b_l = &x_l, mg = &n, ng = &m;
-      g->a = (NapkinPlanBuffer) { ys, -1, value_dtype (p, ys) };
-      g->b = (NapkinPlanBuffer) { xs, -1, value_dtype (p, xs) };
+      a_l = &s->y_l, b_l = &s->x_l, s->mg = &s->n, s->ng = &s->m;
+      g->a = (NapkinPlanBuffer) { s->ys, -1, value_dtype (p, s->ys) };
+      g->b = (NapkinPlanBuffer) { s->xs, -1, value_dtype (p, s->xs) };
     }
-  g->node = contract;
-  g->swapped = swapped;
-  g->c = (NapkinPlanBuffer) { last, -1, value_dtype (p, last) };
-  g->ab_dtype = ab = g->a.dtype;
+  g->node = s->contract;
+  g->swapped = s->swapped;
+  g->c = (NapkinPlanBuffer) { s->last, -1, value_dtype (p, s->last) };
+  g->ab_dtype = g->a.dtype;
   g->c_dtype = g->c.dtype;
-  g->batch = product (p, &batch);
-  g->M = product (p, mg);
-  g->N = product (p, ng);
-  g->K = product (p, &kk);
-  g->a_kmajor = run_of (a_l, &kk) > run_of (a_l, mg);
-  g->b_kmajor = run_of (b_l, &kk) > run_of (b_l, ng);
+  g->batch = product (p, &s->batch);
+  g->M = product (p, s->mg);
+  g->N = product (p, s->ng);
+  g->K = product (p, &s->kk);
+  g->a_kmajor = run_of (a_l, &s->kk) > run_of (a_l, s->mg);
+  g->b_kmajor = run_of (b_l, &s->kk) > run_of (b_l, s->ng);
   g->lda = g->a_kmajor ? g->K : g->M;
   g->ldb = g->b_kmajor ? g->K : g->N;
   g->ldc = g->N;
@@ -742,11 +768,20 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   g->epilogue = epilogue;
   g->partials = -1;
   g->split_k = 1;
+}
 
-  /* the epilogue's other operands: strides per (batch, row, column) of C */
-  for (guint i = 0; i < epilogue->len; i++)
+/* The epilogue's other operands: strides per (batch, row, column) of C. */
+static gboolean
+gemm_epilogue_strides (NapkinPlanner   *p,
+                       NapkinPlanGemm  *g,
+                       const GemmShape *s,
+                       char           **why)
+{
+  const AxisList *mg = s->mg, *ng = s->ng;
+
+  for (guint i = 0; i < g->epilogue->len; i++)
     {
-      NapkinPlanMap *map = &g_array_index (epilogue, NapkinPlanMap, i);
+      NapkinPlanMap *map = &g_array_index (g->epilogue, NapkinPlanMap, i);
       AxisList o_l;
       gint64 sb = 0, sm = 0, sn = 0;
       gboolean has_batch = FALSE, lacks_batch = FALSE;
@@ -756,24 +791,24 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       if (!value_layout (p, map->other.node, &o_l))
         {
           *why = g_strdup_printf (_("the other operand of “%s” has no known layout"), napkin_diagram_node (p->d, map->node)->id);
-          goto refuse;
+          return FALSE;
         }
       for (guint j = 0; j < o_l.n; j++)
         {
           guint a = o_l.axes[j];
-          gint64 s = stride_after (p, &o_l, j);
+          gint64 st = stride_after (p, &o_l, j);
 
-          if (position (&batch, a) >= 0)
+          if (position (&s->batch, a) >= 0)
             has_batch = TRUE;
           else if (position (mg, a) == (int) mg->n - 1)
-            sm = s;
+            sm = st;
           else if (position (ng, a) == (int) ng->n - 1)
-            sn = s;
+            sn = st;
           else if (position (mg, a) < 0 && position (ng, a) < 0)
             {
               *why = g_strdup_printf (_("“%s” broadcasts an operand with axis %s, which the product's result lacks"),
                                       napkin_diagram_node (p->d, map->node)->id, napkin_diagram_axis (p->d, a)->name);
-              goto refuse;
+              return FALSE;
             }
         }
       /* a group of several axes is read as one: the operand must hold it whole and contiguous */
@@ -781,231 +816,314 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
         {
           *why = g_strdup_printf (_("the other operand of “%s” must hold the result's merged row or column axes "
                                   "together"), napkin_diagram_node (p->d, map->node)->id);
-          goto refuse;
+          return FALSE;
         }
-      for (guint j = 0; j < batch.n; j++)
-        lacks_batch |= position (&o_l, batch.axes[j]) != (int) j;
+      for (guint j = 0; j < s->batch.n; j++)
+        lacks_batch |= position (&o_l, s->batch.axes[j]) != (int) j;
       if (has_batch && lacks_batch)
         {
           *why = g_strdup_printf (_("the other operand of “%s” must carry every batch axis, leading, or none"),
                                   napkin_diagram_node (p->d, map->node)->id);
-          goto refuse;
+          return FALSE;
         }
       if (has_batch)
-        sb = stride_after (p, &o_l, (int) batch.n - 1);
+        sb = stride_after (p, &o_l, (int) s->batch.n - 1);
       /* (mg and ng are already the computed product's rows and columns) */
       map->stride[0] = sb;
       map->stride[1] = sm;
       map->stride[2] = sn;
     }
+  return TRUE;
+}
+
+/* What the tensor-core kernels take: one fp16, bf16 or fp8 operand type, blocks at
+ * shared memory, 32-bit tile coordinates, fp8 only on wgmma. */
+static gboolean
+gemm_supported (NapkinPlanner    *p,
+                NapkinPlanKernel *k,
+                gboolean          wgmma,
+                char            **why)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  NapkinDtype ab = g->ab_dtype;
 
   if (!tensor_core_type (ab) || g->b.dtype != ab)
     {
       *why = g_strdup_printf (_("contraction “%s” multiplies %s by %s: the tensor-core kernels take two fp16, bf16 or "
-                              "fp8 operands of one type"), napkin_diagram_node (p->d, contract)->id,
+                              "fp8 operands of one type"), napkin_diagram_node (p->d, g->node)->id,
                               napkin_dtype_to_string (g->a.dtype), napkin_dtype_to_string (g->b.dtype));
-      goto refuse;
+      return FALSE;
     }
   if (k->region >= 0 && napkin_diagram_region (p->d, block_region (p, k))->level != NAPKIN_LEVEL_SMEM)
     {
       *why = g_strdup_printf (_("region “%s” is at %s: a tensor-core kernel's blocks are relabeled at shared memory"),
                               napkin_diagram_region (p->d, block_region (p, k))->name,
                               napkin_level_to_string (napkin_diagram_region (p->d, block_region (p, k))->level));
-      goto refuse;
+      return FALSE;
     }
   if (g->M >= G_MAXINT32 || g->N >= G_MAXINT32 || g->K >= G_MAXINT32 || g->batch >= G_MAXINT32)
     {
       *why = g_strdup (_("the product's sizes must stay below 2³¹ (tile coordinates are 32-bit)"));
-      goto refuse;
+      return FALSE;
     }
-  wgmma = p->sm >= 90 && p->sm < 100 && (p->options == NULL || !p->options->no_wgmma);
-  bytes = napkin_dtype_bytes (ab);
-  if (bytes == 1 && !wgmma)
+  if (napkin_dtype_bytes (ab) == 1 && !wgmma)
     {
       *why = g_strdup_printf (_("%s has no fp8 tensor-core path that Napkin generates (Hopper's wgmma has one)"),
                               p->arch->id);
-      goto refuse;
+      return FALSE;
     }
+  return TRUE;
+}
 
-  /* An operand without the batch axes is shared by the whole batch (one copy, batch
-   * stride 0), before and after any repack. */
+/* One operand (rows × K or K × rows) copied into a scratch layout the tensor copies
+ * can read where its rows are not 16 bytes apart or, for fp8, it is not K-major. */
+static void
+gemm_fix_operand (NapkinPlanner    *p,
+                  NapkinPlanKernel *k,
+                  NapkinPlanBuffer *buf,
+                  gint64            rows_of,
+                  gint64           *ld,
+                  gboolean         *kmajor,
+                  gint64           *bstride)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  guint bytes = napkin_dtype_bytes (g->ab_dtype);
+  gboolean t = bytes == 1 && !*kmajor;
+  gint64 rows = *kmajor ? rows_of : g->K, cols = *kmajor ? g->K : rows_of;
+
+  if ((*ld * bytes) % 16 == 0 && !t)
+    return;
+  *buf = queue_repack (p, k, *buf, g->ab_dtype, g->batch, rows, cols, *ld, *bstride, t, ld);
+  if (t)
+    *kmajor = TRUE;
+  if (*bstride != 0)
+    *bstride = (*kmajor ? rows_of : g->K) * *ld;
+}
+
+/* An operand without the batch axes is shared by the whole batch (one copy, batch
+ * stride 0), before and after any repack; then both operands are fixed up. */
+static void
+gemm_operand_layouts (NapkinPlanner    *p,
+                      NapkinPlanKernel *k,
+                      const GemmShape  *s)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+
   if (g->batch > 1)
     {
       gboolean a_has_batch = TRUE, b_has_batch = TRUE;
 
-      for (guint i = 0; i < batch.n; i++)
+      for (guint i = 0; i < s->batch.n; i++)
         {
-          a_has_batch &= napkin_tensor_type_has_axis (swapped ? yt : xt, batch.axes[i]);
-          b_has_batch &= napkin_tensor_type_has_axis (swapped ? xt : yt, batch.axes[i]);
+          a_has_batch &= napkin_tensor_type_has_axis (s->swapped ? s->yt : s->xt, s->batch.axes[i]);
+          b_has_batch &= napkin_tensor_type_has_axis (s->swapped ? s->xt : s->yt, s->batch.axes[i]);
         }
       if (!a_has_batch)
         g->a_bstride = 0;
       if (!b_has_batch)
         g->b_bstride = 0;
     }
+  gemm_fix_operand (p, k, &g->a, g->M, &g->lda, &g->a_kmajor, &g->a_bstride);
+  gemm_fix_operand (p, k, &g->b, g->N, &g->ldb, &g->b_kmajor, &g->b_bstride);
+  g->c_tma = g->epilogue->len == 0 && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
+}
 
-  /* Operands whose rows are not 16 bytes apart (or, for fp8, not K-major) are copied
-   * once into a scratch layout the tensor copies can read. */
-  {
-    gboolean a_fix = (g->lda * bytes) % 16 != 0 || (bytes == 1 && !g->a_kmajor);
-    gboolean b_fix = (g->ldb * bytes) % 16 != 0 || (bytes == 1 && !g->b_kmajor);
+/* The tiles a kernel ends with, and whether it runs on wgmma. */
+typedef struct
+{
+  gint64   BM, BN, BK, split;
+  guint    stages;
+  gboolean wgmma;
+} GemmTiles;
 
-    if (a_fix)
-      {
-        gboolean t = bytes == 1 && !g->a_kmajor;
-        gint64 rows = g->a_kmajor ? g->M : g->K, cols = g->a_kmajor ? g->K : g->M;
+/* A region's blocks on wgmma: FALSE (with *no_wgmma) where its tiles are none of
+ * wgmma's; a streamed chunk is cut into wgmma's chunks with as many more stages. */
+static gboolean
+gemm_region_wgmma (NapkinPlanner    *p,
+                   NapkinPlanKernel *k,
+                   const GemmShape  *s,
+                   GemmTiles        *t,
+                   char            **no_wgmma)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  gint64 wbk = napkin_dtype_bytes (g->ab_dtype) == 1 ? 128 : 64;
 
-        g->a = queue_repack (p, k, g->a, ab, g->batch, rows, cols, g->lda, g->a_bstride, t, &g->lda);
-        if (t)
-          g->a_kmajor = TRUE;
-        if (g->a_bstride != 0)
-          g->a_bstride = (g->a_kmajor ? g->M : g->K) * g->lda;
-      }
-    if (b_fix)
-      {
-        gboolean t = bytes == 1 && !g->b_kmajor;
-        gint64 rows = g->b_kmajor ? g->N : g->K, cols = g->b_kmajor ? g->K : g->N;
-
-        g->b = queue_repack (p, k, g->b, ab, g->batch, rows, cols, g->ldb, g->b_bstride, t, &g->ldb);
-        if (t)
-          g->b_kmajor = TRUE;
-        if (g->b_bstride != 0)
-          g->b_bstride = (g->b_kmajor ? g->N : g->K) * g->ldb;
-      }
-  }
-  g->c_tma = epilogue->len == 0 && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
-
-  /* Tiles. A region's are the user's: the plan picks the path that runs them (wgmma
-   * where its tile rules hold, else mma.sync) and never changes them; where neither
-   * can, the kernel is generic and says why. An operation outside regions gets the
-   * tiles the plan finds best. */
-  tm = group_tile (p, k, mg, &km);
-  tn = group_tile (p, k, ng, &kn);
-  tk = group_tile (p, k, &kk, &kk_kind);
-  if (k->region >= 0)
-    {
-      const NapkinRegion *br = napkin_diagram_region (p->d, block_region (p, k));
-      gint64 WM = 0, WN = 0;
-      g_autofree char *no_wgmma = NULL;
-
-      if (km != NAPKIN_MARK_PARALLEL || kn != NAPKIN_MARK_PARALLEL)
-        {
-          *why = g_strdup_printf (_("region “%s” must cut %s and %s into parallel groups (the blocks of the product)"),
-                                  br->name, napkin_diagram_axis (p->d, mg->axes[mg->n - 1])->name,
-                                  napkin_diagram_axis (p->d, ng->axes[ng->n - 1])->name);
-          goto refuse;
-        }
-      if (kk_kind == NAPKIN_MARK_PARALLEL)
-        {
-          *why = g_strdup_printf (_("region “%s” cuts the contracted axis %s into parallel groups: stream it"),
-                                  br->name, napkin_diagram_axis (p->d, kk.axes[kk.n - 1])->name);
-          goto refuse;
-        }
-      BM = MIN (tm, g->M);
-      BN = MIN (tn, g->N);
-      stages = MAX (2u, br->stages);
-      BK = kk_kind == NAPKIN_MARK_STREAM ? MIN (tk, g->K) : g->K;
-      if (wgmma)
-        {
-          gint64 wbk = bytes == 1 ? 128 : 64;
-
-          if (!wgmma_tile_ok (BM, BN, g->b_kmajor))
-            no_wgmma = g_strdup_printf (_("a %lld×%lld block is not a wgmma tile "
-                                        "(64, 128 or 256 rows; up to 256 columns in steps of %d; at most 128 "
-                                        "accumulators a thread)"), (long long) BM, (long long) BN, g->b_kmajor ? 8 : 64);
-          else if (BK % wbk != 0 && BK < g->K)
-            no_wgmma = g_strdup_printf (_("chunks of %lld along %s: wgmma takes multiples of %lld"), (long long) BK, napkin_diagram_axis (p->d, kk.axes[kk.n - 1])->name, (long long) wbk);
-          else
-            {
-              /* a chunk of BK streamed as BK/64 chunks: the same shared memory */
-              stages = stages * (guint) MAX (1, (BK < g->K ? BK : wbk) / wbk);
-              BK = wbk;
-            }
-          if (no_wgmma != NULL)
-            {
-              if (bytes == 1)
-                {
-                  *why = g_strdup_printf (_("fp8 products run only on wgmma: %s"), no_wgmma);
-                  goto refuse;
-                }
-              wgmma = FALSE;
-              adjust (k, _("wgmma not used: %s; mma.sync instead"), no_wgmma);
-            }
-        }
-      if (!wgmma)
-        {
-          WM = MIN (BM, 64);
-          WN = MIN (BN, 32);
-          for (guint r = 0; r < napkin_diagram_n_regions (p->d); r++)
-            if (p->parent[r] == block_region (p, k))
-              {
-                const NapkinRegion *inner = napkin_diagram_region (p->d, r);
-                gint64 t = 0;
-
-                if (napkin_region_mark (inner, napkin_diagram_axis (p->d, mg->axes[mg->n - 1])->name, &t)
-                    == NAPKIN_MARK_PARALLEL)
-                  WM = MIN (t, BM);
-                if (napkin_region_mark (inner, napkin_diagram_axis (p->d, ng->axes[ng->n - 1])->name, &t)
-                    == NAPKIN_MARK_PARALLEL)
-                  WN = MIN (t, BN);
-              }
-          if (BK >= g->K)
-            BK = MIN (32, (g->K + 15) / 16 * 16);
-          if (!mma_tile_ok (BM, BN, WM, WN) || BK % 16 != 0 || BK > 64)
-            {
-              *why = g_strdup_printf (_("blocks of %lld×%lld with %lld×%lld warp tiles and chunks of %lld fit neither wgmma "
-                                      "nor mma.sync (multiples of 16, at most 16 warps and 128 accumulators a thread, "
-                                      "chunks of 16 to 64)"), (long long) BM, (long long) BN, (long long) WM, (long long) WN, (long long) BK);
-              goto refuse;
-            }
-        }
-      g->WM = WM;
-      g->WN = WN;
-    }
+  if (!wgmma_tile_ok (t->BM, t->BN, g->b_kmajor))
+    *no_wgmma = g_strdup_printf (_("a %lld×%lld block is not a wgmma tile "
+                                 "(64, 128 or 256 rows; up to 256 columns in steps of %d; at most 128 "
+                                 "accumulators a thread)"), (long long) t->BM, (long long) t->BN, g->b_kmajor ? 8 : 64);
+  else if (t->BK % wbk != 0 && t->BK < g->K)
+    *no_wgmma = g_strdup_printf (_("chunks of %lld along %s: wgmma takes multiples of %lld"), (long long) t->BK,
+                                 napkin_diagram_axis (p->d, s->kk.axes[s->kk.n - 1])->name, (long long) wbk);
   else
     {
-      Tile t;
-
-      BK = wgmma ? (bytes == 1 ? 128 : 64) : 32;
-      t = choose_tile (p, g->batch, g->M, g->N, g->K, BK, bytes, wgmma, g->b_kmajor);
-      BM = t.BM;
-      BN = t.BN;
-      split = t.split;
-      stages = wgmma ? 4 : 3;
-      while (stages > 2 && (wgmma ? wgmma_smem (BM, BN, BK, stages, bytes) : mma_smem (BM, BN, BK, stages)) > SMEM_LIMIT (p))
-        stages--;
-      g->WM = MIN (BM, 64);
-      g->WN = MIN (BN, 32);
-      if (!wgmma && !mma_tile_ok (BM, BN, g->WM, g->WN))
-        {
-          BN = MIN (BN, 128);
-          g->WN = MIN (BN, 32);
-        }
+      /* a chunk of BK streamed as BK/64 chunks: the same shared memory */
+      t->stages = t->stages * (guint) MAX (1, (t->BK < g->K ? t->BK : wbk) / wbk);
+      t->BK = wbk;
+      return TRUE;
     }
-  if (wgmma)
+  return FALSE;
+}
+
+/* A region's blocks on mma.sync: warp tiles from a parallel region inside the block
+ * region (else 64×32), chunks of 16 to 64. */
+static gboolean
+gemm_region_mma (NapkinPlanner    *p,
+                 NapkinPlanKernel *k,
+                 const GemmShape  *s,
+                 GemmTiles        *t,
+                 char            **why)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  gint64 WM = MIN (t->BM, 64), WN = MIN (t->BN, 32);
+
+  for (guint r = 0; r < napkin_diagram_n_regions (p->d); r++)
+    if (p->parent[r] == block_region (p, k))
+      {
+        const NapkinRegion *inner = napkin_diagram_region (p->d, r);
+        gint64 w = 0;
+
+        if (napkin_region_mark (inner, napkin_diagram_axis (p->d, s->mg->axes[s->mg->n - 1])->name, &w)
+            == NAPKIN_MARK_PARALLEL)
+          WM = MIN (w, t->BM);
+        if (napkin_region_mark (inner, napkin_diagram_axis (p->d, s->ng->axes[s->ng->n - 1])->name, &w)
+            == NAPKIN_MARK_PARALLEL)
+          WN = MIN (w, t->BN);
+      }
+  if (t->BK >= g->K)
+    t->BK = MIN (32, (g->K + 15) / 16 * 16);
+  if (!mma_tile_ok (t->BM, t->BN, WM, WN) || t->BK % 16 != 0 || t->BK > 64)
     {
-      g->consumers = BM == 64 ? 1 : 2;
+      *why = g_strdup_printf (_("blocks of %lld×%lld with %lld×%lld warp tiles and chunks of %lld fit neither wgmma "
+                              "nor mma.sync (multiples of 16, at most 16 warps and 128 accumulators a thread, "
+                              "chunks of 16 to 64)"), (long long) t->BM, (long long) t->BN, (long long) WM,
+                              (long long) WN, (long long) t->BK);
+      return FALSE;
+    }
+  g->WM = WM;
+  g->WN = WN;
+  return TRUE;
+}
+
+/* A region's tiles are the user's: the plan picks the path that runs them (wgmma
+ * where its tile rules hold, else mma.sync) and never changes them; where neither
+ * can, the kernel is generic and says why. */
+static gboolean
+gemm_region_tiles (NapkinPlanner    *p,
+                   NapkinPlanKernel *k,
+                   const GemmShape  *s,
+                   GemmTiles        *t,
+                   char            **why)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  const NapkinRegion *br = napkin_diagram_region (p->d, block_region (p, k));
+  NapkinMarkKind km, kn, kk_kind;
+  gint64 tm = group_tile (p, k, s->mg, &km), tn = group_tile (p, k, s->ng, &kn), tk = group_tile (p, k, &s->kk, &kk_kind);
+  g_autofree char *no_wgmma = NULL;
+
+  if (km != NAPKIN_MARK_PARALLEL || kn != NAPKIN_MARK_PARALLEL)
+    {
+      *why = g_strdup_printf (_("region “%s” must cut %s and %s into parallel groups (the blocks of the product)"),
+                              br->name, napkin_diagram_axis (p->d, s->mg->axes[s->mg->n - 1])->name,
+                              napkin_diagram_axis (p->d, s->ng->axes[s->ng->n - 1])->name);
+      return FALSE;
+    }
+  if (kk_kind == NAPKIN_MARK_PARALLEL)
+    {
+      *why = g_strdup_printf (_("region “%s” cuts the contracted axis %s into parallel groups: stream it"),
+                              br->name, napkin_diagram_axis (p->d, s->kk.axes[s->kk.n - 1])->name);
+      return FALSE;
+    }
+  t->BM = MIN (tm, g->M);
+  t->BN = MIN (tn, g->N);
+  t->stages = MAX (2u, br->stages);
+  t->BK = kk_kind == NAPKIN_MARK_STREAM ? MIN (tk, g->K) : g->K;
+  if (t->wgmma && !gemm_region_wgmma (p, k, s, t, &no_wgmma))
+    {
+      if (napkin_dtype_bytes (g->ab_dtype) == 1)
+        {
+          *why = g_strdup_printf (_("fp8 products run only on wgmma: %s"), no_wgmma);
+          return FALSE;
+        }
+      t->wgmma = FALSE;
+      adjust (k, _("wgmma not used: %s; mma.sync instead"), no_wgmma);
+    }
+  if (!t->wgmma)
+    return gemm_region_mma (p, k, s, t, why);
+  g->WM = 0;
+  g->WN = 0;
+  return TRUE;
+}
+
+/* An operation outside regions gets the tiles the plan finds best. */
+static void
+gemm_chosen_tiles (NapkinPlanner    *p,
+                   NapkinPlanKernel *k,
+                   GemmTiles        *t)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  guint bytes = napkin_dtype_bytes (g->ab_dtype);
+  Tile c;
+
+  t->BK = t->wgmma ? (bytes == 1 ? 128 : 64) : 32;
+  c = choose_tile (p, g->batch, g->M, g->N, g->K, t->BK, bytes, t->wgmma, g->b_kmajor);
+  t->BM = c.BM;
+  t->BN = c.BN;
+  t->split = c.split;
+  t->stages = t->wgmma ? 4 : 3;
+  while (t->stages > 2
+         && (t->wgmma ? wgmma_smem (t->BM, t->BN, t->BK, t->stages, bytes) : mma_smem (t->BM, t->BN, t->BK, t->stages))
+            > SMEM_LIMIT (p))
+    t->stages--;
+  g->WM = MIN (t->BM, 64);
+  g->WN = MIN (t->BN, 32);
+  if (!t->wgmma && !mma_tile_ok (t->BM, t->BN, g->WM, g->WN))
+    {
+      t->BN = MIN (t->BN, 128);
+      g->WN = MIN (t->BN, 32);
+    }
+}
+
+/* Threads, shared memory and registers of the path, and the tiles into the GEMM. */
+static void
+gemm_resources (NapkinPlanKernel *k,
+                const GemmTiles  *t)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+
+  if (t->wgmma)
+    {
+      g->consumers = t->BM == 64 ? 1 : 2;
       k->threads = 128 * (1 + g->consumers);
-      k->smem_bytes = wgmma_smem (BM, BN, BK, stages, bytes);
+      k->smem_bytes = wgmma_smem (t->BM, t->BN, t->BK, t->stages, napkin_dtype_bytes (g->ab_dtype));
       k->registers = g->consumers == 2 ? 232 : 168;
       g->persistent = TRUE;
       k->path = NAPKIN_PATH_WGMMA;
     }
   else
     {
-      k->threads = (guint) ((BM / g->WM) * (BN / g->WN) * 32);
-      k->smem_bytes = mma_smem (BM, BN, BK, stages);
+      k->threads = (guint) ((t->BM / g->WM) * (t->BN / g->WN) * 32);
+      k->smem_bytes = mma_smem (t->BM, t->BN, t->BK, t->stages);
       k->registers = (guint) MIN (255, g->WM * g->WN / 32 + 64);
       k->path = NAPKIN_PATH_MMA;
     }
-  g->BM = BM;
-  g->BN = BN;
-  g->BK = BK;
-  g->stages = stages;
+  g->BM = t->BM;
+  g->BN = t->BN;
+  g->BK = t->BK;
+  g->stages = t->stages;
+}
 
-  /* Too few tiles to fill the GPU and a long K: split K, sum the slices after. An
-   * operation outside regions has its split from choose_tile; a region's tiles get the
-   * split the same estimate prefers for them. */
+/* Too few tiles to fill the GPU and a long K: split K, sum the slices after. An
+ * operation outside regions has its split from choose_tile; a region's tiles get the
+ * split the same estimate prefers for them. Sets the grid. */
+static void
+gemm_split_k (NapkinPlanner    *p,
+              NapkinPlanKernel *k,
+              gint64            split)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  gint64 BM = g->BM, BN = g->BN, BK = g->BK, tiles;
+
   if (k->region >= 0)
     {
       double best = G_MAXDOUBLE;
@@ -1013,7 +1131,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
       for (gint64 s = 1; s <= 16; s++)
         if (s == 1 || split_ok (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s))
           {
-            double t = gemm_estimate (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s, bytes);
+            double t = gemm_estimate (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s, napkin_dtype_bytes (g->ab_dtype));
 
             if (t < best * 0.97)
               {
@@ -1024,27 +1142,110 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
     }
   else if (split > 1 && !split_ok (p, g->batch, g->M, g->N, g->K, BM, BN, BK, split))
     split = 1;
-  {
-    gint64 tiles = g->batch * ((g->M + BM - 1) / BM) * ((g->N + BN - 1) / BN);
+  tiles = g->batch * ((g->M + BM - 1) / BM) * ((g->N + BN - 1) / BN);
+  if (split >= 2)
+    {
+      NapkinPlanKernel *r = _napkin_plan_kernel_new (k, NAPKIN_PLAN_SPLIT_REDUCE, NAPKIN_PATH_SIMT);
+      gint64 partial_bytes = split * g->batch * g->M * g->N * 4;
 
-    if (split >= 2)
-      {
-        NapkinPlanKernel *r = _napkin_plan_kernel_new (k, NAPKIN_PLAN_SPLIT_REDUCE, NAPKIN_PATH_SIMT);
-        gint64 partial_bytes = split * g->batch * g->M * g->N * 4;
+      g->split_k = (guint) split;
+      g->partials = _napkin_plan_add_scratch (p->plan, partial_bytes);
+      r->u.gemm = *g;
+      r->u.gemm.epilogue = g_array_ref (g->epilogue);
+      napkin_plan_helper_launch (r);
+      r->note = g_strdup_printf (_("sums %u slices of K in fp32%s and stores %s"), g->split_k,
+                                 g->epilogue->len ? ", runs the epilogue" : "",
+                                 napkin_dtype_to_string (g->c_dtype));
+      g_ptr_array_add (p->after, r);
+      tiles *= split;
+    }
+  k->grid = tiles;
+}
 
-        g->split_k = (guint) split;
-        g->partials = _napkin_plan_add_scratch (p->plan, partial_bytes);
-        r->u.gemm = *g;
-        r->u.gemm.epilogue = g_array_ref (g->epilogue);
-        napkin_plan_helper_launch (r);
-        r->note = g_strdup_printf (_("sums %u slices of K in fp32%s and stores %s"), g->split_k,
-                                   g->epilogue->len ? ", runs the epilogue" : "",
-                                   napkin_dtype_to_string (g->c_dtype));
-        g_ptr_array_add (p->after, r);
-        tiles *= split;
-      }
-    k->grid = tiles;
-  }
+/* The plan's line for the kernel: sizes, layouts, tiles, path, split and epilogue. */
+static char *
+gemm_note (NapkinPlanKernel *k)
+{
+  const NapkinPlanGemm *g = &k->u.gemm;
+  GString *note = g_string_new (NULL);
+
+  if (g->batch > 1)
+    g_string_append_printf (note, "%" G_GINT64_FORMAT "× ", g->batch);
+  g_string_append_printf (note, _("%lld×%lld×%lld %s GEMM (%s·%s), "
+                          "blocks %lld×%lld, K in chunks of %lld, "
+                          "%u stages, %s"), (long long) g->M, (long long) g->N, (long long) g->K,
+                          napkin_dtype_to_string (g->ab_dtype), g->a_kmajor ? "A" : "Aᵀ",
+                          g->b_kmajor ? "Bᵀ" : "B", (long long) g->BM, (long long) g->BN, (long long) g->BK, g->stages,
+                          k->path == NAPKIN_PATH_WGMMA ? "TMA loads, wgmma" : "cp.async loads, mma.sync");
+  if (g->split_k > 1)
+    g_string_append_printf (note, _(", K split in %u"), g->split_k);
+  if (g->epilogue->len > 0)
+    {
+      g_string_append (note, ", fused:");
+      for (guint i = 0; i < g->epilogue->len; i++)
+        g_string_append_printf (note, " %s", napkin_fn_info (g_array_index (g->epilogue, NapkinPlanMap, i).fn)->name);
+    }
+  if (g->M % g->BM || g->N % g->BN || g->K % g->BK)
+    g_string_append (note, _(", edge tiles bounded"));
+  return g_string_free (note, FALSE);
+}
+
+/* The product's shape from the kernel's nodes: operands, layouts, axis roles and
+ * runs; *epilogue the maps after it. FALSE (maybe with *why) where it is no GEMM. */
+static gboolean
+gemm_shape (NapkinPlanner    *p,
+            NapkinPlanKernel *k,
+            GemmShape        *s,
+            GArray          **epilogue,
+            char            **why)
+{
+  *s = (GemmShape) { 0 };
+  s->contract = gemm_find_contract (p, k);
+  if (s->contract < 0)
+    return FALSE;
+  *epilogue = gemm_epilogue_chain (p, k, s->contract, &s->last, why);
+  if (*epilogue == NULL)
+    return FALSE;
+  s->xs = napkin_diagram_input_source (p->d, s->contract, 0);
+  s->ys = napkin_diagram_input_source (p->d, s->contract, 1);
+  s->xt = napkin_diagram_node_type (p->d, s->xs);
+  s->yt = napkin_diagram_node_type (p->d, s->ys);
+  s->ot = napkin_diagram_node_type (p->d, s->contract);
+  if (!value_layout (p, s->xs, &s->x_l) || !value_layout (p, s->ys, &s->y_l) || !value_layout (p, s->last, &s->c_l)
+      || s->ot == NULL || !gemm_axis_roles (p, s, why) || !gemm_axis_runs (p, s, why))
+    {
+      g_clear_pointer (epilogue, g_array_unref);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+_napkin_plan_try_gemm (NapkinPlanner    *p,
+                       NapkinPlanKernel *k,
+                       char            **why)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  GemmShape s;
+  GemmTiles t = { 0, 0, 0, 1, 0, FALSE };
+  GArray *epilogue;
+
+  if (!gemm_shape (p, k, &s, &epilogue, why))
+    return FALSE;
+  gemm_fill (p, g, &s, epilogue);
+  t.wgmma = p->sm >= 90 && p->sm < 100 && (p->options == NULL || !p->options->no_wgmma);
+  if (!gemm_epilogue_strides (p, g, &s, why) || !gemm_supported (p, k, t.wgmma, why))
+    goto refuse;
+  gemm_operand_layouts (p, k, &s);
+  if (k->region >= 0)
+    {
+      if (!gemm_region_tiles (p, k, &s, &t, why))
+        goto refuse;
+    }
+  else
+    gemm_chosen_tiles (p, k, &t);
+  gemm_resources (k, &t);
+  gemm_split_k (p, k, t.split);
 
   k->kind = NAPKIN_PLAN_GEMM;
   k->blocks_per_sm = 1;
@@ -1052,28 +1253,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   if (!k->feasible)
     k->infeasible = g_strdup_printf (_("%lld bytes of shared memory per block; %s allows %.0f"),
                                      (long long) k->smem_bytes, p->arch->id, p->arch->smem_max_per_block);
-  {
-    GString *note = g_string_new (NULL);
-
-    if (g->batch > 1)
-      g_string_append_printf (note, "%" G_GINT64_FORMAT "× ", g->batch);
-    g_string_append_printf (note, _("%lld×%lld×%lld %s GEMM (%s·%s), "
-                            "blocks %lld×%lld, K in chunks of %lld, "
-                            "%u stages, %s"), (long long) g->M, (long long) g->N, (long long) g->K, napkin_dtype_to_string (ab), g->a_kmajor ? "A" : "Aᵀ",
-                            g->b_kmajor ? "Bᵀ" : "B", (long long) BM, (long long) BN, (long long) BK, stages,
-                            k->path == NAPKIN_PATH_WGMMA ? "TMA loads, wgmma" : "cp.async loads, mma.sync");
-    if (g->split_k > 1)
-      g_string_append_printf (note, _(", K split in %u"), g->split_k);
-    if (epilogue->len > 0)
-      {
-        g_string_append (note, ", fused:");
-        for (guint i = 0; i < epilogue->len; i++)
-          g_string_append_printf (note, " %s", napkin_fn_info (g_array_index (epilogue, NapkinPlanMap, i).fn)->name);
-      }
-    if (g->M % BM || g->N % BN || g->K % BK)
-      g_string_append (note, _(", edge tiles bounded"));
-    k->note = g_string_free (note, FALSE);
-  }
+  k->note = gemm_note (k);
   return TRUE;
 
 refuse:

@@ -435,22 +435,38 @@ describe_point (const NapkinPlot *plot,
   }
 }
 
+/* A grid line from (x0, y0) to (x1, y1), faint, and its label at (lx, ly). */
 static void
-draw_roofline (cairo_t               *cr,
-               const NapkinPlot      *plot,
-               double                 width,
-               double                 height,
-               const NapkinPlotTheme *theme)
+grid_line (cairo_t               *cr,
+           const NapkinPlotTheme *theme,
+           double                 x0,
+           double                 y0,
+           double                 x1,
+           double                 y1,
+           const char            *label,
+           double                 lx,
+           double                 ly,
+           double                 ax,
+           double                 ay)
 {
-  Frame f;
+  set_fg (cr, theme, 0.12);
+  cairo_move_to (cr, x0, y0);
+  cairo_line_to (cr, x1, y1);
+  cairo_stroke (cr);
+  set_fg (cr, theme, 0.8);
+  draw_text (cr, label, lx, ly, ax, ay, 10, FALSE);
+}
+
+/* The roofline's legend: one line of ceilings under the title, outside the data
+ * (it wraps). */
+static void
+roofline_legend (cairo_t               *cr,
+                 const NapkinPlot      *plot,
+                 double                 width,
+                 const NapkinPlotTheme *theme)
+{
   double legend_x, legend_y;
-  g_autoptr(GArray) taken = g_array_new (FALSE, FALSE, sizeof (Box));
 
-  roofline_frame (cr, plot, width, height, &f);
-  set_fg (cr, theme, 1);
-  draw_text (cr, plot->title ? plot->title : "", 58, 6, 0, 0, 12, TRUE);
-
-  /* legend: one line of ceilings under the title, outside the data (it wraps) */
   legend_x = 58;
   legend_y = 26;
   for (guint i = 0; i < plot->ceilings->len; i++)
@@ -478,54 +494,56 @@ draw_roofline (cairo_t               *cr,
       draw_text (cr, c->label ? c->label : "", legend_x + 24, legend_y + 6, 0, 0.5, 10, FALSE);
       legend_x += 24 + w + 14;
     }
+}
 
-  /* grid and axes: decades */
+/* Grid and axes: decades, the frame and the axis titles. */
+static void
+roofline_axes (cairo_t               *cr,
+               const Frame           *f,
+               double                 height,
+               const NapkinPlotTheme *theme)
+{
   cairo_set_line_width (cr, 1);
-  for (double e = f.lx0; e <= f.lx1 + 1e-9; e++)
+  for (double e = f->lx0; e <= f->lx1 + 1e-9; e++)
     {
-      double x = fx (&f, pow (10, e));
+      double x = fx (f, pow (10, e));
       g_autofree char *label = g_strdup_printf ("%g", pow (10, e));
 
-      set_fg (cr, theme, 0.12);
-      cairo_move_to (cr, x, f.y0);
-      cairo_line_to (cr, x, f.y0 + f.h);
-      cairo_stroke (cr);
-      set_fg (cr, theme, 0.8);
-      draw_text (cr, label, x, f.y0 + f.h + 3, 0.5, 0, 10, FALSE);
+      grid_line (cr, theme, x, f->y0, x, f->y0 + f->h, label, x, f->y0 + f->h + 3, 0.5, 0);
     }
-  for (double e = f.ly0; e <= f.ly1 + 1e-9; e++)
+  for (double e = f->ly0; e <= f->ly1 + 1e-9; e++)
     {
-      double y = fy (&f, pow (10, e));
+      double y = fy (f, pow (10, e));
       g_autofree char *label = napkin_format_si_digits (pow (10, e), "", 3);
 
-      set_fg (cr, theme, 0.12);
-      cairo_move_to (cr, f.x0, y);
-      cairo_line_to (cr, f.x0 + f.w, y);
-      cairo_stroke (cr);
-      set_fg (cr, theme, 0.8);
-      draw_text (cr, label, f.x0 - 4, y, 1, 0.5, 10, FALSE);
+      grid_line (cr, theme, f->x0, y, f->x0 + f->w, y, label, f->x0 - 4, y, 1, 0.5);
     }
   set_fg (cr, theme, 0.9);
-  cairo_rectangle (cr, f.x0, f.y0, f.w, f.h);
+  cairo_rectangle (cr, f->x0, f->y0, f->w, f->h);
   cairo_stroke (cr);
-  draw_text (cr, _("FLOP per byte moved at the level"), f.x0 + f.w / 2, height - 2, 0.5, 1, 10, FALSE);
+  draw_text (cr, _("FLOP per byte moved at the level"), f->x0 + f->w / 2, height - 2, 0.5, 1, 10, FALSE);
   cairo_save (cr);
-  cairo_translate (cr, 2, f.y0 + f.h / 2);
+  cairo_translate (cr, 2, f->y0 + f->h / 2);
   cairo_rotate (cr, -G_PI / 2);
   draw_text (cr, "FLOP/s", 0, 0, 0.5, 0, 10, FALSE);
   cairo_restore (cr);
+}
 
-  cairo_save (cr);
-  cairo_rectangle (cr, f.x0, f.y0, f.w, f.h);
-  cairo_clip (cr);
-
-  /* compute ceiling */
+/* The compute ceiling with its label (kept clear of the point labels), then the
+ * bandwidth ceilings: rate = bandwidth × intensity, up to the peak. */
+static void
+roofline_ceilings (cairo_t               *cr,
+                   const NapkinPlot      *plot,
+                   const Frame           *f,
+                   GArray                *taken,
+                   const NapkinPlotTheme *theme)
+{
   if (plot->peak > 0)
     {
       set_fg (cr, theme, 0.9);
       cairo_set_line_width (cr, 2);
-      cairo_move_to (cr, f.x0, fy (&f, plot->peak));
-      cairo_line_to (cr, f.x0 + f.w, fy (&f, plot->peak));
+      cairo_move_to (cr, f->x0, fy (f, plot->peak));
+      cairo_line_to (cr, f->x0 + f->w, fy (f, plot->peak));
       cairo_stroke (cr);
       if (plot->peak_label)
         {
@@ -533,9 +551,9 @@ draw_roofline (cairo_t               *cr,
           Box b;
 
           text_size (cr, plot->peak_label, 10, FALSE, &w, &h);
-          b = (Box) { f.x0 + 4, fy (&f, plot->peak) - 2 - h, w, h };
-          if (b.y < f.y0)
-            b.y = fy (&f, plot->peak) + 2;
+          b = (Box) { f->x0 + 4, fy (f, plot->peak) - 2 - h, w, h };
+          if (b.y < f->y0)
+            b.y = fy (f, plot->peak) + 2;
           g_array_append_val (taken, b);
           draw_text (cr, plot->peak_label, b.x, b.y, 0, 0, 10, FALSE);
         }
@@ -547,22 +565,30 @@ draw_roofline (cairo_t               *cr,
       const NapkinPlotCeiling *c = &g_array_index (plot->ceilings, NapkinPlotCeiling, i);
       double dashes[2];
       guint n_dashes = napkin_render_level_dashes (c->level, dashes);
-      double ridge = plot->peak > 0 ? plot->peak / c->bandwidth : pow (10, f.lx1);
-      double x0 = pow (10, f.lx0);
+      double ridge = plot->peak > 0 ? plot->peak / c->bandwidth : pow (10, f->lx1);
+      double x0 = pow (10, f->lx0);
 
       if (c->bandwidth <= 0)
         continue;
       set_level (cr, c->level, theme);
       cairo_set_line_width (cr, 2);
       cairo_set_dash (cr, dashes, n_dashes, 0);
-      cairo_move_to (cr, fx (&f, x0), fy (&f, c->bandwidth * x0));
-      cairo_line_to (cr, fx (&f, ridge), fy (&f, c->bandwidth * ridge));
+      cairo_move_to (cr, fx (f, x0), fy (f, c->bandwidth * x0));
+      cairo_line_to (cr, fx (f, ridge), fy (f, c->bandwidth * ridge));
       cairo_stroke (cr);
       cairo_set_dash (cr, NULL, 0, 0);
     }
+}
 
-  /* the diagram's points: one per level, then their labels where they fit (the
-   * first point, the kernel's, first of all) */
+/* The diagram's points: one per level, then their labels where they fit (the
+ * first point, the kernel's, first of all). */
+static void
+roofline_points (cairo_t               *cr,
+                 const NapkinPlot      *plot,
+                 const Frame           *f,
+                 GArray                *taken,
+                 const NapkinPlotTheme *theme)
+{
   for (guint i = 0; i < plot->points->len; i++)
     {
       const NapkinPlotPoint *p = &g_array_index (plot->points, NapkinPlotPoint, i);
@@ -571,8 +597,8 @@ draw_roofline (cairo_t               *cr,
 
       if (p->intensity <= 0 || p->rate <= 0)
         continue;
-      x = fx (&f, p->intensity);
-      y = fy (&f, p->rate);
+      x = fx (f, p->intensity);
+      y = fy (f, p->rate);
       set_level (cr, p->level, theme);
       marker (cr, p->level, x, y, 5);
       if (p->measured)
@@ -590,9 +616,31 @@ draw_roofline (cairo_t               *cr,
       const NapkinPlotPoint *p = &g_array_index (plot->points, NapkinPlotPoint, i);
 
       if (p->label && p->intensity > 0 && p->rate > 0)
-        place_label (cr, taken, &f, p->label, fx (&f, p->intensity), fy (&f, p->rate), i == 0 && !p->measured,
+        place_label (cr, taken, f, p->label, fx (f, p->intensity), fy (f, p->rate), i == 0 && !p->measured,
                      theme);
     }
+}
+
+static void
+draw_roofline (cairo_t               *cr,
+               const NapkinPlot      *plot,
+               double                 width,
+               double                 height,
+               const NapkinPlotTheme *theme)
+{
+  Frame f;
+  g_autoptr(GArray) taken = g_array_new (FALSE, FALSE, sizeof (Box));
+
+  roofline_frame (cr, plot, width, height, &f);
+  set_fg (cr, theme, 1);
+  draw_text (cr, plot->title ? plot->title : "", 58, 6, 0, 0, 12, TRUE);
+  roofline_legend (cr, plot, width, theme);
+  roofline_axes (cr, &f, height, theme);
+  cairo_save (cr);
+  cairo_rectangle (cr, f.x0, f.y0, f.w, f.h);
+  cairo_clip (cr);
+  roofline_ceilings (cr, plot, &f, taken, theme);
+  roofline_points (cr, plot, &f, taken, theme);
   cairo_restore (cr);
 }
 
@@ -1218,15 +1266,7 @@ napkin_plot_export (const NapkinPlot    *plot,
   if (format == NAPKIN_EXPORT_PNG)
     cairo_scale (cr, 2, 2);   /* legible on high-density screens and in documents */
   napkin_plot_draw (cr, plot, width, height, NULL);
-  status = cairo_status (cr);
-  cairo_destroy (cr);
-  cairo_surface_flush (surface);
-  if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
-    status = cairo_surface_write_to_png_stream (surface, napkin_render_write_func, file);
-  cairo_surface_finish (surface);
-  if (status == CAIRO_STATUS_SUCCESS)
-    status = cairo_surface_status (surface);
-  cairo_surface_destroy (surface);
+  status = napkin_render_finish_export (cr, surface, format, file);
   if (status != CAIRO_STATUS_SUCCESS && status != CAIRO_STATUS_WRITE_ERROR)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,

@@ -112,6 +112,26 @@ napkin_render_write_func (void                *closure,
   return napkin_atomic_file_write (closure, data, length) ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
 }
 
+cairo_status_t
+napkin_render_finish_export (cairo_t            *cr,
+                             cairo_surface_t    *surface,
+                             NapkinExportFormat  format,
+                             void               *file)
+{
+  cairo_status_t status = cairo_status (cr);
+
+  cairo_destroy (cr);
+  if (format == NAPKIN_EXPORT_PNG)
+    cairo_surface_flush (surface);
+  if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
+    status = cairo_surface_write_to_png_stream (surface, napkin_render_write_func, file);
+  cairo_surface_finish (surface);
+  if (status == CAIRO_STATUS_SUCCESS)
+    status = cairo_surface_status (surface);
+  cairo_surface_destroy (surface);
+  return status;
+}
+
 gboolean
 napkin_render_export (NapkinDiagram       *diagram,
                       const char          *path,
@@ -171,15 +191,7 @@ napkin_render_export (NapkinDiagram       *diagram,
   if (format == NAPKIN_EXPORT_PNG)
     cairo_scale (cr, scale, scale);
   draw_page (cr, diagram, width, height);
-  status = cairo_status (cr);
-  cairo_destroy (cr);
-
-  if (status == CAIRO_STATUS_SUCCESS && format == NAPKIN_EXPORT_PNG)
-    status = cairo_surface_write_to_png_stream (surface, napkin_render_write_func, file);
-  cairo_surface_finish (surface);
-  if (status == CAIRO_STATUS_SUCCESS)
-    status = cairo_surface_status (surface);
-  cairo_surface_destroy (surface);
+  status = napkin_render_finish_export (cr, surface, format, file);
   /* A failed write: the file's own error says which and why. */
   if (status != CAIRO_STATUS_SUCCESS && status != CAIRO_STATUS_WRITE_ERROR)
     return check_cairo (status, path, error);
@@ -237,96 +249,96 @@ static const char *tikz_level_names[NAPKIN_N_LEVELS] = {
   "napkinhbm", "napkinltwo", "napkinsmem", "napkinregs",
 };
 
-char *
-napkin_render_to_tikz (NapkinDiagram *diagram)
-{
-  GString *out = g_string_new (NULL);
-  NapkinRect bounds;
-  char a[G_ASCII_DTOSTR_BUF_SIZE];
-
-  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
-
 #define F(v) g_ascii_formatd (a, sizeof a, "%.1f", (v))
 
-  napkin_render_bounds (diagram, &bounds);
-  g_string_append (out, "% Napkin diagram; needs \\usepackage{tikz} and \\usepackage{amssymb}.\n"
-                        "% Colours: device memory black, L2 purple, shared memory orange,\n"
-                        "% registers green, tensor-core work blue, several GPUs teal.\n");
-  for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
-    {
-      g_autofree char *hex = g_ascii_strup (napkin_render_level_hex (l) + 1, -1);
+/* "(x,y) rectangle (x+w,y+h)" and tail. */
+static void
+tikz_rect (GString          *out,
+           const NapkinRect *rect,
+           const char       *tail)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
 
-      g_string_append_printf (out, "\\definecolor{%s}{HTML}{%s}\n", tikz_level_names[l], hex);
+  g_string_append_printf (out, "(%s,", F (rect->x));
+  g_string_append_printf (out, "%s) rectangle ", F (rect->y));
+  g_string_append_printf (out, "(%s,", F (rect->x + rect->width));
+  g_string_append_printf (out, "%s)%s", F (rect->y + rect->height), tail);
+}
+
+/* \definecolor of one colour from its "#rrggbb". */
+static void
+tikz_define_colour (GString    *out,
+                    const char *name,
+                    const char *hex)
+{
+  g_autofree char *upper = g_ascii_strup (hex + 1, -1);
+
+  g_string_append_printf (out, "\\definecolor{%s}{HTML}{%s}\n", name, upper);
+}
+
+/* The gpus region: the outermost box, dash-dot (docs/multi-gpu.md). */
+static void
+tikz_gpus (GString       *out,
+           NapkinDiagram *diagram)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
+  const NapkinGpusRegion *gpus = napkin_diagram_get_gpus (diagram);
+  const char *axis = NULL;
+  NapkinRect rect;
+
+  napkin_render_gpus_rect (diagram, &rect);
+  for (guint m = 0; m < gpus->region->marks->len; m++)
+    if (g_array_index (gpus->region->marks, NapkinMark, m).kind == NAPKIN_MARK_PARALLEL)
+      axis = g_array_index (gpus->region->marks, NapkinMark, m).axis;
+  g_string_append (out, "\\draw[rounded corners=8, fill=napkingpus!7, draw=napkingpus, line width=1.6pt, "
+                        "dash dot] ");
+  tikz_rect (out, &rect, ";\n");
+  g_string_append_printf (out, "\\node[anchor=north west, text=napkingpus, font=\\sffamily\\scriptsize\\bfseries] at (%s,",
+                          F (rect.x + 8));
+  g_string_append_printf (out, "%s) {GPUs $\\cdot$ ", F (rect.y + 4));
+  append_tex (out, gpus->region->name);
+  g_string_append (out, " $\\cdot$ ");
+  if (axis != NULL)
+    append_tex (out, axis);
+  else
+    g_string_append (out, "no axis");
+  if (gpus->gpus > 0)
+    g_string_append_printf (out, " split $\\times$%u", gpus->gpus);
+  else
+    g_string_append (out, " split $\\times N$");
+  if (gpus->chunks >= 2)
+    {
+      g_string_append_printf (out, " $\\cdot$ overlap %u $\\times$ ", gpus->chunks);
+      append_tex (out, gpus->chunk_axis);
     }
-  {
-    g_autofree char *hex = g_ascii_strup (napkin_render_tensor_core_hex () + 1, -1);
-
-    g_string_append_printf (out, "\\definecolor{napkintc}{HTML}{%s}\n", hex);
-  }
-  {
-    g_autofree char *hex = g_ascii_strup (napkin_render_gpus_hex (FALSE) + 1, -1);
-
-    g_string_append_printf (out, "\\definecolor{napkingpus}{HTML}{%s}\n", hex);
-  }
-  /* Document units are pixels with y down; one unit is 0.75 pt at 96 dpi. */
-  g_string_append (out, "\\begin{tikzpicture}[x=0.75pt,y=-0.75pt,font=\\sffamily\\scriptsize]\n");
-
-  /* the gpus region: the outermost box, dash-dot (docs/multi-gpu.md) */
-  if (napkin_diagram_get_gpus (diagram) != NULL)
+  g_string_append (out, "};\n");
+  /* sharded inputs and outputs: "split f" at their port */
+  for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
     {
-      const NapkinGpusRegion *gpus = napkin_diagram_get_gpus (diagram);
-      const char *axis = NULL;
-      NapkinRect rect;
+      const NapkinNode *node = napkin_diagram_node (diagram, n);
+      const NapkinPlacement *placement;
+      double px, py;
 
-      napkin_render_gpus_rect (diagram, &rect);
-      for (guint m = 0; m < gpus->region->marks->len; m++)
-        if (g_array_index (gpus->region->marks, NapkinMark, m).kind == NAPKIN_MARK_PARALLEL)
-          axis = g_array_index (gpus->region->marks, NapkinMark, m).axis;
-      g_string_append (out, "\\draw[rounded corners=8, fill=napkingpus!7, draw=napkingpus, line width=1.6pt, "
-                            "dash dot] ");
-      g_string_append_printf (out, "(%s,", F (rect.x));
-      g_string_append_printf (out, "%s) rectangle ", F (rect.y));
-      g_string_append_printf (out, "(%s,", F (rect.x + rect.width));
-      g_string_append_printf (out, "%s);\n", F (rect.y + rect.height));
-      g_string_append_printf (out, "\\node[anchor=north west, text=napkingpus, font=\\sffamily\\scriptsize\\bfseries] at (%s,",
-                              F (rect.x + 8));
-      g_string_append_printf (out, "%s) {GPUs $\\cdot$ ", F (rect.y + 4));
-      append_tex (out, gpus->region->name);
-      g_string_append (out, " $\\cdot$ ");
-      if (axis != NULL)
-        append_tex (out, axis);
-      else
-        g_string_append (out, "no axis");
-      if (gpus->gpus > 0)
-        g_string_append_printf (out, " split $\\times$%u", gpus->gpus);
-      else
-        g_string_append (out, " split $\\times N$");
-      if (gpus->chunks >= 2)
-        {
-          g_string_append_printf (out, " $\\cdot$ overlap %u $\\times$ ", gpus->chunks);
-          append_tex (out, gpus->chunk_axis);
-        }
+      if ((node->kind != NAPKIN_OP_INPUT && node->kind != NAPKIN_OP_OUTPUT) || node->tensor == NULL)
+        continue;
+      placement = napkin_gpus_region_placement (gpus, node->tensor);
+      if (placement == NULL || placement->split == NULL
+          || !napkin_render_port_point (diagram, n, node->kind == NAPKIN_OP_INPUT ? -1 : 0, &px, &py))
+        continue;
+      g_string_append_printf (out, "\\node[draw=napkingpus, fill=white, text=napkingpus, "
+                                   "rounded corners=3, inner sep=1.5pt, anchor=south] at (%s,", F (px + (node->kind == NAPKIN_OP_INPUT ? 24 : -24)));
+      g_string_append_printf (out, "%s) {split ", F (py - 8));
+      append_tex (out, placement->split);
       g_string_append (out, "};\n");
-      /* sharded inputs and outputs: "split f" at their port */
-      for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
-        {
-          const NapkinNode *node = napkin_diagram_node (diagram, n);
-          const NapkinPlacement *placement;
-          double px, py;
-
-          if ((node->kind != NAPKIN_OP_INPUT && node->kind != NAPKIN_OP_OUTPUT) || node->tensor == NULL)
-            continue;
-          placement = napkin_gpus_region_placement (gpus, node->tensor);
-          if (placement == NULL || placement->split == NULL
-              || !napkin_render_port_point (diagram, n, node->kind == NAPKIN_OP_INPUT ? -1 : 0, &px, &py))
-            continue;
-          g_string_append_printf (out, "\\node[draw=napkingpus, fill=white, text=napkingpus, "
-                                       "rounded corners=3, inner sep=1.5pt, anchor=south] at (%s,", F (px + (node->kind == NAPKIN_OP_INPUT ? 24 : -24)));
-          g_string_append_printf (out, "%s) {split ", F (py - 8));
-          append_tex (out, placement->split);
-          g_string_append (out, "};\n");
-        }
     }
+}
+
+/* The regions, slowest level first, with their names and marks. */
+static void
+tikz_regions (GString       *out,
+              NapkinDiagram *diagram)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
 
   for (int level = 0; level < NAPKIN_N_LEVELS; level++)
     for (guint r = 0; r < napkin_diagram_n_regions (diagram); r++)
@@ -344,10 +356,7 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
         g_string_append_printf (out, "\\draw[rounded corners=6, fill=%s!10, draw=%s, line width=1.2pt%s] ",
                                 color, color,
                                 napkin_render_level_dashes (region->level, dashes) ? ", dashed" : "");
-        g_string_append_printf (out, "(%s,", F (rect.x));
-        g_string_append_printf (out, "%s) rectangle ", F (rect.y));
-        g_string_append_printf (out, "(%s,", F (rect.x + rect.width));
-        g_string_append_printf (out, "%s);\n", F (rect.y + rect.height));
+        tikz_rect (out, &rect, ";\n");
         g_string_append_printf (out, "\\node[anchor=north west, text=%s, font=\\sffamily\\scriptsize\\bfseries] at (%s,",
                                 color, F (rect.x + 6));
         g_string_append_printf (out, "%s) {", F (rect.y + 2));
@@ -376,10 +385,17 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
           }
         g_string_free (marks, TRUE);
       }
+}
 
-  /* Wires as on the canvas: the colour of the fastest region holding both ends,
-   * redrawn in a region's colour inside it (clipped) where the wire crosses into
-   * it, so the change of colour at the border is the transfer. */
+/* Wires as on the canvas: the colour of the fastest region holding both ends,
+ * redrawn in a region's colour inside it (clipped) where the wire crosses into
+ * it, so the change of colour at the border is the transfer. */
+static void
+tikz_wires (GString       *out,
+            NapkinDiagram *diagram)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
+
   for (guint w = 0; w < napkin_diagram_n_wires (diagram); w++)
     {
       const NapkinWire *wire = napkin_diagram_wire (diagram, w);
@@ -430,10 +446,8 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
                     || !(napkin_region_has_node (region, wire->from) || napkin_region_has_node (region, wire->to)))
                   continue;
                 napkin_render_region_rect (diagram, r, &rect);
-                g_string_append_printf (out, "\\begin{scope}\\clip (%s,", F (rect.x));
-                g_string_append_printf (out, "%s) rectangle ", F (rect.y));
-                g_string_append_printf (out, "(%s,", F (rect.x + rect.width));
-                g_string_append_printf (out, "%s); ", F (rect.y + rect.height));
+                g_string_append (out, "\\begin{scope}\\clip ");
+                tikz_rect (out, &rect, "; ");
                 g_string_append_printf (out, "\\draw[%s, line width=0.9pt] %s; \\end{scope}\n",
                                         tikz_level_names[level], path->str);
               }
@@ -450,6 +464,14 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
           g_string_free (path, TRUE);
         }
     }
+}
+
+/* The operations and tensors: a box (a softmax's wedge) and its label above. */
+static void
+tikz_nodes (GString       *out,
+            NapkinDiagram *diagram)
+{
+  char a[G_ASCII_DTOSTR_BUF_SIZE];
 
   for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
     {
@@ -474,10 +496,7 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
         }
       else
         {
-          g_string_append_printf (out, "(%s,", F (r.x));
-          g_string_append_printf (out, "%s) rectangle ", F (r.y));
-          g_string_append_printf (out, "(%s,", F (r.x + r.width));
-          g_string_append_printf (out, "%s);\n", F (r.y + r.height));
+          tikz_rect (out, &r, ";\n");
         }
       g_string_append_printf (out, "\\node[anchor=south, text=napkinhbm%s] at (%s,",
                               tensor ? ", font=\\sffamily\\scriptsize\\bfseries" : "", F (r.x + r.width / 2));
@@ -485,8 +504,30 @@ napkin_render_to_tikz (NapkinDiagram *diagram)
       append_tex (out, node->label && *node->label ? node->label : node->id);
       g_string_append (out, "};\n");
     }
+}
 
+char *
+napkin_render_to_tikz (NapkinDiagram *diagram)
+{
+  GString *out;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
+
+  out = g_string_new ("% Napkin diagram; needs \\usepackage{tikz} and \\usepackage{amssymb}.\n"
+                      "% Colours: device memory black, L2 purple, shared memory orange,\n"
+                      "% registers green, tensor-core work blue, several GPUs teal.\n");
+  for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
+    tikz_define_colour (out, tikz_level_names[l], napkin_render_level_hex (l));
+  tikz_define_colour (out, "napkintc", napkin_render_tensor_core_hex ());
+  tikz_define_colour (out, "napkingpus", napkin_render_gpus_hex (FALSE));
+  /* Document units are pixels with y down; one unit is 0.75 pt at 96 dpi. */
+  g_string_append (out, "\\begin{tikzpicture}[x=0.75pt,y=-0.75pt,font=\\sffamily\\scriptsize]\n");
+  if (napkin_diagram_get_gpus (diagram) != NULL)
+    tikz_gpus (out, diagram);
+  tikz_regions (out, diagram);
+  tikz_wires (out, diagram);
+  tikz_nodes (out, diagram);
   g_string_append (out, "\\end{tikzpicture}\n");
-#undef F
   return g_string_free (out, FALSE);
 }
+#undef F

@@ -1769,83 +1769,82 @@ wire_visible (DrawContext *ctx,
   return visible (ctx, &r, 60);
 }
 
-/* Strokes are batched by colour: Cairo's cost is per stroke far more than per
- * segment, and a canvas of 500 operations has thousands of strands. */
-static void
-draw_wires (DrawContext               *ctx,
-            const NapkinRenderOptions *options)
+/* The wires of a frame: which are drawn, their ends, their colour (a level, or the
+ * problem and selection colours) and, on screen, the region a wire is drawn outside of. */
+typedef struct
 {
-  cairo_t *cr = ctx->cr;
-  guint n_wires = napkin_diagram_n_wires (ctx->diagram);
-  guint n_regions = napkin_diagram_n_regions (ctx->diagram);
-  g_autofree guint8 *shown = g_new0 (guint8, n_wires + 1);
-  g_autofree int *from = g_new (int, n_wires + 1);
-  g_autofree int *to = g_new (int, n_wires + 1);
-  g_autofree int *base = g_new (int, n_wires + 1);
-  g_autofree int *outer = g_new (int, n_wires + 1);
-  gboolean cut = ctx->screen;
-  int selected = options ? options->selected_wire : -1;
-  guint rank;
+  guint     n_wires, n_regions;
+  guint8   *shown;
+  int      *from, *to;
+  int      *base;       /* the level of the fastest region holding both ends */
+  int      *outer;      /* the region drawn here only outside of; -1 none; -2 all of it */
+  gboolean  cut;        /* on screen: parts inside faster regions are cut out */
+  int       selected;
+} WireSet;
 
-  /* Far out, a wire is a band as wide as two strands apart. */
-  cairo_set_line_width (cr, ctx->scale < SCALE_STRANDS ? STRAND * 1.5 : 1.6);
-  cairo_set_line_cap (cr, CAIRO_LINE_CAP_BUTT);
-
-  for (guint w = 0; w < n_wires; w++)
-    {
-      shown[w] = wire_visible (ctx, w);
-      from[w] = ctx->layout->wire_from[w];
-      to[w] = ctx->layout->wire_to[w];
-    }
-
+/* Each wire's colour and, on screen, the region it is drawn outside of. */
+static void
+wires_classify (DrawContext *ctx,
+                WireSet     *ws)
+{
   /* A wire takes the colour of the fastest region holding both its ends (black:
    * device memory); problems are red, the selected wire blue. */
-  for (guint w = 0; w < n_wires; w++)
+  for (guint w = 0; w < ws->n_wires; w++)
     {
-      base[w] = NAPKIN_LEVEL_HBM;
-      if (!shown[w] || from[w] < 0 || to[w] < 0)
+      ws->base[w] = NAPKIN_LEVEL_HBM;
+      if (!ws->shown[w] || ws->from[w] < 0 || ws->to[w] < 0)
         continue;
-      for (guint r = 0; r < n_regions; r++)
-        if ((int) ctx->region_levels[r] > base[w]
-            && layout_holds (ctx->layout, r, from[w]) && layout_holds (ctx->layout, r, to[w]))
-          base[w] = ctx->region_levels[r];
+      for (guint r = 0; r < ws->n_regions; r++)
+        if ((int) ctx->region_levels[r] > ws->base[w]
+            && layout_holds (ctx->layout, r, ws->from[w]) && layout_holds (ctx->layout, r, ws->to[w]))
+          ws->base[w] = ctx->region_levels[r];
     }
   /* On screen, a wire that enters one region faster than its colour is drawn here
    * only outside it (and a pixel into it, under the region's colour): the part
    * inside is the region's below, and Cairo's cost is in the length rasterised.
    * With several such regions at the outermost level, all of it. */
-  for (guint w = 0; w < n_wires; w++)
+  for (guint w = 0; w < ws->n_wires; w++)
     {
       NapkinLevel outer_level = NAPKIN_N_LEVELS;
 
-      outer[w] = -1;
-      if (!cut || !shown[w] || ctx->bad_wires[w] || (int) w == selected || from[w] < 0 || to[w] < 0)
+      ws->outer[w] = -1;
+      if (!ws->cut || !ws->shown[w] || ctx->bad_wires[w] || (int) w == ws->selected || ws->from[w] < 0 || ws->to[w] < 0)
         continue;
-      for (guint r = 0; r < n_regions; r++)
+      for (guint r = 0; r < ws->n_regions; r++)
         {
-          if ((int) ctx->region_levels[r] <= base[w] || ctx->region_levels[r] > outer_level
-              || !(layout_holds (ctx->layout, r, from[w]) || layout_holds (ctx->layout, r, to[w])))
+          if ((int) ctx->region_levels[r] <= ws->base[w] || ctx->region_levels[r] > outer_level
+              || !(layout_holds (ctx->layout, r, ws->from[w]) || layout_holds (ctx->layout, r, ws->to[w])))
             continue;
-          outer[w] = ctx->region_levels[r] == outer_level ? -2 : (int) r;
+          ws->outer[w] = ctx->region_levels[r] == outer_level ? -2 : (int) r;
           outer_level = ctx->region_levels[r];
         }
       /* Decided on the whole frame, not a band's clip: the cut pieces are curves of
        * their own, rasterised a little differently from the whole strand. */
-      if (outer[w] >= 0 && !rects_overlap (&ctx->frame, &ctx->layout->region_rects[outer[w]]))
-        outer[w] = -1;
+      if (ws->outer[w] >= 0 && !rects_overlap (&ctx->frame, &ctx->layout->region_rects[ws->outer[w]]))
+        ws->outer[w] = -1;
     }
+}
+
+/* The wires in one stroke per colour: problems, the selection, then each level. */
+static void
+wires_stroke (DrawContext   *ctx,
+              const WireSet *ws)
+{
+  cairo_t *cr = ctx->cr;
+  guint rank;
+
   for (int pass = -2; pass < NAPKIN_N_LEVELS; pass++)
     {
       gboolean any = FALSE;
 
-      for (guint w = 0; w < n_wires; w++)
+      for (guint w = 0; w < ws->n_wires; w++)
         {
-          int kind = ctx->bad_wires[w] ? -2 : (int) w == selected ? -1 : base[w];
+          int kind = ctx->bad_wires[w] ? -2 : (int) w == ws->selected ? -1 : ws->base[w];
 
-          if (!shown[w] || kind != pass)
+          if (!ws->shown[w] || kind != pass)
             continue;
-          if (outer[w] >= 0)
-            wire_outside_rect (ctx, w, &ctx->layout->region_rects[outer[w]]);
+          if (ws->outer[w] >= 0)
+            wire_outside_rect (ctx, w, &ctx->layout->region_rects[ws->outer[w]]);
           else
             wire_path (ctx, w, &rank);
           any = TRUE;
@@ -1855,17 +1854,25 @@ draw_wires (DrawContext               *ctx,
       set_rgb (cr, pass == -2 ? ctx->pal->problem : pass == -1 ? ctx->pal->select : ctx->pal->level[pass], 1);
       cairo_stroke (cr);
     }
+}
 
-  /* Where a wire enters a faster region it takes that region's colour inside it:
-   * the change of colour at the border is the transfer (design.md §1b). */
-  /* On screen the parts inside are cut out of the bands and strands here, and every
-   * region of a level takes one stroke; vector exports clip each region exactly. */
+/* Where a wire enters a faster region it takes that region's colour inside it:
+ * the change of colour at the border is the transfer (design.md §1b). On screen
+ * the parts inside are cut out of the bands and strands here, and every region of
+ * a level takes one stroke; vector exports clip each region exactly. */
+static void
+wires_inside_regions (DrawContext   *ctx,
+                      const WireSet *ws)
+{
+  cairo_t *cr = ctx->cr;
+  guint rank;
+
   for (int level = NAPKIN_LEVEL_L2; level < NAPKIN_N_LEVELS; level++)
     {
       gboolean cut_any = FALSE;
       double width = cairo_get_line_width (cr);
 
-      for (guint r = 0; r < n_regions; r++)
+      for (guint r = 0; r < ws->n_regions; r++)
         {
           const NapkinRect *rect = &ctx->layout->region_rects[r];
           gboolean any = FALSE;
@@ -1874,30 +1881,30 @@ draw_wires (DrawContext               *ctx,
             continue;
           if (!visible (ctx, rect, 0))
             continue;
-          if (!cut)
+          if (!ws->cut)
             {
               /* The clip first: it consumes the current path. */
               cairo_save (cr);
               cairo_rectangle (cr, rect->x, rect->y, rect->width, rect->height);
               cairo_clip (cr);
             }
-          for (guint w = 0; w < n_wires; w++)
+          for (guint w = 0; w < ws->n_wires; w++)
             {
-              gboolean holds_from = layout_holds (ctx->layout, r, from[w]);
-              gboolean holds_to = layout_holds (ctx->layout, r, to[w]);
+              gboolean holds_from = layout_holds (ctx->layout, r, ws->from[w]);
+              gboolean holds_to = layout_holds (ctx->layout, r, ws->to[w]);
 
-              if (!shown[w] || ctx->bad_wires[w] || (int) w == selected || base[w] >= level
+              if (!ws->shown[w] || ctx->bad_wires[w] || (int) w == ws->selected || ws->base[w] >= level
                   || !(holds_from || holds_to))
                 continue;
-              if (cut && ctx->scale >= SCALE_STRANDS)
+              if (ws->cut && ctx->scale >= SCALE_STRANDS)
                 cut_any |= strands_cut (ctx, w, rect, TRUE);
-              else if (cut)
+              else if (ws->cut)
                 cut_any |= band_in_rect (ctx, w, rect);
               else
                 wire_path (ctx, w, &rank);
               any = TRUE;
             }
-          if (cut)
+          if (ws->cut)
             continue;
           if (any)
             {
@@ -1917,81 +1924,91 @@ draw_wires (DrawContext               *ctx,
           cairo_set_line_width (cr, width);
         }
     }
+}
 
-  /* Each strand is labelled with its axis and size at the middle of the wire:
-   * the halos first in one fill, then the text. Each label is looked up once, and
-   * one outside the visible rectangle is neither looked up twice nor composited. */
-  if (ctx->scale >= SCALE_STRAND_LABELS)
+/* Each strand is labelled with its axis and size at the middle of the wire:
+ * the halos first in one fill, then the text. Each label is looked up once, and
+ * one outside the visible rectangle is neither looked up twice nor composited. */
+static void
+draw_strand_labels (DrawContext *ctx)
+{
+  cairo_t *cr = ctx->cr;
+  guint n_wires = napkin_diagram_n_wires (ctx->diagram);
+  g_autoptr (GArray) labels = g_array_new (FALSE, FALSE, sizeof (StrandLabel));
+
+  for (guint w = 0; w < n_wires; w++)
     {
-      g_autoptr (GArray) labels = g_array_new (FALSE, FALSE, sizeof (StrandLabel));
+      double x1, y1, x2, y2;
+      int f;
+      const NapkinTensorType *type;
 
-      for (guint w = 0; w < n_wires; w++)
+      /* Every wire, not only those shown: a long label reaches further from
+       * its wire than the margin that culls wires. */
+      wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &f);
+      if (f < 0)
+        continue;
+      type = napkin_diagram_node_type (ctx->diagram, f);
+      if (type == NULL || !type->valid)
+        continue;
+      for (guint i = 0; i < type->n_axes; i++)
         {
-          double x1, y1, x2, y2;
-          int f;
-          const NapkinTensorType *type;
+          const NapkinAxis *axis = napkin_diagram_axis (ctx->diagram, type->axes[i]);
+          double o = (i - (type->n_axes - 1) / 2.0) * STRAND;
+          char text[NAPKIN_MAX_NAME_LEN + 32];
+          StrandLabel label;
+          NapkinRect r;
+          gsize len;
 
-          /* Every wire, not only those shown: a long label reaches further from
-           * its wire than the margin that culls wires. */
-          wire_ends (ctx->diagram, w, &x1, &y1, &x2, &y2, &f);
-          if (f < 0)
+          /* Above or below the visible rectangle (a label is less than 20 units tall). */
+          r.y = (y1 + y2) / 2 + o - 6;
+          r.height = 20;
+          if (r.y - 2 > ctx->clip.y + ctx->clip.height || r.y + r.height + 2 < ctx->clip.y)
             continue;
-          type = napkin_diagram_node_type (ctx->diagram, f);
-          if (type == NULL || !type->valid)
+          r.x = (x1 + x2) / 2;
+          len = g_snprintf (text, sizeof text, "%s %" G_GINT64_FORMAT, axis->name, axis->size);
+          /* A bound on the width first: the lookup is the expensive part. */
+          r.x -= len * LABEL_MAX_W_PER_BYTE / 2;
+          r.width = len * LABEL_MAX_W_PER_BYTE;
+          if (!visible (ctx, &r, 2))
             continue;
-          for (guint i = 0; i < type->n_axes; i++)
-            {
-              const NapkinAxis *axis = napkin_diagram_axis (ctx->diagram, type->axes[i]);
-              double o = (i - (type->n_axes - 1) / 2.0) * STRAND;
-              char text[NAPKIN_MAX_NAME_LEN + 32];
-              StrandLabel label;
-              NapkinRect r;
-              gsize len;
-
-              /* Above or below the visible rectangle (a label is less than 20 units tall). */
-              r.y = (y1 + y2) / 2 + o - 6;
-              r.height = 20;
-              if (r.y - 2 > ctx->clip.y + ctx->clip.height || r.y + r.height + 2 < ctx->clip.y)
-                continue;
-              r.x = (x1 + x2) / 2;
-              len = g_snprintf (text, sizeof text, "%s %" G_GINT64_FORMAT, axis->name, axis->size);
-              /* A bound on the width first: the lookup is the expensive part. */
-              r.x -= len * LABEL_MAX_W_PER_BYTE / 2;
-              r.width = len * LABEL_MAX_W_PER_BYTE;
-              if (!visible (ctx, &r, 2))
-                continue;
-              label.text = text_lookup (FONT_SMALL, text);
-              label.x = (x1 + x2) / 2 - label.text->width / 2.0;
-              label.y = r.y;
-              label.bad = ctx->bad_wires[w];
-              r.x = label.x - 1.5;
-              r.width = label.text->width + 3;
-              r.height = label.text->height;
-              if (visible (ctx, &r, 2))
-                g_array_append_val (labels, label);
-            }
-        }
-      for (guint i = 0; i < labels->len; i++)
-        {
-          const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
-
-          cairo_rectangle (cr, label->x - 1.5, label->y + 1, label->text->width + 3, label->text->height - 2);
-        }
-      if (labels->len > 0)
-        {
-          set_rgb_over_paper (ctx, ctx->pal->body, 0.85);
-          cairo_fill (cr);
-        }
-      for (guint i = 0; i < labels->len; i++)
-        {
-          const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
-
-          set_rgb (cr, label->bad ? ctx->pal->problem : ctx->pal->level[NAPKIN_LEVEL_HBM], 1);
-          show_text (cr, ctx->screen, label->text, label->x, label->y);
+          label.text = text_lookup (FONT_SMALL, text);
+          label.x = (x1 + x2) / 2 - label.text->width / 2.0;
+          label.y = r.y;
+          label.bad = ctx->bad_wires[w];
+          r.x = label.x - 1.5;
+          r.width = label.text->width + 3;
+          r.height = label.text->height;
+          if (visible (ctx, &r, 2))
+            g_array_append_val (labels, label);
         }
     }
+  for (guint i = 0; i < labels->len; i++)
+    {
+      const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
 
-  /* A copy is a dot where the wire splits. */
+      cairo_rectangle (cr, label->x - 1.5, label->y + 1, label->text->width + 3, label->text->height - 2);
+    }
+  if (labels->len > 0)
+    {
+      set_rgb_over_paper (ctx, ctx->pal->body, 0.85);
+      cairo_fill (cr);
+    }
+  for (guint i = 0; i < labels->len; i++)
+    {
+      const StrandLabel *label = &g_array_index (labels, StrandLabel, i);
+
+      set_rgb (cr, label->bad ? ctx->pal->problem : ctx->pal->level[NAPKIN_LEVEL_HBM], 1);
+      show_text (cr, ctx->screen, label->text, label->x, label->y);
+    }
+}
+
+/* A copy is a dot where the wire splits. */
+static void
+draw_copy_dots (DrawContext *ctx)
+{
+  cairo_t *cr = ctx->cr;
+  guint rank;
+
   for (guint n = 0; n < ctx->n_nodes; n++)
     {
       guint n_consumers = 0;
@@ -2009,6 +2026,40 @@ draw_wires (DrawContext               *ctx,
       set_rgb (cr, ctx->pal->level[ctx->levels[n]], 1);
       cairo_fill (cr);
     }
+}
+
+/* Strokes are batched by colour: Cairo's cost is per stroke far more than per
+ * segment, and a canvas of 500 operations has thousands of strands. */
+static void
+draw_wires (DrawContext               *ctx,
+            const NapkinRenderOptions *options)
+{
+  cairo_t *cr = ctx->cr;
+  guint n_wires = napkin_diagram_n_wires (ctx->diagram);
+  g_autofree guint8 *shown = g_new0 (guint8, n_wires + 1);
+  g_autofree int *from = g_new (int, n_wires + 1);
+  g_autofree int *to = g_new (int, n_wires + 1);
+  g_autofree int *base = g_new (int, n_wires + 1);
+  g_autofree int *outer = g_new (int, n_wires + 1);
+  WireSet ws = { n_wires, napkin_diagram_n_regions (ctx->diagram), shown, from, to, base, outer, ctx->screen,
+                 options ? options->selected_wire : -1 };
+
+  /* Far out, a wire is a band as wide as two strands apart. */
+  cairo_set_line_width (cr, ctx->scale < SCALE_STRANDS ? STRAND * 1.5 : 1.6);
+  cairo_set_line_cap (cr, CAIRO_LINE_CAP_BUTT);
+
+  for (guint w = 0; w < n_wires; w++)
+    {
+      shown[w] = wire_visible (ctx, w);
+      from[w] = ctx->layout->wire_from[w];
+      to[w] = ctx->layout->wire_to[w];
+    }
+  wires_classify (ctx, &ws);
+  wires_stroke (ctx, &ws);
+  wires_inside_regions (ctx, &ws);
+  if (ctx->scale >= SCALE_STRAND_LABELS)
+    draw_strand_labels (ctx);
+  draw_copy_dots (ctx);
 }
 
 static void
@@ -2236,23 +2287,18 @@ mask_mark (DrawContext      *ctx,
   return TRUE;
 }
 
+/* Glyph colours, one stroke each: the levels, tensor-core work, problems (draw_nodes). */
+#define N_NODE_COLOURS 6
+
+/* Selection halos. */
 static void
-draw_nodes (DrawContext               *ctx,
-            const NapkinRenderOptions *options)
+nodes_selection (DrawContext               *ctx,
+                 const guint8              *shown,
+                 const NapkinRenderOptions *options)
 {
   cairo_t *cr = ctx->cr;
-  g_autofree guint8 *shown = g_new0 (guint8, ctx->n_nodes + 1);
-  const double *colours[] = {
-    ctx->pal->level[NAPKIN_LEVEL_HBM], ctx->pal->level[NAPKIN_LEVEL_L2], ctx->pal->level[NAPKIN_LEVEL_SMEM],
-    ctx->pal->level[NAPKIN_LEVEL_REGISTERS], ctx->pal->tensor_core, ctx->pal->problem,
-  };
-  gboolean far = ctx->screen && ctx->scale < SCALE_STRANDS;
   gboolean any;
 
-  for (guint n = 0; n < ctx->n_nodes; n++)
-    shown[n] = visible (ctx, &ctx->rects[n], LABEL_H + 40);
-
-  /* Selection halos. */
   any = FALSE;
   for (guint n = 0; n < ctx->n_nodes; n++)
     if (shown[n] && options && options->selected_nodes && n < options->n_selected_nodes
@@ -2268,10 +2314,19 @@ draw_nodes (DrawContext               *ctx,
       set_rgb (cr, ctx->pal->select, 0.30);
       cairo_fill (cr);
     }
+}
 
-  /* Glyph bodies: tensors filled with their level, operations white. Far out on
-   * screen, operations are solid silhouettes in their colour instead (one fill
-   * rather than a fill and a stroke). */
+/* Glyph bodies: tensors filled with their level, operations white. Far out on
+ * screen, operations are solid silhouettes in their colour instead (one fill
+ * rather than a fill and a stroke). */
+static void
+nodes_bodies (DrawContext  *ctx,
+              const guint8 *shown,
+              gboolean      far)
+{
+  cairo_t *cr = ctx->cr;
+  gboolean any;
+
   for (int c = far ? 0 : -1; c < NAPKIN_N_LEVELS; c++)
     {
       any = FALSE;
@@ -2293,14 +2348,64 @@ draw_nodes (DrawContext               *ctx,
         set_rgb_over_paper (ctx, ctx->pal->level[c], 0.85);
       cairo_fill (cr);
     }
+}
 
-  /* Outlines, and the marks inside glyphs (a contraction's cup, a transpose's
-   * crossing), per colour. */
-  for (guint c = 0; c < G_N_ELEMENTS (colours); c++)
+/* The marks inside the glyphs of one colour (a mask's triangle or band, a
+ * transpose's crossing, a contraction's cup) as one path; FALSE where there is none. */
+static gboolean
+node_marks_path (DrawContext  *ctx,
+                 const guint8 *shown,
+                 const double *colour)
+{
+  cairo_t *cr = ctx->cr;
+  gboolean marks = FALSE;
+
+  for (guint n = 0; n < ctx->n_nodes && ctx->scale >= SCALE_LABELS; n++)
     {
-      gboolean marks = FALSE;
+      const NapkinNode *node = ctx->nodes[n];
+      const NapkinRect *r = &ctx->rects[n];
+      double ax, ay, bx, by;
 
-      any = FALSE;
+      if (!shown[n] || node_rgb (ctx, n, node) != colour)
+        continue;
+      if (node->kind == NAPKIN_OP_MASK && node->mask != NAPKIN_MASK_TENSOR)
+        marks |= mask_mark (ctx, n, node, r);
+      else if (node->kind == NAPKIN_OP_REARRANGE)
+        {
+          cairo_move_to (cr, r->x + 8, r->y + 8);
+          cairo_line_to (cr, r->x + r->width - 8, r->y + r->height - 8);
+          cairo_move_to (cr, r->x + 8, r->y + r->height - 8);
+          cairo_line_to (cr, r->x + r->width - 8, r->y + 8);
+          marks = TRUE;
+        }
+      else if (node->kind == NAPKIN_OP_CONTRACT
+               && port_point_in (ctx->diagram, n, 0, &ctx->rects[n], &ax, &ay)
+               && port_point_in (ctx->diagram, n, 1, &ctx->rects[n], &bx, &by))
+        {
+          double cx = r->x + r->width * 0.42;
+
+          cairo_move_to (cr, ax, ay);
+          cairo_curve_to (cr, cx, ay, cx, by, bx, by);
+          marks = TRUE;
+        }
+    }
+  return marks;
+}
+
+/* Outlines, and the marks inside glyphs (a contraction's cup, a transpose's
+ * crossing), per colour. */
+static void
+nodes_outlines (DrawContext         *ctx,
+                const guint8        *shown,
+                const double *const *colours)
+{
+  cairo_t *cr = ctx->cr;
+  gboolean far = ctx->screen && ctx->scale < SCALE_STRANDS;
+
+  for (guint c = 0; c < N_NODE_COLOURS; c++)
+    {
+      gboolean marks, any = FALSE;
+
       for (guint n = 0; n < ctx->n_nodes; n++)
         {
           const NapkinNode *node = ctx->nodes[n];
@@ -2320,35 +2425,7 @@ draw_nodes (DrawContext               *ctx,
             cairo_stroke (cr);
         }
 
-      for (guint n = 0; n < ctx->n_nodes && ctx->scale >= SCALE_LABELS; n++)
-        {
-          const NapkinNode *node = ctx->nodes[n];
-          const NapkinRect *r = &ctx->rects[n];
-          double ax, ay, bx, by;
-
-          if (!shown[n] || node_rgb (ctx, n, node) != colours[c])
-            continue;
-          if (node->kind == NAPKIN_OP_MASK && node->mask != NAPKIN_MASK_TENSOR)
-            marks |= mask_mark (ctx, n, node, r);
-          else if (node->kind == NAPKIN_OP_REARRANGE)
-            {
-              cairo_move_to (cr, r->x + 8, r->y + 8);
-              cairo_line_to (cr, r->x + r->width - 8, r->y + r->height - 8);
-              cairo_move_to (cr, r->x + 8, r->y + r->height - 8);
-              cairo_line_to (cr, r->x + r->width - 8, r->y + 8);
-              marks = TRUE;
-            }
-          else if (node->kind == NAPKIN_OP_CONTRACT
-                   && port_point_in (ctx->diagram, n, 0, &ctx->rects[n], &ax, &ay)
-                   && port_point_in (ctx->diagram, n, 1, &ctx->rects[n], &bx, &by))
-            {
-              double cx = r->x + r->width * 0.42;
-
-              cairo_move_to (cr, ax, ay);
-              cairo_curve_to (cr, cx, ay, cx, by, bx, by);
-              marks = TRUE;
-            }
-        }
+      marks = node_marks_path (ctx, shown, colours[c]);
       if (marks)
         {
           /* over the body of the glyph: blending with it is exact */
@@ -2362,11 +2439,20 @@ draw_nodes (DrawContext               *ctx,
           cairo_stroke (cr);
         }
     }
+}
 
-  /* Ports: filled when connected, hollow and red-rimmed when not. */
-  for (guint c = 0; c <= G_N_ELEMENTS (colours) && ctx->scale >= SCALE_LABELS; c++)
+/* Ports: filled when connected, hollow and red-rimmed when not. */
+static void
+nodes_ports (DrawContext         *ctx,
+             const guint8        *shown,
+             const double *const *colours)
+{
+  cairo_t *cr = ctx->cr;
+  gboolean any;
+
+  for (guint c = 0; c <= N_NODE_COLOURS && ctx->scale >= SCALE_LABELS; c++)
     {
-      gboolean hollow = c == G_N_ELEMENTS (colours);
+      gboolean hollow = c == N_NODE_COLOURS;
 
       any = FALSE;
       for (guint n = 0; n < ctx->n_nodes; n++)
@@ -2403,8 +2489,15 @@ draw_nodes (DrawContext               *ctx,
       cairo_set_line_width (cr, 1.2);
       cairo_stroke (cr);
     }
+}
 
-  /* Text: the detail inside, the label above, a tensor's element type below. */
+/* Text: the detail inside, the label above, a tensor's element type below. */
+static void
+nodes_text (DrawContext  *ctx,
+            const guint8 *shown)
+{
+  cairo_t *cr = ctx->cr;
+
   for (guint n = 0; n < ctx->n_nodes; n++)
     {
       const NapkinNode *node = ctx->nodes[n];
@@ -2448,6 +2541,28 @@ draw_nodes (DrawContext               *ctx,
           draw_text (ctx, FONT_BOLD, "!", r->x + r->width, r->y - 8, 0.5, FALSE, light_palette.body);
         }
     }
+}
+
+/* The operations and tensors, one fill or stroke per colour for each pass. */
+static void
+draw_nodes (DrawContext               *ctx,
+            const NapkinRenderOptions *options)
+{
+  g_autofree guint8 *shown = g_new0 (guint8, ctx->n_nodes + 1);
+  const double *colours[N_NODE_COLOURS] = {
+    ctx->pal->level[NAPKIN_LEVEL_HBM], ctx->pal->level[NAPKIN_LEVEL_L2], ctx->pal->level[NAPKIN_LEVEL_SMEM],
+    ctx->pal->level[NAPKIN_LEVEL_REGISTERS], ctx->pal->tensor_core, ctx->pal->problem,
+  };
+  gboolean far = ctx->screen && ctx->scale < SCALE_STRANDS;
+
+  for (guint n = 0; n < ctx->n_nodes; n++)
+    shown[n] = visible (ctx, &ctx->rects[n], LABEL_H + 40);
+
+  nodes_selection (ctx, shown, options);
+  nodes_bodies (ctx, shown, far);
+  nodes_outlines (ctx, shown, colours);
+  nodes_ports (ctx, shown, colours);
+  nodes_text (ctx, shown);
 }
 
 /* Draws the diagram; safe on several threads at once for one diagram once
@@ -2796,13 +2911,48 @@ napkin_render_draw_view (cairo_t                   *cr,
 
 #define LEGEND_ROW 18.0
 #define LEGEND_W   200.0
+#define LEGEND_TEXT_X 42.0
+
+/* The legend's rows: the levels, tensor-core work, then the level above device
+ * memory, last: the outermost. */
+#define LEGEND_N_ROWS (NAPKIN_N_LEVELS + 2)
+
+static const char *
+legend_title (guint row)
+{
+  if (row < NAPKIN_N_LEVELS)
+    return _(level_titles[row]);
+  return row == NAPKIN_N_LEVELS ? _("Tensor-core work") : _("Several GPUs");
+}
+
+/* The box and its row height from the rows' shaped text: a font taller or a title
+ * wider than the usual ones grows the box, so that every row stays inside it. */
+static void
+legend_metrics (double *width,
+                double *height,
+                double *row)
+{
+  double w = LEGEND_W, r = LEGEND_ROW;
+
+  for (guint i = 0; i < LEGEND_N_ROWS; i++)
+    {
+      const Text *text = text_lookup (FONT_LEGEND, legend_title (i));
+
+      w = MAX (w, LEGEND_TEXT_X + text->width + 10);
+      r = MAX (r, text->height + 4);
+    }
+  *width = w;
+  *row = r;
+  *height = LEGEND_N_ROWS * r + 10;
+}
 
 void
 napkin_render_legend_size (double *width,
                            double *height)
 {
-  *width = LEGEND_W;
-  *height = (NAPKIN_N_LEVELS + 2) * LEGEND_ROW + 10;
+  double row;
+
+  legend_metrics (width, height, &row);
 }
 
 static void
@@ -2813,12 +2963,12 @@ draw_legend (cairo_t       *cr,
              const Palette *pal)
 {
   DrawContext ctx = { 0 };
-  double w, h;
+  double w, h, row;
 
   ctx.cr = cr;
   ctx.screen = screen;
   ctx.pal = pal;
-  napkin_render_legend_size (&w, &h);
+  legend_metrics (&w, &h, &row);
 
   cairo_save (cr);
   rounded_rect (cr, x, y, w, h, 6);
@@ -2828,39 +2978,25 @@ draw_legend (cairo_t       *cr,
   cairo_set_line_width (cr, 1);
   cairo_stroke (cr);
 
-  for (guint level = 0; level <= NAPKIN_N_LEVELS; level++)
+  for (guint i = 0; i < LEGEND_N_ROWS; i++)
     {
-      double ry = y + 5 + level * LEGEND_ROW;
-      const double *rgb = level < NAPKIN_N_LEVELS ? pal->level[level] : pal->tensor_core;
-      const char *title = level < NAPKIN_N_LEVELS ? _(level_titles[level]) : _("Tensor-core work");
-      double dashes[2];
-      guint n_dashes = level < NAPKIN_N_LEVELS ? napkin_render_level_dashes (level, dashes) : 0;
+      /* a row taller than LEGEND_ROW keeps its swatch and text centred */
+      double ry = y + 5 + i * row + (row - LEGEND_ROW) / 2;
+      const double *rgb = i < NAPKIN_N_LEVELS ? pal->level[i] : i == NAPKIN_N_LEVELS ? pal->tensor_core : pal->gpus;
+      double dashes[4] = { 0 };
+      guint n_dashes = i < NAPKIN_N_LEVELS ? napkin_render_level_dashes (i, dashes)
+                       : i == NAPKIN_N_LEVELS ? 0 : napkin_render_gpus_dashes (dashes);
 
       rounded_rect (cr, x + 8, ry + 3, 26, 12, 3);
-      set_rgb_over_paper (&ctx, rgb, level == NAPKIN_LEVEL_HBM ? 0.85 : 0.18);
+      set_rgb_over_paper (&ctx, rgb, i == NAPKIN_LEVEL_HBM ? 0.85 : 0.18);
       cairo_fill_preserve (cr);
       set_rgb (cr, rgb, 1);
       cairo_set_dash (cr, dashes, n_dashes, 0);
       cairo_set_line_width (cr, 2);
       cairo_stroke (cr);
       cairo_set_dash (cr, NULL, 0, 0);
-      draw_text (&ctx, FONT_LEGEND, title, x + 42, ry + 1, 0, FALSE, rgb);
+      draw_text (&ctx, FONT_LEGEND, legend_title (i), x + LEGEND_TEXT_X, ry + 1, 0, FALSE, rgb);
     }
-  /* the level above device memory, last: the outermost */
-  {
-    double ry = y + 5 + (NAPKIN_N_LEVELS + 1) * LEGEND_ROW;
-    double dashes[4];
-
-    rounded_rect (cr, x + 8, ry + 3, 26, 12, 3);
-    set_rgb_over_paper (&ctx, pal->gpus, 0.18);
-    cairo_fill_preserve (cr);
-    set_rgb (cr, pal->gpus, 1);
-    cairo_set_dash (cr, dashes, napkin_render_gpus_dashes (dashes), 0);
-    cairo_set_line_width (cr, 2);
-    cairo_stroke (cr);
-    cairo_set_dash (cr, NULL, 0, 0);
-    draw_text (&ctx, FONT_LEGEND, _("Several GPUs"), x + 42, ry + 1, 0, FALSE, pal->gpus);
-  }
   cairo_restore (cr);
 }
 

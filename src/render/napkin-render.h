@@ -153,6 +153,12 @@ gboolean    napkin_export_format_from_path (const char          *path,
 cairo_status_t napkin_render_write_func    (void                *closure,
                                             const unsigned char *data,
                                             unsigned int         length);
+/* Ends an export drawn with cr on surface: destroys both, writes a PNG's pixels
+ * into `file` (a NapkinAtomicFile), and returns the first failure's status. */
+cairo_status_t napkin_render_finish_export (cairo_t             *cr,
+                                            cairo_surface_t     *surface,
+                                            NapkinExportFormat   format,
+                                            void                *file);
 gboolean    napkin_render_export           (NapkinDiagram       *diagram,
                                             const char          *path,
                                             NapkinExportFormat   format,

@@ -838,6 +838,59 @@ test_bands_are_one_frame (void)
       }
 }
 
+/* The legend box holds all its rows, the last ("Several GPUs", teal) included:
+ * nothing is drawn outside the box, the strip just inside its bottom border is
+ * empty, and the last row's swatch is teal inside the box. */
+static void
+test_legend_rows (void)
+{
+  const int x = 20, y = 20;
+  double lw, lh;
+  cairo_surface_t *surface;
+  cairo_t *cr;
+  const guint8 *data;
+  int stride, width, height, bottom;
+  guint32 empty;
+  guint r, g, b, teal = 0;
+
+  napkin_render_legend_size (&lw, &lh);
+  g_assert_cmpfloat (lh, >=, (NAPKIN_N_LEVELS + 2) * 18.0);
+  width = (int) ceil (lw) + 2 * x;
+  height = (int) ceil (lh) + 2 * y;
+  surface = cairo_image_surface_create (CAIRO_FORMAT_RGB24, width, height);
+  cr = cairo_create (surface);
+  cairo_set_source_rgb (cr, 1, 1, 1);
+  cairo_paint (cr);
+  napkin_render_draw_legend (cr, x, y);
+  cairo_destroy (cr);
+  cairo_surface_flush (surface);
+  data = cairo_image_surface_get_data (surface);
+  stride = cairo_image_surface_get_stride (surface);
+#define PX(px, py) (*(const guint32 *) (data + (py) * stride + 4 * (px)) & 0xffffff)
+
+  /* white outside the box and its 1-unit border */
+  for (int py = 0; py < height; py++)
+    for (int px = 0; px < width; px++)
+      if (px < x - 1 || py < y - 1 || px > x + lw + 1 || py > y + lh + 1)
+        g_assert_cmphex (PX (px, py), ==, 0xffffff);
+
+  /* the box's own colour, right of every title, fills the strip above the bottom border */
+  empty = PX (x + (int) lw - 8, y + (int) (lh / 2));
+  bottom = y + (int) floor (lh);
+  for (int py = bottom - 4; py <= bottom - 2; py++)
+    for (int px = x + 8; px < x + lw - 8; px++)
+      g_assert_cmphex (PX (px, py), ==, empty);
+
+  /* the last row's swatch: teal within the box, below the row before it */
+  g_assert_true (sscanf (napkin_render_gpus_hex (FALSE), "#%02x%02x%02x", &r, &g, &b) == 3);
+  for (int py = bottom - 24; py < bottom - 4; py++)
+    for (int px = x + 6; px < x + 36; px++)
+      teal += PX (px, py) == ((r << 16) | (g << 8) | b);
+  g_assert_cmpuint (teal, >, 20);
+#undef PX
+  cairo_surface_destroy (surface);
+}
+
 /* The comparison chart: the axis spans the feasible times, so that an infeasible
  * configuration's 600 ms does not squeeze the µs bars to nothing; the best path is
  * a marker on its element type's bar under one legend entry; every series has its
@@ -962,6 +1015,7 @@ main (int    argc,
   g_test_add_func ("/render/export/tikz", test_export_tikz);
   g_test_add_func ("/render/export/gpus-region", test_gpus_region);
   g_test_add_func ("/render/export/format-from-path", test_format_from_path);
+  g_test_add_func ("/render/legend/rows", test_legend_rows);
   g_test_add_func ("/render/plot/bars-layout", test_plot_bars_layout);
   return g_test_run ();
 }
