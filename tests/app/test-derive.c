@@ -299,7 +299,12 @@ test_derive_apply_undo (void)
   g_assert_null (napkin_tile_suggestions_get_error (s));
   g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), ==, 0);
   check_shown (s, expected);
-  g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), "derived its kernels"));
+  {
+    /* the status says how many candidate kernels were priced */
+    g_autofree char *priced = g_strdup_printf ("(%u ", expected->candidates);
+
+    g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), priced));
+  }
   /* deriving changed nothing; the pane previews the derived diagram */
   {
     g_autofree char *now = document_json (window);
@@ -333,6 +338,29 @@ test_derive_apply_undo (void)
   g_assert_null (napkin_tile_suggestions_get_derivation (s));
   gtk_popover_popdown (GTK_POPOVER (s));
   iterate (20);
+  close_window_finalized (window);
+}
+
+/* The plain MLP derives to two kernels that the plan fuses without regions: shown,
+ * with nothing to apply. */
+static void
+test_derive_nothing_to_apply (void)
+{
+  NapkinWindow *window = open_example_sized (app, "mlp", 1280, 860);
+  g_autoptr(NapkinDerivation) expected = derive_like_the_editor (window);
+  g_autofree char *before = document_json (window);
+  g_autofree char *after = NULL;
+  NapkinTileSuggestions *s = open_suggest (window);
+
+  g_assert_cmpuint (expected->kernels->len, ==, 2);
+  g_assert_cmpuint (napkin_diagram_n_regions (expected->derived), ==, 0);
+  check_shown (s, expected);
+  g_assert_false (gtk_widget_is_sensitive (find_named (GTK_WIDGET (s), "suggestions-apply")));
+  g_assert_null (napkin_analysis_pane_get_preview (pane_of (window)));
+  gtk_popover_popdown (GTK_POPOVER (s));
+  iterate (20);
+  after = document_json (window);
+  g_assert_cmpstr (after, ==, before);
   close_window_finalized (window);
 }
 
@@ -375,6 +403,7 @@ main (int    argc,
   app = napkin_app_test_register (0);
 
   g_test_add_func ("/derive/imported-block-apply-undo-redo", test_derive_apply_undo);
+  g_test_add_func ("/derive/plan-fused-nothing-to-apply", test_derive_nothing_to_apply);
   g_test_add_func ("/derive/refused-diagram-says-why", test_derive_error);
   status = g_test_run ();
   g_rmdir (tmpdir);
