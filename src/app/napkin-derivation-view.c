@@ -8,6 +8,7 @@
 #include "napkin-derivation-view.h"
 #include "napkin-explain.h"
 #include "napkin-tile-suggestions.h"
+#include "napkin-tile-suggestions-private.h"
 
 struct _NapkinDerivationView
 {
@@ -45,10 +46,9 @@ cell_new (NapkinDerivationView *self,
           guint                 column,
           const char           *text)
 {
-  GtkWidget *label = gtk_label_new (text);
+  GtkWidget *label = _napkin_tile_suggestions_cell_new (self->column_widths[column], columns[column].width,
+                                                        columns[column].xalign, text);
 
-  gtk_label_set_width_chars (GTK_LABEL (label), columns[column].width);
-  gtk_label_set_xalign (GTK_LABEL (label), columns[column].xalign);
   if (column == G_N_ELEMENTS (columns) - 1)
     {
       /* a long chain ends in "…"; the tooltip has it whole */
@@ -59,8 +59,6 @@ cell_new (NapkinDerivationView *self,
     }
   else
     gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
-  gtk_widget_add_css_class (label, "numeric");
-  gtk_size_group_add_widget (self->column_widths[column], label);
   return label;
 }
 
@@ -98,10 +96,8 @@ row_new (NapkinDerivationView     *self,
          guint                     index,
          const NapkinDeriveKernel *k)
 {
-  GtkWidget *row = gtk_list_box_row_new ();
-  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+  GtkWidget *row;
   GtkWidget *numbers = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
-  GtkWidget *caption;
   g_autofree char *name = g_strdup_printf ("kernel-%u", index);
   g_autofree char *rank = g_strdup_printf ("%u", index + 1);
   g_autofree char *predicted = napkin_format_si (k->predicted_s, "s");
@@ -113,23 +109,8 @@ row_new (NapkinDerivationView     *self,
   G_STATIC_ASSERT (G_N_ELEMENTS (cells) == G_N_ELEMENTS (columns));
   for (guint i = 0; i < G_N_ELEMENTS (cells); i++)
     gtk_box_append (GTK_BOX (numbers), cell_new (self, i, cells[i]));
-  caption = gtk_label_new (words);
-  gtk_label_set_xalign (GTK_LABEL (caption), 0);
-  gtk_label_set_wrap (GTK_LABEL (caption), TRUE);
-  gtk_label_set_wrap_mode (GTK_LABEL (caption), PANGO_WRAP_WORD_CHAR);
-  gtk_label_set_max_width_chars (GTK_LABEL (caption), 90);
-  gtk_widget_set_margin_start (caption, 34);
-  gtk_widget_add_css_class (caption, "dim-label");
-  gtk_widget_add_css_class (caption, "caption");
-  gtk_box_append (GTK_BOX (box), numbers);
-  gtk_box_append (GTK_BOX (box), caption);
-  gtk_widget_set_margin_start (box, 6);
-  gtk_widget_set_margin_end (box, 6);
-  gtk_widget_set_margin_top (box, 4);
-  gtk_widget_set_margin_bottom (box, 4);
-  gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
+  row = _napkin_tile_suggestions_row_new (numbers, words, name);
   gtk_list_box_row_set_activatable (GTK_LIST_BOX_ROW (row), FALSE);
-  gtk_widget_set_name (row, name);
   return row;
 }
 
@@ -145,7 +126,7 @@ format_totals (const NapkinDerivation *r)
     fused += ((const NapkinDeriveKernel *) g_ptr_array_index (r->kernels, i))->specs != NULL;
   /* TRANSLATORS: the derived total, the kernel count, how many are new regions, the
    * time with every operation its own kernel, and the speed-up */
-  return g_strdup_printf (_("Derived: %s in %u kernels (%u as regions) · unfused: %s, every operation its "
+  return g_strdup_printf (_("Derived: %s in %u kernels (%u with a region) · unfused: %s, every operation its "
                             "own kernel · %.2f× faster"),
                           derived, r->kernels->len, fused, unfused,
                           r->derived_s > 0 ? r->unfused_s / r->derived_s : 0);

@@ -15,6 +15,7 @@
 #include "napkin-explain.h"
 #include "napkin-file.h"
 #include "napkin-tile-suggestions.h"
+#include "napkin-tile-suggestions-private.h"
 #ifdef NAPKIN_HAVE_CODEGEN
 #include "napkin-run-job.h"
 #endif
@@ -208,18 +209,55 @@ static const struct
   { N_("Measured"), 14, 1 },
 };
 
+GtkWidget *
+_napkin_tile_suggestions_cell_new (GtkSizeGroup *group,
+                                   int           width,
+                                   float         xalign,
+                                   const char   *text)
+{
+  GtkWidget *label = gtk_label_new (text);
+
+  gtk_label_set_width_chars (GTK_LABEL (label), width);
+  gtk_label_set_xalign (GTK_LABEL (label), xalign);
+  gtk_widget_add_css_class (label, "numeric");
+  gtk_size_group_add_widget (group, label);
+  return label;
+}
+
 static GtkWidget *
 cell_new (NapkinTileSuggestions *self,
           guint                  column,
           const char            *text)
 {
-  GtkWidget *label = gtk_label_new (text);
+  return _napkin_tile_suggestions_cell_new (self->column_widths[column], columns[column].width,
+                                            columns[column].xalign, text);
+}
 
-  gtk_label_set_width_chars (GTK_LABEL (label), columns[column].width);
-  gtk_label_set_xalign (GTK_LABEL (label), columns[column].xalign);
-  gtk_widget_add_css_class (label, "numeric");
-  gtk_size_group_add_widget (self->column_widths[column], label);
-  return label;
+GtkWidget *
+_napkin_tile_suggestions_row_new (GtkWidget  *numbers,
+                                  const char *caption,
+                                  const char *name)
+{
+  GtkWidget *row = gtk_list_box_row_new ();
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+  GtkWidget *words = gtk_label_new (caption);
+
+  gtk_label_set_xalign (GTK_LABEL (words), 0);
+  gtk_label_set_wrap (GTK_LABEL (words), TRUE);
+  gtk_label_set_wrap_mode (GTK_LABEL (words), PANGO_WRAP_WORD_CHAR);
+  gtk_label_set_max_width_chars (GTK_LABEL (words), 90);
+  gtk_widget_set_margin_start (words, 34);
+  gtk_widget_add_css_class (words, "dim-label");
+  gtk_widget_add_css_class (words, "caption");
+  gtk_box_append (GTK_BOX (box), numbers);
+  gtk_box_append (GTK_BOX (box), words);
+  gtk_widget_set_margin_start (box, 6);
+  gtk_widget_set_margin_end (box, 6);
+  gtk_widget_set_margin_top (box, 4);
+  gtk_widget_set_margin_bottom (box, 4);
+  gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
+  gtk_widget_set_name (row, name);
+  return row;
 }
 
 static void
@@ -435,10 +473,8 @@ row_new (NapkinTileSuggestions     *self,
          guint                      index,
          const NapkinTuneCandidate *c)
 {
-  GtkWidget *row = gtk_list_box_row_new ();
-  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+  GtkWidget *row;
   GtkWidget *numbers = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
-  GtkWidget *tiles;
   g_autofree char *name = g_strdup_printf ("suggestion-%u", index);
   g_autofree char *rank = g_strdup_printf ("%u", index + 1);
   g_autofree char *time = napkin_format_si (c->predicted_time_s, "s");
@@ -462,21 +498,7 @@ row_new (NapkinTileSuggestions     *self,
             self->measured_labels[index] = GTK_LABEL (cell);
         }
     }
-  tiles = gtk_label_new (words);
-  gtk_label_set_xalign (GTK_LABEL (tiles), 0);
-  gtk_label_set_wrap (GTK_LABEL (tiles), TRUE);
-  gtk_label_set_max_width_chars (GTK_LABEL (tiles), 90);
-  gtk_widget_set_margin_start (tiles, 34);
-  gtk_widget_add_css_class (tiles, "dim-label");
-  gtk_widget_add_css_class (tiles, "caption");
-  gtk_box_append (GTK_BOX (box), numbers);
-  gtk_box_append (GTK_BOX (box), tiles);
-  gtk_widget_set_margin_start (box, 6);
-  gtk_widget_set_margin_end (box, 6);
-  gtk_widget_set_margin_top (box, 4);
-  gtk_widget_set_margin_bottom (box, 4);
-  gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
-  gtk_widget_set_name (row, name);
+  row = _napkin_tile_suggestions_row_new (numbers, words, name);
   gtk_widget_set_tooltip_text (row, c->tiles);
   return row;
 }

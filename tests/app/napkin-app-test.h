@@ -118,6 +118,18 @@ example_path (const char *name)
   return g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file, NULL);
 }
 
+/* Presents the window at that size and waits until it is drawn once. */
+static inline void
+napkin_app_test_present (NapkinWindow *window,
+                         int           width,
+                         int           height)
+{
+  gtk_window_set_default_size (GTK_WINDOW (window), width, height);
+  gtk_window_present (GTK_WINDOW (window));
+  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
+  iterate (50);
+}
+
 /* A window on the bundled example `name` (NAPKIN_EXAMPLES_DIR), presented at that size
  * and drawn once. */
 static inline NapkinWindow *
@@ -133,10 +145,7 @@ open_example_sized (NapkinApplication *app,
 
   g_assert_true (napkin_window_load_file (window, file, &error));
   g_assert_no_error (error);
-  gtk_window_set_default_size (GTK_WINDOW (window), width, height);
-  gtk_window_present (GTK_WINDOW (window));
-  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
-  iterate (50);
+  napkin_app_test_present (window, width, height);
   return window;
 }
 
