@@ -8,11 +8,14 @@
 
 #include <glib/gi18n.h>
 
+#include "napkin-derivation-view.h"
+#include "napkin-derive.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
 #include "napkin-explain.h"
 #include "napkin-file.h"
 #include "napkin-tile-suggestions.h"
+#include "napkin-tile-suggestions-private.h"
 #ifdef NAPKIN_HAVE_CODEGEN
 #include "napkin-run-job.h"
 #endif
@@ -26,11 +29,14 @@ struct _NapkinTileSuggestions
 
   /* template */
   GtkSpinner       *spinner;
+  GtkLabel         *title_label;
   GtkLabel         *status_label;
   GtkLabel         *error_label;
   GtkLabel         *details_label;
   GtkBox           *column_titles;
   GtkListBox       *list;
+  GtkWidget        *list_scroller;
+  NapkinDerivationView *derivation_view;
   GtkButton        *cancel_button;
   GtkButton        *apply_button;
   GtkButton        *measure_button;
@@ -42,6 +48,7 @@ struct _NapkinTileSuggestions
   NapkinDtype       dtype;
   GCancellable     *cancellable;       /* the search under way, or NULL */
   NapkinTuneResult *result;            /* the search shown, or NULL */
+  NapkinDerivation *derivation;        /* or the derivation shown, or NULL */
   guint64           generation;        /* the diagram's generation it searched */
   char             *status;
   char             *error;
@@ -85,6 +92,7 @@ typedef struct
 typedef struct
 {
   NapkinTuneResult *result;
+  NapkinDerivation *derivation;   /* instead of result: a diagram without regions, several kernels */
   double            seconds;
 } SearchOutput;
 
@@ -100,7 +108,27 @@ static void
 search_output_free (SearchOutput *output)
 {
   napkin_tune_result_free (output->result);
+  napkin_derivation_free (output->derivation);
   g_free (output);
+}
+
+/* The whole-diagram derivation (docs/plan.md, "Deriving a diagram") into `output`
+ * when it has more than one kernel; FALSE with an error when it fails. */
+static gboolean
+derive_in_thread (NapkinDiagram *diagram,
+                  SearchInput   *input,
+                  SearchOutput  *output,
+                  GError       **error)
+{
+  NapkinDerivation *derivation = napkin_derive (diagram, input->arch, &input->options, error);
+
+  if (derivation == NULL)
+    return FALSE;
+  if (derivation->kernels->len > 1)
+    output->derivation = derivation;
+  else
+    napkin_derivation_free (derivation);
+  return TRUE;
 }
 
 static void
@@ -120,9 +148,24 @@ search_thread (GTask        *task,
       g_task_return_error (task, g_steal_pointer (&error));
       return;
     }
-  /* without regions, napkin_tune proposes where they go (result->relabeled) */
   output = g_new0 (SearchOutput, 1);
   start = g_get_monotonic_time ();
+  /* without regions: derive the kernels, as `napkin-cli tune` does; one kernel
+   * alone goes to napkin_tune, which proposes its region (result->relabeled) */
+  if (napkin_diagram_n_regions (diagram) == 0 && !derive_in_thread (diagram, input, output, &error))
+    {
+      g_object_unref (diagram);
+      search_output_free (output);
+      g_task_return_error (task, g_steal_pointer (&error));
+      return;
+    }
+  if (output->derivation != NULL)
+    {
+      output->seconds = (g_get_monotonic_time () - start) / 1e6;
+      g_object_unref (diagram);
+      g_task_return_pointer (task, output, (GDestroyNotify) search_output_free);
+      return;
+    }
   output->result = napkin_tune (diagram, input->arch, &input->options, &error);
   output->seconds = (g_get_monotonic_time () - start) / 1e6;
   /* released here, before the result goes to the main thread (json-c's counts are
@@ -166,18 +209,55 @@ static const struct
   { N_("Measured"), 14, 1 },
 };
 
+GtkWidget *
+_napkin_tile_suggestions_cell_new (GtkSizeGroup *group,
+                                   int           width,
+                                   float         xalign,
+                                   const char   *text)
+{
+  GtkWidget *label = gtk_label_new (text);
+
+  gtk_label_set_width_chars (GTK_LABEL (label), width);
+  gtk_label_set_xalign (GTK_LABEL (label), xalign);
+  gtk_widget_add_css_class (label, "numeric");
+  gtk_size_group_add_widget (group, label);
+  return label;
+}
+
 static GtkWidget *
 cell_new (NapkinTileSuggestions *self,
           guint                  column,
           const char            *text)
 {
-  GtkWidget *label = gtk_label_new (text);
+  return _napkin_tile_suggestions_cell_new (self->column_widths[column], columns[column].width,
+                                            columns[column].xalign, text);
+}
 
-  gtk_label_set_width_chars (GTK_LABEL (label), columns[column].width);
-  gtk_label_set_xalign (GTK_LABEL (label), columns[column].xalign);
-  gtk_widget_add_css_class (label, "numeric");
-  gtk_size_group_add_widget (self->column_widths[column], label);
-  return label;
+GtkWidget *
+_napkin_tile_suggestions_row_new (GtkWidget  *numbers,
+                                  const char *caption,
+                                  const char *name)
+{
+  GtkWidget *row = gtk_list_box_row_new ();
+  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+  GtkWidget *words = gtk_label_new (caption);
+
+  gtk_label_set_xalign (GTK_LABEL (words), 0);
+  gtk_label_set_wrap (GTK_LABEL (words), TRUE);
+  gtk_label_set_wrap_mode (GTK_LABEL (words), PANGO_WRAP_WORD_CHAR);
+  gtk_label_set_max_width_chars (GTK_LABEL (words), 90);
+  gtk_widget_set_margin_start (words, 34);
+  gtk_widget_add_css_class (words, "dim-label");
+  gtk_widget_add_css_class (words, "caption");
+  gtk_box_append (GTK_BOX (box), numbers);
+  gtk_box_append (GTK_BOX (box), words);
+  gtk_widget_set_margin_start (box, 6);
+  gtk_widget_set_margin_end (box, 6);
+  gtk_widget_set_margin_top (box, 4);
+  gtk_widget_set_margin_bottom (box, 4);
+  gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
+  gtk_widget_set_name (row, name);
+  return row;
 }
 
 static void
@@ -336,6 +416,17 @@ set_error (NapkinTileSuggestions *self,
 /* The document with candidate c applied, for the analysis pane ("preview");
  * NULL ends the preview. */
 static void
+send_preview (NapkinTileSuggestions *self,
+              NapkinDiagram         *preview,
+              const char            *label)
+{
+  if (preview == NULL && !self->previewing)
+    return;
+  self->previewing = preview != NULL;
+  g_signal_emit (self, signals[PREVIEW], 0, preview, label);
+}
+
+static void
 emit_preview (NapkinTileSuggestions     *self,
               const NapkinTuneCandidate *c)
 {
@@ -349,10 +440,7 @@ emit_preview (NapkinTileSuggestions     *self,
       if (preview != NULL)
         label = g_strdup_printf (_("Preview of suggestion %d (not applied)"), self->selected + 1);
     }
-  if (preview == NULL && !self->previewing)
-    return;
-  self->previewing = preview != NULL;
-  g_signal_emit (self, signals[PREVIEW], 0, preview, label);
+  send_preview (self, preview, label);
 }
 
 static void stop_measuring (NapkinTileSuggestions *self);
@@ -385,10 +473,8 @@ row_new (NapkinTileSuggestions     *self,
          guint                      index,
          const NapkinTuneCandidate *c)
 {
-  GtkWidget *row = gtk_list_box_row_new ();
-  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 2);
+  GtkWidget *row;
   GtkWidget *numbers = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
-  GtkWidget *tiles;
   g_autofree char *name = g_strdup_printf ("suggestion-%u", index);
   g_autofree char *rank = g_strdup_printf ("%u", index + 1);
   g_autofree char *time = napkin_format_si (c->predicted_time_s, "s");
@@ -412,21 +498,7 @@ row_new (NapkinTileSuggestions     *self,
             self->measured_labels[index] = GTK_LABEL (cell);
         }
     }
-  tiles = gtk_label_new (words);
-  gtk_label_set_xalign (GTK_LABEL (tiles), 0);
-  gtk_label_set_wrap (GTK_LABEL (tiles), TRUE);
-  gtk_label_set_max_width_chars (GTK_LABEL (tiles), 90);
-  gtk_widget_set_margin_start (tiles, 34);
-  gtk_widget_add_css_class (tiles, "dim-label");
-  gtk_widget_add_css_class (tiles, "caption");
-  gtk_box_append (GTK_BOX (box), numbers);
-  gtk_box_append (GTK_BOX (box), tiles);
-  gtk_widget_set_margin_start (box, 6);
-  gtk_widget_set_margin_end (box, 6);
-  gtk_widget_set_margin_top (box, 4);
-  gtk_widget_set_margin_bottom (box, 4);
-  gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), box);
-  gtk_widget_set_name (row, name);
+  row = _napkin_tile_suggestions_row_new (numbers, words, name);
   gtk_widget_set_tooltip_text (row, c->tiles);
   return row;
 }
@@ -467,6 +539,50 @@ show_result (NapkinTileSuggestions *self,
   napkin_tile_suggestions_select (self, 0);
 }
 
+/* The derivation in place of the tile list (TRUE), or the list back. */
+static void
+show_derivation_mode (NapkinTileSuggestions *self,
+                      gboolean               shown)
+{
+  gtk_widget_set_visible (GTK_WIDGET (self->derivation_view), shown);
+  gtk_widget_set_visible (GTK_WIDGET (self->column_titles), !shown);
+  gtk_widget_set_visible (self->list_scroller, !shown);
+  gtk_widget_set_visible (GTK_WIDGET (self->details_label), !shown);
+#ifdef NAPKIN_HAVE_CODEGEN
+  gtk_widget_set_visible (GTK_WIDGET (self->measure_button), !shown);
+#endif
+  gtk_label_set_text (self->title_label, shown ? _("Derived Kernels") : _("Suggested Tiles"));
+  gtk_button_set_label (self->apply_button, shown ? _("_Apply Derivation") : _("_Apply"));
+}
+
+static void
+show_derivation (NapkinTileSuggestions *self,
+                 double                 seconds)
+{
+  const NapkinDerivation *r = self->derivation;
+  guint regions = napkin_diagram_n_regions (r->derived);
+  g_autofree char *how = NULL;
+  g_autofree char *status = NULL;
+
+  show_derivation_mode (self, TRUE);
+  napkin_derivation_view_set_derivation (self->derivation_view, r);
+  how = g_strdup_printf (r->exact
+                           ? _("%s: the diagram has no regions, so the model derived its kernels: which operations "
+                               "fuse, which values go through device memory, each kernel’s tiles (%u candidate "
+                               "kernels priced, exact search, %.0f ms).")
+                           : _("%s: the diagram has no regions, so the model derived its kernels: which operations "
+                               "fuse, which values go through device memory, each kernel’s tiles (%u candidate "
+                               "kernels priced, greedy search, %.0f ms)."),
+                         self->arch->name ? self->arch->name : self->arch->id, r->candidates, seconds * 1e3);
+  status = g_strdup_printf ("%s %s", how,
+                            regions > 0 ? _("Apply adds the fused kernels as regions, in one undo step.")
+                                        : _("The plan runs these kernels as derived without regions: nothing to "
+                                            "apply."));
+  set_status (self, status);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->apply_button), regions > 0);
+  send_preview (self, regions > 0 ? r->derived : NULL, _("Preview of the derivation (not applied)"));
+}
+
 static void
 search_done (GObject      *object,
              GAsyncResult *res,
@@ -485,6 +601,13 @@ search_done (GObject      *object,
     {
       set_status (self, NULL);
       set_error (self, error->message);
+      return;
+    }
+  if (output->derivation != NULL)
+    {
+      self->derivation = g_steal_pointer (&output->derivation);
+      show_derivation (self, output->seconds);
+      search_output_free (output);
       return;
     }
   self->result = g_steal_pointer (&output->result);
@@ -511,6 +634,7 @@ napkin_tile_suggestions_search (NapkinTileSuggestions *self,
   g_cancellable_cancel (self->cancellable);
   g_clear_object (&self->cancellable);
   g_clear_pointer (&self->result, napkin_tune_result_free);
+  g_clear_pointer (&self->derivation, napkin_derivation_free);
   g_set_object (&self->history, history);
   if (arch != NULL)
     napkin_arch_ref (arch);
@@ -519,6 +643,8 @@ napkin_tile_suggestions_search (NapkinTileSuggestions *self,
   self->has_dtype = has_dtype;
   self->dtype = dtype;
   clear_list (self);
+  show_derivation_mode (self, FALSE);
+  napkin_derivation_view_set_derivation (self->derivation_view, NULL);
   set_error (self, NULL);
 
   if (arch == NULL)
@@ -541,7 +667,9 @@ napkin_tile_suggestions_search (NapkinTileSuggestions *self,
   task = g_task_new (self, self->cancellable, search_done, NULL);
   g_task_set_source_tag (task, (gpointer) (guintptr) napkin_tile_suggestions_search);
   g_task_set_task_data (task, input, (GDestroyNotify) search_input_free);
-  status = g_strdup_printf (_("Searching the tile sizes on %s…"), arch->name ? arch->name : arch->id);
+  status = g_strdup_printf (napkin_diagram_n_regions (diagram) == 0 ? _("Deriving the diagram’s kernels on %s…")
+                                                                     : _("Searching the tile sizes on %s…"),
+                            arch->name ? arch->name : arch->id);
   set_status (self, status);
   gtk_spinner_start (self->spinner);
   g_task_run_in_thread (task, search_thread);
@@ -580,6 +708,14 @@ napkin_tile_suggestions_get_current (NapkinTileSuggestions *self)
   g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), NULL);
 
   return self->result ? self->result->current : NULL;
+}
+
+const NapkinDerivation *
+napkin_tile_suggestions_get_derivation (NapkinTileSuggestions *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), NULL);
+
+  return self->derivation;
 }
 
 const char *
@@ -720,6 +856,33 @@ relabel_like (NapkinHistory  *history,
   return TRUE;
 }
 
+/* Every derived kernel's region at once: one undo step restores the diagram as drawn. */
+static gboolean
+apply_derivation (NapkinTileSuggestions  *self,
+                  GError                **error)
+{
+  const NapkinDerivation *r = self->derivation;
+  g_autofree char *time = napkin_format_si (r->derived_s, "s");
+  g_autofree char *message = NULL;
+
+  napkin_history_begin_group (self->history, _("Apply Derivation"));
+  if (!relabel_like (self->history, r->derived, error))
+    {
+      napkin_history_cancel_group (self->history);
+      return FALSE;
+    }
+  napkin_history_end_group (self->history);
+  message = g_strdup_printf (_("Applied the derivation: %u kernels, predicted %s, %.2f× faster than every "
+                               "operation its own kernel"),
+                             r->kernels->len, time, r->derived_s > 0 ? r->unfused_s / r->derived_s : 0);
+  /* the document moved on: this derivation is stale */
+  self->generation = 0;
+  send_preview (self, NULL, NULL);
+  g_signal_emit (self, signals[MESSAGE], 0, message);
+  gtk_popover_popdown (GTK_POPOVER (self));
+  return TRUE;
+}
+
 gboolean
 napkin_tile_suggestions_apply (NapkinTileSuggestions  *self,
                                GError                **error)
@@ -735,7 +898,7 @@ napkin_tile_suggestions_apply (NapkinTileSuggestions  *self,
   g_return_val_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self), FALSE);
 
   c = self->selected >= 0 ? napkin_tile_suggestions_get_item (self, self->selected) : NULL;
-  if (c == NULL || self->history == NULL)
+  if ((c == NULL && self->derivation == NULL) || self->history == NULL)
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE, _("No suggestion is selected"));
       return FALSE;
@@ -749,6 +912,8 @@ napkin_tile_suggestions_apply (NapkinTileSuggestions  *self,
       napkin_tile_suggestions_search (self, self->history, self->arch, self->has_dtype, self->dtype);
       return FALSE;
     }
+  if (self->derivation != NULL)
+    return apply_derivation (self, error);
 
   /* the document (or the proposal for it) with the candidate set, validated as --tile does */
   target = relabeled_document (self, (guint) self->selected, error);
@@ -1054,6 +1219,7 @@ napkin_tile_suggestions_finalize (GObject *object)
   NapkinTileSuggestions *self = NAPKIN_TILE_SUGGESTIONS (object);
 
   g_clear_pointer (&self->result, napkin_tune_result_free);
+  g_clear_pointer (&self->derivation, napkin_derivation_free);
   g_clear_pointer (&self->arch, napkin_arch_unref);
   g_clear_pointer (&self->status, g_free);
   g_clear_pointer (&self->error, g_free);
@@ -1080,14 +1246,18 @@ napkin_tile_suggestions_class_init (NapkinTileSuggestionsClass *klass)
   signals[PREVIEW] = g_signal_new ("preview", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
                                    G_TYPE_NONE, 2, NAPKIN_TYPE_DIAGRAM, G_TYPE_STRING);
 
+  g_type_ensure (NAPKIN_TYPE_DERIVATION_VIEW);
   gtk_widget_class_set_template_from_resource (widget_class,
                                                "/io/github/napkin/Napkin/ui/napkin-tile-suggestions.ui");
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, spinner);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, title_label);
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, status_label);
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, error_label);
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, details_label);
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, column_titles);
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, list);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, list_scroller);
+  gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, derivation_view);
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, cancel_button);
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, apply_button);
   gtk_widget_class_bind_template_child (widget_class, NapkinTileSuggestions, measure_button);

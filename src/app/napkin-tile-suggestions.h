@@ -4,6 +4,7 @@
 #include <gtk/gtk.h>
 
 #include "napkin-arch.h"
+#include "napkin-derive.h"
 #include "napkin-history.h"
 #include "napkin-tune.h"
 
@@ -35,6 +36,10 @@ guint                      napkin_tile_suggestions_get_n_items    (NapkinTileSug
 const NapkinTuneCandidate *napkin_tile_suggestions_get_item       (NapkinTileSuggestions *self,
                                                                    guint                  index);
 const NapkinTuneCandidate *napkin_tile_suggestions_get_current    (NapkinTileSuggestions *self);
+/* A diagram without regions that derives to several kernels shows its derivation
+ * (napkin_derive, as `napkin-cli tune` does) instead of the list, and Apply sets
+ * every kernel's region as one undo step; NULL when the list shows. */
+const NapkinDerivation    *napkin_tile_suggestions_get_derivation (NapkinTileSuggestions *self);
 /* Why nothing is listed (the search's error), or NULL. */
 const char                *napkin_tile_suggestions_get_error      (NapkinTileSuggestions *self);
 /* The status line above the list. */

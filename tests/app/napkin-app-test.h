@@ -118,6 +118,18 @@ example_path (const char *name)
   return g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), file, NULL);
 }
 
+/* Presents the window at that size and waits until it is drawn once. */
+static inline void
+napkin_app_test_present (NapkinWindow *window,
+                         int           width,
+                         int           height)
+{
+  gtk_window_set_default_size (GTK_WINDOW (window), width, height);
+  gtk_window_present (GTK_WINDOW (window));
+  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
+  iterate (50);
+}
+
 /* A window on the bundled example `name` (NAPKIN_EXAMPLES_DIR), presented at that size
  * and drawn once. */
 static inline NapkinWindow *
@@ -133,10 +145,7 @@ open_example_sized (NapkinApplication *app,
 
   g_assert_true (napkin_window_load_file (window, file, &error));
   g_assert_no_error (error);
-  gtk_window_set_default_size (GTK_WINDOW (window), width, height);
-  gtk_window_present (GTK_WINDOW (window));
-  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
-  iterate (50);
+  napkin_app_test_present (window, width, height);
   return window;
 }
 
@@ -214,6 +223,41 @@ shoot (GtkWidget *widget)
   node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
   g_assert_nonnull (node);
   return gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
+}
+
+/* The window with its popover drawn where it shows on screen, as one PNG. */
+static inline GdkTexture *
+screenshot_with_popover (NapkinWindow *window,
+                         GtkPopover   *popover,
+                         const char   *path)
+{
+  GtkWidget *widget = GTK_WIDGET (window);
+  g_autoptr(GdkPaintable) window_paint = gtk_widget_paintable_new (widget);
+  g_autoptr(GdkPaintable) popover_paint = gtk_widget_paintable_new (GTK_WIDGET (popover));
+  g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
+  g_autoptr(GskRenderNode) node = NULL;
+  GdkTexture *texture;
+  GdkSurface *surface = gtk_native_get_surface (GTK_NATIVE (popover));
+  double wx, wy, px, py;
+  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
+
+  g_assert_true (GDK_IS_POPUP (surface));
+  gtk_native_get_surface_transform (GTK_NATIVE (window), &wx, &wy);
+  gtk_native_get_surface_transform (GTK_NATIVE (popover), &px, &py);
+  gdk_paintable_snapshot (window_paint, GDK_SNAPSHOT (snapshot), width, height);
+  gtk_snapshot_save (snapshot);
+  /* popover widget → its surface → the window's surface → the window widget */
+  gtk_snapshot_translate (snapshot, &GRAPHENE_POINT_INIT (gdk_popup_get_position_x (GDK_POPUP (surface)) + px - wx,
+                                                          gdk_popup_get_position_y (GDK_POPUP (surface)) + py - wy));
+  gdk_paintable_snapshot (popover_paint, GDK_SNAPSHOT (snapshot), gtk_widget_get_width (GTK_WIDGET (popover)),
+                          gtk_widget_get_height (GTK_WIDGET (popover)));
+  gtk_snapshot_restore (snapshot);
+  node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
+  g_assert_nonnull (node);
+  texture = gsk_renderer_render_texture (gtk_native_get_renderer (GTK_NATIVE (window)), node,
+                                         &GRAPHENE_RECT_INIT (0, 0, width, height));
+  g_assert_true (gdk_texture_save_to_png (texture, path));
+  return texture;
 }
 
 /* How many of the width × height pixels (B G R A, native-endian ARGB as

@@ -123,41 +123,6 @@ label_text_in (GtkWidget *root,
   return label ? gtk_label_get_text (GTK_LABEL (label)) : NULL;
 }
 
-/* The window with its popover drawn where it shows on screen, as one PNG. */
-static GdkTexture *
-screenshot_with_popover (NapkinWindow *window,
-                         GtkPopover   *popover,
-                         const char   *path)
-{
-  GtkWidget *widget = GTK_WIDGET (window);
-  g_autoptr(GdkPaintable) window_paint = gtk_widget_paintable_new (widget);
-  g_autoptr(GdkPaintable) popover_paint = gtk_widget_paintable_new (GTK_WIDGET (popover));
-  g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
-  g_autoptr(GskRenderNode) node = NULL;
-  GdkTexture *texture;
-  GdkSurface *surface = gtk_native_get_surface (GTK_NATIVE (popover));
-  double wx, wy, px, py;
-  int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
-
-  g_assert_true (GDK_IS_POPUP (surface));
-  gtk_native_get_surface_transform (GTK_NATIVE (window), &wx, &wy);
-  gtk_native_get_surface_transform (GTK_NATIVE (popover), &px, &py);
-  gdk_paintable_snapshot (window_paint, GDK_SNAPSHOT (snapshot), width, height);
-  gtk_snapshot_save (snapshot);
-  /* popover widget → its surface → the window's surface → the window widget */
-  gtk_snapshot_translate (snapshot, &GRAPHENE_POINT_INIT (gdk_popup_get_position_x (GDK_POPUP (surface)) + px - wx,
-                                                          gdk_popup_get_position_y (GDK_POPUP (surface)) + py - wy));
-  gdk_paintable_snapshot (popover_paint, GDK_SNAPSHOT (snapshot), gtk_widget_get_width (GTK_WIDGET (popover)),
-                          gtk_widget_get_height (GTK_WIDGET (popover)));
-  gtk_snapshot_restore (snapshot);
-  node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
-  g_assert_nonnull (node);
-  texture = gsk_renderer_render_texture (gtk_native_get_renderer (GTK_NATIVE (window)), node,
-                                         &GRAPHENE_RECT_INIT (0, 0, width, height));
-  g_assert_true (gdk_texture_save_to_png (texture, path));
-  return texture;
-}
-
 /* Not blank, and the popover's own area holds text on its background. */
 static void
 check_screenshot (GdkTexture *texture)
