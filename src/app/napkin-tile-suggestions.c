@@ -13,9 +13,7 @@
 #include "napkin-explain.h"
 #include "napkin-file.h"
 #include "napkin-tile-suggestions.h"
-#ifdef NAPKIN_HAVE_CODEGEN
 #include "napkin-run-job.h"
-#endif
 
 #define TOP_K 10
 #define MEASURE_REPEATS 20
@@ -825,7 +823,6 @@ stop_measuring (NapkinTileSuggestions *self)
   gtk_widget_set_sensitive (GTK_WIDGET (self->measure_button), self->result != NULL);
 }
 
-#ifdef NAPKIN_HAVE_CODEGEN
 static void measure_next (NapkinTileSuggestions *self);
 
 /* The runner's answer for the row being measured, in its "Measured" cell. */
@@ -960,7 +957,6 @@ measure_next (NapkinTileSuggestions *self)
     gtk_label_set_text (self->measured_labels[self->measure_index], "…");
   napkin_run_job_run_async (job, cancellable, measure_done_cb, g_object_ref (self));
 }
-#endif
 
 void
 napkin_tile_suggestions_measure (NapkinTileSuggestions *self,
@@ -968,7 +964,6 @@ napkin_tile_suggestions_measure (NapkinTileSuggestions *self,
 {
   g_return_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self));
 
-#ifdef NAPKIN_HAVE_CODEGEN
   if (self->result == NULL || self->measure_cancellable != NULL || count == 0)
     return;
   if (napkin_diagram_get_generation (napkin_history_get_diagram (self->history)) != self->generation)
@@ -991,9 +986,6 @@ napkin_tile_suggestions_measure (NapkinTileSuggestions *self,
   gtk_widget_set_sensitive (GTK_WIDGET (self->measure_button), FALSE);
   gtk_spinner_start (self->spinner);
   measure_next (self);
-#else
-  set_error (self, _("This napkin was built without the GPU runner"));
-#endif
 }
 
 gboolean
@@ -1109,9 +1101,6 @@ napkin_tile_suggestions_init (NapkinTileSuggestions *self)
   g_signal_connect_object (self->list, "row-activated", G_CALLBACK (apply_clicked_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->cancel_button, "clicked", G_CALLBACK (cancel_clicked_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->measure_button, "clicked", G_CALLBACK (measure_clicked_cb), self, G_CONNECT_SWAPPED);
-#ifndef NAPKIN_HAVE_CODEGEN
-  gtk_widget_set_visible (GTK_WIDGET (self->measure_button), FALSE);
-#endif
   g_signal_connect (self, "closed", G_CALLBACK (closed_cb), NULL);
 }
 

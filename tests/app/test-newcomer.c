@@ -544,7 +544,6 @@ test_tensor_names (void)
         moved |= g_strcmp0 (g_array_index (c->transfers, NapkinTransfer, t).tensor, "Act") == 0;
     }
   g_assert_true (moved);
-#ifdef NAPKIN_HAVE_CODEGEN
   /* the pseudocode */
   {
     NapkinCodeView *code = NAPKIN_CODE_VIEW (napkin_window_get_code_view (window));
@@ -556,7 +555,6 @@ test_tensor_names (void)
     text = napkin_code_view_dup_text (code);
     g_assert_nonnull (strstr (text, "Act"));
   }
-#endif
   /* the file */
   g_assert_true (napkin_window_save_to_file (window, file, NULL));
   g_assert_true (g_file_get_contents (path, &saved, NULL, NULL));
@@ -1231,7 +1229,6 @@ test_first_screen (void)
   g_test_message ("zoom %.3f: strand labels %.1f px", napkin_canvas_get_zoom (canvas),
                   napkin_canvas_get_zoom (canvas) * napkin_render_strand_label_size ());
   g_assert_cmpfloat (napkin_canvas_get_zoom (canvas) * napkin_render_strand_label_size (), >=, 9.0 - 1e-6);
-#ifdef NAPKIN_HAVE_CODEGEN
   {
     NapkinCodeView *code = NAPKIN_CODE_VIEW (napkin_window_get_code_view (window));
     NapkinDiagram *d = diagram_of (window);
@@ -1270,7 +1267,6 @@ test_first_screen (void)
     g_assert_cmpint (top_line, >=, 0);
     g_assert_cmpint (kernel_line - top_line, <=, 12);
   }
-#endif
   close_window (window);
 }
 
