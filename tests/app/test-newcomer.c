@@ -120,18 +120,15 @@ static void
 xdotool (const char *first,
          ...)
 {
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(GPtrArray) argv = NULL;
   g_autoptr(GError) error = NULL;
   gboolean done = FALSE;
   va_list args;
   GPid pid;
 
-  g_ptr_array_add (argv, (char *) "xdotool");
   va_start (args, first);
-  for (const char *a = first; a; a = va_arg (args, const char *))
-    g_ptr_array_add (argv, (char *) a);
+  argv = xdotool_argv (first, args);
   va_end (args);
-  g_ptr_array_add (argv, NULL);
   g_assert_true (g_spawn_async (NULL, (char **) argv->pdata, NULL,
                                 G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL
                                   | G_SPAWN_STDOUT_TO_DEV_NULL,
@@ -1431,8 +1428,6 @@ int
 main (int    argc,
       char **argv)
 {
-  int status;
-
   if (!napkin_app_test_init (&argc, &argv, "napkin-newcomer-XXXXXX", &tmpdir))
     return g_test_run ();
   app = napkin_app_test_register (G_APPLICATION_HANDLES_OPEN);
@@ -1454,7 +1449,5 @@ main (int    argc,
   g_test_add_func ("/newcomer/first-screen", test_first_screen);
   g_test_add_func ("/newcomer/charts", test_charts);
   g_test_add_func ("/newcomer/close-saved-window", test_close_saved_window);
-  status = g_test_run ();
-  g_object_unref (app);
-  return status;
+  return napkin_app_test_run (app, tmpdir);
 }

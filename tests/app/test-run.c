@@ -821,8 +821,6 @@ int
 main (int    argc,
       char **argv)
 {
-  int status;
-
   if (!napkin_app_test_init (&argc, &argv, "napkin-run-XXXXXX", &tmpdir))
     return g_test_run ();
   app = napkin_app_test_register (0);
@@ -841,8 +839,5 @@ main (int    argc,
   g_test_add_func ("/run/real-runner", test_real_runner);
   g_test_add_func ("/run/history/saved-with-document", test_runs_saved);
   g_test_add_func ("/run/history/cap-and-other-fields", test_runs_cap);
-  status = g_test_run ();
-  g_rmdir (tmpdir);
-  g_object_unref (app);
-  return status;
+  return napkin_app_test_run (app, tmpdir);
 }
