@@ -1620,36 +1620,28 @@ plot_theme (GtkWidget       *widget,
   theme->bg_alpha = 0;   /* the pane's own background */
 }
 
-static void
-draw_roofline_cb (GtkDrawingArea *area,
-                  cairo_t        *cr,
-                  int             width,
-                  int             height,
-                  gpointer        user_data)
+/* The plot an area shows: the bars in the bars area, the roofline in the other. */
+static NapkinPlot *
+plot_of_area (NapkinAnalysisPane *self,
+              GtkWidget          *area)
 {
-  NapkinAnalysisPane *self = user_data;
-  NapkinPlotTheme theme;
-
-  if (self->roofline == NULL)
-    return;
-  plot_theme (GTK_WIDGET (area), &theme);
-  napkin_plot_draw (cr, self->roofline, width, height, &theme);
+  return area == GTK_WIDGET (self->bars_area) ? self->bars : self->roofline;
 }
 
 static void
-draw_bars_cb (GtkDrawingArea *area,
+draw_plot_cb (GtkDrawingArea *area,
               cairo_t        *cr,
               int             width,
               int             height,
               gpointer        user_data)
 {
-  NapkinAnalysisPane *self = user_data;
+  NapkinPlot *plot = plot_of_area (user_data, GTK_WIDGET (area));
   NapkinPlotTheme theme;
 
-  if (self->bars == NULL)
+  if (plot == NULL)
     return;
   plot_theme (GTK_WIDGET (area), &theme);
-  napkin_plot_draw (cr, self->bars, width, height, &theme);
+  napkin_plot_draw (cr, plot, width, height, &theme);
 }
 
 static gboolean
@@ -1661,7 +1653,7 @@ plot_tooltip_cb (GtkWidget  *area,
                  gpointer    user_data)
 {
   NapkinAnalysisPane *self = user_data;
-  NapkinPlot *plot = area == GTK_WIDGET (self->bars_area) ? self->bars : self->roofline;
+  NapkinPlot *plot = plot_of_area (self, area);
   g_autofree char *text = NULL;
 
   if (plot == NULL || keyboard)
@@ -2051,8 +2043,8 @@ napkin_analysis_pane_init (NapkinAnalysisPane *self)
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->gpus_dropdown, "notify::selected", G_CALLBACK (gpus_selected_cb), self,
                            G_CONNECT_SWAPPED);
-  gtk_drawing_area_set_draw_func (self->roofline_area, draw_roofline_cb, self, NULL);
-  gtk_drawing_area_set_draw_func (self->bars_area, draw_bars_cb, self, NULL);
+  gtk_drawing_area_set_draw_func (self->roofline_area, draw_plot_cb, self, NULL);
+  gtk_drawing_area_set_draw_func (self->bars_area, draw_plot_cb, self, NULL);
   /* every bar and point says what it is */
   gtk_widget_set_has_tooltip (GTK_WIDGET (self->roofline_area), TRUE);
   gtk_widget_set_has_tooltip (GTK_WIDGET (self->bars_area), TRUE);

@@ -14,10 +14,8 @@
 #include "napkin-edit.h"
 #include "napkin-render.h"
 #include "napkin-validate.h"
-#ifdef NAPKIN_HAVE_PERF
 #include "napkin-shard.h"
 #include "napkin-tile-default.h"
-#endif
 
 #define MIN_ZOOM 0.1
 #define MAX_ZOOM 6.0
@@ -994,7 +992,6 @@ add_region_for (NapkinCanvas       *self,
   napkin_history_begin_group (self->history, _("Add region"));
   ok = napkin_edit_add_region (self->history, region, error);
   napkin_item_free (NAPKIN_ITEM_REGION, region);
-#ifdef NAPKIN_HAVE_PERF
   /* marks to start from: what the region's operations suggest, with tune's tiles */
   if (ok)
     {
@@ -1002,7 +999,6 @@ add_region_for (NapkinCanvas       *self,
 
       napkin_tile_default_apply (self->history, name, (const char *const *) specs, NULL);
     }
-#endif
   napkin_history_end_group (self->history);
   if (!ok)
     return NULL;
@@ -1053,7 +1049,6 @@ guess_parallel_axis (NapkinDiagram          *diagram,
           g_ptr_array_add (tried, (gpointer) axis);
           if (first == NULL)
             first = g_strdup (axis);
-#ifdef NAPKIN_HAVE_PERF
           {
             g_autoptr(NapkinDiagram) trial = napkin_diagram_copy_without_extras (diagram);
             g_autoptr(NapkinGpusRegion) candidate = napkin_gpus_region_copy (gpus, FALSE);
@@ -1068,7 +1063,6 @@ guess_parallel_axis (NapkinDiagram          *diagram,
                 return g_strdup (axis);
               }
           }
-#endif
         }
     }
   return first;

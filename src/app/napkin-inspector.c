@@ -12,9 +12,7 @@
 #include "napkin-edit.h"
 #include "napkin-inspector.h"
 #include "napkin-validate.h"
-#ifdef NAPKIN_HAVE_PERF
 #include "napkin-tile-default.h"
-#endif
 
 struct _NapkinInspector
 {
@@ -604,12 +602,8 @@ apply (NapkinInspector *self,
             if (*t == '\0' && tile == 0)
               {
                 /* a new mark: the tile tune would choose (docs/editor.md, "Smart defaults") */
-#ifdef NAPKIN_HAVE_PERF
                 tile = napkin_tile_default_for_mark (diagram (self), key, axis, kind,
                                                      napkin_canvas_get_arch (self->canvas));
-#else
-                tile = 64;
-#endif
                 t = "";
               }
             if (*t != '\0' && !parse_int64 (t, &tile, _("Tile size"), error))

@@ -14,11 +14,9 @@
 #include "napkin-run-job.h"
 #include "napkin-run-panel.h"
 #include "napkin-runs.h"
-#ifdef NAPKIN_HAVE_PERF
 #include "napkin-arch.h"
 #include "napkin-model.h"
 #include "napkin-prediction.h"
-#endif
 
 struct _NapkinRunPanel
 {
@@ -121,10 +119,8 @@ static void
 add_prediction (NapkinDiagram *diagram,
                 json_object   *result)
 {
-#ifdef NAPKIN_HAVE_PERF
   if (json_object_object_get (result, "prediction") == NULL)
     napkin_prediction_add_to_run (diagram, result, NULL);
-#endif
 }
 
 /* ---- the table and the chart ------------------------------------------------------------- */
@@ -483,12 +479,10 @@ run_done (GObject      *object,
   }
   if (run_succeeded (result) && run_diagram != NULL)
     add_prediction (run_diagram, result);
-#ifdef NAPKIN_HAVE_PERF
   /* nothing ran: what the model predicts on the GPU chosen in the header */
   else if (g_strcmp0 (get_string (result, "status"), "no-gpu") == 0 && run_diagram != NULL && self->arch_id != NULL
            && json_object_object_get (result, "prediction") == NULL)
     napkin_prediction_add_to_run (run_diagram, result, self->arch_id);
-#endif
   gtk_progress_bar_set_fraction (self->progress, run_succeeded (result) ? 1 : 0);
   {
     g_autofree char *end = describe_end (result);

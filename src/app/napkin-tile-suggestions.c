@@ -16,9 +16,7 @@
 #include "napkin-file.h"
 #include "napkin-tile-suggestions.h"
 #include "napkin-tile-suggestions-private.h"
-#ifdef NAPKIN_HAVE_CODEGEN
 #include "napkin-run-job.h"
-#endif
 
 #define TOP_K 10
 #define MEASURE_REPEATS 20
@@ -548,9 +546,7 @@ show_derivation_mode (NapkinTileSuggestions *self,
   gtk_widget_set_visible (GTK_WIDGET (self->column_titles), !shown);
   gtk_widget_set_visible (self->list_scroller, !shown);
   gtk_widget_set_visible (GTK_WIDGET (self->details_label), !shown);
-#ifdef NAPKIN_HAVE_CODEGEN
   gtk_widget_set_visible (GTK_WIDGET (self->measure_button), !shown);
-#endif
   gtk_label_set_text (self->title_label, shown ? _("Derived Kernels") : _("Suggested Tiles"));
   gtk_button_set_label (self->apply_button, shown ? _("_Apply Derivation") : _("_Apply"));
 }
@@ -990,7 +986,6 @@ stop_measuring (NapkinTileSuggestions *self)
   gtk_widget_set_sensitive (GTK_WIDGET (self->measure_button), self->result != NULL);
 }
 
-#ifdef NAPKIN_HAVE_CODEGEN
 static void measure_next (NapkinTileSuggestions *self);
 
 /* The runner's answer for the row being measured, in its "Measured" cell. */
@@ -1125,7 +1120,6 @@ measure_next (NapkinTileSuggestions *self)
     gtk_label_set_text (self->measured_labels[self->measure_index], "…");
   napkin_run_job_run_async (job, cancellable, measure_done_cb, g_object_ref (self));
 }
-#endif
 
 void
 napkin_tile_suggestions_measure (NapkinTileSuggestions *self,
@@ -1133,7 +1127,6 @@ napkin_tile_suggestions_measure (NapkinTileSuggestions *self,
 {
   g_return_if_fail (NAPKIN_IS_TILE_SUGGESTIONS (self));
 
-#ifdef NAPKIN_HAVE_CODEGEN
   if (self->result == NULL || self->measure_cancellable != NULL || count == 0)
     return;
   if (napkin_diagram_get_generation (napkin_history_get_diagram (self->history)) != self->generation)
@@ -1156,9 +1149,6 @@ napkin_tile_suggestions_measure (NapkinTileSuggestions *self,
   gtk_widget_set_sensitive (GTK_WIDGET (self->measure_button), FALSE);
   gtk_spinner_start (self->spinner);
   measure_next (self);
-#else
-  set_error (self, _("This napkin was built without the GPU runner"));
-#endif
 }
 
 gboolean
@@ -1279,9 +1269,6 @@ napkin_tile_suggestions_init (NapkinTileSuggestions *self)
   g_signal_connect_object (self->list, "row-activated", G_CALLBACK (apply_clicked_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->cancel_button, "clicked", G_CALLBACK (cancel_clicked_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->measure_button, "clicked", G_CALLBACK (measure_clicked_cb), self, G_CONNECT_SWAPPED);
-#ifndef NAPKIN_HAVE_CODEGEN
-  gtk_widget_set_visible (GTK_WIDGET (self->measure_button), FALSE);
-#endif
   g_signal_connect (self, "closed", G_CALLBACK (closed_cb), NULL);
 }
 

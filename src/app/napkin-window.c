@@ -16,15 +16,11 @@
 #include "napkin-render.h"
 #include "napkin-window.h"
 #include "napkin-import.h"
-#ifdef NAPKIN_HAVE_PERF
 #include "napkin-analysis-pane.h"
 #include "napkin-arch.h"
 #include "napkin-tile-suggestions.h"
-#endif
-#ifdef NAPKIN_HAVE_CODEGEN
 #include "napkin-code-view.h"
 #include "napkin-run-panel.h"
-#endif
 
 struct _NapkinWindow
 {
@@ -195,13 +191,9 @@ napkin_window_set_document (NapkinWindow  *self,
                                            G_CALLBACK (history_notify_cb), self, G_CONNECT_SWAPPED);
   napkin_canvas_set_history (self->canvas, self->history);
   napkin_inspector_set_canvas (self->inspector, self->canvas);
-#ifdef NAPKIN_HAVE_PERF
   napkin_analysis_pane_set_canvas (NAPKIN_ANALYSIS_PANE (self->analysis_pane), self->canvas);
-#endif
-#ifdef NAPKIN_HAVE_CODEGEN
   napkin_code_view_set_diagram (NAPKIN_CODE_VIEW (self->code_view), diagram);
   napkin_run_panel_set_diagram (NAPKIN_RUN_PANEL (self->run_panel), diagram);
-#endif
   update_undo (self);
 }
 
@@ -932,13 +924,11 @@ run_action (GtkWidget  *widget,
             const char *action_name,
             GVariant   *parameter)
 {
-#ifdef NAPKIN_HAVE_CODEGEN
   NapkinWindow *self = NAPKIN_WINDOW (widget);
 
   /* the Runs tab shows the progress and the result */
   gtk_stack_set_visible_child_name (GTK_STACK (self->bottom_stack), "run");
   napkin_run_panel_run (NAPKIN_RUN_PANEL (self->run_panel));
-#endif
 }
 
 static void
@@ -1108,7 +1098,6 @@ suggest_tiles_action (GtkWidget  *widget,
   gtk_menu_button_popup (self->suggest_button);
 }
 
-#ifdef NAPKIN_HAVE_PERF
 /* The selected suggestion's numbers in the analysis pane, until the list closes. */
 static void
 suggestions_preview_cb (NapkinWindow  *self,
@@ -1147,7 +1136,6 @@ suggestions_show_cb (NapkinWindow *self,
                                   napkin_analysis_pane_get_arch (pane), a && a->has_dtype,
                                   a ? a->dtype : NAPKIN_DTYPE_FP16);
 }
-#endif
 
 static void
 dismiss_banner_action (GtkWidget  *widget,
@@ -1403,7 +1391,6 @@ recent_changed_cb (NapkinWindow     *self,
 
 /* ---------------------------------------------------------------- architectures */
 
-#ifdef NAPKIN_HAVE_PERF
 /* The panes that depend on the selected GPU: the model's numbers, and the code view, which
  * shows what the runner generates on that GPU (the wgmma skeletons on Hopper). */
 static void
@@ -1413,19 +1400,14 @@ show_arch (NapkinWindow *self,
   if (arch == NULL)
     return;
   napkin_canvas_set_arch (self->canvas, arch);
-#ifdef NAPKIN_HAVE_CODEGEN
   if (self->run_panel)
     napkin_run_panel_set_arch_id (NAPKIN_RUN_PANEL (self->run_panel), arch->id);
-#endif
   if (self->analysis_pane)
     napkin_analysis_pane_set_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane), arch);
-#ifdef NAPKIN_HAVE_CODEGEN
   if (self->code_view)
     napkin_code_view_set_codegen_flags (NAPKIN_CODE_VIEW (self->code_view),
                                         napkin_arch_has_wgmma (arch) ? NAPKIN_CODEGEN_SM90A : NAPKIN_CODEGEN_DEFAULT);
-#endif
 }
-#endif
 
 static void
 arch_selected_cb (NapkinWindow *self,
@@ -1436,15 +1418,12 @@ arch_selected_cb (NapkinWindow *self,
 
   if (self->settings && self->arch_ids && i < g_strv_length (self->arch_ids))
     g_settings_set_string (self->settings, "architecture", self->arch_ids[i]);
-#ifdef NAPKIN_HAVE_PERF
   if (self->arch_ids && i < g_strv_length (self->arch_ids))
     show_arch (self, napkin_arch_registry_lookup (napkin_arch_registry_get_default (), self->arch_ids[i], NULL));
-#endif
 }
 
 static void fill_architectures (NapkinWindow *self);
 
-#ifdef NAPKIN_HAVE_PERF
 /* A what-if profile from the analysis pane: list it and select it. */
 static void
 architecture_added_cb (NapkinWindow       *self,
@@ -1456,7 +1435,6 @@ architecture_added_cb (NapkinWindow       *self,
     if (g_strcmp0 (self->arch_ids[i], id) == 0)
       gtk_drop_down_set_selected (self->arch_dropdown, i);
 }
-#endif
 
 static void
 fill_architectures (NapkinWindow *self)
@@ -1467,7 +1445,6 @@ fill_architectures (NapkinWindow *self)
   g_autofree char *wanted = self->settings ? g_settings_get_string (self->settings, "architecture") : NULL;
   guint selected = 0, n = 0;
 
-#ifdef NAPKIN_HAVE_PERF
   NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
 
   n = napkin_arch_registry_count (registry);
@@ -1486,7 +1463,6 @@ fill_architectures (NapkinWindow *self)
       if (wanted && g_ascii_strcasecmp (wanted, arch->id) == 0)
         selected = i;
     }
-#endif
   if (n == 0)
     g_strv_builder_add (names, _("No architectures"));
 
@@ -1499,10 +1475,8 @@ fill_architectures (NapkinWindow *self)
                            G_LIST_MODEL (gtk_string_list_new ((const char *const *) name_list)));
   gtk_drop_down_set_selected (self->arch_dropdown, selected);
   gtk_widget_set_sensitive (GTK_WIDGET (self->arch_dropdown), n > 0);
-#ifdef NAPKIN_HAVE_PERF
   if (n > 0)
     show_arch (self, napkin_arch_registry_get (registry, selected));
-#endif
   self->arch_selected_id = g_signal_connect_object (self->arch_dropdown, "notify::selected",
                                                     G_CALLBACK (arch_selected_cb), self,
                                                     G_CONNECT_SWAPPED);
@@ -1569,9 +1543,7 @@ screenshot_after_paint_cb (GdkFrameClock *clock,
    * frames show everything — and the code view its kernel, once generated (a few
    * seconds at most). */
   if (++shot->frames < 3
-#ifdef NAPKIN_HAVE_CODEGEN
       || (shot->frames < 600 && !napkin_code_view_is_settled (NAPKIN_CODE_VIEW (NAPKIN_WINDOW (g_task_get_source_object (task))->code_view)))
-#endif
      )
     {
       gdk_frame_clock_request_phase (clock, GDK_FRAME_CLOCK_PHASE_PAINT);
@@ -1639,7 +1611,6 @@ canvas_message_cb (NapkinWindow *self,
   toast (self, message);
 }
 
-#ifdef NAPKIN_HAVE_CODEGEN
 static void
 runs_changed_cb (NapkinWindow *self)
 {
@@ -1675,7 +1646,6 @@ add_code_and_run (NapkinWindow *self)
   g_signal_connect_object (self->run_panel, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (self->run_panel, "runs-changed", G_CALLBACK (runs_changed_cb), self, G_CONNECT_SWAPPED);
 }
-#endif
 
 GtkWidget *
 napkin_window_get_code_view (NapkinWindow *self)
@@ -1840,7 +1810,6 @@ napkin_window_init (NapkinWindow *self)
   g_autoptr(GSettingsSchema) schema = source ? g_settings_schema_source_lookup (source, APP_ID, TRUE) : NULL;
 
   gtk_widget_init_template (GTK_WIDGET (self));
-#ifdef NAPKIN_HAVE_PERF
   /* the live analysis beside the canvas, below the inspector */
   self->analysis_pane = napkin_analysis_pane_new ();
   gtk_widget_set_vexpand (self->analysis_pane, TRUE);
@@ -1859,14 +1828,7 @@ napkin_window_init (NapkinWindow *self)
     g_signal_connect_object (suggestions, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
     g_signal_connect_object (suggestions, "preview", G_CALLBACK (suggestions_preview_cb), self, G_CONNECT_SWAPPED);
   }
-#else
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.suggest-tiles", FALSE);
-#endif
-#ifdef NAPKIN_HAVE_CODEGEN
   add_code_and_run (self);
-#else
-  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.run", FALSE);
-#endif
 
   /* Run from a build tree without the schema installed, settings are not kept. */
   if (schema != NULL)

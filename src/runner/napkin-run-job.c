@@ -421,26 +421,21 @@ stderr_line (NapkinRunJob *self,
   data->line_cut = FALSE;
 }
 
+/* A chunk of the error stream: split into lines; at its end (n <= 0) the last line
+ * without a newline and the tail trimmed to STDERR_TAIL. */
 static void
-stderr_read_cb (GObject      *object,
-                GAsyncResult *result,
-                gpointer      user_data)
+take_stderr (NapkinRunJob *self,
+             RunData      *data,
+             gssize        n)
 {
-  g_autoptr(GTask) task = user_data;
-  NapkinRunJob *self = g_task_get_source_object (task);
-  RunData *data = g_task_get_task_data (task);
-  gssize n = g_input_stream_read_finish (G_INPUT_STREAM (object), result, NULL);
-
   if (n <= 0)
     {
       if (data->line->len > 0)
         stderr_line (self, data);
       if (data->stderr_tail->len > STDERR_TAIL)
         g_string_erase (data->stderr_tail, 0, data->stderr_tail->len - STDERR_TAIL);
-      complete (task);
       return;
     }
-
   for (gssize i = 0; i < n; i++)
     {
       char c = data->err_buf[i];
@@ -452,32 +447,58 @@ stderr_read_cb (GObject      *object,
       else
         data->line_cut = TRUE;
     }
-
-  g_input_stream_read_async (data->err_pipe, data->err_buf, sizeof data->err_buf, G_PRIORITY_DEFAULT,
-                             data->reads, stderr_read_cb, g_steal_pointer (&task));
 }
 
+/* A chunk of the result: kept up to STDOUT_CAP, the rest read and dropped. */
 static void
-stdout_read_cb (GObject      *object,
-                GAsyncResult *result,
-                gpointer      user_data)
+take_stdout (RunData *data,
+             gssize   n)
 {
-  g_autoptr(GTask) task = user_data;
-  RunData *data = g_task_get_task_data (task);
-  gssize n = g_input_stream_read_finish (G_INPUT_STREAM (object), result, NULL);
-
   if (n <= 0)
-    {
-      complete (task);
-      return;
-    }
+    return;
   if (data->out->len + n <= STDOUT_CAP)
     g_byte_array_append (data->out, (const guint8 *) data->out_buf, n);
   else
     data->out_overflow = TRUE;
+}
 
-  g_input_stream_read_async (data->out_pipe, data->out_buf, sizeof data->out_buf, G_PRIORITY_DEFAULT,
-                             data->reads, stdout_read_cb, g_steal_pointer (&task));
+static void read_pipe (GTask        *task,
+                       GInputStream *pipe);
+
+/* Both pipes are read to their end; each end counts towards complete (). */
+static void
+pipe_read_cb (GObject      *object,
+              GAsyncResult *result,
+              gpointer      user_data)
+{
+  g_autoptr(GTask) task = user_data;
+  RunData *data = g_task_get_task_data (task);
+  GInputStream *pipe = G_INPUT_STREAM (object);
+  gssize n = g_input_stream_read_finish (pipe, result, NULL);
+
+  if (pipe == data->err_pipe)
+    take_stderr (g_task_get_source_object (task), data, n);
+  else
+    take_stdout (data, n);
+  if (n <= 0)
+    complete (task);
+  else
+    read_pipe (g_steal_pointer (&task), pipe);
+}
+
+/* The next chunk of the runner's stdout or stderr; takes the task's reference. */
+static void
+read_pipe (GTask        *task,
+           GInputStream *pipe)
+{
+  RunData *data = g_task_get_task_data (task);
+
+  if (pipe == data->err_pipe)
+    g_input_stream_read_async (pipe, data->err_buf, sizeof data->err_buf, G_PRIORITY_DEFAULT, data->reads,
+                               pipe_read_cb, task);
+  else
+    g_input_stream_read_async (pipe, data->out_buf, sizeof data->out_buf, G_PRIORITY_DEFAULT, data->reads,
+                               pipe_read_cb, task);
 }
 
 static gboolean
@@ -625,10 +646,8 @@ napkin_run_job_run_async (NapkinRunJob        *self,
   if (cancellable != NULL)
     data->cancel_id = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled), data, NULL);
 
-  g_input_stream_read_async (data->out_pipe, data->out_buf, sizeof data->out_buf, G_PRIORITY_DEFAULT,
-                             data->reads, stdout_read_cb, g_object_ref (task));
-  g_input_stream_read_async (data->err_pipe, data->err_buf, sizeof data->err_buf, G_PRIORITY_DEFAULT,
-                             data->reads, stderr_read_cb, g_object_ref (task));
+  read_pipe (g_object_ref (task), data->out_pipe);
+  read_pipe (g_object_ref (task), data->err_pipe);
   g_subprocess_wait_async (data->proc, NULL, wait_cb, g_object_ref (task));
 }
 

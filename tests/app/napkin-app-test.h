@@ -5,8 +5,10 @@
 
 #include <adwaita.h>
 #include <glib/gi18n.h>
+#include <glib/gstdio.h>
 #include <gtk/gtk.h>
 #include <locale.h>
+#include <string.h>
 #include <stdio.h>
 
 #include "napkin-analysis-pane.h"
@@ -71,6 +73,19 @@ napkin_app_test_init (int         *argc,
     }
   adw_init ();
   return TRUE;
+}
+
+/* Runs the tests, lets the application go and removes the temporary folder where
+ * the tests left it empty; returns g_test_run ()'s status. */
+static inline int
+napkin_app_test_run (NapkinApplication *app,
+                     const char        *tmpdir)
+{
+  int status = g_test_run ();
+
+  g_object_unref (app);
+  g_rmdir (tmpdir);
+  return status;
 }
 
 /* The application under test, registered as a non-unique instance (tests never talk to a
@@ -207,6 +222,23 @@ napkin_app_test_inspector_field (NapkinWindow *window,
   return w;
 }
 
+/* The number a label starts with, its digits grouped by commas:
+ * "3,254,779,904 B (3.255 GB)" → 3254779904. */
+static inline gint64
+leading_number (const char *text)
+{
+  g_autoptr(GString) digits = g_string_new (NULL);
+
+  g_assert_nonnull (text);
+  for (const char *p = text; *p && *p != ' '; p++)
+    if (g_ascii_isdigit (*p))
+      g_string_append_c (digits, *p);
+    else
+      g_assert_true (*p == ',');
+  g_assert_cmpuint (digits->len, >, 0);
+  return g_ascii_strtoll (digits->str, NULL, 10);
+}
+
 /* The widget as drawn now, through the window's renderer (GSK_RENDERER=cairo). */
 static inline GdkTexture *
 shoot (GtkWidget *widget)
@@ -282,4 +314,84 @@ napkin_app_test_count_near (const guint8 *pixels,
         count++;
     }
   return count;
+}
+
+/* ---------------------------------------------------------------- real X input */
+
+/* xdotool's argv: "xdotool", `first` and the arguments in `args` up to NULL, NULL. */
+static inline GPtrArray *
+xdotool_argv (const char *first,
+              va_list     args)
+{
+  GPtrArray *argv = g_ptr_array_new ();
+
+  g_ptr_array_add (argv, (char *) "xdotool");
+  for (const char *a = first; a; a = va_arg (args, const char *))
+    g_ptr_array_add (argv, (char *) a);
+  g_ptr_array_add (argv, NULL);
+  return argv;
+}
+
+/* Runs xdotool with the arguments up to NULL (XTEST input to the X server) and
+ * returns what it printed. */
+static inline char *
+xdotool_output (const char *first,
+                ...)
+{
+  g_autoptr(GPtrArray) argv = NULL;
+  g_autoptr(GError) error = NULL;
+  char *out = NULL;
+  int status;
+  va_list args;
+
+  va_start (args, first);
+  argv = xdotool_argv (first, args);
+  va_end (args);
+  g_assert_true (g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
+                               NULL, NULL, &out, NULL, &status, &error));
+  g_assert_no_error (error);
+  return out;
+}
+
+/* The X window of a visible window whose title contains `name` (up to a minute:
+ * under AddressSanitizer the app takes ~10 s to show). */
+static inline char *
+wait_window (const char *name)
+{
+  char *wid = NULL;
+
+  for (guint i = 0; i < 600 && (wid == NULL || *wid == '\0'); i++)
+    {
+      g_free (wid);
+      g_usleep (100 * 1000);
+      wid = xdotool_output ("search", "--onlyvisible", "--name", name, NULL);
+    }
+  g_assert_true (wid != NULL && *wid != '\0');
+  *strchr (wid, '\n') = '\0';
+  return wid;
+}
+
+/* Starts the built napkin with one argument in the environment `envp` (taken), as a
+ * separate process. Under AddressSanitizer the child's exit would report GTK 4.8's own
+ * X11 display objects (made in gdk_x11_display_open, never freed at exit): leaks of
+ * ours are checked in the test's process, where windows must finalize. */
+static inline GPid
+spawn_napkin (char       **envp,
+              const char  *arg)
+{
+  g_autofree char *exe = g_build_filename (g_getenv ("NAPKIN_BUILD_DIR"), "src", "app", "napkin", NULL);
+  g_autoptr(GError) error = NULL;
+  const char *argv[] = { exe, arg, NULL };
+  GPid pid;
+
+  if (g_environ_getenv (envp, "ASAN_OPTIONS") != NULL)
+    {
+      g_autofree char *asan = g_strconcat (g_environ_getenv (envp, "ASAN_OPTIONS"), ":detect_leaks=0", NULL);
+
+      envp = g_environ_setenv (envp, "ASAN_OPTIONS", asan, TRUE);
+    }
+  g_assert_true (g_spawn_async (NULL, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error));
+  g_assert_no_error (error);
+  g_strfreev (envp);
+  return pid;
 }

@@ -70,25 +70,11 @@ set_inspector_entry (NapkinWindow *window,
   g_signal_emit_by_name (entry, "activate");
 }
 
-/* "3,254,779,904 B (3.255 GB)" → 3254779904 */
 static gint64
 shown_bytes (NapkinAnalysisPane *pane,
              const char         *key)
 {
-  const char *text = napkin_analysis_pane_get_text (pane, key);
-  GString *digits = g_string_new (NULL);
-  gint64 value;
-
-  g_assert_nonnull (text);
-  for (const char *p = text; *p && *p != ' '; p++)
-    if (g_ascii_isdigit (*p))
-      g_string_append_c (digits, *p);
-    else
-      g_assert_true (*p == ',');
-  g_assert_cmpuint (digits->len, >, 0);
-  value = g_ascii_strtoll (digits->str, NULL, 10);
-  g_string_free (digits, TRUE);
-  return value;
+  return leading_number (napkin_analysis_pane_get_text (pane, key));
 }
 
 /* The model run independently on the window's diagram. */
@@ -838,8 +824,6 @@ int
 main (int    argc,
       char **argv)
 {
-  int status;
-
   if (!napkin_app_test_init (&argc, &argv, "napkin-analysis-XXXXXX", &tmpdir))
     return g_test_run ();
   app = napkin_app_test_register (0);
@@ -855,8 +839,5 @@ main (int    argc,
   g_test_add_func ("/analysis/what-if", test_what_if);
   g_test_add_func ("/analysis/one-feasibility-answer", test_one_feasibility);
   g_test_add_func ("/analysis/off-main-thread-latest-wins", test_large_off_main_thread);
-  status = g_test_run ();
-  g_rmdir (tmpdir);
-  g_object_unref (app);
-  return status;
+  return napkin_app_test_run (app, tmpdir);
 }

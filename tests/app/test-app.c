@@ -727,31 +727,6 @@ test_french (void)
   setlocale (LC_MESSAGES, "");
 }
 
-/* Real input through the X server: a click on the palette's Map button, a drag of
- * Softmax from the palette onto the canvas, Ctrl+S, Ctrl+Q, sent with xdotool
- * (XTEST) to a separate napkin process. */
-static char *
-xdotool (const char *first,
-         ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  g_autoptr(GError) error = NULL;
-  char *out = NULL;
-  int status;
-  va_list args;
-
-  g_ptr_array_add (argv, "xdotool");
-  va_start (args, first);
-  for (const char *a = first; a; a = va_arg (args, const char *))
-    g_ptr_array_add (argv, (char *) a);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  g_assert_true (g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
-                               NULL, NULL, &out, NULL, &status, &error));
-  g_assert_no_error (error);
-  return out;
-}
-
 /* While the other process runs, this one only sends input and waits: it does not
  * dispatch its own X events, which the other's drag and drop sends to every window
  * (GTK 4.8 leaks a list node handling them, seen under LeakSanitizer). */
@@ -781,7 +756,7 @@ save_and_count (const char *path,
 {
   int n = known;
 
-  g_free (xdotool ("key", "ctrl+s", NULL));
+  g_free (xdotool_output ("key", "ctrl+s", NULL));
   for (guint i = 0; i < 100 && n <= known; i++)
     {
       g_autoptr(NapkinDiagram) diagram = NULL;
@@ -794,19 +769,19 @@ save_and_count (const char *path,
   return n;
 }
 
+/* Real input through the X server: a click on the palette's Map button, a drag of
+ * Softmax from the palette onto the canvas, Ctrl+S, Ctrl+Q, sent with xdotool
+ * (XTEST) to a separate napkin process. */
 static void
 test_x11_input (void)
 {
   g_autofree char *xdotool_path = g_find_program_in_path ("xdotool");
   g_autofree char *src = example_path ("matmul");
   g_autofree char *path = g_build_filename (tmpdir, "x11.napkin", NULL);
-  g_autofree char *exe = g_build_filename (g_getenv ("NAPKIN_BUILD_DIR"), "src", "app", "napkin", NULL);
   g_autofree char *contents = NULL;
   g_autofree char *wid = NULL;
   g_autoptr(NapkinDiagram) saved = NULL;
   g_autoptr(GError) error = NULL;
-  const char *argv[] = { exe, path, NULL };
-  g_auto(GStrv) envp = NULL;
   NapkinWindow *probe;
   GtkWidget *button;
   graphene_point_t p;
@@ -853,27 +828,8 @@ test_x11_input (void)
   drop_y = p.y + sy;
   close_window (probe);
 
-  /* Under AddressSanitizer the child's exit would report GTK 4.8's own X11
-   * display objects (made in gdk_x11_display_open, never freed at exit); leaks
-   * of ours are checked in this process, where windows must finalize. */
-  envp = g_get_environ ();
-  if (g_environ_getenv (envp, "ASAN_OPTIONS") != NULL)
-    {
-      g_autofree char *asan = g_strconcat (g_environ_getenv (envp, "ASAN_OPTIONS"), ":detect_leaks=0", NULL);
-
-      envp = g_environ_setenv (envp, "ASAN_OPTIONS", asan, TRUE);
-    }
-  g_assert_true (g_spawn_async (NULL, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error));
-  g_assert_no_error (error);
-  /* Up to a minute: under AddressSanitizer the app takes ~10 s to show. */
-  for (guint i = 0; i < 600 && (wid == NULL || *wid == '\0'); i++)
-    {
-      g_free (wid);
-      wait_ms (100);
-      wid = xdotool ("search", "--onlyvisible", "--name", "x11.napkin", NULL);
-    }
-  g_assert_true (wid != NULL && *wid != '\0');
-  *strchr (wid, '\n') = '\0';
+  pid = spawn_napkin (g_get_environ (), path);
+  wid = wait_window ("x11.napkin");
   wait_ms (500);
 
   /* The app may still be laying out its first frame (a sanitizer build is slow to
@@ -881,8 +837,8 @@ test_x11_input (void)
    * read the file to see the click's effect, trying again until it shows. */
   for (guint attempt = 0; attempt < 5 && n_before_drag <= 4; attempt++)
     {
-      g_free (xdotool ("windowfocus", "--sync", wid, NULL));
-      g_free (xdotool ("mousemove", "--window", wid, x, y, "click", "1", NULL));
+      g_free (xdotool_output ("windowfocus", "--sync", wid, NULL));
+      g_free (xdotool_output ("mousemove", "--window", wid, x, y, "click", "1", NULL));
       wait_ms (1000);
       n_before_drag = save_and_count (path, 4);
     }
@@ -892,7 +848,7 @@ test_x11_input (void)
    * the drag starts only once the app has seen the motion past the threshold. */
   for (guint attempt = 0; attempt < 3 && n_after_drag <= n_before_drag; attempt++)
     {
-      g_free (xdotool ("mousemove", "--window", wid, drag_x, drag_y, "mousedown", "1", NULL));
+      g_free (xdotool_output ("mousemove", "--window", wid, drag_x, drag_y, "mousedown", "1", NULL));
       wait_ms (500);
       for (guint i = 1; i <= 8; i++)
         {
@@ -900,15 +856,15 @@ test_x11_input (void)
 
           g_snprintf (mx, sizeof mx, "%d", (int) (atoi (drag_x) + (drop_x - atoi (drag_x)) * i / 8));
           g_snprintf (my, sizeof my, "%d", (int) (atoi (drag_y) + (drop_y - atoi (drag_y)) * i / 8));
-          g_free (xdotool ("mousemove", "--window", wid, mx, my, NULL));
+          g_free (xdotool_output ("mousemove", "--window", wid, mx, my, NULL));
           wait_ms (150);
         }
       wait_ms (1000);
-      g_free (xdotool ("mouseup", "1", NULL));
+      g_free (xdotool_output ("mouseup", "1", NULL));
       wait_ms (300);
       n_after_drag = save_and_count (path, n_before_drag);
     }
-  g_free (xdotool ("key", "ctrl+q", NULL));
+  g_free (xdotool_output ("key", "ctrl+q", NULL));
   for (guint i = 0; i < 600 && (exit_status = child_status (pid)) == -1; i++)
     wait_ms (100);
   /* Saved, so Quit asked nothing and the process ended cleanly. */
@@ -985,8 +941,6 @@ int
 main (int    argc,
       char **argv)
 {
-  int status;
-
   if (!napkin_app_test_init (&argc, &argv, "napkin-app-XXXXXX", &tmpdir))
     return g_test_run ();
   app = napkin_app_test_register (G_APPLICATION_HANDLES_OPEN);
@@ -1006,7 +960,5 @@ main (int    argc,
   g_test_add_func ("/app/i18n/french", test_french);
   g_test_add_func ("/app/screenshot", test_screenshot);
   g_test_add_func ("/app/x11/palette-click-drag-save-quit", test_x11_input);
-  status = g_test_run ();
-  g_object_unref (app);
-  return status;
+  return napkin_app_test_run (app, tmpdir);
 }

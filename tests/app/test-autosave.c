@@ -476,67 +476,16 @@ test_recovery_dialog (void)
 
 /* ---------------------------------------------------------------- the real app, killed */
 
-static char *
-xdotool (const char *first,
-         ...)
-{
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
-  char *out = NULL;
-  int status;
-  va_list args;
-
-  g_ptr_array_add (argv, "xdotool");
-  va_start (args, first);
-  for (const char *a = first; a; a = va_arg (args, const char *))
-    g_ptr_array_add (argv, (char *) a);
-  va_end (args);
-  g_ptr_array_add (argv, NULL);
-  g_assert_true (g_spawn_sync (NULL, (char **) argv->pdata, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDERR_TO_DEV_NULL,
-                               NULL, NULL, &out, NULL, &status, NULL));
-  return out;
-}
-
-/* The X window of a visible window whose title contains `name` (up to a minute:
- * a sanitizer build is slow to show). */
-static char *
-wait_window (const char *name)
-{
-  char *wid = NULL;
-
-  for (guint i = 0; i < 600 && (wid == NULL || *wid == '\0'); i++)
-    {
-      g_free (wid);
-      g_usleep (100 * 1000);
-      wid = xdotool ("search", "--onlyvisible", "--name", name, NULL);
-    }
-  g_assert_true (wid != NULL && *wid != '\0');
-  *strchr (wid, '\n') = '\0';
-  return wid;
-}
-
+/* napkin on `arg`, autosaving into `dir` 300 ms after each change. */
 static GPid
-spawn_napkin (const char  *dir,
-              const char  *arg)
+spawn_with_autosave (const char *dir,
+                     const char *arg)
 {
-  g_autofree char *exe = g_build_filename (g_getenv ("NAPKIN_BUILD_DIR"), "src", "app", "napkin", NULL);
-  g_auto(GStrv) envp = g_get_environ ();
-  g_autoptr(GError) error = NULL;
-  const char *argv[] = { exe, arg, NULL };
-  GPid pid;
+  char **envp = g_get_environ ();
 
   envp = g_environ_setenv (envp, "NAPKIN_AUTOSAVE_DIR", dir, TRUE);
   envp = g_environ_setenv (envp, "NAPKIN_AUTOSAVE_DELAY_MS", "300", TRUE);
-  /* GTK 4.8's own X11 display objects are never freed at exit (see test-app.c):
-   * leaks of ours are checked in this process. */
-  if (g_environ_getenv (envp, "ASAN_OPTIONS") != NULL)
-    {
-      g_autofree char *asan = g_strconcat (g_environ_getenv (envp, "ASAN_OPTIONS"), ":detect_leaks=0", NULL);
-
-      envp = g_environ_setenv (envp, "ASAN_OPTIONS", asan, TRUE);
-    }
-  g_assert_true (g_spawn_async (NULL, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error));
-  g_assert_no_error (error);
-  return pid;
+  return spawn_napkin (envp, arg);
 }
 
 /* The one snapshot in `dir`, if there is one and it loads. */
@@ -585,14 +534,14 @@ test_sigkill_and_recover (void)
 
   /* A real edit through the keyboard: select all, delete. Sent again until the
    * app shows it in a snapshot (a slow build may miss keys before its first frame). */
-  pid = spawn_napkin (dir, path);
+  pid = spawn_with_autosave (dir, path);
   wid = wait_window ("crash.napkin");
   for (guint attempt = 0; attempt < 5 && snapshot == NULL; attempt++)
     {
-      g_free (xdotool ("windowfocus", "--sync", wid, NULL));
-      g_free (xdotool ("key", "ctrl+a", NULL));
+      g_free (xdotool_output ("windowfocus", "--sync", wid, NULL));
+      g_free (xdotool_output ("key", "ctrl+a", NULL));
       g_usleep (300 * 1000);
-      g_free (xdotool ("key", "Delete", NULL));
+      g_free (xdotool_output ("key", "Delete", NULL));
       for (guint i = 0; i < 50 && snapshot == NULL; i++)
         {
           g_usleep (100 * 1000);
@@ -623,7 +572,7 @@ test_sigkill_and_recover (void)
   g_assert_cmpstr (((NapkinAutosaveEntry *) entries->pdata[0])->path, ==, path);
 
   /* Recovered without asking, titled as the original file, marked modified. */
-  pid = spawn_napkin (dir, "--recover-all");
+  pid = spawn_with_autosave (dir, "--recover-all");
   wid = wait_window ("• crash.napkin");
   /* Owned by the new process: not offered to a third. */
   g_clear_pointer (&entries, g_ptr_array_unref);
@@ -633,8 +582,8 @@ test_sigkill_and_recover (void)
   /* Ctrl+S writes the original file (retried: keys sent before the first frame). */
   for (guint attempt = 0; attempt < 5; attempt++)
     {
-      g_free (xdotool ("windowfocus", "--sync", wid, NULL));
-      g_free (xdotool ("key", "ctrl+s", NULL));
+      g_free (xdotool_output ("windowfocus", "--sync", wid, NULL));
+      g_free (xdotool_output ("key", "ctrl+s", NULL));
       for (guint i = 0; i < 30; i++)
         {
           g_autoptr(NapkinDiagram) saved = NULL;
@@ -655,7 +604,7 @@ test_sigkill_and_recover (void)
   /* Saved: the snapshot is gone at once. */
   g_assert_cmpuint (count_files (dir), ==, 0);
 
-  g_free (xdotool ("key", "ctrl+q", NULL));
+  g_free (xdotool_output ("key", "ctrl+q", NULL));
   status = -1;
   for (guint i = 0; i < 600; i++)
     {

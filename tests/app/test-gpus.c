@@ -41,22 +41,6 @@ count_near (GdkTexture *texture,
   return napkin_app_test_count_near (pixels, w, h, hex, 20);
 }
 
-/* "67,108,864 B (67.11 MB) per rank…" → 67108864 */
-static gint64
-leading_number (const char *text)
-{
-  GString *digits = g_string_new (NULL);
-  gint64 value;
-
-  g_assert_nonnull (text);
-  for (const char *p = text; *p && *p != ' '; p++)
-    if (g_ascii_isdigit (*p))
-      g_string_append_c (digits, *p);
-  value = g_ascii_strtoll (digits->str, NULL, 10);
-  g_string_free (digits, TRUE);
-  return value;
-}
-
 static void
 wait_for_count (NapkinAnalysisPane *pane,
                 const char         *count)
@@ -328,15 +312,10 @@ int
 main (int    argc,
       char **argv)
 {
-  int status;
-
   if (!napkin_app_test_init (&argc, &argv, "napkin-gpus-XXXXXX", &tmpdir))
     return g_test_run ();
   app = napkin_app_test_register (0);
   g_test_add_func ("/gpus/tp-mlp", test_tp_mlp);
   g_test_add_func ("/gpus/create", test_create);
-  status = g_test_run ();
-  g_object_unref (app);
-  g_rmdir (tmpdir);
-  return status;
+  return napkin_app_test_run (app, tmpdir);
 }

@@ -125,8 +125,6 @@ main (int    argc,
       char **argv)
 {
   g_autofree char *po = NULL;
-  int status;
-
   /* before setlocale and GTK, as a user's session would have them */
   g_setenv ("LANG", "C.UTF-8", TRUE);
   g_unsetenv ("LC_ALL");
@@ -143,8 +141,5 @@ main (int    argc,
   g_test_add_func ("/i18n/banner-invalid-file", test_banner);
   g_test_add_func ("/i18n/pane-validation-error", test_validation_error);
   g_test_add_func ("/i18n/pane-model-error-and-bound", test_model_error);
-  status = g_test_run ();
-  g_rmdir (tmpdir);
-  g_object_unref (app);
-  return status;
+  return napkin_app_test_run (app, tmpdir);
 }

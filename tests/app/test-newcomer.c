@@ -120,18 +120,15 @@ static void
 xdotool (const char *first,
          ...)
 {
-  g_autoptr(GPtrArray) argv = g_ptr_array_new ();
+  g_autoptr(GPtrArray) argv = NULL;
   g_autoptr(GError) error = NULL;
   gboolean done = FALSE;
   va_list args;
   GPid pid;
 
-  g_ptr_array_add (argv, (char *) "xdotool");
   va_start (args, first);
-  for (const char *a = first; a; a = va_arg (args, const char *))
-    g_ptr_array_add (argv, (char *) a);
+  argv = xdotool_argv (first, args);
   va_end (args);
-  g_ptr_array_add (argv, NULL);
   g_assert_true (g_spawn_async (NULL, (char **) argv->pdata, NULL,
                                 G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL
                                   | G_SPAWN_STDOUT_TO_DEV_NULL,
@@ -544,7 +541,6 @@ test_tensor_names (void)
         moved |= g_strcmp0 (g_array_index (c->transfers, NapkinTransfer, t).tensor, "Act") == 0;
     }
   g_assert_true (moved);
-#ifdef NAPKIN_HAVE_CODEGEN
   /* the pseudocode */
   {
     NapkinCodeView *code = NAPKIN_CODE_VIEW (napkin_window_get_code_view (window));
@@ -556,7 +552,6 @@ test_tensor_names (void)
     text = napkin_code_view_dup_text (code);
     g_assert_nonnull (strstr (text, "Act"));
   }
-#endif
   /* the file */
   g_assert_true (napkin_window_save_to_file (window, file, NULL));
   g_assert_true (g_file_get_contents (path, &saved, NULL, NULL));
@@ -1231,7 +1226,6 @@ test_first_screen (void)
   g_test_message ("zoom %.3f: strand labels %.1f px", napkin_canvas_get_zoom (canvas),
                   napkin_canvas_get_zoom (canvas) * napkin_render_strand_label_size ());
   g_assert_cmpfloat (napkin_canvas_get_zoom (canvas) * napkin_render_strand_label_size (), >=, 9.0 - 1e-6);
-#ifdef NAPKIN_HAVE_CODEGEN
   {
     NapkinCodeView *code = NAPKIN_CODE_VIEW (napkin_window_get_code_view (window));
     NapkinDiagram *d = diagram_of (window);
@@ -1270,7 +1264,6 @@ test_first_screen (void)
     g_assert_cmpint (top_line, >=, 0);
     g_assert_cmpint (kernel_line - top_line, <=, 12);
   }
-#endif
   close_window (window);
 }
 
@@ -1435,8 +1428,6 @@ int
 main (int    argc,
       char **argv)
 {
-  int status;
-
   if (!napkin_app_test_init (&argc, &argv, "napkin-newcomer-XXXXXX", &tmpdir))
     return g_test_run ();
   app = napkin_app_test_register (G_APPLICATION_HANDLES_OPEN);
@@ -1458,7 +1449,5 @@ main (int    argc,
   g_test_add_func ("/newcomer/first-screen", test_first_screen);
   g_test_add_func ("/newcomer/charts", test_charts);
   g_test_add_func ("/newcomer/close-saved-window", test_close_saved_window);
-  status = g_test_run ();
-  g_object_unref (app);
-  return status;
+  return napkin_app_test_run (app, tmpdir);
 }

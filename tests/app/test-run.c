@@ -26,10 +26,8 @@
 #include "napkin-run-job.h"
 #include "napkin-run-panel.h"
 #include "napkin-runs.h"
-#ifdef NAPKIN_HAVE_PERF
 #include "napkin-arch.h"
 #include "napkin-model.h"
-#endif
 
 static NapkinApplication *app;
 static char *tmpdir;
@@ -538,7 +536,6 @@ test_run_recorded (void)
   g_assert_nonnull (strstr (table, "Kernel napkin_k0 (gemm-mma)\t1024 blocks × 256 threads\t126 registers, 107520 B shared, 0 B spilled\n"));
   shown = napkin_run_panel_get_shown_run (panel);
   save_screenshot (window, GTK_WIDGET (panel), "run-panel.png");
-#ifdef NAPKIN_HAVE_PERF
   {
     NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h200", NULL);
     g_autoptr(NapkinAnalysis) analysis = napkin_analyze (diagram_of (window), arch, NULL, NULL);
@@ -558,7 +555,6 @@ test_run_recorded (void)
                        json_object_object_get (shown, "prediction"), "levels"), "hbm"), "transfer_bytes")),
                      ==, analysis->levels[NAPKIN_LEVEL_HBM].transfer_bytes);
   }
-#endif
   close_window (window);
 }
 
@@ -584,7 +580,6 @@ test_run_real_h200_result (void)
   g_assert_nonnull (strstr (table, "\t219.95 TFLOP/s\n"));
   g_assert_nonnull (strstr (table, "Kernel napkin_k0 (flash-mma)\t2048 blocks × 256 threads\t175 registers, 104448 B shared, 0 B spilled\n"));
   g_assert_nonnull (strstr (table, "Plain fp32 reference\t—\t"));
-#ifdef NAPKIN_HAVE_PERF
   {
     NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h200", NULL);
     g_autoptr(NapkinAnalysis) analysis = napkin_analyze (diagram_of (window), arch, NULL, NULL);
@@ -592,7 +587,6 @@ test_run_real_h200_result (void)
 
     g_assert_nonnull (strstr (table, row));
   }
-#endif
   save_screenshot (window, GTK_WIDGET (panel), "run-panel-h200-flash-attention.png");
   close_window (window);
 }
@@ -763,10 +757,8 @@ test_real_runner (void)
       g_assert_null (strstr (napkin_run_panel_get_status (panel), "libcuda"));
       g_assert_null (strstr (napkin_run_panel_get_status (panel), ".so"));
       g_test_message ("table: %s", table);
-#ifdef NAPKIN_HAVE_PERF
       g_assert_nonnull (json_object_object_get (napkin_run_panel_get_shown_run (panel), "prediction"));
       g_assert_nonnull (strstr (table, " ms"));
-#endif
       g_assert_cmpuint (napkin_diagram_n_runs (diagram_of (window)), ==, 0);
     }
   else
@@ -829,8 +821,6 @@ int
 main (int    argc,
       char **argv)
 {
-  int status;
-
   if (!napkin_app_test_init (&argc, &argv, "napkin-run-XXXXXX", &tmpdir))
     return g_test_run ();
   app = napkin_app_test_register (0);
@@ -849,8 +839,5 @@ main (int    argc,
   g_test_add_func ("/run/real-runner", test_real_runner);
   g_test_add_func ("/run/history/saved-with-document", test_runs_saved);
   g_test_add_func ("/run/history/cap-and-other-fields", test_runs_cap);
-  status = g_test_run ();
-  g_rmdir (tmpdir);
-  g_object_unref (app);
-  return status;
+  return napkin_app_test_run (app, tmpdir);
 }

@@ -26,17 +26,9 @@ static char *tmpdir;
 static NapkinWindow *
 open_window (const char *name)
 {
-  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
-  g_autofree char *path = example_path (name);
-  g_autoptr(GFile) file = g_file_new_for_path (path);
-  g_autoptr(GError) error = NULL;
+  NapkinWindow *window = open_example_sized (app, name, 1280, 860);
 
-  g_assert_true (napkin_window_load_file (window, file, &error));
-  g_assert_no_error (error);
-  gtk_window_set_default_size (GTK_WINDOW (window), 1280, 860);
-  gtk_window_present (GTK_WINDOW (window));
-  gtk_test_widget_wait_for_draw (GTK_WIDGET (window));
-  iterate (100);
+  iterate (50);
   return window;
 }
 
@@ -327,8 +319,6 @@ int
 main (int    argc,
       char **argv)
 {
-  int status;
-
   /* What the test's environment sets (tests/app/meson.build), for direct runs too. */
   g_setenv ("ADW_DEBUG_COLOR_SCHEME", "prefer-dark", FALSE);
   /* GTK's test accessibility backend keeps the properties where the test reads
@@ -342,7 +332,5 @@ main (int    argc,
   g_test_add_func ("/style/dark/export-stays-light", test_export_stays_light);
   g_test_add_func ("/a11y/icon-buttons-labelled", test_icon_buttons_labelled);
   g_test_add_func ("/a11y/canvas-description", test_canvas_description);
-  status = g_test_run ();
-  g_object_unref (app);
-  return status;
+  return napkin_app_test_run (app, tmpdir);
 }

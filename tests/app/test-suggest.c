@@ -685,9 +685,7 @@ main (int    argc,
   g_test_add_func ("/suggest/cancel-leaves-document", test_cancel);
   g_test_add_func ("/suggest/stale-searches-again", test_stale);
   g_test_add_func ("/suggest/inspector-button", test_inspector_button);
-#ifdef NAPKIN_HAVE_CODEGEN
   g_test_add_func ("/suggest/measure-through-the-runner", test_measure);
-#endif
   status = g_test_run ();
   {
     g_autofree char *shot = g_build_filename (tmpdir, "suggest.png", NULL);

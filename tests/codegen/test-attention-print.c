@@ -12,7 +12,7 @@
 
 #include "napkin-codegen.h"
 #include "napkin-file.h"
-#include "napkin-test-attention.h"
+#include "napkin-test-load.h"
 
 #define NVCC "/usr/local/cuda/bin/nvcc"
 
@@ -65,16 +65,6 @@ static const Case cases[] = {
   { "today d64", { 8, 16, 0, 512, 512, 64, "bf16", NULL, NULL, 128, 64, 3 }, 0, 0, 0, 0, "flash-wgmma" },
 };
 
-static NapkinArch *
-arch (const char *id)
-{
-  g_autoptr(GError) error = NULL;
-  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
-
-  g_assert_no_error (error);
-  return a;
-}
-
 /* The case's module for `arch_id` (its plan masked as the case says), kernels named
  * PREFIX…; NULL with *plan_out generic when the plan has no kernel for it. */
 static NapkinCudaModule *
@@ -83,17 +73,13 @@ generate (const Case  *c,
           const char  *prefix,
           NapkinPlan **plan_out)
 {
-  g_autofree char *json = napkin_test_attention_json (&c->c);
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c->c);
+  NapkinPlan *plan = napkin_test_plan (d, arch_id);
   NapkinIrProgram *prog;
-  NapkinPlan *plan;
   NapkinPlanKernel *k;
   NapkinCudaModule *m;
 
-  g_assert_no_error (error);
-  plan = napkin_plan_build (d, arch (arch_id), NULL, &error);
-  g_assert_no_error (error);
   k = (NapkinPlanKernel *) napkin_plan_kernel_for (plan, 0, -1);
   if (c->mask != NAPKIN_ATTN_MASK_NONE && k->kind == NAPKIN_PLAN_ATTENTION)
     {

@@ -13,7 +13,7 @@
 #include "napkin-codegen.h"
 #include "napkin-file.h"
 #include "napkin-plan.h"
-#include "napkin-test-diagrams.h"
+#include "napkin-test-load.h"
 
 static char *
 find_nvcc (void)
@@ -25,38 +25,16 @@ find_nvcc (void)
   return nvcc;
 }
 
-static NapkinArch *
-arch (const char *id)
-{
-  g_autoptr(GError) error = NULL;
-  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
-
-  g_assert_no_error (error);
-  return a;
-}
-
-static NapkinDiagram *
-diagram (const NapkinTestGemmDiagram *c)
-{
-  g_autofree char *json = napkin_test_gemm_json (c);
-  g_autoptr(GError) error = NULL;
-  NapkinDiagram *d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
-
-  g_assert_no_error (error);
-  return d;
-}
-
 static NapkinCudaModule *
 generate (NapkinDiagram *d,
           const char    *arch_id,
           const char    *prefix)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinPlan) plan = napkin_plan_build (d, arch (arch_id), NULL, &error);
+  g_autoptr(NapkinPlan) plan = napkin_test_plan (d, arch_id);
   NapkinIrProgram *program;
   NapkinCudaModule *module;
 
-  g_assert_no_error (error);
   program = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
   g_assert_no_error (error);
   module = napkin_codegen_cuda_planned (program, plan, napkin_codegen_flags_for_arch (plan->target), prefix, &error);
@@ -103,7 +81,7 @@ test_table (void)
   for (guint i = 0; i < n; i++)
     for (guint a = 0; a < G_N_ELEMENTS (archs); a++)
       {
-        g_autoptr(NapkinDiagram) d = diagram (&cases[i].c);
+        g_autoptr(NapkinDiagram) d = napkin_test_load_gemm (&cases[i].c);
         g_autoptr(NapkinCudaModule) module = NULL;
         g_autofree char *name = g_strdup_printf ("case%u-%s", i, archs[a][0]);
         gboolean fp8 = g_str_has_prefix (cases[i].c.dtype, "fp8");
@@ -150,7 +128,7 @@ test_standalone_builds (void)
   for (guint i = 0; i < G_N_ELEMENTS (shapes); i++)
     for (guint a = 0; a < G_N_ELEMENTS (archs); a++)
       {
-        g_autoptr(NapkinDiagram) d = diagram (&shapes[i]);
+        g_autoptr(NapkinDiagram) d = napkin_test_load_gemm (&shapes[i]);
         g_autoptr(NapkinCudaModule) module = generate (d, archs[a], NULL);
         g_autoptr(GError) error = NULL;
         g_autoptr(NapkinIrProgram) plain = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);

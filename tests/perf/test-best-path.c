@@ -17,28 +17,7 @@
 #include "napkin-file.h"
 #include "napkin-model.h"
 #include "napkin-plan.h"
-
-static NapkinArch *
-arch (const char *id)
-{
-  g_autoptr(GError) error = NULL;
-  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
-
-  g_assert_no_error (error);
-  g_assert_nonnull (a);
-  return a;
-}
-
-static NapkinDiagram *
-flash_attention (void)
-{
-  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "flash-attention.napkin", NULL);
-  g_autoptr(GError) error = NULL;
-  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
-
-  g_assert_no_error (error);
-  return d;
-}
+#include "napkin-test-load.h"
 
 static NapkinAnalysis *
 analyze (NapkinDiagram *d,
@@ -47,7 +26,7 @@ analyze (NapkinDiagram *d,
 {
   NapkinAnalyzeOptions options = { TRUE, dtype, FALSE, FALSE };
   g_autoptr(GError) error = NULL;
-  NapkinAnalysis *a = napkin_analyze (d, arch (arch_id), &options, &error);
+  NapkinAnalysis *a = napkin_analyze (d, napkin_test_arch (arch_id), &options, &error);
 
   g_assert_no_error (error);
   g_assert_nonnull (a);
@@ -59,7 +38,7 @@ analyze (NapkinDiagram *d,
 static void
 test_paths_as_data (void)
 {
-  NapkinArch *a100 = arch ("a100"), *h100 = arch ("h100"), *b200 = arch ("b200");
+  NapkinArch *a100 = napkin_test_arch ("a100"), *h100 = napkin_test_arch ("h100"), *b200 = napkin_test_arch ("b200");
   const NapkinTensorPath *tc = &b200->tensor_paths[NAPKIN_TENSOR_PATH_TCGEN05];
   const NapkinTensorPath *wg = &h100->tensor_paths[NAPKIN_TENSOR_PATH_WGMMA];
   NapkinTensorClass used;
@@ -89,7 +68,7 @@ test_paths_as_data (void)
 static void
 test_ranking (void)
 {
-  g_autoptr(NapkinDiagram) d = flash_attention ();
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
   g_autoptr(NapkinAnalysis) a100 = analyze (d, "a100", NAPKIN_DTYPE_FP16);
   g_autoptr(NapkinAnalysis) h100 = analyze (d, "h100", NAPKIN_DTYPE_FP16);
   g_autoptr(NapkinAnalysis) h200 = analyze (d, "h200", NAPKIN_DTYPE_FP16);
@@ -127,7 +106,7 @@ test_ranking (void)
 static void
 test_b200_fa4 (void)
 {
-  g_autoptr(NapkinDiagram) d = flash_attention ();
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
   g_autoptr(NapkinAnalysis) a = analyze (d, "b200", NAPKIN_DTYPE_BF16);
 
   g_assert_cmpfloat (fabs (a->best_throughput / 1605e12 - 1), <, 0.20);
@@ -141,10 +120,10 @@ test_b200_fa4 (void)
 static void
 test_h100_fa3 (void)
 {
-  g_autoptr(NapkinDiagram) d = flash_attention ();
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
   g_autoptr(NapkinAnalysis) a = analyze (d, "h100", NAPKIN_DTYPE_FP16);
   g_autoptr(NapkinAnalysis) f8 = analyze (d, "h100", NAPKIN_DTYPE_FP8_E4M3);
-  double peak = napkin_arch_tensor_rate (arch ("h100"), NAPKIN_TENSOR_FP16);
+  double peak = napkin_arch_tensor_rate (napkin_test_arch ("h100"), NAPKIN_TENSOR_FP16);
 
   g_assert_cmpfloat (fabs (a->best_throughput / peak / 0.75 - 1), <, 0.15);
   g_assert_cmpfloat (fabs (f8->best_throughput / 1.2e15 - 1), <, 0.20);
@@ -159,7 +138,7 @@ test_h100_fa3 (void)
 static void
 test_exp_on_fma (void)
 {
-  g_autoptr(NapkinDiagram) d = flash_attention ();
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
   int sm = napkin_diagram_find_node (d, "sm");
   g_autoptr(NapkinAnalysis) b_sfu = analyze (d, "b200", NAPKIN_DTYPE_BF16);
   g_autoptr(NapkinAnalysis) h_sfu = analyze (d, "h100", NAPKIN_DTYPE_FP16);
@@ -216,7 +195,7 @@ exp_fma_change (NapkinDiagram *d,
 static void
 test_h100_exp_fma_issue (void)
 {
-  g_autoptr(NapkinDiagram) d = flash_attention ();
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
   const char *n4096 = "b=4 h=16 q=4096 k=4096 d=128", *n8192 = "b=4 h=16 q=8192 k=8192 d=64";
 
   g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.125, n4096), -3.1, 0.1);

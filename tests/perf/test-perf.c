@@ -11,30 +11,9 @@
 #include "napkin-model.h"
 #include "napkin-derive.h"
 #include "napkin-tune.h"
+#include "napkin-test-load.h"
 
 static char *arch_dir;   /* a $NAPKIN_ARCH_DIR with one test architecture */
-
-static NapkinArch *
-arch (const char *id)
-{
-  g_autoptr(GError) error = NULL;
-  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
-
-  g_assert_no_error (error);
-  g_assert_nonnull (a);
-  return a;
-}
-
-static NapkinDiagram *
-example (const char *name)
-{
-  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), name, NULL);
-  g_autoptr(GError) error = NULL;
-  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
-
-  g_assert_no_error (error);
-  return d;
-}
 
 static NapkinAnalysis *
 analyze (NapkinDiagram *d,
@@ -43,7 +22,7 @@ analyze (NapkinDiagram *d,
 {
   NapkinAnalyzeOptions options = { FALSE, NAPKIN_DTYPE_FP16, FALSE, paper };
   g_autoptr(GError) error = NULL;
-  NapkinAnalysis *a = napkin_analyze (d, arch (arch_id), &options, &error);
+  NapkinAnalysis *a = napkin_analyze (d, napkin_test_arch (arch_id), &options, &error);
 
   g_assert_no_error (error);
   g_assert_nonnull (a);
@@ -95,7 +74,7 @@ transfer (const NapkinRegionCost *r,
 static NapkinDiagram *
 single_stage (const char *name)
 {
-  g_autoptr(NapkinDiagram) d = example (name);
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example (name);
   g_autoptr(json_object) root = napkin_diagram_to_json (d);
   json_object *regions = json_object_object_get (root, "regions");
   g_autoptr(GError) error = NULL;
@@ -112,7 +91,7 @@ single_stage (const char *name)
 static void
 test_arch_h100 (void)
 {
-  NapkinArch *h = arch ("h100");
+  NapkinArch *h = napkin_test_arch ("h100");
 
   g_assert_cmpuint (h->sms, ==, 132);
   /* the datasheet's dense peaks, from per-SM-per-clock rates */
@@ -147,15 +126,15 @@ test_arch_all (void)
   g_assert_nonnull (strstr (g_ptr_array_index (napkin_arch_registry_errors (reg), 0), "broken.json"));
   for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
     {
-      NapkinArch *a = arch (ids[i]);
+      NapkinArch *a = napkin_test_arch (ids[i]);
 
       g_assert_cmpfloat (napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP16), >, 1e13);   /* the 7-SM test a100 too */
       g_assert_cmpfloat (a->levels[NAPKIN_LEVEL_HBM].bandwidth, >, 5e11);
     }
   /* $NAPKIN_ARCH_DIR comes first: its "a100" replaces the data dir's */
-  g_assert_cmpuint (arch ("a100")->sms, ==, 7);
-  g_assert_cmpuint (arch ("A100")->sms, ==, 7);
-  g_assert_true (g_str_has_prefix (arch ("a100")->path, arch_dir));
+  g_assert_cmpuint (napkin_test_arch ("a100")->sms, ==, 7);
+  g_assert_cmpuint (napkin_test_arch ("A100")->sms, ==, 7);
+  g_assert_true (g_str_has_prefix (napkin_test_arch ("a100")->path, arch_dir));
 }
 
 static void
@@ -252,7 +231,7 @@ test_matmul_transfer (void)
 static void
 test_matmul_stages (void)
 {
-  g_autoptr(NapkinDiagram) d = example ("matmul-tiled.napkin");   /* 3 stages */
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("matmul-tiled.napkin");   /* 3 stages */
   g_autoptr(NapkinAnalysis) an = analyze (d, "h100", FALSE);
   const NapkinRegionCost *r = region (an, "block");
 
@@ -306,13 +285,13 @@ test_attention_transfer (void)
 static void
 test_generated_paths (void)
 {
-  g_autoptr(NapkinDiagram) fa = example ("flash-attention.napkin");
-  g_autoptr(NapkinDiagram) mm = example ("matmul-nested.napkin");
+  g_autoptr(NapkinDiagram) fa = napkin_test_load_example ("flash-attention.napkin");
+  g_autoptr(NapkinDiagram) mm = napkin_test_load_example ("matmul-nested.napkin");
   /* the mma.sync skeletons (on sm_90a these tiles take the wgmma ones: /perf/wgmma/skeletons) */
   NapkinAnalyzeOptions mma_sync = { .no_wgmma = TRUE };
-  g_autoptr(NapkinAnalysis) a = napkin_analyze (fa, arch ("h200"), &mma_sync, NULL);
+  g_autoptr(NapkinAnalysis) a = napkin_analyze (fa, napkin_test_arch ("h200"), &mma_sync, NULL);
   g_autoptr(NapkinAnalysis) b = NULL;
-  const NapkinArch *h200 = arch ("h200");
+  const NapkinArch *h200 = napkin_test_arch ("h200");
   const NapkinRegionCost *r = region (a, "block");
   const NapkinKernelCost *k = &g_array_index (a->kernels, NapkinKernelCost, 0);
   const gint64 heads = 4 * 16, q = 4096, x = 4096, dd = 128, warps = 128 / 16;
@@ -336,16 +315,16 @@ test_generated_paths (void)
   g_assert_cmpint (r->threads, ==, 128 / 16 * 32);
   g_assert_cmpint (r->registers_per_thread, ==, 176);
   {
-    g_autoptr(NapkinDiagram) wide = example ("flash-attention.napkin");
+    g_autoptr(NapkinDiagram) wide = napkin_test_load_example ("flash-attention.napkin");
     g_autoptr(NapkinAnalysis) w = NULL;
 
     tile (wide, "block.k=256");
-    w = napkin_analyze (wide, arch ("h200"), &mma_sync, NULL);
+    w = napkin_analyze (wide, napkin_test_arch ("h200"), &mma_sync, NULL);
     g_assert_false (w->feasible);   /* 32 + 16·(256 + 128)·6/128 = 320 > 255 */
   }
 
   /* matmul with warp tiles: no per-warp rule (the registers region has the reads) */
-  b = napkin_analyze (mm, arch ("h200"), &mma_sync, NULL);
+  b = napkin_analyze (mm, napkin_test_arch ("h200"), &mma_sync, NULL);
   k = &g_array_index (b->kernels, NapkinKernelCost, 0);
   g_assert_cmpfloat (k->overlap_s, >=, (k->time_s[NAPKIN_RESOURCE_TENSOR] + k->time_s[NAPKIN_RESOURCE_SMEM]) * k->quantisation);
   g_assert_cmpint (b->levels[NAPKIN_LEVEL_SMEM].transfer_bytes, ==, (gint64) 4096 * 4096 * 4096 / 32 * 2 + (gint64) 4096 * 4096 * 4096 / 64 * 2 + (gint64) 4096 * 4096 * 2);
@@ -363,13 +342,13 @@ test_attention_quantisation (void)
   g_autoptr(NapkinAnalysis) a16 = NULL;
   g_autoptr(NapkinAnalysis) a8 = NULL;
   const NapkinRegionCost *r16, *r8;
-  double bw = arch ("h100")->levels[NAPKIN_LEVEL_HBM].bandwidth;
+  double bw = napkin_test_arch ("h100")->levels[NAPKIN_LEVEL_HBM].bandwidth;
   double t16, t8;
 
   tile (d16, "block.q=64"), tile (d16, "block.k=64");
   tile (d8, "block.q=128"), tile (d8, "block.k=128");
-  a16 = napkin_analyze (d16, arch ("h100"), &o16, NULL);
-  a8 = napkin_analyze (d8, arch ("h100"), &o8, NULL);
+  a16 = napkin_analyze (d16, napkin_test_arch ("h100"), &o16, NULL);
+  a8 = napkin_analyze (d8, napkin_test_arch ("h100"), &o8, NULL);
   r16 = region (a16, "block");
   r8 = region (a8, "block");
   /* the same memory budget */
@@ -388,12 +367,12 @@ test_attention_quantisation (void)
 static void
 test_attention_fixed_costs (void)
 {
-  NapkinArch *h = arch ("h100");
+  NapkinArch *h = napkin_test_arch ("h100");
   double block = 2 * h->levels[NAPKIN_LEVEL_HBM].latency_s + 6000.0 / h->clock_hz;
 
   g_assert_cmpfloat_with_epsilon (block, 4.2303e-6, 1e-9);
   {
-    g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
     g_autoptr(NapkinAnalysis) an = NULL;
     const NapkinKernelCost *k;
 
@@ -411,8 +390,8 @@ test_attention_fixed_costs (void)
      * there): the fixed cost is 8 % of 0.867 ms; the exponentials add 84 % of their SFU
      * time to the products'. The file's own tiles (k 64, 2 stages, which fit an A100's
      * shared memory too) are predicted 1.07 ms (measured 1.054): tune ranks these first. */
-    g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
-    g_autoptr(NapkinDiagram) own = example ("flash-attention.napkin");
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
+    g_autoptr(NapkinDiagram) own = napkin_test_load_example ("flash-attention.napkin");
     g_autoptr(NapkinAnalysis) an = NULL;
     g_autoptr(NapkinAnalysis) slow = NULL;
     const NapkinKernelCost *k;
@@ -429,7 +408,7 @@ test_attention_fixed_costs (void)
   }
   {
     /* decoding, 16 splits: the combine's 3 round trips (lse, partials, store) */
-    g_autoptr(NapkinDiagram) d = example ("attention-decode.napkin");
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("attention-decode.napkin");
     g_autoptr(NapkinAnalysis) an = analyze (d, "h100", FALSE);
     const NapkinKernelCost *c;
 
@@ -446,7 +425,7 @@ test_attention_fixed_costs (void)
 static void
 test_h100_threshold (void)
 {
-  NapkinArch *h = arch ("h100");
+  NapkinArch *h = napkin_test_arch ("h100");
   double ridge = napkin_arch_tensor_rate (h, NAPKIN_TENSOR_FP16) / h->levels[NAPKIN_LEVEL_HBM].bandwidth;
 
   /* the paper's ≈ 295: FLOPs per byte at the fp16 peak, i.e. the threshold for
@@ -481,7 +460,7 @@ test_h100_threshold (void)
 static void
 test_hopper_sketch (void)
 {
-  g_autoptr(NapkinDiagram) d = example ("hopper-attention-fp8.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("hopper-attention-fp8.napkin");
   /* the paper's sketch: the ideal the relabeling allows */
   g_autoptr(NapkinAnalysis) an = analyze (d, "h100", TRUE);
   /* what Napkin generates for it: the plan's fp8 attention on wgmma (e4m3 Q·Kᵀ, fp16 P·V) */
@@ -528,7 +507,7 @@ test_examples_all_archs (void)
 
       if (!g_str_has_suffix (name, ".napkin"))
         continue;
-      d = example (name);
+      d = napkin_test_load_example (name);
       for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
         {
           g_autoptr(NapkinAnalysis) an = napkin_analyze (d, napkin_arch_registry_get (reg, i), NULL, NULL);
@@ -555,7 +534,7 @@ test_examples_all_archs (void)
 static void
 test_plain_materialised (void)
 {
-  g_autoptr(NapkinDiagram) d = example ("attention.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("attention.napkin");
   g_autoptr(NapkinAnalysis) an = analyze (d, "h100", FALSE);
   gint64 qkv = 4 * 16 * 4096 * 128, s = 4 * 16 * 4096 * 4096;
 
@@ -585,7 +564,7 @@ test_plain_materialised (void)
 static void
 test_l2_panel (void)
 {
-  g_autoptr(NapkinDiagram) plain = example ("matmul-tiled.napkin");
+  g_autoptr(NapkinDiagram) plain = napkin_test_load_example ("matmul-tiled.napkin");
   g_autoptr(json_object) root = napkin_diagram_to_json (plain);
   json_object *panel = json_tokener_parse ("{\"name\": \"panel\", \"level\": \"l2\", \"nodes\": [\"mm\"], "
                                            "\"marks\": {\"m\": {\"parallel\": 1024}, \"n\": {\"parallel\": 1024}}}");
@@ -620,9 +599,9 @@ test_l2_panel (void)
 static void
 test_occupancy (void)
 {
-  g_autoptr(NapkinDiagram) small = example ("softmax.napkin");
-  g_autoptr(NapkinDiagram) rows = example ("softmax.napkin");
-  g_autoptr(NapkinDiagram) gemm = example ("matmul-tiled.napkin");
+  g_autoptr(NapkinDiagram) small = napkin_test_load_example ("softmax.napkin");
+  g_autoptr(NapkinDiagram) rows = napkin_test_load_example ("softmax.napkin");
+  g_autoptr(NapkinDiagram) gemm = napkin_test_load_example ("matmul-tiled.napkin");
   g_autoptr(NapkinAnalysis) a = NULL;
   g_autoptr(NapkinAnalysis) b = NULL;
   g_autoptr(NapkinAnalysis) c = NULL;
@@ -673,7 +652,7 @@ test_occupancy (void)
                      + k->time_s[NAPKIN_RESOURCE_SFU] + k->time_s[NAPKIN_RESOURCE_SMEM]
                      + k->time_s[NAPKIN_RESOURCE_REGISTERS]) * q
                     + MAX (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_L2])
-                    + k->chunk_s + k->latency_s + arch ("h100")->launch_overhead_s;
+                    + k->chunk_s + k->latency_s + napkin_test_arch ("h100")->launch_overhead_s;
 
     g_assert_cmpfloat_with_epsilon (k->serial_s, expect, 1e-15);
   }
@@ -687,7 +666,7 @@ check_error (const char *example_name,
              const char *arch_id,
              const char *expected)
 {
-  g_autoptr(NapkinDiagram) d = example (example_name);
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example (example_name);
   g_autoptr(NapkinAnalysis) an = NULL;
 
   if (spec)
@@ -723,8 +702,8 @@ test_feasibility (void)
 static void
 test_overflow (void)
 {
-  g_autoptr(NapkinDiagram) big = example ("matmul-tiled.napkin");
-  g_autoptr(NapkinDiagram) huge = example ("matmul-tiled.napkin");
+  g_autoptr(NapkinDiagram) big = napkin_test_load_example ("matmul-tiled.napkin");
+  g_autoptr(NapkinDiagram) huge = napkin_test_load_example ("matmul-tiled.napkin");
   g_autoptr(GError) error = NULL;
   g_autoptr(NapkinAnalysis) a = NULL;
   g_autoptr(NapkinAnalysis) b = NULL;
@@ -739,7 +718,7 @@ test_overflow (void)
 
   /* 2^40 per axis cannot be counted: a clear error, not a wrapped number */
   axis (huge, "m=1099511627776"), axis (huge, "n=1099511627776"), axis (huge, "k=1099511627776");
-  b = napkin_analyze (huge, arch ("h100"), NULL, &error);
+  b = napkin_analyze (huge, napkin_test_arch ("h100"), NULL, &error);
   g_assert_null (b);
   g_assert_nonnull (error);
   g_assert_true (error->domain == NAPKIN_DOCUMENT_ERROR);
@@ -751,10 +730,10 @@ test_overflow (void)
 static void
 check_tune (const char *name)
 {
-  g_autoptr(NapkinDiagram) d = example (name);
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example (name);
   NapkinTuneOptions options = { 5, 0, FALSE, NAPKIN_DTYPE_FP16 };
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinTuneResult) r = napkin_tune (d, arch ("h100"), &options, &error);
+  g_autoptr(NapkinTuneResult) r = napkin_tune (d, napkin_test_arch ("h100"), &options, &error);
   const NapkinTuneCandidate *best;
   g_autoptr(NapkinAnalysis) check = NULL;
 
@@ -784,7 +763,7 @@ test_tune (void)
 static NapkinDiagram *
 matmul_bf16 (gint64 size)
 {
-  g_autoptr(NapkinDiagram) d = example ("matmul-nested.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("matmul-nested.napkin");
   g_autoptr(json_object) root = napkin_diagram_to_json (d);
   json_object *tensors = json_object_object_get (root, "tensors");
   g_autoptr(GError) error = NULL;
@@ -828,7 +807,7 @@ test_tune_distinct_kernels (void)
       g_autoptr(NapkinDiagram) d = matmul_bf16 (8192);
       NapkinTuneOptions options = { 1000, 0, FALSE, NAPKIN_DTYPE_FP16 };
       g_autoptr(GError) error = NULL;
-      g_autoptr(NapkinTuneResult) r = napkin_tune (d, arch (archs[x]), &options, &error);
+      g_autoptr(NapkinTuneResult) r = napkin_tune (d, napkin_test_arch (archs[x]), &options, &error);
       g_autoptr(GHashTable) blocks = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
       guint wgmma = 0, repeated = 0;
 
@@ -868,7 +847,7 @@ test_tune_distinct_kernels (void)
 static void
 test_pipeline_stages (void)
 {
-  const NapkinArch *h = arch ("h100");
+  const NapkinArch *h = napkin_test_arch ("h100");
   double times[5] = { 0 }, latency[5] = { 0 };
 
   for (guint s = 2; s <= 4; s++)
@@ -926,7 +905,7 @@ test_tune_attention_divides (void)
 
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     {
-      g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
       g_autofree char *q = g_strdup_printf ("q=%" G_GINT64_FORMAT, sizes[i]);
       g_autofree char *k = g_strdup_printf ("k=%" G_GINT64_FORMAT, sizes[i]);
       NapkinTuneOptions options = { 1000, 0, FALSE, NAPKIN_DTYPE_FP16 };
@@ -935,7 +914,7 @@ test_tune_attention_divides (void)
       guint q192 = 0;
 
       axis (d, q), axis (d, k), axis (d, "d=64");
-      r = napkin_tune (d, arch ("h100"), &options, &error);
+      r = napkin_tune (d, napkin_test_arch ("h100"), &options, &error);
       g_assert_no_error (error);
       for (guint c = 0; c < r->best->len; c++)
         {
@@ -956,10 +935,10 @@ test_tune_attention_divides (void)
 static void
 test_tune_rows_threads (void)
 {
-  g_autoptr(NapkinDiagram) d = example ("layernorm.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("layernorm.napkin");
   NapkinTuneOptions options = { 1000, 0, FALSE, NAPKIN_DTYPE_FP16 };
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinTuneResult) r = napkin_tune (d, arch ("h100"), &options, &error);
+  g_autoptr(NapkinTuneResult) r = napkin_tune (d, napkin_test_arch ("h100"), &options, &error);
   g_autoptr(GHashTable) counts = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   gint64 per_sm[2] = { 0 };
 
@@ -979,7 +958,7 @@ test_tune_rows_threads (void)
   g_assert_false (g_hash_table_contains (counts, "rows.threads=1024"));
   for (guint i = 0; i < 2; i++)
     {
-      g_autoptr(NapkinDiagram) copy = example ("layernorm.napkin");
+      g_autoptr(NapkinDiagram) copy = napkin_test_load_example ("layernorm.napkin");
       g_autoptr(NapkinAnalysis) a = NULL;
 
       tile (copy, i == 0 ? "rows.threads=32" : "rows.threads=512");
@@ -1001,7 +980,7 @@ test_tune_rows_threads (void)
 static void
 test_tune_separable (void)
 {
-  g_autoptr(NapkinDiagram) plain = example ("mlp.napkin");
+  g_autoptr(NapkinDiagram) plain = napkin_test_load_example ("mlp.napkin");
   g_autoptr(json_object) root = napkin_diagram_to_json (plain);
   g_autoptr(NapkinDiagram) d = NULL;
   g_autoptr(GError) error = NULL;
@@ -1018,9 +997,9 @@ test_tune_separable (void)
   d = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, &error);
   g_assert_no_error (error);
 
-  a = napkin_tune (d, arch ("h100"), &all, &error);
+  a = napkin_tune (d, napkin_test_arch ("h100"), &all, &error);
   g_assert_no_error (error);
-  b = napkin_tune (d, arch ("h100"), &split, &error);
+  b = napkin_tune (d, napkin_test_arch ("h100"), &split, &error);
   g_assert_no_error (error);
   g_assert_true (a->exhaustive);
   g_assert_false (b->exhaustive);
@@ -1042,7 +1021,7 @@ test_tune_separable (void)
 static void
 test_json_keys (void)
 {
-  g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
   g_autoptr(NapkinAnalysis) an = analyze (d, "h100", FALSE);
   g_autoptr(json_object) root = napkin_analysis_to_json (an);
   const char *top[] = { "flops", "predicted_time_s", "bound", "levels", "regions", "feasible", "errors" };
@@ -1083,7 +1062,7 @@ wgmma_with (const char *file,
             const char *arch_id,
             const char *spec)
 {
-  g_autoptr(NapkinDiagram) d = example (file);
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example (file);
   g_auto(GStrv) parts = g_strsplit (spec ? spec : "", ",", -1);
 
   for (guint i = 0; parts[i] && *parts[i]; i++)
@@ -1093,7 +1072,7 @@ wgmma_with (const char *file,
       else
         axis (d, parts[i]);
     }
-  return napkin_model_region_uses_wgmma (arch (arch_id), d, 0);
+  return napkin_model_region_uses_wgmma (napkin_test_arch (arch_id), d, 0);
 }
 
 static void
@@ -1139,7 +1118,7 @@ test_wgmma_rule (void)
 static void
 test_wgmma_rates (void)
 {
-  g_autoptr(NapkinArch) cal = napkin_arch_copy (arch ("h100"), "h100-paths", "H100, two paths");
+  g_autoptr(NapkinArch) cal = napkin_arch_copy (napkin_test_arch ("h100"), "h100-paths", "H100, two paths");
   const double mma_sync = 2658;   /* 642 TFLOP/s at 132 SMs × 1.83 GHz */
   struct { const char *spec; gboolean no_wgmma, paper; double per_clock; const char *path; } cases[] = {
     { NULL, FALSE, FALSE, 4096, "wgmma" },
@@ -1155,7 +1134,7 @@ test_wgmma_rates (void)
   g_assert_cmpfloat (napkin_arch_mma_sync_rate (cal, NAPKIN_TENSOR_TF32), ==, napkin_arch_tensor_rate (cal, NAPKIN_TENSOR_TF32));
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_autoptr(NapkinDiagram) d = example ("matmul-tiled.napkin");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_example ("matmul-tiled.napkin");
       NapkinAnalyzeOptions options = { 0 };
       g_autoptr(NapkinAnalysis) a = NULL;
       const NapkinKernelCost *k;
@@ -1174,7 +1153,7 @@ test_wgmma_rates (void)
   {
     /* a plain product: the plan tiles it itself, on wgmma at the dense peak (its 4096³ fits
      * the plan's 128×256 blocks and chunks of 64 exactly: no padding) */
-    g_autoptr(NapkinDiagram) d = example ("matmul.napkin");
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("matmul.napkin");
     g_autoptr(NapkinAnalysis) a = napkin_analyze (d, cal, NULL, NULL);
     const NapkinKernelCost *k = &g_array_index (a->kernels, NapkinKernelCost, 0);
 
@@ -1218,11 +1197,11 @@ test_wgmma_rates (void)
 static void
 test_wgmma_skeletons (void)
 {
-  g_autoptr(NapkinDiagram) fa = example ("flash-attention.napkin");
-  g_autoptr(NapkinDiagram) mm = example ("matmul-nested.napkin");
+  g_autoptr(NapkinDiagram) fa = napkin_test_load_example ("flash-attention.napkin");
+  g_autoptr(NapkinDiagram) mm = napkin_test_load_example ("matmul-nested.napkin");
   g_autoptr(NapkinAnalysis) a = NULL;
   g_autoptr(NapkinAnalysis) b = NULL;
-  const NapkinArch *h = arch ("h100");
+  const NapkinArch *h = napkin_test_arch ("h100");
   const NapkinRegionCost *r;
   const NapkinKernelCost *k;
   const gint64 heads = 64, q = 4096, dd = 128, chunks = 4096 / 128;
@@ -1273,12 +1252,12 @@ test_wgmma_skeletons (void)
 static void
 test_rows_skeleton (void)
 {
-  const NapkinArch *h = arch ("h100");
+  const NapkinArch *h = napkin_test_arch ("h100");
   double times[3];
 
   for (guint i = 0; i < 3; i++)
     {
-      g_autoptr(NapkinDiagram) d = example ("softmax.napkin");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_example ("softmax.napkin");
       g_autofree char *spec = g_strdup_printf ("rows.r=%d", 1 << i);
       g_autoptr(NapkinAnalysis) a = NULL;
       const NapkinRegionCost *r;
@@ -1314,7 +1293,7 @@ test_rows_skeleton (void)
   {
     /* layernorm: γ and β are read for every row but from L1: L2 serves them once per
      * block slot (132 SMs × 8 blocks), not once per block */
-    g_autoptr(NapkinDiagram) d = example ("layernorm.napkin");
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("layernorm.napkin");
     g_autoptr(NapkinAnalysis) a = NULL;
 
     tile (d, "rows.t=1");
@@ -1342,7 +1321,7 @@ static NapkinDerivation *
 derive (NapkinDiagram *d)
 {
   g_autoptr(GError) error = NULL;
-  NapkinDerivation *r = napkin_derive (d, arch ("h100"), NULL, &error);
+  NapkinDerivation *r = napkin_derive (d, napkin_test_arch ("h100"), NULL, &error);
 
   g_assert_no_error (error);
   g_assert_nonnull (r);
@@ -1441,10 +1420,10 @@ test_derive_blocks (void)
   }
   {
     /* a diagram with regions is refused */
-    g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
     g_autoptr(GError) error = NULL;
 
-    g_assert_null (napkin_derive (d, arch ("h100"), NULL, &error));
+    g_assert_null (napkin_derive (d, napkin_test_arch ("h100"), NULL, &error));
     g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE);
   }
 }
@@ -1504,7 +1483,7 @@ test_derive_examples (void)
 
   for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
     {
-      g_autoptr(NapkinDiagram) d = example (cases[c].plain);
+      g_autoptr(NapkinDiagram) d = napkin_test_load_example (cases[c].plain);
       g_autoptr(NapkinDerivation) r = NULL;
       g_autofree char *ops = NULL;
 
@@ -1524,7 +1503,7 @@ test_derive_examples (void)
       g_assert_cmpfloat (r->derived_s, <, r->unfused_s);
       if (cases[c].hand != NULL)
         {
-          g_autoptr(NapkinDiagram) h = example (cases[c].hand);
+          g_autoptr(NapkinDiagram) h = napkin_test_load_example (cases[c].hand);
           g_autoptr(NapkinAnalysis) a = analyze (h, "h100", FALSE);
 
           g_test_message ("%s: derived %.4f ms, %s %.4f ms", cases[c].plain, r->derived_s * 1e3, cases[c].hand,
@@ -1593,7 +1572,7 @@ test_propose_regions (void)
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_autoptr(NapkinDiagram) d = example (cases[i].file);
+      g_autoptr(NapkinDiagram) d = napkin_test_load_example (cases[i].file);
       g_autoptr(GError) error = NULL;
       g_auto(GStrv) what = NULL;
       g_autoptr(NapkinDiagram) r = napkin_tune_propose_regions (d, &what, &error);
@@ -1604,7 +1583,7 @@ test_propose_regions (void)
       g_assert_cmpuint (napkin_diagram_n_regions (r), ==, cases[i].regions);
       g_assert_true (g_str_has_prefix (what[0], cases[i].first));
       /* napkin_tune does the same and searches the proposal */
-      t = napkin_tune (d, arch ("h100"), NULL, &error);
+      t = napkin_tune (d, napkin_test_arch ("h100"), NULL, &error);
       g_assert_no_error (error);
       g_assert_nonnull (t->relabeled);
       g_assert_cmpuint (napkin_diagram_n_regions (t->relabeled), ==, cases[i].regions);
@@ -1621,8 +1600,8 @@ test_propose_regions (void)
     }
   {
     /* the attention proposal is the example's own relabeling */
-    g_autoptr(NapkinDiagram) d = example ("attention.napkin");
-    g_autoptr(NapkinDiagram) flash = example ("flash-attention.napkin");
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("attention.napkin");
+    g_autoptr(NapkinDiagram) flash = napkin_test_load_example ("flash-attention.napkin");
     g_autoptr(NapkinDiagram) r = napkin_tune_propose_regions (d, NULL, NULL);
     g_autoptr(NapkinAnalysis) a = analyze (r, "h100", FALSE);
     g_autoptr(NapkinAnalysis) b = analyze (flash, "h100", FALSE);
@@ -1633,7 +1612,7 @@ test_propose_regions (void)
   }
   {
     /* a diagram with regions is not proposed for */
-    g_autoptr(NapkinDiagram) d = example ("matmul-tiled.napkin");
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("matmul-tiled.napkin");
     g_autoptr(GError) error = NULL;
 
     g_assert_null (napkin_tune_propose_regions (d, NULL, &error));

@@ -7,45 +7,13 @@
 #include "napkin-json-private.h"
 #include "napkin-model.h"
 #include "napkin-plan.h"
-#include "napkin-test-attention.h"
+#include "napkin-test-load.h"
 
-/* The attention kernels of the plan (docs/plan.md, "Attention kernels"): every attention
+/* The attention kernels of the napkin_test_plan (docs/plan.md, "Attention kernels"): every attention
  * a user draws — any length, head dims 8 to 256, GQA and MQA, cross-attention, decoding,
  * fp8 — gets a tensor-core kernel on Hopper (wgmma) and, but fp8, on Ampere (mma.sync);
  * masks count the tiles they leave; decoding splits the keys; today's aligned shapes
  * keep their skeletons. */
-
-static NapkinArch *
-arch (const char *id)
-{
-  g_autoptr(GError) error = NULL;
-  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
-
-  g_assert_no_error (error);
-  return a;
-}
-
-static NapkinDiagram *
-diagram (const NapkinTestAttention *c)
-{
-  g_autofree char *json = napkin_test_attention_json (c);
-  g_autoptr(GError) error = NULL;
-  NapkinDiagram *d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
-
-  g_assert_no_error (error);
-  return d;
-}
-
-static NapkinPlan *
-plan (NapkinDiagram *d,
-      const char    *arch_id)
-{
-  g_autoptr(GError) error = NULL;
-  NapkinPlan *p = napkin_plan_build (d, arch (arch_id), NULL, &error);
-
-  g_assert_no_error (error);
-  return p;
-}
 
 static guint
 count_kind (const NapkinPlan *p,
@@ -65,7 +33,7 @@ assert_model_agrees (NapkinDiagram          *d,
                      const char             *arch_id)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinAnalysis) an = napkin_analyze (d, arch (arch_id), NULL, &error);
+  g_autoptr(NapkinAnalysis) an = napkin_analyze (d, napkin_test_arch (arch_id), NULL, &error);
   gboolean found = FALSE;
 
   g_assert_no_error (error);
@@ -144,9 +112,9 @@ test_cases (void)
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
       const Case *c = &cases[i];
-      g_autoptr(NapkinDiagram) d = diagram (&c->c);
-      g_autoptr(NapkinPlan) h = plan (d, "h100");
-      g_autoptr(NapkinPlan) a = plan (d, "a100");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c->c);
+      g_autoptr(NapkinPlan) h = napkin_test_plan (d, "h100");
+      g_autoptr(NapkinPlan) a = napkin_test_plan (d, "a100");
       const NapkinPlanKernel *k = napkin_plan_kernel_for (h, 0, -1);
       const NapkinPlanAttention *att;
       gint64 hk = c->c.HK > 0 ? c->c.HK : c->c.H;
@@ -209,7 +177,7 @@ test_cases (void)
       k = napkin_plan_kernel_for (a, 0, -1);
       if (c->ampere == NULL
           && ((c->rows + 15) / 16 * 16 + 2 * c->c.BKV) * ((c->c.D + 15) / 16 * 16 + 8) * 2
-               > (gint64) arch ("a100")->smem_max_per_block)
+               > (gint64) napkin_test_arch ("a100")->smem_max_per_block)
         {
           g_test_message ("  a100: %s", k->reason);
           g_assert_cmpint (k->path, ==, NAPKIN_PATH_GENERIC);
@@ -217,7 +185,7 @@ test_cases (void)
         }
       else if (c->ampere == NULL
                && ((c->rows + 15) / 16 * 16 + 4 * c->c.BKV) * ((c->c.D + 15) / 16 * 16 + 8) * 2
-                    > (gint64) arch ("a100")->smem_max_per_block)
+                    > (gint64) napkin_test_arch ("a100")->smem_max_per_block)
         {
           g_test_message ("  a100: %s", k->note ? k->note : k->reason);
           /* … unless one buffer's chunk is too wide for the registers (d 128 by 128 keys) */
@@ -285,8 +253,8 @@ test_masks (void)
     {
       NapkinTestAttention c = { 2, 4, 0, cases[i].NQ, cases[i].NKV, 128, "bf16", NULL, NULL, cases[i].BQ,
                                 cases[i].BKV, 2 };
-      g_autoptr(NapkinDiagram) d = diagram (&c);
-      g_autoptr(NapkinPlan) p = plan (d, "h100");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
+      g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
       g_autoptr(GError) error = NULL;
       NapkinPlanKernel *k = (NapkinPlanKernel *) napkin_plan_kernel_for (p, 0, -1);
       const NapkinPlanAttention *a = &k->u.att;
@@ -334,8 +302,8 @@ test_masks (void)
   /* bad numbers name the field */
   {
     NapkinTestAttention c = { 1, 1, 0, 256, 256, 64, "fp16", NULL, NULL, 128, 128, 2 };
-    g_autoptr(NapkinDiagram) d = diagram (&c);
-    g_autoptr(NapkinPlan) p = plan (d, "h100");
+    g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
+    g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
     g_autoptr(GError) error = NULL;
     NapkinPlanKernel *k = (NapkinPlanKernel *) napkin_plan_kernel_for (p, 0, -1);
 
@@ -372,8 +340,8 @@ test_refusals (void)
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_autoptr(NapkinDiagram) d = diagram (&cases[i].c);
-      g_autoptr(NapkinPlan) p = plan (d, "h100");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&cases[i].c);
+      g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
       const NapkinPlanKernel *k = napkin_plan_kernel_for (p, 0, -1);
       const char *text = k->path == NAPKIN_PATH_GENERIC ? k->reason : k->note;
 
@@ -434,12 +402,12 @@ test_head_axes (void)
 {
   /* GQA 32/8 as the importer writes it: Q [b,h,g,q,d], K and V [b,h,k,·] */
   NapkinTestAttention c = { 2, 32, 8, 2048, 2048, 128, "bf16", NULL, NULL, 128, 128, 2 };
-  g_autoptr(NapkinDiagram) same = diagram (&c);
+  g_autoptr(NapkinDiagram) same = napkin_test_load_attention (&c);
   g_autoptr(NapkinDiagram) dv = with_dv (&c, 128);
   g_autoptr(NapkinDiagram) other = with_dv (&c, 64);
-  g_autoptr(NapkinPlan) ps = plan (same, "h100");
-  g_autoptr(NapkinPlan) pd = plan (dv, "h100");
-  g_autoptr(NapkinPlan) po = plan (other, "h100");
+  g_autoptr(NapkinPlan) ps = napkin_test_plan (same, "h100");
+  g_autoptr(NapkinPlan) pd = napkin_test_plan (dv, "h100");
+  g_autoptr(NapkinPlan) po = napkin_test_plan (other, "h100");
   const NapkinPlanKernel *ks = napkin_plan_kernel_for (ps, 0, -1), *kd = napkin_plan_kernel_for (pd, 0, -1);
   const NapkinPlanKernel *ko = napkin_plan_kernel_for (po, 0, -1);
 
@@ -467,11 +435,11 @@ test_stages_hint (void)
 {
   /* d 256, keys by 64, 4 stages: Q 64 KiB + 4 × (32 + 32) KiB > 227 KiB; 2 stages fit */
   NapkinTestAttention c = { 1, 4, 0, 1024, 1024, 256, "bf16", NULL, NULL, 128, 64, 4 };
-  g_autoptr(NapkinDiagram) d = diagram (&c);
-  g_autoptr(NapkinPlan) p = plan (d, "h100");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
+  g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
   NapkinTestAttention c80 = { 1, 4, 0, 1024, 1024, 192, "bf16", NULL, NULL, 128, 96, 4 };
-  g_autoptr(NapkinDiagram) d80 = diagram (&c80);
-  g_autoptr(NapkinPlan) p80 = plan (d80, "a100");
+  g_autoptr(NapkinDiagram) d80 = napkin_test_load_attention (&c80);
+  g_autoptr(NapkinPlan) p80 = napkin_test_plan (d80, "a100");
   const NapkinPlanKernel *k = napkin_plan_kernel_for (p, 0, -1), *k80 = napkin_plan_kernel_for (p80, 0, -1);
 
   g_test_message ("h100: %s", k->note);
@@ -492,8 +460,8 @@ test_stages_hint (void)
   /* asked what fits: no note */
   {
     NapkinTestAttention c2 = { 1, 4, 0, 1024, 1024, 256, "bf16", NULL, NULL, 128, 64, 2 };
-    g_autoptr(NapkinDiagram) d2 = diagram (&c2);
-    g_autoptr(NapkinPlan) p2 = plan (d2, "h100");
+    g_autoptr(NapkinDiagram) d2 = napkin_test_load_attention (&c2);
+    g_autoptr(NapkinPlan) p2 = napkin_test_plan (d2, "h100");
     const NapkinPlanKernel *k2 = napkin_plan_kernel_for (p2, 0, -1);
 
     g_assert_cmpuint (k2->u.att.stages_asked, ==, 0);
@@ -506,8 +474,8 @@ static void
 test_json (void)
 {
   NapkinTestAttention c = { 1, 32, 8, 1, 32768, 128, "bf16", NULL, NULL, 0, 128, 2, 4 };
-  g_autoptr(NapkinDiagram) d = diagram (&c);
-  g_autoptr(NapkinPlan) p = plan (d, "h100");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
+  g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
   json_object *root = napkin_plan_to_json (p, d);
   json_object *kernels = json_object_object_get (root, "kernels");
   json_object *att = json_object_array_get_idx (kernels, 0);
@@ -521,17 +489,6 @@ test_json (void)
   g_assert_cmpstr (json_object_get_string (json_object_object_get (att, "dtypes")), ==, "bf16,bf16,bf16");
   g_assert_cmpstr (json_object_get_string (json_object_object_get (combine, "kind")), ==, "attention-combine");
   json_object_put (root);
-}
-
-static NapkinDiagram *
-example (const char *name)
-{
-  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), name, NULL);
-  g_autoptr(GError) error = NULL;
-  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
-
-  g_assert_no_error (error);
-  return d;
 }
 
 static const NapkinPlanKernel *
@@ -575,8 +532,8 @@ test_mask_examples (void)
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     {
-      g_autoptr(NapkinDiagram) d = example (cases[i].file);
-      g_autoptr(NapkinPlan) p = plan (d, "h100");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_example (cases[i].file);
+      g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
       const NapkinPlanKernel *k = attention_kernel (p);
       const NapkinPlanAttention *a;
 
@@ -600,7 +557,7 @@ test_mask_examples (void)
 static void
 test_mask_refusals (void)
 {
-  g_autoptr(NapkinDiagram) d = example ("attention-causal-gqa.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("attention-causal-gqa.napkin");
   int n = napkin_diagram_find_node (d, "mask");
   NapkinNode *node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (d, n));
   g_autoptr(NapkinPlan) p = NULL;
@@ -612,7 +569,7 @@ test_mask_refusals (void)
   node->rows = g_strdup ("k");
   node->axis = g_strdup ("q");
   napkin_diagram_replace_item (d, NAPKIN_ITEM_NODE, n, node);
-  p = plan (d, "h100");
+  p = napkin_test_plan (d, "h100");
   k = g_ptr_array_index (p->kernels, 0);
   g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GENERIC);
   g_assert_nonnull (strstr (k->reason, "the mask “mask” must keep keys along k per query of q"));

@@ -8,54 +8,11 @@
 #include "napkin-tune.h"
 #include "napkin-model.h"
 #include "napkin-plan.h"
-#include "napkin-test-diagrams.h"
+#include "napkin-test-load.h"
 
-/* The kernel plan (docs/plan.md): every GEMM a user meets gets a tensor-core kernel on the
+/* The kernel napkin_test_plan (docs/plan.md): every GEMM a user meets gets a tensor-core kernel on the
  * architecture's path, whatever its sizes; operands the tensor copies cannot read are
  * repacked, skinny products split K; the model prices exactly that plan. */
-
-static NapkinArch *
-arch (const char *id)
-{
-  g_autoptr(GError) error = NULL;
-  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
-
-  g_assert_no_error (error);
-  return a;
-}
-
-static NapkinDiagram *
-gemm (const NapkinTestGemmDiagram *c)
-{
-  g_autofree char *json = napkin_test_gemm_json (c);
-  g_autoptr(GError) error = NULL;
-  NapkinDiagram *d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
-
-  g_assert_no_error (error);
-  return d;
-}
-
-static NapkinDiagram *
-example (const char *name)
-{
-  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), name, NULL);
-  g_autoptr(GError) error = NULL;
-  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
-
-  g_assert_no_error (error);
-  return d;
-}
-
-static NapkinPlan *
-plan (NapkinDiagram *d,
-      const char    *arch_id)
-{
-  g_autoptr(GError) error = NULL;
-  NapkinPlan *p = napkin_plan_build (d, arch (arch_id), NULL, &error);
-
-  g_assert_no_error (error);
-  return p;
-}
 
 /* The plan's kernels and the model's agree one for one on the path. */
 static void
@@ -64,7 +21,7 @@ assert_model_agrees (NapkinDiagram    *d,
                      const char       *arch_id)
 {
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinAnalysis) an = napkin_analyze (d, arch (arch_id), NULL, &error);
+  g_autoptr(NapkinAnalysis) an = napkin_analyze (d, napkin_test_arch (arch_id), NULL, &error);
   guint planned = 0;
 
   g_assert_no_error (error);
@@ -101,9 +58,9 @@ test_gemm_cases (void)
   for (guint i = 0; i < n_cases; i++)
     {
       const NapkinTestGemmCase *c = &cases[i];
-      g_autoptr(NapkinDiagram) d = gemm (&c->c);
-      g_autoptr(NapkinPlan) h = plan (d, "h100");
-      g_autoptr(NapkinPlan) a = plan (d, "a100");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_gemm (&c->c);
+      g_autoptr(NapkinPlan) h = napkin_test_plan (d, "h100");
+      g_autoptr(NapkinPlan) a = napkin_test_plan (d, "a100");
       const NapkinPlanKernel *k = napkin_plan_kernel_for (h, c->c.BM > 0 ? 0 : -1,
                                                           napkin_diagram_find_node (d, "mm"));
       guint repacks = 0;
@@ -147,8 +104,8 @@ static void
 test_split_k (void)
 {
   NapkinTestGemmDiagram c = { 64, 4096, 4096, 0, "bf16" };
-  g_autoptr(NapkinDiagram) d = gemm (&c);
-  g_autoptr(NapkinPlan) p = plan (d, "h100");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_gemm (&c);
+  g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
   const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, 0);
   const NapkinPlanKernel *r = g_ptr_array_index (p->kernels, 1);
 
@@ -173,8 +130,8 @@ test_skinny_tiles (void)
   for (guint i = 0; i < G_N_ELEMENTS (ms); i++)
     {
       NapkinTestGemmDiagram c = { ms[i], 4096, 4096, 0, "bf16" };
-      g_autoptr(NapkinDiagram) d = gemm (&c);
-      g_autoptr(NapkinPlan) p = plan (d, "h100");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_gemm (&c);
+      g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
       const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, 0);
 
       g_test_message ("M = %" G_GINT64_FORMAT ": %s", ms[i], k->note);
@@ -188,8 +145,8 @@ test_skinny_tiles (void)
     }
   {
     NapkinTestGemmDiagram c = { 4096, 4096, 4096, 0, "bf16" };
-    g_autoptr(NapkinDiagram) d = gemm (&c);
-    g_autoptr(NapkinPlan) p = plan (d, "h100");
+    g_autoptr(NapkinDiagram) d = napkin_test_load_gemm (&c);
+    g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
     const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, 0);
 
     g_assert_cmpint (k->u.gemm.BM, ==, 128);
@@ -205,10 +162,10 @@ test_kmajor_bn (void)
 {
   NapkinTestGemmDiagram nk = { 1000, 1000, 512, 0, "bf16", NULL, FALSE, TRUE, FALSE, "", 128, 40, 64, 4 };
   NapkinTestGemmDiagram kn = { 1000, 1000, 512, 0, "bf16", NULL, FALSE, FALSE, FALSE, "", 128, 96, 64, 4 };
-  g_autoptr(NapkinDiagram) d1 = gemm (&nk);
-  g_autoptr(NapkinDiagram) d2 = gemm (&kn);
-  g_autoptr(NapkinPlan) p1 = plan (d1, "h100");
-  g_autoptr(NapkinPlan) p2 = plan (d2, "h100");
+  g_autoptr(NapkinDiagram) d1 = napkin_test_load_gemm (&nk);
+  g_autoptr(NapkinDiagram) d2 = napkin_test_load_gemm (&kn);
+  g_autoptr(NapkinPlan) p1 = napkin_test_plan (d1, "h100");
+  g_autoptr(NapkinPlan) p2 = napkin_test_plan (d2, "h100");
   const NapkinPlanKernel *k1 = g_ptr_array_index (p1->kernels, 0);
   const NapkinPlanKernel *k2 = g_ptr_array_index (p2->kernels, 0);
 
@@ -229,12 +186,12 @@ test_helper_launch (void)
   NapkinTestGemmDiagram odd = { 4095, 4097, 4096, 0, "bf16" };
   NapkinTestGemmDiagram f8 = { 4096, 4096, 4096, 0, "fp8-e4m3" };
   NapkinTestGemmDiagram sk = { 64, 4096, 4096, 0, "bf16" };
-  g_autoptr(NapkinDiagram) d1 = gemm (&odd);
-  g_autoptr(NapkinDiagram) d2 = gemm (&f8);
-  g_autoptr(NapkinDiagram) d3 = gemm (&sk);
-  g_autoptr(NapkinPlan) p1 = plan (d1, "h100");
-  g_autoptr(NapkinPlan) p2 = plan (d2, "h100");
-  g_autoptr(NapkinPlan) p3 = plan (d3, "h100");
+  g_autoptr(NapkinDiagram) d1 = napkin_test_load_gemm (&odd);
+  g_autoptr(NapkinDiagram) d2 = napkin_test_load_gemm (&f8);
+  g_autoptr(NapkinDiagram) d3 = napkin_test_load_gemm (&sk);
+  g_autoptr(NapkinPlan) p1 = napkin_test_plan (d1, "h100");
+  g_autoptr(NapkinPlan) p2 = napkin_test_plan (d2, "h100");
+  g_autoptr(NapkinPlan) p3 = napkin_test_plan (d3, "h100");
   const NapkinPlanKernel *r1 = g_ptr_array_index (p1->kernels, 0);
   const NapkinPlanKernel *r2 = g_ptr_array_index (p2->kernels, 0);
   const NapkinPlanKernel *r3 = g_ptr_array_index (p3->kernels, p3->kernels->len - 1);
@@ -266,12 +223,12 @@ test_region_tiles (void)
   NapkinTestGemmDiagram ok = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 128, 96, 64, 3 };
   NapkinTestGemmDiagram bad = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 100, 128, 64, 3 };
   NapkinTestGemmDiagram big = { 4096, 4096, 4096, 0, "fp16", NULL, FALSE, FALSE, FALSE, "", 128, 256, 64, 6 };
-  g_autoptr(NapkinDiagram) d1 = gemm (&ok);
-  g_autoptr(NapkinDiagram) d2 = gemm (&bad);
-  g_autoptr(NapkinDiagram) d3 = gemm (&big);
-  g_autoptr(NapkinPlan) p1 = plan (d1, "h100");
-  g_autoptr(NapkinPlan) p2 = plan (d2, "h100");
-  g_autoptr(NapkinPlan) p3 = plan (d3, "h100");
+  g_autoptr(NapkinDiagram) d1 = napkin_test_load_gemm (&ok);
+  g_autoptr(NapkinDiagram) d2 = napkin_test_load_gemm (&bad);
+  g_autoptr(NapkinDiagram) d3 = napkin_test_load_gemm (&big);
+  g_autoptr(NapkinPlan) p1 = napkin_test_plan (d1, "h100");
+  g_autoptr(NapkinPlan) p2 = napkin_test_plan (d2, "h100");
+  g_autoptr(NapkinPlan) p3 = napkin_test_plan (d3, "h100");
   const NapkinPlanKernel *k1 = g_ptr_array_index (p1->kernels, 0);
   const NapkinPlanKernel *k2 = g_ptr_array_index (p2->kernels, 0);
   const NapkinPlanKernel *k3 = g_ptr_array_index (p3->kernels, 0);
@@ -296,7 +253,7 @@ test_region_tiles (void)
 static void
 test_attention_footprint (void)
 {
-  g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
   g_autoptr(NapkinPlan) p = NULL;
   g_autoptr(NapkinAnalysis) an = NULL;
   g_autoptr(GError) error = NULL;
@@ -311,13 +268,13 @@ test_attention_footprint (void)
       g_array_index (region->marks, NapkinMark, i).tile = 128;
   region->stages = 3;
   napkin_diagram_changed (d);
-  p = plan (d, "h100");
+  p = napkin_test_plan (d, "h100");
   k = g_ptr_array_index (p->kernels, 0);
   g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
   g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
   g_assert_cmpint (k->smem_bytes, ==, 1024 + 128 * 128 * 2 + 2 * 3 * 128 * 128 * 2 + 8 * 10);
   g_assert_true (k->feasible);
-  an = napkin_analyze (d, arch ("h100"), NULL, &error);
+  an = napkin_analyze (d, napkin_test_arch ("h100"), NULL, &error);
   g_assert_no_error (error);
   g_assert_true (an->feasible);
   g_assert_cmpint (g_array_index (an->regions, NapkinRegionCost, 0).plan_smem_bytes, ==, k->smem_bytes);
@@ -333,8 +290,8 @@ test_examples (void)
 
   for (guint i = 0; i < G_N_ELEMENTS (names); i++)
     {
-      g_autoptr(NapkinDiagram) d = example (names[i]);
-      g_autoptr(NapkinPlan) p = plan (d, "h100");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_example (names[i]);
+      g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
 
       for (guint j = 0; j < p->kernels->len; j++)
         {
@@ -357,7 +314,7 @@ test_tune_lowers (void)
 
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     {
-      g_autoptr(NapkinDiagram) d = example ("flash-attention.napkin");
+      g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
       g_autoptr(GError) error = NULL;
       g_autoptr(NapkinTuneResult) tuned = NULL;
       g_autoptr(NapkinDiagram) best = NULL;
@@ -365,7 +322,7 @@ test_tune_lowers (void)
       g_autoptr(NapkinPlan) p = NULL;
 
       g_assert_true (napkin_diagram_override_axis (d, sizes[i], &error));
-      tuned = napkin_tune (d, arch ("h100"), NULL, &error);
+      tuned = napkin_tune (d, napkin_test_arch ("h100"), NULL, &error);
       g_assert_no_error (error);
       for (guint c = 0; c < MIN (5u, tuned->best->len); c++)
         {
@@ -376,7 +333,7 @@ test_tune_lowers (void)
           g_assert_no_error (error);
           program = napkin_ir_lower (best, NAPKIN_LOWER_DEFAULT, &error);
           g_assert_no_error (error);
-          p = plan (best, "h100");
+          p = napkin_test_plan (best, "h100");
           g_assert_cmpuint (p->n_generic, ==, 0);
         }
     }
@@ -387,8 +344,8 @@ static void
 test_json (void)
 {
   NapkinTestGemmDiagram c = { 1000, 4096, 4095, 0, "bf16", NULL, FALSE, FALSE, FALSE, "bias-gelu", 128, 128, 64, 4 };
-  g_autoptr(NapkinDiagram) d = gemm (&c);
-  g_autoptr(NapkinPlan) p = plan (d, "h100");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_gemm (&c);
+  g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
   json_object *root = napkin_plan_to_json (p, d);
   json_object *kernels = json_object_object_get (root, "kernels");
   json_object *last = json_object_array_get_idx (kernels, json_object_array_length (kernels) - 1);

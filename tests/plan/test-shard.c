@@ -12,33 +12,7 @@
 #include "napkin-file.h"
 #include "napkin-shard.h"
 #include "napkin-shard-model.h"
-
-static NapkinArch *
-arch (const char *id)
-{
-  g_autoptr(GError) error = NULL;
-  NapkinArch *a = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, &error);
-
-  g_assert_no_error (error);
-  return a;
-}
-
-static char *
-example_path (const char *name)
-{
-  return g_build_filename (NAPKIN_SOURCE_DATADIR, "examples", name, NULL);
-}
-
-static NapkinDiagram *
-load_example (const char *name)
-{
-  g_autoptr(GError) error = NULL;
-  g_autofree char *path = example_path (name);
-  NapkinDiagram *d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
-
-  g_assert_no_error (error);
-  return d;
-}
+#include "napkin-test-load.h"
 
 /* The pricing of docs/model.md with the H100 profile's figures, written out here so
  * that the test does not reuse the code it checks. */
@@ -62,9 +36,9 @@ check_one (const char          *file,
            gint64               bytes,
            guint                count)
 {
-  g_autoptr(NapkinDiagram) d = load_example (file);
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example (file);
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinShardPlan) plan = napkin_shard_plan_build (d, arch ("h100"), n, &error);
+  g_autoptr(NapkinShardPlan) plan = napkin_shard_plan_build (d, napkin_test_arch ("h100"), n, &error);
   guint seen = 0;
 
   g_assert_no_error (error);
@@ -130,7 +104,7 @@ test_h100_measured (void)
     { NAPKIN_COLLECTIVE_ALL_TO_ALL, 16777216, 0.0569 }, { NAPKIN_COLLECTIVE_ALL_TO_ALL, 67108864, 0.1495 },
     { NAPKIN_COLLECTIVE_ALL_TO_ALL, 268435456, 0.5191 }, { NAPKIN_COLLECTIVE_ALL_TO_ALL, 1073741824, 1.7309 },
   };
-  NapkinArch *h100 = arch ("h100");
+  NapkinArch *h100 = napkin_test_arch ("h100");
 
   for (guint i = 0; i < G_N_ELEMENTS (m); i++)
     {
@@ -147,7 +121,7 @@ test_anchor (void)
   static const struct { double bytes, busbw; } ar[] = {
     { 16 << 20, 223e9 }, { 128 << 20, 287e9 }, { 1 << 30, 330e9 },
   };
-  NapkinArch *h200 = arch ("h200");
+  NapkinArch *h200 = napkin_test_arch ("h200");
   double bus, t;
 
   for (guint i = 0; i < G_N_ELEMENTS (ar); i++)
@@ -170,9 +144,9 @@ test_anchor (void)
 static void
 test_shard_diagram (void)
 {
-  g_autoptr(NapkinDiagram) d = load_example ("tp-mlp.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("tp-mlp.napkin");
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinShardPlan) plan = napkin_shard_plan_build (d, arch ("h100"), 4, &error);
+  g_autoptr(NapkinShardPlan) plan = napkin_shard_plan_build (d, napkin_test_arch ("h100"), 4, &error);
   const NapkinShardTensor *w1, *y;
   const NapkinCollective *c;
 
@@ -197,7 +171,7 @@ test_shard_diagram (void)
 
   /* one GPU (or no count): the whole diagram, no collectives */
   {
-    g_autoptr(NapkinShardPlan) one = napkin_shard_plan_build (d, arch ("h100"), 1, &error);
+    g_autoptr(NapkinShardPlan) one = napkin_shard_plan_build (d, napkin_test_arch ("h100"), 1, &error);
 
     g_assert_no_error (error);
     g_assert_cmpuint (one->collectives->len, ==, 0);
@@ -221,9 +195,9 @@ test_shard_diagram (void)
 static void
 test_ulysses_layouts (void)
 {
-  g_autoptr(NapkinDiagram) d = load_example ("ulysses-attention.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("ulysses-attention.napkin");
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinShardPlan) plan = napkin_shard_plan_build (d, arch ("h100"), 2, &error);
+  g_autoptr(NapkinShardPlan) plan = napkin_shard_plan_build (d, napkin_test_arch ("h100"), 2, &error);
   const NapkinShardTensor *q;
   const NapkinCollective *last;
 
@@ -245,9 +219,9 @@ test_ulysses_layouts (void)
 static void
 test_overlap (void)
 {
-  g_autoptr(NapkinDiagram) d = load_example ("tp-mlp-overlap.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("tp-mlp-overlap.napkin");
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinShardAnalysis) two = napkin_shard_analyze (d, arch ("h100"), 2, NULL, &error);
+  g_autoptr(NapkinShardAnalysis) two = napkin_shard_analyze (d, napkin_test_arch ("h100"), 2, NULL, &error);
   g_autoptr(NapkinShardAnalysis) eight = NULL;
   g_autoptr(json_object) root = NULL;
   const NapkinCollective *c;
@@ -268,7 +242,7 @@ test_overlap (void)
   g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (root, "chunked_s")), two->chunked_s, 1e-12);
   g_assert_nonnull (json_object_object_get (root, "overlap_note"));
   /* 8 GPUs: 4 small all-reduces cost more than the whole one, and still nothing hides */
-  eight = napkin_shard_analyze (d, arch ("h100"), 8, NULL, &error);
+  eight = napkin_shard_analyze (d, napkin_test_arch ("h100"), 8, NULL, &error);
   g_assert_no_error (error);
   g_assert_cmpfloat (eight->gain_s, <, 0);
   g_assert_cmpfloat_with_epsilon (eight->overlapped_s, eight->chunked_s, 1e-12);
@@ -282,16 +256,16 @@ test_overlap (void)
 static void
 test_overlap_sms (void)
 {
-  g_autoptr(NapkinDiagram) d = load_example ("tp-mlp-overlap.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("tp-mlp-overlap.napkin");
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinShardAnalysis) sa = napkin_shard_analyze (d, arch ("h100"), 2, NULL, &error);
+  g_autoptr(NapkinShardAnalysis) sa = napkin_shard_analyze (d, napkin_test_arch ("h100"), 2, NULL, &error);
   double serial_chunk_s;
 
   g_assert_no_error (error);
-  napkin_shard_analysis_overlap (sa, arch ("h100"), NULL, 0);
+  napkin_shard_analysis_overlap (sa, napkin_test_arch ("h100"), NULL, 0);
   serial_chunk_s = sa->chunk_compute_s;
   g_assert_cmpfloat (fabs (serial_chunk_s - 311.7e-6), <, 0.1e-6);
-  napkin_shard_analysis_overlap (sa, arch ("h100"), NULL, 4);
+  napkin_shard_analysis_overlap (sa, napkin_test_arch ("h100"), NULL, 4);
   g_assert_cmpuint (sa->comm_sms, ==, 4);
   g_assert_cmpfloat_with_epsilon (sa->chunk_compute_s, serial_chunk_s, 1e-9);
   /* 2 steps of 21 µs + 16 MiB at 4 · 22 GB/s */
@@ -301,7 +275,7 @@ test_overlap_sms (void)
                                   4 * sa->chunk_compute_s + sa->chunk_comm_alone_s - sa->total_s, 1e-9);
   g_assert_cmpfloat (fabs (sa->gain_s - -27.6e-6), <, 0.1e-6);
   g_assert_nonnull (strstr (sa->note, "on 128 of 132 SMs"));
-  napkin_shard_analysis_overlap (sa, arch ("h100"), NULL, 8);
+  napkin_shard_analysis_overlap (sa, napkin_test_arch ("h100"), NULL, 8);
   g_assert_cmpfloat (fabs (sa->chunk_compute_s - 424.8e-6), <, 0.1e-6);
   g_assert_cmpfloat (sa->gain_s, <, -0.3e-3);
 }
@@ -310,7 +284,7 @@ test_overlap_sms (void)
 static void
 test_roundtrip (void)
 {
-  g_autoptr(NapkinDiagram) d = load_example ("tp-mlp-overlap.napkin");
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("tp-mlp-overlap.napkin");
   g_autoptr(NapkinDiagram) again = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *first = NULL, *second = NULL;
@@ -350,7 +324,7 @@ expect_error (const char *json_edit_from,
               const char *words,
               const char *path)
 {
-  g_autofree char *file = example_path ("tp-mlp.napkin");
+  g_autofree char *file = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "tp-mlp.napkin", NULL);
   g_autofree char *text = NULL;
   g_autofree char *edited = NULL;
   g_autoptr(GError) error = NULL;
@@ -364,7 +338,7 @@ expect_error (const char *json_edit_from,
   edited = g_strjoinv (json_edit_to, parts);
   d = napkin_diagram_load_from_data (edited, -1, NAPKIN_LOAD_VALIDATE, &error);
   if (d != NULL)
-    plan = napkin_shard_plan_build (d, arch ("h100"), gpus, &error);
+    plan = napkin_shard_plan_build (d, napkin_test_arch ("h100"), gpus, &error);
   g_assert_null (plan);
   g_assert_nonnull (error);
   if (g_test_verbose ())
