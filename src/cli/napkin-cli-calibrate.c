@@ -301,12 +301,8 @@ napkin_cli_calibrate (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 1)
     return napkin_cli_usage_error ("calibrate", _("takes no FILE"));
-  switch (napkin_cli_format_resolve ("calibrate", format, as_json, (const char * const[]) { "text", "json", NULL }))
-    {
-    case -1: return NAPKIN_CLI_USAGE;
-    case 1: as_json = TRUE; break;
-    default: break;
-    }
+  if (!napkin_cli_text_or_json ("calibrate", format, &as_json))
+    return NAPKIN_CLI_USAGE;
   if (collectives)
     {
       if (gpus < 2 || gpus > 16 || max_bytes < (1 << 20))

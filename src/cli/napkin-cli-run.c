@@ -298,7 +298,7 @@ napkin_cli_run (int    argc,
   };
   g_autoptr(GOptionContext) context = NULL;
   g_autoptr(NapkinDiagram) diagram = NULL;
-  g_autoptr(GError) error = NULL;
+  int rc;
   g_autoptr(NapkinRunJob) job = NULL;
   g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GMainLoop) loop = NULL;
@@ -316,12 +316,8 @@ napkin_cli_run (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("run", _("expected exactly one FILE"));
-  switch (napkin_cli_format_resolve ("run", format, as_json, (const char * const[]) { "text", "json", NULL }))
-    {
-    case -1: return NAPKIN_CLI_USAGE;
-    case 1: as_json = TRUE; break;
-    default: break;
-    }
+  if (!napkin_cli_text_or_json ("run", format, &as_json))
+    return NAPKIN_CLI_USAGE;
   if (repeats < 1 || timeout < 1)
     return napkin_cli_usage_error ("run", _("--repeats and --timeout must be positive"));
   if (reference_repeats < 0)
@@ -331,15 +327,8 @@ napkin_cli_run (int    argc,
   if (gpus < 1 || gpus > 16)
     return napkin_cli_usage_error ("run", _("--gpus takes 1 to 16, not %d"), gpus);
 
-  diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
-  napkin_cli_overrides_clear (&overrides);
-  if (diagram == NULL)
-    {
-      if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
-        return napkin_cli_usage_error ("run", "%s", error->message);
-      fprintf (stderr, _("%s: invalid: %s\n"), argv[1], error->message);
-      return NAPKIN_CLI_FAILED;
-    }
+  if ((rc = napkin_cli_load_or_report ("run", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
+    return rc;
 
 #ifdef HAVE_PERF
   /* No relabeling in the file: run the one the model ranks first (napkin_tune proposes
