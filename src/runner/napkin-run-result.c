@@ -46,6 +46,29 @@ member (json_object *obj,
   return v;
 }
 
+/* The member when it has the JSON type asked for (an integer is a number too), NULL
+ * where absent; FALSE with an error naming it where it has another type. */
+static gboolean
+typed_member (json_object  *obj,
+              const char   *where,
+              const char   *key,
+              json_type     type,
+              const char   *expected,
+              json_object **out,
+              GError      **error)
+{
+  json_object *v = member (obj, key);
+
+  *out = NULL;
+  if (v == NULL)
+    return TRUE;
+  if (!json_object_is_type (v, type) && !(type == json_type_double && json_object_is_type (v, json_type_int)))
+    return type_error (where, key, expected, error);
+  *out = v;
+  return TRUE;
+}
+
+/* A number: NAN where absent. */
 static gboolean
 read_number (json_object  *obj,
              const char   *where,
@@ -53,17 +76,15 @@ read_number (json_object  *obj,
              double       *out,
              GError      **error)
 {
-  json_object *v = member (obj, key);
+  json_object *v;
 
-  *out = NAN;
-  if (v == NULL)
-    return TRUE;
-  if (!json_object_is_type (v, json_type_double) && !json_object_is_type (v, json_type_int))
-    return type_error (where, key, _("a number"), error);
-  *out = json_object_get_double (v);
+  if (!typed_member (obj, where, key, json_type_double, _("a number"), &v, error))
+    return FALSE;
+  *out = v != NULL ? json_object_get_double (v) : NAN;
   return TRUE;
 }
 
+/* A string (a copy): left NULL where absent. */
 static gboolean
 read_string (json_object  *obj,
              const char   *where,
@@ -71,16 +92,16 @@ read_string (json_object  *obj,
              char        **out,
              GError      **error)
 {
-  json_object *v = member (obj, key);
+  json_object *v;
 
-  if (v == NULL)
-    return TRUE;
-  if (!json_object_is_type (v, json_type_string))
-    return type_error (where, key, _("a string"), error);
-  *out = g_strdup (json_object_get_string (v));
+  if (!typed_member (obj, where, key, json_type_string, _("a string"), &v, error))
+    return FALSE;
+  if (v != NULL)
+    *out = g_strdup (json_object_get_string (v));
   return TRUE;
 }
 
+/* A boolean: FALSE where absent. */
 static gboolean
 read_boolean (json_object  *obj,
               const char   *where,
@@ -88,18 +109,15 @@ read_boolean (json_object  *obj,
               gboolean     *out,
               GError      **error)
 {
-  json_object *v = member (obj, key);
+  json_object *v;
 
-  *out = FALSE;
-  if (v == NULL)
-    return TRUE;
-  if (!json_object_is_type (v, json_type_boolean))
-    return type_error (where, key, _("true or false"), error);
-  *out = json_object_get_boolean (v);
+  if (!typed_member (obj, where, key, json_type_boolean, _("true or false"), &v, error))
+    return FALSE;
+  *out = v != NULL && json_object_get_boolean (v);
   return TRUE;
 }
 
-/* An object member: *out NULL where absent. */
+/* An object: NULL where absent. */
 static gboolean
 read_object (json_object  *obj,
              const char   *where,
@@ -107,15 +125,7 @@ read_object (json_object  *obj,
              json_object **out,
              GError      **error)
 {
-  json_object *v = member (obj, key);
-
-  *out = NULL;
-  if (v == NULL)
-    return TRUE;
-  if (!json_object_is_type (v, json_type_object))
-    return type_error (where, key, _("an object"), error);
-  *out = v;
-  return TRUE;
+  return typed_member (obj, where, key, json_type_object, _("an object"), out, error);
 }
 
 /* ---- the parts of a result ------------------------------------------------------------------- */
