@@ -15,6 +15,7 @@
 #include "napkin-explain.h"
 #include "napkin-file.h"
 #include "napkin-plot.h"
+#include "napkin-run-result.h"
 #include "napkin-runs.h"
 #include "napkin-shard-model.h"
 #include "napkin-describe.h"
@@ -709,11 +710,13 @@ region_problems (NapkinAnalysis *a,
   for (guint i = 0; a != NULL && i < a->errors->len; i++)
     {
       const char *e = g_ptr_array_index (a->errors, i);
+      int region = g_array_index (a->error_regions, int, i);
       guint index;
       NapkinProblem *p;
 
-      if (sscanf (e, "regions[%u]", &index) != 1)
+      if (region < 0)
         continue;
+      index = (guint) region;
       if (analysed != document && analysed != NULL && document != NULL)
         {
           int r = index < napkin_diagram_n_regions (analysed)
@@ -764,14 +767,13 @@ squash (const char *text)
 /* A run (the runner's JSON kept in the document) measured on this architecture:
  * its GPU's name carries the profile's id ("h100", "h100-measured", …). */
 static gboolean
-run_on_arch (json_object      *run,
-             const NapkinArch *arch)
+run_on_arch (const NapkinRunResult *run,
+             const NapkinArch      *arch)
 {
-  json_object *gpu = NULL, *name = NULL;
   g_autofree char *id = NULL, *gpu_name = NULL;
   char *dash;
 
-  if (!json_object_object_get_ex (run, "gpu", &gpu) || !json_object_object_get_ex (gpu, "name", &name))
+  if (run->gpu_name == NULL)
     return FALSE;
   id = g_strdup (arch->id);
   if ((dash = strchr (id, '-')) != NULL)
@@ -779,30 +781,42 @@ run_on_arch (json_object      *run,
   {
     g_autofree char *want = squash (id);
 
-    gpu_name = squash (json_object_get_string (name));
+    gpu_name = squash (run->gpu_name);
     return *want != '\0' && strstr (gpu_name, want) != NULL;
   }
 }
 
 /* Seconds and FLOP/s of a successful run; FALSE for failed ones. */
 static gboolean
-run_numbers (json_object *run,
-             double      *seconds,
-             double      *rate,
-             double      *intensity)
+run_numbers (const NapkinRunResult *run,
+             double                *seconds,
+             double                *rate,
+             double                *intensity)
 {
-  json_object *time = NULL, *median = NULL, *flops = NULL, *bytes = NULL;
+  double bytes = isnan (run->ir_hbm_bytes) ? run->io_bytes : run->ir_hbm_bytes;
 
-  if (!json_object_object_get_ex (run, "time_ms", &time) || !json_object_object_get_ex (time, "median", &median)
-      || !json_object_object_get_ex (run, "flops", &flops) || json_object_get_double (median) <= 0)
+  if (isnan (run->time_median_ms) || isnan (run->flops) || run->time_median_ms <= 0)
     return FALSE;
-  *seconds = json_object_get_double (median) / 1e3;
-  *rate = json_object_get_double (flops) / *seconds;
-  *intensity = 0;
-  if ((json_object_object_get_ex (run, "ir_hbm_bytes", &bytes) || json_object_object_get_ex (run, "io_bytes", &bytes))
-      && json_object_get_double (bytes) > 0)
-    *intensity = json_object_get_double (flops) / json_object_get_double (bytes);
+  *seconds = run->time_median_ms / 1e3;
+  *rate = run->flops / *seconds;
+  *intensity = !isnan (bytes) && bytes > 0 ? run->flops / bytes : 0;
   return TRUE;
+}
+
+/* The document's run `index` on `arch` with its numbers; FALSE for runs on other GPUs,
+ * failed runs and records that cannot be read. */
+static gboolean
+measured_run (NapkinDiagram    *diagram,
+              guint             index,
+              const NapkinArch *arch,
+              double           *seconds,
+              double           *rate,
+              double           *intensity)
+{
+  json_object *runs = napkin_diagram_get_runs (diagram);
+  g_autoptr(NapkinRunResult) run = napkin_run_result_new_from_json (json_object_array_get_idx (runs, index), NULL);
+
+  return run != NULL && run_on_arch (run, arch) && run_numbers (run, seconds, rate, intensity);
 }
 
 static void
@@ -850,10 +864,9 @@ build_roofline (NapkinAnalysisPane *self)
 
       for (guint i = n; i-- > 0 && shown < 5;)
         {
-          json_object *run = json_object_array_get_idx (runs, i);
           double seconds, rate, intensity;
 
-          if (run_on_arch (run, a->arch) && run_numbers (run, &seconds, &rate, &intensity) && intensity > 0)
+          if (measured_run (self->diagram, i, a->arch, &seconds, &rate, &intensity) && intensity > 0)
             {
               napkin_plot_add_point (self->roofline, NAPKIN_LEVEL_HBM, intensity, rate,
                                      shown == 0 ? _("measured") : NULL, TRUE);
@@ -909,10 +922,9 @@ add_measured_bars (NapkinPlot    *plot,
 
       for (guint r = json_object_array_length (runs); r-- > 0;)
         {
-          json_object *run = json_object_array_get_idx (runs, r);
           double seconds, rate, intensity;
 
-          if (run_on_arch (run, arch) && run_numbers (run, &seconds, &rate, &intensity))
+          if (measured_run (diagram, r, arch, &seconds, &rate, &intensity))
             {
               napkin_plot_add_bar (plot, arch->id, _("measured"), seconds, TRUE, FALSE);
               break;

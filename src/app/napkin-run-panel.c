@@ -36,7 +36,7 @@ struct _NapkinRunPanel
   GStrv           runner;
   guint           timeout_s;
 
-  json_object    *shown;          /* the run on show */
+  NapkinRunResult *shown;         /* the run on show */
   NapkinPlot     *plot;
   char           *status;
   gboolean        filling;        /* rebuilding the history list: ignore selection */
@@ -65,62 +65,24 @@ static guint signals[N_SIGNALS];
 
 /* ---- reading results --------------------------------------------------------------------- */
 
-static json_object *
-get_path (json_object *obj,
-          const char  *path)
-{
-  g_auto(GStrv) parts = g_strsplit (path, ".", -1);
-
-  for (guint i = 0; parts[i] && obj; i++)
-    obj = json_object_is_type (obj, json_type_object) ? json_object_object_get (obj, parts[i]) : NULL;
-  return obj;
-}
-
-static double
-get_double (json_object *obj,
-            const char  *path)
-{
-  json_object *v = get_path (obj, path);
-
-  return v && (json_object_is_type (v, json_type_double) || json_object_is_type (v, json_type_int))
-           ? json_object_get_double (v) : NAN;
-}
-
-static const char *
-get_string (json_object *obj,
-            const char  *path)
-{
-  json_object *v = get_path (obj, path);
-
-  return v && json_object_is_type (v, json_type_string) ? json_object_get_string (v) : NULL;
-}
-
 /* The runner's message in the user's language where the catalogue has it (the runner
  * writes English; docs/cli.md, "Language"). */
 static const char *
-runner_message (json_object *result)
+runner_message (const NapkinRunResult *result)
 {
-  const char *message = get_string (result, "message");
+  const char *message = result->message;
 
   return message != NULL && *message != '\0' ? _(message) : message;
-}
-
-static gboolean
-run_succeeded (json_object *run)
-{
-  const char *status = get_string (run, "status");
-
-  return g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0;
 }
 
 /* ---- the prediction, as napkin-cli run --json writes it ------------------------------------ */
 
 static void
-add_prediction (NapkinDiagram *diagram,
-                json_object   *result)
+add_prediction (NapkinDiagram   *diagram,
+                NapkinRunResult *result)
 {
-  if (json_object_object_get (result, "prediction") == NULL)
-    napkin_prediction_add_to_run (diagram, result, NULL);
+  if (!result->has_prediction)
+    napkin_prediction_add_to_run (diagram, result->json, NULL);
 }
 
 /* ---- the table and the chart ------------------------------------------------------------- */
@@ -162,11 +124,95 @@ add_row (NapkinRunPanel *self,
   g_free (measured);
 }
 
+/* The GPU row's measured cell: the device the runner found. */
+static char *
+measured_gpu (const NapkinRunResult *r)
+{
+  if (r->gpu_name == NULL)
+    return NULL;
+  return g_strdup_printf (_("%s (%s, driver %s)"), r->gpu_name, r->arch ? r->arch : "?",
+                          r->gpu_driver ? r->gpu_driver : "?");
+}
+
+/* The Time row's measured cell: the median, with its spread where the runner gave one. */
+static char *
+measured_time (const NapkinRunResult *r)
+{
+  if (isnan (r->time_median_ms))
+    return NULL;
+  if (isnan (r->time_repeats))
+    return format_ms (r->time_median_ms);
+  return g_strdup_printf (_("%.4f ms (median of %.0f, %.4f–%.4f)"), r->time_median_ms, r->time_repeats,
+                          r->time_min_ms, r->time_max_ms);
+}
+
+/* The model's traffic at each level where it moves bytes; returns the next row. */
+static int
+add_level_rows (NapkinRunPanel        *self,
+                const NapkinRunResult *r,
+                int                    row)
+{
+  for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
+    {
+      double bytes = r->prediction_level_bytes[l];
+      g_autofree char *size = NULL;
+      g_autofree char *quantity = NULL;
+
+      if (isnan (bytes) || bytes <= 0)
+        continue;
+      size = g_format_size ((guint64) bytes);
+      /* TRANSLATORS: %s is a memory level: hbm, l2, smem, registers */
+      quantity = g_strdup_printf (_("Traffic at %s"), napkin_level_to_string (l));
+      add_row (self, row++, quantity, g_strdup_printf (_("%s in %.4f ms"), size, r->prediction_level_time_ms[l]), NULL);
+    }
+  return row;
+}
+
+/* One row per kernel that ran: its launch and its resources; returns the next row. */
+static int
+add_kernel_rows (NapkinRunPanel        *self,
+                 const NapkinRunResult *r,
+                 int                    row)
+{
+  for (guint k = 0; k < r->kernels->len; k++)
+    {
+      const NapkinRunKernel *o = napkin_run_result_kernel (r, k);
+      g_autofree char *quantity = g_strdup_printf (_("Kernel %s (%s)"), o->name ? o->name : "?",
+                                                   o->skeleton ? o->skeleton : "?");
+
+      add_row (self, row++, quantity, g_strdup_printf (_("%.0f blocks × %.0f threads"), o->grid, o->threads),
+               g_strdup_printf (_("%.0f registers, %.0f B shared, %.0f B spilled"), o->registers, o->shared_bytes,
+                                o->local_bytes));
+    }
+  return row;
+}
+
+/* Predicted against measured: the total, and the model's time at each level (the
+ * runner times the whole kernel sequence, so levels have no measured bar). The plain
+ * fp32 reference is in the table only: tens of times slower, it would flatten the
+ * bars that matter. */
+static void
+fill_plot (NapkinRunPanel        *self,
+           const NapkinRunResult *r)
+{
+  self->plot = napkin_plot_new (NAPKIN_PLOT_BARS, _("Predicted and measured time"));
+  if (!isnan (r->prediction_time_ms))
+    napkin_plot_add_bar (self->plot, _("Total"), _("predicted"), r->prediction_time_ms * 1e-3, FALSE, FALSE);
+  if (!isnan (r->time_median_ms))
+    napkin_plot_add_bar (self->plot, _("Total"), _("measured"), r->time_median_ms * 1e-3, TRUE, FALSE);
+  for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
+    {
+      double t = r->prediction_level_time_ms[l];
+
+      if (!isnan (t) && t > 0)
+        napkin_plot_add_bar (self->plot, napkin_level_to_string (l), _("predicted"), t * 1e-3, FALSE, FALSE);
+    }
+}
+
 static void
 fill_table (NapkinRunPanel *self)
 {
-  json_object *r = self->shown;
-  json_object *kernels;
+  const NapkinRunResult *r = self->shown;
   GtkWidget *child;
   int row = 0;
   double ms, pred;
@@ -178,92 +224,37 @@ fill_table (NapkinRunPanel *self)
   if (r == NULL)
     return;
 
-  ms = get_double (r, "time_ms.median");
-  pred = get_double (r, "prediction.time_ms");
+  ms = r->time_median_ms;
+  pred = r->prediction_time_ms;
   add_row (self, row++, _("Quantity"), g_strdup (_("Predicted")), g_strdup (_("Measured")));
   add_row (self, row++, _("Status"), NULL,
-           get_string (r, "message") ? g_strdup_printf ("%s: %s", get_string (r, "status"), runner_message (r))
-                                     : g_strdup (get_string (r, "status")));
-  add_row (self, row++, _("GPU"), g_strdup (get_string (r, "prediction.arch")),
-           get_string (r, "gpu.name") ? g_strdup_printf (_("%s (%s, driver %s)"), get_string (r, "gpu.name"),
-                                                         get_string (r, "arch") ? get_string (r, "arch") : "?",
-                                                         get_string (r, "gpu.driver") ? get_string (r, "gpu.driver") : "?")
-                                      : NULL);
+           r->message ? g_strdup_printf ("%s: %s", r->status, runner_message (r)) : g_strdup (r->status));
+  add_row (self, row++, _("GPU"), g_strdup (r->prediction_arch), measured_gpu (r));
   if (!isnan (ms) || !isnan (pred))
-    add_row (self, row++, _("Time"), isnan (pred) ? NULL : format_ms (pred),
-             isnan (ms) ? NULL
-                        : isnan (get_double (r, "time_ms.repeats"))
-                            ? format_ms (ms)
-                            : g_strdup_printf (_("%.4f ms (median of %.0f, %.4f–%.4f)"), ms,
-                                               get_double (r, "time_ms.repeats"), get_double (r, "time_ms.min"),
-                                               get_double (r, "time_ms.max")));
+    add_row (self, row++, _("Time"), isnan (pred) ? NULL : format_ms (pred), measured_time (r));
   if (!isnan (ms) && !isnan (pred) && pred > 0)
     add_row (self, row++, _("Measured / predicted"), NULL, g_strdup_printf ("%.2f", ms / pred));
-  if (!isnan (get_double (r, "tflops")))
+  if (!isnan (r->tflops))
     add_row (self, row++, _("Throughput"),
-             !isnan (pred) && !isnan (get_double (r, "flops"))
-               ? g_strdup_printf (_("%.2f TFLOP/s"), get_double (r, "flops") / (pred * 1e-3) / 1e12) : NULL,
-             g_strdup_printf (_("%.2f TFLOP/s"), get_double (r, "tflops")));
-  if (!isnan (get_double (r, "gbps")))
+             !isnan (pred) && !isnan (r->flops) ? g_strdup_printf (_("%.2f TFLOP/s"), r->flops / (pred * 1e-3) / 1e12)
+                                                : NULL,
+             g_strdup_printf (_("%.2f TFLOP/s"), r->tflops));
+  if (!isnan (r->gbps))
     add_row (self, row++, _("Bandwidth (inputs and outputs once)"),
-             !isnan (pred) && !isnan (get_double (r, "io_bytes"))
-               ? g_strdup_printf (_("%.1f GB/s"), get_double (r, "io_bytes") / (pred * 1e-3) / 1e9) : NULL,
-             g_strdup_printf (_("%.1f GB/s"), get_double (r, "gbps")));
-  if (get_string (r, "prediction.bound"))
-    add_row (self, row++, _("Bound by"), g_strdup (get_string (r, "prediction.bound")), NULL);
-  for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
-    {
-      g_autofree char *path = g_strdup_printf ("prediction.levels.%s", napkin_level_to_string (l));
-      g_autofree char *bytes_path = g_strconcat (path, ".transfer_bytes", NULL);
-      g_autofree char *time_path = g_strconcat (path, ".time_ms", NULL);
-      g_autofree char *size = NULL;
-      g_autofree char *quantity = NULL;
-
-      if (isnan (get_double (r, bytes_path)) || get_double (r, bytes_path) <= 0)
-        continue;
-      size = g_format_size ((guint64) get_double (r, bytes_path));
-      /* TRANSLATORS: %s is a memory level: hbm, l2, smem, registers */
-      quantity = g_strdup_printf (_("Traffic at %s"), napkin_level_to_string (l));
-      add_row (self, row++, quantity, g_strdup_printf (_("%s in %.4f ms"), size, get_double (r, time_path)), NULL);
-    }
-  if (get_path (r, "error.max_rel") != NULL)
+             !isnan (pred) && !isnan (r->io_bytes) ? g_strdup_printf (_("%.1f GB/s"), r->io_bytes / (pred * 1e-3) / 1e9)
+                                                   : NULL,
+             g_strdup_printf (_("%.1f GB/s"), r->gbps));
+  if (r->prediction_bound)
+    add_row (self, row++, _("Bound by"), g_strdup (r->prediction_bound), NULL);
+  row = add_level_rows (self, r, row);
+  if (r->has_error)
     add_row (self, row++, _("Error against the fp32 reference"), NULL,
-             g_strdup_printf (_("%.3g (bound %.3g): %s"), get_double (r, "error.max_rel"), get_double (r, "error.bound"),
-                              json_object_get_boolean (get_path (r, "error.ok")) ? _("ok") : _("WRONG")));
-  if (!isnan (get_double (r, "reference_time_ms.median")))
-    add_row (self, row++, _("Plain fp32 reference"), NULL, format_ms (get_double (r, "reference_time_ms.median")));
-  kernels = get_path (r, "kernels");
-  for (guint k = 0; kernels && json_object_is_type (kernels, json_type_array) && k < json_object_array_length (kernels);
-       k++)
-    {
-      json_object *o = json_object_array_get_idx (kernels, k);
-      const char *name = get_string (o, "name");
-      g_autofree char *quantity = g_strdup_printf (_("Kernel %s (%s)"), name ? name : "?",
-                                                   get_string (o, "skeleton") ? get_string (o, "skeleton") : "?");
-
-      add_row (self, row++, quantity,
-               g_strdup_printf (_("%.0f blocks × %.0f threads"), get_double (o, "grid"), get_double (o, "threads")),
-               g_strdup_printf (_("%.0f registers, %.0f B shared, %.0f B spilled"), get_double (o, "registers"),
-                                get_double (o, "shared_bytes"), get_double (o, "local_bytes")));
-    }
-
-  /* predicted against measured: the total, and the model's time at each level
-   * (the runner times the whole kernel sequence, so levels have no measured bar) */
-  self->plot = napkin_plot_new (NAPKIN_PLOT_BARS, _("Predicted and measured time"));
-  if (!isnan (pred))
-    napkin_plot_add_bar (self->plot, _("Total"), _("predicted"), pred * 1e-3, FALSE, FALSE);
-  if (!isnan (ms))
-    napkin_plot_add_bar (self->plot, _("Total"), _("measured"), ms * 1e-3, TRUE, FALSE);
-  for (guint l = 0; l < NAPKIN_N_LEVELS; l++)
-    {
-      g_autofree char *path = g_strdup_printf ("prediction.levels.%s.time_ms", napkin_level_to_string (l));
-      double t = get_double (r, path);
-
-      if (!isnan (t) && t > 0)
-        napkin_plot_add_bar (self->plot, napkin_level_to_string (l), _("predicted"), t * 1e-3, FALSE, FALSE);
-    }
-  /* the plain fp32 reference is in the table only: tens of times slower, it
-   * would flatten the bars that matter */
+             g_strdup_printf (_("%.3g (bound %.3g): %s"), r->error_max_rel, r->error_bound,
+                              r->error_ok ? _("ok") : _("WRONG")));
+  if (!isnan (r->reference_median_ms))
+    add_row (self, row++, _("Plain fp32 reference"), NULL, format_ms (r->reference_median_ms));
+  add_kernel_rows (self, r, row);
+  fill_plot (self, r);
 }
 
 static void
@@ -292,17 +283,17 @@ chart_draw (GtkDrawingArea *area,
 
 /* ---- history ----------------------------------------------------------------------------- */
 
+/* A run of the document's history (NULL: one that cannot be read). */
 static char *
-run_title (json_object *run,
-           guint        index)
+run_title (const NapkinRunResult *run,
+           guint                  index)
 {
-  double ms = get_double (run, "time_ms.median");
-  const char *status = get_string (run, "status");
-  const char *gpu = get_string (run, "gpu.name");
+  double ms = run ? run->time_median_ms : NAN;
+  const char *gpu = run ? run->gpu_name : NULL;
   g_autofree char *time = isnan (ms) ? g_strdup ("") : g_strdup_printf (_("%.4f ms"), ms);
 
   /* TRANSLATORS: run number, status, time, GPU */
-  return g_strdup_printf (_("#%u  %s  %s  %s"), index + 1, status ? status : "?", time, gpu ? gpu : "");
+  return g_strdup_printf (_("#%u  %s  %s  %s"), index + 1, run ? run->status : "?", time, gpu ? gpu : "");
 }
 
 static void
@@ -321,19 +312,22 @@ fill_history (NapkinRunPanel *self,
   for (guint i = n; i-- > 0;)
     {
       json_object *run = json_object_array_get_idx (runs, i);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinRunResult) result = NULL;
       g_autofree char *title = NULL;
       GtkWidget *label;
       GtkWidget *row;
 
       if (!json_object_is_type (run, json_type_object))
         continue;
-      title = run_title (run, i);
+      result = napkin_run_result_new_from_json (run, &error);
+      title = run_title (result, i);
       label = gtk_label_new (title);
       gtk_label_set_xalign (GTK_LABEL (label), 0);
       gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
-      if (!run_succeeded (run))
+      if (result == NULL || !napkin_run_result_ran (result))
         gtk_widget_add_css_class (label, "error");
-      gtk_widget_set_tooltip_text (label, get_string (run, "date"));
+      gtk_widget_set_tooltip_text (label, result ? result->date : error->message);
       row = gtk_list_box_row_new ();
       gtk_list_box_row_set_child (GTK_LIST_BOX_ROW (row), label);
       g_object_set_data (G_OBJECT (row), "napkin-run", run);
@@ -346,14 +340,23 @@ fill_history (NapkinRunPanel *self,
     gtk_list_box_select_row (self->history_list, last);
 }
 
+static void set_status (NapkinRunPanel *self,
+                        const char     *status);
+
+/* A run of the document's history (or the one just made), read into its fields. */
 static void
 show_run (NapkinRunPanel *self,
           json_object    *run)
 {
-  if (self->shown == run)
+  g_autoptr(GError) error = NULL;
+
+  if ((self->shown ? self->shown->json : NULL) == run)
     return;
-  g_clear_pointer (&self->shown, json_object_put);
-  self->shown = run ? json_object_get (run) : NULL;
+  g_clear_pointer (&self->shown, napkin_run_result_free);
+  if (run != NULL)
+    self->shown = napkin_run_result_new_from_json (run, &error);
+  if (error != NULL)
+    set_status (self, error->message);
   fill_table (self);
 }
 
@@ -413,11 +416,11 @@ job_progress_cb (NapkinRunPanel *self,
 }
 
 static char *
-describe_end (json_object *result)
+describe_end (const NapkinRunResult *result)
 {
-  const char *status = get_string (result, "status");
+  const char *status = result->status;
   const char *message = runner_message (result);
-  double ms = get_double (result, "time_ms.median");
+  double ms = result->time_median_ms;
 
   if (g_strcmp0 (status, "ok") == 0)
     return isnan (ms) ? g_strdup (_("Run finished")) : g_strdup_printf (_("Run finished: %.4f ms"), ms);
@@ -438,7 +441,7 @@ run_done (GObject      *object,
 {
   g_autoptr(NapkinRunPanel) self = user_data;
   g_autoptr(GError) error = NULL;
-  g_autoptr(json_object) result = napkin_run_job_run_finish (NAPKIN_RUN_JOB (object), res, &error);
+  g_autoptr(NapkinRunResult) result = napkin_run_job_run_finish_result (NAPKIN_RUN_JOB (object), res, &error);
   g_autoptr(NapkinDiagram) run_diagram = g_steal_pointer (&self->run_diagram);
 
   if (self->job == NAPKIN_RUN_JOB (object))
@@ -465,42 +468,38 @@ run_done (GObject      *object,
       set_status (self, message);
       return;
     }
-  if (!json_object_is_type (result, json_type_object))
-    {
-      set_status (self, _("Could not run: the runner’s answer is not a JSON object"));
-      return;
-    }
 
   {
     g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
     g_autofree char *date = g_date_time_format_iso8601 (now);
 
-    json_object_object_add (result, "date", json_object_new_string (date));
+    json_object_object_add (result->json, "date", json_object_new_string (date));
   }
-  if (run_succeeded (result) && run_diagram != NULL)
+  if (napkin_run_result_ran (result) && run_diagram != NULL)
     add_prediction (run_diagram, result);
   /* nothing ran: what the model predicts on the GPU chosen in the header */
-  else if (g_strcmp0 (get_string (result, "status"), "no-gpu") == 0 && run_diagram != NULL && self->arch_id != NULL
-           && json_object_object_get (result, "prediction") == NULL)
-    napkin_prediction_add_to_run (run_diagram, result, self->arch_id);
-  gtk_progress_bar_set_fraction (self->progress, run_succeeded (result) ? 1 : 0);
+  else if (g_strcmp0 (result->status, "no-gpu") == 0 && run_diagram != NULL && self->arch_id != NULL
+           && !result->has_prediction)
+    napkin_prediction_add_to_run (run_diagram, result->json, self->arch_id);
+  gtk_progress_bar_set_fraction (self->progress, napkin_run_result_ran (result) ? 1 : 0);
   {
     g_autofree char *end = describe_end (result);
 
     set_status_full (self, end, runner_message (result));
-    if (!run_succeeded (result))
+    if (!napkin_run_result_ran (result))
       g_signal_emit (self, signals[MESSAGE], 0, end);
   }
   /* The document may have been replaced meanwhile: the run belongs to the one it ran.
    * Without a GPU nothing ran: that goes to the status line, not the history. */
-  if (self->diagram != NULL && run_diagram != NULL && g_strcmp0 (get_string (result, "status"), "no-gpu") != 0)
+  if (self->diagram != NULL && run_diagram != NULL && g_strcmp0 (result->status, "no-gpu") != 0)
     {
-      napkin_diagram_add_run (self->diagram, result);
+      napkin_diagram_add_run (self->diagram, result->json);
       fill_history (self, TRUE);
       update_actions (self);
       g_signal_emit (self, signals[RUNS_CHANGED], 0);
     }
-  show_run (self, result);
+  /* read again: the date and the prediction are in it now */
+  show_run (self, result->json);
 }
 
 void
@@ -558,7 +557,7 @@ json_object *
 napkin_run_panel_get_shown_run (NapkinRunPanel *self)
 {
   g_return_val_if_fail (NAPKIN_IS_RUN_PANEL (self), NULL);
-  return self->shown;
+  return self->shown ? self->shown->json : NULL;
 }
 
 const char *
@@ -673,7 +672,7 @@ napkin_run_panel_dispose (GObject *object)
   g_cancellable_cancel (self->cancellable);
   g_clear_object (&self->diagram);
   g_clear_object (&self->run_diagram);
-  g_clear_pointer (&self->shown, json_object_put);
+  g_clear_pointer (&self->shown, napkin_run_result_free);
   g_clear_pointer (&self->plot, napkin_plot_free);
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_RUN_PANEL);
   /* the template's root box is not a bound child: dispose_template leaves it */

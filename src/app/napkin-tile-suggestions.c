@@ -991,38 +991,32 @@ static void measure_next (NapkinTileSuggestions *self);
 /* The runner's answer for the row being measured, in its "Measured" cell. */
 static void
 show_measured (NapkinTileSuggestions *self,
-               json_object           *run,
+               const NapkinRunResult *run,
                const GError          *error)
 {
   guint i = self->measure_index;
   const NapkinTuneCandidate *c = napkin_tile_suggestions_get_item (self, i);
   GtkLabel *cell = i < TOP_K ? self->measured_labels[i] : NULL;
-  json_object *v, *median;
-  const char *status = NULL;
+  const char *status = run ? run->status : NULL;
   g_autofree char *text = NULL;
   g_autofree char *tip = NULL;
 
-  if (run != NULL && json_object_object_get_ex (run, "status", &v))
-    status = json_object_get_string (v);
-  if (g_strcmp0 (status, "ok") == 0 && json_object_object_get_ex (run, "time_ms", &v)
-      && json_object_object_get_ex (v, "median", &median) && json_object_get_double (median) > 0)
+  if (run != NULL && napkin_run_result_is_ok (run) && run->time_median_ms > 0)
     {
       g_autofree char *time = NULL;
       g_autoptr(GString) kernels = g_string_new (NULL);
       gboolean generic = FALSE;
 
       /* which skeletons ran: a generic loop nest is not what the model ranks */
-      if (json_object_object_get_ex (run, "kernels", &v) && json_object_is_type (v, json_type_array))
-        for (size_t k = 0; k < json_object_array_length (v); k++)
-          {
-            json_object *skeleton;
-            const char *name = json_object_object_get_ex (json_object_array_get_idx (v, k), "skeleton", &skeleton)
-                               ? json_object_get_string (skeleton) : "?";
+      for (guint k = 0; k < run->kernels->len; k++)
+        {
+          const char *skeleton = napkin_run_result_kernel (run, k)->skeleton;
+          const char *name = skeleton ? skeleton : "?";
 
-            g_string_append_printf (kernels, "%s%s", k ? ", " : "", name);
-            generic |= g_strcmp0 (name, "generic") == 0;
-          }
-      self->measured[i] = json_object_get_double (median) / 1e3;
+          g_string_append_printf (kernels, "%s%s", k ? ", " : "", name);
+          generic |= g_strcmp0 (name, "generic") == 0;
+        }
+      self->measured[i] = run->time_median_ms / 1e3;
       time = napkin_format_si (self->measured[i], "s");
       /* measured over predicted: how far the model is for this relabeling */
       text = generic ? g_strdup_printf (_("%s (%.2f×, generic)"), time, self->measured[i] / c->predicted_time_s)
@@ -1035,8 +1029,8 @@ show_measured (NapkinTileSuggestions *self,
     {
       /* "fault", "timeout", "crashed", "wrong", … or why it could not start */
       text = g_strdup (status ? status : _("failed"));
-      if (run != NULL && json_object_object_get_ex (run, "message", &v))
-        tip = g_strdup (json_object_get_string (v));
+      if (run != NULL && run->message != NULL)
+        tip = g_strdup (run->message);
       else if (error != NULL)
         tip = g_strdup (error->message);
     }
@@ -1056,17 +1050,11 @@ measure_done_cb (GObject      *object,
 {
   g_autoptr(NapkinTileSuggestions) self = user_data;
   g_autoptr(GError) error = NULL;
-  json_object *run = napkin_run_job_run_finish (NAPKIN_RUN_JOB (object), res, &error);
+  g_autoptr(NapkinRunResult) run = napkin_run_job_run_finish_result (NAPKIN_RUN_JOB (object), res, &error);
 
   if (g_error_matches (error, G_IO_ERROR, G_IO_ERROR_CANCELLED) || self->measure_cancellable == NULL)
-    {
-      if (run != NULL)
-        json_object_put (run);
-      return;   /* stopped: a new search, Apply, Cancel or the popover went away */
-    }
+    return;   /* stopped: a new search, Apply, Cancel or the popover went away */
   show_measured (self, run, error);
-  if (run != NULL)
-    json_object_put (run);
   /* a runner that cannot start will not start for the next one either */
   if (g_error_matches (error, NAPKIN_JOB_ERROR, NAPKIN_JOB_ERROR_NO_RUNNER))
     {

@@ -252,6 +252,123 @@ calibrate_collectives (int         gpus,
   return NAPKIN_CLI_OK;
 }
 
+/* The datasheet profile the measurement starts from: --base, else the one the GPU's
+ * name matches; its file as the registry reads it ($NAPKIN_ARCH_DIR's folders, then the
+ * data dirs). NULL after saying why. */
+static json_object *
+calibrate_datasheet (const char  *gpu,
+                     char       **base)
+{
+  NapkinArch *datasheet;
+  json_object *profile;
+
+  if (*base == NULL && base_id_for (gpu) != NULL)
+    *base = g_strdup (base_id_for (gpu));
+  if (*base == NULL)
+    {
+      fprintf (stderr, _("napkin-cli calibrate: no datasheet profile matches “%s”; pass --base ID\n"), gpu);
+      return NULL;
+    }
+  datasheet = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), *base, NULL);
+  if (datasheet == NULL || datasheet->path == NULL)
+    {
+      fprintf (stderr, _("napkin-cli calibrate: no datasheet profile “%s” (napkin-cli archs lists them)\n"), *base);
+      return NULL;
+    }
+  profile = json_object_from_file (datasheet->path);
+  if (profile == NULL)
+    fprintf (stderr, _("napkin-cli calibrate: cannot read the datasheet profile %s\n"), datasheet->path);
+  return profile;
+}
+
+/* The measured figures into the datasheet's profile, each with where it came from;
+ * the line about the wgmma rates for the summary, or NULL. */
+static char *
+calibrate_profile (json_object *profile,
+                   json_object *result,
+                   const char  *gpu,
+                   const char  *base)
+{
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
+  g_autofree char *stamp = g_date_time_format_iso8601 (now);
+  json_object *cal = json_object_object_get (result, "calibration");
+  double clock_mhz = num (result, "gpu.clock_mhz");
+  double sms = num (result, "gpu.sms");
+  g_autofree char *note = g_strdup_printf ("measured by napkin-cli calibrate on %s (%s, %s)", gpu, stamp,
+                                           json_object_get_string (json_object_object_get (result, "arch")));
+  g_autofree char *id = g_strdup_printf ("%s-measured", base);
+  g_autofree char *name = g_strdup_printf ("%s (measured)", gpu);
+  json_object *levels, *tensor;
+
+  json_object_object_add (profile, "id", json_object_new_string (id));
+  json_object_object_add (profile, "name", json_object_new_string (name));
+  json_object_object_add (profile, "launch_overhead_s", sourced (num (cal, "launch_overhead_s"), note));
+  levels = json_object_object_get (profile, "levels");
+  if (levels != NULL)
+    {
+      json_object *hbm = json_object_object_get (levels, "hbm");
+      json_object *smem = json_object_object_get (levels, "smem");
+
+      if (hbm != NULL)
+        json_object_object_add (hbm, "bandwidth_bytes_per_s", sourced (num (cal, "hbm_bytes_per_s"), note));
+      if (smem != NULL)
+        json_object_object_add (smem, "bandwidth_bytes_per_clock", sourced (num (cal, "smem_bytes_per_clock_per_sm"), note));
+    }
+  tensor = json_object_object_get (profile, "tensor");
+  return tensor != NULL ? write_tensor_rates (profile, tensor, cal, note, sms, clock_mhz) : NULL;
+}
+
+/* The profile to OUT, by default the user's data dir (napkin/archs/BASE-measured.json). */
+static gboolean
+calibrate_write (json_object  *profile,
+                 const char   *base,
+                 char        **output)
+{
+  g_autoptr(GError) error = NULL;
+  const char *text = json_object_to_json_string_ext (profile, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
+                                                                | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+  if (*output == NULL)
+    {
+      g_autofree char *dir = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
+      g_autofree char *file = g_strdup_printf ("%s-measured.json", base);
+
+      g_mkdir_with_parents (dir, 0755);
+      *output = g_build_filename (dir, file, NULL);
+    }
+  if (!napkin_file_write_atomic (*output, text, strlen (text), &error))
+    {
+      fprintf (stderr, "napkin-cli calibrate: %s\n", error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* What was measured and where the profile went (on standard error beside --format json). */
+static void
+calibrate_print_summary (json_object *result,
+                         const char  *gpu,
+                         const char  *base,
+                         const char  *output,
+                         const char  *wgmma_note,
+                         gboolean     as_json)
+{
+  json_object *cal = json_object_object_get (result, "calibration");
+  g_autofree char *dir = g_path_get_dirname (output);
+  g_autofree char *user_dir = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
+  /* the registry reads the user's data dir (docs/packaging.md); elsewhere it needs telling */
+  g_autofree char *hint = g_str_equal (dir, user_dir) ? g_strdup_printf ("--arch %s-measured now works", base)
+                                                      : g_strdup_printf ("use it with NAPKIN_ARCH_DIR=%s", dir);
+
+  fprintf (as_json ? stderr : stdout, "%s: copy %.0f GB/s, shared memory %.0f B/clock/SM, launch %.1f µs, mma.sync fp16 %.0f bf16 %.0f "
+          "tf32 %.0f int8 %.0f TFLOP/s\n%s%swrote %s (%s)\n",
+          gpu, num (cal, "hbm_bytes_per_s") / 1e9, num (cal, "smem_bytes_per_clock_per_sm"),
+          num (cal, "launch_overhead_s") * 1e6, num (cal, "tensor.fp16.flops_per_s") / 1e12,
+          num (cal, "tensor.bf16.flops_per_s") / 1e12, num (cal, "tensor.tf32.flops_per_s") / 1e12,
+          num (cal, "tensor.int8.flops_per_s") / 1e12, wgmma_note ? wgmma_note : "", wgmma_note ? "\n" : "",
+          output, hint);
+}
+
 int
 napkin_cli_calibrate (int    argc,
                       char **argv)
@@ -281,15 +398,9 @@ napkin_cli_calibrate (int    argc,
   g_autoptr(GOptionContext) context = NULL;
   g_autoptr(json_object) result = NULL;
   g_autoptr(json_object) profile = NULL;
-  g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
-  g_autofree char *stamp = g_date_time_format_iso8601 (now);
-  g_autofree char *base_path = NULL;
-  g_autofree char *note = NULL;
   const char *args[] = { "--calibrate", NULL };
   const char *gpu;
-  json_object *cal, *levels, *tensor;
   g_autofree char *wgmma_note = NULL;
-  double clock_mhz, sms;
 
   context = napkin_cli_context_new ("calibrate", "",
                                     "Measure the local GPU's ceilings (device-memory copy bandwidth, "
@@ -301,12 +412,8 @@ napkin_cli_calibrate (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 1)
     return napkin_cli_usage_error ("calibrate", _("takes no FILE"));
-  switch (napkin_cli_format_resolve ("calibrate", format, as_json, (const char * const[]) { "text", "json", NULL }))
-    {
-    case -1: return NAPKIN_CLI_USAGE;
-    case 1: as_json = TRUE; break;
-    default: break;
-    }
+  if (!napkin_cli_text_or_json ("calibrate", format, &as_json))
+    return NAPKIN_CLI_USAGE;
   if (collectives)
     {
       if (gpus < 2 || gpus > 16 || max_bytes < (1 << 20))
@@ -321,92 +428,12 @@ napkin_cli_calibrate (int    argc,
     printf ("%s\n", json_object_to_json_string_ext (result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 
   gpu = json_object_get_string (json_object_object_get (json_object_object_get (result, "gpu"), "name"));
-  if (base == NULL && base_id_for (gpu) != NULL)
-    base = g_strdup (base_id_for (gpu));
-  if (base == NULL)
-    {
-      fprintf (stderr, _("napkin-cli calibrate: no datasheet profile matches “%s”; pass --base ID\n"), gpu);
-      return NAPKIN_CLI_FAILED;
-    }
-  /* the file the registry reads for that id: $NAPKIN_ARCH_DIR's folders, then the data dirs */
-  {
-    NapkinArch *datasheet = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), base, NULL);
-
-    if (datasheet == NULL || datasheet->path == NULL)
-      {
-        fprintf (stderr, _("napkin-cli calibrate: no datasheet profile “%s” (napkin-cli archs lists them)\n"), base);
-        return NAPKIN_CLI_FAILED;
-      }
-    base_path = g_strdup (datasheet->path);
-  }
-  profile = json_object_from_file (base_path);
+  profile = calibrate_datasheet (gpu, &base);
   if (profile == NULL)
-    {
-      fprintf (stderr, _("napkin-cli calibrate: cannot read the datasheet profile %s\n"), base_path);
-      return NAPKIN_CLI_FAILED;
-    }
-
-  cal = json_object_object_get (result, "calibration");
-  clock_mhz = num (result, "gpu.clock_mhz");
-  sms = num (result, "gpu.sms");
-  note = g_strdup_printf ("measured by napkin-cli calibrate on %s (%s, %s)", gpu, stamp,
-                          json_object_get_string (json_object_object_get (result, "arch")));
-  {
-    g_autofree char *id = g_strdup_printf ("%s-measured", base);
-    g_autofree char *name = g_strdup_printf ("%s (measured)", gpu);
-
-    json_object_object_add (profile, "id", json_object_new_string (id));
-    json_object_object_add (profile, "name", json_object_new_string (name));
-  }
-  json_object_object_add (profile, "launch_overhead_s", sourced (num (cal, "launch_overhead_s"), note));
-  levels = json_object_object_get (profile, "levels");
-  if (levels != NULL)
-    {
-      json_object *hbm = json_object_object_get (levels, "hbm");
-      json_object *smem = json_object_object_get (levels, "smem");
-
-      if (hbm != NULL)
-        json_object_object_add (hbm, "bandwidth_bytes_per_s", sourced (num (cal, "hbm_bytes_per_s"), note));
-      if (smem != NULL)
-        json_object_object_add (smem, "bandwidth_bytes_per_clock", sourced (num (cal, "smem_bytes_per_clock_per_sm"), note));
-    }
-  tensor = json_object_object_get (profile, "tensor");
-  if (tensor != NULL)
-    wgmma_note = write_tensor_rates (profile, tensor, cal, note, sms, clock_mhz);
-
-  if (output == NULL)
-    {
-      g_autofree char *dir = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
-      g_autofree char *file = g_strdup_printf ("%s-measured.json", base);
-
-      g_mkdir_with_parents (dir, 0755);
-      output = g_build_filename (dir, file, NULL);
-    }
-  {
-    g_autoptr(GError) error = NULL;
-    const char *text = json_object_to_json_string_ext (profile, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
-                                                                  | JSON_C_TO_STRING_NOSLASHESCAPE);
-
-    if (!napkin_file_write_atomic (output, text, strlen (text), &error))
-      {
-        fprintf (stderr, "napkin-cli calibrate: %s\n", error->message);
-        return NAPKIN_CLI_FAILED;
-      }
-  }
-  {
-  g_autofree char *dir = g_path_get_dirname (output);
-  g_autofree char *user_dir = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
-  /* the registry reads the user's data dir (docs/packaging.md); elsewhere it needs telling */
-  g_autofree char *hint = g_str_equal (dir, user_dir) ? g_strdup_printf ("--arch %s-measured now works", base)
-                                                      : g_strdup_printf ("use it with NAPKIN_ARCH_DIR=%s", dir);
-
-  fprintf (as_json ? stderr : stdout, "%s: copy %.0f GB/s, shared memory %.0f B/clock/SM, launch %.1f µs, mma.sync fp16 %.0f bf16 %.0f "
-          "tf32 %.0f int8 %.0f TFLOP/s\n%s%swrote %s (%s)\n",
-          gpu, num (cal, "hbm_bytes_per_s") / 1e9, num (cal, "smem_bytes_per_clock_per_sm"),
-          num (cal, "launch_overhead_s") * 1e6, num (cal, "tensor.fp16.flops_per_s") / 1e12,
-          num (cal, "tensor.bf16.flops_per_s") / 1e12, num (cal, "tensor.tf32.flops_per_s") / 1e12,
-          num (cal, "tensor.int8.flops_per_s") / 1e12, wgmma_note ? wgmma_note : "", wgmma_note ? "\n" : "",
-          output, hint);
-  }
+    return NAPKIN_CLI_FAILED;
+  wgmma_note = calibrate_profile (profile, result, gpu, base);
+  if (!calibrate_write (profile, base, &output))
+    return NAPKIN_CLI_FAILED;
+  calibrate_print_summary (result, gpu, base, output, wgmma_note, as_json);
   return NAPKIN_CLI_OK;
 }

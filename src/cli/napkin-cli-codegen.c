@@ -100,6 +100,7 @@ napkin_cli_codegen (int    argc,
   g_autoptr(GOptionContext) context = NULL;
   g_autoptr(NapkinDiagram) diagram = NULL;
   g_autoptr(GError) error = NULL;
+  int rc;
   g_autoptr(NapkinIrProgram) program = NULL;
   g_autofree char *text = NULL;
   g_autofree char *sm = NULL;
@@ -129,15 +130,8 @@ napkin_cli_codegen (int    argc,
       sm = napkin_plan_target_for_arch (profile);
     }
 
-  diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
-  napkin_cli_overrides_clear (&overrides);
-  if (diagram == NULL)
-    {
-      if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
-        return napkin_cli_usage_error ("codegen", "%s", error->message);
-      fprintf (stderr, _("%s: invalid: %s\n"), argv[1], error->message);
-      return NAPKIN_CLI_FAILED;
-    }
+  if ((rc = napkin_cli_load_or_report ("codegen", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
+    return rc;
 
   if (g_str_equal (target, "pytorch"))
     {

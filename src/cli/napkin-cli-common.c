@@ -13,6 +13,7 @@
 #include <glib/gstdio.h>
 
 #include "napkin-cli.h"
+#include "napkin-error.h"
 #include "napkin-file.h"
 #if __has_include("napkin-tune.h")
 #include "napkin-tune.h"
@@ -156,6 +157,20 @@ napkin_cli_format_resolve (const char         *command,
   return -1;
 }
 
+gboolean
+napkin_cli_text_or_json (const char *command,
+                         const char *format,
+                         gboolean   *as_json)
+{
+  switch (napkin_cli_format_resolve (command, format, *as_json, (const char * const[]) { "text", "json", NULL }))
+    {
+    case -1: return FALSE;
+    case 1: *as_json = TRUE; break;
+    default: break;
+    }
+  return TRUE;
+}
+
 NapkinDiagram *
 napkin_cli_load (const char          *path,
                  NapkinCliOverrides  *overrides,
@@ -218,4 +233,22 @@ napkin_cli_lookup_arch (const char *command,
   if (arch == NULL)
     napkin_cli_usage_error (command, _("--arch: %s"), error->message);
   return arch;
+}
+
+int
+napkin_cli_load_or_report (const char          *command,
+                           const char          *path,
+                           NapkinCliOverrides  *overrides,
+                           NapkinDiagram      **out)
+{
+  g_autoptr(GError) error = NULL;
+
+  *out = napkin_cli_load (path, overrides, TRUE, &error);
+  napkin_cli_overrides_clear (overrides);
+  if (*out != NULL)
+    return NAPKIN_CLI_OK;
+  if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
+    return napkin_cli_usage_error (command, "%s", error->message);
+  fprintf (stderr, _("%s: invalid: %s\n"), path, error->message);
+  return NAPKIN_CLI_FAILED;
 }

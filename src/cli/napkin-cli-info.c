@@ -235,7 +235,7 @@ napkin_cli_info (int    argc,
   };
   g_autoptr(GOptionContext) context = NULL;
   g_autoptr(NapkinDiagram) diagram = NULL;
-  g_autoptr(GError) error = NULL;
+  int rc;
 
   context = napkin_cli_context_new ("info", "FILE",
                                     "Show a diagram's axes, tensors, operations (with their output types "
@@ -245,22 +245,11 @@ napkin_cli_info (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("info", _("expected exactly one FILE"));
-  switch (napkin_cli_format_resolve ("info", format, as_json, (const char * const[]) { "text", "json", NULL }))
-    {
-    case -1: return NAPKIN_CLI_USAGE;
-    case 1: as_json = TRUE; break;
-    default: break;
-    }
+  if (!napkin_cli_text_or_json ("info", format, &as_json))
+    return NAPKIN_CLI_USAGE;
 
-  diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
-  napkin_cli_overrides_clear (&overrides);
-  if (diagram == NULL)
-    {
-      if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
-        return napkin_cli_usage_error ("info", "%s", error->message);
-      fprintf (stderr, _("%s: invalid: %s\n"), argv[1], error->message);
-      return NAPKIN_CLI_FAILED;
-    }
+  if ((rc = napkin_cli_load_or_report ("info", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
+    return rc;
 
   if (as_json)
     {

@@ -78,12 +78,8 @@ napkin_cli_archs (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 1)
     return napkin_cli_usage_error ("archs", _("takes no arguments"));
-  switch (napkin_cli_format_resolve ("archs", format, as_json, (const char * const[]) { "text", "json", NULL }))
-    {
-    case -1: return NAPKIN_CLI_USAGE;
-    case 1: as_json = TRUE; break;
-    default: break;
-    }
+  if (!napkin_cli_text_or_json ("archs", format, &as_json))
+    return NAPKIN_CLI_USAGE;
 
   reg = registry ();
   if (napkin_arch_registry_count (reg) == 0)
@@ -317,24 +313,6 @@ parse_dtype_option (const char  *command,
   return TRUE;
 }
 
-static int
-load_or_report (const char          *command,
-                const char          *path,
-                NapkinCliOverrides  *overrides,
-                NapkinDiagram      **out)
-{
-  g_autoptr(GError) error = NULL;
-
-  *out = napkin_cli_load (path, overrides, TRUE, &error);
-  napkin_cli_overrides_clear (overrides);
-  if (*out != NULL)
-    return NAPKIN_CLI_OK;
-  if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
-    return napkin_cli_usage_error (command, "%s", error->message);
-  fprintf (stderr, _("%s: invalid: %s\n"), path, error->message);
-  return NAPKIN_CLI_FAILED;
-}
-
 /* analyze --gpus N: one GPU's kernels, the collectives between them, the totals
  * (docs/multi-gpu.md). */
 static void
@@ -481,7 +459,7 @@ napkin_cli_analyze (int    argc,
   if (arch == NULL)
     return napkin_cli_usage_error ("analyze", _("--arch: %s"), error->message);
 
-  if ((rc = load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
+  if ((rc = napkin_cli_load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.paper = paper;
   options.no_wgmma = no_wgmma;
@@ -530,6 +508,173 @@ napkin_cli_analyze (int    argc,
 
 /* ---- compare ------------------------------------------------------------------------------- */
 
+/* --arch ID,ID,…: the profiles compared (default: every one the registry has). */
+static int
+compare_arches (NapkinArchRegistry *reg,
+                const char         *arch_ids,
+                GPtrArray          *arches)
+{
+  if (arch_ids)
+    {
+      g_auto(GStrv) ids = g_strsplit (arch_ids, ",", -1);
+
+      for (guint i = 0; ids[i]; i++)
+        {
+          g_autoptr(GError) error = NULL;
+          NapkinArch *arch = napkin_arch_registry_lookup (reg, g_strstrip (ids[i]), &error);
+
+          if (arch == NULL)
+            return napkin_cli_usage_error ("compare", _("--arch: %s"), error->message);
+          g_ptr_array_add (arches, arch);
+        }
+    }
+  else
+    for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
+      g_ptr_array_add (arches, napkin_arch_registry_get (reg, i));
+  return NAPKIN_CLI_OK;
+}
+
+/* --dtype T,T,…: the element types tried after the file's own (-1). */
+static int
+compare_dtypes (const char *dtype_ids,
+                GArray     *dtypes)
+{
+  int none = -1;
+
+  g_array_append_val (dtypes, none);   /* the file's own types */
+  if (dtype_ids)
+    {
+      g_auto(GStrv) ids = g_strsplit (dtype_ids, ",", -1);
+
+      for (guint i = 0; ids[i]; i++)
+        {
+          NapkinDtype dt;
+          int v;
+
+          if (!napkin_dtype_from_string (g_strstrip (ids[i]), &dt))
+            return napkin_cli_usage_error ("compare", _("--dtype: unknown element type “%s”"), ids[i]);
+          v = dt;
+          g_array_append_val (dtypes, v);
+        }
+    }
+  return NAPKIN_CLI_OK;
+}
+
+/* Two times a row (docs/model.md, "Best path"): on the GPU's best tensor-core path, and
+ * with the code Napkin generates (the same where it generates that path). */
+static void
+compare_print_header (Format format)
+{
+  if (format == FORMAT_TEXT)
+    printf ("%-8s %-9s %12s %-6s %-9s %14s %12s %-9s %14s %12s %s\n", "arch", "dtype", "best path", "bound",
+            "path", "throughput", "generated", "bound", "peak", "energy", "feasible");
+  else if (format == FORMAT_MD)
+    printf ("| arch | dtype | best path time (s) | bound | path | throughput (FLOP/s) | generated code time (s) | bound | energy (J) | feasible |\n"
+            "|---|---|---:|---|---|---:|---:|---|---:|---|\n");
+  else if (format == FORMAT_CSV)
+    printf ("arch,dtype,best_time_s,best_bound,best_path,best_throughput_flops_per_s,predicted_time_s,bound,"
+            "throughput_flops_per_s,energy_j,feasible\n");
+}
+
+/* A text row; where the best path is not generated, why, into best_notes. */
+static void
+compare_print_text_row (NapkinAnalysis *a,
+                        NapkinArch     *arch,
+                        int             dt,
+                        const char     *dname,
+                        GPtrArray      *best_notes)
+{
+  g_autofree char *t = napkin_format_si (a->predicted_time_s, "s");
+  NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
+  g_autofree char *pk = NULL;
+  g_autofree char *en = napkin_format_si (a->energy_j, "J");
+  g_autofree char *bt = napkin_format_si (a->best_time_s, "s");
+  g_autofree char *btp = napkin_format_si (a->best_throughput, "FLOP/s");
+  g_autofree char *bp = g_strdup_printf ("%s%s", a->best_path ? a->best_path : "-", a->best_generated ? "" : "*");
+
+  /* the peak of the element type asked for (fp16 for the file's own) */
+  if (dt >= 0 && (!napkin_tensor_class_for_dtype (dt, &klass) || arch->tensor_per_sm_clock[klass] <= 0))
+    klass = NAPKIN_TENSOR_FP16;
+  pk = dt == NAPKIN_DTYPE_FP32 ? napkin_format_si (napkin_arch_cuda_rate (arch, NAPKIN_DTYPE_FP32), "FLOP/s")
+                               : napkin_format_si (napkin_arch_tensor_rate (arch, klass), "FLOP/s");
+  printf ("%-8s %-9s %12s %-6s %-9s %14s %12s %-9s %14s %12s %s\n", arch->id, dname, bt,
+          napkin_resource_to_string (a->best_bound), bp, btp, t,
+          napkin_resource_to_string (a->bound), pk, en, a->feasible ? "yes" : "NO");
+  if (!a->best_generated && a->best_note != NULL)
+    g_ptr_array_add (best_notes, g_strdup_printf ("%s %s: %s", arch->id, dname, a->best_note));
+}
+
+/* A row of compare --format json. */
+static json_object *
+compare_json_row (NapkinAnalysis *a,
+                  NapkinArch     *arch,
+                  const char     *dname)
+{
+  json_object *row = json_object_new_object ();
+
+  json_object_object_add (row, "arch", json_object_new_string (arch->id));
+  json_object_object_add (row, "dtype", json_object_new_string (dname));
+  json_object_object_add (row, "predicted_time_s", json_object_new_double (a->predicted_time_s));
+  json_object_object_add (row, "bound", json_object_new_string (napkin_resource_to_string (a->bound)));
+  json_object_object_add (row, "throughput_flops_per_s", json_object_new_double (a->throughput));
+  json_object_object_add (row, "energy_j", json_object_new_double (a->energy_j));
+  json_object_object_add (row, "feasible", json_object_new_boolean (a->feasible));
+  json_object_object_add (row, "best_time_s", json_object_new_double (a->best_time_s));
+  json_object_object_add (row, "best_bound", json_object_new_string (napkin_resource_to_string (a->best_bound)));
+  json_object_object_add (row, "best_path", a->best_path ? json_object_new_string (a->best_path) : NULL);
+  json_object_object_add (row, "best_path_generated", json_object_new_boolean (a->best_generated));
+  json_object_object_add (row, "best_throughput_flops_per_s", json_object_new_double (a->best_throughput));
+  if (a->best_note)
+    json_object_object_add (row, "best_note", json_object_new_string (a->best_note));
+  return row;
+}
+
+/* One architecture × element type in the format asked for (JSON rows go to `rows`). */
+static void
+compare_print_row (Format          format,
+                   NapkinAnalysis *a,
+                   NapkinArch     *arch,
+                   int             dt,
+                   json_object    *rows,
+                   GPtrArray      *best_notes)
+{
+  const char *dname = dt >= 0 ? napkin_dtype_to_string (dt) : "file";
+
+  if (format == FORMAT_TEXT)
+    compare_print_text_row (a, arch, dt, dname, best_notes);
+  else if (format == FORMAT_MD)
+    printf ("| %s | %s | %.6g | %s | %s%s | %.6g | %.6g | %s | %.6g | %s |\n", arch->id, dname, a->best_time_s,
+            napkin_resource_to_string (a->best_bound), a->best_path ? a->best_path : "-",
+            a->best_generated ? "" : " (not generated)", a->best_throughput, a->predicted_time_s,
+            napkin_resource_to_string (a->bound), a->energy_j, a->feasible ? "yes" : "no");
+  else if (format == FORMAT_CSV)
+    printf ("%s,%s,%.9g,%s,%s,%.9g,%.9g,%s,%.9g,%.9g,%s\n", arch->id, dname, a->best_time_s,
+            napkin_resource_to_string (a->best_bound), a->best_path ? a->best_path : "",
+            a->best_throughput, a->predicted_time_s,
+            napkin_resource_to_string (a->bound), a->throughput, a->energy_j, a->feasible ? "true" : "false");
+  else
+    json_object_array_add (rows, compare_json_row (a, arch, dname));
+}
+
+/* Under the text table: the best paths Napkin does not generate, and why rows are infeasible. */
+static void
+compare_print_notes (GPtrArray *best_notes,
+                     GPtrArray *notes)
+{
+  if (best_notes->len > 0)
+    {
+      printf ("\n* best path not generated by Napkin: “generated” is the time of the code it generates\n");
+      for (guint i = 0; i < best_notes->len; i++)
+        printf ("  %s\n", (const char *) g_ptr_array_index (best_notes, i));
+    }
+  if (notes->len > 0)
+    {
+      printf ("\nInfeasible:\n");
+      for (guint i = 0; i < notes->len; i++)
+        printf ("  %s\n", (const char *) g_ptr_array_index (notes, i));
+    }
+}
+
 int
 napkin_cli_compare (int    argc,
                     char **argv)
@@ -570,60 +715,12 @@ napkin_cli_compare (int    argc,
   format = rc;
 
   reg = registry ();
-  if (arch_ids)
-    {
-      g_auto(GStrv) ids = g_strsplit (arch_ids, ",", -1);
-
-      for (guint i = 0; ids[i]; i++)
-        {
-          g_autoptr(GError) error = NULL;
-          NapkinArch *arch = napkin_arch_registry_lookup (reg, g_strstrip (ids[i]), &error);
-
-          if (arch == NULL)
-            return napkin_cli_usage_error ("compare", _("--arch: %s"), error->message);
-          g_ptr_array_add (arches, arch);
-        }
-    }
-  else
-    for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
-      g_ptr_array_add (arches, napkin_arch_registry_get (reg, i));
-
-  {
-    int none = -1;
-
-    g_array_append_val (dtypes, none);   /* the file's own types */
-  }
-  if (dtype_ids)
-    {
-      g_auto(GStrv) ids = g_strsplit (dtype_ids, ",", -1);
-
-      for (guint i = 0; ids[i]; i++)
-        {
-          NapkinDtype dt;
-          int v;
-
-          if (!napkin_dtype_from_string (g_strstrip (ids[i]), &dt))
-            return napkin_cli_usage_error ("compare", _("--dtype: unknown element type “%s”"), ids[i]);
-          v = dt;
-          g_array_append_val (dtypes, v);
-        }
-    }
-
-  if ((rc = load_or_report ("compare", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
+  if ((rc = compare_arches (reg, arch_ids, arches)) != NAPKIN_CLI_OK
+      || (rc = compare_dtypes (dtype_ids, dtypes)) != NAPKIN_CLI_OK
+      || (rc = napkin_cli_load_or_report ("compare", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
 
-  /* Two times a row (docs/model.md, "Best path"): on the GPU's best tensor-core path, and
-   * with the code Napkin generates (the same where it generates that path). */
-  if (format == FORMAT_TEXT)
-    printf ("%-8s %-9s %12s %-6s %-9s %14s %12s %-9s %14s %12s %s\n", "arch", "dtype", "best path", "bound",
-            "path", "throughput", "generated", "bound", "peak", "energy", "feasible");
-  else if (format == FORMAT_MD)
-    printf ("| arch | dtype | best path time (s) | bound | path | throughput (FLOP/s) | generated code time (s) | bound | energy (J) | feasible |\n"
-            "|---|---|---:|---|---|---:|---:|---|---:|---|\n");
-  else if (format == FORMAT_CSV)
-    printf ("arch,dtype,best_time_s,best_bound,best_path,best_throughput_flops_per_s,predicted_time_s,bound,"
-            "throughput_flops_per_s,energy_j,feasible\n");
-
+  compare_print_header (format);
   for (guint i = 0; i < arches->len; i++)
     for (guint j = 0; j < dtypes->len; j++)
       {
@@ -642,77 +739,12 @@ napkin_cli_compare (int    argc,
         if (!a->feasible)
           g_ptr_array_add (notes, g_strdup_printf ("%s %s: %s", arch->id, dname,
                                                    (const char *) g_ptr_array_index (a->errors, 0)));
-        if (format == FORMAT_TEXT)
-          {
-            g_autofree char *t = napkin_format_si (a->predicted_time_s, "s");
-            g_autofree char *tp = napkin_format_si (a->throughput, "FLOP/s");
-            NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
-            g_autofree char *pk = NULL;
-
-            /* the peak of the element type asked for (fp16 for the file's own) */
-            if (dt >= 0 && (!napkin_tensor_class_for_dtype (dt, &klass) || arch->tensor_per_sm_clock[klass] <= 0))
-              klass = NAPKIN_TENSOR_FP16;
-            pk = dt == NAPKIN_DTYPE_FP32 ? napkin_format_si (napkin_arch_cuda_rate (arch, NAPKIN_DTYPE_FP32), "FLOP/s")
-                                         : napkin_format_si (napkin_arch_tensor_rate (arch, klass), "FLOP/s");
-            g_autofree char *en = napkin_format_si (a->energy_j, "J");
-
-            g_autofree char *bt = napkin_format_si (a->best_time_s, "s");
-            g_autofree char *btp = napkin_format_si (a->best_throughput, "FLOP/s");
-            g_autofree char *bp = g_strdup_printf ("%s%s", a->best_path ? a->best_path : "-",
-                                                   a->best_generated ? "" : "*");
-
-            printf ("%-8s %-9s %12s %-6s %-9s %14s %12s %-9s %14s %12s %s\n", arch->id, dname, bt,
-                    napkin_resource_to_string (a->best_bound), bp, btp, t,
-                    napkin_resource_to_string (a->bound), pk, en, a->feasible ? "yes" : "NO");
-            (void) tp;
-            if (!a->best_generated && a->best_note != NULL)
-              g_ptr_array_add (best_notes, g_strdup_printf ("%s %s: %s", arch->id, dname, a->best_note));
-          }
-        else if (format == FORMAT_MD)
-          printf ("| %s | %s | %.6g | %s | %s%s | %.6g | %.6g | %s | %.6g | %s |\n", arch->id, dname, a->best_time_s,
-                  napkin_resource_to_string (a->best_bound), a->best_path ? a->best_path : "-",
-                  a->best_generated ? "" : " (not generated)", a->best_throughput, a->predicted_time_s,
-                  napkin_resource_to_string (a->bound), a->energy_j, a->feasible ? "yes" : "no");
-        else if (format == FORMAT_CSV)
-          printf ("%s,%s,%.9g,%s,%s,%.9g,%.9g,%s,%.9g,%.9g,%s\n", arch->id, dname, a->best_time_s,
-                  napkin_resource_to_string (a->best_bound), a->best_path ? a->best_path : "",
-                  a->best_throughput, a->predicted_time_s,
-                  napkin_resource_to_string (a->bound), a->throughput, a->energy_j, a->feasible ? "true" : "false");
-        else
-          {
-            json_object *row = json_object_new_object ();
-
-            json_object_object_add (row, "arch", json_object_new_string (arch->id));
-            json_object_object_add (row, "dtype", json_object_new_string (dname));
-            json_object_object_add (row, "predicted_time_s", json_object_new_double (a->predicted_time_s));
-            json_object_object_add (row, "bound", json_object_new_string (napkin_resource_to_string (a->bound)));
-            json_object_object_add (row, "throughput_flops_per_s", json_object_new_double (a->throughput));
-            json_object_object_add (row, "energy_j", json_object_new_double (a->energy_j));
-            json_object_object_add (row, "feasible", json_object_new_boolean (a->feasible));
-            json_object_object_add (row, "best_time_s", json_object_new_double (a->best_time_s));
-            json_object_object_add (row, "best_bound", json_object_new_string (napkin_resource_to_string (a->best_bound)));
-            json_object_object_add (row, "best_path", a->best_path ? json_object_new_string (a->best_path) : NULL);
-            json_object_object_add (row, "best_path_generated", json_object_new_boolean (a->best_generated));
-            json_object_object_add (row, "best_throughput_flops_per_s", json_object_new_double (a->best_throughput));
-            if (a->best_note)
-              json_object_object_add (row, "best_note", json_object_new_string (a->best_note));
-            json_object_array_add (rows, row);
-          }
+        compare_print_row (format, a, arch, dt, rows, best_notes);
       }
   if (format == FORMAT_JSON)
     print_json (rows);
-  if (format == FORMAT_TEXT && best_notes->len > 0)
-    {
-      printf ("\n* best path not generated by Napkin: “generated” is the time of the code it generates\n");
-      for (guint i = 0; i < best_notes->len; i++)
-        printf ("  %s\n", (const char *) g_ptr_array_index (best_notes, i));
-    }
-  if (format == FORMAT_TEXT && notes->len > 0)
-    {
-      printf ("\nInfeasible:\n");
-      for (guint i = 0; i < notes->len; i++)
-        printf ("  %s\n", (const char *) g_ptr_array_index (notes, i));
-    }
+  if (format == FORMAT_TEXT)
+    compare_print_notes (best_notes, notes);
   return NAPKIN_CLI_OK;
 }
 
@@ -814,9 +846,9 @@ generic_kernels (NapkinDiagram             *diagram,
 
 typedef struct
 {
-  GMainLoop   *loop;
-  json_object *result;
-  GError      *error;
+  GMainLoop       *loop;
+  NapkinRunResult *result;
+  GError          *error;
 } MeasureWait;
 
 static void
@@ -826,13 +858,13 @@ measure_done (GObject      *object,
 {
   MeasureWait *wait = user_data;
 
-  wait->result = napkin_run_job_run_finish (NAPKIN_RUN_JOB (object), result, &wait->error);
+  wait->result = napkin_run_job_run_finish_result (NAPKIN_RUN_JOB (object), result, &wait->error);
   g_main_loop_quit (wait->loop);
 }
 
 /* Runs the diagram with the candidate's tiles on the local GPU (the same child process
- * as `napkin-cli run`); returns the runner's JSON, or NULL with the reason. */
-static json_object *
+ * as `napkin-cli run`); returns the runner's result, or NULL with the reason. */
+static NapkinRunResult *
 measure_candidate (NapkinDiagram             *diagram,
                    NapkinArch                *arch,
                    const NapkinTuneCandidate *candidate,
@@ -862,7 +894,7 @@ measure_candidate (NapkinDiagram             *diagram,
     g_autoptr(NapkinAnalysis) analysis = napkin_analyze (copy, arch, NULL, NULL);
 
     if (analysis != NULL)
-      json_object_object_add (wait.result, "predicted_energy_j", json_object_new_double (analysis->energy_j));
+      wait.result->predicted_energy_j = analysis->energy_j;
   }
   return wait.result;
 }
@@ -940,6 +972,262 @@ print_derivation (const char       *file,
   return NAPKIN_CLI_OK;
 }
 
+#ifdef HAVE_RUNNER
+/* The candidates --measure runs: only what the code generator turns into as many
+ * skeleton kernels as the file's own tiles do (a relabeling it would run through its
+ * generic loop nest is not what the model ranks), each kernel once; the best `measure`
+ * of them, or with `spread` the best and others spread evenly over the ranking. */
+static GPtrArray *
+tune_measure_pick (NapkinTuneResult *result,
+                   NapkinDiagram    *base,
+                   NapkinArch       *arch,
+                   int               measure,
+                   gboolean          spread,
+                   gboolean          as_json)
+{
+  g_autoptr(GPtrArray) pool = g_ptr_array_new ();
+  GPtrArray *chosen = g_ptr_array_new ();
+  g_autoptr(GHashTable) sources = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  /* the code the runner will build: sm_90a's skeletons on a Hopper profile */
+  NapkinCodegenFlags flags = napkin_arch_has_wgmma (arch) ? NAPKIN_CODEGEN_SM90A : NAPKIN_CODEGEN_DEFAULT;
+  guint n, dropped = 0, same = 0;
+  int own = generic_kernels (base, NULL, flags, NULL);
+
+  for (guint i = 0; i < result->best->len; i++)
+    {
+      NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
+      char *source = NULL;
+      int g = generic_kernels (base, c, flags, &source);
+
+      /* a relabeling that generates the same kernel as a better-ranked one (tiles
+       * the skeleton ignores) would time that kernel twice */
+      if (g < 0 || (own >= 0 && g > own))
+        dropped++;
+      else if (g_hash_table_contains (sources, source))
+        same++;
+      else
+        {
+          g_hash_table_add (sources, g_steal_pointer (&source));
+          g_ptr_array_add (pool, c);
+        }
+      g_free (source);
+      if (!spread && pool->len >= (guint) measure)
+        break;
+    }
+  if (dropped > 0 && !as_json)
+    fprintf (stderr, _("tune --measure: %u relabelings skipped: the code generator has no skeleton for them\n"), dropped);
+  if (same > 0 && !as_json)
+    fprintf (stderr, _("tune --measure: %u relabelings skipped: they generate the same kernel as a better-ranked "
+             "one\n"), same);
+  n = MIN ((guint) measure, pool->len);
+  for (guint j = 0; j < n; j++)
+    g_ptr_array_add (chosen, g_ptr_array_index (pool, spread && n > 1 ? (guint) llround ((double) j * (pool->len - 1) / (n - 1)) : j));
+  return chosen;
+}
+
+/* One measured candidate as a row of --measure's table: its rank, how the run ended
+ * and its time and energy; the measured time in *seconds (0 where it did not run). */
+static json_object *
+tune_measure_row (NapkinTuneResult          *result,
+                  NapkinDiagram             *base,
+                  NapkinArch                *arch,
+                  const NapkinTuneCandidate *c,
+                  int                        repeats,
+                  int                        timeout,
+                  double                    *seconds)
+{
+  g_autoptr(GError) run_error = NULL;
+  g_autoptr(NapkinRunResult) r = measure_candidate (base, arch, c, repeats, timeout, &run_error);
+  json_object *row = candidate_to_json (c);
+  guint rank = 0;
+
+  *seconds = 0;
+  while (rank < result->best->len && g_ptr_array_index (result->best, rank) != c)
+    rank++;
+  json_object_object_add (row, "rank", json_object_new_int (rank + 1));
+  json_object_object_add (row, "status", json_object_new_string (r ? r->status : "failed"));
+  if (r == NULL)
+    json_object_object_add (row, "message", json_object_new_string (run_error->message));
+  else if (napkin_run_result_is_ok (r))
+    {
+      *seconds = r->time_median_ms / 1e3;
+      json_object_object_add (row, "measured_time_s", json_object_new_double (*seconds));
+      if (r->kernels->len > 0 && napkin_run_result_kernel (r, 0)->name != NULL)
+        json_object_object_add (row, "kernel", json_object_new_string (napkin_run_result_kernel (r, 0)->name));
+      if (!isnan (r->energy_j))
+        json_object_object_add (row, "measured_energy_j", json_object_new_double (r->energy_j));
+      if (!isnan (r->predicted_energy_j))
+        json_object_object_add (row, "predicted_energy_j", json_object_new_double (r->predicted_energy_j));
+    }
+  else if (r->message != NULL)
+    json_object_object_add (row, "message", json_object_new_string (r->message));
+  return row;
+}
+
+/* --measure: runs the chosen candidates on the local GPU; the rows of the table, and
+ * the rank correlation of predicted and measured time in *rho. */
+static json_object *
+tune_measure (NapkinTuneResult *result,
+              NapkinDiagram    *base,
+              NapkinArch       *arch,
+              int               measure,
+              gboolean          spread,
+              int               repeats,
+              int               timeout,
+              gboolean          as_json,
+              double           *rho)
+{
+  g_autoptr(GPtrArray) chosen = tune_measure_pick (result, base, arch, measure, spread, as_json);
+  guint n = chosen->len, good = 0;
+  g_autofree double *pred = g_new0 (double, n + 1);
+  g_autofree double *meas = g_new0 (double, n + 1);
+  json_object *measured = json_object_new_array ();
+
+  for (guint i = 0; i < n; i++)
+    {
+      const NapkinTuneCandidate *c = g_ptr_array_index (chosen, i);
+      double seconds;
+      json_object *row = tune_measure_row (result, base, arch, c, repeats, timeout, &seconds);
+      const char *status = json_object_get_string (json_object_object_get (row, "status"));
+
+      if (json_object_object_get (row, "measured_time_s") != NULL)
+        {
+          pred[good] = c->predicted_time_s;
+          meas[good] = seconds;
+          good++;
+        }
+      if (!as_json)
+        {
+          if (good > 0 && meas[good - 1] > 0 && g_strcmp0 (status, "ok") == 0)
+            fprintf (stderr, _("measured %u/%u: %.4f ms (predicted %.4f ms)  %s\n"), i + 1, n,
+                     meas[good - 1] * 1e3, c->predicted_time_s * 1e3, c->tiles);
+          else
+            fprintf (stderr, _("measured %u/%u: %s  %s\n"), i + 1, n, status, c->tiles);
+        }
+      json_object_array_add (measured, row);
+    }
+  *rho = spearman (pred, meas, good);
+  return measured;
+}
+#endif
+
+/* tune --format json: the search, its best relabelings and what --measure found. */
+static void
+print_tune_json (NapkinTuneResult *result,
+                 NapkinArch       *arch,
+                 double            elapsed,
+                 json_object      *measured,
+                 double            rho)
+{
+  g_autoptr(json_object) root = json_object_new_object ();
+  json_object *array = json_object_new_array ();
+
+  json_object_object_add (root, "arch", json_object_new_string (arch->id));
+  json_object_object_add (root, "evaluated", json_object_new_int (result->evaluated));
+  json_object_object_add (root, "feasible", json_object_new_int (result->feasible));
+  json_object_object_add (root, "exhaustive", json_object_new_boolean (result->exhaustive));
+  json_object_object_add (root, "seconds", json_object_new_double (elapsed));
+  if (result->proposed != NULL)
+    {
+      json_object *lines = json_object_new_array ();
+
+      for (guint i = 0; result->proposed[i]; i++)
+        json_object_array_add (lines, json_object_new_string (result->proposed[i]));
+      json_object_object_add (root, "proposed_regions", lines);
+    }
+  if (result->current)
+    json_object_object_add (root, "current", candidate_to_json (result->current));
+  for (guint i = 0; i < result->best->len; i++)
+    json_object_array_add (array, candidate_to_json (g_ptr_array_index (result->best, i)));
+  json_object_object_add (root, "best", array);
+  if (measured != NULL)
+    {
+      json_object_object_add (root, "measured", json_object_get (measured));
+      json_object_object_add (root, "spearman", isnan (rho) ? NULL : json_object_new_double (rho));
+    }
+  print_json (root);
+}
+
+/* --measure's table: predicted against measured time, and their rank correlation. */
+static void
+print_measured_table (json_object *measured,
+                      double       rho)
+{
+  printf ("\n%-6s %12s %12s %9s  %s\n", "rank", "predicted", "measured", "meas/pred", "tiles");
+  for (size_t i = 0; i < json_object_array_length (measured); i++)
+    {
+      json_object *row = json_object_array_get_idx (measured, i), *v;
+      double p = json_object_get_double (json_object_object_get (row, "predicted_time_s"));
+
+      if (json_object_object_get_ex (row, "measured_time_s", &v))
+        printf ("%-6zu %9.4f ms %9.4f ms %9.2f  %s\n", (size_t) json_object_get_int (json_object_object_get (row, "rank")), p * 1e3, json_object_get_double (v) * 1e3,
+                json_object_get_double (v) / p, json_object_get_string (json_object_object_get (row, "tiles")));
+      else
+        printf ("%-6zu %9.4f ms %12s %9s  %s\n", (size_t) json_object_get_int (json_object_object_get (row, "rank")), p * 1e3,
+                json_object_get_string (json_object_object_get (row, "status")), "-",
+                json_object_get_string (json_object_object_get (row, "tiles")));
+    }
+  if (isnan (rho))
+    printf ("rank correlation (Spearman): — (fewer than 3 runs measured, or all equal)\n");
+  else
+    printf ("rank correlation (Spearman), predicted vs measured: %.3f\n", rho);
+}
+
+/* tune as text: the search, the file's own tiles and the best relabelings. */
+static void
+print_tune_text (const char       *file,
+                 NapkinTuneResult *result,
+                 NapkinArch       *arch,
+                 double            elapsed,
+                 json_object      *measured,
+                 double            rho)
+{
+  printf ("%s on %s: %u relabelings tried (%s), %u feasible, %.3f s\n\n", file, arch->id, result->evaluated,
+          result->exhaustive ? "all combinations" : "coordinate descent", result->feasible, elapsed);
+  printf ("%-8s %10s %14s %-9s %14s %10s %6s  %s\n", "rank", "time", "throughput", "bound", "HBM bytes",
+          "footprint", "per SM", "tiles");
+  if (result->current)
+    print_candidate ("file", result->current);
+  else
+    printf ("%-8s the file's own tiles are infeasible on %s\n", "file", arch->id);
+  for (guint i = 0; i < result->best->len; i++)
+    {
+      g_autofree char *label = g_strdup_printf ("%u", i + 1);
+
+      print_candidate (label, g_ptr_array_index (result->best, i));
+    }
+  if (result->current)
+    printf ("\nbest is %.2f× the file's predicted speed\n",
+            result->current->predicted_time_s / ((NapkinTuneCandidate *) g_ptr_array_index (result->best, 0))->predicted_time_s);
+  if (measured != NULL)
+    print_measured_table (measured, rho);
+}
+
+/* --write: the best tiles into the file as it is on disk, without the --axis/--tile
+ * overrides; a diagram without regions gets the proposed ones. */
+static int
+tune_write (const char       *file,
+            NapkinTuneResult *result)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) original = napkin_diagram_load_from_file (file, NAPKIN_LOAD_DEFAULT, &error);
+
+  if (original != NULL && result->relabeled != NULL)
+    {
+      g_autoptr(NapkinDiagram) plain = g_steal_pointer (&original);
+
+      original = napkin_tune_propose_regions (plain, NULL, &error);
+    }
+  if (original == NULL || !napkin_tune_apply (original, g_ptr_array_index (result->best, 0), &error)
+      || !napkin_diagram_save_to_file (original, file, &error))
+    {
+      fprintf (stderr, _("%s: cannot write the best tiles: %s\n"), file, error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  fprintf (stderr, _("wrote %s\n"), file);
+  return NAPKIN_CLI_OK;
+}
+
 int
 napkin_cli_tune (int    argc,
                  char **argv)
@@ -989,12 +1277,8 @@ napkin_cli_tune (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("tune", _("expected exactly one FILE"));
-  switch (napkin_cli_format_resolve ("tune", format, as_json, (const char * const[]) { "text", "json", NULL }))
-    {
-    case -1: return NAPKIN_CLI_USAGE;
-    case 1: as_json = TRUE; break;
-    default: break;
-    }
+  if (!napkin_cli_text_or_json ("tune", format, &as_json))
+    return NAPKIN_CLI_USAGE;
   if (top < 1 || top > 1000)
     return napkin_cli_usage_error ("tune", _("--top: expected 1 to 1000, not %d"), top);
   if (measure < 0 || measure > 100 || repeats < 1 || timeout < 1)
@@ -1014,7 +1298,7 @@ napkin_cli_tune (int    argc,
   arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
   if (arch == NULL)
     return napkin_cli_usage_error ("tune", _("--arch: %s"), error->message);
-  if ((rc = load_or_report ("tune", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
+  if ((rc = napkin_cli_load_or_report ("tune", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.top_k = top;
   start = g_get_monotonic_time ();
@@ -1056,200 +1340,11 @@ napkin_cli_tune (int    argc,
 
 #ifdef HAVE_RUNNER
   if (measure > 0)
-    {
-      g_autoptr(GPtrArray) pool = g_ptr_array_new ();
-      g_autoptr(GPtrArray) chosen = g_ptr_array_new ();
-      g_autoptr(GHashTable) sources = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-      /* the code the runner will build: sm_90a's skeletons on a Hopper profile */
-      NapkinCodegenFlags flags = napkin_arch_has_wgmma (arch) ? NAPKIN_CODEGEN_SM90A : NAPKIN_CODEGEN_DEFAULT;
-      guint n, good = 0, dropped = 0, same = 0;
-      int own = generic_kernels (base, NULL, flags, NULL);
-      g_autofree double *pred = NULL;
-      g_autofree double *meas = NULL;
-
-      /* Only what the code generator turns into as many skeleton kernels as the
-       * file's own tiles do: a relabeling it would run through its generic loop
-       * nest is not what the model ranks. */
-      for (guint i = 0; i < result->best->len; i++)
-        {
-          NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
-          char *source = NULL;
-          int g = generic_kernels (base, c, flags, &source);
-
-          /* a relabeling that generates the same kernel as a better-ranked one (tiles
-           * the skeleton ignores) would time that kernel twice */
-          if (g < 0 || (own >= 0 && g > own))
-            dropped++;
-          else if (g_hash_table_contains (sources, source))
-            same++;
-          else
-            {
-              g_hash_table_add (sources, g_steal_pointer (&source));
-              g_ptr_array_add (pool, c);
-            }
-          g_free (source);
-          if (!spread && pool->len >= (guint) measure)
-            break;
-        }
-      if (dropped > 0 && !as_json)
-        fprintf (stderr, _("tune --measure: %u relabelings skipped: the code generator has no skeleton for them\n"), dropped);
-      if (same > 0 && !as_json)
-        fprintf (stderr, _("tune --measure: %u relabelings skipped: they generate the same kernel as a better-ranked "
-                 "one\n"), same);
-      n = MIN ((guint) measure, pool->len);
-      for (guint j = 0; j < n; j++)
-        g_ptr_array_add (chosen, g_ptr_array_index (pool, spread && n > 1 ? (guint) llround ((double) j * (pool->len - 1) / (n - 1)) : j));
-      pred = g_new0 (double, n + 1);
-      meas = g_new0 (double, n + 1);
-      measured = json_object_new_array ();
-      for (guint i = 0; i < n; i++)
-        {
-          const NapkinTuneCandidate *c = g_ptr_array_index (chosen, i);
-          g_autoptr(GError) run_error = NULL;
-          json_object *r = measure_candidate (base, arch, c, repeats, timeout, &run_error);
-          json_object *row = candidate_to_json (c);
-          json_object *v;
-          const char *status = NULL;
-
-          {
-            guint rank = 0;
-
-            while (rank < result->best->len && g_ptr_array_index (result->best, rank) != c)
-              rank++;
-            json_object_object_add (row, "rank", json_object_new_int (rank + 1));
-          }
-          if (r != NULL && json_object_object_get_ex (r, "status", &v))
-            status = json_object_get_string (v);
-          json_object_object_add (row, "status", json_object_new_string (status ? status : "failed"));
-          if (r == NULL)
-            json_object_object_add (row, "message", json_object_new_string (run_error->message));
-          else if (g_strcmp0 (status, "ok") == 0 && json_object_object_get_ex (r, "time_ms", &v)
-                   && json_object_object_get_ex (v, "median", &v))
-            {
-              double ms = json_object_get_double (v);
-              json_object *k;
-
-              json_object_object_add (row, "measured_time_s", json_object_new_double (ms / 1e3));
-              if (json_object_object_get_ex (r, "kernels", &k) && json_object_array_length (k) > 0
-                  && json_object_object_get_ex (json_object_array_get_idx (k, 0), "name", &v))
-                json_object_object_add (row, "kernel", json_object_get (v));
-              if (json_object_object_get_ex (r, "energy", &k) && json_object_object_get_ex (k, "joules_per_run", &v))
-                json_object_object_add (row, "measured_energy_j", json_object_get (v));
-              if (json_object_object_get_ex (r, "predicted_energy_j", &v))
-                json_object_object_add (row, "predicted_energy_j", json_object_get (v));
-              pred[good] = c->predicted_time_s;
-              meas[good] = ms / 1e3;
-              good++;
-            }
-          else if (json_object_object_get_ex (r, "message", &v))
-            json_object_object_add (row, "message", json_object_get (v));
-          if (!as_json)
-            {
-              if (good > 0 && meas[good - 1] > 0 && g_strcmp0 (status, "ok") == 0)
-                fprintf (stderr, _("measured %u/%u: %.4f ms (predicted %.4f ms)  %s\n"), i + 1, n,
-                         meas[good - 1] * 1e3, c->predicted_time_s * 1e3, c->tiles);
-              else
-                fprintf (stderr, _("measured %u/%u: %s  %s\n"), i + 1, n, status ? status : "failed", c->tiles);
-            }
-          json_object_array_add (measured, row);
-          if (r != NULL)
-            json_object_put (r);
-        }
-      rho = spearman (pred, meas, good);
-    }
+    measured = tune_measure (result, base, arch, measure, spread, repeats, timeout, as_json, &rho);
 #endif
-
   if (as_json)
-    {
-      g_autoptr(json_object) root = json_object_new_object ();
-      json_object *array = json_object_new_array ();
-
-      json_object_object_add (root, "arch", json_object_new_string (arch->id));
-      json_object_object_add (root, "evaluated", json_object_new_int (result->evaluated));
-      json_object_object_add (root, "feasible", json_object_new_int (result->feasible));
-      json_object_object_add (root, "exhaustive", json_object_new_boolean (result->exhaustive));
-      json_object_object_add (root, "seconds", json_object_new_double (elapsed));
-      if (result->proposed != NULL)
-        {
-          json_object *lines = json_object_new_array ();
-
-          for (guint i = 0; result->proposed[i]; i++)
-            json_object_array_add (lines, json_object_new_string (result->proposed[i]));
-          json_object_object_add (root, "proposed_regions", lines);
-        }
-      if (result->current)
-        json_object_object_add (root, "current", candidate_to_json (result->current));
-      for (guint i = 0; i < result->best->len; i++)
-        json_object_array_add (array, candidate_to_json (g_ptr_array_index (result->best, i)));
-      json_object_object_add (root, "best", array);
-      if (measured != NULL)
-        {
-          json_object_object_add (root, "measured", json_object_get (measured));
-          json_object_object_add (root, "spearman", isnan (rho) ? NULL : json_object_new_double (rho));
-        }
-      print_json (root);
-    }
+    print_tune_json (result, arch, elapsed, measured, rho);
   else
-    {
-      printf ("%s on %s: %u relabelings tried (%s), %u feasible, %.3f s\n\n", argv[1], arch->id, result->evaluated,
-              result->exhaustive ? "all combinations" : "coordinate descent", result->feasible, elapsed);
-      printf ("%-8s %10s %14s %-9s %14s %10s %6s  %s\n", "rank", "time", "throughput", "bound", "HBM bytes",
-              "footprint", "per SM", "tiles");
-      if (result->current)
-        print_candidate ("file", result->current);
-      else
-        printf ("%-8s the file's own tiles are infeasible on %s\n", "file", arch->id);
-      for (guint i = 0; i < result->best->len; i++)
-        {
-          g_autofree char *label = g_strdup_printf ("%u", i + 1);
-
-          print_candidate (label, g_ptr_array_index (result->best, i));
-        }
-      if (result->current)
-        printf ("\nbest is %.2f× the file's predicted speed\n",
-                result->current->predicted_time_s / ((NapkinTuneCandidate *) g_ptr_array_index (result->best, 0))->predicted_time_s);
-      if (measured != NULL)
-        {
-          printf ("\n%-6s %12s %12s %9s  %s\n", "rank", "predicted", "measured", "meas/pred", "tiles");
-          for (size_t i = 0; i < json_object_array_length (measured); i++)
-            {
-              json_object *row = json_object_array_get_idx (measured, i), *v;
-              double p = json_object_get_double (json_object_object_get (row, "predicted_time_s"));
-
-              if (json_object_object_get_ex (row, "measured_time_s", &v))
-                printf ("%-6zu %9.4f ms %9.4f ms %9.2f  %s\n", (size_t) json_object_get_int (json_object_object_get (row, "rank")), p * 1e3, json_object_get_double (v) * 1e3,
-                        json_object_get_double (v) / p, json_object_get_string (json_object_object_get (row, "tiles")));
-              else
-                printf ("%-6zu %9.4f ms %12s %9s  %s\n", (size_t) json_object_get_int (json_object_object_get (row, "rank")), p * 1e3,
-                        json_object_get_string (json_object_object_get (row, "status")), "-",
-                        json_object_get_string (json_object_object_get (row, "tiles")));
-            }
-          if (isnan (rho))
-            printf ("rank correlation (Spearman): — (fewer than 3 runs measured, or all equal)\n");
-          else
-            printf ("rank correlation (Spearman), predicted vs measured: %.3f\n", rho);
-        }
-    }
-
-  if (write)
-    {
-      g_autoptr(NapkinDiagram) original = napkin_diagram_load_from_file (argv[1], NAPKIN_LOAD_DEFAULT, &error);
-
-      /* write into the file as it is on disk, without the --axis/--tile overrides; a
-       * diagram without regions gets the proposed ones */
-      if (original != NULL && result->relabeled != NULL)
-        {
-          g_autoptr(NapkinDiagram) plain = g_steal_pointer (&original);
-
-          original = napkin_tune_propose_regions (plain, NULL, &error);
-        }
-      if (original == NULL || !napkin_tune_apply (original, g_ptr_array_index (result->best, 0), &error)
-          || !napkin_diagram_save_to_file (original, argv[1], &error))
-        {
-          fprintf (stderr, _("%s: cannot write the best tiles: %s\n"), argv[1], error->message);
-          return NAPKIN_CLI_FAILED;
-        }
-      fprintf (stderr, _("wrote %s\n"), argv[1]);
-    }
-  return NAPKIN_CLI_OK;
+    print_tune_text (argv[1], result, arch, elapsed, measured, rho);
+  return write ? tune_write (argv[1], result) : NAPKIN_CLI_OK;
 }

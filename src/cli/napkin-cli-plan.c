@@ -125,12 +125,8 @@ napkin_cli_plan (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc != 2)
     return napkin_cli_usage_error ("plan", _("expected exactly one FILE"));
-  switch (napkin_cli_format_resolve ("plan", format, json, (const char * const[]) { "text", "json", NULL }))
-    {
-    case -1: return NAPKIN_CLI_USAGE;
-    case 1: json = TRUE; break;
-    default: break;
-    }
+  if (!napkin_cli_text_or_json ("plan", format, &json))
+    return NAPKIN_CLI_USAGE;
   if ((arch = napkin_cli_lookup_arch ("plan", arch_id)) == NULL)
     return NAPKIN_CLI_USAGE;
   diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);

@@ -48,14 +48,23 @@ on_message (NapkinRunJob *job,
   fprintf (stderr, "  [%3.0f%%] %s\n", 100 * napkin_run_job_get_fraction (job), napkin_run_job_get_message (job));
 }
 
-static double
-get_double (json_object *obj,
-            const char  *path)
+/* The member at a dotted path ("time_ms.median"), or NULL. */
+static json_object *
+get_path (json_object *obj,
+          const char  *path)
 {
   g_auto(GStrv) parts = g_strsplit (path, ".", -1);
 
   for (guint i = 0; parts[i] && obj; i++)
     obj = json_object_object_get (obj, parts[i]);
+  return obj;
+}
+
+static double
+get_double (json_object *obj,
+            const char  *path)
+{
+  obj = get_path (obj, path);
   return obj ? json_object_get_double (obj) : NAN;
 }
 
@@ -63,10 +72,7 @@ static const char *
 get_string (json_object *obj,
             const char  *path)
 {
-  g_auto(GStrv) parts = g_strsplit (path, ".", -1);
-
-  for (guint i = 0; parts[i] && obj; i++)
-    obj = json_object_object_get (obj, parts[i]);
+  obj = get_path (obj, path);
   return obj ? json_object_get_string (obj) : NULL;
 }
 
@@ -261,92 +267,56 @@ print_summary (const char  *path,
   print_phases (r);
 }
 
-int
-napkin_cli_run (int    argc,
-                char **argv)
+/* The options of `napkin-cli run`. */
+typedef struct
 {
-  NapkinCliOverrides overrides = { NULL, NULL };
-  gboolean as_json = FALSE, generic = FALSE, no_reference = FALSE, plain = FALSE, tune = FALSE, no_energy = FALSE;
-  gboolean no_cache = FALSE;
-  int repeats = 20, timeout = 300, reference_repeats = 5, gpus = 1;
-  gint64 seed = 1234;
-  g_autofree char *inject = NULL;
-  g_autofree char *model = NULL;
-  g_autofree char *format = NULL;
-  const GOptionEntry entries[] = {
-    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json (the runner's result)", "FORMAT" },
-    { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus,
-      "Run the diagram's gpus region on N GPUs with NCCL between the kernels (docs/multi-gpu.md)", "N" },
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
-    { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (default 20)", "N" },
-    { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Stop the run after this many seconds (default 300)", "S" },
-    { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs", "S" },
-    { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Generic lowering only (no tile primitives)", NULL },
-    { "model", 0, 0, G_OPTION_ARG_STRING, &model, "Architecture the prediction uses (default: the GPU found)", "ID" },
-    { "arch", 0, 0, G_OPTION_ARG_STRING, &model, "Same as --model", "ID" },
-    { "inject", 0, 0, G_OPTION_ARG_STRING, &inject, "Test the containment: run a kernel made to fault or hang", "fault|hang" },
-    { "no-reference", 0, 0, G_OPTION_ARG_NONE, &no_reference,
-      "Time without the fp32 reference (when it does not fit in device memory; check the tiles at a smaller size)", NULL },
-    { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
-    { "tune", 0, 0, G_OPTION_ARG_NONE, &tune,
-      "A diagram without regions: run the model's best relabeling of it instead of the plan of it as drawn", NULL },
-    { "plain", 0, 0, G_OPTION_ARG_NONE, &plain, "Run the diagram as drawn (the default; kept for scripts)", NULL },
-    { "no-energy", 0, 0, G_OPTION_ARG_NONE, &no_energy, "Skip the NVML energy measurement", NULL },
-    { "no-cache", 0, 0, G_OPTION_ARG_NONE, &no_cache,
-      "Compile with NVRTC even when the compiled-module cache has the kernel", NULL },
-    { NULL }
-  };
-  g_autoptr(GOptionContext) context = NULL;
-  g_autoptr(NapkinDiagram) diagram = NULL;
-  g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinRunJob) job = NULL;
-  g_autoptr(GPtrArray) args = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr(GMainLoop) loop = NULL;
-  g_autoptr(json_object) result = NULL;
-  RunWait wait = { 0 };
-  const char *status;
-  gint64 t0 = g_get_monotonic_time (), t1, t2;
+  gboolean as_json, generic, no_reference, plain, tune, no_energy, no_cache;
+  int      repeats, timeout, reference_repeats, gpus;
+  gint64   seed;
+  char    *inject;
+  char    *model;
+  char    *format;
+} RunOptions;
 
-  context = napkin_cli_context_new ("run", "FILE",
-                                    "Generate the diagram's CUDA, compile it for the local GPU, run it in a "
-                                    "child process with a time limit, check it against an fp32 reference and "
-                                    "time it. Needs an NVIDIA GPU and driver.",
-                                    entries, &overrides);
-  if (!napkin_cli_parse (context, &argc, &argv))
+static void
+run_options_clear (RunOptions *o)
+{
+  g_free (o->inject);
+  g_free (o->model);
+  g_free (o->format);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (RunOptions, run_options_clear)
+
+/* The values the options take together; a usage error otherwise. */
+static int
+run_check_options (RunOptions *o)
+{
+  if (!napkin_cli_text_or_json ("run", o->format, &o->as_json))
     return NAPKIN_CLI_USAGE;
-  if (argc != 2)
-    return napkin_cli_usage_error ("run", _("expected exactly one FILE"));
-  switch (napkin_cli_format_resolve ("run", format, as_json, (const char * const[]) { "text", "json", NULL }))
-    {
-    case -1: return NAPKIN_CLI_USAGE;
-    case 1: as_json = TRUE; break;
-    default: break;
-    }
-  if (repeats < 1 || timeout < 1)
+  if (o->repeats < 1 || o->timeout < 1)
     return napkin_cli_usage_error ("run", _("--repeats and --timeout must be positive"));
-  if (reference_repeats < 0)
-    return napkin_cli_usage_error ("run", _("--reference-repeats must be 0 or more, not %d"), reference_repeats);
-  if (inject != NULL && !g_str_equal (inject, "fault") && !g_str_equal (inject, "hang"))
-    return napkin_cli_usage_error ("run", _("--inject takes fault or hang, not “%s”"), inject);
-  if (gpus < 1 || gpus > 16)
-    return napkin_cli_usage_error ("run", _("--gpus takes 1 to 16, not %d"), gpus);
+  if (o->reference_repeats < 0)
+    return napkin_cli_usage_error ("run", _("--reference-repeats must be 0 or more, not %d"), o->reference_repeats);
+  if (o->inject != NULL && !g_str_equal (o->inject, "fault") && !g_str_equal (o->inject, "hang"))
+    return napkin_cli_usage_error ("run", _("--inject takes fault or hang, not “%s”"), o->inject);
+  if (o->gpus < 1 || o->gpus > 16)
+    return napkin_cli_usage_error ("run", _("--gpus takes 1 to 16, not %d"), o->gpus);
+  return NAPKIN_CLI_OK;
+}
 
-  diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
-  napkin_cli_overrides_clear (&overrides);
-  if (diagram == NULL)
-    {
-      if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE))
-        return napkin_cli_usage_error ("run", "%s", error->message);
-      fprintf (stderr, _("%s: invalid: %s\n"), argv[1], error->message);
-      return NAPKIN_CLI_FAILED;
-    }
-
+/* --tune on a file without regions: the relabeling the model ranks first (napkin_tune
+ * proposes the regions for the patterns it knows, then searches their tiles); the
+ * diagram as drawn where it proposes none. */
+static NapkinDiagram *
+run_tuned (NapkinDiagram    *diagram,
+           const RunOptions *o,
+           const char       *file)
+{
 #ifdef HAVE_PERF
-  /* No relabeling in the file: run the one the model ranks first (napkin_tune proposes
-   * the regions for the patterns it knows, then searches their tiles). */
-  if (napkin_diagram_n_regions (diagram) == 0 && tune && !plain && inject == NULL)
+  if (napkin_diagram_n_regions (diagram) == 0 && o->tune && !o->plain && o->inject == NULL)
     {
-      NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), model ? model : "h100",
+      NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), o->model ? o->model : "h100",
                                                       NULL);
       g_autoptr(GError) tune_error = NULL;
       g_autoptr(NapkinTuneResult) tuned = arch ? napkin_tune (diagram, arch, NULL, &tune_error) : NULL;
@@ -355,80 +325,102 @@ napkin_cli_run (int    argc,
 
       if (relabeled != NULL)
         {
-          fprintf (stderr, _("%s: no relabeling in the file; running the model's best on %s: %s\n"), argv[1], arch->id,
+          fprintf (stderr, _("%s: no relabeling in the file; running the model's best on %s: %s\n"), file, arch->id,
                    ((NapkinTuneCandidate *) g_ptr_array_index (tuned->best, 0))->tiles);
-          g_clear_object (&diagram);
-          diagram = g_steal_pointer (&relabeled);
+          return g_steal_pointer (&relabeled);
         }
-      else
-        fprintf (stderr, _("%s: no relabeling in the file, and the model proposes none (%s): running it as drawn\n"),
-                 argv[1], tune_error ? tune_error->message : "no architecture profile");
+      fprintf (stderr, _("%s: no relabeling in the file, and the model proposes none (%s): running it as drawn\n"),
+               file, tune_error ? tune_error->message : "no architecture profile");
     }
 #endif
+  return g_object_ref (diagram);
+}
 
-  g_ptr_array_add (args, g_strdup_printf ("--repeats=%d", repeats));
-  g_ptr_array_add (args, g_strdup_printf ("--seed=%" G_GINT64_FORMAT, seed));
-  if (generic)
+/* napkin-runner's arguments for these options (NULL-terminated). */
+static GPtrArray *
+run_runner_args (const RunOptions *o)
+{
+  GPtrArray *args = g_ptr_array_new_with_free_func (g_free);
+
+  g_ptr_array_add (args, g_strdup_printf ("--repeats=%d", o->repeats));
+  g_ptr_array_add (args, g_strdup_printf ("--seed=%" G_GINT64_FORMAT, o->seed));
+  if (o->generic)
     g_ptr_array_add (args, g_strdup ("--generic"));
-  if (no_reference)
+  if (o->no_reference)
     g_ptr_array_add (args, g_strdup ("--no-reference"));
-  if (no_energy)
+  if (o->no_energy)
     g_ptr_array_add (args, g_strdup ("--no-energy"));
-  if (no_cache)
+  if (o->no_cache)
     g_ptr_array_add (args, g_strdup ("--no-cache"));
-  g_ptr_array_add (args, g_strdup_printf ("--reference-repeats=%d", reference_repeats));
-  if (inject != NULL)
-    g_ptr_array_add (args, g_strdup_printf ("--inject=%s", inject));
-  if (gpus > 1)
+  g_ptr_array_add (args, g_strdup_printf ("--reference-repeats=%d", o->reference_repeats));
+  if (o->inject != NULL)
+    g_ptr_array_add (args, g_strdup_printf ("--inject=%s", o->inject));
+  if (o->gpus > 1)
     {
-      g_ptr_array_add (args, g_strdup_printf ("--gpus=%d", gpus));
-      if (model != NULL)
-        g_ptr_array_add (args, g_strdup_printf ("--model=%s", model));
+      g_ptr_array_add (args, g_strdup_printf ("--gpus=%d", o->gpus));
+      if (o->model != NULL)
+        g_ptr_array_add (args, g_strdup_printf ("--model=%s", o->model));
     }
   g_ptr_array_add (args, NULL);
+  return args;
+}
 
-  job = napkin_run_job_new (diagram, (const char * const *) args->pdata);
-  napkin_run_job_set_timeout (job, timeout);
-  if (isatty (STDERR_FILENO) && !as_json)
+/* Runs the job to its end in a main loop of our own; the runner's JSON, or NULL after
+ * saying why. */
+static json_object *
+run_wait (NapkinDiagram    *diagram,
+          const RunOptions *o)
+{
+  g_autoptr(GPtrArray) args = run_runner_args (o);
+  g_autoptr(NapkinRunJob) job = napkin_run_job_new (diagram, (const char * const *) args->pdata);
+  g_autoptr(GMainLoop) loop = g_main_loop_new (NULL, FALSE);
+  RunWait wait = { loop, NULL, NULL };
+
+  napkin_run_job_set_timeout (job, o->timeout);
+  if (isatty (STDERR_FILENO) && !o->as_json)
     g_signal_connect (job, "notify::message", G_CALLBACK (on_message), NULL);
-
-  loop = g_main_loop_new (NULL, FALSE);
-  wait.loop = loop;
-  t1 = g_get_monotonic_time ();
   napkin_run_job_run_async (job, NULL, run_done, &wait);
   g_main_loop_run (loop);
-  t2 = g_get_monotonic_time ();
-
   if (wait.result == NULL)
     {
       fprintf (stderr, "napkin-cli run: %s\n", wait.error->message);
       g_error_free (wait.error);
-      return NAPKIN_CLI_FAILED;
     }
-  result = wait.result;
-  status = get_string (result, "status");
-  if ((g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0) && gpus > 1)
-    add_gpus_prediction (diagram, result, model, (guint) gpus);
-  else if (g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0)
-    add_prediction (diagram, result, model);
-  {
-    /* the CLI's own steps beside the runner's (docs/perf-notes.md, "Where a run's time goes") */
-    json_object *phases = json_object_object_get (result, "phases");
+  return wait.result;
+}
 
-    if (phases == NULL)
-      json_object_object_add (result, "phases", phases = json_object_new_object ());
-    json_object_object_add (phases, "cli_load", seconds_json ((t1 - t0) / 1e6));
-    json_object_object_add (phases, "cli_runner_process", seconds_json ((t2 - t1) / 1e6));
-    json_object_object_add (phases, "cli_prediction", seconds_json ((g_get_monotonic_time () - t2) / 1e6));
-  }
+/* The CLI's own steps beside the runner's (docs/perf-notes.md, "Where a run's time goes"). */
+static void
+run_add_phases (json_object *result,
+                gint64       t0,
+                gint64       t1,
+                gint64       t2)
+{
+  json_object *phases = json_object_object_get (result, "phases");
 
-  if (as_json)
+  if (phases == NULL)
+    json_object_object_add (result, "phases", phases = json_object_new_object ());
+  json_object_object_add (phases, "cli_load", seconds_json ((t1 - t0) / 1e6));
+  json_object_object_add (phases, "cli_runner_process", seconds_json ((t2 - t1) / 1e6));
+  json_object_object_add (phases, "cli_prediction", seconds_json ((g_get_monotonic_time () - t2) / 1e6));
+}
+
+/* The result as JSON or as a summary, and how the run ended as the exit status. */
+static int
+run_report (const char       *file,
+            json_object      *result,
+            const RunOptions *o)
+{
+  const char *status = get_string (result, "status");
+  gboolean ran = g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0;
+
+  if (o->as_json)
     printf ("%s\n", json_object_to_json_string_ext (result, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
                                                             | JSON_C_TO_STRING_NOSLASHESCAPE));
-  else if ((g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0) && gpus > 1)
-    print_gpus_summary (argv[1], result);
-  else if (g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0)
-    print_summary (argv[1], result);
+  else if (ran && o->gpus > 1)
+    print_gpus_summary (file, result);
+  else if (ran)
+    print_summary (file, result);
 
   if (g_strcmp0 (status, "ok") == 0)
     return NAPKIN_CLI_OK;
@@ -439,4 +431,69 @@ napkin_cli_run (int    argc,
     fprintf (stderr, "napkin-cli run: %s: %s\n", status ? status : "failed",
              get_string (result, "message") ? runner_message (result) : _("no message"));
   return NAPKIN_CLI_FAILED;
+}
+
+int
+napkin_cli_run (int    argc,
+                char **argv)
+{
+  NapkinCliOverrides overrides = { NULL, NULL };
+  g_auto(RunOptions) o = { .repeats = 20, .timeout = 300, .reference_repeats = 5, .gpus = 1, .seed = 1234 };
+  const GOptionEntry entries[] = {
+    { "format", 0, 0, G_OPTION_ARG_STRING, &o.format, "Output: text (default) or json (the runner's result)", "FORMAT" },
+    { "gpus", 0, 0, G_OPTION_ARG_INT, &o.gpus,
+      "Run the diagram's gpus region on N GPUs with NCCL between the kernels (docs/multi-gpu.md)", "N" },
+    { "json", 0, 0, G_OPTION_ARG_NONE, &o.as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
+    { "repeats", 0, 0, G_OPTION_ARG_INT, &o.repeats, "Timed repeats (default 20)", "N" },
+    { "timeout", 0, 0, G_OPTION_ARG_INT, &o.timeout, "Stop the run after this many seconds (default 300)", "S" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &o.seed, "Seed of the random inputs", "S" },
+    { "generic", 0, 0, G_OPTION_ARG_NONE, &o.generic, "Generic lowering only (no tile primitives)", NULL },
+    { "model", 0, 0, G_OPTION_ARG_STRING, &o.model, "Architecture the prediction uses (default: the GPU found)", "ID" },
+    { "arch", 0, 0, G_OPTION_ARG_STRING, &o.model, "Same as --model", "ID" },
+    { "inject", 0, 0, G_OPTION_ARG_STRING, &o.inject, "Test the containment: run a kernel made to fault or hang", "fault|hang" },
+    { "no-reference", 0, 0, G_OPTION_ARG_NONE, &o.no_reference,
+      "Time without the fp32 reference (when it does not fit in device memory; check the tiles at a smaller size)", NULL },
+    { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &o.reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
+    { "tune", 0, 0, G_OPTION_ARG_NONE, &o.tune,
+      "A diagram without regions: run the model's best relabeling of it instead of the plan of it as drawn", NULL },
+    { "plain", 0, 0, G_OPTION_ARG_NONE, &o.plain, "Run the diagram as drawn (the default; kept for scripts)", NULL },
+    { "no-energy", 0, 0, G_OPTION_ARG_NONE, &o.no_energy, "Skip the NVML energy measurement", NULL },
+    { "no-cache", 0, 0, G_OPTION_ARG_NONE, &o.no_cache,
+      "Compile with NVRTC even when the compiled-module cache has the kernel", NULL },
+    { NULL }
+  };
+  g_autoptr(GOptionContext) context = NULL;
+  g_autoptr(NapkinDiagram) drawn = NULL;
+  g_autoptr(NapkinDiagram) diagram = NULL;
+  g_autoptr(json_object) result = NULL;
+  const char *status;
+  gint64 t0 = g_get_monotonic_time (), t1, t2;
+  int rc;
+
+  context = napkin_cli_context_new ("run", "FILE",
+                                    "Generate the diagram's CUDA, compile it for the local GPU, run it in a "
+                                    "child process with a time limit, check it against an fp32 reference and "
+                                    "time it. Needs an NVIDIA GPU and driver.",
+                                    entries, &overrides);
+  if (!napkin_cli_parse (context, &argc, &argv))
+    return NAPKIN_CLI_USAGE;
+  if (argc != 2)
+    return napkin_cli_usage_error ("run", _("expected exactly one FILE"));
+  if ((rc = run_check_options (&o)) != NAPKIN_CLI_OK
+      || (rc = napkin_cli_load_or_report ("run", argv[1], &overrides, &drawn)) != NAPKIN_CLI_OK)
+    return rc;
+  diagram = run_tuned (drawn, &o, argv[1]);
+
+  t1 = g_get_monotonic_time ();
+  result = run_wait (diagram, &o);
+  t2 = g_get_monotonic_time ();
+  if (result == NULL)
+    return NAPKIN_CLI_FAILED;
+  status = get_string (result, "status");
+  if ((g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0) && o.gpus > 1)
+    add_gpus_prediction (diagram, result, o.model, (guint) o.gpus);
+  else if (g_strcmp0 (status, "ok") == 0 || g_strcmp0 (status, "wrong") == 0)
+    add_prediction (diagram, result, o.model);
+  run_add_phases (result, t0, t1, t2);
+  return run_report (argv[1], result, &o);
 }

@@ -90,12 +90,8 @@ napkin_cli_validate (int    argc,
     return NAPKIN_CLI_USAGE;
   if (argc < 2)
     return napkin_cli_usage_error ("validate", _("no FILE given"));
-  switch (napkin_cli_format_resolve ("validate", format, as_json, (const char * const[]) { "text", "json", NULL }))
-    {
-    case -1: return NAPKIN_CLI_USAGE;
-    case 1: as_json = TRUE; break;
-    default: break;
-    }
+  if (!napkin_cli_text_or_json ("validate", format, &as_json))
+    return NAPKIN_CLI_USAGE;
 
   /* The loader's checks come first (their messages say the place in words); the schema
    * then catches what the loader lets through (docs/decisions.md). */

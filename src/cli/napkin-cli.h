@@ -43,6 +43,12 @@ NapkinDiagram  *napkin_cli_load              (const char          *path,
                                               gboolean             validate,
                                               GError             **error);
 void            napkin_cli_overrides_clear   (NapkinCliOverrides  *overrides);
+/* napkin_cli_load (validating), then the overrides cleared: NAPKIN_CLI_OK with *out set,
+ * else the exit status after a usage error (a bad override) or "FILE: invalid: …". */
+int             napkin_cli_load_or_report    (const char          *command,
+                                              const char          *path,
+                                              NapkinCliOverrides  *overrides,
+                                              NapkinDiagram      **out);
 int             napkin_cli_usage_error       (const char          *command,
                                               const char          *format,
                                               ...) G_GNUC_PRINTF (2, 3);
@@ -55,6 +61,11 @@ int             napkin_cli_format_resolve    (const char          *command,
                                               const char          *format,
                                               gboolean             json,
                                               const char * const  *names);
+/* napkin_cli_format_resolve for a command whose outputs are text and json: FALSE after
+ * a usage error, else TRUE with *as_json set where json was chosen. */
+gboolean        napkin_cli_text_or_json      (const char          *command,
+                                              const char          *format,
+                                              gboolean            *as_json);
 /* One spelling of the help texts of the two options. */
 #define NAPKIN_CLI_FORMAT_HELP_JSON "Same as --format json"
 

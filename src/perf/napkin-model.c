@@ -143,6 +143,7 @@ napkin_analysis_free (NapkinAnalysis *a)
   g_clear_pointer (&a->regions, g_array_unref);
   g_clear_pointer (&a->kernels, g_array_unref);
   g_clear_pointer (&a->errors, g_ptr_array_unref);
+  g_clear_pointer (&a->error_regions, g_array_unref);
   g_clear_pointer (&a->warnings, g_ptr_array_unref);
   g_free (a->best_note);
   g_free (a);
@@ -237,6 +238,7 @@ error_add (Model      *m,
   va_start (args, format);
   g_ptr_array_add (m->a->errors, g_strdup_vprintf (format, args));
   va_end (args);
+  g_array_append_val (m->a->error_regions, m->current);
   m->a->feasible = FALSE;
   if (m->current >= 0)
     m->rs[m->current].n_errors++;
@@ -2469,6 +2471,7 @@ napkin_analyze (NapkinDiagram               *diagram,
   a->kernels = g_array_new (FALSE, TRUE, sizeof (NapkinKernelCost));
   g_array_set_clear_func (a->kernels, kernel_cost_clear);
   a->errors = g_ptr_array_new_with_free_func (g_free);
+  a->error_regions = g_array_new (FALSE, FALSE, sizeof (int));
   a->warnings = g_ptr_array_new_with_free_func (g_free);
   a->feasible = TRUE;
   {

@@ -154,6 +154,7 @@ typedef struct
 
   gboolean         feasible;
   GPtrArray       *errors;           /* char *: "regions[0].marks.k: …" */
+  GArray          *error_regions;    /* int per error: the region it is about, -1 for none */
   GPtrArray       *warnings;         /* char * */
 } NapkinAnalysis;
 

@@ -661,3 +661,13 @@ napkin_run_job_run_finish (NapkinRunJob  *self,
 
   return g_task_propagate_pointer (G_TASK (result), error);
 }
+
+NapkinRunResult *
+napkin_run_job_run_finish_result (NapkinRunJob  *self,
+                                  GAsyncResult  *result,
+                                  GError       **error)
+{
+  g_autoptr(json_object) json = napkin_run_job_run_finish (self, result, error);
+
+  return json != NULL ? napkin_run_result_new_from_json (json, error) : NULL;
+}

@@ -5,6 +5,7 @@
 #include <json-c/json.h>
 
 #include "napkin-diagram.h"
+#include "napkin-run-result.h"
 
 G_BEGIN_DECLS
 
@@ -19,7 +20,7 @@ G_BEGIN_DECLS
 typedef enum
 {
   NAPKIN_JOB_ERROR_NO_RUNNER,   /* napkin-runner is not installed or not found */
-  NAPKIN_JOB_ERROR_OUTPUT,      /* the runner's output is not JSON */
+  NAPKIN_JOB_ERROR_OUTPUT,      /* the runner's output is not JSON, or a field has the wrong type */
 } NapkinJobError;
 
 GQuark napkin_job_error_quark (void);
@@ -59,6 +60,11 @@ void            napkin_run_job_run_async      (NapkinRunJob         *self,
 json_object    *napkin_run_job_run_finish     (NapkinRunJob         *self,
                                                GAsyncResult         *result,
                                                GError              **error);
+/* The same, read into its fields: a run of a diagram (not --calibrate). A result
+ * that does not have the fields' types is a NAPKIN_JOB_ERROR_OUTPUT naming the field. */
+NapkinRunResult *napkin_run_job_run_finish_result (NapkinRunJob    *self,
+                                                   GAsyncResult    *result,
+                                                   GError         **error);
 
 /* $NAPKIN_RUNNER, else napkin-runner beside the running program or in the build
  * tree ($NAPKIN_BUILD_DIR/src/runner), else the installed one; NULL if none. */

@@ -2799,303 +2799,357 @@ load_diagram (const char  *path,
   return g_steal_pointer (&d);
 }
 
-int
-main (int    argc,
-      char **argv)
+/* ---- main, step by step ---------------------------------------------------------------------- */
+
+/* A step of main that did not end the run; otherwise a step returns finish ()'s exit status. */
+#define GO_ON (-1)
+
+/* What main's steps share: the options, then what each step makes. */
+typedef struct
 {
-  g_auto(GStrv) axes = NULL;
-  g_auto(GStrv) tiles = NULL;
-  g_autofree char *inject = NULL;
-  g_autofree char *arch_opt = NULL;
-  g_autofree char *model = NULL;
-  int repeats = 20, timeout = 120;
-  gint64 seed = 1234;
-  gboolean generic = FALSE, calibrate = FALSE, no_reference = FALSE, no_energy = FALSE, no_cache = FALSE;
-  gboolean collectives = FALSE, dry_run = FALSE;
-  int reference_repeats = 5, budget_ms = 200, gpus = 1;
-  gint64 min_bytes = 1 << 20, max_bytes = 1 << 30;
-  g_auto(GStrv) only = NULL;
+  char       **axes, **tiles, **only;
+  char        *inject, *arch_opt, *model;
+  int          repeats, timeout, reference_repeats, budget_ms, gpus;
+  gint64       seed, min_bytes, max_bytes;
+  gboolean     generic, calibrate, no_reference, no_energy, no_cache, collectives, dry_run;
+
+  json_object      *root;
+  NapkinDiagram    *d;
+  NapkinCudaModule *kern, *ref;
+  GBytes           *kern_bin, *ref_bin, *fill_bin;
+  char             *arch;
+  char              name[256];
+  int               sms, clock_khz, l2;
+  Device            kd, rd;
+  Inputs            in;
+  gint64            io_bytes, input_bytes;
+  double            worst, bound;
+  json_object      *kernels, *time_obj;
+} Run;
+
+static void
+run_clear (Run *r)
+{
+  g_strfreev (r->axes);
+  g_strfreev (r->tiles);
+  g_strfreev (r->only);
+  g_free (r->inject);
+  g_free (r->arch_opt);
+  g_free (r->model);
+  g_clear_pointer (&r->root, json_object_put);
+  g_clear_object (&r->d);
+  g_clear_pointer (&r->kern, napkin_cuda_module_free);
+  g_clear_pointer (&r->ref, napkin_cuda_module_free);
+  g_clear_pointer (&r->kern_bin, g_bytes_unref);
+  g_clear_pointer (&r->ref_bin, g_bytes_unref);
+  g_clear_pointer (&r->fill_bin, g_bytes_unref);
+  g_free (r->arch);
+  g_free (r->in.first);
+  g_free (r->in.rotate_half);
+  g_free (r->in.integers);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
+
+/* The options and the values they take together; EXIT_USAGE after saying why. */
+static int
+parse_options (Run    *r,
+               int    *argc,
+               char ***argv)
+{
   const GOptionEntry entries[] = {
-    { "calibrate", 0, 0, G_OPTION_ARG_NONE, &calibrate, "Measure the GPU's ceilings instead of running a diagram", NULL },
-    { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus, "Run on this many GPUs (docs/multi-gpu.md; needs NCCL)", "N" },
-    { "dry-run", 0, 0, G_OPTION_ARG_NONE, &dry_run,
+    { "calibrate", 0, 0, G_OPTION_ARG_NONE, &r->calibrate, "Measure the GPU's ceilings instead of running a diagram", NULL },
+    { "gpus", 0, 0, G_OPTION_ARG_INT, &r->gpus, "Run on this many GPUs (docs/multi-gpu.md; needs NCCL)", "N" },
+    { "dry-run", 0, 0, G_OPTION_ARG_NONE, &r->dry_run,
       "With --gpus: build the shard plan, generate and compile its kernels (for --arch) and resolve every buffer; no GPU", NULL },
-    { "model", 0, 0, G_OPTION_ARG_STRING, &model,
+    { "model", 0, 0, G_OPTION_ARG_STRING, &r->model,
       "With --gpus: the architecture profile that prices the collectives (default: from the GPU's name)", "ID" },
-    { "collectives", 0, 0, G_OPTION_ARG_NONE, &collectives,
+    { "collectives", 0, 0, G_OPTION_ARG_NONE, &r->collectives,
       "Time NCCL's all-reduce, all-gather, reduce-scatter and all-to-all in bf16 on --gpus GPUs instead of running a diagram", NULL },
-    { "collective", 0, 0, G_OPTION_ARG_STRING_ARRAY, &only, "With --collectives: only this one (repeatable)", "KIND" },
-    { "min-bytes", 0, 0, G_OPTION_ARG_INT64, &min_bytes, "With --collectives: the smallest size (default 1 MiB)", "B" },
-    { "max-bytes", 0, 0, G_OPTION_ARG_INT64, &max_bytes, "With --collectives: the largest size (default 1 GiB; sizes step ×4)", "B" },
-    { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &axes, "Override an axis size", "NAME=SIZE" },
-    { "tile", 0, 0, G_OPTION_ARG_STRING_ARRAY, &tiles, "Override a tile", "REGION.AXIS=SIZE" },
-    { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats (at least 20 recommended)", "N" },
-    { "seed", 0, 0, G_OPTION_ARG_INT64, &seed, "Seed of the random inputs", "S" },
-    { "timeout", 0, 0, G_OPTION_ARG_INT, &timeout, "Give up after this many seconds", "S" },
-    { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_opt, "Compile for this architecture (default: the GPU's)", "sm_XX" },
-    { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Use the generic lowering only (no skeletons)", NULL },
-    { "inject", 0, 0, G_OPTION_ARG_STRING, &inject, "Run a kernel made to fault or hang instead", "fault|hang" },
-    { "no-reference", 0, 0, G_OPTION_ARG_NONE, &no_reference,
+    { "collective", 0, 0, G_OPTION_ARG_STRING_ARRAY, &r->only, "With --collectives: only this one (repeatable)", "KIND" },
+    { "min-bytes", 0, 0, G_OPTION_ARG_INT64, &r->min_bytes, "With --collectives: the smallest size (default 1 MiB)", "B" },
+    { "max-bytes", 0, 0, G_OPTION_ARG_INT64, &r->max_bytes, "With --collectives: the largest size (default 1 GiB; sizes step ×4)", "B" },
+    { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &r->axes, "Override an axis size", "NAME=SIZE" },
+    { "tile", 0, 0, G_OPTION_ARG_STRING_ARRAY, &r->tiles, "Override a tile", "REGION.AXIS=SIZE" },
+    { "repeats", 0, 0, G_OPTION_ARG_INT, &r->repeats, "Timed repeats (at least 20 recommended)", "N" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &r->seed, "Seed of the random inputs", "S" },
+    { "timeout", 0, 0, G_OPTION_ARG_INT, &r->timeout, "Give up after this many seconds", "S" },
+    { "arch", 0, 0, G_OPTION_ARG_STRING, &r->arch_opt, "Compile for this architecture (default: the GPU's)", "sm_XX" },
+    { "generic", 0, 0, G_OPTION_ARG_NONE, &r->generic, "Use the generic lowering only (no skeletons)", NULL },
+    { "inject", 0, 0, G_OPTION_ARG_STRING, &r->inject, "Run a kernel made to fault or hang instead", "fault|hang" },
+    { "no-reference", 0, 0, G_OPTION_ARG_NONE, &r->no_reference,
       "Time the kernel without the fp32 reference (for sizes whose reference does not fit; check a smaller size)", NULL },
-    { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
-    { "time-budget", 0, 0, G_OPTION_ARG_INT, &budget_ms,
+    { "reference-repeats", 0, 0, G_OPTION_ARG_INT, &r->reference_repeats, "Timed runs of the plain reference (default 5, 0: none)", "N" },
+    { "time-budget", 0, 0, G_OPTION_ARG_INT, &r->budget_ms,
       "Stop timing after this many milliseconds once 5 repeats are done (default 200)", "MS" },
-    { "no-energy", 0, 0, G_OPTION_ARG_NONE, &no_energy,
+    { "no-energy", 0, 0, G_OPTION_ARG_NONE, &r->no_energy,
       "Skip the NVML energy measurement (tens of milliseconds of launches)", NULL },
-    { "no-cache", 0, 0, G_OPTION_ARG_NONE, &no_cache,
+    { "no-cache", 0, 0, G_OPTION_ARG_NONE, &r->no_cache,
       "Compile with NVRTC even when the compiled-module cache ($XDG_CACHE_HOME/napkin/modules) has the module", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) context = g_option_context_new ("FILE — compile, run, check and time a diagram on the GPU");
   g_autoptr(GError) error = NULL;
-  g_autoptr(json_object) root = json_object_new_object ();
-  g_autoptr(NapkinDiagram) d = NULL;
-  g_autoptr(NapkinCudaModule) kern = NULL;
-  g_autoptr(NapkinCudaModule) ref = NULL;
-  g_autoptr(GBytes) kern_bin = NULL;
-  g_autoptr(GBytes) ref_bin = NULL;
-  g_autofree char *message = NULL;
-  g_autofree char *arch = NULL;
-  g_autofree char *log = NULL;
-  char name[256] = "";
-  int major = 0, minor = 0, sms = 0, clock_khz = 0, mem_khz = 0, l2 = 0, driver_version = 0;
-  CUdevice device;
-  CUcontext ctx;
-  json_object *gpu, *kernels, *time_obj, *errors;
-  Device kd = { 0 }, rd = { 0 };
-  NapkinFlops flops = { 0 };
-  gint64 io_bytes = 0, input_bytes = 0;
-  double worst = 0, bound = 0;
-  guint n_tensors;
-  Inputs in = { NULL, NULL, NULL };
-  guint64 draws = 0;
-  g_autoptr(GBytes) fill_bin = NULL;
-  CUmodule fill_module;
-
-  run_start = phase_start = g_get_monotonic_time ();
-  phases = json_object_new_object ();
-  json_object_object_add (root, "phases", phases);
 
   g_option_context_add_main_entries (context, entries, NULL);
-  if (!g_option_context_parse (context, &argc, &argv, &error))
+  if (!g_option_context_parse (context, argc, argv, &error))
     {
       fprintf (stderr, "napkin-runner: %s\n", error->message);
       return EXIT_USAGE;
     }
-  if (collectives && (min_bytes < 1024 || max_bytes < min_bytes || max_bytes > (G_GINT64_CONSTANT (1) << 34)))
+  if (r->collectives && (r->min_bytes < 1024 || r->max_bytes < r->min_bytes || r->max_bytes > (G_GINT64_CONSTANT (1) << 34)))
     {
       fprintf (stderr, "napkin-runner: --min-bytes must be at least 1024 and at most --max-bytes (at most 16 GiB)\n");
       return EXIT_USAGE;
     }
-  if (gpus < 1 || gpus > 16)
+  if (r->gpus < 1 || r->gpus > 16)
     {
-      fprintf (stderr, "napkin-runner: --gpus takes 1 to 16, not %d\n", gpus);
+      fprintf (stderr, "napkin-runner: --gpus takes 1 to 16, not %d\n", r->gpus);
       return EXIT_USAGE;
     }
-  if ((argc != 2 && inject == NULL && !calibrate && !collectives) || repeats < 1 || reference_repeats < 0 || budget_ms < 0)
+  if ((*argc != 2 && r->inject == NULL && !r->calibrate && !r->collectives) || r->repeats < 1 || r->reference_repeats < 0
+      || r->budget_ms < 0)
     {
       fprintf (stderr, "napkin-runner: expected one FILE (and --repeats ≥ 1, --reference-repeats ≥ 0, "
                "--time-budget ≥ 0)\n");
       return EXIT_USAGE;
     }
-  if (inject && !g_str_equal (inject, "fault") && !g_str_equal (inject, "hang"))
+  if (r->inject && !g_str_equal (r->inject, "fault") && !g_str_equal (r->inject, "hang"))
     {
       fprintf (stderr, "napkin-runner: --inject takes fault or hang\n");
       return EXIT_USAGE;
     }
+  return GO_ON;
+}
 
-  signal (SIGALRM, on_alarm);
-  alarm (timeout);
-  if (!no_cache)
-    cache_dir = napkin_module_cache_default_dir ();
-  time_budget_ms = budget_ms;
-  if (!no_energy && inject == NULL && !calibrate)
-    nvml_thread = g_thread_new ("nvml", nvml_open_thread, &nvml);
+/* The diagram, its kernels and (unless --no-reference) the plain fp32 reference;
+ * a run on several GPUs lowers per shard later (run_gpus). */
+static int
+lower_diagram (Run        *r,
+               const char *path)
+{
+  g_autoptr(GError) error = NULL;
 
-  if (inject == NULL && !calibrate && !collectives)
-    {
-      progress (0.05, "Lowering the diagram");
-      d = load_diagram (argv[1], axes, tiles, &error);
-      if (d == NULL)
-        return finish (root, "invalid", error->message, EXIT_FAILED);
-      if (gpus <= 1)
+  progress (0.05, "Lowering the diagram");
+  r->d = load_diagram (path, r->axes, r->tiles, &error);
+  if (r->d == NULL)
+    return finish (r->root, "invalid", error->message, EXIT_FAILED);
+  if (r->gpus <= 1)
+  {
+    NapkinIrProgram *prog = napkin_ir_lower (r->d, NAPKIN_LOWER_DEFAULT, &error);
+
+    if (prog == NULL)
+      return finish (r->root, "unsupported", error->message, EXIT_FAILED);
+    r->kern = napkin_codegen_cuda (prog, r->generic ? NAPKIN_CODEGEN_GENERIC_ONLY : 0, NULL, &error);
+    if (r->kern == NULL)
+      return finish (r->root, "unsupported", error->message, EXIT_FAILED);
+    if (!r->no_reference)
       {
-        NapkinIrProgram *prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
-
+        prog = napkin_ir_lower (r->d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
         if (prog == NULL)
-          return finish (root, "unsupported", error->message, EXIT_FAILED);
-        kern = napkin_codegen_cuda (prog, generic ? NAPKIN_CODEGEN_GENERIC_ONLY : 0, NULL, &error);
-        if (kern == NULL)
-          return finish (root, "unsupported", error->message, EXIT_FAILED);
-        if (!no_reference)
-          {
-            prog = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
-            if (prog == NULL)
-              return finish (root, "unsupported", error->message, EXIT_FAILED);
-            ref = napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, "napkin_ref_", &error);
-            if (ref == NULL)
-              return finish (root, "unsupported", error->message, EXIT_FAILED);
-          }
+          return finish (r->root, "unsupported", error->message, EXIT_FAILED);
+        r->ref = napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, "napkin_ref_", &error);
+        if (r->ref == NULL)
+          return finish (r->root, "unsupported", error->message, EXIT_FAILED);
       }
-      json_object_object_add (root, "file", json_object_new_string (argv[1]));
-      if (napkin_diagram_get_title (d))
-        json_object_object_add (root, "title", json_object_new_string (napkin_diagram_get_title (d)));
-      phase_end ("lower");
-    }
+  }
+  json_object_object_add (r->root, "file", json_object_new_string (path));
+  if (napkin_diagram_get_title (r->d))
+    json_object_object_add (r->root, "title", json_object_new_string (napkin_diagram_get_title (r->d)));
+  phase_end ("lower");
+  return GO_ON;
+}
 
-  if (dry_run)
-    {
-      if (gpus < 2 || d == NULL)
-        {
-          fprintf (stderr, "napkin-runner: --dry-run needs FILE and --gpus 2 or more\n");
-          return EXIT_USAGE;
-        }
-      return run_gpus (d, (guint) gpus, arch_opt ? arch_opt : "sm_90a", model, NULL, generic, no_reference, repeats,
-                       seed, TRUE, root);
-    }
+/* The driver, GPU 0's figures (the result's "gpu" and "arch") and a context on it. */
+static int
+open_gpu (Run *r)
+{
+  g_autofree char *message = NULL;
+  int major = 0, minor = 0, mem_khz = 0, driver_version = 0;
+  CUdevice device;
+  CUcontext ctx;
+  json_object *gpu;
+
   progress (0.1, "Opening the CUDA driver");
   if (!napkin_cuda_driver_open (&cu, &message))
     {
-      if (gpus > 1)
+      if (r->gpus > 1)
         {
           g_autofree char *why = g_steal_pointer (&message);
 
-          message = g_strdup_printf (_("--gpus %d: this machine has no usable GPU (%s)"), gpus, why);
+          message = g_strdup_printf (_("--gpus %d: this machine has no usable GPU (%s)"), r->gpus, why);
         }
-      return finish (root, "no-gpu", message, EXIT_NO_GPU);
+      return finish (r->root, "no-gpu", message, EXIT_NO_GPU);
     }
-  if (gpus > 1 && !napkin_gpu_group_check_count (&cu, (guint) gpus, &message))
-    return finish (root, "no-gpu", message, EXIT_NO_GPU);
+  if (r->gpus > 1 && !napkin_gpu_group_check_count (&cu, (guint) r->gpus, &message))
+    return finish (r->root, "no-gpu", message, EXIT_NO_GPU);
 
   if (!check (cu.DeviceGet (&device, 0), "opening GPU 0", &message)
-      || !check (cu.DeviceGetName (name, sizeof name, device), "reading the GPU's name", &message)
+      || !check (cu.DeviceGetName (r->name, sizeof r->name, device), "reading the GPU's name", &message)
       || !check (cu.DeviceGetAttribute (&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
                  "reading the compute capability", &message)
       || !check (cu.DeviceGetAttribute (&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
                  "reading the compute capability", &message)
-      || !check (cu.DeviceGetAttribute (&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
+      || !check (cu.DeviceGetAttribute (&r->sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device),
                  "reading the multiprocessor count", &message)
-      || !check (cu.DeviceGetAttribute (&clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device), "reading the clock", &message)
+      || !check (cu.DeviceGetAttribute (&r->clock_khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device), "reading the clock", &message)
       || !check (cu.DeviceGetAttribute (&mem_khz, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, device),
                  "reading the memory clock", &message)
-      || !check (cu.DeviceGetAttribute (&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device), "reading the L2 size", &message)
+      || !check (cu.DeviceGetAttribute (&r->l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device), "reading the L2 size", &message)
       || !check (cu.DriverGetVersion (&driver_version), "reading the driver version", &message))
-    return finish (root, "no-gpu", message, EXIT_NO_GPU);
-  sm_count = sms;
+    return finish (r->root, "no-gpu", message, EXIT_NO_GPU);
+  sm_count = r->sms;
   gpu = json_object_new_object ();
-  json_object_object_add (gpu, "name", json_object_new_string (name));
+  json_object_object_add (gpu, "name", json_object_new_string (r->name));
   {
     g_autofree char *cc = g_strdup_printf ("%d.%d", major, minor);
 
     json_object_object_add (gpu, "compute_capability", json_object_new_string (cc));
   }
-  json_object_object_add (gpu, "sms", json_object_new_int (sms));
-  json_object_object_add (gpu, "clock_mhz", json_object_new_int (clock_khz / 1000));
+  json_object_object_add (gpu, "sms", json_object_new_int (r->sms));
+  json_object_object_add (gpu, "clock_mhz", json_object_new_int (r->clock_khz / 1000));
   json_object_object_add (gpu, "memory_clock_mhz", json_object_new_int (mem_khz / 1000));
-  json_object_object_add (gpu, "l2_bytes", json_object_new_int (l2));
+  json_object_object_add (gpu, "l2_bytes", json_object_new_int (r->l2));
   {
     g_autofree char *dv = g_strdup_printf ("%d.%d", driver_version / 1000, (driver_version % 1000) / 10);
 
     json_object_object_add (gpu, "driver", json_object_new_string (dv));
   }
-  json_object_object_add (root, "gpu", gpu);
+  json_object_object_add (r->root, "gpu", gpu);
   if (!check (cu.DevicePrimaryCtxRetain (&ctx, device), "creating a context", &message)
       || !check (cu.CtxSetCurrent (ctx), "creating a context", &message))
-    return finish (root, "no-gpu", message, EXIT_NO_GPU);
+    return finish (r->root, "no-gpu", message, EXIT_NO_GPU);
   phase_end ("init");
 
-  arch = arch_opt ? g_strdup (arch_opt) : g_strdup_printf ("sm_%d%d%s", major, minor, major == 9 && minor == 0 ? "a" : "");
-  json_object_object_add (root, "arch", json_object_new_string (arch));
+  r->arch = r->arch_opt ? g_strdup (r->arch_opt)
+                        : g_strdup_printf ("sm_%d%d%s", major, minor, major == 9 && minor == 0 ? "a" : "");
+  json_object_object_add (r->root, "arch", json_object_new_string (r->arch));
+  return GO_ON;
+}
 
-  if (inject != NULL)
-    return run_injected (inject, arch, root);
-  if (calibrate)
-    return run_calibrate (arch, sms, clock_khz, root);
-  if (gpus > 1 && d != NULL)
-    return run_gpus (d, (guint) gpus, arch, model, name, generic, no_reference, repeats, seed, FALSE, root);
-  if (collectives)
+/* The runs that are not a diagram on one GPU: --inject, --calibrate, --gpus N, --collectives. */
+static int
+run_other_modes (Run *r)
+{
+  g_autofree char *message = NULL;
+
+  if (r->inject != NULL)
+    return run_injected (r->inject, r->arch, r->root);
+  if (r->calibrate)
+    return run_calibrate (r->arch, r->sms, r->clock_khz, r->root);
+  if (r->gpus > 1 && r->d != NULL)
+    return run_gpus (r->d, (guint) r->gpus, r->arch, r->model, r->name, r->generic, r->no_reference, r->repeats, r->seed,
+                     FALSE, r->root);
+  if (r->collectives)
     {
-      NapkinCollectivesOptions opt = { (guint) gpus, min_bytes, max_bytes, 4, (guint) MIN (repeats, 50), 5, only };
+      NapkinCollectivesOptions opt = { (guint) r->gpus, r->min_bytes, r->max_bytes, 4, (guint) MIN (r->repeats, 50), 5,
+                                       r->only };
       g_autofree char *status = NULL;
       int code;
 
       /* 20 timed batches of 5 by default would be 100 GiB-sized calls: 10 batches are plenty */
       opt.repeats = MAX (3, MIN (opt.repeats, 10));
-      code = napkin_runner_collectives (&cu, &opt, root, &status, &message);
-      return finish (root, status, message, code);
+      code = napkin_runner_collectives (&cu, &opt, r->root, &status, &message);
+      return finish (r->root, status, message, code);
     }
+  return GO_ON;
+}
 
-  /* Generated again for a target with its own skeletons (sm_90a: wgmma), now that it is known. */
-  if (!generic && napkin_codegen_flags_for_arch (arch) != NAPKIN_CODEGEN_DEFAULT)
+/* The kernels for the target found (sm_90a has skeletons of its own: wgmma), the
+ * reference with its check kernel, and the input filler, through NVRTC or the cache. */
+static int
+compile_all (Run *r)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *log = NULL;
+  json_object *compile;
+
+  if (!r->generic && napkin_codegen_flags_for_arch (r->arch) != NAPKIN_CODEGEN_DEFAULT)
     {
-      NapkinIrProgram *prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
+      NapkinIrProgram *prog = napkin_ir_lower (r->d, NAPKIN_LOWER_DEFAULT, &error);
 
-      g_clear_pointer (&kern, napkin_cuda_module_free);
-      kern = prog ? napkin_codegen_cuda (prog, napkin_codegen_flags_for_arch (arch), NULL, &error) : NULL;
-      if (kern == NULL)
-        return finish (root, "unsupported", error->message, EXIT_FAILED);
+      g_clear_pointer (&r->kern, napkin_cuda_module_free);
+      r->kern = prog ? napkin_codegen_cuda (prog, napkin_codegen_flags_for_arch (r->arch), NULL, &error) : NULL;
+      if (r->kern == NULL)
+        return finish (r->root, "unsupported", error->message, EXIT_FAILED);
       phase_end ("lower");
     }
 
   progress (0.2, "Compiling with NVRTC");
-  {
-    json_object *compile = json_object_new_object ();
-
-    json_object_object_add (root, "compile", compile);
-    kern_bin = compile_module (kern->source, arch, &log, compile, &error);
-    json_object_object_add (compile, "log", json_object_new_string (log ? log : ""));
-    if (kern_bin == NULL)
-      return finish (root, "compile-error", error->message, EXIT_FAILED);
-    if (ref != NULL)
-      {
-        json_object *reference = json_object_new_object ();
-
-        json_object_object_add (compile, "reference", reference);
-        g_autofree char *ref_source = g_strconcat (ref->source, compare_source, NULL);
-
-        ref_bin = compile_module (ref_source, arch, NULL, reference, &error);
-        if (ref_bin == NULL)
-          return finish (root, "compile-error", error->message, EXIT_FAILED);
-      }
+  compile = json_object_new_object ();
+  json_object_object_add (r->root, "compile", compile);
+  r->kern_bin = compile_module (r->kern->source, r->arch, &log, compile, &error);
+  json_object_object_add (compile, "log", json_object_new_string (log ? log : ""));
+  if (r->kern_bin == NULL)
+    return finish (r->root, "compile-error", error->message, EXIT_FAILED);
+  if (r->ref != NULL)
     {
-      g_autofree char *source = g_strconcat ("#define NAPKIN_HD static __device__ inline\n", napkin_kernel_fp8_codec,
-                                             fill_source, NULL);
+      json_object *reference = json_object_new_object ();
 
-      fill_bin = compile_module (source, arch, NULL, NULL, &error);
-      if (fill_bin == NULL)
-        return finish (root, "compile-error", error->message, EXIT_FAILED);
+      json_object_object_add (compile, "reference", reference);
+      g_autofree char *ref_source = g_strconcat (r->ref->source, compare_source, NULL);
+
+      r->ref_bin = compile_module (ref_source, r->arch, NULL, reference, &error);
+      if (r->ref_bin == NULL)
+        return finish (r->root, "compile-error", error->message, EXIT_FAILED);
     }
+  {
+    g_autofree char *source = g_strconcat ("#define NAPKIN_HD static __device__ inline\n", napkin_kernel_fp8_codec,
+                                           fill_source, NULL);
+
+    r->fill_bin = compile_module (source, r->arch, NULL, NULL, &error);
+    if (r->fill_bin == NULL)
+      return finish (r->root, "compile-error", error->message, EXIT_FAILED);
   }
   phase_end ("compile_or_cache");
+  return GO_ON;
+}
 
-  kernels = json_object_new_array ();
-  json_object_object_add (root, "kernels", kernels);
-  kd.mod = kern;
-  rd.mod = ref;
-  rd.is_reference = TRUE;
-  if (!device_load (&kd, kern_bin, kernels, &message) || (ref != NULL && !device_load (&rd, ref_bin, NULL, &message))
-      || !check (cu.ModuleLoadData (&fill_module, g_bytes_get_data (fill_bin, NULL)), "loading the input filler", &message)
+/* The modules on the device: the kernels (the result's "kernels"), the reference, the filler. */
+static int
+load_modules (Run *r)
+{
+  g_autofree char *message = NULL;
+  CUmodule fill_module;
+
+  r->kernels = json_object_new_array ();
+  json_object_object_add (r->root, "kernels", r->kernels);
+  r->kd.mod = r->kern;
+  r->rd.mod = r->ref;
+  r->rd.is_reference = TRUE;
+  if (!device_load (&r->kd, r->kern_bin, r->kernels, &message)
+      || (r->ref != NULL && !device_load (&r->rd, r->ref_bin, NULL, &message))
+      || !check (cu.ModuleLoadData (&fill_module, g_bytes_get_data (r->fill_bin, NULL)), "loading the input filler", &message)
       || !check (cu.ModuleGetFunction (&fill_fn, fill_module, "napkin_fill"), "the input filler", &message))
-    return finish (root, "failed", message, EXIT_FAILED);
+    return finish (r->root, "failed", message, EXIT_FAILED);
   phase_end ("module_load");
+  return GO_ON;
+}
 
-  /* Seeded inputs, the same values for the kernel and the reference: where each
-   * tensor's draws start (they are made on the device, device_alloc). */
+/* Seeded inputs, the same values for the kernel and the reference: where each
+ * tensor's draws start (they are made on the device, device_alloc), the rotate_half
+ * constants, the bytes in and out, and the error bound of the coarsest type. */
+static int
+plan_inputs (Run *r)
+{
+  guint n_tensors = napkin_diagram_n_tensors (r->d);
+  g_autofree gboolean *drawn = g_new0 (gboolean, n_tensors + 1);
+  guint64 draws = 0;
+
   progress (0.3, "Filling inputs");
-  n_tensors = napkin_diagram_n_tensors (d);
-  in.first = g_new0 (guint64, n_tensors + 1);
-  in.integers = g_new0 (gboolean, n_tensors + 1);
-  in.rotate_half = g_new0 (gint64, n_tensors + 1);
+  r->in.first = g_new0 (guint64, n_tensors + 1);
+  r->in.integers = g_new0 (gboolean, n_tensors + 1);
+  r->in.rotate_half = g_new0 (gint64, n_tensors + 1);
   for (guint t = 0; t < n_tensors; t++)
     {
-      const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
+      const NapkinTensor *tensor = napkin_diagram_tensor (r->d, t);
       json_object *c = NULL;
 
       if (tensor->extra != NULL && json_object_object_get_ex (tensor->extra, "constant", &c)
           && g_strcmp0 (json_object_get_string (c), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2)
         {
-          gint64 n0 = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, tensor->axes[0]));
-          gint64 n1 = napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, tensor->axes[1]));
+          gint64 n0 = napkin_diagram_axis_size (r->d, napkin_diagram_find_axis (r->d, tensor->axes[0]));
+          gint64 n1 = napkin_diagram_axis_size (r->d, napkin_diagram_find_axis (r->d, tensor->axes[1]));
 
           if (n0 != n1 || n0 % 2 != 0)
             {
@@ -3103,190 +3157,256 @@ main (int    argc,
                                                       "not %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT,
                                                       tensor->name, n0, n1);
 
-              return finish (root, "failed", msg, EXIT_FAILED);
+              return finish (r->root, "failed", msg, EXIT_FAILED);
             }
-          in.rotate_half[t] = n0;
+          r->in.rotate_half[t] = n0;
         }
     }
-  {
-    g_autofree gboolean *drawn = g_new0 (gboolean, n_tensors + 1);
-
-  for (guint s = 0; s < kern->args->len; s++)
+  for (guint s = 0; s < r->kern->args->len; s++)
     {
-      const NapkinIrBuffer *b = napkin_ir_buffer (kern->program, g_array_index (kern->args, int, s));
+      const NapkinIrBuffer *b = napkin_ir_buffer (r->kern->program, g_array_index (r->kern->args, int, s));
       gint64 n = napkin_ir_buffer_elements (b);
 
       if (b->role == NAPKIN_BUF_INPUT || b->role == NAPKIN_BUF_OUTPUT)
-        io_bytes += n * napkin_dtype_bytes (b->dtype);
+        r->io_bytes += n * napkin_dtype_bytes (b->dtype);
       /* the coarsest type the data passes through: tensor-core paths round operands and
        * intermediates (attention's P) to the inputs' type, so bf16 inputs with an fp32
        * output carry bf16's error, not fp32's */
       if (b->role == NAPKIN_BUF_OUTPUT || b->role == NAPKIN_BUF_INPUT)
-        bound = MAX (bound, napkin_dtype_tolerance (b->dtype));
+        r->bound = MAX (r->bound, napkin_dtype_tolerance (b->dtype));
       if (b->role != NAPKIN_BUF_INPUT || drawn[b->tensor])
         continue;
-      input_bytes += n * napkin_dtype_bytes (b->dtype);
+      r->input_bytes += n * napkin_dtype_bytes (b->dtype);
       drawn[b->tensor] = TRUE;
-      in.first[b->tensor] = (guint64) seed + draws * NAPKIN_RNG_STEP;
-      in.integers[b->tensor] = b->dtype == NAPKIN_DTYPE_INT8;
+      r->in.first[b->tensor] = (guint64) r->seed + draws * NAPKIN_RNG_STEP;
+      r->in.integers[b->tensor] = b->dtype == NAPKIN_DTYPE_INT8;
       draws += (guint64) n;
     }
-  }
-  /* Rotate among input copies when they would sit in L2 between repeats. */
-  kd.n_copies = input_bytes > 0 && input_bytes < 2 * (gint64) l2 ? (guint) MIN (16, (4 * (gint64) l2) / input_bytes + 1) : 1;
-  rd.n_copies = 1;
-  json_object_object_add (root, "input_copies", json_object_new_int (kd.n_copies));
+  return GO_ON;
+}
 
-  {
-    size_t free_b = 0, total_b = 0;
-    gint64 need = 0;
+/* The buffers on the device, with input copies to rotate among when the inputs would
+ * sit in L2 between repeats; "too-large" where they do not fit. */
+static int
+alloc_buffers (Run *r)
+{
+  g_autofree char *message = NULL;
+  size_t free_b = 0, total_b = 0;
+  gint64 need = 0;
 
-    for (guint s = 0; s < n_slots (&kd); s++)
-      need += slot_bytes (&kd, s);
-    for (guint s = 0; ref != NULL && s < n_slots (&rd); s++)
-      need += slot_bytes (&rd, s);
-    need += input_bytes * (kd.n_copies - 1);
-    if (!check (cu.MemGetInfo (&free_b, &total_b), "reading free device memory", &message))
-      return finish (root, "failed", message, EXIT_FAILED);
-    json_object_object_add (root, "device_bytes", json_object_new_int64 (need));
-    if ((guint64) need > free_b)
-      {
-        g_autofree char *msg = g_strdup_printf (_("the kernel, its reference and their buffers need %.2f GB of device "
-                                                "memory; %.2f GB are free (use --axis to shrink it)"),
-                                                need / 1e9, free_b / 1e9);
+  r->kd.n_copies = r->input_bytes > 0 && r->input_bytes < 2 * (gint64) r->l2
+                   ? (guint) MIN (16, (4 * (gint64) r->l2) / r->input_bytes + 1) : 1;
+  r->rd.n_copies = 1;
+  json_object_object_add (r->root, "input_copies", json_object_new_int (r->kd.n_copies));
 
-        return finish (root, "too-large", msg, EXIT_FAILED);
-      }
-  }
+  for (guint s = 0; s < n_slots (&r->kd); s++)
+    need += slot_bytes (&r->kd, s);
+  for (guint s = 0; r->ref != NULL && s < n_slots (&r->rd); s++)
+    need += slot_bytes (&r->rd, s);
+  need += r->input_bytes * (r->kd.n_copies - 1);
+  if (!check (cu.MemGetInfo (&free_b, &total_b), "reading free device memory", &message))
+    return finish (r->root, "failed", message, EXIT_FAILED);
+  json_object_object_add (r->root, "device_bytes", json_object_new_int64 (need));
+  if ((guint64) need > free_b)
+    {
+      g_autofree char *msg = g_strdup_printf (_("the kernel, its reference and their buffers need %.2f GB of device "
+                                              "memory; %.2f GB are free (use --axis to shrink it)"),
+                                              need / 1e9, free_b / 1e9);
 
-  if ((ref != NULL && !device_alloc (&rd, &in, NULL, &message)) || !device_alloc (&kd, &in, NULL, &message)
+      return finish (r->root, "too-large", msg, EXIT_FAILED);
+    }
+
+  if ((r->ref != NULL && !device_alloc (&r->rd, &r->in, NULL, &message)) || !device_alloc (&r->kd, &r->in, NULL, &message)
       || !check (cu.CtxSynchronize (), "filling inputs", &message))
-    return finish (root, "fault", message, EXIT_FAULT);
-  if (!check_inputs (&kd, &in, &message) || (ref != NULL && !check_inputs (&rd, &in, &message)))
-    return finish (root, "failed", message, EXIT_FAILED);
+    return finish (r->root, "fault", message, EXIT_FAULT);
+  if (!check_inputs (&r->kd, &r->in, &message) || (r->ref != NULL && !check_inputs (&r->rd, &r->in, &message)))
+    return finish (r->root, "failed", message, EXIT_FAILED);
   phase_end ("inputs");
+  return GO_ON;
+}
+
+/* The reference, then the kernel, once each; then every output against the reference
+ * (the result's "error"). */
+static int
+run_and_check (Run *r)
+{
+  g_autofree char *message = NULL;
+  json_object *errors, *e;
+  CUfunction compare = NULL;
 
   progress (0.5, "Running the reference");
-  if (ref != NULL
-      && (!check (device_launch (&rd, 0), "launching the reference", &message)
+  if (r->ref != NULL
+      && (!check (device_launch (&r->rd, 0), "launching the reference", &message)
           || !check (cu.CtxSynchronize (), "running the reference", &message)))
-    return finish (root, "fault", message, EXIT_FAULT);
-  if (ref != NULL)
+    return finish (r->root, "fault", message, EXIT_FAULT);
+  if (r->ref != NULL)
     phase_end ("reference");
 
   progress (0.6, "Running the kernel");
-  if (!check (device_launch (&kd, 0), "launching the kernel", &message)
+  if (!check (device_launch (&r->kd, 0), "launching the kernel", &message)
       || !check (cu.CtxSynchronize (), "running the kernel", &message))
-    return finish (root, "fault", message, EXIT_FAULT);
+    return finish (r->root, "fault", message, EXIT_FAULT);
   phase_end ("first_launch");
 
   progress (0.7, "Checking the result");
+  if (r->ref != NULL && !check (cu.ModuleGetFunction (&compare, r->rd.module, "napkin_compare"), "the check kernel", &message))
+    return finish (r->root, "failed", message, EXIT_FAILED);
   errors = json_object_new_object ();
-  {
-    CUfunction compare = NULL;
-
-    if (ref != NULL && !check (cu.ModuleGetFunction (&compare, rd.module, "napkin_compare"), "the check kernel", &message))
-      return finish (root, "failed", message, EXIT_FAILED);
-  for (guint t = 0; ref != NULL && t < n_tensors; t++)
+  for (guint t = 0; r->ref != NULL && t < napkin_diagram_n_tensors (r->d); t++)
     {
-      double diff = device_compare (compare, &kd, &rd, (int) t, &message);
+      double diff = device_compare (compare, &r->kd, &r->rd, (int) t, &message);
 
       if (message != NULL)
-        return finish (root, "fault", message, EXIT_FAULT);
+        {
+          json_object_put (errors);
+          return finish (r->root, "fault", message, EXIT_FAULT);
+        }
       if (diff < 0)
         continue;
-      worst = MAX (worst, diff);
-      json_object_object_add (errors, napkin_diagram_tensor (d, t)->name, json_object_new_double (isinf (diff) ? 1e308 : diff));
+      r->worst = MAX (r->worst, diff);
+      json_object_object_add (errors, napkin_diagram_tensor (r->d, t)->name, json_object_new_double (isinf (diff) ? 1e308 : diff));
     }
-  }
-  {
-    json_object *e = json_object_new_object ();
-
-    json_object_object_add (e, "max_rel", json_object_new_double (isinf (worst) ? 1e308 : worst));
-    json_object_object_add (e, "bound", json_object_new_double (bound));
-    json_object_object_add (e, "ok", json_object_new_boolean (ref != NULL && worst <= bound));
-    json_object_object_add (e, "checked", json_object_new_boolean (ref != NULL));
-    if (ref == NULL)
-      json_object_object_add (e, "note", json_object_new_string ("--no-reference: not compared (check the same tiles at a smaller size)"));
-    json_object_object_add (e, "outputs", errors);
-    if (isinf (worst))
-      json_object_object_add (e, "note", json_object_new_string ("NaN in an output: an element was not written"));
-    json_object_object_add (root, "error", e);
-  }
+  e = json_object_new_object ();
+  json_object_object_add (e, "max_rel", json_object_new_double (isinf (r->worst) ? 1e308 : r->worst));
+  json_object_object_add (e, "bound", json_object_new_double (r->bound));
+  json_object_object_add (e, "ok", json_object_new_boolean (r->ref != NULL && r->worst <= r->bound));
+  json_object_object_add (e, "checked", json_object_new_boolean (r->ref != NULL));
+  if (r->ref == NULL)
+    json_object_object_add (e, "note", json_object_new_string ("--no-reference: not compared (check the same tiles at a smaller size)"));
+  json_object_object_add (e, "outputs", errors);
+  if (isinf (r->worst))
+    json_object_object_add (e, "note", json_object_new_string ("NaN in an output: an element was not written"));
+  json_object_object_add (r->root, "error", e);
   phase_end ("check");
+  return GO_ON;
+}
+
+/* The timed repeats (each kernel of a module alone too), and the rates they give. */
+static int
+time_kernel (Run *r)
+{
+  g_autofree char *message = NULL;
+  NapkinFlops flops = { 0 };
+  double ms;
 
   progress (0.75, "Timing");
-  time_obj = json_object_new_object ();
-  if (!time_launches (&kd, repeats, time_obj, &message))
+  r->time_obj = json_object_new_object ();
+  if (!time_launches (&r->kd, r->repeats, r->time_obj, &message))
     {
-      json_object_put (time_obj);
-      return finish (root, "fault", message, EXIT_FAULT);
+      g_clear_pointer (&r->time_obj, json_object_put);
+      return finish (r->root, "fault", message, EXIT_FAULT);
     }
-  json_object_object_add (root, "time_ms", time_obj);
-  if (kern->kernels->len > 1 && !time_each_kernel (&kd, repeats, kernels, &message))
-    return finish (root, "fault", message, EXIT_FAULT);
+  json_object_object_add (r->root, "time_ms", r->time_obj);
+  if (r->kern->kernels->len > 1 && !time_each_kernel (&r->kd, r->repeats, r->kernels, &message))
+    return finish (r->root, "fault", message, EXIT_FAULT);
   phase_end ("timing");
-  {
-    double ms = json_object_get_double (json_object_object_get (time_obj, "median"));
+  ms = json_object_get_double (json_object_object_get (r->time_obj, "median"));
+  napkin_diagram_computed_flops (r->d, &flops);
+  json_object_object_add (r->root, "flops", json_object_new_int64 (flops.tensor + flops.cuda + flops.sfu));
+  json_object_object_add (r->root, "io_bytes", json_object_new_int64 (r->io_bytes));
+  json_object_object_add (r->root, "ir_hbm_bytes", json_object_new_int64 (napkin_ir_hbm_bytes (r->kern->program)));
+  json_object_object_add (r->root, "tflops", json_object_new_double ((flops.tensor + flops.cuda + flops.sfu) / ms / 1e9));
+  json_object_object_add (r->root, "gbps", json_object_new_double (r->io_bytes / ms / 1e6));
+  return GO_ON;
+}
 
-    napkin_diagram_computed_flops (d, &flops);
-    json_object_object_add (root, "flops", json_object_new_int64 (flops.tensor + flops.cuda + flops.sfu));
-    json_object_object_add (root, "io_bytes", json_object_new_int64 (io_bytes));
-    json_object_object_add (root, "ir_hbm_bytes", json_object_new_int64 (napkin_ir_hbm_bytes (kern->program)));
-    json_object_object_add (root, "tflops", json_object_new_double ((flops.tensor + flops.cuda + flops.sfu) / ms / 1e9));
-    json_object_object_add (root, "gbps", json_object_new_double (io_bytes / ms / 1e6));
-  }
+/* Energy: NVML's counter during back-to-back launches (measure_energy). */
+static int
+measure_kernel_energy (Run *r)
+{
+  g_autofree char *message = NULL;
+  json_object *energy = json_object_new_object ();
 
-  /* Energy: NVML's counter during back-to-back launches (measure_energy). */
-  if (!no_energy)
-  {
-    json_object *energy = json_object_new_object ();
+  progress (0.85, "Measuring energy");
+  nvml_join ();
+  phase_end ("energy_open");
+  if (nvml.ok)
+    {
+      double ms = json_object_get_double (json_object_object_get (r->time_obj, "median"));
+      gboolean ok = measure_energy (&r->kd, &nvml.nvml, ms, energy, &message);
 
-    progress (0.85, "Measuring energy");
-    nvml_join ();
-    phase_end ("energy_open");
-    if (nvml.ok)
-      {
-        double ms = json_object_get_double (json_object_object_get (time_obj, "median"));
-        gboolean ok = measure_energy (&kd, &nvml.nvml, ms, energy, &message);
+      json_object_object_add (energy, "device", json_object_new_string (nvml.nvml.name));
+      json_object_object_add (energy, "source", json_object_new_string ("nvmlDeviceGetTotalEnergyConsumption, device 0"));
+      napkin_nvml_close (&nvml.nvml);
+      nvml.ok = FALSE;
+      if (!ok)
+        {
+          json_object_put (energy);
+          return finish (r->root, "fault", message, EXIT_FAULT);
+        }
+    }
+  else
+    json_object_object_add (energy, "note", json_object_new_string (nvml.why));
+  g_clear_pointer (&nvml.why, g_free);
+  json_object_object_add (r->root, "energy", energy);
+  phase_end ("energy");
+  return GO_ON;
+}
 
-        json_object_object_add (energy, "device", json_object_new_string (nvml.nvml.name));
-        json_object_object_add (energy, "source", json_object_new_string ("nvmlDeviceGetTotalEnergyConsumption, device 0"));
-        napkin_nvml_close (&nvml.nvml);
-        nvml.ok = FALSE;
-        if (!ok)
-          {
-            json_object_put (energy);
-            return finish (root, "fault", message, EXIT_FAULT);
-          }
-      }
-    else
-      json_object_object_add (energy, "note", json_object_new_string (nvml.why));
-    g_clear_pointer (&nvml.why, g_free);
-    json_object_object_add (root, "energy", energy);
-    phase_end ("energy");
-  }
+/* The plain reference timed too (the result's "reference_time_ms"), then the buffers freed. */
+static int
+time_reference_and_free (Run *r)
+{
+  g_autofree char *message = NULL;
+  json_object *ref_time = json_object_new_object ();
 
   progress (0.9, "Timing the plain reference");
-  {
-    json_object *ref_time = json_object_new_object ();
+  if (r->ref != NULL && r->reference_repeats > 0 && time_launches (&r->rd, r->reference_repeats, ref_time, &message))
+    json_object_object_add (r->root, "reference_time_ms", ref_time);
+  else
+    json_object_put (ref_time);
+  if (r->ref != NULL && r->reference_repeats > 0)
+    phase_end ("reference_timing");
 
-    if (ref != NULL && reference_repeats > 0 && time_launches (&rd, reference_repeats, ref_time, &message))
-      json_object_object_add (root, "reference_time_ms", ref_time);
-    else
-      json_object_put (ref_time);
-    if (ref != NULL && reference_repeats > 0)
-      phase_end ("reference_timing");
-  }
-
-  if (!device_free (&kd, &message) || (ref != NULL && !device_free (&rd, &message)))
-    return finish (root, "fault", message, EXIT_FAULT);
-  g_free (in.first);
-  g_free (in.rotate_half);
-  g_free (in.integers);
+  g_clear_pointer (&message, g_free);
+  if (!device_free (&r->kd, &message) || (r->ref != NULL && !device_free (&r->rd, &message)))
+    return finish (r->root, "fault", message, EXIT_FAULT);
   phase_end ("free");
+  return GO_ON;
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_auto(Run) r = { .repeats = 20, .timeout = 120, .seed = 1234, .reference_repeats = 5, .budget_ms = 200, .gpus = 1,
+                    .min_bytes = 1 << 20, .max_bytes = 1 << 30 };
+  int code;
+
+  run_start = phase_start = g_get_monotonic_time ();
+  r.root = json_object_new_object ();
+  phases = json_object_new_object ();
+  json_object_object_add (r.root, "phases", phases);
+
+  if ((code = parse_options (&r, &argc, &argv)) != GO_ON)
+    return code;
+  signal (SIGALRM, on_alarm);
+  alarm (r.timeout);
+  if (!r.no_cache)
+    cache_dir = napkin_module_cache_default_dir ();
+  time_budget_ms = r.budget_ms;
+  if (!r.no_energy && r.inject == NULL && !r.calibrate)
+    nvml_thread = g_thread_new ("nvml", nvml_open_thread, &nvml);
+
+  if (r.inject == NULL && !r.calibrate && !r.collectives && (code = lower_diagram (&r, argv[1])) != GO_ON)
+    return code;
+  if (r.dry_run)
+    {
+      if (r.gpus < 2 || r.d == NULL)
+        {
+          fprintf (stderr, "napkin-runner: --dry-run needs FILE and --gpus 2 or more\n");
+          return EXIT_USAGE;
+        }
+      return run_gpus (r.d, (guint) r.gpus, r.arch_opt ? r.arch_opt : "sm_90a", r.model, NULL, r.generic, r.no_reference,
+                       r.repeats, r.seed, TRUE, r.root);
+    }
+  if ((code = open_gpu (&r)) != GO_ON || (code = run_other_modes (&r)) != GO_ON || (code = compile_all (&r)) != GO_ON
+      || (code = load_modules (&r)) != GO_ON || (code = plan_inputs (&r)) != GO_ON || (code = alloc_buffers (&r)) != GO_ON
+      || (code = run_and_check (&r)) != GO_ON || (code = time_kernel (&r)) != GO_ON
+      || (!r.no_energy && (code = measure_kernel_energy (&r)) != GO_ON) || (code = time_reference_and_free (&r)) != GO_ON)
+    return code;
   progress (1.0, "Done");
-  if (worst > bound)
-    return finish (root, "wrong", "the kernel's result differs from the fp32 reference beyond the bound", EXIT_FAILED);
-  return finish (root, "ok", NULL, EXIT_OK);
+  if (r.worst > r.bound)
+    return finish (r.root, "wrong", "the kernel's result differs from the fp32 reference beyond the bound", EXIT_FAILED);
+  return finish (r.root, "ok", NULL, EXIT_OK);
 }

@@ -518,6 +518,7 @@ test_measured_points (void)
   arch = napkin_analysis_pane_get_arch (pane);
   /* the runner's JSON, as napkin-runner writes it (src/runner/napkin-runner.c) */
   run = json_object_new_object ();
+  json_object_object_add (run, "status", json_object_new_string ("ok"));
   gpu = json_object_new_object ();
   json_object_object_add (gpu, "name", json_object_new_string (arch->name));
   json_object_object_add (run, "gpu", gpu);

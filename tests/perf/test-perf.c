@@ -3,6 +3,7 @@
 
 #include <glib/gstdio.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "napkin-error.h"
@@ -678,6 +679,15 @@ check_error (const char *example_name,
     }
   an = analyze (d, arch_id, FALSE);
   g_assert_false (an->feasible);
+  /* each error's region as the editor reads it (error_regions): the one its path names */
+  g_assert_cmpuint (an->error_regions->len, ==, an->errors->len);
+  for (guint i = 0; i < an->errors->len; i++)
+    {
+      guint named;
+
+      if (sscanf (g_ptr_array_index (an->errors, i), "regions[%u]", &named) == 1)
+        g_assert_cmpint (g_array_index (an->error_regions, int, i), ==, (int) named);
+    }
   for (guint i = 0; i < an->errors->len; i++)
     if (strstr (g_ptr_array_index (an->errors, i), expected))
       return;
