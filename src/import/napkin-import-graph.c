@@ -1457,6 +1457,25 @@ map_node (NapkinMapFn fn,
   return n;
 }
 
+/* The axes of node `in`'s value in the order it is stored (its inferred type), else
+ * `fallback`: a step that keeps that order maps each element to itself, and a product
+ * that keeps it is one GEMM (the rows one contiguous run, docs/plan.md "GEMM"). */
+static char **
+stored_order (G          *g,
+              const char *in,
+              char      **fallback)
+{
+  const NapkinTensorType *type = napkin_diagram_node_type (g->d, napkin_diagram_find_node (g->d, in));
+  char **out;
+
+  if (!type->valid)
+    return g_strdupv (fallback);
+  out = g_new0 (char *, type->n_axes + 1);
+  for (guint i = 0; i < type->n_axes; i++)
+    out[i] = g_strdup (napkin_diagram_axis (g->d, type->axes[i])->name);
+  return out;
+}
+
 /* A rearrange that only renames the axis `from` to `to` in place. */
 static const char *
 rename_axis (G          *g,
@@ -1468,17 +1487,8 @@ rename_axis (G          *g,
              const char *stem)
 {
   NapkinNode *n = napkin_node_new ("r", NAPKIN_OP_REARRANGE);
-  const NapkinTensorType *type = napkin_diagram_node_type (g->d, napkin_diagram_find_node (g->d, in));
 
-  /* in the input's own order, so that the flat index maps each element to itself */
-  if (type->valid)
-    {
-      n->out = g_new0 (char *, type->n_axes + 1);
-      for (guint i = 0; i < type->n_axes; i++)
-        n->out[i] = g_strdup (napkin_diagram_axis (g->d, type->axes[i])->name);
-    }
-  else
-    n->out = g_strdupv (axes);
+  n->out = stored_order (g, in, axes);
   for (guint i = 0; n->out[i]; i++)
     if (g_str_equal (n->out[i], from))
       {
@@ -1534,7 +1544,7 @@ emit_rotate (G     *g,
       }
   in = x->napkin;
   n = napkin_node_new ("c", NAPKIN_OP_CONTRACT);
-  n->out = g_strdupv (axes);
+  n->out = stored_order (g, in, axes);
   for (guint i = 0; n->out[i]; i++)
     if (g_str_equal (n->out[i], ax))
       {

@@ -267,6 +267,100 @@ napkin_ir_interpret_check_limits (const NapkinIrProgram *const *programs,
 
 /* ---- tensor sets ------------------------------------------------------------------------- */
 
+/* The node whose value reaches `node` through shape-only steps (rearranges and casts),
+ * so that a weight transposed or cast before its product still counts as its operand. */
+static int
+skip_reshapes (NapkinDiagram *diagram,
+               int            node)
+{
+  while (node >= 0)
+    {
+      const NapkinNode *n = napkin_diagram_node (diagram, node);
+
+      if (n->kind != NAPKIN_OP_REARRANGE && !(n->kind == NAPKIN_OP_MAP && n->fn == NAPKIN_FN_CAST))
+        break;
+      node = napkin_diagram_input_source (diagram, node, 0);
+    }
+  return node;
+}
+
+/* K of a contraction: the elements of the axes both operands carry and the result drops. */
+static gint64
+contracted_elements (NapkinDiagram *diagram,
+                     guint          node)
+{
+  int a = napkin_diagram_input_source (diagram, node, 0), b = napkin_diagram_input_source (diagram, node, 1);
+  const NapkinTensorType *ta, *tb, *out = napkin_diagram_node_type (diagram, node);
+  gint64 k = 1;
+
+  if (a < 0 || b < 0 || !out->valid)
+    return 1;
+  ta = napkin_diagram_node_type (diagram, a);
+  tb = napkin_diagram_node_type (diagram, b);
+  if (!ta->valid || !tb->valid)
+    return 1;
+  for (guint i = 0; i < ta->n_axes; i++)
+    if (napkin_tensor_type_has_axis (tb, ta->axes[i]) && !napkin_tensor_type_has_axis (out, ta->axes[i]))
+      k *= napkin_diagram_axis_size (diagram, ta->axes[i]);
+  return k;
+}
+
+/* Whether a contraction's sum is already normalised by the diagram: its result is
+ * scaled next (attention's α = 1/√d), or one operand is a softmax (rows summing to 1). */
+static gboolean
+product_normalised (NapkinDiagram *diagram,
+                    guint          node,
+                    const int      operand[2])
+{
+  guint n_consumers = 0;
+  const guint *consumers = napkin_diagram_consumers (diagram, node, &n_consumers);
+
+  for (guint c = 0; c < n_consumers; c++)
+    {
+      const NapkinNode *next = napkin_diagram_node (diagram, consumers[c]);
+
+      if (next->kind == NAPKIN_OP_MAP && next->fn == NAPKIN_FN_SCALE)
+        return TRUE;
+    }
+  for (guint p = 0; p < 2; p++)
+    if (operand[p] >= 0 && napkin_diagram_node (diagram, operand[p])->kind == NAPKIN_OP_SOFTMAX)
+      return TRUE;
+  return FALSE;
+}
+
+double
+napkin_input_scale (NapkinDiagram *diagram,
+                    guint          tensor)
+{
+  const NapkinTensor *t = napkin_diagram_tensor (diagram, tensor);
+  double scale = 1.0;
+
+  if (t->dtype == NAPKIN_DTYPE_INT8)
+    return 1.0;
+  for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
+    {
+      int operand[2];
+      gboolean is_input[2];
+      int scaled;
+
+      if (napkin_diagram_node (diagram, n)->kind != NAPKIN_OP_CONTRACT)
+        continue;
+      for (guint p = 0; p < 2; p++)
+        {
+          operand[p] = skip_reshapes (diagram, napkin_diagram_input_source (diagram, n, p));
+          is_input[p] = operand[p] >= 0 && napkin_diagram_node (diagram, operand[p])->kind == NAPKIN_OP_INPUT;
+        }
+      /* one operand takes the whole 1/√K, as a weight does against an O(1) activation:
+       * the second where both are inputs (x · W, as nn.Linear writes it) */
+      scaled = is_input[1] ? 1 : is_input[0] ? 0 : -1;
+      if (scaled < 0 || g_strcmp0 (napkin_diagram_node (diagram, operand[scaled])->tensor, t->name) != 0
+          || product_normalised (diagram, n, operand))
+        continue;
+      scale = MIN (scale, 1.0 / sqrt ((double) contracted_elements (diagram, n)));
+    }
+  return scale;
+}
+
 NapkinTensorSet *
 napkin_tensor_set_new_random (NapkinDiagram *diagram,
                               guint64        seed)
@@ -283,19 +377,21 @@ napkin_tensor_set_new_random (NapkinDiagram *diagram,
       const NapkinTensor *tensor = napkin_diagram_tensor (diagram, t);
       json_object *c = NULL;
       gint64 n = 1;
+      double scale;
 
       for (guint a = 0; tensor->axes[a]; a++)
         n *= napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, tensor->axes[a]));
       set->elements[t] = n;
       set->values[t] = g_new (double, n);
+      scale = napkin_input_scale (diagram, t);
       for (gint64 i = 0; i < n; i++)
         {
           double v = g_rand_double_range (rand, -1.0, 1.0);
 
           if (tensor->dtype == NAPKIN_DTYPE_INT8)
             v *= 100;
-          v = napkin_round_to_dtype (v, tensor->dtype);
-          set->values[t][i] = v != 0 ? v : 0.5;
+          v = napkin_round_to_dtype (v * scale, tensor->dtype);
+          set->values[t][i] = v != 0 ? v : napkin_round_to_dtype (0.5 * scale, tensor->dtype);
         }
       /* an imported rotary embedding's constant is the matrix the runner and the printed
        * PyTorch build (docs/import.md), not drawn; drawn above all the same, so the

@@ -272,16 +272,18 @@ uniform_at (guint64 first,
 }
 
 /* Element i of an input whose first draw follows state `first`, as a float (int8
- * inputs take small integers; 0 becomes 0.5 so that no input is zero). */
+ * inputs take small integers; others are scaled by napkin_input_scale; 0 becomes
+ * 0.5 · scale so that no input is zero). */
 static float
 input_value (guint64  first,
              gboolean integers,
+             double   scale,
              gint64   i)
 {
   double v = uniform_at (first, i);
-  float f = (float) (integers ? rint (v * 100) : v);
+  float f = (float) (integers ? rint (v * 100) : v * scale);
 
-  return f != 0 ? f : 0.5f;
+  return f != 0 ? f : (float) (0.5 * scale);
 }
 
 /* The device twin of input_value () and to_device (): the same integer and IEEE double
@@ -312,7 +314,8 @@ static const char fill_source[] =
   "  x += 0x7fff + ((x >> 16) & 1);\n"
   "  return x >> 16;\n"
   "}\n"
-  "extern \"C\" __global__ void napkin_fill (void *dst, int dtype, long n, unsigned long long first, int integers)\n"
+  "extern \"C\" __global__ void napkin_fill (void *dst, int dtype, long n, unsigned long long first, int integers,\n"
+  "                                          double scale)\n"
   "{\n"
   "  for (long i = blockIdx.x * (long) blockDim.x + threadIdx.x; i < n; i += (long) gridDim.x * blockDim.x) {\n"
   "    unsigned long long z = first + (unsigned long long) (i + 1) * 0x9e3779b97f4a7c15ULL;\n"
@@ -320,8 +323,8 @@ static const char fill_source[] =
   "    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;\n"
   "    z ^= z >> 31;\n"
   "    const double v = (double) (z >> 11) / 9007199254740992.0 * 2.0 - 1.0;\n"
-  "    float f = (float) (integers ? rint (v * 100) : v);\n"
-  "    if (f == 0) f = 0.5f;\n"
+  "    float f = (float) (integers ? rint (v * 100) : v * scale);\n"
+  "    if (f == 0) f = (float) (0.5 * scale);\n"
   "    switch (dtype) {\n"
   "    case 2: ((unsigned short *) dst)[i] = napkin_fill_half (f); break;\n"
   "    case 3: ((unsigned short *) dst)[i] = napkin_fill_bf16 (f); break;\n"
@@ -341,6 +344,7 @@ typedef struct
 {
   guint64  *first;
   gboolean *integers;
+  double   *scale;         /* napkin_input_scale */
   gint64   *rotate_half;   /* n, or 0 */
 } Inputs;
 
@@ -516,7 +520,8 @@ device_fill (CUdeviceptr           p,
   int dtype = (int) b->dtype, integers = inputs->integers[b->tensor];
   long n = (long) napkin_ir_buffer_elements (b);
   unsigned long long first = inputs->first[b->tensor];
-  void *params[] = { &dst, &dtype, &n, &first, &integers };
+  double scale = inputs->scale[b->tensor];
+  void *params[] = { &dst, &dtype, &n, &first, &integers, &scale };
   unsigned blocks = (unsigned) MAX (1, MIN ((n + 255) / 256, (gint64) MAX (1, sm_count) * 16));
 
   return check (cu.LaunchKernel (fill_fn, blocks, 1, 1, 256, 1, 1, 0, NULL, params, NULL), "filling inputs", message);
@@ -612,7 +617,8 @@ check_inputs (Device        *dev,
           gint64 start = end ? n - m : 0;
 
           for (gint64 i = 0; i < m; i++)
-            want[i] = input_value (inputs->first[b->tensor], inputs->integers[b->tensor], start + i);
+            want[i] = input_value (inputs->first[b->tensor], inputs->integers[b->tensor], inputs->scale[b->tensor],
+                                   start + i);
           to_device (b->dtype, want, want_bytes, m);
           if (!check (cu.MemcpyDtoH (got, dev->ptrs[s] + start * size, m * size), "reading inputs back", message))
             return FALSE;
@@ -2105,6 +2111,7 @@ run_gpus (NapkinDiagram *d,
   json_object *colls_json, *kernels_json, *errors, *e;
   guint n_tensors, n_kernels, n_steps;
   guint64 draws = 0;   /* the one-GPU run's draw order: tensor after tensor */
+  double scale;
   double worst = 0, bound = 0, predicted_comm = 0;
   int code = EXIT_OK;
   const char *status = "ok";
@@ -2192,9 +2199,11 @@ run_gpus (NapkinDiagram *d,
         bound = MAX (bound, napkin_dtype_tolerance (b->dtype));
       if (b->role != NAPKIN_BUF_INPUT || inputs[b->tensor] != NULL)
         continue;
+      scale = napkin_input_scale (d, b->tensor);
       inputs[b->tensor] = g_new (float, n);
       for (gint64 i = 0; i < n; i++)
-        inputs[b->tensor][i] = input_value ((guint64) seed + draws * NAPKIN_RNG_STEP, b->dtype == NAPKIN_DTYPE_INT8, i);
+        inputs[b->tensor][i] = input_value ((guint64) seed + draws * NAPKIN_RNG_STEP, b->dtype == NAPKIN_DTYPE_INT8,
+                                            scale, i);
       draws += (guint64) n;
     }
 
@@ -2564,7 +2573,7 @@ main (int    argc,
   gint64 io_bytes = 0, input_bytes = 0;
   double worst = 0, bound = 0;
   guint n_tensors;
-  Inputs in = { NULL, NULL, NULL };
+  Inputs in = { NULL, NULL, NULL, NULL };
   guint64 draws = 0;
   g_autoptr(GBytes) fill_bin = NULL;
   CUmodule fill_module;
@@ -2783,6 +2792,7 @@ main (int    argc,
   in.first = g_new0 (guint64, n_tensors + 1);
   in.integers = g_new0 (gboolean, n_tensors + 1);
   in.rotate_half = g_new0 (gint64, n_tensors + 1);
+  in.scale = g_new0 (double, n_tensors + 1);
   for (guint t = 0; t < n_tensors; t++)
     {
       const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
@@ -2826,6 +2836,7 @@ main (int    argc,
       drawn[b->tensor] = TRUE;
       in.first[b->tensor] = (guint64) seed + draws * NAPKIN_RNG_STEP;
       in.integers[b->tensor] = b->dtype == NAPKIN_DTYPE_INT8;
+      in.scale[b->tensor] = napkin_input_scale (d, b->tensor);
       draws += (guint64) n;
     }
   }
@@ -2980,6 +2991,7 @@ main (int    argc,
     return finish (root, "fault", message, EXIT_FAULT);
   g_free (in.first);
   g_free (in.rotate_half);
+  g_free (in.scale);
   g_free (in.integers);
   phase_end ("free");
   progress (1.0, "Done");
