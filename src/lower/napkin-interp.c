@@ -727,6 +727,182 @@ apply_mask (Interp             *I,
   return v;
 }
 
+/* One element of a contraction or a reduction: the sum (or max) over `red`. */
+static double
+reduce_element (Interp             *I,
+                const NapkinIrStmt *s,
+                const NapkinNode   *node,
+                Iter               *red)
+{
+  gboolean is_max = s->op == NAPKIN_COMPUTE_REDUCE && node->reduce == NAPKIN_REDUCE_MAX;
+  double acc = s->accumulate ? get (I, s->dst) : (is_max ? -INFINITY : 0.0);
+
+  if (iter_begin (I, red))
+    do
+      {
+        double v = get (I, s->src[0]);
+
+        if (s->op == NAPKIN_COMPUTE_CONTRACT)
+          acc += v * get (I, s->src[1]);
+        else if (is_max)
+          acc = MAX (acc, v);
+        else
+          acc += v;
+      }
+    while (!I->failed && iter_next (I, red));
+  for (guint k = 0; k < red->n; k++)
+    I->coord[red->axes[k]] = I->offset[red->axes[k]];
+  return acc;
+}
+
+/* A row statistic (max, Σ exp, mean, 1/std) over the statement's axis. */
+static double
+row_statistic (Interp             *I,
+               const NapkinIrStmt *s,
+               Iter               *row)
+{
+  guint x = s->axis;
+  double acc = s->op == NAPKIN_COMPUTE_ROW_MAX ? -INFINITY : 0.0;
+  double center = 0;
+  gint64 count = I->extent[x];
+
+  if (s->op == NAPKIN_COMPUTE_ROW_SUMEXP || (s->op == NAPKIN_COMPUTE_ROW_RSTD && s->src[1] >= 0))
+    center = get (I, s->src[1]);
+  if (iter_begin (I, row))
+    do
+      {
+        double v = get (I, s->src[0]);
+
+        switch (s->op)
+          {
+          case NAPKIN_COMPUTE_ROW_MAX: acc = MAX (acc, v); break;
+          case NAPKIN_COMPUTE_ROW_SUMEXP: acc += exp_masked (v, center); break;
+          case NAPKIN_COMPUTE_ROW_MEAN: acc += v; break;
+          default: acc += (v - center) * (v - center); break;
+          }
+      }
+    while (!I->failed && iter_next (I, row));
+  I->coord[x] = I->offset[x];
+  if (s->op == NAPKIN_COMPUTE_ROW_MEAN)
+    acc /= count;
+  else if (s->op == NAPKIN_COMPUTE_ROW_RSTD)
+    acc = 1.0 / sqrt (acc / count + s->value);
+  return acc;
+}
+
+/* The online softmax's statistics for one row and one chunk of scores: the running
+ * max (dst), the running sum (src1) and the correction of earlier chunks (src2). */
+static void
+online_stats (Interp             *I,
+              const NapkinIrStmt *s,
+              Iter               *row)
+{
+  guint x = s->axis;
+  double m = get (I, s->dst), mx = -INFINITY, m_new, c, l = 0;
+
+  if (iter_begin (I, row))
+    do
+      mx = MAX (mx, get (I, s->src[0]));
+    while (!I->failed && iter_next (I, row));
+  m_new = MAX (m, mx);
+  c = m_new == -INFINITY ? 1.0 : exp (m - m_new);
+  if (iter_begin (I, row))
+    do
+      l += exp_masked (get (I, s->src[0]), m_new);
+    while (!I->failed && iter_next (I, row));
+  I->coord[x] = I->offset[x];
+  put (I, s->src[1], get (I, s->src[1]) * c + l);
+  put (I, s->src[2], c);
+  put (I, s->dst, m_new);
+}
+
+/* The online softmax's accumulator: dst·c + Σ exp (s − m)·v over `red`. */
+static double
+online_acc (Interp             *I,
+            const NapkinIrStmt *s,
+            Iter               *red)
+{
+  double acc = get (I, s->dst) * get (I, s->src[3]);
+
+  if (iter_begin (I, red))
+    do
+      acc += exp_masked (get (I, s->src[0]), get (I, s->src[2])) * get (I, s->src[1]);
+    while (!I->failed && iter_next (I, red));
+  for (guint k = 0; k < red->n; k++)
+    I->coord[red->axes[k]] = I->offset[red->axes[k]];
+  return acc;
+}
+
+/* One element of a compute statement, at the current coordinates. */
+static void
+compute_element (Interp             *I,
+                 const NapkinIrStmt *s,
+                 const NapkinNode   *node,
+                 Iter               *row,
+                 Iter               *red)
+{
+  switch (s->op)
+    {
+    case NAPKIN_COMPUTE_MAP:
+      put (I, s->dst, apply_fn (node, get (I, s->src[0]), s->src[1] >= 0 ? get (I, s->src[1]) : 0));
+      break;
+
+    case NAPKIN_COMPUTE_MASK:
+      put (I, s->dst, apply_mask (I, s, node));
+      break;
+
+    case NAPKIN_COMPUTE_CONTRACT:
+    case NAPKIN_COMPUTE_REDUCE:
+      put (I, s->dst, reduce_element (I, s, node, red));
+      break;
+
+    case NAPKIN_COMPUTE_ROW_MAX:
+    case NAPKIN_COMPUTE_ROW_SUMEXP:
+    case NAPKIN_COMPUTE_ROW_MEAN:
+    case NAPKIN_COMPUTE_ROW_RSTD:
+      put (I, s->dst, row_statistic (I, s, row));
+      break;
+
+    case NAPKIN_COMPUTE_SOFTMAX:
+      {
+        double l = get (I, s->src[2]);
+
+        /* a row with every key masked gives 0, as FlashAttention does */
+        put (I, s->dst, l > 0 ? exp_masked (get (I, s->src[0]), get (I, s->src[1])) / l : 0.0);
+        break;
+      }
+
+    case NAPKIN_COMPUTE_NORMALIZE:
+      put (I, s->dst, (get (I, s->src[0]) - (s->src[1] >= 0 ? get (I, s->src[1]) : 0)) * get (I, s->src[2]));
+      break;
+
+    case NAPKIN_COMPUTE_ONLINE_STATS:
+      online_stats (I, s, row);
+      break;
+
+    case NAPKIN_COMPUTE_ONLINE_ACC:
+      put (I, s->dst, online_acc (I, s, red));
+      break;
+
+    case NAPKIN_COMPUTE_DIVIDE:
+      {
+        double l = get (I, s->src[0]);
+
+        put (I, s->dst, l > 0 ? get (I, s->dst) / l : 0.0);
+      }
+      break;
+
+    case NAPKIN_COMPUTE_SCALE:
+      put (I, s->dst, get (I, s->dst) * s->value);
+      break;
+
+    case NAPKIN_COMPUTE_REARRANGE:
+    case NAPKIN_N_COMPUTES:
+    default:
+      g_assert_not_reached ();
+    }
+}
+
 static void
 run_compute (Interp             *I,
              const NapkinIrStmt *s)
@@ -734,8 +910,7 @@ run_compute (Interp             *I,
   const NapkinIrBuffer *d = napkin_ir_buffer (I->prog, s->dst);
   const NapkinNode *node = napkin_diagram_node (I->d, s->node);
   Iter it = { 0 }, red = { 0 };
-  guint x = s->axis;
-  Iter row = { 1, { x } };
+  Iter row = { 1, { s->axis } };
 
   if (s->op == NAPKIN_COMPUTE_REARRANGE)
     {
@@ -752,143 +927,7 @@ run_compute (Interp             *I,
   if (!iter_begin (I, &it))
     return;
   do
-    {
-      switch (s->op)
-        {
-        case NAPKIN_COMPUTE_MAP:
-          put (I, s->dst, apply_fn (node, get (I, s->src[0]), s->src[1] >= 0 ? get (I, s->src[1]) : 0));
-          break;
-
-        case NAPKIN_COMPUTE_MASK:
-          put (I, s->dst, apply_mask (I, s, node));
-          break;
-
-        case NAPKIN_COMPUTE_CONTRACT:
-        case NAPKIN_COMPUTE_REDUCE:
-          {
-            gboolean is_max = s->op == NAPKIN_COMPUTE_REDUCE && node->reduce == NAPKIN_REDUCE_MAX;
-            double acc = s->accumulate ? get (I, s->dst) : (is_max ? -INFINITY : 0.0);
-
-            if (iter_begin (I, &red))
-              do
-                {
-                  double v = get (I, s->src[0]);
-
-                  if (s->op == NAPKIN_COMPUTE_CONTRACT)
-                    acc += v * get (I, s->src[1]);
-                  else if (is_max)
-                    acc = MAX (acc, v);
-                  else
-                    acc += v;
-                }
-              while (!I->failed && iter_next (I, &red));
-            for (guint k = 0; k < red.n; k++)
-              I->coord[red.axes[k]] = I->offset[red.axes[k]];
-            put (I, s->dst, acc);
-            break;
-          }
-
-        case NAPKIN_COMPUTE_ROW_MAX:
-        case NAPKIN_COMPUTE_ROW_SUMEXP:
-        case NAPKIN_COMPUTE_ROW_MEAN:
-        case NAPKIN_COMPUTE_ROW_RSTD:
-          {
-            double acc = s->op == NAPKIN_COMPUTE_ROW_MAX ? -INFINITY : 0.0;
-            double center = 0;
-            gint64 count = I->extent[x];
-
-            if (s->op == NAPKIN_COMPUTE_ROW_SUMEXP || (s->op == NAPKIN_COMPUTE_ROW_RSTD && s->src[1] >= 0))
-              center = get (I, s->src[1]);
-            if (iter_begin (I, &row))
-              do
-                {
-                  double v = get (I, s->src[0]);
-
-                  switch (s->op)
-                    {
-                    case NAPKIN_COMPUTE_ROW_MAX: acc = MAX (acc, v); break;
-                    case NAPKIN_COMPUTE_ROW_SUMEXP: acc += exp_masked (v, center); break;
-                    case NAPKIN_COMPUTE_ROW_MEAN: acc += v; break;
-                    default: acc += (v - center) * (v - center); break;
-                    }
-                }
-              while (!I->failed && iter_next (I, &row));
-            I->coord[x] = I->offset[x];
-            if (s->op == NAPKIN_COMPUTE_ROW_MEAN)
-              acc /= count;
-            else if (s->op == NAPKIN_COMPUTE_ROW_RSTD)
-              acc = 1.0 / sqrt (acc / count + s->value);
-            put (I, s->dst, acc);
-            break;
-          }
-
-        case NAPKIN_COMPUTE_SOFTMAX:
-          {
-            double l = get (I, s->src[2]);
-
-            /* a row with every key masked gives 0, as FlashAttention does */
-            put (I, s->dst, l > 0 ? exp_masked (get (I, s->src[0]), get (I, s->src[1])) / l : 0.0);
-            break;
-          }
-          break;
-
-        case NAPKIN_COMPUTE_NORMALIZE:
-          put (I, s->dst, (get (I, s->src[0]) - (s->src[1] >= 0 ? get (I, s->src[1]) : 0)) * get (I, s->src[2]));
-          break;
-
-        case NAPKIN_COMPUTE_ONLINE_STATS:
-          {
-            double m = get (I, s->dst), mx = -INFINITY, m_new, c, l = 0;
-
-            if (iter_begin (I, &row))
-              do
-                mx = MAX (mx, get (I, s->src[0]));
-              while (!I->failed && iter_next (I, &row));
-            m_new = MAX (m, mx);
-            c = m_new == -INFINITY ? 1.0 : exp (m - m_new);
-            if (iter_begin (I, &row))
-              do
-                l += exp_masked (get (I, s->src[0]), m_new);
-              while (!I->failed && iter_next (I, &row));
-            I->coord[x] = I->offset[x];
-            put (I, s->src[1], get (I, s->src[1]) * c + l);
-            put (I, s->src[2], c);
-            put (I, s->dst, m_new);
-            break;
-          }
-
-        case NAPKIN_COMPUTE_ONLINE_ACC:
-          {
-            double acc = get (I, s->dst) * get (I, s->src[3]);
-
-            if (iter_begin (I, &red))
-              do
-                acc += exp_masked (get (I, s->src[0]), get (I, s->src[2])) * get (I, s->src[1]);
-              while (!I->failed && iter_next (I, &red));
-            for (guint k = 0; k < red.n; k++)
-              I->coord[red.axes[k]] = I->offset[red.axes[k]];
-            put (I, s->dst, acc);
-            break;
-          }
-
-        case NAPKIN_COMPUTE_DIVIDE:
-          {
-            double l = get (I, s->src[0]);
-
-            put (I, s->dst, l > 0 ? get (I, s->dst) / l : 0.0);
-          }
-          break;
-
-        case NAPKIN_COMPUTE_SCALE:
-          put (I, s->dst, get (I, s->dst) * s->value);
-          break;
-
-        case NAPKIN_COMPUTE_REARRANGE:
-        case NAPKIN_N_COMPUTES:
-        default:
-          g_assert_not_reached ();
-        }
-    }
+    compute_element (I, s, node, &row, &red);
   while (!I->failed && iter_next (I, &it));
 }
 
