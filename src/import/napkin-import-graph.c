@@ -1056,7 +1056,20 @@ pass1_view (G     *g,
     copy_dims (v, a);
   else
     reshape (g, v, a);
-  return;
+}
+
+/* A product of x and y, with an optional bias added after it. */
+static void
+set_contract (G     *g,
+              Value *v,
+              Value *x,
+              Value *y,
+              Value *bias)
+{
+  set_src (g, v, 0, x);
+  set_src (g, v, 1, y);
+  v->extra[0] = bias ? value_index (g, bias) : -1;
+  v->emit = EMIT_CONTRACT;
 }
 
 /* F.linear: x · Wᵀ (+ bias) over the last dimension. */
@@ -1081,11 +1094,7 @@ pass1_linear (G     *g,
   v->dims[v->n_dims - 1] = w->dims[0];
   if (bias && !unite (g, v, bias->dims[bias->n_dims - 1], w->dims[0]))
     return;
-  set_src (g, v, 0, a);
-  set_src (g, v, 1, w);
-  v->extra[0] = bias ? value_index (g, bias) : -1;
-  v->emit = EMIT_CONTRACT;
-  return;
+  set_contract (g, v, a, w, bias);
 }
 
 /* mm, bmm, matmul, addmm: a product over the shared inner dimension. */
@@ -1118,11 +1127,7 @@ pass1_matmul (G     *g,
           && !unite (g, v, bias->dims[bi], v->dims[vi]))
         return;
     }
-  set_src (g, v, 0, x);
-  set_src (g, v, 1, y);
-  v->extra[0] = bias ? value_index (g, bias) : -1;
-  v->emit = EMIT_CONTRACT;
-  return;
+  set_contract (g, v, x, y, bias);
 }
 
 /* softmax over one dimension. */
@@ -1143,7 +1148,6 @@ pass1_softmax (G     *g,
   copy_dims (v, a);
   set_src (g, v, 0, a);
   v->emit = EMIT_SOFTMAX;
-  return;
 }
 
 /* layer_norm, native_layer_norm, rms_norm over the last dimension, with weight and bias. */
@@ -1182,7 +1186,6 @@ pass1_norm (G     *g,
   set_src (g, v, 1, w);
   set_src (g, v, 2, bias);
   v->emit = EMIT_NORM;
-  return;
 }
 
 /* getitem: only native_layer_norm's output. */
@@ -1201,7 +1204,6 @@ pass1_getitem (G     *g,
   copy_dims (v, a);
   set_src (g, v, 0, a);
   v->emit = EMIT_VIEW;
-  return;
 }
 
 /* scaled_dot_product_attention: causal or not, grouped query heads through enable_gqa. */
@@ -1284,7 +1286,6 @@ pass1_attention (G     *g,
   set_src (g, v, 1, k);
   set_src (g, v, 2, vv);
   v->emit = EMIT_ATTENTION;
-  return;
 }
 
 /* mul, add, sub, div: a binary map, or a scale by a constant. */
@@ -1336,7 +1337,6 @@ pass1_arith (G     *g,
   set_src (g, v, 0, a);
   set_src (g, v, 1, y);
   v->emit = EMIT_MAP2;
-  return;
 }
 /* A unary map of map1_names[i] (gelu exact only). */
 static void
@@ -1362,7 +1362,6 @@ pass1_map1 (G     *g,
   v->emit = EMIT_MAP1;
   if (v->fn == NAPKIN_FN_GELU || v->fn == NAPKIN_FN_SILU || v->fn == NAPKIN_FN_RELU)
     hint (g, a->dims[a->n_dims - 1], "f", 1);
-  return;
 }
 
 /* Pass 1 of one call: its dims from its arguments' (docs/import.md), by operation. */
