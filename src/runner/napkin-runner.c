@@ -591,6 +591,66 @@ device_alloc (Device        *dev,
   return device_tensor_maps (dev, message);
 }
 
+/* With NAPKIN_DUMP_DIR set (not empty), every input and output of the module as it is on the device
+ * (raw, in the tensor's type and axis order: TENSOR.bin) and manifest.json naming each
+ * (name, dtype, axes, role): bench/gpu/derive feeds the same inputs to the PyTorch module
+ * and compares its output with ours. */
+static gboolean
+dump_buffers (Device        *dev,
+              NapkinDiagram *d,
+              char         **message)
+{
+  const char *dir = g_getenv ("NAPKIN_DUMP_DIR");
+  g_autoptr(json_object) manifest = NULL;
+  g_autofree char *path = NULL;
+
+  if (dir == NULL || *dir == '\0')
+    return TRUE;
+  manifest = json_object_new_array ();
+  path = g_build_filename (dir, "manifest.json", NULL);
+  g_mkdir_with_parents (dir, 0755);
+  for (guint s = 0; s < dev->mod->args->len; s++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
+      const NapkinTensor *t;
+      gint64 bytes;
+      g_autofree guint8 *host = NULL;
+      g_autofree char *file = NULL;
+      json_object *o, *axes;
+
+      if ((int) s == dev->mod->workspace_slot || (b->role != NAPKIN_BUF_INPUT && b->role != NAPKIN_BUF_OUTPUT))
+        continue;
+      t = napkin_diagram_tensor (d, b->tensor);
+      bytes = napkin_ir_buffer_elements (b) * napkin_dtype_bytes (b->dtype);
+      host = g_malloc (MAX (bytes, 1));
+      file = g_strdup_printf ("%s/%s.bin", dir, t->name);
+      if (!check (cu.MemcpyDtoH (host, dev->ptrs[s], bytes), "reading a buffer to dump", message))
+        return FALSE;
+      if (!g_file_set_contents (file, (const char *) host, bytes, NULL))
+        {
+          g_free (*message);
+          *message = g_strdup_printf ("cannot write %s", file);
+          return FALSE;
+        }
+      o = json_object_new_object ();
+      axes = json_object_new_array ();
+      for (guint a = 0; t->axes[a]; a++)
+        json_object_array_add (axes, json_object_new_string (t->axes[a]));
+      json_object_object_add (o, "name", json_object_new_string (t->name));
+      json_object_object_add (o, "dtype", json_object_new_string (napkin_dtype_to_string (b->dtype)));
+      json_object_object_add (o, "role", json_object_new_string (b->role == NAPKIN_BUF_INPUT ? "input" : "output"));
+      json_object_object_add (o, "axes", axes);
+      json_object_array_add (manifest, o);
+    }
+  if (json_object_to_file_ext (path, manifest, JSON_C_TO_STRING_PRETTY) != 0)
+    {
+      g_free (*message);
+      *message = g_strdup_printf ("cannot write %s", path);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /* The first and last elements of every input the device filled, against the host's
  * generator: a device that computed other inputs than the exported program would make
  * the two disagree without either being wrong. */
@@ -2922,6 +2982,8 @@ main (int    argc,
     json_object_object_add (root, "error", e);
   }
   phase_end ("check");
+  if (!dump_buffers (&kd, d, &message))
+    return finish (root, "failed", message, EXIT_FAILED);
 
   progress (0.75, "Timing");
   time_obj = json_object_new_object ();
