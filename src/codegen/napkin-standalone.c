@@ -20,8 +20,11 @@ print_tables (GString                *out,
     {
       const NapkinIrBuffer *b = napkin_ir_buffer (m->program, g_array_index (m->args, int, i));
 
-      g_string_append_printf (out, "  { %" G_GINT64_FORMAT "L, %d, %d, %d },\n", napkin_ir_buffer_elements (b),
-                              (int) b->dtype, (int) b->role, b->tensor);
+      /* inputs drawn as the runner draws them: scaled by napkin_input_scale */
+      double scale = b->role == NAPKIN_BUF_INPUT ? napkin_input_scale (m->program->diagram, b->tensor) : 1.0;
+
+      g_string_append_printf (out, "  { %" G_GINT64_FORMAT "L, %d, %d, %d, %.17g },\n", napkin_ir_buffer_elements (b),
+                              (int) b->dtype, (int) b->role, b->tensor, scale);
     }
   g_string_append_printf (out, "};\nstatic void\n%s_setup_kernels (void)\n{\n", tag);
   for (guint k = 0; k < m->kernels->len; k++)
@@ -166,7 +169,7 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
     "\n/* ---- measurement ---- */\n"
     "#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \\\n"
     "  fprintf (stderr, \"%s:%d: %s\\n\", __FILE__, __LINE__, cudaGetErrorString (e_)); exit (1); } } while (0)\n"
-    "struct NapkinBuf { long elements; int dtype; int role; int tensor; };\n"
+    "struct NapkinBuf { long elements; int dtype; int role; int tensor; double scale; };\n"
     "enum { NB_FP32, NB_TF32, NB_FP16, NB_BF16, NB_E4M3, NB_E5M2, NB_INT8 };\n"
     "enum { NB_INPUT, NB_OUTPUT, NB_SCRATCH };\n");
   g_string_append (out, "static size_t esize (int t) { return t == NB_FP16 || t == NB_BF16 ? 2 : t == NB_INT8 || t == NB_E4M3 || t == NB_E5M2 ? 1 : 4; }\n");
@@ -210,7 +213,8 @@ napkin_codegen_standalone (const NapkinCudaModule *module,
     "      std::vector<float> &h = inputs[bufs[i].tensor];\n"
     "      if (h.empty ()) { h.resize (bufs[i].elements);\n"
     "        for (long k = 0; k < bufs[i].elements; k++) { double v = next_uniform ();\n"
-    "          h[k] = (float) (bufs[i].dtype == NB_INT8 ? rint (v * 100) : v); if (h[k] == 0) h[k] = 0.5f; } }\n"
+    "          h[k] = (float) (bufs[i].dtype == NB_INT8 ? rint (v * 100) : v * bufs[i].scale);\n"
+    "          if (h[k] == 0) h[k] = (float) (0.5 * bufs[i].scale); } }\n"
     "      std::vector<char> dev (bytes); to_device_type (bufs[i].dtype, h.data (), dev.data (), bufs[i].elements);\n"
     "      CHECK (cudaMemcpy (a.p[i], dev.data (), bytes, cudaMemcpyHostToDevice)); } }\n"
     "  if (ws_slot >= 0) CHECK (cudaMalloc (&a.p[ws_slot], ws)); }\n"

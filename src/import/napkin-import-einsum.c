@@ -601,25 +601,35 @@ einsum_spec (Ctx       *c,
   return (char **) g_ptr_array_free (g_steal_pointer (&out), FALSE);
 }
 
-static void
-parse_chain (Ctx  *c,
-             Line *l)
+/* One chain line as parsed: operands → result[axes] = fn(args). */
+typedef struct
 {
-  g_autoptr(GArray) operands = g_array_new (FALSE, TRUE, sizeof (Operand));
-  g_autoptr(GArray) args = g_array_new (FALSE, TRUE, sizeof (Arg));
-  g_autoptr(NapkinNode) node = NULL;
-  g_auto(GStrv) result_axes = NULL;
-  g_autofree char *result = NULL;
-  g_autofree char *fn = NULL;
-  guint result_column = 0, result_axes_column = 0, fn_column;
-  const char *inputs[2] = { NULL, NULL };
-  const char *id;
-  guint n_in;
+  GArray *operands;           /* Operand */
+  GArray *args;               /* Arg */
+  char   *result;
+  guint   result_column;
+  char  **result_axes;        /* NULL when not written */
+  guint   result_axes_column;
+  char   *fn;
+  guint   fn_column;
+} Chain;
 
-  g_array_set_clear_func (operands, (GDestroyNotify) operand_clear);
-  g_array_set_clear_func (args, (GDestroyNotify) arg_clear);
+static void
+chain_clear (Chain *ch)
+{
+  g_clear_pointer (&ch->operands, g_array_unref);
+  g_clear_pointer (&ch->args, g_array_unref);
+  g_clear_pointer (&ch->result, g_free);
+  g_clear_pointer (&ch->result_axes, g_strfreev);
+  g_clear_pointer (&ch->fn, g_free);
+}
 
-  /* operands */
+/* The operands before "->": names with optional axes. */
+static gboolean
+parse_operands (Ctx   *c,
+                Line  *l,
+                Chain *ch)
+{
   while (peek (l)->kind == TOK_NAME)
     {
       Operand o = { 0 };
@@ -631,52 +641,62 @@ parse_chain (Ctx  *c,
         {
           fail_at (l, t->column, _("“%s” is not a name (letters, digits, _)"), t->text);
           operand_clear (&o);
-          return;
+          return FALSE;
         }
       o.axes = parse_axes (c, l, &o.axes_column);
-      g_array_append_val (operands, o);
+      g_array_append_val (ch->operands, o);
       if (l->failed)
-        return;
+        return FALSE;
     }
-  if (operands->len == 0)
+  if (ch->operands->len == 0)
     {
       fail_at (l, peek (l)->column, _("expected a value name, found “%s”"), describe (peek (l)));
-      return;
+      return FALSE;
     }
-  if (!expect (l, "->"))
-    return;
-  {
-    Tok *t = next (l);
+  return expect (l, "->");
+}
 
-    if (t->kind != TOK_NAME || !is_identifier (t->text))
-      {
-        fail_at (l, t->column, _("expected the result's name, found “%s”"), describe (t));
-        return;
-      }
-    result = g_strdup (t->text);
-    result_column = t->column;
-    if (g_hash_table_contains (c->values, result))
-      {
-        Value *v = g_hash_table_lookup (c->values, result);
+/* "result[axes] = fn": a new name, its optional axes, the operation's name. */
+static gboolean
+parse_result (Ctx   *c,
+              Line  *l,
+              Chain *ch)
+{
+  Tok *t = next (l);
 
-        fail_at (l, t->column, _("“%s” is already defined on line %u"), result, v->line);
-        return;
-      }
-    result_axes = parse_axes (c, l, &result_axes_column);
-    if (l->failed || !expect (l, "="))
-      return;
-  }
-  {
-    Tok *t = next (l);
+  if (t->kind != TOK_NAME || !is_identifier (t->text))
+    {
+      fail_at (l, t->column, _("expected the result's name, found “%s”"), describe (t));
+      return FALSE;
+    }
+  ch->result = g_strdup (t->text);
+  ch->result_column = t->column;
+  if (g_hash_table_contains (c->values, ch->result))
+    {
+      Value *v = g_hash_table_lookup (c->values, ch->result);
 
-    if (t->kind != TOK_NAME)
-      {
-        fail_at (l, t->column, _("expected an operation (einsum, softmax, …), found “%s”"), describe (t));
-        return;
-      }
-    fn = g_strdup (t->text);
-    fn_column = t->column;
-  }
+      fail_at (l, t->column, _("“%s” is already defined on line %u"), ch->result, v->line);
+      return FALSE;
+    }
+  ch->result_axes = parse_axes (c, l, &ch->result_axes_column);
+  if (l->failed || !expect (l, "="))
+    return FALSE;
+  t = next (l);
+  if (t->kind != TOK_NAME)
+    {
+      fail_at (l, t->column, _("expected an operation (einsum, softmax, …), found “%s”"), describe (t));
+      return FALSE;
+    }
+  ch->fn = g_strdup (t->text);
+  ch->fn_column = t->column;
+  return TRUE;
+}
+
+/* The optional "(arg, key=arg, …)" and the end of the line. */
+static gboolean
+parse_args (Line  *l,
+            Chain *ch)
+{
   if (is_punct (peek (l), "("))
     {
       next (l);
@@ -695,18 +715,18 @@ parse_chain (Ctx  *c,
             {
               fail_at (l, t->column, _("expected an argument, found “%s”"), describe (t));
               arg_clear (&a);
-              return;
+              return FALSE;
             }
           a.text = g_strdup (t->text);
           a.kind = t->kind;
           a.column = t->column;
-          g_array_append_val (args, a);
+          g_array_append_val (ch->args, a);
           if (is_punct (peek (l), ","))
             next (l);
           else if (!is_punct (peek (l), ")"))
             {
               fail_at (l, peek (l)->column, _("expected “,” or “)”, found “%s”"), describe (peek (l)));
-              return;
+              return FALSE;
             }
         }
       next (l);
@@ -714,182 +734,255 @@ parse_chain (Ctx  *c,
   if (peek (l)->kind != TOK_END)
     {
       fail_at (l, peek (l)->column, _("unexpected “%s” after the operation"), describe (peek (l)));
-      return;
+      return FALSE;
     }
-
-  n_in = operands->len;
-  if (n_in > 2)
+  if (ch->operands->len > 2)
     {
-      fail_at (l, g_array_index (operands, Operand, 2).column, "an operation takes at most two operands");
+      fail_at (l, g_array_index (ch->operands, Operand, 2).column, "an operation takes at most two operands");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* einsum / contract: the output axes from the einsum string or the result's axes. */
+static NapkinNode *
+contract_node (Ctx   *c,
+               Line  *l,
+               Chain *ch)
+{
+  const Arg *spec = find_arg (ch->args, "spec", 0);
+  g_autoptr(NapkinNode) node = NULL;
+
+  if (ch->operands->len != 2)
+    {
+      fail_at (l, ch->fn_column, _("einsum takes two operands here (use rearrange for one)"));
+      return NULL;
+    }
+  node = napkin_node_new (ch->result, NAPKIN_OP_CONTRACT);
+  if (spec != NULL)
+    {
+      g_auto(GStrv) out = einsum_spec (c, l, spec, ch->operands);
+
+      if (out == NULL)
+        return NULL;
+      if (ch->result_axes != NULL && !same_axis_set (ch->result_axes, (const char * const *) out))
+        {
+          fail_at (l, ch->result_axes_column, _("the result's axes differ from the einsum string's output"));
+          return NULL;
+        }
+      node->out = ch->result_axes != NULL ? g_strdupv (ch->result_axes) : g_steal_pointer (&out);
+    }
+  else if (ch->result_axes != NULL)
+    node->out = g_strdupv (ch->result_axes);
+  else
+    {
+      fail_at (l, ch->fn_column, _("einsum needs an einsum string or the result's axes"));
+      return NULL;
+    }
+  return g_steal_pointer (&node);
+}
+
+/* softmax, rmsnorm, layernorm: an axis, and eps for the norms. */
+static NapkinNode *
+row_node (Ctx   *c,
+          Line  *l,
+          Chain *ch)
+{
+  g_autoptr(NapkinNode) node = napkin_node_new (ch->result, g_str_equal (ch->fn, "softmax") ? NAPKIN_OP_SOFTMAX
+                                                                                          : NAPKIN_OP_NORMALIZE);
+  NapkinNormKind norm;
+
+  if (!axis_arg (c, l, find_arg (ch->args, "axis", 0), ch->fn, ch->fn_column, &node->axis))
+    return NULL;
+  if (node->kind == NAPKIN_OP_NORMALIZE)
+    {
+      napkin_norm_from_string (ch->fn, &norm);
+      node->norm = norm;
+      if (!number_arg (l, find_arg (ch->args, "eps", 1), &node->eps))
+        return NULL;
+      if (!(node->eps > 0 && node->eps < 1))
+        {
+          fail_at (l, find_arg (ch->args, "eps", 1)->column, "eps must be between 0 and 1");
+          return NULL;
+        }
+    }
+  return g_steal_pointer (&node);
+}
+
+/* causal, window (rows, axis, offset, left, right) or a tensor mask (two operands). */
+static NapkinNode *
+mask_node (Ctx   *c,
+           Line  *l,
+           Chain *ch)
+{
+  g_autoptr(NapkinNode) node = napkin_node_new (ch->result, NAPKIN_OP_MASK);
+
+  if (g_str_equal (ch->fn, "mask"))
+    {
+      node->mask = NAPKIN_MASK_TENSOR;
+      if (ch->operands->len != 2)
+        {
+          fail_at (l, ch->fn_column, _("a tensor mask takes two operands: the scores and the mask"));
+          return NULL;
+        }
+      return g_steal_pointer (&node);
+    }
+  node->mask = g_str_equal (ch->fn, "causal") ? NAPKIN_MASK_CAUSAL : NAPKIN_MASK_WINDOW;
+  if (!axis_arg (c, l, find_arg (ch->args, "rows", 0), ch->fn, ch->fn_column, &node->rows)
+      || !axis_arg (c, l, find_arg (ch->args, "axis", 1), ch->fn, ch->fn_column, &node->axis)
+      || !int_arg (l, find_arg (ch->args, "offset", 99), &node->offset)
+      || !int_arg (l, find_arg (ch->args, "left", 99), &node->left)
+      || !int_arg (l, find_arg (ch->args, "right", 99), &node->right))
+    return NULL;
+  return g_steal_pointer (&node);
+}
+
+/* A map: its arity checked, scale's factor, cast's element type. */
+static NapkinNode *
+map_node (Line       *l,
+          Chain      *ch,
+          NapkinMapFn map_fn)
+{
+  const NapkinFnInfo *info = napkin_fn_info (map_fn);
+  g_autoptr(NapkinNode) node = NULL;
+  guint n_in = ch->operands->len;
+
+  if (info->arity != n_in)
+    {
+      fail_at (l, ch->fn_column, _("%s takes %u operand%s, not %u"), ch->fn, info->arity,
+               info->arity == 1 ? "" : "s", n_in);
+      return NULL;
+    }
+  node = napkin_node_new (ch->result, NAPKIN_OP_MAP);
+  node->fn = map_fn;
+  if (map_fn == NAPKIN_FN_SCALE)
+    {
+      const Arg *alpha = find_arg (ch->args, "alpha", 0);
+
+      if (alpha == NULL)
+        {
+          fail_at (l, ch->fn_column, _("scale needs its factor, as in scale(0.125)"));
+          return NULL;
+        }
+      if (!number_arg (l, alpha, &node->alpha))
+        return NULL;
+    }
+  if (map_fn == NAPKIN_FN_CAST)
+    {
+      const Arg *dt = find_arg (ch->args, "dtype", 0);
+
+      if (dt == NULL || !napkin_dtype_from_string (dt->text, &node->dtype))
+        {
+          fail_at (l, dt ? dt->column : ch->fn_column, _("cast needs an element type (fp32 bf16 fp16 …)"));
+          return NULL;
+        }
+      node->has_dtype = TRUE;
+    }
+  if (ch->result_axes != NULL)
+    node->out = g_strdupv (ch->result_axes);
+  return g_steal_pointer (&node);
+}
+
+/* The node of the chain's operation, or NULL with the error set on the line. */
+static NapkinNode *
+chain_node (Ctx   *c,
+            Line  *l,
+            Chain *ch)
+{
+  NapkinMapFn map_fn;
+  NapkinReduceOp reduce_op;
+  const char *fn = ch->fn;
+
+  if (g_str_equal (fn, "einsum") || g_str_equal (fn, "contract"))
+    return contract_node (c, l, ch);
+  if (g_str_equal (fn, "softmax") || g_str_equal (fn, "rmsnorm") || g_str_equal (fn, "layernorm"))
+    return row_node (c, l, ch);
+  if (ch->operands->len == 1 && napkin_reduce_from_string (fn, &reduce_op))
+    {
+      g_autoptr(NapkinNode) node = napkin_node_new (ch->result, NAPKIN_OP_REDUCE);
+
+      node->reduce = reduce_op;
+      if (!axis_arg (c, l, find_arg (ch->args, "axis", 0), fn, ch->fn_column, &node->axis))
+        return NULL;
+      return g_steal_pointer (&node);
+    }
+  if (g_str_equal (fn, "causal") || g_str_equal (fn, "window") || g_str_equal (fn, "mask"))
+    return mask_node (c, l, ch);
+  if (g_str_equal (fn, "rearrange"))
+    {
+      NapkinNode *node;
+
+      if (ch->result_axes == NULL)
+        {
+          fail_at (l, ch->result_column, _("rearrange needs the result's axes, as in “%s[b,n,h,d]”"), ch->result);
+          return NULL;
+        }
+      node = napkin_node_new (ch->result, NAPKIN_OP_REARRANGE);
+      node->out = g_strdupv (ch->result_axes);
+      return node;
+    }
+  if (napkin_fn_from_string (fn, &map_fn))
+    return map_node (l, ch, map_fn);
+  fail_at (l, ch->fn_column, _("unknown operation “%s”"), fn);
+  return NULL;
+}
+
+/* The type the added node infers must be the axes written on the result. */
+static void
+check_result_axes (Ctx        *c,
+                   Line       *l,
+                   Chain      *ch,
+                   const char *id)
+{
+  const NapkinTensorType *type = napkin_diagram_node_type (c->d, napkin_diagram_find_node (c->d, id));
+
+  if (type->valid && ch->result_axes != NULL)
+    {
+      g_auto(GStrv) have = type_axes (c->d, type);
+
+      if (!same_axis_set (ch->result_axes, (const char * const *) have))
+        {
+          g_autofree char *list = g_strjoinv (",", have);
+
+          fail_at (l, ch->result_axes_column, _("“%s” has axes [%s] by its operation"), ch->result, list);
+        }
+    }
+}
+
+static void
+parse_chain (Ctx  *c,
+             Line *l)
+{
+  Chain ch = { 0 };
+  g_autoptr(NapkinNode) node = NULL;
+  const char *inputs[2] = { NULL, NULL };
+  const char *id;
+  guint n_in;
+
+  ch.operands = g_array_new (FALSE, TRUE, sizeof (Operand));
+  ch.args = g_array_new (FALSE, TRUE, sizeof (Arg));
+  g_array_set_clear_func (ch.operands, (GDestroyNotify) operand_clear);
+  g_array_set_clear_func (ch.args, (GDestroyNotify) arg_clear);
+  if (!parse_operands (c, l, &ch) || !parse_result (c, l, &ch) || !parse_args (l, &ch)
+      || (node = chain_node (c, l, &ch)) == NULL)
+    {
+      chain_clear (&ch);
       return;
     }
-
-  /* The operation. */
-  {
-    NapkinMapFn map_fn;
-    NapkinReduceOp reduce_op;
-    NapkinNormKind norm;
-    const Arg *a0 = find_arg (args, "axis", 0);
-
-    if (g_str_equal (fn, "einsum") || g_str_equal (fn, "contract"))
+  n_in = ch.operands->len;
+  for (guint i = 0; i < n_in; i++)
+    if ((inputs[i] = operand_node (c, l, &g_array_index (ch.operands, Operand, i))) == NULL)
       {
-        const Arg *spec = find_arg (args, "spec", 0);
-
-        if (n_in != 2)
-          {
-            fail_at (l, fn_column, _("einsum takes two operands here (use rearrange for one)"));
-            return;
-          }
-        node = napkin_node_new (result, NAPKIN_OP_CONTRACT);
-        if (spec != NULL)
-          {
-            g_auto(GStrv) out = einsum_spec (c, l, spec, operands);
-
-            if (out == NULL)
-              return;
-            if (result_axes != NULL && !same_axis_set (result_axes, (const char * const *) out))
-              {
-                fail_at (l, result_axes_column, _("the result's axes differ from the einsum string's output"));
-                return;
-              }
-            node->out = result_axes != NULL ? g_strdupv (result_axes) : g_steal_pointer (&out);
-          }
-        else if (result_axes != NULL)
-          node->out = g_strdupv (result_axes);
-        else
-          {
-            fail_at (l, fn_column, _("einsum needs an einsum string or the result's axes"));
-            return;
-          }
-      }
-    else if (g_str_equal (fn, "softmax") || g_str_equal (fn, "rmsnorm") || g_str_equal (fn, "layernorm"))
-      {
-        node = napkin_node_new (result, g_str_equal (fn, "softmax") ? NAPKIN_OP_SOFTMAX : NAPKIN_OP_NORMALIZE);
-        if (!axis_arg (c, l, a0, fn, fn_column, &node->axis))
-          return;
-        if (node->kind == NAPKIN_OP_NORMALIZE)
-          {
-            napkin_norm_from_string (fn, &norm);
-            node->norm = norm;
-            if (!number_arg (l, find_arg (args, "eps", 1), &node->eps))
-              return;
-            if (!(node->eps > 0 && node->eps < 1))
-              {
-                fail_at (l, find_arg (args, "eps", 1)->column, "eps must be between 0 and 1");
-                return;
-              }
-          }
-      }
-    else if (n_in == 1 && napkin_reduce_from_string (fn, &reduce_op))
-      {
-        node = napkin_node_new (result, NAPKIN_OP_REDUCE);
-        node->reduce = reduce_op;
-        if (!axis_arg (c, l, a0, fn, fn_column, &node->axis))
-          return;
-      }
-    else if (g_str_equal (fn, "causal") || g_str_equal (fn, "window") || g_str_equal (fn, "mask"))
-      {
-        node = napkin_node_new (result, NAPKIN_OP_MASK);
-        if (g_str_equal (fn, "mask"))
-          {
-            node->mask = NAPKIN_MASK_TENSOR;
-            if (n_in != 2)
-              {
-                fail_at (l, fn_column, _("a tensor mask takes two operands: the scores and the mask"));
-                return;
-              }
-          }
-        else
-          {
-            node->mask = g_str_equal (fn, "causal") ? NAPKIN_MASK_CAUSAL : NAPKIN_MASK_WINDOW;
-            if (!axis_arg (c, l, find_arg (args, "rows", 0), fn, fn_column, &node->rows)
-                || !axis_arg (c, l, find_arg (args, "axis", 1), fn, fn_column, &node->axis)
-                || !int_arg (l, find_arg (args, "offset", 99), &node->offset)
-                || !int_arg (l, find_arg (args, "left", 99), &node->left)
-                || !int_arg (l, find_arg (args, "right", 99), &node->right))
-              return;
-          }
-      }
-    else if (g_str_equal (fn, "rearrange"))
-      {
-        if (result_axes == NULL)
-          {
-            fail_at (l, result_column, _("rearrange needs the result's axes, as in “%s[b,n,h,d]”"), result);
-            return;
-          }
-        node = napkin_node_new (result, NAPKIN_OP_REARRANGE);
-        node->out = g_strdupv (result_axes);
-      }
-    else if (napkin_fn_from_string (fn, &map_fn))
-      {
-        const NapkinFnInfo *info = napkin_fn_info (map_fn);
-
-        if (info->arity != n_in)
-          {
-            fail_at (l, fn_column, _("%s takes %u operand%s, not %u"), fn, info->arity, info->arity == 1 ? "" : "s",
-                     n_in);
-            return;
-          }
-        node = napkin_node_new (result, NAPKIN_OP_MAP);
-        node->fn = map_fn;
-        if (map_fn == NAPKIN_FN_SCALE)
-          {
-            const Arg *alpha = find_arg (args, "alpha", 0);
-
-            if (alpha == NULL)
-              {
-                fail_at (l, fn_column, _("scale needs its factor, as in scale(0.125)"));
-                return;
-              }
-            if (!number_arg (l, alpha, &node->alpha))
-              return;
-          }
-        if (map_fn == NAPKIN_FN_CAST)
-          {
-            const Arg *dt = find_arg (args, "dtype", 0);
-
-            if (dt == NULL || !napkin_dtype_from_string (dt->text, &node->dtype))
-              {
-                fail_at (l, dt ? dt->column : fn_column, _("cast needs an element type (fp32 bf16 fp16 …)"));
-                return;
-              }
-            node->has_dtype = TRUE;
-          }
-        if (result_axes != NULL)
-          node->out = g_strdupv (result_axes);
-      }
-    else
-      {
-        fail_at (l, fn_column, _("unknown operation “%s”"), fn);
+        chain_clear (&ch);
         return;
       }
-  }
-
-  for (guint i = 0; i < n_in; i++)
-    if ((inputs[i] = operand_node (c, l, &g_array_index (operands, Operand, i))) == NULL)
-      return;
-  node->label = g_strdup (result);
-  id = napkin_import_add_node (c->d, g_steal_pointer (&node), result);
+  node->label = g_strdup (ch.result);
+  id = napkin_import_add_node (c->d, g_steal_pointer (&node), ch.result);
   for (guint i = 0; i < n_in; i++)
     napkin_import_add_wire (c->d, inputs[i], id, i);
-  add_value (c, result, id, l->line);
-
-  /* The type it infers must be the axes written on the result. */
-  {
-    const NapkinTensorType *type = napkin_diagram_node_type (c->d, napkin_diagram_find_node (c->d, id));
-
-    if (type->valid && result_axes != NULL)
-      {
-        g_auto(GStrv) have = type_axes (c->d, type);
-
-        if (!same_axis_set (result_axes, (const char * const *) have))
-          {
-            g_autofree char *list = g_strjoinv (",", have);
-
-            fail_at (l, result_axes_column, _("“%s” has axes [%s] by its operation"), result, list);
-          }
-      }
-  }
+  add_value (c, ch.result, id, l->line);
+  check_result_axes (c, l, &ch, id);
+  chain_clear (&ch);
 }
 
 static void

@@ -1026,6 +1026,345 @@ permute_dims (G     *g,
   }
 }
 
+/* A view, reshape, transpose, permute, expand or copy: the same data under new dims. */
+static void
+pass1_view (G     *g,
+            Value *v,
+            Value *a)
+{
+  const char *b = v->base;
+
+  if (!need (g, v, a, 0))
+    return;
+  set_src (g, v, 0, a);
+  v->emit = a->dtype != v->dtype ? EMIT_CAST : EMIT_VIEW;
+  if (g_str_equal (b, "transpose") || g_str_equal (b, "t") || g_str_equal (b, "permute"))
+    permute_dims (g, v, a);
+  else if (g_str_equal (b, "expand"))
+    {
+      for (guint i = 0; i < a->n_dims; i++)
+        if (a->dims[i] == NONE && v->shape[v->n_dims - a->n_dims + i] != 1)
+          {
+            unsupported (g, v, "an expand that repeats data (use enable_gqa for grouped heads)");
+            return;
+          }
+      copy_dims (v, a);
+    }
+  else if (v->n_dims == a->n_dims && g_str_has_prefix (b, "_to") | g_str_equal (b, "to")
+           | g_str_equal (b, "contiguous") | g_str_equal (b, "clone") | g_str_equal (b, "alias")
+           | g_str_equal (b, "detach") | g_str_equal (b, "lift_fresh_copy"))
+    copy_dims (v, a);
+  else
+    reshape (g, v, a);
+}
+
+/* A product of x and y, with an optional bias added after it. */
+static void
+set_contract (G     *g,
+              Value *v,
+              Value *x,
+              Value *y,
+              Value *bias)
+{
+  set_src (g, v, 0, x);
+  set_src (g, v, 1, y);
+  v->extra[0] = bias ? value_index (g, bias) : -1;
+  v->emit = EMIT_CONTRACT;
+}
+
+/* F.linear: x · Wᵀ (+ bias) over the last dimension. */
+static void
+pass1_linear (G     *g,
+              Value *v,
+              Value *a)
+{
+  Value *w = arg_value (g, v, 1, "weight"), *bias = arg_value (g, v, 2, "bias");
+
+  if (!need (g, v, a, 1) || !need (g, v, w, 2) || (bias && !need (g, v, bias, 1)))
+    return;
+  if (w->n_dims != 2)
+    {
+      unsupported (g, v, "a weight that is not a matrix");
+      return;
+    }
+  if (!unite (g, v, a->dims[a->n_dims - 1], w->dims[1]))
+    return;
+  for (guint i = 0; i + 1 < a->n_dims; i++)
+    v->dims[i] = a->dims[i];
+  v->dims[v->n_dims - 1] = w->dims[0];
+  if (bias && !unite (g, v, bias->dims[bias->n_dims - 1], w->dims[0]))
+    return;
+  set_contract (g, v, a, w, bias);
+}
+
+/* mm, bmm, matmul, addmm: a product over the shared inner dimension. */
+static void
+pass1_matmul (G     *g,
+              Value *v,
+              Value *a)
+{
+  const char *b = v->base;
+  gboolean addmm = g_str_equal (b, "addmm");
+  Value *x = arg_value (g, v, addmm ? 1 : 0, addmm ? "mat1" : "self");
+  Value *y = arg_value (g, v, addmm ? 2 : 1, addmm ? "mat2" : "other");
+  Value *bias = addmm ? a : NULL;
+
+  if (!need (g, v, x, 2) || !need (g, v, y, 2) || (addmm && !need (g, v, bias, 1)))
+    return;
+  if (addmm && (arg (v, 3, "beta") || arg (v, 4, "alpha")))
+    {
+      unsupported (g, v, "addmm with beta or alpha");
+      return;
+    }
+  if (!matmul_dims (g, v, x, y))
+    return;
+  /* the bias broadcasts against the product, right-aligned */
+  for (guint i = 0; bias && i < bias->n_dims && i < v->n_dims; i++)
+    {
+      guint bi = bias->n_dims - 1 - i, vi = v->n_dims - 1 - i;
+
+      if (bias->dims[bi] != NONE && dim_size (g, bias, bi) == dim_size (g, v, vi)
+          && !unite (g, v, bias->dims[bi], v->dims[vi]))
+        return;
+    }
+  set_contract (g, v, x, y, bias);
+}
+
+/* softmax over one dimension. */
+static void
+pass1_softmax (G     *g,
+               Value *v,
+               Value *a)
+{
+  gint64 dim;
+
+  if (!need (g, v, a, 1))
+    return;
+  if (!arg_int (v, 1, "dim", -1, &dim) || !norm_dim (dim, a->n_dims, &v->axis_dim))
+    {
+      fail (g, v, _("softmax over no dimension"));
+      return;
+    }
+  copy_dims (v, a);
+  set_src (g, v, 0, a);
+  v->emit = EMIT_SOFTMAX;
+}
+
+/* layer_norm, native_layer_norm, rms_norm over the last dimension, with weight and bias. */
+static void
+pass1_norm (G     *g,
+            Value *v,
+            Value *a)
+{
+  const char *b = v->base;
+  gboolean rms = g_str_equal (b, "rms_norm");
+  json_object *shape = arg (v, 1, "normalized_shape");
+  Value *w = arg_value (g, v, 2, "weight"), *bias = rms ? NULL : arg_value (g, v, 3, "bias");
+
+  if (!need (g, v, a, 1))
+    return;
+  if (shape == NULL || !json_object_is_type (shape, json_type_array) || json_object_array_length (shape) != 1)
+    {
+      unsupported (g, v, "a norm over more than the last dimension");
+      return;
+    }
+  v->norm = rms ? NAPKIN_NORM_RMSNORM : NAPKIN_NORM_LAYERNORM;
+  if (!arg_double (v, rms ? 3 : 4, "eps", rms ? default_eps (a->dtype) : 1e-5, &v->eps) || !(v->eps > 0 && v->eps < 1))
+    {
+      fail (g, v, _("eps must be a number between 0 and 1"));
+      return;
+    }
+  if (g_str_equal (b, "native_layer_norm"))
+    v->n_dims = a->n_dims;
+  copy_dims (v, a);
+  v->axis_dim = a->n_dims - 1;
+  hint (g, a->dims[a->n_dims - 1], "e", 1);
+  if ((w && (!need (g, v, w, 1) || !unite (g, v, w->dims[w->n_dims - 1], a->dims[a->n_dims - 1])))
+      || (bias && (!need (g, v, bias, 1) || !unite (g, v, bias->dims[bias->n_dims - 1], a->dims[a->n_dims - 1]))))
+    return;
+  set_src (g, v, 0, a);
+  set_src (g, v, 1, w);
+  set_src (g, v, 2, bias);
+  v->emit = EMIT_NORM;
+}
+
+/* getitem: only native_layer_norm's output. */
+static void
+pass1_getitem (G     *g,
+               Value *v,
+               Value *a)
+{
+  gint64 index;
+
+  if (a == NULL || !g_str_equal (a->base, "native_layer_norm") || !arg_int (v, 1, NULL, -1, &index) || index != 0)
+    {
+      unsupported (g, v, "an item of a result other than native_layer_norm's output");
+      return;
+    }
+  copy_dims (v, a);
+  set_src (g, v, 0, a);
+  v->emit = EMIT_VIEW;
+}
+
+/* scaled_dot_product_attention: causal or not, grouped query heads through enable_gqa. */
+static void
+pass1_attention (G     *g,
+                 Value *v,
+                 Value *a)
+{
+  Value *q = a, *k = arg_value (g, v, 1, "key"), *vv = arg_value (g, v, 2, "value");
+  double dropout;
+  guint nb;
+  int hq, hk, L, S, E, Ev;
+
+  if (!need (g, v, q, 3) || !need (g, v, k, 3) || !need (g, v, vv, 3))
+    return;
+  if (arg (v, 3, "attn_mask") != NULL && !json_object_is_type (arg (v, 3, "attn_mask"), json_type_null))
+    {
+      unsupported (g, v, "attn_mask (is_causal is covered)");
+      return;
+    }
+  if (!arg_double (v, 4, "dropout_p", 0, &dropout) || dropout != 0)
+    {
+      unsupported (g, v, "dropout_p other than 0");
+      return;
+    }
+  if (q->n_dims != k->n_dims || k->n_dims != vv->n_dims)
+    {
+      unsupported (g, v, "query, key and value of different ranks");
+      return;
+    }
+  nb = q->n_dims - 3;
+  hq = q->dims[nb], L = q->dims[nb + 1], E = q->dims[nb + 2];
+  hk = k->dims[nb], S = k->dims[nb + 1];
+  Ev = vv->dims[nb + 2];
+  for (guint i = 0; i < nb; i++)
+    if (!unite (g, v, q->dims[i], k->dims[i]) || !unite (g, v, k->dims[i], vv->dims[i]))
+      return;
+  if (!unite (g, v, E, k->dims[nb + 2]) || !unite (g, v, S, vv->dims[nb + 1]) || !unite (g, v, hk, vv->dims[nb]))
+    return;
+  if (dim_size (g, q, nb) != dim_size (g, k, nb))
+    {
+      g_autoptr(GArray) kids = g_array_new (FALSE, FALSE, sizeof (int));
+      gint64 group = dim_size (g, q, nb) / MAX (dim_size (g, k, nb), 1);
+      int gc;
+
+      if (!arg_bool (v, 6, "enable_gqa") || group * dim_size (g, k, nb) != dim_size (g, q, nb))
+        {
+          fail (g, v, _("%lld query heads and %lld key heads need enable_gqa=True"),
+                (long long) (dim_size (g, q, nb)), (long long) (dim_size (g, k, nb)));
+          return;
+        }
+      gc = new_class (g, group);
+      g_array_append_val (kids, hk);
+      g_array_append_val (kids, gc);
+      if (!split (g, v, hq, kids))
+        return;
+      hint (g, gc, "g", 1);
+    }
+  else if (!unite (g, v, hq, hk))
+    return;
+  for (guint i = 0; i < nb; i++)
+    v->dims[i] = q->dims[i];
+  v->dims[nb] = hq;
+  v->dims[nb + 1] = L;
+  v->dims[nb + 2] = Ev;
+  if (nb > 0)
+    hint (g, q->dims[0], "b", 1);
+  hint (g, hk, "h", 1);
+  hint (g, L, "s", 1);
+  hint (g, S, "s", 1);
+  hint (g, E, "d", 1);
+  hint (g, Ev, "dv", 1);
+  v->causal = arg_bool (v, 5, "is_causal");
+  if (!arg_double (v, 99, "scale", 1.0 / sqrt ((double) dim_size (g, q, nb + 2)), &v->alpha))
+    {
+      fail (g, v, _("scale must be a number"));
+      return;
+    }
+  set_src (g, v, 0, q);
+  set_src (g, v, 1, k);
+  set_src (g, v, 2, vv);
+  v->emit = EMIT_ATTENTION;
+}
+
+/* mul, add, sub, div: a binary map, or a scale by a constant. */
+static void
+pass1_arith (G     *g,
+             Value *v,
+             Value *a)
+{
+  const char *b = v->base;
+  Value *y = arg_value (g, v, 1, "other");
+  double alpha = 1;
+
+  if (!need (g, v, a, 0))
+    return;
+  if (!arg_double (v, 2, "alpha", 1, &alpha))
+    {
+      fail (g, v, _("alpha must be a number"));
+      return;
+    }
+  if (y == NULL)
+    {
+      double s;
+
+      if (!arg_is_number (v, 1) || (!g_str_equal (b, "mul") && !g_str_equal (b, "div")))
+        {
+          unsupported (g, v, "adding a constant (the format scales by constants only)");
+          return;
+        }
+      arg_double (v, 1, NULL, 1, &s);
+      if (g_str_equal (b, "div") && s == 0)
+        {
+          fail (g, v, _("division by zero"));
+          return;
+        }
+      v->alpha = g_str_equal (b, "div") ? 1.0 / s : s;
+      copy_dims (v, a);
+      set_src (g, v, 0, a);
+      v->emit = EMIT_SCALE;
+      return;
+    }
+  if (alpha != 1)
+    {
+      unsupported (g, v, "add or sub with alpha other than 1");
+      return;
+    }
+  if (!need (g, v, y, 0) || !broadcast (g, v, a, y))
+    return;
+  napkin_fn_from_string (b, &v->fn);
+  set_src (g, v, 0, a);
+  set_src (g, v, 1, y);
+  v->emit = EMIT_MAP2;
+}
+/* A unary map of map1_names[i] (gelu exact only). */
+static void
+pass1_map1 (G     *g,
+            Value *v,
+            Value *a,
+            guint  i)
+{
+  const char *approx = member_string (v->kwargs, "approximate");
+
+  if (!need (g, v, a, 0))
+    return;
+  if (approx == NULL && arg (v, 1, NULL) && json_object_is_type (arg (v, 1, NULL), json_type_string))
+    approx = json_object_get_string (arg (v, 1, NULL));
+  if (approx != NULL && !g_str_equal (approx, "none"))
+    {
+      unsupported (g, v, "gelu with approximate='tanh' (the format's gelu is the exact one)");
+      return;
+    }
+  napkin_fn_from_string (map1_names[i][1], &v->fn);
+  copy_dims (v, a);
+  set_src (g, v, 0, a);
+  v->emit = EMIT_MAP1;
+  if (v->fn == NAPKIN_FN_GELU || v->fn == NAPKIN_FN_SILU || v->fn == NAPKIN_FN_RELU)
+    hint (g, a->dims[a->n_dims - 1], "f", 1);
+}
+
+/* Pass 1 of one call: its dims from its arguments' (docs/import.md), by operation. */
 static void
 pass1_call (G     *g,
             Value *v)
@@ -1059,84 +1398,18 @@ pass1_call (G     *g,
 
   if (in_list (b, view_names, G_N_ELEMENTS (view_names)) || g_str_equal (b, "_to_copy") || g_str_equal (b, "to"))
     {
-      if (!need (g, v, a, 0))
-        return;
-      set_src (g, v, 0, a);
-      v->emit = a->dtype != v->dtype ? EMIT_CAST : EMIT_VIEW;
-      if (g_str_equal (b, "transpose") || g_str_equal (b, "t") || g_str_equal (b, "permute"))
-        permute_dims (g, v, a);
-      else if (g_str_equal (b, "expand"))
-        {
-          for (guint i = 0; i < a->n_dims; i++)
-            if (a->dims[i] == NONE && v->shape[v->n_dims - a->n_dims + i] != 1)
-              {
-                unsupported (g, v, "an expand that repeats data (use enable_gqa for grouped heads)");
-                return;
-              }
-          copy_dims (v, a);
-        }
-      else if (v->n_dims == a->n_dims && g_str_has_prefix (b, "_to") | g_str_equal (b, "to")
-               | g_str_equal (b, "contiguous") | g_str_equal (b, "clone") | g_str_equal (b, "alias")
-               | g_str_equal (b, "detach") | g_str_equal (b, "lift_fresh_copy"))
-        copy_dims (v, a);
-      else
-        reshape (g, v, a);
+      pass1_view (g, v, a);
       return;
     }
 
   if (g_str_equal (b, "linear"))
     {
-      Value *w = arg_value (g, v, 1, "weight"), *bias = arg_value (g, v, 2, "bias");
-
-      if (!need (g, v, a, 1) || !need (g, v, w, 2) || (bias && !need (g, v, bias, 1)))
-        return;
-      if (w->n_dims != 2)
-        {
-          unsupported (g, v, "a weight that is not a matrix");
-          return;
-        }
-      if (!unite (g, v, a->dims[a->n_dims - 1], w->dims[1]))
-        return;
-      for (guint i = 0; i + 1 < a->n_dims; i++)
-        v->dims[i] = a->dims[i];
-      v->dims[v->n_dims - 1] = w->dims[0];
-      if (bias && !unite (g, v, bias->dims[bias->n_dims - 1], w->dims[0]))
-        return;
-      set_src (g, v, 0, a);
-      set_src (g, v, 1, w);
-      v->extra[0] = bias ? value_index (g, bias) : -1;
-      v->emit = EMIT_CONTRACT;
+      pass1_linear (g, v, a);
       return;
     }
   if (g_str_equal (b, "mm") || g_str_equal (b, "bmm") || g_str_equal (b, "matmul") || g_str_equal (b, "addmm"))
     {
-      gboolean addmm = g_str_equal (b, "addmm");
-      Value *x = arg_value (g, v, addmm ? 1 : 0, addmm ? "mat1" : "self");
-      Value *y = arg_value (g, v, addmm ? 2 : 1, addmm ? "mat2" : "other");
-      Value *bias = addmm ? a : NULL;
-
-      if (!need (g, v, x, 2) || !need (g, v, y, 2) || (addmm && !need (g, v, bias, 1)))
-        return;
-      if (addmm && (arg (v, 3, "beta") || arg (v, 4, "alpha")))
-        {
-          unsupported (g, v, "addmm with beta or alpha");
-          return;
-        }
-      if (!matmul_dims (g, v, x, y))
-        return;
-      /* the bias broadcasts against the product, right-aligned */
-      for (guint i = 0; bias && i < bias->n_dims && i < v->n_dims; i++)
-        {
-          guint bi = bias->n_dims - 1 - i, vi = v->n_dims - 1 - i;
-
-          if (bias->dims[bi] != NONE && dim_size (g, bias, bi) == dim_size (g, v, vi)
-              && !unite (g, v, bias->dims[bi], v->dims[vi]))
-            return;
-        }
-      set_src (g, v, 0, x);
-      set_src (g, v, 1, y);
-      v->extra[0] = bias ? value_index (g, bias) : -1;
-      v->emit = EMIT_CONTRACT;
+      pass1_matmul (g, v, a);
       return;
     }
   if (g_str_equal (b, "einsum"))
@@ -1150,211 +1423,33 @@ pass1_call (G     *g,
     }
   if (g_str_equal (b, "softmax") || g_str_equal (b, "_softmax") || g_str_equal (b, "_safe_softmax"))
     {
-      gint64 dim;
-
-      if (!need (g, v, a, 1))
-        return;
-      if (!arg_int (v, 1, "dim", -1, &dim) || !norm_dim (dim, a->n_dims, &v->axis_dim))
-        {
-          fail (g, v, _("softmax over no dimension"));
-          return;
-        }
-      copy_dims (v, a);
-      set_src (g, v, 0, a);
-      v->emit = EMIT_SOFTMAX;
+      pass1_softmax (g, v, a);
       return;
     }
   if (g_str_equal (b, "layer_norm") || g_str_equal (b, "native_layer_norm") || g_str_equal (b, "rms_norm"))
     {
-      gboolean rms = g_str_equal (b, "rms_norm");
-      json_object *shape = arg (v, 1, "normalized_shape");
-      Value *w = arg_value (g, v, 2, "weight"), *bias = rms ? NULL : arg_value (g, v, 3, "bias");
-
-      if (!need (g, v, a, 1))
-        return;
-      if (shape == NULL || !json_object_is_type (shape, json_type_array) || json_object_array_length (shape) != 1)
-        {
-          unsupported (g, v, "a norm over more than the last dimension");
-          return;
-        }
-      v->norm = rms ? NAPKIN_NORM_RMSNORM : NAPKIN_NORM_LAYERNORM;
-      if (!arg_double (v, rms ? 3 : 4, "eps", rms ? default_eps (a->dtype) : 1e-5, &v->eps) || !(v->eps > 0 && v->eps < 1))
-        {
-          fail (g, v, _("eps must be a number between 0 and 1"));
-          return;
-        }
-      if (g_str_equal (b, "native_layer_norm"))
-        v->n_dims = a->n_dims;
-      copy_dims (v, a);
-      v->axis_dim = a->n_dims - 1;
-      hint (g, a->dims[a->n_dims - 1], "e", 1);
-      if ((w && (!need (g, v, w, 1) || !unite (g, v, w->dims[w->n_dims - 1], a->dims[a->n_dims - 1])))
-          || (bias && (!need (g, v, bias, 1) || !unite (g, v, bias->dims[bias->n_dims - 1], a->dims[a->n_dims - 1]))))
-        return;
-      set_src (g, v, 0, a);
-      set_src (g, v, 1, w);
-      set_src (g, v, 2, bias);
-      v->emit = EMIT_NORM;
+      pass1_norm (g, v, a);
       return;
     }
   if (g_str_equal (b, "getitem"))
     {
-      gint64 index;
-
-      if (a == NULL || !g_str_equal (a->base, "native_layer_norm") || !arg_int (v, 1, NULL, -1, &index) || index != 0)
-        {
-          unsupported (g, v, "an item of a result other than native_layer_norm's output");
-          return;
-        }
-      copy_dims (v, a);
-      set_src (g, v, 0, a);
-      v->emit = EMIT_VIEW;
+      pass1_getitem (g, v, a);
       return;
     }
   if (g_str_equal (b, "scaled_dot_product_attention"))
     {
-      Value *q = a, *k = arg_value (g, v, 1, "key"), *vv = arg_value (g, v, 2, "value");
-      double dropout;
-      guint nb;
-      int hq, hk, L, S, E, Ev;
-
-      if (!need (g, v, q, 3) || !need (g, v, k, 3) || !need (g, v, vv, 3))
-        return;
-      if (arg (v, 3, "attn_mask") != NULL && !json_object_is_type (arg (v, 3, "attn_mask"), json_type_null))
-        {
-          unsupported (g, v, "attn_mask (is_causal is covered)");
-          return;
-        }
-      if (!arg_double (v, 4, "dropout_p", 0, &dropout) || dropout != 0)
-        {
-          unsupported (g, v, "dropout_p other than 0");
-          return;
-        }
-      if (q->n_dims != k->n_dims || k->n_dims != vv->n_dims)
-        {
-          unsupported (g, v, "query, key and value of different ranks");
-          return;
-        }
-      nb = q->n_dims - 3;
-      hq = q->dims[nb], L = q->dims[nb + 1], E = q->dims[nb + 2];
-      hk = k->dims[nb], S = k->dims[nb + 1];
-      Ev = vv->dims[nb + 2];
-      for (guint i = 0; i < nb; i++)
-        if (!unite (g, v, q->dims[i], k->dims[i]) || !unite (g, v, k->dims[i], vv->dims[i]))
-          return;
-      if (!unite (g, v, E, k->dims[nb + 2]) || !unite (g, v, S, vv->dims[nb + 1]) || !unite (g, v, hk, vv->dims[nb]))
-        return;
-      if (dim_size (g, q, nb) != dim_size (g, k, nb))
-        {
-          g_autoptr(GArray) kids = g_array_new (FALSE, FALSE, sizeof (int));
-          gint64 group = dim_size (g, q, nb) / MAX (dim_size (g, k, nb), 1);
-          int gc;
-
-          if (!arg_bool (v, 6, "enable_gqa") || group * dim_size (g, k, nb) != dim_size (g, q, nb))
-            {
-              fail (g, v, _("%lld query heads and %lld key heads need enable_gqa=True"),
-                    (long long) (dim_size (g, q, nb)), (long long) (dim_size (g, k, nb)));
-              return;
-            }
-          gc = new_class (g, group);
-          g_array_append_val (kids, hk);
-          g_array_append_val (kids, gc);
-          if (!split (g, v, hq, kids))
-            return;
-          hint (g, gc, "g", 1);
-        }
-      else if (!unite (g, v, hq, hk))
-        return;
-      for (guint i = 0; i < nb; i++)
-        v->dims[i] = q->dims[i];
-      v->dims[nb] = hq;
-      v->dims[nb + 1] = L;
-      v->dims[nb + 2] = Ev;
-      if (nb > 0)
-        hint (g, q->dims[0], "b", 1);
-      hint (g, hk, "h", 1);
-      hint (g, L, "s", 1);
-      hint (g, S, "s", 1);
-      hint (g, E, "d", 1);
-      hint (g, Ev, "dv", 1);
-      v->causal = arg_bool (v, 5, "is_causal");
-      if (!arg_double (v, 99, "scale", 1.0 / sqrt ((double) dim_size (g, q, nb + 2)), &v->alpha))
-        {
-          fail (g, v, _("scale must be a number"));
-          return;
-        }
-      set_src (g, v, 0, q);
-      set_src (g, v, 1, k);
-      set_src (g, v, 2, vv);
-      v->emit = EMIT_ATTENTION;
+      pass1_attention (g, v, a);
       return;
     }
   for (guint i = 0; i < G_N_ELEMENTS (map1_names); i++)
     if (g_str_equal (b, map1_names[i][0]))
       {
-        const char *approx = member_string (v->kwargs, "approximate");
-
-        if (!need (g, v, a, 0))
-          return;
-        if (approx == NULL && arg (v, 1, NULL) && json_object_is_type (arg (v, 1, NULL), json_type_string))
-          approx = json_object_get_string (arg (v, 1, NULL));
-        if (approx != NULL && !g_str_equal (approx, "none"))
-          {
-            unsupported (g, v, "gelu with approximate='tanh' (the format's gelu is the exact one)");
-            return;
-          }
-        napkin_fn_from_string (map1_names[i][1], &v->fn);
-        copy_dims (v, a);
-        set_src (g, v, 0, a);
-        v->emit = EMIT_MAP1;
-        if (v->fn == NAPKIN_FN_GELU || v->fn == NAPKIN_FN_SILU || v->fn == NAPKIN_FN_RELU)
-          hint (g, a->dims[a->n_dims - 1], "f", 1);
+        pass1_map1 (g, v, a, i);
         return;
       }
   if (g_str_equal (b, "mul") || g_str_equal (b, "add") || g_str_equal (b, "sub") || g_str_equal (b, "div"))
     {
-      Value *y = arg_value (g, v, 1, "other");
-      double alpha = 1;
-
-      if (!need (g, v, a, 0))
-        return;
-      if (!arg_double (v, 2, "alpha", 1, &alpha))
-        {
-          fail (g, v, _("alpha must be a number"));
-          return;
-        }
-      if (y == NULL)
-        {
-          double s;
-
-          if (!arg_is_number (v, 1) || (!g_str_equal (b, "mul") && !g_str_equal (b, "div")))
-            {
-              unsupported (g, v, "adding a constant (the format scales by constants only)");
-              return;
-            }
-          arg_double (v, 1, NULL, 1, &s);
-          if (g_str_equal (b, "div") && s == 0)
-            {
-              fail (g, v, _("division by zero"));
-              return;
-            }
-          v->alpha = g_str_equal (b, "div") ? 1.0 / s : s;
-          copy_dims (v, a);
-          set_src (g, v, 0, a);
-          v->emit = EMIT_SCALE;
-          return;
-        }
-      if (alpha != 1)
-        {
-          unsupported (g, v, "add or sub with alpha other than 1");
-          return;
-        }
-      if (!need (g, v, y, 0) || !broadcast (g, v, a, y))
-        return;
-      napkin_fn_from_string (b, &v->fn);
-      set_src (g, v, 0, a);
-      set_src (g, v, 1, y);
-      v->emit = EMIT_MAP2;
+      pass1_arith (g, v, a);
       return;
     }
   unsupported (g, v, NULL);
@@ -1457,6 +1552,25 @@ map_node (NapkinMapFn fn,
   return n;
 }
 
+/* The axes of node `in`'s value in the order it is stored (its inferred type), else
+ * `fallback`: a step that keeps that order maps each element to itself, and a product
+ * that keeps it is one GEMM (the rows one contiguous run, docs/plan.md "GEMM"). */
+static char **
+stored_order (G          *g,
+              const char *in,
+              char      **fallback)
+{
+  const NapkinTensorType *type = napkin_diagram_node_type (g->d, napkin_diagram_find_node (g->d, in));
+  char **out;
+
+  if (!type->valid)
+    return g_strdupv (fallback);
+  out = g_new0 (char *, type->n_axes + 1);
+  for (guint i = 0; i < type->n_axes; i++)
+    out[i] = g_strdup (napkin_diagram_axis (g->d, type->axes[i])->name);
+  return out;
+}
+
 /* A rearrange that only renames the axis `from` to `to` in place. */
 static const char *
 rename_axis (G          *g,
@@ -1468,17 +1582,8 @@ rename_axis (G          *g,
              const char *stem)
 {
   NapkinNode *n = napkin_node_new ("r", NAPKIN_OP_REARRANGE);
-  const NapkinTensorType *type = napkin_diagram_node_type (g->d, napkin_diagram_find_node (g->d, in));
 
-  /* in the input's own order, so that the flat index maps each element to itself */
-  if (type->valid)
-    {
-      n->out = g_new0 (char *, type->n_axes + 1);
-      for (guint i = 0; i < type->n_axes; i++)
-        n->out[i] = g_strdup (napkin_diagram_axis (g->d, type->axes[i])->name);
-    }
-  else
-    n->out = g_strdupv (axes);
+  n->out = stored_order (g, in, axes);
   for (guint i = 0; n->out[i]; i++)
     if (g_str_equal (n->out[i], from))
       {
@@ -1534,7 +1639,7 @@ emit_rotate (G     *g,
       }
   in = x->napkin;
   n = napkin_node_new ("c", NAPKIN_OP_CONTRACT);
-  n->out = g_strdupv (axes);
+  n->out = stored_order (g, in, axes);
   for (guint i = 0; n->out[i]; i++)
     if (g_str_equal (n->out[i], ax))
       {

@@ -267,6 +267,100 @@ napkin_ir_interpret_check_limits (const NapkinIrProgram *const *programs,
 
 /* ---- tensor sets ------------------------------------------------------------------------- */
 
+/* The node whose value reaches `node` through shape-only steps (rearranges and casts),
+ * so that a weight transposed or cast before its product still counts as its operand. */
+static int
+skip_reshapes (NapkinDiagram *diagram,
+               int            node)
+{
+  while (node >= 0)
+    {
+      const NapkinNode *n = napkin_diagram_node (diagram, node);
+
+      if (n->kind != NAPKIN_OP_REARRANGE && !(n->kind == NAPKIN_OP_MAP && n->fn == NAPKIN_FN_CAST))
+        break;
+      node = napkin_diagram_input_source (diagram, node, 0);
+    }
+  return node;
+}
+
+/* K of a contraction: the elements of the axes both operands carry and the result drops. */
+static gint64
+contracted_elements (NapkinDiagram *diagram,
+                     guint          node)
+{
+  int a = napkin_diagram_input_source (diagram, node, 0), b = napkin_diagram_input_source (diagram, node, 1);
+  const NapkinTensorType *ta, *tb, *out = napkin_diagram_node_type (diagram, node);
+  gint64 k = 1;
+
+  if (a < 0 || b < 0 || !out->valid)
+    return 1;
+  ta = napkin_diagram_node_type (diagram, a);
+  tb = napkin_diagram_node_type (diagram, b);
+  if (!ta->valid || !tb->valid)
+    return 1;
+  for (guint i = 0; i < ta->n_axes; i++)
+    if (napkin_tensor_type_has_axis (tb, ta->axes[i]) && !napkin_tensor_type_has_axis (out, ta->axes[i]))
+      k *= napkin_diagram_axis_size (diagram, ta->axes[i]);
+  return k;
+}
+
+/* Whether a contraction's sum is already normalised by the diagram: its result is
+ * scaled next (attention's α = 1/√d), or one operand is a softmax (rows summing to 1). */
+static gboolean
+product_normalised (NapkinDiagram *diagram,
+                    guint          node,
+                    const int      operand[2])
+{
+  guint n_consumers = 0;
+  const guint *consumers = napkin_diagram_consumers (diagram, node, &n_consumers);
+
+  for (guint c = 0; c < n_consumers; c++)
+    {
+      const NapkinNode *next = napkin_diagram_node (diagram, consumers[c]);
+
+      if (next->kind == NAPKIN_OP_MAP && next->fn == NAPKIN_FN_SCALE)
+        return TRUE;
+    }
+  for (guint p = 0; p < 2; p++)
+    if (operand[p] >= 0 && napkin_diagram_node (diagram, operand[p])->kind == NAPKIN_OP_SOFTMAX)
+      return TRUE;
+  return FALSE;
+}
+
+double
+napkin_input_scale (NapkinDiagram *diagram,
+                    guint          tensor)
+{
+  const NapkinTensor *t = napkin_diagram_tensor (diagram, tensor);
+  double scale = 1.0;
+
+  if (t->dtype == NAPKIN_DTYPE_INT8)
+    return 1.0;
+  for (guint n = 0; n < napkin_diagram_n_nodes (diagram); n++)
+    {
+      int operand[2];
+      gboolean is_input[2];
+      int scaled;
+
+      if (napkin_diagram_node (diagram, n)->kind != NAPKIN_OP_CONTRACT)
+        continue;
+      for (guint p = 0; p < 2; p++)
+        {
+          operand[p] = skip_reshapes (diagram, napkin_diagram_input_source (diagram, n, p));
+          is_input[p] = operand[p] >= 0 && napkin_diagram_node (diagram, operand[p])->kind == NAPKIN_OP_INPUT;
+        }
+      /* one operand takes the whole 1/√K, as a weight does against an O(1) activation:
+       * the second where both are inputs (x · W, as nn.Linear writes it) */
+      scaled = is_input[1] ? 1 : is_input[0] ? 0 : -1;
+      if (scaled < 0 || g_strcmp0 (napkin_diagram_node (diagram, operand[scaled])->tensor, t->name) != 0
+          || product_normalised (diagram, n, operand))
+        continue;
+      scale = MIN (scale, 1.0 / sqrt ((double) contracted_elements (diagram, n)));
+    }
+  return scale;
+}
+
 NapkinTensorSet *
 napkin_tensor_set_new_random (NapkinDiagram *diagram,
                               guint64        seed)
@@ -283,19 +377,21 @@ napkin_tensor_set_new_random (NapkinDiagram *diagram,
       const NapkinTensor *tensor = napkin_diagram_tensor (diagram, t);
       json_object *c = NULL;
       gint64 n = 1;
+      double scale;
 
       for (guint a = 0; tensor->axes[a]; a++)
         n *= napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, tensor->axes[a]));
       set->elements[t] = n;
       set->values[t] = g_new (double, n);
+      scale = napkin_input_scale (diagram, t);
       for (gint64 i = 0; i < n; i++)
         {
           double v = g_rand_double_range (rand, -1.0, 1.0);
 
           if (tensor->dtype == NAPKIN_DTYPE_INT8)
             v *= 100;
-          v = napkin_round_to_dtype (v, tensor->dtype);
-          set->values[t][i] = v != 0 ? v : 0.5;
+          v = napkin_round_to_dtype (v * scale, tensor->dtype);
+          set->values[t][i] = v != 0 ? v : napkin_round_to_dtype (0.5 * scale, tensor->dtype);
         }
       /* an imported rotary embedding's constant is the matrix the runner and the printed
        * PyTorch build (docs/import.md), not drawn; drawn above all the same, so the
@@ -631,6 +727,182 @@ apply_mask (Interp             *I,
   return v;
 }
 
+/* One element of a contraction or a reduction: the sum (or max) over `red`. */
+static double
+reduce_element (Interp             *I,
+                const NapkinIrStmt *s,
+                const NapkinNode   *node,
+                Iter               *red)
+{
+  gboolean is_max = s->op == NAPKIN_COMPUTE_REDUCE && node->reduce == NAPKIN_REDUCE_MAX;
+  double acc = s->accumulate ? get (I, s->dst) : (is_max ? -INFINITY : 0.0);
+
+  if (iter_begin (I, red))
+    do
+      {
+        double v = get (I, s->src[0]);
+
+        if (s->op == NAPKIN_COMPUTE_CONTRACT)
+          acc += v * get (I, s->src[1]);
+        else if (is_max)
+          acc = MAX (acc, v);
+        else
+          acc += v;
+      }
+    while (!I->failed && iter_next (I, red));
+  for (guint k = 0; k < red->n; k++)
+    I->coord[red->axes[k]] = I->offset[red->axes[k]];
+  return acc;
+}
+
+/* A row statistic (max, Σ exp, mean, 1/std) over the statement's axis. */
+static double
+row_statistic (Interp             *I,
+               const NapkinIrStmt *s,
+               Iter               *row)
+{
+  guint x = s->axis;
+  double acc = s->op == NAPKIN_COMPUTE_ROW_MAX ? -INFINITY : 0.0;
+  double center = 0;
+  gint64 count = I->extent[x];
+
+  if (s->op == NAPKIN_COMPUTE_ROW_SUMEXP || (s->op == NAPKIN_COMPUTE_ROW_RSTD && s->src[1] >= 0))
+    center = get (I, s->src[1]);
+  if (iter_begin (I, row))
+    do
+      {
+        double v = get (I, s->src[0]);
+
+        switch (s->op)
+          {
+          case NAPKIN_COMPUTE_ROW_MAX: acc = MAX (acc, v); break;
+          case NAPKIN_COMPUTE_ROW_SUMEXP: acc += exp_masked (v, center); break;
+          case NAPKIN_COMPUTE_ROW_MEAN: acc += v; break;
+          default: acc += (v - center) * (v - center); break;
+          }
+      }
+    while (!I->failed && iter_next (I, row));
+  I->coord[x] = I->offset[x];
+  if (s->op == NAPKIN_COMPUTE_ROW_MEAN)
+    acc /= count;
+  else if (s->op == NAPKIN_COMPUTE_ROW_RSTD)
+    acc = 1.0 / sqrt (acc / count + s->value);
+  return acc;
+}
+
+/* The online softmax's statistics for one row and one chunk of scores: the running
+ * max (dst), the running sum (src1) and the correction of earlier chunks (src2). */
+static void
+online_stats (Interp             *I,
+              const NapkinIrStmt *s,
+              Iter               *row)
+{
+  guint x = s->axis;
+  double m = get (I, s->dst), mx = -INFINITY, m_new, c, l = 0;
+
+  if (iter_begin (I, row))
+    do
+      mx = MAX (mx, get (I, s->src[0]));
+    while (!I->failed && iter_next (I, row));
+  m_new = MAX (m, mx);
+  c = m_new == -INFINITY ? 1.0 : exp (m - m_new);
+  if (iter_begin (I, row))
+    do
+      l += exp_masked (get (I, s->src[0]), m_new);
+    while (!I->failed && iter_next (I, row));
+  I->coord[x] = I->offset[x];
+  put (I, s->src[1], get (I, s->src[1]) * c + l);
+  put (I, s->src[2], c);
+  put (I, s->dst, m_new);
+}
+
+/* The online softmax's accumulator: dst·c + Σ exp (s − m)·v over `red`. */
+static double
+online_acc (Interp             *I,
+            const NapkinIrStmt *s,
+            Iter               *red)
+{
+  double acc = get (I, s->dst) * get (I, s->src[3]);
+
+  if (iter_begin (I, red))
+    do
+      acc += exp_masked (get (I, s->src[0]), get (I, s->src[2])) * get (I, s->src[1]);
+    while (!I->failed && iter_next (I, red));
+  for (guint k = 0; k < red->n; k++)
+    I->coord[red->axes[k]] = I->offset[red->axes[k]];
+  return acc;
+}
+
+/* One element of a compute statement, at the current coordinates. */
+static void
+compute_element (Interp             *I,
+                 const NapkinIrStmt *s,
+                 const NapkinNode   *node,
+                 Iter               *row,
+                 Iter               *red)
+{
+  switch (s->op)
+    {
+    case NAPKIN_COMPUTE_MAP:
+      put (I, s->dst, apply_fn (node, get (I, s->src[0]), s->src[1] >= 0 ? get (I, s->src[1]) : 0));
+      break;
+
+    case NAPKIN_COMPUTE_MASK:
+      put (I, s->dst, apply_mask (I, s, node));
+      break;
+
+    case NAPKIN_COMPUTE_CONTRACT:
+    case NAPKIN_COMPUTE_REDUCE:
+      put (I, s->dst, reduce_element (I, s, node, red));
+      break;
+
+    case NAPKIN_COMPUTE_ROW_MAX:
+    case NAPKIN_COMPUTE_ROW_SUMEXP:
+    case NAPKIN_COMPUTE_ROW_MEAN:
+    case NAPKIN_COMPUTE_ROW_RSTD:
+      put (I, s->dst, row_statistic (I, s, row));
+      break;
+
+    case NAPKIN_COMPUTE_SOFTMAX:
+      {
+        double l = get (I, s->src[2]);
+
+        /* a row with every key masked gives 0, as FlashAttention does */
+        put (I, s->dst, l > 0 ? exp_masked (get (I, s->src[0]), get (I, s->src[1])) / l : 0.0);
+        break;
+      }
+
+    case NAPKIN_COMPUTE_NORMALIZE:
+      put (I, s->dst, (get (I, s->src[0]) - (s->src[1] >= 0 ? get (I, s->src[1]) : 0)) * get (I, s->src[2]));
+      break;
+
+    case NAPKIN_COMPUTE_ONLINE_STATS:
+      online_stats (I, s, row);
+      break;
+
+    case NAPKIN_COMPUTE_ONLINE_ACC:
+      put (I, s->dst, online_acc (I, s, red));
+      break;
+
+    case NAPKIN_COMPUTE_DIVIDE:
+      {
+        double l = get (I, s->src[0]);
+
+        put (I, s->dst, l > 0 ? get (I, s->dst) / l : 0.0);
+      }
+      break;
+
+    case NAPKIN_COMPUTE_SCALE:
+      put (I, s->dst, get (I, s->dst) * s->value);
+      break;
+
+    case NAPKIN_COMPUTE_REARRANGE:
+    case NAPKIN_N_COMPUTES:
+    default:
+      g_assert_not_reached ();
+    }
+}
+
 static void
 run_compute (Interp             *I,
              const NapkinIrStmt *s)
@@ -638,8 +910,7 @@ run_compute (Interp             *I,
   const NapkinIrBuffer *d = napkin_ir_buffer (I->prog, s->dst);
   const NapkinNode *node = napkin_diagram_node (I->d, s->node);
   Iter it = { 0 }, red = { 0 };
-  guint x = s->axis;
-  Iter row = { 1, { x } };
+  Iter row = { 1, { s->axis } };
 
   if (s->op == NAPKIN_COMPUTE_REARRANGE)
     {
@@ -656,143 +927,7 @@ run_compute (Interp             *I,
   if (!iter_begin (I, &it))
     return;
   do
-    {
-      switch (s->op)
-        {
-        case NAPKIN_COMPUTE_MAP:
-          put (I, s->dst, apply_fn (node, get (I, s->src[0]), s->src[1] >= 0 ? get (I, s->src[1]) : 0));
-          break;
-
-        case NAPKIN_COMPUTE_MASK:
-          put (I, s->dst, apply_mask (I, s, node));
-          break;
-
-        case NAPKIN_COMPUTE_CONTRACT:
-        case NAPKIN_COMPUTE_REDUCE:
-          {
-            gboolean is_max = s->op == NAPKIN_COMPUTE_REDUCE && node->reduce == NAPKIN_REDUCE_MAX;
-            double acc = s->accumulate ? get (I, s->dst) : (is_max ? -INFINITY : 0.0);
-
-            if (iter_begin (I, &red))
-              do
-                {
-                  double v = get (I, s->src[0]);
-
-                  if (s->op == NAPKIN_COMPUTE_CONTRACT)
-                    acc += v * get (I, s->src[1]);
-                  else if (is_max)
-                    acc = MAX (acc, v);
-                  else
-                    acc += v;
-                }
-              while (!I->failed && iter_next (I, &red));
-            for (guint k = 0; k < red.n; k++)
-              I->coord[red.axes[k]] = I->offset[red.axes[k]];
-            put (I, s->dst, acc);
-            break;
-          }
-
-        case NAPKIN_COMPUTE_ROW_MAX:
-        case NAPKIN_COMPUTE_ROW_SUMEXP:
-        case NAPKIN_COMPUTE_ROW_MEAN:
-        case NAPKIN_COMPUTE_ROW_RSTD:
-          {
-            double acc = s->op == NAPKIN_COMPUTE_ROW_MAX ? -INFINITY : 0.0;
-            double center = 0;
-            gint64 count = I->extent[x];
-
-            if (s->op == NAPKIN_COMPUTE_ROW_SUMEXP || (s->op == NAPKIN_COMPUTE_ROW_RSTD && s->src[1] >= 0))
-              center = get (I, s->src[1]);
-            if (iter_begin (I, &row))
-              do
-                {
-                  double v = get (I, s->src[0]);
-
-                  switch (s->op)
-                    {
-                    case NAPKIN_COMPUTE_ROW_MAX: acc = MAX (acc, v); break;
-                    case NAPKIN_COMPUTE_ROW_SUMEXP: acc += exp_masked (v, center); break;
-                    case NAPKIN_COMPUTE_ROW_MEAN: acc += v; break;
-                    default: acc += (v - center) * (v - center); break;
-                    }
-                }
-              while (!I->failed && iter_next (I, &row));
-            I->coord[x] = I->offset[x];
-            if (s->op == NAPKIN_COMPUTE_ROW_MEAN)
-              acc /= count;
-            else if (s->op == NAPKIN_COMPUTE_ROW_RSTD)
-              acc = 1.0 / sqrt (acc / count + s->value);
-            put (I, s->dst, acc);
-            break;
-          }
-
-        case NAPKIN_COMPUTE_SOFTMAX:
-          {
-            double l = get (I, s->src[2]);
-
-            /* a row with every key masked gives 0, as FlashAttention does */
-            put (I, s->dst, l > 0 ? exp_masked (get (I, s->src[0]), get (I, s->src[1])) / l : 0.0);
-            break;
-          }
-          break;
-
-        case NAPKIN_COMPUTE_NORMALIZE:
-          put (I, s->dst, (get (I, s->src[0]) - (s->src[1] >= 0 ? get (I, s->src[1]) : 0)) * get (I, s->src[2]));
-          break;
-
-        case NAPKIN_COMPUTE_ONLINE_STATS:
-          {
-            double m = get (I, s->dst), mx = -INFINITY, m_new, c, l = 0;
-
-            if (iter_begin (I, &row))
-              do
-                mx = MAX (mx, get (I, s->src[0]));
-              while (!I->failed && iter_next (I, &row));
-            m_new = MAX (m, mx);
-            c = m_new == -INFINITY ? 1.0 : exp (m - m_new);
-            if (iter_begin (I, &row))
-              do
-                l += exp_masked (get (I, s->src[0]), m_new);
-              while (!I->failed && iter_next (I, &row));
-            I->coord[x] = I->offset[x];
-            put (I, s->src[1], get (I, s->src[1]) * c + l);
-            put (I, s->src[2], c);
-            put (I, s->dst, m_new);
-            break;
-          }
-
-        case NAPKIN_COMPUTE_ONLINE_ACC:
-          {
-            double acc = get (I, s->dst) * get (I, s->src[3]);
-
-            if (iter_begin (I, &red))
-              do
-                acc += exp_masked (get (I, s->src[0]), get (I, s->src[2])) * get (I, s->src[1]);
-              while (!I->failed && iter_next (I, &red));
-            for (guint k = 0; k < red.n; k++)
-              I->coord[red.axes[k]] = I->offset[red.axes[k]];
-            put (I, s->dst, acc);
-            break;
-          }
-
-        case NAPKIN_COMPUTE_DIVIDE:
-          {
-            double l = get (I, s->src[0]);
-
-            put (I, s->dst, l > 0 ? get (I, s->dst) / l : 0.0);
-          }
-          break;
-
-        case NAPKIN_COMPUTE_SCALE:
-          put (I, s->dst, get (I, s->dst) * s->value);
-          break;
-
-        case NAPKIN_COMPUTE_REARRANGE:
-        case NAPKIN_N_COMPUTES:
-        default:
-          g_assert_not_reached ();
-        }
-    }
+    compute_element (I, s, node, &row, &red);
   while (!I->failed && iter_next (I, &it));
 }
 

@@ -16,11 +16,19 @@ typedef struct
   gint64        *elements;
 } NapkinTensorSet;
 
-/* Seeded uniform values in [-1, 1), rounded to each tensor's type; never zeros. A
- * "rotate_half" constant holds its matrix instead, as the runner fills it. */
+/* Seeded uniform values in [-1, 1) times the tensor's napkin_input_scale, rounded to
+ * each tensor's type; never zeros. A "rotate_half" constant holds its matrix instead,
+ * as the runner fills it. */
 NapkinTensorSet *napkin_tensor_set_new_random (NapkinDiagram          *diagram,
                                                guint64                 seed);
 void             napkin_tensor_set_free       (NapkinTensorSet        *set);
+
+/* What an input's uniform draws are multiplied by, as a model's initialisation scales
+ * its weights (docs/model.md, "Inputs of a run"): 1/√K for an operand a contraction
+ * sums over K, so that products stay O(1) — the runner and the interpreter fill with
+ * the same scales. 1 for everything else (and for int8 inputs, drawn as integers). */
+double           napkin_input_scale           (NapkinDiagram          *diagram,
+                                               guint                   tensor);
 
 /* Runs every kernel of the program on the CPU in float64, rounding what it stores
  * in device memory to the stored type. Tiles start as NaN and every access is

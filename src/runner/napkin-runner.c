@@ -273,16 +273,18 @@ uniform_at (guint64 first,
 }
 
 /* Element i of an input whose first draw follows state `first`, as a float (int8
- * inputs take small integers; 0 becomes 0.5 so that no input is zero). */
+ * inputs take small integers; others are scaled by napkin_input_scale; 0 becomes
+ * 0.5 · scale so that no input is zero). */
 static float
 input_value (guint64  first,
              gboolean integers,
+             double   scale,
              gint64   i)
 {
   double v = uniform_at (first, i);
-  float f = (float) (integers ? rint (v * 100) : v);
+  float f = (float) (integers ? rint (v * 100) : v * scale);
 
-  return f != 0 ? f : 0.5f;
+  return f != 0 ? f : (float) (0.5 * scale);
 }
 
 /* The device twin of input_value () and to_device (): the same integer and IEEE double
@@ -313,7 +315,8 @@ static const char fill_source[] =
   "  x += 0x7fff + ((x >> 16) & 1);\n"
   "  return x >> 16;\n"
   "}\n"
-  "extern \"C\" __global__ void napkin_fill (void *dst, int dtype, long n, unsigned long long first, int integers)\n"
+  "extern \"C\" __global__ void napkin_fill (void *dst, int dtype, long n, unsigned long long first, int integers,\n"
+  "                                          double scale)\n"
   "{\n"
   "  for (long i = blockIdx.x * (long) blockDim.x + threadIdx.x; i < n; i += (long) gridDim.x * blockDim.x) {\n"
   "    unsigned long long z = first + (unsigned long long) (i + 1) * 0x9e3779b97f4a7c15ULL;\n"
@@ -321,8 +324,8 @@ static const char fill_source[] =
   "    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;\n"
   "    z ^= z >> 31;\n"
   "    const double v = (double) (z >> 11) / 9007199254740992.0 * 2.0 - 1.0;\n"
-  "    float f = (float) (integers ? rint (v * 100) : v);\n"
-  "    if (f == 0) f = 0.5f;\n"
+  "    float f = (float) (integers ? rint (v * 100) : v * scale);\n"
+  "    if (f == 0) f = (float) (0.5 * scale);\n"
   "    switch (dtype) {\n"
   "    case 2: ((unsigned short *) dst)[i] = napkin_fill_half (f); break;\n"
   "    case 3: ((unsigned short *) dst)[i] = napkin_fill_bf16 (f); break;\n"
@@ -342,6 +345,7 @@ typedef struct
 {
   guint64  *first;
   gboolean *integers;
+  double   *scale;         /* napkin_input_scale */
   gint64   *rotate_half;   /* n, or 0 */
 } Inputs;
 
@@ -520,7 +524,8 @@ device_fill (CUdeviceptr           p,
   int dtype = (int) b->dtype, integers = inputs->integers[b->tensor];
   long n = (long) napkin_ir_buffer_elements (b);
   unsigned long long first = inputs->first[b->tensor];
-  void *params[] = { &dst, &dtype, &n, &first, &integers };
+  double scale = inputs->scale[b->tensor];
+  void *params[] = { &dst, &dtype, &n, &first, &integers, &scale };
   unsigned blocks = (unsigned) MAX (1, MIN ((n + 255) / 256, (gint64) MAX (1, sm_count) * 16));
 
   return check (cu.LaunchKernel (fill_fn, blocks, 1, 1, 256, 1, 1, 0, NULL, params, NULL), "filling inputs", message);
@@ -590,6 +595,66 @@ device_alloc (Device        *dev,
   return device_tensor_maps (dev, message);
 }
 
+/* With NAPKIN_DUMP_DIR set (not empty), every input and output of the module as it is on the device
+ * (raw, in the tensor's type and axis order: TENSOR.bin) and manifest.json naming each
+ * (name, dtype, axes, role): bench/gpu/derive feeds the same inputs to the PyTorch module
+ * and compares its output with ours. */
+static gboolean
+dump_buffers (Device        *dev,
+              NapkinDiagram *d,
+              char         **message)
+{
+  const char *dir = g_getenv ("NAPKIN_DUMP_DIR");
+  g_autoptr(json_object) manifest = NULL;
+  g_autofree char *path = NULL;
+
+  if (dir == NULL || *dir == '\0')
+    return TRUE;
+  manifest = json_object_new_array ();
+  path = g_build_filename (dir, "manifest.json", NULL);
+  g_mkdir_with_parents (dir, 0755);
+  for (guint s = 0; s < dev->mod->args->len; s++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
+      const NapkinTensor *t;
+      gint64 bytes;
+      g_autofree guint8 *host = NULL;
+      g_autofree char *file = NULL;
+      json_object *o, *axes;
+
+      if ((int) s == dev->mod->workspace_slot || (b->role != NAPKIN_BUF_INPUT && b->role != NAPKIN_BUF_OUTPUT))
+        continue;
+      t = napkin_diagram_tensor (d, b->tensor);
+      bytes = napkin_ir_buffer_elements (b) * napkin_dtype_bytes (b->dtype);
+      host = g_malloc (MAX (bytes, 1));
+      file = g_strdup_printf ("%s/%s.bin", dir, t->name);
+      if (!check (cu.MemcpyDtoH (host, dev->ptrs[s], bytes), "reading a buffer to dump", message))
+        return FALSE;
+      if (!g_file_set_contents (file, (const char *) host, bytes, NULL))
+        {
+          g_free (*message);
+          *message = g_strdup_printf ("cannot write %s", file);
+          return FALSE;
+        }
+      o = json_object_new_object ();
+      axes = json_object_new_array ();
+      for (guint a = 0; t->axes[a]; a++)
+        json_object_array_add (axes, json_object_new_string (t->axes[a]));
+      json_object_object_add (o, "name", json_object_new_string (t->name));
+      json_object_object_add (o, "dtype", json_object_new_string (napkin_dtype_to_string (b->dtype)));
+      json_object_object_add (o, "role", json_object_new_string (b->role == NAPKIN_BUF_INPUT ? "input" : "output"));
+      json_object_object_add (o, "axes", axes);
+      json_object_array_add (manifest, o);
+    }
+  if (json_object_to_file_ext (path, manifest, JSON_C_TO_STRING_PRETTY) != 0)
+    {
+      g_free (*message);
+      *message = g_strdup_printf ("cannot write %s", path);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /* The first and last elements of every input the device filled, against the host's
  * generator: a device that computed other inputs than the exported program would make
  * the two disagree without either being wrong. */
@@ -616,7 +681,8 @@ check_inputs (Device        *dev,
           gint64 start = end ? n - m : 0;
 
           for (gint64 i = 0; i < m; i++)
-            want[i] = input_value (inputs->first[b->tensor], inputs->integers[b->tensor], start + i);
+            want[i] = input_value (inputs->first[b->tensor], inputs->integers[b->tensor], inputs->scale[b->tensor],
+                                   start + i);
           to_device (b->dtype, want, want_bytes, m);
           if (!check (cu.MemcpyDtoH (got, dev->ptrs[s] + start * size, m * size), "reading inputs back", message))
             return FALSE;
@@ -2641,7 +2707,8 @@ run_gpus (NapkinDiagram *d,
         continue;
       inputs[b->tensor] = g_new (float, n);
       for (gint64 i = 0; i < n; i++)
-        inputs[b->tensor][i] = input_value ((guint64) seed + draws * NAPKIN_RNG_STEP, b->dtype == NAPKIN_DTYPE_INT8, i);
+        inputs[b->tensor][i] = input_value ((guint64) seed + draws * NAPKIN_RNG_STEP, b->dtype == NAPKIN_DTYPE_INT8,
+                                            napkin_input_scale (d, b->tensor), i);
       draws += (guint64) n;
     }
 
@@ -2846,6 +2913,7 @@ run_clear (Run *r)
   g_free (r->arch);
   g_free (r->in.first);
   g_free (r->in.rotate_half);
+  g_free (r->in.scale);
   g_free (r->in.integers);
 }
 
@@ -3140,6 +3208,7 @@ plan_inputs (Run *r)
   r->in.first = g_new0 (guint64, n_tensors + 1);
   r->in.integers = g_new0 (gboolean, n_tensors + 1);
   r->in.rotate_half = g_new0 (gint64, n_tensors + 1);
+  r->in.scale = g_new0 (double, n_tensors + 1);
   for (guint t = 0; t < n_tensors; t++)
     {
       const NapkinTensor *tensor = napkin_diagram_tensor (r->d, t);
@@ -3180,6 +3249,7 @@ plan_inputs (Run *r)
       drawn[b->tensor] = TRUE;
       r->in.first[b->tensor] = (guint64) r->seed + draws * NAPKIN_RNG_STEP;
       r->in.integers[b->tensor] = b->dtype == NAPKIN_DTYPE_INT8;
+      r->in.scale[b->tensor] = napkin_input_scale (r->d, b->tensor);
       draws += (guint64) n;
     }
   return GO_ON;
@@ -3278,6 +3348,8 @@ run_and_check (Run *r)
     json_object_object_add (e, "note", json_object_new_string ("NaN in an output: an element was not written"));
   json_object_object_add (r->root, "error", e);
   phase_end ("check");
+  if (!dump_buffers (&r->kd, r->d, &message))
+    return finish (r->root, "failed", message, EXIT_FAILED);
   return GO_ON;
 }
 

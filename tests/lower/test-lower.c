@@ -330,9 +330,55 @@ test_rotate_half_constant (void)
   g_assert_cmpint (zeros, ==, n * n - n);
   g_assert_cmpfloat (set->values[t][(n / 2) * n + 0], ==, -1.0);  /* R[n/2][0] */
   g_assert_cmpfloat (set->values[t][0 * n + n / 2], ==, 1.0);     /* R[0][n/2] */
-  /* the other inputs are drawn as before: uniform, never zero */
+  /* the other inputs are drawn uniform, never zero (x feeds no product: unscaled) */
   g_assert_cmpfloat (fabs (set->values[napkin_diagram_find_tensor (d, "x")][0]), <=, 1.0);
   g_assert_cmpfloat (set->values[napkin_diagram_find_tensor (d, "x")][0], !=, 0.0);
+  napkin_tensor_set_free (set);
+}
+
+/* Inputs are scaled as a model initialises its weights (docs/import.md, "Checking the
+ * derived block in bf16"): 1/√K on the operand a product sums over K, so the Llama
+ * block's attention scores stay O(1) instead of making softmax an argmax. */
+static void
+test_input_scales (void)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("G_TEST_SRCDIR"), "data", "derive", "llama-block.napkin", NULL);
+  static const Case attention = { "attention.napkin", { "b=2", "h=2", "q=20", "k=18", "d=8" }, { NULL } };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) att = load_case (&attention);
+  g_autoptr(NapkinDiagram) mm = load_case (&cases[0]);
+  struct { const char *tensor; double scale; } want[] = {
+    { "x", 1.0 }, { "cos", 1.0 }, { "sin", 1.0 }, { "attn_norm_weight", 1.0 },
+    { "wq_weight", 1.0 / 64 }, { "wk_weight", 1.0 / 64 }, { "wo_weight", 1.0 / 64 },   /* K = e, h·g·dv = 4096 */
+    { "w_gate_weight", 1.0 / 64 }, { "w_down_weight", 1.0 / sqrt (14336.0) },
+  };
+  NapkinTensorSet *set;
+  double sum = 0, sum2 = 0;
+  int wq;
+
+  g_assert_no_error (error);
+  for (guint i = 0; i < G_N_ELEMENTS (want); i++)
+    g_assert_cmpfloat_with_epsilon (napkin_input_scale (d, napkin_diagram_find_tensor (d, want[i].tensor)),
+                                    want[i].scale, 1e-12);
+  /* attention: Q·Kᵀ is scaled by the diagram (α), P·V sums a softmax: none scaled */
+  for (guint t = 0; t < napkin_diagram_n_tensors (att); t++)
+    g_assert_cmpfloat (napkin_input_scale (att, t), ==, 1.0);
+  /* A·B, both inputs: B takes 1/√k (k = 20), as a weight */
+  g_assert_cmpfloat (napkin_input_scale (mm, napkin_diagram_find_tensor (mm, "A")), ==, 1.0);
+  g_assert_cmpfloat_with_epsilon (napkin_input_scale (mm, napkin_diagram_find_tensor (mm, "B")), 1 / sqrt (20.0), 1e-12);
+  /* the interpreter draws with it: wq's values lie in ±1/64 with the spread of U(−1, 1)/64 */
+  napkin_diagram_override_axis (d, "e=256", &error);
+  g_assert_no_error (error);
+  set = napkin_tensor_set_new_random (d, 1234);
+  wq = napkin_diagram_find_tensor (d, "wq_weight");
+  for (gint64 i = 0; i < set->elements[wq]; i++)
+    {
+      g_assert_cmpfloat (fabs (set->values[wq][i]), <=, 1.0 / 16 + 1e-9);
+      sum += set->values[wq][i];
+      sum2 += set->values[wq][i] * set->values[wq][i];
+    }
+  g_assert_cmpfloat (fabs (sqrt (sum2 / set->elements[wq]) * 16 - 1 / sqrt (3.0)), <, 0.01);
   napkin_tensor_set_free (set);
 }
 
@@ -357,5 +403,6 @@ main (int    argc,
   g_test_add_func ("/lower/split-reduction", test_split_reduction_rejected);
   g_test_add_func ("/lower/mask/direct", test_mask_direct);
   g_test_add_func ("/lower/rotate-half-constant", test_rotate_half_constant);
+  g_test_add_func ("/lower/input-scales", test_input_scales);
   return g_test_run ();
 }

@@ -1352,7 +1352,7 @@ test_derive_blocks (void)
 {
   struct { const char *file; guint kernels; double unfused_ms, derived_ms; const char *fused[3]; } cases[] = {
     { "swiglu-block.napkin", 4, 3.7025, 3.2358, { "norm,scale", "gate,act,glu", "down,res" } },
-    { "llama-block.napkin", 20, 75.4460, 7.7961, { "scores,scale,causal,probs,scaled_dot_product_attention",
+    { "llama-block.napkin", 20, 72.9670, 5.2881, { "scores,scale,causal,probs,scaled_dot_product_attention",
                                                     "linear_3,add_2", "linear_4,silu,mul_4" } },
   };
 
@@ -1411,6 +1411,13 @@ test_derive_blocks (void)
           wo = k->predicted_s;
         if (g_str_equal (k->kind, "attention"))
           g_assert_cmpfloat (k->predicted_s, <, 0.5e-3);
+        /* rotate_half's product keeps the projection's row order, so it is one
+         * memory-bound GEMM (2.05 ms as a generic kernel when it also transposed) */
+        if (g_str_equal (k->nodes[0], "cat") || g_str_equal (k->nodes[0], "cat_1"))
+          {
+            g_assert_cmpstr (k->kind, ==, "gemm");
+            g_assert_cmpfloat (k->predicted_s, <, 0.06e-3);
+          }
       }
     g_assert_cmpuint (attention, ==, 1);
     g_assert_cmpfloat (wo, >, 0.15e-3);
