@@ -130,7 +130,8 @@ compute_share (const NapkinAnalysis *a,
  * c / the SM share NCCL leaves them, and when they fill every SM nothing runs beside
  * them (pipelined = chunked). With comm_sms = s the chunk's persistent grids hold to
  * SMs − s (c' priced on them) and the communicator to s CTAs: m_a its time alone, m_b
- * beside the GEMMs (× the profile's contention). */
+ * beside the GEMMs (× the profile's contention), and each pipelined step max (c', m_b,
+ * c + loss · min (c', m_b)) (the GEMMs slowed by NCCL beside them). */
 static void
 overlap_one (NapkinShardAnalysis        *sa,
              NapkinArch                 *arch,
@@ -161,15 +162,18 @@ overlap_one (NapkinShardAnalysis        *sa,
     double bus = 0, cf = chunk_compute_s (sa, arch, options, arch->sms - s, start, end, &fewer);
     double alone = napkin_arch_collective_seconds_ctas (arch, c->kind, sa->shard->gpus, (double) c->bytes / k, s, &bus);
     double beside = alone * (tier->overlap_contention > 0 ? tier->overlap_contention : 1);
+    /* the GEMMs lose a share of the time NCCL runs beside them; the SMs their smaller
+     * grid leaves idle (cf − chunk_c) absorb it first */
+    double step = MAX (MAX (cf, beside), chunk_c + tier->overlap_compute_loss * MIN (cf, beside));
 
     sa->chunk_compute_s = cf;
     sa->chunk_comm_s = beside;
     sa->chunk_comm_alone_s = alone;
-    *piped = cf + (k - 1) * MAX (cf, beside) + alone;
+    *piped = cf + (k - 1) * step + alone;
     g_free (sa->note);
     sa->note = g_strdup_printf ("the chunks' GEMMs on %u of %u SMs (%.1f µs a chunk), NCCL on %u CTAs "
-                                "(%.0f GB/s bus, %.1f µs a chunk beside them)", arch->sms - s, arch->sms,
-                                cf * 1e6, s, bus / 1e9, beside * 1e6);
+                                "(%.0f GB/s bus, %.1f µs a chunk beside them); a pipelined step %.1f µs",
+                                arch->sms - s, arch->sms, cf * 1e6, s, bus / 1e9, beside * 1e6, step * 1e6);
   }
 }
 
