@@ -87,10 +87,13 @@ typedef struct
   double  latency_s;               /* α: per step of the ring */
   double  bus_bandwidth[NAPKIN_N_COLLECTIVES];   /* bytes/s, nccl-tests' bus bandwidth */
   /* Optional (node tier), for a collective beside compute (docs/model.md, "Overlap"):
-   * one NCCL CTA's bus bandwidth when the communicator is held to a few CTAs, and the
-   * factor on its time while a GEMM runs on the other SMs; 0: not measured. */
+   * one NCCL CTA's bus bandwidth when the communicator is held to a few CTAs, the
+   * factor on its time while a GEMM runs on the other SMs, and the share of that time
+   * the GEMMs lose beside it (past the SMs their smaller grid leaves idle); 0: not
+   * measured. */
   double  cta_bus_bandwidth;
   double  overlap_contention;
+  double  overlap_compute_loss;
   gboolean present;
 } NapkinLinkTier;
 

@@ -124,13 +124,27 @@ compute_share (const NapkinAnalysis *a,
   return share;
 }
 
+/* One pipelined step: the chunk's GEMMs (c_all on every SM, cf on the SMs they get)
+ * beside the previous chunk's all-reduce (beside: its time next to them). The GEMMs
+ * lose the profile's share of the time NCCL runs beside them; the SMs their smaller
+ * grid leaves idle (cf − c_all) absorb it first. */
+static double
+overlap_step (const NapkinLinkTier *tier,
+              double                c_all,
+              double                cf,
+              double                beside)
+{
+  return MAX (MAX (cf, beside), c_all + tier->overlap_compute_loss * MIN (cf, beside));
+}
+
 /* One overlapped collective and the kernels [start, end) before it, in k chunks
  * (docs/model.md, "Overlap"): chunked one after another  k·(c + m), and pipelined
  * c' + (k − 1)·max (c', m_b) + m_a. With comm_sms = 0 the chunks take every SM: c' =
  * c / the SM share NCCL leaves them, and when they fill every SM nothing runs beside
  * them (pipelined = chunked). With comm_sms = s the chunk's persistent grids hold to
  * SMs − s (c' priced on them) and the communicator to s CTAs: m_a its time alone, m_b
- * beside the GEMMs (× the profile's contention). */
+ * beside the GEMMs (× the profile's contention), and each pipelined step max (c', m_b,
+ * c + loss · min (c', m_b)) (the GEMMs slowed by NCCL beside them). */
 static void
 overlap_one (NapkinShardAnalysis        *sa,
              NapkinArch                 *arch,
@@ -145,31 +159,36 @@ overlap_one (NapkinShardAnalysis        *sa,
   guint k = c->chunks, s = sa->comm_sms;
   double m = c->chunk_seconds, chunk_c = chunk_compute_s (sa, arch, options, 0, start, end, &ca);
 
+  const NapkinLinkTier *tier = &arch->interconnect.node;
+  double contention = tier->overlap_contention > 0 ? tier->overlap_contention : 1;
+
   *chunked = k * (chunk_c + m);
   if (s == 0)
     {
       double share = compute_share (ca ? ca : sa->analysis, arch, start, end, &sa->note);
+      double cs = share > 0 ? chunk_c / share : chunk_c;
 
-      sa->chunk_compute_s = share > 0 ? chunk_c / share : chunk_c;
-      sa->chunk_comm_s = sa->chunk_comm_alone_s = m;
-      *piped = share <= 0 ? *chunked : chunk_c / share + (k - 1) * MAX (chunk_c / share, m) + m;
+      sa->chunk_compute_s = cs;
+      sa->chunk_comm_alone_s = m;
+      sa->chunk_comm_s = share > 0 ? m * contention : m;
+      *piped = share <= 0 ? *chunked : cs + (k - 1) * overlap_step (tier, chunk_c, cs, m * contention) + m;
       return;
     }
   {
     g_autoptr(NapkinAnalysis) fewer = NULL;
-    const NapkinLinkTier *tier = &arch->interconnect.node;
     double bus = 0, cf = chunk_compute_s (sa, arch, options, arch->sms - s, start, end, &fewer);
     double alone = napkin_arch_collective_seconds_ctas (arch, c->kind, sa->shard->gpus, (double) c->bytes / k, s, &bus);
-    double beside = alone * (tier->overlap_contention > 0 ? tier->overlap_contention : 1);
+    double beside = alone * contention;
+    double step = overlap_step (tier, chunk_c, cf, beside);
 
     sa->chunk_compute_s = cf;
     sa->chunk_comm_s = beside;
     sa->chunk_comm_alone_s = alone;
-    *piped = cf + (k - 1) * MAX (cf, beside) + alone;
+    *piped = cf + (k - 1) * step + alone;
     g_free (sa->note);
     sa->note = g_strdup_printf ("the chunks' GEMMs on %u of %u SMs (%.1f µs a chunk), NCCL on %u CTAs "
-                                "(%.0f GB/s bus, %.1f µs a chunk beside them)", arch->sms - s, arch->sms,
-                                cf * 1e6, s, bus / 1e9, beside * 1e6);
+                                "(%.0f GB/s bus, %.1f µs a chunk beside them); a pipelined step %.1f µs",
+                                arch->sms - s, arch->sms, cf * 1e6, s, bus / 1e9, beside * 1e6, step * 1e6);
   }
 }
 

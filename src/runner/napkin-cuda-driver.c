@@ -74,6 +74,9 @@ napkin_cuda_driver_open (NapkinCudaDriver  *driver,
 
   /* Optional: only the sm_90a skeletons need it, and they say so when it is missing. */
   *(gpointer *) &driver->TensorMapEncodeTiled = dlsym (driver->handle, "cuTensorMapEncodeTiled");
+  /* Optional: a high-priority communication stream, an experiment the runner offers */
+  *(gpointer *) &driver->StreamCreateWithPriority = dlsym (driver->handle, "cuStreamCreateWithPriority");
+  *(gpointer *) &driver->CtxGetStreamPriorityRange = dlsym (driver->handle, "cuCtxGetStreamPriorityRange");
 
   res = driver->Init (0);
   if (res == CUDA_ERROR_STUB_LIBRARY)

@@ -52,6 +52,9 @@ typedef struct
                                     const cuuint64_t *, const cuuint32_t *, const cuuint32_t *,
                                     CUtensorMapInterleave, CUtensorMapSwizzle, CUtensorMapL2promotion,
                                     CUtensorMapFloatOOBfill);
+  /* Optional (NULL when the driver lacks them). */
+  CUresult (*StreamCreateWithPriority)  (CUstream *, unsigned int, int);
+  CUresult (*CtxGetStreamPriorityRange) (int *, int *);
 } NapkinCudaDriver;
 
 /* Opens the driver and initialises it. On failure says plainly why (no driver

@@ -70,6 +70,21 @@ napkin_gpu_group_use (NapkinGpuGroup  *group,
   return cu_check (group->cu, group->cu->CtxSetCurrent (group->ctx[r]), "making its context current", r, message);
 }
 
+/* The communication stream; NAPKIN_COMM_PRIORITY=high gives it the context's greatest
+ * priority, so that the block scheduler places NCCL's CTAs before pending GEMM blocks
+ * (an experiment of bench/gpu/overlap, docs/model.md "SMs left to NCCL"). */
+static CUresult
+comm_stream_create (NapkinCudaDriver *cu,
+                    CUstream         *stream)
+{
+  int least = 0, greatest = 0;
+
+  if (g_strcmp0 (g_getenv ("NAPKIN_COMM_PRIORITY"), "high") == 0 && cu->StreamCreateWithPriority != NULL
+      && cu->CtxGetStreamPriorityRange != NULL && cu->CtxGetStreamPriorityRange (&least, &greatest) == CUDA_SUCCESS)
+    return cu->StreamCreateWithPriority (stream, CU_STREAM_NON_BLOCKING, greatest);
+  return cu->StreamCreate (stream, CU_STREAM_NON_BLOCKING);
+}
+
 gboolean
 napkin_gpu_group_open (NapkinGpuGroup    *group,
                        NapkinCudaDriver  *cu,
@@ -96,8 +111,7 @@ napkin_gpu_group_open (NapkinGpuGroup    *group,
           || !cu_check (cu, cu->DevicePrimaryCtxRetain (&group->ctx[r], group->device[r]), "creating a context", r, message)
           || !cu_check (cu, cu->CtxSetCurrent (group->ctx[r]), "creating a context", r, message)
           || !cu_check (cu, cu->StreamCreate (&group->stream[r], CU_STREAM_NON_BLOCKING), "creating a stream", r, message)
-          || !cu_check (cu, cu->StreamCreate (&group->comm_stream[r], CU_STREAM_NON_BLOCKING), "creating a stream", r,
-                        message))
+          || !cu_check (cu, comm_stream_create (cu, &group->comm_stream[r]), "creating a stream", r, message))
         return FALSE;
     }
   if (!nccl_check (group, group->nccl.CommInitAll (group->comm, (int) n, devlist), "ncclCommInitAll", message))
@@ -115,6 +129,17 @@ destroy_limited (NapkinGpuGroup *group)
   memset (group->limited, 0, sizeof group->limited);
   group->limited_ctas = 0;
   group->use_limited = FALSE;
+}
+
+/* NCCL's thread-block cluster size for the held communicator: $NAPKIN_NCCL_CGA (0: no
+ * clusters, so that its few CTAs fit on any free SMs), else NCCL's own (4 on Hopper). */
+static int
+cga_cluster_size (void)
+{
+  const char *env = g_getenv ("NAPKIN_NCCL_CGA");
+  guint64 v;
+
+  return env != NULL && g_ascii_string_to_unsigned (env, 10, 0, 8, &v, NULL) ? (int) v : G_MININT;
 }
 
 gboolean
@@ -139,7 +164,7 @@ napkin_gpu_group_limit_ctas (NapkinGpuGroup  *group,
   res = NAPKIN_NCCL_SUCCESS;
   for (guint r = 0; r < group->n && res == NAPKIN_NCCL_SUCCESS; r++)
     {
-      NapkinNcclConfig config = { sizeof config, 0xcafebeef, 21400, 1, G_MININT, 1, (int) ctas, NULL };
+      NapkinNcclConfig config = { sizeof config, 0xcafebeef, 21400, 1, cga_cluster_size (), 1, (int) ctas, NULL };
 
       if (!napkin_gpu_group_use (group, r, message))
         res = 5;   /* ncclInvalidUsage */

@@ -2362,7 +2362,9 @@ overlap_headline (Multi       *m,
   json_object_object_add (o, "max_rel", json_object_new_double (isinf (worst) ? 1e308 : worst));
 }
 
-static void
+/* The chunked and overlapped runs with their variants into root's "overlap"; returns
+ * the worst error of the variants checked. */
+static double
 multi_overlap (Multi         *m,
                const char    *arch,
                gboolean       generic,
@@ -2400,7 +2402,7 @@ multi_overlap (Multi         *m,
   if (note != NULL)
     {
       json_object_object_add (o, "note", json_object_new_string (note));
-      return;
+      return 0;
     }
   json_object_object_add (o, "chunk_kernels", json_object_new_int ((int) cmod->kernels->len));
   chk.plain_ms = json_object_get_double (json_object_object_get (json_object_object_get (root, "time_ms"), "median"));
@@ -2417,6 +2419,7 @@ multi_overlap (Multi         *m,
   else
     json_object_object_add (o, "note", json_object_new_string (note ? note : message ? message : "failed"));
   overlap_free (m, cdev, &ev);
+  return worst;
 }
 
 /* The shard program timed: events around every step on every GPU, a step's time its
@@ -2591,6 +2594,160 @@ multi_load (Multi            *m,
   return TRUE;
 }
 
+/* The shard's module, the one-GPU run's (for its argument order: the seeds then match
+ * `run` without --gpus) and, unless no_reference, the fp32 reference's. */
+static gboolean
+multi_modules (NapkinDiagram     *d,
+               NapkinShardPlan   *plan,
+               const char        *arch,
+               gboolean           generic,
+               gboolean           no_reference,
+               NapkinCudaModule **kern,
+               NapkinCudaModule **full,
+               NapkinCudaModule **ref,
+               GError           **error)
+{
+  NapkinIrProgram *prog = napkin_ir_lower (plan->shard, NAPKIN_LOWER_DEFAULT, error);
+  NapkinCodegenFlags flags = generic ? NAPKIN_CODEGEN_GENERIC_ONLY : napkin_codegen_flags_for_arch (arch);
+
+  *kern = prog ? napkin_codegen_cuda (prog, flags, NULL, error) : NULL;
+  if (*kern == NULL)
+    return FALSE;
+  prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, error);
+  *full = prog ? napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, NULL, error) : NULL;
+  if (*full == NULL || no_reference)
+    return *full != NULL;
+  prog = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, error);
+  *ref = prog ? napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, "napkin_ref_", error) : NULL;
+  return *ref != NULL;
+}
+
+/* root's "nccl" (version, library) and "gpus". */
+static void
+multi_nccl_json (Multi       *m,
+                 json_object *root)
+{
+  json_object *nccl = json_object_new_object ();
+  g_autofree char *version = napkin_nccl_version (&m->g.nccl);
+
+  json_object_object_add (nccl, "version", json_object_new_string (version));
+  json_object_object_add (nccl, "library", json_object_new_string (m->g.nccl.path));
+  json_object_object_add (root, "nccl", nccl);
+  json_object_object_add (root, "gpus", json_object_new_int ((int) m->g.n));
+}
+
+/* Seeded inputs of the whole diagram, as the one-GPU run makes them (tensor after
+ * tensor in the one-GPU module's argument order); *bound: the loosest tolerance of its
+ * inputs' and outputs' types. */
+static float **
+multi_inputs (NapkinDiagram    *d,
+              NapkinCudaModule *full,
+              gint64            seed,
+              double           *bound)
+{
+  float **inputs = g_new0 (float *, napkin_diagram_n_tensors (d) + 1);
+  guint64 draws = 0;
+
+  for (guint s = 0; s < full->args->len; s++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (full->program, g_array_index (full->args, int, s));
+      gint64 n = napkin_ir_buffer_elements (b);
+
+      if (b->role == NAPKIN_BUF_OUTPUT || b->role == NAPKIN_BUF_INPUT)
+        *bound = MAX (*bound, napkin_dtype_tolerance (b->dtype));
+      if (b->role != NAPKIN_BUF_INPUT || inputs[b->tensor] != NULL)
+        continue;
+      inputs[b->tensor] = g_new (float, n);
+      for (gint64 i = 0; i < n; i++)
+        inputs[b->tensor][i] = input_value ((guint64) seed + draws * NAPKIN_RNG_STEP, b->dtype == NAPKIN_DTYPE_INT8,
+                                            napkin_input_scale (d, b->tensor), i);
+      draws += (guint64) n;
+    }
+  return inputs;
+}
+
+/* Every GPU's inputs: as stored when a collective moves them, else as the shard's
+ * kernels read them. */
+static gboolean
+multi_fill_inputs (Multi            *m,
+                   NapkinDiagram    *d,
+                   NapkinCudaModule *kern,
+                   float           **inputs,
+                   char            **message)
+{
+  for (guint i = 0; i < m->plan->tensors->len; i++)
+    {
+      const NapkinShardTensor *t = g_ptr_array_index (m->plan->tensors, i);
+      int full_t = napkin_diagram_find_tensor (d, t->tensor);
+      MultiColl *mover = NULL;
+      int slot = find_slot (&m->dev[0], t->tensor, NAPKIN_BUF_INPUT);
+
+      if (t->is_output)
+        continue;
+      for (guint c = 0; c < m->n_colls; c++)
+        if (m->colls[c].src_stored && g_str_equal (m->colls[c].c->src, t->tensor))
+          mover = &m->colls[c];
+      if (full_t < 0 || inputs[full_t] == NULL || (mover == NULL && slot < 0))
+        continue;   /* an input no kernel reads */
+      for (guint r = 0; r < m->g.n; r++)
+        {
+          CUdeviceptr ptr = mover ? mover->src[r] : m->dev[r].ptrs[slot];
+          int split = mover ? t->stored : t->computed;
+          gint64 expect = mover ? mover->src_elems
+                                : napkin_ir_buffer_elements (napkin_ir_buffer (kern->program, g_array_index (kern->args, int, slot)));
+
+          if (!fill_piece (m, r, ptr, inputs[full_t], t->dtype, t->shape, t->rank, split, expect, t->tensor, message))
+            return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* The reference on GPU 0 (the whole diagram through device memory in fp32, into *rd)
+ * and the gathered outputs checked against it; root's "error" says how close. Returns
+ * EXIT_OK, or the exit code with *status and *message set. */
+static int
+multi_reference (Multi            *m,
+                 NapkinDiagram    *d,
+                 NapkinCudaModule *ref,
+                 GBytes           *ref_bin,
+                 float           **inputs,
+                 double            bound,
+                 Device           *rd,
+                 CUfunction       *compare,
+                 double           *worst,
+                 const char      **status,
+                 json_object      *root,
+                 char            **message)
+{
+  json_object *errors = json_object_new_object (), *e = json_object_new_object ();
+
+  json_object_object_add (e, "outputs", errors);
+  json_object_object_add (root, "error", e);
+  if (ref != NULL)
+    {
+      progress (0.6, "Running the one-GPU reference on GPU 0");
+      rd->mod = ref;
+      rd->n_copies = 1;
+      if (!napkin_gpu_group_use (&m->g, 0, message) || !device_load (rd, ref_bin, NULL, message)
+          || !device_alloc (rd, NULL, inputs, message)
+          || !check (cu.ModuleGetFunction (compare, rd->module, "napkin_compare"), "the check kernel", message))
+        return *status = "failed", EXIT_FAILED;
+      if (!check (device_launch (rd, 0), "launching the reference", message)
+          || !check (cu.CtxSynchronize (), "running the reference", message))
+        return *status = "fault", EXIT_FAULT;
+      progress (0.7, "Gathering the outputs on GPU 0 and checking them");
+      if (!multi_check (m, rd, *compare, d, errors, worst, status, message))
+        return g_str_equal (*status, "fault") ? EXIT_FAULT : EXIT_FAILED;
+    }
+  json_object_object_add (e, "max_rel", json_object_new_double (isinf (*worst) ? 1e308 : *worst));
+  json_object_object_add (e, "bound", json_object_new_double (bound));
+  json_object_object_add (e, "ok", json_object_new_boolean (ref != NULL && *worst <= bound));
+  json_object_object_add (e, "checked", json_object_new_boolean (ref != NULL));
+  json_object_object_add (e, "against", json_object_new_string ("the whole diagram on GPU 0, fp32 through device memory"));
+  return EXIT_OK;
+}
+
 static int
 run_gpus (NapkinDiagram *d,
           guint          gpus,
@@ -2614,9 +2771,8 @@ run_gpus (NapkinDiagram *d,
   CUfunction compare = NULL;
   Multi m = { 0 };
   Device rd = { 0 };
-  json_object *kernels_json, *errors, *e;
+  json_object *kernels_json;
   guint n_tensors;
-  guint64 draws = 0;   /* the one-GPU run's draw order: tensor after tensor */
   double worst = 0, bound = 0;
   int code = EXIT_OK;
   const char *status = "ok";
@@ -2630,26 +2786,8 @@ run_gpus (NapkinDiagram *d,
     return finish (root, "unsupported", error->message, EXIT_FAILED);
   json_object_object_add (root, "shard_plan", napkin_shard_plan_to_json (m.plan));
   json_object_object_add (root, "model", arch_profile ? json_object_new_string (arch_profile->id) : NULL);
-  {
-    NapkinIrProgram *prog = napkin_ir_lower (m.plan->shard, NAPKIN_LOWER_DEFAULT, &error);
-    NapkinCodegenFlags flags = generic ? NAPKIN_CODEGEN_GENERIC_ONLY : napkin_codegen_flags_for_arch (arch);
-
-    kern = prog ? napkin_codegen_cuda (prog, flags, NULL, &error) : NULL;
-    if (kern == NULL)
-      return finish (root, "unsupported", error->message, EXIT_FAILED);
-    /* the one-GPU run's module, for its argument order: the seeds then match `run` without --gpus */
-    prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
-    full = prog ? napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, NULL, &error) : NULL;
-    if (full == NULL)
-      return finish (root, "unsupported", error->message, EXIT_FAILED);
-    if (!no_reference)
-      {
-        prog = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
-        ref = prog ? napkin_codegen_cuda (prog, NAPKIN_CODEGEN_GENERIC_ONLY, "napkin_ref_", &error) : NULL;
-        if (ref == NULL)
-          return finish (root, "unsupported", error->message, EXIT_FAILED);
-      }
-  }
+  if (!multi_modules (d, m.plan, arch, generic, no_reference, &kern, &full, &ref, &error))
+    return finish (root, "unsupported", error->message, EXIT_FAILED);
 
   progress (0.2, "Compiling the shard's kernels with NVRTC (once for every GPU)");
   {
@@ -2682,35 +2820,10 @@ run_gpus (NapkinDiagram *d,
       napkin_gpu_group_close (&m.g);
       return finish (root, m.g.no_nccl ? "no-nccl" : "failed", message, EXIT_FAILED);
     }
-  {
-    json_object *nccl = json_object_new_object ();
-    g_autofree char *version = napkin_nccl_version (&m.g.nccl);
+  multi_nccl_json (&m, root);
 
-    json_object_object_add (nccl, "version", json_object_new_string (version));
-    json_object_object_add (nccl, "library", json_object_new_string (m.g.nccl.path));
-    json_object_object_add (root, "nccl", nccl);
-    json_object_object_add (root, "gpus", json_object_new_int ((int) gpus));
-  }
-
-  /* Seeded inputs of the whole diagram, as the one-GPU run makes them. */
-  draws = 0;
   n_tensors = napkin_diagram_n_tensors (d);
-  inputs = g_new0 (float *, n_tensors + 1);
-  for (guint s = 0; s < full->args->len; s++)
-    {
-      const NapkinIrBuffer *b = napkin_ir_buffer (full->program, g_array_index (full->args, int, s));
-      gint64 n = napkin_ir_buffer_elements (b);
-
-      if (b->role == NAPKIN_BUF_OUTPUT || b->role == NAPKIN_BUF_INPUT)
-        bound = MAX (bound, napkin_dtype_tolerance (b->dtype));
-      if (b->role != NAPKIN_BUF_INPUT || inputs[b->tensor] != NULL)
-        continue;
-      inputs[b->tensor] = g_new (float, n);
-      for (gint64 i = 0; i < n; i++)
-        inputs[b->tensor][i] = input_value ((guint64) seed + draws * NAPKIN_RNG_STEP, b->dtype == NAPKIN_DTYPE_INT8,
-                                            napkin_input_scale (d, b->tensor), i);
-      draws += (guint64) n;
-    }
+  inputs = multi_inputs (d, full, seed, &bound);
 
   progress (0.4, "Loading the module and the inputs on every GPU");
   kernels_json = json_object_new_array ();
@@ -2721,40 +2834,16 @@ run_gpus (NapkinDiagram *d,
       goto out;
     }
 
-  /* The collectives' buffers, then every GPU's inputs: as stored when a collective
-   * moves them, else as the shard's kernels read them. */
+  /* The collectives' buffers, then every GPU's inputs. */
   if (!multi_prepare (&m, &message))
     {
       code = EXIT_FAILED, status = "unsupported";
       goto out;
     }
-  for (guint i = 0; i < m.plan->tensors->len; i++)
+  if (!multi_fill_inputs (&m, d, kern, inputs, &message))
     {
-      const NapkinShardTensor *t = g_ptr_array_index (m.plan->tensors, i);
-      int full_t = napkin_diagram_find_tensor (d, t->tensor);
-      MultiColl *mover = NULL;
-      int slot = find_slot (&m.dev[0], t->tensor, NAPKIN_BUF_INPUT);
-
-      if (t->is_output)
-        continue;
-      for (guint c = 0; c < m.n_colls; c++)
-        if (m.colls[c].src_stored && g_str_equal (m.colls[c].c->src, t->tensor))
-          mover = &m.colls[c];
-      if (full_t < 0 || inputs[full_t] == NULL || (mover == NULL && slot < 0))
-        continue;   /* an input no kernel reads */
-      for (guint r = 0; r < gpus; r++)
-        {
-          CUdeviceptr ptr = mover ? mover->src[r] : m.dev[r].ptrs[slot];
-          int split = mover ? t->stored : t->computed;
-          gint64 expect = mover ? mover->src_elems
-                                : napkin_ir_buffer_elements (napkin_ir_buffer (kern->program, g_array_index (kern->args, int, slot)));
-
-          if (!fill_piece (&m, r, ptr, inputs[full_t], t->dtype, t->shape, t->rank, split, expect, t->tensor, &message))
-            {
-              code = EXIT_FAILED, status = "failed";
-              goto out;
-            }
-        }
+      code = EXIT_FAILED, status = "failed";
+      goto out;
     }
 
   progress (0.5, "Running the shard program on every GPU");
@@ -2767,41 +2856,9 @@ run_gpus (NapkinDiagram *d,
       goto out;
     }
 
-  /* The reference on GPU 0: the whole diagram through device memory in fp32. */
-  errors = json_object_new_object ();
-  if (ref != NULL)
-    {
-      progress (0.6, "Running the one-GPU reference on GPU 0");
-      rd.mod = ref;
-      rd.n_copies = 1;
-      if (!napkin_gpu_group_use (&m.g, 0, &message) || !device_load (&rd, ref_bin, NULL, &message)
-          || !device_alloc (&rd, NULL, inputs, &message)
-          || !check (cu.ModuleGetFunction (&compare, rd.module, "napkin_compare"), "the check kernel", &message))
-        {
-          code = EXIT_FAILED, status = "failed";
-          goto out;
-        }
-      if (!check (device_launch (&rd, 0), "launching the reference", &message)
-          || !check (cu.CtxSynchronize (), "running the reference", &message))
-        {
-          code = EXIT_FAULT, status = "fault";
-          goto out;
-        }
-      progress (0.7, "Gathering the outputs on GPU 0 and checking them");
-      if (!multi_check (&m, &rd, compare, d, errors, &worst, &status, &message))
-        {
-          code = g_str_equal (status, "fault") ? EXIT_FAULT : EXIT_FAILED;
-          goto out;
-        }
-    }
-  e = json_object_new_object ();
-  json_object_object_add (e, "max_rel", json_object_new_double (isinf (worst) ? 1e308 : worst));
-  json_object_object_add (e, "bound", json_object_new_double (bound));
-  json_object_object_add (e, "ok", json_object_new_boolean (ref != NULL && worst <= bound));
-  json_object_object_add (e, "checked", json_object_new_boolean (ref != NULL));
-  json_object_object_add (e, "against", json_object_new_string ("the whole diagram on GPU 0, fp32 through device memory"));
-  json_object_object_add (e, "outputs", errors);
-  json_object_object_add (root, "error", e);
+  if ((code = multi_reference (&m, d, ref, ref_bin, inputs, bound, &rd, &compare, &worst, &status, root, &message))
+      != EXIT_OK)
+    goto out;
 
   progress (0.8, "Timing");
   if (!multi_time (&m, repeats, kernels_json, root, &message))
@@ -2813,13 +2870,7 @@ run_gpus (NapkinDiagram *d,
   if (m.plan->chunks > 1)
     {
       progress (0.9, "Timing the overlapped variant");
-      multi_overlap (&m, arch, generic, ref != NULL ? &rd : NULL, compare, d, repeats, root);
-      {
-        json_object *ov = json_object_object_get (json_object_object_get (root, "overlap"), "max_rel");
-
-        if (ov != NULL)
-          worst = MAX (worst, json_object_get_double (ov));
-      }
+      worst = MAX (worst, multi_overlap (&m, arch, generic, ref != NULL ? &rd : NULL, compare, d, repeats, root));
     }
   if (worst > bound)
     {
