@@ -895,6 +895,19 @@ load_exp_unit (Loader      *loader,
     }
 }
 
+/* An optional field and, where it is there, its path (for the caller to free). */
+static json_object *
+optional_field (json_object *obj,
+                const char  *key,
+                const char  *path,
+                char       **field_path)
+{
+  json_object *value = member (obj, key);
+
+  *field_path = value != NULL ? g_strdup_printf ("%s.%s", path, key) : NULL;
+  return value;
+}
+
 /* An optional number field: TRUE where it is absent or read into *out. */
 static gboolean
 get_double_key (Loader      *loader,
@@ -903,13 +916,10 @@ get_double_key (Loader      *loader,
                 const char  *path,
                 double      *out)
 {
-  json_object *value = member (obj, key);
   g_autofree char *p = NULL;
+  json_object *value = optional_field (obj, key, path, &p);
 
-  if (value == NULL)
-    return TRUE;
-  p = g_strdup_printf ("%s.%s", path, key);
-  return get_double (loader, value, p, out);
+  return value == NULL || get_double (loader, value, p, out);
 }
 
 /* An input's or output's tensor, which the tensors list must hold. */
@@ -1366,13 +1376,10 @@ get_int_key (Loader      *loader,
              gint64       max,
              gint64      *out)
 {
-  json_object *value = member (obj, key);
   g_autofree char *p = NULL;
+  json_object *value = optional_field (obj, key, path, &p);
 
-  if (value == NULL)
-    return TRUE;
-  p = g_strdup_printf ("%s.%s", path, key);
-  return get_int (loader, value, p, min, max, out);
+  return value == NULL || get_int (loader, value, p, min, max, out);
 }
 
 /* The region itself, from its name and level: a gpus region (the level above device

@@ -962,31 +962,14 @@ emit_compute (Lower *L,
   const NapkinTensorType *t = type_of (L, n);
   guint axes[NAPKIN_MAX_RANK];
   int src[2] = { -1, -1 };
-  guint n_inputs = napkin_op_n_inputs (node);
   int dst;
-
-  memcpy (axes, t->axes, sizeof axes);
 
   switch (node->kind)
     {
     case NAPKIN_OP_MAP:
     case NAPKIN_OP_REARRANGE:
-      if (!emit_inputs (L, n, src))
-        return -1;
-      dst = new_value (L, axes, t->n_axes, n, "value");
-      emit_leaf (L, n, node->kind == NAPKIN_OP_MAP ? NAPKIN_COMPUTE_MAP : NAPKIN_COMPUTE_REARRANGE,
-                 dst, src, n_inputs, FALSE, 0, node->alpha);
-      return dst;
-
     case NAPKIN_OP_MASK:
-      /* Element-wise by global coordinates (docs/codegen.md), so a tile masks itself
-       * wherever it sits and the online softmax streams through it. */
-      if (!emit_inputs (L, n, src))
-        return -1;
-      dst = new_value (L, axes, t->n_axes, n, "value");
-      emit_leaf (L, n, NAPKIN_COMPUTE_MASK, dst, src, n_inputs, FALSE,
-                 node->axis ? (guint) napkin_diagram_find_axis (L->d, node->axis) : 0, 0);
-      return dst;
+      break;
 
     case NAPKIN_OP_CONTRACT:
     case NAPKIN_OP_REDUCE:
@@ -1002,6 +985,21 @@ emit_compute (Lower *L,
     default:
       g_assert_not_reached ();
     }
+
+  /* Element-wise: a map, a rearrangement or a mask. */
+  memcpy (axes, t->axes, sizeof axes);
+  if (!emit_inputs (L, n, src))
+    return -1;
+  dst = new_value (L, axes, t->n_axes, n, "value");
+  if (node->kind == NAPKIN_OP_MASK)
+    /* Element-wise by global coordinates (docs/codegen.md), so a tile masks itself
+     * wherever it sits and the online softmax streams through it. */
+    emit_leaf (L, n, NAPKIN_COMPUTE_MASK, dst, src, napkin_op_n_inputs (node), FALSE,
+               node->axis ? (guint) napkin_diagram_find_axis (L->d, node->axis) : 0, 0);
+  else
+    emit_leaf (L, n, node->kind == NAPKIN_OP_MAP ? NAPKIN_COMPUTE_MAP : NAPKIN_COMPUTE_REARRANGE,
+               dst, src, napkin_op_n_inputs (node), FALSE, 0, node->alpha);
+  return dst;
 }
 
 /* One operation of the walk in emit_value, with the frames its hoisting set aside. */

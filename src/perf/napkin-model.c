@@ -148,14 +148,14 @@ napkin_analysis_free (NapkinAnalysis *a)
   g_free (a);
 }
 
+/* A checked result: where it overflowed, the analysis fails and a large stand-in
+ * keeps the rest of the model going. */
 static gint64
-mul (Model  *m,
-     gint64  x,
-     gint64  y)
+checked (Model    *m,
+         gboolean  ok,
+         gint64    r)
 {
-  gint64 r;
-
-  if (!napkin_mul_checked (x, y, &r))
+  if (!ok)
     {
       m->overflow = TRUE;
       return G_MAXINT64 / 4;
@@ -164,18 +164,25 @@ mul (Model  *m,
 }
 
 static gint64
+mul (Model  *m,
+     gint64  x,
+     gint64  y)
+{
+  gint64 r = 0;
+  gboolean ok = napkin_mul_checked (x, y, &r);
+
+  return checked (m, ok, r);
+}
+
+static gint64
 add (Model  *m,
      gint64  x,
      gint64  y)
 {
-  gint64 r;
+  gint64 r = 0;
+  gboolean ok = napkin_add_checked (x, y, &r);
 
-  if (!napkin_add_checked (x, y, &r))
-    {
-      m->overflow = TRUE;
-      return G_MAXINT64 / 4;
-    }
-  return r;
+  return checked (m, ok, r);
 }
 
 static gint64

@@ -486,6 +486,19 @@ add_tile_knobs (NapkinDiagram *copy,
     }
 }
 
+/* A knob for a region's setting (stages, threads) rather than a mark. */
+static void
+knob_init_setting (Knob       *knob,
+                   guint       r,
+                   const char *key)
+{
+  knob->region = r;
+  knob->axis = key;
+  knob->kind = NAPKIN_MARK_WHOLE;
+  knob->values = g_array_new (FALSE, FALSE, sizeof (gint64));
+  knob->parent_knob = -1;
+}
+
 /* Pipeline stages of a shared-memory region that streams: 2 to 6 and the file's
  * own; the model drops those whose buffers do not fit. The tile search runs at
  * the first (2, or 1 where the file has 1: the fewest buffers, so that no tile
@@ -500,17 +513,13 @@ add_stages_knob (NapkinDiagram *copy,
 
   if (region->level != NAPKIN_LEVEL_SMEM || !streams (region))
     return;
-  knob.region = r;
-  knob.axis = STAGES_KEY;
-  knob.kind = NAPKIN_MARK_WHOLE;
+  knob_init_setting (&knob, r, STAGES_KEY);
   knob.stages = TRUE;
-  knob.values = g_array_new (FALSE, FALSE, sizeof (gint64));
   knob_add_value (&knob, MIN (2, MAX (1, region->stages)));
   for (gint64 v = 2; v <= 6; v++)
     knob_add_value (&knob, v);
   knob_add_value (&knob, MAX (1, region->stages));
   knob.limit = 1;
-  knob.parent_knob = -1;
   g_array_append_val (knobs, knob);
 }
 
@@ -535,18 +544,14 @@ add_threads_knob (NapkinDiagram *copy,
   if (own == 0)
     for (own = 256; own >= 32 && c % (own * 8) != 0; own /= 2)
       ;
-  knob.region = r;
-  knob.axis = THREADS_KEY;
-  knob.kind = NAPKIN_MARK_WHOLE;
+  knob_init_setting (&knob, r, THREADS_KEY);
   knob.threads = TRUE;
-  knob.values = g_array_new (FALSE, FALSE, sizeof (gint64));
   knob_add_value (&knob, own);
   for (gint64 t = 32; t <= 1024; t *= 2)
     if (c % (t * 8) == 0 && c / t <= 128)
       knob_add_value (&knob, t);
   knob.limit = knob.values->len;
   *combos *= knob.limit;
-  knob.parent_knob = -1;
   g_array_append_val (knobs, knob);
 }
 
