@@ -352,37 +352,45 @@ tensor_path_from_json (NapkinTensorPath *tp,
   return TRUE;
 }
 
-static NapkinArch *
-arch_from_json (json_object *root,
-                GError     **error)
-{
-  g_autoptr(NapkinArch) arch = g_new0 (NapkinArch, 1);
-  json_object *obj, *levels, *tensor, *cuda, *energy;
-  const char *format = NULL;
-  double v;
+/* A figure into dest, or FALSE from the helper that reads it. */
+#define FIG(parent, ppath, key, lo, hi, dest) \
+  G_STMT_START { if (!get_figure (arch, parent, ppath, key, lo, hi, &v, error)) return FALSE; dest = v; } G_STMT_END
 
-  arch->ref_count = 1;
-  arch->sources = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  arch->source_order = g_ptr_array_new_with_free_func (g_free);
+/* The format, version and names. */
+static gboolean
+arch_header_from_json (NapkinArch  *arch,
+                       json_object *root,
+                       GError     **error)
+{
+  json_object *obj;
+  const char *format = NULL;
+
   if (!json_object_is_type (root, json_type_object))
-    return fail (error, "$", "expected an object"), NULL;
+    return fail (error, "$", "expected an object");
   if (!json_object_object_get_ex (root, "format", &obj) || !json_object_is_type (obj, json_type_string)
       || strcmp ((format = json_object_get_string (obj)), "napkin-arch") != 0)
-    return fail (error, "format", "expected \"napkin-arch\""), NULL;
+    return fail (error, "format", "expected \"napkin-arch\"");
   if (!json_object_object_get_ex (root, "version", &obj) || !json_object_is_type (obj, json_type_int)
       || json_object_get_int (obj) != 1)
-    return fail (error, "version", "expected 1"), NULL;
+    return fail (error, "version", "expected 1");
 
   if (!get_string (root, "id", TRUE, &arch->id, error)
       || !get_string (root, "name", TRUE, &arch->name, error)
       || !get_string (root, "family", FALSE, &arch->family, error)
       || !get_string (root, "compute_capability", FALSE, &arch->compute_capability, error))
-    return NULL;
+    return FALSE;
   if (!arch_id_is_valid (arch->id))
-    return fail (error, "id", "“%s” is not a short name (letters, digits, _ and -)", arch->id), NULL;
+    return fail (error, "id", "“%s” is not a short name (letters, digits, _ and -)", arch->id);
+  return TRUE;
+}
 
-#define FIG(parent, ppath, key, lo, hi, dest) \
-  G_STMT_START { if (!get_figure (arch, parent, ppath, key, lo, hi, &v, error)) return NULL; dest = v; } G_STMT_END
+/* The SM counts and limits at the top level. */
+static gboolean
+arch_sm_from_json (NapkinArch  *arch,
+                   json_object *root,
+                   GError     **error)
+{
+  double v;
 
   FIG (root, "", "sms", 1, 4096, arch->sms);
   FIG (root, "", "clock_mhz", 1, 10000, arch->clock_hz);
@@ -395,9 +403,20 @@ arch_from_json (json_object *root,
   FIG (root, "", "registers_per_sm", 1024, 1 << 24, arch->registers_per_sm);
   FIG (root, "", "max_registers_per_thread", 16, 4096, arch->max_registers_per_thread);
   FIG (root, "", "launch_overhead_s", 0, 1, arch->launch_overhead_s);
+  return TRUE;
+}
+
+/* The memory levels: capacity, bandwidth and energy of each. */
+static gboolean
+arch_levels_from_json (NapkinArch  *arch,
+                       json_object *root,
+                       GError     **error)
+{
+  json_object *levels;
+  double v;
 
   if (!(levels = get_object (root, "", "levels", error)))
-    return NULL;
+    return FALSE;
   for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
     {
       const char *name = napkin_level_to_string (l);
@@ -406,7 +425,7 @@ arch_from_json (json_object *root,
       NapkinArchLevel *al = &arch->levels[l];
 
       if (level == NULL)
-        return NULL;
+        return FALSE;
       FIG (level, lpath, "capacity_bytes", 1, 1e15, al->capacity_bytes);
       if (l == NAPKIN_LEVEL_HBM)
         FIG (level, lpath, "bandwidth_bytes_per_s", 1e6, 1e15, al->bandwidth);
@@ -430,19 +449,30 @@ arch_from_json (json_object *root,
     }
   if (arch->levels[NAPKIN_LEVEL_REGISTERS].capacity_bytes != arch->registers_per_sm * 4.0)
     return fail (error, "levels.registers.capacity_bytes", "must be registers_per_sm × 4 = %u",
-                 arch->registers_per_sm * 4), NULL;
+                 arch->registers_per_sm * 4);
+  return TRUE;
+}
+
+/* The tensor cores' dense peaks, and the optional mma.sync ceiling where it is below them. */
+static gboolean
+arch_tensor_from_json (NapkinArch  *arch,
+                       json_object *root,
+                       GError     **error)
+{
+  json_object *obj, *tensor;
+  double v;
 
   if (!(tensor = get_object (root, "", "tensor", error)))
-    return NULL;
+    return FALSE;
   for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
     FIG (tensor, "tensor", tensor_class_names[c], 0, 1e7, arch->tensor_per_sm_clock[c]);
   if (arch->tensor_per_sm_clock[NAPKIN_TENSOR_FP16] <= 0)
-    return fail (error, "tensor.fp16", "every supported GPU has fp16 tensor cores"), NULL;
+    return fail (error, "tensor.fp16", "every supported GPU has fp16 tensor cores");
   /* optional: the mma.sync ceiling where it is below the dense peak */
   if (json_object_object_get_ex (root, "tensor_mma_sync", &obj))
     {
       if (!json_object_is_type (obj, json_type_object))
-        return fail (error, "tensor_mma_sync", "expected an object of figures per tensor class"), NULL;
+        return fail (error, "tensor_mma_sync", "expected an object of figures per tensor class");
       for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
         if (json_object_object_get_ex (obj, tensor_class_names[c], NULL))
           {
@@ -450,7 +480,7 @@ arch_from_json (json_object *root,
             if (arch->tensor_mma_sync_per_sm_clock[c] > arch->tensor_per_sm_clock[c])
               return fail (error, "tensor_mma_sync", "%s: %g is above the dense peak tensor.%s (%g): "
                            "mma.sync cannot beat it", tensor_class_names[c], arch->tensor_mma_sync_per_sm_clock[c],
-                           tensor_class_names[c], arch->tensor_per_sm_clock[c]), NULL;
+                           tensor_class_names[c], arch->tensor_per_sm_clock[c]);
           }
       json_object_object_foreach (obj, key, val)
         {
@@ -460,18 +490,24 @@ arch_from_json (json_object *root,
           for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
             known |= strcmp (key, tensor_class_names[c]) == 0;
           if (!known)
-            return fail (error, "tensor_mma_sync", "unknown tensor class “%s” (fp16, bf16, tf32, fp8, int8)", key), NULL;
+            return fail (error, "tensor_mma_sync", "unknown tensor class “%s” (fp16, bf16, tf32, fp8, int8)", key);
         }
     }
-  if (!(cuda = get_object (root, "", "cuda", error)))
-    return NULL;
-  FIG (cuda, "cuda", "fp32", 1, 1e6, arch->cuda_fp32_per_sm_clock);
-  FIG (cuda, "cuda", "fp16", 1, 1e6, arch->cuda_fp16_per_sm_clock);
-  FIG (root, "", "sfu", 1, 1e6, arch->sfu_per_sm_clock);
+  return TRUE;
+}
+
+/* The instruction paths the GPU has; older profiles list none and get mma.sync alone. */
+static gboolean
+arch_tensor_paths_from_json (NapkinArch  *arch,
+                             json_object *root,
+                             GError     **error)
+{
+  json_object *obj;
+
   if (json_object_object_get_ex (root, "tensor_paths", &obj))
     {
       if (!json_object_is_type (obj, json_type_object))
-        return fail (error, "tensor_paths", "expected an object of paths (mma.sync, wgmma, tcgen05)"), NULL;
+        return fail (error, "tensor_paths", "expected an object of paths (mma.sync, wgmma, tcgen05)");
       json_object_object_foreach (obj, key, val)
         {
           NapkinTensorPathKind p;
@@ -480,9 +516,9 @@ arch_from_json (json_object *root,
             if (strcmp (key, tensor_path_names[p]) == 0)
               break;
           if (p == NAPKIN_N_TENSOR_PATHS)
-            return fail (error, "tensor_paths", "unknown path “%s” (mma.sync, wgmma, tcgen05)", key), NULL;
+            return fail (error, "tensor_paths", "unknown path “%s” (mma.sync, wgmma, tcgen05)", key);
           if (!tensor_path_from_json (&arch->tensor_paths[p], key, val, error))
-            return NULL;
+            return FALSE;
         }
     }
   else
@@ -499,12 +535,61 @@ arch_from_json (json_object *root,
           tp->classes |= 1u << c;
       tp->source = g_strdup (_("assumed: the profile lists no tensor_paths"));
     }
+  return TRUE;
+}
+
+/* The CUDA cores and the SFU. */
+static gboolean
+arch_cuda_from_json (NapkinArch  *arch,
+                     json_object *root,
+                     GError     **error)
+{
+  json_object *cuda;
+  double v;
+
+  if (!(cuda = get_object (root, "", "cuda", error)))
+    return FALSE;
+  FIG (cuda, "cuda", "fp32", 1, 1e6, arch->cuda_fp32_per_sm_clock);
+  FIG (cuda, "cuda", "fp16", 1, 1e6, arch->cuda_fp16_per_sm_clock);
+  FIG (root, "", "sfu", 1, 1e6, arch->sfu_per_sm_clock);
+  return TRUE;
+}
+
+/* The energy of a FLOP. */
+static gboolean
+arch_energy_from_json (NapkinArch  *arch,
+                       json_object *root,
+                       GError     **error)
+{
+  json_object *energy;
+  double v;
+
   if (!(energy = get_object (root, "", "energy_pj_per_flop", error)))
-    return NULL;
+    return FALSE;
   FIG (energy, "energy_pj_per_flop", "tensor", 0, 1e4, arch->energy_pj_per_tensor_flop);
   FIG (energy, "energy_pj_per_flop", "cuda", 0, 1e4, arch->energy_pj_per_cuda_flop);
+  return TRUE;
+}
 #undef FIG
-  if (!get_interconnect (arch, root, error))
+
+static NapkinArch *
+arch_from_json (json_object *root,
+                GError     **error)
+{
+  g_autoptr(NapkinArch) arch = g_new0 (NapkinArch, 1);
+
+  arch->ref_count = 1;
+  arch->sources = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  arch->source_order = g_ptr_array_new_with_free_func (g_free);
+  /* in the file's order, so that the first problem is the one reported */
+  if (!arch_header_from_json (arch, root, error)
+      || !arch_sm_from_json (arch, root, error)
+      || !arch_levels_from_json (arch, root, error)
+      || !arch_tensor_from_json (arch, root, error)
+      || !arch_cuda_from_json (arch, root, error)
+      || !arch_tensor_paths_from_json (arch, root, error)
+      || !arch_energy_from_json (arch, root, error)
+      || !get_interconnect (arch, root, error))
     return NULL;
 
   return g_steal_pointer (&arch);

@@ -259,6 +259,32 @@ pattern_matches (const char *pattern,
   return matches;
 }
 
+/* One bound of check_count: the schema's `key` (NULL: not checked) as a ceiling (at_most)
+ * or a floor. */
+static gboolean
+check_bound (Validation  *v,
+             json_object *schema,
+             const char  *sp,
+             const char  *jp,
+             gint64       count,
+             const char  *unit,
+             const char  *key,
+             gboolean     at_most)
+{
+  json_object *k;
+  gint64 limit;
+  g_autofree char *s = NULL;
+
+  if (key == NULL || !(k = json_object_object_get (schema, key)))
+    return TRUE;
+  limit = json_object_get_int64 (k);
+  if (at_most ? count <= limit : count >= limit)
+    return TRUE;
+  s = g_strdup_printf ("%s/%s", sp, key);
+  return failed (v, s, jp, "%" G_GINT64_FORMAT " %s; %s %" G_GINT64_FORMAT " are %s", count, unit,
+                 at_most ? "at most" : "at least", limit, at_most ? "allowed" : "needed");
+}
+
 /* The schema's bounds `max_key` and `min_key` (either NULL: not checked) on a count of
  * `unit` (characters, items): FALSE, with the error, where `count` is outside them. */
 static gboolean
@@ -271,23 +297,8 @@ check_count (Validation  *v,
              const char  *max_key,
              const char  *min_key)
 {
-  json_object *k;
-
-  if (max_key != NULL && (k = json_object_object_get (schema, max_key)) && count > json_object_get_int64 (k))
-    {
-      g_autofree char *s = g_strdup_printf ("%s/%s", sp, max_key);
-
-      return failed (v, s, jp, "%" G_GINT64_FORMAT " %s; at most %" G_GINT64_FORMAT " are allowed", count, unit,
-                     json_object_get_int64 (k));
-    }
-  if (min_key != NULL && (k = json_object_object_get (schema, min_key)) && count < json_object_get_int64 (k))
-    {
-      g_autofree char *s = g_strdup_printf ("%s/%s", sp, min_key);
-
-      return failed (v, s, jp, "%" G_GINT64_FORMAT " %s; at least %" G_GINT64_FORMAT " are needed", count, unit,
-                     json_object_get_int64 (k));
-    }
-  return TRUE;
+  return check_bound (v, schema, sp, jp, count, unit, max_key, TRUE)
+         && check_bound (v, schema, sp, jp, count, unit, min_key, FALSE);
 }
 
 static gboolean

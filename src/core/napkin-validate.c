@@ -137,14 +137,15 @@ describe_type (Checker                *checker,
   g_string_append (out, text);
 }
 
-static void
-check_node (Checker *checker,
-            guint    n)
+/* The node's input types into in[]; FALSE where one is unconnected (reported here) or
+ * invalid (reported at its source). */
+static gboolean
+node_inputs (Checker                 *checker,
+             guint                    n,
+             const NapkinTensorType **in)
 {
   NapkinDiagram *d = checker->diagram;
   const NapkinNode *node = napkin_diagram_node (d, n);
-  const NapkinTensorType *in[2] = { NULL, NULL };
-  const NapkinTensorType *out;
   guint n_inputs = napkin_op_n_inputs (node);
   const char *kind = napkin_describe_kind (node->kind);
 
@@ -160,12 +161,164 @@ check_node (Checker *checker,
             report_node (checker, n, _("the input of the %s “%s” is not connected"), kind, node->id);
           else
             report_node (checker, n, _("the %s input of the %s “%s” is not connected"), ord, kind, node->id);
-          return;
+          return FALSE;
         }
       in[p] = napkin_diagram_node_type (d, src);
       if (!in[p]->valid)
-        return;  /* reported at the source */
+        return FALSE;  /* reported at the source */
     }
+  return TRUE;
+}
+
+/* An output's wire carries the axes of the tensor it names. */
+static void
+check_output_node (Checker                *checker,
+                   guint                   n,
+                   const NapkinTensorType *in)
+{
+  NapkinDiagram *d = checker->diagram;
+  const NapkinNode *node = napkin_diagram_node (d, n);
+  const NapkinTensor *tensor = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, node->tensor));
+  NapkinTensorType want = { 0 };
+
+  for (guint a = 0; tensor->axes[a] && a < NAPKIN_MAX_RANK; a++)
+    want.axes[want.n_axes++] = napkin_diagram_find_axis (d, tensor->axes[a]);
+  if (want.n_axes != in->n_axes || !type_axes_subset (&want, in))
+    {
+      g_autoptr(GString) got = g_string_new (NULL);
+      g_autofree char *want_axes = g_strjoinv (",", tensor->axes);
+
+      describe_type (checker, in, got);
+      report_node (checker, n,
+              _("the output “%s” expects tensor %s with axes [%s], but its wire carries %s"),
+              node->id, tensor->name, want_axes, got->str);
+    }
+}
+
+/* A contraction: one element type, output axes from its inputs, sums over shared axes. */
+static void
+check_contract_node (Checker                 *checker,
+                     guint                    n,
+                     const NapkinTensorType **in,
+                     const NapkinTensorType  *out)
+{
+  NapkinDiagram *d = checker->diagram;
+  const NapkinNode *node = napkin_diagram_node (d, n);
+  NapkinTensorType all = *in[0];
+
+  if (in[0]->dtype != in[1]->dtype)
+    report_node (checker, n,
+            _("the contraction “%s” multiplies %s by %s: cast one input so both have one element type"),
+            node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
+  for (guint i = 0; i < in[1]->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (&all, in[1]->axes[i]) && all.n_axes < NAPKIN_MAX_RANK)
+      all.axes[all.n_axes++] = in[1]->axes[i];
+  for (guint i = 0; i < out->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (&all, out->axes[i]))
+      report_node (checker, n,
+              _("the contraction “%s” outputs axis %s, which neither input carries"),
+              node->id, axis_name (d, out->axes[i]));
+  for (guint i = 0; i < all.n_axes; i++)
+    {
+      guint axis = all.axes[i];
+
+      if (napkin_tensor_type_has_axis (out, axis))
+        continue;
+      if (!napkin_tensor_type_has_axis (in[0], axis) || !napkin_tensor_type_has_axis (in[1], axis))
+        report_node (checker, n,
+                _("the contraction “%s” sums over axis %s, but only its %s input carries it; "
+                "a contraction sums over axes both inputs share (use a reduce first)"),
+                node->id, axis_name (d, axis), napkin_tensor_type_has_axis (in[0], axis) ? "first" : "second");
+    }
+}
+
+/* A map only broadcasts, and combines inputs of one element type. */
+static void
+check_map_node (Checker                 *checker,
+                guint                    n,
+                const NapkinTensorType **in,
+                const NapkinTensorType  *out)
+{
+  NapkinDiagram *d = checker->diagram;
+  const NapkinNode *node = napkin_diagram_node (d, n);
+  guint n_inputs = napkin_op_n_inputs (node);
+
+  if (node->fn == NAPKIN_FN_CAST && !node->has_dtype)
+    report_node (checker, n, _("the cast “%s” needs a target element type (dtype)"), node->id);
+  for (guint p = 0; p < n_inputs; p++)
+    if (!type_axes_subset (in[p], out))
+      report_node (checker, n,
+              _("the %s input of the map “%s” carries axes its output (%s) lacks; a map only broadcasts"),
+              p == 0 ? "first" : "second", node->id, node->out ? "as listed" : "as inferred");
+  if (node->out != NULL)
+    for (guint i = 0; i < out->n_axes; i++)
+      {
+        gboolean found = FALSE;
+
+        for (guint p = 0; p < n_inputs; p++)
+          found |= napkin_tensor_type_has_axis (in[p], out->axes[i]);
+        if (!found)
+          report_node (checker, n,
+                  _("the map “%s” outputs axis %s, which no input carries"), node->id, axis_name (d, out->axes[i]));
+      }
+  if (n_inputs == 2 && in[0]->dtype != in[1]->dtype)
+    report_node (checker, n,
+            _("the map “%s” combines %s with %s: cast one input so both have one element type"),
+            node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
+}
+
+/* A mask: a mask tensor within the scores' axes, or key and row axes the scores carry. */
+static void
+check_mask_node (Checker                 *checker,
+                 guint                    n,
+                 const NapkinTensorType **in)
+{
+  NapkinDiagram *d = checker->diagram;
+  const NapkinNode *node = napkin_diagram_node (d, n);
+
+  if (node->mask == NAPKIN_MASK_TENSOR)
+    {
+      if (napkin_op_n_inputs (node) == 2 && !type_axes_subset (in[1], in[0]))
+        report_node (checker, n,
+                _("the mask “%s” reads a mask tensor with an axis the scores lack; its axes must be "
+                "a subset of its first input's (it is broadcast over the rest)"), node->id);
+    }
+  else
+    {
+      int axis = napkin_diagram_find_axis (d, node->axis);
+      int rows = napkin_diagram_find_axis (d, node->rows);
+
+      if (axis < 0 || !napkin_tensor_type_has_axis (in[0], axis)
+          || rows < 0 || !napkin_tensor_type_has_axis (in[0], rows))
+        {
+          g_autoptr(GString) got = g_string_new (NULL);
+
+          describe_type (checker, in[0], got);
+          report_node (checker, n, _("the mask “%s” keeps keys along axis (%s) per row of axis rows (%s), "
+                       "but its input is %s"), node->id, node->axis ? node->axis : "none",
+                       node->rows ? node->rows : "none", got->str);
+        }
+      else if (axis == rows)
+        report_node (checker, n, _("the mask “%s” has rows = axis = %s: rows names the query axis, "
+                     "axis the key axis"), node->id, node->axis);
+      if (node->mask == NAPKIN_MASK_WINDOW && (node->left < -1 || node->right < -1))
+        report_node (checker, n, "the mask “%s” has a negative window side (left %" G_GINT64_FORMAT
+                     ", right %" G_GINT64_FORMAT "); -1 means unbounded", node->id, node->left, node->right);
+    }
+}
+
+static void
+check_node (Checker *checker,
+            guint    n)
+{
+  NapkinDiagram *d = checker->diagram;
+  const NapkinNode *node = napkin_diagram_node (d, n);
+  const NapkinTensorType *in[2] = { NULL, NULL };
+  const NapkinTensorType *out;
+  const char *kind = napkin_describe_kind (node->kind);
+
+  if (!node_inputs (checker, n, in))
+    return;
 
   out = napkin_diagram_node_type (d, n);
 
@@ -175,79 +328,15 @@ check_node (Checker *checker,
       break;
 
     case NAPKIN_OP_OUTPUT:
-      {
-        const NapkinTensor *tensor = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, node->tensor));
-        NapkinTensorType want = { 0 };
-
-        for (guint a = 0; tensor->axes[a] && a < NAPKIN_MAX_RANK; a++)
-          want.axes[want.n_axes++] = napkin_diagram_find_axis (d, tensor->axes[a]);
-        if (want.n_axes != in[0]->n_axes || !type_axes_subset (&want, in[0]))
-          {
-            g_autoptr(GString) got = g_string_new (NULL);
-            g_autofree char *want_axes = g_strjoinv (",", tensor->axes);
-
-            describe_type (checker, in[0], got);
-            report_node (checker, n,
-                    _("the output “%s” expects tensor %s with axes [%s], but its wire carries %s"),
-                    node->id, tensor->name, want_axes, got->str);
-          }
-        break;
-      }
+      check_output_node (checker, n, in[0]);
+      break;
 
     case NAPKIN_OP_CONTRACT:
-      {
-        NapkinTensorType all = *in[0];
-
-        if (in[0]->dtype != in[1]->dtype)
-          report_node (checker, n,
-                  _("the contraction “%s” multiplies %s by %s: cast one input so both have one element type"),
-                  node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
-        for (guint i = 0; i < in[1]->n_axes; i++)
-          if (!napkin_tensor_type_has_axis (&all, in[1]->axes[i]) && all.n_axes < NAPKIN_MAX_RANK)
-            all.axes[all.n_axes++] = in[1]->axes[i];
-        for (guint i = 0; i < out->n_axes; i++)
-          if (!napkin_tensor_type_has_axis (&all, out->axes[i]))
-            report_node (checker, n,
-                    _("the contraction “%s” outputs axis %s, which neither input carries"),
-                    node->id, axis_name (d, out->axes[i]));
-        for (guint i = 0; i < all.n_axes; i++)
-          {
-            guint axis = all.axes[i];
-
-            if (napkin_tensor_type_has_axis (out, axis))
-              continue;
-            if (!napkin_tensor_type_has_axis (in[0], axis) || !napkin_tensor_type_has_axis (in[1], axis))
-              report_node (checker, n,
-                      _("the contraction “%s” sums over axis %s, but only its %s input carries it; "
-                      "a contraction sums over axes both inputs share (use a reduce first)"),
-                      node->id, axis_name (d, axis), napkin_tensor_type_has_axis (in[0], axis) ? "first" : "second");
-          }
-        break;
-      }
+      check_contract_node (checker, n, in, out);
+      break;
 
     case NAPKIN_OP_MAP:
-      if (node->fn == NAPKIN_FN_CAST && !node->has_dtype)
-        report_node (checker, n, _("the cast “%s” needs a target element type (dtype)"), node->id);
-      for (guint p = 0; p < n_inputs; p++)
-        if (!type_axes_subset (in[p], out))
-          report_node (checker, n,
-                  _("the %s input of the map “%s” carries axes its output (%s) lacks; a map only broadcasts"),
-                  p == 0 ? "first" : "second", node->id, node->out ? "as listed" : "as inferred");
-      if (node->out != NULL)
-        for (guint i = 0; i < out->n_axes; i++)
-          {
-            gboolean found = FALSE;
-
-            for (guint p = 0; p < n_inputs; p++)
-              found |= napkin_tensor_type_has_axis (in[p], out->axes[i]);
-            if (!found)
-              report_node (checker, n,
-                      _("the map “%s” outputs axis %s, which no input carries"), node->id, axis_name (d, out->axes[i]));
-          }
-      if (n_inputs == 2 && in[0]->dtype != in[1]->dtype)
-        report_node (checker, n,
-                _("the map “%s” combines %s with %s: cast one input so both have one element type"),
-                node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
+      check_map_node (checker, n, in, out);
       break;
 
     case NAPKIN_OP_REDUCE:
@@ -268,35 +357,7 @@ check_node (Checker *checker,
       }
 
     case NAPKIN_OP_MASK:
-      if (node->mask == NAPKIN_MASK_TENSOR)
-        {
-          if (n_inputs == 2 && !type_axes_subset (in[1], in[0]))
-            report_node (checker, n,
-                    _("the mask “%s” reads a mask tensor with an axis the scores lack; its axes must be "
-                    "a subset of its first input's (it is broadcast over the rest)"), node->id);
-        }
-      else
-        {
-          int axis = napkin_diagram_find_axis (d, node->axis);
-          int rows = napkin_diagram_find_axis (d, node->rows);
-
-          if (axis < 0 || !napkin_tensor_type_has_axis (in[0], axis)
-              || rows < 0 || !napkin_tensor_type_has_axis (in[0], rows))
-            {
-              g_autoptr(GString) got = g_string_new (NULL);
-
-              describe_type (checker, in[0], got);
-              report_node (checker, n, _("the mask “%s” keeps keys along axis (%s) per row of axis rows (%s), "
-                           "but its input is %s"), node->id, node->axis ? node->axis : "none",
-                           node->rows ? node->rows : "none", got->str);
-            }
-          else if (axis == rows)
-            report_node (checker, n, _("the mask “%s” has rows = axis = %s: rows names the query axis, "
-                         "axis the key axis"), node->id, node->axis);
-          if (node->mask == NAPKIN_MASK_WINDOW && (node->left < -1 || node->right < -1))
-            report_node (checker, n, "the mask “%s” has a negative window side (left %" G_GINT64_FORMAT
-                         ", right %" G_GINT64_FORMAT "); -1 means unbounded", node->id, node->left, node->right);
-        }
+      check_mask_node (checker, n, in);
       break;
 
     case NAPKIN_OP_REARRANGE:
@@ -544,6 +605,279 @@ compare_topo (gconstpointer a,
   return (x > y) - (x < y);
 }
 
+/* Inputs and outputs live in device memory, outside every region. */
+static void
+check_region_io (Checker    *checker,
+                 guint       r,
+                 const char *path)
+{
+  NapkinDiagram *d = checker->diagram;
+  const NapkinRegion *region = napkin_diagram_region (d, r);
+
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      const char *id = g_ptr_array_index (region->nodes, i);
+      const NapkinNode *node = napkin_diagram_node (d, napkin_diagram_find_node (d, id));
+
+      if (node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
+        {
+          g_autofree char *p = g_strdup_printf ("%s.nodes[%u]", path, i);
+
+          report (checker, NAPKIN_ITEM_REGION, r, p,
+                  _("region “%s” holds “%s”, an %s: inputs and outputs live in device memory, "
+                  "outside every region"), region->name, id, napkin_op_kind_to_string (node->kind));
+        }
+    }
+}
+
+/* The flood's step: a member not seen yet joins the queue. */
+static void
+flood_visit (GHashTable *members,
+             GHashTable *seen,
+             GQueue     *queue,
+             int         m)
+{
+  if (region_member (members, m) && !g_hash_table_contains (seen, GINT_TO_POINTER (m + 1)))
+    {
+      g_hash_table_add (seen, GINT_TO_POINTER (m + 1));
+      g_queue_push_tail (queue, GINT_TO_POINTER (m));
+    }
+}
+
+/* Connected: flood over wires between members, ignoring direction. */
+static void
+check_region_connected (Checker    *checker,
+                        guint       r,
+                        const char *path,
+                        GHashTable *members)
+{
+  NapkinDiagram *d = checker->diagram;
+  const NapkinRegion *region = napkin_diagram_region (d, r);
+  g_autoptr(GHashTable) seen = g_hash_table_new (NULL, NULL);
+  GQueue queue = G_QUEUE_INIT;
+
+  g_queue_push_tail (&queue, GINT_TO_POINTER (napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, 0))));
+  g_hash_table_add (seen, GINT_TO_POINTER (1 + GPOINTER_TO_INT (g_queue_peek_head (&queue))));
+  while (!g_queue_is_empty (&queue))
+    {
+      int n = GPOINTER_TO_INT (g_queue_pop_head (&queue));
+      const NapkinNode *node = napkin_diagram_node (d, n);
+      guint n_consumers;
+      const guint *consumers = napkin_diagram_consumers (d, n, &n_consumers);
+      int neighbours[2];
+      guint n_neighbours = 0;
+
+      for (guint p = 0; p < napkin_op_n_inputs (node); p++)
+        neighbours[n_neighbours++] = napkin_diagram_input_source (d, n, p);
+      for (guint c = 0; c < n_consumers; c++)
+        flood_visit (members, seen, &queue, consumers[c]);
+      for (guint k = 0; k < n_neighbours; k++)
+        flood_visit (members, seen, &queue, neighbours[k]);
+    }
+  if (g_hash_table_size (seen) != g_hash_table_size (members))
+    {
+      for (guint i = 0; i < region->nodes->len; i++)
+        {
+          int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+
+          if (!g_hash_table_contains (seen, GINT_TO_POINTER (n + 1)))
+            {
+              report (checker, NAPKIN_ITEM_REGION, r, path,
+                      _("region “%s” is not connected: “%s” has no wire to “%s” through the region"),
+                      region->name, (const char *) g_ptr_array_index (region->nodes, i),
+                      (const char *) g_ptr_array_index (region->nodes, 0));
+              break;
+            }
+        }
+    }
+}
+
+/* Each mark: an axis the region uses, a tile within it, a stream the operations allow.
+ * topo_pos is NULL where the diagram has a cycle. */
+static void
+check_region_marks (Checker     *checker,
+                    guint        r,
+                    const char  *path,
+                    GHashTable  *members,
+                    const guint *topo_pos,
+                    gboolean    *after)
+{
+  NapkinDiagram *d = checker->diagram;
+  const NapkinRegion *region = napkin_diagram_region (d, r);
+  gboolean acyclic = topo_pos != NULL;
+  g_autoptr(GArray) ordered = NULL;
+
+  for (guint m = 0; m < region->marks->len; m++)
+    {
+      const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, m);
+      int axis = napkin_diagram_find_axis (d, mark->axis);
+      g_autofree char *mp = g_strdup_printf ("%s.marks.%s", path, mark->axis);
+      gboolean used = FALSE;
+      gint64 size;
+
+      if (axis < 0)
+        continue;
+      size = napkin_diagram_axis_size (d, axis);
+      for (guint i = 0; acyclic && i < region->nodes->len && !used; i++)
+        used = node_uses_axis (d, napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i)), axis);
+      if (acyclic && !used)
+        {
+          report (checker, NAPKIN_ITEM_REGION, r, mp,
+                  _("no operation in region “%s” uses axis %s"), region->name, mark->axis);
+          continue;
+        }
+      if (mark->kind == NAPKIN_MARK_WHOLE)
+        continue;
+      if (mark->tile <= 0)
+        report (checker, NAPKIN_ITEM_REGION, r, mp,
+                "in region “%s”, the tile size of axis %s must be positive, not %" G_GINT64_FORMAT,
+                region->name, mark->axis, mark->tile);
+      else if (mark->tile > size)
+        report (checker, NAPKIN_ITEM_REGION, r, mp,
+                "in region “%s”, tile size %" G_GINT64_FORMAT " is larger than axis %s (%" G_GINT64_FORMAT ")",
+                region->name, mark->tile, mark->axis, size);
+      else if (mark->kind == NAPKIN_MARK_STREAM && acyclic)
+        {
+          if (ordered == NULL)
+            {
+              ordered = g_array_new (FALSE, FALSE, sizeof (guint));
+              for (guint i = 0; i < region->nodes->len; i++)
+                {
+                  guint n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+                  g_array_append_val (ordered, n);
+                }
+              g_array_sort_with_data (ordered, compare_topo, (gpointer) topo_pos);
+            }
+          check_stream (checker, r, axis, members, ordered, after);
+        }
+    }
+}
+
+/* One region on its own; its members go into info, for the nesting check. */
+static void
+check_region (Checker     *checker,
+              guint        r,
+              RegionInfo  *info,
+              const guint *topo_pos,
+              gboolean    *after)
+{
+  NapkinDiagram *d = checker->diagram;
+  const NapkinRegion *region = napkin_diagram_region (d, r);
+  g_autofree char *path = g_strdup_printf ("regions[%u]", r);
+  GHashTable *members = g_hash_table_new (NULL, NULL);
+
+  info->members = members;
+  for (guint i = 0; i < region->nodes->len; i++)
+    g_hash_table_add (members, GINT_TO_POINTER (napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i)) + 1));
+
+  if (region->level == NAPKIN_LEVEL_HBM)
+    {
+      report (checker, NAPKIN_ITEM_REGION, r, path,
+              _("region “%s” is at hbm, where the whole diagram already lives; choose l2, smem or registers"),
+              region->name);
+      return;
+    }
+  if (region->nodes->len == 0)
+    {
+      report (checker, NAPKIN_ITEM_REGION, r, path, _("region “%s” holds no operation"), region->name);
+      return;
+    }
+  check_region_io (checker, r, path);
+  check_region_connected (checker, r, path, members);
+  check_region_marks (checker, r, path, members, topo_pos, after);
+}
+
+/* The pairs of regions that share an operation, as (a << 32 | b) with a < b. Only
+ * those can break the nesting, so pairs come from the regions of each operation
+ * rather than from all pairs. */
+static GArray *
+sharing_pairs (NapkinDiagram    *d,
+               const RegionInfo *infos)
+{
+  g_autoptr(GHashTable) pairs = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
+  GArray *keys = g_array_new (FALSE, FALSE, sizeof (gint64));
+  g_autofree GArray **by_node = g_new0 (GArray *, napkin_diagram_n_nodes (d) + 1);
+
+  for (guint r = 0; r < napkin_diagram_n_regions (d); r++)
+    {
+      GHashTableIter iter;
+      gpointer key;
+
+      g_hash_table_iter_init (&iter, infos[r].members);
+      while (g_hash_table_iter_next (&iter, &key, NULL))
+        {
+          int n = GPOINTER_TO_INT (key) - 1;
+
+          if (n < 0)
+            continue;
+          if (by_node[n] == NULL)
+            by_node[n] = g_array_new (FALSE, FALSE, sizeof (guint));
+          for (guint i = 0; i < by_node[n]->len; i++)
+            {
+              gint64 pair = ((gint64) g_array_index (by_node[n], guint, i) << 32) | r;
+
+              if (!g_hash_table_contains (pairs, &pair))
+                {
+                  g_array_append_val (keys, pair);
+                  g_hash_table_add (pairs, g_memdup2 (&pair, sizeof pair));
+                }
+            }
+          g_array_append_val (by_node[n], r);
+        }
+    }
+  for (guint n = 0; n < napkin_diagram_n_nodes (d); n++)
+    g_clear_pointer (&by_node[n], g_array_unref);
+  return keys;
+}
+
+/* Nesting: two regions are disjoint or one lies inside the other at a faster level. */
+static void
+check_nesting (Checker          *checker,
+               const RegionInfo *infos)
+{
+  NapkinDiagram *d = checker->diagram;
+  g_autoptr(GArray) keys = sharing_pairs (d, infos);
+
+  for (guint p = 0; p < keys->len; p++)
+    {
+      gint64 pair = g_array_index (keys, gint64, p);
+      guint a = pair >> 32, b = pair & 0xffffffff;
+      const NapkinRegion *ra = napkin_diagram_region (d, a);
+      const NapkinRegion *rb = napkin_diagram_region (d, b);
+      guint common = 0;
+      guint na = g_hash_table_size (infos[a].members);
+      guint nb = g_hash_table_size (infos[b].members);
+      GHashTableIter iter;
+      gpointer key;
+      g_autofree char *path = g_strdup_printf ("regions[%u]", b);
+
+      g_hash_table_iter_init (&iter, infos[a].members);
+      while (g_hash_table_iter_next (&iter, &key, NULL))
+        common += g_hash_table_contains (infos[b].members, key);
+
+      if (common != na && common != nb)
+        report (checker, NAPKIN_ITEM_REGION, b, path,
+                _("regions “%s” and “%s” overlap without one containing the other"),
+                ra->name, rb->name);
+      else if (na == nb && ra->level == rb->level)
+        report (checker, NAPKIN_ITEM_REGION, b, path,
+                _("regions “%s” and “%s” hold the same operations at the same level"), ra->name, rb->name);
+      else
+        {
+          /* The one with more operations (or the slower level, when equal) is outside. */
+          gboolean a_outer = na > nb || (na == nb && ra->level < rb->level);
+          const NapkinRegion *outer = a_outer ? ra : rb;
+          const NapkinRegion *inner = a_outer ? rb : ra;
+
+          if (inner->level <= outer->level)
+            report (checker, NAPKIN_ITEM_REGION, b, path,
+                    _("region “%s” (%s) lies inside “%s” (%s): an inner region must be at a faster level"),
+                    inner->name, napkin_level_to_string (inner->level), outer->name,
+                    napkin_level_to_string (outer->level));
+        }
+    }
+}
+
 static void
 check_regions (Checker *checker)
 {
@@ -560,223 +894,8 @@ check_regions (Checker *checker)
     topo_pos[topo[i]] = i;
 
   for (guint r = 0; r < n_regions; r++)
-    {
-      const NapkinRegion *region = napkin_diagram_region (d, r);
-      g_autofree char *path = g_strdup_printf ("regions[%u]", r);
-      g_autoptr(GArray) ordered = NULL;
-      GHashTable *members = g_hash_table_new (NULL, NULL);
-      GQueue queue = G_QUEUE_INIT;
-      GHashTable *seen;
-
-      infos[r].members = members;
-      for (guint i = 0; i < region->nodes->len; i++)
-        g_hash_table_add (members, GINT_TO_POINTER (napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i)) + 1));
-
-      if (region->level == NAPKIN_LEVEL_HBM)
-        {
-          report (checker, NAPKIN_ITEM_REGION, r, path,
-                  _("region “%s” is at hbm, where the whole diagram already lives; choose l2, smem or registers"),
-                  region->name);
-          continue;
-        }
-      if (region->nodes->len == 0)
-        {
-          report (checker, NAPKIN_ITEM_REGION, r, path, _("region “%s” holds no operation"), region->name);
-          continue;
-        }
-
-      for (guint i = 0; i < region->nodes->len; i++)
-        {
-          const char *id = g_ptr_array_index (region->nodes, i);
-          const NapkinNode *node = napkin_diagram_node (d, napkin_diagram_find_node (d, id));
-
-          if (node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
-            {
-              g_autofree char *p = g_strdup_printf ("%s.nodes[%u]", path, i);
-
-              report (checker, NAPKIN_ITEM_REGION, r, p,
-                      _("region “%s” holds “%s”, an %s: inputs and outputs live in device memory, "
-                      "outside every region"), region->name, id, napkin_op_kind_to_string (node->kind));
-            }
-        }
-
-      /* Connected: flood over wires between members, ignoring direction. */
-      seen = g_hash_table_new (NULL, NULL);
-      g_queue_push_tail (&queue, GINT_TO_POINTER (napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, 0))));
-      g_hash_table_add (seen, GINT_TO_POINTER (1 + GPOINTER_TO_INT (g_queue_peek_head (&queue))));
-      while (!g_queue_is_empty (&queue))
-        {
-          int n = GPOINTER_TO_INT (g_queue_pop_head (&queue));
-          const NapkinNode *node = napkin_diagram_node (d, n);
-          guint n_consumers;
-          const guint *consumers = napkin_diagram_consumers (d, n, &n_consumers);
-          int neighbours[2];
-          guint n_neighbours = 0;
-
-          for (guint p = 0; p < napkin_op_n_inputs (node); p++)
-            neighbours[n_neighbours++] = napkin_diagram_input_source (d, n, p);
-          for (guint c = 0; c < n_consumers; c++)
-            {
-              int m = consumers[c];
-
-              if (region_member (members, m) && !g_hash_table_contains (seen, GINT_TO_POINTER (m + 1)))
-                {
-                  g_hash_table_add (seen, GINT_TO_POINTER (m + 1));
-                  g_queue_push_tail (&queue, GINT_TO_POINTER (m));
-                }
-            }
-          for (guint k = 0; k < n_neighbours; k++)
-            {
-              int m = neighbours[k];
-
-              if (region_member (members, m) && !g_hash_table_contains (seen, GINT_TO_POINTER (m + 1)))
-                {
-                  g_hash_table_add (seen, GINT_TO_POINTER (m + 1));
-                  g_queue_push_tail (&queue, GINT_TO_POINTER (m));
-                }
-            }
-        }
-      if (g_hash_table_size (seen) != g_hash_table_size (members))
-        {
-          for (guint i = 0; i < region->nodes->len; i++)
-            {
-              int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
-
-              if (!g_hash_table_contains (seen, GINT_TO_POINTER (n + 1)))
-                {
-                  report (checker, NAPKIN_ITEM_REGION, r, path,
-                          _("region “%s” is not connected: “%s” has no wire to “%s” through the region"),
-                          region->name, (const char *) g_ptr_array_index (region->nodes, i),
-                          (const char *) g_ptr_array_index (region->nodes, 0));
-                  break;
-                }
-            }
-        }
-      g_hash_table_unref (seen);
-
-      for (guint m = 0; m < region->marks->len; m++)
-        {
-          const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, m);
-          int axis = napkin_diagram_find_axis (d, mark->axis);
-          g_autofree char *mp = g_strdup_printf ("%s.marks.%s", path, mark->axis);
-          gboolean used = FALSE;
-          gint64 size;
-
-          if (axis < 0)
-            continue;
-          size = napkin_diagram_axis_size (d, axis);
-          for (guint i = 0; acyclic && i < region->nodes->len && !used; i++)
-            used = node_uses_axis (d, napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i)), axis);
-          if (acyclic && !used)
-            {
-              report (checker, NAPKIN_ITEM_REGION, r, mp,
-                      _("no operation in region “%s” uses axis %s"), region->name, mark->axis);
-              continue;
-            }
-          if (mark->kind == NAPKIN_MARK_WHOLE)
-            continue;
-          if (mark->tile <= 0)
-            report (checker, NAPKIN_ITEM_REGION, r, mp,
-                    "in region “%s”, the tile size of axis %s must be positive, not %" G_GINT64_FORMAT,
-                    region->name, mark->axis, mark->tile);
-          else if (mark->tile > size)
-            report (checker, NAPKIN_ITEM_REGION, r, mp,
-                    "in region “%s”, tile size %" G_GINT64_FORMAT " is larger than axis %s (%" G_GINT64_FORMAT ")",
-                    region->name, mark->tile, mark->axis, size);
-          else if (mark->kind == NAPKIN_MARK_STREAM && acyclic)
-            {
-              if (ordered == NULL)
-                {
-                  ordered = g_array_new (FALSE, FALSE, sizeof (guint));
-                  for (guint i = 0; i < region->nodes->len; i++)
-                    {
-                      guint n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
-                      g_array_append_val (ordered, n);
-                    }
-                  g_array_sort_with_data (ordered, compare_topo, topo_pos);
-                }
-              check_stream (checker, r, axis, members, ordered, after);
-            }
-        }
-    }
-
-  /* Nesting: two regions are disjoint or one lies inside the other at a faster level.
-   * Only regions that share an operation can break this, so pairs come from the
-   * regions of each operation rather than from all pairs. */
-  {
-    g_autoptr(GHashTable) pairs = g_hash_table_new_full (g_int64_hash, g_int64_equal, g_free, NULL);
-    g_autoptr(GArray) keys = g_array_new (FALSE, FALSE, sizeof (gint64));
-    g_autofree GArray **by_node = g_new0 (GArray *, napkin_diagram_n_nodes (d) + 1);
-
-    for (guint r = 0; r < n_regions; r++)
-      {
-        GHashTableIter iter;
-        gpointer key;
-
-        g_hash_table_iter_init (&iter, infos[r].members);
-        while (g_hash_table_iter_next (&iter, &key, NULL))
-          {
-            int n = GPOINTER_TO_INT (key) - 1;
-
-            if (n < 0)
-              continue;
-            if (by_node[n] == NULL)
-              by_node[n] = g_array_new (FALSE, FALSE, sizeof (guint));
-            for (guint i = 0; i < by_node[n]->len; i++)
-              {
-                gint64 pair = ((gint64) g_array_index (by_node[n], guint, i) << 32) | r;
-
-                if (!g_hash_table_contains (pairs, &pair))
-                  {
-                    g_array_append_val (keys, pair);
-                    g_hash_table_add (pairs, g_memdup2 (&pair, sizeof pair));
-                  }
-              }
-            g_array_append_val (by_node[n], r);
-          }
-      }
-    for (guint n = 0; n < napkin_diagram_n_nodes (d); n++)
-      g_clear_pointer (&by_node[n], g_array_unref);
-
-    for (guint p = 0; p < keys->len; p++)
-      {
-        gint64 pair = g_array_index (keys, gint64, p);
-        guint a = pair >> 32, b = pair & 0xffffffff;
-        const NapkinRegion *ra = napkin_diagram_region (d, a);
-        const NapkinRegion *rb = napkin_diagram_region (d, b);
-        guint common = 0;
-        guint na = g_hash_table_size (infos[a].members);
-        guint nb = g_hash_table_size (infos[b].members);
-        GHashTableIter iter;
-        gpointer key;
-        g_autofree char *path = g_strdup_printf ("regions[%u]", b);
-
-        g_hash_table_iter_init (&iter, infos[a].members);
-        while (g_hash_table_iter_next (&iter, &key, NULL))
-          common += g_hash_table_contains (infos[b].members, key);
-
-        if (common != na && common != nb)
-          report (checker, NAPKIN_ITEM_REGION, b, path,
-                  _("regions “%s” and “%s” overlap without one containing the other"),
-                  ra->name, rb->name);
-        else if (na == nb && ra->level == rb->level)
-          report (checker, NAPKIN_ITEM_REGION, b, path,
-                  _("regions “%s” and “%s” hold the same operations at the same level"), ra->name, rb->name);
-        else
-          {
-            /* The one with more operations (or the slower level, when equal) is outside. */
-            gboolean a_outer = na > nb || (na == nb && ra->level < rb->level);
-            const NapkinRegion *outer = a_outer ? ra : rb;
-            const NapkinRegion *inner = a_outer ? rb : ra;
-
-            if (inner->level <= outer->level)
-              report (checker, NAPKIN_ITEM_REGION, b, path,
-                      _("region “%s” (%s) lies inside “%s” (%s): an inner region must be at a faster level"),
-                      inner->name, napkin_level_to_string (inner->level), outer->name,
-                      napkin_level_to_string (outer->level));
-          }
-      }
-  }
+    check_region (checker, r, &infos[r], acyclic ? topo_pos : NULL, after);
+  check_nesting (checker, infos);
 
   for (guint r = 0; r < n_regions; r++)
     g_clear_pointer (&infos[r].members, g_hash_table_unref);

@@ -470,6 +470,124 @@ check_not_split (Lower       *L,
   return TRUE;
 }
 
+/* The nested region r's parallel marks over axes of the result: warp loops. FALSE
+ * where one cuts an axis the statement sums over (reported). */
+static gboolean
+open_warp_loops (Lower                *L,
+                 guint                 n,
+                 const NapkinRegion   *r,
+                 int                   c,
+                 const guint          *red,
+                 guint                 n_red,
+                 const NapkinIrBuffer *dbuf,
+                 guint                *opened)
+{
+  for (guint m = 0; m < r->marks->len; m++)
+    {
+      const NapkinMark *mark = &g_array_index (r->marks, NapkinMark, m);
+      int axis_index = napkin_diagram_find_axis (L->d, mark->axis);
+      gboolean in_dst = FALSE;
+
+      if (mark->kind != NAPKIN_MARK_PARALLEL || axis_index < 0)
+        continue;
+      for (guint k = 0; k < n_red; k++)
+        if (red[k] == (guint) axis_index)
+          {
+            fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
+                  "regions.%s.marks.%s: axis %s is cut into parallel groups, but operation “%s” "
+                  "sums over it (mark it stream or whole)",
+                  r->name, mark->axis, mark->axis, node_at (L, n)->id);
+            return FALSE;
+          }
+      for (guint k = 0; k < dbuf->n_axes; k++)
+        in_dst |= dbuf->axes[k] == (guint) axis_index;
+      if (!in_dst || mark->tile >= current_extent (L, axis_index))
+        continue;
+      push_frame (L, NAPKIN_LOOP_WARP, axis_index, mark->tile, c);
+      (*opened)++;
+    }
+  return TRUE;
+}
+
+/* The nested region r's stream marks over axes the statement sums over: register
+ * chunk loops, the result filled first where it did not accumulate yet. FALSE where
+ * the operation has no chunked form (reported). */
+static gboolean
+open_chunk_loops (Lower              *L,
+                  guint               n,
+                  NapkinComputeOp     op,
+                  gboolean            simple,
+                  const NapkinRegion *r,
+                  int                 c,
+                  const guint        *red,
+                  guint               n_red,
+                  int                 dst,
+                  gboolean           *accumulate,
+                  guint              *opened)
+{
+  for (guint m = 0; m < r->marks->len; m++)
+    {
+      const NapkinMark *mark = &g_array_index (r->marks, NapkinMark, m);
+      int axis_index = napkin_diagram_find_axis (L->d, mark->axis);
+      gboolean reduced = FALSE;
+
+      if (mark->kind != NAPKIN_MARK_STREAM || axis_index < 0)
+        continue;
+      for (guint k = 0; k < n_red; k++)
+        reduced |= red[k] == (guint) axis_index;
+      if (!reduced || mark->tile >= current_extent (L, axis_index))
+        continue;
+      if (!simple)
+        {
+          fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
+                "regions.%s.marks.%s: operation “%s” (%s) needs its whole row along %s inside the "
+                "nested region; mark it whole there",
+                r->name, mark->axis, node_at (L, n)->id, napkin_compute_op_to_string (op), mark->axis);
+          return FALSE;
+        }
+      if (op == NAPKIN_COMPUTE_REDUCE && node_at (L, n)->reduce == NAPKIN_REDUCE_MEAN)
+        {
+          fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
+                "regions.%s.marks.%s: a mean streamed in a nested region is not lowered yet",
+                r->name, mark->axis);
+          return FALSE;
+        }
+      if (!*accumulate)
+        {
+          emit_fill (L, dst, op == NAPKIN_COMPUTE_REDUCE && node_at (L, n)->reduce == NAPKIN_REDUCE_MAX
+                             ? -INFINITY : 0.0);
+          *accumulate = TRUE;
+        }
+      push_frame (L, NAPKIN_LOOP_STREAM, axis_index, mark->tile, c);
+      (*opened)++;
+    }
+  return TRUE;
+}
+
+/* Close the nested loops; a pseudo-frame (no loop) splices its statements. */
+static void
+close_leaf_frames (Lower *L,
+                   guint  opened)
+{
+  while (opened-- > 0)
+    {
+      Frame *f = top (L);
+
+      if (f->is_loop)
+        pop_frame (L);
+      else
+        {
+          GPtrArray *stmts = f->stmts;
+
+          g_hash_table_unref (f->memo);
+          L->n_frames--;
+          for (guint i = 0; i < stmts->len; i++)
+            g_ptr_array_add (top (L)->stmts, g_ptr_array_steal_index (stmts, 0)), i--;
+          g_ptr_array_unref (stmts);
+        }
+    }
+}
+
 /* Appends a compute statement for node n, wrapped in the loops of the nested
  * regions that hold n below the current frame (warp tiles, register chunks). */
 static void
@@ -511,67 +629,9 @@ emit_leaf (Lower           *L,
           if (op != NAPKIN_COMPUTE_SCALE)
             red[n_red++] = axis;
         }
-      for (guint m = 0; m < r->marks->len; m++)
-        {
-          const NapkinMark *mark = &g_array_index (r->marks, NapkinMark, m);
-          int axis_index = napkin_diagram_find_axis (L->d, mark->axis);
-          gboolean in_dst = FALSE;
-
-          if (mark->kind != NAPKIN_MARK_PARALLEL || axis_index < 0)
-            continue;
-          for (guint k = 0; k < n_red; k++)
-            if (red[k] == (guint) axis_index)
-              {
-                fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
-                      "regions.%s.marks.%s: axis %s is cut into parallel groups, but operation “%s” "
-                      "sums over it (mark it stream or whole)",
-                      r->name, mark->axis, mark->axis, node_at (L, n)->id);
-                return;
-              }
-          for (guint k = 0; k < dbuf->n_axes; k++)
-            in_dst |= dbuf->axes[k] == (guint) axis_index;
-          if (!in_dst || mark->tile >= current_extent (L, axis_index))
-            continue;
-          push_frame (L, NAPKIN_LOOP_WARP, axis_index, mark->tile, c);
-          opened++;
-        }
-
-      for (guint m = 0; m < r->marks->len; m++)
-        {
-          const NapkinMark *mark = &g_array_index (r->marks, NapkinMark, m);
-          int axis_index = napkin_diagram_find_axis (L->d, mark->axis);
-          gboolean reduced = FALSE;
-
-          if (mark->kind != NAPKIN_MARK_STREAM || axis_index < 0)
-            continue;
-          for (guint k = 0; k < n_red; k++)
-            reduced |= red[k] == (guint) axis_index;
-          if (!reduced || mark->tile >= current_extent (L, axis_index))
-            continue;
-          if (!simple)
-            {
-              fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
-                    "regions.%s.marks.%s: operation “%s” (%s) needs its whole row along %s inside the "
-                    "nested region; mark it whole there",
-                    r->name, mark->axis, node_at (L, n)->id, napkin_compute_op_to_string (op), mark->axis);
-              return;
-            }
-          if (op == NAPKIN_COMPUTE_REDUCE && node_at (L, n)->reduce == NAPKIN_REDUCE_MEAN)
-            {
-              fail (L, NAPKIN_LOWER_ERROR_UNSUPPORTED,
-                    "regions.%s.marks.%s: a mean streamed in a nested region is not lowered yet",
-                    r->name, mark->axis);
-              return;
-            }
-          if (!accumulate)
-            {
-              emit_fill (L, dst, op == NAPKIN_COMPUTE_REDUCE && node_at (L, n)->reduce == NAPKIN_REDUCE_MAX
-                                 ? -INFINITY : 0.0);
-              accumulate = TRUE;
-            }
-          push_frame (L, NAPKIN_LOOP_STREAM, axis_index, mark->tile, c);
-          opened++;
-        }
+      if (!open_warp_loops (L, n, r, c, red, n_red, dbuf, &opened)
+          || !open_chunk_loops (L, n, op, simple, r, c, red, n_red, dst, &accumulate, &opened))
+        return;
 
       if (top (L)->depth < c)
         {
@@ -606,25 +666,7 @@ emit_leaf (Lower           *L,
   stmt->axis = axis;
   stmt->value = value;
   emit (L, stmt);
-
-  /* Close the nested loops; a pseudo-frame (no loop) splices its statements. */
-  while (opened-- > 0)
-    {
-      Frame *f = top (L);
-
-      if (f->is_loop)
-        pop_frame (L);
-      else
-        {
-          GPtrArray *stmts = f->stmts;
-
-          g_hash_table_unref (f->memo);
-          L->n_frames--;
-          for (guint i = 0; i < stmts->len; i++)
-            g_ptr_array_add (top (L)->stmts, g_ptr_array_steal_index (stmts, 0)), i--;
-          g_ptr_array_unref (stmts);
-        }
-    }
+  close_leaf_frames (L, opened);
 }
 
 static int emit_value (Lower *L, guint n);
@@ -746,6 +788,172 @@ check_reduction (Lower *L,
   return TRUE;
 }
 
+/* Emits node n's inputs into src[]; FALSE where one fails. */
+static gboolean
+emit_inputs (Lower *L,
+             guint  n,
+             int   *src)
+{
+  for (guint p = 0; p < napkin_op_n_inputs (node_at (L, n)); p++)
+    if ((src[p] = emit_value (L, napkin_diagram_input_source (L->d, n, p))) < 0)
+      return FALSE;
+  return TRUE;
+}
+
+/* The online softmax (docs/codegen.md): a contraction whose input `online_port` is a
+ * softmax over the streamed axis x keeps a running max and sum, and rescales its
+ * accumulator dst chunk by chunk. */
+static int
+emit_online_softmax (Lower  *L,
+                     guint   n,
+                     int     online_port,
+                     guint   x,
+                     gint64  chunk,
+                     int     depth,
+                     int     dst)
+{
+  guint sm = napkin_diagram_input_source (L->d, n, online_port);
+  guint scores = napkin_diagram_input_source (L->d, sm, 0);
+  guint other = napkin_diagram_input_source (L->d, n, 1 - online_port);
+  guint saxes[NAPKIN_MAX_RANK];
+  guint n_saxes = row_axes (L, scores, x, saxes);
+  int m = new_value (L, saxes, n_saxes, sm, "running max");
+  int l = new_value (L, saxes, n_saxes, sm, "running sum");
+  int c = new_value (L, saxes, n_saxes, sm, "rescale");
+  int s_buf, o_buf;
+  int ops[4];
+
+  emit_fill (L, m, -INFINITY);
+  emit_fill (L, l, 0.0);
+  push_frame (L, NAPKIN_LOOP_STREAM, x, chunk, depth);
+  if ((s_buf = emit_value (L, scores)) < 0 || (o_buf = emit_value (L, other)) < 0)
+    return -1;
+  ops[0] = s_buf, ops[1] = l, ops[2] = c;
+  emit_leaf (L, sm, NAPKIN_COMPUTE_ONLINE_STATS, m, ops, 3, TRUE, x, 0);
+  ops[0] = s_buf, ops[1] = o_buf, ops[2] = m, ops[3] = c;
+  emit_leaf (L, n, NAPKIN_COMPUTE_ONLINE_ACC, dst, ops, 4, TRUE, x, 0);
+  pop_frame (L);
+  emit_leaf (L, n, NAPKIN_COMPUTE_DIVIDE, dst, &l, 1, FALSE, x, 0);
+  return dst;
+}
+
+/* A contraction or reduction: where it stands, or in a stream loop over the axis
+ * its outermost region streams (with the online softmax where a softmax feeds it). */
+static int
+emit_reduction (Lower *L,
+                guint  n)
+{
+  const NapkinNode *node = node_at (L, n);
+  const NapkinTensorType *t = type_of (L, n);
+  guint axes[NAPKIN_MAX_RANK];
+  int src[2] = { -1, -1 };
+  guint n_inputs = napkin_op_n_inputs (node);
+  int dst;
+  guint red[NAPKIN_MAX_RANK * 2];
+  guint n_red = reduced_axes (L, n, red);
+  gint64 chunk = 0;
+  int depth = -1;
+  int x = L->region >= 0 ? streamed_axis (L, n, red, n_red, &chunk, &depth) : -1;
+  NapkinComputeOp op = node->kind == NAPKIN_OP_CONTRACT ? NAPKIN_COMPUTE_CONTRACT : NAPKIN_COMPUTE_REDUCE;
+  gboolean is_max = node->kind == NAPKIN_OP_REDUCE && node->reduce == NAPKIN_REDUCE_MAX;
+  double mean_scale = 1.0;
+  int online_port = -1;
+  int stream;
+
+  memcpy (axes, t->axes, sizeof axes);
+  if (!check_reduction (L, n, &stream))
+    return -1;
+  g_assert (stream == x);
+  if (node->kind == NAPKIN_OP_REDUCE && node->reduce == NAPKIN_REDUCE_MEAN)
+    mean_scale = 1.0 / (double) axis_size (L, red[0]);
+
+  if (x < 0)
+    {
+      if (!emit_inputs (L, n, src))
+        return -1;
+      dst = new_value (L, axes, t->n_axes, n, "value");
+      emit_leaf (L, n, op, dst, src, n_inputs, FALSE, red[0], 1.0);
+      if (mean_scale != 1.0)
+        emit_leaf (L, n, NAPKIN_COMPUTE_SCALE, dst, NULL, 0, FALSE, 0, mean_scale);
+      return dst;
+    }
+
+  for (guint p = 0; node->kind == NAPKIN_OP_CONTRACT && p < 2; p++)
+    {
+      int s = napkin_diagram_input_source (L->d, n, p);
+      const NapkinNode *sn = node_at (L, s);
+
+      if (in_group (L, s) && sn->kind == NAPKIN_OP_SOFTMAX
+          && napkin_diagram_find_axis (L->d, sn->axis) == x)
+        online_port = p;
+    }
+
+  dst = new_value (L, axes, t->n_axes, n, online_port >= 0 ? "output accumulator" : "accumulator");
+  emit_fill (L, dst, is_max ? -INFINITY : 0.0);
+
+  if (online_port >= 0)
+    return emit_online_softmax (L, n, online_port, x, chunk, depth, dst);
+
+  push_frame (L, NAPKIN_LOOP_STREAM, x, chunk, depth);
+  if (!emit_inputs (L, n, src))
+    return -1;
+  emit_leaf (L, n, op, dst, src, n_inputs, TRUE, red[0], 1.0);
+  if (L->failed)
+    return -1;
+  pop_frame (L);
+  if (mean_scale != 1.0)
+    emit_leaf (L, n, NAPKIN_COMPUTE_SCALE, dst, NULL, 0, FALSE, 0, mean_scale);
+  return dst;
+}
+
+/* A softmax or normalisation: its row statistics, then the finishing step. */
+static int
+emit_row_op (Lower *L,
+             guint  n)
+{
+  const NapkinNode *node = node_at (L, n);
+  const NapkinTensorType *t = type_of (L, n);
+  guint axes[NAPKIN_MAX_RANK];
+  guint x = napkin_diagram_find_axis (L->d, node->axis);
+  guint in = napkin_diagram_input_source (L->d, n, 0);
+  guint saxes[NAPKIN_MAX_RANK];
+  guint n_saxes = row_axes (L, in, x, saxes);
+  int s, a, b, ops[3], dst;
+
+  memcpy (axes, t->axes, sizeof axes);
+  if (!check_row_op (L, n) || (s = emit_value (L, in)) < 0)
+    return -1;
+
+  if (node->kind == NAPKIN_OP_SOFTMAX)
+    {
+      a = new_value (L, saxes, n_saxes, n, "row max");
+      ops[0] = s;
+      emit_leaf (L, n, NAPKIN_COMPUTE_ROW_MAX, a, ops, 1, FALSE, x, 0);
+      b = new_value (L, saxes, n_saxes, n, "row sum");
+      ops[0] = s, ops[1] = a;
+      emit_leaf (L, n, NAPKIN_COMPUTE_ROW_SUMEXP, b, ops, 2, FALSE, x, 0);
+      dst = new_value (L, axes, t->n_axes, n, "value");
+      ops[0] = s, ops[1] = a, ops[2] = b;
+      emit_leaf (L, n, NAPKIN_COMPUTE_SOFTMAX, dst, ops, 3, FALSE, x, 0);
+      return dst;
+    }
+
+  a = -1;
+  if (node->norm == NAPKIN_NORM_LAYERNORM)
+    {
+      a = new_value (L, saxes, n_saxes, n, "row mean");
+      ops[0] = s;
+      emit_leaf (L, n, NAPKIN_COMPUTE_ROW_MEAN, a, ops, 1, FALSE, x, 0);
+    }
+  b = new_value (L, saxes, n_saxes, n, "row 1/std");
+  ops[0] = s, ops[1] = a;
+  emit_leaf (L, n, NAPKIN_COMPUTE_ROW_RSTD, b, ops, 2, FALSE, x, node->eps);
+  dst = new_value (L, axes, t->n_axes, n, "value");
+  ops[0] = s, ops[1] = a, ops[2] = b;
+  emit_leaf (L, n, NAPKIN_COMPUTE_NORMALIZE, dst, ops, 3, FALSE, x, 0);
+  return dst;
+}
+
 static int
 emit_compute (Lower *L,
               guint  n)
@@ -754,160 +962,22 @@ emit_compute (Lower *L,
   const NapkinTensorType *t = type_of (L, n);
   guint axes[NAPKIN_MAX_RANK];
   int src[2] = { -1, -1 };
-  guint n_inputs = napkin_op_n_inputs (node);
   int dst;
-
-  memcpy (axes, t->axes, sizeof axes);
 
   switch (node->kind)
     {
     case NAPKIN_OP_MAP:
     case NAPKIN_OP_REARRANGE:
-      for (guint p = 0; p < n_inputs; p++)
-        if ((src[p] = emit_value (L, napkin_diagram_input_source (L->d, n, p))) < 0)
-          return -1;
-      dst = new_value (L, axes, t->n_axes, n, "value");
-      emit_leaf (L, n, node->kind == NAPKIN_OP_MAP ? NAPKIN_COMPUTE_MAP : NAPKIN_COMPUTE_REARRANGE,
-                 dst, src, n_inputs, FALSE, 0, node->alpha);
-      return dst;
-
     case NAPKIN_OP_MASK:
-      /* Element-wise by global coordinates (docs/codegen.md), so a tile masks itself
-       * wherever it sits and the online softmax streams through it. */
-      for (guint p = 0; p < n_inputs; p++)
-        if ((src[p] = emit_value (L, napkin_diagram_input_source (L->d, n, p))) < 0)
-          return -1;
-      dst = new_value (L, axes, t->n_axes, n, "value");
-      emit_leaf (L, n, NAPKIN_COMPUTE_MASK, dst, src, n_inputs, FALSE,
-                 node->axis ? (guint) napkin_diagram_find_axis (L->d, node->axis) : 0, 0);
-      return dst;
+      break;
 
     case NAPKIN_OP_CONTRACT:
     case NAPKIN_OP_REDUCE:
-      {
-        guint red[NAPKIN_MAX_RANK * 2];
-        guint n_red = reduced_axes (L, n, red);
-        gint64 chunk = 0;
-        int depth = -1;
-        int x = L->region >= 0 ? streamed_axis (L, n, red, n_red, &chunk, &depth) : -1;
-        NapkinComputeOp op = node->kind == NAPKIN_OP_CONTRACT ? NAPKIN_COMPUTE_CONTRACT : NAPKIN_COMPUTE_REDUCE;
-        gboolean is_max = node->kind == NAPKIN_OP_REDUCE && node->reduce == NAPKIN_REDUCE_MAX;
-        double mean_scale = 1.0;
-        int online_port = -1;
-        int stream;
-
-        if (!check_reduction (L, n, &stream))
-          return -1;
-        g_assert (stream == x);
-        if (node->kind == NAPKIN_OP_REDUCE && node->reduce == NAPKIN_REDUCE_MEAN)
-          mean_scale = 1.0 / (double) axis_size (L, red[0]);
-
-        if (x < 0)
-          {
-            for (guint p = 0; p < n_inputs; p++)
-              if ((src[p] = emit_value (L, napkin_diagram_input_source (L->d, n, p))) < 0)
-                return -1;
-            dst = new_value (L, axes, t->n_axes, n, "value");
-            emit_leaf (L, n, op, dst, src, n_inputs, FALSE, red[0], 1.0);
-            if (mean_scale != 1.0)
-              emit_leaf (L, n, NAPKIN_COMPUTE_SCALE, dst, NULL, 0, FALSE, 0, mean_scale);
-            return dst;
-          }
-
-        for (guint p = 0; node->kind == NAPKIN_OP_CONTRACT && p < 2; p++)
-          {
-            int s = napkin_diagram_input_source (L->d, n, p);
-            const NapkinNode *sn = node_at (L, s);
-
-            if (in_group (L, s) && sn->kind == NAPKIN_OP_SOFTMAX
-                && napkin_diagram_find_axis (L->d, sn->axis) == x)
-              online_port = p;
-          }
-
-        dst = new_value (L, axes, t->n_axes, n, online_port >= 0 ? "output accumulator" : "accumulator");
-        emit_fill (L, dst, is_max ? -INFINITY : 0.0);
-
-        if (online_port >= 0)
-          {
-            guint sm = napkin_diagram_input_source (L->d, n, online_port);
-            guint scores = napkin_diagram_input_source (L->d, sm, 0);
-            guint other = napkin_diagram_input_source (L->d, n, 1 - online_port);
-            guint saxes[NAPKIN_MAX_RANK];
-            guint n_saxes = row_axes (L, scores, x, saxes);
-            int m = new_value (L, saxes, n_saxes, sm, "running max");
-            int l = new_value (L, saxes, n_saxes, sm, "running sum");
-            int c = new_value (L, saxes, n_saxes, sm, "rescale");
-            int s_buf, o_buf;
-            int ops[4];
-
-            emit_fill (L, m, -INFINITY);
-            emit_fill (L, l, 0.0);
-            push_frame (L, NAPKIN_LOOP_STREAM, x, chunk, depth);
-            if ((s_buf = emit_value (L, scores)) < 0 || (o_buf = emit_value (L, other)) < 0)
-              return -1;
-            ops[0] = s_buf, ops[1] = l, ops[2] = c;
-            emit_leaf (L, sm, NAPKIN_COMPUTE_ONLINE_STATS, m, ops, 3, TRUE, x, 0);
-            ops[0] = s_buf, ops[1] = o_buf, ops[2] = m, ops[3] = c;
-            emit_leaf (L, n, NAPKIN_COMPUTE_ONLINE_ACC, dst, ops, 4, TRUE, x, 0);
-            pop_frame (L);
-            emit_leaf (L, n, NAPKIN_COMPUTE_DIVIDE, dst, &l, 1, FALSE, x, 0);
-            return dst;
-          }
-
-        push_frame (L, NAPKIN_LOOP_STREAM, x, chunk, depth);
-        for (guint p = 0; p < n_inputs; p++)
-          if ((src[p] = emit_value (L, napkin_diagram_input_source (L->d, n, p))) < 0)
-            return -1;
-        emit_leaf (L, n, op, dst, src, n_inputs, TRUE, red[0], 1.0);
-        if (L->failed)
-          return -1;
-        pop_frame (L);
-        if (mean_scale != 1.0)
-          emit_leaf (L, n, NAPKIN_COMPUTE_SCALE, dst, NULL, 0, FALSE, 0, mean_scale);
-        return dst;
-      }
+      return emit_reduction (L, n);
 
     case NAPKIN_OP_SOFTMAX:
     case NAPKIN_OP_NORMALIZE:
-      {
-        guint x = napkin_diagram_find_axis (L->d, node->axis);
-        guint in = napkin_diagram_input_source (L->d, n, 0);
-        guint saxes[NAPKIN_MAX_RANK];
-        guint n_saxes = row_axes (L, in, x, saxes);
-        int s, a, b, ops[3];
-
-        if (!check_row_op (L, n) || (s = emit_value (L, in)) < 0)
-          return -1;
-
-        if (node->kind == NAPKIN_OP_SOFTMAX)
-          {
-            a = new_value (L, saxes, n_saxes, n, "row max");
-            ops[0] = s;
-            emit_leaf (L, n, NAPKIN_COMPUTE_ROW_MAX, a, ops, 1, FALSE, x, 0);
-            b = new_value (L, saxes, n_saxes, n, "row sum");
-            ops[0] = s, ops[1] = a;
-            emit_leaf (L, n, NAPKIN_COMPUTE_ROW_SUMEXP, b, ops, 2, FALSE, x, 0);
-            dst = new_value (L, axes, t->n_axes, n, "value");
-            ops[0] = s, ops[1] = a, ops[2] = b;
-            emit_leaf (L, n, NAPKIN_COMPUTE_SOFTMAX, dst, ops, 3, FALSE, x, 0);
-            return dst;
-          }
-
-        a = -1;
-        if (node->norm == NAPKIN_NORM_LAYERNORM)
-          {
-            a = new_value (L, saxes, n_saxes, n, "row mean");
-            ops[0] = s;
-            emit_leaf (L, n, NAPKIN_COMPUTE_ROW_MEAN, a, ops, 1, FALSE, x, 0);
-          }
-        b = new_value (L, saxes, n_saxes, n, "row 1/std");
-        ops[0] = s, ops[1] = a;
-        emit_leaf (L, n, NAPKIN_COMPUTE_ROW_RSTD, b, ops, 2, FALSE, x, node->eps);
-        dst = new_value (L, axes, t->n_axes, n, "value");
-        ops[0] = s, ops[1] = a, ops[2] = b;
-        emit_leaf (L, n, NAPKIN_COMPUTE_NORMALIZE, dst, ops, 3, FALSE, x, 0);
-        return dst;
-      }
+      return emit_row_op (L, n);
 
     case NAPKIN_OP_INPUT:
     case NAPKIN_OP_OUTPUT:
@@ -915,6 +985,21 @@ emit_compute (Lower *L,
     default:
       g_assert_not_reached ();
     }
+
+  /* Element-wise: a map, a rearrangement or a mask. */
+  memcpy (axes, t->axes, sizeof axes);
+  if (!emit_inputs (L, n, src))
+    return -1;
+  dst = new_value (L, axes, t->n_axes, n, "value");
+  if (node->kind == NAPKIN_OP_MASK)
+    /* Element-wise by global coordinates (docs/codegen.md), so a tile masks itself
+     * wherever it sits and the online softmax streams through it. */
+    emit_leaf (L, n, NAPKIN_COMPUTE_MASK, dst, src, napkin_op_n_inputs (node), FALSE,
+               node->axis ? (guint) napkin_diagram_find_axis (L->d, node->axis) : 0, 0);
+  else
+    emit_leaf (L, n, node->kind == NAPKIN_OP_MAP ? NAPKIN_COMPUTE_MAP : NAPKIN_COMPUTE_REARRANGE,
+               dst, src, napkin_op_n_inputs (node), FALSE, 0, node->alpha);
+  return dst;
 }
 
 /* One operation of the walk in emit_value, with the frames its hoisting set aside. */

@@ -149,14 +149,14 @@ napkin_analysis_free (NapkinAnalysis *a)
   g_free (a);
 }
 
+/* A checked result: where it overflowed, the analysis fails and a large stand-in
+ * keeps the rest of the model going. */
 static gint64
-mul (Model  *m,
-     gint64  x,
-     gint64  y)
+checked (Model    *m,
+         gboolean  ok,
+         gint64    r)
 {
-  gint64 r;
-
-  if (!napkin_mul_checked (x, y, &r))
+  if (!ok)
     {
       m->overflow = TRUE;
       return G_MAXINT64 / 4;
@@ -165,18 +165,25 @@ mul (Model  *m,
 }
 
 static gint64
+mul (Model  *m,
+     gint64  x,
+     gint64  y)
+{
+  gint64 r = 0;
+  gboolean ok = napkin_mul_checked (x, y, &r);
+
+  return checked (m, ok, r);
+}
+
+static gint64
 add (Model  *m,
      gint64  x,
      gint64  y)
 {
-  gint64 r;
+  gint64 r = 0;
+  gboolean ok = napkin_add_checked (x, y, &r);
 
-  if (!napkin_add_checked (x, y, &r))
-    {
-      m->overflow = TRUE;
-      return G_MAXINT64 / 4;
-    }
-  return r;
+  return checked (m, ok, r);
 }
 
 static gint64
@@ -912,7 +919,6 @@ detect_rows (Model *m,
   }
 }
 
-/* Occupancy: every capacity that binds, per SM. Needs the children's footprints. */
 /* The attention skeleton (flash-mma) is what an smem region with two or more
  * contractions and no registers region inside lowers to. It gives each warp 16 rows of
  * the region's widest parallel axis. Returns that tile (0: not the pattern) and the
@@ -949,208 +955,280 @@ attention_rows (Model                  *m,
   return *row_axis >= 0 ? rows : 0;
 }
 
+/* What a block of a region holds in registers, and how it is split over its threads. */
+typedef struct
+{
+  guint  threads;
+  gint64 register_bytes;
+  gint64 block_registers;   /* a skeleton that splits its registers unevenly (setmaxnreg) */
+  guint  wgmma_registers;   /* the consumers' registers a thread, where the plan or skeleton fixes them */
+} BlockRegisters;
+
+/* An L2 region is a panel of the output that the blocks inside it share
+ * through L2: no threads or registers of its own. per_sm reports how many
+ * panels L2 holds at once (device-wide). */
+static void
+l2_occupancy (Model            *m,
+              guint             r,
+              NapkinRegionCost *cost)
+{
+  const NapkinArch *arch = m->arch;
+  double cap = arch->levels[NAPKIN_LEVEL_L2].capacity_bytes;
+
+  cost->threads = 0;
+  cost->registers_per_thread = 0;
+  if (cost->footprint_bytes > cap)
+    error_add (m, _("regions[%u]: footprint %lld bytes exceeds the %.0f bytes of L2 on %s"),
+               cost->region, (long long) cost->footprint_bytes, cap, arch->id);
+  cost->per_sm = cost->footprint_bytes > 0 ? (gint64) MIN (floor (cap / cost->footprint_bytes), 1e9) : 1;
+  cost->binding_limit = N_("L2 capacity");
+  cost->waves = ceil_div (cost->instances, MAX (1, cost->per_sm));
+  cost->feasible = m->rs[r].n_errors == 0;
+}
+
+/* A registers region: its footprint and intermediates, a contraction's result tile
+ * counted in fp32 whatever it is stored as (the tensor-core skeletons keep fp32
+ * accumulators). */
+static gint64
+registers_region_bytes (Model                  *m,
+                        const NapkinRegionCost *cost)
+{
+  gint64 register_bytes = cost->footprint_bytes + cost->intermediate_bytes;
+
+  for (guint t = 0; t < cost->transfers->len; t++)
+    {
+      const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, t);
+
+      if (tr->is_output && napkin_diagram_node (m->d, tr->node)->kind == NAPKIN_OP_CONTRACT
+          && napkin_dtype_bytes (tr->dtype) < 4)
+        register_bytes = add (m, register_bytes, mul (m, tr->tile_elements, 4 - napkin_dtype_bytes (tr->dtype)));
+    }
+  return register_bytes;
+}
+
+/* The nested registers regions: the threads they ask for and the most any holds.
+ * Returns whether there is one. */
+static gboolean
+child_registers (Model          *m,
+                 guint           r,
+                 BlockRegisters *br)
+{
+  gboolean child = FALSE;
+
+  for (guint c = 0; c < m->a->regions->len; c++)
+    {
+      NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
+
+      if (cc->parent != (int) r || cc->level != NAPKIN_LEVEL_REGISTERS)
+        continue;
+      child = TRUE;
+      if (!m->rs[r].explicit_threads)
+        br->threads = MIN (1024, MAX (br->threads, (guint) MIN (cc->groups * cc->threads, 1024)));
+      {
+        double held = (double) (cc->footprint_bytes + cc->intermediate_bytes) / cc->threads * br->threads;
+
+        br->register_bytes = MAX (br->register_bytes, (gint64) ceil (held));
+      }
+    }
+  return child;
+}
+
+/* gemm-wgmma and flash-wgmma: a producer warpgroup and 64-row consumer
+ * warpgroups (GEMM: one for BM = 64, else two; attention: q tile / 64), the
+ * registers split by setmaxnreg so that one block fills the SM's 64K
+ * (kernels/gemm-wgmma.cu: 40 and 232; flash-wgmma: napkin-skeleton-flash-wgmma.c) */
+static void
+wgmma_registers (Model                  *m,
+                 guint                   r,
+                 const NapkinRegionCost *cost,
+                 BlockRegisters         *br)
+{
+  int row_axis;
+  gint64 rows = attention_rows (m, r, cost, &row_axis), consumers, producer, consumer;
+
+  if (rows > 0)
+    {
+      consumers = rows / 64;
+      napkin_plan_flash_wgmma_registers (consumers, &producer, &consumer);
+    }
+  else
+    {
+      /* gemm-wgmma: one consumer for BM = 64, else two */
+      consumers = m->rs[r].wgmma_rows == 64 ? 1 : 2;
+      producer = 40;
+      consumer = 232;
+    }
+  br->threads = (guint) (consumers + 1) * 128;
+  br->block_registers = consumers * 128 * consumer + 128 * producer;
+  br->wgmma_registers = (guint) consumer;
+  br->register_bytes = 0;
+}
+
+/* flash-mma: warps of 16 rows, each holding its scores (fp32) and their
+ * fp16 copy for the second product over a chunk of every streamed axis,
+ * its output rows (fp32) and its Q rows (fp16) over the whole axes */
+static void
+flash_mma_registers (Model                  *m,
+                     guint                   r,
+                     const NapkinRegionCost *cost,
+                     BlockRegisters         *br)
+{
+  int row_axis;
+  gint64 rows = attention_rows (m, r, cost, &row_axis), chunk = 1, whole = 0;
+  const RegionState *rs = &m->rs[cost->region];
+
+  for (guint a = 0; a < m->n_axes; a++)
+    {
+      gint64 tile = 0;
+      NapkinMarkKind kind = napkin_region_mark (rs->region, napkin_diagram_axis (m->d, a)->name, &tile);
+
+      if (kind == NAPKIN_MARK_STREAM)
+        chunk *= tile;
+      else if (kind == NAPKIN_MARK_WHOLE)
+        whole += rs->extent[a];
+    }
+  if (!m->rs[r].explicit_threads)
+    br->threads = (guint) MIN (1024, MAX (32, rows / 16 * 32));
+  br->register_bytes = (gint64) br->threads / 32 * 16 * (chunk + whole) * (4 + 2);
+}
+
+/* The generic loop nest: contraction results accumulate in registers, in 32-bit
+ * words; without an explicit "threads", the fewest (from 128) that hold it. */
+static void
+accumulator_registers (Model                  *m,
+                       guint                   r,
+                       const NapkinRegionCost *cost,
+                       BlockRegisters         *br)
+{
+  br->register_bytes = cost->intermediate_bytes;
+  for (guint t = 0; t < cost->transfers->len; t++)
+    {
+      const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, t);
+
+      if (tr->is_output && napkin_diagram_node (m->d, tr->node)->kind == NAPKIN_OP_CONTRACT)
+        br->register_bytes = add (m, br->register_bytes, mul (m, tr->tile_elements, 4));
+    }
+  while (!m->rs[r].explicit_threads && br->threads < 1024
+         && 32.0 + ceil ((double) br->register_bytes / br->threads / 4.0) > m->arch->max_registers_per_thread)
+    br->threads *= 2;
+}
+
+/* A block region (not registers): what its kernel, skeleton or loop nest holds in
+ * registers, in the order the code generator picks them. */
+static void
+block_registers (Model                  *m,
+                 guint                   r,
+                 const NapkinRegionCost *cost,
+                 BlockRegisters         *br)
+{
+  gboolean child = child_registers (m, r, br);
+  const NapkinPlanKernel *rows_pk = m->a->paper ? NULL : plan_kernel_of (m, r);
+
+  if (rows_pk != NULL && rows_pk->kind == NAPKIN_PLAN_ROWS && rows_pk->path != NAPKIN_PATH_GENERIC)
+    {
+      /* the plan's row kernel: its threads and registers (docs/plan.md) */
+      br->threads = rows_pk->threads;
+      br->block_registers = (gint64) rows_pk->threads * MAX (32u, rows_pk->registers);
+      br->wgmma_registers = MAX (32u, rows_pk->registers);
+      br->register_bytes = 0;
+    }
+  else if (m->rs[r].rows_c > 0)
+    {
+      /* the rows skeleton: a thread's C/T values of the current row in registers
+       * (fp32) and ~16 more (ptxas, sm_90a: softmax C = 16384 80 registers = 64 + 16;
+       * layernorm C = 4096 40 = 16 + 24, γ and β) */
+      br->threads = m->rs[r].rows_threads;
+      br->register_bytes = (gint64) br->threads * MAX (0, m->rs[r].rows_c / br->threads + 16 - 32) * 4;
+    }
+  else if (m->rs[r].wgmma)
+    wgmma_registers (m, r, cost, br);
+  else if (!child && attention_rows (m, r, cost, &(int) { 0 }) > 0)
+    flash_mma_registers (m, r, cost, br);
+  else if (!child)
+    accumulator_registers (m, r, cost, br);
+}
+
+/* How many blocks of a shared-memory region its shared memory lets an SM hold. */
+static gint64
+smem_limit (Model            *m,
+            guint             r,
+            NapkinRegionCost *cost)
+{
+  const NapkinArch *arch = m->arch;
+  double need = cost->footprint_bytes + arch->smem_reserved_per_block;
+
+  /* The footprint M counts the output tile, which the wgmma skeletons accumulate in
+   * registers: where M does not fit but the skeleton's own buffers do (the rule
+   * checked them), those are what the block asks for. */
+  const NapkinPlanKernel *pk = plan_kernel_of (m, r);
+
+  /* The block asks for what its kernel's plan says (tiles, stages, staging buffers,
+   * barriers: docs/plan.md), not the paper's footprint M, wherever the plan runs a
+   * kernel of tile primitives; an infeasible plan says which limit it breaks. */
+  if (pk != NULL && pk->path != NAPKIN_PATH_GENERIC && !m->a->paper
+      && (pk->kind == NAPKIN_PLAN_GEMM || pk->kind == NAPKIN_PLAN_ATTENTION || pk->kind == NAPKIN_PLAN_ROWS))
+    {
+      need = pk->smem_bytes + arch->smem_reserved_per_block;
+      cost->plan_smem_bytes = pk->smem_bytes;
+      if (!pk->feasible)
+        error_add (m, "regions[%u]: %s", cost->region, pk->infeasible);
+    }
+  else if (m->rs[r].rows_c > 0)
+    need = 32 * 4 + arch->smem_reserved_per_block;   /* rows in registers: one float per warp */
+  else if (cost->footprint_bytes > arch->smem_max_per_block)
+    error_add (m, _("regions[%u]: footprint %lld bytes (%lld elements) exceeds the %.0f bytes of shared memory one block can have on %s"),
+               cost->region, (long long) cost->footprint_bytes, (long long) cost->footprint_elements, arch->smem_max_per_block,
+               arch->id);
+  return (gint64) floor (arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / need);
+}
+
+/* Occupancy: every capacity that binds, per SM. Needs the children's footprints. */
 static void
 model_occupancy (Model *m,
                  guint  r)
 {
   NapkinRegionCost *cost = &g_array_index (m->a->regions, NapkinRegionCost, r);
   const NapkinArch *arch = m->arch;
-  gint64 register_bytes = 0;
-  guint threads = cost->threads;
+  BlockRegisters br = { cost->threads, 0, 0, 0 };
+  guint threads;
   gint64 limits[4];
   /* ties go to the first: warps before registers, since at the 32-register base
    * the register file holds exactly the warps the SM can run */
   const char *names[4] = { N_("shared memory"), N_("warps"), N_("registers"), N_("blocks") };
   guint warps;
   double per_thread;
-  gint64 block_registers = 0;   /* a skeleton that splits its registers unevenly (setmaxnreg) */
-  guint wgmma_registers = 0;
 
   m->current = r;
   if (cost->level == NAPKIN_LEVEL_L2)
     {
-      /* An L2 region is a panel of the output that the blocks inside it share
-       * through L2: no threads or registers of its own. per_sm reports how many
-       * panels L2 holds at once (device-wide). */
-      double cap = arch->levels[NAPKIN_LEVEL_L2].capacity_bytes;
-
-      cost->threads = 0;
-      cost->registers_per_thread = 0;
-      if (cost->footprint_bytes > cap)
-        error_add (m, _("regions[%u]: footprint %lld bytes exceeds the %.0f bytes of L2 on %s"),
-                   cost->region, (long long) cost->footprint_bytes, cap, arch->id);
-      cost->per_sm = cost->footprint_bytes > 0 ? (gint64) MIN (floor (cap / cost->footprint_bytes), 1e9) : 1;
-      cost->binding_limit = N_("L2 capacity");
-      cost->waves = ceil_div (cost->instances, MAX (1, cost->per_sm));
-      cost->feasible = m->rs[r].n_errors == 0;
+      l2_occupancy (m, r, cost);
       m->current = -1;
       return;
     }
   /* Register-resident data per thread: a nested registers region's footprint,
    * else the values made and used inside this region. */
   if (cost->level == NAPKIN_LEVEL_REGISTERS)
-    {
-      register_bytes = cost->footprint_bytes + cost->intermediate_bytes;
-      /* a contraction's result tile accumulates in fp32 whatever it is stored as
-       * (the tensor-core skeletons keep fp32 accumulators): count the wider words */
-      for (guint t = 0; t < cost->transfers->len; t++)
-        {
-          const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, t);
-
-          if (tr->is_output && napkin_diagram_node (m->d, tr->node)->kind == NAPKIN_OP_CONTRACT
-              && napkin_dtype_bytes (tr->dtype) < 4)
-            register_bytes = add (m, register_bytes, mul (m, tr->tile_elements, 4 - napkin_dtype_bytes (tr->dtype)));
-        }
-    }
+    br.register_bytes = registers_region_bytes (m, cost);
   else
-    {
-      gboolean child = FALSE;
-
-      for (guint c = 0; c < m->a->regions->len; c++)
-        {
-          NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
-
-          if (cc->parent != (int) r || cc->level != NAPKIN_LEVEL_REGISTERS)
-            continue;
-          child = TRUE;
-          if (!m->rs[r].explicit_threads)
-            threads = MIN (1024, MAX (threads, (guint) MIN (cc->groups * cc->threads, 1024)));
-          {
-            double held = (double) (cc->footprint_bytes + cc->intermediate_bytes) / cc->threads * threads;
-
-            register_bytes = MAX (register_bytes, (gint64) ceil (held));
-          }
-        }
-      const NapkinPlanKernel *rows_pk = m->a->paper ? NULL : plan_kernel_of (m, r);
-
-      if (rows_pk != NULL && rows_pk->kind == NAPKIN_PLAN_ROWS && rows_pk->path != NAPKIN_PATH_GENERIC)
-        {
-          /* the plan's row kernel: its threads and registers (docs/plan.md) */
-          threads = rows_pk->threads;
-          block_registers = (gint64) rows_pk->threads * MAX (32u, rows_pk->registers);
-          wgmma_registers = MAX (32u, rows_pk->registers);
-          register_bytes = 0;
-        }
-      else if (m->rs[r].rows_c > 0)
-        {
-          /* the rows skeleton: a thread's C/T values of the current row in registers
-           * (fp32) and ~16 more (ptxas, sm_90a: softmax C = 16384 80 registers = 64 + 16;
-           * layernorm C = 4096 40 = 16 + 24, γ and β) */
-          threads = m->rs[r].rows_threads;
-          register_bytes = (gint64) threads * MAX (0, m->rs[r].rows_c / threads + 16 - 32) * 4;
-        }
-      else if (m->rs[r].wgmma)
-        {
-          /* gemm-wgmma and flash-wgmma: a producer warpgroup and 64-row consumer
-           * warpgroups (GEMM: one for BM = 64, else two; attention: q tile / 64), the
-           * registers split by setmaxnreg so that one block fills the SM's 64K
-           * (kernels/gemm-wgmma.cu: 40 and 232; flash-wgmma: napkin-skeleton-flash-wgmma.c) */
-          int row_axis;
-          gint64 rows = attention_rows (m, r, cost, &row_axis), consumers, producer, consumer;
-
-          if (rows > 0)
-            {
-              consumers = rows / 64;
-              napkin_plan_flash_wgmma_registers (consumers, &producer, &consumer);
-            }
-          else
-            {
-              /* gemm-wgmma: one consumer for BM = 64, else two */
-              consumers = m->rs[r].wgmma_rows == 64 ? 1 : 2;
-              producer = 40;
-              consumer = 232;
-            }
-          threads = (guint) (consumers + 1) * 128;
-          block_registers = consumers * 128 * consumer + 128 * producer;
-          wgmma_registers = (guint) consumer;
-          register_bytes = 0;
-        }
-      else if (!child && attention_rows (m, r, cost, &(int) { 0 }) > 0)
-        {
-          /* flash-mma: warps of 16 rows, each holding its scores (fp32) and their
-           * fp16 copy for the second product over a chunk of every streamed axis,
-           * its output rows (fp32) and its Q rows (fp16) over the whole axes */
-          int row_axis;
-          gint64 rows = attention_rows (m, r, cost, &row_axis), chunk = 1, whole = 0;
-          const RegionState *rs = &m->rs[cost->region];
-
-          for (guint a = 0; a < m->n_axes; a++)
-            {
-              gint64 tile = 0;
-              NapkinMarkKind kind = napkin_region_mark (rs->region, napkin_diagram_axis (m->d, a)->name, &tile);
-
-              if (kind == NAPKIN_MARK_STREAM)
-                chunk *= tile;
-              else if (kind == NAPKIN_MARK_WHOLE)
-                whole += rs->extent[a];
-            }
-          if (!m->rs[r].explicit_threads)
-            threads = (guint) MIN (1024, MAX (32, rows / 16 * 32));
-          register_bytes = (gint64) threads / 32 * 16 * (chunk + whole) * (4 + 2);
-        }
-      else if (!child)
-        {
-          /* contraction results accumulate in registers, in 32-bit words */
-          register_bytes = cost->intermediate_bytes;
-          for (guint t = 0; t < cost->transfers->len; t++)
-            {
-              const NapkinTransfer *tr = &g_array_index (cost->transfers, NapkinTransfer, t);
-
-              if (tr->is_output && napkin_diagram_node (m->d, tr->node)->kind == NAPKIN_OP_CONTRACT)
-                register_bytes = add (m, register_bytes, mul (m, tr->tile_elements, 4));
-            }
-          /* without an explicit "threads", the fewest (from 128) that hold it */
-          while (!m->rs[r].explicit_threads && threads < 1024
-                 && 32.0 + ceil ((double) register_bytes / threads / 4.0) > arch->max_registers_per_thread)
-            threads *= 2;
-        }
-    }
+    block_registers (m, r, cost, &br);
+  threads = br.threads;
   cost->threads = threads;
-  per_thread = 32.0 + ceil ((double) register_bytes / threads / 4.0);   /* 32: indices and addresses */
+  per_thread = 32.0 + ceil ((double) br.register_bytes / threads / 4.0);   /* 32: indices and addresses */
   cost->registers_per_thread = (guint) MIN (1e6, ceil (per_thread / 8.0) * 8);   /* allocated in 8s */
-  if (wgmma_registers > 0)
-    cost->registers_per_thread = wgmma_registers;   /* the consumers' */
+  if (br.wgmma_registers > 0)
+    cost->registers_per_thread = br.wgmma_registers;   /* the consumers' */
   warps = (threads + 31) / 32;
 
   if (cost->registers_per_thread > arch->max_registers_per_thread)
     error_add (m, _("regions[%u]: needs about %u registers per thread (%lld bytes held in "
                "registers over %u threads), more than the %u a thread can have on %s"),
-               cost->region, cost->registers_per_thread, (long long) register_bytes, threads,
+               cost->region, cost->registers_per_thread, (long long) br.register_bytes, threads,
                arch->max_registers_per_thread, arch->id);
 
-  if (cost->level == NAPKIN_LEVEL_SMEM)
-    {
-      double need = cost->footprint_bytes + arch->smem_reserved_per_block;
-
-      /* The footprint M counts the output tile, which the wgmma skeletons accumulate in
-       * registers: where M does not fit but the skeleton's own buffers do (the rule
-       * checked them), those are what the block asks for. */
-      const NapkinPlanKernel *pk = plan_kernel_of (m, r);
-
-      /* The block asks for what its kernel's plan says (tiles, stages, staging buffers,
-       * barriers: docs/plan.md), not the paper's footprint M, wherever the plan runs a
-       * kernel of tile primitives; an infeasible plan says which limit it breaks. */
-      if (pk != NULL && pk->path != NAPKIN_PATH_GENERIC && !m->a->paper
-          && (pk->kind == NAPKIN_PLAN_GEMM || pk->kind == NAPKIN_PLAN_ATTENTION || pk->kind == NAPKIN_PLAN_ROWS))
-        {
-          need = pk->smem_bytes + arch->smem_reserved_per_block;
-          cost->plan_smem_bytes = pk->smem_bytes;
-          if (!pk->feasible)
-            error_add (m, "regions[%u]: %s", cost->region, pk->infeasible);
-        }
-      else if (m->rs[r].rows_c > 0)
-        need = 32 * 4 + arch->smem_reserved_per_block;   /* rows in registers: one float per warp */
-      else if (cost->footprint_bytes > arch->smem_max_per_block)
-        error_add (m, _("regions[%u]: footprint %lld bytes (%lld elements) exceeds the %.0f bytes of shared memory one block can have on %s"),
-                   cost->region, (long long) cost->footprint_bytes, (long long) cost->footprint_elements, arch->smem_max_per_block,
-                   arch->id);
-      limits[0] = (gint64) floor (arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / need);
-    }
-  else
-    limits[0] = G_MAXINT32;
+  limits[0] = cost->level == NAPKIN_LEVEL_SMEM ? smem_limit (m, r, cost) : G_MAXINT32;
   limits[1] = arch->max_warps_per_sm / warps;
-  limits[2] = arch->registers_per_sm / (block_registers > 0 ? block_registers
-                                                             : (gint64) cost->registers_per_thread * warps * 32);
+  limits[2] = arch->registers_per_sm / (br.block_registers > 0 ? br.block_registers
+                                                                : (gint64) cost->registers_per_thread * warps * 32);
   limits[3] = cost->level == NAPKIN_LEVEL_REGISTERS ? G_MAXINT32 : arch->max_blocks_per_sm;
 
   cost->per_sm = limits[0];
@@ -2185,6 +2263,278 @@ plan_helper_kernel (Model                  *m,
   g_array_append_val (m->a->kernels, k);
 }
 
+/* The kernel's own transfers: those of every region nested in it. */
+static void
+kernel_transfers (Model                  *m,
+                  const NapkinRegionCost *cost,
+                  NapkinKernelCost       *k)
+{
+  for (guint c = 0; c < m->a->regions->len; c++)
+    {
+      NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
+      RegionState *crs = &m->rs[cc->region];
+
+      if (crs->kernel != (int) cost->region)
+        continue;
+      /* the wgmma skeletons ignore warp tiles: wgmma reads shared memory itself */
+      if (cc->level == NAPKIN_LEVEL_REGISTERS && cc->parent >= 0 && m->rs[cc->parent].wgmma)
+        continue;
+      for (guint t = 0; t < cc->transfers->len; t++)
+        {
+          account_transfer (m, &g_array_index (cc->transfers, NapkinTransfer, t), k->time_s);
+        }
+    }
+}
+
+/* The kernel's operations on the instruction path its shared-memory region decides. */
+static void
+kernel_compute (Model                  *m,
+                const NapkinRegionCost *cost,
+                NapkinKernelCost       *k)
+{
+  TensorPath path = PATH_MMA_SYNC;
+
+  for (guint c = 0; c < m->a->regions->len && !m->a->no_wgmma; c++)
+    {
+      NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
+
+      if (m->rs[cc->region].kernel == (int) cost->region && cc->level == NAPKIN_LEVEL_SMEM
+          && m->rs[cc->region].wgmma)
+        {
+          path = PATH_WGMMA;
+          break;
+        }
+    }
+  memcpy (m->flops_before, m->a->tensor_flops, sizeof m->flops_before);
+  m->exp_fma_seen = FALSE;
+  m->sfu_all_s = m->issue_extra_s = 0;
+  m->chunks = cost->chunks;
+  {
+    const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
+
+    m->exp_blocks = pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->path == NAPKIN_PATH_WGMMA
+                    ? pk->u.att.BKV / 8 : 0;
+  }
+  for (guint i = 0; i < m->rs[cost->region].members->len; i++)
+    node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), path, k->time_s);
+  k->exp_on_fma = m->exp_fma_seen;
+  k->sfu_all_s = m->sfu_all_s;
+  k->issue_extra_s = m->issue_extra_s;
+  if (k->time_s[NAPKIN_RESOURCE_TENSOR] > 0)
+    k->tensor_path = tensor_path_names[path];
+}
+
+/* The region the kernel's blocks are: its outermost region on the SMs, below any L2 panel. */
+static const NapkinRegionCost *
+grid_region (Model                  *m,
+             guint                   r,
+             const NapkinRegionCost *cost)
+{
+  if (cost->level == NAPKIN_LEVEL_L2)
+    for (guint c = 0; c < m->a->regions->len; c++)
+      if (g_array_index (m->a->regions, NapkinRegionCost, c).parent == (int) r
+          && g_array_index (m->a->regions, NapkinRegionCost, c).level != NAPKIN_LEVEL_L2)
+        return &g_array_index (m->a->regions, NapkinRegionCost, c);
+  return cost;
+}
+
+/* A block with one stage loads, waits, then computes: its loads hide behind
+ * compute only with a second stage or a second block on the SM. */
+static void
+kernel_overlap (Model                  *m,
+                const NapkinRegionCost *grid,
+                NapkinKernelCost       *k)
+{
+  k->overlaps = grid->stages >= 2 || grid->per_sm >= 2 || grid->level == NAPKIN_LEVEL_L2;
+  if (m->rs[grid->region].rows_c > 0)
+    rows_kernel (m, grid, k);
+  else if (k->overlaps)
+    pipeline_stall (m, grid, k);
+  else
+    warning_add (m, _("region “%s”: one pipeline stage and one block per SM, so its loads cannot hide "
+                 "behind compute: predicted without overlap (add a stage or shrink the footprint)"),
+                 grid->name);
+}
+
+/* What the kernel plan changes: the attention grid, rows read twice, the best path and
+ * the plan's own cost. */
+static void
+kernel_plan (Model                  *m,
+             guint                   r,
+             const NapkinRegionCost *cost,
+             NapkinKernelCost       *k)
+{
+  const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
+
+  /* Attention runs on the plan's grid: query heads of a group packed in one block,
+   * and, decoding, the keys split across blocks (split-KV): the SMs it fills and the
+   * chain of key chunks one block walks are the plan's, not the region's instances. */
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && !m->a->paper && pk->grid > 0)
+    {
+      gint64 slots = ceil_div (pk->grid, m->arch->sms);
+
+      k->quantisation = (double) slots * m->arch->sms / pk->grid;
+      if (pk->u.att.split_kv > 1 && cost->chunks > 0)
+        k->latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks;
+      /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
+       * each of an SM's blocks pays the prologue and epilogue in turn */
+      if (pk->path == NAPKIN_PATH_WGMMA)
+        k->latency_s += slots * attention_block_s (m);
+    }
+  /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && !pk->u.rows.one_pass && !m->a->paper)
+    {
+      gint64 e = pk->u.rows.rows * pk->u.rows.cols, b = e * napkin_dtype_bytes (pk->u.rows.x_dtype);
+
+      add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
+      add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
+      k->time_s[NAPKIN_RESOURCE_HBM] += b / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+      k->time_s[NAPKIN_RESOURCE_L2] += b / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+    }
+  best_path_kernel (m, r, cost, (const guint *) m->rs[cost->region].members->data,
+                    m->rs[cost->region].members->len, k);
+  plan_kernel_cost (m, k, pk);
+}
+
+/* A top-level region: one kernel with everything nested in it. */
+static void
+region_kernel (Model *m,
+               guint  r)
+{
+  NapkinRegionCost *cost = &g_array_index (m->a->regions, NapkinRegionCost, r);
+  const NapkinRegionCost *grid = grid_region (m, r, cost);
+  NapkinKernelCost k = { 0 };
+  gint64 slots;
+
+  k.name = g_strdup (cost->name);
+  k.region = r;
+  kernel_transfers (m, cost, &k);
+  kernel_compute (m, cost, &k);
+  warp_operand_reads (m, r, cost, k.time_s);
+  masked_attention (m, cost, &k);
+  /* per chunk: the block-wide barrier, the stage wait and flash-mma's row shuffles
+   * (§7b); the wgmma skeletons have no block-wide barrier (consumers wait on the
+   * mbarriers the producer completes) and their softmax work is counted in the SFU
+   * and CUDA-core terms */
+  if (cost->level == NAPKIN_LEVEL_SMEM && cost->chunks > 1 && !m->rs[cost->region].wgmma)
+    k.chunk_s = (double) cost->waves * cost->chunks * NAPKIN_CHUNK_CLOCKS / m->arch->clock_hz;
+  /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances, I
+   * counted at the kernel's outermost region on the SMs (below any L2 panel). */
+  slots = ceil_div (grid->instances, m->arch->sms);
+  k.quantisation = (double) slots * m->arch->sms / MAX (1, grid->instances);
+  kernel_overlap (m, grid, &k);
+  kernel_plan (m, r, cost, &k);
+  finish_kernel (m, &k);
+  g_array_append_val (m->a->kernels, k);
+}
+
+/* The device-memory bytes an operation outside every region moves beyond its inputs
+ * and result: a row kernel that reads its row twice, or the passes a softmax or
+ * normalisation makes. */
+static gint64
+operation_extra_bytes (Model                  *m,
+                       guint                   n,
+                       const NapkinPlanKernel *pk,
+                       NapkinKernelCost       *k)
+{
+  const NapkinNode *node = napkin_diagram_node (m->d, n);
+  gint64 bytes = 0;
+
+  /* A softmax or normalization outside every region has nowhere on chip to keep
+   * a row's statistics: it runs as passes over device memory, as the lowering
+   * emits them (src/lower): softmax = row max (read x, write m), Σ exp (read x
+   * and m, write l), normalise (read x, m, l, write y); layernorm likewise with
+   * mean and 1/std; rmsnorm with 1/std alone. Statistics are fp32, one per row. */
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS)
+    {
+      /* the plan's row kernel keeps a row on chip (one pass) or reads it twice */
+      if (!pk->u.rows.one_pass)
+        {
+          int src = napkin_diagram_input_source (m->d, n, 0);
+          gint64 in_e = tile_elements (m, -1, src), in_b = mul (m, in_e, dtype_bytes (m, src));
+
+          add_level_traffic (m, NAPKIN_LEVEL_HBM, in_e, in_b);
+          add_level_traffic (m, NAPKIN_LEVEL_L2, in_e, in_b);
+          bytes = add (m, bytes, in_b);
+        }
+    }
+  else if (node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE)
+    {
+      int src = napkin_diagram_input_source (m->d, n, 0);
+      gboolean two = node->kind == NAPKIN_OP_NORMALIZE && node->norm == NAPKIN_NORM_RMSNORM;
+      gint64 in_e = tile_elements (m, -1, src);
+      gint64 rows = in_e / MAX (1, napkin_diagram_axis_size (m->d, napkin_diagram_find_axis (m->d, node->axis)));
+      gint64 extra_e = add (m, mul (m, in_e, two ? 1 : 2), mul (m, rows, two ? 2 : 5));
+      gint64 extra_b = add (m, mul (m, mul (m, in_e, two ? 1 : 2), dtype_bytes (m, src)),
+                            mul (m, rows, two ? 8 : 20));
+
+      k->launches = two ? 2 : 3;
+      add_level_traffic (m, NAPKIN_LEVEL_HBM, extra_e, extra_b);
+      add_level_traffic (m, NAPKIN_LEVEL_L2, extra_e, extra_b);
+      bytes = add (m, bytes, extra_b);
+      warning_add (m, _("%s “%s” lies in no region: with nowhere on chip to keep its row statistics it "
+                   "reads its input %d times from device memory; a region with %s whole reads it once"),
+                   napkin_op_kind_to_string (node->kind), node->id, two ? 2 : 3, node->axis);
+    }
+  return bytes;
+}
+
+/* An operation outside every region reads its inputs from device memory and writes
+ * its result there. */
+static void
+operation_kernel (Model *m,
+                  guint  n)
+{
+  const NapkinNode *node = napkin_diagram_node (m->d, n);
+  NapkinKernelCost k = { 0 };
+  gint64 bytes = 0;
+  const NapkinPlanKernel *pk;
+  TensorPath path = PATH_LIBRARY;
+
+  if (m->innermost[n] >= 0 || node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
+    return;
+  pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, -1, n) : NULL;
+  if (pk == NULL && m->plan != NULL && !m->a->paper && napkin_plan_node_fused_away (m->plan, n))
+    return;   /* a map the plan runs in the kernel before it */
+  k.name = g_strdup (node->id);
+  k.region = -1;
+  k.quantisation = 1;
+  k.overlaps = TRUE;   /* a library kernel per operation: assumed pipelined */
+  for (guint p = 0; p <= napkin_op_n_inputs (node); p++)
+    {
+      /* the inputs, then the result */
+      int src = p < napkin_op_n_inputs (node) ? napkin_diagram_input_source (m->d, n, p) : (int) n;
+      gint64 e, b;
+
+      if (src < 0)
+        continue;
+      e = tile_elements (m, -1, src);
+      b = mul (m, e, dtype_bytes (m, src));
+      add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
+      add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
+      bytes = add (m, bytes, b);
+    }
+  bytes = add (m, bytes, operation_extra_bytes (m, n, pk, &k));
+  k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+  k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
+    path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : PATH_MMA_SYNC;
+  else if (node->kind == NAPKIN_OP_CONTRACT)
+    warning_add (m, _("contraction “%s” lies in no region: modelled as reading each operand from device "
+                 "memory once, as if on-chip memory were unbounded; relabel it to see what tiling costs"),
+                 node->id);
+  node_compute (m, n, path, k.time_s);
+  if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
+    k.tensor_path = tensor_path_names[path];
+  best_path_kernel (m, -1, NULL, &n, 1, &k);
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
+    planned_gemm (m, &k, pk);
+  if (pk != NULL || m->plan == NULL || m->a->paper)
+    plan_kernel_cost (m, &k, pk);
+  finish_kernel (m, &k);
+  g_array_append_val (m->a->kernels, k);
+}
+
 static void
 build_kernels (Model *m)
 {
@@ -2192,237 +2542,12 @@ build_kernels (Model *m)
 
   /* Top-level regions, each one kernel with everything nested in it. */
   for (guint r = 0; r < m->a->regions->len; r++)
-    {
-      NapkinRegionCost *cost = &g_array_index (m->a->regions, NapkinRegionCost, r);
-      NapkinKernelCost k = { 0 };
-      gint64 slots;
-
-      if (cost->parent >= 0)
-        continue;
-      k.name = g_strdup (cost->name);
-      k.region = r;
-      for (guint c = 0; c < m->a->regions->len; c++)
-        {
-          NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
-          RegionState *crs = &m->rs[cc->region];
-
-          if (crs->kernel != (int) cost->region)
-            continue;
-          /* the wgmma skeletons ignore warp tiles: wgmma reads shared memory itself */
-          if (cc->level == NAPKIN_LEVEL_REGISTERS && cc->parent >= 0 && m->rs[cc->parent].wgmma)
-            continue;
-          for (guint t = 0; t < cc->transfers->len; t++)
-            {
-              account_transfer (m, &g_array_index (cc->transfers, NapkinTransfer, t), k.time_s);
-            }
-        }
-      {
-        /* the kernel's shared-memory region decides its instruction path */
-        TensorPath path = PATH_MMA_SYNC;
-
-        for (guint c = 0; c < m->a->regions->len && !m->a->no_wgmma; c++)
-          {
-            NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
-
-            if (m->rs[cc->region].kernel == (int) cost->region && cc->level == NAPKIN_LEVEL_SMEM
-                && m->rs[cc->region].wgmma)
-              {
-                path = PATH_WGMMA;
-                break;
-              }
-          }
-        memcpy (m->flops_before, m->a->tensor_flops, sizeof m->flops_before);
-        m->exp_fma_seen = FALSE;
-        m->sfu_all_s = m->issue_extra_s = 0;
-        m->chunks = cost->chunks;
-        {
-          const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
-
-          m->exp_blocks = pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->path == NAPKIN_PATH_WGMMA
-                          ? pk->u.att.BKV / 8 : 0;
-        }
-        for (guint i = 0; i < m->rs[cost->region].members->len; i++)
-          node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), path, k.time_s);
-        k.exp_on_fma = m->exp_fma_seen;
-        k.sfu_all_s = m->sfu_all_s;
-        k.issue_extra_s = m->issue_extra_s;
-        if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
-          k.tensor_path = tensor_path_names[path];
-      }
-      warp_operand_reads (m, r, cost, k.time_s);
-      masked_attention (m, cost, &k);
-      /* per chunk: the block-wide barrier, the stage wait and flash-mma's row shuffles
-       * (§7b); the wgmma skeletons have no block-wide barrier (consumers wait on the
-       * mbarriers the producer completes) and their softmax work is counted in the SFU
-       * and CUDA-core terms */
-      if (cost->level == NAPKIN_LEVEL_SMEM && cost->chunks > 1 && !m->rs[cost->region].wgmma)
-        k.chunk_s = (double) cost->waves * cost->chunks * NAPKIN_CHUNK_CLOCKS / m->arch->clock_hz;
-      /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances, I
-       * counted at the kernel's outermost region on the SMs (below any L2 panel). */
-      {
-        gint64 blocks = cost->instances;
-
-        if (cost->level == NAPKIN_LEVEL_L2)
-          for (guint c = 0; c < m->a->regions->len; c++)
-            {
-              NapkinRegionCost *cc = &g_array_index (m->a->regions, NapkinRegionCost, c);
-
-              if (cc->parent == (int) r && cc->level != NAPKIN_LEVEL_L2)
-                {
-                  blocks = cc->instances;
-                  break;
-                }
-            }
-        slots = ceil_div (blocks, m->arch->sms);
-        k.quantisation = (double) slots * m->arch->sms / MAX (1, blocks);
-      }
-      /* A block with one stage loads, waits, then computes: its loads hide behind
-       * compute only with a second stage or a second block on the SM. */
-      {
-        const NapkinRegionCost *grid = cost;
-
-        if (cost->level == NAPKIN_LEVEL_L2)
-          for (guint c = 0; c < m->a->regions->len; c++)
-            if (g_array_index (m->a->regions, NapkinRegionCost, c).parent == (int) r
-                && g_array_index (m->a->regions, NapkinRegionCost, c).level != NAPKIN_LEVEL_L2)
-              {
-                grid = &g_array_index (m->a->regions, NapkinRegionCost, c);
-                break;
-              }
-        k.overlaps = grid->stages >= 2 || grid->per_sm >= 2 || grid->level == NAPKIN_LEVEL_L2;
-        if (m->rs[grid->region].rows_c > 0)
-          rows_kernel (m, grid, &k);
-        else if (k.overlaps)
-          pipeline_stall (m, grid, &k);
-        else
-          warning_add (m, _("region “%s”: one pipeline stage and one block per SM, so its loads cannot hide "
-                       "behind compute: predicted without overlap (add a stage or shrink the footprint)"),
-                       grid->name);
-      }
-      {
-        const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
-
-        /* Attention runs on the plan's grid: query heads of a group packed in one block,
-         * and, decoding, the keys split across blocks (split-KV): the SMs it fills and the
-         * chain of key chunks one block walks are the plan's, not the region's instances. */
-        if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && !m->a->paper && pk->grid > 0)
-          {
-            gint64 slots = ceil_div (pk->grid, m->arch->sms);
-
-            k.quantisation = (double) slots * m->arch->sms / pk->grid;
-            if (pk->u.att.split_kv > 1 && cost->chunks > 0)
-              k.latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks;
-            /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
-             * each of an SM's blocks pays the prologue and epilogue in turn */
-            if (pk->path == NAPKIN_PATH_WGMMA)
-              k.latency_s += slots * attention_block_s (m);
-          }
-        /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
-        if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && !pk->u.rows.one_pass && !m->a->paper)
-          {
-            gint64 e = pk->u.rows.rows * pk->u.rows.cols, b = e * napkin_dtype_bytes (pk->u.rows.x_dtype);
-
-            add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
-            add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
-            k.time_s[NAPKIN_RESOURCE_HBM] += b / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
-            k.time_s[NAPKIN_RESOURCE_L2] += b / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
-          }
-        best_path_kernel (m, r, cost, (const guint *) m->rs[cost->region].members->data,
-                          m->rs[cost->region].members->len, &k);
-        plan_kernel_cost (m, &k, pk);
-      }
-      finish_kernel (m, &k);
-      g_array_append_val (m->a->kernels, k);
-    }
+    if (g_array_index (m->a->regions, NapkinRegionCost, r).parent < 0)
+      region_kernel (m, r);
 
   /* Every other operation reads its inputs from device memory and writes its result there. */
   for (guint i = 0; i < m->n_nodes; i++)
-    {
-      guint n = topo[i];
-      const NapkinNode *node = napkin_diagram_node (m->d, n);
-      NapkinKernelCost k = { 0 };
-      gint64 bytes = 0;
-      const NapkinPlanKernel *pk;
-      TensorPath path = PATH_LIBRARY;
-
-      if (m->innermost[n] >= 0 || node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
-        continue;
-      pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, -1, n) : NULL;
-      if (pk == NULL && m->plan != NULL && !m->a->paper && napkin_plan_node_fused_away (m->plan, n))
-        continue;   /* a map the plan runs in the kernel before it */
-      k.name = g_strdup (node->id);
-      k.region = -1;
-      k.quantisation = 1;
-      k.overlaps = TRUE;   /* a library kernel per operation: assumed pipelined */
-      for (guint p = 0; p <= napkin_op_n_inputs (node); p++)
-        {
-          /* the inputs, then the result */
-          int src = p < napkin_op_n_inputs (node) ? napkin_diagram_input_source (m->d, n, p) : (int) n;
-          gint64 e, b;
-
-          if (src < 0)
-            continue;
-          e = tile_elements (m, -1, src);
-          b = mul (m, e, dtype_bytes (m, src));
-          add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
-          add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
-          bytes = add (m, bytes, b);
-        }
-      /* A softmax or normalization outside every region has nowhere on chip to keep
-       * a row's statistics: it runs as passes over device memory, as the lowering
-       * emits them (src/lower): softmax = row max (read x, write m), Σ exp (read x
-       * and m, write l), normalise (read x, m, l, write y); layernorm likewise with
-       * mean and 1/std; rmsnorm with 1/std alone. Statistics are fp32, one per row. */
-      if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS)
-        {
-          /* the plan's row kernel keeps a row on chip (one pass) or reads it twice */
-          if (!pk->u.rows.one_pass)
-            {
-              int src = napkin_diagram_input_source (m->d, n, 0);
-              gint64 in_e = tile_elements (m, -1, src), in_b = mul (m, in_e, dtype_bytes (m, src));
-
-              add_level_traffic (m, NAPKIN_LEVEL_HBM, in_e, in_b);
-              add_level_traffic (m, NAPKIN_LEVEL_L2, in_e, in_b);
-              bytes = add (m, bytes, in_b);
-            }
-        }
-      else if (node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE)
-        {
-          int src = napkin_diagram_input_source (m->d, n, 0);
-          gboolean two = node->kind == NAPKIN_OP_NORMALIZE && node->norm == NAPKIN_NORM_RMSNORM;
-          gint64 in_e = tile_elements (m, -1, src);
-          gint64 rows = in_e / MAX (1, napkin_diagram_axis_size (m->d, napkin_diagram_find_axis (m->d, node->axis)));
-          gint64 extra_e = add (m, mul (m, in_e, two ? 1 : 2), mul (m, rows, two ? 2 : 5));
-          gint64 extra_b = add (m, mul (m, mul (m, in_e, two ? 1 : 2), dtype_bytes (m, src)),
-                                mul (m, rows, two ? 8 : 20));
-
-          k.launches = two ? 2 : 3;
-          add_level_traffic (m, NAPKIN_LEVEL_HBM, extra_e, extra_b);
-          add_level_traffic (m, NAPKIN_LEVEL_L2, extra_e, extra_b);
-          bytes = add (m, bytes, extra_b);
-          warning_add (m, _("%s “%s” lies in no region: with nowhere on chip to keep its row statistics it "
-                       "reads its input %d times from device memory; a region with %s whole reads it once"),
-                       napkin_op_kind_to_string (node->kind), node->id, two ? 2 : 3, node->axis);
-        }
-      k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
-      k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
-      if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
-        path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : PATH_MMA_SYNC;
-      else if (node->kind == NAPKIN_OP_CONTRACT)
-        warning_add (m, _("contraction “%s” lies in no region: modelled as reading each operand from device "
-                     "memory once, as if on-chip memory were unbounded; relabel it to see what tiling costs"),
-                     node->id);
-      node_compute (m, n, path, k.time_s);
-      if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
-        k.tensor_path = tensor_path_names[path];
-      best_path_kernel (m, -1, NULL, &n, 1, &k);
-      if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
-        planned_gemm (m, &k, pk);
-      if (pk != NULL || m->plan == NULL || m->a->paper)
-        plan_kernel_cost (m, &k, pk);
-      finish_kernel (m, &k);
-      g_array_append_val (m->a->kernels, k);
-    }
+    operation_kernel (m, topo[i]);
 
   /* the repacks and split-K reductions the plan adds around its kernels */
   for (guint i = 0; m->plan != NULL && !m->a->paper && i < m->plan->kernels->len; i++)
@@ -2435,31 +2560,12 @@ build_kernels (Model *m)
     }
 }
 
-NapkinAnalysis *
-napkin_analyze (NapkinDiagram               *diagram,
-                NapkinArch                  *arch,
-                const NapkinAnalyzeOptions  *options,
-                GError                     **error)
+/* An empty analysis with the options' settings. */
+static NapkinAnalysis *
+analysis_new (NapkinArch                 *arch,
+              const NapkinAnalyzeOptions *options)
 {
-  g_autoptr(NapkinAnalysis) a = g_new0 (NapkinAnalysis, 1);
-  g_autofree guint *order = NULL;
-  Model m = { 0 };
-  NapkinArch fewer;
-  double tensor_s = 0, energy_pj = 0;
-  gint64 tensor_total = 0;
-
-  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
-  g_return_val_if_fail (arch != NULL, NULL);
-
-  if (options == NULL || !options->trusted)
-    if (!napkin_diagram_validate (diagram, error))
-      return NULL;
-  if (napkin_diagram_topo_order (diagram) == NULL)
-    {
-      g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
-                           _("nodes: the diagram has a cycle"));
-      return NULL;
-    }
+  NapkinAnalysis *a = g_new0 (NapkinAnalysis, 1);
 
   a->arch = napkin_arch_ref (arch);
   a->has_dtype = options && options->has_dtype;
@@ -2474,84 +2580,62 @@ napkin_analyze (NapkinDiagram               *diagram,
   a->error_regions = g_array_new (FALSE, FALSE, sizeof (int));
   a->warnings = g_ptr_array_new_with_free_func (g_free);
   a->feasible = TRUE;
-  {
-    NapkinPlanOptions plan_options = { a->has_dtype, a->dtype, FALSE, a->no_wgmma || a->paper, TRUE };
+  return a;
+}
 
-    a->plan = napkin_plan_build (diagram, arch, &plan_options, error);
-    if (a->plan == NULL)
-      return NULL;
-  }
-
-  m.d = diagram;
-  m.plan = a->plan;
-  m.arch = arch;
-  if (options != NULL && options->sms > 0 && options->sms < arch->sms)
+/* Hopper's warpgroup path where the plan puts the kernel (its shared-memory region) */
+static void
+mark_wgmma_regions (Model *m)
+{
+  for (guint r = 0; r < m->n_regions && !m->a->paper; r++)
     {
-      /* the plan is the whole GPU's (what the code generator prints); its pricing sees
-       * only the SMs the launch keeps (docs/model.md, "Overlap") */
-      fewer = *arch;
-      fewer.sms = options->sms;
-      m.arch = &fewer;
-    }
-  m.a = a;
-  m.n_nodes = napkin_diagram_n_nodes (diagram);
-  m.n_axes = napkin_diagram_n_axes (diagram);
-  m.n_regions = napkin_diagram_n_regions (diagram);
-  m.current = -1;
+      const NapkinPlanKernel *pk = plan_kernel_of (m, r);
 
-  if (!napkin_diagram_total_flops (diagram, &a->flops))
-    m.overflow = TRUE;
-  a->flops_total = add (&m, add (&m, a->flops.tensor, a->flops.cuda), a->flops.sfu);
-
-  build_regions (&m);
-  for (guint r = 0; r < m.n_regions && !a->paper; r++)
-    detect_rows (&m, r);
-  /* Hopper's warpgroup path where the plan puts the kernel (its shared-memory region) */
-  for (guint r = 0; r < m.n_regions && !a->paper; r++)
-    {
-      const NapkinPlanKernel *pk = plan_kernel_of (&m, r);
-
-      if (pk == NULL || pk->path != NAPKIN_PATH_WGMMA || napkin_diagram_region (diagram, r)->level != NAPKIN_LEVEL_SMEM)
+      if (pk == NULL || pk->path != NAPKIN_PATH_WGMMA || napkin_diagram_region (m->d, r)->level != NAPKIN_LEVEL_SMEM)
         continue;
-      m.rs[r].wgmma = TRUE;
-      m.rs[r].wgmma_rows = pk->kind == NAPKIN_PLAN_GEMM ? pk->u.gemm.BM : pk->u.att.BQ;
-      m.rs[r].wgmma_smem = pk->smem_bytes;
+      m->rs[r].wgmma = TRUE;
+      m->rs[r].wgmma_rows = pk->kind == NAPKIN_PLAN_GEMM ? pk->u.gemm.BM : pk->u.att.BQ;
+      m->rs[r].wgmma_smem = pk->smem_bytes;
     }
-  order = region_order (&m);
-  /* a->regions is indexed like the diagram's regions: fill in parent order, then sort back */
-  {
-    g_autofree int *slot = g_new (int, m.n_regions + 1);
+}
 
-    for (guint i = 0; i < m.n_regions; i++)
-      {
-        guint r = order[i];
+/* a->regions is indexed like the diagram's regions: fill in parent order, then sort back */
+static void
+model_regions (Model       *m,
+               const guint *order)
+{
+  NapkinAnalysis *a = m->a;
+  g_autofree int *slot = g_new (int, m->n_regions + 1);
+  g_autoptr(GArray) sorted = g_array_sized_new (FALSE, TRUE, sizeof (NapkinRegionCost), m->n_regions);
 
-        model_region (&m, r);
-        slot[r] = i;
-      }
-    for (guint i = 0; i < m.n_regions; i++)
-      {
-        NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, i);
-
-        c->parent = m.rs[c->region].parent;   /* diagram index; == analysis index after the sort */
-      }
+  for (guint i = 0; i < m->n_regions; i++)
     {
-      g_autoptr(GArray) sorted = g_array_sized_new (FALSE, TRUE, sizeof (NapkinRegionCost), m.n_regions);
+      guint r = order[i];
 
-      g_array_set_clear_func (sorted, region_cost_clear);
-      for (guint r = 0; r < m.n_regions; r++)
-        g_array_append_val (sorted, g_array_index (a->regions, NapkinRegionCost, slot[r]));
-      g_array_set_clear_func (a->regions, NULL);   /* moved, not freed */
-      g_array_unref (a->regions);
-      a->regions = g_steal_pointer (&sorted);
+      model_region (m, r);
+      slot[r] = i;
     }
-  }
-  for (guint i = 0; i < m.n_regions; i++)
-    model_occupancy (&m, order[i]);   /* parents first: a nested region reads its block's */
-  for (guint i = 0; i < m.n_regions; i++)
-    model_l2_reuse (&m, i);
+  for (guint i = 0; i < m->n_regions; i++)
+    {
+      NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, i);
 
-  build_kernels (&m);
+      c->parent = m->rs[c->region].parent;   /* diagram index; == analysis index after the sort */
+    }
+  g_array_set_clear_func (sorted, region_cost_clear);
+  for (guint r = 0; r < m->n_regions; r++)
+    g_array_append_val (sorted, g_array_index (a->regions, NapkinRegionCost, slot[r]));
+  g_array_set_clear_func (a->regions, NULL);   /* moved, not freed */
+  g_array_unref (a->regions);
+  a->regions = g_steal_pointer (&sorted);
+}
+
+/* The totals: each level's time, energy, throughputs, intensity and the binding resource. */
+static void
+summarise (NapkinAnalysis *a,
+           NapkinArch     *arch)
+{
+  double tensor_s = 0, energy_pj = 0;
+  gint64 tensor_total = 0;
 
   for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
     {
@@ -2586,19 +2670,93 @@ napkin_analyze (NapkinDiagram               *diagram,
   for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
     if (a->resource_s[res] > a->resource_s[a->bound])
       a->bound = res;
+}
 
-  for (guint r = 0; r < m.n_regions; r++)
+static void
+model_clear (Model *m)
+{
+  for (guint r = 0; r < m->n_regions; r++)
     {
-      g_free (m.rs[r].member);
-      g_free (m.rs[r].extent);
-      g_free (m.rs[r].chunks);
-      g_clear_pointer (&m.rs[r].loops, g_array_unref);
-      g_clear_pointer (&m.rs[r].members, g_array_unref);
+      g_free (m->rs[r].member);
+      g_free (m->rs[r].extent);
+      g_free (m->rs[r].chunks);
+      g_clear_pointer (&m->rs[r].loops, g_array_unref);
+      g_clear_pointer (&m->rs[r].members, g_array_unref);
     }
-  g_free (m.rs);
-  g_free (m.innermost);
-  g_free (m.pos);
-  g_clear_pointer (&m.warned, g_hash_table_unref);   /* the texts belong to a->warnings */
+  g_free (m->rs);
+  g_free (m->innermost);
+  g_free (m->pos);
+  g_clear_pointer (&m->warned, g_hash_table_unref);   /* the texts belong to a->warnings */
+}
+
+NapkinAnalysis *
+napkin_analyze (NapkinDiagram               *diagram,
+                NapkinArch                  *arch,
+                const NapkinAnalyzeOptions  *options,
+                GError                     **error)
+{
+  g_autoptr(NapkinAnalysis) a = NULL;
+  g_autofree guint *order = NULL;
+  Model m = { 0 };
+  NapkinArch fewer;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
+  g_return_val_if_fail (arch != NULL, NULL);
+
+  if (options == NULL || !options->trusted)
+    if (!napkin_diagram_validate (diagram, error))
+      return NULL;
+  if (napkin_diagram_topo_order (diagram) == NULL)
+    {
+      g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
+                           _("nodes: the diagram has a cycle"));
+      return NULL;
+    }
+
+  a = analysis_new (arch, options);
+  {
+    NapkinPlanOptions plan_options = { a->has_dtype, a->dtype, FALSE, a->no_wgmma || a->paper, TRUE };
+
+    a->plan = napkin_plan_build (diagram, arch, &plan_options, error);
+    if (a->plan == NULL)
+      return NULL;
+  }
+
+  m.d = diagram;
+  m.plan = a->plan;
+  m.arch = arch;
+  if (options != NULL && options->sms > 0 && options->sms < arch->sms)
+    {
+      /* the plan is the whole GPU's (what the code generator prints); its pricing sees
+       * only the SMs the launch keeps (docs/model.md, "Overlap") */
+      fewer = *arch;
+      fewer.sms = options->sms;
+      m.arch = &fewer;
+    }
+  m.a = a;
+  m.n_nodes = napkin_diagram_n_nodes (diagram);
+  m.n_axes = napkin_diagram_n_axes (diagram);
+  m.n_regions = napkin_diagram_n_regions (diagram);
+  m.current = -1;
+
+  if (!napkin_diagram_total_flops (diagram, &a->flops))
+    m.overflow = TRUE;
+  a->flops_total = add (&m, add (&m, a->flops.tensor, a->flops.cuda), a->flops.sfu);
+
+  build_regions (&m);
+  for (guint r = 0; r < m.n_regions && !a->paper; r++)
+    detect_rows (&m, r);
+  mark_wgmma_regions (&m);
+  order = region_order (&m);
+  model_regions (&m, order);
+  for (guint i = 0; i < m.n_regions; i++)
+    model_occupancy (&m, order[i]);   /* parents first: a nested region reads its block's */
+  for (guint i = 0; i < m.n_regions; i++)
+    model_l2_reuse (&m, i);
+
+  build_kernels (&m);
+  summarise (a, arch);
+  model_clear (&m);
 
   if (m.overflow)
     {
@@ -2616,183 +2774,4 @@ napkin_matmul_threshold (const NapkinArch  *arch,
 {
   /* compute 2abc/R against transfers (2abc/g)·β/BW: equal at g = R·β/BW */
   return napkin_arch_tensor_rate (arch, klass) * bytes_per_element / arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
-}
-
-/* ---- JSON (docs/model.md lists every key) ------------------------------------------------ */
-
-static json_object *
-strings_to_json (GPtrArray *strings)
-{
-  json_object *array = json_object_new_array ();
-
-  for (guint i = 0; i < strings->len; i++)
-    json_object_array_add (array, json_object_new_string (g_ptr_array_index (strings, i)));
-  return array;
-}
-
-static json_object *
-resources_to_json (const double *time_s)
-{
-  json_object *obj = json_object_new_object ();
-
-  for (NapkinResource r = 0; r < NAPKIN_N_RESOURCES; r++)
-    json_object_object_add (obj, resource_names[r], json_object_new_double (time_s[r]));
-  return obj;
-}
-
-json_object *
-napkin_analysis_to_json (NapkinAnalysis *a)
-{
-  json_object *root = json_object_new_object ();
-  json_object *obj, *array;
-
-  g_return_val_if_fail (a != NULL, NULL);
-
-  json_object_object_add (root, "arch", json_object_new_string (a->arch->id));
-  json_object_object_add (root, "arch_name", json_object_new_string (a->arch->name));
-  json_object_object_add (root, "model", json_object_new_string (a->paper ? "paper" : "l2-reuse"));
-  if (a->has_dtype)
-    json_object_object_add (root, "dtype", json_object_new_string (napkin_dtype_to_string (a->dtype)));
-  json_object_object_add (root, "feasible", json_object_new_boolean (a->feasible));
-  json_object_object_add (root, "errors", strings_to_json (a->errors));
-  json_object_object_add (root, "warnings", strings_to_json (a->warnings));
-  json_object_object_add (root, "flops", json_object_new_int64 (a->flops_total));
-  obj = json_object_new_object ();
-  json_object_object_add (obj, "tensor", json_object_new_int64 (a->flops.tensor));
-  json_object_object_add (obj, "cuda", json_object_new_int64 (a->flops.cuda));
-  json_object_object_add (obj, "sfu", json_object_new_int64 (a->flops.sfu));
-  for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
-    if (a->tensor_flops[c] > 0)
-      {
-        g_autofree char *key = g_strdup_printf ("tensor_%s", napkin_tensor_class_to_string (c));
-
-        json_object_object_add (obj, key, json_object_new_int64 (a->tensor_flops[c]));
-      }
-  json_object_object_add (root, "flops_by_unit", obj);
-  json_object_object_add (root, "predicted_time_s", json_object_new_double (a->predicted_time_s));
-  json_object_object_add (root, "overlap_time_s", json_object_new_double (a->overlap_time_s));
-  json_object_object_add (root, "serial_time_s", json_object_new_double (a->serial_time_s));
-  json_object_object_add (root, "throughput_flops_per_s", json_object_new_double (a->throughput));
-  json_object_object_add (root, "serial_throughput_flops_per_s", json_object_new_double (a->serial_throughput));
-  json_object_object_add (root, "tensor_throughput_flops_per_s", json_object_new_double (a->tensor_throughput));
-  json_object_object_add (root, "intensity_flops_per_byte", json_object_new_double (a->intensity));
-  json_object_object_add (root, "energy_j", json_object_new_double (a->energy_j));
-  json_object_object_add (root, "bound", json_object_new_string (resource_names[a->bound]));
-  json_object_object_add (root, "resources_s", resources_to_json (a->resource_s));
-  obj = json_object_new_object ();
-  json_object_object_add (obj, "time_s", json_object_new_double (a->best_time_s));
-  json_object_object_add (obj, "throughput_flops_per_s", json_object_new_double (a->best_throughput));
-  json_object_object_add (obj, "bound", json_object_new_string (resource_names[a->best_bound]));
-  json_object_object_add (obj, "path", a->best_path ? json_object_new_string (a->best_path) : NULL);
-  json_object_object_add (obj, "generated", json_object_new_boolean (a->best_generated));
-  json_object_object_add (obj, "note", a->best_note ? json_object_new_string (a->best_note) : NULL);
-  json_object_object_add (root, "best_path", obj);
-
-  array = json_object_new_array ();
-  for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
-    {
-      obj = json_object_new_object ();
-      json_object_object_add (obj, "level", json_object_new_string (napkin_level_to_string (l)));
-      json_object_object_add (obj, "transfer_elements", json_object_new_int64 (a->levels[l].transfer_elements));
-      json_object_object_add (obj, "transfer_bytes", json_object_new_int64 (a->levels[l].transfer_bytes));
-      json_object_object_add (obj, "time_s", json_object_new_double (a->levels[l].time_s));
-      json_object_object_add (obj, "bandwidth_bytes_per_s",
-                              json_object_new_double (a->arch->levels[l].bandwidth));
-      json_object_array_add (array, obj);
-    }
-  json_object_object_add (root, "levels", array);
-
-  array = json_object_new_array ();
-  for (guint r = 0; r < a->regions->len; r++)
-    {
-      const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
-      json_object *transfers = json_object_new_array ();
-
-      obj = json_object_new_object ();
-      json_object_object_add (obj, "name", json_object_new_string (c->name));
-      json_object_object_add (obj, "level", json_object_new_string (napkin_level_to_string (c->level)));
-      json_object_object_add (obj, "parent_level",
-                              json_object_new_string (napkin_level_to_string (c->parent_level)));
-      if (c->parent >= 0)
-        {
-          const NapkinRegionCost *parent = &g_array_index (a->regions, NapkinRegionCost, c->parent);
-
-          json_object_object_add (obj, "parent", json_object_new_string (parent->name));
-        }
-      json_object_object_add (obj, "tile", json_object_new_string (c->tile));
-      json_object_object_add (obj, "groups", json_object_new_int64 (c->groups));
-      json_object_object_add (obj, "chunks", json_object_new_int64 (c->chunks));
-      json_object_object_add (obj, "instances", json_object_new_int64 (c->instances));
-      json_object_object_add (obj, "steps", json_object_new_int64 (c->steps));
-      json_object_object_add (obj, "threads", json_object_new_int (c->threads));
-      json_object_object_add (obj, "stages", json_object_new_int (c->stages));
-      json_object_object_add (obj, "footprint_elements", json_object_new_int64 (c->footprint_elements));
-      json_object_object_add (obj, "footprint_bytes", json_object_new_int64 (c->footprint_bytes));
-      if (c->plan_smem_bytes > 0)
-        json_object_object_add (obj, "plan_shared_bytes", json_object_new_int64 (c->plan_smem_bytes));
-      json_object_object_add (obj, "intermediate_bytes", json_object_new_int64 (c->intermediate_bytes));
-      json_object_object_add (obj, "registers_per_thread", json_object_new_int (c->registers_per_thread));
-      json_object_object_add (obj, "per_sm", json_object_new_int64 (c->per_sm));
-      json_object_object_add (obj, "binding_limit", json_object_new_string (c->binding_limit));
-      json_object_object_add (obj, "waves", json_object_new_int64 (c->waves));
-      json_object_object_add (obj, "transfer_elements", json_object_new_int64 (c->transfer_elements));
-      json_object_object_add (obj, "transfer_bytes", json_object_new_int64 (c->transfer_bytes));
-      for (guint t = 0; t < c->transfers->len; t++)
-        {
-          const NapkinTransfer *tr = &g_array_index (c->transfers, NapkinTransfer, t);
-          json_object *to = json_object_new_object ();
-
-          json_object_object_add (to, "tensor", json_object_new_string (tr->tensor));
-          json_object_object_add (to, "direction", json_object_new_string (tr->is_output ? "out" : "in"));
-          json_object_object_add (to, "from", json_object_new_string (napkin_level_to_string (tr->from)));
-          json_object_object_add (to, "to", json_object_new_string (napkin_level_to_string (tr->to)));
-          json_object_object_add (to, "dtype", json_object_new_string (napkin_dtype_to_string (tr->dtype)));
-          json_object_object_add (to, "tile_elements", json_object_new_int64 (tr->tile_elements));
-          json_object_object_add (to, "count", json_object_new_int64 (tr->count));
-          json_object_object_add (to, "elements", json_object_new_int64 (tr->elements));
-          json_object_object_add (to, "bytes", json_object_new_int64 (tr->bytes));
-          json_object_object_add (to, "hbm_bytes", json_object_new_int64 (tr->hbm_bytes));
-          json_object_object_add (to, "sharers", json_object_new_int (tr->sharers));
-          json_object_array_add (transfers, to);
-        }
-      json_object_object_add (obj, "transfers", transfers);
-      json_object_object_add (obj, "feasible", json_object_new_boolean (c->feasible));
-      json_object_array_add (array, obj);
-    }
-  json_object_object_add (root, "regions", array);
-
-  array = json_object_new_array ();
-  for (guint k = 0; k < a->kernels->len; k++)
-    {
-      const NapkinKernelCost *kc = &g_array_index (a->kernels, NapkinKernelCost, k);
-
-      obj = json_object_new_object ();
-      json_object_object_add (obj, "name", json_object_new_string (kc->name));
-      json_object_object_add (obj, "kind", json_object_new_string (kc->region >= 0 ? "region" : "operation"));
-      json_object_object_add (obj, "resources_s", resources_to_json (kc->time_s));
-      json_object_object_add (obj, "quantisation", json_object_new_double (kc->quantisation));
-      json_object_object_add (obj, "launches", json_object_new_int (MAX (1, kc->launches)));
-      json_object_object_add (obj, "overlap_s", json_object_new_double (kc->overlap_s));
-      json_object_object_add (obj, "serial_s", json_object_new_double (kc->serial_s));
-      json_object_object_add (obj, "overlaps", json_object_new_boolean (kc->overlaps));
-      json_object_object_add (obj, "latency_s", json_object_new_double (kc->latency_s));
-      json_object_object_add (obj, "time_s", json_object_new_double (kc->time_s_predicted));
-      json_object_object_add (obj, "bound", json_object_new_string (resource_names[kc->bound]));
-      if (kc->tensor_path != NULL)
-        json_object_object_add (obj, "tensor_path", json_object_new_string (kc->tensor_path));
-      json_object_object_add (obj, "best_time_s", json_object_new_double (kc->best_s));
-      json_object_object_add (obj, "best_bound", json_object_new_string (resource_names[kc->best_bound]));
-      if (kc->best_path != NULL)
-        json_object_object_add (obj, "best_path", json_object_new_string (kc->best_path));
-      json_object_object_add (obj, "path", json_object_new_string (napkin_path_to_string (kc->path)));
-      if (kc->plan_kind != NULL)
-        json_object_object_add (obj, "plan", json_object_new_string (kc->plan_kind));
-      if (kc->reason != NULL)
-        json_object_object_add (obj, "reason", json_object_new_string (kc->reason));
-      if (kc->note != NULL)
-        json_object_object_add (obj, "note", json_object_new_string (kc->note));
-      json_object_array_add (array, obj);
-    }
-  json_object_object_add (root, "kernels", array);
-  return root;
 }

@@ -412,145 +412,154 @@ streams (const NapkinRegion *region)
   return FALSE;
 }
 
-NapkinTuneResult *
-napkin_tune (NapkinDiagram            *diagram,
-             NapkinArch               *arch,
-             const NapkinTuneOptions  *options,
-             GError                  **error)
+/* A diagram without regions: propose where the regions go, then tune those. */
+static NapkinTuneResult *
+tune_proposed_regions (NapkinDiagram            *diagram,
+                       NapkinArch               *arch,
+                       const NapkinTuneOptions  *options,
+                       GError                  **error)
 {
-  g_autoptr(NapkinDiagram) copy = NULL;
-  g_autoptr(GArray) knobs = g_array_new (FALSE, TRUE, sizeof (Knob));
-  g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_auto(GStrv) what = NULL;
+  g_autoptr(NapkinDiagram) relabeled = napkin_tune_propose_regions (diagram, &what, error);
   NapkinTuneResult *result;
-  Search s = { 0 };
-  double combos = 1;
-  guint max_evals = options && options->max_evaluations ? options->max_evaluations : 40000;
 
-  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
-
-  if (!napkin_diagram_validate (diagram, error))
+  if (relabeled == NULL)
     return NULL;
-  if (napkin_diagram_n_regions (diagram) == 0)
+  result = napkin_tune (relabeled, arch, options, error);
+  if (result == NULL)
+    return NULL;
+  result->relabeled = g_steal_pointer (&relabeled);
+  result->proposed = g_steal_pointer (&what);
+  return result;
+}
+
+/* One knob per parallel or streamed mark of region r: its tile sizes. */
+static void
+add_tile_knobs (NapkinDiagram *copy,
+                guint          r,
+                GArray        *knobs,
+                double        *combos)
+{
+  const NapkinRegion *region = napkin_diagram_region (copy, r);
+  gint64 cap = region->level == NAPKIN_LEVEL_REGISTERS ? 128
+               : region->level == NAPKIN_LEVEL_SMEM   ? 256
+                                                      : 4096;
+
+  for (guint i = 0; i < region->marks->len; i++)
     {
-      /* nothing to tune yet: propose where the regions go, then tune those */
-      g_auto(GStrv) what = NULL;
-      g_autoptr(NapkinDiagram) relabeled = napkin_tune_propose_regions (diagram, &what, error);
-      NapkinTuneResult *result;
+      const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, i);
+      int axis = napkin_diagram_find_axis (copy, mark->axis);
+      gint64 size, lo;
+      Knob knob = { 0 };
 
-      if (relabeled == NULL)
-        return NULL;
-      result = napkin_tune (relabeled, arch, options, error);
-      if (result == NULL)
-        return NULL;
-      result->relabeled = g_steal_pointer (&relabeled);
-      result->proposed = g_steal_pointer (&what);
-      return result;
-    }
-  copy = napkin_diagram_copy (diagram);
-
-  for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
-    {
-      const NapkinRegion *region = napkin_diagram_region (copy, r);
-      gint64 cap = region->level == NAPKIN_LEVEL_REGISTERS ? 128
-                   : region->level == NAPKIN_LEVEL_SMEM   ? 256
-                                                          : 4096;
-
-      for (guint i = 0; i < region->marks->len; i++)
+      if (mark->kind == NAPKIN_MARK_WHOLE || axis < 0)
+        continue;
+      size = napkin_diagram_axis_size (copy, axis);
+      /* small axes (batch, heads) and axes no contraction of the region uses
+       * (rows of a softmax) from 1; tensor-core sized tiles otherwise */
+      lo = size <= 64 || !contraction_uses (copy, region, axis) ? 1
+           : region->level == NAPKIN_LEVEL_REGISTERS ? 8 : 16;
+      knob.region = r;
+      knob.mark = i;
+      knob.axis = mark->axis;
+      knob.kind = mark->kind;
+      knob.values = g_array_new (FALSE, FALSE, sizeof (gint64));
+      knob_add_value (&knob, mark->tile);   /* the file's own first */
+      for (gint64 v = lo; v <= MIN (size, cap); v *= 2)
+        knob_add_value (&knob, v);
+      /* the attention tiles of the wgmma skeleton (docs/model.md §9): query tiles of
+       * 192 (three warpgroups of 64 rows), key chunks of 176 */
+      if (region->level == NAPKIN_LEVEL_SMEM && contractions_in (copy, region) >= 2
+          && contraction_uses (copy, region, axis))
         {
-          const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, i);
-          int axis = napkin_diagram_find_axis (copy, mark->axis);
-          gint64 size, lo;
-          Knob knob = { 0 };
+          gint64 extra = mark->kind == NAPKIN_MARK_PARALLEL ? 192 : 176;
 
-          if (mark->kind == NAPKIN_MARK_WHOLE || axis < 0)
-            continue;
-          size = napkin_diagram_axis_size (copy, axis);
-          /* small axes (batch, heads) and axes no contraction of the region uses
-           * (rows of a softmax) from 1; tensor-core sized tiles otherwise */
-          lo = size <= 64 || !contraction_uses (copy, region, axis) ? 1
-               : region->level == NAPKIN_LEVEL_REGISTERS ? 8 : 16;
-          knob.region = r;
-          knob.mark = i;
-          knob.axis = mark->axis;
-          knob.kind = mark->kind;
-          knob.values = g_array_new (FALSE, FALSE, sizeof (gint64));
-          knob_add_value (&knob, mark->tile);   /* the file's own first */
-          for (gint64 v = lo; v <= MIN (size, cap); v *= 2)
-            knob_add_value (&knob, v);
-          /* the attention tiles of the wgmma skeleton (docs/model.md §9): query tiles of
-           * 192 (three warpgroups of 64 rows), key chunks of 176 */
-          if (region->level == NAPKIN_LEVEL_SMEM && contractions_in (copy, region) >= 2
-              && contraction_uses (copy, region, axis))
-            {
-              gint64 extra = mark->kind == NAPKIN_MARK_PARALLEL ? 192 : 176;
-
-              /* the skeletons have no edge tiles: one that does not divide the axis
-               * would run the generic loop nest, not what the model ranks */
-              if (extra <= size && size % extra == 0)
-                knob_add_value (&knob, extra);
-            }
-          knob.limit = knob.values->len;
-          combos *= knob.limit;
-          knob.parent_knob = -1;
-          g_array_append_val (knobs, knob);
+          /* the skeletons have no edge tiles: one that does not divide the axis
+           * would run the generic loop nest, not what the model ranks */
+          if (extra <= size && size % extra == 0)
+            knob_add_value (&knob, extra);
         }
-
-      /* Pipeline stages of a shared-memory region that streams: 2 to 6 and the file's
-       * own; the model drops those whose buffers do not fit. The tile search runs at
-       * the first (2, or 1 where the file has 1: the fewest buffers, so that no tile
-       * is lost to the footprint), then every count is tried on the best tiles. */
-      if (region->level == NAPKIN_LEVEL_SMEM && streams (region))
-        {
-          Knob knob = { 0 };
-
-          knob.region = r;
-          knob.axis = STAGES_KEY;
-          knob.kind = NAPKIN_MARK_WHOLE;
-          knob.stages = TRUE;
-          knob.values = g_array_new (FALSE, FALSE, sizeof (gint64));
-          knob_add_value (&knob, MIN (2, MAX (1, region->stages)));
-          for (gint64 v = 2; v <= 6; v++)
-            knob_add_value (&knob, v);
-          knob_add_value (&knob, MAX (1, region->stages));
-          knob.limit = 1;
-          knob.parent_knob = -1;
-          g_array_append_val (knobs, knob);
-        }
-
-      /* Threads per block of a softmax or normalisation over whole rows (the rows
-       * skeleton, docs/model.md §7c): each thread holds C / T values of a row, so T
-       * sets the registers a block needs and how many blocks (rows in flight) an SM
-       * keeps. Whole warps up to 1024 with 8·T dividing C and at most 128 values a
-       * thread, as try_rows takes them; the one the file runs first. */
-      {
-        gint64 c = rows_length (copy, region);
-
-        if (c > 0)
-          {
-            Knob knob = { 0 };
-            gint64 own = region->threads;
-
-            if (own == 0)
-              for (own = 256; own >= 32 && c % (own * 8) != 0; own /= 2)
-                ;
-            knob.region = r;
-            knob.axis = THREADS_KEY;
-            knob.kind = NAPKIN_MARK_WHOLE;
-            knob.threads = TRUE;
-            knob.values = g_array_new (FALSE, FALSE, sizeof (gint64));
-            knob_add_value (&knob, own);
-            for (gint64 t = 32; t <= 1024; t *= 2)
-              if (c % (t * 8) == 0 && c / t <= 128)
-                knob_add_value (&knob, t);
-            knob.limit = knob.values->len;
-            combos *= knob.limit;
-            knob.parent_knob = -1;
-            g_array_append_val (knobs, knob);
-          }
-      }
+      knob.limit = knob.values->len;
+      *combos *= knob.limit;
+      knob.parent_knob = -1;
+      g_array_append_val (knobs, knob);
     }
+}
 
-  /* Pair each knob with the same axis's knob in the smallest enclosing region. */
+/* A knob for a region's setting (stages, threads) rather than a mark. */
+static void
+knob_init_setting (Knob       *knob,
+                   guint       r,
+                   const char *key)
+{
+  knob->region = r;
+  knob->axis = key;
+  knob->kind = NAPKIN_MARK_WHOLE;
+  knob->values = g_array_new (FALSE, FALSE, sizeof (gint64));
+  knob->parent_knob = -1;
+}
+
+/* Pipeline stages of a shared-memory region that streams: 2 to 6 and the file's
+ * own; the model drops those whose buffers do not fit. The tile search runs at
+ * the first (2, or 1 where the file has 1: the fewest buffers, so that no tile
+ * is lost to the footprint), then every count is tried on the best tiles. */
+static void
+add_stages_knob (NapkinDiagram *copy,
+                 guint          r,
+                 GArray        *knobs)
+{
+  const NapkinRegion *region = napkin_diagram_region (copy, r);
+  Knob knob = { 0 };
+
+  if (region->level != NAPKIN_LEVEL_SMEM || !streams (region))
+    return;
+  knob_init_setting (&knob, r, STAGES_KEY);
+  knob.stages = TRUE;
+  knob_add_value (&knob, MIN (2, MAX (1, region->stages)));
+  for (gint64 v = 2; v <= 6; v++)
+    knob_add_value (&knob, v);
+  knob_add_value (&knob, MAX (1, region->stages));
+  knob.limit = 1;
+  g_array_append_val (knobs, knob);
+}
+
+/* Threads per block of a softmax or normalisation over whole rows (the rows
+ * skeleton, docs/model.md §7c): each thread holds C / T values of a row, so T
+ * sets the registers a block needs and how many blocks (rows in flight) an SM
+ * keeps. Whole warps up to 1024 with 8·T dividing C and at most 128 values a
+ * thread, as try_rows takes them; the one the file runs first. */
+static void
+add_threads_knob (NapkinDiagram *copy,
+                  guint          r,
+                  GArray        *knobs,
+                  double        *combos)
+{
+  const NapkinRegion *region = napkin_diagram_region (copy, r);
+  gint64 c = rows_length (copy, region);
+  Knob knob = { 0 };
+  gint64 own = region->threads;
+
+  if (c <= 0)
+    return;
+  if (own == 0)
+    for (own = 256; own >= 32 && c % (own * 8) != 0; own /= 2)
+      ;
+  knob_init_setting (&knob, r, THREADS_KEY);
+  knob.threads = TRUE;
+  knob_add_value (&knob, own);
+  for (gint64 t = 32; t <= 1024; t *= 2)
+    if (c % (t * 8) == 0 && c / t <= 128)
+      knob_add_value (&knob, t);
+  knob.limit = knob.values->len;
+  *combos *= knob.limit;
+  g_array_append_val (knobs, knob);
+}
+
+/* Pair each knob with the same axis's knob in the smallest enclosing region. */
+static void
+pair_knobs (NapkinDiagram *copy,
+            GArray        *knobs)
+{
   for (guint k = 0; k < knobs->len; k++)
     {
       Knob *inner = &g_array_index (knobs, Knob, k);
@@ -574,8 +583,13 @@ napkin_tune (NapkinDiagram            *diagram,
             }
         }
     }
+}
 
-  /* Each knob's kernel: the outermost region holding its region's operations. */
+/* Each knob's kernel: the outermost region holding its region's operations. */
+static void
+assign_kernels (NapkinDiagram *copy,
+                GArray        *knobs)
+{
   for (guint k = 0; k < knobs->len; k++)
     {
       Knob *knob = &g_array_index (knobs, Knob, k);
@@ -598,6 +612,121 @@ napkin_tune (NapkinDiagram            *diagram,
             }
         }
     }
+}
+
+/* The file's own relabeling, for comparison. */
+static void
+score_current (Search *s)
+{
+  g_autoptr(NapkinAnalysis) a = napkin_analyze (s->copy, s->arch, &s->options, NULL);
+
+  /* its stages are not the tile search's first value */
+  for (guint k = 0; k < s->n_knobs; k++)
+    if (s->knobs[k].stages)
+      for (guint v = 0; v < s->knobs[k].values->len; v++)
+        if (g_array_index (s->knobs[k].values, gint64, v)
+            == MAX (1, napkin_diagram_region (s->copy, s->knobs[k].region)->stages))
+          {
+            s->knobs[k].choice = v;
+            break;
+          }
+  if (a != NULL && a->feasible)
+    s->result->current = candidate_new (s->copy, s->knobs, s->n_knobs, a);
+  for (guint k = 0; k < s->n_knobs; k++)
+    s->knobs[k].choice = 0;
+}
+
+/* The diagram's time is the sum of its kernels' times, and a kernel's time
+ * depends only on its own tiles: search each kernel on its own, exhaustively
+ * where it is small enough, and combine the bests. */
+static void
+search_by_kernel (Search *s,
+                  guint   max_evals)
+{
+  gboolean all_small = TRUE;
+
+  for (guint g = 0; g < napkin_diagram_n_regions (s->copy); g++)
+    {
+      double group_combos = 1;
+
+      for (guint k = 0; k < s->n_knobs; k++)
+        if (s->knobs[k].kernel == (int) g)
+          group_combos *= s->knobs[k].limit;
+      if (group_combos > 1 && group_combos <= max_evals / 4)
+        exhaustive (s, 0, g);
+      else if (group_combos > 1)
+        all_small = FALSE;
+    }
+  if (!all_small)
+    descend (s);
+  else
+    evaluate (s);   /* the combination of every kernel's best */
+}
+
+/* Stages on the best tiles found (the list holds at most 4·top_k + 64). */
+static void
+search_stages (Search *s)
+{
+  NapkinTuneResult *result = s->result;
+  g_autoptr(GPtrArray) seeds = g_ptr_array_new_with_free_func (g_free);
+  guint before = result->evaluated;
+
+  sort_distinct (result->best);
+  for (guint i = 0; i < result->best->len; i++)
+    {
+      const NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
+
+      g_ptr_array_add (seeds, g_memdup2 (c->choices, sizeof (guint) * (s->n_knobs + 1)));
+    }
+  for (guint i = 0; i < seeds->len; i++)
+    for (guint k = 0; k < s->n_knobs; k++)
+      {
+        Knob *knob = &s->knobs[k];
+        const guint *choices = g_ptr_array_index (seeds, i);
+
+        if (!knob->stages)
+          continue;
+        for (guint j = 0; j < s->n_knobs; j++)
+          s->knobs[j].choice = choices[j];
+        for (guint v = 1; v < knob->values->len; v++)
+          {
+            knob->choice = v;
+            evaluate (s);
+          }
+      }
+  result->stage_trials = result->evaluated - before;
+}
+
+NapkinTuneResult *
+napkin_tune (NapkinDiagram            *diagram,
+             NapkinArch               *arch,
+             const NapkinTuneOptions  *options,
+             GError                  **error)
+{
+  g_autoptr(NapkinDiagram) copy = NULL;
+  g_autoptr(GArray) knobs = g_array_new (FALSE, TRUE, sizeof (Knob));
+  g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  NapkinTuneResult *result;
+  Search s = { 0 };
+  double combos = 1;
+  guint max_evals = options && options->max_evaluations ? options->max_evaluations : 40000;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
+
+  if (!napkin_diagram_validate (diagram, error))
+    return NULL;
+  if (napkin_diagram_n_regions (diagram) == 0)
+    return tune_proposed_regions (diagram, arch, options, error);
+  copy = napkin_diagram_copy (diagram);
+
+  for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
+    {
+      add_tile_knobs (copy, r, knobs, &combos);
+      add_stages_knob (copy, r, knobs);
+      add_threads_knob (copy, r, knobs, &combos);
+    }
+  pair_knobs (copy, knobs);
+  assign_kernels (copy, knobs);
 
   result = g_new0 (NapkinTuneResult, 1);
   result->best = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_tune_candidate_free);
@@ -612,84 +741,13 @@ napkin_tune (NapkinDiagram            *diagram,
   s.seen = seen;
   s.top_k = options && options->top_k ? options->top_k : 10;
 
-  /* the file's own relabeling, for comparison */
-  {
-    g_autoptr(NapkinAnalysis) a = napkin_analyze (copy, arch, &s.options, NULL);
-
-    /* its stages are not the tile search's first value */
-    for (guint k = 0; k < s.n_knobs; k++)
-      if (s.knobs[k].stages)
-        for (guint v = 0; v < s.knobs[k].values->len; v++)
-          if (g_array_index (s.knobs[k].values, gint64, v)
-              == MAX (1, napkin_diagram_region (copy, s.knobs[k].region)->stages))
-            {
-              s.knobs[k].choice = v;
-              break;
-            }
-    if (a != NULL && a->feasible)
-      result->current = candidate_new (copy, s.knobs, s.n_knobs, a);
-    for (guint k = 0; k < s.n_knobs; k++)
-      s.knobs[k].choice = 0;
-  }
-
+  score_current (&s);
   result->exhaustive = combos <= max_evals;
   if (result->exhaustive)
     exhaustive (&s, 0, -1);
   else
-    {
-      /* The diagram's time is the sum of its kernels' times, and a kernel's time
-       * depends only on its own tiles: search each kernel on its own, exhaustively
-       * where it is small enough, and combine the bests. */
-      gboolean all_small = TRUE;
-
-      for (guint g = 0; g < napkin_diagram_n_regions (copy); g++)
-        {
-          double group_combos = 1;
-
-          for (guint k = 0; k < knobs->len; k++)
-            if (g_array_index (knobs, Knob, k).kernel == (int) g)
-              group_combos *= g_array_index (knobs, Knob, k).limit;
-          if (group_combos > 1 && group_combos <= max_evals / 4)
-            exhaustive (&s, 0, g);
-          else if (group_combos > 1)
-            all_small = FALSE;
-        }
-      if (!all_small)
-        descend (&s);
-      else
-        evaluate (&s);   /* the combination of every kernel's best */
-    }
-
-  /* Stages on the best tiles found (the list holds at most 4·top_k + 64). */
-  {
-    g_autoptr(GPtrArray) seeds = g_ptr_array_new_with_free_func (g_free);
-    guint before = result->evaluated;
-
-    sort_distinct (result->best);
-    for (guint i = 0; i < result->best->len; i++)
-      {
-        const NapkinTuneCandidate *c = g_ptr_array_index (result->best, i);
-
-        g_ptr_array_add (seeds, g_memdup2 (c->choices, sizeof (guint) * (knobs->len + 1)));
-      }
-    for (guint i = 0; i < seeds->len; i++)
-      for (guint k = 0; k < knobs->len; k++)
-        {
-          Knob *knob = &g_array_index (knobs, Knob, k);
-          const guint *choices = g_ptr_array_index (seeds, i);
-
-          if (!knob->stages)
-            continue;
-          for (guint j = 0; j < knobs->len; j++)
-            g_array_index (knobs, Knob, j).choice = choices[j];
-          for (guint v = 1; v < knob->values->len; v++)
-            {
-              knob->choice = v;
-              evaluate (&s);
-            }
-        }
-    result->stage_trials = result->evaluated - before;
-  }
+    search_by_kernel (&s, max_evals);
+  search_stages (&s);
   sort_distinct (result->best);
   if (result->best->len > s.top_k)
     g_ptr_array_set_size (result->best, s.top_k);
