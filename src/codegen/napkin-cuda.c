@@ -267,6 +267,21 @@ close_axis_loop (Printer *P)
   line (P, "}");
 }
 
+/* `var` reduced over the row: `stmt` on each of the lane's elements, then across the
+ * warp (a max or a sum). */
+static void
+lane_reduce (Printer    *P,
+             guint       axis,
+             const char *var,
+             gboolean    is_max,
+             const char *stmt)
+{
+  open_axis_loop (P, axis, TRUE);
+  line (P, "%s", stmt);
+  close_axis_loop (P);
+  warp_reduce (P, var, is_max);
+}
+
 /* Axes that the sources carry and dst lacks. */
 static guint
 reduced (Printer   *P,
@@ -436,6 +451,7 @@ print_row_stat (Printer            *P,
   guint x = s->axis;
   g_autofree char *a = load (P, s->src[0]);
   g_autofree char *eps = _napkin_cuda_float_literal (s->value);
+  g_autofree char *stmt = NULL;
 
   line (P, "float acc_ = %s;", s->op == NAPKIN_COMPUTE_ROW_MAX ? "NAPKIN_NEG_INF" : "0.0f");
   if (s->src[1] >= 0)
@@ -447,16 +463,14 @@ print_row_stat (Printer            *P,
   else
     line (P, "const float c_ = 0.0f;");
   line (P, "(void) c_;");
-  open_axis_loop (P, x, TRUE);
   switch (s->op)
     {
-    case NAPKIN_COMPUTE_ROW_MAX: line (P, "acc_ = fmaxf (acc_, %s);", a); break;
-    case NAPKIN_COMPUTE_ROW_SUMEXP: line (P, "acc_ += napkin_exp_masked (%s, c_);", a); break;
-    case NAPKIN_COMPUTE_ROW_MEAN: line (P, "acc_ += %s;", a); break;
-    default: line (P, "{ const float d_ = %s - c_; acc_ += d_ * d_; }", a); break;
+    case NAPKIN_COMPUTE_ROW_MAX: stmt = g_strdup_printf ("acc_ = fmaxf (acc_, %s);", a); break;
+    case NAPKIN_COMPUTE_ROW_SUMEXP: stmt = g_strdup_printf ("acc_ += napkin_exp_masked (%s, c_);", a); break;
+    case NAPKIN_COMPUTE_ROW_MEAN: stmt = g_strdup_printf ("acc_ += %s;", a); break;
+    default: stmt = g_strdup_printf ("{ const float d_ = %s - c_; acc_ += d_ * d_; }", a); break;
     }
-  close_axis_loop (P);
-  warp_reduce (P, "acc_", s->op == NAPKIN_COMPUTE_ROW_MAX);
+  lane_reduce (P, x, "acc_", s->op == NAPKIN_COMPUTE_ROW_MAX, stmt);
   if (s->op == NAPKIN_COMPUTE_ROW_MEAN)
     line (P, "acc_ /= (float) %s;", P->ext[x]);
   else if (s->op == NAPKIN_COMPUTE_ROW_RSTD)
@@ -476,20 +490,16 @@ print_online_stats (Printer            *P,
   g_autofree char *a = load (P, s->src[0]);
   g_autofree char *m = load (P, s->dst);
   g_autofree char *l = load (P, s->src[1]);
+  g_autofree char *max_stmt = g_strdup_printf ("mx_ = fmaxf (mx_, %s);", a);
+  g_autofree char *sum_stmt = g_strdup_printf ("l_ += napkin_exp_masked (%s, mn_);", a);
 
   line (P, "const float m_ = %s;", m);
   line (P, "float mx_ = NAPKIN_NEG_INF;");
-  open_axis_loop (P, x, TRUE);
-  line (P, "mx_ = fmaxf (mx_, %s);", a);
-  close_axis_loop (P);
-  warp_reduce (P, "mx_", TRUE);
+  lane_reduce (P, x, "mx_", TRUE, max_stmt);
   line (P, "const float mn_ = fmaxf (m_, mx_);");
   line (P, "const float c_ = mn_ == NAPKIN_NEG_INF ? 1.0f : expf (m_ - mn_);");
   line (P, "float l_ = 0.0f;");
-  open_axis_loop (P, x, TRUE);
-  line (P, "l_ += napkin_exp_masked (%s, mn_);", a);
-  close_axis_loop (P);
-  warp_reduce (P, "l_", FALSE);
+  lane_reduce (P, x, "l_", FALSE, sum_stmt);
   line (P, "if (lane_ == 0)");
   line (P, "{");
   P->indent++;

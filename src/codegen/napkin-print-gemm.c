@@ -363,15 +363,6 @@ partials_expr (const NapkinPrintCtx *ctx,
   return buffer_expr (ctx, &pb, NAPKIN_DTYPE_FP32, NULL, error);
 }
 
-static void
-print_skeleton (const NapkinPrintCtx   *ctx,
-                const NapkinPlanKernel *kernel,
-                const char             *template,
-                Param                  *params,
-                guint                   n_params,
-                const char             *what,
-                ...) G_GNUC_PRINTF (6, 7);
-
 /* Appends `template` instantiated with `params` (which it frees) under a comment naming
  * the plan kernel and what it runs. */
 static void
@@ -380,18 +371,12 @@ print_skeleton (const NapkinPrintCtx   *ctx,
                 const char             *template,
                 Param                  *params,
                 guint                   n_params,
-                const char             *what,
-                ...)
+                const char             *what)
 {
   g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
   g_autofree char *text = _napkin_skeleton_instantiate (template, params, n_params);
-  g_autofree char *said = NULL;
-  va_list args;
 
-  va_start (args, what);
-  said = g_strdup_vprintf (what, args);
-  va_end (args);
-  g_string_append_printf (ctx->out, "\n/* Plan kernel %s: %s */\n", kname, said);
+  g_string_append_printf (ctx->out, "\n/* Plan kernel %s: %s */\n", kname, what);
   g_string_append (ctx->out, text);
 }
 
@@ -875,6 +860,7 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
   cvec = g->ldc % 4 == 0 && g->c_bstride % 4 == 0 && rc.offset % (4 * cbytes) == 0;
 
   {
+    g_autofree char *what = g_strdup_printf ("split-K reduction of %u partials (kernels/split-reduce.cu)", g->split_k);
     Param params[] = {
       { "NAME", g_strdup (name) },
       { "M", i64 (g->M) },
@@ -891,8 +877,7 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
     };
 
     print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
-    print_skeleton (ctx, kernel, napkin_kernel_split_reduce, params, G_N_ELEMENTS (params),
-                    "split-K reduction of %u partials (kernels/split-reduce.cu)", g->split_k);
+    print_skeleton (ctx, kernel, napkin_kernel_split_reduce, params, G_N_ELEMENTS (params), what);
   }
 
   ck = add_kernel (ctx, name, "split-reduce");
@@ -972,8 +957,8 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
       { "DREF", g_strdup_printf ("((%s *) ((char *) args.p[%d] + %" G_GINT64_FORMAT "))", rt, rd.slot, rd.offset) },
     };
 
-    print_skeleton (ctx, kernel, napkin_kernel_repack, params, G_N_ELEMENTS (params), "repack%s (kernels/repack.cu)",
-                    r->transpose ? ", transposed" : "");
+    print_skeleton (ctx, kernel, napkin_kernel_repack, params, G_N_ELEMENTS (params),
+                    r->transpose ? "repack, transposed (kernels/repack.cu)" : "repack (kernels/repack.cu)");
   }
 
   ck = add_kernel (ctx, name, "repack");
