@@ -85,6 +85,11 @@ gboolean    _napkin_cuda_ref          (const NapkinPrintCtx   *ctx,
 /* `(T *) ((char *) args.p[slot] + offset)` for a buffer of element type `dtype`. */
 char       *_napkin_cuda_ref_expr     (const NapkinCudaRef    *ref,
                                        NapkinDtype             dtype);
+/* `v` as a CUDA float literal ("2.0f", "1e-05f"); infinities as NAPKIN_NEG_INF. */
+char       *_napkin_cuda_float_literal (double                  v);
+/* `x` (fp32) rounded to what `dtype` holds, kept in fp32: e.g. "napkin_round_f16 (x)". */
+char       *_napkin_cuda_cast_expr    (NapkinDtype             dtype,
+                                       const char             *x);
 /* The CUDA expression applying `map` to the fp32 value `x`, with `y` the other operand
  * already loaded as fp32 (NULL when unary): e.g. "napkin_gelu (x)". */
 char       *_napkin_cuda_map_expr     (const NapkinPlanMap    *map,

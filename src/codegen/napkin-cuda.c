@@ -172,19 +172,6 @@ store (Printer    *P,
   line (P, "napkin_st (&%s[%s], %s);", buf (P, id)->name, index, value);
 }
 
-static char *
-float_literal (double v)
-{
-  char text[G_ASCII_DTOSTR_BUF_SIZE];
-
-  if (isinf (v))
-    return g_strdup (v < 0 ? "NAPKIN_NEG_INF" : "(-NAPKIN_NEG_INF)");
-  g_ascii_formatd (text, sizeof text, "%.9g", v);
-  if (strchr (text, '.') == NULL && strchr (text, 'e') == NULL)
-    return g_strdup_printf ("%s.0f", text);
-  return g_strdup_printf ("%sf", text);
-}
-
 /* Opens a loop over the current range of dst's axes, spread over the block's threads
  * (or, at a plain kernel's root, over the whole grid), defining i<axis>. */
 static void
@@ -238,16 +225,6 @@ open_elements (Printer *P,
 }
 
 static void
-open_lane_loop (Printer *P,
-                guint    axis)
-{
-  line (P, "for (long i%u = %s + lane_; i%u < %s + %s; i%u += 32)", axis, P->off[axis], axis, P->off[axis],
-        P->ext[axis], axis);
-  line (P, "{");
-  P->indent++;
-}
-
-static void
 warp_reduce (Printer    *P,
              const char *var,
              gboolean    is_max)
@@ -270,12 +247,15 @@ close_elements (Printer *P)
     line (P, "__syncthreads ();");
 }
 
+/* Opens a loop over the current range of `axis`, defining i<axis>: every index, or
+ * (`lanes`) every 32nd from the thread's lane. */
 static void
 open_axis_loop (Printer *P,
-                guint    axis)
+                guint    axis,
+                gboolean lanes)
 {
-  line (P, "for (long i%u = %s; i%u < %s + %s; i%u++)", axis, P->off[axis], axis, P->off[axis],
-        P->ext[axis], axis);
+  line (P, "for (long i%u = %s%s; i%u < %s + %s; i%u%s)", axis, P->off[axis], lanes ? " + lane_" : "", axis,
+        P->off[axis], P->ext[axis], axis, lanes ? " += 32" : "++");
   line (P, "{");
   P->indent++;
 }
@@ -285,6 +265,21 @@ close_axis_loop (Printer *P)
 {
   P->indent--;
   line (P, "}");
+}
+
+/* `var` reduced over the row: `stmt` on each of the lane's elements, then across the
+ * warp (a max or a sum). */
+static void
+lane_reduce (Printer    *P,
+             guint       axis,
+             const char *var,
+             gboolean    is_max,
+             const char *stmt)
+{
+  open_axis_loop (P, axis, TRUE);
+  line (P, "%s", stmt);
+  close_axis_loop (P);
+  warp_reduce (P, var, is_max);
 }
 
 /* Axes that the sources carry and dst lacks. */
@@ -322,7 +317,7 @@ map_expr (const NapkinNode *node,
           const char       *x,
           const char       *y)
 {
-  g_autofree char *alpha = float_literal (node->alpha);
+  g_autofree char *alpha = _napkin_cuda_float_literal (node->alpha);
 
   switch (node->fn)
     {
@@ -343,15 +338,7 @@ map_expr (const NapkinNode *node,
     case NAPKIN_FN_SQUARE: return g_strdup_printf ("napkin_square (%s)", x);
     case NAPKIN_FN_SQRT: return g_strdup_printf ("sqrtf (%s)", x);
     case NAPKIN_FN_RSQRT: return g_strdup_printf ("rsqrtf (%s)", x);
-    case NAPKIN_FN_CAST:
-      switch (node->dtype)
-        {
-        case NAPKIN_DTYPE_FP16: return g_strdup_printf ("napkin_round_f16 (%s)", x);
-        case NAPKIN_DTYPE_BF16: return g_strdup_printf ("napkin_round_bf16 (%s)", x);
-        case NAPKIN_DTYPE_TF32: return g_strdup_printf ("napkin_round_tf32 (%s)", x);
-        case NAPKIN_DTYPE_INT8: return g_strdup_printf ("fmaxf (-128.f, fminf (127.f, rintf (%s)))", x);
-        default: return g_strdup (x);
-        }
+    case NAPKIN_FN_CAST: return _napkin_cuda_cast_expr (node->dtype, x);
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();
@@ -367,12 +354,213 @@ is_row_op (NapkinComputeOp op)
          || op == NAPKIN_COMPUTE_ROW_RSTD || op == NAPKIN_COMPUTE_ONLINE_STATS;
 }
 
+/* A rearrange: a copy where the axes agree, else through a row-major flat index. */
+static void
+print_rearrange (Printer            *P,
+                 const NapkinIrStmt *s)
+{
+  const NapkinIrBuffer *d = buf (P, s->dst), *b = buf (P, s->src[0]);
+  gboolean same = d->n_axes == b->n_axes;
+  g_autofree char *index = NULL;
+
+  for (guint i = 0; i < b->n_axes && same; i++)
+    {
+      gboolean found = FALSE;
+
+      for (guint k = 0; k < d->n_axes; k++)
+        found |= d->axes[k] == b->axes[i];
+      same = found;
+    }
+  if (same)
+    {
+      g_autofree char *v = load (P, s->src[0]);
+
+      store (P, s->dst, v);
+      return;
+    }
+  /* Row-major flat index in the output's order, unflattened in the input's. */
+  line (P, "long f_ = 0;");
+  for (guint i = 0; i < d->n_axes; i++)
+    line (P, "f_ = f_ * %" G_GINT64_FORMAT "L + i%u;",
+          napkin_diagram_axis_size (P->d, d->axes[i]), d->axes[i]);
+  for (int i = b->n_axes - 1; i >= 0; i--)
+    {
+      gint64 size = napkin_diagram_axis_size (P->d, b->axes[i]);
+
+      line (P, "const long j%u = f_ %% %" G_GINT64_FORMAT "L; f_ /= %" G_GINT64_FORMAT "L;",
+            b->axes[i], size, size);
+    }
+  index = index_expr (P, s->src[0], "j");
+  {
+    g_autofree char *v = g_strdup_printf ("napkin_ld (&%s[%s])", b->name, index);
+
+    store (P, s->dst, v);
+  }
+}
+
+/* A contraction, reduction or online accumulation: one accumulator over the reduced axes. */
+static void
+print_reduce (Printer            *P,
+              const NapkinIrStmt *s,
+              const NapkinNode   *node)
+{
+  guint red[NAPKIN_MAX_RANK * 2];
+  int srcs[2] = { s->src[0], s->src[1] };
+  guint n_red = reduced (P, s->dst, srcs, s->op == NAPKIN_COMPUTE_REDUCE ? 1 : 2, red);
+  gboolean is_max = s->op == NAPKIN_COMPUTE_REDUCE && node->reduce == NAPKIN_REDUCE_MAX;
+  g_autofree char *cur = load (P, s->dst);
+  g_autofree char *a = load (P, s->src[0]);
+  g_autofree char *b = s->src[1] >= 0 ? load (P, s->src[1]) : NULL;
+
+  if (s->op == NAPKIN_COMPUTE_ONLINE_ACC)
+    {
+      g_autofree char *c = load (P, s->src[3]);
+
+      line (P, "float acc_ = %s * %s;", cur, c);
+    }
+  else if (s->accumulate)
+    line (P, "float acc_ = %s;", cur);
+  else
+    line (P, "float acc_ = %s;", is_max ? "NAPKIN_NEG_INF" : "0.0f");
+  if (s->op == NAPKIN_COMPUTE_ONLINE_ACC)
+    {
+      g_autofree char *m = load (P, s->src[2]);
+
+      line (P, "const float m_ = %s;", m);
+    }
+  for (guint k = 0; k < n_red; k++)
+    open_axis_loop (P, red[k], FALSE);
+  if (s->op == NAPKIN_COMPUTE_CONTRACT)
+    line (P, "acc_ += %s * %s;", a, b);
+  else if (s->op == NAPKIN_COMPUTE_ONLINE_ACC)
+    line (P, "acc_ += napkin_exp_masked (%s, m_) * %s;", a, b);
+  else if (is_max)
+    line (P, "acc_ = fmaxf (acc_, %s);", a);
+  else
+    line (P, "acc_ += %s;", a);
+  for (guint k = 0; k < n_red; k++)
+    close_axis_loop (P);
+  store (P, s->dst, "acc_");
+}
+
+/* A row statistic (max, sum of exponentials, mean, rstd) over the lanes, reduced across the warp. */
+static void
+print_row_stat (Printer            *P,
+                const NapkinIrStmt *s)
+{
+  guint x = s->axis;
+  g_autofree char *a = load (P, s->src[0]);
+  g_autofree char *eps = _napkin_cuda_float_literal (s->value);
+  g_autofree char *stmt = NULL;
+
+  line (P, "float acc_ = %s;", s->op == NAPKIN_COMPUTE_ROW_MAX ? "NAPKIN_NEG_INF" : "0.0f");
+  if (s->src[1] >= 0)
+    {
+      g_autofree char *c = load (P, s->src[1]);
+
+      line (P, "const float c_ = %s;", c);
+    }
+  else
+    line (P, "const float c_ = 0.0f;");
+  line (P, "(void) c_;");
+  switch (s->op)
+    {
+    case NAPKIN_COMPUTE_ROW_MAX: stmt = g_strdup_printf ("acc_ = fmaxf (acc_, %s);", a); break;
+    case NAPKIN_COMPUTE_ROW_SUMEXP: stmt = g_strdup_printf ("acc_ += napkin_exp_masked (%s, c_);", a); break;
+    case NAPKIN_COMPUTE_ROW_MEAN: stmt = g_strdup_printf ("acc_ += %s;", a); break;
+    default: stmt = g_strdup_printf ("{ const float d_ = %s - c_; acc_ += d_ * d_; }", a); break;
+    }
+  lane_reduce (P, x, "acc_", s->op == NAPKIN_COMPUTE_ROW_MAX, stmt);
+  if (s->op == NAPKIN_COMPUTE_ROW_MEAN)
+    line (P, "acc_ /= (float) %s;", P->ext[x]);
+  else if (s->op == NAPKIN_COMPUTE_ROW_RSTD)
+    line (P, "acc_ = rsqrtf (acc_ / (float) %s + %s);", P->ext[x], eps);
+  line (P, "if (lane_ == 0)");
+  P->indent++;
+  store (P, s->dst, "acc_");
+  P->indent--;
+}
+
+/* Online softmax statistics: the new running max, the rescale factor and the sum. */
+static void
+print_online_stats (Printer            *P,
+                    const NapkinIrStmt *s)
+{
+  guint x = s->axis;
+  g_autofree char *a = load (P, s->src[0]);
+  g_autofree char *m = load (P, s->dst);
+  g_autofree char *l = load (P, s->src[1]);
+  g_autofree char *max_stmt = g_strdup_printf ("mx_ = fmaxf (mx_, %s);", a);
+  g_autofree char *sum_stmt = g_strdup_printf ("l_ += napkin_exp_masked (%s, mn_);", a);
+
+  line (P, "const float m_ = %s;", m);
+  line (P, "float mx_ = NAPKIN_NEG_INF;");
+  lane_reduce (P, x, "mx_", TRUE, max_stmt);
+  line (P, "const float mn_ = fmaxf (m_, mx_);");
+  line (P, "const float c_ = mn_ == NAPKIN_NEG_INF ? 1.0f : expf (m_ - mn_);");
+  line (P, "float l_ = 0.0f;");
+  lane_reduce (P, x, "l_", FALSE, sum_stmt);
+  line (P, "if (lane_ == 0)");
+  line (P, "{");
+  P->indent++;
+  {
+    g_autofree char *v = g_strdup_printf ("%s * c_ + l_", l);
+
+    store (P, s->src[1], v);
+  }
+  store (P, s->src[2], "c_");
+  store (P, s->dst, "mn_");
+  P->indent--;
+  line (P, "}");
+}
+
+/* A mask: a tensor added or tested, else causal or window bounds on global coordinates. */
+static void
+print_mask (Printer            *P,
+            const NapkinIrStmt *s,
+            const NapkinNode   *node)
+{
+  guint x = s->axis;
+  g_autofree char *a = load (P, s->src[0]);
+  g_autofree char *v = NULL;
+
+  if (node->mask == NAPKIN_MASK_TENSOR)
+    {
+      g_autofree char *m = load (P, s->src[1]);
+      int src = napkin_diagram_input_source (P->d, s->node, 1);
+
+      if (napkin_dtype_is_float (napkin_diagram_node_type (P->d, src)->dtype))
+        v = g_strdup_printf ("%s + %s", a, m);
+      else
+        v = g_strdup_printf ("(%s != 0.0f ? %s : NAPKIN_NEG_INF)", m, a);
+    }
+  else
+    {
+      int rows = napkin_diagram_find_axis (P->d, node->rows);
+
+      /* global coordinates: i<rows> the query, i<axis> the key (docs/codegen.md) */
+      line (P, "const long d_ = i%d + %" G_GINT64_FORMAT "L;", rows, node->offset);
+      if (node->mask == NAPKIN_MASK_CAUSAL)
+        line (P, "const bool keep_ = i%u <= d_;", x);
+      else
+        {
+          g_autofree char *lo = node->left < 0 ? g_strdup ("true")
+                                : g_strdup_printf ("i%u >= d_ - %" G_GINT64_FORMAT "L", x, node->left);
+          g_autofree char *hi = node->right < 0 ? g_strdup ("true")
+                                : g_strdup_printf ("i%u <= d_ + %" G_GINT64_FORMAT "L", x, node->right);
+
+          line (P, "const bool keep_ = (%s) && (%s);", lo, hi);
+        }
+      v = g_strdup_printf ("(keep_ ? %s : NAPKIN_NEG_INF)", a);
+    }
+  store (P, s->dst, v);
+}
+
 static void
 print_compute (Printer            *P,
                const NapkinIrStmt *s)
 {
   const NapkinNode *node = napkin_diagram_node (P->d, s->node);
-  guint x = s->axis;
   g_autofree char *id = napkin_codegen_escape_comment (node->id);
 
   line (P, "/* %s: %s */", id, napkin_compute_op_to_string (s->op));
@@ -391,129 +579,21 @@ print_compute (Printer            *P,
       }
 
     case NAPKIN_COMPUTE_REARRANGE:
-      {
-        const NapkinIrBuffer *d = buf (P, s->dst), *b = buf (P, s->src[0]);
-        gboolean same = d->n_axes == b->n_axes;
-        g_autofree char *index = NULL;
-
-        for (guint i = 0; i < b->n_axes && same; i++)
-          {
-            gboolean found = FALSE;
-
-            for (guint k = 0; k < d->n_axes; k++)
-              found |= d->axes[k] == b->axes[i];
-            same = found;
-          }
-        if (same)
-          {
-            g_autofree char *v = load (P, s->src[0]);
-
-            store (P, s->dst, v);
-            break;
-          }
-        /* Row-major flat index in the output's order, unflattened in the input's. */
-        line (P, "long f_ = 0;");
-        for (guint i = 0; i < d->n_axes; i++)
-          line (P, "f_ = f_ * %" G_GINT64_FORMAT "L + i%u;",
-                napkin_diagram_axis_size (P->d, d->axes[i]), d->axes[i]);
-        for (int i = b->n_axes - 1; i >= 0; i--)
-          {
-            gint64 size = napkin_diagram_axis_size (P->d, b->axes[i]);
-
-            line (P, "const long j%u = f_ %% %" G_GINT64_FORMAT "L; f_ /= %" G_GINT64_FORMAT "L;",
-                  b->axes[i], size, size);
-          }
-        index = index_expr (P, s->src[0], "j");
-        {
-          g_autofree char *v = g_strdup_printf ("napkin_ld (&%s[%s])", b->name, index);
-
-          store (P, s->dst, v);
-        }
+        print_rearrange (P, s);
         break;
-      }
 
     case NAPKIN_COMPUTE_CONTRACT:
     case NAPKIN_COMPUTE_REDUCE:
     case NAPKIN_COMPUTE_ONLINE_ACC:
-      {
-        guint red[NAPKIN_MAX_RANK * 2];
-        int srcs[2] = { s->src[0], s->src[1] };
-        guint n_red = reduced (P, s->dst, srcs, s->op == NAPKIN_COMPUTE_REDUCE ? 1 : 2, red);
-        gboolean is_max = s->op == NAPKIN_COMPUTE_REDUCE && node->reduce == NAPKIN_REDUCE_MAX;
-        g_autofree char *cur = load (P, s->dst);
-        g_autofree char *a = load (P, s->src[0]);
-        g_autofree char *b = s->src[1] >= 0 ? load (P, s->src[1]) : NULL;
-
-        if (s->op == NAPKIN_COMPUTE_ONLINE_ACC)
-          {
-            g_autofree char *c = load (P, s->src[3]);
-
-            line (P, "float acc_ = %s * %s;", cur, c);
-          }
-        else if (s->accumulate)
-          line (P, "float acc_ = %s;", cur);
-        else
-          line (P, "float acc_ = %s;", is_max ? "NAPKIN_NEG_INF" : "0.0f");
-        if (s->op == NAPKIN_COMPUTE_ONLINE_ACC)
-          {
-            g_autofree char *m = load (P, s->src[2]);
-
-            line (P, "const float m_ = %s;", m);
-          }
-        for (guint k = 0; k < n_red; k++)
-          open_axis_loop (P, red[k]);
-        if (s->op == NAPKIN_COMPUTE_CONTRACT)
-          line (P, "acc_ += %s * %s;", a, b);
-        else if (s->op == NAPKIN_COMPUTE_ONLINE_ACC)
-          line (P, "acc_ += napkin_exp_masked (%s, m_) * %s;", a, b);
-        else if (is_max)
-          line (P, "acc_ = fmaxf (acc_, %s);", a);
-        else
-          line (P, "acc_ += %s;", a);
-        for (guint k = 0; k < n_red; k++)
-          close_axis_loop (P);
-        store (P, s->dst, "acc_");
+        print_reduce (P, s, node);
         break;
-      }
 
     case NAPKIN_COMPUTE_ROW_MAX:
     case NAPKIN_COMPUTE_ROW_SUMEXP:
     case NAPKIN_COMPUTE_ROW_MEAN:
     case NAPKIN_COMPUTE_ROW_RSTD:
-      {
-        g_autofree char *a = load (P, s->src[0]);
-        g_autofree char *eps = float_literal (s->value);
-
-        line (P, "float acc_ = %s;", s->op == NAPKIN_COMPUTE_ROW_MAX ? "NAPKIN_NEG_INF" : "0.0f");
-        if (s->src[1] >= 0)
-          {
-            g_autofree char *c = load (P, s->src[1]);
-
-            line (P, "const float c_ = %s;", c);
-          }
-        else
-          line (P, "const float c_ = 0.0f;");
-        line (P, "(void) c_;");
-        open_lane_loop (P, x);
-        switch (s->op)
-          {
-          case NAPKIN_COMPUTE_ROW_MAX: line (P, "acc_ = fmaxf (acc_, %s);", a); break;
-          case NAPKIN_COMPUTE_ROW_SUMEXP: line (P, "acc_ += napkin_exp_masked (%s, c_);", a); break;
-          case NAPKIN_COMPUTE_ROW_MEAN: line (P, "acc_ += %s;", a); break;
-          default: line (P, "{ const float d_ = %s - c_; acc_ += d_ * d_; }", a); break;
-          }
-        close_axis_loop (P);
-        warp_reduce (P, "acc_", s->op == NAPKIN_COMPUTE_ROW_MAX);
-        if (s->op == NAPKIN_COMPUTE_ROW_MEAN)
-          line (P, "acc_ /= (float) %s;", P->ext[x]);
-        else if (s->op == NAPKIN_COMPUTE_ROW_RSTD)
-          line (P, "acc_ = rsqrtf (acc_ / (float) %s + %s);", P->ext[x], eps);
-        line (P, "if (lane_ == 0)");
-        P->indent++;
-        store (P, s->dst, "acc_");
-        P->indent--;
+        print_row_stat (P, s);
         break;
-      }
 
     case NAPKIN_COMPUTE_SOFTMAX:
       {
@@ -539,38 +619,8 @@ print_compute (Printer            *P,
       }
 
     case NAPKIN_COMPUTE_ONLINE_STATS:
-      {
-        g_autofree char *a = load (P, s->src[0]);
-        g_autofree char *m = load (P, s->dst);
-        g_autofree char *l = load (P, s->src[1]);
-
-        line (P, "const float m_ = %s;", m);
-        line (P, "float mx_ = NAPKIN_NEG_INF;");
-        open_lane_loop (P, x);
-        line (P, "mx_ = fmaxf (mx_, %s);", a);
-        close_axis_loop (P);
-        warp_reduce (P, "mx_", TRUE);
-        line (P, "const float mn_ = fmaxf (m_, mx_);");
-        line (P, "const float c_ = mn_ == NAPKIN_NEG_INF ? 1.0f : expf (m_ - mn_);");
-        line (P, "float l_ = 0.0f;");
-        open_lane_loop (P, x);
-        line (P, "l_ += napkin_exp_masked (%s, mn_);", a);
-        close_axis_loop (P);
-        warp_reduce (P, "l_", FALSE);
-        line (P, "if (lane_ == 0)");
-        line (P, "{");
-        P->indent++;
-        {
-          g_autofree char *v = g_strdup_printf ("%s * c_ + l_", l);
-
-          store (P, s->src[1], v);
-        }
-        store (P, s->src[2], "c_");
-        store (P, s->dst, "mn_");
-        P->indent--;
-        line (P, "}");
+        print_online_stats (P, s);
         break;
-      }
 
     case NAPKIN_COMPUTE_DIVIDE:
       {
@@ -583,47 +633,13 @@ print_compute (Printer            *P,
       }
 
     case NAPKIN_COMPUTE_MASK:
-      {
-        g_autofree char *a = load (P, s->src[0]);
-        g_autofree char *v = NULL;
-
-        if (node->mask == NAPKIN_MASK_TENSOR)
-          {
-            g_autofree char *m = load (P, s->src[1]);
-            int src = napkin_diagram_input_source (P->d, s->node, 1);
-
-            if (napkin_dtype_is_float (napkin_diagram_node_type (P->d, src)->dtype))
-              v = g_strdup_printf ("%s + %s", a, m);
-            else
-              v = g_strdup_printf ("(%s != 0.0f ? %s : NAPKIN_NEG_INF)", m, a);
-          }
-        else
-          {
-            int rows = napkin_diagram_find_axis (P->d, node->rows);
-
-            /* global coordinates: i<rows> the query, i<axis> the key (docs/codegen.md) */
-            line (P, "const long d_ = i%d + %" G_GINT64_FORMAT "L;", rows, node->offset);
-            if (node->mask == NAPKIN_MASK_CAUSAL)
-              line (P, "const bool keep_ = i%u <= d_;", x);
-            else
-              {
-                g_autofree char *lo = node->left < 0 ? g_strdup ("true")
-                                      : g_strdup_printf ("i%u >= d_ - %" G_GINT64_FORMAT "L", x, node->left);
-                g_autofree char *hi = node->right < 0 ? g_strdup ("true")
-                                      : g_strdup_printf ("i%u <= d_ + %" G_GINT64_FORMAT "L", x, node->right);
-
-                line (P, "const bool keep_ = (%s) && (%s);", lo, hi);
-              }
-            v = g_strdup_printf ("(keep_ ? %s : NAPKIN_NEG_INF)", a);
-          }
-        store (P, s->dst, v);
+        print_mask (P, s, node);
         break;
-      }
 
     case NAPKIN_COMPUTE_SCALE:
       {
         g_autofree char *a = load (P, s->dst);
-        g_autofree char *f = float_literal (s->value);
+        g_autofree char *f = _napkin_cuda_float_literal (s->value);
         g_autofree char *v = g_strdup_printf ("%s * %s", a, f);
 
         store (P, s->dst, v);
@@ -689,7 +705,7 @@ print_stmt (Printer            *P,
 
     case NAPKIN_STMT_FILL:
       {
-        g_autofree char *v = float_literal (s->value);
+        g_autofree char *v = _napkin_cuda_float_literal (s->value);
 
         open_elements (P, s->dst);
         store (P, s->dst, v);

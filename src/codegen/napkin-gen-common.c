@@ -58,8 +58,8 @@ _napkin_cuda_ref_expr (const NapkinCudaRef *ref,
                           ref->slot, ref->offset);
 }
 
-static char *
-literal (double v)
+char *
+_napkin_cuda_float_literal (double v)
 {
   char text[G_ASCII_DTOSTR_BUF_SIZE];
 
@@ -69,6 +69,20 @@ literal (double v)
   if (strchr (text, '.') == NULL && strchr (text, 'e') == NULL)
     return g_strdup_printf ("%s.0f", text);
   return g_strdup_printf ("%sf", text);
+}
+
+char *
+_napkin_cuda_cast_expr (NapkinDtype dtype,
+                        const char *x)
+{
+  switch (dtype)
+    {
+    case NAPKIN_DTYPE_FP16: return g_strdup_printf ("napkin_round_f16 (%s)", x);
+    case NAPKIN_DTYPE_BF16: return g_strdup_printf ("napkin_round_bf16 (%s)", x);
+    case NAPKIN_DTYPE_TF32: return g_strdup_printf ("napkin_round_tf32 (%s)", x);
+    case NAPKIN_DTYPE_INT8: return g_strdup_printf ("fmaxf (-128.f, fminf (127.f, rintf (%s)))", x);
+    default: return g_strdup (x);
+    }
 }
 
 char *
@@ -93,7 +107,7 @@ _napkin_cuda_map_expr (const NapkinPlanMap *map,
     case NAPKIN_FN_MIN: return g_strdup_printf ("fminf (%s, %s)", a, b);
     case NAPKIN_FN_SCALE:
       {
-        g_autofree char *alpha = literal (map->alpha);
+        g_autofree char *alpha = _napkin_cuda_float_literal (map->alpha);
 
         return g_strdup_printf ("(%s * %s)", alpha, x);
       }
@@ -107,15 +121,7 @@ _napkin_cuda_map_expr (const NapkinPlanMap *map,
     case NAPKIN_FN_SQUARE: return g_strdup_printf ("napkin_square (%s)", x);
     case NAPKIN_FN_SQRT: return g_strdup_printf ("sqrtf (%s)", x);
     case NAPKIN_FN_RSQRT: return g_strdup_printf ("rsqrtf (%s)", x);
-    case NAPKIN_FN_CAST:
-      switch (map->dtype)
-        {
-        case NAPKIN_DTYPE_FP16: return g_strdup_printf ("napkin_round_f16 (%s)", x);
-        case NAPKIN_DTYPE_BF16: return g_strdup_printf ("napkin_round_bf16 (%s)", x);
-        case NAPKIN_DTYPE_TF32: return g_strdup_printf ("napkin_round_tf32 (%s)", x);
-        case NAPKIN_DTYPE_INT8: return g_strdup_printf ("fmaxf (-128.f, fminf (127.f, rintf (%s)))", x);
-        default: return g_strdup (x);
-        }
+    case NAPKIN_FN_CAST: return _napkin_cuda_cast_expr (map->dtype, x);
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();

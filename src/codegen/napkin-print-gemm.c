@@ -319,6 +319,67 @@ check_aligned (const char *kname,
   return TRUE;
 }
 
+/* A printer's first check: the plan kernel is of the kind it prints (`what`). */
+static gboolean
+check_kind (const NapkinPlanKernel *kernel,
+            NapkinPlanKind          kind,
+            const char             *what,
+            const char             *name,
+            GError                **error)
+{
+  if (kernel->kind != kind)
+    return fail (error, name, "not a %s (%s)", what, napkin_plan_kind_to_string (kernel->kind));
+  return TRUE;
+}
+
+/* The slots of A, B and C, with A and B aligned for 16-byte loads (check_aligned). */
+static gboolean
+gemm_refs (const NapkinPrintCtx *ctx,
+           const NapkinPlanGemm *g,
+           const char           *name,
+           NapkinCudaRef        *ra,
+           NapkinCudaRef        *rb,
+           NapkinCudaRef        *rc,
+           GError              **error)
+{
+  if (!_napkin_cuda_ref (ctx, &g->a, ra, error) || !_napkin_cuda_ref (ctx, &g->b, rb, error)
+      || !_napkin_cuda_ref (ctx, &g->c, rc, error))
+    return FALSE;
+  return check_aligned (name, "A", ra->offset, g->lda, g->batch > 1 ? g->a_bstride : 0, g->ab_dtype, error)
+         && check_aligned (name, "B", rb->offset, g->ldb, g->batch > 1 ? g->b_bstride : 0, g->ab_dtype, error);
+}
+
+/* PREF: the fp32 partials of a split K (`split`), else a null pointer. */
+static char *
+partials_expr (const NapkinPrintCtx *ctx,
+               const NapkinPlanGemm *g,
+               gboolean              split,
+               GError              **error)
+{
+  const NapkinPlanBuffer pb = { -1, g->partials, NAPKIN_DTYPE_FP32 };
+
+  if (!split)
+    return g_strdup ("((float *) 0)");
+  return buffer_expr (ctx, &pb, NAPKIN_DTYPE_FP32, NULL, error);
+}
+
+/* Appends `template` instantiated with `params` (which it frees) under a comment naming
+ * the plan kernel and what it runs. */
+static void
+print_skeleton (const NapkinPrintCtx   *ctx,
+                const NapkinPlanKernel *kernel,
+                const char             *template,
+                Param                  *params,
+                guint                   n_params,
+                const char             *what)
+{
+  g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
+  g_autofree char *text = _napkin_skeleton_instantiate (template, params, n_params);
+
+  g_string_append_printf (ctx->out, "\n/* Plan kernel %s: %s */\n", kname, what);
+  g_string_append (ctx->out, text);
+}
+
 /* ---- Hopper: wgmma with TMA ---------------------------------------------------------------- */
 
 /* A device function FNAME (float (&d)[n/2], desc_a, desc_b, int accumulate) issuing one
@@ -371,40 +432,39 @@ sm90_smem (gint64 BM,
   return stages * (BM + BN) * 128 + 2 * consumers * 8192 + 1024 + 16 * stages;
 }
 
-gboolean
-_napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
-                          const NapkinPlanKernel *kernel,
-                          const char             *name,
-                          GError                **error)
+/* The Hopper GEMM's form as printed, from the plan's tiles. */
+typedef struct
 {
-  const NapkinPlanGemm *g = &kernel->u.gemm;
+  gint64   KB;          /* elements in one 128-byte swizzle row */
+  gint64   consumers;   /* consumer warpgroups */
+  gint64   stages;      /* chunks of one swizzle row in flight */
+  gint64   smem;
+  gint64   cbytes;
+  gboolean a_rank3, b_rank3, c_rank3;
+  int      epi;         /* 0: TMA stores, 1: the staged epilogue, 2: fp32 partials */
+  gboolean dvec;        /* the staged epilogue's rows take 16-byte vectors */
+} Sm90Form;
+
+/* Checks the tiles against wgmma and TMA: the consumers, the accumulators, the stages
+ * of one swizzle row and the shared memory they take. */
+static gboolean
+wgmma_shape (const NapkinPlanGemm *g,
+             const char           *name,
+             Sm90Form             *f,
+             GError              **error)
+{
   const guint ab_bytes = napkin_dtype_bytes (g->ab_dtype);
   const gint64 KB = 128 / MAX (ab_bytes, 1);
-  gint64 consumers, MI, stages, smem, tiles, cbytes, BK;
-  gint64 a_off = 0, b_off = 0, c_off = 0;
-  gboolean a_rank3, b_rank3, c_rank3, tma_store, dvec;
-  guint n_other = 0;
-  int epi;
-  g_autofree char *cref = NULL;
-  g_autofree char *pref = NULL;
-  g_autofree char *epifn = NULL;
-  NapkinCudaTensorMap maps[3];
-  NapkinCudaRef ra, rb, rc;
-  NapkinCudaKernel *ck;
+  gint64 consumers, MI, BK;
 
-  g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
-
-  if (kernel->kind != NAPKIN_PLAN_GEMM)
-    return fail (error, name, "not a GEMM (%s)", napkin_plan_kind_to_string (kernel->kind));
-  if (!check_problem (g, name, error))
-    return FALSE;
+  f->KB = KB;
   if (!is_16bit (g->ab_dtype) && !is_fp8 (g->ab_dtype))
     return fail (error, name, "ab_dtype %s: wgmma takes fp16, bf16, fp8-e4m3 or fp8-e5m2",
                  napkin_dtype_to_string (g->ab_dtype));
   if (is_fp8 (g->ab_dtype) && (!g->a_kmajor || !g->b_kmajor))
     return fail (error, name, "fp8 wgmma reads both operands K-major; %s is not (the plan repacks it)",
                  !g->a_kmajor ? "A" : "B");
-  consumers = g->consumers == 0 ? 2 : g->consumers;
+  consumers = f->consumers = g->consumers == 0 ? 2 : g->consumers;
   if (consumers != 1 && consumers != 2)
     return fail (error, name, "consumers = %u; 1 or 2 warpgroups", g->consumers);
   if (g->BM != 64 * consumers && g->BM != 128 * consumers)
@@ -425,145 +485,198 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
     return fail (error, name, "a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " tile needs %" G_GINT64_FORMAT
                  " accumulators per consumer thread; at most 128", g->BM, g->BN, MI * g->BN / 2);
   /* a chunk of BK streams as BK/KB chunks of one swizzle row: the same shared memory */
-  stages = (gint64) MAX (g->stages, 1) * (BK / KB);
-  if (stages < 2)
+  f->stages = (gint64) MAX (g->stages, 1) * (BK / KB);
+  if (f->stages < 2)
     return fail (error, name, "stages = %u of %" G_GINT64_FORMAT "; at least 2 chunks must be in flight", g->stages, BK);
-  smem = sm90_smem (g->BM, g->BN, stages, consumers);
-  if (smem > MAX_DYNAMIC_SMEM)
+  f->smem = sm90_smem (g->BM, g->BN, f->stages, consumers);
+  if (f->smem > MAX_DYNAMIC_SMEM)
     return fail (error, name, "%" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " and %"
                  G_GINT64_FORMAT "×%" G_GINT64_FORMAT " need %" G_GINT64_FORMAT " bytes of shared memory; at most %d",
-                 stages, g->BM, KB, KB, g->BN, smem, MAX_DYNAMIC_SMEM);
+                 f->stages, g->BM, KB, KB, g->BN, f->smem, MAX_DYNAMIC_SMEM);
+  return TRUE;
+}
 
-  if (!_napkin_cuda_ref (ctx, &g->a, &ra, error) || !_napkin_cuda_ref (ctx, &g->b, &rb, error)
-      || !_napkin_cuda_ref (ctx, &g->c, &rc, error))
-    return FALSE;
-  a_off = ra.offset;
-  b_off = rb.offset;
-  c_off = rc.offset;
-  if (!check_aligned (name, "A", a_off, g->lda, g->batch > 1 ? g->a_bstride : 0, g->ab_dtype, error)
-      || !check_aligned (name, "B", b_off, g->ldb, g->batch > 1 ? g->b_bstride : 0, g->ab_dtype, error))
-    return FALSE;
-  cbytes = napkin_dtype_bytes (g->c_dtype);
-  a_rank3 = g->batch > 1 && g->a_bstride != 0;
-  b_rank3 = g->batch > 1 && g->b_bstride != 0;
-  c_rank3 = g->batch > 1;
+/* How C leaves the kernel: TMA stores where nothing is fused and C is aligned for them,
+ * fp32 partials for a split K, else the staged epilogue. */
+static void
+wgmma_store (const NapkinPlanGemm *g,
+             gint64                c_off,
+             Sm90Form             *f)
+{
+  gint64 cbytes = f->cbytes = napkin_dtype_bytes (g->c_dtype);
+  gboolean tma_store;
+
+  f->a_rank3 = g->batch > 1 && g->a_bstride != 0;
+  f->b_rank3 = g->batch > 1 && g->b_bstride != 0;
+  f->c_rank3 = g->batch > 1;
   tma_store = g->c_tma && (g->epilogue == NULL || g->epilogue->len == 0) && g->split_k == 1
               && (g->ldc * cbytes) % 16 == 0 && c_off % 16 == 0 && (g->c_bstride * cbytes) % 16 == 0
               && g->BN % (128 / cbytes) == 0;
-  epi = g->split_k > 1 ? 2 : tma_store ? 0 : 1;
+  f->epi = g->split_k > 1 ? 2 : tma_store ? 0 : 1;
   /* the staged epilogue's destination rows all start 16-byte aligned (C, or the partials) */
-  if (epi == 2)
-    dvec = g->N % 4 == 0;
+  if (f->epi == 2)
+    f->dvec = g->N % 4 == 0;
   else
-    dvec = (g->ldc * cbytes) % 16 == 0 && c_off % 16 == 0 && (g->batch <= 1 || (g->c_bstride * cbytes) % 16 == 0);
+    f->dvec = (g->ldc * cbytes) % 16 == 0 && c_off % 16 == 0 && (g->batch <= 1 || (g->c_bstride * cbytes) % 16 == 0);
+}
 
-  cref = _napkin_cuda_ref_expr (&rc, g->c_dtype);
-  if (epi == 2)
-    {
-      const NapkinPlanBuffer pb = { -1, g->partials, NAPKIN_DTYPE_FP32 };
+/* EPIFN: for the staged epilogue, the fused maps whole and in the halves its store
+ * calls (`n_other`: their operands); "" for the other stores. */
+static char *
+wgmma_epilogue (const NapkinPrintCtx *ctx,
+                const NapkinPlanGemm *g,
+                const char           *name,
+                const Sm90Form       *f,
+                guint                *n_other,
+                GError              **error)
+{
+  g_autofree char *per = NULL;
+  g_autofree char *split_fns = NULL;
 
-      pref = buffer_expr (ctx, &pb, NAPKIN_DTYPE_FP32, NULL, error);
-      if (pref == NULL)
-        return FALSE;
-    }
-  else
-    pref = g_strdup ("((float *) 0)");
-  if (epi == 1)
-    {
-      g_autofree char *per = epilogue_function (ctx, name, name, g->epilogue, error);
-      g_autofree char *split_fns = per == NULL ? NULL
-                                   : epilogue_split_functions (ctx, name, g->epilogue, dvec, g->batch, &n_other, error);
+  if (f->epi != 1)
+    return g_strdup ("");
+  per = epilogue_function (ctx, name, name, g->epilogue, error);
+  split_fns = per == NULL ? NULL : epilogue_split_functions (ctx, name, g->epilogue, f->dvec, g->batch, n_other, error);
+  if (split_fns == NULL)
+    return NULL;
+  return g_strconcat (per, "\n", split_fns, NULL);
+}
 
-      if (split_fns == NULL)
-        return FALSE;
-      epifn = g_strconcat (per, "\n", split_fns, NULL);
-    }
-  else
-    epifn = g_strdup ("");
+/* Prints the Hopper GEMM: its skeleton with the form's parameters (kernels/gemm-sm90.cu). */
+static void
+wgmma_print (const NapkinPrintCtx   *ctx,
+             const NapkinPlanKernel *kernel,
+             const char             *name,
+             const Sm90Form         *f,
+             const char             *cref,
+             const char             *pref,
+             const char             *epifn,
+             guint                   n_other)
+{
+  const NapkinPlanGemm *g = &kernel->u.gemm;
+  g_autofree char *fname = g_strdup_printf ("%s_wgmma", name);
+  Param params[] = {
+    { "NAME", g_strdup (name) },
+    { "BM", i64 (g->BM) },
+    { "BN", i64 (g->BN) },
+    { "CWG", i64 (f->consumers) },
+    { "STAGES", i64 (f->stages) },
+    { "KB", i64 (f->KB) },
+    { "KSTEP", g_strdup (is_fp8 (g->ab_dtype) ? "32" : "16") },
+    { "M", i64 (g->M) },
+    { "N", i64 (g->N) },
+    { "K", i64 (g->K) },
+    { "BATCH", i64 (g->batch) },
+    { "SPLIT", i64 (g->split_k) },
+    { "A_KMAJOR", g_strdup (g->a_kmajor ? "1" : "0") },
+    { "B_KMAJOR", g_strdup (g->b_kmajor ? "1" : "0") },
+    { "A_RANK3", g_strdup (f->a_rank3 ? "1" : "0") },
+    { "B_RANK3", g_strdup (f->b_rank3 ? "1" : "0") },
+    { "C_RANK3", g_strdup (f->c_rank3 ? "1" : "0") },
+    { "A_BATCH_ARG", g_strdup (f->a_rank3 ? "b, " : "") },
+    { "B_BATCH_ARG", g_strdup (f->b_rank3 ? "b, " : "") },
+    { "EPI", i64 (f->epi) },
+    { "DVEC", g_strdup (f->dvec ? "1" : "0") },
+    { "NY", i64 (MAX (n_other, 1)) },
+    { "LDY", g_strdup (n_other > 0 ? "1" : "0") },
+    { "LDC", i64 (g->ldc) },
+    { "CBS", i64 (g->c_bstride) },
+    { "CT", g_strdup (_napkin_cuda_ctype (g->c_dtype)) },
+    { "CREF", g_strdup (cref) },
+    { "PREF", g_strdup (pref) },
+    { "CPARAM", g_strdup (f->epi == 0 ? ",\n        const __grid_constant__ NapkinTensorMap tma_c" : "") },
+    { "EPIFN", g_strdup (epifn) },
+    { "WGMMA", wgmma_function (fname, g->BN, g->ab_dtype, !g->a_kmajor, !g->b_kmajor) },
+  };
 
-  {
-    const gint64 tiles_m = (g->M + g->BM - 1) / g->BM, tiles_n = (g->N + g->BN - 1) / g->BN;
-    g_autofree char *fname = g_strdup_printf ("%s_wgmma", name);
-    g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
-    g_autofree char *text = NULL;
-    Param params[] = {
-      { "NAME", g_strdup (name) },
-      { "BM", i64 (g->BM) },
-      { "BN", i64 (g->BN) },
-      { "CWG", i64 (consumers) },
-      { "STAGES", i64 (stages) },
-      { "KB", i64 (KB) },
-      { "KSTEP", g_strdup (is_fp8 (g->ab_dtype) ? "32" : "16") },
-      { "M", i64 (g->M) },
-      { "N", i64 (g->N) },
-      { "K", i64 (g->K) },
-      { "BATCH", i64 (g->batch) },
-      { "SPLIT", i64 (g->split_k) },
-      { "A_KMAJOR", g_strdup (g->a_kmajor ? "1" : "0") },
-      { "B_KMAJOR", g_strdup (g->b_kmajor ? "1" : "0") },
-      { "A_RANK3", g_strdup (a_rank3 ? "1" : "0") },
-      { "B_RANK3", g_strdup (b_rank3 ? "1" : "0") },
-      { "C_RANK3", g_strdup (c_rank3 ? "1" : "0") },
-      { "A_BATCH_ARG", g_strdup (a_rank3 ? "b, " : "") },
-      { "B_BATCH_ARG", g_strdup (b_rank3 ? "b, " : "") },
-      { "EPI", i64 (epi) },
-      { "DVEC", g_strdup (dvec ? "1" : "0") },
-      { "NY", i64 (MAX (n_other, 1)) },
-      { "LDY", g_strdup (n_other > 0 ? "1" : "0") },
-      { "LDC", i64 (g->ldc) },
-      { "CBS", i64 (g->c_bstride) },
-      { "CT", g_strdup (_napkin_cuda_ctype (g->c_dtype)) },
-      { "CREF", g_strdup (cref) },
-      { "PREF", g_strdup (pref) },
-      { "CPARAM", g_strdup (epi == 0 ? ",\n        const __grid_constant__ NapkinTensorMap tma_c" : "") },
-      { "EPIFN", g_strdup (epifn) },
-      { "WGMMA", wgmma_function (fname, g->BN, g->ab_dtype, !g->a_kmajor, !g->b_kmajor) },
-    };
+  print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
+  print_once (ctx->out, "#define NAPKIN_TILE_SM90", napkin_kernel_tile_sm90);
+  print_skeleton (ctx, kernel, napkin_kernel_gemm_sm90, params, G_N_ELEMENTS (params),
+                  "GEMM on wgmma (kernels/gemm-sm90.cu, sm_90a)");
+}
 
-    print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
-    print_once (ctx->out, "#define NAPKIN_TILE_SM90", napkin_kernel_tile_sm90);
-    text = _napkin_skeleton_instantiate (napkin_kernel_gemm_sm90, params, G_N_ELEMENTS (params));
-    g_string_append_printf (ctx->out, "\n/* Plan kernel %s: GEMM on wgmma (kernels/gemm-sm90.cu, sm_90a) */\n", kname);
-    g_string_append (ctx->out, text);
-    tiles = tiles_m * tiles_n * g->batch * g->split_k;
-  }
+/* The TMA descriptors: A K-major: rows of K, boxes KB × BM; M-major: rows of M, boxes
+ * 64 × KB. B likewise. C (TMA stores): rows of N, boxes of one 128-byte row × 64. */
+static void
+wgmma_tensor_maps (const NapkinPlanGemm *g,
+                   const Sm90Form       *f,
+                   const NapkinCudaRef  *ra,
+                   const NapkinCudaRef  *rb,
+                   const NapkinCudaRef  *rc,
+                   NapkinCudaTensorMap  *maps)
+{
+  const gint64 KB = f->KB;
 
-  /* A K-major: rows of K, boxes KB × BM; M-major: rows of M, boxes 64 × KB. B likewise.
-   * C (TMA stores): rows of N, boxes of one 128-byte row × 64. */
   maps[0] = (NapkinCudaTensorMap) {
-    .slot = ra.slot, .dtype = g->ab_dtype, .swizzle = 128, .ld = g->lda, .offset = a_off,
+    .slot = ra->slot, .dtype = g->ab_dtype, .swizzle = 128, .ld = g->lda, .offset = ra->offset,
     .inner = g->a_kmajor ? g->K : g->M, .outer = g->a_kmajor ? g->M : g->K,
     .box_inner = g->a_kmajor ? (guint) KB : 64, .box_outer = g->a_kmajor ? (guint) g->BM : (guint) KB,
-    .batch = a_rank3 ? g->batch : 1, .batch_stride = a_rank3 ? g->a_bstride : 0,
+    .batch = f->a_rank3 ? g->batch : 1, .batch_stride = f->a_rank3 ? g->a_bstride : 0,
   };
   maps[1] = (NapkinCudaTensorMap) {
-    .slot = rb.slot, .dtype = g->ab_dtype, .swizzle = 128, .ld = g->ldb, .offset = b_off,
+    .slot = rb->slot, .dtype = g->ab_dtype, .swizzle = 128, .ld = g->ldb, .offset = rb->offset,
     .inner = g->b_kmajor ? g->K : g->N, .outer = g->b_kmajor ? g->N : g->K,
     .box_inner = g->b_kmajor ? (guint) KB : 64, .box_outer = g->b_kmajor ? (guint) g->BN : (guint) KB,
-    .batch = b_rank3 ? g->batch : 1, .batch_stride = b_rank3 ? g->b_bstride : 0,
+    .batch = f->b_rank3 ? g->batch : 1, .batch_stride = f->b_rank3 ? g->b_bstride : 0,
   };
   maps[2] = (NapkinCudaTensorMap) {
-    .slot = rc.slot, .dtype = g->c_dtype, .swizzle = 128, .ld = g->ldc, .offset = c_off,
-    .inner = g->N, .outer = g->M, .box_inner = (guint) (128 / cbytes), .box_outer = 64,
-    .batch = c_rank3 ? g->batch : 1, .batch_stride = c_rank3 ? g->c_bstride : 0,
+    .slot = rc->slot, .dtype = g->c_dtype, .swizzle = 128, .ld = g->ldc, .offset = rc->offset,
+    .inner = g->N, .outer = g->M, .box_inner = (guint) (128 / f->cbytes), .box_outer = 64,
+    .batch = f->c_rank3 ? g->batch : 1, .batch_stride = f->c_rank3 ? g->c_bstride : 0,
   };
+}
+
+gboolean
+_napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
+                          const NapkinPlanKernel *kernel,
+                          const char             *name,
+                          GError                **error)
+{
+  const NapkinPlanGemm *g = &kernel->u.gemm;
+  Sm90Form f = { 0 };
+  gint64 tiles;
+  guint n_other = 0;
+  g_autofree char *cref = NULL;
+  g_autofree char *pref = NULL;
+  g_autofree char *epifn = NULL;
+  NapkinCudaTensorMap maps[3];
+  NapkinCudaRef ra, rb, rc;
+  NapkinCudaKernel *ck;
+
+  g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
+
+  if (!check_kind (kernel, NAPKIN_PLAN_GEMM, "GEMM", name, error) || !check_problem (g, name, error)
+      || !wgmma_shape (g, name, &f, error) || !gemm_refs (ctx, g, name, &ra, &rb, &rc, error))
+    return FALSE;
+  wgmma_store (g, rc.offset, &f);
+  cref = _napkin_cuda_ref_expr (&rc, g->c_dtype);
+  pref = partials_expr (ctx, g, f.epi == 2, error);
+  if (pref == NULL)
+    return FALSE;
+  epifn = wgmma_epilogue (ctx, g, name, &f, &n_other, error);
+  if (epifn == NULL)
+    return FALSE;
+  wgmma_print (ctx, kernel, name, &f, cref, pref, epifn, n_other);
+  tiles = ((g->M + g->BM - 1) / g->BM) * ((g->N + g->BN - 1) / g->BN) * g->batch * g->split_k;
+  wgmma_tensor_maps (g, &f, &ra, &rb, &rc, maps);
 
   ck = add_kernel (ctx, name, "gemm-wgmma");
   ck->grid = tiles;   /* launched as MIN (tiles, SMs) */
   ck->persistent = TRUE;
-  ck->threads = (guint) (128 * (1 + consumers));
-  ck->smem_bytes = smem;
-  ck->dynamic_smem = smem;
+  ck->threads = (guint) (128 * (1 + f.consumers));
+  ck->smem_bytes = f.smem;
+  ck->dynamic_smem = f.smem;
   ck->tensor_maps = g_array_new (FALSE, FALSE, sizeof (NapkinCudaTensorMap));
-  g_array_append_vals (ck->tensor_maps, maps, epi == 0 ? 3 : 2);
+  g_array_append_vals (ck->tensor_maps, maps, f.epi == 0 ? 3 : 2);
   ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT " stages of %"
                               G_GINT64_FORMAT " (TMA, 128-byte swizzle), A %s-major, B %s-major, 1 producer + %"
                               G_GINT64_FORMAT " consumer warpgroups, wgmma m64n%" G_GINT64_FORMAT "k%s, %"
                               G_GINT64_FORMAT " tiles on a persistent grid%s, %s",
-                              g->BM, g->BN, stages, KB, g->a_kmajor ? "K" : "M", g->b_kmajor ? "K" : "N", consumers,
-                              g->BN, is_fp8 (g->ab_dtype) ? "32" : "16", tiles,
+                              g->BM, g->BN, f.stages, f.KB, g->a_kmajor ? "K" : "M", g->b_kmajor ? "K" : "N",
+                              f.consumers, g->BN, is_fp8 (g->ab_dtype) ? "32" : "16", tiles,
                               g->split_k > 1 ? ", split-K partials" : "",
-                              epi == 0 ? "TMA stores" : epi == 2 ? "fp32 partials stored" : maps_summary (g->epilogue));
+                              f.epi == 0 ? "TMA stores" : f.epi == 2 ? "fp32 partials stored"
+                                                                     : maps_summary (g->epilogue));
   return TRUE;
 }
 
@@ -586,9 +699,7 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
 
   g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
 
-  if (kernel->kind != NAPKIN_PLAN_GEMM)
-    return fail (error, name, "not a GEMM (%s)", napkin_plan_kind_to_string (kernel->kind));
-  if (!check_problem (g, name, error))
+  if (!check_kind (kernel, NAPKIN_PLAN_GEMM, "GEMM", name, error) || !check_problem (g, name, error))
     return FALSE;
   if (is_fp8 (g->ab_dtype))
     return fail (error, name, "ab_dtype %s: the mma path (sm_80) has no fp8 tensor-core instructions; fp8 needs the "
@@ -617,38 +728,20 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
     return fail (error, name, "%" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " and %"
                  G_GINT64_FORMAT "×%" G_GINT64_FORMAT " tiles need %" G_GINT64_FORMAT " bytes of shared memory; at "
                  "most %d", stages, g->BM, g->BK, g->BK, g->BN, smem, MAX_DYNAMIC_SMEM);
-  if (!_napkin_cuda_ref (ctx, &g->a, &ra, error) || !_napkin_cuda_ref (ctx, &g->b, &rb, error)
-      || !_napkin_cuda_ref (ctx, &g->c, &rc, error))
-    return FALSE;
-  if (!check_aligned (name, "A", ra.offset, g->lda, g->batch > 1 ? g->a_bstride : 0, g->ab_dtype, error)
-      || !check_aligned (name, "B", rb.offset, g->ldb, g->batch > 1 ? g->b_bstride : 0, g->ab_dtype, error))
+  if (!gemm_refs (ctx, g, name, &ra, &rb, &rc, error))
     return FALSE;
   cbytes = napkin_dtype_bytes (g->c_dtype);
   epi = g->split_k > 1 ? 2 : 1;
   cvec = g->ldc % 2 == 0 && g->c_bstride % 2 == 0 && rc.offset % (2 * cbytes) == 0;
-  if (epi == 2)
-    {
-      const NapkinPlanBuffer pb = { -1, g->partials, NAPKIN_DTYPE_FP32 };
-
-      pref = buffer_expr (ctx, &pb, NAPKIN_DTYPE_FP32, NULL, error);
-      if (pref == NULL)
-        return FALSE;
-      epifn = g_strdup ("");
-    }
-  else
-    {
-      pref = g_strdup ("((float *) 0)");
-      epifn = epilogue_function (ctx, name, name, g->epilogue, error);
-      if (epifn == NULL)
-        return FALSE;
-    }
+  pref = partials_expr (ctx, g, epi == 2, error);
+  epifn = pref == NULL ? NULL : epi == 2 ? g_strdup ("") : epilogue_function (ctx, name, name, g->epilogue, error);
+  if (epifn == NULL)
+    return FALSE;
   tiles = ((g->M + g->BM - 1) / g->BM) * ((g->N + g->BN - 1) / g->BN) * g->batch * g->split_k;
   if (tiles > G_MAXINT32)
     return fail (error, name, "%" G_GINT64_FORMAT " tiles; a grid holds at most 2³¹ − 1 blocks", tiles);
 
   {
-    g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
-    g_autofree char *text = NULL;
     Param params[] = {
       { "NAME", g_strdup (name) },
       { "BM", i64 (g->BM) },
@@ -685,9 +778,8 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
     };
 
     print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
-    text = _napkin_skeleton_instantiate (napkin_kernel_gemm_sm80, params, G_N_ELEMENTS (params));
-    g_string_append_printf (ctx->out, "\n/* Plan kernel %s: GEMM on mma.sync (kernels/gemm-sm80.cu, sm_80) */\n", kname);
-    g_string_append (ctx->out, text);
+    print_skeleton (ctx, kernel, napkin_kernel_gemm_sm80, params, G_N_ELEMENTS (params),
+                    "GEMM on mma.sync (kernels/gemm-sm80.cu, sm_80)");
   }
 
   ck = add_kernel (ctx, name, "gemm-mma");
@@ -733,7 +825,6 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
                             GError                **error)
 {
   const NapkinPlanGemm *g = &kernel->u.gemm;
-  const NapkinPlanBuffer pb = { -1, g->partials, NAPKIN_DTYPE_FP32 };
   NapkinCudaRef rc;
   g_autofree char *pref = NULL;
   g_autofree char *epifn = NULL;
@@ -743,8 +834,8 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
 
   g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
 
-  if (kernel->kind != NAPKIN_PLAN_SPLIT_REDUCE)
-    return fail (error, name, "not a split-K reduction (%s)", napkin_plan_kind_to_string (kernel->kind));
+  if (!check_kind (kernel, NAPKIN_PLAN_SPLIT_REDUCE, "split-K reduction", name, error))
+    return FALSE;
   if (g->split_k < 2 || g->partials < 0)
     return fail (error, name, "split_k = %u with partials %d: a reduction needs at least 2 splits and their buffer",
                  g->split_k, g->partials);
@@ -757,7 +848,7 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
     return fail (error, name, "c_dtype %s: C is stored as fp32, fp16 or bf16", napkin_dtype_to_string (g->c_dtype));
   if (!_napkin_cuda_ref (ctx, &g->c, &rc, error))
     return FALSE;
-  pref = buffer_expr (ctx, &pb, NAPKIN_DTYPE_FP32, NULL, error);
+  pref = partials_expr (ctx, g, TRUE, error);
   if (pref == NULL)
     return FALSE;
   epifn = epilogue_function (ctx, name, name, g->epilogue, error);
@@ -769,8 +860,7 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
   cvec = g->ldc % 4 == 0 && g->c_bstride % 4 == 0 && rc.offset % (4 * cbytes) == 0;
 
   {
-    g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
-    g_autofree char *text = NULL;
+    g_autofree char *what = g_strdup_printf ("split-K reduction of %u partials (kernels/split-reduce.cu)", g->split_k);
     Param params[] = {
       { "NAME", g_strdup (name) },
       { "M", i64 (g->M) },
@@ -787,10 +877,7 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
     };
 
     print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
-    text = _napkin_skeleton_instantiate (napkin_kernel_split_reduce, params, G_N_ELEMENTS (params));
-    g_string_append_printf (ctx->out, "\n/* Plan kernel %s: split-K reduction of %u partials "
-                                      "(kernels/split-reduce.cu) */\n", kname, g->split_k);
-    g_string_append (ctx->out, text);
+    print_skeleton (ctx, kernel, napkin_kernel_split_reduce, params, G_N_ELEMENTS (params), what);
   }
 
   ck = add_kernel (ctx, name, "split-reduce");
@@ -818,8 +905,8 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
 
   g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
 
-  if (kernel->kind != NAPKIN_PLAN_REPACK)
-    return fail (error, name, "not a repack (%s)", napkin_plan_kind_to_string (kernel->kind));
+  if (!check_kind (kernel, NAPKIN_PLAN_REPACK, "repack", name, error))
+    return FALSE;
   switch (napkin_dtype_bytes (r->dtype))
     {
     case 1: rt = "unsigned char"; break;
@@ -853,8 +940,6 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
   svec = (r->ld_src * es) % 16 == 0 && rs.offset % 16 == 0 && (r->batch <= 1 || (r->src_bstride * es) % 16 == 0);
 
   {
-    g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
-    g_autofree char *text = NULL;
     Param params[] = {
       { "NAME", g_strdup (name) },
       { "ROWS", i64 (r->rows) },
@@ -872,10 +957,8 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
       { "DREF", g_strdup_printf ("((%s *) ((char *) args.p[%d] + %" G_GINT64_FORMAT "))", rt, rd.slot, rd.offset) },
     };
 
-    text = _napkin_skeleton_instantiate (napkin_kernel_repack, params, G_N_ELEMENTS (params));
-    g_string_append_printf (ctx->out, "\n/* Plan kernel %s: repack%s (kernels/repack.cu) */\n", kname,
-                            r->transpose ? ", transposed" : "");
-    g_string_append (ctx->out, text);
+    print_skeleton (ctx, kernel, napkin_kernel_repack, params, G_N_ELEMENTS (params),
+                    r->transpose ? "repack, transposed (kernels/repack.cu)" : "repack (kernels/repack.cu)");
   }
 
   ck = add_kernel (ctx, name, "repack");

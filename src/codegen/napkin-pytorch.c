@@ -174,6 +174,180 @@ constant_of (const NapkinTensor *t)
   return NULL;
 }
 
+/* An output: its value in the tensor's axis order (cast to the tensor's type) joins
+ * the returned tuple `ret`. */
+static void
+print_output (Printer    *p,
+              guint       index,
+              const char *a,
+              const char *ha,
+              GString    *ret)
+{
+  const NapkinNode *node = napkin_diagram_node (p->d, index);
+  int t = napkin_diagram_find_tensor (p->d, node->tensor);
+  const NapkinTensor *tensor = napkin_diagram_tensor (p->d, t);
+  g_autofree char *tl = names_letters (p, tensor->axes);
+  g_autofree char *e = aligned (a, ha, tl);
+
+  if (ret->len > 0)
+    g_string_append (ret, ", ");
+  if (napkin_diagram_node_type (p->d, napkin_diagram_input_source (p->d, index, 0))->dtype != tensor->dtype)
+    g_string_append_printf (ret, "%s.to(%s)", e, torch_dtype (tensor->dtype));
+  else
+    g_string_append_printf (ret, "%s.contiguous()", e);
+}
+
+/* A map: a binary operator on both operands aligned to `want`, else a torch function
+ * of `a` in its own dims (`nat`). */
+static char *
+map_expr (const NapkinNode *node,
+          const char       *a,
+          const char       *b,
+          const char       *ha,
+          const char       *hb,
+          const char       *want,
+          char            **nat)
+{
+  const char *name = napkin_fn_info (node->fn)->name;
+  char *expr = NULL;
+
+  if (napkin_fn_info (node->fn)->arity == 2)
+    {
+      g_autofree char *x = aligned (a, ha, want);
+      g_autofree char *y = aligned (b, hb, want);
+      static const char *const ops[] = { "+", "-", "*", "/" };
+
+      if (node->fn <= NAPKIN_FN_DIV)
+        expr = g_strdup_printf ("%s %s %s", x, ops[node->fn], y);
+      else
+        expr = g_strdup_printf ("torch.%s(%s, %s)", node->fn == NAPKIN_FN_MAX ? "maximum" : "minimum", x, y);
+      return expr;
+    }
+  *nat = g_strdup (ha);
+  switch (node->fn)
+    {
+    case NAPKIN_FN_GELU:  expr = g_strdup_printf ("F.gelu(%s)", a); break;
+    case NAPKIN_FN_SILU:  expr = g_strdup_printf ("F.silu(%s)", a); break;
+    case NAPKIN_FN_RELU:  expr = g_strdup_printf ("F.relu(%s)", a); break;
+    case NAPKIN_FN_NEG:   expr = g_strdup_printf ("-%s", a); break;
+    case NAPKIN_FN_SQUARE: expr = g_strdup_printf ("%s * %s", a, a); break;
+    case NAPKIN_FN_SCALE:
+      {
+        g_autofree char *alpha = number (node->alpha);
+
+        expr = g_strdup_printf ("%s * %s", a, alpha);
+        break;
+      }
+    case NAPKIN_FN_CAST:
+      expr = g_strdup_printf ("%s.to(%s)", a, torch_dtype (node->dtype));
+      break;
+    default:
+      expr = g_strdup_printf ("torch.%s(%s)", name, a);
+      break;
+    }
+  return expr;
+}
+
+/* A normalisation: F.rms_norm or F.layer_norm over the last dim, else written out. */
+static char *
+normalize_expr (Printer          *p,
+                const NapkinNode *node,
+                const char       *a,
+                const char       *ha,
+                char            **nat)
+{
+  int axis = napkin_diagram_find_axis (p->d, node->axis);
+  int dim = dim_of (ha, p->letter[axis]);
+  gboolean last = dim == (int) strlen (ha) - 1;
+  g_autofree char *eps = number (node->eps);
+  gint64 n = napkin_diagram_axis_size (p->d, axis);
+  char *expr;
+
+  *nat = g_strdup (ha);
+  if (node->norm == NAPKIN_NORM_RMSNORM)
+    expr = last ? g_strdup_printf ("F.rms_norm(%s, (%" G_GINT64_FORMAT ",), eps=%s)", a, n, eps)
+                : g_strdup_printf ("%s * torch.rsqrt(%s.pow(2).mean(dim=%d, keepdim=True) + %s)", a, a, dim, eps);
+  else
+    expr = last ? g_strdup_printf ("F.layer_norm(%s, (%" G_GINT64_FORMAT ",), eps=%s)", a, n, eps)
+                : g_strdup_printf ("(%s - %s.mean(dim=%d, keepdim=True)) * torch.rsqrt(%s.var(dim=%d, "
+                                   "unbiased=False, keepdim=True) + %s)", a, a, dim, a, dim, eps);
+  return expr;
+}
+
+/* A mask: a tensor mask added (or, int8, filled where 0), else the causal or window
+ * band of _band. */
+static char *
+mask_expr (Printer          *p,
+           const NapkinNode *node,
+           guint             index,
+           const char       *a,
+           const char       *b,
+           const char       *ha,
+           const char       *hb,
+           char            **nat)
+{
+  char *expr;
+
+  *nat = g_strdup (ha);
+  if (node->mask == NAPKIN_MASK_TENSOR)
+    {
+      g_autofree char *m = aligned (b, hb, ha);
+      int t = napkin_diagram_input_source (p->d, index, 1);
+
+      if (napkin_diagram_node_type (p->d, t)->dtype == NAPKIN_DTYPE_INT8)
+        expr = g_strdup_printf ("%s.masked_fill(%s == 0, float(\"-inf\"))", a, m);
+      else
+        expr = g_strdup_printf ("%s + %s", a, m);
+    }
+  else
+    {
+      int rows = napkin_diagram_find_axis (p->d, node->rows), cols = napkin_diagram_find_axis (p->d, node->axis);
+      char rc[3] = { p->letter[rows], p->letter[cols], 0 };
+      g_autofree char *band = g_strdup_printf ("_band(%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %"
+                                               G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                                               ", %s.device)",
+                                               napkin_diagram_axis_size (p->d, rows),
+                                               napkin_diagram_axis_size (p->d, cols), node->offset,
+                                               node->mask == NAPKIN_MASK_CAUSAL ? -1 : node->left,
+                                               node->mask == NAPKIN_MASK_CAUSAL ? 0 : node->right, a);
+      g_autofree char *keep = aligned (band, rc, ha);
+
+      expr = g_strdup_printf ("%s.masked_fill(~%s, float(\"-inf\"))", a, keep);
+    }
+  return expr;
+}
+
+/* A rearrange: a permutation through _align, else a reshape. */
+static char *
+rearrange_expr (Printer          *p,
+                const NapkinNode *node,
+                const char       *a,
+                const char       *ha,
+                char            **nat)
+{
+  g_autofree char *outl = names_letters (p, node->out);
+  gboolean same = strlen (outl) == strlen (ha);
+  char *expr;
+
+  for (const char *c = outl; *c && same; c++)
+    same = strchr (ha, *c) != NULL;
+  if (same)
+    expr = aligned (a, ha, outl);
+  else
+    {
+      GString *sizes = g_string_new (NULL);
+
+      /* merges and splits run over the input's order, row-major (docs/file-format.md) */
+      for (guint i = 0; node->out[i]; i++)
+        g_string_append_printf (sizes, "%s%" G_GINT64_FORMAT, i ? ", " : "",
+                                napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, node->out[i])));
+      expr = g_strdup_printf ("%s.reshape(%s)", a, sizes->str);
+      g_string_free (sizes, TRUE);
+    }
+  *nat = g_steal_pointer (&outl);
+  return expr;
+}
+
 static gboolean
 print_node (Printer  *p,
             guint     index,
@@ -205,63 +379,14 @@ print_node (Printer  *p,
   switch (node->kind)
     {
     case NAPKIN_OP_OUTPUT:
-      {
-        int t = napkin_diagram_find_tensor (p->d, node->tensor);
-        const NapkinTensor *tensor = napkin_diagram_tensor (p->d, t);
-        g_autofree char *tl = names_letters (p, tensor->axes);
-        g_autofree char *e = aligned (a, ha, tl);
-
-        if (ret->len > 0)
-          g_string_append (ret, ", ");
-        if (napkin_diagram_node_type (p->d, napkin_diagram_input_source (p->d, index, 0))->dtype != tensor->dtype)
-          g_string_append_printf (ret, "%s.to(%s)", e, torch_dtype (tensor->dtype));
-        else
-          g_string_append_printf (ret, "%s.contiguous()", e);
-        return TRUE;
-      }
+      print_output (p, index, a, ha, ret);
+      return TRUE;
     case NAPKIN_OP_CONTRACT:
       expr = g_strdup_printf ("torch.einsum(\"%s,%s->%s\", %s, %s)", ha, hb, want, a, b);
       break;
     case NAPKIN_OP_MAP:
-      {
-        const char *name = napkin_fn_info (node->fn)->name;
-
-        if (napkin_fn_info (node->fn)->arity == 2)
-          {
-            g_autofree char *x = aligned (a, ha, want);
-            g_autofree char *y = aligned (b, hb, want);
-            static const char *const ops[] = { "+", "-", "*", "/" };
-
-            if (node->fn <= NAPKIN_FN_DIV)
-              expr = g_strdup_printf ("%s %s %s", x, ops[node->fn], y);
-            else
-              expr = g_strdup_printf ("torch.%s(%s, %s)", node->fn == NAPKIN_FN_MAX ? "maximum" : "minimum", x, y);
-            break;
-          }
-        nat = g_strdup (ha);
-        switch (node->fn)
-          {
-          case NAPKIN_FN_GELU:  expr = g_strdup_printf ("F.gelu(%s)", a); break;
-          case NAPKIN_FN_SILU:  expr = g_strdup_printf ("F.silu(%s)", a); break;
-          case NAPKIN_FN_RELU:  expr = g_strdup_printf ("F.relu(%s)", a); break;
-          case NAPKIN_FN_NEG:   expr = g_strdup_printf ("-%s", a); break;
-          case NAPKIN_FN_SQUARE: expr = g_strdup_printf ("%s * %s", a, a); break;
-          case NAPKIN_FN_SCALE:
-            {
-              g_autofree char *alpha = number (node->alpha);
-
-              expr = g_strdup_printf ("%s * %s", a, alpha);
-              break;
-            }
-          case NAPKIN_FN_CAST:
-            expr = g_strdup_printf ("%s.to(%s)", a, torch_dtype (node->dtype));
-            break;
-          default:
-            expr = g_strdup_printf ("torch.%s(%s)", name, a);
-            break;
-          }
-        break;
-      }
+      expr = map_expr (node, a, b, ha, hb, want, &nat);
+      break;
     case NAPKIN_OP_REDUCE:
       {
         static const char *const fns[] = { "sum", "amax", "mean" };
@@ -279,74 +404,14 @@ print_node (Printer  *p,
                               dim_of (ha, p->letter[napkin_diagram_find_axis (p->d, node->axis)]));
       break;
     case NAPKIN_OP_NORMALIZE:
-      {
-        int axis = napkin_diagram_find_axis (p->d, node->axis);
-        int dim = dim_of (ha, p->letter[axis]);
-        gboolean last = dim == (int) strlen (ha) - 1;
-        g_autofree char *eps = number (node->eps);
-        gint64 n = napkin_diagram_axis_size (p->d, axis);
-
-        nat = g_strdup (ha);
-        if (node->norm == NAPKIN_NORM_RMSNORM)
-          expr = last ? g_strdup_printf ("F.rms_norm(%s, (%" G_GINT64_FORMAT ",), eps=%s)", a, n, eps)
-                      : g_strdup_printf ("%s * torch.rsqrt(%s.pow(2).mean(dim=%d, keepdim=True) + %s)", a, a, dim, eps);
-        else
-          expr = last ? g_strdup_printf ("F.layer_norm(%s, (%" G_GINT64_FORMAT ",), eps=%s)", a, n, eps)
-                      : g_strdup_printf ("(%s - %s.mean(dim=%d, keepdim=True)) * torch.rsqrt(%s.var(dim=%d, "
-                                         "unbiased=False, keepdim=True) + %s)", a, a, dim, a, dim, eps);
-        break;
-      }
+      expr = normalize_expr (p, node, a, ha, &nat);
+      break;
     case NAPKIN_OP_MASK:
-      nat = g_strdup (ha);
-      if (node->mask == NAPKIN_MASK_TENSOR)
-        {
-          g_autofree char *m = aligned (b, hb, ha);
-          int t = napkin_diagram_input_source (p->d, index, 1);
-
-          if (napkin_diagram_node_type (p->d, t)->dtype == NAPKIN_DTYPE_INT8)
-            expr = g_strdup_printf ("%s.masked_fill(%s == 0, float(\"-inf\"))", a, m);
-          else
-            expr = g_strdup_printf ("%s + %s", a, m);
-        }
-      else
-        {
-          int rows = napkin_diagram_find_axis (p->d, node->rows), cols = napkin_diagram_find_axis (p->d, node->axis);
-          char rc[3] = { p->letter[rows], p->letter[cols], 0 };
-          g_autofree char *band = g_strdup_printf ("_band(%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %"
-                                                   G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-                                                   ", %s.device)",
-                                                   napkin_diagram_axis_size (p->d, rows),
-                                                   napkin_diagram_axis_size (p->d, cols), node->offset,
-                                                   node->mask == NAPKIN_MASK_CAUSAL ? -1 : node->left,
-                                                   node->mask == NAPKIN_MASK_CAUSAL ? 0 : node->right, a);
-          g_autofree char *keep = aligned (band, rc, ha);
-
-          expr = g_strdup_printf ("%s.masked_fill(~%s, float(\"-inf\"))", a, keep);
-        }
+      expr = mask_expr (p, node, index, a, b, ha, hb, &nat);
       break;
     case NAPKIN_OP_REARRANGE:
-      {
-        g_autofree char *outl = names_letters (p, node->out);
-        gboolean same = strlen (outl) == strlen (ha);
-
-        for (const char *c = outl; *c && same; c++)
-          same = strchr (ha, *c) != NULL;
-        if (same)
-          expr = aligned (a, ha, outl);
-        else
-          {
-            GString *sizes = g_string_new (NULL);
-
-            /* merges and splits run over the input's order, row-major (docs/file-format.md) */
-            for (guint i = 0; node->out[i]; i++)
-              g_string_append_printf (sizes, "%s%" G_GINT64_FORMAT, i ? ", " : "",
-                                      napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, node->out[i])));
-            expr = g_strdup_printf ("%s.reshape(%s)", a, sizes->str);
-            g_string_free (sizes, TRUE);
-          }
-        nat = g_steal_pointer (&outl);
-        break;
-      }
+      expr = rearrange_expr (p, node, a, ha, &nat);
+      break;
     case NAPKIN_OP_INPUT:
     case NAPKIN_N_OPS:
     default:
@@ -384,6 +449,147 @@ print_node (Printer  *p,
   return TRUE;
 }
 
+/* Inputs: arguments, in the tensors' order (`args`), each reshaped to its axes
+ * (`shapes`); constants are made here (`consts`). Names every input node's value. */
+static gboolean
+bind_inputs (Printer  *p,
+             GString  *args,
+             GString  *consts,
+             GString  *shapes,
+             GError  **error)
+{
+  guint n = napkin_diagram_n_nodes (p->d);
+
+  for (guint t = 0; t < napkin_diagram_n_tensors (p->d); t++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (p->d, t);
+      int reader = -1;
+      g_autofree char *name = NULL;
+
+      for (guint i = 0; i < n; i++)
+        if (napkin_diagram_node (p->d, i)->kind == NAPKIN_OP_INPUT
+            && g_strcmp0 (napkin_diagram_node (p->d, i)->tensor, tensor->name) == 0)
+          {
+            if (reader < 0)
+              reader = (int) i;
+          }
+      if (reader < 0)
+        continue;
+      name = take_name (p, tensor->name);
+      for (guint i = 0; i < n; i++)
+        if (napkin_diagram_node (p->d, i)->kind == NAPKIN_OP_INPUT
+            && g_strcmp0 (napkin_diagram_node (p->d, i)->tensor, tensor->name) == 0)
+          p->var[i] = g_strdup (name);
+      if (g_strcmp0 (constant_of (tensor), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2)
+        g_string_append_printf (consts, "    %s = _rotate_half_matrix(%" G_GINT64_FORMAT ", %s, _device)\n", name,
+                                napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, tensor->axes[0])),
+                                torch_dtype (tensor->dtype));
+      else if (constant_of (tensor) != NULL)
+        {
+          g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                       "tensor “%s”: unknown constant “%s”", tensor->name, constant_of (tensor));
+          return FALSE;
+        }
+      else
+        {
+          g_string_append_printf (args, "%s%s", args->len ? ", " : "", name);
+          /* callers pass tensors as their modules hold them (a projection's weight is
+           * [out, in]); the diagram's axes split those dimensions row-major, in the
+           * order the importer names them (docs/import.md, "Back to code") */
+          if (g_strv_length (tensor->axes) > 0)
+            {
+              g_string_append_printf (shapes, "    %s = %s.reshape(", name, name);
+              for (guint a = 0; tensor->axes[a]; a++)
+                g_string_append_printf (shapes, "%s%" G_GINT64_FORMAT, a ? ", " : "",
+                                        napkin_diagram_axis_size (p->d,
+                                                                  napkin_diagram_find_axis (p->d, tensor->axes[a])));
+              g_string_append (shapes, ")  # ");
+              for (guint a = 0; tensor->axes[a]; a++)
+                g_string_append_printf (shapes, "%s%s", a ? " " : "", tensor->axes[a]);
+              g_string_append_c (shapes, '\n');
+            }
+        }
+    }
+  return TRUE;
+}
+
+/* The module's head: where it came from, the imports, AXES with each axis's einsum
+ * letter, and INPUTS (each argument's axes and type). */
+static void
+print_preamble (Printer    *p,
+                const char *title)
+{
+  guint n = napkin_diagram_n_nodes (p->d);
+
+  g_string_append_printf (p->out, "# Generated by napkin-cli codegen --target pytorch from the diagram \"%s\".\n", title);
+  g_string_append (p->out,
+    "# The diagram's reference in plain PyTorch (docs/import.md): one line per operation, in the\n"
+    "# diagram's order; each value's dimensions are its axes, one einsum letter each.\n"
+    "import torch\n"
+    "import torch.nn.functional as F\n\n");
+  g_string_append (p->out, "AXES = {");
+  for (guint i = 0; i < napkin_diagram_n_axes (p->d); i++)
+    g_string_append_printf (p->out, "%s\"%s\": %" G_GINT64_FORMAT, i ? ", " : "", napkin_diagram_axis (p->d, i)->name,
+                            napkin_diagram_axis (p->d, i)->size);
+  g_string_append (p->out, "}\n# einsum letters: ");
+  for (guint i = 0; i < napkin_diagram_n_axes (p->d); i++)
+    g_string_append_printf (p->out, "%s%c=%s", i ? " " : "", p->letter[i], napkin_diagram_axis (p->d, i)->name);
+  g_string_append (p->out, "\n\nINPUTS = {\n");
+  for (guint t = 0; t < napkin_diagram_n_tensors (p->d); t++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (p->d, t);
+      gboolean read = FALSE;
+
+      for (guint i = 0; i < n && !read; i++)
+        read = napkin_diagram_node (p->d, i)->kind == NAPKIN_OP_INPUT
+               && g_strcmp0 (napkin_diagram_node (p->d, i)->tensor, tensor->name) == 0;
+      if (!read || constant_of (tensor) != NULL)
+        continue;
+      g_string_append_printf (p->out, "    \"%s\": ((", tensor->name);
+      for (guint a = 0; tensor->axes[a]; a++)
+        g_string_append_printf (p->out, "%s\"%s\"", a ? ", " : "", tensor->axes[a]);
+      g_string_append_printf (p->out, "%s), %s),\n", g_strv_length (tensor->axes) == 1 ? "," : "",
+                              torch_dtype (tensor->dtype));
+    }
+  g_string_append (p->out, "}\n\n\n");
+}
+
+/* The helpers the forward function calls: _align, _band and _rotate_half_matrix. */
+static const char python_helpers[] =
+    "def _align(t, have, want):\n"
+    "    \"\"\"t, whose dims are the axes `have`, permuted to the order of `want` with size-1 dims for\n"
+    "    the axes it lacks, so that it broadcasts against a value of axes `want`.\"\"\"\n"
+    "    t = t.permute([have.index(c) for c in want if c in have])\n"
+    "    kept = iter(t.shape)\n"
+    "    return t.reshape([next(kept) if c in have else 1 for c in want])\n\n\n"
+    "def _band(rows, cols, offset, left, right, device):\n"
+    "    \"\"\"Keep element (i, j) where -left <= j - (i + offset) <= right; a side of -1 is unbounded.\"\"\"\n"
+    "    i = torch.arange(rows, device=device)[:, None] + offset\n"
+    "    j = torch.arange(cols, device=device)[None, :]\n"
+    "    keep = torch.ones(rows, cols, dtype=torch.bool, device=device)\n"
+    "    if right >= 0:\n"
+    "        keep &= j - i <= right\n"
+    "    if left >= 0:\n"
+    "        keep &= i - j <= left\n"
+    "    return keep\n\n\n"
+    "def _rotate_half_matrix(n, dtype, device):\n"
+    "    \"\"\"R with x @ R == cat(-x[..., n/2:], x[..., :n/2]): Llama's rotate_half as a contraction.\"\"\"\n"
+    "    h = n // 2\n"
+    "    r = torch.zeros(n, n, dtype=dtype, device=device)\n"
+    "    i = torch.arange(h, device=device)\n"
+    "    r[i + h, i] = -1\n"
+    "    r[i, i + h] = 1\n"
+    "    return r\n\n\n";
+
+/* Random inputs at the diagram's sizes, for a caller that has none. */
+static const char python_example_inputs[] =
+    "def example_inputs(device=\"cpu\", dtype=None, seed=0):\n"
+    "    \"\"\"Random inputs at the diagram's sizes, by argument name.\"\"\"\n"
+    "    g = torch.Generator(device=device).manual_seed(seed)\n"
+    "    return {name: torch.randn([AXES[a] for a in axes], generator=g, device=device,\n"
+    "                              dtype=torch.float32).to(dtype or dt)\n"
+    "            for name, (axes, dt) in INPUTS.items()}\n";
+
 char *
 napkin_codegen_pytorch (NapkinDiagram  *diagram,
                         GError        **error)
@@ -415,57 +621,10 @@ napkin_codegen_pytorch (NapkinDiagram  *diagram,
   for (guint i = 0; i < G_N_ELEMENTS (python_reserved); i++)
     g_hash_table_add (used, g_strdup (python_reserved[i]));
 
-  /* inputs: arguments, in the tensors' order; constants are made here */
-  for (guint t = 0; t < napkin_diagram_n_tensors (diagram); t++)
+  if (!bind_inputs (&p, args, consts, shapes, error))
     {
-      const NapkinTensor *tensor = napkin_diagram_tensor (diagram, t);
-      int reader = -1;
-      g_autofree char *name = NULL;
-
-      for (guint i = 0; i < n; i++)
-        if (napkin_diagram_node (diagram, i)->kind == NAPKIN_OP_INPUT
-            && g_strcmp0 (napkin_diagram_node (diagram, i)->tensor, tensor->name) == 0)
-          {
-            if (reader < 0)
-              reader = (int) i;
-          }
-      if (reader < 0)
-        continue;
-      name = take_name (&p, tensor->name);
-      for (guint i = 0; i < n; i++)
-        if (napkin_diagram_node (diagram, i)->kind == NAPKIN_OP_INPUT
-            && g_strcmp0 (napkin_diagram_node (diagram, i)->tensor, tensor->name) == 0)
-          var[i] = g_strdup (name);
-      if (g_strcmp0 (constant_of (tensor), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2)
-        g_string_append_printf (consts, "    %s = _rotate_half_matrix(%" G_GINT64_FORMAT ", %s, _device)\n", name,
-                                napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, tensor->axes[0])),
-                                torch_dtype (tensor->dtype));
-      else if (constant_of (tensor) != NULL)
-        {
-          g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
-                       "tensor “%s”: unknown constant “%s”", tensor->name, constant_of (tensor));
-          g_string_free (out, TRUE);
-          return NULL;
-        }
-      else
-        {
-          g_string_append_printf (args, "%s%s", args->len ? ", " : "", name);
-          /* callers pass tensors as their modules hold them (a projection's weight is
-           * [out, in]); the diagram's axes split those dimensions row-major, in the
-           * order the importer names them (docs/import.md, "Back to code") */
-          if (g_strv_length (tensor->axes) > 0)
-            {
-              g_string_append_printf (shapes, "    %s = %s.reshape(", name, name);
-              for (guint a = 0; tensor->axes[a]; a++)
-                g_string_append_printf (shapes, "%s%" G_GINT64_FORMAT, a ? ", " : "",
-                                        napkin_diagram_axis_size (diagram,
-                                                                  napkin_diagram_find_axis (diagram, tensor->axes[a])));
-              g_string_append (shapes, ")  # ");
-              for (guint a = 0; tensor->axes[a]; a++)
-                g_string_append_printf (shapes, "%s%s", a ? " " : "", tensor->axes[a]);
-              g_string_append_c (shapes, '\n');
-            }
-        }
+      g_string_free (out, TRUE);
+      return NULL;
     }
   for (guint i = 0; i < n; i++)
     if (var[i] == NULL)
@@ -474,61 +633,8 @@ napkin_codegen_pytorch (NapkinDiagram  *diagram,
   for (char *c = title; *c; c++)
     if ((unsigned char) *c < 0x20 || *c == '"' || *c == '\\')
       *c = ' ';
-  g_string_append_printf (out, "# Generated by napkin-cli codegen --target pytorch from the diagram \"%s\".\n", title);
-  g_string_append (out,
-    "# The diagram's reference in plain PyTorch (docs/import.md): one line per operation, in the\n"
-    "# diagram's order; each value's dimensions are its axes, one einsum letter each.\n"
-    "import torch\n"
-    "import torch.nn.functional as F\n\n");
-  g_string_append (out, "AXES = {");
-  for (guint i = 0; i < napkin_diagram_n_axes (diagram); i++)
-    g_string_append_printf (out, "%s\"%s\": %" G_GINT64_FORMAT, i ? ", " : "", napkin_diagram_axis (diagram, i)->name,
-                            napkin_diagram_axis (diagram, i)->size);
-  g_string_append (out, "}\n# einsum letters: ");
-  for (guint i = 0; i < napkin_diagram_n_axes (diagram); i++)
-    g_string_append_printf (out, "%s%c=%s", i ? " " : "", p.letter[i], napkin_diagram_axis (diagram, i)->name);
-  g_string_append (out, "\n\nINPUTS = {\n");
-  for (guint t = 0; t < napkin_diagram_n_tensors (diagram); t++)
-    {
-      const NapkinTensor *tensor = napkin_diagram_tensor (diagram, t);
-      gboolean read = FALSE;
-
-      for (guint i = 0; i < n && !read; i++)
-        read = napkin_diagram_node (diagram, i)->kind == NAPKIN_OP_INPUT
-               && g_strcmp0 (napkin_diagram_node (diagram, i)->tensor, tensor->name) == 0;
-      if (!read || constant_of (tensor) != NULL)
-        continue;
-      g_string_append_printf (out, "    \"%s\": ((", tensor->name);
-      for (guint a = 0; tensor->axes[a]; a++)
-        g_string_append_printf (out, "%s\"%s\"", a ? ", " : "", tensor->axes[a]);
-      g_string_append_printf (out, "%s), %s),\n", g_strv_length (tensor->axes) == 1 ? "," : "",
-                              torch_dtype (tensor->dtype));
-    }
-  g_string_append (out, "}\n\n\n"
-    "def _align(t, have, want):\n"
-    "    \"\"\"t, whose dims are the axes `have`, permuted to the order of `want` with size-1 dims for\n"
-    "    the axes it lacks, so that it broadcasts against a value of axes `want`.\"\"\"\n"
-    "    t = t.permute([have.index(c) for c in want if c in have])\n"
-    "    kept = iter(t.shape)\n"
-    "    return t.reshape([next(kept) if c in have else 1 for c in want])\n\n\n"
-    "def _band(rows, cols, offset, left, right, device):\n"
-    "    \"\"\"Keep element (i, j) where -left <= j - (i + offset) <= right; a side of -1 is unbounded.\"\"\"\n"
-    "    i = torch.arange(rows, device=device)[:, None] + offset\n"
-    "    j = torch.arange(cols, device=device)[None, :]\n"
-    "    keep = torch.ones(rows, cols, dtype=torch.bool, device=device)\n"
-    "    if right >= 0:\n"
-    "        keep &= j - i <= right\n"
-    "    if left >= 0:\n"
-    "        keep &= i - j <= left\n"
-    "    return keep\n\n\n"
-    "def _rotate_half_matrix(n, dtype, device):\n"
-    "    \"\"\"R with x @ R == cat(-x[..., n/2:], x[..., :n/2]): Llama's rotate_half as a contraction.\"\"\"\n"
-    "    h = n // 2\n"
-    "    r = torch.zeros(n, n, dtype=dtype, device=device)\n"
-    "    i = torch.arange(h, device=device)\n"
-    "    r[i + h, i] = -1\n"
-    "    r[i, i + h] = 1\n"
-    "    return r\n\n\n");
+  print_preamble (&p, title);
+  g_string_append (out, python_helpers);
   g_string_append_printf (out, "def forward(%s):\n", args->str);
   if (shapes->len > 0)
     g_string_append_printf (out, "    # each argument as the diagram's axes (AXES): a module's tensor, such as a Linear's\n"
@@ -551,13 +657,7 @@ napkin_codegen_pytorch (NapkinDiagram  *diagram,
   for (guint i = 0; i < n; i++)
     n_out += napkin_diagram_node (diagram, i)->kind == NAPKIN_OP_OUTPUT;
   g_string_append_printf (out, "    return %s\n\n\n", ret->len ? ret->str : "None");
-  g_string_append (out,
-    "def example_inputs(device=\"cpu\", dtype=None, seed=0):\n"
-    "    \"\"\"Random inputs at the diagram's sizes, by argument name.\"\"\"\n"
-    "    g = torch.Generator(device=device).manual_seed(seed)\n"
-    "    return {name: torch.randn([AXES[a] for a in axes], generator=g, device=device,\n"
-    "                              dtype=torch.float32).to(dtype or dt)\n"
-    "            for name, (axes, dt) in INPUTS.items()}\n");
+  g_string_append (out, python_example_inputs);
   (void) n_out;
   return g_string_free (out, FALSE);
 }

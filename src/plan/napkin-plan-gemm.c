@@ -188,6 +188,14 @@ region_tile (NapkinPlanner    *p,
   return mk == NAPKIN_MARK_WHOLE ? 0 : tile;
 }
 
+/* The name of a group's innermost axis: the one a region's marks name for the group. */
+static const char *
+inner_axis_name (NapkinPlanner  *p,
+                 const AxisList *group)
+{
+  return napkin_diagram_axis (p->d, group->axes[group->n - 1])->name;
+}
+
 /* The block tile of a group of axes that the product flattens into one (M = h·d):
  * the tile as a whole, not its last axis alone. From the innermost axis out, an axis the
  * region covers (whole, or a tile at least its size) multiplies the tile by its size and
@@ -954,7 +962,7 @@ gemm_region_wgmma (NapkinPlanner    *p,
                                  "accumulators a thread)"), (long long) t->BM, (long long) t->BN, g->b_kmajor ? 8 : 64);
   else if (t->BK % wbk != 0 && t->BK < g->K)
     *no_wgmma = g_strdup_printf (_("chunks of %lld along %s: wgmma takes multiples of %lld"), (long long) t->BK,
-                                 napkin_diagram_axis (p->d, s->kk.axes[s->kk.n - 1])->name, (long long) wbk);
+                                 inner_axis_name (p, &s->kk), (long long) wbk);
   else
     {
       /* a chunk of BK streamed as BK/64 chunks: the same shared memory */
@@ -983,11 +991,9 @@ gemm_region_mma (NapkinPlanner    *p,
         const NapkinRegion *inner = napkin_diagram_region (p->d, r);
         gint64 w = 0;
 
-        if (napkin_region_mark (inner, napkin_diagram_axis (p->d, s->mg->axes[s->mg->n - 1])->name, &w)
-            == NAPKIN_MARK_PARALLEL)
+        if (napkin_region_mark (inner, inner_axis_name (p, s->mg), &w) == NAPKIN_MARK_PARALLEL)
           WM = MIN (w, t->BM);
-        if (napkin_region_mark (inner, napkin_diagram_axis (p->d, s->ng->axes[s->ng->n - 1])->name, &w)
-            == NAPKIN_MARK_PARALLEL)
+        if (napkin_region_mark (inner, inner_axis_name (p, s->ng), &w) == NAPKIN_MARK_PARALLEL)
           WN = MIN (w, t->BN);
       }
   if (t->BK >= g->K)
@@ -1024,14 +1030,13 @@ gemm_region_tiles (NapkinPlanner    *p,
   if (km != NAPKIN_MARK_PARALLEL || kn != NAPKIN_MARK_PARALLEL)
     {
       *why = g_strdup_printf (_("region “%s” must cut %s and %s into parallel groups (the blocks of the product)"),
-                              br->name, napkin_diagram_axis (p->d, s->mg->axes[s->mg->n - 1])->name,
-                              napkin_diagram_axis (p->d, s->ng->axes[s->ng->n - 1])->name);
+                              br->name, inner_axis_name (p, s->mg), inner_axis_name (p, s->ng));
       return FALSE;
     }
   if (kk_kind == NAPKIN_MARK_PARALLEL)
     {
       *why = g_strdup_printf (_("region “%s” cuts the contracted axis %s into parallel groups: stream it"),
-                              br->name, napkin_diagram_axis (p->d, s->kk.axes[s->kk.n - 1])->name);
+                              br->name, inner_axis_name (p, &s->kk));
       return FALSE;
     }
   t->BM = MIN (tm, g->M);

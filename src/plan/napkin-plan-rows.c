@@ -567,35 +567,65 @@ region_rows_per_block (NapkinPlanner          *p,
   return any ? rpb : 0;
 }
 
-gboolean
-_napkin_plan_try_rows (NapkinPlanner    *p,
-                       NapkinPlanKernel *k,
-                       char            **why)
+/* A rows kernel while it is recognised: the chain through its row operation and the
+ * row space it works over. */
+typedef struct
 {
-  NapkinDiagram *d = p->d;
-  const NapkinRegion *region = k->region >= 0 ? napkin_diagram_region (d, k->region) : NULL;
+  int               f;              /* the row operation */
   const NapkinNode *fn;
-  int f = -1, x, cur, last;
-  guint n_maps = 0, n_prologue = 0, n_epilogue = 0;
-  g_autoptr(GArray) prologue = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
-  g_autoptr(GArray) epilogue = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
-  const NapkinTensorType *in_type;
-  guint row_axes[NAPKIN_MAX_RANK], n_rows = 0;
-  Layout xl, yl;
-  int col;
-  gint64 rows = 1, cols, ldx, ldy, rpb = 0;
-  gboolean aligned, streamed = FALSE;
-  RowSpace rs;
-  RowsChoice c;
-  NapkinPlanRows *r;
-  const char *what;
-  guint n_adjustments = k->adjustments->len;
+  const char       *what;           /* the row operation's name in messages */
+  int               col;            /* the axis along the row */
+  int               x, last;        /* the chain's input and its end */
+  GArray           *prologue;       /* NapkinPlanMap, before f */
+  GArray           *epilogue;       /* NapkinPlanMap, after f */
+  Layout            xl, yl;
+  guint             row_axes[NAPKIN_MAX_RANK], n_rows;
+  gint64            rows, cols, ldx, ldy, rpb;
+  gboolean          aligned, streamed;
+} RowsChain;
 
-  *why = NULL;
+static void
+rows_chain_clear (RowsChain *ch)
+{
+  g_clear_pointer (&ch->prologue, g_array_unref);
+  g_clear_pointer (&ch->epilogue, g_array_unref);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (RowsChain, rows_chain_clear)
+
+/* How many of `node`'s operands the kernel computes; `main_port` gets the last of them. */
+static guint
+operands_inside (NapkinPlanner          *p,
+                 const NapkinPlanKernel *k,
+                 int                     node,
+                 guint                   arity,
+                 guint                  *main_port)
+{
+  guint inside = 0;
+
+  for (guint q = 0; q < arity; q++)
+    if (_napkin_plan_member (p, k, napkin_diagram_input_source (p->d, node, q)))
+      {
+        inside++;
+        *main_port = q;
+      }
+  return inside;
+}
+
+/* The kernel's one row operation (softmax, normalisation or reduction), counting its
+ * maps; -1 when it holds anything else or no row operation (`why` set for two). */
+static int
+rows_find_op (NapkinPlanner          *p,
+              const NapkinPlanKernel *k,
+              guint                  *n_maps,
+              char                  **why)
+{
+  int f = -1;
+
   for (guint i = 0; i < k->nodes->len; i++)
     {
       int n = g_array_index (k->nodes, guint, i);
-      const NapkinNode *node = napkin_diagram_node (d, n);
+      const NapkinNode *node = napkin_diagram_node (p->d, n);
 
       if (node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE || node->kind == NAPKIN_OP_REDUCE)
         {
@@ -603,31 +633,34 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
             {
               *why = g_strdup_printf (_("%s holds two row operations (%s and %s); a rows kernel computes one"),
                                       kernel_place (p, k), node_id (p, f), node->id);
-              return FALSE;
+              return -1;
             }
           f = n;
         }
       else if (node->kind == NAPKIN_OP_MAP)
-        n_maps++;
+        (*n_maps)++;
       else
-        return FALSE;
+        return -1;
     }
-  if (f < 0)
-    return FALSE;
-  fn = napkin_diagram_node (d, f);
-  what = fn->kind == NAPKIN_OP_SOFTMAX ? "softmax" : fn->kind == NAPKIN_OP_NORMALIZE ? napkin_norm_to_string (fn->norm)
-                                                                                    : napkin_reduce_to_string (fn->reduce);
-  in_type = napkin_diagram_node_type (d, napkin_diagram_input_source (d, f, 0));
-  col = napkin_diagram_find_axis (d, fn->axis);
-  if (in_type == NULL || !in_type->valid || col < 0)
-    return FALSE;
+  return f;
+}
 
-  /* The prologue: from f's input back to the first value read from device memory. */
-  cur = napkin_diagram_input_source (d, f, 0);
+/* The prologue: from f's input back to the first value read from device memory (x).
+ * Each map keeps its in-chain port in stride[0] until the row axes are known. */
+static gboolean
+rows_prologue (NapkinPlanner          *p,
+               const NapkinPlanKernel *k,
+               RowsChain              *ch,
+               const NapkinTensorType *in_type,
+               char                  **why)
+{
+  NapkinDiagram *d = p->d;
+  int cur = napkin_diagram_input_source (d, ch->f, 0);
+
   while (_napkin_plan_member (p, k, cur))
     {
       const NapkinNode *mn = napkin_diagram_node (d, cur);
-      guint arity = napkin_op_n_inputs (mn), main_port = 0, inside = 0;
+      guint arity = napkin_op_n_inputs (mn), main_port = 0, inside;
       NapkinPlanMap m = map_new (p, cur);
       int next, first;
       gboolean outside;
@@ -635,15 +668,10 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
       if (kernel_consumers (p, k, cur, &first, &outside) != 1 || outside)
         {
           *why = g_strdup_printf (_("the value of %s is used beside the %s (%s); a rows kernel keeps only its result"),
-                                  mn->id, what, fn->id);
+                                  mn->id, ch->what, ch->fn->id);
           return FALSE;
         }
-      for (guint q = 0; q < arity; q++)
-        if (_napkin_plan_member (p, k, napkin_diagram_input_source (d, cur, q)))
-          {
-            inside++;
-            main_port = q;
-          }
+      inside = operands_inside (p, k, cur, arity, &main_port);
       if (inside > 1)
         {
           *why = g_strdup_printf (_("both operands of %s are computed in %s; a rows kernel fuses a chain of maps"),
@@ -668,20 +696,29 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
       m.has_other = arity == 2;
       /* the operand is filled once the row axes are known */
       m.stride[0] = main_port;
-      g_array_append_val (prologue, m);   /* reversed below */
-      n_prologue++;
+      g_array_append_val (ch->prologue, m);   /* reversed below */
       cur = next;
     }
-  reverse_array (prologue);
-  x = cur;
+  reverse_array (ch->prologue);
+  ch->x = cur;
+  return TRUE;
+}
 
-  /* The epilogue: from f forward while the value stays in the kernel. */
-  last = f;
+/* The epilogue: from f forward while the value stays in the kernel; its end is y. */
+static gboolean
+rows_epilogue (NapkinPlanner          *p,
+               const NapkinPlanKernel *k,
+               RowsChain              *ch,
+               char                  **why)
+{
+  NapkinDiagram *d = p->d;
+
+  ch->last = ch->f;
   for (;;)
     {
       int next;
       gboolean outside;
-      guint n_in = kernel_consumers (p, k, last, &next, &outside);
+      guint n_in = kernel_consumers (p, k, ch->last, &next, &outside);
       const NapkinNode *mn;
       NapkinPlanMap m;
 
@@ -690,7 +727,7 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
       if (n_in > 1 || outside)
         {
           *why = g_strdup_printf (_("the value of %s is used %s; a rows kernel stores only the end of its chain"),
-                                  node_id (p, last), n_in > 1 ? "twice in the kernel" : "inside and outside the kernel");
+                                  node_id (p, ch->last), n_in > 1 ? "twice in the kernel" : "inside and outside the kernel");
           return FALSE;
         }
       mn = napkin_diagram_node (d, next);
@@ -706,272 +743,365 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
               return FALSE;
             }
           m.has_other = TRUE;
-          m.other_first = s1 == last;
-          m.stride[0] = s1 == last ? 1 : 0;
+          m.other_first = s1 == ch->last;
+          m.stride[0] = s1 == ch->last ? 1 : 0;
         }
-      g_array_append_val (epilogue, m);
-      n_epilogue++;
-      last = next;
+      g_array_append_val (ch->epilogue, m);
+      ch->last = next;
     }
-  if (n_prologue + n_epilogue != n_maps)
-    {
-      *why = g_strdup_printf (_("%s holds maps off the chain through the %s"), kernel_place (p, k), what);
-      return FALSE;
-    }
-  if (outputs_fed (p, last) > 1)
-    {
-      *why = g_strdup_printf (_("%s feeds %u outputs; a rows kernel stores one"), node_id (p, last), outputs_fed (p, last));
-      return FALSE;
-    }
+  return TRUE;
+}
 
-  /* The row space: x's layout, the axis of f last. */
-  if (!value_layout (p, x, &xl) || xl.n == 0)
+/* Every fused map's second operand, addressed over (row, column); an epilogue map
+ * must keep the axes of f's result. */
+static gboolean
+rows_operands (NapkinPlanner *p,
+               RowSpace      *rs,
+               RowsChain     *ch,
+               char         **why)
+{
+  const NapkinTensorType *ft = napkin_diagram_node_type (p->d, ch->f);
+
+  for (guint i = 0; i < ch->prologue->len; i++)
+    {
+      NapkinPlanMap *m = &g_array_index (ch->prologue, NapkinPlanMap, i);
+      guint main_port = (guint) m->stride[0];
+
+      m->stride[0] = 0;
+      if (m->has_other && !rows_operand (rs, m, 1 - main_port, why))
+        return FALSE;
+    }
+  if (ch->fn->kind == NAPKIN_OP_REDUCE)
+    rs->col = -1;
+  for (guint i = 0; i < ch->epilogue->len; i++)
+    {
+      NapkinPlanMap *m = &g_array_index (ch->epilogue, NapkinPlanMap, i);
+      guint main_port = (guint) m->stride[0];
+      const NapkinTensorType *t = napkin_diagram_node_type (p->d, m->node);
+
+      m->stride[0] = 0;
+      if (t == NULL || !same_axis_set (p, t, ft->axes, ft->n_axes))
+        {
+          *why = g_strdup_printf (_("map %s broadcasts the result of the %s to more axes"), node_id (p, m->node),
+                                  ch->what);
+          return FALSE;
+        }
+      if (m->has_other && !rows_operand (rs, m, 1 - main_port, why))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The row space: x's layout with f's axis last, the axes before it flattened into
+ * rows; then the fused operands over it. */
+static gboolean
+rows_space (NapkinPlanner          *p,
+            const NapkinPlanKernel *k,
+            RowsChain              *ch,
+            char                  **why)
+{
+  RowSpace rs;
+
+  if (!value_layout (p, ch->x, &ch->xl) || ch->xl.n == 0)
     return FALSE;
-  if ((int) xl.axes[xl.n - 1] != col)
+  if ((int) ch->xl.axes[ch->xl.n - 1] != ch->col)
     {
       *why = g_strdup_printf (_("the %s (%s) is over %s, which is not the last (contiguous) axis of %s; a rows kernel "
-                              "reduces along contiguous rows"), what, fn->id, fn->axis, node_id (p, x));
+                              "reduces along contiguous rows"), ch->what, ch->fn->id, ch->fn->axis, node_id (p, ch->x));
       return FALSE;
     }
-  for (guint i = 0; i + 1 < xl.n; i++)
+  for (guint i = 0; i + 1 < ch->xl.n; i++)
     {
-      row_axes[n_rows++] = xl.axes[i];
-      rows *= axis_size (p, xl.axes[i]);
+      ch->row_axes[ch->n_rows++] = ch->xl.axes[i];
+      ch->rows *= axis_size (p, ch->xl.axes[i]);
     }
-  cols = axis_size (p, col);
-  ldx = cols;
-  rs = (RowSpace) { p, k, row_axes, n_rows, col };
+  ch->cols = axis_size (p, ch->col);
+  ch->ldx = ch->cols;
+  rs = (RowSpace) { p, k, ch->row_axes, ch->n_rows, ch->col };
+  return rows_operands (p, &rs, ch, why);
+}
 
-  for (guint i = 0; i < prologue->len; i++)
-    {
-      NapkinPlanMap *m = &g_array_index (prologue, NapkinPlanMap, i);
-      guint main_port = (guint) m->stride[0];
+/* y: the row axes in x's order; a softmax or normalisation keeps the column last. */
+static gboolean
+rows_store (NapkinPlanner *p,
+            RowsChain     *ch,
+            char         **why)
+{
+  gboolean reduce = ch->fn->kind == NAPKIN_OP_REDUCE;
 
-      m->stride[0] = 0;
-      if (m->has_other && !rows_operand (&rs, m, 1 - main_port, why))
-        return FALSE;
-    }
-  if (fn->kind == NAPKIN_OP_REDUCE)
-    rs.col = -1;
-  for (guint i = 0; i < epilogue->len; i++)
-    {
-      NapkinPlanMap *m = &g_array_index (epilogue, NapkinPlanMap, i);
-      guint main_port = (guint) m->stride[0];
-      const NapkinTensorType *t = napkin_diagram_node_type (d, m->node);
-
-      m->stride[0] = 0;
-      if (t == NULL || !same_axis_set (p, t, napkin_diagram_node_type (d, f)->axes,
-                                       napkin_diagram_node_type (d, f)->n_axes))
-        {
-          *why = g_strdup_printf (_("map %s broadcasts the result of the %s to more axes"), node_id (p, m->node), what);
-          return FALSE;
-        }
-      if (m->has_other && !rows_operand (&rs, m, 1 - main_port, why))
-        return FALSE;
-    }
-
-  /* y: the row axes in x's order; a softmax or normalisation keeps the column last */
-  if (!value_layout (p, last, &yl))
+  if (!value_layout (p, ch->last, &ch->yl))
     return FALSE;
-  if (stray_axis (p, &yl, row_axes, n_rows, fn->kind == NAPKIN_OP_REDUCE ? -1 : col) >= 0
-      || !row_stride (p, &yl, row_axes, n_rows, &ldy)
-      || (fn->kind != NAPKIN_OP_REDUCE && stride_of (p, &yl, col) != 1))
+  if (stray_axis (p, &ch->yl, ch->row_axes, ch->n_rows, reduce ? -1 : ch->col) >= 0
+      || !row_stride (p, &ch->yl, ch->row_axes, ch->n_rows, &ch->ldy)
+      || (!reduce && stride_of (p, &ch->yl, ch->col) != 1))
     {
-      *why = g_strdup_printf (_("the result of %s is not stored row by row like %s (%s last)"), node_id (p, last),
-                              node_id (p, x), fn->axis);
+      *why = g_strdup_printf (_("the result of %s is not stored row by row like %s (%s last)"), node_id (p, ch->last),
+                              node_id (p, ch->x), ch->fn->axis);
       return FALSE;
     }
-  if (ldy == 0)
-    ldy = fn->kind == NAPKIN_OP_REDUCE ? 1 : cols;
+  if (ch->ldy == 0)
+    ch->ldy = reduce ? 1 : ch->cols;
+  return TRUE;
+}
 
-  /* The region's marks: rows per block from its groups; the column whole (streamed
-   * for a softmax or a reduction: the online form). */
-  if (region != NULL)
+/* The region's marks: rows per block from its groups; the column whole (streamed
+ * for a softmax or a reduction: the online form). */
+static gboolean
+rows_region_marks (NapkinPlanner          *p,
+                   const NapkinPlanKernel *k,
+                   const NapkinRegion     *region,
+                   RowsChain              *ch,
+                   char                  **why)
+{
+  const NapkinNode *fn = ch->fn;
+  gint64 g = 0;
+  NapkinMarkKind mk = napkin_region_mark (region, fn->axis, &g);
+
+  if (mk == NAPKIN_MARK_PARALLEL && g < ch->cols)
     {
-      gint64 g = 0;
-      NapkinMarkKind mk = napkin_region_mark (region, fn->axis, &g);
-
-      if (mk == NAPKIN_MARK_PARALLEL && g < cols)
+      *why = g_strdup_printf (_("region %s cuts %s into groups of %lld: the %s needs whole rows "
+                              "(keep %s whole%s)"), region->name, fn->axis, (long long) g, ch->what, fn->axis,
+                              fn->kind == NAPKIN_OP_NORMALIZE ? "" : ", or stream it");
+      return FALSE;
+    }
+  if (mk == NAPKIN_MARK_STREAM)
+    {
+      if (fn->kind == NAPKIN_OP_NORMALIZE)
         {
-          *why = g_strdup_printf (_("region %s cuts %s into groups of %lld: the %s needs whole rows "
-                                  "(keep %s whole%s)"), region->name, fn->axis, (long long) g, what, fn->axis,
-                                  fn->kind == NAPKIN_OP_NORMALIZE ? "" : ", or stream it");
+          *why = g_strdup_printf (_("region %s streams %s: the %s needs the statistics of the whole row before "
+                                  "its first output (keep %s whole)"), region->name, fn->axis, ch->what, fn->axis);
           return FALSE;
         }
-      if (mk == NAPKIN_MARK_STREAM)
-        {
-          if (fn->kind == NAPKIN_OP_NORMALIZE)
-            {
-              *why = g_strdup_printf (_("region %s streams %s: the %s needs the statistics of the whole row before "
-                                      "its first output (keep %s whole)"), region->name, fn->axis, what, fn->axis);
-              return FALSE;
-            }
-          streamed = fn->kind == NAPKIN_OP_SOFTMAX;
-        }
-      rpb = region_rows_per_block (p, k, region, row_axes, n_rows, why);
-      if (rpb < 0)
-        return FALSE;
+      ch->streamed = fn->kind == NAPKIN_OP_SOFTMAX;
     }
+  ch->rpb = region_rows_per_block (p, k, region, ch->row_axes, ch->n_rows, why);
+  return ch->rpb >= 0;
+}
 
-  {
-    NapkinDtype xd = xl.dtype;
-    guint xb = napkin_dtype_bytes (xd), hint = 0;
+/* The kernel's form from x's element type, the region's threads and the fused
+ * operands (see rows_choose). */
+static gboolean
+rows_form (NapkinPlanner          *p,
+           const NapkinPlanKernel *k,
+           const NapkinRegion     *region,
+           RowsChain              *ch,
+           guint                   n_adjustments,
+           RowsChoice             *c,
+           char                  **why)
+{
+  NapkinDtype xd = ch->xl.dtype;
+  guint xb = napkin_dtype_bytes (xd), hint = 0, n_operands = 0;
 
-    if (xb == 0 || 16 % xb != 0)
-      {
-        g_ptr_array_set_size (k->adjustments, n_adjustments);
-        *why = g_strdup_printf (_("%s is %s; a rows kernel reads 1-, 2- or 4-byte elements"), node_id (p, x),
-                                napkin_dtype_to_string (xd));
-        return FALSE;
-      }
-    aligned = (ldx * xb) % 16 == 0;
-    if (region != NULL && region->threads > 0)
-      {
-        hint = (guint) pow2_at_least (MAX (region->threads, 32));
-        hint = MIN (hint, 1024);
-        if (hint != region->threads)
-          g_ptr_array_add (k->adjustments, g_strdup_printf (_("%s.threads: %u → %u (a power of two, whole warps)"),
-                                                            region->name, region->threads, hint));
-      }
-    guint n_operands = 0;
+  if (xb == 0 || 16 % xb != 0)
+    {
+      g_ptr_array_set_size (k->adjustments, n_adjustments);
+      *why = g_strdup_printf (_("%s is %s; a rows kernel reads 1-, 2- or 4-byte elements"), node_id (p, ch->x),
+                              napkin_dtype_to_string (xd));
+      return FALSE;
+    }
+  ch->aligned = (ch->ldx * xb) % 16 == 0;
+  if (region != NULL && region->threads > 0)
+    {
+      hint = (guint) pow2_at_least (MAX (region->threads, 32));
+      hint = MIN (hint, 1024);
+      if (hint != region->threads)
+        g_ptr_array_add (k->adjustments, g_strdup_printf (_("%s.threads: %u → %u (a power of two, whole warps)"),
+                                                          region->name, region->threads, hint));
+    }
+  for (guint i = 0; i < ch->prologue->len; i++)
+    n_operands += g_array_index (ch->prologue, NapkinPlanMap, i).has_other;
+  for (guint i = 0; i < ch->epilogue->len; i++)
+    n_operands += g_array_index (ch->epilogue, NapkinPlanMap, i).has_other;
+  *c = rows_choose (p, ch->fn->kind, ch->rows, ch->cols, xd, ch->aligned, ch->prologue->len > 0, n_operands,
+                    ch->streamed, hint, ch->rpb);
+  return TRUE;
+}
 
-    for (guint i = 0; i < prologue->len; i++)
-      n_operands += g_array_index (prologue, NapkinPlanMap, i).has_other;
-    for (guint i = 0; i < epilogue->len; i++)
-      n_operands += g_array_index (epilogue, NapkinPlanMap, i).has_other;
-    c = rows_choose (p, fn->kind, rows, cols, xd, aligned, prologue->len > 0, n_operands, streamed, hint, rpb);
-  }
+/* The kernel's note: the row operation, its shape and threads, the form it takes. */
+static char *
+rows_note (const RowsChain      *ch,
+           const RowsChoice     *c,
+           const NapkinPlanRows *r)
+{
+  static const char *forms[] = {
+    [ROWS_REGISTERS] = "one pass, the row in registers",
+    [ROWS_SMEM] = "one pass, the row in shared memory",
+    [ROWS_TWO_PASS] = "two passes: online statistics, then the row read again",
+    [ROWS_REDUCE] = "one pass",
+  };
+  g_autoptr(GString) note = g_string_new (NULL);
+
+  g_string_append_printf (note, _("%s over %s: %lld rows of %lld, %u threads per "
+                          "row, %lld rows per block of %u threads, %u-element vectors%s"),
+                          ch->what, ch->fn->axis, (long long) ch->rows, (long long) ch->cols, c->tpr,
+                          (long long) r->rows_per_block, c->threads, c->vec,
+                          ch->aligned ? "" : " (rows not 16-byte aligned: scalar head and tail)");
+  if (c->mode == ROWS_REGISTERS)
+    g_string_append_printf (note, _(", %u per thread"), c->nv * c->vec + c->ns);
+  g_string_append_printf (note, "; %s%s", forms[c->mode], ch->streamed ? " (the region streams the row)" : "");
+  if (r->prologue->len + r->epilogue->len > 0)
+    g_string_append_printf (note, _("; fused: %u maps before, %u after"), r->prologue->len, r->epilogue->len);
+  return g_string_free (g_steal_pointer (&note), FALSE);
+}
+
+/* Makes `k` the rows kernel the chain and the choice describe. */
+static void
+rows_commit (NapkinPlanner    *p,
+             NapkinPlanKernel *k,
+             RowsChain        *ch,
+             const RowsChoice *c)
+{
+  const NapkinNode *fn = ch->fn;
+  NapkinPlanRows *r;
 
   k->kind = NAPKIN_PLAN_ROWS;
   k->path = NAPKIN_PATH_SIMT;
   r = &k->u.rows;
-  r->node = f;
+  r->node = ch->f;
   r->op = fn->kind;
   r->norm = fn->norm;
   r->reduce = fn->reduce;
   r->eps = fn->eps;
-  r->x_dtype = xl.dtype;
-  r->y_dtype = yl.dtype;
-  r->rows = rows;
-  r->cols = cols;
-  r->ldx = ldx;
-  r->ldy = ldy;
-  r->x = (NapkinPlanBuffer) { x, -1, xl.dtype };
-  r->y = (NapkinPlanBuffer) { last, -1, yl.dtype };
-  r->prologue = g_steal_pointer (&prologue);
-  r->epilogue = g_steal_pointer (&epilogue);
-  r->rows_per_block = rpb > 0 ? rpb : c.threads / c.tpr;
-  r->threads = c.threads;
-  r->threads_per_row = c.tpr;
-  r->vec = c.vec;
-  r->one_pass = c.mode != ROWS_TWO_PASS;
-  r->smem_row = c.mode == ROWS_SMEM;
+  r->x_dtype = ch->xl.dtype;
+  r->y_dtype = ch->yl.dtype;
+  r->rows = ch->rows;
+  r->cols = ch->cols;
+  r->ldx = ch->ldx;
+  r->ldy = ch->ldy;
+  r->x = (NapkinPlanBuffer) { ch->x, -1, ch->xl.dtype };
+  r->y = (NapkinPlanBuffer) { ch->last, -1, ch->yl.dtype };
+  r->prologue = g_steal_pointer (&ch->prologue);
+  r->epilogue = g_steal_pointer (&ch->epilogue);
+  r->rows_per_block = ch->rpb > 0 ? ch->rpb : c->threads / c->tpr;
+  r->threads = c->threads;
+  r->threads_per_row = c->tpr;
+  r->vec = c->vec;
+  r->one_pass = c->mode != ROWS_TWO_PASS;
+  r->smem_row = c->mode == ROWS_SMEM;
 
-  k->grid = (rows + r->rows_per_block - 1) / r->rows_per_block;
-  k->threads = c.threads;
+  k->grid = (ch->rows + r->rows_per_block - 1) / r->rows_per_block;
+  k->threads = c->threads;
   /* the team reductions' partials, then the row cache */
-  k->smem_bytes = (gint64) (c.threads / c.tpr) * MAX (c.tpr / 32, 1) * 2 * 4 + c.smem;
-  k->registers = c.regs;
-  k->blocks_per_sm = c.min_blocks;
-  {
-    static const char *forms[] = {
-      [ROWS_REGISTERS] = "one pass, the row in registers",
-      [ROWS_SMEM] = "one pass, the row in shared memory",
-      [ROWS_TWO_PASS] = "two passes: online statistics, then the row read again",
-      [ROWS_REDUCE] = "one pass",
-    };
-    g_autoptr(GString) note = g_string_new (NULL);
-
-    g_string_append_printf (note, _("%s over %s: %lld rows of %lld, %u threads per "
-                            "row, %lld rows per block of %u threads, %u-element vectors%s"),
-                            what, fn->axis, (long long) rows, (long long) cols, c.tpr, (long long) r->rows_per_block, c.threads, c.vec,
-                            aligned ? "" : " (rows not 16-byte aligned: scalar head and tail)");
-    if (c.mode == ROWS_REGISTERS)
-      g_string_append_printf (note, _(", %u per thread"), c.nv * c.vec + c.ns);
-    g_string_append_printf (note, "; %s%s", forms[c.mode], streamed ? " (the region streams the row)" : "");
-    if (r->prologue->len + r->epilogue->len > 0)
-      g_string_append_printf (note, _("; fused: %u maps before, %u after"), r->prologue->len, r->epilogue->len);
-    k->note = g_string_free (g_steal_pointer (&note), FALSE);
-  }
+  k->smem_bytes = (gint64) (c->threads / c->tpr) * MAX (c->tpr / 32, 1) * 2 * 4 + c->smem;
+  k->registers = c->regs;
+  k->blocks_per_sm = c->min_blocks;
+  k->note = rows_note (ch, c, r);
   if (k->smem_bytes > (gint64) p->arch->smem_max_per_block)
     {
       k->feasible = FALSE;
       k->infeasible = g_strdup_printf (_("%lld bytes of shared memory per block; the GPU allows %.0f"),
                                        (long long) k->smem_bytes, p->arch->smem_max_per_block);
     }
+}
+
+gboolean
+_napkin_plan_try_rows (NapkinPlanner    *p,
+                       NapkinPlanKernel *k,
+                       char            **why)
+{
+  NapkinDiagram *d = p->d;
+  const NapkinRegion *region = k->region >= 0 ? napkin_diagram_region (d, k->region) : NULL;
+  g_auto(RowsChain) ch = { .rows = 1 };
+  const NapkinTensorType *in_type;
+  const NapkinNode *fn;
+  guint n_maps = 0, n_adjustments = k->adjustments->len;
+  RowsChoice c;
+
+  *why = NULL;
+  ch.f = rows_find_op (p, k, &n_maps, why);
+  if (ch.f < 0)
+    return FALSE;
+  fn = ch.fn = napkin_diagram_node (d, ch.f);
+  ch.what = fn->kind == NAPKIN_OP_SOFTMAX ? "softmax" : fn->kind == NAPKIN_OP_NORMALIZE ? napkin_norm_to_string (fn->norm)
+                                                                                        : napkin_reduce_to_string (fn->reduce);
+  in_type = napkin_diagram_node_type (d, napkin_diagram_input_source (d, ch.f, 0));
+  ch.col = napkin_diagram_find_axis (d, fn->axis);
+  if (in_type == NULL || !in_type->valid || ch.col < 0)
+    return FALSE;
+
+  ch.prologue = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
+  ch.epilogue = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
+  if (!rows_prologue (p, k, &ch, in_type, why) || !rows_epilogue (p, k, &ch, why))
+    return FALSE;
+  if (ch.prologue->len + ch.epilogue->len != n_maps)
+    {
+      *why = g_strdup_printf (_("%s holds maps off the chain through the %s"), kernel_place (p, k), ch.what);
+      return FALSE;
+    }
+  if (outputs_fed (p, ch.last) > 1)
+    {
+      *why = g_strdup_printf (_("%s feeds %u outputs; a rows kernel stores one"), node_id (p, ch.last),
+                              outputs_fed (p, ch.last));
+      return FALSE;
+    }
+  if (!rows_space (p, k, &ch, why) || !rows_store (p, &ch, why)
+      || (region != NULL && !rows_region_marks (p, k, region, &ch, why))
+      || !rows_form (p, k, region, &ch, n_adjustments, &c, why))
+    return FALSE;
+  rows_commit (p, k, &ch, &c);
   return TRUE;
 }
 
 /* ---- element-wise ----------------------------------------------------------------------------- */
 
-gboolean
-_napkin_plan_try_elementwise (NapkinPlanner    *p,
-                              NapkinPlanKernel *k,
-                              char            **why)
+/* The kernel's one result: the map no other map of the kernel reads; -1 when the
+ * kernel holds anything but maps (`why` set for a mask or two results). */
+static int
+ew_find_sink (NapkinPlanner          *p,
+              const NapkinPlanKernel *k,
+              char                  **why)
 {
-  NapkinDiagram *d = p->d;
-  int sink = -1, cur;
-  g_autoptr(GArray) maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
-  g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
-  Layout yl, xl;
-  gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK];
-  guint rank = 0, min_bytes;
-  gint64 total = 1;
-  NapkinPlanElementwise *e;
+  int sink = -1;
 
-  *why = NULL;
   for (guint i = 0; i < k->nodes->len; i++)
     {
       int n = g_array_index (k->nodes, guint, i);
       int first;
       gboolean outside;
 
-      if (napkin_diagram_node (d, n)->kind == NAPKIN_OP_MASK)
+      if (napkin_diagram_node (p->d, n)->kind == NAPKIN_OP_MASK)
         {
           /* the vectorised element-wise kernel knows no element coordinates; inside an
            * attention region the mask is the attention kernel's (docs/plan.md) */
           *why = g_strdup_printf (_("the mask “%s” runs in the generic lowering: the element-wise kernel does "
                                   "not mask yet; put it in an attention region to mask in the kernel"),
                                   node_id (p, n));
-          return FALSE;
+          return -1;
         }
-      if (napkin_diagram_node (d, n)->kind != NAPKIN_OP_MAP)
-        return FALSE;
+      if (napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MAP)
+        return -1;
       if (kernel_consumers (p, k, n, &first, &outside) == 0)
         {
           if (sink >= 0)
             {
               *why = g_strdup_printf (_("%s has two results (%s and %s); an element-wise kernel stores one"),
                                       kernel_place (p, k), node_id (p, sink), node_id (p, n));
-              return FALSE;
+              return -1;
             }
           sink = n;
         }
     }
-  if (sink < 0)
-    return FALSE;
-  if (outputs_fed (p, sink) > 1)
-    {
-      *why = g_strdup_printf (_("%s feeds %u outputs; an element-wise kernel stores one"), node_id (p, sink),
-                              outputs_fed (p, sink));
-      return FALSE;
-    }
+  return sink;
+}
 
-  /* the iteration space: y's layout, y contiguous */
-  if (!value_layout (p, sink, &yl))
-    return FALSE;
-  for (guint i = 0; i < yl.n; i++)
-    {
-      dims[i] = axis_size (p, yl.axes[i]);
-      total *= dims[i];
-    }
+/* Walks back from the sink: the maps head first, and for each its other operand's
+ * strides over y's axes in `others` (NULL for a one-operand map). */
+static gboolean
+ew_chain (NapkinPlanner          *p,
+          const NapkinPlanKernel *k,
+          int                     sink,
+          const Layout           *yl,
+          GArray                 *maps,
+          GPtrArray              *others,
+          char                  **why)
+{
+  NapkinDiagram *d = p->d;
+  int cur = sink;
 
-  /* walk back from the sink; each map's other operand read through strides over y's axes */
-  cur = sink;
   while (_napkin_plan_member (p, k, cur))
     {
       const NapkinNode *mn = napkin_diagram_node (d, cur);
-      guint arity = napkin_op_n_inputs (mn), main_port = 0, inside = 0;
+      guint arity = napkin_op_n_inputs (mn), main_port = 0, inside;
       NapkinPlanMap m = map_new (p, cur);
       int first;
       gboolean outside;
@@ -983,12 +1113,7 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
                                   mn->id);
           return FALSE;
         }
-      for (guint q = 0; q < arity; q++)
-        if (_napkin_plan_member (p, k, napkin_diagram_input_source (d, cur, q)))
-          {
-            inside++;
-            main_port = q;
-          }
+      inside = operands_inside (p, k, cur, arity, &main_port);
       if (inside > 1)
         {
           *why = g_strdup_printf (_("both operands of %s are computed in %s; an element-wise kernel fuses a chain "
@@ -1006,8 +1131,8 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
           m.other_first = main_port == 1;
           m.other = (NapkinPlanBuffer) { src, -1, ol.dtype };
           os = g_new0 (gint64, NAPKIN_MAX_RANK);
-          for (guint i = 0; i < yl.n; i++)
-            os[i] = stride_of (p, &ol, yl.axes[i]);
+          for (guint i = 0; i < yl->n; i++)
+            os[i] = stride_of (p, &ol, yl->axes[i]);
         }
       g_array_append_val (maps, m);   /* reversed below */
       g_ptr_array_add (others, os);
@@ -1028,32 +1153,31 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
       *why = g_strdup_printf (_("%s holds maps off its chain"), kernel_place (p, k));
       return FALSE;
     }
-  /* the head map's first operand (port 0, or the in-chain side) is x */
-  {
-    const NapkinPlanMap *head = &g_array_index (maps, NapkinPlanMap, 0);
-    int x = napkin_diagram_input_source (d, head->node, head->has_other && head->other_first ? 1 : 0);
+  return TRUE;
+}
 
-    if (!value_layout (p, x, &xl))
-      return FALSE;
-    for (guint i = 0; i < yl.n; i++)
-      xs[i] = stride_of (p, &xl, yl.axes[i]);
-    k->u.ew.x = (NapkinPlanBuffer) { x, -1, xl.dtype };
-  }
+/* Merges neighbouring axes that every operand walks contiguously and drops size-1
+ * axes: a same-shape map becomes one flat axis. `ys` gets y's strides (y is
+ * contiguous); returns the rank left, at least 1. */
+static guint
+ew_merge_axes (gint64    *dims,
+               gint64    *ys,
+               gint64    *xs,
+               GPtrArray *others,
+               guint      n)
+{
+  gint64 acc = 1;
+  guint rank = 0;
 
-  /* Merge neighbouring axes that every operand walks contiguously, drop size-1 axes:
-   * a same-shape map becomes one flat axis. */
-  {
-    gint64 acc = 1;
-
-    for (int i = (int) yl.n - 1; i >= 0; i--)
-      {
-        ys[i] = acc;
-        acc *= dims[i];
-      }
-  }
-  for (guint i = 0; i < yl.n; i++)
+  for (int i = (int) n - 1; i >= 0; i--)
+    {
+      ys[i] = acc;
+      acc *= dims[i];
+    }
+  for (guint i = 0; i < n; i++)
     {
       gboolean merge = rank > 0;
+      guint to;
 
       if (dims[i] == 1)
         continue;
@@ -1069,35 +1193,19 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
               merge = os == NULL || os[t] == os[i] * dims[i];
             }
         }
-      if (merge)
+      to = merge ? rank - 1 : rank;
+      dims[to] = merge ? dims[to] * dims[i] : dims[i];
+      ys[to] = ys[i];
+      xs[to] = xs[i];
+      for (guint m = 0; m < others->len; m++)
         {
-          guint t = rank - 1;
+          gint64 *os = g_ptr_array_index (others, m);
 
-          dims[t] *= dims[i];
-          ys[t] = ys[i];
-          xs[t] = xs[i];
-          for (guint m = 0; m < others->len; m++)
-            {
-              gint64 *os = g_ptr_array_index (others, m);
-
-              if (os != NULL)
-                os[t] = os[i];
-            }
+          if (os != NULL)
+            os[to] = os[i];
         }
-      else
-        {
-          dims[rank] = dims[i];
-          ys[rank] = ys[i];
-          xs[rank] = xs[i];
-          for (guint m = 0; m < others->len; m++)
-            {
-              gint64 *os = g_ptr_array_index (others, m);
-
-              if (os != NULL)
-                os[rank] = os[i];
-            }
-          rank++;
-        }
+      if (!merge)
+        rank++;
     }
   if (rank == 0)
     {
@@ -1105,6 +1213,94 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
       xs[0] = 0;
       rank = 1;
     }
+  return rank;
+}
+
+/* The vector width, the grid-stride launch and the note of an element-wise kernel
+ * over `total` elements. */
+static void
+ew_launch (NapkinPlanner    *p,
+           NapkinPlanKernel *k,
+           gint64            total)
+{
+  NapkinPlanElementwise *e = &k->u.ew;
+  guint min_bytes, rank = e->rank;
+
+  /* 16 bytes of the narrowest type per vector, dividing the inner axis (a flat axis
+   * takes a scalar tail) */
+  min_bytes = MIN (napkin_dtype_bytes (e->x_dtype), napkin_dtype_bytes (e->y_dtype));
+  for (guint i = 0; i < e->maps->len; i++)
+    {
+      const NapkinPlanMap *m = &g_array_index (e->maps, NapkinPlanMap, i);
+
+      if (m->has_other)
+        min_bytes = MIN (min_bytes, napkin_dtype_bytes (m->other.dtype));
+    }
+  e->vec = 16 / MAX (min_bytes, 1);
+  while (e->vec > 1 && rank > 1 && e->dims[rank - 1] % e->vec != 0)
+    e->vec /= 2;
+  while (e->vec > 1 && e->dims[rank - 1] < e->vec)
+    e->vec /= 2;
+  e->threads = 256;
+
+  k->threads = e->threads;
+  k->grid = MAX (1, MIN ((total / e->vec + e->threads - 1) / e->threads, (gint64) MAX (p->arch->sms, 1) * 16));
+  k->registers = 32;
+  k->smem_bytes = 0;
+  k->blocks_per_sm = blocks_per_sm (p, e->threads, k->registers, 0);
+  k->note = g_strdup_printf (_("%u maps over %lld elements (%u axes after merging), %u-element "
+                             "vectors, a grid-stride loop of %lld blocks of %u threads"),
+                             e->maps->len, (long long) total, rank, e->vec, (long long) k->grid, e->threads);
+}
+
+gboolean
+_napkin_plan_try_elementwise (NapkinPlanner    *p,
+                              NapkinPlanKernel *k,
+                              char            **why)
+{
+  NapkinDiagram *d = p->d;
+  int sink;
+  g_autoptr(GArray) maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
+  g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
+  Layout yl, xl;
+  gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK];
+  guint rank;
+  gint64 total = 1;
+  NapkinPlanElementwise *e;
+
+  *why = NULL;
+  sink = ew_find_sink (p, k, why);
+  if (sink < 0)
+    return FALSE;
+  if (outputs_fed (p, sink) > 1)
+    {
+      *why = g_strdup_printf (_("%s feeds %u outputs; an element-wise kernel stores one"), node_id (p, sink),
+                              outputs_fed (p, sink));
+      return FALSE;
+    }
+
+  /* the iteration space: y's layout, y contiguous */
+  if (!value_layout (p, sink, &yl))
+    return FALSE;
+  for (guint i = 0; i < yl.n; i++)
+    {
+      dims[i] = axis_size (p, yl.axes[i]);
+      total *= dims[i];
+    }
+  if (!ew_chain (p, k, sink, &yl, maps, others, why))
+    return FALSE;
+  /* the head map's first operand (port 0, or the in-chain side) is x */
+  {
+    const NapkinPlanMap *head = &g_array_index (maps, NapkinPlanMap, 0);
+    int x = napkin_diagram_input_source (d, head->node, head->has_other && head->other_first ? 1 : 0);
+
+    if (!value_layout (p, x, &xl))
+      return FALSE;
+    for (guint i = 0; i < yl.n; i++)
+      xs[i] = stride_of (p, &xl, yl.axes[i]);
+    k->u.ew.x = (NapkinPlanBuffer) { x, -1, xl.dtype };
+  }
+  rank = ew_merge_axes (dims, ys, xs, others, yl.n);
 
   e = &k->u.ew;
   k->kind = NAPKIN_PLAN_ELEMENTWISE;
@@ -1117,31 +1313,6 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
   e->y_dtype = yl.dtype;
   e->maps = g_steal_pointer (&maps);
   e->other_strides = g_steal_pointer (&others);
-
-  /* 16 bytes of the narrowest type per vector, dividing the inner axis (a flat axis
-   * takes a scalar tail) */
-  min_bytes = MIN (napkin_dtype_bytes (xl.dtype), napkin_dtype_bytes (yl.dtype));
-  for (guint i = 0; i < e->maps->len; i++)
-    {
-      const NapkinPlanMap *m = &g_array_index (e->maps, NapkinPlanMap, i);
-
-      if (m->has_other)
-        min_bytes = MIN (min_bytes, napkin_dtype_bytes (m->other.dtype));
-    }
-  e->vec = 16 / MAX (min_bytes, 1);
-  while (e->vec > 1 && rank > 1 && dims[rank - 1] % e->vec != 0)
-    e->vec /= 2;
-  while (e->vec > 1 && dims[rank - 1] < e->vec)
-    e->vec /= 2;
-  e->threads = 256;
-
-  k->threads = e->threads;
-  k->grid = MAX (1, MIN ((total / e->vec + e->threads - 1) / e->threads, (gint64) MAX (p->arch->sms, 1) * 16));
-  k->registers = 32;
-  k->smem_bytes = 0;
-  k->blocks_per_sm = blocks_per_sm (p, e->threads, k->registers, 0);
-  k->note = g_strdup_printf (_("%u maps over %lld elements (%u axes after merging), %u-element "
-                             "vectors, a grid-stride loop of %lld blocks of %u threads"),
-                             e->maps->len, (long long) total, rank, e->vec, (long long) k->grid, e->threads);
+  ew_launch (p, k, total);
   return TRUE;
 }

@@ -151,6 +151,28 @@ napkin_plot_theme_init (NapkinPlotTheme *theme)
 
 /* ---------------------------------------------------------------- text */
 
+/* A layout of `text` in Sans at `size` (bold or not), and its size in pixels. */
+static PangoLayout *
+text_layout (cairo_t    *cr,
+             const char *text,
+             double      size,
+             gboolean    bold,
+             int        *pw,
+             int        *ph)
+{
+  PangoLayout *layout = pango_cairo_create_layout (cr);
+  PangoFontDescription *font = pango_font_description_from_string ("Sans");
+
+  pango_font_description_set_absolute_size (font, size * PANGO_SCALE);
+  if (bold)
+    pango_font_description_set_weight (font, PANGO_WEIGHT_BOLD);
+  pango_layout_set_font_description (layout, font);
+  pango_layout_set_text (layout, text, -1);
+  pango_layout_get_pixel_size (layout, pw, ph);
+  pango_font_description_free (font);
+  return layout;
+}
+
 static void
 text_size (cairo_t    *cr,
            const char *text,
@@ -159,19 +181,11 @@ text_size (cairo_t    *cr,
            double     *w,
            double     *h)
 {
-  PangoLayout *layout = pango_cairo_create_layout (cr);
-  PangoFontDescription *font = pango_font_description_from_string ("Sans");
   int pw, ph;
+  PangoLayout *layout = text_layout (cr, text, size, bold, &pw, &ph);
 
-  pango_font_description_set_absolute_size (font, size * PANGO_SCALE);
-  if (bold)
-    pango_font_description_set_weight (font, PANGO_WEIGHT_BOLD);
-  pango_layout_set_font_description (layout, font);
-  pango_layout_set_text (layout, text, -1);
-  pango_layout_get_pixel_size (layout, &pw, &ph);
   *w = pw;
   *h = ph;
-  pango_font_description_free (font);
   g_object_unref (layout);
 }
 
@@ -186,19 +200,11 @@ draw_text (cairo_t    *cr,
            double      size,
            gboolean    bold)
 {
-  PangoLayout *layout = pango_cairo_create_layout (cr);
-  PangoFontDescription *font = pango_font_description_from_string ("Sans");
   int pw, ph;
+  PangoLayout *layout = text_layout (cr, text, size, bold, &pw, &ph);
 
-  pango_font_description_set_absolute_size (font, size * PANGO_SCALE);
-  if (bold)
-    pango_font_description_set_weight (font, PANGO_WEIGHT_BOLD);
-  pango_layout_set_font_description (layout, font);
-  pango_layout_set_text (layout, text, -1);
-  pango_layout_get_pixel_size (layout, &pw, &ph);
   cairo_move_to (cr, x - ax * pw, y - ay * ph);
   pango_cairo_show_layout (cr, layout);
-  pango_font_description_free (font);
   g_object_unref (layout);
 }
 

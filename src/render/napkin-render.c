@@ -1125,6 +1125,31 @@ hexagon (cairo_t *cr,
   cairo_close_path (cr);
 }
 
+/* The path of a box's resize handle, in its bottom-right corner. */
+static void
+handle_path (cairo_t          *cr,
+             const NapkinRect *rect)
+{
+  cairo_move_to (cr, rect->x + rect->width - 3, rect->y + rect->height - HANDLE);
+  cairo_line_to (cr, rect->x + rect->width - 3, rect->y + rect->height - 3);
+  cairo_line_to (cr, rect->x + rect->width - HANDLE, rect->y + rect->height - 3);
+}
+
+/* The selection halo `grow` outside a box, its corners of `radius`. */
+static void
+draw_halo (DrawContext      *ctx,
+           const NapkinRect *rect,
+           double            grow,
+           double            radius)
+{
+  cairo_t *cr = ctx->cr;
+
+  rounded_rect (cr, rect->x - grow, rect->y - grow, rect->width + 2 * grow, rect->height + 2 * grow, radius);
+  set_rgb (cr, ctx->pal->select, 0.8);
+  cairo_set_line_width (cr, 2.5);
+  cairo_stroke (cr);
+}
+
 static void
 draw_region_body (DrawContext *ctx,
                   guint        r)
@@ -1213,20 +1238,13 @@ draw_region_labels (DrawContext *ctx,
 
   /* Resize handle. */
 handle:
-  cairo_move_to (cr, rect.x + rect.width - 3, rect.y + rect.height - HANDLE);
-  cairo_line_to (cr, rect.x + rect.width - 3, rect.y + rect.height - 3);
-  cairo_line_to (cr, rect.x + rect.width - HANDLE, rect.y + rect.height - 3);
+  handle_path (cr, &rect);
   set_rgb_over_paper (ctx, rgb, 0.8);
   cairo_set_line_width (cr, 2);
   cairo_stroke (cr);
 
   if (selected)
-    {
-      rounded_rect (cr, rect.x - 4, rect.y - 4, rect.width + 8, rect.height + 8, 13);
-      set_rgb (cr, ctx->pal->select, 0.8);
-      cairo_set_line_width (cr, 2.5);
-      cairo_stroke (cr);
-    }
+    draw_halo (ctx, &rect, 4, 13);
 }
 
 /* ---- the gpus region (docs/multi-gpu.md): the outermost box, teal, dash-dot ---- */
@@ -1375,19 +1393,12 @@ draw_gpus_labels (DrawContext *ctx,
 
       draw_text (ctx, FONT_BOLD, title, rect.x + 12, rect.y + 8, 0, TRUE, rgb);
     }
-  cairo_move_to (cr, rect.x + rect.width - 3, rect.y + rect.height - HANDLE);
-  cairo_line_to (cr, rect.x + rect.width - 3, rect.y + rect.height - 3);
-  cairo_line_to (cr, rect.x + rect.width - HANDLE, rect.y + rect.height - 3);
+  handle_path (cr, &rect);
   set_rgb (cr, rgb, 0.8);
   cairo_set_line_width (cr, 2);
   cairo_stroke (cr);
   if (selected)
-    {
-      rounded_rect (cr, rect.x - 5, rect.y - 5, rect.width + 10, rect.height + 10, 17);
-      set_rgb (cr, ctx->pal->select, 0.8);
-      cairo_set_line_width (cr, 2.5);
-      cairo_stroke (cr);
-    }
+    draw_halo (ctx, &rect, 5, 17);
 }
 
 static void
