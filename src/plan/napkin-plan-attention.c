@@ -498,7 +498,10 @@ wgmma_smem (const NapkinPlanAttention *a)
     vb = a->D * a->BKV;
   else
     vb = a->BKV * ceil_div (a->D * 2, 128) * 128;
-  return 1024 + q + (gint64) a->stages * (kb + vb) + 8 * (1 + 3 * (gint64) a->stages);
+  /* V as stored beside its Vᵀ, and one more mbarrier a stage, where the kernel transposes */
+  if (a->vt_in_kernel)
+    vb += a->BKV * ceil_div (a->D, 128) * 128;
+  return 1024 + q + (gint64) a->stages * (kb + vb) + 8 * (1 + (a->vt_in_kernel ? 4 : 3) * (gint64) a->stages);
 }
 
 /* What each of `consumers` warpgroups gets of the 64K registers when the producer keeps
@@ -519,6 +522,32 @@ napkin_plan_flash_wgmma_registers (gint64  consumers,
   *consumer = consumer_registers (*producer, consumers);
 }
 
+/* fp8 V: transposed by the kernel's producer (docs/plan.md, "Attention kernels"), unless
+ * NAPKIN_ATTN_VT_PASS is set, which restores the separate Vᵀ pass and the region's stages
+ * as they were before (for the GPU A/B scripts only). */
+static gboolean
+vt_pass_forced (void)
+{
+  const char *env = g_getenv ("NAPKIN_ATTN_VT_PASS");
+
+  return env != NULL && *env != '\0' && !g_str_equal (env, "0");
+}
+
+/* fp8 chunks of up to 128 keys take at least 3 stages where they fit: on the H100 fp8
+ * N4096 d128 ran 0.710 ms in 3 stages against 0.724 in 2 (docs/perf-notes.md). */
+static void
+fp8_stage_floor (NapkinPlanner       *p,
+                 NapkinPlanAttention *a)
+{
+  guint had = a->stages;
+
+  if (!a->vt_in_kernel || a->dtype != NAPKIN_DTYPE_FP8_E4M3 || a->BKV > 128 || a->stages >= 3)
+    return;
+  a->stages = 3;
+  if (wgmma_smem (a) > (gint64) p->arch->smem_max_per_block)
+    a->stages = had;
+}
+
 /* The Hopper kernel's limits (kernels/attn-sm90.cu), or why not; fills the layout numbers. */
 static char *
 wgmma_refusal (NapkinPlanner       *p,
@@ -527,6 +556,8 @@ wgmma_refusal (NapkinPlanner       *p,
   gboolean fp8_v = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3, fp8 = a->dtype == NAPKIN_DTYPE_FP8_E4M3;
   gint64 need, smem, rows_pad;
   guint asked;
+
+  a->vt_in_kernel = fp8_v && !vt_pass_forced ();
 
   if (a->D % 8 || a->D < 8 || a->D > 256 || (fp8 && a->D % 16))
     return g_strdup_printf (_("head size %lld: the Hopper attention kernel takes 8 to 256 in steps "
@@ -573,9 +604,10 @@ wgmma_refusal (NapkinPlanner       *p,
                               (long long) a->d_smem, (long long) smem, p->arch->id, p->arch->smem_max_per_block);
     }
   a->stages_asked = a->stages < asked ? asked : 0;
+  fp8_stage_floor (p, a);
   if (!a->kv_tma)
     return g_strdup (_("tensor-map coordinates are 32-bit: K and V must have fewer than 2³¹ rows and planes"));
-  if (fp8_v && a->kv_plane_stride != a->NKV * a->D)
+  if (fp8_v && !a->vt_in_kernel && a->kv_plane_stride != a->NKV * a->D)
     return g_strdup (_("fp8 V must be stored [lead…, k, d] (Vᵀ is made by one batched transpose)"));
   return NULL;
 }
@@ -978,7 +1010,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
           k->threads = 128 * (1 + a->consumers);
           k->smem_bytes = wgmma_smem (a);
           k->registers = a->consumer_regs;
-          if (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3)
+          if (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3 && !a->vt_in_kernel)
             add_v_transpose (p, k);
           if (a->split_kv > 1)
             add_combine (p, k);

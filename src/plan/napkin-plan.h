@@ -200,6 +200,8 @@ typedef struct
   double           q_scale, k_scale, v_scale;   /* fp8: per-tensor dequantisation scales */
   int              v_t;                   /* fp8 P·V: scratch Vᵀ [kv_batch][D][v_t_ld] (a repack), or −1 */
   gint64           v_t_ld;
+  gboolean         vt_in_kernel;          /* fp8 P·V: the kernel's producer transposes V in shared
+                                             memory (no repack, v_t −1) */
 
   guint            consumers;             /* wgmma: consumer warpgroups; mma: warps */
   guint            producer_regs, consumer_regs;   /* wgmma: setmaxnreg counts */
