@@ -57,6 +57,7 @@ typedef struct
   GArray             *members;     /* guint node indices, in topological order */
   gint64             *extent;      /* per axis: extent of one instance */
   gint64             *chunks;      /* per axis: stream chunks per group (1 if not streamed) */
+  guint               stream_parts;/* the plan's kernel runs each stream chunk as this many (≥ 1) */
   gboolean            explicit_threads;
   gint64              steps;
   gint64              instances;
@@ -707,6 +708,7 @@ model_region (Model *m,
   g_autoptr(GString) tile = g_string_new (NULL);
   g_autofree guchar *loaded = g_new0 (guchar, m->n_nodes + 1);
   NapkinLevel from;
+  guint stream_parts = 1;
 
   cost.name = g_strdup (region->name);
   cost.region = r;
@@ -715,11 +717,16 @@ model_region (Model *m,
   cost.stages = MAX (1, region->stages);
   {
     /* the stages are a hint: where the plan lowered them to fit shared memory, its kernel
-     * runs (and the model prices) the ones that fit (docs/plan.md) */
+     * runs (and the model prices) the ones that fit (docs/plan.md); an attention whose
+     * key chunks the mma.sync kernel runs in parts is priced at its parts */
     const NapkinPlanKernel *pk = m->a->paper ? NULL : plan_kernel_of (m, r);
 
-    if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->u.att.stages_asked > pk->u.att.stages)
+    if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION
+        && (pk->u.att.stages_asked > pk->u.att.stages || pk->u.att.bkv_parts > 1))
       cost.stages = pk->u.att.stages;
+    if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION)
+      stream_parts = MAX (1u, pk->u.att.bkv_parts);
+    rs->stream_parts = stream_parts;
   }
   cost.threads = region_threads (region, &rs->explicit_threads);
   cost.transfers = g_array_new (FALSE, TRUE, sizeof (NapkinTransfer));
@@ -755,6 +762,8 @@ model_region (Model *m,
           continue;
         }
       t = MIN (t, outer);
+      if (kind == NAPKIN_MARK_STREAM && stream_parts > 1)
+        t = ceil_div (t, stream_parts);
       rs->extent[a] = t;
       if (kind == NAPKIN_MARK_PARALLEL)
         cost.groups = mul (m, cost.groups, ceil_div (outer, t));
@@ -1078,7 +1087,7 @@ model_occupancy (Model *m,
               NapkinMarkKind kind = napkin_region_mark (rs->region, napkin_diagram_axis (m->d, a)->name, &tile);
 
               if (kind == NAPKIN_MARK_STREAM)
-                chunk *= tile;
+                chunk *= ceil_div (tile, MAX (1u, rs->stream_parts));
               else if (kind == NAPKIN_MARK_WHOLE)
                 whole += rs->extent[a];
             }

@@ -666,6 +666,38 @@ mma_refusal (NapkinPlanner       *p,
   return NULL;
 }
 
+/* The mma.sync kernel's plan: a chunk of 128 or more keys that it cannot hold (about 256
+ * registers a thread at d 128 × 128 keys × 8 warps spill) or only in one buffer is run as
+ * two halves, each the kernel's chunk, double-buffered (docs/plan.md, "Attention kernels"):
+ * the relabeling tuned for Hopper (keys by 128, 3 stages) then runs on Ampere as keys by 64
+ * in two buffers, the shape measured there. NULL, or why not. */
+static char *
+mma_plan (NapkinPlanner       *p,
+          NapkinPlanAttention *a)
+{
+  NapkinPlanAttention whole = *a, half;
+  char *why = mma_refusal (p, a), *why_half;
+
+  a->bkv_parts = 1;
+  if ((why == NULL && a->stages > 1) || whole.BKV < 128 || whole.BKV % 32)
+    return why;
+  half = whole;
+  half.BKV = whole.BKV / 2;
+  why_half = mma_refusal (p, &half);
+  if (why_half != NULL || half.stages < 2)
+    {
+      g_free (why_half);
+      return why;
+    }
+  g_free (why);
+  *a = half;
+  a->bkv_parts = 2;
+  a->stages = 2;   /* the kernel's two buffers of halves */
+  a->stages_asked = 0;
+  count_tiles (a);
+  return NULL;
+}
+
 /* Few blocks for the GPU (decoding: a few queries against a long KV cache): the key
  * chunks are cut into ranges computed by separate blocks (split-KV), their partial
  * outputs merged by a second kernel. */
@@ -884,6 +916,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
 
   memset (a, 0, sizeof *a);
   a->partials = a->v_t = -1;
+  a->bkv_parts = 1;
   a->q_scale = a->k_scale = a->v_scale = 1.0;
   a->window_left = a->window_right = -1;
   layout = attention_layout (p, a, Q, K, V, O, napkin_diagram_node (p->d, sm)->axis, &ax);
@@ -1020,10 +1053,16 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
     }
   a->stages = MAX (2u, region->stages);
   a->stages_asked = 0;
-  mma = mma_refusal (p, a);
+  mma = mma_plan (p, a);
   if (mma == NULL)
     {
-      g_autofree char *extra = hopper ? g_strdup_printf (_("wgmma not used: %s"), hopper) : NULL;
+      g_autofree char *halves = a->bkv_parts > 1 ? g_strdup_printf (_("the region's chunks of %lld keys run as %u "
+                                                                        "of %lld (registers)"),
+                                                                      (long long) (a->BKV * a->bkv_parts), a->bkv_parts,
+                                                                      (long long) a->BKV) : NULL;
+      g_autofree char *extra = hopper ? g_strdup_printf (_("wgmma not used: %s%s%s"), hopper, halves ? "; " : "",
+                                                        halves ? halves : "")
+                                      : g_steal_pointer (&halves);
 
       k->kind = NAPKIN_PLAN_ATTENTION;
       k->path = NAPKIN_PATH_MMA;

@@ -208,6 +208,8 @@ typedef struct
   gint64           d_smem;                /* elements of a Q or K row in shared memory (padded) */
   gboolean         overlap;               /* wgmma: next Q·Kᵀ issued before this P·V */
   gboolean         q_regs;                /* mma: Q's fragments kept in registers (else read each chunk) */
+  guint            bkv_parts;             /* mma: the region's key chunk run as this many kernel chunks
+                                             of BKV keys (2: halves, where a whole chunk spills), else 1 */
   gboolean         legacy;                /* today's aligned shapes: kernels/flash-wgmma.cu, flash-mma.cu */
   double           exp_fma;               /* the softmax's exponentials on the FMA units (a fraction;
                                              wgmma only: kernels/attn-sm90.cu, napkin_exp2_poly) */
