@@ -717,12 +717,14 @@ model_region (Model *m,
   cost.stages = MAX (1, region->stages);
   {
     /* the stages are a hint: where the plan lowered them to fit shared memory, its kernel
-     * runs (and the model prices) the ones that fit (docs/plan.md); an attention whose
-     * key chunks the mma.sync kernel runs in parts is priced at its parts */
+     * runs (and the model prices) the ones that fit (docs/plan.md); the wgmma attention
+     * runs the plan's stages (fp8 takes at least 3); an attention whose key chunks the
+     * mma.sync kernel runs in parts is priced at its parts */
     const NapkinPlanKernel *pk = m->a->paper ? NULL : plan_kernel_of (m, r);
 
     if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION
-        && (pk->u.att.stages_asked > pk->u.att.stages || pk->u.att.bkv_parts > 1))
+        && (pk->u.att.stages_asked > pk->u.att.stages || pk->u.att.bkv_parts > 1
+            || (pk->path == NAPKIN_PATH_WGMMA && region->stages >= 2)))
       cost.stages = pk->u.att.stages;
     if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION)
       stream_parts = MAX (1u, pk->u.att.bkv_parts);
