@@ -74,6 +74,42 @@ napkin_attn_tma (unsigned dst, const NapkinTensorMap *map, int c0, int c1, int c
                 :: "r" (dst), "l" (map), "r" (c0), "r" (c1), "r" (c2), "r" (bar) : "memory");
 }
 
+
+/* An 8 × 8 block of bytes in shared memory, transposed (fp8 V to Vᵀ inside the attention
+ * kernel: docs/plan.md, "Attention kernels"): src_row (r) and dst_row (j) give the byte
+ * addresses of row r of the source and row j of the destination (8-byte aligned, the
+ * swizzles inside the callers' lambdas). Four 4 × 4 byte transposes, 8 permutes each. */
+__device__ __forceinline__ void
+napkin_attn_t4 (unsigned a, unsigned b, unsigned c, unsigned d, unsigned (&o)[4])
+{
+  const unsigned x0 = __byte_perm (a, b, 0x5140), x1 = __byte_perm (a, b, 0x7362);
+  const unsigned y0 = __byte_perm (c, d, 0x5140), y1 = __byte_perm (c, d, 0x7362);
+
+  o[0] = __byte_perm (x0, y0, 0x5410);
+  o[1] = __byte_perm (x0, y0, 0x7632);
+  o[2] = __byte_perm (x1, y1, 0x5410);
+  o[3] = __byte_perm (x1, y1, 0x7632);
+}
+
+template <typename Src, typename Dst>
+__device__ __forceinline__ void
+napkin_attn_t8x8 (Src src_row, Dst dst_row)
+{
+  unsigned lo[8], hi[8], t[4][4];
+
+#pragma unroll
+  for (int r = 0; r < 8; r++)
+    asm volatile ("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r" (lo[r]), "=r" (hi[r]) : "r" (src_row (r)) : "memory");
+  /* t[0]: d 0-3 of keys 0-3, t[1]: d 0-3 of keys 4-7, t[2], t[3]: d 4-7 */
+  napkin_attn_t4 (lo[0], lo[1], lo[2], lo[3], t[0]);
+  napkin_attn_t4 (lo[4], lo[5], lo[6], lo[7], t[1]);
+  napkin_attn_t4 (hi[0], hi[1], hi[2], hi[3], t[2]);
+  napkin_attn_t4 (hi[4], hi[5], hi[6], hi[7], t[3]);
+#pragma unroll
+  for (int j = 0; j < 8; j++)
+    asm volatile ("st.shared.v2.u32 [%0], {%1, %2};"
+                  :: "r" (dst_row (j)), "r" (t[j < 4 ? 0 : 2][j % 4]), "r" (t[j < 4 ? 1 : 3][j % 4]) : "memory");
+}
 #endif
 
 /* 16 bytes from global to shared memory, of which the first `bytes` are read and the

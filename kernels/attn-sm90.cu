@@ -13,6 +13,10 @@
  *    fp32 accumulators, P converted in registers to V's type and used as wgmma's A operand
  *    for O += P·V (16-bit V N-major through the transpose bit; fp8: Vᵀ K-major, P's bytes
  *    moved between the threads of a quad into the e4m3 A layout).
+ * fp8 V: with VT_IN the producer's TMA brings V's chunk as stored ([keys][d], 128-byte
+ * slices of d) and warps 1-3 of the producer transpose it in shared memory into the Vᵀ
+ * slices P·V reads (8 × 8 byte blocks, conflict-free both ways), announcing each on its
+ * own mbarrier; without it Vᵀ was made by a separate pass (kernels/attn-vt.cu). 
  * With OVERLAP the next chunk's Q·Kᵀ is issued before this chunk's P·V (and the consumers
  * take turns issuing, PINGPONG), as in kernels/flash-wgmma.cu. A split block writes its
  * normalised partial output and log-sum-exp to scratch for the combine kernel. A row of Q
@@ -62,6 +66,7 @@
 #define NKP_PRODUCER_REGS 56
 #define NKP_CONSUMER_REGS 224
 #define NKP_VT_SLICE 128
+#define NKP_VT_IN 0
 #endif /* NAPKIN_GENERATED */
 #define A_ROWS NKP_ROWS
 #define A_BQ NKP_L (NKP_BQ)
@@ -85,6 +90,14 @@
 /* fp8 Vᵀ: slices of A_VS keys (128, 64 or 32: the widest dividing BKV), each D rows of
  * A_VS bytes in the A_VS-byte swizzle, so that chunks of 192 or 224 keys fit too */
 #define A_VS NKP_VT_SLICE
+#define A_VT_IN (A_FP8_V && NKP_VT_IN)
+/* fp8 V as stored (VT_IN): slices of 128 d-bytes × BKV keys, 128-byte swizzle */
+#define A_VRS ((A_D + 127) / 128)
+#if A_VT_IN
+#define A_VR_BYTES (A_BKV * A_VRS * 128)
+#else
+#define A_VR_BYTES 0
+#endif
 #if A_FP8_V
 #define A_V_BYTES (A_D * A_BKV)
 #else
@@ -164,12 +177,21 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
   const unsigned base = (napkin_smem_addr (smem_raw_) + 1023) & ~1023u;
   const unsigned q_s = base;
   const unsigned k_s = q_s + A_Q_BYTES;                  /* [ST] tiles */
-  const unsigned v_s = k_s + A_ST * A_K_BYTES;           /* [ST] tiles */
-  const unsigned bars = v_s + A_ST * A_V_BYTES;          /* q_full, full_k[ST], full_v[ST], empty[ST] */
+  const unsigned vr_s = k_s + A_ST * A_K_BYTES;          /* [ST] V as stored (VT_IN), or none */
+  const unsigned v_s = vr_s + A_ST * A_VR_BYTES;         /* [ST] tiles (fp8: Vᵀ) */
+  const unsigned bars = v_s + A_ST * A_V_BYTES;          /* q_full, full_k[ST], full_v[ST], empty[ST], vt_full[ST] */
   const unsigned q_full = bars;
+  (void) vr_s;
 #define A_FULL_K(s) (bars + 8 * (1 + (s)))
 #define A_FULL_V(s) (bars + 8 * (1 + A_ST + (s)))
 #define A_EMPTY(s) (bars + 8 * (1 + 2 * A_ST + (s)))
+#define A_VT_FULL(s) (bars + 8 * (1 + 3 * A_ST + (s)))
+/* what P·V waits for: Vᵀ transposed by the producer (VT_IN), else V's (or Vᵀ's) copy */
+#if A_VT_IN
+#define A_PV_READY(s) A_VT_FULL (s)
+#else
+#define A_PV_READY(s) A_FULL_V (s)
+#endif
   const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
 
   /* The block's query tile, heads and key range. */
@@ -242,6 +264,9 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
           napkin_attn_bar_init (A_FULL_K (s), 1);
           napkin_attn_bar_init (A_FULL_V (s), 1);
           napkin_attn_bar_init (A_EMPTY (s), A_NWG * 128);
+#if A_VT_IN
+          napkin_attn_bar_init (A_VT_FULL (s), 96);
+#endif
         }
     }
   __syncthreads ();
@@ -262,7 +287,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
           for (int sl = 0; sl < A_DS; sl++)                                                              \
             A_TMA (k_s + st_ * A_K_BYTES + sl * (A_BKV * 128), &tma_k, sl * (128 / A_QE), row_,          \
                    (int) kv_plane, A_FULL_K (st_));                                                      \
-          napkin_attn_expect (A_FULL_V (st_), A_V_BYTES);                                                \
+          napkin_attn_expect (A_FULL_V (st_), A_VT_IN ? A_VR_BYTES : A_V_BYTES);                         \
           A_ISSUE_V (st_, it);                                                                           \
         }                                                                                                \
       while (0)
@@ -271,7 +296,14 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #else
 #define A_TMA(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, bar)
 #endif
-#if A_FP8_V
+#if A_VT_IN
+      /* V as stored (K's view): slices of 128 d-bytes × BKV keys */
+#define A_ISSUE_V(st_, it)                                                                               \
+      _Pragma ("unroll")                                                                                 \
+      for (int sl = 0; sl < A_VRS; sl++)                                                                 \
+        A_TMA (vr_s + st_ * A_VR_BYTES + sl * (A_BKV * 128), &tma_v, sl * 128,                           \
+               (int) (kv_row0 + (c_first + (it)) * A_BKV), (int) kv_plane, A_FULL_V (st_))
+#elif A_FP8_V
       /* Vᵀ [kv_flat][D][keys]: boxes of A_VS keys × D rows */
 #define A_ISSUE_V(st_, it)                                                                               \
       _Pragma ("unroll")                                                                                 \
@@ -316,6 +348,40 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
             napkin_attn_wait (A_EMPTY (it % A_ST), (it / A_ST - 1) & 1);
             A_ISSUE (it);
           }
+#if A_VT_IN
+      /* Warps 1-3: each chunk's V, once in, to Vᵀ. Stage st's Vᵀ is free: its chunk's
+       * copy was issued after the consumers released the chunk before (EMPTY). Block b
+       * of 8 keys × 8 d: a half-warp takes 16 key blocks and 16 d blocks, one each, so
+       * that neither the reads (banks by d in the source's swizzle) nor the writes
+       * (banks by key) collide. */
+      if (t >= 32)
+        for (int it = 0; it < n_chunks; it++)
+          {
+            const int st_ = it % A_ST;
+            const unsigned src = vr_s + st_ * A_VR_BYTES, dst = v_s + st_ * A_V_BYTES;
+
+            napkin_attn_wait (A_FULL_V (st_), (it / A_ST) & 1);
+            for (int b = t - 32; b < (A_BKV / 8) * (A_D / 8); b += 96)
+              {
+                const int kb = b % (A_BKV / 8), db = (b / (A_BKV / 8) + kb) % (A_D / 8);
+                const int d0 = db * 8, k0 = kb * 8;
+
+                napkin_attn_t8x8 (
+                  [&] (int r) {
+                    const unsigned o = (unsigned) ((k0 + r) * 128 + (d0 % 128));
+
+                    return src + (d0 / 128) * (A_BKV * 128) + (o ^ (((o >> 7) & 7) << 4));
+                  },
+                  [&] (int j) {
+                    const unsigned o = (unsigned) ((d0 + j) * A_VS + (k0 % A_VS));
+
+                    return dst + (k0 / A_VS) * (A_D * A_VS) + (o ^ (((o >> 7) & (A_VS / 16 - 1)) << 4));
+                  });
+              }
+            asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+            napkin_attn_arrive (A_VT_FULL (st_));
+          }
+#endif
 #undef A_ISSUE
 #undef A_ISSUE_V
 #undef A_TMA
@@ -383,7 +449,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
       do                                                                                                 \
         {                                                                                                \
           const int st_ = (it) % A_ST;                                                                   \
-          napkin_attn_wait (A_FULL_V (st_), ((it) / A_ST) & 1);                                          \
+          napkin_attn_wait (A_PV_READY (st_), ((it) / A_ST) & 1);                                        \
           asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");                                      \
           _Pragma ("unroll")                                                                             \
           for (int kt = 0; kt < A_PV_STEPS; kt++)                                                        \
@@ -642,9 +708,14 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_FULL_K
 #undef A_FULL_V
 #undef A_EMPTY
+#undef A_VT_FULL
+#undef A_PV_READY
 }
 #undef A_ROWS
 #undef A_VS
+#undef A_VT_IN
+#undef A_VRS
+#undef A_VR_BYTES
 #undef A_BQ
 #undef A_NWG
 #undef A_THREADS

@@ -358,9 +358,9 @@ print_sm90 (const NapkinPrintCtx   *ctx,
 
   if (mma_type (a->dtype) == NULL || mma_type (a->v_dtype) == NULL)
     FAIL ("no wgmma for %s attention", napkin_dtype_to_string (a->dtype));
-  if (fp8_v && !r->has_vt)
+  if (fp8_v && !a->vt_in_kernel && !r->has_vt)
     FAIL ("fp8 P·V needs the plan's Vᵀ scratch");
-  if (fp8_v)
+  if (fp8_v && !a->vt_in_kernel)
     {
       /* the transpose is the plan's repack kernel, printed just before this one; where
        * no repack printer took it, this printer's own */
@@ -397,6 +397,7 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "KV_RANK3", g_strdup (a->kv_planes > 1 ? "1" : "0") },
       { "VT_RANK3", g_strdup (a->kv_batch > 1 ? "1" : "0") },
       { "VT_SLICE", int_text (vt_slice (a)) },
+      { "VT_IN", g_strdup (a->vt_in_kernel ? "1" : "0") },
       { "SPLIT", int_text (a->split_kv) },
       { "CPS", int_text (a->chunks_per_split) },
       { "MASK_LO", g_strdup (lo ? "1" : "0") },
@@ -426,11 +427,15 @@ print_sm90 (const NapkinPrintCtx   *ctx,
     g_string_append (ctx->out, text);
   }
 
-  /* K (and 16-bit V): D × rows in planes, boxes of one 128-byte slice × BKV rows;
-   * fp8 Vᵀ: keys × D rows per K/V matrix, boxes of one slice (128, 64 or 32 keys) × D */
+  /* K (and V, also fp8 V that the kernel transposes): D × rows in planes, boxes of one
+   * 128-byte slice × BKV rows; fp8 Vᵀ made before: keys × D rows per K/V matrix, boxes of
+   * one slice (128, 64 or 32 keys) × D */
   maps[0] = (NapkinCudaTensorMap) { r->k.slot, a->dtype, a->D, a->kv_rows, 128 / qe, (guint) a->BKV, 128,
                                     a->kv_ld, a->kv_planes, a->kv_plane_stride, r->k.offset };
-  if (fp8_v)
+  if (fp8_v && a->vt_in_kernel)
+    maps[1] = (NapkinCudaTensorMap) { r->v.slot, a->v_dtype, a->D, a->kv_rows, 128, (guint) a->BKV, 128,
+                                      a->kv_ld, a->kv_planes, a->kv_plane_stride, r->v.offset };
+  else if (fp8_v)
     maps[1] = (NapkinCudaTensorMap) { r->vt.slot, NAPKIN_DTYPE_FP8_E4M3, a->v_t_ld, a->D, vt_slice (a), (guint) a->D,
                                       vt_slice (a),
                                       a->v_t_ld, a->kv_batch, a->D * a->v_t_ld, r->vt.offset };

@@ -487,15 +487,19 @@ attention_variants (Derive *dv,
     if ((int) a != query && napkin_tensor_type_has_axis (q, a) && napkin_tensor_type_has_axis (o, a)
         && !napkin_tensor_type_has_axis (k, a))
       group *= napkin_diagram_axis_size (d, a);
+  /* 3 or 2 stages, keys by 128 first: keys by 128 in 3 is the Hopper kernel's best
+   * measured (docs/perf-notes.md), and the model ties it with keys by 64 in 3 */
   for (gint64 rows = 128; rows >= 64; rows /= 2)
-    for (gint64 keys = 64; keys <= 128; keys *= 2)
+    for (guint variant = 4; variant-- > 0;)
       {
+        const gint64 keys = variant & 1 ? 128 : 64;
+        const guint stages = variant & 2 ? 3 : 2;
         json_object *marks;
         json_object *r;
 
         if (rows % group != 0)
           continue;
-        r = region_new (dv, c, 2, &marks);
+        r = region_new (dv, c, stages, &marks);
         for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
           {
             gboolean in_q = napkin_tensor_type_has_axis (q, a), in_k = napkin_tensor_type_has_axis (k, a);

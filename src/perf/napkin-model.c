@@ -57,6 +57,7 @@ typedef struct
   GArray             *members;     /* guint node indices, in topological order */
   gint64             *extent;      /* per axis: extent of one instance */
   gint64             *chunks;      /* per axis: stream chunks per group (1 if not streamed) */
+  guint               stream_parts;/* the plan's kernel runs each stream chunk as this many (≥ 1) */
   gboolean            explicit_threads;
   gint64              steps;
   gint64              instances;
@@ -704,6 +705,29 @@ append_int (GString *str,
   g_string_append (str, buf + i);
 }
 
+/* The stages region r runs, and (in rs) the parts of its stream chunk. The stages are a
+ * hint: where the plan lowered them to fit shared memory, its kernel runs (and the model
+ * prices) the ones that fit (docs/plan.md); the wgmma attention runs the plan's stages
+ * (fp8 takes at least 3); an attention whose key chunks the mma.sync kernel runs in parts
+ * is priced at its parts. */
+static guint
+attention_plan_stages (Model       *m,
+                       guint        r,
+                       RegionState *rs)
+{
+  const NapkinPlanKernel *pk = m->a->paper ? NULL : plan_kernel_of (m, r);
+  guint stages = MAX (1, rs->region->stages);
+
+  rs->stream_parts = 1;
+  if (pk == NULL || pk->kind != NAPKIN_PLAN_ATTENTION)
+    return stages;
+  rs->stream_parts = MAX (1u, pk->u.att.bkv_parts);
+  if (pk->u.att.stages_asked > pk->u.att.stages || pk->u.att.bkv_parts > 1
+      || (pk->path == NAPKIN_PATH_WGMMA && rs->region->stages >= 2))
+    stages = pk->u.att.stages;
+  return stages;
+}
+
 static void
 model_region (Model *m,
               guint  r)
@@ -721,15 +745,7 @@ model_region (Model *m,
   cost.region = r;
   cost.level = region->level;
   cost.parent_level = ps ? ps->region->level : NAPKIN_LEVEL_HBM;
-  cost.stages = MAX (1, region->stages);
-  {
-    /* the stages are a hint: where the plan lowered them to fit shared memory, its kernel
-     * runs (and the model prices) the ones that fit (docs/plan.md) */
-    const NapkinPlanKernel *pk = m->a->paper ? NULL : plan_kernel_of (m, r);
-
-    if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->u.att.stages_asked > pk->u.att.stages)
-      cost.stages = pk->u.att.stages;
-  }
+  cost.stages = attention_plan_stages (m, r, rs);
   cost.threads = region_threads (region, &rs->explicit_threads);
   cost.transfers = g_array_new (FALSE, TRUE, sizeof (NapkinTransfer));
   g_array_set_clear_func (cost.transfers, transfer_clear);
@@ -764,6 +780,8 @@ model_region (Model *m,
           continue;
         }
       t = MIN (t, outer);
+      if (kind == NAPKIN_MARK_STREAM && rs->stream_parts > 1)
+        t = ceil_div (t, rs->stream_parts);
       rs->extent[a] = t;
       if (kind == NAPKIN_MARK_PARALLEL)
         cost.groups = mul (m, cost.groups, ceil_div (outer, t));
@@ -1083,7 +1101,7 @@ flash_mma_registers (Model                  *m,
       NapkinMarkKind kind = napkin_region_mark (rs->region, napkin_diagram_axis (m->d, a)->name, &tile);
 
       if (kind == NAPKIN_MARK_STREAM)
-        chunk *= tile;
+        chunk *= ceil_div (tile, MAX (1u, rs->stream_parts));
       else if (kind == NAPKIN_MARK_WHOLE)
         whole += rs->extent[a];
     }

@@ -836,7 +836,8 @@ only_consumer (NapkinDiagram *d,
 
 /* Attention: S = contract (Q, K), elementwise maps, softmax over S's key axis, then
  * O = contract (P, V) — as flash-attention.napkin draws it: the query axis in groups
- * of 128, the keys streamed by 64, d whole, one (batch, head) a block, 2 stages. */
+ * of 128, the keys streamed by 128, d whole, one (batch, head) a block, 3 stages (on an
+ * A100 the plan runs each chunk as two halves of 64: docs/plan.md). */
 static void
 propose_attention (Proposal *p,
                    guint     qk)
@@ -879,7 +880,7 @@ propose_attention (Proposal *p,
   nodes[n++] = pv;
 
   name = region_name ("block", p->n_attention + p->n_gemm);
-  r = region_new (name, "smem", nodes, n, d, 2);
+  r = region_new (name, "smem", nodes, n, d, 3);
   marks = json_object_object_get (r, "marks");
   for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
     {
@@ -892,7 +893,7 @@ propose_attention (Proposal *p,
       if (!in_q && !in_k && !in_v && !in_o && !napkin_tensor_type_has_axis (s_type, a))
         continue;
       if ((int) a == key)
-        mark (marks, axis_name (d, a), "stream", 64, size);
+        mark (marks, axis_name (d, a), "stream", 128, size);
       else if (in_q && in_k && in_v && in_o && napkin_tensor_type_has_axis (s_type, a))
         mark (marks, axis_name (d, a), "parallel", 1, size);    /* batch, heads */
       else if (in_q && in_o && !in_k)

@@ -328,6 +328,54 @@ typedef struct
   gboolean    plain;          /* Q, K, V, O all [lead…, row, d] with one order of the lead axes */
 } AttnAxes;
 
+/* The TMA view of K and V: [lead…, k, d] is D × NKV rows in kv_batch planes (rows past
+ * NKV read as zero); [outer…, k, inner…, d] is D × outer·NKV rows (ld inner·D) in
+ * `inner` planes D apart (rows past NKV are the next outer index's, masked). */
+static void
+kv_tma_view (NapkinPlanAttention *a,
+             gint64               outer,
+             gint64               inner,
+             const gboolean      *lead_inner)
+{
+  a->kv_tma = TRUE;
+  if (inner == 1)
+    {
+      gint64 mult = 1;
+
+      a->kv_rows = a->NKV;
+      a->kv_ld = a->D;
+      a->kv_planes = a->kv_batch;
+      a->kv_plane_stride = a->NKV * a->D;
+      for (int l = (int) a->n_lead - 1; l >= 0; l--)
+        {
+          a->kv_row_coef[l] = 0;
+          a->kv_plane_coef[l] = mult;
+          mult *= a->lead_size[l];
+        }
+    }
+  else
+    {
+      gint64 row_mult = a->NKV, plane_mult = 1;
+
+      a->kv_rows = outer * a->NKV;
+      a->kv_ld = inner * a->D;
+      a->kv_planes = inner;
+      a->kv_plane_stride = a->D;
+      for (int l = (int) a->n_lead - 1; l >= 0; l--)
+        {
+          a->kv_row_coef[l] = lead_inner[l] ? 0 : row_mult;
+          a->kv_plane_coef[l] = lead_inner[l] ? plane_mult : 0;
+          if (lead_inner[l])
+            plane_mult *= a->lead_size[l];
+          else
+            row_mult *= a->lead_size[l];
+        }
+    }
+  if (a->kv_rows > G_MAXINT32 || a->kv_planes > G_MAXINT32)
+    a->kv_tma = FALSE;
+}
+
+
 /* Reads the axes and strides into `a`; NULL, or why not. */
 static char *
 attention_layout (NapkinPlanner       *p,
@@ -434,46 +482,7 @@ attention_layout (NapkinPlanner       *p,
   a->kv_heads = a->n_lead >= 2 ? a->lead_size[a->n_lead - 1] : 1;
   a->seqs = a->kv_batch / MAX (1, a->kv_heads);
   a->heads = a->kv_heads * a->group;
-
-  /* The TMA view of K and V: [lead…, k, d] is D × NKV rows in kv_batch planes (rows past
-   * NKV read as zero); [outer…, k, inner…, d] is D × outer·NKV rows (ld inner·D) in
-   * `inner` planes D apart (rows past NKV are the next outer index's, masked). */
-  a->kv_tma = TRUE;
-  if (inner == 1)
-    {
-      gint64 mult = 1;
-
-      a->kv_rows = a->NKV;
-      a->kv_ld = a->D;
-      a->kv_planes = a->kv_batch;
-      a->kv_plane_stride = a->NKV * a->D;
-      for (int l = (int) a->n_lead - 1; l >= 0; l--)
-        {
-          a->kv_row_coef[l] = 0;
-          a->kv_plane_coef[l] = mult;
-          mult *= a->lead_size[l];
-        }
-    }
-  else
-    {
-      gint64 row_mult = a->NKV, plane_mult = 1;
-
-      a->kv_rows = outer * a->NKV;
-      a->kv_ld = inner * a->D;
-      a->kv_planes = inner;
-      a->kv_plane_stride = a->D;
-      for (int l = (int) a->n_lead - 1; l >= 0; l--)
-        {
-          a->kv_row_coef[l] = lead_inner[l] ? 0 : row_mult;
-          a->kv_plane_coef[l] = lead_inner[l] ? plane_mult : 0;
-          if (lead_inner[l])
-            plane_mult *= a->lead_size[l];
-          else
-            row_mult *= a->lead_size[l];
-        }
-    }
-  if (a->kv_rows > G_MAXINT32 || a->kv_planes > G_MAXINT32)
-    a->kv_tma = FALSE;
+  kv_tma_view (a, outer, inner, lead_inner);
 
   /* Today's layout: every tensor [lead…, row, d], one order of the lead axes. */
   ax->plain = ax->group == NULL && key_at == (int) kr - 2 && axis_index (Q->axes, ax->query) == (int) qr - 2
@@ -498,7 +507,10 @@ wgmma_smem (const NapkinPlanAttention *a)
     vb = a->D * a->BKV;
   else
     vb = a->BKV * ceil_div (a->D * 2, 128) * 128;
-  return 1024 + q + (gint64) a->stages * (kb + vb) + 8 * (1 + 3 * (gint64) a->stages);
+  /* V as stored beside its Vᵀ, and one more mbarrier a stage, where the kernel transposes */
+  if (a->vt_in_kernel)
+    vb += a->BKV * ceil_div (a->D, 128) * 128;
+  return 1024 + q + (gint64) a->stages * (kb + vb) + 8 * (1 + (a->vt_in_kernel ? 4 : 3) * (gint64) a->stages);
 }
 
 /* What each of `consumers` warpgroups gets of the 64K registers when the producer keeps
@@ -519,6 +531,32 @@ napkin_plan_flash_wgmma_registers (gint64  consumers,
   *consumer = consumer_registers (*producer, consumers);
 }
 
+/* fp8 V: transposed by the kernel's producer (docs/plan.md, "Attention kernels"), unless
+ * NAPKIN_ATTN_VT_PASS is set, which restores the separate Vᵀ pass and the region's stages
+ * as they were before (for the GPU A/B scripts only). */
+static gboolean
+vt_pass_forced (void)
+{
+  const char *env = g_getenv ("NAPKIN_ATTN_VT_PASS");
+
+  return env != NULL && *env != '\0' && !g_str_equal (env, "0");
+}
+
+/* fp8 chunks of up to 128 keys take at least 3 stages where they fit: on the H100 fp8
+ * N4096 d128 ran 0.710 ms in 3 stages against 0.724 in 2 (docs/perf-notes.md). */
+static void
+fp8_stage_floor (NapkinPlanner       *p,
+                 NapkinPlanAttention *a)
+{
+  guint had = a->stages;
+
+  if (!a->vt_in_kernel || a->dtype != NAPKIN_DTYPE_FP8_E4M3 || a->BKV > 128 || a->stages >= 3)
+    return;
+  a->stages = 3;
+  if (wgmma_smem (a) > (gint64) p->arch->smem_max_per_block)
+    a->stages = had;
+}
+
 /* The Hopper kernel's limits (kernels/attn-sm90.cu), or why not; fills the layout numbers. */
 static char *
 wgmma_refusal (NapkinPlanner       *p,
@@ -527,6 +565,8 @@ wgmma_refusal (NapkinPlanner       *p,
   gboolean fp8_v = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3, fp8 = a->dtype == NAPKIN_DTYPE_FP8_E4M3;
   gint64 need, smem, rows_pad;
   guint asked;
+
+  a->vt_in_kernel = fp8_v && !vt_pass_forced ();
 
   if (a->D % 8 || a->D < 8 || a->D > 256 || (fp8 && a->D % 16))
     return g_strdup_printf (_("head size %lld: the Hopper attention kernel takes 8 to 256 in steps "
@@ -573,9 +613,10 @@ wgmma_refusal (NapkinPlanner       *p,
                               (long long) a->d_smem, (long long) smem, p->arch->id, p->arch->smem_max_per_block);
     }
   a->stages_asked = a->stages < asked ? asked : 0;
+  fp8_stage_floor (p, a);
   if (!a->kv_tma)
     return g_strdup (_("tensor-map coordinates are 32-bit: K and V must have fewer than 2³¹ rows and planes"));
-  if (fp8_v && a->kv_plane_stride != a->NKV * a->D)
+  if (fp8_v && !a->vt_in_kernel && a->kv_plane_stride != a->NKV * a->D)
     return g_strdup (_("fp8 V must be stored [lead…, k, d] (Vᵀ is made by one batched transpose)"));
   return NULL;
 }
@@ -631,6 +672,38 @@ mma_refusal (NapkinPlanner       *p,
   if (smem > (gint64) p->arch->smem_max_per_block)
     return g_strdup_printf (_("%lld bytes of shared memory; %s allows %.0f"), (long long) smem, p->arch->id,
                             p->arch->smem_max_per_block);
+  return NULL;
+}
+
+/* The mma.sync kernel's plan: a chunk of 128 or more keys that it cannot hold (about 256
+ * registers a thread at d 128 × 128 keys × 8 warps spill) or only in one buffer is run as
+ * two halves, each the kernel's chunk, double-buffered (docs/plan.md, "Attention kernels"):
+ * the relabeling tuned for Hopper (keys by 128, 3 stages) then runs on Ampere as keys by 64
+ * in two buffers, the shape measured there. NULL, or why not. */
+static char *
+mma_plan (NapkinPlanner       *p,
+          NapkinPlanAttention *a)
+{
+  NapkinPlanAttention whole = *a, half;
+  char *why = mma_refusal (p, a), *why_half;
+
+  a->bkv_parts = 1;
+  if ((why == NULL && a->stages > 1) || whole.BKV < 128 || whole.BKV % 32)
+    return why;
+  half = whole;
+  half.BKV = whole.BKV / 2;
+  why_half = mma_refusal (p, &half);
+  if (why_half != NULL || half.stages < 2)
+    {
+      g_free (why_half);
+      return why;
+    }
+  g_free (why);
+  *a = half;
+  a->bkv_parts = 2;
+  a->stages = 2;   /* the kernel's two buffers of halves */
+  a->stages_asked = 0;
+  count_tiles (a);
   return NULL;
 }
 
@@ -762,108 +835,86 @@ legacy_shape (const NapkinPlanAttention *a,
   return a->BQ % 16 == 0;
 }
 
-gboolean
-_napkin_plan_try_attention (NapkinPlanner    *p,
-                            NapkinPlanKernel *k,
-                            char            **why)
+/* The kernel's operations as one attention: qk → [scale] → [mask] → softmax → pv. */
+typedef struct
 {
-  NapkinPlanAttention *a = &k->u.att;
-  const NapkinRegion *region;
-  int qk = -1, scale = -1, sm = -1, pv = -1, mask = -1, contracts = 0;
-  guint n_consumers;
-  const guint *consumers;
-  const NapkinTensor *Q, *K, *V, *O;
-  NapkinTensor tq, tk, tv, to;
-  const char *nq[NAPKIN_MAX_RANK + 1], *nk[NAPKIN_MAX_RANK + 1], *nv[NAPKIN_MAX_RANK + 1], *no[NAPKIN_MAX_RANK + 1];
-  gboolean has_dtype = p->options && p->options->has_dtype;
-  g_autofree char *hopper = NULL;
-  g_autofree char *layout = NULL;
-  char *mma;
-  char *why_mask = NULL;
-  AttnAxes ax;
-  gint64 mark_tile = 0, base;
-  NapkinMarkKind mk;
+  int      qk, scale, sm, pv, mask;
+  gboolean read_after;        /* pv's value is used (an output, or later kernels) */
+} AttnChain;
 
-  if (k->region < 0)
-    return FALSE;
-  region = napkin_diagram_region (p->d, k->region);
+/* Whether the kernel's nodes are one attention chain, each link used once, Q, K and V read
+ * from device memory (inputs, or values an earlier kernel stored) and O stored there (an
+ * output, or a value later kernels read). */
+static gboolean
+find_chain (NapkinPlanner    *p,
+            NapkinPlanKernel *k,
+            AttnChain        *c)
+{
+  int contracts = 0;
+  guint n_consumers, n_uses;
+  const guint *consumers;
+
+  *c = (AttnChain) { -1, -1, -1, -1, -1, FALSE };
   for (guint i = 0; i < k->nodes->len; i++)
     {
       guint n = g_array_index (k->nodes, guint, i);
       const NapkinNode *node = napkin_diagram_node (p->d, n);
 
       if (node->kind == NAPKIN_OP_SOFTMAX)
-        sm = n;
-      else if (node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SCALE && scale < 0)
-        scale = n;
-      else if (node->kind == NAPKIN_OP_MASK && mask < 0)
-        mask = n;
+        c->sm = n;
+      else if (node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SCALE && c->scale < 0)
+        c->scale = n;
+      else if (node->kind == NAPKIN_OP_MASK && c->mask < 0)
+        c->mask = n;
       else if (node->kind == NAPKIN_OP_CONTRACT)
         contracts++;
       else
         return FALSE;
     }
-  if (sm < 0 || contracts != 2 || k->nodes->len != 3u + (scale >= 0) + (mask >= 0))
+  if (c->sm < 0 || contracts != 2 || k->nodes->len != 3u + (c->scale >= 0) + (c->mask >= 0))
     return FALSE;
-  consumers = napkin_diagram_consumers (p->d, sm, &n_consumers);
+  consumers = napkin_diagram_consumers (p->d, c->sm, &n_consumers);
   if (n_consumers != 1)
     return FALSE;
-  pv = consumers[0];
+  c->pv = consumers[0];
   /* qk → [scale] → [mask] → softmax, the scale and the mask in either order */
-  qk = napkin_diagram_input_source (p->d, sm, 0);
-  while (qk >= 0 && (qk == scale || qk == mask))
+  c->qk = napkin_diagram_input_source (p->d, c->sm, 0);
+  while (c->qk >= 0 && (c->qk == c->scale || c->qk == c->mask))
     {
-      int next = napkin_diagram_input_source (p->d, qk, 0);
-      guint n_uses;
+      int next = napkin_diagram_input_source (p->d, c->qk, 0);
 
-      napkin_diagram_consumers (p->d, next < 0 ? qk : next, &n_uses);
+      napkin_diagram_consumers (p->d, next < 0 ? c->qk : next, &n_uses);
       if (next < 0 || n_uses != 1)
         return FALSE;
-      qk = next;
+      c->qk = next;
     }
-  {
-    guint n_uses;
-
-    if ((scale >= 0 && (napkin_diagram_consumers (p->d, scale, &n_uses), n_uses != 1))
-        || (mask >= 0 && (napkin_diagram_consumers (p->d, mask, &n_uses), n_uses != 1)))
-      return FALSE;
-  }
-  if (qk < 0 || napkin_diagram_node (p->d, qk)->kind != NAPKIN_OP_CONTRACT
-      || napkin_diagram_node (p->d, pv)->kind != NAPKIN_OP_CONTRACT || !_napkin_plan_member (p, k, qk)
-      || !_napkin_plan_member (p, k, pv) || napkin_diagram_input_source (p->d, pv, 0) != sm)
+  if ((c->scale >= 0 && (napkin_diagram_consumers (p->d, c->scale, &n_uses), n_uses != 1))
+      || (c->mask >= 0 && (napkin_diagram_consumers (p->d, c->mask, &n_uses), n_uses != 1)))
     return FALSE;
-  /* Q, K and V are read from device memory (inputs, or values an earlier kernel
-   * stored), O is stored there (an output, or a value later kernels read) */
-  consumers = napkin_diagram_consumers (p->d, pv, &n_consumers);
+  if (c->qk < 0 || napkin_diagram_node (p->d, c->qk)->kind != NAPKIN_OP_CONTRACT
+      || napkin_diagram_node (p->d, c->pv)->kind != NAPKIN_OP_CONTRACT || !_napkin_plan_member (p, k, c->qk)
+      || !_napkin_plan_member (p, k, c->pv) || napkin_diagram_input_source (p->d, c->pv, 0) != c->sm)
+    return FALSE;
+  consumers = napkin_diagram_consumers (p->d, c->pv, &n_consumers);
   for (guint i = 0; i < n_consumers; i++)
     if (_napkin_plan_member (p, k, consumers[i]))
       return FALSE;
-  if (n_consumers == 0 || !value_tensor (p, napkin_diagram_input_source (p->d, qk, 0), &tq, nq)
-      || !value_tensor (p, napkin_diagram_input_source (p->d, qk, 1), &tk, nk)
-      || !value_tensor (p, napkin_diagram_input_source (p->d, pv, 1), &tv, nv) || !value_tensor (p, pv, &to, no))
-    {
-      *why = g_strdup (_("attention: Q, K, V and the output need known types"));
-      return FALSE;
-    }
-  Q = &tq;
-  K = &tk;
-  V = &tv;
-  O = &to;
+  c->read_after = n_consumers > 0;
+  return TRUE;
+}
 
-  memset (a, 0, sizeof *a);
-  a->partials = a->v_t = -1;
-  a->q_scale = a->k_scale = a->v_scale = 1.0;
-  a->window_left = a->window_right = -1;
-  layout = attention_layout (p, a, Q, K, V, O, napkin_diagram_node (p->d, sm)->axis, &ax);
-  if (layout != NULL)
-    {
-      *why = g_strdup_printf ("attention: %s", layout);
-      memset (&k->u, 0, sizeof k->u);
-      return FALSE;
-    }
+/* Element types into `a`: Q and K alike (fp16, bf16 or fp8 e4m3); V as Q in 16 bits, or
+ * any of the three under fp8 Q and K; O 16 or 32 bits. NULL, or why not. */
+static char *
+read_dtypes (NapkinPlanner       *p,
+             NapkinPlanAttention *a,
+             const NapkinTensor  *Q,
+             const NapkinTensor  *K,
+             const NapkinTensor  *V,
+             const NapkinTensor  *O)
+{
+  gboolean has_dtype = p->options && p->options->has_dtype;
 
-  /* Element types: Q and K alike (fp16, bf16 or fp8 e4m3); V as Q in 16 bits, or any of
-   * the three under fp8 Q and K; O 16 or 32 bits. */
   a->dtype = has_dtype ? p->options->dtype : Q->dtype;
   a->v_dtype = has_dtype ? p->options->dtype : V->dtype;
   a->o_dtype = has_dtype ? p->options->dtype : O->dtype;
@@ -872,151 +923,221 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
       || (a->dtype != NAPKIN_DTYPE_FP8_E4M3 && a->v_dtype != a->dtype)
       || (a->dtype == NAPKIN_DTYPE_FP8_E4M3 && a->v_dtype != NAPKIN_DTYPE_FP8_E4M3
           && a->v_dtype != NAPKIN_DTYPE_FP16 && a->v_dtype != NAPKIN_DTYPE_BF16))
-    {
-      *why = g_strdup_printf (_("attention: Q and K must be both fp16, bf16 or fp8-e4m3 and V of Q's type (or, "
-                              "with fp8 Q and K, fp8-e4m3, fp16 or bf16), not %s, %s and %s"),
-                              napkin_dtype_to_string (Q->dtype), napkin_dtype_to_string (K->dtype),
-                              napkin_dtype_to_string (V->dtype));
-      memset (&k->u, 0, sizeof k->u);
-      return FALSE;
-    }
+    return g_strdup_printf (_("attention: Q and K must be both fp16, bf16 or fp8-e4m3 and V of Q's type (or, "
+                            "with fp8 Q and K, fp8-e4m3, fp16 or bf16), not %s, %s and %s"),
+                            napkin_dtype_to_string (Q->dtype), napkin_dtype_to_string (K->dtype),
+                            napkin_dtype_to_string (V->dtype));
   if (a->o_dtype != NAPKIN_DTYPE_FP32 && a->o_dtype != NAPKIN_DTYPE_FP16 && a->o_dtype != NAPKIN_DTYPE_BF16)
-    {
-      *why = g_strdup_printf (_("attention: O must be fp16, bf16 or fp32, not %s"), napkin_dtype_to_string (a->o_dtype));
-      memset (&k->u, 0, sizeof k->u);
-      return FALSE;
-    }
+    return g_strdup_printf (_("attention: O must be fp16, bf16 or fp32, not %s"), napkin_dtype_to_string (a->o_dtype));
   if (a->dtype != NAPKIN_DTYPE_FP8_E4M3 && a->o_dtype != a->dtype && a->o_dtype != NAPKIN_DTYPE_FP32)
-    {
-      *why = g_strdup (_("attention: O must have Q's type or fp32"));
-      memset (&k->u, 0, sizeof k->u);
-      return FALSE;
-    }
+    return g_strdup (_("attention: O must have Q's type or fp32"));
+  return NULL;
+}
 
-  /* The region's marks: every K axis but the keys parallel in groups of 1, the group axis
-   * parallel (or whole), the queries parallel (or whole), the keys streamed, d whole. */
+/* The region's marks into `a`: every K axis but the keys parallel in groups of 1, the
+ * group axis parallel (or whole), the queries parallel (or whole), the keys streamed, d
+ * whole, at shared memory; then the mask. NULL, or why not. */
+static char *
+read_marks (NapkinPlanner       *p,
+            NapkinPlanAttention *a,
+            const NapkinRegion  *region,
+            const NapkinTensor  *K,
+            const AttnAxes      *ax,
+            const AttnChain     *c)
+{
+  gint64 mark_tile = 0;
+  NapkinMarkKind mk;
+
   for (guint i = 0; i + 1 < g_strv_length (K->axes); i++)
     {
       gint64 g = 0;
       const char *name = K->axes[i];
 
-      if (g_str_equal (name, ax.key))
+      if (g_str_equal (name, ax->key))
         continue;
       mk = napkin_region_mark (region, name, &g);
       if (!(mk == NAPKIN_MARK_PARALLEL && g == 1)
           && napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, name)) != 1)
-        {
-          *why = g_strdup_printf (_("attention: batch axis %s must be parallel in groups of 1"), name);
-          memset (&k->u, 0, sizeof k->u);
-          return FALSE;
-        }
+        return g_strdup_printf (_("attention: batch axis %s must be parallel in groups of 1"), name);
     }
   a->group_tile = 1;
-  if (ax.group != NULL)
+  if (ax->group != NULL)
     {
-      mk = napkin_region_mark (region, ax.group, &mark_tile);
+      mk = napkin_region_mark (region, ax->group, &mark_tile);
       if (mk == NAPKIN_MARK_STREAM)
-        {
-          *why = g_strdup_printf (_("attention: the group axis %s must be parallel or whole, not streamed"), ax.group);
-          memset (&k->u, 0, sizeof k->u);
-          return FALSE;
-        }
+        return g_strdup_printf (_("attention: the group axis %s must be parallel or whole, not streamed"), ax->group);
       a->group_tile = mk == NAPKIN_MARK_PARALLEL ? MIN (mark_tile, a->group) : a->group;
     }
-  mk = napkin_region_mark (region, ax.query, &a->BQ);
+  mk = napkin_region_mark (region, ax->query, &a->BQ);
   if (mk == NAPKIN_MARK_WHOLE)
     a->BQ = a->NQ;
-  if (mk == NAPKIN_MARK_STREAM || napkin_region_mark (region, ax.key, &a->BKV) != NAPKIN_MARK_STREAM
-      || napkin_region_mark (region, ax.d, NULL) != NAPKIN_MARK_WHOLE
-      || napkin_region_mark (region, ax.dv, NULL) != NAPKIN_MARK_WHOLE)
+  if (mk == NAPKIN_MARK_STREAM || napkin_region_mark (region, ax->key, &a->BKV) != NAPKIN_MARK_STREAM
+      || napkin_region_mark (region, ax->d, NULL) != NAPKIN_MARK_WHOLE
+      || napkin_region_mark (region, ax->dv, NULL) != NAPKIN_MARK_WHOLE)
     {
-      g_autofree char *heads = g_str_equal (ax.d, ax.dv) ? g_strdup (ax.d) : g_strdup_printf ("%s and %s", ax.d, ax.dv);
+      g_autofree char *heads = g_str_equal (ax->d, ax->dv) ? g_strdup (ax->d) : g_strdup_printf ("%s and %s", ax->d, ax->dv);
 
-      *why = g_strdup_printf (_("attention: region “%s” must group %s, stream %s and keep %s whole"), region->name,
-                              ax.query, ax.key, heads);
-      memset (&k->u, 0, sizeof k->u);
-      return FALSE;
+      return g_strdup_printf (_("attention: region “%s” must group %s, stream %s and keep %s whole"), region->name,
+                              ax->query, ax->key, heads);
     }
   if (region->level != NAPKIN_LEVEL_SMEM)
+    return g_strdup_printf (_("attention: region “%s” is at %s, not shared memory"), region->name,
+                            napkin_level_to_string (region->level));
+  if (c->mask >= 0)
+    return read_mask (p, a, napkin_diagram_node (p->d, c->mask), ax, c->scale, c->mask);
+  return NULL;
+}
+
+/* The Hopper kernel where it takes the attention; else FALSE and *hopper says why. */
+static gboolean
+plan_hopper (NapkinPlanner    *p,
+             NapkinPlanKernel *k,
+             const AttnAxes   *ax,
+             const AttnChain  *c,
+             gint64            base,
+             char            **hopper)
+{
+  NapkinPlanAttention *a = &k->u.att;
+
+  if (!(p->sm >= 90 && p->sm < 100 && !(p->options && p->options->no_wgmma)))
+    return FALSE;
+  *hopper = wgmma_refusal (p, a);
+  if (*hopper != NULL)
+    return FALSE;
+  k->kind = NAPKIN_PLAN_ATTENTION;
+  k->path = NAPKIN_PATH_WGMMA;
+  /* the consumers' setmaxnreg takes the register file: one block an SM */
+  choose_split (p, a, base, 1);
+  /* exp on the FMA units: generated on this path only (kernels/attn-sm90.cu) */
+  a->exp_fma = napkin_diagram_node (p->d, c->sm)->exp_fma;
+  a->legacy = legacy_shape (a, ax, k->path);
+  a->overlap = a->stages >= 3 || a->BKV >= 128;
+  k->grid = base * a->split_kv;
+  k->threads = 128 * (1 + a->consumers);
+  k->smem_bytes = wgmma_smem (a);
+  k->registers = a->consumer_regs;
+  if (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3 && !a->vt_in_kernel)
+    add_v_transpose (p, k);
+  if (a->split_kv > 1)
+    add_combine (p, k);
+  attention_note (k, NULL);
+  return TRUE;
+}
+
+/* The mma.sync kernel where it takes the attention; else why not (newly allocated). */
+static char *
+plan_ampere (NapkinPlanner    *p,
+             NapkinPlanKernel *k,
+             const AttnAxes   *ax,
+             gint64            base,
+             const char       *hopper)
+{
+  NapkinPlanAttention *a = &k->u.att;
+  g_autofree char *halves = NULL;
+  g_autofree char *extra = NULL;
+  char *mma = mma_plan (p, a);
+
+  if (mma != NULL)
+    return mma;
+  if (a->bkv_parts > 1)
+    halves = g_strdup_printf (_("the region's chunks of %lld keys run as %u of %lld (registers)"),
+                              (long long) (a->BKV * a->bkv_parts), a->bkv_parts, (long long) a->BKV);
+  extra = hopper ? g_strdup_printf (_("wgmma not used: %s%s%s"), hopper, halves ? "; " : "", halves ? halves : "")
+                 : g_steal_pointer (&halves);
+  k->kind = NAPKIN_PLAN_ATTENTION;
+  k->path = NAPKIN_PATH_MMA;
+  /* a warp per 16 rows; at least 4 warps copy the chunks (decoding) */
+  k->threads = MAX (a->consumers, 4u) * 32;
+  k->registers = a->consumer_regs;
+  k->smem_bytes = mma_smem (a, ceil_div (a->rows, 16) * 16, a->stages == 1 ? 1 : 2);
+  /* blocks an SM holds: registers, shared memory, threads */
+  k->blocks_per_sm = MAX (1, MIN (MIN (p->arch->registers_per_sm / (k->threads * k->registers),
+                                       (guint) (p->arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes
+                                                / (k->smem_bytes + p->arch->smem_reserved_per_block))),
+                                  MIN (p->arch->max_threads_per_sm / k->threads,
+                                       MAX (1u, p->arch->max_blocks_per_sm))));
+  choose_split (p, a, base, k->blocks_per_sm);
+  a->legacy = legacy_shape (a, ax, k->path);
+  if (a->legacy)
+    k->threads = a->consumers * 32;   /* the skeleton's: a warp per 16 rows */
+  k->grid = base * a->split_kv;
+  if (a->split_kv > 1)
+    add_combine (p, k);
+  attention_note (k, extra);
+  return NULL;
+}
+
+/* Refuses the kernel with `why` (taken): the attention fields cleared. */
+static gboolean
+refuse (NapkinPlanKernel *k,
+        char            **why,
+        char             *reason)
+{
+  *why = reason;
+  memset (&k->u, 0, sizeof k->u);
+  return FALSE;
+}
+
+gboolean
+_napkin_plan_try_attention (NapkinPlanner    *p,
+                            NapkinPlanKernel *k,
+                            char            **why)
+{
+  NapkinPlanAttention *a = &k->u.att;
+  const NapkinRegion *region;
+  NapkinTensor tq, tk, tv, to;
+  const char *nq[NAPKIN_MAX_RANK + 1], *nk[NAPKIN_MAX_RANK + 1], *nv[NAPKIN_MAX_RANK + 1], *no[NAPKIN_MAX_RANK + 1];
+  g_autofree char *hopper = NULL;
+  char *reason, *mma;
+  AttnChain c;
+  AttnAxes ax;
+  gint64 base;
+
+  if (k->region < 0 || !find_chain (p, k, &c))
+    return FALSE;
+  region = napkin_diagram_region (p->d, k->region);
+  if (!c.read_after || !value_tensor (p, napkin_diagram_input_source (p->d, c.qk, 0), &tq, nq)
+      || !value_tensor (p, napkin_diagram_input_source (p->d, c.qk, 1), &tk, nk)
+      || !value_tensor (p, napkin_diagram_input_source (p->d, c.pv, 1), &tv, nv) || !value_tensor (p, c.pv, &to, no))
     {
-      *why = g_strdup_printf (_("attention: region “%s” is at %s, not shared memory"), region->name,
-                              napkin_level_to_string (region->level));
-      memset (&k->u, 0, sizeof k->u);
+      *why = g_strdup (_("attention: Q, K, V and the output need known types"));
       return FALSE;
     }
-  if (mask >= 0 && (why_mask = read_mask (p, a, napkin_diagram_node (p->d, mask), &ax, scale, mask)) != NULL)
+
+  memset (a, 0, sizeof *a);
+  a->partials = a->v_t = -1;
+  a->bkv_parts = 1;
+  a->q_scale = a->k_scale = a->v_scale = 1.0;
+  a->window_left = a->window_right = -1;
+  reason = attention_layout (p, a, &tq, &tk, &tv, &to, napkin_diagram_node (p->d, c.sm)->axis, &ax);
+  if (reason != NULL)
     {
-      *why = why_mask;
-      memset (&k->u, 0, sizeof k->u);
-      return FALSE;
+      g_autofree char *layout = reason;
+
+      return refuse (k, why, g_strdup_printf ("attention: %s", layout));
     }
+  if ((reason = read_dtypes (p, a, &tq, &tk, &tv, &to)) != NULL
+      || (reason = read_marks (p, a, region, &tk, &ax, &c)) != NULL)
+    return refuse (k, why, reason);
   a->BQ = MIN (a->BQ, a->NQ);
   a->rows = a->group_tile * a->BQ;
   a->stages = MAX (2u, region->stages);
-  a->alpha = scale >= 0 ? napkin_diagram_node (p->d, scale)->alpha : 1.0;
-  a->q = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, qk, 0), -1, a->dtype };
-  a->k = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, qk, 1), -1, a->dtype };
-  a->v = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, pv, 1), -1, a->v_dtype };
-  a->o = (NapkinPlanBuffer) { pv, -1, a->o_dtype };
+  a->alpha = c.scale >= 0 ? napkin_diagram_node (p->d, c.scale)->alpha : 1.0;
+  a->q = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.qk, 0), -1, a->dtype };
+  a->k = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.qk, 1), -1, a->dtype };
+  a->v = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.pv, 1), -1, a->v_dtype };
+  a->o = (NapkinPlanBuffer) { c.pv, -1, a->o_dtype };
   count_tiles (a);
   base = a->kv_batch * ceil_div (a->group, a->group_tile) * ceil_div (a->NQ, a->BQ);
 
-  if (p->sm >= 90 && p->sm < 100 && !(p->options && p->options->no_wgmma))
-    {
-      hopper = wgmma_refusal (p, a);
-      if (hopper == NULL)
-        {
-          k->kind = NAPKIN_PLAN_ATTENTION;
-          k->path = NAPKIN_PATH_WGMMA;
-          /* the consumers' setmaxnreg takes the register file: one block an SM */
-          choose_split (p, a, base, 1);
-          /* exp on the FMA units: generated on this path only (kernels/attn-sm90.cu) */
-          a->exp_fma = napkin_diagram_node (p->d, sm)->exp_fma;
-          a->legacy = legacy_shape (a, &ax, k->path);
-          a->overlap = a->stages >= 3 || a->BKV >= 128;
-          k->grid = base * a->split_kv;
-          k->threads = 128 * (1 + a->consumers);
-          k->smem_bytes = wgmma_smem (a);
-          k->registers = a->consumer_regs;
-          if (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3)
-            add_v_transpose (p, k);
-          if (a->split_kv > 1)
-            add_combine (p, k);
-          attention_note (k, NULL);
-          return TRUE;
-        }
-    }
+  if (plan_hopper (p, k, &ax, &c, base, &hopper))
+    return TRUE;
   a->stages = MAX (2u, region->stages);
   a->stages_asked = 0;
-  mma = mma_refusal (p, a);
+  mma = plan_ampere (p, k, &ax, base, hopper);
   if (mma == NULL)
-    {
-      g_autofree char *extra = hopper ? g_strdup_printf (_("wgmma not used: %s"), hopper) : NULL;
-
-      k->kind = NAPKIN_PLAN_ATTENTION;
-      k->path = NAPKIN_PATH_MMA;
-      /* a warp per 16 rows; at least 4 warps copy the chunks (decoding) */
-      k->threads = MAX (a->consumers, 4u) * 32;
-      k->registers = a->consumer_regs;
-      k->smem_bytes = mma_smem (a, ceil_div (a->rows, 16) * 16, a->stages == 1 ? 1 : 2);
-      /* blocks an SM holds: registers, shared memory, threads */
-      k->blocks_per_sm = MAX (1, MIN (MIN (p->arch->registers_per_sm / (k->threads * k->registers),
-                                           (guint) (p->arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes
-                                                    / (k->smem_bytes + p->arch->smem_reserved_per_block))),
-                                      MIN (p->arch->max_threads_per_sm / k->threads,
-                                           MAX (1u, p->arch->max_blocks_per_sm))));
-      choose_split (p, a, base, k->blocks_per_sm);
-      a->legacy = legacy_shape (a, &ax, k->path);
-      if (a->legacy)
-        k->threads = a->consumers * 32;   /* the skeleton's: a warp per 16 rows */
-      k->grid = base * a->split_kv;
-      if (a->split_kv > 1)
-        add_combine (p, k);
-      attention_note (k, extra);
-      return TRUE;
-    }
-  *why = g_strdup_printf ("attention: %s", hopper ? hopper : mma);
+    return TRUE;
+  reason = g_strdup_printf ("attention: %s", hopper ? hopper : mma);
   g_free (mma);
-  memset (&k->u, 0, sizeof k->u);
-  return FALSE;
+  return refuse (k, why, reason);
 }

@@ -200,12 +200,16 @@ typedef struct
   double           q_scale, k_scale, v_scale;   /* fp8: per-tensor dequantisation scales */
   int              v_t;                   /* fp8 P·V: scratch Vᵀ [kv_batch][D][v_t_ld] (a repack), or −1 */
   gint64           v_t_ld;
+  gboolean         vt_in_kernel;          /* fp8 P·V: the kernel's producer transposes V in shared
+                                             memory (no repack, v_t −1) */
 
   guint            consumers;             /* wgmma: consumer warpgroups; mma: warps */
   guint            producer_regs, consumer_regs;   /* wgmma: setmaxnreg counts */
   gint64           d_smem;                /* elements of a Q or K row in shared memory (padded) */
   gboolean         overlap;               /* wgmma: next Q·Kᵀ issued before this P·V */
   gboolean         q_regs;                /* mma: Q's fragments kept in registers (else read each chunk) */
+  guint            bkv_parts;             /* mma: the region's key chunk run as this many kernel chunks
+                                             of BKV keys (2: halves, where a whole chunk spills), else 1 */
   gboolean         legacy;                /* today's aligned shapes: kernels/flash-wgmma.cu, flash-mma.cu */
   double           exp_fma;               /* the softmax's exponentials on the FMA units (a fraction;
                                              wgmma only: kernels/attn-sm90.cu, napkin_exp2_poly) */

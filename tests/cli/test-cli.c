@@ -223,7 +223,7 @@ test_info_text (void)
   run_cli (&r, "info", path, NULL);
   g_assert_cmpint (r.status, ==, 0);
   g_assert_nonnull (strstr (r.out, "block        smem      4 operations, b:parallel(1) h:parallel(1) "
-                                   "q:parallel(128) k:stream(64) d:whole"));
+                                   "q:parallel(128) k:stream(128) d:whole"));
   g_assert_nonnull (strstr (r.out, "FLOPs: 556198264832"));
 }
 

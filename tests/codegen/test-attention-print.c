@@ -186,12 +186,17 @@ test_print (void)
           g_assert_cmpint (km->batch, ==, att->kv_planes);
           if (att->v_dtype == NAPKIN_DTYPE_FP8_E4M3)
             {
-              /* Vᵀ: keys inner, d rows, one matrix per K/V head; the transpose before */
-              g_assert_cmpint (vm->inner, ==, att->v_t_ld);
-              g_assert_cmpint (vm->outer, ==, att->D);
-              g_assert_cmpuint (vm->box_outer, ==, att->D);
-              g_assert_cmpint (vm->slot, ==, h->workspace_slot);
-              g_assert_true (kernel_named (h, "repack") || kernel_named (h, "attn-vt"));
+              /* V as stored (K's view, boxes of 128 d-bytes × BKV keys), transposed by the
+               * kernel's producer: no pass before */
+              g_assert_true (att->vt_in_kernel);
+              g_assert_cmpint (vm->inner, ==, att->D);
+              g_assert_cmpint (vm->outer, ==, att->kv_rows);
+              g_assert_cmpuint (vm->box_outer, ==, att->BKV);
+              g_assert_cmpuint (vm->box_inner, ==, 128);
+              g_assert_cmpint (vm->batch_stride, ==, km->batch_stride);
+              g_assert_null (kernel_named (h, "repack"));
+              g_assert_null (kernel_named (h, "attn-vt"));
+              g_assert_nonnull (strstr (h->source, "#define NKP_VT_IN 1\n"));
               g_assert_nonnull (strstr (h->source, "k32.f32.e4m3.e4m3"));
               g_assert_nonnull (strstr (h->source, "m64n128k32.f32.e4m3.e4m3"));
             }

@@ -119,7 +119,7 @@ test_pseudocode (void)
   g_test_message ("%s", fp);
   g_test_message ("%s", tp);
   g_assert_nonnull (strstr (fp, "in parallel over 32 groups of 128 along q (one thread block each):"));
-  g_assert_nonnull (strstr (fp, "for each chunk of 64 along k (64 chunks, in sequence):"));
+  g_assert_nonnull (strstr (fp, "for each chunk of 128 along k (32 chunks, in sequence):"));
   g_assert_nonnull (strstr (fp, "online softmax"));
   g_assert_nonnull (strstr (fp, "Q_s[b:1, h:1, q:128, d] ← Q          (load hbm → smem)"));
   g_assert_nonnull (strstr (tp, "A_s[m:128, k:64] ← A          (load hbm → smem)"));

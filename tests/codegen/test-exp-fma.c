@@ -78,12 +78,12 @@ test_generated (void)
   g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
   g_assert_false (k->u.att.legacy);
   g_assert_cmpfloat (k->u.att.exp_fma, ==, 0.25);
-  g_assert_nonnull (strstr (k->note, "exponentials of 2 of 8 key blocks (25 %) as a polynomial on the FMA units"));
+  g_assert_nonnull (strstr (k->note, "exponentials of 4 of 16 key blocks (25 %) as a polynomial on the FMA units"));
   g_assert_nonnull (strstr (q->source, "#define NKP_EXP_FMA 2.500000000e-01\n"));
   g_assert_nonnull (strstr (q->source, "napkin_exp2_poly (x)"));
   g_assert_nonnull (strstr (q->source, "A_EXP2 (s[4 * j] * scale - mx0, j)"));
   /* a fraction below one block moves none: the general kernel, every exp on the SFU */
-  g_assert_nonnull (strstr (napkin_plan_kernel_for (pn, 0, -1)->note, "0 of 8 key blocks"));
+  g_assert_nonnull (strstr (napkin_plan_kernel_for (pn, 0, -1)->note, "0 of 16 key blocks"));
   g_assert_nonnull (strstr (n->source, "#define NKP_EXP_FMA 1.000000000e-02\n"));
   /* without the choice: A_EXP_FMA 0 wherever the general kernel is printed */
   g_assert_nonnull (strstr (s->source, "#define NKP_EXP_FMA 0.000000000e+00\n"));

@@ -98,13 +98,39 @@ static const Case cases[] = {
   { "decode q1 k4096 b64", { 64, 32, 8, 1, 4096, 128, "bf16", NULL, NULL, 0, 128, 2, 4 }, FALSE, 1, 4 },
   { "decode MQA q1 k16k", { 2, 16, 1, 1, 16384, 128, "fp16", NULL, NULL, 0, 128, 2, 16 }, FALSE, 64, 16 },
   { "decode q1 k100000", { 2, 32, 8, 1, 100000, 128, "bf16", NULL, NULL, 0, 64, 4, 4 }, FALSE, 8, 4 },
-  /* fp8 e4m3: both products (Vᵀ repacked), or Q·Kᵀ alone with a 16-bit V */
+  /* fp8 e4m3: both products (V transposed by the kernel's producer), or Q·Kᵀ alone with a 16-bit V */
   { "fp8 4·16·4096·128", { 4, 16, 0, 4096, 4096, 128, "fp8-e4m3", "fp8-e4m3", "fp16", 128, 128, 2 }, FALSE, 1, 128,
     "wgmma" },
   { "fp8 QK, fp16 V", { 4, 16, 0, 4096, 4096, 128, "fp8-e4m3", "fp16", "fp16", 128, 128, 2 }, FALSE, 1, 128, "wgmma" },
   { "fp8 4·16·2000·64", { 4, 16, 0, 2000, 2000, 64, "fp8-e4m3", "fp8-e4m3", "bf16", 128, 128, 2 }, FALSE, 1, 128,
     "wgmma" },
 };
+
+/* NAPKIN_ATTN_VT_PASS (the GPU A/B scripts) restores the separate Vᵀ pass: a repack
+ * kernel before the attention, Vᵀ in scratch, the region's 2 stages. */
+static void
+test_vt_pass (void)
+{
+  const Case *c = &cases[G_N_ELEMENTS (cases) - 3];
+  g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c->c);
+  g_autoptr(NapkinPlan) h = NULL;
+  const NapkinPlanKernel *k, *r;
+
+  g_assert_cmpstr (c->c.v_dtype, ==, "fp8-e4m3");
+  g_setenv ("NAPKIN_ATTN_VT_PASS", "1", TRUE);
+  h = napkin_test_plan (d, "h100");
+  g_unsetenv ("NAPKIN_ATTN_VT_PASS");
+  k = napkin_plan_kernel_for (h, 0, -1);
+  g_assert_cmpuint (h->kernels->len, ==, 2);
+  r = g_ptr_array_index (h->kernels, 0);
+  g_assert_cmpint (r->kind, ==, NAPKIN_PLAN_REPACK);
+  g_assert_true (r->u.repack.transpose);
+  g_assert_false (k->u.att.vt_in_kernel);
+  g_assert_cmpint (r->u.repack.dst.scratch, ==, k->u.att.v_t);
+  g_assert_cmpint (k->u.att.v_t_ld % 16, ==, 0);
+  g_assert_cmpuint (k->u.att.stages, ==, 2);
+  g_assert_cmpint (k->smem_bytes, ==, 1024 + 128 * 128 + 2 * (128 * 128 + 128 * 128) + 8 * (1 + 3 * 2));
+}
 
 static void
 test_cases (void)
@@ -146,7 +172,7 @@ test_cases (void)
       g_assert_cmpint (att->d_smem % (128 / napkin_dtype_bytes (att->dtype)), ==, 0);
       g_assert_cmpint (att->d_smem, >=, att->D);
       g_assert_cmpuint (count_kind (h, NAPKIN_PLAN_ATTENTION_COMBINE), ==, c->split > 1 ? 1 : 0);
-      g_assert_cmpuint (count_kind (h, NAPKIN_PLAN_REPACK), ==, fp8_v ? 1 : 0);
+      g_assert_cmpuint (count_kind (h, NAPKIN_PLAN_REPACK), ==, 0);
       if (c->split > 1)
         {
           const NapkinPlanKernel *m = g_ptr_array_index (h->kernels, h->kernels->len - 1);
@@ -157,14 +183,18 @@ test_cases (void)
           g_assert_cmpint (att->chunks_per_split * att->split_kv, >=, (att->NKV + att->BKV - 1) / att->BKV);
           g_assert_nonnull (strstr (k->note, "split"));
         }
+      g_assert_cmpint (att->vt_in_kernel, ==, fp8_v);
       if (fp8_v)
         {
-          const NapkinPlanKernel *r = g_ptr_array_index (h->kernels, 0);
+          /* one kernel: V's chunks as stored beside their Vᵀ in shared memory, 3 stages
+           * (the floor for fp8 chunks of up to 128 keys) */
+          g_assert_cmpuint (h->kernels->len, ==, 1);
+          g_assert_cmpint (att->v_t, ==, -1);
+          g_assert_cmpuint (att->stages, ==, 3);
+          gint64 dp = (att->D + 127) / 128 * 128;
 
-          g_assert_cmpint (r->kind, ==, NAPKIN_PLAN_REPACK);
-          g_assert_true (r->u.repack.transpose);
-          g_assert_cmpint (r->u.repack.dst.scratch, ==, att->v_t);
-          g_assert_cmpint (att->v_t_ld % 16, ==, 0);
+          g_assert_cmpint (k->smem_bytes, ==, 1024 + 128 * dp + 3 * (2 * att->BKV * dp + att->D * att->BKV)
+                                              + 8 * (1 + 4 * 3));
           g_assert_nonnull (strstr (k->note, "e4m3 for Q·Kᵀ and P·V"));
         }
       g_assert_cmpint (att->tiles_total, ==, ((att->NQ + att->BQ - 1) / att->BQ) * ((att->NKV + att->BKV - 1) / att->BKV));
@@ -196,6 +226,23 @@ test_cases (void)
               continue;
             }
           g_assert_cmpint (k->path, ==, NAPKIN_PATH_MMA);
+          if (k->u.att.bkv_parts > 1)
+            {
+              /* … or, from chunks of 128 keys, halves in two buffers (the kernel's chunk) */
+              g_autofree char *want = g_strdup_printf ("the region's chunks of %lld keys run as 2 of %lld",
+                                                       (long long) c->c.BKV, (long long) c->c.BKV / 2);
+
+              g_assert_cmpint (c->c.BKV, >=, 128);
+              g_assert_cmpuint (k->u.att.bkv_parts, ==, 2);
+              g_assert_cmpint (k->u.att.BKV, ==, c->c.BKV / 2);
+              g_assert_cmpuint (k->u.att.stages, ==, 2);
+              g_assert_cmpint (k->smem_bytes, ==, ((c->rows + 15) / 16 * 16 + 2 * c->c.BKV)
+                                                   * ((c->c.D + 15) / 16 * 16 + 8) * 2);
+              g_assert_nonnull (strstr (k->note, "double-buffered"));
+              g_assert_nonnull (strstr (k->note, want));
+              assert_model_agrees (d, k, "a100");
+              continue;
+            }
           g_assert_cmpuint (k->u.att.stages, ==, 1);
           g_assert_false (k->u.att.legacy);
           g_assert_cmpint (k->smem_bytes, ==, ((c->rows + 15) / 16 * 16 + 2 * c->c.BKV)
@@ -581,6 +628,7 @@ main (int    argc,
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/plan/attention/cases", test_cases);
+  g_test_add_func ("/plan/attention/vt-pass", test_vt_pass);
   g_test_add_func ("/plan/attention/masks", test_masks);
   g_test_add_func ("/plan/attention/mask-examples", test_mask_examples);
   g_test_add_func ("/plan/attention/mask-refusals", test_mask_refusals);

@@ -536,7 +536,7 @@ test_export_tikz (void)
   g_assert_nonnull (strstr (tikz, "\\end{tikzpicture}"));
   g_assert_nonnull (strstr (tikz, "\\definecolor{napkinsmem}{HTML}{ED7D1A}"));
   g_assert_nonnull (strstr (tikz, "q g=128"));
-  g_assert_nonnull (strstr (tikz, "k s=64"));
+  g_assert_nonnull (strstr (tikz, "k s=128"));
   /* Every operation is drawn: one glyph and one label each. */
   {
     guint labels = 0;

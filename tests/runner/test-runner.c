@@ -408,7 +408,7 @@ test_cli_codegen (void)
   char *out = NULL, *err = NULL;
 
   g_assert_cmpint (cli ((const char *[]) { "codegen", flash, "--target", "pseudo", NULL }, &out, &err), ==, 0);
-  g_assert_nonnull (strstr (out, "for each chunk of 64 along k (64 chunks, in sequence):"));
+  g_assert_nonnull (strstr (out, "for each chunk of 128 along k (32 chunks, in sequence):"));
   g_clear_pointer (&out, g_free);
   g_clear_pointer (&err, g_free);
 
