@@ -112,6 +112,7 @@ def run_case(case, args, deadline):
     base = [args.cli, "run", case["file"], "--json", "--reference-repeats", "0", "--no-energy", "--model", args.model]
     if args.plain and case["plain"]:
         base.append("--plain")
+    base += case.get("run_flags", [])
     left = deadline - time.time()
     limit = int(max(1, min(args.timeout, left)))
     backstop = limit + args.margin

@@ -531,26 +531,28 @@ napkin_plan_flash_wgmma_registers (gint64  consumers,
   *consumer = consumer_registers (*producer, consumers);
 }
 
-/* fp8 V: transposed by the kernel's producer (docs/plan.md, "Attention kernels"), unless
- * NAPKIN_ATTN_VT_PASS is set, which restores the separate Vᵀ pass and the region's stages
- * as they were before (for the GPU A/B scripts only). */
+/* fp8 V: transposed by a separate pass into scratch before the kernel (docs/plan.md,
+ * "Attention kernels"). NAPKIN_ATTN_VT_IN_KERNEL asks for the kernel's producer to
+ * transpose it instead: measured slower (H200, fp8 4·16·4096·128: 0.803 ms against 0.708
+ * for the pass; docs/perf-notes.md), kept for the GPU A/B scripts. */
 static gboolean
-vt_pass_forced (void)
+vt_in_kernel_asked (void)
 {
-  const char *env = g_getenv ("NAPKIN_ATTN_VT_PASS");
+  const char *env = g_getenv ("NAPKIN_ATTN_VT_IN_KERNEL");
 
   return env != NULL && *env != '\0' && !g_str_equal (env, "0");
 }
 
-/* fp8 chunks of up to 128 keys take at least 3 stages where they fit: on the H100 fp8
- * N4096 d128 ran 0.710 ms in 3 stages against 0.724 in 2 (docs/perf-notes.md). */
+/* fp8 chunks of up to 128 keys take at least 3 stages where they fit: fp8 N4096 d128 ran
+ * 0.710 ms in 3 stages against 0.724 in 2 on the H100, 0.708 against 0.729 on the H200
+ * (docs/perf-notes.md). */
 static void
 fp8_stage_floor (NapkinPlanner       *p,
                  NapkinPlanAttention *a)
 {
   guint had = a->stages;
 
-  if (!a->vt_in_kernel || a->dtype != NAPKIN_DTYPE_FP8_E4M3 || a->BKV > 128 || a->stages >= 3)
+  if (a->dtype != NAPKIN_DTYPE_FP8_E4M3 || a->BKV > 128 || a->stages >= 3)
     return;
   a->stages = 3;
   if (wgmma_smem (a) > (gint64) p->arch->smem_max_per_block)
@@ -566,7 +568,7 @@ wgmma_refusal (NapkinPlanner       *p,
   gint64 need, smem, rows_pad;
   guint asked;
 
-  a->vt_in_kernel = fp8_v && !vt_pass_forced ();
+  a->vt_in_kernel = fp8_v && vt_in_kernel_asked ();
 
   if (a->D % 8 || a->D < 8 || a->D > 256 || (fp8 && a->D % 16))
     return g_strdup_printf (_("head size %lld: the Hopper attention kernel takes 8 to 256 in steps "

@@ -106,20 +106,19 @@ static const Case cases[] = {
     "wgmma" },
 };
 
-/* NAPKIN_ATTN_VT_PASS (the GPU A/B scripts) restores the separate Vᵀ pass: a repack
- * kernel before the attention, Vᵀ in scratch, the region's 2 stages. */
+/* fp8 V: the plan adds the separate Vᵀ pass (a repack kernel before the attention, Vᵀ
+ * in scratch) and runs 3 stages; NAPKIN_ATTN_VT_IN_KERNEL (the GPU A/B scripts) asks for
+ * the kernel to transpose V itself instead, one kernel, V as stored beside its Vᵀ. */
 static void
 test_vt_pass (void)
 {
   const Case *c = &cases[G_N_ELEMENTS (cases) - 3];
   g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c->c);
-  g_autoptr(NapkinPlan) h = NULL;
+  g_autoptr(NapkinPlan) h = NULL, in = NULL;
   const NapkinPlanKernel *k, *r;
 
   g_assert_cmpstr (c->c.v_dtype, ==, "fp8-e4m3");
-  g_setenv ("NAPKIN_ATTN_VT_PASS", "1", TRUE);
   h = napkin_test_plan (d, "h100");
-  g_unsetenv ("NAPKIN_ATTN_VT_PASS");
   k = napkin_plan_kernel_for (h, 0, -1);
   g_assert_cmpuint (h->kernels->len, ==, 2);
   r = g_ptr_array_index (h->kernels, 0);
@@ -128,8 +127,14 @@ test_vt_pass (void)
   g_assert_false (k->u.att.vt_in_kernel);
   g_assert_cmpint (r->u.repack.dst.scratch, ==, k->u.att.v_t);
   g_assert_cmpint (k->u.att.v_t_ld % 16, ==, 0);
-  g_assert_cmpuint (k->u.att.stages, ==, 2);
-  g_assert_cmpint (k->smem_bytes, ==, 1024 + 128 * 128 + 2 * (128 * 128 + 128 * 128) + 8 * (1 + 3 * 2));
+  g_assert_cmpuint (k->u.att.stages, ==, 3);
+  g_assert_cmpint (k->smem_bytes, ==, 1024 + 128 * 128 + 3 * (128 * 128 + 128 * 128) + 8 * (1 + 3 * 3));
+
+  g_setenv ("NAPKIN_ATTN_VT_IN_KERNEL", "1", TRUE);
+  in = napkin_test_plan (d, "h100");
+  g_unsetenv ("NAPKIN_ATTN_VT_IN_KERNEL");
+  g_assert_cmpuint (in->kernels->len, ==, 1);
+  g_assert_true (napkin_plan_kernel_for (in, 0, -1)->u.att.vt_in_kernel);
 }
 
 static void
@@ -172,7 +177,7 @@ test_cases (void)
       g_assert_cmpint (att->d_smem % (128 / napkin_dtype_bytes (att->dtype)), ==, 0);
       g_assert_cmpint (att->d_smem, >=, att->D);
       g_assert_cmpuint (count_kind (h, NAPKIN_PLAN_ATTENTION_COMBINE), ==, c->split > 1 ? 1 : 0);
-      g_assert_cmpuint (count_kind (h, NAPKIN_PLAN_REPACK), ==, 0);
+      g_assert_cmpuint (count_kind (h, NAPKIN_PLAN_REPACK), ==, fp8_v ? 1 : 0);
       if (c->split > 1)
         {
           const NapkinPlanKernel *m = g_ptr_array_index (h->kernels, h->kernels->len - 1);
@@ -183,18 +188,19 @@ test_cases (void)
           g_assert_cmpint (att->chunks_per_split * att->split_kv, >=, (att->NKV + att->BKV - 1) / att->BKV);
           g_assert_nonnull (strstr (k->note, "split"));
         }
-      g_assert_cmpint (att->vt_in_kernel, ==, fp8_v);
+      g_assert_false (att->vt_in_kernel);
       if (fp8_v)
         {
-          /* one kernel: V's chunks as stored beside their Vᵀ in shared memory, 3 stages
-           * (the floor for fp8 chunks of up to 128 keys) */
-          g_assert_cmpuint (h->kernels->len, ==, 1);
-          g_assert_cmpint (att->v_t, ==, -1);
-          g_assert_cmpuint (att->stages, ==, 3);
-          gint64 dp = (att->D + 127) / 128 * 128;
+          /* the Vᵀ pass first, then the attention in 3 stages (the floor for fp8 chunks
+           * of up to 128 keys) */
+          const NapkinPlanKernel *r = g_ptr_array_index (h->kernels, 0);
 
-          g_assert_cmpint (k->smem_bytes, ==, 1024 + 128 * dp + 3 * (2 * att->BKV * dp + att->D * att->BKV)
-                                              + 8 * (1 + 4 * 3));
+          g_assert_cmpint (r->kind, ==, NAPKIN_PLAN_REPACK);
+          g_assert_true (r->u.repack.transpose);
+          g_assert_cmpint (r->u.repack.dst.scratch, ==, att->v_t);
+          g_assert_cmpint (att->v_t_ld % 16, ==, 0);
+          if (att->BKV <= 128)
+            g_assert_cmpuint (att->stages, ==, 3);
           g_assert_nonnull (strstr (k->note, "e4m3 for Q·Kᵀ and P·V"));
         }
       g_assert_cmpint (att->tiles_total, ==, ((att->NQ + att->BQ - 1) / att->BQ) * ((att->NKV + att->BKV - 1) / att->BKV));
