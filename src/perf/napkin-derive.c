@@ -945,6 +945,58 @@ explain (Derive             *dv,
   return g_string_free (s, FALSE);
 }
 
+/* The kernel one chosen candidate makes: its name, its region (appended to `regions`)
+ * or the operation it runs as drawn, and the tensors it writes for later kernels. */
+static NapkinDeriveKernel *
+derived_kernel (Derive      *dv,
+                const Cand  *c,
+                guint       *counts,
+                json_object *regions)
+{
+  NapkinDiagram *diagram = dv->d;
+  NapkinDeriveKernel *k = g_new0 (NapkinDeriveKernel, 1);
+  GStrvBuilder *b = g_strv_builder_new ();
+
+  k->nodes = ids_of (diagram, c);
+  k->predicted_s = c->cost;
+  for (guint j = 0; j < c->n; j++)
+    k->unfused_s += dv->single[c->nodes[j]];
+  if (c->region != NULL)
+    {
+      static const char *kinds[] = { "gemm", "attention", "rows", "elementwise", "other" };
+      guint which = 0;
+      json_object *region = NULL;
+
+      while (which < G_N_ELEMENTS (kinds) - 1 && g_strcmp0 (kinds[which], c->kind) != 0)
+        which++;
+      k->name = g_strdup_printf ("%s%u", kinds[which], ++counts[which]);
+      json_object_deep_copy (c->region, &region, NULL);
+      json_object_object_add (region, "name", json_object_new_string (k->name));
+      describe_region (region, &k->tiles, &k->specs);
+      json_object_array_add (regions, region);
+      k->kind = c->kind;
+    }
+  else
+    {
+      k->name = g_strdup (napkin_diagram_node (diagram, c->head)->id);
+      k->kind = c->n > 1 ? c->kind : napkin_op_kind_to_string (napkin_diagram_node (diagram, c->head)->kind);
+    }
+  for (guint j = 0; j < c->n; j++)
+    {
+      guint n_consumers;
+      const guint *consumers = napkin_diagram_consumers (diagram, c->nodes[j], &n_consumers);
+      gboolean later = FALSE;
+
+      for (guint q = 0; q < n_consumers; q++)
+        later |= dv->compute[consumers[q]] && !in_set (c->nodes, c->n, consumers[q]);
+      if (later)
+        g_strv_builder_add (b, napkin_diagram_node (diagram, c->nodes[j])->id);
+    }
+  k->writes = g_strv_builder_end (b);
+  g_strv_builder_unref (b);
+  return k;
+}
+
 NapkinDerivation *
 napkin_derive (NapkinDiagram            *diagram,
                NapkinArch               *arch,
@@ -1058,51 +1110,9 @@ napkin_derive (NapkinDiagram            *diagram,
       if (m == NULL || m->choice == NULL)
         break;
       c = m->choice;
-      k = g_new0 (NapkinDeriveKernel, 1);
-      k->nodes = ids_of (diagram, c);
-      k->predicted_s = c->cost;
       for (guint j = 0; j < c->n; j++)
-        {
-          k->unfused_s += single[c->nodes[j]];
-          SET_ADD (covered, c->nodes[j]);
-        }
-      if (c->region != NULL)
-        {
-          static const char *kinds[] = { "gemm", "attention", "rows", "elementwise", "other" };
-          guint which = 0;
-          json_object *region = NULL;
-
-          while (which < G_N_ELEMENTS (kinds) - 1 && g_strcmp0 (kinds[which], c->kind) != 0)
-            which++;
-          k->name = g_strdup_printf ("%s%u", kinds[which], ++counts[which]);
-          json_object_deep_copy (c->region, &region, NULL);
-          json_object_object_add (region, "name", json_object_new_string (k->name));
-          describe_region (region, &k->tiles, &k->specs);
-          json_object_array_add (regions, region);
-          k->kind = c->kind;
-        }
-      else
-        {
-          k->name = g_strdup (napkin_diagram_node (diagram, c->head)->id);
-          k->kind = c->n > 1 ? c->kind : napkin_op_kind_to_string (napkin_diagram_node (diagram, c->head)->kind);
-        }
-      {
-        GStrvBuilder *b = g_strv_builder_new ();
-
-        for (guint j = 0; j < c->n; j++)
-          {
-            guint n_consumers;
-            const guint *consumers = napkin_diagram_consumers (diagram, c->nodes[j], &n_consumers);
-            gboolean later = FALSE;
-
-            for (guint q = 0; q < n_consumers; q++)
-              later |= compute[consumers[q]] && !in_set (c->nodes, c->n, consumers[q]);
-            if (later)
-              g_strv_builder_add (b, napkin_diagram_node (diagram, c->nodes[j])->id);
-          }
-        k->writes = g_strv_builder_end (b);
-        g_strv_builder_unref (b);
-      }
+        SET_ADD (covered, c->nodes[j]);
+      k = derived_kernel (&dv, c, counts, regions);
       k->why = explain (&dv, c, k);
       g_ptr_array_add (r->kernels, k);
     }
