@@ -230,8 +230,8 @@ get_link_tier (NapkinArch     *arch,
   tier->latency_s *= 1e-6;
   if ((json_object_object_get_ex (obj, "cta_bus_bandwidth_bytes_per_s", NULL)
        && !get_figure (arch, obj, path, "cta_bus_bandwidth_bytes_per_s", 1e6, 1e15, &tier->cta_bus_bandwidth, error))
-      || (json_object_object_get_ex (obj, "overlap_contention", NULL)
-          && !get_figure (arch, obj, path, "overlap_contention", 1, 10, &tier->overlap_contention, error))
+      || (json_object_object_get_ex (obj, "overlap_drain_share", NULL)
+          && !get_figure (arch, obj, path, "overlap_drain_share", 0, 1, &tier->overlap_drain_share, error))
       || (json_object_object_get_ex (obj, "overlap_compute_loss", NULL)
           && !get_figure (arch, obj, path, "overlap_compute_loss", 0, 1, &tier->overlap_compute_loss, error)))
     return FALSE;
@@ -1031,8 +1031,8 @@ put_link_tier (json_object          *obj,
   put_figure (obj, arch, lat, "latency_us", tier->latency_s * 1e6);
   {
     /* the optional overlap figures, when the profile has them */
-    const char *keys[] = { "cta_bus_bandwidth_bytes_per_s", "overlap_contention", "overlap_compute_loss" };
-    double values[] = { tier->cta_bus_bandwidth, tier->overlap_contention, tier->overlap_compute_loss };
+    const char *keys[] = { "cta_bus_bandwidth_bytes_per_s", "overlap_drain_share", "overlap_compute_loss" };
+    double values[] = { tier->cta_bus_bandwidth, tier->overlap_drain_share, tier->overlap_compute_loss };
 
     for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
       if (values[i] > 0)

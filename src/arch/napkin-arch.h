@@ -88,11 +88,11 @@ typedef struct
   double  bus_bandwidth[NAPKIN_N_COLLECTIVES];   /* bytes/s, nccl-tests' bus bandwidth */
   /* Optional (node tier), for a collective beside compute (docs/model.md, "Overlap"):
    * one NCCL CTA's bus bandwidth when the communicator is held to a few CTAs, the
-   * factor on its time while a GEMM runs on the other SMs, and the share of that time
-   * the GEMMs lose beside it (past the SMs their smaller grid leaves idle); 0: not
-   * measured. */
+   * share of the running chunk's compute a collective launched beside it waits for SMs
+   * to drain, and the share of the time it then runs beside them that the GEMMs lose;
+   * 0: not measured. */
   double  cta_bus_bandwidth;
-  double  overlap_contention;
+  double  overlap_drain_share;
   double  overlap_compute_loss;
   gboolean present;
 } NapkinLinkTier;

@@ -69,7 +69,8 @@ chunk_compute_s (NapkinShardAnalysis        *sa,
 
 /* The share of the SMs the kernels [first, end) of `a` keep while NCCL runs beside
  * them: 0 when one fills every SM (its blocks leave no SM free and no room on a busy
- * SM for one of NCCL's CTAs: the two serialize), 1 when NCCL's CTAs fit on SMs the
+ * SM for one of NCCL's CTAs: NCCL waits for SMs to drain, priced by the profile's
+ * drain share), 1 when NCCL's CTAs fit on SMs the
  * kernels leave idle, else 1 − the SMs NCCL's CTAs take. *note says why when < 1. */
 static double
 compute_share (const NapkinAnalysis *a,
@@ -103,8 +104,8 @@ compute_share (const NapkinAnalysis *a,
       if (!room && busy >= arch->sms)
         {
           g_free (*note);
-          *note = g_strdup_printf ("%s fills every SM: NCCL cannot run beside it (%" G_GINT64_FORMAT " block%s "
-                                   "of %.0f KB shared memory an SM); the chunks run one after another",
+          *note = g_strdup_printf ("%s fills every SM (%" G_GINT64_FORMAT " block%s of %.0f KB shared memory "
+                                   "an SM): NCCL's CTAs wait for its SMs to drain",
                                    pk->name, per_sm, per_sm == 1 ? "" : "s", pk->smem_bytes / 1024.0);
           return 0;
         }
@@ -124,27 +125,25 @@ compute_share (const NapkinAnalysis *a,
   return share;
 }
 
-/* One pipelined step: the chunk's GEMMs (c_all on every SM, cf on the SMs they get)
- * beside the previous chunk's all-reduce (beside: its time next to them). The GEMMs
- * lose the profile's share of the time NCCL runs beside them; the SMs their smaller
- * grid leaves idle (cf − c_all) absorb it first. */
+/* One pipelined step (docs/model.md, "SMs left to NCCL"): the chunk's GEMMs (cf on the
+ * SMs they get) beside the previous chunk's all-reduce (beside: its time next to them,
+ * the wait for SMs included); the GEMMs lose the profile's share of the time the two
+ * run together. */
 static double
 overlap_step (const NapkinLinkTier *tier,
-              double                c_all,
               double                cf,
               double                beside)
 {
-  return MAX (MAX (cf, beside), c_all + tier->overlap_compute_loss * MIN (cf, beside));
+  return MAX (beside, cf + tier->overlap_compute_loss * MIN (cf, beside));
 }
 
 /* One overlapped collective and the kernels [start, end) before it, in k chunks
- * (docs/model.md, "Overlap"): chunked one after another  k·(c + m), and pipelined
- * c' + (k − 1)·max (c', m_b) + m_a. With comm_sms = 0 the chunks take every SM: c' =
- * c / the SM share NCCL leaves them, and when they fill every SM nothing runs beside
- * them (pipelined = chunked). With comm_sms = s the chunk's persistent grids hold to
- * SMs − s (c' priced on them) and the communicator to s CTAs: m_a its time alone, m_b
- * beside the GEMMs (× the profile's contention), and each pipelined step max (c', m_b,
- * c + loss · min (c', m_b)) (the GEMMs slowed by NCCL beside them). */
+ * (docs/model.md, "SMs left to NCCL"): chunked one after another k·(c + m), and
+ * pipelined c′ + (k − 1)·max (m_b, c′ + loss·min (c′, m_b)) + m_a. c: the chunk's
+ * kernels on every SM; c′: on the SMs they get (comm_sms = 0: c over the share NCCL's
+ * CTAs leave a smaller grid; s > 0: priced on SMs − s); m_a: the chunk collective alone
+ * (s > 0: through s CTAs); m_b = m_a + drain·c, the all-reduce launched beside a running
+ * persistent GEMM waiting for part of it before its CTAs get SMs. */
 static void
 overlap_one (NapkinShardAnalysis        *sa,
              NapkinArch                 *arch,
@@ -155,41 +154,38 @@ overlap_one (NapkinShardAnalysis        *sa,
              double                     *chunked,
              double                     *piped)
 {
-  g_autoptr(NapkinAnalysis) ca = NULL;
+  g_autoptr(NapkinAnalysis) ca = NULL, fewer = NULL;
   guint k = c->chunks, s = sa->comm_sms;
   double m = c->chunk_seconds, chunk_c = chunk_compute_s (sa, arch, options, 0, start, end, &ca);
-
   const NapkinLinkTier *tier = &arch->interconnect.node;
-  double contention = tier->overlap_contention > 0 ? tier->overlap_contention : 1;
+  double cf, alone, beside, step, bus = 0;
 
   *chunked = k * (chunk_c + m);
   if (s == 0)
     {
       double share = compute_share (ca ? ca : sa->analysis, arch, start, end, &sa->note);
-      double cs = share > 0 ? chunk_c / share : chunk_c;
 
-      sa->chunk_compute_s = cs;
-      sa->chunk_comm_alone_s = m;
-      sa->chunk_comm_s = share > 0 ? m * contention : m;
-      *piped = share <= 0 ? *chunked : cs + (k - 1) * overlap_step (tier, chunk_c, cs, m * contention) + m;
-      return;
+      cf = share > 0 ? chunk_c / share : chunk_c;
+      alone = m;
     }
-  {
-    g_autoptr(NapkinAnalysis) fewer = NULL;
-    double bus = 0, cf = chunk_compute_s (sa, arch, options, arch->sms - s, start, end, &fewer);
-    double alone = napkin_arch_collective_seconds_ctas (arch, c->kind, sa->shard->gpus, (double) c->bytes / k, s, &bus);
-    double beside = alone * contention;
-    double step = overlap_step (tier, chunk_c, cf, beside);
-
-    sa->chunk_compute_s = cf;
-    sa->chunk_comm_s = beside;
-    sa->chunk_comm_alone_s = alone;
-    *piped = cf + (k - 1) * step + alone;
-    g_free (sa->note);
-    sa->note = g_strdup_printf ("the chunks' GEMMs on %u of %u SMs (%.1f µs a chunk), NCCL on %u CTAs "
-                                "(%.0f GB/s bus, %.1f µs a chunk beside them); a pipelined step %.1f µs",
-                                arch->sms - s, arch->sms, cf * 1e6, s, bus / 1e9, beside * 1e6, step * 1e6);
-  }
+  else
+    {
+      cf = chunk_compute_s (sa, arch, options, arch->sms - s, start, end, &fewer);
+      alone = napkin_arch_collective_seconds_ctas (arch, c->kind, sa->shard->gpus, (double) c->bytes / k, s, &bus);
+    }
+  beside = alone + tier->overlap_drain_share * chunk_c;
+  step = overlap_step (tier, cf, beside);
+  sa->chunk_compute_s = cf;
+  sa->chunk_comm_s = beside;
+  sa->chunk_comm_alone_s = alone;
+  *piped = cf + (k - 1) * step + alone;
+  if (s > 0)
+    {
+      g_free (sa->note);
+      sa->note = g_strdup_printf ("the chunks' GEMMs on %u of %u SMs (%.1f µs a chunk), NCCL on %u CTAs "
+                                  "(%.0f GB/s bus, %.1f µs a chunk beside them); a pipelined step %.1f µs",
+                                  arch->sms - s, arch->sms, cf * 1e6, s, bus / 1e9, beside * 1e6, step * 1e6);
+    }
 }
 
 void
@@ -224,7 +220,7 @@ napkin_shard_analysis_overlap (NapkinShardAnalysis        *sa,
         }
       start = MAX (start, end);
     }
-  sa->gain_s = sa->total_s - sa->overlapped_s;
+  sa->gain_s = sa->chunked_s - sa->overlapped_s;
 }
 
 NapkinShardAnalysis *

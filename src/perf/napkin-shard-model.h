@@ -18,7 +18,8 @@ typedef struct
   double           comm_s;         /* the collectives, one after another */
   double           total_s;        /* compute + collectives, no overlap */
   double           overlapped_s;   /* with the region's overlap; = total_s without */
-  double           gain_s;         /* total_s − overlapped_s; negative: chunking costs more than it hides */
+  double           gain_s;         /* chunked_s − overlapped_s: what overlapping saves on the same chunked
+                                    * schedule (docs/model.md, "SMs left to NCCL"); negative: it costs */
   double           chunked_s;      /* the chunks one after another: every chunk's kernels, then its collective */
   guint            comm_sms;       /* SMs the overlapped chunks leave to NCCL (the region's, or as repriced) */
   double           chunk_compute_s;   /* one chunk's compute as overlapped (on SMs − comm_sms) */
