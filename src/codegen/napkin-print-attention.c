@@ -168,21 +168,14 @@ wgmma_wrappers (const char *name,
 {
   GString *s = g_string_new (NULL);
   gboolean qk8 = qk_dtype == NAPKIN_DTYPE_FP8_E4M3, v8 = v_dtype == NAPKIN_DTYPE_FP8_E4M3;
-  const gint64 ns = BKV / 2, no = D / 2;
+  const gint64 ns = BKV / 2;
   g_autoptr(GString) regs_s = g_string_new (NULL);
-  g_autoptr(GString) regs_o = g_string_new (NULL);
   g_autoptr(GString) outs_s = g_string_new (NULL);
-  g_autoptr(GString) outs_o = g_string_new (NULL);
 
   for (gint64 i = 0; i < ns; i++)
     {
       g_string_append_printf (regs_s, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
       g_string_append_printf (outs_s, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
-    }
-  for (gint64 i = 0; i < no; i++)
-    {
-      g_string_append_printf (regs_o, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
-      g_string_append_printf (outs_o, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
     }
   g_string_append_printf (s,
                           "__device__ __forceinline__ void\n"
@@ -197,32 +190,7 @@ wgmma_wrappers (const char *name,
                           "}\n\n",
                           name, ns, ns + 2, BKV, qk8 ? 32 : 16, mma_type (qk_dtype), mma_type (qk_dtype),
                           regs_s->str, ns, ns + 1, qk8 ? "" : ", 0, 0", outs_s->str);
-  g_string_append_printf (s,
-                          "__device__ __forceinline__ void\n"
-                          "%s_pv (float (&d)[%" G_GINT64_FORMAT "], unsigned a0, unsigned a1, unsigned a2, unsigned a3, "
-                          "unsigned long long db)\n"
-                          "{\n"
-                          "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
-                          "                \"wgmma.mma_async.sync.aligned.m64n%" G_GINT64_FORMAT "k%d.f32.%s.%s {%s}, "
-                          "{%%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT
-                          "}, %%%" G_GINT64_FORMAT ", p, 1, 1%s; }\"\n"
-                          "                : %s\n"
-                          "                : \"r\" (a0), \"r\" (a1), \"r\" (a2), \"r\" (a3), \"l\" (db), \"r\" (1) : \"memory\");\n"
-                          "}\n\n",
-                          name, no, no + 5, D, v8 ? 32 : 16, mma_type (v_dtype), mma_type (v_dtype), regs_o->str,
-                          no, no + 1, no + 2, no + 3, no + 4, v8 ? "" : ", 1", outs_o->str);
-  g_string_append_printf (s,
-                          "__device__ __forceinline__ void\n"
-                          "%s_fence_s (float (&d)[%" G_GINT64_FORMAT "])\n"
-                          "{\n"
-                          "  asm volatile (\"\" : %s :: \"memory\");\n"
-                          "}\n\n"
-                          "__device__ __forceinline__ void\n"
-                          "%s_fence_o (float (&d)[%" G_GINT64_FORMAT "])\n"
-                          "{\n"
-                          "  asm volatile (\"\" : %s :: \"memory\");\n"
-                          "}\n",
-                          name, ns, outs_s->str, name, no, outs_o->str);
+  _napkin_attn_pv_functions (s, name, BKV, D, mma_type (v_dtype), v8);
   return g_string_free (s, FALSE);
 }
 
