@@ -23,6 +23,10 @@ typedef struct
 char       *_napkin_skeleton_instantiate (const char           *template,
                                           NapkinSkeletonParam  *params,
                                           guint                 n_params);
+/* A growing parameter list (of NapkinSkeletonParam) starting with the N of T, for a
+ * template whose parameters come in groups. */
+GArray     *_napkin_skeleton_params      (const NapkinSkeletonParam *t,
+                                          guint                      n);
 
 /* An attention region the skeletons recognised: O = softmax(α·Q·Kᵀ)·V over `batch`
  * (batch, head) pairs, Q[NQ,D], K and V [NKV,D], O[NQ,D], row-major; groups of BQ

@@ -143,17 +143,6 @@ emit (const NapkinPrintCtx *ctx,
   g_free (comment);
 }
 
-/* A parameter list for emit, starting with T. */
-static GArray *
-params_new (const NapkinSkeletonParam *t,
-            guint                      n)
-{
-  GArray *p = g_array_new (FALSE, FALSE, sizeof (NapkinSkeletonParam));
-
-  g_array_append_vals (p, t, n);
-  return p;
-}
-
 /* The wgmma calls for these sizes (one asm operand per accumulator register) and the
  * empty asm statements that pin the accumulators around a wait:
  * NAME_qk (s, desc_q, desc_k, accumulate): S += Q·Kᵀ, both K-major from shared memory;
@@ -430,7 +419,7 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "CONSUMER_REGS", int_text (a->consumer_regs) },
     };
     g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
-    GArray *p = params_new (head, G_N_ELEMENTS (head));
+    GArray *p = _napkin_skeleton_params (head, G_N_ELEMENTS (head));
 
     add_size_params (p, a);
     g_array_append_vals (p, mid, G_N_ELEMENTS (mid));
@@ -503,7 +492,7 @@ print_sm80 (const NapkinPrintCtx   *ctx,
       { "PREF", r->has_part ? _napkin_cuda_ref_expr (&r->part, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
     };
     g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
-    GArray *p = params_new (head, G_N_ELEMENTS (head));
+    GArray *p = _napkin_skeleton_params (head, G_N_ELEMENTS (head));
 
     add_size_params (p, a);
     add_mask_params (p, a);
@@ -543,7 +532,7 @@ print_combine (const NapkinPrintCtx   *ctx,
       { "PREF", _napkin_cuda_ref_expr (&r->part, NAPKIN_DTYPE_FP32) },
     };
 
-    emit (ctx, napkin_kernel_attn_combine, params_new (params, G_N_ELEMENTS (params)),
+    emit (ctx, napkin_kernel_attn_combine, _napkin_skeleton_params (params, G_N_ELEMENTS (params)),
           g_strdup ("\n/* The split-KV combine of the attention above (kernels/attn-combine.cu) */\n"));
   }
   g_ptr_array_add (ctx->module->kernels, cuda_kernel (kernel, name, "attn-combine", 0));

@@ -380,17 +380,6 @@ print_skeleton (const NapkinPrintCtx   *ctx,
   g_string_append (ctx->out, text);
 }
 
-/* A parameter list for print_skeleton, starting with T. */
-static GArray *
-params_of (const Param *t,
-           guint        n)
-{
-  GArray *p = g_array_new (FALSE, FALSE, sizeof (Param));
-
-  g_array_append_vals (p, t, n);
-  return p;
-}
-
 /* The problem's sizes and operand layouts, as both GEMM templates (gemm-sm90.cu,
  * gemm-sm80.cu) take them. */
 static void
@@ -613,7 +602,7 @@ wgmma_print (const NapkinPrintCtx   *ctx,
     { "EPIFN", g_strdup (epifn) },
     { "WGMMA", wgmma_function (fname, g->BN, g->ab_dtype, !g->a_kmajor, !g->b_kmajor) },
   };
-  GArray *p = params_of (head, G_N_ELEMENTS (head));
+  GArray *p = _napkin_skeleton_params (head, G_N_ELEMENTS (head));
 
   add_problem_params (p, g);
   g_array_append_vals (p, tail, G_N_ELEMENTS (tail));
@@ -799,7 +788,7 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
       { "EPIFN", g_strdup (epifn) },
     };
 
-    GArray *p = params_of (head, G_N_ELEMENTS (head));
+    GArray *p = _napkin_skeleton_params (head, G_N_ELEMENTS (head));
 
     add_problem_params (p, g);
     g_array_append_vals (p, tail, G_N_ELEMENTS (tail));
@@ -902,7 +891,7 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
     };
 
     print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
-    print_skeleton (ctx, kernel, napkin_kernel_split_reduce, params_of (params, G_N_ELEMENTS (params)), what);
+    print_skeleton (ctx, kernel, napkin_kernel_split_reduce, _napkin_skeleton_params (params, G_N_ELEMENTS (params)), what);
   }
 
   ck = add_kernel (ctx, name, "split-reduce");
@@ -982,7 +971,7 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
       { "DREF", g_strdup_printf ("((%s *) ((char *) args.p[%d] + %" G_GINT64_FORMAT "))", rt, rd.slot, rd.offset) },
     };
 
-    print_skeleton (ctx, kernel, napkin_kernel_repack, params_of (params, G_N_ELEMENTS (params)),
+    print_skeleton (ctx, kernel, napkin_kernel_repack, _napkin_skeleton_params (params, G_N_ELEMENTS (params)),
                     r->transpose ? "repack, transposed (kernels/repack.cu)" : "repack (kernels/repack.cu)");
   }
 
