@@ -229,8 +229,7 @@ napkin_cli_info (int    argc,
   gboolean as_json = FALSE;
   g_autofree char *format = NULL;
   const GOptionEntry entries[] = {
-    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "FORMAT" },
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
+    NAPKIN_CLI_FORMAT_ENTRIES (format, as_json),
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;

@@ -64,8 +64,7 @@ napkin_cli_archs (int    argc,
   gboolean as_json = FALSE;
   g_autofree char *format = NULL;
   const GOptionEntry entries[] = {
-    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "FORMAT" },
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
+    NAPKIN_CLI_FORMAT_ENTRIES (format, as_json),
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -1246,8 +1245,7 @@ napkin_cli_tune (int    argc,
     { "apply", 0, 0, G_OPTION_ARG_NONE, &write, "The same as --write", NULL },
     { "derive", 0, 0, G_OPTION_ARG_NONE, &derive,
       "Partition a diagram without regions into kernels even when it is one pattern", NULL },
-    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "FORMAT" },
-    { "json", 0, 0, G_OPTION_ARG_NONE, &as_json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
+    NAPKIN_CLI_FORMAT_ENTRIES (format, as_json),
     { "measure", 0, 0, G_OPTION_ARG_INT, &measure,
       "Run the best K on the local GPU and report the rank correlation of predicted and measured time", "K" },
     { "repeats", 0, 0, G_OPTION_ARG_INT, &repeats, "Timed repeats of each measured run (default 20)", "N" },

@@ -105,8 +105,7 @@ napkin_cli_plan (int    argc,
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs) or sm_XY; default h100", "ID" },
     { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus,
       "The shard plan of the diagram's gpus region on N GPUs: one GPU's kernels and the collectives (docs/multi-gpu.md)", "N" },
-    { "format", 0, 0, G_OPTION_ARG_STRING, &format, "Output: text (default) or json", "FORMAT" },
-    { "json", 0, 0, G_OPTION_ARG_NONE, &json, NAPKIN_CLI_FORMAT_HELP_JSON, NULL },
+    NAPKIN_CLI_FORMAT_ENTRIES (format, json),
     { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Plan every kernel on the generic lowering", NULL },
     { NULL }
   };

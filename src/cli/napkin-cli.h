@@ -68,6 +68,11 @@ gboolean        napkin_cli_text_or_json      (const char          *command,
                                               gboolean            *as_json);
 /* One spelling of the help texts of the two options. */
 #define NAPKIN_CLI_FORMAT_HELP_JSON "Same as --format json"
+/* The option pair of a command whose output is text or json: --format FORMAT and its
+ * alias --json, for napkin_cli_text_or_json. */
+#define NAPKIN_CLI_FORMAT_ENTRIES(format, as_json) \
+  { "format", 0, 0, G_OPTION_ARG_STRING, &(format), "Output: text (default) or json", "FORMAT" }, \
+  { "json", 0, 0, G_OPTION_ARG_NONE, &(as_json), NAPKIN_CLI_FORMAT_HELP_JSON, NULL }
 
 /* The profile an --arch value names: an id of `napkin-cli archs` (h100, a100, …) or a
  * compute target (sm_90a, sm_80: the first profile of that compute capability). NULL

@@ -23,6 +23,10 @@ typedef struct
 char       *_napkin_skeleton_instantiate (const char           *template,
                                           NapkinSkeletonParam  *params,
                                           guint                 n_params);
+/* A growing parameter list (of NapkinSkeletonParam) starting with the N of T, for a
+ * template whose parameters come in groups. */
+GArray     *_napkin_skeleton_params      (const NapkinSkeletonParam *t,
+                                          guint                      n);
 
 /* An attention region the skeletons recognised: O = softmax(α·Q·Kᵀ)·V over `batch`
  * (batch, head) pairs, Q[NQ,D], K and V [NKV,D], O[NQ,D], row-major; groups of BQ
@@ -47,6 +51,16 @@ char       *_napkin_wgmma_ss_function (const char *fname,
                                        const char *mma,
                                        gboolean    b_transposed,
                                        gboolean    clobber_memory);
+/* Appends to S the attention's device functions NAME_pv (o, a0…a3, desc_v): O += P·V with
+ * P in registers and V from shared memory (16-bit: N-major through the transpose bit; v8:
+ * Vᵀ e4m3, K-major), and NAME_fence_s / NAME_fence_o, the empty asm statements that pin
+ * the BKV/2 and D/2 accumulators around a wait. */
+void        _napkin_attn_pv_functions (GString    *s,
+                                       const char *name,
+                                       gint64      BKV,
+                                       gint64      D,
+                                       const char *mma,
+                                       gboolean    v8);
 gboolean    _napkin_cuda_flash_wgmma  (const NapkinFlashShape *shape,
                                        NapkinCudaModule       *module,
                                        const char             *name,

@@ -85,18 +85,62 @@ lead_code (const NapkinPlanAttention *a,
   return g_string_free (s, FALSE);
 }
 
-/* Mask parameters of the kernel templates. */
+/* The problem's sizes and batching, as both tiled templates (attn-sm90.cu, attn-sm80.cu)
+ * take them. */
 static void
-mask_params (const NapkinPlanAttention *a,
-             gboolean                  *lo,
-             gboolean                  *hi,
-             gint64                    *left,
-             gint64                    *right)
+add_size_params (GArray                    *p,
+                 const NapkinPlanAttention *a)
 {
-  *lo = a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_left >= 0;
-  *hi = a->mask == NAPKIN_ATTN_MASK_CAUSAL || (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_right >= 0);
-  *left = *lo ? a->window_left : 0;
-  *right = a->mask == NAPKIN_ATTN_MASK_CAUSAL ? 0 : (*hi ? a->window_right : 0);
+  NapkinSkeletonParam t[] = {
+    { "NQ", int_text (a->NQ) },
+    { "NKV", int_text (a->NKV) },
+    { "GROUP", int_text (a->group) },
+    { "GROUP_TILE", int_text (a->group_tile) },
+    { "KV_BATCH", int_text (a->kv_batch) },
+  };
+
+  g_array_append_vals (p, t, G_N_ELEMENTS (t));
+}
+
+/* The split over keys, the mask and the Q layout, as both tiled templates take them. */
+static void
+add_mask_params (GArray                    *p,
+                 const NapkinPlanAttention *a)
+{
+  gboolean lo = a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_left >= 0;
+  gboolean hi = a->mask == NAPKIN_ATTN_MASK_CAUSAL || (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_right >= 0);
+  gint64 left = lo ? a->window_left : 0;
+  gint64 right = a->mask == NAPKIN_ATTN_MASK_CAUSAL ? 0 : (hi ? a->window_right : 0);
+  NapkinSkeletonParam t[] = {
+    { "SPLIT", int_text (a->split_kv) },
+    { "CPS", int_text (a->chunks_per_split) },
+    { "MASK_LO", g_strdup (lo ? "1" : "0") },
+    { "MASK_HI", g_strdup (hi ? "1" : "0") },
+    { "LEFT", int_text (left) },
+    { "RIGHT", int_text (right) },
+    { "OFFSET", int_text (a->mask_offset) },
+    { "REVERSE", g_strdup (a->mask != NAPKIN_ATTN_MASK_NONE ? "1" : "0") },
+    { "Q_GROUP", int_text (a->q_group) },
+    { "Q_ROW", int_text (a->q_row) },
+  };
+
+  g_array_append_vals (p, t, G_N_ELEMENTS (t));
+}
+
+/* Instantiates TEMPLATE with the parameters P (freed, values included) into the module's
+ * text after the line COMMENT (freed). */
+static void
+emit (const NapkinPrintCtx *ctx,
+      const char           *template,
+      GArray               *p,
+      char                 *comment)
+{
+  g_autofree char *text = _napkin_skeleton_instantiate (template, (NapkinSkeletonParam *) (void *) p->data, p->len);
+
+  g_string_append (ctx->out, comment);
+  g_string_append (ctx->out, text);
+  g_array_free (p, TRUE);
+  g_free (comment);
 }
 
 /* The wgmma calls for these sizes (one asm operand per accumulator register) and the
@@ -113,21 +157,14 @@ wgmma_wrappers (const char *name,
 {
   GString *s = g_string_new (NULL);
   gboolean qk8 = qk_dtype == NAPKIN_DTYPE_FP8_E4M3, v8 = v_dtype == NAPKIN_DTYPE_FP8_E4M3;
-  const gint64 ns = BKV / 2, no = D / 2;
+  const gint64 ns = BKV / 2;
   g_autoptr(GString) regs_s = g_string_new (NULL);
-  g_autoptr(GString) regs_o = g_string_new (NULL);
   g_autoptr(GString) outs_s = g_string_new (NULL);
-  g_autoptr(GString) outs_o = g_string_new (NULL);
 
   for (gint64 i = 0; i < ns; i++)
     {
       g_string_append_printf (regs_s, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
       g_string_append_printf (outs_s, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
-    }
-  for (gint64 i = 0; i < no; i++)
-    {
-      g_string_append_printf (regs_o, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
-      g_string_append_printf (outs_o, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
     }
   g_string_append_printf (s,
                           "__device__ __forceinline__ void\n"
@@ -142,32 +179,7 @@ wgmma_wrappers (const char *name,
                           "}\n\n",
                           name, ns, ns + 2, BKV, qk8 ? 32 : 16, mma_type (qk_dtype), mma_type (qk_dtype),
                           regs_s->str, ns, ns + 1, qk8 ? "" : ", 0, 0", outs_s->str);
-  g_string_append_printf (s,
-                          "__device__ __forceinline__ void\n"
-                          "%s_pv (float (&d)[%" G_GINT64_FORMAT "], unsigned a0, unsigned a1, unsigned a2, unsigned a3, "
-                          "unsigned long long db)\n"
-                          "{\n"
-                          "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
-                          "                \"wgmma.mma_async.sync.aligned.m64n%" G_GINT64_FORMAT "k%d.f32.%s.%s {%s}, "
-                          "{%%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT
-                          "}, %%%" G_GINT64_FORMAT ", p, 1, 1%s; }\"\n"
-                          "                : %s\n"
-                          "                : \"r\" (a0), \"r\" (a1), \"r\" (a2), \"r\" (a3), \"l\" (db), \"r\" (1) : \"memory\");\n"
-                          "}\n\n",
-                          name, no, no + 5, D, v8 ? 32 : 16, mma_type (v_dtype), mma_type (v_dtype), regs_o->str,
-                          no, no + 1, no + 2, no + 3, no + 4, v8 ? "" : ", 1", outs_o->str);
-  g_string_append_printf (s,
-                          "__device__ __forceinline__ void\n"
-                          "%s_fence_s (float (&d)[%" G_GINT64_FORMAT "])\n"
-                          "{\n"
-                          "  asm volatile (\"\" : %s :: \"memory\");\n"
-                          "}\n\n"
-                          "__device__ __forceinline__ void\n"
-                          "%s_fence_o (float (&d)[%" G_GINT64_FORMAT "])\n"
-                          "{\n"
-                          "  asm volatile (\"\" : %s :: \"memory\");\n"
-                          "}\n",
-                          name, ns, outs_s->str, name, no, outs_o->str);
+  _napkin_attn_pv_functions (s, name, BKV, D, mma_type (v_dtype), v8);
   return g_string_free (s, FALSE);
 }
 
@@ -350,9 +362,8 @@ print_sm90 (const NapkinPrintCtx   *ctx,
             GError                **error)
 {
   const NapkinPlanAttention *a = &kernel->u.att;
-  gboolean fp8_v = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3, lo, hi;
+  gboolean fp8_v = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3;
   guint qe = napkin_dtype_bytes (a->dtype);
-  gint64 left, right;
   NapkinCudaTensorMap maps[2];
   NapkinCudaKernel *ck;
 
@@ -370,12 +381,9 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       if (prev == NULL || strstr (prev->skeleton, "repack") == NULL)
         print_v_transpose (ctx, a, r, name);
     }
-  mask_params (a, &lo, &hi, &left, &right);
   append_helpers (ctx->out);
   {
-    g_autofree char *text = NULL;
-    g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
-    NapkinSkeletonParam params[] = {
+    NapkinSkeletonParam head[] = {
       { "WGMMA", wgmma_wrappers (name, a->BKV, a->D, a->dtype, a->v_dtype) },
       { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT, 2) },
       { "NAME", g_strdup (name) },
@@ -385,11 +393,8 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "BKV", int_text (a->BKV) },
       { "D", int_text (a->D) },
       { "STAGES", int_text (a->stages) },
-      { "NQ", int_text (a->NQ) },
-      { "NKV", int_text (a->NKV) },
-      { "GROUP", int_text (a->group) },
-      { "GROUP_TILE", int_text (a->group_tile) },
-      { "KV_BATCH", int_text (a->kv_batch) },
+    };
+    NapkinSkeletonParam mid[] = {
       { "QK_BYTES", int_text (qe) },
       { "FP8_V", g_strdup (fp8_v ? "1" : "0") },
       { "OVERLAP", g_strdup (a->overlap ? "1" : "0") },
@@ -398,16 +403,8 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "VT_RANK3", g_strdup (a->kv_batch > 1 ? "1" : "0") },
       { "VT_SLICE", int_text (vt_slice (a)) },
       { "VT_IN", g_strdup (a->vt_in_kernel ? "1" : "0") },
-      { "SPLIT", int_text (a->split_kv) },
-      { "CPS", int_text (a->chunks_per_split) },
-      { "MASK_LO", g_strdup (lo ? "1" : "0") },
-      { "MASK_HI", g_strdup (hi ? "1" : "0") },
-      { "LEFT", int_text (left) },
-      { "RIGHT", int_text (right) },
-      { "OFFSET", int_text (a->mask_offset) },
-      { "REVERSE", g_strdup (a->mask != NAPKIN_ATTN_MASK_NONE ? "1" : "0") },
-      { "Q_GROUP", int_text (a->q_group) },
-      { "Q_ROW", int_text (a->q_row) },
+    };
+    NapkinSkeletonParam tail[] = {
       { "O_GROUP", int_text (a->o_group) },
       { "O_ROW", int_text (a->o_row) },
       { "ALPHA", float_text (a->alpha * a->q_scale * a->k_scale) },
@@ -421,10 +418,15 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "PRODUCER_REGS", int_text (a->producer_regs) },
       { "CONSUMER_REGS", int_text (a->consumer_regs) },
     };
+    g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
+    GArray *p = _napkin_skeleton_params (head, G_N_ELEMENTS (head));
 
-    text = _napkin_skeleton_instantiate (napkin_kernel_attn_sm90, params, G_N_ELEMENTS (params));
-    g_string_append_printf (ctx->out, "\n/* Region %s: attention on wgmma (kernels/attn-sm90.cu, sm_90a) */\n", rname);
-    g_string_append (ctx->out, text);
+    add_size_params (p, a);
+    g_array_append_vals (p, mid, G_N_ELEMENTS (mid));
+    add_mask_params (p, a);
+    g_array_append_vals (p, tail, G_N_ELEMENTS (tail));
+    emit (ctx, napkin_kernel_attn_sm90, p,
+          g_strdup_printf ("\n/* Region %s: attention on wgmma (kernels/attn-sm90.cu, sm_90a) */\n", rname));
   }
 
   /* K (and V, also fp8 V that the kernel transposes): D × rows in planes, boxes of one
@@ -457,17 +459,12 @@ print_sm80 (const NapkinPrintCtx   *ctx,
             GError                **error)
 {
   const NapkinPlanAttention *a = &kernel->u.att;
-  gboolean lo, hi;
-  gint64 left, right;
 
   if (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
     FAIL ("mma.sync attention takes fp16 or bf16, not %s", napkin_dtype_to_string (a->dtype));
-  mask_params (a, &lo, &hi, &left, &right);
   append_helpers (ctx->out);
   {
-    g_autofree char *text = NULL;
-    g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
-    NapkinSkeletonParam params[] = {
+    NapkinSkeletonParam head[] = {
       { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT, 2) },
       { "NAME", g_strdup (name) },
       { "ROWS", int_text (a->rows) },
@@ -479,21 +476,8 @@ print_sm80 (const NapkinPrintCtx   *ctx,
       { "STAGES", g_strdup (a->stages == 1 ? "1" : "2") },
       { "D", int_text (a->D) },
       { "DP", int_text (a->d_smem) },
-      { "NQ", int_text (a->NQ) },
-      { "NKV", int_text (a->NKV) },
-      { "GROUP", int_text (a->group) },
-      { "GROUP_TILE", int_text (a->group_tile) },
-      { "KV_BATCH", int_text (a->kv_batch) },
-      { "SPLIT", int_text (a->split_kv) },
-      { "CPS", int_text (a->chunks_per_split) },
-      { "MASK_LO", g_strdup (lo ? "1" : "0") },
-      { "MASK_HI", g_strdup (hi ? "1" : "0") },
-      { "LEFT", int_text (left) },
-      { "RIGHT", int_text (right) },
-      { "OFFSET", int_text (a->mask_offset) },
-      { "REVERSE", g_strdup (a->mask != NAPKIN_ATTN_MASK_NONE ? "1" : "0") },
-      { "Q_GROUP", int_text (a->q_group) },
-      { "Q_ROW", int_text (a->q_row) },
+    };
+    NapkinSkeletonParam tail[] = {
       { "K_ROW", int_text (a->k_row) },
       { "O_GROUP", int_text (a->o_group) },
       { "O_ROW", int_text (a->o_row) },
@@ -507,10 +491,14 @@ print_sm80 (const NapkinPrintCtx   *ctx,
       { "OREF", _napkin_cuda_ref_expr (&r->o, a->o_dtype) },
       { "PREF", r->has_part ? _napkin_cuda_ref_expr (&r->part, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
     };
+    g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
+    GArray *p = _napkin_skeleton_params (head, G_N_ELEMENTS (head));
 
-    text = _napkin_skeleton_instantiate (napkin_kernel_attn_sm80, params, G_N_ELEMENTS (params));
-    g_string_append_printf (ctx->out, "\n/* Region %s: attention on mma.sync (kernels/attn-sm80.cu) */\n", rname);
-    g_string_append (ctx->out, text);
+    add_size_params (p, a);
+    add_mask_params (p, a);
+    g_array_append_vals (p, tail, G_N_ELEMENTS (tail));
+    emit (ctx, napkin_kernel_attn_sm80, p,
+          g_strdup_printf ("\n/* Region %s: attention on mma.sync (kernels/attn-sm80.cu) */\n", rname));
   }
   g_ptr_array_add (ctx->module->kernels, cuda_kernel (kernel, name, "attn-sm80", kernel->smem_bytes));
   return TRUE;
@@ -529,7 +517,6 @@ print_combine (const NapkinPrintCtx   *ctx,
     FAIL ("the combine kernel has no partial outputs to merge");
   append_helpers (ctx->out);
   {
-    g_autofree char *text = NULL;
     NapkinSkeletonParam params[] = {
       { "LEAD", lead_code (a, LEAD_O | LEAD_FLAT, 4) },
       { "NAME", g_strdup (name) },
@@ -545,9 +532,8 @@ print_combine (const NapkinPrintCtx   *ctx,
       { "PREF", _napkin_cuda_ref_expr (&r->part, NAPKIN_DTYPE_FP32) },
     };
 
-    text = _napkin_skeleton_instantiate (napkin_kernel_attn_combine, params, G_N_ELEMENTS (params));
-    g_string_append (ctx->out, "\n/* The split-KV combine of the attention above (kernels/attn-combine.cu) */\n");
-    g_string_append (ctx->out, text);
+    emit (ctx, napkin_kernel_attn_combine, _napkin_skeleton_params (params, G_N_ELEMENTS (params)),
+          g_strdup ("\n/* The split-KV combine of the attention above (kernels/attn-combine.cu) */\n"));
   }
   g_ptr_array_add (ctx->module->kernels, cuda_kernel (kernel, name, "attn-combine", 0));
   return TRUE;

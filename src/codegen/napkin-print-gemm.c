@@ -369,15 +369,34 @@ static void
 print_skeleton (const NapkinPrintCtx   *ctx,
                 const NapkinPlanKernel *kernel,
                 const char             *template,
-                Param                  *params,
-                guint                   n_params,
+                GArray                 *params,
                 const char             *what)
 {
   g_autofree char *kname = napkin_codegen_escape_comment (kernel->name);
-  g_autofree char *text = _napkin_skeleton_instantiate (template, params, n_params);
+  g_autofree char *text = _napkin_skeleton_instantiate (template, (Param *) (void *) params->data, params->len);
 
+  g_array_free (params, TRUE);
   g_string_append_printf (ctx->out, "\n/* Plan kernel %s: %s */\n", kname, what);
   g_string_append (ctx->out, text);
+}
+
+/* The problem's sizes and operand layouts, as both GEMM templates (gemm-sm90.cu,
+ * gemm-sm80.cu) take them. */
+static void
+add_problem_params (GArray               *p,
+                    const NapkinPlanGemm *g)
+{
+  Param t[] = {
+    { "M", i64 (g->M) },
+    { "N", i64 (g->N) },
+    { "K", i64 (g->K) },
+    { "BATCH", i64 (g->batch) },
+    { "SPLIT", i64 (g->split_k) },
+    { "A_KMAJOR", g_strdup (g->a_kmajor ? "1" : "0") },
+    { "B_KMAJOR", g_strdup (g->b_kmajor ? "1" : "0") },
+  };
+
+  g_array_append_vals (p, t, G_N_ELEMENTS (t));
 }
 
 /* ---- Hopper: wgmma with TMA ---------------------------------------------------------------- */
@@ -555,7 +574,7 @@ wgmma_print (const NapkinPrintCtx   *ctx,
 {
   const NapkinPlanGemm *g = &kernel->u.gemm;
   g_autofree char *fname = g_strdup_printf ("%s_wgmma", name);
-  Param params[] = {
+  Param head[] = {
     { "NAME", g_strdup (name) },
     { "BM", i64 (g->BM) },
     { "BN", i64 (g->BN) },
@@ -563,13 +582,8 @@ wgmma_print (const NapkinPrintCtx   *ctx,
     { "STAGES", i64 (f->stages) },
     { "KB", i64 (f->KB) },
     { "KSTEP", g_strdup (is_fp8 (g->ab_dtype) ? "32" : "16") },
-    { "M", i64 (g->M) },
-    { "N", i64 (g->N) },
-    { "K", i64 (g->K) },
-    { "BATCH", i64 (g->batch) },
-    { "SPLIT", i64 (g->split_k) },
-    { "A_KMAJOR", g_strdup (g->a_kmajor ? "1" : "0") },
-    { "B_KMAJOR", g_strdup (g->b_kmajor ? "1" : "0") },
+  };
+  Param tail[] = {
     { "A_RANK3", g_strdup (f->a_rank3 ? "1" : "0") },
     { "B_RANK3", g_strdup (f->b_rank3 ? "1" : "0") },
     { "C_RANK3", g_strdup (f->c_rank3 ? "1" : "0") },
@@ -588,11 +602,13 @@ wgmma_print (const NapkinPrintCtx   *ctx,
     { "EPIFN", g_strdup (epifn) },
     { "WGMMA", wgmma_function (fname, g->BN, g->ab_dtype, !g->a_kmajor, !g->b_kmajor) },
   };
+  GArray *p = _napkin_skeleton_params (head, G_N_ELEMENTS (head));
 
+  add_problem_params (p, g);
+  g_array_append_vals (p, tail, G_N_ELEMENTS (tail));
   print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
   print_once (ctx->out, "#define NAPKIN_TILE_SM90", napkin_kernel_tile_sm90);
-  print_skeleton (ctx, kernel, napkin_kernel_gemm_sm90, params, G_N_ELEMENTS (params),
-                  "GEMM on wgmma (kernels/gemm-sm90.cu, sm_90a)");
+  print_skeleton (ctx, kernel, napkin_kernel_gemm_sm90, p, "GEMM on wgmma (kernels/gemm-sm90.cu, sm_90a)");
 }
 
 /* The TMA descriptors: A K-major: rows of K, boxes KB × BM; M-major: rows of M, boxes
@@ -742,7 +758,7 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
     return fail (error, name, "%" G_GINT64_FORMAT " tiles; a grid holds at most 2³¹ − 1 blocks", tiles);
 
   {
-    Param params[] = {
+    Param head[] = {
       { "NAME", g_strdup (name) },
       { "BM", i64 (g->BM) },
       { "BN", i64 (g->BN) },
@@ -752,13 +768,8 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
       { "STAGES", i64 (stages) },
       /* two blocks per SM when their shared memory fits and each thread keeps 128 registers */
       { "MINBLOCKS", g_strdup (2 * (smem + 1024) <= 228 * 1024 && WM * WN / 32 <= 64 && warps <= 8 ? "2" : "1") },
-      { "M", i64 (g->M) },
-      { "N", i64 (g->N) },
-      { "K", i64 (g->K) },
-      { "BATCH", i64 (g->batch) },
-      { "SPLIT", i64 (g->split_k) },
-      { "A_KMAJOR", g_strdup (g->a_kmajor ? "1" : "0") },
-      { "B_KMAJOR", g_strdup (g->b_kmajor ? "1" : "0") },
+    };
+    Param tail[] = {
       { "LDA", i64 (g->lda) },
       { "LDB", i64 (g->ldb) },
       { "ABS", i64 (g->a_bstride) },
@@ -777,9 +788,12 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
       { "EPIFN", g_strdup (epifn) },
     };
 
+    GArray *p = _napkin_skeleton_params (head, G_N_ELEMENTS (head));
+
+    add_problem_params (p, g);
+    g_array_append_vals (p, tail, G_N_ELEMENTS (tail));
     print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
-    print_skeleton (ctx, kernel, napkin_kernel_gemm_sm80, params, G_N_ELEMENTS (params),
-                    "GEMM on mma.sync (kernels/gemm-sm80.cu, sm_80)");
+    print_skeleton (ctx, kernel, napkin_kernel_gemm_sm80, p, "GEMM on mma.sync (kernels/gemm-sm80.cu, sm_80)");
   }
 
   ck = add_kernel (ctx, name, "gemm-mma");
@@ -877,7 +891,7 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
     };
 
     print_once (ctx->out, "#define NAPKIN_TILE_STORE", napkin_kernel_tile_store);
-    print_skeleton (ctx, kernel, napkin_kernel_split_reduce, params, G_N_ELEMENTS (params), what);
+    print_skeleton (ctx, kernel, napkin_kernel_split_reduce, _napkin_skeleton_params (params, G_N_ELEMENTS (params)), what);
   }
 
   ck = add_kernel (ctx, name, "split-reduce");
@@ -957,7 +971,7 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
       { "DREF", g_strdup_printf ("((%s *) ((char *) args.p[%d] + %" G_GINT64_FORMAT "))", rt, rd.slot, rd.offset) },
     };
 
-    print_skeleton (ctx, kernel, napkin_kernel_repack, params, G_N_ELEMENTS (params),
+    print_skeleton (ctx, kernel, napkin_kernel_repack, _napkin_skeleton_params (params, G_N_ELEMENTS (params)),
                     r->transpose ? "repack, transposed (kernels/repack.cu)" : "repack (kernels/repack.cu)");
   }
 

@@ -32,15 +32,14 @@ flash_wgmma_smem (gint64 BQ,
   return 1024 + BQ * D * 2 + 2 * stages * BKV * D * 2 + 8 * (1 + 3 * stages);
 }
 
-/* The wgmma calls for these sizes, one asm operand per accumulator register, and the
- * empty asm statements that pin the accumulators around a wait. */
-static char *
-flash_wgmma_wrappers (const char *name,
-                      gint64      BKV,
-                      gint64      D,
-                      const char *mma)
+void
+_napkin_attn_pv_functions (GString    *s,
+                           const char *name,
+                           gint64      BKV,
+                           gint64      D,
+                           const char *mma,
+                           gboolean    v8)
 {
-  GString *s = g_string_new (NULL);
   const gint64 ns = BKV / 2, no = D / 2;
   g_autoptr(GString) regs_o = g_string_new (NULL);
   g_autoptr(GString) outs_s = g_string_new (NULL);
@@ -53,25 +52,20 @@ flash_wgmma_wrappers (const char *name,
       g_string_append_printf (regs_o, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
       g_string_append_printf (outs_o, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
     }
-  {
-    g_autofree char *qk = g_strdup_printf ("%s_qk", name);
-    g_autofree char *text = _napkin_wgmma_ss_function (qk, BKV, mma, FALSE, TRUE);
-
-    g_string_append_printf (s, "%s\n", text);
-  }
   g_string_append_printf (s,
                           "__device__ __forceinline__ void\n"
                           "%s_pv (float (&d)[%" G_GINT64_FORMAT "], unsigned a0, unsigned a1, unsigned a2, unsigned a3, "
                           "unsigned long long db)\n"
                           "{\n"
                           "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
-                          "                \"wgmma.mma_async.sync.aligned.m64n%" G_GINT64_FORMAT "k16.f32.%s.%s {%s}, "
+                          "                \"wgmma.mma_async.sync.aligned.m64n%" G_GINT64_FORMAT "k%d.f32.%s.%s {%s}, "
                           "{%%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT
-                          "}, %%%" G_GINT64_FORMAT ", p, 1, 1, 1; }\"\n"
+                          "}, %%%" G_GINT64_FORMAT ", p, 1, 1%s; }\"\n"
                           "                : %s\n"
                           "                : \"r\" (a0), \"r\" (a1), \"r\" (a2), \"r\" (a3), \"l\" (db), \"r\" (1) : \"memory\");\n"
                           "}\n\n",
-                          name, no, no + 5, D, mma, mma, regs_o->str, no, no + 1, no + 2, no + 3, no + 4, outs_o->str);
+                          name, no, no + 5, D, v8 ? 32 : 16, mma, mma, regs_o->str,
+                          no, no + 1, no + 2, no + 3, no + 4, v8 ? "" : ", 1", outs_o->str);
   g_string_append_printf (s,
                           "__device__ __forceinline__ void\n"
                           "%s_fence_s (float (&d)[%" G_GINT64_FORMAT "])\n"
@@ -84,6 +78,22 @@ flash_wgmma_wrappers (const char *name,
                           "  asm volatile (\"\" : %s :: \"memory\");\n"
                           "}\n",
                           name, ns, outs_s->str, name, no, outs_o->str);
+}
+
+/* The wgmma calls for these sizes, one asm operand per accumulator register, and the
+ * empty asm statements that pin the accumulators around a wait. */
+static char *
+flash_wgmma_wrappers (const char *name,
+                      gint64      BKV,
+                      gint64      D,
+                      const char *mma)
+{
+  GString *s = g_string_new (NULL);
+  g_autofree char *qk = g_strdup_printf ("%s_qk", name);
+  g_autofree char *text = _napkin_wgmma_ss_function (qk, BKV, mma, FALSE, TRUE);
+
+  g_string_append_printf (s, "%s\n", text);
+  _napkin_attn_pv_functions (s, name, BKV, D, mma, FALSE);
   return g_string_free (s, FALSE);
 }
 

@@ -103,3 +103,13 @@ _napkin_skeleton_instantiate (const char          *template,
   g_string_free (undefs, TRUE);
   return g_string_free (s, FALSE);
 }
+
+GArray *
+_napkin_skeleton_params (const NapkinSkeletonParam *t,
+                         guint                      n)
+{
+  GArray *p = g_array_new (FALSE, FALSE, sizeof (NapkinSkeletonParam));
+
+  g_array_append_vals (p, t, n);
+  return p;
+}
