@@ -2064,6 +2064,52 @@ best_path_kernel (Model                  *m,
 #define GENERIC_CONTRACT_PLAIN   0.078
 #define GENERIC_CONTRACT_REGION  0.013
 #define GENERIC_MEMORY           0.10
+/* A generic kernel that only copies in memory order (a rename such as s→k, a reshape) reads
+ * and writes coalesced, one element a thread: measured on the H200 (docs/perf-notes.md,
+ * session 6) at 0.29–0.39 of the datasheet bandwidth, 0.33 their geometric mean. */
+#define GENERIC_COPY_MEMORY      0.33
+
+/* Whether a rearrange keeps the element order: the runner copies row-major flat index to
+ * flat index when the axes differ (a rename, merge or split), and a rearrange of the same
+ * axes in the same order is the identity; the same axes in another order transpose. */
+static gboolean
+rearrange_keeps_order (NapkinDiagram *d,
+                       guint          node)
+{
+  int src = napkin_diagram_input_source (d, node, 0);
+  const NapkinTensorType *in = src >= 0 ? napkin_diagram_node_type (d, (guint) src) : NULL;
+  const NapkinTensorType *out = napkin_diagram_node_type (d, node);
+  gboolean same_set, same_order;
+
+  if (in == NULL || !in->valid || !out->valid)
+    return FALSE;
+  same_set = same_order = in->n_axes == out->n_axes;
+  for (guint i = 0; i < in->n_axes && same_set; i++)
+    {
+      gboolean found = FALSE;
+
+      for (guint k = 0; k < out->n_axes; k++)
+        found |= in->axes[i] == out->axes[k];
+      same_set = found;
+      same_order &= in->axes[i] == out->axes[i];
+    }
+  return !same_set || same_order;
+}
+
+/* Whether every operation of a generic kernel is an order-keeping copy. */
+static gboolean
+generic_is_copy (NapkinDiagram          *d,
+                 const NapkinPlanKernel *pk)
+{
+  for (guint i = 0; i < pk->nodes->len; i++)
+    {
+      guint node = g_array_index (pk->nodes, guint, i);
+
+      if (napkin_diagram_node (d, node)->kind != NAPKIN_OP_REARRANGE || !rearrange_keeps_order (d, node))
+        return FALSE;
+    }
+  return pk->nodes->len > 0;
+}
 
 static void
 generic_kernel (Model                  *m,
@@ -2071,7 +2117,7 @@ generic_kernel (Model                  *m,
                 const NapkinPlanKernel *pk)
 {
   double fp32 = napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
-  double contract = 0, cuda = 0, sfu = 0;
+  double contract = 0, cuda = 0, sfu = 0, memory;
 
   for (guint i = 0; i < pk->nodes->len; i++)
     {
@@ -2089,8 +2135,9 @@ generic_kernel (Model                  *m,
   k->time_s[NAPKIN_RESOURCE_CUDA] = contract / (fp32 * (pk->region >= 0 ? GENERIC_CONTRACT_REGION : GENERIC_CONTRACT_PLAIN))
                                     + cuda / (fp32 * GENERIC_MEMORY * 2.5);
   k->time_s[NAPKIN_RESOURCE_SFU] = sfu / napkin_arch_sfu_rate (m->arch);
-  k->time_s[NAPKIN_RESOURCE_HBM] /= GENERIC_MEMORY;
-  k->time_s[NAPKIN_RESOURCE_L2] /= GENERIC_MEMORY;
+  memory = generic_is_copy (m->d, pk) ? GENERIC_COPY_MEMORY : GENERIC_MEMORY;
+  k->time_s[NAPKIN_RESOURCE_HBM] /= memory;
+  k->time_s[NAPKIN_RESOURCE_L2] /= memory;
   k->tensor_path = NULL;
   k->chunk_s = 0;
   k->overlaps = FALSE;
