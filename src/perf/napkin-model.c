@@ -2065,9 +2065,11 @@ best_path_kernel (Model                  *m,
 #define GENERIC_CONTRACT_REGION  0.013
 #define GENERIC_MEMORY           0.10
 /* A generic kernel that only copies in memory order (a rename such as s→k, a reshape) reads
- * and writes coalesced, one element a thread: measured on the H200 (docs/perf-notes.md,
- * session 6) at 0.29–0.39 of the datasheet bandwidth, 0.33 their geometric mean. */
-#define GENERIC_COPY_MEMORY      0.33
+ * and writes coalesced, one element a thread (docs/perf-notes.md, session 6): the Llama
+ * block's four renames ran at 0.29–0.39 of the datasheet bandwidth on the H200 and at
+ * 0.51–0.71 of the calibrated one on the H100; 0.5 keeps both runs within 1.5×. They are
+ * partly launch-bound (16–67 MB each): a fixed cost would model them better. */
+#define GENERIC_COPY_MEMORY      0.5
 
 /* Whether a rearrange keeps the element order: the runner copies row-major flat index to
  * flat index when the axes differ (a rename, merge or split), and a rearrange of the same
