@@ -20,6 +20,7 @@ struct _NapkinArchRegistry
   GPtrArray *arches;   /* NapkinArch *, in load order */
   GPtrArray *errors;   /* char * */
   GPtrArray *retired;  /* profiles replaced by napkin_arch_registry_add: callers may still hold them */
+  GPtrArray *searched; /* char *: the folders add_dir was given, for the "none found" error */
 };
 
 static const char *tensor_class_names[NAPKIN_N_TENSOR_CLASSES] = {
@@ -738,6 +739,7 @@ napkin_arch_registry_new (void)
 
   self->arches = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_arch_unref);
   self->errors = g_ptr_array_new_with_free_func (g_free);
+  self->searched = g_ptr_array_new_with_free_func (g_free);
   self->retired = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_arch_unref);
   return self;
 }
@@ -749,6 +751,7 @@ napkin_arch_registry_free (NapkinArchRegistry *self)
     return;
   g_ptr_array_unref (self->arches);
   g_ptr_array_unref (self->errors);
+  g_ptr_array_unref (self->searched);
   g_ptr_array_unref (self->retired);
   g_free (self);
 }
@@ -768,6 +771,7 @@ napkin_arch_registry_add_dir (NapkinArchRegistry *self,
   g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
   const char *name;
 
+  g_ptr_array_add (self->searched, g_strdup (dir));
   if (d == NULL)
     return;
   while ((name = g_dir_read_name (d)))
@@ -858,8 +862,21 @@ napkin_arch_registry_lookup (NapkinArchRegistry *self,
         return arch;
       g_string_append_printf (known, "%s%s", i ? ", " : "", arch->id);
     }
+  if (self->arches->len == 0)
+    {
+      /* an uninstalled binary run without NAPKIN_DATA_DIR lands here: say where it looked */
+      g_autoptr(GString) where = g_string_new (NULL);
+
+      for (guint i = 0; i < self->searched->len; i++)
+        g_string_append_printf (where, "%s%s", i ? ", " : "", (const char *) g_ptr_array_index (self->searched, i));
+      g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_NOT_FOUND,
+                   _("unknown architecture “%s”: no architecture profiles found (searched: %s); set "
+                     "NAPKIN_ARCH_DIR to a folder of profiles or NAPKIN_DATA_DIR to Napkin's data folder"),
+                   id, where->len ? where->str : _("no folder"));
+      return NULL;
+    }
   g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_NOT_FOUND,
-               _("unknown architecture “%s” (known: %s)"), id, known->len ? known->str : "none found");
+               _("unknown architecture “%s” (known: %s)"), id, known->str);
   return NULL;
 }
 

@@ -183,6 +183,16 @@ test_arch_errors (void)
   /* the broken file in the directory is reported, with its path */
   g_assert_cmpuint (napkin_arch_registry_errors (reg)->len, ==, 1);
   g_assert_nonnull (strstr (g_ptr_array_index (napkin_arch_registry_errors (reg), 0), "broken.json: levels: missing object"));
+  napkin_arch_registry_free (reg);
+
+  /* no profile anywhere: the error names the folders it searched and the variables */
+  reg = napkin_arch_registry_new ();
+  napkin_arch_registry_add_dir (reg, "/nonexistent/napkin/archs");
+  g_clear_error (&error);
+  g_assert_null (napkin_arch_registry_lookup (reg, "h100", &error));
+  g_assert_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_NOT_FOUND);
+  g_assert_nonnull (strstr (error->message, "no architecture profiles found (searched: /nonexistent/napkin/archs)"));
+  g_assert_nonnull (strstr (error->message, "NAPKIN_DATA_DIR"));
 }
 
 /* ---- the paper's derivations ------------------------------------------------------------- */
