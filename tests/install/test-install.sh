@@ -91,7 +91,7 @@ assert paths and all(p.startswith(sys.argv[1]) for p in paths), paths' '$SHARE/n
 if [ ! -d "$PREFIX/$DATADIR/napkin" ]; then
   check "without the installed data it finds no profile" sh -c "
     cd '$TMP/elsewhere' && env -i HOME='$TMP/home' PATH=/usr/bin:/bin XDG_DATA_HOME='$TMP/empty' XDG_DATA_DIRS='$TMP/empty' $SAN \
-      '$CLI' analyze '$SHARE/napkin/examples/matmul.napkin' 2>&1 | grep -q 'none found'"
+      '$CLI' analyze '$SHARE/napkin/examples/matmul.napkin' 2>&1 | grep -q 'no architecture profiles found'"
 fi
 # XDG_DATA_HOME comes first: a user's own profile is found.
 mkdir -p "$TMP/home/.local/share/napkin/archs"
