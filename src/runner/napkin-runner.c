@@ -2657,15 +2657,17 @@ multi_inputs (NapkinDiagram    *d,
     {
       const NapkinIrBuffer *b = napkin_ir_buffer (full->program, g_array_index (full->args, int, s));
       gint64 n = napkin_ir_buffer_elements (b);
+      double scale;
 
       if (b->role == NAPKIN_BUF_OUTPUT || b->role == NAPKIN_BUF_INPUT)
         *bound = MAX (*bound, napkin_dtype_tolerance (b->dtype));
       if (b->role != NAPKIN_BUF_INPUT || inputs[b->tensor] != NULL)
         continue;
+      scale = napkin_input_scale (d, b->tensor);
       inputs[b->tensor] = g_new (float, n);
       for (gint64 i = 0; i < n; i++)
         inputs[b->tensor][i] = input_value ((guint64) seed + draws * NAPKIN_RNG_STEP, b->dtype == NAPKIN_DTYPE_INT8,
-                                            napkin_input_scale (d, b->tensor), i);
+                                            scale, i);
       draws += (guint64) n;
     }
   return inputs;
