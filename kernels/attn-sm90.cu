@@ -11,12 +11,12 @@
  *    operands K-major from shared memory; fp8: e4m3, k32), the scores of keys the mask
  *    hides (or past NKV) set to −∞ on the chunks that need it, the online softmax on the
  *    fp32 accumulators, P converted in registers to V's type and used as wgmma's A operand
- *    for O += P·V (16-bit V N-major through the transpose bit; fp8: Vᵀ K-major, P's bytes
- *    moved between the threads of a quad into the e4m3 A layout).
+ *    for O += P·V (16-bit V N-major through the transpose bit; fp8: Vᵀ K-major, its keys
+ *    in the order each thread's scores already have as e4m3 A slots, NAPKIN_PV_KEY).
  * fp8 V: with VT_IN the producer's TMA brings V's chunk as stored ([keys][d], 128-byte
  * slices of d) and warps 1-3 of the producer transpose it in shared memory into the Vᵀ
  * slices P·V reads (8 × 8 byte blocks, conflict-free both ways), announcing each on its
- * own mbarrier; without it Vᵀ was made by a separate pass (kernels/attn-vt.cu). 
+ * own mbarrier; without it Vᵀ is made before, by the plan's repack (kernels/repack.cu).
  * With OVERLAP the next chunk's Q·Kᵀ is issued before this chunk's P·V (and the consumers
  * take turns issuing, PINGPONG), as in kernels/flash-wgmma.cu. A split block writes its
  * normalised partial output and log-sum-exp to scratch for the combine kernel. A row of Q
@@ -488,7 +488,11 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 
       /* Online softmax of s (rows lane/4 and lane/4 + 8 of this warp's 16): new running
        * max, s ← exp2(s·scale − m), running sum; c0, c1: the corrections of O. A row that
-       * has seen only hidden keys keeps m = −1e30 and sums zeros. */
+       * has seen only hidden keys keeps m = −1e30 and sums zeros. The running max moves
+       * only when the chunk's rises above it by more than A_MAX_SLACK (log2 units): below
+       * that the old one serves (P ≤ 2⁸, within e4m3 and fp16; O and the sum carry the
+       * same offset, which the division removes), so most chunks skip O's rescale. */
+#define A_MAX_SLACK 8.0f
 #define A_SOFTMAX(c0, c1)                                                                                \
       do                                                                                                 \
         {                                                                                                \
@@ -516,8 +520,13 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
           mx0 = fmaxf (mx0, __shfl_xor_sync (0xffffffffu, mx0, 2));                                      \
           mx1 = fmaxf (mx1, __shfl_xor_sync (0xffffffffu, mx1, 1));                                      \
           mx1 = fmaxf (mx1, __shfl_xor_sync (0xffffffffu, mx1, 2));                                      \
-          c0 = napkin_attn_exp2 (m_row[0] - mx0);                                                        \
-          c1 = napkin_attn_exp2 (m_row[1] - mx1);                                                        \
+          {                                                                                              \
+            const bool up0 = mx0 > m_row[0] + A_MAX_SLACK, up1 = mx1 > m_row[1] + A_MAX_SLACK;            \
+            c0 = up0 ? napkin_attn_exp2 (m_row[0] - mx0) : 1.0f;                                         \
+            c1 = up1 ? napkin_attn_exp2 (m_row[1] - mx1) : 1.0f;                                         \
+            mx0 = up0 ? mx0 : m_row[0];                                                                  \
+            mx1 = up1 ? mx1 : m_row[1];                                                                  \
+          }                                                                                              \
           m_row[0] = mx0;                                                                                \
           m_row[1] = mx1;                                                                                \
           float sum0 = 0.0f, sum1 = 0.0f;                                                                \
@@ -536,8 +545,23 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
         }                                                                                                \
       while (0)
 
-#if A_FP8_V
-      /* P in e4m3. The scores of a 32-key step sit, per thread c of a quad, at keys
+#if A_FP8_V && !A_VT_IN
+      /* P in e4m3, Vᵀ's keys in P·V's order (NAPKIN_PV_KEY, made by the transpose before):
+       * the thread's own scores of blocks 2h and 2h + 1 (keys 2c, 2c + 1, 8 + 2c, 9 + 2c of
+       * each 16) are its A slots 4c … 4c + 3 of that half, row r0 then r1. */
+#define A_PACK_P()                                                                                       \
+      _Pragma ("unroll")                                                                                 \
+      for (int kt = 0; kt < A_BKV / 32; kt++)                                                            \
+        _Pragma ("unroll")                                                                               \
+        for (int h = 0; h < 2; h++)                                                                      \
+          {                                                                                              \
+            const int b0 = 4 * kt + 2 * h, b1 = b0 + 1;                                                  \
+            p[4 * kt + 2 * h] = napkin_attn_e4m3x4 (s[4 * b0], s[4 * b0 + 1], s[4 * b1], s[4 * b1 + 1]); \
+            p[4 * kt + 2 * h + 1] = napkin_attn_e4m3x4 (s[4 * b0 + 2], s[4 * b0 + 3], s[4 * b1 + 2],    \
+                                                        s[4 * b1 + 3]);                                  \
+          }
+#elif A_FP8_V
+      /* P in e4m3, Vᵀ's keys in order (transposed in the kernel). The scores of a 32-key step sit, per thread c of a quad, at keys
        * 8b + 2c + {0, 1} of blocks b = 0…3 (rows r0 and r1); the A operand wants keys
        * 4c…4c+3 (and 16 + 4c…) in one register. Each block's four values become one word
        * (r0 pair, r1 pair); two shuffles per pair of blocks bring each thread the two
@@ -573,15 +597,17 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
         }
 #endif
 
+      /* O's rows by their corrections, where some row of the warp has one */
 #define A_RESCALE_O(c0, c1)                                                                              \
-      _Pragma ("unroll")                                                                                 \
-      for (int j = 0; j < A_D / 8; j++)                                                                  \
-        {                                                                                                \
-          o[4 * j] *= c0;                                                                                \
-          o[4 * j + 1] *= c0;                                                                            \
-          o[4 * j + 2] *= c1;                                                                            \
-          o[4 * j + 3] *= c1;                                                                            \
-        }
+      if (__any_sync (0xffffffffu, c0 != 1.0f || c1 != 1.0f))                                            \
+        _Pragma ("unroll")                                                                               \
+        for (int j = 0; j < A_D / 8; j++)                                                                \
+          {                                                                                              \
+            o[4 * j] *= c0;                                                                              \
+            o[4 * j + 1] *= c0;                                                                          \
+            o[4 * j + 2] *= c1;                                                                          \
+            o[4 * j + 3] *= c1;                                                                          \
+          }
 
       if (n_chunks > 0)
         {
@@ -704,6 +730,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_SOFTMAX
 #undef A_PACK_P
 #undef A_RESCALE_O
+#undef A_MAX_SLACK
     }
 #undef A_FULL_K
 #undef A_FULL_V

@@ -11,7 +11,8 @@
  * row's misalignment); the first and last chunks of a row, and the padding, element by
  * element. No shared memory.
  * Transpose: 64 × 64 tiles through shared memory, the source read in 16-byte vectors
- * where its rows allow (G_SVEC), the destination written in 16-byte vectors. */
+ * where its rows allow (G_SVEC), the destination written in 16-byte vectors; with
+ * G_PV_ORDER each 32 destination columns take their source rows in fp8 P·V's order. */
 #ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
 #include "prelude.cuh"
 /* default parameters: an instantiation the code generator prints */
@@ -24,6 +25,7 @@
 #define NKP_DBS 1184
 #define NKP_BATCH 1
 #define NKP_TRANSPOSE 0
+#define NKP_PV_ORDER 0
 #define NKP_SVEC 0
 #define NKP_RT unsigned short
 #define NKP_SREF ((const unsigned short *) ((const char *) args.p[0] + 0))
@@ -37,6 +39,13 @@
 #define G_DBS NKP_L (NKP_DBS)
 #define G_BATCH NKP_L (NKP_BATCH)
 #define G_TRANSPOSE NKP_TRANSPOSE
+/* transpose: each 32 destination columns in fp8 P·V's key order (NAPKIN_PV_KEY) */
+#define G_PV_ORDER NKP_PV_ORDER
+#if G_PV_ORDER
+#define G_SRC_ROW(j) (((j) & ~31) | NAPKIN_PV_KEY ((j) & 31))
+#else
+#define G_SRC_ROW(j) (j)
+#endif
 #define G_SVEC NKP_SVEC                        /* transpose: every source row starts 16-byte aligned */
 #define G_ES ((int) sizeof (NKP_RT))
 #define G_V (16 / G_ES)                      /* elements per 16-byte chunk */
@@ -92,7 +101,7 @@ NKP_NAME (const NapkinArgs args)
             continue;
 #pragma unroll
           for (int k = 0; k < G_V; k++)
-            x.e[k] = tile[rv + k][c];
+            x.e[k] = tile[G_SRC_ROW (rv + k)][c];
           *(uint4 *) (d + dr * G_LDD + dc) = x.v;
         }
       __syncthreads ();
@@ -145,6 +154,8 @@ NKP_NAME (const NapkinArgs args)
 #undef G_DBS
 #undef G_BATCH
 #undef G_TRANSPOSE
+#undef G_PV_ORDER
+#undef G_SRC_ROW
 #undef G_SVEC
 #undef G_ES
 #undef G_V

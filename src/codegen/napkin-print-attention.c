@@ -315,45 +315,6 @@ vt_slice (const NapkinPlanAttention *a)
   return a->BKV % 128 == 0 ? 128 : a->BKV % 64 == 0 ? 64 : 32;
 }
 
-/* Vᵀ for fp8 P·V where no repack printer printed the plan's repack (kernels/attn-vt.cu):
- * a module kernel NAME_vt launched just before the attention. */
-static void
-print_v_transpose (const NapkinPrintCtx      *ctx,
-                   const NapkinPlanAttention *a,
-                   const Refs                *r,
-                   const char                *name)
-{
-  g_autofree char *vname = g_strdup_printf ("%s_vt", name);
-  g_autofree char *text = NULL;
-  NapkinSkeletonParam params[] = {
-    { "NAME", g_strdup (vname) },
-    { "NKV", int_text (a->NKV) },
-    { "D", int_text (a->D) },
-    { "LD", int_text (a->v_t_ld) },
-    { "SBS", int_text (a->kv_plane_stride) },
-    { "BATCH", int_text (a->kv_batch) },
-    { "SREF", g_strdup_printf ("((const unsigned char *) ((const char *) args.p[%d] + %" G_GINT64_FORMAT "))",
-                               r->v.slot, r->v.offset) },
-    { "DREF", g_strdup_printf ("((unsigned char *) ((char *) args.p[%d] + %" G_GINT64_FORMAT "))", r->vt.slot,
-                               r->vt.offset) },
-  };
-  NapkinCudaKernel *ck;
-  gint64 tiles = a->kv_batch * ((a->v_t_ld + 31) / 32) * ((a->D + 31) / 32);
-
-  text = _napkin_skeleton_instantiate (napkin_kernel_attn_vt, params, G_N_ELEMENTS (params));
-  g_string_append (ctx->out, "\n/* Vᵀ for the fp8 attention below (kernels/attn-vt.cu) */\n");
-  g_string_append (ctx->out, text);
-  ck = g_new0 (NapkinCudaKernel, 1);
-  ck->name = g_strdup (vname);
-  ck->skeleton = g_strdup ("attn-vt");
-  ck->grid = MIN (tiles, 65536);
-  ck->threads = 256;
-  ck->smem_bytes = 32 * 33;
-  ck->note = g_strdup_printf ("transposes V (each of %" G_GINT64_FORMAT " %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
-                              " e4m3) for fp8 P·V", a->kv_batch, a->NKV, a->D);
-  g_ptr_array_add (ctx->module->kernels, ck);
-}
-
 static gboolean
 print_sm90 (const NapkinPrintCtx   *ctx,
             const NapkinPlanKernel *kernel,
@@ -373,13 +334,12 @@ print_sm90 (const NapkinPrintCtx   *ctx,
     FAIL ("fp8 P·V needs the plan's Vᵀ scratch");
   if (fp8_v && !a->vt_in_kernel)
     {
-      /* the transpose is the plan's repack kernel, printed just before this one; where
-       * no repack printer took it, this printer's own */
+      /* Vᵀ, in P·V's key order, is the plan's repack kernel, printed just before this one */
       const NapkinCudaKernel *prev = ctx->module->kernels->len > 0
                                        ? g_ptr_array_index (ctx->module->kernels, ctx->module->kernels->len - 1) : NULL;
 
       if (prev == NULL || strstr (prev->skeleton, "repack") == NULL)
-        print_v_transpose (ctx, a, r, name);
+        FAIL ("fp8 P·V reads Vᵀ, which the plan's repack kernel before it makes: that kernel was not printed");
     }
   append_helpers (ctx->out);
   {

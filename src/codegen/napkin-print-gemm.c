@@ -932,6 +932,8 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
     }
   if (r->batch < 1 || r->rows < 1 || r->cols < 1)
     return fail (error, name, "batch, rows and cols must be positive");
+  if (r->pv_key_order && (!r->transpose || napkin_dtype_bytes (r->dtype) != 1))
+    return fail (error, name, "the fp8 P·V key order is for a transposed copy of 1-byte elements");
   if (r->ld_src < r->cols)
     return fail (error, name, "ld_src = %" G_GINT64_FORMAT " is shorter than a row (%" G_GINT64_FORMAT ")",
                  r->ld_src, r->cols);
@@ -964,6 +966,7 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
       { "DBS", i64 (r->dst_bstride) },
       { "BATCH", i64 (r->batch) },
       { "TRANSPOSE", g_strdup (r->transpose ? "1" : "0") },
+      { "PV_ORDER", g_strdup (r->pv_key_order ? "1" : "0") },
       { "SVEC", g_strdup (svec ? "1" : "0") },
       { "RT", g_strdup (rt) },
       { "SREF", g_strdup_printf ("((const %s *) ((const char *) args.p[%d] + %" G_GINT64_FORMAT "))", rt, rs.slot,

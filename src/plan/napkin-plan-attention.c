@@ -773,11 +773,12 @@ add_v_transpose (NapkinPlanner    *p,
   rp->src_bstride = a->NKV * a->D;
   rp->dst_bstride = a->D * a->v_t_ld;
   rp->transpose = TRUE;
+  rp->pv_key_order = TRUE;
   a->v_t = _napkin_plan_add_scratch (p->plan, a->kv_batch * a->D * a->v_t_ld);
   rp->dst = (NapkinPlanBuffer) { -1, a->v_t, NAPKIN_DTYPE_FP8_E4M3 };
-  r->threads = 256;
-  r->grid = a->kv_batch * ceil_div (a->NKV, 64) * ceil_div (a->D, 64);
-  r->smem_bytes = 64 * 65;
+  /* the repack printer's launch (kernels/repack.cu): a launch of its own here made the
+   * printer refuse it, and the slower fallback transpose ran instead */
+  napkin_plan_helper_launch (r);
   r->note = g_strdup_printf (_("transposes V (each of %lld %lld×%lld) so that fp8 P·V reads it K-major"), (long long) a->kv_batch, (long long) a->NKV, (long long) a->D);
   g_ptr_array_add (p->before, r);
 }

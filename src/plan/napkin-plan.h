@@ -216,13 +216,16 @@ typedef struct
 } NapkinPlanAttention;
 
 /* Copy src (rows × cols, leading dimension ld_src) to dst (leading dimension ld_dst,
- * padding zeroed), transposed when `transpose`, for `batch` matrices. */
+ * padding zeroed), transposed when `transpose`, for `batch` matrices. With `pv_key_order`
+ * (a transposed fp8 Vᵀ) each 32 destination columns hold their source rows in the order
+ * fp8 P·V's A operand takes the scores (docs/plan.md, "Attention kernels"). */
 typedef struct
 {
   NapkinPlanBuffer src, dst;
   NapkinDtype      dtype;
   gint64           batch, rows, cols, ld_src, ld_dst, src_bstride, dst_bstride;
   gboolean         transpose;
+  gboolean         pv_key_order;
 } NapkinPlanRepack;
 
 typedef struct

@@ -195,7 +195,6 @@ test_print (void)
               g_assert_cmpuint (vm->box_inner, ==, 128);
               g_assert_cmpint (vm->batch_stride, ==, km->batch_stride);
               g_assert_null (kernel_named (h, "repack"));
-              g_assert_null (kernel_named (h, "attn-vt"));
               g_assert_nonnull (strstr (h->source, "#define NKP_VT_IN 1\n"));
               g_assert_nonnull (strstr (h->source, "k32.f32.e4m3.e4m3"));
               g_assert_nonnull (strstr (h->source, "m64n128k32.f32.e4m3.e4m3"));
@@ -274,6 +273,53 @@ test_nvrtc (void)
     }
 }
 
+/* The default fp8 path: Vᵀ made by the plan's repack kernel just before the attention,
+ * each 32 keys in P·V's order (NAPKIN_PV_KEY), and P packed without shuffles. */
+static void
+test_vt_pass (void)
+{
+  g_autoptr(GString) all = g_string_new (NULL);
+  g_autofree char *was = g_strdup (g_getenv ("NAPKIN_ATTN_VT_IN_KERNEL"));
+
+  g_unsetenv ("NAPKIN_ATTN_VT_IN_KERNEL");
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      const Case *c = &cases[i];
+      g_autoptr(NapkinPlan) p = NULL;
+      g_autoptr(NapkinCudaModule) m = NULL;
+      g_autofree char *prefix = NULL;
+      const NapkinPlanKernel *pk;
+      const NapkinCudaKernel *rk, *ak;
+
+      if (c->c.v_dtype == NULL || !g_str_equal (c->c.v_dtype, "fp8-e4m3"))
+        continue;
+      g_test_message ("%s", c->name);
+      prefix = g_strdup_printf ("vt%u_", i);
+      m = generate (c, "h100", prefix, &p);
+      pk = napkin_plan_kernel_for (p, 0, -1);
+      g_assert_false (pk->u.att.vt_in_kernel);
+      g_assert_cmpint (pk->u.att.v_t, >=, 0);
+      g_assert_cmpuint (m->kernels->len, >=, 2);
+      rk = g_ptr_array_index (m->kernels, 0);
+      ak = g_ptr_array_index (m->kernels, 1);
+      g_assert_cmpstr (rk->skeleton, ==, "repack");
+      g_assert_cmpstr (ak->skeleton, ==, "attn-sm90");
+      g_assert_nonnull (strstr (m->source, "#define NKP_TRANSPOSE 1\n"));
+      g_assert_nonnull (strstr (m->source, "#define NKP_PV_ORDER 1\n"));
+      g_assert_nonnull (strstr (m->source, "#define NKP_VT_IN 0\n"));
+      g_string_append (all, m->source);
+    }
+  if (was != NULL)
+    g_setenv ("NAPKIN_ATTN_VT_IN_KERNEL", was, TRUE);
+  g_assert_cmpuint (all->len, >, 0);
+  if (!g_file_test (NVCC, G_FILE_TEST_IS_EXECUTABLE))
+    {
+      g_test_message ("nvcc not installed: sources not compiled");
+      return;
+    }
+  check_nvcc (all->str, "-gencode=arch=compute_90a,code=sm_90a");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -284,5 +330,6 @@ main (int    argc,
   g_setenv ("NAPKIN_ATTN_VT_IN_KERNEL", "1", TRUE);
   g_test_add_func ("/codegen/attention/print", test_print);
   g_test_add_func ("/codegen/attention/nvrtc", test_nvrtc);
+  g_test_add_func ("/codegen/attention/vt-pass", test_vt_pass);
   return g_test_run ();
 }
