@@ -31,6 +31,7 @@
 #define NKP_CONSUMERS 2
 #define NKP_BKV 128
 #define NKP_D 128
+#define NKP_DV 128
 #define NKP_STAGES 2
 #define NKP_NQ 4096
 #define NKP_NKV 4096
@@ -74,6 +75,10 @@
 #define A_THREADS ((A_NWG + 1) * 128)
 #define A_BKV NKP_BKV
 #define A_D NKP_D
+/* O's accumulator columns: V's D, or fp8 Vᵀ's D + 8 rows whose first is ones (A_ONES):
+ * P·V's column D is then each row's sum of P, and the softmax adds nothing up */
+#define A_DV NKP_DV
+#define A_ONES (A_DV > A_D)
 #define A_ST NKP_STAGES
 #define A_NQ NKP_L (NKP_NQ)
 #define A_NKV NKP_L (NKP_NKV)
@@ -99,7 +104,7 @@
 #define A_VR_BYTES 0
 #endif
 #if A_FP8_V
-#define A_V_BYTES (A_D * A_BKV)
+#define A_V_BYTES (A_DV * A_BKV)
 #else
 #define A_V_BYTES (A_BKV * A_VDS * 128)
 #endif
@@ -308,7 +313,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #define A_ISSUE_V(st_, it)                                                                               \
       _Pragma ("unroll")                                                                                 \
       for (int sl = 0; sl < A_BKV / A_VS; sl++)                                                          \
-        A_TMA_VT (v_s + st_ * A_V_BYTES + sl * (A_D * A_VS), &tma_v,                                     \
+        A_TMA_VT (v_s + st_ * A_V_BYTES + sl * (A_DV * A_VS), &tma_v,                                     \
                   (int) ((c_first + (it)) * A_BKV + sl * A_VS), 0, (int) kv_flat, A_FULL_V (st_))
 #if NKP_VT_RANK3
 #define A_TMA_VT(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, c2, bar)
@@ -393,7 +398,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
       const int c = wg - 1, warp = t / 32, lane = t % 32;
       /* α·(dequantisation)·log2(e): exponentials as exp2 */
       const float scale = NKP_F (NKP_ALPHA) * 1.4426950408889634f;
-      float s[A_BKV / 2], o[A_D / 2];
+      float s[A_BKV / 2], o[A_DV / 2];
 #if A_FP8_V
       unsigned p[A_BKV / 8];
 #else
@@ -418,7 +423,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #endif
       asm volatile ("setmaxnreg.inc.sync.aligned.u32 " NKP_STR (NKP_CONSUMER_REGS) ";");
 #pragma unroll
-      for (int i = 0; i < A_D / 2; i++)
+      for (int i = 0; i < A_DV / 2; i++)
         o[i] = 0.0f;
 
       /* S = Q·Kᵀ of chunk it, issued and committed (not waited for). */
@@ -440,7 +445,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
       /* O += P·V of chunk it, issued and committed. */
 #if A_FP8_V
 #define A_PV_DESC(st_, kt)                                                                               \
-      napkin_attn_desc_sw (v_s + (st_) * A_V_BYTES + ((kt) / (A_VS / 32)) * (A_D * A_VS) + ((kt) % (A_VS / 32)) * 32, \
+      napkin_attn_desc_sw (v_s + (st_) * A_V_BYTES + ((kt) / (A_VS / 32)) * (A_DV * A_VS) + ((kt) % (A_VS / 32)) * 32, \
                            8 * A_VS, A_VS)
 #else
 #define A_PV_DESC(st_, kt) napkin_attn_desc (v_s + (st_) * A_V_BYTES + (kt) * 2048, A_BKV * 128, 1024)
@@ -537,11 +542,17 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
               s[4 * j + 1] = A_EXP2 (s[4 * j + 1] * scale - mx0, j);                                     \
               s[4 * j + 2] = A_EXP2 (s[4 * j + 2] * scale - mx1, j);                                     \
               s[4 * j + 3] = A_EXP2 (s[4 * j + 3] * scale - mx1, j);                                     \
-              sum0 += s[4 * j] + s[4 * j + 1];                                                           \
-              sum1 += s[4 * j + 2] + s[4 * j + 3];                                                       \
+              if (!A_ONES)                                                                               \
+                {                                                                                        \
+                  sum0 += s[4 * j] + s[4 * j + 1];                                                       \
+                  sum1 += s[4 * j + 2] + s[4 * j + 3];                                                   \
+                }                                                                                        \
             }                                                                                            \
-          l_row[0] = l_row[0] * c0 + sum0;                                                               \
-          l_row[1] = l_row[1] * c1 + sum1;                                                               \
+          if (!A_ONES)                                                                                   \
+            {                                                                                            \
+              l_row[0] = l_row[0] * c0 + sum0;                                                           \
+              l_row[1] = l_row[1] * c1 + sum1;                                                           \
+            }                                                                                            \
         }                                                                                                \
       while (0)
 
@@ -601,7 +612,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #define A_RESCALE_O(c0, c1)                                                                              \
       if (__any_sync (0xffffffffu, c0 != 1.0f || c1 != 1.0f))                                            \
         _Pragma ("unroll")                                                                               \
-        for (int j = 0; j < A_D / 8; j++)                                                                \
+        for (int j = 0; j < A_DV / 8; j++)                                                               \
           {                                                                                              \
             o[4 * j] *= c0;                                                                              \
             o[4 * j + 1] *= c0;                                                                          \
@@ -684,7 +695,12 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #endif
         }
 
-      /* The running sums were kept per thread: add the quad's, then divide. */
+      /* The running sums were kept per thread (or are O's column D, held by the quad's
+       * first thread; the others' columns past D are zeros): add the quad's, then divide. */
+#if A_ONES
+      l_row[0] = o[4 * (A_D / 8)] + o[4 * (A_D / 8) + 1];
+      l_row[1] = o[4 * (A_D / 8) + 2] + o[4 * (A_D / 8) + 3];
+#endif
 #pragma unroll
       for (int r = 0; r < 2; r++)
         {
@@ -748,6 +764,8 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_THREADS
 #undef A_BKV
 #undef A_D
+#undef A_DV
+#undef A_ONES
 #undef A_ST
 #undef A_NQ
 #undef A_NKV

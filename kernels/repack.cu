@@ -12,7 +12,8 @@
  * element. No shared memory.
  * Transpose: 64 × 64 tiles through shared memory, the source read in 16-byte vectors
  * where its rows allow (G_SVEC), the destination written in 16-byte vectors; with
- * G_PV_ORDER each 32 destination columns take their source rows in fp8 P·V's order. */
+ * G_PV_ORDER each 32 destination columns take their source rows in fp8 P·V's order, and
+ * with G_ONES a row of e4m3 ones follows (fp8 P·V's row sums). */
 #ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
 #include "prelude.cuh"
 /* default parameters: an instantiation the code generator prints */
@@ -26,6 +27,7 @@
 #define NKP_BATCH 1
 #define NKP_TRANSPOSE 0
 #define NKP_PV_ORDER 0
+#define NKP_ONES 0
 #define NKP_SVEC 0
 #define NKP_RT unsigned short
 #define NKP_SREF ((const unsigned short *) ((const char *) args.p[0] + 0))
@@ -41,6 +43,8 @@
 #define G_TRANSPOSE NKP_TRANSPOSE
 /* transpose: each 32 destination columns in fp8 P·V's key order (NAPKIN_PV_KEY) */
 #define G_PV_ORDER NKP_PV_ORDER
+/* transpose: 8 more destination rows after G_COLS, the first e4m3 ones (0x38), the rest zero */
+#define G_ONES NKP_ONES
 #if G_PV_ORDER
 #define G_SRC_ROW(j) (((j) & ~31) | NAPKIN_PV_KEY ((j) & 31))
 #else
@@ -104,6 +108,17 @@ NKP_NAME (const NapkinArgs args)
             x.e[k] = tile[G_SRC_ROW (rv + k)][c];
           *(uint4 *) (d + dr * G_LDD + dc) = x.v;
         }
+#if G_ONES
+      /* the last tile row of dst also writes rows G_COLS … G_COLS + 7 of its columns */
+      if (c0 + 64 >= G_COLS && threadIdx.x < 8 * (64 / G_V))
+        {
+          const long dr = G_COLS + threadIdx.x / (64 / G_V), dc = r0 + threadIdx.x % (64 / G_V) * G_V;
+          const unsigned w = dr == G_COLS ? 0x38383838u : 0u;
+
+          if (dc < G_LDD)
+            *(uint4 *) (d + dr * G_LDD + dc) = make_uint4 (w, w, w, w);
+        }
+#endif
       __syncthreads ();
     }
 #else
@@ -155,6 +170,7 @@ NKP_NAME (const NapkinArgs args)
 #undef G_BATCH
 #undef G_TRANSPOSE
 #undef G_PV_ORDER
+#undef G_ONES
 #undef G_SRC_ROW
 #undef G_SVEC
 #undef G_ES

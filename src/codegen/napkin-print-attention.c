@@ -325,6 +325,8 @@ print_sm90 (const NapkinPrintCtx   *ctx,
   const NapkinPlanAttention *a = &kernel->u.att;
   gboolean fp8_v = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3;
   guint qe = napkin_dtype_bytes (a->dtype);
+  /* O's accumulator columns: Vᵀ's rows (D, or D + 8 with the row sums' ones) */
+  gint64 dv = a->v_t_rows > 0 ? a->v_t_rows : a->D;
   NapkinCudaTensorMap maps[2];
   NapkinCudaKernel *ck;
 
@@ -344,7 +346,7 @@ print_sm90 (const NapkinPrintCtx   *ctx,
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam head[] = {
-      { "WGMMA", wgmma_wrappers (name, a->BKV, a->D, a->dtype, a->v_dtype) },
+      { "WGMMA", wgmma_wrappers (name, a->BKV, dv, a->dtype, a->v_dtype) },
       { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT, 2) },
       { "NAME", g_strdup (name) },
       { "ROWS", int_text (a->rows) },
@@ -352,6 +354,7 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "CONSUMERS", int_text (a->consumers) },
       { "BKV", int_text (a->BKV) },
       { "D", int_text (a->D) },
+      { "DV", int_text (dv) },
       { "STAGES", int_text (a->stages) },
     };
     NapkinSkeletonParam mid[] = {
@@ -398,9 +401,9 @@ print_sm90 (const NapkinPrintCtx   *ctx,
     maps[1] = (NapkinCudaTensorMap) { r->v.slot, a->v_dtype, a->D, a->kv_rows, 128, (guint) a->BKV, 128,
                                       a->kv_ld, a->kv_planes, a->kv_plane_stride, r->v.offset };
   else if (fp8_v)
-    maps[1] = (NapkinCudaTensorMap) { r->vt.slot, NAPKIN_DTYPE_FP8_E4M3, a->v_t_ld, a->D, vt_slice (a), (guint) a->D,
+    maps[1] = (NapkinCudaTensorMap) { r->vt.slot, NAPKIN_DTYPE_FP8_E4M3, a->v_t_ld, dv, vt_slice (a), (guint) dv,
                                       vt_slice (a),
-                                      a->v_t_ld, a->kv_batch, a->D * a->v_t_ld, r->vt.offset };
+                                      a->v_t_ld, a->kv_batch, dv * a->v_t_ld, r->vt.offset };
   else
     maps[1] = (NapkinCudaTensorMap) { r->v.slot, a->v_dtype, a->D, a->kv_rows, 64, (guint) a->BKV, 128,
                                       a->kv_ld, a->kv_planes, a->kv_plane_stride, r->v.offset };

@@ -932,8 +932,8 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
     }
   if (r->batch < 1 || r->rows < 1 || r->cols < 1)
     return fail (error, name, "batch, rows and cols must be positive");
-  if (r->pv_key_order && (!r->transpose || napkin_dtype_bytes (r->dtype) != 1))
-    return fail (error, name, "the fp8 P·V key order is for a transposed copy of 1-byte elements");
+  if ((r->pv_key_order || r->ones_row) && (r->dtype != NAPKIN_DTYPE_FP8_E4M3 || !r->transpose))
+    return fail (error, name, "the fp8 P·V key order and row of ones are for a transposed copy of e4m3 elements");
   if (r->ld_src < r->cols)
     return fail (error, name, "ld_src = %" G_GINT64_FORMAT " is shorter than a row (%" G_GINT64_FORMAT ")",
                  r->ld_src, r->cols);
@@ -941,7 +941,8 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
   if (r->ld_dst < width)
     return fail (error, name, "ld_dst = %" G_GINT64_FORMAT " is shorter than a copied row (%" G_GINT64_FORMAT ")",
                  r->ld_dst, width);
-  if (r->batch > 1 && (r->dst_bstride < (r->transpose ? r->cols : r->rows) * r->ld_dst || r->src_bstride < 0))
+  if (r->batch > 1 && (r->dst_bstride < ((r->transpose ? r->cols : r->rows) + (r->ones_row ? 8 : 0)) * r->ld_dst
+                       || r->src_bstride < 0))
     return fail (error, name, "dst_bstride = %" G_GINT64_FORMAT " would overlap the copies", r->dst_bstride);
   if (!_napkin_cuda_ref (ctx, &r->src, &rs, error) || !_napkin_cuda_ref (ctx, &r->dst, &rd, error))
     return FALSE;
@@ -967,6 +968,7 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
       { "BATCH", i64 (r->batch) },
       { "TRANSPOSE", g_strdup (r->transpose ? "1" : "0") },
       { "PV_ORDER", g_strdup (r->pv_key_order ? "1" : "0") },
+      { "ONES", g_strdup (r->ones_row ? "1" : "0") },
       { "SVEC", g_strdup (svec ? "1" : "0") },
       { "RT", g_strdup (rt) },
       { "SREF", g_strdup_printf ("((const %s *) ((const char *) args.p[%d] + %" G_GINT64_FORMAT "))", rt, rs.slot,

@@ -494,6 +494,18 @@ attention_layout (NapkinPlanner       *p,
 
 /* ---- the kernels' limits ------------------------------------------------------------------ */
 
+/* Rows of fp8 Vᵀ: D, and where the kernel reads Vᵀ made before and wgmma's N allows
+ * (≤ 256), 8 more whose first is ones: P·V's column D is then each row's sum of P, the
+ * additions the softmax skips (the sums of the P that P·V multiplies, rounded to e4m3;
+ * docs/plan.md, "Attention kernels"). */
+static gint64
+vt_rows (const NapkinPlanAttention *a)
+{
+  if (a->v_dtype != NAPKIN_DTYPE_FP8_E4M3 || a->vt_in_kernel || a->D + 8 > 256)
+    return a->D;
+  return a->D + 8;
+}
+
 /* Shared memory of the Hopper kernel: 1 KB to align the 128-byte swizzle, Q (rows padded
  * to the consumers' 64), the stages of K and V (or Vᵀ for fp8 P·V), the mbarriers. */
 static gint64
@@ -504,7 +516,7 @@ wgmma_smem (const NapkinPlanAttention *a)
   gint64 q = (gint64) a->consumers * 64 * ds * 128, kb = a->BKV * ds * 128, vb;
 
   if (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3)
-    vb = a->D * a->BKV;
+    vb = vt_rows (a) * a->BKV;
   else
     vb = a->BKV * ceil_div (a->D * 2, 128) * 128;
   /* V as stored beside its Vᵀ, and one more mbarrier a stage, where the kernel transposes */
@@ -589,7 +601,8 @@ wgmma_refusal (NapkinPlanner       *p,
   a->d_smem = ceil_div (a->D * napkin_dtype_bytes (a->dtype), 128) * 128 / napkin_dtype_bytes (a->dtype);
   /* per consumer thread: the scores (BKV/2), P (BKV/4 in 16 bits, BKV/8 in fp8), O (D/2),
    * and 32 for addresses, the running max and sum (ptxas: docs/plan.md) */
-  need = a->BKV / 2 + (fp8_v ? a->BKV / 8 : a->BKV / 4) + a->D / 2 + 32;
+  a->v_t_rows = vt_rows (a);
+  need = a->BKV / 2 + (fp8_v ? a->BKV / 8 : a->BKV / 4) + a->v_t_rows / 2 + 32;
   /* the producer keeps 56 registers (its Q copy's addresses) unless the consumers need
    * more than that leaves them; at 32 two consumer warpgroups get 240 (FA3's split) */
   a->producer_regs = 56;
@@ -771,10 +784,11 @@ add_v_transpose (NapkinPlanner    *p,
   rp->ld_src = a->D;
   rp->ld_dst = a->v_t_ld;
   rp->src_bstride = a->NKV * a->D;
-  rp->dst_bstride = a->D * a->v_t_ld;
+  rp->dst_bstride = a->v_t_rows * a->v_t_ld;
   rp->transpose = TRUE;
   rp->pv_key_order = TRUE;
-  a->v_t = _napkin_plan_add_scratch (p->plan, a->kv_batch * a->D * a->v_t_ld);
+  rp->ones_row = a->v_t_rows > a->D;
+  a->v_t = _napkin_plan_add_scratch (p->plan, a->kv_batch * a->v_t_rows * a->v_t_ld);
   rp->dst = (NapkinPlanBuffer) { -1, a->v_t, NAPKIN_DTYPE_FP8_E4M3 };
   /* the repack printer's launch (kernels/repack.cu): a launch of its own here made the
    * printer refuse it, and the slower fallback transpose ran instead */

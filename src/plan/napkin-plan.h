@@ -198,8 +198,10 @@ typedef struct
   int              partials;              /* scratch: fp32 O [split][batch·NQ][D], then [split][batch·NQ] */
 
   double           q_scale, k_scale, v_scale;   /* fp8: per-tensor dequantisation scales */
-  int              v_t;                   /* fp8 P·V: scratch Vᵀ [kv_batch][D][v_t_ld] (a repack), or −1 */
+  int              v_t;                   /* fp8 P·V: scratch Vᵀ [kv_batch][v_t_rows][v_t_ld] (a repack), or −1 */
   gint64           v_t_ld;
+  gint64           v_t_rows;              /* D, or D + 8 where row D is ones: P·V's column D is then
+                                             the softmax's row sum (no additions in the softmax) */
   gboolean         vt_in_kernel;          /* fp8 P·V: the kernel's producer transposes V in shared
                                              memory (no repack, v_t −1) */
 
@@ -218,7 +220,8 @@ typedef struct
 /* Copy src (rows × cols, leading dimension ld_src) to dst (leading dimension ld_dst,
  * padding zeroed), transposed when `transpose`, for `batch` matrices. With `pv_key_order`
  * (a transposed fp8 Vᵀ) each 32 destination columns hold their source rows in the order
- * fp8 P·V's A operand takes the scores (docs/plan.md, "Attention kernels"). */
+ * fp8 P·V's A operand takes the scores (docs/plan.md, "Attention kernels"); with
+ * `ones_row`, a row of ones below them makes P·V add up each row of P. */
 typedef struct
 {
   NapkinPlanBuffer src, dst;
@@ -226,6 +229,8 @@ typedef struct
   gint64           batch, rows, cols, ld_src, ld_dst, src_bstride, dst_bstride;
   gboolean         transpose;
   gboolean         pv_key_order;
+  gboolean         ones_row;              /* transposed: 8 more destination rows after cols, the
+                                             first all ones (1.0 in dtype), the others zero */
 } NapkinPlanRepack;
 
 typedef struct

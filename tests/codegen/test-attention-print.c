@@ -307,6 +307,15 @@ test_vt_pass (void)
       g_assert_nonnull (strstr (m->source, "#define NKP_TRANSPOSE 1\n"));
       g_assert_nonnull (strstr (m->source, "#define NKP_PV_ORDER 1\n"));
       g_assert_nonnull (strstr (m->source, "#define NKP_VT_IN 0\n"));
+      {
+        /* the row of ones: P·V is D + 8 wide and its column D is the row sum */
+        g_autofree char *dv = g_strdup_printf ("#define NKP_DV %" G_GINT64_FORMAT "\n", c->c.D + 8);
+        g_autofree char *pv = g_strdup_printf ("m64n%" G_GINT64_FORMAT "k32.f32.e4m3.e4m3", c->c.D + 8);
+
+        g_assert_nonnull (strstr (m->source, "#define NKP_ONES 1\n"));
+        g_assert_nonnull (strstr (m->source, dv));
+        g_assert_nonnull (strstr (m->source, pv));
+      }
       g_string_append (all, m->source);
     }
   if (was != NULL)

@@ -128,13 +128,19 @@ test_vt_pass (void)
   g_assert_cmpint (r->u.repack.dst.scratch, ==, k->u.att.v_t);
   g_assert_cmpint (k->u.att.v_t_ld % 16, ==, 0);
   g_assert_cmpuint (k->u.att.stages, ==, 3);
-  g_assert_cmpint (k->smem_bytes, ==, 1024 + 128 * 128 + 3 * (128 * 128 + 128 * 128) + 8 * (1 + 3 * 3));
+  /* Vᵀ in P·V's key order with a row of ones below (the row sums): 136 rows a stage */
+  g_assert_true (r->u.repack.pv_key_order);
+  g_assert_true (r->u.repack.ones_row);
+  g_assert_cmpint (k->u.att.v_t_rows, ==, 128 + 8);
+  g_assert_cmpint (r->u.repack.dst_bstride, ==, 136 * k->u.att.v_t_ld);
+  g_assert_cmpint (k->smem_bytes, ==, 1024 + 128 * 128 + 3 * (128 * 128 + 136 * 128) + 8 * (1 + 3 * 3));
 
   g_setenv ("NAPKIN_ATTN_VT_IN_KERNEL", "1", TRUE);
   in = napkin_test_plan (d, "h100");
   g_unsetenv ("NAPKIN_ATTN_VT_IN_KERNEL");
   g_assert_cmpuint (in->kernels->len, ==, 1);
   g_assert_true (napkin_plan_kernel_for (in, 0, -1)->u.att.vt_in_kernel);
+  g_assert_cmpint (napkin_plan_kernel_for (in, 0, -1)->u.att.v_t_rows, ==, 128);
 }
 
 static void
