@@ -608,6 +608,25 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
         }
 #endif
 
+      /* A_ONES: P·V's column D (held by the quad's first thread; the others' columns past D
+       * are zeros) is the sum of the P it multiplied since it was last zeroed: taken into the
+       * running sums and zeroed every chunk, since wgmma's fp8 accumulation keeps fewer bits
+       * than fp32 and a long sum of positive terms would drift (docs/plan.md). Then the sums
+       * take the correction c of O. */
+#if A_ONES
+#define A_TAKE_SUMS(c0, c1)                                                                              \
+      do                                                                                                 \
+        {                                                                                                \
+          l_row[0] = (l_row[0] + o[4 * (A_D / 8)]) * (c0);                                               \
+          l_row[1] = (l_row[1] + o[4 * (A_D / 8) + 2]) * (c1);                                           \
+          o[4 * (A_D / 8)] = 0.0f;                                                                       \
+          o[4 * (A_D / 8) + 2] = 0.0f;                                                                   \
+        }                                                                                                \
+      while (0)
+#else
+#define A_TAKE_SUMS(c0, c1) do { } while (0)
+#endif
+
       /* O's rows by their corrections, where some row of the warp has one */
 #define A_RESCALE_O(c0, c1)                                                                              \
       if (__any_sync (0xffffffffu, c0 != 1.0f || c1 != 1.0f))                                            \
@@ -662,6 +681,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
               asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
               NKP_CAT (NKP_NAME, _fence_o) (o);
               napkin_attn_arrive (A_EMPTY (it % A_ST));
+              A_TAKE_SUMS (c0, c1);
               A_RESCALE_O (c0, c1);
               A_PACK_P ();
             }
@@ -673,6 +693,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
           asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
           NKP_CAT (NKP_NAME, _fence_o) (o);
           napkin_attn_arrive (A_EMPTY ((n_chunks - 1) % A_ST));
+          A_TAKE_SUMS (1.0f, 1.0f);
 #undef A_TURN_BEGIN
 #undef A_TURN_END
 #else
@@ -685,6 +706,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
               NKP_CAT (NKP_NAME, _fence_s) (s);
               A_MASK (it);
               A_SOFTMAX (c0, c1);
+              A_TAKE_SUMS (c0, c1);
               A_RESCALE_O (c0, c1);
               A_PACK_P ();
               A_ISSUE_PV (it);
@@ -692,15 +714,11 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
               NKP_CAT (NKP_NAME, _fence_o) (o);
               napkin_attn_arrive (A_EMPTY (it % A_ST));
             }
+          A_TAKE_SUMS (1.0f, 1.0f);
 #endif
         }
 
-      /* The running sums were kept per thread (or are O's column D, held by the quad's
-       * first thread; the others' columns past D are zeros): add the quad's, then divide. */
-#if A_ONES
-      l_row[0] = o[4 * (A_D / 8)] + o[4 * (A_D / 8) + 1];
-      l_row[1] = o[4 * (A_D / 8) + 2] + o[4 * (A_D / 8) + 3];
-#endif
+      /* The running sums were kept per thread: add the quad's, then divide. */
 #pragma unroll
       for (int r = 0; r < 2; r++)
         {
@@ -746,6 +764,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_SOFTMAX
 #undef A_PACK_P
 #undef A_RESCALE_O
+#undef A_TAKE_SUMS
 #undef A_MAX_SLACK
     }
 #undef A_FULL_K
