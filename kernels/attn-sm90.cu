@@ -495,9 +495,17 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
        * max, s ← exp2(s·scale − m), running sum; c0, c1: the corrections of O. A row that
        * has seen only hidden keys keeps m = −1e30 and sums zeros. The running max moves
        * only when the chunk's rises above it by more than A_MAX_SLACK (log2 units): below
-       * that the old one serves (P ≤ 2⁸, within e4m3 and fp16; O and the sum carry the
-       * same offset, which the division removes), so most chunks skip O's rescale. */
+       * that the old one serves (P ≤ 2⁸, within e4m3; O and the sum carry the same offset,
+       * which the division removes), so most chunks skip O's rescale. fp8 P·V only: with
+       * 16-bit V the branch cost more than the multiplies it saved (d192 6 % slower on an
+       * H100, docs/perf-notes.md), and there the max moves whenever it rises. */
+#if A_FP8_V
 #define A_MAX_SLACK 8.0f
+#define A_LAZY_RESCALE 1
+#else
+#define A_MAX_SLACK 0.0f
+#define A_LAZY_RESCALE 0
+#endif
 #define A_SOFTMAX(c0, c1)                                                                                \
       do                                                                                                 \
         {                                                                                                \
@@ -629,7 +637,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 
       /* O's rows by their corrections, where some row of the warp has one */
 #define A_RESCALE_O(c0, c1)                                                                              \
-      if (__any_sync (0xffffffffu, c0 != 1.0f || c1 != 1.0f))                                            \
+      if (!A_LAZY_RESCALE || __any_sync (0xffffffffu, c0 != 1.0f || c1 != 1.0f))                         \
         _Pragma ("unroll")                                                                               \
         for (int j = 0; j < A_DV / 8; j++)                                                               \
           {                                                                                              \
@@ -766,6 +774,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_RESCALE_O
 #undef A_TAKE_SUMS
 #undef A_MAX_SLACK
+#undef A_LAZY_RESCALE
     }
 #undef A_FULL_K
 #undef A_FULL_V
