@@ -32,7 +32,7 @@ __device__ __forceinline__ float napkin_round_tf32 (float v)
 #define NAPKIN_HD static __host__ __device__ inline
 /* fp8 P·V (docs/plan.md, "Attention kernels"): the key that slot s (0…31) of a 32-key
  * k-step holds. Thread c of a quad keeps the scores of keys 2c, 2c + 1, 8 + 2c, 9 + 2c
- * (and 16 more) of wgmma's accumulator; the e4m3 A operand gives it slots 4c … 4c + 3
+ * (and 16 more) of the product's accumulator; the e4m3 A operand gives it slots 4c … 4c + 3
  * (and 16 more). Vᵀ is written in this order, so P is packed without moving a byte. */
 #define NAPKIN_PV_KEY(s) (((s) & 16) | (((s) >> 1) & 6) | ((s) & 1) | (((s) & 2) << 2))
 /* A template parameter NKP_X as a long or float literal, as text inside an asm string,
