@@ -706,10 +706,9 @@ append_int (GString *str,
 }
 
 /* The stages region r runs, and (in rs) the parts of its stream chunk. The stages are a
- * hint: where the plan lowered them to fit shared memory, its kernel runs (and the model
- * prices) the ones that fit (docs/plan.md); the wgmma attention runs the plan's stages
- * (fp8 takes at least 3); an attention whose key chunks the mma.sync kernel runs in parts
- * is priced at its parts. */
+ * hint: an attention kernel of the plan runs the plan's stages (lowered to fit shared
+ * memory, raised to the fp8 floor; docs/plan.md), and the model prices those; an
+ * attention whose key chunks the mma.sync kernel runs in parts is priced at its parts. */
 static guint
 attention_plan_stages (Model       *m,
                        guint        r,
@@ -722,10 +721,7 @@ attention_plan_stages (Model       *m,
   if (pk == NULL || pk->kind != NAPKIN_PLAN_ATTENTION)
     return stages;
   rs->stream_parts = MAX (1u, pk->u.att.bkv_parts);
-  if (pk->u.att.stages_asked > pk->u.att.stages || pk->u.att.bkv_parts > 1
-      || (pk->path == NAPKIN_PATH_WGMMA && rs->region->stages >= 2))
-    stages = pk->u.att.stages;
-  return stages;
+  return MAX (1u, pk->u.att.stages);
 }
 
 static void
