@@ -143,6 +143,16 @@ ATTENTION = [
      dict(CAUSAL, v="fp8-e4m3", o="bf16")),
     ("attn-fp8-4x16x2000x2000x64", A(4, 16, 2000, 2000, 64), "fp8-e4m3", {"v": "fp8-e4m3", "o": "fp16"}),
     ("attn-fp8-1x16x8192x8192x128", A(1, 16, 8192, 8192, 128), "fp8-e4m3", {"v": "fp8-e4m3", "o": "fp16"}),
+    # fp8 beyond the one shape: other head dims (d 256: no room for P·V's row-sum column),
+    # GQA with a causal mask, a window, cross lengths that do not divide, split-KV decoding
+    ("attn-fp8-4x16x4096x4096x96", A(4, 16, 4096, 4096, 96), "fp8-e4m3", {"v": "fp8-e4m3", "o": "bf16"}),
+    ("attn-fp8-2x16x4096x4096x256", A(2, 16, 4096, 4096, 256), "fp8-e4m3", {"v": "fp8-e4m3", "o": "bf16"}),
+    ("attn-fp8-gqa-causal-2x32x4096x4096x128", A(2, 8, 4096, 4096, 128, g=4), "fp8-e4m3",
+     dict(CAUSAL, v="fp8-e4m3", o="bf16")),
+    ("attn-fp8-window-2x16x4096x4096x128", A(2, 16, 4096, 4096, 128), "fp8-e4m3",
+     {"mask": "window", "offset": 0, "left": 1024, "right": 0, "v": "fp8-e4m3", "o": "fp16"}),
+    ("attn-fp8-cross-4x16x1000x3000x128", A(4, 16, 1000, 3000, 128), "fp8-e4m3", {"v": "fp8-e4m3", "o": "fp16"}),
+    ("attn-fp8-decode-8x32x1x16384x128", A(8, 8, 1, 16384, 128, g=4), "fp8-e4m3", {"v": "fp8-e4m3", "o": "bf16"}),
 ]
 CASES += [(name, "attention", dims, dtype, "regions", None, opts) for name, dims, dtype, opts in ATTENTION]
 # the examples as they are in the repository
