@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Times loading and validating a large diagram (issue 2: 2,000 operations in under
+/* Times loading and validating a large diagram (target: 2,000 operations in under
  * 50 ms). Builds the file in memory: a chain of attention-like blocks, each with a
  * shared-memory region, so every check of the validator has work to do.
  * Usage: core-bench [N_OPERATIONS] [REPEATS] */

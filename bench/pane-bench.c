@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* The live analysis pane's speed (issue 5): from an edit of a 200-operation
+/* The live analysis pane's speed (docs/analysis-pane.md): from an edit of a 200-operation
  * diagram (a tile size, through the undo stack as the inspector makes it) to the
  * pane showing the new numbers, and the model alone on the same diagram.
  * Targets: edit → updated pane < 5 ms, model < 2 ms. Needs a display:

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Speed of the live analysis pane (issue 5): builds and runs bench/pane-bench.c
+# Speed of the live analysis pane (docs/analysis-pane.md): builds and runs bench/pane-bench.c
 # under Xvfb. Usage: bench/pane-bench.sh   (from the repository root; build dir _build-pane)
 set -e
 BUILD=${BUILD:-_build-pane}

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* The performance model's own speed (issue 3): the median time of one full
+/* The performance model's own speed (docs/model.md §10): the median time of one full
  * analysis of a 200-operation diagram (target < 2 ms) and of `tune` on the
  * flash-attention example (target < 1 s). Run: bench/perf-bench.sh */
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime under -std=c17 */

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Speed of the performance model (issue 3): builds and runs bench/perf-bench.c.
+# Speed of the performance model (docs/model.md §10): builds and runs bench/perf-bench.c.
 # Usage: bench/perf-bench.sh [ARCH]   (from the repository root; build dir _build-perf)
 set -e
 BUILD=${BUILD:-_build-perf}

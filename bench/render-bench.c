@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 /* Draws a 500-operation diagram offscreen with the canvas's drawing code and prints
- * the median frame time, full redraw and cached. Target (issue 4): under 8 ms on the
- * 2-core dev machine. --threads 1 draws as before frames were drawn in bands. */
+ * the median frame time, full redraw and cached. Target (docs/editor.md, "Render
+ * performance"): under 8 ms on the 2-core dev machine. --threads 1 draws as before
+ * frames were drawn in bands. */
 #include "config.h"
 
 #include <math.h>

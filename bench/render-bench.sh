@@ -1,5 +1,5 @@
 #!/bin/sh
-# Prints the editor's median frame time for a 500-operation diagram (issue 4): full
+# Prints the editor's median frame time for a 500-operation diagram (docs/editor.md): full
 # redraws at the default window's canvas size and at 1600×1000, and a cached frame.
 # Usage: bench/render-bench.sh [BUILDDIR] [--case NAME] [--frames N] [OUT.png]
 set -e

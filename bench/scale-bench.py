@@ -14,13 +14,13 @@ JSON there is, kept for the round trip). Each command runs in its own process; i
 peak memory is the child's maximum resident set (getrusage), its time the wall
 clock and the CPU time (user and system; on a shared machine the time goals are
 checked on CPU time); files are made by a child process, so that this one stays small (a child's
-peak memory counts what its parent held when it forked). Goals (issue "bounded and
-honest"): analyze of 100 000 operations under 1 s, tune under 10 s, and for the
+peak memory counts what its parent held when it forked). Goals (docs/security.md §7):
+analyze of 100 000 operations under 1 s, tune under 10 s, and for the
 1, 16 and 64 MB files peak memory of validate, analyze, tune and codegen under 20
 times the file's size (beyond the memory of the same command on a 10-operation
 file, printed as the baseline; the ratio is printed for every case). render
 is reported with the size of what it wrote (an SVG of 10 000 operations is 17 times
-its diagram's file). The time goals are for the issue's shape, 100 000 operations in
+its diagram's file). The time goals are for that section's shape, 100 000 operations in
 one region; the attention chain (up to 256 regions) is shown beside it. A command
 gets at most 120 s (tune over hundreds of regions takes longer: shown as a
 timeout). --quick stops at 10 000 operations and 16 MB.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Baselines for issue 7, measured on the GPU machine in the same run as Napkin's kernels:
-cuBLAS (through torch.matmul), PyTorch SDPA with the flash and cuDNN backends, softmax,
-layer_norm and a device copy. Random inputs (never zeros), CUDA events, warm-up, median of
+"""Baselines for bench/gpu/run-bench, measured on the GPU machine in the same run as
+Napkin's kernels: cuBLAS (through torch.matmul), PyTorch SDPA with the flash and cuDNN
+backends, softmax, layer_norm and a device copy. Random inputs (never zeros), CUDA events, warm-up, median of
 N repeats, inputs rotated so that repeats do not hit L2. Prints a table and writes JSON.
 
 Usage: python3 bench/gpu/baselines.py [--json OUT] [--repeats N]"""

@@ -10,7 +10,7 @@
 
 G_BEGIN_DECLS
 
-/* "Suggest tiles" (issue 7): the relabelings napkin_tune ranks best for the
+/* "Suggest tiles" (docs/editor.md): the relabelings napkin_tune ranks best for the
  * document and an architecture (with regions it proposes when the document has
  * none), searched in a worker thread on the document as JSON, listed with their
  * predicted time, throughput, bound, footprint and speed-up; the selected one is

@@ -1619,7 +1619,8 @@ runs_changed_cb (NapkinWindow *self)
     napkin_history_set_unsaved (self->history);
 }
 
-/* Below the canvas: the generated code and the runs, one tab each (issue 6). */
+/* Below the canvas: the generated code and the runs, one tab each (docs/editor.md,
+ * "Code and runs"). */
 static void
 add_code_and_run (NapkinWindow *self)
 {

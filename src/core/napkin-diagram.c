@@ -1113,7 +1113,7 @@ napkin_diagram_node_flops (NapkinDiagram *self,
 
     case NAPKIN_OP_CONTRACT:
       {
-        /* 2 × the product of every axis involved (design.md §1). */
+        /* 2 × the product of every axis involved (docs/design.md §1). */
         NapkinTensorType all = *out;
         gint64 product;
         int src1 = napkin_diagram_input_source (self, n, 1);

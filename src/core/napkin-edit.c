@@ -899,7 +899,7 @@ napkin_edit_set_mark (NapkinHistory  *history,
   return change_region (history, region, "Change mark", set_mark, &args, error);
 }
 
-/* Added for the editor's inspector (issue 4): a device tensor's axes, in memory order. */
+/* For the editor's inspector (docs/editor.md): a device tensor's axes, in memory order. */
 gboolean
 napkin_edit_set_tensor_axes (NapkinHistory      *history,
                              const char         *name,

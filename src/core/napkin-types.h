@@ -5,7 +5,8 @@
 
 G_BEGIN_DECLS
 
-/* Limits that keep every product of sizes inside 64 bits (design.md §1, issue 8). */
+/* Limits that keep every product of sizes inside 64 bits (docs/design.md §1,
+ * docs/security.md §3). */
 #define NAPKIN_MAX_AXIS_SIZE   (G_GINT64_CONSTANT (1) << 40)
 #define NAPKIN_MAX_RANK        8
 #define NAPKIN_MAX_NAME_LEN    64

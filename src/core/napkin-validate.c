@@ -12,7 +12,7 @@
 #include "napkin-error.h"
 #include "napkin-validate.h"
 
-/* The meaning of a diagram (design.md §1): operations get tensors they can use,
+/* The meaning of a diagram (docs/design.md §1): operations get tensors they can use,
  * the graph has no cycle, regions are connected, nest properly, and stream only
  * where the operations have a streaming form. */
 

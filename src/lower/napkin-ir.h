@@ -5,7 +5,7 @@
 
 G_BEGIN_DECLS
 
-/* The loop-nest IR (design.md §3). A program is a list of kernels over a set of
+/* The loop-nest IR (docs/design.md §3). A program is a list of kernels over a set of
  * buffers. Every buffer is indexed by *global* axis coordinates: a tile holds the
  * box [base, base + extent) of each of its axes, where base is the current offset
  * of that axis at the tile's declaration. Statements run over the *current range*

@@ -9,7 +9,7 @@
 
 G_BEGIN_DECLS
 
-/* The IO/FLOP model of design.md §2 and docs/model.md, over a relabeled diagram. */
+/* The IO/FLOP model of docs/design.md §2 and docs/model.md, over a relabeled diagram. */
 
 typedef enum
 {

@@ -1868,7 +1868,7 @@ wires_stroke (DrawContext   *ctx,
 }
 
 /* Where a wire enters a faster region it takes that region's colour inside it:
- * the change of colour at the border is the transfer (design.md §1b). On screen
+ * the change of colour at the border is the transfer (docs/design.md §1b). On screen
  * the parts inside are cut out of the bands and strands here, and every region of
  * a level takes one stroke; vector exports clip each region exactly. */
 static void

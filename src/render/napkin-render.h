@@ -7,7 +7,7 @@
 
 G_BEGIN_DECLS
 
-/* Drawing of a diagram in the papers' visual language (design.md §1b), shared by the
+/* Drawing of a diagram in the papers' visual language (docs/design.md §1b), shared by the
  * canvas and every export so that an export shows exactly what the canvas shows.
  * Everything is in document coordinates (the node positions of the file); callers
  * set the transform. Geometry depends only on the diagram, never on fonts, so that

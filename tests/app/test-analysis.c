@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* The live analysis pane under Xvfb (issue 5): the numbers it shows are the
- * model's, they follow the inspector, the architecture and undo, infeasible
+/* The live analysis pane under Xvfb (docs/analysis-pane.md): the numbers it shows
+ * are the model's, they follow the inspector, the architecture and undo, infeasible
  * regions show their error and their red mark, and rows trace to the diagram. */
 #include "config.h"
 

@@ -156,7 +156,7 @@ test_default_is_flash_attention (void)
   }
 }
 
-/* The walk-through: palette add, connect, relabel, undo, redo, save, reload. */
+/* The editor's walk-through (docs/editor.md): palette add, connect, relabel, undo, redo, save, reload. */
 static void
 test_edit_save_reload (void)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Autosave and crash recovery in the editor (issue 8, docs/security.md §4): the
+/* Autosave and crash recovery in the editor (docs/security.md §4): the
  * idle snapshot, its removal on save, undo, close and discard, the recovery
  * dialog, and the real app SIGKILLed with unsaved changes then recovered. */
 #define _POSIX_C_SOURCE 200809L   /* kill () */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* The code view and the run panel under Xvfb (issue 6). Runs go through
+/* The code view and the run panel under Xvfb (docs/editor.md). Runs go through
  * tests/runner/fake-runner.sh, a test double for napkin-runner (FAKE_MODE picks
  * ok, recorded, crash, hang): the real runner needs a GPU, and on the GPU machine
  * (no GTK there) napkin-cli run drives the same NapkinRunJob for real. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* "Suggest tiles" under Xvfb (issue 7): the list shows what napkin_tune ranks for
+/* "Suggest tiles" under Xvfb (docs/editor.md): the list shows what napkin_tune ranks for
  * the same diagram and architecture, Apply sets the tiles as one undo step that
  * the canvas's document, the analysis pane and undo/redo all see, Cancel and a
  * diagram without regions leave the document alone, a stale ranking is searched

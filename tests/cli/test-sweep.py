@@ -134,7 +134,7 @@ report(not bad, "plain cases have no region, fused ones smem regions", bad)
 report(all(c["check"] is None or c["reference_bytes"] > 60e9 or c["kind"] == "attention" for c in cases),
        "check axes only where the reference passes the limit")
 
-# 1b. the attention cases: what the issue asks the sweep to cover, drawn as the brief says
+# 1b. the attention cases the sweep must cover
 att = [c for c in cases if c["kind"] == "attention"]
 A = lambda c: c["attention"]
 report(len(att) >= 34, "at least 34 attention cases (%d)" % len(att))

@@ -13,7 +13,7 @@ GString *napkin_test_attention_chain_json  (guint n_ops);
 
 /* A chain x → n0 → … → n(n_maps-1) → y of elementwise maps (relu, exp, scale, gelu in
  * turn) over X[r, c], all in one shared-memory region with r in groups of 4 when
- * `region`: the shape of issue "bounded and honest" (a 4 000-map chain crashed the
+ * `region`: the shape of docs/security.md §7 (a 4 000-map chain crashed the
  * lowering, 100 000 maps made the model quadratic). `pad` bytes of free text per
  * label make the file larger without more operations. */
 GString *napkin_test_map_chain_json        (guint    n_maps,

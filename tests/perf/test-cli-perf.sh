@@ -60,7 +60,7 @@ check "tune --write succeeds" test "$(rc "$CLI" tune "$TMP/m.napkin" --top 3 --w
 after=$("$CLI" analyze "$TMP/m.napkin" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["predicted_time_s"])')
 check "the written tiles are faster ($before s -> $after s)" python3 -c "assert $after < $before"
 check "tune --json parses" sh -c "'$CLI' tune '$EX/flash-attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"best\"][0][\"predicted_time_s\"] <= d[\"current\"][\"predicted_time_s\"]'"
-# A diagram without regions: tune proposes where they go (issue 7), then searches them.
+# A diagram without regions: tune proposes where they go (docs/model.md §9b), then searches them.
 check "tune without regions proposes them (matmul: a GEMM block and warp tiles)" sh -c "'$CLI' tune '$EX/matmul.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"proposed_regions\"][0].startswith(\"block: matrix product mm\"), d; assert \"block.k~\" in d[\"best\"][0][\"tiles\"] and \"warp.m=\" in d[\"best\"][0][\"tiles\"]'"
 check "tune without regions: attention gets the flash-attention relabeling" sh -c "'$CLI' tune '$EX/attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"proposed_regions\"][0].startswith(\"block: attention qk\"), d; assert d[\"current\"][\"tiles\"] == \"block.b=1 block.h=1 block.q=128 block.k~128 block.stages=3\", d[\"current\"]'"
 # A diagram of several kernels without regions: tune derives the partition (docs/plan.md, "Deriving a diagram").

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* The analysis pane's layer below GTK (issue 5): formulas with the model's values
- * substituted, and what-if / measured architecture profiles. */
+/* The analysis pane's layer below GTK (docs/analysis-pane.md): formulas with the
+ * model's values substituted, and what-if / measured architecture profiles. */
 #include "config.h"
 
 #include <string.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Prediction and code must not drift apart (design.md §3): the model's device-memory
+/* Prediction and code must not drift apart (docs/design.md §3): the model's device-memory
  * bytes under --paper (every tile from device memory) equal the bytes the lowering's
  * loop nest copies in and out of device memory, for every example as relabeled and
  * with its regions removed. */

@@ -1621,7 +1621,7 @@ test_per_head_tile (void)
   }
 }
 
-/* Where the regions go, for diagrams drawn without any (issue 7). */
+/* Where the regions go, for diagrams drawn without any (docs/model.md §9b). */
 static void
 test_propose_regions (void)
 {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Code injection (issue 8, docs/security.md): a file whose free text holds quotes,
+/* Code injection (docs/security.md §2): a file whose free text holds quotes,
  * backslashes, newlines, comment ends, #include, format directives, shell and TeX
  * commands, terminal escapes and bidi controls loads, and that text is escaped
  * wherever it is printed; the same text as a name is refused with a clear error.

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Limits (issue 8, docs/security.md): absurd sizes are refused with a clear error
+/* Limits (docs/security.md §3): absurd sizes are refused with a clear error
  * naming the place, or handled in bounded time; no arithmetic overflows (the
  * sanitizer build runs this with UBSan). */
 #define G_LOG_DOMAIN "napkin-test"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Saves that cannot lose data (issue 8, docs/security.md): the backup, permissions,
+/* Saves that cannot lose data (docs/security.md §4): the backup, permissions,
  * links, errors, and a save loop killed with SIGKILL at random moments. */
 #define _GNU_SOURCE  /* kill, symlink under -std=c17 */
 #define G_LOG_DOMAIN "napkin-test"
