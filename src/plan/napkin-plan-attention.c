@@ -525,13 +525,19 @@ wgmma_smem (const NapkinPlanAttention *a)
   return 1024 + q + (gint64) a->stages * (kb + vb) + 8 * (1 + (a->vt_in_kernel ? 4 : 3) * (gint64) a->stages);
 }
 
-/* What each of `consumers` warpgroups gets of the 64K registers when the producer keeps
- * `producer` (setmaxnreg: a multiple of 8, at most 240). */
+/* What each of `consumers` warpgroups gets when the producer keeps `producer` (setmaxnreg:
+ * a multiple of 8, at most 240). The warpgroups share what the block was launched with —
+ * ptxas gives each thread the most __launch_bounds__ (threads, 1) allows (64K / threads,
+ * down to a multiple of 8, at most 255) — not the whole 64K: a setmaxnreg.inc beyond that
+ * waits forever (two consumers at 240 beside a producer at 32 hung on the H100; FA3's
+ * split is 24/240). */
 static gint64
 consumer_registers (gint64 producer,
                     gint64 consumers)
 {
-  return MIN (240, (65536 - 128 * producer) / (128 * MAX (1, consumers)) / 8 * 8);
+  gint64 threads = 128 * (MAX (1, consumers) + 1), launch = MIN (255, 65536 / threads) / 8 * 8;
+
+  return MIN (240, (launch * threads - 128 * producer) / (128 * MAX (1, consumers)) / 8 * 8);
 }
 
 void
@@ -588,11 +594,6 @@ wgmma_refusal (NapkinPlanner       *p,
   if (a->BKV % 16 || a->BKV > 256 || (fp8_v && a->BKV % 32))
     return g_strdup_printf (_("chunks of %lld keys: wgmma takes multiples of 16 up to 256%s"), (long long) a->BKV,
                             fp8_v ? _(" (fp8 P·V: multiples of 32, one k-step of e4m3)") : "");
-  /* fp8 keys by 224 (producer at 32 registers) hung on the H100 (2026-11-25,
-   * docs/perf-notes.md): refused until it is understood; 192 ran, slower than 128 */
-  if (fp8_v && a->BKV > 192)
-    return g_strdup_printf (_("chunks of %lld keys: fp8 attention takes at most 192 (224 hung on an H100)"),
-                            (long long) a->BKV);
   rows_pad = ceil_div (a->rows, 64) * 64;
   a->consumers = (guint) (rows_pad / 64);
   if (a->consumers > WGMMA_MAX_CONSUMERS)
@@ -604,12 +605,19 @@ wgmma_refusal (NapkinPlanner       *p,
   a->v_t_rows = vt_rows (a);
   need = a->BKV / 2 + (fp8_v ? a->BKV / 8 : a->BKV / 4) + a->v_t_rows / 2 + 32;
   /* the producer keeps 56 registers (its Q copy's addresses) unless the consumers need
-   * more than that leaves them; at 32 two consumer warpgroups get 240 (FA3's split) */
+   * more than that leaves them: at 32 two consumer warpgroups get 232, at 24 240 (FA3's
+   * split), three get 160 */
   a->producer_regs = 56;
   a->consumer_regs = (guint) consumer_registers (a->producer_regs, a->consumers);
   if (a->consumers >= 3 || need > a->consumer_regs)
     {
       a->producer_regs = 32;
+      a->consumer_regs = (guint) consumer_registers (a->producer_regs, a->consumers);
+    }
+  /* the producer's TMA issue and Q copy fit in 24 (its transposes, with VT_IN, do not) */
+  if (need > a->consumer_regs && !a->vt_in_kernel)
+    {
+      a->producer_regs = 24;
       a->consumer_regs = (guint) consumer_registers (a->producer_regs, a->consumers);
     }
   if (need > a->consumer_regs)
