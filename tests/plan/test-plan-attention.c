@@ -143,6 +143,42 @@ test_vt_pass (void)
   g_assert_cmpint (napkin_plan_kernel_for (in, 0, -1)->u.att.v_t_rows, ==, 128);
 }
 
+/* setmaxnreg's split: the warpgroups share what the block was launched with (ptxas gives
+ * each of 384 threads 168 registers, each of 512 threads 128), never more, or the
+ * consumers' increase waits forever: 56/224 for two consumers, 24/240 where they need
+ * more (fp8 d 256 by 128 keys, which hung at 32/240), 32/160 for three. */
+static void
+test_registers (void)
+{
+  static const struct
+  {
+    NapkinTestAttention c;
+    guint               producer, consumer, consumers;
+  } cases[] = {
+    { { 4, 16, 0, 4096, 4096, 128, "fp16", NULL, NULL, 128, 128, 3 }, 56, 224, 2 },
+    { { 2, 16, 0, 4096, 4096, 256, "fp8-e4m3", "fp8-e4m3", "bf16", 128, 128, 3 }, 24, 240, 2 },
+    { { 4, 16, 0, 4096, 4096, 128, "fp8-e4m3", "fp8-e4m3", "fp16", 128, 224, 2 }, 24, 240, 2 },
+    { { 4, 16, 0, 3000, 3000, 64, "fp16", NULL, NULL, 192, 128, 2 }, 32, 160, 3 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&cases[i].c);
+      g_autoptr(NapkinPlan) h = napkin_test_plan (d, "h100");
+      const NapkinPlanKernel *k = napkin_plan_kernel_for (h, 0, -1);
+      const NapkinPlanAttention *a = &k->u.att;
+      guint threads = 128 * (a->consumers + 1);
+
+      g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+      g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+      g_assert_cmpuint (a->consumers, ==, cases[i].consumers);
+      g_assert_cmpuint (a->producer_regs, ==, cases[i].producer);
+      g_assert_cmpuint (a->consumer_regs, ==, cases[i].consumer);
+      g_assert_cmpuint (128 * (a->producer_regs + a->consumers * a->consumer_regs), <=,
+                        MIN (255u, 65536 / threads) / 8 * 8 * threads);
+    }
+}
+
 static void
 test_cases (void)
 {
@@ -641,6 +677,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/plan/attention/cases", test_cases);
   g_test_add_func ("/plan/attention/vt-pass", test_vt_pass);
+  g_test_add_func ("/plan/attention/registers", test_registers);
   g_test_add_func ("/plan/attention/masks", test_masks);
   g_test_add_func ("/plan/attention/mask-examples", test_mask_examples);
   g_test_add_func ("/plan/attention/mask-refusals", test_mask_refusals);
