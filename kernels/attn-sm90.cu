@@ -567,43 +567,45 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 
 #if A_FP8_V && !A_VT_IN
       /* P in e4m3, Vᵀ's keys in P·V's order (NAPKIN_PV_KEY, made by the transpose before):
-       * the thread's own scores of blocks 2h and 2h + 1 (keys 2c, 2c + 1, 8 + 2c, 9 + 2c of
-       * each 16) are its A slots 4c … 4c + 3 of that half, row r0 then r1. */
-#define A_PACK_P()                                                                                       \
-      _Pragma ("unroll")                                                                                 \
-      for (int kt = 0; kt < A_BKV / 32; kt++)                                                            \
-        _Pragma ("unroll")                                                                               \
-        for (int h = 0; h < 2; h++)                                                                      \
-          {                                                                                              \
-            const int b0 = 4 * kt + 2 * h, b1 = b0 + 1;                                                  \
-            p[4 * kt + 2 * h] = napkin_attn_e4m3x4 (s[4 * b0], s[4 * b0 + 1], s[4 * b1], s[4 * b1 + 1]); \
-            p[4 * kt + 2 * h + 1] = napkin_attn_e4m3x4 (s[4 * b0 + 2], s[4 * b0 + 3], s[4 * b1 + 2],    \
-                                                        s[4 * b1 + 3]);                                  \
-          }
+       * the thread's own scores of blocks b0 = 2h and b1 = 2h + 1 of a 32-key step (keys 2c,
+       * 2c + 1, 8 + 2c, 9 + 2c of each 16) are its A slots 4c … 4c + 3 of that half, row r0
+       * into p[i], r1 into p[i + 1]. */
+#define A_PACK_PAIR(i, b0, b1)                                                                           \
+      do                                                                                                 \
+        {                                                                                                \
+          p[i] = napkin_attn_e4m3x4 (s[4 * (b0)], s[4 * (b0) + 1], s[4 * (b1)], s[4 * (b1) + 1]);       \
+          p[(i) + 1] = napkin_attn_e4m3x4 (s[4 * (b0) + 2], s[4 * (b0) + 3], s[4 * (b1) + 2], s[4 * (b1) + 3]); \
+        }                                                                                                \
+      while (0)
 #elif A_FP8_V
-      /* P in e4m3, Vᵀ's keys in order (transposed in the kernel). The scores of a 32-key step sit, per thread c of a quad, at keys
-       * 8b + 2c + {0, 1} of blocks b = 0…3 (rows r0 and r1); the A operand wants keys
-       * 4c…4c+3 (and 16 + 4c…) in one register. Each block's four values become one word
-       * (r0 pair, r1 pair); two shuffles per pair of blocks bring each thread the two
-       * words it needs (the sources pick by their own parity), and a byte permute
-       * assembles a0/a1 (blocks 0, 1) and a2/a3 (blocks 2, 3). */
+      /* P in e4m3, Vᵀ's keys in order (transposed in the kernel). The scores of a 32-key
+       * step sit, per thread c of a quad, at keys 8b + 2c + {0, 1} of blocks b = 0…3 (rows
+       * r0 and r1); the A operand wants keys 4c…4c+3 (and 16 + 4c…) in one register. Each
+       * block's four values become one word (r0 pair, r1 pair); two shuffles per pair of
+       * blocks bring each thread the two words it needs (the sources pick by their own
+       * parity), and a byte permute assembles a0/a1 (blocks 0, 1) and a2/a3 (blocks 2, 3). */
       const int quad = lane & ~3, cq = lane & 3;
       const int src1 = quad + (((cq & 1) << 1) | (cq >> 1)), src2 = src1 ^ 1;
       const unsigned sel_lo = cq < 2 ? 0x5410u : 0x1054u, sel_hi = cq < 2 ? 0x7632u : 0x3276u;
+#define A_PACK_PAIR(i, b0, b1)                                                                           \
+      do                                                                                                 \
+        {                                                                                                \
+          const unsigned w0 = napkin_attn_e4m3x4 (s[4 * (b0)], s[4 * (b0) + 1], s[4 * (b0) + 2], s[4 * (b0) + 3]); \
+          const unsigned w1 = napkin_attn_e4m3x4 (s[4 * (b1)], s[4 * (b1) + 1], s[4 * (b1) + 2], s[4 * (b1) + 3]); \
+          const unsigned x1 = __shfl_sync (0xffffffffu, (cq & 1) ? w1 : w0, src1);                       \
+          const unsigned x2 = __shfl_sync (0xffffffffu, (cq & 1) ? w0 : w1, src2);                       \
+          p[i] = __byte_perm (x1, x2, sel_lo);                                                           \
+          p[(i) + 1] = __byte_perm (x1, x2, sel_hi);                                                     \
+        }                                                                                                \
+      while (0)
+#endif
+#if A_FP8_V
 #define A_PACK_P()                                                                                       \
       _Pragma ("unroll")                                                                                 \
       for (int kt = 0; kt < A_BKV / 32; kt++)                                                            \
         _Pragma ("unroll")                                                                               \
         for (int h = 0; h < 2; h++)                                                                      \
-          {                                                                                              \
-            const int b0 = 4 * kt + 2 * h, b1 = b0 + 1;                                                  \
-            const unsigned w0 = napkin_attn_e4m3x4 (s[4 * b0], s[4 * b0 + 1], s[4 * b0 + 2], s[4 * b0 + 3]); \
-            const unsigned w1 = napkin_attn_e4m3x4 (s[4 * b1], s[4 * b1 + 1], s[4 * b1 + 2], s[4 * b1 + 3]); \
-            const unsigned x1 = __shfl_sync (0xffffffffu, (cq & 1) ? w1 : w0, src1);                     \
-            const unsigned x2 = __shfl_sync (0xffffffffu, (cq & 1) ? w0 : w1, src2);                     \
-            p[4 * kt + 2 * h] = __byte_perm (x1, x2, sel_lo);                                            \
-            p[4 * kt + 2 * h + 1] = __byte_perm (x1, x2, sel_hi);                                        \
-          }
+          A_PACK_PAIR (4 * kt + 2 * h, 4 * kt + 2 * h, 4 * kt + 2 * h + 1);
 #else
       /* P: the accumulator layout of 16 keys is the A-register layout of one k16 step. */
 #define A_PACK_P()                                                                                       \
@@ -772,6 +774,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_MASK
 #undef A_SOFTMAX
 #undef A_PACK_P
+#undef A_PACK_PAIR
 #undef A_RESCALE_O
 #undef A_TAKE_SUMS
 #undef A_MAX_SLACK
