@@ -349,19 +349,24 @@ def rows(name, kind, dims, dtype):
 
 def attn_tiles(dims, dtype, opts):
     """The tiles a user asks for, by the simple rule of docs/plan.md ("Attention kernels"):
-    128 queries a block (decoding: every query and every head of a group in one block), keys
+    128 queries a block (decoding: every head of a group, and every query up to 128 rows), keys
     in chunks of 128 up to d 128, 112 to d 192 and 80 to d 256 (the largest that fit two
     stages in shared memory and the scores, P and O in a consumer's 224 registers), 3 stages
-    up to d 128 and in decoding, else 2; fp8 keeps chunks of 128 (its Vᵀ is read in boxes of
+    up to d 128 and in decoding, else 2; fp8 P·V keeps chunks of 128 (its Vᵀ is read in boxes of
     128 keys) in 2 stages. opts "k" and "stages" override (the GPU A/B scripts)."""
     d = dims["d"]
     decode = dims["q"] <= 64 and dims["k"] >= 32 * dims["q"]
-    chunk = 128 if d <= 128 or dtype == "fp8-e4m3" else 112 if d <= 192 else 80
+    fp8_pv = dtype == "fp8-e4m3" and opts.get("v", dtype) == "fp8-e4m3"
+    chunk = 128 if d <= 128 or fp8_pv else 112 if d <= 192 else 80
     chunk = opts.get("k", chunk)
     while chunk > dims["k"] and chunk > 16:       # a tile is at most its axis (k = 77: 64)
         chunk //= 2
     stages = opts.get("stages", 2 if d > 128 or dtype == "fp8-e4m3" else 3)
-    return {"q": "whole" if decode else 128, "g": "whole" if decode else 1, "k": chunk, "stages": stages,
+    # decoding: a block takes the group's heads (MQA: every head) and as many queries as
+    # keep it at 128 rows (two consumer warpgroups)
+    heads = dims.get("g") or (dims["h"] if opts.get("layout") == "mqa" else 1)
+    q = "whole" if not decode or heads * dims["q"] <= 128 else max(1, 128 // heads)
+    return {"q": min(128, dims["q"]) if not decode else q, "g": "whole" if decode else 1, "k": chunk, "stages": stages,
             "decode": decode}
 
 

@@ -480,7 +480,10 @@ best_path_note (NapkinPlanner    *p,
       best = MAX (best, napkin_arch_best_path (p->arch, klass, FALSE, NULL));
       tensor = TRUE;
     }
-  if (!tensor || k->kind == NAPKIN_PLAN_REPACK || k->kind == NAPKIN_PLAN_SPLIT_REDUCE)
+  /* helpers (operand repacks, split reductions, the attention's combine) carry their
+   * kernel's nodes but compute none of its products */
+  if (!tensor || k->kind == NAPKIN_PLAN_REPACK || k->kind == NAPKIN_PLAN_SPLIT_REDUCE
+      || k->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
     return;
   generated = k->path == NAPKIN_PATH_WGMMA ? "wgmma" : k->path == NAPKIN_PATH_MMA ? "mma.sync" : NULL;
   if (g_strcmp0 (generated, napkin_tensor_path_to_string (best)) == 0

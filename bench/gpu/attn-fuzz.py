@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Random attention problems through `napkin-cli run`, each checked against the fp32
+reference at full size: shapes no list names (any length, head dim 8 to 256, fp16, bf16
+and fp8 with V in e4m3 or 16 bits, MHA, GQA, MQA, decoding, causal with an offset,
+windows, tiles as the simple rule picks them or asked at random). A case that faults,
+hangs, is wrong or falls to the generic lowering at the rule's own tiles is a bug.
+
+  bench/gpu/attn-fuzz.py [--cases N] [--seed S] [--out DIR]      on the GPU machine, from
+      the repository root, after `bench/gpu/sweep --pack _build-gpu` here
+  bench/gpu/attn-fuzz.py --write-only DIR [--cases N] [--seed S]  only the diagrams
+
+Prints one line a case and a summary; DIR/fuzz.json holds every result."""
+import argparse, importlib.util, json, os, random, subprocess, sys, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("sweep_cases", os.path.join(HERE, "sweep-cases.py"))
+sc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sc)
+
+REF_LIMIT = 3e11        # fp32 reference work (FLOPs) a case may ask for: about 0.3 s generic
+
+
+def random_case(rng, i):
+    dtype = rng.choice(["fp16", "fp16", "bf16", "bf16", "fp8-e4m3", "fp8-e4m3"])
+    fp8 = dtype == "fp8-e4m3"
+    d = rng.randrange(16, 257, 16) if fp8 else rng.randrange(8, 257, 8)
+    layout = rng.choice(["mha", "mha", "gqa", "mqa"])
+    decode = rng.random() < 0.25
+    nq = rng.randint(1, 64) if decode else rng.randint(1, 3000)
+    nk = rng.randint(1024, 20000) if decode else rng.randint(1, 5000)
+    b, h = rng.randint(1, 3), rng.randint(1, 8)
+    g = rng.choice([2, 4, 8]) if layout == "gqa" else None
+    opts = {}
+    if layout == "mqa":
+        opts["layout"] = "mqa"
+    if fp8:
+        opts["v"] = rng.choice(["fp8-e4m3", "fp8-e4m3", "fp16"])
+        opts["o"] = rng.choice(["fp16", "bf16"])
+    r = rng.random()
+    if r < 0.3:
+        opts.update(mask="causal", offset=max(0, nk - nq) if rng.random() < 0.5 else 0)
+    elif r < 0.45:
+        opts.update(mask="window", offset=max(0, nk - nq) if rng.random() < 0.5 else 0,
+                    left=rng.randint(0, 2000), right=rng.choice([0, 0, rng.randint(1, 100)]))
+    asked = rng.random() < 0.4
+    if asked:
+        step = 32 if fp8 and opts.get("v") == "fp8-e4m3" else 16
+        opts["k"] = rng.choice([k for k in (32, 64, 96, 128, 160, 192, 224) if k % step == 0])
+        opts["stages"] = rng.randint(1, 4)
+    dims = sc.A(b, h, nq, nk, d, g=g)
+    heads = b * h * (g or 1)
+    while 4.0 * heads * nq * nk * d > REF_LIMIT and heads > 1:
+        dims["b"] = 1
+        heads = h * (g or 1)
+        if 4.0 * heads * nq * nk * d > REF_LIMIT:
+            dims["h"] = h = max(1, h // 2)
+            heads = h * (g or 1)
+    name = "fuzz%03d-%s-%s%s-%dx%dx%dx%dx%d%s%s" % (
+        i, dtype.replace("-e4m3", ""), layout, "" if g is None else str(g), dims["b"], dims["h"], nq, nk, d,
+        "-" + opts["mask"] if "mask" in opts else "", "-k%ds%d" % (opts["k"], opts["stages"]) if asked else "")
+    return name, dims, dtype, opts, asked
+
+
+def run(cli, path, timeout):
+    t0 = time.time()
+    try:
+        p = subprocess.run([cli, "run", path, "--json", "--repeats", "3", "--reference-repeats", "0"],
+                           capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"status": "killed", "wall_s": time.time() - t0}
+    out = {"rc": p.returncode, "wall_s": round(time.time() - t0, 1), "stderr": p.stderr[-400:]}
+    try:
+        j = json.loads(p.stdout)
+    except ValueError:
+        out["status"] = "no-json"
+        return out
+    err = j.get("error") or {}
+    out.update(status=j.get("status"), max_rel=err.get("max_rel"), ok=err.get("ok"),
+               time_ms=(j.get("time_ms") or {}).get("median"),
+               kernels=[k.get("skeleton") for k in j.get("kernels", [])])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=20261126)
+    ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/attn-fuzz"))
+    ap.add_argument("--write-only", metavar="DIR")
+    ap.add_argument("--timeout", type=float, default=60)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    out = args.write_only or args.out
+    os.makedirs(out, exist_ok=True)
+    cases = []
+    for i in range(args.cases):
+        name, dims, dtype, opts, asked = random_case(rng, i)
+        path = os.path.join(out, name + ".napkin")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(sc.attention(name, dims, dtype, opts), f, indent=1, ensure_ascii=False)
+        cases.append(dict(name=name, file=path, asked=asked))
+    if args.write_only:
+        print("wrote %d cases to %s" % (len(cases), out))
+        return 0
+    pack = os.path.join(os.getcwd(), os.environ.get("NAPKIN_PACK", ".gpu"))
+    os.environ["LD_LIBRARY_PATH"] = ":".join([os.path.join(pack, "lib"), "/usr/local/cuda/lib64",
+                                              "/usr/local/nvidia/lib64", os.environ.get("LD_LIBRARY_PATH", "")])
+    os.environ["NAPKIN_RUNNER"] = os.path.join(pack, "bin", "napkin-runner")
+    os.environ.setdefault("NAPKIN_ARCH_DIR", os.path.join(os.getcwd(), "data", "archs"))
+    cli = os.path.join(pack, "bin", "napkin-cli")
+    bad = []
+    for c in cases:
+        r = run(cli, c["file"], args.timeout)
+        c.update(r)
+        generic = any(k and "generic" in k for k in r.get("kernels") or [])
+        verdict = ("ok" if r.get("status") == "ok" and r.get("ok") else
+                   "WRONG" if r.get("status") == "ok" else (r.get("status") or "?").upper())
+        if generic:
+            # tiles asked at random may not fit (the plan says why and runs the generic
+            # lowering); the rule's own tiles must
+            verdict += "+generic" if c["asked"] else "+GENERIC"
+        c["verdict"] = verdict
+        if verdict not in ("ok", "ok+generic"):
+            bad.append(c)
+        print("%-62s %-14s %9s %8s  %s" % (c["name"], verdict,
+                                           "%.3e" % r["max_rel"] if r.get("max_rel") is not None else "—",
+                                           "%.4f" % r["time_ms"] if r.get("time_ms") else "—",
+                                           "+".join(k or "?" for k in r.get("kernels") or []) or r.get("stderr", "")[-120:].replace("\n", " ")),
+              flush=True)
+    with open(os.path.join(out, "fuzz.json"), "w", encoding="utf-8") as f:
+        json.dump(cases, f, indent=1)
+    print("\n%d cases (seed %d): %d ok, %d not: %s" % (len(cases), args.seed, len(cases) - len(bad), len(bad),
+                                                        ", ".join("%s %s" % (c["name"], c["verdict"]) for c in bad) or "none"))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
