@@ -1013,6 +1013,36 @@ read_marks (NapkinPlanner       *p,
   return NULL;
 }
 
+/* A key chunk the Hopper kernel cannot hold (the consumers' registers, shared memory) run
+ * as 2 to 8 equal parts, each the kernel's chunk (a multiple of 16 keys, 32 for fp8 P·V),
+ * as the mma.sync kernel runs halves: the same online softmax over the same keys, so the
+ * region's stream tile is a hint like its stages, and the model prices the parts. TRUE
+ * with *a the parts' plan. */
+static gboolean
+wgmma_parts (NapkinPlanner       *p,
+             NapkinPlanAttention *a)
+{
+  const gint64 step = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3 ? 32 : 16;
+
+  for (guint parts = 2; parts <= 8; parts++)
+    {
+      NapkinPlanAttention part = *a;
+      g_autofree char *why = NULL;
+
+      if (a->BKV % parts || (a->BKV / parts) % step)
+        continue;
+      part.BKV = a->BKV / parts;
+      why = wgmma_refusal (p, &part);
+      if (why != NULL)
+        continue;
+      *a = part;
+      a->bkv_parts = parts;
+      count_tiles (a);
+      return TRUE;
+    }
+  return FALSE;
+}
+
 /* The Hopper kernel where it takes the attention; else FALSE and *hopper says why. */
 static gboolean
 plan_hopper (NapkinPlanner    *p,
@@ -1027,15 +1057,16 @@ plan_hopper (NapkinPlanner    *p,
   if (!(p->sm >= 90 && p->sm < 100 && !(p->options && p->options->no_wgmma)))
     return FALSE;
   *hopper = wgmma_refusal (p, a);
-  if (*hopper != NULL)
+  if (*hopper != NULL && !wgmma_parts (p, a))
     return FALSE;
+  g_clear_pointer (hopper, g_free);
   k->kind = NAPKIN_PLAN_ATTENTION;
   k->path = NAPKIN_PATH_WGMMA;
   /* the consumers' setmaxnreg takes the register file: one block an SM */
   choose_split (p, a, base, 1);
   /* exp on the FMA units: generated on this path only (kernels/attn-sm90.cu) */
   a->exp_fma = napkin_diagram_node (p->d, c->sm)->exp_fma;
-  a->legacy = legacy_shape (a, ax, k->path);
+  a->legacy = a->bkv_parts == 1 && legacy_shape (a, ax, k->path);
   a->overlap = a->stages >= 3 || a->BKV >= 128;
   k->grid = base * a->split_kv;
   k->threads = 128 * (1 + a->consumers);
@@ -1045,7 +1076,15 @@ plan_hopper (NapkinPlanner    *p,
     add_v_transpose (p, k);
   if (a->split_kv > 1)
     add_combine (p, k);
-  attention_note (k, NULL);
+  {
+    g_autofree char *parts = a->bkv_parts > 1
+                             ? g_strdup_printf (_("the region's chunks of %lld keys run as %u of %lld (registers "
+                                                  "and shared memory)"),
+                                                (long long) (a->BKV * a->bkv_parts), a->bkv_parts, (long long) a->BKV)
+                             : NULL;
+
+    attention_note (k, parts);
+  }
   return TRUE;
 }
 

@@ -163,7 +163,8 @@ test_choose (void)
 }
 
 /* Tiles outside the skeleton's limits: the plan's general kernels (docs/plan.md,
- * "Attention kernels") take them, or, where Hopper's cannot, mma.sync saying why. */
+ * "Attention kernels") take them (a key chunk too big for Hopper's in parts), or, where
+ * Hopper's cannot, mma.sync saying why. */
 static void
 test_refuse (void)
 {
@@ -175,7 +176,7 @@ test_refuse (void)
     { 2, NULL, "block.q=32", NULL, "attn-sm90", "32 query rows a block (1 consumer warpgroup)" },
     { 2, "d=64", "block.q=256", NULL, "flash-mma", "wgmma not used: 256 query rows per block need 4 consumer warpgroups" },
     { 2, NULL, "block.q=256", NULL, "generic", "256 query rows per block need 4 consumer warpgroups" },
-    { 2, "d=64", NULL, "block.k=256", "flash-mma", "registers per consumer thread" },
+    { 2, "d=64", NULL, "block.k=256", "attn-sm90", "the region's chunks of 256 keys run as 2 of 128" },
     /* stages are a hint: 4 do not fit, the 3 that do run on wgmma */
     { 4, NULL, NULL, "block.k=128", "flash-wgmma", "keys in chunks of 128 through 3 stages" },
     { 2, "d=96", NULL, NULL, "attn-sm90", "rows of 96 padded to 128 in shared memory" },

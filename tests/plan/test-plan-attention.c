@@ -407,7 +407,8 @@ test_masks (void)
   }
 }
 
-/* A region's tiles are the user's: where no kernel can take them the plan says why. */
+/* A region's tiles are the user's: where no kernel can take them the plan says why; a key
+ * chunk the Hopper kernel cannot hold runs in equal parts. */
 static void
 test_refusals (void)
 {
@@ -423,9 +424,10 @@ test_refusals (void)
     { { 1, 4, 0, 1024, 1024, 320, "fp16", NULL, NULL, 64, 64, 2 }, NAPKIN_PATH_GENERIC, "head size 320" },
     /* 256 query rows need 4 consumer warpgroups: mma.sync takes them, saying why */
     { { 1, 4, 0, 1024, 1024, 64, "fp16", NULL, NULL, 256, 64, 2 }, NAPKIN_PATH_MMA, "4 consumer warpgroups" },
-    /* d 256 with 128-key chunks: too many registers for a consumer (and mma.sync's
-     * double-buffered chunks too much shared memory) */
-    { { 1, 4, 0, 1024, 1024, 256, "bf16", NULL, NULL, 128, 128, 2 }, NAPKIN_PATH_GENERIC, "registers per consumer" },
+    /* d 256 with 128-key chunks: too many registers for a consumer, so the Hopper kernel
+     * runs each chunk as two of 64 (the model prices the parts) */
+    { { 1, 4, 0, 1024, 1024, 256, "bf16", NULL, NULL, 128, 128, 2 }, NAPKIN_PATH_WGMMA,
+      "chunks of 128 keys run as 2 of 64" },
     /* fp8 P·V wants chunks of whole 32-key k-steps (slices of Vᵀ in a 128, 64 or 32-byte swizzle) */
     { { 1, 4, 0, 1024, 1024, 128, "fp8-e4m3", "fp8-e4m3", "fp16", 128, 48, 2 }, NAPKIN_PATH_GENERIC,
       "multiples of 32" },
@@ -443,8 +445,10 @@ test_refusals (void)
       g_test_message ("case %u: %s: %s", i, napkin_path_to_string (k->path), text);
       g_assert_cmpint (k->path, ==, cases[i].path);
       g_assert_nonnull (strstr (text, cases[i].why));
-      if (k->path != NAPKIN_PATH_GENERIC)
+      if (k->path == NAPKIN_PATH_MMA)
         g_assert_nonnull (strstr (text, "wgmma not used"));
+      if (k->path == NAPKIN_PATH_WGMMA)
+        g_assert_cmpuint (k->u.att.bkv_parts, ==, 2);
     }
 }
 
