@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""Random attention problems through `napkin-cli run`, each checked against the fp32
-reference at full size: shapes no list names (any length, head dim 8 to 256, fp16, bf16
-and fp8 with V in e4m3 or 16 bits, MHA, GQA, MQA, decoding, causal with an offset,
-windows, tiles as the simple rule picks them or asked at random). A case that faults,
-hangs, is wrong or falls to the generic lowering at the rule's own tiles is a bug.
+"""Random problems through `napkin-cli run`, each checked against the fp32 reference at
+full size: shapes no list names. Families: attention (any length, head dim 8 to 256, fp16,
+bf16 and fp8 with V in e4m3 or 16 bits, MHA, GQA, MQA, decoding, causal with an offset,
+windows, tiles as the simple rule picks them or asked at random), gemm (plain products at
+odd sizes, nn.Linear's layout, fp8, batched, epilogues drawn in the product's region: bias
++ GELU, a residual, SwiGLU) and rows (softmax, LayerNorm, RMSNorm of any width). A case
+that faults, hangs, is wrong or falls to the generic lowering at tiles it did not ask for
+is a bug.
 
-  bench/gpu/attn-fuzz.py [--cases N] [--seed S] [--out DIR]      on the GPU machine, from
-      the repository root, after `bench/gpu/sweep --pack _build-gpu` here
-  bench/gpu/attn-fuzz.py --write-only DIR [--cases N] [--seed S]  only the diagrams
+  bench/gpu/shape-fuzz.py [--family F] [--cases N] [--seed S] [--out DIR]   on the GPU
+      machine, from the repository root, after `bench/gpu/sweep --pack _build-gpu` here
+  bench/gpu/shape-fuzz.py --write-only DIR [--family F] [--cases N] [--seed S]
 
 Prints one line a case and a summary; DIR/fuzz.json holds every result."""
-import argparse, importlib.util, json, os, random, subprocess, sys, time
+import argparse, importlib.util, json, math, os, random, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 spec = importlib.util.spec_from_file_location("sweep_cases", os.path.join(HERE, "sweep-cases.py"))
@@ -61,6 +64,52 @@ def random_case(rng, i):
     return name, dims, dtype, opts, asked
 
 
+def odd(rng, lo, hi):
+    """A size in [lo, hi], often one that no tile divides."""
+    v = rng.randint(lo, hi)
+    return v if rng.random() < 0.6 else max(lo, v // 64 * 64)
+
+
+def random_gemm(rng, i):
+    kind = rng.choice(["matmul", "matmul", "linear", "fp8", "bmm", "bias_gelu", "residual", "swiglu"])
+    dtype = "fp8-e4m3" if kind == "fp8" else rng.choice(["bf16", "fp16"])
+    if kind == "bmm":
+        dims = dict(b=rng.randint(1, 16), m=odd(rng, 1, 2048), n=odd(rng, 1, 2048), k=odd(rng, 1, 1024))
+    else:
+        m, n, k = odd(rng, 1, 6000), odd(rng, 1, 8000), odd(rng, 1, 6000)
+        if kind in ("matmul", "linear", "fp8"):
+            dims = dict(m=m, n=n, k=k)
+        elif kind == "residual":
+            dims = dict(t=m, e=n, f=k)
+        else:
+            dims = dict(t=m, f=n, e=k)
+    while 2.0 * math.prod(dims.values()) > REF_LIMIT:
+        big = max((a for a in dims if a != "b"), key=lambda a: dims[a])
+        dims[big] = max(1, dims[big] // 2)
+    name = "fuzz%03d-%s-%s-%s" % (i, kind, dtype.replace("-e4m3", ""), "x".join(str(v) for v in dims.values()))
+    fusion = "regions" if kind in ("bias_gelu", "residual", "swiglu") else "plain"
+    return name, sc.diagram((name, kind, dims, dtype, fusion, None), os.getcwd()), False
+
+
+def random_rows(rng, i):
+    kind = rng.choice(["softmax", "layernorm", "rmsnorm"])
+    dtype = rng.choice(["bf16", "fp16"])
+    width = rng.choice([odd(rng, 1, 4096), odd(rng, 4096, 160000)])
+    rows = max(1, min(rng.randint(1, 65536), int(5e7 // width)))
+    dims = dict(r=rows, c=width) if kind == "softmax" else dict(t=rows, h=width)
+    name = "fuzz%03d-%s-%s-%dx%d" % (i, kind, dtype, rows, width)
+    fusion = "plain" if kind == "softmax" else "regions"
+    return name, sc.diagram((name, kind, dims, dtype, fusion, None), os.getcwd()), False
+
+
+def random_attention(rng, i):
+    name, dims, dtype, opts, asked = random_case(rng, i)
+    return name, sc.attention(name, dims, dtype, opts), asked
+
+
+FAMILIES = {"attention": random_attention, "gemm": random_gemm, "rows": random_rows}
+
+
 def run(cli, path, timeout):
     t0 = time.time()
     try:
@@ -83,6 +132,7 @@ def run(cli, path, timeout):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--family", choices=sorted(FAMILIES) + ["all"], default="attention")
     ap.add_argument("--cases", type=int, default=60)
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/attn-fuzz"))
@@ -93,11 +143,12 @@ def main():
     out = args.write_only or args.out
     os.makedirs(out, exist_ok=True)
     cases = []
+    families = sorted(FAMILIES) if args.family == "all" else [args.family]
     for i in range(args.cases):
-        name, dims, dtype, opts, asked = random_case(rng, i)
+        name, doc, asked = FAMILIES[families[i % len(families)]](rng, i)
         path = os.path.join(out, name + ".napkin")
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(sc.attention(name, dims, dtype, opts), f, indent=1, ensure_ascii=False)
+            json.dump(doc, f, indent=1, ensure_ascii=False)
         cases.append(dict(name=name, file=path, asked=asked))
     if args.write_only:
         print("wrote %d cases to %s" % (len(cases), out))
