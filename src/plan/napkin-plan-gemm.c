@@ -1039,10 +1039,17 @@ gemm_region_tiles (NapkinPlanner    *p,
                               br->name, inner_axis_name (p, &s->kk));
       return FALSE;
     }
-  t->BM = MIN (tm, g->M);
-  t->BN = MIN (tn, g->N);
+  /* a tile that covers its whole axis (a small M, N or K: 93 rows) is the kernel's tile
+   * rounded up to 64 (fp8 K 128), the edge masked as any edge tile, not a size no
+   * tensor-core tile takes */
+  t->BM = tm >= g->M ? (g->M + 63) / 64 * 64 : tm;
+  t->BN = tn >= g->N ? (g->N + 63) / 64 * 64 : tn;
   t->stages = MAX (2u, br->stages);
-  t->BK = kk_kind == NAPKIN_MARK_STREAM ? MIN (tk, g->K) : g->K;
+  {
+    const gint64 kg = napkin_dtype_bytes (g->ab_dtype) == 1 ? 128 : 64;
+
+    t->BK = kk_kind == NAPKIN_MARK_STREAM && tk < g->K ? tk : (g->K + kg - 1) / kg * kg;
+  }
   if (t->wgmma && !gemm_region_wgmma (p, k, s, t, &no_wgmma))
     {
       if (napkin_dtype_bytes (g->ab_dtype) == 1)
