@@ -244,6 +244,20 @@ test_region_tiles (void)
   g_assert_nonnull (strstr (k3->infeasible, "h100 allows"));
   assert_model_agrees (d1, p1, "h100");
   assert_model_agrees (d2, p2, "h100");
+  {
+    /* a tile that covers its whole axis (93 rows, 50 columns, K 29) is the kernel's
+     * tile rounded up, the edges masked, not a size no tensor-core tile takes */
+    NapkinTestGemmDiagram small = { 93, 50, 29, 0, "bf16", NULL, FALSE, FALSE, FALSE, "", 93, 50, 29, 3 };
+    g_autoptr(NapkinDiagram) d4 = napkin_test_load_gemm (&small);
+    g_autoptr(NapkinPlan) p4 = napkin_test_plan (d4, "h100");
+    const NapkinPlanKernel *k4 = napkin_plan_kernel_for (p4, 0, -1);
+
+    g_assert_cmpint (k4->kind, ==, NAPKIN_PLAN_GEMM);
+    g_assert_cmpint (k4->path, ==, NAPKIN_PATH_WGMMA);
+    g_assert_cmpint (k4->u.gemm.BM, ==, 128);
+    g_assert_cmpint (k4->u.gemm.BN, ==, 64);
+    g_assert_cmpint (k4->u.gemm.BK, ==, 64);
+  }
 }
 
 /* One feasibility answer: FlashAttention at q = 8192 with keys streamed by 128 in 3
