@@ -495,11 +495,12 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
        * max, s ← exp2(s·scale − m), running sum; c0, c1: the corrections of O. A row that
        * has seen only hidden keys keeps m = −1e30 and sums zeros. The running max moves
        * only when the chunk's rises above it by more than A_MAX_SLACK (log2 units): below
-       * that the old one serves (P ≤ 2⁸, within e4m3 and 16 bits; O and the sum carry the same offset,
-       * which the division removes), so most chunks skip O's rescale. Where it pays: fp8
-       * P·V, and O at least twice the scores (d 256 by 80 keys: 5 % faster on an H100);
-       * with 16-bit V and fewer multiplies the branch cost more than it saved (d 192 by
-       * 112 keys 6 % slower; docs/perf-notes.md), and there the max moves whenever it rises. */
+       * that the old one serves (P ≤ 2⁸, within e4m3 and 16 bits; O and the sum carry the
+       * same offset, which the division removes), so most chunks skip O's rescale. Where
+       * it pays: fp8 P·V, and O at least twice the scores (d 256 by 80 keys: 5 % faster on
+       * an H100); with 16-bit V and fewer multiplies the branch cost more than it saved
+       * (d 192 by 112 keys 6 % slower; docs/perf-notes.md), and there the max moves
+       * whenever it rises. */
 #if A_FP8_V || A_D >= 2 * A_BKV
 #define A_MAX_SLACK 8.0f
 #define A_LAZY_RESCALE 1
