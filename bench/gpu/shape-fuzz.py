@@ -13,12 +13,20 @@ is a bug.
   bench/gpu/shape-fuzz.py --write-only DIR [--family F] [--cases N] [--seed S]
 
 Prints one line a case and a summary; DIR/fuzz.json holds every result."""
-import argparse, importlib.util, json, math, os, random, subprocess, sys, time
+import argparse, importlib.util, json, math, os, random, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("sweep_cases", os.path.join(HERE, "sweep-cases.py"))
-sc = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sc)
+
+
+def load(name, file):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, file))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+sc = load("sweep_cases", "sweep-cases.py")    # the diagram builders
+sr = load("sweep_run", "sweep-run.py")        # running napkin-cli and reading its result
 
 REF_LIMIT = 3e11        # fp32 reference work (FLOPs) a case may ask for: about 0.3 s generic
 
@@ -111,23 +119,11 @@ FAMILIES = {"attention": random_attention, "gemm": random_gemm, "rows": random_r
 
 
 def run(cli, path, timeout):
-    t0 = time.time()
-    try:
-        p = subprocess.run([cli, "run", path, "--json", "--repeats", "3", "--reference-repeats", "0"],
-                           capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"status": "killed", "wall_s": time.time() - t0}
-    out = {"rc": p.returncode, "wall_s": round(time.time() - t0, 1), "stderr": p.stderr[-400:]}
-    try:
-        j = json.loads(p.stdout)
-    except ValueError:
-        out["status"] = "no-json"
-        return out
-    err = j.get("error") or {}
-    out.update(status=j.get("status"), max_rel=err.get("max_rel"), ok=err.get("ok"),
-               time_ms=(j.get("time_ms") or {}).get("median"),
-               kernels=[k.get("skeleton") for k in j.get("kernels", [])])
-    return out
+    """One run as the sweep does it (sweep-run.py: its own process group, killed whole at
+    the timeout; the result read and checked for sanity)."""
+    rec, _ = sr.summarise(*sr.run_cli([cli, "run", path, "--json", "--repeats", "3", "--reference-repeats", "0"],
+                                      timeout))
+    return rec
 
 
 def main():
@@ -163,9 +159,11 @@ def main():
     for c in cases:
         r = run(cli, c["file"], args.timeout)
         c.update(r)
-        generic = any(k and "generic" in k for k in r.get("kernels") or [])
-        verdict = ("ok" if r.get("status") == "ok" and r.get("ok") else
-                   "WRONG" if r.get("status") == "ok" else (r.get("status") or "?").upper())
+        generic = any(k and "generic" in k for k in r.get("paths") or [])
+        # summarise calls a checked result outside its bound "garbage"
+        verdict = ("ok" if r["status"] == "ok" else
+                   "WRONG" if r["status"] == "garbage" and r.get("max_rel") is not None and not r.get("error_ok")
+                   else r["status"].upper())
         if generic:
             # tiles asked at random may not fit (the plan says why and runs the generic
             # lowering); the rule's own tiles must
@@ -173,10 +171,12 @@ def main():
         c["verdict"] = verdict
         if verdict not in ("ok", "ok+generic"):
             bad.append(c)
+        median = (r.get("time_ms") or {}).get("median")
         print("%-62s %-14s %9s %8s  %s" % (c["name"], verdict,
                                            "%.3e" % r["max_rel"] if r.get("max_rel") is not None else "—",
-                                           "%.4f" % r["time_ms"] if r.get("time_ms") else "—",
-                                           "+".join(k or "?" for k in r.get("kernels") or []) or r.get("stderr", "")[-120:].replace("\n", " ")),
+                                           "%.4f" % median if median else "—",
+                                           "+".join(r.get("paths") or []) or
+                                           (r.get("message") or r.get("stderr_tail", ""))[-120:].replace("\n", " ")),
               flush=True)
     with open(os.path.join(out, "fuzz.json"), "w", encoding="utf-8") as f:
         json.dump(cases, f, indent=1)
