@@ -160,6 +160,14 @@ analysed (NapkinAnalysisPane *self)
 }
 static void update_selection (NapkinAnalysisPane *self);
 
+/* The diagram the analysis's indices refer to: the plan's (the drawn regions, then the
+ * plan's own; casts folded: docs/plan.md, "The pipeline"). */
+static NapkinDiagram *
+priced (NapkinAnalysisPane *self)
+{
+  return self->analysis != NULL && self->analysis->plan != NULL ? self->analysis->plan->diagram : analysed (self);
+}
+
 static void
 row_free (gpointer data)
 {
@@ -602,7 +610,7 @@ show_regions (NapkinAnalysisPane *self,
     {
       const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
       /* indices into the diagram analysed: the preview's while there is one */
-      const NapkinRegion *region = napkin_diagram_region (analysed (self), c->region);
+      const NapkinRegion *region = napkin_diagram_region (priced (self), c->region);
       const char *name = region ? region->name : c->name;
       gboolean detailed = region_detailed (self, a, c, name);
       g_autofree char *key = g_strdup_printf ("regions.%s", name);
@@ -683,7 +691,7 @@ show_regions (NapkinAnalysisPane *self,
       for (guint t = 0; t < c->transfers->len; t++)
         {
           const NapkinTransfer *tr = &g_array_index (c->transfers, NapkinTransfer, t);
-          NapkinDiagram *shown = analysed (self);
+          NapkinDiagram *shown = priced (self);
           const NapkinNode *node = tr->node < napkin_diagram_n_nodes (shown)
                                    ? napkin_diagram_node (shown, tr->node) : NULL;
           g_autofree char *label = g_strdup_printf ("  %s %s %s", tr->is_output ? "→" : "←", tr->tensor,
@@ -1359,7 +1367,7 @@ show_analysis (NapkinAnalysisPane *self,
       show_regions (self, self->analysis);
     }
   show_gpus (self);
-  problems = region_problems (self->analysis, analysed (self), self->diagram);
+  problems = region_problems (self->analysis, priced (self), self->diagram);
   for (guint i = 0; self->left_out != NULL && self->left_out[i] != NULL; i++)
     {
       NapkinProblem *p = g_new0 (NapkinProblem, 1);

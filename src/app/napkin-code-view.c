@@ -33,6 +33,7 @@ struct _NapkinCodeView
 
   NapkinCodeKind   kind;
   NapkinCodegenFlags flags;        /* the target's paths: sm_90a gets the wgmma skeletons */
+  NapkinArch      *arch;           /* the profile the plan is made for (NULL: the flags' target's) */
   guint64          generation;     /* of the texts below */
   char            *cuda;
   char            *pseudo;
@@ -112,9 +113,11 @@ kernels_summary (NapkinCudaModule *module)
   return g_string_free (s, FALSE);
 }
 
-/* Lowers and prints what is asked for; NULL out-pointers are skipped. */
+/* Plans for `arch` (the analysis pane's GPU: the plan it prices), lowers the plan's
+ * diagram and prints what is asked for; NULL out-pointers are skipped. */
 static gboolean
 generate (NapkinDiagram     *diagram,
+          NapkinArch        *arch,
           NapkinCodegenFlags flags,
           char          **cuda,
           char          **pseudo,
@@ -122,9 +125,13 @@ generate (NapkinDiagram     *diagram,
           char          **summary,
           GError        **error)
 {
-  g_autoptr(NapkinIrProgram) program = napkin_ir_lower (diagram, NAPKIN_LOWER_DEFAULT, error);
+  g_autoptr(NapkinPlan) plan = arch != NULL ? napkin_plan_build (diagram, arch, NULL, error) : NULL;
+  g_autoptr(NapkinIrProgram) program = NULL;
   g_autoptr(NapkinCudaModule) module = NULL;
 
+  if (arch != NULL && plan == NULL)
+    return FALSE;
+  program = napkin_ir_lower (plan != NULL ? plan->diagram : diagram, NAPKIN_LOWER_DEFAULT, error);
   if (program == NULL)
     return FALSE;
   if (pseudo != NULL)
@@ -132,7 +139,8 @@ generate (NapkinDiagram     *diagram,
   if (cuda == NULL && standalone == NULL && summary == NULL)
     return TRUE;
 
-  module = napkin_codegen_cuda (g_steal_pointer (&program), flags, NULL, error);
+  module = plan != NULL ? napkin_codegen_cuda_planned (g_steal_pointer (&program), plan, flags, NULL, error)
+                        : napkin_codegen_cuda (g_steal_pointer (&program), flags, NULL, error);
   if (module == NULL)
     return FALSE;
   if (cuda != NULL)
@@ -165,22 +173,26 @@ typedef struct
   gsize               length;
   guint64             generation;
   NapkinCodegenFlags  flags;
+  NapkinArch         *arch;
 } WorkerInput;
 
 static void
 worker_input_free (WorkerInput *input)
 {
   g_free (input->json);
+  g_clear_pointer (&input->arch, napkin_arch_unref);
   g_free (input);
 }
 
 static WorkerInput *
 worker_input_new (NapkinDiagram      *diagram,
-                  NapkinCodegenFlags  flags)
+                  NapkinCodegenFlags  flags,
+                  NapkinArch         *arch)
 {
   WorkerInput *input = g_new0 (WorkerInput, 1);
 
   input->flags = flags;
+  input->arch = arch != NULL ? napkin_arch_ref (arch) : NULL;
   input->json = napkin_diagram_save_to_data (diagram, &input->length);
   input->generation = napkin_diagram_get_generation (diagram);
   return input;
@@ -198,7 +210,7 @@ update_thread (GTask        *task,
   g_autoptr(NapkinDiagram) diagram = napkin_diagram_load_from_data (input->json, input->length, 0, &error);
 
   result->generation = input->generation;
-  if (diagram == NULL || !generate (diagram, input->flags, &result->cuda, &result->pseudo, NULL, &result->summary, &error))
+  if (diagram == NULL || !generate (diagram, input->arch, input->flags, &result->cuda, &result->pseudo, NULL, &result->summary, &error))
     {
       g_clear_pointer (&result->cuda, g_free);
       g_clear_pointer (&result->summary, g_free);
@@ -391,7 +403,7 @@ start_update (NapkinCodeView *self)
   self->cancellable = g_cancellable_new ();
   task = g_task_new (self, self->cancellable, update_done, NULL);
   g_task_set_source_tag (task, (gpointer) (guintptr) start_update);
-  g_task_set_task_data (task, worker_input_new (self->diagram, self->flags), (GDestroyNotify) worker_input_free);
+  g_task_set_task_data (task, worker_input_new (self->diagram, self->flags, self->arch), (GDestroyNotify) worker_input_free);
   gtk_spinner_start (self->spinner);
   g_task_run_in_thread (task, update_thread);
 }
@@ -439,6 +451,8 @@ napkin_code_view_set_diagram (NapkinCodeView *self,
     }
 }
 
+static void retarget (NapkinCodeView *self);
+
 /* The code for this target's instruction paths (NAPKIN_CODEGEN_SM90A: the Hopper wgmma
  * skeletons), as the runner will generate it for that GPU. */
 void
@@ -450,6 +464,27 @@ napkin_code_view_set_codegen_flags (NapkinCodeView     *self,
   if (self->flags == flags)
     return;
   self->flags = flags;
+  retarget (self);
+}
+
+/* The plan for `arch` (the GPU the analysis pane prices), printed for its target. */
+void
+napkin_code_view_set_arch (NapkinCodeView *self,
+                           NapkinArch     *arch)
+{
+  g_return_if_fail (NAPKIN_IS_CODE_VIEW (self));
+
+  if (self->arch == arch)
+    return;
+  g_clear_pointer (&self->arch, napkin_arch_unref);
+  self->arch = arch != NULL ? napkin_arch_ref (arch) : NULL;
+  self->flags = arch != NULL && napkin_arch_has_wgmma (arch) ? NAPKIN_CODEGEN_SM90A : NAPKIN_CODEGEN_DEFAULT;
+  retarget (self);
+}
+
+static void
+retarget (NapkinCodeView *self)
+{
   /* a worker in flight prints for the old target: drop it, and until the new text
    * arrives the view is behind every generation */
   g_clear_handle_id (&self->update_id, g_source_remove);
@@ -554,11 +589,11 @@ export_thread (GTask        *task,
   if (diagram == NULL)
     ok = FALSE;
   else if (data->kind == NAPKIN_CODE_PSEUDO)
-    ok = generate (diagram, data->input->flags, NULL, &text, NULL, NULL, &error);
+    ok = generate (diagram, data->input->arch, data->input->flags, NULL, &text, NULL, NULL, &error);
   else if (data->kind == NAPKIN_CODE_STANDALONE)
-    ok = generate (diagram, data->input->flags, NULL, NULL, &text, NULL, &error);
+    ok = generate (diagram, data->input->arch, data->input->flags, NULL, NULL, &text, NULL, &error);
   else
-    ok = generate (diagram, data->input->flags, &text, NULL, NULL, NULL, &error);
+    ok = generate (diagram, data->input->arch, data->input->flags, &text, NULL, NULL, NULL, &error);
 
   if (ok)
     {
@@ -599,7 +634,7 @@ napkin_code_view_export_async (NapkinCodeView      *self,
       return;
     }
   data = g_new0 (ExportData, 1);
-  data->input = worker_input_new (self->diagram, self->flags);
+  data->input = worker_input_new (self->diagram, self->flags, self->arch);
   data->kind = kind;
   data->file = g_object_ref (file);
   g_task_set_task_data (task, data, (GDestroyNotify) export_data_free);
@@ -717,6 +752,7 @@ napkin_code_view_finalize (GObject *object)
   g_clear_pointer (&self->cuda, g_free);
   g_clear_pointer (&self->pseudo, g_free);
   g_clear_pointer (&self->summary, g_free);
+  g_clear_pointer (&self->arch, napkin_arch_unref);
   G_OBJECT_CLASS (napkin_code_view_parent_class)->finalize (object);
 }
 

@@ -37,6 +37,10 @@ void            napkin_code_view_set_diagram      (NapkinCodeView  *self,
 void            napkin_code_view_set_codegen_flags (NapkinCodeView     *self,
                                                     NapkinCodegenFlags  flags);
 NapkinCodegenFlags napkin_code_view_get_codegen_flags (NapkinCodeView  *self);
+/* The code of the plan for this GPU profile (the one the analysis pane prices), for its
+ * target (docs/plan.md, "The pipeline"). */
+void            napkin_code_view_set_arch         (NapkinCodeView  *self,
+                                                   NapkinArch      *arch);
 /* CUDA or pseudocode on screen. */
 void            napkin_code_view_set_kind         (NapkinCodeView  *self,
                                                    NapkinCodeKind   kind);

@@ -122,10 +122,8 @@ derive_in_thread (NapkinDiagram *diagram,
 
   if (derivation == NULL)
     return FALSE;
-  if (derivation->kernels->len > 1)
-    output->derivation = derivation;
-  else
-    napkin_derivation_free (derivation);
+  /* one kernel or several: the partition, each kernel's template and tiles */
+  output->derivation = derivation;
   return TRUE;
 }
 
@@ -148,8 +146,8 @@ search_thread (GTask        *task,
     }
   output = g_new0 (SearchOutput, 1);
   start = g_get_monotonic_time ();
-  /* without regions: derive the kernels, as `napkin-cli tune` does; one kernel
-   * alone goes to napkin_tune, which proposes its region (result->relabeled) */
+  /* without regions: derive the kernels, as `napkin-cli tune` does (docs/plan.md,
+   * "Deriving a diagram") */
   if (napkin_diagram_n_regions (diagram) == 0 && !derive_in_thread (diagram, input, output, &error))
     {
       g_object_unref (diagram);
@@ -861,6 +859,12 @@ apply_derivation (NapkinTileSuggestions  *self,
   g_autofree char *time = napkin_format_si (r->derived_s, "s");
   g_autofree char *message = NULL;
 
+  if (napkin_diagram_n_regions (r->derived) == 0)
+    {
+      g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
+                           _("The plan runs these kernels as the diagram is drawn: nothing to apply"));
+      return FALSE;
+    }
   napkin_history_begin_group (self->history, _("Apply Derivation"));
   if (!relabel_like (self->history, r->derived, error))
     {

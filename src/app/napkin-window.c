@@ -1405,8 +1405,7 @@ show_arch (NapkinWindow *self,
   if (self->analysis_pane)
     napkin_analysis_pane_set_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane), arch);
   if (self->code_view)
-    napkin_code_view_set_codegen_flags (NAPKIN_CODE_VIEW (self->code_view),
-                                        napkin_arch_has_wgmma (arch) ? NAPKIN_CODEGEN_SM90A : NAPKIN_CODEGEN_DEFAULT);
+    napkin_code_view_set_arch (NAPKIN_CODE_VIEW (self->code_view), arch);
 }
 
 static void

@@ -848,6 +848,22 @@ napkin_arch_registry_get (NapkinArchRegistry *self,
 }
 
 NapkinArch *
+napkin_arch_registry_for_compute_capability (NapkinArchRegistry *self,
+                                             const char         *compute_capability)
+{
+  g_return_val_if_fail (self != NULL, NULL);
+
+  for (guint i = 0; i < self->arches->len; i++)
+    {
+      NapkinArch *arch = g_ptr_array_index (self->arches, i);
+
+      if (g_strcmp0 (arch->compute_capability, compute_capability) == 0)
+        return arch;
+    }
+  return NULL;
+}
+
+NapkinArch *
 napkin_arch_registry_lookup (NapkinArchRegistry *self,
                              const char         *id,
                              GError            **error)

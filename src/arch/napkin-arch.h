@@ -259,6 +259,10 @@ NapkinArch        *napkin_arch_registry_get       (NapkinArchRegistry *self,
 NapkinArch        *napkin_arch_registry_lookup    (NapkinArchRegistry *self,
                                                    const char         *id,
                                                    GError            **error);
+/* The first profile of this compute capability ("9.0"), or NULL: the profile a GPU is
+ * planned for when neither its name nor the user names one. */
+NapkinArch        *napkin_arch_registry_for_compute_capability (NapkinArchRegistry *self,
+                                                   const char         *compute_capability);
 /* Adds a profile, or replaces the one with its id in place (holders of the
  * old one keep it valid until the registry is freed). Takes a reference. */
 void               napkin_arch_registry_add       (NapkinArchRegistry *self,

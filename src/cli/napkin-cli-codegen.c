@@ -144,15 +144,7 @@ napkin_cli_codegen (int    argc,
       goto write;
     }
 
-  program = napkin_ir_lower (diagram, plain ? NAPKIN_LOWER_PLAIN : NAPKIN_LOWER_DEFAULT, &error);
-  if (program == NULL)
-    {
-      fprintf (stderr, _("%s: cannot lower: %s\n"), argv[1], error->message);
-      return NAPKIN_CLI_FAILED;
-    }
-
-  if (check)
-    return check_equivalence (argv[1], diagram, program);
+  /* the plan first: its diagram (the plan's own regions, casts folded) is what runs */
   if (!plain)
     {
       plan_options.generic_only = generic;
@@ -163,6 +155,16 @@ napkin_cli_codegen (int    argc,
           return NAPKIN_CLI_FAILED;
         }
     }
+  program = napkin_ir_lower (plan != NULL ? plan->diagram : diagram, plain ? NAPKIN_LOWER_PLAIN : NAPKIN_LOWER_DEFAULT,
+                             &error);
+  if (program == NULL)
+    {
+      fprintf (stderr, _("%s: cannot lower: %s\n"), argv[1], error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+
+  if (check)
+    return check_equivalence (argv[1], diagram, program);
 
   if (g_str_equal (target, "pseudo"))
     text = napkin_codegen_pseudocode (program);

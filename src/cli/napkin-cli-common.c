@@ -252,3 +252,21 @@ napkin_cli_load_or_report (const char          *command,
   fprintf (stderr, _("%s: invalid: %s\n"), path, error->message);
   return NAPKIN_CLI_FAILED;
 }
+
+gboolean
+napkin_cli_parse_dtype (const char  *command,
+                        const char  *str,
+                        gboolean    *has,
+                        NapkinDtype *out)
+{
+  if (str == NULL)
+    return TRUE;
+  if (!napkin_dtype_from_string (str, out))
+    {
+      napkin_cli_usage_error (command, _("--dtype: unknown element type “%s” (fp32, tf32, fp16, bf16, "
+                                  "fp8-e4m3, fp8-e5m2, int8)"), str);
+      return FALSE;
+    }
+  *has = TRUE;
+  return TRUE;
+}

@@ -294,24 +294,6 @@ print_analysis_table (NapkinAnalysis *a,
     printf ("total,,,,,%.9g,,,,,%s\n", a->predicted_time_s, napkin_resource_to_string (a->bound));
 }
 
-static gboolean
-parse_dtype_option (const char  *command,
-                    const char  *str,
-                    gboolean    *has,
-                    NapkinDtype *out)
-{
-  if (str == NULL)
-    return TRUE;
-  if (!napkin_dtype_from_string (str, out))
-    {
-      napkin_cli_usage_error (command, _("--dtype: unknown element type “%s” (fp32, tf32, fp16, bf16, "
-                              "fp8-e4m3, fp8-e5m2, int8)"), str);
-      return FALSE;
-    }
-  *has = TRUE;
-  return TRUE;
-}
-
 /* analyze --gpus N: one GPU's kernels, the collectives between them, the totals
  * (docs/multi-gpu.md). */
 static void
@@ -452,7 +434,7 @@ napkin_cli_analyze (int    argc,
   if ((rc = napkin_cli_format_resolve ("analyze", format_str, as_json, format_names)) < 0)
     return NAPKIN_CLI_USAGE;
   format = rc;
-  if (!parse_dtype_option ("analyze", dtype_str, &options.has_dtype, &options.dtype))
+  if (!napkin_cli_parse_dtype ("analyze", dtype_str, &options.has_dtype, &options.dtype))
     return NAPKIN_CLI_USAGE;
   arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
   if (arch == NULL)
@@ -1211,12 +1193,10 @@ tune_write (const char       *file,
   g_autoptr(GError) error = NULL;
   g_autoptr(NapkinDiagram) original = napkin_diagram_load_from_file (file, NAPKIN_LOAD_DEFAULT, &error);
 
-  if (original != NULL && result->relabeled != NULL)
-    {
-      g_autoptr(NapkinDiagram) plain = g_steal_pointer (&original);
-
-      original = napkin_tune_propose_regions (plain, NULL, &error);
-    }
+  /* a diagram without regions gets its derivation's, by operation id */
+  for (guint r = 0; original != NULL && result->relabeled != NULL && r < napkin_diagram_n_regions (result->relabeled); r++)
+    napkin_diagram_insert_item (original, NAPKIN_ITEM_REGION, napkin_diagram_n_regions (original),
+                                napkin_item_copy (NAPKIN_ITEM_REGION, napkin_diagram_region (result->relabeled, r)));
   if (original == NULL || !napkin_tune_apply (original, g_ptr_array_index (result->best, 0), &error)
       || !napkin_diagram_save_to_file (original, file, &error))
     {
@@ -1291,7 +1271,7 @@ napkin_cli_tune (int    argc,
     top = measure;
   if (measure > 0 && spread)
     top = MAX (top, 1000);
-  if (!parse_dtype_option ("tune", dtype_str, &options.has_dtype, &options.dtype))
+  if (!napkin_cli_parse_dtype ("tune", dtype_str, &options.has_dtype, &options.dtype))
     return NAPKIN_CLI_USAGE;
   arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
   if (arch == NULL)
@@ -1300,9 +1280,9 @@ napkin_cli_tune (int    argc,
     return rc;
   options.top_k = top;
   start = g_get_monotonic_time ();
-  /* A diagram without regions of more than one kernel: derive the whole partition
+  /* A diagram without regions: derive the whole partition, one kernel or many
    * (docs/plan.md, "Deriving a diagram") */
-  if (napkin_diagram_n_regions (diagram) == 0 && measure == 0)
+  if ((napkin_diagram_n_regions (diagram) == 0 || derive) && measure == 0)
     {
       g_autoptr(NapkinDerivation) dr = napkin_derive (diagram, arch, &options, &error);
 
@@ -1311,8 +1291,7 @@ napkin_cli_tune (int    argc,
           fprintf (stderr, "%s: %s\n", argv[1], error->message);
           return NAPKIN_CLI_FAILED;
         }
-      if (dr->kernels->len > 1 || derive)
-        return print_derivation (argv[1], arch, dr, (g_get_monotonic_time () - start) / 1e6, as_json, write);
+      return print_derivation (argv[1], arch, dr, (g_get_monotonic_time () - start) / 1e6, as_json, write);
     }
   result = napkin_tune (diagram, arch, &options, &error);
   elapsed = (g_get_monotonic_time () - start) / 1e6;
@@ -1330,7 +1309,7 @@ napkin_cli_tune (int    argc,
   base = result->relabeled != NULL ? result->relabeled : diagram;
   if (result->proposed != NULL && !as_json)
     {
-      printf ("%s has no regions; the model proposes where they go:\n", argv[1]);
+      printf ("%s has no regions; the search starts from its derivation:\n", argv[1]);
       for (guint i = 0; result->proposed[i]; i++)
         printf ("  %s\n", result->proposed[i]);
       printf ("\n");

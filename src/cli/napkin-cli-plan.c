@@ -66,7 +66,7 @@ plan_gpus (NapkinDiagram *diagram,
       json_object *root = napkin_shard_plan_to_json (shard);
 
       json_object_object_add (root, "file", json_object_new_string (file));
-      json_object_object_add (root, "plan", napkin_plan_to_json (shard->plan, shard->shard));
+      json_object_object_add (root, "plan", napkin_plan_to_json (shard->plan));
       printf ("%s\n", json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
                                                               | JSON_C_TO_STRING_NOSLASHESCAPE));
       json_object_put (root);
@@ -99,6 +99,7 @@ napkin_cli_plan (int    argc,
   NapkinCliOverrides overrides = { NULL, NULL };
   g_autofree char *arch_id = NULL;
   g_autofree char *format = NULL;
+  g_autofree char *dtype_str = NULL;
   gboolean json = FALSE, generic = FALSE;
   int gpus = 0;
   const GOptionEntry entries[] = {
@@ -107,6 +108,7 @@ napkin_cli_plan (int    argc,
       "The shard plan of the diagram's gpus region on N GPUs: one GPU's kernels and the collectives (docs/multi-gpu.md)", "N" },
     NAPKIN_CLI_FORMAT_ENTRIES (format, json),
     { "generic", 0, 0, G_OPTION_ARG_NONE, &generic, "Plan every kernel on the generic lowering", NULL },
+    { "dtype", 0, 0, G_OPTION_ARG_STRING, &dtype_str, "Give every tensor this element type (as analyze does)", "T" },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -128,6 +130,8 @@ napkin_cli_plan (int    argc,
     return NAPKIN_CLI_USAGE;
   if ((arch = napkin_cli_lookup_arch ("plan", arch_id)) == NULL)
     return NAPKIN_CLI_USAGE;
+  if (!napkin_cli_parse_dtype ("plan", dtype_str, &options.has_dtype, &options.dtype))
+    return NAPKIN_CLI_USAGE;
   diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
   napkin_cli_overrides_clear (&overrides);
   if (diagram == NULL)
@@ -148,7 +152,7 @@ napkin_cli_plan (int    argc,
     }
   if (json)
     {
-      json_object *root = napkin_plan_to_json (plan, diagram);
+      json_object *root = napkin_plan_to_json (plan);
 
       json_object_object_add (root, "file", json_object_new_string (argv[1]));
       printf ("%s\n", json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED

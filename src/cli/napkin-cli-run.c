@@ -306,8 +306,8 @@ run_check_options (RunOptions *o)
 }
 
 /* --tune on a file without regions: the relabeling the model ranks first (napkin_tune
- * proposes the regions for the patterns it knows, then searches their tiles); the
- * diagram as drawn where it proposes none. */
+ * derives the kernels — docs/plan.md, "Deriving a diagram" — then searches their tiles);
+ * the diagram as drawn where the plan's own kernels are best. */
 static NapkinDiagram *
 run_tuned (NapkinDiagram    *diagram,
            const RunOptions *o,
@@ -325,8 +325,10 @@ run_tuned (NapkinDiagram    *diagram,
 
       if (relabeled != NULL)
         {
+          const char *tiles = ((NapkinTuneCandidate *) g_ptr_array_index (tuned->best, 0))->tiles;
+
           fprintf (stderr, _("%s: no relabeling in the file; running the model's best on %s: %s\n"), file, arch->id,
-                   ((NapkinTuneCandidate *) g_ptr_array_index (tuned->best, 0))->tiles);
+                   *tiles ? tiles : _("the plan's own kernels, as drawn"));
           return g_steal_pointer (&relabeled);
         }
       fprintf (stderr, _("%s: no relabeling in the file, and the model proposes none (%s): running it as drawn\n"),
@@ -356,11 +358,10 @@ run_runner_args (const RunOptions *o)
   if (o->inject != NULL)
     g_ptr_array_add (args, g_strdup_printf ("--inject=%s", o->inject));
   if (o->gpus > 1)
-    {
-      g_ptr_array_add (args, g_strdup_printf ("--gpus=%d", o->gpus));
-      if (o->model != NULL)
-        g_ptr_array_add (args, g_strdup_printf ("--model=%s", o->model));
-    }
+    g_ptr_array_add (args, g_strdup_printf ("--gpus=%d", o->gpus));
+  /* the kernels are planned for the profile the prediction prices */
+  if (o->model != NULL)
+    g_ptr_array_add (args, g_strdup_printf ("--model=%s", o->model));
   g_ptr_array_add (args, NULL);
   return args;
 }

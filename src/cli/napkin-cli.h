@@ -77,6 +77,12 @@ gboolean        napkin_cli_text_or_json      (const char          *command,
 /* The profile an --arch value names: an id of `napkin-cli archs` (h100, a100, …) or a
  * compute target (sm_90a, sm_80: the first profile of that compute capability). NULL
  * after a usage error that lists the known ids. */
+/* --dtype: TRUE with *has and *out set (nothing when str is NULL), or FALSE after a
+ * usage error naming the element types. */
+gboolean        napkin_cli_parse_dtype       (const char          *command,
+                                              const char          *str,
+                                              gboolean            *has,
+                                              NapkinDtype         *out);
 NapkinArch     *napkin_cli_lookup_arch       (const char          *command,
                                               const char          *id);
 

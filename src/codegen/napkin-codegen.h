@@ -106,13 +106,21 @@ NapkinCudaModule *napkin_codegen_cuda         (NapkinIrProgram         *program,
                                                NapkinCodegenFlags       flags,
                                                const char              *prefix,
                                                GError                 **error);
-/* The same, printing `plan` (the kernel plan of program's diagram, src/plan): each
+/* The same, printing `plan` (the kernel plan whose diagram, plan->diagram, the program
+ * was lowered from: an error otherwise): each
  * kernel with the tile primitives of its path, generic ones (and any a printer cannot
  * take, with the reason in the kernel's note) through the generic lowering. A NULL
  * plan prints every kernel generically. napkin_codegen_cuda plans for the profile of the
  * target the flags name (sm_90a: compute capability 9.0, else 8.0). */
 NapkinCudaModule *napkin_codegen_cuda_planned (NapkinIrProgram         *program,
                                                const NapkinPlan        *plan,
+                                               NapkinCodegenFlags       flags,
+                                               const char              *prefix,
+                                               GError                 **error);
+/* The plan's kernels (docs/plan.md, "The pipeline"): plan->diagram lowered, then printed
+ * as napkin_codegen_cuda_planned prints it, for the plan's target. What the model prices
+ * is what this prints. */
+NapkinCudaModule *napkin_codegen_cuda_for_plan (const NapkinPlan       *plan,
                                                NapkinCodegenFlags       flags,
                                                const char              *prefix,
                                                GError                 **error);

@@ -1101,17 +1101,8 @@ print_planned (Printer                *P,
 static NapkinArch *
 arch_for_flags (NapkinCodegenFlags flags)
 {
-  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
-  const char *cc = flags & NAPKIN_CODEGEN_SM90A ? "9.0" : "8.0";
-
-  for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
-    {
-      NapkinArch *arch = napkin_arch_registry_get (reg, i);
-
-      if (g_strcmp0 (arch->compute_capability, cc) == 0)
-        return arch;
-    }
-  return NULL;
+  return napkin_arch_registry_for_compute_capability (napkin_arch_registry_get_default (),
+                                                      flags & NAPKIN_CODEGEN_SM90A ? "9.0" : "8.0");
 }
 
 NapkinCudaModule *
@@ -1130,8 +1121,31 @@ napkin_codegen_cuda (NapkinIrProgram     *program,
 
       if (arch != NULL)
         plan = napkin_plan_build (program->diagram, arch, NULL, NULL);
+      /* the plan's kernels run on its own diagram (its regions, its folded casts) */
+      if (plan != NULL && plan->diagram != program->diagram)
+        {
+          napkin_ir_program_free (program);
+          return napkin_codegen_cuda_for_plan (plan, flags, prefix, error);
+        }
     }
   return napkin_codegen_cuda_planned (program, plan, flags, prefix, error);
+}
+
+NapkinCudaModule *
+napkin_codegen_cuda_for_plan (const NapkinPlan    *plan,
+                              NapkinCodegenFlags   flags,
+                              const char          *prefix,
+                              GError             **error)
+{
+  NapkinIrProgram *program;
+
+  g_return_val_if_fail (plan != NULL, NULL);
+
+  program = napkin_ir_lower (plan->diagram, NAPKIN_LOWER_DEFAULT, error);
+  if (program == NULL)
+    return NULL;
+  return napkin_codegen_cuda_planned (program, plan, flags | napkin_codegen_flags_for_arch (plan->target), prefix,
+                                      error);
 }
 
 NapkinCudaModule *
@@ -1149,6 +1163,12 @@ napkin_codegen_cuda_planned (NapkinIrProgram     *program,
   g_return_val_if_fail (program != NULL, NULL);
 
   module->program = program;
+  if (plan != NULL && plan->diagram != program->diagram)
+    {
+      g_set_error_literal (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                           "the program was lowered from another diagram than the plan's (lower plan->diagram)");
+      return NULL;
+    }
   module->kernels = g_ptr_array_new_with_free_func (_napkin_cuda_kernel_free);
   module->args = g_array_new (FALSE, FALSE, sizeof (int));
   module->workspace_slot = -1;

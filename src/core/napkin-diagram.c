@@ -464,6 +464,84 @@ napkin_diagram_copy (NapkinDiagram *self)
   return copy;
 }
 
+/* Drops the slots from `len` on without freeing them (they were moved or freed). */
+static void
+shrink_items (GPtrArray *items,
+              guint      len)
+{
+  while (items->len > len)
+    g_ptr_array_steal_index_fast (items, items->len - 1);
+}
+
+NapkinDiagram *
+napkin_diagram_copy_bypassing (NapkinDiagram  *self,
+                               const gboolean *bypass)
+{
+  NapkinDiagram *copy;
+  guint n_nodes, n_wires, kept = 0;
+  g_autoptr(GHashTable) feeder = g_hash_table_new (g_str_hash, g_str_equal);
+  GPtrArray *wires, *nodes;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), NULL);
+  g_return_val_if_fail (bypass != NULL, NULL);
+
+  copy = napkin_diagram_copy (self);
+  wires = copy->items[NAPKIN_ITEM_WIRE];
+  nodes = copy->items[NAPKIN_ITEM_NODE];
+  n_nodes = nodes->len;
+  n_wires = wires->len;
+  /* what feeds each bypassed node's first input (the original's strings: they outlive
+   * the copy's edits) */
+  for (guint w = 0; w < n_wires; w++)
+    {
+      const NapkinWire *wire = napkin_diagram_wire (self, w);
+      int to = napkin_diagram_find_node (self, wire->to);
+
+      if (to >= 0 && bypass[to] && wire->port == 0)
+        g_hash_table_insert (feeder, wire->to, wire->from);
+    }
+  /* wires out of a bypassed node leave from its feeder (through chains of them);
+   * wires into one go */
+  for (guint w = 0; w < n_wires; w++)
+    {
+      NapkinWire *wire = g_ptr_array_index (wires, w);
+      int to = napkin_diagram_find_node (self, wire->to);
+      const char *from = napkin_diagram_wire (self, w)->from;
+
+      if (to >= 0 && bypass[to])
+        {
+          napkin_item_free (NAPKIN_ITEM_WIRE, wire);
+          continue;
+        }
+      if (g_hash_table_contains (feeder, from))
+        {
+          while (g_hash_table_contains (feeder, from))
+            from = g_hash_table_lookup (feeder, from);
+          g_free (wire->from);
+          wire->from = g_strdup (from);
+        }
+      g_ptr_array_index (wires, kept++) = wire;
+    }
+  shrink_items (wires, kept);
+  kept = 0;
+  for (guint n = 0; n < n_nodes; n++)
+    {
+      NapkinNode *node = g_ptr_array_index (nodes, n);
+
+      if (!bypass[n])
+        {
+          g_ptr_array_index (nodes, kept++) = node;
+          continue;
+        }
+      for (guint r = 0; r < copy->items[NAPKIN_ITEM_REGION]->len; r++)
+        napkin_region_remove_node (g_ptr_array_index (copy->items[NAPKIN_ITEM_REGION], r), node->id);
+      napkin_item_free (NAPKIN_ITEM_NODE, node);
+    }
+  shrink_items (nodes, kept);
+  napkin_diagram_changed (copy);
+  return copy;
+}
+
 NapkinDiagram *
 napkin_diagram_copy_without_extras (NapkinDiagram *self)
 {

@@ -158,6 +158,12 @@ G_DECLARE_FINAL_TYPE (NapkinDiagram, napkin_diagram, NAPKIN, DIAGRAM, GObject)
 
 NapkinDiagram      *napkin_diagram_new              (void);
 NapkinDiagram      *napkin_diagram_copy             (NapkinDiagram     *self);
+/* A copy without the nodes flagged in `bypass` (one flag a node, in node order): a wire
+ * out of a bypassed node leaves from what feeds its first input instead, wires into it
+ * go, and its id leaves every region. The plan folds casts into the value they cast so
+ * (docs/plan.md, "The pipeline"). */
+NapkinDiagram      *napkin_diagram_copy_bypassing   (NapkinDiagram     *self,
+                                                     const gboolean    *bypass);
 /* A copy sharing nothing with the original (json-c's reference counts are not
  * atomic): for work in another thread that needs no unknown fields (the model, the
  * code generator). It may be freed in that thread. */

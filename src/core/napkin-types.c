@@ -125,6 +125,25 @@ napkin_mask_keeps (NapkinMaskKind kind,
 }
 DEFINE_ENUM_STRINGS (napkin_mark, NapkinMarkKind, mark_names, NAPKIN_N_MARKS)
 
+gboolean
+napkin_dtype_narrows (NapkinDtype from,
+                      NapkinDtype to)
+{
+  if (from == to)
+    return TRUE;
+  switch (from)
+    {
+    case NAPKIN_DTYPE_FP32:
+      return to == NAPKIN_DTYPE_FP16 || to == NAPKIN_DTYPE_BF16 || to == NAPKIN_DTYPE_FP8_E4M3
+             || to == NAPKIN_DTYPE_FP8_E5M2;
+    case NAPKIN_DTYPE_FP16:
+    case NAPKIN_DTYPE_BF16:
+      return to == NAPKIN_DTYPE_FP8_E4M3 || to == NAPKIN_DTYPE_FP8_E5M2;
+    default:
+      return FALSE;
+    }
+}
+
 guint
 napkin_dtype_bytes (NapkinDtype dtype)
 {

@@ -120,6 +120,11 @@ const char         *napkin_dtype_to_string    (NapkinDtype     dtype);
 gboolean            napkin_dtype_from_string  (const char     *str,
                                                NapkinDtype    *out);
 guint               napkin_dtype_bytes        (NapkinDtype     dtype);
+/* Whether rounding to `from` and then to `to` is rounding to `to`: the same type, or a
+ * narrowing among the floating types (fp32 → fp16 or bf16 → fp8). Such a cast is a type
+ * on an edge, which the plan folds into the value it casts (docs/plan.md). */
+gboolean            napkin_dtype_narrows      (NapkinDtype     from,
+                                               NapkinDtype     to);
 gboolean            napkin_dtype_is_float     (NapkinDtype     dtype);
 const char         *napkin_level_to_string    (NapkinLevel     level);
 gboolean            napkin_level_from_string  (const char     *str,

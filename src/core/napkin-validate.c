@@ -512,6 +512,48 @@ reduces_over (NapkinDiagram *d,
     }
 }
 
+/* A narrowing cast of the softmax's probabilities (HF attention's `.to(q.dtype)`): a type
+ * on the edge, which the plan folds into the softmax (docs/plan.md, "The pipeline"), so
+ * the online softmax passes through it to the contraction after it. */
+static gboolean
+linear_unary (NapkinDiagram *d,
+              guint          n)
+{
+  const NapkinNode *node = napkin_diagram_node (d, n);
+  int src = napkin_diagram_input_source (d, n, 0);
+  const NapkinTensorType *from = src >= 0 ? napkin_diagram_node_type (d, (guint) src) : NULL;
+
+  return node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_CAST && node->has_dtype && from != NULL && from->valid
+         && napkin_dtype_narrows (from->dtype, node->dtype);
+}
+
+/* Whether every consumer of softmax (or of a linear map after it) `n` is, through linear
+ * maps in the region, a contraction over the axis: the online softmax. */
+static gboolean
+online_consumers (NapkinDiagram *d,
+                  GHashTable    *members,
+                  guint          n,
+                  guint          axis,
+                  guint          depth)
+{
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (d, n, &n_consumers);
+  gboolean ok = n_consumers > 0 && depth < 8;
+
+  for (guint c = 0; c < n_consumers && ok; c++)
+    {
+      const NapkinNode *consumer = napkin_diagram_node (d, consumers[c]);
+
+      if (!region_member (members, consumers[c]))
+        ok = FALSE;
+      else if (linear_unary (d, consumers[c]))
+        ok = online_consumers (d, members, consumers[c], axis, depth + 1);
+      else
+        ok = consumer->kind == NAPKIN_OP_CONTRACT && reduces_over (d, consumers[c], axis);
+    }
+  return ok;
+}
+
 /* `ordered` holds the region's operations in topological order; `after` is scratch
  * space of one flag per operation, cleared here for the region's operations. */
 static void
@@ -526,6 +568,8 @@ check_stream (Checker    *checker,
   const char *x = axis_name (d, axis);
   const char *rname = napkin_diagram_region (d, r)->name;
   g_autofree char *path = g_strdup_printf ("regions[%u].marks.%s", r, x);
+  /* the region's linear maps of softmax probabilities */
+  g_autoptr(GHashTable) softmax_like = g_hash_table_new (NULL, NULL);
 
   /* after[n]: n's result depends on a reduction over x that is complete only at
    * the end of the stream. Using such a value beside x itself needs the whole axis,
@@ -550,18 +594,7 @@ check_stream (Checker    *checker,
 
       if (node->kind == NAPKIN_OP_SOFTMAX && reduces_over (d, n, axis))
         {
-          guint n_consumers;
-          const guint *consumers = napkin_diagram_consumers (d, n, &n_consumers);
-          gboolean ok = n_consumers > 0;
-
-          for (guint c = 0; c < n_consumers; c++)
-            {
-              const NapkinNode *consumer = napkin_diagram_node (d, consumers[c]);
-
-              ok &= region_member (members, consumers[c]) && consumer->kind == NAPKIN_OP_CONTRACT
-                    && reduces_over (d, consumers[c], axis);
-            }
-          if (!ok)
+          if (!online_consumers (d, members, n, axis, 0))
             {
               report (checker, NAPKIN_ITEM_REGION, r, path,
                       _("in region “%s”, operation “%s” (softmax over %s) cannot stream over %s: softmax "
@@ -574,12 +607,19 @@ check_stream (Checker    *checker,
       for (guint p = 0; p < napkin_op_n_inputs (node); p++)
         {
           int src = napkin_diagram_input_source (d, n, p);
-          gboolean online;
+          gboolean online, probabilities;
 
           if (src < 0 || !region_member (members, src))
             continue;
-          online = napkin_diagram_node (d, src)->kind == NAPKIN_OP_SOFTMAX
-                   && node->kind == NAPKIN_OP_CONTRACT && reduces_over (d, n, axis);
+          /* the softmax's probabilities, maybe through linear maps, into the contraction */
+          probabilities = napkin_diagram_node (d, src)->kind == NAPKIN_OP_SOFTMAX
+                          || g_hash_table_contains (softmax_like, GINT_TO_POINTER (src + 1));
+          if (linear_unary (d, n) && probabilities)
+            {
+              g_hash_table_add (softmax_like, GINT_TO_POINTER (n + 1));
+              continue;
+            }
+          online = probabilities && node->kind == NAPKIN_OP_CONTRACT && reduces_over (d, n, axis);
           if ((after[src] || (reduces_over (d, src, axis) && !online)) && uses_x && !online)
             {
               report (checker, NAPKIN_ITEM_REGION, r, path,

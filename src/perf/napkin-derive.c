@@ -613,7 +613,8 @@ add_cand (Derive      *dv,
           rows_variants (dv, c, nodes[i]);
       }
   /* A lone operation may also stay outside regions, as the plan runs it; so may a
-   * chain that the plan fuses into one kernel by itself (a GEMM and the maps after it).
+   * chain that the plan fuses into one kernel by itself (a GEMM and the maps after it,
+   * an attention at the plan's own tiles: docs/plan.md, "The pipeline").
    * The model prices an operation outside regions on the plan's own tiles with L2
    * sharing, a region on its tiles' transfers (docs/plan.md, "Deriving a diagram"). */
   if (n == 1 && dv->single[nodes[0]] < c->cost * (1 - 1e-9))
@@ -621,7 +622,7 @@ add_cand (Derive      *dv,
       g_clear_pointer (&c->region, json_object_put);
       c->cost = dv->single[nodes[0]];
     }
-  else if (n > 1 && g_strcmp0 (kind, "attention") != 0)
+  else if (n > 1)
     {
       double t = price_as (dv, nodes, n, NULL, TRUE);
 
@@ -1127,6 +1128,15 @@ napkin_derive (NapkinDiagram            *diagram,
       return NULL;
     dv.evaluated++;
     r->analyzed_s = a->predicted_time_s;
+    /* the kernels the plan fuses by itself get its regions drawn, so that what is
+     * applied shows (and reproduces) every kernel */
+    if (napkin_diagram_n_regions (a->plan->diagram) > a->plan->drawn_regions)
+      {
+        NapkinDiagram *drawn = napkin_plan_with_regions (a->plan, r->derived);
+
+        g_object_unref (r->derived);
+        r->derived = drawn;
+      }
   }
   r->evaluated = dv.evaluated;
   return g_steal_pointer (&r);

@@ -2778,13 +2778,16 @@ napkin_analyze (NapkinDiagram               *diagram,
 
   a = analysis_new (arch, options);
   {
-    NapkinPlanOptions plan_options = { a->has_dtype, a->dtype, FALSE, a->no_wgmma || a->paper, TRUE };
+    NapkinPlanOptions plan_options = { a->has_dtype, a->dtype, FALSE, a->no_wgmma || a->paper, TRUE, a->paper };
 
     a->plan = napkin_plan_build (diagram, arch, &plan_options, error);
     if (a->plan == NULL)
       return NULL;
   }
 
+  /* the model prices what the plan runs: its diagram, with the plan's own regions
+   * (docs/plan.md, "The pipeline") */
+  diagram = a->plan->diagram;
   m.d = diagram;
   m.plan = a->plan;
   m.arch = arch;

@@ -109,6 +109,9 @@ napkin_prediction_add_to_run (NapkinDiagram *diagram,
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
   g_return_val_if_fail (result != NULL, FALSE);
 
+  /* the profile the runner planned the kernels for, else the GPU's name's */
+  if (id == NULL && json_object_object_get_ex (result, "plan_arch", &name))
+    id = json_object_get_string (name);
   if (id == NULL && json_object_object_get_ex (result, "gpu", &gpu)
       && json_object_object_get_ex (gpu, "name", &name))
     id = napkin_arch_id_for_gpu_name (json_object_get_string (name));

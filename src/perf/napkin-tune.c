@@ -11,6 +11,7 @@
 #include "napkin-error.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
+#include "napkin-derive.h"
 #include "napkin-tune.h"
 #include "napkin-validate.h"
 
@@ -105,7 +106,8 @@ candidate_new (NapkinDiagram  *copy,
   g_autoptr(GString) tiles = g_string_new (NULL);
   g_autoptr(GString) key = g_string_new (NULL);
   g_autoptr(GStrvBuilder) specs = g_strv_builder_new ();
-  g_autofree gboolean *wgmma = g_new0 (gboolean, napkin_diagram_n_regions (copy) + 1);
+  /* indexed by the plan's regions: the drawn ones, then the plan's own */
+  g_autofree gboolean *wgmma = g_new0 (gboolean, napkin_diagram_n_regions (a->plan->diagram) + 1);
 
   /* the kernels on the wgmma skeletons, which ignore their warp tiles (wgmma reads its
    * operands from shared memory itself; docs/model.md §6b) */
@@ -412,25 +414,22 @@ streams (const NapkinRegion *region)
   return FALSE;
 }
 
-/* A diagram without regions: propose where the regions go, then tune those. */
-static NapkinTuneResult *
-tune_proposed_regions (NapkinDiagram            *diagram,
-                       NapkinArch               *arch,
-                       const NapkinTuneOptions  *options,
-                       GError                  **error)
+/* One line per kernel of a derivation: what the search starts from. */
+static char **
+derived_lines (const NapkinDerivation *dr)
 {
-  g_auto(GStrv) what = NULL;
-  g_autoptr(NapkinDiagram) relabeled = napkin_tune_propose_regions (diagram, &what, error);
-  NapkinTuneResult *result;
+  GPtrArray *lines = g_ptr_array_new ();
 
-  if (relabeled == NULL)
-    return NULL;
-  result = napkin_tune (relabeled, arch, options, error);
-  if (result == NULL)
-    return NULL;
-  result->relabeled = g_steal_pointer (&relabeled);
-  result->proposed = g_steal_pointer (&what);
-  return result;
+  for (guint i = 0; i < dr->kernels->len; i++)
+    {
+      const NapkinDeriveKernel *k = g_ptr_array_index (dr->kernels, i);
+      g_autofree char *ops = g_strjoinv (" → ", k->nodes);
+
+      g_ptr_array_add (lines, g_strdup_printf ("%s: %s %s%s%s", k->name, k->kind, ops, k->why ? " — " : "",
+                                               k->why ? k->why : ""));
+    }
+  g_ptr_array_add (lines, NULL);
+  return (char **) g_ptr_array_free (lines, FALSE);
 }
 
 /* One knob per parallel or streamed mark of region r: its tile sizes. */
@@ -704,6 +703,7 @@ napkin_tune (NapkinDiagram            *diagram,
              GError                  **error)
 {
   g_autoptr(NapkinDiagram) copy = NULL;
+  g_autoptr(NapkinDerivation) dr = NULL;
   g_autoptr(GArray) knobs = g_array_new (FALSE, TRUE, sizeof (Knob));
   g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   NapkinTuneResult *result;
@@ -715,9 +715,19 @@ napkin_tune (NapkinDiagram            *diagram,
 
   if (!napkin_diagram_validate (diagram, error))
     return NULL;
+  /* A diagram without regions: the search starts from its derivation — the plan's
+   * partition, each kernel at the tiles the model prices best, the plan's own regions
+   * drawn (docs/plan.md, "Deriving a diagram") — so that it never proposes what the
+   * plan runs slower without regions */
   if (napkin_diagram_n_regions (diagram) == 0)
-    return tune_proposed_regions (diagram, arch, options, error);
-  copy = napkin_diagram_copy (diagram);
+    {
+      dr = napkin_derive (diagram, arch, options, error);
+      if (dr == NULL)
+        return NULL;
+      copy = napkin_diagram_copy (dr->derived);
+    }
+  else
+    copy = napkin_diagram_copy (diagram);
 
   for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
     {
@@ -754,333 +764,12 @@ napkin_tune (NapkinDiagram            *diagram,
 
   for (guint k = 0; k < knobs->len; k++)
     g_array_unref (g_array_index (knobs, Knob, k).values);
+  if (dr != NULL)
+    {
+      result->relabeled = g_object_ref (dr->derived);
+      result->proposed = derived_lines (dr);
+    }
   return result;
-}
-
-/* ---- where the regions go: proposals for a diagram without regions --------------------- */
-
-typedef struct
-{
-  NapkinDiagram *d;
-  json_object   *regions;     /* the array being built */
-  GPtrArray     *what;        /* char *: one line per region */
-  guchar        *taken;       /* per node: already in a proposed region */
-  guint          n_gemm, n_attention, n_rows;
-} Proposal;
-
-static const char *
-axis_name (NapkinDiagram *d,
-           guint          axis)
-{
-  return napkin_diagram_axis (d, axis)->name;
-}
-
-static void
-mark (json_object *marks,
-      const char  *axis,
-      const char  *kind,
-      gint64       tile,
-      gint64       size)
-{
-  json_object *m;
-
-  if (kind == NULL || tile >= size)
-    {
-      json_object_object_add (marks, axis, json_object_new_string ("whole"));
-      return;
-    }
-  m = json_object_new_object ();
-  json_object_object_add (m, kind, json_object_new_int64 (MAX (1, tile)));
-  json_object_object_add (marks, axis, m);
-}
-
-static char *
-region_name (const char *base,
-             guint       n)
-{
-  return n == 0 ? g_strdup (base) : g_strdup_printf ("%s%u", base, n + 1);
-}
-
-static json_object *
-region_new (const char    *name,
-            const char    *level,
-            const guint   *nodes,
-            guint          n_nodes,
-            NapkinDiagram *d,
-            guint          stages)
-{
-  json_object *r = json_object_new_object ();
-  json_object *list = json_object_new_array ();
-
-  json_object_object_add (r, "name", json_object_new_string (name));
-  json_object_object_add (r, "level", json_object_new_string (level));
-  for (guint i = 0; i < n_nodes; i++)
-    json_object_array_add (list, json_object_new_string (napkin_diagram_node (d, nodes[i])->id));
-  json_object_object_add (r, "nodes", list);
-  json_object_object_add (r, "marks", json_object_new_object ());
-  if (stages > 1)
-    json_object_object_add (r, "stages", json_object_new_int (stages));
-  return r;
-}
-
-/* The one consumer of node n, or -1. */
-static int
-only_consumer (NapkinDiagram *d,
-               guint          n)
-{
-  guint n_consumers;
-  const guint *consumers = napkin_diagram_consumers (d, n, &n_consumers);
-
-  return n_consumers == 1 ? (int) consumers[0] : -1;
-}
-
-/* Attention: S = contract (Q, K), elementwise maps, softmax over S's key axis, then
- * O = contract (P, V) — as flash-attention.napkin draws it: the query axis in groups
- * of 128, the keys streamed by 128, d whole, one (batch, head) a block, 3 stages (on an
- * A100 the plan runs each chunk as two halves of 64: docs/plan.md). */
-static void
-propose_attention (Proposal *p,
-                   guint     qk)
-{
-  NapkinDiagram *d = p->d;
-  guint nodes[16], n = 0;
-  int at = qk, sm = -1, pv;
-  const NapkinTensorType *s_type = napkin_diagram_node_type (d, qk), *o_type, *v_type;
-  int q_src = napkin_diagram_input_source (d, qk, 0), k_src = napkin_diagram_input_source (d, qk, 1);
-  json_object *r, *marks;
-  int key;
-  g_autofree char *name = NULL;
-
-  nodes[n++] = qk;
-  for (;;)
-    {
-      at = only_consumer (d, at);
-      if (at < 0 || n >= G_N_ELEMENTS (nodes) - 1 || p->taken[at])
-        return;
-      if (napkin_diagram_node (d, at)->kind == NAPKIN_OP_MAP)
-        nodes[n++] = at;
-      else if (napkin_diagram_node (d, at)->kind == NAPKIN_OP_SOFTMAX)
-        {
-          sm = at;
-          nodes[n++] = at;
-          break;
-        }
-      else
-        return;
-    }
-  pv = only_consumer (d, sm);
-  if (pv < 0 || p->taken[pv] || napkin_diagram_node (d, pv)->kind != NAPKIN_OP_CONTRACT
-      || napkin_diagram_input_source (d, pv, 0) != sm || q_src < 0 || k_src < 0)
-    return;
-  key = napkin_diagram_find_axis (d, napkin_diagram_node (d, sm)->axis);
-  o_type = napkin_diagram_node_type (d, pv);
-  v_type = napkin_diagram_node_type (d, napkin_diagram_input_source (d, pv, 1));
-  if (key < 0 || !napkin_tensor_type_has_axis (s_type, key) || napkin_tensor_type_has_axis (o_type, key))
-    return;
-  nodes[n++] = pv;
-
-  name = region_name ("block", p->n_attention + p->n_gemm);
-  r = region_new (name, "smem", nodes, n, d, 3);
-  marks = json_object_object_get (r, "marks");
-  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
-    {
-      gint64 size = napkin_diagram_axis_size (d, a);
-      gboolean in_q = napkin_tensor_type_has_axis (napkin_diagram_node_type (d, q_src), a);
-      gboolean in_k = napkin_tensor_type_has_axis (napkin_diagram_node_type (d, k_src), a);
-      gboolean in_v = napkin_tensor_type_has_axis (v_type, a);
-      gboolean in_o = napkin_tensor_type_has_axis (o_type, a);
-
-      if (!in_q && !in_k && !in_v && !in_o && !napkin_tensor_type_has_axis (s_type, a))
-        continue;
-      if ((int) a == key)
-        mark (marks, axis_name (d, a), "stream", 128, size);
-      else if (in_q && in_k && in_v && in_o && napkin_tensor_type_has_axis (s_type, a))
-        mark (marks, axis_name (d, a), "parallel", 1, size);    /* batch, heads */
-      else if (in_q && in_o && !in_k)
-        mark (marks, axis_name (d, a), "parallel", 128, size);  /* queries */
-      else
-        mark (marks, axis_name (d, a), NULL, 0, size);          /* d: whole */
-    }
-  json_object_array_add (p->regions, r);
-  for (guint i = 0; i < n; i++)
-    p->taken[nodes[i]] = 1;
-  g_ptr_array_add (p->what, g_strdup_printf (_("%s: attention %s … %s (queries in groups, keys streamed, the scores "
-                                             "never leave the chip)"), name, napkin_diagram_node (d, qk)->id,
-                                             napkin_diagram_node (d, pv)->id));
-  p->n_attention++;
-}
-
-/* GEMM: C[m, n] = A[m, k] · B[k, n] (batch axes allowed), as matmul-nested.napkin draws it:
- * a 128 × 128 block in shared memory streaming k by 64 over 3 stages, 64 × 32 warp tiles
- * in registers streaming k by 16. */
-static void
-propose_gemm (Proposal *p,
-              guint     mm)
-{
-  NapkinDiagram *d = p->d;
-  int x = napkin_diagram_input_source (d, mm, 0), y = napkin_diagram_input_source (d, mm, 1);
-  const NapkinTensorType *out = napkin_diagram_node_type (d, mm), *tx, *ty;
-  json_object *block, *warp, *bm, *wm;
-  g_autofree char *bname = NULL, *wname = NULL;
-  guint nodes[1] = { mm };
-  gboolean rows = FALSE, cols = FALSE, depth = FALSE;
-
-  if (x < 0 || y < 0)
-    return;
-  tx = napkin_diagram_node_type (d, x);
-  ty = napkin_diagram_node_type (d, y);
-  bname = region_name ("block", p->n_attention + p->n_gemm);
-  wname = region_name ("warp", p->n_gemm);
-  block = region_new (bname, "smem", nodes, 1, d, 3);
-  warp = region_new (wname, "registers", nodes, 1, d, 1);
-  bm = json_object_object_get (block, "marks");
-  wm = json_object_object_get (warp, "marks");
-  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
-    {
-      gboolean in_x = napkin_tensor_type_has_axis (tx, a), in_y = napkin_tensor_type_has_axis (ty, a);
-      gboolean in_o = napkin_tensor_type_has_axis (out, a);
-      gint64 size = napkin_diagram_axis_size (d, a);
-
-      if (in_x && in_y && in_o)
-        {
-          mark (bm, axis_name (d, a), "parallel", 1, size);
-          mark (wm, axis_name (d, a), "parallel", 1, size);
-        }
-      else if (in_x && in_o)
-        {
-          mark (bm, axis_name (d, a), "parallel", 128, size);
-          mark (wm, axis_name (d, a), "parallel", 64, MIN (size, 128));
-          rows = TRUE;
-        }
-      else if (in_y && in_o)
-        {
-          mark (bm, axis_name (d, a), "parallel", 128, size);
-          mark (wm, axis_name (d, a), "parallel", 32, MIN (size, 128));
-          cols = TRUE;
-        }
-      else if (in_x && in_y)
-        {
-          mark (bm, axis_name (d, a), "stream", 64, size);
-          mark (wm, axis_name (d, a), "stream", 16, MIN (size, 64));
-          depth = TRUE;
-        }
-    }
-  if (!rows || !cols || !depth)
-    {
-      json_object_put (block);
-      json_object_put (warp);
-      return;
-    }
-  json_object_array_add (p->regions, block);
-  json_object_array_add (p->regions, warp);
-  p->taken[mm] = 1;
-  g_ptr_array_add (p->what, g_strdup_printf (_("%s: matrix product %s (tiles of the output in groups, the contracted "
-                                             "axis streamed; %s: warp tiles in registers)"), bname,
-                                             napkin_diagram_node (d, mm)->id, wname));
-  p->n_gemm++;
-}
-
-/* A softmax or normalisation of a matrix over its last axis, with the ·γ, +β maps after
- * it: whole rows in groups of 4 (softmax.napkin, layernorm.napkin). */
-static void
-propose_rows (Proposal *p,
-              guint     op)
-{
-  NapkinDiagram *d = p->d;
-  int src = napkin_diagram_input_source (d, op, 0), at = op;
-  const NapkinTensorType *x;
-  guint nodes[4], n = 0;
-  json_object *r, *marks;
-  g_autofree char *name = NULL;
-
-  if (src < 0)
-    return;
-  x = napkin_diagram_node_type (d, src);
-  if (x == NULL || x->n_axes != 2 || napkin_diagram_find_axis (d, napkin_diagram_node (d, op)->axis) != (int) x->axes[1])
-    return;
-  nodes[n++] = op;
-  while (n < G_N_ELEMENTS (nodes) && (at = only_consumer (d, at)) >= 0 && !p->taken[at]
-         && napkin_diagram_node (d, at)->kind == NAPKIN_OP_MAP
-         && (napkin_diagram_node (d, at)->fn == NAPKIN_FN_MUL || napkin_diagram_node (d, at)->fn == NAPKIN_FN_ADD))
-    nodes[n++] = at;
-  name = region_name ("rows", p->n_rows);
-  r = region_new (name, "smem", nodes, n, d, 1);
-  marks = json_object_object_get (r, "marks");
-  mark (marks, axis_name (d, x->axes[0]), "parallel", 4, napkin_diagram_axis_size (d, x->axes[0]));
-  mark (marks, axis_name (d, x->axes[1]), NULL, 0, 0);
-  json_object_array_add (p->regions, r);
-  for (guint i = 0; i < n; i++)
-    p->taken[nodes[i]] = 1;
-  g_ptr_array_add (p->what, g_strdup_printf (_("%s: %s %s over whole rows (rows in groups, one pass)"), name,
-                                             napkin_op_kind_to_string (napkin_diagram_node (d, op)->kind),
-                                             napkin_diagram_node (d, op)->id));
-  p->n_rows++;
-}
-
-NapkinDiagram *
-napkin_tune_propose_regions (NapkinDiagram   *diagram,
-                             char          ***what,
-                             GError         **error)
-{
-  g_autoptr(json_object) root = NULL;
-  g_autoptr(GPtrArray) lines = g_ptr_array_new_with_free_func (g_free);
-  g_autofree guchar *taken = NULL;
-  const guint *topo;
-  Proposal p = { 0 };
-  NapkinDiagram *relabeled;
-  guint n_nodes;
-
-  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
-
-  if (!napkin_diagram_validate (diagram, error))
-    return NULL;
-  if (napkin_diagram_n_regions (diagram) > 0)
-    {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   _("regions: the diagram already has regions; tune their tiles instead"));
-      return NULL;
-    }
-  n_nodes = napkin_diagram_n_nodes (diagram);
-  topo = napkin_diagram_topo_order (diagram);
-  taken = g_new0 (guchar, n_nodes + 1);
-  p.d = diagram;
-  p.regions = json_object_new_array ();
-  p.what = lines;
-  p.taken = taken;
-  /* attention first: its contractions are not two GEMMs */
-  for (guint i = 0; i < n_nodes; i++)
-    if (!taken[topo[i]] && napkin_diagram_node (diagram, topo[i])->kind == NAPKIN_OP_CONTRACT)
-      propose_attention (&p, topo[i]);
-  for (guint i = 0; i < n_nodes; i++)
-    {
-      NapkinOpKind kind = napkin_diagram_node (diagram, topo[i])->kind;
-
-      if (taken[topo[i]])
-        continue;
-      if (kind == NAPKIN_OP_CONTRACT)
-        propose_gemm (&p, topo[i]);
-      else if (kind == NAPKIN_OP_SOFTMAX || kind == NAPKIN_OP_NORMALIZE)
-        propose_rows (&p, topo[i]);
-    }
-  if (json_object_array_length (p.regions) == 0)
-    {
-      json_object_put (p.regions);
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   _("regions: no pattern the model knows where to relabel (a matrix product, attention, or a "
-                   "softmax or normalisation of rows): draw a region"));
-      return NULL;
-    }
-  root = napkin_diagram_to_json (diagram);
-  json_object_object_add (root, "regions", p.regions);
-  relabeled = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, error);
-  if (relabeled == NULL)
-    return NULL;
-  if (what != NULL)
-    {
-      g_ptr_array_add (lines, NULL);
-      *what = (char **) g_ptr_array_steal (lines, NULL);
-    }
-  return relabeled;
 }
 
 NapkinDiagram *

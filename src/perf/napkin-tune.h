@@ -39,9 +39,10 @@ typedef struct
   NapkinTuneCandidate *current;        /* the file's own tiles; NULL if infeasible */
   guint                evaluated;      /* analyses run, stage_trials included */
   guint                stage_trials;   /* of which: other stage counts on the best tiles */
-  /* The diagram had no regions: the copy with the regions napkin_tune_propose_regions
-   * drew (the candidates' specs refer to it; apply them to it, or use
-   * napkin_tune_result_relabel), and one line per proposed region. NULL otherwise. */
+  /* The diagram had no regions: its derivation (napkin_derive: the plan's partition,
+   * every kernel the plan runs drawn as a region) that the search relabels — the
+   * candidates' specs refer to it (apply them to it, or use napkin_tune_result_relabel) —
+   * and one line per derived kernel. NULL otherwise. */
   NapkinDiagram       *relabeled;
   char               **proposed;
   guint                feasible;
@@ -64,9 +65,6 @@ NapkinTuneResult *napkin_tune                (NapkinDiagram            *diagram,
  * starting tiles, which napkin_tune then searches. `what` (optional, free with
  * g_strfreev) gets one line per region. NULL with an error when the diagram has regions
  * or no such pattern. napkin_tune calls it itself for a diagram without regions. */
-NapkinDiagram    *napkin_tune_propose_regions (NapkinDiagram          *diagram,
-                                              char                 ***what,
-                                              GError                **error);
 /* The diagram relabeled as candidate `index` of `result` says: result->relabeled (or
  * `diagram` when the search started from its own regions) with its tiles applied. */
 NapkinDiagram    *napkin_tune_result_relabel  (const NapkinTuneResult  *result,

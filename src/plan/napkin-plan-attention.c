@@ -808,12 +808,10 @@ add_v_transpose (NapkinPlanner    *p,
 /* The diagram's mask operation as the kernel's mask (docs/plan.md, "Attention kernels"):
  * rows the query axis, axis the key axis. NULL, or why the kernel cannot run it. */
 static char *
-read_mask (NapkinPlanner       *p,
-           NapkinPlanAttention *a,
+read_mask (NapkinPlanAttention *a,
            const NapkinNode    *mask,
            const AttnAxes      *ax,
-           int                  scale,
-           int                  mask_index)
+           gboolean             then_negative)
 {
   if (mask->mask == NAPKIN_MASK_TENSOR)
     return g_strdup_printf (_("attention: the kernel masks causal and window masks only; the tensor mask “%s” "
@@ -822,8 +820,7 @@ read_mask (NapkinPlanner       *p,
     return g_strdup_printf (_("attention: the mask “%s” must keep keys along %s per query of %s, not along %s per %s"),
                             mask->id, ax->key, ax->query, mask->axis, mask->rows);
   /* masking before a negative scale would turn −∞ into +∞ */
-  if (scale >= 0 && napkin_diagram_input_source (p->d, scale, 0) == mask_index
-      && !(napkin_diagram_node (p->d, scale)->alpha > 0))
+  if (then_negative)
     return g_strdup_printf (_("attention: the mask “%s” comes before a scale that is not positive"), mask->id);
   if (ABS (mask->offset) > G_MAXINT32)
     return g_strdup_printf (_("attention: the mask “%s” has offset %lld, out of the kernel's range"),
@@ -860,64 +857,75 @@ legacy_shape (const NapkinPlanAttention *a,
   return a->BQ % 16 == 0;
 }
 
-/* The kernel's operations as one attention: qk → [scale] → [mask] → softmax → pv. */
+/* The kernel's operations as one attention: qk → scales, casts and at most one mask in
+ * any order → softmax → pv. */
 typedef struct
 {
-  int      qk, scale, sm, pv, mask;
+  int      qk, sm, pv, mask;
   gboolean read_after;        /* pv's value is used (an output, or later kernels) */
+  double   alpha;             /* the product of the scales */
+  gboolean mask_then_negative;/* the mask comes before a scale that is not positive */
 } AttnChain;
 
 /* Whether the kernel's nodes are one attention chain, each link used once, Q, K and V read
  * from device memory (inputs, or values an earlier kernel stored) and O stored there (an
- * output, or a value later kernels read). */
+ * output, or a value later kernels read). Casts between Q·Kᵀ and the softmax change
+ * nothing the kernel computes (its scores are fp32); the plan folds narrowing casts into
+ * the values they cast (docs/plan.md, "The pipeline"). */
 static gboolean
 find_chain (NapkinPlanner    *p,
             NapkinPlanKernel *k,
             AttnChain        *c)
 {
-  int contracts = 0;
-  guint n_consumers, n_uses;
+  guint n_consumers, n_uses, links = 0;
   const guint *consumers;
+  gboolean negative_after = FALSE;
+  int at;
 
-  *c = (AttnChain) { -1, -1, -1, -1, -1, FALSE };
+  *c = (AttnChain) { -1, -1, -1, -1, FALSE, 1.0, FALSE };
   for (guint i = 0; i < k->nodes->len; i++)
     {
       guint n = g_array_index (k->nodes, guint, i);
-      const NapkinNode *node = napkin_diagram_node (p->d, n);
 
-      if (node->kind == NAPKIN_OP_SOFTMAX)
-        c->sm = n;
-      else if (node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SCALE && c->scale < 0)
-        c->scale = n;
-      else if (node->kind == NAPKIN_OP_MASK && c->mask < 0)
-        c->mask = n;
-      else if (node->kind == NAPKIN_OP_CONTRACT)
-        contracts++;
-      else
+      if (napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_SOFTMAX)
+        continue;
+      if (c->sm >= 0)
         return FALSE;
+      c->sm = n;
     }
-  if (c->sm < 0 || contracts != 2 || k->nodes->len != 3u + (c->scale >= 0) + (c->mask >= 0))
+  if (c->sm < 0)
     return FALSE;
   consumers = napkin_diagram_consumers (p->d, c->sm, &n_consumers);
   if (n_consumers != 1)
     return FALSE;
   c->pv = consumers[0];
-  /* qk → [scale] → [mask] → softmax, the scale and the mask in either order */
-  c->qk = napkin_diagram_input_source (p->d, c->sm, 0);
-  while (c->qk >= 0 && (c->qk == c->scale || c->qk == c->mask))
+  for (at = napkin_diagram_input_source (p->d, c->sm, 0); at >= 0; at = napkin_diagram_input_source (p->d, at, 0))
     {
-      int next = napkin_diagram_input_source (p->d, c->qk, 0);
+      const NapkinNode *node = napkin_diagram_node (p->d, at);
 
-      napkin_diagram_consumers (p->d, next < 0 ? c->qk : next, &n_uses);
-      if (next < 0 || n_uses != 1)
+      napkin_diagram_consumers (p->d, at, &n_uses);
+      if (!_napkin_plan_member (p, k, at) || n_uses != 1)
         return FALSE;
-      c->qk = next;
+      if (node->kind == NAPKIN_OP_CONTRACT)
+        {
+          c->qk = at;
+          break;
+        }
+      if (node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SCALE)
+        {
+          c->alpha *= node->alpha;
+          negative_after |= !(node->alpha > 0);
+        }
+      else if (node->kind == NAPKIN_OP_MASK && c->mask < 0)
+        {
+          c->mask = at;
+          c->mask_then_negative = negative_after;
+        }
+      else if (!(node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_CAST))
+        return FALSE;
+      links++;
     }
-  if ((c->scale >= 0 && (napkin_diagram_consumers (p->d, c->scale, &n_uses), n_uses != 1))
-      || (c->mask >= 0 && (napkin_diagram_consumers (p->d, c->mask, &n_uses), n_uses != 1)))
-    return FALSE;
-  if (c->qk < 0 || napkin_diagram_node (p->d, c->qk)->kind != NAPKIN_OP_CONTRACT
-      || napkin_diagram_node (p->d, c->pv)->kind != NAPKIN_OP_CONTRACT || !_napkin_plan_member (p, k, c->qk)
+  if (c->qk < 0 || k->nodes->len != links + 3 || napkin_diagram_node (p->d, c->pv)->kind != NAPKIN_OP_CONTRACT
       || !_napkin_plan_member (p, k, c->pv) || napkin_diagram_input_source (p->d, c->pv, 0) != c->sm)
     return FALSE;
   consumers = napkin_diagram_consumers (p->d, c->pv, &n_consumers);
@@ -943,6 +951,10 @@ read_dtypes (NapkinPlanner       *p,
   a->dtype = has_dtype ? p->options->dtype : Q->dtype;
   a->v_dtype = has_dtype ? p->options->dtype : V->dtype;
   a->o_dtype = has_dtype ? p->options->dtype : O->dtype;
+  /* every tensor in fp8 (--dtype): O stays in 16 bits, as FlashAttention-3 keeps it (an
+   * fp8 O would round the output the softmax was computed in fp32 for) */
+  if (has_dtype && a->o_dtype == NAPKIN_DTYPE_FP8_E4M3)
+    a->o_dtype = NAPKIN_DTYPE_FP16;
   if ((a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16 && a->dtype != NAPKIN_DTYPE_FP8_E4M3)
       || (!has_dtype && K->dtype != Q->dtype)
       || (a->dtype != NAPKIN_DTYPE_FP8_E4M3 && a->v_dtype != a->dtype)
@@ -1009,7 +1021,7 @@ read_marks (NapkinPlanner       *p,
     return g_strdup_printf (_("attention: region “%s” is at %s, not shared memory"), region->name,
                             napkin_level_to_string (region->level));
   if (c->mask >= 0)
-    return read_mask (p, a, napkin_diagram_node (p->d, c->mask), ax, c->scale, c->mask);
+    return read_mask (a, napkin_diagram_node (p->d, c->mask), ax, c->mask_then_negative);
   return NULL;
 }
 
@@ -1185,8 +1197,23 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
     return refuse (k, why, reason);
   a->BQ = MIN (a->BQ, a->NQ);
   a->rows = a->group_tile * a->BQ;
+  /* a chunk over the whole key axis (77 keys of a text encoder) is the kernel's chunk
+   * rounded up, the keys past the axis masked like any edge (as a GEMM tile over a whole
+   * axis: docs/plan.md) */
+  {
+    const gint64 step = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3 ? 32 : 16;
+
+    if (a->BKV >= a->NKV && a->BKV % step != 0)
+      {
+        g_ptr_array_add (k->adjustments, g_strdup_printf (_("the chunk of all %lld keys runs as one of %lld, the "
+                                                             "keys past %lld masked"), (long long) a->BKV,
+                                                           (long long) ((a->BKV + step - 1) / step * step),
+                                                           (long long) a->NKV));
+        a->BKV = (a->BKV + step - 1) / step * step;
+      }
+  }
   a->stages = MAX (2u, region->stages);
-  a->alpha = c.scale >= 0 ? napkin_diagram_node (p->d, c.scale)->alpha : 1.0;
+  a->alpha = c.alpha;
   a->q = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.qk, 0), -1, a->dtype };
   a->k = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.qk, 1), -1, a->dtype };
   a->v = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.pv, 1), -1, a->v_dtype };

@@ -24,7 +24,24 @@ typedef struct
   guint                    member_stamp;
   const NapkinPlanKernel  *member_of;
   guint                    member_len;
+  /* node → why the attention chain through it could not run as one kernel (the
+   * partition's refusals: the reason its operations' kernels then carry) */
+  GHashTable              *chain_refusal;
 } NapkinPlanner;
+
+/* The pipeline's first steps (src/plan/napkin-plan-partition.c; docs/plan.md):
+ * `diagram` with its casts folded into the values they cast, or NULL when none folds
+ * (`folded` gets cast id → the operation's id). */
+NapkinDiagram *_napkin_plan_canonical  (NapkinDiagram    *diagram,
+                                        GHashTable       *folded);
+/* The plan's own kernels among the operations outside the drawn regions: each
+ * attention chain the attention kernel takes gets a region of the plan's, appended to
+ * p->d — which, when `shared` (the caller's diagram), is first replaced by a copy,
+ * returned (else NULL). p->top and p->parent are recomputed. */
+NapkinDiagram *_napkin_plan_partition  (NapkinPlanner    *p,
+                                        gboolean          shared);
+/* Region nesting into p->parent and p->top (sized for p->d's regions and nodes). */
+void           _napkin_plan_find_parents (NapkinPlanner  *p);
 
 /* The recognisers: each fills `kernel` (kind, path, its union member, grid, threads,
  * shared memory, note) and returns TRUE, or returns FALSE with *why set when the

@@ -115,6 +115,8 @@ napkin_plan_free (NapkinPlan *plan)
     return;
   g_clear_pointer (&plan->arch, napkin_arch_unref);
   g_free (plan->target);
+  g_clear_object (&plan->diagram);
+  g_clear_pointer (&plan->folded, g_hash_table_unref);
   g_clear_pointer (&plan->kernels, g_ptr_array_unref);
   g_clear_pointer (&plan->scratch, g_array_unref);
   g_clear_pointer (&plan->scratch_offset, g_array_unref);
@@ -172,11 +174,17 @@ _napkin_plan_member (NapkinPlanner          *p,
 }
 
 /* Region nesting: a region inside another holds only nodes of it, at a faster level. */
-static void
-find_parents (NapkinPlanner *p)
+void
+_napkin_plan_find_parents (NapkinPlanner *p)
 {
   guint n_regions = napkin_diagram_n_regions (p->d);
 
+  g_free (p->top);
+  g_free (p->parent);
+  p->top = g_new (int, p->n_nodes + 1);
+  p->parent = g_new (int, n_regions + 1);
+  for (guint n = 0; n < p->n_nodes; n++)
+    p->top[n] = -1;
   for (guint r = 0; r < n_regions; r++)
     {
       const NapkinRegion *region = napkin_diagram_region (p->d, r);
@@ -288,6 +296,18 @@ plan_kernel (NapkinPlanner    *p,
       }
   k->kind = NAPKIN_PLAN_GENERIC;
   k->path = NAPKIN_PATH_GENERIC;
+  /* an attention chain the partition could not fuse says why first */
+  for (guint i = 0; i < k->nodes->len && p->chain_refusal != NULL; i++)
+    {
+      const char *refusal = g_hash_table_lookup (p->chain_refusal, GUINT_TO_POINTER (g_array_index (k->nodes, guint, i)));
+
+      if (refusal != NULL)
+        {
+          g_free (why);
+          why = g_strdup (refusal);
+          break;
+        }
+    }
   if (p->options != NULL && p->options->generic_only)
     k->reason = g_strdup (_("the generic lowering was asked for"));
   else
@@ -326,14 +346,14 @@ napkin_plan_build (NapkinDiagram           *diagram,
   g_autofree gboolean *done = NULL;
   g_autofree gboolean *region_done = NULL;
   int major = 8, minor = 0;
+  gboolean as_drawn;
 
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
   g_return_val_if_fail (arch != NULL, NULL);
 
   if ((options == NULL || !options->trusted) && !napkin_diagram_validate (diagram, error))
     return NULL;
-  topo = napkin_diagram_topo_order (diagram);
-  if (topo == NULL)
+  if (napkin_diagram_topo_order (diagram) == NULL)
     {
       g_set_error_literal (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
                            _("nodes: the diagram has a cycle"));
@@ -345,25 +365,38 @@ napkin_plan_build (NapkinDiagram           *diagram,
   plan->kernels = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
   plan->scratch = g_array_new (FALSE, FALSE, sizeof (gint64));
   plan->scratch_offset = g_array_new (FALSE, FALSE, sizeof (gint64));
+  plan->folded = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  plan->drawn_regions = napkin_diagram_n_regions (diagram);
   plan->feasible = TRUE;
 
   if (arch->compute_capability != NULL)
     sscanf (arch->compute_capability, "%d.%d", &major, &minor);
-  p.d = diagram;
+  /* the pipeline's first steps: casts as types, the plan's own kernels outside the
+   * drawn regions (docs/plan.md, "The pipeline") */
+  as_drawn = options != NULL && (options->generic_only || options->as_drawn);
+  plan->diagram = as_drawn ? NULL : _napkin_plan_canonical (diagram, plan->folded);
+  p.d = plan->diagram != NULL ? plan->diagram : diagram;
   p.arch = arch;
   p.plan = plan;
   p.options = options;
   p.sm = (guint) (major * 10 + minor);
-  p.n_nodes = napkin_diagram_n_nodes (diagram);
-  n_regions = napkin_diagram_n_regions (diagram);
-  p.top = g_new (int, p.n_nodes + 1);
+  p.n_nodes = napkin_diagram_n_nodes (p.d);
   p.member = g_new0 (guint, p.n_nodes + 1);
-  p.parent = g_new (int, n_regions + 1);
   p.before = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
   p.after = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
-  for (guint n = 0; n < p.n_nodes; n++)
-    p.top[n] = -1;
-  find_parents (&p);
+  p.chain_refusal = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
+  _napkin_plan_find_parents (&p);
+  if (!as_drawn)
+    {
+      NapkinDiagram *copy = _napkin_plan_partition (&p, plan->diagram == NULL);
+
+      if (copy != NULL)
+        plan->diagram = copy;
+    }
+  if (plan->diagram == NULL)
+    plan->diagram = g_object_ref (diagram);
+  topo = napkin_diagram_topo_order (p.d);
+  n_regions = napkin_diagram_n_regions (p.d);
 
   /* Kernels in an order that respects every wire between them (as the lowering orders
    * them): a region starts once every source of every member outside it is done. */
@@ -375,7 +408,7 @@ napkin_plan_build (NapkinDiagram           *diagram,
       for (guint i = 0; i < p.n_nodes; i++)
         {
           guint n = topo[i];
-          const NapkinNode *node = napkin_diagram_node (diagram, n);
+          const NapkinNode *node = napkin_diagram_node (p.d, n);
           int r = p.top[n];
           gboolean ready = TRUE;
           NapkinPlanKernel *k;
@@ -385,7 +418,7 @@ napkin_plan_build (NapkinDiagram           *diagram,
           if (r < 0)
             {
               for (guint q = 0; q < napkin_op_n_inputs (node); q++)
-                ready &= done[napkin_diagram_input_source (diagram, n, q)];
+                ready &= done[napkin_diagram_input_source (p.d, n, q)];
               if (!ready)
                 continue;
               done[n] = progress = TRUE;
@@ -403,15 +436,15 @@ napkin_plan_build (NapkinDiagram           *diagram,
           if (region_done[r])
             continue;
           {
-            const NapkinRegion *region = napkin_diagram_region (diagram, r);
+            const NapkinRegion *region = napkin_diagram_region (p.d, r);
 
             for (guint j = 0; j < p.n_nodes && ready; j++)
               {
                 if (p.top[j] != r)
                   continue;
-                for (guint q = 0; q < napkin_op_n_inputs (napkin_diagram_node (diagram, j)); q++)
+                for (guint q = 0; q < napkin_op_n_inputs (napkin_diagram_node (p.d, j)); q++)
                   {
-                    int src = napkin_diagram_input_source (diagram, j, q);
+                    int src = napkin_diagram_input_source (p.d, j, q);
 
                     ready &= p.top[src] == r || done[src];
                   }
@@ -450,6 +483,7 @@ napkin_plan_build (NapkinDiagram           *diagram,
   g_free (p.parent);
   g_ptr_array_unref (p.before);
   g_ptr_array_unref (p.after);
+  g_hash_table_unref (p.chain_refusal);
   return g_steal_pointer (&plan);
 }
 
@@ -500,6 +534,14 @@ best_path_note (NapkinPlanner    *p,
 }
 
 static void build_index (NapkinPlan *plan);
+
+gboolean
+napkin_plan_region_planned (const NapkinPlan *plan,
+                            int               region)
+{
+  g_return_val_if_fail (plan != NULL, FALSE);
+  return region >= (int) plan->drawn_regions;
+}
 
 const NapkinPlanKernel *
 napkin_plan_kernel_for (const NapkinPlan *plan,
@@ -611,13 +653,17 @@ int_array (const gint64 *v,
 }
 
 json_object *
-napkin_plan_to_json (const NapkinPlan *plan,
-                     NapkinDiagram    *d)
+napkin_plan_to_json (const NapkinPlan *plan)
 {
-  json_object *root = json_object_new_object ();
-  json_object *kernels = json_object_new_array ();
+  json_object *root;
+  json_object *kernels;
+  NapkinDiagram *d;
 
   g_return_val_if_fail (plan != NULL, NULL);
+
+  root = json_object_new_object ();
+  kernels = json_object_new_array ();
+  d = plan->diagram;
 
   json_object_object_add (root, "arch", json_object_new_string (plan->arch->id));
   json_object_object_add (root, "target", json_object_new_string (plan->target));

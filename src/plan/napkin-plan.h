@@ -271,6 +271,14 @@ typedef struct
 {
   NapkinArch      *arch;
   char            *target;        /* "sm_90a", "sm_80", "sm_89", … */
+  /* What the kernels are planned on (docs/plan.md, "The pipeline"): the drawn diagram,
+   * or a copy of it with casts folded into the values they cast and the plan's own
+   * regions after the drawn ones. Kernels' regions and nodes index it; the model prices
+   * it and the code generator lowers and prints it. */
+  NapkinDiagram   *diagram;
+  guint            drawn_regions; /* the drawn diagram's regions: the first of `diagram`'s */
+  GHashTable      *folded;        /* char *: id of a cast folded away → id of the operation
+                                     whose type it became */
   GPtrArray       *kernels;       /* NapkinPlanKernel, in launch order */
   GArray          *scratch;       /* gint64 bytes of each scratch buffer */
   GArray          *scratch_offset;/* gint64: each buffer's offset in the scratch area (256-aligned) */
@@ -290,6 +298,8 @@ typedef struct
   gboolean    generic_only;       /* every kernel on the generic lowering */
   gboolean    no_wgmma;           /* Hopper without its warpgroup path (mma instead) */
   gboolean    trusted;            /* the diagram is known valid: skip validation */
+  gboolean    as_drawn;           /* no pipeline (casts stay, the plan makes no regions):
+                                     the paper's model prices the diagram as drawn */
 } NapkinPlanOptions;
 
 /* The flash-wgmma skeleton's setmaxnreg split for `consumers` consumer warpgroups: the
@@ -308,15 +318,27 @@ gboolean          napkin_plan_node_fused_away  (const NapkinPlan        *plan,
  * (wgmma), "sm_100a" for 10.0, else "sm_XY". */
 char             *napkin_plan_target_for_arch  (const NapkinArch        *arch);
 
-/* The plan of a valid diagram. NULL with an error only when the diagram is invalid;
+/* The plan of a valid diagram (docs/plan.md, "The pipeline"): casts folded into the
+ * values they cast, the operations outside the drawn regions cut into kernels by the
+ * plan's own rules (an attention chain gets a region of the plan's), each kernel's
+ * template, path and tiles. NULL with an error only when the diagram is invalid;
  * infeasible kernels are part of the plan (feasible FALSE, infeasible says why). */
 NapkinPlan       *napkin_plan_build            (NapkinDiagram           *diagram,
                                                 NapkinArch              *arch,
                                                 const NapkinPlanOptions *options,
                                                 GError                 **error);
 void              napkin_plan_free             (NapkinPlan              *plan);
-json_object      *napkin_plan_to_json          (const NapkinPlan        *plan,
-                                                NapkinDiagram           *diagram);
+/* Names and operations as plan->diagram has them. */
+json_object      *napkin_plan_to_json          (const NapkinPlan        *plan);
+
+/* `drawn` (the diagram the plan was built from) with the plan's own regions drawn: what
+ * Apply writes, which plans as `plan` does (docs/plan.md, "The pipeline"). */
+NapkinDiagram    *napkin_plan_with_regions     (const NapkinPlan        *plan,
+                                                NapkinDiagram           *drawn);
+
+/* Whether region `region` of plan->diagram is one the plan made (no drawn region). */
+gboolean          napkin_plan_region_planned   (const NapkinPlan        *plan,
+                                                int                      region);
 
 /* The plan's kernel for top-level region `region` (or, region −1, for operation `node`). */
 const NapkinPlanKernel *napkin_plan_kernel_for (const NapkinPlan        *plan,

@@ -24,6 +24,7 @@
 #include "napkin-calibrate-wgmma.h"
 #include "napkin-cuda-driver.h"
 #include "napkin-nvml.h"
+#include "napkin-prediction.h"
 #include "napkin-file.h"
 #include "napkin-interp.h"
 #include "napkin-json-private.h"
@@ -1768,16 +1769,52 @@ static NapkinArch *
 multi_arch (const char *model,
             const char *gpu_name)
 {
-  g_autofree char *lower = g_ascii_strdown (gpu_name ? gpu_name : "", -1);
-  const char *ids[] = { "h100", "h200", "a100", "b200", "l40s", "rtx4090" };
-  const char *keys[] = { "h100", "h200", "a100", "b200", "l40s", "4090" };
+  const char *id = model != NULL ? model : napkin_arch_id_for_gpu_name (gpu_name);
 
-  if (model != NULL)
-    return napkin_arch_registry_lookup (napkin_arch_registry_get_default (), model, NULL);
-  for (guint i = 0; i < G_N_ELEMENTS (ids); i++)
-    if (strstr (lower, keys[i]) != NULL)
-      return napkin_arch_registry_lookup (napkin_arch_registry_get_default (), ids[i], NULL);
-  return NULL;
+  return id != NULL ? napkin_arch_registry_lookup (napkin_arch_registry_get_default (), id, NULL) : NULL;
+}
+
+/* The profile the kernels are planned for — the one the prediction prices (--model, else
+ * the GPU's name's), or, where that profile's target is not the one compiled for, the
+ * first profile of the target's compute capability (docs/plan.md, "The pipeline"). */
+static NapkinArch *
+plan_profile (const char *model,
+              const char *gpu_name,
+              const char *target)
+{
+  NapkinArch *arch = multi_arch (model, gpu_name);
+  g_autofree char *planned = arch != NULL ? napkin_plan_target_for_arch (arch) : NULL;
+  int major = 0, minor = 0;
+  g_autofree char *cc = NULL;
+
+  if (arch != NULL && g_strcmp0 (planned, target) == 0)
+    return arch;
+  if (target == NULL || sscanf (target, "sm_%1d%1d", &major, &minor) != 2)
+    return NULL;
+  cc = g_strdup_printf ("%d.%d", major, minor);
+  return napkin_arch_registry_for_compute_capability (napkin_arch_registry_get_default (), cc);
+}
+
+/* The kernels of `d` for target `arch`: the plan of `profile` printed (docs/plan.md, "The
+ * pipeline"), or without a profile (or with `generic`) what napkin_codegen_cuda prints. */
+static NapkinCudaModule *
+module_for (NapkinDiagram *d,
+            NapkinArch    *profile,
+            const char    *arch,
+            gboolean       generic,
+            GError       **error)
+{
+  NapkinCodegenFlags flags = generic ? NAPKIN_CODEGEN_GENERIC_ONLY : napkin_codegen_flags_for_arch (arch);
+  g_autoptr(NapkinPlan) plan = NULL;
+  NapkinIrProgram *prog;
+
+  if (!generic && profile != NULL)
+    {
+      plan = napkin_plan_build (d, profile, NULL, error);
+      return plan != NULL ? napkin_codegen_cuda_for_plan (plan, flags, NULL, error) : NULL;
+    }
+  prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, error);
+  return prog != NULL ? napkin_codegen_cuda (prog, flags, NULL, error) : NULL;
 }
 
 /* Every collective's buffers, and the module kernel it precedes: the plan counts its
@@ -1911,7 +1948,6 @@ overlap_chunk_module (Multi             *m,
   guint k = m->plan->chunks;
   int ai = napkin_diagram_find_axis (m->plan->shard, m->plan->chunk_axis);
   g_autofree char *spec = NULL;
-  NapkinIrProgram *prog;
 
   if (ai < 0 || k > 64 || napkin_diagram_axis (m->plan->shard, ai)->size % k != 0)
     return "the overlap axis does not divide into the chunks on one GPU";
@@ -1919,9 +1955,7 @@ overlap_chunk_module (Multi             *m,
   spec = g_strdup_printf ("%s=%" G_GINT64_FORMAT, m->plan->chunk_axis, napkin_diagram_axis (m->plan->shard, ai)->size / k);
   if (!napkin_diagram_override_axis (*cd, spec, error))
     return (*error)->message;
-  prog = napkin_ir_lower (*cd, NAPKIN_LOWER_DEFAULT, error);
-  *cmod = prog ? napkin_codegen_cuda (prog, generic ? NAPKIN_CODEGEN_GENERIC_ONLY : napkin_codegen_flags_for_arch (arch),
-                                      NULL, error) : NULL;
+  *cmod = module_for (*cd, plan_profile (m->profile ? m->profile->id : NULL, NULL, arch), arch, generic, error);
   *cbin = *cmod ? compile_module ((*cmod)->source, arch, NULL, NULL, error) : NULL;
   if (*cbin == NULL)
     return (*error)->message;
@@ -2612,10 +2646,10 @@ multi_modules (NapkinDiagram     *d,
                NapkinCudaModule **ref,
                GError           **error)
 {
-  NapkinIrProgram *prog = napkin_ir_lower (plan->shard, NAPKIN_LOWER_DEFAULT, error);
-  NapkinCodegenFlags flags = generic ? NAPKIN_CODEGEN_GENERIC_ONLY : napkin_codegen_flags_for_arch (arch);
+  NapkinIrProgram *prog;
 
-  *kern = prog ? napkin_codegen_cuda (prog, flags, NULL, error) : NULL;
+  *kern = module_for (plan->shard, plan_profile (plan->plan ? plan->plan->arch->id : NULL, NULL, arch), arch, generic,
+                      error);
   if (*kern == NULL)
     return FALSE;
   prog = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, error);
@@ -2989,7 +3023,8 @@ parse_options (Run    *r,
     { "dry-run", 0, 0, G_OPTION_ARG_NONE, &r->dry_run,
       "With --gpus: build the shard plan, generate and compile its kernels (for --arch) and resolve every buffer; no GPU", NULL },
     { "model", 0, 0, G_OPTION_ARG_STRING, &r->model,
-      "With --gpus: the architecture profile that prices the collectives (default: from the GPU's name)", "ID" },
+      "The architecture profile the kernels are planned for and, with --gpus, that prices the collectives "
+      "(default: from the GPU's name)", "ID" },
     { "collectives", 0, 0, G_OPTION_ARG_NONE, &r->collectives,
       "Time NCCL's all-reduce, all-gather, reduce-scatter and all-to-all in bf16 on --gpus GPUs instead of running a diagram", NULL },
     { "collective", 0, 0, G_OPTION_ARG_STRING_ARRAY, &r->only, "With --collectives: only this one (repeatable)", "KIND" },
@@ -3190,12 +3225,15 @@ compile_all (Run *r)
   g_autofree char *log = NULL;
   json_object *compile;
 
-  if (!r->generic && napkin_codegen_flags_for_arch (r->arch) != NAPKIN_CODEGEN_DEFAULT)
+  if (!r->generic)
     {
-      NapkinIrProgram *prog = napkin_ir_lower (r->d, NAPKIN_LOWER_DEFAULT, &error);
+      /* the plan of the profile the prediction prices, built once here (docs/plan.md) */
+      NapkinArch *profile = plan_profile (r->model, r->name, r->arch);
 
       g_clear_pointer (&r->kern, napkin_cuda_module_free);
-      r->kern = prog ? napkin_codegen_cuda (prog, napkin_codegen_flags_for_arch (r->arch), NULL, &error) : NULL;
+      r->kern = module_for (r->d, profile, r->arch, FALSE, &error);
+      if (profile != NULL)
+        json_object_object_add (r->root, "plan_arch", json_object_new_string (profile->id));
       if (r->kern == NULL)
         return finish (r->root, "unsupported", error->message, EXIT_FAILED);
       phase_end ("lower");

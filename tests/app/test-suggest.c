@@ -22,6 +22,7 @@
 #include "napkin-explain.h"
 #include "napkin-file.h"
 #include "napkin-tile-suggestions.h"
+#include "napkin-derive.h"
 #include "napkin-tune.h"
 
 static NapkinApplication *app;
@@ -304,63 +305,54 @@ test_apply_undo_redo (void)
   close_window_finalized (window);
 }
 
-/* A diagram without regions (a plain matrix product): the model proposes where the
- * regions go, and Apply adds them with their tiles as one undo step. */
+/* A diagram without regions (the plain attention): Suggest derives its kernels — one,
+ * the attention on the tensor cores at FlashAttention's tiles — and Apply draws its
+ * region as one undo step (docs/plan.md, "Deriving a diagram"). */
 static void
-test_plain_proposes_regions (void)
+test_plain_attention_derives (void)
 {
-  NapkinWindow *window = open_example ("matmul");
+  NapkinWindow *window = open_example ("attention");
   NapkinAnalysisPane *pane = pane_of (window);
-  NapkinArch *arch = napkin_analysis_pane_get_arch (pane);
   NapkinHistory *history = napkin_window_get_history (window);
   NapkinTuneOptions options = { 0 };
-  g_autoptr(NapkinTuneResult) expected = NULL;
+  g_autoptr(NapkinDerivation) expected = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *before = document_json (window);
   g_autofree char *after = NULL;
   guint depth = napkin_history_get_depth (history);
-  const NapkinTuneCandidate *best, *first;
+  const NapkinAnalysis *a;
+  const NapkinDerivation *shown;
   NapkinTileSuggestions *s;
 
   g_assert_cmpuint (napkin_diagram_n_regions (diagram_of (window)), ==, 0);
-  options.top_k = 10;
-  expected = napkin_tune (diagram_of (window), arch, &options, &error);
+  expected = napkin_derive (diagram_of (window), napkin_analysis_pane_get_arch (pane), &options, &error);
   g_assert_no_error (error);
-  g_assert_nonnull (expected->relabeled);
+  g_assert_cmpuint (expected->kernels->len, ==, 1);
+  g_assert_cmpstr (((NapkinDeriveKernel *) g_ptr_array_index (expected->kernels, 0))->kind, ==, "attention");
 
   s = suggest (window);
   g_assert_null (napkin_tile_suggestions_get_error (s));
-  g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), ==, expected->best->len);
-  best = napkin_tile_suggestions_get_item (s, 0);
-  g_assert_cmpfloat (best->predicted_time_s, ==,
-                     ((NapkinTuneCandidate *) g_ptr_array_index (expected->best, 0))->predicted_time_s);
-  /* the proposal's first tiles, the baseline of the speed-ups */
-  first = napkin_tile_suggestions_get_current (s);
-  g_assert_nonnull (first);
-  g_assert_cmpfloat (first->predicted_time_s, ==, expected->current->predicted_time_s);
-  g_assert_cmpfloat (best->predicted_time_s, <=, first->predicted_time_s);
-  g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), "no regions"));
-  g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), expected->proposed[0]));
-  {
-    g_autofree char *speedup = g_strdup_printf ("%.2f×", first->predicted_time_s / best->predicted_time_s);
-
-    g_assert_cmpstr (label_text_in (find_named (GTK_WIDGET (s), "suggestion-0"), 5), ==, speedup);
-    g_test_message ("matmul.napkin on %s: proposed regions at %.4g ms, tuned %.4g ms (%s): %s", arch->id,
-                    first->predicted_time_s * 1e3, best->predicted_time_s * 1e3, speedup, best->tiles);
-  }
+  shown = napkin_tile_suggestions_get_derivation (s);
+  g_assert_nonnull (shown);
+  g_assert_cmpuint (shown->kernels->len, ==, 1);
+  g_assert_cmpfloat (shown->analyzed_s, ==, expected->analyzed_s);
+  g_assert_true (gtk_widget_is_sensitive (find_named (GTK_WIDGET (s), "suggestions-apply")));
   {
     g_autofree char *now = document_json (window);
 
     g_assert_cmpstr (now, ==, before);
   }
-
   g_signal_emit_by_name (find_named (GTK_WIDGET (s), "suggestions-apply"), "clicked");
   iterate (50);
   g_assert_cmpuint (napkin_history_get_depth (history), ==, depth + 1);
-  g_assert_cmpuint (napkin_diagram_n_regions (diagram_of (window)), ==, napkin_diagram_n_regions (expected->relabeled));
+  g_assert_cmpuint (napkin_diagram_n_regions (diagram_of (window)), ==, 1);
   napkin_analysis_pane_flush (pane);
-  g_assert_cmpfloat_with_epsilon (napkin_analysis_pane_get_analysis (pane)->predicted_time_s, best->predicted_time_s,
-                                  1e-12 * best->predicted_time_s);
+  a = napkin_analysis_pane_get_analysis (pane);
+  g_assert_cmpfloat_with_epsilon (a->predicted_time_s, expected->analyzed_s, 1e-12 * expected->analyzed_s);
+  /* one kernel: the attention, on the tensor cores */
+  g_assert_cmpuint (a->kernels->len, ==, 1);
+  g_assert_cmpstr (g_array_index (a->kernels, NapkinKernelCost, 0).plan_kind, ==, "attention");
+  g_assert_cmpint (g_array_index (a->kernels, NapkinKernelCost, 0).path, !=, NAPKIN_PATH_GENERIC);
   after = document_json (window);
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
   {
@@ -377,9 +369,9 @@ test_plain_proposes_regions (void)
   close_window_finalized (window);
 }
 
-/* An elementwise map: nothing the model knows how to relabel (and an empty diagram:
- * not valid). The popover shows napkin_tune's own message, there is nothing to
- * apply, and the document stays as it was. */
+/* An elementwise map: the plan runs it as drawn, so the derivation has nothing to
+ * apply; an empty diagram: nothing to derive. The popover says so, Apply does nothing,
+ * and the document stays as it was. */
 static const char plain_map[] =
   "{ \"format\": \"napkin\", \"version\": 1, \"title\": \"GELU\","
   "  \"axes\": [ { \"name\": \"i\", \"size\": 1048576 } ],"
@@ -397,33 +389,44 @@ check_nothing_to_tune (NapkinWindow  *window,
                        NapkinDiagram *diagram)
 {
   NapkinAnalysisPane *pane = pane_of (window);
-  g_autoptr(NapkinTuneResult) expected = NULL;
-  g_autoptr(GError) tune_error = NULL;
+  g_autoptr(NapkinDerivation) expected = NULL;
+  g_autoptr(GError) derive_error = NULL;
   NapkinTuneOptions options = { 0 };
   NapkinHistory *history;
   g_autofree char *before = NULL;
   g_autofree char *now = NULL;
   NapkinTileSuggestions *s;
-  GtkWidget *error_label;
   guint depth;
 
   napkin_window_set_document (window, diagram, NULL);
   history = napkin_window_get_history (window);
   before = document_json (window);
   depth = napkin_history_get_depth (history);
-  options.top_k = 10;
-  expected = napkin_tune (diagram_of (window), napkin_analysis_pane_get_arch (pane), &options, &tune_error);
-  g_assert_null (expected);
-  g_assert_nonnull (tune_error);
-  g_test_message ("%s: “%s”", napkin_diagram_get_title (diagram) ? napkin_diagram_get_title (diagram) : "empty",
-                  tune_error->message);
+  expected = napkin_derive (diagram_of (window), napkin_analysis_pane_get_arch (pane), &options, &derive_error);
 
   s = suggest (window);
   g_assert_cmpuint (napkin_tile_suggestions_get_n_items (s), ==, 0);
-  g_assert_cmpstr (napkin_tile_suggestions_get_error (s), ==, tune_error->message);
-  error_label = find_named (GTK_WIDGET (s), "suggestions-error");
-  g_assert_true (gtk_widget_get_visible (error_label));
-  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (error_label)), ==, tune_error->message);
+  if (expected == NULL)
+    {
+      GtkWidget *error_label = find_named (GTK_WIDGET (s), "suggestions-error");
+
+      g_test_message ("empty: “%s”", derive_error->message);
+      g_assert_cmpstr (napkin_tile_suggestions_get_error (s), ==, derive_error->message);
+      g_assert_true (gtk_widget_get_visible (error_label));
+      g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (error_label)), ==, derive_error->message);
+    }
+  else
+    {
+      /* derived as one kernel: in a region where the model prices one lower, else
+       * as the plan runs it without a region (nothing to apply) */
+      g_assert_nonnull (napkin_tile_suggestions_get_derivation (s));
+      g_assert_cmpfloat (napkin_tile_suggestions_get_derivation (s)->analyzed_s, ==, expected->analyzed_s);
+      g_assert_cmpint (gtk_widget_is_sensitive (find_named (GTK_WIDGET (s), "suggestions-apply")), ==,
+                       napkin_diagram_n_regions (expected->derived) > 0);
+      if (napkin_diagram_n_regions (expected->derived) > 0)
+        goto close;
+      g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), "nothing to apply"));
+    }
   g_assert_false (gtk_widget_is_sensitive (find_named (GTK_WIDGET (s), "suggestions-apply")));
   {
     g_autoptr(GError) error = NULL;
@@ -431,6 +434,7 @@ check_nothing_to_tune (NapkinWindow  *window,
     g_assert_false (napkin_tile_suggestions_apply (s, &error));
     g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE);
   }
+close:
   gtk_popover_popdown (GTK_POPOVER (s));
   iterate (20);
   now = document_json (window);
@@ -680,7 +684,7 @@ main (int    argc,
   app = napkin_app_test_register (0);
 
   g_test_add_func ("/suggest/apply-undo-redo", test_apply_undo_redo);
-  g_test_add_func ("/suggest/plain-product-proposes-regions", test_plain_proposes_regions);
+  g_test_add_func ("/suggest/plain-attention-derives", test_plain_attention_derives);
   g_test_add_func ("/suggest/nothing-to-tune-message", test_nothing_to_tune);
   g_test_add_func ("/suggest/cancel-leaves-document", test_cancel);
   g_test_add_func ("/suggest/stale-searches-again", test_stale);

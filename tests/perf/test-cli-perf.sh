@@ -60,9 +60,9 @@ check "tune --write succeeds" test "$(rc "$CLI" tune "$TMP/m.napkin" --top 3 --w
 after=$("$CLI" analyze "$TMP/m.napkin" --format json | python3 -c 'import json,sys; print(json.load(sys.stdin)["predicted_time_s"])')
 check "the written tiles are faster ($before s -> $after s)" python3 -c "assert $after < $before"
 check "tune --json parses" sh -c "'$CLI' tune '$EX/flash-attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"best\"][0][\"predicted_time_s\"] <= d[\"current\"][\"predicted_time_s\"]'"
-# A diagram without regions: tune proposes where they go (docs/model.md §9b), then searches them.
-check "tune without regions proposes them (matmul: a GEMM block and warp tiles)" sh -c "'$CLI' tune '$EX/matmul.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"proposed_regions\"][0].startswith(\"block: matrix product mm\"), d; assert \"block.k~\" in d[\"best\"][0][\"tiles\"] and \"warp.m=\" in d[\"best\"][0][\"tiles\"]'"
-check "tune without regions: attention gets the flash-attention relabeling" sh -c "'$CLI' tune '$EX/attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"proposed_regions\"][0].startswith(\"block: attention qk\"), d; assert d[\"current\"][\"tiles\"] == \"block.b=1 block.h=1 block.q=128 block.k~128 block.stages=3\", d[\"current\"]'"
+# A diagram without regions: tune derives its kernels, one or several (docs/plan.md, "Deriving a diagram").
+check "tune without regions: a plain matmul is one GEMM the plan runs as drawn" sh -c "'$CLI' tune '$EX/matmul.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); k=d[\"kernels\"]; assert [x[\"nodes\"] for x in k] == [[\"mm\"]] and not k[0][\"region\"], k; assert d[\"derived_time_s\"] <= d[\"unfused_time_s\"], d'"
+check "tune without regions: attention derives the flash-attention relabeling" sh -c "'$CLI' tune '$EX/attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); k=d[\"kernels\"]; assert len(k) == 1 and k[0][\"kind\"] == \"attention\" and k[0][\"region\"], k; assert k[0][\"tiles\"] == \"b=1 h=1 q=128 k~128 d=whole stages=3\", k[0]'"
 # A diagram of several kernels without regions: tune derives the partition (docs/plan.md, "Deriving a diagram").
 check "tune without regions: mlp derives two kernels, GELU in lin1's epilogue" sh -c "'$CLI' tune '$EX/mlp.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); k=d[\"kernels\"]; assert [x[\"nodes\"] for x in k] == [[\"lin1\",\"act\"],[\"lin2\"]], k; assert d[\"derived_time_s\"] < d[\"unfused_time_s\"], d; assert k[0][\"through_device_memory\"] == [\"act\"]'"
 check "tune --derive on attention: one flash kernel, 5.00x the unfused (keys by 128 in 3 stages; 4.71x in 2)" sh -c "'$CLI' tune --derive '$EX/attention.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); k=d[\"kernels\"]; assert len(k) == 1 and k[0][\"kind\"] == \"attention\" and k[0][\"region\"], k; assert abs(d[\"speedup\"] - 5.00) < 0.01, d[\"speedup\"]'"
@@ -78,11 +78,14 @@ for n in d['nodes']:
         n['kind'] = 'map'; n['fn'] = 'gelu'; del n['axis']
 json.dump(d, open(sys.argv[2], 'w'))
 PY
-check "tune with no region and no known pattern fails (1)" test "$(rc "$CLI" tune "$TMP/only-map.napkin")" = 1
-check "… and says why" sh -c "'$CLI' tune '$TMP/only-map.napkin' 2>&1 | grep -q 'no pattern the model knows'"
+check "tune with no region derives a lone map too (0)" test "$(rc "$CLI" tune "$TMP/only-map.napkin")" = 0
+check "… as one element-wise kernel" sh -c "'$CLI' tune '$TMP/only-map.napkin' --json | python3 -c 'import json,sys; d=json.load(sys.stdin); k=d[\"kernels\"]; assert len(k) == 1, k'"
 cp "$EX/matmul.napkin" "$TMP/plain.napkin"
 "$CLI" tune "$TMP/plain.napkin" --write > /dev/null 2>&1
-check "tune --write on a diagram without regions writes the best relabeling" python3 -c "import json; d = json.load(open('$TMP/plain.napkin')); assert [r['name'] for r in d['regions']] == ['block', 'warp'], d['regions']"
+check "tune --write on a plain matmul keeps it as drawn: the plan's own GEMM is best" python3 -c "import json; d = json.load(open('$TMP/plain.napkin')); assert d['regions'] == [], d['regions']"
+cp "$EX/attention.napkin" "$TMP/plain-attention.napkin"
+"$CLI" tune "$TMP/plain-attention.napkin" --write > /dev/null 2>&1
+check "tune --write on a plain attention draws the attention region" python3 -c "import json; d = json.load(open('$TMP/plain-attention.napkin')); assert [r['name'] for r in d['regions']] == ['attention1'], d['regions']"
 
 # tune --measure through a stand-in runner (no GPU needed): its "measured" time is
 # 1 / (block.m · block.n), or a constant, read from the diagram file it is given.
@@ -133,7 +136,9 @@ PY
 SH
 chmod +x "$TMP/regionrunner"
 NAPKIN_RUNNER="$TMP/regionrunner" "$CLI" run "$EX/matmul.napkin" --tune --json > "$TMP/run-best.json" 2> "$TMP/run-best.err"
-check "run --tune without regions runs the model's best and says so" sh -c "grep -q \"no relabeling in the file; running the model's best on h100: block.m=\" '$TMP/run-best.err' && python3 -c 'import json; d = json.load(open(\"$TMP/run-best.json\")); assert d[\"kernels\"][0][\"name\"] == \"block,warp\", d'"
+check "run --tune without regions runs the model's best and says so" sh -c "grep -q \"no relabeling in the file; running the model's best on h100: the plan's own kernels\" '$TMP/run-best.err' && python3 -c 'import json; d = json.load(open(\"$TMP/run-best.json\")); assert d[\"kernels\"][0][\"name\"] == \"\", d'"
+NAPKIN_RUNNER="$TMP/regionrunner" "$CLI" run "$EX/attention.napkin" --tune --json > "$TMP/run-best-att.json" 2> "$TMP/run-best-att.err"
+check "run --tune on a plain attention runs its derived region" sh -c "grep -q \"running the model's best on h100: attention1.b=\" '$TMP/run-best-att.err' && python3 -c 'import json; d = json.load(open(\"$TMP/run-best-att.json\")); assert d[\"kernels\"][0][\"name\"] == \"attention1\", d'"
 NAPKIN_RUNNER="$TMP/regionrunner" "$CLI" run "$EX/matmul.napkin" --plain --json > "$TMP/run-plain.json" 2> "$TMP/run-plain.err"
 check "run --plain runs the diagram as drawn" sh -c "! grep -q 'running the model' '$TMP/run-plain.err' && python3 -c 'import json; d = json.load(open(\"$TMP/run-plain.json\")); assert d[\"kernels\"][0][\"name\"] == \"\", d'"
 check "tune --measure with --dtype is a usage error (2)" test "$(rc "$CLI" tune "$EX/matmul-tiled.napkin" --measure 2 --dtype bf16)" = 2

@@ -575,7 +575,7 @@ test_json (void)
   NapkinTestAttention c = { 1, 32, 8, 1, 32768, 128, "bf16", NULL, NULL, 0, 128, 2, 4 };
   g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
   g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
-  json_object *root = napkin_plan_to_json (p, d);
+  json_object *root = napkin_plan_to_json (p);
   json_object *kernels = json_object_object_get (root, "kernels");
   json_object *att = json_object_array_get_idx (kernels, 0);
   json_object *combine = json_object_array_get_idx (kernels, 1);

@@ -360,7 +360,7 @@ test_json (void)
   NapkinTestGemmDiagram c = { 1000, 4096, 4095, 0, "bf16", NULL, FALSE, FALSE, FALSE, "bias-gelu", 128, 128, 64, 4 };
   g_autoptr(NapkinDiagram) d = napkin_test_load_gemm (&c);
   g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
-  json_object *root = napkin_plan_to_json (p, d);
+  json_object *root = napkin_plan_to_json (p);
   json_object *kernels = json_object_object_get (root, "kernels");
   json_object *last = json_object_array_get_idx (kernels, json_object_array_length (kernels) - 1);
 

@@ -101,7 +101,7 @@ main (int    argc,
     }
   if (show_plan)
     {
-      json_object *pj = napkin_plan_to_json (plan, d);
+      json_object *pj = napkin_plan_to_json (plan);
 
       fprintf (stderr, "%s\n", json_object_to_json_string_ext (pj, JSON_C_TO_STRING_PRETTY));
       json_object_put (pj);

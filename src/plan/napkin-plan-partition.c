@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-plan"
+
+#include "config.h"
+
+#include <glib/gi18n-lib.h>
+
+#include <string.h>
+
+#include "napkin-plan-private.h"
+
+/* The first steps of the plan's pipeline (docs/plan.md, "The pipeline"): casts become
+ * the types of the values they cast, and the operations outside the drawn regions are
+ * cut into kernels by the plan's own rules. A drawn region is the user's constraint and
+ * tile hint; an operation outside every region is the plan's to place. Recognition is
+ * by structure — which axes a value is contracted, reduced or masked along, and how the
+ * values flow — never by the names of axes or operations. */
+
+#define MAX_CHAIN 32
+
+/* ---- casts as types ------------------------------------------------------------------- */
+
+/* Whether `a` and `b` lie in the same drawn regions. */
+static gboolean
+same_regions (NapkinDiagram *d,
+              guint          a,
+              guint          b)
+{
+  const char *ida = napkin_diagram_node (d, a)->id, *idb = napkin_diagram_node (d, b)->id;
+
+  for (guint r = 0; r < napkin_diagram_n_regions (d); r++)
+    {
+      const NapkinRegion *region = napkin_diagram_region (d, r);
+
+      if (napkin_region_has_node (region, ida) != napkin_region_has_node (region, idb))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+NapkinDiagram *
+_napkin_plan_canonical (NapkinDiagram *d,
+                        GHashTable    *folded)
+{
+  guint n_nodes = napkin_diagram_n_nodes (d);
+  const guint *topo = napkin_diagram_topo_order (d);
+  g_autofree gboolean *bypass = g_new0 (gboolean, n_nodes + 1);
+  g_autofree NapkinDtype *type = g_new0 (NapkinDtype, n_nodes + 1);
+  g_autofree int *into = g_new (int, n_nodes + 1);
+  NapkinDiagram *copy;
+  gboolean any = FALSE;
+
+  for (guint i = 0; i < n_nodes; i++)
+    {
+      guint n = topo[i];
+      const NapkinNode *node = napkin_diagram_node (d, n);
+      const NapkinTensorType *t = napkin_diagram_node_type (d, n);
+      int src = napkin_op_n_inputs (node) > 0 ? napkin_diagram_input_source (d, n, 0) : -1;
+      guint n_consumers;
+
+      type[n] = t != NULL && t->valid ? t->dtype : NAPKIN_DTYPE_FP32;
+      into[n] = -1;
+      if (node->kind != NAPKIN_OP_MAP || node->fn != NAPKIN_FN_CAST || !node->has_dtype || src < 0)
+        continue;
+      /* a cast folds into what it casts, itself maybe a cast folded further up */
+      if (into[src] >= 0)
+        src = into[src];
+      napkin_diagram_consumers (d, (guint) src, &n_consumers);
+      if (napkin_diagram_node (d, src)->kind == NAPKIN_OP_INPUT || n_consumers != 1 || !napkin_dtype_narrows (type[src], node->dtype)
+          || !same_regions (d, (guint) src, n))
+        continue;
+      bypass[n] = any = TRUE;
+      into[n] = src;
+      type[src] = node->dtype;
+    }
+  if (!any)
+    return NULL;
+  copy = napkin_diagram_copy_bypassing (d, bypass);
+  for (guint n = 0; n < n_nodes; n++)
+    if (bypass[n])
+      {
+        const char *producer = napkin_diagram_node (d, into[n])->id;
+        NapkinNode *target = napkin_diagram_get_item (copy, NAPKIN_ITEM_NODE, napkin_diagram_find_node (copy, producer));
+
+        target->has_dtype = TRUE;
+        target->dtype = type[into[n]];
+        g_hash_table_insert (folded, g_strdup (napkin_diagram_node (d, n)->id), g_strdup (producer));
+      }
+  napkin_diagram_changed (copy);
+  return copy;
+}
+
+/* ---- attention chains ------------------------------------------------------------------ */
+
+typedef struct
+{
+  guint nodes[MAX_CHAIN];
+  guint n;
+  guint qk, sm, pv;
+} Chain;
+
+/* The one consumer of `node`, an operation outside every drawn region, or −1. */
+static int
+next_outside (NapkinPlanner *p,
+              guint          node)
+{
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (p->d, node, &n_consumers);
+
+  if (n_consumers != 1 || p->top[consumers[0]] >= 0)
+    return -1;
+  return (int) consumers[0];
+}
+
+/* Q·Kᵀ, then scales, casts and masks of keys per query, a softmax, then ·V, each value
+ * read only by the next: what the attention kernel may take (its recogniser decides). */
+static gboolean
+attention_chain (NapkinPlanner *p,
+                 guint          qk,
+                 Chain         *c)
+{
+  int at = (int) qk;
+
+  if (napkin_diagram_node (p->d, qk)->kind != NAPKIN_OP_CONTRACT || p->top[qk] >= 0)
+    return FALSE;
+  c->n = 0;
+  c->qk = qk;
+  c->nodes[c->n++] = qk;
+  while ((at = next_outside (p, (guint) at)) >= 0 && c->n < MAX_CHAIN - 1)
+    {
+      const NapkinNode *node = napkin_diagram_node (p->d, at);
+
+      c->nodes[c->n++] = (guint) at;
+      if (node->kind == NAPKIN_OP_SOFTMAX)
+        {
+          int pv = next_outside (p, (guint) at);
+
+          if (pv < 0 || napkin_diagram_node (p->d, pv)->kind != NAPKIN_OP_CONTRACT)
+            return FALSE;
+          c->sm = (guint) at;
+          c->pv = (guint) pv;
+          c->nodes[c->n++] = (guint) pv;
+          return TRUE;
+        }
+      if (!(node->kind == NAPKIN_OP_MAP && (node->fn == NAPKIN_FN_SCALE || node->fn == NAPKIN_FN_CAST))
+          && !(node->kind == NAPKIN_OP_MASK && node->mask != NAPKIN_MASK_TENSOR))
+        return FALSE;
+    }
+  return FALSE;
+}
+
+/* The type of the value feeding `node`'s input `port`. */
+static const NapkinTensorType *
+operand_type (NapkinPlanner *p,
+              guint          node,
+              guint          port)
+{
+  int src = napkin_diagram_input_source (p->d, node, port);
+
+  return src >= 0 ? napkin_diagram_node_type (p->d, (guint) src) : NULL;
+}
+
+/* The tiles the plan gives an attention chain: `rows` query rows a block (the query
+ * heads of a GQA group stacked on them), keys streamed by `keys` in `stages` stages,
+ * every other axis of K parallel in groups of 1, the head axes whole — the relabeling
+ * of FlashAttention (docs/plan.md, "The pipeline"). NULL where the axes do not take
+ * that form (the recogniser then says why). */
+static NapkinRegion *
+attention_region (NapkinPlanner *p,
+                  const Chain   *c,
+                  const char    *name,
+                  gint64         rows,
+                  gint64         keys,
+                  guint          stages)
+{
+  NapkinDiagram *d = p->d;
+  const NapkinTensorType *q = operand_type (p, c->qk, 0), *k = operand_type (p, c->qk, 1);
+  const NapkinTensorType *o = napkin_diagram_node_type (d, c->pv), *s = napkin_diagram_node_type (d, c->qk);
+  const NapkinTensorType *v = operand_type (p, c->pv, napkin_diagram_input_source (d, c->pv, 0) == (int) c->sm ? 1 : 0);
+  int key = napkin_diagram_find_axis (d, napkin_diagram_node (d, c->sm)->axis), query = -1;
+  gint64 group = 1, nq, bq;
+  NapkinRegion *region;
+
+  if (q == NULL || k == NULL || v == NULL || o == NULL || s == NULL || key < 0)
+    return NULL;
+  /* the query axis: the largest of Q's and O's that K lacks; the others are the query
+   * heads of a group (GQA), stacked on the query tile */
+  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
+    if (napkin_tensor_type_has_axis (q, a) && napkin_tensor_type_has_axis (o, a) && !napkin_tensor_type_has_axis (k, a)
+        && (query < 0 || napkin_diagram_axis_size (d, a) > napkin_diagram_axis_size (d, query)))
+      query = (int) a;
+  if (query < 0)
+    return NULL;
+  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
+    if ((int) a != query && napkin_tensor_type_has_axis (q, a) && napkin_tensor_type_has_axis (o, a)
+        && !napkin_tensor_type_has_axis (k, a))
+      group *= napkin_diagram_axis_size (d, a);
+  if (group > rows)
+    return NULL;
+  nq = napkin_diagram_axis_size (d, query);
+  bq = MAX (1, rows / group);
+
+  region = napkin_region_new (name, NAPKIN_LEVEL_SMEM);
+  region->stages = stages;
+  for (guint i = 0; i < c->n; i++)
+    napkin_region_add_node (region, napkin_diagram_node (d, c->nodes[i])->id);
+  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
+    {
+      const char *axis = napkin_diagram_axis (d, a)->name;
+      gboolean in_q = napkin_tensor_type_has_axis (q, a), in_k = napkin_tensor_type_has_axis (k, a);
+      gboolean in_o = napkin_tensor_type_has_axis (o, a), in_s = napkin_tensor_type_has_axis (s, a);
+      gint64 size = napkin_diagram_axis_size (d, a);
+
+      if (!in_q && !in_k && !in_o && !in_s && !napkin_tensor_type_has_axis (v, a))
+        continue;
+      if ((int) a == key)
+        napkin_region_set_mark (region, axis, NAPKIN_MARK_STREAM, MIN (keys, size));
+      else if ((int) a == query && bq < nq)
+        napkin_region_set_mark (region, axis, NAPKIN_MARK_PARALLEL, bq);
+      else if (in_q && in_k && in_o && in_s)
+        napkin_region_set_mark (region, axis, NAPKIN_MARK_PARALLEL, 1);   /* batch, KV heads */
+      /* else whole: the head axes, a group, a query axis within one tile */
+    }
+  return region;
+}
+
+/* Whether the attention recogniser takes the chain as region `r` of p->d; else *why. */
+static gboolean
+attention_takes (NapkinPlanner *p,
+                 const Chain   *c,
+                 int            r,
+                 char         **why)
+{
+  NapkinPlanner trial = *p;
+  NapkinPlan scratch = { 0 };
+  NapkinPlanKernel *k = _napkin_plan_kernel_new (NULL, NAPKIN_PLAN_GENERIC, NAPKIN_PATH_GENERIC);
+  gboolean ok;
+
+  /* the recogniser may queue helpers and scratch buffers: they go with the trial */
+  scratch.arch = p->arch;
+  scratch.scratch = g_array_new (FALSE, FALSE, sizeof (gint64));
+  scratch.scratch_offset = g_array_new (FALSE, FALSE, sizeof (gint64));
+  trial.plan = &scratch;
+  trial.before = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
+  trial.after = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
+  trial.member_of = NULL;
+  k->region = r;
+  for (guint i = 0; i < c->n; i++)
+    g_array_append_val (k->nodes, c->nodes[i]);
+  ok = _napkin_plan_try_attention (&trial, k, why);
+  if (!ok && *why == NULL)
+    *why = g_strdup (_("its operations are not one attention"));
+  p->member_stamp = trial.member_stamp;
+  _napkin_plan_kernel_free (k);
+  g_ptr_array_unref (trial.before);
+  g_ptr_array_unref (trial.after);
+  g_array_unref (scratch.scratch);
+  g_array_unref (scratch.scratch_offset);
+  return ok;
+}
+
+/* A region name the diagram does not use yet. */
+static char *
+fresh_name (NapkinDiagram *d,
+            const char    *stem)
+{
+  for (guint i = 1;; i++)
+    {
+      g_autofree char *name = g_strdup_printf ("%s%u", stem, i);
+
+      if (napkin_diagram_find_region (d, name) < 0)
+        return g_steal_pointer (&name);
+    }
+}
+
+/* The plan's region for the chain at the first tiles the kernel takes (the most query
+ * rows and keys first: FlashAttention's shape on Hopper, keys by 64 above head size
+ * 128 as the drawn d256 example has them); FALSE with *why from the last refusal. */
+static gboolean
+place_attention (NapkinPlanner *p,
+                 const Chain   *c,
+                 char         **why)
+{
+  const NapkinTensorType *q = operand_type (p, c->qk, 0);
+  gint64 d = 0;
+  g_autofree char *name = fresh_name (p->d, "attention");
+  struct { gint64 rows, keys; guint stages; } tiles[] = {
+    { 128, 128, 3 }, { 128, 64, 2 }, { 64, 128, 2 }, { 64, 64, 2 }, { 64, 32, 2 },
+  };
+
+  /* the contracted head size */
+  for (guint i = 0; q != NULL && i < q->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (napkin_diagram_node_type (p->d, c->qk), q->axes[i]))
+      d = MAX (d, napkin_diagram_axis_size (p->d, q->axes[i]));
+  if (d > 128 && q != NULL && napkin_dtype_bytes (q->dtype) > 1)
+    tiles[0].keys = 64;
+
+  for (guint t = 0; t < G_N_ELEMENTS (tiles); t++)
+    {
+      NapkinRegion *region = attention_region (p, c, name, tiles[t].rows, tiles[t].keys, tiles[t].stages);
+      guint r = napkin_diagram_n_regions (p->d);
+
+      if (region == NULL)
+        continue;
+      napkin_diagram_insert_item (p->d, NAPKIN_ITEM_REGION, r, region);
+      g_clear_pointer (why, g_free);
+      if (attention_takes (p, c, (int) r, why))
+        return TRUE;
+      napkin_item_free (NAPKIN_ITEM_REGION, napkin_diagram_steal_item (p->d, NAPKIN_ITEM_REGION, r));
+    }
+  if (*why == NULL)
+    *why = g_strdup (_("no query tile holds a whole group of query heads"));
+  return FALSE;
+}
+
+NapkinDiagram *
+_napkin_plan_partition (NapkinPlanner *p,
+                        gboolean       shared)
+{
+  NapkinDiagram *copy = NULL;
+  /* a copy: adding a region rebuilds the diagram's caches */
+  g_autofree guint *topo = g_memdup2 (napkin_diagram_topo_order (p->d), sizeof (guint) * (p->n_nodes + 1));
+  g_autofree gboolean *taken = g_new0 (gboolean, p->n_nodes + 1);
+  guint placed = 0;
+
+  for (guint i = 0; i < p->n_nodes; i++)
+    {
+      Chain c;
+      g_autofree char *why = NULL;
+
+      if (taken[topo[i]] || !attention_chain (p, topo[i], &c))
+        continue;
+      if (shared && copy == NULL)
+        {
+          /* node and region indices stay those of the drawn diagram */
+          copy = napkin_diagram_copy (p->d);
+          p->d = copy;
+        }
+      if (place_attention (p, &c, &why))
+        {
+          for (guint j = 0; j < c.n; j++)
+            taken[c.nodes[j]] = TRUE;
+          placed++;
+          continue;
+        }
+      for (guint j = 0; j < c.n; j++)
+        if (!g_hash_table_contains (p->chain_refusal, GUINT_TO_POINTER (c.nodes[j])))
+          g_hash_table_insert (p->chain_refusal, GUINT_TO_POINTER (c.nodes[j]),
+                               g_strdup_printf (_("the attention %s → … → %s cannot run as one kernel: %s"),
+                                                napkin_diagram_node (p->d, c.qk)->id,
+                                                napkin_diagram_node (p->d, c.pv)->id, why));
+    }
+  if (placed > 0)
+    _napkin_plan_find_parents (p);
+  return copy;
+}
+
+NapkinDiagram *
+napkin_plan_with_regions (const NapkinPlan *plan,
+                          NapkinDiagram    *drawn)
+{
+  NapkinDiagram *copy;
+
+  g_return_val_if_fail (plan != NULL, NULL);
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (drawn), NULL);
+
+  copy = napkin_diagram_copy (drawn);
+  for (guint r = plan->drawn_regions; r < napkin_diagram_n_regions (plan->diagram); r++)
+    {
+      NapkinRegion *region = napkin_item_copy (NAPKIN_ITEM_REGION, napkin_diagram_region (plan->diagram, r));
+      GHashTableIter iter;
+      gpointer cast, into;
+
+      /* a cast folded into one of its operations lies in it as drawn */
+      g_hash_table_iter_init (&iter, plan->folded);
+      while (g_hash_table_iter_next (&iter, &cast, &into))
+        {
+          const char *target = into;
+
+          /* through chains of folded casts to the operation that stayed */
+          while (g_hash_table_contains (plan->folded, target))
+            target = g_hash_table_lookup (plan->folded, target);
+          if (napkin_region_has_node (region, target))
+            napkin_region_add_node (region, cast);
+        }
+      region->has_rect = FALSE;
+      napkin_diagram_insert_item (copy, NAPKIN_ITEM_REGION, napkin_diagram_n_regions (copy), region);
+    }
+  return copy;
+}
