@@ -1090,7 +1090,17 @@ print_planned (Printer                *P,
       break;
     }
   if (ok)
-    (*index)++;
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, module->kernels->len - 1);
+      g_autofree char *kname = napkin_codegen_escape_comment (pk->name);
+
+      /* the plan line (docs/plan.md, "The pipeline"): what was printed, as launched, so
+       * that a test can hold the code against the plan kernel by kernel */
+      g_string_append_printf (P->out, "/* plan: %s — %s on %s, grid %" G_GINT64_FORMAT " × %u threads, %"
+                              G_GINT64_FORMAT " B shared memory */\n", kname, napkin_plan_kind_to_string (pk->kind),
+                              napkin_path_to_string (pk->path), ck->grid, ck->threads, ck->smem_bytes);
+      (*index)++;
+    }
   else
     g_string_truncate (P->out, mark);
   return ok;
@@ -1147,6 +1157,79 @@ napkin_codegen_cuda_for_plan (const NapkinPlan    *plan,
   return napkin_codegen_cuda_planned (program, plan, flags | napkin_codegen_flags_for_arch (plan->target), prefix,
                                       error);
 }
+
+static void
+free_printer (Printer *P)
+{
+  for (guint a = 0; a < P->n_axes; a++)
+    {
+      g_free (P->off[a]);
+      g_free (P->ext[a]);
+    }
+  g_free (P->off);
+  g_free (P->ext);
+  g_free (P->place);
+  g_free (P->ws_off);
+  if (P->out != NULL)
+    g_string_free (P->out, TRUE);
+}
+
+/* Every kernel of the plan, its helpers with it; a generic kernel (and an infeasible
+ * one) through the generic lowering, each after its plan line (docs/plan.md, "The
+ * pipeline"). FALSE when a printer refuses a feasible plan kernel: the plan and its
+ * printer share their rules, so that is a bug, never a silent generic kernel. */
+static gboolean
+print_plan (Printer          *P,
+            NapkinCudaModule *module,
+            const NapkinPlan *plan,
+            const int        *slot,
+            const char       *prefix,
+            GError          **error)
+{
+  guint index = 0, labeled = 0;
+  gboolean skip_reduce = FALSE;
+  const NapkinPlanKernel *prev = NULL;
+
+  for (guint k = 0; k < plan->kernels->len; k++)
+    {
+      const NapkinPlanKernel *pk = g_ptr_array_index (plan->kernels, k);
+      g_autoptr(GError) why = NULL;
+      g_autofree char *note = NULL;
+      g_autofree char *kname = NULL;
+      g_autofree char *reason = NULL;
+
+      label_owner (module, &labeled, prev ? prev->name : NULL);
+      prev = pk;
+      if ((pk->kind == NAPKIN_PLAN_SPLIT_REDUCE || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE) && skip_reduce)
+        continue;
+      skip_reduce = FALSE;
+      if (pk->path != NAPKIN_PATH_GENERIC && !pk->feasible)
+        g_set_error (&why, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, "infeasible: %s", pk->infeasible);
+      else if (pk->path != NAPKIN_PATH_GENERIC && print_planned (P, module, plan, pk, slot, prefix, &index, &why))
+        continue;
+      else if (why != NULL)
+        {
+          g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                       "plan kernel %s (%s on %s): its printer refused it: %s", pk->name,
+                       napkin_plan_kind_to_string (pk->kind), napkin_path_to_string (pk->path), why->message);
+          return FALSE;
+        }
+      if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE
+          || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+        continue;   /* a helper of a kernel that does not run on its path: not needed */
+      skip_reduce = TRUE;
+      note = why != NULL ? g_strdup_printf ("infeasible on %s: %s", napkin_path_to_string (pk->path), why->message)
+                         : g_strdup_printf ("generic: %s", pk->reason);
+      kname = napkin_codegen_escape_comment (pk->name);
+      reason = napkin_codegen_escape_comment (note);
+      g_string_append_printf (P->out, "\n/* plan: %s — %s on generic: %s */\n", kname,
+                              napkin_plan_kind_to_string (pk->kind), reason);
+      print_generic (P, module, pk, slot, prefix, &index, note);
+    }
+  label_owner (module, &labeled, prev ? prev->name : NULL);
+  return TRUE;
+}
+
 
 NapkinCudaModule *
 napkin_codegen_cuda_planned (NapkinIrProgram     *program,
@@ -1233,41 +1316,11 @@ napkin_codegen_cuda_planned (NapkinIrProgram     *program,
 
       print_generic (&P, module, NULL, slot, prefix, &index, NULL);
     }
-  else
+  else if (!print_plan (&P, module, plan, slot, prefix, error))
     {
-      guint index = 0, labeled = 0;
-      gboolean skip_reduce = FALSE;
-      const NapkinPlanKernel *prev = NULL;
-
-      for (guint k = 0; k < plan->kernels->len; k++)
-        {
-          const NapkinPlanKernel *pk = g_ptr_array_index (plan->kernels, k);
-          g_autoptr(GError) why = NULL;
-
-          label_owner (module, &labeled, prev ? prev->name : NULL);
-          prev = pk;
-          if ((pk->kind == NAPKIN_PLAN_SPLIT_REDUCE || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE) && skip_reduce)
-            continue;
-          skip_reduce = FALSE;
-          if (pk->path != NAPKIN_PATH_GENERIC && !pk->feasible)
-            g_set_error (&why, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, "infeasible: %s", pk->infeasible);
-          else if (pk->path != NAPKIN_PATH_GENERIC && print_planned (&P, module, plan, pk, slot, prefix, &index, &why))
-            continue;
-          if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE
-              || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
-            continue;   /* a helper of a kernel that falls back: not needed */
-          skip_reduce = TRUE;
-          {
-            g_autofree char *note = why != NULL ? g_strdup_printf ("the %s printer failed: %s",
-                                                                   napkin_path_to_string (pk->path), why->message)
-                                                : g_strdup_printf ("generic: %s", pk->reason);
-
-            print_generic (&P, module, pk, slot, prefix, &index, note);
-          }
-        }
-      label_owner (module, &labeled, prev ? prev->name : NULL);
+      free_printer (&P);
+      return NULL;
     }
-
   for (guint k = 0; k < module->kernels->len; k++)
     {
       const NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, k);
@@ -1278,15 +1331,7 @@ napkin_codegen_cuda_planned (NapkinIrProgram     *program,
   if (module->workspace_bytes == 0)
     module->workspace_slot = -1;
 
-  for (guint a = 0; a < P.n_axes; a++)
-    {
-      g_free (P.off[a]);
-      g_free (P.ext[a]);
-    }
-  g_free (P.off);
-  g_free (P.ext);
-  g_free (P.place);
-  g_free (P.ws_off);
-  module->source = g_string_free (P.out, FALSE);
+  module->source = g_string_free (g_steal_pointer (&P.out), FALSE);
+  free_printer (&P);
   return g_steal_pointer (&module);
 }

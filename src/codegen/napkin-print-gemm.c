@@ -440,17 +440,6 @@ wgmma_function (const char *fname,
                           fname, regs, regs + 2, shape, outs->str);
 }
 
-/* Shared memory of the Hopper GEMM: the stages, two 8 KB output buffers per consumer
- * warpgroup, 1 KB to align them for the 128-byte swizzle, two mbarriers per stage. */
-static gint64
-sm90_smem (gint64 BM,
-           gint64 BN,
-           gint64 stages,
-           gint64 consumers)
-{
-  return stages * (BM + BN) * 128 + 2 * consumers * 8192 + 1024 + 16 * stages;
-}
-
 /* The Hopper GEMM's form as printed, from the plan's tiles. */
 typedef struct
 {
@@ -507,7 +496,7 @@ wgmma_shape (const NapkinPlanGemm *g,
   f->stages = (gint64) MAX (g->stages, 1) * (BK / KB);
   if (f->stages < 2)
     return fail (error, name, "stages = %u of %" G_GINT64_FORMAT "; at least 2 chunks must be in flight", g->stages, BK);
-  f->smem = sm90_smem (g->BM, g->BN, f->stages, consumers);
+  f->smem = napkin_plan_gemm_smem (NAPKIN_PATH_WGMMA, g);
   if (f->smem > MAX_DYNAMIC_SMEM)
     return fail (error, name, "%" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " and %"
                  G_GINT64_FORMAT "×%" G_GINT64_FORMAT " need %" G_GINT64_FORMAT " bytes of shared memory; at most %d",
@@ -705,7 +694,7 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
                         GError                **error)
 {
   const NapkinPlanGemm *g = &kernel->u.gemm;
-  gint64 WM, WN, warps, stages, smem, arows, acols, brows, bcols, tiles, cbytes;
+  gint64 WM, WN, warps, stages, smem, tiles, cbytes;
   gboolean cvec;
   int epi;
   NapkinCudaRef ra, rb, rc;
@@ -735,11 +724,7 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
     return fail (error, name, "a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " warp tile needs %" G_GINT64_FORMAT
                  " accumulator registers per thread; at most 128", WM, WN, WM * WN / 32);
   stages = MAX (g->stages, 2);
-  arows = g->a_kmajor ? g->BM : g->BK;
-  acols = g->a_kmajor ? g->BK : g->BM;
-  brows = g->b_kmajor ? g->BN : g->BK;
-  bcols = g->b_kmajor ? g->BK : g->BN;
-  smem = stages * (arows * (acols + 8) + brows * (bcols + 8)) * 2;
+  smem = napkin_plan_gemm_smem (NAPKIN_PATH_MMA, g);
   if (smem > MAX_DYNAMIC_SMEM)
     return fail (error, name, "%" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " and %"
                  G_GINT64_FORMAT "×%" G_GINT64_FORMAT " tiles need %" G_GINT64_FORMAT " bytes of shared memory; at "

@@ -249,28 +249,45 @@ adjust (NapkinPlanKernel *k,
 
 /* ---- tiles ---------------------------------------------------------------------------------- */
 
-/* Shared memory of the Hopper GEMM kernel: `stages` A and B chunks, the epilogue's
- * staging of C (two 8 KB buffers per consumer warpgroup, or the whole fp32 tile when the
- * epilogue reads other operands), 1 KB of alignment, the stage barriers. */
-static gint64
-wgmma_smem (gint64 BM,
-            gint64 BN,
-            gint64 BK,
-            guint  stages,
-            guint  bytes)
+gint64
+napkin_plan_gemm_smem (NapkinPath            path,
+                       const NapkinPlanGemm *g)
 {
-  guint consumers = BM == 64 ? 1 : 2;
+  g_return_val_if_fail (g != NULL, 0);
 
-  return stages * (BM * BK + BK * BN) * bytes + 2 * consumers * 8192 + 1024 + 16 * stages;
+  if (path == NAPKIN_PATH_WGMMA)
+    {
+      /* chunks of one 128-byte swizzle row in flight, two 8 KB buffers of C per consumer
+       * warpgroup, 1 KB to align them, a pair of mbarriers per chunk */
+      gint64 row = 128 / MAX (1u, napkin_dtype_bytes (g->ab_dtype));
+      gint64 chunks = (gint64) MAX (g->stages, 1u) * MAX (1, g->BK / row);
+      gint64 consumers = g->consumers > 0 ? g->consumers : 2;
+
+      return chunks * (g->BM + g->BN) * 128 + 2 * consumers * 8192 + 1024 + 16 * chunks;
+    }
+  /* mma.sync: A and B as stored, rows padded by 8 halves against bank conflicts */
+  return (gint64) MAX (g->stages, 2u)
+         * ((g->a_kmajor ? g->BM * (g->BK + 8) : g->BK * (g->BM + 8))
+            + (g->b_kmajor ? g->BN * (g->BK + 8) : g->BK * (g->BN + 8))) * 2;
 }
 
+/* The shared memory of tiles `t` for the GEMM `g` (its layouts and types). */
 static gint64
-mma_smem (gint64 BM,
-          gint64 BN,
-          gint64 BK,
-          guint  stages)
+tiles_smem (const NapkinPlanGemm *g,
+            gint64                BM,
+            gint64                BN,
+            gint64                BK,
+            guint                 stages,
+            gboolean              wgmma)
 {
-  return stages * (BM * (BK + 8) + BK * (BN + 8)) * 2;
+  NapkinPlanGemm t = *g;
+
+  t.BM = BM;
+  t.BN = BN;
+  t.BK = BK;
+  t.stages = stages;
+  t.consumers = BM == 64 ? 1 : 2;
+  return napkin_plan_gemm_smem (wgmma ? NAPKIN_PATH_WGMMA : NAPKIN_PATH_MMA, &t);
 }
 
 typedef struct
@@ -695,12 +712,37 @@ gemm_axis_roles (NapkinPlanner *p,
 
 /* Batch axes lead every operand in one order; the row, column and contracted groups
  * are contiguous runs. C[…, n, m] is computed as Cᵀ = Bᵀ·Aᵀ (s->swapped). */
+/* Where the rows (or columns) are not one run because the outer of them lead their
+ * operand and the result apart from the rest (A[b, k, m]·W[n, k] → C[b, m, n]: b leads A
+ * and C, and A holds m after k), those lead as batch axes of an operand the other shares
+ * (batch stride 0: docs/plan.md, "GEMM"). Only where there is no batch group yet. */
+static void
+gemm_promote_batch (GemmShape      *s,
+                    AxisList       *group,
+                    const AxisList *operand)
+{
+  if (s->batch.n > 0 || (run_of (operand, group) >= 0 && run_of (&s->c_l, group) >= 0))
+    return;
+  while (group->n > 1 && position (operand, group->axes[0]) == (int) s->batch.n
+         && position (&s->c_l, group->axes[0]) == (int) s->batch.n
+         && (run_of (operand, group) < 0 || run_of (&s->c_l, group) < 0))
+    {
+      s->batch.axes[s->batch.n++] = group->axes[0];
+      memmove (group->axes, group->axes + 1, sizeof (guint) * --group->n);
+    }
+}
+
 static gboolean
 gemm_axis_runs (NapkinPlanner *p,
                 GemmShape     *s,
                 char         **why)
 {
-  int cm = run_of (&s->c_l, &s->m), cn = run_of (&s->c_l, &s->n);
+  int cm, cn;
+
+  gemm_promote_batch (s, &s->m, &s->x_l);
+  gemm_promote_batch (s, &s->n, &s->y_l);
+  cm = run_of (&s->c_l, &s->m);
+  cn = run_of (&s->c_l, &s->n);
 
   if (cm < 0 || cn < 0 || run_of (&s->x_l, &s->m) < 0 || run_of (&s->x_l, &s->kk) < 0 || run_of (&s->y_l, &s->n) < 0
       || run_of (&s->y_l, &s->kk) < 0)
@@ -721,8 +763,12 @@ gemm_axis_runs (NapkinPlanner *p,
                               _(where), names->str);
       return FALSE;
     }
+  /* an operand may lack the batch axes (shared by the batch), not some of them */
   for (guint i = 0; i < s->batch.n; i++)
-    if (position (&s->x_l, s->batch.axes[i]) != (int) i || position (&s->y_l, s->batch.axes[i]) != (int) i
+    if ((position (&s->x_l, s->batch.axes[i]) != (int) i
+         && !(position (&s->x_l, s->batch.axes[i]) < 0 && position (&s->x_l, s->batch.axes[0]) < 0))
+        || (position (&s->y_l, s->batch.axes[i]) != (int) i
+            && !(position (&s->y_l, s->batch.axes[i]) < 0 && position (&s->y_l, s->batch.axes[0]) < 0))
         || position (&s->c_l, s->batch.axes[i]) != (int) i)
       {
         *why = g_strdup_printf (_("batch axis %s of “%s” must lead every operand, in the same order"),
@@ -1084,8 +1130,7 @@ gemm_chosen_tiles (NapkinPlanner    *p,
   t->split = c.split;
   t->stages = t->wgmma ? 4 : 3;
   while (t->stages > 2
-         && (t->wgmma ? wgmma_smem (t->BM, t->BN, t->BK, t->stages, bytes) : mma_smem (t->BM, t->BN, t->BK, t->stages))
-            > SMEM_LIMIT (p))
+         && tiles_smem (g, t->BM, t->BN, t->BK, t->stages, t->wgmma) > SMEM_LIMIT (p))
     t->stages--;
   g->WM = MIN (t->BM, 64);
   g->WN = MIN (t->BN, 32);
@@ -1107,7 +1152,7 @@ gemm_resources (NapkinPlanKernel *k,
     {
       g->consumers = t->BM == 64 ? 1 : 2;
       k->threads = 128 * (1 + g->consumers);
-      k->smem_bytes = wgmma_smem (t->BM, t->BN, t->BK, t->stages, napkin_dtype_bytes (g->ab_dtype));
+      k->smem_bytes = tiles_smem (g, t->BM, t->BN, t->BK, t->stages, TRUE);
       k->registers = g->consumers == 2 ? 232 : 168;
       g->persistent = TRUE;
       k->path = NAPKIN_PATH_WGMMA;
@@ -1115,7 +1160,7 @@ gemm_resources (NapkinPlanKernel *k,
   else
     {
       k->threads = (guint) ((t->BM / g->WM) * (t->BN / g->WN) * 32);
-      k->smem_bytes = mma_smem (t->BM, t->BN, t->BK, t->stages);
+      k->smem_bytes = tiles_smem (g, t->BM, t->BN, t->BK, t->stages, FALSE);
       k->registers = (guint) MIN (255, g->WM * g->WN / 32 + 64);
       k->path = NAPKIN_PATH_MMA;
     }

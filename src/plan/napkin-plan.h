@@ -345,6 +345,12 @@ const NapkinPlanKernel *napkin_plan_kernel_for (const NapkinPlan        *plan,
                                                 int                      region,
                                                 int                      node);
 
+/* Shared memory of a GEMM kernel on `path` (wgmma or mma) as its printer lays it out:
+ * the one rule the plan prices and the printer allocates by (docs/plan.md, "GEMM tile
+ * primitives"). */
+gint64            napkin_plan_gemm_smem        (NapkinPath               path,
+                                                const NapkinPlanGemm    *gemm);
+
 /* Fills the grid, threads and shared memory of a repack or split-K reduction kernel
  * (kind REPACK or SPLIT_REDUCE) from its sizes, as kernels/repack.cu and
  * kernels/split-reduce.cu launch them; their printers check a kernel against it. */

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* One decider (docs/plan.md, "The pipeline"): diagrams written as a user writes them —
+ * einsum text, no regions — drawn at random (attention with masks, GQA/MQA, casts, any
+ * lengths and head sizes; products with layouts, batches, epilogues and result types;
+ * rows over any axis; chains), planned on every profile in data/archs. For each, the
+ * model's kernels, the plan's and the generated CUDA's plan lines agree kernel by kernel
+ * (template, path, launch shape, shared memory), no printer refuses its plan, and the
+ * attention and product families never fall to the generic lowering where the GPU has
+ * their tensor-core path. */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "napkin-codegen.h"
+#include "napkin-import.h"
+#include "napkin-model.h"
+#include "napkin-test-load.h"
+
+#define N_CASES 320
+
+typedef enum { FAMILY_ATTENTION, FAMILY_GEMM, FAMILY_ROWS, FAMILY_CHAIN, N_FAMILIES } Family;
+
+static const char *family_names[N_FAMILIES] = { "attention", "gemm", "rows", "chain" };
+
+typedef struct
+{
+  Family   family;
+  char    *text;
+  gboolean fp8;
+  gboolean expect_fast;   /* every main kernel on a tile path where the GPU has one */
+} Case;
+
+static gint64
+pick (GRand        *rng,
+      const gint64 *values,
+      guint         n)
+{
+  return values[g_rand_int_range (rng, 0, (gint32) n)];
+}
+
+#define PICK(rng, ...) pick ((rng), (const gint64[]) { __VA_ARGS__ }, \
+                             sizeof ((const gint64[]) { __VA_ARGS__ }) / sizeof (gint64))
+
+static gint64
+odd_size (GRand *rng,
+          gint64 lo,
+          gint64 hi)
+{
+  return g_rand_boolean (rng) ? PICK (rng, 64, 128, 256, 512, 1024, 2048, 4096) * MAX (1, lo / 64)
+                              : g_rand_int_range (rng, (gint32) lo, (gint32) hi + 1);
+}
+
+/* Q·Kᵀ → [cast fp32] → scale and mask in either order → softmax → [cast] → ·V, in the
+ * layouts and types people write. */
+static void
+attention_case (GRand *rng,
+                Case  *c)
+{
+  GString *s = g_string_new (NULL);
+  const char *dtypes[] = { "fp16", "bf16", "fp8-e4m3" };
+  const char *dt = dtypes[g_rand_int_range (rng, 0, 3)];
+  gboolean fp8 = g_str_equal (dt, "fp8-e4m3");
+  gint64 g = PICK (rng, 1, 1, 1, 2, 4, 8);
+  gint64 d = fp8 ? PICK (rng, 64, 128, 128, 256) : PICK (rng, 32, 64, 80, 96, 128, 128, 192, 256);
+  gint64 q = g_rand_boolean (rng) ? PICK (rng, 1, 7, 64, 77, 1000, 2048, 4096) : odd_size (rng, 1, 4096);
+  gint64 k = PICK (rng, 1, 16, 77, 300, 1024, 4096, 8192, 32768);
+  gint64 h = PICK (rng, 1, 2, 8, 16);
+  int mask = g_rand_int_range (rng, 0, 3);
+  gboolean bshd = g_rand_int_range (rng, 0, 4) == 0 && g == 1;
+  gboolean hf_casts = g_rand_boolean (rng);
+  gboolean mask_first = g_rand_boolean (rng);
+  const char *qa = g > 1 ? "b,h,g,q,d" : bshd ? "b,q,h,d" : "b,h,q,d";
+  const char *ka = bshd ? "b,k,h,d" : "b,h,k,d";
+  const char *sa = g > 1 ? "bhgq" : "bhq";
+  const char *qs = g > 1 ? "bhgqd" : bshd ? "bqhd" : "bhqd";
+  const char *ks = bshd ? "bkhd" : "bhkd";
+  const char *prev = "s";
+
+  g_string_append_printf (s, "b=%d h=%" G_GINT64_FORMAT " q=%" G_GINT64_FORMAT " k=%" G_GINT64_FORMAT " d=%"
+                          G_GINT64_FORMAT "%s\n", g_rand_int_range (rng, 1, 3), h, q, k, d, "");
+  if (g > 1)
+    g_string_append_printf (s, "g=%" G_GINT64_FORMAT "\n", g);
+  g_string_append_printf (s, "dtype %s\n", dt);
+  g_string_append_printf (s, "Q[%s] K[%s] -> s = einsum(\"%s,%s->%sk\")\n", qa, ka, qs, ks, sa);
+  if (hf_casts || fp8)
+    {
+      g_string_append_printf (s, "%s -> s32 = cast(fp32)\n", prev);
+      prev = "s32";
+    }
+  for (int step = 0; step < 2; step++)
+    {
+      gboolean scale_now = (step == 0) != mask_first;
+
+      if (scale_now)
+        {
+          g_string_append_printf (s, "%s -> t = scale(%.17g)\n", prev, 1 / sqrt ((double) d));
+          prev = "t";
+        }
+      else if (mask == 1)
+        {
+          g_string_append_printf (s, "%s -> u = causal(rows=q, axis=k, offset=%" G_GINT64_FORMAT ")\n", prev,
+                                  g_rand_boolean (rng) && k > q ? k - q : 0);
+          prev = "u";
+        }
+      else if (mask == 2)
+        {
+          g_string_append_printf (s, "%s -> u = window(rows=q, axis=k, left=%d, right=%d)\n", prev,
+                                  g_rand_int_range (rng, 0, 2048), g_rand_boolean (rng) ? 0 : g_rand_int_range (rng, 1, 64));
+          prev = "u";
+        }
+    }
+  g_string_append_printf (s, "%s -> p = softmax(k)\n", prev);
+  prev = "p";
+  /* P in V's type (fp8 Q and K: V in 16 bits, O in 16 bits as FlashAttention-3 keeps them) */
+  if (hf_casts || fp8)
+    {
+      g_string_append_printf (s, "p -> p16 = cast(%s)\n", fp8 ? "fp16" : dt);
+      prev = "p16";
+    }
+  if (fp8)
+    g_string_append (s, "dtype fp16\n");
+  g_string_append_printf (s, "%s V[%s] -> o[%s] = einsum(\"%sk,%s->%s\")\n", prev, ka, qa, sa, ks, qs);
+  c->text = g_string_free (s, FALSE);
+  c->fp8 = fp8;
+  c->expect_fast = TRUE;
+}
+
+/* C = A·B in either major order of each operand, maybe batched, then an epilogue chain. */
+static void
+gemm_case (GRand *rng,
+           Case  *c)
+{
+  GString *s = g_string_new (NULL);
+  const char *dtypes[] = { "fp16", "bf16", "fp8-e4m3" };
+  const char *dt = dtypes[g_rand_int_range (rng, 0, 3)];
+  gboolean fp8 = g_str_equal (dt, "fp8-e4m3");
+  gint64 m = odd_size (rng, 1, 6000), n = odd_size (rng, 8, 6000), k = odd_size (rng, 16, 6000);
+  gboolean batched = g_rand_int_range (rng, 0, 4) == 0;
+  gboolean a_km = g_rand_boolean (rng), b_nk = g_rand_boolean (rng);
+  const char *prev = "c";
+  int maps = g_rand_int_range (rng, 0, 4);
+
+  if (batched)
+    {
+      m = MIN (m, 1024);
+      n = MIN (n, 1024);
+    }
+  g_string_append_printf (s, "m=%" G_GINT64_FORMAT " n=%" G_GINT64_FORMAT " k=%" G_GINT64_FORMAT "%s\n", m, n, k,
+                          batched ? " b=4" : "");
+  g_string_append_printf (s, "dtype %s\n", dt);
+  {
+    /* A always batched with the result; B batched or shared by the batch */
+    gboolean b_batched = batched && g_rand_boolean (rng);
+    const char *ab = batched ? "b," : "", *as = batched ? "b" : "";
+    const char *bb = b_batched ? "b," : "", *bs = b_batched ? "b" : "";
+
+    g_string_append_printf (s, "A[%s%s] B[%s%s] -> c = einsum(\"%s%s,%s%s->%smn\")\n", ab, a_km ? "k,m" : "m,k", bb,
+                            b_nk ? "n,k" : "k,n", as, a_km ? "km" : "mk", bs, b_nk ? "nk" : "kn", as);
+  }
+  if (fp8)
+    {
+      g_string_append (s, "c -> c16 = cast(bf16)\n");
+      prev = "c16";
+      g_string_append (s, "dtype bf16\n");
+    }
+  for (int i = 0; i < maps; i++)
+    {
+      const char *out[] = { "y1", "y2", "y3" };
+
+      switch (g_rand_int_range (rng, 0, 5))
+        {
+        case 0: g_string_append_printf (s, "%s -> %s = gelu\n", prev, out[i]); break;
+        case 1: g_string_append_printf (s, "%s -> %s = silu\n", prev, out[i]); break;
+        case 2: g_string_append_printf (s, "%s bias%d[n] -> %s = add\n", prev, i, out[i]); break;
+        case 3: g_string_append_printf (s, "%s R%d[%sm,n] -> %s = add\n", prev, i, batched ? "b," : "", out[i]); break;
+        default: g_string_append_printf (s, "%s -> %s = scale(0.5)\n", prev, out[i]); break;
+        }
+      prev = out[i];
+    }
+  c->text = g_string_free (s, FALSE);
+  c->fp8 = fp8;
+  c->expect_fast = TRUE;
+}
+
+/* softmax, layernorm, rmsnorm or a reduction over any axis, maybe behind a residual and
+ * before a scale by γ. */
+static void
+rows_case (GRand *rng,
+           Case  *c)
+{
+  GString *s = g_string_new (NULL);
+  const char *dt = g_rand_boolean (rng) ? "fp16" : "bf16";
+  gint64 r = odd_size (rng, 1, 8192), w = odd_size (rng, 8, 16384);
+  gboolean last = g_rand_int_range (rng, 0, 4) != 0;
+  const char *axis = last ? "c" : "r";
+  int op = g_rand_int_range (rng, 0, 4);
+  const char *x = "X";
+
+  g_string_append_printf (s, "r=%" G_GINT64_FORMAT " c=%" G_GINT64_FORMAT "\ndtype %s\n", r, w, dt);
+  if (g_rand_boolean (rng))
+    {
+      g_string_append (s, "X[r,c] R[r,c] -> x = add\n");
+      x = "x";
+    }
+  else
+    g_string_append (s, "X[r,c] -> x = scale(1)\n"), x = "x";
+  switch (op)
+    {
+    case 0: g_string_append_printf (s, "%s -> y = softmax(%s)\n", x, axis); break;
+    case 1: g_string_append_printf (s, "%s -> y = layernorm(%s)\n", x, axis); break;
+    case 2: g_string_append_printf (s, "%s -> y = rmsnorm(%s)\n", x, axis); break;
+    default: g_string_append_printf (s, "%s -> y = sum(%s)\n", x, axis); break;
+    }
+  if (op == 1 || op == 2)
+    g_string_append_printf (s, "y G[%s] -> z = mul\n", axis);
+  c->text = g_string_free (s, FALSE);
+  /* rows over a strided axis have no fast kernel yet on this branch of the plan */
+  c->expect_fast = last;
+}
+
+/* An MLP: up-projection, activation (SwiGLU's gate or GELU), down-projection. */
+static void
+chain_case (GRand *rng,
+            Case  *c)
+{
+  GString *s = g_string_new (NULL);
+  const char *dt = g_rand_boolean (rng) ? "fp16" : "bf16";
+  gint64 t = odd_size (rng, 1, 4096), e = PICK (rng, 512, 1024, 768, 4096), f = PICK (rng, 1536, 2048, 3072, 11008);
+
+  g_string_append_printf (s, "t=%" G_GINT64_FORMAT " e=%" G_GINT64_FORMAT " f=%" G_GINT64_FORMAT "\ndtype %s\n",
+                          t, e, f, dt);
+  if (g_rand_boolean (rng))
+    g_string_append (s, "X[t,e] W1[f,e] -> h = einsum(\"te,fe->tf\")\nh -> a = gelu\n"
+                        "a W2[e,f] -> y = einsum(\"tf,ef->te\")\n");
+  else
+    g_string_append (s, "X[t,e] W1[f,e] -> h = einsum(\"te,fe->tf\")\nh -> a = silu\n"
+                        "X W3[f,e] -> u = einsum(\"te,fe->tf\")\na u -> gu = mul\n"
+                        "gu W2[e,f] -> y = einsum(\"tf,ef->te\")\n");
+  c->text = g_string_free (s, FALSE);
+  c->expect_fast = TRUE;
+}
+
+/* The plan lines of a generated source, in order: "NAME\tKIND\tPATH\tGRID\tTHREADS\tSMEM". */
+static GPtrArray *
+plan_lines (const char *source)
+{
+  GPtrArray *lines = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GRegex) re = g_regex_new ("^/\\* plan: (.*) — (\\S+) on (\\S+?)(?:, grid (\\d+) × (\\d+) threads, (\\d+) B "
+                                      "shared memory|: .*) \\*/$", G_REGEX_MULTILINE, 0, NULL);
+  g_autoptr(GMatchInfo) mi = NULL;
+
+  g_regex_match (re, source, 0, &mi);
+  while (g_match_info_matches (mi))
+    {
+      char *f[7] = { NULL };
+
+      /* a group that took no part reads as "" */
+      for (guint i = 1; i < G_N_ELEMENTS (f); i++)
+        f[i] = g_match_info_fetch (mi, (gint) i);
+      g_ptr_array_add (lines, g_strdup_printf ("%s\t%s\t%s\t%s\t%s\t%s", f[1], f[2], f[3], f[4] ? f[4] : "",
+                                               f[5] ? f[5] : "", f[6] ? f[6] : ""));
+      for (guint i = 1; i < G_N_ELEMENTS (f); i++)
+        g_free (f[i]);
+      g_match_info_next (mi, NULL);
+    }
+  return lines;
+}
+
+/* The plan's kernels as their lines should read (helpers of a kernel left generic are
+ * not printed). */
+static GPtrArray *
+expected_lines (const NapkinPlan *plan)
+{
+  GPtrArray *lines = g_ptr_array_new_with_free_func (g_free);
+  gboolean skip_reduce = FALSE;
+
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+      gboolean helper = k->kind == NAPKIN_PLAN_REPACK || k->kind == NAPKIN_PLAN_SPLIT_REDUCE
+                        || k->kind == NAPKIN_PLAN_ATTENTION_COMBINE;
+      gboolean generic = k->path == NAPKIN_PATH_GENERIC || !k->feasible;
+
+      if ((k->kind == NAPKIN_PLAN_SPLIT_REDUCE || k->kind == NAPKIN_PLAN_ATTENTION_COMBINE) && skip_reduce)
+        continue;
+      skip_reduce = FALSE;
+      if (generic && helper)
+        continue;
+      if (generic)
+        {
+          skip_reduce = TRUE;
+          g_ptr_array_add (lines, g_strdup_printf ("%s\t%s\tgeneric\t\t\t", k->name, napkin_plan_kind_to_string (k->kind)));
+        }
+      else
+        g_ptr_array_add (lines, g_strdup_printf ("%s\t%s\t%s\t%" G_GINT64_FORMAT "\t%u\t%" G_GINT64_FORMAT, k->name,
+                                                 napkin_plan_kind_to_string (k->kind), napkin_path_to_string (k->path),
+                                                 k->grid, k->threads, k->smem_bytes));
+    }
+  return lines;
+}
+
+/* Whether the GPU has the tile path of this family: fp8 products and attention need wgmma. */
+static gboolean
+has_path (const NapkinArch *arch,
+          const Case       *c)
+{
+  g_autofree char *target = napkin_plan_target_for_arch (arch);
+
+  return !c->fp8 || g_str_equal (target, "sm_90a");
+}
+
+static void
+check_case (const Case *c,
+            guint       index,
+            NapkinArch *arch,
+            guint      *generic)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_einsum (c->text, "case.einsum", &error);
+  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(NapkinAnalysis) a = NULL;
+  g_autoptr(NapkinCudaModule) module = NULL;
+  g_autoptr(GPtrArray) want = NULL;
+  g_autoptr(GPtrArray) have = NULL;
+
+  if (d == NULL)
+    g_error ("case %u (%s) does not import: %s\n%s", index, family_names[c->family], error->message, c->text);
+  plan = napkin_plan_build (d, arch, NULL, &error);
+  g_assert_no_error (error);
+  a = napkin_analyze (d, arch, NULL, &error);
+  g_assert_no_error (error);
+  module = napkin_codegen_cuda_for_plan (plan, 0, NULL, &error);
+  if (module == NULL)
+    g_error ("case %u on %s: %s\n%s", index, arch->id, error->message, c->text);
+
+  /* the code's plan lines are the plan's kernels, as launched */
+  want = expected_lines (plan);
+  have = plan_lines (module->source);
+  g_assert_cmpuint (have->len, ==, want->len);
+  for (guint i = 0; i < want->len; i++)
+    if (!g_str_equal (g_ptr_array_index (have, i), g_ptr_array_index (want, i)))
+      g_error ("case %u on %s, kernel %u: the code says “%s”, the plan “%s”\n%s", index, arch->id, i,
+               (char *) g_ptr_array_index (have, i), (char *) g_ptr_array_index (want, i), c->text);
+
+  /* the model prices the plan's kernels: the same templates and paths */
+  for (guint i = 0; i < a->kernels->len; i++)
+    {
+      const NapkinKernelCost *kc = &g_array_index (a->kernels, NapkinKernelCost, i);
+      gboolean found = FALSE;
+
+      for (guint j = 0; j < plan->kernels->len && !found; j++)
+        {
+          const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, j);
+          gboolean helper = k->kind == NAPKIN_PLAN_REPACK || k->kind == NAPKIN_PLAN_SPLIT_REDUCE
+                            || k->kind == NAPKIN_PLAN_ATTENTION_COMBINE;
+          /* the model names a helper after its kernel: "attention1 (repack)" */
+          g_autofree char *name = helper ? g_strdup_printf ("%s (%s)", k->name, napkin_plan_kind_to_string (k->kind))
+                                         : g_strdup (k->name);
+
+          found = g_str_equal (name, kc->name) && g_strcmp0 (napkin_plan_kind_to_string (k->kind), kc->plan_kind) == 0
+                  && k->path == kc->path;
+        }
+      if (!found)
+        g_error ("case %u on %s: the model's kernel %s (%s on %s) is not the plan's\n%s", index, arch->id, kc->name,
+                 kc->plan_kind, napkin_path_to_string (kc->path), c->text);
+    }
+
+  /* attention and products never fall to the generic lowering where the GPU has their path */
+  for (guint j = 0; j < plan->kernels->len; j++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, j);
+
+      if (k->path != NAPKIN_PATH_GENERIC)
+        continue;
+      generic[c->family]++;
+      if (c->expect_fast && has_path (arch, c))
+        g_error ("case %u (%s) on %s: kernel %s is generic: %s\n%s", index, family_names[c->family], arch->id, k->name,
+                 k->reason, c->text);
+    }
+  if (c->family == FAMILY_ATTENTION && has_path (arch, c))
+    {
+      guint main = 0;
+
+      for (guint j = 0; j < plan->kernels->len; j++)
+        main += ((const NapkinPlanKernel *) g_ptr_array_index (plan->kernels, j))->kind == NAPKIN_PLAN_ATTENTION;
+      if (main != 1)
+        g_error ("case %u on %s: %u attention kernels, not one\n%s", index, arch->id, main, c->text);
+    }
+}
+
+static void
+test_agreement (void)
+{
+  g_autoptr(GRand) rng = g_rand_new_with_seed (20261129);
+  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+  guint generic[N_FAMILIES] = { 0 }, counts[N_FAMILIES] = { 0 };
+
+  g_assert_cmpuint (napkin_arch_registry_count (reg), >=, 6);
+  for (guint i = 0; i < N_CASES; i++)
+    {
+      Case c = { 0 };
+
+      c.family = (Family) (i % N_FAMILIES);
+      switch (c.family)
+        {
+        case FAMILY_ATTENTION: attention_case (rng, &c); break;
+        case FAMILY_GEMM: gemm_case (rng, &c); break;
+        case FAMILY_ROWS: rows_case (rng, &c); break;
+        default: chain_case (rng, &c); break;
+        }
+      counts[c.family]++;
+      for (guint r = 0; r < napkin_arch_registry_count (reg); r++)
+        check_case (&c, i, napkin_arch_registry_get (reg, r), generic);
+      g_free (c.text);
+    }
+  for (guint f = 0; f < N_FAMILIES; f++)
+    g_test_message ("%s: %u diagrams × %u profiles, %u generic kernels", family_names[f], counts[f],
+                    napkin_arch_registry_count (reg), generic[f]);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/codegen/plan-agreement", test_agreement);
+  return g_test_run ();
+}
