@@ -100,11 +100,15 @@ def shapes(case):
     g = d.get
     if k == "attention":
         return attention_shapes(case)
-    if k in ("matmul", "linear", "fp8", "bias_gelu", "residual", "swiglu"):
+    if k in ("matmul", "linear", "fp8", "bias_gelu", "residual", "swiglu", "matmul_at"):
         m, n, r = list(d)                       # row, col, reduced (sweep-cases.py axes3)
         M, N, K = d[m], d[n], d[r]
     if k == "matmul":
         return [("A", (M, K), dt), ("B", (K, N), dt)], {"torch.matmul": torch.matmul}, "torch.matmul"
+    if k == "matmul_at":
+        # A stored [k,m]: what a user calls on it
+        return [("A", (K, M), dt), ("B", (K, N), dt)], {"torch.matmul(A.t(), B)": lambda a, b: a.t() @ b}, \
+            "torch.matmul(A.t(), B)"
     if k == "linear":
         return [("A", (M, K), dt), ("W", (N, K), dt)], {"F.linear": F.linear}, "F.linear"
     if k == "fp8":
@@ -137,6 +141,9 @@ def shapes(case):
     eps = case.get("eps", 1e-5)
     if k == "softmax":
         return [("X", (g("r"), g("c")), dt)], {"torch.softmax": lambda x: torch.softmax(x, dim=-1)}, "torch.softmax"
+    if k == "softmax0":
+        return [("X", (g("r"), g("c")), dt)], {"torch.softmax(dim=0)": lambda x: torch.softmax(x, dim=0)}, \
+            "torch.softmax(dim=0)"
     if k == "layernorm":
         h = g("h")
         fns = {"F.layer_norm": lambda x, w, b: F.layer_norm(x, (h,), w, b, eps)}

@@ -187,7 +187,7 @@ DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8-e4m3": 1, "fp8-e
 FAMILY = lambda name: re.sub(r"-[0-9x]+$", "", name).replace("-drawn", "").replace("-regions", "")
 # --family: a group (gemm, rows, attention) or a family (attn-decode, softmax, …)
 GROUP = lambda kind: "attention" if kind == "attention" else \
-    "rows" if kind in ("softmax", "layernorm", "rmsnorm") else "gemm"
+    "rows" if kind in ("softmax", "softmax0", "layernorm", "rmsnorm") else "gemm"
 
 
 # ---- diagrams ---------------------------------------------------------------------------
@@ -233,16 +233,18 @@ def axes3(kind, dims):
 def product(name, kind, dims, dtype):
     i, j, r = axes3(kind, dims)
     b_axes = [j, r] if kind in ("linear", "fp8") else [r, j]
+    a_axes = [r, i] if kind == "matmul_at" else [i, r]
     out_dtype = "bf16" if kind == "fp8" else dtype
     mm = node("mm", "contract", 260, 130, "A·B", out=[i, j])
     if kind == "fp8":
         mm["dtype"] = "bf16"
     what = {"matmul": "B stored [%s,%s]" % (r, j), "linear": "B stored [%s,%s], as nn.Linear's weight" % (j, r),
+            "matmul_at": "A stored [%s,%s] (M-major), B [%s,%s]" % (r, i, r, j),
             "fp8": "fp8 e4m3 inputs, B stored [%s,%s] (K-major), bf16 output" % (j, r)}[kind]
     return doc("%s (%s)" % (name, dtype),
                "C[%s,%s] = Σ_%s A[%s,%s]·B; %s. The plain diagram: no relabeling drawn." % (i, j, r, i, r, what),
                dims,
-               [("A", [i, r], dtype), ("B", b_axes, dtype), ("C", [i, j], out_dtype)],
+               [("A", a_axes, dtype), ("B", b_axes, dtype), ("C", [i, j], out_dtype)],
                [node("a", "input", 40, 60, "A", tensor="A"), node("b", "input", 40, 200, "B", tensor="B"), mm,
                 node("c", "output", 480, 130, "C", tensor="C")],
                [("a", "mm", 0), ("b", "mm", 1), ("mm", "c", 0)])
@@ -318,10 +320,11 @@ def mlp(name, dims, dtype):
 
 
 def rows(name, kind, dims, dtype):
-    if kind == "softmax":
-        return doc("%s (%s)" % (name, dtype), "Y[r,c] = softmax over c of X[r,c]. The plain diagram.", dims,
+    if kind in ("softmax", "softmax0"):
+        axis = "c" if kind == "softmax" else "r"
+        return doc("%s (%s)" % (name, dtype), "Y[r,c] = softmax over %s of X[r,c]. The plain diagram." % axis, dims,
                    [("X", ["r", "c"], dtype), ("Y", ["r", "c"], dtype)],
-                   [node("x", "input", 40, 100, "X", tensor="X"), node("sm", "softmax", 260, 100, "softmax", axis="c"),
+                   [node("x", "input", 40, 100, "X", tensor="X"), node("sm", "softmax", 260, 100, "softmax", axis=axis),
                     node("y", "output", 480, 100, "Y", tensor="Y")],
                    [("x", "sm", 0), ("sm", "y", 0)])
     tensors = [("X", ["t", "h"], dtype), ("gamma", ["h"], dtype)]
@@ -361,6 +364,7 @@ def attn_tiles(dims, dtype, opts):
     chunk = opts.get("k", chunk)
     while chunk > dims["k"] and chunk > 16:       # a tile is at most its axis (k = 77: 64)
         chunk //= 2
+    chunk = min(chunk, dims["k"])                 # k = 1: the whole axis (the plan rounds it up)
     stages = opts.get("stages", 2 if d > 128 or dtype == "fp8-e4m3" else 3)
     # decoding: a block takes the group's heads (MQA: every head) and as many queries as
     # keep it at 128 rows (two consumer warpgroups)
@@ -437,7 +441,7 @@ def diagram(case, root):
         if sizes != dims:
             raise ValueError("%s: %s has axes %r, the case says %r" % (name, fusion[5:], sizes, dims))
         return d
-    if kind in ("matmul", "linear", "fp8"):
+    if kind in ("matmul", "linear", "fp8", "matmul_at"):
         d = product(name, kind, dims, dtype)
     elif kind in ("bmm", "scores"):
         d = batched(name, kind, dims, dtype)
@@ -445,7 +449,7 @@ def diagram(case, root):
         d = epilogue(name, kind, dims, dtype)
     elif kind == "mlp":
         d = mlp(name, dims, dtype)
-    elif kind in ("softmax", "layernorm", "rmsnorm"):
+    elif kind in ("softmax", "softmax0", "layernorm", "rmsnorm"):
         d = rows(name, kind, dims, dtype)
     elif kind == "attention":
         d = attention(name, dims, dtype, opts)
@@ -492,7 +496,7 @@ def elements(d, dims=None):
 
 def flops(kind, dims, opts=None):
     g = dims.get
-    if kind in ("matmul", "linear", "fp8", "bias_gelu", "residual"):
+    if kind in ("matmul", "linear", "fp8", "bias_gelu", "residual", "matmul_at"):
         return 2 * math.prod(dims.values())
     if kind == "swiglu":
         return 4 * math.prod(dims.values())

@@ -1197,19 +1197,23 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
     return refuse (k, why, reason);
   a->BQ = MIN (a->BQ, a->NQ);
   a->rows = a->group_tile * a->BQ;
-  /* a chunk over the whole key axis (77 keys of a text encoder) is the kernel's chunk
-   * rounded up, the keys past the axis masked like any edge (as a GEMM tile over a whole
-   * axis: docs/plan.md) */
+  /* the key chunk is a hint: one the tensor cores cannot take (40 keys; all 77 keys of a
+   * text encoder) runs as the next multiple of the kernel's step, the keys past the axis
+   * masked like any edge (as a GEMM tile over a whole axis: docs/plan.md) */
   {
     const gint64 step = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3 ? 32 : 16;
+    const gint64 up = (a->BKV + step - 1) / step * step;
 
-    if (a->BKV >= a->NKV && a->BKV % step != 0)
+    if (a->BKV % step != 0)
       {
-        g_ptr_array_add (k->adjustments, g_strdup_printf (_("the chunk of all %lld keys runs as one of %lld, the "
-                                                             "keys past %lld masked"), (long long) a->BKV,
-                                                           (long long) ((a->BKV + step - 1) / step * step),
-                                                           (long long) a->NKV));
-        a->BKV = (a->BKV + step - 1) / step * step;
+        g_ptr_array_add (k->adjustments,
+                         a->BKV >= a->NKV
+                           ? g_strdup_printf (_("the chunk of all %lld keys runs as one of %lld, the keys past %lld "
+                                                "masked"), (long long) a->BKV, (long long) up, (long long) a->NKV)
+                           : g_strdup_printf (_("chunks of %lld keys run as chunks of %lld (the tensor cores take "
+                                                "multiples of %lld)"), (long long) a->BKV, (long long) up,
+                                              (long long) step));
+        a->BKV = up;
       }
   }
   a->stages = MAX (2u, region->stages);

@@ -273,27 +273,74 @@ fresh_name (NapkinDiagram *d,
     }
 }
 
-/* The plan's region for the chain at the first tiles the kernel takes (the most query
- * rows and keys first: FlashAttention's shape on Hopper, keys by 64 above head size
- * 128 as the drawn d256 example has them); FALSE with *why from the last refusal. */
+/* The chain's sizes the tile rule reads: the contracted head size, the keys, the
+ * queries of a block's group and whether V is 8 bits. */
+typedef struct
+{
+  gint64   d, nq, nk, group;
+  gboolean fp8_pv, fp8;
+} ChainSizes;
+
+static void
+chain_sizes (NapkinPlanner *p,
+             const Chain   *c,
+             ChainSizes    *z)
+{
+  const NapkinTensorType *q = operand_type (p, c->qk, 0), *k = operand_type (p, c->qk, 1);
+  const NapkinTensorType *v = operand_type (p, c->pv, napkin_diagram_input_source (p->d, c->pv, 0) == (int) c->sm ? 1 : 0);
+  const NapkinTensorType *s = napkin_diagram_node_type (p->d, c->qk), *o = napkin_diagram_node_type (p->d, c->pv);
+  gboolean has_dtype = p->options != NULL && p->options->has_dtype;
+
+  memset (z, 0, sizeof *z);
+  z->group = 1;
+  if (q == NULL || k == NULL || v == NULL || s == NULL || o == NULL)
+    return;
+  for (guint i = 0; i < q->n_axes; i++)
+    {
+      gint64 size = napkin_diagram_axis_size (p->d, q->axes[i]);
+
+      if (!napkin_tensor_type_has_axis (s, q->axes[i]))
+        z->d = MAX (z->d, size);                       /* contracted: the head */
+      else if (!napkin_tensor_type_has_axis (k, q->axes[i]) && napkin_tensor_type_has_axis (o, q->axes[i]))
+        {
+          /* the queries, and the query heads of a group (GQA) */
+          if (size > z->nq)
+            {
+              z->group *= MAX (1, z->nq);
+              z->nq = size;
+            }
+          else
+            z->group *= size;
+        }
+    }
+  z->nk = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, napkin_diagram_node (p->d, c->sm)->axis));
+  z->fp8 = has_dtype ? napkin_dtype_bytes (p->options->dtype) == 1 : napkin_dtype_bytes (q->dtype) == 1;
+  z->fp8_pv = has_dtype ? z->fp8 : napkin_dtype_bytes (v->dtype) == 1;
+}
+
+/* The plan's region for the chain at the first tiles the kernel takes. First the tiles
+ * of the rule the drawn examples follow (docs/plan.md, "Attention kernels"): 128 query
+ * rows a block (decoding: the group's heads stacked on the queries), keys by 128 up to
+ * d 128, 112 to d 192, 80 above (fp8 P·V: 128), 3 stages up to d 128 and in decoding,
+ * else 2; then smaller ones. FALSE with *why from the last refusal. */
 static gboolean
 place_attention (NapkinPlanner *p,
                  const Chain   *c,
                  char         **why)
 {
-  const NapkinTensorType *q = operand_type (p, c->qk, 0);
-  gint64 d = 0;
+  ChainSizes z;
   g_autofree char *name = fresh_name (p->d, "attention");
   struct { gint64 rows, keys; guint stages; } tiles[] = {
     { 128, 128, 3 }, { 128, 64, 2 }, { 64, 128, 2 }, { 64, 64, 2 }, { 64, 32, 2 },
   };
+  gboolean decode;
 
-  /* the contracted head size */
-  for (guint i = 0; q != NULL && i < q->n_axes; i++)
-    if (!napkin_tensor_type_has_axis (napkin_diagram_node_type (p->d, c->qk), q->axes[i]))
-      d = MAX (d, napkin_diagram_axis_size (p->d, q->axes[i]));
-  if (d > 128 && q != NULL && napkin_dtype_bytes (q->dtype) > 1)
-    tiles[0].keys = 64;
+  chain_sizes (p, c, &z);
+  decode = z.nq <= 64 && z.nk >= 32 * z.nq;
+  tiles[0].keys = z.d <= 128 || z.fp8_pv ? 128 : z.d <= 192 ? 112 : 80;
+  tiles[0].stages = z.d <= 128 || decode ? 3 : 2;
+  if (z.fp8 && !decode)
+    tiles[0].stages = 2;
 
   for (guint t = 0; t < G_N_ELEMENTS (tiles); t++)
     {
