@@ -396,6 +396,8 @@ gi_operand (G     *g,
 
 /* ---------------------------------------------------------------- operations */
 
+static const char *cast_to (G *g, Value *v, const char *in);
+
 static void
 emit_rotate (G     *g,
              Value *v)
@@ -510,7 +512,8 @@ emit_attention (G     *g,
       cur = gi_emit_node (g, v, n, "mask", cur, value_node (g, mask, NULL));
     }
   else if (mask != NULL)
-    cur = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_ADD, "+ mask"), "bias", cur, value_node (g, mask, NULL));
+    cur = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_ADD, "+ mask"), "bias", cur,
+                        cast_to (g, v, value_node (g, mask, NULL)));
   n = napkin_node_new ("s", NAPKIN_OP_SOFTMAX);
   n->axis = g_strdup (key);
   n->label = g_strdup ("softmax");
@@ -537,6 +540,27 @@ emit_attention (G     *g,
   }
   n->label = g_strdup ("P·V");
   v->napkin = g_strdup (gi_emit_node (g, v, n, v->name, cur, vin));
+}
+
+/* Node `in` in v's element type: torch promotes bf16 + fp32 to fp32, the format casts
+ * explicitly (a cast node in front of the operand that differs). */
+static const char *
+cast_to (G          *g,
+         Value      *v,
+         const char *in)
+{
+  const NapkinTensorType *type = napkin_diagram_node_type (g->d, napkin_diagram_find_node (g->d, in));
+  g_autofree char *stem = NULL;
+  NapkinNode *n;
+
+  if (!type->valid || !v->has_dtype || type->dtype == v->dtype)
+    return in;
+  stem = g_strconcat (in, "_", napkin_dtype_to_string (v->dtype), NULL);
+  g_strdelimit (stem, "-", '_');
+  n = gi_map_node (NAPKIN_FN_CAST, "cast");
+  n->has_dtype = TRUE;
+  n->dtype = v->dtype;
+  return gi_emit_node (g, v, n, stem, in, NULL);
 }
 
 /* masked_fill / where as a mask: causal from a tril, a tensor mask from a boolean. */
@@ -698,9 +722,12 @@ emit_value (G      *g,
     case EMIT_MAP2:
       {
         static const char *const signs[] = { "+", "−", "·", "÷" };
+        const char *in1 = operand_node (g, v, 1, cuts);
 
+        if (in1 == NULL)
+          return NULL;
         n = gi_map_node (v->fn, v->fn <= NAPKIN_FN_DIV ? signs[v->fn] : napkin_fn_info (v->fn)->name);
-        return gi_emit_node (g, v, n, stem, in0, operand_node (g, v, 1, cuts));
+        return gi_emit_node (g, v, n, stem, cast_to (g, v, in0), cast_to (g, v, in1));
       }
     case EMIT_SCALE:
       n = gi_map_node (NAPKIN_FN_SCALE, "scale");
@@ -730,7 +757,10 @@ value_node (G      *g,
     return have;
   id = emit_value (g, v, ck[0] ? cuts : NULL);
   if (id == NULL)
-    return NULL;
+    {
+      g_debug ("no node for %s (emit %d)", v->name, v->emit);
+      return NULL;
+    }
   if (ck[0] == 0 && v->napkin == NULL)
     v->napkin = g_strdup (id);
   g_hash_table_insert (g->variants, g_strdup (key), g_strdup (id));

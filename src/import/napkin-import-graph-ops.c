@@ -164,10 +164,36 @@ key_axis (G     *g,
             }
           k = gi_alias (g, *col);
           gi_add_rename (g, v, operand, *col, k);
+          gi_hint (g, row, "s", 1);
           *col = k;
           return TRUE;
         }
   return TRUE;
+}
+
+/* Names for written-out attention's scores: the batch dims' atoms b, then h (and g
+ * for grouped heads), the summed one d, as SDPA's path names them. */
+static void
+attention_hints (G         *g,
+                 const int *batch,
+                 guint      nb,
+                 int        summed)
+{
+  static const char *const names[] = { "b", "h", "g" };
+  g_autoptr(GArray) atoms = g_array_new (FALSE, FALSE, sizeof (int));
+  guint skip;
+
+  for (guint i = 0; i < nb; i++)
+    gi_expand (g, batch[i], atoms);
+  skip = atoms->len < G_N_ELEMENTS (names) ? G_N_ELEMENTS (names) - atoms->len : 0;
+  /* two atoms are b and h, one is h */
+  if (atoms->len == 1)
+    skip = 1;
+  else if (atoms->len == 2)
+    skip = 0;
+  for (guint i = 0; i < atoms->len && i + skip < G_N_ELEMENTS (names); i++)
+    gi_hint (g, g_array_index (atoms, int, i), names[i + skip], 1);
+  gi_hint (g, summed, "d", 1);
 }
 
 /* Contraction of a[..., n, k] and b[..., k, m] (batch dims broadcast). */
@@ -199,6 +225,8 @@ matmul_dims (G     *g,
   col = b->dims[b->n_dims - 1];
   if (!key_axis (g, v, 1, a->dims[a->n_dims - 2], &col))
     return FALSE;
+  if (col != b->dims[b->n_dims - 1])
+    attention_hints (g, v->dims, nb, a->dims[a->n_dims - 1]);
   v->dims[nb] = a->dims[a->n_dims - 2];
   v->dims[nb + 1] = col;
   return TRUE;
@@ -292,9 +320,12 @@ einsum_dims (G     *g,
   /* the second operand's letters that repeat a class of the first's: the key axis */
   for (guint i = 0; outs[i]; i++)
     for (guint j = 0; j < i; j++)
-      if (v->dims[i] != NONE && v->dims[j] != NONE && gi_find (g, v->dims[i]) == gi_find (g, v->dims[j])
-          && !key_axis (g, v, 1, v->dims[j], &v->dims[i]))
-        return FALSE;
+      if (v->dims[i] != NONE && v->dims[j] != NONE && gi_find (g, v->dims[i]) == gi_find (g, v->dims[j]))
+        {
+          if (!key_axis (g, v, 1, v->dims[j], &v->dims[i]))
+            return FALSE;
+          attention_hints (g, v->dims, j, NONE);
+        }
   return TRUE;
 }
 
@@ -691,6 +722,7 @@ pass1_getitem (G     *g,
         }
       gi_set_src (g, v, 0, gi_src (g, a, 0));
       v->emit = EMIT_PART;
+      v->stem = gi_lhs_name (a->code, index);
       gi_restrict_dim (g, v, gi_src (g, a, 0), a->axis_dim, start, end, g_str_equal (a->base, "unbind"));
       return;
     }
@@ -763,6 +795,7 @@ pass1_part (G     *g,
       return;
     }
   v->emit = EMIT_PART;
+  v->stem = gi_lhs_name (v->code, sel ? start : -1);
   gi_restrict_dim (g, v, a, dim, start, end, sel);
 }
 

@@ -745,13 +745,38 @@ gi_sweep (G *g)
 
 /* After pass 1: a value read only by splits and parts (a fused projection) is not
  * emitted whole; its parts are (docs/import.md, "Parts of a projection"). */
+static gboolean
+carries_cut (G          *g,
+             Value      *v,
+             GHashTable *cut)
+{
+  g_autoptr(GArray) atoms = g_array_new (FALSE, FALSE, sizeof (int));
+
+  for (guint i = 0; i < v->n_dims; i++)
+    gi_expand (g, v->dims[i], atoms);
+  for (guint i = 0; i < atoms->len; i++)
+    if (g_hash_table_contains (cut, GINT_TO_POINTER (gi_find (g, g_array_index (atoms, int, i)) + 1)))
+      return TRUE;
+  return FALSE;
+}
+
 void
 gi_find_lazy (G *g)
 {
+  g_autoptr(GHashTable) cut = g_hash_table_new (NULL, NULL);
+
+  /* the atoms some part cuts: only what carries one is computed in parts */
+  for (guint i = 0; i < g->values->len; i++)
+    {
+      Value *v = g->values->pdata[i];
+
+      for (guint k = 0; v->emit == EMIT_PART && v->cuts != NULL && k < v->cuts->len; k++)
+        g_hash_table_add (cut, GINT_TO_POINTER (gi_find (g, g_array_index (v->cuts, Restrict, k).atom) + 1));
+    }
   for (guint i = g->values->len; i > 0; i--)
     {
       Value *v = g->values->pdata[i - 1];
-      gboolean whole = v->is_output || v->readers->len == 0;
+      gboolean whole = v->is_output || v->readers->len == 0 || !carries_cut (g, v, cut);
 
       if (v->emit == EMIT_SKIP || v->emit == EMIT_TUPLE)
         continue;

@@ -210,8 +210,8 @@ gi_arg_value (G          *g,
   return gi_value (g, gi_arg (v, i, key));
 }
 
-/* The name a line of code gives the index-th value it makes: `q, k, v = …` → "k";
- * `x1 = …` → "x1" for any index; NULL otherwise. */
+/* The name a line of code gives the index-th value it makes: `q, k, v = …` → "k" for
+ * index 1; with index −1, `x1 = …` → "x1"; NULL otherwise. */
 char *
 gi_lhs_name (const char *code,
              gint64      index)
@@ -228,9 +228,9 @@ gi_lhs_name (const char *code,
     return NULL;
   lhs = g_match_info_fetch (m, 1);
   names = g_strsplit (lhs, ",", -1);
-  if (g_strv_length (names) == 1)
+  if (g_strv_length (names) == 1 && index < 0)
     return g_strstrip (g_strdup (names[0]));
-  if (index < 0 || index >= g_strv_length (names))
+  if (g_strv_length (names) == 1 || index < 0 || index >= g_strv_length (names))
     return NULL;
   return g_strstrip (g_strdup (names[index]));
 }
@@ -596,7 +596,7 @@ pass1 (G *g)
       if (v->emit == EMIT_INPUT)
         {
           if (v->hoisted)
-            v->stem = gi_lhs_name (v->code, 0);
+            v->stem = gi_lhs_name (v->code, -1);
           input_dims (g, v);
           continue;
         }
