@@ -56,6 +56,9 @@ gi_hint (G          *g,
 
   if (c == NONE)
     return;
+  /* a composite's name goes to its outermost atom (the key heads of [h, g]) */
+  while (gi_cls (g, gi_find (g, c))->kids != NULL)
+    c = g_array_index (gi_cls (g, gi_find (g, c))->kids, int, 0);
   k = gi_cls (g, gi_find (g, c));
   if (prio > k->prio)
     {

@@ -171,8 +171,8 @@ key_axis (G     *g,
   return TRUE;
 }
 
-/* Names for written-out attention's scores: the batch dims' atoms b, then h (and g
- * for grouped heads), the summed one d, as SDPA's path names them. */
+/* Names for written-out attention's scores: the batch dims' atoms b, h, g (grouped
+ * heads), the summed one d, as SDPA's path names them. */
 static void
 attention_hints (G         *g,
                  const int *batch,
@@ -181,18 +181,11 @@ attention_hints (G         *g,
 {
   static const char *const names[] = { "b", "h", "g" };
   g_autoptr(GArray) atoms = g_array_new (FALSE, FALSE, sizeof (int));
-  guint skip;
 
   for (guint i = 0; i < nb; i++)
     gi_expand (g, batch[i], atoms);
-  skip = atoms->len < G_N_ELEMENTS (names) ? G_N_ELEMENTS (names) - atoms->len : 0;
-  /* two atoms are b and h, one is h */
-  if (atoms->len == 1)
-    skip = 1;
-  else if (atoms->len == 2)
-    skip = 0;
-  for (guint i = 0; i < atoms->len && i + skip < G_N_ELEMENTS (names); i++)
-    gi_hint (g, g_array_index (atoms, int, i), names[i + skip], 1);
+  for (guint i = 0; i < atoms->len && i < G_N_ELEMENTS (names); i++)
+    gi_hint (g, g_array_index (atoms, int, i), names[i], 1);
   gi_hint (g, summed, "d", 1);
 }
 
@@ -213,6 +206,8 @@ matmul_dims (G     *g,
     }
   if (!unite_or_rename (g, v, 1, b->dims[b->n_dims - 2], a->dims[a->n_dims - 1]))
     return FALSE;
+  if (v->renames != NULL)
+    gi_hint (g, b->dims[b->n_dims - 1], "dv", 1);   /* P·V: the values' own dimension */
   for (guint i = 0; i < nb; i++)
     {
       int ia = (int) i - (int) (nb - (a->n_dims - 2)), ib = (int) i - (int) (nb - (b->n_dims - 2));
@@ -577,6 +572,19 @@ pass1_softmax (G     *g,
   gi_copy_dims (v, a);
   gi_set_src (g, v, 0, a);
   v->emit = EMIT_SOFTMAX;
+  /* the scores of a written-out attention: their product's axes named as SDPA's are */
+  while (a != NULL && a->src[0] >= 0 && a->emit != EMIT_CONTRACT
+         && (a->emit == EMIT_VIEW || a->emit == EMIT_CAST || a->emit == EMIT_SCALE || a->emit == EMIT_MASK
+             || a->emit == EMIT_MAP2 || a->emit == EMIT_MAP1))
+    a = gi_src (g, a, 0);
+  if (a != NULL && a->emit == EMIT_CONTRACT && a->n_dims >= 3 && gi_src (g, a, 0) != NULL
+      && !g_str_equal (a->base, "linear"))
+    {
+      Value *q = gi_src (g, a, 0);
+
+      attention_hints (g, a->dims, a->n_dims - 2, q->dims[q->n_dims - 1]);
+      gi_hint (g, a->dims[a->n_dims - 2], "s", 0);
+    }
 }
 
 /* layer_norm, native_layer_norm, rms_norm over the last dimension, with weight and bias. */

@@ -694,7 +694,15 @@ emit_outputs (G *g)
         }
       axes = gi_atom_names (g, v);
       tensor = napkin_import_fresh_name (g->d, NAPKIN_ITEM_TENSOR, want ? want : v->name);
-      napkin_import_add_tensor (g->d, tensor, axes, v->dtype, NULL);
+      {
+        json_object *extra = json_object_new_object ();
+        json_object *source = json_object_new_object ();
+
+        /* the graph value it holds (docs/import.md, "Graph JSON") */
+        json_object_object_add (source, "node", json_object_new_string (v->name));
+        json_object_object_add (extra, "source", source);
+        napkin_import_add_tensor (g->d, tensor, axes, v->dtype, extra);
+      }
       n = napkin_node_new ("o", NAPKIN_OP_OUTPUT);
       n->tensor = g_strdup (tensor);
       n->label = g_strdup (tensor);
