@@ -129,6 +129,23 @@ refine (G      *g,
   return TRUE;
 }
 
+/* y joins x (the root ra): the stronger name and the key-axis copy carry over. */
+static void
+merge (Class *x,
+       int    ra,
+       Class *y)
+{
+  y->parent = ra;
+  if (x->alias == NONE)
+    x->alias = y->alias;
+  if (y->prio > x->prio)
+    {
+      g_free (x->hint);
+      x->hint = g_steal_pointer (&y->hint);
+      x->prio = y->prio;
+    }
+}
+
 gboolean
 gi_unite (G     *g,
           Value *v,
@@ -158,15 +175,7 @@ gi_unite (G     *g,
 
       gi_expand (g, ra, ea);
       gi_expand (g, rb, eb);
-      y->parent = ra;
-      if (x->alias == NONE)
-        x->alias = y->alias;
-      if (y->prio > x->prio)
-        {
-          g_free (x->hint);
-          x->hint = g_steal_pointer (&y->hint);
-          x->prio = y->prio;
-        }
+      merge (x, ra, y);
       return refine (g, v, ea, eb);
     }
   /* the composite side (if any) stays the root; the older class otherwise */
@@ -178,15 +187,7 @@ gi_unite (G     *g,
       x = y, ra = rb;
       y = t, rb = r;
     }
-  y->parent = ra;
-  if (x->alias == NONE)
-    x->alias = y->alias;
-  if (y->prio > x->prio)
-    {
-      g_free (x->hint);
-      x->hint = g_steal_pointer (&y->hint);
-      x->prio = y->prio;
-    }
+  merge (x, ra, y);
   return TRUE;
 }
 
