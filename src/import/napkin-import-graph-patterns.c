@@ -439,6 +439,37 @@ find_mask (G     *g,
   v->rewritten = TRUE;
 }
 
+/* scores + torch.full((s, s), -inf).triu(1) (a causal mask written additively, as
+ * Llama's reference code builds it): `mask causal` keeping j ≤ i + k − 1. Views that
+ * keep the last two dimensions are allowed; slices are not. */
+static void
+find_additive_causal (G     *g,
+                      Value *v)
+{
+  for (guint side = 0; side < 2; side++)
+    {
+      Value *x = gi_arg_value (g, v, side, side ? "other" : "self");
+      Value *m = gi_strip_views (g, gi_arg_value (g, v, 1 - side, side ? "self" : "other"));
+      Value *full;
+      gint64 diag;
+      double c;
+
+      if (x == NULL || m == NULL || !x->user_dep || m->user_dep || m->target == NULL || !g_str_equal (m->base, "triu")
+          || !gi_arg_int (m, 1, "diagonal", 0, &diag) || (full = gi_arg_value (g, m, 0, "self")) == NULL
+          || full->target == NULL || !g_str_equal (full->base, "full")
+          || !gi_scalar_of (g, gi_arg (full, 1, "fill_value"), &c) || !(c <= -1e4))
+        continue;
+      v->mask.kind = MASK_TRIL;
+      v->mask.offset = diag - 1;
+      v->mask.tensor = -1;
+      v->emit = EMIT_MASK;
+      v->src[0] = gi_value_index (g, x);
+      v->src[1] = -1;
+      v->rewritten = TRUE;
+      return;
+    }
+}
+
 /* scaled_dot_product_attention reads q, k, v and its mask: a tril (causal), a
  * boolean tensor (a mask), a float tensor (added to the scores). */
 static void
@@ -679,6 +710,8 @@ gi_find_patterns (G *g)
         find_mask (g, v);
       else if (g_str_equal (v->base, "scaled_dot_product_attention"))
         find_attention (g, v);
+      else if (g_str_equal (v->base, "add"))
+        find_additive_causal (g, v);
       else if (g_str_equal (v->base, "mul") || g_str_equal (v->base, "div"))
         {
           find_rmsnorm (g, v);
