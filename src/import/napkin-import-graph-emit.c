@@ -341,6 +341,15 @@ emit_input (G      *g,
   json_object_object_add (extra, "source", source);
   g_strdelimit (stem, ".", '_');
   tensor = napkin_import_fresh_name (g->d, NAPKIN_ITEM_TENSOR, stem);
+  if (v->hoisted)
+    {
+      g_autofree char *place = gi_where (g, v);
+
+      gi_note (g, _("“%s” is computed from parameters alone at %s: an input of the diagram."), tensor, place);
+    }
+  else if (tag[0])
+    gi_note (g, _("%s is used in parts: each is its own input (its “source” says which rows or columns)."),
+             v->param ? v->param : v->name);
   napkin_import_add_tensor (g->d, tensor, axes, v->is_bool ? NAPKIN_DTYPE_INT8 : v->dtype, extra);
   n = napkin_node_new ("i", NAPKIN_OP_INPUT);
   n->tensor = tensor;

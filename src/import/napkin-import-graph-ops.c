@@ -1171,10 +1171,10 @@ instead_of (const char *base)
     { "std", N_("use F.layer_norm") },
     { "log_softmax", N_("return the scores and take log_softmax outside the module") },
     { "baddbmm", N_("write torch.bmm(a, b) * alpha + bias") },
-    { "masked_fill", N_("masked_fill is covered on attention scores with -inf (or a large negative number) "
-                        "where a causal tril buffer or a boolean tensor says so") },
-    { "where", N_("where is covered on attention scores: where(keep, scores, -inf) with a tril buffer or a "
-                  "boolean tensor") },
+    { "masked_fill", N_("write masked_fill(~keep, -inf) (or finfo.min) with keep a tril (buffer or torch.tril) "
+                        "or a boolean tensor of the kept positions") },
+    { "where", N_("write where(keep, scores, -inf) (or finfo.min) with keep a tril (buffer or torch.tril) or "
+                  "a boolean tensor of the kept positions") },
     { "cumsum", N_("compute it outside the module") },
   };
 

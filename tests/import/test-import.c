@@ -325,6 +325,15 @@ test_graph_errors (void)
       " \"kwargs\": {}, \"shape\": [8, 8], \"dtype\": \"fp32\", \"line\": 3},"
       "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"y\"}]}]}",
       "1 operation cannot be imported (docs/import.md):\n  graph node “t”: t would give a result with one axis twice" },
+    { "{\"format\": \"napkin-graph\", \"version\": 1, \"nodes\": ["
+      "{\"name\": \"x\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [2, 8, 8], \"dtype\": \"fp32\"},"
+      "{\"name\": \"pad\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [2, 1, 8], \"dtype\": \"bool\"},"
+      "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.masked_fill.Scalar\", "
+      "\"args\": [{\"node\": \"x\"}, {\"node\": \"pad\"}, {\"repr\": \"-inf\"}],"
+      " \"kwargs\": {}, \"shape\": [2, 8, 8], \"dtype\": \"fp32\", \"line\": 5, \"code\": \"y = x.masked_fill(pad, -inf)\"},"
+      "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"y\"}]}]}",
+      "line 5 (forward: y = x.masked_fill(pad, -inf)): masked_fill is outside the covered set; write "
+      "masked_fill(~keep, -inf)" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
