@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """A Qwen2-style attention written out as many research codebases do: q/k/v with
-bias, rotary with cos/sin passed in, the key and value heads repeated with
+bias, rotary with cos/sin passed in (rotate_half by chunk), the key and value heads repeated with
 torch.repeat_interleave, the causal mask built in forward as triu(full(-inf), 1)
 and added to the scores, softmax in fp32 and type_as back. Qwen2-7B's sizes."""
 
@@ -11,8 +11,7 @@ import torch.nn.functional as F
 
 
 def rotate_half(x):
-    x1 = x[..., : x.shape[-1] // 2]
-    x2 = x[..., x.shape[-1] // 2 :]
+    x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
 
 
