@@ -78,7 +78,7 @@ gi_need (G     *g,
       gi_refuse (g, v, _("reads a number held in a tensor"), _("write the number itself"));
       return FALSE;
     }
-  if (a->is_bool)
+  if (a->is_bool && !v->is_bool)
     {
       gi_refuse (g, v, _("reads a boolean tensor"),
                  _("booleans are covered as attention masks: masked_fill(~keep, -inf), where(keep, x, -inf) or "

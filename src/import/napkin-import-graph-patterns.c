@@ -383,7 +383,12 @@ gi_mask_of (G        *g,
     {
       Value *a = gi_arg_value (g, v, 0, "self");
 
-      return a != NULL && gi_mask_of (g, a, m);
+      if (a == NULL || !gi_mask_of (g, a, m))
+        return FALSE;
+      /* a tensor mask is read as the view lays it out (pad[:, None, None, :]) */
+      if (m->kind == MASK_TENSOR && v->is_bool)
+        m->tensor = gi_value_index (g, v);
+      return TRUE;
     }
   if (v->is_bool && !v->user_dep)
     {
@@ -484,15 +489,9 @@ find_attention (G     *g,
     {
       if (mask == NULL)
         return;
-      if (mask->is_bool || mask->target == NULL || !mask->user_dep)
-        {
-          if (!gi_mask_of (g, mask, &info) || info.invert || info.kind == MASK_TRIU)
-            {
-              if (mask->is_bool)
-                return;
-              info.kind = MASK_NONE;
-            }
-        }
+      /* a float mask is added to the scores whatever it holds; a boolean one keeps */
+      if (mask->is_bool && (!gi_mask_of (g, mask, &info) || info.invert || info.kind == MASK_TRIU))
+        return;
     }
   v->emit = EMIT_ATTENTION;
   v->src[0] = gi_value_index (g, gi_arg_value (g, v, 0, "query"));

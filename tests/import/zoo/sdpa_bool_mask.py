@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Self-attention through scaled_dot_product_attention with a boolean padding mask
-(True = attend), as encoders pass one."""
+"""Self-attention through scaled_dot_product_attention with a boolean key padding mask
+(True = attend), broadcast over heads and queries as encoders pass it."""
 
 import torch
 import torch.nn as nn
@@ -21,14 +21,14 @@ class MaskedSelfAttention(nn.Module):
         q = self.q(x).view(b, s, self.heads, -1).transpose(1, 2)
         k = self.k(x).view(b, s, self.heads, -1).transpose(1, 2)
         v = self.v(x).view(b, s, self.heads, -1).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :])
         return self.proj(y.transpose(1, 2).reshape(b, s, d))
 
 
 def keep_mask(b, s):
     keep = torch.ones(b, s, dtype=torch.bool)
     keep[1::2, s - s // 4:] = False
-    return keep[:, None, None, :].expand(b, 1, s, s).contiguous()
+    return keep
 
 
 def build(small=False, dtype="bfloat16"):
