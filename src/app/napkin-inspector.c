@@ -849,12 +849,13 @@ build_node (NapkinInspector *self,
             for (guint i = 0; i < NAPKIN_N_FNS; i++)
               fns[i] = napkin_fn_info (i)->name;
             add_row (self, _("_Function"), field_dropdown (self, FIELD_FN, node->id, fns, node->fn), "field-fn");
-            if (node->fn == NAPKIN_FN_SCALE)
+            if (node->fn == NAPKIN_FN_SCALE || node->fn == NAPKIN_FN_SHIFT)
               {
                 char alpha[G_ASCII_DTOSTR_BUF_SIZE];
 
                 g_ascii_dtostr (alpha, sizeof alpha, node->alpha);
-                add_row (self, _("_Factor"), field_entry (self, FIELD_ALPHA, node->id, alpha), "field-alpha");
+                add_row (self, node->fn == NAPKIN_FN_SHIFT ? _("_Constant") : _("_Factor"),
+                         field_entry (self, FIELD_ALPHA, node->id, alpha), "field-alpha");
               }
             if (node->fn == NAPKIN_FN_EXP)
               add_exp_fma_row (self, node);

@@ -339,6 +339,8 @@ map_expr (const NapkinNode *node,
     case NAPKIN_FN_SQRT: return g_strdup_printf ("sqrtf (%s)", x);
     case NAPKIN_FN_RSQRT: return g_strdup_printf ("rsqrtf (%s)", x);
     case NAPKIN_FN_CAST: return _napkin_cuda_cast_expr (node->dtype, x);
+    case NAPKIN_FN_GELU_TANH: return g_strdup_printf ("napkin_gelu_tanh (%s)", x);
+    case NAPKIN_FN_SHIFT: return g_strdup_printf ("(%s + %s)", x, alpha);
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();

@@ -187,6 +187,8 @@ print_compute (Pseudo             *S,
     case NAPKIN_COMPUTE_MAP:
       if (node->fn == NAPKIN_FN_SCALE)
         out (S, "%s ← %g·%s", dst, node->alpha, a);
+      else if (node->fn == NAPKIN_FN_SHIFT)
+        out (S, "%s ← %s + %g", dst, a, node->alpha);
       else if (b != NULL)
         out (S, "%s ← %s(%s, %s)", dst, napkin_fn_info (node->fn)->name, a, b);
       else

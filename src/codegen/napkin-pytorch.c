@@ -227,6 +227,14 @@ map_expr (const NapkinNode *node,
   switch (node->fn)
     {
     case NAPKIN_FN_GELU:  expr = g_strdup_printf ("F.gelu(%s)", a); break;
+    case NAPKIN_FN_GELU_TANH: expr = g_strdup_printf ("F.gelu(%s, approximate='tanh')", a); break;
+    case NAPKIN_FN_SHIFT:
+      {
+        g_autofree char *alpha = number (node->alpha);
+
+        expr = g_strdup_printf ("%s + %s", a, alpha);
+        break;
+      }
     case NAPKIN_FN_SILU:  expr = g_strdup_printf ("F.silu(%s)", a); break;
     case NAPKIN_FN_RELU:  expr = g_strdup_printf ("F.relu(%s)", a); break;
     case NAPKIN_FN_NEG:   expr = g_strdup_printf ("-%s", a); break;

@@ -91,7 +91,7 @@ node_to_json (const NapkinNode *node)
       json_object_object_add (obj, "fn", json_object_new_string (napkin_fn_info (node->fn)->name));
       if (node->out != NULL)
         json_object_object_add (obj, "out", strv_to_json (node->out));
-      if (node->fn == NAPKIN_FN_SCALE)
+      if (node->fn == NAPKIN_FN_SCALE || node->fn == NAPKIN_FN_SHIFT)
         json_object_object_add (obj, "alpha", double_to_json (node->alpha));
       put_exp_unit (obj, node);
       break;

@@ -44,6 +44,8 @@ static const NapkinFnInfo fn_infos[NAPKIN_N_FNS] = {
   { "sqrt",    1, 1, 1 },
   { "rsqrt",   1, 1, 1 },
   { "cast",    1, 0, 0 },
+  { "gelu_tanh", 1, 7, 1 },
+  { "shift",   1, 1, 0 },
 };
 
 static const char *reduce_names[NAPKIN_N_REDUCES] = { "sum", "max", "mean" };

@@ -72,6 +72,8 @@ typedef enum
   NAPKIN_FN_SQRT,
   NAPKIN_FN_RSQRT,
   NAPKIN_FN_CAST,
+  NAPKIN_FN_GELU_TANH,  /* GELU's tanh approximation (torch's approximate='tanh') */
+  NAPKIN_FN_SHIFT,      /* x + alpha */
   NAPKIN_N_FNS
 } NapkinMapFn;
 

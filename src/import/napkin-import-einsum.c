@@ -837,7 +837,7 @@ mask_node (Ctx   *c,
   return g_steal_pointer (&node);
 }
 
-/* A map: its arity checked, scale's factor, cast's element type. */
+/* A map: its arity checked, scale's factor, shift's constant, cast's element type. */
 static NapkinNode *
 map_node (Line       *l,
           Chain      *ch,
@@ -855,13 +855,14 @@ map_node (Line       *l,
     }
   node = napkin_node_new (ch->result, NAPKIN_OP_MAP);
   node->fn = map_fn;
-  if (map_fn == NAPKIN_FN_SCALE)
+  if (map_fn == NAPKIN_FN_SCALE || map_fn == NAPKIN_FN_SHIFT)
     {
       const Arg *alpha = find_arg (ch->args, "alpha", 0);
 
       if (alpha == NULL)
         {
-          fail_at (l, ch->fn_column, _("scale needs its factor, as in scale(0.125)"));
+          fail_at (l, ch->fn_column, map_fn == NAPKIN_FN_SCALE ? _("scale needs its factor, as in scale(0.125)")
+                                                                : _("shift needs its constant, as in shift(1e-6)"));
           return NULL;
         }
       if (!number_arg (l, alpha, &node->alpha))

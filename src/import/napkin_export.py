@@ -99,6 +99,29 @@ def _meta(node):
     return {"shape": shape, "dtype": _dtype_name(val.dtype)}
 
 
+def _describe_constant(value):
+    """What a buffer or constant holds, where the importer can use it without the data
+    (docs/import.md, "Masks"): "value" for one element, "pattern" for tril/triu of ones."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return {}
+    if value.numel() == 1:
+        v = value.reshape(()).item()
+        if isinstance(v, bool):
+            v = 1.0 if v else 0.0
+        return {"value": _arg(float(v))}
+    if value.dim() < 2 or value.shape[-1] != value.shape[-2] or value.is_complex():
+        return {}
+    nz = value != 0
+    ones = torch.ones(value.shape[-2:], dtype=torch.bool, device=value.device)
+    for kind, fn in (("tril", torch.tril), ("triu", torch.triu)):
+        for diagonal in (0, 1, -1):
+            if torch.equal(nz, fn(ones, diagonal).expand_as(nz)):
+                return {"pattern": {"kind": kind, "diagonal": diagonal}}
+    return {}
+
+
 def _target_name(target):
     name = str(target)
     if name.startswith("<built-in function "):
@@ -106,19 +129,31 @@ def _target_name(target):
     return name
 
 
-def export_graph(module, args, kwargs=None, dims=None, source_file=None, output_names=None):
-    """The graph JSON object of module(*args, **kwargs) (docs/import.md, "Graph JSON")."""
+def export_program(module, args, kwargs=None):
+    """torch.export of module(*args, **kwargs) in eval mode, as export_graph reads it."""
     import torch
 
     module.eval()
     with torch.no_grad():
-        ep = torch.export.export(module, tuple(args), kwargs=kwargs or {}, strict=False)
+        return torch.export.export(module, tuple(args), kwargs=kwargs or {}, strict=False)
+
+
+def export_graph(module, args, kwargs=None, dims=None, source_file=None, output_names=None, program=None):
+    """The graph JSON object of module(*args, **kwargs) (docs/import.md, "Graph JSON");
+    `program` is its torch.export program when the caller made it already."""
+    import torch
+
+    ep = program if program is not None else export_program(module, args, kwargs)
     roles = {}
+    constants = {}
     for spec in ep.graph_signature.input_specs:
         kind = str(spec.kind).split(".")[-1].lower()
         role = {"user_input": "input", "parameter": "parameter", "buffer": "buffer",
                 "constant_tensor": "buffer"}.get(kind, kind)
         roles[spec.arg.name] = (role, spec.target)
+        if role == "buffer" and spec.target is not None:
+            value = ep.state_dict.get(spec.target, ep.constants.get(spec.target))
+            constants[spec.arg.name] = _describe_constant(value)
     user_outputs = [spec.arg.name for spec in ep.graph_signature.output_specs
                     if str(spec.kind).split(".")[-1].lower() == "user_output"]
 
@@ -133,6 +168,7 @@ def export_graph(module, args, kwargs=None, dims=None, source_file=None, output_
             entry.update(_meta(node))
             if dims and role == "input" and node.name in dims:
                 entry["dims"] = list(dims[node.name])
+            entry.update(constants.get(node.name, {}))
         elif node.op == "call_function":
             entry["target"] = _target_name(node.target)
             entry["args"] = _arg(list(node.args))

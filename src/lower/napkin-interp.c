@@ -626,6 +626,8 @@ apply_fn (const NapkinNode *node,
     case NAPKIN_FN_SQRT: return sqrt (x);
     case NAPKIN_FN_RSQRT: return 1.0 / sqrt (x);
     case NAPKIN_FN_CAST: return napkin_round_to_dtype (x, node->dtype);
+    case NAPKIN_FN_GELU_TANH: return 0.5 * x * (1.0 + tanh (0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case NAPKIN_FN_SHIFT: return x + node->alpha;
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();

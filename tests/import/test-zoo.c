@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "napkin-import.h"
+#include "napkin-interp.h"
+#include "napkin-ir.h"
+#include "napkin-validate.h"
+
+/* The model zoo (tests/import/zoo, docs/import.md "The model zoo"): each module's
+ * stored graph imports unedited, its diagram's counts are pinned, and the diagram of
+ * its small graph, run in the interpreter on the module's own inputs and parameters
+ * filled by regenerate.py's formula, gives the module's output. No torch needed. */
+
+typedef struct
+{
+  const char *name;
+  /* the diagram of NAME.graph.json: operations by kind (input output contract map
+   * reduce softmax normalize rearrange mask) and its axes with their sizes */
+  guint       ops[NAPKIN_N_OPS];
+  const char *axes;
+} Zoo;
+
+/* NAPKIN_ZOO_PRINT=1 prints these rows from the stored graphs. */
+static const Zoo zoo[] = {
+#include "zoo/expected.h"
+};
+
+static char *
+zoo_path (const char *name,
+          const char *suffix)
+{
+  g_autofree char *file = g_strconcat (name, suffix, NULL);
+
+  return g_test_build_filename (G_TEST_DIST, "import", "zoo", file, NULL);
+}
+
+static char *
+axes_of (NapkinDiagram *d)
+{
+  GString *s = g_string_new (NULL);
+
+  for (guint i = 0; i < napkin_diagram_n_axes (d); i++)
+    g_string_append_printf (s, "%s%s=%" G_GINT64_FORMAT, i ? " " : "", napkin_diagram_axis (d, i)->name,
+                            napkin_diagram_axis (d, i)->size);
+  return g_string_free (s, FALSE);
+}
+
+static NapkinDiagram *
+import_zoo (const char *name,
+            const char *suffix,
+            char      **text)
+{
+  g_autofree char *path = zoo_path (name, suffix);
+  g_autoptr(GError) error = NULL;
+  gsize length;
+  NapkinDiagram *d;
+
+  g_assert_true (g_file_get_contents (path, text, &length, &error));
+  d = napkin_import_graph (*text, length, path, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (d);
+  g_assert_true (napkin_diagram_validate (d, &error));
+  g_assert_no_error (error);
+  return d;
+}
+
+static void
+test_counts (gconstpointer data)
+{
+  const Zoo *z = data;
+  g_autofree char *text = NULL;
+  g_autoptr(NapkinDiagram) d = import_zoo (z->name, ".graph.json", &text);
+  g_autofree char *axes = axes_of (d);
+  guint ops[NAPKIN_N_OPS] = { 0 };
+
+  for (guint i = 0; i < napkin_diagram_n_nodes (d); i++)
+    ops[napkin_diagram_node (d, i)->kind]++;
+  if (g_getenv ("NAPKIN_ZOO_PRINT") != NULL)
+    {
+      g_print ("  { \"%s\", { %u, %u, %u, %u, %u, %u, %u, %u, %u },\n    \"%s\" },\n", z->name, ops[0], ops[1], ops[2],
+               ops[3], ops[4], ops[5], ops[6], ops[7], ops[8], axes);
+      return;
+    }
+  for (guint k = 0; k < NAPKIN_N_OPS; k++)
+    if (ops[k] != z->ops[k])
+      g_error ("%s: %u %s operations, %u pinned", z->name, ops[k], napkin_op_kind_to_string (k), z->ops[k]);
+  g_assert_cmpstr (axes, ==, z->axes);
+}
+
+/* ---------------------------------------------------------------- the values */
+
+static guint64
+fnv1a64 (const char *s)
+{
+  guint64 h = G_GUINT64_CONSTANT (0xcbf29ce484222325);
+
+  for (; *s; s++)
+    h = (h ^ (guchar) *s) * G_GUINT64_CONSTANT (0x100000001b3);
+  return h;
+}
+
+/* regenerate.py's uniform draw in [-1, 1) for element i of the parameter `name` */
+static double
+uniform (guint64 h,
+         gint64  i)
+{
+  guint64 z = h + (guint64) (i + 1) * G_GUINT64_CONSTANT (0x9E3779B97F4A7C15);
+
+  z = (z ^ (z >> 30)) * G_GUINT64_CONSTANT (0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * G_GUINT64_CONSTANT (0x94D049BB133111EB);
+  z ^= z >> 31;
+  return (double) (z >> 11) * ldexp (1.0, -53) * 2.0 - 1.0;
+}
+
+static double
+number (json_object *x)
+{
+  const char *s;
+
+  if (!json_object_is_type (x, json_type_string))
+    return json_object_get_double (x);
+  s = json_object_get_string (x);
+  return g_str_equal (s, "-inf") ? -INFINITY : g_str_equal (s, "inf") ? INFINITY : NAN;
+}
+
+/* The whole value of graph node `node`: stored in the check, else a parameter's fill. */
+static double *
+node_values (json_object *graph_node,
+             json_object *values,
+             gint64      *shape,
+             guint       *rank,
+             gint64      *n)
+{
+  json_object *shape_json = json_object_object_get (graph_node, "shape");
+  const char *name = json_object_get_string (json_object_object_get (graph_node, "name"));
+  json_object *stored = json_object_object_get (values, name);
+  double *out;
+
+  *rank = json_object_array_length (shape_json);
+  *n = 1;
+  for (guint k = 0; k < *rank; k++)
+    *n *= shape[k] = json_object_get_int64 (json_object_array_get_idx (shape_json, k));
+  out = g_new (double, *n);
+  if (stored != NULL)
+    {
+      g_assert_cmpint (json_object_array_length (stored), ==, *n);
+      for (gint64 i = 0; i < *n; i++)
+        out[i] = number (json_object_array_get_idx (stored, i));
+      return out;
+    }
+  {
+    const char *target = json_object_get_string (json_object_object_get (graph_node, "target"));
+    guint64 h = fnv1a64 (name);
+
+    g_assert_cmpstr (json_object_get_string (json_object_object_get (graph_node, "role")), ==, "parameter");
+    for (gint64 i = 0; i < *n; i++)
+      {
+        double u = uniform (h, i);
+
+        out[i] = *rank >= 2 ? u / sqrt ((double) shape[*rank - 1])
+                 : *rank == 1 && g_str_has_suffix (target, "weight") ? 1.0 + 0.1 * u
+                 : *rank == 1 ? 0.1 * u : u;
+      }
+  }
+  return out;
+}
+
+/* The box `slices` of a row-major array of `shape`, row-major. */
+static void
+take_box (const double *all,
+          const gint64 *shape,
+          guint         rank,
+          json_object  *slices,
+          double       *out,
+          gint64        n_out)
+{
+  gint64 lo[NAPKIN_MAX_RANK], hi[NAPKIN_MAX_RANK], idx[NAPKIN_MAX_RANK];
+
+  for (guint k = 0; k < rank; k++)
+    lo[k] = 0, hi[k] = shape[k], idx[k] = 0;
+  for (guint s = 0; slices != NULL && s < json_object_array_length (slices); s++)
+    {
+      json_object *sl = json_object_array_get_idx (slices, s);
+      int dim = json_object_get_int (json_object_object_get (sl, "dim"));
+
+      lo[dim] = json_object_get_int64 (json_object_object_get (sl, "start"));
+      hi[dim] = json_object_get_int64 (json_object_object_get (sl, "end"));
+    }
+  for (gint64 i = 0; i < n_out; i++)
+    {
+      gint64 flat = 0;
+
+      for (guint k = 0; k < rank; k++)
+        flat = flat * shape[k] + lo[k] + idx[k];
+      out[i] = all[flat];
+      for (int k = (int) rank - 1; k >= 0; k--)
+        if (++idx[k] < hi[k] - lo[k])
+          break;
+        else
+          idx[k] = 0;
+    }
+}
+
+static gboolean
+is_output (NapkinDiagram *d,
+           guint          t)
+{
+  for (guint i = 0; i < napkin_diagram_n_nodes (d); i++)
+    if (napkin_diagram_node (d, i)->kind == NAPKIN_OP_OUTPUT
+        && g_strcmp0 (napkin_diagram_node (d, i)->tensor, napkin_diagram_tensor (d, t)->name) == 0)
+      return TRUE;
+  return FALSE;
+}
+
+static json_object *
+graph_node (json_object *root,
+            const char  *name)
+{
+  json_object *nodes = json_object_object_get (root, "nodes");
+
+  for (guint i = 0; i < json_object_array_length (nodes); i++)
+    if (g_strcmp0 (json_object_get_string (json_object_object_get (json_object_array_get_idx (nodes, i), "name")),
+                   name) == 0)
+      return json_object_array_get_idx (nodes, i);
+  return NULL;
+}
+
+static void
+test_values (gconstpointer data)
+{
+  const Zoo *z = data;
+  g_autofree char *text = NULL;
+  g_autoptr(NapkinDiagram) d = import_zoo (z->name, ".small.json", &text);
+  json_object *root = json_tokener_parse (text);
+  json_object *values = json_object_object_get (json_object_object_get (root, "check"), "values");
+  g_autoptr(NapkinTensorSet) set = napkin_tensor_set_new_random (d, 1);
+  g_autoptr(NapkinIrProgram) prog = NULL;
+  g_autoptr(GError) error = NULL;
+  guint n_outputs = 0;
+
+  g_assert_nonnull (values);
+  for (guint t = 0; t < napkin_diagram_n_tensors (d); t++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
+      json_object *source = tensor->extra ? json_object_object_get (tensor->extra, "source") : NULL;
+      json_object *gn;
+      gint64 shape[NAPKIN_MAX_RANK], n;
+      guint rank;
+      g_autofree double *all = NULL;
+
+      if (source == NULL || is_output (d, t))
+        continue;  /* a constant (rotate_half) keeps the interpreter's fill */
+      gn = graph_node (root, json_object_get_string (json_object_object_get (source, "node")));
+      g_assert_nonnull (gn);
+      all = node_values (gn, values, shape, &rank, &n);
+      take_box (all, shape, rank, json_object_object_get (source, "slices"), set->values[t], set->elements[t]);
+      for (gint64 i = 0; i < set->elements[t]; i++)
+        set->values[t][i] = napkin_round_to_dtype (set->values[t][i], tensor->dtype);
+    }
+  prog = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN, &error);
+  g_assert_no_error (error);
+  g_assert_true (napkin_ir_interpret (prog, set, &error));
+  g_assert_no_error (error);
+  for (guint t = 0; t < napkin_diagram_n_tensors (d); t++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
+      json_object *source = json_object_object_get (tensor->extra, "source");
+      json_object *want;
+      double worst = 0, top = 0;
+
+      if (!is_output (d, t))
+        continue;
+      want = json_object_object_get (values, json_object_get_string (json_object_object_get (source, "node")));
+      g_assert_nonnull (want);
+      g_assert_cmpint (json_object_array_length (want), ==, set->elements[t]);
+      for (gint64 i = 0; i < set->elements[t]; i++)
+        {
+          double w = number (json_object_array_get_idx (want, i));
+
+          worst = MAX (worst, fabs (set->values[t][i] - w));
+          top = MAX (top, fabs (w));
+        }
+      if (!(worst <= 1e-4 * top))
+        g_error ("%s: output %s differs from the module's by %g (largest %g)", z->name, tensor->name, worst, top);
+      n_outputs++;
+    }
+  g_assert_cmpuint (n_outputs, >, 0);
+  json_object_put (root);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  for (guint i = 0; i < G_N_ELEMENTS (zoo); i++)
+    {
+      g_autofree char *counts = g_strdup_printf ("/import/zoo/%s/counts", zoo[i].name);
+      g_autofree char *run = g_strdup_printf ("/import/zoo/%s/values", zoo[i].name);
+
+      g_test_add_data_func (counts, &zoo[i], test_counts);
+      g_test_add_data_func (run, &zoo[i], test_values);
+    }
+  return g_test_run ();
+}
