@@ -308,10 +308,10 @@ def table(outs):
     for out in outs:
         res = json.load(open(os.path.join(out, "user-path.json")))
         base = json.load(open(os.path.join(out, "baselines.json"))) if os.path.exists(
-            os.path.join(out, "baselines.json")) else {"cases": {}}
+            os.path.join(out, "baselines.json")) else {"results": {}}
         gpu = None
         for name, r in res["cases"].items():
-            b = base.get("cases", {}).get(name, {})
+            b = base.get("results", {}).get(name, {})
             best = [(v["time_ms"], k) for k, v in b.get("variants", {}).items() if "time_ms" in v]
             if "time_ms" in b.get("compile", {}):
                 best.append((b["compile"]["time_ms"], "compile(%s)" % b["compile"].get("of")))
