@@ -998,6 +998,132 @@ derived_kernel (Derive      *dv,
   return k;
 }
 
+/* Whether plan kernel `pk` computes `node`. */
+static gboolean
+in_kernel (const NapkinPlanKernel *pk,
+           guint                   node)
+{
+  for (guint j = 0; j < pk->nodes->len; j++)
+    if (g_array_index (pk->nodes, guint, j) == node)
+      return TRUE;
+  return FALSE;
+}
+
+/* The model's time of plan kernel `pk` with the helpers the plan launches for it. */
+static double
+plan_kernel_time (const NapkinAnalysis   *a,
+                  const NapkinPlanKernel *pk)
+{
+  g_autofree char *prefix = g_strdup_printf ("%s (", pk->name);
+  double t = 0;
+
+  for (guint i = 0; i < a->kernels->len; i++)
+    {
+      const NapkinKernelCost *kc = &g_array_index (a->kernels, NapkinKernelCost, i);
+
+      if (g_str_equal (kc->name, pk->name) || g_str_has_prefix (kc->name, prefix))
+        t += kc->time_s_predicted;
+    }
+  return t;
+}
+
+/* One derived kernel for each main kernel of the plan of the diagram as it stands: the
+ * plan's own partition (docs/plan.md, "The pipeline"), its regions drawn in `drawn`. The
+ * operations are the drawn diagram's (a cast the plan folded counts with its operation). */
+static void
+plan_partition_kernels (Derive               *dv,
+                        const NapkinAnalysis *a,
+                        NapkinDiagram        *drawn,
+                        GPtrArray            *kernels,
+                        double                derived_s)
+{
+  const NapkinPlan *plan = a->plan;
+  g_autoptr(json_object) root = napkin_diagram_to_json (drawn);
+  json_object *regions = json_object_object_get (root, "regions");
+
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *pk = g_ptr_array_index (plan->kernels, i);
+      NapkinDeriveKernel *k;
+      GStrvBuilder *ids, *writes;
+      GHashTableIter iter;
+      gpointer cast, into;
+      int r;
+
+      if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE
+          || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+        continue;
+      k = g_new0 (NapkinDeriveKernel, 1);
+      ids = g_strv_builder_new ();
+      writes = g_strv_builder_new ();
+      k->name = g_strdup (pk->name);
+      k->kind = napkin_plan_kind_to_string (pk->kind);
+      k->predicted_s = plan_kernel_time (a, pk);
+      for (guint j = 0; j < pk->nodes->len; j++)
+        {
+          guint n = g_array_index (pk->nodes, guint, j);
+          const char *id = napkin_diagram_node (plan->diagram, n)->id;
+          guint n_consumers;
+          const guint *consumers = napkin_diagram_consumers (plan->diagram, n, &n_consumers);
+          gboolean later = FALSE;
+
+          g_strv_builder_add (ids, id);
+          for (guint q = 0; q < n_consumers; q++)
+            later |= napkin_diagram_node (plan->diagram, consumers[q])->kind != NAPKIN_OP_OUTPUT
+                     && !in_kernel (pk, consumers[q]);
+          if (later)
+            g_strv_builder_add (writes, id);
+        }
+      g_hash_table_iter_init (&iter, plan->folded);
+      while (g_hash_table_iter_next (&iter, &cast, &into))
+        for (guint j = 0; j < pk->nodes->len; j++)
+          if (g_str_equal (napkin_diagram_node (plan->diagram, g_array_index (pk->nodes, guint, j))->id, into))
+            g_strv_builder_add (ids, cast);
+      k->nodes = g_strv_builder_end (ids);
+      k->writes = g_strv_builder_end (writes);
+      g_strv_builder_unref (ids);
+      g_strv_builder_unref (writes);
+      for (guint j = 0; k->nodes[j] != NULL; j++)
+        {
+          int n = napkin_diagram_find_node (dv->d, k->nodes[j]);
+
+          if (n >= 0)
+            k->unfused_s += dv->single[n];
+        }
+      r = pk->region >= 0 ? napkin_diagram_find_region (drawn, napkin_diagram_region (plan->diagram, pk->region)->name) : -1;
+      if (r >= 0)
+        describe_region (json_object_array_get_idx (regions, (size_t) r), &k->tiles, &k->specs);
+      k->why = g_strdup_printf (_("the plan's own kernel: its partition and layouts of the whole diagram are "
+                                  "priced below the kernels derived one by one (%.1f µs against %.1f µs in all)"),
+                                a->predicted_time_s * 1e6, derived_s * 1e6);
+      g_ptr_array_add (kernels, k);
+    }
+}
+
+/* Keeps the derivation, or — where the plan of the diagram as it stands (its own
+ * partition and the layouts of the values between kernels, which the one-by-one
+ * pricing cannot see) is priced lower — that plan, its regions drawn: a derivation is
+ * never slower than the diagram without regions (docs/plan.md, "Deriving a diagram"). */
+static gboolean
+keep_the_faster (Derive           *dv,
+                 NapkinDerivation *r,
+                 GError          **error)
+{
+  g_autoptr(NapkinAnalysis) plain = napkin_analyze (dv->d, dv->arch, &dv->options, error);
+
+  if (plain == NULL)
+    return FALSE;
+  dv->evaluated++;
+  if (!(plain->predicted_time_s < r->analyzed_s * (1 - 1e-9)))
+    return TRUE;
+  g_clear_object (&r->derived);
+  r->derived = napkin_plan_with_regions (plain->plan, dv->d);
+  g_ptr_array_set_size (r->kernels, 0);
+  plan_partition_kernels (dv, plain, r->derived, r->kernels, r->derived_s);
+  r->derived_s = r->analyzed_s = plain->predicted_time_s;
+  return TRUE;
+}
+
 NapkinDerivation *
 napkin_derive (NapkinDiagram            *diagram,
                NapkinArch               *arch,
@@ -1138,6 +1264,8 @@ napkin_derive (NapkinDiagram            *diagram,
         r->derived = drawn;
       }
   }
+  if (!keep_the_faster (&dv, r, error))
+    return NULL;
   r->evaluated = dv.evaluated;
   return g_steal_pointer (&r);
 }

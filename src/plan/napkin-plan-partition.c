@@ -38,9 +38,105 @@ same_regions (NapkinDiagram *d,
   return TRUE;
 }
 
+static NapkinDiagram *fold_casts (NapkinDiagram *d,
+                                  GHashTable    *folded);
+
+/* ---- layouts of the values between kernels ----------------------------------------------- */
+
+/* The axes of `node`'s value in the order the product that alone reads it wants as a
+ * GEMM operand: the batch axes (in both operands and the result) and the free ones (in
+ * this operand and the result) in the result's order, then the contracted ones in the
+ * other operand's order — each group one run (docs/plan.md, "The pipeline"). NULL where
+ * the value already lies so, or may not move (an output's, a drawn region's, a producer
+ * without an axis order of its own). */
+static char **
+operand_order (NapkinDiagram *d,
+               guint          node)
+{
+  const NapkinNode *p = napkin_diagram_node (d, node);
+  guint n_consumers, port;
+  const guint *consumers = napkin_diagram_consumers (d, node, &n_consumers);
+  const NapkinTensorType *x = napkin_diagram_node_type (d, node), *y, *o;
+  g_autoptr(GPtrArray) want = g_ptr_array_new ();
+  guint c;
+  gboolean same = TRUE;
+
+  if ((p->kind != NAPKIN_OP_CONTRACT && p->kind != NAPKIN_OP_REARRANGE) || n_consumers != 1 || x == NULL || !x->valid)
+    return NULL;
+  c = consumers[0];
+  if (napkin_diagram_node (d, c)->kind != NAPKIN_OP_CONTRACT)
+    return NULL;
+  for (guint r = 0; r < napkin_diagram_n_regions (d); r++)
+    if (napkin_region_has_node (napkin_diagram_region (d, r), p->id))
+      return NULL;
+  port = napkin_diagram_input_source (d, c, 0) == (int) node ? 1 : 0;
+  if (napkin_diagram_input_source (d, c, port) < 0)
+    return NULL;
+  y = napkin_diagram_node_type (d, (guint) napkin_diagram_input_source (d, c, port));
+  o = napkin_diagram_node_type (d, c);
+  if (y == NULL || o == NULL || !y->valid || !o->valid)
+    return NULL;
+  for (guint i = 0; i < o->n_axes; i++)
+    if (napkin_tensor_type_has_axis (x, o->axes[i]))
+      g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, o->axes[i])->name);
+  for (guint i = 0; i < y->n_axes; i++)
+    if (napkin_tensor_type_has_axis (x, y->axes[i]) && !napkin_tensor_type_has_axis (o, y->axes[i]))
+      g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, y->axes[i])->name);
+  if (want->len != x->n_axes)
+    return NULL;      /* an axis summed alone: not a GEMM operand */
+  for (guint i = 0; i < x->n_axes; i++)
+    same &= g_str_equal (napkin_diagram_axis (d, x->axes[i])->name, g_ptr_array_index (want, i));
+  if (same)
+    return NULL;
+  g_ptr_array_add (want, NULL);
+  return g_strdupv ((char **) want->pdata);
+}
+
 NapkinDiagram *
 _napkin_plan_canonical (NapkinDiagram *d,
                         GHashTable    *folded)
+{
+  NapkinDiagram *copy = fold_casts (d, folded);
+  NapkinDiagram *work = copy != NULL ? copy : d;
+  guint n_nodes = napkin_diagram_n_nodes (work);
+  g_autoptr(GPtrArray) orders = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
+
+  /* a value one product alone reads, laid out as that product's operand: a permutation
+   * of the axes it is computed over, so the same function (the attention's O before its
+   * output projection, stored [b, s, h, d]) */
+  for (guint n = 0; n < n_nodes; n++)
+    g_ptr_array_add (orders, operand_order (work, n));
+  for (guint n = 0; n < n_nodes; n++)
+    {
+      NapkinNode *node;
+
+      if (g_ptr_array_index (orders, n) == NULL)
+        continue;
+      if (copy == NULL)
+        work = copy = napkin_diagram_copy (d);
+      node = napkin_diagram_get_item (copy, NAPKIN_ITEM_NODE, n);
+      if (node->kind == NAPKIN_OP_REARRANGE && node->out != NULL)
+        {
+          /* a reshape's axis order is its meaning (the flat index): only permutations move */
+          const NapkinTensorType *in = napkin_diagram_node_type (copy, napkin_diagram_input_source (copy, n, 0));
+          gboolean permutation = in != NULL && in->valid && in->n_axes == g_strv_length (node->out);
+
+          for (guint i = 0; permutation && node->out[i] != NULL; i++)
+            permutation = napkin_tensor_type_has_axis (in, napkin_diagram_find_axis (copy, node->out[i]));
+          if (!permutation)
+            continue;
+        }
+      g_strfreev (node->out);
+      node->out = g_strdupv (g_ptr_array_index (orders, n));
+    }
+  if (copy != NULL)
+    napkin_diagram_changed (copy);
+  return copy;
+}
+
+static NapkinDiagram *
+fold_casts (NapkinDiagram *d,
+            GHashTable    *folded)
 {
   guint n_nodes = napkin_diagram_n_nodes (d);
   const guint *topo = napkin_diagram_topo_order (d);

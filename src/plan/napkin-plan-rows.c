@@ -1253,6 +1253,71 @@ ew_launch (NapkinPlanner    *p,
                              e->maps->len, (long long) total, rank, e->vec, (long long) k->grid, e->threads);
 }
 
+/* Whether layout `l` lies in the order of the value's type (a reshape reads and writes
+ * the flat index in that order). */
+static gboolean
+in_type_order (NapkinPlanner *p,
+               int            node,
+               const Layout  *l)
+{
+  const NapkinTensorType *type = napkin_diagram_node_type (p->d, node);
+
+  if (type == NULL || !type->valid || type->n_axes != l->n)
+    return FALSE;
+  for (guint i = 0; i < l->n; i++)
+    if (type->axes[i] != l->axes[i])
+      return FALSE;
+  return TRUE;
+}
+
+/* A rearrange alone (docs/plan.md, "Rows and element-wise kernels"): a copy. A transpose
+ * reads x through its strides over y's axes; a reshape (merged, split or renamed axes)
+ * keeps the flat index, so x is read as y is written. */
+static gboolean
+ew_rearrange (NapkinPlanner    *p,
+              NapkinPlanKernel *k,
+              char            **why)
+{
+  int node = g_array_index (k->nodes, guint, 0), x = napkin_diagram_input_source (p->d, node, 0);
+  Layout yl, xl;
+  gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK], total = 1;
+  g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
+  gboolean permutation = TRUE;
+  NapkinPlanElementwise *e = &k->u.ew;
+
+  if (x < 0 || outputs_fed (p, node) > 1 || !value_layout (p, node, &yl) || !value_layout (p, x, &xl))
+    return FALSE;
+  for (guint i = 0; i < yl.n; i++)
+    permutation &= stride_of (p, &xl, yl.axes[i]) > 0 || axis_size (p, yl.axes[i]) == 1;
+  permutation &= xl.n == yl.n;
+  if (!permutation && (!in_type_order (p, x, &xl) || !in_type_order (p, node, &yl)))
+    {
+      *why = g_strdup_printf (_("the reshape “%s” reads or writes a buffer stored in another order than its "
+                                "axes"), node_id (p, node));
+      return FALSE;
+    }
+  for (int i = (int) yl.n - 1; i >= 0; i--)
+    {
+      dims[i] = axis_size (p, yl.axes[i]);
+      xs[i] = permutation ? stride_of (p, &xl, yl.axes[i]) : total;
+      total *= dims[i];
+    }
+  memset (e, 0, sizeof *e);
+  e->rank = ew_merge_axes (dims, ys, xs, others, yl.n);
+  memcpy (e->dims, dims, sizeof (gint64) * e->rank);
+  memcpy (e->x_strides, xs, sizeof (gint64) * e->rank);
+  e->x = (NapkinPlanBuffer) { x, -1, xl.dtype };
+  e->y = (NapkinPlanBuffer) { node, -1, yl.dtype };
+  e->x_dtype = xl.dtype;
+  e->y_dtype = yl.dtype;
+  e->maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
+  e->other_strides = g_steal_pointer (&others);
+  k->kind = NAPKIN_PLAN_ELEMENTWISE;
+  k->path = NAPKIN_PATH_SIMT;
+  ew_launch (p, k, total);
+  return TRUE;
+}
+
 gboolean
 _napkin_plan_try_elementwise (NapkinPlanner    *p,
                               NapkinPlanKernel *k,
@@ -1269,6 +1334,8 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
   NapkinPlanElementwise *e;
 
   *why = NULL;
+  if (k->nodes->len == 1 && napkin_diagram_node (d, g_array_index (k->nodes, guint, 0))->kind == NAPKIN_OP_REARRANGE)
+    return ew_rearrange (p, k, why);
   sink = ew_find_sink (p, k, why);
   if (sink < 0)
     return FALSE;
