@@ -24,6 +24,8 @@
 #include "napkin-file.h"
 #include "napkin-render.h"
 #include "napkin-tile-default.h"
+#include "napkin-tile-suggestions.h"
+#include "napkin-derive.h"
 #include "napkin-tune.h"
 #include "napkin-validate.h"
 
@@ -1424,6 +1426,117 @@ test_click_click_wire (void)
   close_window (window);
 }
 
+/* The user's path (docs/plan.md, "The pipeline"): a causal attention written as einsum
+ * text, imported with no region, Suggest Tiles (Ctrl+T) and Apply pressed with real X
+ * input — one attention kernel on the tensor cores, its region drawn, one undo step. */
+static const char causal_einsum[] =
+  "b=2 h=8 q=2048 k=2048 d=128\n"
+  "dtype fp16\n"
+  "Q[b,h,q,d] K[b,h,k,d] -> s = einsum(\"bhqd,bhkd->bhqk\")\n"
+  "s -> t = scale(0.08838834764831843)\n"
+  "t -> u = causal(rows=q, axis=k)\n"
+  "u -> p = softmax(k)\n"
+  "p V[b,h,k,d] -> o = einsum(\"bhqk,bhkd->bhqd\")\n";
+
+/* The one kernel of the analysis: an attention on a tensor-core path. */
+static void
+assert_one_attention (const NapkinAnalysis *a)
+{
+  const NapkinKernelCost *k;
+
+  g_assert_nonnull (a);
+  g_assert_cmpuint (a->kernels->len, ==, 1);
+  k = &g_array_index (a->kernels, NapkinKernelCost, 0);
+  g_assert_cmpstr (k->plan_kind, ==, "attention");
+  g_assert_true (k->path == NAPKIN_PATH_WGMMA || k->path == NAPKIN_PATH_MMA);
+  g_assert_cmpuint (a->generic_kernels, ==, 0);
+}
+
+static void
+test_x11_einsum_suggest_apply (void)
+{
+  g_autofree char *xdotool_path = g_find_program_in_path ("xdotool");
+  g_autofree char *path = g_build_filename (tmpdir, "causal.einsum", NULL);
+  NapkinTileSuggestions *s;
+  NapkinAnalysisPane *pane;
+  NapkinHistory *history;
+  GtkWidget *apply;
+  Xdo x = { 0 };
+  double before;
+  guint depth;
+
+  if (xdotool_path == NULL)
+    {
+      g_test_skip ("xdotool is not installed (Debian package xdotool): real X input is not tested");
+      return;
+    }
+  if (!GDK_IS_X11_DISPLAY (gdk_display_get_default ()))
+    {
+      g_test_skip ("not an X11 display");
+      return;
+    }
+  g_assert_true (g_file_set_contents (path, causal_einsum, -1, NULL));
+  x.window = open_blank (1280, 960);
+  g_snprintf (x.wid, sizeof x.wid, "%lu",
+              (unsigned long) gdk_x11_surface_get_xid (gtk_native_get_surface (GTK_NATIVE (x.window))));
+  gtk_native_get_surface_transform (GTK_NATIVE (x.window), &x.sx, &x.sy);
+  /* File ▸ Import's own action, with the file the dialog would return */
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (x.window), "win.import-file", "s", path));
+  WAIT_FOR (napkin_diagram_n_nodes (diagram_of (x.window)) > 0);
+  g_assert_cmpuint (napkin_diagram_n_regions (diagram_of (x.window)), ==, 0);
+  pane = pane_of (x.window);
+  history = napkin_window_get_history (x.window);
+  napkin_analysis_pane_flush (pane);
+  /* with no region the plan runs it as one attention kernel already */
+  assert_one_attention (napkin_analysis_pane_get_analysis (pane));
+  before = napkin_analysis_pane_get_analysis (pane)->predicted_time_s;
+  depth = napkin_history_get_depth (history);
+
+  xdotool ("windowfocus", "--sync", x.wid, NULL);
+  settle ();
+  key (&x, "ctrl+t");
+  s = NAPKIN_TILE_SUGGESTIONS (gtk_menu_button_get_popover (GTK_MENU_BUTTON (find_named (GTK_WIDGET (x.window),
+                                                                                       "suggest-tiles-button"))));
+  for (guint i = 0; i < 12000 && (!gtk_widget_get_visible (GTK_WIDGET (s)) || napkin_tile_suggestions_is_searching (s)); i++)
+    iterate (10);
+  g_assert_false (napkin_tile_suggestions_is_searching (s));
+  g_assert_null (napkin_tile_suggestions_get_error (s));
+  g_assert_nonnull (napkin_tile_suggestions_get_derivation (s));
+  g_assert_cmpuint (napkin_tile_suggestions_get_derivation (s)->kernels->len, ==, 1);
+  apply = find_named (GTK_WIDGET (s), "suggestions-apply");
+  g_assert_true (gtk_widget_is_sensitive (apply));
+  {
+    /* the popover is a surface of its own, placed relative to the window's */
+    GtkNative *native = gtk_widget_get_native (apply);
+    GdkSurface *surface = gtk_native_get_surface (native);
+    double tx, ty;
+    graphene_point_t pt;
+    char px[32], py[32];
+
+    g_assert_true (GDK_IS_POPUP (surface));
+    gtk_native_get_surface_transform (native, &tx, &ty);
+    g_assert_true (gtk_widget_compute_point (apply, GTK_WIDGET (native),
+                                             &GRAPHENE_POINT_INIT (gtk_widget_get_width (apply) / 2.0,
+                                                                   gtk_widget_get_height (apply) / 2.0), &pt));
+    g_snprintf (px, sizeof px, "%d", (int) round (gdk_popup_get_position_x (GDK_POPUP (surface)) + tx + pt.x));
+    g_snprintf (py, sizeof py, "%d", (int) round (gdk_popup_get_position_y (GDK_POPUP (surface)) + ty + pt.y));
+    xdotool ("mousemove", "--window", x.wid, px, py, "click", "1", NULL);
+    settle ();
+  }
+  WAIT_FOR (napkin_diagram_n_regions (diagram_of (x.window)) == 1);
+
+  /* the plan's region drawn, one undo step, the same kernel at the same time */
+  g_assert_cmpuint (napkin_diagram_n_regions (diagram_of (x.window)), ==, 1);
+  g_assert_cmpuint (napkin_history_get_depth (history), ==, depth + 1);
+  napkin_analysis_pane_flush (pane);
+  assert_one_attention (napkin_analysis_pane_get_analysis (pane));
+  g_assert_cmpfloat (napkin_analysis_pane_get_analysis (pane)->predicted_time_s, <=, before * (1 + 1e-9));
+  g_test_message ("causal attention from einsum: %.1f µs before, %.1f µs applied", before * 1e6,
+                  napkin_analysis_pane_get_analysis (pane)->predicted_time_s * 1e6);
+  napkin_history_set_saved (history);
+  close_window (x.window);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1435,6 +1548,7 @@ main (int    argc,
   g_test_add_func ("/newcomer/x11/matmul-from-empty", test_x11_matmul_from_empty);
   g_test_add_func ("/newcomer/x11/right-click-menu", test_x11_right_click);
   g_test_add_func ("/newcomer/x11/close-under-pointer", test_x11_close_under_pointer);
+  g_test_add_func ("/newcomer/x11/einsum-causal-suggest-apply", test_x11_einsum_suggest_apply);
   g_test_add_func ("/newcomer/tensor-names", test_tensor_names);
   g_test_add_func ("/newcomer/cancel-quit", test_cancel_quit);
   g_test_add_func ("/newcomer/problems-follow", test_problems_follow);
