@@ -72,11 +72,6 @@ is_fp8 (NapkinDtype t)
   return t == NAPKIN_DTYPE_FP8_E4M3 || t == NAPKIN_DTYPE_FP8_E5M2;
 }
 
-static gboolean
-c_storable (NapkinDtype t)
-{
-  return t == NAPKIN_DTYPE_FP32 || is_16bit (t);
-}
 
 /* The CUDA pointer expression of a plan buffer, and its byte offset in its slot. */
 static char *
@@ -285,7 +280,7 @@ check_problem (const NapkinPlanGemm *g,
                  g->batch);
   if (g->a_bstride < 0 || g->b_bstride < 0 || g->c_bstride < 0)
     return fail (error, kname, "batch strides must not be negative");
-  if (!c_storable (g->c_dtype))
+  if (!napkin_plan_gemm_c_storable (g->c_dtype))
     return fail (error, kname, "c_dtype %s: C is stored as fp32, fp16 or bf16", napkin_dtype_to_string (g->c_dtype));
   if (g->split_k < 1)
     return fail (error, kname, "split_k must be at least 1");
@@ -843,7 +838,7 @@ _napkin_print_split_reduce (const NapkinPrintCtx   *ctx,
   if (g->ldc < g->N || (g->batch > 1 && g->c_bstride == 0))
     return fail (error, name, "ldc = %" G_GINT64_FORMAT " and c_bstride = %" G_GINT64_FORMAT " do not hold C",
                  g->ldc, g->c_bstride);
-  if (!c_storable (g->c_dtype))
+  if (!napkin_plan_gemm_c_storable (g->c_dtype))
     return fail (error, name, "c_dtype %s: C is stored as fp32, fp16 or bf16", napkin_dtype_to_string (g->c_dtype));
   if (!_napkin_cuda_ref (ctx, &g->c, &rc, error))
     return FALSE;

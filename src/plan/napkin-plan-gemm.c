@@ -926,7 +926,20 @@ gemm_supported (NapkinPlanner    *p,
                               p->arch->id);
       return FALSE;
     }
+  if (!napkin_plan_gemm_c_storable (g->c_dtype))
+    {
+      *why = g_strdup_printf (_("contraction “%s” stores its result as %s: the GEMM kernels store fp32, fp16 or bf16 "
+                                "(a cast to bf16 after the product, as torch._scaled_mm's out_dtype, runs on them)"),
+                              napkin_diagram_node (p->d, g->node)->id, napkin_dtype_to_string (g->c_dtype));
+      return FALSE;
+    }
   return TRUE;
+}
+
+gboolean
+napkin_plan_gemm_c_storable (NapkinDtype dtype)
+{
+  return dtype == NAPKIN_DTYPE_FP32 || dtype == NAPKIN_DTYPE_FP16 || dtype == NAPKIN_DTYPE_BF16;
 }
 
 /* One operand (rows × K or K × rows) copied into a scratch layout the tensor copies

@@ -351,6 +351,9 @@ const NapkinPlanKernel *napkin_plan_kernel_for (const NapkinPlan        *plan,
 gint64            napkin_plan_gemm_smem        (NapkinPath               path,
                                                 const NapkinPlanGemm    *gemm);
 
+/* Whether a GEMM kernel stores C in this type (the rule the plan and the printers share). */
+gboolean          napkin_plan_gemm_c_storable  (NapkinDtype              dtype);
+
 /* Fills the grid, threads and shared memory of a repack or split-K reduction kernel
  * (kind REPACK or SPLIT_REDUCE) from its sizes, as kernels/repack.cu and
  * kernels/split-reduce.cu launch them; their printers check a kernel against it. */
