@@ -106,6 +106,14 @@ char       *_napkin_cuda_cast_expr    (NapkinDtype             dtype,
                                        const char             *x);
 /* The CUDA expression applying `map` to the fp32 value `x`, with `y` the other operand
  * already loaded as fp32 (NULL when unary): e.g. "napkin_gelu (x)". */
+/* A map's expression on x (and y): `fast` takes the fast forms (__expf) the tile kernels
+ * use, else the exact ones the generic kernels and the fp32 reference print. */
+char       *_napkin_cuda_fn_expr      (NapkinMapFn             fn,
+                                       double                  alpha,
+                                       NapkinDtype             dtype,
+                                       const char             *x,
+                                       const char             *y,
+                                       gboolean                fast);
 char       *_napkin_cuda_map_expr     (const NapkinPlanMap    *map,
                                        const char             *x,
                                        const char             *y);

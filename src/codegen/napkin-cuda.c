@@ -16,30 +16,6 @@ G_DEFINE_QUARK (napkin-codegen-error-quark, napkin_codegen_error)
 #define SMEM_BUDGET (48 * 1024)
 
 
-const char *
-_napkin_cuda_ctype (NapkinDtype dtype)
-{
-  switch (dtype)
-    {
-    case NAPKIN_DTYPE_FP32:
-    case NAPKIN_DTYPE_TF32:
-      return "float";
-    case NAPKIN_DTYPE_FP16:
-      return "napkin_f16";
-    case NAPKIN_DTYPE_BF16:
-      return "napkin_bf16";
-    case NAPKIN_DTYPE_INT8:
-      return "signed char";
-    case NAPKIN_DTYPE_FP8_E4M3:
-      return "napkin_e4m3";
-    case NAPKIN_DTYPE_FP8_E5M2:
-      return "napkin_e5m2";
-    case NAPKIN_N_DTYPES:
-    default:
-      return NULL;
-    }
-}
-
 char *
 napkin_codegen_escape_comment (const char *text)
 {
@@ -312,39 +288,14 @@ reduced (Printer   *P,
   return count;
 }
 
+/* A generic kernel's map: the shared expression (napkin-gen-common.c), in the exact forms
+ * (expf), as the fp32 reference is printed. */
 static char *
 map_expr (const NapkinNode *node,
           const char       *x,
           const char       *y)
 {
-  g_autofree char *alpha = _napkin_cuda_float_literal (node->alpha);
-
-  switch (node->fn)
-    {
-    case NAPKIN_FN_ADD: return g_strdup_printf ("(%s + %s)", x, y);
-    case NAPKIN_FN_SUB: return g_strdup_printf ("(%s - %s)", x, y);
-    case NAPKIN_FN_MUL: return g_strdup_printf ("(%s * %s)", x, y);
-    case NAPKIN_FN_DIV: return g_strdup_printf ("(%s / %s)", x, y);
-    case NAPKIN_FN_MAX: return g_strdup_printf ("fmaxf (%s, %s)", x, y);
-    case NAPKIN_FN_MIN: return g_strdup_printf ("fminf (%s, %s)", x, y);
-    case NAPKIN_FN_SCALE: return g_strdup_printf ("(%s * %s)", alpha, x);
-    case NAPKIN_FN_EXP: return g_strdup_printf ("expf (%s)", x);
-    case NAPKIN_FN_NEG: return g_strdup_printf ("(-%s)", x);
-    case NAPKIN_FN_RELU: return g_strdup_printf ("fmaxf (%s, 0.0f)", x);
-    case NAPKIN_FN_GELU: return g_strdup_printf ("napkin_gelu (%s)", x);
-    case NAPKIN_FN_SILU: return g_strdup_printf ("napkin_silu (%s)", x);
-    case NAPKIN_FN_SIGMOID: return g_strdup_printf ("(1.0f / (1.0f + expf (-%s)))", x);
-    case NAPKIN_FN_TANH: return g_strdup_printf ("tanhf (%s)", x);
-    case NAPKIN_FN_SQUARE: return g_strdup_printf ("napkin_square (%s)", x);
-    case NAPKIN_FN_SQRT: return g_strdup_printf ("sqrtf (%s)", x);
-    case NAPKIN_FN_RSQRT: return g_strdup_printf ("rsqrtf (%s)", x);
-    case NAPKIN_FN_CAST: return _napkin_cuda_cast_expr (node->dtype, x);
-    case NAPKIN_FN_GELU_TANH: return g_strdup_printf ("napkin_gelu_tanh (%s)", x);
-    case NAPKIN_FN_SHIFT: return g_strdup_printf ("(%s + %s)", x, alpha);
-    case NAPKIN_N_FNS:
-    default:
-      g_assert_not_reached ();
-    }
+  return _napkin_cuda_fn_expr (node->fn, node->alpha, node->dtype, x, y, FALSE);
 }
 
 static void print_stmts (Printer *P, GPtrArray *stmts);
@@ -952,19 +903,6 @@ _napkin_cuda_prelude (void)
   g_assert (strstr (s->str, "struct NapkinArgs { void *p[" G_STRINGIFY (NAPKIN_CUDA_MAX_ARGS) "]; };\n"));
   g_string_replace (s, "#include \"fp8-codec.h\"\n", napkin_kernel_fp8_codec, 1);
   return g_string_free (s, FALSE);
-}
-
-void
-_napkin_cuda_kernel_free (gpointer data)
-{
-  NapkinCudaKernel *k = data;
-
-  g_free (k->name);
-  g_free (k->skeleton);
-  g_free (k->note);
-  g_free (k->owner);
-  g_clear_pointer (&k->tensor_maps, g_array_unref);
-  g_free (k);
 }
 
 void

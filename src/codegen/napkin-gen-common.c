@@ -86,51 +86,87 @@ _napkin_cuda_cast_expr (NapkinDtype dtype,
 }
 
 char *
-_napkin_cuda_map_expr (const NapkinPlanMap *map,
-                       const char          *x,
-                       const char          *y)
+_napkin_cuda_fn_expr (NapkinMapFn  fn,
+                      double       alpha,
+                      NapkinDtype  dtype,
+                      const char  *x,
+                      const char  *y,
+                      gboolean     fast)
 {
-  const char *a = x, *b = y;
+  g_autofree char *a = _napkin_cuda_float_literal (alpha);
 
-  if (map->has_other && map->other_first)
+  switch (fn)
     {
-      a = y;
-      b = x;
-    }
-  switch (map->fn)
-    {
-    case NAPKIN_FN_ADD: return g_strdup_printf ("(%s + %s)", a, b);
-    case NAPKIN_FN_SUB: return g_strdup_printf ("(%s - %s)", a, b);
-    case NAPKIN_FN_MUL: return g_strdup_printf ("(%s * %s)", a, b);
-    case NAPKIN_FN_DIV: return g_strdup_printf ("(%s / %s)", a, b);
-    case NAPKIN_FN_MAX: return g_strdup_printf ("fmaxf (%s, %s)", a, b);
-    case NAPKIN_FN_MIN: return g_strdup_printf ("fminf (%s, %s)", a, b);
-    case NAPKIN_FN_SCALE:
-      {
-        g_autofree char *alpha = _napkin_cuda_float_literal (map->alpha);
-
-        return g_strdup_printf ("(%s * %s)", alpha, x);
-      }
-    case NAPKIN_FN_EXP: return g_strdup_printf ("__expf (%s)", x);
+    case NAPKIN_FN_ADD: return g_strdup_printf ("(%s + %s)", x, y);
+    case NAPKIN_FN_SUB: return g_strdup_printf ("(%s - %s)", x, y);
+    case NAPKIN_FN_MUL: return g_strdup_printf ("(%s * %s)", x, y);
+    case NAPKIN_FN_DIV: return g_strdup_printf ("(%s / %s)", x, y);
+    case NAPKIN_FN_MAX: return g_strdup_printf ("fmaxf (%s, %s)", x, y);
+    case NAPKIN_FN_MIN: return g_strdup_printf ("fminf (%s, %s)", x, y);
+    case NAPKIN_FN_SCALE: return g_strdup_printf ("(%s * %s)", a, x);
+    case NAPKIN_FN_EXP: return g_strdup_printf (fast ? "__expf (%s)" : "expf (%s)", x);
     case NAPKIN_FN_NEG: return g_strdup_printf ("(-%s)", x);
     case NAPKIN_FN_RELU: return g_strdup_printf ("fmaxf (%s, 0.0f)", x);
     case NAPKIN_FN_GELU: return g_strdup_printf ("napkin_gelu (%s)", x);
     case NAPKIN_FN_SILU: return g_strdup_printf ("napkin_silu (%s)", x);
-    case NAPKIN_FN_SIGMOID: return g_strdup_printf ("napkin_sigmoid (%s)", x);
+    case NAPKIN_FN_SIGMOID:
+      return g_strdup_printf (fast ? "napkin_sigmoid (%s)" : "(1.0f / (1.0f + expf (-%s)))", x);
     case NAPKIN_FN_TANH: return g_strdup_printf ("tanhf (%s)", x);
     case NAPKIN_FN_SQUARE: return g_strdup_printf ("napkin_square (%s)", x);
     case NAPKIN_FN_SQRT: return g_strdup_printf ("sqrtf (%s)", x);
     case NAPKIN_FN_RSQRT: return g_strdup_printf ("rsqrtf (%s)", x);
-    case NAPKIN_FN_CAST: return _napkin_cuda_cast_expr (map->dtype, x);
+    case NAPKIN_FN_CAST: return _napkin_cuda_cast_expr (dtype, x);
     case NAPKIN_FN_GELU_TANH: return g_strdup_printf ("napkin_gelu_tanh (%s)", x);
-    case NAPKIN_FN_SHIFT:
-      {
-        g_autofree char *alpha = _napkin_cuda_float_literal (map->alpha);
-
-        return g_strdup_printf ("(%s + %s)", x, alpha);
-      }
+    case NAPKIN_FN_SHIFT: return g_strdup_printf ("(%s + %s)", x, a);
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();
     }
+}
+
+char *
+_napkin_cuda_map_expr (const NapkinPlanMap *map,
+                       const char          *x,
+                       const char          *y)
+{
+  gboolean swap = map->has_other && map->other_first;
+
+  return _napkin_cuda_fn_expr (map->fn, map->alpha, map->dtype, swap ? y : x, swap ? x : y, TRUE);
+}
+
+const char *
+_napkin_cuda_ctype (NapkinDtype dtype)
+{
+  switch (dtype)
+    {
+    case NAPKIN_DTYPE_FP32:
+    case NAPKIN_DTYPE_TF32:
+      return "float";
+    case NAPKIN_DTYPE_FP16:
+      return "napkin_f16";
+    case NAPKIN_DTYPE_BF16:
+      return "napkin_bf16";
+    case NAPKIN_DTYPE_INT8:
+      return "signed char";
+    case NAPKIN_DTYPE_FP8_E4M3:
+      return "napkin_e4m3";
+    case NAPKIN_DTYPE_FP8_E5M2:
+      return "napkin_e5m2";
+    case NAPKIN_N_DTYPES:
+    default:
+      return NULL;
+    }
+}
+
+void
+_napkin_cuda_kernel_free (gpointer data)
+{
+  NapkinCudaKernel *k = data;
+
+  g_free (k->name);
+  g_free (k->skeleton);
+  g_free (k->note);
+  g_free (k->owner);
+  g_clear_pointer (&k->tensor_maps, g_array_unref);
+  g_free (k);
 }
