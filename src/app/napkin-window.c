@@ -9,6 +9,7 @@
 
 #include "napkin-application.h"
 #include "napkin-autosaver.h"
+#include "napkin-data-dirs.h"
 #include "napkin-describe.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
@@ -885,7 +886,9 @@ char *
 napkin_window_dup_doc_path (const char *name)
 {
   g_autofree char *file = g_strconcat (name, ".md", NULL);
-  const char *dirs[] = { NAPKIN_DOCDIR, NAPKIN_SOURCE_DOCDIR };
+  g_autofree char *source = napkin_uninstalled_dir ("docs");
+  /* run from a build tree: that tree's guides, not an older installed copy */
+  const char *dirs[] = { source ? source : NAPKIN_DOCDIR, NAPKIN_DOCDIR };
 
   for (guint i = 0; i < G_N_ELEMENTS (dirs); i++)
     {
@@ -1455,9 +1458,15 @@ fill_architectures (NapkinWindow *self)
       const char *name = arch->name ? arch->name : arch->id;
       g_autofree char *marked = NULL;
 
-      /* profiles from `napkin-cli calibrate` say so in the selector */
+      g_autofree char *origin = napkin_arch_dup_origin (arch);
+
+      /* profiles from `napkin-cli calibrate` say so in the selector, and any other of
+       * the user's (a what-if, or one that hides a bundled profile of its id) too;
+       * the pane then says where it comes from (docs/packaging.md) */
       if (napkin_arch_is_measured (arch) && strstr (name, "measured") == NULL)
         name = marked = g_strdup_printf (_("%s (measured)"), name);
+      else if (origin != NULL && !napkin_arch_is_measured (arch))
+        name = marked = g_strdup_printf (_("%s (yours)"), name);
       g_strv_builder_add (names, name);
       g_strv_builder_add (ids, arch->id);
       if (wanted && g_ascii_strcasecmp (wanted, arch->id) == 0)

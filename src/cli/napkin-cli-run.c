@@ -325,6 +325,7 @@ run_tuned (NapkinDiagram    *diagram,
 
       if (relabeled != NULL)
         {
+          napkin_cli_note_arch (arch);
           fprintf (stderr, _("%s: no relabeling in the file; running the model's best on %s: %s\n"), file, arch->id,
                    ((NapkinTuneCandidate *) g_ptr_array_index (tuned->best, 0))->tiles);
           return g_steal_pointer (&relabeled);
