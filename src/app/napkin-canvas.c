@@ -1310,11 +1310,14 @@ adapt_target (NapkinCanvas  *self,
     case NAPKIN_OP_REDUCE:
     case NAPKIN_OP_SOFTMAX:
     case NAPKIN_OP_NORMALIZE:
-      if (troubled && in != NULL && in->valid && in->n_axes > 0)
+      /* its first wire (the axis it was made with is only a placeholder), or one
+       * whose tensor lacks its axis: over the last (contiguous) axis, where rows are
+       * reduced (docs/editor.md, "Smart defaults") */
+      if ((troubled || was_free) && in != NULL && in->valid && in->n_axes > 0
+          && g_strcmp0 (node->axis, napkin_diagram_axis (d, in->axes[in->n_axes - 1])->name) != 0)
         {
           g_autoptr(NapkinNode) changed = napkin_item_copy (NAPKIN_ITEM_NODE, node);
 
-          /* over the last (contiguous) axis, where rows are reduced */
           g_free (changed->axis);
           changed->axis = g_strdup (napkin_diagram_axis (d, in->axes[in->n_axes - 1])->name);
           napkin_edit_update_node (history, changed, NULL);

@@ -327,7 +327,15 @@ map_expr (const NapkinNode *node,
     case NAPKIN_FN_DIV: return g_strdup_printf ("(%s / %s)", x, y);
     case NAPKIN_FN_MAX: return g_strdup_printf ("fmaxf (%s, %s)", x, y);
     case NAPKIN_FN_MIN: return g_strdup_printf ("fminf (%s, %s)", x, y);
-    case NAPKIN_FN_SCALE: return g_strdup_printf ("(%s * %s)", alpha, x);
+    case NAPKIN_FN_SCALE:
+      if (node->alpha_expr != NULL)
+        {
+          g_autofree char *why = napkin_codegen_escape_comment (node->alpha_expr);
+
+          /* the value at the diagram's axis sizes, and where it comes from */
+          return g_strdup_printf ("(%s /* %s */ * %s)", alpha, why, x);
+        }
+      return g_strdup_printf ("(%s * %s)", alpha, x);
     case NAPKIN_FN_EXP: return g_strdup_printf ("expf (%s)", x);
     case NAPKIN_FN_NEG: return g_strdup_printf ("(-%s)", x);
     case NAPKIN_FN_RELU: return g_strdup_printf ("fmaxf (%s, 0.0f)", x);

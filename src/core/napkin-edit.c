@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "napkin-edit.h"
+#include "napkin-expr.h"
 #include "napkin-error.h"
 
 G_GNUC_PRINTF (2, 3)
@@ -107,6 +108,15 @@ check_node_fields (NapkinDiagram     *diagram,
         return refuse (error, "unknown map function");
       if (!isfinite (node->alpha))
         return refuse (error, "alpha must be finite");
+      if (node->alpha_expr != NULL)
+        {
+          g_autoptr(GError) local = NULL;
+          double value;
+
+          /* an expression of the axes' sizes: it must name axes the diagram has */
+          if (!napkin_diagram_eval_expr (diagram, node->alpha_expr, &value, &local))
+            return refuse (error, "%s", local->message);
+        }
       return check_axes (diagram, node->out, error);
     case NAPKIN_OP_REDUCE:
     case NAPKIN_OP_SOFTMAX:
@@ -426,6 +436,17 @@ napkin_edit_set_axis_size (NapkinHistory  *history,
   return TRUE;
 }
 
+/* Does an expression of axis sizes read `name`? */
+static gboolean
+expr_uses (const char *text,
+           const char *name)
+{
+  g_autoptr(NapkinExpr) expr = text ? napkin_expr_parse (text, NULL) : NULL;
+  g_auto(GStrv) names = expr ? napkin_expr_names (expr) : NULL;
+
+  return names != NULL && g_strv_contains ((const char *const *) names, name);
+}
+
 gboolean
 napkin_edit_remove_axis (NapkinHistory  *history,
                          const char     *name,
@@ -449,7 +470,7 @@ napkin_edit_remove_axis (NapkinHistory  *history,
       const NapkinNode *node = napkin_diagram_node (diagram, n);
 
       if ((node->out && g_strv_contains ((const char *const *) node->out, name)) || g_strcmp0 (node->axis, name) == 0
-          || g_strcmp0 (node->rows, name) == 0)
+          || g_strcmp0 (node->rows, name) == 0 || expr_uses (node->alpha_expr, name))
         return refuse (error, "axis “%s” is used by operation “%s”: change the operation first", name, node->id);
     }
 

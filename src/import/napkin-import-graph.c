@@ -75,6 +75,7 @@ typedef struct
   int          src[3];        /* value indices of tensor operands */
   NapkinMapFn  fn;
   double       alpha;
+  gboolean     default_scale; /* attention without a scale: 1/sqrt(d), which follows d */
   int          axis_dim;      /* softmax, norm, rotate: the torch dim */
   NapkinNormKind norm;
   double       eps;
@@ -1277,6 +1278,7 @@ pass1_attention (G     *g,
   hint (g, E, "d", 1);
   hint (g, Ev, "dv", 1);
   v->causal = arg_bool (v, 5, "is_causal");
+  v->default_scale = json_object_get_type (arg (v, 99, "scale")) == json_type_null;
   if (!arg_double (v, 99, "scale", 1.0 / sqrt ((double) dim_size (g, q, nb + 2)), &v->alpha))
     {
       fail (g, v, _("scale must be a number"));
@@ -1697,6 +1699,13 @@ emit_attention (G     *g,
   cur = emit_node (g, v, n, "scores", q->napkin, kin);
   n = map_node (NAPKIN_FN_SCALE, "scale");
   n->alpha = v->alpha;
+  /* SDPA's own scale is 1/sqrt(d): kept as that expression, it follows d (docs/import.md) */
+  if (v->default_scale && axis_of_dim (g, q, nb + 2) != NULL)
+    {
+      n->alpha_expr = g_strdup_printf ("1/sqrt(%s)", axis_of_dim (g, q, nb + 2));
+      g_free (n->label);
+      n->label = g_strdup_printf ("·1/√%s", axis_of_dim (g, q, nb + 2));
+    }
   cur = emit_node (g, v, n, "scale", cur, NULL);
   if (v->causal)
     {
