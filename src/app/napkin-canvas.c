@@ -815,6 +815,50 @@ scroll_node_into_view (NapkinCanvas *self,
   scroll_into_view (self, &r);
 }
 
+void
+napkin_canvas_select_nodes (NapkinCanvas       *self,
+                            const char * const *ids)
+{
+  NapkinRect all = { 0 };
+  gboolean any = FALSE;
+
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  clear_selection_quietly (self);
+  g_clear_pointer (&self->selected_region, g_free);
+  g_clear_pointer (&self->selected_wire_to, g_free);
+  for (guint i = 0; ids != NULL && ids[i] != NULL; i++)
+    {
+      int n = self->diagram ? napkin_diagram_find_node (self->diagram, ids[i]) : -1;
+      NapkinRect r;
+
+      if (n < 0)
+        continue;
+      g_hash_table_add (self->selected, g_strdup (ids[i]));
+      napkin_render_node_rect (self->diagram, n, &r);
+      if (any)
+        {
+          double x1 = MAX (all.x + all.width, r.x + r.width), y1 = MAX (all.y + all.height, r.y + r.height);
+
+          all.x = MIN (all.x, r.x);
+          all.y = MIN (all.y, r.y);
+          all.width = x1 - all.x;
+          all.height = y1 - all.y;
+        }
+      else
+        all = r;
+      any = TRUE;
+    }
+  emit_selection_changed (self);
+  if (any)
+    {
+      /* the labels above and the element types below */
+      all.y -= 20;
+      all.height += 40;
+      scroll_into_view (self, &all);
+    }
+}
+
 /* Free space near (x, y): down first (a column of operations), then right. */
 static void
 find_free_place (NapkinCanvas *self,

@@ -32,6 +32,10 @@ gboolean       napkin_canvas_get_selected_wire    (NapkinCanvas   *self,
 void           napkin_canvas_select_node          (NapkinCanvas   *self,
                                                    const char     *id,
                                                    gboolean        extend);
+/* Selects exactly these operations (ids the diagram lacks are skipped) and scrolls,
+ * never zooms, until they are in view. */
+void           napkin_canvas_select_nodes         (NapkinCanvas       *self,
+                                                   const char * const *ids);
 void           napkin_canvas_select_region        (NapkinCanvas   *self,
                                                    const char     *name);
 void           napkin_canvas_select_all           (NapkinCanvas   *self);

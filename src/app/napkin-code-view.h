@@ -59,6 +59,12 @@ void            napkin_code_view_export_async     (NapkinCodeView      *self,
 gboolean        napkin_code_view_export_finish    (NapkinCodeView      *self,
                                                    GAsyncResult        *result,
                                                    GError             **error);
+/* Scrolls to the kernel of the plan kernel `owner` (its region's name or its
+ * operation's id): its CUDA function, or in the pseudocode the kernel that computes
+ * one of `nodes`; once the code that holds it is shown, if it is still coming. */
+void           napkin_code_view_show_kernel     (NapkinCodeView     *self,
+                                                 const char         *owner,
+                                                 const char * const *nodes);
 /* The GtkSourceView style scheme in use: "Adwaita", or "Adwaita-dark" in a dark style. */
 const char    *napkin_code_view_get_scheme_id   (NapkinCodeView *self);
 

@@ -783,75 +783,6 @@ row_selected_cb (NapkinTileSuggestions *self,
   gtk_label_set_text (self->details_label, details);
 }
 
-static gboolean
-differs (const NapkinRegion *a,
-         const NapkinRegion *b,
-         const char         *axis)
-{
-  gint64 ta = 0, tb = 0;
-  NapkinMarkKind ka = napkin_region_mark (a, axis, &ta);
-  NapkinMarkKind kb = napkin_region_mark (b, axis, &tb);
-
-  return ka != kb || (ka != NAPKIN_MARK_WHOLE && ta != tb);
-}
-
-/* Edits the document until its regions are those of `target` (the document with
- * the candidate applied): the caller groups the edits into one undo step. */
-static gboolean
-relabel_like (NapkinHistory  *history,
-              NapkinDiagram  *target,
-              GError        **error)
-{
-  NapkinDiagram *diagram = napkin_history_get_diagram (history);
-
-  for (guint r = 0; r < napkin_diagram_n_regions (target); r++)
-    {
-      const NapkinRegion *want = napkin_diagram_region (target, r);
-      int index = napkin_diagram_find_region (diagram, want->name);
-      const NapkinRegion *have;
-
-      if (index < 0)
-        {
-          if (!napkin_edit_add_region (history, want, error))
-            return FALSE;
-          continue;
-        }
-      have = napkin_diagram_region (diagram, index);
-      if (have->level != want->level && !napkin_edit_set_region_level (history, want->name, want->level, error))
-        return FALSE;
-      have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
-      if (have->stages != want->stages && !napkin_edit_set_region_stages (history, want->name, want->stages, error))
-        return FALSE;
-      have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
-      if (have->threads != want->threads
-          && !napkin_edit_set_region_threads (history, want->name, want->threads, error))
-        return FALSE;
-      /* every axis marked on either side (an edit replaces the region: look it up each time) */
-      {
-        g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func (g_free);
-
-        for (guint m = 0; m < want->marks->len; m++)
-          g_ptr_array_add (axes, g_strdup (g_array_index (want->marks, NapkinMark, m).axis));
-        for (guint m = 0; m < have->marks->len; m++)
-          g_ptr_array_add (axes, g_strdup (g_array_index (have->marks, NapkinMark, m).axis));
-        for (guint m = 0; m < axes->len; m++)
-          {
-            const char *axis = g_ptr_array_index (axes, m);
-            NapkinMarkKind kind;
-            gint64 tile = 0;
-
-            have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
-            if (!differs (have, want, axis))
-              continue;
-            kind = napkin_region_mark (want, axis, &tile);
-            if (!napkin_edit_set_mark (history, want->name, axis, kind, tile, error))
-              return FALSE;
-          }
-      }
-    }
-  return TRUE;
-}
-
 /* Every derived kernel's region at once: one undo step restores the diagram as drawn. */
 static gboolean
 apply_derivation (NapkinTileSuggestions  *self,
@@ -862,7 +793,7 @@ apply_derivation (NapkinTileSuggestions  *self,
   g_autofree char *message = NULL;
 
   napkin_history_begin_group (self->history, _("Apply Derivation"));
-  if (!relabel_like (self->history, r->derived, error))
+  if (!napkin_edit_relabel_like (self->history, r->derived, error))
     {
       napkin_history_cancel_group (self->history);
       return FALSE;
@@ -919,7 +850,7 @@ napkin_tile_suggestions_apply (NapkinTileSuggestions  *self,
   stop_measuring (self);
   depth = napkin_history_get_depth (self->history);
   napkin_history_begin_group (self->history, _("Apply Suggested Tiles"));
-  if (!relabel_like (self->history, target, error))
+  if (!napkin_edit_relabel_like (self->history, target, error))
     {
       napkin_history_cancel_group (self->history);
       return FALSE;

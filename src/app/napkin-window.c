@@ -1620,6 +1620,18 @@ canvas_message_cb (NapkinWindow *self,
   toast (self, message);
 }
 
+/* A row of the pane's Kernels section: the code tab in front, on that kernel. */
+static void
+kernel_activated_cb (NapkinWindow *self,
+                     const char   *name,
+                     char        **nodes)
+{
+  if (self->code_view == NULL)
+    return;
+  gtk_stack_set_visible_child_name (GTK_STACK (self->bottom_stack), "code");
+  napkin_code_view_show_kernel (NAPKIN_CODE_VIEW (self->code_view), name, (const char *const *) nodes);
+}
+
 static void
 runs_changed_cb (NapkinWindow *self)
 {
@@ -1828,6 +1840,9 @@ napkin_window_init (NapkinWindow *self)
   gtk_widget_set_vexpand (GTK_WIDGET (self->analysis_area), TRUE);
   gtk_widget_set_visible (GTK_WIDGET (self->analysis_area), TRUE);
   g_signal_connect_object (self->analysis_pane, "architecture-added", G_CALLBACK (architecture_added_cb), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->analysis_pane, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->analysis_pane, "kernel-activated", G_CALLBACK (kernel_activated_cb), self,
                            G_CONNECT_SWAPPED);
   {
     GtkWidget *suggestions = napkin_tile_suggestions_new ();

@@ -1087,3 +1087,72 @@ napkin_edit_set_gpus (NapkinHistory          *history,
   push (history, command);
   return TRUE;
 }
+
+/* ---- relabeling like another diagram ---------------------------------------------- */
+
+static gboolean
+differs (const NapkinRegion *a,
+         const NapkinRegion *b,
+         const char         *axis)
+{
+  gint64 ta = 0, tb = 0;
+  NapkinMarkKind ka = napkin_region_mark (a, axis, &ta);
+  NapkinMarkKind kb = napkin_region_mark (b, axis, &tb);
+
+  return ka != kb || (ka != NAPKIN_MARK_WHOLE && ta != tb);
+}
+
+gboolean
+napkin_edit_relabel_like (NapkinHistory  *history,
+                          NapkinDiagram  *target,
+                          GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+
+  for (guint r = 0; r < napkin_diagram_n_regions (target); r++)
+    {
+      const NapkinRegion *want = napkin_diagram_region (target, r);
+      int index = napkin_diagram_find_region (diagram, want->name);
+      const NapkinRegion *have;
+
+      if (index < 0)
+        {
+          if (!napkin_edit_add_region (history, want, error))
+            return FALSE;
+          continue;
+        }
+      have = napkin_diagram_region (diagram, index);
+      if (have->level != want->level && !napkin_edit_set_region_level (history, want->name, want->level, error))
+        return FALSE;
+      have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
+      if (have->stages != want->stages && !napkin_edit_set_region_stages (history, want->name, want->stages, error))
+        return FALSE;
+      have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
+      if (have->threads != want->threads
+          && !napkin_edit_set_region_threads (history, want->name, want->threads, error))
+        return FALSE;
+      /* every axis marked on either side (an edit replaces the region: look it up each time) */
+      {
+        g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func (g_free);
+
+        for (guint m = 0; m < want->marks->len; m++)
+          g_ptr_array_add (axes, g_strdup (g_array_index (want->marks, NapkinMark, m).axis));
+        for (guint m = 0; m < have->marks->len; m++)
+          g_ptr_array_add (axes, g_strdup (g_array_index (have->marks, NapkinMark, m).axis));
+        for (guint m = 0; m < axes->len; m++)
+          {
+            const char *axis = g_ptr_array_index (axes, m);
+            NapkinMarkKind kind;
+            gint64 tile = 0;
+
+            have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
+            if (!differs (have, want, axis))
+              continue;
+            kind = napkin_region_mark (want, axis, &tile);
+            if (!napkin_edit_set_mark (history, want->name, axis, kind, tile, error))
+              return FALSE;
+          }
+      }
+    }
+  return TRUE;
+}
