@@ -666,6 +666,9 @@ show_regions (NapkinAnalysisPane *self,
       g_free (v);
       gtk_widget_add_css_class (GTK_WIDGET (row->name), "heading");
       gtk_widget_remove_css_class (GTK_WIDGET (row->name), "dim-label");
+      /* the region's name in full (up to a long one): the tile text beside it wraps instead */
+      gtk_label_set_width_chars (row->name, MIN ((int) g_utf8_strlen (head, -1), 28));
+      gtk_widget_set_tooltip_text (GTK_WIDGET (row->name), head);
       k = g_strconcat (key, ".tile", NULL);
       set_value (self, k, c->tile, NO_TIP);
       g_free (k);
@@ -2399,6 +2402,31 @@ napkin_analysis_pane_set_gpus (NapkinAnalysisPane *self,
     return;
   self->gpus = gpus;
   schedule_update (self);
+}
+
+NapkinKernelList *
+napkin_analysis_pane_get_kernel_list (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  return self->kernel_list;
+}
+
+double
+napkin_analysis_pane_get_scroll (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), 0);
+
+  return gtk_adjustment_get_value (gtk_scrolled_window_get_vadjustment (self->scroller));
+}
+
+void
+napkin_analysis_pane_set_scroll (NapkinAnalysisPane *self,
+                                 double              value)
+{
+  g_return_if_fail (NAPKIN_IS_ANALYSIS_PANE (self));
+
+  gtk_adjustment_set_value (gtk_scrolled_window_get_vadjustment (self->scroller), value);
 }
 
 const NapkinShardAnalysis *

@@ -42,6 +42,8 @@ struct _NapkinCodeView
   GStrv            kernel_owners;  /* … and the plan kernel it belongs to ("" for none) */
   GStrv            shown_names;    /* the same for the text on show, until show_text replaces it */
   GStrv            shown_owners;
+  GFile           *export_folder;  /* where and as what the exports start (the window's) */
+  char            *export_stem;
   int              opened_line;    /* where the view last opened on a kernel (-1: none) … */
   char            *opened_owner;   /* … and whose ("": the first kernel) */
   char            *wanted_kernel;  /* show_kernel's, until the code that has it arrives */
@@ -870,11 +872,38 @@ suggested_name (NapkinCodeView *self,
                 const char     *suffix)
 {
   const char *title = self->diagram ? napkin_diagram_get_title (self->diagram) : NULL;
-  g_autofree char *base = g_strdup (title && *title ? title : "kernel");
+  g_autofree char *base = g_strdup (self->export_stem ? self->export_stem : title && *title ? title : "kernel");
 
   /* a file name, not a path: no separators from a user's title */
   g_strdelimit (base, "/\\:", '-');
   return g_strconcat (base, suffix, NULL);
+}
+
+char *
+napkin_code_view_dup_export_name (NapkinCodeView *self,
+                                  const char     *suffix)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NULL);
+  return suggested_name (self, suffix);
+}
+
+GFile *
+napkin_code_view_get_export_folder (NapkinCodeView *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NULL);
+  return self->export_folder;
+}
+
+void
+napkin_code_view_set_export_place (NapkinCodeView *self,
+                                   GFile          *folder,
+                                   const char     *stem)
+{
+  g_return_if_fail (NAPKIN_IS_CODE_VIEW (self));
+
+  g_set_object (&self->export_folder, folder);
+  g_free (self->export_stem);
+  self->export_stem = g_strdup (stem);
 }
 
 static void
@@ -895,6 +924,8 @@ export_action (GtkWidget  *widget,
   gtk_file_filter_set_name (filter, cuda ? _("CUDA source") : _("Text"));
   gtk_file_filter_add_pattern (filter, cuda ? "*.cu" : "*.txt");
   gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), filter);
+  if (self->export_folder != NULL)
+    gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (dialog), self->export_folder, NULL);
   gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (dialog), name);
   g_object_set_data (G_OBJECT (dialog), "napkin-code-kind",
                      GINT_TO_POINTER (cuda ? NAPKIN_CODE_STANDALONE : NAPKIN_CODE_PSEUDO));
@@ -936,6 +967,8 @@ napkin_code_view_finalize (GObject *object)
   g_clear_pointer (&self->wanted_kernel, g_free);
   g_clear_pointer (&self->wanted_nodes, g_strfreev);
   g_clear_pointer (&self->opened_owner, g_free);
+  g_clear_object (&self->export_folder);
+  g_clear_pointer (&self->export_stem, g_free);
   G_OBJECT_CLASS (napkin_code_view_parent_class)->finalize (object);
 }
 

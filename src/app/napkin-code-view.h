@@ -49,6 +49,15 @@ guint64         napkin_code_view_get_generation   (NapkinCodeView  *self);
 /* One line: the kernels and their launch shapes, or the lowering error. */
 const char     *napkin_code_view_get_summary      (NapkinCodeView  *self);
 
+/* Where Export .cu and Export Pseudocode start, and the name they suggest (the stem;
+ * the window's, so that every export of a document starts alike). */
+void            napkin_code_view_set_export_place (NapkinCodeView  *self,
+                                                   GFile           *folder,
+                                                   const char      *stem);
+/* The name and folder the export dialogs suggest (tests). */
+char           *napkin_code_view_dup_export_name  (NapkinCodeView  *self,
+                                                   const char      *suffix);
+GFile          *napkin_code_view_get_export_folder (NapkinCodeView *self);
 /* Writes the current diagram's code of `kind` to file, generated in a thread. */
 void            napkin_code_view_export_async     (NapkinCodeView      *self,
                                                    NapkinCodeKind       kind,

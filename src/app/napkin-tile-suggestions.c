@@ -24,6 +24,7 @@
 struct _NapkinTileSuggestions
 {
   GtkPopover        parent_instance;
+  GPtrArray        *retired;         /* rows of earlier searches (_napkin_tile_suggestions_retire_rows) */
 
   /* template */
   GtkSpinner       *spinner;
@@ -443,11 +444,23 @@ emit_preview (NapkinTileSuggestions     *self,
 
 static void stop_measuring (NapkinTileSuggestions *self);
 
-static void
-clear_list (NapkinTileSuggestions *self)
+void
+_napkin_tile_suggestions_retire_rows (GtkListBox *list,
+                                      GPtrArray  *retired)
 {
   GtkWidget *child;
 
+  /* no gtk_list_box_remove_all before GTK 4.12 */
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (list))) != NULL)
+    {
+      g_ptr_array_add (retired, g_object_ref (child));
+      gtk_list_box_remove (list, child);
+    }
+}
+
+static void
+clear_list (NapkinTileSuggestions *self)
+{
   stop_measuring (self);
   show_measured_column (self, FALSE);
   for (guint i = 0; i < TOP_K; i++)
@@ -456,9 +469,7 @@ clear_list (NapkinTileSuggestions *self)
       self->measured_labels[i] = NULL;
     }
 
-  /* no gtk_list_box_remove_all before GTK 4.12 */
-  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->list))) != NULL)
-    gtk_list_box_remove (self->list, child);
+  _napkin_tile_suggestions_retire_rows (self->list, self->retired);
   self->selected = -1;
   gtk_label_set_text (self->details_label, "");
   gtk_widget_set_sensitive (GTK_WIDGET (self->apply_button), FALSE);
@@ -1119,6 +1130,7 @@ napkin_tile_suggestions_dispose (GObject *object)
   if (self->list != NULL)
     g_signal_handlers_disconnect_by_data (self->list, self);
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_TILE_SUGGESTIONS);
+  g_clear_pointer (&self->retired, g_ptr_array_unref);
   G_OBJECT_CLASS (napkin_tile_suggestions_parent_class)->dispose (object);
 }
 
@@ -1176,6 +1188,7 @@ static void
 napkin_tile_suggestions_init (NapkinTileSuggestions *self)
 {
   self->selected = -1;
+  self->retired = g_ptr_array_new_with_free_func (g_object_unref);
   for (guint i = 0; i < TOP_K; i++)
     self->measured[i] = NAN;
   gtk_widget_init_template (GTK_WIDGET (self));
