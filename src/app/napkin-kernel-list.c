@@ -385,17 +385,6 @@ search_job_free (gpointer data)
   g_free (job);
 }
 
-static NapkinKernelFix *
-fix_copy (const NapkinKernelFix *fix)
-{
-  NapkinKernelFix *copy = g_memdup2 (fix, sizeof *fix);
-
-  copy->label = g_strdup (fix->label);
-  copy->details = g_strdup (fix->details);
-  copy->fixed = g_object_ref (fix->fixed);
-  return copy;
-}
-
 static void
 search_thread (GTask        *task,
                gpointer      source_object,
@@ -413,7 +402,7 @@ search_thread (GTask        *task,
 
       /* the derivation is the whole diagram's: one search for every kernel it fixes */
       if (row->fix == NAPKIN_KERNEL_FIX_DERIVE && derive_tried)
-        fix = derived ? fix_copy (derived) : NULL;
+        fix = derived ? napkin_kernel_fix_copy (derived) : NULL;
       else if (row->fix != NAPKIN_KERNEL_FIX_NONE)
         fix = napkin_kernel_fix_find (job->diagram, job->arch, &job->options, row, NULL);
       if (row->fix == NAPKIN_KERNEL_FIX_DERIVE && !derive_tried)
@@ -448,17 +437,6 @@ search_done_cb (GObject      *source,
     show_fix (self, i);
 }
 
-static NapkinKernelRow *
-row_copy (const NapkinKernelRow *row)
-{
-  NapkinKernelRow *copy = g_memdup2 (row, sizeof *row);
-
-  copy->name = g_strdup (row->name);
-  copy->nodes = g_strdupv (row->nodes);
-  copy->reason = g_strdup (row->reason);
-  return copy;
-}
-
 static gboolean
 search_cb (gpointer user_data)
 {
@@ -477,7 +455,7 @@ search_cb (gpointer user_data)
   job->fixes = g_ptr_array_new_with_free_func (fix_free);
   job->serial = self->search_serial;
   for (guint i = 0; i < self->rows->len; i++)
-    g_ptr_array_add (job->rows, row_copy (g_ptr_array_index (self->rows, i)));
+    g_ptr_array_add (job->rows, napkin_kernel_row_copy (g_ptr_array_index (self->rows, i)));
   self->cancellable = g_cancellable_new ();
   task = g_task_new (self, self->cancellable, search_done_cb, NULL);
   g_task_set_task_data (task, job, search_job_free);

@@ -33,6 +33,20 @@ napkin_kernel_row_free (NapkinKernelRow *row)
   g_free (row);
 }
 
+NapkinKernelRow *
+napkin_kernel_row_copy (const NapkinKernelRow *row)
+{
+  NapkinKernelRow *copy;
+
+  g_return_val_if_fail (row != NULL, NULL);
+
+  copy = g_memdup2 (row, sizeof *row);
+  copy->name = g_strdup (row->name);
+  copy->nodes = g_strdupv (row->nodes);
+  copy->reason = g_strdup (row->reason);
+  return copy;
+}
+
 const char *
 napkin_plan_kind_to_label (NapkinPlanKind kind)
 {
@@ -261,6 +275,20 @@ napkin_kernel_fix_free (NapkinKernelFix *fix)
   g_free (fix->details);
   g_clear_object (&fix->fixed);
   g_free (fix);
+}
+
+NapkinKernelFix *
+napkin_kernel_fix_copy (const NapkinKernelFix *fix)
+{
+  NapkinKernelFix *copy;
+
+  g_return_val_if_fail (fix != NULL, NULL);
+
+  copy = g_memdup2 (fix, sizeof *fix);
+  copy->label = g_strdup (fix->label);
+  copy->details = g_strdup (fix->details);
+  copy->fixed = fix->fixed ? g_object_ref (fix->fixed) : NULL;
+  return copy;
 }
 
 /* The predicted time of `d`, or INFINITY where it is invalid or does not fit. */

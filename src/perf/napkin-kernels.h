@@ -36,6 +36,7 @@ typedef struct
 } NapkinKernelRow;
 
 void        napkin_kernel_row_free   (NapkinKernelRow       *row);
+NapkinKernelRow *napkin_kernel_row_copy (const NapkinKernelRow *row);
 /* The rows of `analysis` (napkin_analyze of `diagram`, whose plan it keeps); an analysis
  * without a plan (the paper's model) gives one row per kernel the model priced. */
 GPtrArray  *napkin_kernel_rows       (const NapkinAnalysis  *analysis,
@@ -54,6 +55,7 @@ typedef struct
 } NapkinKernelFix;
 
 void             napkin_kernel_fix_free (NapkinKernelFix           *fix);
+NapkinKernelFix *napkin_kernel_fix_copy (const NapkinKernelFix     *fix);
 /* The fix for `row` that the model predicts faster (or, for a kernel that does not
  * fit, feasible): for FIX_DERIVE the derivation of the whole diagram; for FIX_RELABEL
  * the best of streaming each axis the row's region keeps whole and sums or
