@@ -16,6 +16,8 @@
 #include "napkin-app-test.h"
 #include "napkin-app-xdo.h"
 #include "napkin-canvas.h"
+#include "napkin-canvas-private.h"
+#include "napkin-render.h"
 #include "napkin-code-view.h"
 #include "napkin-kernel-list.h"
 #include "napkin-tile-suggestions.h"
@@ -392,6 +394,30 @@ test_suggest_and_quit (void)
   xdotool ("mousemove", "0", "0", NULL);
 }
 
+/* A region made with Ctrl+R around every operation of attention (the inputs and
+ * outputs left out) shows its title and marks: nothing of it above the canvas's top. */
+static void
+test_new_region_in_view (void)
+{
+  NapkinWindow *window = open_example_sized (app, "attention", 1400, 900);
+  NapkinCanvas *canvas = napkin_window_get_canvas (window);
+  NapkinDiagram *d = diagram_of (window);
+  NapkinRect rect;
+  double cx, cy;
+
+  napkin_canvas_select_all (canvas);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "edit.add-region", "s", "smem"));
+  iterate (200);
+  g_assert_cmpuint (napkin_diagram_n_regions (d), ==, 1);
+  napkin_render_region_rect (d, 0, &rect);
+  /* the marks straddle the top edge by 8 units, the title sits under it */
+  _napkin_canvas_doc_to_widget (canvas, rect.x, rect.y - 9, &cx, &cy);
+  g_assert_cmpfloat (cy, >=, 0);
+  g_assert_cmpfloat (cx, >=, 0);
+  napkin_window_close_without_asking (window);
+  iterate (50);
+}
+
 /* GTK_THEME=Adwaita:dark (the "theme" test's environment) darkens the canvas and
  * the code view too. */
 static void
@@ -426,6 +452,7 @@ main (int    argc,
   g_test_add_func ("/kernels/softmax-last-axis", test_softmax_last_axis);
   g_test_add_func ("/kernels/scale-follows-d", test_scale_follows_d);
   g_test_add_func ("/kernels/menus-and-exports", test_menus_and_exports);
+  g_test_add_func ("/kernels/new-region-in-view", test_new_region_in_view);
   g_test_add_func ("/kernels/suggest-and-quit", test_suggest_and_quit);
   return napkin_app_test_run (app, tmpdir);
 }
