@@ -53,6 +53,7 @@ struct _NapkinCanvas
   double         origin_x;      /* document point at the widget's top-left */
   double         origin_y;
   gboolean       needs_fit;
+  gboolean       fit_whole;     /* this document's first view fits all of it (an import) */
 
   GHashTable    *selected;      /* node id → NULL */
   char          *selected_region;
@@ -354,6 +355,7 @@ napkin_canvas_set_history (NapkinCanvas  *self,
                                                   G_CONNECT_SWAPPED);
       self->problems = napkin_diagram_check (self->diagram);
       self->needs_fit = TRUE;
+      self->fit_whole = FALSE;
       gtk_widget_queue_allocate (GTK_WIDGET (self));
     }
   update_description (self);
@@ -813,6 +815,16 @@ scroll_node_into_view (NapkinCanvas *self,
   r.y -= 20;
   r.height += 40;
   scroll_into_view (self, &r);
+}
+
+void
+napkin_canvas_show_whole (NapkinCanvas *self)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  self->fit_whole = TRUE;
+  if (!self->needs_fit)
+    napkin_canvas_zoom_to_fit (self);
 }
 
 void
@@ -2651,7 +2663,7 @@ first_view (NapkinCanvas *self)
   NapkinRect bounds;
 
   napkin_canvas_zoom_to_fit (self);
-  if (self->needs_fit || self->zoom >= readable || self->diagram == NULL)
+  if (self->needs_fit || self->zoom >= readable || self->diagram == NULL || self->fit_whole)
     return;
   napkin_render_bounds (self->diagram, &bounds);
   self->zoom = readable;

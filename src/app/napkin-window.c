@@ -600,6 +600,7 @@ napkin_window_import_file (NapkinWindow  *self,
     window = napkin_window_new (gtk_window_get_application (GTK_WINDOW (self)));
   gtk_revealer_set_reveal_child (window->banner, FALSE);
   napkin_window_set_document (window, diagram, NULL);
+  napkin_canvas_show_whole (window->canvas);
   add_recent (file);
   gtk_window_present (GTK_WINDOW (window));
   return TRUE;

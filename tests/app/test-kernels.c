@@ -97,6 +97,20 @@ test_causal_import (void)
   g_assert_true (napkin_window_import_file (window, file, &error));
   g_assert_no_error (error);
   settle_pane (window);
+  /* an imported diagram is first seen whole */
+  {
+    NapkinCanvas *canvas = napkin_window_get_canvas (window);
+    NapkinRect bounds;
+    double x0, y0, x1, y1;
+
+    napkin_render_bounds (diagram_of (window), &bounds);
+    _napkin_canvas_doc_to_widget (canvas, bounds.x, bounds.y, &x0, &y0);
+    _napkin_canvas_doc_to_widget (canvas, bounds.x + bounds.width, bounds.y + bounds.height, &x1, &y1);
+    g_assert_cmpfloat (x0, >=, 0);
+    g_assert_cmpfloat (y0, >=, 0);
+    g_assert_cmpfloat (x1, <=, gtk_widget_get_width (GTK_WIDGET (canvas)));
+    g_assert_cmpfloat (y1, <=, gtk_widget_get_height (GTK_WIDGET (canvas)));
+  }
   g_assert_cmpuint (napkin_kernel_list_get_n_rows (list), ==, 4);
   u = row_named (list, "u");
   g_assert_cmpint (u, >=, 0);
