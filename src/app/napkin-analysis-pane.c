@@ -78,6 +78,7 @@ struct _NapkinAnalysisPane
   GtkDropDown        *dtype_dropdown;
   GtkLabel           *error_label;
   GtkLabel           *preview_label;
+  GtkLabel           *origin_label;
   GtkScrolledWindow  *scroller;
   GtkBox             *summary_box;
   NapkinKernelList   *kernel_list;
@@ -2068,6 +2069,7 @@ napkin_analysis_pane_class_init (NapkinAnalysisPaneClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, dtype_dropdown);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, error_label);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, preview_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, origin_label);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, scroller);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, summary_box);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, kernel_list);
@@ -2225,6 +2227,13 @@ napkin_analysis_pane_set_arch (NapkinAnalysisPane *self,
     napkin_arch_ref (arch);
   g_clear_pointer (&self->arch, napkin_arch_unref);
   self->arch = arch;
+  {
+    /* a profile of the user's is named where it is used (docs/packaging.md) */
+    g_autofree char *origin = arch ? napkin_arch_dup_origin (arch) : NULL;
+
+    gtk_label_set_text (self->origin_label, origin ? origin : "");
+    gtk_widget_set_visible (GTK_WIDGET (self->origin_label), origin != NULL);
+  }
   schedule_update (self);
 }
 

@@ -337,6 +337,24 @@ test_menus_and_exports (void)
     g_assert_true (g_str_has_prefix (content, "# The editor"));
   }
   gtk_window_destroy (shown);
+
+  /* a profile of the user's that hides a bundled one is named in the pane */
+  {
+    NapkinArch *h100 = napkin_analysis_pane_get_arch (pane_of (window));
+    g_autoptr(NapkinArch) mine = napkin_arch_copy (h100, "h100", NULL);
+    GtkWidget *origin = find_named (GTK_WIDGET (pane_of (window)), "analysis-arch-origin");
+
+    mine->path = g_build_filename (g_get_user_data_dir (), "napkin", "archs", "h100.json", NULL);
+    mine->shadows = g_strdup (h100->path);
+    g_assert_nonnull (origin);
+    g_assert_false (gtk_widget_get_visible (origin));
+    napkin_analysis_pane_set_arch (pane_of (window), mine);
+    g_assert_true (gtk_widget_get_visible (origin));
+    g_assert_nonnull (strstr (gtk_label_get_text (GTK_LABEL (origin)), "your profile"));
+    g_assert_nonnull (strstr (gtk_label_get_text (GTK_LABEL (origin)), h100->path));
+    napkin_analysis_pane_set_arch (pane_of (window), h100);
+    g_assert_false (gtk_widget_get_visible (origin));
+  }
   close_window (window);
 }
 
