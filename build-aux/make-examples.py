@@ -116,7 +116,7 @@ def attention(flash=False):
              node("k_in", "input", 40, 180, "K", tensor="K"),
              node("v_in", "input", 375, 300, "V", tensor="V"),
              node("qk", "contract", 205, 100, "Q·Kᵀ", out=["b", "h", "q", "k"]),
-             node("scale", "map", 375, 100, "·1/√d", fn="scale", alpha=1 / math.sqrt(d)),
+             node("scale", "map", 375, 100, "·1/√d", fn="scale", alpha="1/sqrt(d)"),
              node("sm", "softmax", 545, 100, "softmax", axis="k"),
              node("pv", "contract", 715, 160, "P·V", out=["b", "h", "q", "d"]),
              node("o", "output", 885, 160, "O", tensor="O")]
@@ -146,7 +146,7 @@ def hopper_attention():
              node("k_in", "input", 40, 180, "K", tensor="K"),
              node("v_in", "input", 480, 300, "V", tensor="V"),
              node("qk", "contract", 260, 100, "Q·Kᵀ (fp8)", out=["b", "h", "q", "k"], dtype="fp16"),
-             node("scale", "map", 480, 100, "·1/√d", fn="scale", alpha=1 / math.sqrt(d)),
+             node("scale", "map", 480, 100, "·1/√d", fn="scale", alpha="1/sqrt(d)"),
              node("sm", "softmax", 700, 100, "softmax", axis="k"),
              node("pv", "contract", 920, 160, "P·V (fp16)", out=["b", "h", "q", "d"]),
              node("o", "output", 1140, 160, "O", tensor="O")]
@@ -183,7 +183,7 @@ def masked_attention(title, description, B, H, HK, NQ, NKV, D, mask, BQ, BKV, st
              node("k_in", "input", 40, 180, "K", tensor="K"),
              node("v_in", "input", 545, 300, "V", tensor="V"),
              node("qk", "contract", 205, 100, "Q·Kᵀ", out=lead + ["q", "k"], **qk_extra),
-             node("scale", "map", 375, 100, "·1/√d", fn="scale", alpha=1 / math.sqrt(D)),
+             node("scale", "map", 375, 100, "·1/√d", fn="scale", alpha="1/sqrt(d)"),
              node("mask", "mask", 545, 100, mask.pop("label"), axis="k", rows="q", **mask),
              node("sm", "softmax", 715, 100, "softmax", axis="k"),
              node("pv", "contract", 885, 160, "P·V", out=lead + ["q", "d"], **({"dtype": ot} if fp8 else {})),

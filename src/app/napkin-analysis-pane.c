@@ -14,6 +14,7 @@
 #include "napkin-error.h"
 #include "napkin-explain.h"
 #include "napkin-file.h"
+#include "napkin-kernel-list.h"
 #include "napkin-plot.h"
 #include "napkin-run-result.h"
 #include "napkin-runs.h"
@@ -77,7 +78,10 @@ struct _NapkinAnalysisPane
   GtkDropDown        *dtype_dropdown;
   GtkLabel           *error_label;
   GtkLabel           *preview_label;
+  GtkLabel           *origin_label;
+  GtkScrolledWindow  *scroller;
   GtkBox             *summary_box;
+  NapkinKernelList   *kernel_list;
   GtkBox             *levels_box;
   GtkBox             *compute_box;
   GtkBox             *regions_box;
@@ -133,6 +137,8 @@ G_DEFINE_FINAL_TYPE (NapkinAnalysisPane, napkin_analysis_pane, GTK_TYPE_WIDGET)
 
 enum {
   ARCHITECTURE_ADDED,
+  KERNEL_ACTIVATED,
+  MESSAGE,
   N_SIGNALS
 };
 
@@ -484,6 +490,40 @@ show_summary (NapkinAnalysisPane *self,
   set_value (self, "bound", napkin_resource_to_label (a->bound), NO_TIP);
 }
 
+static void build_roofline (NapkinAnalysisPane *self);
+
+/* Every number of the last document gone, for another one (docs/analysis-pane.md):
+ * a new blank diagram shows its own reason for no numbers, not the last one's. */
+static void
+clear_numbers (NapkinAnalysisPane *self)
+{
+  clear_section (self, self->summary_box);
+  clear_section (self, self->levels_box);
+  clear_section (self, self->compute_box);
+  clear_section (self, self->regions_box);
+  clear_section (self, self->gpus_box);
+  g_hash_table_remove_all (self->texts);
+  g_hash_table_remove_all (self->tips);
+  g_hash_table_remove_all (self->tip_texts);
+  g_clear_pointer (&self->analysis, napkin_analysis_free);
+  g_clear_pointer (&self->shard, napkin_shard_analysis_free);
+  build_roofline (self);
+  gtk_widget_queue_draw (GTK_WIDGET (self->roofline_area));
+}
+
+/* The Kernels section; fixes are searched for the document as it is, not for a
+ * preview or the complete part of a diagram being drawn. */
+static void
+show_kernels (NapkinAnalysisPane *self,
+              NapkinAnalysis     *a)
+{
+  NapkinHistory *history = self->canvas && self->preview == NULL && self->partial == NULL
+                           ? napkin_canvas_get_history (self->canvas) : NULL;
+  NapkinAnalyzeOptions options = { self->has_dtype, self->dtype, FALSE, FALSE };
+
+  napkin_kernel_list_set_analysis (self->kernel_list, a, analysed (self), history, a->arch, &options);
+}
+
 static void
 show_levels (NapkinAnalysisPane *self,
              NapkinAnalysis     *a)
@@ -635,6 +675,9 @@ show_regions (NapkinAnalysisPane *self,
       g_free (v);
       gtk_widget_add_css_class (GTK_WIDGET (row->name), "heading");
       gtk_widget_remove_css_class (GTK_WIDGET (row->name), "dim-label");
+      /* the region's name in full (up to a long one): the tile text beside it wraps instead */
+      gtk_label_set_width_chars (row->name, MIN ((int) g_utf8_strlen (head, -1), 28));
+      gtk_widget_set_tooltip_text (GTK_WIDGET (row->name), head);
       k = g_strconcat (key, ".tile", NULL);
       set_value (self, k, c->tile, NO_TIP);
       g_free (k);
@@ -1355,6 +1398,7 @@ show_analysis (NapkinAnalysisPane *self,
   gtk_widget_set_visible (GTK_WIDGET (self->error_label), self->error_text != NULL);
   /* an invalid diagram keeps its last numbers, dimmed, until it is valid again */
   gtk_widget_set_sensitive (GTK_WIDGET (self->summary_box), self->analysis != NULL);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->kernel_list), self->analysis != NULL);
   gtk_widget_set_sensitive (GTK_WIDGET (self->levels_box), self->analysis != NULL);
   gtk_widget_set_sensitive (GTK_WIDGET (self->compute_box), self->analysis != NULL);
   gtk_widget_set_sensitive (GTK_WIDGET (self->regions_box), self->analysis != NULL);
@@ -1362,6 +1406,7 @@ show_analysis (NapkinAnalysisPane *self,
   if (self->analysis != NULL)
     {
       show_summary (self, self->analysis);
+      show_kernels (self, self->analysis);
       show_levels (self, self->analysis);
       show_compute (self, self->analysis);
       show_regions (self, self->analysis);
@@ -1932,6 +1977,24 @@ dtype_selected_cb (NapkinAnalysisPane *self)
     napkin_analysis_pane_set_dtype (self, TRUE, dtypes[i - 1]);
 }
 
+/* A Kernels row: its operations selected on the canvas, its code shown (the window). */
+static void
+kernel_activated_cb (NapkinAnalysisPane *self,
+                     const char         *name,
+                     char              **nodes)
+{
+  if (self->canvas != NULL && self->preview == NULL)
+    napkin_canvas_select_nodes (self->canvas, (const char *const *) nodes);
+  g_signal_emit (self, signals[KERNEL_ACTIVATED], 0, name, nodes);
+}
+
+static void
+fix_applied_cb (NapkinAnalysisPane *self,
+                const char         *message)
+{
+  g_signal_emit (self, signals[MESSAGE], 0, message);
+}
+
 static void
 napkin_analysis_pane_map (GtkWidget *widget)
 {
@@ -2014,7 +2077,10 @@ napkin_analysis_pane_class_init (NapkinAnalysisPaneClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, dtype_dropdown);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, error_label);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, preview_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, origin_label);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, scroller);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, summary_box);
+  gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, kernel_list);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, levels_box);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, compute_box);
   gtk_widget_class_bind_template_child (widget_class, NapkinAnalysisPane, regions_box);
@@ -2031,6 +2097,14 @@ napkin_analysis_pane_class_init (NapkinAnalysisPaneClass *klass)
   /* architecture-added (const char *id): a what-if profile joined the default registry */
   signals[ARCHITECTURE_ADDED] = g_signal_new ("architecture-added", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
                                               0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+  /* kernel-activated (const char *name, GStrv operations): a Kernels row was clicked;
+   * the pane has selected its operations, the window shows its code */
+  signals[KERNEL_ACTIVATED] = g_signal_new ("kernel-activated", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                            0, NULL, NULL, NULL, G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRV);
+  /* message (const char *text): for a toast (a kernel's fix applied, or why not) */
+  signals[MESSAGE] = g_signal_new ("message", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                   0, NULL, NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+  g_type_ensure (NAPKIN_TYPE_KERNEL_LIST);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "napkin-analysis-pane");
 }
@@ -2063,6 +2137,10 @@ napkin_analysis_pane_init (NapkinAnalysisPane *self)
                            G_CONNECT_SWAPPED);
   g_signal_connect_object (self->gpus_dropdown, "notify::selected", G_CALLBACK (gpus_selected_cb), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->kernel_list, "activated", G_CALLBACK (kernel_activated_cb), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->kernel_list, "fix-applied", G_CALLBACK (fix_applied_cb), self,
+                           G_CONNECT_SWAPPED);
   gtk_drawing_area_set_draw_func (self->roofline_area, draw_plot_cb, self, NULL);
   gtk_drawing_area_set_draw_func (self->bars_area, draw_plot_cb, self, NULL);
   /* every bar and point says what it is */
@@ -2081,7 +2159,16 @@ napkin_analysis_pane_init (NapkinAnalysisPane *self)
                                        "napkin-analysis-pane .napkin-analysis-highlight {"
                                        " background-color: alpha(@accent_bg_color, 0.18);"
                                        " box-shadow: inset 3px 0 @accent_bg_color; }\n"
-                                       "napkin-analysis-pane .napkin-analysis-row.error label { color: @error_color; }\n",
+                                       "napkin-analysis-pane .napkin-analysis-row.error label { color: @error_color; }\n"
+                                       /* the Kernels section: a kernel to look at has a bar at its start too */
+                                       "napkin-kernel-list .napkin-kernel-row { padding: 4px 6px; border-radius: 6px; }\n"
+                                       "napkin-kernel-list .napkin-kernel-row:hover {"
+                                       " background-color: alpha(@accent_bg_color, 0.08); }\n"
+                                       "napkin-kernel-list .napkin-kernel-row.napkin-kernel-poor {"
+                                       " background-color: alpha(@warning_bg_color, 0.12);"
+                                       " box-shadow: inset 3px 0 @warning_bg_color; }\n"
+                                       "napkin-kernel-list levelbar.napkin-kernel-share trough { min-height: 4px; }\n"
+                                       "napkin-kernel-list levelbar.napkin-kernel-share block { min-height: 4px; }\n",
                                        -1);
       gtk_style_context_add_provider_for_display (gdk_display_get_default (), GTK_STYLE_PROVIDER (css),
                                                   GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);
@@ -2101,10 +2188,13 @@ napkin_analysis_pane_set_canvas (NapkinAnalysisPane *self,
                                  NapkinCanvas       *canvas)
 {
   NapkinHistory *history;
+  NapkinHistory *next = canvas ? napkin_canvas_get_history (canvas) : NULL;
+  gboolean diagram_changed;
 
   g_return_if_fail (NAPKIN_IS_ANALYSIS_PANE (self));
   g_return_if_fail (canvas == NULL || NAPKIN_IS_CANVAS (canvas));
 
+  diagram_changed = (next ? napkin_history_get_diagram (next) : NULL) != self->diagram;
   disconnect (self);
   gtk_widget_set_visible (GTK_WIDGET (self->preview_label), FALSE);   /* the preview was of the old document */
   if (canvas != NULL)
@@ -2122,6 +2212,14 @@ napkin_analysis_pane_set_canvas (NapkinAnalysisPane *self,
     }
   g_clear_pointer (&self->region_signature, g_free);
   clear_section (self, self->regions_box);
+  napkin_kernel_list_clear (self->kernel_list);
+  /* another document: its numbers from the top, not where the last one was read
+   * (and none of the last one's numbers until its own are there) */
+  if (diagram_changed)
+    {
+      gtk_adjustment_set_value (gtk_scrolled_window_get_vadjustment (self->scroller), 0);
+      clear_numbers (self);
+    }
   schedule_update (self);
 }
 
@@ -2137,6 +2235,13 @@ napkin_analysis_pane_set_arch (NapkinAnalysisPane *self,
     napkin_arch_ref (arch);
   g_clear_pointer (&self->arch, napkin_arch_unref);
   self->arch = arch;
+  {
+    /* a profile of the user's is named where it is used (docs/packaging.md) */
+    g_autofree char *origin = arch ? napkin_arch_dup_origin (arch) : NULL;
+
+    gtk_label_set_text (self->origin_label, origin ? origin : "");
+    gtk_widget_set_visible (GTK_WIDGET (self->origin_label), origin != NULL);
+  }
   schedule_update (self);
 }
 
@@ -2314,6 +2419,31 @@ napkin_analysis_pane_set_gpus (NapkinAnalysisPane *self,
     return;
   self->gpus = gpus;
   schedule_update (self);
+}
+
+NapkinKernelList *
+napkin_analysis_pane_get_kernel_list (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), NULL);
+
+  return self->kernel_list;
+}
+
+double
+napkin_analysis_pane_get_scroll (NapkinAnalysisPane *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_ANALYSIS_PANE (self), 0);
+
+  return gtk_adjustment_get_value (gtk_scrolled_window_get_vadjustment (self->scroller));
+}
+
+void
+napkin_analysis_pane_set_scroll (NapkinAnalysisPane *self,
+                                 double              value)
+{
+  g_return_if_fail (NAPKIN_IS_ANALYSIS_PANE (self));
+
+  gtk_adjustment_set_value (gtk_scrolled_window_get_vadjustment (self->scroller), value);
 }
 
 const NapkinShardAnalysis *

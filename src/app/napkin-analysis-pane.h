@@ -3,6 +3,8 @@
 
 #include <gtk/gtk.h>
 
+#include "napkin-kernel-list.h"
+
 #include "napkin-canvas.h"
 #include "napkin-model.h"
 #include "napkin-plot.h"
@@ -78,6 +80,12 @@ gboolean              napkin_analysis_pane_is_comparing    (NapkinAnalysisPane *
 void                  napkin_analysis_pane_set_gpus        (NapkinAnalysisPane *self,
                                                             guint               gpus);
 const NapkinShardAnalysis *napkin_analysis_pane_get_shard_analysis (NapkinAnalysisPane *self);
+/* The Kernels section (docs/analysis-pane.md, "Kernels"). */
+NapkinKernelList     *napkin_analysis_pane_get_kernel_list (NapkinAnalysisPane *self);
+/* Where the pane is scrolled to (0: the top; tests). */
+double                napkin_analysis_pane_get_scroll      (NapkinAnalysisPane *self);
+void                  napkin_analysis_pane_set_scroll      (NapkinAnalysisPane *self,
+                                                            double              value);
 /* How many analyses ran (tests check coalescing). */
 guint                 napkin_analysis_pane_get_n_updates   (NapkinAnalysisPane *self);
 

@@ -509,6 +509,7 @@ napkin_application_startup (GApplication *app)
   static const char *quit_accels[] = { "<Control>q", NULL };
   static const char *new_window_accels[] = { "<Control><Shift>n", NULL };
   g_autoptr(GtkCssProvider) css = gtk_css_provider_new ();
+  const char *theme = g_getenv ("GTK_THEME");
 
   G_APPLICATION_CLASS (napkin_application_parent_class)->startup (app);
 
@@ -516,6 +517,13 @@ napkin_application_startup (GApplication *app)
   gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.quit", quit_accels);
   gtk_application_set_accels_for_action (GTK_APPLICATION (app), "app.new-window", new_window_accels);
 
+  /* GTK_THEME=Adwaita:dark makes GTK's widgets dark but not libadwaita's style manager,
+   * which the canvas, the code view and the plots follow: it is told (docs/editor.md,
+   * "Dark style"), and so is a :light theme */
+  if (theme != NULL && g_str_has_suffix (theme, ":dark"))
+    adw_style_manager_set_color_scheme (adw_style_manager_get_default (), ADW_COLOR_SCHEME_FORCE_DARK);
+  else if (theme != NULL && g_str_has_suffix (theme, ":light"))
+    adw_style_manager_set_color_scheme (adw_style_manager_get_default (), ADW_COLOR_SCHEME_FORCE_LIGHT);
   gtk_css_provider_load_from_resource (css, "/io/github/napkin/Napkin/ui/style.css");
   gtk_style_context_add_provider_for_display (gdk_display_get_default (), GTK_STYLE_PROVIDER (css),
                                               GTK_STYLE_PROVIDER_PRIORITY_APPLICATION);

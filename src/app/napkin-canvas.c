@@ -53,6 +53,7 @@ struct _NapkinCanvas
   double         origin_x;      /* document point at the widget's top-left */
   double         origin_y;
   gboolean       needs_fit;
+  gboolean       fit_whole;     /* this document's first view fits all of it (an import) */
 
   GHashTable    *selected;      /* node id → NULL */
   char          *selected_region;
@@ -354,6 +355,7 @@ napkin_canvas_set_history (NapkinCanvas  *self,
                                                   G_CONNECT_SWAPPED);
       self->problems = napkin_diagram_check (self->diagram);
       self->needs_fit = TRUE;
+      self->fit_whole = FALSE;
       gtk_widget_queue_allocate (GTK_WIDGET (self));
     }
   update_description (self);
@@ -813,6 +815,60 @@ scroll_node_into_view (NapkinCanvas *self,
   r.y -= 20;
   r.height += 40;
   scroll_into_view (self, &r);
+}
+
+void
+napkin_canvas_show_whole (NapkinCanvas *self)
+{
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  self->fit_whole = TRUE;
+  if (!self->needs_fit)
+    napkin_canvas_zoom_to_fit (self);
+}
+
+void
+napkin_canvas_select_nodes (NapkinCanvas       *self,
+                            const char * const *ids)
+{
+  NapkinRect all = { 0 };
+  gboolean any = FALSE;
+
+  g_return_if_fail (NAPKIN_IS_CANVAS (self));
+
+  clear_selection_quietly (self);
+  g_clear_pointer (&self->selected_region, g_free);
+  g_clear_pointer (&self->selected_wire_to, g_free);
+  for (guint i = 0; ids != NULL && ids[i] != NULL; i++)
+    {
+      int n = self->diagram ? napkin_diagram_find_node (self->diagram, ids[i]) : -1;
+      NapkinRect r;
+
+      if (n < 0)
+        continue;
+      g_hash_table_add (self->selected, g_strdup (ids[i]));
+      napkin_render_node_rect (self->diagram, n, &r);
+      if (any)
+        {
+          double x1 = MAX (all.x + all.width, r.x + r.width), y1 = MAX (all.y + all.height, r.y + r.height);
+
+          all.x = MIN (all.x, r.x);
+          all.y = MIN (all.y, r.y);
+          all.width = x1 - all.x;
+          all.height = y1 - all.y;
+        }
+      else
+        all = r;
+      any = TRUE;
+    }
+  emit_selection_changed (self);
+  if (any)
+    {
+      /* the labels above and the element types below */
+      all.y -= 20;
+      all.height += 40;
+      scroll_into_view (self, &all);
+    }
 }
 
 /* Free space near (x, y): down first (a column of operations), then right. */
@@ -1310,11 +1366,14 @@ adapt_target (NapkinCanvas  *self,
     case NAPKIN_OP_REDUCE:
     case NAPKIN_OP_SOFTMAX:
     case NAPKIN_OP_NORMALIZE:
-      if (troubled && in != NULL && in->valid && in->n_axes > 0)
+      /* its first wire (the axis it was made with is only a placeholder), or one
+       * whose tensor lacks its axis: over the last (contiguous) axis, where rows are
+       * reduced (docs/editor.md, "Smart defaults") */
+      if ((troubled || was_free) && in != NULL && in->valid && in->n_axes > 0
+          && g_strcmp0 (node->axis, napkin_diagram_axis (d, in->axes[in->n_axes - 1])->name) != 0)
         {
           g_autoptr(NapkinNode) changed = napkin_item_copy (NAPKIN_ITEM_NODE, node);
 
-          /* over the last (contiguous) axis, where rows are reduced */
           g_free (changed->axis);
           changed->axis = g_strdup (napkin_diagram_axis (d, in->axes[in->n_axes - 1])->name);
           napkin_edit_update_node (history, changed, NULL);
@@ -2604,7 +2663,7 @@ first_view (NapkinCanvas *self)
   NapkinRect bounds;
 
   napkin_canvas_zoom_to_fit (self);
-  if (self->needs_fit || self->zoom >= readable || self->diagram == NULL)
+  if (self->needs_fit || self->zoom >= readable || self->diagram == NULL || self->fit_whole)
     return;
   napkin_render_bounds (self->diagram, &bounds);
   self->zoom = readable;

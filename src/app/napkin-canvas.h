@@ -32,6 +32,13 @@ gboolean       napkin_canvas_get_selected_wire    (NapkinCanvas   *self,
 void           napkin_canvas_select_node          (NapkinCanvas   *self,
                                                    const char     *id,
                                                    gboolean        extend);
+/* The document's first view fits all of it, however small (an imported diagram, laid
+ * out by the importer, is first seen whole: docs/editor.md, "The first screen"). */
+void           napkin_canvas_show_whole           (NapkinCanvas       *self);
+/* Selects exactly these operations (ids the diagram lacks are skipped) and scrolls,
+ * never zooms, until they are in view. */
+void           napkin_canvas_select_nodes         (NapkinCanvas       *self,
+                                                   const char * const *ids);
 void           napkin_canvas_select_region        (NapkinCanvas   *self,
                                                    const char     *name);
 void           napkin_canvas_select_all           (NapkinCanvas   *self);

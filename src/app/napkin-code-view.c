@@ -39,6 +39,16 @@ struct _NapkinCodeView
   char            *pseudo;
   char            *summary;
   gboolean         failed;
+  GStrv            kernel_names;   /* CUDA: each kernel's function name … */
+  GStrv            kernel_owners;  /* … and the plan kernel it belongs to ("" for none) */
+  GStrv            shown_names;    /* the same for the text on show, until show_text replaces it */
+  GStrv            shown_owners;
+  GFile           *export_folder;  /* where and as what the exports start (the window's) */
+  char            *export_stem;
+  int              opened_line;    /* where the view last opened on a kernel (-1: none) … */
+  char            *opened_owner;   /* … and whose ("": the first kernel) */
+  char            *wanted_kernel;  /* show_kernel's, until the code that has it arrives */
+  GStrv            wanted_nodes;
   gboolean         at_kernel;      /* scrolled to the kernel once for this document and kind */
   guint            scroll_tick;
   guint            scroll_frames;
@@ -76,6 +86,8 @@ typedef struct
   char    *cuda;
   char    *pseudo;
   char    *summary;
+  GStrv    kernel_names;
+  GStrv    kernel_owners;
   gboolean failed;
 } CodeResult;
 
@@ -85,7 +97,28 @@ code_result_free (CodeResult *result)
   g_free (result->cuda);
   g_free (result->pseudo);
   g_free (result->summary);
+  g_strfreev (result->kernel_names);
+  g_strfreev (result->kernel_owners);
   g_free (result);
+}
+
+/* Each kernel's function name and the plan kernel it belongs to, for show_kernel. */
+static void
+kernel_owners (NapkinCudaModule *module,
+               CodeResult       *result)
+{
+  g_autoptr(GStrvBuilder) names = g_strv_builder_new ();
+  g_autoptr(GStrvBuilder) owners = g_strv_builder_new ();
+
+  for (guint k = 0; k < module->kernels->len; k++)
+    {
+      NapkinCudaKernel *kernel = g_ptr_array_index (module->kernels, k);
+
+      g_strv_builder_add (names, kernel->name);
+      g_strv_builder_add (owners, kernel->owner ? kernel->owner : "");
+    }
+  result->kernel_names = g_strv_builder_end (names);
+  result->kernel_owners = g_strv_builder_end (owners);
 }
 
 static char *
@@ -122,7 +155,7 @@ generate (NapkinDiagram     *diagram,
           char          **cuda,
           char          **pseudo,
           char          **standalone,
-          char          **summary,
+          CodeResult     *result,
           GError        **error)
 {
   g_autoptr(NapkinPlan) plan = arch != NULL ? napkin_plan_build (diagram, arch, NULL, error) : NULL;
@@ -136,7 +169,7 @@ generate (NapkinDiagram     *diagram,
     return FALSE;
   if (pseudo != NULL)
     *pseudo = napkin_codegen_pseudocode (program);
-  if (cuda == NULL && standalone == NULL && summary == NULL)
+  if (cuda == NULL && standalone == NULL && result == NULL)
     return TRUE;
 
   module = plan != NULL ? napkin_codegen_cuda_planned (g_steal_pointer (&program), plan, flags, NULL, error)
@@ -145,8 +178,11 @@ generate (NapkinDiagram     *diagram,
     return FALSE;
   if (cuda != NULL)
     *cuda = g_strdup (module->source);
-  if (summary != NULL)
-    *summary = kernels_summary (module);
+  if (result != NULL)
+    {
+      result->summary = kernels_summary (module);
+      kernel_owners (module, result);
+    }
   if (standalone != NULL)
     {
       /* The same fp32 reference as napkin-cli codegen --target standalone. */
@@ -210,7 +246,7 @@ update_thread (GTask        *task,
   g_autoptr(NapkinDiagram) diagram = napkin_diagram_load_from_data (input->json, input->length, 0, &error);
 
   result->generation = input->generation;
-  if (diagram == NULL || !generate (diagram, input->arch, input->flags, &result->cuda, &result->pseudo, NULL, &result->summary, &error))
+  if (diagram == NULL || !generate (diagram, input->arch, input->flags, &result->cuda, &result->pseudo, NULL, result, &error))
     {
       g_clear_pointer (&result->cuda, g_free);
       g_clear_pointer (&result->summary, g_free);
@@ -281,6 +317,158 @@ source_view_map_cb (NapkinCodeView *self)
     start_scroll_ticks (self);
 }
 
+/* Does the line at `p` start kernel `name`: its function ("NAME (") or, for a kernel
+ * printed from a template of kernels/, the template's name for it ("#define NKP_NAME
+ * NAME")? */
+static gboolean
+starts_kernel (const char *p,
+               const char *name)
+{
+  gsize n = strlen (name);
+
+  if (g_str_has_prefix (p, "#define NKP_NAME "))
+    p += strlen ("#define NKP_NAME ");
+  else if (!(strncmp (p, name, n) == 0 && g_str_has_prefix (p + n, " (")))
+    return FALSE;
+  return strncmp (p, name, n) == 0 && (p[n] == ' ' || p[n] == '\n');
+}
+
+/* The line a kernel starts on in `text`: the CUDA function of the plan kernel
+ * `owner` (its name from the module), or the pseudocode's "kernel …:" line of one of
+ * `nodes`; with no owner, the first __global__. -1: not found. */
+static int
+kernel_line (NapkinCodeView *self,
+             const char     *text,
+             const char     *owner,
+             const char     *const *nodes)
+{
+  const char *at = NULL;
+  int line = 0;
+
+  if (self->kind == NAPKIN_CODE_CUDA && owner == NULL)
+    at = strstr (text, "__global__");
+  else if (self->kind == NAPKIN_CODE_CUDA)
+    for (guint k = 0; at == NULL && self->kernel_names && self->kernel_names[k]; k++)
+      if (self->kernel_owners[k] && g_str_equal (self->kernel_owners[k], owner))
+        for (const char *p = text; at == NULL && (p = strchr (p, '\n')) != NULL; p++)
+          if (starts_kernel (p + 1, self->kernel_names[k]))
+            at = p;
+  if (self->kind == NAPKIN_CODE_PSEUDO && nodes != NULL)
+    for (const char *p = text; at == NULL && (p = strstr (p, "\nkernel ")) != NULL; p++)
+      {
+        const char *colon = strchr (p + 1, ':');
+        const char *eol = strchr (p + 1, '\n');
+        g_autofree char *what = colon && (eol == NULL || colon < eol) ? g_strndup (colon + 1, eol ? eol - colon - 1 : -1)
+                                                                       : NULL;
+        g_auto(GStrv) words = what ? g_strsplit_set (what, " ,", -1) : NULL;
+
+        for (guint n = 0; words && nodes[n] && at == NULL; n++)
+          if (g_strv_contains ((const char *const *) words, nodes[n]))
+            at = p + 1;
+      }
+  if (at == NULL)
+    return -1;
+  for (const char *p = text; p < at; p++)
+    line += *p == '\n';
+  return line + (*at == '\n');
+}
+
+/* `line`, or the comment above it that belongs to it (a dozen lines at most). */
+static int
+climb_comment (GtkTextBuffer *buffer,
+               int            line)
+{
+  for (guint climbed = 0; line > 0 && climbed < 12; climbed++)
+    {
+      GtkTextIter prev, prev_end;
+      g_autofree char *prev_text = NULL;
+
+      gtk_text_buffer_get_iter_at_line (buffer, &prev, line - 1);
+      prev_end = prev;
+      gtk_text_iter_forward_to_line_end (&prev_end);
+      prev_text = gtk_text_buffer_get_text (buffer, &prev, &prev_end, FALSE);
+      if (!g_str_has_prefix (g_strchug (prev_text), "/*") && !g_str_has_prefix (prev_text, "*")
+          && !g_str_has_prefix (prev_text, "//"))
+        break;
+      line--;
+    }
+  return line;
+}
+
+/* Puts `line` at the top of the view, frame after frame until it is laid out. */
+static void
+scroll_to_line (NapkinCodeView *self,
+                int             line,
+                gboolean        cursor)
+{
+  GtkTextBuffer *buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (self->source_view));
+  GtkTextMark *mark = gtk_text_buffer_get_mark (buffer, "napkin-kernel");
+  GtkTextIter at;
+
+  gtk_text_buffer_get_iter_at_line (buffer, &at, line);
+  if (cursor)
+    gtk_text_buffer_place_cursor (buffer, &at);
+  if (mark == NULL)
+    mark = gtk_text_buffer_create_mark (buffer, "napkin-kernel", &at, TRUE);
+  else
+    gtk_text_buffer_move_mark (buffer, mark, &at);
+  /* again until the lines are laid out: before that their heights are guesses */
+  self->scroll_frames = 0;
+  self->scroll_pending = TRUE;
+  start_scroll_ticks (self);
+}
+
+/* The line at the top of the view, and the cursor's. */
+static void
+view_lines (NapkinCodeView *self,
+            int            *top,
+            int            *cursor)
+{
+  GtkTextView *view = GTK_TEXT_VIEW (self->source_view);
+  GtkTextBuffer *buffer = gtk_text_view_get_buffer (view);
+  GdkRectangle visible;
+  GtkTextIter iter;
+
+  gtk_text_view_get_visible_rect (view, &visible);
+  gtk_text_view_get_line_at_y (view, &iter, visible.y, NULL);
+  *top = gtk_text_iter_get_line (&iter);
+  gtk_text_buffer_get_iter_at_mark (buffer, &iter, gtk_text_buffer_get_insert (buffer));
+  *cursor = gtk_text_iter_get_line (&iter);
+}
+
+/* Where the reader was, in the new text of an edit: in a kernel, the same line of the
+ * same plan kernel's code (or, where that kernel is gone, the first kernel); in the
+ * prelude, the same line. */
+static int
+kept_line (NapkinCodeView *self,
+           const char     *old,
+           const char     *text,
+           int             top)
+{
+  int start = -1, line = 0, found;
+  const char *owner = NULL;
+
+  if (self->kind != NAPKIN_CODE_CUDA || self->shown_names == NULL)
+    return top;
+  for (const char *p = old; *p && line <= top; p++)
+    {
+      if (p == old || p[-1] == '\n')
+        for (guint k = 0; self->shown_names[k]; k++)
+          if (starts_kernel (p, self->shown_names[k]))
+            {
+              start = line;
+              owner = self->shown_owners[k];
+            }
+      line += *p == '\n';
+    }
+  if (start < 0)
+    return top;
+  found = owner && *owner ? kernel_line (self, text, owner, NULL) : -1;
+  if (found < 0)
+    return -2;   /* that kernel is gone: the new code opens on its first kernel */
+  return found + (top - start);
+}
+
 static void
 show_text (NapkinCodeView *self)
 {
@@ -296,53 +484,56 @@ show_text (NapkinCodeView *self)
                                     : gtk_source_language_manager_get_language (languages, "cuda"));
   gtk_text_buffer_get_bounds (buffer, &start, &end);
   current = gtk_text_buffer_get_text (buffer, &start, &end, TRUE);
-  /* unchanged code (a node moved): keep the scroll position */
+  /* unchanged code (a node moved): the scroll position stays as it is; new code after
+   * an edit opens where the user was reading, not on line 1 (docs/editor.md) */
   if (g_strcmp0 (current, text ? text : "") != 0)
-    gtk_text_buffer_set_text (buffer, text ? text : "", -1);
-
-  /* A new document opens on its kernel, not on the prelude's macros; after that the
-   * user's scrolling is left alone. */
-  if (!self->at_kernel && text != NULL && !self->failed)
     {
-      const char *kernel = self->kind == NAPKIN_CODE_CUDA ? strstr (text, "__global__") : NULL;
-      GtkTextIter at;
-      GtkTextMark *mark;
+      int top = 0, cursor = 0;
+      gboolean keep = self->at_kernel && self->wanted_kernel == NULL && *current != '\0';
 
-      self->at_kernel = TRUE;
-      if (kernel != NULL)
+      if (keep)
+        view_lines (self, &top, &cursor);
+      gtk_text_buffer_set_text (buffer, text ? text : "", -1);
+      if (keep && top == self->opened_line)
         {
-          int line = 0;
-
-          for (const char *p = text; p < kernel; p++)
-            line += *p == '\n';
-          /* the comment above the kernel belongs to it (a dozen lines of it) */
-          for (guint climbed = 0; line > 0 && climbed < 12; climbed++)
-            {
-              GtkTextIter prev;
-              g_autofree char *prev_text = NULL;
-              GtkTextIter prev_end;
-
-              gtk_text_buffer_get_iter_at_line (buffer, &prev, line - 1);
-              prev_end = prev;
-              gtk_text_iter_forward_to_line_end (&prev_end);
-              prev_text = gtk_text_buffer_get_text (buffer, &prev, &prev_end, FALSE);
-              if (!g_str_has_prefix (g_strchug (prev_text), "/*") && !g_str_has_prefix (prev_text, "*")
-                  && !g_str_has_prefix (prev_text, "//"))
-                break;
-              line--;
-            }
-          gtk_text_buffer_get_iter_at_line (buffer, &at, line);
-          gtk_text_buffer_place_cursor (buffer, &at);
-          mark = gtk_text_buffer_get_mark (buffer, "napkin-kernel");
-          if (mark == NULL)
-            mark = gtk_text_buffer_create_mark (buffer, "napkin-kernel", &at, TRUE);
-          else
-            gtk_text_buffer_move_mark (buffer, mark, &at);
-          /* again until the lines are laid out: before that their heights are guesses */
-          self->scroll_frames = 0;
-          self->scroll_pending = TRUE;
-          start_scroll_ticks (self);
+          /* still where it opened: it follows that kernel into the new code */
+          keep = FALSE;
+          self->at_kernel = FALSE;
+          if (self->opened_owner != NULL && *self->opened_owner != '\0')
+            self->wanted_kernel = g_strdup (self->opened_owner);
         }
+      if (keep)
+        {
+          GtkTextIter at;
+          int line = kept_line (self, current, text ? text : "", top);
+
+          gtk_text_buffer_get_iter_at_line (buffer, &at, cursor + (line >= 0 ? line - top : 0));
+          gtk_text_buffer_place_cursor (buffer, &at);
+          if (line >= 0)
+            scroll_to_line (self, MIN (line, gtk_text_buffer_get_line_count (buffer) - 1), FALSE);
+          else
+            self->at_kernel = FALSE;
+        }
+    }
+
+  /* A new document opens on its kernel, not on the prelude's macros; a kernel asked
+   * for (the pane's Kernels section) is shown once its code is there; after that the
+   * user's scrolling is left alone. */
+  if ((!self->at_kernel || self->wanted_kernel != NULL) && text != NULL && !self->failed)
+    {
+      int line = kernel_line (self, text, self->wanted_kernel, (const char *const *) self->wanted_nodes);
+
+      /* a kernel asked for and gone: the first one */
+      if (line < 0 && self->wanted_kernel != NULL)
+        line = kernel_line (self, text, NULL, NULL);
+      self->at_kernel = TRUE;
+      g_free (self->opened_owner);
+      self->opened_owner = g_strdup (self->wanted_kernel ? self->wanted_kernel : "");
+      g_clear_pointer (&self->wanted_kernel, g_free);
+      g_clear_pointer (&self->wanted_nodes, g_strfreev);
+      self->opened_line = line >= 0 && self->kind == NAPKIN_CODE_CUDA ? climb_comment (buffer, line) : line;
+      if (line >= 0)
+        scroll_to_line (self, self->opened_line, TRUE);
     }
 
   gtk_label_set_text (self->summary_label, self->summary ? self->summary : "");
@@ -351,6 +542,23 @@ show_text (NapkinCodeView *self)
     gtk_widget_add_css_class (GTK_WIDGET (self->summary_label), "error");
   else
     gtk_widget_remove_css_class (GTK_WIDGET (self->summary_label), "error");
+}
+
+void
+napkin_code_view_show_kernel (NapkinCodeView     *self,
+                              const char         *owner,
+                              const char * const *nodes)
+{
+  g_return_if_fail (NAPKIN_IS_CODE_VIEW (self));
+  g_return_if_fail (owner != NULL);
+
+  g_free (self->wanted_kernel);
+  self->wanted_kernel = g_strdup (owner);
+  g_strfreev (self->wanted_nodes);
+  self->wanted_nodes = g_strdupv ((char **) nodes);
+  /* the code on show is of this generation: now; else when the worker's arrives */
+  if (self->diagram != NULL && self->generation == napkin_diagram_get_generation (self->diagram))
+    show_text (self);
 }
 
 static void start_update (NapkinCodeView *self);
@@ -375,6 +583,12 @@ update_done (GObject      *object,
   self->cuda = g_steal_pointer (&result->cuda);
   self->pseudo = g_steal_pointer (&result->pseudo);
   self->summary = g_steal_pointer (&result->summary);
+  g_strfreev (self->shown_names);
+  g_strfreev (self->shown_owners);
+  self->shown_names = g_steal_pointer (&self->kernel_names);
+  self->shown_owners = g_steal_pointer (&self->kernel_owners);
+  self->kernel_names = g_steal_pointer (&result->kernel_names);
+  self->kernel_owners = g_steal_pointer (&result->kernel_owners);
   self->failed = result->failed;
   self->generation = result->generation;
   code_result_free (result);
@@ -693,11 +907,38 @@ suggested_name (NapkinCodeView *self,
                 const char     *suffix)
 {
   const char *title = self->diagram ? napkin_diagram_get_title (self->diagram) : NULL;
-  g_autofree char *base = g_strdup (title && *title ? title : "kernel");
+  g_autofree char *base = g_strdup (self->export_stem ? self->export_stem : title && *title ? title : "kernel");
 
   /* a file name, not a path: no separators from a user's title */
   g_strdelimit (base, "/\\:", '-');
   return g_strconcat (base, suffix, NULL);
+}
+
+char *
+napkin_code_view_dup_export_name (NapkinCodeView *self,
+                                  const char     *suffix)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NULL);
+  return suggested_name (self, suffix);
+}
+
+GFile *
+napkin_code_view_get_export_folder (NapkinCodeView *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NULL);
+  return self->export_folder;
+}
+
+void
+napkin_code_view_set_export_place (NapkinCodeView *self,
+                                   GFile          *folder,
+                                   const char     *stem)
+{
+  g_return_if_fail (NAPKIN_IS_CODE_VIEW (self));
+
+  g_set_object (&self->export_folder, folder);
+  g_free (self->export_stem);
+  self->export_stem = g_strdup (stem);
 }
 
 static void
@@ -718,6 +959,8 @@ export_action (GtkWidget  *widget,
   gtk_file_filter_set_name (filter, cuda ? _("CUDA source") : _("Text"));
   gtk_file_filter_add_pattern (filter, cuda ? "*.cu" : "*.txt");
   gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (dialog), filter);
+  if (self->export_folder != NULL)
+    gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (dialog), self->export_folder, NULL);
   gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (dialog), name);
   g_object_set_data (G_OBJECT (dialog), "napkin-code-kind",
                      GINT_TO_POINTER (cuda ? NAPKIN_CODE_STANDALONE : NAPKIN_CODE_PSEUDO));
@@ -753,6 +996,15 @@ napkin_code_view_finalize (GObject *object)
   g_clear_pointer (&self->pseudo, g_free);
   g_clear_pointer (&self->summary, g_free);
   g_clear_pointer (&self->arch, napkin_arch_unref);
+  g_clear_pointer (&self->kernel_names, g_strfreev);
+  g_clear_pointer (&self->kernel_owners, g_strfreev);
+  g_clear_pointer (&self->shown_names, g_strfreev);
+  g_clear_pointer (&self->shown_owners, g_strfreev);
+  g_clear_pointer (&self->wanted_kernel, g_free);
+  g_clear_pointer (&self->wanted_nodes, g_strfreev);
+  g_clear_pointer (&self->opened_owner, g_free);
+  g_clear_object (&self->export_folder);
+  g_clear_pointer (&self->export_stem, g_free);
   G_OBJECT_CLASS (napkin_code_view_parent_class)->finalize (object);
 }
 
@@ -856,6 +1108,7 @@ napkin_code_view_init (NapkinCodeView *self)
   AdwStyleManager *manager = adw_style_manager_get_default ();
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  self->opened_line = -1;
   g_signal_connect (self, "map", G_CALLBACK (source_view_map_cb), NULL);
   buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (self->source_view));
   gtk_source_buffer_set_highlight_syntax (GTK_SOURCE_BUFFER (buffer), TRUE);

@@ -53,6 +53,15 @@ guint64         napkin_code_view_get_generation   (NapkinCodeView  *self);
 /* One line: the kernels and their launch shapes, or the lowering error. */
 const char     *napkin_code_view_get_summary      (NapkinCodeView  *self);
 
+/* Where Export .cu and Export Pseudocode start, and the name they suggest (the stem;
+ * the window's, so that every export of a document starts alike). */
+void            napkin_code_view_set_export_place (NapkinCodeView  *self,
+                                                   GFile           *folder,
+                                                   const char      *stem);
+/* The name and folder the export dialogs suggest (tests). */
+char           *napkin_code_view_dup_export_name  (NapkinCodeView  *self,
+                                                   const char      *suffix);
+GFile          *napkin_code_view_get_export_folder (NapkinCodeView *self);
 /* Writes the current diagram's code of `kind` to file, generated in a thread. */
 void            napkin_code_view_export_async     (NapkinCodeView      *self,
                                                    NapkinCodeKind       kind,
@@ -63,6 +72,12 @@ void            napkin_code_view_export_async     (NapkinCodeView      *self,
 gboolean        napkin_code_view_export_finish    (NapkinCodeView      *self,
                                                    GAsyncResult        *result,
                                                    GError             **error);
+/* Scrolls to the kernel of the plan kernel `owner` (its region's name or its
+ * operation's id): its CUDA function, or in the pseudocode the kernel that computes
+ * one of `nodes`; once the code that holds it is shown, if it is still coming. */
+void           napkin_code_view_show_kernel     (NapkinCodeView     *self,
+                                                 const char         *owner,
+                                                 const char * const *nodes);
 /* The GtkSourceView style scheme in use: "Adwaita", or "Adwaita-dark" in a dark style. */
 const char    *napkin_code_view_get_scheme_id   (NapkinCodeView *self);
 

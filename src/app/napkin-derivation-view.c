@@ -20,6 +20,7 @@ struct _NapkinDerivationView
   GtkListBox   *list;
 
   GtkSizeGroup *column_widths[6];   /* one a column: titles and rows line up */
+  GPtrArray    *retired;            /* rows of earlier derivations, kept alive (see the helper) */
   guint         n_rows;
 };
 
@@ -136,14 +137,11 @@ void
 napkin_derivation_view_set_derivation (NapkinDerivationView   *self,
                                        const NapkinDerivation *derivation)
 {
-  GtkWidget *child;
   g_autofree char *totals = NULL;
 
   g_return_if_fail (NAPKIN_IS_DERIVATION_VIEW (self));
 
-  /* no gtk_list_box_remove_all before GTK 4.12 */
-  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->list))) != NULL)
-    gtk_list_box_remove (self->list, child);
+  _napkin_tile_suggestions_retire_rows (self->list, self->retired);
   self->n_rows = 0;
   if (derivation == NULL)
     {
@@ -176,6 +174,7 @@ static void
 napkin_derivation_view_dispose (GObject *object)
 {
   gtk_widget_dispose_template (GTK_WIDGET (object), NAPKIN_TYPE_DERIVATION_VIEW);
+  g_clear_pointer (&NAPKIN_DERIVATION_VIEW (object)->retired, g_ptr_array_unref);
   G_OBJECT_CLASS (napkin_derivation_view_parent_class)->dispose (object);
 }
 
@@ -208,6 +207,7 @@ static void
 napkin_derivation_view_init (NapkinDerivationView *self)
 {
   gtk_widget_init_template (GTK_WIDGET (self));
+  self->retired = g_ptr_array_new_with_free_func (g_object_unref);
   for (guint c = 0; c < G_N_ELEMENTS (self->column_widths); c++)
     self->column_widths[c] = gtk_size_group_new (GTK_SIZE_GROUP_HORIZONTAL);
   for (guint c = 0; c < G_N_ELEMENTS (columns); c++)

@@ -11,6 +11,7 @@
 
 #include "napkin-edit.h"
 #include "napkin-inspector.h"
+#include "napkin-expr.h"
 #include "napkin-validate.h"
 #include "napkin-tile-default.h"
 
@@ -237,6 +238,35 @@ parse_double (const char  *text,
   return TRUE;
 }
 
+/* A map's factor: a number, or an expression of the axes' sizes ("1/sqrt(d)", "1/√d")
+ * that then follows them (docs/editor.md, "Scale factors"). */
+static gboolean
+parse_factor (NapkinDiagram  *d,
+              const char     *text,
+              NapkinNode     *node,
+              GError        **error)
+{
+  g_autoptr(GError) local = NULL;
+  g_autofree char *trimmed = g_strstrip (g_strdup (text));
+  double value;
+
+  g_clear_pointer (&node->alpha_expr, g_free);
+  if (napkin_expr_is_number (trimmed, &value))
+    {
+      node->alpha = value;
+      return TRUE;
+    }
+  if (!napkin_diagram_eval_expr (d, trimmed, &value, &local))
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_INVALID_DATA,
+                   _("Factor: “%s” is not a number or an expression of axis sizes: %s"), trimmed, local->message);
+      return FALSE;
+    }
+  node->alpha = value;
+  node->alpha_expr = g_steal_pointer (&trimmed);
+  return TRUE;
+}
+
 /* "b, h , q" → { "b", "h", "q" }; "m=4096" stays whole (an axis defined in place). */
 static char **
 split_axes (const char *text)
@@ -360,7 +390,7 @@ apply_node_field (NapkinInspector *self,
       node->fn = choice;
       break;
     case FIELD_ALPHA:
-      ok = parse_double (text, &node->alpha, _("Factor"), error);
+      ok = parse_factor (d, text, node, error);
       break;
     case FIELD_REDUCE:
       node->reduce = choice;
@@ -852,10 +882,20 @@ build_node (NapkinInspector *self,
             if (node->fn == NAPKIN_FN_SCALE || node->fn == NAPKIN_FN_SHIFT)
               {
                 char alpha[G_ASCII_DTOSTR_BUF_SIZE];
+                GtkWidget *entry;
 
                 g_ascii_dtostr (alpha, sizeof alpha, node->alpha);
-                add_row (self, node->fn == NAPKIN_FN_SHIFT ? _("_Constant") : _("_Factor"),
-                         field_entry (self, FIELD_ALPHA, node->id, alpha), "field-alpha");
+                entry = field_entry (self, FIELD_ALPHA, node->id, node->alpha_expr ? node->alpha_expr : alpha);
+                gtk_widget_set_tooltip_text (entry, _("A number, or an expression of axis sizes such as 1/sqrt(d) "
+                                                      "that follows them"));
+                add_row (self, node->fn == NAPKIN_FN_SHIFT ? _("_Constant") : _("_Factor"), entry, "field-alpha");
+                if (node->alpha_expr != NULL)
+                  {
+                    /* the value the model and the code use now */
+                    g_autofree char *value = g_strdup_printf (_("= %.6g at the axes' sizes now"), node->alpha);
+
+                    add_text (self, value, "dim-label");
+                  }
               }
             if (node->fn == NAPKIN_FN_EXP)
               add_exp_fma_row (self, node);

@@ -17,4 +17,11 @@ GtkWidget *_napkin_tile_suggestions_row_new  (GtkWidget    *numbers,
                                               const char   *caption,
                                               const char   *name);
 
+/* Empties a list, keeping its rows alive in `retired` (which holds references):
+ * GTK 4.8 can keep a removed row of a popover as its pointer focus, and a finalized
+ * one is then looked up when the popover closes (a Gtk-CRITICAL in
+ * gtk_widget_is_ancestor). The caller frees `retired` when it is disposed. */
+void       _napkin_tile_suggestions_retire_rows (GtkListBox *list,
+                                                 GPtrArray  *retired);
+
 G_END_DECLS

@@ -24,6 +24,7 @@
 struct _NapkinTileSuggestions
 {
   GtkPopover        parent_instance;
+  GPtrArray        *retired;         /* rows of earlier searches (_napkin_tile_suggestions_retire_rows) */
 
   /* template */
   GtkSpinner       *spinner;
@@ -441,11 +442,23 @@ emit_preview (NapkinTileSuggestions     *self,
 
 static void stop_measuring (NapkinTileSuggestions *self);
 
-static void
-clear_list (NapkinTileSuggestions *self)
+void
+_napkin_tile_suggestions_retire_rows (GtkListBox *list,
+                                      GPtrArray  *retired)
 {
   GtkWidget *child;
 
+  /* no gtk_list_box_remove_all before GTK 4.12 */
+  while ((child = gtk_widget_get_first_child (GTK_WIDGET (list))) != NULL)
+    {
+      g_ptr_array_add (retired, g_object_ref (child));
+      gtk_list_box_remove (list, child);
+    }
+}
+
+static void
+clear_list (NapkinTileSuggestions *self)
+{
   stop_measuring (self);
   show_measured_column (self, FALSE);
   for (guint i = 0; i < TOP_K; i++)
@@ -454,9 +467,7 @@ clear_list (NapkinTileSuggestions *self)
       self->measured_labels[i] = NULL;
     }
 
-  /* no gtk_list_box_remove_all before GTK 4.12 */
-  while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->list))) != NULL)
-    gtk_list_box_remove (self->list, child);
+  _napkin_tile_suggestions_retire_rows (self->list, self->retired);
   self->selected = -1;
   gtk_label_set_text (self->details_label, "");
   gtk_widget_set_sensitive (GTK_WIDGET (self->apply_button), FALSE);
@@ -781,75 +792,6 @@ row_selected_cb (NapkinTileSuggestions *self,
   gtk_label_set_text (self->details_label, details);
 }
 
-static gboolean
-differs (const NapkinRegion *a,
-         const NapkinRegion *b,
-         const char         *axis)
-{
-  gint64 ta = 0, tb = 0;
-  NapkinMarkKind ka = napkin_region_mark (a, axis, &ta);
-  NapkinMarkKind kb = napkin_region_mark (b, axis, &tb);
-
-  return ka != kb || (ka != NAPKIN_MARK_WHOLE && ta != tb);
-}
-
-/* Edits the document until its regions are those of `target` (the document with
- * the candidate applied): the caller groups the edits into one undo step. */
-static gboolean
-relabel_like (NapkinHistory  *history,
-              NapkinDiagram  *target,
-              GError        **error)
-{
-  NapkinDiagram *diagram = napkin_history_get_diagram (history);
-
-  for (guint r = 0; r < napkin_diagram_n_regions (target); r++)
-    {
-      const NapkinRegion *want = napkin_diagram_region (target, r);
-      int index = napkin_diagram_find_region (diagram, want->name);
-      const NapkinRegion *have;
-
-      if (index < 0)
-        {
-          if (!napkin_edit_add_region (history, want, error))
-            return FALSE;
-          continue;
-        }
-      have = napkin_diagram_region (diagram, index);
-      if (have->level != want->level && !napkin_edit_set_region_level (history, want->name, want->level, error))
-        return FALSE;
-      have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
-      if (have->stages != want->stages && !napkin_edit_set_region_stages (history, want->name, want->stages, error))
-        return FALSE;
-      have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
-      if (have->threads != want->threads
-          && !napkin_edit_set_region_threads (history, want->name, want->threads, error))
-        return FALSE;
-      /* every axis marked on either side (an edit replaces the region: look it up each time) */
-      {
-        g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func (g_free);
-
-        for (guint m = 0; m < want->marks->len; m++)
-          g_ptr_array_add (axes, g_strdup (g_array_index (want->marks, NapkinMark, m).axis));
-        for (guint m = 0; m < have->marks->len; m++)
-          g_ptr_array_add (axes, g_strdup (g_array_index (have->marks, NapkinMark, m).axis));
-        for (guint m = 0; m < axes->len; m++)
-          {
-            const char *axis = g_ptr_array_index (axes, m);
-            NapkinMarkKind kind;
-            gint64 tile = 0;
-
-            have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
-            if (!differs (have, want, axis))
-              continue;
-            kind = napkin_region_mark (want, axis, &tile);
-            if (!napkin_edit_set_mark (history, want->name, axis, kind, tile, error))
-              return FALSE;
-          }
-      }
-    }
-  return TRUE;
-}
-
 /* Every derived kernel's region at once: one undo step restores the diagram as drawn. */
 static gboolean
 apply_derivation (NapkinTileSuggestions  *self,
@@ -866,7 +808,7 @@ apply_derivation (NapkinTileSuggestions  *self,
       return FALSE;
     }
   napkin_history_begin_group (self->history, _("Apply Derivation"));
-  if (!relabel_like (self->history, r->derived, error))
+  if (!napkin_edit_relabel_like (self->history, r->derived, error))
     {
       napkin_history_cancel_group (self->history);
       return FALSE;
@@ -923,7 +865,7 @@ napkin_tile_suggestions_apply (NapkinTileSuggestions  *self,
   stop_measuring (self);
   depth = napkin_history_get_depth (self->history);
   napkin_history_begin_group (self->history, _("Apply Suggested Tiles"));
-  if (!relabel_like (self->history, target, error))
+  if (!napkin_edit_relabel_like (self->history, target, error))
     {
       napkin_history_cancel_group (self->history);
       return FALSE;
@@ -1192,6 +1134,7 @@ napkin_tile_suggestions_dispose (GObject *object)
   if (self->list != NULL)
     g_signal_handlers_disconnect_by_data (self->list, self);
   gtk_widget_dispose_template (GTK_WIDGET (self), NAPKIN_TYPE_TILE_SUGGESTIONS);
+  g_clear_pointer (&self->retired, g_ptr_array_unref);
   G_OBJECT_CLASS (napkin_tile_suggestions_parent_class)->dispose (object);
 }
 
@@ -1249,6 +1192,7 @@ static void
 napkin_tile_suggestions_init (NapkinTileSuggestions *self)
 {
   self->selected = -1;
+  self->retired = g_ptr_array_new_with_free_func (g_object_unref);
   for (guint i = 0; i < TOP_K; i++)
     self->measured[i] = NAN;
   gtk_widget_init_template (GTK_WIDGET (self));

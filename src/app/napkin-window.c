@@ -9,6 +9,7 @@
 
 #include "napkin-application.h"
 #include "napkin-autosaver.h"
+#include "napkin-data-dirs.h"
 #include "napkin-describe.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
@@ -20,6 +21,7 @@
 #include "napkin-arch.h"
 #include "napkin-tile-suggestions.h"
 #include "napkin-code-view.h"
+#include <gtksourceview/gtksource.h>
 #include "napkin-run-panel.h"
 
 struct _NapkinWindow
@@ -69,6 +71,9 @@ G_DEFINE_FINAL_TYPE (NapkinWindow, napkin_window, ADW_TYPE_APPLICATION_WINDOW)
 
 #define DEFAULT_RESOURCE "/io/github/napkin/Napkin/examples/flash-attention.napkin"
 
+static GFile *start_folder (NapkinWindow *self);
+static char *export_stem (NapkinWindow *self);
+
 static void
 update_title (NapkinWindow *self)
 {
@@ -95,6 +100,14 @@ update_title (NapkinWindow *self)
   else if (self->is_example)
     subtitle = g_strdup (_("Bundled example"));
   adw_window_title_set_title (self->window_title, title);
+  /* the code view's exports go where and as Export's do */
+  if (self->code_view != NULL)
+    {
+      g_autoptr(GFile) folder = start_folder (self);
+      g_autofree char *stem = export_stem (self);
+
+      napkin_code_view_set_export_place (NAPKIN_CODE_VIEW (self->code_view), folder, stem);
+    }
   adw_window_title_set_subtitle (self->window_title, subtitle ? subtitle : "");
   {
     g_autofree char *window_title = g_strdup_printf ("%s — Napkin", title);
@@ -434,7 +447,8 @@ add_napkin_filter (GtkFileChooser *chooser)
  * recent diagram, else the home folder — never the "Recent" list, where a diagram
  * that was never opened cannot be found. */
 static GFile *
-start_folder (NapkinWindow *self)
+start_folder_for (NapkinWindow       *self,
+                  const char * const *suffixes)
 {
   GList *items;
   GFile *folder = NULL;
@@ -445,8 +459,11 @@ start_folder (NapkinWindow *self)
   for (GList *l = items; l && folder == NULL; l = l->next)
     {
       const char *uri = gtk_recent_info_get_uri (l->data);
+      gboolean wanted = FALSE;
 
-      if (g_str_has_suffix (uri, ".napkin") && gtk_recent_info_exists (l->data))
+      for (guint i = 0; suffixes[i] != NULL; i++)
+        wanted |= g_str_has_suffix (uri, suffixes[i]);
+      if (wanted && gtk_recent_info_exists (l->data))
         {
           g_autoptr(GFile) file = g_file_new_for_uri (uri);
 
@@ -454,7 +471,25 @@ start_folder (NapkinWindow *self)
         }
     }
   g_list_free_full (items, (GDestroyNotify) gtk_recent_info_unref);
-  return folder ? folder : g_file_new_for_path (g_get_home_dir ());
+  if (folder == NULL)
+    folder = g_file_new_for_path (g_get_home_dir ());
+  /* a folder that is not there would leave the chooser in its Recent list */
+  if (g_file_query_file_type (folder, G_FILE_QUERY_INFO_NONE, NULL) != G_FILE_TYPE_DIRECTORY)
+    {
+      g_autofree char *cwd = g_get_current_dir ();
+
+      g_object_unref (folder);
+      folder = g_file_new_for_path (cwd);
+    }
+  return folder;
+}
+
+static GFile *
+start_folder (NapkinWindow *self)
+{
+  static const char *const diagrams[] = { ".napkin", NULL };
+
+  return start_folder_for (self, diagrams);
 }
 
 GFile *
@@ -565,6 +600,8 @@ napkin_window_import_file (NapkinWindow  *self,
     window = napkin_window_new (gtk_window_get_application (GTK_WINDOW (self)));
   gtk_revealer_set_reveal_child (window->banner, FALSE);
   napkin_window_set_document (window, diagram, NULL);
+  napkin_canvas_show_whole (window->canvas);
+  add_recent (file);
   gtk_window_present (GTK_WINDOW (window));
   return TRUE;
 }
@@ -596,7 +633,9 @@ import_action (GtkWidget  *widget,
   GtkFileChooserNative *dialog;
   g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
   g_autoptr(GtkFileFilter) all = gtk_file_filter_new ();
-  g_autoptr(GFile) folder = start_folder (self);
+  static const char *const imported[] = { ".einsum", ".json", ".txt", NULL };
+  /* where the last import came from, else as Open (docs/editor.md, "Files and windows") */
+  g_autoptr(GFile) folder = start_folder_for (self, imported);
 
   dialog = gtk_file_chooser_native_new (_("Import Einsum Text or a PyTorch Graph"), GTK_WINDOW (self),
                                         GTK_FILE_CHOOSER_ACTION_OPEN, _("_Import"), _("_Cancel"));
@@ -698,11 +737,12 @@ save_as_response_cb (GtkNativeDialog *dialog,
   g_object_unref (dialog);
 }
 
+/* The name every file made from the document starts with (Save As, Export, the code
+ * view's exports): the file's own, else the title's, else "diagram". */
 static char *
-suggested_name (NapkinWindow *self,
-                const char   *extension)
+export_stem (NapkinWindow *self)
 {
-  NapkinDiagram *diagram = napkin_history_get_diagram (self->history);
+  NapkinDiagram *diagram = self->history ? napkin_history_get_diagram (self->history) : NULL;
   g_autofree char *stem = NULL;
 
   if (self->file != NULL)
@@ -714,10 +754,19 @@ suggested_name (NapkinWindow *self,
         *dot = '\0';
       stem = g_strdup (base);
     }
-  else if (napkin_diagram_get_title (diagram))
-    stem = g_strdelimit (g_ascii_strdown (napkin_diagram_get_title (diagram), -1), " /:", '-');
+  else if (diagram != NULL && napkin_diagram_get_title (diagram) && *napkin_diagram_get_title (diagram))
+    stem = g_strdelimit (g_ascii_strdown (napkin_diagram_get_title (diagram), -1), " /:\\", '-');
   else
     stem = g_strdup (_("diagram"));
+  return g_steal_pointer (&stem);
+}
+
+static char *
+suggested_name (NapkinWindow *self,
+                const char   *extension)
+{
+  g_autofree char *stem = export_stem (self);
+
   return g_strconcat (stem, extension, NULL);
 }
 
@@ -808,6 +857,13 @@ export_action (GtkWidget  *widget,
     }
   gtk_file_chooser_add_choice (GTK_FILE_CHOOSER (dialog), "scale", _("PNG scale"), scale_ids, scale_labels);
   gtk_file_chooser_set_choice (GTK_FILE_CHOOSER (dialog), "scale", "2");
+  {
+    /* beside the document (else the last diagram's folder, else home), never the
+     * folder Napkin happened to start in */
+    g_autoptr(GFile) folder = start_folder (self);
+
+    gtk_file_chooser_set_current_folder (GTK_FILE_CHOOSER (dialog), folder, NULL);
+  }
   gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (dialog), name);
   g_signal_connect (dialog, "response", G_CALLBACK (export_response_cb), g_object_ref (self));
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (dialog));
@@ -885,7 +941,9 @@ char *
 napkin_window_dup_doc_path (const char *name)
 {
   g_autofree char *file = g_strconcat (name, ".md", NULL);
-  const char *dirs[] = { NAPKIN_DOCDIR, NAPKIN_SOURCE_DOCDIR };
+  g_autofree char *source = napkin_uninstalled_dir ("docs");
+  /* run from a build tree: that tree's guides, not an older installed copy */
+  const char *dirs[] = { source ? source : NAPKIN_DOCDIR, NAPKIN_DOCDIR };
 
   for (guint i = 0; i < G_N_ELEMENTS (dirs); i++)
     {
@@ -896,6 +954,62 @@ napkin_window_dup_doc_path (const char *name)
       g_free (path);
     }
   return NULL;
+}
+
+GtkWindow *
+napkin_window_show_guide (NapkinWindow *self,
+                          const char   *path)
+{
+  GtkSourceLanguageManager *languages = gtk_source_language_manager_get_default ();
+  g_autoptr(GtkSourceBuffer) buffer = gtk_source_buffer_new_with_language (
+    gtk_source_language_manager_get_language (languages, "markdown"));
+  g_autofree char *text = NULL;
+  g_autofree char *name = g_path_get_basename (path);
+  g_autoptr(GError) error = NULL;
+  GtkWidget *window, *box, *scroller, *view;
+
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+
+  if (!g_file_get_contents (path, &text, NULL, &error))
+    {
+      toast (self, error->message);
+      return NULL;
+    }
+  gtk_text_buffer_set_text (GTK_TEXT_BUFFER (buffer), text, -1);
+  window = adw_window_new ();
+  gtk_window_set_title (GTK_WINDOW (window), name);
+  gtk_window_set_default_size (GTK_WINDOW (window), 860, 720);
+  gtk_window_set_transient_for (GTK_WINDOW (window), GTK_WINDOW (self));
+  box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 0);
+  gtk_box_append (GTK_BOX (box), adw_header_bar_new ());
+  scroller = gtk_scrolled_window_new ();
+  gtk_widget_set_vexpand (scroller, TRUE);
+  view = gtk_source_view_new_with_buffer (buffer);
+  gtk_text_view_set_editable (GTK_TEXT_VIEW (view), FALSE);
+  gtk_text_view_set_wrap_mode (GTK_TEXT_VIEW (view), GTK_WRAP_WORD_CHAR);
+  gtk_text_view_set_left_margin (GTK_TEXT_VIEW (view), 16);
+  gtk_text_view_set_right_margin (GTK_TEXT_VIEW (view), 16);
+  gtk_widget_set_name (view, "guide-text");
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), view);
+  gtk_box_append (GTK_BOX (box), scroller);
+  adw_window_set_content (ADW_WINDOW (window), box);
+  gtk_window_present (GTK_WINDOW (window));
+  return GTK_WINDOW (window);
+}
+
+static void
+show_doc_done_cb (GObject      *source,
+                  GAsyncResult *result,
+                  gpointer      user_data)
+{
+  g_autofree char *path = user_data;
+  g_autoptr(GError) error = NULL;
+
+  if (!gtk_show_uri_full_finish (GTK_WINDOW (source), result, &error))
+    {
+      g_debug ("no viewer for %s (%s): shown in a window", path, error->message);
+      napkin_window_show_guide (NAPKIN_WINDOW (source), path);
+    }
 }
 
 static void
@@ -916,7 +1030,9 @@ show_doc_action (GtkWidget  *widget,
       return;
     }
   uri = g_filename_to_uri (path, NULL, NULL);
-  gtk_show_uri (GTK_WINDOW (self), uri, GDK_CURRENT_TIME);
+  /* the desktop's viewer; where it has none that works (a markdown file's default
+   * application may need a terminal there is not), the guide in a window of ours */
+  gtk_show_uri_full (GTK_WINDOW (self), uri, GDK_CURRENT_TIME, NULL, show_doc_done_cb, g_strdup (path));
 }
 
 static void
@@ -1454,9 +1570,15 @@ fill_architectures (NapkinWindow *self)
       const char *name = arch->name ? arch->name : arch->id;
       g_autofree char *marked = NULL;
 
-      /* profiles from `napkin-cli calibrate` say so in the selector */
+      g_autofree char *origin = napkin_arch_dup_origin (arch);
+
+      /* profiles from `napkin-cli calibrate` say so in the selector, and any other of
+       * the user's (a what-if, or one that hides a bundled profile of its id) too;
+       * the pane then says where it comes from (docs/packaging.md) */
       if (napkin_arch_is_measured (arch) && strstr (name, "measured") == NULL)
         name = marked = g_strdup_printf (_("%s (measured)"), name);
+      else if (origin != NULL && !napkin_arch_is_measured (arch))
+        name = marked = g_strdup_printf (_("%s (yours)"), name);
       g_strv_builder_add (names, name);
       g_strv_builder_add (ids, arch->id);
       if (wanted && g_ascii_strcasecmp (wanted, arch->id) == 0)
@@ -1608,6 +1730,49 @@ canvas_message_cb (NapkinWindow *self,
                    NapkinCanvas *canvas)
 {
   toast (self, message);
+}
+
+/* A menu button's tooltip is off while its menu is open: the pointer rests on the
+ * button, and the tooltip would show over the menu's first item. */
+static void
+menu_shown_cb (GtkWidget *popover,
+               GtkWidget *button)
+{
+  gtk_widget_set_has_tooltip (button, FALSE);
+  gtk_widget_trigger_tooltip_query (button);
+}
+
+static void
+menu_hidden_cb (GtkWidget *popover,
+                GtkWidget *button)
+{
+  gtk_widget_set_has_tooltip (button, gtk_widget_get_tooltip_text (button) != NULL);
+}
+
+static void
+quiet_menu_tooltips (GtkWidget *widget)
+{
+  if (GTK_IS_MENU_BUTTON (widget) && gtk_menu_button_get_popover (GTK_MENU_BUTTON (widget)) != NULL)
+    {
+      GtkWidget *popover = GTK_WIDGET (gtk_menu_button_get_popover (GTK_MENU_BUTTON (widget)));
+
+      g_signal_connect_object (popover, "show", G_CALLBACK (menu_shown_cb), widget, 0);
+      g_signal_connect_object (popover, "hide", G_CALLBACK (menu_hidden_cb), widget, 0);
+    }
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child; child = gtk_widget_get_next_sibling (child))
+    quiet_menu_tooltips (child);
+}
+
+/* A row of the pane's Kernels section: the code tab in front, on that kernel. */
+static void
+kernel_activated_cb (NapkinWindow *self,
+                     const char   *name,
+                     char        **nodes)
+{
+  if (self->code_view == NULL)
+    return;
+  gtk_stack_set_visible_child_name (GTK_STACK (self->bottom_stack), "code");
+  napkin_code_view_show_kernel (NAPKIN_CODE_VIEW (self->code_view), name, (const char *const *) nodes);
 }
 
 static void
@@ -1819,6 +1984,9 @@ napkin_window_init (NapkinWindow *self)
   gtk_widget_set_visible (GTK_WIDGET (self->analysis_area), TRUE);
   g_signal_connect_object (self->analysis_pane, "architecture-added", G_CALLBACK (architecture_added_cb), self,
                            G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->analysis_pane, "message", G_CALLBACK (canvas_message_cb), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->analysis_pane, "kernel-activated", G_CALLBACK (kernel_activated_cb), self,
+                           G_CONNECT_SWAPPED);
   {
     GtkWidget *suggestions = napkin_tile_suggestions_new ();
 
@@ -1829,6 +1997,7 @@ napkin_window_init (NapkinWindow *self)
     g_signal_connect_object (suggestions, "preview", G_CALLBACK (suggestions_preview_cb), self, G_CONNECT_SWAPPED);
   }
   add_code_and_run (self);
+  quiet_menu_tooltips (GTK_WIDGET (self));
 
   /* Run from a build tree without the schema installed, settings are not kept. */
   if (schema != NULL)

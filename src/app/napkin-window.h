@@ -85,6 +85,11 @@ gboolean         napkin_window_screenshot_finish (NapkinWindow    *self,
                                                   GAsyncResult    *result,
                                                   GError         **error);
 
+/* A guide of docs/ in a window of Napkin's own: Help's fallback where the desktop has
+ * no viewer that opens it. NULL after a toast when the file cannot be read. */
+GtkWindow       *napkin_window_show_guide        (NapkinWindow    *self,
+                                                  const char      *path);
+
 /* einsum text or an exported PyTorch graph as a new unsaved document (docs/import.md) */
 gboolean         napkin_window_import_file       (NapkinWindow    *self,
                                                   GFile           *file,

@@ -84,6 +84,7 @@ napkin_arch_unref (NapkinArch *arch)
   g_free (arch->family);
   g_free (arch->compute_capability);
   g_free (arch->path);
+  g_free (arch->shadows);
   g_free (arch->interconnect.node.link);
   g_free (arch->interconnect.network.link);
   g_clear_pointer (&arch->sources, g_hash_table_unref);
@@ -793,9 +794,16 @@ napkin_arch_registry_add_dir (NapkinArchRegistry *self,
           continue;
         }
       for (guint j = 0; j < self->arches->len && !dup; j++)
-        dup = g_ascii_strcasecmp (((NapkinArch *) g_ptr_array_index (self->arches, j))->id, arch->id) == 0;
+        {
+          NapkinArch *earlier = g_ptr_array_index (self->arches, j);
+
+          dup = g_ascii_strcasecmp (earlier->id, arch->id) == 0;
+          /* an earlier directory wins, and says what it hides (napkin_arch_dup_origin) */
+          if (dup && earlier->shadows == NULL && g_strcmp0 (earlier->path, path) != 0)
+            earlier->shadows = g_strdup (path);
+        }
       if (dup)
-        napkin_arch_unref (arch);   /* an earlier directory wins */
+        napkin_arch_unref (arch);
       else
         g_ptr_array_add (self->arches, arch);
     }
@@ -904,6 +912,26 @@ napkin_arch_registry_errors (NapkinArchRegistry *self)
 
 /* ---- user profiles (what-if) -------------------------------------------------------- */
 
+char *
+napkin_arch_dup_origin (const NapkinArch *arch)
+{
+  g_autofree char *user_dir = NULL;
+  gboolean user;
+
+  g_return_val_if_fail (arch != NULL, NULL);
+
+  if (arch->path == NULL)
+    return NULL;
+  user_dir = g_build_filename (g_get_user_data_dir (), "napkin", "archs", G_DIR_SEPARATOR_S, NULL);
+  user = g_str_has_prefix (arch->path, user_dir);
+  if (arch->shadows != NULL)
+    return user ? g_strdup_printf (_("%s: your profile %s, used instead of %s"), arch->id, arch->path, arch->shadows)
+                : g_strdup_printf (_("%s: the profile %s, used instead of %s"), arch->id, arch->path, arch->shadows);
+  if (user)
+    return g_strdup_printf (_("%s: your profile %s"), arch->id, arch->path);
+  return NULL;
+}
+
 NapkinArch *
 napkin_arch_copy (const NapkinArch *arch,
                   const char       *id,
@@ -921,6 +949,7 @@ napkin_arch_copy (const NapkinArch *arch,
   copy->family = g_strdup (arch->family);
   copy->compute_capability = g_strdup (arch->compute_capability);
   copy->path = NULL;   /* not from a file */
+  copy->shadows = NULL;
   copy->interconnect.node.link = g_strdup (arch->interconnect.node.link);
   copy->interconnect.network.link = g_strdup (arch->interconnect.network.link);
   for (guint p = 0; p < NAPKIN_N_TENSOR_PATHS; p++)

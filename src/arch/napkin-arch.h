@@ -112,6 +112,8 @@ typedef struct
   char           *family;
   char           *compute_capability;
   char           *path;               /* file it came from */
+  char           *shadows;            /* a later file of the same id that this one hides from the
+                                         registry (a user's h100.json over the bundled one), or NULL */
 
   guint           sms;
   double          clock_hz;           /* boost clock: CUDA cores, SFUs, shared memory */
@@ -236,6 +238,13 @@ struct json_object *napkin_arch_to_json           (const NapkinArch  *arch);
 gboolean           napkin_arch_save               (const NapkinArch  *arch,
                                                    const char        *path,
                                                    GError           **error);
+/* Where a profile that is not one of Napkin's own comes from, for every place that
+ * uses it (analyze, compare, plan, tune, the editor's selector): "h100: your profile
+ * /home/u/.local/share/napkin/archs/h100.json, used instead of /usr/share/…/h100.json".
+ * A profile in the user's data dir ($XDG_DATA_HOME/napkin/archs, where `napkin-cli
+ * calibrate` and What-If write) is the user's; so is any that hides another file of its
+ * id. NULL for the others. */
+char              *napkin_arch_dup_origin         (const NapkinArch  *arch);
 /* The figures the model divides by are positive and finite; the error names the figure. */
 gboolean           napkin_arch_check              (const NapkinArch  *arch,
                                                    GError           **error);

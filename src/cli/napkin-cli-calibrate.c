@@ -421,6 +421,17 @@ napkin_cli_calibrate (int    argc,
       return calibrate_collectives (gpus, base, max_bytes, timeout, as_json);
     }
 
+  if (output == NULL)
+    {
+      g_autofree char *dir = g_build_filename (g_get_user_data_dir (), "napkin", "archs", NULL);
+
+      /* said before the minutes of measuring, not only after: a profile there joins every
+       * command's list of GPUs (docs/packaging.md) */
+      fprintf (stderr, _("napkin-cli calibrate: without -o the profile goes to %s/%s-measured.json, where "
+                         "analyze, compare, tune and the editor find it (and name it where they use it); "
+                         "-o OUT writes it elsewhere\n"),
+               dir, base ? base : "ID");
+    }
   result = run_runner (args, timeout);
   if (result == NULL)
     return NAPKIN_CLI_FAILED;

@@ -224,7 +224,7 @@ napkin_cli_lookup_arch (const char *command,
         {
           arch = napkin_arch_registry_get (reg, i);
           if (g_strcmp0 (arch->compute_capability, cc) == 0)
-            return arch;
+            return napkin_cli_note_arch (arch);
         }
       napkin_cli_usage_error (command, _("--arch: no architecture profile has compute capability %s"), cc);
       return NULL;
@@ -232,6 +232,16 @@ napkin_cli_lookup_arch (const char *command,
   arch = napkin_arch_registry_lookup (reg, id, &error);
   if (arch == NULL)
     napkin_cli_usage_error (command, _("--arch: %s"), error->message);
+  return arch ? napkin_cli_note_arch (arch) : NULL;
+}
+
+NapkinArch *
+napkin_cli_note_arch (NapkinArch *arch)
+{
+  g_autofree char *origin = arch ? napkin_arch_dup_origin (arch) : NULL;
+
+  if (origin != NULL)
+    fprintf (stderr, _("napkin-cli: note: %s\n"), origin);
   return arch;
 }
 
@@ -269,4 +279,17 @@ napkin_cli_parse_dtype (const char  *command,
     }
   *has = TRUE;
   return TRUE;
+}
+
+guint
+napkin_cli_gpus_or_region (NapkinDiagram *diagram,
+                           int            gpus)
+{
+  const NapkinGpusRegion *region = napkin_diagram_get_gpus (diagram);
+
+  if (gpus > 0 || region == NULL || region->gpus == 0)
+    return gpus > 0 ? (guint) gpus : 0;
+  fprintf (stderr, _("napkin-cli: the gpus region “%s” on its own count, %u GPUs (--gpus N for another)\n"),
+           region->region->name, region->gpus);
+  return region->gpus;
 }

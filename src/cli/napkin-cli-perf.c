@@ -439,6 +439,7 @@ napkin_cli_analyze (int    argc,
   arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
   if (arch == NULL)
     return napkin_cli_usage_error ("analyze", _("--arch: %s"), error->message);
+  napkin_cli_note_arch (arch);
 
   if ((rc = napkin_cli_load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
@@ -446,7 +447,9 @@ napkin_cli_analyze (int    argc,
   options.no_wgmma = no_wgmma;
   if (gpus < 0 || gpus > 1024)
     return napkin_cli_usage_error ("analyze", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
-  if (gpus > 0)
+  gpus = napkin_cli_gpus_or_region (diagram, gpus);
+  /* one GPU: the whole diagram, as without a gpus region (docs/multi-gpu.md) */
+  if (gpus > 1)
     return analyze_gpus (diagram, arch, &options, gpus, format, argv[1]);
   analysis = napkin_analyze (diagram, arch, &options, &error);
   if (analysis == NULL)
@@ -506,12 +509,12 @@ compare_arches (NapkinArchRegistry *reg,
 
           if (arch == NULL)
             return napkin_cli_usage_error ("compare", _("--arch: %s"), error->message);
-          g_ptr_array_add (arches, arch);
+          g_ptr_array_add (arches, napkin_cli_note_arch (arch));
         }
     }
   else
     for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
-      g_ptr_array_add (arches, napkin_arch_registry_get (reg, i));
+      g_ptr_array_add (arches, napkin_cli_note_arch (napkin_arch_registry_get (reg, i)));
   return NAPKIN_CLI_OK;
 }
 
@@ -1276,6 +1279,7 @@ napkin_cli_tune (int    argc,
   arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
   if (arch == NULL)
     return napkin_cli_usage_error ("tune", _("--arch: %s"), error->message);
+  napkin_cli_note_arch (arch);
   if ((rc = napkin_cli_load_or_report ("tune", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.top_k = top;

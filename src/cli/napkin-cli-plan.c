@@ -141,7 +141,9 @@ napkin_cli_plan (int    argc,
     }
   if (gpus < 0 || gpus > 1024)
     return napkin_cli_usage_error ("plan", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
-  if (gpus > 0)
+  gpus = napkin_cli_gpus_or_region (diagram, gpus);
+  /* one GPU: the whole diagram, as without a gpus region (docs/multi-gpu.md) */
+  if (gpus > 1)
     return plan_gpus (diagram, arch, gpus, json, argv[1]);
   options.generic_only = generic;
   plan = napkin_plan_build (diagram, arch, &options, &error);

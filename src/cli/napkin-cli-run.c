@@ -326,7 +326,7 @@ run_tuned (NapkinDiagram    *diagram,
       if (relabeled != NULL)
         {
           const char *tiles = ((NapkinTuneCandidate *) g_ptr_array_index (tuned->best, 0))->tiles;
-
+          napkin_cli_note_arch (arch);
           fprintf (stderr, _("%s: no relabeling in the file; running the model's best on %s: %s\n"), file, arch->id,
                    *tiles ? tiles : _("the plan's own kernels, as drawn"));
           return g_steal_pointer (&relabeled);

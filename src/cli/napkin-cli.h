@@ -86,6 +86,16 @@ gboolean        napkin_cli_parse_dtype       (const char          *command,
 NapkinArch     *napkin_cli_lookup_arch       (const char          *command,
                                               const char          *id);
 
+/* Names a profile that is not one of Napkin's own (napkin_arch_dup_origin) on standard
+ * error, so that a user's profile — one `calibrate` wrote, or one that hides a bundled
+ * profile of its id — never changes a result unsaid; returns `arch`. */
+NapkinArch     *napkin_cli_note_arch         (NapkinArch          *arch);
+
+/* The GPU count of --gpus N (gpus > 0), else the one the diagram's gpus region stores
+ * ("gpus": N, said on standard error), else 0: one GPU (docs/multi-gpu.md). */
+guint           napkin_cli_gpus_or_region    (NapkinDiagram       *diagram,
+                                              int                  gpus);
+
 /* Commands, one file each. */
 int napkin_cli_validate (int argc, char **argv);
 int napkin_cli_info     (int argc, char **argv);

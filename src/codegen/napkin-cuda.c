@@ -295,7 +295,16 @@ map_expr (const NapkinNode *node,
           const char       *x,
           const char       *y)
 {
-  return _napkin_cuda_fn_expr (node->fn, node->alpha, node->dtype, x, y, FALSE);
+  g_autofree char *expr = _napkin_cuda_fn_expr (node->fn, node->alpha, node->dtype, x, y, FALSE);
+
+  if (node->fn == NAPKIN_FN_SCALE && node->alpha_expr != NULL)
+    {
+      g_autofree char *why = napkin_codegen_escape_comment (node->alpha_expr);
+
+      /* the value at the diagram's axis sizes, and where it comes from */
+      return g_strdup_printf ("%s /* %s */", expr, why);
+    }
+  return g_steal_pointer (&expr);
 }
 
 static void print_stmts (Printer *P, GPtrArray *stmts);

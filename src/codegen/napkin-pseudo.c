@@ -185,7 +185,10 @@ print_compute (Pseudo             *S,
   switch (s->op)
     {
     case NAPKIN_COMPUTE_MAP:
-      if (node->fn == NAPKIN_FN_SCALE)
+      /* a factor that follows the axes shows its expression with its value */
+      if (node->fn == NAPKIN_FN_SCALE && node->alpha_expr != NULL)
+        out (S, "%s ← (%s = %g)·%s", dst, node->alpha_expr, node->alpha, a);
+      else if (node->fn == NAPKIN_FN_SCALE)
         out (S, "%s ← %g·%s", dst, node->alpha, a);
       else if (node->fn == NAPKIN_FN_SHIFT)
         out (S, "%s ← %s + %g", dst, a, node->alpha);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "napkin-codegen.h"
+#include "napkin-expr.h"
 
 /* A diagram printed as plain PyTorch (docs/import.md, "Back to code"): one line per
  * operation, contractions as torch.einsum, the rest as torch functions, in the
@@ -44,6 +45,23 @@ torch_dtype (NapkinDtype dtype)
     case NAPKIN_N_DTYPES:
     default:                    return "torch.float32";
     }
+}
+
+static char *
+axes_entry (const char *name,
+            gpointer    user_data)
+{
+  return g_strdup_printf ("AXES[\"%s\"]", name);
+}
+
+/* An expression of axis sizes in Python, over the module's AXES: "(1 / math.sqrt(AXES["d"]))". */
+static char *
+python_expr (const char *text)
+{
+  g_autoptr(NapkinExpr) expr = napkin_expr_parse (text, NULL);
+  g_autofree char *body = expr ? napkin_expr_print (expr, NAPKIN_EXPR_PYTHON, axes_entry, NULL) : NULL;
+
+  return body ? g_strdup_printf ("(%s)", body) : NULL;
 }
 
 static char *
@@ -241,8 +259,11 @@ map_expr (const NapkinNode *node,
     case NAPKIN_FN_SQUARE: expr = g_strdup_printf ("%s * %s", a, a); break;
     case NAPKIN_FN_SCALE:
       {
-        g_autofree char *alpha = number (node->alpha);
+        g_autofree char *alpha = node->alpha_expr ? python_expr (node->alpha_expr) : NULL;
 
+        /* a factor of the axes' sizes stays one, over AXES (docs/file-format.md) */
+        if (alpha == NULL)
+          alpha = number (node->alpha);
         expr = g_strdup_printf ("%s * %s", a, alpha);
         break;
       }
@@ -534,7 +555,15 @@ print_preamble (Printer    *p,
     "# The diagram's reference in plain PyTorch (docs/import.md): one line per operation, in the\n"
     "# diagram's order; each value's dimensions are its axes, one einsum letter each.\n"
     "import torch\n"
-    "import torch.nn.functional as F\n\n");
+    "import torch.nn.functional as F\n");
+  /* a factor written as an expression of axis sizes is printed as one (math.sqrt) */
+  for (guint i = 0; i < n; i++)
+    if (napkin_diagram_node (p->d, i)->alpha_expr != NULL)
+      {
+        g_string_append (p->out, "import math\n");
+        break;
+      }
+  g_string_append_c (p->out, '\n');
   g_string_append (p->out, "AXES = {");
   for (guint i = 0; i < napkin_diagram_n_axes (p->d); i++)
     g_string_append_printf (p->out, "%s\"%s\": %" G_GINT64_FORMAT, i ? ", " : "", napkin_diagram_axis (p->d, i)->name,

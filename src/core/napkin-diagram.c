@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "napkin-diagram.h"
+#include "napkin-expr.h"
 #include "napkin-error.h"
 
 #define MAX_INPUTS 2
@@ -88,6 +89,7 @@ free_node (NapkinNode *node)
   g_strfreev (node->out);
   g_free (node->axis);
   g_free (node->rows);
+  g_free (node->alpha_expr);
   g_clear_pointer (&node->extra, json_object_put);
   g_free (node);
 }
@@ -179,6 +181,7 @@ napkin_item_copy (NapkinItemKind kind,
         dst->out = g_strdupv (src->out);
         dst->axis = g_strdup (src->axis);
         dst->rows = g_strdup (src->rows);
+        dst->alpha_expr = g_strdup (src->alpha_expr);
         dst->extra = extra_ref (src->extra);
         return dst;
       }
@@ -702,6 +705,72 @@ napkin_diagram_get_item (NapkinDiagram  *self,
   return g_ptr_array_index (self->items[kind], index);
 }
 
+static gboolean
+axis_size_lookup (const char *name,
+                  double     *value,
+                  gpointer    user_data)
+{
+  NapkinDiagram *self = user_data;
+  int a = napkin_diagram_find_axis (self, name);
+
+  if (a < 0)
+    return FALSE;
+  *value = (double) napkin_diagram_axis_size (self, a);
+  return TRUE;
+}
+
+gboolean
+napkin_diagram_eval_expr (NapkinDiagram  *self,
+                          const char     *text,
+                          double         *value,
+                          GError        **error)
+{
+  g_autoptr(NapkinExpr) expr = NULL;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), FALSE);
+  g_return_val_if_fail (text != NULL, FALSE);
+
+  expr = napkin_expr_parse (text, error);
+  return expr != NULL && napkin_expr_eval (expr, axis_size_lookup, self, value, error);
+}
+
+gboolean
+napkin_diagram_eval_alpha (NapkinDiagram  *self,
+                           NapkinNode     *node,
+                           GError        **error)
+{
+  double value;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), FALSE);
+  g_return_val_if_fail (node != NULL, FALSE);
+
+  if (node->alpha_expr == NULL)
+    return TRUE;
+  if (!napkin_diagram_eval_expr (self, node->alpha_expr, &value, error))
+    return FALSE;
+  node->alpha = value;
+  return TRUE;
+}
+
+/* A parameter written as an expression of axis sizes follows them (napkin-expr.h):
+ * after an axis changes, every such node; after an operation changes, that one. */
+static void
+follow_axes (NapkinDiagram  *self,
+             NapkinItemKind  kind,
+             gpointer        item)
+{
+  if (kind == NAPKIN_ITEM_NODE)
+    napkin_diagram_eval_alpha (self, item, NULL);
+  else if (kind == NAPKIN_ITEM_AXIS)
+    for (guint n = 0; n < self->items[NAPKIN_ITEM_NODE]->len; n++)
+      {
+        NapkinNode *node = g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], n);
+
+        if (node->alpha_expr != NULL)
+          napkin_diagram_eval_alpha (self, node, NULL);
+      }
+}
+
 void
 napkin_diagram_insert_item (NapkinDiagram  *self,
                             NapkinItemKind  kind,
@@ -712,6 +781,7 @@ napkin_diagram_insert_item (NapkinDiagram  *self,
   g_return_if_fail (index <= self->items[kind]->len);
 
   g_ptr_array_insert (self->items[kind], index, item);
+  follow_axes (self, kind, item);
   napkin_diagram_changed (self);
 }
 
@@ -741,6 +811,7 @@ napkin_diagram_replace_item (NapkinDiagram  *self,
 
   napkin_item_free (kind, g_ptr_array_index (self->items[kind], index));
   g_ptr_array_index (self->items[kind], index) = item;
+  follow_axes (self, kind, item);
   napkin_diagram_changed (self);
 }
 
@@ -1419,6 +1490,7 @@ napkin_diagram_override_axis (NapkinDiagram  *self,
 
   axis = g_ptr_array_index (self->items[NAPKIN_ITEM_AXIS], index);
   axis->size = size;
+  follow_axes (self, NAPKIN_ITEM_AXIS, axis);
   napkin_diagram_changed (self);
   return TRUE;
 }

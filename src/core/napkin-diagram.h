@@ -51,7 +51,9 @@ typedef struct
   char         **out;       /* contract, rearrange (required), map (optional): output axes */
   char          *axis;      /* reduce, softmax, normalize */
   NapkinMapFn    fn;        /* map */
-  double         alpha;     /* map scale */
+  double         alpha;     /* map scale: the number, or alpha_expr's value for the axes' sizes */
+  char          *alpha_expr;/* map scale as an expression of axis sizes ("1/sqrt(d)", napkin-expr.h),
+                               or NULL: alpha is a plain number (docs/file-format.md) */
   NapkinReduceOp reduce;    /* reduce */
   NapkinNormKind norm;      /* normalize */
   double         eps;       /* normalize */
@@ -306,6 +308,18 @@ static inline void napkin_region_free (NapkinRegion *region) { napkin_item_free 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinNode, napkin_node_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinRegion, napkin_region_free)
 
+/* Sets node->alpha from node->alpha_expr at the axes' sizes (nothing to do without an
+ * expression). FALSE with the error, the node's last value kept, when the expression
+ * names an axis the diagram lacks. The diagram does it whenever an axis or an
+ * operation is inserted or replaced, so that a scale of 1/sqrt(d) follows d. */
+gboolean            napkin_diagram_eval_alpha       (NapkinDiagram     *self,
+                                                     NapkinNode        *node,
+                                                     GError           **error);
+/* An expression of the diagram's axis sizes (napkin-expr.h), evaluated. */
+gboolean            napkin_diagram_eval_expr        (NapkinDiagram     *self,
+                                                     const char        *text,
+                                                     double            *value,
+                                                     GError           **error);
 /* The gpus region, or NULL (at most one per diagram). set takes ownership (NULL removes
  * it) and bumps the generation. */
 const NapkinGpusRegion *napkin_diagram_get_gpus     (NapkinDiagram     *self);

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "napkin-edit.h"
+#include "napkin-expr.h"
 #include "napkin-error.h"
 
 G_GNUC_PRINTF (2, 3)
@@ -107,6 +108,15 @@ check_node_fields (NapkinDiagram     *diagram,
         return refuse (error, "unknown map function");
       if (!isfinite (node->alpha))
         return refuse (error, "alpha must be finite");
+      if (node->alpha_expr != NULL)
+        {
+          g_autoptr(GError) local = NULL;
+          double value;
+
+          /* an expression of the axes' sizes: it must name axes the diagram has */
+          if (!napkin_diagram_eval_expr (diagram, node->alpha_expr, &value, &local))
+            return refuse (error, "%s", local->message);
+        }
       return check_axes (diagram, node->out, error);
     case NAPKIN_OP_REDUCE:
     case NAPKIN_OP_SOFTMAX:
@@ -426,6 +436,17 @@ napkin_edit_set_axis_size (NapkinHistory  *history,
   return TRUE;
 }
 
+/* Does an expression of axis sizes read `name`? */
+static gboolean
+expr_uses (const char *text,
+           const char *name)
+{
+  g_autoptr(NapkinExpr) expr = text ? napkin_expr_parse (text, NULL) : NULL;
+  g_auto(GStrv) names = expr ? napkin_expr_names (expr) : NULL;
+
+  return names != NULL && g_strv_contains ((const char *const *) names, name);
+}
+
 gboolean
 napkin_edit_remove_axis (NapkinHistory  *history,
                          const char     *name,
@@ -449,7 +470,7 @@ napkin_edit_remove_axis (NapkinHistory  *history,
       const NapkinNode *node = napkin_diagram_node (diagram, n);
 
       if ((node->out && g_strv_contains ((const char *const *) node->out, name)) || g_strcmp0 (node->axis, name) == 0
-          || g_strcmp0 (node->rows, name) == 0)
+          || g_strcmp0 (node->rows, name) == 0 || expr_uses (node->alpha_expr, name))
         return refuse (error, "axis “%s” is used by operation “%s”: change the operation first", name, node->id);
     }
 
@@ -1064,5 +1085,74 @@ napkin_edit_set_gpus (NapkinHistory          *history,
   command = napkin_command_new (label ? label : gpus == NULL ? "Delete GPUs region" : "Change GPUs region");
   napkin_command_add_gpus (command, old, gpus);
   push (history, command);
+  return TRUE;
+}
+
+/* ---- relabeling like another diagram ---------------------------------------------- */
+
+static gboolean
+differs (const NapkinRegion *a,
+         const NapkinRegion *b,
+         const char         *axis)
+{
+  gint64 ta = 0, tb = 0;
+  NapkinMarkKind ka = napkin_region_mark (a, axis, &ta);
+  NapkinMarkKind kb = napkin_region_mark (b, axis, &tb);
+
+  return ka != kb || (ka != NAPKIN_MARK_WHOLE && ta != tb);
+}
+
+gboolean
+napkin_edit_relabel_like (NapkinHistory  *history,
+                          NapkinDiagram  *target,
+                          GError        **error)
+{
+  NapkinDiagram *diagram = napkin_history_get_diagram (history);
+
+  for (guint r = 0; r < napkin_diagram_n_regions (target); r++)
+    {
+      const NapkinRegion *want = napkin_diagram_region (target, r);
+      int index = napkin_diagram_find_region (diagram, want->name);
+      const NapkinRegion *have;
+
+      if (index < 0)
+        {
+          if (!napkin_edit_add_region (history, want, error))
+            return FALSE;
+          continue;
+        }
+      have = napkin_diagram_region (diagram, index);
+      if (have->level != want->level && !napkin_edit_set_region_level (history, want->name, want->level, error))
+        return FALSE;
+      have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
+      if (have->stages != want->stages && !napkin_edit_set_region_stages (history, want->name, want->stages, error))
+        return FALSE;
+      have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
+      if (have->threads != want->threads
+          && !napkin_edit_set_region_threads (history, want->name, want->threads, error))
+        return FALSE;
+      /* every axis marked on either side (an edit replaces the region: look it up each time) */
+      {
+        g_autoptr(GPtrArray) axes = g_ptr_array_new_with_free_func (g_free);
+
+        for (guint m = 0; m < want->marks->len; m++)
+          g_ptr_array_add (axes, g_strdup (g_array_index (want->marks, NapkinMark, m).axis));
+        for (guint m = 0; m < have->marks->len; m++)
+          g_ptr_array_add (axes, g_strdup (g_array_index (have->marks, NapkinMark, m).axis));
+        for (guint m = 0; m < axes->len; m++)
+          {
+            const char *axis = g_ptr_array_index (axes, m);
+            NapkinMarkKind kind;
+            gint64 tile = 0;
+
+            have = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, want->name));
+            if (!differs (have, want, axis))
+              continue;
+            kind = napkin_region_mark (want, axis, &tile);
+            if (!napkin_edit_set_mark (history, want->name, axis, kind, tile, error))
+              return FALSE;
+          }
+      }
+    }
   return TRUE;
 }

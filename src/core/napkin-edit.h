@@ -118,4 +118,12 @@ gboolean napkin_edit_set_gpus         (NapkinHistory          *history,
                                        const char             *label,
                                        GError                **error);
 
+/* Edits the document until its regions are those of `target` (the document relabeled:
+ * a tune candidate applied, a derivation, a kernel's fix): regions `target` has and the
+ * document lacks are added, the others take its level, stages, threads and marks.
+ * Several edits: the caller groups them into one undo step. */
+gboolean napkin_edit_relabel_like     (NapkinHistory     *history,
+                                       NapkinDiagram     *target,
+                                       GError           **error);
+
 G_END_DECLS

@@ -91,8 +91,10 @@ node_to_json (const NapkinNode *node)
       json_object_object_add (obj, "fn", json_object_new_string (napkin_fn_info (node->fn)->name));
       if (node->out != NULL)
         json_object_object_add (obj, "out", strv_to_json (node->out));
+      /* an expression of axis sizes stays one (docs/file-format.md, "Expressions") */
       if (node->fn == NAPKIN_FN_SCALE || node->fn == NAPKIN_FN_SHIFT)
-        json_object_object_add (obj, "alpha", double_to_json (node->alpha));
+        json_object_object_add (obj, "alpha", node->alpha_expr ? json_object_new_string (node->alpha_expr)
+                                                               : double_to_json (node->alpha));
       put_exp_unit (obj, node);
       break;
     case NAPKIN_OP_REDUCE:

@@ -16,6 +16,7 @@
 
 #include "napkin-describe.h"
 #include "napkin-error.h"
+#include "napkin-expr.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
 #include "napkin-json-scan.h"
@@ -922,6 +923,48 @@ get_double_key (Loader      *loader,
   return value == NULL || get_double (loader, value, p, out);
 }
 
+/* A map's factor: a number, or an expression of axis sizes ("1/sqrt(d)") that follows
+ * them (docs/file-format.md, "Expressions"), evaluated at the file's sizes. */
+static void
+load_alpha (Loader        *loader,
+            NapkinDiagram *diagram,
+            json_object   *obj,
+            const char    *path,
+            NapkinNode    *node)
+{
+  g_autofree char *p = NULL;
+  json_object *value = optional_field (obj, "alpha", path, &p);
+  g_autoptr(NapkinExpr) expr = NULL;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) names = NULL;
+  const char *text;
+
+  if (value == NULL || is_raw (value) || json_object_get_type (value) != json_type_string)
+    {
+      get_double_key (loader, obj, "alpha", path, &node->alpha);
+      return;
+    }
+  text = json_object_get_string (value);
+  expr = napkin_expr_parse (text, &error);
+  if (expr == NULL)
+    {
+      fail (loader, NAPKIN_DOCUMENT_ERROR_INVALID, p, _("not a number or an expression of axis sizes: %s"),
+            error->message);
+      return;
+    }
+  names = napkin_expr_names (expr);
+  for (guint i = 0; names[i] != NULL; i++)
+    if (loader_find (loader, NAPKIN_ITEM_AXIS, names[i]) < 0)
+      {
+        g_autofree char *shown = g_strescape (names[i], NULL);
+
+        fail (loader, NAPKIN_DOCUMENT_ERROR_REFERENCE, p, _("unknown axis “%.64s” in “%.64s”"), shown, text);
+        return;
+      }
+  node->alpha_expr = g_strdup (text);
+  napkin_diagram_eval_alpha (diagram, node, NULL);
+}
+
 /* An input's or output's tensor, which the tensors list must hold. */
 static void
 load_node_tensor (Loader      *loader,
@@ -996,7 +1039,7 @@ load_node_fields (Loader        *loader,
         break;
       if (!get_axis_list (loader, diagram, obj, "out", path, FALSE, &node->out))
         break;
-      get_double_key (loader, obj, "alpha", path, &node->alpha);
+      load_alpha (loader, diagram, obj, path, node);
       if (node->fn == NAPKIN_FN_EXP)
         load_exp_unit (loader, obj, path, node);
       else if (member (obj, "exp") || member (obj, "exp_fraction"))

@@ -265,6 +265,19 @@ check_map_node (Checker                 *checker,
     report_node (checker, n,
             _("the map “%s” combines %s with %s: cast one input so both have one element type"),
             node->id, napkin_dtype_to_string (in[0]->dtype), napkin_dtype_to_string (in[1]->dtype));
+  if (node->alpha_expr != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+      double value;
+
+      /* a factor that follows the axes' sizes must name axes the diagram has */
+      if (!napkin_diagram_eval_expr (d, node->alpha_expr, &value, &error))
+        {
+          g_autofree char *path = g_strdup_printf ("nodes[%u].alpha", n);
+
+          report (checker, NAPKIN_ITEM_NODE, n, path, _("the factor of the map “%s”: %s"), node->id, error->message);
+        }
+    }
 }
 
 /* A mask: a mask tensor within the scores' axes, or key and row axes the scores carry. */

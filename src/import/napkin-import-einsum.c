@@ -839,7 +839,8 @@ mask_node (Ctx   *c,
 
 /* A map: its arity checked, scale's factor, shift's constant, cast's element type. */
 static NapkinNode *
-map_node (Line       *l,
+map_node (Ctx        *c,
+          Line       *l,
           Chain      *ch,
           NapkinMapFn map_fn)
 {
@@ -865,7 +866,19 @@ map_node (Line       *l,
                                                                 : _("shift needs its constant, as in shift(1e-6)"));
           return NULL;
         }
-      if (!number_arg (l, alpha, &node->alpha))
+      /* scale("1/sqrt(d)"): an expression of axis sizes, which follows them (docs/import.md) */
+      if (alpha->kind == TOK_STRING)
+        {
+          g_autoptr(GError) local = NULL;
+
+          if (!napkin_diagram_eval_expr (c->d, alpha->text, &node->alpha, &local))
+            {
+              fail_at (l, alpha->column, _("scale(\"%s\"): %s"), alpha->text, local->message);
+              return NULL;
+            }
+          node->alpha_expr = g_strdup (alpha->text);
+        }
+      else if (!number_arg (l, alpha, &node->alpha))
         return NULL;
     }
   if (map_fn == NAPKIN_FN_CAST)
@@ -923,7 +936,7 @@ chain_node (Ctx   *c,
       return node;
     }
   if (napkin_fn_from_string (fn, &map_fn))
-    return map_node (l, ch, map_fn);
+    return map_node (c, l, ch, map_fn);
   fail_at (l, ch->fn_column, _("unknown operation “%s”"), fn);
   return NULL;
 }

@@ -509,6 +509,13 @@ emit_attention (G     *g,
   cur = gi_emit_node (g, v, n, "scores", gi_operand (g, v, 0), kin);
   n = gi_map_node (NAPKIN_FN_SCALE, "scale");
   n->alpha = v->alpha;
+  /* SDPA's own scale is 1/sqrt(d): kept as that expression, it follows d (docs/import.md) */
+  if (v->default_scale && gi_axis_of_dim (g, q, nb + 2) != NULL)
+    {
+      n->alpha_expr = g_strdup_printf ("1/sqrt(%s)", gi_axis_of_dim (g, q, nb + 2));
+      g_free (n->label);
+      n->label = g_strdup_printf ("·1/√%s", gi_axis_of_dim (g, q, nb + 2));
+    }
   cur = gi_emit_node (g, v, n, "scale", cur, NULL);
   if (v->causal)
     cur = gi_emit_node (g, v, causal_node (qaxis, key, v->mask.kind == MASK_TRIL ? v->mask.offset : 0), "causal",

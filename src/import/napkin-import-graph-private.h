@@ -114,6 +114,7 @@ typedef struct
   NapkinReduceOp reduce;
   double       eps;
   gboolean     causal;
+  gboolean     default_scale; /* attention without a scale: 1/sqrt(d), which follows d */
   int          extra[4];      /* einsum/matmul/linear: bias value; attention: value of v */
   gboolean     absorbed;
   gboolean     poisoned;      /* refused: what reads it is not reported again */

@@ -16,6 +16,7 @@
 
 #include "napkin-analysis-pane.h"
 #include "napkin-app-test.h"
+#include "napkin-app-xdo.h"
 #include "napkin-canvas-private.h"
 #include "napkin-code-view.h"
 #include "napkin-describe.h"
@@ -99,86 +100,6 @@ strv_is (char       **strv,
 
 /* ---------------------------------------------------------------- real X input */
 
-typedef struct
-{
-  NapkinWindow *window;
-  char          wid[32];
-  double        sx, sy;     /* the surface's shadow: window coordinates of widget (0, 0) */
-  guint         actions;    /* what the user did: a click, a drag, a typed text, a key */
-} Xdo;
-
-static void
-child_done_cb (GPid     pid,
-               int      status,
-               gpointer user_data)
-{
-  *(gboolean *) user_data = TRUE;
-  g_spawn_close_pid (pid);
-}
-
-/* Runs xdotool while this process goes on dispatching its own events (the input
- * goes to this process's window). */
-static void
-xdotool (const char *first,
-         ...)
-{
-  g_autoptr(GPtrArray) argv = NULL;
-  g_autoptr(GError) error = NULL;
-  gboolean done = FALSE;
-  va_list args;
-  GPid pid;
-
-  va_start (args, first);
-  argv = xdotool_argv (first, args);
-  va_end (args);
-  g_assert_true (g_spawn_async (NULL, (char **) argv->pdata, NULL,
-                                G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD | G_SPAWN_STDERR_TO_DEV_NULL
-                                  | G_SPAWN_STDOUT_TO_DEV_NULL,
-                                NULL, NULL, &pid, &error));
-  g_assert_no_error (error);
-  g_child_watch_add (pid, child_done_cb, &done);
-  for (guint i = 0; i < 3000 && !done; i++)
-    g_main_context_iteration (NULL, TRUE);
-  g_assert_true (done);
-}
-
-/* Lets the app finish what the input started: the inspector's rebuild is an idle. */
-static void
-settle (void)
-{
-  iterate (120);
-}
-
-/* Polls (up to 10 s: slow under sanitizers) until `expr` holds. */
-#define WAIT_FOR(expr) G_STMT_START { for (guint w_ = 0; w_ < 1000 && !(expr); w_++) iterate (10); } G_STMT_END
-
-static void
-window_point (Xdo        *x,
-              GtkWidget  *widget,
-              double      wx,
-              double      wy,
-              char        out_x[32],
-              char        out_y[32])
-{
-  graphene_point_t p;
-
-  g_assert_true (gtk_widget_compute_point (widget, GTK_WIDGET (x->window), &GRAPHENE_POINT_INIT (wx, wy), &p));
-  g_snprintf (out_x, 32, "%d", (int) round (p.x + x->sx));
-  g_snprintf (out_y, 32, "%d", (int) round (p.y + x->sy));
-}
-
-static void
-click_widget (Xdo       *x,
-              GtkWidget *widget)
-{
-  char px[32], py[32];
-
-  window_point (x, widget, gtk_widget_get_width (widget) / 2.0, gtk_widget_get_height (widget) / 2.0, px, py);
-  xdotool ("mousemove", "--window", x->wid, px, py, "click", "1", NULL);
-  x->actions++;
-  settle ();
-}
-
 static void
 canvas_point (Xdo    *x,
               double  doc_x,
@@ -238,24 +159,6 @@ drag_wire (Xdo *x,
       iterate (30);
     }
   xdotool ("mouseup", "1", NULL);
-  x->actions++;
-  settle ();
-}
-
-static void
-type_text (Xdo        *x,
-           const char *text)
-{
-  xdotool ("type", "--delay", "15", text, NULL);
-  x->actions++;
-  settle ();
-}
-
-static void
-key (Xdo        *x,
-     const char *keys)
-{
-  xdotool ("key", keys, NULL);
   x->actions++;
   settle ();
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 #include <glib/gstdio.h>
 
@@ -8,6 +9,7 @@
 #include "napkin-describe.h"
 #include "napkin-edit.h"
 #include "napkin-error.h"
+#include "napkin-expr.h"
 #include "napkin-file.h"
 #include "napkin-validate.h"
 
@@ -821,6 +823,98 @@ test_valid_part (void)
   g_assert_cmpuint (problems_of (part), ==, 0);
 }
 
+/* A factor written as an expression of axis sizes (docs/file-format.md, "Expressions"):
+ * parsed, printed, evaluated; it follows d through an edit, its undo and --axis; it
+ * saves as text and loads back; a number still loads as one; errors name the place. */
+static void
+test_alpha_expressions (void)
+{
+  g_autoptr(NapkinDiagram) d = load_example ("attention.napkin");
+  g_autoptr(NapkinHistory) history = napkin_history_new (g_object_ref (d));
+  g_autoptr(NapkinExpr) expr = napkin_expr_parse ("2 * rsqrt(d) - -x^2 / (a + b)", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *printed = NULL;
+  g_autofree char *saved = NULL;
+  g_autoptr(NapkinDiagram) back = NULL;
+  g_auto(GStrv) names = NULL;
+  const NapkinNode *scale;
+  gsize length;
+  double v;
+
+  g_assert_nonnull (expr);
+  names = napkin_expr_names (expr);
+  g_assert_cmpstr (g_strjoinv (",", names), ==, "d,x,a,b");
+  printed = napkin_expr_print (expr, NAPKIN_EXPR_TEXT, NULL, NULL);
+  g_assert_cmpstr (printed, ==, "2*rsqrt(d) - -x^2/(a + b)");
+  g_clear_pointer (&printed, g_free);
+  printed = napkin_expr_print (expr, NAPKIN_EXPR_PYTHON, NULL, NULL);
+  g_assert_cmpstr (printed, ==, "2*(1 / math.sqrt(d)) - -x ** 2/(a + b)");
+  g_assert_null (napkin_expr_parse ("1/sqrt(d", &error));
+  g_assert_nonnull (strstr (error->message, "column 9"));
+  g_clear_error (&error);
+  g_assert_null (napkin_expr_parse ("foo(d)", &error));
+  g_assert_nonnull (strstr (error->message, "unknown function"));
+  g_clear_error (&error);
+  g_assert_true (napkin_diagram_eval_expr (d, "1/√d", &v, NULL));
+  g_assert_cmpfloat (v, ==, 1 / sqrt (128.0));
+  g_assert_true (napkin_expr_is_number (" 0.125 ", &v) && v == 0.125);
+  g_assert_false (napkin_expr_is_number ("1/8", &v));
+
+  scale = napkin_diagram_node (d, napkin_diagram_find_node (d, "scale"));
+  g_assert_cmpstr (scale->alpha_expr, ==, "1/sqrt(d)");
+  g_assert_cmpfloat (scale->alpha, ==, 1 / sqrt (128.0));
+  g_assert_true (napkin_edit_set_axis_size (history, "d", 64, NULL));
+  scale = napkin_diagram_node (d, napkin_diagram_find_node (d, "scale"));
+  g_assert_cmpfloat (scale->alpha, ==, 0.125);
+  napkin_history_undo (history);
+  scale = napkin_diagram_node (d, napkin_diagram_find_node (d, "scale"));
+  g_assert_cmpfloat (scale->alpha, ==, 1 / sqrt (128.0));
+  g_assert_true (napkin_diagram_override_axis (d, "d=256", NULL));
+  scale = napkin_diagram_node (d, napkin_diagram_find_node (d, "scale"));
+  g_assert_cmpfloat (scale->alpha, ==, 0.0625);
+  /* an axis only an expression reads cannot go either */
+  {
+    g_autoptr(NapkinNode) changed = napkin_item_copy (NAPKIN_ITEM_NODE, scale);
+
+    g_assert_true (napkin_edit_add_axis (history, "e", 16, NULL));
+    g_free (changed->alpha_expr);
+    changed->alpha_expr = g_strdup ("1/sqrt(e)");
+    g_assert_true (napkin_edit_update_node (history, changed, NULL));
+    scale = napkin_diagram_node (d, napkin_diagram_find_node (d, "scale"));
+    g_assert_cmpfloat (scale->alpha, ==, 0.25);
+    g_assert_false (napkin_edit_remove_axis (history, "e", &error));
+    g_assert_nonnull (strstr (error->message, "used by operation “scale”"));
+    g_clear_error (&error);
+    napkin_history_undo (history);
+    napkin_history_undo (history);
+  }
+
+  saved = napkin_diagram_save_to_data (d, &length);
+  g_assert_nonnull (strstr (saved, "\"alpha\": \"1/sqrt(d)\""));
+  back = napkin_diagram_load_from_data (saved, length, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  g_assert_cmpfloat (napkin_diagram_node (back, napkin_diagram_find_node (back, "scale"))->alpha, ==, 0.0625);
+  g_clear_object (&back);
+  /* an unknown axis, at its JSON path */
+  {
+    GString *bad = g_string_new (saved);
+
+    g_string_replace (bad, "\"1/sqrt(d)\"", "\"1/sqrt(q2)\"", 1);
+    back = napkin_diagram_load_from_data (bad->str, bad->len, NAPKIN_LOAD_VALIDATE, &error);
+    g_assert_null (back);
+    g_assert_nonnull (strstr (error->message, "unknown axis “q2” in “1/sqrt(q2)”"));
+    g_assert_nonnull (strstr (error->message, ".alpha"));
+    g_clear_error (&error);
+    g_string_replace (bad, "\"1/sqrt(q2)\"", "0.5", 1);
+    back = napkin_diagram_load_from_data (bad->str, bad->len, NAPKIN_LOAD_VALIDATE, &error);
+    g_assert_no_error (error);
+    scale = napkin_diagram_node (back, napkin_diagram_find_node (back, "scale"));
+    g_assert_null (scale->alpha_expr);
+    g_assert_cmpfloat (scale->alpha, ==, 0.5);
+    g_string_free (bad, TRUE);
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -828,6 +922,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/core/types/names-and-bytes", test_types);
+  g_test_add_func ("/core/expr/alpha", test_alpha_expressions);
   g_test_add_func ("/core/examples/valid", test_examples_valid);
   g_test_add_func ("/core/examples/flops", test_flops);
   g_test_add_func ("/core/mask/fields", test_mask_fields);

@@ -13,11 +13,21 @@ check () { desc=$1; shift; if "$@"; then ok "$desc"; else not_ok "$desc"; fi; }
 rc () { "$@" > "$TMP/out" 2> "$TMP/err"; echo $?; }
 
 check "archs lists six GPUs" sh -c "'$CLI' archs | grep -c -E '^(a100|h100|h200|l40s|rtx4090|b200) ' | grep -qx 6"
+# Run from its build tree without NAPKIN_DATA_DIR, the program finds the source tree's
+# data through the build tree's napkin-uninstalled.txt (docs/packaging.md).
+check "uninstalled archs finds the source tree's profiles" sh -c "cd '$TMP' && env -u NAPKIN_DATA_DIR -u NAPKIN_ARCH_DIR '$CLI' archs --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d) >= 6 and all(\"/data/archs/\" in a[\"path\"] for a in d), d'"
+# A user's profile that hides the bundled one of its id is named where it is used.
+mkdir -p "$TMP/xdg/napkin/archs"
+SRC_H100=$("$CLI" archs --json | python3 -c 'import json,sys; print([a["path"] for a in json.load(sys.stdin) if a["id"] == "h100"][0])')
+sed 's/"name": *"[^"]*"/"name": "My H100"/' "$SRC_H100" > "$TMP/xdg/napkin/archs/h100.json"
+check "a user profile over the bundled one is named by analyze" sh -c "env -u NAPKIN_DATA_DIR XDG_DATA_HOME='$TMP/xdg' '$CLI' analyze '$EX/matmul.napkin' --arch h100 2>&1 >/dev/null | grep -q 'note: h100: your profile $TMP/xdg/napkin/archs/h100.json, used instead of $SRC_H100'"
+check "and by compare, once" sh -c "env -u NAPKIN_DATA_DIR XDG_DATA_HOME='$TMP/xdg' '$CLI' compare '$EX/matmul.napkin' 2>&1 >/dev/null | grep -c 'your profile' | grep -qx 1"
 check "archs --json parses" sh -c "'$CLI' archs --json | python3 -c 'import json,sys; assert len(json.load(sys.stdin)) >= 6'"
 
 for f in "$EX"/*.napkin; do
   for a in a100 h100 h200 l40s rtx4090 b200; do
-    r=$(rc "$CLI" analyze "$f" --arch $a --format json)
+    # --gpus 1: one GPU's whole diagram, also for a gpus region that stores a count
+    r=$(rc "$CLI" analyze "$f" --arch $a --format json --gpus 1)
     if [ "$r" = 0 ] || [ "$r" = 1 ]; then
       python3 - "$TMP/out" "$r" <<'PY' && ok "analyze $(basename "$f") --arch $a" || not_ok "analyze $(basename "$f") --arch $a"
 import json, math, sys
@@ -48,6 +58,9 @@ check "compare: one row per arch and dtype" sh -c "'$CLI' compare '$EX/matmul-ti
 check "compare: best path and generated code, labelled" sh -c "'$CLI' compare '$EX/flash-attention.napkin' --arch b200 | grep -q 'b200     file .* sfu    tcgen05\\*' && '$CLI' compare '$EX/flash-attention.napkin' --arch b200 | grep -q 'tcgen05 is b200.s best tensor-core path; Napkin generates mma.sync here'"
 check "compare: B200 > H200 >= H100 > A100 on the best path" sh -c "'$CLI' compare '$EX/flash-attention.napkin' --arch a100,h100,h200,b200 --json | python3 -c 'import json,sys; t={r[\"arch\"]: r[\"best_time_s\"] for r in json.load(sys.stdin)}; assert t[\"b200\"] < t[\"h200\"] <= t[\"h100\"] < t[\"a100\"], t'"
 check "analyze: the best path's line" sh -c "'$CLI' analyze '$EX/flash-attention.napkin' --arch b200 | grep -q '^Best path .* on tcgen05, bound by sfu'"
+check "analyze: a gpus region's own count when --gpus is not given" sh -c "'$CLI' analyze '$EX/tp-mlp.napkin' --format json 2> '$TMP/gpus.err' | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"gpus\"] == 2, d.get(\"gpus\")' && grep -q 'on its own count, 2 GPUs' '$TMP/gpus.err'"
+check "analyze: --gpus 1 is one GPU's whole diagram" sh -c "'$CLI' analyze '$EX/tp-mlp.napkin' --gpus 1 --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert \"gpus\" not in d and d[\"predicted_time_s\"] > 0'"
+check "plan: the region's count too" sh -c "'$CLI' plan '$EX/tp-mlp.napkin' 2>/dev/null | head -1 | grep -q 'on 2 GPUs'"
 check "compare explains infeasible rows" sh -c "'$CLI' compare '$EX/matmul-tiled.napkin' --arch rtx4090 | grep -q 'rtx4090 file: regions\[0\]: 107520 bytes of shared memory per block'"
 
 check "--paper: every tile from device memory (H = 2·4096³/128 + 4096² elements)" sh -c "'$CLI' analyze '$EX/matmul-tiled.napkin' --paper --format json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"model\"] == \"paper\"; assert d[\"levels\"][0][\"transfer_elements\"] == 2 * 4096**3 // 128 + 4096**2'"
