@@ -1109,6 +1109,14 @@ napkin_edit_relabel_like (NapkinHistory  *history,
 {
   NapkinDiagram *diagram = napkin_history_get_diagram (history);
 
+  /* regions the target lacks go (a derivation that lets the plan fuse what they kept apart) */
+  for (int r = (int) napkin_diagram_n_regions (diagram) - 1; r >= 0; r--)
+    {
+      g_autofree char *name = g_strdup (napkin_diagram_region (diagram, (guint) r)->name);
+
+      if (napkin_diagram_find_region (target, name) < 0 && !napkin_edit_remove_region (history, name, error))
+        return FALSE;
+    }
   for (guint r = 0; r < napkin_diagram_n_regions (target); r++)
     {
       const NapkinRegion *want = napkin_diagram_region (target, r);

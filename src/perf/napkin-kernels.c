@@ -230,7 +230,7 @@ row_new (const NapkinAnalysis   *a,
     {
       if (row->region >= 0)
         row->fix = NAPKIN_KERNEL_FIX_RELABEL;
-      else if (napkin_diagram_n_regions (d) == 0)
+      else
         row->fix = NAPKIN_KERNEL_FIX_DERIVE;
     }
   return row;
@@ -368,9 +368,15 @@ find_derive (NapkinDiagram              *d,
              GError                    **error)
 {
   NapkinTuneOptions t = tune_options (options);
-  g_autoptr(NapkinDerivation) derivation = napkin_derive (d, arch, &t, error);
+  g_autoptr(NapkinDiagram) plain = napkin_diagram_copy (d);
+  g_autoptr(NapkinDerivation) derivation = NULL;
   g_autofree char *what = NULL;
 
+  /* drawn regions that keep operations apart go: the plan's partition decides (docs/plan.md,
+   * "The pipeline") */
+  while (napkin_diagram_n_regions (plain) > 0)
+    napkin_item_free (NAPKIN_ITEM_REGION, napkin_diagram_steal_item (plain, NAPKIN_ITEM_REGION, 0));
+  derivation = napkin_derive (plain, arch, &t, error);
   if (derivation == NULL)
     return NULL;
   if (napkin_diagram_n_regions (derivation->derived) == 0 || !(derivation->analyzed_s < before * GAIN))

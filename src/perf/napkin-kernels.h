@@ -15,7 +15,8 @@ G_BEGIN_DECLS
 typedef enum
 {
   NAPKIN_KERNEL_FIX_NONE,
-  NAPKIN_KERNEL_FIX_DERIVE,     /* a diagram without regions: derive its kernels (napkin_derive) */
+  NAPKIN_KERNEL_FIX_DERIVE,     /* an operation outside regions: derive the kernels (napkin_derive), the
+                                   drawn regions that keep operations apart gone */
   NAPKIN_KERNEL_FIX_RELABEL,    /* a region's kernel: stream an axis it keeps whole, or tune's tiles */
 } NapkinKernelFixKind;
 

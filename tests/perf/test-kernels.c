@@ -41,10 +41,16 @@ static void
 test_causal_import (void)
 {
   g_autoptr(GError) error = NULL;
-  /* causal attention as a user imports it: no regions */
+  /* causal attention as a user imports it (no regions): the plan runs it as one attention
+   * kernel (docs/plan.md, "The pipeline") */
   g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "data",
                                             "causal-attention.einsum", NULL);
-  g_autoptr(NapkinDiagram) d = napkin_import_file (path, &error);
+  g_autoptr(NapkinDiagram) imported = napkin_import_file (path, &error);
+  /* … relabeled as the first Suggest Tiles proposed it, a region around each product: the
+   * mask and the softmax between them kernels of their own, the mask generic */
+  g_autofree char *drawn = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "data",
+                                             "causal-attention-two-products.napkin", NULL);
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (drawn, NAPKIN_LOAD_VALIDATE, &error);
   g_autoptr(NapkinAnalysis) a = NULL;
   g_autoptr(GPtrArray) rows = NULL;
   g_autoptr(NapkinKernelFix) fix = NULL;
@@ -54,6 +60,14 @@ test_causal_import (void)
   double sum = 0;
 
   g_assert_no_error (error);
+  {
+    g_autoptr(NapkinAnalysis) plain = analyze (imported, "h100");
+    g_autoptr(GPtrArray) plain_rows = napkin_kernel_rows (plain, imported);
+
+    g_assert_cmpuint (plain_rows->len, ==, 1);
+    g_assert_cmpint (((NapkinKernelRow *) g_ptr_array_index (plain_rows, 0))->kind, ==, NAPKIN_PLAN_ATTENTION);
+    g_assert_false (((NapkinKernelRow *) g_ptr_array_index (plain_rows, 0))->poor);
+  }
   a = analyze (d, "h100");
   rows = napkin_kernel_rows (a, d);
   g_assert_cmpuint (rows->len, ==, a->plan->kernels->len);
@@ -82,6 +96,7 @@ test_causal_import (void)
   g_assert_nonnull (fix);
   g_assert_cmpint (fix->kind, ==, NAPKIN_KERNEL_FIX_DERIVE);
   g_assert_cmpfloat (fix->after_s, <, fix->before_s / 10);
+  /* the drawn product regions go, the plan's attention region is drawn */
   g_assert_cmpuint (napkin_diagram_n_regions (fix->fixed), ==, 1);
   fixed = analyze (fix->fixed, "h100");
   fixed_rows = napkin_kernel_rows (fixed, fix->fixed);
