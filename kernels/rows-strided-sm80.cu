@@ -76,7 +76,7 @@ NKP_NAME (const NapkinArgs args)
   constexpr bool Y_VEC = NKP_Y_VEC;
   constexpr float EPS = NKP_F (NKP_EPS), INV_LEN = 1.0f / (float) LEN;
   constexpr int PROWS = TC >= 32 ? TR : THREADS / 32;   /* partial rows of the block's reduction */
-  constexpr int UNROLL = THREADS > 512 ? 2 : 4;         /* loads in flight per thread in a sweep */
+  constexpr int UNROLL = 4;                             /* loads in flight per thread in a sweep */
   static_assert (THREADS == NKP_THREADS && THREADS % 32 == 0, "whole warps");
   const XT *__restrict__ X = NKP_XREF;
   YT *__restrict__ Y = NKP_YREF;

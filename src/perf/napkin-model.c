@@ -2508,7 +2508,7 @@ region_kernel (Model *m,
  * that share of the SMs; the loads a block keeps in flight bound what an SM can draw
  * (Little's law, as §7c); and each wave of blocks waits out, per pass, one load's round
  * trip and its reductions' barriers. */
-#define STRIDED_ROWS_UNROLL(threads) ((threads) > 512 ? 2 : 4)   /* kernels/rows-strided-sm80.cu */
+#define STRIDED_ROWS_UNROLL 4   /* loads in flight per thread: kernels/rows-strided-sm80.cu */
 
 static void
 planned_strided_rows (Model                  *m,
@@ -2546,7 +2546,7 @@ planned_strided_rows (Model                  *m,
   k->time_s[NAPKIN_RESOURCE_L2] = (bytes + reread) / (arch->levels[NAPKIN_LEVEL_L2].bandwidth * fill);
   /* Little's law: the bytes an SM's blocks have in flight against what the bandwidth
    * needs over one round trip */
-  in_flight = (double) MIN (pk->grid, slots) / sms * r->threads * STRIDED_ROWS_UNROLL (r->threads) * r->vec * xb;
+  in_flight = (double) MIN (pk->grid, slots) / sms * r->threads * STRIDED_ROWS_UNROLL * r->vec * xb;
   need = arch->levels[NAPKIN_LEVEL_HBM].bandwidth * fill * latency / sms;
   if (latency > 0 && in_flight < need)
     k->time_s[NAPKIN_RESOURCE_HBM] *= need / in_flight;

@@ -439,7 +439,8 @@ static void
 test_strided_operands (void)
 {
   NapkinTestRows spec = { .op = "layernorm", .batch = 4, .rows = 96, .cols = 2048, .x_dtype = "fp16",
-                          .col_major = TRUE, .residual = TRUE, .gamma = TRUE, .beta = TRUE, .fuse = TRUE };
+                          .col_major = TRUE, .residual = TRUE, .r_row_major = TRUE, .gamma = TRUE, .beta = TRUE,
+                          .fuse = TRUE };
   g_autoptr(NapkinPlan) plan = plan_rows (&spec);
   const NapkinPlanRows *r = rows_kernel (plan);
   const NapkinPlanMap *m;

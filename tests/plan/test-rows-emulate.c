@@ -244,7 +244,7 @@ test_strided (void)
     { { .op = "rmsnorm", .rows = 40, .cols = 9000, .x_dtype = "fp32", .col_major = TRUE, .gamma = TRUE },
       "two passes" },
     { { .op = "softmax", .batch = 2, .rows = 24, .cols = 5000, .x_dtype = "fp16", .y_dtype = "fp32",
-        .col_major = TRUE, .residual = TRUE, .scale = 0.5, .fuse = TRUE }, "two passes" },
+        .col_major = TRUE, .residual = TRUE, .r_row_major = TRUE, .scale = 0.5, .fuse = TRUE }, "two passes" },
     { { .op = "layernorm", .batch = 2, .rows = 24, .cols = 8000, .x_dtype = "fp16", .col_major = TRUE,
         .gamma = TRUE, .beta = TRUE, .act = "gelu", .fuse = TRUE }, "two passes" },
     { { .op = "sum", .rows = 520, .cols = 77, .x_dtype = "fp16", .y_dtype = "fp32", .col_major = TRUE }, "one pass" },
