@@ -2518,7 +2518,8 @@ planned_strided_rows (Model                  *m,
   const NapkinPlanRows *r = &pk->u.rows;
   const NapkinArch *arch = m->arch;
   guint xb = napkin_dtype_bytes (r->x_dtype), passes = r->one_pass ? 1 : 2, reductions = 1;
-  gint64 xe = mul (m, r->rows, r->cols), ye = r->op == NAPKIN_OP_REDUCE ? r->rows : xe, elements, bytes, reread;
+  gint64 xe = mul (m, r->rows, r->cols), ye = r->op == NAPKIN_OP_REDUCE ? r->rows : xe, elements, bytes;
+  gint64 reread = 0, reread_e = 0;
   gint64 sms = MAX (1, arch->sms), slots = sms * MAX (1u, pk->blocks_per_sm), waves = ceil_div (pk->grid, slots);
   double latency = arch->levels[NAPKIN_LEVEL_HBM].latency_s, fill, in_flight, need;
   const GArray *maps[] = { r->prologue, r->epilogue };
@@ -2536,11 +2537,22 @@ planned_strided_rows (Model                  *m,
         e = tile_elements (m, -1, (guint) mp->other.node);
         elements = add (m, elements, e);
         bytes = add (m, bytes, mul (m, e, napkin_dtype_bytes (mp->other.dtype)));
+        /* the second sweep reads a prologue operand that runs along both again */
+        if (a == 0 && mp->stride[1] != 0 && mp->stride[2] != 0)
+          {
+            reread_e = add (m, reread_e, e);
+            reread = add (m, reread, mul (m, e, napkin_dtype_bytes (mp->other.dtype)));
+          }
       }
-  reread = passes == 2 ? mul (m, xe, xb) : 0;
-  add_level_traffic (m, NAPKIN_LEVEL_HBM, elements + (r->l2_reread ? 0 : passes - 1) * xe,
-                     bytes + (r->l2_reread ? 0 : reread));
-  add_level_traffic (m, NAPKIN_LEVEL_L2, elements + (passes - 1) * xe, bytes + reread);
+  if (passes == 2)
+    {
+      reread_e = add (m, reread_e, xe);
+      reread = add (m, reread, mul (m, xe, xb));
+    }
+  else
+    reread = reread_e = 0;
+  add_level_traffic (m, NAPKIN_LEVEL_HBM, elements + (r->l2_reread ? 0 : reread_e), bytes + (r->l2_reread ? 0 : reread));
+  add_level_traffic (m, NAPKIN_LEVEL_L2, elements + reread_e, bytes + reread);
   fill = MIN (1.0, (double) pk->grid / sms);
   k->time_s[NAPKIN_RESOURCE_HBM] = (bytes + (r->l2_reread ? 0 : reread)) / (arch->levels[NAPKIN_LEVEL_HBM].bandwidth * fill);
   k->time_s[NAPKIN_RESOURCE_L2] = (bytes + reread) / (arch->levels[NAPKIN_LEVEL_L2].bandwidth * fill);

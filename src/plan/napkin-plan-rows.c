@@ -1003,7 +1003,7 @@ strided_choose (NapkinPlanner   *p,
                 guint            hint)
 {
   RowsChoice c = { 0 };
-  guint xb = napkin_dtype_bytes (x_dtype), sms = MAX (p->arch->sms, 1), tc, tr, tc_min, tc_max, nr, threads;
+  guint xb = napkin_dtype_bytes (x_dtype), sms = MAX (p->arch->sms, 1), tc, tr, tc_min, tc_max, nr, threads, reread;
   gint64 len = ch->cols, blocks, slab, budget, in_flight;
   gboolean reduce = ch->fn->kind == NAPKIN_OP_REDUCE;
 
@@ -1067,7 +1067,16 @@ strided_choose (NapkinPlanner   *p,
     c.nv = 0;
   c.regs = MIN (255, c.regs);
   c.min_blocks = MAX (1, blocks_per_sm (p, c.threads, c.regs, c.smem + strided_red_bytes (c.threads, tc, c.vec)));
-  in_flight = MIN (blocks, (gint64) sms * c.min_blocks) * len * tc * c.vec * xb;
+  /* the second sweep reads x again and every prologue operand that runs along both
+   * the columns and the axis (a residual) */
+  reread = 1;
+  for (guint i = 0; i < ch->prologue->len; i++)
+    {
+      const NapkinPlanMap *m = &g_array_index (ch->prologue, NapkinPlanMap, i);
+
+      reread += m->has_other && m->stride[1] != 0 && m->stride[2] != 0;
+    }
+  in_flight = MIN (blocks, (gint64) sms * c.min_blocks) * len * tc * c.vec * xb * reread;
   c.l2 = c.mode == ROWS_TWO_PASS && in_flight <= 0.7 * p->arch->levels[NAPKIN_LEVEL_L2].capacity_bytes;
   c.w = tc * c.vec;
   return c;
