@@ -63,6 +63,23 @@
         }                                                                                       \
   } while (0)
 
+/* BODY on every value t (column k) a thread keeps in registers (MODE 0). */
+#define NKS_EACH(...)                                                                           \
+  do {                                                                                          \
+    _Pragma ("unroll")                                                                          \
+    for (int i = 0; i < NR; i++)                                                                \
+      if (live && tr + (long) i * TR < LEN)                                                     \
+        {                                                                                       \
+          _Pragma ("unroll")                                                                    \
+          for (int k = 0; k < VEC; k++)                                                         \
+            {                                                                                   \
+              float &t = v[i][k];                                                               \
+                                                                                                \
+              __VA_ARGS__;                                                                      \
+            }                                                                                   \
+        }                                                                                       \
+  } while (0)
+
 extern "C" __global__ void __launch_bounds__ (NKP_THREADS, NKP_MINBLOCKS)
 NKP_NAME (const NapkinArgs args)
 {
@@ -124,26 +141,6 @@ NKP_NAME (const NapkinArgs args)
           napkin_st (y + j * YS + k, t[k]);
     };
 
-  /* kind 0: Σa; 1: max a; 2: the online softmax pair (a = max, b = Σexp (x − a)); 3: Σa, Σb */
-  auto combine = [] (float &a, float &b, float a2, float b2, int kind)
-    {
-      if (kind == 0)
-        a += a2;
-      else if (kind == 1)
-        a = fmaxf (a, a2);
-      else if (kind == 2)
-        {
-          const float m = fmaxf (a, a2);
-
-          b = (a == NAPKIN_NEG_INF ? 0.0f : b * __expf (a - m)) + (a2 == NAPKIN_NEG_INF ? 0.0f : b2 * __expf (a2 - m));
-          a = m;
-        }
-      else
-        {
-          a += a2;
-          b += b2;
-        }
-    };
   float a[VEC], b[VEC], K[VEC];
   const float a0 = OP == 0 || OP == 4 ? NAPKIN_NEG_INF : 0.0f;
 
@@ -169,7 +166,7 @@ NKP_NAME (const NapkinArgs args)
                 const float a2 = __shfl_xor_sync (0xffffffffu, a[k], s);
                 const float b2 = kind >= 2 ? __shfl_xor_sync (0xffffffffu, b[k], s) : 0.0f;
 
-                combine (a[k], b[k], a2, b2, kind);
+                nk_combine (a[k], b[k], a2, b2, kind);
               }
         }
       __syncthreads ();                  /* red_ and st_ may still be read from the last one */
@@ -190,7 +187,7 @@ NKP_NAME (const NapkinArgs args)
           float ra = red_[0][t][0], rb = red_[0][t][1];
 
           for (int q = 1; q < PROWS; q++)
-            combine (ra, rb, red_[q][t][0], red_[q][t][1], kind);
+            nk_combine (ra, rb, red_[q][t][0], red_[q][t][1], kind);
           st_[t][0] = ra;
           st_[t][1] = rb;
           if (store && c0 + t < INNER)
@@ -299,21 +296,7 @@ NKP_NAME (const NapkinArgs args)
           }
       /* two steps on the kept values: max (mean), then the exponentials' sum (the
        * squared deviations) */
-#pragma unroll
-      for (int i = 0; i < NR; i++)
-        if (live && tr + (long) i * TR < LEN)
-          {
-#pragma unroll
-            for (int k = 0; k < VEC; k++)
-              {
-                if constexpr (OP == 0)
-                  a[k] = fmaxf (a[k], v[i][k]);
-                else if constexpr (OP == 1)
-                  a[k] += v[i][k];
-                else
-                  a[k] += v[i][k] * v[i][k];
-              }
-          }
+      NKS_EACH (a[k] = OP == 0 ? fmaxf (a[k], t) : OP == 1 ? a[k] + t : a[k] + t * t);
       col_reduce (OP == 0 ? 1 : 0, false);
 #pragma unroll
       for (int k = 0; k < VEC; k++)
@@ -324,36 +307,20 @@ NKP_NAME (const NapkinArgs args)
         }
       if constexpr (OP != 2)
         {
-#pragma unroll
-          for (int i = 0; i < NR; i++)
-            if (live && tr + (long) i * TR < LEN)
-              {
-#pragma unroll
-                for (int k = 0; k < VEC; k++)
-                  {
-                    if constexpr (OP == 0)
-                      {
-                        v[i][k] = __expf (v[i][k] - st0[k]);
-                        a[k] += v[i][k];
-                      }
-                    else
-                      a[k] += (v[i][k] - st0[k]) * (v[i][k] - st0[k]);
-                  }
-              }
+          if constexpr (OP == 0)
+            NKS_EACH (t = __expf (t - st0[k]); a[k] += t);
+          else
+            NKS_EACH (a[k] += (t - st0[k]) * (t - st0[k]));
           col_reduce (0, false);
 #pragma unroll
           for (int k = 0; k < VEC; k++)
             st1[k] = OP == 0 ? 1.0f / a[k] : rsqrtf (a[k] * INV_LEN + EPS);
         }
+      NKS_EACH (t = OP == 1 ? (t - st0[k]) * st1[k] : t * st1[k]);
 #pragma unroll
       for (int i = 0; i < NR; i++)
         if (live && tr + (long) i * TR < LEN)
-          {
-#pragma unroll
-            for (int k = 0; k < VEC; k++)
-              v[i][k] = OP == 0 ? v[i][k] * st1[k] : OP == 1 ? (v[i][k] - st0[k]) * st1[k] : v[i][k] * st1[k];
-            store_v (tr + (long) i * TR, v[i], false);
-          }
+          store_v (tr + (long) i * TR, v[i], false);
     }
   else if constexpr (MODE == 1)
     {
@@ -425,3 +392,4 @@ NKP_NAME (const NapkinArgs args)
     }
 }
 #undef NKS_SWEEP
+#undef NKS_EACH

@@ -16,20 +16,11 @@
 #include "napkin-codegen-private.h"
 #include "napkin-file.h"
 #include "napkin-interp.h"
+#include "napkin-test-load.h"
 #include "napkin-test-plan-cuda.h"
 #include "napkin-test-rows.h"
 
 static char *gxx;
-
-static NapkinArch *
-h100 (void)
-{
-  g_autoptr(GError) error = NULL;
-  NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h100", &error);
-
-  g_assert_no_error (error);
-  return arch;
-}
 
 static const char *
 emu_ctype (NapkinDtype d)
@@ -154,7 +145,7 @@ emulate (const NapkinTestRows *t,
   json = napkin_test_rows_json (t);
   d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
   g_assert_no_error (error);
-  module = napkin_test_plan_cuda (d, h100 (), "emu_k", &plan, &error);
+  module = napkin_test_plan_cuda (d, napkin_test_arch ("h100"), "emu_k", &plan, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (plan->kernels->len, ==, 1);
   k = g_ptr_array_index (plan->kernels, 0);

@@ -5,6 +5,7 @@ X[LEN, INNER] and dim 0 when OUTER is 1 —, FLAGS a subset of g b r, or -), eag
 under torch.compile (COMPILE=0: eager only), printing 'TORCH NAME EAGER_MS COMPILE_MS'
 per line ('-' where one fails) for bench/gpu/rows-prims/check-strided. Norms compute in
 fp32 and cast back, as model code does; γ and β run along LEN."""
+import importlib.util
 import os
 import sys
 
@@ -14,21 +15,12 @@ except Exception as e:  # no torch: nothing to compare with
     print(f"TORCH-UNAVAILABLE {e}")
     sys.exit(0)
 
-DT = {'fp16': torch.float16, 'bf16': torch.bfloat16, 'fp32': torch.float32}
+# the event-timed median of check's torch-times.py
+_spec = importlib.util.spec_from_file_location('torch_times', os.path.join(os.path.dirname(__file__), 'torch-times.py'))
+_times = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_times)
+bench, DT = _times.bench, _times.DT
 EPS = 1e-5
-
-
-def bench(f, n=30):
-    for _ in range(3):
-        f()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(n):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); f(); b.record(); torch.cuda.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def problem(op, dim, yt, flags):
