@@ -2501,7 +2501,7 @@ region_kernel (Model *m,
   g_array_append_val (m->a->kernels, k);
 }
 
-/* The strided rows kernel (docs/plan.md, "Rows over any axis"; docs/model.md §7d),
+/* The strided rows kernel (docs/plan.md, "Rows over any axis"; docs/model.md §7g),
  * priced from its plan: x read once (twice in two passes: the second read crosses L2,
  * and device memory too unless the plan keeps the blocks in flight within L2), y
  * written, each fused operand read once; a grid of fewer blocks than SMs moves data on
