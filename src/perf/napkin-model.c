@@ -2419,88 +2419,6 @@ kernel_overlap (Model                  *m,
                  grid->name);
 }
 
-/* What the kernel plan changes: the attention grid, rows read twice, the best path and
- * the plan's own cost. */
-static void
-kernel_plan (Model                  *m,
-             guint                   r,
-             const NapkinRegionCost *cost,
-             NapkinKernelCost       *k)
-{
-  const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
-
-  /* Attention runs on the plan's grid: query heads of a group packed in one block,
-   * and, decoding, the keys split across blocks (split-KV): the SMs it fills and the
-   * chain of key chunks one block walks are the plan's, not the region's instances. */
-  if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && !m->a->paper && pk->grid > 0)
-    {
-      gint64 slots = ceil_div (pk->grid, m->arch->sms);
-
-      k->quantisation = (double) slots * m->arch->sms / pk->grid;
-      if (pk->u.att.split_kv > 1 && cost->chunks > 0)
-        k->latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks;
-      /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
-       * each of an SM's blocks pays the prologue and epilogue in turn */
-      if (pk->path == NAPKIN_PATH_WGMMA)
-        k->latency_s += slots * attention_block_s (m);
-    }
-  /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
-  if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && !pk->u.rows.one_pass && !m->a->paper)
-    {
-      gint64 e = pk->u.rows.rows * pk->u.rows.cols, b = e * napkin_dtype_bytes (pk->u.rows.x_dtype);
-
-      if (!pk->u.rows.l2_reread)
-        {
-          add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
-          k->time_s[NAPKIN_RESOURCE_HBM] += b / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
-        }
-      add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
-      k->time_s[NAPKIN_RESOURCE_L2] += b / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
-    }
-  /* the strided rows kernel runs its own grid, not the region's instances */
-  if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->u.rows.inner > 1 && !m->a->paper && pk->grid > 0)
-    {
-      gint64 slots = (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm);
-
-      k->quantisation = (double) ceil_div (pk->grid, slots) * slots / pk->grid;
-    }
-  best_path_kernel (m, r, cost, (const guint *) m->rs[cost->region].members->data,
-                    m->rs[cost->region].members->len, k);
-  plan_kernel_cost (m, k, pk);
-}
-
-/* A top-level region: one kernel with everything nested in it. */
-static void
-region_kernel (Model *m,
-               guint  r)
-{
-  NapkinRegionCost *cost = &g_array_index (m->a->regions, NapkinRegionCost, r);
-  const NapkinRegionCost *grid = grid_region (m, r, cost);
-  NapkinKernelCost k = { 0 };
-  gint64 slots;
-
-  k.name = g_strdup (cost->name);
-  k.region = r;
-  kernel_transfers (m, cost, &k);
-  kernel_compute (m, cost, &k);
-  warp_operand_reads (m, r, cost, k.time_s);
-  masked_attention (m, cost, &k);
-  /* per chunk: the block-wide barrier, the stage wait and flash-mma's row shuffles
-   * (§7b); the wgmma skeletons have no block-wide barrier (consumers wait on the
-   * mbarriers the producer completes) and their softmax work is counted in the SFU
-   * and CUDA-core terms */
-  if (cost->level == NAPKIN_LEVEL_SMEM && cost->chunks > 1 && !m->rs[cost->region].wgmma)
-    k.chunk_s = (double) cost->waves * cost->chunks * NAPKIN_CHUNK_CLOCKS / m->arch->clock_hz;
-  /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances, I
-   * counted at the kernel's outermost region on the SMs (below any L2 panel). */
-  slots = ceil_div (grid->instances, m->arch->sms);
-  k.quantisation = (double) slots * m->arch->sms / MAX (1, grid->instances);
-  kernel_overlap (m, grid, &k);
-  kernel_plan (m, r, cost, &k);
-  finish_kernel (m, &k);
-  g_array_append_val (m->a->kernels, k);
-}
-
 /* The strided rows kernel (docs/plan.md, "Rows over any axis"; docs/model.md §7g),
  * priced from its plan: x read once (twice in two passes: the second read crosses L2,
  * and device memory too unless the plan keeps the blocks in flight within L2), y
@@ -2513,7 +2431,8 @@ region_kernel (Model *m,
 static void
 planned_strided_rows (Model                  *m,
                       NapkinKernelCost       *k,
-                      const NapkinPlanKernel *pk)
+                      const NapkinPlanKernel *pk,
+                      gboolean                traffic)
 {
   const NapkinPlanRows *r = &pk->u.rows;
   const NapkinArch *arch = m->arch;
@@ -2551,8 +2470,12 @@ planned_strided_rows (Model                  *m,
     }
   else
     reread = reread_e = 0;
-  add_level_traffic (m, NAPKIN_LEVEL_HBM, elements + (r->l2_reread ? 0 : reread_e), bytes + (r->l2_reread ? 0 : reread));
-  add_level_traffic (m, NAPKIN_LEVEL_L2, elements + reread_e, bytes + reread);
+  if (traffic)
+    {
+      add_level_traffic (m, NAPKIN_LEVEL_HBM, elements + (r->l2_reread ? 0 : reread_e),
+                         bytes + (r->l2_reread ? 0 : reread));
+      add_level_traffic (m, NAPKIN_LEVEL_L2, elements + reread_e, bytes + reread);
+    }
   fill = MIN (1.0, (double) pk->grid / sms);
   k->time_s[NAPKIN_RESOURCE_HBM] = (bytes + (r->l2_reread ? 0 : reread)) / (arch->levels[NAPKIN_LEVEL_HBM].bandwidth * fill);
   k->time_s[NAPKIN_RESOURCE_L2] = (bytes + reread) / (arch->levels[NAPKIN_LEVEL_L2].bandwidth * fill);
@@ -2568,6 +2491,84 @@ planned_strided_rows (Model                  *m,
     reductions = 2;   /* the max, then the exponentials' sum */
   k->latency_s = waves * (passes * latency + reductions * NAPKIN_REDUCTION_CLOCKS / arch->clock_hz);
   k->quantisation = (double) waves * slots / MAX (1, pk->grid);
+}
+
+/* What the kernel plan changes: the attention grid, rows read twice, the best path and
+ * the plan's own cost. */
+static void
+kernel_plan (Model                  *m,
+             guint                   r,
+             const NapkinRegionCost *cost,
+             NapkinKernelCost       *k)
+{
+  const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
+
+  /* Attention runs on the plan's grid: query heads of a group packed in one block,
+   * and, decoding, the keys split across blocks (split-KV): the SMs it fills and the
+   * chain of key chunks one block walks are the plan's, not the region's instances. */
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && !m->a->paper && pk->grid > 0)
+    {
+      gint64 slots = ceil_div (pk->grid, m->arch->sms);
+
+      k->quantisation = (double) slots * m->arch->sms / pk->grid;
+      if (pk->u.att.split_kv > 1 && cost->chunks > 0)
+        k->latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks;
+      /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
+       * each of an SM's blocks pays the prologue and epilogue in turn */
+      if (pk->path == NAPKIN_PATH_WGMMA)
+        k->latency_s += slots * attention_block_s (m);
+    }
+  /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->u.rows.inner > 1 && !m->a->paper && pk->grid > 0)
+    {
+      /* the strided rows kernel runs its own grid, not the region's instances: its
+       * times are the plan's (the region's transfers stay in the level totals) */
+      planned_strided_rows (m, k, pk, FALSE);
+    }
+  else if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && !pk->u.rows.one_pass && !m->a->paper)
+    {
+      gint64 e = pk->u.rows.rows * pk->u.rows.cols, b = e * napkin_dtype_bytes (pk->u.rows.x_dtype);
+
+      add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
+      add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
+      k->time_s[NAPKIN_RESOURCE_HBM] += b / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+      k->time_s[NAPKIN_RESOURCE_L2] += b / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+    }
+  best_path_kernel (m, r, cost, (const guint *) m->rs[cost->region].members->data,
+                    m->rs[cost->region].members->len, k);
+  plan_kernel_cost (m, k, pk);
+}
+
+/* A top-level region: one kernel with everything nested in it. */
+static void
+region_kernel (Model *m,
+               guint  r)
+{
+  NapkinRegionCost *cost = &g_array_index (m->a->regions, NapkinRegionCost, r);
+  const NapkinRegionCost *grid = grid_region (m, r, cost);
+  NapkinKernelCost k = { 0 };
+  gint64 slots;
+
+  k.name = g_strdup (cost->name);
+  k.region = r;
+  kernel_transfers (m, cost, &k);
+  kernel_compute (m, cost, &k);
+  warp_operand_reads (m, r, cost, k.time_s);
+  masked_attention (m, cost, &k);
+  /* per chunk: the block-wide barrier, the stage wait and flash-mma's row shuffles
+   * (§7b); the wgmma skeletons have no block-wide barrier (consumers wait on the
+   * mbarriers the producer completes) and their softmax work is counted in the SFU
+   * and CUDA-core terms */
+  if (cost->level == NAPKIN_LEVEL_SMEM && cost->chunks > 1 && !m->rs[cost->region].wgmma)
+    k.chunk_s = (double) cost->waves * cost->chunks * NAPKIN_CHUNK_CLOCKS / m->arch->clock_hz;
+  /* A block runs on one SM: ⌈I/SMs⌉ rounds of SM work for I instances, I
+   * counted at the kernel's outermost region on the SMs (below any L2 panel). */
+  slots = ceil_div (grid->instances, m->arch->sms);
+  k.quantisation = (double) slots * m->arch->sms / MAX (1, grid->instances);
+  kernel_overlap (m, grid, &k);
+  kernel_plan (m, r, cost, &k);
+  finish_kernel (m, &k);
+  g_array_append_val (m->a->kernels, k);
 }
 
 /* The device-memory bytes an operation outside every region moves beyond its inputs
@@ -2659,7 +2660,7 @@ operation_kernel (Model *m,
       bytes = add (m, bytes, b);
     }
   if (strided)
-    planned_strided_rows (m, &k, pk);
+    planned_strided_rows (m, &k, pk, TRUE);
   else
     {
       bytes = add (m, bytes, operation_extra_bytes (m, n, pk, &k));

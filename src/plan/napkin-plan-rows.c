@@ -1334,6 +1334,8 @@ napkin_plan_rows_printable (const NapkinPlanRows *r,
         bad = "vectors of a power of two dividing the columns, within 16 bytes";
       else if (!is_pow2 (tc) || r->cols_per_block % r->vec != 0 || (guint64) tc * tpr != r->threads)
         bad = "a power of two threads across the columns of a block, times those down the axis";
+      else if (r->outer > G_MAXINT32 / ((r->inner + r->cols_per_block - 1) / r->cols_per_block))
+        bad = "fewer than 2³¹ blocks";
       else if (r->one_pass && !r->smem_row && !reduce && (r->cols + tpr - 1) / tpr * r->vec > 2 * REG_VALUES)
         bad = "at most 64 values a thread in registers";
     }
