@@ -108,26 +108,6 @@ NKP_NAME (const NapkinArgs args)
   const long first = (long) blockIdx.x * RPB;
   const long end = first + RPB < ROWS ? first + RPB : ROWS;
 
-  /* kind 0: Σa; 1: max a; 2: the online softmax pair (a = max, b = Σexp (x − a)); 3: Σa, Σb */
-  auto combine = [] (float &a, float &b, float a2, float b2, int kind)
-    {
-      if (kind == 0)
-        a += a2;
-      else if (kind == 1)
-        a = fmaxf (a, a2);
-      else if (kind == 2)
-        {
-          const float m = fmaxf (a, a2);
-
-          b = (a == NAPKIN_NEG_INF ? 0.0f : b * __expf (a - m)) + (a2 == NAPKIN_NEG_INF ? 0.0f : b2 * __expf (a2 - m));
-          a = m;
-        }
-      else
-        {
-          a += a2;
-          b += b2;
-        }
-    };
   /* over the team: shuffles, then one value per warp in shared memory */
   auto team_reduce = [&] (float &a, float &b, int kind)
     {
@@ -137,7 +117,7 @@ NKP_NAME (const NapkinArgs args)
           const float a2 = __shfl_xor_sync (0xffffffffu, a, o);
           const float b2 = kind >= 2 ? __shfl_xor_sync (0xffffffffu, b, o) : 0.0f;
 
-          combine (a, b, a2, b2, kind);
+          nk_combine (a, b, a2, b2, kind);
         }
       if constexpr (TPR > 32)
         {
@@ -152,7 +132,7 @@ NKP_NAME (const NapkinArgs args)
           b = red_[team][0][1];
 #pragma unroll
           for (int w = 1; w < NW; w++)
-            combine (a, b, red_[team][w][0], red_[team][w][1], kind);
+            nk_combine (a, b, red_[team][w][0], red_[team][w][1], kind);
         }
     };
 

@@ -1,4 +1,4 @@
-/* Helpers of the CUDA-core skeletons (rows-sm80.cu, elementwise.cu): N elements of T
+/* Helpers of the CUDA-core skeletons (rows-sm80.cu, rows-strided-sm80.cu, elementwise.cu): N elements of T
  * loaded into (stored from) fp32 registers with 16-byte accesses (8- or 4-byte ones
  * when N·sizeof (T) is smaller); the address is aligned to min (16, N·sizeof (T))
  * bytes. `cs` marks a global access as the last use of its line (evict first), so a
@@ -106,6 +106,32 @@ nk_stv (T *p, const float *v, bool cs)
 #pragma unroll
       for (int i = 0; i < N; i++)
         napkin_st (p + i, v[i]);
+    }
+}
+#endif
+#ifndef NAPKIN_SIMT_COMBINE
+#define NAPKIN_SIMT_COMBINE
+/* Two partial statistics of a row reduction combined into (a, b) — kind 0: Σa; 1: max a;
+ * 2: the online softmax pair (a = max, b = Σexp (x − a)); 3: Σa, Σb. Plain C++ (the CPU
+ * emulation of tests/plan/simt-emu.hh runs it too). */
+static __device__ __forceinline__ void
+nk_combine (float &a, float &b, float a2, float b2, int kind)
+{
+  if (kind == 0)
+    a += a2;
+  else if (kind == 1)
+    a = fmaxf (a, a2);
+  else if (kind == 2)
+    {
+      const float m = fmaxf (a, a2);
+
+      b = (a == NAPKIN_NEG_INF ? 0.0f : b * __expf (a - m)) + (a2 == NAPKIN_NEG_INF ? 0.0f : b2 * __expf (a2 - m));
+      a = m;
+    }
+  else
+    {
+      a += a2;
+      b += b2;
     }
 }
 #endif

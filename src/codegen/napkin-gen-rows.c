@@ -85,6 +85,29 @@ comment_id (const NapkinPrintCtx *ctx,
 
 /* ---- rows ------------------------------------------------------------------------------------ */
 
+/* A map's comment (its id) and, when it has no operand, its code on v[k_] (`vector`) or
+ * v; TRUE when that is all of it. */
+static gboolean
+map_head (const NapkinPrintCtx *ctx,
+          const NapkinPlanMap  *m,
+          gboolean              vector,
+          const char           *indent,
+          GString              *code)
+{
+  g_autofree char *id = comment_id (ctx, m->node);
+  g_autofree char *e = NULL;
+
+  g_string_append_printf (code, "%s/* %s */\n", indent, id);
+  if (m->has_other)
+    return FALSE;
+  e = _napkin_cuda_map_expr (m, vector ? "v[k_]" : "v", NULL);
+  if (vector)
+    g_string_append_printf (code, "%sfor (int k_ = 0; k_ < VEC; k_++)\n%s  v[k_] = %s;\n", indent, indent, e);
+  else
+    g_string_append_printf (code, "%sv = %s;\n", indent, e);
+  return TRUE;
+}
+
 /* The code of one map on `w` elements v[0 … w) starting at column `c` of row rr
  * (vector: w = VEC), reading its operand NAME when it has one. */
 static void
@@ -95,19 +118,8 @@ rows_map_code (const NapkinPrintCtx *ctx,
                const char           *flag,
                GString              *code)
 {
-  g_autofree char *id = comment_id (ctx, m->node);
-
-  g_string_append_printf (code, "        /* %s */\n", id);
-  if (!m->has_other)
-    {
-      g_autofree char *e = _napkin_cuda_map_expr (m, vector ? "v[k_]" : "v", NULL);
-
-      if (vector)
-        g_string_append_printf (code, "        for (int k_ = 0; k_ < VEC; k_++)\n          v[k_] = %s;\n", e);
-      else
-        g_string_append_printf (code, "        v = %s;\n", e);
-      return;
-    }
+  if (map_head (ctx, m, vector, "        ", code))
+    return;
   if (!vector)
     {
       g_autofree char *at = offset_expr (name, "rr", m->stride[1], "c", m->stride[2]);
@@ -214,6 +226,232 @@ rows_maps (const NapkinPrintCtx *ctx,
   return TRUE;
 }
 
+/* The skeletons' OP: softmax 0, layernorm 1, rmsnorm 2, sum 3, max 4, mean 5. */
+static guint
+rows_op_code (const NapkinPlanRows *r)
+{
+  switch (r->op)
+    {
+    case NAPKIN_OP_SOFTMAX: return 0;
+    case NAPKIN_OP_NORMALIZE: return r->norm == NAPKIN_NORM_LAYERNORM ? 1 : 2;
+    default: return r->reduce == NAPKIN_REDUCE_SUM ? 3 : r->reduce == NAPKIN_REDUCE_MAX ? 4 : 5;
+    }
+}
+
+/* The parameters both rows skeletons take: name, launch bounds, types, form, x and y,
+ * the operands and the maps. */
+static GArray *
+rows_params (const NapkinPlanKernel *kernel,
+             const char             *name,
+             const NapkinCudaRef    *xref,
+             const NapkinCudaRef    *yref,
+             guint                   mode,
+             const char             *operands,
+             const char             *epi_v,
+             const char             *epi_s)
+{
+  const NapkinPlanRows *r = &kernel->u.rows;
+  gboolean fp32_cache = r->prologue != NULL && r->prologue->len > 0;
+  char eps[G_ASCII_DTOSTR_BUF_SIZE];
+  NapkinSkeletonParam common[] = {
+    { "NAME", g_strdup (name) },
+    { "THREADS", g_strdup_printf ("%u", r->threads) },
+    { "MINBLOCKS", g_strdup_printf ("%u", MAX (kernel->blocks_per_sm, 1)) },
+    { "T", g_strdup (_napkin_cuda_ctype (r->x_dtype)) },
+    { "OT", g_strdup (_napkin_cuda_ctype (r->y_dtype)) },
+    { "CT", g_strdup (fp32_cache ? "float" : _napkin_cuda_ctype (r->x_dtype)) },
+    { "VEC", g_strdup_printf ("%u", r->vec) },
+    { "MODE", g_strdup_printf ("%u", mode) },
+    { "OP", g_strdup_printf ("%u", rows_op_code (r)) },
+    { "LDX", i64 (r->ldx) },
+    { "LDY", i64 (r->ldy) },
+    { "EPS", g_strdup (g_ascii_formatd (eps, sizeof eps, "%.9e", r->op == NAPKIN_OP_NORMALIZE ? r->eps : 0.0)) },
+    { "XREF", _napkin_cuda_ref_expr (xref, r->x_dtype) },
+    { "YREF", _napkin_cuda_ref_expr (yref, r->y_dtype) },
+    { "OPERANDS", g_strdup (operands) },
+    { "EPI_V", g_strdup (epi_v) },
+    { "EPI_S", g_strdup (epi_s) },
+  };
+
+  return _napkin_skeleton_params (common, G_N_ELEMENTS (common));
+}
+
+/* Instantiates `template` with `params` (freed), prints it after the helpers with a
+ * comment naming the skeleton's `file`, and appends the module's kernel. */
+static void
+rows_emit (const NapkinPrintCtx   *ctx,
+           const NapkinPlanKernel *kernel,
+           const char             *name,
+           const char             *template,
+           const char             *skeleton,
+           const char             *file,
+           GArray                 *params,
+           gint64                  grid,
+           gint64                  smem_static,
+           gint64                  smem_dynamic)
+{
+  g_autofree char *text = _napkin_skeleton_instantiate (template, (NapkinSkeletonParam *) params->data, params->len);
+  g_autofree char *place = napkin_codegen_escape_comment (kernel->name);
+  g_autofree char *fid = comment_id (ctx, kernel->u.rows.node);
+  g_autofree char *note = napkin_codegen_escape_comment (kernel->note != NULL ? kernel->note : "");
+  NapkinCudaKernel *ck;
+
+  g_array_unref (params);
+  append_helpers (ctx->out);
+  g_string_append_printf (ctx->out, "\n/* %s: %s as the %s skeleton (%s): %s */\n", place, fid,
+                          g_str_equal (skeleton, "rows") ? "rows" : "strided rows", file, note);
+  g_string_append (ctx->out, text);
+
+  ck = g_new0 (NapkinCudaKernel, 1);
+  ck->name = g_strdup (name);
+  ck->skeleton = g_strdup (skeleton);
+  ck->grid = grid;
+  ck->threads = kernel->u.rows.threads;
+  ck->smem_bytes = smem_static + smem_dynamic;
+  ck->dynamic_smem = smem_dynamic;
+  ck->note = g_strdup (kernel->note);
+  g_ptr_array_add (ctx->module->kernels, ck);
+}
+
+#define PARAM(k, v) g_array_append_val (params, ((NapkinSkeletonParam) { (k), (v) }))
+
+/* ---- rows over any axis (the strided form) ------------------------------------------------- */
+
+/* `NAME + oo·s0 + C·s1 + j·s2`: an operand's element at (o, c, j) as C, zero terms dropped. */
+static char *
+strided_at (const char *name,
+            gint64      s0,
+            const char *c,
+            gint64      s1,
+            gint64      s2)
+{
+  GString *s = g_string_new (name);
+
+  if (s0 != 0)
+    g_string_append_printf (s, " + oo * %" G_GINT64_FORMAT "L", s0);
+  if (s1 == 1)
+    g_string_append_printf (s, " + %s", c);
+  else if (s1 != 0)
+    g_string_append_printf (s, " + (%s) * %" G_GINT64_FORMAT "L", c, s1);
+  if (s2 != 0)
+    g_string_append_printf (s, " + j * %" G_GINT64_FORMAT "L", s2);
+  return g_string_free (s, FALSE);
+}
+
+/* The code of one map on VEC values v[k_] at columns c … c + VEC of row j (`vector`), or
+ * on one value v at (c, j): a vector load where the operand runs along the columns with
+ * strides that keep vectors aligned (known when printed: buffers start 256-aligned),
+ * one load where it is constant along them, single loads otherwise. */
+static void
+strided_map_code (const NapkinPrintCtx *ctx,
+                  const NapkinPlanMap  *m,
+                  const char           *name,
+                  gboolean              vector,
+                  guint                 vec,
+                  gint64                outer,
+                  GString              *code)
+{
+  gint64 s0 = outer > 1 ? m->stride[0] : 0, s1 = m->stride[1], s2 = m->stride[2];
+
+  if (map_head (ctx, m, vector, "      ", code))
+    return;
+  if (!vector || s1 == 0)
+    {
+      g_autofree char *at = strided_at (name, s0, "c", s1, s2);
+      g_autofree char *e = _napkin_cuda_map_expr (m, vector ? "v[k_]" : "v", "o_");
+
+      g_string_append_printf (code, "      {\n        const float o_ = napkin_ld (%s);\n\n", at);
+      if (vector)
+        g_string_append_printf (code, "        for (int k_ = 0; k_ < VEC; k_++)\n          v[k_] = %s;\n      }\n", e);
+      else
+        g_string_append_printf (code, "        v = %s;\n      }\n", e);
+    }
+  else
+    {
+      gboolean aligned = s1 == 1 && s0 % vec == 0 && s2 % vec == 0;
+      g_autofree char *at = strided_at (name, s0, s1 == 1 ? "c" : "c + k_", s1, s2);
+      g_autofree char *e = _napkin_cuda_map_expr (m, "v[k_]", "o_[k_]");
+
+      g_string_append (code, "      {\n        float o_[VEC];\n\n");
+      if (aligned)
+        g_string_append_printf (code, "        nk_ldv<VEC> (%s, o_, false);\n", at);
+      else
+        g_string_append_printf (code, "        for (int k_ = 0; k_ < VEC; k_++)\n          o_[k_] = napkin_ld (%s%s);\n",
+                                at, s1 == 1 ? " + k_" : "");
+      g_string_append_printf (code, "        for (int k_ = 0; k_ < VEC; k_++)\n          v[k_] = %s;\n      }\n", e);
+    }
+}
+
+static gboolean
+strided_maps (const NapkinPrintCtx *ctx,
+              const NapkinPlanRows *r,
+              const GArray         *maps,
+              const char           *prefix,
+              GString              *decls,
+              GString              *code_v,
+              GString              *code_s,
+              GError              **error)
+{
+  for (guint i = 0; maps != NULL && i < maps->len; i++)
+    {
+      const NapkinPlanMap *m = &g_array_index (maps, NapkinPlanMap, i);
+      g_autofree char *name = g_strdup_printf ("%s%u", prefix, i);
+
+      if (m->has_other && !declare_operand (ctx, m, name, decls, error))
+        return FALSE;
+      strided_map_code (ctx, m, name, TRUE, r->vec, r->outer, code_v);
+      if (code_s != NULL)
+        strided_map_code (ctx, m, name, FALSE, r->vec, r->outer, code_s);
+    }
+  return TRUE;
+}
+
+/* The strided form (docs/plan.md, "Rows over any axis"): kernels/rows-strided-sm80.cu. */
+static gboolean
+print_rows_strided (const NapkinPrintCtx   *ctx,
+                    const NapkinPlanKernel *kernel,
+                    const char             *name,
+                    const NapkinCudaRef    *xref,
+                    const NapkinCudaRef    *yref,
+                    GError                **error)
+{
+  const NapkinPlanRows *r = &kernel->u.rows;
+  g_autoptr(GString) decls = g_string_new (NULL);
+  g_autoptr(GString) pro_v = g_string_new (NULL);
+  g_autoptr(GString) epi_v = g_string_new (NULL);
+  g_autoptr(GString) epi_s = g_string_new (NULL);
+  guint tc = (guint) (r->cols_per_block / r->vec), tr = r->threads_per_row, mode, nr = 0;
+  guint prows = tc >= 32 ? tr : r->threads / 32;
+  gboolean fp32_cache = r->prologue != NULL && r->prologue->len > 0;
+  gboolean y_vec = (r->outer == 1 || r->ldy % r->vec == 0) && (r->op == NAPKIN_OP_REDUCE || r->y_stride % r->vec == 0);
+  gint64 smem_dynamic = 0;
+  GArray *params;
+
+  mode = r->op == NAPKIN_OP_REDUCE ? 3 : !r->one_pass ? 2 : r->smem_row ? 1 : 0;
+  if (mode == 0)
+    nr = (guint) ((r->cols + tr - 1) / tr);
+  if (mode == 1)
+    smem_dynamic = r->cols * r->cols_per_block * (fp32_cache ? 4 : napkin_dtype_bytes (r->x_dtype));
+  if (!strided_maps (ctx, r, r->prologue, "P", decls, pro_v, NULL, error)
+      || !strided_maps (ctx, r, r->epilogue, "E", decls, epi_v, epi_s, error))
+    return FALSE;
+
+  params = rows_params (kernel, name, xref, yref, mode, decls->str, epi_v->str, epi_s->str);
+  PARAM ("TC", g_strdup_printf ("%u", tc));
+  PARAM ("TR", g_strdup_printf ("%u", tr));
+  PARAM ("NR", g_strdup_printf ("%u", nr));
+  PARAM ("OUTER", i64 (r->outer));
+  PARAM ("LEN", i64 (r->cols));
+  PARAM ("INNER", i64 (r->inner));
+  PARAM ("YS", i64 (r->y_stride));
+  PARAM ("Y_VEC", g_strdup (y_vec ? "true" : "false"));
+  PARAM ("PRO_V", g_strdup (pro_v->str));
+  rows_emit (ctx, kernel, name, napkin_kernel_rows_strided_sm80, "rows-strided", "kernels/rows-strided-sm80.cu",
+             params, r->outer * ((r->inner + r->cols_per_block - 1) / r->cols_per_block),
+             (gint64) (prows + 1) * r->cols_per_block * 2 * 4, smem_dynamic);
+  return TRUE;
+}
+
 gboolean
 _napkin_print_rows (const NapkinPrintCtx   *ctx,
                     const NapkinPlanKernel *kernel,
@@ -228,29 +466,29 @@ _napkin_print_rows (const NapkinPrintCtx   *ctx,
   g_autoptr(GString) pro_s = g_string_new (NULL);
   g_autoptr(GString) epi_v = g_string_new (NULL);
   g_autoptr(GString) epi_s = g_string_new (NULL);
-  guint xb, yb, tpr, teams, nv = 0, ns = 0, n_scalars, mode, op;
+  guint xb, yb, tpr, teams, nv = 0, ns = 0, n_scalars, mode;
   gboolean aligned, y_aligned;
   gint64 smem_dynamic = 0, smem_static;
-  const char *ct;
-  NapkinCudaKernel *ck;
+  g_autofree char *why = NULL;
+  GArray *params;
 
   g_return_val_if_fail (kernel->kind == NAPKIN_PLAN_ROWS, FALSE);
   r = &kernel->u.rows;
   xb = napkin_dtype_bytes (r->x_dtype);
   yb = napkin_dtype_bytes (r->y_dtype);
   tpr = r->threads_per_row;
-  if (_napkin_cuda_ctype (r->x_dtype) == NULL || _napkin_cuda_ctype (r->y_dtype) == NULL || xb == 0 || 16 % xb
-      || r->vec * xb != 16 || tpr == 0 || r->threads % tpr != 0 || (tpr & (tpr - 1)) != 0 || r->threads < 32
-      || r->threads > 1024 || r->rows_per_block < 1)
+  /* the plan's rules (napkin_plan_rows_printable): a plan made by them always prints */
+  if (!napkin_plan_rows_printable (r, &why) || _napkin_cuda_ctype (r->x_dtype) == NULL
+      || _napkin_cuda_ctype (r->y_dtype) == NULL)
     {
-      g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
-                   "%s: the rows kernel cannot print %s → %s rows with %u threads in teams of %u and %u-element "
-                   "vectors", kernel->name, napkin_dtype_to_string (r->x_dtype), napkin_dtype_to_string (r->y_dtype),
-                   r->threads, tpr, r->vec);
+      g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, "%s: %s", kernel->name,
+                   why != NULL ? why : "the CUDA backend does not read or write its element types");
       return FALSE;
     }
   if (!_napkin_cuda_ref (ctx, &r->x, &xref, error) || !_napkin_cuda_ref (ctx, &r->y, &yref, error))
     return FALSE;
+  if (r->inner > 1)
+    return print_rows_strided (ctx, kernel, name, &xref, &yref, error);
   teams = r->threads / tpr;
   aligned = (r->ldx * xb) % 16 == 0;
   n_scalars = aligned ? (guint) (r->cols % r->vec) : (guint) MIN (r->cols, 2 * (r->vec - 1));
@@ -266,20 +504,6 @@ _napkin_print_rows (const NapkinPrintCtx   *ctx,
       nv = (guint) ((r->cols / r->vec + tpr - 1) / tpr);
       ns = (n_scalars + tpr - 1) / tpr;
     }
-  if (mode == 1 && teams != 1)
-    {
-      g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
-                   "%s: a row in shared memory takes the whole block (%u threads, teams of %u)", kernel->name,
-                   r->threads, tpr);
-      return FALSE;
-    }
-  switch (r->op)
-    {
-    case NAPKIN_OP_SOFTMAX: op = 0; break;
-    case NAPKIN_OP_NORMALIZE: op = r->norm == NAPKIN_NORM_LAYERNORM ? 1 : 2; break;
-    default: op = r->reduce == NAPKIN_REDUCE_SUM ? 3 : r->reduce == NAPKIN_REDUCE_MAX ? 4 : 5; break;
-    }
-  ct = r->prologue != NULL && r->prologue->len > 0 ? "float" : _napkin_cuda_ctype (r->x_dtype);
   if (mode == 1)
     smem_dynamic = (r->cols + 2 * r->vec) * (r->prologue != NULL && r->prologue->len > 0 ? 4 : xb);
   smem_static = (gint64) teams * MAX (tpr / 32, 1) * 2 * 4;
@@ -290,62 +514,24 @@ _napkin_print_rows (const NapkinPrintCtx   *ctx,
   y_aligned = r->op == NAPKIN_OP_REDUCE || known_aligned (aligned, r->ldy, r->vec, yb);
   row_flag (flags, "A_Y", y_aligned, "y + h", r->vec, yb);
 
-  {
-    char eps[G_ASCII_DTOSTR_BUF_SIZE];
-    g_autofree char *xexpr = _napkin_cuda_ref_expr (&xref, r->x_dtype);
-    g_autofree char *yexpr = _napkin_cuda_ref_expr (&yref, r->y_dtype);
-    g_autofree char *fid = comment_id (ctx, r->node);
-    Param params[] = {
-      { "NAME", g_strdup (name) },
-      { "THREADS", g_strdup_printf ("%u", r->threads) },
-      { "MINBLOCKS", g_strdup_printf ("%u", MAX (kernel->blocks_per_sm, 1)) },
-      { "T", g_strdup (_napkin_cuda_ctype (r->x_dtype)) },
-      { "OT", g_strdup (_napkin_cuda_ctype (r->y_dtype)) },
-      { "CT", g_strdup (ct) },
-      { "TPR", g_strdup_printf ("%u", tpr) },
-      { "TEAMS", g_strdup_printf ("%u", teams) },
-      { "VEC", g_strdup_printf ("%u", r->vec) },
-      { "NV", g_strdup_printf ("%u", nv) },
-      { "NS", g_strdup_printf ("%u", ns) },
-      { "MODE", g_strdup_printf ("%u", mode) },
-      { "OP", g_strdup_printf ("%u", op) },
-      { "COLS", i64 (r->cols) },
-      { "ROWS", i64 (r->rows) },
-      { "LDX", i64 (r->ldx) },
-      { "LDY", i64 (r->ldy) },
-      { "RPB", i64 (r->rows_per_block) },
-      { "X_ALIGNED", g_strdup (aligned ? "true" : "false") },
-      { "EPS", g_strdup (g_ascii_formatd (eps, sizeof eps, "%.9e", r->op == NAPKIN_OP_NORMALIZE ? r->eps : 0.0)) },
-      { "XREF", g_strdup (xexpr) },
-      { "YREF", g_strdup (yexpr) },
-      { "OPERANDS", g_strdup (decls->str) },
-      { "ROW_FLAGS", g_strdup (flags->str) },
-      { "PRO_V", g_strdup (pro_v->str) },
-      { "PRO_S", g_strdup (pro_s->str) },
-      { "EPI_V", g_strdup (epi_v->str) },
-      { "EPI_S", g_strdup (epi_s->str) },
-    };
-    g_autofree char *text = _napkin_skeleton_instantiate (napkin_kernel_rows_sm80, params, G_N_ELEMENTS (params));
-    g_autofree char *place = napkin_codegen_escape_comment (kernel->name);
-    g_autofree char *note = napkin_codegen_escape_comment (kernel->note != NULL ? kernel->note : "");
-
-    append_helpers (ctx->out);
-    g_string_append_printf (ctx->out, "\n/* %s: %s as the rows skeleton (kernels/rows-sm80.cu): %s */\n", place, fid,
-                            note);
-    g_string_append (ctx->out, text);
-  }
-
-  ck = g_new0 (NapkinCudaKernel, 1);
-  ck->name = g_strdup (name);
-  ck->skeleton = g_strdup ("rows");
-  ck->grid = (r->rows + r->rows_per_block - 1) / r->rows_per_block;
-  ck->threads = r->threads;
-  ck->smem_bytes = smem_static + smem_dynamic;
-  ck->dynamic_smem = smem_dynamic;
-  ck->note = g_strdup (kernel->note);
-  g_ptr_array_add (ctx->module->kernels, ck);
+  params = rows_params (kernel, name, &xref, &yref, mode, decls->str, epi_v->str, epi_s->str);
+  PARAM ("TPR", g_strdup_printf ("%u", tpr));
+  PARAM ("TEAMS", g_strdup_printf ("%u", teams));
+  PARAM ("NV", g_strdup_printf ("%u", nv));
+  PARAM ("NS", g_strdup_printf ("%u", ns));
+  PARAM ("COLS", i64 (r->cols));
+  PARAM ("ROWS", i64 (r->rows));
+  PARAM ("RPB", i64 (r->rows_per_block));
+  PARAM ("X_ALIGNED", g_strdup (aligned ? "true" : "false"));
+  PARAM ("ROW_FLAGS", g_strdup (flags->str));
+  PARAM ("PRO_V", g_strdup (pro_v->str));
+  PARAM ("PRO_S", g_strdup (pro_s->str));
+  rows_emit (ctx, kernel, name, napkin_kernel_rows_sm80, "rows", "kernels/rows-sm80.cu", params,
+             (r->rows + r->rows_per_block - 1) / r->rows_per_block, smem_static, smem_dynamic);
   return TRUE;
 }
+
+#undef PARAM
 
 /* ---- element-wise ------------------------------------------------------------------------------ */
 

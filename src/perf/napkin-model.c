@@ -2419,6 +2419,80 @@ kernel_overlap (Model                  *m,
                  grid->name);
 }
 
+/* The strided rows kernel (docs/plan.md, "Rows over any axis"; docs/model.md §7g),
+ * priced from its plan: x read once (twice in two passes: the second read crosses L2,
+ * and device memory too unless the plan keeps the blocks in flight within L2), y
+ * written, each fused operand read once; a grid of fewer blocks than SMs moves data on
+ * that share of the SMs; the loads a block keeps in flight bound what an SM can draw
+ * (Little's law, as §7c); and each wave of blocks waits out, per pass, one load's round
+ * trip and its reductions' barriers. */
+#define STRIDED_ROWS_UNROLL 4   /* loads in flight per thread: kernels/rows-strided-sm80.cu */
+
+static void
+planned_strided_rows (Model                  *m,
+                      NapkinKernelCost       *k,
+                      const NapkinPlanKernel *pk,
+                      gboolean                traffic)
+{
+  const NapkinPlanRows *r = &pk->u.rows;
+  const NapkinArch *arch = m->arch;
+  guint xb = napkin_dtype_bytes (r->x_dtype), passes = r->one_pass ? 1 : 2, reductions = 1;
+  gint64 xe = mul (m, r->rows, r->cols), ye = r->op == NAPKIN_OP_REDUCE ? r->rows : xe, elements, bytes;
+  gint64 reread = 0, reread_e = 0;
+  gint64 sms = MAX (1, arch->sms), slots = sms * MAX (1u, pk->blocks_per_sm), waves = ceil_div (pk->grid, slots);
+  double latency = arch->levels[NAPKIN_LEVEL_HBM].latency_s, fill, in_flight, need;
+  const GArray *maps[] = { r->prologue, r->epilogue };
+
+  elements = add (m, xe, ye);
+  bytes = add (m, mul (m, xe, xb), mul (m, ye, napkin_dtype_bytes (r->y_dtype)));
+  for (guint a = 0; a < G_N_ELEMENTS (maps); a++)
+    for (guint i = 0; maps[a] != NULL && i < maps[a]->len; i++)
+      {
+        const NapkinPlanMap *mp = &g_array_index (maps[a], NapkinPlanMap, i);
+        gint64 e;
+
+        if (!mp->has_other || mp->other.node < 0)
+          continue;
+        e = tile_elements (m, -1, (guint) mp->other.node);
+        elements = add (m, elements, e);
+        bytes = add (m, bytes, mul (m, e, napkin_dtype_bytes (mp->other.dtype)));
+        /* the second sweep reads a prologue operand that runs along both again */
+        if (a == 0 && mp->stride[1] != 0 && mp->stride[2] != 0)
+          {
+            reread_e = add (m, reread_e, e);
+            reread = add (m, reread, mul (m, e, napkin_dtype_bytes (mp->other.dtype)));
+          }
+      }
+  if (passes == 2)
+    {
+      reread_e = add (m, reread_e, xe);
+      reread = add (m, reread, mul (m, xe, xb));
+    }
+  else
+    reread = reread_e = 0;
+  if (traffic)
+    {
+      add_level_traffic (m, NAPKIN_LEVEL_HBM, elements + (r->l2_reread ? 0 : reread_e),
+                         bytes + (r->l2_reread ? 0 : reread));
+      add_level_traffic (m, NAPKIN_LEVEL_L2, elements + reread_e, bytes + reread);
+    }
+  fill = MIN (1.0, (double) pk->grid / sms);
+  k->time_s[NAPKIN_RESOURCE_HBM] = (bytes + (r->l2_reread ? 0 : reread)) / (arch->levels[NAPKIN_LEVEL_HBM].bandwidth * fill);
+  k->time_s[NAPKIN_RESOURCE_L2] = (bytes + reread) / (arch->levels[NAPKIN_LEVEL_L2].bandwidth * fill);
+  /* Little's law: the bytes an SM's blocks have in flight against what the bandwidth
+   * needs over one round trip */
+  in_flight = (double) MIN (pk->grid, slots) / sms * r->threads * STRIDED_ROWS_UNROLL * r->vec * xb;
+  need = arch->levels[NAPKIN_LEVEL_HBM].bandwidth * fill * latency / sms;
+  if (latency > 0 && in_flight < need)
+    k->time_s[NAPKIN_RESOURCE_HBM] *= need / in_flight;
+  if (r->op == NAPKIN_OP_NORMALIZE && r->norm == NAPKIN_NORM_LAYERNORM && r->one_pass)
+    reductions = 2;   /* the mean, then the squared deviations */
+  else if (r->op == NAPKIN_OP_SOFTMAX && r->one_pass && !r->smem_row)
+    reductions = 2;   /* the max, then the exponentials' sum */
+  k->latency_s = waves * (passes * latency + reductions * NAPKIN_REDUCTION_CLOCKS / arch->clock_hz);
+  k->quantisation = (double) waves * slots / MAX (1, pk->grid);
+}
+
 /* What the kernel plan changes: the attention grid, rows read twice, the best path and
  * the plan's own cost. */
 static void
@@ -2445,7 +2519,13 @@ kernel_plan (Model                  *m,
         k->latency_s += slots * attention_block_s (m);
     }
   /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
-  if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && !pk->u.rows.one_pass && !m->a->paper)
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->u.rows.inner > 1 && !m->a->paper && pk->grid > 0)
+    {
+      /* the strided rows kernel runs its own grid, not the region's instances: its
+       * times are the plan's (the region's transfers stay in the level totals) */
+      planned_strided_rows (m, k, pk, FALSE);
+    }
+  else if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && !pk->u.rows.one_pass && !m->a->paper)
     {
       gint64 e = pk->u.rows.rows * pk->u.rows.cols, b = e * napkin_dtype_bytes (pk->u.rows.x_dtype);
 
@@ -2553,17 +2633,19 @@ operation_kernel (Model *m,
   gint64 bytes = 0;
   const NapkinPlanKernel *pk;
   TensorPath path = PATH_LIBRARY;
+  gboolean strided;
 
   if (m->innermost[n] >= 0 || node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
     return;
   pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, -1, n) : NULL;
   if (pk == NULL && m->plan != NULL && !m->a->paper && napkin_plan_node_fused_away (m->plan, n))
     return;   /* a map the plan runs in the kernel before it */
+  strided = pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->u.rows.inner > 1;
   k.name = g_strdup (node->id);
   k.region = -1;
   k.quantisation = 1;
   k.overlaps = TRUE;   /* a library kernel per operation: assumed pipelined */
-  for (guint p = 0; p <= napkin_op_n_inputs (node); p++)
+  for (guint p = 0; p <= napkin_op_n_inputs (node) && !strided; p++)
     {
       /* the inputs, then the result */
       int src = p < napkin_op_n_inputs (node) ? napkin_diagram_input_source (m->d, n, p) : (int) n;
@@ -2577,9 +2659,14 @@ operation_kernel (Model *m,
       add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
       bytes = add (m, bytes, b);
     }
-  bytes = add (m, bytes, operation_extra_bytes (m, n, pk, &k));
-  k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
-  k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+  if (strided)
+    planned_strided_rows (m, &k, pk, TRUE);
+  else
+    {
+      bytes = add (m, bytes, operation_extra_bytes (m, n, pk, &k));
+      k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+      k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+    }
   if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
     path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : PATH_MMA_SYNC;
   else if (node->kind == NAPKIN_OP_CONTRACT)

@@ -299,10 +299,12 @@ typedef struct
   const guint            *rows;     /* the row axes, outermost first (x's order) */
   guint                   n_rows;
   int                     col;      /* the axis along the row */
+  guint                   n_outer;  /* strided: rows[0 … n_outer) lie before col in x, the
+                                       others after it (the column c); n_rows: contiguous */
 } RowSpace;
 
 /* Fills the second operand of map `m` (the operand on `port`) with its strides over
- * (0, row, column). */
+ * (0, row, column), or over (o, c, j) in the strided form (docs/plan.md). */
 static gboolean
 rows_operand (const RowSpace *rs,
               NapkinPlanMap  *m,
@@ -327,7 +329,17 @@ rows_operand (const RowSpace *rs,
                               node_id (p, src), node_id (p, m->node), axis_name (p, stray));
       return FALSE;
     }
-  if (!row_stride (p, &l, rs->rows, rs->n_rows, &s))
+  m->stride[0] = 0;
+  if (rs->n_outer < rs->n_rows
+      && (!row_stride (p, &l, rs->rows, rs->n_outer, &m->stride[0])
+          || !row_stride (p, &l, rs->rows + rs->n_outer, rs->n_rows - rs->n_outer, &s)))
+    {
+      *why = g_strdup_printf (_("operand %s of %s is not laid out like the input (the axes before the reduced "
+                              "one and those after it, each in the input's order)"), node_id (p, src),
+                              node_id (p, m->node));
+      return FALSE;
+    }
+  if (rs->n_outer == rs->n_rows && !row_stride (p, &l, rs->rows, rs->n_rows, &s))
     {
       *why = g_strdup_printf (_("operand %s of %s is not laid out row by row like the input (its row axes are in "
                               "another order)"), node_id (p, src), node_id (p, m->node));
@@ -338,7 +350,6 @@ rows_operand (const RowSpace *rs,
   m->other.node = src;
   m->other.scratch = -1;
   m->other.dtype = l.dtype;
-  m->stride[0] = 0;
   m->stride[1] = s;
   m->stride[2] = rs->col >= 0 ? stride_of (p, &l, rs->col) : 0;
   return TRUE;
@@ -360,6 +371,8 @@ typedef struct
   RowsMode mode;
   guint    tpr, threads, vec, nv, ns, regs, min_blocks;
   gint64   smem;          /* dynamic: the row cache */
+  guint    w;             /* strided: the columns of a block */
+  gboolean l2;            /* strided, two passes: the re-read hits L2 */
 } RowsChoice;
 
 static guint
@@ -582,6 +595,9 @@ typedef struct
   guint             row_axes[NAPKIN_MAX_RANK], n_rows;
   gint64            rows, cols, ldx, ldy, rpb;
   gboolean          aligned, streamed;
+  /* the strided form (inner > 1): row_axes[0 … n_outer) lie before the axis in x */
+  guint             n_outer;
+  gint64            outer, inner, y_stride;
 } RowsChain;
 
 static void
@@ -801,24 +817,57 @@ rows_space (NapkinPlanner          *p,
             char                  **why)
 {
   RowSpace rs;
+  guint at = 0;
 
   if (!value_layout (p, ch->x, &ch->xl) || ch->xl.n == 0)
     return FALSE;
-  if ((int) ch->xl.axes[ch->xl.n - 1] != ch->col)
+  while (at < ch->xl.n && (int) ch->xl.axes[at] != ch->col)
+    at++;
+  if (at == ch->xl.n)
+    return FALSE;
+  /* the axes after f's axis flatten into the column c, those before into o (the
+   * strided form); with nothing after it (size-1 axes aside) the rows are contiguous */
+  ch->inner = 1;
+  for (guint i = 0; i < ch->xl.n; i++)
+    if (i != at)
+      {
+        ch->row_axes[ch->n_rows++] = ch->xl.axes[i];
+        ch->rows *= axis_size (p, ch->xl.axes[i]);
+        if (i > at)
+          ch->inner *= axis_size (p, ch->xl.axes[i]);
+      }
+  ch->n_outer = ch->inner > 1 ? at : ch->n_rows;
+  ch->outer = ch->rows / ch->inner;
+  ch->cols = axis_size (p, ch->col);
+  ch->ldx = ch->cols * ch->inner;
+  rs = (RowSpace) { p, k, ch->row_axes, ch->n_rows, ch->col, ch->n_outer };
+  return rows_operands (p, &rs, ch, why);
+}
+
+/* y of the strided form: o linear over the axes before f's, the column contiguous;
+ * a softmax or normalisation keeps f's axis anywhere (y_stride). */
+static gboolean
+strided_store (NapkinPlanner *p,
+               RowsChain     *ch,
+               char         **why)
+{
+  gboolean reduce = ch->fn->kind == NAPKIN_OP_REDUCE;
+  gint64 cs = 0;
+
+  if (stray_axis (p, &ch->yl, ch->row_axes, ch->n_rows, reduce ? -1 : ch->col) >= 0
+      || !row_stride (p, &ch->yl, ch->row_axes, ch->n_outer, &ch->ldy)
+      || !row_stride (p, &ch->yl, ch->row_axes + ch->n_outer, ch->n_rows - ch->n_outer, &cs) || cs != 1)
     {
-      *why = g_strdup_printf (_("the %s (%s) is over %s, which is not the last (contiguous) axis of %s; a rows kernel "
-                              "reduces along contiguous rows"), ch->what, ch->fn->id, ch->fn->axis, node_id (p, ch->x));
+      *why = g_strdup_printf (_("the result of %s is not stored like %s (the axes after %s contiguous, in the same "
+                              "order)"), node_id (p, ch->last), node_id (p, ch->x), ch->fn->axis);
       return FALSE;
     }
-  for (guint i = 0; i + 1 < ch->xl.n; i++)
-    {
-      ch->row_axes[ch->n_rows++] = ch->xl.axes[i];
-      ch->rows *= axis_size (p, ch->xl.axes[i]);
-    }
-  ch->cols = axis_size (p, ch->col);
-  ch->ldx = ch->cols;
-  rs = (RowSpace) { p, k, ch->row_axes, ch->n_rows, ch->col };
-  return rows_operands (p, &rs, ch, why);
+  if (ch->ldy == 0)
+    ch->ldy = reduce ? ch->inner : ch->cols * ch->inner;
+  ch->y_stride = reduce ? 0 : stride_of (p, &ch->yl, ch->col);
+  if (!reduce && ch->y_stride == 0)
+    ch->y_stride = ch->inner;
+  return TRUE;
 }
 
 /* y: the row axes in x's order; a softmax or normalisation keeps the column last. */
@@ -831,6 +880,8 @@ rows_store (NapkinPlanner *p,
 
   if (!value_layout (p, ch->last, &ch->yl))
     return FALSE;
+  if (ch->inner > 1)
+    return strided_store (p, ch, why);
   if (stray_axis (p, &ch->yl, ch->row_axes, ch->n_rows, reduce ? -1 : ch->col) >= 0
       || !row_stride (p, &ch->yl, ch->row_axes, ch->n_rows, &ch->ldy)
       || (!reduce && stride_of (p, &ch->yl, ch->col) != 1))
@@ -841,6 +892,39 @@ rows_store (NapkinPlanner *p,
     }
   if (ch->ldy == 0)
     ch->ldy = reduce ? 1 : ch->cols;
+  return TRUE;
+}
+
+/* The strided form's region: the other axes parallel or whole (the plan chooses the
+ * columns a block owns, and says so where the region cuts them otherwise). */
+static gboolean
+strided_region_marks (NapkinPlanner          *p,
+                      const NapkinPlanKernel *k,
+                      const NapkinRegion     *region,
+                      RowsChain              *ch,
+                      char                  **why)
+{
+  gboolean cut = FALSE;
+
+  for (guint i = 0; i < ch->n_rows; i++)
+    {
+      const char *name = axis_name (p, ch->row_axes[i]);
+      gint64 g = 0;
+      NapkinMarkKind mk = napkin_region_mark (region, name, &g);
+
+      if (mk == NAPKIN_MARK_STREAM)
+        {
+          *why = g_strdup_printf (_("region %s streams %s: a rows kernel takes the axes it does not reduce whole or "
+                                  "in parallel groups"), region->name, name);
+          return FALSE;
+        }
+      cut |= mk == NAPKIN_MARK_PARALLEL && g < axis_size (p, ch->row_axes[i]);
+    }
+  if (cut)
+    g_ptr_array_add (k->adjustments, g_strdup_printf (_("%s: the strided rows kernel chooses its own blocks of "
+                                                      "columns (docs/plan.md, \"Rows over any axis\")"),
+                                                      region->name));
+  ch->rpb = 0;
   return TRUE;
 }
 
@@ -874,8 +958,128 @@ rows_region_marks (NapkinPlanner          *p,
         }
       ch->streamed = fn->kind == NAPKIN_OP_SOFTMAX;
     }
+  if (ch->inner > 1)
+    return strided_region_marks (p, k, region, ch, why);
   ch->rpb = region_rows_per_block (p, k, region, ch->row_axes, ch->n_rows, why);
   return ch->rpb >= 0;
+}
+
+/* Blocks of `tc` threads across the columns (each `vec` of them) in the strided form. */
+static gint64
+strided_blocks (const RowsChain *ch,
+                guint            vec,
+                guint            tc)
+{
+  gint64 cvec = ch->inner / vec;
+
+  return ch->outer * ((cvec + tc - 1) / tc);
+}
+
+/* Shared memory of a strided block: one fp32 pair per column for each warp row (the
+ * reductions' partials) and per column (the statistics). */
+static gint64
+strided_red_bytes (guint threads,
+                   guint tc,
+                   guint vec)
+{
+  guint prows = tc >= 32 ? threads / tc : threads / 32;
+
+  return (gint64) (prows + 1) * tc * vec * 2 * 4;
+}
+
+/* The strided form (docs/plan.md, "Rows over any axis"): `vec` = 16 bytes of x, fewer
+ * where the columns are not a multiple; lines of 128 bytes of each row a block,
+ * narrowed (down to 32 bytes, 16 while the blocks would not cover the SMs) while there
+ * are fewer than two blocks an SM; 256 to 1024 threads as the blocks are fewer, the rest
+ * of them down the reduced axis. The column in registers when ≤ 32 values a thread hold
+ * it, in shared memory when the block's rows fit twice in an SM, else read twice (the
+ * second read from L2 when the blocks in flight hold at most 0.7 of it). */
+static RowsChoice
+strided_choose (NapkinPlanner   *p,
+                const RowsChain *ch,
+                NapkinDtype      x_dtype,
+                gboolean         cache_fp32,
+                guint            n_operands,
+                guint            hint)
+{
+  RowsChoice c = { 0 };
+  guint xb = napkin_dtype_bytes (x_dtype), sms = MAX (p->arch->sms, 1), tc, tr, tc_min, tc_max, nr, threads, reread;
+  gint64 len = ch->cols, blocks, slab, budget, in_flight;
+  gboolean reduce = ch->fn->kind == NAPKIN_OP_REDUCE;
+
+  c.vec = 16 / xb;
+  while (c.vec > 1 && ch->inner % c.vec != 0)
+    c.vec /= 2;
+  tc_max = (guint) pow2_at_least (ch->inner / c.vec);
+  tc = MIN (tc_max, MAX (1, 128 / (c.vec * xb)));
+  tc_min = MIN (tc, MAX (1, 16 / (c.vec * xb)));
+  while (tc > tc_min && strided_blocks (ch, c.vec, tc) < 2 * sms
+         && (tc * c.vec * xb > 32 || strided_blocks (ch, c.vec, tc) < sms))
+    tc /= 2;
+  blocks = strided_blocks (ch, c.vec, tc);
+  threads = hint > 0 ? hint : blocks >= 4 * sms ? 256 : blocks >= 2 * sms ? 512 : 1024;
+  tc = MIN (tc, threads);
+  tr = (guint) MIN (threads / tc, hint > 0 ? 1024 : pow2_at_least (len));
+  while (tc * tr < 32)
+    {
+      if (tc < tc_max)
+        tc *= 2;
+      else
+        tr *= 2;
+    }
+  nr = (guint) ((len + tr - 1) / tr);
+  if (!reduce && !ch->streamed && hint == 0 && nr * c.vec > REG_VALUES
+      && tc * pow2_at_least ((len * c.vec + REG_VALUES - 1) / REG_VALUES) <= 1024)
+    {
+      /* more threads down the axis, so that registers hold the column */
+      tr = (guint) pow2_at_least ((len * c.vec + REG_VALUES - 1) / REG_VALUES);
+      nr = (guint) ((len + tr - 1) / tr);
+    }
+  c.tpr = tr;
+  c.threads = tc * tr;
+  c.nv = nr;
+  slab = len * tc * c.vec * (cache_fp32 ? 4 : xb);
+  budget = (gint64) (p->arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / 2 - p->arch->smem_reserved_per_block)
+           - strided_red_bytes (c.threads, tc, c.vec) - 1024;
+  budget = MIN (budget, (gint64) p->arch->smem_max_per_block - strided_red_bytes (c.threads, tc, c.vec));
+  /* registers (ptxas, sm_90a, four 16-byte loads in flight): the kept values, a pair of
+   * statistics per column, and 32 more; 56 for a sweep, 40 for a reduction */
+  c.regs = nr * c.vec + 2 * c.vec + REG_OVERHEAD;
+  if (reduce)
+    {
+      c.mode = ROWS_REDUCE;
+      c.regs = 40;
+    }
+  else if (!ch->streamed && nr * c.vec <= REG_VALUES && (c.regs + 7) / 8 * 8 * c.threads <= p->arch->registers_per_sm)
+    c.mode = ROWS_REGISTERS;
+  else if (!ch->streamed && slab <= budget)
+    {
+      c.mode = ROWS_SMEM;
+      c.smem = slab;
+      c.regs = 56 + 4 * n_operands;
+    }
+  else
+    {
+      c.mode = ROWS_TWO_PASS;
+      c.regs = 56 + 4 * n_operands;
+    }
+  if (c.mode != ROWS_REGISTERS)
+    c.nv = 0;
+  c.regs = MIN (255, c.regs);
+  c.min_blocks = MAX (1, blocks_per_sm (p, c.threads, c.regs, c.smem + strided_red_bytes (c.threads, tc, c.vec)));
+  /* the second sweep reads x again and every prologue operand that runs along both
+   * the columns and the axis (a residual) */
+  reread = 1;
+  for (guint i = 0; i < ch->prologue->len; i++)
+    {
+      const NapkinPlanMap *m = &g_array_index (ch->prologue, NapkinPlanMap, i);
+
+      reread += m->has_other && m->stride[1] != 0 && m->stride[2] != 0;
+    }
+  in_flight = MIN (blocks, (gint64) sms * c.min_blocks) * len * tc * c.vec * xb * reread;
+  c.l2 = c.mode == ROWS_TWO_PASS && in_flight <= 0.7 * p->arch->levels[NAPKIN_LEVEL_L2].capacity_bytes;
+  c.w = tc * c.vec;
+  return c;
 }
 
 /* The kernel's form from x's element type, the region's threads and the fused
@@ -912,8 +1116,11 @@ rows_form (NapkinPlanner          *p,
     n_operands += g_array_index (ch->prologue, NapkinPlanMap, i).has_other;
   for (guint i = 0; i < ch->epilogue->len; i++)
     n_operands += g_array_index (ch->epilogue, NapkinPlanMap, i).has_other;
-  *c = rows_choose (p, ch->fn->kind, ch->rows, ch->cols, xd, ch->aligned, ch->prologue->len > 0, n_operands,
-                    ch->streamed, hint, ch->rpb);
+  if (ch->inner > 1)
+    *c = strided_choose (p, ch, xd, ch->prologue->len > 0, n_operands, hint);
+  else
+    *c = rows_choose (p, ch->fn->kind, ch->rows, ch->cols, xd, ch->aligned, ch->prologue->len > 0, n_operands,
+                      ch->streamed, hint, ch->rpb);
   return TRUE;
 }
 
@@ -931,32 +1138,56 @@ rows_note (const RowsChain      *ch,
   };
   g_autoptr(GString) note = g_string_new (NULL);
 
-  g_string_append_printf (note, _("%s over %s: %lld rows of %lld, %u threads per "
-                          "row, %lld rows per block of %u threads, %u-element vectors%s"),
-                          ch->what, ch->fn->axis, (long long) ch->rows, (long long) ch->cols, c->tpr,
-                          (long long) r->rows_per_block, c->threads, c->vec,
-                          ch->aligned ? "" : " (rows not 16-byte aligned: scalar head and tail)");
-  if (c->mode == ROWS_REGISTERS)
-    g_string_append_printf (note, _(", %u per thread"), c->nv * c->vec + c->ns);
-  g_string_append_printf (note, "; %s%s", forms[c->mode], ch->streamed ? " (the region streams the row)" : "");
+  if (ch->inner > 1)
+    {
+      /* the strided form: the words of docs/plan.md, "Rows over any axis" */
+      g_string_append_printf (note, _("strided %s over %s (%lld elements apart): %lld columns × %lld, %lld along the "
+                              "axis; blocks of %u columns × %u threads (%u across, %u down the axis), "
+                              "%u-element vectors"),
+                              ch->what, ch->fn->axis, (long long) ch->inner, (long long) ch->inner,
+                              (long long) ch->outer, (long long) ch->cols, c->w, c->threads, c->threads / c->tpr,
+                              c->tpr, c->vec);
+      if (c->mode == ROWS_REGISTERS)
+        g_string_append_printf (note, _(", %u per thread"), c->nv * c->vec);
+      static const char *strided_forms[] = {
+        [ROWS_REGISTERS] = "one pass, the columns in registers",
+        [ROWS_SMEM] = "one pass, the columns in shared memory",
+        [ROWS_TWO_PASS] = "two passes: online statistics, then the columns read again from device memory",
+        [ROWS_REDUCE] = "one pass",
+      };
+
+      g_string_append_printf (note, "; %s%s", c->mode == ROWS_TWO_PASS && c->l2 ? "two passes: online statistics, "
+                              "then the columns read again from L2" : strided_forms[c->mode],
+                              ch->streamed ? " (the region streams the axis)" : "");
+    }
+  else
+    {
+      g_string_append_printf (note, _("%s over %s: %lld rows of %lld, %u threads per "
+                              "row, %lld rows per block of %u threads, %u-element vectors%s"),
+                              ch->what, ch->fn->axis, (long long) ch->rows, (long long) ch->cols, c->tpr,
+                              (long long) r->rows_per_block, c->threads, c->vec,
+                              ch->aligned ? "" : " (rows not 16-byte aligned: scalar head and tail)");
+      if (c->mode == ROWS_REGISTERS)
+        g_string_append_printf (note, _(", %u per thread"), c->nv * c->vec + c->ns);
+      g_string_append_printf (note, "; %s%s", forms[c->mode], ch->streamed ? " (the region streams the row)" : "");
+    }
   if (r->prologue->len + r->epilogue->len > 0)
     g_string_append_printf (note, _("; fused: %u maps before, %u after"), r->prologue->len, r->epilogue->len);
   return g_string_free (g_steal_pointer (&note), FALSE);
 }
 
-/* Makes `k` the rows kernel the chain and the choice describe. */
-static void
+/* Makes `k` the rows kernel the chain and the choice describe; FALSE (`why` set) where
+ * the printer could not print it. */
+static gboolean
 rows_commit (NapkinPlanner    *p,
              NapkinPlanKernel *k,
              RowsChain        *ch,
-             const RowsChoice *c)
+             const RowsChoice *c,
+             char            **why)
 {
   const NapkinNode *fn = ch->fn;
-  NapkinPlanRows *r;
+  NapkinPlanRows rows = { 0 }, *r = &rows;
 
-  k->kind = NAPKIN_PLAN_ROWS;
-  k->path = NAPKIN_PATH_SIMT;
-  r = &k->u.rows;
   r->node = ch->f;
   r->op = fn->kind;
   r->norm = fn->norm;
@@ -970,19 +1201,40 @@ rows_commit (NapkinPlanner    *p,
   r->ldy = ch->ldy;
   r->x = (NapkinPlanBuffer) { ch->x, -1, ch->xl.dtype };
   r->y = (NapkinPlanBuffer) { ch->last, -1, ch->yl.dtype };
-  r->prologue = g_steal_pointer (&ch->prologue);
-  r->epilogue = g_steal_pointer (&ch->epilogue);
+  r->prologue = ch->prologue;
+  r->epilogue = ch->epilogue;
   r->rows_per_block = ch->rpb > 0 ? ch->rpb : c->threads / c->tpr;
   r->threads = c->threads;
   r->threads_per_row = c->tpr;
   r->vec = c->vec;
   r->one_pass = c->mode != ROWS_TWO_PASS;
   r->smem_row = c->mode == ROWS_SMEM;
+  r->outer = ch->outer;
+  r->inner = ch->inner;
+  r->y_stride = ch->y_stride;
+  r->cols_per_block = c->w;
+  r->l2_reread = c->l2;
+
+  if (ch->inner > 1)
+    r->rows_per_block = c->w;
+  /* the printer's rules: a plan it could not print is not made */
+  if (!napkin_plan_rows_printable (r, why))
+    return FALSE;
+  k->kind = NAPKIN_PLAN_ROWS;
+  k->path = NAPKIN_PATH_SIMT;
+  k->u.rows = rows;
+  r = &k->u.rows;
+  ch->prologue = ch->epilogue = NULL;
 
   k->grid = (ch->rows + r->rows_per_block - 1) / r->rows_per_block;
   k->threads = c->threads;
   /* the team reductions' partials, then the row cache */
   k->smem_bytes = (gint64) (c->threads / c->tpr) * MAX (c->tpr / 32, 1) * 2 * 4 + c->smem;
+  if (ch->inner > 1)
+    {
+      k->grid = ch->outer * ((ch->inner + c->w - 1) / c->w);
+      k->smem_bytes = strided_red_bytes (c->threads, c->threads / c->tpr, c->vec) + c->smem;
+    }
   k->registers = c->regs;
   k->blocks_per_sm = c->min_blocks;
   k->note = rows_note (ch, c, r);
@@ -992,6 +1244,7 @@ rows_commit (NapkinPlanner    *p,
       k->infeasible = g_strdup_printf (_("%lld bytes of shared memory per block; the GPU allows %.0f"),
                                        (long long) k->smem_bytes, p->arch->smem_max_per_block);
     }
+  return TRUE;
 }
 
 gboolean
@@ -1038,7 +1291,62 @@ _napkin_plan_try_rows (NapkinPlanner    *p,
       || (region != NULL && !rows_region_marks (p, k, region, &ch, why))
       || !rows_form (p, k, region, &ch, n_adjustments, &c, why))
     return FALSE;
-  rows_commit (p, k, &ch, &c);
+  if (!rows_commit (p, k, &ch, &c, why))
+    {
+      g_ptr_array_set_size (k->adjustments, n_adjustments);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+is_pow2 (guint64 v)
+{
+  return v > 0 && (v & (v - 1)) == 0;
+}
+
+gboolean
+napkin_plan_rows_printable (const NapkinPlanRows *r,
+                            char                **why)
+{
+  guint xb = napkin_dtype_bytes (r->x_dtype), tpr = r->threads_per_row;
+  gboolean reduce = r->op == NAPKIN_OP_REDUCE;
+  const char *bad = NULL;
+
+  if (xb == 0 || 16 % xb != 0 || napkin_dtype_bytes (r->y_dtype) == 0)
+    bad = "elements of 1, 2 or 4 bytes";
+  else if (r->threads < 32 || r->threads > 1024 || !is_pow2 (tpr) || r->threads % tpr != 0)
+    bad = "32 to 1024 threads in teams of a power of two";
+  else if (r->cols < 1 || r->rows < 1 || (reduce && !r->one_pass))
+    bad = "a row to reduce in one pass";
+  else if (r->inner <= 1)
+    {
+      if (r->vec * xb != 16 || r->rows_per_block < 1)
+        bad = "16-byte vectors and a row per block at least";
+      else if (r->smem_row && r->threads != tpr)
+        bad = "a row in shared memory with the whole block";
+    }
+  else
+    {
+      guint tc = r->cols_per_block > 0 ? (guint) (r->cols_per_block / MAX (r->vec, 1)) : 0;
+
+      if (!is_pow2 (r->vec) || r->vec * xb > 16 || r->inner % r->vec != 0 || r->outer * r->inner != r->rows)
+        bad = "vectors of a power of two dividing the columns, within 16 bytes";
+      else if (!is_pow2 (tc) || r->cols_per_block % r->vec != 0 || (guint64) tc * tpr != r->threads)
+        bad = "a power of two threads across the columns of a block, times those down the axis";
+      else if (r->outer > G_MAXINT32 / ((r->inner + r->cols_per_block - 1) / r->cols_per_block))
+        bad = "fewer than 2³¹ blocks";
+      else if (r->one_pass && !r->smem_row && !reduce && (r->cols + tpr - 1) / tpr * r->vec > 2 * REG_VALUES)
+        bad = "at most 64 values a thread in registers";
+    }
+  if (bad != NULL)
+    {
+      *why = g_strdup_printf (_("the rows kernel needs %s (%s → %s, %lld × %lld, %u threads, teams of %u, "
+                              "%u-element vectors)"), bad, napkin_dtype_to_string (r->x_dtype),
+                              napkin_dtype_to_string (r->y_dtype), (long long) r->rows, (long long) r->cols,
+                              r->threads, tpr, r->vec);
+      return FALSE;
+    }
   return TRUE;
 }
 

@@ -95,7 +95,17 @@ typedef struct
 } NapkinPlanGemm;
 
 /* Y[r, c] = epilogue (f (prologue (X[r, c]))) along each row, f one of softmax,
- * layernorm, rmsnorm, or a reduction (then Y[r] has no column). */
+ * layernorm, rmsnorm, or a reduction (then Y[r] has no column).
+ *
+ * Two forms (docs/plan.md, "Rows over any axis"). Contiguous (`inner` 1): the reduced
+ * axis is the last of X; row r at r·ldx, y's at r·ldy, a map's operand at
+ * (0, row, column) through `stride`. Strided (`inner` > 1): the reduced axis j < cols has
+ * `inner` elements between neighbours; the axes after it flatten into the column
+ * c < inner (contiguous), those before it into o < outer, so rows = outer · inner
+ * reductions; x at o·ldx + j·inner + c, y at o·ldy + j·y_stride + c (a reduction's at
+ * o·ldy + c), a map's operand at (o, c, j) through `stride`. A block owns
+ * `cols_per_block` columns of one o, `cols_per_block / vec` threads across them and
+ * `threads_per_row` threads down the reduced axis. */
 typedef struct
 {
   int              node;                  /* the softmax, normalize or reduce */
@@ -114,6 +124,11 @@ typedef struct
   guint            vec;                   /* elements per vector load (16 bytes of x) */
   gboolean         one_pass;              /* the row stays on chip: x read once */
   gboolean         smem_row;              /* the row is kept in shared memory (else registers) */
+  gint64           outer, inner;          /* strided: rows = outer · inner (contiguous: rows, 1) */
+  gint64           y_stride;              /* strided: y's elements between neighbours along the axis */
+  gint64           cols_per_block;        /* strided: the columns c one block owns */
+  gboolean         l2_reread;             /* two passes: the blocks in flight keep their rows in L2,
+                                             so the second read hits it (else device memory) */
 } NapkinPlanRows;
 
 /* Y[i] = maps (X[i]) over the output's elements, each operand read through strides
@@ -308,6 +323,12 @@ typedef struct
 void              napkin_plan_flash_wgmma_registers (gint64  consumers,
                                                      gint64 *producer,
                                                      gint64 *consumer);
+
+/* Whether the rows skeletons print `rows` (kernels/rows-sm80.cu, rows-strided-sm80.cu):
+ * the rules the plan chooses a rows kernel by, which its printer checks again (a printer
+ * never refuses a plan it was handed). FALSE with `why` naming the rule it breaks. */
+gboolean          napkin_plan_rows_printable   (const NapkinPlanRows    *rows,
+                                                char                   **why);
 
 /* Whether `node`, outside every region, runs in the kernel of another operation (a map
  * that only finishes that operation's value: docs/plan.md). */

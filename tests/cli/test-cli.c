@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include <glib.h>
+#include <glib/gstdio.h>
 
 /* Runs napkin-cli as a user would and checks exit codes and output. */
 
@@ -227,6 +228,32 @@ test_info_text (void)
   g_assert_nonnull (strstr (r.out, "FLOPs: 556198264832"));
 }
 
+/* A softmax over the first axis plans the strided rows kernel (docs/plan.md, "Rows over
+ * any axis"), not the generic lowering. */
+static void
+test_plan_strided_rows (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("napkin-cli-XXXXXX", &error);
+  g_autofree char *einsum = g_build_filename (dir, "s0.einsum", NULL);
+  g_autofree char *napkin = g_build_filename (dir, "s0.napkin", NULL);
+  g_auto(Result) imported = { 0 };
+  g_auto(Result) r = { 0 };
+
+  g_assert_no_error (error);
+  g_assert_true (g_file_set_contents (einsum, "r=4096 c=8192\ndtype fp16\nX[r,c] -> y = softmax(r)\n", -1, NULL));
+  run_cli (&imported, "import", einsum, "-o", napkin, NULL);
+  g_assert_cmpint (imported.status, ==, 0);
+  run_cli (&r, "plan", napkin, "--arch", "h200", NULL);
+  g_assert_cmpint (r.status, ==, 0);
+  g_assert_nonnull (strstr (r.out, "y — rows on simt"));
+  g_assert_nonnull (strstr (r.out, "strided softmax over r"));
+  g_assert_null (strstr (r.out, "generic"));
+  g_remove (napkin);
+  g_remove (einsum);
+  g_rmdir (dir);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -239,6 +266,7 @@ main (int    argc,
   g_test_add_func ("/cli/help", test_help);
   g_test_add_func ("/cli/info/flops", test_info_flops);
   g_test_add_func ("/cli/info/text", test_info_text);
+  g_test_add_func ("/cli/plan/strided-rows", test_plan_strided_rows);
 
   return g_test_run ();
 }

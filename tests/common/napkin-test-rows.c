@@ -20,8 +20,9 @@ napkin_test_rows_json (const NapkinTestRows *t)
   const char *xt = t->x_dtype, *yt = t->y_dtype ? t->y_dtype : t->x_dtype;
   const char *lead = t->batch > 1 ? "\"b\", " : "";
   g_autofree char *xaxes = t->col_major ? g_strdup_printf ("%s\"c\", \"r\"", lead) : g_strdup_printf ("%s\"r\", \"c\"", lead);
-  g_autofree char *raxes = g_strdup_printf ("%s\"r\", \"c\"", lead);
-  g_autofree char *yaxes = is_reduce (t->op) ? g_strdup_printf ("%s\"r\"", lead) : g_strdup (t->col_major ? xaxes : raxes);
+  g_autofree char *raxes = t->col_major && !t->r_row_major ? g_strdup (xaxes)
+                                                             : g_strdup_printf ("%s\"r\", \"c\"", lead);
+  g_autofree char *yaxes = is_reduce (t->op) ? g_strdup_printf ("%s\"r\"", lead) : g_strdup (xaxes);
   const char *prev = "x";
   guint n = 0;
 

@@ -22,7 +22,8 @@ typedef struct
   gint64      region_rows;   /* > 0: that region, r in parallel groups of this */
   gint64      stream_cols;   /* > 0 (with a region): c streamed in chunks of this */
   guint       threads;       /* the region's threads (0: free) */
-  gboolean    col_major;     /* X stored [c, r]: the op is over a non-contiguous axis */
+  gboolean    col_major;     /* X (and Y, R) stored [(b,) c, r]: the op is over a non-contiguous axis */
+  gboolean    r_row_major;   /* with col_major: R stored [(b,) r, c] all the same */
 } NapkinTestRows;
 
 char    *napkin_test_rows_json   (const NapkinTestRows *spec);

@@ -72,7 +72,11 @@ rows_kernel (const NapkinPlan *plan)
   g_assert_cmpuint (k->threads, ==, k->u.rows.threads);
   g_assert_cmpuint (k->threads % 32, ==, 0);
   g_assert_cmpuint (k->threads % k->u.rows.threads_per_row, ==, 0);
-  g_assert_cmpint (k->grid, ==, (k->u.rows.rows + k->u.rows.rows_per_block - 1) / k->u.rows.rows_per_block);
+  if (k->u.rows.inner > 1)
+    g_assert_cmpint (k->grid, ==, k->u.rows.outer * ((k->u.rows.inner + k->u.rows.cols_per_block - 1)
+                                                     / k->u.rows.cols_per_block));
+  else
+    g_assert_cmpint (k->grid, ==, (k->u.rows.rows + k->u.rows.rows_per_block - 1) / k->u.rows.rows_per_block);
   g_assert_cmpuint (k->blocks_per_sm, >=, 1);
   return &k->u.rows;
 }
@@ -309,13 +313,20 @@ static void
 test_refusals (void)
 {
   {
+    /* a result stored with the columns (the axes after the reduced one) not contiguous */
     NapkinTestRows spec = { .op = "softmax", .rows = 4096, .cols = 1000, .x_dtype = "fp16", .col_major = TRUE };
-    g_autoptr(NapkinPlan) plan = plan_rows (&spec);
-    const NapkinPlanKernel *k = only_kernel (plan);
+    g_autofree char *json = napkin_test_rows_json (&spec);
+    g_autoptr(GString) moved = g_string_new (json);
+    g_autoptr(NapkinPlan) plan = NULL;
+    const NapkinPlanKernel *k;
 
+    g_assert_cmpuint (g_string_replace (moved, "{\"name\": \"Y\", \"axes\": [\"c\", \"r\"]",
+                                        "{\"name\": \"Y\", \"axes\": [\"r\", \"c\"]", 1), ==, 1);
+    plan = plan_json (moved->str, NULL);
+    k = only_kernel (plan);
     g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GENERIC);
-    g_assert_nonnull (strstr (k->reason, "not the last"));
-    g_assert_nonnull (strstr (k->reason, "over c"));
+    g_assert_nonnull (strstr (k->reason, "not stored like"));
+    g_assert_nonnull (strstr (k->reason, "after c contiguous"));
   }
   {
     /* the value before the norm is also an output: the kernel would have to store it */
@@ -337,6 +348,116 @@ test_refusals (void)
     g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GENERIC);
     g_assert_nonnull (strstr (k->reason, "sc"));
   }
+}
+
+/* Rows over any axis (docs/plan.md, "Rows over any axis"): the axis first (X[c, r], the
+ * softmax over c) or in the middle (X[b, c, r]); the plan's lines, threads, form and the
+ * L2 question, on the shapes the GPU check runs. */
+static void
+test_strided (void)
+{
+  struct
+  {
+    NapkinTestRows t;
+    gint64 outer, inner, w, grid;
+    guint threads, tpr, vec;
+    int form;              /* 0 registers, 1 shared memory, 2 two passes (3: from L2), 4 a reduction */
+  } cases[] = {
+    /* 4096 × 8192 over axis 0: 32-byte lines, 512 blocks of 512 threads; 2 blocks an SM
+     * keep 33 MB in flight, within L2 */
+    { { .op = "softmax", .rows = 8192, .cols = 4096, .x_dtype = "fp16", .col_major = TRUE },
+      1, 8192, 16, 512, 512, 256, 8, 3 },
+    /* 50257 × 1024: 128 lines of 16 bytes (fewer would leave SMs idle); 800 KB a block */
+    { { .op = "softmax", .rows = 1024, .cols = 50257, .x_dtype = "fp16", .col_major = TRUE },
+      1, 1024, 8, 128, 1024, 1024, 8, 2 },
+    /* 64 × 4096 × 128 over the middle axis */
+    { { .op = "layernorm", .batch = 64, .rows = 128, .cols = 4096, .x_dtype = "bf16", .col_major = TRUE },
+      64, 128, 16, 512, 512, 256, 8, 3 },
+    /* few along the axis: registers, 128-byte lines */
+    { { .op = "rmsnorm", .rows = 65536, .cols = 32, .x_dtype = "fp16", .col_major = TRUE },
+      1, 65536, 64, 1024, 256, 32, 8, 0 },
+    /* fp32: 4-element vectors, 64-byte lines; 16 values a thread in registers */
+    { { .op = "softmax", .rows = 8192, .cols = 512, .x_dtype = "fp32", .col_major = TRUE },
+      1, 8192, 16, 512, 512, 128, 4, 0 },
+    /* 5000 along the axis: too many for registers, the block's rows (80 KB) in shared
+     * memory */
+    { { .op = "layernorm", .rows = 80, .cols = 5000, .x_dtype = "bf16", .col_major = TRUE },
+      1, 80, 8, 10, 1024, 1024, 8, 1 },
+    /* sums: one pass; an odd column count takes scalars */
+    { { .op = "sum", .rows = 8192, .cols = 4096, .x_dtype = "fp16", .y_dtype = "fp32", .col_major = TRUE },
+      1, 8192, 16, 512, 512, 256, 8, 4 },
+    { { .op = "mean", .batch = 3, .rows = 333, .cols = 1000, .x_dtype = "bf16", .col_major = TRUE },
+      3, 333, 8, 126, 1024, 128, 1, 4 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinPlan) plan = plan_rows (&cases[i].t);
+      const NapkinPlanKernel *k = only_kernel (plan);
+      const NapkinPlanRows *r = rows_kernel (plan);
+      guint prows;
+
+      g_test_message ("case %u: %s", i, k->note);
+      g_assert_nonnull (strstr (k->note, "strided"));
+      g_assert_cmpint (r->outer, ==, cases[i].outer);
+      g_assert_cmpint (r->inner, ==, cases[i].inner);
+      g_assert_cmpint (r->rows, ==, r->outer * r->inner);
+      g_assert_cmpint (r->cols, ==, cases[i].t.cols);
+      g_assert_cmpint (r->ldx, ==, r->cols * r->inner);
+      g_assert_cmpint (r->cols_per_block, ==, cases[i].w);
+      g_assert_cmpint (k->grid, ==, cases[i].grid);
+      g_assert_cmpuint (r->threads, ==, cases[i].threads);
+      g_assert_cmpuint (r->threads_per_row, ==, cases[i].tpr);
+      g_assert_cmpuint (r->vec, ==, cases[i].vec);
+      g_assert_cmpint (r->one_pass, ==, cases[i].form != 2 && cases[i].form != 3);
+      g_assert_cmpint (r->smem_row, ==, cases[i].form == 1);
+      g_assert_cmpint (r->l2_reread, ==, cases[i].form == 3);
+      if (r->op != NAPKIN_OP_REDUCE)
+        {
+          g_assert_cmpint (r->y_stride, ==, r->inner);
+          g_assert_cmpint (r->ldy, ==, r->ldx);
+        }
+      else
+        g_assert_cmpint (r->ldy, ==, r->inner);
+      /* shared memory: a float pair per column for each warp row and for the totals,
+       * and the block's rows in the shared-memory form */
+      prows = r->cols_per_block / r->vec >= 32 ? r->threads_per_row : r->threads / 32;
+      g_assert_cmpint (k->smem_bytes, ==, (gint64) (prows + 1) * r->cols_per_block * 8
+                                          + (r->smem_row ? r->cols * r->cols_per_block
+                                                             * napkin_dtype_bytes (r->x_dtype) : 0));
+      {
+        g_autofree char *why = NULL;
+
+        g_assert_true (napkin_plan_rows_printable (r, &why));
+      }
+    }
+}
+
+/* A strided kernel's fused operands, addressed over (o, c, j): γ over the reduced axis,
+ * a residual stored [b, r, c] while x is [b, c, r] (its columns gathered). */
+static void
+test_strided_operands (void)
+{
+  NapkinTestRows spec = { .op = "layernorm", .batch = 4, .rows = 96, .cols = 2048, .x_dtype = "fp16",
+                          .col_major = TRUE, .residual = TRUE, .r_row_major = TRUE, .gamma = TRUE, .beta = TRUE,
+                          .fuse = TRUE };
+  g_autoptr(NapkinPlan) plan = plan_rows (&spec);
+  const NapkinPlanRows *r = rows_kernel (plan);
+  const NapkinPlanMap *m;
+
+  g_assert_cmpint (r->inner, ==, 96);
+  g_assert_cmpint (r->outer, ==, 4);
+  g_assert_cmpuint (r->prologue->len, ==, 1);
+  g_assert_cmpuint (r->epilogue->len, ==, 2);
+  m = &g_array_index (r->prologue, NapkinPlanMap, 0);
+  g_assert_cmpint (m->stride[0], ==, 96 * 2048);
+  g_assert_cmpint (m->stride[1], ==, 2048);
+  g_assert_cmpint (m->stride[2], ==, 1);
+  m = &g_array_index (r->epilogue, NapkinPlanMap, 0);
+  g_assert_cmpint (m->stride[0], ==, 0);
+  g_assert_cmpint (m->stride[1], ==, 0);
+  g_assert_cmpint (m->stride[2], ==, 1);
+  g_assert_nonnull (strstr (only_kernel (plan)->note, "1 maps before, 2 after"));
 }
 
 /* Element-wise kernels: a same-shape chain merges to one flat axis; a bias along the
@@ -438,7 +559,8 @@ compile_all (NapkinDiagram *d,
     {
       const NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, i);
 
-      g_assert_true (g_str_equal (ck->skeleton, "rows") || g_str_equal (ck->skeleton, "elementwise"));
+      g_assert_true (g_str_equal (ck->skeleton, "rows") || g_str_equal (ck->skeleton, "rows-strided")
+                     || g_str_equal (ck->skeleton, "elementwise"));
       g_assert_cmpint (ck->grid, >=, 1);
       g_assert_cmpuint (ck->threads, >=, 32);
       g_assert_nonnull (strstr (module->source, ck->name));
@@ -474,6 +596,22 @@ test_print_rows (void)
     { { .op = "mean", .rows = 4096, .cols = 50257, .x_dtype = "fp16", .y_dtype = "fp32", .gamma = FALSE } },
     { { .op = "max", .rows = 4096, .cols = 1000, .x_dtype = "bf16", .region_rows = 2, .stream_cols = 500 } },
     { { .op = "rmsnorm", .rows = 4096, .cols = 4096, .x_dtype = "fp16", .gamma = TRUE } },
+    /* the strided form: over the first or a middle axis, every form, odd sizes, fused maps */
+    { { .op = "softmax", .rows = 8192, .cols = 4096, .x_dtype = "fp16", .col_major = TRUE } },
+    { { .op = "softmax", .rows = 1024, .cols = 50257, .x_dtype = "bf16", .y_dtype = "fp32", .col_major = TRUE } },
+    { { .op = "layernorm", .batch = 64, .rows = 128, .cols = 4096, .x_dtype = "fp16", .col_major = TRUE,
+        .gamma = TRUE, .beta = TRUE, .fuse = TRUE } },
+    { { .op = "layernorm", .batch = 4, .rows = 96, .cols = 2048, .x_dtype = "bf16", .col_major = TRUE,
+        .residual = TRUE, .scale = 0.5, .gamma = TRUE, .beta = TRUE, .act = "gelu", .fuse = TRUE } },
+    { { .op = "rmsnorm", .rows = 65536, .cols = 32, .x_dtype = "fp16", .col_major = TRUE, .gamma = TRUE } },
+    { { .op = "softmax", .rows = 8192, .cols = 512, .x_dtype = "fp32", .col_major = TRUE } },
+    { { .op = "rmsnorm", .batch = 7, .rows = 333, .cols = 1001, .x_dtype = "fp32", .y_dtype = "bf16",
+        .col_major = TRUE } },
+    { { .op = "sum", .rows = 8192, .cols = 4096, .x_dtype = "fp16", .y_dtype = "fp32", .col_major = TRUE } },
+    { { .op = "max", .batch = 3, .rows = 1000, .cols = 77, .x_dtype = "bf16", .col_major = TRUE, .region_rows = 4,
+        .stream_cols = 7 } },
+    { { .op = "mean", .batch = 3, .rows = 333, .cols = 1000, .x_dtype = "bf16", .col_major = TRUE, .residual = TRUE,
+        .fuse = TRUE } },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -548,6 +686,8 @@ main (int    argc,
   g_test_add_func ("/plan/rows/unfused", test_unfused);
   g_test_add_func ("/plan/rows/regions", test_regions);
   g_test_add_func ("/plan/rows/refusals", test_refusals);
+  g_test_add_func ("/plan/rows/strided", test_strided);
+  g_test_add_func ("/plan/rows/strided-operands", test_strided_operands);
   g_test_add_func ("/plan/elementwise/chains", test_elementwise);
   g_test_add_func ("/plan/rows/print-parameters", test_print_parameters);
   g_test_add_func ("/plan/rows/print", test_print_rows);

@@ -5,7 +5,11 @@
  *
  *   napkin-rows-gen --op softmax --rows 4096 --cols 50257 --x fp16 --y fp32
  *                   [--gamma] [--beta] [--residual] [--scale A] [--batch B]
- *                   [--region-rows N] [--stream N] [--threads T] [--arch h100] [--plan] */
+ *                   [--region-rows N] [--stream N] [--threads T] [--arch h100] [--plan]
+ *                   [--strided]
+ * --strided stores X as [b, c, r]: the op runs over c, not the last axis (the strided
+ * form, docs/plan.md "Rows over any axis"; rows-harness.cu checks it too). The model's
+ * prediction for the problem is printed as H_PREDICTED_MS. */
 #include "config.h"
 
 #include <stdio.h>
@@ -13,6 +17,7 @@
 #include <string.h>
 
 #include "napkin-file.h"
+#include "napkin-model.h"
 #include "napkin-test-plan-cuda.h"
 #include "napkin-test-rows.h"
 
@@ -34,7 +39,7 @@ main (int    argc,
   NapkinTestRows t = { .op = "softmax", .rows = 1024, .cols = 1024, .x_dtype = "fp16" };
   gint64 rows = 0, cols = 0, batch = 0, region_rows = 0, stream = 0;
   int threads = 0;
-  gboolean gamma = FALSE, beta = FALSE, residual = FALSE, show_plan = FALSE, fuse = FALSE;
+  gboolean gamma = FALSE, beta = FALSE, residual = FALSE, show_plan = FALSE, fuse = FALSE, strided = FALSE;
   double scale = 0;
   g_autofree char *op = NULL, *xd = NULL, *yd = NULL, *arch_id = NULL;
   GOptionEntry entries[] = {
@@ -54,6 +59,7 @@ main (int    argc,
     { "threads", 0, 0, G_OPTION_ARG_INT, &threads, "the region's threads", "N" },
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "architecture id (default h100)", "ID" },
     { "plan", 0, 0, G_OPTION_ARG_NONE, &show_plan, "print the plan as JSON on stderr", NULL },
+    { "strided", 0, 0, G_OPTION_ARG_NONE, &strided, "X stored [b, c, r]: the op over a non-last axis", NULL },
     { NULL }
   };
   g_autoptr(GOptionContext) oc = g_option_context_new ("- print a rows kernel with its check harness");
@@ -87,6 +93,7 @@ main (int    argc,
   t.region_rows = region_rows;
   t.stream_cols = stream;
   t.threads = threads;
+  t.col_major = strided;
 
   json = napkin_test_rows_json (&t);
   d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
@@ -136,6 +143,15 @@ main (int    argc,
                              : g_str_equal (t.op, "max") ? 4 : 5);
   printf ("#define H_ROWS %" G_GINT64_FORMAT "L\n#define H_COLS %" G_GINT64_FORMAT "L\n", k->u.rows.rows,
           k->u.rows.cols);
+  printf ("#define H_OUTER %" G_GINT64_FORMAT "L\n#define H_INNER %" G_GINT64_FORMAT "L\n",
+          k->u.rows.inner > 1 ? k->u.rows.outer : k->u.rows.rows, MAX (k->u.rows.inner, 1));
+  {
+    g_autoptr(GError) aerror = NULL;
+    NapkinAnalysis *a = napkin_analyze (d, arch, NULL, &aerror);
+
+    printf ("#define H_PREDICTED_MS %.5f\n", a != NULL ? a->predicted_time_s * 1e3 : 0.0);
+    g_clear_pointer (&a, napkin_analysis_free);
+  }
   printf ("#define H_SCALE %.17g\n#define H_EPS 1e-5\n", scale != 0 ? scale : 1.0);
   printf ("#define H_NSLOTS %u\nstruct HSlot { char role; int dtype; long n; };\n", module->args->len);
   printf ("static const HSlot h_slots[] = {\n");

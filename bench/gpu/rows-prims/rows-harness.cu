@@ -1,13 +1,23 @@
 /* Included at the end of a .cu that napkin-rows-gen prints: fills the inputs with
  * seeded random values, runs the kernel once, checks it against an fp64 reference
  * computed on the GPU (‖y − ref‖∞ / ‖ref‖∞ per row, the largest), then times it with
- * events (3 warm-up launches, the median of REPS). Prints one RESULT line.
+ * events (3 warm-up launches, the median of REPS). Prints one RESULT line with the
+ * model's prediction. Row i of the problem is (o, ci) = (i / H_INNER, i % H_INNER):
+ * X and Y [o, c, ci] (H_INNER 1: the contiguous rows [i, c]; else the strided form,
+ * the op over c), R [o, ci, c], G and B [c].
  *   nvcc -O3 -gencode=arch=compute_90a,code=sm_90a -I bench/gpu/rows-prims gen.cu */
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#ifndef H_INNER
+#define H_INNER 1L
+#endif
+#ifndef H_PREDICTED_MS
+#define H_PREDICTED_MS 0.0
+#endif
 
 static __device__ double
 h_ld (const void *p, int dt, long i)
@@ -67,13 +77,14 @@ h_check (const void *X, int xdt, const void *R, int rdt, const void *G, int gdt,
          const void *Y, int ydt, double *err, double *mag)
 {
   const long row = blockIdx.x;
-  const long C = H_COLS;
+  const long C = H_COLS, o = row / H_INNER, ci = row % H_INNER;
+  auto at = [&] (long c) -> long { return (o * C + c) * H_INNER + ci; };
   auto xv = [&] (long c) -> double
     {
-      double v = h_ld (X, xdt, row * C + c);
+      double v = h_ld (X, xdt, at (c));
 
       if (R != nullptr)
-        v += h_ld (R, rdt, row * C + c);
+        v += h_ld (R, rdt, at (c));
       return v * H_SCALE;
     };
   double e = 0, m = 0, a = 0, b = 0;
@@ -121,7 +132,7 @@ h_check (const void *X, int xdt, const void *R, int rdt, const void *G, int gdt,
   for (long c = threadIdx.x; c < C; c += 256)
     {
       double r = H_OP == 0 ? exp (xv (c) - a) / b : H_OP == 1 ? (xv (c) - a) * b : xv (c) * b;
-      double y = h_ld (Y, ydt, row * C + c);
+      double y = h_ld (Y, ydt, at (c));
 
       if (G != nullptr)
         r *= h_ld (G, gdt, c);
@@ -212,7 +223,7 @@ main (int argc, char **argv)
     }
   std::sort (ms.begin (), ms.end ());
   const double med = ms[ms.size () / 2];
-  printf ("RESULT status=ok ms=%.5f gbps=%.1f err=%.3e grid=%d threads=%d smem=%ld\n", med, bytes / med / 1e6, worst,
-          (int) H_GRID, (int) H_THREADS, (long) H_DYN_SMEM);
+  printf ("RESULT status=ok ms=%.5f gbps=%.1f err=%.3e grid=%d threads=%d smem=%ld predicted=%.5f\n", med,
+          bytes / med / 1e6, worst, (int) H_GRID, (int) H_THREADS, (long) H_DYN_SMEM, (double) H_PREDICTED_MS);
   return 0;
 }

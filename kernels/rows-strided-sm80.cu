@@ -1,0 +1,395 @@
+/* Skeleton: one row operation — softmax, layernorm, rmsnorm, or a sum / max / mean —
+ * over an axis of X that is not its last: the strided form of the rows kernel
+ * (docs/plan.md, "Rows over any axis"). X[o, j, c] lies at o·LDX + j·INNER + c: the
+ * axes after the reduced one flatten into the column c (contiguous), those before it
+ * into o. A block owns W = TC·VEC columns of one o: TC threads across them (a warp reads
+ * consecutive columns of a row: coalesced), TR threads down the axis, each walking every
+ * TR-th j with VEC statistics (one per column), which the block then combines (shuffles
+ * within a warp, one pair per column and warp in shared memory). MODE 0 keeps a thread's
+ * NR rows in registers, 1 in shared memory, 2 reads them twice (online statistics, then
+ * the output; the re-read is their last use), 3 reduces the axis to one value per column.
+ * Maps fused before (prologue) and after (epilogue) read their operands at (o, c, j).
+ * For sm_80 and later. Napkin fills the NKP_ parameters and the maps. */
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+#include "simt-helpers.h"
+/* default parameters: an instantiation the code generator prints */
+#define NKP_NAME napkin_k0
+#define NKP_THREADS 512
+#define NKP_MINBLOCKS 2
+#define NKP_T napkin_f16
+#define NKP_OT napkin_f16
+#define NKP_CT napkin_f16
+#define NKP_TC 2
+#define NKP_TR 256
+#define NKP_VEC 8
+#define NKP_NR 0
+#define NKP_MODE 2
+#define NKP_OP 0
+#define NKP_OUTER 1
+#define NKP_LEN 4096
+#define NKP_INNER 8192
+#define NKP_LDX 33554432
+#define NKP_LDY 33554432
+#define NKP_YS 8192
+#define NKP_Y_VEC true
+#define NKP_EPS 0.000000000e+00
+#define NKP_XREF ((napkin_f16 *) args.p[0])
+#define NKP_YREF ((napkin_f16 *) args.p[1])
+#endif /* NAPKIN_GENERATED */
+/* Every row j of the thread's columns once, UNROLL vector loads in flight: FV (j, t)
+ * after the prologue. (A macro, not a generic lambda: NVRTC compiles no templated
+ * lambda in device code.) */
+#define NKS_SWEEP(CS, FV)                                                                       \
+  do {                                                                                          \
+    if (live)                                                                                   \
+      for (long j0 = tr; j0 < LEN; j0 += (long) UNROLL * TR)                                    \
+        {                                                                                       \
+          nk_vec<VEC, XT> r_[UNROLL];                                                           \
+          _Pragma ("unroll")                                                                    \
+          for (int u = 0; u < UNROLL; u++)                                                      \
+            if (j0 + (long) u * TR < LEN)                                                       \
+              r_[u].load (x + (j0 + (long) u * TR) * INNER, CS);                                \
+          _Pragma ("unroll")                                                                    \
+          for (int u = 0; u < UNROLL; u++)                                                      \
+            if (j0 + (long) u * TR < LEN)                                                       \
+              {                                                                                 \
+                float t_[VEC];                                                                  \
+                                                                                                \
+                r_[u].get (t_);                                                                 \
+                pro_v (t_, c, j0 + (long) u * TR);                                              \
+                FV (j0 + (long) u * TR, t_);                                                    \
+              }                                                                                 \
+        }                                                                                       \
+  } while (0)
+
+/* BODY on every value t (column k) a thread keeps in registers (MODE 0). */
+#define NKS_EACH(...)                                                                           \
+  do {                                                                                          \
+    _Pragma ("unroll")                                                                          \
+    for (int i = 0; i < NR; i++)                                                                \
+      if (live && tr + (long) i * TR < LEN)                                                     \
+        {                                                                                       \
+          _Pragma ("unroll")                                                                    \
+          for (int k = 0; k < VEC; k++)                                                         \
+            {                                                                                   \
+              float &t = v[i][k];                                                               \
+                                                                                                \
+              __VA_ARGS__;                                                                      \
+            }                                                                                   \
+        }                                                                                       \
+  } while (0)
+
+extern "C" __global__ void __launch_bounds__ (NKP_THREADS, NKP_MINBLOCKS)
+NKP_NAME (const NapkinArgs args)
+{
+  typedef NKP_T XT;
+  typedef NKP_OT YT;
+  typedef NKP_CT CT;                     /* the cache of MODE 1 */
+  constexpr int TC = NKP_TC, TR = NKP_TR, VEC = NKP_VEC, NR = NKP_NR, MODE = NKP_MODE, OP = NKP_OP;
+  constexpr int W = TC * VEC, THREADS = TC * TR;
+  constexpr long LEN = NKP_L (NKP_LEN), INNER = NKP_L (NKP_INNER), LDX = NKP_L (NKP_LDX), LDY = NKP_L (NKP_LDY);
+  constexpr long YS = NKP_L (NKP_YS), STRIPS = (INNER + W - 1) / W;
+  constexpr bool Y_VEC = NKP_Y_VEC;
+  constexpr float EPS = NKP_F (NKP_EPS), INV_LEN = 1.0f / (float) LEN;
+  constexpr int PROWS = TC >= 32 ? TR : THREADS / 32;   /* partial rows of the block's reduction */
+  constexpr int UNROLL = 4;                             /* loads in flight per thread in a sweep */
+  static_assert (THREADS == NKP_THREADS && THREADS % 32 == 0, "whole warps");
+  const XT *__restrict__ X = NKP_XREF;
+  YT *__restrict__ Y = NKP_YREF;
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/OPERANDS"
+#else
+#endif /* napkin-fragment/OPERANDS */
+  __shared__ float red_[PROWS][W][2];
+  __shared__ float st_[W][2];
+  const int tc = threadIdx.x % TC, tr = threadIdx.x / TC;
+  const long oo = (long) blockIdx.x / STRIPS;
+  const long c0 = ((long) blockIdx.x % STRIPS) * W;
+  const long c = c0 + (long) tc * VEC;
+  const bool live = c < INNER;
+  const XT *__restrict__ x = X + oo * LDX + (live ? c : 0);
+  YT *__restrict__ y = Y + oo * LDY + (live ? c : 0);
+  (void) oo;
+  (void) y;
+
+  auto pro_v = [&] (float *v, long c, long j) { (void) v; (void) c; (void) j;
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/PRO_V"
+#else
+#endif /* napkin-fragment/PRO_V */
+    };
+  auto epi_v = [&] (float *v, long c, long j) { (void) v; (void) c; (void) j;
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/EPI_V"
+#else
+#endif /* napkin-fragment/EPI_V */
+    };
+  auto epi_s = [&] (float &v, long c, long j) { (void) v; (void) c; (void) j;
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/EPI_S"
+#else
+#endif /* napkin-fragment/EPI_S */
+    };
+  auto store_v = [&] (long j, float *t, bool cs)
+    {
+      epi_v (t, c, j);
+      if constexpr (Y_VEC)
+        nk_stv<VEC> (y + j * YS, t, cs);
+      else
+        for (int k = 0; k < VEC; k++)
+          napkin_st (y + j * YS + k, t[k]);
+    };
+
+  float a[VEC], b[VEC], K[VEC];
+  const float a0 = OP == 0 || OP == 4 ? NAPKIN_NEG_INF : 0.0f;
+
+#pragma unroll
+  for (int k = 0; k < VEC; k++)
+    {
+      a[k] = a0;
+      b[k] = 0.0f;
+      K[k] = 0.0f;
+    }
+  /* The partials of the block's TR threads of each column, combined: shuffles within a
+   * warp (the lanes of one column), then one pair per warp in shared memory; every
+   * thread leaves with its columns' totals (the store of MODE 3: their results). */
+  auto col_reduce = [&] (int kind, bool store)
+    {
+      if constexpr (TC < 32)
+        {
+#pragma unroll
+          for (int s = 16; s >= TC; s >>= 1)
+#pragma unroll
+            for (int k = 0; k < VEC; k++)
+              {
+                const float a2 = __shfl_xor_sync (0xffffffffu, a[k], s);
+                const float b2 = kind >= 2 ? __shfl_xor_sync (0xffffffffu, b[k], s) : 0.0f;
+
+                nk_combine (a[k], b[k], a2, b2, kind);
+              }
+        }
+      __syncthreads ();                  /* red_ and st_ may still be read from the last one */
+      if (TC >= 32 || (threadIdx.x & 31) < TC)
+        {
+          const int prow = TC >= 32 ? tr : (int) (threadIdx.x / 32);
+
+#pragma unroll
+          for (int k = 0; k < VEC; k++)
+            {
+              red_[prow][tc * VEC + k][0] = a[k];
+              red_[prow][tc * VEC + k][1] = b[k];
+            }
+        }
+      __syncthreads ();
+      for (int t = threadIdx.x; t < W; t += THREADS)
+        {
+          float ra = red_[0][t][0], rb = red_[0][t][1];
+
+          for (int q = 1; q < PROWS; q++)
+            nk_combine (ra, rb, red_[q][t][0], red_[q][t][1], kind);
+          st_[t][0] = ra;
+          st_[t][1] = rb;
+          if (store && c0 + t < INNER)
+            {
+              float r = OP == 5 ? ra * INV_LEN : ra;
+
+              epi_s (r, c0 + t, 0);
+              napkin_st (Y + oo * LDY + c0 + t, r);
+            }
+        }
+      __syncthreads ();
+#pragma unroll
+      for (int k = 0; k < VEC; k++)
+        {
+          a[k] = st_[tc * VEC + k][0];
+          b[k] = st_[tc * VEC + k][1];
+        }
+    };
+  /* the statistics of one value t of column k in a sweep (MODE 1, 2, 3); K shifts
+   * layernorm's sums in MODE 2 */
+  auto stat = [&] (int k, float t)
+    {
+      if constexpr (OP == 1 && MODE == 2)
+        {
+          a[k] += t - K[k];
+          b[k] += (t - K[k]) * (t - K[k]);
+        }
+      else if constexpr (OP == 1 || OP == 3 || OP == 5)
+        a[k] += t;
+      else if constexpr (OP == 2)
+        a[k] += t * t;
+      else if constexpr (OP == 4)
+        a[k] = fmaxf (a[k], t);
+      else
+        {
+          if (t > a[k])
+            {
+              b[k] = a[k] == NAPKIN_NEG_INF ? 0.0f : b[k] * __expf (a[k] - t);
+              a[k] = t;
+            }
+          b[k] += __expf (t - a[k]);
+        }
+    };
+  auto stat_v = [&] (long j, const float *t)
+    {
+      (void) j;
+#pragma unroll
+      for (int k = 0; k < VEC; k++)
+        stat (k, t[k]);
+    };
+  constexpr int KIND = OP == 0 ? 2 : OP == 4 ? 1 : OP == 1 && MODE == 2 ? 3 : 0;
+  float st0[VEC], st1[VEC];              /* each column's statistics: max or mean, 1/Σ or 1/σ */
+  /* the sweep's statistics → st0, st1 (softmax from the online pair, rmsnorm, and
+   * layernorm's shifted sums) */
+  auto finish = [&] ()
+    {
+#pragma unroll
+      for (int k = 0; k < VEC; k++)
+        {
+          if constexpr (OP == 0)
+            {
+              st0[k] = a[k];
+              st1[k] = 1.0f / b[k];
+            }
+          else if constexpr (OP == 1)
+            {
+              const float mean = a[k] * INV_LEN;
+
+              st0[k] = K[k] + mean;
+              st1[k] = rsqrtf (fmaxf (b[k] * INV_LEN - mean * mean, 0.0f) + EPS);
+            }
+          else
+            {
+              st0[k] = 0.0f;
+              st1[k] = rsqrtf (a[k] * INV_LEN + EPS);
+            }
+        }
+    };
+  auto fin = [&] (int k, float t) -> float
+    {
+      if constexpr (OP == 0)
+        return __expf (t - st0[k]) * st1[k];
+      else if constexpr (OP == 1)
+        return (t - st0[k]) * st1[k];
+      else
+        return t * st1[k];
+    };
+  auto out_v = [&] (long j, float *t)
+    {
+#pragma unroll
+      for (int k = 0; k < VEC; k++)
+        t[k] = fin (k, t[k]);
+      store_v (j, t, MODE == 2);
+    };
+
+  if constexpr (MODE == 0)
+    {
+      float v[NR > 0 ? NR : 1][VEC];
+
+#pragma unroll
+      for (int i = 0; i < NR; i++)
+        if (live && tr + (long) i * TR < LEN)
+          {
+            nk_ldv<VEC> (x + (tr + (long) i * TR) * INNER, v[i], false);
+            pro_v (v[i], c, tr + (long) i * TR);
+          }
+      /* two steps on the kept values: max (mean), then the exponentials' sum (the
+       * squared deviations) */
+      NKS_EACH (a[k] = OP == 0 ? fmaxf (a[k], t) : OP == 1 ? a[k] + t : a[k] + t * t);
+      col_reduce (OP == 0 ? 1 : 0, false);
+#pragma unroll
+      for (int k = 0; k < VEC; k++)
+        {
+          st0[k] = OP == 0 ? a[k] : OP == 1 ? a[k] * INV_LEN : 0.0f;
+          st1[k] = OP == 2 ? rsqrtf (a[k] * INV_LEN + EPS) : 1.0f;
+          a[k] = 0.0f;
+        }
+      if constexpr (OP != 2)
+        {
+          if constexpr (OP == 0)
+            NKS_EACH (t = __expf (t - st0[k]); a[k] += t);
+          else
+            NKS_EACH (a[k] += (t - st0[k]) * (t - st0[k]));
+          col_reduce (0, false);
+#pragma unroll
+          for (int k = 0; k < VEC; k++)
+            st1[k] = OP == 0 ? 1.0f / a[k] : rsqrtf (a[k] * INV_LEN + EPS);
+        }
+      NKS_EACH (t = OP == 1 ? (t - st0[k]) * st1[k] : t * st1[k]);
+#pragma unroll
+      for (int i = 0; i < NR; i++)
+        if (live && tr + (long) i * TR < LEN)
+          store_v (tr + (long) i * TR, v[i], false);
+    }
+  else if constexpr (MODE == 1)
+    {
+      /* the block's rows in shared memory, row j's W columns at j·W: each thread reads
+       * back only what it wrote */
+      extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
+      CT *const cache = (CT *) smem_raw_u8_ + tc * VEC;
+      auto keep_v = [&] (long j, float *t) { nk_stv<VEC> (cache + j * W, t, false); stat_v (j, t); };
+
+      NKS_SWEEP (false, keep_v);
+      col_reduce (OP == 0 ? 2 : 0, false);
+      if constexpr (OP == 1)
+        {
+#pragma unroll
+          for (int k = 0; k < VEC; k++)
+            {
+              st0[k] = a[k] * INV_LEN;
+              a[k] = 0.0f;
+            }
+          if (live)
+            for (long j = tr; j < LEN; j += TR)
+              {
+                float t[VEC];
+
+                nk_ldv<VEC> (cache + j * W, t, false);
+#pragma unroll
+                for (int k = 0; k < VEC; k++)
+                  a[k] += (t[k] - st0[k]) * (t[k] - st0[k]);
+              }
+          col_reduce (0, false);
+#pragma unroll
+          for (int k = 0; k < VEC; k++)
+            st1[k] = rsqrtf (a[k] * INV_LEN + EPS);
+        }
+      else
+        finish ();
+      if (live)
+        {
+#pragma unroll 4
+          for (long j = tr; j < LEN; j += TR)
+            {
+              float t[VEC];
+
+              nk_ldv<VEC> (cache + j * W, t, false);
+              out_v (j, t);
+            }
+        }
+    }
+  else if constexpr (MODE == 2)
+    {
+      if constexpr (OP == 1)
+        {
+          if (live)
+            {
+              /* the shift: each column's first value */
+              nk_ldv<VEC> (x, K, false);
+              pro_v (K, c, 0);
+            }
+        }
+      NKS_SWEEP (false, stat_v);
+      col_reduce (KIND, false);
+      finish ();
+      NKS_SWEEP (true, out_v);
+    }
+  else
+    {
+      NKS_SWEEP (false, stat_v);
+      col_reduce (KIND, true);
+    }
+}
+#undef NKS_SWEEP
+#undef NKS_EACH

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+/* The plan's rows kernels, run on the CPU (docs/plan.md, "Rows over any axis"): each
+ * problem's kernel as its printer prints it, compiled with g++ against
+ * tests/plan/simt-emu.hh (every CUDA thread a fiber, barriers and shuffles waited out,
+ * vector alignment and buffer bounds checked), run on the seeded inputs of the CPU
+ * interpreter, and compared with what the interpreter computes from the plain diagram
+ * (float64, stores rounded to their types). Skipped without g++. Timing and the GPU's
+ * own behaviour are bench/gpu/rows-prims/check-strided's. */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#include "napkin-codegen-private.h"
+#include "napkin-file.h"
+#include "napkin-interp.h"
+#include "napkin-test-load.h"
+#include "napkin-test-plan-cuda.h"
+#include "napkin-test-rows.h"
+
+static char *gxx;
+
+static const char *
+emu_ctype (NapkinDtype d)
+{
+  return d == NAPKIN_DTYPE_FP16 ? "napkin_f16" : d == NAPKIN_DTYPE_BF16 ? "napkin_bf16" : "float";
+}
+
+/* main (): the argument slots from DIR/sN.in (doubles, stored in their types), every
+ * kernel of the module launched in order, the outputs written to DIR/sN.out. */
+static char *
+emu_main (const NapkinCudaModule *module)
+{
+  GString *s = g_string_new ("\nint\nmain (int argc, char **argv)\n{\n  NapkinArgs args = {};\n  char path[4096];\n\n"
+                             "  (void) argc;\n");
+
+  for (guint i = 0; i < module->args->len; i++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (module->program, g_array_index (module->args, int, i));
+      gint64 n = napkin_ir_buffer_elements (b);
+      const char *ct = emu_ctype (b->dtype);
+
+      g_string_append_printf (s, "  {\n    %s *p = (%s *) nk_emu_alloc (%" G_GINT64_FORMAT " * sizeof (%s));\n"
+                                 "    FILE *f;\n\n    args.p[%u] = p;\n"
+                                 "    snprintf (path, sizeof path, \"%%s/s%u.in\", argv[1]);\n"
+                                 "    f = fopen (path, \"rb\");\n"
+                                 "    for (long i = 0; i < %" G_GINT64_FORMAT "; i++)\n      {\n"
+                                 "        double v = NAN;\n\n"
+                                 "        if (f != nullptr && fread (&v, 8, 1, f) != 1)\n          return 2;\n"
+                                 "        napkin_st (p + i, (float) v);\n      }\n"
+                                 "    if (f != nullptr)\n      fclose (f);\n  }\n",
+                              ct, ct, n, ct, i, i, n);
+    }
+  for (guint k = 0; k < module->kernels->len; k++)
+    {
+      const NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, k);
+
+      g_string_append_printf (s, "  nk_emu_launch (%s, %" G_GINT64_FORMAT ", %u, %" G_GINT64_FORMAT ", args);\n",
+                              ck->name, ck->grid, ck->threads, ck->dynamic_smem);
+    }
+  for (guint i = 0; i < module->args->len; i++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (module->program, g_array_index (module->args, int, i));
+      const char *ct = emu_ctype (b->dtype);
+
+      if (b->role != NAPKIN_BUF_OUTPUT)
+        continue;
+      g_string_append_printf (s, "  {\n    const %s *p = (const %s *) args.p[%u];\n    FILE *f;\n\n"
+                                 "    snprintf (path, sizeof path, \"%%s/s%u.out\", argv[1]);\n"
+                                 "    f = fopen (path, \"wb\");\n"
+                                 "    for (long i = 0; i < %" G_GINT64_FORMAT "; i++)\n      {\n"
+                                 "        double v = napkin_ld (p + i);\n\n        fwrite (&v, 8, 1, f);\n      }\n"
+                                 "    fclose (f);\n  }\n",
+                              ct, ct, i, i, napkin_ir_buffer_elements (b));
+    }
+  g_string_append (s, "  return 0;\n}\n");
+  return g_string_free (s, FALSE);
+}
+
+static void
+run (const char *cmd_dir,
+     const char *const *argv,
+     const char *what)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *out = NULL, *err = NULL;
+  int status = 0;
+
+  g_spawn_sync (cmd_dir, (char **) argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err, &status, &error);
+  g_assert_no_error (error);
+  if (!g_spawn_check_wait_status (status, NULL))
+    g_error ("%s failed (%s):\n%s%s", argv[0], what, out, err);
+}
+
+/* The largest |y − ref| over the largest |ref|, NaN (an element never written) as ∞. */
+static double
+compare (const double *y,
+         const double *ref,
+         gint64        n)
+{
+  double e = 0, m = 0;
+
+  for (gint64 i = 0; i < n; i++)
+    {
+      if (isnan (y[i]) || isinf (y[i]))
+        return INFINITY;
+      e = MAX (e, fabs (y[i] - ref[i]));
+      m = MAX (m, fabs (ref[i]));
+    }
+  return m > 0 ? e / m : e;
+}
+
+static double
+dtype_tolerance (const char *dtype)
+{
+  return g_str_equal (dtype, "fp32") ? 1e-4 : g_str_equal (dtype, "bf16") ? 1e-2 : 2e-3;
+}
+
+static void
+emulate (const NapkinTestRows *t,
+         gboolean              strided,
+         const char           *form)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *json = NULL;
+  g_autoptr(NapkinDiagram) d = NULL;
+  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(NapkinCudaModule) module = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("napkin-emu-XXXXXX", &error);
+  g_autofree char *cc = g_build_filename (dir, "k.cc", NULL);
+  g_autofree char *exe = g_build_filename (dir, "k", NULL);
+  g_autofree char *emu = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "plan", "simt-emu.hh", NULL);
+  g_autofree char *what = g_strdup_printf ("%s %s b%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
+                                           "%s", t->op, t->x_dtype, t->batch, t->rows, t->cols,
+                                           t->col_major ? " (strided)" : "");
+  g_autoptr(GString) src = NULL;
+  g_autofree char *main_text = NULL;
+  NapkinTensorSet *set;
+  const NapkinPlanKernel *k;
+  double tol, worst = 0;
+
+  g_assert_no_error (error);
+  json = napkin_test_rows_json (t);
+  d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  module = napkin_test_plan_cuda (d, napkin_test_arch ("h100"), "emu_k", &plan, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (plan->kernels->len, ==, 1);
+  k = g_ptr_array_index (plan->kernels, 0);
+  if (k->kind != NAPKIN_PLAN_ROWS)
+    g_error ("%s: not a rows kernel (%s)", what, k->reason);
+  g_assert_cmpint (k->u.rows.inner > 1, ==, strided);
+  if (form != NULL && strstr (k->note, form) == NULL)
+    g_error ("%s: the plan's note “%s” lacks “%s”", what, k->note, form);
+  g_test_message ("%s: %s", what, k->note);
+
+  /* the reference, and the inputs it was computed from */
+  set = napkin_tensor_set_new_random (d, 7);
+  g_assert_true (napkin_ir_interpret (module->program, set, &error));
+  g_assert_no_error (error);
+  for (guint i = 0; i < module->args->len; i++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (module->program, g_array_index (module->args, int, i));
+      g_autofree char *path = g_strdup_printf ("%s/s%u.in", dir, i);
+
+      if (b->role == NAPKIN_BUF_INPUT)
+        g_assert_true (g_file_set_contents (path, (const char *) set->values[b->tensor],
+                                            (gssize) (set->elements[b->tensor] * sizeof (double)), NULL));
+    }
+
+  src = g_string_new ("#include \"");
+  g_string_append_printf (src, "%s\"\n", emu);
+  g_string_append (src, module->source);
+  g_string_replace (src, "extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];",
+                    "unsigned char *smem_raw_u8_ = nk_emu_dyn_smem;", 0);
+  main_text = emu_main (module);
+  g_string_append (src, main_text);
+  g_assert_true (g_file_set_contents (cc, src->str, -1, NULL));
+  {
+    const char *argv[] = { gxx, "-std=c++17", "-O1", "-w", "-o", exe, cc, NULL };
+
+    run (dir, argv, what);
+  }
+  {
+    const char *argv[] = { exe, dir, NULL };
+
+    run (dir, argv, what);
+  }
+
+  for (guint i = 0; i < module->args->len; i++)
+    {
+      const NapkinIrBuffer *b = napkin_ir_buffer (module->program, g_array_index (module->args, int, i));
+      g_autofree char *path = g_strdup_printf ("%s/s%u.out", dir, i);
+      g_autofree char *bytes = NULL;
+      gsize len = 0;
+
+      if (b->role != NAPKIN_BUF_OUTPUT)
+        continue;
+      g_assert_true (g_file_get_contents (path, &bytes, &len, NULL));
+      g_assert_cmpuint (len, ==, set->elements[b->tensor] * sizeof (double));
+      worst = MAX (worst, compare ((const double *) bytes, set->values[b->tensor], set->elements[b->tensor]));
+      g_unlink (path);
+    }
+  /* the reference rounds the values between its kernels to their types (x's) */
+  tol = MAX (dtype_tolerance (t->x_dtype), dtype_tolerance (t->y_dtype ? t->y_dtype : t->x_dtype));
+  g_test_message ("%s: max |y − ref| / max |ref| = %.3g", what, worst);
+  if (!(worst <= tol))
+    g_error ("%s: max |y − ref| / max |ref| = %.3g (tolerance %.1g)", what, worst, tol);
+  napkin_tensor_set_free (set);
+  for (guint i = 0; i < module->args->len; i++)
+    {
+      g_autofree char *path = g_strdup_printf ("%s/s%u.in", dir, i);
+
+      g_unlink (path);
+    }
+  g_unlink (cc);
+  g_unlink (exe);
+  g_rmdir (dir);
+}
+
+/* Over the first axis (X[c, r], the reduced c outermost) and a middle one (X[b, c, r]):
+ * each form (registers, shared memory, two passes, a reduction), odd sizes (columns
+ * not a multiple of a vector, blocks past the last column), fused maps whose operands
+ * broadcast, run along the columns or are gathered. */
+static void
+test_strided (void)
+{
+  struct { NapkinTestRows t; const char *form; } cases[] = {
+    { { .op = "softmax", .rows = 256, .cols = 64, .x_dtype = "fp16", .col_major = TRUE }, "registers" },
+    { { .op = "softmax", .rows = 1000, .cols = 333, .x_dtype = "fp16", .col_major = TRUE }, NULL },
+    { { .op = "layernorm", .rows = 80, .cols = 5000, .x_dtype = "bf16", .y_dtype = "fp32", .col_major = TRUE,
+        .gamma = TRUE, .beta = TRUE }, "shared memory" },
+    { { .op = "rmsnorm", .rows = 40, .cols = 9000, .x_dtype = "fp32", .col_major = TRUE, .gamma = TRUE },
+      "two passes" },
+    { { .op = "softmax", .batch = 2, .rows = 24, .cols = 5000, .x_dtype = "fp16", .y_dtype = "fp32",
+        .col_major = TRUE, .residual = TRUE, .r_row_major = TRUE, .scale = 0.5, .fuse = TRUE }, "two passes" },
+    { { .op = "layernorm", .batch = 2, .rows = 24, .cols = 8000, .x_dtype = "fp16", .col_major = TRUE,
+        .gamma = TRUE, .beta = TRUE, .act = "gelu", .fuse = TRUE }, "two passes" },
+    { { .op = "sum", .rows = 520, .cols = 77, .x_dtype = "fp16", .y_dtype = "fp32", .col_major = TRUE }, "one pass" },
+    { { .op = "max", .batch = 5, .rows = 9, .cols = 300, .x_dtype = "bf16", .col_major = TRUE }, "one pass" },
+    { { .op = "mean", .batch = 4, .rows = 64, .cols = 1100, .x_dtype = "fp32", .col_major = TRUE, .residual = TRUE,
+        .fuse = TRUE },
+      "one pass" },
+    { { .op = "rmsnorm", .batch = 2, .rows = 6, .cols = 50, .x_dtype = "bf16", .col_major = TRUE, .threads = 64,
+        .region_rows = 1 }, NULL },
+  };
+
+  if (gxx == NULL)
+    {
+      g_test_skip ("no g++ to build the emulation");
+      return;
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    emulate (&cases[i].t, TRUE, cases[i].form);
+}
+
+/* The contiguous rows kernel through the same emulation: one problem of each form. */
+static void
+test_contiguous (void)
+{
+  struct { NapkinTestRows t; const char *form; } cases[] = {
+    { { .op = "softmax", .rows = 70, .cols = 1000, .x_dtype = "fp16" }, "registers" },
+    { { .op = "layernorm", .rows = 9, .cols = 40001, .x_dtype = "bf16", .gamma = TRUE, .beta = TRUE },
+      "shared memory" },
+    { { .op = "rmsnorm", .rows = 5, .cols = 70001, .x_dtype = "fp32", .residual = TRUE, .fuse = TRUE }, "two passes" },
+    { { .op = "sum", .rows = 33, .cols = 999, .x_dtype = "fp16", .y_dtype = "fp32" }, "one pass" },
+  };
+
+  if (gxx == NULL)
+    {
+      g_test_skip ("no g++ to build the emulation");
+      return;
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    emulate (&cases[i].t, FALSE, cases[i].form);
+}
+
+int
+main (int    argc,
+      char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  gxx = g_find_program_in_path ("g++");
+  g_test_add_func ("/plan/rows/emulate-strided", test_strided);
+  g_test_add_func ("/plan/rows/emulate-contiguous", test_contiguous);
+  return g_test_run ();
+}
