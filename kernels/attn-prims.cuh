@@ -181,6 +181,186 @@ napkin_attn_e4m3x4 (float a, float b, float c, float d)
 }
 #endif
 
+/* ---- score operands (docs/plan.md, "Score operands") -------------------------------------
+ * A bias added to the scores or keep flags that hide some, read from device memory per
+ * (row, key). Each consumer warp stages its own rows of a key chunk in shared memory (no
+ * other warp reads them: a __syncwarp orders the copy and the reads), then every thread
+ * takes the values its accumulators hold. */
+
+/* Copies a warp's NR rows (16, or 1 that every row reads) of CB bytes — the chunk's keys —
+ * from `src` to `dst`, rows PITCH bytes apart, in VEC-byte pieces: cp.async (zero fill)
+ * from 4 bytes, plain loads below. row (i) is the byte offset of row i in src, or −1 for
+ * a row the block does not compute; key0 is the chunk's byte offset in a row and `end`
+ * the row's length in bytes: pieces past it read as zeros (the keys past NKV, masked
+ * anyway). */
+template <int NR, int CB, int VEC, int PITCH, typename Row>
+__device__ __forceinline__ void
+napkin_attn_sc_copy (unsigned dst, const unsigned char *src, Row row, long key0, long end, int lane)
+{
+  constexpr int U = CB / VEC;
+
+  /* not unrolled: the unrolled copies' addresses, computed up front, spilled beside the
+   * scores, P and O (ptxas, sm_90a) */
+#pragma unroll 1
+  for (int k = 0; k < (NR * U + 31) / 32; k++)
+    {
+      const int u = lane + 32 * k, i = u / U, b = (u % U) * VEC;
+
+      if (u < NR * U)
+        {
+          const long off = row (i), left = end - key0 - b;
+          const int n = off < 0 || left <= 0 ? 0 : left >= VEC ? VEC : (int) left;
+          const unsigned char *p = n > 0 ? src + off + key0 + b : src;
+          const unsigned d = dst + i * PITCH + b;
+
+          if (VEC == 16)
+            asm volatile ("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r" (d), "l" (p), "r" (n) : "memory");
+          else if (VEC >= 4)
+            asm volatile ("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r" (d), "l" (p), "n" (VEC), "r" (n)
+                          : "memory");
+          else if (VEC == 2)
+            {
+              const unsigned short v = n == 2 ? *(const unsigned short *) p : n == 1 ? *p : 0;
+
+              asm volatile ("st.shared.u16 [%0], %1;" :: "r" (d), "h" (v) : "memory");
+            }
+          else
+            {
+              const unsigned short v = n ? *p : 0;
+
+              asm volatile ("st.shared.u8 [%0], %1;" :: "r" (d), "h" (v) : "memory");
+            }
+        }
+    }
+}
+
+/* The staged values of key block j a thread's accumulators hold: keys 8j + 2c and
+ * 8j + 2c + 1 (c = lane % 4) of its rows lane/4 (v[0], v[1]) and lane/4 + 8 (v[2], v[3]). */
+template <int NR, int PITCH>
+__device__ __forceinline__ unsigned
+napkin_attn_sc_addr (unsigned buf, int j, int lane, int half, int es)
+{
+  return buf + (NR == 1 ? 0 : ((lane >> 2) + 8 * half) * PITCH) + (8 * j + 2 * (lane & 3)) * es;
+}
+
+template <int NR, int PITCH>
+__device__ __forceinline__ void
+napkin_attn_sc_get (unsigned buf, int j, int lane, float (&v)[4], const napkin_f16 *)
+{
+#pragma unroll
+  for (int h = 0; h < (NR == 1 ? 1 : 2); h++)
+    {
+      unsigned x;
+
+      asm volatile ("ld.shared.b32 %0, [%1];" : "=r" (x) : "r" (napkin_attn_sc_addr<NR, PITCH> (buf, j, lane, h, 2)));
+      asm ("cvt.f32.f16 %0, %1;" : "=f" (v[2 * h]) : "h" ((unsigned short) (x & 0xffff)));
+      asm ("cvt.f32.f16 %0, %1;" : "=f" (v[2 * h + 1]) : "h" ((unsigned short) (x >> 16)));
+    }
+  if (NR == 1)
+    v[2] = v[0], v[3] = v[1];
+}
+
+template <int NR, int PITCH>
+__device__ __forceinline__ void
+napkin_attn_sc_get (unsigned buf, int j, int lane, float (&v)[4], const napkin_bf16 *)
+{
+#pragma unroll
+  for (int h = 0; h < (NR == 1 ? 1 : 2); h++)
+    {
+      unsigned x;
+
+      asm volatile ("ld.shared.b32 %0, [%1];" : "=r" (x) : "r" (napkin_attn_sc_addr<NR, PITCH> (buf, j, lane, h, 2)));
+      v[2 * h] = __uint_as_float (x << 16);
+      v[2 * h + 1] = __uint_as_float (x & 0xffff0000u);
+    }
+  if (NR == 1)
+    v[2] = v[0], v[3] = v[1];
+}
+
+template <int NR, int PITCH>
+__device__ __forceinline__ void
+napkin_attn_sc_get (unsigned buf, int j, int lane, float (&v)[4], const float *)
+{
+#pragma unroll
+  for (int h = 0; h < (NR == 1 ? 1 : 2); h++)
+    asm volatile ("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f" (v[2 * h]), "=f" (v[2 * h + 1])
+                  : "r" (napkin_attn_sc_addr<NR, PITCH> (buf, j, lane, h, 4)));
+  if (NR == 1)
+    v[2] = v[0], v[3] = v[1];
+}
+
+/* keep flags: 1 where kept (nonzero), 0 where hidden */
+template <int NR, int PITCH>
+__device__ __forceinline__ void
+napkin_attn_sc_get (unsigned buf, int j, int lane, float (&v)[4], const signed char *)
+{
+#pragma unroll
+  for (int h = 0; h < (NR == 1 ? 1 : 2); h++)
+    {
+      unsigned short x;
+
+      asm volatile ("ld.shared.u16 %0, [%1];" : "=h" (x) : "r" (napkin_attn_sc_addr<NR, PITCH> (buf, j, lane, h, 1)));
+      v[2 * h] = (x & 0xff) ? 1.0f : 0.0f;
+      v[2 * h + 1] = (x >> 8) ? 1.0f : 0.0f;
+    }
+  if (NR == 1)
+    v[2] = v[0], v[3] = v[1];
+}
+
+/* The first and the last key of [0, nkv) that the row `src` keeps — flags that are not
+ * zero, a bias that is not −∞ (HIDDEN: the element's bits that hide it) — folded into
+ * *first and *last in shared memory by atomics; `threads` threads share the row, each
+ * reading VEC-byte pieces (elements one by one in the last, partial, piece). */
+template <int ES, int VEC, unsigned HIDDEN>
+__device__ __forceinline__ void
+napkin_attn_sc_scan (const unsigned char *src, long nkv, int *first, int *last, int tid, int threads)
+{
+  int lo = 0x7fffffff, hi = -1;
+  const long pieces = (nkv * ES + VEC - 1) / VEC;
+
+  for (long u = tid; u < pieces; u += threads)
+    {
+      unsigned w[VEC >= 4 ? VEC / 4 : 1];
+      const long k0 = u * (VEC / ES);
+
+      if ((u + 1) * VEC <= nkv * ES && VEC >= 4)
+        {
+#pragma unroll
+          for (int i = 0; i < (VEC >= 4 ? VEC / 4 : 1); i++)
+            w[i] = ((const unsigned *) (src + u * VEC))[i];
+#pragma unroll
+          for (int e = 0; e < VEC / ES; e++)
+            {
+              const unsigned x = ES == 4 ? w[e] : ES == 2 ? (w[e / 2] >> (16 * (e % 2))) & 0xffff
+                                                          : (w[e / 4] >> (8 * (e % 4))) & 0xff;
+
+              if (x != HIDDEN)
+                {
+                  lo = lo < k0 + e ? lo : (int) (k0 + e);
+                  hi = (int) (k0 + e);
+                }
+            }
+        }
+      else
+        for (int e = 0; e < VEC / ES && k0 + e < nkv; e++)
+          {
+            const unsigned char *q = src + (k0 + e) * ES;
+            const unsigned x = ES == 4 ? *(const unsigned *) q : ES == 2 ? *(const unsigned short *) q : *q;
+
+            if (x != HIDDEN)
+              {
+                lo = lo < k0 + e ? lo : (int) (k0 + e);
+                hi = (int) (k0 + e);
+              }
+          }
+    }
+  if (hi >= 0)
+    {
+      atomicMin (first, lo);
+      atomicMax (last, hi);
+    }
+}
+
 /* Two adjacent output values (an even column: 8-byte or 4-byte aligned). */
 __device__ __forceinline__ void
 napkin_attn_st2 (float *p, float a, float b)
