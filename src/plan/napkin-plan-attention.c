@@ -1065,6 +1065,14 @@ find_chain (NapkinPlanner    *p,
       links++;
     }
   c->alpha = after;
+  /* the walk met the operands from the softmax back: chain order is the reverse */
+  for (guint i = 0; i < c->n_scores / 2; i++)
+    {
+      ChainScore t = c->scores[i];
+
+      c->scores[i] = c->scores[c->n_scores - 1 - i];
+      c->scores[c->n_scores - 1 - i] = t;
+    }
   if (c->qk < 0 || k->nodes->len != links + 3 || napkin_diagram_node (p->d, c->pv)->kind != NAPKIN_OP_CONTRACT
       || !_napkin_plan_member (p, k, c->pv) || napkin_diagram_input_source (p->d, c->pv, 0) != c->sm)
     return FALSE;
@@ -1173,7 +1181,7 @@ read_scores (NapkinPlanner       *p,
       if ((why = score_layout (p, sc, &x, K, ax, node->id)) != NULL)
         return why;
       sc->x = (NapkinPlanBuffer) { src, -1, sc->dtype };
-      sc->coef = cs->weight / c->alpha;
+      sc->coef = sc->kind == NAPKIN_ATTN_SCORE_BIAS ? cs->weight / c->alpha : 0;
       sc->vec = score_vec (a, sc);
       sc->rows = sc->row == 0 && (sc->group == 0 || a->group_tile == 1) ? 1 : 16;
       a->n_scores++;
