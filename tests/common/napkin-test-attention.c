@@ -103,7 +103,7 @@ napkin_test_attention_json (const NapkinTestAttention *c)
       g_autofree char *ba = quoted (c->bias);
 
       g_string_append_printf (s, ", {\"name\": \"B\", \"axes\": [%s], \"dtype\": \"%s\"}", ba,
-                              c->bias_dtype ? c->bias_dtype : fp8 ? "fp16" : c->dtype);
+                              c->bias_dtype ? c->bias_dtype : fp8 ? vt : c->dtype);
     }
   if (c->keep)
     {
