@@ -191,8 +191,8 @@ NKP_NAME (const NapkinArgs args)
 
 #define F_SC_SCAN_ONE(base, KIND, T, ES, VEC, NR, PITCH, OFF, GS, RS, COEF, REF, SCAN, HID)             \
     if (SCAN)                                                                                          \
-      napkin_attn_sc_scan<ES, VEC, HID> ((const unsigned char *) (REF) + (base) * (ES), F_NKV, &kr_[0], \
-                                         &kr_[1], tid, F_THREADS);
+      napkin_attn_sc_scan<ES, VEC, HID> ((const unsigned char *) (REF) + ((base) + g0 * (GS)) * (ES), F_NKV, \
+                                         &kr_[0], &kr_[1], tid, F_THREADS);
     if (tid == 0)
       {
         kr_[0] = 0x7fffffff;
@@ -244,7 +244,9 @@ NKP_NAME (const NapkinArgs args)
     [&] (int i_) -> long {                                                                             \
       const int r_ = warp * 16 + i_;                                                                   \
       const long g_ = g0 + r_ / F_BQ, q_ = q0 + r_ % F_BQ;                                             \
-      return r_ < F_ROWS && g_ < F_G && q_ < F_NQ ? ((base) + g_ * (GS) + q_ * (RS)) * (ES) : -1L;     \
+      /* one row for the block (no query stride; one group or none): its group's */                 \
+      return (NR) == 1 ? ((base) + g0 * (GS)) * (ES)                                                    \
+             : r_ < F_ROWS && g_ < F_G && q_ < F_NQ ? ((base) + g_ * (GS) + q_ * (RS)) * (ES) : -1L;     \
     },                                                                                                 \
     sc_kc_ * F_BKV * (ES), F_NKV * (ES), lane);
 #define F_SC_COPY(kc_)                                                                                   \

@@ -296,8 +296,8 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 
 #define A_SC_SCAN_ONE(base, KIND, T, ES, VEC, NR, PITCH, OFF, GS, RS, COEF, REF, SCAN, HID)             \
     if (SCAN)                                                                                          \
-      napkin_attn_sc_scan<ES, VEC, HID> ((const unsigned char *) (REF) + (base) * (ES), A_NKV, &kr_[0], \
-                                         &kr_[1], tid, A_THREADS);
+      napkin_attn_sc_scan<ES, VEC, HID> ((const unsigned char *) (REF) + ((base) + g0 * (GS)) * (ES), A_NKV, \
+                                         &kr_[0], &kr_[1], tid, A_THREADS);
     if (tid == 0)
       {
         kr_[0] = 0x7fffffff;
@@ -498,7 +498,9 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
         [&] (int i_) -> long {                                                                         \
           const int r_ = sc_r0 + i_;                                                                   \
           const long g_ = g0 + r_ / A_BQ, q_ = q0 + r_ % A_BQ;                                         \
-          return r_ < A_ROWS && g_ < A_G && q_ < A_NQ ? ((base) + g_ * (GS) + q_ * (RS)) * (ES) : -1L; \
+          /* one row for the block (no query stride; one group or none): its group's */           \
+          return (NR) == 1 ? ((base) + g0 * (GS)) * (ES)                                                \
+                 : r_ < A_ROWS && g_ < A_G && q_ < A_NQ ? ((base) + g_ * (GS) + q_ * (RS)) * (ES) : -1L; \
         },                                                                                             \
         kc_ * A_BKV * (ES), A_NKV * (ES), lane);
 #define A_SC_COPY(it)                                                                                    \
