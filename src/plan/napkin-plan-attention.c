@@ -1139,6 +1139,35 @@ score_vec (const NapkinPlanAttention *a,
   return es;
 }
 
+json_object *
+_napkin_plan_attention_scores_json (const NapkinPlan          *plan,
+                                    const NapkinPlanAttention *a)
+{
+  json_object *list = json_object_new_array ();
+
+  for (guint i = 0; i < a->n_scores; i++)
+    {
+      const NapkinPlanAttnScore *sc = &a->scores[i];
+      json_object *o = json_object_new_object (), *lead = json_object_new_array ();
+
+      for (guint l = 0; l < a->n_lead; l++)
+        json_object_array_add (lead, json_object_new_int64 (sc->lead[l]));
+      json_object_object_add (o, "kind", json_object_new_string (sc->kind == NAPKIN_ATTN_SCORE_KEEP ? "keep" : "bias"));
+      json_object_object_add (o, "operation", json_object_new_string (napkin_diagram_node (plan->diagram, sc->node)->id));
+      json_object_object_add (o, "operand", json_object_new_string (napkin_diagram_node (plan->diagram, sc->x.node)->id));
+      json_object_object_add (o, "dtype", json_object_new_string (napkin_dtype_to_string (sc->dtype)));
+      json_object_object_add (o, "factor", json_object_new_double (sc->coef));
+      json_object_object_add (o, "lead_strides", lead);
+      json_object_object_add (o, "group_stride", json_object_new_int64 (sc->group));
+      json_object_object_add (o, "query_stride", json_object_new_int64 (sc->row));
+      json_object_object_add (o, "rows", json_object_new_int (sc->rows));
+      json_object_object_add (o, "piece_bytes", json_object_new_int (sc->vec));
+      json_object_object_add (o, "scan", json_object_new_boolean (sc->scan));
+      json_object_array_add (list, o);
+    }
+  return list;
+}
+
 /* The chain's score operands into `a` (after the marks: a row shared by a block depends
  * on its group tile). NULL, or why not. */
 static char *
