@@ -234,77 +234,90 @@ napkin_attn_sc_copy (unsigned dst, const unsigned char *src, Row row, long key0,
     }
 }
 
+/* Two adjacent staged elements at shared address `addr` as floats (keep flags: 1 where
+ * kept, nonzero, and 0 where hidden); `es`: an element's bytes. */
+__device__ __forceinline__ void
+napkin_attn_sc_pair (unsigned addr, float &a, float &b, const napkin_f16 *)
+{
+  unsigned x;
+
+  asm volatile ("ld.shared.b32 %0, [%1];" : "=r" (x) : "r" (addr));
+  asm ("cvt.f32.f16 %0, %1;" : "=f" (a) : "h" ((unsigned short) (x & 0xffff)));
+  asm ("cvt.f32.f16 %0, %1;" : "=f" (b) : "h" ((unsigned short) (x >> 16)));
+}
+
+__device__ __forceinline__ void
+napkin_attn_sc_pair (unsigned addr, float &a, float &b, const napkin_bf16 *)
+{
+  unsigned x;
+
+  asm volatile ("ld.shared.b32 %0, [%1];" : "=r" (x) : "r" (addr));
+  a = __uint_as_float (x << 16);
+  b = __uint_as_float (x & 0xffff0000u);
+}
+
+__device__ __forceinline__ void
+napkin_attn_sc_pair (unsigned addr, float &a, float &b, const float *)
+{
+  asm volatile ("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f" (a), "=f" (b) : "r" (addr));
+}
+
+__device__ __forceinline__ void
+napkin_attn_sc_pair (unsigned addr, float &a, float &b, const signed char *)
+{
+  unsigned short x;
+
+  asm volatile ("ld.shared.u16 %0, [%1];" : "=h" (x) : "r" (addr));
+  a = (x & 0xff) ? 1.0f : 0.0f;
+  b = (x >> 8) ? 1.0f : 0.0f;
+}
+
 /* The staged values of key block j a thread's accumulators hold: keys 8j + 2c and
- * 8j + 2c + 1 (c = lane % 4) of its rows lane/4 (v[0], v[1]) and lane/4 + 8 (v[2], v[3]). */
-template <int NR, int PITCH>
-__device__ __forceinline__ unsigned
-napkin_attn_sc_addr (unsigned buf, int j, int lane, int half, int es)
-{
-  return buf + (NR == 1 ? 0 : ((lane >> 2) + 8 * half) * PITCH) + (8 * j + 2 * (lane & 3)) * es;
-}
-
-template <int NR, int PITCH>
+ * 8j + 2c + 1 (c = lane % 4) of its rows lane/4 (v[0], v[1]) and lane/4 + 8 (v[2], v[3])
+ * of the warp's NR rows (one row: the same values for both). */
+template <int NR, int PITCH, typename T>
 __device__ __forceinline__ void
-napkin_attn_sc_get (unsigned buf, int j, int lane, float (&v)[4], const napkin_f16 *)
+napkin_attn_sc_get (unsigned buf, int j, int lane, float (&v)[4], const T *t)
 {
 #pragma unroll
   for (int h = 0; h < (NR == 1 ? 1 : 2); h++)
+    napkin_attn_sc_pair (buf + (NR == 1 ? 0 : ((lane >> 2) + 8 * h) * PITCH) + (8 * j + 2 * (lane & 3)) * (int) sizeof (T),
+                         v[2 * h], v[2 * h + 1], t);
+  if (NR == 1)
+    v[2] = v[0], v[3] = v[1];
+}
+
+/* The byte offset in its operand of row r of a block (group g0 + r / BQ, query
+ * q0 + r % BQ), or −1 for a row the block does not compute; with NR 1 (no query stride,
+ * no group stride or one group a block) every row's: the block's group's. */
+template <int NR, int ES>
+__device__ __forceinline__ long
+napkin_attn_sc_row (long base, long gs, long rs, long g0, long q0, int r, long bq, long rows, long ng, long nq)
+{
+  const long g = g0 + r / bq, q = q0 + r % bq;
+
+  if (NR == 1)
+    return (base + g0 * gs) * ES;
+  return r < rows && g < ng && q < nq ? (base + g * gs + q * rs) * ES : -1L;
+}
+
+/* The key range [lo, hi) a block computes narrowed to the keys its padding row keeps:
+ * scan (first, last) folds the row's first and last kept key into the shared *first,
+ * *last (napkin_attn_sc_scan); none kept leaves an empty range. Every thread calls it. */
+template <typename Scan>
+__device__ __forceinline__ void
+napkin_attn_sc_range (int *kr, long *lo, long *hi, int tid, Scan scan)
+{
+  if (tid == 0)
     {
-      unsigned x;
-
-      asm volatile ("ld.shared.b32 %0, [%1];" : "=r" (x) : "r" (napkin_attn_sc_addr<NR, PITCH> (buf, j, lane, h, 2)));
-      asm ("cvt.f32.f16 %0, %1;" : "=f" (v[2 * h]) : "h" ((unsigned short) (x & 0xffff)));
-      asm ("cvt.f32.f16 %0, %1;" : "=f" (v[2 * h + 1]) : "h" ((unsigned short) (x >> 16)));
+      kr[0] = 0x7fffffff;
+      kr[1] = -1;
     }
-  if (NR == 1)
-    v[2] = v[0], v[3] = v[1];
-}
-
-template <int NR, int PITCH>
-__device__ __forceinline__ void
-napkin_attn_sc_get (unsigned buf, int j, int lane, float (&v)[4], const napkin_bf16 *)
-{
-#pragma unroll
-  for (int h = 0; h < (NR == 1 ? 1 : 2); h++)
-    {
-      unsigned x;
-
-      asm volatile ("ld.shared.b32 %0, [%1];" : "=r" (x) : "r" (napkin_attn_sc_addr<NR, PITCH> (buf, j, lane, h, 2)));
-      v[2 * h] = __uint_as_float (x << 16);
-      v[2 * h + 1] = __uint_as_float (x & 0xffff0000u);
-    }
-  if (NR == 1)
-    v[2] = v[0], v[3] = v[1];
-}
-
-template <int NR, int PITCH>
-__device__ __forceinline__ void
-napkin_attn_sc_get (unsigned buf, int j, int lane, float (&v)[4], const float *)
-{
-#pragma unroll
-  for (int h = 0; h < (NR == 1 ? 1 : 2); h++)
-    asm volatile ("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f" (v[2 * h]), "=f" (v[2 * h + 1])
-                  : "r" (napkin_attn_sc_addr<NR, PITCH> (buf, j, lane, h, 4)));
-  if (NR == 1)
-    v[2] = v[0], v[3] = v[1];
-}
-
-/* keep flags: 1 where kept (nonzero), 0 where hidden */
-template <int NR, int PITCH>
-__device__ __forceinline__ void
-napkin_attn_sc_get (unsigned buf, int j, int lane, float (&v)[4], const signed char *)
-{
-#pragma unroll
-  for (int h = 0; h < (NR == 1 ? 1 : 2); h++)
-    {
-      unsigned short x;
-
-      asm volatile ("ld.shared.u16 %0, [%1];" : "=h" (x) : "r" (napkin_attn_sc_addr<NR, PITCH> (buf, j, lane, h, 1)));
-      v[2 * h] = (x & 0xff) ? 1.0f : 0.0f;
-      v[2 * h + 1] = (x >> 8) ? 1.0f : 0.0f;
-    }
-  if (NR == 1)
-    v[2] = v[0], v[3] = v[1];
+  __syncthreads ();
+  scan (&kr[0], &kr[1]);
+  __syncthreads ();
+  *lo = *lo > kr[0] ? *lo : kr[0];
+  *hi = NAPKIN_MIN (*hi, (long) kr[1] + 1);
 }
 
 /* The first and the last key of [0, nkv) that the row `src` keeps — flags that are not

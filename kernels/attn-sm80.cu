@@ -192,17 +192,8 @@ NKP_NAME (const NapkinArgs args)
 #define F_SC_SCAN_ONE(base, KIND, T, ES, VEC, NR, PITCH, OFF, GS, RS, COEF, REF, SCAN, HID)             \
     if (SCAN)                                                                                          \
       napkin_attn_sc_scan<ES, VEC, HID> ((const unsigned char *) (REF) + ((base) + g0 * (GS)) * (ES), F_NKV, \
-                                         &kr_[0], &kr_[1], tid, F_THREADS);
-    if (tid == 0)
-      {
-        kr_[0] = 0x7fffffff;
-        kr_[1] = -1;
-      }
-    __syncthreads ();
-    NKP_SCORES (F_SC_SCAN_ONE)
-    __syncthreads ();
-    lo = lo > kr_[0] ? lo : kr_[0];
-    hi = NAPKIN_MIN (hi, (long) kr_[1] + 1);
+                                         first, last, tid, F_THREADS);
+    napkin_attn_sc_range (kr_, &lo, &hi, tid, [&] (int *first, int *last) { NKP_SCORES (F_SC_SCAN_ONE) });
 #undef F_SC_SCAN_ONE
   }
 #endif
@@ -242,11 +233,7 @@ NKP_NAME (const NapkinArgs args)
   napkin_attn_sc_copy<NR, F_BKV * (ES), VEC, PITCH> (                                                  \
     sc_w + (OFF), (const unsigned char *) (REF),                                                       \
     [&] (int i_) -> long {                                                                             \
-      const int r_ = warp * 16 + i_;                                                                   \
-      const long g_ = g0 + r_ / F_BQ, q_ = q0 + r_ % F_BQ;                                             \
-      /* one row for the block (no query stride; one group or none): its group's */                 \
-      return (NR) == 1 ? ((base) + g0 * (GS)) * (ES)                                                    \
-             : r_ < F_ROWS && g_ < F_G && q_ < F_NQ ? ((base) + g_ * (GS) + q_ * (RS)) * (ES) : -1L;     \
+      return napkin_attn_sc_row<NR, ES> (base, GS, RS, g0, q0, warp * 16 + i_, F_BQ, F_ROWS, F_G, F_NQ);      \
     },                                                                                                 \
     sc_kc_ * F_BKV * (ES), F_NKV * (ES), lane);
 #define F_SC_COPY(kc_)                                                                                   \

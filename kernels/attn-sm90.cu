@@ -297,17 +297,8 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #define A_SC_SCAN_ONE(base, KIND, T, ES, VEC, NR, PITCH, OFF, GS, RS, COEF, REF, SCAN, HID)             \
     if (SCAN)                                                                                          \
       napkin_attn_sc_scan<ES, VEC, HID> ((const unsigned char *) (REF) + ((base) + g0 * (GS)) * (ES), A_NKV, \
-                                         &kr_[0], &kr_[1], tid, A_THREADS);
-    if (tid == 0)
-      {
-        kr_[0] = 0x7fffffff;
-        kr_[1] = -1;
-      }
-    __syncthreads ();
-    NKP_SCORES (A_SC_SCAN_ONE)
-    __syncthreads ();
-    lo = lo > kr_[0] ? lo : kr_[0];
-    hi = NAPKIN_MIN (hi, (long) kr_[1] + 1);
+                                         first, last, tid, A_THREADS);
+    napkin_attn_sc_range (kr_, &lo, &hi, tid, [&] (int *first, int *last) { NKP_SCORES (A_SC_SCAN_ONE) });
 #undef A_SC_SCAN_ONE
   }
 #endif
@@ -496,11 +487,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
       napkin_attn_sc_copy<NR, A_BKV * (ES), VEC, PITCH> (                                              \
         sc_w + (OFF), (const unsigned char *) (REF),                                                   \
         [&] (int i_) -> long {                                                                         \
-          const int r_ = sc_r0 + i_;                                                                   \
-          const long g_ = g0 + r_ / A_BQ, q_ = q0 + r_ % A_BQ;                                         \
-          /* one row for the block (no query stride; one group or none): its group's */           \
-          return (NR) == 1 ? ((base) + g0 * (GS)) * (ES)                                                \
-                 : r_ < A_ROWS && g_ < A_G && q_ < A_NQ ? ((base) + g_ * (GS) + q_ * (RS)) * (ES) : -1L; \
+          return napkin_attn_sc_row<NR, ES> (base, GS, RS, g0, q0, sc_r0 + i_, A_BQ, A_ROWS, A_G, A_NQ);    \
         },                                                                                             \
         kc_ * A_BKV * (ES), A_NKV * (ES), lane);
 #define A_SC_COPY(it)                                                                                    \
