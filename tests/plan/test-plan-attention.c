@@ -840,6 +840,23 @@ test_score_mixes (void)
   g_assert_cmpint (k->u.att.scores[0].row, ==, 2048);
   g_assert_cmpint (k->u.att.scores[0].lead[1], ==, 4 * 2048 * 2048);
 
+  /* x − B weighs B by −1: −8 raw-score units after a scale of 1/8 */
+  {
+    NapkinTestAttention t = { 2, 16, 0, 1024, 1024, 64, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "h,q,k" };
+    g_autoptr(NapkinDiagram) ds = napkin_test_load_attention (&t);
+    int n = napkin_diagram_find_node (ds, "bias");
+    NapkinNode *node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (ds, n));
+    g_autoptr(NapkinPlan) ps = NULL;
+
+    node->fn = NAPKIN_FN_SUB;
+    napkin_diagram_replace_item (ds, NAPKIN_ITEM_NODE, n, node);
+    ps = napkin_test_plan (ds, "h100");
+    k = napkin_plan_kernel_for (ps, 0, -1);
+    g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+    g_assert_cmpfloat_with_epsilon (k->u.att.scores[0].coef, -8.0, 1e-12);
+    g_assert_cmpfloat_with_epsilon (k->u.att.alpha, 0.125, 1e-12);
+  }
+
   /* the keys must be the operand's contiguous axis */
   k = napkin_plan_kernel_for (pt, 0, -1);
   g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GENERIC);
