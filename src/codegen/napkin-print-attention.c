@@ -54,19 +54,36 @@ enum
   LEAD_SC = 1 << 5,      /* scI_base: each score operand's offset */
 };
 
-/* Code decomposing `blk` into the leading axes, innermost first, adding each index times
- * its stride to the sums `which` names. */
+/* Code decomposing `blk` into the leading axes, innermost first (with `first`, the plan's
+ * lead_first before them: blocks that read the same tiles of a score operand together),
+ * adding each index times its stride to the sums `which` names; kv_flat is the K/V
+ * matrix's flat index whatever the order. */
 static char *
 lead_code (const NapkinPlanAttention *a,
            guint                      which,
+           gboolean                   first,
            int                        indent)
 {
   GString *s = g_string_new (NULL);
-  gint64 mult = 1;
+  gint64 mults[NAPKIN_MAX_RANK], mult = 1;
+  int order[NAPKIN_MAX_RANK], n = 0;
   g_autofree char *pad = g_strnfill (indent, ' ');
 
   for (int l = (int) a->n_lead - 1; l >= 0; l--)
     {
+      mults[l] = mult;
+      mult *= a->lead_size[l];
+    }
+  if (first && a->lead_first >= 0)
+    order[n++] = a->lead_first;
+  for (int l = (int) a->n_lead - 1; l >= 0; l--)
+    if (!(first && l == a->lead_first))
+      order[n++] = l;
+  for (int o = 0; o < n; o++)
+    {
+      const int l = order[o];
+
+      mult = mults[l];
       g_string_append_printf (s, "%s{\n%s  const long i_ = blk %% %" G_GINT64_FORMAT "L;\n\n%s  blk /= %" G_GINT64_FORMAT
                               "L;\n", pad, pad, a->lead_size[l], pad, a->lead_size[l]);
       if (which & LEAD_Q)
@@ -84,7 +101,6 @@ lead_code (const NapkinPlanAttention *a,
         if (a->scores[i].lead[l] != 0)
           g_string_append_printf (s, "%s  sc%u_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, i, a->scores[i].lead[l]);
       g_string_append_printf (s, "%s}\n", pad);
-      mult *= a->lead_size[l];
     }
   return g_string_free (s, FALSE);
 }
@@ -406,7 +422,7 @@ print_sm90 (const NapkinPrintCtx   *ctx,
   {
     NapkinSkeletonParam head[] = {
       { "WGMMA", wgmma_wrappers (name, a->BKV, dv, a->dtype, a->v_dtype) },
-      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT | LEAD_SC, 2) },
+      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT | LEAD_SC, TRUE, 2) },
       { "NAME", g_strdup (name) },
       { "ROWS", int_text (a->rows) },
       { "BQ", int_text (a->BQ) },
@@ -488,7 +504,7 @@ print_sm80 (const NapkinPrintCtx   *ctx,
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam head[] = {
-      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT | LEAD_SC, 2) },
+      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT | LEAD_SC, TRUE, 2) },
       { "NAME", g_strdup (name) },
       { "ROWS", int_text (a->rows) },
       { "BQ", int_text (a->BQ) },
@@ -542,7 +558,7 @@ print_combine (const NapkinPrintCtx   *ctx,
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam params[] = {
-      { "LEAD", lead_code (a, LEAD_O | LEAD_FLAT, 4) },
+      { "LEAD", lead_code (a, LEAD_O | LEAD_FLAT, FALSE, 4) },
       { "NAME", g_strdup (name) },
       { "SPLIT", int_text (a->split_kv) },
       { "D", int_text (a->D) },

@@ -1215,6 +1215,12 @@ read_scores (NapkinPlanner       *p,
       sc->rows = sc->row == 0 && (sc->group == 0 || a->group_tile == 1) ? 1 : 16;
       a->n_scores++;
     }
+  /* the blocks of the sequences (or heads) an operand of rows lacks run together, so
+   * that L2 serves its tiles to all but the first of them */
+  for (guint i = 0; i < a->n_scores && a->lead_first < 0; i++)
+    for (guint l = 0; l < a->n_lead && a->lead_first < 0; l++)
+      if (a->scores[i].rows > 1 && a->scores[i].lead[l] == 0 && a->lead_size[l] > 1)
+        a->lead_first = (int) l;
   /* a padding mask (one row a block) lets a block skip the chunks it hides wholly */
   for (guint i = 0; i < a->n_scores; i++)
     if (a->scores[i].rows == 1 && a->NKV > a->BKV)
@@ -1472,6 +1478,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
 
   memset (a, 0, sizeof *a);
   a->partials = a->v_t = -1;
+  a->lead_first = -1;
   a->bkv_parts = 1;
   a->q_scale = a->k_scale = a->v_scale = 1.0;
   a->window_left = a->window_right = -1;

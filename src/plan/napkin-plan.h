@@ -226,6 +226,9 @@ typedef struct
   guint            n_scores;              /* score operands (biases, keep flags), in chain order */
   NapkinPlanAttnScore scores[NAPKIN_ATTN_MAX_SCORES];
   gint64           score_warp_bytes;      /* shared memory each consumer warp stages them in */
+  int              lead_first;            /* the leading axis the blocks walk first (−1: K's innermost):
+                                             one a score operand lacks (a T5 bias [h, q, k] and the
+                                             batch), so blocks reading its same tiles run together */
   gint64           tiles_total;           /* per query head: query tiles × key chunks */
   gint64           tiles_computed;        /* … of which the kernel computes (not wholly masked) */
   gint64           tiles_masked;          /* … of which it masks in registers (partly masked, or past NKV) */

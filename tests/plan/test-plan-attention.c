@@ -770,6 +770,9 @@ test_scores (void)
       g_assert_cmpint (sc->dtype, ==, cases[i].kind == NAPKIN_ATTN_SCORE_KEEP ? NAPKIN_DTYPE_INT8
                                       : g_str_equal (cases[i].c.dtype, "bf16") ? NAPKIN_DTYPE_BF16 : NAPKIN_DTYPE_FP16);
       g_assert_cmpuint (k->u.att.stages, ==, cases[i].stages);
+      /* the blocks of the sequences (b) or heads (h) a per-row operand lacks run together (L2) */
+      g_assert_cmpint (k->u.att.lead_first, ==, cases[i].rows == 1 ? -1 : cases[i].lead[0] == 0 ? 0
+                                                : cases[i].lead[1] == 0 ? 1 : -1);
       g_assert_cmpint (k->smem_bytes, ==, cases[i].smem);
       g_assert_nonnull (strstr (k->note, cases[i].kind == NAPKIN_ATTN_SCORE_KEEP ? "keep flags applied"
                                                                                 : "a bias added"));
