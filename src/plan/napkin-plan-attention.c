@@ -516,7 +516,8 @@ attention_layout (NapkinPlanner       *p,
 
 /* Each consumer warp's staging area for the chunk size `a->BKV`: per operand `rows` rows
  * of the chunk's keys, a row 16 bytes longer than the keys (eight rows read a 16-byte
- * piece each without bank conflicts), or one row where every row reads the same. */
+ * piece each without bank conflicts; 32 for fp32, whose 8-byte reads take a half-warp's
+ * four rows at a time), or one row where every row reads the same. */
 static void
 layout_scores (NapkinPlanAttention *a)
 {
@@ -527,7 +528,7 @@ layout_scores (NapkinPlanAttention *a)
       NapkinPlanAttnScore *sc = &a->scores[i];
       gint64 keys = a->BKV * napkin_dtype_bytes (sc->dtype);
 
-      sc->pitch = sc->rows == 1 ? ceil_div (keys, 16) * 16 : keys + 16;
+      sc->pitch = sc->rows == 1 ? ceil_div (keys, 16) * 16 : keys + (napkin_dtype_bytes (sc->dtype) == 4 ? 32 : 16);
       sc->offset = at;
       at += sc->rows * sc->pitch;
     }

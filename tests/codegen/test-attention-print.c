@@ -86,6 +86,8 @@ static const Case cases[] = {
     "attn-sm90" },
   { "d256 bias", { 2, 16, 0, 2048, 2048, 256, "bf16", NULL, NULL, 128, 64, 2, 0, FALSE, "b,h,q,k" }, 0, 0, 0, 0,
     "attn-sm90" },
+  { "fp32 bias", { 2, 16, 0, 1024, 1024, 128, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "h,q,k", "fp32", "b,k" }, 0,
+    0, 0, 0, "attn-sm90" },
 };
 
 /* The case's module for `arch_id` (its plan masked as the case says), kernels named
@@ -99,7 +101,6 @@ generate (const Case  *c,
   g_autoptr(GError) error = NULL;
   g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c->c);
   NapkinPlan *plan = napkin_test_plan (d, arch_id);
-  NapkinIrProgram *prog;
   NapkinPlanKernel *k;
   NapkinCudaModule *m;
 
@@ -109,9 +110,7 @@ generate (const Case  *c,
       g_assert_true (napkin_plan_attention_set_mask (plan, k, c->mask, c->offset, c->left, c->right, &error));
       g_assert_no_error (error);
     }
-  prog = napkin_ir_lower (d, 0, &error);
-  g_assert_no_error (error);
-  m = napkin_codegen_cuda_planned (prog, plan, napkin_codegen_flags_for_arch (plan->target), prefix, &error);
+  m = napkin_codegen_cuda_for_plan (plan, 0, prefix, &error);
   g_assert_no_error (error);
   *plan_out = plan;
   return m;

@@ -64,8 +64,14 @@ chain_wires (GString                   *s,
     g_string_append (s, "{\"from\": \"b_in\", \"to\": \"bias\", \"port\": 1}, ");
   if (c->keep)
     g_string_append (s, "{\"from\": \"m_in\", \"to\": \"keep\", \"port\": 1}, ");
-  g_string_append (s, "{\"from\": \"sm\", \"to\": \"pv\", \"port\": 0}, {\"from\": \"v_in\", \"to\": \"pv\", "
-                      "\"port\": 1}, {\"from\": \"pv\", \"to\": \"o\", \"port\": 0}], ");
+  /* scores in the bias's own type: P cast back to V's for the second product */
+  if (c->bias && c->bias_dtype)
+    g_string_append (s, "{\"from\": \"sm\", \"to\": \"pcast\", \"port\": 0}, {\"from\": \"pcast\", \"to\": \"pv\", "
+                        "\"port\": 0}, ");
+  else
+    g_string_append (s, "{\"from\": \"sm\", \"to\": \"pv\", \"port\": 0}, ");
+  g_string_append (s, "{\"from\": \"v_in\", \"to\": \"pv\", \"port\": 1}, {\"from\": \"pv\", \"to\": \"o\", "
+                      "\"port\": 0}], ");
 }
 
 char *
@@ -82,7 +88,9 @@ napkin_test_attention_json (const NapkinTestAttention *c)
   g_autofree char *ka = axes (c, FALSE, heads, "k");
   g_autofree char *sa = NULL;
   /* the scores in V's type: P meets V in the second product */
-  g_autofree char *qk_type = fp8 ? g_strdup_printf (", \"dtype\": \"%s\"", vt) : g_strdup ("");
+  g_autofree char *qk_type = fp8 ? g_strdup_printf (", \"dtype\": \"%s\"", vt)
+                             : c->bias && c->bias_dtype ? g_strdup_printf (", \"dtype\": \"%s\"", c->bias_dtype)
+                                                        : g_strdup ("");
   g_autofree char *pv_type = fp8 ? g_strdup_printf (", \"dtype\": \"%s\"", ot) : g_strdup ("");
   char alpha[G_ASCII_DTOSTR_BUF_SIZE];
 
@@ -131,6 +139,9 @@ napkin_test_attention_json (const NapkinTestAttention *c)
   if (c->keep)
     g_string_append (s, ", {\"id\": \"m_in\", \"kind\": \"input\", \"tensor\": \"M\", \"x\": 480, \"y\": 300}, "
                         "{\"id\": \"keep\", \"kind\": \"mask\", \"mask\": \"tensor\", \"x\": 600, \"y\": 200}");
+  if (c->bias && c->bias_dtype)
+    g_string_append_printf (s, ", {\"id\": \"pcast\", \"kind\": \"map\", \"fn\": \"cast\", \"dtype\": \"%s\", "
+                               "\"x\": 800, \"y\": 100}", vt);
   g_string_append (s, "], ");
   chain_wires (s, c);
   g_string_append (s, "\"regions\": [{\"name\": \"block\", \"level\": \"smem\", \"nodes\": [\"qk\", \"scale\", "
@@ -139,6 +150,8 @@ napkin_test_attention_json (const NapkinTestAttention *c)
     g_string_append (s, ", \"bias\"");
   if (c->keep)
     g_string_append (s, ", \"keep\"");
+  if (c->bias && c->bias_dtype)
+    g_string_append (s, ", \"pcast\"");
   g_string_append (s, "], \"marks\": {\"b\": {\"parallel\": 1}");
   if (heads)
     g_string_append (s, ", \"h\": {\"parallel\": 1}");

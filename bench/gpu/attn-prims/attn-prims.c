@@ -311,7 +311,6 @@ main (int   argc,
   g_autofree char *json = NULL;
   NapkinArch *h100;
   NapkinPlanKernel *k;
-  NapkinIrProgram *prog;
   Spec s;
   int slots[6] = { -1, -1, -1, -1, -1, -1 };
   const char *names[6] = { "Q", "K", "V", "O", "B", "M" };
@@ -380,9 +379,8 @@ main (int   argc,
     }
   if (s.general)
     k->u.att.legacy = FALSE;
-  prog = napkin_ir_lower (d, 0, &error);
-  m = prog ? napkin_codegen_cuda_planned (prog, plan, napkin_codegen_flags_for_arch (plan->target), "np_", &error)
-           : NULL;
+  /* the plan's diagram: casts folded, its own regions */
+  m = napkin_codegen_cuda_for_plan (plan, 0, "np_", &error);
   if (m == NULL)
     {
       fprintf (stderr, "%s: %s\n", s.name, error->message);
@@ -405,7 +403,7 @@ main (int   argc,
       const NapkinIrBuffer *b = napkin_ir_buffer (m->program, g_array_index (m->args, int, i));
 
       for (guint t = 0; t < 6 && b->tensor >= 0; t++)
-        if (g_str_equal (napkin_diagram_tensor (d, b->tensor)->name, names[t]))
+        if (g_str_equal (napkin_diagram_tensor (plan->diagram, b->tensor)->name, names[t]))
           slots[t] = (int) i;
     }
 
