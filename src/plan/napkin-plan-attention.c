@@ -469,6 +469,8 @@ attention_layout (NapkinPlanner       *p,
     if (axis_index (O->axes, Q->axes[i]) < 0)
       return g_strdup_printf (_("O lacks Q's axis %s"), Q->axes[i]);
 
+  a->query_axis = napkin_diagram_find_axis (p->d, ax->query);
+  a->group_axis = ax->group ? napkin_diagram_find_axis (p->d, ax->group) : -1;
   a->NQ = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, ax->query));
   a->NKV = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, key));
   a->D = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, d));
@@ -492,6 +494,7 @@ attention_layout (NapkinPlanner       *p,
       a->k_lead[l] = stride_of (p, K->axes, K->axes[i]);
       if (a->q_lead[l] < 0 || a->o_lead[l] < 0)
         return g_strdup_printf (_("K's axis %s must also be an axis of Q and O"), K->axes[i]);
+      a->lead_axis[l] = napkin_diagram_find_axis (p->d, K->axes[i]);
       a->kv_batch *= a->lead_size[l];
       lead_inner[l] = (int) i > key_at;
       if (lead_inner[l])

@@ -229,6 +229,8 @@ typedef struct
   int              lead_first;            /* the leading axis the blocks walk first (−1: K's innermost):
                                              one a score operand lacks (a T5 bias [h, q, k] and the
                                              batch), so blocks reading its same tiles run together */
+  int              query_axis, group_axis;/* diagram axes (−1: no group), and K's leading ones: */
+  int              lead_axis[NAPKIN_MAX_RANK];   /* the blocks' walk, as the model orders its waves */
   gint64           tiles_total;           /* per query head: query tiles × key chunks */
   gint64           tiles_computed;        /* … of which the kernel computes (not wholly masked) */
   gint64           tiles_masked;          /* … of which it masks in registers (partly masked, or past NKV) */

@@ -793,6 +793,36 @@ test_scores (void)
     }
 }
 
+/* The model's waves follow the blocks' walk: T5's bias [h, q, k] is read from device
+ * memory once per wave of the batch's blocks that share it (L2 serves the others), and
+ * once per block from L2. */
+static void
+test_score_l2 (void)
+{
+  NapkinTestAttention c = { 4, 16, 0, 1024, 1024, 64, "bf16", NULL, NULL, 128, 128, 2, 0, FALSE, "h,q,k", NULL, NULL,
+                            TRUE, 1.0 };
+  g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) an = napkin_analyze (d, napkin_test_arch ("h100"), NULL, &error);
+  const NapkinRegionCost *rc;
+  gboolean seen = FALSE;
+
+  g_assert_no_error (error);
+  rc = &g_array_index (an->regions, NapkinRegionCost, 0);
+  for (guint i = 0; i < rc->transfers->len; i++)
+    {
+      const NapkinTransfer *tr = &g_array_index (rc->transfers, NapkinTransfer, i);
+
+      if (g_strcmp0 (tr->tensor, "B") != 0)
+        continue;
+      seen = TRUE;
+      /* every block reads its tiles: 4 sequences × the bias */
+      g_assert_cmpint (tr->bytes, ==, 4 * 16 * 1024 * 1024 * 2);
+      g_assert_cmpint (tr->hbm_bytes, <=, tr->bytes / 3);
+    }
+  g_assert_true (seen);
+}
+
 /* A bias and keep flags together, a GQA decode's padding mask (one row a block of 4 query
  * heads), a GQA bias, and an operand the kernels cannot read, refused naming the reason. */
 static void
@@ -884,5 +914,6 @@ main (int    argc,
   g_test_add_func ("/plan/attention/stages-hint", test_stages_hint);
   g_test_add_func ("/plan/attention/scores", test_scores);
   g_test_add_func ("/plan/attention/score-mixes", test_score_mixes);
+  g_test_add_func ("/plan/attention/score-l2", test_score_l2);
   return g_test_run ();
 }
