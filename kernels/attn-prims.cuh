@@ -181,6 +181,199 @@ napkin_attn_e4m3x4 (float a, float b, float c, float d)
 }
 #endif
 
+/* ---- score operands (docs/plan.md, "Score operands") -------------------------------------
+ * A bias added to the scores or keep flags that hide some, read from device memory per
+ * (row, key). Each consumer warp stages its own rows of a key chunk in shared memory (no
+ * other warp reads them: a __syncwarp orders the copy and the reads), then every thread
+ * takes the values its accumulators hold. */
+
+/* Copies a warp's NR rows (16, or 1 that every row reads) of CB bytes — the chunk's keys —
+ * from `src` to `dst`, rows PITCH bytes apart, in VEC-byte pieces: cp.async (zero fill)
+ * from 4 bytes, plain loads below. row (i) is the byte offset of row i in src, or −1 for
+ * a row the block does not compute; key0 is the chunk's byte offset in a row and `end`
+ * the row's length in bytes: pieces past it read as zeros (the keys past NKV, masked
+ * anyway). */
+template <int NR, int CB, int VEC, int PITCH, typename Row>
+__device__ __forceinline__ void
+napkin_attn_sc_copy (unsigned dst, const unsigned char *src, Row row, long key0, long end, int lane)
+{
+  constexpr int U = CB / VEC;
+
+  /* not unrolled: the unrolled copies' addresses, computed up front, spilled beside the
+   * scores, P and O (ptxas, sm_90a) */
+#pragma unroll 1
+  for (int k = 0; k < (NR * U + 31) / 32; k++)
+    {
+      const int u = lane + 32 * k, i = u / U, b = (u % U) * VEC;
+
+      if (u < NR * U)
+        {
+          const long off = row (i), left = end - key0 - b;
+          const int n = off < 0 || left <= 0 ? 0 : left >= VEC ? VEC : (int) left;
+          const unsigned char *p = n > 0 ? src + off + key0 + b : src;
+          const unsigned d = dst + i * PITCH + b;
+
+          if (VEC == 16)
+            asm volatile ("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r" (d), "l" (p), "r" (n) : "memory");
+          else if (VEC >= 4)
+            asm volatile ("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r" (d), "l" (p), "n" (VEC), "r" (n)
+                          : "memory");
+          else if (VEC == 2)
+            {
+              const unsigned short v = n == 2 ? *(const unsigned short *) p : n == 1 ? *p : 0;
+
+              asm volatile ("st.shared.u16 [%0], %1;" :: "r" (d), "h" (v) : "memory");
+            }
+          else
+            {
+              const unsigned short v = n ? *p : 0;
+
+              asm volatile ("st.shared.u8 [%0], %1;" :: "r" (d), "h" (v) : "memory");
+            }
+        }
+    }
+}
+
+/* Two adjacent staged elements at shared address `addr` as floats (keep flags: 1 where
+ * kept, nonzero, and 0 where hidden); `es`: an element's bytes. */
+__device__ __forceinline__ void
+napkin_attn_sc_pair (unsigned addr, float &a, float &b, const napkin_f16 *)
+{
+  unsigned x;
+
+  asm volatile ("ld.shared.b32 %0, [%1];" : "=r" (x) : "r" (addr));
+  asm ("cvt.f32.f16 %0, %1;" : "=f" (a) : "h" ((unsigned short) (x & 0xffff)));
+  asm ("cvt.f32.f16 %0, %1;" : "=f" (b) : "h" ((unsigned short) (x >> 16)));
+}
+
+__device__ __forceinline__ void
+napkin_attn_sc_pair (unsigned addr, float &a, float &b, const napkin_bf16 *)
+{
+  unsigned x;
+
+  asm volatile ("ld.shared.b32 %0, [%1];" : "=r" (x) : "r" (addr));
+  a = __uint_as_float (x << 16);
+  b = __uint_as_float (x & 0xffff0000u);
+}
+
+__device__ __forceinline__ void
+napkin_attn_sc_pair (unsigned addr, float &a, float &b, const float *)
+{
+  asm volatile ("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f" (a), "=f" (b) : "r" (addr));
+}
+
+__device__ __forceinline__ void
+napkin_attn_sc_pair (unsigned addr, float &a, float &b, const signed char *)
+{
+  unsigned short x;
+
+  asm volatile ("ld.shared.u16 %0, [%1];" : "=h" (x) : "r" (addr));
+  a = (x & 0xff) ? 1.0f : 0.0f;
+  b = (x >> 8) ? 1.0f : 0.0f;
+}
+
+/* The staged values of key block j a thread's accumulators hold: keys 8j + 2c and
+ * 8j + 2c + 1 (c = lane % 4) of its rows lane/4 (v[0], v[1]) and lane/4 + 8 (v[2], v[3])
+ * of the warp's NR rows (one row: the same values for both). */
+template <int NR, int PITCH, typename T>
+__device__ __forceinline__ void
+napkin_attn_sc_get (unsigned buf, int j, int lane, float (&v)[4], const T *t)
+{
+#pragma unroll
+  for (int h = 0; h < (NR == 1 ? 1 : 2); h++)
+    napkin_attn_sc_pair (buf + (NR == 1 ? 0 : ((lane >> 2) + 8 * h) * PITCH) + (8 * j + 2 * (lane & 3)) * (int) sizeof (T),
+                         v[2 * h], v[2 * h + 1], t);
+  if (NR == 1)
+    v[2] = v[0], v[3] = v[1];
+}
+
+/* The byte offset in its operand of row r of a block (group g0 + r / BQ, query
+ * q0 + r % BQ), or −1 for a row the block does not compute; with NR 1 (no query stride,
+ * no group stride or one group a block) every row's: the block's group's. */
+template <int NR, int ES>
+__device__ __forceinline__ long
+napkin_attn_sc_row (long base, long gs, long rs, long g0, long q0, int r, long bq, long rows, long ng, long nq)
+{
+  const long g = g0 + r / bq, q = q0 + r % bq;
+
+  if (NR == 1)
+    return (base + g0 * gs) * ES;
+  return r < rows && g < ng && q < nq ? (base + g * gs + q * rs) * ES : -1L;
+}
+
+/* The key range [lo, hi) a block computes narrowed to the keys its padding row keeps:
+ * scan (first, last) folds the row's first and last kept key into the shared *first,
+ * *last (napkin_attn_sc_scan); none kept leaves an empty range. Every thread calls it. */
+template <typename Scan>
+__device__ __forceinline__ void
+napkin_attn_sc_range (int *kr, long *lo, long *hi, int tid, Scan scan)
+{
+  if (tid == 0)
+    {
+      kr[0] = 0x7fffffff;
+      kr[1] = -1;
+    }
+  __syncthreads ();
+  scan (&kr[0], &kr[1]);
+  __syncthreads ();
+  *lo = *lo > kr[0] ? *lo : kr[0];
+  *hi = NAPKIN_MIN (*hi, (long) kr[1] + 1);
+}
+
+/* The first and the last key of [0, nkv) that the row `src` keeps — flags that are not
+ * zero, a bias that is not −∞ (HIDDEN: the element's bits that hide it) — folded into
+ * *first and *last in shared memory by atomics; `threads` threads share the row, each
+ * reading VEC-byte pieces (elements one by one in the last, partial, piece). */
+template <int ES, int VEC, unsigned HIDDEN>
+__device__ __forceinline__ void
+napkin_attn_sc_scan (const unsigned char *src, long nkv, int *first, int *last, int tid, int threads)
+{
+  int lo = 0x7fffffff, hi = -1;
+  const long pieces = (nkv * ES + VEC - 1) / VEC;
+
+  for (long u = tid; u < pieces; u += threads)
+    {
+      unsigned w[VEC >= 4 ? VEC / 4 : 1];
+      const long k0 = u * (VEC / ES);
+
+      if ((u + 1) * VEC <= nkv * ES && VEC >= 4)
+        {
+#pragma unroll
+          for (int i = 0; i < (VEC >= 4 ? VEC / 4 : 1); i++)
+            w[i] = ((const unsigned *) (src + u * VEC))[i];
+#pragma unroll
+          for (int e = 0; e < VEC / ES; e++)
+            {
+              const unsigned x = ES == 4 ? w[e] : ES == 2 ? (w[e / 2] >> (16 * (e % 2))) & 0xffff
+                                                          : (w[e / 4] >> (8 * (e % 4))) & 0xff;
+
+              if (x != HIDDEN)
+                {
+                  lo = lo < k0 + e ? lo : (int) (k0 + e);
+                  hi = (int) (k0 + e);
+                }
+            }
+        }
+      else
+        for (int e = 0; e < VEC / ES && k0 + e < nkv; e++)
+          {
+            const unsigned char *q = src + (k0 + e) * ES;
+            const unsigned x = ES == 4 ? *(const unsigned *) q : ES == 2 ? *(const unsigned short *) q : *q;
+
+            if (x != HIDDEN)
+              {
+                lo = lo < k0 + e ? lo : (int) (k0 + e);
+                hi = (int) (k0 + e);
+              }
+          }
+    }
+  if (hi >= 0)
+    {
+      atomicMin (first, lo);
+      atomicMax (last, hi);
+    }
+}
+
 /* Two adjacent output values (an even column: 8-byte or 4-byte aligned). */
 __device__ __forceinline__ void
 napkin_attn_st2 (float *p, float a, float b)

@@ -9,7 +9,12 @@
  * as the second product's A fragments. Q's fragments stay in registers where the plan
  * finds room, else are read from shared memory each chunk. Blocks of few rows (decoding) keep 4 warps for
  * the copies; only the first WARPS compute. A split block writes its normalised partial
- * output and log-sum-exp for the combine kernel. */
+ * output and log-sum-exp for the combine kernel. Score operands (SCORES: biases added,
+ * keep flags; docs/plan.md, "Score operands"): each computing warp copies its rows of the
+ * next chunk's operands into its own staging area with cp.async while it computes this
+ * one, and applies them to the scores before the mask and the softmax; with SC_SCAN the
+ * block first reads a padding mask's row and computes only the chunks between the first
+ * and the last key it keeps. */
 #ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
 #include "prelude.cuh"
 #include "attn-prims.cuh"
@@ -51,7 +56,16 @@
 #define NKP_OREF ((napkin_f16 *) args.p[3])
 #define NKP_PREF ((float *) args.p[4])
 #define NKP_STAGES 2
+#define NKP_N_SC 1
+#define NKP_SC_WARP 144
+#define NKP_SC_SCAN 1
 #endif /* NAPKIN_GENERATED */
+/* the score operands, one X (…) each (NKP_SCORES below): the printer's list */
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/SCORES"
+#else
+#define NKP_SCORES(X) X (sc0_base, 1, signed char, 1, 16, 1, 144, 0, 0L, 0L, 0.0f, ((const signed char *) args.p[5]), 1, 0u)
+#endif /* napkin-fragment/SCORES */
 #define F_ROWS NKP_ROWS
 #define F_BQ NKP_L (NKP_BQ)
 #define F_WARPS NKP_WARPS          /* warps that compute: 16 rows each */
@@ -84,6 +98,10 @@
 #define F_ROWS_ALL (F_NQ * F_G * NKP_L (NKP_KV_BATCH))
 /* a hidden score: −∞ once scaled (α > 0 in any real attention) */
 #define F_HIDDEN (NKP_F (NKP_ALPHA) > 0.0f ? NAPKIN_NEG_INF : -NAPKIN_NEG_INF)
+/* score operands, as in attn-sm90.cu: how many, a computing warp's staging bytes, the scan */
+#define F_NSC NKP_N_SC
+#define F_SC_WARP NKP_SC_WARP
+#define F_SCAN NKP_SC_SCAN
 
 extern "C" __global__ void __launch_bounds__ (F_THREADS)
 NKP_NAME (const NapkinArgs args)
@@ -111,6 +129,21 @@ NKP_NAME (const NapkinArgs args)
   const long split = blk % F_SPLIT;
   blk /= F_SPLIT;
   long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0;
+  /* the score operands' offsets (those the printer lists) */
+#if NKP_N_SC > 0
+  long sc0_base = 0;
+#endif
+#if NKP_N_SC > 1
+  long sc1_base = 0;
+#endif
+#if NKP_N_SC > 2
+  long sc2_base = 0;
+#endif
+#if NKP_N_SC > 3
+  long sc3_base = 0;
+#endif
+  /* [WARPS][SC_WARP] score operands, then the scan's first and last key */
+  const unsigned sc_s = napkin_smem_addr (Vs + F_ST * F_BKV * F_S);
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/LEAD"
 #else
@@ -136,6 +169,7 @@ NKP_NAME (const NapkinArgs args)
   (void) o_base;
   (void) kv_flat;
   (void) split;
+  (void) sc_s;
   const long q0 = qt * F_BQ, q1 = NAPKIN_MIN (q0 + F_BQ, F_NQ);
   (void) q1;
   long lo = 0, hi = F_NKV, full_lo = 0, full_hi = F_NKV;
@@ -148,6 +182,20 @@ NKP_NAME (const NapkinArgs args)
 #if F_MASK_HI
   hi = NAPKIN_MIN (hi, q1 + F_OFFSET + F_RIGHT);
   full_hi = NAPKIN_MIN (full_hi, q0 + F_OFFSET + F_RIGHT + 1);
+#endif
+#if F_SCAN
+  /* a padding mask shared by the block's rows: only the keys from its first kept one to
+   * its last (none: no chunk, rows of zeros) */
+  {
+    int *kr_ = (int *) ((unsigned char *) smem_ + (sc_s + F_WARPS * F_SC_WARP - napkin_smem_addr (smem_)));
+
+#define F_SC_SCAN_ONE(base, KIND, T, ES, VEC, NR, PITCH, OFF, GS, RS, COEF, REF, SCAN, HID)             \
+    if (SCAN)                                                                                          \
+      napkin_attn_sc_scan<ES, VEC, HID> ((const unsigned char *) (REF) + ((base) + g0 * (GS)) * (ES), F_NKV, \
+                                         first, last, tid, F_THREADS);
+    napkin_attn_sc_range (kr_, &lo, &hi, tid, [&] (int *first, int *last) { NKP_SCORES (F_SC_SCAN_ONE) });
+#undef F_SC_SCAN_ONE
+  }
 #endif
   long c_first = lo / F_BKV, c_end = hi > lo ? (hi + F_BKV - 1) / F_BKV : c_first;
 #if F_SPLIT > 1
@@ -176,11 +224,46 @@ NKP_NAME (const NapkinArgs args)
 #define F_KV_OK(kc, r) ((kc) * F_BKV + (r) < F_NKV)
 #define F_KV_ROW(base, kc, r) ((base) + k_base + ((kc) * F_BKV + (r)) * F_KRS)
 
+#if F_NSC > 0
+  /* Score operands: a computing warp's rows of chunk kc into its staging area (cp.async,
+   * committed with the next group), and their values applied to the scores once they are
+   * in: a bias times its factor (in units of the raw score) added, hidden keys to −∞. */
+  const unsigned sc_w = sc_s + warp * F_SC_WARP;
+#define F_SC_COPY_ONE(base, KIND, T, ES, VEC, NR, PITCH, OFF, GS, RS, COEF, REF, SCAN, HID)             \
+  napkin_attn_sc_copy<NR, F_BKV * (ES), VEC, PITCH> (                                                  \
+    sc_w + (OFF), (const unsigned char *) (REF),                                                       \
+    [&] (int i_) -> long {                                                                             \
+      return napkin_attn_sc_row<NR, ES> (base, GS, RS, g0, q0, warp * 16 + i_, F_BQ, F_ROWS, F_G, F_NQ);      \
+    },                                                                                                 \
+    sc_kc_ * F_BKV * (ES), F_NKV * (ES), lane);
+#define F_SC_COPY(kc_)                                                                                   \
+  do                                                                                                     \
+    if (warp < F_WARPS)                                                                                  \
+      {                                                                                                  \
+        const long sc_kc_ = (kc_);                                                                       \
+        NKP_SCORES (F_SC_COPY_ONE)                                                                       \
+      }                                                                                                  \
+  while (0)
+#define F_SC_APPLY_ONE(base, KIND, T, ES, VEC, NR, PITCH, OFF, GS, RS, COEF, REF, SCAN, HID)            \
+  _Pragma ("unroll")                                                                                     \
+  for (int j = 0; j < F_BKV / 8; j++)                                                                    \
+    {                                                                                                    \
+      float v_[4];                                                                                       \
+      napkin_attn_sc_get<NR, PITCH> (sc_w + (OFF), j, lane, v_, (const T *) 0);                          \
+      _Pragma ("unroll")                                                                                 \
+      for (int e = 0; e < 4; e++)                                                                        \
+        s[j][e] = (KIND) == 0 ? fmaf (v_[e], COEF, s[j][e]) : v_[e] != 0.0f ? s[j][e] : F_HIDDEN;        \
+    }
+#else
+#define F_SC_COPY(kc_) do { } while (0)
+#endif
+
   if (n_chunks > 0)
     {
       F_COPY (Qs, F_WARPS * 16, F_Q_OK (r), F_Q_ROW (r));
       F_COPY (Ks, F_BKV, F_KV_OK (c_first, r), F_KV_ROW (Kg, c_first, r));
       F_COPY (Vs, F_BKV, F_KV_OK (c_first, r), F_KV_ROW (Vg, c_first, r));
+      F_SC_COPY (c_first);
     }
   asm volatile ("cp.async.commit_group;");
 
@@ -292,6 +375,18 @@ NKP_NAME (const NapkinArgs args)
                             : "r" (a0), "r" (a1), "r" (a2), "r" (a3), "r" (b[2]), "r" (b[3]));
             }
         }
+
+#if F_NSC > 0
+      /* this chunk's operands (in since the wait above), then the next chunk's copy into
+       * the same area once every lane has read it */
+      NKP_SCORES (F_SC_APPLY_ONE)
+      __syncwarp ();
+      if (it + 1 < n_chunks)
+        {
+          F_SC_COPY (kc + 1);
+          asm volatile ("cp.async.commit_group;");
+        }
+#endif
 
       /* Keys the rows do not see (or past NKV) to −∞, on chunks not every row sees whole. */
       if (kc < fv_lo || kc >= fv_hi)
@@ -422,6 +517,9 @@ NKP_NAME (const NapkinArgs args)
       }
 #endif
     }
+#undef F_SC_COPY_ONE
+#undef F_SC_COPY
+#undef F_SC_APPLY_ONE
 #undef F_COPY
 #undef F_Q_ROW
 #undef F_Q_OK
@@ -459,3 +557,7 @@ NKP_NAME (const NapkinArgs args)
 #undef F_ORS
 #undef F_ROWS_ALL
 #undef F_HIDDEN
+#undef F_NSC
+#undef F_SC_WARP
+#undef F_SCAN
+#undef NKP_SCORES

@@ -20,7 +20,12 @@
  * With OVERLAP the next chunk's Q·Kᵀ is issued before this chunk's P·V (and the consumers
  * take turns issuing, PINGPONG), as in kernels/flash-wgmma.cu. A split block writes its
  * normalised partial output and log-sum-exp to scratch for the combine kernel. A row of Q
- * or K is D_S 128-byte slices (D padded with zeros); wgmma reads only D columns. */
+ * or K is D_S 128-byte slices (D padded with zeros); wgmma reads only D columns.
+ * Score operands (SCORES: biases added, keep flags; docs/plan.md, "Score operands"): each
+ * consumer warp copies its rows of the next chunk's operands into its own staging area
+ * with cp.async while it computes this one, and applies them to the scores before the
+ * mask and the softmax; with SC_SCAN the block first reads a padding mask's row and
+ * computes only the chunks between the first and the last key it keeps. */
 #ifndef NAPKIN_GENERATED   /* compiled alone for sm_90a: tests/codegen/kernels-alone.sh */
 #include "prelude.cuh"
 #include "attn-prims.cuh"
@@ -68,7 +73,16 @@
 #define NKP_CONSUMER_REGS 224
 #define NKP_VT_SLICE 128
 #define NKP_VT_IN 0
+#define NKP_N_SC 1
+#define NKP_SC_WARP 4352
+#define NKP_SC_SCAN 0
 #endif /* NAPKIN_GENERATED */
+/* the score operands, one X (…) each (NKP_SCORES below): the printer's list */
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/SCORES"
+#else
+#define NKP_SCORES(X) X (sc0_base, 0, napkin_f16, 2, 16, 16, 272, 0, 0L, 4096L, 1.0f, ((const napkin_f16 *) args.p[5]), 0, 0xfc00u)
+#endif /* napkin-fragment/SCORES */
 #define A_ROWS NKP_ROWS
 #define A_BQ NKP_L (NKP_BQ)
 #define A_NWG NKP_CONSUMERS
@@ -132,6 +146,13 @@
 #define A_ROWS_ALL (A_NQ * A_G * NKP_L (NKP_KV_BATCH))
 /* a hidden score: −∞ once scaled (α > 0 in any real attention) */
 #define A_HIDDEN (NKP_F (NKP_ALPHA) > 0.0f ? NAPKIN_NEG_INF : -NAPKIN_NEG_INF)
+/* score operands: how many, the bytes a consumer warp stages them in, the padding scan;
+ * NKP_SCORES (X) lists them as X (base, kind (0 bias, 1 keep), type, element bytes, piece
+ * bytes, rows, row pitch, offset in the warp's area, group stride, query stride, factor,
+ * pointer, scan, the bits of a hidden element) */
+#define A_NSC NKP_N_SC
+#define A_SC_WARP NKP_SC_WARP
+#define A_SCAN NKP_SC_SCAN
 
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/WGMMA"
@@ -186,7 +207,10 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
   const unsigned v_s = vr_s + A_ST * A_VR_BYTES;         /* [ST] tiles (fp8: Vᵀ) */
   const unsigned bars = v_s + A_ST * A_V_BYTES;          /* q_full, full_k[ST], full_v[ST], empty[ST], vt_full[ST] */
   const unsigned q_full = bars;
+  /* [NWG · 4 warps][SC_WARP] score operands, then the scan's first and last key */
+  const unsigned sc_s = (bars + 8 * (1 + (A_VT_IN ? 4 : 3) * A_ST) + 15) & ~15u;
   (void) vr_s;
+  (void) sc_s;
 #define A_FULL_K(s) (bars + 8 * (1 + (s)))
 #define A_FULL_V(s) (bars + 8 * (1 + A_ST + (s)))
 #define A_EMPTY(s) (bars + 8 * (1 + 2 * A_ST + (s)))
@@ -211,6 +235,19 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
   /* the leading axes (K's, innermost first): offsets of Q and O, the K/V view's row and
    * plane, and the flat K/V index */
   long q_base = 0, o_base = 0, kv_row0 = 0, kv_plane = 0, kv_flat = 0;
+  /* the score operands' offsets (those the printer lists) */
+#if NKP_N_SC > 0
+  long sc0_base = 0;
+#endif
+#if NKP_N_SC > 1
+  long sc1_base = 0;
+#endif
+#if NKP_N_SC > 2
+  long sc2_base = 0;
+#endif
+#if NKP_N_SC > 3
+  long sc3_base = 0;
+#endif
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/LEAD"
 #else
@@ -250,6 +287,20 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #if A_MASK_HI
   hi = NAPKIN_MIN (hi, q1 + A_OFFSET + A_RIGHT);
   full_hi = NAPKIN_MIN (full_hi, q0 + A_OFFSET + A_RIGHT + 1);
+#endif
+#if A_SCAN
+  /* a padding mask shared by the block's rows: only the keys from its first kept one to
+   * its last (none: no chunk, rows of zeros) */
+  {
+    int *kr_ = (int *) (smem_raw_ + (sc_s + 4 * A_NWG * A_SC_WARP - napkin_smem_addr (smem_raw_)));
+
+#define A_SC_SCAN_ONE(base, KIND, T, ES, VEC, NR, PITCH, OFF, GS, RS, COEF, REF, SCAN, HID)             \
+    if (SCAN)                                                                                          \
+      napkin_attn_sc_scan<ES, VEC, HID> ((const unsigned char *) (REF) + ((base) + g0 * (GS)) * (ES), A_NKV, \
+                                         first, last, tid, A_THREADS);
+    napkin_attn_sc_range (kr_, &lo, &hi, tid, [&] (int *first, int *last) { NKP_SCORES (A_SC_SCAN_ONE) });
+#undef A_SC_SCAN_ONE
+  }
 #endif
   long c_first = lo / A_BKV, c_end = hi > lo ? (hi + A_BKV - 1) / A_BKV : c_first;
 #if A_SPLIT > 1
@@ -425,6 +476,54 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #pragma unroll
       for (int i = 0; i < A_DV / 2; i++)
         o[i] = 0.0f;
+
+#if A_NSC > 0
+      /* Score operands: this warp's rows of chunk it into its staging area (cp.async, one
+       * commit group), and their values applied to the scores once they are in: a bias
+       * times its factor (in units of the raw score) added, hidden keys to −∞. */
+      const unsigned sc_w = sc_s + (c * 4 + warp) * A_SC_WARP;
+      const int sc_r0 = c * 64 + warp * 16;
+#define A_SC_COPY_ONE(base, KIND, T, ES, VEC, NR, PITCH, OFF, GS, RS, COEF, REF, SCAN, HID)             \
+      napkin_attn_sc_copy<NR, A_BKV * (ES), VEC, PITCH> (                                              \
+        sc_w + (OFF), (const unsigned char *) (REF),                                                   \
+        [&] (int i_) -> long {                                                                         \
+          return napkin_attn_sc_row<NR, ES> (base, GS, RS, g0, q0, sc_r0 + i_, A_BQ, A_ROWS, A_G, A_NQ);    \
+        },                                                                                             \
+        kc_ * A_BKV * (ES), A_NKV * (ES), lane);
+#define A_SC_COPY(it)                                                                                    \
+      do                                                                                                 \
+        if ((it) < n_chunks)                                                                             \
+          {                                                                                              \
+            const long kc_ = c_first + (it);                                                             \
+            NKP_SCORES (A_SC_COPY_ONE)                                                                   \
+            asm volatile ("cp.async.commit_group;" ::: "memory");                                       \
+          }                                                                                              \
+      while (0)
+#define A_SC_APPLY_ONE(base, KIND, T, ES, VEC, NR, PITCH, OFF, GS, RS, COEF, REF, SCAN, HID)            \
+      _Pragma ("unroll")                                                                                 \
+      for (int j = 0; j < A_BKV / 8; j++)                                                                \
+        {                                                                                                \
+          float v_[4];                                                                                   \
+          napkin_attn_sc_get<NR, PITCH> (sc_w + (OFF), j, lane, v_, (const T *) 0);                      \
+          _Pragma ("unroll")                                                                             \
+          for (int e = 0; e < 4; e++)                                                                    \
+            s[4 * j + e] = (KIND) == 0 ? fmaf (v_[e], COEF, s[4 * j + e])                                \
+                                       : v_[e] != 0.0f ? s[4 * j + e] : A_HIDDEN;                        \
+        }
+#define A_SC_APPLY()                                                                                     \
+      do                                                                                                 \
+        {                                                                                                \
+          asm volatile ("cp.async.wait_group 0;" ::: "memory");                                         \
+          __syncwarp ();                                                                                 \
+          NKP_SCORES (A_SC_APPLY_ONE)                                                                    \
+          __syncwarp ();                                                                                 \
+        }                                                                                                \
+      while (0)
+#else
+#define A_SC_COPY(it) do { } while (0)
+#define A_SC_APPLY() do { } while (0)
+#endif
+      A_SC_COPY (0);
 
       /* S = Q·Kᵀ of chunk it, issued and committed (not waited for). */
 #define A_ISSUE_QK(it)                                                                                   \
@@ -673,9 +772,11 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
             A_TURN_END ();
             asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
             NKP_CAT (NKP_NAME, _fence_s) (s);
+            A_SC_APPLY ();
             A_MASK (0);
             A_SOFTMAX (c0, c1);
             A_PACK_P ();
+            A_SC_COPY (1);
           }
           for (int it = 0; it + 1 < n_chunks; it++)
             {
@@ -688,6 +789,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
               /* Groups complete in order: the newest (P·V) may still run. */
               asm volatile ("wgmma.wait_group.sync.aligned 1;" ::: "memory");
               NKP_CAT (NKP_NAME, _fence_s) (s);
+              A_SC_APPLY ();
               A_MASK (it + 1);
               A_SOFTMAX (c0, c1);
               asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
@@ -696,6 +798,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
               A_TAKE_SUMS (c0, c1);
               A_RESCALE_O (c0, c1);
               A_PACK_P ();
+              A_SC_COPY (it + 2);
             }
           A_TURN_BEGIN ();
           A_ISSUE_PV (n_chunks - 1);
@@ -716,11 +819,13 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
               A_ISSUE_QK (it);
               asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
               NKP_CAT (NKP_NAME, _fence_s) (s);
+              A_SC_APPLY ();
               A_MASK (it);
               A_SOFTMAX (c0, c1);
               A_TAKE_SUMS (c0, c1);
               A_RESCALE_O (c0, c1);
               A_PACK_P ();
+              A_SC_COPY (it + 1);
               A_ISSUE_PV (it);
               asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
               NKP_CAT (NKP_NAME, _fence_o) (o);
@@ -769,6 +874,10 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
           }
 #endif
         }
+#undef A_SC_COPY_ONE
+#undef A_SC_COPY
+#undef A_SC_APPLY_ONE
+#undef A_SC_APPLY
 #undef A_ISSUE_QK
 #undef A_ISSUE_PV
 #undef A_PV_DESC
@@ -835,3 +944,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_ORS
 #undef A_ROWS_ALL
 #undef A_HIDDEN
+#undef A_NSC
+#undef A_SC_WARP
+#undef A_SCAN
+#undef NKP_SCORES

@@ -51,21 +51,39 @@ enum
   LEAD_TMA = 1 << 2,     /* kv_row0, kv_plane: the K/V view's coordinates */
   LEAD_K = 1 << 3,       /* k_base: K's (and V's) offset */
   LEAD_FLAT = 1 << 4,    /* kv_flat: the flat index of the K/V matrix */
+  LEAD_SC = 1 << 5,      /* scI_base: each score operand's offset */
 };
 
-/* Code decomposing `blk` into the leading axes, innermost first, adding each index times
- * its stride to the sums `which` names. */
+/* Code decomposing `blk` into the leading axes, innermost first (with `first`, the plan's
+ * lead_first before them: blocks that read the same tiles of a score operand together),
+ * adding each index times its stride to the sums `which` names; kv_flat is the K/V
+ * matrix's flat index whatever the order. */
 static char *
 lead_code (const NapkinPlanAttention *a,
            guint                      which,
+           gboolean                   first,
            int                        indent)
 {
   GString *s = g_string_new (NULL);
-  gint64 mult = 1;
+  gint64 mults[NAPKIN_MAX_RANK], mult = 1;
+  int order[NAPKIN_MAX_RANK], n = 0;
   g_autofree char *pad = g_strnfill (indent, ' ');
 
   for (int l = (int) a->n_lead - 1; l >= 0; l--)
     {
+      mults[l] = mult;
+      mult *= a->lead_size[l];
+    }
+  if (first && a->lead_first >= 0)
+    order[n++] = a->lead_first;
+  for (int l = (int) a->n_lead - 1; l >= 0; l--)
+    if (!(first && l == a->lead_first))
+      order[n++] = l;
+  for (int o = 0; o < n; o++)
+    {
+      const int l = order[o];
+
+      mult = mults[l];
       g_string_append_printf (s, "%s{\n%s  const long i_ = blk %% %" G_GINT64_FORMAT "L;\n\n%s  blk /= %" G_GINT64_FORMAT
                               "L;\n", pad, pad, a->lead_size[l], pad, a->lead_size[l]);
       if (which & LEAD_Q)
@@ -79,8 +97,10 @@ lead_code (const NapkinPlanAttention *a,
         g_string_append_printf (s, "%s  k_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, a->k_lead[l]);
       if (which & LEAD_FLAT)
         g_string_append_printf (s, "%s  kv_flat += i_ * %" G_GINT64_FORMAT "L;\n", pad, mult);
+      for (guint i = 0; (which & LEAD_SC) && i < a->n_scores; i++)
+        if (a->scores[i].lead[l] != 0)
+          g_string_append_printf (s, "%s  sc%u_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, i, a->scores[i].lead[l]);
       g_string_append_printf (s, "%s}\n", pad);
-      mult *= a->lead_size[l];
     }
   return g_string_free (s, FALSE);
 }
@@ -186,6 +206,7 @@ wgmma_wrappers (const char *name,
 typedef struct
 {
   NapkinCudaRef q, k, v, o, part, vt;
+  NapkinCudaRef sc[NAPKIN_ATTN_MAX_SCORES];
   gboolean      has_part, has_vt;
 } Refs;
 
@@ -199,6 +220,15 @@ resolve (const NapkinPrintCtx      *ctx,
   if (!_napkin_cuda_ref (ctx, &a->q, &r->q, error) || !_napkin_cuda_ref (ctx, &a->k, &r->k, error)
       || !_napkin_cuda_ref (ctx, &a->v, &r->v, error) || !_napkin_cuda_ref (ctx, &a->o, &r->o, error))
     return FALSE;
+  for (guint i = 0; i < a->n_scores; i++)
+    {
+      if (!_napkin_cuda_ref (ctx, &a->scores[i].x, &r->sc[i], error))
+        return FALSE;
+      /* device buffers start 256-byte aligned: the plan's pieces need the same of offsets */
+      if (r->sc[i].offset % a->scores[i].vec != 0)
+        FAIL ("score operand %u lies at byte %" G_GINT64_FORMAT ", not on its %u-byte pieces", i, r->sc[i].offset,
+              a->scores[i].vec);
+    }
   if (a->split_kv > 1)
     {
       NapkinPlanBuffer part = { -1, a->partials, NAPKIN_DTYPE_FP32 };
@@ -216,6 +246,51 @@ resolve (const NapkinPrintCtx      *ctx,
       r->has_vt = TRUE;
     }
   return TRUE;
+}
+
+/* The bits of an element that hides its key (docs/plan.md, "Score operands"): a zero
+ * flag, a bias of −∞. */
+static const char *
+hidden_bits (const NapkinPlanAttnScore *sc)
+{
+  if (sc->kind == NAPKIN_ATTN_SCORE_KEEP)
+    return "0u";
+  return sc->dtype == NAPKIN_DTYPE_FP32 ? "0xff800000u" : sc->dtype == NAPKIN_DTYPE_BF16 ? "0xff80u" : "0xfc00u";
+}
+
+/* The score operands as both tiled templates take them: their count, a warp's staging
+ * bytes, the padding scan, and SCORES (X), one X (…) each (kernels/attn-sm90.cu). */
+static void
+add_score_params (GArray                    *p,
+                  const NapkinPlanAttention *a,
+                  const Refs                *r)
+{
+  GString *list = g_string_new ("#define NKP_SCORES(X)");
+  gboolean scan = FALSE;
+
+  for (guint i = 0; i < a->n_scores; i++)
+    {
+      const NapkinPlanAttnScore *sc = &a->scores[i];
+      g_autofree char *coef = float_text (sc->kind == NAPKIN_ATTN_SCORE_BIAS ? sc->coef : 0.0);
+      g_autofree char *ref = _napkin_cuda_ref_expr (&r->sc[i], sc->dtype);
+
+      g_string_append_printf (list, " X (sc%u_base, %d, %s, %u, %u, %u, %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                              ", %" G_GINT64_FORMAT "L, %" G_GINT64_FORMAT "L, %sf, %s, %d, %s)", i, sc->kind == NAPKIN_ATTN_SCORE_KEEP, _napkin_cuda_ctype (sc->dtype),
+                              napkin_dtype_bytes (sc->dtype), sc->vec, sc->rows, sc->pitch, sc->offset, sc->group,
+                              sc->row, coef, ref, sc->scan, hidden_bits (sc));
+      scan |= sc->scan;
+    }
+  g_string_append_c (list, '\n');
+  {
+    NapkinSkeletonParam t[] = {
+      { "N_SC", int_text (a->n_scores) },
+      { "SC_WARP", int_text (a->score_warp_bytes) },
+      { "SC_SCAN", g_strdup (scan ? "1" : "0") },
+      { "SCORES", g_string_free (list, FALSE) },
+    };
+
+    g_array_append_vals (p, t, G_N_ELEMENTS (t));
+  }
 }
 
 static void
@@ -347,7 +422,7 @@ print_sm90 (const NapkinPrintCtx   *ctx,
   {
     NapkinSkeletonParam head[] = {
       { "WGMMA", wgmma_wrappers (name, a->BKV, dv, a->dtype, a->v_dtype) },
-      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT, 2) },
+      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT | LEAD_SC, TRUE, 2) },
       { "NAME", g_strdup (name) },
       { "ROWS", int_text (a->rows) },
       { "BQ", int_text (a->BQ) },
@@ -387,6 +462,7 @@ print_sm90 (const NapkinPrintCtx   *ctx,
     add_size_params (p, a);
     g_array_append_vals (p, mid, G_N_ELEMENTS (mid));
     add_mask_params (p, a);
+    add_score_params (p, a, r);
     g_array_append_vals (p, tail, G_N_ELEMENTS (tail));
     emit (ctx, napkin_kernel_attn_sm90, p,
           g_strdup_printf ("\n/* Region %s: attention on wgmma (kernels/attn-sm90.cu, sm_90a) */\n", rname));
@@ -428,7 +504,7 @@ print_sm80 (const NapkinPrintCtx   *ctx,
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam head[] = {
-      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT, 2) },
+      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT | LEAD_SC, TRUE, 2) },
       { "NAME", g_strdup (name) },
       { "ROWS", int_text (a->rows) },
       { "BQ", int_text (a->BQ) },
@@ -459,6 +535,7 @@ print_sm80 (const NapkinPrintCtx   *ctx,
 
     add_size_params (p, a);
     add_mask_params (p, a);
+    add_score_params (p, a, r);
     g_array_append_vals (p, tail, G_N_ELEMENTS (tail));
     emit (ctx, napkin_kernel_attn_sm80, p,
           g_strdup_printf ("\n/* Region %s: attention on mma.sync (kernels/attn-sm80.cu) */\n", rname));
@@ -481,7 +558,7 @@ print_combine (const NapkinPrintCtx   *ctx,
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam params[] = {
-      { "LEAD", lead_code (a, LEAD_O | LEAD_FLAT, 4) },
+      { "LEAD", lead_code (a, LEAD_O | LEAD_FLAT, FALSE, 4) },
       { "NAME", g_strdup (name) },
       { "SPLIT", int_text (a->split_kv) },
       { "D", int_text (a->D) },

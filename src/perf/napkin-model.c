@@ -96,7 +96,9 @@ typedef struct
   double                best_kernel_s;   /* the longest kernel on its best path */
   gboolean              exp_fma_seen;    /* node_compute priced exponentials on the FMA units */
   double                sfu_all_s;       /* node_compute: SFU time were every exponential on it */
-  double                issue_extra_s;   /* node_compute: the softmax phase's growth from exp on FMA */
+  double                issue_extra_s;   /* node_compute: the softmax phase's growth from exp on FMA
+                                            and score operands */
+  double                score_ops;       /* the attention kernel's score operands' instructions a score */
   gint64                chunks;          /* the kernel's key chunks (its rows' corrections) */
   gint64                exp_blocks;      /* the wgmma attention kernel's score blocks a chunk (BKV / 8) */
   NapkinPlan           *plan;        /* the kernel plan priced (a->plan) */
@@ -1311,6 +1313,55 @@ distinct_prefix (gint64          w,
   return q > 0 ? full : distinct_prefix (rem, radix, carried, j + 1, n);
 }
 
+/* An attention kernel whose blocks walk a leading axis first (lead_first: the one a
+ * score operand lacks, docs/plan.md "Score operands") runs its query tiles first, then
+ * the group's, then the leading axes in that walk: the parallel axes `axes` (outermost
+ * first) reordered to match, so a wave shares what those blocks share. */
+static void
+attention_walk (const Model *m,
+                guint        r,
+                guint       *axes,
+                gint64      *radix,
+                guint        n)
+{
+  const NapkinPlanKernel *pk = m->plan ? napkin_plan_kernel_for (m->plan, r, -1) : NULL;
+  const NapkinPlanAttention *a = pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION ? &pk->u.att : NULL;
+  int walk[NAPKIN_MAX_RANK + 2];
+  guint nw = 0, k = 0, out_axes[NAPKIN_MAX_RANK * 4];
+  gint64 out_radix[NAPKIN_MAX_RANK * 4];
+
+  if (a == NULL || a->lead_first < 0 || n > G_N_ELEMENTS (out_axes))
+    return;
+  walk[nw++] = a->query_axis;
+  if (a->group_axis >= 0)
+    walk[nw++] = a->group_axis;
+  walk[nw++] = a->lead_axis[a->lead_first];
+  for (int l = (int) a->n_lead - 1; l >= 0; l--)
+    if (l != a->lead_first)
+      walk[nw++] = a->lead_axis[l];
+  for (guint i = 0; i < n; i++)
+    {
+      gboolean walked = FALSE;
+
+      for (guint w = 0; w < nw; w++)
+        walked |= (int) axes[i] == walk[w];
+      if (!walked)
+        {
+          out_axes[k] = axes[i];
+          out_radix[k++] = radix[i];
+        }
+    }
+  for (int w = (int) nw - 1; w >= 0; w--)
+    for (guint i = 0; i < n; i++)
+      if ((int) axes[i] == walk[w])
+        {
+          out_axes[k] = axes[i];
+          out_radix[k++] = radix[i];
+        }
+  memcpy (axes, out_axes, sizeof (guint) * n);
+  memcpy (radix, out_radix, sizeof (gint64) * n);
+}
+
 static void
 model_l2_reuse (Model *m,
                 guint  r)
@@ -1345,6 +1396,7 @@ model_l2_reuse (Model *m,
   wave = MIN (cost->instances, (gint64) m->arch->sms * cost->per_sm);
   if (wave <= 1 || n_par == 0)
     return;
+  attention_walk (m, cost->region, axes, radix, n_par);
 
   distinct = g_new0 (gint64, cost->transfers->len + 1);
   for (guint i = 0; i < cost->transfers->len; i++)
@@ -1504,19 +1556,25 @@ static const char *tensor_path_names[] = { "library", "wgmma", "mma.sync" };
 #define NAPKIN_SOFTMAX_SCORE_OPS  3.5
 #define NAPKIN_SOFTMAX_ROW_OPS    44.0
 #define ATTN_ISSUE_RATE           0.85
+/* A score operand (docs/plan.md, "Score operands") issues per score half a shared-memory
+ * load (a pair a load), a conversion to fp32 and the FMA (or select) that applies it:
+ * counted from the kernel's source, not yet measured. */
+#define NAPKIN_SCORE_OPERAND_OPS  2.5
 
 /* The online softmax's phase on an SM: the busier of the SFU (the exponentials left on
  * it and a correction per row and chunk for each of the row's 4 threads) and the issue
- * slots its instructions take, with a fraction fma of the exponentials as polynomials. */
+ * slots its instructions take, with a fraction fma of the exponentials as polynomials
+ * and `extra` more instructions a score (score operands). */
 static double
 softmax_phase_s (const NapkinArch *arch,
                  double            exps,
                  double            row_chunks,
                  double            fma,
+                 double            extra,
                  double            clock)
 {
   double sfu = (exps * (1 - fma) + 4 * row_chunks) / (arch->sfu_per_sm_clock * arch->sms * clock);
-  double issue = (exps * (NAPKIN_SOFTMAX_SCORE_OPS + (1 - fma) + fma * NAPKIN_EXP_POLY_OPS)
+  double issue = (exps * (NAPKIN_SOFTMAX_SCORE_OPS + extra + (1 - fma) + fma * NAPKIN_EXP_POLY_OPS)
                   + row_chunks * NAPKIN_SOFTMAX_ROW_OPS)
                  / (NAPKIN_ISSUE_PER_SM_CLOCK * ATTN_ISSUE_RATE * arch->sms * clock);
 
@@ -1580,16 +1638,17 @@ node_compute (Model      *m,
 
     m->exp_fma_seen |= fma > 0;
     m->sfu_all_s += f.sfu / napkin_arch_sfu_rate (m->arch);
-    /* the same warps issue the polynomials: the softmax phase is the busier of the SFU
-     * and the issue slots, which the polynomials fill faster than they empty the SFU */
-    if (fma > 0)
+    /* the same warps issue the polynomials (and apply the score operands): the softmax
+     * phase is the busier of the SFU and the issue slots, which the polynomials fill
+     * faster than they empty the SFU */
+    if (node->kind == NAPKIN_OP_SOFTMAX && (fma > 0 || m->score_ops > 0))
       {
         int axis = napkin_diagram_find_axis (m->d, node->axis);
         gint64 len = axis >= 0 ? napkin_diagram_axis_size (m->d, axis) : 0;
         double rows = len > 0 ? (double) f.sfu / len * MAX (1, m->chunks) : 0;
 
-        m->issue_extra_s += softmax_phase_s (m->arch, f.sfu, rows, fma, m->arch->clock_hz)
-                            - softmax_phase_s (m->arch, f.sfu, rows, 0, m->arch->clock_hz);
+        m->issue_extra_s += softmax_phase_s (m->arch, f.sfu, rows, fma, m->score_ops, m->arch->clock_hz)
+                            - softmax_phase_s (m->arch, f.sfu, rows, 0, 0, m->arch->clock_hz);
       }
 
     time[NAPKIN_RESOURCE_SFU] += f.sfu * (1 - fma) / napkin_arch_sfu_rate (m->arch);
@@ -1652,7 +1711,7 @@ finish_kernel (Model            *m,
        * by issue_extra_s, which the measurement shows whole */
       double issue = (k->time_s[NAPKIN_RESOURCE_TENSOR]
                       + ATTN_SFU_EXPOSED * (k->exp_on_fma ? k->sfu_all_s : k->time_s[NAPKIN_RESOURCE_SFU])
-                      + (k->exp_on_fma ? k->issue_extra_s : 0)) * k->quantisation
+                      + k->issue_extra_s) * k->quantisation
                      + k->chunk_s;
 
       if (issue > overlap)
@@ -2377,6 +2436,7 @@ kernel_compute (Model                  *m,
 
     m->exp_blocks = pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->path == NAPKIN_PATH_WGMMA
                     ? pk->u.att.BKV / 8 : 0;
+    m->score_ops = pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION ? pk->u.att.n_scores * NAPKIN_SCORE_OPERAND_OPS : 0;
   }
   for (guint i = 0; i < m->rs[cost->region].members->len; i++)
     node_compute (m, g_array_index (m->rs[cost->region].members, guint, i), path, k->time_s);
@@ -2673,6 +2733,7 @@ operation_kernel (Model *m,
     warning_add (m, _("contraction “%s” lies in no region: modelled as reading each operand from device "
                  "memory once, as if on-chip memory were unbounded; relabel it to see what tiling costs"),
                  node->id);
+  m->score_ops = 0;
   node_compute (m, n, path, k.time_s);
   if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
     k.tensor_path = tensor_path_names[path];

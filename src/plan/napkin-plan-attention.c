@@ -188,6 +188,27 @@ mask_text (const NapkinPlanAttention *a)
     }
 }
 
+/* The score operands for the note: "a bias added (fp16, 16 rows a warp in 16-byte
+ * pieces), keep flags applied (int8, one row a block, chunks it hides wholly skipped)". */
+static void
+scores_text (GString                   *s,
+             const NapkinPlanAttention *a)
+{
+  for (guint i = 0; i < a->n_scores; i++)
+    {
+      const NapkinPlanAttnScore *sc = &a->scores[i];
+
+      g_string_append (s, i == 0 ? "; " : ", ");
+      g_string_append (s, sc->kind == NAPKIN_ATTN_SCORE_KEEP ? _("keep flags applied") : _("a bias added"));
+      if (sc->rows == 1)
+        g_string_append_printf (s, _(" (%s, one row a block%s)"), napkin_dtype_to_string (sc->dtype),
+                                sc->scan ? _(", chunks it hides wholly skipped") : "");
+      else
+        g_string_append_printf (s, _(" (%s, 16 rows a warp in %u-byte pieces)"), napkin_dtype_to_string (sc->dtype),
+                                sc->vec);
+    }
+}
+
 /* The one-line note of an attention kernel. */
 static void
 attention_note (NapkinPlanKernel *k,
@@ -224,6 +245,7 @@ attention_note (NapkinPlanKernel *k,
                             (long long) a->tiles_masked);
   else if (a->NKV % a->BKV || a->NQ % a->BQ)
     g_string_append (s, _("; edge tiles masked"));
+  scores_text (s, a);
   if (a->split_kv > 1)
     g_string_append_printf (s, _("; keys split %u ways (%lld chunks each), partial outputs merged "
                                "by a second kernel"), a->split_kv, (long long) a->chunks_per_split);
@@ -447,6 +469,8 @@ attention_layout (NapkinPlanner       *p,
     if (axis_index (O->axes, Q->axes[i]) < 0)
       return g_strdup_printf (_("O lacks Q's axis %s"), Q->axes[i]);
 
+  a->query_axis = napkin_diagram_find_axis (p->d, ax->query);
+  a->group_axis = ax->group ? napkin_diagram_find_axis (p->d, ax->group) : -1;
   a->NQ = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, ax->query));
   a->NKV = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, key));
   a->D = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, d));
@@ -470,6 +494,7 @@ attention_layout (NapkinPlanner       *p,
       a->k_lead[l] = stride_of (p, K->axes, K->axes[i]);
       if (a->q_lead[l] < 0 || a->o_lead[l] < 0)
         return g_strdup_printf (_("K's axis %s must also be an axis of Q and O"), K->axes[i]);
+      a->lead_axis[l] = napkin_diagram_find_axis (p->d, K->axes[i]);
       a->kv_batch *= a->lead_size[l];
       lead_inner[l] = (int) i > key_at;
       if (lead_inner[l])
@@ -490,6 +515,47 @@ attention_layout (NapkinPlanner       *p,
   for (guint i = 0; ax->plain && i + 2 < qr; i++)
     ax->plain = g_str_equal (Q->axes[i], K->axes[i]) && g_str_equal (O->axes[i], K->axes[i]);
   return NULL;
+}
+
+/* Each consumer warp's staging area for the chunk size `a->BKV`: per operand `rows` rows
+ * of the chunk's keys, a row 16 bytes longer than the keys (eight rows read a 16-byte
+ * piece each without bank conflicts; 32 for fp32, whose 8-byte reads take a half-warp's
+ * four rows at a time), or one row where every row reads the same. */
+static void
+layout_scores (NapkinPlanAttention *a)
+{
+  gint64 at = 0;
+
+  for (guint i = 0; i < a->n_scores; i++)
+    {
+      NapkinPlanAttnScore *sc = &a->scores[i];
+      gint64 keys = a->BKV * napkin_dtype_bytes (sc->dtype);
+
+      sc->pitch = sc->rows == 1 ? ceil_div (keys, 16) * 16 : keys + (napkin_dtype_bytes (sc->dtype) == 4 ? 32 : 16);
+      sc->offset = at;
+      at += sc->rows * sc->pitch;
+    }
+  a->score_warp_bytes = at;
+}
+
+/* Shared memory the score operands add to a block of `warps` consumer warps. */
+static gint64
+scores_smem (const NapkinPlanAttention *a,
+             gint64                     warps)
+{
+  gboolean scan = FALSE;
+
+  for (guint i = 0; i < a->n_scores; i++)
+    scan |= a->scores[i].scan;
+  return warps * a->score_warp_bytes + (scan ? 16 : 0);
+}
+
+/* Registers a consumer thread spends on the score operands: each one's offset (64 bits)
+ * and, while a chunk's values are applied, a few for addresses and conversions. */
+static gint64
+score_registers (const NapkinPlanAttention *a)
+{
+  return a->n_scores > 0 ? 8 + 2 * (gint64) a->n_scores : 0;
 }
 
 /* ---- the kernels' limits ------------------------------------------------------------------ */
@@ -513,7 +579,7 @@ wgmma_smem (const NapkinPlanAttention *a)
 {
   guint qe = napkin_dtype_bytes (a->dtype);
   gint64 ds = ceil_div (a->D * qe, 128);
-  gint64 q = (gint64) a->consumers * 64 * ds * 128, kb = a->BKV * ds * 128, vb;
+  gint64 q = (gint64) a->consumers * 64 * ds * 128, kb = a->BKV * ds * 128, vb, bars;
 
   if (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3)
     vb = vt_rows (a) * a->BKV;
@@ -522,7 +588,11 @@ wgmma_smem (const NapkinPlanAttention *a)
   /* V as stored beside its Vᵀ, and one more mbarrier a stage, where the kernel transposes */
   if (a->vt_in_kernel)
     vb += a->BKV * ceil_div (a->D, 128) * 128;
-  return 1024 + q + (gint64) a->stages * (kb + vb) + 8 * (1 + (a->vt_in_kernel ? 4 : 3) * (gint64) a->stages);
+  bars = 8 * (1 + (a->vt_in_kernel ? 4 : 3) * (gint64) a->stages);
+  /* the score operands' staging after the mbarriers, 16-byte aligned, 4 warps a consumer */
+  if (a->n_scores > 0)
+    bars = ceil_div (bars, 16) * 16 + scores_smem (a, 4 * (gint64) a->consumers);
+  return 1024 + q + (gint64) a->stages * (kb + vb) + bars;
 }
 
 /* What each of `consumers` warpgroups gets when the producer keeps `producer` (setmaxnreg:
@@ -587,6 +657,7 @@ wgmma_refusal (NapkinPlanner       *p,
   guint asked;
 
   a->vt_in_kernel = fp8_v && vt_in_kernel_asked ();
+  layout_scores (a);
 
   if (a->D % 8 || a->D < 8 || a->D > 256 || (fp8 && a->D % 16))
     return g_strdup_printf (_("head size %lld: the Hopper attention kernel takes 8 to 256 in steps "
@@ -603,7 +674,7 @@ wgmma_refusal (NapkinPlanner       *p,
   /* per consumer thread: the scores (BKV/2), P (BKV/4 in 16 bits, BKV/8 in fp8), O (D/2),
    * and 32 for addresses, the running max and sum (ptxas: docs/plan.md) */
   a->v_t_rows = vt_rows (a);
-  need = a->BKV / 2 + (fp8_v ? a->BKV / 8 : a->BKV / 4) + a->v_t_rows / 2 + 32;
+  need = a->BKV / 2 + (fp8_v ? a->BKV / 8 : a->BKV / 4) + a->v_t_rows / 2 + 32 + score_registers (a);
   /* the producer keeps 56 registers (its Q copy's addresses) unless the consumers need
    * more than that leaves them: at 32 two consumer warpgroups get 232, at 24 240 (FA3's
    * split), three get 160 */
@@ -644,13 +715,15 @@ wgmma_refusal (NapkinPlanner       *p,
   return NULL;
 }
 
-/* Shared memory of the mma.sync kernel: Q, `buffers` K and V chunks, rows padded by 8. */
+/* Shared memory of the mma.sync kernel: Q, `buffers` K and V chunks, rows padded by 8, then
+ * the score operands' staging, a warp's after another. */
 static gint64
 mma_smem (const NapkinPlanAttention *a,
           gint64                     rows_pad,
           guint                      buffers)
 {
-  return (rows_pad + 2 * (gint64) buffers * a->BKV) * (ceil_div (a->D, 16) * 16 + 8) * 2;
+  return (rows_pad + 2 * (gint64) buffers * a->BKV) * (ceil_div (a->D, 16) * 16 + 8) * 2
+         + scores_smem (a, rows_pad / 16);
 }
 
 static char *
@@ -659,6 +732,7 @@ mma_refusal (NapkinPlanner       *p,
 {
   gint64 rows_pad = ceil_div (a->rows, 16) * 16, d16 = ceil_div (a->D, 16) * 16, smem, need, avail;
 
+  layout_scores (a);
   if (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
     return g_strdup_printf (_("%s attention needs Hopper's wgmma (sm_90a)"), napkin_dtype_to_string (a->dtype));
   if (a->D % 8 || a->D < 8 || a->D > 256)
@@ -677,7 +751,7 @@ mma_refusal (NapkinPlanner       *p,
    * d/8 (d 192 by 96 keys: 235 used; d 256 by 64 spills at 255), and d 128 by 128 keys
    * spills at 255 even with Q read from shared memory: 64 more */
   need = d16 / 2 + a->BKV / 2 + 64 + (d16 > 128 ? d16 / 8 : 0)
-         + (d16 >= 128 && a->BKV >= 128 && a->consumers >= 8 ? 64 : 0);
+         + (d16 >= 128 && a->BKV >= 128 && a->consumers >= 8 ? 64 : 0) + score_registers (a);
   if (need > avail)
     return g_strdup_printf (_("chunks of %lld keys at d = %lld need about %lld registers per thread; %u warps may have %lld"),
                             (long long) a->BKV, (long long) a->D, (long long) need, a->consumers, (long long) avail);
@@ -813,9 +887,6 @@ read_mask (NapkinPlanAttention *a,
            const AttnAxes      *ax,
            gboolean             then_negative)
 {
-  if (mask->mask == NAPKIN_MASK_TENSOR)
-    return g_strdup_printf (_("attention: the kernel masks causal and window masks only; the tensor mask “%s” "
-                            "runs in the generic lowering"), mask->id);
   if (g_strcmp0 (mask->axis, ax->key) != 0 || g_strcmp0 (mask->rows, ax->query) != 0)
     return g_strdup_printf (_("attention: the mask “%s” must keep keys along %s per query of %s, not along %s per %s"),
                             mask->id, ax->key, ax->query, mask->axis, mask->rows);
@@ -838,7 +909,7 @@ legacy_shape (const NapkinPlanAttention *a,
               const AttnAxes            *ax,
               NapkinPath                 path)
 {
-  if (!ax->plain || a->mask != NAPKIN_ATTN_MASK_NONE || a->split_kv > 1 || a->group != 1 || a->exp_fma > 0
+  if (!ax->plain || a->mask != NAPKIN_ATTN_MASK_NONE || a->n_scores > 0 || a->split_kv > 1 || a->group != 1 || a->exp_fma > 0
       || (path == NAPKIN_PATH_MMA && a->stages < 2)
       || (a->D != 64 && a->D != 128) || (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
       || a->v_dtype != a->dtype || a->NQ % a->BQ || a->NKV % a->BKV)
@@ -857,21 +928,103 @@ legacy_shape (const NapkinPlanAttention *a,
   return a->BQ % 16 == 0;
 }
 
-/* The kernel's operations as one attention: qk → scales, casts and at most one mask in
- * any order → softmax → pv. */
+/* A score operand of the chain: the map or mask `node` reads it on input `port`; its
+ * weight in the score the softmax sees is the product of the scales after it (−1 for
+ * a subtrahend). */
 typedef struct
 {
-  int      qk, sm, pv, mask;
-  gboolean read_after;        /* pv's value is used (an output, or later kernels) */
-  double   alpha;             /* the product of the scales */
-  gboolean mask_then_negative;/* the mask comes before a scale that is not positive */
+  int                 node, port;
+  NapkinAttnScoreKind kind;
+  double              weight;
+  gboolean            then_negative;  /* keep flags before a scale that is not positive */
+} ChainScore;
+
+/* The kernel's operations as one attention: qk → scales, casts, at most one causal or
+ * window mask, and score operands (biases added or subtracted, tensor masks) in any
+ * order → softmax → pv. */
+typedef struct
+{
+  int        qk, sm, pv, mask;
+  gboolean   read_after;        /* pv's value is used (an output, or later kernels) */
+  double     alpha;             /* the product of the scales (and signs) */
+  gboolean   mask_then_negative;/* the mask comes before a scale that is not positive */
+  guint      n_scores;
+  ChainScore scores[NAPKIN_ATTN_MAX_SCORES];
 } AttnChain;
+
+/* Which input of `node` (a map add or sub, a tensor mask) carries the chain — the one
+ * computed in the kernel — while the other, its score operand, is read from device
+ * memory: the input port of the chain, or −1. */
+static int
+chain_port (NapkinPlanner    *p,
+            NapkinPlanKernel *k,
+            const NapkinNode *node,
+            int               at)
+{
+  gboolean in0 = _napkin_plan_member (p, k, napkin_diagram_input_source (p->d, at, 0));
+  gboolean in1 = _napkin_plan_member (p, k, napkin_diagram_input_source (p->d, at, 1));
+
+  if (node->kind == NAPKIN_OP_MASK)
+    return in0 && !in1 ? 0 : -1;
+  return in0 == in1 ? -1 : in0 ? 0 : 1;
+}
+
+/* Walks one link of the chain back from the softmax: `at` is a scale, a cast, a mask or
+ * a score operand's map; `after` is the product of the scales after it (toward the
+ * softmax). The input the chain continues on, or −1 where `at` is none of those. */
+static int
+chain_link (NapkinPlanner    *p,
+            NapkinPlanKernel *k,
+            AttnChain        *c,
+            int               at,
+            double           *after)
+{
+  const NapkinNode *node = napkin_diagram_node (p->d, at);
+  gboolean score = (node->kind == NAPKIN_OP_MAP && (node->fn == NAPKIN_FN_ADD || node->fn == NAPKIN_FN_SUB))
+                   || (node->kind == NAPKIN_OP_MASK && node->mask == NAPKIN_MASK_TENSOR);
+  int port = 0;
+
+  if (score)
+    {
+      ChainScore *sc = &c->scores[c->n_scores];
+      NapkinDtype type;
+
+      port = chain_port (p, k, node, at);
+      if (port < 0 || c->n_scores >= NAPKIN_ATTN_MAX_SCORES)
+        return -1;
+      sc->node = at;
+      sc->port = 1 - port;
+      /* the type as drawn: int8 flags stay flags under a --dtype that prices the rest */
+      type = napkin_diagram_node_type (p->d, napkin_diagram_input_source (p->d, at, sc->port)) != NULL
+             ? napkin_diagram_node_type (p->d, napkin_diagram_input_source (p->d, at, sc->port))->dtype
+             : NAPKIN_DTYPE_FP32;
+      sc->kind = node->kind == NAPKIN_OP_MASK && type == NAPKIN_DTYPE_INT8 ? NAPKIN_ATTN_SCORE_KEEP
+                                                                           : NAPKIN_ATTN_SCORE_BIAS;
+      /* x − b weighs b by −1; b − x also negates the chain before it */
+      sc->weight = node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SUB && port == 0 ? -*after : *after;
+      sc->then_negative = !(*after > 0);
+      if (node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SUB && port == 1)
+        *after = -*after;
+      c->n_scores++;
+    }
+  else if (node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SCALE)
+    *after *= node->alpha;
+  else if (node->kind == NAPKIN_OP_MASK && c->mask < 0)
+    {
+      c->mask = at;
+      c->mask_then_negative = !(*after > 0);
+    }
+  else if (!(node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_CAST))
+    return -1;
+  return napkin_diagram_input_source (p->d, at, port);
+}
 
 /* Whether the kernel's nodes are one attention chain, each link used once, Q, K and V read
  * from device memory (inputs, or values an earlier kernel stored) and O stored there (an
  * output, or a value later kernels read). Casts between Q·Kᵀ and the softmax change
  * nothing the kernel computes (its scores are fp32); the plan folds narrowing casts into
- * the values they cast (docs/plan.md, "The pipeline"). */
+ * the values they cast (docs/plan.md, "The pipeline"). Score operands are read from
+ * device memory too: values outside the kernel. */
 static gboolean
 find_chain (NapkinPlanner    *p,
             NapkinPlanKernel *k,
@@ -879,10 +1032,12 @@ find_chain (NapkinPlanner    *p,
 {
   guint n_consumers, n_uses, links = 0;
   const guint *consumers;
-  gboolean negative_after = FALSE;
+  double after = 1.0;
   int at;
 
-  *c = (AttnChain) { -1, -1, -1, -1, FALSE, 1.0, FALSE };
+  memset (c, 0, sizeof *c);
+  c->qk = c->sm = c->pv = c->mask = -1;
+  c->alpha = 1.0;
   for (guint i = 0; i < k->nodes->len; i++)
     {
       guint n = g_array_index (k->nodes, guint, i);
@@ -899,31 +1054,28 @@ find_chain (NapkinPlanner    *p,
   if (n_consumers != 1)
     return FALSE;
   c->pv = consumers[0];
-  for (at = napkin_diagram_input_source (p->d, c->sm, 0); at >= 0; at = napkin_diagram_input_source (p->d, at, 0))
+  for (at = napkin_diagram_input_source (p->d, c->sm, 0); at >= 0;)
     {
-      const NapkinNode *node = napkin_diagram_node (p->d, at);
-
       napkin_diagram_consumers (p->d, at, &n_uses);
       if (!_napkin_plan_member (p, k, at) || n_uses != 1)
         return FALSE;
-      if (node->kind == NAPKIN_OP_CONTRACT)
+      if (napkin_diagram_node (p->d, at)->kind == NAPKIN_OP_CONTRACT)
         {
           c->qk = at;
           break;
         }
-      if (node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SCALE)
-        {
-          c->alpha *= node->alpha;
-          negative_after |= !(node->alpha > 0);
-        }
-      else if (node->kind == NAPKIN_OP_MASK && c->mask < 0)
-        {
-          c->mask = at;
-          c->mask_then_negative = negative_after;
-        }
-      else if (!(node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_CAST))
+      if ((at = chain_link (p, k, c, at, &after)) < 0)
         return FALSE;
       links++;
+    }
+  c->alpha = after;
+  /* the walk met the operands from the softmax back: chain order is the reverse */
+  for (guint i = 0; i < c->n_scores / 2; i++)
+    {
+      ChainScore t = c->scores[i];
+
+      c->scores[i] = c->scores[c->n_scores - 1 - i];
+      c->scores[c->n_scores - 1 - i] = t;
     }
   if (c->qk < 0 || k->nodes->len != links + 3 || napkin_diagram_node (p->d, c->pv)->kind != NAPKIN_OP_CONTRACT
       || !_napkin_plan_member (p, k, c->pv) || napkin_diagram_input_source (p->d, c->pv, 0) != c->sm)
@@ -934,6 +1086,154 @@ find_chain (NapkinPlanner    *p,
       return FALSE;
   c->read_after = n_consumers > 0;
   return TRUE;
+}
+
+/* ---- score operands (docs/plan.md, "Score operands") ---------------------------------------- */
+
+/* The operand's strides along the scores' axes into `sc`: every axis of X must be one of
+ * the scores' (K's leading axes, the group, the queries, the keys), the keys last. NULL,
+ * or why not. */
+static char *
+score_layout (NapkinPlanner       *p,
+              NapkinPlanAttnScore *sc,
+              const NapkinTensor  *X,
+              const NapkinTensor  *K,
+              const AttnAxes      *ax,
+              const char          *id)
+{
+  guint xr = g_strv_length (X->axes), kr = g_strv_length (K->axes), l = 0;
+
+  for (guint i = 0; i < xr; i++)
+    {
+      const char *name = X->axes[i];
+
+      if (g_str_equal (name, ax->key) || g_str_equal (name, ax->query) || g_strcmp0 (name, ax->group) == 0)
+        continue;
+      if (axis_index (K->axes, name) < 0 || g_str_equal (name, K->axes[kr - 1]))
+        return g_strdup_printf (_("attention: the operand of “%s” has the axis %s, which the scores lack"), id, name);
+    }
+  if (xr == 0 || !g_str_equal (X->axes[xr - 1], ax->key))
+    return g_strdup_printf (_("attention: the operand of “%s” must have the key axis %s last (contiguous)"), id,
+                            ax->key);
+  for (guint i = 0; i + 1 < kr; i++)
+    if (!g_str_equal (K->axes[i], ax->key))
+      sc->lead[l++] = MAX (0, stride_of (p, X->axes, K->axes[i]));
+  sc->group = ax->group ? MAX (0, stride_of (p, X->axes, ax->group)) : 0;
+  sc->row = MAX (0, stride_of (p, X->axes, ax->query));
+  return NULL;
+}
+
+/* The widest piece (16, 8, 4, 2 or 1 bytes, at least an element) every row of the
+ * operand starts on: the copies into shared memory move pieces of it, cp.async from 4. */
+static guint
+score_vec (const NapkinPlanAttention *a,
+           const NapkinPlanAttnScore *sc)
+{
+  guint es = napkin_dtype_bytes (sc->dtype);
+
+  for (guint v = 16; v > es; v /= 2)
+    {
+      gboolean ok = (sc->group * es) % v == 0 && (sc->row * es) % v == 0;
+
+      for (guint l = 0; l < a->n_lead; l++)
+        ok &= (sc->lead[l] * es) % v == 0;
+      if (ok)
+        return v;
+    }
+  return es;
+}
+
+json_object *
+_napkin_plan_attention_scores_json (const NapkinPlan          *plan,
+                                    const NapkinPlanAttention *a)
+{
+  json_object *list = json_object_new_array ();
+
+  for (guint i = 0; i < a->n_scores; i++)
+    {
+      const NapkinPlanAttnScore *sc = &a->scores[i];
+      json_object *o = json_object_new_object (), *lead = json_object_new_array ();
+
+      for (guint l = 0; l < a->n_lead; l++)
+        json_object_array_add (lead, json_object_new_int64 (sc->lead[l]));
+      json_object_object_add (o, "kind", json_object_new_string (sc->kind == NAPKIN_ATTN_SCORE_KEEP ? "keep" : "bias"));
+      json_object_object_add (o, "operation", json_object_new_string (napkin_diagram_node (plan->diagram, sc->node)->id));
+      json_object_object_add (o, "operand", json_object_new_string (napkin_diagram_node (plan->diagram, sc->x.node)->id));
+      json_object_object_add (o, "dtype", json_object_new_string (napkin_dtype_to_string (sc->dtype)));
+      json_object_object_add (o, "factor", json_object_new_double (sc->coef));
+      json_object_object_add (o, "lead_strides", lead);
+      json_object_object_add (o, "group_stride", json_object_new_int64 (sc->group));
+      json_object_object_add (o, "query_stride", json_object_new_int64 (sc->row));
+      json_object_object_add (o, "rows", json_object_new_int (sc->rows));
+      json_object_object_add (o, "piece_bytes", json_object_new_int (sc->vec));
+      json_object_object_add (o, "scan", json_object_new_boolean (sc->scan));
+      json_object_array_add (list, o);
+    }
+  return list;
+}
+
+/* The chain's score operands into `a` (after the marks: a row shared by a block depends
+ * on its group tile). NULL, or why not. */
+static char *
+read_scores (NapkinPlanner       *p,
+             NapkinPlanAttention *a,
+             const AttnChain     *c,
+             const NapkinTensor  *K,
+             const AttnAxes      *ax)
+{
+  gboolean has_dtype = p->options && p->options->has_dtype;
+
+  if (c->n_scores > 0 && !(c->alpha != 0))
+    return g_strdup (_("attention: scores scaled by 0 take no bias or tensor mask"));
+  for (guint i = 0; i < c->n_scores; i++)
+    {
+      const ChainScore *cs = &c->scores[i];
+      NapkinPlanAttnScore *sc = &a->scores[a->n_scores];
+      const NapkinNode *node = napkin_diagram_node (p->d, cs->node);
+      int src = napkin_diagram_input_source (p->d, cs->node, cs->port);
+      const char *names[NAPKIN_MAX_RANK + 1];
+      NapkinTensor x;
+      char *why;
+
+      if (!value_tensor (p, src, &x, names))
+        return g_strdup_printf (_("attention: the operand of “%s” needs a known type"), node->id);
+      memset (sc, 0, sizeof *sc);
+      sc->kind = cs->kind;
+      sc->node = cs->node;
+      sc->dtype = napkin_diagram_node_type (p->d, src)->dtype;
+      if (sc->kind == NAPKIN_ATTN_SCORE_KEEP && cs->then_negative)
+        return g_strdup_printf (_("attention: the mask “%s” comes before a scale that is not positive"), node->id);
+      if (sc->kind == NAPKIN_ATTN_SCORE_BIAS && has_dtype)
+        sc->dtype = p->options->dtype == NAPKIN_DTYPE_BF16 || p->options->dtype == NAPKIN_DTYPE_FP32
+                    ? p->options->dtype : NAPKIN_DTYPE_FP16;
+      if (sc->kind == NAPKIN_ATTN_SCORE_BIAS && sc->dtype != NAPKIN_DTYPE_FP16 && sc->dtype != NAPKIN_DTYPE_BF16
+          && sc->dtype != NAPKIN_DTYPE_FP32)
+        return g_strdup_printf (_("attention: the bias of “%s” is %s; the kernels add fp16, bf16 or fp32 "
+                                  "(int8 flags mask through a tensor mask)"), node->id,
+                                napkin_dtype_to_string (sc->dtype));
+      if ((why = score_layout (p, sc, &x, K, ax, node->id)) != NULL)
+        return why;
+      sc->x = (NapkinPlanBuffer) { src, -1, sc->dtype };
+      sc->coef = sc->kind == NAPKIN_ATTN_SCORE_BIAS ? cs->weight / c->alpha : 0;
+      sc->vec = score_vec (a, sc);
+      sc->rows = sc->row == 0 && (sc->group == 0 || a->group_tile == 1) ? 1 : 16;
+      a->n_scores++;
+    }
+  /* the blocks of the sequences (or heads) an operand of rows lacks run together, so
+   * that L2 serves its tiles to all but the first of them */
+  for (guint i = 0; i < a->n_scores && a->lead_first < 0; i++)
+    for (guint l = 0; l < a->n_lead && a->lead_first < 0; l++)
+      if (a->scores[i].rows > 1 && a->scores[i].lead[l] == 0 && a->lead_size[l] > 1)
+        a->lead_first = (int) l;
+  /* a padding mask (one row a block) lets a block skip the chunks it hides wholly */
+  for (guint i = 0; i < a->n_scores; i++)
+    if (a->scores[i].rows == 1 && a->NKV > a->BKV)
+      {
+        a->scores[i].scan = TRUE;
+        break;
+      }
+  layout_scores (a);
+  return NULL;
 }
 
 /* Element types into `a`: Q and K alike (fp16, bf16 or fp8 e4m3); V as Q in 16 bits, or
@@ -1182,6 +1482,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
 
   memset (a, 0, sizeof *a);
   a->partials = a->v_t = -1;
+  a->lead_first = -1;
   a->bkv_parts = 1;
   a->q_scale = a->k_scale = a->v_scale = 1.0;
   a->window_left = a->window_right = -1;
@@ -1216,6 +1517,8 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
         a->BKV = up;
       }
   }
+  if ((reason = read_scores (p, a, &c, &tk, &ax)) != NULL)
+    return refuse (k, why, reason);
   a->stages = MAX (2u, region->stages);
   a->alpha = c.alpha;
   a->q = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.qk, 0), -1, a->dtype };

@@ -208,8 +208,37 @@ next_outside (NapkinPlanner *p,
   return (int) consumers[0];
 }
 
-/* Q·Kᵀ, then scales, casts and masks of keys per query, a softmax, then ·V, each value
- * read only by the next: what the attention kernel may take (its recogniser decides). */
+/* Whether `node` applies an operand to the chain's value `from` (a map add or sub of
+ * another value, a tensor mask): the operand, read from device memory, carries only
+ * axes of the scores (a bias [h, q, k], a padding mask [b, k]), so the kernel reads it
+ * per (row, key) as it goes (docs/plan.md, "Score operands"). */
+static gboolean
+score_operand (NapkinPlanner    *p,
+               const NapkinNode *node,
+               guint             at,
+               guint             from)
+{
+  int in0 = napkin_diagram_input_source (p->d, at, 0), in1 = napkin_diagram_input_source (p->d, at, 1);
+  int other = in0 == (int) from ? in1 : in0;
+  const NapkinTensorType *scores = napkin_diagram_node_type (p->d, from), *x;
+
+  if (!((node->kind == NAPKIN_OP_MAP && (node->fn == NAPKIN_FN_ADD || node->fn == NAPKIN_FN_SUB))
+        || (node->kind == NAPKIN_OP_MASK && node->mask == NAPKIN_MASK_TENSOR && in0 == (int) from)))
+    return FALSE;
+  if (in0 < 0 || in1 < 0 || in0 == in1 || scores == NULL)
+    return FALSE;
+  x = napkin_diagram_node_type (p->d, (guint) other);
+  if (x == NULL || !x->valid)
+    return FALSE;
+  for (guint i = 0; i < x->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (scores, x->axes[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* Q·Kᵀ, then scales, casts, masks of keys per query and score operands (biases, tensor
+ * masks), a softmax, then ·V, each value read only by the next: what the attention
+ * kernel may take (its recogniser decides). */
 static gboolean
 attention_chain (NapkinPlanner *p,
                  guint          qk,
@@ -239,7 +268,8 @@ attention_chain (NapkinPlanner *p,
           return TRUE;
         }
       if (!(node->kind == NAPKIN_OP_MAP && (node->fn == NAPKIN_FN_SCALE || node->fn == NAPKIN_FN_CAST))
-          && !(node->kind == NAPKIN_OP_MASK && node->mask != NAPKIN_MASK_TENSOR))
+          && !(node->kind == NAPKIN_OP_MASK && node->mask != NAPKIN_MASK_TENSOR)
+          && !score_operand (p, node, (guint) at, c->nodes[c->n - 2]))
         return FALSE;
     }
   return FALSE;

@@ -59,6 +59,11 @@ gboolean  _napkin_plan_try_elementwise (NapkinPlanner    *p,
                                         NapkinPlanKernel *kernel,
                                         char            **why);
 
+/* An attention kernel's score operands for `plan` --format json (docs/plan.md, "Score
+ * operands"): kind, operand, type, factor, strides, staging. */
+json_object *_napkin_plan_attention_scores_json (const NapkinPlan          *plan,
+                                                 const NapkinPlanAttention *a);
+
 /* Helpers. */
 NapkinDtype _napkin_plan_dtype          (NapkinPlanner    *p,
                                         int               node);

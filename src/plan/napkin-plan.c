@@ -771,6 +771,7 @@ napkin_plan_to_json (const NapkinPlan *plan)
             json_object_object_add (tiles, "rows", json_object_new_int64 (a->rows));
             json_object_object_add (o, "stages", json_object_new_int (a->stages));
             json_object_object_add (o, "mask", json_object_new_string (napkin_attn_mask_to_string (a->mask)));
+            json_object_object_add (o, "scores", _napkin_plan_attention_scores_json (plan, a));
             json_object_object_add (o, "tiles_computed", json_object_new_int64 (a->tiles_computed));
             json_object_object_add (o, "tiles_total", json_object_new_int64 (a->tiles_total));
             json_object_object_add (o, "split_kv", json_object_new_int (a->split_kv));

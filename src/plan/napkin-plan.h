@@ -157,6 +157,42 @@ typedef enum
   NAPKIN_N_ATTN_MASKS
 } NapkinAttnMask;
 
+/* What a score operand does to the scores (docs/plan.md, "Score operands"). */
+typedef enum
+{
+  NAPKIN_ATTN_SCORE_BIAS,      /* s += coef · x (a relative-position bias, an additive mask) */
+  NAPKIN_ATTN_SCORE_KEEP,      /* s = x ≠ 0 ? s : −∞ (boolean keep flags, int8) */
+  NAPKIN_N_ATTN_SCORES
+} NapkinAttnScoreKind;
+
+#define NAPKIN_ATTN_MAX_SCORES 4
+
+/* A tensor read from device memory and applied to the scores between Q·Kᵀ and the
+ * softmax (docs/plan.md, "Score operands"): element (lead…, group g, query i, key j) at
+ *   Σ lead[l]·idx_l + g·group + i·row + j
+ * (the key axis contiguous; a stride of 0 broadcasts). `coef` is in units of the raw
+ * score Q·Kᵀ: the kernel adds coef·x to it before the softmax's scale α, so the score
+ * the softmax sees gains (α·coef)·x, the operand's weight in the diagram. A consumer warp
+ * stages its rows of each key chunk in shared memory (`rows` 16, or 1 when every row of
+ * the block reads the same one), `pitch` bytes apart, `offset` into the warp's area, in
+ * pieces of `vec` bytes (cp.async where ≥ 4). With `scan` (one operand at most: keep
+ * flags, or a bias of −∞, shared by every row of a block, a padding mask [b, k]) the
+ * block first reads its row and computes only the key chunks between the first and the
+ * last key it keeps. */
+typedef struct
+{
+  NapkinAttnScoreKind kind;
+  int                 node;              /* the map or mask that applies it */
+  NapkinPlanBuffer    x;
+  NapkinDtype         dtype;             /* fp16, bf16, fp32 (BIAS) or int8 (KEEP) */
+  double              coef;
+  gint64              lead[NAPKIN_MAX_RANK];
+  gint64              group, row;
+  guint               rows, vec;
+  gint64              pitch, offset;
+  gboolean            scan;
+} NapkinPlanAttnScore;
+
 /* Fused attention O = softmax (α·Q·Kᵀ, masked)·V over the keys, online softmax, fp32
  * accumulation (docs/plan.md, "Attention kernels").
  *
@@ -202,6 +238,14 @@ typedef struct
 
   NapkinAttnMask   mask;
   gint64           mask_offset, window_left, window_right;
+  guint            n_scores;              /* score operands (biases, keep flags), in chain order */
+  NapkinPlanAttnScore scores[NAPKIN_ATTN_MAX_SCORES];
+  gint64           score_warp_bytes;      /* shared memory each consumer warp stages them in */
+  int              lead_first;            /* the leading axis the blocks walk first (−1: K's innermost):
+                                             one a score operand lacks (a T5 bias [h, q, k] and the
+                                             batch), so blocks reading its same tiles run together */
+  int              query_axis, group_axis;/* diagram axes (−1: no group), and K's leading ones: */
+  int              lead_axis[NAPKIN_MAX_RANK];   /* the blocks' walk, as the model orders its waves */
   gint64           tiles_total;           /* per query head: query tiles × key chunks */
   gint64           tiles_computed;        /* … of which the kernel computes (not wholly masked) */
   gint64           tiles_masked;          /* … of which it masks in registers (partly masked, or past NKV) */

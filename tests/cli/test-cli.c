@@ -254,6 +254,42 @@ test_plan_strided_rows (void)
   g_rmdir (dir);
 }
 
+/* An einsum import whose attention adds T5's bias [h, q, k] and masks padding [b, k]
+ * (docs/plan.md, "Score operands"): `plan` names one attention kernel, on wgmma, that
+ * reads both operands; no region is drawn. */
+static void
+test_plan_attention_bias (void)
+{
+  g_autofree char *einsum = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "import",
+                                              "attention-bias.einsum", NULL);
+  g_autofree char *dir = g_dir_make_tmp ("napkin-cli-XXXXXX", NULL);
+  g_autofree char *file = g_build_filename (dir, "bias.napkin", NULL);
+  g_auto(Result) imp = { 0 };
+  g_auto(Result) r = { 0 };
+  json_object *root, *kernels, *k, *scores;
+
+  run_cli (&imp, "import", einsum, "-o", file, NULL);
+  g_assert_cmpint (imp.status, ==, 0);
+  run_cli (&r, "plan", file, "--arch", "h100", "--format", "json", NULL);
+  g_assert_cmpint (r.status, ==, 0);
+  root = json_tokener_parse (r.out);
+  g_assert_nonnull (root);
+  kernels = json_object_object_get (root, "kernels");
+  g_assert_cmpuint (json_object_array_length (kernels), ==, 1);
+  k = json_object_array_get_idx (kernels, 0);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (k, "kind")), ==, "attention");
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (k, "path")), ==, "wgmma");
+  scores = json_object_object_get (k, "scores");
+  g_assert_cmpuint (json_object_array_length (scores), ==, 2);
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (json_object_array_get_idx (scores, 0), "operand")),
+                   ==, "pos");
+  g_assert_cmpstr (json_object_get_string (json_object_object_get (json_object_array_get_idx (scores, 1), "kind")),
+                   ==, "keep");
+  json_object_put (root);
+  g_remove (file);
+  g_rmdir (dir);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -267,6 +303,7 @@ main (int    argc,
   g_test_add_func ("/cli/info/flops", test_info_flops);
   g_test_add_func ("/cli/info/text", test_info_text);
   g_test_add_func ("/cli/plan/strided-rows", test_plan_strided_rows);
+  g_test_add_func ("/cli/plan/attention-bias", test_plan_attention_bias);
 
   return g_test_run ();
 }

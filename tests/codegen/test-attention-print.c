@@ -63,6 +63,31 @@ static const Case cases[] = {
   { "d64 k64 3 stages", { 4, 16, 0, 3000, 3000, 64, "fp16", NULL, NULL, 128, 64, 3 }, 0, 0, 0, 0, "attn-sm90" },
   { "q tile 64", { 8, 16, 0, 500, 500, 128, "fp16", NULL, NULL, 64, 128, 2 }, 0, 0, 0, 0, "attn-sm90" },
   { "today d64", { 8, 16, 0, 512, 512, 64, "bf16", NULL, NULL, 128, 64, 3 }, 0, 0, 0, 0, "flash-wgmma" },
+  /* score operands (docs/plan.md, "Score operands") */
+  { "t5 bias", { 4, 16, 0, 1024, 1024, 64, "bf16", NULL, NULL, 128, 128, 2, 0, FALSE, "h,q,k", NULL, NULL, TRUE, 1.0 },
+    0, 0, 0, 0, "attn-sm90" },
+  { "padding bias", { 8, 16, 0, 1000, 1000, 64, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "b,k" }, 0, 0, 0, 0,
+    "attn-sm90" },
+  { "keep q k", { 2, 16, 0, 2048, 2048, 128, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, NULL, NULL, "q,k" }, 0, 0, 0,
+    0, "attn-sm90" },
+  { "keep b q k causal", { 2, 16, 0, 2048, 2048, 128, "bf16", NULL, NULL, 128, 128, 2, 0, FALSE, NULL, NULL, "b,q,k" },
+    NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, "attn-sm90" },
+  { "bias and keep", { 2, 16, 0, 2048, 2048, 128, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "h,q,k", NULL, "b,k" }, 0,
+    0, 0, 0, "attn-sm90" },
+  { "bias 1500 keys", { 2, 8, 0, 1500, 1500, 64, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "b,h,q,k" }, 0, 0, 0, 0,
+    "attn-sm90" },
+  { "bias 77 keys", { 2, 8, 0, 4096, 77, 64, "fp16", NULL, NULL, 128, 64, 2, 0, FALSE, "q,k" }, 0, 0, 0, 0,
+    "attn-sm90" },
+  { "gqa bias bshd", { 2, 32, 8, 2048, 2048, 128, "bf16", NULL, NULL, 128, 128, 2, 0, TRUE, "b,h,g,q,k" }, 0, 0, 0, 0,
+    "attn-sm90" },
+  { "decode keep", { 8, 32, 8, 1, 4096, 128, "bf16", NULL, NULL, 0, 128, 2, 4, FALSE, NULL, NULL, "b,k" }, 0, 0, 0, 0,
+    "attn-sm90" },
+  { "fp8 bias", { 4, 16, 0, 4096, 4096, 128, "fp8-e4m3", "fp16", "fp16", 128, 128, 2, 0, FALSE, "h,q,k" }, 0, 0, 0, 0,
+    "attn-sm90" },
+  { "d256 bias", { 2, 16, 0, 2048, 2048, 256, "bf16", NULL, NULL, 128, 64, 2, 0, FALSE, "b,h,q,k" }, 0, 0, 0, 0,
+    "attn-sm90" },
+  { "fp32 bias", { 2, 16, 0, 1024, 1024, 128, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "h,q,k", "fp32", "b,k" }, 0,
+    0, 0, 0, "attn-sm90" },
 };
 
 /* The case's module for `arch_id` (its plan masked as the case says), kernels named
@@ -76,7 +101,6 @@ generate (const Case  *c,
   g_autoptr(GError) error = NULL;
   g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c->c);
   NapkinPlan *plan = napkin_test_plan (d, arch_id);
-  NapkinIrProgram *prog;
   NapkinPlanKernel *k;
   NapkinCudaModule *m;
 
@@ -86,9 +110,7 @@ generate (const Case  *c,
       g_assert_true (napkin_plan_attention_set_mask (plan, k, c->mask, c->offset, c->left, c->right, &error));
       g_assert_no_error (error);
     }
-  prog = napkin_ir_lower (d, 0, &error);
-  g_assert_no_error (error);
-  m = napkin_codegen_cuda_planned (prog, plan, napkin_codegen_flags_for_arch (plan->target), prefix, &error);
+  m = napkin_codegen_cuda_for_plan (plan, 0, prefix, &error);
   g_assert_no_error (error);
   *plan_out = plan;
   return m;
@@ -214,6 +236,15 @@ test_print (void)
             }
           if (c->mask != NAPKIN_ATTN_MASK_NONE)
             g_assert_nonnull (strstr (h->source, "#define NKP_REVERSE 1\n"));
+          /* the score operands as the plan has them, the leading axes' strides in the index code */
+          {
+            g_autofree char *n_sc = g_strdup_printf ("#define NKP_N_SC %u\n", att->n_scores);
+
+            g_assert_nonnull (strstr (h->source, n_sc));
+            g_assert_cmpuint (att->n_scores, ==, (c->c.bias != NULL) + (c->c.keep != NULL));
+            if (att->n_scores > 0)
+              g_assert_nonnull (strstr (h->source, "#define NKP_SCORES(X) X (sc0_base, "));
+          }
         }
       g_string_append (all90, h->source);
 

@@ -27,6 +27,53 @@ axes (const NapkinTestAttention *c,
   return g_string_free (out, FALSE);
 }
 
+/* "h,q,k" as "\"h\", \"q\", \"k\"". */
+static char *
+quoted (const char *axes)
+{
+  g_auto (GStrv) names = g_strsplit (axes, ",", -1);
+  GString *out = g_string_new (NULL);
+
+  for (guint i = 0; names[i] != NULL; i++)
+    g_string_append_printf (out, "%s\"%s\"", i ? ", " : "", g_strstrip (names[i]));
+  return g_string_free (out, FALSE);
+}
+
+/* The wires: Q·Kᵀ → [bias] → scale → [bias] → [keep] → softmax → ·V. */
+static void
+chain_wires (GString                   *s,
+             const NapkinTestAttention *c)
+{
+  const char *chain[5];
+  guint n = 0;
+
+  chain[n++] = "qk";
+  if (c->bias && c->bias_first)
+    chain[n++] = "bias";
+  chain[n++] = "scale";
+  if (c->bias && !c->bias_first)
+    chain[n++] = "bias";
+  if (c->keep)
+    chain[n++] = "keep";
+  g_string_append (s, "\"wires\": [{\"from\": \"q_in\", \"to\": \"qk\", \"port\": 0}, "
+                      "{\"from\": \"k_in\", \"to\": \"qk\", \"port\": 1}, ");
+  for (guint i = 0; i + 1 < n; i++)
+    g_string_append_printf (s, "{\"from\": \"%s\", \"to\": \"%s\", \"port\": 0}, ", chain[i], chain[i + 1]);
+  g_string_append_printf (s, "{\"from\": \"%s\", \"to\": \"sm\", \"port\": 0}, ", chain[n - 1]);
+  if (c->bias)
+    g_string_append (s, "{\"from\": \"b_in\", \"to\": \"bias\", \"port\": 1}, ");
+  if (c->keep)
+    g_string_append (s, "{\"from\": \"m_in\", \"to\": \"keep\", \"port\": 1}, ");
+  /* scores in the bias's own type: P cast back to V's for the second product */
+  if (c->bias && c->bias_dtype)
+    g_string_append (s, "{\"from\": \"sm\", \"to\": \"pcast\", \"port\": 0}, {\"from\": \"pcast\", \"to\": \"pv\", "
+                        "\"port\": 0}, ");
+  else
+    g_string_append (s, "{\"from\": \"sm\", \"to\": \"pv\", \"port\": 0}, ");
+  g_string_append (s, "{\"from\": \"v_in\", \"to\": \"pv\", \"port\": 1}, {\"from\": \"pv\", \"to\": \"o\", "
+                      "\"port\": 0}], ");
+}
+
 char *
 napkin_test_attention_json (const NapkinTestAttention *c)
 {
@@ -41,7 +88,9 @@ napkin_test_attention_json (const NapkinTestAttention *c)
   g_autofree char *ka = axes (c, FALSE, heads, "k");
   g_autofree char *sa = NULL;
   /* the scores in V's type: P meets V in the second product */
-  g_autofree char *qk_type = fp8 ? g_strdup_printf (", \"dtype\": \"%s\"", vt) : g_strdup ("");
+  g_autofree char *qk_type = fp8 ? g_strdup_printf (", \"dtype\": \"%s\"", vt)
+                             : c->bias && c->bias_dtype ? g_strdup_printf (", \"dtype\": \"%s\"", c->bias_dtype)
+                                                        : g_strdup ("");
   g_autofree char *pv_type = fp8 ? g_strdup_printf (", \"dtype\": \"%s\"", ot) : g_strdup ("");
   char alpha[G_ASCII_DTOSTR_BUF_SIZE];
 
@@ -56,9 +105,23 @@ napkin_test_attention_json (const NapkinTestAttention *c)
   g_string_append_printf (s, "{\"name\": \"Q\", \"axes\": [%s], \"dtype\": \"%s\"}, ", qa, c->dtype);
   g_string_append_printf (s, "{\"name\": \"K\", \"axes\": [%s], \"dtype\": \"%s\"}, ", ka, c->dtype);
   g_string_append_printf (s, "{\"name\": \"V\", \"axes\": [%s], \"dtype\": \"%s\"}, ", ka, vt);
-  g_string_append_printf (s, "{\"name\": \"O\", \"axes\": [%s], \"dtype\": \"%s\"}], \"nodes\": [", qa, ot);
+  g_string_append_printf (s, "{\"name\": \"O\", \"axes\": [%s], \"dtype\": \"%s\"}", qa, ot);
+  if (c->bias)
+    {
+      g_autofree char *ba = quoted (c->bias);
+
+      g_string_append_printf (s, ", {\"name\": \"B\", \"axes\": [%s], \"dtype\": \"%s\"}", ba,
+                              c->bias_dtype ? c->bias_dtype : fp8 ? vt : c->dtype);
+    }
+  if (c->keep)
+    {
+      g_autofree char *ma = quoted (c->keep);
+
+      g_string_append_printf (s, ", {\"name\": \"M\", \"axes\": [%s], \"dtype\": \"int8\"}", ma);
+    }
+  g_string_append (s, "], \"nodes\": [");
   sa = g_strdup_printf ("\"b\"%s%s, \"q\", \"k\"", heads ? ", \"h\"" : "", group ? ", \"g\"" : "");
-  g_ascii_formatd (alpha, sizeof alpha, "%.17g", 1.0 / sqrt ((double) c->D));
+  g_ascii_formatd (alpha, sizeof alpha, "%.17g", c->alpha != 0 ? c->alpha : 1.0 / sqrt ((double) c->D));
   g_string_append_printf (s,
                           "{\"id\": \"q_in\", \"kind\": \"input\", \"tensor\": \"Q\", \"x\": 40, \"y\": 40}, "
                           "{\"id\": \"k_in\", \"kind\": \"input\", \"tensor\": \"K\", \"x\": 40, \"y\": 180}, "
@@ -68,15 +131,28 @@ napkin_test_attention_json (const NapkinTestAttention *c)
                           "\"y\": 100}, "
                           "{\"id\": \"sm\", \"kind\": \"softmax\", \"axis\": \"k\", \"x\": 700, \"y\": 100}, "
                           "{\"id\": \"pv\", \"kind\": \"contract\", \"out\": [%s]%s, \"x\": 920, \"y\": 160}, "
-                          "{\"id\": \"o\", \"kind\": \"output\", \"tensor\": \"O\", \"x\": 1140, \"y\": 160}], ",
+                          "{\"id\": \"o\", \"kind\": \"output\", \"tensor\": \"O\", \"x\": 1140, \"y\": 160}",
                           sa, qk_type, alpha, qa, pv_type);
-  g_string_append (s, "\"wires\": [{\"from\": \"q_in\", \"to\": \"qk\", \"port\": 0}, "
-                      "{\"from\": \"k_in\", \"to\": \"qk\", \"port\": 1}, {\"from\": \"qk\", \"to\": \"scale\", "
-                      "\"port\": 0}, {\"from\": \"scale\", \"to\": \"sm\", \"port\": 0}, {\"from\": \"sm\", \"to\": "
-                      "\"pv\", \"port\": 0}, {\"from\": \"v_in\", \"to\": \"pv\", \"port\": 1}, {\"from\": \"pv\", "
-                      "\"to\": \"o\", \"port\": 0}], ");
+  if (c->bias)
+    g_string_append (s, ", {\"id\": \"b_in\", \"kind\": \"input\", \"tensor\": \"B\", \"x\": 260, \"y\": 300}, "
+                        "{\"id\": \"bias\", \"kind\": \"map\", \"fn\": \"add\", \"x\": 480, \"y\": 200}");
+  if (c->keep)
+    g_string_append (s, ", {\"id\": \"m_in\", \"kind\": \"input\", \"tensor\": \"M\", \"x\": 480, \"y\": 300}, "
+                        "{\"id\": \"keep\", \"kind\": \"mask\", \"mask\": \"tensor\", \"x\": 600, \"y\": 200}");
+  if (c->bias && c->bias_dtype)
+    g_string_append_printf (s, ", {\"id\": \"pcast\", \"kind\": \"map\", \"fn\": \"cast\", \"dtype\": \"%s\", "
+                               "\"x\": 800, \"y\": 100}", vt);
+  g_string_append (s, "], ");
+  chain_wires (s, c);
   g_string_append (s, "\"regions\": [{\"name\": \"block\", \"level\": \"smem\", \"nodes\": [\"qk\", \"scale\", "
-                      "\"sm\", \"pv\"], \"marks\": {\"b\": {\"parallel\": 1}");
+                      "\"sm\", \"pv\"");
+  if (c->bias)
+    g_string_append (s, ", \"bias\"");
+  if (c->keep)
+    g_string_append (s, ", \"keep\"");
+  if (c->bias && c->bias_dtype)
+    g_string_append (s, ", \"pcast\"");
+  g_string_append (s, "], \"marks\": {\"b\": {\"parallel\": 1}");
   if (heads)
     g_string_append (s, ", \"h\": {\"parallel\": 1}");
   if (group)

@@ -24,6 +24,14 @@ typedef struct
   guint       stages;
   gint64      group_tile;
   gboolean    bshd;
+  /* score operands (docs/plan.md, "Score operands"): a bias B added to the scores and
+   * int8 keep flags M masking them, each over the score axes listed ("h,q,k"; NULL:
+   * none), in the region between the scale and the softmax */
+  const char *bias;
+  const char *bias_dtype;   /* NULL: the scores' type (Q's, or V's under fp8); else the scores' too */
+  const char *keep;
+  gboolean    bias_first;   /* the bias added before the scale (α·(Q·Kᵀ + B)), else after */
+  double      alpha;        /* the scale; 0: 1/√d */
 } NapkinTestAttention;
 
 char    *napkin_test_attention_json        (const NapkinTestAttention *c);

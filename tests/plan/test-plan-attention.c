@@ -682,6 +682,229 @@ test_mask_refusals (void)
   g_assert_nonnull (strstr (k->reason, "the mask “mask” must keep keys along k per query of q"));
 }
 
+/* The case's diagram with no region: the plan's own partition (docs/plan.md, "The
+ * pipeline") finds the chain by its data flow. */
+static NapkinDiagram *
+without_regions (const NapkinTestAttention *c)
+{
+  g_autofree char *json = napkin_test_attention_json (c);
+  g_autoptr(json_object) root = json_tokener_parse (json);
+  g_autoptr(GError) error = NULL;
+  NapkinDiagram *d;
+
+  json_object_object_add (root, "regions", json_object_new_array ());
+  d = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  return d;
+}
+
+/* Score operands (docs/plan.md, "Score operands"): T5's relative position bias [h, q, k],
+ * a padding mask [b, k] of 0 / −∞ added after the scale (BART), boolean keep flags [q, k]
+ * and [b, q, k] (SDPA's attn_mask, GPT-2's tril buffer), a padding mask of a GQA decode —
+ * each read through its strides per (lead, group, query, key), staged by each consumer warp
+ * (16 rows, or one row a block reads whole), on wgmma and mma.sync, with regions drawn or
+ * not, and priced by the model on the plan's path. */
+static void
+test_scores (void)
+{
+  static const struct
+  {
+    const char         *name;
+    NapkinTestAttention c;
+    NapkinAttnScoreKind kind;
+    double              coef;
+    gint64              lead[2], row;      /* strides along b, h and the queries */
+    guint               rows, vec;
+    gint64              pitch;
+    gboolean            scan;
+    guint               stages;
+    gint64              smem;              /* h100 */
+  } cases[] = {
+    /* T5: no scale (1), the bias [h, q, k] in bf16: 16 rows a warp, rows 272 bytes apart;
+     * 1024 + Q 16384 + 2 × (K 16384 + V 16384) + mbarriers 64 + 8 warps × 4352 */
+    { "t5 [h,q,k]", { 4, 16, 0, 1024, 1024, 64, "bf16", NULL, NULL, 128, 128, 2, 0, FALSE, "h,q,k", NULL, NULL,
+                      TRUE, 1.0 }, NAPKIN_ATTN_SCORE_BIAS, 1.0, { 0, 1024 * 1024 }, 1024, 16, 16, 272, FALSE, 2,
+      117824 },
+    /* BART: a padding mask [b, k] after the scale 1/8 weighs 8 raw-score units; one row a
+     * block (256 bytes a warp), scanned for the keys it keeps */
+    { "bart pad [b,k]", { 8, 16, 0, 1024, 1024, 64, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "b,k" },
+      NAPKIN_ATTN_SCORE_BIAS, 8.0, { 1024, 0 }, 0, 1, 16, 256, TRUE, 2, 1024 + 16384 + 65536 + 64 + 8 * 256 + 16 },
+    /* the bias before the scale: α·(Q·Kᵀ + B) adds B itself to the raw score */
+    { "bias first", { 2, 16, 0, 2048, 2048, 128, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "b,h,q,k", NULL, NULL,
+                      TRUE }, NAPKIN_ATTN_SCORE_BIAS, 1.0, { 16 * 2048 * 2048, 2048 * 2048 }, 2048, 16, 16, 272,
+      FALSE, 2, 1024 + 32768 + 2 * 65536 + 64 + 8 * 4352 },
+    /* boolean keep flags [q, k] (SDPA's bool attn_mask, a tril buffer): 144-byte rows */
+    { "keep [q,k]", { 2, 16, 0, 2048, 2048, 128, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, NULL, NULL, "q,k" },
+      NAPKIN_ATTN_SCORE_KEEP, 0, { 0, 0 }, 2048, 16, 16, 144, FALSE, 2, 1024 + 32768 + 2 * 65536 + 64 + 8 * 2304 },
+    /* [b, 1, q, k] as the diagram has it: [b, q, k] broadcast over the heads */
+    { "keep [b,q,k]", { 2, 16, 0, 2048, 2048, 128, "bf16", NULL, NULL, 128, 128, 2, 0, FALSE, NULL, NULL, "b,q,k" },
+      NAPKIN_ATTN_SCORE_KEEP, 0, { 2048 * 2048, 0 }, 2048, 16, 16, 144, FALSE, 2,
+      1024 + 32768 + 2 * 65536 + 64 + 8 * 2304 },
+    /* Whisper's 1500 keys: rows of 3000 bytes start on 8 */
+    { "odd keys [b,h,q,k]", { 2, 8, 0, 1500, 1500, 64, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "b,h,q,k" },
+      NAPKIN_ATTN_SCORE_BIAS, 8.0, { 8 * 1500 * 1500, 1500 * 1500 }, 1500, 16, 8, 272, FALSE, 2,
+      1024 + 16384 + 65536 + 64 + 8 * 4352 },
+    /* 77 keys (a text encoder): rows of 154 bytes start on 2, copied without cp.async */
+    { "77 keys [q,k]", { 2, 8, 0, 4096, 77, 64, "fp16", NULL, NULL, 128, 64, 2, 0, FALSE, "q,k" },
+      NAPKIN_ATTN_SCORE_BIAS, 8.0, { 0, 0 }, 77, 16, 2, 144, FALSE, 2, 1024 + 16384 + 2 * 16384 + 64 + 8 * 2304 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&cases[i].c);
+      g_autoptr(NapkinDiagram) plain = without_regions (&cases[i].c);
+      g_autoptr(NapkinPlan) h = napkin_test_plan (d, "h100");
+      g_autoptr(NapkinPlan) a = napkin_test_plan (d, "a100");
+      g_autoptr(NapkinPlan) hp = napkin_test_plan (plain, "h100");
+      const NapkinPlanKernel *k = napkin_plan_kernel_for (h, 0, -1), *ka = napkin_plan_kernel_for (a, 0, -1);
+      const NapkinPlanAttnScore *sc = &k->u.att.scores[0];
+
+      g_test_message ("%s: %s", cases[i].name, k->note ? k->note : k->reason);
+      g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+      g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+      g_assert_false (k->u.att.legacy);
+      g_assert_cmpuint (k->u.att.n_scores, ==, 1);
+      g_assert_cmpint (sc->kind, ==, cases[i].kind);
+      g_assert_cmpfloat_with_epsilon (sc->coef, cases[i].coef, 1e-12);
+      g_assert_cmpint (sc->lead[0], ==, cases[i].lead[0]);
+      g_assert_cmpint (sc->lead[1], ==, cases[i].lead[1]);
+      g_assert_cmpint (sc->group, ==, 0);
+      g_assert_cmpint (sc->row, ==, cases[i].row);
+      g_assert_cmpuint (sc->rows, ==, cases[i].rows);
+      g_assert_cmpuint (sc->vec, ==, cases[i].vec);
+      g_assert_cmpint (sc->pitch, ==, cases[i].pitch);
+      g_assert_cmpint (sc->scan, ==, cases[i].scan);
+      g_assert_cmpint (sc->x.node, ==, napkin_diagram_find_node (d, cases[i].c.bias ? "b_in" : "m_in"));
+      g_assert_cmpint (sc->dtype, ==, cases[i].kind == NAPKIN_ATTN_SCORE_KEEP ? NAPKIN_DTYPE_INT8
+                                      : g_str_equal (cases[i].c.dtype, "bf16") ? NAPKIN_DTYPE_BF16 : NAPKIN_DTYPE_FP16);
+      g_assert_cmpuint (k->u.att.stages, ==, cases[i].stages);
+      /* the blocks of the sequences (b) or heads (h) a per-row operand lacks run together (L2) */
+      g_assert_cmpint (k->u.att.lead_first, ==, cases[i].rows == 1 ? -1 : cases[i].lead[0] == 0 ? 0
+                                                : cases[i].lead[1] == 0 ? 1 : -1);
+      g_assert_cmpint (k->smem_bytes, ==, cases[i].smem);
+      g_assert_nonnull (strstr (k->note, cases[i].kind == NAPKIN_ATTN_SCORE_KEEP ? "keep flags applied"
+                                                                                : "a bias added"));
+      assert_model_agrees (d, k, "h100");
+      /* mma.sync takes the same operands */
+      g_assert_cmpint (ka->kind, ==, NAPKIN_PLAN_ATTENTION);
+      g_assert_cmpint (ka->path, ==, NAPKIN_PATH_MMA);
+      g_assert_cmpuint (ka->u.att.n_scores, ==, 1);
+      g_assert_cmpint (ka->u.att.scores[0].row, ==, cases[i].row);
+      assert_model_agrees (d, ka, "a100");
+      /* no region drawn: the plan's own partition fuses the same chain into one kernel */
+      g_assert_cmpuint (hp->kernels->len, ==, 1);
+      k = g_ptr_array_index (hp->kernels, 0);
+      g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+      g_assert_cmpuint (k->u.att.n_scores, ==, 1);
+      g_assert_cmpint (k->u.att.scores[0].row, ==, cases[i].row);
+      g_assert_cmpfloat_with_epsilon (k->u.att.scores[0].coef, cases[i].coef, 1e-12);
+    }
+}
+
+/* The model's waves follow the blocks' walk: T5's bias [h, q, k] is read from device
+ * memory once per wave of the batch's blocks that share it (L2 serves the others), and
+ * once per block from L2. */
+static void
+test_score_l2 (void)
+{
+  NapkinTestAttention c = { 4, 16, 0, 1024, 1024, 64, "bf16", NULL, NULL, 128, 128, 2, 0, FALSE, "h,q,k", NULL, NULL,
+                            TRUE, 1.0 };
+  g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) an = napkin_analyze (d, napkin_test_arch ("h100"), NULL, &error);
+  const NapkinRegionCost *rc;
+  gboolean seen = FALSE;
+
+  g_assert_no_error (error);
+  rc = &g_array_index (an->regions, NapkinRegionCost, 0);
+  for (guint i = 0; i < rc->transfers->len; i++)
+    {
+      const NapkinTransfer *tr = &g_array_index (rc->transfers, NapkinTransfer, i);
+
+      if (g_strcmp0 (tr->tensor, "B") != 0)
+        continue;
+      seen = TRUE;
+      /* every block reads its tiles: 4 sequences × the bias */
+      g_assert_cmpint (tr->bytes, ==, 4 * 16 * 1024 * 1024 * 2);
+      g_assert_cmpint (tr->hbm_bytes, <=, tr->bytes / 3);
+    }
+  g_assert_true (seen);
+}
+
+/* A bias and keep flags together, a GQA decode's padding mask (one row a block of 4 query
+ * heads), a GQA bias, and an operand the kernels cannot read, refused naming the reason. */
+static void
+test_score_mixes (void)
+{
+  NapkinTestAttention both = { 2, 16, 0, 2048, 2048, 128, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "h,q,k", NULL,
+                               "b,k" };
+  NapkinTestAttention decode = { 8, 32, 8, 1, 4096, 128, "bf16", NULL, NULL, 0, 128, 2, 4, FALSE, NULL, NULL, "b,k" };
+  NapkinTestAttention gqa = { 2, 32, 8, 2048, 2048, 128, "bf16", NULL, NULL, 128, 128, 2, 0, FALSE, "b,h,g,q,k" };
+  NapkinTestAttention transposed = { 2, 16, 0, 1024, 1024, 64, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "k,q" };
+  g_autoptr(NapkinDiagram) db = napkin_test_load_attention (&both);
+  g_autoptr(NapkinDiagram) dd = napkin_test_load_attention (&decode);
+  g_autoptr(NapkinDiagram) dg = napkin_test_load_attention (&gqa);
+  g_autoptr(NapkinDiagram) dt = napkin_test_load_attention (&transposed);
+  g_autoptr(NapkinPlan) pb = napkin_test_plan (db, "h100");
+  g_autoptr(NapkinPlan) pd = napkin_test_plan (dd, "h100");
+  g_autoptr(NapkinPlan) pg = napkin_test_plan (dg, "h100");
+  g_autoptr(NapkinPlan) pt = napkin_test_plan (dt, "h100");
+  const NapkinPlanKernel *k = napkin_plan_kernel_for (pb, 0, -1);
+  const NapkinPlanAttention *a = &k->u.att;
+
+  /* in chain order: the bias (16 rows), then the flags (one row, scanned) */
+  g_test_message ("both: %s", k->note);
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+  g_assert_cmpuint (a->n_scores, ==, 2);
+  g_assert_cmpint (a->scores[0].kind, ==, NAPKIN_ATTN_SCORE_BIAS);
+  g_assert_cmpint (a->scores[0].dtype, ==, NAPKIN_DTYPE_FP16);
+  g_assert_cmpint (a->scores[0].pitch, ==, 128 * 2 + 16);
+  g_assert_cmpint (a->scores[1].kind, ==, NAPKIN_ATTN_SCORE_KEEP);
+  g_assert_cmpint (a->scores[1].offset, ==, 16 * (128 * 2 + 16));
+  g_assert_true (a->scores[1].scan);
+  g_assert_cmpint (a->score_warp_bytes, ==, 16 * (128 * 2 + 16) + 128);
+  assert_model_agrees (db, k, "h100");
+
+  /* decoding: 4 query heads of a K/V head a block share the row of [b, k]; split-KV kept */
+  k = napkin_plan_kernel_for (pd, 0, -1);
+  g_test_message ("decode: %s", k->note);
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+  g_assert_cmpint (k->u.att.group_tile, ==, 4);
+  g_assert_cmpuint (k->u.att.scores[0].rows, ==, 1);
+  g_assert_true (k->u.att.scores[0].scan);
+  g_assert_cmpuint (k->u.att.split_kv, >, 1);
+
+  /* GQA: the bias [b, h, g, q, k] steps by its group axis */
+  k = napkin_plan_kernel_for (pg, 0, -1);
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+  g_assert_cmpint (k->u.att.scores[0].group, ==, 2048 * 2048);
+  g_assert_cmpint (k->u.att.scores[0].row, ==, 2048);
+  g_assert_cmpint (k->u.att.scores[0].lead[1], ==, 4 * 2048 * 2048);
+
+  /* x − B weighs B by −1: −8 raw-score units after a scale of 1/8 */
+  {
+    NapkinTestAttention t = { 2, 16, 0, 1024, 1024, 64, "fp16", NULL, NULL, 128, 128, 2, 0, FALSE, "h,q,k" };
+    g_autoptr(NapkinDiagram) ds = napkin_test_load_attention (&t);
+    int n = napkin_diagram_find_node (ds, "bias");
+    NapkinNode *node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (ds, n));
+    g_autoptr(NapkinPlan) ps = NULL;
+
+    node->fn = NAPKIN_FN_SUB;
+    napkin_diagram_replace_item (ds, NAPKIN_ITEM_NODE, n, node);
+    ps = napkin_test_plan (ds, "h100");
+    k = napkin_plan_kernel_for (ps, 0, -1);
+    g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+    g_assert_cmpfloat_with_epsilon (k->u.att.scores[0].coef, -8.0, 1e-12);
+    g_assert_cmpfloat_with_epsilon (k->u.att.alpha, 0.125, 1e-12);
+  }
+
+  /* the keys must be the operand's contiguous axis */
+  k = napkin_plan_kernel_for (pt, 0, -1);
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GENERIC);
+  g_test_message ("transposed: %s", k->reason);
+  g_assert_nonnull (strstr (k->reason, "must have the key axis k last"));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -697,5 +920,8 @@ main (int    argc,
   g_test_add_func ("/plan/attention/json", test_json);
   g_test_add_func ("/plan/attention/head-axes", test_head_axes);
   g_test_add_func ("/plan/attention/stages-hint", test_stages_hint);
+  g_test_add_func ("/plan/attention/scores", test_scores);
+  g_test_add_func ("/plan/attention/score-mixes", test_score_mixes);
+  g_test_add_func ("/plan/attention/score-l2", test_score_l2);
   return g_test_run ();
 }

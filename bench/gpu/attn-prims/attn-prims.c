@@ -5,12 +5,20 @@
  * printers write them, then the problem's sizes, buffers, tensor maps and launches as the
  * harness reads them.
  *   attn-prims --list      the problems of the table, one spec a line
+ *   attn-prims --list-scores  the score operands' problems (biases, keep flags)
  *   attn-prims --json SPEC the problem's diagram (a .napkin document)
  *   attn-prims SPEC        the source for SPEC: "name=N b=B h=H hk=HK nq=NQ nkv=NKV d=D
  *                          t=fp16 [v=T] [o=T] bq=BQ bkv=BKV st=S [gt=G] [bshd=1]
- *                          [mask=causal|window off=O left=L right=R] [general=1] [arch=ID]"
+ *                          [mask=causal|window off=O left=L right=R] [general=1] [arch=ID]
+ *                          [bias=AXES [bt=T] [first=1] [bfill=rand|pad]]
+ *                          [keep=AXES [kfill=rand|pad|tril]] [alpha=A]"
  *                          (general=1: the general kernel even where a skeleton would run;
- *                          arch: the profile planned for, h100 by default) */
+ *                          arch: the profile planned for, h100 by default; bias, keep: score
+ *                          operands over the score axes b,h,g,q,k listed — a bias added after
+ *                          the scale, or before it with first=1, int8 keep flags — filled at
+ *                          random, as padding (keys past a length per sequence hidden: −∞,
+ *                          flag 0) or, flags, as a lower triangle; docs/plan.md, "Score
+ *                          operands") */
 #include "config.h"
 
 #include <stdio.h>
@@ -19,7 +27,32 @@
 
 #include "napkin-codegen.h"
 #include "napkin-file.h"
+#include "napkin-model.h"
 #include "napkin-test-attention.h"
+
+/* The score operands' problems (bench/gpu/attn-prims/check --scores) */
+static const char *score_table[] = {
+  /* T5: a relative position bias [h, q, k] added to unscaled scores */
+  "name=t5-bias-1k-d64 b=4 h=16 nq=1024 nkv=1024 d=64 t=bf16 bq=128 bkv=128 st=2 bias=h,q,k first=1 alpha=1",
+  "name=t5-bias-2k-d64 b=2 h=16 nq=2048 nkv=2048 d=64 t=bf16 bq=128 bkv=128 st=2 bias=h,q,k first=1 alpha=1",
+  /* BART / Whisper: an additive padding mask [b, k] of 0 / −∞ after the scale */
+  "name=bart-pad-1k-d64 b=8 h=16 nq=1024 nkv=1024 d=64 t=fp16 bq=128 bkv=128 st=2 bias=b,k bfill=pad",
+  "name=bart-cross-pad b=8 h=16 nq=256 nkv=1024 d=64 t=fp16 bq=128 bkv=128 st=2 bias=b,k bfill=pad",
+  "name=whisper-cross-1500 b=4 h=20 nq=448 nkv=1500 d=64 t=fp16 bq=128 bkv=128 st=2 bias=b,k bfill=pad",
+  /* HF's expanded additive mask [b, h, q, k], ALiBi-like [h, q, k] */
+  "name=bias-bhqk-2k-d128 b=2 h=16 nq=2048 nkv=2048 d=128 t=fp16 bq=128 bkv=128 st=2 bias=b,h,q,k",
+  "name=bias-hqk-4k-d128 b=2 h=16 nq=4096 nkv=4096 d=128 t=bf16 bq=128 bkv=128 st=2 bias=h,q,k",
+  /* boolean masks: SDPA's attn_mask [q, k] and [b, 1, q, k], GPT-2's tril buffer */
+  "name=keep-qk-2k-d128 b=2 h=16 nq=2048 nkv=2048 d=128 t=fp16 bq=128 bkv=128 st=2 keep=q,k",
+  "name=keep-bqk-2k-d128 b=4 h=16 nq=2048 nkv=2048 d=128 t=bf16 bq=128 bkv=128 st=2 keep=b,q,k",
+  "name=gpt2-tril-1k-d64 b=8 h=12 nq=1024 nkv=1024 d=64 t=fp16 bq=128 bkv=128 st=2 keep=q,k kfill=tril",
+  /* padding of GQA prefill and decoding, a bias beside padding flags, 77 keys */
+  "name=gqa-pad-2k b=2 h=32 hk=8 nq=2048 nkv=2048 d=128 t=bf16 bq=128 bkv=128 st=2 keep=b,k kfill=pad",
+  "name=decode-pad-8k b=16 h=32 hk=8 nq=1 nkv=8192 d=128 t=bf16 bq=0 bkv=128 st=2 gt=4 keep=b,k kfill=pad",
+  "name=t5-bias-keep-pad b=4 h=16 nq=1024 nkv=1024 d=64 t=bf16 bq=128 bkv=128 st=2 bias=h,q,k first=1 alpha=1 "
+  "keep=b,k kfill=pad",
+  "name=cross-77-pad b=2 h=8 nq=4096 nkv=77 d=64 t=fp16 bq=128 bkv=64 st=2 bias=b,k bfill=pad",
+};
 
 static const char *table[] = {
   /* today's family (the skeleton) and the general kernel on the same shapes */
@@ -79,6 +112,7 @@ dtype_code (NapkinDtype t)
     case NAPKIN_DTYPE_BF16: return 2;
     case NAPKIN_DTYPE_FP8_E4M3: return 3;
     case NAPKIN_DTYPE_FP8_E5M2: return 4;
+    case NAPKIN_DTYPE_INT8: return 5;
     case NAPKIN_DTYPE_FP32:
     default:
       return 0;
@@ -93,7 +127,8 @@ typedef struct
   gint64              offset, left, right;
   gboolean            general;
   char               *arch;
-  char               *strings[4];
+  int                 bfill, kfill;   /* 0 random, 1 padding, 2 lower triangle (flags) */
+  char               *strings[8];
 } Spec;
 
 static void
@@ -162,6 +197,28 @@ parse (const char *text,
         s->c.v_dtype = s->strings[1] = g_strdup (val);
       else if (g_str_equal (key, "o"))
         s->c.o_dtype = s->strings[2] = g_strdup (val);
+      else if (g_str_equal (key, "bias"))
+        s->c.bias = s->strings[3] = g_strdup (val);
+      else if (g_str_equal (key, "bt"))
+        s->c.bias_dtype = s->strings[4] = g_strdup (val);
+      else if (g_str_equal (key, "keep"))
+        s->c.keep = s->strings[5] = g_strdup (val);
+      else if (g_str_equal (key, "first"))
+        s->c.bias_first = n != 0;
+      else if (g_str_equal (key, "alpha"))
+        s->c.alpha = g_ascii_strtod (val, NULL);
+      else if (g_str_equal (key, "bfill") || g_str_equal (key, "kfill"))
+        {
+          int fill = g_str_equal (val, "pad") ? 1 : g_str_equal (val, "tril") ? 2 : g_str_equal (val, "rand") ? 0 : -1;
+
+          if (fill < 0 || (fill == 2 && key[0] == 'b'))
+            {
+              g_set_error (error, G_OPTION_ERROR, G_OPTION_ERROR_BAD_VALUE, "%s=%s: rand, pad (or, keep, tril)", key,
+                           val);
+              return FALSE;
+            }
+          *(key[0] == 'b' ? &s->bfill : &s->kfill) = fill;
+        }
       else if (g_str_equal (key, "mask"))
         {
           if (g_str_equal (val, "causal"))
@@ -190,6 +247,59 @@ parse (const char *text,
   return TRUE;
 }
 
+/* A score operand as the harness fills and reads it: NP_<WHAT> (present), its element
+ * type code, fill (0 random, 1 padding, 2 lower triangle), slot, element count, its axes
+ * (sizes and which score axis: 0 b, 1 h, 2 g, 3 q, 4 k) and strides along b, h, g, q, k
+ * (NP_<WHAT>_S0 … S4). */
+static void
+print_operand (const char                *what,
+               const NapkinTestAttention *c,
+               const char                *axes,
+               const char                *dtype,
+               int                        fill,
+               int                        slot)
+{
+  static const char *score_axes[5] = { "b", "h", "g", "q", "k" };
+  gint64 hk = c->HK > 0 ? c->HK : c->H, sizes[5], dims[5] = { 1, 1, 1, 1, 1 }, strides[5] = { 0 }, n = 1;
+  gboolean fp8 = g_str_has_prefix (c->dtype, "fp8");
+  int which[5] = { 0 }, rank = 0;
+  g_autofree char *lower = g_ascii_strdown (what, -1);
+  NapkinDtype t = NAPKIN_DTYPE_FP16;
+
+  sizes[0] = c->B;
+  sizes[1] = hk > 1 && hk < c->H ? hk : hk == 1 && c->H > 1 ? 1 : c->H;
+  sizes[2] = c->H / hk;
+  sizes[3] = c->NQ;
+  sizes[4] = c->NKV;
+  if (axes != NULL)
+    {
+      g_auto (GStrv) names = g_strsplit (axes, ",", -1);
+
+      for (guint i = 0; names[i] != NULL && rank < 5; i++)
+        for (int a = 0; a < 5; a++)
+          if (g_str_equal (g_strstrip (names[i]), score_axes[a]))
+            {
+              which[rank] = a;
+              dims[rank++] = sizes[a];
+            }
+      for (int i = rank - 1; i >= 0; i--)
+        {
+          strides[which[i]] = n;
+          n *= dims[i];
+        }
+      napkin_dtype_from_string (dtype ? dtype : fp8 ? (c->v_dtype ? c->v_dtype : c->dtype) : c->dtype, &t);
+    }
+  printf ("#define NP_%s %d\n#define NP_%s_T %d\n#define NP_%s_FILL %d\n#define NP_SLOT_%s %d\n#define NP_%s_N %"
+          G_GINT64_FORMAT "L\n#define NP_%s_RANK %d\n", what, axes != NULL, what, dtype_code (t), what, fill, what,
+          slot, what, axes ? n : 0, what, rank);
+  printf ("static const long np_%s_dims[5] = { %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT ", %"
+          G_GINT64_FORMAT ", %" G_GINT64_FORMAT " };\n", lower, dims[0], dims[1], dims[2], dims[3], dims[4]);
+  printf ("static const int np_%s_which[5] = { %d, %d, %d, %d, %d };\n", lower, which[0], which[1], which[2],
+          which[3], which[4]);
+  for (int a = 0; a < 5; a++)
+    printf ("#define NP_%s_S%d %" G_GINT64_FORMAT "L\n", what, a, strides[a]);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -201,10 +311,10 @@ main (int   argc,
   g_autofree char *json = NULL;
   NapkinArch *h100;
   NapkinPlanKernel *k;
-  NapkinIrProgram *prog;
   Spec s;
-  int slots[4] = { -1, -1, -1, -1 };
-  const char *names[4] = { "Q", "K", "V", "O" };
+  int slots[6] = { -1, -1, -1, -1, -1, -1 };
+  const char *names[6] = { "Q", "K", "V", "O", "B", "M" };
+  double pred_ms = -1;
   guint n_maps = 0;
   gint64 hk;
 
@@ -212,6 +322,12 @@ main (int   argc,
     {
       for (guint i = 0; i < G_N_ELEMENTS (table); i++)
         printf ("%s\n", table[i]);
+      return 0;
+    }
+  if (argc == 2 && g_str_equal (argv[1], "--list-scores"))
+    {
+      for (guint i = 0; i < G_N_ELEMENTS (score_table); i++)
+        printf ("%s\n", score_table[i]);
       return 0;
     }
   if (argc == 3 && g_str_equal (argv[1], "--json"))
@@ -228,7 +344,7 @@ main (int   argc,
     }
   if (argc != 2)
     {
-      fprintf (stderr, "usage: %s --list | --json SPEC | SPEC\n", argv[0]);
+      fprintf (stderr, "usage: %s --list | --list-scores | --json SPEC | SPEC\n", argv[0]);
       return 2;
     }
   if (!parse (argv[1], &s, &error))
@@ -263,9 +379,8 @@ main (int   argc,
     }
   if (s.general)
     k->u.att.legacy = FALSE;
-  prog = napkin_ir_lower (d, 0, &error);
-  m = prog ? napkin_codegen_cuda_planned (prog, plan, napkin_codegen_flags_for_arch (plan->target), "np_", &error)
-           : NULL;
+  /* the plan's diagram: casts folded, its own regions */
+  m = napkin_codegen_cuda_for_plan (plan, 0, "np_", &error);
   if (m == NULL)
     {
       fprintf (stderr, "%s: %s\n", s.name, error->message);
@@ -287,8 +402,8 @@ main (int   argc,
     {
       const NapkinIrBuffer *b = napkin_ir_buffer (m->program, g_array_index (m->args, int, i));
 
-      for (guint t = 0; t < 4 && b->tensor >= 0; t++)
-        if (g_str_equal (napkin_diagram_tensor (d, b->tensor)->name, names[t]))
+      for (guint t = 0; t < 6 && b->tensor >= 0; t++)
+        if (g_str_equal (napkin_diagram_tensor (plan->diagram, b->tensor)->name, names[t]))
           slots[t] = (int) i;
     }
 
@@ -314,6 +429,17 @@ main (int   argc,
   printf ("#define NP_N_ARGS %u\n#define NP_WS_SLOT %d\n#define NP_WS_BYTES %" G_GINT64_FORMAT "L\n", m->args->len,
           m->workspace_slot, m->workspace_bytes);
   printf ("#define NP_PLAN \"%s\"\n", k->note);
+  print_operand ("BIAS", &s.c, s.c.bias, s.c.bias_dtype ? s.c.bias_dtype : NULL, s.bfill, slots[4]);
+  printf ("#define NP_BIAS_FIRST %d\n", s.c.bias_first ? 1 : 0);
+  print_operand ("KEEP", &s.c, s.c.keep, "int8", s.kfill, slots[5]);
+  /* the model's time for the diagram (a mask set on the plan afterwards is not in it) */
+  if (s.mask == NAPKIN_ATTN_MASK_NONE)
+    {
+      g_autoptr(NapkinAnalysis) an = napkin_analyze (d, h100, NULL, NULL);
+
+      pred_ms = an ? an->predicted_time_s * 1e3 : -1;
+    }
+  printf ("#define NP_PRED_MS %.4f\n", pred_ms);
 
   /* tensor maps, every kernel's in launch order */
   printf ("static const NpMap np_maps[] = {\n");

@@ -4,6 +4,9 @@ attn-prims SPEC) computes: each block of kernels/attn-sm90.cu or attn-sm80.cu as
 constants and block-index code say (heads, query rows, key chunks under the mask and the
 split, the TMA views of K and V, masked scores, online softmax, partial outputs), the
 Vᵀ transpose and the split-KV combine, against a float64 attention of the problem.
+Score operands (a bias, keep flags: docs/plan.md, "Score operands") as the kernels stage
+them: each row's offset from the block's index code and the operand's strides, the factor
+in raw-score units, hidden keys to −∞, and the padding scan's range of key chunks.
 It checks the index arithmetic the plan and the printer produce; the tensor cores'
 operand layouts are the GPU check's part (bench/gpu/attn-prims/check).
 
@@ -30,8 +33,11 @@ def ev(env, expr):
     return eval(expr, {}, env)
 
 
-def resolve(defs):
-    env = {}
+HELPERS = {'NKP_L': lambda x: x, 'NKP_F': lambda x: x, 'NAPKIN_MIN': min}
+
+
+def resolve(defs, known=None):
+    env = dict(known or {})
     for _ in range(8):
         for k, v in defs.items():
             if k in env:
@@ -40,7 +46,7 @@ def resolve(defs):
                 env[k] = ev(env, v)
             except Exception:
                 pass
-    return env
+    return {k: v for k, v in env.items() if k in defs}
 
 
 def lead(text_block):
@@ -52,15 +58,67 @@ def lead(text_block):
     return out
 
 
-def part_offset(ktext):
-    """The byte offset of the split partials in the workspace (the `part` pointer)."""
-    m = re.search(r'part = \(\(float \*\) (?:\(\(char \*\) )?args\.p\[\d+\](?: \+ (\d+)\))?\)', ktext)
-    return int(m.group(1)) if m and m.group(1) else 0
+def ref_offset(expr):
+    """The byte offset in an argument reference ((T *) ((char *) args.p[i] + OFFSET))."""
+    m = re.search(r'args\.p\[\d+\] \+ (\d+)\)', expr)
+    return int(m.group(1)) if m else 0
 
 
-def kernel_text(src, marker):
-    at = src.index(marker)
-    return src[at:src.index('\n}\n', at)]
+def instance(src, name):
+    """Kernel `name`'s instantiation: its parameters and template constants (the text from
+    its #define NKP_NAME to the kernel), and the kernel's body."""
+    p = src.index('#define NKP_NAME %s\n' % name)
+    start = src.rfind('*/\n', 0, p) + 3
+    k = src.index('\nNKP_NAME (const NapkinArgs args', p)
+    return src[start:k], src[k:src.index('\n}\n', k)]
+
+
+def operand_data(np_defs, src, what, rng, B, NQ, NKV):
+    """A score operand as the harness fills it (float64; keep flags 0/1), flat, and
+    its element offset for (b, hk, g, q, k)."""
+    if not np_defs.get('NP_' + what):
+        return None, None
+    low = what.lower()
+    dims = [int(x) for x in re.search(r'np_%s_dims\[5\] = \{ (.*?) \};' % low, src).group(1).split(', ')]
+    which = [int(x) for x in re.search(r'np_%s_which\[5\] = \{ (.*?) \};' % low, src).group(1).split(', ')]
+    rank, fill, n = np_defs['NP_%s_RANK' % what], np_defs['NP_%s_FILL' % what], np_defs['NP_%s_N' % what]
+    strides = [np_defs['NP_%s_S%d' % (what, a)] for a in range(5)]
+    coords = np.zeros((5, n), np.int64)
+    idx = np.arange(n)
+    for a in range(rank - 1, -1, -1):
+        coords[which[a]] = idx % dims[a]
+        idx = idx // dims[a]
+    length = lambda b: np.where((b == 1) & (B > 2), 0, NKV - (b * 977) % (NKV // 2 + 1))
+    if what == 'KEEP':
+        if fill == 1:
+            x = (coords[4] < length(coords[0])).astype(np.float64)
+        elif fill == 2:
+            x = (coords[4] <= coords[3] + NKV - NQ).astype(np.float64)
+        else:
+            x = (rng.integers(0, 8, n) != 0).astype(np.float64)
+    else:
+        x = rng.uniform(-2, 2, n)
+        if fill == 1:
+            x = np.where(coords[4] >= length(coords[0]), -np.inf, x)
+    off = lambda b, hk, g, q, k: b * strides[0] + hk * strides[1] + g * strides[2] + q * strides[3] + k * strides[4]
+    return x, off
+
+
+def scores_of(ktext_pre):
+    """The kernel's score operands (NKP_SCORES): per operand its base's name, kind (0 bias,
+    1 keep), element bytes, rows, group and query strides, factor, argument slot, scan."""
+    m = None
+    for m in re.finditer(r'^#define NKP_SCORES\(X\)(.*)$', ktext_pre, re.M):
+        pass
+    if m is None:
+        return []
+    out = []
+    for e in re.finditer(r'X \((sc\d)_base, (\d), [\w ]+?, (\d+), (\d+), (\d+), (\d+), (\d+), (-?\d+)L, (-?\d+)L, '
+                         r'([-+0-9.e]+)f, .*?args\.p\[(\d+)\].*?, (\d), (?:0x[0-9a-f]+u|0u)\)', m.group(1)):
+        out.append({'base': e.group(1) + '_base', 'kind': int(e.group(2)), 'es': int(e.group(3)),
+                    'rows': int(e.group(5)), 'gs': int(e.group(8)), 'rs': int(e.group(9)),
+                    'coef': float(e.group(10)), 'slot': int(e.group(11)), 'scan': int(e.group(12))})
+    return out
 
 
 def main(path):
@@ -81,6 +139,9 @@ def main(path):
 
     alpha = float(np_defs['NP_ALPHA'])
     lo_m, hi_m, left, right, off = (np_defs['NP_' + k] for k in ('MASK_LO', 'MASK_HI', 'LEFT', 'RIGHT', 'OFFSET'))
+    Bf, b_off = operand_data(np_defs, src, 'BIAS', rng, B, NQ, NKV)
+    Mf, m_off = operand_data(np_defs, src, 'KEEP', rng, B, NQ, NKV)
+    first = np_defs.get('NP_BIAS_FIRST', 0)
 
     # reference
     ref = np.zeros((B, H, NQ, D))
@@ -90,9 +151,16 @@ def main(path):
             q = np.array([Qf[q_off(b, h, i):q_off(b, h, i) + D] for i in range(NQ)], dtype=np.float64)
             k = np.array([Kf[k_off(b, hk, j):k_off(b, hk, j) + D] for j in range(NKV)], dtype=np.float64)
             v = np.array([Vf[k_off(b, hk, j):k_off(b, hk, j) + D] for j in range(NKV)], dtype=np.float64)
-            s = alpha * q @ k.T
             i = np.arange(NQ)[:, None]
             j = np.arange(NKV)[None, :]
+            s = q @ k.T
+            if Bf is not None:
+                bias = Bf[b_off(b, hk, h % G, i, j)]
+                s = alpha * (s + bias) if first else alpha * s + bias
+            else:
+                s = alpha * s
+            if Mf is not None:
+                s = np.where(Mf[m_off(b, hk, h % G, i, j)] != 0, s, -np.inf)
             vis = np.ones((NQ, NKV), bool)
             if lo_m:
                 vis &= j >= i + off - left
@@ -110,6 +178,10 @@ def main(path):
     launches = re.findall(r'^  (np_k\w+)<<<(\d+), (\d+), (\d+), s>>> \((.*?)\);$', src, re.M)
     slot_buf = {np_defs['NP_SLOT_Q']: ('Q', Qf), np_defs['NP_SLOT_K']: ('K', Kf), np_defs['NP_SLOT_V']: ('V', Vf),
                 np_defs['NP_SLOT_O']: ('O', Of)}
+    if Bf is not None:
+        slot_buf[np_defs['NP_SLOT_BIAS']] = ('B', Bf)
+    if Mf is not None:
+        slot_buf[np_defs['NP_SLOT_KEEP']] = ('M', Mf)
     wsb = np.zeros(max(np_defs['NP_WS_BYTES'], 1), dtype=np.uint8)
 
     def ws_f32(offset, count):
@@ -118,31 +190,25 @@ def main(path):
     map_i = 0
     for name, grid, threads, smem, args in launches:
         grid = int(grid)
-        ktext = kernel_text(src, '\n' + name + ' (const NapkinArgs args')
-        # which template
-        if name.endswith('_vt'):
-            tdefs = resolve(defines(kernel_text(src, '#define T_NKV'), 'T_'))
-            dst_off = int(re.search(r'unsigned char \*\) \(\(char \*\) args\.p\[\d+\] \+ (\d+)\)', ktext).group(1))
-            nkv, d, ld, batch = tdefs['T_NKV'], tdefs['T_D'], tdefs['T_LD'], tdefs['T_BATCH']
-            vt = np.zeros((batch, d, ld), np.float32)
-            for b in range(batch):
-                vv = Vf[b * nkv * d:(b + 1) * nkv * d].reshape(nkv, d)
-                vt[b, :, :nkv] = vv.T
-            ws['vt'] = (dst_off, vt)
+        pre, ktext = instance(src, name)
+        nkp = resolve(defines(pre, 'NKP_'), HELPERS)
+        if '#define G_COLS ' in pre:
+            # the Vᵀ repack before an fp8 P·V: the attention below reads V[kv_flat][key] from it
+            # (the keys' order inside each 32 is the tensor cores' concern, not the index code's)
+            nkv, d = np_defs['NP_NKV'], np_defs['NP_D']
+            batch = len(Vf) // (nkv * d)
+            ws['vt'] = (0, Vf.reshape(batch, nkv, d).transpose(0, 2, 1))
             continue
-        # the template constants just above the kernel
-        pre = src[:src.index('\n' + name + ' (const NapkinArgs args')]
-        kind, at = max(((prefix, pre.rfind(marker)) for marker, prefix in
-                        (('#define A_ROWS ', 'A_'), ('#define F_ROWS ', 'F_'), ('#define C_SPLIT ', 'C_'))),
-                       key=lambda x: x[1])
-        tdefs = resolve(defines(pre[at:], kind))
+        # the template's constants of this instantiation
+        kind = 'A_' if '#define A_ROWS ' in pre else 'F_' if '#define F_ROWS ' in pre else 'C_'
+        tdefs = resolve(defines(pre, kind), dict(HELPERS, **nkp))
         lead_code = lead(ktext)
+        scores = scores_of(pre) if kind != 'C_' else []
         if kind == 'C_':
             split, d, nq, g = tdefs['C_SPLIT'], tdefs['C_D'], tdefs['C_NQ'], tdefs['C_G']
             rows = tdefs['C_ROWS']
-            poff = part_offset(ktext)
-            ogs = int(re.search(r'g \* (-?\d+)L', ktext).group(1))
-            ors = int(re.search(r'q \* (-?\d+)L', ktext).group(1))
+            poff = ref_offset(defines(pre, 'NKP_')['NKP_PREF'])
+            ogs, ors = nkp['NKP_O_GROUP'], nkp['NKP_O_ROW']
             part = ws_f32(poff, split * rows * d).reshape(split, rows, d)
             lse = ws_f32(poff + 4 * split * rows * d, split * rows).reshape(split, rows)
             for row in range(rows):
@@ -172,19 +238,19 @@ def main(path):
         rev = T[P + 'REVERSE']
         qgs, qrs, ogs, ors = T[P + 'QGS'], T[P + 'QRS'], T[P + 'OGS'], T[P + 'ORS']
         rows_all = T[P + 'ROWS_ALL']
-        scale = float(re.search(r'const float scale = ([-0-9.e+]+)f', ktext).group(1)) * 1.4426950408889634
+        scale = float(nkp['NKP_ALPHA']) * 1.4426950408889634
         qtiles = (nq + BQ - 1) // BQ
         gtiles = (g_ + gt - 1) // gt
         if P == 'A_':
             kmap, vmap = maps[map_i], maps[map_i + 1]
             map_i += 2
             fp8v = T['A_FP8_V']
-            vscale = float(re.search(r'\? ([-0-9.e+]+)f / l_row', ktext).group(1))
+            vscale = float(nkp['NKP_V_SCALE'])
         else:
             krs = T['F_KRS']
             fp8v = 0
             vscale = 1.0
-        poff = part_offset(ktext)
+        poff = ref_offset(defines(pre, 'NKP_').get('NKP_PREF', '0'))
         part = ws_f32(poff, split * rows_all * Dk).reshape(split, rows_all, Dk) if split > 1 else None
         lse = ws_f32(poff + 4 * split * rows_all * Dk, split * rows_all).reshape(split, rows_all) if split > 1 else None
 
@@ -209,7 +275,8 @@ def main(path):
             blk //= gtiles
             sp = blk % split
             blk //= split
-            sums = {'q_base': 0, 'o_base': 0, 'kv_row0': 0, 'kv_plane': 0, 'kv_flat': 0, 'k_base': 0}
+            sums = {'q_base': 0, 'o_base': 0, 'kv_row0': 0, 'kv_plane': 0, 'kv_flat': 0, 'k_base': 0,
+                    'sc0_base': 0, 'sc1_base': 0, 'sc2_base': 0, 'sc3_base': 0}
             for size, coefs in lead_code:
                 i_ = blk % size
                 blk //= size
@@ -224,6 +291,13 @@ def main(path):
             if mhi:
                 hi = min(hi, q1 + OFF + R)
                 full_hi = min(full_hi, q0 + OFF + R + 1)
+            for sc in scores:
+                if sc['scan']:   # the padding scan: the first and the last key the block's row keeps
+                    buf = slot_buf[sc['slot']][1]
+                    row = buf[sums[sc['base']] + g0 * sc['gs']:][:nkv]
+                    kept = np.nonzero(row != 0 if sc['kind'] else row != -np.inf)[0]
+                    lo = max(lo, int(kept[0]) if len(kept) else 0x7fffffff)
+                    hi = min(hi, int(kept[-1]) + 1 if len(kept) else 0)
             c_first = lo // BKV
             c_end = (hi + BKV - 1) // BKV if hi > lo else c_first
             if split > 1:
@@ -252,7 +326,7 @@ def main(path):
                 kc = c_first + it
                 if P == 'A_':
                     Kt = tma(kmap, Kf, 0, Dk, sums['kv_row0'] + kc * BKV, BKV, sums['kv_plane'])
-                    if fp8v:
+                    if fp8v and 'vt' in ws:
                         vt_off, vt = ws['vt']
                         Vt = np.zeros((BKV, Dk), np.float32)
                         ldv = vt.shape[2]
@@ -271,6 +345,23 @@ def main(path):
                             Kt[j] = Kf[base:base + Dk]
                             Vt[j] = Vf[base:base + Dk]
                 s = Qt.astype(np.float64) @ Kt.T.astype(np.float64)
+                for sc in scores:   # each warp's staged rows (zeros past NKV, rows the block lacks)
+                    buf = slot_buf[sc['slot']][1]
+                    x = np.zeros((rows_pad, BKV))
+                    keys = kc * BKV + np.arange(BKV)
+                    for r in range(rows_pad):
+                        gg, q = g0 + r // BQ, q0 + r % BQ
+                        if sc['rows'] == 1:
+                            o_ = sums[sc['base']] + g0 * sc['gs']
+                        elif r < rows_blk and gg < g_ and q < nq:
+                            o_ = sums[sc['base']] + gg * sc['gs'] + q * sc['rs']
+                        else:
+                            continue
+                        x[r] = np.where(keys < nkv, buf[o_ + np.minimum(keys, nkv - 1)], 0)
+                    if sc['kind'] == 0:
+                        s = s + sc['coef'] * x
+                    else:
+                        s = np.where(x != 0, s, -np.inf if scale > 0 else np.inf)
                 if kc < fv_lo or kc >= fv_hi:
                     j = kc * BKV + np.arange(BKV)[None, :]
                     vis = (j >= kmin[:, None]) & (j < kmax[:, None])

@@ -3,9 +3,13 @@
  * diagram's layout, O poisoned, the plan's kernels launched with their tensor maps, the
  * output compared with an fp32 attention computed on the GPU for a sample of query rows
  * (max |O − ref| / max |ref|, and every element of O must be finite), then timed with
- * events (median of the repeats). One line:
- *   NAME ok|FAIL rel_err ms TFLOP/s kernels
- * where TFLOP/s counts 4·d flops for every (query, key) pair the mask leaves. */
+ * events (median of the repeats). Score operands (a bias B, keep flags M: docs/plan.md,
+ * "Score operands") are filled as attn-prims' spec says and enter the reference as the
+ * diagram has them (α·Q·Kᵀ + B, or α·(Q·Kᵀ + B); −∞ where a flag is 0). One line:
+ *   NAME ok|FAIL rel_err ms TFLOP/s pred_ms kernels
+ * where TFLOP/s counts 4·d flops for every (query, key) pair the causal or window mask
+ * leaves (score operands hide none in the count) and pred_ms is the model's time ("-"
+ * where the spec's mask is set on the plan, outside the diagram the model prices). */
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -41,11 +45,11 @@ struct NpMap
 
 #include NP_PROBLEM
 
-/* element types as the generator writes them: 0 fp32, 1 fp16, 2 bf16, 3 e4m3 */
+/* element types as the generator writes them: 0 fp32, 1 fp16, 2 bf16, 3 e4m3, 5 int8 */
 static size_t
 np_esize (int t)
 {
-  return t == 0 ? 4 : t == 3 ? 1 : 2;
+  return t == 0 ? 4 : t == 3 || t == 5 ? 1 : 2;
 }
 
 static __device__ float
@@ -61,6 +65,7 @@ np_load (const void *p, long i, int t)
         v.__x = ((const unsigned char *) p)[i];
         return (float) v;
       }
+    case 5: return (float) ((const signed char *) p)[i];
     default: return ((const float *) p)[i];
     }
 }
@@ -73,6 +78,7 @@ np_store (void *p, long i, int t, float v)
     case 1: ((__half *) p)[i] = __float2half (v); break;
     case 2: ((__nv_bfloat16 *) p)[i] = __float2bfloat16 (v); break;
     case 3: ((unsigned char *) p)[i] = __nv_fp8_e4m3 (v).__x; break;
+    case 5: ((signed char *) p)[i] = (signed char) v; break;
     default: ((float *) p)[i] = v; break;
     }
 }
@@ -91,6 +97,42 @@ np_fill (void *p, long n, int t, unsigned seed, float amp)
       x *= 3266489917u;
       x ^= x >> 16;
       np_store (p, i, t, amp * ((float) (x & 0xffffff) / 8388608.0f - 1.0f));
+    }
+}
+
+/* The keys sequence b keeps under a padding fill: a length per sequence, none for the
+ * second of three or more (a row the kernel must give zeros, not NaN). */
+static __host__ __device__ long
+np_len (long b)
+{
+  return b == 1 && NP_B > 2 ? 0 : NP_NKV - (b * 977) % (NP_NKV / 2 + 1);
+}
+
+/* A score operand's element i: its coordinates along the score axes (b, h, g, q, k) from
+ * its dimensions, then a bias uniform in [−2, 2) (−∞ past the length under padding) or a
+ * flag (1 in 8 hidden at random, the padding's length, or the lower triangle). */
+__global__ void
+np_fill_operand (void *p, long n, int t, int keep, int fill, int rank, const long *dims, const int *which)
+{
+  for (long i = (long) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long) gridDim.x * blockDim.x)
+    {
+      long c[5] = { 0, 0, 0, 0, 0 }, r = i;
+      unsigned x = (unsigned) i * 2654435761u ^ (keep ? 911u : 57u);
+      float v;
+
+      for (int a = rank - 1; a >= 0; a--)
+        {
+          c[which[a]] = r % dims[a];
+          r /= dims[a];
+        }
+      x ^= x >> 15;
+      x *= 2246822519u;
+      x ^= x >> 13;
+      if (keep)
+        v = fill == 1 ? (c[4] < np_len (c[0])) : fill == 2 ? (c[4] <= c[3] + NP_NKV - NP_NQ) : ((x >> 8) % 8 != 0);
+      else
+        v = fill == 1 && c[4] >= np_len (c[0]) ? -INFINITY : 2.0f * ((float) (x & 0xffffff) / 8388608.0f - 1.0f);
+      np_store (p, i, t, v);
     }
 }
 
@@ -118,9 +160,33 @@ np_visible (long q, long *lo, long *hi)
     *hi = q + NP_OFFSET + NP_RIGHT + 1 < NP_NKV ? q + NP_OFFSET + NP_RIGHT + 1 : NP_NKV;
 }
 
+/* The score of key j for query row (b, h, q): α·Q·Kᵀ with the score operands as the
+ * diagram applies them. */
+static __device__ float
+np_score (float dot, const void *B, const void *M, long b, long h, long q, long j)
+{
+  const long hk = h / (NP_H / NP_HK), g = h % (NP_H / NP_HK);
+  float s;
+
+  if (NP_BIAS)
+    {
+      const float x = np_load (B, b * NP_BIAS_S0 + hk * NP_BIAS_S1 + g * NP_BIAS_S2 + q * NP_BIAS_S3 + j * NP_BIAS_S4,
+                               NP_BIAS_T);
+
+      s = NP_BIAS_FIRST ? (float) NP_ALPHA * (dot + x) : (float) NP_ALPHA * dot + x;
+    }
+  else
+    s = dot * (float) NP_ALPHA;
+  if (NP_KEEP && np_load (M, b * NP_KEEP_S0 + hk * NP_KEEP_S1 + g * NP_KEEP_S2 + q * NP_KEEP_S3 + j * NP_KEEP_S4, 5)
+                   == 0.0f)
+    s = -INFINITY;
+  return s;
+}
+
 /* fp32 attention of the sampled rows (b, h, q): one block a row, scores in `s`. */
 __global__ void __launch_bounds__ (256)
-np_reference (const void *Q, const void *K, const void *V, const long *rows, float *s, float *ref)
+np_reference (const void *Q, const void *K, const void *V, const void *B, const void *M, const long *rows, float *s,
+              float *ref)
 {
   __shared__ float q[256], red[256];
   const long r = blockIdx.x, b = rows[3 * r], h = rows[3 * r + 1], qi = rows[3 * r + 2], hk = h / (NP_H / NP_HK);
@@ -141,7 +207,7 @@ np_reference (const void *Q, const void *K, const void *V, const long *rows, flo
         {
           for (int d = 0; d < NP_D; d++)
             acc += q[d] * np_load (K, np_k_off (b, hk, j) + d, NP_QK);
-          acc *= (float) NP_ALPHA;
+          acc = np_score (acc, B, M, b, h, qi, j);
         }
       else
         acc = -INFINITY;
@@ -266,6 +332,31 @@ main (int argc, char **argv)
   NP_CHECK (cudaMalloc (&ptrs[NP_SLOT_O], nq_el * np_esize (NP_O)));
   if (NP_WS_SLOT >= 0 && NP_WS_BYTES > 0)
     NP_CHECK (cudaMalloc (&ptrs[NP_WS_SLOT], NP_WS_BYTES));
+  /* the score operands, and their shapes for the fill */
+  {
+    long *dims;
+    int *which;
+
+    NP_CHECK (cudaMalloc (&dims, 10 * sizeof (long)));
+    NP_CHECK (cudaMalloc (&which, 10 * sizeof (int)));
+    NP_CHECK (cudaMemcpy (dims, np_bias_dims, 5 * sizeof (long), cudaMemcpyHostToDevice));
+    NP_CHECK (cudaMemcpy (dims + 5, np_keep_dims, 5 * sizeof (long), cudaMemcpyHostToDevice));
+    NP_CHECK (cudaMemcpy (which, np_bias_which, 5 * sizeof (int), cudaMemcpyHostToDevice));
+    NP_CHECK (cudaMemcpy (which + 5, np_keep_which, 5 * sizeof (int), cudaMemcpyHostToDevice));
+    if (NP_BIAS)
+      {
+        NP_CHECK (cudaMalloc (&ptrs[NP_SLOT_BIAS], NP_BIAS_N * np_esize (NP_BIAS_T)));
+        np_fill_operand<<<1024, 256>>> (ptrs[NP_SLOT_BIAS], NP_BIAS_N, NP_BIAS_T, 0, NP_BIAS_FILL, NP_BIAS_RANK, dims,
+                                        which);
+      }
+    if (NP_KEEP)
+      {
+        NP_CHECK (cudaMalloc (&ptrs[NP_SLOT_KEEP], NP_KEEP_N));
+        np_fill_operand<<<1024, 256>>> (ptrs[NP_SLOT_KEEP], NP_KEEP_N, 5, 1, NP_KEEP_FILL, NP_KEEP_RANK, dims + 5,
+                                        which + 5);
+      }
+    NP_CHECK (cudaDeviceSynchronize ());
+  }
   memset (&args, 0, sizeof args);
   for (size_t i = 0; i < sizeof (NapkinArgs) / sizeof (void *); i++)
     args.p[i] = ptrs[i];
@@ -308,7 +399,9 @@ main (int argc, char **argv)
   NP_CHECK (cudaMalloc (&d_s, n_rows * NP_NKV * sizeof (float)));
   NP_CHECK (cudaMalloc (&d_ref, n_rows * NP_D * sizeof (float)));
   NP_CHECK (cudaMalloc (&d_got, n_rows * NP_D * sizeof (float)));
-  np_reference<<<n_rows, 256>>> (ptrs[NP_SLOT_Q], ptrs[NP_SLOT_K], ptrs[NP_SLOT_V], d_rows, d_s, d_ref);
+  np_reference<<<n_rows, 256>>> (ptrs[NP_SLOT_Q], ptrs[NP_SLOT_K], ptrs[NP_SLOT_V],
+                                 NP_BIAS ? ptrs[NP_SLOT_BIAS] : NULL, NP_KEEP ? ptrs[NP_SLOT_KEEP] : NULL, d_rows, d_s,
+                                 d_ref);
   np_gather<<<256, 256>>> (ptrs[NP_SLOT_O], d_rows, n_rows, d_got);
   NP_CHECK (cudaDeviceSynchronize ());
   {
@@ -351,9 +444,15 @@ main (int argc, char **argv)
     }
   /* P is rounded to V's type: fp8 and bf16 keep fewer bits */
   tol = NP_QK == 3 || NP_V == 3 ? 8e-2 : NP_V == 2 || NP_O == 2 ? 2e-2 : 5e-3;
-  printf ("%-24s %-4s %9.2e %10.4f %8.1f  %s%s\n", NP_NAME, err <= tol && bad == 0 ? "ok" : "FAIL", err,
-          ms[ms.size () / 2], 4.0 * NP_B * NP_H * NP_D * pairs / (ms[ms.size () / 2] * 1e-3) / 1e12, np_kernels,
-          bad ? " (non-finite outputs)" : "");
+  {
+    char pred[32] = "-";
+
+    if (NP_PRED_MS > 0)
+      snprintf (pred, sizeof pred, "%.4f", (double) NP_PRED_MS);
+    printf ("%-24s %-4s %9.2e %10.4f %8.1f %9s  %s%s\n", NP_NAME, err <= tol && bad == 0 ? "ok" : "FAIL", err,
+            ms[ms.size () / 2], 4.0 * NP_B * NP_H * NP_D * pairs / (ms[ms.size () / 2] * 1e-3) / 1e12, pred,
+            np_kernels, bad ? " (non-finite outputs)" : "");
+  }
   fprintf (stderr, "%s: %s; %llu non-finite of %ld outputs\n", NP_NAME, NP_PLAN, bad, nq_el);
   return 0;
 }

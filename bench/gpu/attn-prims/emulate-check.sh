@@ -1,0 +1,46 @@
+#!/bin/sh
+# The printed attention kernels' index arithmetic against a float64 attention, on the CPU
+# (bench/gpu/attn-prims/emulate.py): small problems of both paths (h100: attn-sm90, a100:
+# attn-sm80) with score operands — T5's bias, padding masks of 0 / −∞ (one sequence wholly
+# padded), keep flags at random, as padding and as a lower triangle, GQA, decoding with a
+# split, an fp32 bias — and a plain one. Skips without numpy (NAPKIN_PYTHON names a
+# Python that has it).
+# Usage: emulate-check.sh ATTN_PRIMS EMULATE_PY   (TAP output)
+gen=$1
+emulate=$2
+py=${NAPKIN_PYTHON:-python3}
+if ! "$py" -c 'import numpy' 2> /dev/null; then
+  echo "1..0 # SKIP numpy not installed (set NAPKIN_PYTHON)"
+  exit 0
+fi
+out=$(mktemp -d) || exit 1
+trap 'rm -rf "$out"' EXIT
+specs='name=plain b=2 h=4 nq=300 nkv=300 d=64 t=bf16 bq=128 bkv=128 st=2
+name=t5 b=2 h=4 nq=300 nkv=300 d=64 t=bf16 bq=128 bkv=128 st=2 bias=h,q,k first=1 alpha=1
+name=pad b=4 h=4 nq=200 nkv=333 d=64 t=fp16 bq=128 bkv=64 st=2 bias=b,k bfill=pad
+name=bhqk-odd b=2 h=2 nq=150 nkv=150 d=32 t=fp16 bq=64 bkv=64 st=2 bias=b,h,q,k
+name=keys77 b=2 h=2 nq=200 nkv=77 d=64 t=fp16 bq=128 bkv=64 st=2 bias=q,k
+name=tril b=2 h=4 nq=256 nkv=256 d=128 t=fp16 bq=128 bkv=128 st=2 keep=q,k kfill=tril
+name=keep-bqk b=2 h=2 nq=192 nkv=256 d=64 t=bf16 bq=64 bkv=64 st=2 keep=b,q,k
+name=bias-keep b=3 h=2 nq=128 nkv=300 d=64 t=bf16 bq=128 bkv=64 st=2 bias=h,q,k first=1 alpha=1 keep=b,k kfill=pad
+name=gqa b=2 h=8 hk=2 nq=130 nkv=200 d=64 t=bf16 bq=64 bkv=64 st=2 bias=b,h,g,q,k keep=b,k kfill=pad
+name=decode b=3 h=8 hk=2 nq=1 nkv=2048 d=64 t=bf16 bq=0 bkv=64 st=2 gt=4 keep=b,k kfill=pad
+name=fp32-bias b=2 h=2 nq=200 nkv=256 d=128 t=fp16 bq=128 bkv=128 st=2 bias=h,q,k bt=fp32 keep=b,k kfill=pad'
+n=$(echo "$specs" | wc -l)
+echo "1..$((2 * n))"
+i=0
+echo "$specs" | while IFS= read -r spec; do
+  for arch in h100 a100; do
+    i=$((i + 1))
+    name=$(echo "$spec" | sed 's/name=\([^ ]*\).*/\1/')
+    if ! "$gen" "$spec arch=$arch" > "$out/$name-$arch.cuh" 2> "$out/err"; then
+      echo "not ok $i - $name on $arch: $(head -c 300 "$out/err")"
+      continue
+    fi
+    line=$("$py" "$emulate" "$out/$name-$arch.cuh" 2>&1 | tail -1)
+    case $line in
+      *" ok "*) echo "ok $i - $name on $arch: $line" ;;
+      *) echo "not ok $i - $name on $arch: $line" ;;
+    esac
+  done
+done
