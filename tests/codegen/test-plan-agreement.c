@@ -110,6 +110,19 @@ attention_case (GRand *rng,
           prev = "u";
         }
     }
+  /* score operands (docs/plan.md, "Score operands"): T5's bias [h, q, k], padding flags [b, k] */
+  if (g == 1 && !bshd && g_rand_int_range (rng, 0, 4) == 0)
+    {
+      /* the bias in the scores' type */
+      g_string_append_printf (s, "dtype %s\n%s pos[h,q,k] -> tb = add()\ndtype %s\n", hf_casts || fp8 ? "fp32" : dt,
+                              prev, dt);
+      prev = "tb";
+    }
+  if (g == 1 && g_rand_int_range (rng, 0, 4) == 0)
+    {
+      g_string_append_printf (s, "dtype int8\n%s pad[b,k] -> tm = mask()\ndtype %s\n", prev, dt);
+      prev = "tm";
+    }
   g_string_append_printf (s, "%s -> p = softmax(k)\n", prev);
   prev = "p";
   /* P in V's type (fp8 Q and K: V in 16 bits, O in 16 bits as FlashAttention-3 keeps them) */
@@ -215,8 +228,7 @@ rows_case (GRand *rng,
   if (op == 1 || op == 2)
     g_string_append_printf (s, "y G[%s] -> z = mul\n", axis);
   c->text = g_string_free (s, FALSE);
-  /* rows over a strided axis have no fast kernel yet on this branch of the plan */
-  c->expect_fast = last;
+  c->expect_fast = TRUE;
 }
 
 /* An MLP: up-projection, activation (SwiGLU's gate or GELU), down-projection. */
