@@ -218,9 +218,16 @@ print_analysis_text (NapkinAnalysis *a,
       if (c->threads > 0)
         printf (", %u threads", c->threads);
       printf ("\n");
-      printf ("  instances %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " groups × %" G_GINT64_FORMAT
-              " stream chunks per group), footprint %" G_GINT64_FORMAT " elements = %" G_GINT64_FORMAT " bytes\n",
-              c->instances, c->groups, c->chunks, c->footprint_elements, c->footprint_bytes);
+      /* one footprint: the block's, as its kernel's plan asks for it (docs/plan.md) */
+      if (c->plan_smem_bytes > 0)
+        printf ("  instances %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " groups × %" G_GINT64_FORMAT
+                " stream chunks per group), footprint %" G_GINT64_FORMAT " bytes a block (its plan's shared memory: "
+                "tiles of %" G_GINT64_FORMAT " elements, stages, staging buffers, barriers)\n", c->instances, c->groups,
+                c->chunks, c->plan_smem_bytes, c->footprint_elements);
+      else
+        printf ("  instances %" G_GINT64_FORMAT " (%" G_GINT64_FORMAT " groups × %" G_GINT64_FORMAT
+                " stream chunks per group), footprint %" G_GINT64_FORMAT " elements = %" G_GINT64_FORMAT " bytes\n",
+                c->instances, c->groups, c->chunks, c->footprint_elements, c->footprint_bytes);
       if (c->level == NAPKIN_LEVEL_L2)
         printf ("  %" G_GINT64_FORMAT " held in L2 at once, %" G_GINT64_FORMAT " round%s%s\n", c->per_sm, c->waves,
                 c->waves == 1 ? "" : "s", c->feasible ? "" : "  INFEASIBLE");
@@ -279,12 +286,13 @@ print_analysis_table (NapkinAnalysis *a,
 
       if (markdown)
         printf ("| %s | %s | %s | %" G_GINT64_FORMAT " | %" G_GINT64_FORMAT " | %" G_GINT64_FORMAT " | %s |\n",
-                c->name, napkin_level_to_string (c->level), c->tile, c->instances, c->footprint_bytes, c->per_sm,
-                c->binding_limit);
+                c->name, napkin_level_to_string (c->level), c->tile, c->instances,
+                c->plan_smem_bytes > 0 ? c->plan_smem_bytes : c->footprint_bytes, c->per_sm, c->binding_limit);
       else
         printf ("region,%s,%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT
                 ",%" G_GINT64_FORMAT ",%s,\n", c->name, napkin_level_to_string (c->level), c->transfer_elements,
-                c->transfer_bytes, c->instances, c->footprint_bytes, c->per_sm, c->binding_limit);
+                c->transfer_bytes, c->instances, c->plan_smem_bytes > 0 ? c->plan_smem_bytes : c->footprint_bytes, c->per_sm,
+                c->binding_limit);
     }
   if (markdown)
     printf ("\n| predicted time (s) | bound | FLOPs | throughput (FLOP/s) | feasible |\n|---:|---|---:|---:|---|\n"

@@ -176,11 +176,16 @@ napkin_explain_level_time (const NapkinAnalysis *a,
 
   g_return_val_if_fail (a != NULL && level < NAPKIN_N_LEVELS, NULL);
 
+  g_autofree char *peak = NULL;
+
   bytes = napkin_format_int (a->levels[level].transfer_bytes);
   bw = napkin_format_si (a->arch->levels[level].bandwidth, "B/s");
+  peak = napkin_format_si (a->levels[level].transfer_bytes / a->arch->levels[level].bandwidth, "s");
   t = napkin_format_si (a->levels[level].time_s, "s");
-  return g_strdup_printf (_("time(%s) = bytes / bandwidth = %s B / %s = %s"), napkin_level_to_string (level), bytes,
-                          bw, t);
+  /* TRANSLATORS: a level's bytes at its peak bandwidth, then the time the kernels take there */
+  return g_strdup_printf (_("time(%s) = %s: the kernels' transfers there, priced kernel by kernel (bytes / "
+                            "bandwidth = %s B / %s = %s at the peak)"), napkin_level_to_string (level), t, bytes, bw,
+                          peak);
 }
 
 static const char *

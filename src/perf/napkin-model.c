@@ -2850,7 +2850,9 @@ summarise (NapkinAnalysis *a,
 
   for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
     {
-      a->levels[l].time_s = a->levels[l].transfer_bytes / arch->levels[l].bandwidth;
+      /* one time per level in every table: the kernels' own at that level (the resource
+       * the model prices), not the level's bytes at its peak (docs/model.md, §7) */
+      a->levels[l].time_s = a->resource_s[level_resource (l)];
       energy_pj += a->levels[l].transfer_bytes * arch->levels[l].energy_pj_per_byte;
     }
   for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
@@ -2953,7 +2955,9 @@ napkin_analyze (NapkinDiagram               *diagram,
   m.n_regions = napkin_diagram_n_regions (diagram);
   m.current = -1;
 
-  if (!napkin_diagram_total_flops (diagram, &a->flops))
+  /* the work the kernels do: a mask's hidden (query, key) pairs are tiles they skip, so
+   * throughputs and shares of peak count the kept ones (docs/model.md, §7) */
+  if (!napkin_diagram_total_flops (diagram, &a->flops) || !napkin_diagram_computed_flops (diagram, &a->flops))
     m.overflow = TRUE;
   a->flops_total = add (&m, add (&m, a->flops.tensor, a->flops.cuda), a->flops.sfu);
 

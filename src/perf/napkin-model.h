@@ -120,7 +120,7 @@ typedef struct
   gboolean         paper;            /* no L2 reuse */
   gboolean         no_wgmma;
 
-  NapkinFlops      flops;
+  NapkinFlops      flops;            /* what the kernels compute: a mask's hidden pairs not counted */
   gint64           flops_total;
   gint64           tensor_flops[NAPKIN_N_TENSOR_CLASSES];
   gint64           fp32_contract_flops;   /* contractions on CUDA cores */

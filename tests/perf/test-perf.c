@@ -9,6 +9,7 @@
 #include "napkin-error.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
+#include "napkin-explain.h"
 #include "napkin-model.h"
 #include "napkin-derive.h"
 #include "napkin-tune.h"
@@ -540,6 +541,65 @@ test_examples_all_archs (void)
       }
     }
   g_assert_cmpuint (n, >=, 9 * 6);
+}
+
+/* The figures a user reads are honest (docs/model.md, §7): on every example and profile
+ * no share of a peak is above 100 % — the throughput counts the work the kernels do (a
+ * mask's hidden pairs not), each level's time is the kernels' at that level in every
+ * table and never past the total — and a region's footprint is its kernel's plan's
+ * shared memory, feasible exactly when that fits. */
+static void
+test_honest_figures (void)
+{
+  const char *dir = g_getenv ("NAPKIN_EXAMPLES_DIR");
+  g_autoptr(GDir) gdir = g_dir_open (dir, 0, NULL);
+  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+  const char *name;
+  guint checked = 0;
+
+  while ((name = g_dir_read_name (gdir)))
+    {
+      g_autoptr(NapkinDiagram) d = NULL;
+
+      if (!g_str_has_suffix (name, ".napkin"))
+        continue;
+      d = napkin_test_load_example (name);
+      if (napkin_diagram_get_gpus (d) != NULL)
+        continue;
+      for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
+        {
+          NapkinArch *arch = napkin_arch_registry_get (reg, i);
+          g_autoptr(NapkinAnalysis) a = napkin_analyze (d, arch, NULL, NULL);
+          double peak = 0;
+
+          g_assert_nonnull (a);
+          for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
+            peak = MAX (peak, napkin_arch_tensor_rate (arch, c));
+          if (a->flops.tensor > 0 && a->throughput > peak * (1 + 1e-9))
+            g_error ("%s on %s: %.4g FLOP/s predicted, above the peak %.4g", name, arch->id, a->throughput, peak);
+          for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
+            {
+              g_assert_cmpfloat (a->levels[l].time_s, ==, a->resource_s[NAPKIN_RESOURCE_HBM + l]);
+              if (a->levels[l].time_s > a->serial_time_s * (1 + 1e-9))
+                g_error ("%s on %s: %s takes %.4g s of %.4g s", name, arch->id, napkin_level_to_string (l),
+                         a->levels[l].time_s, a->serial_time_s);
+            }
+          for (guint r = 0; r < a->regions->len; r++)
+            {
+              const NapkinRegionCost *c = &g_array_index (a->regions, NapkinRegionCost, r);
+              const NapkinPlanKernel *pk = napkin_plan_kernel_for (a->plan, (int) c->region, -1);
+
+              if (c->level != NAPKIN_LEVEL_SMEM || c->parent >= 0 || pk == NULL || pk->path == NAPKIN_PATH_GENERIC
+                  || pk->kind == NAPKIN_PLAN_ELEMENTWISE)
+                continue;
+              g_assert_cmpint (napkin_region_block_bytes (a, r), ==, pk->smem_bytes);
+              if (pk->smem_bytes + arch->smem_reserved_per_block > arch->levels[NAPKIN_LEVEL_SMEM].capacity_bytes)
+                g_assert_false (c->feasible);
+            }
+          checked++;
+        }
+    }
+  g_assert_cmpuint (checked, >=, 60);
 }
 
 static void
@@ -1813,6 +1873,7 @@ main (int    argc,
   g_test_add_func ("/perf/h100/threshold", test_h100_threshold);
   g_test_add_func ("/perf/hopper/sketch", test_hopper_sketch);
   g_test_add_func ("/perf/examples/all-archs", test_examples_all_archs);
+  g_test_add_func ("/perf/examples/honest-figures", test_honest_figures);
   g_test_add_func ("/perf/plain/materialised", test_plain_materialised);
   g_test_add_func ("/perf/l2/panel", test_l2_panel);
   g_test_add_func ("/perf/occupancy/binding", test_occupancy);
