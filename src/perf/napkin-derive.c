@@ -1100,9 +1100,36 @@ plan_partition_kernels (Derive               *dv,
     }
 }
 
+/* The derived kernels as the plan of the derived diagram runs and prices them (one
+ * cut's price alone misses the layouts chosen across kernels): the table and its total
+ * say what `analyze` of the derived diagram says. Each keeps the reason for its cut. */
+static void
+reprice_as_planned (Derive               *dv,
+                    const NapkinAnalysis *a,
+                    NapkinDerivation     *r)
+{
+  g_autoptr(GPtrArray) cut = g_steal_pointer (&r->kernels);
+
+  r->kernels = g_ptr_array_new_with_free_func ((GDestroyNotify) kernel_free);
+  plan_partition_kernels (dv, a, r->derived, r->kernels, r->derived_s);
+  for (guint i = 0; i < r->kernels->len; i++)
+    {
+      NapkinDeriveKernel *k = g_ptr_array_index (r->kernels, i);
+      NapkinDeriveKernel *was = NULL;
+
+      for (guint j = 0; was == NULL && j < cut->len; j++)
+        if (g_str_equal (((NapkinDeriveKernel *) g_ptr_array_index (cut, j))->name, k->name))
+          was = g_ptr_array_index (cut, j);
+      g_free (k->why);
+      k->why = was != NULL ? g_strdup (was->why) : g_strdup (_("its own kernel, as the plan runs it outside regions"));
+    }
+  r->derived_s = a->predicted_time_s;
+}
+
 /* Keeps the derivation, or — where the plan of the diagram as it stands (its own
  * partition and the layouts of the values between kernels, which the one-by-one
- * pricing cannot see) is priced lower — that plan, its regions drawn: a derivation is
+ * pricing cannot see) is priced no higher — that plan, its regions drawn, and its kernels
+ * priced as it runs them: a derivation is
  * never slower than the diagram without regions (docs/plan.md, "Deriving a diagram"). */
 static gboolean
 keep_the_faster (Derive           *dv,
@@ -1114,7 +1141,7 @@ keep_the_faster (Derive           *dv,
   if (plain == NULL)
     return FALSE;
   dv->evaluated++;
-  if (!(plain->predicted_time_s < r->analyzed_s * (1 - 1e-9)))
+  if (!(plain->predicted_time_s <= r->analyzed_s * (1 + 1e-9)))
     return TRUE;
   g_clear_object (&r->derived);
   r->derived = napkin_plan_with_regions (plain->plan, dv->d);
@@ -1263,6 +1290,7 @@ napkin_derive (NapkinDiagram            *diagram,
         g_object_unref (r->derived);
         r->derived = drawn;
       }
+    reprice_as_planned (&dv, a, r);
   }
   if (!keep_the_faster (&dv, r, error))
     return NULL;

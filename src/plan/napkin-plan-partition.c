@@ -47,8 +47,119 @@ static NapkinDiagram *fold_casts (NapkinDiagram *d,
  * GEMM operand: the batch axes (in both operands and the result) and the free ones (in
  * this operand and the result) in the result's order, then the contracted ones in the
  * other operand's order — each group one run (docs/plan.md, "The pipeline"). NULL where
- * the value already lies so, or may not move (an output's, a drawn region's, a producer
- * without an axis order of its own). */
+ * the value already lies so, or may not move (an output's, one read inside its own region,
+ * a producer without an axis order of its own). */
+/* Whether the product `node` may store its result in the order `want`: its axes only in
+ * its first operand (the GEMM's rows) and those only in its second (its columns) must each
+ * stay one run; batch axes may go anywhere (the grid walks them). Else the new layout
+ * would trade the consumer's GEMM for the producer's (a projection feeding attention's
+ * QKᵀ, which reads any strides, would go generic). */
+static gboolean
+keeps_gemm_runs (NapkinDiagram   *d,
+                 guint            node,
+                 const GPtrArray *want)
+{
+  const NapkinTensorType *side[2] = { NULL, NULL };
+
+  for (guint k = 0; k < 2; k++)
+    {
+      int src = napkin_diagram_input_source (d, node, k);
+
+      if (src < 0 || (side[k] = napkin_diagram_node_type (d, (guint) src)) == NULL || !side[k]->valid)
+        return FALSE;
+    }
+  for (guint k = 0; k < 2; k++)
+    {
+      int first = -1, last = -1, count = 0;
+
+      for (guint i = 0; i < want->len; i++)
+        {
+          int axis = napkin_diagram_find_axis (d, g_ptr_array_index (want, i));
+
+          if (napkin_tensor_type_has_axis (side[k], axis) && !napkin_tensor_type_has_axis (side[1 - k], axis))
+            {
+              if (first < 0)
+                first = (int) i;
+              last = (int) i;
+              count++;
+            }
+        }
+      if (count > 0 && last - first + 1 != count)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The axes of the product `node`'s result as its GEMM stores them: where element-wise
+ * maps carry it to an output (a bias, then the module's result), the output tensor's
+ * order, which the GEMM's epilogue writes; else its own. */
+static guint
+stored_axes (NapkinDiagram *d,
+             guint          node,
+             guint         *axes)
+{
+  const NapkinTensorType *o = napkin_diagram_node_type (d, node);
+  guint cur = node;
+
+  for (guint step = 0; step < 8; step++)
+    {
+      guint n_consumers;
+      const guint *consumers = napkin_diagram_consumers (d, cur, &n_consumers);
+      const NapkinNode *next;
+
+      if (n_consumers != 1)
+        break;
+      next = napkin_diagram_node (d, consumers[0]);
+      if (next->kind == NAPKIN_OP_OUTPUT)
+        {
+          const NapkinTensor *t = napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, next->tensor));
+          guint n = 0;
+
+          for (guint a = 0; t != NULL && t->axes[a] != NULL && n < NAPKIN_MAX_RANK; a++)
+            {
+              int axis = napkin_diagram_find_axis (d, t->axes[a]);
+
+              if (axis < 0 || !napkin_tensor_type_has_axis (o, (guint) axis))
+                break;
+              axes[n++] = (guint) axis;
+            }
+          if (n == o->n_axes)
+            return n;
+          break;
+        }
+      if (next->kind != NAPKIN_OP_MAP || napkin_diagram_node_type (d, consumers[0]) == NULL
+          || napkin_diagram_node_type (d, consumers[0])->n_axes != o->n_axes)
+        break;
+      cur = consumers[0];
+    }
+  memcpy (axes, o->axes, sizeof (guint) * o->n_axes);
+  return o->n_axes;
+}
+
+/* Whether the product `node` weighs by a softmax (through maps): attention's P·V, whose
+ * fused kernel stores O in any order. */
+static gboolean
+reads_probabilities (NapkinDiagram *d,
+                     guint          node)
+{
+  for (guint k = 0; k < 2; k++)
+    {
+      int src = napkin_diagram_input_source (d, node, k);
+
+      for (guint step = 0; src >= 0 && step < 4; step++)
+        {
+          const NapkinNode *n = napkin_diagram_node (d, (guint) src);
+
+          if (n->kind == NAPKIN_OP_SOFTMAX)
+            return TRUE;
+          if (n->kind != NAPKIN_OP_MAP && n->kind != NAPKIN_OP_MASK)
+            break;
+          src = napkin_diagram_input_source (d, (guint) src, 0);
+        }
+    }
+  return FALSE;
+}
+
 static char **
 operand_order (NapkinDiagram *d,
                guint          node)
@@ -58,7 +169,7 @@ operand_order (NapkinDiagram *d,
   const guint *consumers = napkin_diagram_consumers (d, node, &n_consumers);
   const NapkinTensorType *x = napkin_diagram_node_type (d, node), *y, *o;
   g_autoptr(GPtrArray) want = g_ptr_array_new ();
-  guint c;
+  guint c, stored[NAPKIN_MAX_RANK], n_stored;
   gboolean same = TRUE;
 
   if ((p->kind != NAPKIN_OP_CONTRACT && p->kind != NAPKIN_OP_REARRANGE) || n_consumers != 1 || x == NULL || !x->valid)
@@ -66,8 +177,12 @@ operand_order (NapkinDiagram *d,
   c = consumers[0];
   if (napkin_diagram_node (d, c)->kind != NAPKIN_OP_CONTRACT)
     return NULL;
+  /* a value that stays inside its region keeps the region's layout; one that leaves it
+   * for a product outside is stored by the region's epilogue in any order, as it would be
+   * had the plan drawn the region (`tune --apply` must not lose the layout) */
   for (guint r = 0; r < napkin_diagram_n_regions (d); r++)
-    if (napkin_region_has_node (napkin_diagram_region (d, r), p->id))
+    if (napkin_region_has_node (napkin_diagram_region (d, r), p->id)
+        && napkin_region_has_node (napkin_diagram_region (d, r), napkin_diagram_node (d, c)->id))
       return NULL;
   port = napkin_diagram_input_source (d, c, 0) == (int) node ? 1 : 0;
   if (napkin_diagram_input_source (d, c, port) < 0)
@@ -76,17 +191,142 @@ operand_order (NapkinDiagram *d,
   o = napkin_diagram_node_type (d, c);
   if (y == NULL || o == NULL || !y->valid || !o->valid)
     return NULL;
-  for (guint i = 0; i < o->n_axes; i++)
-    if (napkin_tensor_type_has_axis (x, o->axes[i]))
-      g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, o->axes[i])->name);
+  n_stored = stored_axes (d, c, stored);
+  for (guint i = 0; i < n_stored; i++)
+    if (napkin_tensor_type_has_axis (x, stored[i]))
+      g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, stored[i])->name);
   for (guint i = 0; i < y->n_axes; i++)
     if (napkin_tensor_type_has_axis (x, y->axes[i]) && !napkin_tensor_type_has_axis (o, y->axes[i]))
       g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, y->axes[i])->name);
   if (want->len != x->n_axes)
     return NULL;      /* an axis summed alone: not a GEMM operand */
+  if (p->kind == NAPKIN_OP_CONTRACT && !reads_probabilities (d, node) && !keeps_gemm_runs (d, node, want))
+    return NULL;      /* the producer's own GEMM would lose its rows or columns as one run */
   for (guint i = 0; i < x->n_axes; i++)
     same &= g_str_equal (napkin_diagram_axis (d, x->axes[i])->name, g_ptr_array_index (want, i));
   if (same)
+    return NULL;
+  g_ptr_array_add (want, NULL);
+  return g_strdupv ((char **) want->pdata);
+}
+
+/* Whether every consumer of `node` reads it by axis name (not by its flat order): a
+ * reshape does not, nor does an output, whose tensor declares its order. */
+static gboolean
+read_by_name (NapkinDiagram *d,
+              guint          node)
+{
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (d, node, &n_consumers);
+  const NapkinTensorType *x = napkin_diagram_node_type (d, node);
+
+  if (n_consumers == 0)
+    return FALSE;
+  for (guint i = 0; i < n_consumers; i++)
+    {
+      const NapkinNode *c = napkin_diagram_node (d, consumers[i]);
+
+      if (c->kind == NAPKIN_OP_OUTPUT)
+        return FALSE;
+      if (c->kind == NAPKIN_OP_REARRANGE)
+        {
+          if (c->out == NULL || g_strv_length (c->out) != x->n_axes)
+            return FALSE;
+          for (guint k = 0; c->out[k] != NULL; k++)
+            if (!napkin_tensor_type_has_axis (x, napkin_diagram_find_axis (d, c->out[k])))
+              return FALSE;
+        }
+      for (guint r = 0; r < napkin_diagram_n_regions (d); r++)
+        if (napkin_region_has_node (napkin_diagram_region (d, r), napkin_diagram_node (d, node)->id)
+            && napkin_region_has_node (napkin_diagram_region (d, r), c->id))
+          return FALSE;
+    }
+  return TRUE;
+}
+
+/* Whether the product `node`'s result order `x` already keeps its rows and its columns
+ * each one run, in the order of the operand they come from. */
+static gboolean
+keeps_gemm_runs_as (NapkinDiagram          *d,
+                    guint                   node,
+                    const NapkinTensorType *x)
+{
+  for (guint k = 0; k < 2; k++)
+    {
+      const NapkinTensorType *own = napkin_diagram_node_type (d, (guint) napkin_diagram_input_source (d, node, k));
+      const NapkinTensorType *other = napkin_diagram_node_type (d, (guint) napkin_diagram_input_source (d, node, 1 - k));
+      int first = -1, previous = -1;
+
+      for (guint i = 0; i < own->n_axes; i++)
+        {
+          int at = -1;
+
+          if (napkin_tensor_type_has_axis (other, own->axes[i]))
+            continue;
+          for (guint j = 0; j < x->n_axes; j++)
+            if (x->axes[j] == own->axes[i])
+              at = (int) j;
+          if (at < 0)
+            continue;           /* contracted */
+          if (first >= 0 && at != previous + 1)
+            return FALSE;
+          if (first < 0)
+            first = at;
+          previous = at;
+        }
+    }
+  return TRUE;
+}
+
+/* The order in which the product `node` stores its result as one GEMM: batch axes in its
+ * own order, then its rows in its first operand's order, then its columns in its
+ * second's. NULL where it lies so already, or where a consumer reads its flat order. A
+ * projection written after a transpose (nn.MultiheadAttention's [s, b, ...] from an
+ * [b, s, e] input) would else split its rows. */
+static char **
+result_order (NapkinDiagram *d,
+              guint          node)
+{
+  const NapkinNode *p = napkin_diagram_node (d, node);
+  const NapkinTensorType *x = napkin_diagram_node_type (d, node), *side[2] = { NULL, NULL };
+  g_autoptr(GPtrArray) want = g_ptr_array_new ();
+  gboolean same = TRUE;
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (d, node, &n_consumers);
+
+  /* a value one product reads is laid out for that product (operand_order); attention's
+   * P·V stores O in any order */
+  if (p->kind != NAPKIN_OP_CONTRACT || x == NULL || !x->valid || !read_by_name (d, node)
+      || (n_consumers == 1 && napkin_diagram_node (d, consumers[0])->kind == NAPKIN_OP_CONTRACT)
+      || reads_probabilities (d, node))
+    return NULL;
+  for (guint k = 0; k < 2; k++)
+    {
+      int src = napkin_diagram_input_source (d, node, k);
+      char **moved;
+
+      if (src < 0 || (side[k] = napkin_diagram_node_type (d, (guint) src)) == NULL || !side[k]->valid)
+        return NULL;
+      /* an operand laid out for this product follows its result order, not the reverse */
+      moved = operand_order (d, (guint) src);
+      if (moved != NULL)
+        {
+          g_strfreev (moved);
+          return NULL;
+        }
+    }
+  for (guint i = 0; i < x->n_axes; i++)
+    if (napkin_tensor_type_has_axis (side[0], x->axes[i]) && napkin_tensor_type_has_axis (side[1], x->axes[i]))
+      g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, x->axes[i])->name);
+  for (guint k = 0; k < 2; k++)
+    for (guint i = 0; i < side[k]->n_axes; i++)
+      if (napkin_tensor_type_has_axis (x, side[k]->axes[i]) && !napkin_tensor_type_has_axis (side[1 - k], side[k]->axes[i]))
+        g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, side[k]->axes[i])->name);
+  if (want->len != x->n_axes)
+    return NULL;
+  for (guint i = 0; i < x->n_axes; i++)
+    same &= g_str_equal (napkin_diagram_axis (d, x->axes[i])->name, g_ptr_array_index (want, i));
+  if (same || keeps_gemm_runs_as (d, node, x))
     return NULL;
   g_ptr_array_add (want, NULL);
   return g_strdupv ((char **) want->pdata);
@@ -105,7 +345,11 @@ _napkin_plan_canonical (NapkinDiagram *d,
    * of the axes it is computed over, so the same function (the attention's O before its
    * output projection, stored [b, s, h, d]) */
   for (guint n = 0; n < n_nodes; n++)
-    g_ptr_array_add (orders, operand_order (work, n));
+    {
+      char **order = operand_order (work, n);
+
+      g_ptr_array_add (orders, order != NULL ? order : result_order (work, n));
+    }
   for (guint n = 0; n < n_nodes; n++)
     {
       NapkinNode *node;
