@@ -6,15 +6,19 @@
 
 #include <json-c/json.h>
 
+#include "napkin-derive.h"
 #include "napkin-import.h"
 #include "napkin-interp.h"
 #include "napkin-ir.h"
+#include "napkin-model.h"
 #include "napkin-validate.h"
 
 /* The model zoo (tests/import/zoo, docs/import.md "The model zoo"): each module's
  * stored graph imports unedited, its diagram's counts are pinned, and the diagram of
  * its small graph, run in the interpreter on the module's own inputs and parameters
- * filled by regenerate.py's formula, gives the module's output. No torch needed. */
+ * filled by regenerate.py's formula, gives the module's output; derived as a user's
+ * Suggest Tiles / `tune --apply` derives it, it runs with no generic kernel, its
+ * attention as one fused kernel, at a pinned predicted time. No torch needed. */
 
 typedef struct
 {
@@ -23,12 +27,20 @@ typedef struct
    * reduce softmax normalize rearrange mask) and its axes with their sizes */
   guint       ops[NAPKIN_N_OPS];
   const char *axes;
+  /* derived on the H200 profile: kernels, and the predicted time in µs (±0.5 %) */
+  guint       kernels;
+  double      derived_us;
 } Zoo;
 
 /* NAPKIN_ZOO_PRINT=1 prints these rows from the stored graphs. */
 static const Zoo zoo[] = {
 #include "zoo/expected.h"
 };
+
+static void derive_zoo (const char    *name,
+                        NapkinDiagram *d,
+                        guint         *kernels,
+                        double        *us);
 
 static char *
 zoo_path (const char *name,
@@ -82,8 +94,12 @@ test_counts (gconstpointer data)
     ops[napkin_diagram_node (d, i)->kind]++;
   if (g_getenv ("NAPKIN_ZOO_PRINT") != NULL)
     {
-      g_print ("  { \"%s\", { %u, %u, %u, %u, %u, %u, %u, %u, %u },\n    \"%s\" },\n", z->name, ops[0], ops[1], ops[2],
-               ops[3], ops[4], ops[5], ops[6], ops[7], ops[8], axes);
+      guint kernels;
+      double us;
+
+      derive_zoo (z->name, d, &kernels, &us);
+      g_print ("  { \"%s\", { %u, %u, %u, %u, %u, %u, %u, %u, %u },\n    \"%s\",\n    %u, %.2f },\n", z->name,
+               ops[0], ops[1], ops[2], ops[3], ops[4], ops[5], ops[6], ops[7], ops[8], axes, kernels, us);
       return;
     }
   for (guint k = 0; k < NAPKIN_N_OPS; k++)
@@ -293,6 +309,74 @@ test_values (gconstpointer data)
   json_object_put (root);
 }
 
+/* ---------------------------------------------------------------- the derivation */
+
+/* The zoo entry derived as Apply derives it, checked (no generic kernel, every softmax
+ * in one attention kernel with its products, the table's total what `analyze` says);
+ * its main kernels and predicted time on the H200 profile. */
+static void
+derive_zoo (const char    *name,
+            NapkinDiagram *d,
+            guint         *kernels,
+            double        *us)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h200", &error);
+  g_autoptr(NapkinDerivation) r = NULL;
+  g_autoptr(NapkinAnalysis) a = NULL;
+  guint softmaxes = 0, in_attention = 0, attention_kernels = 0;
+
+  g_assert_no_error (error);
+  r = napkin_derive (d, arch, NULL, &error);
+  g_assert_no_error (error);
+  /* what Apply writes, planned and priced as `analyze` and Run see it */
+  a = napkin_analyze (r->derived, arch, NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < napkin_diagram_n_nodes (d); i++)
+    softmaxes += napkin_diagram_node (d, i)->kind == NAPKIN_OP_SOFTMAX;
+  *kernels = 0;
+  for (guint i = 0; i < a->plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *pk = g_ptr_array_index (a->plan->kernels, i);
+
+      if (pk->kind == NAPKIN_PLAN_GENERIC)
+        g_error ("%s: kernel %s is generic: %s", name, pk->name, pk->reason ? pk->reason : "");
+      if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE
+          || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+        continue;
+      (*kernels)++;
+      if (pk->kind != NAPKIN_PLAN_ATTENTION)
+        continue;
+      attention_kernels++;
+      for (guint j = 0; j < pk->nodes->len; j++)
+        in_attention += napkin_diagram_node (a->plan->diagram, g_array_index (pk->nodes, guint, j))->kind
+                        == NAPKIN_OP_SOFTMAX;
+    }
+  /* every softmax of the zoo is an attention's: each fused with its two products */
+  g_assert_cmpuint (in_attention, ==, softmaxes);
+  g_assert_cmpuint (attention_kernels, ==, softmaxes);
+  g_assert_cmpfloat_with_epsilon (r->analyzed_s, a->predicted_time_s, 1e-12);
+  g_assert_cmpfloat_with_epsilon (r->derived_s, a->predicted_time_s, 1e-12);
+  *us = a->predicted_time_s * 1e6;
+}
+
+static void
+test_derived (gconstpointer data)
+{
+  const Zoo *z = data;
+  g_autofree char *text = NULL;
+  g_autoptr(NapkinDiagram) d = import_zoo (z->name, ".graph.json", &text);
+  guint kernels;
+  double us;
+
+  if (g_getenv ("NAPKIN_ZOO_PRINT") != NULL)
+    return;     /* test_counts printed the row */
+  derive_zoo (z->name, d, &kernels, &us);
+  g_assert_cmpuint (kernels, ==, z->kernels);
+  if (fabs (us - z->derived_us) > 5e-3 * z->derived_us)
+    g_error ("%s: derived %.2f µs, %.2f pinned", z->name, us, z->derived_us);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -302,9 +386,11 @@ main (int    argc,
     {
       g_autofree char *counts = g_strdup_printf ("/import/zoo/%s/counts", zoo[i].name);
       g_autofree char *run = g_strdup_printf ("/import/zoo/%s/values", zoo[i].name);
+      g_autofree char *derived = g_strdup_printf ("/import/zoo/%s/derived", zoo[i].name);
 
       g_test_add_data_func (counts, &zoo[i], test_counts);
       g_test_add_data_func (run, &zoo[i], test_values);
+      g_test_add_data_func (derived, &zoo[i], test_derived);
     }
   return g_test_run ();
 }
