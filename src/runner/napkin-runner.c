@@ -348,6 +348,7 @@ typedef struct
   gboolean *integers;
   double   *scale;         /* napkin_input_scale */
   gint64   *rotate_half;   /* n, or 0 */
+  float   **given;         /* values read from NAPKIN_INPUT_DIR (a module's own), or NULL */
 } Inputs;
 
 /* R with x · R = cat (−x[n/2:], x[:n/2]), as the PyTorch printer's _rotate_half_matrix. */
@@ -558,14 +559,21 @@ device_alloc (Device        *dev,
           dev->copies[s * MAX (dev->n_copies, 1) + c] = p;
           if (c == 0)
             dev->ptrs[s] = p;
-          if (is_input && host != NULL)
+          const NapkinIrBuffer *arg = (int) s != dev->mod->workspace_slot
+                                      ? napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s)) : NULL;
+          const float *given = !is_input ? NULL
+                               : host != NULL ? host[arg->tensor]
+                               : inputs != NULL && inputs->given != NULL ? inputs->given[arg->tensor] : NULL;
+
+          if (given != NULL)
             {
-              /* values the caller made (a GPU's piece of a sharded input, or zeros) */
-              const NapkinIrBuffer *b = napkin_ir_buffer (dev->mod->program, g_array_index (dev->mod->args, int, s));
+              /* values the caller made (a GPU's piece of a sharded input, zeros, or a
+               * module's own values read from NAPKIN_INPUT_DIR) */
+              const NapkinIrBuffer *b = arg;
               gint64 elems = napkin_ir_buffer_elements (b);
               g_autofree void *bytes_host = g_malloc (bytes);
 
-              to_device (b->dtype, host[b->tensor], bytes_host, elems);
+              to_device (b->dtype, given, bytes_host, elems);
               if (!check (cu.MemcpyHtoD (p, bytes_host, elems * napkin_dtype_bytes (b->dtype)), "copying inputs", message))
                 return FALSE;
             }
@@ -672,7 +680,8 @@ check_inputs (Device        *dev,
       g_autofree guint8 *want_bytes = NULL, *got = NULL;
 
       if (b->role != NAPKIN_BUF_INPUT || n == 0
-          || (inputs->rotate_half != NULL && inputs->rotate_half[b->tensor] > 0))
+          || (inputs->rotate_half != NULL && inputs->rotate_half[b->tensor] > 0)
+          || (inputs->given != NULL && inputs->given[b->tensor] != NULL))
         continue;
       want = g_new (float, m);
       want_bytes = g_malloc (m * size);
@@ -3007,6 +3016,9 @@ run_clear (Run *r)
   g_free (r->in.rotate_half);
   g_free (r->in.scale);
   g_free (r->in.integers);
+  for (guint t = 0; r->in.given != NULL && t < napkin_diagram_n_tensors (r->d); t++)
+    g_free (r->in.given[t]);
+  g_free (r->in.given);
 }
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (Run, run_clear)
@@ -3290,6 +3302,42 @@ load_modules (Run *r)
   return GO_ON;
 }
 
+/* With NAPKIN_INPUT_DIR set (not empty), an input with a file TENSOR.f32 there (raw
+ * little-endian fp32, in the tensor's axis order) takes those values instead of the
+ * seeded ones, for the kernel and the reference alike: bench/gpu/zoo-e2e runs a
+ * module's own parameters and inputs through the derived kernels and compares the
+ * output (NAPKIN_DUMP_DIR) with the module's. */
+static gboolean
+read_given (Run                  *r,
+            const NapkinIrBuffer *b,
+            char                **message)
+{
+  const char *dir = g_getenv ("NAPKIN_INPUT_DIR");
+  const NapkinTensor *t = napkin_diagram_tensor (r->d, b->tensor);
+  g_autofree char *name = NULL, *path = NULL, *bytes = NULL;
+  gint64 n = napkin_ir_buffer_elements (b);
+  gsize length = 0;
+  g_autoptr(GError) error = NULL;
+
+  if (dir == NULL || *dir == '\0')
+    return TRUE;
+  name = g_strconcat (t->name, ".f32", NULL);
+  path = g_build_filename (dir, name, NULL);
+  if (!g_file_test (path, G_FILE_TEST_IS_REGULAR))
+    return TRUE;
+  if (!g_file_get_contents (path, &bytes, &length, &error) || length != (gsize) n * 4)
+    {
+      g_free (*message);
+      *message = g_strdup_printf ("%s: %s", path, error != NULL ? error->message
+                                  : "not the tensor's elements as raw fp32 (wrong size)");
+      return FALSE;
+    }
+  if (r->in.given == NULL)
+    r->in.given = g_new0 (float *, napkin_diagram_n_tensors (r->d) + 1);
+  r->in.given[b->tensor] = (float *) g_steal_pointer (&bytes);
+  return TRUE;
+}
+
 /* Seeded inputs, the same values for the kernel and the reference: where each
  * tensor's draws start (they are made on the device, device_alloc), the rotate_half
  * constants, the bytes in and out, and the error bound of the coarsest type. */
@@ -3298,6 +3346,7 @@ plan_inputs (Run *r)
 {
   guint n_tensors = napkin_diagram_n_tensors (r->d);
   g_autofree gboolean *drawn = g_new0 (gboolean, n_tensors + 1);
+  g_autofree char *message = NULL;
   guint64 draws = 0;
 
   progress (0.3, "Filling inputs");
@@ -3347,6 +3396,8 @@ plan_inputs (Run *r)
       r->in.integers[b->tensor] = b->dtype == NAPKIN_DTYPE_INT8;
       r->in.scale[b->tensor] = napkin_input_scale (r->d, b->tensor);
       draws += (guint64) n;
+      if (!read_given (r, b, &message))
+        return finish (r->root, "failed", message, EXIT_FAILED);
     }
   return GO_ON;
 }

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The zoo end to end on the GPU (docs/import.md, "The model zoo"), entering where a user
+enters: each module, at the size people run it, is exported (src/import/napkin_export.py),
+imported (`napkin-cli import`), derived and applied as Suggest Tiles does (`tune --apply`,
+no regions drawn by hand), and run (`napkin-cli run`) on the module's own parameters and
+inputs (NAPKIN_INPUT_DIR); its output (NAPKIN_DUMP_DIR) is compared with the module's, and
+the module is timed in eager PyTorch and under torch.compile in the same call. Prints
+one table: kernels, predicted and measured ms, the module's times, the ratio (best
+PyTorch / Napkin, > 1: Napkin faster), the error against the module, and each kernel's
+measured over predicted time.
+
+    bench/gpu/sweep --pack here, then on the GPU machine:
+    python3 bench/gpu/zoo-e2e.py --cli .gpu/bin/napkin-cli --model h200 [NAME ...]
+
+Exit status 1 if any module failed or differed from its module beyond its dtype's bound."""
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ZOO = os.path.join(ROOT, "tests", "import", "zoo")
+sys.path.insert(0, os.path.join(ROOT, "src", "import"))
+sys.path.insert(0, os.path.dirname(__file__))
+
+# name → (file, factory): the blocks the import issue names, then the rest of the zoo
+MODULES = {
+    "gpt2_medium_block": ("tests/import/zoo/hf_gpt2_block.py", "build"),
+    "llama3_8b_block": ("tests/import/llama_block.py", "build"),
+    "vit_l16_block": ("tests/import/zoo/timm_vit_block.py", "build"),
+    "t5_attention": ("tests/import/zoo/t5_attention.py", "build"),
+    "bart_attention": ("tests/import/zoo/bart_attention.py", "build"),
+}
+BOUND = {"float16": 1e-2, "bfloat16": 3e-2, "float32": 1e-4}
+
+
+def load(path, name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def bench(fn, args, reps=20):
+    import torch
+    with torch.no_grad():
+        for _ in range(3):
+            fn(*args)
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(reps):
+            a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            fn(*args)
+            z.record()
+            torch.cuda.synchronize()
+            ts.append(a.elapsed_time(z))
+    return sorted(ts)[len(ts) // 2]
+
+
+def one(name, cli, model, out, compile_mode):
+    import torch
+    import napkin_export
+    rt = load("bench/gpu/zoo-roundtrip.py", "zoo_roundtrip")
+    argument, node_values = rt.argument, rt.node_values
+
+    path, factory = MODULES[name]
+    mod = load(path, "e2e_" + name)
+    torch.manual_seed(0)
+    made = getattr(mod, factory)()
+    module, args, dims = made[0].cuda().eval(), tuple(a.cuda() for a in made[1]), made[2]
+    dtype = str(next(module.parameters()).dtype).replace("torch.", "")
+    res = {"name": name, "dtype": dtype}
+    t0 = time.time()
+    ep = napkin_export.export_program(module, args)
+    graph = napkin_export.export_graph(module, args, dims=dims, program=ep, source_file=path)
+    gpath, npath = os.path.join(out, name + ".graph.json"), os.path.join(out, name + ".napkin")
+    napkin_export.write_graph(graph, gpath)
+    for cmd in (["import", gpath, "-o", npath], ["tune", npath, "--apply", "--arch", model]):
+        r = subprocess.run([cli] + cmd, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError("napkin-cli %s: %s" % (cmd[0], r.stderr.strip()[-2000:]))
+    res["export_import_tune_s"] = time.time() - t0
+    diagram = json.load(open(npath))
+    outputs = {n.get("tensor") for n in diagram["nodes"] if n.get("kind") == "output"}
+    given = os.path.join(out, name + "-inputs")
+    dump = os.path.join(out, name + "-dump")
+    os.makedirs(given, exist_ok=True)
+    env = node_values(ep, args)
+    for t in diagram["tensors"]:
+        if t["name"] in outputs or "constant" in t or not (t.get("source") or {}).get("node"):
+            continue
+        argument(env, t).float().cpu().numpy().tofile(os.path.join(given, t["name"] + ".f32"))
+    del env
+    with torch.no_grad():
+        want = module(*args)
+    want = want[0] if isinstance(want, tuple) else want
+    torch.cuda.empty_cache()
+    r = subprocess.run([cli, "run", npath, "--model", model, "--repeats", "20", "--reference-repeats", "1",
+                        "--no-energy", "--format", "json"], capture_output=True, text=True, timeout=400,
+                       env=dict(os.environ, NAPKIN_INPUT_DIR=given, NAPKIN_DUMP_DIR=dump))
+    try:
+        run = json.loads(r.stdout)
+    except Exception:
+        raise RuntimeError("napkin-cli run (exit %d): %s %s" % (r.returncode, r.stdout[-1500:], r.stderr[-1500:]))
+    json.dump(run, open(os.path.join(out, name + ".run.json"), "w"), indent=1)
+    res["status"] = run.get("status")
+    res["message"] = run.get("message", "")
+    res["measured_ms"] = (run.get("time_ms") or {}).get("median")
+    pred = run.get("prediction") or {}
+    res["predicted_ms"] = pred.get("time_ms") or pred.get("predicted_ms")
+    res["vs_fp32_reference"] = (run.get("error") or {}).get("max_rel")
+    ks = [k for k in pred.get("kernels", []) if k.get("measured_ms") is not None]
+    res["kernels"] = len(pred.get("kernels", []))
+    res["per_kernel"] = [(k["name"], k["kind"], k["predicted_ms"], k["measured_ms"], k["measured_over_predicted"])
+                         for k in ks]
+    res["within_1_5"] = sum(1 for k in ks if 1 / 1.5 <= k["measured_over_predicted"] <= 1.5)
+    res["timed_kernels"] = len(ks)
+    # Napkin's output against the module's
+    man = json.load(open(os.path.join(dump, "manifest.json")))
+    sizes = {a["name"]: a["size"] for a in diagram["axes"]}
+    for t in man:
+        if t["role"] != "output":
+            continue
+        raw = open(os.path.join(dump, t["name"] + ".bin"), "rb").read()
+        tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[t["dtype"]]
+        got = torch.frombuffer(bytearray(raw), dtype=tdt).reshape([sizes[a] for a in t["axes"]]).cuda()
+        got = got.reshape(want.shape).float()
+        res["vs_module"] = ((got - want.float()).abs().max() / want.float().abs().max()).item()
+    res["bound"] = BOUND.get(dtype, 3e-2)
+    res["eager_ms"] = bench(module, args)
+    try:
+        t0 = time.time()
+        compiled = torch.compile(module, mode=compile_mode) if compile_mode else torch.compile(module)
+        res["compile_ms"] = bench(compiled, args)
+        res["compile_s"] = time.time() - t0
+        del compiled
+    except Exception as e:
+        print("  torch.compile failed:", str(e)[:300], flush=True)
+    del module
+    torch.cuda.empty_cache()
+    return res
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("names", nargs="*")
+    p.add_argument("--cli", required=True)
+    p.add_argument("--model", default="h200", help="the prediction's profile (a calibrated one, or a GPU name)")
+    p.add_argument("--out", default="/tmp/zoo-e2e")
+    p.add_argument("--compile-mode", default="", help="torch.compile mode (default: its default)")
+    a = p.parse_args()
+    import torch
+    os.makedirs(a.out, exist_ok=True)
+    os.chdir(ROOT)
+    print("torch %s on %s; profile %s; files in %s" % (torch.__version__, torch.cuda.get_device_name(), a.model, a.out),
+          flush=True)
+    results, failed = [], []
+    for name in a.names or list(MODULES):
+        t0 = time.time()
+        try:
+            res = one(name, os.path.abspath(a.cli), a.model, a.out, a.compile_mode)
+            results.append(res)
+            print("== %s (%.0f s): %s" % (name, time.time() - t0, json.dumps(res)), flush=True)
+            if res.get("status") != "ok" or not (res.get("vs_module", 1e9) <= res["bound"]):
+                failed.append(name)
+        except Exception as e:  # one module must not stop the rest
+            traceback.print_exc()
+            print("== %s FAILED: %s" % (name, e), flush=True)
+            failed.append(name)
+    print()
+    print("| module | dtype | kernels | predicted ms | napkin ms | eager ms | compile ms | best torch / napkin "
+          "| max rel vs module (bound) | kernels within 1.5× of prediction | measured/predicted range |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    f = lambda v, fmt="%.3f": fmt % v if isinstance(v, (int, float)) else "—"
+    for r in results:
+        best = min([v for v in (r.get("eager_ms"), r.get("compile_ms")) if v]) if r.get("eager_ms") else None
+        ratio = best / r["measured_ms"] if best and r.get("measured_ms") else None
+        mops = [k[4] for k in r.get("per_kernel", [])]
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s of %s | %s |" % (
+            r["name"], r["dtype"], r.get("kernels"), f(r.get("predicted_ms")), f(r.get("measured_ms")),
+            f(r.get("eager_ms")), f(r.get("compile_ms")), f(ratio, "%.2f×"), f(r.get("vs_module"), "%.2e"),
+            f(r.get("bound"), "%.0e"), r.get("within_1_5"), r.get("timed_kernels"),
+            "%.2f–%.2f" % (min(mops), max(mops)) if mops else "—"))
+    for r in results:
+        print("\n%s per kernel (predicted → measured ms, ratio):" % r["name"])
+        for k in r.get("per_kernel", []):
+            print("  %-28s %-11s %8.4f → %8.4f  %.2f" % k)
+    print("result: %s" % ("all %d ok" % len(results) if not failed else "FAILED: " + ", ".join(failed)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
