@@ -3109,11 +3109,12 @@ lower_diagram (Run        *r,
     return finish (r->root, "invalid", error->message, EXIT_FAILED);
   if (r->gpus <= 1)
   {
-    NapkinIrProgram *prog = napkin_ir_lower (r->d, NAPKIN_LOWER_DEFAULT, &error);
+    NapkinIrProgram *prog;
 
-    if (prog == NULL)
-      return finish (r->root, "unsupported", error->message, EXIT_FAILED);
-    r->kern = napkin_codegen_cuda (prog, r->generic ? NAPKIN_CODEGEN_GENERIC_ONLY : 0, NULL, &error);
+    /* the kernels as compile_all will plan them (its diagram, casts folded), here for
+     * an early verdict before a GPU is opened: the profile named, else Hopper's */
+    r->kern = module_for (r->d, r->generic ? NULL : plan_profile (r->model, NULL, "sm_90a"), "sm_90a", r->generic,
+                          &error);
     if (r->kern == NULL)
       return finish (r->root, "unsupported", error->message, EXIT_FAILED);
     if (!r->no_reference)
