@@ -97,7 +97,7 @@ def one(name, cli, model, out, compile_mode):
     for t in diagram["tensors"]:
         if t["name"] in outputs or "constant" in t or not (t.get("source") or {}).get("node"):
             continue
-        argument(env, t).float().cpu().numpy().tofile(os.path.join(given, t["name"] + ".f32"))
+        argument(env, t).detach().float().cpu().numpy().tofile(os.path.join(given, t["name"] + ".f32"))
     del env
     with torch.no_grad():
         want = module(*args)
