@@ -200,6 +200,16 @@ _napkin_plan_is_view (NapkinDiagram *d,
 }
 
 gboolean
+napkin_plan_node_is_view (NapkinDiagram *diagram,
+                          guint          node)
+{
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
+  g_return_val_if_fail (node < napkin_diagram_n_nodes (diagram), FALSE);
+
+  return _napkin_plan_is_view (diagram, node);
+}
+
+gboolean
 _napkin_plan_member (NapkinPlanner          *p,
                      const NapkinPlanKernel *kernel,
                      int                     node)
@@ -285,8 +295,9 @@ absorb_maps (NapkinPlanner    *p,
 
   if (p->options != NULL && p->options->generic_only)
     return;
+  /* a view (a rename by position) is read through by the maps after it: no copy */
   if (head->kind != NAPKIN_OP_CONTRACT && head->kind != NAPKIN_OP_SOFTMAX && head->kind != NAPKIN_OP_NORMALIZE
-      && head->kind != NAPKIN_OP_MAP)
+      && head->kind != NAPKIN_OP_MAP && !_napkin_plan_is_view (p->d, last))
     return;
   for (;;)
     {
