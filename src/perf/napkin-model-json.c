@@ -150,6 +150,7 @@ kernel_to_json (const NapkinKernelCost *kc)
   json_object_object_add (obj, "kind", json_object_new_string (kc->region >= 0 ? "region" : "operation"));
   json_object_object_add (obj, "resources_s", resources_to_json (kc->time_s));
   json_object_object_add (obj, "quantisation", json_object_new_double (kc->quantisation));
+  json_object_object_add (obj, "fill", json_object_new_double (kc->fill > 0 ? MIN (1.0, kc->fill) : 1.0));
   json_object_object_add (obj, "launches", json_object_new_int (MAX (1, kc->launches)));
   json_object_object_add (obj, "overlap_s", json_object_new_double (kc->overlap_s));
   json_object_object_add (obj, "serial_s", json_object_new_double (kc->serial_s));

@@ -526,23 +526,34 @@ add_stages_knob (NapkinDiagram *copy,
  * skeleton, docs/model.md §7c): each thread holds C / T values of a row, so T
  * sets the registers a block needs and how many blocks (rows in flight) an SM
  * keeps. Whole warps up to 1024 with 8·T dividing C and at most 128 values a
- * thread, as try_rows takes them; the one the file runs first. */
+ * thread, as try_rows takes them; the one the file runs first. Only counts the
+ * rows kernel runs as they are, powers of two from 32 (docs/plan.md): a value the
+ * plan would round is never proposed. */
 static void
-add_threads_knob (NapkinDiagram *copy,
-                  guint          r,
-                  GArray        *knobs,
-                  double        *combos)
+add_threads_knob (NapkinDiagram    *copy,
+                  const NapkinPlan *plan,
+                  guint             r,
+                  GArray           *knobs,
+                  double           *combos)
 {
   const NapkinRegion *region = napkin_diagram_region (copy, r);
   gint64 c = rows_length (copy, region);
   Knob knob = { 0 };
   gint64 own = region->threads;
+  const NapkinPlanKernel *pk = plan != NULL ? napkin_plan_kernel_for (plan, (int) r, -1) : NULL;
 
   if (c <= 0)
     return;
+  /* a region that sets none runs the plan's (the file's row says what runs) */
+  if (own == 0 && pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->threads > 0)
+    own = pk->threads;
   if (own == 0)
-    for (own = 256; own >= 32 && c % (own * 8) != 0; own /= 2)
+    for (own = 256; own > 32 && c % (own * 8) != 0; own /= 2)
       ;
+  /* as the plan takes the region's threads: whole warps, a power of two */
+  own = MIN (1024, MAX (32, own));
+  while ((own & (own - 1)) != 0)
+    own += own & -own;
   knob_init_setting (&knob, r, THREADS_KEY);
   knob.threads = TRUE;
   knob_add_value (&knob, own);
@@ -704,6 +715,7 @@ napkin_tune (NapkinDiagram            *diagram,
 {
   g_autoptr(NapkinDiagram) copy = NULL;
   g_autoptr(NapkinDerivation) dr = NULL;
+  g_autoptr(NapkinPlan) plan = NULL;
   g_autoptr(GArray) knobs = g_array_new (FALSE, TRUE, sizeof (Knob));
   g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   NapkinTuneResult *result;
@@ -729,11 +741,17 @@ napkin_tune (NapkinDiagram            *diagram,
   else
     copy = napkin_diagram_copy (diagram);
 
+  {
+    NapkinPlanOptions plan_options = { options && options->has_dtype, options ? options->dtype : NAPKIN_DTYPE_FP16,
+                                       FALSE, FALSE, TRUE, FALSE };
+
+    plan = napkin_plan_build (copy, arch, &plan_options, NULL);
+  }
   for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
     {
       add_tile_knobs (copy, r, knobs, &combos);
       add_stages_knob (copy, r, knobs);
-      add_threads_knob (copy, r, knobs, &combos);
+      add_threads_knob (copy, plan, r, knobs, &combos);
     }
   pair_knobs (copy, knobs);
   assign_kernels (copy, knobs);

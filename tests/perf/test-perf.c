@@ -1060,6 +1060,93 @@ test_tune_rows_threads (void)
   g_assert_nonnull (strstr (error->message, "nowhere"));
 }
 
+/* Idle hardware is priced (docs/model.md, "Idle SMs"): the row softmax of 16384 rows
+ * of 16384 cut into 32 one-warp blocks on the H200's 132 SMs moves device memory through
+ * 32 SMs only, so it takes at least 132/32 of the bandwidth time and ranks far below
+ * the tilings that fill the GPU; a one-warp block keeps its row in shared memory (512
+ * values a thread do not fit its registers) and its few loads in flight are priced by
+ * Little's law; a threads count the kernel cannot run is said, never changed silently,
+ * and tune never proposes one. */
+static void
+test_tune_idle_sms (void)
+{
+  NapkinArch *h200 = napkin_test_arch ("h200");
+  double bytes = 2.0 * 16384 * 16384 * 2, full = bytes / h200->levels[NAPKIN_LEVEL_HBM].bandwidth;
+  double idle;
+
+  {
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("softmax.napkin");
+    g_autoptr(NapkinAnalysis) a = NULL;
+    const NapkinKernelCost *k;
+    const NapkinPlanKernel *pk;
+
+    tile (d, "rows.r=parallel:512");
+    tile (d, "rows.threads=32");
+    a = analyze (d, "h200", FALSE);
+    g_assert_true (a->feasible);
+    k = &g_array_index (a->kernels, NapkinKernelCost, 0);
+    pk = napkin_plan_kernel_for (a->plan, 0, -1);
+    g_assert_cmpint (pk->grid, ==, 32);
+    g_assert_true (pk->u.rows.smem_row);
+    g_assert_cmpfloat_with_epsilon (k->fill, 32.0 / 132, 1e-12);
+    g_assert_cmpfloat (a->predicted_time_s, >=, full * 132 / 32);
+    idle = a->predicted_time_s;
+  }
+  {
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("softmax.napkin");
+    NapkinTuneOptions options = { 40, 0, FALSE, NAPKIN_DTYPE_FP16 };
+    g_autoptr(NapkinTuneResult) r = napkin_tune (d, h200, &options, NULL);
+    const NapkinTuneCandidate *best;
+
+    g_assert_nonnull (r);
+    best = g_ptr_array_index (r->best, 0);
+    g_assert_cmpfloat (best->predicted_time_s, <, idle / 3);
+    for (guint c = 0; c < r->best->len; c++)
+      {
+        const NapkinTuneCandidate *cand = g_ptr_array_index (r->best, c);
+
+        for (guint i = 0; cand->specs[i]; i++)
+          {
+            /* 16384 / 256 = 64 blocks of a region tile of 256 rows: half the SMs idle */
+            if (g_str_equal (cand->specs[i], "rows.r=parallel:256"))
+              g_assert_cmpfloat (cand->predicted_time_s, >=, full * 132 / 64);
+            if (g_str_has_prefix (cand->specs[i], "rows.threads="))
+              {
+                guint64 t = g_ascii_strtoull (cand->specs[i] + strlen ("rows.threads="), NULL, 10);
+
+                g_assert_cmpuint (t, >=, 32);
+                g_assert_cmpuint (t & (t - 1), ==, 0);
+              }
+          }
+      }
+  }
+  {
+    /* rows of 64: the old rule halved the threads past a warp, to 16 */
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("softmax.napkin");
+    NapkinTuneOptions options = { 40, 0, FALSE, NAPKIN_DTYPE_FP16 };
+    g_autoptr(NapkinTuneResult) r = NULL;
+    g_autoptr(NapkinAnalysis) a = NULL;
+    gboolean said = FALSE;
+
+    axis (d, "c=64");
+    r = napkin_tune (d, h200, &options, NULL);
+    g_assert_nonnull (r);
+    for (guint c = 0; c < r->best->len; c++)
+      {
+        const NapkinTuneCandidate *cand = g_ptr_array_index (r->best, c);
+
+        for (guint i = 0; cand->specs[i]; i++)
+          g_assert_false (g_str_equal (cand->specs[i], "rows.threads=16"));
+      }
+    tile (d, "rows.threads=16");
+    a = analyze (d, "h200", FALSE);
+    g_assert_cmpuint (region (a, "rows")->threads, ==, 32);
+    for (guint i = 0; i < a->warnings->len; i++)
+      said |= strstr (g_ptr_array_index (a->warnings, i), "rows.threads: 16 → 32") != NULL;
+    g_assert_true (said);
+  }
+}
+
 /* Two kernels: searched one kernel at a time (time is a sum over kernels), the
  * search must reach the same best as all 15,625 combinations. */
 static void
@@ -1445,8 +1532,11 @@ test_rows_strided (void)
 
     g_assert_cmpint (pk->grid, ==, 16);
     g_assert_false (pk->u.rows.l2_reread);
-    g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_HBM],
-                                    3 * bytes / (h->levels[NAPKIN_LEVEL_HBM].bandwidth * 16 / 132), 1e-9);
+    /* the bytes at the bandwidth, then through the grid's 16 of 132 SMs */
+    g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_HBM], 3 * bytes / h->levels[NAPKIN_LEVEL_HBM].bandwidth,
+                                    1e-12);
+    g_assert_cmpfloat_with_epsilon (k->fill, 16.0 / 132, 1e-12);
+    g_assert_cmpfloat (k->overlap_s, >=, 3 * bytes / (h->levels[NAPKIN_LEVEL_HBM].bandwidth * 16 / 132));
   }
 }
 
@@ -1884,6 +1974,7 @@ main (int    argc,
   g_test_add_func ("/perf/tune/distinct-kernels", test_tune_distinct_kernels);
   g_test_add_func ("/perf/tune/attention-divides", test_tune_attention_divides);
   g_test_add_func ("/perf/tune/rows-threads", test_tune_rows_threads);
+  g_test_add_func ("/perf/tune/idle-sms", test_tune_idle_sms);
   g_test_add_func ("/perf/pipeline-stages", test_pipeline_stages);
   g_test_add_func ("/perf/json/keys", test_json_keys);
   g_test_add_func ("/perf/wgmma/rule", test_wgmma_rule);
