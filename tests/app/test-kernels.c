@@ -469,6 +469,52 @@ test_new_region_in_view (void)
   iterate (50);
 }
 
+/* Ctrl+A, Ctrl+R on attention, as a user types them: the region takes the plan's own
+ * kernel for those operations (queries by 128, keys streamed by 128 in 3 stages), not
+ * the keys whole (a block of 138 MB); the pane has numbers, no error. */
+static void
+test_ctrl_r_plan_tiles (void)
+{
+  NapkinWindow *window = open_example_sized (app, "attention", 1400, 900);
+  NapkinDiagram *d = diagram_of (window);
+  NapkinAnalysisPane *pane = pane_of (window);
+  const NapkinAnalysis *a;
+  const NapkinRegion *region;
+  gint64 tile = 0;
+  Xdo x = { 0 };
+
+  g_assert_cmpuint (napkin_diagram_n_regions (d), ==, 0);
+  if (!xdo_begin (&x, window))
+    {
+      close_window (window);
+      return;
+    }
+  click_widget (&x, GTK_WIDGET (napkin_window_get_canvas (window)));
+  key (&x, "ctrl+a");
+  key (&x, "ctrl+r");
+  WAIT_FOR (napkin_diagram_n_regions (d) == 1);
+  g_assert_cmpuint (napkin_diagram_n_regions (d), ==, 1);
+  region = napkin_diagram_region (d, 0);
+  g_assert_cmpint (region->level, ==, NAPKIN_LEVEL_SMEM);
+  g_assert_cmpint (napkin_region_mark (region, "k", &tile), ==, NAPKIN_MARK_STREAM);
+  g_assert_cmpint (tile, ==, 128);
+  g_assert_cmpint (napkin_region_mark (region, "q", &tile), ==, NAPKIN_MARK_PARALLEL);
+  g_assert_cmpint (tile, ==, 128);
+  g_assert_cmpuint (region->stages, ==, 3);
+  settle_pane (window);
+  a = napkin_analysis_pane_get_analysis (pane);
+  g_assert_nonnull (a);
+  g_assert_true (a->feasible);
+  g_assert_null (napkin_analysis_pane_get_error_text (pane));
+  /* one undo step takes the region away */
+  key (&x, "ctrl+z");
+  WAIT_FOR (napkin_diagram_n_regions (d) == 0);
+  g_assert_cmpuint (napkin_diagram_n_regions (d), ==, 0);
+  xdotool ("mousemove", "0", "0", NULL);
+  napkin_window_close_without_asking (window);
+  iterate (50);
+}
+
 /* GTK_THEME=Adwaita:dark (the "theme" test's environment) darkens the canvas and
  * the code view too. */
 static void
@@ -504,6 +550,7 @@ main (int    argc,
   g_test_add_func ("/kernels/scale-follows-d", test_scale_follows_d);
   g_test_add_func ("/kernels/menus-and-exports", test_menus_and_exports);
   g_test_add_func ("/kernels/new-region-in-view", test_new_region_in_view);
+  g_test_add_func ("/kernels/ctrl-r-plan-tiles", test_ctrl_r_plan_tiles);
   g_test_add_func ("/kernels/suggest-and-quit", test_suggest_and_quit);
   return napkin_app_test_run (app, tmpdir);
 }

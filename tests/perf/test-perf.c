@@ -12,6 +12,7 @@
 #include "napkin-explain.h"
 #include "napkin-model.h"
 #include "napkin-derive.h"
+#include "napkin-edit.h"
 #include "napkin-tune.h"
 #include "napkin-test-load.h"
 
@@ -1147,6 +1148,45 @@ test_tune_idle_sms (void)
   }
 }
 
+/* A region around attention's operations that holds the keys whole (138 MB a block)
+ * fits nowhere; the search also streams the axes its products sum over, so it proposes
+ * the keys in chunks instead of "no feasible tiles" (docs/model.md §9). */
+static void
+test_tune_streams_whole_axis (void)
+{
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("attention.napkin");
+  g_autoptr(NapkinHistory) history = napkin_history_new (d);
+  g_autoptr(NapkinRegion) region = napkin_region_new ("block1", NAPKIN_LEVEL_SMEM);
+  NapkinTuneOptions options = { 5, 0, FALSE, NAPKIN_DTYPE_FP16 };
+  g_autoptr(NapkinTuneResult) r = NULL;
+  g_autoptr(NapkinAnalysis) before = NULL;
+  g_autoptr(NapkinDiagram) applied = NULL;
+  g_autoptr(NapkinAnalysis) after = NULL;
+  const char *ops[] = { "qk", "scale", "sm", "pv" };
+  const NapkinTuneCandidate *best;
+  gboolean streams = FALSE;
+
+  for (guint i = 0; i < G_N_ELEMENTS (ops); i++)
+    napkin_region_add_node (region, ops[i]);
+  g_assert_true (napkin_edit_add_region (history, region, NULL));
+  g_assert_true (napkin_edit_set_mark (history, "block1", "q", NAPKIN_MARK_PARALLEL, 128, NULL));
+  before = analyze (d, "h100", FALSE);
+  g_assert_false (before->feasible);
+  r = napkin_tune (d, napkin_test_arch ("h100"), &options, NULL);
+  g_assert_nonnull (r);
+  g_assert_cmpuint (r->best->len, >, 0);
+  g_assert_null (r->current);   /* the file's own: infeasible */
+  best = g_ptr_array_index (r->best, 0);
+  for (guint i = 0; best->specs[i]; i++)
+    streams |= g_str_has_prefix (best->specs[i], "block1.k=stream:");
+  g_assert_true (streams);
+  applied = napkin_tune_result_relabel (r, d, 0, NULL);
+  g_assert_nonnull (applied);
+  after = analyze (applied, "h100", FALSE);
+  g_assert_true (after->feasible);
+  g_assert_cmpfloat_with_epsilon (after->predicted_time_s, best->predicted_time_s, 1e-12);
+}
+
 /* Two kernels: searched one kernel at a time (time is a sum over kernels), the
  * search must reach the same best as all 15,625 combinations. */
 static void
@@ -1975,6 +2015,7 @@ main (int    argc,
   g_test_add_func ("/perf/tune/attention-divides", test_tune_attention_divides);
   g_test_add_func ("/perf/tune/rows-threads", test_tune_rows_threads);
   g_test_add_func ("/perf/tune/idle-sms", test_tune_idle_sms);
+  g_test_add_func ("/perf/tune/streams-whole-axis", test_tune_streams_whole_axis);
   g_test_add_func ("/perf/pipeline-stages", test_pipeline_stages);
   g_test_add_func ("/perf/json/keys", test_json_keys);
   g_test_add_func ("/perf/wgmma/rule", test_wgmma_rule);
