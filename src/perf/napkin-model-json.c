@@ -123,8 +123,13 @@ region_to_json (NapkinAnalysis         *a,
   json_object_object_add (obj, "steps", json_object_new_int64 (c->steps));
   json_object_object_add (obj, "threads", json_object_new_int (c->threads));
   json_object_object_add (obj, "stages", json_object_new_int (c->stages));
-  json_object_object_add (obj, "footprint_elements", json_object_new_int64 (c->footprint_elements));
-  json_object_object_add (obj, "footprint_bytes", json_object_new_int64 (c->footprint_bytes));
+  /* one footprint: what a block asks for, its kernel plan's shared memory where the plan
+   * runs it (docs/plan.md), and what "feasible" is decided on; the paper's M apart */
+  json_object_object_add (obj, "footprint_bytes",
+                          json_object_new_int64 (c->plan_smem_bytes > 0 ? c->plan_smem_bytes : c->footprint_bytes));
+  json_object_object_add (obj, "footprint_source", json_object_new_string (c->plan_smem_bytes > 0 ? "plan" : "tiles"));
+  json_object_object_add (obj, "paper_footprint_elements", json_object_new_int64 (c->footprint_elements));
+  json_object_object_add (obj, "paper_footprint_bytes", json_object_new_int64 (c->footprint_bytes));
   if (c->plan_smem_bytes > 0)
     json_object_object_add (obj, "plan_shared_bytes", json_object_new_int64 (c->plan_smem_bytes));
   json_object_object_add (obj, "intermediate_bytes", json_object_new_int64 (c->intermediate_bytes));

@@ -2963,10 +2963,26 @@ summarise (NapkinAnalysis *a,
                          ? (a->flops.tensor > 0 ? a->flops.tensor : a->flops_total) / a->serial_time_s : 0;
   a->intensity = a->levels[NAPKIN_LEVEL_HBM].transfer_bytes > 0
                  ? (double) a->flops_total / a->levels[NAPKIN_LEVEL_HBM].transfer_bytes : 0;
-  a->bound = NAPKIN_RESOURCE_TENSOR;
-  for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
-    if (a->resource_s[res] > a->resource_s[a->bound])
-      a->bound = res;
+  /* the resource that bounds the kernels holding most of the predicted time (each
+   * kernel's own bound, weighted by its time), so that the headline agrees with the
+   * kernels' table; the largest summed resource time where no kernel ran */
+  {
+    double by_bound[NAPKIN_N_RESOURCES] = { 0 };
+
+    a->bound = NAPKIN_RESOURCE_TENSOR;
+    for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
+      if (a->resource_s[res] > a->resource_s[a->bound])
+        a->bound = res;
+    for (guint i = 0; i < a->kernels->len; i++)
+      {
+        const NapkinKernelCost *k = &g_array_index (a->kernels, NapkinKernelCost, i);
+
+        by_bound[k->bound] += k->time_s_predicted;
+      }
+    for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
+      if (by_bound[res] > by_bound[a->bound])
+        a->bound = res;
+  }
 }
 
 static void

@@ -578,12 +578,18 @@ test_honest_figures (void)
             peak = MAX (peak, napkin_arch_tensor_rate (arch, c));
           if (a->flops.tensor > 0 && a->throughput > peak * (1 + 1e-9))
             g_error ("%s on %s: %.4g FLOP/s predicted, above the peak %.4g", name, arch->id, a->throughput, peak);
+          if (a->flops.tensor > 0 && a->throughput > a->tensor_throughput * (1 + 1e-9))
+            g_error ("%s on %s: %.4g FLOP/s predicted, above its types' peak %.4g", name, arch->id, a->throughput,
+                     a->tensor_throughput);
+          for (guint k = 0; k < a->kernels->len; k++)
+            g_assert_cmpfloat (g_array_index (a->kernels, NapkinKernelCost, k).time_s_predicted, <=,
+                               a->predicted_time_s * (1 + 1e-9));
           for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
             {
               g_assert_cmpfloat (a->levels[l].time_s, ==, a->resource_s[NAPKIN_RESOURCE_HBM + l]);
-              if (a->levels[l].time_s > a->serial_time_s * (1 + 1e-9))
+              if (a->levels[l].time_s > a->predicted_time_s * (1 + 1e-9))
                 g_error ("%s on %s: %s takes %.4g s of %.4g s", name, arch->id, napkin_level_to_string (l),
-                         a->levels[l].time_s, a->serial_time_s);
+                         a->levels[l].time_s, a->predicted_time_s);
             }
           for (guint r = 0; r < a->regions->len; r++)
             {
@@ -1238,7 +1244,7 @@ test_json_keys (void)
   g_autoptr(json_object) root = napkin_analysis_to_json (an);
   const char *top[] = { "flops", "predicted_time_s", "bound", "levels", "regions", "feasible", "errors" };
   const char *level_keys[] = { "level", "transfer_elements", "transfer_bytes", "time_s" };
-  const char *region_keys[] = { "name", "level", "instances", "footprint_elements", "footprint_bytes", "per_sm",
+  const char *region_keys[] = { "name", "level", "instances", "paper_footprint_elements", "footprint_bytes", "per_sm",
                                 "binding_limit" };
   json_object *levels, *regions;
 
