@@ -515,6 +515,117 @@ test_ctrl_r_plan_tiles (void)
   iterate (50);
 }
 
+static int
+compare_names (gconstpointer a,
+               gconstpointer b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Every "N %" the pane shows in `root`'s labels: none above 100 % (docs/model.md §7),
+ * except an infeasible region's footprint against its capacity (red, with the error
+ * above the numbers). Returns how many shares it read. */
+static guint
+check_shares (GtkWidget            *root,
+              const NapkinAnalysis *a,
+              const char           *what)
+{
+  guint n = 0;
+
+  if (!gtk_widget_get_visible (root))
+    return 0;
+  if (GTK_IS_LABEL (root))
+    {
+      const char *text = gtk_label_get_text (GTK_LABEL (root));
+      const char *p = text;
+
+      while ((p = strstr (p, " %")) != NULL)
+        {
+          const char *start = p;
+          double v;
+
+          while (start > text && (g_ascii_isdigit (start[-1]) || start[-1] == '.'))
+            start--;
+          p += 2;
+          if (start == p - 2)
+            continue;
+          v = g_ascii_strtod (start, NULL);
+          n++;
+          if (v > 100.05 && !(a != NULL && !a->feasible && (strstr (text, " B of ") || strstr (text, "/SM"))))
+            g_error ("%s: the pane shows “%s” (%.1f %%)", what, text, v);
+        }
+    }
+  for (GtkWidget *c = gtk_widget_get_first_child (root); c; c = gtk_widget_get_next_sibling (c))
+    n += check_shares (c, a, what);
+  return n;
+}
+
+/* No share above 100 % on any example at any of the six profiles, as the pane shows
+ * them: the profile picked in the header's selector (with real clicks and keys on the
+ * first example, the selector's own signal on the others). */
+static void
+test_no_share_above_100 (void)
+{
+  const char *dir = g_getenv ("NAPKIN_EXAMPLES_DIR");
+  g_autoptr(GDir) gdir = g_dir_open (dir, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  NapkinWindow *window = new_window ();
+  NapkinAnalysisPane *pane = pane_of (window);
+  GtkDropDown *dropdown = find_arch_dropdown (window);
+  guint n_archs, shares = 0;
+  const char *name;
+  Xdo x = { 0 };
+  gboolean xdo;
+
+  g_assert_nonnull (dropdown);
+  n_archs = g_list_model_get_n_items (gtk_drop_down_get_model (dropdown));
+  g_assert_cmpuint (n_archs, >=, 6);
+  while ((name = g_dir_read_name (gdir)))
+    if (g_str_has_suffix (name, ".napkin"))
+      g_ptr_array_add (names, g_strdup (name));
+  g_ptr_array_sort (names, compare_names);
+  g_assert_cmpuint (names->len, >=, 15);
+  xdo = xdo_begin (&x, window);
+  for (guint f = 0; f < names->len; f++)
+    {
+      g_autofree char *path = g_build_filename (dir, g_ptr_array_index (names, f), NULL);
+      g_autoptr(GFile) file = g_file_new_for_path (path);
+      g_autoptr(GError) error = NULL;
+
+      g_assert_true (napkin_window_load_file (window, file, &error));
+      g_assert_no_error (error);
+      for (guint i = 0; i < n_archs; i++)
+        {
+          g_autofree char *what = NULL;
+
+          if (f == 0 && xdo)
+            {
+              /* the selector as a user works it: open it, walk to the profile, Enter */
+              click_widget (&x, GTK_WIDGET (dropdown));
+              iterate (200);
+              key (&x, "Home");
+              for (guint d = 0; d < i; d++)
+                key (&x, "Down");
+              key (&x, "Return");
+              iterate (200);
+              g_assert_cmpuint (gtk_drop_down_get_selected (dropdown), ==, i);
+            }
+          else
+            gtk_drop_down_set_selected (dropdown, i);
+          settle_pane (window);
+          what = g_strdup_printf ("%s on %s", (char *) g_ptr_array_index (names, f),
+                                  napkin_analysis_pane_get_arch (pane)->id);
+          shares += check_shares (GTK_WIDGET (pane), napkin_analysis_pane_get_analysis (pane), what);
+        }
+    }
+  /* the throughput, levels and kernels of every example, at least */
+  g_assert_cmpuint (shares, >=, names->len * n_archs * 4);
+  if (xdo)
+    xdotool ("mousemove", "0", "0", NULL);
+  napkin_window_close_without_asking (window);
+  iterate (50);
+}
+
 /* GTK_THEME=Adwaita:dark (the "theme" test's environment) darkens the canvas and
  * the code view too. */
 static void
@@ -551,6 +662,7 @@ main (int    argc,
   g_test_add_func ("/kernels/menus-and-exports", test_menus_and_exports);
   g_test_add_func ("/kernels/new-region-in-view", test_new_region_in_view);
   g_test_add_func ("/kernels/ctrl-r-plan-tiles", test_ctrl_r_plan_tiles);
+  g_test_add_func ("/kernels/no-share-above-100", test_no_share_above_100);
   g_test_add_func ("/kernels/suggest-and-quit", test_suggest_and_quit);
   return napkin_app_test_run (app, tmpdir);
 }
