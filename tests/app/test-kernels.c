@@ -515,6 +515,88 @@ test_ctrl_r_plan_tiles (void)
   iterate (50);
 }
 
+/* The line at the top of the code view, and its index in the code (-1: not found). */
+static int
+code_top (NapkinCodeView *code,
+          char          **line)
+{
+  g_autofree char *text = napkin_code_view_dup_text (code);
+  g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
+
+  *line = napkin_code_view_dup_first_visible_line (code);
+  for (int i = 0; lines[i] && *line; i++)
+    if (g_str_equal (lines[i], *line))
+      return i;
+  return -1;
+}
+
+/* Read a kernel's code further down with the mouse wheel, then edit an axis in the
+ * inspector with real keys: the new code opens where the user was reading (the same
+ * line of the kernel), not on line 1; then another document, opened while the field
+ * still has the focus, shows its pane from the top (and no Gtk-CRITICAL: GTK 4.8 kept
+ * the removed field as the window's focus). */
+static void
+test_code_view_keeps_line (void)
+{
+  NapkinWindow *window = open_example_sized (app, "flash-attention", 1400, 1000);
+  NapkinDiagram *d = diagram_of (window);
+  NapkinCodeView *code = NAPKIN_CODE_VIEW (napkin_window_get_code_view (window));
+  g_autofree char *before = NULL, *after = NULL;
+  int top_before, top_after;
+  GtkWidget *field;
+  Xdo x = { 0 };
+
+  WAIT_FOR (napkin_code_view_get_generation (code) == napkin_diagram_get_generation (d)
+            && napkin_code_view_is_settled (code));
+  iterate (300);
+  if (!xdo_begin (&x, window))
+    {
+      close_window (window);
+      return;
+    }
+  /* the wheel over the code: 10 notches down */
+  {
+    char px[32], py[32];
+
+    window_point (&x, napkin_window_get_code_view (window), 300, 80, px, py);
+    xdotool ("mousemove", "--window", x.wid, px, py, NULL);
+    for (guint i = 0; i < 10; i++)
+      xdotool ("click", "5", NULL);
+  }
+  iterate (300);
+  top_before = code_top (code, &before);
+  g_assert_cmpint (top_before, >, 10);
+  field = napkin_app_test_inspector_field (window, "axis-q", 1000);
+  click_widget (&x, field);
+  key (&x, "ctrl+a");
+  type_text (&x, "2048");
+  key (&x, "Return");
+  WAIT_FOR (napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, "q")) == 2048);
+  WAIT_FOR (napkin_code_view_get_generation (code) == napkin_diagram_get_generation (d)
+            && napkin_code_view_is_settled (code));
+  iterate (400);
+  top_after = code_top (code, &after);
+  g_test_message ("code view top: line %d “%s” before the edit, line %d “%s” after", top_before, before,
+                  top_after, after);
+  g_assert_cmpint (top_after, >, 10);
+  g_assert_cmpint (ABS (top_after - top_before), <=, 3);
+
+  /* the pane read further down, then another document: its numbers from the top */
+  napkin_analysis_pane_set_scroll (pane_of (window), 250);
+  g_assert_cmpfloat (napkin_analysis_pane_get_scroll (pane_of (window)), >, 0);
+  {
+    g_autofree char *path = example_path ("matmul-tiled");
+    g_autoptr(GFile) file = g_file_new_for_path (path);
+
+    g_assert_true (napkin_window_load_file (window, file, NULL));
+  }
+  settle_pane (window);
+  g_assert_cmpfloat (napkin_analysis_pane_get_scroll (pane_of (window)), ==, 0);
+  xdotool ("mousemove", "0", "0", NULL);
+  napkin_window_close_without_asking (window);
+  iterate (50);
+}
+
 static int
 compare_names (gconstpointer a,
                gconstpointer b)
@@ -663,6 +745,7 @@ main (int    argc,
   g_test_add_func ("/kernels/new-region-in-view", test_new_region_in_view);
   g_test_add_func ("/kernels/ctrl-r-plan-tiles", test_ctrl_r_plan_tiles);
   g_test_add_func ("/kernels/no-share-above-100", test_no_share_above_100);
+  g_test_add_func ("/kernels/code-view-keeps-line", test_code_view_keeps_line);
   g_test_add_func ("/kernels/suggest-and-quit", test_suggest_and_quit);
   return napkin_app_test_run (app, tmpdir);
 }
