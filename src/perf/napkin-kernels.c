@@ -192,6 +192,10 @@ reason_for (const NapkinAnalysis   *a,
   if (k->launches > 1)
     return g_strdup_printf (_("It reads its input %u times from device memory: outside a region there is nowhere "
                               "on chip to keep a row"), k->launches);
+  if (k->fill > 0 && k->fill < 1 - IDLE_SHARE && a->arch != NULL)
+    return g_strdup_printf (_("Its blocks occupy %.0f of the %u SMs and the others stay idle: device memory moves "
+                              "through those alone; smaller tiles (more blocks) would use them"),
+                            round (k->fill * a->arch->sms), a->arch->sms);
   if (k->quantisation > 1 / (1 - IDLE_SHARE))
     return g_strdup_printf (_("Its last wave leaves %.0f %% of the GPU idle: other tiles would fill it"),
                             100 * (1 - 1 / k->quantisation));
