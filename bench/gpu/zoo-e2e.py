@@ -11,7 +11,10 @@ PyTorch / Napkin, > 1: Napkin faster), the error against the module, and each ke
 measured over predicted time.
 
     bench/gpu/sweep --pack here, then on the GPU machine:
-    python3 bench/gpu/zoo-e2e.py --cli .gpu/bin/napkin-cli --model h200 [NAME ...]
+    python3 bench/gpu/zoo-e2e.py --cli .gpu/bin/napkin-cli --model h200 [NAME ... | all]
+
+Without names: the five blocks (GPT-2-medium, Llama-3-8B, ViT-L/16, T5 and BART
+attention); `all`: every module of tests/import/zoo too.
 
 Exit status 1 if any module failed or differed from its module beyond its dtype's bound."""
 
@@ -29,7 +32,7 @@ ZOO = os.path.join(ROOT, "tests", "import", "zoo")
 sys.path.insert(0, os.path.join(ROOT, "src", "import"))
 sys.path.insert(0, os.path.dirname(__file__))
 
-# name → (file, factory): the blocks the import issue names, then the rest of the zoo
+# name → (file, factory): the blocks people ask about first, then the rest of the zoo
 MODULES = {
     "gpt2_medium_block": ("tests/import/zoo/hf_gpt2_block.py", "build"),
     "llama3_8b_block": ("tests/import/llama_block.py", "build"),
@@ -37,6 +40,10 @@ MODULES = {
     "t5_attention": ("tests/import/zoo/t5_attention.py", "build"),
     "bart_attention": ("tests/import/zoo/bart_attention.py", "build"),
 }
+for _f in sorted(os.listdir(ZOO)):
+    if _f.endswith(".py") and _f != "regenerate.py" and _f[:-3] not in ("hf_gpt2_block", "timm_vit_block",
+                                                                       "t5_attention", "bart_attention"):
+        MODULES[_f[:-3]] = ("tests/import/zoo/" + _f, "build")
 BOUND = {"float16": 1e-2, "bfloat16": 3e-2, "float32": 1e-4}
 
 
@@ -97,7 +104,7 @@ def one(name, cli, model, out, compile_mode):
     for t in diagram["tensors"]:
         if t["name"] in outputs or "constant" in t or not (t.get("source") or {}).get("node"):
             continue
-        argument(env, t).float().cpu().numpy().tofile(os.path.join(given, t["name"] + ".f32"))
+        argument(env, t).detach().float().cpu().numpy().tofile(os.path.join(given, t["name"] + ".f32"))
     del env
     with torch.no_grad():
         want = module(*args)
@@ -163,7 +170,8 @@ def main():
     print("torch %s on %s; profile %s; files in %s" % (torch.__version__, torch.cuda.get_device_name(), a.model, a.out),
           flush=True)
     results, failed = [], []
-    for name in a.names or list(MODULES):
+    names = list(MODULES) if a.names == ["all"] else a.names or list(MODULES)[:5]
+    for name in names:
         t0 = time.time()
         try:
             res = one(name, os.path.abspath(a.cli), a.model, a.out, a.compile_mode)

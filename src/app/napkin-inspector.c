@@ -307,6 +307,23 @@ split_axes (const char *text)
   return (char **) g_ptr_array_free (axes, FALSE);
 }
 
+/* A new axis size; a region tile it no longer holds is re-cut in the same undo step,
+ * and the window says which. */
+static gboolean
+set_axis_size (NapkinInspector  *self,
+               const char       *name,
+               gint64            size,
+               GError          **error)
+{
+  g_autofree char *note = NULL;
+
+  if (!napkin_edit_set_axis_size_noting (history (self), name, size, &note, error))
+    return FALSE;
+  if (note != NULL)
+    gtk_widget_activate_action (GTK_WIDGET (self), "win.notify", "s", note);
+  return TRUE;
+}
+
 /* Items written NAME=SIZE define the axis (or set its size) first; the list then
  * holds the names only. Part of the caller's undo group. */
 static gboolean
@@ -328,7 +345,7 @@ define_axes (NapkinInspector  *self,
         return FALSE;
       if (napkin_diagram_find_axis (diagram (self), axes[i]) >= 0)
         {
-          if (!napkin_edit_set_axis_size (h, axes[i], size, error))
+          if (!set_axis_size (self, axes[i], size, error))
             return FALSE;
         }
       else if (!napkin_edit_add_axis (h, axes[i], size, error))
@@ -612,7 +629,7 @@ apply (NapkinInspector *self,
     case FIELD_TENSOR_DTYPE:
       return napkin_edit_set_tensor_dtype (h, key, choice, error);
     case FIELD_AXIS_SIZE:
-      return parse_int64 (text, &v, key, error) && napkin_edit_set_axis_size (h, key, v, error);
+      return parse_int64 (text, &v, key, error) && set_axis_size (self, key, v, error);
     case FIELD_REGION_LEVEL:
       return napkin_edit_set_region_level (h, key, choice, error);
     case FIELD_REGION_STAGES:

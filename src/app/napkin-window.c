@@ -663,6 +663,15 @@ import_file_action (GtkWidget  *widget,
   napkin_window_import_file (NAPKIN_WINDOW (widget), file, NULL);
 }
 
+/* A sentence from a child widget for the user (a tile re-cut after a resize): a toast. */
+static void
+notify_action (GtkWidget  *widget,
+               const char *action_name,
+               GVariant   *parameter)
+{
+  toast (NAPKIN_WINDOW (widget), g_variant_get_string (parameter, NULL));
+}
+
 static void
 open_recent_action (GtkWidget  *widget,
                     const char *action_name,
@@ -1912,6 +1921,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "doc.open-recent", "s", open_recent_action);
   gtk_widget_class_install_action (widget_class, "win.import", NULL, import_action);
   gtk_widget_class_install_action (widget_class, "win.import-file", "s", import_file_action);
+  gtk_widget_class_install_action (widget_class, "win.notify", "s", notify_action);
   gtk_widget_class_install_action (widget_class, "doc.save", NULL, save_action);
   gtk_widget_class_install_action (widget_class, "doc.save-as", NULL, save_as_action);
   gtk_widget_class_install_action (widget_class, "doc.export", NULL, export_action);

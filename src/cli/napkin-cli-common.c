@@ -186,6 +186,14 @@ napkin_cli_load (const char          *path,
   for (guint i = 0; overrides && overrides->axes && overrides->axes[i]; i++)
     if (!napkin_diagram_override_axis (diagram, overrides->axes[i], error))
       return NULL;
+  if (overrides && overrides->axes && overrides->axes[0])
+    {
+      /* a resized diagram is re-tiled where a tile no longer fits, and says so */
+      g_autoptr(GString) notes = g_string_new (NULL);
+
+      if (napkin_diagram_refit_tiles (diagram, notes) > 0)
+        g_printerr ("%s: %s\n", path, notes->str);
+    }
   for (guint i = 0; overrides && overrides->tiles && overrides->tiles[i]; i++)
     if (!apply_tile_spec (diagram, overrides->tiles[i], error))
       return NULL;

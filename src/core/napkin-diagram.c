@@ -1495,6 +1495,58 @@ napkin_diagram_override_axis (NapkinDiagram  *self,
   return TRUE;
 }
 
+NapkinRegion *
+napkin_region_refit (NapkinDiagram      *self,
+                     const NapkinRegion *region,
+                     GString            *notes)
+{
+  NapkinRegion *copy = NULL;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), NULL);
+
+  for (guint m = 0; m < region->marks->len; m++)
+    {
+      const NapkinMark *mark = &g_array_index (region->marks, NapkinMark, m);
+      int axis = napkin_diagram_find_axis (self, mark->axis);
+      gint64 size = axis >= 0 ? napkin_diagram_axis_size (self, axis) : 0;
+
+      if (mark->kind == NAPKIN_MARK_WHOLE || axis < 0 || size <= 0 || mark->tile <= size)
+        continue;
+      if (copy == NULL)
+        copy = napkin_item_copy (NAPKIN_ITEM_REGION, region);
+      g_array_index (copy->marks, NapkinMark, m).tile = size;
+      if (notes != NULL)
+        g_string_append_printf (notes, _("%sRegion “%s”: its tile %s=%" G_GINT64_FORMAT " is larger than the "
+                                         "axis (%" G_GINT64_FORMAT "); re-tiled to %" G_GINT64_FORMAT "."),
+                                notes->len ? " " : "", region->name, mark->axis, mark->tile, size, size);
+    }
+  return copy;
+}
+
+guint
+napkin_diagram_refit_tiles (NapkinDiagram *self,
+                            GString       *notes)
+{
+  guint cut = 0;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (self), 0);
+
+  for (guint r = 0; r < self->items[NAPKIN_ITEM_REGION]->len; r++)
+    {
+      NapkinRegion *region = g_ptr_array_index (self->items[NAPKIN_ITEM_REGION], r);
+      g_autoptr(NapkinRegion) fitted = napkin_region_refit (self, region, notes);
+
+      if (fitted == NULL)
+        continue;
+      for (guint m = 0; m < region->marks->len; m++)
+        g_array_index (region->marks, NapkinMark, m).tile = g_array_index (fitted->marks, NapkinMark, m).tile;
+      cut++;
+    }
+  if (cut > 0)
+    napkin_diagram_changed (self);
+  return cut;
+}
+
 gboolean
 napkin_diagram_override_tile (NapkinDiagram  *self,
                               const char     *spec,

@@ -334,6 +334,14 @@ const NapkinPlacement *napkin_gpus_region_placement (const NapkinGpusRegion *gpu
                                                      const char        *tensor);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinGpusRegion, napkin_gpus_region_free)
 
+/* A copy of `region` with every tile larger than its axis now is cut to the axis
+ * (a resized axis: the tile becomes the whole axis, its kind kept, the plan rounds a
+ * streamed chunk as it does any hint), or NULL when every tile fits. Each cut appends
+ * a sentence to `notes` (may be NULL). */
+NapkinRegion       *napkin_region_refit             (NapkinDiagram     *self,
+                                                     const NapkinRegion *region,
+                                                     GString           *notes);
+
 /* Overrides for the command line: no undo, checked like the editor's edits. */
 gboolean            napkin_diagram_override_axis    (NapkinDiagram     *self,
                                                      const char        *spec,
@@ -341,5 +349,8 @@ gboolean            napkin_diagram_override_axis    (NapkinDiagram     *self,
 gboolean            napkin_diagram_override_tile    (NapkinDiagram     *self,
                                                      const char        *spec,
                                                      GError           **error);
+/* napkin_region_refit on every region, in place (after --axis); the number cut. */
+guint               napkin_diagram_refit_tiles      (NapkinDiagram     *self,
+                                                     GString           *notes);
 
 G_END_DECLS

@@ -417,11 +417,27 @@ napkin_edit_set_axis_size (NapkinHistory  *history,
                            gint64          size,
                            GError        **error)
 {
+  return napkin_edit_set_axis_size_noting (history, name, size, NULL, error);
+}
+
+gboolean
+napkin_edit_set_axis_size_noting (NapkinHistory  *history,
+                                  const char     *name,
+                                  gint64          size,
+                                  char          **note,
+                                  GError        **error)
+{
   NapkinDiagram *diagram = napkin_history_get_diagram (history);
+  g_autoptr(NapkinDiagram) resized = NULL;
+  g_autoptr(GString) notes = g_string_new (NULL);
+  g_autofree char *spec = NULL;
   const NapkinAxis *axis;
   NapkinAxis *changed;
+  NapkinCommand *command;
   int index;
 
+  if (note != NULL)
+    *note = NULL;
   if (!find_or_refuse (diagram, NAPKIN_ITEM_AXIS, name, &index, error)
       || !check_size (size, "axis size", error))
     return FALSE;
@@ -432,7 +448,26 @@ napkin_edit_set_axis_size (NapkinHistory  *history,
 
   changed = napkin_item_copy (NAPKIN_ITEM_AXIS, axis);
   changed->size = size;
-  replace_item (history, NAPKIN_ITEM_AXIS, index, "Set axis size", changed);
+  command = napkin_command_new ("Set axis size");
+  napkin_command_add (command, NAPKIN_ITEM_AXIS, index, axis, changed);
+  napkin_item_free (NAPKIN_ITEM_AXIS, changed);
+  /* the regions' tiles against the new size, in the same step: a resized diagram is
+   * re-tiled where a tile no longer fits, and says so (docs/editor.md) */
+  resized = napkin_diagram_copy (diagram);
+  spec = g_strdup_printf ("%s=%" G_GINT64_FORMAT, name, size);
+  if (napkin_diagram_override_axis (resized, spec, NULL))
+    for (guint r = 0; r < napkin_diagram_n_regions (diagram); r++)
+      {
+        NapkinRegion *fitted = napkin_region_refit (resized, napkin_diagram_region (diagram, r), notes);
+
+        if (fitted == NULL)
+          continue;
+        napkin_command_add (command, NAPKIN_ITEM_REGION, r, napkin_diagram_region (diagram, r), fitted);
+        napkin_item_free (NAPKIN_ITEM_REGION, fitted);
+      }
+  push (history, command);
+  if (note != NULL && notes->len > 0)
+    *note = g_strdup (notes->str);
   return TRUE;
 }
 

@@ -44,6 +44,13 @@ gboolean napkin_edit_set_axis_size    (NapkinHistory     *history,
                                        const char        *name,
                                        gint64             size,
                                        GError           **error);
+/* The same; a region tile the new size no longer holds is cut to the axis in the same
+ * undo step, and *note (when not NULL) says which (NULL where none was cut). */
+gboolean napkin_edit_set_axis_size_noting (NapkinHistory  *history,
+                                           const char     *name,
+                                           gint64          size,
+                                           char          **note,
+                                           GError        **error);
 /* Refused while a tensor or an operation uses the axis (the message names it);
  * region marks on the axis go with it. */
 gboolean napkin_edit_remove_axis      (NapkinHistory     *history,

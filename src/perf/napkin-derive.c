@@ -948,6 +948,23 @@ explain (Derive             *dv,
 
 /* The kernel one chosen candidate makes: its name, its region (appended to `regions`)
  * or the operation it runs as drawn, and the tensors it writes for later kernels. */
+/* An attention region takes the views its K and V come through (the importer's s → k):
+ * the plan's kernel reads their inputs, so they cost nothing there, where left outside
+ * they would run as copies (docs/plan.md, "Views"). */
+static void
+add_views (NapkinDiagram *d,
+           const Cand    *c,
+           json_object   *region)
+{
+  json_object *nodes = json_object_object_get (region, "nodes");
+  guint qk = c->nodes[0], pv = c->nodes[c->n - 1];
+  int views[2] = { napkin_diagram_input_source (d, qk, 1), napkin_diagram_input_source (d, pv, 1) };
+
+  for (guint i = 0; i < 2 && nodes != NULL; i++)
+    if (views[i] >= 0 && (i == 0 || views[1] != views[0]) && napkin_plan_node_is_view (d, (guint) views[i]))
+      json_object_array_add (nodes, json_object_new_string (napkin_diagram_node (d, (guint) views[i])->id));
+}
+
 static NapkinDeriveKernel *
 derived_kernel (Derive      *dv,
                 const Cand  *c,
@@ -973,6 +990,8 @@ derived_kernel (Derive      *dv,
       k->name = g_strdup_printf ("%s%u", kinds[which], ++counts[which]);
       json_object_deep_copy (c->region, &region, NULL);
       json_object_object_add (region, "name", json_object_new_string (k->name));
+      if (g_strcmp0 (c->kind, "attention") == 0)
+        add_views (diagram, c, region);
       describe_region (region, &k->tiles, &k->specs);
       json_object_array_add (regions, region);
       k->kind = c->kind;

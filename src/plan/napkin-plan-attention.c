@@ -945,6 +945,7 @@ typedef struct
 typedef struct
 {
   int        qk, sm, pv, mask;
+  int        k_view, v_view;    /* a view (a rename) of K or V the kernel reads through, or −1 */
   gboolean   read_after;        /* pv's value is used (an output, or later kernels) */
   double     alpha;             /* the product of the scales (and signs) */
   gboolean   mask_then_negative;/* the mask comes before a scale that is not positive */
@@ -1036,7 +1037,7 @@ find_chain (NapkinPlanner    *p,
   int at;
 
   memset (c, 0, sizeof *c);
-  c->qk = c->sm = c->pv = c->mask = -1;
+  c->qk = c->sm = c->pv = c->mask = c->k_view = c->v_view = -1;
   c->alpha = 1.0;
   for (guint i = 0; i < k->nodes->len; i++)
     {
@@ -1077,8 +1078,21 @@ find_chain (NapkinPlanner    *p,
       c->scores[i] = c->scores[c->n_scores - 1 - i];
       c->scores[c->n_scores - 1 - i] = t;
     }
-  if (c->qk < 0 || k->nodes->len != links + 3 || napkin_diagram_node (p->d, c->pv)->kind != NAPKIN_OP_CONTRACT
+  if (c->qk < 0 || napkin_diagram_node (p->d, c->pv)->kind != NAPKIN_OP_CONTRACT
       || !_napkin_plan_member (p, k, c->pv) || napkin_diagram_input_source (p->d, c->pv, 0) != c->sm)
+    return FALSE;
+  /* K and V may come through views the kernel holds: it reads their inputs' bytes */
+  {
+    int kv = napkin_diagram_input_source (p->d, c->qk, 1), vv = napkin_diagram_input_source (p->d, c->pv, 1);
+
+    if (_napkin_plan_member (p, k, kv) && _napkin_plan_is_view (p->d, (guint) kv)
+        && !_napkin_plan_member (p, k, napkin_diagram_input_source (p->d, kv, 0)))
+      c->k_view = kv;
+    if (vv != kv && _napkin_plan_member (p, k, vv) && _napkin_plan_is_view (p->d, (guint) vv)
+        && !_napkin_plan_member (p, k, napkin_diagram_input_source (p->d, vv, 0)))
+      c->v_view = vv;
+  }
+  if (k->nodes->len != links + 3 + (c->k_view >= 0) + (c->v_view >= 0))
     return FALSE;
   consumers = napkin_diagram_consumers (p->d, c->pv, &n_consumers);
   for (guint i = 0; i < n_consumers; i++)
@@ -1522,8 +1536,10 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   a->stages = MAX (2u, region->stages);
   a->alpha = c.alpha;
   a->q = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.qk, 0), -1, a->dtype };
-  a->k = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.qk, 1), -1, a->dtype };
-  a->v = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.pv, 1), -1, a->v_dtype };
+  a->k = (NapkinPlanBuffer) { c.k_view >= 0 ? napkin_diagram_input_source (p->d, c.k_view, 0)
+                                             : napkin_diagram_input_source (p->d, c.qk, 1), -1, a->dtype };
+  a->v = (NapkinPlanBuffer) { c.v_view >= 0 ? napkin_diagram_input_source (p->d, c.v_view, 0)
+                                             : napkin_diagram_input_source (p->d, c.pv, 1), -1, a->v_dtype };
   a->o = (NapkinPlanBuffer) { c.pv, -1, a->o_dtype };
   count_tiles (a);
   base = a->kv_batch * ceil_div (a->group, a->group_tile) * ceil_div (a->NQ, a->BQ);

@@ -210,38 +210,95 @@ operand_order (NapkinDiagram *d,
   return g_strdupv ((char **) want->pdata);
 }
 
-/* Whether every consumer of `node` reads it by axis name (not by its flat order): a
- * reshape does not, nor does an output, whose tensor declares its order. */
+/* Whether everything downstream of `node` reads its value by axis name, so that its
+ * order may change: a product or a map with its own order, a permutation, or (walked
+ * on) an operation whose order follows its input's — a map without its own order, a
+ * softmax, a norm, a mask, a reduction. A reshape reads the flat order, as does an
+ * output, whose tensor declares its order. `depth` bounds the walk. */
+/* Whether the rearrange `c` renames the axes of its input `x` by position (the same
+ * count, the same sizes in order), without permuting them. */
+static gboolean
+positional_rename (NapkinDiagram          *d,
+                   const NapkinNode       *c,
+                   const NapkinTensorType *x)
+{
+  gboolean permutation = TRUE;
+
+  if (c->kind != NAPKIN_OP_REARRANGE || c->out == NULL || g_strv_length (c->out) != x->n_axes)
+    return FALSE;
+  for (guint k = 0; c->out[k] != NULL; k++)
+    {
+      int axis = napkin_diagram_find_axis (d, c->out[k]);
+
+      if (axis < 0 || napkin_diagram_axis_size (d, (guint) axis) != napkin_diagram_axis_size (d, x->axes[k]))
+        return FALSE;
+      permutation &= napkin_tensor_type_has_axis (x, (guint) axis);
+    }
+  return !permutation;
+}
+
+static gboolean
+read_by_name_from (NapkinDiagram *d,
+                   guint          node,
+                   guint          depth)
+{
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (d, node, &n_consumers);
+  const NapkinTensorType *x = napkin_diagram_node_type (d, node);
+
+  if (n_consumers == 0 || depth > 16 || x == NULL || !x->valid)
+    return FALSE;
+  for (guint i = 0; i < n_consumers; i++)
+    {
+      const NapkinNode *c = napkin_diagram_node (d, consumers[i]);
+
+      switch (c->kind)
+        {
+        case NAPKIN_OP_CONTRACT:
+          break;
+        case NAPKIN_OP_REARRANGE:
+          /* a rename by position follows the new order (carry_renames) */
+          if (positional_rename (d, c, x))
+            break;
+          if (c->out == NULL || g_strv_length (c->out) != x->n_axes)
+            return FALSE;
+          for (guint k = 0; c->out[k] != NULL; k++)
+            if (!napkin_tensor_type_has_axis (x, napkin_diagram_find_axis (d, c->out[k])))
+              return FALSE;
+          break;
+        case NAPKIN_OP_MAP:
+          if (c->out != NULL)
+            break;
+          G_GNUC_FALLTHROUGH;
+        case NAPKIN_OP_SOFTMAX:
+        case NAPKIN_OP_NORMALIZE:
+        case NAPKIN_OP_MASK:
+        case NAPKIN_OP_REDUCE:
+          if (!read_by_name_from (d, consumers[i], depth + 1))
+            return FALSE;
+          break;
+        default:
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+/* The same for `node` itself, whose value must also leave its region (one read inside
+ * keeps the region's layout). */
 static gboolean
 read_by_name (NapkinDiagram *d,
               guint          node)
 {
   guint n_consumers;
   const guint *consumers = napkin_diagram_consumers (d, node, &n_consumers);
-  const NapkinTensorType *x = napkin_diagram_node_type (d, node);
 
-  if (n_consumers == 0)
-    return FALSE;
   for (guint i = 0; i < n_consumers; i++)
-    {
-      const NapkinNode *c = napkin_diagram_node (d, consumers[i]);
-
-      if (c->kind == NAPKIN_OP_OUTPUT)
+    for (guint r = 0; r < napkin_diagram_n_regions (d); r++)
+      if (napkin_region_has_node (napkin_diagram_region (d, r), napkin_diagram_node (d, node)->id)
+          && napkin_region_has_node (napkin_diagram_region (d, r), napkin_diagram_node (d, consumers[i])->id))
         return FALSE;
-      if (c->kind == NAPKIN_OP_REARRANGE)
-        {
-          if (c->out == NULL || g_strv_length (c->out) != x->n_axes)
-            return FALSE;
-          for (guint k = 0; c->out[k] != NULL; k++)
-            if (!napkin_tensor_type_has_axis (x, napkin_diagram_find_axis (d, c->out[k])))
-              return FALSE;
-        }
-      for (guint r = 0; r < napkin_diagram_n_regions (d); r++)
-        if (napkin_region_has_node (napkin_diagram_region (d, r), napkin_diagram_node (d, node)->id)
-            && napkin_region_has_node (napkin_diagram_region (d, r), c->id))
-          return FALSE;
-    }
-  return TRUE;
+  return read_by_name_from (d, node, 0);
 }
 
 /* Whether the product `node`'s result order `x` already keeps its rows and its columns
@@ -332,6 +389,63 @@ result_order (NapkinDiagram *d,
   return g_strdupv ((char **) want->pdata);
 }
 
+/* After a product's result moved from the order `before` to `after` (axis names), the
+ * renames by position downstream of it (through the operations whose order follows
+ * their input's) take the same permutation, in `copy`: the same meaning, no copy. */
+static void
+carry_renames (NapkinDiagram *work,
+               NapkinDiagram *copy,
+               guint          node,
+               GPtrArray     *before,
+               GPtrArray     *after,
+               guint          depth)
+{
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (work, node, &n_consumers);
+  const NapkinTensorType *x = napkin_diagram_node_type (work, node);
+
+  if (depth > 16 || x == NULL || !x->valid)
+    return;
+  for (guint i = 0; i < n_consumers; i++)
+    {
+      guint c = consumers[i];
+      const NapkinNode *cn = napkin_diagram_node (work, c);
+
+      if (napkin_diagram_input_source (work, c, 0) != (int) node)
+        continue;     /* the order follows the other input */
+      if (cn->kind == NAPKIN_OP_REARRANGE && positional_rename (work, cn, x))
+        {
+          NapkinNode *target = napkin_diagram_get_item (copy, NAPKIN_ITEM_NODE, c);
+          g_auto(GStrv) old_out = g_strdupv (cn->out);
+
+          for (guint j = 0; j < after->len; j++)
+            for (guint k = 0; k < before->len; k++)
+              if (g_str_equal (g_ptr_array_index (after, j), g_ptr_array_index (before, k)))
+                {
+                  g_free (target->out[j]);
+                  target->out[j] = g_strdup (old_out[k]);
+                }
+        }
+      else if ((cn->kind == NAPKIN_OP_MAP && cn->out == NULL) || cn->kind == NAPKIN_OP_SOFTMAX
+               || cn->kind == NAPKIN_OP_NORMALIZE || cn->kind == NAPKIN_OP_MASK)
+        carry_renames (work, copy, c, before, after, depth + 1);
+      else if (cn->kind == NAPKIN_OP_REDUCE)
+        {
+          const NapkinTensorType *y = napkin_diagram_node_type (work, c);
+          g_autoptr(GPtrArray) b = g_ptr_array_new (), a = g_ptr_array_new ();
+
+          for (guint k = 0; y != NULL && k < before->len; k++)
+            {
+              if (napkin_tensor_type_has_axis (y, napkin_diagram_find_axis (work, g_ptr_array_index (before, k))))
+                g_ptr_array_add (b, g_ptr_array_index (before, k));
+              if (napkin_tensor_type_has_axis (y, napkin_diagram_find_axis (work, g_ptr_array_index (after, k))))
+                g_ptr_array_add (a, g_ptr_array_index (after, k));
+            }
+          carry_renames (work, copy, c, b, a, depth + 1);
+        }
+    }
+}
+
 NapkinDiagram *
 _napkin_plan_canonical (NapkinDiagram *d,
                         GHashTable    *folded)
@@ -369,6 +483,18 @@ _napkin_plan_canonical (NapkinDiagram *d,
             permutation = napkin_tensor_type_has_axis (in, napkin_diagram_find_axis (copy, node->out[i]));
           if (!permutation)
             continue;
+        }
+      if (node->kind == NAPKIN_OP_CONTRACT)
+        {
+          const NapkinTensorType *was = napkin_diagram_node_type (work, n);
+          g_autoptr(GPtrArray) before = g_ptr_array_new (), after = g_ptr_array_new ();
+          char **order = g_ptr_array_index (orders, n);
+
+          for (guint i = 0; i < was->n_axes; i++)
+            g_ptr_array_add (before, (gpointer) napkin_diagram_axis (work, was->axes[i])->name);
+          for (guint i = 0; order[i] != NULL; i++)
+            g_ptr_array_add (after, order[i]);
+          carry_renames (work, copy, n, before, after, 0);
         }
       g_strfreev (node->out);
       node->out = g_strdupv (g_ptr_array_index (orders, n));
@@ -509,6 +635,15 @@ attention_chain (NapkinPlanner *p,
           c->sm = (guint) at;
           c->pv = (guint) pv;
           c->nodes[c->n++] = (guint) pv;
+          /* renames of K and V (the importer's s → k) go with the kernel as views: it
+           * reads their inputs' bytes, no copy kernel (docs/plan.md, "Views") */
+          for (guint port = 0; port < 2; port++)
+            {
+              int view = napkin_diagram_input_source (p->d, port == 0 ? qk : (guint) pv, 1);
+
+              if (view >= 0 && p->top[view] < 0 && _napkin_plan_is_view (p->d, (guint) view) && c->n < MAX_CHAIN)
+                c->nodes[c->n++] = (guint) view;
+            }
           return TRUE;
         }
       if (!(node->kind == NAPKIN_OP_MAP && (node->fn == NAPKIN_FN_SCALE || node->fn == NAPKIN_FN_CAST))

@@ -71,6 +71,12 @@ NapkinDtype _napkin_plan_dtype          (NapkinPlanner    *p,
 gboolean    _napkin_plan_member         (NapkinPlanner    *p,
                                         const NapkinPlanKernel *kernel,
                                         int               node);
+/* Whether `node` is a view: a rearrange that renames its input's axes by position (the
+ * same sizes in the same order over a value stored in its type's order: the same bytes,
+ * as the importer's key axis s → k), read by one operation. A kernel that takes it reads
+ * its input's buffer instead: no copy (docs/plan.md, "Views"). */
+gboolean    _napkin_plan_is_view        (NapkinDiagram    *d,
+                                        guint             node);
 /* A new scratch buffer of `bytes` in the plan's scratch area; its index. */
 int         _napkin_plan_add_scratch    (NapkinPlan       *plan,
                                         gint64            bytes);

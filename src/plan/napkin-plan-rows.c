@@ -1359,6 +1359,21 @@ napkin_plan_rows_printable (const NapkinPlanRows *r,
 
 /* The kernel's one result: the map no other map of the kernel reads; -1 when the
  * kernel holds anything but maps (`why` set for a mask or two results). */
+/* Whether `n` is the view the kernel's chain starts from (docs/plan.md, "Views"): a
+ * rename of a value read from device memory, read by one of the kernel's maps. */
+static gboolean
+is_head_view (NapkinPlanner          *p,
+              const NapkinPlanKernel *k,
+              int                     n)
+{
+  int first;
+  gboolean outside;
+
+  return napkin_diagram_node (p->d, n)->kind == NAPKIN_OP_REARRANGE && _napkin_plan_is_view (p->d, (guint) n)
+         && !_napkin_plan_member (p, k, napkin_diagram_input_source (p->d, n, 0))
+         && kernel_consumers (p, k, n, &first, &outside) == 1 && !outside;
+}
+
 static int
 ew_find_sink (NapkinPlanner          *p,
               const NapkinPlanKernel *k,
@@ -1381,6 +1396,8 @@ ew_find_sink (NapkinPlanner          *p,
                                   node_id (p, n));
           return -1;
         }
+      if (is_head_view (p, k, n))
+        continue;
       if (napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MAP)
         return -1;
       if (kernel_consumers (p, k, n, &first, &outside) == 0)
@@ -1410,6 +1427,7 @@ ew_chain (NapkinPlanner          *p,
 {
   NapkinDiagram *d = p->d;
   int cur = sink;
+  guint views = 0;
 
   while (_napkin_plan_member (p, k, cur))
     {
@@ -1452,6 +1470,11 @@ ew_chain (NapkinPlanner          *p,
       if (inside == 0)
         break;
       cur = napkin_diagram_input_source (d, cur, main_port);
+      if (is_head_view (p, k, cur))
+        {
+          views++;      /* the chain reads through it: x is its input (ew_x_layout) */
+          break;
+        }
     }
   reverse_array (maps);
   for (guint i = 0, j = others->len; i + 1 < j; i++, j--)
@@ -1461,7 +1484,7 @@ ew_chain (NapkinPlanner          *p,
       others->pdata[i] = others->pdata[j - 1];
       others->pdata[j - 1] = t;
     }
-  if (maps->len != k->nodes->len)
+  if (maps->len + views != k->nodes->len)
     {
       *why = g_strdup_printf (_("%s holds maps off its chain"), kernel_place (p, k));
       return FALSE;
@@ -1674,7 +1697,17 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
     const NapkinPlanMap *head = &g_array_index (maps, NapkinPlanMap, 0);
     int x = napkin_diagram_input_source (d, head->node, head->has_other && head->other_first ? 1 : 0);
 
-    if (!value_layout (p, x, &xl))
+    if (_napkin_plan_member (p, k, x) && is_head_view (p, k, x))
+      {
+        /* a view: its input's bytes, under the view's axis names by position */
+        const NapkinTensorType *named = napkin_diagram_node_type (d, x);
+
+        x = napkin_diagram_input_source (d, x, 0);
+        if (!value_layout (p, x, &xl) || xl.n != named->n_axes)
+          return FALSE;
+        memcpy (xl.axes, named->axes, sizeof (guint) * named->n_axes);
+      }
+    else if (!value_layout (p, x, &xl))
       return FALSE;
     for (guint i = 0; i < yl.n; i++)
       xs[i] = stride_of (p, &xl, yl.axes[i]);

@@ -149,6 +149,66 @@ _napkin_plan_dtype (NapkinPlanner *p,
   return t != NULL ? t->dtype : NAPKIN_DTYPE_FP32;
 }
 
+/* Whether the tensor `name` lists the axes of `type` in its order. */
+static gboolean
+stored_in_type_order (NapkinDiagram          *d,
+                      const char             *name,
+                      const NapkinTensorType *type)
+{
+  int t = name != NULL ? napkin_diagram_find_tensor (d, name) : -1;
+  const NapkinTensor *tensor = t >= 0 ? napkin_diagram_tensor (d, t) : NULL;
+
+  if (tensor == NULL || g_strv_length (tensor->axes) != type->n_axes)
+    return FALSE;
+  for (guint i = 0; i < type->n_axes; i++)
+    if (!g_str_equal (tensor->axes[i], napkin_diagram_axis (d, type->axes[i])->name))
+      return FALSE;
+  return TRUE;
+}
+
+gboolean
+_napkin_plan_is_view (NapkinDiagram *d,
+                      guint          node)
+{
+  const NapkinNode *n = napkin_diagram_node (d, node);
+  const NapkinTensorType *x, *y;
+  guint n_consumers, n_readers;
+  const guint *readers;
+  int src;
+
+  if (n->kind != NAPKIN_OP_REARRANGE || (src = napkin_diagram_input_source (d, node, 0)) < 0)
+    return FALSE;
+  napkin_diagram_consumers (d, node, &n_consumers);
+  x = napkin_diagram_node_type (d, (guint) src);
+  y = napkin_diagram_node_type (d, node);
+  if (n_consumers != 1 || x == NULL || y == NULL || !x->valid || !y->valid || x->n_axes != y->n_axes
+      || x->dtype != y->dtype)
+    return FALSE;
+  for (guint i = 0; i < x->n_axes; i++)
+    if (napkin_diagram_axis_size (d, x->axes[i]) != napkin_diagram_axis_size (d, y->axes[i]))
+      return FALSE;
+  /* the input's bytes lie in its type's order: an input's or output's tensor must say so */
+  if (napkin_diagram_node (d, (guint) src)->kind == NAPKIN_OP_INPUT
+      && !stored_in_type_order (d, napkin_diagram_node (d, (guint) src)->tensor, x))
+    return FALSE;
+  readers = napkin_diagram_consumers (d, (guint) src, &n_readers);
+  for (guint i = 0; i < n_readers; i++)
+    if (napkin_diagram_node (d, readers[i])->kind == NAPKIN_OP_OUTPUT
+        && !stored_in_type_order (d, napkin_diagram_node (d, readers[i])->tensor, x))
+      return FALSE;
+  return TRUE;
+}
+
+gboolean
+napkin_plan_node_is_view (NapkinDiagram *diagram,
+                          guint          node)
+{
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
+  g_return_val_if_fail (node < napkin_diagram_n_nodes (diagram), FALSE);
+
+  return _napkin_plan_is_view (diagram, node);
+}
+
 gboolean
 _napkin_plan_member (NapkinPlanner          *p,
                      const NapkinPlanKernel *kernel,
@@ -235,8 +295,9 @@ absorb_maps (NapkinPlanner    *p,
 
   if (p->options != NULL && p->options->generic_only)
     return;
+  /* a view (a rename by position) is read through by the maps after it: no copy */
   if (head->kind != NAPKIN_OP_CONTRACT && head->kind != NAPKIN_OP_SOFTMAX && head->kind != NAPKIN_OP_NORMALIZE
-      && head->kind != NAPKIN_OP_MAP)
+      && head->kind != NAPKIN_OP_MAP && !_napkin_plan_is_view (p->d, last))
     return;
   for (;;)
     {

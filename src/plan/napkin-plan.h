@@ -374,6 +374,10 @@ void              napkin_plan_flash_wgmma_registers (gint64  consumers,
 gboolean          napkin_plan_rows_printable   (const NapkinPlanRows    *rows,
                                                 char                   **why);
 
+/* Whether `node` is a view: a rename by position the kernel reading it reads through,
+ * moving no byte (docs/plan.md, "Views"). */
+gboolean          napkin_plan_node_is_view     (NapkinDiagram           *diagram,
+                                                guint                    node);
 /* Whether `node`, outside every region, runs in the kernel of another operation (a map
  * that only finishes that operation's value: docs/plan.md). */
 gboolean          napkin_plan_node_fused_away  (const NapkinPlan        *plan,

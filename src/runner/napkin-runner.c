@@ -2959,6 +2959,10 @@ load_diagram (const char  *path,
   for (guint i = 0; axes && axes[i]; i++)
     if (!napkin_diagram_override_axis (d, axes[i], error))
       return NULL;
+  /* a tile the resized axis no longer holds is cut to it, as `napkin-cli` does (it
+   * said so before handing the run over) */
+  if (axes != NULL && axes[0] != NULL)
+    napkin_diagram_refit_tiles (d, NULL);
   for (guint i = 0; tiles && tiles[i]; i++)
     if (!napkin_diagram_override_tile (d, tiles[i], error))
       return NULL;

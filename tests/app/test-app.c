@@ -269,6 +269,23 @@ test_edit_save_reload (void)
   g_assert_cmpint (napkin_region_mark (region, "m", &tile), ==, NAPKIN_MARK_PARALLEL);
   g_assert_cmpint (tile, ==, 128);
 
+  /* An axis resized below a region's tile: the tile is re-cut to the axis in the same
+   * undo step (the window says so in a toast), and undo restores both. */
+  {
+    gint64 k_before = napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, "k"));
+
+    napkin_canvas_clear_selection (canvas);
+    set_entry (window, "axis-k", "48");
+    region = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, "block1"));
+    g_assert_cmpint (napkin_region_mark (region, "k", &tile), ==, NAPKIN_MARK_STREAM);
+    g_assert_cmpint (tile, ==, 48);
+    g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "doc.undo", NULL));
+    region = napkin_diagram_region (diagram, napkin_diagram_find_region (diagram, "block1"));
+    g_assert_cmpint (napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, "k")), ==, k_before);
+    g_assert_cmpint (napkin_region_mark (region, "k", &tile), ==, NAPKIN_MARK_STREAM);
+    g_assert_cmpint (tile, ==, 64);
+  }
+
   /* An axis size through the inspector; a bad one is refused inline with the
    * core's text and changes nothing. */
   napkin_canvas_clear_selection (canvas);

@@ -246,15 +246,15 @@ test_code_view_error (void)
 
   current_window = window;
   wait_until (code_caught_up, view, 30, "the first code");
-  /* a tile larger than the axis does not validate */
-  g_assert_true (napkin_edit_set_axis_size (history, "k", 32, &error));
+  /* an output that nothing feeds does not validate */
+  g_assert_true (napkin_edit_disconnect (history, "c", 0, &error));
   g_assert_no_error (error);
   wait_until (code_caught_up, view, 30, "the code after the edit");
   {
     g_autofree char *text = napkin_code_view_dup_text (view);
 
     g_assert_true (g_str_has_prefix (napkin_code_view_get_summary (view), "No code for this diagram: "));
-    g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "larger than axis k (32)"));
+    g_assert_nonnull (strstr (napkin_code_view_get_summary (view), "“c”"));
     g_assert_true (g_str_has_prefix (text, "// No code for this diagram: "));
   }
   g_assert_true (napkin_history_undo (history));

@@ -587,6 +587,44 @@ test_changed_once_per_command (void)
   g_assert_cmpuint (napkin_diagram_n_wires (diagram), ==, 6);
 }
 
+/* A resize below a region's tile re-cuts the tile in the same undo step, and says so;
+ * `--axis` does the same in place. */
+static void
+test_edit_resize_refits (void)
+{
+  g_autoptr(NapkinDiagram) diagram = load_example ("matmul-tiled.napkin");
+  g_autoptr(NapkinHistory) history = napkin_history_new (diagram);
+  g_autoptr(NapkinDiagram) overridden = load_example ("matmul-tiled.napkin");
+  g_autoptr(GString) notes = g_string_new (NULL);
+  g_autofree char *note = NULL;
+  g_autoptr(GError) error = NULL;
+  const NapkinRegion *region;
+  gint64 tile = 0;
+
+  g_assert_true (napkin_edit_set_axis_size_noting (history, "m", 100, &note, &error));
+  g_assert_no_error (error);
+  region = napkin_diagram_region (diagram, 0);
+  g_assert_cmpint (napkin_region_mark (region, "m", &tile), ==, NAPKIN_MARK_PARALLEL);
+  g_assert_cmpint (tile, ==, 100);
+  g_assert_cmpstr (note, ==, "Region “block”: its tile m=128 is larger than the axis (100); re-tiled to 100.");
+  g_assert_true (napkin_diagram_validate (diagram, &error));
+  g_assert_true (napkin_history_undo (history));
+  region = napkin_diagram_region (diagram, 0);
+  g_assert_cmpint (napkin_region_mark (region, "m", &tile), ==, NAPKIN_MARK_PARALLEL);
+  g_assert_cmpint (tile, ==, 128);
+  g_assert_cmpint (napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, "m")), ==, 4096);
+  /* a size the tile still fits: no note */
+  g_clear_pointer (&note, g_free);
+  g_assert_true (napkin_edit_set_axis_size_noting (history, "m", 2048, &note, &error));
+  g_assert_null (note);
+
+  g_assert_true (napkin_diagram_override_axis (overridden, "n=64", &error));
+  g_assert_cmpuint (napkin_diagram_refit_tiles (overridden, notes), ==, 1);
+  g_assert_nonnull (strstr (notes->str, "re-tiled to 64"));
+  g_assert_true (napkin_diagram_validate (overridden, &error));
+  g_assert_no_error (error);
+}
+
 static void
 test_edit_refusals (void)
 {
@@ -938,6 +976,7 @@ main (int    argc,
   g_test_add_func ("/core/history/changed-once", test_changed_once_per_command);
   g_test_add_func ("/core/history/modified", test_modified);
   g_test_add_func ("/core/edit/refusals", test_edit_refusals);
+  g_test_add_func ("/core/edit/resize-refits", test_edit_resize_refits);
   g_test_add_func ("/core/validate/problems", test_problems_point_at_items);
   g_test_add_func ("/core/clipboard/copy-paste", test_copy_paste);
   g_test_add_func ("/core/edit/rename-tensor", test_rename_tensor);

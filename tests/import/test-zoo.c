@@ -11,6 +11,7 @@
 #include "napkin-interp.h"
 #include "napkin-ir.h"
 #include "napkin-model.h"
+#include "napkin-plan.h"
 #include "napkin-validate.h"
 
 /* The model zoo (tests/import/zoo, docs/import.md "The model zoo"): each module's
@@ -246,6 +247,53 @@ graph_node (json_object *root,
   return NULL;
 }
 
+/* The plan's own diagram (casts folded, values laid out for the kernels that read
+ * them, renames permuted along) computes what the diagram computes: on the same inputs
+ * its outputs match `want`'s, the diagram's own in the interpreter. */
+static void
+check_planned (const Zoo       *z,
+               NapkinDiagram   *d,
+               NapkinTensorSet *want)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h200", &error);
+  g_autoptr(NapkinPlan) plan = napkin_plan_build (d, arch, NULL, &error);
+  g_autoptr(NapkinTensorSet) set = NULL;
+  g_autoptr(NapkinIrProgram) prog = NULL;
+
+  g_assert_no_error (error);
+  set = napkin_tensor_set_new_random (plan->diagram, 1);
+  for (guint t = 0; t < napkin_diagram_n_tensors (plan->diagram); t++)
+    {
+      int w = napkin_diagram_find_tensor (d, napkin_diagram_tensor (plan->diagram, t)->name);
+
+      g_assert_cmpint (w, >=, 0);
+      g_assert_cmpint (set->elements[t], ==, want->elements[w]);
+      if (!is_output (d, (guint) w))
+        memcpy (set->values[t], want->values[w], sizeof (double) * set->elements[t]);
+    }
+  prog = napkin_ir_lower (plan->diagram, NAPKIN_LOWER_PLAIN, &error);
+  g_assert_no_error (error);
+  g_assert_true (napkin_ir_interpret (prog, set, &error));
+  g_assert_no_error (error);
+  for (guint t = 0; t < napkin_diagram_n_tensors (plan->diagram); t++)
+    {
+      int w = napkin_diagram_find_tensor (d, napkin_diagram_tensor (plan->diagram, t)->name);
+      double worst = 0, top = 0;
+
+      if (!is_output (d, (guint) w))
+        continue;
+      for (gint64 i = 0; i < set->elements[t]; i++)
+        {
+          worst = MAX (worst, fabs (set->values[t][i] - want->values[w][i]));
+          top = MAX (top, fabs (want->values[w][i]));
+        }
+      if (!(worst <= 1e-4 * top))
+        g_error ("%s: the plan's diagram gives %s off by %g (largest %g)", z->name,
+                 napkin_diagram_tensor (d, (guint) w)->name, worst, top);
+    }
+}
+
 static void
 test_values (gconstpointer data)
 {
@@ -282,6 +330,7 @@ test_values (gconstpointer data)
   g_assert_no_error (error);
   g_assert_true (napkin_ir_interpret (prog, set, &error));
   g_assert_no_error (error);
+  check_planned (z, d, set);
   for (guint t = 0; t < napkin_diagram_n_tensors (d); t++)
     {
       const NapkinTensor *tensor = napkin_diagram_tensor (d, t);

@@ -72,6 +72,8 @@ check "unknown arch is a usage error (2)" test "$(rc "$CLI" analyze "$EX/matmul.
 check "it names the known ids" grep -q "known: " "$TMP/err"
 check "bad dtype is a usage error (2)" test "$(rc "$CLI" analyze "$EX/matmul.napkin" --dtype fp12)" = 2
 check "bad format is a usage error (2)" test "$(rc "$CLI" analyze "$EX/matmul.napkin" --format xml)" = 2
+# a resized diagram is re-tiled where a tile no longer fits, and says so (docs/editor.md)
+check "--axis below a tile re-tiles it and says so" sh -c "'$CLI' analyze '$EX/flash-attention.napkin' --axis k=77 --format json 2> '$TMP/refit.err' | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d[\"feasible\"], d[\"errors\"]' && grep -q 'tile k=128 is larger than the axis (77); re-tiled to 77' '$TMP/refit.err'"
 check "infeasible tile exits 1" test "$(rc "$CLI" analyze "$EX/matmul-tiled.napkin" --tile block.m=100)" = 1
 check "and says which constraint" grep -q "not a multiple of 16" "$TMP/out"
 check "csv has a header" sh -c "'$CLI' analyze '$EX/flash-attention.napkin' --format csv | head -1 | grep -q '^section,name,level'"
