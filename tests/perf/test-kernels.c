@@ -167,6 +167,21 @@ test_idle_sms (void)
   g_assert_no_error (error);
   g_assert_nonnull (fix);
   g_assert_cmpfloat (fix->after_s, <, fix->before_s / 3);
+  g_assert_null (row->adjusted);
+
+  /* a threads count the kernel cannot run: the row says what it runs instead */
+  {
+    g_autoptr(NapkinDiagram) small = napkin_test_load_example ("softmax.napkin");
+    g_autoptr(NapkinAnalysis) sa = NULL;
+    g_autoptr(GPtrArray) srows = NULL;
+
+    g_assert_true (napkin_tune_apply_spec (small, "rows.threads=16", &error));
+    g_assert_no_error (error);
+    sa = analyze (small, "h200");
+    srows = napkin_kernel_rows (sa, small);
+    g_assert_nonnull (row_named (srows, "rows")->adjusted);
+    g_assert_nonnull (strstr (row_named (srows, "rows")->adjusted, "rows.threads: 16 → 32"));
+  }
 }
 
 /* Every example on every profile: a row per planned kernel, shares of at most 100 %
