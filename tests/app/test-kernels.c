@@ -21,6 +21,8 @@
 #include "napkin-code-view.h"
 #include "napkin-kernel-list.h"
 #include "napkin-tile-suggestions.h"
+#include "napkin-file.h"
+#include "napkin-tune.h"
 
 static NapkinApplication *app;
 static char *tmpdir;
@@ -600,6 +602,109 @@ test_code_view_keeps_line (void)
   iterate (50);
 }
 
+/* Picks the profile `id` in the window's selector (the setting follows: later windows
+ * start on it). */
+static void
+select_arch (NapkinWindow *window,
+             const char   *id)
+{
+  GtkDropDown *dropdown = find_arch_dropdown (window);
+  NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+
+  for (guint i = 0; i < napkin_arch_registry_count (registry); i++)
+    if (g_str_equal (napkin_arch_registry_get (registry, i)->id, id))
+      gtk_drop_down_set_selected (dropdown, i);
+  settle_pane (window);
+}
+
+/* `example` with some of its regions' specs changed, saved under tmpdir and opened. */
+static NapkinWindow *
+open_tiled (const char         *example,
+            const char * const *specs)
+{
+  g_autofree char *src = example_path (example);
+  g_autofree char *path = g_build_filename (tmpdir, "tiled.napkin", NULL);
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (src, NAPKIN_LOAD_VALIDATE, NULL);
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+
+  g_assert_nonnull (d);
+  for (guint i = 0; specs[i]; i++)
+    g_assert_true (napkin_tune_apply_spec (d, specs[i], NULL));
+  g_assert_true (napkin_diagram_save_to_file (d, path, NULL));
+  g_assert_true (napkin_window_load_file (window, file, NULL));
+  napkin_app_test_present (window, 1400, 900);
+  return window;
+}
+
+/* Suggest Tiles (Ctrl+T, typed) and what it ranks: the row softmax cut into 32 one-warp
+ * blocks on the H200's 132 SMs is priced for its idle SMs — every suggestion fills the
+ * GPU and is several times faster, none proposes fewer threads than a warp; the
+ * attention region holding its keys whole gets the keys streamed instead of "no
+ * feasible tiles". */
+static void
+test_suggest_prices_idle_sms (void)
+{
+  const char *softmax[] = { "rows.r=parallel:512", "rows.threads=32", NULL };
+  const char *attention[] = { "block.b=whole", "block.h=whole", "block.k=whole", NULL };
+
+  for (guint round = 0; round < 2; round++)
+    {
+      NapkinWindow *window = open_tiled (round == 0 ? "softmax" : "flash-attention", round == 0 ? softmax : attention);
+      GtkWidget *button = find_named (GTK_WIDGET (window), "suggest-tiles-button");
+      NapkinTileSuggestions *suggestions = NAPKIN_TILE_SUGGESTIONS (gtk_menu_button_get_popover (GTK_MENU_BUTTON (button)));
+      const NapkinTuneCandidate *best;
+      Xdo x = { 0 };
+
+      select_arch (window, round == 0 ? "h200" : "h100");
+      if (!xdo_begin (&x, window))
+        {
+          napkin_window_close_without_asking (window);
+          return;
+        }
+      click_widget (&x, GTK_WIDGET (napkin_window_get_canvas (window)));
+      key (&x, "ctrl+t");
+      WAIT_FOR (gtk_widget_get_visible (GTK_WIDGET (suggestions)) && !napkin_tile_suggestions_is_searching (suggestions)
+                && (napkin_tile_suggestions_get_n_items (suggestions) > 0
+                    || napkin_tile_suggestions_get_error (suggestions) != NULL));
+      g_assert_cmpuint (napkin_tile_suggestions_get_n_items (suggestions), >, 0);
+      best = napkin_tile_suggestions_get_item (suggestions, 0);
+      if (round == 0)
+        {
+          const NapkinTuneCandidate *current = napkin_tile_suggestions_get_current (suggestions);
+
+          g_assert_nonnull (current);
+          g_assert_cmpfloat (best->predicted_time_s, <, current->predicted_time_s / 3);
+          for (guint i = 0; i < napkin_tile_suggestions_get_n_items (suggestions); i++)
+            {
+              const NapkinTuneCandidate *c = napkin_tile_suggestions_get_item (suggestions, i);
+
+              for (guint j = 0; c->specs[j]; j++)
+                {
+                  if (g_str_has_prefix (c->specs[j], "rows.r=parallel:"))
+                    g_assert_cmpint (16384 / g_ascii_strtoll (c->specs[j] + strlen ("rows.r=parallel:"), NULL, 10), >=, 132);
+                  if (g_str_has_prefix (c->specs[j], "rows.threads="))
+                    g_assert_cmpint (g_ascii_strtoll (c->specs[j] + strlen ("rows.threads="), NULL, 10), >=, 32);
+                }
+            }
+        }
+      else
+        {
+          gboolean streams = FALSE;
+
+          g_assert_null (napkin_tile_suggestions_get_current (suggestions));   /* the file's does not fit */
+          for (guint j = 0; best->specs[j]; j++)
+            streams |= g_str_has_prefix (best->specs[j], "block.k=stream:");
+          g_assert_true (streams);
+        }
+      key (&x, "Escape");
+      iterate (200);
+      xdotool ("mousemove", "0", "0", NULL);
+      napkin_window_close_without_asking (window);
+      iterate (50);
+    }
+}
+
 static int
 compare_names (gconstpointer a,
                gconstpointer b)
@@ -705,6 +810,7 @@ test_no_share_above_100 (void)
     }
   /* the throughput, levels and kernels of every example, at least */
   g_assert_cmpuint (shares, >=, names->len * n_archs * 4);
+  select_arch (window, "h100");   /* the next windows start there again */
   if (xdo)
     xdotool ("mousemove", "0", "0", NULL);
   napkin_window_close_without_asking (window);
@@ -749,6 +855,7 @@ main (int    argc,
   g_test_add_func ("/kernels/ctrl-r-plan-tiles", test_ctrl_r_plan_tiles);
   g_test_add_func ("/kernels/no-share-above-100", test_no_share_above_100);
   g_test_add_func ("/kernels/code-view-keeps-line", test_code_view_keeps_line);
+  g_test_add_func ("/kernels/suggest-prices-idle-sms", test_suggest_prices_idle_sms);
   g_test_add_func ("/kernels/suggest-and-quit", test_suggest_and_quit);
   return napkin_app_test_run (app, tmpdir);
 }
