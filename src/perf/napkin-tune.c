@@ -925,19 +925,28 @@ napkin_tune (NapkinDiagram            *diagram,
   if (streamed != NULL)
     {
       NapkinTuneResult more = { 0 };
+      double best_drawn = G_MAXDOUBLE;
 
+      for (guint i = 0; i < result->best->len; i++)
+        best_drawn = MIN (best_drawn, ((NapkinTuneCandidate *) g_ptr_array_index (result->best, i))->predicted_time_s);
       more.best = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_tune_candidate_free);
       search_copy (streamed, arch, options, &more, FALSE);
-      /* its knobs differ: a kernel key of its own, so that sort_distinct keeps both */
+      /* only what beats holding the axes whole (a tie would propose the same kernel with
+       * a mark that changes nothing); its knobs differ: a kernel key of its own, so that
+       * sort_distinct keeps both */
       for (guint i = 0; i < more.best->len; i++)
         {
           NapkinTuneCandidate *c = g_ptr_array_index (more.best, i);
-          char *key = g_strconcat ("streamed:", c->kernel_key, NULL);
+          char *key;
 
+          if (c->predicted_time_s >= best_drawn * (1 - 1e-9))
+            continue;
+          key = g_strconcat ("streamed:", c->kernel_key, NULL);
           g_free (c->kernel_key);
           c->kernel_key = key;
+          g_ptr_array_add (result->best, g_steal_pointer (&more.best->pdata[i]));
         }
-      g_ptr_array_extend_and_steal (result->best, g_steal_pointer (&more.best));
+      g_ptr_array_unref (more.best);
       result->evaluated += more.evaluated;
       result->feasible += more.feasible;
       result->stage_trials += more.stage_trials;
