@@ -1785,12 +1785,12 @@ append_table (GString        *s,
       if (markdown)
         g_string_append_printf (s, "| %s | %s | %s | %" G_GINT64_FORMAT " | %" G_GINT64_FORMAT " | %"
                                 G_GINT64_FORMAT " | %s |\n", c->name, napkin_level_to_string (c->level), c->tile,
-                                c->instances, c->footprint_bytes, c->per_sm, c->binding_limit);
+                                c->instances, napkin_region_block_bytes (a, i), c->per_sm, c->binding_limit);
       else
         g_string_append_printf (s, "region,%s,%s,%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",,%" G_GINT64_FORMAT
                                 ",%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT ",%s,\n", c->name,
                                 napkin_level_to_string (c->level), c->transfer_elements, c->transfer_bytes,
-                                c->instances, c->footprint_bytes, c->per_sm, c->binding_limit);
+                                c->instances, napkin_region_block_bytes (a, i), c->per_sm, c->binding_limit);
     }
   if (markdown)
     g_string_append_printf (s, "\n| predicted time (s) | bound | FLOPs | throughput (FLOP/s) | feasible |\n"

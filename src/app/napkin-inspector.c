@@ -91,8 +91,16 @@ diagram (NapkinInspector *self)
 static void
 clear_grid (NapkinInspector *self)
 {
+  GtkRoot *root = gtk_widget_get_root (GTK_WIDGET (self));
+  GtkWidget *focus = root != NULL ? gtk_root_get_focus (root) : NULL;
   GtkWidget *child;
 
+  /* A field with the keyboard focus is let go before it goes: GTK 4.8 kept the window's
+   * pointer to a removed focus widget, and the next focus change read the finalized
+   * widget (Gtk-CRITICAL gtk_widget_is_ancestor after another document was opened
+   * while a field had the focus). The rebuild puts the focus back where it belongs. */
+  if (focus != NULL && gtk_widget_is_ancestor (focus, GTK_WIDGET (self->grid)))
+    gtk_root_set_focus (root, NULL);
   g_ptr_array_set_size (self->fields, 0);
   while ((child = gtk_widget_get_first_child (GTK_WIDGET (self->grid))) != NULL)
     gtk_grid_remove (self->grid, child);

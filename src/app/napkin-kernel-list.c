@@ -267,7 +267,15 @@ show_row (NapkinKernelList *self,
   gtk_label_set_text (w->value, value);
   gtk_label_set_text (w->detail, detail);
   gtk_level_bar_set_value (w->bar, CLAMP (row->share, 0, 1));
-  gtk_label_set_text (w->ops, ops);
+  if (row->adjusted != NULL)
+    {
+      /* said, never changed silently: what the plan runs instead of the relabeling's numbers */
+      g_autofree char *both = g_strdup_printf (_("%s\nRuns with %s"), ops, row->adjusted);
+
+      gtk_label_set_text (w->ops, both);
+    }
+  else
+    gtk_label_set_text (w->ops, ops);
   gtk_label_set_text (w->reason, row->reason ? row->reason : "");
   gtk_widget_set_visible (GTK_WIDGET (w->reason), row->reason != NULL);
   if (row->poor)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "napkin-derive.h"
 #include "napkin-edit.h"
 #include "napkin-tile-default.h"
 #include "napkin-tune.h"
@@ -199,6 +200,61 @@ region_has_problem (NapkinDiagram *d,
   return FALSE;
 }
 
+/* The plan's own kernel for exactly the operations of `name`, if it makes one (docs/plan.md,
+ * "Deriving a diagram"): its marks, tiles and stages, as a region drawn around them by
+ * the plan. The diagram is derived without its drawn regions, so the kernel is the one
+ * the plan would run for those operations. NULL when no derived kernel holds exactly
+ * them (the search below decides then). */
+static GStrv
+plan_marks (NapkinDiagram *diagram,
+            const char    *name,
+            NapkinArch    *arch)
+{
+  g_autoptr(NapkinDiagram) copy = NULL;
+  g_autoptr(NapkinHistory) history = NULL;
+  g_autoptr(NapkinDerivation) dr = NULL;
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  NapkinTuneOptions options = { 1, MAX_EVALUATIONS, FALSE, 0 };
+  const NapkinRegion *region;
+  int r = napkin_diagram_find_region (diagram, name);
+
+  if (arch == NULL || r < 0)
+    return NULL;
+  region = napkin_diagram_region (diagram, r);
+  copy = napkin_diagram_copy (diagram);
+  history = napkin_history_new (copy);
+  for (guint i = 0; i < napkin_diagram_n_regions (copy); i++)
+    g_ptr_array_add (names, g_strdup (napkin_diagram_region (copy, i)->name));
+  for (guint i = 0; i < names->len; i++)
+    if (!napkin_edit_remove_region (history, g_ptr_array_index (names, i), NULL))
+      return NULL;
+  if (!napkin_diagram_validate (copy, NULL) || (dr = napkin_derive (copy, arch, &options, NULL)) == NULL)
+    return NULL;
+  for (guint k = 0; k < dr->kernels->len; k++)
+    {
+      const NapkinDeriveKernel *dk = g_ptr_array_index (dr->kernels, k);
+      g_autoptr(GStrvBuilder) specs = NULL;
+
+      if (dk->specs == NULL || dk->nodes == NULL || g_strv_length (dk->nodes) != region->nodes->len)
+        continue;
+      for (guint i = 0; i < region->nodes->len; i++)
+        if (!g_strv_contains ((const char *const *) dk->nodes, g_ptr_array_index (region->nodes, i)))
+          goto next;
+      specs = g_strv_builder_new ();
+      for (guint i = 0; dk->specs[i]; i++)
+        {
+          const char *dot = strchr (dk->specs[i], '.');
+
+          if (dot != NULL)
+            g_strv_builder_add (specs, dot + 1);
+        }
+      return g_strv_builder_end (specs);
+    next:
+      ;
+    }
+  return NULL;
+}
+
 GStrv
 napkin_tile_default_marks (NapkinDiagram *diagram,
                            const char    *name,
@@ -217,6 +273,12 @@ napkin_tile_default_marks (NapkinDiagram *diagram,
 
   if ((r = napkin_diagram_find_region (diagram, name)) < 0 || napkin_diagram_topo_order (diagram) == NULL)
     return g_strv_builder_end (specs);
+  /* the operations the plan runs as one kernel of its own: its tiles (attention keys
+   * streamed in chunks, not whole) */
+  found = plan_marks (diagram, name, arch);
+  if (found != NULL && found[0] != NULL)
+    return g_steal_pointer (&found);
+  g_clear_pointer (&found, g_strfreev);
   copy = isolate (diagram, name);
   history = napkin_history_new (copy);
   region = napkin_diagram_region (copy, napkin_diagram_find_region (copy, name));

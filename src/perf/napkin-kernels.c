@@ -30,6 +30,7 @@ napkin_kernel_row_free (NapkinKernelRow *row)
   g_free (row->name);
   g_strfreev (row->nodes);
   g_free (row->reason);
+  g_free (row->adjusted);
   g_free (row);
 }
 
@@ -44,6 +45,7 @@ napkin_kernel_row_copy (const NapkinKernelRow *row)
   copy->name = g_strdup (row->name);
   copy->nodes = g_strdupv (row->nodes);
   copy->reason = g_strdup (row->reason);
+  copy->adjusted = g_strdup (row->adjusted);
   return copy;
 }
 
@@ -192,6 +194,10 @@ reason_for (const NapkinAnalysis   *a,
   if (k->launches > 1)
     return g_strdup_printf (_("It reads its input %u times from device memory: outside a region there is nowhere "
                               "on chip to keep a row"), k->launches);
+  if (k->fill > 0 && k->fill < 1 - IDLE_SHARE && a->arch != NULL)
+    return g_strdup_printf (_("Its blocks occupy %.0f of the %u SMs and the others stay idle: device memory moves "
+                              "through those alone; smaller tiles (more blocks) would use them"),
+                            round (k->fill * a->arch->sms), a->arch->sms);
   if (k->quantisation > 1 / (1 - IDLE_SHARE))
     return g_strdup_printf (_("Its last wave leaves %.0f %% of the GPU idle: other tiles would fill it"),
                             100 * (1 - 1 / k->quantisation));
@@ -225,6 +231,14 @@ row_new (const NapkinAnalysis   *a,
   row->bound = k ? k->bound : NAPKIN_RESOURCE_HBM;
   row->feasible = (pk == NULL || pk->feasible) && model_error (a, row->region) == NULL;
   row->reason = reason_for (a, pk, k, row->region);
+  if (pk != NULL && pk->adjustments != NULL && pk->adjustments->len > 0)
+    {
+      GString *joined = g_string_new (NULL);
+
+      for (guint i = 0; i < pk->adjustments->len; i++)
+        g_string_append_printf (joined, "%s%s", i ? "; " : "", (const char *) g_ptr_array_index (pk->adjustments, i));
+      row->adjusted = g_string_free (joined, FALSE);
+    }
   row->poor = row->reason != NULL;
   if (row->poor)
     {

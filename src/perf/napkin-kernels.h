@@ -33,6 +33,8 @@ typedef struct
   gboolean            feasible;
   gboolean            poor;       /* generic, infeasible, or bound where it should not be */
   char               *reason;     /* why, in a user's words; NULL for a kernel that runs as it should */
+  char               *adjusted;   /* where the plan runs other numbers than the relabeling's
+                                     ("rows.threads: 16 → 32 (…)"), or NULL */
   NapkinKernelFixKind fix;        /* what napkin_kernel_fix_find tries for it */
 } NapkinKernelRow;
 

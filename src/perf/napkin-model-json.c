@@ -123,8 +123,13 @@ region_to_json (NapkinAnalysis         *a,
   json_object_object_add (obj, "steps", json_object_new_int64 (c->steps));
   json_object_object_add (obj, "threads", json_object_new_int (c->threads));
   json_object_object_add (obj, "stages", json_object_new_int (c->stages));
-  json_object_object_add (obj, "footprint_elements", json_object_new_int64 (c->footprint_elements));
-  json_object_object_add (obj, "footprint_bytes", json_object_new_int64 (c->footprint_bytes));
+  /* one footprint: what a block asks for, its kernel plan's shared memory where the plan
+   * runs it (docs/plan.md), and what "feasible" is decided on; the paper's M apart */
+  json_object_object_add (obj, "footprint_bytes",
+                          json_object_new_int64 (c->plan_smem_bytes > 0 ? c->plan_smem_bytes : c->footprint_bytes));
+  json_object_object_add (obj, "footprint_source", json_object_new_string (c->plan_smem_bytes > 0 ? "plan" : "tiles"));
+  json_object_object_add (obj, "paper_footprint_elements", json_object_new_int64 (c->footprint_elements));
+  json_object_object_add (obj, "paper_footprint_bytes", json_object_new_int64 (c->footprint_bytes));
   if (c->plan_smem_bytes > 0)
     json_object_object_add (obj, "plan_shared_bytes", json_object_new_int64 (c->plan_smem_bytes));
   json_object_object_add (obj, "intermediate_bytes", json_object_new_int64 (c->intermediate_bytes));
@@ -150,6 +155,7 @@ kernel_to_json (const NapkinKernelCost *kc)
   json_object_object_add (obj, "kind", json_object_new_string (kc->region >= 0 ? "region" : "operation"));
   json_object_object_add (obj, "resources_s", resources_to_json (kc->time_s));
   json_object_object_add (obj, "quantisation", json_object_new_double (kc->quantisation));
+  json_object_object_add (obj, "fill", json_object_new_double (kc->fill > 0 ? MIN (1.0, kc->fill) : 1.0));
   json_object_object_add (obj, "launches", json_object_new_int (MAX (1, kc->launches)));
   json_object_object_add (obj, "overlap_s", json_object_new_double (kc->overlap_s));
   json_object_object_add (obj, "serial_s", json_object_new_double (kc->serial_s));

@@ -71,6 +71,7 @@ typedef struct
   guint               rows_reductions;
   gint64              rows_r;      /* rows per block */
   gint64              rows_bytes;  /* bytes one row loads (its input) */
+  gint64              rows_flight; /* bytes a block keeps in flight (0: rows_bytes) */
   guint               rows_axis;   /* the row axis r */
 } RegionState;
 
@@ -867,14 +868,58 @@ model_region (Model *m,
   g_array_append_val (m->a->regions, cost);
 }
 
+/* A region the plan runs as a contiguous rows kernel whose threads or row the skeleton
+ * rule below would not take (one warp a block, a row of 50257, 512 values a thread):
+ * the same chain of rows a block walks, at the plan's threads and rows per block, so
+ * that its latency and Little's law price what runs (docs/model.md §7c). */
+static const NapkinPlanKernel *plan_kernel_of (Model *m,
+                                               guint  r);
+
+static void
+detect_planned_rows (Model *m,
+                     guint  r)
+{
+  RegionState *rs = &m->rs[r];
+  const NapkinPlanKernel *pk = plan_kernel_of (m, r);
+  const NapkinPlanRows *pr;
+  const NapkinTensorType *x;
+  int src;
+
+  if (pk == NULL || pk->kind != NAPKIN_PLAN_ROWS || pk->path == NAPKIN_PATH_GENERIC || m->rs[r].kernel != (int) r)
+    return;
+  pr = &pk->u.rows;
+  if (pr->inner > 1 || pr->op == NAPKIN_OP_REDUCE || pr->node < 0 || pr->threads_per_row == 0)
+    return;
+  src = napkin_diagram_input_source (m->d, (guint) pr->node, 0);
+  x = src >= 0 ? napkin_diagram_node_type (m->d, src) : NULL;
+  if (x == NULL || !x->valid || x->n_axes < 2)
+    return;
+  rs->rows_c = pr->cols;
+  rs->rows_axis = x->axes[0];
+  rs->rows_threads = pr->threads;
+  /* a block's teams work on rows side by side; each team walks its share in turn */
+  rs->rows_r = MAX (1, (pr->rows_per_block + pr->threads / pr->threads_per_row - 1) / (pr->threads / pr->threads_per_row));
+  rs->rows_bytes = pr->cols * napkin_dtype_bytes (pr->x_dtype);
+  rs->rows_reductions = pr->op == NAPKIN_OP_NORMALIZE && pr->norm == NAPKIN_NORM_RMSNORM ? 1 : 2;
+  /* what a block has in flight: a register-form thread loads its share of the row at
+   * once; the sweeps of the other forms keep UNROLL vectors a thread in flight
+   * (kernels/rows-sm80.cu) */
+  {
+    gint64 share = (pr->cols / MAX (1u, pr->vec) + pr->threads_per_row - 1) / pr->threads_per_row;
+    gint64 loads = pr->one_pass && !pr->smem_row ? share : MIN (share, pr->threads > 512 ? 2 : 4);
+
+    rs->rows_flight = (gint64) pr->threads * MAX (1, loads) * pr->vec * napkin_dtype_bytes (pr->x_dtype);
+  }
+}
+
 /* The rows skeleton (kernels/rows.cu, src/codegen try_rows): a region without
  * contractions whose softmax or normalisation reads a matrix X[r, c] from outside and
  * keeps c whole, r in parallel groups of R, 16-bit elements. One block per group, one
  * row at a time: C / T values a thread in registers (T: the region's threads, else 256
  * halved until 8·T divides C), 16-byte loads, shuffle reductions with two barriers each. */
 static void
-detect_rows (Model *m,
-             guint  r)
+detect_rows_skeleton (Model *m,
+                      guint  r)
 {
   RegionState *rs = &m->rs[r];
   int op = -1;
@@ -933,6 +978,17 @@ detect_rows (Model *m,
     rs->rows_bytes = c * napkin_dtype_bytes (dtype);
     rs->rows_reductions = node->kind == NAPKIN_OP_NORMALIZE && node->norm == NAPKIN_NORM_RMSNORM ? 1 : 2;
   }
+}
+
+/* The skeleton's rule where it takes the region (its figures were measured), else the
+ * plan's rows kernel. */
+static void
+detect_rows (Model *m,
+             guint  r)
+{
+  detect_rows_skeleton (m, r);
+  if (m->rs[r].rows_c == 0)
+    detect_planned_rows (m, r);
 }
 
 /* The attention skeleton (flash-mma) is what an smem region with two or more
@@ -1657,6 +1713,15 @@ node_compute (Model      *m,
   }
 }
 
+/* The share of the SMs a grid of `blocks` blocks occupies: a block runs on one SM, so
+ * fewer blocks than SMs leave the others idle (docs/model.md §7, "Idle SMs"). */
+static double
+grid_fill (const Model *m,
+           gint64       blocks)
+{
+  return blocks > 0 && blocks < m->arch->sms ? (double) blocks / m->arch->sms : 1.0;
+}
+
 /* Attention on wgmma, fitted on the H100 sweep of 2026-11-25 (41 cases, docs/model.md
  * §14b): the exponentials of one consumer warpgroup run while the other's products do
  * (ping-pong), so only this share of the SFU time adds to the tensor time; and a block
@@ -1672,13 +1737,16 @@ finish_kernel (Model            *m,
                NapkinKernelCost *k)
 {
   double overlap = 0, serial = 0, device = 0;
+  double fill = k->fill > 0 ? MIN (1.0, k->fill) : 1.0;
 
   k->bound = NAPKIN_RESOURCE_TENSOR;
   for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
     {
-      /* per-SM resources idle in the last wave's empty slots; device-wide ones do not */
+      /* per-SM resources idle in the last wave's empty slots; device-wide ones do not,
+       * but a grid of fewer blocks than SMs draws on device memory and L2 through its
+       * own SMs only, each at its share of the bandwidth (the idle SMs' share is lost) */
       gboolean per_sm = res != NAPKIN_RESOURCE_HBM && res != NAPKIN_RESOURCE_L2;
-      double t = k->time_s[res] * (per_sm ? k->quantisation : 1.0);
+      double t = k->time_s[res] * (per_sm ? k->quantisation : 1.0 / fill);
 
       /* device-memory bytes cross HBM and L2 in one movement: the slower link counts */
       if (per_sm)
@@ -1896,14 +1964,20 @@ rows_kernel (Model                  *m,
     }
   if (latency > 0 && grid->per_sm >= 1)
     {
-      double in_flight = (double) m->arch->sms * grid->per_sm * rs->rows_bytes;
+      /* the blocks resident at once: a grid smaller than the GPU's slots has only its own
+       * (finish_kernel then spreads the bandwidth over the SMs they occupy) */
+      gint64 active = MIN (grid->instances, (gint64) m->arch->sms * grid->per_sm);
+      double fill = grid_fill (m, grid->instances);
+      double in_flight = (double) active * (rs->rows_flight > 0 ? rs->rows_flight : rs->rows_bytes);
       double little = in_flight / latency;   /* bytes per second */
+      double bandwidth = m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth * fill;
 
-      if (little < m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth)
+      if (little < bandwidth)
         {
-          k->time_s[NAPKIN_RESOURCE_HBM] *= m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth / little;
+          k->time_s[NAPKIN_RESOURCE_HBM] *= bandwidth / little;
           warning_add (m, _("region “%s”: %.0f bytes in flight per SM cannot keep device memory busy (Little's law: "
-                       "%.0f needed at %.0f ns); more rows per SM would"), grid->name, in_flight / m->arch->sms,
+                       "%.0f needed at %.0f ns); more rows per SM would"), grid->name,
+                       in_flight / MAX (1, MIN (active, m->arch->sms)),
                        m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth * latency / m->arch->sms, latency * 1e9);
         }
     }
@@ -2217,6 +2291,10 @@ plan_kernel_cost (Model                  *m,
   k->plan_kind = napkin_plan_kind_to_string (pk->kind);
   k->reason = g_strdup (pk->reason);
   k->note = g_strdup (pk->note);
+  /* what the plan runs differently from the relabeling (threads rounded to whole warps,
+   * another path): said, never changed silently */
+  for (guint i = 0; pk->adjustments != NULL && i < pk->adjustments->len; i++)
+    warning_add (m, _("kernel “%s” runs with %s"), k->name, (const char *) g_ptr_array_index (pk->adjustments, i));
   if (pk->path == NAPKIN_PATH_GENERIC && !m->a->paper)
     {
       generic_kernel (m, k, pk);
@@ -2296,6 +2374,7 @@ planned_gemm (Model                  *m,
   if (real > 0)
     k->time_s[NAPKIN_RESOURCE_TENSOR] *= padded / real;
   k->quantisation = (double) waves * m->arch->sms / MAX (1, pk->grid);
+  k->fill = grid_fill (m, pk->grid);
   napkin_tensor_class_for_dtype (g->ab_dtype, &klass);
   rate = (pk->path == NAPKIN_PATH_WGMMA ? napkin_arch_tensor_rate (m->arch, klass)
                                         : napkin_arch_mma_sync_rate (m->arch, klass)) / m->arch->sms;
@@ -2536,9 +2615,9 @@ planned_strided_rows (Model                  *m,
                          bytes + (r->l2_reread ? 0 : reread));
       add_level_traffic (m, NAPKIN_LEVEL_L2, elements + reread_e, bytes + reread);
     }
-  fill = MIN (1.0, (double) pk->grid / sms);
-  k->time_s[NAPKIN_RESOURCE_HBM] = (bytes + (r->l2_reread ? 0 : reread)) / (arch->levels[NAPKIN_LEVEL_HBM].bandwidth * fill);
-  k->time_s[NAPKIN_RESOURCE_L2] = (bytes + reread) / (arch->levels[NAPKIN_LEVEL_L2].bandwidth * fill);
+  fill = k->fill = grid_fill (m, pk->grid);   /* finish_kernel divides by it */
+  k->time_s[NAPKIN_RESOURCE_HBM] = (bytes + (r->l2_reread ? 0 : reread)) / arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+  k->time_s[NAPKIN_RESOURCE_L2] = (bytes + reread) / arch->levels[NAPKIN_LEVEL_L2].bandwidth;
   /* Little's law: the bytes an SM's blocks have in flight against what the bandwidth
    * needs over one round trip */
   in_flight = (double) MIN (pk->grid, slots) / sms * r->threads * STRIDED_ROWS_UNROLL * r->vec * xb;
@@ -2571,6 +2650,7 @@ kernel_plan (Model                  *m,
       gint64 slots = ceil_div (pk->grid, m->arch->sms);
 
       k->quantisation = (double) slots * m->arch->sms / pk->grid;
+      k->fill = grid_fill (m, pk->grid);
       if (pk->u.att.split_kv > 1 && cost->chunks > 0)
         k->latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks;
       /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
@@ -2625,6 +2705,7 @@ region_kernel (Model *m,
    * counted at the kernel's outermost region on the SMs (below any L2 panel). */
   slots = ceil_div (grid->instances, m->arch->sms);
   k.quantisation = (double) slots * m->arch->sms / MAX (1, grid->instances);
+  k.fill = grid_fill (m, grid->instances);
   kernel_overlap (m, grid, &k);
   kernel_plan (m, r, cost, &k);
   finish_kernel (m, &k);
@@ -2719,6 +2800,9 @@ operation_kernel (Model *m,
       add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
       bytes = add (m, bytes, b);
     }
+  /* the plan's own grid (a GEMM's tiles, a row kernel's blocks) */
+  if (pk != NULL && pk->grid > 0)
+    k.fill = grid_fill (m, pk->grid);
   if (strided)
     planned_strided_rows (m, &k, pk, TRUE);
   else
@@ -2879,10 +2963,26 @@ summarise (NapkinAnalysis *a,
                          ? (a->flops.tensor > 0 ? a->flops.tensor : a->flops_total) / a->serial_time_s : 0;
   a->intensity = a->levels[NAPKIN_LEVEL_HBM].transfer_bytes > 0
                  ? (double) a->flops_total / a->levels[NAPKIN_LEVEL_HBM].transfer_bytes : 0;
-  a->bound = NAPKIN_RESOURCE_TENSOR;
-  for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
-    if (a->resource_s[res] > a->resource_s[a->bound])
-      a->bound = res;
+  /* the resource that bounds the kernels holding most of the predicted time (each
+   * kernel's own bound, weighted by its time), so that the headline agrees with the
+   * kernels' table; the largest summed resource time where no kernel ran */
+  {
+    double by_bound[NAPKIN_N_RESOURCES] = { 0 };
+
+    a->bound = NAPKIN_RESOURCE_TENSOR;
+    for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
+      if (a->resource_s[res] > a->resource_s[a->bound])
+        a->bound = res;
+    for (guint i = 0; i < a->kernels->len; i++)
+      {
+        const NapkinKernelCost *k = &g_array_index (a->kernels, NapkinKernelCost, i);
+
+        by_bound[k->bound] += k->time_s_predicted;
+      }
+    for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
+      if (by_bound[res] > by_bound[a->bound])
+        a->bound = res;
+  }
 }
 
 static void

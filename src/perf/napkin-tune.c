@@ -12,6 +12,8 @@
 #include "napkin-file.h"
 #include "napkin-json-private.h"
 #include "napkin-derive.h"
+#include "napkin-edit.h"
+#include "napkin-history.h"
 #include "napkin-tune.h"
 #include "napkin-validate.h"
 
@@ -526,23 +528,34 @@ add_stages_knob (NapkinDiagram *copy,
  * skeleton, docs/model.md §7c): each thread holds C / T values of a row, so T
  * sets the registers a block needs and how many blocks (rows in flight) an SM
  * keeps. Whole warps up to 1024 with 8·T dividing C and at most 128 values a
- * thread, as try_rows takes them; the one the file runs first. */
+ * thread, as try_rows takes them; the one the file runs first. Only counts the
+ * rows kernel runs as they are, powers of two from 32 (docs/plan.md): a value the
+ * plan would round is never proposed. */
 static void
-add_threads_knob (NapkinDiagram *copy,
-                  guint          r,
-                  GArray        *knobs,
-                  double        *combos)
+add_threads_knob (NapkinDiagram    *copy,
+                  const NapkinPlan *plan,
+                  guint             r,
+                  GArray           *knobs,
+                  double           *combos)
 {
   const NapkinRegion *region = napkin_diagram_region (copy, r);
   gint64 c = rows_length (copy, region);
   Knob knob = { 0 };
   gint64 own = region->threads;
+  const NapkinPlanKernel *pk = plan != NULL ? napkin_plan_kernel_for (plan, (int) r, -1) : NULL;
 
   if (c <= 0)
     return;
+  /* a region that sets none runs the plan's (the file's row says what runs) */
+  if (own == 0 && pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->threads > 0)
+    own = pk->threads;
   if (own == 0)
-    for (own = 256; own >= 32 && c % (own * 8) != 0; own /= 2)
+    for (own = 256; own > 32 && c % (own * 8) != 0; own /= 2)
       ;
+  /* as the plan takes the region's threads: whole warps, a power of two */
+  own = MIN (1024, MAX (32, own));
+  while ((own & (own - 1)) != 0)
+    own += own & -own;
   knob_init_setting (&knob, r, THREADS_KEY);
   knob.threads = TRUE;
   knob_add_value (&knob, own);
@@ -696,6 +709,184 @@ search_stages (Search *s)
   result->stage_trials = result->evaluated - before;
 }
 
+/* Searches the tiles, stages and threads of `copy`'s regions into `result` (the file's
+ * own relabeling scored first where `score_file`). */
+static void
+search_copy (NapkinDiagram           *copy,
+             NapkinArch              *arch,
+             const NapkinTuneOptions *options,
+             NapkinTuneResult        *result,
+             gboolean                 score_file)
+{
+  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(GArray) knobs = g_array_new (FALSE, TRUE, sizeof (Knob));
+  g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  NapkinPlanOptions plan_options = { options && options->has_dtype, options ? options->dtype : NAPKIN_DTYPE_FP16,
+                                     FALSE, FALSE, TRUE, FALSE };
+  Search s = { 0 };
+  double combos = 1;
+  guint max_evals = options && options->max_evaluations ? options->max_evaluations : 40000;
+
+  plan = napkin_plan_build (copy, arch, &plan_options, NULL);
+  for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
+    {
+      add_tile_knobs (copy, r, knobs, &combos);
+      add_stages_knob (copy, r, knobs);
+      add_threads_knob (copy, plan, r, knobs, &combos);
+    }
+  pair_knobs (copy, knobs);
+  assign_kernels (copy, knobs);
+
+  s.copy = copy;
+  s.arch = arch;
+  s.options.trusted = TRUE;
+  s.options.has_dtype = options && options->has_dtype;
+  s.options.dtype = options ? options->dtype : NAPKIN_DTYPE_FP16;
+  s.knobs = (Knob *) knobs->data;
+  s.n_knobs = knobs->len;
+  s.result = result;
+  s.seen = seen;
+  s.top_k = options && options->top_k ? options->top_k : 10;
+
+  if (score_file)
+    score_current (&s);
+  result->exhaustive = combos <= max_evals;
+  if (result->exhaustive)
+    exhaustive (&s, 0, -1);
+  else
+    search_by_kernel (&s, max_evals);
+  search_stages (&s);
+  for (guint k = 0; k < knobs->len; k++)
+    g_array_unref (g_array_index (knobs, Knob, k).values);
+}
+
+/* Does a contraction of the region sum over `axis` (an operand carries it, the product
+ * does not)? */
+static gboolean
+summed_in_region (NapkinDiagram      *d,
+                  const NapkinRegion *region,
+                  guint               axis)
+{
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+      const NapkinTensorType *out;
+
+      if (n < 0 || napkin_diagram_node (d, n)->kind != NAPKIN_OP_CONTRACT)
+        continue;
+      out = napkin_diagram_node_type (d, n);
+      for (guint p = 0; p < 2; p++)
+        {
+          int src = napkin_diagram_input_source (d, n, p);
+
+          if (src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (d, src), axis)
+              && out->valid && !napkin_tensor_type_has_axis (out, axis))
+            return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+/* Does an operation of the region (or one of its operands) carry `axis`? */
+static gboolean
+used_in_region (NapkinDiagram      *d,
+                const NapkinRegion *region,
+                guint               axis)
+{
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+      const NapkinNode *node = n >= 0 ? napkin_diagram_node (d, n) : NULL;
+
+      if (node == NULL)
+        continue;
+      if (napkin_tensor_type_has_axis (napkin_diagram_node_type (d, n), axis))
+        return TRUE;
+      for (guint p = 0; p < napkin_op_n_inputs (node); p++)
+        {
+          int src = napkin_diagram_input_source (d, n, p);
+
+          if (src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (d, src), axis))
+            return TRUE;
+        }
+    }
+  return FALSE;
+}
+
+/* Does a softmax, normalization or reduction of the region work along `axis` (then it
+ * stays whole: a cut one runs on the generic lowering, if it lowers at all)? */
+static gboolean
+reduced_in_region (NapkinDiagram      *d,
+                   const NapkinRegion *region,
+                   const char         *axis)
+{
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
+      const NapkinNode *node = n >= 0 ? napkin_diagram_node (d, n) : NULL;
+
+      if (node != NULL && g_strcmp0 (node->axis, axis) == 0
+          && (node->kind == NAPKIN_OP_REDUCE || node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* The file's relabeling with the axes its shared-memory regions hold whole made
+ * searchable where that is legal: an axis a product of the region sums over streamed
+ * (attention's keys, a GEMM's k), any other axis the region uses cut into parallel
+ * groups of its whole size (the same tile, now one the search varies). The search then
+ * weighs them against holding the axis whole: a region drawn around attention with
+ * every key and head in one block fits nowhere, its streamed form does. NULL when no
+ * such axis is there. */
+static NapkinDiagram *
+searchable_variant (NapkinDiagram *diagram)
+{
+  g_autoptr(NapkinDiagram) copy = napkin_diagram_copy (diagram);
+  g_autoptr(NapkinHistory) history = napkin_history_new (copy);
+  gboolean changed = FALSE;
+
+  for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
+    {
+      g_autofree char *name = g_strdup (napkin_diagram_region (copy, r)->name);
+
+      if (napkin_diagram_region (copy, r)->level != NAPKIN_LEVEL_SMEM)
+        continue;
+      for (guint a = 0; a < napkin_diagram_n_axes (copy); a++)
+        {
+          const NapkinRegion *region = napkin_diagram_region (copy, r);
+          const char *axis = napkin_diagram_axis (copy, a)->name;
+          gint64 size = napkin_diagram_axis_size (copy, a);
+          g_autoptr(GPtrArray) problems = NULL;
+          gboolean bad = FALSE, summed;
+
+          if (napkin_region_mark (region, axis, NULL) != NAPKIN_MARK_WHOLE || size <= 1
+              || !used_in_region (copy, region, a))
+            continue;
+          summed = summed_in_region (copy, region, a);
+          /* attention's keys: reduced by the softmax, summed by P·V: streamable (online
+           * softmax); a row's axis that nothing sums stays whole */
+          if ((summed && size <= 64) || (!summed && reduced_in_region (copy, region, axis)))
+            continue;
+          if (!napkin_edit_set_mark (history, name, axis, summed ? NAPKIN_MARK_STREAM : NAPKIN_MARK_PARALLEL,
+                                     summed ? 64 : size, NULL))
+            continue;
+          problems = napkin_diagram_check (copy);
+          for (guint i = 0; i < problems->len && !bad; i++)
+            {
+              const NapkinProblem *p = g_ptr_array_index (problems, i);
+
+              bad = p->kind == NAPKIN_ITEM_REGION && p->index == r;
+            }
+          if (bad)
+            napkin_edit_set_mark (history, name, axis, NAPKIN_MARK_WHOLE, 0, NULL);
+          else
+            changed = TRUE;
+        }
+    }
+  return changed && napkin_diagram_validate (copy, NULL) ? g_steal_pointer (&copy) : NULL;
+}
+
 NapkinTuneResult *
 napkin_tune (NapkinDiagram            *diagram,
              NapkinArch               *arch,
@@ -703,13 +894,10 @@ napkin_tune (NapkinDiagram            *diagram,
              GError                  **error)
 {
   g_autoptr(NapkinDiagram) copy = NULL;
+  g_autoptr(NapkinDiagram) streamed = NULL;
   g_autoptr(NapkinDerivation) dr = NULL;
-  g_autoptr(GArray) knobs = g_array_new (FALSE, TRUE, sizeof (Knob));
-  g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
   NapkinTuneResult *result;
-  Search s = { 0 };
-  double combos = 1;
-  guint max_evals = options && options->max_evaluations ? options->max_evaluations : 40000;
+  guint top_k = options && options->top_k ? options->top_k : 10;
 
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
 
@@ -729,41 +917,45 @@ napkin_tune (NapkinDiagram            *diagram,
   else
     copy = napkin_diagram_copy (diagram);
 
-  for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
-    {
-      add_tile_knobs (copy, r, knobs, &combos);
-      add_stages_knob (copy, r, knobs);
-      add_threads_knob (copy, r, knobs, &combos);
-    }
-  pair_knobs (copy, knobs);
-  assign_kernels (copy, knobs);
-
   result = g_new0 (NapkinTuneResult, 1);
   result->best = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_tune_candidate_free);
-  s.copy = copy;
-  s.arch = arch;
-  s.options.trusted = TRUE;
-  s.options.has_dtype = options && options->has_dtype;
-  s.options.dtype = options ? options->dtype : NAPKIN_DTYPE_FP16;
-  s.knobs = (Knob *) knobs->data;
-  s.n_knobs = knobs->len;
-  s.result = result;
-  s.seen = seen;
-  s.top_k = options && options->top_k ? options->top_k : 10;
+  /* the variant is built before the search: the search writes tiles into `copy` */
+  streamed = searchable_variant (copy);
+  search_copy (copy, arch, options, result, TRUE);
+  if (streamed != NULL)
+    {
+      NapkinTuneResult more = { 0 };
+      double best_drawn = G_MAXDOUBLE;
 
-  score_current (&s);
-  result->exhaustive = combos <= max_evals;
-  if (result->exhaustive)
-    exhaustive (&s, 0, -1);
-  else
-    search_by_kernel (&s, max_evals);
-  search_stages (&s);
+      for (guint i = 0; i < result->best->len; i++)
+        best_drawn = MIN (best_drawn, ((NapkinTuneCandidate *) g_ptr_array_index (result->best, i))->predicted_time_s);
+      more.best = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_tune_candidate_free);
+      search_copy (streamed, arch, options, &more, FALSE);
+      /* only what beats holding the axes whole (a tie would propose the same kernel with
+       * a mark that changes nothing); its knobs differ: a kernel key of its own, so that
+       * sort_distinct keeps both */
+      for (guint i = 0; i < more.best->len; i++)
+        {
+          NapkinTuneCandidate *c = g_ptr_array_index (more.best, i);
+          char *key;
+
+          if (c->predicted_time_s >= best_drawn * (1 - 1e-9))
+            continue;
+          key = g_strconcat ("streamed:", c->kernel_key, NULL);
+          g_free (c->kernel_key);
+          c->kernel_key = key;
+          g_ptr_array_add (result->best, g_steal_pointer (&more.best->pdata[i]));
+        }
+      g_ptr_array_unref (more.best);
+      result->evaluated += more.evaluated;
+      result->feasible += more.feasible;
+      result->stage_trials += more.stage_trials;
+      result->exhaustive &= more.exhaustive;
+    }
   sort_distinct (result->best);
-  if (result->best->len > s.top_k)
-    g_ptr_array_set_size (result->best, s.top_k);
+  if (result->best->len > top_k)
+    g_ptr_array_set_size (result->best, top_k);
 
-  for (guint k = 0; k < knobs->len; k++)
-    g_array_unref (g_array_index (knobs, Knob, k).values);
   if (dr != NULL)
     {
       result->relabeled = g_object_ref (dr->derived);

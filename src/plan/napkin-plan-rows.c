@@ -513,9 +513,12 @@ rows_choose (NapkinPlanner *p,
       if (c.mode == ROWS_REGISTERS)
         register_form (&c, cols, c.tpr, n_scalars, n_operands);
     }
-  if (c.mode == ROWS_REGISTERS && c.regs * c.threads > p->arch->registers_per_sm)
+  if (c.mode == ROWS_REGISTERS
+      && (c.regs * c.threads > p->arch->registers_per_sm || c.nv * c.vec + c.ns > 2 * REG_VALUES))
     {
-      /* the region's threads keep too much per thread: shared memory or two passes */
+      /* the region's threads keep too much per thread (more than the 64 values the
+       * register form holds without spilling, or more than the SM's register file):
+       * shared memory or two passes */
       c.mode = !streamed && cache_bytes <= smem_budget ? ROWS_SMEM : ROWS_TWO_PASS;
       c.regs = 48 + 8 * n_operands;
       c.nv = c.ns = 0;
@@ -1325,6 +1328,8 @@ napkin_plan_rows_printable (const NapkinPlanRows *r,
         bad = "16-byte vectors and a row per block at least";
       else if (r->smem_row && r->threads != tpr)
         bad = "a row in shared memory with the whole block";
+      else if (r->one_pass && !r->smem_row && !reduce && (r->cols + tpr - 1) / tpr > 2 * REG_VALUES)
+        bad = "at most 64 values a thread in registers";
     }
   else
     {

@@ -21,6 +21,8 @@
 #include "napkin-code-view.h"
 #include "napkin-kernel-list.h"
 #include "napkin-tile-suggestions.h"
+#include "napkin-file.h"
+#include "napkin-tune.h"
 
 static NapkinApplication *app;
 static char *tmpdir;
@@ -169,6 +171,9 @@ test_causal_import (void)
   g_assert_cmpint (row->kind, ==, NAPKIN_PLAN_ATTENTION);
   g_assert_cmpint (row->path, !=, NAPKIN_PATH_GENERIC);
   g_assert_cmpfloat (row->share, ==, 1.0);
+  /* the fix button had the focus, which scrolled the pane: from its top for the picture */
+  napkin_analysis_pane_set_scroll (pane_of (window), 0);
+  iterate (100);
   save_section (window, "editor-kernels-after.png");
 
   /* one undo step gives the diagram back as drawn */
@@ -469,6 +474,349 @@ test_new_region_in_view (void)
   iterate (50);
 }
 
+/* Ctrl+A, Ctrl+R on attention, as a user types them: the region takes the plan's own
+ * kernel for those operations (queries by 128, keys streamed by 128 in 3 stages), not
+ * the keys whole (a block of 138 MB); the pane has numbers, no error. */
+static void
+test_ctrl_r_plan_tiles (void)
+{
+  NapkinWindow *window = open_example_sized (app, "attention", 1400, 900);
+  NapkinDiagram *d = diagram_of (window);
+  NapkinAnalysisPane *pane = pane_of (window);
+  const NapkinAnalysis *a;
+  const NapkinRegion *region;
+  gint64 tile = 0;
+  Xdo x = { 0 };
+
+  g_assert_cmpuint (napkin_diagram_n_regions (d), ==, 0);
+  if (!xdo_begin (&x, window))
+    {
+      close_window (window);
+      return;
+    }
+  click_widget (&x, GTK_WIDGET (napkin_window_get_canvas (window)));
+  key (&x, "ctrl+a");
+  key (&x, "ctrl+r");
+  WAIT_FOR (napkin_diagram_n_regions (d) == 1);
+  g_assert_cmpuint (napkin_diagram_n_regions (d), ==, 1);
+  region = napkin_diagram_region (d, 0);
+  g_assert_cmpint (region->level, ==, NAPKIN_LEVEL_SMEM);
+  g_assert_cmpint (napkin_region_mark (region, "k", &tile), ==, NAPKIN_MARK_STREAM);
+  g_assert_cmpint (tile, ==, 128);
+  g_assert_cmpint (napkin_region_mark (region, "q", &tile), ==, NAPKIN_MARK_PARALLEL);
+  g_assert_cmpint (tile, ==, 128);
+  g_assert_cmpuint (region->stages, ==, 3);
+  settle_pane (window);
+  a = napkin_analysis_pane_get_analysis (pane);
+  g_assert_nonnull (a);
+  g_assert_true (a->feasible);
+  g_assert_null (napkin_analysis_pane_get_error_text (pane));
+  /* one undo step takes the region away */
+  key (&x, "ctrl+z");
+  WAIT_FOR (napkin_diagram_n_regions (d) == 0);
+  g_assert_cmpuint (napkin_diagram_n_regions (d), ==, 0);
+  xdotool ("mousemove", "0", "0", NULL);
+  napkin_window_close_without_asking (window);
+  iterate (50);
+}
+
+/* The line at the top of the code view, and its index in the code (-1: not found). */
+static int
+code_top (NapkinCodeView *code,
+          char          **line)
+{
+  g_autofree char *text = napkin_code_view_dup_text (code);
+  g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
+
+  *line = napkin_code_view_dup_first_visible_line (code);
+  for (int i = 0; lines[i] && *line; i++)
+    if (g_str_equal (lines[i], *line))
+      return i;
+  return -1;
+}
+
+/* Read a kernel's code further down with the mouse wheel, then edit an axis in the
+ * inspector with real keys: the new code opens where the user was reading (the same
+ * line of the kernel), not on line 1; then another document, opened while the field
+ * still has the focus, shows its pane from the top (and no Gtk-CRITICAL: GTK 4.8 kept
+ * the removed field as the window's focus). */
+static void
+test_code_view_keeps_line (void)
+{
+  NapkinWindow *window = open_example_sized (app, "flash-attention", 1400, 1000);
+  NapkinDiagram *d = diagram_of (window);
+  NapkinCodeView *code = NAPKIN_CODE_VIEW (napkin_window_get_code_view (window));
+  g_autofree char *before = NULL, *after = NULL;
+  int top_before, top_after;
+  GtkWidget *field;
+  Xdo x = { 0 };
+
+  WAIT_FOR (napkin_code_view_get_generation (code) == napkin_diagram_get_generation (d)
+            && napkin_code_view_is_settled (code));
+  iterate (300);
+  if (!xdo_begin (&x, window))
+    {
+      close_window (window);
+      return;
+    }
+  /* the wheel over the code: 10 notches down */
+  {
+    char px[32], py[32];
+
+    window_point (&x, napkin_window_get_code_view (window), 300, 80, px, py);
+    xdotool ("mousemove", "--window", x.wid, px, py, NULL);
+    for (guint i = 0; i < 10; i++)
+      xdotool ("click", "5", NULL);
+  }
+  iterate (300);
+  top_before = code_top (code, &before);
+  g_assert_cmpint (top_before, >, 10);
+  field = napkin_app_test_inspector_field (window, "axis-q", 1000);
+  click_widget (&x, field);
+  key (&x, "ctrl+a");
+  type_text (&x, "2048");
+  key (&x, "Return");
+  WAIT_FOR (napkin_diagram_axis_size (d, napkin_diagram_find_axis (d, "q")) == 2048);
+  WAIT_FOR (napkin_code_view_get_generation (code) == napkin_diagram_get_generation (d)
+            && napkin_code_view_is_settled (code));
+  iterate (400);
+  top_after = code_top (code, &after);
+  g_test_message ("code view top: line %d “%s” before the edit, line %d “%s” after", top_before, before,
+                  top_after, after);
+  g_assert_cmpint (top_after, >, 10);
+  g_assert_cmpint (ABS (top_after - top_before), <=, 3);
+
+  /* the pane read further down, then another document: its numbers from the top */
+  napkin_analysis_pane_set_scroll (pane_of (window), 250);
+  g_assert_cmpfloat (napkin_analysis_pane_get_scroll (pane_of (window)), >, 0);
+  {
+    g_autofree char *path = example_path ("matmul-tiled");
+    g_autoptr(GFile) file = g_file_new_for_path (path);
+
+    g_assert_true (napkin_window_load_file (window, file, NULL));
+  }
+  settle_pane (window);
+  g_assert_cmpfloat (napkin_analysis_pane_get_scroll (pane_of (window)), ==, 0);
+  xdotool ("mousemove", "0", "0", NULL);
+  napkin_window_close_without_asking (window);
+  iterate (50);
+}
+
+/* Picks the profile `id` in the window's selector (the setting follows: later windows
+ * start on it). */
+static void
+select_arch (NapkinWindow *window,
+             const char   *id)
+{
+  GtkDropDown *dropdown = find_arch_dropdown (window);
+  NapkinArchRegistry *registry = napkin_arch_registry_get_default ();
+
+  for (guint i = 0; i < napkin_arch_registry_count (registry); i++)
+    if (g_str_equal (napkin_arch_registry_get (registry, i)->id, id))
+      gtk_drop_down_set_selected (dropdown, i);
+  settle_pane (window);
+}
+
+/* `example` with some of its regions' specs changed, saved under tmpdir and opened. */
+static NapkinWindow *
+open_tiled (const char         *example,
+            const char * const *specs)
+{
+  g_autofree char *src = example_path (example);
+  g_autofree char *path = g_build_filename (tmpdir, "tiled.napkin", NULL);
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (src, NAPKIN_LOAD_VALIDATE, NULL);
+  g_autoptr(GFile) file = g_file_new_for_path (path);
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+
+  g_assert_nonnull (d);
+  for (guint i = 0; specs[i]; i++)
+    g_assert_true (napkin_tune_apply_spec (d, specs[i], NULL));
+  g_assert_true (napkin_diagram_save_to_file (d, path, NULL));
+  g_assert_true (napkin_window_load_file (window, file, NULL));
+  napkin_app_test_present (window, 1400, 900);
+  return window;
+}
+
+/* Suggest Tiles (Ctrl+T, typed) and what it ranks: the row softmax cut into 32 one-warp
+ * blocks on the H200's 132 SMs is priced for its idle SMs — every suggestion fills the
+ * GPU and is several times faster, none proposes fewer threads than a warp; the
+ * attention region holding its keys whole gets the keys streamed instead of "no
+ * feasible tiles". */
+static void
+test_suggest_prices_idle_sms (void)
+{
+  const char *softmax[] = { "rows.r=parallel:512", "rows.threads=32", NULL };
+  const char *attention[] = { "block.b=whole", "block.h=whole", "block.k=whole", NULL };
+
+  for (guint round = 0; round < 2; round++)
+    {
+      NapkinWindow *window = open_tiled (round == 0 ? "softmax" : "flash-attention", round == 0 ? softmax : attention);
+      GtkWidget *button = find_named (GTK_WIDGET (window), "suggest-tiles-button");
+      NapkinTileSuggestions *suggestions = NAPKIN_TILE_SUGGESTIONS (gtk_menu_button_get_popover (GTK_MENU_BUTTON (button)));
+      const NapkinTuneCandidate *best;
+      Xdo x = { 0 };
+
+      select_arch (window, round == 0 ? "h200" : "h100");
+      if (!xdo_begin (&x, window))
+        {
+          napkin_window_close_without_asking (window);
+          return;
+        }
+      click_widget (&x, GTK_WIDGET (napkin_window_get_canvas (window)));
+      key (&x, "ctrl+t");
+      WAIT_FOR (gtk_widget_get_visible (GTK_WIDGET (suggestions)) && !napkin_tile_suggestions_is_searching (suggestions)
+                && (napkin_tile_suggestions_get_n_items (suggestions) > 0
+                    || napkin_tile_suggestions_get_error (suggestions) != NULL));
+      g_assert_cmpuint (napkin_tile_suggestions_get_n_items (suggestions), >, 0);
+      best = napkin_tile_suggestions_get_item (suggestions, 0);
+      if (round == 0)
+        {
+          const NapkinTuneCandidate *current = napkin_tile_suggestions_get_current (suggestions);
+
+          g_assert_nonnull (current);
+          g_assert_cmpfloat (best->predicted_time_s, <, current->predicted_time_s / 3);
+          for (guint i = 0; i < napkin_tile_suggestions_get_n_items (suggestions); i++)
+            {
+              const NapkinTuneCandidate *c = napkin_tile_suggestions_get_item (suggestions, i);
+
+              for (guint j = 0; c->specs[j]; j++)
+                {
+                  if (g_str_has_prefix (c->specs[j], "rows.r=parallel:"))
+                    g_assert_cmpint (16384 / g_ascii_strtoll (c->specs[j] + strlen ("rows.r=parallel:"), NULL, 10), >=, 132);
+                  if (g_str_has_prefix (c->specs[j], "rows.threads="))
+                    g_assert_cmpint (g_ascii_strtoll (c->specs[j] + strlen ("rows.threads="), NULL, 10), >=, 32);
+                }
+            }
+        }
+      else
+        {
+          gboolean streams = FALSE;
+
+          g_assert_null (napkin_tile_suggestions_get_current (suggestions));   /* the file's does not fit */
+          for (guint j = 0; best->specs[j]; j++)
+            streams |= g_str_has_prefix (best->specs[j], "block.k=stream:");
+          g_assert_true (streams);
+        }
+      key (&x, "Escape");
+      iterate (200);
+      xdotool ("mousemove", "0", "0", NULL);
+      napkin_window_close_without_asking (window);
+      iterate (50);
+    }
+}
+
+static int
+compare_names (gconstpointer a,
+               gconstpointer b)
+{
+  return strcmp (*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Every "N %" the pane shows in `root`'s labels: none above 100 % (docs/model.md §7),
+ * except an infeasible region's footprint against its capacity (red, with the error
+ * above the numbers). Returns how many shares it read. */
+static guint
+check_shares (GtkWidget            *root,
+              const NapkinAnalysis *a,
+              const char           *what)
+{
+  guint n = 0;
+
+  if (!gtk_widget_get_visible (root))
+    return 0;
+  if (GTK_IS_LABEL (root))
+    {
+      const char *text = gtk_label_get_text (GTK_LABEL (root));
+      const char *p = text;
+
+      while ((p = strstr (p, " %")) != NULL)
+        {
+          const char *start = p;
+          double v;
+
+          while (start > text && (g_ascii_isdigit (start[-1]) || start[-1] == '.'))
+            start--;
+          p += 2;
+          if (start == p - 2)
+            continue;
+          v = g_ascii_strtod (start, NULL);
+          n++;
+          if (v > 100.05 && !(a != NULL && !a->feasible && (strstr (text, " B of ") || strstr (text, "/SM"))))
+            g_error ("%s: the pane shows “%s” (%.1f %%)", what, text, v);
+        }
+    }
+  for (GtkWidget *c = gtk_widget_get_first_child (root); c; c = gtk_widget_get_next_sibling (c))
+    n += check_shares (c, a, what);
+  return n;
+}
+
+/* No share above 100 % on any example at any of the six profiles, as the pane shows
+ * them: the profile picked in the header's selector (with real clicks and keys on the
+ * first example, the selector's own signal on the others). */
+static void
+test_no_share_above_100 (void)
+{
+  const char *dir = g_getenv ("NAPKIN_EXAMPLES_DIR");
+  g_autoptr(GDir) gdir = g_dir_open (dir, 0, NULL);
+  g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func (g_free);
+  NapkinWindow *window = new_window ();
+  NapkinAnalysisPane *pane = pane_of (window);
+  GtkDropDown *dropdown = find_arch_dropdown (window);
+  guint n_archs, shares = 0;
+  const char *name;
+  Xdo x = { 0 };
+  gboolean xdo;
+
+  g_assert_nonnull (dropdown);
+  n_archs = g_list_model_get_n_items (gtk_drop_down_get_model (dropdown));
+  g_assert_cmpuint (n_archs, >=, 6);
+  while ((name = g_dir_read_name (gdir)))
+    if (g_str_has_suffix (name, ".napkin"))
+      g_ptr_array_add (names, g_strdup (name));
+  g_ptr_array_sort (names, compare_names);
+  g_assert_cmpuint (names->len, >=, 15);
+  xdo = xdo_begin (&x, window);
+  for (guint f = 0; f < names->len; f++)
+    {
+      g_autofree char *path = g_build_filename (dir, g_ptr_array_index (names, f), NULL);
+      g_autoptr(GFile) file = g_file_new_for_path (path);
+      g_autoptr(GError) error = NULL;
+
+      g_assert_true (napkin_window_load_file (window, file, &error));
+      g_assert_no_error (error);
+      for (guint i = 0; i < n_archs; i++)
+        {
+          g_autofree char *what = NULL;
+
+          if (f == 0 && xdo)
+            {
+              /* the selector as a user works it: open it, walk to the profile, Enter */
+              click_widget (&x, GTK_WIDGET (dropdown));
+              iterate (200);
+              key (&x, "Home");
+              for (guint d = 0; d < i; d++)
+                key (&x, "Down");
+              key (&x, "Return");
+              iterate (200);
+              g_assert_cmpuint (gtk_drop_down_get_selected (dropdown), ==, i);
+            }
+          else
+            gtk_drop_down_set_selected (dropdown, i);
+          settle_pane (window);
+          what = g_strdup_printf ("%s on %s", (char *) g_ptr_array_index (names, f),
+                                  napkin_analysis_pane_get_arch (pane)->id);
+          shares += check_shares (GTK_WIDGET (pane), napkin_analysis_pane_get_analysis (pane), what);
+        }
+    }
+  /* the throughput, levels and kernels of every example, at least */
+  g_assert_cmpuint (shares, >=, names->len * n_archs * 4);
+  select_arch (window, "h100");   /* the next windows start there again */
+  if (xdo)
+    xdotool ("mousemove", "0", "0", NULL);
+  napkin_window_close_without_asking (window);
+  iterate (50);
+}
+
 /* GTK_THEME=Adwaita:dark (the "theme" test's environment) darkens the canvas and
  * the code view too. */
 static void
@@ -502,6 +850,10 @@ main (int    argc,
   g_test_add_func ("/kernels/scale-follows-d", test_scale_follows_d);
   g_test_add_func ("/kernels/menus-and-exports", test_menus_and_exports);
   g_test_add_func ("/kernels/new-region-in-view", test_new_region_in_view);
+  g_test_add_func ("/kernels/ctrl-r-plan-tiles", test_ctrl_r_plan_tiles);
+  g_test_add_func ("/kernels/no-share-above-100", test_no_share_above_100);
+  g_test_add_func ("/kernels/code-view-keeps-line", test_code_view_keeps_line);
+  g_test_add_func ("/kernels/suggest-prices-idle-sms", test_suggest_prices_idle_sms);
   g_test_add_func ("/kernels/suggest-and-quit", test_suggest_and_quit);
   return napkin_app_test_run (app, tmpdir);
 }

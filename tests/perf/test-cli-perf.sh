@@ -24,12 +24,13 @@ check "a user profile over the bundled one is named by analyze" sh -c "env -u NA
 check "and by compare, once" sh -c "env -u NAPKIN_DATA_DIR XDG_DATA_HOME='$TMP/xdg' '$CLI' compare '$EX/matmul.napkin' 2>&1 >/dev/null | grep -c 'your profile' | grep -qx 1"
 check "archs --json parses" sh -c "'$CLI' archs --json | python3 -c 'import json,sys; assert len(json.load(sys.stdin)) >= 6'"
 
+"$CLI" archs --json > "$TMP/archs.json"
 for f in "$EX"/*.napkin; do
   for a in a100 h100 h200 l40s rtx4090 b200; do
     # --gpus 1: one GPU's whole diagram, also for a gpus region that stores a count
     r=$(rc "$CLI" analyze "$f" --arch $a --format json --gpus 1)
     if [ "$r" = 0 ] || [ "$r" = 1 ]; then
-      python3 - "$TMP/out" "$r" <<'PY' && ok "analyze $(basename "$f") --arch $a" || not_ok "analyze $(basename "$f") --arch $a"
+      python3 - "$TMP/out" "$r" "$TMP/archs.json" <<'PY' && ok "analyze $(basename "$f") --arch $a" || not_ok "analyze $(basename "$f") --arch $a"
 import json, math, sys
 d = json.load(open(sys.argv[1]))
 assert math.isfinite(d["predicted_time_s"]) and d["predicted_time_s"] > 0
@@ -37,6 +38,29 @@ assert d["feasible"] == (sys.argv[2] == "0")
 assert d["feasible"] or d["errors"], "infeasible without a reason"
 for key in ("flops", "bound", "levels", "regions", "errors"):
     assert key in d, key
+# honest figures (docs/model.md §7): no share above 100 % of its peak or of the total,
+# one time per level in every table, one footprint (the plan's) that "feasible" agrees with
+arch = [x for x in json.load(open(sys.argv[3])) if x["id"] == d["arch"]][0]
+t = d["predicted_time_s"]
+eps = 1 + 1e-9
+if d["flops_by_unit"]["tensor"] > 0:
+    assert d["throughput_flops_per_s"] <= d["tensor_throughput_flops_per_s"] * eps, "throughput above the tensor cores' peak"
+    assert d["tensor_throughput_flops_per_s"] <= max(arch["tensor_flops_per_s"].values()) * eps
+for level in d["levels"]:
+    assert level["time_s"] == d["resources_s"][level["level"]], (level, d["resources_s"])
+    assert level["time_s"] <= t * eps, ("level above the total", level["level"], level["time_s"], t)
+assert abs(sum(k["time_s"] for k in d["kernels"]) - t) <= 1e-9 * t, "kernels do not add up to the total"
+for k in d["kernels"]:
+    assert 0 < k["fill"] <= 1 and k["time_s"] <= t * eps
+    for res, rt in k["resources_s"].items():
+        assert rt <= k["time_s"] * eps, ("a resource above its kernel's time", k["name"], res)
+for r in d["regions"]:
+    if "plan_shared_bytes" in r:
+        assert r["footprint_bytes"] == r["plan_shared_bytes"] and r["footprint_source"] == "plan", r["name"]
+    if r["level"] == "smem" and r["footprint_bytes"] > arch["smem_bytes_per_sm"]:
+        assert not r["feasible"] and not d["feasible"], ("a footprint over the SM's shared memory is feasible", r["name"])
+    if r["feasible"] and r["level"] == "smem" and r["per_sm"] >= 1:
+        assert r["footprint_bytes"] * r["per_sm"] <= arch["smem_bytes_per_sm"], r["name"]
 PY
     else
       not_ok "analyze $(basename "$f") --arch $a: exit $r"
@@ -159,7 +183,7 @@ check "run --plain runs the diagram as drawn" sh -c "! grep -q 'running the mode
 check "tune --measure with --dtype is a usage error (2)" test "$(rc "$CLI" tune "$EX/matmul-tiled.napkin" --measure 2 --dtype bf16)" = 2
 
 # Stages are a tile spec too; tune tries the wgmma skeletons' tiles and 2-6 stages, fast.
-check "--tile REGION.stages=N sets the pipeline stages" sh -c "'$CLI' analyze '$EX/matmul-tiled.napkin' --tile block.stages=5 --format json | python3 -c 'import json,sys; r=json.load(sys.stdin)[\"regions\"][0]; assert r[\"stages\"] == 5 and r[\"footprint_bytes\"] == 2 * (128 * 128 + 5 * 2 * 128 * 64)'"
+check "--tile REGION.stages=N sets the pipeline stages" sh -c "'$CLI' analyze '$EX/matmul-tiled.napkin' --tile block.stages=5 --format json | python3 -c 'import json,sys; r=json.load(sys.stdin)[\"regions\"][0]; assert r[\"stages\"] == 5 and r[\"paper_footprint_bytes\"] == 2 * (128 * 128 + 5 * 2 * 128 * 64) and r[\"footprint_bytes\"] == r[\"plan_shared_bytes\"]'"
 check "--tile REGION.stages=9 is a usage error (2)" test "$(rc "$CLI" analyze "$EX/matmul-tiled.napkin" --tile block.stages=9)" = 2
 check "tune on flash-attention (4224 queries and keys, d 64): q tiles of 192, key chunks of 176, 2-6 stages" sh -c "'$CLI' tune '$EX/flash-attention.napkin' --axis q=4224 --axis k=4224 --axis d=64 --top 1000 --json | python3 -c 'import json,sys; d=json.load(sys.stdin); t=[c[\"tiles\"] for c in d[\"best\"]]; assert d[\"seconds\"] > 0, d[\"seconds\"]; assert any(\"block.q=192\" in x for x in t) and any(\"block.k~176\" in x for x in t); assert {int(x.split(\"block.stages=\")[1]) for x in t} >= {2, 3, 4}, t'"
 

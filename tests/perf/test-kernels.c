@@ -10,6 +10,7 @@
 #include "napkin-file.h"
 #include "napkin-import.h"
 #include "napkin-kernels.h"
+#include "napkin-tune.h"
 #include "napkin-test-load.h"
 
 
@@ -140,6 +141,49 @@ test_stream_fix (void)
   g_assert_cmpint (tile, >, 0);
 }
 
+/* A row softmax cut into 32 one-warp blocks leaves 100 of the H200's 132 SMs idle: the
+ * row says so, and its fix (tune's tiles) fills the GPU. */
+static void
+test_idle_sms (void)
+{
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("softmax.napkin");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) a = NULL;
+  g_autoptr(GPtrArray) rows = NULL;
+  g_autoptr(NapkinKernelFix) fix = NULL;
+  const NapkinKernelRow *row;
+
+  g_assert_true (napkin_diagram_override_tile (d, "rows.r=parallel:512", &error));
+  g_assert_true (napkin_tune_apply_spec (d, "rows.threads=32", &error));
+  g_assert_no_error (error);
+  a = analyze (d, "h200");
+  rows = napkin_kernel_rows (a, d);
+  row = row_named (rows, "rows");
+  g_assert_nonnull (row);
+  g_assert_true (row->poor);
+  g_assert_nonnull (strstr (row->reason, "32 of the 132 SMs"));
+  g_assert_cmpint (row->fix, ==, NAPKIN_KERNEL_FIX_RELABEL);
+  fix = napkin_kernel_fix_find (d, napkin_test_arch ("h200"), NULL, row, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (fix);
+  g_assert_cmpfloat (fix->after_s, <, fix->before_s / 3);
+  g_assert_null (row->adjusted);
+
+  /* a threads count the kernel cannot run: the row says what it runs instead */
+  {
+    g_autoptr(NapkinDiagram) small = napkin_test_load_example ("softmax.napkin");
+    g_autoptr(NapkinAnalysis) sa = NULL;
+    g_autoptr(GPtrArray) srows = NULL;
+
+    g_assert_true (napkin_tune_apply_spec (small, "rows.threads=16", &error));
+    g_assert_no_error (error);
+    sa = analyze (small, "h200");
+    srows = napkin_kernel_rows (sa, small);
+    g_assert_nonnull (row_named (srows, "rows")->adjusted);
+    g_assert_nonnull (strstr (row_named (srows, "rows")->adjusted, "rows.threads: 16 → 32"));
+  }
+}
+
 /* Every example on every profile: a row per planned kernel, shares of at most 100 %
  * that add up to the whole, and a reason for every generic or infeasible kernel. */
 static void
@@ -190,6 +234,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/perf/kernels/causal-import", test_causal_import);
   g_test_add_func ("/perf/kernels/stream-fix", test_stream_fix);
+  g_test_add_func ("/perf/kernels/idle-sms", test_idle_sms);
   g_test_add_func ("/perf/kernels/examples", test_examples);
   return g_test_run ();
 }
