@@ -12,6 +12,7 @@
 #include "napkin-data-dirs.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
+#include "napkin-text.h"
 
 G_DEFINE_QUARK (NapkinArchError, napkin_arch_error)
 
@@ -629,7 +630,8 @@ napkin_arch_load_from_file (const char *path,
   GError *local = NULL;
   NapkinArch *arch;
 
-  if (!g_file_get_contents (path, &data, &length, &local))
+  /* A pipe or a device in the profile folder is refused at once (docs/security.md). */
+  if (!(data = napkin_file_read_bounded (path, NAPKIN_ARCH_MAX_FILE_SIZE, &length, &local)))
     {
       g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_IO, "%s", local->message);
       g_error_free (local);
@@ -638,7 +640,9 @@ napkin_arch_load_from_file (const char *path,
   arch = napkin_arch_load_from_data (data, length, &local);
   if (arch == NULL)
     {
-      g_set_error (error, local->domain, local->code, "%s: %s", path, local->message);
+      g_autofree char *shown = napkin_text_shown (path, -1, 200);
+
+      g_set_error (error, local->domain, local->code, "%s: %s", shown, local->message);
       g_error_free (local);
       return NULL;
     }

@@ -275,7 +275,11 @@ calibrate_datasheet (const char  *gpu,
       fprintf (stderr, _("napkin-cli calibrate: no datasheet profile “%s” (napkin-cli archs lists them)\n"), *base);
       return NULL;
     }
-  profile = json_object_from_file (datasheet->path);
+  {
+    g_autofree char *text = napkin_file_read_bounded (datasheet->path, NAPKIN_ARCH_MAX_FILE_SIZE, NULL, NULL);
+
+    profile = text != NULL ? json_tokener_parse (text) : NULL;
+  }
   if (profile == NULL)
     fprintf (stderr, _("napkin-cli calibrate: cannot read the datasheet profile %s\n"), datasheet->path);
   return profile;

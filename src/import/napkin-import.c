@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "napkin-error.h"
+#include "napkin-file.h"
 #include "napkin-import-private.h"
 
 G_DEFINE_QUARK (napkin-import-error-quark, napkin_import_error)
@@ -258,14 +259,8 @@ napkin_import_file (const char  *path,
   gsize length = 0;
   const char *p;
 
-  if (!g_file_get_contents (path, &text, &length, error))
+  if (!(text = napkin_file_read_bounded (path, NAPKIN_MAX_FILE_SIZE, &length, error)))
     return NULL;
-  if (length > 64 * 1024 * 1024)
-    {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
-                   _("%s: the file is larger than 64 MiB"), path);
-      return NULL;
-    }
   for (p = text; p < text + length && g_ascii_isspace (*p); p++)
     ;
   if (p < text + length && *p == '{')
