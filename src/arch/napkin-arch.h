@@ -112,6 +112,7 @@ typedef struct
   char           *family;
   char           *compute_capability;
   char           *path;               /* file it came from */
+  char           *hidden_path;        /* a later profile with the same id that this one hides, or NULL */
 
   guint           sms;
   double          clock_hz;           /* boost clock: CUDA cores, SFUs, shared memory */

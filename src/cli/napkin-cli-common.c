@@ -15,6 +15,7 @@
 #include "napkin-cli.h"
 #include "napkin-error.h"
 #include "napkin-file.h"
+#include "napkin-text.h"
 #if __has_include("napkin-tune.h")
 #include "napkin-tune.h"
 #define apply_tile_spec napkin_tune_apply_spec   /* also REGION.stages=N */
@@ -203,28 +204,88 @@ napkin_cli_overrides_clear (NapkinCliOverrides *overrides)
   g_clear_pointer (&overrides->tiles, g_strfreev);
 }
 
+NapkinArchRegistry *
+napkin_cli_registry (void)
+{
+  static gsize warned;
+  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+
+  if (g_once_init_enter (&warned))
+    {
+      const GPtrArray *errors = napkin_arch_registry_errors (reg);
+
+      for (guint i = 0; i < errors->len; i++)
+        fprintf (stderr, _("napkin-cli: warning: skipped architecture file: %s\n"),
+                 (const char *) g_ptr_array_index (errors, i));
+      g_once_init_leave (&warned, 1);
+    }
+  return reg;
+}
+
+void
+napkin_cli_note_arch (const NapkinArch *arch)
+{
+  static GHashTable *noted;   /* the ids already noted, once per process */
+  g_autofree char *path = NULL;
+  g_autofree char *hidden = NULL;
+
+  if (arch == NULL || arch->hidden_path == NULL)
+    return;
+  if (noted == NULL)
+    noted = g_hash_table_new (g_str_hash, g_str_equal);
+  if (!g_hash_table_add (noted, arch->id))
+    return;
+  path = napkin_text_shown (arch->path, -1, 200);
+  hidden = napkin_text_shown (arch->hidden_path, -1, 200);
+  fprintf (stderr, _("napkin-cli: note: architecture “%s” is %s, which hides %s (the same id, later in the "
+                     "search order: NAPKIN_ARCH_DIR, then the data folders' archs/)\n"), arch->id, path, hidden);
+}
+
+/* "sm_90a", "compute_100", "sm_89": the compute capability "9.0", "10.0", "8.9", or
+ * NULL when `id` is no compute target. */
+static char *
+target_capability (const char *id)
+{
+  const char *digits;
+  guint64 number;
+  char *end = NULL;
+
+  if (g_str_has_prefix (id, "sm_"))
+    digits = id + 3;
+  else if (g_str_has_prefix (id, "compute_"))
+    digits = id + 8;
+  else
+    return NULL;
+  if (!g_ascii_isdigit (*digits))
+    return NULL;
+  number = g_ascii_strtoull (digits, &end, 10);
+  if (end - digits < 2 || end - digits > 3 || (*end != '\0' && !(end[0] == 'a' && end[1] == '\0')))
+    return NULL;
+  return g_strdup_printf ("%u.%u", (guint) (number / 10), (guint) (number % 10));
+}
+
 NapkinArch *
 napkin_cli_lookup_arch (const char *command,
                         const char *id)
 {
-  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+  NapkinArchRegistry *reg = napkin_cli_registry ();
   g_autoptr(GError) error = NULL;
+  g_autofree char *cc = NULL;
   NapkinArch *arch;
-  int major = 0, minor = 0;
 
   if (id == NULL)
     id = "h100";
   /* a compute target: the first profile of that compute capability */
-  if ((g_str_has_prefix (id, "sm_") || g_str_has_prefix (id, "compute_"))
-      && sscanf (strchr (id, '_') + 1, "%1d%1d", &major, &minor) == 2)
+  if ((cc = target_capability (id)) != NULL)
     {
-      g_autofree char *cc = g_strdup_printf ("%d.%d", major, minor);
-
       for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
         {
           arch = napkin_arch_registry_get (reg, i);
           if (g_strcmp0 (arch->compute_capability, cc) == 0)
-            return arch;
+            {
+              napkin_cli_note_arch (arch);
+              return arch;
+            }
         }
       napkin_cli_usage_error (command, _("--arch: no architecture profile has compute capability %s"), cc);
       return NULL;
@@ -232,6 +293,7 @@ napkin_cli_lookup_arch (const char *command,
   arch = napkin_arch_registry_lookup (reg, id, &error);
   if (arch == NULL)
     napkin_cli_usage_error (command, _("--arch: %s"), error->message);
+  napkin_cli_note_arch (arch);
   return arch;
 }
 

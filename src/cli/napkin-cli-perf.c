@@ -47,12 +47,7 @@ print_json (json_object *root)
 static NapkinArchRegistry *
 registry (void)
 {
-  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
-  const GPtrArray *errors = napkin_arch_registry_errors (reg);
-
-  for (guint i = 0; i < errors->len; i++)
-    fprintf (stderr, _("napkin-cli: warning: skipped architecture file: %s\n"), (const char *) g_ptr_array_index (errors, i));
-  return reg;
+  return napkin_cli_registry ();
 }
 
 /* ---- archs --------------------------------------------------------------------------------- */
@@ -100,6 +95,7 @@ napkin_cli_archs (int    argc,
           json_object_object_add (obj, "id", json_object_new_string (a->id));
           json_object_object_add (obj, "name", json_object_new_string (a->name));
           json_object_object_add (obj, "path", json_object_new_string (a->path));
+          json_object_object_add (obj, "hides", a->hidden_path ? json_object_new_string (a->hidden_path) : NULL);
           json_object_object_add (obj, "sms", json_object_new_int (a->sms));
           json_object_object_add (obj, "clock_hz", json_object_new_double (a->clock_hz));
           json_object_object_add (obj, "hbm_bytes_per_s", json_object_new_double (a->levels[NAPKIN_LEVEL_HBM].bandwidth));
@@ -137,6 +133,8 @@ napkin_cli_archs (int    argc,
               bw, a->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / 1024, f16, f8,
               napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP16) / a->levels[NAPKIN_LEVEL_HBM].bandwidth);
     }
+  for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
+    napkin_cli_note_arch (napkin_arch_registry_get (reg, i));
   return NAPKIN_CLI_OK;
 }
 
@@ -454,9 +452,8 @@ napkin_cli_analyze (int    argc,
   format = rc;
   if (!parse_dtype_option ("analyze", dtype_str, &options.has_dtype, &options.dtype))
     return NAPKIN_CLI_USAGE;
-  arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
-  if (arch == NULL)
-    return napkin_cli_usage_error ("analyze", _("--arch: %s"), error->message);
+  if ((arch = napkin_cli_lookup_arch ("analyze", arch_id)) == NULL)
+    return NAPKIN_CLI_USAGE;
 
   if ((rc = napkin_cli_load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
@@ -524,12 +521,16 @@ compare_arches (NapkinArchRegistry *reg,
 
           if (arch == NULL)
             return napkin_cli_usage_error ("compare", _("--arch: %s"), error->message);
+          napkin_cli_note_arch (arch);
           g_ptr_array_add (arches, arch);
         }
     }
   else
     for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
-      g_ptr_array_add (arches, napkin_arch_registry_get (reg, i));
+      {
+        napkin_cli_note_arch (napkin_arch_registry_get (reg, i));
+        g_ptr_array_add (arches, napkin_arch_registry_get (reg, i));
+      }
   return NAPKIN_CLI_OK;
 }
 
@@ -1293,9 +1294,8 @@ napkin_cli_tune (int    argc,
     top = MAX (top, 1000);
   if (!parse_dtype_option ("tune", dtype_str, &options.has_dtype, &options.dtype))
     return NAPKIN_CLI_USAGE;
-  arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
-  if (arch == NULL)
-    return napkin_cli_usage_error ("tune", _("--arch: %s"), error->message);
+  if ((arch = napkin_cli_lookup_arch ("tune", arch_id)) == NULL)
+    return NAPKIN_CLI_USAGE;
   if ((rc = napkin_cli_load_or_report ("tune", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.top_k = top;

@@ -79,6 +79,11 @@ gboolean        napkin_cli_text_or_json      (const char          *command,
  * after a usage error that lists the known ids. */
 NapkinArch     *napkin_cli_lookup_arch       (const char          *command,
                                               const char          *id);
+/* The profiles, with the files that were skipped said once per process. */
+NapkinArchRegistry *napkin_cli_registry      (void);
+/* Where a profile that hides another with the same id comes from, and what it hides:
+ * said once per profile on the error stream where it is used (docs/security.md). */
+void            napkin_cli_note_arch         (const NapkinArch    *arch);
 
 /* Commands, one file each. */
 int napkin_cli_validate (int argc, char **argv);

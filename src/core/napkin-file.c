@@ -1693,7 +1693,11 @@ napkin_diagram_load_from_data (const char       *data,
             fail (&loader, check_error->code, path, "%s", colon + 2);
           }
         else
-          g_propagate_error (error, g_steal_pointer (&check_error));
+          {
+            /* the scanner says what the text is not; the loader says what it wanted */
+            g_prefix_error (&check_error, _("The file is not a Napkin diagram: it is "));
+            g_propagate_error (error, g_steal_pointer (&check_error));
+          }
         return NULL;
       }
   }

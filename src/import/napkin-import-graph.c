@@ -2234,7 +2234,7 @@ napkin_import_graph (const char  *json_text,
 
   if (!napkin_json_check (json_text, length, &root_start, &root_end, &local))
     {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is not valid JSON: %s"),
+      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is %s"),
                    source ? source : "", source ? ": " : "", local->message);
       return NULL;
     }
