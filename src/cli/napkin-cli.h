@@ -85,6 +85,11 @@ NapkinArchRegistry *napkin_cli_registry      (void);
  * said once per profile on the error stream where it is used (docs/security.md). */
 void            napkin_cli_note_arch         (const NapkinArch    *arch);
 
+/* Puts a guard on the standard output and error streams: whatever is printed reaches
+ * the terminal without control or bidi characters or bytes that are not UTF-8 (shown
+ * as \uXXXX and \xHH; docs/security.md). Called once, first thing in main. */
+void            napkin_cli_guard_output      (void);
+
 /* Commands, one file each. */
 int napkin_cli_validate (int argc, char **argv);
 int napkin_cli_info     (int argc, char **argv);
