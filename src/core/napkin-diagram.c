@@ -694,9 +694,9 @@ napkin_op_n_inputs (const NapkinNode *node)
 }
 
 static gboolean
-axes_to_type (NapkinDiagram    *self,
-              char            **names,
-              NapkinTensorType *type)
+axes_to_type (const NapkinTypeLookup *lookup,
+              char                  **names,
+              NapkinTensorType       *type)
 {
   guint n = names ? g_strv_length (names) : 0;
 
@@ -706,11 +706,11 @@ axes_to_type (NapkinDiagram    *self,
   type->n_axes = n;
   for (guint i = 0; i < n; i++)
     {
-      gpointer v = g_hash_table_lookup (self->index[NAPKIN_ITEM_AXIS], names[i]);
+      int axis = lookup->axis (lookup->data, names[i]);
 
-      if (v == NULL)
+      if (axis < 0)
         return FALSE;
-      type->axes[i] = GPOINTER_TO_UINT (v) - 1;
+      type->axes[i] = axis;
     }
 
   return TRUE;
@@ -726,12 +726,12 @@ napkin_tensor_type_has_axis (const NapkinTensorType *type,
   return FALSE;
 }
 
-static void
-infer_type (NapkinDiagram *self,
-            guint          n)
+void
+napkin_node_infer_type (const NapkinNode              *node,
+                        const NapkinTensorType * const *inputs,
+                        const NapkinTypeLookup         *lookup,
+                        NapkinTensorType               *type)
 {
-  const NapkinNode *node = g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], n);
-  NapkinTensorType *type = &self->types[n];
   const NapkinTensorType *in[MAX_INPUTS] = { NULL, NULL };
   guint n_inputs = napkin_op_n_inputs (node);
 
@@ -739,24 +739,18 @@ infer_type (NapkinDiagram *self,
 
   for (guint p = 0; p < n_inputs && p < MAX_INPUTS; p++)
     {
-      int src = self->sources[n * MAX_INPUTS + p];
-
-      if (src < 0 || !self->types[src].valid)
+      if (inputs[p] == NULL || !inputs[p]->valid)
         return;
-      in[p] = &self->types[src];
+      in[p] = inputs[p];
     }
 
   switch (node->kind)
     {
     case NAPKIN_OP_INPUT:
       {
-        gpointer v = node->tensor ? g_hash_table_lookup (self->index[NAPKIN_ITEM_TENSOR], node->tensor) : NULL;
-        const NapkinTensor *tensor;
+        const NapkinTensor *tensor = node->tensor ? lookup->tensor (lookup->data, node->tensor) : NULL;
 
-        if (v == NULL)
-          return;
-        tensor = g_ptr_array_index (self->items[NAPKIN_ITEM_TENSOR], GPOINTER_TO_UINT (v) - 1);
-        if (!axes_to_type (self, tensor->axes, type))
+        if (tensor == NULL || !axes_to_type (lookup, tensor->axes, type))
           return;
         type->dtype = tensor->dtype;
         break;
@@ -771,7 +765,7 @@ infer_type (NapkinDiagram *self,
 
     case NAPKIN_OP_CONTRACT:
     case NAPKIN_OP_REARRANGE:
-      if (!axes_to_type (self, node->out, type))
+      if (!axes_to_type (lookup, node->out, type))
         return;
       type->dtype = in[0]->dtype;
       break;
@@ -779,7 +773,7 @@ infer_type (NapkinDiagram *self,
     case NAPKIN_OP_MAP:
       if (node->out != NULL)
         {
-          if (!axes_to_type (self, node->out, type))
+          if (!axes_to_type (lookup, node->out, type))
             return;
         }
       else
@@ -800,15 +794,13 @@ infer_type (NapkinDiagram *self,
 
     case NAPKIN_OP_REDUCE:
       {
-        gpointer v = node->axis ? g_hash_table_lookup (self->index[NAPKIN_ITEM_AXIS], node->axis) : NULL;
-        guint axis;
+        int axis = node->axis ? lookup->axis (lookup->data, node->axis) : -1;
 
-        if (v == NULL)
+        if (axis < 0)
           return;
-        axis = GPOINTER_TO_UINT (v) - 1;
         type->n_axes = 0;
         for (guint i = 0; i < in[0]->n_axes; i++)
-          if (in[0]->axes[i] != axis)
+          if (in[0]->axes[i] != (guint) axis)
             type->axes[type->n_axes++] = in[0]->axes[i];
         type->dtype = in[0]->dtype;
         break;
@@ -822,6 +814,43 @@ infer_type (NapkinDiagram *self,
   if (node->has_dtype)
     type->dtype = node->dtype;
   type->valid = TRUE;
+}
+
+/* The cache's own lookups, through its index. */
+static int
+cache_axis (gpointer    data,
+            const char *name)
+{
+  NapkinDiagram *self = data;
+  gpointer v = g_hash_table_lookup (self->index[NAPKIN_ITEM_AXIS], name);
+
+  return v ? (int) GPOINTER_TO_UINT (v) - 1 : -1;
+}
+
+static const NapkinTensor *
+cache_tensor (gpointer    data,
+              const char *name)
+{
+  NapkinDiagram *self = data;
+  gpointer v = g_hash_table_lookup (self->index[NAPKIN_ITEM_TENSOR], name);
+
+  return v ? g_ptr_array_index (self->items[NAPKIN_ITEM_TENSOR], GPOINTER_TO_UINT (v) - 1) : NULL;
+}
+
+static void
+infer_type (NapkinDiagram *self,
+            guint          n)
+{
+  const NapkinTypeLookup lookup = { cache_axis, cache_tensor, self };
+  const NapkinTensorType *in[MAX_INPUTS];
+
+  for (guint p = 0; p < MAX_INPUTS; p++)
+    {
+      int src = self->sources[n * MAX_INPUTS + p];
+
+      in[p] = src >= 0 ? &self->types[src] : NULL;
+    }
+  napkin_node_infer_type (g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], n), in, &lookup, &self->types[n]);
 }
 
 static void

@@ -321,6 +321,11 @@ napkin_diagram_save_to_data (NapkinDiagram *self,
                                             | JSON_C_TO_STRING_NOSLASHESCAPE
                                             | JSON_C_TO_STRING_PRETTY_TAB * 0,
                                             &len);
+  /* The indentation of a large diagram can take it past the most the loader reads: a
+   * 64 MB compact file became 74 MB pretty-printed, which nothing would open again
+   * (docs/security.md, "Saves"). Then it is written compact, as one line. */
+  if (len + 1 > NAPKIN_MAX_FILE_SIZE)
+    text = json_object_to_json_string_length (root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
   result = g_malloc (len + 2);
   memcpy (result, text, len);
   result[len] = '\n';
@@ -640,6 +645,13 @@ napkin_diagram_save_to_file (NapkinDiagram  *self,
   g_return_val_if_fail (path != NULL, FALSE);
 
   data = napkin_diagram_save_to_data (self, &length);
+  if (length > NAPKIN_MAX_FILE_SIZE)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                   _("could not save “%s”: the diagram takes %" G_GSIZE_FORMAT " bytes, more than the %d "
+                     "Napkin reads back; the file is left as it was"), path, length, NAPKIN_MAX_FILE_SIZE);
+      return FALSE;
+    }
   return replace_file (path, data, length, "save", TRUE, error);
 }
 

@@ -12,6 +12,7 @@
 #include "napkin-describe.h"
 #include "napkin-import-private.h"
 #include "napkin-json-scan.h"
+#include "napkin-text.h"
 #include "napkin-validate.h"
 
 /* The exporter's graph JSON to a diagram (docs/import.md, "Graph JSON").
@@ -24,6 +25,7 @@
  * operation. The second pass names the atomic classes and emits the operations. */
 
 #define MAX_DIMS    NAPKIN_MAX_RANK
+#define MAX_GRAPH_NODES (4 * NAPKIN_MAX_NODES)
 #define NONE        (-1)      /* a broadcast dimension of size 1 (unsqueeze): no axis */
 
 typedef struct
@@ -88,6 +90,7 @@ typedef struct
   int          role;          /* placeholder: 0 input, 1 parameter, 2 buffer */
   const char  *param;         /* placeholder: parameter's or buffer's name */
   int          hint_dims;
+  guint        index;         /* its place in the graph's nodes, for references */
 } Value;
 
 typedef struct
@@ -102,7 +105,9 @@ typedef struct
   guint          n_unsupported;
   guint          n_checks;    /* assertions left out */
   NapkinDiagram *d;
+  NapkinImportBuilder *b;     /* the one index of what is added (napkin-import-private.h) */
   GHashTable    *rotations;   /* axis name → tensor name of its rotate-half matrix */
+  GHashTable    *rotation_inputs;   /* tensor name → id of its input node */
   json_object   *outputs;
 } G;
 
@@ -129,11 +134,16 @@ static char *
 where (G     *g,
        Value *v)
 {
-  if (v->line > 0 && v->code != NULL)
-    return g_strdup_printf ("line %u (%s: %s)", v->line, v->file ? v->file : "forward", v->code);
+  /* the graph's texts, escaped and cut: they come from someone else's file */
+  g_autofree char *file = napkin_text_shown (v->file ? v->file : "forward", -1, 120);
+  g_autofree char *code = v->code ? napkin_text_shown (v->code, -1, 80) : NULL;
+  g_autofree char *name = napkin_text_quoted (v->name);
+
+  if (v->line > 0 && code != NULL)
+    return g_strdup_printf ("line %u (%s: %s)", v->line, file, code);
   if (v->line > 0)
-    return g_strdup_printf (_("line %u of %s"), v->line, v->file ? v->file : "forward");
-  return g_strdup_printf (_("graph node “%s”"), v->name);
+    return g_strdup_printf (_("line %u of %s"), v->line, file);
+  return g_strdup_printf (_("graph node %s"), name);
 }
 
 static void G_GNUC_PRINTF (3, 4)
@@ -157,17 +167,24 @@ fail (G          *g,
   g->failed = TRUE;
 }
 
+/* The first few operations outside the covered set are listed, the rest counted. */
+#define MAX_UNSUPPORTED_LISTED 8
+
 static void
 unsupported (G          *g,
              Value      *v,
              const char *why)
 {
-  g_autofree char *place = where (g, v);
+  g_autofree char *place = NULL;
+  g_autofree char *target = NULL;
 
-  if (g->n_unsupported++ > 0)
+  if (g->n_unsupported++ >= MAX_UNSUPPORTED_LISTED)
+    return;
+  place = where (g, v);
+  target = napkin_text_shown (v->target ? v->target : v->base, -1, 80);
+  if (g->n_unsupported > 1)
     g_string_append (g->unsupported, "; ");
-  g_string_append_printf (g->unsupported, "%s at %s%s%s", v->target ? v->target : v->base, place,
-                          why ? ": " : "", why ? why : "");
+  g_string_append_printf (g->unsupported, "%s at %s%s%s", target, place, why ? ": " : "", why ? why : "");
 }
 
 /* ---------------------------------------------------------------- axis classes */
@@ -453,9 +470,8 @@ static int
 value_index (G     *g,
              Value *v)
 {
-  guint i;
-
-  return g_ptr_array_find (g->values, v, &i) ? (int) i : -1;
+  (void) g;
+  return (int) v->index;
 }
 
 static gboolean
@@ -1457,6 +1473,18 @@ pass1_call (G     *g,
 
 /* ---------------------------------------------------------------- pass 2 */
 
+/* Room for one more axis in a diagram Napkin loads, else the error at `v`. */
+static gboolean
+room_for_axis (G     *g,
+               Value *v)
+{
+  g_autofree char *why = napkin_import_over_limit (g->b, NAPKIN_ITEM_AXIS, 1);
+
+  if (why != NULL)
+    fail (g, v, "%s", why);
+  return why == NULL;
+}
+
 static char **
 atom_names (G     *g,
             Value *v)
@@ -1520,23 +1548,32 @@ emit_node (G           *g,
            const char  *in0,
            const char  *in1)
 {
-  const char *id = napkin_import_add_node (g->d, node, stem);
+  g_autofree char *why = napkin_import_over_limit (g->b, NAPKIN_ITEM_NODE, 1);
+  const char *id;
   guint index;
   const NapkinTensorType *type;
 
+  if (why != NULL)
+    {
+      /* the limit is checked as the graph is read: no diagram the loader refuses */
+      fail (g, v, "%s", why);
+      napkin_item_free (NAPKIN_ITEM_NODE, node);
+      return in0 ? in0 : "";
+    }
+  id = napkin_import_add_node (g->b, node, stem);
   if (in0)
-    napkin_import_add_wire (g->d, in0, id, 0);
+    napkin_import_add_wire (g->b, in0, id, 0);
   if (in1)
-    napkin_import_add_wire (g->d, in1, id, 1);
-  index = napkin_diagram_find_node (g->d, id);
-  type = napkin_diagram_node_type (g->d, index);
+    napkin_import_add_wire (g->b, in1, id, 1);
+  index = napkin_import_find (g->b, NAPKIN_ITEM_NODE, id);
+  type = napkin_import_node_type (g->b, index);
   if (type->valid && v->has_dtype && type->dtype != v->dtype)
     {
       NapkinNode *copy = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (g->d, index));
 
       copy->has_dtype = TRUE;
       copy->dtype = v->dtype;
-      napkin_diagram_replace_item (g->d, NAPKIN_ITEM_NODE, index, copy);
+      napkin_import_replace_node (g->b, index, copy);
     }
   return napkin_diagram_node (g->d, index)->id;
 }
@@ -1560,10 +1597,11 @@ stored_order (G          *g,
               const char *in,
               char      **fallback)
 {
-  const NapkinTensorType *type = napkin_diagram_node_type (g->d, napkin_diagram_find_node (g->d, in));
+  int index = napkin_import_find (g->b, NAPKIN_ITEM_NODE, in);
+  const NapkinTensorType *type = index >= 0 ? napkin_import_node_type (g->b, index) : NULL;
   char **out;
 
-  if (!type->valid)
+  if (type == NULL || !type->valid)
     return g_strdupv (fallback);
   out = g_new0 (char *, type->n_axes + 1);
   for (guint i = 0; i < type->n_axes; i++)
@@ -1614,29 +1652,27 @@ emit_rotate (G     *g,
   if (tensor == NULL)
     {
       g_autofree char *name = g_strconcat ("rotate_half_", ax, NULL);
-      char *t = napkin_import_fresh_name (g->d, NAPKIN_ITEM_TENSOR, name);
+      char *t = napkin_import_fresh_name (g->b, NAPKIN_ITEM_TENSOR, name);
       char *raxes[] = { (char *) ax, ax2, NULL };
       json_object *extra = json_object_new_object ();
       NapkinNode *input = napkin_node_new ("r", NAPKIN_OP_INPUT);
 
-      if (napkin_diagram_find_axis (g->d, ax2) < 0)
-        napkin_import_add_axis (g->d, ax2, napkin_diagram_axis_size (g->d, napkin_diagram_find_axis (g->d, ax)));
+      if (napkin_import_find (g->b, NAPKIN_ITEM_AXIS, ax2) < 0 && !room_for_axis (g, v))
+        return;
+      if (napkin_import_find (g->b, NAPKIN_ITEM_AXIS, ax2) < 0)
+        napkin_import_add_axis (g->b, ax2, napkin_diagram_axis (g->d, napkin_import_find (g->b, NAPKIN_ITEM_AXIS, ax))->size);
       json_object_object_add (extra, "constant", json_object_new_string ("rotate_half"));
-      napkin_import_add_tensor (g->d, t, raxes, x->dtype, extra);
+      napkin_import_add_tensor (g->b, t, raxes, x->dtype, extra);
       input->tensor = g_strdup (t);
       input->label = g_strdup_printf ("rotate_half(%s)", ax);
       g_hash_table_insert (g->rotations, g_strdup (ax), t);
       tensor = t;
-      emit_node (g, v, input, t, NULL, NULL);
+      g_hash_table_insert (g->rotation_inputs, g_strdup (t), g_strdup (emit_node (g, v, input, t, NULL, NULL)));
     }
-  rin = g_strdup (napkin_diagram_node (g->d, napkin_diagram_n_nodes (g->d) - 1)->id);
-  /* the input node of this matrix: find it by tensor */
-  for (guint i = 0; i < napkin_diagram_n_nodes (g->d); i++)
-    if (napkin_diagram_node (g->d, i)->kind == NAPKIN_OP_INPUT && g_strcmp0 (napkin_diagram_node (g->d, i)->tensor, tensor) == 0)
-      {
-        g_free (rin);
-        rin = g_strdup (napkin_diagram_node (g->d, i)->id);
-      }
+  /* the input node of this matrix */
+  rin = g_strdup (g_hash_table_lookup (g->rotation_inputs, tensor));
+  if (rin == NULL || g->failed)
+    return;
   in = x->napkin;
   n = napkin_node_new ("c", NAPKIN_OP_CONTRACT);
   n->out = stored_order (g, in, axes);
@@ -1673,8 +1709,10 @@ emit_attention (G     *g,
     {
       /* self-attention: the keys' positions become their own axis, so that the
        * scores are [.., query, key] */
-      key = napkin_import_fresh_name (g->d, NAPKIN_ITEM_AXIS, "k");
-      napkin_import_add_axis (g->d, key, napkin_diagram_axis_size (g->d, napkin_diagram_find_axis (g->d, saxis)));
+      if (!room_for_axis (g, v))
+        return;
+      key = napkin_import_fresh_name (g->b, NAPKIN_ITEM_AXIS, "k");
+      napkin_import_add_axis (g->b, key, napkin_diagram_axis (g->d, napkin_import_find (g->b, NAPKIN_ITEM_AXIS, saxis))->size);
       kin = rename_axis (g, v, kin, kaxes, saxis, key, "k_pos");
       vin = rename_axis (g, v, vin, vaxes, saxis, key, "v_pos");
     }
@@ -1871,6 +1909,7 @@ name_axes (G *g)
 {
   static const char *const fallback = "ijklmnoptuvwxyzacr";
   g_autoptr(GPtrArray) roots = g_ptr_array_new ();
+  g_autoptr(GHashTable) seen = g_hash_table_new (NULL, NULL);
   guint next = 0;
 
   /* the atomic classes that some value uses, in the order they were made */
@@ -1889,9 +1928,16 @@ name_axes (G *g)
         {
           int r = g_array_index (atoms, int, k);
 
-          if (!g_ptr_array_find (roots, GINT_TO_POINTER (r + 1), NULL))
+          if (g_hash_table_add (seen, GINT_TO_POINTER (r + 1)))
             g_ptr_array_add (roots, GINT_TO_POINTER (r + 1));
         }
+    }
+  /* the limit before the names: naming compares classes in pairs */
+  if (roots->len > NAPKIN_MAX_AXES)
+    {
+      fail (g, NULL, _("the graph's values have %u distinct dimensions; a diagram has at most %d axes"),
+            roots->len, NAPKIN_MAX_AXES);
+      return;
     }
   /* hinted ones first, by priority, so that a strong hint keeps its name */
   for (int prio = 3; prio >= -1; prio--)
@@ -1902,26 +1948,27 @@ name_axes (G *g)
         if (c->axis != NULL || c->prio != prio)
           continue;
         if (c->hint != NULL)
-          c->axis = napkin_import_fresh_name (g->d, NAPKIN_ITEM_AXIS, c->hint);
+          c->axis = napkin_import_fresh_name (g->b, NAPKIN_ITEM_AXIS, c->hint);
         else if (same_size_name (g, roots, c) != NULL)
-          c->axis = napkin_import_fresh_name (g->d, NAPKIN_ITEM_AXIS, same_size_name (g, roots, c));
+          c->axis = napkin_import_fresh_name (g->b, NAPKIN_ITEM_AXIS, same_size_name (g, roots, c));
         else
           {
             char stem[2] = { 0, 0 };
 
             do
               stem[0] = fallback[next++ % strlen (fallback)];
-            while (napkin_diagram_find_axis (g->d, stem) >= 0 && next < 64);
-            c->axis = napkin_import_fresh_name (g->d, NAPKIN_ITEM_AXIS, stem);
+            while (napkin_import_find (g->b, NAPKIN_ITEM_AXIS, stem) >= 0 && next < 64);
+            c->axis = napkin_import_fresh_name (g->b, NAPKIN_ITEM_AXIS, stem);
           }
-        napkin_import_add_axis (g->d, c->axis, c->size);
+        napkin_import_add_axis (g->b, c->axis, c->size);
       }
   /* the diagram lists axes in the order values first use them */
   {
     g_autoptr(GPtrArray) axes = g_ptr_array_new ();
 
     while (napkin_diagram_n_axes (g->d) > 0)
-      g_ptr_array_add (axes, napkin_diagram_steal_item (g->d, NAPKIN_ITEM_AXIS, 0));
+      g_ptr_array_add (axes, napkin_diagram_steal_item (g->d, NAPKIN_ITEM_AXIS, napkin_diagram_n_axes (g->d) - 1));
+    g_hash_table_remove_all (g->b->names[NAPKIN_ITEM_AXIS]);
     for (guint i = 0; i < roots->len; i++)
       {
         Class *c = cls (g, GPOINTER_TO_INT (roots->pdata[i]) - 1);
@@ -1929,7 +1976,10 @@ name_axes (G *g)
         for (guint k = 0; k < axes->len; k++)
           if (axes->pdata[k] != NULL && g_str_equal (((NapkinAxis *) axes->pdata[k])->name, c->axis))
             {
-              napkin_diagram_insert_item (g->d, NAPKIN_ITEM_AXIS, napkin_diagram_n_axes (g->d), axes->pdata[k]);
+              NapkinAxis *axis = axes->pdata[k];
+
+              napkin_import_add_axis (g->b, axis->name, axis->size);
+              napkin_item_free (NAPKIN_ITEM_AXIS, axis);
               axes->pdata[k] = NULL;
             }
       }
@@ -1938,21 +1988,33 @@ name_axes (G *g)
 
 /* ---------------------------------------------------------------- reading */
 
+/* Counts the uses of each value that `a` (an argument of `user`, or the outputs when
+ * `user` is NULL) refers to; a graph lists every node after those it reads, so a
+ * reference to an unknown node, to the node itself or to a later one is an error. */
 static void
 count_refs (G           *g,
+            Value       *user,
             json_object *a)
 {
-  if (a == NULL)
+  if (a == NULL || g->failed)
     return;
   if (json_object_is_type (a, json_type_array))
     for (guint i = 0; i < json_object_array_length (a); i++)
-      count_refs (g, json_object_array_get_idx (a, i));
+      count_refs (g, user, json_object_array_get_idx (a, i));
   else if (json_object_is_type (a, json_type_object))
     {
       const char *name = member_string (a, "node");
       Value *v = name ? g_hash_table_lookup (g->by_name, name) : NULL;
+      g_autofree char *shown = name ? napkin_text_quoted (name) : NULL;
 
-      if (v)
+      if (name != NULL && v == NULL)
+        fail (g, user, _("it reads %s, which is no node of the graph"), shown);
+      else if (v != NULL && user != NULL && v == user)
+        fail (g, user, _("it reads itself (%s): a graph node reads only the nodes before it"), shown);
+      else if (v != NULL && user != NULL && v->index > user->index)
+        fail (g, user, _("it reads %s, which comes later in the graph: a graph node reads only the nodes "
+                         "before it"), shown);
+      else if (v)
         v->users++;
     }
 }
@@ -1985,6 +2047,14 @@ read_values (G           *g,
       fail (g, NULL, _("the graph has no “nodes” list"));
       return FALSE;
     }
+  /* Views and assertions make no operation, so a graph may hold more nodes than a
+   * diagram holds operations; beyond this many it cannot fit, and is not read. */
+  if (json_object_array_length (nodes) > MAX_GRAPH_NODES)
+    {
+      fail (g, NULL, _("the graph has %zu nodes; Napkin reads at most %d (a diagram holds at most %d operations)"),
+            json_object_array_length (nodes), MAX_GRAPH_NODES, NAPKIN_MAX_NODES);
+      return FALSE;
+    }
   for (guint i = 0; i < json_object_array_length (nodes); i++)
     {
       json_object *obj = json_object_array_get_idx (nodes, i);
@@ -2003,10 +2073,13 @@ read_values (G           *g,
         }
       if (g_hash_table_contains (g->by_name, name))
         {
-          fail (g, NULL, _("two graph nodes are called “%s”"), name);
+          g_autofree char *shown = napkin_text_quoted (name);
+
+          fail (g, NULL, _("two graph nodes are called %s"), shown);
           return FALSE;
         }
       v = g_new0 (Value, 1);
+      v->index = g->values->len;
       v->name = g_strdup (name);
       v->obj = obj;
       v->src[0] = v->src[1] = v->src[2] = -1;
@@ -2052,15 +2125,15 @@ read_values (G           *g,
           unsupported (g, v, "a graph node that is not a placeholder, a call or the output");
         }
     }
-  for (guint i = 0; i < g->values->len; i++)
+  for (guint i = 0; i < g->values->len && !g->failed; i++)
     {
       Value *v = g->values->pdata[i];
 
-      count_refs (g, v->args);
-      count_refs (g, v->kwargs);
+      count_refs (g, v, v->args);
+      count_refs (g, v, v->kwargs);
     }
-  count_refs (g, g->outputs);
-  return TRUE;
+  count_refs (g, NULL, g->outputs);
+  return !g->failed;
 }
 
 static void
@@ -2122,7 +2195,8 @@ pass1 (G *g)
     }
 }
 
-/* Every value's axes must be distinct: x + x.T on a square x would need one axis twice. */
+/* Every value's axes must be distinct: x + x.T on a square x would need one axis twice;
+ * and at most NAPKIN_MAX_RANK, as the file format holds them. */
 static gboolean
 check_distinct (G *g)
 {
@@ -2136,6 +2210,14 @@ check_distinct (G *g)
         continue;
       for (guint k = 0; k < v->n_dims; k++)
         expand (g, v->dims[k], atoms);
+      if (atoms->len > NAPKIN_MAX_RANK)
+        {
+          g_autofree char *shown = napkin_text_quoted (v->name);
+
+          fail (g, v, _("%s would have %u axes (its dimensions split by reshapes); a tensor has at most %d"),
+                shown, atoms->len, NAPKIN_MAX_RANK);
+          return FALSE;
+        }
       for (guint a = 0; a < atoms->len; a++)
         for (guint b = a + 1; b < atoms->len; b++)
           if (find (g, g_array_index (atoms, int, a)) == find (g, g_array_index (atoms, int, b)))
@@ -2163,8 +2245,8 @@ emit_inputs (G *g)
       axes = atom_names (g, v);
       stem = g_strdup (v->param ? v->param : v->name);
       g_strdelimit (stem, ".", '_');
-      tensor = napkin_import_fresh_name (g->d, NAPKIN_ITEM_TENSOR, stem);
-      napkin_import_add_tensor (g->d, tensor, axes, v->dtype, NULL);
+      tensor = napkin_import_fresh_name (g->b, NAPKIN_ITEM_TENSOR, stem);
+      napkin_import_add_tensor (g->b, tensor, axes, v->dtype, NULL);
       n = napkin_node_new ("i", NAPKIN_OP_INPUT);
       n->tensor = tensor;
       n->label = g_strdup (v->param ? v->param : v->name);
@@ -2195,12 +2277,18 @@ emit_outputs (G *g)
 
       if (v == NULL || v->napkin == NULL)
         {
-          fail (g, NULL, _("output %u is not a tensor the diagram computes"), i + 1);
+          g_autofree char *shown = napkin_text_quoted (name ? name : "");
+
+          if (name == NULL)
+            fail (g, NULL, _("output %u names no graph node (expected {\"node\": NAME})"), i + 1);
+          else
+            fail (g, v, _("output %u, %s, is not a tensor the diagram computes (a view, an assertion or a "
+                          "value left out)"), i + 1, shown);
           return;
         }
       axes = atom_names (g, v);
-      tensor = napkin_import_fresh_name (g->d, NAPKIN_ITEM_TENSOR, want ? want : v->name);
-      napkin_import_add_tensor (g->d, tensor, axes, v->dtype, NULL);
+      tensor = napkin_import_fresh_name (g->b, NAPKIN_ITEM_TENSOR, want ? want : v->name);
+      napkin_import_add_tensor (g->b, tensor, axes, v->dtype, NULL);
       n = napkin_node_new ("o", NAPKIN_OP_OUTPUT);
       n->tensor = g_strdup (tensor);
       n->label = g_strdup (tensor);
@@ -2209,28 +2297,19 @@ emit_outputs (G *g)
     }
 }
 
-NapkinDiagram *
-napkin_import_graph (const char  *json_text,
-                     gsize        length,
-                     const char  *source,
-                     GError     **error)
+/* The graph's JSON: strict syntax (the line and column of the first fault), then the
+ * format and the version. NULL with the error set. */
+static json_object *
+read_graph_json (const char  *json_text,
+                 gsize        length,
+                 const char  *source,
+                 GError     **error)
 {
-  g_autoptr(NapkinDiagram) d = NULL;
-  g_autoptr(GArray) classes = g_array_new (FALSE, TRUE, sizeof (Class));
-  g_autoptr(GPtrArray) values = g_ptr_array_new_with_free_func ((GDestroyNotify) value_free);
-  g_autoptr(GHashTable) by_name = g_hash_table_new (g_str_hash, g_str_equal);
-  g_autoptr(GHashTable) rotations = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GString) unsup = g_string_new (NULL);
-  json_object *root = NULL;
-  json_tokener *tok;
-  G g = { source, classes, values, by_name, error, FALSE, unsup, 0, 0, NULL, rotations, NULL };
   g_autoptr(GError) local = NULL;
-  const char *format;
-
-  g_array_set_clear_func (classes, (GDestroyNotify) class_clear);
-
-  /* strict JSON, with the line and column of the first fault */
   gsize root_start, root_end;
+  json_object *root;
+  json_tokener *tok;
+  const char *format;
 
   if (!napkin_json_check (json_text, length, &root_start, &root_end, &local))
     {
@@ -2241,10 +2320,12 @@ napkin_import_graph (const char  *json_text,
   tok = json_tokener_new_ex (NAPKIN_JSON_MAX_DEPTH);
   root = json_tokener_parse_ex (tok, json_text, (int) MIN (length, G_MAXINT));
   json_tokener_free (tok);
-  if (root == NULL)
+  if (root == NULL || !json_object_is_type (root, json_type_object))
     {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is not valid JSON"),
+      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
+                   _("%s%sthe graph is not a JSON object (the output of napkin_export.py)"),
                    source ? source : "", source ? ": " : "");
+      json_object_put (root);
       return NULL;
     }
   format = member_string (root, "format");
@@ -2265,54 +2346,96 @@ napkin_import_graph (const char  *json_text,
       json_object_put (root);
       return NULL;
     }
+  return root;
+}
 
-  d = napkin_diagram_new ();
-  g.d = d;
-  napkin_diagram_freeze_changed (d);
-  if (read_values (&g, root))
-    pass1 (&g);
-  if (!g.failed && g.n_unsupported > 0)
+/* Both passes, then the outputs, the title and the description. */
+static void
+build (G           *g,
+       json_object *root)
+{
+  if (read_values (g, root))
+    pass1 (g);
+  if (!g->failed && g->n_unsupported > 0)
     {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_UNSUPPORTED,
-                   _("%s%s%u operation%s outside the covered set (docs/import.md): %s"), source ? source : "",
-                   source ? ": " : "", g.n_unsupported, g.n_unsupported == 1 ? "" : "s", unsup->str);
-      g.failed = TRUE;
+      g_autofree char *more = g->n_unsupported > MAX_UNSUPPORTED_LISTED
+                              ? g_strdup_printf (_("; and %u more"), g->n_unsupported - MAX_UNSUPPORTED_LISTED)
+                              : g_strdup ("");
+
+      g_set_error (g->error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_UNSUPPORTED,
+                   _("%s%s%u operation%s outside the covered set (docs/import.md): %s%s"), g->source ? g->source : "",
+                   g->source ? ": " : "", g->n_unsupported, g->n_unsupported == 1 ? "" : "s", g->unsupported->str,
+                   more);
+      g->failed = TRUE;
     }
-  if (!g.failed && check_distinct (&g))
+  if (!g->failed && check_distinct (g))
     {
-      name_axes (&g);
-      emit_inputs (&g);
-      for (guint i = 0; i < values->len && !g.failed; i++)
-        pass2_value (&g, values->pdata[i]);
-      if (!g.failed)
-        emit_outputs (&g);
+      name_axes (g);
+      if (!g->failed)
+        emit_inputs (g);
+      for (guint i = 0; i < g->values->len && !g->failed; i++)
+        pass2_value (g, g->values->pdata[i]);
+      if (!g->failed)
+        emit_outputs (g);
     }
-  if (!g.failed)
+  if (!g->failed)
     {
       const char *module = member_string (root, "module");
       g_autofree char *desc = NULL;
 
-      napkin_diagram_set_title (d, module ? module : "Imported graph");
+      napkin_diagram_set_title (g->d, module ? module : "Imported graph");
       desc = g_strdup_printf (_("Imported from the PyTorch graph of %s%s%s (docs/import.md)%s."),
                               module ? module : "a module", member_string (root, "source") ? " in " : "",
                               member_string_or (root, "source", ""),
-                              g.n_checks > 0 ? "; the graph's shape assertions are left out" : "");
-      napkin_diagram_set_description (d, desc);
+                              g->n_checks > 0 ? "; the graph's shape assertions are left out" : "");
+      napkin_diagram_set_description (g->d, desc);
     }
+}
+
+NapkinDiagram *
+napkin_import_graph (const char  *json_text,
+                     gsize        length,
+                     const char  *source,
+                     GError     **error)
+{
+  g_autoptr(NapkinDiagram) d = NULL;
+  g_autoptr(GArray) classes = g_array_new (FALSE, TRUE, sizeof (Class));
+  g_autoptr(GPtrArray) values = g_ptr_array_new_with_free_func ((GDestroyNotify) value_free);
+  g_autoptr(GHashTable) by_name = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) rotations = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) rotation_inputs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GString) unsup = g_string_new (NULL);
+  g_autofree char *shown_source = source ? napkin_text_shown (source, -1, 200) : NULL;
+  NapkinImportBuilder b;
+  json_object *root;
+  G g = { shown_source, classes, values, by_name, error, FALSE, unsup, 0, 0, NULL, &b, rotations,
+          rotation_inputs, NULL };
+
+  g_array_set_clear_func (classes, (GDestroyNotify) class_clear);
+
+  if ((root = read_graph_json (json_text, length, shown_source, error)) == NULL)
+    return NULL;
+
+  d = napkin_diagram_new ();
+  g.d = d;
+  napkin_import_builder_init (&b, d);
+  napkin_diagram_freeze_changed (d);
+  build (&g, root);
   json_object_put (root);
+  napkin_import_builder_clear (&b);
   if (g.failed)
     return NULL;
 
   {
-    g_autoptr(GPtrArray) problems = napkin_diagram_check (d);
+    NapkinItemKind kind;
+    guint index;
+    g_autofree char *why = napkin_import_check (d, &kind, &index);
 
-    if (problems->len > 0)
+    if (why != NULL)
       {
-        NapkinProblem *pr = problems->pdata[0];
-
         g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_INVALID,
-                     _("%s%sthe imported diagram is not valid (a bug of the importer): %s"), source ? source : "",
-                     source ? ": " : "", pr->message);
+                     _("%s%sthe graph makes a diagram Napkin would refuse: %s"), shown_source ? shown_source : "",
+                     shown_source ? ": " : "", why);
         return NULL;
       }
   }
