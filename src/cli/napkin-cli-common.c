@@ -83,6 +83,20 @@ check_output (int    argc,
       output = *(char **) e->arg_data;
   if (output == NULL)
     return TRUE;
+  /* Files are written atomically, by renaming a new file over OUT: a folder, a device
+   * or a pipe there is refused now, not after the work (napkin_file_write_atomic). */
+  {
+    GStatBuf st;
+
+    if (g_stat (output, &st) == 0 && !S_ISREG (st.st_mode))
+      {
+        g_autofree char *shown = napkin_text_shown (output, -1, 200);
+
+        napkin_cli_usage_error (argv[0], _("-o %s is not a regular file (a folder, a device or a pipe); choose a "
+                                           "file to write"), shown);
+        return FALSE;
+      }
+  }
   for (int i = 1; i < argc; i++)
     if (same_file (argv[i], output))
       {

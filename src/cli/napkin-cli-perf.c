@@ -50,6 +50,27 @@ registry (void)
   return napkin_cli_registry ();
 }
 
+/* ---- the verdict plan, analyze and codegen share ---------------------------------------------- */
+
+char *
+napkin_cli_infeasible_reason (NapkinDiagram *diagram,
+                              NapkinArch    *arch,
+                              gboolean       has_dtype,
+                              NapkinDtype    dtype)
+{
+  NapkinAnalyzeOptions options = { has_dtype, dtype, TRUE, FALSE, FALSE, 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) a = napkin_analyze (diagram, arch, &options, &error);
+
+  if (a == NULL)
+    return g_strdup (error->message);
+  if (a->feasible)
+    return NULL;
+  /* the first error is the reason, as analyze says it */
+  return g_strdup (a->errors->len > 0 ? (const char *) g_ptr_array_index (a->errors, 0)
+                                      : _("infeasible (the model gives no reason)"));
+}
+
 /* ---- archs --------------------------------------------------------------------------------- */
 
 int
@@ -417,7 +438,7 @@ napkin_cli_analyze (int    argc,
   g_autofree char *dtype_str = NULL;
   g_autofree char *format_str = NULL;
   gboolean paper = FALSE, no_wgmma = FALSE, as_json = FALSE;
-  int gpus = 0;
+  int gpus = -1;   /* not given */
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs); default h100", "ID" },
     { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus,
@@ -455,12 +476,12 @@ napkin_cli_analyze (int    argc,
   if ((arch = napkin_cli_lookup_arch ("analyze", arch_id)) == NULL)
     return NAPKIN_CLI_USAGE;
 
+  if (gpus != -1 && (gpus < 1 || gpus > 1024))
+    return napkin_cli_usage_error ("analyze", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
   if ((rc = napkin_cli_load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.paper = paper;
   options.no_wgmma = no_wgmma;
-  if (gpus < 0 || gpus > 1024)
-    return napkin_cli_usage_error ("analyze", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
   if (gpus > 0)
     return analyze_gpus (diagram, arch, &options, gpus, format, argv[1]);
   analysis = napkin_analyze (diagram, arch, &options, &error);
@@ -1203,14 +1224,27 @@ print_tune_text (const char       *file,
     print_measured_table (measured, rho);
 }
 
+/* Whether --measure timed at least one run: without a GPU none did, and tune says so
+ * with exit 1 rather than success. */
+static gboolean
+measured_any (json_object *measured)
+{
+  for (size_t i = 0; measured != NULL && i < json_object_array_length (measured); i++)
+    if (json_object_object_get (json_object_array_get_idx (measured, i), "measured_time_s") != NULL)
+      return TRUE;
+  return FALSE;
+}
+
 /* --write: the best tiles into the file as it is on disk, without the --axis/--tile
  * overrides; a diagram without regions gets the proposed ones. */
 static int
 tune_write (const char       *file,
-            NapkinTuneResult *result)
+            NapkinTuneResult *result,
+            NapkinArch       *arch)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(NapkinDiagram) original = napkin_diagram_load_from_file (file, NAPKIN_LOAD_DEFAULT, &error);
+  g_autofree char *infeasible = NULL;
 
   if (original != NULL && result->relabeled != NULL)
     {
@@ -1218,8 +1252,20 @@ tune_write (const char       *file,
 
       original = napkin_tune_propose_regions (plain, NULL, &error);
     }
-  if (original == NULL || !napkin_tune_apply (original, g_ptr_array_index (result->best, 0), &error)
-      || !napkin_diagram_save_to_file (original, file, &error))
+  if (original == NULL || !napkin_tune_apply (original, g_ptr_array_index (result->best, 0), &error))
+    {
+      fprintf (stderr, _("%s: cannot write the best tiles: %s\n"), file, error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  /* The search may have run on other sizes or element types (--axis, --dtype): what
+   * is saved must be feasible as the file is, as analyze of it will say. */
+  if ((infeasible = napkin_cli_infeasible_reason (original, arch, FALSE, NAPKIN_DTYPE_FP32)) != NULL)
+    {
+      fprintf (stderr, _("%s: not written: the best tiles are INFEASIBLE on %s for the file as it is (without "
+                         "--axis, --tile and --dtype): %s\n"), file, arch->id, infeasible);
+      return NAPKIN_CLI_FAILED;
+    }
+  if (!napkin_diagram_save_to_file (original, file, &error))
     {
       fprintf (stderr, _("%s: cannot write the best tiles: %s\n"), file, error->message);
       return NAPKIN_CLI_FAILED;
@@ -1344,5 +1390,10 @@ napkin_cli_tune (int    argc,
     print_tune_json (result, arch, elapsed, measured, rho);
   else
     print_tune_text (argv[1], result, arch, elapsed, measured, rho);
-  return write ? tune_write (argv[1], result) : NAPKIN_CLI_OK;
+  if (measure > 0 && !measured_any (measured))
+    {
+      fprintf (stderr, _("%s: tune --measure: no relabeling ran on a GPU (see each run's status above)\n"), argv[1]);
+      return NAPKIN_CLI_FAILED;
+    }
+  return write ? tune_write (argv[1], result, arch) : NAPKIN_CLI_OK;
 }

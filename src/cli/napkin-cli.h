@@ -90,6 +90,14 @@ void            napkin_cli_note_arch         (const NapkinArch    *arch);
  * as \uXXXX and \xHH; docs/security.md). Called once, first thing in main. */
 void            napkin_cli_guard_output      (void);
 
+/* Why the model calls a relabeled diagram infeasible on `arch` (the first error, as
+ * analyze prints it), or NULL when it is feasible: the one verdict of analyze, plan and
+ * codegen, so that they agree on feasibility and on the exit status (docs/cli.md). */
+char           *napkin_cli_infeasible_reason (NapkinDiagram       *diagram,
+                                              NapkinArch          *arch,
+                                              gboolean             has_dtype,
+                                              NapkinDtype          dtype);
+
 /* Commands, one file each. */
 int napkin_cli_validate (int argc, char **argv);
 int napkin_cli_info     (int argc, char **argv);
