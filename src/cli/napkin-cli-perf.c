@@ -1147,6 +1147,7 @@ print_tune_json (NapkinTuneResult *result,
   json_object_object_add (root, "evaluated", json_object_new_int (result->evaluated));
   json_object_object_add (root, "feasible", json_object_new_int (result->feasible));
   json_object_object_add (root, "exhaustive", json_object_new_boolean (result->exhaustive));
+  json_object_object_add (root, "stopped", json_object_new_boolean (result->stopped));
   json_object_object_add (root, "seconds", json_object_new_double (elapsed));
   if (result->proposed != NULL)
     {
@@ -1204,7 +1205,8 @@ print_tune_text (const char       *file,
                  double            rho)
 {
   printf ("%s on %s: %u relabelings tried (%s), %u feasible, %.3f s\n\n", file, arch->id, result->evaluated,
-          result->exhaustive ? "all combinations" : "coordinate descent", result->feasible, elapsed);
+          result->stopped ? _("stopped at its budget for a diagram this large")
+          : result->exhaustive ? "all combinations" : "coordinate descent", result->feasible, elapsed);
   printf ("%-8s %10s %14s %-9s %14s %10s %6s  %s\n", "rank", "time", "throughput", "bound", "HBM bytes",
           "footprint", "per SM", "tiles");
   if (result->current)

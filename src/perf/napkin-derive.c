@@ -25,6 +25,10 @@
 
 #define MAX_CHAIN 8
 #define MAX_STATES 200000
+/* The operations a derivation takes: its search and its memo grow faster than the
+ * diagram, and the derived diagram has at most NAPKIN_MAX_REGIONS kernels of up to
+ * MAX_CHAIN operations (docs/security.md, "Tune"). */
+#define MAX_DERIVE_OPERATIONS (MAX_CHAIN * NAPKIN_MAX_REGIONS)
 
 typedef struct
 {
@@ -1063,6 +1067,14 @@ napkin_derive (NapkinDiagram            *diagram,
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
                    _("nodes: the diagram has no operation to derive kernels for"));
+      return NULL;
+    }
+  if (n_compute > MAX_DERIVE_OPERATIONS)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                   _("nodes: %u operations; kernels are derived for a diagram without regions of at most %d: "
+                     "draw regions around what to tune (tune then searches their tiles)"), n_compute,
+                   MAX_DERIVE_OPERATIONS);
       return NULL;
     }
   dv.pos = pos;
