@@ -2007,7 +2007,9 @@ count_refs (G           *g,
       Value *v = name ? g_hash_table_lookup (g->by_name, name) : NULL;
       g_autofree char *shown = name ? napkin_text_quoted (name) : NULL;
 
-      if (name != NULL && v == NULL)
+      if (name != NULL && v == NULL && user == NULL)
+        fail (g, NULL, _("the graph's outputs name %s, which is no node of the graph"), shown);
+      else if (name != NULL && v == NULL)
         fail (g, user, _("it reads %s, which is no node of the graph"), shown);
       else if (v != NULL && user != NULL && v == user)
         fail (g, user, _("it reads itself (%s): a graph node reads only the nodes before it"), shown);
