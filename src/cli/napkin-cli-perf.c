@@ -438,7 +438,7 @@ napkin_cli_analyze (int    argc,
   g_autofree char *dtype_str = NULL;
   g_autofree char *format_str = NULL;
   gboolean paper = FALSE, no_wgmma = FALSE, as_json = FALSE;
-  int gpus = -1;   /* not given */
+  int gpus = G_MININT;   /* not given */
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs); default h100", "ID" },
     { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus,
@@ -476,7 +476,7 @@ napkin_cli_analyze (int    argc,
   if ((arch = napkin_cli_lookup_arch ("analyze", arch_id)) == NULL)
     return NAPKIN_CLI_USAGE;
 
-  if (gpus != -1 && (gpus < 1 || gpus > 1024))
+  if (gpus != G_MININT && (gpus < 1 || gpus > 1024))
     return napkin_cli_usage_error ("analyze", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
   if ((rc = napkin_cli_load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;

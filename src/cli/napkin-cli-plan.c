@@ -103,7 +103,7 @@ napkin_cli_plan (int    argc,
   g_autofree char *arch_id = NULL;
   g_autofree char *format = NULL;
   gboolean json = FALSE, generic = FALSE;
-  int gpus = -1;   /* not given */
+  int gpus = G_MININT;   /* not given */
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs) or sm_XY; default h100", "ID" },
     { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus,
@@ -134,7 +134,7 @@ napkin_cli_plan (int    argc,
   if ((arch = napkin_cli_lookup_arch ("plan", arch_id)) == NULL)
     return NAPKIN_CLI_USAGE;
   /* the options first, then the file: a usage error is exit 2 before any work */
-  if (gpus != -1 && (gpus < 1 || gpus > 1024))
+  if (gpus != G_MININT && (gpus < 1 || gpus > 1024))
     return napkin_cli_usage_error ("plan", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
   if ((rc = napkin_cli_load_or_report ("plan", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;

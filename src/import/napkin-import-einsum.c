@@ -25,6 +25,9 @@
 
 typedef enum { TOK_END, TOK_NAME, TOK_NUMBER, TOK_STRING, TOK_PUNCT } TokKind;
 
+/* The longest message about a line, in characters: a token it quotes may be long. */
+#define MAX_MESSAGE_CHARS 300
+
 typedef struct
 {
   TokKind     kind;
@@ -87,14 +90,17 @@ fail_at (Line       *l,
 {
   va_list args;
   g_autofree char *msg = NULL;
+  g_autofree char *shown = NULL;
 
   if (l->failed)
     return;
   va_start (args, format);
   msg = g_strdup_vprintf (format, args);
   va_end (args);
+  /* the message quotes the input: escaped for a terminal and cut (docs/security.md) */
+  shown = napkin_text_shown (msg, -1, MAX_MESSAGE_CHARS);
   g_set_error (l->error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%sline %u, column %u: %s",
-               l->source ? l->source : "", l->source ? ": " : "", l->line, column, msg);
+               l->source ? l->source : "", l->source ? ": " : "", l->line, column, shown);
   l->failed = TRUE;
 }
 

@@ -154,6 +154,7 @@ fail (G          *g,
 {
   va_list args;
   g_autofree char *msg = NULL;
+  g_autofree char *shown = NULL;
   g_autofree char *place = NULL;
 
   if (g->failed)
@@ -161,9 +162,11 @@ fail (G          *g,
   va_start (args, format);
   msg = g_strdup_vprintf (format, args);
   va_end (args);
+  /* the message may quote the graph's names: escaped for a terminal and cut */
+  shown = napkin_text_shown (msg, -1, 300);
   place = v ? where (g, v) : NULL;
   g_set_error (g->error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_INVALID, "%s%s%s%s%s",
-               g->source ? g->source : "", g->source ? ": " : "", place ? place : "", place ? ": " : "", msg);
+               g->source ? g->source : "", g->source ? ": " : "", place ? place : "", place ? ": " : "", shown);
   g->failed = TRUE;
 }
 
