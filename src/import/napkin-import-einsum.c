@@ -1246,12 +1246,15 @@ napkin_import_einsum (const char  *text,
     {
       const char *end = strchr (p, '\n');
       gsize len = end ? (gsize) (end - p) : strlen (p);
+      /* the next line starts after this one's end, CR or not: a last line of a lone
+       * CR once never ended */
+      const char *next = end ? end + 1 : p + len;
 
       line++;
       if (len > 0 && p[len - 1] == '\r')
         len--;
       ok = parse_line (&c, p, len, line, error);
-      p = end ? end + 1 : p + len;
+      p = next;
     }
   if (ok && order->len == 0)
     {
