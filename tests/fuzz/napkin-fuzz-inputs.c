@@ -20,6 +20,18 @@
 /* The longest error a hostile input may make: its quotes are cut (napkin-text.h). */
 #define MAX_MESSAGE 4096
 
+/* Exactly the bytes, no NUL after them (ASan sees a read past the end), and a
+ * pointer even for none. */
+static char *
+bytes (const guint8 *data,
+       gsize         size)
+{
+  char *copy = g_malloc (MAX (size, 1));
+
+  memcpy (copy, data, size);
+  return copy;
+}
+
 /* One line a terminal prints as it is, of a bounded length. */
 static void
 check_error (const GError *error)
@@ -75,7 +87,7 @@ napkin_fuzz_graph (const guint8 *data,
   g_autoptr(NapkinDiagram) diagram = NULL;
   g_autoptr(GError) error = NULL;
   /* exactly the bytes, no NUL after them: ASan sees a read past the end */
-  g_autofree char *copy = g_memdup2 (data, size);
+  g_autofree char *copy = bytes (data, size);
 
   diagram = napkin_import_graph (copy, size, "fuzz.json", &error);
   if (diagram == NULL)
@@ -106,7 +118,7 @@ napkin_fuzz_profile (const guint8 *data,
                      gsize         size)
 {
   g_autoptr(GError) error = NULL;
-  g_autofree char *copy = g_memdup2 (data, size);
+  g_autofree char *copy = bytes (data, size);
   NapkinArch *arch = napkin_arch_load_from_data (copy, size, &error);
   NapkinAnalyzeOptions options = { 0 };
   NapkinAnalysis *analysis;
