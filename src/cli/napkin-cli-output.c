@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "napkin-cli.h"
+#include "napkin-file.h"
 #include "napkin-text.h"
 
 /* The last line of defence of docs/security.md, "Free text": whatever a command prints,
@@ -26,25 +27,6 @@ typedef struct
   guint8 pending[4];   /* the start of a character cut by the stream's buffer */
   gsize  n_pending;
 } Guard;
-
-static gboolean
-write_all (int         fd,
-           const char *data,
-           gsize       length)
-{
-  while (length > 0)
-    {
-      gssize n = write (fd, data, length);
-
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return FALSE;
-      data += n;
-      length -= n;
-    }
-  return TRUE;
-}
 
 /* Appends the safe form of text[0, length) to out; returns how many bytes at the end
  * are the start of a character still to come (only when `more` may follow). */
@@ -101,7 +83,7 @@ guard_write (void       *cookie,
   left = filter (out, in->str, in->len, TRUE);
   memcpy (guard->pending, in->str + in->len - left, left);
   guard->n_pending = left;
-  if (!write_all (guard->fd, out->str, out->len))
+  if (!napkin_file_write_all (guard->fd, out->str, out->len))
     return -1;
   return size;
 }
@@ -114,7 +96,7 @@ guard_close (void *cookie)
   gboolean ok;
 
   filter (out, (const char *) guard->pending, guard->n_pending, FALSE);
-  ok = write_all (guard->fd, out->str, out->len);
+  ok = napkin_file_write_all (guard->fd, out->str, out->len);
   g_free (guard);
   return ok ? 0 : EOF;
 }

@@ -356,11 +356,13 @@ resolve_links (const char *path)
   return resolved;
 }
 
-static gboolean
-write_all (int           fd,
-           const char   *data,
-           gsize         length)
+gboolean
+napkin_file_write_all (int         fd,
+                       const void *bytes,
+                       gsize       length)
 {
+  const char *data = bytes;
+
   while (length > 0)
     {
       gssize n = write (fd, data, length);
@@ -609,7 +611,7 @@ napkin_atomic_file_write (NapkinAtomicFile *file,
 
   if (file->write_errno != 0)
     return FALSE;
-  if (!write_all (file->fd, data, length))
+  if (!napkin_file_write_all (file->fd, data, length))
     {
       file->write_errno = errno != 0 ? errno : EIO;
       return FALSE;

@@ -67,6 +67,12 @@ void           napkin_atomic_file_abort       (NapkinAtomicFile *file);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinAtomicFile, napkin_atomic_file_abort)
 
+/* Writes all `length` bytes to `fd`, again after a short write or EINTR; FALSE with
+ * errno set on an error. */
+gboolean       napkin_file_write_all          (int              fd,
+                                               const void      *data,
+                                               gsize            length);
+
 /* The JSON object of the whole document (new reference). */
 json_object   *napkin_diagram_to_json         (NapkinDiagram   *self);
 
