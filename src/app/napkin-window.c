@@ -1458,6 +1458,16 @@ fill_architectures (NapkinWindow *self)
       /* profiles from `napkin-cli calibrate` say so in the selector */
       if (napkin_arch_is_measured (arch) && strstr (name, "measured") == NULL)
         name = marked = g_strdup_printf (_("%s (measured)"), name);
+      /* a profile that hides another with its id says where it comes from
+       * (docs/security.md, "Profiles") */
+      if (arch->hidden_path != NULL && arch->path != NULL)
+        {
+          g_autofree char *shown = g_filename_display_name (arch->path);
+          char *from = g_strdup_printf (_("%s (from %s)"), name, shown);
+
+          g_free (marked);
+          name = marked = from;
+        }
       g_strv_builder_add (names, name);
       g_strv_builder_add (ids, arch->id);
       if (wanted && g_ascii_strcasecmp (wanted, arch->id) == 0)
