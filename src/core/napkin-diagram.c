@@ -853,6 +853,43 @@ infer_type (NapkinDiagram *self,
   napkin_node_infer_type (g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], n), in, &lookup, &self->types[n]);
 }
 
+/* The name an axis, tensor, node or region is found by (napkin_item_key without the
+ * copy). */
+static const char *
+item_name (NapkinItemKind kind,
+           gconstpointer  item)
+{
+  switch (kind)
+    {
+    case NAPKIN_ITEM_AXIS:   return ((const NapkinAxis *) item)->name;
+    case NAPKIN_ITEM_TENSOR: return ((const NapkinTensor *) item)->name;
+    case NAPKIN_ITEM_NODE:   return ((const NapkinNode *) item)->id;
+    case NAPKIN_ITEM_REGION: return ((const NapkinRegion *) item)->name;
+    case NAPKIN_ITEM_WIRE:
+    case NAPKIN_N_ITEM_KINDS:
+    default:
+      g_assert_not_reached ();
+    }
+}
+
+/* The wires by "to:port", on first use after a change: only the editor asks. */
+static void
+index_wires (NapkinDiagram *self)
+{
+  if (self->index[NAPKIN_ITEM_WIRE] != NULL)
+    return;
+  self->index[NAPKIN_ITEM_WIRE] = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < self->items[NAPKIN_ITEM_WIRE]->len; i++)
+    {
+      char *key = napkin_item_key (NAPKIN_ITEM_WIRE, g_ptr_array_index (self->items[NAPKIN_ITEM_WIRE], i));
+
+      if (g_hash_table_contains (self->index[NAPKIN_ITEM_WIRE], key))
+        g_free (key);
+      else
+        g_hash_table_insert (self->index[NAPKIN_ITEM_WIRE], key, GUINT_TO_POINTER (i + 1));
+    }
+}
+
 static void
 ensure_cache (NapkinDiagram *self)
 {
@@ -868,18 +905,19 @@ ensure_cache (NapkinDiagram *self)
   clear_cache (self);
 
   for (guint k = 0; k < NAPKIN_N_ITEM_KINDS; k++)
-    {
-      self->index[k] = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-      for (guint i = 0; i < self->items[k]->len; i++)
-        {
-          char *key = napkin_item_key (k, g_ptr_array_index (self->items[k], i));
+    if (k != NAPKIN_ITEM_WIRE)   /* wires: built when one is looked up (index_wires) */
+      {
+        /* The keys are the items' own names: the index is rebuilt after any change,
+         * before an item that was freed could be looked up through it. */
+        self->index[k] = g_hash_table_new (g_str_hash, g_str_equal);
+        for (guint i = 0; i < self->items[k]->len; i++)
+          {
+            const char *key = item_name (k, g_ptr_array_index (self->items[k], i));
 
-          if (key == NULL || g_hash_table_contains (self->index[k], key))
-            g_free (key);
-          else
-            g_hash_table_insert (self->index[k], key, GUINT_TO_POINTER (i + 1));
-        }
-    }
+            if (key != NULL && !g_hash_table_contains (self->index[k], key))
+              g_hash_table_insert (self->index[k], (gpointer) key, GUINT_TO_POINTER (i + 1));
+          }
+      }
 
   n_nodes = self->items[NAPKIN_ITEM_NODE]->len;
   n_wires = self->items[NAPKIN_ITEM_WIRE]->len;
@@ -965,6 +1003,8 @@ napkin_diagram_find (NapkinDiagram  *self,
   if (key == NULL)
     return -1;
   ensure_cache (self);
+  if (kind == NAPKIN_ITEM_WIRE)
+    index_wires (self);
   v = g_hash_table_lookup (self->index[kind], key);
   return v ? (int) GPOINTER_TO_UINT (v) - 1 : -1;
 }

@@ -394,14 +394,16 @@ napkin_import_layout (NapkinDiagram *d)
           }
       }
 
+  /* In place: the diagram is the import's own, shared with no one and in no history
+   * (a copy per operation made a large import slower). */
   for (guint v = 0; v < n; v++)
     {
-      NapkinNode *node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (d, v));
+      NapkinNode *node = napkin_diagram_get_item (d, NAPKIN_ITEM_NODE, v);
 
       node->x = MARGIN + level[v] * COLUMN;
       node->y = y[v];
-      napkin_diagram_replace_item (d, NAPKIN_ITEM_NODE, v, node);
     }
+  napkin_diagram_changed (d);
 }
 
 /* ---------------------------------------------------------------- files */
