@@ -120,12 +120,17 @@ fail (GError    **error,
       ...)
 {
   g_autofree char *message = NULL;
+  g_autofree char *shown_path = NULL;
+  g_autofree char *shown = NULL;
   va_list args;
 
   va_start (args, format);
   message = g_strdup_vprintf (format, args);
   va_end (args);
-  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, "%s: %s", path, message);
+  /* the path holds the profile's own field names: escaped and cut, as the message */
+  shown_path = napkin_text_shown (path, -1, 120);
+  shown = napkin_text_shown (message, -1, 400);
+  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, "%s: %s", shown_path, shown);
   return FALSE;
 }
 
@@ -790,9 +795,11 @@ napkin_arch_load_from_data (const char *data,
 
     if (!napkin_json_check (data, length, &root_start, &root_end, &local))
       {
+        g_autofree char *shown = napkin_text_shown (local->message, -1, 400);
+
         g_set_error (error, NAPKIN_ARCH_ERROR,
                      local->code == NAPKIN_DOCUMENT_ERROR_PARSE ? NAPKIN_ARCH_ERROR_PARSE : NAPKIN_ARCH_ERROR_FORMAT,
-                     "%s", local->message);
+                     "%s", shown);
         return NULL;
       }
   }

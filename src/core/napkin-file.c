@@ -553,7 +553,7 @@ get_double (Loader      *loader,
     return FALSE;
 
   *out = json_object_get_double (value);
-  if (!isfinite (*out) || fabs (*out) > 1e9)
+  if (!isfinite (*out) || fabs (*out) > NAPKIN_MAX_NUMBER)
     return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path, _("%g is out of range"), *out);
   return TRUE;
 }

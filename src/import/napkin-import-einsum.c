@@ -568,6 +568,12 @@ number_arg (Line       *l,
       fail_at (l, a->column, _("expected a number, found “%s”"), a->text);
       return FALSE;
     }
+  /* the file format's range: an import never writes what the loader refuses */
+  if (fabs (*out) > NAPKIN_MAX_NUMBER)
+    {
+      fail_at (l, a->column, _("%g is out of range (at most %g either way)"), *out, NAPKIN_MAX_NUMBER);
+      return FALSE;
+    }
   return TRUE;
 }
 

@@ -1296,9 +1296,10 @@ pass1_attention (G     *g,
   hint (g, E, "d", 1);
   hint (g, Ev, "dv", 1);
   v->causal = arg_bool (v, 5, "is_causal");
-  if (!arg_double (v, 99, "scale", 1.0 / sqrt ((double) dim_size (g, q, nb + 2)), &v->alpha))
+  if (!arg_double (v, 99, "scale", 1.0 / sqrt ((double) dim_size (g, q, nb + 2)), &v->alpha)
+      || !isfinite (v->alpha) || fabs (v->alpha) > NAPKIN_MAX_NUMBER)
     {
-      fail (g, v, _("scale must be a number"));
+      fail (g, v, _("scale must be a number of at most %g either way"), NAPKIN_MAX_NUMBER);
       return;
     }
   set_src (g, v, 0, q);
@@ -1340,6 +1341,11 @@ pass1_arith (G     *g,
           return;
         }
       v->alpha = g_str_equal (b, "div") ? 1.0 / s : s;
+      if (!isfinite (v->alpha) || fabs (v->alpha) > NAPKIN_MAX_NUMBER)
+        {
+          fail (g, v, _("the factor %g is out of range (at most %g either way)"), v->alpha, NAPKIN_MAX_NUMBER);
+          return;
+        }
       copy_dims (v, a);
       set_src (g, v, 0, a);
       v->emit = EMIT_SCALE;
@@ -2318,8 +2324,11 @@ read_graph_json (const char  *json_text,
 
   if (!napkin_json_check (json_text, length, &root_start, &root_end, &local))
     {
+      /* the scanner's path holds the graph's own field names: escaped and cut */
+      g_autofree char *shown = napkin_text_shown (local->message, -1, 300);
+
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is %s"),
-                   source ? source : "", source ? ": " : "", local->message);
+                   source ? source : "", source ? ": " : "", shown);
       return NULL;
     }
   tok = json_tokener_new_ex (NAPKIN_JSON_MAX_DEPTH);
