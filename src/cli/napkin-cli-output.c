@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -118,6 +119,27 @@ guard_stream (FILE *stream)
   return guarded;
 }
 
+static FILE *raw_stdout, *raw_stderr;
+
+/* At exit: the guards write what they hold and are freed; the plain streams take over
+ * for whatever is printed after (a sanitizer's report writes to the descriptor). */
+static void
+unguard (void)
+{
+  FILE *out = stdout, *err = stderr;
+
+  if (out != raw_stdout)
+    {
+      stdout = raw_stdout;
+      fclose (out);
+    }
+  if (err != raw_stderr)
+    {
+      stderr = raw_stderr;
+      fclose (err);
+    }
+}
+
 void
 napkin_cli_guard_output (void)
 {
@@ -125,8 +147,11 @@ napkin_cli_guard_output (void)
 
   fflush (stdout);
   fflush (stderr);
+  raw_stdout = stdout;
+  raw_stderr = stderr;
   stdout = guard_stream (stdout);
   stderr = guard_stream (stderr);
+  atexit (unguard);
   setvbuf (stdout, NULL, tty ? _IOLBF : _IOFBF, 0);
   setvbuf (stderr, NULL, _IOLBF, 0);
 }
