@@ -1129,6 +1129,14 @@ napkin_derive (NapkinDiagram            *diagram,
       g_ptr_array_add (r->kernels, k);
     }
   json_object_object_add (root, "regions", regions);
+  if (json_object_array_length (regions) > NAPKIN_MAX_REGIONS)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                   _("nodes: the derivation fuses these operations into %zu kernels; a diagram holds at most %d "
+                     "regions: draw regions around what to tune (tune then searches their tiles)"),
+                   json_object_array_length (regions), NAPKIN_MAX_REGIONS);
+      return NULL;
+    }
   r->derived = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, error);
   if (r->derived == NULL)
     return NULL;
