@@ -18,6 +18,10 @@
 #include "napkin-file.h"
 #include "napkin-json-private.h"
 
+/* The previous version copied as the backup where the file system has no hard links:
+ * it need not be a diagram (a save may replace any regular file), so its own bound. */
+#define BACKUP_COPY_MAX (G_GSIZE_CONSTANT (1) << 30)
+
 /* Saving: the diagram back to JSON, its unknown keys kept, and written atomically with a
  * backup (docs/file-format.md); the loader is napkin-file.c. */
 
@@ -429,7 +433,8 @@ keep_backup (const char  *path,
       gsize length;
       g_autoptr(GError) local_error = NULL;
 
-      if (!g_file_get_contents (path, &contents, &length, &local_error)
+      /* the same bounded reader as every file Napkin opens (a regular file: checked) */
+      if (!(contents = napkin_file_read_bounded (path, BACKUP_COPY_MAX, &length, &local_error))
           || !g_file_set_contents_full (backup, contents, length,
                                         G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
                                         0644, &local_error))
