@@ -20,7 +20,7 @@
 
 /* The previous version copied as the backup where the file system has no hard links:
  * it need not be a diagram (a save may replace any regular file), so its own bound. */
-#define BACKUP_COPY_MAX (G_GSIZE_CONSTANT (1) << 30)
+#define BACKUP_COPY_MAX ((gsize) 1 << 30)
 
 /* Saving: the diagram back to JSON, its unknown keys kept, and written atomically with a
  * backup (docs/file-format.md); the loader is napkin-file.c. */
