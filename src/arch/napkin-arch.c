@@ -1511,6 +1511,19 @@ napkin_arch_save (const NapkinArch  *arch,
   root = napkin_arch_to_json (arch);
   text = json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
                                                | JSON_C_TO_STRING_NOSLASHESCAPE);
+  /* What is written loads back: a name too long or an id past 64 characters would
+   * make a profile that every later session skips (docs/security.md, "Profiles"). */
+  {
+    NapkinArch *back = napkin_arch_load_from_data (text, -1, &local_error);
+
+    if (back == NULL)
+      {
+        g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, _("not saved: %s"), local_error->message);
+        json_object_put (root);
+        return FALSE;
+      }
+    napkin_arch_unref (back);
+  }
   /* a temporary file renamed over the profile: never half-written */
   ok = napkin_file_write_atomic (path, text, strlen (text), &local_error);
   json_object_put (root);
