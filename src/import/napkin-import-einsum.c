@@ -1019,6 +1019,21 @@ check_result_axes (Ctx        *c,
     }
 }
 
+/* As many operands as the operation has inputs (softmax of two values once made a wire
+ * to a port it does not have). */
+static gboolean
+check_arity (Line             *l,
+             Chain            *ch,
+             const NapkinNode *node)
+{
+  guint want = napkin_op_n_inputs (node);
+
+  if (ch->operands->len != want)
+    fail_at (l, ch->fn_column, _("%s takes %u operand%s, not %u"), ch->fn, want, want == 1 ? "" : "s",
+             ch->operands->len);
+  return !l->failed;
+}
+
 /* The result is a new name, not one of its own operands (“z[a] -> z = exp” once
  * replaced the input z while its wire still pointed at it); and the line's
  * operations fit a diagram Napkin loads. */
@@ -1067,7 +1082,7 @@ parse_chain (Ctx  *c,
   g_array_set_clear_func (ch.args, (GDestroyNotify) arg_clear);
   if (!parse_operands (c, l, &ch) || !parse_result (c, l, &ch) || !parse_args (l, &ch)
       || !check_operands (c, l, &ch) || (node = chain_node (c, l, &ch)) == NULL
-      || !check_args_used (l, ch.args, ch.fn))
+      || !check_args_used (l, ch.args, ch.fn) || !check_arity (l, &ch, node))
     {
       chain_clear (&ch);
       return;

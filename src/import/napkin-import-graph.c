@@ -1220,6 +1220,9 @@ pass1_getitem (G     *g,
       unsupported (g, v, "an item of a result other than native_layer_norm's output");
       return;
     }
+  /* a layer norm that was left out has no dimensions to take */
+  if (!need (g, v, a, 0))
+    return;
   copy_dims (v, a);
   set_src (g, v, 0, a);
   v->emit = EMIT_VIEW;
