@@ -557,7 +557,11 @@ tikz_nodes (GString       *out,
       g_string_append_printf (out, "\\node[anchor=south, text=napkinhbm%s] at (%s,",
                               tensor ? ", font=\\sffamily\\scriptsize\\bfseries" : "", F (r.x + r.width / 2));
       g_string_append_printf (out, "%s) {", F (r.y - 1));
-      append_tex (out, node->label && *node->label ? node->label : node->id);
+      {
+        g_autofree char *cut = NULL;
+
+        append_tex (out, napkin_render_drawn_label (node->label && *node->label ? node->label : node->id, &cut));
+      }
       g_string_append (out, "};\n");
     }
 }
