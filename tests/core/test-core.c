@@ -868,7 +868,7 @@ static void
 test_alpha_expressions (void)
 {
   g_autoptr(NapkinDiagram) d = load_example ("attention.napkin");
-  g_autoptr(NapkinHistory) history = napkin_history_new (g_object_ref (d));
+  g_autoptr(NapkinHistory) history = napkin_history_new (d);
   g_autoptr(NapkinExpr) expr = napkin_expr_parse ("2 * rsqrt(d) - -x^2 / (a + b)", NULL);
   g_autoptr(GError) error = NULL;
   g_autofree char *printed = NULL;
@@ -881,7 +881,11 @@ test_alpha_expressions (void)
 
   g_assert_nonnull (expr);
   names = napkin_expr_names (expr);
-  g_assert_cmpstr (g_strjoinv (",", names), ==, "d,x,a,b");
+  {
+    g_autofree char *joined = g_strjoinv (",", names);
+
+    g_assert_cmpstr (joined, ==, "d,x,a,b");
+  }
   printed = napkin_expr_print (expr, NAPKIN_EXPR_TEXT, NULL, NULL);
   g_assert_cmpstr (printed, ==, "2*rsqrt(d) - -x^2/(a + b)");
   g_clear_pointer (&printed, g_free);
