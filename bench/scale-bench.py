@@ -10,7 +10,10 @@ region (the shape that made the lowering recurse and the model quadratic), and t
 attention-like chain of tests/common at the same sizes (contractions, softmax,
 streamed regions). Files of 1, 16 and 64 MB: the 10 000-map chain with long labels
 (real items), and matmul with an unknown field holding an array of {} (the densest
-JSON there is, kept for the round trip). Each command runs in its own process; its
+JSON there is, kept for the round trip). The importers (einsum text and graph JSON chains) and tune of diagrams without regions
+(the map and attention chains with their regions removed) at 1 000, 10 000 and 100 000
+operations: goals 2 s and 10 s of CPU at 100 000, each within 1 GB (tune may refuse a
+diagram too large to derive kernels for, with its message). Each command runs in its own process; its
 peak memory is the child's maximum resident set (getrusage), its time the wall
 clock and the CPU time (user and system; on a shared machine the time goals are
 checked on CPU time); files are made by a child process, so that this one stays small (a child's
@@ -106,12 +109,40 @@ def padded_chain(size):
     return map_chain(10000, pad)
 
 
+def einsum_chain(n):
+    """n operations of einsum text: an input, n − 2 maps and the output the import adds."""
+    lines = ["r=4096 c=256", "x0[r,c] -> x1 = exp"]
+    lines += ["x%d -> x%d = %s" % (i, i + 1, FNS[i % 4] if FNS[i % 4] != "scale" else "scale(0.5)")
+              for i in range(1, n - 2)]
+    return "\n".join(lines) + "\n"
+
+
+def graph_chain(n):
+    """n operations of the exporter's graph JSON: a placeholder, n − 2 calls, the output."""
+    nodes = [{"name": "x", "op": "placeholder", "role": "input", "shape": [4096, 256], "dtype": "fp16",
+              "dims": ["r", "c"]}]
+    for i in range(n - 2):
+        nodes.append({"name": "e%d" % i, "op": "call_function", "target": "aten.exp.default",
+                      "args": [{"node": "x" if i == 0 else "e%d" % (i - 1)}], "kwargs": {}, "shape": [4096, 256],
+                      "dtype": "fp16"})
+    nodes.append({"name": "output", "op": "output", "outputs": [{"node": "e%d" % (n - 3)}]})
+    return json.dumps({"format": "napkin-graph", "version": 1, "module": "Chain", "nodes": nodes})
+
+
+def without_regions(text):
+    doc = json.loads(text)
+    doc["regions"] = []
+    return json.dumps(doc)
+
+
 def generate(kind, param, path):
     """Writes one case's file, in this (child) process."""
     source = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     matmul = os.path.join(source, "data", "examples", "matmul.napkin")
     makers = {"maps": lambda p: map_chain(p - 2), "attention": attention_chain, "labels": padded_chain,
-              "empty": lambda p: empty_objects(p, matmul), "small": map_chain}
+              "empty": lambda p: empty_objects(p, matmul), "small": map_chain, "einsum": einsum_chain,
+              "graph": graph_chain, "maps-bare": lambda p: without_regions(map_chain(p - 2)),
+              "attention-bare": lambda p: without_regions(attention_chain(p))}
     with open(path, "w") as f:
         f.write(makers[kind](int(param)))
 
@@ -217,6 +248,41 @@ def main():
             rows.append((kind, label, size, name, "%.3f" % seconds, "%.3f" % cpu, "%.1f" % (rss / 1024.0),
                          "%.1f" % ratio, note))
         os.unlink(path)
+
+    # The importers (einsum text, graph JSON) and tune of diagrams without regions
+    # (docs/security.md, "Scale"): 100 000 operations import in 2 s and tune in 10 s of
+    # CPU, each within 1 GB; tune may refuse a diagram too large to derive kernels for,
+    # with its message (exit 1), in that time.
+    out_napkin = os.path.join(tmp, "out.napkin")
+    bounded = []
+    for n in ([1000, 10000] if quick else [1000, 10000, 100000]):
+        bounded += [("einsum chain", n, "einsum", ["import", "{in}", "-o", out_napkin], ".einsum", 2.0),
+                    ("graph chain", n, "graph", ["import", "{in}", "-o", out_napkin], ".json", 2.0),
+                    ("maps, no regions", n, "maps-bare", ["tune", "{in}"], ".napkin", 10.0),
+                    ("attention, no regions", n, "attention-bare", ["tune", "{in}"], ".napkin", 10.0)]
+    for kind, n, gen, argv, suffix, goal in bounded:
+        path = os.path.join(tmp, "case" + suffix)
+        make(gen, n, path)
+        size = os.path.getsize(path)
+        times, rss, code, err = run(cli, [a.replace("{in}", path) for a in argv], 120)
+        label = "%d ops" % n
+        if code == "timeout":
+            rows.append((kind, label, size, argv[0], "> 120", "", "", "", "timeout"))
+            failures.append("%s %s %s: timeout" % (kind, label, argv[0]))
+            os.unlink(path)
+            continue
+        seconds, cpu = times
+        note = "ok" if code == 0 else "exit %s: %s" % (code, err[:70])
+        if code != 0 and not (argv[0] == "tune" and code == 1):
+            failures.append("%s %s %s: %s" % (kind, label, argv[0], note))
+        if n == 100000 and cpu > goal:
+            failures.append("%s %s %s: %.2f s of CPU (goal ≤ %g s)" % (kind, label, argv[0], cpu, goal))
+        if rss > 1024 * 1024:
+            failures.append("%s %s %s: %.0f MB (goal ≤ 1 GB)" % (kind, label, argv[0], rss / 1024.0))
+        rows.append((kind, label, size, argv[0], "%.3f" % seconds, "%.3f" % cpu, "%.1f" % (rss / 1024.0), "", note))
+        os.unlink(path)
+        if os.path.exists(out_napkin):
+            os.unlink(out_napkin)
 
     header = ("case", "size", "bytes", "command", "wall s", "CPU s", "peak MB", "net ×file", "result")
     if markdown:

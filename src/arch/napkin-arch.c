@@ -12,6 +12,9 @@
 #include "napkin-data-dirs.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
+#include "napkin-json-scan.h"
+#include "napkin-error.h"
+#include "napkin-text.h"
 
 G_DEFINE_QUARK (NapkinArchError, napkin_arch_error)
 
@@ -23,8 +26,8 @@ struct _NapkinArchRegistry
   GPtrArray *searched; /* char *: the folders add_dir was given, for the "none found" error */
 };
 
-static const char *tensor_class_names[NAPKIN_N_TENSOR_CLASSES] = {
-  "fp16", "bf16", "tf32", "fp8", "int8",
+static const char *tensor_class_names[NAPKIN_N_TENSOR_CLASSES + 1] = {
+  "fp16", "bf16", "tf32", "fp8", "int8", NULL,
 };
 
 static const char *tensor_path_names[NAPKIN_N_TENSOR_PATHS] = {
@@ -99,6 +102,11 @@ napkin_arch_unref (NapkinArch *arch)
 
 /* ---- loading ------------------------------------------------------------------------ */
 
+/* Lengths of a profile's texts, in characters (docs/security.md, "Profiles"). */
+#define MAX_ID_CHARS        64
+#define MAX_NAME_CHARS     100
+#define MAX_SOURCE_CHARS  2000
+
 static gboolean
 fail (GError    **error,
       const char *path,
@@ -112,12 +120,17 @@ fail (GError    **error,
       ...)
 {
   g_autofree char *message = NULL;
+  g_autofree char *shown_path = NULL;
+  g_autofree char *shown = NULL;
   va_list args;
 
   va_start (args, format);
   message = g_strdup_vprintf (format, args);
   va_end (args);
-  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, "%s: %s", path, message);
+  /* the path holds the profile's own field names: escaped and cut, as the message */
+  shown_path = napkin_text_shown (path, -1, 120);
+  shown = napkin_text_shown (message, -1, 400);
+  g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, "%s: %s", shown_path, shown);
   return FALSE;
 }
 
@@ -139,24 +152,84 @@ get_object (json_object *parent,
   return obj;
 }
 
+/* A string field: non-empty, at most `max` characters, printable as it is (no control
+ * or bidi character: names and sources reach the terminal and the editor). */
 static gboolean
-get_string (json_object *parent,
-            const char  *key,
-            gboolean     required,
-            char       **out,
-            GError     **error)
+get_text (json_object *parent,
+          const char  *path,
+          const char  *key,
+          gboolean     required,
+          guint        max,
+          char       **out,
+          GError     **error)
 {
+  g_autofree char *p = g_strdup_printf ("%s%s%s", path, *path ? "." : "", key);
   json_object *obj = NULL;
+  const char *text;
 
   if (!json_object_object_get_ex (parent, key, &obj))
     {
       if (required)
-        return fail (error, key, "missing");
+        return fail (error, p, _("missing"));
       return TRUE;
     }
   if (!json_object_is_type (obj, json_type_string) || json_object_get_string_len (obj) == 0)
-    return fail (error, key, _("expected a non-empty string"));
-  *out = g_strdup (json_object_get_string (obj));
+    return fail (error, p, _("expected a non-empty string"));
+  text = json_object_get_string (obj);
+  if (napkin_text_find_unsafe (text, json_object_get_string_len (obj)) >= 0)
+    {
+      g_autofree char *shown = napkin_text_quoted (text);
+
+      return fail (error, p, _("%s holds a control or bidi character"), shown);
+    }
+  if (g_utf8_strlen (text, -1) > max)
+    {
+      g_autofree char *shown = napkin_text_quoted (text);
+
+      return fail (error, p, _("%s is longer than %u characters"), shown, max);
+    }
+  g_free (*out);
+  *out = g_strdup (text);
+  return TRUE;
+}
+
+/* Every member of `obj` is one of `known`: a misspelt field would otherwise be left
+ * out silently and the model would run on a default. */
+static gboolean
+check_keys (json_object        *obj,
+            const char         *path,
+            const char * const *known,
+            GError            **error)
+{
+  json_object_object_foreach (obj, key, value)
+    {
+      (void) value;
+      if (!g_strv_contains (known, key))
+        {
+          g_autofree char *shown = napkin_text_quoted (key);
+          g_autofree char *list = g_strjoinv (", ", (char **) known);
+
+          return fail (error, *path ? path : "$", _("unknown field %s (known: %s)"), shown, list);
+        }
+    }
+  return TRUE;
+}
+
+/* A boolean member, when present. */
+static gboolean
+get_bool (json_object *obj,
+          const char  *path,
+          const char  *key,
+          gboolean    *out,
+          GError     **error)
+{
+  json_object *v = NULL;
+
+  if (!json_object_object_get_ex (obj, key, &v))
+    return TRUE;
+  if (!json_object_is_type (v, json_type_boolean))
+    return fail (error, path, _("“%s” must be true or false"), key);
+  *out = json_object_get_boolean (v);
   return TRUE;
 }
 
@@ -172,6 +245,7 @@ get_figure (NapkinArch  *arch,
             GError     **error)
 {
   g_autofree char *path = g_strdup_printf ("%s%s%s", parent_path, *parent_path ? "." : "", key);
+  g_autofree char *text = NULL;
   json_object *obj = NULL, *value = NULL, *source = NULL;
   double v;
 
@@ -185,18 +259,21 @@ get_figure (NapkinArch  *arch,
   if (!json_object_object_get_ex (obj, "source", &source) || !json_object_is_type (source, json_type_string)
       || json_object_get_string_len (source) == 0)
     return fail (error, path, _("every figure needs a “source” (datasheet, whitepaper or measured)"));
+  if (!check_keys (obj, path, (const char * const[]) { "value", "source", NULL }, error)
+      || !get_text (obj, path, "source", TRUE, MAX_SOURCE_CHARS, &text, error))
+    return FALSE;
   v = json_object_get_double (value);
   if (!isfinite (v) || v < min || v > max)
     return fail (error, path, _("value %g is outside [%g, %g]"), v, min, max);
   *out = v;
   if (!g_hash_table_contains (arch->sources, path))
     g_ptr_array_add (arch->source_order, g_strdup (path));
-  g_hash_table_insert (arch->sources, g_strdup (path), g_strdup (json_object_get_string (source)));
+  g_hash_table_insert (arch->sources, g_strdup (path), g_steal_pointer (&text));
   return TRUE;
 }
 
-static const char *collective_keys[NAPKIN_N_COLLECTIVES] = {
-  "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+static const char *collective_keys[NAPKIN_N_COLLECTIVES + 1] = {
+  "all_reduce", "all_gather", "reduce_scatter", "all_to_all", NULL,
 };
 
 /* One tier of the optional "interconnect" object (docs/model.md, "Collectives"). */
@@ -212,19 +289,25 @@ get_link_tier (NapkinArch     *arch,
   g_autofree char *bpath = g_strdup_printf ("%s.bus_bandwidth_bytes_per_s", path);
   double v;
 
-  if (!get_string (obj, "link", TRUE, &tier->link, error))
+  static const char * const network_keys[] = {
+    "link", "link_bandwidth_bytes_per_s", "latency_us", "cta_bus_bandwidth_bytes_per_s", "overlap_drain_share",
+    "overlap_compute_loss", "bus_bandwidth_bytes_per_s", NULL,
+  };
+  static const char * const node_keys[] = {
+    "link", "link_bandwidth_bytes_per_s", "latency_us", "cta_bus_bandwidth_bytes_per_s", "overlap_drain_share",
+    "overlap_compute_loss", "bus_bandwidth_bytes_per_s", "links", "nvswitch", "gpus_per_node", "network", NULL,
+  };
+
+  (void) value;
+  if (!check_keys (obj, path, node ? node_keys : network_keys, error)
+      || !get_text (obj, path, "link", TRUE, MAX_NAME_CHARS, &tier->link, error))
     return FALSE;
   if (node)
     {
-      if (!get_figure (arch, obj, path, "links", 0, 64, &v, error))
+      if (!get_figure (arch, obj, path, "links", 0, 64, &v, error)
+          || !get_bool (obj, "interconnect.nvswitch", "nvswitch", &tier->nvswitch, error))
         return FALSE;
       tier->links = v;
-      if (json_object_object_get_ex (obj, "nvswitch", &value))
-        {
-          if (!json_object_is_type (value, json_type_boolean))
-            return fail (error, "interconnect.nvswitch", "expected true or false");
-          tier->nvswitch = json_object_get_boolean (value);
-        }
     }
   if (!get_figure (arch, obj, path, "link_bandwidth_bytes_per_s", 1e6, 1e15, &tier->link_bandwidth, error)
       || !get_figure (arch, obj, path, "latency_us", 0, 1e6, &tier->latency_s, error))
@@ -237,7 +320,8 @@ get_link_tier (NapkinArch     *arch,
       || (json_object_object_get_ex (obj, "overlap_compute_loss", NULL)
           && !get_figure (arch, obj, path, "overlap_compute_loss", 0, 1, &tier->overlap_compute_loss, error)))
     return FALSE;
-  if (!(bus = get_object (obj, path, "bus_bandwidth_bytes_per_s", error)))
+  if (!(bus = get_object (obj, path, "bus_bandwidth_bytes_per_s", error))
+      || !check_keys (bus, bpath, collective_keys, error))
     return FALSE;
   for (guint k = 0; k < NAPKIN_N_COLLECTIVES; k++)
     if (!get_figure (arch, bus, bpath, collective_keys[k], 1e6, 1e15, &tier->bus_bandwidth[k], error))
@@ -272,16 +356,70 @@ get_interconnect (NapkinArch  *arch,
   return TRUE;
 }
 
+/* The fields of a profile (docs/model.md): anything else is a typo or a newer format. */
+static const char * const profile_keys[] = {
+  "format", "version", "id", "name", "family", "compute_capability", "sources", "sms", "clock_mhz",
+  "tensor_clock_mhz", "max_threads_per_sm", "max_blocks_per_sm", "registers_per_sm", "max_registers_per_thread",
+  "launch_overhead_s", "levels", "tensor", "tensor_mma_sync", "cuda", "sfu", "tensor_paths", "energy_pj_per_flop",
+  "interconnect", NULL,
+};
+
+/* "9.0", "10.0", "8.9": the major 1 … 99 without a leading zero, the minor one digit.
+ * It becomes sm_90a, sm_100a in generated code and compiler flags. */
+static gboolean
+compute_capability_is_valid (const char *cc)
+{
+  return g_regex_match_simple ("^[1-9][0-9]?\\.[0-9]$", cc, 0, 0);
+}
+
 /* A short name; '-' is allowed after the first character because
  * `napkin-cli calibrate` names its profiles "<id>-measured". */
 static gboolean
 arch_id_is_valid (const char *id)
 {
-  if (id == NULL || !(g_ascii_isalnum (id[0]) || id[0] == '_') || strlen (id) > 64)
+  if (id == NULL || !(g_ascii_isalnum (id[0]) || id[0] == '_') || strlen (id) > MAX_ID_CHARS)
     return FALSE;
   for (const char *p = id + 1; *p; p++)
     if (!(g_ascii_isalnum (*p) || *p == '_' || *p == '-'))
       return FALSE;
+  return TRUE;
+}
+
+/* The element types a path multiplies: "operands": ["fp16", "bf16", …]. */
+static gboolean
+path_operands_from_json (NapkinTensorPath *tp,
+                         const char       *path,
+                         json_object      *obj,
+                         GError          **error)
+{
+  g_autoptr(GString) others = g_string_new (NULL);
+  json_object *v;
+
+  if (!json_object_object_get_ex (obj, "operands", &v) || !json_object_is_type (v, json_type_array)
+      || json_object_array_length (v) == 0 || json_object_array_length (v) > 16)
+    return fail (error, path, _("“operands” must list the element types it multiplies"));
+  for (size_t i = 0; i < json_object_array_length (v); i++)
+    {
+      json_object *item = json_object_array_get_idx (v, i);
+      const char *t = json_object_is_type (item, json_type_string) ? json_object_get_string (item) : NULL;
+      gboolean known = FALSE;
+
+      for (NapkinTensorClass c = 0; t && c < NAPKIN_N_TENSOR_CLASSES; c++)
+        if (strcmp (t, tensor_class_names[c]) == 0)
+          tp->classes |= 1u << c, known = TRUE;
+      if (!known && t && (strcmp (t, "fp6") == 0 || strcmp (t, "fp4") == 0) && strstr (others->str, t) == NULL)
+        g_string_append_printf (others, "%s%s", others->len ? " " : "", t), known = TRUE;
+      if (!known && t && (strcmp (t, "fp6") == 0 || strcmp (t, "fp4") == 0))
+        known = TRUE;   /* listed twice: once is enough */
+      if (!known)
+        {
+          g_autofree char *shown = napkin_text_quoted (t ? t : json_object_to_json_string (item));
+
+          return fail (error, path, _("operands[%zu]: unknown type %s (fp16, bf16, tf32, fp8, int8, fp6, fp4)"),
+                       i, shown);
+        }
+    }
+  tp->other_operands = others->len ? g_strdup (others->str) : NULL;
   return TRUE;
 }
 
@@ -293,65 +431,61 @@ tensor_path_from_json (NapkinTensorPath *tp,
                        json_object      *obj,
                        GError          **error)
 {
+  static const char * const keys[] = {
+    "operands", "a_from", "b_from", "accumulator", "rows", "cta_pair", "tmem_bytes_per_sm", "tma", "generated",
+    "source", NULL,
+  };
   g_autofree char *path = g_strdup_printf ("tensor_paths.%s", name);
-  g_autoptr(GString) others = g_string_new (NULL);
+  gboolean pair = FALSE;
   json_object *v;
 
   if (!json_object_is_type (obj, json_type_object))
     return fail (error, path, _("expected an object"));
+  if (!check_keys (obj, path, keys, error))
+    return FALSE;
   tp->present = TRUE;
   tp->cta_pair = 1;
-  if (!json_object_object_get_ex (obj, "operands", &v) || !json_object_is_type (v, json_type_array)
-      || json_object_array_length (v) == 0)
-    return fail (error, path, _("“operands” must list the element types it multiplies"));
-  for (size_t i = 0; i < json_object_array_length (v); i++)
+  if (!path_operands_from_json (tp, path, obj, error))
+    return FALSE;
+  for (guint k = 1; k < 4; k++)
     {
-      const char *t = json_object_get_string (json_object_array_get_idx (v, i));
-      gboolean known = FALSE;
-
-      for (NapkinTensorClass c = 0; t && c < NAPKIN_N_TENSOR_CLASSES; c++)
-        if (strcmp (t, tensor_class_names[c]) == 0)
-          tp->classes |= 1u << c, known = TRUE;
-      if (!known && t && (strcmp (t, "fp6") == 0 || strcmp (t, "fp4") == 0))
-        g_string_append_printf (others, "%s%s", others->len ? " " : "", t), known = TRUE;
-      if (!known)
-        return fail (error, path, _("operands[%zu]: unknown type “%s” (fp16, bf16, tf32, fp8, int8, fp6, fp4)"),
-                     i, t ? t : "");
-    }
-  tp->other_operands = others->len ? g_strdup (others->str) : NULL;
-  for (guint k = 0; k < 3; k++)
-    {
-      static const char *keys[] = { "a_from", "b_from", "accumulator" };
       const char *t;
 
       if (!json_object_object_get_ex (obj, keys[k], &v) || !json_object_is_type (v, json_type_string))
         return fail (error, path, _("“%s” must be \"registers\", \"smem\" or \"tmem\""), keys[k]);
       t = json_object_get_string (v);
       if (strcmp (t, "registers") != 0 && strcmp (t, "smem") != 0 && strcmp (t, "tmem") != 0)
-        return fail (error, path, _("%s: “%s” is not registers, smem or tmem"), keys[k], t);
-      if (k == 0) tp->a_smem = strcmp (t, "smem") == 0;
-      if (k == 1) tp->b_smem = strcmp (t, "smem") == 0;
-      if (k == 2) tp->accumulator_tmem = strcmp (t, "tmem") == 0;
+        {
+          g_autofree char *shown = napkin_text_quoted (t);
+
+          return fail (error, path, _("%s: %s is not registers, smem or tmem"), keys[k], shown);
+        }
+      if (k == 1) tp->a_smem = strcmp (t, "smem") == 0;
+      if (k == 2) tp->b_smem = strcmp (t, "smem") == 0;
+      if (k == 3) tp->accumulator_tmem = strcmp (t, "tmem") == 0;
     }
-  if (json_object_object_get_ex (obj, "rows", &v))
-    tp->rows = json_object_get_int (v);
-  if (tp->rows < 1 || tp->rows > 512)
-    return fail (error, path, _("“rows” (rows of A one issuing unit covers) must be 1 … 512"));
-  if (json_object_object_get_ex (obj, "cta_pair", &v))
-    tp->cta_pair = json_object_get_boolean (v) ? 2 : 1;
+  if (!json_object_object_get_ex (obj, "rows", &v) || !json_object_is_type (v, json_type_int)
+      || json_object_get_int64 (v) < 1 || json_object_get_int64 (v) > 512)
+    return fail (error, path, _("“rows” (rows of A one issuing unit covers) must be a whole number 1 … 512"));
+  tp->rows = json_object_get_int64 (v);
+  if (!get_bool (obj, path, "cta_pair", &pair, error)
+      || !get_bool (obj, path, "tma", &tp->tma, error)
+      || !get_bool (obj, path, "generated", &tp->generated, error))
+    return FALSE;
+  tp->cta_pair = pair ? 2 : 1;
   if (json_object_object_get_ex (obj, "tmem_bytes_per_sm", &v))
-    tp->tmem_bytes_per_sm = json_object_get_double (v);
+    {
+      if (!(json_object_is_type (v, json_type_int) || json_object_is_type (v, json_type_double))
+          || !isfinite (json_object_get_double (v)) || json_object_get_double (v) < 0
+          || json_object_get_double (v) > 1e9)
+        return fail (error, path, _("“tmem_bytes_per_sm” must be a number of bytes, 0 … 1e9"));
+      tp->tmem_bytes_per_sm = json_object_get_double (v);
+    }
   if (tp->accumulator_tmem && !(tp->tmem_bytes_per_sm > 0))
     return fail (error, path, _("an accumulator in tensor memory needs “tmem_bytes_per_sm”"));
-  if (json_object_object_get_ex (obj, "tma", &v))
-    tp->tma = json_object_get_boolean (v);
-  if (json_object_object_get_ex (obj, "generated", &v))
-    tp->generated = json_object_get_boolean (v);
-  if (!json_object_object_get_ex (obj, "source", &v) || !json_object_is_type (v, json_type_string)
-      || json_object_get_string_len (v) == 0)
+  if (!json_object_object_get_ex (obj, "source", NULL))
     return fail (error, path, _("every path needs a “source”"));
-  tp->source = g_strdup (json_object_get_string (v));
-  return TRUE;
+  return get_text (obj, path, "source", TRUE, MAX_SOURCE_CHARS, &tp->source, error);
 }
 
 /* A figure into dest, or FALSE from the helper that reads it. */
@@ -376,13 +510,41 @@ arch_header_from_json (NapkinArch  *arch,
       || json_object_get_int (obj) != 1)
     return fail (error, "version", "expected 1");
 
-  if (!get_string (root, "id", TRUE, &arch->id, error)
-      || !get_string (root, "name", TRUE, &arch->name, error)
-      || !get_string (root, "family", FALSE, &arch->family, error)
-      || !get_string (root, "compute_capability", FALSE, &arch->compute_capability, error))
+  if (!check_keys (root, "", profile_keys, error))
     return FALSE;
-  if (!arch_id_is_valid (arch->id))
-    return fail (error, "id", "“%s” is not a short name (letters, digits, _ and -)", arch->id);
+  if (!json_object_object_get_ex (root, "id", &obj) || !json_object_is_type (obj, json_type_string)
+      || !arch_id_is_valid (json_object_get_string (obj)))
+    {
+      g_autofree char *shown = napkin_text_quoted (obj ? json_object_get_string (obj) : "");
+
+      return fail (error, "id", _("%s is not a short name (at most %d letters, digits, _ and -)"), shown,
+                   MAX_ID_CHARS);
+    }
+  arch->id = g_strdup (json_object_get_string (obj));
+  if (!get_text (root, "", "name", TRUE, MAX_NAME_CHARS, &arch->name, error)
+      || !get_text (root, "", "family", FALSE, MAX_ID_CHARS, &arch->family, error)
+      || !get_text (root, "", "compute_capability", FALSE, 32, &arch->compute_capability, error))
+    return FALSE;
+  if (arch->compute_capability != NULL && !compute_capability_is_valid (arch->compute_capability))
+    {
+      g_autofree char *shown = napkin_text_quoted (arch->compute_capability);
+
+      return fail (error, "compute_capability", _("%s is not MAJOR.MINOR, two small whole numbers (9.0, 10.0, 8.9)"),
+                   shown);
+    }
+  if (json_object_object_get_ex (root, "sources", &obj))
+    {
+      if (!json_object_is_type (obj, json_type_object))
+        return fail (error, "sources", _("expected an object of texts"));
+      json_object_object_foreach (obj, key, value)
+        {
+          g_autofree char *text = NULL;
+
+          (void) value;
+          if (!get_text (obj, "sources", key, TRUE, MAX_SOURCE_CHARS, &text, error))
+            return FALSE;
+        }
+    }
   return TRUE;
 }
 
@@ -417,7 +579,8 @@ arch_levels_from_json (NapkinArch  *arch,
   json_object *levels;
   double v;
 
-  if (!(levels = get_object (root, "", "levels", error)))
+  if (!(levels = get_object (root, "", "levels", error))
+      || !check_keys (levels, "levels", (const char * const[]) { "hbm", "l2", "smem", "registers", NULL }, error))
     return FALSE;
   for (NapkinLevel l = 0; l < NAPKIN_N_LEVELS; l++)
     {
@@ -425,8 +588,14 @@ arch_levels_from_json (NapkinArch  *arch,
       g_autofree char *lpath = g_strdup_printf ("levels.%s", name);
       json_object *level = get_object (levels, "levels", name, error);
       NapkinArchLevel *al = &arch->levels[l];
+      const char * const keys[] = {
+        "capacity_bytes", "energy_pj_per_byte",
+        l == NAPKIN_LEVEL_HBM ? "bandwidth_bytes_per_s" : "bandwidth_bytes_per_clock",
+        l == NAPKIN_LEVEL_HBM ? "latency_ns" : l == NAPKIN_LEVEL_SMEM ? "max_per_block_bytes" : NULL,
+        l == NAPKIN_LEVEL_SMEM ? "reserved_per_block_bytes" : NULL, NULL,
+      };
 
-      if (level == NULL)
+      if (level == NULL || !check_keys (level, lpath, keys, error))
         return FALSE;
       FIG (level, lpath, "capacity_bytes", 1, 1e15, al->capacity_bytes);
       if (l == NAPKIN_LEVEL_HBM)
@@ -464,7 +633,8 @@ arch_tensor_from_json (NapkinArch  *arch,
   json_object *obj, *tensor;
   double v;
 
-  if (!(tensor = get_object (root, "", "tensor", error)))
+  if (!(tensor = get_object (root, "", "tensor", error))
+      || !check_keys (tensor, "tensor", tensor_class_names, error))
     return FALSE;
   for (NapkinTensorClass c = 0; c < NAPKIN_N_TENSOR_CLASSES; c++)
     FIG (tensor, "tensor", tensor_class_names[c], 0, 1e7, arch->tensor_per_sm_clock[c]);
@@ -522,6 +692,12 @@ arch_tensor_paths_from_json (NapkinArch  *arch,
           if (!tensor_path_from_json (&arch->tensor_paths[p], key, val, error))
             return FALSE;
         }
+      /* The model and the plan fall back to mma.sync at fp16 (napkin_arch_best_path):
+       * without it a kernel would have no path, and its rows would divide by zero. */
+      if (!arch->tensor_paths[NAPKIN_TENSOR_PATH_MMA_SYNC].present
+          || !(arch->tensor_paths[NAPKIN_TENSOR_PATH_MMA_SYNC].classes & (1u << NAPKIN_TENSOR_FP16)))
+        return fail (error, "tensor_paths", _("needs “mma.sync” multiplying fp16, the path every kernel can "
+                                              "fall back to"));
     }
   else
     {
@@ -549,7 +725,8 @@ arch_cuda_from_json (NapkinArch  *arch,
   json_object *cuda;
   double v;
 
-  if (!(cuda = get_object (root, "", "cuda", error)))
+  if (!(cuda = get_object (root, "", "cuda", error))
+      || !check_keys (cuda, "cuda", (const char * const[]) { "fp32", "fp16", NULL }, error))
     return FALSE;
   FIG (cuda, "cuda", "fp32", 1, 1e6, arch->cuda_fp32_per_sm_clock);
   FIG (cuda, "cuda", "fp16", 1, 1e6, arch->cuda_fp16_per_sm_clock);
@@ -566,7 +743,8 @@ arch_energy_from_json (NapkinArch  *arch,
   json_object *energy;
   double v;
 
-  if (!(energy = get_object (root, "", "energy_pj_per_flop", error)))
+  if (!(energy = get_object (root, "", "energy_pj_per_flop", error))
+      || !check_keys (energy, "energy_pj_per_flop", (const char * const[]) { "tensor", "cuda", NULL }, error))
     return FALSE;
   FIG (energy, "energy_pj_per_flop", "tensor", 0, 1e4, arch->energy_pj_per_tensor_flop);
   FIG (energy, "energy_pj_per_flop", "cuda", 0, 1e4, arch->energy_pj_per_cuda_flop);
@@ -610,6 +788,21 @@ napkin_arch_load_from_data (const char *data,
 
   if (length < 0)
     length = strlen (data);
+  /* Syntax, nesting and text (UTF-8, no NUL) as a diagram's (napkin-json-scan.h). */
+  {
+    g_autoptr(GError) local = NULL;
+    gsize root_start, root_end;
+
+    if (!napkin_json_check (data, length, &root_start, &root_end, &local))
+      {
+        g_autofree char *shown = napkin_text_shown (local->message, -1, 400);
+
+        g_set_error (error, NAPKIN_ARCH_ERROR,
+                     local->code == NAPKIN_DOCUMENT_ERROR_PARSE ? NAPKIN_ARCH_ERROR_PARSE : NAPKIN_ARCH_ERROR_FORMAT,
+                     "%s", shown);
+        return NULL;
+      }
+  }
   root = json_tokener_parse_ex (tok, data, length);
   jerr = json_tokener_get_error (tok);
   if (root == NULL || jerr != json_tokener_success)
@@ -630,7 +823,8 @@ napkin_arch_load_from_file (const char *path,
   GError *local = NULL;
   NapkinArch *arch;
 
-  if (!g_file_get_contents (path, &data, &length, &local))
+  /* A pipe or a device in the profile folder is refused at once (docs/security.md). */
+  if (!(data = napkin_file_read_bounded (path, NAPKIN_ARCH_MAX_FILE_SIZE, &length, &local)))
     {
       g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_IO, "%s", local->message);
       g_error_free (local);
@@ -639,7 +833,9 @@ napkin_arch_load_from_file (const char *path,
   arch = napkin_arch_load_from_data (data, length, &local);
   if (arch == NULL)
     {
-      g_set_error (error, local->domain, local->code, "%s: %s", path, local->message);
+      g_autofree char *shown = napkin_text_shown (path, -1, 200);
+
+      g_set_error (error, local->domain, local->code, "%s: %s", shown, local->message);
       g_error_free (local);
       return NULL;
     }
@@ -1351,6 +1547,19 @@ napkin_arch_save (const NapkinArch  *arch,
   root = napkin_arch_to_json (arch);
   text = json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
                                                | JSON_C_TO_STRING_NOSLASHESCAPE);
+  /* What is written loads back: a name too long or an id past 64 characters would
+   * make a profile that every later session skips (docs/security.md, "Profiles"). */
+  {
+    NapkinArch *back = napkin_arch_load_from_data (text, -1, &local_error);
+
+    if (back == NULL)
+      {
+        g_set_error (error, NAPKIN_ARCH_ERROR, NAPKIN_ARCH_ERROR_FORMAT, _("not saved: %s"), local_error->message);
+        json_object_put (root);
+        return FALSE;
+      }
+    napkin_arch_unref (back);
+  }
   /* a temporary file renamed over the profile: never half-written */
   ok = napkin_file_write_atomic (path, text, strlen (text), &local_error);
   json_object_put (root);

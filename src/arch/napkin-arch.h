@@ -150,6 +150,9 @@ typedef struct
   gint            ref_count;
 } NapkinArch;
 
+/* The largest profile read: the bundled ones are under 16 KB. */
+#define NAPKIN_ARCH_MAX_FILE_SIZE (1024 * 1024)
+
 NapkinArch        *napkin_arch_ref                (NapkinArch        *arch);
 void               napkin_arch_unref              (NapkinArch        *arch);
 NapkinArch        *napkin_arch_load_from_data     (const char        *data,

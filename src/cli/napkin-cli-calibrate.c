@@ -275,7 +275,11 @@ calibrate_datasheet (const char  *gpu,
       fprintf (stderr, _("napkin-cli calibrate: no datasheet profile “%s” (napkin-cli archs lists them)\n"), *base);
       return NULL;
     }
-  profile = json_object_from_file (datasheet->path);
+  {
+    g_autofree char *text = napkin_file_read_bounded (datasheet->path, NAPKIN_ARCH_MAX_FILE_SIZE, NULL, NULL);
+
+    profile = text != NULL ? json_tokener_parse (text) : NULL;
+  }
   if (profile == NULL)
     fprintf (stderr, _("napkin-cli calibrate: cannot read the datasheet profile %s\n"), datasheet->path);
   return profile;
@@ -336,6 +340,18 @@ calibrate_write (json_object  *profile,
       g_mkdir_with_parents (dir, 0755);
       *output = g_build_filename (dir, file, NULL);
     }
+  /* a measured profile loads back, or it is not written (docs/security.md, "Profiles") */
+  {
+    NapkinArch *back = napkin_arch_load_from_data (text, -1, &error);
+
+    if (back == NULL)
+      {
+        fprintf (stderr, "napkin-cli calibrate: the measured profile would not load, not written: %s\n",
+                 error->message);
+        return FALSE;
+      }
+    napkin_arch_unref (back);
+  }
   if (!napkin_file_write_atomic (*output, text, strlen (text), &error))
     {
       fprintf (stderr, "napkin-cli calibrate: %s\n", error->message);

@@ -144,6 +144,19 @@ napkin_cli_codegen (int    argc,
       goto write;
     }
 
+  /* Code to run only for what the model calls feasible: analyze, plan and codegen
+   * give one verdict and one exit status (docs/cli.md). */
+  if (!plain && !check && !g_str_equal (target, "pseudo"))
+    {
+      g_autofree char *infeasible = napkin_cli_infeasible_reason (diagram, profile, FALSE, NAPKIN_DTYPE_FP32);
+
+      if (infeasible != NULL)
+        {
+          fprintf (stderr, _("%s: INFEASIBLE on %s: %s\n"), argv[1], profile->id, infeasible);
+          return NAPKIN_CLI_FAILED;
+        }
+    }
+
   /* the plan first: its diagram (the plan's own regions, casts folded) is what runs */
   if (!plain)
     {

@@ -15,6 +15,7 @@
 #include "napkin-cli.h"
 #include "napkin-error.h"
 #include "napkin-file.h"
+#include "napkin-text.h"
 #if __has_include("napkin-tune.h")
 #include "napkin-tune.h"
 #define apply_tile_spec napkin_tune_apply_spec   /* also REGION.stages=N */
@@ -82,6 +83,20 @@ check_output (int    argc,
       output = *(char **) e->arg_data;
   if (output == NULL)
     return TRUE;
+  /* Files are written atomically, by renaming a new file over OUT: a folder, a device
+   * or a pipe there is refused now, not after the work (napkin_file_write_atomic). */
+  {
+    GStatBuf st;
+
+    if (g_stat (output, &st) == 0 && !S_ISREG (st.st_mode))
+      {
+        g_autofree char *shown = napkin_text_shown (output, -1, 200);
+
+        napkin_cli_usage_error (argv[0], _("-o %s is not a regular file (a folder, a device or a pipe); choose a "
+                                           "file to write"), shown);
+        return FALSE;
+      }
+  }
   for (int i = 1; i < argc; i++)
     if (same_file (argv[i], output))
       {
@@ -211,23 +226,80 @@ napkin_cli_overrides_clear (NapkinCliOverrides *overrides)
   g_clear_pointer (&overrides->tiles, g_strfreev);
 }
 
+NapkinArchRegistry *
+napkin_cli_registry (void)
+{
+  static gsize warned;
+  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+
+  if (g_once_init_enter (&warned))
+    {
+      const GPtrArray *errors = napkin_arch_registry_errors (reg);
+
+      for (guint i = 0; i < errors->len; i++)
+        fprintf (stderr, _("napkin-cli: warning: skipped architecture file: %s\n"),
+                 (const char *) g_ptr_array_index (errors, i));
+      g_once_init_leave (&warned, 1);
+    }
+  return reg;
+}
+
+NapkinArch *
+napkin_cli_note_arch (NapkinArch *arch)
+{
+  static GHashTable *noted;   /* the ids already noted, once per process */
+  g_autofree char *origin = NULL;
+  g_autofree char *shown = NULL;
+
+  if (arch == NULL || (origin = napkin_arch_dup_origin (arch)) == NULL)
+    return arch;
+  if (noted == NULL)
+    noted = g_hash_table_new (g_str_hash, g_str_equal);
+  if (!g_hash_table_add (noted, arch->id))
+    return arch;
+  /* the paths are someone else's: escaped and cut */
+  shown = napkin_text_shown (origin, -1, 600);
+  fprintf (stderr, _("napkin-cli: note: %s\n"), shown);
+  return arch;
+}
+
+/* "sm_90a", "compute_100", "sm_89": the compute capability "9.0", "10.0", "8.9", or
+ * NULL when `id` is no compute target. */
+static char *
+target_capability (const char *id)
+{
+  const char *digits;
+  guint64 number;
+  char *end = NULL;
+
+  if (g_str_has_prefix (id, "sm_"))
+    digits = id + 3;
+  else if (g_str_has_prefix (id, "compute_"))
+    digits = id + 8;
+  else
+    return NULL;
+  if (!g_ascii_isdigit (*digits))
+    return NULL;
+  number = g_ascii_strtoull (digits, &end, 10);
+  if (end - digits < 2 || end - digits > 3 || (*end != '\0' && !(end[0] == 'a' && end[1] == '\0')))
+    return NULL;
+  return g_strdup_printf ("%u.%u", (guint) (number / 10), (guint) (number % 10));
+}
+
 NapkinArch *
 napkin_cli_lookup_arch (const char *command,
                         const char *id)
 {
-  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+  NapkinArchRegistry *reg = napkin_cli_registry ();
   g_autoptr(GError) error = NULL;
+  g_autofree char *cc = NULL;
   NapkinArch *arch;
-  int major = 0, minor = 0;
 
   if (id == NULL)
     id = "h100";
   /* a compute target: the first profile of that compute capability */
-  if ((g_str_has_prefix (id, "sm_") || g_str_has_prefix (id, "compute_"))
-      && sscanf (strchr (id, '_') + 1, "%1d%1d", &major, &minor) == 2)
+  if ((cc = target_capability (id)) != NULL)
     {
-      g_autofree char *cc = g_strdup_printf ("%d.%d", major, minor);
-
       for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
         {
           arch = napkin_arch_registry_get (reg, i);
@@ -240,17 +312,7 @@ napkin_cli_lookup_arch (const char *command,
   arch = napkin_arch_registry_lookup (reg, id, &error);
   if (arch == NULL)
     napkin_cli_usage_error (command, _("--arch: %s"), error->message);
-  return arch ? napkin_cli_note_arch (arch) : NULL;
-}
-
-NapkinArch *
-napkin_cli_note_arch (NapkinArch *arch)
-{
-  g_autofree char *origin = arch ? napkin_arch_dup_origin (arch) : NULL;
-
-  if (origin != NULL)
-    fprintf (stderr, _("napkin-cli: note: %s\n"), origin);
-  return arch;
+  return napkin_cli_note_arch (arch);
 }
 
 int

@@ -9,6 +9,7 @@
 #include "napkin-cli.h"
 #include "napkin-file.h"
 #include "napkin-import.h"
+#include "napkin-text.h"
 #include "napkin-validate.h"
 
 /* napkin-cli import FILE [-o OUT]: einsum text or the exporter's graph JSON to a
@@ -29,6 +30,8 @@ napkin_cli_import (int    argc,
   g_autoptr(NapkinDiagram) diagram = NULL;
   g_autoptr(GError) error = NULL;
   g_autofree char *text = NULL;
+  gsize length = 0;
+  gboolean resized;
 
   context = napkin_cli_context_new ("import", "FILE",
                                     "Build a diagram from einsum-style text or from the graph JSON that\n"
@@ -55,6 +58,7 @@ napkin_cli_import (int    argc,
       fprintf (stderr, "napkin-cli import: %s\n", error->message);
       return NAPKIN_CLI_FAILED;
     }
+  resized = overrides.axes != NULL;
   for (guint i = 0; overrides.axes && overrides.axes[i]; i++)
     if (!napkin_diagram_override_axis (diagram, overrides.axes[i], &error))
       {
@@ -73,19 +77,36 @@ napkin_cli_import (int    argc,
         *dot = '\0';
       napkin_diagram_set_title (diagram, base);
     }
-  if (!napkin_diagram_validate (diagram, &error))
-    {
-      fprintf (stderr, "napkin-cli import: %s: %s\n", argv[1], error->message);
-      return NAPKIN_CLI_FAILED;
-    }
+  text = napkin_diagram_save_to_data (diagram, &length);
+  /* What is written is what the loader reads: an import never makes a file that
+   * Napkin then refuses (docs/security.md, "Importers"). The importer checked the
+   * diagram's meaning; resized axes are checked again. */
+  {
+    g_autoptr(NapkinDiagram) back = length <= NAPKIN_MAX_FILE_SIZE
+                                    ? napkin_diagram_load_from_data (text, length,
+                                                                     resized ? NAPKIN_LOAD_VALIDATE : NAPKIN_LOAD_DEFAULT,
+                                                                     &error)
+                                    : NULL;
 
-  text = napkin_diagram_save_to_data (diagram, NULL);
+    if (back == NULL)
+      {
+        g_autofree char *shown = napkin_text_shown (argv[1], -1, 200);
+
+        if (error == NULL)
+          fprintf (stderr, "napkin-cli import: %s: the diagram would take %" G_GSIZE_FORMAT " bytes, more than "
+                   "the %d Napkin reads\n", shown, length, NAPKIN_MAX_FILE_SIZE);
+        else
+          fprintf (stderr, "napkin-cli import: %s: the import makes a diagram Napkin would refuse: %s\n", shown,
+                   error->message);
+        return NAPKIN_CLI_FAILED;
+      }
+  }
   if (output == NULL)
     {
       fputs (text, stdout);
       return NAPKIN_CLI_OK;
     }
-  if (!napkin_file_write_atomic (output, text, strlen (text), &error))
+  if (!napkin_file_write_atomic (output, text, length, &error))
     {
       fprintf (stderr, "napkin-cli import: %s\n", error->message);
       return NAPKIN_CLI_FAILED;

@@ -10,6 +10,7 @@
 #include "napkin-cli.h"
 #include "napkin-error.h"
 #include "napkin-json-private.h"
+#include "napkin-text.h"
 
 static json_object *
 flops_to_json (const NapkinFlops *flops)
@@ -138,32 +139,12 @@ info_to_json (NapkinDiagram *diagram,
   return root;
 }
 
-/* Free text from a file, for a terminal: control characters (escape sequences could
- * rewrite the screen or the window title) and bidi overrides are shown as \uXXXX. */
-static char *
-printable (const char *text)
-{
-  GString *out = g_string_new (NULL);
-
-  for (const char *p = text; p && *p; p = g_utf8_next_char (p))
-    {
-      gunichar c = g_utf8_get_char (p);
-
-      if (c < 0x20 || (c >= 0x7f && c < 0xa0) || (c >= 0x202a && c <= 0x202e)
-          || (c >= 0x2066 && c <= 0x2069))
-        g_string_append_printf (out, "\\u%04x", c);
-      else
-        g_string_append_unichar (out, c);
-    }
-  return g_string_free (out, FALSE);
-}
-
 static void
 print_text (NapkinDiagram *diagram,
             const char    *path)
 {
-  g_autofree char *title = printable (napkin_diagram_get_title (diagram));
-  g_autofree char *shown_path = printable (path);
+  g_autofree char *title = napkin_text_shown (napkin_diagram_get_title (diagram), -1, 0);
+  g_autofree char *shown_path = napkin_text_shown (path, -1, 0);
   NapkinFlops total;
 
   printf ("%s%s%s\n", shown_path, napkin_diagram_get_title (diagram) ? ": " : "", title);

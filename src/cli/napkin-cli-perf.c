@@ -47,12 +47,28 @@ print_json (json_object *root)
 static NapkinArchRegistry *
 registry (void)
 {
-  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
-  const GPtrArray *errors = napkin_arch_registry_errors (reg);
+  return napkin_cli_registry ();
+}
 
-  for (guint i = 0; i < errors->len; i++)
-    fprintf (stderr, _("napkin-cli: warning: skipped architecture file: %s\n"), (const char *) g_ptr_array_index (errors, i));
-  return reg;
+/* ---- the verdict plan, analyze and codegen share ---------------------------------------------- */
+
+char *
+napkin_cli_infeasible_reason (NapkinDiagram *diagram,
+                              NapkinArch    *arch,
+                              gboolean       has_dtype,
+                              NapkinDtype    dtype)
+{
+  NapkinAnalyzeOptions options = { has_dtype, dtype, TRUE, FALSE, FALSE, 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) a = napkin_analyze (diagram, arch, &options, &error);
+
+  if (a == NULL)
+    return g_strdup (error->message);
+  if (a->feasible)
+    return NULL;
+  /* the first error is the reason, as analyze says it */
+  return g_strdup (a->errors->len > 0 ? (const char *) g_ptr_array_index (a->errors, 0)
+                                      : _("infeasible (the model gives no reason)"));
 }
 
 /* ---- archs --------------------------------------------------------------------------------- */
@@ -100,6 +116,7 @@ napkin_cli_archs (int    argc,
           json_object_object_add (obj, "id", json_object_new_string (a->id));
           json_object_object_add (obj, "name", json_object_new_string (a->name));
           json_object_object_add (obj, "path", json_object_new_string (a->path));
+          json_object_object_add (obj, "hides", a->shadows ? json_object_new_string (a->shadows) : NULL);
           json_object_object_add (obj, "sms", json_object_new_int (a->sms));
           json_object_object_add (obj, "clock_hz", json_object_new_double (a->clock_hz));
           json_object_object_add (obj, "hbm_bytes_per_s", json_object_new_double (a->levels[NAPKIN_LEVEL_HBM].bandwidth));
@@ -137,6 +154,10 @@ napkin_cli_archs (int    argc,
               bw, a->levels[NAPKIN_LEVEL_SMEM].capacity_bytes / 1024, f16, f8,
               napkin_arch_tensor_rate (a, NAPKIN_TENSOR_FP16) / a->levels[NAPKIN_LEVEL_HBM].bandwidth);
     }
+  /* the profiles that hide others of their ids say so (napkin_arch_dup_origin) */
+  for (guint i = 0; i < napkin_arch_registry_count (reg); i++)
+    if (napkin_arch_registry_get (reg, i)->shadows != NULL)
+      napkin_cli_note_arch (napkin_arch_registry_get (reg, i));
   return NAPKIN_CLI_OK;
 }
 
@@ -409,7 +430,7 @@ napkin_cli_analyze (int    argc,
   g_autofree char *dtype_str = NULL;
   g_autofree char *format_str = NULL;
   gboolean paper = FALSE, no_wgmma = FALSE, as_json = FALSE;
-  int gpus = 0;
+  int gpus = G_MININT;   /* not given */
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs); default h100", "ID" },
     { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus,
@@ -444,17 +465,15 @@ napkin_cli_analyze (int    argc,
   format = rc;
   if (!napkin_cli_parse_dtype ("analyze", dtype_str, &options.has_dtype, &options.dtype))
     return NAPKIN_CLI_USAGE;
-  arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
-  if (arch == NULL)
-    return napkin_cli_usage_error ("analyze", _("--arch: %s"), error->message);
-  napkin_cli_note_arch (arch);
+  if ((arch = napkin_cli_lookup_arch ("analyze", arch_id)) == NULL)
+    return NAPKIN_CLI_USAGE;
 
+  if (gpus != G_MININT && (gpus < 1 || gpus > 1024))
+    return napkin_cli_usage_error ("analyze", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
   if ((rc = napkin_cli_load_or_report ("analyze", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.paper = paper;
   options.no_wgmma = no_wgmma;
-  if (gpus < 0 || gpus > 1024)
-    return napkin_cli_usage_error ("analyze", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
   gpus = napkin_cli_gpus_or_region (diagram, gpus);
   /* one GPU: the whole diagram, as without a gpus region (docs/multi-gpu.md) */
   if (gpus > 1)
@@ -1118,6 +1137,7 @@ print_tune_json (NapkinTuneResult *result,
   json_object_object_add (root, "evaluated", json_object_new_int (result->evaluated));
   json_object_object_add (root, "feasible", json_object_new_int (result->feasible));
   json_object_object_add (root, "exhaustive", json_object_new_boolean (result->exhaustive));
+  json_object_object_add (root, "stopped", json_object_new_boolean (result->stopped));
   json_object_object_add (root, "seconds", json_object_new_double (elapsed));
   if (result->proposed != NULL)
     {
@@ -1175,7 +1195,8 @@ print_tune_text (const char       *file,
                  double            rho)
 {
   printf ("%s on %s: %u relabelings tried (%s), %u feasible, %.3f s\n\n", file, arch->id, result->evaluated,
-          result->exhaustive ? "all combinations" : "coordinate descent", result->feasible, elapsed);
+          result->stopped ? _("stopped at its budget for a diagram this large")
+          : result->exhaustive ? "all combinations" : "coordinate descent", result->feasible, elapsed);
   printf ("%-8s %10s %14s %-9s %14s %10s %6s  %s\n", "rank", "time", "throughput", "bound", "HBM bytes",
           "footprint", "per SM", "tiles");
   if (result->current)
@@ -1195,21 +1216,46 @@ print_tune_text (const char       *file,
     print_measured_table (measured, rho);
 }
 
+/* Whether --measure timed at least one run: without a GPU none did, and tune says so
+ * with exit 1 rather than success. */
+static gboolean
+measured_any (json_object *measured)
+{
+  for (size_t i = 0; measured != NULL && i < json_object_array_length (measured); i++)
+    if (json_object_object_get (json_object_array_get_idx (measured, i), "measured_time_s") != NULL)
+      return TRUE;
+  return FALSE;
+}
+
 /* --write: the best tiles into the file as it is on disk, without the --axis/--tile
  * overrides; a diagram without regions gets the proposed ones. */
 static int
 tune_write (const char       *file,
-            NapkinTuneResult *result)
+            NapkinTuneResult *result,
+            NapkinArch       *arch)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(NapkinDiagram) original = napkin_diagram_load_from_file (file, NAPKIN_LOAD_DEFAULT, &error);
+  g_autofree char *infeasible = NULL;
 
   /* a diagram without regions gets its derivation's, by operation id */
   for (guint r = 0; original != NULL && result->relabeled != NULL && r < napkin_diagram_n_regions (result->relabeled); r++)
     napkin_diagram_insert_item (original, NAPKIN_ITEM_REGION, napkin_diagram_n_regions (original),
                                 napkin_item_copy (NAPKIN_ITEM_REGION, napkin_diagram_region (result->relabeled, r)));
-  if (original == NULL || !napkin_tune_apply (original, g_ptr_array_index (result->best, 0), &error)
-      || !napkin_diagram_save_to_file (original, file, &error))
+  if (original == NULL || !napkin_tune_apply (original, g_ptr_array_index (result->best, 0), &error))
+    {
+      fprintf (stderr, _("%s: cannot write the best tiles: %s\n"), file, error->message);
+      return NAPKIN_CLI_FAILED;
+    }
+  /* The search may have run on other sizes or element types (--axis, --dtype): what
+   * is saved must be feasible as the file is, as analyze of it will say. */
+  if ((infeasible = napkin_cli_infeasible_reason (original, arch, FALSE, NAPKIN_DTYPE_FP32)) != NULL)
+    {
+      fprintf (stderr, _("%s: not written: the best tiles are INFEASIBLE on %s for the file as it is (without "
+                         "--axis, --tile and --dtype): %s\n"), file, arch->id, infeasible);
+      return NAPKIN_CLI_FAILED;
+    }
+  if (!napkin_diagram_save_to_file (original, file, &error))
     {
       fprintf (stderr, _("%s: cannot write the best tiles: %s\n"), file, error->message);
       return NAPKIN_CLI_FAILED;
@@ -1284,10 +1330,8 @@ napkin_cli_tune (int    argc,
     top = MAX (top, 1000);
   if (!napkin_cli_parse_dtype ("tune", dtype_str, &options.has_dtype, &options.dtype))
     return NAPKIN_CLI_USAGE;
-  arch = napkin_arch_registry_lookup (registry (), arch_id ? arch_id : "h100", &error);
-  if (arch == NULL)
-    return napkin_cli_usage_error ("tune", _("--arch: %s"), error->message);
-  napkin_cli_note_arch (arch);
+  if ((arch = napkin_cli_lookup_arch ("tune", arch_id)) == NULL)
+    return NAPKIN_CLI_USAGE;
   if ((rc = napkin_cli_load_or_report ("tune", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.top_k = top;
@@ -1335,5 +1379,10 @@ napkin_cli_tune (int    argc,
     print_tune_json (result, arch, elapsed, measured, rho);
   else
     print_tune_text (argv[1], result, arch, elapsed, measured, rho);
-  return write ? tune_write (argv[1], result) : NAPKIN_CLI_OK;
+  if (measure > 0 && !measured_any (measured))
+    {
+      fprintf (stderr, _("%s: tune --measure: no relabeling ran on a GPU (see each run's status above)\n"), argv[1]);
+      return NAPKIN_CLI_FAILED;
+    }
+  return write ? tune_write (argv[1], result, arch) : NAPKIN_CLI_OK;
 }

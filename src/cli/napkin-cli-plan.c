@@ -29,8 +29,11 @@ print_text (const NapkinPlan *plan,
               napkin_path_to_string (k->path));
       if (k->note != NULL)
         printf ("   %s\n", k->note);
-      printf ("   grid %" G_GINT64_FORMAT " × %u threads, %" G_GINT64_FORMAT " B shared memory a block, ~%u "
-              "registers a thread\n", k->grid, k->threads, k->smem_bytes, k->registers);
+      if (k->grid > 0)
+        printf ("   grid %" G_GINT64_FORMAT " × %u threads, %" G_GINT64_FORMAT " B shared memory a block, ~%u "
+                "registers a thread\n", k->grid, k->threads, k->smem_bytes, k->registers);
+      else   /* the generic lowering sizes its own launch */
+        printf ("   grid and footprint as the generic lowering launches it\n");
       if (k->reason != NULL)
         printf ("   generic because: %s\n", k->reason);
       if (k->best_note != NULL)
@@ -101,7 +104,7 @@ napkin_cli_plan (int    argc,
   g_autofree char *format = NULL;
   g_autofree char *dtype_str = NULL;
   gboolean json = FALSE, generic = FALSE;
-  int gpus = 0;
+  int gpus = G_MININT;   /* not given */
   const GOptionEntry entries[] = {
     { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture id (napkin-cli archs) or sm_XY; default h100", "ID" },
     { "gpus", 0, 0, G_OPTION_ARG_INT, &gpus,
@@ -117,6 +120,8 @@ napkin_cli_plan (int    argc,
   g_autoptr(GError) error = NULL;
   NapkinPlanOptions options = { 0 };
   NapkinArch *arch;
+  g_autofree char *infeasible = NULL;
+  int rc;
 
   context = napkin_cli_context_new ("plan", "FILE",
                                     "The kernel plan of a relabeled diagram on a GPU: for each kernel its path "
@@ -132,15 +137,11 @@ napkin_cli_plan (int    argc,
     return NAPKIN_CLI_USAGE;
   if (!napkin_cli_parse_dtype ("plan", dtype_str, &options.has_dtype, &options.dtype))
     return NAPKIN_CLI_USAGE;
-  diagram = napkin_cli_load (argv[1], &overrides, TRUE, &error);
-  napkin_cli_overrides_clear (&overrides);
-  if (diagram == NULL)
-    {
-      fprintf (stderr, _("%s: invalid: %s\n"), argv[1], error->message);
-      return NAPKIN_CLI_FAILED;
-    }
-  if (gpus < 0 || gpus > 1024)
+  /* the options first, then the file: a usage error is exit 2 before any work */
+  if (gpus != G_MININT && (gpus < 1 || gpus > 1024))
     return napkin_cli_usage_error ("plan", "--gpus: %d is not a GPU count from 1 to 1024", gpus);
+  if ((rc = napkin_cli_load_or_report ("plan", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
+    return rc;
   gpus = napkin_cli_gpus_or_region (diagram, gpus);
   /* one GPU: the whole diagram, as without a gpus region (docs/multi-gpu.md) */
   if (gpus > 1)
@@ -152,10 +153,18 @@ napkin_cli_plan (int    argc,
       fprintf (stderr, "%s: %s\n", argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }
+  /* The model prices this plan: where it calls the relabeling infeasible, so does
+   * plan (analyze's first error, exit 1). */
+  infeasible = napkin_cli_infeasible_reason (diagram, arch, options.has_dtype, options.dtype);
   if (json)
     {
       json_object *root = napkin_plan_to_json (plan);
 
+      if (infeasible != NULL)
+        {
+          json_object_object_add (root, "feasible", json_object_new_boolean (FALSE));
+          json_object_object_add (root, "infeasible", json_object_new_string (infeasible));
+        }
       json_object_object_add (root, "file", json_object_new_string (argv[1]));
       printf ("%s\n", json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED
                                                               | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -163,5 +172,7 @@ napkin_cli_plan (int    argc,
     }
   else
     print_text (plan, diagram, argv[1]);
-  return plan->feasible ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
+  if (infeasible != NULL)
+    fprintf (stderr, _("%s: INFEASIBLE on %s: %s\n"), argv[1], arch->id, infeasible);
+  return plan->feasible && infeasible == NULL ? NAPKIN_CLI_OK : NAPKIN_CLI_FAILED;
 }

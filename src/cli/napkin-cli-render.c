@@ -81,6 +81,9 @@ napkin_cli_render (int    argc,
 
   if (!napkin_render_export (diagram, output, format, scale, &error))
     {
+      /* a drawing too large is the input's: name it (a failed write names OUT) */
+      if (g_error_matches (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT))
+        g_prefix_error (&error, "%s: ", argv[1]);
       fprintf (stderr, "napkin-cli render: %s\n", error->message);
       return NAPKIN_CLI_FAILED;
     }

@@ -10,6 +10,7 @@
 #include "napkin-cli.h"
 #include "napkin-describe.h"
 #include "napkin-error.h"
+#include "napkin-file.h"
 #include "napkin-json-private.h"
 #include "napkin-schema.h"
 
@@ -110,7 +111,7 @@ napkin_cli_validate (int    argc,
           g_autofree char *text = NULL;
           gsize length = 0;
 
-          if (!g_file_get_contents (argv[i], &text, &length, &error)
+          if (!(text = napkin_file_read_bounded (argv[i], NAPKIN_MAX_FILE_SIZE, &length, &error))
               || !napkin_schema_validate_text (schema, text, length, &error))
             g_clear_object (&diagram);
         }

@@ -46,6 +46,7 @@ int
 main (int    argc,
       char **argv)
 {
+  napkin_cli_guard_output ();
   setlocale (LC_ALL, "");
   /* Messages in the user's language (LANGUAGE, LC_MESSAGES); NAPKIN_LOCALEDIR points at
    * a build tree's catalogues. --format json switches them back to English

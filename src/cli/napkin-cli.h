@@ -74,21 +74,37 @@ gboolean        napkin_cli_text_or_json      (const char          *command,
   { "format", 0, 0, G_OPTION_ARG_STRING, &(format), "Output: text (default) or json", "FORMAT" }, \
   { "json", 0, 0, G_OPTION_ARG_NONE, &(as_json), NAPKIN_CLI_FORMAT_HELP_JSON, NULL }
 
-/* The profile an --arch value names: an id of `napkin-cli archs` (h100, a100, …) or a
- * compute target (sm_90a, sm_80: the first profile of that compute capability). NULL
- * after a usage error that lists the known ids. */
 /* --dtype: TRUE with *has and *out set (nothing when str is NULL), or FALSE after a
  * usage error naming the element types. */
 gboolean        napkin_cli_parse_dtype       (const char          *command,
                                               const char          *str,
                                               gboolean            *has,
                                               NapkinDtype         *out);
+/* The profile an --arch value names: an id of `napkin-cli archs` (h100, a100, …) or a
+ * compute target (sm_90a, sm_80: the first profile of that compute capability). NULL
+ * after a usage error that lists the known ids. */
 NapkinArch     *napkin_cli_lookup_arch       (const char          *command,
                                               const char          *id);
+/* The profiles, with the files that were skipped said once per process. */
+NapkinArchRegistry *napkin_cli_registry      (void);
+
+/* Puts a guard on the standard output and error streams: whatever is printed reaches
+ * the terminal without control or bidi characters or bytes that are not UTF-8 (shown
+ * as \uXXXX and \xHH; docs/security.md). Called once, first thing in main. */
+void            napkin_cli_guard_output      (void);
+
+/* Why the model calls a relabeled diagram infeasible on `arch` (the first error, as
+ * analyze prints it), or NULL when it is feasible: the one verdict of analyze, plan and
+ * codegen, so that they agree on feasibility and on the exit status (docs/cli.md). */
+char           *napkin_cli_infeasible_reason (NapkinDiagram       *diagram,
+                                              NapkinArch          *arch,
+                                              gboolean             has_dtype,
+                                              NapkinDtype          dtype);
 
 /* Names a profile that is not one of Napkin's own (napkin_arch_dup_origin) on standard
- * error, so that a user's profile — one `calibrate` wrote, or one that hides a bundled
- * profile of its id — never changes a result unsaid; returns `arch`. */
+ * error, so that a user's profile — one `calibrate` wrote, or one that hides another
+ * of its id — never changes a result unsaid; once per profile and process, its paths
+ * escaped (docs/security.md, "Profiles"); returns `arch`. */
 NapkinArch     *napkin_cli_note_arch         (NapkinArch          *arch);
 
 /* The GPU count of --gpus N (gpus > 0), else the one the diagram's gpus region stores

@@ -28,6 +28,7 @@ typedef struct
   char           letter[NAPKIN_MAX_AXES];
   GHashTable    *used;          /* Python names taken */
   char         **var;           /* per node: the Python variable of its value */
+  GHashTable    *arg;           /* tensor name → its Python name, for the tensors input nodes read */
 } Printer;
 
 static const char *
@@ -488,27 +489,22 @@ bind_inputs (Printer  *p,
              GError  **error)
 {
   guint n = napkin_diagram_n_nodes (p->d);
+  g_autoptr(GHashTable) read = g_hash_table_new (g_str_hash, g_str_equal);
 
+  /* the tensors some input node reads, found once */
+  for (guint i = 0; i < n; i++)
+    if (napkin_diagram_node (p->d, i)->kind == NAPKIN_OP_INPUT && napkin_diagram_node (p->d, i)->tensor != NULL)
+      g_hash_table_add (read, napkin_diagram_node (p->d, i)->tensor);
   for (guint t = 0; t < napkin_diagram_n_tensors (p->d); t++)
     {
       const NapkinTensor *tensor = napkin_diagram_tensor (p->d, t);
-      int reader = -1;
-      g_autofree char *name = NULL;
+      const char *name;
 
-      for (guint i = 0; i < n; i++)
-        if (napkin_diagram_node (p->d, i)->kind == NAPKIN_OP_INPUT
-            && g_strcmp0 (napkin_diagram_node (p->d, i)->tensor, tensor->name) == 0)
-          {
-            if (reader < 0)
-              reader = (int) i;
-          }
-      if (reader < 0)
+      if (!g_hash_table_contains (read, tensor->name) || g_hash_table_contains (p->arg, tensor->name))
         continue;
+      /* one Python name for the argument, INPUTS and example_inputs alike */
       name = take_name (p, tensor->name);
-      for (guint i = 0; i < n; i++)
-        if (napkin_diagram_node (p->d, i)->kind == NAPKIN_OP_INPUT
-            && g_strcmp0 (napkin_diagram_node (p->d, i)->tensor, tensor->name) == 0)
-          p->var[i] = g_strdup (name);
+      g_hash_table_insert (p->arg, tensor->name, (char *) name);
       if (g_strcmp0 (constant_of (tensor), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2)
         g_string_append_printf (consts, "    %s = _rotate_half_matrix(%" G_GINT64_FORMAT ", %s, _device)\n", name,
                                 napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, tensor->axes[0])),
@@ -539,6 +535,9 @@ bind_inputs (Printer  *p,
             }
         }
     }
+  for (guint i = 0; i < n; i++)
+    if (napkin_diagram_node (p->d, i)->kind == NAPKIN_OP_INPUT && napkin_diagram_node (p->d, i)->tensor != NULL)
+      p->var[i] = g_strdup (g_hash_table_lookup (p->arg, napkin_diagram_node (p->d, i)->tensor));
   return TRUE;
 }
 
@@ -575,14 +574,11 @@ print_preamble (Printer    *p,
   for (guint t = 0; t < napkin_diagram_n_tensors (p->d); t++)
     {
       const NapkinTensor *tensor = napkin_diagram_tensor (p->d, t);
-      gboolean read = FALSE;
+      const char *name = g_hash_table_lookup (p->arg, tensor->name);
 
-      for (guint i = 0; i < n && !read; i++)
-        read = napkin_diagram_node (p->d, i)->kind == NAPKIN_OP_INPUT
-               && g_strcmp0 (napkin_diagram_node (p->d, i)->tensor, tensor->name) == 0;
-      if (!read || constant_of (tensor) != NULL)
+      if (name == NULL || constant_of (tensor) != NULL)
         continue;
-      g_string_append_printf (p->out, "    \"%s\": ((", tensor->name);
+      g_string_append_printf (p->out, "    \"%s\": ((", name);
       for (guint a = 0; tensor->axes[a]; a++)
         g_string_append_printf (p->out, "%s\"%s\"", a ? ", " : "", tensor->axes[a]);
       g_string_append_printf (p->out, "%s), %s),\n", g_strv_length (tensor->axes) == 1 ? "," : "",
@@ -634,7 +630,8 @@ napkin_codegen_pytorch (NapkinDiagram  *diagram,
   g_autoptr(GHashTable) used = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   guint n = napkin_diagram_n_nodes (diagram);
   g_auto(GStrv) var = g_new0 (char *, n + 1);
-  Printer p = { diagram, g_string_new (NULL), { 0 }, used, var };
+  g_autoptr(GHashTable) arg = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, g_free);
+  Printer p = { diagram, g_string_new (NULL), { 0 }, used, var, arg };
   g_autoptr(GString) args = g_string_new (NULL);
   g_autoptr(GString) ret = g_string_new (NULL);
   g_autoptr(GString) consts = g_string_new (NULL);

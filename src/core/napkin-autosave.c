@@ -281,7 +281,7 @@ read_side_file (const char  *path,
                    _("larger than %d bytes"), SIDE_MAX_SIZE);
       return NULL;
     }
-  if (!g_file_get_contents (path, &text, &length, error))
+  if (!(text = napkin_file_read_bounded (path, SIDE_MAX_SIZE, &length, error)))
     return NULL;
   if (length == 0 || strlen (text) != length || !g_utf8_validate (text, length, NULL))
     {

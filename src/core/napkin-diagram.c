@@ -759,6 +759,9 @@ follow_axes (NapkinDiagram  *self,
              NapkinItemKind  kind,
              gpointer        item)
 {
+  /* the change is made but not yet counted (napkin_diagram_changed): the index, which
+   * borrows the items' names, may hold one just freed, so the lookups rebuild it */
+  clear_cache (self);
   if (kind == NAPKIN_ITEM_NODE)
     napkin_diagram_eval_alpha (self, item, NULL);
   else if (kind == NAPKIN_ITEM_AXIS)
@@ -843,9 +846,9 @@ napkin_op_n_inputs (const NapkinNode *node)
 }
 
 static gboolean
-axes_to_type (NapkinDiagram    *self,
-              char            **names,
-              NapkinTensorType *type)
+axes_to_type (const NapkinTypeLookup *lookup,
+              char                  **names,
+              NapkinTensorType       *type)
 {
   guint n = names ? g_strv_length (names) : 0;
 
@@ -855,11 +858,11 @@ axes_to_type (NapkinDiagram    *self,
   type->n_axes = n;
   for (guint i = 0; i < n; i++)
     {
-      gpointer v = g_hash_table_lookup (self->index[NAPKIN_ITEM_AXIS], names[i]);
+      int axis = lookup->axis (lookup->data, names[i]);
 
-      if (v == NULL)
+      if (axis < 0)
         return FALSE;
-      type->axes[i] = GPOINTER_TO_UINT (v) - 1;
+      type->axes[i] = axis;
     }
 
   return TRUE;
@@ -875,12 +878,12 @@ napkin_tensor_type_has_axis (const NapkinTensorType *type,
   return FALSE;
 }
 
-static void
-infer_type (NapkinDiagram *self,
-            guint          n)
+void
+napkin_node_infer_type (const NapkinNode              *node,
+                        const NapkinTensorType * const *inputs,
+                        const NapkinTypeLookup         *lookup,
+                        NapkinTensorType               *type)
 {
-  const NapkinNode *node = g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], n);
-  NapkinTensorType *type = &self->types[n];
   const NapkinTensorType *in[MAX_INPUTS] = { NULL, NULL };
   guint n_inputs = napkin_op_n_inputs (node);
 
@@ -888,24 +891,18 @@ infer_type (NapkinDiagram *self,
 
   for (guint p = 0; p < n_inputs && p < MAX_INPUTS; p++)
     {
-      int src = self->sources[n * MAX_INPUTS + p];
-
-      if (src < 0 || !self->types[src].valid)
+      if (inputs[p] == NULL || !inputs[p]->valid)
         return;
-      in[p] = &self->types[src];
+      in[p] = inputs[p];
     }
 
   switch (node->kind)
     {
     case NAPKIN_OP_INPUT:
       {
-        gpointer v = node->tensor ? g_hash_table_lookup (self->index[NAPKIN_ITEM_TENSOR], node->tensor) : NULL;
-        const NapkinTensor *tensor;
+        const NapkinTensor *tensor = node->tensor ? lookup->tensor (lookup->data, node->tensor) : NULL;
 
-        if (v == NULL)
-          return;
-        tensor = g_ptr_array_index (self->items[NAPKIN_ITEM_TENSOR], GPOINTER_TO_UINT (v) - 1);
-        if (!axes_to_type (self, tensor->axes, type))
+        if (tensor == NULL || !axes_to_type (lookup, tensor->axes, type))
           return;
         type->dtype = tensor->dtype;
         break;
@@ -920,7 +917,7 @@ infer_type (NapkinDiagram *self,
 
     case NAPKIN_OP_CONTRACT:
     case NAPKIN_OP_REARRANGE:
-      if (!axes_to_type (self, node->out, type))
+      if (!axes_to_type (lookup, node->out, type))
         return;
       type->dtype = in[0]->dtype;
       break;
@@ -928,7 +925,7 @@ infer_type (NapkinDiagram *self,
     case NAPKIN_OP_MAP:
       if (node->out != NULL)
         {
-          if (!axes_to_type (self, node->out, type))
+          if (!axes_to_type (lookup, node->out, type))
             return;
         }
       else
@@ -949,15 +946,13 @@ infer_type (NapkinDiagram *self,
 
     case NAPKIN_OP_REDUCE:
       {
-        gpointer v = node->axis ? g_hash_table_lookup (self->index[NAPKIN_ITEM_AXIS], node->axis) : NULL;
-        guint axis;
+        int axis = node->axis ? lookup->axis (lookup->data, node->axis) : -1;
 
-        if (v == NULL)
+        if (axis < 0)
           return;
-        axis = GPOINTER_TO_UINT (v) - 1;
         type->n_axes = 0;
         for (guint i = 0; i < in[0]->n_axes; i++)
-          if (in[0]->axes[i] != axis)
+          if (in[0]->axes[i] != (guint) axis)
             type->axes[type->n_axes++] = in[0]->axes[i];
         type->dtype = in[0]->dtype;
         break;
@@ -971,6 +966,80 @@ infer_type (NapkinDiagram *self,
   if (node->has_dtype)
     type->dtype = node->dtype;
   type->valid = TRUE;
+}
+
+/* The cache's own lookups, through its index. */
+static int
+cache_axis (gpointer    data,
+            const char *name)
+{
+  NapkinDiagram *self = data;
+  gpointer v = g_hash_table_lookup (self->index[NAPKIN_ITEM_AXIS], name);
+
+  return v ? (int) GPOINTER_TO_UINT (v) - 1 : -1;
+}
+
+static const NapkinTensor *
+cache_tensor (gpointer    data,
+              const char *name)
+{
+  NapkinDiagram *self = data;
+  gpointer v = g_hash_table_lookup (self->index[NAPKIN_ITEM_TENSOR], name);
+
+  return v ? g_ptr_array_index (self->items[NAPKIN_ITEM_TENSOR], GPOINTER_TO_UINT (v) - 1) : NULL;
+}
+
+static void
+infer_type (NapkinDiagram *self,
+            guint          n)
+{
+  const NapkinTypeLookup lookup = { cache_axis, cache_tensor, self };
+  const NapkinTensorType *in[MAX_INPUTS];
+
+  for (guint p = 0; p < MAX_INPUTS; p++)
+    {
+      int src = self->sources[n * MAX_INPUTS + p];
+
+      in[p] = src >= 0 ? &self->types[src] : NULL;
+    }
+  napkin_node_infer_type (g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], n), in, &lookup, &self->types[n]);
+}
+
+/* The name an axis, tensor, node or region is found by (napkin_item_key without the
+ * copy). */
+static const char *
+item_name (NapkinItemKind kind,
+           gconstpointer  item)
+{
+  switch (kind)
+    {
+    case NAPKIN_ITEM_AXIS:   return ((const NapkinAxis *) item)->name;
+    case NAPKIN_ITEM_TENSOR: return ((const NapkinTensor *) item)->name;
+    case NAPKIN_ITEM_NODE:   return ((const NapkinNode *) item)->id;
+    case NAPKIN_ITEM_REGION: return ((const NapkinRegion *) item)->name;
+    case NAPKIN_ITEM_WIRE:
+    case NAPKIN_N_ITEM_KINDS:
+    default:
+      g_assert_not_reached ();
+    }
+}
+
+/* The wires by "to:port", on first use after a change: only the editor asks. */
+static void
+index_wires (NapkinDiagram *self)
+{
+  if (self->index[NAPKIN_ITEM_WIRE] != NULL)
+    return;
+  self->index[NAPKIN_ITEM_WIRE] = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  for (guint i = 0; i < self->items[NAPKIN_ITEM_WIRE]->len; i++)
+    {
+      char *key = napkin_item_key (NAPKIN_ITEM_WIRE, g_ptr_array_index (self->items[NAPKIN_ITEM_WIRE], i));
+
+      if (g_hash_table_contains (self->index[NAPKIN_ITEM_WIRE], key))
+        g_free (key);
+      else
+        g_hash_table_insert (self->index[NAPKIN_ITEM_WIRE], key, GUINT_TO_POINTER (i + 1));
+    }
 }
 
 static void
@@ -988,18 +1057,19 @@ ensure_cache (NapkinDiagram *self)
   clear_cache (self);
 
   for (guint k = 0; k < NAPKIN_N_ITEM_KINDS; k++)
-    {
-      self->index[k] = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-      for (guint i = 0; i < self->items[k]->len; i++)
-        {
-          char *key = napkin_item_key (k, g_ptr_array_index (self->items[k], i));
+    if (k != NAPKIN_ITEM_WIRE)   /* wires: built when one is looked up (index_wires) */
+      {
+        /* The keys are the items' own names: the index is rebuilt after any change,
+         * before an item that was freed could be looked up through it. */
+        self->index[k] = g_hash_table_new (g_str_hash, g_str_equal);
+        for (guint i = 0; i < self->items[k]->len; i++)
+          {
+            const char *key = item_name (k, g_ptr_array_index (self->items[k], i));
 
-          if (key == NULL || g_hash_table_contains (self->index[k], key))
-            g_free (key);
-          else
-            g_hash_table_insert (self->index[k], key, GUINT_TO_POINTER (i + 1));
-        }
-    }
+            if (key != NULL && !g_hash_table_contains (self->index[k], key))
+              g_hash_table_insert (self->index[k], (gpointer) key, GUINT_TO_POINTER (i + 1));
+          }
+      }
 
   n_nodes = self->items[NAPKIN_ITEM_NODE]->len;
   n_wires = self->items[NAPKIN_ITEM_WIRE]->len;
@@ -1085,6 +1155,8 @@ napkin_diagram_find (NapkinDiagram  *self,
   if (key == NULL)
     return -1;
   ensure_cache (self);
+  if (kind == NAPKIN_ITEM_WIRE)
+    index_wires (self);
   v = g_hash_table_lookup (self->index[kind], key);
   return v ? (int) GPOINTER_TO_UINT (v) - 1 : -1;
 }

@@ -145,6 +145,22 @@ typedef struct
   gboolean    valid;
 } NapkinTensorType;
 
+/* How napkin_node_infer_type finds the axes and tensors a node names. */
+typedef struct
+{
+  int                 (*axis)   (gpointer data, const char *name);   /* its index, or -1 */
+  const NapkinTensor *(*tensor) (gpointer data, const char *name);   /* or NULL */
+  gpointer              data;
+} NapkinTypeLookup;
+
+/* The type of `node`'s output from its inputs' types (inputs[0] and inputs[1], NULL
+ * or invalid where unknown): the rule of napkin_diagram_node_type, for a builder that
+ * keeps its own index of a diagram it is still adding to (the importers). */
+void                napkin_node_infer_type          (const NapkinNode              *node,
+                                                     const NapkinTensorType * const *inputs,
+                                                     const NapkinTypeLookup         *lookup,
+                                                     NapkinTensorType               *type);
+
 /* FLOPs of one node, split by the unit that does them. */
 typedef struct
 {

@@ -18,6 +18,10 @@
 #include "napkin-file.h"
 #include "napkin-json-private.h"
 
+/* The previous version copied as the backup where the file system has no hard links:
+ * it need not be a diagram (a save may replace any regular file), so its own bound. */
+#define BACKUP_COPY_MAX ((gsize) 1 << 30)
+
 /* Saving: the diagram back to JSON, its unknown keys kept, and written atomically with a
  * backup (docs/file-format.md); the loader is napkin-file.c. */
 
@@ -323,6 +327,11 @@ napkin_diagram_save_to_data (NapkinDiagram *self,
                                             | JSON_C_TO_STRING_NOSLASHESCAPE
                                             | JSON_C_TO_STRING_PRETTY_TAB * 0,
                                             &len);
+  /* The indentation of a large diagram can take it past the most the loader reads: a
+   * 64 MB compact file became 74 MB pretty-printed, which nothing would open again
+   * (docs/security.md, "Saves"). Then it is written compact, as one line. */
+  if (len + 1 > NAPKIN_MAX_FILE_SIZE)
+    text = json_object_to_json_string_length (root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
   result = g_malloc (len + 2);
   memcpy (result, text, len);
   result[len] = '\n';
@@ -353,11 +362,13 @@ resolve_links (const char *path)
   return resolved;
 }
 
-static gboolean
-write_all (int           fd,
-           const char   *data,
-           gsize         length)
+gboolean
+napkin_file_write_all (int         fd,
+                       const void *bytes,
+                       gsize       length)
 {
+  const char *data = bytes;
+
   while (length > 0)
     {
       gssize n = write (fd, data, length);
@@ -424,7 +435,8 @@ keep_backup (const char  *path,
       gsize length;
       g_autoptr(GError) local_error = NULL;
 
-      if (!g_file_get_contents (path, &contents, &length, &local_error)
+      /* the same bounded reader as every file Napkin opens (a regular file: checked) */
+      if (!(contents = napkin_file_read_bounded (path, BACKUP_COPY_MAX, &length, &local_error))
           || !g_file_set_contents_full (backup, contents, length,
                                         G_FILE_SET_CONTENTS_CONSISTENT | G_FILE_SET_CONTENTS_DURABLE,
                                         0644, &local_error))
@@ -606,7 +618,7 @@ napkin_atomic_file_write (NapkinAtomicFile *file,
 
   if (file->write_errno != 0)
     return FALSE;
-  if (!write_all (file->fd, data, length))
+  if (!napkin_file_write_all (file->fd, data, length))
     {
       file->write_errno = errno != 0 ? errno : EIO;
       return FALSE;
@@ -642,6 +654,13 @@ napkin_diagram_save_to_file (NapkinDiagram  *self,
   g_return_val_if_fail (path != NULL, FALSE);
 
   data = napkin_diagram_save_to_data (self, &length);
+  if (length > NAPKIN_MAX_FILE_SIZE)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                   _("could not save “%s”: the diagram takes %" G_GSIZE_FORMAT " bytes, more than the %d "
+                     "Napkin reads back; the file is left as it was"), path, length, NAPKIN_MAX_FILE_SIZE);
+      return FALSE;
+    }
   return replace_file (path, data, length, "save", TRUE, error);
 }
 

@@ -20,6 +20,7 @@
 #include "napkin-file.h"
 #include "napkin-json-private.h"
 #include "napkin-json-scan.h"
+#include "napkin-text.h"
 #include "napkin-validate.h"
 
 /* The loader walks the JSON once, building items and reporting the first problem
@@ -553,7 +554,7 @@ get_double (Loader      *loader,
     return FALSE;
 
   *out = json_object_get_double (value);
-  if (!isfinite (*out) || fabs (*out) > 1e9)
+  if (!isfinite (*out) || fabs (*out) > NAPKIN_MAX_NUMBER)
     return fail (loader, NAPKIN_DOCUMENT_ERROR_LIMIT, path, _("%g is out of range"), *out);
   return TRUE;
 }
@@ -1735,7 +1736,11 @@ napkin_diagram_load_from_data (const char       *data,
             fail (&loader, check_error->code, path, "%s", colon + 2);
           }
         else
-          g_propagate_error (error, g_steal_pointer (&check_error));
+          {
+            /* the scanner says what the text is not; the loader says what it wanted */
+            g_prefix_error (&check_error, _("The file is not a Napkin diagram: it is "));
+            g_propagate_error (error, g_steal_pointer (&check_error));
+          }
         return NULL;
       }
   }
@@ -1816,19 +1821,41 @@ napkin_diagram_load_from_data (const char       *data,
   return g_steal_pointer (&diagram);
 }
 
-/* Reads at most NAPKIN_MAX_FILE_SIZE + 1 bytes, so that a huge file, /dev/zero or a
- * never-ending pipe costs bounded memory and gets the loader's size error. */
-static char *
-read_bounded (const char  *path,
-              gsize       *length,
+/* Why a file that is not a regular one is refused, in words. */
+static const char *
+not_regular_reason (mode_t mode)
+{
+  if (S_ISDIR (mode))
+    return _("it is a folder");
+  if (S_ISFIFO (mode))
+    return _("it is a pipe, not a regular file");
+  if (S_ISCHR (mode) || S_ISBLK (mode))
+    return _("it is a device, not a regular file");
+  return _("not a regular file");
+}
+
+static void
+read_failed (GError    **error,
+             const char *shown,
+             int         fd,
+             int         saved)
+{
+  g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
+               _("could not read “%s”: %s"), shown, g_strerror (saved));
+  close (fd);
+}
+
+/* Opens without blocking (opening a pipe with no writer would wait forever) and
+ * checks that the file is a regular one of at most `max` bytes. */
+static int
+open_regular (const char  *path,
+              const char  *shown,
+              gsize        max,
               GError     **error)
 {
-  g_autoptr(GByteArray) buffer = g_byte_array_new ();
   struct stat st = { 0 };
-  int fd;
+  int fd = g_open (path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 
-  /* Non-blocking: opening a pipe with no writer would wait forever. */
-  fd = g_open (path, O_RDONLY | O_NONBLOCK, 0);
   if (fd >= 0)
     fcntl (fd, F_SETFD, FD_CLOEXEC);  /* not inherited by compilers and runners we spawn */
   if (fd < 0)
@@ -1836,39 +1863,63 @@ read_bounded (const char  *path,
       int saved = errno;
 
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                   _("could not open “%s”: %s"), path, g_strerror (saved));
-      return NULL;
+                   _("could not open “%s”: %s"), shown, g_strerror (saved));
+      return -1;
+    }
+  if (fstat (fd, &st) != 0)
+    {
+      read_failed (error, shown, fd, errno);
+      return -1;
     }
   /* Only regular files: a pipe, a socket or a device can block or never end. */
-  if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode))
+  if (!S_ISREG (st.st_mode))
     {
-      int saved = S_ISREG (st.st_mode) || st.st_mode == 0 ? errno : 0;
-
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                   _("could not read “%s”: %s"), path,
-                   S_ISDIR (st.st_mode) ? "it is a folder"
-                   : S_ISFIFO (st.st_mode) ? "it is a pipe, not a regular file"
-                   : S_ISCHR (st.st_mode) || S_ISBLK (st.st_mode) ? "it is a device, not a regular file"
-                   : saved != 0 ? g_strerror (saved) : "not a regular file");
+                   _("could not read “%s”: %s"), shown, not_regular_reason (st.st_mode));
       close (fd);
-      return NULL;
+      return -1;
+    }
+  if ((guint64) st.st_size > max)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                   _("“%s” is larger than %" G_GSIZE_FORMAT " bytes, the most Napkin reads"), shown, max);
+      close (fd);
+      return -1;
     }
   fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
 
-  while (buffer->len <= NAPKIN_MAX_FILE_SIZE)
+char *
+napkin_file_read_bounded (const char  *path,
+                          gsize        max,
+                          gsize       *length,
+                          GError     **error)
+{
+  g_autoptr(GByteArray) buffer = NULL;
+  g_autofree char *shown = NULL;
+  int fd;
+
+  g_return_val_if_fail (path != NULL, NULL);
+  g_return_val_if_fail (max < G_MAXSIZE - 1, NULL);
+
+  shown = napkin_text_shown (path, -1, 200);
+  if ((fd = open_regular (path, shown, max, error)) < 0)
+    return NULL;
+
+  /* At most max + 1 bytes, so that a file that grows while it is read costs bounded
+   * memory and still gets the size error. */
+  buffer = g_byte_array_new ();
+  while (buffer->len <= max)
     {
       guint8 chunk[65536];
-      gssize n = read (fd, chunk, MIN (sizeof chunk, (gsize) NAPKIN_MAX_FILE_SIZE + 1 - buffer->len));
+      gssize n = read (fd, chunk, MIN (sizeof chunk, max + 1 - buffer->len));
 
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0)
         {
-          int saved = errno;
-
-          g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_IO,
-                       _("could not read “%s”: %s"), path, g_strerror (saved));
-          close (fd);
+          read_failed (error, shown, fd, errno);
           return NULL;
         }
       if (n == 0)
@@ -1876,8 +1927,15 @@ read_bounded (const char  *path,
       g_byte_array_append (buffer, chunk, n);
     }
   close (fd);
+  if (buffer->len > max)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                   _("“%s” is larger than %" G_GSIZE_FORMAT " bytes, the most Napkin reads"), shown, max);
+      return NULL;
+    }
 
-  *length = buffer->len;
+  if (length != NULL)
+    *length = buffer->len;
   g_byte_array_append (buffer, (const guint8 *) "", 1);
   return (char *) g_byte_array_free (g_steal_pointer (&buffer), FALSE);
 }
@@ -1894,13 +1952,12 @@ napkin_diagram_load_from_file (const char       *path,
 
   g_return_val_if_fail (path != NULL, NULL);
 
-  contents = read_bounded (path, &length, error);
+  contents = napkin_file_read_bounded (path, NAPKIN_MAX_FILE_SIZE, &length, &local_error);
   if (contents == NULL)
-    return NULL;
-  if (length > NAPKIN_MAX_FILE_SIZE)
     {
-      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
-                   "$: “%s” is larger than %d bytes, the most Napkin reads", path, NAPKIN_MAX_FILE_SIZE);
+      if (g_error_matches (local_error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT))
+        g_prefix_error (&local_error, "$: ");
+      g_propagate_error (error, g_steal_pointer (&local_error));
       return NULL;
     }
 

@@ -18,6 +18,18 @@ typedef enum
 /* Largest file the loader reads: bounds memory on hostile input (docs/security.md). */
 #define NAPKIN_MAX_FILE_SIZE (64 * 1024 * 1024)
 
+/* Reads a whole file that Napkin opens (a diagram, a profile, a file to import, a side
+ * file): regular files only (a pipe, a device, a socket or a folder is refused at once,
+ * without waiting for a writer; a symbolic link is followed to what it names), refused
+ * before reading when larger than `max` bytes, and never more than `max` + 1 bytes read,
+ * so that a file growing meanwhile costs bounded memory (docs/security.md, "Limits").
+ * The text gets a NUL after its `length` bytes. Errors: NAPKIN_DOCUMENT_ERROR_IO
+ * ("could not read “F”: it is a pipe, not a regular file") or _LIMIT ("“F” is larger
+ * than N bytes, the most Napkin reads"), the file's name escaped for a terminal. */
+char          *napkin_file_read_bounded       (const char      *path,
+                                               gsize            max,
+                                               gsize           *length,
+                                               GError         **error);
 NapkinDiagram *napkin_diagram_load_from_data  (const char      *data,
                                                gssize           length,
                                                NapkinLoadFlags  flags,
@@ -54,6 +66,12 @@ gboolean       napkin_atomic_file_commit      (NapkinAtomicFile *file,
 void           napkin_atomic_file_abort       (NapkinAtomicFile *file);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinAtomicFile, napkin_atomic_file_abort)
+
+/* Writes all `length` bytes to `fd`, again after a short write or EINTR; FALSE with
+ * errno set on an error. */
+gboolean       napkin_file_write_all          (int              fd,
+                                               const void      *data,
+                                               gsize            length);
 
 /* The JSON object of the whole document (new reference). */
 json_object   *napkin_diagram_to_json         (NapkinDiagram   *self);

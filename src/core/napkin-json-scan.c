@@ -65,7 +65,7 @@ syntax_error (Scan       *s,
         column++;
     }
   g_set_error (s->error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
-               _("The file is not a Napkin diagram: it is not valid JSON (line %d, column %d: %s)"), line, column, what);
+               _("not valid JSON (line %d, column %d: %s)"), line, column, what);
   return FALSE;
 }
 
@@ -437,7 +437,7 @@ napkin_json_check (const char  *data,
       if (data[s.pos] == '\0')
         {
           g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE,
-                       _("The file is not a Napkin diagram: there is text after the end of its JSON document"));
+                       _("not valid JSON: there is text after the end of its JSON document"));
           return FALSE;
         }
       return json_c_error (&s, s.pos, json_tokener_error_parse_unexpected);

@@ -17,8 +17,8 @@ G_BEGIN_DECLS
  * commas, no NaN, no single quotes, no raw control characters in strings) nested at
  * most NAPKIN_JSON_MAX_DEPTH deep, whose strings and field names are UTF-8 without
  * NUL (\u0000) and without a lone half of a surrogate pair. Errors: syntax as
- * "The file is not a Napkin diagram: it is not valid JSON (line L,
- * column C: WHAT)" (NAPKIN_DOCUMENT_ERROR_PARSE);
+ * "not valid JSON (line L, column C: WHAT)" (NAPKIN_DOCUMENT_ERROR_PARSE; the
+ * loader says "The file is not a Napkin diagram: it is " before it);
  * text as "nodes[3].label: not valid UTF-8 text" (NAPKIN_DOCUMENT_ERROR_FORMAT).
  * On success *root is the span of the root value. */
 gboolean napkin_json_check           (const char  *data,

@@ -8,6 +8,7 @@
 
 #include "napkin-data-dirs.h"
 #include "napkin-error.h"
+#include "napkin-file.h"
 #include "napkin-json-scan.h"
 #include "napkin-schema.h"
 
@@ -31,11 +32,16 @@ napkin_schema_load_default (GError **error)
                            "napkin.schema.json is in none of Napkin's data folders (docs/packaging.md)");
       return NULL;
     }
-  schema = json_object_from_file (path);
+  {
+    g_autofree char *text = napkin_file_read_bounded (path, NAPKIN_MAX_FILE_SIZE, NULL, error);
+
+    if (text == NULL)
+      return NULL;
+    schema = json_tokener_parse (text);
+  }
   if (schema == NULL || !json_object_is_type (schema, json_type_object))
     {
-      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: not a JSON object (%s)", path,
-                   json_util_get_last_err () ? json_util_get_last_err () : "");
+      g_set_error (error, G_FILE_ERROR, G_FILE_ERROR_INVAL, "%s: not a JSON object", path);
       json_object_put (schema);
       return NULL;
     }

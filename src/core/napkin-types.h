@@ -15,6 +15,8 @@ G_BEGIN_DECLS
  * pairs, so that a hostile file cannot make validation take hours (docs/security.md). */
 #define NAPKIN_MAX_AXES        1024
 #define NAPKIN_MAX_REGIONS     256
+/* The largest magnitude of any number a file holds (positions, factors, eps). */
+#define NAPKIN_MAX_NUMBER      1e9
 
 typedef enum
 {

@@ -12,6 +12,7 @@
 
 #include "napkin-import-private.h"
 #include "napkin-describe.h"
+#include "napkin-text.h"
 #include "napkin-validate.h"
 
 /* Einsum-style text (docs/import.md, "Einsum text"): one statement a line,
@@ -23,6 +24,9 @@
  * Errors name the line and the column (from one) of the token at fault. */
 
 typedef enum { TOK_END, TOK_NAME, TOK_NUMBER, TOK_STRING, TOK_PUNCT } TokKind;
+
+/* The longest message about a line, in characters: a token it quotes may be long. */
+#define MAX_MESSAGE_CHARS 300
 
 typedef struct
 {
@@ -52,6 +56,7 @@ typedef struct
 typedef struct
 {
   NapkinDiagram *d;
+  NapkinImportBuilder *b;
   const char    *source;
   NapkinDtype    dtype;
   GHashTable    *values;      /* name → Value */
@@ -59,6 +64,8 @@ typedef struct
   GHashTable    *node_line;   /* node id → GUINT line */
   GPtrArray     *outputs;     /* char *, from output statements */
   guint          output_line;
+  GHashTable    *tensor_line; /* tensor name → GUINT line */
+  GHashTable    *axis_line;   /* axis name → GUINT line */
 } Ctx;
 
 static void
@@ -83,14 +90,17 @@ fail_at (Line       *l,
 {
   va_list args;
   g_autofree char *msg = NULL;
+  g_autofree char *shown = NULL;
 
   if (l->failed)
     return;
   va_start (args, format);
   msg = g_strdup_vprintf (format, args);
   va_end (args);
+  /* the message quotes the input: escaped for a terminal and cut (docs/security.md) */
+  shown = napkin_text_shown (msg, -1, MAX_MESSAGE_CHARS);
   g_set_error (l->error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%sline %u, column %u: %s",
-               l->source ? l->source : "", l->source ? ": " : "", l->line, column, msg);
+               l->source ? l->source : "", l->source ? ": " : "", l->line, column, shown);
   l->failed = TRUE;
 }
 
@@ -99,14 +109,18 @@ tokenize (Line       *l,
           const char *text,
           gsize       len)
 {
-  gsize i = 0;
+  gsize i = 0, counted = 0;
+  guint column = 1;
 
   while (i < len && !l->failed)
     {
       Tok t = { 0 };
       char c = text[i];
 
-      t.column = g_utf8_strlen (text, i) + 1;
+      /* the column counted on from the last token, not from the line's start */
+      column += g_utf8_strlen (text + counted, i - counted);
+      counted = i;
+      t.column = column;
       if (c == '#')
         break;
       if (g_ascii_isspace (c))
@@ -287,7 +301,7 @@ parse_axes (Ctx   *c,
           fail_at (l, t->column, _("expected an axis name, found “%s”"), describe (t));
           return NULL;
         }
-      if (napkin_diagram_find_axis (c->d, t->text) < 0)
+      if (napkin_import_find (c->b, NAPKIN_ITEM_AXIS, t->text) < 0)
         {
           fail_at (l, t->column, _("unknown axis “%s” (declare its size first, as in “%s=128”)"), t->text, t->text);
           return NULL;
@@ -380,12 +394,22 @@ parse_sizes (Ctx  *c,
                    name->text, describe (num));
           return;
         }
-      if (napkin_diagram_find_axis (c->d, name->text) >= 0)
+      if (napkin_import_find (c->b, NAPKIN_ITEM_AXIS, name->text) >= 0)
         {
           fail_at (l, name->column, _("axis “%s” is declared twice"), name->text);
           return;
         }
-      napkin_import_add_axis (c->d, name->text, size);
+      {
+        g_autofree char *why = napkin_import_over_limit (c->b, NAPKIN_ITEM_AXIS, 1);
+
+        if (why != NULL)
+          {
+            fail_at (l, name->column, "%s", why);
+            return;
+          }
+      }
+      napkin_import_add_axis (c->b, name->text, size);
+      g_hash_table_insert (c->axis_line, g_strdup (name->text), GUINT_TO_POINTER (l->line));
     }
 }
 
@@ -405,10 +429,11 @@ operand_clear (Operand *o)
 
 typedef struct
 {
-  char  *key;        /* NULL for a positional argument */
-  char  *text;
-  TokKind kind;
-  guint  column;
+  char    *key;        /* NULL for a positional argument */
+  char    *text;
+  TokKind  kind;
+  guint    column;
+  gboolean used;       /* read by the operation: one never read is an error */
 } Arg;
 
 static void
@@ -427,12 +452,36 @@ find_arg (GArray     *args,
 
   for (guint i = 0; i < args->len; i++)
     {
-      const Arg *a = &g_array_index (args, Arg, i);
+      Arg *a = &g_array_index (args, Arg, i);
 
       if (a->key != NULL ? g_strcmp0 (a->key, key) == 0 : positional++ == position)
-        return a;
+        {
+          a->used = TRUE;
+          return a;
+        }
     }
   return NULL;
+}
+
+/* An argument the operation never read: a typo, or one it does not take. */
+static gboolean
+check_args_used (Line  *l,
+                 GArray *args,
+                 const char *fn)
+{
+  for (guint i = 0; i < args->len; i++)
+    {
+      const Arg *a = &g_array_index (args, Arg, i);
+
+      if (!a->used)
+        {
+          g_autofree char *shown = napkin_text_quoted (a->key ? a->key : a->text);
+
+          fail_at (l, a->column, _("%s does not take the argument %s"), fn, shown);
+          return FALSE;
+        }
+    }
+  return TRUE;
 }
 
 /* Reads an operand value: an existing one, or a new input tensor when axes are given. */
@@ -447,8 +496,8 @@ operand_node (Ctx     *c,
     {
       if (o->axes != NULL)
         {
-          guint index = napkin_diagram_find_node (c->d, v->node);
-          const NapkinTensorType *type = napkin_diagram_node_type (c->d, index);
+          guint index = napkin_import_find (c->b, NAPKIN_ITEM_NODE, v->node);
+          const NapkinTensorType *type = napkin_import_node_type (c->b, index);
           g_auto(GStrv) have = type->valid ? type_axes (c->d, type) : NULL;
 
           if (have != NULL && !same_axis_set (o->axes, (const char * const *) have))
@@ -470,13 +519,14 @@ operand_node (Ctx     *c,
     }
   {
     g_autoptr(NapkinNode) node = napkin_node_new (o->name, NAPKIN_OP_INPUT);
-    g_autofree char *tensor = napkin_import_fresh_name (c->d, NAPKIN_ITEM_TENSOR, o->name);
+    g_autofree char *tensor = napkin_import_fresh_name (c->b, NAPKIN_ITEM_TENSOR, o->name);
     const char *id;
 
-    napkin_import_add_tensor (c->d, tensor, o->axes, c->dtype, NULL);
+    napkin_import_add_tensor (c->b, tensor, o->axes, c->dtype, NULL);
+    g_hash_table_insert (c->tensor_line, g_strdup (tensor), GUINT_TO_POINTER (l->line));
     node->tensor = g_strdup (tensor);
     node->label = g_strdup (o->name);
-    id = napkin_import_add_node (c->d, g_steal_pointer (&node), o->name);
+    id = napkin_import_add_node (c->b, g_steal_pointer (&node), o->name);
     add_value (c, o->name, id, l->line);
     v = g_hash_table_lookup (c->values, o->name);
     v->uses++;
@@ -497,7 +547,7 @@ axis_arg (Ctx        *c,
       fail_at (l, column, _("%s needs an axis argument"), what);
       return FALSE;
     }
-  if (a->kind != TOK_NAME || napkin_diagram_find_axis (c->d, a->text) < 0)
+  if (a->kind != TOK_NAME || napkin_import_find (c->b, NAPKIN_ITEM_AXIS, a->text) < 0)
     {
       fail_at (l, a->column, _("unknown axis “%s”"), a->text);
       return FALSE;
@@ -518,6 +568,12 @@ number_arg (Line       *l,
       fail_at (l, a->column, _("expected a number, found “%s”"), a->text);
       return FALSE;
     }
+  /* the file format's range: an import never writes what the loader refuses */
+  if (fabs (*out) > NAPKIN_MAX_NUMBER)
+    {
+      fail_at (l, a->column, _("%g is out of range (at most %g either way)"), *out, NAPKIN_MAX_NUMBER);
+      return FALSE;
+    }
   return TRUE;
 }
 
@@ -534,6 +590,26 @@ int_arg (Line       *l,
       return FALSE;
     }
   return TRUE;
+}
+
+/* One letter of an einsum term: a declared axis, not yet in the term (a diagonal such
+ * as "aa" has no diagram), and not past the most axes a tensor has. */
+static gboolean
+spec_letter_ok (Ctx        *c,
+                Line       *l,
+                const Arg  *spec,
+                GPtrArray  *term,
+                const char *name)
+{
+  g_autofree char *shown = napkin_text_quoted (name);
+
+  if (napkin_import_find (c->b, NAPKIN_ITEM_AXIS, name) < 0)
+    fail_at (l, spec->column, _("einsum letter %s is not a declared axis"), shown);
+  else if (g_ptr_array_find_with_equal_func (term, name, g_str_equal, NULL))
+    fail_at (l, spec->column, _("einsum letter %s appears twice in one term: a tensor has each axis once"), shown);
+  else if (term->len >= NAPKIN_MAX_RANK)
+    fail_at (l, spec->column, _("an einsum term of more than %d axes"), NAPKIN_MAX_RANK);
+  return !l->failed;
 }
 
 /* einsum("bnhd,bmhd->bhnm"): every letter names a one-letter axis. Checks the
@@ -570,11 +646,8 @@ einsum_spec (Ctx       *c,
         {
           char name[2] = { *p, 0 };
 
-          if (napkin_diagram_find_axis (c->d, name) < 0)
-            {
-              fail_at (l, spec->column, _("einsum letter “%s” is not a declared axis"), name);
-              return NULL;
-            }
+          if (!spec_letter_ok (c, l, spec, letters, name))
+            return NULL;
           g_ptr_array_add (letters, g_strdup (name));
         }
       g_ptr_array_add (letters, NULL);
@@ -590,11 +663,8 @@ einsum_spec (Ctx       *c,
     {
       char name[2] = { *p, 0 };
 
-      if (napkin_diagram_find_axis (c->d, name) < 0)
-        {
-          fail_at (l, spec->column, _("einsum letter “%s” is not a declared axis"), name);
-          return NULL;
-        }
+      if (!spec_letter_ok (c, l, spec, out, name))
+        return NULL;
       g_ptr_array_add (out, g_strdup (name));
     }
   g_ptr_array_add (out, NULL);
@@ -948,7 +1018,7 @@ check_result_axes (Ctx        *c,
                    Chain      *ch,
                    const char *id)
 {
-  const NapkinTensorType *type = napkin_diagram_node_type (c->d, napkin_diagram_find_node (c->d, id));
+  const NapkinTensorType *type = napkin_import_node_type (c->b, napkin_import_find (c->b, NAPKIN_ITEM_NODE, id));
 
   if (type->valid && ch->result_axes != NULL)
     {
@@ -961,6 +1031,53 @@ check_result_axes (Ctx        *c,
           fail_at (l, ch->result_axes_column, _("“%s” has axes [%s] by its operation"), ch->result, list);
         }
     }
+}
+
+/* As many operands as the operation has inputs (softmax of two values once made a wire
+ * to a port it does not have). */
+static gboolean
+check_arity (Line             *l,
+             Chain            *ch,
+             const NapkinNode *node)
+{
+  guint want = napkin_op_n_inputs (node);
+
+  if (ch->operands->len != want)
+    fail_at (l, ch->fn_column, _("%s takes %u operand%s, not %u"), ch->fn, want, want == 1 ? "" : "s",
+             ch->operands->len);
+  return !l->failed;
+}
+
+/* The result is a new name, not one of its own operands (“z[a] -> z = exp” once
+ * replaced the input z while its wire still pointed at it); and the line's
+ * operations fit a diagram Napkin loads. */
+static gboolean
+check_operands (Ctx   *c,
+                Line  *l,
+                Chain *ch)
+{
+  guint added = 1;
+
+  for (guint i = 0; i < ch->operands->len; i++)
+    {
+      const Operand *o = &g_array_index (ch->operands, Operand, i);
+
+      if (g_str_equal (o->name, ch->result))
+        {
+          fail_at (l, ch->result_column, _("“%s” is both an operand and the result: give the result a new name"),
+                   ch->result);
+          return FALSE;
+        }
+      if (!g_hash_table_contains (c->values, o->name))
+        added++;
+    }
+  {
+    g_autofree char *why = napkin_import_over_limit (c->b, NAPKIN_ITEM_NODE, added);
+
+    if (why != NULL)
+      fail_at (l, ch->result_column, "%s", why);
+  }
+  return !l->failed;
 }
 
 static void
@@ -978,7 +1095,8 @@ parse_chain (Ctx  *c,
   g_array_set_clear_func (ch.operands, (GDestroyNotify) operand_clear);
   g_array_set_clear_func (ch.args, (GDestroyNotify) arg_clear);
   if (!parse_operands (c, l, &ch) || !parse_result (c, l, &ch) || !parse_args (l, &ch)
-      || (node = chain_node (c, l, &ch)) == NULL)
+      || !check_operands (c, l, &ch) || (node = chain_node (c, l, &ch)) == NULL
+      || !check_args_used (l, ch.args, ch.fn) || !check_arity (l, &ch, node))
     {
       chain_clear (&ch);
       return;
@@ -991,9 +1109,9 @@ parse_chain (Ctx  *c,
         return;
       }
   node->label = g_strdup (ch.result);
-  id = napkin_import_add_node (c->d, g_steal_pointer (&node), ch.result);
+  id = napkin_import_add_node (c->b, g_steal_pointer (&node), ch.result);
   for (guint i = 0; i < n_in; i++)
-    napkin_import_add_wire (c->d, inputs[i], id, i);
+    napkin_import_add_wire (c->b, inputs[i], id, i);
   add_value (c, ch.result, id, l->line);
   check_result_axes (c, l, &ch, id);
   chain_clear (&ch);
@@ -1062,6 +1180,80 @@ out:
   return ok;
 }
 
+/* An output node for every value asked for: those named by output lines, else every
+ * value nothing reads. */
+static gboolean
+add_outputs (Ctx     *c,
+             GError **error)
+{
+  g_autoptr(GHashTable) asked = g_hash_table_new (g_str_hash, g_str_equal);
+
+  for (guint i = 0; i < c->outputs->len; i++)
+    g_hash_table_add (asked, c->outputs->pdata[i]);
+  for (guint i = 0; i < c->order->len; i++)
+    {
+      Value *v = c->order->pdata[i];
+      gboolean wanted = c->outputs->len > 0 ? g_hash_table_contains (asked, v->name) : v->uses == 0;
+      guint index = napkin_import_find (c->b, NAPKIN_ITEM_NODE, v->node);
+      const NapkinTensorType *type;
+
+      if (!wanted || napkin_diagram_node (c->d, index)->kind == NAPKIN_OP_INPUT)
+        continue;
+      type = napkin_import_node_type (c->b, index);
+      if (type->valid)
+        {
+          g_auto(GStrv) axes = type_axes (c->d, type);
+          g_autofree char *tensor = napkin_import_fresh_name (c->b, NAPKIN_ITEM_TENSOR, v->name);
+          g_autoptr(NapkinNode) out = napkin_node_new (tensor, NAPKIN_OP_OUTPUT);
+          g_autofree char *stem = g_strconcat (v->name, "_out", NULL);
+          g_autofree char *why = napkin_import_over_limit (c->b, NAPKIN_ITEM_NODE, 1);
+          const char *id;
+
+          if (why != NULL)
+            {
+              g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_INVALID, "%s%sline %u: %s",
+                           c->source ? c->source : "", c->source ? ": " : "", v->line, why);
+              return FALSE;
+            }
+          napkin_import_add_tensor (c->b, tensor, axes, type->dtype, NULL);
+          g_hash_table_insert (c->tensor_line, g_strdup (tensor), GUINT_TO_POINTER (v->line));
+          out->tensor = g_strdup (tensor);
+          out->label = g_strdup (v->name);
+          id = napkin_import_add_node (c->b, g_steal_pointer (&out), stem);
+          napkin_import_add_wire (c->b, v->node, id, 0);
+          g_hash_table_insert (c->node_line, g_strdup (id), GUINT_TO_POINTER (v->line));
+        }
+    }
+  return TRUE;
+}
+
+/* The diagram as the loader would read it back, each problem on the line of the
+ * statement that made its item (docs/import.md). */
+static gboolean
+check_written (Ctx     *c,
+               GError **error)
+{
+  NapkinItemKind kind = NAPKIN_N_ITEM_KINDS;
+  guint index = 0, line = 0;
+  g_autofree char *why = napkin_import_check (c->d, &kind, &index);
+
+  if (why == NULL)
+    return TRUE;
+  if (kind == NAPKIN_ITEM_NODE)
+    line = GPOINTER_TO_UINT (g_hash_table_lookup (c->node_line, napkin_diagram_node (c->d, index)->id));
+  else if (kind == NAPKIN_ITEM_TENSOR)
+    line = GPOINTER_TO_UINT (g_hash_table_lookup (c->tensor_line, napkin_diagram_tensor (c->d, index)->name));
+  else if (kind == NAPKIN_ITEM_AXIS)
+    line = GPOINTER_TO_UINT (g_hash_table_lookup (c->axis_line, napkin_diagram_axis (c->d, index)->name));
+  if (line > 0)
+    g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_INVALID, "%s%sline %u: %s",
+                 c->source ? c->source : "", c->source ? ": " : "", line, why);
+  else
+    g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_INVALID, "%s%s%s",
+                 c->source ? c->source : "", c->source ? ": " : "", why);
+  return FALSE;
+}
+
 NapkinDiagram *
 napkin_import_einsum (const char  *text,
                       const char  *source,
@@ -1070,79 +1262,45 @@ napkin_import_einsum (const char  *text,
   g_autoptr(NapkinDiagram) d = napkin_diagram_new ();
   g_autoptr(GHashTable) values = g_hash_table_new_full (g_str_hash, g_str_equal, NULL, (GDestroyNotify) value_free);
   g_autoptr(GHashTable) node_line = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GHashTable) tensor_line = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GHashTable) axis_line = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_autoptr(GPtrArray) order = g_ptr_array_new ();
   g_autoptr(GPtrArray) outputs = g_ptr_array_new_with_free_func (g_free);
-  Ctx c = { d, source, NAPKIN_DTYPE_FP32, values, order, node_line, outputs, 0 };
+  g_autofree char *shown_source = source ? napkin_text_shown (source, -1, 200) : NULL;
+  NapkinImportBuilder b;
+  Ctx c = { d, &b, shown_source, NAPKIN_DTYPE_FP32, values, order, node_line, outputs, 0, tensor_line, axis_line };
   const char *p = text;
   guint line = 0;
+  gboolean ok = TRUE;
 
   g_return_val_if_fail (text != NULL, NULL);
 
+  napkin_import_builder_init (&b, d);
   napkin_diagram_freeze_changed (d);
-  while (*p)
+  while (*p && ok)
     {
       const char *end = strchr (p, '\n');
       gsize len = end ? (gsize) (end - p) : strlen (p);
+      /* the next line starts after this one's end, CR or not: a last line of a lone
+       * CR once never ended */
+      const char *next = end ? end + 1 : p + len;
 
       line++;
       if (len > 0 && p[len - 1] == '\r')
         len--;
-      if (!parse_line (&c, p, len, line, error))
-        return NULL;
-      p = end ? end + 1 : p + len;
+      ok = parse_line (&c, p, len, line, error);
+      p = next;
     }
-  if (order->len == 0)
+  if (ok && order->len == 0)
     {
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%sno operations",
-                   source ? source : "", source ? ": " : "");
-      return NULL;
+                   c.source ? c.source : "", c.source ? ": " : "");
+      ok = FALSE;
     }
-
-  /* Outputs: those named by output lines, else every value nothing reads. */
-  for (guint i = 0; i < order->len; i++)
-    {
-      Value *v = order->pdata[i];
-      gboolean wanted = outputs->len > 0 ? g_ptr_array_find_with_equal_func (outputs, v->name, g_str_equal, NULL)
-                                         : v->uses == 0;
-      guint index = napkin_diagram_find_node (d, v->node);
-      const NapkinTensorType *type = napkin_diagram_node_type (d, index);
-
-      if (!wanted || napkin_diagram_node (d, index)->kind == NAPKIN_OP_INPUT)
-        continue;
-      if (type->valid)
-        {
-          g_auto(GStrv) axes = type_axes (d, type);
-          g_autofree char *tensor = napkin_import_fresh_name (d, NAPKIN_ITEM_TENSOR, v->name);
-          g_autoptr(NapkinNode) out = napkin_node_new (tensor, NAPKIN_OP_OUTPUT);
-          g_autofree char *stem = g_strconcat (v->name, "_out", NULL);
-          const char *id;
-
-          napkin_import_add_tensor (d, tensor, axes, type->dtype, NULL);
-          out->tensor = g_strdup (tensor);
-          out->label = g_strdup (v->name);
-          id = napkin_import_add_node (d, g_steal_pointer (&out), stem);
-          napkin_import_add_wire (d, v->node, id, 0);
-          g_hash_table_insert (node_line, g_strdup (id), GUINT_TO_POINTER (v->line));
-        }
-    }
-
-  /* The meaning, with each problem on the line of the statement that made it. */
-  {
-    g_autoptr(GPtrArray) problems = napkin_diagram_check (d);
-
-    for (guint i = 0; i < problems->len; i++)
-      {
-        NapkinProblem *pr = problems->pdata[i];
-        g_autofree char *summary = napkin_error_summary (pr->message);
-        guint l = 0;
-
-        if (pr->kind == NAPKIN_ITEM_NODE)
-          l = GPOINTER_TO_UINT (g_hash_table_lookup (node_line, napkin_diagram_node (d, pr->index)->id));
-        g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_INVALID, "%s%sline %u, column 1: %s",
-                     source ? source : "", source ? ": " : "", l, summary);
-        return NULL;
-      }
-  }
+  ok = ok && add_outputs (&c, error) && check_written (&c, error);
+  napkin_import_builder_clear (&b);
+  if (!ok)
+    return NULL;
   napkin_import_layout (d);
   napkin_diagram_thaw_changed (d);
   return g_steal_pointer (&d);

@@ -80,23 +80,32 @@ gi_emit_node (G           *g,
               const char  *in0,
               const char  *in1)
 {
-  const char *id = napkin_import_add_node (g->d, node, stem);
+  g_autofree char *why = napkin_import_over_limit (g->b, NAPKIN_ITEM_NODE, 1);
+  const char *id;
   guint index;
   const NapkinTensorType *type;
 
+  if (why != NULL)
+    {
+      /* the limit is checked as the graph is read: no diagram the loader refuses */
+      gi_fatal (g, v, "%s", why);
+      napkin_item_free (NAPKIN_ITEM_NODE, node);
+      return in0 ? in0 : "";
+    }
+  id = napkin_import_add_node (g->b, node, stem);
   if (in0)
-    napkin_import_add_wire (g->d, in0, id, 0);
+    napkin_import_add_wire (g->b, in0, id, 0);
   if (in1)
-    napkin_import_add_wire (g->d, in1, id, 1);
-  index = napkin_diagram_find_node (g->d, id);
-  type = napkin_diagram_node_type (g->d, index);
+    napkin_import_add_wire (g->b, in1, id, 1);
+  index = napkin_import_find (g->b, NAPKIN_ITEM_NODE, id);
+  type = napkin_import_node_type (g->b, index);
   if (type->valid && v->has_dtype && type->dtype != v->dtype)
     {
       NapkinNode *copy = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (g->d, index));
 
       copy->has_dtype = TRUE;
       copy->dtype = v->dtype;
-      napkin_diagram_replace_item (g->d, NAPKIN_ITEM_NODE, index, copy);
+      napkin_import_replace_node (g->b, index, copy);
     }
   return napkin_diagram_node (g->d, index)->id;
 }
@@ -120,10 +129,11 @@ gi_stored_order (G          *g,
                  const char *in,
                  char      **fallback)
 {
-  const NapkinTensorType *type = napkin_diagram_node_type (g->d, napkin_diagram_find_node (g->d, in));
+  int index = napkin_import_find (g->b, NAPKIN_ITEM_NODE, in);
+  const NapkinTensorType *type = index >= 0 ? napkin_import_node_type (g->b, index) : NULL;
   char **out;
 
-  if (!type->valid)
+  if (type == NULL || !type->valid)
     return g_strdupv (fallback);
   out = g_new0 (char *, type->n_axes + 1);
   for (guint i = 0; i < type->n_axes; i++)
@@ -340,7 +350,7 @@ emit_input (G      *g,
     }
   json_object_object_add (extra, "source", source);
   g_strdelimit (stem, ".", '_');
-  tensor = napkin_import_fresh_name (g->d, NAPKIN_ITEM_TENSOR, stem);
+  tensor = napkin_import_fresh_name (g->b, NAPKIN_ITEM_TENSOR, stem);
   if (v->hoisted)
     {
       g_autofree char *place = gi_where (g, v);
@@ -350,7 +360,7 @@ emit_input (G      *g,
   else if (tag[0])
     gi_note (g, _("%s is used in parts: each is its own input (its “source” says which rows or columns)."),
              v->param ? v->param : v->name);
-  napkin_import_add_tensor (g->d, tensor, axes, v->is_bool ? NAPKIN_DTYPE_INT8 : v->dtype, extra);
+  napkin_import_add_tensor (g->b, tensor, axes, v->is_bool ? NAPKIN_DTYPE_INT8 : v->dtype, extra);
   n = napkin_node_new ("i", NAPKIN_OP_INPUT);
   n->tensor = tensor;
   n->label = g_strdup (tensor);
@@ -405,6 +415,18 @@ gi_operand (G     *g,
 
 /* ---------------------------------------------------------------- operations */
 
+/* Room for one more axis in a diagram Napkin loads, else the error at `v`. */
+static gboolean
+room_for_axis (G     *g,
+               Value *v)
+{
+  g_autofree char *why = napkin_import_over_limit (g->b, NAPKIN_ITEM_AXIS, 1);
+
+  if (why != NULL)
+    gi_fatal (g, v, "%s", why);
+  return why == NULL;
+}
+
 static const char *cast_to (G *g, Value *v, const char *in);
 
 static void
@@ -426,26 +448,31 @@ emit_rotate (G     *g,
   if (tensor == NULL)
     {
       g_autofree char *name = g_strconcat ("rotate_half_", ax, NULL);
-      char *t = napkin_import_fresh_name (g->d, NAPKIN_ITEM_TENSOR, name);
+      char *t;
       char *raxes[] = { (char *) ax, ax2, NULL };
-      json_object *extra = json_object_new_object ();
-      NapkinNode *input = napkin_node_new ("r", NAPKIN_OP_INPUT);
+      json_object *extra;
+      NapkinNode *input;
 
-      if (napkin_diagram_find_axis (g->d, ax2) < 0)
-        napkin_import_add_axis (g->d, ax2, napkin_diagram_axis_size (g->d, napkin_diagram_find_axis (g->d, ax)));
+      if (napkin_import_find (g->b, NAPKIN_ITEM_AXIS, ax2) < 0 && !room_for_axis (g, v))
+        return;
+      t = napkin_import_fresh_name (g->b, NAPKIN_ITEM_TENSOR, name);
+      extra = json_object_new_object ();
+      input = napkin_node_new ("r", NAPKIN_OP_INPUT);
+      if (napkin_import_find (g->b, NAPKIN_ITEM_AXIS, ax2) < 0)
+        napkin_import_add_axis (g->b, ax2,
+                                napkin_diagram_axis (g->d, napkin_import_find (g->b, NAPKIN_ITEM_AXIS, ax))->size);
       json_object_object_add (extra, "constant", json_object_new_string ("rotate_half"));
-      napkin_import_add_tensor (g->d, t, raxes, x->dtype, extra);
+      napkin_import_add_tensor (g->b, t, raxes, x->dtype, extra);
       input->tensor = g_strdup (t);
       input->label = g_strdup_printf ("rotate_half(%s)", ax);
       g_hash_table_insert (g->rotations, g_strdup (ax), t);
       tensor = t;
-      gi_emit_node (g, v, input, t, NULL, NULL);
+      g_hash_table_insert (g->rotation_inputs, g_strdup (t), g_strdup (gi_emit_node (g, v, input, t, NULL, NULL)));
     }
-  /* the input node of this matrix: found by its tensor */
-  for (guint i = 0; i < napkin_diagram_n_nodes (g->d); i++)
-    if (napkin_diagram_node (g->d, i)->kind == NAPKIN_OP_INPUT
-        && g_strcmp0 (napkin_diagram_node (g->d, i)->tensor, tensor) == 0)
-      rin = napkin_diagram_node (g->d, i)->id;
+  /* the input node of this matrix */
+  rin = g_hash_table_lookup (g->rotation_inputs, tensor);
+  if (rin == NULL || g->failed)
+    return;
   in = gi_operand (g, v, 0);
   n = napkin_node_new ("c", NAPKIN_OP_CONTRACT);
   n->out = gi_stored_order (g, in, axes);
@@ -565,11 +592,12 @@ cast_to (G          *g,
          Value      *v,
          const char *in)
 {
-  const NapkinTensorType *type = napkin_diagram_node_type (g->d, napkin_diagram_find_node (g->d, in));
+  int index = napkin_import_find (g->b, NAPKIN_ITEM_NODE, in);
+  const NapkinTensorType *type = index >= 0 ? napkin_import_node_type (g->b, index) : NULL;
   g_autofree char *stem = NULL;
   NapkinNode *n;
 
-  if (!type->valid || !v->has_dtype || type->dtype == v->dtype)
+  if (type == NULL || !type->valid || !v->has_dtype || type->dtype == v->dtype)
     return in;
   stem = g_strconcat (in, "_", napkin_dtype_to_string (v->dtype), NULL);
   g_strdelimit (stem, "-", '_');

@@ -744,6 +744,9 @@ pass1_getitem (G     *g,
       gi_refuse (g, v, _("of a result other than a split or a norm is not covered"), NULL);
       return;
     }
+  /* a layer norm that was left out has no dimensions to take */
+  if (!gi_need (g, v, a, 0))
+    return;
   gi_copy_dims (v, a);
   gi_set_src (g, v, 0, a);
   v->emit = EMIT_VIEW;
@@ -924,9 +927,10 @@ pass1_attention (G     *g,
   gi_hint (g, Ev, "dv", 1);
   v->causal = gi_arg_bool (v, 5, "is_causal") || v->mask.kind == MASK_TRIL;
   v->default_scale = json_object_get_type (gi_arg (v, 99, "scale")) == json_type_null;
-  if (!gi_arg_double (v, 99, "scale", 1.0 / sqrt ((double) gi_dim_size (g, q, nb + 2)), &v->alpha))
+  if (!gi_arg_double (v, 99, "scale", 1.0 / sqrt ((double) gi_dim_size (g, q, nb + 2)), &v->alpha)
+      || !isfinite (v->alpha) || fabs (v->alpha) > NAPKIN_MAX_NUMBER)
     {
-      gi_fail (g, v, _("scale must be a number"));
+      gi_fail (g, v, _("scale must be a number of at most %g either way"), NAPKIN_MAX_NUMBER);
       return;
     }
   v->emit = EMIT_ATTENTION;
@@ -961,15 +965,20 @@ arith_scalar (G     *g,
       gi_fail (g, v, _("division by zero"));
       return;
     }
+  v->alpha = g_str_equal (b, "div") ? 1.0 / s : g_str_equal (b, "sub") ? -s : s;
+  /* the diagram's numbers are those of the file format */
+  if (!isfinite (v->alpha) || fabs (v->alpha) > NAPKIN_MAX_NUMBER)
+    {
+      gi_fail (g, v, _("the number %g is out of range (at most %g either way)"), v->alpha, NAPKIN_MAX_NUMBER);
+      return;
+    }
   gi_copy_dims (v, a);
   gi_set_src (g, v, 0, a);
   if (g_str_equal (b, "mul") || g_str_equal (b, "div"))
     {
-      v->alpha = g_str_equal (b, "div") ? 1.0 / s : s;
       v->emit = EMIT_SCALE;
       return;
     }
-  v->alpha = g_str_equal (b, "sub") ? -s : s;
   v->fn = NAPKIN_FN_SHIFT;
   v->emit = EMIT_MAP1;
 }

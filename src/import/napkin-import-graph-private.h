@@ -134,6 +134,7 @@ typedef struct
   int          role;          /* placeholder: 0 input, 1 parameter, 2 buffer, 3 computed from parameters */
   const char  *param;         /* placeholder: parameter's or buffer's name */
   char        *stem;          /* a name for the tensor or the parts it makes */
+  guint        index;         /* its place in the graph's nodes, for references */
 } Value;
 
 typedef struct
@@ -144,12 +145,15 @@ typedef struct
   GHashTable    *by_name;     /* name → Value * */
   GError       **error;
   gboolean       failed;      /* the graph cannot be read at all */
-  GPtrArray     *refusals;    /* char *: every refused operation, with its line and what to write */
+  GPtrArray     *refusals;    /* char *: the first refused operations, with their lines and what to write */
+  guint          n_refusals;  /* all of them */
   guint          n_checks;    /* assertions left out */
   guint          n_dropouts;  /* eval-mode dropouts left out */
   GPtrArray     *notes;       /* char *: for the description */
   NapkinDiagram *d;
+  NapkinImportBuilder *b;     /* the one index of what is added (napkin-import-private.h) */
   GHashTable    *rotations;   /* axis name → tensor name of its rotate-half matrix */
+  GHashTable    *rotation_inputs;   /* tensor name → id of its input node */
   GHashTable    *variants;    /* "value|restriction|renames" → node id */
   json_object   *outputs;
 } G;
@@ -157,6 +161,8 @@ typedef struct
 /* napkin-import-graph.c: errors and arguments */
 char        *gi_where            (G *g, Value *v);
 void         gi_fail             (G *g, Value *v, const char *format, ...) G_GNUC_PRINTF (3, 4);
+/* The graph cannot be read on (a limit of the file format reached): stops both passes. */
+void         gi_fatal            (G *g, Value *v, const char *format, ...) G_GNUC_PRINTF (3, 4);
 void         gi_refuse           (G *g, Value *v, const char *why, const char *instead);
 void         gi_note             (G *g, const char *format, ...) G_GNUC_PRINTF (2, 3);
 json_object *gi_member           (json_object *obj, const char *key);

@@ -12,7 +12,17 @@
 #include "napkin-describe.h"
 #include "napkin-import-graph-private.h"
 #include "napkin-json-scan.h"
+#include "napkin-text.h"
 #include "napkin-validate.h"
+
+/* Views and assertions make no operation, so a graph may hold more nodes than a
+ * diagram holds operations, but not many more. */
+#define MAX_GRAPH_NODES (4 * NAPKIN_MAX_NODES)
+
+/* The first refusals are listed, the rest counted (a graph of many unknown operations
+ * would make an error of megabytes). */
+#define MAX_REFUSALS_LISTED 20
+#define MAX_REPORT_BYTES    3000
 
 /* The exporter's graph JSON to a diagram (docs/import.md, "Graph JSON").
  *
@@ -36,22 +46,48 @@ value_free (Value *v)
   g_free (v);
 }
 
-/* The graph cannot be read at all (not the exporter's format). */
+/* The graph cannot be read at all (not the exporter's format, or references that do
+ * not hold), at `v` when not NULL. The message may quote the graph's names: escaped for
+ * a terminal and cut. */
+static void
+fatal_valist (G          *g,
+              Value      *v,
+              const char *format,
+              va_list     args)
+{
+  g_autofree char *msg = g_strdup_vprintf (format, args);
+  g_autofree char *shown = napkin_text_shown (msg, -1, 300);
+  g_autofree char *place = v ? gi_where (g, v) : NULL;
+
+  if (!g->failed)
+    g_set_error (g->error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%s%s%s%s", g->source ? g->source : "",
+                 g->source ? ": " : "", place ? place : "", place ? ": " : "", shown);
+  g->failed = TRUE;
+}
+
 static void G_GNUC_PRINTF (2, 3)
 fatal (G          *g,
        const char *format,
        ...)
 {
   va_list args;
-  g_autofree char *msg = NULL;
 
   va_start (args, format);
-  msg = g_strdup_vprintf (format, args);
+  fatal_valist (g, NULL, format, args);
   va_end (args);
-  if (!g->failed)
-    g_set_error (g->error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, "%s%s%s", g->source ? g->source : "",
-                 g->source ? ": " : "", msg);
-  g->failed = TRUE;
+}
+
+void
+gi_fatal (G          *g,
+          Value      *v,
+          const char *format,
+          ...)
+{
+  va_list args;
+
+  va_start (args, format);
+  fatal_valist (g, v, format, args);
+  va_end (args);
 }
 
 static void
@@ -68,11 +104,16 @@ char *
 gi_where (G     *g,
           Value *v)
 {
-  if (v->line > 0 && v->code != NULL)
-    return g_strdup_printf ("line %u (%s: %s)", v->line, v->file ? v->file : "forward", v->code);
+  /* the graph's texts, escaped and cut: they come from someone else's file */
+  g_autofree char *file = napkin_text_shown (v->file ? v->file : "forward", -1, 120);
+  g_autofree char *code = v->code ? napkin_text_shown (v->code, -1, 80) : NULL;
+  g_autofree char *name = napkin_text_quoted (v->name);
+
+  if (v->line > 0 && code != NULL)
+    return g_strdup_printf ("line %u (%s: %s)", v->line, file, code);
   if (v->line > 0)
-    return g_strdup_printf (_("line %u of %s"), v->line, v->file ? v->file : "forward");
-  return g_strdup_printf (_("graph node “%s”"), v->name);
+    return g_strdup_printf (_("line %u of %s"), v->line, file);
+  return g_strdup_printf (_("graph node %s"), name);
 }
 
 static void
@@ -80,11 +121,18 @@ refusal (G          *g,
          Value      *v,
          const char *text)
 {
-  g_autofree char *place = v ? gi_where (g, v) : NULL;
+  g_autofree char *place = NULL;
+  g_autofree char *line = NULL;
 
   if (v != NULL)
     v->poisoned = TRUE;
-  g_ptr_array_add (g->refusals, g_strdup_printf ("%s%s%s", place ? place : "", place ? ": " : "", text));
+  /* the first few are listed (report), the rest counted */
+  if (g->n_refusals++ >= MAX_REFUSALS_LISTED)
+    return;
+  place = v ? gi_where (g, v) : NULL;
+  /* the text may quote the graph's names: escaped for a terminal and cut */
+  line = g_strdup_printf ("%s%s%s", place ? place : "", place ? ": " : "", text);
+  g_ptr_array_add (g->refusals, napkin_text_shown (line, -1, 400));
 }
 
 /* Shapes or axes that do not fit together at v: recorded, and pass 1 goes on, so
@@ -239,9 +287,8 @@ int
 gi_value_index (G     *g,
                 Value *v)
 {
-  guint i;
-
-  return g_ptr_array_find (g->values, v, &i) ? (int) i : -1;
+  (void) g;
+  return (int) v->index;
 }
 
 gboolean
@@ -341,6 +388,7 @@ name_axes (G *g)
 {
   static const char *const fallback = "ijklmnoptuvwxyzacr";
   g_autoptr(GPtrArray) roots = g_ptr_array_new ();
+  g_autoptr(GHashTable) seen = g_hash_table_new (NULL, NULL);
   guint next = 0;
 
   /* the atomic classes that some value uses, in the order they were made */
@@ -363,9 +411,16 @@ name_axes (G *g)
         {
           int r = g_array_index (atoms, int, k);
 
-          if (!g_ptr_array_find (roots, GINT_TO_POINTER (r + 1), NULL))
+          if (g_hash_table_add (seen, GINT_TO_POINTER (r + 1)))
             g_ptr_array_add (roots, GINT_TO_POINTER (r + 1));
         }
+    }
+  /* the limit before the names: naming compares classes in pairs */
+  if (roots->len > NAPKIN_MAX_AXES)
+    {
+      gi_fatal (g, NULL, _("the graph's values have %u distinct dimensions; a diagram has at most %d axes"),
+                roots->len, NAPKIN_MAX_AXES);
+      return;
     }
   /* hinted ones first, by priority, so that a strong hint keeps its name */
   for (int prio = 3; prio >= -1; prio--)
@@ -376,26 +431,27 @@ name_axes (G *g)
         if (c->axis != NULL || c->prio != prio)
           continue;
         if (c->hint != NULL)
-          c->axis = napkin_import_fresh_name (g->d, NAPKIN_ITEM_AXIS, c->hint);
+          c->axis = napkin_import_fresh_name (g->b, NAPKIN_ITEM_AXIS, c->hint);
         else if (same_size_name (g, roots, c) != NULL)
-          c->axis = napkin_import_fresh_name (g->d, NAPKIN_ITEM_AXIS, same_size_name (g, roots, c));
+          c->axis = napkin_import_fresh_name (g->b, NAPKIN_ITEM_AXIS, same_size_name (g, roots, c));
         else
           {
             char stem[2] = { 0, 0 };
 
             do
               stem[0] = fallback[next++ % strlen (fallback)];
-            while (napkin_diagram_find_axis (g->d, stem) >= 0 && next < 64);
-            c->axis = napkin_import_fresh_name (g->d, NAPKIN_ITEM_AXIS, stem);
+            while (napkin_import_find (g->b, NAPKIN_ITEM_AXIS, stem) >= 0 && next < 64);
+            c->axis = napkin_import_fresh_name (g->b, NAPKIN_ITEM_AXIS, stem);
           }
-        napkin_import_add_axis (g->d, c->axis, c->size);
+        napkin_import_add_axis (g->b, c->axis, c->size);
       }
   /* the diagram lists axes in the order values first use them */
   {
     g_autoptr(GPtrArray) axes = g_ptr_array_new ();
 
     while (napkin_diagram_n_axes (g->d) > 0)
-      g_ptr_array_add (axes, napkin_diagram_steal_item (g->d, NAPKIN_ITEM_AXIS, 0));
+      g_ptr_array_add (axes, napkin_diagram_steal_item (g->d, NAPKIN_ITEM_AXIS, napkin_diagram_n_axes (g->d) - 1));
+    g_hash_table_remove_all (g->b->names[NAPKIN_ITEM_AXIS]);
     for (guint i = 0; i < roots->len; i++)
       {
         Class *c = gi_cls (g, GPOINTER_TO_INT (roots->pdata[i]) - 1);
@@ -403,7 +459,10 @@ name_axes (G *g)
         for (guint k = 0; k < axes->len; k++)
           if (axes->pdata[k] != NULL && g_str_equal (((NapkinAxis *) axes->pdata[k])->name, c->axis))
             {
-              napkin_diagram_insert_item (g->d, NAPKIN_ITEM_AXIS, napkin_diagram_n_axes (g->d), axes->pdata[k]);
+              NapkinAxis *axis = axes->pdata[k];
+
+              napkin_import_add_axis (g->b, axis->name, axis->size);
+              napkin_item_free (NAPKIN_ITEM_AXIS, axis);
               axes->pdata[k] = NULL;
             }
       }
@@ -412,24 +471,47 @@ name_axes (G *g)
 
 /* ---------------------------------------------------------------- reading */
 
+/* Counts the uses of each value that `a` (an argument of `user`, or the outputs when
+ * `user` is NULL) refers to; a graph lists every node after those it reads, so a
+ * reference to an unknown node, to the node itself or to a later one is an error. */
 static void
 count_refs (G           *g,
-            json_object *a,
-            gboolean     output)
+            Value       *user,
+            json_object *a)
 {
-  if (a == NULL)
+  if (a == NULL || g->failed)
     return;
   if (json_object_is_type (a, json_type_array))
     for (guint i = 0; i < json_object_array_length (a); i++)
-      count_refs (g, json_object_array_get_idx (a, i), output);
+      count_refs (g, user, json_object_array_get_idx (a, i));
+  else if (json_object_is_type (a, json_type_object) && gi_member (a, "node") == NULL)
+    {
+      /* keyword arguments, or an argument that holds references */
+      json_object_object_foreach (a, key, member)
+        {
+          (void) key;
+          count_refs (g, user, member);
+        }
+    }
   else if (json_object_is_type (a, json_type_object))
     {
-      Value *v = gi_value (g, a);
+      const char *name = gi_member_string (a, "node");
+      Value *v = name ? g_hash_table_lookup (g->by_name, name) : NULL;
+      g_autofree char *shown = name ? napkin_text_quoted (name) : NULL;
 
-      if (v)
+      if (name != NULL && v == NULL && user == NULL)
+        gi_fatal (g, NULL, _("the graph's outputs name %s, which is no node of the graph"), shown);
+      else if (name != NULL && v == NULL)
+        gi_fatal (g, user, _("it reads %s, which is no node of the graph"), shown);
+      else if (v != NULL && user != NULL && v == user)
+        gi_fatal (g, user, _("it reads itself (%s): a graph node reads only the nodes before it"), shown);
+      else if (v != NULL && user != NULL && v->index > user->index)
+        gi_fatal (g, user, _("it reads %s, which comes later in the graph: a graph node reads only the nodes "
+                             "before it"), shown);
+      else if (v)
         {
           v->users++;
-          v->is_output |= output;
+          v->is_output |= user == NULL;
         }
     }
 }
@@ -469,6 +551,14 @@ read_values (G           *g,
       fatal (g, _("the graph has no “nodes” list"));
       return FALSE;
     }
+  /* Views and assertions make no operation, so a graph may hold more nodes than a
+   * diagram holds operations; beyond this many it cannot fit, and is not read. */
+  if (json_object_array_length (nodes) > MAX_GRAPH_NODES)
+    {
+      fatal (g, _("the graph has %zu nodes; Napkin reads at most %d (a diagram holds at most %d operations)"),
+             json_object_array_length (nodes), MAX_GRAPH_NODES, NAPKIN_MAX_NODES);
+      return FALSE;
+    }
   for (guint i = 0; i < json_object_array_length (nodes); i++)
     {
       json_object *obj = json_object_array_get_idx (nodes, i);
@@ -487,10 +577,13 @@ read_values (G           *g,
         }
       if (g_hash_table_contains (g->by_name, name))
         {
-          fatal (g, _("two graph nodes are called “%s”"), name);
+          g_autofree char *shown = napkin_text_quoted (name);
+
+          fatal (g, _("two graph nodes are called %s"), shown);
           return FALSE;
         }
       v = g_new0 (Value, 1);
+      v->index = g->values->len;
       v->name = g_strdup (name);
       v->obj = obj;
       v->src[0] = v->src[1] = v->src[2] = -1;
@@ -525,7 +618,7 @@ read_values (G           *g,
           v->target = gi_member_string (obj, "target");
           if (v->target == NULL)
             {
-              fatal (g, _("graph node “%s” is a call without a “target”"), v->name);
+              gi_fatal (g, v, _("a call without a “target”"));
               return FALSE;
             }
           base_of (v->target, &v->base);
@@ -543,15 +636,15 @@ read_values (G           *g,
                      _("export with torch.export (napkin_export.py)"));
         }
     }
-  for (guint i = 0; i < g->values->len; i++)
+  for (guint i = 0; i < g->values->len && !g->failed; i++)
     {
       Value *v = g->values->pdata[i];
 
-      count_refs (g, v->args, FALSE);
-      count_refs (g, v->kwargs, FALSE);
+      count_refs (g, v, v->args);
+      count_refs (g, v, v->kwargs);
     }
-  count_refs (g, g->outputs, TRUE);
-  return TRUE;
+  count_refs (g, NULL, g->outputs);
+  return !g->failed;
 }
 
 /* The axes of an input: its "dims" names, else b, s, e guessed from the end. */
@@ -636,7 +729,8 @@ pass1 (G *g)
   gi_find_lazy (g);
 }
 
-/* Every value's axes must be distinct: x + x.T on a square x would need one axis twice. */
+/* Every value's axes must be distinct: x + x.T on a square x would need one axis twice;
+ * and at most NAPKIN_MAX_RANK, as the file format holds them. */
 static void
 check_distinct (G *g)
 {
@@ -652,12 +746,20 @@ check_distinct (G *g)
         continue;
       for (guint k = 0; k < v->n_dims; k++)
         gi_expand (g, v->dims[k], atoms);
+      if (atoms->len > NAPKIN_MAX_RANK)
+        {
+          g_autofree char *shown = napkin_text_quoted (v->name);
+
+          /* one report: what follows from it has the same cause */
+          gi_fail (g, v, _("%s would have %u axes (its dimensions split by reshapes); a tensor has at most %d"),
+                   shown, atoms->len, NAPKIN_MAX_RANK);
+          return;
+        }
       for (guint a = 0; a < atoms->len; a++)
         for (guint b = a + 1; b < atoms->len; b++)
           twice |= gi_find (g, g_array_index (atoms, int, a)) == gi_find (g, g_array_index (atoms, int, b));
       if (twice)
         {
-          /* one report: what follows from it has the same cause */
           gi_refuse (g, v, _("would give a result with one axis twice (x + x.T of a square x)"),
                      _("the covered case is attention's scores (q @ k.T), whose keys get their own axis"));
           return;
@@ -688,12 +790,18 @@ emit_outputs (G *g)
 
       if (v == NULL || v->napkin == NULL)
         {
-          if (v == NULL || !v->poisoned)
-            fatal (g, _("output %u is not a tensor the diagram computes"), i + 1);
+          const char *name = gi_member_string (o, "node");
+          g_autofree char *shown = napkin_text_quoted (name ? name : "");
+
+          if (name == NULL)
+            fatal (g, _("output %u names no graph node (expected {\"node\": NAME})"), i + 1);
+          else if (v == NULL || !v->poisoned)
+            gi_fatal (g, v, _("output %u, %s, is not a tensor the diagram computes (a view, an assertion or a "
+                              "value left out)"), i + 1, shown);
           return;
         }
       axes = gi_atom_names (g, v);
-      tensor = napkin_import_fresh_name (g->d, NAPKIN_ITEM_TENSOR, want ? want : v->name);
+      tensor = napkin_import_fresh_name (g->b, NAPKIN_ITEM_TENSOR, want ? want : v->name);
       {
         json_object *extra = json_object_new_object ();
         json_object *source = json_object_new_object ();
@@ -701,7 +809,7 @@ emit_outputs (G *g)
         /* the graph value it holds (docs/import.md, "Graph JSON") */
         json_object_object_add (source, "node", json_object_new_string (v->name));
         json_object_object_add (extra, "source", source);
-        napkin_import_add_tensor (g->d, tensor, axes, v->dtype, extra);
+        napkin_import_add_tensor (g->b, tensor, axes, v->dtype, extra);
       }
       n = napkin_node_new ("o", NAPKIN_OP_OUTPUT);
       n->tensor = g_strdup (tensor);
@@ -717,12 +825,22 @@ static void
 report (G *g)
 {
   GString *s = g_string_new (NULL);
+  guint i;
 
-  g_string_append_printf (s, g->refusals->len == 1 ? _("%s%s%u operation cannot be imported (docs/import.md):")
-                                                   : _("%s%s%u operations cannot be imported (docs/import.md):"),
-                          g->source ? g->source : "", g->source ? ": " : "", g->refusals->len);
-  for (guint i = 0; i < g->refusals->len; i++)
-    g_string_append_printf (s, "\n  %s", (char *) g->refusals->pdata[i]);
+  g_string_append_printf (s, g->n_refusals == 1 ? _("%s%s%u operation cannot be imported (docs/import.md):")
+                                                : _("%s%s%u operations cannot be imported (docs/import.md):"),
+                          g->source ? g->source : "", g->source ? ": " : "", g->n_refusals);
+  /* within a few kilobytes: the lines are cut, and the first ones listed */
+  for (i = 0; i < g->refusals->len; i++)
+    {
+      const char *line = g->refusals->pdata[i];
+
+      if (i > 0 && s->len + strlen (line) + 3 > MAX_REPORT_BYTES)
+        break;
+      g_string_append_printf (s, "\n  %s", line);
+    }
+  if (g->n_refusals > i)
+    g_string_append_printf (s, _("\n  and %u more"), g->n_refusals - i);
   g_set_error_literal (g->error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_UNSUPPORTED, s->str);
   g_string_free (s, TRUE);
   g->failed = TRUE;
@@ -750,44 +868,38 @@ description (G           *g,
   return g_string_free (s, FALSE);
 }
 
-NapkinDiagram *
-napkin_import_graph (const char  *json_text,
-                     gsize        length,
-                     const char  *source,
-                     GError     **error)
+/* The graph's JSON: strict syntax (the line and column of the first fault), then the
+ * format and the version. NULL with the error set. */
+static json_object *
+read_graph_json (const char  *json_text,
+                 gsize        length,
+                 const char  *source,
+                 GError     **error)
 {
-  g_autoptr(NapkinDiagram) d = NULL;
-  g_autoptr(GArray) classes = g_array_new (FALSE, TRUE, sizeof (Class));
-  g_autoptr(GPtrArray) values = g_ptr_array_new_with_free_func ((GDestroyNotify) value_free);
-  g_autoptr(GHashTable) by_name = g_hash_table_new (g_str_hash, g_str_equal);
-  g_autoptr(GHashTable) rotations = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GHashTable) variants = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  g_autoptr(GPtrArray) refusals = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
-  json_object *root = NULL;
-  json_tokener *tok;
-  G g = { source, classes, values, by_name, error, FALSE, refusals, 0, 0, notes, NULL, rotations, variants, NULL };
   g_autoptr(GError) local = NULL;
-  const char *format;
-
-  g_array_set_clear_func (classes, (GDestroyNotify) class_clear);
-
-  /* strict JSON, with the line and column of the first fault */
   gsize root_start, root_end;
+  json_object *root;
+  json_tokener *tok;
+  const char *format;
 
   if (!napkin_json_check (json_text, length, &root_start, &root_end, &local))
     {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is not valid JSON: %s"),
-                   source ? source : "", source ? ": " : "", local->message);
+      /* the scanner's path holds the graph's own field names: escaped and cut */
+      g_autofree char *shown = napkin_text_shown (local->message, -1, 300);
+
+      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is %s"),
+                   source ? source : "", source ? ": " : "", shown);
       return NULL;
     }
   tok = json_tokener_new_ex (NAPKIN_JSON_MAX_DEPTH);
   root = json_tokener_parse_ex (tok, json_text, (int) MIN (length, G_MAXINT));
   json_tokener_free (tok);
-  if (root == NULL)
+  if (root == NULL || !json_object_is_type (root, json_type_object))
     {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX, _("%s%sthe graph is not valid JSON"),
+      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
+                   _("%s%sthe graph is not a JSON object (the output of napkin_export.py)"),
                    source ? source : "", source ? ": " : "");
+      json_object_put (root);
       return NULL;
     }
   format = gi_member_string (root, "format");
@@ -808,48 +920,99 @@ napkin_import_graph (const char  *json_text,
       json_object_put (root);
       return NULL;
     }
+  return root;
+}
+
+/* Both passes, then the outputs, the title and the description. */
+static void
+build (G           *g,
+       json_object *root)
+{
+  if (read_values (g, root))
+    pass1 (g);
+  if (!g->failed)
+    check_distinct (g);
+  if (!g->failed && g->n_refusals > 0)
+    report (g);
+  if (!g->failed)
+    {
+      name_axes (g);
+      if (!g->failed)
+        gi_emit_inputs (g);
+      for (guint i = 0; i < g->values->len && !g->failed; i++)
+        gi_pass2_value (g, g->values->pdata[i]);
+      if (!g->failed)
+        emit_outputs (g);
+    }
+  if (!g->failed && g->n_refusals > 0)
+    report (g);
+  if (!g->failed)
+    {
+      const char *module = gi_member_string (root, "module");
+      g_autofree char *desc = description (g, root);
+
+      napkin_diagram_set_title (g->d, module ? module : "Imported graph");
+      napkin_diagram_set_description (g->d, desc);
+    }
+}
+
+NapkinDiagram *
+napkin_import_graph (const char  *json_text,
+                     gsize        length,
+                     const char  *source,
+                     GError     **error)
+{
+  g_autoptr(NapkinDiagram) d = NULL;
+  g_autoptr(GArray) classes = g_array_new (FALSE, TRUE, sizeof (Class));
+  g_autoptr(GPtrArray) values = g_ptr_array_new_with_free_func ((GDestroyNotify) value_free);
+  g_autoptr(GHashTable) by_name = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr(GHashTable) rotations = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) rotation_inputs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GHashTable) variants = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
+  g_autoptr(GPtrArray) refusals = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) notes = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *shown_source = source ? napkin_text_shown (source, -1, 200) : NULL;
+  NapkinImportBuilder b;
+  json_object *root;
+  G g = {
+    .source = shown_source,
+    .classes = classes,
+    .values = values,
+    .by_name = by_name,
+    .error = error,
+    .refusals = refusals,
+    .notes = notes,
+    .b = &b,
+    .rotations = rotations,
+    .rotation_inputs = rotation_inputs,
+    .variants = variants,
+  };
+
+  g_array_set_clear_func (classes, (GDestroyNotify) class_clear);
+
+  if ((root = read_graph_json (json_text, length, shown_source, error)) == NULL)
+    return NULL;
 
   d = napkin_diagram_new ();
   g.d = d;
+  napkin_import_builder_init (&b, d);
   napkin_diagram_freeze_changed (d);
-  if (read_values (&g, root))
-    pass1 (&g);
-  if (!g.failed)
-    check_distinct (&g);
-  if (!g.failed && g.refusals->len > 0)
-    report (&g);
-  if (!g.failed)
-    {
-      name_axes (&g);
-      gi_emit_inputs (&g);
-      for (guint i = 0; i < values->len; i++)
-        gi_pass2_value (&g, values->pdata[i]);
-      emit_outputs (&g);
-    }
-  if (!g.failed && g.refusals->len > 0)
-    report (&g);
-  if (!g.failed)
-    {
-      const char *module = gi_member_string (root, "module");
-      g_autofree char *desc = description (&g, root);
-
-      napkin_diagram_set_title (d, module ? module : "Imported graph");
-      napkin_diagram_set_description (d, desc);
-    }
+  build (&g, root);
   json_object_put (root);
+  napkin_import_builder_clear (&b);
   if (g.failed)
     return NULL;
 
   {
-    g_autoptr(GPtrArray) problems = napkin_diagram_check (d);
+    NapkinItemKind kind;
+    guint index;
+    g_autofree char *why = napkin_import_check (d, &kind, &index);
 
-    if (problems->len > 0)
+    if (why != NULL)
       {
-        NapkinProblem *pr = problems->pdata[0];
-
         g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_INVALID,
-                     _("%s%sthe imported diagram is not valid (a bug of the importer): %s"), source ? source : "",
-                     source ? ": " : "", pr->message);
+                     _("%s%sthe graph makes a diagram Napkin would refuse: %s"), shown_source ? shown_source : "",
+                     shown_source ? ": " : "", why);
         return NULL;
       }
   }

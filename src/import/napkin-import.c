@@ -8,6 +8,10 @@
 #include <string.h>
 
 #include "napkin-error.h"
+#include "napkin-describe.h"
+#include "napkin-file.h"
+#include "napkin-text.h"
+#include "napkin-validate.h"
 #include "napkin-import-private.h"
 
 G_DEFINE_QUARK (napkin-import-error-quark, napkin_import_error)
@@ -18,24 +22,70 @@ G_DEFINE_QUARK (napkin-import-error-quark, napkin_import_error)
 #define ROW      120.0
 #define MARGIN    40.0
 
+/* ---------------------------------------------------------------- the builder */
+
 void
-napkin_import_add_axis (NapkinDiagram *d,
-                        const char    *name,
-                        gint64         size)
+napkin_import_builder_init (NapkinImportBuilder *b,
+                            NapkinDiagram       *d)
+{
+  memset (b, 0, sizeof *b);
+  b->d = d;
+  for (guint k = 0; k < NAPKIN_N_ITEM_KINDS; k++)
+    b->names[k] = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  b->sources = g_array_new (FALSE, FALSE, sizeof (int));
+  b->types = g_array_new (FALSE, TRUE, sizeof (NapkinTensorType));
+}
+
+void
+napkin_import_builder_clear (NapkinImportBuilder *b)
+{
+  for (guint k = 0; k < NAPKIN_N_ITEM_KINDS; k++)
+    g_clear_pointer (&b->names[k], g_hash_table_unref);
+  g_clear_pointer (&b->sources, g_array_unref);
+  g_clear_pointer (&b->types, g_array_unref);
+}
+
+static void
+add_item (NapkinImportBuilder *b,
+          NapkinItemKind       kind,
+          const char          *name,
+          gpointer             item)
+{
+  guint index = napkin_diagram_count (b->d, kind);
+
+  if (name != NULL && !g_hash_table_contains (b->names[kind], name))
+    g_hash_table_insert (b->names[kind], g_strdup (name), GUINT_TO_POINTER (index + 1));
+  napkin_diagram_insert_item (b->d, kind, index, item);
+}
+
+int
+napkin_import_find (NapkinImportBuilder *b,
+                    NapkinItemKind       kind,
+                    const char          *name)
+{
+  gpointer v = name ? g_hash_table_lookup (b->names[kind], name) : NULL;
+
+  return v ? (int) GPOINTER_TO_UINT (v) - 1 : -1;
+}
+
+void
+napkin_import_add_axis (NapkinImportBuilder *b,
+                        const char          *name,
+                        gint64               size)
 {
   NapkinAxis *axis = g_new0 (NapkinAxis, 1);
 
   axis->name = g_strdup (name);
   axis->size = size;
-  napkin_diagram_insert_item (d, NAPKIN_ITEM_AXIS, napkin_diagram_n_axes (d), axis);
+  add_item (b, NAPKIN_ITEM_AXIS, name, axis);
 }
 
 void
-napkin_import_add_tensor (NapkinDiagram *d,
-                          const char    *name,
-                          char         **axes,
-                          NapkinDtype    dtype,
-                          json_object   *extra)
+napkin_import_add_tensor (NapkinImportBuilder *b,
+                          const char          *name,
+                          char               **axes,
+                          NapkinDtype          dtype,
+                          json_object         *extra)
 {
   NapkinTensor *tensor = g_new0 (NapkinTensor, 1);
 
@@ -43,21 +93,13 @@ napkin_import_add_tensor (NapkinDiagram *d,
   tensor->axes = g_strdupv (axes);
   tensor->dtype = dtype;
   tensor->extra = extra;
-  napkin_diagram_insert_item (d, NAPKIN_ITEM_TENSOR, napkin_diagram_n_tensors (d), tensor);
-}
-
-static gboolean
-name_used (NapkinDiagram  *d,
-           NapkinItemKind  kind,
-           const char     *name)
-{
-  return napkin_diagram_find (d, kind, name) >= 0;
+  add_item (b, NAPKIN_ITEM_TENSOR, name, tensor);
 }
 
 char *
-napkin_import_fresh_name (NapkinDiagram  *d,
-                          NapkinItemKind  kind,
-                          const char     *stem)
+napkin_import_fresh_name (NapkinImportBuilder *b,
+                          NapkinItemKind       kind,
+                          const char          *stem)
 {
   GString *clean = g_string_new (NULL);
 
@@ -67,13 +109,13 @@ napkin_import_fresh_name (NapkinDiagram  *d,
     g_string_append_c (clean, g_ascii_isalnum (*p) || *p == '_' ? *p : '_');
   if (clean->len == 0 || g_ascii_isdigit (clean->str[0]))
     g_string_prepend_c (clean, 'v');
-  if (!name_used (d, kind, clean->str))
+  if (napkin_import_find (b, kind, clean->str) < 0)
     return g_string_free (clean, FALSE);
   for (guint i = 2;; i++)
     {
       char *name = g_strdup_printf ("%s%u", clean->str, i);
 
-      if (!name_used (d, kind, name))
+      if (napkin_import_find (b, kind, name) < 0)
         {
           g_string_free (clean, TRUE);
           return name;
@@ -83,28 +125,125 @@ napkin_import_fresh_name (NapkinDiagram  *d,
 }
 
 const char *
-napkin_import_add_node (NapkinDiagram *d,
-                        NapkinNode    *node,
-                        const char    *stem)
+napkin_import_add_node (NapkinImportBuilder *b,
+                        NapkinNode          *node,
+                        const char          *stem)
 {
+  int none[2] = { -1, -1 };
+
   g_free (node->id);
-  node->id = napkin_import_fresh_name (d, NAPKIN_ITEM_NODE, stem);
-  napkin_diagram_insert_item (d, NAPKIN_ITEM_NODE, napkin_diagram_n_nodes (d), node);
+  node->id = napkin_import_fresh_name (b, NAPKIN_ITEM_NODE, stem);
+  g_array_append_vals (b->sources, none, 2);
+  add_item (b, NAPKIN_ITEM_NODE, node->id, node);
   return node->id;
 }
 
 void
-napkin_import_add_wire (NapkinDiagram *d,
-                        const char    *from,
-                        const char    *to,
-                        guint          port)
+napkin_import_add_wire (NapkinImportBuilder *b,
+                        const char          *from,
+                        const char          *to,
+                        guint                port)
 {
   NapkinWire *wire = g_new0 (NapkinWire, 1);
+  int f = napkin_import_find (b, NAPKIN_ITEM_NODE, from);
+  int t = napkin_import_find (b, NAPKIN_ITEM_NODE, to);
 
   wire->from = g_strdup (from);
   wire->to = g_strdup (to);
   wire->port = port;
-  napkin_diagram_insert_item (d, NAPKIN_ITEM_WIRE, napkin_diagram_n_wires (d), wire);
+  add_item (b, NAPKIN_ITEM_WIRE, NULL, wire);
+  /* the first wire on a port counts, as in the diagram's own index */
+  if (f >= 0 && t >= 0 && port < 2 && g_array_index (b->sources, int, t * 2 + port) < 0)
+    {
+      g_array_index (b->sources, int, t * 2 + port) = f;
+      b->typed = MIN (b->typed, (guint) t);
+    }
+}
+
+void
+napkin_import_replace_node (NapkinImportBuilder *b,
+                            guint                index,
+                            NapkinNode          *node)
+{
+  napkin_diagram_replace_item (b->d, NAPKIN_ITEM_NODE, index, node);
+  b->typed = MIN (b->typed, index);
+}
+
+static int
+builder_axis (gpointer    data,
+              const char *name)
+{
+  return napkin_import_find (data, NAPKIN_ITEM_AXIS, name);
+}
+
+static const NapkinTensor *
+builder_tensor (gpointer    data,
+                const char *name)
+{
+  NapkinImportBuilder *b = data;
+  int index = napkin_import_find (b, NAPKIN_ITEM_TENSOR, name);
+
+  return index >= 0 ? napkin_diagram_tensor (b->d, index) : NULL;
+}
+
+const NapkinTensorType *
+napkin_import_node_type (NapkinImportBuilder *b,
+                         guint                node)
+{
+  const NapkinTypeLookup lookup = { builder_axis, builder_tensor, b };
+
+  g_return_val_if_fail (node < napkin_diagram_n_nodes (b->d), NULL);
+
+  if (b->types->len < napkin_diagram_n_nodes (b->d))
+    g_array_set_size (b->types, napkin_diagram_n_nodes (b->d));
+  /* In the order the nodes were added, which is an order of their wires: a source
+   * added later than its consumer counts as unknown. */
+  for (; b->typed <= node; b->typed++)
+    {
+      const NapkinTensorType *in[2] = { NULL, NULL };
+
+      for (guint p = 0; p < 2; p++)
+        {
+          int src = g_array_index (b->sources, int, b->typed * 2 + p);
+
+          in[p] = src >= 0 && (guint) src < b->typed ? &g_array_index (b->types, NapkinTensorType, src) : NULL;
+        }
+      napkin_node_infer_type (napkin_diagram_node (b->d, b->typed), in, &lookup,
+                              &g_array_index (b->types, NapkinTensorType, b->typed));
+    }
+  return &g_array_index (b->types, NapkinTensorType, node);
+}
+
+char *
+napkin_import_over_limit (NapkinImportBuilder *b,
+                          NapkinItemKind       kind,
+                          guint                more)
+{
+  guint have = napkin_diagram_count (b->d, kind);
+
+  if (kind == NAPKIN_ITEM_AXIS && have + more > NAPKIN_MAX_AXES)
+    return g_strdup_printf (_("more than %d axes, the most a diagram may have"), NAPKIN_MAX_AXES);
+  if (kind == NAPKIN_ITEM_NODE && have + more > NAPKIN_MAX_NODES)
+    return g_strdup_printf (_("more than %d operations, the most a diagram may have"), NAPKIN_MAX_NODES);
+  return NULL;
+}
+
+char *
+napkin_import_check (NapkinDiagram  *d,
+                     NapkinItemKind *kind,
+                     guint          *index)
+{
+  g_autoptr(GPtrArray) problems = napkin_diagram_check (d);
+  NapkinProblem *problem;
+
+  *kind = NAPKIN_N_ITEM_KINDS;
+  *index = 0;
+  if (problems->len == 0)
+    return NULL;
+  problem = problems->pdata[0];
+  *kind = problem->kind;
+  *index = problem->index;
+  return napkin_error_summary (problem->message);
 }
 
 /* ---------------------------------------------------------------- layout */
@@ -134,6 +273,8 @@ napkin_import_layout (NapkinDiagram *d)
   g_autofree int *level = g_new0 (int, n);
   g_autofree double *y = g_new0 (double, n);
   g_autofree gboolean *placed = g_new0 (gboolean, n);
+  g_autofree guint *column_start = NULL;
+  g_autofree guint *by_column = NULL;
   int max_level = 0;
 
   if (order == NULL || n == 0)
@@ -170,6 +311,21 @@ napkin_import_layout (NapkinDiagram *d)
         level[v] = n_consumers > 0 ? MAX (first - 1, 0) : 0;
       }
 
+  /* The nodes of each column in topological order, found once (a scan of every node
+   * per column made a long chain quadratic). */
+  column_start = g_new0 (guint, max_level + 2);
+  by_column = g_new (guint, n);
+  for (guint v = 0; v < n; v++)
+    column_start[level[v] + 1]++;
+  for (int l = 0; l <= max_level; l++)
+    column_start[l + 1] += column_start[l];
+  {
+    g_autofree guint *fill = g_memdup2 (column_start, sizeof (guint) * (max_level + 2));
+
+    for (guint i = 0; i < n; i++)
+      by_column[fill[level[order[i]]]++] = order[i];
+  }
+
   /* Rows: the operations column by column, each at the mean row of the operations
    * it reads (a barycentre sweep); then each input beside its first consumer (above
    * it for the first port, below for the second); then, in every column, each item
@@ -180,9 +336,9 @@ napkin_import_layout (NapkinDiagram *d)
         g_autoptr(GArray) column = g_array_new (FALSE, FALSE, sizeof (Slot));
         double next = MARGIN;
 
-        for (guint i = 0; i < n; i++)
+        for (guint i = column_start[l]; i < column_start[l + 1]; i++)
           {
-            guint v = order[i];
+            guint v = by_column[i];
             const NapkinNode *node = napkin_diagram_node (d, v);
             gboolean is_input = node->kind == NAPKIN_OP_INPUT;
             Slot slot = { v, next + column->len * ROW };
@@ -238,14 +394,16 @@ napkin_import_layout (NapkinDiagram *d)
           }
       }
 
+  /* In place: the diagram is the import's own, shared with no one and in no history
+   * (a copy per operation made a large import slower). */
   for (guint v = 0; v < n; v++)
     {
-      NapkinNode *node = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (d, v));
+      NapkinNode *node = napkin_diagram_get_item (d, NAPKIN_ITEM_NODE, v);
 
       node->x = MARGIN + level[v] * COLUMN;
       node->y = y[v];
-      napkin_diagram_replace_item (d, NAPKIN_ITEM_NODE, v, node);
     }
+  napkin_diagram_changed (d);
 }
 
 /* ---------------------------------------------------------------- files */
@@ -255,26 +413,36 @@ napkin_import_file (const char  *path,
                     GError     **error)
 {
   g_autofree char *text = NULL;
-  gsize length = 0;
+  gsize length = 0, start;
   const char *p;
 
-  if (!g_file_get_contents (path, &text, &length, error))
+  g_autofree char *shown = NULL;
+  gssize bad;
+
+  if (!(text = napkin_file_read_bounded (path, NAPKIN_MAX_FILE_SIZE, &length, error)))
     return NULL;
-  if (length > 64 * 1024 * 1024)
-    {
-      g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
-                   _("%s: the file is larger than 64 MiB"), path);
-      return NULL;
-    }
-  for (p = text; p < text + length && g_ascii_isspace (*p); p++)
+  /* A byte-order mark is not text: JSON and einsum alike start after it. */
+  start = length >= 3 && memcmp (text, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+  for (p = text + start; p < text + length && g_ascii_isspace (*p); p++)
     ;
-  if (p < text + length && *p == '{')
-    return napkin_import_graph (text, length, path, error);
+  /* JSON of any shape is a graph (a root that is not an object gets the graph's
+   * error), everything else einsum text */
+  if (p < text + length && (*p == '{' || *p == '['))
+    return napkin_import_graph (text + start, length - start, path, error);
   if (memchr (text, '\0', length) != NULL || !g_utf8_validate (text, length, NULL))
     {
+      bad = memchr (text, '\0', length) ? (char *) memchr (text, '\0', length) - text : 0;
+      if (bad == 0)
+        {
+          const char *end = NULL;
+
+          g_utf8_validate (text, length, &end);
+          bad = end - text;
+        }
+      shown = napkin_text_shown (path, -1, 200);
       g_set_error (error, NAPKIN_IMPORT_ERROR, NAPKIN_IMPORT_ERROR_SYNTAX,
-                   _("%s: not UTF-8 text"), path);
+                   _("%s: not UTF-8 text (byte %" G_GSSIZE_FORMAT ")"), shown, bad + 1);
       return NULL;
     }
-  return napkin_import_einsum (text, path, error);
+  return napkin_import_einsum (text + start, path, error);
 }

@@ -36,7 +36,8 @@ NapkinDiagram *napkin_import_file        (const char  *path,
                                           GError     **error);
 
 /* Places every operation: the level-banded layout of the papers (inputs left, data
- * flowing right, operations of one level stacked). */
+ * flowing right, operations of one level stacked). For a diagram an import has just
+ * made: it moves the nodes in place, outside any history. */
 void           napkin_import_layout      (NapkinDiagram *diagram);
 
 G_END_DECLS

@@ -25,6 +25,10 @@
 
 #define MAX_CHAIN 8
 #define MAX_STATES 200000
+/* The operations a derivation takes: its search and its memo grow faster than the
+ * diagram, and the derived diagram has at most NAPKIN_MAX_REGIONS kernels of up to
+ * MAX_CHAIN operations (docs/security.md, "Tune"). */
+#define MAX_DERIVE_OPERATIONS (MAX_CHAIN * NAPKIN_MAX_REGIONS)
 
 typedef struct
 {
@@ -1238,6 +1242,14 @@ napkin_derive (NapkinDiagram            *diagram,
                    _("nodes: the diagram has no operation to derive kernels for"));
       return NULL;
     }
+  if (n_compute > MAX_DERIVE_OPERATIONS)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                   _("nodes: %u operations; kernels are derived for a diagram without regions of at most %d: "
+                     "draw regions around what to tune (tune then searches their tiles)"), n_compute,
+                   MAX_DERIVE_OPERATIONS);
+      return NULL;
+    }
   dv.pos = pos;
   dv.compute = compute;
   dv.single = single;
@@ -1290,6 +1302,14 @@ napkin_derive (NapkinDiagram            *diagram,
       g_ptr_array_add (r->kernels, k);
     }
   json_object_object_add (root, "regions", regions);
+  if (json_object_array_length (regions) > NAPKIN_MAX_REGIONS)
+    {
+      g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                   _("nodes: the derivation fuses these operations into %zu kernels; a diagram holds at most %d "
+                     "regions: draw regions around what to tune (tune then searches their tiles)"),
+                   json_object_array_length (regions), NAPKIN_MAX_REGIONS);
+      return NULL;
+    }
   r->derived = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, error);
   if (r->derived == NULL)
     return NULL;

@@ -215,7 +215,14 @@ typedef struct
   NapkinTuneResult        *result;
   GHashTable              *seen;       /* tiles string → time (double *) */
   guint                    top_k;
+  guint                    budget;     /* analyses allowed (napkin_tune) */
 } Search;
+
+/* Each relabeling tried is an analysis of the whole diagram, so on a large diagram the
+ * search stops after about this many operations analysed, whatever its knobs ask
+ * (docs/security.md, "Tune"): 100 000 operations get 10 analyses, 1 000 get 1 000. */
+#define TUNE_OPERATION_BUDGET 1000000
+#define TUNE_MIN_ANALYSES     4
 
 /* Analyses the current choice; returns its time, or G_MAXDOUBLE if infeasible. */
 static double
@@ -239,6 +246,11 @@ evaluate (Search *s)
     g_string_append_printf (key, "%u,", s->knobs[k].choice);
   if ((cached = g_hash_table_lookup (s->seen, key->str)))
     return *cached;
+  if (s->result->evaluated >= s->budget)
+    {
+      s->result->stopped = TRUE;
+      return G_MAXDOUBLE;
+    }
 
   set_tiles (s->copy, s->knobs, s->n_knobs);
   a = napkin_analyze (s->copy, s->arch, &s->options, &error);
@@ -747,6 +759,7 @@ search_copy (NapkinDiagram           *copy,
   s.result = result;
   s.seen = seen;
   s.top_k = options && options->top_k ? options->top_k : 10;
+  s.budget = MAX (TUNE_MIN_ANALYSES, TUNE_OPERATION_BUDGET / MAX (1, napkin_diagram_n_nodes (copy)));
 
   if (score_file)
     score_current (&s);

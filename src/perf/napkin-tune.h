@@ -47,6 +47,7 @@ typedef struct
   char               **proposed;
   guint                feasible;
   gboolean             exhaustive;
+  gboolean             stopped;        /* the search reached its budget of analyses */
 } NapkinTuneResult;
 
 void              napkin_tune_candidate_free (NapkinTuneCandidate      *candidate);

@@ -13,10 +13,15 @@
 #include "napkin-error.h"
 #include "napkin-file.h"
 #include "napkin-render.h"
+#include "napkin-text.h"
 #include "napkin-validate.h"
 
 #define MARGIN 20.0
-#define MAX_PIXELS (16384.0 * 16384.0)
+/* A PNG's pixels: 8192² is 256 MB of image; 16384² was a gigabyte from one far node. */
+#define MAX_PIXELS (8192.0 * 8192.0)
+/* The widest and tallest drawing, in diagram units: Cairo's coordinates are 24.8 fixed
+ * point, and a node at x = 9e6 (the file format allows 1e9) failed its assertion. */
+#define MAX_EXTENT 1e6
 
 gboolean
 napkin_export_format_from_path (const char         *path,
@@ -132,6 +137,58 @@ napkin_render_finish_export (cairo_t            *cr,
   return status;
 }
 
+/* The operation farthest from the origin, which a drawing too large to make usually
+ * owes its size to; NULL for a diagram without operations. */
+static const NapkinNode *
+farthest_node (NapkinDiagram *diagram)
+{
+  const NapkinNode *far = NULL;
+  double best = -1;
+
+  for (guint i = 0; i < napkin_diagram_n_nodes (diagram); i++)
+    {
+      const NapkinNode *node = napkin_diagram_node (diagram, i);
+      double d = MAX (fabs (node->x), fabs (node->y));
+
+      if (d > best)
+        best = d, far = node;
+    }
+  return far;
+}
+
+/* A drawing of at most MAX_EXTENT units each way (and, for a PNG, MAX_PIXELS pixels),
+ * else an error that names the farthest operation: its time and memory follow the
+ * drawing's extent, not the file's size (docs/security.md, "Drawing"). */
+static gboolean
+check_extent (NapkinDiagram      *diagram,
+              NapkinExportFormat  format,
+              double              width,
+              double              height,
+              double              scale,
+              GError            **error)
+{
+  const NapkinNode *far = farthest_node (diagram);
+  g_autofree char *where = NULL;
+  g_autofree char *id = NULL;
+
+  if (width <= MAX_EXTENT && height <= MAX_EXTENT
+      && (format != NAPKIN_EXPORT_PNG || width * scale * height * scale <= MAX_PIXELS))
+    return TRUE;
+  id = far != NULL ? napkin_text_quoted (far->id) : NULL;
+  where = far != NULL ? g_strdup_printf (_("; the farthest operation, %s, is at (%g, %g): move it closer"), id,
+                                         far->x, far->y)
+                      : g_strdup ("");
+  if (width > MAX_EXTENT || height > MAX_EXTENT)
+    g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                 _("the drawing spans %.0f × %.0f units, more than the %.0f each way Napkin draws%s"), width, height,
+                 MAX_EXTENT, where);
+  else
+    g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT,
+                 _("at scale %g the drawing is a %.0f×%.0f image, more than the 8192² pixels Napkin makes; use a "
+                   "smaller scale%s"), scale, ceil (width * scale), ceil (height * scale), where);
+  return FALSE;
+}
+
 gboolean
 napkin_render_export (NapkinDiagram       *diagram,
                       const char          *path,
@@ -149,18 +206,17 @@ napkin_render_export (NapkinDiagram       *diagram,
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
   g_return_val_if_fail (path != NULL, FALSE);
 
-  if (format == NAPKIN_EXPORT_TIKZ)
-    return write_tikz (diagram, path, error);
-
-  page_geometry (diagram, &bounds, &width, &height);
-  if (format == NAPKIN_EXPORT_PNG
-      && (!(scale > 0 && scale <= 16) || width * scale * height * scale > MAX_PIXELS))
+  if (format == NAPKIN_EXPORT_PNG && !(scale > 0 && scale <= 16))
     {
       g_set_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_USAGE,
-                   _("scale: %g gives a %.0f×%.0f image; use a scale from 0 to 16 and at most 16384² pixels"),
-                   scale, ceil (width * scale), ceil (height * scale));
+                   _("scale: %g is not a scale from 0 to 16"), scale);
       return FALSE;
     }
+  page_geometry (diagram, &bounds, &width, &height);
+  if (!check_extent (diagram, format, width, height, scale, error))
+    return FALSE;
+  if (format == NAPKIN_EXPORT_TIKZ)
+    return write_tikz (diagram, path, error);
   file = napkin_atomic_file_new (path, error);
   if (file == NULL)
     return FALSE;
@@ -501,7 +557,11 @@ tikz_nodes (GString       *out,
       g_string_append_printf (out, "\\node[anchor=south, text=napkinhbm%s] at (%s,",
                               tensor ? ", font=\\sffamily\\scriptsize\\bfseries" : "", F (r.x + r.width / 2));
       g_string_append_printf (out, "%s) {", F (r.y - 1));
-      append_tex (out, node->label && *node->label ? node->label : node->id);
+      {
+        g_autofree char *cut = NULL;
+
+        append_tex (out, napkin_render_drawn_label (node->label && *node->label ? node->label : node->id, &cut));
+      }
       g_string_append (out, "};\n");
     }
 }

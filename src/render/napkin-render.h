@@ -167,4 +167,9 @@ gboolean    napkin_render_export           (NapkinDiagram       *diagram,
 /* A standalone-includable tikzpicture. */
 char       *napkin_render_to_tikz          (NapkinDiagram       *diagram);
 
+/* The label as drawn (canvas, exports, TikZ): `label`, or its first 120 characters and
+ * "…" in *owned (docs/security.md, "Drawing"). */
+const char *napkin_render_drawn_label     (const char          *label,
+                                           char               **owned);
+
 G_END_DECLS

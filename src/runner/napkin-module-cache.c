@@ -12,6 +12,7 @@
 #include <utime.h>
 
 #include "napkin-codegen.h"
+#include "napkin-file.h"
 #include "napkin-module-cache.h"
 
 /* A cache file: one header line, then the NVRTC log and the module:
@@ -20,6 +21,7 @@
 #define MAGIC "napkin-module"
 #define FORMAT_VERSION 1
 #define SUFFIX ".module"
+#define MAX_MODULE_FILE (256 * 1024 * 1024)
 
 char *
 napkin_module_cache_default_dir (void)
@@ -82,9 +84,11 @@ cache_read (const char  *path,
   int version = 0;
   g_autoptr(GError) error = NULL;
 
-  if (!g_file_get_contents (path, &data, &len, &error))
+  if (!g_file_test (path, G_FILE_TEST_EXISTS))
+    return NULL;
+  /* A module is at most a few MB; a pipe or a device in the cache is refused at once. */
+  if (!(data = napkin_file_read_bounded (path, MAX_MODULE_FILE, &len, &error)))
     {
-      if (!g_error_matches (error, G_FILE_ERROR, G_FILE_ERROR_NOENT))
         *why = g_strdup_printf (_("the cached module could not be read (%s); compiled again"), error->message);
       return NULL;
     }

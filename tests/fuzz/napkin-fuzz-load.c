@@ -9,18 +9,6 @@
 
 #include "napkin-fuzz-one.h"
 
-static GLogWriterOutput
-abort_on_warning (GLogLevelFlags   level,
-                  const GLogField *fields,
-                  gsize            n_fields,
-                  gpointer         user_data)
-{
-  g_log_writer_standard_streams (level, fields, n_fields, user_data);
-  if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING))
-    abort ();
-  return G_LOG_WRITER_HANDLED;
-}
-
 int LLVMFuzzerInitialize   (int *argc, char ***argv);
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size);
 
@@ -28,8 +16,7 @@ int
 LLVMFuzzerInitialize (int    *argc,
                       char ***argv)
 {
-  /* A critical or a warning is a bug found: make it a crash the fuzzer keeps. */
-  g_log_set_writer_func (abort_on_warning, NULL, NULL);
+  napkin_fuzz_abort_on_warnings ();
 
   /* Warm up once: Pango and fontconfig load fonts on a thread of their own at first
    * use and keep them; done here, that is not taken for a leak of the first input. */

@@ -11,4 +11,7 @@ G_BEGIN_DECLS
 void napkin_fuzz_one (const guint8 *data,
                       gsize         size);
 
+/* Makes every critical and warning an abort, so that libFuzzer keeps the input. */
+void napkin_fuzz_abort_on_warnings (void);
+
 G_END_DECLS

@@ -244,7 +244,7 @@ test_nul_and_bad_utf8 (void)
     diagram = napkin_diagram_load_from_data (contents, length, NAPKIN_LOAD_DEFAULT, &error);
     g_assert_null (diagram);
     g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_PARSE);
-    g_assert_cmpstr (error->message, ==, "The file is not a Napkin diagram: there is text after the end of its JSON document");
+    g_assert_cmpstr (error->message, ==, "The file is not a Napkin diagram: it is not valid JSON: there is text after the end of its JSON document");
   }
 }
 

@@ -439,6 +439,104 @@ test_file_size (void)
   g_rmdir (dir);
 }
 
+/* A chain of `n` maps whose labels are `label` bytes each, compact JSON. */
+static char *
+labelled_chain (guint  n,
+                gsize  label,
+                gsize *length)
+{
+  g_autoptr(GString) s = doc_begin ("{\"name\": \"r\", \"size\": 64}");
+  g_autofree char *text = g_strnfill (label, 'l');
+
+  g_string_append (s, "\"tensors\": [{\"name\": \"X\", \"axes\": [\"r\"], \"dtype\": \"fp16\"}, "
+                      "{\"name\": \"Y\", \"axes\": [\"r\"], \"dtype\": \"fp16\"}], \"nodes\": ["
+                      "{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\"}, "
+                      "{\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"Y\"}");
+  for (guint i = 0; i < n; i++)
+    g_string_append_printf (s, ", {\"id\": \"n%u\", \"kind\": \"map\", \"fn\": \"exp\", \"label\": \"%s\"}", i, text);
+  g_string_append (s, "], \"wires\": [");
+  for (guint i = 0; i <= n; i++)
+    g_string_append_printf (s, "%s{\"from\": \"%s%u\", \"to\": \"%s%u\", \"port\": 0}", i ? ", " : "",
+                            i == 0 ? "x" : "n", i == 0 ? 0 : i - 1, i == n ? "y" : "n", i == n ? 0 : i);
+  g_string_append (s, "]}");
+  /* the ids of x and y are printed with a number: fix them */
+  {
+    g_autofree char *x0 = g_strdup ("\"from\": \"x0\"");
+    g_autofree char *y0 = g_strdup ("\"to\": \"y0\"");
+    char *at;
+
+    if ((at = strstr (s->str, x0)) != NULL)
+      memcpy (at, "\"from\": \"x\" ", strlen (x0));
+    if ((at = strstr (s->str, y0)) != NULL)
+      memcpy (at, "\"to\": \"y\" ", strlen (y0));
+  }
+  *length = s->len;
+  return g_string_free (g_steal_pointer (&s), FALSE);
+}
+
+/* A save never makes a file the loader refuses (docs/security.md, "Saves"): a
+ * diagram whose indentation would take it past 64 MiB is saved compact and loads back;
+ * one that is too large even so is refused, the file left as it was. tune --write
+ * once turned a 63.7 MB compact file into 73.8 MB that nothing would open. */
+static void
+test_save_within_limit (void)
+{
+  g_autofree char *dir = g_dir_make_tmp ("napkin-save-limit-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "big.napkin", NULL);
+  g_autofree char *backup = g_strconcat (path, "~", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *saved = NULL;
+  gsize length, saved_length;
+
+  if (!g_test_slow () && SCALE > 1)
+    {
+      g_test_skip ("64 MB files under the sanitizers: run with -m slow");
+      return;
+    }
+  /* compact about 58 MB, pretty-printed past 64 MiB */
+  g_autofree char *text = labelled_chain (90000, 560, &length);
+  g_autoptr(NapkinDiagram) diagram = napkin_diagram_load_from_data (text, length, NAPKIN_LOAD_DEFAULT, &error);
+  g_autofree char *after = NULL;
+  g_autofree char *description = NULL;
+  gsize after_length;
+
+  g_assert_no_error (error);
+  g_assert_cmpuint (length, <, NAPKIN_MAX_FILE_SIZE);
+  g_assert_true (napkin_diagram_save_to_file (diagram, path, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (path, &saved, &saved_length, NULL));
+  g_test_message ("compact %zu bytes, saved %zu bytes", length, saved_length);
+  g_assert_cmpuint (saved_length, <=, NAPKIN_MAX_FILE_SIZE);
+  /* written compact: one line, where indentation would have passed the limit */
+  g_assert_true (memchr (saved, '\n', saved_length) == saved + saved_length - 1);
+  {
+    g_autoptr(NapkinDiagram) back = napkin_diagram_load_from_file (path, NAPKIN_LOAD_DEFAULT, &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpuint (napkin_diagram_n_nodes (back), ==, 90002);
+  }
+
+  /* past the limit even compact: refused, the file untouched, no temporary file */
+  description = g_strnfill (16 * 1024 * 1024, 'd');
+  napkin_diagram_set_description (diagram, description);
+  g_assert_false (napkin_diagram_save_to_file (diagram, path, &error));
+  g_assert_error (error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_LIMIT);
+  g_assert_nonnull (strstr (error->message, "more than the 67108864 Napkin reads back"));
+  g_assert_true (g_file_get_contents (path, &after, &after_length, NULL));
+  g_assert_cmpuint (after_length, ==, saved_length);
+  g_assert_true (memcmp (after, saved, saved_length) == 0);
+  {
+    g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+    const char *name;
+
+    while ((name = g_dir_read_name (d)) != NULL)
+      g_assert_true (g_str_equal (name, "big.napkin") || g_str_equal (name, "big.napkin~"));
+  }
+  g_remove (backup);
+  g_remove (path);
+  g_assert_cmpint (g_rmdir (dir), ==, 0);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -457,6 +555,7 @@ main (int    argc,
   g_test_add_func ("/security/limits/deep-nesting", test_deep_nesting);
   g_test_add_func ("/security/limits/region-nesting", test_region_nesting);
   g_test_add_func ("/security/limits/file-size", test_file_size);
+  g_test_add_func ("/security/limits/save-within-limit", test_save_within_limit);
 
   return g_test_run ();
 }
