@@ -441,13 +441,11 @@ map_adjoint (Grad       *G,
     case NAPKIN_FN_MAX:
     case NAPKIN_FN_MIN:
       {
-        /* the gradient goes to a where a wins strictly, else to b */
+        /* the gradient goes to a where a wins strictly (max: a − b > 0, min: b − a > 0),
+         * else to b */
         const char *first = source (G, v, node->fn == NAPKIN_FN_MAX ? 0 : 1);
         const char *second = source (G, v, node->fn == NAPKIN_FN_MAX ? 1 : 0);
         const char *wins = map1 (G, NAPKIN_FN_STEP, map2 (G, NAPKIN_FN_SUB, first, second, stem), stem);
-
-        if (node->fn == NAPKIN_FN_MIN)
-          wins = affine (G, NAPKIN_FN_SHIFT, map1 (G, NAPKIN_FN_NEG, wins, stem), 1, NULL, stem);
         if (G->needs[a])
           contribute_reduced (G, a, map2 (G, NAPKIN_FN_MUL, gy, wins, stem), stem);
         if (G->needs[b])
@@ -812,12 +810,17 @@ add_output (Grad                   *G,
   NapkinTensor *tensor = g_new0 (NapkinTensor, 1);
   NapkinNode *node = napkin_node_new (NULL, NAPKIN_OP_OUTPUT);
 
+  value = cast_to (G, value, dtype, stem);
+  /* a gradient that is an output's gradient unchanged (through a shift, an add) is a
+   * copy: the lowering stores nothing for an output wired straight from an input */
+  if (napkin_diagram_node (G->d, node_index (G, value))->kind == NAPKIN_OP_INPUT)
+    value = affine (G, NAPKIN_FN_SCALE, value, 1, NULL, stem);
   tensor->name = fresh_name (G->d, NAPKIN_ITEM_TENSOR, stem);
   tensor->axes = axes;
   tensor->dtype = dtype;
   node->tensor = g_strdup (tensor->name);
   napkin_diagram_insert_item (G->d, NAPKIN_ITEM_TENSOR, napkin_diagram_n_tensors (G->d), tensor);
-  add_node (G, node, tensor->name, (const char *[]) { cast_to (G, value, dtype, stem) }, 1);
+  add_node (G, node, tensor->name, (const char *[]) { value }, 1);
 }
 
 /* Each output's gradient: the input d_O, or 1 for an output of no axes (a loss). */
