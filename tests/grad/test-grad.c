@@ -10,12 +10,14 @@
 
 #include "napkin-file.h"
 #include "napkin-grad.h"
+#include "napkin-import.h"
 #include "napkin-interp.h"
 #include "napkin-validate.h"
 
 #define TOLERANCE 1e-6     /* relative: central differences in float64 are good to ~1e-9 */
 #define STEP      1e-5
 #define MAX_CHECKS 48      /* elements per input checked one by one; the rest by a direction */
+#define ZOO_CHECKS 6       /* the same for the model zoo's larger diagrams */
 
 /* ---- building tiny diagrams ------------------------------------------------------------ */
 
@@ -105,9 +107,10 @@ is_input (NapkinDiagram *d,
  * differences of the forward, over the inputs it differentiates. The forward and the
  * backward must have regions stripped and the same axis sizes. */
 static double
-gradient_error (NapkinDiagram *forward,
-                NapkinDiagram *backward,
-                guint64        seed)
+gradient_error_checks (NapkinDiagram *forward,
+                       NapkinDiagram *backward,
+                       guint64        seed,
+                       gint64         max_checks)
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(NapkinIrProgram) fprog = napkin_ir_lower (forward, NAPKIN_LOWER_PLAIN, &error);
@@ -137,7 +140,7 @@ gradient_error (NapkinDiagram *forward,
       g_autofree char *grad_name = g_strdup_printf ("d_%s", name);
       int g = napkin_diagram_find_tensor (backward, grad_name);
       gint64 n = fset->elements[t];
-      gint64 stride = MAX (1, n / MAX_CHECKS);
+      gint64 stride = MAX (1, n / max_checks);
       double *x = fset->values[t];
       double *grad, largest = 0, diff = 0;
 
@@ -187,6 +190,14 @@ gradient_error (NapkinDiagram *forward,
     }
   g_assert_cmpuint (checked, >, 0);
   return worst;
+}
+
+static double
+gradient_error (NapkinDiagram *forward,
+                NapkinDiagram *backward,
+                guint64        seed)
+{
+  return gradient_error_checks (forward, backward, seed, MAX_CHECKS);
 }
 
 /* Saves and loads the backward diagram: same bytes the second time. */
@@ -521,6 +532,29 @@ test_example (gconstpointer data)
   g_assert_cmpfloat (gradient_error (small, backward, 5), <, TOLERANCE);
 }
 
+static int
+compare_paths (gconstpointer a,
+               gconstpointer b)
+{
+  return g_strcmp0 (*(char **) a, *(char **) b);
+}
+
+/* The model zoo (tests/import/zoo): modules as people write them, imported at their
+ * small sizes — rearranges, RoPE, grouped queries, masks, biases — differentiate, and
+ * their gradients are right. */
+static void
+test_zoo (gconstpointer data)
+{
+  const char *path = data;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_file (path, &error);
+  g_autoptr(NapkinDiagram) backward = NULL;
+
+  g_assert_no_error (error);
+  backward = backward_of (d, NULL);
+  g_assert_cmpfloat (gradient_error_checks (d, backward, 7, ZOO_CHECKS), <, TOLERANCE);
+}
+
 int
 main (int   argc,
       char *argv[])
@@ -530,6 +564,8 @@ main (int   argc,
   static const char *const binary[] = { "add", "sub", "mul", "div", "max", "min" };
   g_autoptr(GDir) dir = NULL;
   g_autoptr(GPtrArray) examples = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) models = g_ptr_array_new_with_free_func (g_free);
+  g_autofree char *zoo = NULL;
   const char *entry;
 
   g_test_init (&argc, &argv, NULL);
@@ -559,13 +595,32 @@ main (int   argc,
   while ((entry = g_dir_read_name (dir)) != NULL)
     if (g_str_has_suffix (entry, ".napkin"))
       g_ptr_array_add (examples, g_strdup (entry));
-  g_ptr_array_sort (examples, (GCompareFunc) g_strcmp0);
+  g_ptr_array_sort (examples, (GCompareFunc) compare_paths);
   g_assert_cmpuint (examples->len, >=, 19);
   for (guint i = 0; i < examples->len; i++)
     {
       g_autofree char *path = g_strdup_printf ("/grad/example/%s", (char *) g_ptr_array_index (examples, i));
 
       g_test_add_data_func (path, g_ptr_array_index (examples, i), test_example);
+    }
+
+  zoo = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "import", "zoo", NULL);
+  g_clear_pointer (&dir, g_dir_close);
+  dir = g_dir_open (zoo, 0, NULL);
+  g_assert_nonnull (dir);
+  while ((entry = g_dir_read_name (dir)) != NULL)
+    if (g_str_has_suffix (entry, ".small.json"))
+      g_ptr_array_add (models, g_build_filename (zoo, entry, NULL));
+  g_ptr_array_sort (models, (GCompareFunc) compare_paths);
+  g_assert_cmpuint (models->len, >=, 18);
+  for (guint i = 0; i < models->len; i++)
+    {
+      g_autofree char *base = g_path_get_basename (g_ptr_array_index (models, i));
+      g_autofree char *path = NULL;
+
+      *strstr (base, ".small.json") = '\0';
+      path = g_strdup_printf ("/grad/zoo/%s", base);
+      g_test_add_data_func (path, g_ptr_array_index (models, i), test_zoo);
     }
 
   return g_test_run ();
