@@ -13,19 +13,6 @@
 static NapkinApplication *app;
 static char *tmpdir;
 
-static void
-screenshot_done (GObject      *object,
-                 GAsyncResult *result,
-                 gpointer      user_data)
-{
-  gboolean *done = user_data;
-  g_autoptr(GError) error = NULL;
-
-  g_assert_true (napkin_window_screenshot_finish (NAPKIN_WINDOW (object), result, &error));
-  g_assert_no_error (error);
-  *done = TRUE;
-}
-
 static NapkinWindow *
 other_window (NapkinWindow *window)
 {
@@ -48,7 +35,6 @@ test_flash_attention (void)
   g_autofree guint8 *pixels = NULL;
   NapkinWindow *backward = NULL;
   NapkinDiagram *d;
-  gboolean done = FALSE;
   int w, h;
 
   g_assert_null (other_window (window));
@@ -72,10 +58,7 @@ test_flash_attention (void)
   after = napkin_diagram_save_to_data (diagram_of (window), NULL);
   g_assert_cmpstr (before, ==, after);
 
-  napkin_window_screenshot_async (backward, path, screenshot_done, &done);
-  for (guint i = 0; i < 1000 && !done; i++)
-    iterate (10);
-  g_assert_true (done);
+  napkin_app_test_screenshot (backward, path);
   shot = gdk_texture_new_from_filename (path, &error);
   g_assert_no_error (error);
   w = gdk_texture_get_width (shot);
