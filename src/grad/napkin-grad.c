@@ -194,7 +194,7 @@ axes_names (Grad                   *G,
   return names;
 }
 
-/* Σ a·b over the axes `out` lacks, of element type `dtype` (b is cast to a's type). */
+/* Σ a·b over the axes `out` lacks, of out's element type (b is cast to a's type). */
 static const char *
 contract (Grad                   *G,
           const char             *a,
@@ -865,12 +865,12 @@ seed_outputs (Grad *G)
 static void
 backward (Grad *G)
 {
+  /* the forward is never edited, so its cached order stays valid */
   const guint *order = napkin_diagram_topo_order (G->fwd);
-  g_autofree guint *order_copy = g_memdup2 (order, sizeof (guint) * G->n_fwd);
 
   for (int i = G->n_fwd - 1; i >= 0; i--)
     {
-      guint v = order_copy[i];
+      guint v = order[i];
       const NapkinNode *node = napkin_diagram_node (G->fwd, v);
       g_autofree char *stem = g_strdup_printf ("d_%s", node->id);
       const char *gy;
