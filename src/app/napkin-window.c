@@ -16,6 +16,7 @@
 #include "napkin-file.h"
 #include "napkin-render.h"
 #include "napkin-window.h"
+#include "napkin-grad.h"
 #include "napkin-import.h"
 #include "napkin-analysis-pane.h"
 #include "napkin-arch.h"
@@ -661,6 +662,32 @@ import_file_action (GtkWidget  *widget,
   g_autoptr(GFile) file = g_file_new_for_path (g_variant_get_string (parameter, NULL));
 
   napkin_window_import_file (NAPKIN_WINDOW (widget), file, NULL);
+}
+
+/* Backward Diagram (docs/training.md): the gradients of the document's inputs as a new,
+ * unsaved document in a window of its own, as Import opens what it builds. */
+static void
+backward_action (GtkWidget  *widget,
+                 const char *action_name,
+                 GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) backward = NULL;
+  NapkinWindow *window;
+
+  backward = napkin_grad_diagram (napkin_history_get_diagram (self->history), NULL, NULL, &error);
+  if (backward == NULL)
+    {
+      g_autofree char *message = g_strdup_printf (_("No backward diagram: %s"), error->message);
+
+      napkin_window_show_error (self, message);
+      return;
+    }
+  window = napkin_window_new (gtk_window_get_application (GTK_WINDOW (self)));
+  napkin_window_set_document (window, backward, NULL);
+  napkin_canvas_show_whole (window->canvas);
+  gtk_window_present (GTK_WINDOW (window));
 }
 
 /* A sentence from a child widget for the user (a tile re-cut after a resize): a toast. */
@@ -1921,6 +1948,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "doc.open-recent", "s", open_recent_action);
   gtk_widget_class_install_action (widget_class, "win.import", NULL, import_action);
   gtk_widget_class_install_action (widget_class, "win.import-file", "s", import_file_action);
+  gtk_widget_class_install_action (widget_class, "win.backward", NULL, backward_action);
   gtk_widget_class_install_action (widget_class, "win.notify", "s", notify_action);
   gtk_widget_class_install_action (widget_class, "doc.save", NULL, save_action);
   gtk_widget_class_install_action (widget_class, "doc.save-as", NULL, save_as_action);

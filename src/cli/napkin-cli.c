@@ -15,6 +15,7 @@
 static const NapkinCliCommand commands[] = {
   { "validate", "FILE...", "Check diagrams; one error line per invalid file", napkin_cli_validate },
   { "import", "FILE", "A diagram from einsum text or a PyTorch module's exported graph (-o OUT)", napkin_cli_import },
+  { "grad", "FILE", "The backward diagram: gradients of the inputs (-o OUT, --wrt NAME,...)", napkin_cli_grad },
   { "info", "FILE", "Axes, tensors, operations, regions and FLOPs of a diagram", napkin_cli_info },
   { "codegen", "FILE", "CUDA, standalone .cu or paper-style pseudocode of a relabeled diagram", napkin_cli_codegen },
   { "run", "FILE", "Compile, run, check and time a diagram on the local GPU", napkin_cli_run },

@@ -116,6 +116,7 @@ guint           napkin_cli_gpus_or_region    (NapkinDiagram       *diagram,
 int napkin_cli_validate (int argc, char **argv);
 int napkin_cli_info     (int argc, char **argv);
 int napkin_cli_import   (int argc, char **argv);
+int napkin_cli_grad     (int argc, char **argv);
 int napkin_cli_codegen  (int argc, char **argv);
 int napkin_cli_run      (int argc, char **argv);
 int napkin_cli_calibrate (int argc, char **argv);

@@ -118,6 +118,8 @@ _napkin_cuda_fn_expr (NapkinMapFn  fn,
     case NAPKIN_FN_CAST: return _napkin_cuda_cast_expr (dtype, x);
     case NAPKIN_FN_GELU_TANH: return g_strdup_printf ("napkin_gelu_tanh (%s)", x);
     case NAPKIN_FN_SHIFT: return g_strdup_printf ("(%s + %s)", x, a);
+    case NAPKIN_FN_STEP: return g_strdup_printf ("(%s > 0.0f ? 1.0f : 0.0f)", x);
+    case NAPKIN_FN_ERF: return g_strdup_printf ("erff (%s)", x);
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();

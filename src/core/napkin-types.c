@@ -46,6 +46,8 @@ static const NapkinFnInfo fn_infos[NAPKIN_N_FNS] = {
   { "cast",    1, 0, 0 },
   { "gelu_tanh", 1, 7, 1 },
   { "shift",   1, 1, 0 },
+  { "step",    1, 1, 0 },
+  { "erf",     1, 4, 1 },
 };
 
 static const char *reduce_names[NAPKIN_N_REDUCES] = { "sum", "max", "mean" };

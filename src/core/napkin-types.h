@@ -76,6 +76,8 @@ typedef enum
   NAPKIN_FN_CAST,
   NAPKIN_FN_GELU_TANH,  /* GELU's tanh approximation (torch's approximate='tanh') */
   NAPKIN_FN_SHIFT,      /* x + alpha */
+  NAPKIN_FN_STEP,       /* 1 where x > 0, else 0: the derivative of relu, max and min (docs/training.md) */
+  NAPKIN_FN_ERF,        /* the error function: the derivative of the exact GELU needs it */
   NAPKIN_N_FNS
 } NapkinMapFn;
 

@@ -462,6 +462,7 @@ typedef struct
   const char            *kernel;
   GError               **error;
   gboolean               failed;
+  gboolean               float64;  /* nothing rounded to a stored type, casts included */
 } Interp;
 
 static double *
@@ -520,7 +521,7 @@ put (Interp *I,
 
   if (p == NULL)
     return;
-  *p = b->level == NAPKIN_LEVEL_HBM ? napkin_round_to_dtype (value, b->dtype) : value;
+  *p = b->level == NAPKIN_LEVEL_HBM && !I->float64 ? napkin_round_to_dtype (value, b->dtype) : value;
 }
 
 /* Iterates the current range of a set of axes, setting I->coord. */
@@ -603,6 +604,7 @@ iter_reduced (Interp *I,
 
 static double
 apply_fn (const NapkinNode *node,
+          gboolean          float64,
           double            x,
           double            y)
 {
@@ -625,9 +627,11 @@ apply_fn (const NapkinNode *node,
     case NAPKIN_FN_SQUARE: return x * x;
     case NAPKIN_FN_SQRT: return sqrt (x);
     case NAPKIN_FN_RSQRT: return 1.0 / sqrt (x);
-    case NAPKIN_FN_CAST: return napkin_round_to_dtype (x, node->dtype);
+    case NAPKIN_FN_CAST: return float64 ? x : napkin_round_to_dtype (x, node->dtype);
     case NAPKIN_FN_GELU_TANH: return 0.5 * x * (1.0 + tanh (0.7978845608028654 * (x + 0.044715 * x * x * x)));
     case NAPKIN_FN_SHIFT: return x + node->alpha;
+    case NAPKIN_FN_STEP: return x > 0 ? 1.0 : 0.0;
+    case NAPKIN_FN_ERF: return erf (x);
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();
@@ -846,7 +850,7 @@ compute_element (Interp             *I,
   switch (s->op)
     {
     case NAPKIN_COMPUTE_MAP:
-      put (I, s->dst, apply_fn (node, get (I, s->src[0]), s->src[1] >= 0 ? get (I, s->src[1]) : 0));
+      put (I, s->dst, apply_fn (node, I->float64, get (I, s->src[0]), s->src[1] >= 0 ? get (I, s->src[1]) : 0));
       break;
 
     case NAPKIN_COMPUTE_MASK:
@@ -997,10 +1001,11 @@ run_stmts (Interp    *I,
     run_stmt (I, g_ptr_array_index (stmts, i));
 }
 
-gboolean
-napkin_ir_interpret (const NapkinIrProgram  *program,
-                     NapkinTensorSet        *set,
-                     GError                **error)
+static gboolean
+interpret (const NapkinIrProgram  *program,
+           NapkinTensorSet        *set,
+           gboolean                float64,
+           GError                **error)
 {
   Interp I = { 0 };
   guint n_buffers = program->buffers->len;
@@ -1017,6 +1022,7 @@ napkin_ir_interpret (const NapkinIrProgram  *program,
   I.data = g_new0 (double *, n_buffers + 1);
   I.base = g_new0 (gint64 *, n_buffers + 1);
   I.error = error;
+  I.float64 = float64;
 
   for (guint b = 0; b < n_buffers; b++)
     {
@@ -1066,4 +1072,20 @@ napkin_ir_interpret (const NapkinIrProgram  *program,
   g_free (I.extent);
   g_free (I.coord);
   return !I.failed;
+}
+
+gboolean
+napkin_ir_interpret (const NapkinIrProgram  *program,
+                     NapkinTensorSet        *set,
+                     GError                **error)
+{
+  return interpret (program, set, FALSE, error);
+}
+
+gboolean
+napkin_ir_interpret_float64 (const NapkinIrProgram  *program,
+                             NapkinTensorSet        *set,
+                             GError                **error)
+{
+  return interpret (program, set, TRUE, error);
 }

@@ -38,6 +38,13 @@ gboolean         napkin_ir_interpret          (const NapkinIrProgram  *program,
                                                NapkinTensorSet        *set,
                                                GError                **error);
 
+/* The same in float64 throughout: nothing is rounded to a stored type and casts keep
+ * their value, so that a derivative can be checked against finite differences of the
+ * forward (docs/training.md). */
+gboolean         napkin_ir_interpret_float64  (const NapkinIrProgram  *program,
+                                               NapkinTensorSet        *set,
+                                               GError                **error);
+
 /* What the interpreter needs for a program: memory in bytes (float64 for every
  * element: the program's tensor set, its device-memory buffers, every tile at its
  * largest) and work in element steps (each statement's elements, times its loops'

@@ -164,6 +164,33 @@ open_example_sized (NapkinApplication *app,
   return window;
 }
 
+static inline void
+napkin_app_test_screenshot_done (GObject      *object,
+                                 GAsyncResult *result,
+                                 gpointer      user_data)
+{
+  gboolean *done = user_data;
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (napkin_window_screenshot_finish (NAPKIN_WINDOW (object), result, &error));
+  g_assert_no_error (error);
+  *done = TRUE;
+}
+
+/* Saves a PNG of the window at `path` (napkin_window_screenshot_async), waiting up to 10 s. */
+static inline void
+napkin_app_test_screenshot (NapkinWindow *window,
+                            const char   *path)
+{
+  gint64 end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  gboolean done = FALSE;
+
+  napkin_window_screenshot_async (window, path, napkin_app_test_screenshot_done, &done);
+  while (!done && g_get_monotonic_time () < end)
+    g_main_context_iteration (NULL, FALSE);
+  g_assert_true (done);
+}
+
 /* Destroys the window and lets the main loop run a little. */
 static inline void
 close_window (NapkinWindow *window)

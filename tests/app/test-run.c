@@ -77,25 +77,6 @@ open_example (const char *name)
   return open_path (path);
 }
 
-static void
-screenshot_done (GObject      *object,
-                 GAsyncResult *result,
-                 gpointer      user_data)
-{
-  gboolean *done = user_data;
-  g_autoptr(GError) error = NULL;
-
-  g_assert_true (napkin_window_screenshot_finish (NAPKIN_WINDOW (object), result, &error));
-  g_assert_no_error (error);
-  *done = TRUE;
-}
-
-static gboolean
-flag_set (gpointer data)
-{
-  return *(gboolean *) data;
-}
-
 /* With NAPKIN_TEST_SCREENSHOTS=DIR, a PNG of the window with `page` on show. */
 static void
 save_screenshot (NapkinWindow *window,
@@ -104,15 +85,13 @@ save_screenshot (NapkinWindow *window,
 {
   const char *dir = g_getenv ("NAPKIN_TEST_SCREENSHOTS");
   g_autofree char *path = NULL;
-  gboolean done = FALSE;
 
   if (dir == NULL)
     return;
   gtk_stack_set_visible_child (GTK_STACK (gtk_widget_get_parent (page)), page);
   iterate (200);
   path = g_build_filename (dir, name, NULL);
-  napkin_window_screenshot_async (window, path, screenshot_done, &done);
-  wait_until (flag_set, &done, 10, "the screenshot");
+  napkin_app_test_screenshot (window, path);
 }
 
 /* ---- code view --------------------------------------------------------------------------- */

@@ -53,14 +53,15 @@ done < "$TMP/cases"
 check "calibrate --format xml is a usage error" test "$(rc "$CLI" calibrate --format xml)" = 2
 
 # Every command that prints JSON says so the same way in its --help (render's --format
-# is the picture's file format: it prints no machine output; codegen prints code and
-# import a diagram).
+# is the picture's file format: it prints no machine output; codegen prints code, import
+# and grad a diagram).
 for cmd in $("$CLI" --help | awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'); do
   "$CLI" "$cmd" --help > "$TMP/help" 2>&1
   if grep -q -e '--json' "$TMP/help"; then
     check "$cmd --help: --format FORMAT beside --json" grep -q -e '--format=FORMAT' "$TMP/help"
     check "$cmd --help: --json is the alias" grep -q -e '--json *Same as --format json' "$TMP/help"
-  elif [ "$cmd" != render ] && [ "$cmd" != codegen ] && [ "$cmd" != import ]; then
+  elif [ "$cmd" != render ] && [ "$cmd" != codegen ] && [ "$cmd" != import ] \
+       && [ "$cmd" != grad ]; then
     not_ok "$cmd has no --format json"
   fi
 done

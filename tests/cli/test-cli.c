@@ -290,6 +290,73 @@ test_plan_attention_bias (void)
   g_rmdir (dir);
 }
 
+/* napkin-cli grad (docs/training.md): -o writes a diagram that validates, --wrt keeps
+ * only the gradients named, a name that is no input is a usage error naming it, an
+ * operation without a derivative fails naming it, and so does a diagram without outputs. */
+static void
+test_grad (void)
+{
+  g_autofree char *attention = example ("attention.napkin");
+  g_autofree char *dir = g_dir_make_tmp ("napkin-grad-XXXXXX", NULL);
+  g_autofree char *out = g_build_filename (dir, "backward.napkin", NULL);
+  g_autofree char *cast = g_build_filename (dir, "cast.napkin", NULL);
+  g_autofree char *none = g_build_filename (dir, "none.napkin", NULL);
+  g_autofree char *text = NULL;
+  g_auto(Result) r = { 0 };
+  g_auto(Result) v = { 0 };
+  g_auto(Result) w = { 0 };
+  g_auto(Result) bad_name = { 0 };
+  g_auto(Result) c = { 0 };
+  g_auto(Result) n = { 0 };
+
+  run_cli (&r, "grad", attention, "-o", out, NULL);
+  g_assert_cmpint (r.status, ==, 0);
+  run_cli (&v, "validate", out, NULL);
+  g_assert_cmpint (v.status, ==, 0);
+  g_assert_true (g_file_get_contents (out, &text, NULL, NULL));
+  g_assert_nonnull (strstr (text, "\"d_Q\""));
+  g_assert_nonnull (strstr (text, "\"d_V\""));
+  g_assert_nonnull (strstr (text, "\"d_O\""));
+  g_assert_null (strstr (text, "\"regions\": [\n    {"));
+  g_clear_pointer (&text, g_free);
+
+  run_cli (&w, "grad", attention, "--wrt", "V", NULL);
+  g_assert_cmpint (w.status, ==, 0);
+  g_assert_nonnull (strstr (w.out, "\"d_V\""));
+  g_assert_null (strstr (w.out, "\"d_Q\""));
+  g_assert_null (strstr (w.out, "\"d_K\""));
+
+  run_cli (&bad_name, "grad", attention, "--wrt", "Q,nope", NULL);
+  g_assert_cmpint (bad_name.status, ==, 2);
+  g_assert_nonnull (strstr (bad_name.err, "“nope”"));
+  g_assert_cmpstr (bad_name.out, ==, "");
+
+  g_assert_true (g_file_set_contents (cast,
+    "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"m\",\"size\":4}],"
+    "\"tensors\":[{\"name\":\"X\",\"axes\":[\"m\"],\"dtype\":\"fp32\"},{\"name\":\"Y\",\"axes\":[\"m\"],\"dtype\":\"int8\"}],"
+    "\"nodes\":[{\"id\":\"x\",\"kind\":\"input\",\"tensor\":\"X\"},{\"id\":\"quantize\",\"kind\":\"map\",\"fn\":\"cast\",\"dtype\":\"int8\"},"
+    "{\"id\":\"y\",\"kind\":\"output\",\"tensor\":\"Y\"}],"
+    "\"wires\":[{\"from\":\"x\",\"to\":\"quantize\",\"port\":0},{\"from\":\"quantize\",\"to\":\"y\",\"port\":0}]}", -1, NULL));
+  run_cli (&c, "grad", cast, NULL);
+  g_assert_cmpint (c.status, ==, 1);
+  g_assert_nonnull (strstr (c.err, "“quantize”"));
+  g_assert_nonnull (strstr (c.err, "nodes[1]"));
+
+  g_assert_true (g_file_set_contents (none,
+    "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"m\",\"size\":4}],"
+    "\"tensors\":[{\"name\":\"X\",\"axes\":[\"m\"],\"dtype\":\"fp32\"}],"
+    "\"nodes\":[{\"id\":\"x\",\"kind\":\"input\",\"tensor\":\"X\"},{\"id\":\"e\",\"kind\":\"map\",\"fn\":\"exp\"}],"
+    "\"wires\":[{\"from\":\"x\",\"to\":\"e\",\"port\":0}]}", -1, NULL));
+  run_cli (&n, "grad", none, NULL);
+  g_assert_cmpint (n.status, ==, 1);
+  g_assert_nonnull (strstr (n.err, "no outputs"));
+
+  g_remove (out);
+  g_remove (cast);
+  g_remove (none);
+  g_rmdir (dir);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -304,6 +371,7 @@ main (int    argc,
   g_test_add_func ("/cli/info/text", test_info_text);
   g_test_add_func ("/cli/plan/strided-rows", test_plan_strided_rows);
   g_test_add_func ("/cli/plan/attention-bias", test_plan_attention_bias);
+  g_test_add_func ("/cli/grad", test_grad);
 
   return g_test_run ();
 }
