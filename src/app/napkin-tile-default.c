@@ -135,54 +135,6 @@ napkin_tile_default_for_mark (NapkinDiagram  *diagram,
   return fallback;
 }
 
-/* Does a contraction of the region sum over `axis`? */
-static gboolean
-summed_inside (NapkinDiagram      *d,
-               const NapkinRegion *region,
-               guint               axis,
-               guint              *n_contractions)
-{
-  gboolean summed = FALSE;
-
-  *n_contractions = 0;
-  for (guint i = 0; i < region->nodes->len; i++)
-    {
-      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
-      const NapkinTensorType *out;
-
-      if (n < 0 || napkin_diagram_node (d, n)->kind != NAPKIN_OP_CONTRACT)
-        continue;
-      (*n_contractions)++;
-      out = napkin_diagram_node_type (d, n);
-      for (guint p = 0; p < 2; p++)
-        {
-          int src = napkin_diagram_input_source (d, n, p);
-
-          if (src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (d, src), axis)
-              && out->valid && !napkin_tensor_type_has_axis (out, axis))
-            summed = TRUE;
-        }
-    }
-  return summed;
-}
-
-static gboolean
-reduced_inside (NapkinDiagram      *d,
-                const NapkinRegion *region,
-                const char         *axis)
-{
-  for (guint i = 0; i < region->nodes->len; i++)
-    {
-      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
-      const NapkinNode *node = n >= 0 ? napkin_diagram_node (d, n) : NULL;
-
-      if (node != NULL && g_strcmp0 (node->axis, axis) == 0
-          && (node->kind == NAPKIN_OP_REDUCE || node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE))
-        return TRUE;
-    }
-  return FALSE;
-}
-
 static gboolean
 region_has_problem (NapkinDiagram *d,
                     const char    *name)
@@ -286,30 +238,14 @@ napkin_tile_default_marks (NapkinDiagram *diagram,
   for (guint a = 0; a < napkin_diagram_n_axes (copy); a++)
     {
       const char *axis = napkin_diagram_axis (copy, a)->name;
-      gboolean used = FALSE;
       guint n_contractions;
       NapkinMarkKind kind;
 
-      for (guint i = 0; i < region->nodes->len && !used; i++)
-        {
-          int n = napkin_diagram_find_node (copy, g_ptr_array_index (region->nodes, i));
-          const NapkinNode *node = n >= 0 ? napkin_diagram_node (copy, n) : NULL;
-
-          if (node == NULL)
-            continue;
-          used = napkin_tensor_type_has_axis (napkin_diagram_node_type (copy, n), a);
-          for (guint p = 0; p < napkin_op_n_inputs (node) && !used; p++)
-            {
-              int src = napkin_diagram_input_source (copy, n, p);
-
-              used = src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (copy, src), a);
-            }
-        }
-      if (!used || reduced_inside (copy, region, axis))
+      if (!napkin_region_uses_axis (copy, region, a) || napkin_region_reduces_axis (copy, region, axis))
         continue;
       /* a lone product streams what it sums (a GEMM's k); with several products the
        * sums are not streamable one by one, so they stay whole */
-      if (summed_inside (copy, region, a, &n_contractions))
+      if (napkin_region_sums_axis (copy, region, a, &n_contractions))
         {
           if (n_contractions != 1)
             continue;

@@ -325,6 +325,89 @@ napkin_region_mark (const NapkinRegion *region,
   return NAPKIN_MARK_WHOLE;
 }
 
+gboolean
+napkin_diagram_node_uses_axis (NapkinDiagram *self,
+                               guint          node,
+                               guint          axis)
+{
+  const NapkinNode *op = napkin_diagram_node (self, node);
+
+  if (napkin_tensor_type_has_axis (napkin_diagram_node_type (self, node), axis))
+    return TRUE;
+  for (guint p = 0; p < napkin_op_n_inputs (op); p++)
+    {
+      int src = napkin_diagram_input_source (self, node, p);
+
+      if (src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (self, src), axis))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+gboolean
+napkin_region_uses_axis (NapkinDiagram      *self,
+                         const NapkinRegion *region,
+                         guint               axis)
+{
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (self, g_ptr_array_index (region->nodes, i));
+
+      if (n >= 0 && napkin_diagram_node_uses_axis (self, n, axis))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+gboolean
+napkin_region_sums_axis (NapkinDiagram      *self,
+                         const NapkinRegion *region,
+                         guint               axis,
+                         guint              *n_products)
+{
+  gboolean summed = FALSE;
+  guint products = 0;
+
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (self, g_ptr_array_index (region->nodes, i));
+      const NapkinTensorType *out;
+
+      if (n < 0 || napkin_diagram_node (self, n)->kind != NAPKIN_OP_CONTRACT)
+        continue;
+      products++;
+      out = napkin_diagram_node_type (self, n);
+      for (guint p = 0; p < 2; p++)
+        {
+          int src = napkin_diagram_input_source (self, n, p);
+
+          if (src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (self, src), axis)
+              && out->valid && !napkin_tensor_type_has_axis (out, axis))
+            summed = TRUE;
+        }
+    }
+  if (n_products != NULL)
+    *n_products = products;
+  return summed;
+}
+
+gboolean
+napkin_region_reduces_axis (NapkinDiagram      *self,
+                            const NapkinRegion *region,
+                            const char         *axis)
+{
+  for (guint i = 0; i < region->nodes->len; i++)
+    {
+      int n = napkin_diagram_find_node (self, g_ptr_array_index (region->nodes, i));
+      const NapkinNode *node = n >= 0 ? napkin_diagram_node (self, n) : NULL;
+
+      if (node != NULL && g_strcmp0 (node->axis, axis) == 0
+          && (node->kind == NAPKIN_OP_REDUCE || node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE))
+        return TRUE;
+    }
+  return FALSE;
+}
+
 /* Membership is asked inside loops over operations (the model, tune, the lowering):
  * a scan of the list made analysing 100 000 operations in one region take 21 s. */
 gboolean

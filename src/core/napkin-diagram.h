@@ -296,6 +296,24 @@ NapkinMarkKind      napkin_region_mark              (const NapkinRegion *region,
                                                      gint64            *tile);
 gboolean            napkin_region_has_node          (const NapkinRegion *region,
                                                      const char        *id);
+/* Whether operation n or one of its operands carries the axis. */
+gboolean            napkin_diagram_node_uses_axis   (NapkinDiagram     *self,
+                                                     guint              node,
+                                                     guint              axis);
+/* Whether an operation of the region (or one of its operands) carries the axis. */
+gboolean            napkin_region_uses_axis         (NapkinDiagram     *self,
+                                                     const NapkinRegion *region,
+                                                     guint              axis);
+/* Whether a contraction of the region sums over the axis (an operand has it, the
+ * result not); `n_products`, if not NULL, gets how many contractions the region has. */
+gboolean            napkin_region_sums_axis         (NapkinDiagram     *self,
+                                                     const NapkinRegion *region,
+                                                     guint              axis,
+                                                     guint             *n_products);
+/* Whether a softmax, normalization or reduction of the region works along the axis. */
+gboolean            napkin_region_reduces_axis      (NapkinDiagram     *self,
+                                                     const NapkinRegion *region,
+                                                     const char        *axis);
 /* FALSE (and nothing added) when the id is listed already. */
 gboolean            napkin_region_add_node          (NapkinRegion      *region,
                                                      const char        *id);

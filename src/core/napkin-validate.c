@@ -484,25 +484,6 @@ region_member (GHashTable *members,
   return node >= 0 && g_hash_table_contains (members, GINT_TO_POINTER (node + 1));
 }
 
-static gboolean
-node_uses_axis (NapkinDiagram *d,
-                guint          n,
-                guint          axis)
-{
-  const NapkinNode *node = napkin_diagram_node (d, n);
-
-  if (napkin_tensor_type_has_axis (napkin_diagram_node_type (d, n), axis))
-    return TRUE;
-  for (guint p = 0; p < napkin_op_n_inputs (node); p++)
-    {
-      int src = napkin_diagram_input_source (d, n, p);
-
-      if (src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (d, src), axis))
-        return TRUE;
-    }
-  return FALSE;
-}
-
 /* Does node n finish a reduction over `axis`? (Its output no longer needs more chunks.) */
 static gboolean
 reduces_over (NapkinDiagram *d,
@@ -515,7 +496,7 @@ reduces_over (NapkinDiagram *d,
   switch (node->kind)
     {
     case NAPKIN_OP_CONTRACT:
-      return node_uses_axis (d, n, axis) && !napkin_tensor_type_has_axis (napkin_diagram_node_type (d, n), axis);
+      return napkin_diagram_node_uses_axis (d, n, axis) && !napkin_tensor_type_has_axis (napkin_diagram_node_type (d, n), axis);
     case NAPKIN_OP_REDUCE:
     case NAPKIN_OP_SOFTMAX:
     case NAPKIN_OP_NORMALIZE:
@@ -594,7 +575,7 @@ check_stream (Checker    *checker,
     {
       guint n = g_array_index (ordered, guint, i);
       const NapkinNode *node = napkin_diagram_node (d, n);
-      gboolean uses_x = node_uses_axis (d, n, axis);
+      gboolean uses_x = napkin_diagram_node_uses_axis (d, n, axis);
 
       if (node->kind == NAPKIN_OP_NORMALIZE && reduces_over (d, n, axis))
         {
@@ -771,8 +752,7 @@ check_region_marks (Checker     *checker,
       if (axis < 0)
         continue;
       size = napkin_diagram_axis_size (d, axis);
-      for (guint i = 0; acyclic && i < region->nodes->len && !used; i++)
-        used = node_uses_axis (d, napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i)), axis);
+      used = acyclic && napkin_region_uses_axis (d, region, axis);
       if (acyclic && !used)
         {
           report (checker, NAPKIN_ITEM_REGION, r, mp,

@@ -773,78 +773,6 @@ search_copy (NapkinDiagram           *copy,
     g_array_unref (g_array_index (knobs, Knob, k).values);
 }
 
-/* Does a contraction of the region sum over `axis` (an operand carries it, the product
- * does not)? */
-static gboolean
-summed_in_region (NapkinDiagram      *d,
-                  const NapkinRegion *region,
-                  guint               axis)
-{
-  for (guint i = 0; i < region->nodes->len; i++)
-    {
-      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
-      const NapkinTensorType *out;
-
-      if (n < 0 || napkin_diagram_node (d, n)->kind != NAPKIN_OP_CONTRACT)
-        continue;
-      out = napkin_diagram_node_type (d, n);
-      for (guint p = 0; p < 2; p++)
-        {
-          int src = napkin_diagram_input_source (d, n, p);
-
-          if (src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (d, src), axis)
-              && out->valid && !napkin_tensor_type_has_axis (out, axis))
-            return TRUE;
-        }
-    }
-  return FALSE;
-}
-
-/* Does an operation of the region (or one of its operands) carry `axis`? */
-static gboolean
-used_in_region (NapkinDiagram      *d,
-                const NapkinRegion *region,
-                guint               axis)
-{
-  for (guint i = 0; i < region->nodes->len; i++)
-    {
-      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
-      const NapkinNode *node = n >= 0 ? napkin_diagram_node (d, n) : NULL;
-
-      if (node == NULL)
-        continue;
-      if (napkin_tensor_type_has_axis (napkin_diagram_node_type (d, n), axis))
-        return TRUE;
-      for (guint p = 0; p < napkin_op_n_inputs (node); p++)
-        {
-          int src = napkin_diagram_input_source (d, n, p);
-
-          if (src >= 0 && napkin_tensor_type_has_axis (napkin_diagram_node_type (d, src), axis))
-            return TRUE;
-        }
-    }
-  return FALSE;
-}
-
-/* Does a softmax, normalization or reduction of the region work along `axis` (then it
- * stays whole: a cut one runs on the generic lowering, if it lowers at all)? */
-static gboolean
-reduced_in_region (NapkinDiagram      *d,
-                   const NapkinRegion *region,
-                   const char         *axis)
-{
-  for (guint i = 0; i < region->nodes->len; i++)
-    {
-      int n = napkin_diagram_find_node (d, g_ptr_array_index (region->nodes, i));
-      const NapkinNode *node = n >= 0 ? napkin_diagram_node (d, n) : NULL;
-
-      if (node != NULL && g_strcmp0 (node->axis, axis) == 0
-          && (node->kind == NAPKIN_OP_REDUCE || node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE))
-        return TRUE;
-    }
-  return FALSE;
-}
-
 /* The file's relabeling with the axes its shared-memory regions hold whole made
  * searchable where that is legal: an axis a product of the region sums over streamed
  * (attention's keys, a GEMM's k), any other axis the region uses cut into parallel
@@ -874,12 +802,12 @@ searchable_variant (NapkinDiagram *diagram)
           gboolean bad = FALSE, summed;
 
           if (napkin_region_mark (region, axis, NULL) != NAPKIN_MARK_WHOLE || size <= 1
-              || !used_in_region (copy, region, a))
+              || !napkin_region_uses_axis (copy, region, a))
             continue;
-          summed = summed_in_region (copy, region, a);
+          summed = napkin_region_sums_axis (copy, region, a, NULL);
           /* attention's keys: reduced by the softmax, summed by P·V: streamable (online
            * softmax); a row's axis that nothing sums stays whole */
-          if ((summed && size <= 64) || (!summed && reduced_in_region (copy, region, axis)))
+          if ((summed && size <= 64) || (!summed && napkin_region_reduces_axis (copy, region, axis)))
             continue;
           if (!napkin_edit_set_mark (history, name, axis, summed ? NAPKIN_MARK_STREAM : NAPKIN_MARK_PARALLEL,
                                      summed ? 64 : size, NULL))
