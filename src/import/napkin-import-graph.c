@@ -288,7 +288,9 @@ gi_value_index (G     *g,
                 Value *v)
 {
   (void) g;
-  return (int) v->index;
+  /* a missing argument (an SDPA without its query, say) is no value: the caller
+   * refuses it with the node's name */
+  return v != NULL ? (int) v->index : -1;
 }
 
 gboolean
