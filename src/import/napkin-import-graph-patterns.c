@@ -808,10 +808,13 @@ gi_find_lazy (G *g)
   for (guint i = g->values->len; i > 0; i--)
     {
       Value *v = g->values->pdata[i - 1];
-      gboolean whole = v->is_output || v->readers->len == 0 || !carries_cut (g, v, cut);
+      gboolean whole;
 
+      /* a skipped value (refused, or failed before its axes were classed) has no
+       * classes to look at */
       if (v->emit == EMIT_SKIP || v->emit == EMIT_TUPLE)
         continue;
+      whole = v->is_output || v->readers->len == 0 || !carries_cut (g, v, cut);
       for (guint k = 0; k < v->readers->len && !whole; k++)
         {
           Value *r = v->readers->pdata[k];

@@ -728,7 +728,8 @@ pass1 (G *g)
       else if (v->emit != EMIT_SKIP && v->emit != EMIT_INPUT && v->emit != EMIT_TUPLE)
         gi_check_shape (g, v);
     }
-  gi_find_lazy (g);
+  if (!g->failed)
+    gi_find_lazy (g);
 }
 
 /* Every value's axes must be distinct: x + x.T on a square x would need one axis twice;
