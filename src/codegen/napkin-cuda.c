@@ -10,49 +10,9 @@
 #include "napkin-codegen-private.h"
 #include "napkin-kernels.h"
 
-G_DEFINE_QUARK (napkin-codegen-error-quark, napkin_codegen_error)
-
 /* Static shared memory a generic kernel may use without an opt-in. */
 #define SMEM_BUDGET (48 * 1024)
 
-
-char *
-napkin_codegen_escape_comment (const char *text)
-{
-  GString *out = g_string_new (NULL);
-  const char *p = text ? text : "";
-
-  while (*p)
-    {
-      gunichar c = g_utf8_get_char_validated (p, -1);
-
-      if (c == (gunichar) -1 || c == (gunichar) -2)
-        {
-          g_string_append (out, "?");
-          p++;
-          continue;
-        }
-      if (c == '*' && p[1] == '/')
-        g_string_append (out, "* /");
-      else if (c == '/' && p[1] == '*')
-        g_string_append (out, "/ *");
-      else if (c == '\\')
-        g_string_append (out, "\\\\");
-      else if (c < 0x20 || c == 0x7f)
-        g_string_append_c (out, ' ');
-      else if (c < 0x80)
-        g_string_append_c (out, (char) c);
-      else
-        g_string_append_printf (out, "\\u%04x", c);
-      if (c == '*' && p[1] == '/')
-        p += 2;
-      else if (c == '/' && p[1] == '*')
-        p += 2;
-      else
-        p = g_utf8_next_char (p);
-    }
-  return g_string_free (out, FALSE);
-}
 
 /* ---- the generic printer ----------------------------------------------------------------- */
 

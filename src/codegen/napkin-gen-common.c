@@ -8,8 +8,51 @@
 
 #include "napkin-codegen-private.h"
 
-/* What the plan printers share: where a plan buffer lives in the kernel's arguments,
- * and the CUDA text of a fused map (docs/plan.md, "Tile primitives"). */
+/* What every printer shares, below them all (docs/codegen.md, "Who calls whom"): the
+ * error domain, comments escaped, C types, where a plan buffer lives in the kernel's
+ * arguments, and the CUDA text of a fused map. napkin-cuda.c calls the printers, the
+ * printers call this file; nothing here calls back up. */
+
+G_DEFINE_QUARK (napkin-codegen-error-quark, napkin_codegen_error)
+
+char *
+napkin_codegen_escape_comment (const char *text)
+{
+  GString *out = g_string_new (NULL);
+  const char *p = text ? text : "";
+
+  while (*p)
+    {
+      gunichar c = g_utf8_get_char_validated (p, -1);
+
+      if (c == (gunichar) -1 || c == (gunichar) -2)
+        {
+          g_string_append (out, "?");
+          p++;
+          continue;
+        }
+      if (c == '*' && p[1] == '/')
+        g_string_append (out, "* /");
+      else if (c == '/' && p[1] == '*')
+        g_string_append (out, "/ *");
+      else if (c == '\\')
+        g_string_append (out, "\\\\");
+      else if (c < 0x20 || c == 0x7f)
+        g_string_append_c (out, ' ');
+      else if (c < 0x80)
+        g_string_append_c (out, (char) c);
+      else
+        g_string_append_printf (out, "\\u%04x", c);
+      if (c == '*' && p[1] == '/')
+        p += 2;
+      else if (c == '/' && p[1] == '*')
+        p += 2;
+      else
+        p = g_utf8_next_char (p);
+    }
+  return g_string_free (out, FALSE);
+}
+
 
 gboolean
 _napkin_cuda_ref (const NapkinPrintCtx   *ctx,

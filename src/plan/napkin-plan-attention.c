@@ -41,47 +41,31 @@ ceil_div (gint64 a,
   return (a + b - 1) / b;
 }
 
-static const NapkinTensor *
-tensor_of (NapkinPlanner *p,
-           int            node)
-{
-  return napkin_diagram_tensor (p->d, napkin_diagram_find_tensor (p->d, napkin_diagram_node (p->d, node)->tensor));
-}
-
-/* A value as it lies in device memory: the input's or output's tensor, else (a value
- * that one kernel stores and the next reads) its type, axes in type order. `names`
- * holds the axis names of the latter (NAPKIN_MAX_RANK + 1 slots). */
+/* A value as it lies in device memory (docs/plan.md, "Roles and layout"): the input's or
+ * output's tensor, else (a value that one kernel stores and the next reads) its type, axes
+ * in type order. `names` holds the axis names of the latter (NAPKIN_MAX_RANK + 1 slots). */
 static gboolean
 value_tensor (NapkinPlanner *p,
               int            node,
               NapkinTensor  *tmp,
               const char   **names)
 {
-  const NapkinNode *n = napkin_diagram_node (p->d, node);
-  const NapkinTensorType *type;
-  guint n_consumers;
-  const guint *consumers = napkin_diagram_consumers (p->d, node, &n_consumers);
+  const NapkinTensor *t = _napkin_plan_stored_tensor (p->d, node);
+  NapkinPlanLayout l;
 
-  if (n->kind == NAPKIN_OP_INPUT)
+  if (t != NULL)
     {
-      *tmp = *tensor_of (p, node);
+      *tmp = *t;
       return TRUE;
     }
-  for (guint c = 0; c < n_consumers; c++)
-    if (napkin_diagram_node (p->d, consumers[c])->kind == NAPKIN_OP_OUTPUT)
-      {
-        *tmp = *tensor_of (p, consumers[c]);
-        return TRUE;
-      }
-  type = napkin_diagram_node_type (p->d, node);
-  if (type == NULL || !type->valid)
+  if (!_napkin_plan_value_layout (p, node, &l))
     return FALSE;
   memset (tmp, 0, sizeof *tmp);
-  for (guint i = 0; i < type->n_axes; i++)
-    names[i] = napkin_diagram_axis (p->d, type->axes[i])->name;
-  names[type->n_axes] = NULL;
+  for (guint i = 0; i < l.n; i++)
+    names[i] = napkin_diagram_axis (p->d, l.axes[i])->name;
+  names[l.n] = NULL;
   tmp->axes = (char **) names;
-  tmp->dtype = _napkin_plan_dtype (p, node);
+  tmp->dtype = l.dtype;
   return TRUE;
 }
 

@@ -23,96 +23,30 @@ typedef struct
   guint  n;
 } AxisList;
 
-/* The axes of a node's value as it lies in device memory (row-major): an input's
- * tensor, the output tensor it feeds, else its inferred type (as src/lower stores it). */
-static gboolean
-value_layout (NapkinPlanner *p,
-              int            node,
-              AxisList      *out)
-{
-  const NapkinNode *n = napkin_diagram_node (p->d, node);
-  const char *tensor = NULL;
-  guint n_consumers;
-  const guint *consumers = napkin_diagram_consumers (p->d, node, &n_consumers);
-
-  out->n = 0;
-  if (n->kind == NAPKIN_OP_INPUT)
-    tensor = n->tensor;
-  for (guint c = 0; tensor == NULL && c < n_consumers; c++)
-    if (napkin_diagram_node (p->d, consumers[c])->kind == NAPKIN_OP_OUTPUT)
-      tensor = napkin_diagram_node (p->d, consumers[c])->tensor;
-  if (tensor != NULL)
-    {
-      const NapkinTensor *t = napkin_diagram_tensor (p->d, napkin_diagram_find_tensor (p->d, tensor));
-
-      for (guint a = 0; t->axes[a] != NULL && out->n < NAPKIN_MAX_RANK; a++)
-        out->axes[out->n++] = napkin_diagram_find_axis (p->d, t->axes[a]);
-      return TRUE;
-    }
-  {
-    const NapkinTensorType *type = napkin_diagram_node_type (p->d, node);
-
-    if (type == NULL || !type->valid)
-      return FALSE;
-    memcpy (out->axes, type->axes, sizeof (guint) * type->n_axes);
-    out->n = type->n_axes;
-  }
-  return TRUE;
-}
-
-/* The element type a node's value has in device memory. */
-static NapkinDtype
-value_dtype (NapkinPlanner *p,
-             int            node)
-{
-  const NapkinNode *n = napkin_diagram_node (p->d, node);
-  guint n_consumers;
-  const guint *consumers = napkin_diagram_consumers (p->d, node, &n_consumers);
-
-  if (p->options != NULL && p->options->has_dtype)
-    return p->options->dtype;
-  if (n->kind == NAPKIN_OP_INPUT)
-    return napkin_diagram_tensor (p->d, napkin_diagram_find_tensor (p->d, n->tensor))->dtype;
-  for (guint c = 0; c < n_consumers; c++)
-    if (napkin_diagram_node (p->d, consumers[c])->kind == NAPKIN_OP_OUTPUT)
-      return napkin_diagram_tensor (p->d, napkin_diagram_find_tensor (p->d, napkin_diagram_node (p->d, consumers[c])->tensor))->dtype;
-  return _napkin_plan_dtype (p, node);
-}
-
+/* A group of axes the product flattens into one (its batch, rows, columns or contracted
+ * axes), in the order of the value that fixes it. */
 static int
-position (const AxisList *l,
+position (const AxisList *group,
           guint           axis)
 {
-  for (guint i = 0; i < l->n; i++)
-    if (l->axes[i] == axis)
-      return (int) i;
-  return -1;
+  return _napkin_plan_axes_position (group->axes, group->n, axis);
 }
 
-static gint64
-axis_size (NapkinPlanner *p,
-           guint          axis)
+/* Where `axis` stands in a value's layout, or −1. */
+static int
+at (const NapkinPlanLayout *l,
+    guint                   axis)
 {
-  return napkin_diagram_axis_size (p->d, axis);
+  return _napkin_plan_axes_position (l->axes, l->n, axis);
 }
 
 /* The axes of `group` lie in `layout` as one contiguous run in the same order; its
  * first position (or −1 when they do not). An empty group lies anywhere (returns −2). */
 static int
-run_of (const AxisList *layout,
-        const AxisList *group)
+run_of (const NapkinPlanLayout *layout,
+        const AxisList         *group)
 {
-  int first;
-
-  if (group->n == 0)
-    return -2;
-  first = position (layout, group->axes[0]);
-  if (first < 0)
-    return -1;
-  for (guint i = 1; i < group->n; i++)
-    if (position (layout, group->axes[i]) != first + (int) i)
-      return -1;
-  return first;
+  return _napkin_plan_layout_run (layout, group->axes, group->n);
 }
 
 static gint64
@@ -122,22 +56,8 @@ product (NapkinPlanner  *p,
   gint64 v = 1;
 
   for (guint i = 0; i < group->n; i++)
-    v *= axis_size (p, group->axes[i]);
+    v *= napkin_diagram_axis_size (p->d, group->axes[i]);
   return v;
-}
-
-/* Elements between consecutive values of the innermost axis of `group` is 1 when the
- * group ends the layout; the stride of a group = the product of the sizes after it. */
-static gint64
-stride_after (NapkinPlanner  *p,
-              const AxisList *layout,
-              int             last)
-{
-  gint64 s = 1;
-
-  for (guint i = (guint) last + 1; i < layout->n; i++)
-    s *= axis_size (p, layout->axes[i]);
-  return s;
 }
 
 static gboolean
@@ -536,7 +456,8 @@ typedef struct
 {
   int                     contract, last, xs, ys;
   const NapkinTensorType *xt, *yt, *ot;
-  AxisList                x_l, y_l, c_l, batch, m, n, kk;
+  NapkinPlanLayout        x_l, y_l, c_l;   /* how X, Y and C lie in device memory */
+  AxisList                batch, m, n, kk;
   const AxisList         *mg, *ng;       /* C's rows and columns as computed (swapped or not) */
   gboolean                swapped;
 } GemmShape;
@@ -595,7 +516,7 @@ gemm_chain_map (NapkinPlanner    *p,
         }
       map->has_other = TRUE;
       map->other_first = q == 0;
-      map->other = (NapkinPlanBuffer) { src, -1, value_dtype (p, src) };
+      map->other = (NapkinPlanBuffer) { src, -1, _napkin_plan_value_dtype (p, src) };
       map->stride[0] = src;   /* the operand's node, until the axes are known */
     }
   return TRUE;
@@ -660,33 +581,28 @@ gemm_axis_roles (NapkinPlanner *p,
                  GemmShape     *s,
                  char         **why)
 {
-  /* roles of the axes */
+  /* batch in the result's type order; m, n in C's; k in X's */
   for (guint i = 0; i < s->ot->n_axes; i++)
-    {
-      guint a = s->ot->axes[i];
-      gboolean in_x = napkin_tensor_type_has_axis (s->xt, a), in_y = napkin_tensor_type_has_axis (s->yt, a);
-
-      if (in_x && in_y)
-        s->batch.axes[s->batch.n++] = a;
-    }
-  /* batch, m, n in C's order; k in X's order */
+    if (_napkin_plan_product_role (s->xt, s->yt, s->ot, s->ot->axes[i]) == NAPKIN_PLAN_ROLE_BATCH)
+      s->batch.axes[s->batch.n++] = s->ot->axes[i];
   for (guint i = 0; i < s->c_l.n; i++)
     {
       guint a = s->c_l.axes[i];
-      gboolean in_x = napkin_tensor_type_has_axis (s->xt, a), in_y = napkin_tensor_type_has_axis (s->yt, a);
+      NapkinPlanRole role = _napkin_plan_product_role (s->xt, s->yt, s->ot, a);
 
-      if (in_x && !in_y)
+      if (role == NAPKIN_PLAN_ROLE_ROW)
         s->m.axes[s->m.n++] = a;
-      else if (in_y && !in_x)
+      else if (role == NAPKIN_PLAN_ROLE_COLUMN)
         s->n.axes[s->n.n++] = a;
     }
   for (guint i = 0; i < s->x_l.n; i++)
     {
       guint a = s->x_l.axes[i];
+      NapkinPlanRole role = _napkin_plan_product_role (s->xt, s->yt, s->ot, a);
 
-      if (napkin_tensor_type_has_axis (s->yt, a) && !napkin_tensor_type_has_axis (s->ot, a))
+      if (role == NAPKIN_PLAN_ROLE_CONTRACTED)
         s->kk.axes[s->kk.n++] = a;
-      else if (!napkin_tensor_type_has_axis (s->yt, a) && !napkin_tensor_type_has_axis (s->ot, a))
+      else if (role == NAPKIN_PLAN_ROLE_SUMMED_ALONE)
         {
           *why = g_strdup_printf (_("contraction “%s” sums axis %s of its first operand alone"),
                                   napkin_diagram_node (p->d, s->contract)->id, napkin_diagram_axis (p->d, a)->name);
@@ -694,7 +610,7 @@ gemm_axis_roles (NapkinPlanner *p,
         }
     }
   for (guint i = 0; i < s->y_l.n; i++)
-    if (!napkin_tensor_type_has_axis (s->xt, s->y_l.axes[i]) && !napkin_tensor_type_has_axis (s->ot, s->y_l.axes[i]))
+    if (_napkin_plan_product_role (s->xt, s->yt, s->ot, s->y_l.axes[i]) == NAPKIN_PLAN_ROLE_SUMMED_ALONE)
       {
         *why = g_strdup_printf (_("contraction “%s” sums axis %s of its second operand alone"),
                                 napkin_diagram_node (p->d, s->contract)->id,
@@ -717,14 +633,14 @@ gemm_axis_roles (NapkinPlanner *p,
  * and C, and A holds m after k), those lead as batch axes of an operand the other shares
  * (batch stride 0: docs/plan.md, "GEMM"). Only where there is no batch group yet. */
 static void
-gemm_promote_batch (GemmShape      *s,
-                    AxisList       *group,
-                    const AxisList *operand)
+gemm_promote_batch (GemmShape              *s,
+                    AxisList               *group,
+                    const NapkinPlanLayout *operand)
 {
   if (s->batch.n > 0 || (run_of (operand, group) >= 0 && run_of (&s->c_l, group) >= 0))
     return;
-  while (group->n > 1 && position (operand, group->axes[0]) == (int) s->batch.n
-         && position (&s->c_l, group->axes[0]) == (int) s->batch.n
+  while (group->n > 1 && at (operand, group->axes[0]) == (int) s->batch.n
+         && at (&s->c_l, group->axes[0]) == (int) s->batch.n
          && (run_of (operand, group) < 0 || run_of (&s->c_l, group) < 0))
     {
       s->batch.axes[s->batch.n++] = group->axes[0];
@@ -765,11 +681,11 @@ gemm_axis_runs (NapkinPlanner *p,
     }
   /* an operand may lack the batch axes (shared by the batch), not some of them */
   for (guint i = 0; i < s->batch.n; i++)
-    if ((position (&s->x_l, s->batch.axes[i]) != (int) i
-         && !(position (&s->x_l, s->batch.axes[i]) < 0 && position (&s->x_l, s->batch.axes[0]) < 0))
-        || (position (&s->y_l, s->batch.axes[i]) != (int) i
-            && !(position (&s->y_l, s->batch.axes[i]) < 0 && position (&s->y_l, s->batch.axes[0]) < 0))
-        || position (&s->c_l, s->batch.axes[i]) != (int) i)
+    if ((at (&s->x_l, s->batch.axes[i]) != (int) i
+         && !(at (&s->x_l, s->batch.axes[i]) < 0 && at (&s->x_l, s->batch.axes[0]) < 0))
+        || (at (&s->y_l, s->batch.axes[i]) != (int) i
+            && !(at (&s->y_l, s->batch.axes[i]) < 0 && at (&s->y_l, s->batch.axes[0]) < 0))
+        || at (&s->c_l, s->batch.axes[i]) != (int) i)
       {
         *why = g_strdup_printf (_("batch axis %s of “%s” must lead every operand, in the same order"),
                                 napkin_diagram_axis (p->d, s->batch.axes[i])->name,
@@ -788,23 +704,23 @@ gemm_fill (NapkinPlanner  *p,
            GemmShape      *s,
            GArray         *epilogue)
 {
-  const AxisList *a_l, *b_l;
+  const NapkinPlanLayout *a_l, *b_l;
 
   if (!s->swapped)
     {
       a_l = &s->x_l, b_l = &s->y_l, s->mg = &s->m, s->ng = &s->n;
-      g->a = (NapkinPlanBuffer) { s->xs, -1, value_dtype (p, s->xs) };
-      g->b = (NapkinPlanBuffer) { s->ys, -1, value_dtype (p, s->ys) };
+      g->a = (NapkinPlanBuffer) { s->xs, -1, _napkin_plan_value_dtype (p, s->xs) };
+      g->b = (NapkinPlanBuffer) { s->ys, -1, _napkin_plan_value_dtype (p, s->ys) };
     }
   else
     {
       a_l = &s->y_l, b_l = &s->x_l, s->mg = &s->n, s->ng = &s->m;
-      g->a = (NapkinPlanBuffer) { s->ys, -1, value_dtype (p, s->ys) };
-      g->b = (NapkinPlanBuffer) { s->xs, -1, value_dtype (p, s->xs) };
+      g->a = (NapkinPlanBuffer) { s->ys, -1, _napkin_plan_value_dtype (p, s->ys) };
+      g->b = (NapkinPlanBuffer) { s->xs, -1, _napkin_plan_value_dtype (p, s->xs) };
     }
   g->node = s->contract;
   g->swapped = s->swapped;
-  g->c = (NapkinPlanBuffer) { s->last, -1, value_dtype (p, s->last) };
+  g->c = (NapkinPlanBuffer) { s->last, -1, _napkin_plan_value_dtype (p, s->last) };
   g->ab_dtype = g->a.dtype;
   g->c_dtype = g->c.dtype;
   g->batch = product (p, &s->batch);
@@ -836,13 +752,13 @@ gemm_epilogue_strides (NapkinPlanner   *p,
   for (guint i = 0; i < g->epilogue->len; i++)
     {
       NapkinPlanMap *map = &g_array_index (g->epilogue, NapkinPlanMap, i);
-      AxisList o_l;
+      NapkinPlanLayout o_l;
       gint64 sb = 0, sm = 0, sn = 0;
       gboolean has_batch = FALSE, lacks_batch = FALSE;
 
       if (!map->has_other)
         continue;
-      if (!value_layout (p, map->other.node, &o_l))
+      if (!_napkin_plan_value_layout (p, map->other.node, &o_l))
         {
           *why = g_strdup_printf (_("the other operand of “%s” has no known layout"), napkin_diagram_node (p->d, map->node)->id);
           return FALSE;
@@ -850,7 +766,7 @@ gemm_epilogue_strides (NapkinPlanner   *p,
       for (guint j = 0; j < o_l.n; j++)
         {
           guint a = o_l.axes[j];
-          gint64 st = stride_after (p, &o_l, j);
+          gint64 st = _napkin_plan_layout_stride (p->d, &o_l, a);
 
           if (position (&s->batch, a) >= 0)
             has_batch = TRUE;
@@ -873,7 +789,7 @@ gemm_epilogue_strides (NapkinPlanner   *p,
           return FALSE;
         }
       for (guint j = 0; j < s->batch.n; j++)
-        lacks_batch |= position (&o_l, s->batch.axes[j]) != (int) j;
+        lacks_batch |= at (&o_l, s->batch.axes[j]) != (int) j;
       if (has_batch && lacks_batch)
         {
           *why = g_strdup_printf (_("the other operand of “%s” must carry every batch axis, leading, or none"),
@@ -881,7 +797,7 @@ gemm_epilogue_strides (NapkinPlanner   *p,
           return FALSE;
         }
       if (has_batch)
-        sb = stride_after (p, &o_l, (int) s->batch.n - 1);
+        sb = _napkin_plan_layout_stride (p->d, &o_l, o_l.axes[s->batch.n - 1]);
       /* (mg and ng are already the computed product's rows and columns) */
       map->stride[0] = sb;
       map->stride[1] = sm;
@@ -1281,7 +1197,8 @@ gemm_shape (NapkinPlanner    *p,
   s->xt = napkin_diagram_node_type (p->d, s->xs);
   s->yt = napkin_diagram_node_type (p->d, s->ys);
   s->ot = napkin_diagram_node_type (p->d, s->contract);
-  if (!value_layout (p, s->xs, &s->x_l) || !value_layout (p, s->ys, &s->y_l) || !value_layout (p, s->last, &s->c_l)
+  if (!_napkin_plan_value_layout (p, s->xs, &s->x_l) || !_napkin_plan_value_layout (p, s->ys, &s->y_l)
+      || !_napkin_plan_value_layout (p, s->last, &s->c_l)
       || s->ot == NULL || !gemm_axis_roles (p, s, why) || !gemm_axis_runs (p, s, why))
     {
       g_clear_pointer (epilogue, g_array_unref);

@@ -59,7 +59,7 @@ keeps_gemm_runs (NapkinDiagram   *d,
                  guint            node,
                  const GPtrArray *want)
 {
-  const NapkinTensorType *side[2] = { NULL, NULL };
+  const NapkinTensorType *side[2] = { NULL, NULL }, *o = napkin_diagram_node_type (d, node);
 
   for (guint k = 0; k < 2; k++)
     {
@@ -72,11 +72,13 @@ keeps_gemm_runs (NapkinDiagram   *d,
     {
       int first = -1, last = -1, count = 0;
 
+      /* (every axis of `want` is one of the result's) */
       for (guint i = 0; i < want->len; i++)
         {
           int axis = napkin_diagram_find_axis (d, g_ptr_array_index (want, i));
 
-          if (napkin_tensor_type_has_axis (side[k], axis) && !napkin_tensor_type_has_axis (side[1 - k], axis))
+          if (_napkin_plan_product_role (side[0], side[1], o, axis) == (k == 0 ? NAPKIN_PLAN_ROLE_ROW
+                                                                               : NAPKIN_PLAN_ROLE_COLUMN))
             {
               if (first < 0)
                 first = (int) i;
@@ -196,7 +198,7 @@ operand_order (NapkinDiagram *d,
     if (napkin_tensor_type_has_axis (x, stored[i]))
       g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, stored[i])->name);
   for (guint i = 0; i < y->n_axes; i++)
-    if (napkin_tensor_type_has_axis (x, y->axes[i]) && !napkin_tensor_type_has_axis (o, y->axes[i]))
+    if (_napkin_plan_product_role (x, y, o, y->axes[i]) == NAPKIN_PLAN_ROLE_CONTRACTED)
       g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, y->axes[i])->name);
   if (want->len != x->n_axes)
     return NULL;      /* an axis summed alone: not a GEMM operand */
@@ -308,23 +310,23 @@ keeps_gemm_runs_as (NapkinDiagram          *d,
                     guint                   node,
                     const NapkinTensorType *x)
 {
+  const NapkinTensorType *side[2];
+
+  for (guint k = 0; k < 2; k++)
+    side[k] = napkin_diagram_node_type (d, (guint) napkin_diagram_input_source (d, node, k));
   for (guint k = 0; k < 2; k++)
     {
-      const NapkinTensorType *own = napkin_diagram_node_type (d, (guint) napkin_diagram_input_source (d, node, k));
-      const NapkinTensorType *other = napkin_diagram_node_type (d, (guint) napkin_diagram_input_source (d, node, 1 - k));
+      const NapkinTensorType *own = side[k];
       int first = -1, previous = -1;
 
       for (guint i = 0; i < own->n_axes; i++)
         {
-          int at = -1;
+          int at;
 
-          if (napkin_tensor_type_has_axis (other, own->axes[i]))
-            continue;
-          for (guint j = 0; j < x->n_axes; j++)
-            if (x->axes[j] == own->axes[i])
-              at = (int) j;
-          if (at < 0)
-            continue;           /* contracted */
+          if (_napkin_plan_product_role (side[0], side[1], x, own->axes[i]) != (k == 0 ? NAPKIN_PLAN_ROLE_ROW
+                                                                                      : NAPKIN_PLAN_ROLE_COLUMN))
+            continue;           /* batch, contracted or summed alone */
+          at = _napkin_plan_axes_position (x->axes, x->n_axes, own->axes[i]);
           if (first >= 0 && at != previous + 1)
             return FALSE;
           if (first < 0)
@@ -373,11 +375,12 @@ result_order (NapkinDiagram *d,
         }
     }
   for (guint i = 0; i < x->n_axes; i++)
-    if (napkin_tensor_type_has_axis (side[0], x->axes[i]) && napkin_tensor_type_has_axis (side[1], x->axes[i]))
+    if (_napkin_plan_product_role (side[0], side[1], x, x->axes[i]) == NAPKIN_PLAN_ROLE_BATCH)
       g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, x->axes[i])->name);
   for (guint k = 0; k < 2; k++)
     for (guint i = 0; i < side[k]->n_axes; i++)
-      if (napkin_tensor_type_has_axis (x, side[k]->axes[i]) && !napkin_tensor_type_has_axis (side[1 - k], side[k]->axes[i]))
+      if (_napkin_plan_product_role (side[0], side[1], x, side[k]->axes[i])
+          == (k == 0 ? NAPKIN_PLAN_ROLE_ROW : NAPKIN_PLAN_ROLE_COLUMN))
         g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, side[k]->axes[i])->name);
   if (want->len != x->n_axes)
     return NULL;

@@ -64,6 +64,61 @@ gboolean  _napkin_plan_try_elementwise (NapkinPlanner    *p,
 json_object *_napkin_plan_attention_scores_json (const NapkinPlan          *plan,
                                                  const NapkinPlanAttention *a);
 
+/* ---- roles and layout (src/plan/napkin-plan-layout.c; docs/plan.md, "Roles and layout") ---- */
+
+/* How a device-memory buffer holds a node's value, as the lowering places it (src/lower):
+ * an input's tensor, else the first output tensor it feeds, else a buffer between kernels
+ * in the order of its inferred type. */
+typedef struct
+{
+  guint               n;
+  guint               axes[NAPKIN_MAX_RANK];   /* outermost first */
+  NapkinDtype         dtype;                   /* as stored; the plan's dtype where it forces one */
+  const NapkinTensor *tensor;                  /* the input's or output's tensor, or NULL */
+} NapkinPlanLayout;
+
+/* The part an axis plays in a product X·Y → R: in both operands and R (batch), in both
+ * operands only (contracted), in X and R (the GEMM's rows), in Y and R (its columns), in
+ * one operand only (summed alone: no GEMM), or in neither. */
+typedef enum
+{
+  NAPKIN_PLAN_ROLE_NONE,
+  NAPKIN_PLAN_ROLE_BATCH,
+  NAPKIN_PLAN_ROLE_ROW,
+  NAPKIN_PLAN_ROLE_COLUMN,
+  NAPKIN_PLAN_ROLE_CONTRACTED,
+  NAPKIN_PLAN_ROLE_SUMMED_ALONE,
+} NapkinPlanRole;
+
+/* The input's tensor, or the first output tensor `node` feeds; NULL for a value between
+ * kernels. */
+const NapkinTensor *_napkin_plan_stored_tensor (NapkinDiagram          *d,
+                                                int                     node);
+/* The element type `node`'s value has in device memory (the plan's dtype where given). */
+NapkinDtype _napkin_plan_value_dtype    (NapkinPlanner          *p,
+                                         int                     node);
+/* `node`'s layout into `l`; FALSE where its type is not known. */
+gboolean    _napkin_plan_value_layout   (NapkinPlanner          *p,
+                                         int                     node,
+                                         NapkinPlanLayout       *l);
+/* Where `axis` stands in the list `axes` of `n`, or −1. */
+int         _napkin_plan_axes_position  (const guint            *axes,
+                                         guint                   n,
+                                         guint                   axis);
+/* Elements between neighbours along `axis` in the layout (row-major); 0 when it lacks it. */
+gint64      _napkin_plan_layout_stride  (NapkinDiagram          *d,
+                                         const NapkinPlanLayout *l,
+                                         guint                   axis);
+/* Where the `n` axes of `group` lie in `l` as one contiguous run in their order: the
+ * run's first position, −1 when they do not, −2 for an empty group (it lies anywhere). */
+int         _napkin_plan_layout_run     (const NapkinPlanLayout *l,
+                                         const guint            *group,
+                                         guint                   n);
+NapkinPlanRole _napkin_plan_product_role (const NapkinTensorType *x,
+                                          const NapkinTensorType *y,
+                                          const NapkinTensorType *result,
+                                          guint                   axis);
+
 /* Helpers. */
 NapkinDtype _napkin_plan_dtype          (NapkinPlanner    *p,
                                         int               node);

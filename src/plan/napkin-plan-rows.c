@@ -19,14 +19,6 @@
  * from the kernel's nodes, reads the stored layout of every buffer, and chooses
  * the threads, the vector width and where the row lives while it is worked on. */
 
-/* How a device-memory buffer stores a node's value: its axes in memory order. */
-typedef struct
-{
-  guint       n;
-  guint       axes[NAPKIN_MAX_RANK];
-  NapkinDtype dtype;
-} Layout;
-
 /* Where the row lives while the kernel works on it. */
 typedef enum
 {
@@ -65,87 +57,16 @@ node_id (NapkinPlanner *p,
   return napkin_diagram_node (p->d, node)->id;
 }
 
-/* The layout of the device-memory buffer holding `node`'s value, as the lowering
- * places it (src/lower): an input's tensor, else the first output it feeds, else a
- * scratch buffer in the order of its inferred axes. */
-static gboolean
-value_layout (NapkinPlanner *p,
-              int            node,
-              Layout        *l)
-{
-  const NapkinNode *nd = napkin_diagram_node (p->d, node);
-  const NapkinTensor *t = NULL;
-
-  memset (l, 0, sizeof *l);
-  if (nd->kind == NAPKIN_OP_INPUT)
-    t = napkin_diagram_tensor (p->d, napkin_diagram_find_tensor (p->d, nd->tensor));
-  else
-    {
-      guint n_consumers;
-      const guint *consumers = napkin_diagram_consumers (p->d, node, &n_consumers);
-
-      for (guint c = 0; c < n_consumers && t == NULL; c++)
-        {
-          const NapkinNode *cn = napkin_diagram_node (p->d, consumers[c]);
-
-          if (cn->kind == NAPKIN_OP_OUTPUT)
-            t = napkin_diagram_tensor (p->d, napkin_diagram_find_tensor (p->d, cn->tensor));
-        }
-    }
-  if (t != NULL)
-    {
-      for (guint i = 0; t->axes[i] != NULL && i < NAPKIN_MAX_RANK; i++)
-        {
-          int a = napkin_diagram_find_axis (p->d, t->axes[i]);
-
-          if (a < 0)
-            return FALSE;
-          l->axes[l->n++] = a;
-        }
-      l->dtype = t->dtype;
-    }
-  else
-    {
-      const NapkinTensorType *type = napkin_diagram_node_type (p->d, node);
-
-      if (type == NULL || !type->valid)
-        return FALSE;
-      l->n = type->n_axes;
-      memcpy (l->axes, type->axes, sizeof (guint) * type->n_axes);
-      l->dtype = type->dtype;
-    }
-  if (p->options != NULL && p->options->has_dtype)
-    l->dtype = p->options->dtype;
-  return TRUE;
-}
-
-/* Elements between neighbours along `axis` in the layout; 0 when it lacks the axis. */
-static gint64
-stride_of (NapkinPlanner *p,
-           const Layout  *l,
-           guint          axis)
-{
-  gint64 s = 1;
-
-  for (int i = (int) l->n - 1; i >= 0; i--)
-    {
-      if (l->axes[i] == axis)
-        return s;
-      s *= axis_size (p, l->axes[i]);
-    }
-  return 0;
-}
-
 /* The row axes (outermost first) are flattened into one row index. A buffer is
  * addressed by that index when its offset is linear in it: stride(r_j) = s · the
  * product of the sizes of the row axes inside r_j (axes of size 1 do not count).
  * Sets s (0: the buffer does not vary by row). */
 static gboolean
-row_stride (NapkinPlanner *p,
-            const Layout  *l,
-            const guint   *rows,
-            guint          n_rows,
-            gint64        *s)
+row_stride (NapkinPlanner          *p,
+            const NapkinPlanLayout *l,
+            const guint            *rows,
+            guint                   n_rows,
+            gint64                 *s)
 {
   gint64 inner = 1;
   gboolean have = FALSE;
@@ -154,7 +75,7 @@ row_stride (NapkinPlanner *p,
   for (int i = (int) n_rows - 1; i >= 0; i--)
     {
       gint64 size = axis_size (p, rows[i]);
-      gint64 st = stride_of (p, l, rows[i]);
+      gint64 st = _napkin_plan_layout_stride (p->d, l, rows[i]);
 
       if (size == 1)
         continue;
@@ -172,11 +93,11 @@ row_stride (NapkinPlanner *p,
 
 /* Axes that a layout has beyond `allowed` and the column axis (size-1 axes aside). */
 static int
-stray_axis (NapkinPlanner *p,
-            const Layout  *l,
-            const guint   *allowed,
-            guint          n_allowed,
-            int            col)
+stray_axis (NapkinPlanner          *p,
+            const NapkinPlanLayout *l,
+            const guint            *allowed,
+            guint                   n_allowed,
+            int                     col)
 {
   for (guint i = 0; i < l->n; i++)
     {
@@ -313,11 +234,11 @@ rows_operand (const RowSpace *rs,
 {
   NapkinPlanner *p = rs->p;
   int src = napkin_diagram_input_source (p->d, m->node, port);
-  Layout l;
+  NapkinPlanLayout l;
   int stray;
   gint64 s;
 
-  if (!value_layout (p, src, &l))
+  if (!_napkin_plan_value_layout (p, src, &l))
     {
       *why = g_strdup_printf (_("the layout of %s (operand of %s) is unknown"), node_id (p, src), node_id (p, m->node));
       return FALSE;
@@ -351,7 +272,7 @@ rows_operand (const RowSpace *rs,
   m->other.scratch = -1;
   m->other.dtype = l.dtype;
   m->stride[1] = s;
-  m->stride[2] = rs->col >= 0 ? stride_of (p, &l, rs->col) : 0;
+  m->stride[2] = rs->col >= 0 ? _napkin_plan_layout_stride (p->d, &l, rs->col) : 0;
   return TRUE;
 }
 
@@ -594,7 +515,7 @@ typedef struct
   int               x, last;        /* the chain's input and its end */
   GArray           *prologue;       /* NapkinPlanMap, before f */
   GArray           *epilogue;       /* NapkinPlanMap, after f */
-  Layout            xl, yl;
+  NapkinPlanLayout  xl, yl;
   guint             row_axes[NAPKIN_MAX_RANK], n_rows;
   gint64            rows, cols, ldx, ldy, rpb;
   gboolean          aligned, streamed;
@@ -822,7 +743,7 @@ rows_space (NapkinPlanner          *p,
   RowSpace rs;
   guint at = 0;
 
-  if (!value_layout (p, ch->x, &ch->xl) || ch->xl.n == 0)
+  if (!_napkin_plan_value_layout (p, ch->x, &ch->xl) || ch->xl.n == 0)
     return FALSE;
   while (at < ch->xl.n && (int) ch->xl.axes[at] != ch->col)
     at++;
@@ -867,7 +788,7 @@ strided_store (NapkinPlanner *p,
     }
   if (ch->ldy == 0)
     ch->ldy = reduce ? ch->inner : ch->cols * ch->inner;
-  ch->y_stride = reduce ? 0 : stride_of (p, &ch->yl, ch->col);
+  ch->y_stride = reduce ? 0 : _napkin_plan_layout_stride (p->d, &ch->yl, ch->col);
   if (!reduce && ch->y_stride == 0)
     ch->y_stride = ch->inner;
   return TRUE;
@@ -881,13 +802,13 @@ rows_store (NapkinPlanner *p,
 {
   gboolean reduce = ch->fn->kind == NAPKIN_OP_REDUCE;
 
-  if (!value_layout (p, ch->last, &ch->yl))
+  if (!_napkin_plan_value_layout (p, ch->last, &ch->yl))
     return FALSE;
   if (ch->inner > 1)
     return strided_store (p, ch, why);
   if (stray_axis (p, &ch->yl, ch->row_axes, ch->n_rows, reduce ? -1 : ch->col) >= 0
       || !row_stride (p, &ch->yl, ch->row_axes, ch->n_rows, &ch->ldy)
-      || (!reduce && stride_of (p, &ch->yl, ch->col) != 1))
+      || (!reduce && _napkin_plan_layout_stride (p->d, &ch->yl, ch->col) != 1))
     {
       *why = g_strdup_printf (_("the result of %s is not stored row by row like %s (%s last)"), node_id (p, ch->last),
                               node_id (p, ch->x), ch->fn->axis);
@@ -1420,7 +1341,7 @@ static gboolean
 ew_chain (NapkinPlanner          *p,
           const NapkinPlanKernel *k,
           int                     sink,
-          const Layout           *yl,
+          const NapkinPlanLayout *yl,
           GArray                 *maps,
           GPtrArray              *others,
           char                  **why)
@@ -1454,16 +1375,16 @@ ew_chain (NapkinPlanner          *p,
       if (arity == 2)
         {
           int src = napkin_diagram_input_source (d, cur, 1 - main_port);
-          Layout ol;
+          NapkinPlanLayout ol;
 
-          if (!value_layout (p, src, &ol))
+          if (!_napkin_plan_value_layout (p, src, &ol))
             return FALSE;
           m.has_other = TRUE;
           m.other_first = main_port == 1;
           m.other = (NapkinPlanBuffer) { src, -1, ol.dtype };
           os = g_new0 (gint64, NAPKIN_MAX_RANK);
           for (guint i = 0; i < yl->n; i++)
-            os[i] = stride_of (p, &ol, yl->axes[i]);
+            os[i] = _napkin_plan_layout_stride (p->d, &ol, yl->axes[i]);
         }
       g_array_append_val (maps, m);   /* reversed below */
       g_ptr_array_add (others, os);
@@ -1592,9 +1513,9 @@ ew_launch (NapkinPlanner    *p,
 /* Whether layout `l` lies in the order of the value's type (a reshape reads and writes
  * the flat index in that order). */
 static gboolean
-in_type_order (NapkinPlanner *p,
-               int            node,
-               const Layout  *l)
+in_type_order (NapkinPlanner          *p,
+               int                     node,
+               const NapkinPlanLayout *l)
 {
   const NapkinTensorType *type = napkin_diagram_node_type (p->d, node);
 
@@ -1615,16 +1536,16 @@ ew_rearrange (NapkinPlanner    *p,
               char            **why)
 {
   int node = g_array_index (k->nodes, guint, 0), x = napkin_diagram_input_source (p->d, node, 0);
-  Layout yl, xl;
+  NapkinPlanLayout yl, xl;
   gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK], total = 1;
   g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
   gboolean permutation = TRUE;
   NapkinPlanElementwise *e = &k->u.ew;
 
-  if (x < 0 || outputs_fed (p, node) > 1 || !value_layout (p, node, &yl) || !value_layout (p, x, &xl))
+  if (x < 0 || outputs_fed (p, node) > 1 || !_napkin_plan_value_layout (p, node, &yl) || !_napkin_plan_value_layout (p, x, &xl))
     return FALSE;
   for (guint i = 0; i < yl.n; i++)
-    permutation &= stride_of (p, &xl, yl.axes[i]) > 0 || axis_size (p, yl.axes[i]) == 1;
+    permutation &= _napkin_plan_layout_stride (p->d, &xl, yl.axes[i]) > 0 || axis_size (p, yl.axes[i]) == 1;
   permutation &= xl.n == yl.n;
   if (!permutation && (!in_type_order (p, x, &xl) || !in_type_order (p, node, &yl)))
     {
@@ -1635,7 +1556,7 @@ ew_rearrange (NapkinPlanner    *p,
   for (int i = (int) yl.n - 1; i >= 0; i--)
     {
       dims[i] = axis_size (p, yl.axes[i]);
-      xs[i] = permutation ? stride_of (p, &xl, yl.axes[i]) : total;
+      xs[i] = permutation ? _napkin_plan_layout_stride (p->d, &xl, yl.axes[i]) : total;
       total *= dims[i];
     }
   memset (e, 0, sizeof *e);
@@ -1663,7 +1584,7 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
   int sink;
   g_autoptr(GArray) maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
   g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
-  Layout yl, xl;
+  NapkinPlanLayout yl, xl;
   gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK];
   guint rank;
   gint64 total = 1;
@@ -1683,7 +1604,7 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
     }
 
   /* the iteration space: y's layout, y contiguous */
-  if (!value_layout (p, sink, &yl))
+  if (!_napkin_plan_value_layout (p, sink, &yl))
     return FALSE;
   for (guint i = 0; i < yl.n; i++)
     {
@@ -1703,14 +1624,14 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
         const NapkinTensorType *named = napkin_diagram_node_type (d, x);
 
         x = napkin_diagram_input_source (d, x, 0);
-        if (!value_layout (p, x, &xl) || xl.n != named->n_axes)
+        if (!_napkin_plan_value_layout (p, x, &xl) || xl.n != named->n_axes)
           return FALSE;
         memcpy (xl.axes, named->axes, sizeof (guint) * named->n_axes);
       }
-    else if (!value_layout (p, x, &xl))
+    else if (!_napkin_plan_value_layout (p, x, &xl))
       return FALSE;
     for (guint i = 0; i < yl.n; i++)
-      xs[i] = stride_of (p, &xl, yl.axes[i]);
+      xs[i] = _napkin_plan_layout_stride (p->d, &xl, yl.axes[i]);
     k->u.ew.x = (NapkinPlanBuffer) { x, -1, xl.dtype };
   }
   rank = ew_merge_axes (dims, ys, xs, others, yl.n);

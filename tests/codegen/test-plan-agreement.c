@@ -422,6 +422,15 @@ test_agreement (void)
         default: chain_case (rng, &c); break;
         }
       counts[c.family]++;
+      /* NAPKIN_AGREEMENT_DUMP=DIR writes each case's text as DIR/caseNNN.einsum (for
+       * build-aux/codegen-golden) */
+      if (g_getenv ("NAPKIN_AGREEMENT_DUMP") != NULL)
+        {
+          g_autofree char *base = g_strdup_printf ("case%03u.einsum", i);
+          g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_AGREEMENT_DUMP"), base, NULL);
+
+          g_assert_true (g_file_set_contents (path, c.text, -1, NULL));
+        }
       for (guint r = 0; r < napkin_arch_registry_count (reg); r++)
         check_case (&c, i, napkin_arch_registry_get (reg, r), generic);
       g_free (c.text);
