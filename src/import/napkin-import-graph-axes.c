@@ -107,11 +107,18 @@ refine (G      *g,
                                "its split elsewhere (into %lld)"), (long long) big, (long long) small);
               return FALSE;
             }
+          /* split already in this walk: one axis twice in a shape, which a diagram
+           * cannot hold either (each value's axes are distinct) */
+          if (gi_cls (g, whole)->kids != NULL)
+            {
+              gi_fail (g, v, _("an axis of size %lld would be split twice here; a value's dimensions "
+                               "must be distinct axes"), (long long) big);
+              return FALSE;
+            }
           outer = gi_new_class (g, small);
           rest = gi_new_class (g, big / small);
           g_array_append_val (kids, outer);
           g_array_append_val (kids, rest);
-          g_assert (gi_cls (g, whole)->kids == NULL);
           gi_cls (g, whole)->kids = g_array_ref (kids);
           if (!gi_unite (g, v, sx < sy ? x : y, outer))
             return FALSE;
