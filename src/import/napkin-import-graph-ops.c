@@ -1045,7 +1045,9 @@ pass1_map1 (G     *g,
   gi_copy_dims (v, a);
   gi_set_src (g, v, 0, a);
   v->emit = EMIT_MAP1;
-  if (v->fn == NAPKIN_FN_GELU || v->fn == NAPKIN_FN_GELU_TANH || v->fn == NAPKIN_FN_SILU || v->fn == NAPKIN_FN_RELU)
+  /* an activation's last axis is a hidden size, "f" (a scalar has none) */
+  if (a->n_dims > 0
+      && (v->fn == NAPKIN_FN_GELU || v->fn == NAPKIN_FN_GELU_TANH || v->fn == NAPKIN_FN_SILU || v->fn == NAPKIN_FN_RELU))
     gi_hint (g, a->dims[a->n_dims - 1], "f", 1);
 }
 
