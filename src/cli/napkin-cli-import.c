@@ -5,6 +5,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "napkin-cli.h"
 #include "napkin-file.h"
@@ -51,6 +54,13 @@ napkin_cli_import (int    argc,
       return napkin_cli_usage_error ("import", "an imported diagram has no regions: --tile does not apply");
     }
 
+#ifdef __GLIBC__
+  /* An import builds and frees millions of small JSON objects (the graph's tree, the
+   * saved text's tree); glibc's fast bins would hold them until each large allocation
+   * consolidates them all, about a fifth of a 100 000-operation import
+   * (docs/security.md, "Scale"). Freed at once, they are merged as they go. */
+  mallopt (M_MXFAST, 0);
+#endif
   diagram = napkin_import_file (argv[1], &error);
   if (diagram == NULL)
     {
