@@ -438,6 +438,7 @@ emit_rotate (G     *g,
   g_auto(GStrv) axes = gi_atom_names (g, x);
   const char *tensor, *in, *c;
   g_autofree char *ax2 = NULL;
+  g_auto(GStrv) out = NULL;
   const char *rin = NULL;
   NapkinNode *n;
 
@@ -483,8 +484,10 @@ emit_rotate (G     *g,
         n->out[i] = g_strdup (ax2);
       }
   n->label = g_strdup ("rotate_half");
+  /* the diagram owns n once emitted, and replaces it where the result's type is cast */
+  out = g_strdupv (n->out);
   c = gi_emit_node (g, v, n, v->name, in, rin);
-  v->napkin = g_strdup (gi_rename_axis (g, v, c, n->out, ax2, ax, "unrotate"));
+  v->napkin = g_strdup (gi_rename_axis (g, v, c, out, ax2, ax, "unrotate"));
 }
 
 static NapkinNode *
