@@ -2354,6 +2354,58 @@ masked_attention (Model                  *m,
 #define GEMM_CHUNK_CLOCKS             30.0
 #define GEMM_EPILOGUE_BYTES_PER_CLOCK 24.0
 #define GEMM_DIRECT_STORE_SLOWDOWN    4.0    /* bounded stores, rows not 16-byte aligned */
+/* The staged epilogue (fused maps, or C's rows not 16-byte aligned: no TMA store) runs
+ * in the consumer warps before their next tile: each warp stages its rows through shared
+ * memory a piece at a time, loads the maps' operands, applies them and stores, and none
+ * of it overlaps the next tile's products as the TMA store does. Per element of the
+ * tile, on its SM: GEMM_STAGED_CLOCKS, and GEMM_TRANSCENDENTAL_CLOCKS for each gelu,
+ * silu, tanh, sigmoid, exp or erf map (≈ 36 instructions of libdevice's polynomial and
+ * division at 128 an SM a clock). Least squares on the fit half of the H200 runs of
+ * 2026-11-29 (docs/perf-notes.md, "Model refit on recorded runs"). */
+#define GEMM_STAGED_CLOCKS            0.22
+#define GEMM_TRANSCENDENTAL_CLOCKS    0.08
+
+/* One tile's staged epilogue on its SM (GEMM_STAGED_CLOCKS above); 0 where the kernel
+ * stores C by TMA or the split-K reduction applies the maps. */
+static double
+gemm_staged_epilogue_s (Model                *m,
+                        const NapkinPlanGemm *g)
+{
+  gboolean aligned = (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
+  double per_element = GEMM_STAGED_CLOCKS;
+
+  if (g->split_k > 1 || (aligned && (g->epilogue == NULL || g->epilogue->len == 0)))
+    return 0;
+  for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
+    switch (g_array_index (g->epilogue, NapkinPlanMap, i).fn)
+      {
+      case NAPKIN_FN_GELU: case NAPKIN_FN_GELU_TANH: case NAPKIN_FN_SILU: case NAPKIN_FN_SIGMOID:
+      case NAPKIN_FN_TANH: case NAPKIN_FN_EXP: case NAPKIN_FN_ERF:
+        per_element += GEMM_TRANSCENDENTAL_CLOCKS;
+        break;
+      default:
+        break;
+      }
+  return (double) g->BM * g->BN * per_element / m->arch->clock_hz;
+}
+
+/* What the plan's wgmma GEMM loses to operand rows not 128 bytes apart that the plan
+ * left unaligned (napkin_plan_gemm_unaligned_chunk_s): each chunk of each SM's tiles
+ * waits for its copies (docs/model.md §14, "Unaligned rows"). */
+static double
+gemm_unaligned_s (Model                  *m,
+                  const NapkinPlanKernel *pk)
+{
+  const NapkinPlanGemm *g = &pk->u.gemm;
+  gint64 kk, chunks;
+
+  if (pk->path != NAPKIN_PATH_WGMMA || g->BK <= 0 || pk->grid <= 0)
+    return 0;
+  kk = (g->K + g->BK - 1) / g->BK;
+  chunks = (kk + MAX (1u, g->split_k) - 1) / MAX (1u, g->split_k);
+  return (double) ceil_div (pk->grid, m->arch->sms) * chunks
+         * napkin_plan_gemm_unaligned_chunk_s (m->arch, g, g->BM, g->BN);
+}
 
 static void
 planned_gemm (Model                  *m,
@@ -2386,7 +2438,7 @@ planned_gemm (Model                  *m,
   epilogue = (double) g->BM * g->BN * cb / (GEMM_EPILOGUE_BYTES_PER_CLOCK * clock);
   if (!aligned && g->split_k <= 1)
     epilogue *= GEMM_DIRECT_STORE_SLOWDOWN;
-  k->latency_s += waves * epilogue;
+  k->latency_s += waves * (epilogue + gemm_staged_epilogue_s (m, g)) + gemm_unaligned_s (m, pk);
 }
 
 /* The fixed cost of one attention block (ATTN_BLOCK_CLOCKS above). */
@@ -2653,11 +2705,19 @@ kernel_plan (Model                  *m,
       k->fill = grid_fill (m, pk->grid);
       if (pk->u.att.split_kv > 1 && cost->chunks > 0)
         k->latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks;
+      /* the stalls are per chunk the kernel computes: a mask's skipped tiles wait for
+       * nothing (docs/model.md §14b) */
+      if (pk->u.att.tiles_total > 0 && pk->u.att.tiles_computed < pk->u.att.tiles_total)
+        k->latency_s *= (double) pk->u.att.tiles_computed / pk->u.att.tiles_total;
       /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
        * each of an SM's blocks pays the prologue and epilogue in turn */
       if (pk->path == NAPKIN_PATH_WGMMA)
         k->latency_s += slots * attention_block_s (m);
     }
+  /* a GEMM region on the plan's wgmma kernel: its staged epilogue, once per wave */
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && pk->path == NAPKIN_PATH_WGMMA && !m->a->paper && pk->grid > 0)
+    k->latency_s += ceil_div (pk->grid, m->arch->sms) * gemm_staged_epilogue_s (m, &pk->u.gemm)
+                    + gemm_unaligned_s (m, pk);
   /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
   if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->u.rows.inner > 1 && !m->a->paper && pk->grid > 0)
     {

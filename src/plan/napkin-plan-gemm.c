@@ -410,7 +410,8 @@ napkin_plan_helper_launch (NapkinPlanKernel *k)
 /* ---- the recogniser ------------------------------------------------------------------------- */
 
 /* A repack of operand `src` (rows × cols stored with `ld`) into a new scratch buffer
- * with 16-byte rows, transposed when asked: the operand the GEMM then reads. */
+ * with rows `align_bytes` apart (16 or 128), transposed when asked: the operand the GEMM
+ * then reads. */
 static NapkinPlanBuffer
 queue_repack (NapkinPlanner          *p,
               const NapkinPlanKernel *k,
@@ -422,11 +423,12 @@ queue_repack (NapkinPlanner          *p,
               gint64                  ld,
               gint64                  bstride,
               gboolean                transpose,
+              guint                   align_bytes,
               gint64                 *new_ld)
 {
   guint bytes = napkin_dtype_bytes (dtype);
   gint64 out_rows = transpose ? cols : rows, out_cols = transpose ? rows : cols;
-  gint64 align = 16 / bytes, out_ld = (out_cols + align - 1) / align * align;
+  gint64 align = align_bytes / bytes, out_ld = (out_cols + align - 1) / align * align;
   gint64 count = bstride == 0 ? 1 : batch;
   NapkinPlanKernel *r = _napkin_plan_kernel_new (k, NAPKIN_PLAN_REPACK, NAPKIN_PATH_SIMT);
   NapkinPlanRepack *rp = &r->u.repack;
@@ -444,8 +446,9 @@ queue_repack (NapkinPlanner          *p,
   rp->transpose = transpose;
   napkin_plan_helper_launch (r);
   r->note = g_strdup_printf (_("%s%s a %lld×%lld operand into a scratch copy with "
-                             "16-byte rows (%lld elements)"), transpose ? "transposes" : "copies",
-                             count > 1 ? " each of the batch's" : "", (long long) rows, (long long) cols, (long long) out_ld);
+                             "%u-byte rows (%lld elements)"), transpose ? "transposes" : "copies",
+                             count > 1 ? " each of the batch's" : "", (long long) rows, (long long) cols, align_bytes,
+                             (long long) out_ld);
   g_ptr_array_add (p->before, r);
   *new_ld = out_ld;
   return rp->dst;
@@ -858,8 +861,80 @@ napkin_plan_gemm_c_storable (NapkinDtype dtype)
   return dtype == NAPKIN_DTYPE_FP32 || dtype == NAPKIN_DTYPE_FP16 || dtype == NAPKIN_DTYPE_BF16;
 }
 
+/* TMA copies of rows whose pitch is not a multiple of 128 bytes (one swizzle row): each
+ * row of a box starts inside a 32-byte sector and the copies arrive at about this many
+ * bytes an SM a clock, where aligned ones keep up with the products. Measured on an
+ * H200 (docs/perf-notes.md, "GEMM rows not 128 bytes apart"): 6000×7000×5000 and
+ * 6144×7168×5000 took 1.69× and 1.58× the time of the same products at K 5120, with
+ * 128×256 and 128×128 tiles alike at 41.6–42.2 GB/s of operands an SM (1.98 GHz). */
+#define GEMM_UNALIGNED_BYTES_PER_CLOCK 21.0
+
+static gboolean
+pitch_aligned (gint64 ld,
+               guint  bytes)
+{
+  return (ld * bytes) % 128 == 0;
+}
+
+double
+napkin_plan_gemm_unaligned_chunk_s (const NapkinArch     *arch,
+                                    const NapkinPlanGemm *g,
+                                    gint64                BM,
+                                    gint64                BN)
+{
+  guint ab = napkin_dtype_bytes (g->ab_dtype);
+  double BK = ab == 1 ? 128 : 64, unaligned = 0, aligned = 0, l2, compute, rate;
+  NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
+
+  g_return_val_if_fail (arch != NULL && g != NULL, 0);
+  if (pitch_aligned (g->lda, ab))
+    aligned += BM * BK * ab;
+  else
+    unaligned += BM * BK * ab;
+  if (pitch_aligned (g->ldb, ab))
+    aligned += BN * BK * ab;
+  else
+    unaligned += BN * BK * ab;
+  if (unaligned == 0 || arch->sms == 0 || arch->clock_hz <= 0)
+    return 0;
+  napkin_tensor_class_for_dtype (g->ab_dtype, &klass);
+  rate = napkin_arch_tensor_rate (arch, klass) / arch->sms;
+  l2 = MAX (1e9, arch->levels[NAPKIN_LEVEL_L2].bandwidth) / arch->sms;
+  compute = rate > 0 ? 2.0 * BM * BN * BK / rate : 0;
+  return MAX (0.0, unaligned / (GEMM_UNALIGNED_BYTES_PER_CLOCK * arch->clock_hz) + aligned / l2
+                   - MAX (compute, (unaligned + aligned) / l2));
+}
+
+/* Whether copying this operand to rows 128 bytes apart costs less than what its
+ * unaligned rows cost the GEMM (napkin_plan_gemm_unaligned_chunk_s), priced at the
+ * large products' 128 × 256 tiles: the copy reads and writes the operand once. */
+static gboolean
+gemm_realign_pays (NapkinPlanner    *p,
+                   NapkinPlanKernel *k,
+                   gint64           *ld,
+                   gint64            rows,
+                   gint64            cols,
+                   gint64            count)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  guint bytes = napkin_dtype_bytes (g->ab_dtype);
+  gint64 kept = *ld, BK = bytes == 1 ? 128 : 64;
+  gint64 tiles = g->batch * ((g->M + 127) / 128) * ((g->N + 255) / 256);
+  double before, after, gain, copy;
+
+  before = napkin_plan_gemm_unaligned_chunk_s (p->arch, g, 128, 256);
+  *ld = (kept * bytes + 127) / 128 * 128 / bytes;
+  after = napkin_plan_gemm_unaligned_chunk_s (p->arch, g, 128, 256);
+  *ld = kept;
+  gain = (before - after) * ((tiles + p->arch->sms - 1) / MAX (1u, p->arch->sms)) * ((g->K + BK - 1) / BK);
+  copy = 2.0 * count * rows * cols * bytes / MAX (1e9, p->arch->levels[NAPKIN_LEVEL_HBM].bandwidth)
+         + p->arch->launch_overhead_s;
+  return gain > copy;
+}
+
 /* One operand (rows × K or K × rows) copied into a scratch layout the tensor copies
- * can read where its rows are not 16 bytes apart or, for fp8, it is not K-major. */
+ * can read where its rows are not 16 bytes apart or, for fp8, it is not K-major; on
+ * wgmma also where its rows are not 128 bytes apart and the copy pays for itself. */
 static void
 gemm_fix_operand (NapkinPlanner    *p,
                   NapkinPlanKernel *k,
@@ -867,16 +942,21 @@ gemm_fix_operand (NapkinPlanner    *p,
                   gint64            rows_of,
                   gint64           *ld,
                   gboolean         *kmajor,
-                  gint64           *bstride)
+                  gint64           *bstride,
+                  gboolean          wgmma)
 {
   NapkinPlanGemm *g = &k->u.gemm;
   guint bytes = napkin_dtype_bytes (g->ab_dtype);
   gboolean t = bytes == 1 && !*kmajor;
   gint64 rows = *kmajor ? rows_of : g->K, cols = *kmajor ? g->K : rows_of;
+  /* a copy made anyway gets the rows wgmma's copies read best */
+  guint align = wgmma ? 128 : 16;
 
-  if ((*ld * bytes) % 16 == 0 && !t)
+  if ((*ld * bytes) % 16 == 0 && !t
+      && (!wgmma || pitch_aligned (*ld, bytes)
+          || !gemm_realign_pays (p, k, ld, rows, cols, *bstride == 0 ? 1 : g->batch)))
     return;
-  *buf = queue_repack (p, k, *buf, g->ab_dtype, g->batch, rows, cols, *ld, *bstride, t, ld);
+  *buf = queue_repack (p, k, *buf, g->ab_dtype, g->batch, rows, cols, *ld, *bstride, t, align, ld);
   if (t)
     *kmajor = TRUE;
   if (*bstride != 0)
@@ -888,7 +968,8 @@ gemm_fix_operand (NapkinPlanner    *p,
 static void
 gemm_operand_layouts (NapkinPlanner    *p,
                       NapkinPlanKernel *k,
-                      const GemmShape  *s)
+                      const GemmShape  *s,
+                      gboolean          wgmma)
 {
   NapkinPlanGemm *g = &k->u.gemm;
 
@@ -906,8 +987,8 @@ gemm_operand_layouts (NapkinPlanner    *p,
       if (!b_has_batch)
         g->b_bstride = 0;
     }
-  gemm_fix_operand (p, k, &g->a, g->M, &g->lda, &g->a_kmajor, &g->a_bstride);
-  gemm_fix_operand (p, k, &g->b, g->N, &g->ldb, &g->b_kmajor, &g->b_bstride);
+  gemm_fix_operand (p, k, &g->a, g->M, &g->lda, &g->a_kmajor, &g->a_bstride, wgmma);
+  gemm_fix_operand (p, k, &g->b, g->N, &g->ldb, &g->b_kmajor, &g->b_bstride, wgmma);
   g->c_tma = g->epilogue->len == 0 && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
 }
 
@@ -1223,7 +1304,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   t.wgmma = p->sm >= 90 && p->sm < 100 && (p->options == NULL || !p->options->no_wgmma);
   if (!gemm_epilogue_strides (p, g, &s, why) || !gemm_supported (p, k, t.wgmma, why))
     goto refuse;
-  gemm_operand_layouts (p, k, &s);
+  gemm_operand_layouts (p, k, &s, t.wgmma);
   if (k->region >= 0)
     {
       if (!gemm_region_tiles (p, k, &s, &t, why))

@@ -420,6 +420,16 @@ const NapkinPlanKernel *napkin_plan_kernel_for (const NapkinPlan        *plan,
 gint64            napkin_plan_gemm_smem        (NapkinPath               path,
                                                 const NapkinPlanGemm    *gemm);
 
+/* What TMA loads of operand rows whose pitch is not a multiple of 128 bytes cost one
+ * chunk (BM + BN rows of BK elements) of the Hopper GEMM beyond its products, in seconds
+ * on one SM: 0 where both pitches are aligned (docs/model.md §14, "Unaligned rows"). The
+ * plan repacks an operand where this costs more than the copy; the model prices what
+ * is left. */
+double            napkin_plan_gemm_unaligned_chunk_s (const NapkinArch   *arch,
+                                                      const NapkinPlanGemm *gemm,
+                                                      gint64              BM,
+                                                      gint64              BN);
+
 /* Whether a GEMM kernel stores C in this type (the rule the plan and the printers share). */
 gboolean          napkin_plan_gemm_c_storable  (NapkinDtype              dtype);
 

@@ -196,11 +196,12 @@ test_helper_launch (void)
   const NapkinPlanKernel *r2 = g_ptr_array_index (p2->kernels, 0);
   const NapkinPlanKernel *r3 = g_ptr_array_index (p3->kernels, p3->kernels->len - 1);
 
-  /* B [k, n] of 4097 columns: 4096 rows padded to 4104, 8 bf16 a thread */
+  /* B [k, n] of 4097 columns: 4096 rows padded to 4160 (128-byte rows, for wgmma's
+   * copies), 8 bf16 a thread */
   g_assert_cmpint (r1->kind, ==, NAPKIN_PLAN_REPACK);
   g_assert_false (r1->u.repack.transpose);
-  g_assert_cmpint (r1->u.repack.ld_dst, ==, 4104);
-  g_assert_cmpint (r1->grid, ==, MIN (4096 * 4104 / 8 / 256, NAPKIN_PLAN_MAX_GRID));
+  g_assert_cmpint (r1->u.repack.ld_dst, ==, 4160);
+  g_assert_cmpint (r1->grid, ==, MIN (4096 * 4160 / 8 / 256, NAPKIN_PLAN_MAX_GRID));
   g_assert_cmpuint (r1->threads, ==, 256);
   g_assert_cmpint (r1->smem_bytes, ==, 0);
   /* fp8 B [k, n] transposed to K-major: 64 × 64 tiles, rows padded by 2 bytes */
@@ -212,6 +213,64 @@ test_helper_launch (void)
   g_assert_cmpint (r3->kind, ==, NAPKIN_PLAN_SPLIT_REDUCE);
   g_assert_cmpint (r3->grid, ==, 64 * 1024 / 256);
   g_assert_cmpuint (r3->threads, ==, 256);
+}
+
+/* Operand rows 16 but not 128 bytes apart (K = 5000 in bf16): wgmma's copies of them
+ * are slow (docs/model.md §14, "Unaligned rows"), so a large product copies both
+ * operands to 128-byte rows first, and a small one, where the copies would cost more,
+ * keeps them and the model prices the slow copies; aligned rows cost nothing. */
+static void
+test_unaligned_rows (void)
+{
+  NapkinTestGemmDiagram large = { 6000, 7000, 5000, 0, "bf16" };
+  NapkinTestGemmDiagram small = { 64, 7000, 5000, 0, "bf16" };
+  NapkinTestGemmDiagram aligned = { 6000, 7168, 5120, 0, "bf16" };   /* B [k, n]: rows of N */
+  g_autoptr(NapkinDiagram) d1 = napkin_test_load_gemm (&large);
+  g_autoptr(NapkinDiagram) d2 = napkin_test_load_gemm (&small);
+  g_autoptr(NapkinDiagram) d3 = napkin_test_load_gemm (&aligned);
+  g_autoptr(NapkinPlan) p1 = napkin_test_plan (d1, "h200");
+  g_autoptr(NapkinPlan) p2 = napkin_test_plan (d2, "h200");
+  g_autoptr(NapkinPlan) p3 = napkin_test_plan (d3, "h200");
+  const NapkinPlanKernel *g1 = g_ptr_array_index (p1->kernels, p1->kernels->len - 1);
+  const NapkinPlanKernel *g2;
+  const NapkinPlanKernel *g3 = g_ptr_array_index (p3->kernels, 0);
+
+  g_assert_cmpuint (p1->kernels->len, ==, 3);
+  for (guint i = 0; i < 2; i++)
+    {
+      const NapkinPlanKernel *r = g_ptr_array_index (p1->kernels, i);
+
+      g_assert_cmpint (r->kind, ==, NAPKIN_PLAN_REPACK);
+      g_assert_cmpint (r->u.repack.ld_dst * 2 % 128, ==, 0);
+      g_assert_nonnull (strstr (r->note, "128-byte rows"));
+    }
+  g_assert_cmpint (g1->kind, ==, NAPKIN_PLAN_GEMM);
+  g_assert_cmpint (g1->u.gemm.lda, ==, 5056);
+  g_assert_cmpfloat (napkin_plan_gemm_unaligned_chunk_s (napkin_test_arch ("h200"), &g1->u.gemm, 128, 256), ==, 0);
+  /* 64 rows: A (640 KB) is copied, B (70 MB, read once by 28 tiles) costs less read
+   * slowly than copied; K split in 2, then summed */
+  g2 = g_ptr_array_index (p2->kernels, 1);
+  g_assert_cmpuint (p2->kernels->len, ==, 3);
+  g_assert_cmpint (((const NapkinPlanKernel *) g_ptr_array_index (p2->kernels, 0))->kind, ==, NAPKIN_PLAN_REPACK);
+  g_assert_cmpint (((const NapkinPlanKernel *) g_ptr_array_index (p2->kernels, 0))->u.repack.rows, ==, 64);
+  g_assert_cmpint (g2->kind, ==, NAPKIN_PLAN_GEMM);
+  g_assert_cmpint (g2->u.gemm.lda, ==, 5056);
+  g_assert_cmpint (g2->u.gemm.ldb, ==, 7000);
+  g_assert_cmpfloat (napkin_plan_gemm_unaligned_chunk_s (napkin_test_arch ("h200"), &g2->u.gemm, 128, 256), >, 0);
+  g_assert_cmpuint (p3->kernels->len, ==, 1);
+  g_assert_cmpfloat (napkin_plan_gemm_unaligned_chunk_s (napkin_test_arch ("h200"), &g3->u.gemm, 128, 256), ==, 0);
+  /* the measured H200 rate (41.6 GB/s of operands an SM): a 128 × 256 chunk of two
+   * unaligned operands takes 1.16 µs against its products' 0.56 */
+  {
+    NapkinPlanGemm both = g2->u.gemm;
+    const NapkinArch *h200 = napkin_test_arch ("h200");
+    double products = 2.0 * 128 * 256 * 64 / (napkin_arch_tensor_rate (h200, NAPKIN_TENSOR_FP16) / h200->sms);
+    double aligned_loads = 384.0 * 64 * 2 / (h200->levels[NAPKIN_LEVEL_L2].bandwidth / h200->sms);
+
+    both.lda = 5000;
+    g_assert_cmpfloat_with_epsilon (napkin_plan_gemm_unaligned_chunk_s (h200, &both, 128, 256) + MAX (products, aligned_loads),
+                                    384.0 * 64 * 2 / (21.0 * h200->clock_hz), 1e-12);
+  }
 }
 
 /* A region's tiles are the user's: where wgmma cannot take them, mma.sync does; where
@@ -382,6 +441,7 @@ main (int    argc,
   g_test_add_func ("/plan/gemm/skinny-tiles", test_skinny_tiles);
   g_test_add_func ("/plan/gemm/kmajor-bn", test_kmajor_bn);
   g_test_add_func ("/plan/gemm/helper-launch", test_helper_launch);
+  g_test_add_func ("/plan/gemm/unaligned-rows", test_unaligned_rows);
   g_test_add_func ("/plan/gemm/region-tiles", test_region_tiles);
   g_test_add_func ("/plan/attention/footprint", test_attention_footprint);
   g_test_add_func ("/plan/examples", test_examples);
