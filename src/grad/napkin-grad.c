@@ -810,11 +810,9 @@ add_output (Grad                   *G,
   NapkinTensor *tensor = g_new0 (NapkinTensor, 1);
   NapkinNode *node = napkin_node_new (NULL, NAPKIN_OP_OUTPUT);
 
+  /* a gradient that is an output's gradient unchanged (through a shift, an add) is
+   * wired straight from the input d_O: the lowering and the plan copy it */
   value = cast_to (G, value, dtype, stem);
-  /* a gradient that is an output's gradient unchanged (through a shift, an add) is a
-   * copy: the lowering stores nothing for an output wired straight from an input */
-  if (napkin_diagram_node (G->d, node_index (G, value))->kind == NAPKIN_OP_INPUT)
-    value = affine (G, NAPKIN_FN_SCALE, value, 1, NULL, stem);
   tensor->name = fresh_name (G->d, NAPKIN_ITEM_TENSOR, stem);
   tensor->axes = axes;
   tensor->dtype = dtype;

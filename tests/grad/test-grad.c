@@ -423,6 +423,67 @@ test_check_can_fail (void)
   g_assert_cmpfloat (gradient_error (d, backward, 11), >, 1e-2);
 }
 
+/* ---- regressions ---------------------------------------------------------------------- */
+
+/* The source node of the output operation that writes `tensor`, or NULL. */
+static const NapkinNode *
+output_source (NapkinDiagram *d,
+               const char    *tensor)
+{
+  for (guint v = 0; v < napkin_diagram_n_nodes (d); v++)
+    {
+      const NapkinNode *node = napkin_diagram_node (d, v);
+
+      if (node->kind == NAPKIN_OP_OUTPUT && g_str_equal (node->tensor, tensor))
+        return napkin_diagram_node (d, napkin_diagram_input_source (d, v, 0));
+    }
+  return NULL;
+}
+
+/* An output wired straight from an input is stored: the lowering copies it (it used to
+ * store nothing, leaving the output as it was), transposed and relabeled or not. */
+static void
+test_input_copy (void)
+{
+  g_autoptr(NapkinDiagram) d = diagram_new (AXES_MN, T ("X", "'m','n'") "," T ("Y", "'n','m'") "," T ("Z", "'m','n'"),
+                                            IN ("x", "X") "," OUT ("y", "Y") ",{'id':'e','kind':'map','fn':'exp'},"
+                                            OUT ("z", "Z"), "x>y x>e e>z");
+
+  for (guint plain = 0; plain < 2; plain++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinIrProgram) program = napkin_ir_lower (d, plain ? NAPKIN_LOWER_PLAIN : NAPKIN_LOWER_DEFAULT,
+                                                            &error);
+      g_autoptr(NapkinTensorSet) set = napkin_tensor_set_new_random (d, 3);
+      int x = napkin_diagram_find_tensor (d, "X"), y = napkin_diagram_find_tensor (d, "Y");
+
+      g_assert_no_error (error);
+      for (gint64 i = 0; i < set->elements[y]; i++)
+        set->values[y][i] = NAN;
+      run (program, set);
+      for (gint64 i = 0; i < 3; i++)
+        for (gint64 j = 0; j < 4; j++)
+          g_assert_cmpfloat (set->values[y][j * 3 + i], ==, set->values[x][i * 4 + j]);
+    }
+}
+
+/* A gradient that is an output's gradient unchanged is the input d_O wired straight to
+ * the output d_X, with no operation between (it went through a `scale 1`). */
+static void
+test_gradient_copy (void)
+{
+  g_autoptr(NapkinDiagram) d = diagram_new (AXES_MN, T ("X", "'m','n'") "," T ("B", "'n'") "," T ("Y", "'m','n'"),
+                                            IN ("x", "X") "," IN ("b", "B") ",{'id':'f','kind':'map','fn':'add'},"
+                                            OUT ("y", "Y"), "x>f b>f:1 f>y");
+  g_autoptr(NapkinDiagram) backward = backward_of (d, NULL);
+  const NapkinNode *src = output_source (backward, "d_X");
+
+  g_assert_nonnull (src);
+  g_assert_cmpint (src->kind, ==, NAPKIN_OP_INPUT);
+  g_assert_cmpstr (src->tensor, ==, "d_Y");
+  g_assert_cmpfloat (gradient_error (d, backward, 5), <, TOLERANCE);
+}
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 static void
@@ -588,6 +649,8 @@ main (int   argc,
   g_test_add_func ("/grad/check-can-fail", test_check_can_fail);
   g_test_add_func ("/grad/errors", test_errors);
   g_test_add_func ("/grad/wrt", test_wrt);
+  g_test_add_func ("/grad/lower/input-copy", test_input_copy);
+  g_test_add_func ("/grad/copy", test_gradient_copy);
 
   /* every bundled example differentiates: none is refused */
   dir = g_dir_open (g_getenv ("NAPKIN_EXAMPLES_DIR"), 0, NULL);
