@@ -214,14 +214,18 @@ contract (Grad                   *G,
   return add_node (G, node, stem, (const char *[]) { a, b }, 2);
 }
 
-/* A tensor of zeros shaped like the forward value x (0·x). It reads x for its shape
- * only, so x is not counted among the saved values. */
+/* A tensor of zeros shaped like the value x, made as 0·step(x): the format has no
+ * operation that broadcasts a value along an axis without reading a value that has
+ * the axis (no constants, no broadcast), and every arithmetic one carries ±∞ or NaN
+ * through a product with 0 — 0·x is NaN where x is ±∞. step is a comparison: 0 or 1
+ * for every x, NaN included, so 0·step(x) is exactly 0 (docs/training.md). It still
+ * reads x, for its shape only, so x is not counted among the saved values. */
 static const char *
 zeros_like (Grad       *G,
             const char *x,
             const char *stem)
 {
-  return affine (G, NAPKIN_FN_SCALE, x, 0, NULL, stem);
+  return affine (G, NAPKIN_FN_SCALE, map1 (G, NAPKIN_FN_STEP, x, stem), 0, NULL, stem);
 }
 
 /* The forward node v as an operand of the backward: a value it keeps. */
@@ -841,7 +845,7 @@ seed_outputs (Grad *G)
       stem = g_strdup_printf ("d_%s", node->tensor);
       if (type->n_axes == 0)
         {
-          /* 0·L + 1: a diagram has no constants, so the one is made from the loss */
+          /* 0·step(L) + 1: a diagram has no constants, so the one is made from the loss */
           const char *one = zeros_like (G, napkin_diagram_node (G->d, src)->id, stem);
 
           contribute (G, src, affine (G, NAPKIN_FN_SHIFT, one, 1, NULL, stem));

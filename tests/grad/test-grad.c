@@ -484,6 +484,70 @@ test_gradient_copy (void)
   g_assert_cmpfloat (gradient_error (d, backward, 5), <, TOLERANCE);
 }
 
+/* A sum's and a mean's gradient, and a loss's seed of 1, broadcast without a product with
+ * the forward value: where x is ±∞ or NaN the gradient is still d_Y copied along the
+ * axis (0·x + g made NaN of it). */
+static void
+test_gradient_of_infinity (void)
+{
+  static const struct { const char *reduce, *axes; } cases[] = {
+    { "sum", "'m'" }, { "mean", "'m'" }, { "loss", "" },
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      gboolean loss = g_str_equal (cases[c].reduce, "loss");
+      g_autofree char *nodes = g_strdup_printf (IN ("x", "X") ",{'id':'r','kind':'reduce','op':'%s','axis':'n'}%s,"
+                                                OUT ("y", "Y"), loss ? "sum" : cases[c].reduce,
+                                                loss ? ",{'id':'r2','kind':'reduce','op':'sum','axis':'m'}" : "");
+      g_autofree char *tensors = g_strdup_printf (T ("X", "'m','n'") ",{'name':'Y','axes':[%s],'dtype':'fp32'}",
+                                                  cases[c].axes);
+      g_autoptr(NapkinDiagram) d = diagram_new (AXES_MN, tensors, nodes, loss ? "x>r r>r2 r2>y" : "x>r r>y");
+      g_autoptr(NapkinDiagram) backward = backward_of (d, NULL);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinIrProgram) program = napkin_ir_lower (backward, NAPKIN_LOWER_PLAIN, &error);
+      g_autoptr(NapkinTensorSet) set = napkin_tensor_set_new_random (backward, 9);
+      int x = napkin_diagram_find_tensor (backward, "X"), dx = napkin_diagram_find_tensor (backward, "d_X");
+      int dy = napkin_diagram_find_tensor (backward, "d_Y");
+
+      g_assert_no_error (error);
+      g_assert_cmpint (dy >= 0, ==, !loss);
+      set->values[x][0] = INFINITY;
+      set->values[x][5] = -INFINITY;
+      set->values[x][10] = NAN;
+      run (program, set);
+      for (gint64 i = 0; i < 3; i++)
+        for (gint64 j = 0; j < 4; j++)
+          {
+            double want = loss ? 1.0 : set->values[dy][i] / (g_str_equal (cases[c].reduce, "mean") ? 4.0 : 1.0);
+
+            g_assert_cmpfloat_with_epsilon (set->values[dx][i * 4 + j], want, 1e-15);
+          }
+    }
+}
+
+/* An input that no output depends on gets zeros, ±∞ or not. */
+static void
+test_zero_gradient_of_infinity (void)
+{
+  g_autoptr(NapkinDiagram) d = diagram_new (AXES_MN, T ("X", "'m','n'") "," T ("U", "'m','n'") "," T ("Y", "'m','n'"),
+                                            IN ("x", "X") "," IN ("u", "U") ",{'id':'e','kind':'map','fn':'exp'},"
+                                            OUT ("y", "Y"), "x>e e>y");
+  g_autoptr(NapkinDiagram) backward = backward_of (d, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinIrProgram) program = napkin_ir_lower (backward, NAPKIN_LOWER_PLAIN, &error);
+  g_autoptr(NapkinTensorSet) set = napkin_tensor_set_new_random (backward, 9);
+  int u = napkin_diagram_find_tensor (backward, "U"), du = napkin_diagram_find_tensor (backward, "d_U");
+
+  g_assert_no_error (error);
+  set->values[u][1] = INFINITY;
+  set->values[u][2] = -INFINITY;
+  set->values[u][3] = NAN;
+  run (program, set);
+  for (gint64 i = 0; i < set->elements[du]; i++)
+    g_assert_cmpfloat (set->values[du][i], ==, 0.0);
+}
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 static void
@@ -651,6 +715,8 @@ main (int   argc,
   g_test_add_func ("/grad/wrt", test_wrt);
   g_test_add_func ("/grad/lower/input-copy", test_input_copy);
   g_test_add_func ("/grad/copy", test_gradient_copy);
+  g_test_add_func ("/grad/reduce/infinity", test_gradient_of_infinity);
+  g_test_add_func ("/grad/zeros/infinity", test_zero_gradient_of_infinity);
 
   /* every bundled example differentiates: none is refused */
   dir = g_dir_open (g_getenv ("NAPKIN_EXAMPLES_DIR"), 0, NULL);
