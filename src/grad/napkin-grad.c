@@ -672,6 +672,19 @@ refuse (GError          **error,
   return FALSE;
 }
 
+/* The constant a tensor holds ("constant": "rotate_half", made by the runner and the
+ * printers rather than given: docs/import.md), or NULL. */
+static const char *
+tensor_constant (const NapkinTensor *t)
+{
+  json_object *c = NULL;
+
+  if (t->extra == NULL || !json_object_object_get_ex (t->extra, "constant", &c)
+      || !json_object_is_type (c, json_type_string))
+    return NULL;
+  return json_object_get_string (c);
+}
+
 static gboolean
 choose_inputs (Grad               *G,
                const char * const *wrt,
@@ -696,7 +709,13 @@ choose_inputs (Grad               *G,
           const char *name = g_ptr_array_index (names, i);
           const NapkinTensor *t = napkin_diagram_tensor (G->fwd, napkin_diagram_find_tensor (G->fwd, name));
 
-          if (napkin_dtype_is_float (t->dtype))
+          if (tensor_constant (t) != NULL)
+            {
+              if (notes != NULL)
+                g_string_append_printf (notes, _("The input “%s” is a constant (%s): it has no gradient.\n"),
+                                        name, tensor_constant (t));
+            }
+          else if (napkin_dtype_is_float (t->dtype))
             g_hash_table_add (G->wrt, (gpointer) name);
           else if (notes != NULL)
             g_string_append_printf (notes, _("The input “%s” is %s: it has no gradient.\n"), name,
@@ -717,6 +736,13 @@ choose_inputs (Grad               *G,
             g_string_append_printf (list, "%s%s", k ? ", " : "", (char *) g_ptr_array_index (names, k));
           g_set_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_UNKNOWN_INPUT,
                        _("“%s” is not an input of the diagram (its inputs: %s)"), wrt[i], list->str);
+          return FALSE;
+        }
+      if (tensor_constant (napkin_diagram_tensor (G->fwd, t)) != NULL)
+        {
+          g_set_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_NOT_DIFFERENTIABLE,
+                       _("The input “%s” is a constant (%s): it has no gradient"), wrt[i],
+                       tensor_constant (napkin_diagram_tensor (G->fwd, t)));
           return FALSE;
         }
       if (!napkin_dtype_is_float (napkin_diagram_tensor (G->fwd, t)->dtype))
@@ -984,6 +1010,12 @@ napkin_grad_diagram (NapkinDiagram       *forward,
     }
 
   d = napkin_diagram_copy_without_extras (forward);
+  /* a tensor keeps what it says of its values (a constant the runner and the printers
+   * make, the graph value it holds): the backward reads the same tensors */
+  for (guint t = 0; t < napkin_diagram_n_tensors (forward); t++)
+    if (napkin_diagram_tensor (forward, t)->extra != NULL)
+      napkin_diagram_replace_item (d, NAPKIN_ITEM_TENSOR, t,
+                                   napkin_item_copy (NAPKIN_ITEM_TENSOR, napkin_diagram_tensor (forward, t)));
   while (napkin_diagram_n_regions (d) > 0)
     napkin_item_free (NAPKIN_ITEM_REGION, napkin_diagram_steal_item (d, NAPKIN_ITEM_REGION, 0));
   napkin_diagram_set_gpus (d, NULL);

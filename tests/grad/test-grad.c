@@ -548,6 +548,40 @@ test_zero_gradient_of_infinity (void)
     g_assert_cmpfloat (set->values[du][i], ==, 0.0);
 }
 
+/* A tensor keeps what it says of its values: Llama's rotate_half constant stays a constant
+ * in the backward (the runner and the printers make it; it was drawn at random once its
+ * field was dropped), and it has no gradient: none by default, refused by name. */
+static void
+test_constant (void)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "import", "zoo",
+                                            "hf_llama_attention.small.json", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_file (path, &error);
+  g_autoptr(NapkinDiagram) backward = NULL;
+  g_autoptr(NapkinDiagram) refused = NULL;
+  g_autoptr(GString) notes = g_string_new (NULL);
+  const NapkinTensor *r;
+  json_object *c = NULL;
+  int t;
+
+  g_assert_no_error (error);
+  backward = napkin_grad_diagram (d, NULL, notes, &error);
+  g_assert_no_error (error);
+  t = napkin_diagram_find_tensor (backward, "rotate_half_d");
+  g_assert_cmpint (t, >=, 0);
+  r = napkin_diagram_tensor (backward, t);
+  g_assert_true (r->extra != NULL && json_object_object_get_ex (r->extra, "constant", &c));
+  g_assert_cmpstr (json_object_get_string (c), ==, "rotate_half");
+  g_assert_cmpint (napkin_diagram_find_tensor (backward, "d_rotate_half_d"), <, 0);
+  g_assert_cmpint (napkin_diagram_find_tensor (backward, "d_hidden_states"), >=, 0);
+  g_assert_nonnull (strstr (notes->str, "“rotate_half_d”"));
+
+  refused = napkin_grad_diagram (d, (const char *[]) { "rotate_half_d", NULL }, NULL, &error);
+  g_assert_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_NOT_DIFFERENTIABLE);
+  g_assert_null (refused);
+}
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 static void
@@ -717,6 +751,7 @@ main (int   argc,
   g_test_add_func ("/grad/copy", test_gradient_copy);
   g_test_add_func ("/grad/reduce/infinity", test_gradient_of_infinity);
   g_test_add_func ("/grad/zeros/infinity", test_zero_gradient_of_infinity);
+  g_test_add_func ("/grad/constant", test_constant);
 
   /* every bundled example differentiates: none is refused */
   dir = g_dir_open (g_getenv ("NAPKIN_EXAMPLES_DIR"), 0, NULL);
