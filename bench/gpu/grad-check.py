@@ -710,8 +710,11 @@ def table(state, out=None):
             f(c.get("eager_ms"), "%.3f"), f(c.get("compile_ms"), "%.3f"), f(pred, "%.3f"),
             f(ms / pred if ms and pred else None, "%.2f"), status))
     text = "\n".join(lines)
-    text += "\n\n%s; %d cases, %d within their bound against autograd" % (
-        state.get("gpu") or ("dry run: no GPU" if state.get("dry_run") else "GPU ?"), len(state["cases"]), ok)
+    if state.get("dry_run"):
+        text += "\n\ndry run: %d cases, nothing run or compared (no GPU, no torch)" % len(state["cases"])
+    else:
+        text += "\n\n%s; %d cases, %d within their bound against autograd" % (state.get("gpu") or "GPU ?",
+                                                                             len(state["cases"]), ok)
     if out:
         with open(os.path.join(out, "table.md"), "w") as fh:
             fh.write(text + "\n")
