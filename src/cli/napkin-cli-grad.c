@@ -22,7 +22,7 @@ napkin_cli_grad (int    argc,
   g_auto(GStrv) wrt_args = NULL;
   const GOptionEntry entries[] = {
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the backward diagram to this file instead of standard output", "OUT" },
-    { "wrt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &wrt_args, "Gradients of these inputs only (comma-separated; default: every floating-point input)", "NAME,..." },
+    { "wrt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &wrt_args, "Gradients of these inputs only (comma-separated; default: every floating-point input but constants)", "NAME,..." },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;

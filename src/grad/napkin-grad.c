@@ -214,14 +214,18 @@ contract (Grad                   *G,
   return add_node (G, node, stem, (const char *[]) { a, b }, 2);
 }
 
-/* A tensor of zeros shaped like the forward value x (0·x). It reads x for its shape
- * only, so x is not counted among the saved values. */
+/* A tensor of zeros shaped like the value x, made as 0·step(x): the format has no
+ * operation that broadcasts a value along an axis without reading a value that has
+ * the axis (no constants, no broadcast), and every arithmetic one carries ±∞ or NaN
+ * through a product with 0 — 0·x is NaN where x is ±∞. step is a comparison: 0 or 1
+ * for every x, NaN included, so 0·step(x) is exactly 0 (docs/training.md). It still
+ * reads x, for its shape only, so x is not counted among the saved values. */
 static const char *
 zeros_like (Grad       *G,
             const char *x,
             const char *stem)
 {
-  return affine (G, NAPKIN_FN_SCALE, x, 0, NULL, stem);
+  return affine (G, NAPKIN_FN_SCALE, map1 (G, NAPKIN_FN_STEP, x, stem), 0, NULL, stem);
 }
 
 /* The forward node v as an operand of the backward: a value it keeps. */
@@ -668,6 +672,19 @@ refuse (GError          **error,
   return FALSE;
 }
 
+/* The constant a tensor holds ("constant": "rotate_half", made by the runner and the
+ * printers rather than given: docs/import.md), or NULL. */
+static const char *
+tensor_constant (const NapkinTensor *t)
+{
+  json_object *c = NULL;
+
+  if (t->extra == NULL || !json_object_object_get_ex (t->extra, "constant", &c)
+      || !json_object_is_type (c, json_type_string))
+    return NULL;
+  return json_object_get_string (c);
+}
+
 static gboolean
 choose_inputs (Grad               *G,
                const char * const *wrt,
@@ -692,7 +709,13 @@ choose_inputs (Grad               *G,
           const char *name = g_ptr_array_index (names, i);
           const NapkinTensor *t = napkin_diagram_tensor (G->fwd, napkin_diagram_find_tensor (G->fwd, name));
 
-          if (napkin_dtype_is_float (t->dtype))
+          if (tensor_constant (t) != NULL)
+            {
+              if (notes != NULL)
+                g_string_append_printf (notes, _("The input “%s” is a constant (%s): it has no gradient.\n"),
+                                        name, tensor_constant (t));
+            }
+          else if (napkin_dtype_is_float (t->dtype))
             g_hash_table_add (G->wrt, (gpointer) name);
           else if (notes != NULL)
             g_string_append_printf (notes, _("The input “%s” is %s: it has no gradient.\n"), name,
@@ -713,6 +736,13 @@ choose_inputs (Grad               *G,
             g_string_append_printf (list, "%s%s", k ? ", " : "", (char *) g_ptr_array_index (names, k));
           g_set_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_UNKNOWN_INPUT,
                        _("“%s” is not an input of the diagram (its inputs: %s)"), wrt[i], list->str);
+          return FALSE;
+        }
+      if (tensor_constant (napkin_diagram_tensor (G->fwd, t)) != NULL)
+        {
+          g_set_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_NOT_DIFFERENTIABLE,
+                       _("The input “%s” is a constant (%s): it has no gradient"), wrt[i],
+                       tensor_constant (napkin_diagram_tensor (G->fwd, t)));
           return FALSE;
         }
       if (!napkin_dtype_is_float (napkin_diagram_tensor (G->fwd, t)->dtype))
@@ -810,11 +840,9 @@ add_output (Grad                   *G,
   NapkinTensor *tensor = g_new0 (NapkinTensor, 1);
   NapkinNode *node = napkin_node_new (NULL, NAPKIN_OP_OUTPUT);
 
+  /* a gradient that is an output's gradient unchanged (through a shift, an add) is
+   * wired straight from the input d_O: the lowering and the plan copy it */
   value = cast_to (G, value, dtype, stem);
-  /* a gradient that is an output's gradient unchanged (through a shift, an add) is a
-   * copy: the lowering stores nothing for an output wired straight from an input */
-  if (napkin_diagram_node (G->d, node_index (G, value))->kind == NAPKIN_OP_INPUT)
-    value = affine (G, NAPKIN_FN_SCALE, value, 1, NULL, stem);
   tensor->name = fresh_name (G->d, NAPKIN_ITEM_TENSOR, stem);
   tensor->axes = axes;
   tensor->dtype = dtype;
@@ -843,7 +871,7 @@ seed_outputs (Grad *G)
       stem = g_strdup_printf ("d_%s", node->tensor);
       if (type->n_axes == 0)
         {
-          /* 0·L + 1: a diagram has no constants, so the one is made from the loss */
+          /* 0·step(L) + 1: a diagram has no constants, so the one is made from the loss */
           const char *one = zeros_like (G, napkin_diagram_node (G->d, src)->id, stem);
 
           contribute (G, src, affine (G, NAPKIN_FN_SHIFT, one, 1, NULL, stem));
@@ -982,6 +1010,12 @@ napkin_grad_diagram (NapkinDiagram       *forward,
     }
 
   d = napkin_diagram_copy_without_extras (forward);
+  /* a tensor keeps what it says of its values (a constant the runner and the printers
+   * make, the graph value it holds): the backward reads the same tensors */
+  for (guint t = 0; t < napkin_diagram_n_tensors (forward); t++)
+    if (napkin_diagram_tensor (forward, t)->extra != NULL)
+      napkin_diagram_replace_item (d, NAPKIN_ITEM_TENSOR, t,
+                                   napkin_item_copy (NAPKIN_ITEM_TENSOR, napkin_diagram_tensor (forward, t)));
   while (napkin_diagram_n_regions (d) > 0)
     napkin_item_free (NAPKIN_ITEM_REGION, napkin_diagram_steal_item (d, NAPKIN_ITEM_REGION, 0));
   napkin_diagram_set_gpus (d, NULL);

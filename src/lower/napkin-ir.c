@@ -1286,6 +1286,19 @@ tensor_buffer (Lower        *L,
   return id;
 }
 
+/* Whether node n is an output wired straight from an input. */
+static gboolean
+is_input_copy (Lower *L,
+               guint  n)
+{
+  int src;
+
+  if (node_at (L, n)->kind != NAPKIN_OP_OUTPUT)
+    return FALSE;
+  src = napkin_diagram_input_source (L->d, n, 0);
+  return src >= 0 && node_at (L, (guint) src)->kind == NAPKIN_OP_INPUT;
+}
+
 static void
 setup_homes (Lower      *L,
              GHashTable *seen)
@@ -1329,6 +1342,14 @@ setup_homes (Lower      *L,
           L->home[n] = add_buffer (L, NAPKIN_BUF_SCRATCH, NAPKIN_LEVEL_HBM, dtype, t->axes, t->n_axes, n, "value");
         }
     }
+
+  /* An output wired straight from an input is written by a copy kernel of its own
+   * (lower_input_copy): the output operation's home is its tensor, which the plan's
+   * copy kernel stores into (napkin_ir_value_buffer). */
+  for (guint n = 0; n < L->n_nodes; n++)
+    if (is_input_copy (L, n))
+      L->home[n] = tensor_buffer (L, napkin_diagram_find_tensor (L->d, node_at (L, n)->tensor), NAPKIN_BUF_OUTPUT,
+                                  seen);
 }
 
 /* Stores of node n's value: into its home and into every further output. */
@@ -1421,6 +1442,24 @@ lower_plain (Lower      *L,
   g_hash_table_unref (L->frames[0].memo);
   L->n_frames = 0;
   return TRUE;
+}
+
+/* The kernel of an output wired straight from an input: no operation computes its
+ * value, so nothing else would store it. One copy over the whole tensor, converting
+ * the element type and the axis order by coordinates, as every store does. */
+static void
+lower_input_copy (Lower *L,
+                  guint  n)
+{
+  NapkinIrKernel *k;
+  NapkinIrStmt *copy = stmt_new (NAPKIN_STMT_COPY);
+
+  copy->dst = L->home[n];
+  copy->src[0] = L->home[napkin_diagram_input_source (L->d, n, 0)];
+  g_assert (copy->dst >= 0 && copy->src[0] >= 0);
+  k = kernel_new (L, -1, n);
+  g_ptr_array_add (k->body, copy);
+  g_ptr_array_add (L->prog->kernels, k);
 }
 
 static gboolean
@@ -1601,8 +1640,11 @@ napkin_ir_lower (NapkinDiagram    *diagram,
 
               for (guint p = 0; p < napkin_op_n_inputs (node); p++)
                 ok &= done[napkin_diagram_input_source (diagram, n, p)];
-              if (ok)
-                done[n] = progress = TRUE;
+              if (!ok)
+                continue;
+              if (is_input_copy (&L, n))
+                lower_input_copy (&L, n);
+              done[n] = progress = TRUE;
               continue;
             }
           if (g < 0)

@@ -1274,6 +1274,27 @@ napkin_derive (NapkinDiagram            *diagram,
           }
         r->unfused_s += single[u];
       }
+  /* outputs wired straight from inputs: a copy kernel each, the same in every cover;
+   * priced as the plan runs them, so that the baseline counts them as the result does */
+  for (guint i = 0; i < dv.n_nodes; i++)
+    if (napkin_plan_node_is_input_copy (diagram, i))
+      {
+        g_autoptr(NapkinAnalysis) alone = napkin_analyze (diagram, arch, &dv.options, error);
+
+        if (alone == NULL)
+          return NULL;
+        dv.evaluated++;
+        for (guint u = 0; u < dv.n_nodes; u++)
+          if (napkin_plan_node_is_input_copy (diagram, u))
+            {
+              for (guint k = 0; k < alone->kernels->len; k++)
+                if (g_str_equal (g_array_index (alone->kernels, NapkinKernelCost, k).name,
+                                 napkin_diagram_node (diagram, u)->id))
+                  single[u] = g_array_index (alone->kernels, NapkinKernelCost, k).time_s_predicted;
+              r->unfused_s += single[u];
+            }
+        break;
+      }
   for (guint i = 0; i < dv.n_nodes; i++)
     if (compute[topo[i]])
       candidates_at (&dv, topo[i]);

@@ -204,6 +204,18 @@ value_dtype (Model *m,
   return m->a->has_dtype ? m->a->dtype : napkin_diagram_node_type (m->d, node)->dtype;
 }
 
+/* The element type an output operation stores: its tensor's. */
+static NapkinDtype
+output_dtype (Model *m,
+              guint  node)
+{
+  int t = napkin_diagram_find_tensor (m->d, napkin_diagram_node (m->d, node)->tensor);
+
+  if (m->a->has_dtype || t < 0)
+    return value_dtype (m, node);
+  return napkin_diagram_tensor (m->d, t)->dtype;
+}
+
 static guint
 dtype_bytes (Model *m,
              guint  node)
@@ -2824,7 +2836,9 @@ operation_extra_bytes (Model                  *m,
 }
 
 /* An operation outside every region reads its inputs from device memory and writes
- * its result there. */
+ * its result there. An output wired straight from an input is such a kernel too: the
+ * copy of the input into it (src/lower, lower_input_copy), written in the output's
+ * element type. */
 static void
 operation_kernel (Model *m,
                   guint  n)
@@ -2835,8 +2849,9 @@ operation_kernel (Model *m,
   const NapkinPlanKernel *pk;
   TensorPath path = PATH_LIBRARY;
   gboolean strided;
+  gboolean copy = napkin_plan_node_is_input_copy (m->d, n);
 
-  if (m->innermost[n] >= 0 || node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
+  if (m->innermost[n] >= 0 || node->kind == NAPKIN_OP_INPUT || (node->kind == NAPKIN_OP_OUTPUT && !copy))
     return;
   pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, -1, n) : NULL;
   if (pk == NULL && m->plan != NULL && !m->a->paper && napkin_plan_node_fused_away (m->plan, n))
@@ -2855,7 +2870,7 @@ operation_kernel (Model *m,
       if (src < 0)
         continue;
       e = tile_elements (m, -1, src);
-      b = mul (m, e, dtype_bytes (m, src));
+      b = mul (m, e, copy && src == (int) n ? napkin_dtype_bytes (output_dtype (m, n)) : dtype_bytes (m, src));
       add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
       add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
       bytes = add (m, bytes, b);

@@ -1575,6 +1575,59 @@ ew_rearrange (NapkinPlanner    *p,
   return TRUE;
 }
 
+/* An output wired straight from an input (docs/plan.md, "Rows and element-wise
+ * kernels"): a copy of the input's tensor into the output's, which may hold the axes in
+ * another order and another element type. y is the output operation, whose home in
+ * the lowering is its tensor. */
+static gboolean
+ew_copy (NapkinPlanner    *p,
+         NapkinPlanKernel *k)
+{
+  int node = g_array_index (k->nodes, guint, 0), x = napkin_diagram_input_source (p->d, node, 0);
+  int t = napkin_diagram_find_tensor (p->d, napkin_diagram_node (p->d, node)->tensor);
+  const NapkinTensor *out = napkin_diagram_tensor (p->d, t);
+  NapkinPlanLayout yl = { 0 }, xl;
+  gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK], total = 1;
+  g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
+  NapkinPlanElementwise *e = &k->u.ew;
+
+  if (x < 0 || napkin_diagram_node (p->d, x)->kind != NAPKIN_OP_INPUT || !_napkin_plan_value_layout (p, x, &xl))
+    return FALSE;
+  for (guint i = 0; out->axes[i] != NULL && i < NAPKIN_MAX_RANK; i++)
+    {
+      int a = napkin_diagram_find_axis (p->d, out->axes[i]);
+
+      if (a < 0)
+        return FALSE;
+      yl.axes[yl.n++] = a;
+    }
+  yl.dtype = p->options != NULL && p->options->has_dtype ? p->options->dtype : out->dtype;
+  if (yl.n != xl.n)
+    return FALSE;
+  for (int i = (int) yl.n - 1; i >= 0; i--)
+    {
+      dims[i] = axis_size (p, yl.axes[i]);
+      xs[i] = _napkin_plan_layout_stride (p->d, &xl, yl.axes[i]);
+      if (xs[i] == 0 && dims[i] > 1)
+        return FALSE;
+      total *= dims[i];
+    }
+  memset (e, 0, sizeof *e);
+  e->rank = ew_merge_axes (dims, ys, xs, others, yl.n);
+  memcpy (e->dims, dims, sizeof (gint64) * e->rank);
+  memcpy (e->x_strides, xs, sizeof (gint64) * e->rank);
+  e->x = (NapkinPlanBuffer) { x, -1, xl.dtype };
+  e->y = (NapkinPlanBuffer) { node, -1, yl.dtype };
+  e->x_dtype = xl.dtype;
+  e->y_dtype = yl.dtype;
+  e->maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
+  e->other_strides = g_steal_pointer (&others);
+  k->kind = NAPKIN_PLAN_ELEMENTWISE;
+  k->path = NAPKIN_PATH_SIMT;
+  ew_launch (p, k, total);
+  return TRUE;
+}
+
 gboolean
 _napkin_plan_try_elementwise (NapkinPlanner    *p,
                               NapkinPlanKernel *k,
@@ -1593,6 +1646,8 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
   *why = NULL;
   if (k->nodes->len == 1 && napkin_diagram_node (d, g_array_index (k->nodes, guint, 0))->kind == NAPKIN_OP_REARRANGE)
     return ew_rearrange (p, k, why);
+  if (k->nodes->len == 1 && napkin_diagram_node (d, g_array_index (k->nodes, guint, 0))->kind == NAPKIN_OP_OUTPUT)
+    return ew_copy (p, k);
   sink = ew_find_sink (p, k, why);
   if (sink < 0)
     return FALSE;

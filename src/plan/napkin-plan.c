@@ -200,6 +200,21 @@ _napkin_plan_is_view (NapkinDiagram *d,
 }
 
 gboolean
+napkin_plan_node_is_input_copy (NapkinDiagram *diagram,
+                                guint          node)
+{
+  int src;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
+  g_return_val_if_fail (node < napkin_diagram_n_nodes (diagram), FALSE);
+
+  if (napkin_diagram_node (diagram, node)->kind != NAPKIN_OP_OUTPUT)
+    return FALSE;
+  src = napkin_diagram_input_source (diagram, node, 0);
+  return src >= 0 && napkin_diagram_node (diagram, (guint) src)->kind == NAPKIN_OP_INPUT;
+}
+
+gboolean
 napkin_plan_node_is_view (NapkinDiagram *diagram,
                           guint          node)
 {
@@ -483,14 +498,18 @@ napkin_plan_build (NapkinDiagram           *diagram,
               if (!ready)
                 continue;
               done[n] = progress = TRUE;
-              if (node->kind == NAPKIN_OP_INPUT || node->kind == NAPKIN_OP_OUTPUT)
+              /* an output wired straight from an input is a copy kernel of its own (as
+               * the lowering runs it); other inputs and outputs are no work */
+              if (node->kind == NAPKIN_OP_INPUT
+                  || (node->kind == NAPKIN_OP_OUTPUT && !napkin_plan_node_is_input_copy (p.d, n)))
                 continue;
               k = _napkin_plan_kernel_new (NULL, NAPKIN_PLAN_GENERIC, NAPKIN_PATH_GENERIC);
               g_free (k->name);
               k->name = g_strdup (node->id);
               k->node = n;
               g_array_append_val (k->nodes, n);
-              absorb_maps (&p, k, done);
+              if (node->kind != NAPKIN_OP_OUTPUT)
+                absorb_maps (&p, k, done);
               add_kernel (&p, k);
               continue;
             }

@@ -374,6 +374,10 @@ void              napkin_plan_flash_wgmma_registers (gint64  consumers,
 gboolean          napkin_plan_rows_printable   (const NapkinPlanRows    *rows,
                                                 char                   **why);
 
+/* Whether `node` is an output wired straight from an input: the plan runs it as a copy
+ * kernel of its own, named after it (the lowering's copy, docs/plan.md). */
+gboolean          napkin_plan_node_is_input_copy (NapkinDiagram         *diagram,
+                                                  guint                  node);
 /* Whether `node` is a view: a rename by position the kernel reading it reads through,
  * moving no byte (docs/plan.md, "Views"). */
 gboolean          napkin_plan_node_is_view     (NapkinDiagram           *diagram,

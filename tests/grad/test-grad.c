@@ -423,6 +423,165 @@ test_check_can_fail (void)
   g_assert_cmpfloat (gradient_error (d, backward, 11), >, 1e-2);
 }
 
+/* ---- regressions ---------------------------------------------------------------------- */
+
+/* The source node of the output operation that writes `tensor`, or NULL. */
+static const NapkinNode *
+output_source (NapkinDiagram *d,
+               const char    *tensor)
+{
+  for (guint v = 0; v < napkin_diagram_n_nodes (d); v++)
+    {
+      const NapkinNode *node = napkin_diagram_node (d, v);
+
+      if (node->kind == NAPKIN_OP_OUTPUT && g_str_equal (node->tensor, tensor))
+        return napkin_diagram_node (d, napkin_diagram_input_source (d, v, 0));
+    }
+  return NULL;
+}
+
+/* An output wired straight from an input is stored: the lowering copies it (it used to
+ * store nothing, leaving the output as it was), transposed and relabeled or not. */
+static void
+test_input_copy (void)
+{
+  g_autoptr(NapkinDiagram) d = diagram_new (AXES_MN, T ("X", "'m','n'") "," T ("Y", "'n','m'") "," T ("Z", "'m','n'"),
+                                            IN ("x", "X") "," OUT ("y", "Y") ",{'id':'e','kind':'map','fn':'exp'},"
+                                            OUT ("z", "Z"), "x>y x>e e>z");
+
+  for (guint plain = 0; plain < 2; plain++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinIrProgram) program = napkin_ir_lower (d, plain ? NAPKIN_LOWER_PLAIN : NAPKIN_LOWER_DEFAULT,
+                                                            &error);
+      g_autoptr(NapkinTensorSet) set = napkin_tensor_set_new_random (d, 3);
+      int x = napkin_diagram_find_tensor (d, "X"), y = napkin_diagram_find_tensor (d, "Y");
+
+      g_assert_no_error (error);
+      for (gint64 i = 0; i < set->elements[y]; i++)
+        set->values[y][i] = NAN;
+      run (program, set);
+      for (gint64 i = 0; i < 3; i++)
+        for (gint64 j = 0; j < 4; j++)
+          g_assert_cmpfloat (set->values[y][j * 3 + i], ==, set->values[x][i * 4 + j]);
+    }
+}
+
+/* A gradient that is an output's gradient unchanged is the input d_O wired straight to
+ * the output d_X, with no operation between (it went through a `scale 1`). */
+static void
+test_gradient_copy (void)
+{
+  g_autoptr(NapkinDiagram) d = diagram_new (AXES_MN, T ("X", "'m','n'") "," T ("B", "'n'") "," T ("Y", "'m','n'"),
+                                            IN ("x", "X") "," IN ("b", "B") ",{'id':'f','kind':'map','fn':'add'},"
+                                            OUT ("y", "Y"), "x>f b>f:1 f>y");
+  g_autoptr(NapkinDiagram) backward = backward_of (d, NULL);
+  const NapkinNode *src = output_source (backward, "d_X");
+
+  g_assert_nonnull (src);
+  g_assert_cmpint (src->kind, ==, NAPKIN_OP_INPUT);
+  g_assert_cmpstr (src->tensor, ==, "d_Y");
+  g_assert_cmpfloat (gradient_error (d, backward, 5), <, TOLERANCE);
+}
+
+/* A sum's and a mean's gradient, and a loss's seed of 1, broadcast without a product with
+ * the forward value: where x is ±∞ or NaN the gradient is still d_Y copied along the
+ * axis (0·x + g made NaN of it). */
+static void
+test_gradient_of_infinity (void)
+{
+  static const struct { const char *reduce, *axes; } cases[] = {
+    { "sum", "'m'" }, { "mean", "'m'" }, { "loss", "" },
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      gboolean loss = g_str_equal (cases[c].reduce, "loss");
+      g_autofree char *nodes = g_strdup_printf (IN ("x", "X") ",{'id':'r','kind':'reduce','op':'%s','axis':'n'}%s,"
+                                                OUT ("y", "Y"), loss ? "sum" : cases[c].reduce,
+                                                loss ? ",{'id':'r2','kind':'reduce','op':'sum','axis':'m'}" : "");
+      g_autofree char *tensors = g_strdup_printf (T ("X", "'m','n'") ",{'name':'Y','axes':[%s],'dtype':'fp32'}",
+                                                  cases[c].axes);
+      g_autoptr(NapkinDiagram) d = diagram_new (AXES_MN, tensors, nodes, loss ? "x>r r>r2 r2>y" : "x>r r>y");
+      g_autoptr(NapkinDiagram) backward = backward_of (d, NULL);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinIrProgram) program = napkin_ir_lower (backward, NAPKIN_LOWER_PLAIN, &error);
+      g_autoptr(NapkinTensorSet) set = napkin_tensor_set_new_random (backward, 9);
+      int x = napkin_diagram_find_tensor (backward, "X"), dx = napkin_diagram_find_tensor (backward, "d_X");
+      int dy = napkin_diagram_find_tensor (backward, "d_Y");
+
+      g_assert_no_error (error);
+      g_assert_cmpint (dy >= 0, ==, !loss);
+      set->values[x][0] = INFINITY;
+      set->values[x][5] = -INFINITY;
+      set->values[x][10] = NAN;
+      run (program, set);
+      for (gint64 i = 0; i < 3; i++)
+        for (gint64 j = 0; j < 4; j++)
+          {
+            double want = loss ? 1.0 : set->values[dy][i] / (g_str_equal (cases[c].reduce, "mean") ? 4.0 : 1.0);
+
+            g_assert_cmpfloat_with_epsilon (set->values[dx][i * 4 + j], want, 1e-15);
+          }
+    }
+}
+
+/* An input that no output depends on gets zeros, ±∞ or not. */
+static void
+test_zero_gradient_of_infinity (void)
+{
+  g_autoptr(NapkinDiagram) d = diagram_new (AXES_MN, T ("X", "'m','n'") "," T ("U", "'m','n'") "," T ("Y", "'m','n'"),
+                                            IN ("x", "X") "," IN ("u", "U") ",{'id':'e','kind':'map','fn':'exp'},"
+                                            OUT ("y", "Y"), "x>e e>y");
+  g_autoptr(NapkinDiagram) backward = backward_of (d, NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinIrProgram) program = napkin_ir_lower (backward, NAPKIN_LOWER_PLAIN, &error);
+  g_autoptr(NapkinTensorSet) set = napkin_tensor_set_new_random (backward, 9);
+  int u = napkin_diagram_find_tensor (backward, "U"), du = napkin_diagram_find_tensor (backward, "d_U");
+
+  g_assert_no_error (error);
+  set->values[u][1] = INFINITY;
+  set->values[u][2] = -INFINITY;
+  set->values[u][3] = NAN;
+  run (program, set);
+  for (gint64 i = 0; i < set->elements[du]; i++)
+    g_assert_cmpfloat (set->values[du][i], ==, 0.0);
+}
+
+/* A tensor keeps what it says of its values: Llama's rotate_half constant stays a constant
+ * in the backward (the runner and the printers make it; it was drawn at random once its
+ * field was dropped), and it has no gradient: none by default, refused by name. */
+static void
+test_constant (void)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_SOURCE_DIR"), "tests", "import", "zoo",
+                                            "hf_llama_attention.small.json", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_file (path, &error);
+  g_autoptr(NapkinDiagram) backward = NULL;
+  g_autoptr(NapkinDiagram) refused = NULL;
+  g_autoptr(GString) notes = g_string_new (NULL);
+  const NapkinTensor *r;
+  json_object *c = NULL;
+  int t;
+
+  g_assert_no_error (error);
+  backward = napkin_grad_diagram (d, NULL, notes, &error);
+  g_assert_no_error (error);
+  t = napkin_diagram_find_tensor (backward, "rotate_half_d");
+  g_assert_cmpint (t, >=, 0);
+  r = napkin_diagram_tensor (backward, t);
+  g_assert_true (r->extra != NULL && json_object_object_get_ex (r->extra, "constant", &c));
+  g_assert_cmpstr (json_object_get_string (c), ==, "rotate_half");
+  g_assert_cmpint (napkin_diagram_find_tensor (backward, "d_rotate_half_d"), <, 0);
+  g_assert_cmpint (napkin_diagram_find_tensor (backward, "d_hidden_states"), >=, 0);
+  g_assert_nonnull (strstr (notes->str, "“rotate_half_d”"));
+
+  refused = napkin_grad_diagram (d, (const char *[]) { "rotate_half_d", NULL }, NULL, &error);
+  g_assert_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_NOT_DIFFERENTIABLE);
+  g_assert_null (refused);
+}
+
 /* ---- errors ----------------------------------------------------------------------------- */
 
 static void
@@ -588,6 +747,11 @@ main (int   argc,
   g_test_add_func ("/grad/check-can-fail", test_check_can_fail);
   g_test_add_func ("/grad/errors", test_errors);
   g_test_add_func ("/grad/wrt", test_wrt);
+  g_test_add_func ("/grad/lower/input-copy", test_input_copy);
+  g_test_add_func ("/grad/copy", test_gradient_copy);
+  g_test_add_func ("/grad/reduce/infinity", test_gradient_of_infinity);
+  g_test_add_func ("/grad/zeros/infinity", test_zero_gradient_of_infinity);
+  g_test_add_func ("/grad/constant", test_constant);
 
   /* every bundled example differentiates: none is refused */
   dir = g_dir_open (g_getenv ("NAPKIN_EXAMPLES_DIR"), 0, NULL);

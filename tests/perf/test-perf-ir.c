@@ -104,6 +104,26 @@ test_ragged (void)
     }
 }
 
+/* An output wired straight from an input: the lowering's copy kernel and the model's
+ * count the same bytes (the input read, the output written in its own type). */
+static void
+test_input_copy (void)
+{
+  static const char json[] =
+    "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"m\",\"size\":300},{\"name\":\"n\",\"size\":40}],"
+    "\"tensors\":[{\"name\":\"X\",\"axes\":[\"m\",\"n\"],\"dtype\":\"fp16\"},"
+    "{\"name\":\"Y\",\"axes\":[\"n\",\"m\"],\"dtype\":\"fp32\"},{\"name\":\"Z\",\"axes\":[\"m\",\"n\"],\"dtype\":\"fp16\"}],"
+    "\"nodes\":[{\"id\":\"x\",\"kind\":\"input\",\"tensor\":\"X\"},{\"id\":\"y\",\"kind\":\"output\",\"tensor\":\"Y\"},"
+    "{\"id\":\"e\",\"kind\":\"map\",\"fn\":\"exp\"},{\"id\":\"z\",\"kind\":\"output\",\"tensor\":\"Z\"}],"
+    "\"wires\":[{\"from\":\"x\",\"to\":\"y\",\"port\":0},{\"from\":\"x\",\"to\":\"e\",\"port\":0},"
+    "{\"from\":\"e\",\"to\":\"z\",\"port\":0}]}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+
+  g_assert_no_error (error);
+  check (d, "input copy");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -111,5 +131,6 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/perf/ir/hbm-bytes", test_examples);
   g_test_add_func ("/perf/ir/ragged", test_ragged);
+  g_test_add_func ("/perf/ir/input-copy", test_input_copy);
   return g_test_run ();
 }
