@@ -7,7 +7,7 @@
 #define NAPKIN_PRELUDE
 struct napkin_f16 { unsigned short x; };
 struct napkin_bf16 { unsigned short x; };
-struct NapkinArgs { void *p[64]; };
+struct NapkinArgs { void *p[256]; };
 #define NAPKIN_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define NAPKIN_NEG_INF __int_as_float (0xff800000)
 __device__ __forceinline__ float napkin_exp_masked (float v, float m)

@@ -444,6 +444,11 @@ def run_napkin(rec, args, limit):
 def load_module(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    # registered and importable by name: torch.compile's tracer imports the module of the
+    # code it compiles again (it failed with "No module named …" without this)
+    sys.modules[name] = mod
+    if os.path.dirname(os.path.abspath(path)) not in sys.path:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     spec.loader.exec_module(mod)
     return mod
 

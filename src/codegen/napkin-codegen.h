@@ -19,7 +19,7 @@ GQuark napkin_codegen_error_quark (void);
 
 /* Every kernel takes one NapkinArgs by value: the device-memory buffers in slot
  * order, then the per-block workspace for tiles that do not fit in shared memory. */
-#define NAPKIN_CUDA_MAX_ARGS   64
+#define NAPKIN_CUDA_MAX_ARGS   256
 #define NAPKIN_CUDA_THREADS    256
 
 /* A TMA tensor map a kernel takes by value after its NapkinArgs (sm_90a kernels): a
