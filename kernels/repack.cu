@@ -25,6 +25,8 @@
 #define NKP_SBS 1073
 #define NKP_DBS 1184
 #define NKP_BATCH 1
+#define NKP_B2 1
+#define NKP_SBS2 0
 #define NKP_TRANSPOSE 0
 #define NKP_PV_ORDER 0
 #define NKP_ONES 0
@@ -40,6 +42,10 @@
 #define G_SBS NKP_L (NKP_SBS)
 #define G_DBS NKP_L (NKP_DBS)
 #define G_BATCH NKP_L (NKP_BATCH)
+/* the source's batch over two axes: matrix b at (b / G_B2)·G_SBS + (b % G_B2)·G_SBS2 */
+#define G_B2 NKP_L (NKP_B2)
+#define G_SBS2 NKP_L (NKP_SBS2)
+#define G_SRC_MATRIX(b) ((b) / G_B2 * G_SBS + (b) % G_B2 * G_SBS2)
 #define G_TRANSPOSE NKP_TRANSPOSE
 /* transpose: each 32 destination columns in fp8 P·V's key order (NAPKIN_PV_KEY) */
 #define G_PV_ORDER NKP_PV_ORDER
@@ -75,7 +81,7 @@ NKP_NAME (const NapkinArgs args)
   for (long t = blockIdx.x; t < G_BATCH * tiles_c * tiles_r; t += gridDim.x)
     {
       const long b = t / (tiles_c * tiles_r), c0 = (t / tiles_r) % tiles_c * 64, r0 = t % tiles_r * 64;
-      const NKP_RT *s = src + b * G_SBS;
+      const NKP_RT *s = src + G_SRC_MATRIX (b);
       NKP_RT *d = dst + b * G_DBS;
 
       for (int i = threadIdx.x; i < 64 * (64 / G_V); i += 256)
@@ -127,7 +133,7 @@ NKP_NAME (const NapkinArgs args)
   for (long t = (long) blockIdx.x * 256 + threadIdx.x; t < total; t += (long) gridDim.x * 256)
     {
       const long row = t / per_row, c0 = t % per_row * G_V;
-      const NKP_RT *s = src + row / G_ROWS * G_SBS + row % G_ROWS * G_LDS;   /* the source row */
+      const NKP_RT *s = src + G_SRC_MATRIX (row / G_ROWS) + row % G_ROWS * G_LDS;   /* the source row */
       const unsigned long long at = (unsigned long long) (s + c0), lo = at & ~15ull;
       const unsigned sh = (unsigned) (at & 15);
       const unsigned long long end = (unsigned long long) (s + G_COLS);
@@ -168,6 +174,9 @@ NKP_NAME (const NapkinArgs args)
 #undef G_SBS
 #undef G_DBS
 #undef G_BATCH
+#undef G_B2
+#undef G_SBS2
+#undef G_SRC_MATRIX
 #undef G_TRANSPOSE
 #undef G_PV_ORDER
 #undef G_ONES

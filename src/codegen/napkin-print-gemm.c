@@ -934,7 +934,11 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
                  r->dst_bstride, rd.offset);
   if (!check_helper_launch (kernel, name, error))
     return FALSE;
-  svec = (r->ld_src * es) % 16 == 0 && rs.offset % 16 == 0 && (r->batch <= 1 || (r->src_bstride * es) % 16 == 0);
+  if (r->batch_inner > 1 && (r->batch % r->batch_inner != 0 || r->src_bstride_inner < 0))
+    return fail (error, name, "a batch of %" G_GINT64_FORMAT " is not a whole number of inner batches of %"
+                 G_GINT64_FORMAT, r->batch, r->batch_inner);
+  svec = (r->ld_src * es) % 16 == 0 && rs.offset % 16 == 0 && (r->batch <= 1 || (r->src_bstride * es) % 16 == 0)
+         && (r->batch_inner <= 1 || (r->src_bstride_inner * es) % 16 == 0);
 
   {
     Param params[] = {
@@ -946,6 +950,8 @@ _napkin_print_repack (const NapkinPrintCtx   *ctx,
       { "SBS", i64 (r->src_bstride) },
       { "DBS", i64 (r->dst_bstride) },
       { "BATCH", i64 (r->batch) },
+      { "B2", i64 (MAX (1, r->batch_inner)) },
+      { "SBS2", i64 (r->batch_inner > 1 ? r->src_bstride_inner : 0) },
       { "TRANSPOSE", g_strdup (r->transpose ? "1" : "0") },
       { "PV_ORDER", g_strdup (r->pv_key_order ? "1" : "0") },
       { "ONES", g_strdup (r->ones_row ? "1" : "0") },

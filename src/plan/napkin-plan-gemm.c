@@ -463,6 +463,11 @@ typedef struct
   AxisList                batch, m, n, kk;
   const AxisList         *mg, *ng;       /* C's rows and columns as computed (swapped or not) */
   gboolean                swapped;
+  /* an operand whose batch axes do not lead it, copied first into a scratch buffer with
+   * them leading (gemm_permute_operand): x_l or y_l is then the copy's layout, and these
+   * describe the copy from the value as it lies */
+  gboolean                x_copied, y_copied;
+  NapkinPlanRepack        x_copy, y_copy;
 } GemmShape;
 
 /* The kernel's one contraction, or -1 where its nodes are not one product and maps. */
@@ -651,6 +656,82 @@ gemm_promote_batch (GemmShape              *s,
     }
 }
 
+/* Where an operand holds every batch axis but not leading it in C's batch order (Q
+ * stored [b, s, h, d] for a product batched over b and h), and its own two groups each
+ * lie as one run with the inner one innermost: the copy (a repack with the source's batch
+ * over one or two strides, docs/plan.md "GEMM") that lays it out [batch…, outer group,
+ * inner group], and *l becomes that layout. FALSE where such an operand cannot be
+ * copied so; TRUE (and nothing changed) where the operand needs no copy. */
+static gboolean
+gemm_permute_operand (NapkinPlanner    *p,
+                      GemmShape        *s,
+                      NapkinPlanLayout *l,
+                      NapkinPlanRepack *copy,
+                      gboolean         *copied)
+{
+  const AxisList *own = l == &s->x_l ? &s->m : &s->n;
+  const AxisList *outer, *inner;
+  gint64 sizes[NAPKIN_MAX_RANK] = { 0 }, strides[NAPKIN_MAX_RANK] = { 0 };
+  guint dims = 0, n = 0;
+  gboolean leads = TRUE;
+  NapkinPlanLayout moved = *l;
+
+  if (s->batch.n == 0)
+    return TRUE;
+  for (guint i = 0; i < s->batch.n; i++)
+    {
+      if (at (l, s->batch.axes[i]) < 0)
+        return TRUE;     /* shared by the batch, or lacking some: the check below says */
+      leads &= at (l, s->batch.axes[i]) == (int) i;
+    }
+  if (leads || run_of (l, own) < 0 || run_of (l, &s->kk) < 0)
+    return TRUE;
+  outer = run_of (l, own) < run_of (l, &s->kk) ? own : &s->kk;
+  inner = outer == own ? &s->kk : own;
+  if (at (l, inner->axes[inner->n - 1]) != (int) l->n - 1)
+    return TRUE;
+  /* the batch axes in C's order, neighbours in the source merged */
+  for (guint i = 0; i < s->batch.n; i++)
+    {
+      gint64 size = napkin_diagram_axis (p->d, s->batch.axes[i])->size;
+      gint64 stride = _napkin_plan_layout_stride (p->d, l, s->batch.axes[i]);
+
+      if (dims > 0 && strides[dims - 1] == size * stride)
+        {
+          sizes[dims - 1] *= size;
+          strides[dims - 1] = stride;
+        }
+      else
+        {
+          sizes[dims] = size;
+          strides[dims++] = stride;
+        }
+    }
+  if (dims > 2)
+    return FALSE;
+  *copy = (NapkinPlanRepack) { 0 };
+  copy->dtype = l->dtype;
+  copy->batch = product (p, &s->batch);
+  copy->src_bstride = strides[0];
+  copy->batch_inner = dims == 2 ? sizes[1] : 1;
+  copy->src_bstride_inner = dims == 2 ? strides[1] : 0;
+  copy->rows = product (p, outer);
+  copy->cols = product (p, inner);
+  copy->ld_src = _napkin_plan_layout_stride (p->d, l, outer->axes[outer->n - 1]);
+  for (guint i = 0; i < s->batch.n; i++)
+    moved.axes[n++] = s->batch.axes[i];
+  for (guint i = 0; i < outer->n; i++)
+    moved.axes[n++] = outer->axes[i];
+  for (guint i = 0; i < inner->n; i++)
+    moved.axes[n++] = inner->axes[i];
+  if (n != l->n)
+    return FALSE;    /* an axis in none of the groups */
+  moved.tensor = NULL;
+  *l = moved;
+  *copied = TRUE;
+  return TRUE;
+}
+
 static gboolean
 gemm_axis_runs (NapkinPlanner *p,
                 GemmShape     *s,
@@ -682,6 +763,18 @@ gemm_axis_runs (NapkinPlanner *p,
                               _(where), names->str);
       return FALSE;
     }
+  /* an operand whose batch axes lie elsewhere is copied with them leading */
+  {
+    NapkinPlanLayout x_l = s->x_l, y_l = s->y_l;
+
+    if (!gemm_permute_operand (p, s, &s->x_l, &s->x_copy, &s->x_copied)
+        || !gemm_permute_operand (p, s, &s->y_l, &s->y_copy, &s->y_copied))
+      {
+        s->x_l = x_l;
+        s->y_l = y_l;
+        s->x_copied = s->y_copied = FALSE;
+      }
+  }
   /* an operand may lack the batch axes (shared by the batch), not some of them */
   for (guint i = 0; i < s->batch.n; i++)
     if ((at (&s->x_l, s->batch.axes[i]) != (int) i
@@ -963,6 +1056,34 @@ gemm_fix_operand (NapkinPlanner    *p,
     *bstride = (*kmajor ? rows_of : g->K) * *ld;
 }
 
+/* The copy gemm_permute_operand described for X (or Y), queued before the product: the
+ * GEMM then reads the scratch copy, batch leading, rows 128 bytes apart on wgmma. */
+static void
+gemm_queue_permute (NapkinPlanner    *p,
+                    NapkinPlanKernel *k,
+                    const GemmShape  *s,
+                    gboolean          x,
+                    gboolean          wgmma)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  const NapkinPlanRepack *c = x ? &s->x_copy : &s->y_copy;
+  gboolean is_a = x != s->swapped;
+  NapkinPlanBuffer *buf = is_a ? &g->a : &g->b;
+  gint64 *ld = is_a ? &g->lda : &g->ldb, *bstride = is_a ? &g->a_bstride : &g->b_bstride;
+  NapkinPlanKernel *r;
+
+  *buf = queue_repack (p, k, *buf, g->ab_dtype, c->batch, c->rows, c->cols, c->ld_src, c->src_bstride, FALSE,
+                       wgmma ? 128 : 16, ld);
+  r = g_ptr_array_index (p->before, p->before->len - 1);
+  r->u.repack.batch_inner = c->batch_inner;
+  r->u.repack.src_bstride_inner = c->src_bstride_inner;
+  g_free (r->note);
+  r->note = g_strdup_printf (_("copies %lld %lld×%lld matrices of an operand into a scratch copy with its "
+                             "batch axes leading and %u-byte rows (%lld elements)"), (long long) c->batch,
+                             (long long) c->rows, (long long) c->cols, wgmma ? 128u : 16u, (long long) *ld);
+  *bstride = c->rows * *ld;
+}
+
 /* An operand without the batch axes is shared by the whole batch (one copy, batch
  * stride 0), before and after any repack; then both operands are fixed up. */
 static void
@@ -987,6 +1108,10 @@ gemm_operand_layouts (NapkinPlanner    *p,
       if (!b_has_batch)
         g->b_bstride = 0;
     }
+  if (s->x_copied)
+    gemm_queue_permute (p, k, s, TRUE, wgmma);
+  if (s->y_copied)
+    gemm_queue_permute (p, k, s, FALSE, wgmma);
   gemm_fix_operand (p, k, &g->a, g->M, &g->lda, &g->a_kmajor, &g->a_bstride, wgmma);
   gemm_fix_operand (p, k, &g->b, g->N, &g->ldb, &g->b_kmajor, &g->b_bstride, wgmma);
   g->c_tma = g->epilogue->len == 0 && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;

@@ -277,7 +277,8 @@ typedef struct
 } NapkinPlanAttention;
 
 /* Copy src (rows × cols, leading dimension ld_src) to dst (leading dimension ld_dst,
- * padding zeroed), transposed when `transpose`, for `batch` matrices. With `pv_key_order`
+ * padding zeroed), transposed when `transpose`, for `batch` matrices (the source's batch
+ * over one axis or two: batch_inner). With `pv_key_order`
  * (a transposed fp8 Vᵀ) each 32 destination columns hold their source rows in the order
  * fp8 P·V's A operand takes the scores (docs/plan.md, "Attention kernels"); with
  * `ones_row`, a row of ones below them makes P·V add up each row of P. */
@@ -286,6 +287,10 @@ typedef struct
   NapkinPlanBuffer src, dst;
   NapkinDtype      dtype;
   gint64           batch, rows, cols, ld_src, ld_dst, src_bstride, dst_bstride;
+  gint64           batch_inner;           /* ≥ 2: the source's batch is two axes, matrix b at
+                                             (b / batch_inner)·src_bstride + (b % batch_inner)·
+                                             src_bstride_inner (a permuted operand); else one */
+  gint64           src_bstride_inner;
   gboolean         transpose;
   gboolean         pv_key_order;
   gboolean         ones_row;              /* transposed: 8 more destination rows after cols, the

@@ -13,6 +13,7 @@
 #include "napkin-codegen.h"
 #include "napkin-file.h"
 #include "napkin-plan.h"
+#include "napkin-import.h"
 #include "napkin-test-load.h"
 
 static char *
@@ -107,6 +108,61 @@ test_table (void)
   g_rmdir (dir);
 }
 
+/* A product batched over axes that do not lead its operands (attention's scores written
+ * as a matmul over Q and K stored [b, s, h, d], as a backward diagram holds them): each
+ * operand is copied with its batch leading (a repack whose source batch has two strides),
+ * then one wgmma GEMM; the code compiles. */
+static void
+test_batch_not_leading (void)
+{
+  g_autofree char *compiler = find_nvcc ();
+  g_autofree char *dir = g_dir_make_tmp ("napkin-plan-codegen-XXXXXX", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_einsum ("b=2 s=512 t=512 h=16 d=64\ndtype bf16\n"
+                                                     "Q[b,s,h,d] K[b,t,h,d] -> S[b,h,s,t] = einsum(\"bshd,bthd->bhst\")\n",
+                                                     "batch.einsum", &error);
+  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(NapkinCudaModule) module = NULL;
+  guint copies = 0, gemms = 0;
+
+  g_assert_no_error (error);
+  plan = napkin_test_plan (d, "h200");
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+      if (k->kind == NAPKIN_PLAN_REPACK)
+        {
+          /* 32 matrices 512 × 64: batch b (s·h·d apart) then h (d apart), rows h·d apart */
+          g_assert_cmpint (k->u.repack.batch, ==, 32);
+          g_assert_cmpint (k->u.repack.batch_inner, ==, 16);
+          g_assert_cmpint (k->u.repack.src_bstride, ==, 512 * 16 * 64);
+          g_assert_cmpint (k->u.repack.src_bstride_inner, ==, 64);
+          g_assert_cmpint (k->u.repack.ld_src, ==, 16 * 64);
+          g_assert_cmpint (k->u.repack.rows, ==, 512);
+          g_assert_cmpint (k->u.repack.cols, ==, 64);
+          copies++;
+        }
+      else if (k->kind == NAPKIN_PLAN_GEMM)
+        {
+          g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+          g_assert_cmpint (k->u.gemm.batch, ==, 32);
+          g_assert_true (k->u.gemm.a_kmajor && k->u.gemm.b_kmajor);
+          gemms++;
+        }
+    }
+  g_assert_cmpuint (copies, ==, 2);
+  g_assert_cmpuint (gemms, ==, 1);
+  module = napkin_codegen_cuda_for_plan (plan, napkin_codegen_flags_for_arch (plan->target), NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (module->source, "#define NKP_B2 16"));
+  for (guint k = 0; k < module->kernels->len; k++)
+    g_assert_cmpstr (((const NapkinCudaKernel *) g_ptr_array_index (module->kernels, k))->skeleton, !=, "generic");
+  if (compiler != NULL)
+    nvcc (compiler, "sm_90a", module->source, dir, "batch");
+  g_rmdir (dir);
+}
+
 /* The exported .cu builds with the very command its header gives. */
 static void
 test_standalone_builds (void)
@@ -196,5 +252,6 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/codegen/plan/table", test_table);
   g_test_add_func ("/codegen/plan/standalone-builds", test_standalone_builds);
+  g_test_add_func ("/codegen/plan/batch-not-leading", test_batch_not_leading);
   return g_test_run ();
 }
