@@ -523,6 +523,13 @@ emit_attention (G     *g,
 
   if (qaxis == NULL || kin == NULL || vin == NULL)
     return;
+  /* the graph's shapes may tie the key axis to one the result keeps */
+  if (key == NULL || g_strv_contains ((const char *const *) oaxes, key))
+    {
+      gi_fail (g, v, _("the key axis %s of the attention is also an axis of its result: the keys must be an "
+                       "axis of their own"), key ? key : "?");
+      return;
+    }
   /* scores: the output's axes up to the query's, then the key's */
   for (guint i = 0; oaxes[i]; i++)
     {

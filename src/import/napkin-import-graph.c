@@ -944,6 +944,9 @@ build (G           *g,
         gi_emit_inputs (g);
       for (guint i = 0; i < g->values->len && !g->failed; i++)
         gi_pass2_value (g, g->values->pdata[i]);
+      /* a value refused here leaves the outputs after it uncomputed: its reason first */
+      if (!g->failed && g->n_refusals > 0)
+        report (g);
       if (!g->failed)
         emit_outputs (g);
     }
