@@ -271,7 +271,7 @@ typedef struct
   gboolean         q_regs;                /* mma: Q's fragments kept in registers (else read each chunk) */
   guint            bkv_parts;             /* mma: the region's key chunk run as this many kernel chunks
                                              of BKV keys (2: halves, where a whole chunk spills), else 1 */
-  gboolean         legacy;                /* today's aligned shapes: kernels/flash-wgmma.cu, flash-mma.cu */
+  gboolean         legacy;                /* mma: today's aligned shapes, kernels/flash-mma.cu */
   double           exp_fma;               /* the softmax's exponentials on the FMA units (a fraction;
                                              wgmma only: kernels/attn-sm90.cu, napkin_exp2_poly) */
 } NapkinPlanAttention;
@@ -366,9 +366,10 @@ typedef struct
                                      the paper's model prices the diagram as drawn */
 } NapkinPlanOptions;
 
-/* The flash-wgmma skeleton's setmaxnreg split for `consumers` consumer warpgroups: the
- * producer keeps what its copy loop needs (56, or 32 from 3 consumers), the consumers
- * share the rest of the 64K registers (a multiple of 8, at most 240). */
+/* The retired flash-wgmma skeleton's setmaxnreg split for `consumers` consumer
+ * warpgroups, which the model still gives wgmma attention: the producer keeps 56 (32
+ * from 3 consumers), the consumers share the rest of the 64K registers (a multiple of 8,
+ * at most 240). */
 void              napkin_plan_flash_wgmma_registers (gint64  consumers,
                                                      gint64 *producer,
                                                      gint64 *consumer);
