@@ -595,15 +595,6 @@ consumer_registers (gint64 producer,
   return MIN (240, (launch * threads - 128 * producer) / (128 * MAX (1, consumers)) / 8 * 8);
 }
 
-void
-napkin_plan_flash_wgmma_registers (gint64  consumers,
-                                   gint64 *producer,
-                                   gint64 *consumer)
-{
-  *producer = consumers >= 3 ? 32 : 56;
-  *consumer = consumer_registers (*producer, consumers);
-}
-
 /* fp8 V: transposed by a separate pass into scratch before the kernel (docs/plan.md,
  * "Attention kernels"). NAPKIN_ATTN_VT_IN_KERNEL asks for the kernel's producer to
  * transpose it instead: measured slower (H200, fp8 4·16·4096·128: 0.803 ms against 0.708

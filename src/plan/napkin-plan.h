@@ -366,14 +366,6 @@ typedef struct
                                      the paper's model prices the diagram as drawn */
 } NapkinPlanOptions;
 
-/* The retired flash-wgmma skeleton's setmaxnreg split for `consumers` consumer
- * warpgroups, which the model still gives wgmma attention: the producer keeps 56 (32
- * from 3 consumers), the consumers share the rest of the 64K registers (a multiple of 8,
- * at most 240). */
-void              napkin_plan_flash_wgmma_registers (gint64  consumers,
-                                                     gint64 *producer,
-                                                     gint64 *consumer);
-
 /* Whether the rows skeletons print `rows` (kernels/rows-sm80.cu, rows-strided-sm80.cu):
  * the rules the plan chooses a rows kernel by, which its printer checks again (a printer
  * never refuses a plan it was handed). FALSE with `why` naming the rule it breaks. */
