@@ -18,7 +18,7 @@
  * slices P·V reads (8 × 8 byte blocks, conflict-free both ways), announcing each on its
  * own mbarrier; without it Vᵀ is made before, by the plan's repack (kernels/repack.cu).
  * With OVERLAP the next chunk's Q·Kᵀ is issued before this chunk's P·V (and the consumers
- * take turns issuing, PINGPONG), as in kernels/flash-wgmma.cu. A split block writes its
+ * take turns issuing, PINGPONG). A split block writes its
  * normalised partial output and log-sum-exp to scratch for the combine kernel. A row of Q
  * or K is D_S 128-byte slices (D padded with zeros); wgmma reads only D columns.
  * Score operands (SCORES: biases added, keep flags; docs/plan.md, "Score operands"): each

@@ -1,9 +1,10 @@
 #!/bin/bash
-# bench/gpu/run-bench's attention workloads through Napkin on a Hopper GPU, with the
-# flash-wgmma skeleton's tiles: each run checked against the runner's fp32 reference
-# (the N16384 one at B1 H1, then timed at B2 H16 without it), the same tiles on the
-# mma.sync skeleton (runner --arch sm_90: no wgmma) and PyTorch SDPA flash / cuDNN, all in
-# one call.
+# bench/gpu/run-bench's attention workloads through Napkin on a Hopper GPU, at the tiles
+# the flash-wgmma skeleton was measured with (retired 2026-11-29: the wgmma runs are the
+# general kernel, kernels/attn-sm90.cu; docs/plan.md, "The legacy attention skeletons"):
+# each run checked against the runner's fp32 reference (the N16384 one at B1 H1, then
+# timed at B2 H16 without it), the same tiles on mma.sync (runner --arch sm_90: no wgmma;
+# the flash-mma skeleton) and PyTorch SDPA flash / cuDNN, all in one call.
 #   here:           NAPKIN_PACK=.gpu-attn build-aux/gpu-check --pack _build-attn
 #   on the GPU:     NAPKIN_PACK=.gpu-attn bench/gpu/wgmma-attention-napkin.sh   (logs under $OUT)
 set -u

@@ -28,20 +28,6 @@ char       *_napkin_skeleton_instantiate (const char           *template,
 GArray     *_napkin_skeleton_params      (const NapkinSkeletonParam *t,
                                           guint                      n);
 
-/* An attention region the skeletons recognised: O = softmax(α·Q·Kᵀ)·V over `batch`
- * (batch, head) pairs, Q[NQ,D], K and V [NKV,D], O[NQ,D], row-major; groups of BQ
- * queries, keys in chunks of BKV, `stages` buffers deep. */
-typedef struct
-{
-  const NapkinRegion *region;
-  NapkinDtype         dtype, o_dtype;
-  gint64              batch, NQ, NKV, D, BQ, BKV, stages;
-  double              alpha;
-  int                 q_slot, k_slot, v_slot, o_slot;
-} NapkinFlashShape;
-
-/* The Hopper attention skeleton (kernels/flash-wgmma.cu, napkin-skeleton-flash-wgmma.c) for
- * the shapes it was measured on: FALSE with *note saying why when it does not take them. */
 /* A device function FNAME (float (&d)[n/2], desc_a, desc_b, int accumulate) issuing one
  * wgmma m64nNk16 with fp32 accumulators, both operands from shared memory (A K-major; B
  * K-major, or N-major through the transpose bit when b_transposed): one asm operand per
@@ -51,21 +37,6 @@ char       *_napkin_wgmma_ss_function (const char *fname,
                                        const char *mma,
                                        gboolean    b_transposed,
                                        gboolean    clobber_memory);
-/* Appends to S the attention's device functions NAME_pv (o, a0…a3, desc_v): O += P·V with
- * P in registers and V from shared memory (16-bit: N-major through the transpose bit; v8:
- * Vᵀ e4m3, K-major), and NAME_fence_s / NAME_fence_o, the empty asm statements that pin
- * the BKV/2 and D/2 accumulators around a wait. */
-void        _napkin_attn_pv_functions (GString    *s,
-                                       const char *name,
-                                       gint64      BKV,
-                                       gint64      D,
-                                       const char *mma,
-                                       gboolean    v8);
-gboolean    _napkin_cuda_flash_wgmma  (const NapkinFlashShape *shape,
-                                       NapkinCudaModule       *module,
-                                       const char             *name,
-                                       GString                *out,
-                                       char                  **note);
 
 /* ---- printers of the kernel plan's tile primitives (docs/plan.md) ------------------------ */
 

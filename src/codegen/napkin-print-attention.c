@@ -11,8 +11,8 @@
 /* The printer of the kernel plan's attention kernels (docs/plan.md, "Attention kernels"):
  * the Hopper kernel (kernels/attn-sm90.cu) and the mma.sync one (kernels/attn-sm80.cu)
  * with their parameters and the code that finds a block's heads from its index, the
- * split-KV combine (kernels/attn-combine.cu), and, for today's aligned shapes, the
- * skeletons they were measured with (kernels/flash-wgmma.cu, flash-mma.cu). */
+ * split-KV combine (kernels/attn-combine.cu), and, for today's aligned shapes on
+ * mma.sync, the skeleton they were measured with (kernels/flash-mma.cu). */
 
 #define FAIL(...) do { g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED, __VA_ARGS__); \
                        return FALSE; } while (0)
@@ -163,6 +163,58 @@ emit (const NapkinPrintCtx *ctx,
   g_free (comment);
 }
 
+/* Appends to S the attention's device functions NAME_pv (o, a0…a3, desc_v): O += P·V with
+ * P in registers and V from shared memory (16-bit: N-major through the transpose bit; v8:
+ * Vᵀ e4m3, K-major), and NAME_fence_s / NAME_fence_o, the empty asm statements that pin
+ * the BKV/2 and D/2 accumulators around a wait. */
+static void
+attn_pv_functions (GString    *s,
+                   const char *name,
+                   gint64      BKV,
+                   gint64      D,
+                   const char *mma,
+                   gboolean    v8)
+{
+  const gint64 ns = BKV / 2, no = D / 2;
+  g_autoptr(GString) regs_o = g_string_new (NULL);
+  g_autoptr(GString) outs_s = g_string_new (NULL);
+  g_autoptr(GString) outs_o = g_string_new (NULL);
+
+  for (gint64 i = 0; i < ns; i++)
+    g_string_append_printf (outs_s, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
+  for (gint64 i = 0; i < no; i++)
+    {
+      g_string_append_printf (regs_o, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
+      g_string_append_printf (outs_o, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
+    }
+  g_string_append_printf (s,
+                          "__device__ __forceinline__ void\n"
+                          "%s_pv (float (&d)[%" G_GINT64_FORMAT "], unsigned a0, unsigned a1, unsigned a2, unsigned a3, "
+                          "unsigned long long db)\n"
+                          "{\n"
+                          "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
+                          "                \"wgmma.mma_async.sync.aligned.m64n%" G_GINT64_FORMAT "k%d.f32.%s.%s {%s}, "
+                          "{%%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT
+                          "}, %%%" G_GINT64_FORMAT ", p, 1, 1%s; }\"\n"
+                          "                : %s\n"
+                          "                : \"r\" (a0), \"r\" (a1), \"r\" (a2), \"r\" (a3), \"l\" (db), \"r\" (1) : \"memory\");\n"
+                          "}\n\n",
+                          name, no, no + 5, D, v8 ? 32 : 16, mma, mma, regs_o->str,
+                          no, no + 1, no + 2, no + 3, no + 4, v8 ? "" : ", 1", outs_o->str);
+  g_string_append_printf (s,
+                          "__device__ __forceinline__ void\n"
+                          "%s_fence_s (float (&d)[%" G_GINT64_FORMAT "])\n"
+                          "{\n"
+                          "  asm volatile (\"\" : %s :: \"memory\");\n"
+                          "}\n\n"
+                          "__device__ __forceinline__ void\n"
+                          "%s_fence_o (float (&d)[%" G_GINT64_FORMAT "])\n"
+                          "{\n"
+                          "  asm volatile (\"\" : %s :: \"memory\");\n"
+                          "}\n",
+                          name, ns, outs_s->str, name, no, outs_o->str);
+}
+
 /* The wgmma calls for these sizes (one asm operand per accumulator register) and the
  * empty asm statements that pin the accumulators around a wait:
  * NAME_qk (s, desc_q, desc_k, accumulate): S += Q·Kᵀ, both K-major from shared memory;
@@ -199,7 +251,7 @@ wgmma_wrappers (const char *name,
                           "}\n\n",
                           name, ns, ns + 2, BKV, qk8 ? 32 : 16, mma_type (qk_dtype), mma_type (qk_dtype),
                           regs_s->str, ns, ns + 1, qk8 ? "" : ", 0, 0", outs_s->str);
-  _napkin_attn_pv_functions (s, name, BKV, D, mma_type (v_dtype), v8);
+  attn_pv_functions (s, name, BKV, D, mma_type (v_dtype), v8);
   return g_string_free (s, FALSE);
 }
 
@@ -321,7 +373,8 @@ cuda_kernel (const NapkinPlanKernel *kernel,
   return ck;
 }
 
-/* Today's aligned shapes: the skeletons they were measured with. */
+/* Today's aligned shapes on mma.sync: the skeleton they were measured with
+ * (kernels/flash-mma.cu; docs/plan.md, "The legacy attention skeletons"). */
 static gboolean
 print_legacy (const NapkinPrintCtx   *ctx,
               const NapkinPlanKernel *kernel,
@@ -334,22 +387,7 @@ print_legacy (const NapkinPrintCtx   *ctx,
   g_autofree char *rname = napkin_codegen_escape_comment (region->name);
 
   if (r->q.offset || r->k.offset || r->v.offset || r->o.offset)
-    FAIL ("the flash skeletons read whole buffers, not scratch");
-  if (kernel->path == NAPKIN_PATH_WGMMA)
-    {
-      const NapkinFlashShape shape = { region, a->dtype, a->o_dtype, a->batch, a->NQ, a->NKV, a->D, a->BQ, a->BKV,
-                                       a->stages, a->alpha, r->q.slot, r->k.slot, r->v.slot, r->o.slot };
-      g_autofree char *note = NULL;
-      guint saved = ctx->module->flags;
-      gboolean ok;
-
-      ctx->module->flags |= NAPKIN_CODEGEN_SM90A;
-      ok = _napkin_cuda_flash_wgmma (&shape, ctx->module, name, ctx->out, &note);
-      ctx->module->flags = saved;
-      if (!ok)
-        FAIL ("%s", note ? note : "the flash-wgmma skeleton refused the plan's shape");
-      return TRUE;
-    }
+    FAIL ("the flash-mma skeleton reads whole buffers, not scratch");
   {
     g_autofree char *text = NULL;
     NapkinSkeletonParam params[] = {

@@ -1117,23 +1117,23 @@ child_registers (Model          *m,
   return child;
 }
 
-/* gemm-wgmma and flash-wgmma: a producer warpgroup and 64-row consumer
- * warpgroups (GEMM: one for BM = 64, else two; attention: q tile / 64), the
- * registers split by setmaxnreg so that one block fills the SM's 64K
- * (kernels/gemm-wgmma.cu: 40 and 232; flash-wgmma: napkin-skeleton-flash-wgmma.c) */
+/* gemm-wgmma and the wgmma attention kernel: a producer warpgroup and 64-row consumer
+ * warpgroups (GEMM: one for BM = 64, else two; attention: the plan's), the registers
+ * split by setmaxnreg so that one block fills the SM's 64K (kernels/gemm-wgmma.cu: 40
+ * and 232; attention: the plan's split, kernels/attn-sm90.cu) */
 static void
-wgmma_registers (Model                  *m,
-                 guint                   r,
-                 const NapkinRegionCost *cost,
-                 BlockRegisters         *br)
+wgmma_registers (Model          *m,
+                 guint           r,
+                 BlockRegisters *br)
 {
-  int row_axis;
-  gint64 rows = attention_rows (m, r, cost, &row_axis), consumers, producer, consumer;
+  gint64 consumers, producer, consumer;
+  const NapkinPlanKernel *pk = plan_kernel_of (m, r);
 
-  if (rows > 0)
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION)
     {
-      consumers = rows / 64;
-      napkin_plan_flash_wgmma_registers (consumers, &producer, &consumer);
+      consumers = pk->u.att.consumers;
+      producer = pk->u.att.producer_regs;
+      consumer = pk->u.att.consumer_regs;
     }
   else
     {
@@ -1225,7 +1225,7 @@ block_registers (Model                  *m,
       br->register_bytes = (gint64) br->threads * MAX (0, m->rs[r].rows_c / br->threads + 16 - 32) * 4;
     }
   else if (m->rs[r].wgmma)
-    wgmma_registers (m, r, cost, br);
+    wgmma_registers (m, r, br);
   else if (!child && attention_rows (m, r, cost, &(int) { 0 }) > 0)
     flash_mma_registers (m, r, cost, br);
   else if (!child)
@@ -1780,10 +1780,10 @@ finish_kernel (Model            *m,
    * predicted 3.77 ms; docs/model.md). */
   serial += k->chunk_s;
   /* wgmma is asynchronous and reads its operands from shared memory itself, so tensor
-   * and shared-memory time overlap like the other resources. In flash-wgmma the same
-   * consumer warpgroups that issue the products compute the online softmax's
-   * exponentials between them (intra-warpgroup pipelining hides only part): tensor and
-   * SFU time add */
+   * and shared-memory time overlap like the other resources. In the attention kernel
+   * (kernels/attn-sm90.cu) the same consumer warpgroups that issue the products compute
+   * the online softmax's exponentials between them (intra-warpgroup pipelining hides
+   * only part): tensor and SFU time add */
   if (g_strcmp0 (k->tensor_path, "wgmma") == 0)
     {
       /* exp on FMA (§7f): the fit above was made with every exponential on the SFU; the

@@ -18,8 +18,9 @@
  * query rows), other GPUs on mma.sync (kernels/attn-sm80.cu). Any NQ and NKV (the edge
  * tiles masked in the kernel), head dims 8 to 256 in steps of 8, GQA and MQA (a group
  * axis in Q and O that K and V lack), cross-attention, masks, split-KV for few queries
- * against many keys, fp8 e4m3 on Hopper. Today's aligned shapes keep the skeletons they
- * were tuned with (kernels/flash-wgmma.cu, flash-mma.cu). */
+ * against many keys, fp8 e4m3 on Hopper. Today's aligned shapes on mma.sync keep the
+ * skeleton they were tuned with (kernels/flash-mma.cu; docs/plan.md, "The legacy
+ * attention skeletons"). */
 
 #define WGMMA_MAX_CONSUMERS 3
 #define MMA_MAX_WARPS 16
@@ -242,7 +243,7 @@ attention_note (NapkinPlanKernel *k,
                                  "(%.0f %%) as a polynomial on the FMA units"), (long long) moved, (long long) blocks, 100.0 * moved / blocks);
     }
   if (a->legacy)
-    g_string_append (s, k->path == NAPKIN_PATH_WGMMA ? " (flash-wgmma)" : " (flash-mma)");
+    g_string_append (s, " (flash-mma)");
   if (extra)
     g_string_append_printf (s, "; %s", extra);
   g_free (k->note);
@@ -285,7 +286,7 @@ napkin_plan_attention_set_mask (NapkinPlan       *plan,
   a->mask_offset = mask == NAPKIN_ATTN_MASK_NONE ? 0 : offset;
   a->window_left = mask == NAPKIN_ATTN_MASK_WINDOW ? left : -1;
   a->window_right = mask == NAPKIN_ATTN_MASK_WINDOW ? right : mask == NAPKIN_ATTN_MASK_CAUSAL ? 0 : -1;
-  /* the skeletons of today's shapes mask nothing: the general kernel, with the same
+  /* the skeleton of today's shapes masks nothing: the general kernel, with the same
    * tiles, stages and footprint, takes the masked kernel */
   if (mask != NAPKIN_ATTN_MASK_NONE)
     a->legacy = FALSE;
@@ -594,15 +595,6 @@ consumer_registers (gint64 producer,
   return MIN (240, (launch * threads - 128 * producer) / (128 * MAX (1, consumers)) / 8 * 8);
 }
 
-void
-napkin_plan_flash_wgmma_registers (gint64  consumers,
-                                   gint64 *producer,
-                                   gint64 *consumer)
-{
-  *producer = consumers >= 3 ? 32 : 56;
-  *consumer = consumer_registers (*producer, consumers);
-}
-
 /* fp8 V: transposed by a separate pass into scratch before the kernel (docs/plan.md,
  * "Attention kernels"). NAPKIN_ATTN_VT_IN_KERNEL asks for the kernel's producer to
  * transpose it instead: measured slower (H200, fp8 4·16·4096·128: 0.803 ms against 0.708
@@ -887,29 +879,18 @@ read_mask (NapkinPlanAttention *a,
   return NULL;
 }
 
-/* Today's aligned shapes run the skeletons they were tuned with (kernels/flash-*.cu). */
+/* Today's aligned shapes on mma.sync run the skeleton they were tuned with
+ * (kernels/flash-mma.cu), which measured 2.8 and 6.5 % faster than attn-sm80.cu on the
+ * H200. On wgmma the general kernel takes every shape: the flash-wgmma skeleton, retired,
+ * ran 1.0–5.0 % slower than attn-sm90.cu (docs/plan.md, "The legacy attention skeletons"). */
 static gboolean
 legacy_shape (const NapkinPlanAttention *a,
-              const AttnAxes            *ax,
-              NapkinPath                 path)
+              const AttnAxes            *ax)
 {
-  if (!ax->plain || a->mask != NAPKIN_ATTN_MASK_NONE || a->n_scores > 0 || a->split_kv > 1 || a->group != 1 || a->exp_fma > 0
-      || (path == NAPKIN_PATH_MMA && a->stages < 2)
-      || (a->D != 64 && a->D != 128) || (a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
-      || a->v_dtype != a->dtype || a->NQ % a->BQ || a->NKV % a->BKV)
-    return FALSE;
-  if (path == NAPKIN_PATH_WGMMA)
-    {
-      /* the skeleton's own register split (its producer keeps 56 below 3 consumers), not
-       * the general kernel's, which may lower the producer to 32 */
-      gint64 producer_regs, legacy_regs;
-
-      napkin_plan_flash_wgmma_registers (ceil_div (a->BQ, 64), &producer_regs, &legacy_regs);
-
-      return a->BQ % 64 == 0 && 3 * a->BKV / 4 + a->D / 2 + 32 <= legacy_regs
-             && a->batch * MAX (a->NQ, a->NKV) <= G_MAXINT32;
-    }
-  return a->BQ % 16 == 0;
+  return ax->plain && a->mask == NAPKIN_ATTN_MASK_NONE && a->n_scores == 0 && a->split_kv <= 1 && a->group == 1
+         && a->exp_fma == 0 && a->stages >= 2 && (a->D == 64 || a->D == 128)
+         && (a->dtype == NAPKIN_DTYPE_FP16 || a->dtype == NAPKIN_DTYPE_BF16) && a->v_dtype == a->dtype
+         && a->NQ % a->BQ == 0 && a->NKV % a->BKV == 0 && a->BQ % 16 == 0;
 }
 
 /* A score operand of the chain: the map or mask `node` reads it on input `port`; its
@@ -1357,7 +1338,6 @@ wgmma_parts (NapkinPlanner       *p,
 static gboolean
 plan_hopper (NapkinPlanner    *p,
              NapkinPlanKernel *k,
-             const AttnAxes   *ax,
              const AttnChain  *c,
              gint64            base,
              char            **hopper)
@@ -1376,7 +1356,7 @@ plan_hopper (NapkinPlanner    *p,
   choose_split (p, a, base, 1);
   /* exp on the FMA units: generated on this path only (kernels/attn-sm90.cu) */
   a->exp_fma = napkin_diagram_node (p->d, c->sm)->exp_fma;
-  a->legacy = a->bkv_parts == 1 && legacy_shape (a, ax, k->path);
+  a->legacy = FALSE;   /* every shape on the general kernel (legacy_shape) */
   a->overlap = a->stages >= 3 || a->BKV >= 128;
   k->grid = base * a->split_kv;
   k->threads = 128 * (1 + a->consumers);
@@ -1431,7 +1411,7 @@ plan_ampere (NapkinPlanner    *p,
                                   MIN (p->arch->max_threads_per_sm / k->threads,
                                        MAX (1u, p->arch->max_blocks_per_sm))));
   choose_split (p, a, base, k->blocks_per_sm);
-  a->legacy = legacy_shape (a, ax, k->path);
+  a->legacy = legacy_shape (a, ax);
   if (a->legacy)
     k->threads = a->consumers * 32;   /* the skeleton's: a warp per 16 rows */
   k->grid = base * a->split_kv;
@@ -1528,7 +1508,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   count_tiles (a);
   base = a->kv_batch * ceil_div (a->group, a->group_tile) * ceil_div (a->NQ, a->BQ);
 
-  if (plan_hopper (p, k, &ax, &c, base, &hopper))
+  if (plan_hopper (p, k, &c, base, &hopper))
     return TRUE;
   a->stages = MAX (2u, region->stages);
   a->stages_asked = 0;

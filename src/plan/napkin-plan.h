@@ -271,7 +271,7 @@ typedef struct
   gboolean         q_regs;                /* mma: Q's fragments kept in registers (else read each chunk) */
   guint            bkv_parts;             /* mma: the region's key chunk run as this many kernel chunks
                                              of BKV keys (2: halves, where a whole chunk spills), else 1 */
-  gboolean         legacy;                /* today's aligned shapes: kernels/flash-wgmma.cu, flash-mma.cu */
+  gboolean         legacy;                /* mma: today's aligned shapes, kernels/flash-mma.cu */
   double           exp_fma;               /* the softmax's exponentials on the FMA units (a fraction;
                                              wgmma only: kernels/attn-sm90.cu, napkin_exp2_poly) */
 } NapkinPlanAttention;
@@ -365,13 +365,6 @@ typedef struct
   gboolean    as_drawn;           /* no pipeline (casts stay, the plan makes no regions):
                                      the paper's model prices the diagram as drawn */
 } NapkinPlanOptions;
-
-/* The flash-wgmma skeleton's setmaxnreg split for `consumers` consumer warpgroups: the
- * producer keeps what its copy loop needs (56, or 32 from 3 consumers), the consumers
- * share the rest of the 64K registers (a multiple of 8, at most 240). */
-void              napkin_plan_flash_wgmma_registers (gint64  consumers,
-                                                     gint64 *producer,
-                                                     gint64 *consumer);
 
 /* Whether the rows skeletons print `rows` (kernels/rows-sm80.cu, rows-strided-sm80.cu):
  * the rules the plan chooses a rows kernel by, which its printer checks again (a printer

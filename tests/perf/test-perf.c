@@ -1415,7 +1415,8 @@ test_wgmma_rates (void)
   }
 }
 
-/* On the wgmma path the model describes gemm-wgmma and flash-wgmma (docs/model.md §6b). */
+/* On the wgmma path the model describes gemm-wgmma and the attention kernel, attn-sm90.cu
+ * with the plan's register split (docs/model.md §6b). */
 static void
 test_wgmma_skeletons (void)
 {

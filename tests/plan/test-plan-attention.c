@@ -56,7 +56,7 @@ typedef struct
 {
   const char         *name;
   NapkinTestAttention c;
-  gboolean            legacy;     /* today's skeleton on both paths */
+  gboolean            legacy;     /* today's skeleton on mma.sync (a100): flash-mma */
   guint               split;      /* expected split-KV on h100 (1: none) */
   gint64              rows;       /* query rows a block */
   const char         *ampere;     /* a100: NULL mma.sync, else generic with this in the reason */
@@ -210,7 +210,7 @@ test_cases (void)
       g_assert_cmpint (att->D, ==, c->c.D);
       g_assert_cmpint (att->rows, ==, c->rows);
       g_assert_cmpint (att->consumers, ==, (c->rows + 63) / 64);
-      g_assert_cmpint (att->legacy, ==, c->legacy);
+      g_assert_false (att->legacy);   /* flash-wgmma is retired: wgmma runs the general kernel */
       g_assert_cmpuint (att->split_kv, ==, c->split);
       g_assert_cmpint (k->grid, ==, att->kv_batch * ((att->group + att->group_tile - 1) / att->group_tile)
                                     * ((att->NQ + att->BQ - 1) / att->BQ) * att->split_kv);
@@ -311,6 +311,7 @@ test_cases (void)
           g_assert_cmpint (k->path, ==, NAPKIN_PATH_MMA);
           g_assert_cmpuint (a->n_generic, ==, 0);
           g_assert_cmpint (k->u.att.rows, ==, c->rows);
+          g_assert_cmpint (k->u.att.legacy, ==, c->legacy);
           g_assert_cmpuint (k->threads, ==, MAX ((c->rows + 15) / 16, k->u.att.legacy ? 1 : 4) * 32);
           assert_model_agrees (d, k, "a100");
         }

@@ -12,7 +12,7 @@
  *                          [mask=causal|window off=O left=L right=R] [general=1] [arch=ID]
  *                          [bias=AXES [bt=T] [first=1] [bfill=rand|pad]]
  *                          [keep=AXES [kfill=rand|pad|tril]] [alpha=A]"
- *                          (general=1: the general kernel even where a skeleton would run;
+ *                          (general=1: the general kernel even where flash-mma would run;
  *                          arch: the profile planned for, h100 by default; bias, keep: score
  *                          operands over the score axes b,h,g,q,k listed — a bias added after
  *                          the scale, or before it with first=1, int8 keep flags — filled at
@@ -55,12 +55,16 @@ static const char *score_table[] = {
 };
 
 static const char *table[] = {
-  /* today's family (the skeleton) and the general kernel on the same shapes */
+  /* today's family; planned for the A100 (sm80 code, which Hopper runs too), the flash-mma
+   * skeleton and the general kernel (general=1) on the same shapes (docs/plan.md, "The
+   * legacy attention skeletons") */
   "name=mha-4k-d128 b=4 h=16 nq=4096 nkv=4096 d=128 t=fp16 bq=128 bkv=128 st=3",
-  "name=mha-4k-d128-gen b=4 h=16 nq=4096 nkv=4096 d=128 t=fp16 bq=128 bkv=128 st=3 general=1",
+  "name=a100-4k-d128 b=4 h=16 nq=4096 nkv=4096 d=128 t=fp16 bq=128 bkv=128 st=3 arch=a100",
+  "name=a100-4k-d128-gen b=4 h=16 nq=4096 nkv=4096 d=128 t=fp16 bq=128 bkv=128 st=3 arch=a100 general=1",
   "name=mha-8k-d128 b=2 h=16 nq=8192 nkv=8192 d=128 t=bf16 bq=128 bkv=128 st=3",
   "name=mha-4k-d64 b=4 h=16 nq=4096 nkv=4096 d=64 t=fp16 bq=128 bkv=128 st=4",
-  "name=mha-4k-d64-gen b=4 h=16 nq=4096 nkv=4096 d=64 t=fp16 bq=128 bkv=128 st=4 general=1",
+  "name=a100-4k-d64 b=4 h=16 nq=4096 nkv=4096 d=64 t=fp16 bq=128 bkv=128 st=4 arch=a100",
+  "name=a100-4k-d64-gen b=4 h=16 nq=4096 nkv=4096 d=64 t=fp16 bq=128 bkv=128 st=4 arch=a100 general=1",
   "name=mha-32k-d128 b=1 h=16 nq=32768 nkv=32768 d=128 t=bf16 bq=128 bkv=128 st=3",
   /* one step off it: lengths that do not divide, other head dims */
   "name=mha-4000-d128 b=4 h=16 nq=4000 nkv=4000 d=128 t=fp16 bq=128 bkv=128 st=3",
