@@ -128,7 +128,7 @@ refs (G           *g,
 
       if (v != NULL)
         g_ptr_array_add (out, v);
-      else if (gi_member (a, "dict") != NULL)
+      else if (gi_member (a, "dict") != NULL && json_object_is_type (gi_member (a, "dict"), json_type_object))
         {
           json_object_object_foreach (gi_member (a, "dict"), key, val)
             {
