@@ -1527,6 +1527,38 @@ in_type_order (NapkinPlanner          *p,
   return TRUE;
 }
 
+/* The element-wise kernel that copies x (laid out xl) into node's value (laid out yl),
+ * y's dims read from x with strides xs: merged axes, buffers, types, launch. */
+static void
+ew_copy_kernel (NapkinPlanner          *p,
+                NapkinPlanKernel       *k,
+                int                     x,
+                const NapkinPlanLayout *xl,
+                int                     node,
+                const NapkinPlanLayout *yl,
+                gint64                 *dims,
+                gint64                 *ys,
+                gint64                 *xs,
+                gint64                  total)
+{
+  g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
+  NapkinPlanElementwise *e = &k->u.ew;
+
+  memset (e, 0, sizeof *e);
+  e->rank = ew_merge_axes (dims, ys, xs, others, yl->n);
+  memcpy (e->dims, dims, sizeof (gint64) * e->rank);
+  memcpy (e->x_strides, xs, sizeof (gint64) * e->rank);
+  e->x = (NapkinPlanBuffer) { x, -1, xl->dtype };
+  e->y = (NapkinPlanBuffer) { node, -1, yl->dtype };
+  e->x_dtype = xl->dtype;
+  e->y_dtype = yl->dtype;
+  e->maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
+  e->other_strides = g_steal_pointer (&others);
+  k->kind = NAPKIN_PLAN_ELEMENTWISE;
+  k->path = NAPKIN_PATH_SIMT;
+  ew_launch (p, k, total);
+}
+
 /* A rearrange alone (docs/plan.md, "Rows and element-wise kernels"): a copy. A transpose
  * reads x through its strides over y's axes; a reshape (merged, split or renamed axes)
  * keeps the flat index, so x is read as y is written. */
@@ -1538,9 +1570,7 @@ ew_rearrange (NapkinPlanner    *p,
   int node = g_array_index (k->nodes, guint, 0), x = napkin_diagram_input_source (p->d, node, 0);
   NapkinPlanLayout yl, xl;
   gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK], total = 1;
-  g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
   gboolean permutation = TRUE;
-  NapkinPlanElementwise *e = &k->u.ew;
 
   if (x < 0 || outputs_fed (p, node) > 1 || !_napkin_plan_value_layout (p, node, &yl) || !_napkin_plan_value_layout (p, x, &xl))
     return FALSE;
@@ -1559,19 +1589,7 @@ ew_rearrange (NapkinPlanner    *p,
       xs[i] = permutation ? _napkin_plan_layout_stride (p->d, &xl, yl.axes[i]) : total;
       total *= dims[i];
     }
-  memset (e, 0, sizeof *e);
-  e->rank = ew_merge_axes (dims, ys, xs, others, yl.n);
-  memcpy (e->dims, dims, sizeof (gint64) * e->rank);
-  memcpy (e->x_strides, xs, sizeof (gint64) * e->rank);
-  e->x = (NapkinPlanBuffer) { x, -1, xl.dtype };
-  e->y = (NapkinPlanBuffer) { node, -1, yl.dtype };
-  e->x_dtype = xl.dtype;
-  e->y_dtype = yl.dtype;
-  e->maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
-  e->other_strides = g_steal_pointer (&others);
-  k->kind = NAPKIN_PLAN_ELEMENTWISE;
-  k->path = NAPKIN_PATH_SIMT;
-  ew_launch (p, k, total);
+  ew_copy_kernel (p, k, x, &xl, node, &yl, dims, ys, xs, total);
   return TRUE;
 }
 
@@ -1588,8 +1606,6 @@ ew_copy (NapkinPlanner    *p,
   const NapkinTensor *out = napkin_diagram_tensor (p->d, t);
   NapkinPlanLayout yl = { 0 }, xl;
   gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK], total = 1;
-  g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
-  NapkinPlanElementwise *e = &k->u.ew;
 
   if (x < 0 || napkin_diagram_node (p->d, x)->kind != NAPKIN_OP_INPUT || !_napkin_plan_value_layout (p, x, &xl))
     return FALSE;
@@ -1612,19 +1628,7 @@ ew_copy (NapkinPlanner    *p,
         return FALSE;
       total *= dims[i];
     }
-  memset (e, 0, sizeof *e);
-  e->rank = ew_merge_axes (dims, ys, xs, others, yl.n);
-  memcpy (e->dims, dims, sizeof (gint64) * e->rank);
-  memcpy (e->x_strides, xs, sizeof (gint64) * e->rank);
-  e->x = (NapkinPlanBuffer) { x, -1, xl.dtype };
-  e->y = (NapkinPlanBuffer) { node, -1, yl.dtype };
-  e->x_dtype = xl.dtype;
-  e->y_dtype = yl.dtype;
-  e->maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
-  e->other_strides = g_steal_pointer (&others);
-  k->kind = NAPKIN_PLAN_ELEMENTWISE;
-  k->path = NAPKIN_PATH_SIMT;
-  ew_launch (p, k, total);
+  ew_copy_kernel (p, k, x, &xl, node, &yl, dims, ys, xs, total);
   return TRUE;
 }
 
