@@ -13,15 +13,21 @@
  * need no special case in the main loop. Warpgroups 1 (and 2) consume: each multiplies
  * its BM/G_CWG rows by the whole BN with wgmma straight from shared memory, keeps one
  * group in flight and frees a stage through its empty mbarrier once its wgmmas are done.
+ * Ping-pong (G_PP, two consumers): each consumer takes every other tile whole (all BM
+ * rows) instead of half of every tile, and each tile's epilogue runs while the other
+ * consumer's wgmmas keep the tensor cores busy (docs/plan.md, "Ping-pong"). The ring
+ * fills in tile order; a consumer starts a tile's main loop once the other has waited
+ * for its last chunk (the `turn` mbarriers), so the parity it waits on in the ring is
+ * never a whole lap ahead of the stage's phase.
  * Epilogue (G_EPI): 0 — C through 128-byte swizzled buffers and TMA stores (clipped at
  * the edges); 1 — each warp stages its 16 rows 32 fp32 columns at a time in shared
  * memory of its own and writes them back in 16-byte-aligned chunks of 8 elements (one
  * vector store each, whatever the alignment of C's rows), each value passed through the
- * fused maps on the way (their other operands loaded a piece ahead, as vectors where
+ * fused maps on the way (their other operands loaded G_RD pieces ahead, as vectors where
  * aligned); 2 — like 1, fp32 partials of this split into [split][batch][M][N], no maps
  * (the split-reduce kernel applies them).
  * The printer (src/codegen/napkin-print-gemm.c) fills the NKP_ parameters and checks the
- * limits: BM = 64·G_CWG·(1 or 2), BN % 8 == 0 (N-major B: % 64), ≤ 128 accumulators per
+ * limits: BM = 64·G_CWG·(1 or 2) (ping-pong: 64 or 128), BN % 8 == 0 (N-major B: % 64), ≤ 128 accumulators per
  * consumer thread, the stages within 227 KB. */
 #ifndef NAPKIN_GENERATED   /* compiled alone for sm_90a: tests/codegen/kernels-alone.sh */
 #include "prelude.cuh"
@@ -32,6 +38,7 @@
 #define NKP_BM 128
 #define NKP_BN 128
 #define NKP_CWG 2
+#define NKP_PP 0
 #define NKP_STAGES 4
 #define NKP_KB 64
 #define NKP_KSTEP 16
@@ -51,6 +58,8 @@
 #define NKP_DVEC 1
 #define NKP_NY 1
 #define NKP_LDY 1
+#define NKP_NW 4
+#define NKP_RD 4
 #define NKP_LDC 512
 #define NKP_CBS 0
 #define NKP_CT napkin_bf16
@@ -61,6 +70,7 @@
 #define G_BM NKP_BM
 #define G_BN NKP_BN
 #define G_CWG NKP_CWG                          /* consumer warpgroups */
+#define G_PP NKP_PP                            /* ping-pong: a consumer takes whole tiles */
 #define G_STAGES NKP_STAGES
 #define G_KB NKP_KB                            /* elements of K per chunk: 128 bytes */
 #define G_KSTEP NKP_KSTEP                      /* elements of K per wgmma */
@@ -78,17 +88,20 @@
 #define G_DVEC NKP_DVEC                        /* every row of the destination starts 16-byte aligned */
 #define G_NY NKP_NY                            /* other operands the fused maps read (at least 1) */
 #define G_LDY NKP_LDY                          /* … and whether there are any */
+#define G_NW NKP_NW                            /* 32-bit words of one chunk of them, as loaded */
+#define G_RD NKP_RD                            /* pieces of them in flight */
 #define G_LDC NKP_L (NKP_LDC)
 #define G_CBS NKP_L (NKP_CBS)
 #define G_THREADS (128 * (1 + G_CWG))
-#define G_WGM (G_BM / G_CWG)                 /* rows of C per consumer warpgroup */
+#define G_WGM (G_PP ? G_BM : G_BM / G_CWG)    /* rows of C per consumer warpgroup */
+#define G_ROW0(cw) (G_PP ? 0 : (cw) * G_WGM)   /* its first row in the tile */
 #define G_MI (G_WGM / 64)                    /* m64 wgmmas per consumer and k-step */
 #define G_A_BYTES (G_BM * 128)
 #define G_B_BYTES (G_BN * 128)
 #define G_STAGE_BYTES (G_A_BYTES + G_B_BYTES)
 #define G_BOX_BYTES (G_KB * 128)             /* an MN-major box: 64 columns × KB rows */
 #define G_GROUP 8
-#define G_CONSUMER_WARPS (4 * G_CWG)
+#define G_CONSUMER_WARPS (G_PP ? 4 : 4 * G_CWG)   /* warps that consume one stage */
 #define G_TILES_M ((G_M + G_BM - 1) / G_BM)
 #define G_TILES_N ((G_N + G_BN - 1) / G_BN)
 #define G_TILES (G_TILES_M * G_TILES_N * G_BATCH * G_SPLIT)
@@ -112,10 +125,19 @@ np_e_k0_epi (const NapkinArgs &args, int b, long m, long n, float x)
 }
 
 __device__ __forceinline__ void
-np_e_k0_ld8 (const NapkinArgs &args, int b, long m, long n, float (&y)[1][8])
+np_e_k0_ldr (const NapkinArgs &args, int b, long m, long n, unsigned (&r)[4])
 {
-  (void) args; (void) b; (void) m; (void) n; (void) y;
-  napkin_ld8 (&((napkin_bf16 *) ((char *) args.p[0] + 458752))[n * 1L], y[0]);
+  (void) args; (void) b; (void) m; (void) n; (void) r;
+  napkin_ldbits16 (&((napkin_bf16 *) ((char *) args.p[0] + 458752))[n * 1L], r + 0);
+}
+
+__device__ __forceinline__ void
+np_e_k0_cvt (const unsigned (&r)[4], float (&y)[1][8])
+{
+  (void) r; (void) y;
+#pragma unroll
+  for (int h = 0; h < 4; h++)
+    napkin_unpack2 ((const napkin_bf16 *) 0, r[0 + h], &y[0][2 * h]);
 }
 
 __device__ __forceinline__ float
@@ -232,12 +254,13 @@ NKP_CAT (NKP_NAME, _lds8) (unsigned buf, unsigned prev, int r, int cp, float (&v
 }
 
 /* The maps' other operands of piece j (columns 32j … of the tile) for the two rows a
- * lane writes (mw + lane/4 and + 8): their full chunks only (edges load as they go). */
+ * lane writes (mw + lane/4 and + 8), as loaded: their full chunks only (edges load as
+ * they go). Nothing waits for them until NKP_CAT (NKP_NAME, _cvt_piece). */
 static __device__ __forceinline__ void
 NKP_CAT (NKP_NAME, _ld_piece) (const NapkinArgs &args, int b, long mw, int n0, int j, int skew0, int skew1,
-                 float (&y)[2][G_NY][8])
+                 unsigned (&r)[2][G_NW])
 {
-  (void) args; (void) b; (void) mw; (void) n0; (void) j; (void) skew0; (void) skew1; (void) y;
+  (void) args; (void) b; (void) mw; (void) n0; (void) j; (void) skew0; (void) skew1; (void) r;
 #if G_EPI == 1 && G_LDY
   const int lane = threadIdx.x % 32;
 
@@ -248,13 +271,24 @@ NKP_CAT (NKP_NAME, _ld_piece) (const NapkinArgs &args, int b, long mw, int n0, i
       const int c = 32 * j + 8 * (lane % 4) - (it ? skew1 : skew0);
 
       if (m < G_M && c >= 0 && c + 8 <= G_BN && n0 + c + 8 <= G_N)
-        NKP_CAT (NKP_NAME, _ld8) (args, b, m, n0 + c, y[it]);
+        NKP_CAT (NKP_NAME, _ldr) (args, b, m, n0 + c, r[it]);
     }
 #endif
 }
 
+/* A piece's operands as fp32 (waiting for their loads). */
+static __device__ __forceinline__ void
+NKP_CAT (NKP_NAME, _cvt_piece) (const unsigned (&r)[2][G_NW], float (&y)[2][G_NY][8])
+{
+  (void) r; (void) y;
+#if G_EPI == 1 && G_LDY
+  NKP_CAT (NKP_NAME, _cvt) (r[0], y[0]);
+  NKP_CAT (NKP_NAME, _cvt) (r[1], y[1]);
+#endif
+}
+
 /* Chunk of 8 columns n … n + 7 (all inside the tile, N and M) of row m: the fused maps
- * with their operands y (loaded by NKP_CAT (NKP_NAME, _ld8)), one vector store. */
+ * with their operands y (NKP_CAT (NKP_NAME, _cvt_piece)), one vector store. */
 static __device__ __forceinline__ void
 NKP_CAT (NKP_NAME, _put8) (const NapkinArgs &args, int split, int b, long m, long n, float (&v)[8], const float (&y)[G_NY][8])
 {
@@ -300,6 +334,7 @@ NKP_NAME (const NapkinArgs args,
   const unsigned base = (napkin_smem_addr (smem_) + 1023) & ~1023u;
   const unsigned full = base + G_SMEM_C + 2 * G_CWG * G_CBUF;   /* G_STAGES mbarriers, then the empty ones */
   const unsigned empty = full + G_STAGES * 8;
+  const unsigned turn = empty + G_STAGES * 8;   /* ping-pong: one mbarrier a consumer */
   const int tid = threadIdx.x, wg = tid / 128;
 
   (void) args;
@@ -310,6 +345,9 @@ NKP_NAME (const NapkinArgs args,
           napkin_sm90_bar_init (full + 8 * s, 1);
           napkin_sm90_bar_init (empty + 8 * s, G_CONSUMER_WARPS);
         }
+      if (G_PP)
+        for (int c = 0; c < G_CWG; c++)
+          napkin_sm90_bar_init (turn + 8 * c, 1);
       asm volatile ("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
   __syncthreads ();
@@ -361,7 +399,8 @@ NKP_NAME (const NapkinArgs args,
     }
   else
     {
-      /* Consumers: warpgroup cw takes rows cw·BM/G_CWG … of each tile. */
+      /* Consumers: warpgroup cw takes rows cw·BM/G_CWG … of each tile (ping-pong: the
+       * whole of every G_CWG-th tile, skipping the others' chunks in the ring). */
       const int cw = wg - 1, warp = (tid / 32) % 4, lane = tid % 32;
       const unsigned cbuf = base + G_SMEM_C + cw * 2 * G_CBUF;
       unsigned it = 0;      /* chunks consumed so far, over all tiles */
@@ -369,17 +408,28 @@ NKP_NAME (const NapkinArgs args,
       unsigned piece = 0;   /* output pieces staged so far: which of the two buffers */
 #endif
       float acc[G_MI][G_BN / 2];
+      unsigned nth = 0;     /* tiles of this block passed so far */
 
 #if G_CWG == 2
       asm volatile ("setmaxnreg.inc.sync.aligned.u32 232;");   /* 128 × 40 + 256 × 232 ≤ 64 K */
 #endif
-      for (long t = blockIdx.x; t < G_TILES; t += gridDim.x)
+      for (long t = blockIdx.x; t < G_TILES; t += gridDim.x, nth++)
         {
           int split, b, m0, n0;
 
           NKP_CAT (NKP_NAME, _tile) (t, &split, &b, &m0, &n0);
           const int kc0 = split * (int) G_SPLIT_CHUNKS;
           const int kc1 = (int) (G_CHUNKS < (split + 1) * G_SPLIT_CHUNKS ? G_CHUNKS : (split + 1) * G_SPLIT_CHUNKS);
+
+          if (G_PP && nth % G_CWG != (unsigned) cw)
+            {
+              it += kc1 > kc0 ? kc1 - kc0 : 0;   /* the other consumer's tile */
+              continue;
+            }
+          /* ping-pong: the other consumer has waited for its tile's last chunk (arrival
+           * nth/2 − 1 + cw on our barrier, counted from 0) */
+          if (G_PP && nth > 0)
+            napkin_sm90_bar_wait (turn + 8 * cw, ((nth / 2 + cw - 1) & 1));
 
 #pragma unroll
           for (int i = 0; i < G_MI; i++)
@@ -401,7 +451,7 @@ NKP_NAME (const NapkinArgs args,
 #pragma unroll
                 for (int i = 0; i < G_MI; i++)
                   {
-                    const int row = cw * G_WGM + i * 64;   /* of the tile: a multiple of 64 */
+                    const int row = G_ROW0 (cw) + i * 64;   /* of the tile: a multiple of 64 */
 #if G_A_KMAJOR
                     const unsigned long long da = napkin_sm90_desc (a_base + row * 128 + kk * 32, 16, 1024);
 #else
@@ -422,6 +472,9 @@ NKP_NAME (const NapkinArgs args,
               if (kc > kc0 && lane == 0)
                 napkin_sm90_bar_arrive (empty + 8 * ((it - 1) % G_STAGES));
             }
+          /* ping-pong: the other consumer may start its tile */
+          if (G_PP && tid % 128 == 0)
+            napkin_sm90_bar_arrive (turn + 8 * (1 - cw));
           asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
           G_FENCE_ACC ();
           /* The tile's last chunk is free too (a split with no chunks consumed none). */
@@ -465,9 +518,9 @@ NKP_NAME (const NapkinArgs args,
                   if (leader)
                     {
 #if G_C_RANK3
-                      napkin_sm90_tma_store (&tma_c, n0 + j * G_CBOX, m0 + cw * G_WGM + i * 64, b, buf);
+                      napkin_sm90_tma_store (&tma_c, n0 + j * G_CBOX, m0 + G_ROW0 (cw) + i * 64, b, buf);
 #else
-                      napkin_sm90_tma_store (&tma_c, n0 + j * G_CBOX, m0 + cw * G_WGM + i * 64, buf);
+                      napkin_sm90_tma_store (&tma_c, n0 + j * G_CBOX, m0 + G_ROW0 (cw) + i * 64, buf);
 #endif
                       asm volatile ("cp.async.bulk.commit_group;" ::: "memory");
                     }
@@ -483,7 +536,9 @@ NKP_NAME (const NapkinArgs args,
            * chunk starts up to 7 columns before its piece (those come from the previous
            * piece's buffer) and one more pass writes the last piece's remainder. Chunks
            * past the tile's or the matrix's edge are written column by column. The maps'
-           * other operands of the next piece are loaded while a piece is written. */
+           * other operands are loaded G_RD pieces ahead, as bits nothing waits for until
+           * their piece is written: a warp keeps that many round trips in flight, where
+           * one piece ahead left the epilogue waiting on device memory. */
           {
             const unsigned wbuf = cbuf + warp * 4096;
             const int g = lane % 4;
@@ -491,13 +546,17 @@ NKP_NAME (const NapkinArgs args,
 #pragma unroll
             for (int i = 0; i < G_MI; i++)
               {
-                const long mw = m0 + cw * G_WGM + i * 64 + warp * 16;
+                const long mw = m0 + G_ROW0 (cw) + i * 64 + warp * 16;
                 const int skew0 = NKP_CAT (NKP_NAME, _skew) (args, split, b, mw + lane / 4, n0);
                 const int skew1 = NKP_CAT (NKP_NAME, _skew) (args, split, b, mw + lane / 4 + 8, n0);
 
-                float y[2][G_NY][8], yn[2][G_NY][8];   /* this piece's operands, the next one's */
+                unsigned raw[G_RD][2][G_NW];   /* pieces j … j + G_RD − 1 of the operands, in flight */
+                float y[2][G_NY][8];           /* piece j's */
 
-                NKP_CAT (NKP_NAME, _ld_piece) (args, b, mw, n0, 0, skew0, skew1, y);
+#pragma unroll
+                for (int p = 0; p < G_RD; p++)
+                  if (p < (G_BN + 31) / 32)
+                    NKP_CAT (NKP_NAME, _ld_piece) (args, b, mw, n0, p, skew0, skew1, raw[p]);
 #pragma unroll
                 for (int j = 0; j <= (G_BN + 31) / 32; j++)
                   {
@@ -505,8 +564,13 @@ NKP_NAME (const NapkinArgs args,
 
                     if (j == (G_BN + 31) / 32 && G_DVEC)
                       break;   /* aligned rows: no remainder */
-                    if (j + 1 <= (G_BN + 31) / 32)
-                      NKP_CAT (NKP_NAME, _ld_piece) (args, b, mw, n0, j + 1, skew0, skew1, yn);
+                    if (j < (G_BN + 31) / 32)
+                      {
+                        /* the last piece's remainder (rows not aligned) is edges only */
+                        NKP_CAT (NKP_NAME, _cvt_piece) (raw[j % G_RD], y);
+                        if (j + G_RD < (G_BN + 31) / 32)
+                          NKP_CAT (NKP_NAME, _ld_piece) (args, b, mw, n0, j + G_RD, skew0, skew1, raw[j % G_RD]);
+                      }
                     if (j < (G_BN + 31) / 32)
                       {
 #pragma unroll
@@ -549,13 +613,6 @@ NKP_NAME (const NapkinArgs args,
                           for (int e = 0; e < 8; e++)
                             y[0][q][e] = y[1][q][e];
                       }
-#pragma unroll
-                    for (int it = 0; it < 2; it++)
-#pragma unroll
-                      for (int q = 0; q < G_NY; q++)
-#pragma unroll
-                        for (int e = 0; e < 8; e++)
-                          y[it][q][e] = yn[it][q][e];
                     __syncwarp ();
                   }
               }
@@ -572,6 +629,8 @@ NKP_NAME (const NapkinArgs args,
 #undef G_BM
 #undef G_BN
 #undef G_CWG
+#undef G_PP
+#undef G_ROW0
 #undef G_STAGES
 #undef G_KB
 #undef G_KSTEP
@@ -590,6 +649,8 @@ NKP_NAME (const NapkinArgs args,
 #undef G_DT
 #undef G_NY
 #undef G_LDY
+#undef G_NW
+#undef G_RD
 #undef G_LDC
 #undef G_CBS
 #undef G_THREADS

@@ -69,6 +69,52 @@ napkin_st8 (T *p, const float (&v)[8])
                    "r" (napkin_pack2 (p, v[4], v[5])), "r" (napkin_pack2 (p, v[6], v[7])) : "memory");
 }
 
+/* Loads that nothing waits for until their bits are converted (napkin_bits_f,
+ * napkin_unpack2): the staged epilogue keeps several pieces of its operands in flight
+ * this way. One element (zero-extended), or 16 bytes (aligned). */
+template <typename T>
+__device__ __forceinline__ void
+napkin_ldbits1 (const T *p, unsigned *r)
+{
+  if (sizeof (T) == 4)
+    asm volatile ("ld.global.b32 %0, [%1];" : "=r" (r[0]) : "l" (p));
+  else if (sizeof (T) == 2)
+    asm volatile ("ld.global.u16 %0, [%1];" : "=r" (r[0]) : "l" (p));
+  else
+    asm volatile ("ld.global.u8 %0, [%1];" : "=r" (r[0]) : "l" (p));
+}
+
+template <typename T>
+__device__ __forceinline__ void
+napkin_ldbits16 (const T *p, unsigned *r)
+{
+  asm volatile ("ld.global.v4.b32 {%0, %1, %2, %3}, [%4];"
+                : "=r" (r[0]), "=r" (r[1]), "=r" (r[2]), "=r" (r[3]) : "l" (p));
+}
+
+__device__ __forceinline__ float
+napkin_bits_f (const float *, unsigned u)
+{
+  return __uint_as_float (u);
+}
+
+__device__ __forceinline__ float
+napkin_bits_f (const signed char *, unsigned u)
+{
+  return (float) (signed char) u;
+}
+
+/* the 16- and 8-bit float types: one field x */
+template <typename T>
+__device__ __forceinline__ float
+napkin_bits_f (const T *, unsigned u)
+{
+  T v;
+
+  v.x = (decltype (v.x)) u;
+  return napkin_ld (&v);
+}
+
 /* Eight values from global memory (16-byte aligned) as fp32. */
 __device__ __forceinline__ void
 napkin_ld8 (const float *p, float (&v)[8])

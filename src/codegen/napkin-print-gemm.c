@@ -165,11 +165,13 @@ operand_index (const NapkinPlanMap *map,
   return g_string_free (index, FALSE);
 }
 
-/* The Hopper staged epilogue's halves of the fused maps (kernels/gemm-sm90.cu): NAME_ld8
- * loads the other operands of 8 consecutive columns n … n + 7 of row m into y[q][0 … 7]
- * (one vector where the operand's rows and start are 16-byte aligned and the chunks are,
- * `dvec`), NAME_ap applies the chain to column e's value with them. *n_other: how many
- * operands the maps read. */
+/* The Hopper staged epilogue's halves of the fused maps (kernels/gemm-sm90.cu): NAME_ldr
+ * loads the bits of the other operands of 8 consecutive columns n … n + 7 of row m into
+ * r (one 16-byte vector where the operand's rows and start are 16-byte aligned and the
+ * chunks are, `dvec`; else element by element), with nothing waiting for them, so that
+ * the epilogue keeps several pieces in flight; NAME_cvt turns them into y[q][0 … 7];
+ * NAME_ap applies the chain to column e's value with them. *n_other: how many operands
+ * the maps read; *n_words: the 32-bit words of r. */
 static char *
 epilogue_split_functions (const NapkinPrintCtx *ctx,
                           const char           *name,
@@ -177,11 +179,13 @@ epilogue_split_functions (const NapkinPrintCtx *ctx,
                           gboolean              dvec,
                           gint64                batch,
                           guint                *n_other,
+                          guint                *n_words,
                           GError              **error)
 {
   g_autoptr(GString) ld = g_string_new (NULL);
+  g_autoptr(GString) cvt = g_string_new (NULL);
   g_autoptr(GString) ap = g_string_new (NULL);
-  guint q = 0;
+  guint q = 0, w = 0;
 
   for (guint i = 0; maps != NULL && i < maps->len; i++)
     {
@@ -194,6 +198,7 @@ epilogue_split_functions (const NapkinPrintCtx *ctx,
           g_autofree char *y = g_strdup_printf ("y[%u][e]", q);
           g_autofree char *at_n = operand_index (map, "n");
           g_autofree char *at_ne = operand_index (map, "(n + e)");
+          const char *ct = _napkin_cuda_ctype (map->other.dtype);
           const guint ob = napkin_dtype_bytes (map->other.dtype);
           NapkinCudaRef ref;
           gboolean vec;
@@ -205,13 +210,37 @@ epilogue_split_functions (const NapkinPrintCtx *ctx,
                 && ref.offset % 16 == 0 && (map->stride[1] * ob) % 16 == 0
                 && (batch <= 1 || (map->stride[0] * ob) % 16 == 0);
           if (map->stride[2] == 0)
-            g_string_append_printf (ld, "  { const float t = napkin_ld (&%s[%s]);\n"
-                                        "    for (int e = 0; e < 8; e++) y[%u][e] = t; }\n", other, at_n, q);
+            {
+              g_string_append_printf (ld, "  napkin_ldbits1 (&%s[%s], r + %u);\n", other, at_n, w);
+              g_string_append_printf (cvt, "  { const float t = napkin_bits_f ((const %s *) 0, r[%u]);\n"
+                                           "    for (int e = 0; e < 8; e++) y[%u][e] = t; }\n", ct, w, q);
+              w += 1;
+            }
+          else if (vec && ob == 2)
+            {
+              g_string_append_printf (ld, "  napkin_ldbits16 (&%s[%s], r + %u);\n", other, at_n, w);
+              g_string_append_printf (cvt, "#pragma unroll\n  for (int h = 0; h < 4; h++)\n"
+                                           "    napkin_unpack2 ((const %s *) 0, r[%u + h], &y[%u][2 * h]);\n",
+                                      ct, w, q);
+              w += 4;
+            }
           else if (vec)
-            g_string_append_printf (ld, "  napkin_ld8 (&%s[%s], y[%u]);\n", other, at_n, q);
+            {
+              g_string_append_printf (ld, "  napkin_ldbits16 (&%s[%s], r + %u);\n"
+                                          "  napkin_ldbits16 (&%s[%s] + 4, r + %u);\n", other, at_n, w, other, at_n,
+                                      w + 4);
+              g_string_append_printf (cvt, "#pragma unroll\n  for (int e = 0; e < 8; e++)\n"
+                                           "    y[%u][e] = __uint_as_float (r[%u + e]);\n", q, w);
+              w += 8;
+            }
           else
-            g_string_append_printf (ld, "#pragma unroll\n  for (int e = 0; e < 8; e++)\n"
-                                        "    y[%u][e] = napkin_ld (&%s[%s]);\n", q, other, at_ne);
+            {
+              g_string_append_printf (ld, "#pragma unroll\n  for (int e = 0; e < 8; e++)\n"
+                                          "    napkin_ldbits1 (&%s[%s], r + %u + e);\n", other, at_ne, w);
+              g_string_append_printf (cvt, "#pragma unroll\n  for (int e = 0; e < 8; e++)\n"
+                                           "    y[%u][e] = napkin_bits_f ((const %s *) 0, r[%u + e]);\n", q, ct, w);
+              w += 8;
+            }
           expr = _napkin_cuda_map_expr (map, "x", y);
           q++;
         }
@@ -220,10 +249,17 @@ epilogue_split_functions (const NapkinPrintCtx *ctx,
       g_string_append_printf (ap, "  x = %s;\n", expr);
     }
   *n_other = q;
+  *n_words = w;
   return g_strdup_printf ("__device__ __forceinline__ void\n"
-                          "%s_ld8 (const NapkinArgs &args, int b, long m, long n, float (&y)[%u][8])\n"
+                          "%s_ldr (const NapkinArgs &args, int b, long m, long n, unsigned (&r)[%u])\n"
                           "{\n"
-                          "  (void) args; (void) b; (void) m; (void) n; (void) y;\n"
+                          "  (void) args; (void) b; (void) m; (void) n; (void) r;\n"
+                          "%s"
+                          "}\n\n"
+                          "__device__ __forceinline__ void\n"
+                          "%s_cvt (const unsigned (&r)[%u], float (&y)[%u][8])\n"
+                          "{\n"
+                          "  (void) r; (void) y;\n"
                           "%s"
                           "}\n\n"
                           "__device__ __forceinline__ float\n"
@@ -233,7 +269,8 @@ epilogue_split_functions (const NapkinPrintCtx *ctx,
                           "%s"
                           "  return x;\n"
                           "}\n",
-                          name, MAX (q, 1), ld->str, name, MAX (q, 1), ap->str);
+                          name, MAX (w, 1), ld->str, name, MAX (w, 1), MAX (q, 1), cvt->str, name, MAX (q, 1),
+                          ap->str);
 }
 
 static const char *
@@ -470,7 +507,12 @@ wgmma_shape (const NapkinPlanGemm *g,
   consumers = f->consumers = g->consumers == 0 ? 2 : g->consumers;
   if (consumers != 1 && consumers != 2)
     return fail (error, name, "consumers = %u; 1 or 2 warpgroups", g->consumers);
-  if (g->BM != 64 * consumers && g->BM != 128 * consumers)
+  if (g->pingpong && consumers != 2)
+    return fail (error, name, "ping-pong with %" G_GINT64_FORMAT " consumer warpgroup; it takes 2", consumers);
+  if (g->pingpong && g->BM != 64 && g->BM != 128)
+    return fail (error, name, "BM = %" G_GINT64_FORMAT " with ping-pong: each consumer takes the whole tile, 64 or "
+                 "128 rows", g->BM);
+  if (!g->pingpong && g->BM != 64 * consumers && g->BM != 128 * consumers)
     return fail (error, name, "BM = %" G_GINT64_FORMAT " with %" G_GINT64_FORMAT " consumer warpgroups: each takes 64 "
                  "or 128 rows (BM %" G_GINT64_FORMAT " or %" G_GINT64_FORMAT ")", g->BM, consumers, 64 * consumers,
                  128 * consumers);
@@ -483,7 +525,7 @@ wgmma_shape (const NapkinPlanGemm *g,
   if (BK % KB)
     return fail (error, name, "BK = %" G_GINT64_FORMAT "; a multiple of %" G_GINT64_FORMAT " (one 128-byte swizzle row "
                  "of %s)", BK, KB, napkin_dtype_to_string (g->ab_dtype));
-  MI = g->BM / consumers / 64;
+  MI = g->pingpong ? g->BM / 64 : g->BM / consumers / 64;
   if (MI * g->BN / 2 > 128)
     return fail (error, name, "a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " tile needs %" G_GINT64_FORMAT
                  " accumulators per consumer thread; at most 128", g->BM, g->BN, MI * g->BN / 2);
@@ -531,6 +573,7 @@ wgmma_epilogue (const NapkinPrintCtx *ctx,
                 const char           *name,
                 const Sm90Form       *f,
                 guint                *n_other,
+                guint                *n_words,
                 GError              **error)
 {
   g_autofree char *per = NULL;
@@ -539,7 +582,8 @@ wgmma_epilogue (const NapkinPrintCtx *ctx,
   if (f->epi != 1)
     return g_strdup ("");
   per = epilogue_function (ctx, name, name, g->epilogue, error);
-  split_fns = per == NULL ? NULL : epilogue_split_functions (ctx, name, g->epilogue, f->dvec, g->batch, n_other, error);
+  split_fns = per == NULL ? NULL : epilogue_split_functions (ctx, name, g->epilogue, f->dvec, g->batch, n_other, n_words,
+                                                                     error);
   if (split_fns == NULL)
     return NULL;
   return g_strconcat (per, "\n", split_fns, NULL);
@@ -554,8 +598,13 @@ wgmma_print (const NapkinPrintCtx   *ctx,
              const char             *cref,
              const char             *pref,
              const char             *epifn,
-             guint                   n_other)
+             guint                   n_other,
+             guint                   n_words)
 {
+  /* pieces of the operands in flight (two rows of n_words each): 4, or fewer where they
+   * would take more than 48 registers, at least 2 */
+  const guint depth = n_words == 0 ? 1 : CLAMP (24 / n_words, 2, 4);
+
   const NapkinPlanGemm *g = &kernel->u.gemm;
   g_autofree char *fname = g_strdup_printf ("%s_wgmma", name);
   Param head[] = {
@@ -563,6 +612,7 @@ wgmma_print (const NapkinPrintCtx   *ctx,
     { "BM", i64 (g->BM) },
     { "BN", i64 (g->BN) },
     { "CWG", i64 (f->consumers) },
+    { "PP", g_strdup (g->pingpong ? "1" : "0") },
     { "STAGES", i64 (f->stages) },
     { "KB", i64 (f->KB) },
     { "KSTEP", g_strdup (is_fp8 (g->ab_dtype) ? "32" : "16") },
@@ -577,6 +627,8 @@ wgmma_print (const NapkinPrintCtx   *ctx,
     { "DVEC", g_strdup (f->dvec ? "1" : "0") },
     { "NY", i64 (MAX (n_other, 1)) },
     { "LDY", g_strdup (n_other > 0 ? "1" : "0") },
+    { "NW", i64 (MAX (n_words, 1)) },
+    { "RD", i64 (depth) },
     { "LDC", i64 (g->ldc) },
     { "CBS", i64 (g->c_bstride) },
     { "CT", g_strdup (_napkin_cuda_ctype (g->c_dtype)) },
@@ -635,7 +687,7 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
   const NapkinPlanGemm *g = &kernel->u.gemm;
   Sm90Form f = { 0 };
   gint64 tiles;
-  guint n_other = 0;
+  guint n_other = 0, n_words = 0;
   g_autofree char *cref = NULL;
   g_autofree char *pref = NULL;
   g_autofree char *epifn = NULL;
@@ -653,10 +705,10 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
   pref = partials_expr (ctx, g, f.epi == 2, error);
   if (pref == NULL)
     return FALSE;
-  epifn = wgmma_epilogue (ctx, g, name, &f, &n_other, error);
+  epifn = wgmma_epilogue (ctx, g, name, &f, &n_other, &n_words, error);
   if (epifn == NULL)
     return FALSE;
-  wgmma_print (ctx, kernel, name, &f, cref, pref, epifn, n_other);
+  wgmma_print (ctx, kernel, name, &f, cref, pref, epifn, n_other, n_words);
   tiles = ((g->M + g->BM - 1) / g->BM) * ((g->N + g->BN - 1) / g->BN) * g->batch * g->split_k;
   wgmma_tensor_maps (g, &f, &ra, &rb, &rc, maps);
 
@@ -670,10 +722,11 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
   g_array_append_vals (ck->tensor_maps, maps, f.epi == 0 ? 3 : 2);
   ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT " stages of %"
                               G_GINT64_FORMAT " (TMA, 128-byte swizzle), A %s-major, B %s-major, 1 producer + %"
-                              G_GINT64_FORMAT " consumer warpgroups, wgmma m64n%" G_GINT64_FORMAT "k%s, %"
+                              G_GINT64_FORMAT " consumer warpgroups%s, wgmma m64n%" G_GINT64_FORMAT "k%s, %"
                               G_GINT64_FORMAT " tiles on a persistent grid%s, %s",
                               g->BM, g->BN, f.stages, f.KB, g->a_kmajor ? "K" : "M", g->b_kmajor ? "K" : "N",
-                              f.consumers, g->BN, is_fp8 (g->ab_dtype) ? "32" : "16", tiles,
+                              f.consumers, g->pingpong ? " (ping-pong)" : "", g->BN,
+                              is_fp8 (g->ab_dtype) ? "32" : "16", tiles,
                               g->split_k > 1 ? ", split-K partials" : "",
                               f.epi == 0 ? "TMA stores" : f.epi == 2 ? "fp32 partials stored"
                                                                      : maps_summary (g->epilogue));

@@ -178,12 +178,14 @@ napkin_plan_gemm_smem (NapkinPath            path,
   if (path == NAPKIN_PATH_WGMMA)
     {
       /* chunks of one 128-byte swizzle row in flight, two 8 KB buffers of C per consumer
-       * warpgroup, 1 KB to align them, a pair of mbarriers per chunk */
+       * warpgroup, 1 KB to align them, a pair of mbarriers per chunk (ping-pong: and
+       * one a consumer) */
       gint64 row = 128 / MAX (1u, napkin_dtype_bytes (g->ab_dtype));
       gint64 chunks = (gint64) MAX (g->stages, 1u) * MAX (1, g->BK / row);
       gint64 consumers = g->consumers > 0 ? g->consumers : 2;
 
-      return chunks * (g->BM + g->BN) * 128 + 2 * consumers * 8192 + 1024 + 16 * chunks;
+      return chunks * (g->BM + g->BN) * 128 + 2 * consumers * 8192 + 1024 + 16 * chunks
+             + (g->pingpong ? 8 * consumers : 0);
     }
   /* mma.sync: A and B as stored, rows padded by 8 halves against bank conflicts */
   return (gint64) MAX (g->stages, 2u)

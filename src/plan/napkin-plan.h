@@ -85,6 +85,9 @@ typedef struct
   gint64           BM, BN, BK;            /* block tile of C; K in chunks of BK */
   guint            stages;                /* shared-memory buffers of A and B chunks */
   guint            consumers;             /* wgmma: consumer warpgroups (1 or 2) */
+  gboolean         pingpong;              /* wgmma, 2 consumers: each takes whole tiles in
+                                             turn (BM 64 or 128), its epilogue under the
+                                             other's main loop */
   gint64           WM, WN;                /* mma: warp tile */
   guint            split_k;               /* ≥ 1; > 1: fp32 partials into scratch `partials`,
                                              summed by the next (SPLIT_REDUCE) kernel */

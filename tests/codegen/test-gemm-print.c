@@ -158,6 +158,9 @@ test_refusals (void)
   must_fail ("t=sm90 ab=bf16 m=64 n=64 k=64 tile=256x256x64", "accumulators");
   must_fail ("t=sm90 ab=bf16 m=64 n=64 k=64 tile=128x256x64 stages=5", "shared memory");
   must_fail ("t=sm90 ab=bf16 m=64 n=64 k=64 tile=128x128x32", "BK = 32");
+  must_fail ("t=sm90 ab=bf16 m=64 n=64 k=64 tile=64x128x64 cons=1 pp=1", "ping-pong with 1 consumer");
+  must_fail ("t=sm90 ab=bf16 m=64 n=64 k=64 tile=256x128x64 pp=1", "whole tile, 64 or 128 rows");
+  must_fail ("t=sm90 ab=bf16 m=64 n=64 k=64 tile=128x256x64 pp=1", "accumulators");
   must_fail ("t=sm90 ab=e4m3 m=64 n=64 k=64 a=k bl=k tile=128x128x64", "BK = 64");
   must_fail ("t=sm80 ab=bf16 m=64 n=64 k=64 tile=128x128x32 warp=24x32", "warp tile");
   must_fail ("t=sm80 ab=bf16 m=64 n=64 k=64 tile=256x256x32 warp=16x16", "warps per block");
@@ -217,9 +220,10 @@ test_epilogue_text (void)
 }
 
 /* The staged epilogue (kernels/gemm-sm90.cu): rows of C that start 16-byte aligned are
- * known so at print time and the gate is read as 16-byte vectors; unaligned rows (N =
- * 1001 bf16) are found per row and the gate read column by column; a bias varies along
- * n only; split-K partials with N % 4 != 0 are unaligned rows of fp32. */
+ * known so at print time and the gate is read as 16-byte vectors (4 words a chunk, 4
+ * pieces in flight); unaligned rows (N = 1001 bf16) are found per row and the gate read
+ * column by column (8 words, 3 pieces); a bias varies along n only; split-K partials
+ * with N % 4 != 0 are unaligned rows of fp32. */
 static void
 test_staged_epilogue (void)
 {
@@ -234,22 +238,27 @@ test_staged_epilogue (void)
   g_assert_no_error (error);
   g_assert_nonnull (strstr (al->module->source, "#define NKP_DVEC 1\n"));
   g_assert_nonnull (strstr (al->module->source, "#define NKP_LDY 1\n"));
-  gate = g_strdup_printf ("napkin_ld8 (&((napkin_bf16 *) ((char *) args.p[0] + %" G_GINT64_FORMAT "))[(long) b * 262144L + m * 1024L + "
-                          "n * 1L], y[0]);", al->x.offset);
+  gate = g_strdup_printf ("napkin_ldbits16 (&((napkin_bf16 *) ((char *) args.p[0] + %" G_GINT64_FORMAT "))[(long) b * 262144L + "
+                          "m * 1024L + n * 1L], r + 0);", al->x.offset);
   g_assert_nonnull (strstr (al->module->source, gate));
+  g_assert_nonnull (strstr (al->module->source, "napkin_unpack2 ((const napkin_bf16 *) 0, r[0 + h], &y[0][2 * h]);"));
   g_assert_nonnull (strstr (al->module->source, "x = (x * y[0][e]);"));
+  g_assert_nonnull (strstr (al->module->source, "#define NKP_NW 4\n"));
+  g_assert_nonnull (strstr (al->module->source, "#define NKP_RD 4\n"));
 
   un = napkin_test_gemm_new ("name=un t=sm90 ab=bf16 c=bf16 m=256 n=1001 k=128 a=k bl=k epi=silu_gate "
                              "tile=128x256x64", &error);
   g_assert_no_error (error);
   g_assert_nonnull (strstr (un->module->source, "#define NKP_DVEC 0\n"));
-  g_assert_null (strstr (un->module->source, "napkin_ld8 (&"));
-  g_assert_nonnull (strstr (un->module->source, " + m * 1001L + (n + e) * 1L]);"));
+  g_assert_null (strstr (un->module->source, "napkin_ldbits16 (&"));
+  g_assert_nonnull (strstr (un->module->source, " + m * 1001L + (n + e) * 1L], r + 0 + e);"));
+  g_assert_nonnull (strstr (un->module->source, "#define NKP_NW 8\n"));
+  g_assert_nonnull (strstr (un->module->source, "#define NKP_RD 3\n"));
 
   bias = napkin_test_gemm_new ("name=bias t=sm90 ab=bf16 c=bf16 m=256 n=1024 k=128 a=k bl=k epi=bias_gelu "
                                "tile=128x256x64", &error);
   g_assert_no_error (error);
-  g_assert_nonnull (strstr (bias->module->source, "[n * 1L], y[0]);"));
+  g_assert_nonnull (strstr (bias->module->source, "[n * 1L], r + 0);"));
 
   sp = napkin_test_gemm_new ("name=sp t=sm90 ab=bf16 c=bf16 m=64 n=1001 k=4096 a=k bl=k split=4 tile=64x128x64 "
                              "cons=1", &error);

@@ -73,6 +73,18 @@ static const char *table[] = {
   "name=skinny-m128-split2 t=sm90 ab=bf16 c=bf16 m=128 n=4096 k=4096 a=k bl=k split=2 tile=64x128x64 cons=1 "
     "stages=4",
   "name=skinny-m1-split8 t=sm90 ab=bf16 c=bf16 m=1 n=4096 k=4096 a=k bl=k split=8 tile=64x256x64 cons=1 stages=4",
+  /* ping-pong consumers (each takes whole tiles in turn): staged epilogues with operands,
+   * unaligned rows of C, a TMA store, a K split, a batch, fp8, edges everywhere */
+  "name=pp-residual-odd t=sm90 ab=bf16 c=bf16 m=2671 n=12014 k=128 a=k bl=k epi=residual tile=64x256x64 pp=1 "
+    "stages=4",
+  "name=pp-gate-128 t=sm90 ab=bf16 c=bf16 m=6556 n=9184 k=1216 a=k bl=k epi=silu_gate tile=128x128x64 pp=1 stages=6",
+  "name=pp-bias-gelu-odd t=sm90 ab=bf16 c=bf16 m=1024 n=14276 k=1024 a=k bl=k epi=bias_gelu tile=64x256x64 pp=1 "
+    "stages=4",
+  "name=pp-tma t=sm90 ab=bf16 c=bf16 m=1000 n=4096 k=4095 a=k bl=n tile=128x128x64 pp=1 stages=6",
+  "name=pp-split4 t=sm90 ab=bf16 c=bf16 m=128 n=1024 k=8192 a=k bl=k split=4 epi=bias_gelu tile=128x128x64 pp=1 "
+    "stages=6",
+  "name=pp-batch3 t=sm90 ab=fp16 c=fp32 b=3 m=300 n=200 k=136 a=m bl=n epi=residual tile=64x128x64 pp=1 stages=4",
+  "name=pp-e4m3 t=sm90 ab=e4m3 c=bf16 m=1000 n=1000 k=1000 a=k bl=k epi=silu_gate tile=128x128x128 pp=1 stages=6",
   "name=skinny-m256-split4 t=sm90 ab=bf16 c=bf16 m=256 n=4096 k=4096 a=k bl=k split=4 tile=128x256x64 stages=4",
   "name=scores-batched t=sm90 ab=bf16 c=bf16 b=16 m=2048 n=2048 k=128 a=k bl=n tile=128x256x64 stages=4",
   "name=bn40-kmajor t=sm90 ab=bf16 c=bf16 m=1000 n=1000 k=512 a=k bl=k tile=128x40x64 stages=4",
@@ -241,7 +253,7 @@ napkin_test_gemm_new (const char *spec,
 {
   g_autoptr(NapkinTestGemm) t = g_new0 (NapkinTestGemm, 1);
   g_auto(GStrv) words = g_strsplit (spec, " ", -1);
-  gint64 BM = 128, BN = 128, BK = 64, WM = 0, WN = 0, stages = 4, consumers = 2, ctma = 1, split = 1;
+  gint64 BM = 128, BN = 128, BK = 64, WM = 0, WN = 0, stages = 4, consumers = 2, ctma = 1, split = 1, pp = 0;
   NapkinPlanKernel *k, *gk;
   NapkinPlanGemm *g;
   GArray *epilogue;
@@ -298,6 +310,8 @@ napkin_test_gemm_new (const char *spec,
         ok = parse_int (v, &stages);
       else if (g_str_equal (key, "cons"))
         ok = parse_int (v, &consumers);
+      else if (g_str_equal (key, "pp"))
+        ok = parse_int (v, &pp);
       else if (g_str_equal (key, "ctma"))
         ok = parse_int (v, &ctma);
       else if (g_str_equal (key, "tile"))
@@ -407,6 +421,7 @@ napkin_test_gemm_new (const char *spec,
   g->WN = WN;
   g->stages = (guint) stages;
   g->consumers = (guint) consumers;
+  g->pingpong = pp != 0;
   g->split_k = t->split_k;
   g->partials = -1;
   g->persistent = t->sm90;
