@@ -2366,41 +2366,6 @@ masked_attention (Model                  *m,
 #define GEMM_CHUNK_CLOCKS             30.0
 #define GEMM_EPILOGUE_BYTES_PER_CLOCK 24.0
 #define GEMM_DIRECT_STORE_SLOWDOWN    4.0    /* bounded stores, rows not 16-byte aligned */
-/* The staged epilogue (fused maps, or C's rows not 16-byte aligned: no TMA store) runs
- * in the consumer warps before their next tile: each warp stages its rows through shared
- * memory a piece at a time, loads the maps' operands, applies them and stores, and none
- * of it overlaps the next tile's products as the TMA store does. Per element of the
- * tile, on its SM: GEMM_STAGED_CLOCKS, and GEMM_TRANSCENDENTAL_CLOCKS for each gelu,
- * silu, tanh, sigmoid, exp or erf map (≈ 36 instructions of libdevice's polynomial and
- * division at 128 an SM a clock). Least squares on the fit half of the H200 runs of
- * 2026-11-29 (docs/perf-notes.md, "Model refit on recorded runs"). */
-#define GEMM_STAGED_CLOCKS            0.22
-#define GEMM_TRANSCENDENTAL_CLOCKS    0.08
-
-/* One tile's staged epilogue on its SM (GEMM_STAGED_CLOCKS above); 0 where the kernel
- * stores C by TMA or the split-K reduction applies the maps. */
-static double
-gemm_staged_epilogue_s (Model                *m,
-                        const NapkinPlanGemm *g)
-{
-  gboolean aligned = (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
-  double per_element = GEMM_STAGED_CLOCKS;
-
-  if (g->split_k > 1 || (aligned && (g->epilogue == NULL || g->epilogue->len == 0)))
-    return 0;
-  for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
-    switch (g_array_index (g->epilogue, NapkinPlanMap, i).fn)
-      {
-      case NAPKIN_FN_GELU: case NAPKIN_FN_GELU_TANH: case NAPKIN_FN_SILU: case NAPKIN_FN_SIGMOID:
-      case NAPKIN_FN_TANH: case NAPKIN_FN_EXP: case NAPKIN_FN_ERF:
-        per_element += GEMM_TRANSCENDENTAL_CLOCKS;
-        break;
-      default:
-        break;
-      }
-  return (double) g->BM * g->BN * per_element / m->arch->clock_hz;
-}
-
 /* What the plan's wgmma GEMM loses to operand rows not 128 bytes apart that the plan
  * left unaligned (napkin_plan_gemm_unaligned_chunk_s): each chunk of each SM's tiles
  * waits for its copies (docs/model.md §14, "Unaligned rows"). */
@@ -2437,6 +2402,9 @@ planned_gemm (Model                  *m,
 
   if (real > 0)
     k->time_s[NAPKIN_RESOURCE_TENSOR] *= padded / real;
+  /* ping-pong: one warpgroup issues at a time; the other's epilogue runs beside it */
+  if (g->pingpong)
+    k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_PINGPONG_TENSOR;
   k->quantisation = (double) waves * m->arch->sms / MAX (1, pk->grid);
   k->fill = grid_fill (m, pk->grid);
   napkin_tensor_class_for_dtype (g->ab_dtype, &klass);
@@ -2450,7 +2418,9 @@ planned_gemm (Model                  *m,
   epilogue = (double) g->BM * g->BN * cb / (GEMM_EPILOGUE_BYTES_PER_CLOCK * clock);
   if (!aligned && g->split_k <= 1)
     epilogue *= GEMM_DIRECT_STORE_SLOWDOWN;
-  k->latency_s += waves * (epilogue + gemm_staged_epilogue_s (m, g)) + gemm_unaligned_s (m, pk);
+  k->latency_s += waves * (epilogue + napkin_plan_gemm_staged_epilogue_s (m->arch, g))
+                    * (g->pingpong ? NAPKIN_PLAN_PINGPONG_EXPOSED : 1.0)
+                  + gemm_unaligned_s (m, pk);
 }
 
 /* The fixed cost of one attention block (ATTN_BLOCK_CLOCKS above). */
@@ -2728,8 +2698,15 @@ kernel_plan (Model                  *m,
     }
   /* a GEMM region on the plan's wgmma kernel: its staged epilogue, once per wave */
   if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && pk->path == NAPKIN_PATH_WGMMA && !m->a->paper && pk->grid > 0)
-    k->latency_s += ceil_div (pk->grid, m->arch->sms) * gemm_staged_epilogue_s (m, &pk->u.gemm)
-                    + gemm_unaligned_s (m, pk);
+    {
+      const gboolean pp = pk->u.gemm.pingpong;
+
+      k->latency_s += ceil_div (pk->grid, m->arch->sms) * napkin_plan_gemm_staged_epilogue_s (m->arch, &pk->u.gemm)
+                      * (pp ? NAPKIN_PLAN_PINGPONG_EXPOSED : 1.0)
+                      + gemm_unaligned_s (m, pk);
+      if (pp)
+        k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_PINGPONG_TENSOR;
+    }
   /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
   if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->u.rows.inner > 1 && !m->a->paper && pk->grid > 0)
     {

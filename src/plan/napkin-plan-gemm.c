@@ -1000,6 +1000,60 @@ napkin_plan_gemm_unaligned_chunk_s (const NapkinArch     *arch,
                    - MAX (compute, (unaligned + aligned) / l2));
 }
 
+/* The staged epilogue (fused maps, or C's rows not 16-byte aligned: no TMA store) runs
+ * in the consumer warps before their next tile: each warp stages its rows through shared
+ * memory a piece at a time, loads the maps' operands, applies them and stores, and none
+ * of it overlaps the next tile's products as the TMA store does (ping-pong consumers
+ * hide part of it: NAPKIN_PLAN_PINGPONG_EXPOSED). Per element of the
+ * tile, on its SM: GEMM_STAGED_CLOCKS, and GEMM_TRANSCENDENTAL_CLOCKS for each gelu,
+ * silu, tanh, sigmoid, exp or erf map (≈ 36 instructions of libdevice's polynomial and
+ * division at 128 an SM a clock). Least squares on the fit half of the H200 runs of
+ * 2026-11-29 (docs/perf-notes.md, "Model refit on recorded runs"). */
+#define GEMM_STAGED_CLOCKS            0.22
+#define GEMM_TRANSCENDENTAL_CLOCKS    0.08
+/* Rows of C not 16 bytes apart: each row's first and last chunk of a tile go out column
+ * by column and a row's chunks start where its skew puts them; an operand of the maps
+ * whose rows are not 16 bytes apart is read element by element. Per element, measured
+ * on an H200 against the same products with aligned rows (docs/perf-notes.md, "Ping-pong
+ * consumers"): a residual over 2671×12014 and bias + GELU over 1024×14276 0.47 and 0.41
+ * clocks more; the SwiGLU gate over 6556×9179, C and the gate unaligned, 0.72. */
+#define GEMM_UNALIGNED_C_CLOCKS       0.45
+#define GEMM_UNALIGNED_OPERAND_CLOCKS 0.3
+
+double
+napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
+                                    const NapkinPlanGemm *g)
+{
+  gboolean aligned = (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
+  double per_element = GEMM_STAGED_CLOCKS;
+
+  g_return_val_if_fail (arch != NULL && g != NULL, 0);
+  if (g->split_k > 1 || (aligned && (g->epilogue == NULL || g->epilogue->len == 0)) || arch->clock_hz <= 0)
+    return 0;
+  if (!aligned)
+    per_element += GEMM_UNALIGNED_C_CLOCKS;
+  for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
+    {
+      const NapkinPlanMap *map = &g_array_index (g->epilogue, NapkinPlanMap, i);
+      const guint ob = napkin_dtype_bytes (map->other.dtype);
+
+      switch (map->fn)
+        {
+        case NAPKIN_FN_GELU: case NAPKIN_FN_GELU_TANH: case NAPKIN_FN_SILU: case NAPKIN_FN_SIGMOID:
+        case NAPKIN_FN_TANH: case NAPKIN_FN_EXP: case NAPKIN_FN_ERF:
+          per_element += GEMM_TRANSCENDENTAL_CLOCKS;
+          break;
+        default:
+          break;
+        }
+      /* the printer's vector rule (napkin-print-gemm.c), less the buffer's offset */
+      if (map->has_other && map->stride[2] != 0
+          && !(aligned && map->stride[2] == 1 && (ob == 2 || ob == 4) && (map->stride[1] * ob) % 16 == 0))
+        per_element += GEMM_UNALIGNED_OPERAND_CLOCKS;
+    }
+  return (double) g->BM * g->BN * per_element / arch->clock_hz;
+}
+
 /* Whether copying this operand to rows 128 bytes apart costs less than what its
  * unaligned rows cost the GEMM (napkin_plan_gemm_unaligned_chunk_s), priced at the
  * large products' 128 × 256 tiles: the copy reads and writes the operand once. */
@@ -1356,6 +1410,58 @@ gemm_split_k (NapkinPlanner    *p,
   k->grid = tiles;
 }
 
+/* Ping-pong consumers (docs/plan.md, "Ping-pong") where the part of the staged epilogue
+ * they hide costs more than the tensor cores lose to one warpgroup issuing at a time
+ * (NAPKIN_PLAN_PINGPONG_*), and every SM has a tile for each consumer. Outside regions
+ * the plan's tile gives up half its rows for it (128 × 256 → 64 × 256, 256 × 128 →
+ * 128 × 128: one warpgroup holds a whole tile's accumulators); a region's tile takes it
+ * where its shape allows, so that a region written from this plan plans the same. */
+static void
+gemm_pingpong (NapkinPlanner    *p,
+               NapkinPlanKernel *k)
+{
+  NapkinPlanGemm *g = &k->u.gemm, t;
+  const gint64 sms = MAX (1, (gint64) p->arch->sms);
+  NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
+  gint64 tiles, smem;
+  double rate, tensor, hidden;
+
+  /* NAPKIN_NO_PINGPONG=1: the cooperative kernel everywhere, for A/B runs (docs/plan.md) */
+  if (k->path != NAPKIN_PATH_WGMMA || g->split_k > 1 || g_strcmp0 (g_getenv ("NAPKIN_NO_PINGPONG"), "1") == 0)
+    return;
+  t = *g;
+  if (k->region < 0 && t.BM == 128 && t.BN == 256)
+    t.BM = 64;
+  else if (k->region < 0 && t.BM == 256 && t.BN == 128)
+    t.BM = 128;
+  if ((t.BM != 64 && t.BM != 128) || t.BM / 64 * t.BN / 2 > 128)
+    return;
+  tiles = t.batch * ((t.M + t.BM - 1) / t.BM) * ((t.N + t.BN - 1) / t.BN);
+  napkin_tensor_class_for_dtype (t.ab_dtype, &klass);
+  rate = napkin_arch_tensor_rate (p->arch, klass);
+  if (tiles < 2 * sms || rate <= 0)
+    return;
+  tensor = 2.0 * t.batch * t.M * t.N * t.K / rate;
+  hidden = (1.0 - NAPKIN_PLAN_PINGPONG_EXPOSED) * (double) ((tiles + sms - 1) / sms)
+           * napkin_plan_gemm_staged_epilogue_s (p->arch, &t);
+  if (hidden <= (1.0 / NAPKIN_PLAN_PINGPONG_TENSOR - 1.0) * tensor)
+    return;
+  t.pingpong = TRUE;
+  t.consumers = 2;
+  if (k->region < 0)
+    t.stages = 6;
+  while (t.stages > 2 && napkin_plan_gemm_smem (NAPKIN_PATH_WGMMA, &t) > SMEM_LIMIT (p))
+    t.stages--;
+  smem = napkin_plan_gemm_smem (NAPKIN_PATH_WGMMA, &t);
+  if (smem > SMEM_LIMIT (p))
+    return;
+  *g = t;
+  k->threads = 128 * 3;
+  k->registers = 232;
+  k->smem_bytes = smem;
+  k->grid = tiles;
+}
+
 /* The plan's line for the kernel: sizes, layouts, tiles, path, split and epilogue. */
 static char *
 gemm_note (NapkinPlanKernel *k)
@@ -1373,6 +1479,8 @@ gemm_note (NapkinPlanKernel *k)
                           k->path == NAPKIN_PATH_WGMMA ? "TMA loads, wgmma" : "cp.async loads, mma.sync");
   if (g->split_k > 1)
     g_string_append_printf (note, _(", K split in %u"), g->split_k);
+  if (g->pingpong)
+    g_string_append (note, _(", ping-pong consumers"));
   if (g->epilogue->len > 0)
     {
       g_string_append (note, ", fused:");
@@ -1441,6 +1549,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
     gemm_chosen_tiles (p, k, &t);
   gemm_resources (k, &t);
   gemm_split_k (p, k, t.split);
+  gemm_pingpong (p, k);
 
   k->kind = NAPKIN_PLAN_GEMM;
   k->blocks_per_sm = 1;

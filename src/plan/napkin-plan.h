@@ -435,6 +435,19 @@ double            napkin_plan_gemm_unaligned_chunk_s (const NapkinArch   *arch,
                                                       gint64              BM,
                                                       gint64              BN);
 
+/* One tile's staged epilogue of the Hopper GEMM on its SM, in seconds (docs/model.md
+ * §14, "The staged epilogue"): 0 where the kernel stores C by TMA or a split-K reduction
+ * applies the maps. The plan weighs ping-pong consumers with it; the model prices it. */
+double            napkin_plan_gemm_staged_epilogue_s (const NapkinArch   *arch,
+                                                      const NapkinPlanGemm *gemm);
+
+/* Ping-pong consumers (docs/plan.md, "Ping-pong"): the share of the tensor cores' rate
+ * one warpgroup issuing at a time keeps, and the share of the epilogue (its stores and
+ * the staged maps) left exposed beside the other consumer's main loop. Measured on an
+ * H200 (docs/perf-notes.md, "Ping-pong consumers"). */
+#define NAPKIN_PLAN_PINGPONG_TENSOR   0.93
+#define NAPKIN_PLAN_PINGPONG_EXPOSED  0.5
+
 /* Whether a GEMM kernel stores C in this type (the rule the plan and the printers share). */
 gboolean          napkin_plan_gemm_c_storable  (NapkinDtype              dtype);
 
