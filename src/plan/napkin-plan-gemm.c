@@ -411,9 +411,34 @@ napkin_plan_helper_launch (NapkinPlanKernel *k)
 
 /* ---- the recogniser ------------------------------------------------------------------------- */
 
+/* The scratch copy an earlier kernel of the plan already makes of the same operand in
+ * the same form (two products reading one X: the SwiGLU's up and gate projections), or
+ * NULL. Values and scratch buffers are written once, so the copy is still good. */
+static const NapkinPlanRepack *
+same_repack (NapkinPlanner          *p,
+             const NapkinPlanRepack *want)
+{
+  GPtrArray *lists[] = { p->plan->kernels, p->before };
+
+  for (guint l = 0; l < G_N_ELEMENTS (lists); l++)
+    for (guint i = 0; i < lists[l]->len; i++)
+      {
+        const NapkinPlanKernel *k = g_ptr_array_index (lists[l], i);
+        const NapkinPlanRepack *r = &k->u.repack;
+
+        if (k->kind == NAPKIN_PLAN_REPACK && r->src.node == want->src.node && r->src.scratch == want->src.scratch
+            && r->src.dtype == want->src.dtype && r->dtype == want->dtype && r->batch == want->batch
+            && r->rows == want->rows && r->cols == want->cols && r->ld_src == want->ld_src
+            && r->ld_dst == want->ld_dst && r->src_bstride == want->src_bstride && r->batch_inner <= 1
+            && r->transpose == want->transpose && !r->pv_key_order && !r->ones_row)
+          return r;
+      }
+  return NULL;
+}
+
 /* A repack of operand `src` (rows × cols stored with `ld`) into a new scratch buffer
  * with rows `align_bytes` apart (16 or 128), transposed when asked: the operand the GEMM
- * then reads. */
+ * then reads — or the copy an earlier kernel already makes of it (same_repack). */
 static NapkinPlanBuffer
 queue_repack (NapkinPlanner          *p,
               const NapkinPlanKernel *k,
@@ -432,9 +457,19 @@ queue_repack (NapkinPlanner          *p,
   gint64 out_rows = transpose ? cols : rows, out_cols = transpose ? rows : cols;
   gint64 align = align_bytes / bytes, out_ld = (out_cols + align - 1) / align * align;
   gint64 count = bstride == 0 ? 1 : batch;
-  NapkinPlanKernel *r = _napkin_plan_kernel_new (k, NAPKIN_PLAN_REPACK, NAPKIN_PATH_SIMT);
-  NapkinPlanRepack *rp = &r->u.repack;
+  NapkinPlanRepack want = { .src = src, .dtype = dtype, .batch = count, .rows = rows, .cols = cols, .ld_src = ld,
+                            .ld_dst = out_ld, .src_bstride = bstride, .transpose = transpose };
+  const NapkinPlanRepack *done = same_repack (p, &want);
+  NapkinPlanKernel *r;
+  NapkinPlanRepack *rp;
 
+  if (done != NULL)
+    {
+      *new_ld = out_ld;
+      return done->dst;
+    }
+  r = _napkin_plan_kernel_new (k, NAPKIN_PLAN_REPACK, NAPKIN_PATH_SIMT);
+  rp = &r->u.repack;
   rp->src = src;
   rp->dst = (NapkinPlanBuffer) { -1, _napkin_plan_add_scratch (p->plan, count * out_rows * out_ld * bytes), dtype };
   rp->dtype = dtype;

@@ -431,6 +431,98 @@ test_json (void)
   json_object_put (root);
 }
 
+/* Two products reading one X whose rows TMA cannot read (K = 15338 bf16, the SwiGLU's
+ * up and gate projections): X is copied once, the second product reads the first's
+ * copy, and the model prices the plan without a second copy. */
+static void
+test_shared_repack (void)
+{
+  static const char json[] =
+    "{\"format\": \"napkin\", \"version\": 1, \"title\": \"two products, one X\", \"axes\": ["
+    "{\"name\": \"m\", \"size\": 5251}, {\"name\": \"n\", \"size\": 1024}, {\"name\": \"k\", \"size\": 15338}],"
+    " \"tensors\": [{\"name\": \"X\", \"axes\": [\"m\", \"k\"], \"dtype\": \"bf16\"},"
+    " {\"name\": \"W1\", \"axes\": [\"k\", \"n\"], \"dtype\": \"bf16\"},"
+    " {\"name\": \"W3\", \"axes\": [\"k\", \"n\"], \"dtype\": \"bf16\"},"
+    " {\"name\": \"C1\", \"axes\": [\"m\", \"n\"], \"dtype\": \"bf16\"},"
+    " {\"name\": \"C3\", \"axes\": [\"m\", \"n\"], \"dtype\": \"bf16\"}],"
+    " \"nodes\": [{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\", \"x\": 0, \"y\": 0},"
+    " {\"id\": \"w1\", \"kind\": \"input\", \"tensor\": \"W1\", \"x\": 0, \"y\": 100},"
+    " {\"id\": \"w3\", \"kind\": \"input\", \"tensor\": \"W3\", \"x\": 0, \"y\": 200},"
+    " {\"id\": \"mm1\", \"kind\": \"contract\", \"out\": [\"m\", \"n\"], \"x\": 200, \"y\": 50},"
+    " {\"id\": \"mm3\", \"kind\": \"contract\", \"out\": [\"m\", \"n\"], \"x\": 200, \"y\": 150},"
+    " {\"id\": \"c1\", \"kind\": \"output\", \"tensor\": \"C1\", \"x\": 400, \"y\": 50},"
+    " {\"id\": \"c3\", \"kind\": \"output\", \"tensor\": \"C3\", \"x\": 400, \"y\": 150}],"
+    " \"wires\": [{\"from\": \"x\", \"to\": \"mm1\", \"port\": 0}, {\"from\": \"w1\", \"to\": \"mm1\", \"port\": 1},"
+    " {\"from\": \"x\", \"to\": \"mm3\", \"port\": 0}, {\"from\": \"w3\", \"to\": \"mm3\", \"port\": 1},"
+    " {\"from\": \"mm1\", \"to\": \"c1\", \"port\": 0}, {\"from\": \"mm3\", \"to\": \"c3\", \"port\": 0}]}";
+  g_autoptr(NapkinDiagram) d = napkin_test_load_json (json);
+  g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h200");
+  const NapkinPlanKernel *g1 = NULL, *g3 = NULL;
+  guint repacks = 0;
+
+  for (guint i = 0; i < p->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, i);
+
+      if (k->kind == NAPKIN_PLAN_REPACK)
+        {
+          repacks++;
+          g_assert_cmpint (k->u.repack.rows, ==, 5251);
+          g_assert_cmpint (k->u.repack.ld_dst, ==, 15360);
+        }
+      else if (k->kind == NAPKIN_PLAN_GEMM && g1 == NULL)
+        g1 = k;
+      else if (k->kind == NAPKIN_PLAN_GEMM)
+        g3 = k;
+    }
+  g_assert_cmpuint (repacks, ==, 1);
+  g_assert_nonnull (g1);
+  g_assert_nonnull (g3);
+  g_assert_cmpint (g1->u.gemm.a.scratch, >=, 0);
+  g_assert_cmpint (g3->u.gemm.a.scratch, ==, g1->u.gemm.a.scratch);
+  g_assert_cmpint (g3->u.gemm.lda, ==, 15360);
+  assert_model_agrees (d, p, "h200");
+}
+
+/* Ping-pong consumers: a residual over 2671 × 12014 (K 128: the staged epilogue, rows
+ * of C not 16 bytes apart, outweighs the tensor cores' work) takes them on 64 × 256
+ * tiles; the plain product with aligned rows keeps the cooperative kernel;
+ * NAPKIN_NO_PINGPONG=1 turns them off. */
+static void
+test_pingpong (void)
+{
+  NapkinTestGemmDiagram res = { 2671, 12014, 128, 0, "bf16", .epilogue = "residual" };
+  NapkinTestGemmDiagram plain = { 2671, 12016, 128, 0, "bf16" };   /* C by TMA: nothing staged */
+  g_autoptr(NapkinDiagram) d1 = napkin_test_load_gemm (&res);
+  g_autoptr(NapkinDiagram) d2 = napkin_test_load_gemm (&plain);
+  g_autoptr(NapkinPlan) p1 = napkin_test_plan (d1, "h200");
+  g_autoptr(NapkinPlan) p2 = napkin_test_plan (d2, "h200");
+  g_autoptr(NapkinPlan) p3 = NULL;
+  const NapkinPlanKernel *k1 = g_ptr_array_index (p1->kernels, p1->kernels->len - 1);
+  const NapkinPlanKernel *k2 = g_ptr_array_index (p2->kernels, p2->kernels->len - 1);
+  const NapkinPlanKernel *k3;
+
+  g_assert_cmpint (k1->kind, ==, NAPKIN_PLAN_GEMM);
+  g_assert_true (k1->u.gemm.pingpong);
+  g_assert_cmpint (k1->u.gemm.BM, ==, 64);
+  g_assert_cmpint (k1->u.gemm.BN, ==, 256);
+  g_assert_cmpuint (k1->u.gemm.consumers, ==, 2);
+  g_assert_cmpuint (k1->threads, ==, 384);
+  g_assert_cmpint (k1->grid, ==, 42 * 47);
+  g_assert_cmpint (k1->smem_bytes, ==, napkin_plan_gemm_smem (NAPKIN_PATH_WGMMA, &k1->u.gemm));
+  g_assert_cmpint (k1->smem_bytes, <=, (gint64) napkin_test_arch ("h200")->smem_max_per_block);
+  g_assert_nonnull (strstr (k1->note, "ping-pong consumers"));
+  g_assert_cmpint (k2->kind, ==, NAPKIN_PLAN_GEMM);
+  g_assert_false (k2->u.gemm.pingpong);
+  assert_model_agrees (d1, p1, "h200");
+  g_setenv ("NAPKIN_NO_PINGPONG", "1", TRUE);
+  p3 = napkin_test_plan (d1, "h200");
+  g_unsetenv ("NAPKIN_NO_PINGPONG");
+  k3 = g_ptr_array_index (p3->kernels, p3->kernels->len - 1);
+  g_assert_false (k3->u.gemm.pingpong);
+  g_assert_cmpint (k3->u.gemm.BM * k3->u.gemm.BN, ==, 128 * 256);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -443,6 +535,8 @@ main (int    argc,
   g_test_add_func ("/plan/gemm/helper-launch", test_helper_launch);
   g_test_add_func ("/plan/gemm/unaligned-rows", test_unaligned_rows);
   g_test_add_func ("/plan/gemm/region-tiles", test_region_tiles);
+  g_test_add_func ("/plan/gemm/shared-repack", test_shared_repack);
+  g_test_add_func ("/plan/gemm/pingpong", test_pingpong);
   g_test_add_func ("/plan/attention/footprint", test_attention_footprint);
   g_test_add_func ("/plan/examples", test_examples);
   g_test_add_func ("/plan/json", test_json);
