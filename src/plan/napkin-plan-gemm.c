@@ -1055,6 +1055,20 @@ napkin_plan_gemm_unaligned_chunk_s (const NapkinArch     *arch,
 #define GEMM_UNALIGNED_C_CLOCKS       0.45
 #define GEMM_UNALIGNED_OPERAND_CLOCKS 0.3
 
+/* The maps GEMM_TRANSCENDENTAL_CLOCKS prices: libdevice's polynomials and a division. */
+static gboolean
+fn_transcendental (NapkinMapFn fn)
+{
+  switch (fn)
+    {
+    case NAPKIN_FN_GELU: case NAPKIN_FN_GELU_TANH: case NAPKIN_FN_SILU: case NAPKIN_FN_SIGMOID:
+    case NAPKIN_FN_TANH: case NAPKIN_FN_EXP: case NAPKIN_FN_ERF:
+      return TRUE;
+    default:
+      return FALSE;
+    }
+}
+
 double
 napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
                                     const NapkinPlanGemm *g)
@@ -1072,15 +1086,8 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
       const NapkinPlanMap *map = &g_array_index (g->epilogue, NapkinPlanMap, i);
       const guint ob = napkin_dtype_bytes (map->other.dtype);
 
-      switch (map->fn)
-        {
-        case NAPKIN_FN_GELU: case NAPKIN_FN_GELU_TANH: case NAPKIN_FN_SILU: case NAPKIN_FN_SIGMOID:
-        case NAPKIN_FN_TANH: case NAPKIN_FN_EXP: case NAPKIN_FN_ERF:
-          per_element += GEMM_TRANSCENDENTAL_CLOCKS;
-          break;
-        default:
-          break;
-        }
+      if (fn_transcendental (map->fn))
+        per_element += GEMM_TRANSCENDENTAL_CLOCKS;
       /* the printer's vector rule (napkin-print-gemm.c), less the buffer's offset */
       if (map->has_other && map->stride[2] != 0
           && !(aligned && map->stride[2] == 1 && (ob == 2 || ob == 4) && (map->stride[1] * ob) % 16 == 0))
@@ -1445,9 +1452,29 @@ gemm_split_k (NapkinPlanner    *p,
   k->grid = tiles;
 }
 
-/* Ping-pong consumers (docs/plan.md, "Ping-pong") where the part of the staged epilogue
- * they hide costs more than the tensor cores lose to one warpgroup issuing at a time
- * (NAPKIN_PLAN_PINGPONG_*), and every SM has a tile for each consumer. Outside regions
+/* Whether a GEMM's fused maps read another operand or compute a transcendental (what
+ * makes the staged epilogue long; a cast or a scale costs next to nothing). */
+static gboolean
+maps_read_or_transcend (const GArray *maps)
+{
+  for (guint i = 0; maps != NULL && i < maps->len; i++)
+    {
+      const NapkinPlanMap *map = &g_array_index (maps, NapkinPlanMap, i);
+
+      if (map->has_other || fn_transcendental (map->fn))
+        return TRUE;
+    }
+  return FALSE;
+}
+
+/* Ping-pong consumers (docs/plan.md, "Ping-pong") for a product whose fused maps read
+ * another operand or compute a transcendental, where
+ * the part of the staged epilogue they hide costs more than the tensor cores lose to one
+ * warpgroup issuing at a time (NAPKIN_PLAN_PINGPONG_*), and every SM has a tile for each
+ * consumer. A plain product whose rows of C are not aligned, or one whose maps only cast,
+ * keeps the cooperative kernel: in the GEMM sweep of 40 shapes, 24 such took ping-pong
+ * for no gain (median 1.00 of the cooperative time, against 0.97 for the others: the
+ * call's drift). Outside regions
  * the plan's tile gives up half its rows for it (128 × 256 → 64 × 256, 256 × 128 →
  * 128 × 128: one warpgroup holds a whole tile's accumulators); a region's tile takes it
  * where its shape allows, so that a region written from this plan plans the same. */
@@ -1462,7 +1489,8 @@ gemm_pingpong (NapkinPlanner    *p,
   double rate, tensor, hidden;
 
   /* NAPKIN_NO_PINGPONG=1: the cooperative kernel everywhere, for A/B runs (docs/plan.md) */
-  if (k->path != NAPKIN_PATH_WGMMA || g->split_k > 1 || g_strcmp0 (g_getenv ("NAPKIN_NO_PINGPONG"), "1") == 0)
+  if (k->path != NAPKIN_PATH_WGMMA || g->split_k > 1 || !maps_read_or_transcend (g->epilogue)
+      || g_strcmp0 (g_getenv ("NAPKIN_NO_PINGPONG"), "1") == 0)
     return;
   t = *g;
   if (k->region < 0 && t.BM == 128 && t.BN == 256)
