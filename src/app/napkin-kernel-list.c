@@ -685,7 +685,16 @@ napkin_kernel_list_activate (NapkinKernelList *self,
 
   row = napkin_kernel_list_get_row (self, index);
   if (row != NULL)
-    g_signal_emit (self, signals[ACTIVATED], 0, row->name, row->nodes);
+    {
+      /* a copy, a K split's sum or a split-KV combine shares its kernel's name: the
+       * code view knows it as "NAME (kind)" */
+      gboolean helper = row->kind == NAPKIN_PLAN_REPACK || row->kind == NAPKIN_PLAN_SPLIT_REDUCE
+                        || row->kind == NAPKIN_PLAN_ATTENTION_COMBINE;
+      g_autofree char *name = helper ? g_strdup_printf ("%s (%s)", row->name, napkin_plan_kind_to_string (row->kind))
+                                     : g_strdup (row->name);
+
+      g_signal_emit (self, signals[ACTIVATED], 0, name, row->nodes);
+    }
 }
 
 /* ---------------------------------------------------------------- class */
@@ -730,7 +739,8 @@ napkin_kernel_list_class_init (NapkinKernelListClass *klass)
   gtk_widget_class_bind_template_child (widget_class, NapkinKernelList, rows_box);
   gtk_widget_class_bind_template_child (widget_class, NapkinKernelList, more_label);
 
-  /* activated (const char *name, GStrv operations): a row was clicked */
+  /* activated (const char *name, GStrv operations): a row was clicked; a helper kernel's
+   * name is "NAME (repack)", "NAME (split-reduce)" or "NAME (attention-combine)" */
   signals[ACTIVATED] = g_signal_new ("activated", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL, NULL,
                                      NULL, G_TYPE_NONE, 2, G_TYPE_STRING, G_TYPE_STRV);
   /* fix-applied (const char *message): what a fix did, or why it could not */
