@@ -1452,6 +1452,52 @@ gemm_split_k (NapkinPlanner    *p,
   k->grid = tiles;
 }
 
+/* An epilogue operand whose rows are not 16 bytes apart, made by an earlier GEMM of the
+ * plan for this map alone (a SwiGLU's gate at N = 9179): that GEMM writes it into a
+ * scratch buffer with 128-byte rows instead, so it stores whole vectors and this
+ * epilogue reads them (docs/plan.md, "Repacks"). Nothing else reads the value: it is
+ * no output, and this map is its one use. */
+static void
+gemm_realign_epilogue_operands (NapkinPlanner    *p,
+                                NapkinPlanKernel *k)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+
+  for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
+    {
+      NapkinPlanMap *map = &g_array_index (g->epilogue, NapkinPlanMap, i);
+      const guint ob = napkin_dtype_bytes (map->other.dtype);
+      guint n_consumers;
+
+      if (!map->has_other || map->other.node < 0 || map->stride[2] != 1 || (map->stride[1] * ob) % 16 == 0
+          || _napkin_plan_stored_tensor (p->d, map->other.node) != NULL)
+        continue;
+      napkin_diagram_consumers (p->d, (guint) map->other.node, &n_consumers);
+      if (n_consumers != 1)
+        continue;
+      for (guint j = 0; j < p->plan->kernels->len; j++)
+        {
+          NapkinPlanKernel *pk = g_ptr_array_index (p->plan->kernels, j);
+          NapkinPlanGemm *pg = &pk->u.gemm;
+          gint64 pitch;
+
+          if (pk->kind != NAPKIN_PLAN_GEMM || pk->path != NAPKIN_PATH_WGMMA || pg->c.node != map->other.node
+              || pg->split_k > 1 || pg->swapped || pg->c_dtype != map->other.dtype || pg->ldc != map->stride[1]
+              || (map->stride[0] != 0 && map->stride[0] != pg->c_bstride))
+            continue;
+          pitch = (pg->N * ob + 127) / 128 * 128 / ob;
+          pg->c = (NapkinPlanBuffer) { -1, _napkin_plan_add_scratch (p->plan, pg->batch * pg->M * pitch * ob), pg->c_dtype };
+          pg->ldc = pitch;
+          pg->c_bstride = pg->M * pitch;
+          map->other = pg->c;
+          map->stride[1] = pitch;
+          if (map->stride[0] != 0)
+            map->stride[0] = pg->c_bstride;
+          break;
+        }
+    }
+}
+
 /* Whether a GEMM's fused maps read another operand or compute a transcendental (what
  * makes the staged epilogue long; a cast or a scale costs next to nothing). */
 static gboolean
@@ -1612,6 +1658,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
     gemm_chosen_tiles (p, k, &t);
   gemm_resources (k, &t);
   gemm_split_k (p, k, t.split);
+  gemm_realign_epilogue_operands (p, k);
   gemm_pingpong (p, k);
 
   k->kind = NAPKIN_PLAN_GEMM;

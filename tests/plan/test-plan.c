@@ -523,6 +523,67 @@ test_pingpong (void)
   g_assert_cmpint (k3->u.gemm.BM * k3->u.gemm.BN, ==, 128 * 256);
 }
 
+/* A SwiGLU at N = 1001 (bf16 rows 2002 bytes apart): the gate projection's result feeds
+ * only the up projection's epilogue, so it is written into a scratch buffer with
+ * 128-byte rows (1024 elements) and read from there as vectors; the output keeps its
+ * own rows. */
+static void
+test_realigned_gate (void)
+{
+  static const char json[] =
+    "{\"format\": \"napkin\", \"version\": 1, \"title\": \"SwiGLU, N = 1001\", \"axes\": ["
+    "{\"name\": \"m\", \"size\": 4096}, {\"name\": \"n\", \"size\": 1001}, {\"name\": \"k\", \"size\": 1024}],"
+    " \"tensors\": [{\"name\": \"X\", \"axes\": [\"m\", \"k\"], \"dtype\": \"bf16\"},"
+    " {\"name\": \"W1\", \"axes\": [\"n\", \"k\"], \"dtype\": \"bf16\"},"
+    " {\"name\": \"W3\", \"axes\": [\"n\", \"k\"], \"dtype\": \"bf16\"},"
+    " {\"name\": \"Y\", \"axes\": [\"m\", \"n\"], \"dtype\": \"bf16\"}],"
+    " \"nodes\": [{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\", \"x\": 0, \"y\": 0},"
+    " {\"id\": \"w1\", \"kind\": \"input\", \"tensor\": \"W1\", \"x\": 0, \"y\": 100},"
+    " {\"id\": \"w3\", \"kind\": \"input\", \"tensor\": \"W3\", \"x\": 0, \"y\": 200},"
+    " {\"id\": \"mm1\", \"kind\": \"contract\", \"out\": [\"m\", \"n\"], \"x\": 200, \"y\": 50},"
+    " {\"id\": \"act\", \"kind\": \"map\", \"fn\": \"silu\", \"x\": 300, \"y\": 50},"
+    " {\"id\": \"mm3\", \"kind\": \"contract\", \"out\": [\"m\", \"n\"], \"x\": 200, \"y\": 150},"
+    " {\"id\": \"gate\", \"kind\": \"map\", \"fn\": \"mul\", \"x\": 400, \"y\": 100},"
+    " {\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"Y\", \"x\": 500, \"y\": 100}],"
+    " \"wires\": [{\"from\": \"x\", \"to\": \"mm1\", \"port\": 0}, {\"from\": \"w1\", \"to\": \"mm1\", \"port\": 1},"
+    " {\"from\": \"mm1\", \"to\": \"act\", \"port\": 0},"
+    " {\"from\": \"x\", \"to\": \"mm3\", \"port\": 0}, {\"from\": \"w3\", \"to\": \"mm3\", \"port\": 1},"
+    " {\"from\": \"act\", \"to\": \"gate\", \"port\": 0}, {\"from\": \"mm3\", \"to\": \"gate\", \"port\": 1},"
+    " {\"from\": \"gate\", \"to\": \"y\", \"port\": 0}]}";
+  g_autoptr(NapkinDiagram) d = napkin_test_load_json (json);
+  g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h200");
+  const NapkinPlanKernel *producer = NULL, *consumer = NULL;
+  const NapkinPlanMap *map = NULL;
+
+  for (guint i = 0; i < p->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, i);
+
+      if (k->kind != NAPKIN_PLAN_GEMM)
+        continue;
+      for (guint j = 0; j < k->u.gemm.epilogue->len; j++)
+        if (g_array_index (k->u.gemm.epilogue, NapkinPlanMap, j).has_other)
+          {
+            consumer = k;
+            map = &g_array_index (k->u.gemm.epilogue, NapkinPlanMap, j);
+          }
+      if (consumer != k)
+        producer = k;
+    }
+  g_assert_nonnull (producer);
+  g_assert_nonnull (consumer);
+  g_assert_cmpint (producer->u.gemm.c.node, ==, -1);
+  g_assert_cmpint (producer->u.gemm.c.scratch, >=, 0);
+  g_assert_cmpint (producer->u.gemm.ldc, ==, 1024);
+  g_assert_cmpint (map->other.scratch, ==, producer->u.gemm.c.scratch);
+  g_assert_cmpint (map->stride[1], ==, 1024);
+  g_assert_cmpint (map->stride[2], ==, 1);
+  /* the output keeps its rows: 1001 elements apart */
+  g_assert_cmpint (consumer->u.gemm.c.node, >=, 0);
+  g_assert_cmpint (consumer->u.gemm.ldc, ==, 1001);
+  assert_model_agrees (d, p, "h200");
+}
+
 int
 main (int    argc,
       char **argv)
@@ -537,6 +598,7 @@ main (int    argc,
   g_test_add_func ("/plan/gemm/region-tiles", test_region_tiles);
   g_test_add_func ("/plan/gemm/shared-repack", test_shared_repack);
   g_test_add_func ("/plan/gemm/pingpong", test_pingpong);
+  g_test_add_func ("/plan/gemm/realigned-gate", test_realigned_gate);
   g_test_add_func ("/plan/attention/footprint", test_attention_footprint);
   g_test_add_func ("/plan/examples", test_examples);
   g_test_add_func ("/plan/json", test_json);
