@@ -72,6 +72,7 @@ typedef struct
   gint64              rows_r;      /* rows per block */
   gint64              rows_bytes;  /* bytes one row loads (its input) */
   gint64              rows_flight; /* bytes a block keeps in flight (0: rows_bytes) */
+  gboolean            rows_smem;   /* the plan keeps the row in shared memory */
   guint               rows_axis;   /* the row axis r */
 } RegionState;
 
@@ -992,15 +993,29 @@ detect_rows_skeleton (Model *m,
   }
 }
 
+/* Whether the plan runs a rows kernel with the row in shared memory
+ * (NAPKIN_ROWS_SMEM_EFFICIENCY). */
+static gboolean
+plan_rows_in_smem (const NapkinPlanKernel *pk)
+{
+  return pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->path != NAPKIN_PATH_GENERIC && pk->u.rows.inner <= 1
+         && pk->u.rows.one_pass && pk->u.rows.smem_row;
+}
+
 /* The skeleton's rule where it takes the region (its figures were measured), else the
  * plan's rows kernel. */
 static void
 detect_rows (Model *m,
              guint  r)
 {
+  const NapkinPlanKernel *pk;
+
   detect_rows_skeleton (m, r);
   if (m->rs[r].rows_c == 0)
     detect_planned_rows (m, r);
+  /* either way the plan's kernel is what runs: its form */
+  pk = plan_kernel_of (m, r);
+  m->rs[r].rows_smem = m->rs[r].rows_c > 0 && plan_rows_in_smem (pk);
 }
 
 /* The attention skeleton (flash-mma) is what an smem region with two or more
@@ -1947,6 +1962,14 @@ warp_operand_reads (Model                  *m,
  * (each thread issues all its loads of a row at once), so device memory cannot deliver
  * more than SMs × per_sm × row bytes / latency. */
 #define NAPKIN_REDUCTION_CLOCKS 250.0
+/* The row in shared memory (the rows that do not fit a thread's registers but fit half
+ * the SM's shared memory): a block loads its row, reduces, and stores it from shared
+ * memory in turn, two blocks an SM at most, and device memory moves its bytes at this
+ * share of the rate the model gives the other forms. Median of measured over predicted
+ * for the eight such kernels of the H200 user's path of session 11 (1.32–2.10; 64 to 8192
+ * rows of 50257, softmax, rmsnorm, layernorm; docs/perf-notes.md): the two-pass form of
+ * the same run was within 0.84–1.10 without it. */
+#define NAPKIN_ROWS_SMEM_EFFICIENCY 0.70
 
 static void
 rows_kernel (Model                  *m,
@@ -1959,6 +1982,8 @@ rows_kernel (Model                  *m,
   gint64 steps = grid->waves * rs->rows_r;
 
   k->latency_s = steps * (latency + reductions);
+  if (rs->rows_smem)
+    k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
   /* γ and β (inputs without the row axis) are read again for every row, but from L1,
    * where they stay while the SM's blocks run: L2 serves them once per block slot */
   for (guint t = 0; t < grid->transfers->len; t++)
@@ -2862,6 +2887,8 @@ operation_kernel (Model *m,
       bytes = add (m, bytes, operation_extra_bytes (m, n, pk, &k));
       k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
       k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+      if (plan_rows_in_smem (pk))
+        k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
     }
   if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
     path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : PATH_MMA_SYNC;
