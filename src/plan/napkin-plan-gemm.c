@@ -1049,8 +1049,8 @@ napkin_plan_gemm_unaligned_chunk_s (const NapkinArch     *arch,
 /* Rows of C not 16 bytes apart: each row's first and last chunk of a tile go out column
  * by column and a row's chunks start where its skew puts them; an operand of the maps
  * whose rows are not 16 bytes apart is read element by element. Per element, measured
- * on an H200 against the same products with aligned rows (docs/perf-notes.md, "Ping-pong
- * consumers"): a residual over 2671×12014 and bias + GELU over 1024×14276 0.47 and 0.41
+ * on an H200 against the same products with aligned rows (docs/perf-notes.md, session
+ * 11): a residual over 2671×12014 and bias + GELU over 1024×14276 0.47 and 0.41
  * clocks more; the SwiGLU gate over 6556×9179, C and the gate unaligned, 0.72. */
 #define GEMM_UNALIGNED_C_CLOCKS       0.45
 #define GEMM_UNALIGNED_OPERAND_CLOCKS 0.3

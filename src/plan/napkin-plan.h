@@ -444,7 +444,7 @@ double            napkin_plan_gemm_staged_epilogue_s (const NapkinArch   *arch,
 /* Ping-pong consumers (docs/plan.md, "Ping-pong"): the share of the tensor cores' rate
  * one warpgroup issuing at a time keeps, and the share of the epilogue (its stores and
  * the staged maps) left exposed beside the other consumer's main loop. Measured on an
- * H200 (docs/perf-notes.md, "Ping-pong consumers"). */
+ * H200 (docs/perf-notes.md, session 11). */
 #define NAPKIN_PLAN_PINGPONG_TENSOR   0.93
 #define NAPKIN_PLAN_PINGPONG_EXPOSED  0.5
 
