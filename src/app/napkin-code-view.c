@@ -103,36 +103,23 @@ code_result_free (CodeResult *result)
 }
 
 /* Each kernel's function name and the plan kernel it belongs to, for show_kernel, as
- * the Kernels section names it: a copy, a K split's sum or a split-KV combine the plan
- * adds to a kernel is "NAME (repack)", "NAME (split-reduce)", "NAME (attention-combine)",
- * so that a row opens its own kernel, not the first of its region's. */
+ * the Kernels section names it (napkin_plan_kernel_label: a repack beside a GEMM is
+ * "NAME (repack)"), so that a row opens its own kernel, not the first of its region's. */
 static void
 kernel_owners (NapkinCudaModule *module,
                CodeResult       *result)
 {
-  static const char *helpers[][2] = {
-    { "repack", "repack" }, { "split-reduce", "split-reduce" }, { "attn-combine", "attention-combine" },
-  };
   g_autoptr(GStrvBuilder) names = g_strv_builder_new ();
   g_autoptr(GStrvBuilder) owners = g_strv_builder_new ();
 
   for (guint k = 0; k < module->kernels->len; k++)
     {
       NapkinCudaKernel *kernel = g_ptr_array_index (module->kernels, k);
-      const char *helper = NULL;
+      g_autofree char *owner = kernel->owner ? napkin_plan_kernel_label (kernel->owner, kernel->owner_kind)
+                                             : g_strdup ("");
 
-      for (guint h = 0; h < G_N_ELEMENTS (helpers) && kernel->owner != NULL; h++)
-        if (g_strcmp0 (kernel->skeleton, helpers[h][0]) == 0)
-          helper = helpers[h][1];
       g_strv_builder_add (names, kernel->name);
-      if (helper != NULL)
-        {
-          g_autofree char *owner = g_strdup_printf ("%s (%s)", kernel->owner, helper);
-
-          g_strv_builder_add (owners, owner);
-        }
-      else
-        g_strv_builder_add (owners, kernel->owner ? kernel->owner : "");
+      g_strv_builder_add (owners, owner);
     }
   result->kernel_names = g_strv_builder_end (names);
   result->kernel_owners = g_strv_builder_end (owners);

@@ -688,10 +688,7 @@ napkin_kernel_list_activate (NapkinKernelList *self,
     {
       /* a copy, a K split's sum or a split-KV combine shares its kernel's name: the
        * code view knows it as "NAME (kind)" */
-      gboolean helper = row->kind == NAPKIN_PLAN_REPACK || row->kind == NAPKIN_PLAN_SPLIT_REDUCE
-                        || row->kind == NAPKIN_PLAN_ATTENTION_COMBINE;
-      g_autofree char *name = helper ? g_strdup_printf ("%s (%s)", row->name, napkin_plan_kind_to_string (row->kind))
-                                     : g_strdup (row->name);
+      g_autofree char *name = napkin_plan_kernel_label (row->name, row->kind);
 
       g_signal_emit (self, signals[ACTIVATED], 0, name, row->nodes);
     }

@@ -56,6 +56,8 @@ typedef struct
   gboolean persistent;       /* loops over its work: launch MIN (grid, the GPU's SMs) blocks */
   char    *owner;            /* the plan kernel it belongs to (its region's name or its operation's
                               * id, as the model names its kernels); NULL: unknown */
+  NapkinPlanKind owner_kind; /* that plan kernel's kind: a helper's (a repack beside a GEMM) is
+                              * named napkin_plan_kernel_label (owner, owner_kind) by the model */
 } NapkinCudaKernel;
 
 typedef struct

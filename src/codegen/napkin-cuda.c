@@ -888,18 +888,23 @@ napkin_cuda_module_free (NapkinCudaModule *module)
 }
 
 /* The generic kernels of plan kernel `pk`: the IR kernels of its region or operation. */
-/* Names the module's kernels from `*from` on after the plan kernel they come from. */
+/* Names the module's kernels from `*from` on after the plan kernel they come from (of
+ * `kind`). */
 static void
 label_owner (NapkinCudaModule *module,
              guint            *from,
-             const char       *owner)
+             const char       *owner,
+             NapkinPlanKind    kind)
 {
   for (; *from < module->kernels->len; (*from)++)
     {
       NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, *from);
 
       if (ck->owner == NULL && owner != NULL)
-        ck->owner = g_strdup (owner);
+        {
+          ck->owner = g_strdup (owner);
+          ck->owner_kind = kind;
+        }
     }
 }
 
@@ -934,7 +939,8 @@ print_generic (Printer                *P,
           guint last = module->kernels->len - 1;
 
           label_owner (module, &last, kernel->region >= 0 ? napkin_diagram_region (P->d, kernel->region)->name
-                                      : kernel->node >= 0 ? napkin_diagram_node (P->d, kernel->node)->id : NULL);
+                                      : kernel->node >= 0 ? napkin_diagram_node (P->d, kernel->node)->id : NULL,
+                       NAPKIN_PLAN_GENERIC);
         }
     }
 }
@@ -1107,7 +1113,7 @@ print_plan (Printer          *P,
       g_autofree char *kname = NULL;
       g_autofree char *reason = NULL;
 
-      label_owner (module, &labeled, prev ? prev->name : NULL);
+      label_owner (module, &labeled, prev ? prev->name : NULL, prev ? prev->kind : NAPKIN_PLAN_GENERIC);
       prev = pk;
       if ((pk->kind == NAPKIN_PLAN_SPLIT_REDUCE || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE) && skip_reduce)
         continue;
@@ -1123,8 +1129,7 @@ print_plan (Printer          *P,
                        napkin_plan_kind_to_string (pk->kind), napkin_path_to_string (pk->path), why->message);
           return FALSE;
         }
-      if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE
-          || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+      if (napkin_plan_kind_is_helper (pk->kind))
         continue;   /* a helper of a kernel that does not run on its path: not needed */
       skip_reduce = TRUE;
       note = why != NULL ? g_strdup_printf ("infeasible on %s: %s", napkin_path_to_string (pk->path), why->message)
@@ -1135,7 +1140,7 @@ print_plan (Printer          *P,
                               napkin_plan_kind_to_string (pk->kind), reason);
       print_generic (P, module, pk, slot, prefix, &index, note);
     }
-  label_owner (module, &labeled, prev ? prev->name : NULL);
+  label_owner (module, &labeled, prev ? prev->name : NULL, prev ? prev->kind : NAPKIN_PLAN_GENERIC);
   return TRUE;
 }
 

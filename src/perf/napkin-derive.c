@@ -287,8 +287,7 @@ price_as (Derive      *dv,
         {
           const NapkinPlanKernel *k = g_ptr_array_index (a->plan->kernels, i);
 
-          if (k->kind != NAPKIN_PLAN_REPACK && k->kind != NAPKIN_PLAN_SPLIT_REDUCE
-              && k->kind != NAPKIN_PLAN_ATTENTION_COMBINE)
+          if (!napkin_plan_kind_is_helper (k->kind))
             main += k->kind == NAPKIN_PLAN_GENERIC ? 2 : 1;
         }
       if (main != 1)
@@ -1073,8 +1072,7 @@ plan_partition_kernels (Derive               *dv,
       gpointer cast, into;
       int r;
 
-      if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE
-          || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+      if (napkin_plan_kind_is_helper (pk->kind))
         continue;
       k = g_new0 (NapkinDeriveKernel, 1);
       ids = g_strv_builder_new ();

@@ -74,10 +74,8 @@ cost_of (const NapkinAnalysis   *a,
          NapkinDiagram          *d,
          const NapkinPlanKernel *pk)
 {
-  gboolean helper = pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE
-                    || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE;
-  g_autofree char *helper_name = helper ? g_strdup_printf ("%s (%s)", pk->name,
-                                                           napkin_plan_kind_to_string (pk->kind)) : NULL;
+  gboolean helper = napkin_plan_kind_is_helper (pk->kind);
+  g_autofree char *helper_name = helper ? napkin_plan_kernel_label (pk->name, pk->kind) : NULL;
 
   for (guint i = 0; i < a->kernels->len; i++)
     {

@@ -2480,7 +2480,7 @@ plan_helper_kernel (Model                  *m,
   NapkinKernelCost k = { 0 };
   gint64 bytes = 0;
 
-  k.name = g_strdup_printf ("%s (%s)", pk->name, napkin_plan_kind_to_string (pk->kind));
+  k.name = napkin_plan_kernel_label (pk->name, pk->kind);
   k.region = -1;
   k.quantisation = 1;
   k.overlaps = TRUE;
@@ -2928,8 +2928,7 @@ build_kernels (Model *m)
     {
       const NapkinPlanKernel *pk = g_ptr_array_index (m->plan->kernels, i);
 
-      if (pk->kind == NAPKIN_PLAN_REPACK || pk->kind == NAPKIN_PLAN_SPLIT_REDUCE
-          || pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+      if (napkin_plan_kind_is_helper (pk->kind))
         plan_helper_kernel (m, pk);
     }
 }

@@ -36,6 +36,23 @@ napkin_plan_kind_to_string (NapkinPlanKind kind)
   return kind_names[kind];
 }
 
+gboolean
+napkin_plan_kind_is_helper (NapkinPlanKind kind)
+{
+  return kind == NAPKIN_PLAN_REPACK || kind == NAPKIN_PLAN_SPLIT_REDUCE || kind == NAPKIN_PLAN_ATTENTION_COMBINE;
+}
+
+char *
+napkin_plan_kernel_label (const char     *name,
+                          NapkinPlanKind  kind)
+{
+  g_return_val_if_fail (name != NULL, NULL);
+
+  if (!napkin_plan_kind_is_helper (kind))
+    return g_strdup (name);
+  return g_strdup_printf ("%s (%s)", name, napkin_plan_kind_to_string (kind));
+}
+
 char *
 napkin_plan_target_for_arch (const NapkinArch *arch)
 {
@@ -596,8 +613,7 @@ best_path_note (NapkinPlanner    *p,
     }
   /* helpers (operand repacks, split reductions, the attention's combine) carry their
    * kernel's nodes but compute none of its products */
-  if (!tensor || k->kind == NAPKIN_PLAN_REPACK || k->kind == NAPKIN_PLAN_SPLIT_REDUCE
-      || k->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+  if (!tensor || napkin_plan_kind_is_helper (k->kind))
     return;
   generated = k->path == NAPKIN_PATH_WGMMA ? "wgmma" : k->path == NAPKIN_PATH_MMA ? "mma.sync" : NULL;
   if (g_strcmp0 (generated, napkin_tensor_path_to_string (best)) == 0
@@ -673,8 +689,7 @@ build_index (NapkinPlan *index)
                 g_hash_table_add (index->fused_index, GUINT_TO_POINTER (g_array_index (k->nodes, guint, j)));
 
           /* the main kernel, not a repack or reduction queued beside it */
-          if (k->kind == NAPKIN_PLAN_REPACK || k->kind == NAPKIN_PLAN_SPLIT_REDUCE
-              || k->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
+          if (napkin_plan_kind_is_helper (k->kind))
             continue;
           key = k->region >= 0 ? k->region : -2 - k->node;
           if (k->region < 0 && k->node < 0)

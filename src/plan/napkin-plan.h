@@ -480,6 +480,14 @@ const char       *napkin_attn_mask_to_string   (NapkinAttnMask           mask);
 
 const char       *napkin_path_to_string        (NapkinPath               path);
 const char       *napkin_plan_kind_to_string   (NapkinPlanKind           kind);
+/* Whether a plan kernel of this kind is a helper the plan adds beside another kernel (an
+ * operand repack, a split-K reduction, a split-KV combine): it carries that kernel's
+ * name and nodes and computes none of its products. */
+gboolean          napkin_plan_kind_is_helper   (NapkinPlanKind           kind);
+/* The name the model, the Kernels pane and the code view give plan kernel `name` of
+ * `kind`: the name itself, or "NAME (kind)" for a helper. */
+char             *napkin_plan_kernel_label     (const char              *name,
+                                                NapkinPlanKind           kind);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (NapkinPlan, napkin_plan_free)
 
