@@ -28,15 +28,12 @@ char       *_napkin_skeleton_instantiate (const char           *template,
 GArray     *_napkin_skeleton_params      (const NapkinSkeletonParam *t,
                                           guint                      n);
 
-/* A device function FNAME (float (&d)[n/2], desc_a, desc_b, int accumulate) issuing one
- * wgmma m64nNk16 with fp32 accumulators, both operands from shared memory (A K-major; B
- * K-major, or N-major through the transpose bit when b_transposed): one asm operand per
- * accumulator register, so it is printed for each N rather than written out per size. */
-char       *_napkin_wgmma_ss_function (const char *fname,
-                                       gint64      n,
-                                       const char *mma,
-                                       gboolean    b_transposed,
-                                       gboolean    clobber_memory);
+/* The asm operands of a wgmma's n fp32 accumulators d[0 … n − 1], one per register (so
+ * the call is printed for each size rather than written out): "%0, %1, …" appended to
+ * `regs` (unless NULL) and "\"+f\" (d[0]), …" to `outs`. */
+void        _napkin_wgmma_accumulators (gint64   n,
+                                        GString *regs,
+                                        GString *outs);
 
 /* ---- printers of the kernel plan's tile primitives (docs/plan.md) ------------------------ */
 

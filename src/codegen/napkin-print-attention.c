@@ -180,13 +180,8 @@ attn_pv_functions (GString    *s,
   g_autoptr(GString) outs_s = g_string_new (NULL);
   g_autoptr(GString) outs_o = g_string_new (NULL);
 
-  for (gint64 i = 0; i < ns; i++)
-    g_string_append_printf (outs_s, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
-  for (gint64 i = 0; i < no; i++)
-    {
-      g_string_append_printf (regs_o, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
-      g_string_append_printf (outs_o, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
-    }
+  _napkin_wgmma_accumulators (ns, NULL, outs_s);
+  _napkin_wgmma_accumulators (no, regs_o, outs_o);
   g_string_append_printf (s,
                           "__device__ __forceinline__ void\n"
                           "%s_pv (float (&d)[%" G_GINT64_FORMAT "], unsigned a0, unsigned a1, unsigned a2, unsigned a3, "
@@ -233,11 +228,7 @@ wgmma_wrappers (const char *name,
   g_autoptr(GString) regs_s = g_string_new (NULL);
   g_autoptr(GString) outs_s = g_string_new (NULL);
 
-  for (gint64 i = 0; i < ns; i++)
-    {
-      g_string_append_printf (regs_s, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
-      g_string_append_printf (outs_s, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
-    }
+  _napkin_wgmma_accumulators (ns, regs_s, outs_s);
   g_string_append_printf (s,
                           "__device__ __forceinline__ void\n"
                           "%s_qk (float (&d)[%" G_GINT64_FORMAT "], unsigned long long da, unsigned long long db, "

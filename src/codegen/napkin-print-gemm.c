@@ -450,11 +450,7 @@ wgmma_function (const char *fname,
   const char *t = ab == NAPKIN_DTYPE_FP16 ? "f16" : ab == NAPKIN_DTYPE_BF16 ? "bf16"
                   : ab == NAPKIN_DTYPE_FP8_E4M3 ? "e4m3" : "e5m2";
 
-  for (gint64 i = 0; i < regs; i++)
-    {
-      g_string_append_printf (list, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
-      g_string_append_printf (outs, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
-    }
+  _napkin_wgmma_accumulators (regs, list, outs);
   if (is_fp8 (ab))
     shape = g_strdup_printf ("m64n%" G_GINT64_FORMAT "k32.f32.%s.%s {%s}, %%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT
                              ", p, 1, 1", n, t, t, list->str, regs, regs + 1);

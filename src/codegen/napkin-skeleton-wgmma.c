@@ -6,36 +6,20 @@
 #include "napkin-codegen-private.h"
 #include "napkin-kernels.h"
 
-/* Hopper helpers shared by the printers: the wgmma call printed per tile width, the
- * compile target's flags, and tensor maps checked against the driver's rules. */
+/* Hopper helpers shared by the printers: a wgmma's accumulator operands, the compile
+ * target's flags, and tensor maps checked against the driver's rules. */
 
-char *
-_napkin_wgmma_ss_function (const char *fname,
-                           gint64      n,
-                           const char *mma,
-                           gboolean    b_transposed,
-                           gboolean    clobber_memory)
+void
+_napkin_wgmma_accumulators (gint64   n,
+                            GString *regs,
+                            GString *outs)
 {
-  const gint64 regs = n / 2;
-  g_autoptr(GString) list = g_string_new (NULL);
-  g_autoptr(GString) outs = g_string_new (NULL);
-
-  for (gint64 i = 0; i < regs; i++)
+  for (gint64 i = 0; i < n; i++)
     {
-      g_string_append_printf (list, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
+      if (regs != NULL)
+        g_string_append_printf (regs, "%s%%%" G_GINT64_FORMAT, i ? ", " : "", i);
       g_string_append_printf (outs, "%s\"+f\" (d[%" G_GINT64_FORMAT "])", i ? ", " : "", i);
     }
-  return g_strdup_printf ("__device__ __forceinline__ void\n"
-                          "%s (float (&d)[%" G_GINT64_FORMAT "], unsigned long long da, unsigned long long db, int acc)\n"
-                          "{\n"
-                          "  asm volatile (\"{ .reg .pred p; setp.ne.b32 p, %%%" G_GINT64_FORMAT ", 0; \"\n"
-                          "                \"wgmma.mma_async.sync.aligned.m64n%" G_GINT64_FORMAT "k16.f32.%s.%s {%s}, "
-                          "%%%" G_GINT64_FORMAT ", %%%" G_GINT64_FORMAT ", p, 1, 1, 0, %d; }\"\n"
-                          "                : %s\n"
-                          "                : \"l\" (da), \"l\" (db), \"r\" (acc)%s);\n"
-                          "}\n",
-                          fname, regs, regs + 2, n, mma, mma, list->str, regs, regs + 1, b_transposed ? 1 : 0,
-                          outs->str, clobber_memory ? " : \"memory\"" : "");
 }
 
 NapkinCodegenFlags
