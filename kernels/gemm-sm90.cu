@@ -564,15 +564,12 @@ NKP_NAME (const NapkinArgs args,
 
                     if (j == (G_BN + 31) / 32 && G_DVEC)
                       break;   /* aligned rows: no remainder */
+                    /* (the last piece's remainder, rows not aligned, is edges only) */
                     if (j < (G_BN + 31) / 32)
                       {
-                        /* the last piece's remainder (rows not aligned) is edges only */
                         NKP_CAT (NKP_NAME, _cvt_piece) (raw[j % G_RD], y);
                         if (j + G_RD < (G_BN + 31) / 32)
                           NKP_CAT (NKP_NAME, _ld_piece) (args, b, mw, n0, j + G_RD, skew0, skew1, raw[j % G_RD]);
-                      }
-                    if (j < (G_BN + 31) / 32)
-                      {
 #pragma unroll
                         for (int jj = 0; jj < 4; jj++)
                           {
