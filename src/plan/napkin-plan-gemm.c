@@ -411,6 +411,18 @@ napkin_plan_helper_launch (NapkinPlanKernel *k)
 
 /* ---- the recogniser ------------------------------------------------------------------------- */
 
+/* `cols` elements of `bytes` each, padded to a multiple of `align_bytes`: the leading
+ * dimension of a copy whose rows lie that far apart. */
+static gint64
+padded_ld (gint64 cols,
+           guint  bytes,
+           guint  align_bytes)
+{
+  const gint64 align = MAX (1u, align_bytes / MAX (1u, bytes));
+
+  return (cols + align - 1) / align * align;
+}
+
 /* The scratch copy an earlier kernel of the plan already makes of the same operand in
  * the same form (two products reading one X: the SwiGLU's up and gate projections), or
  * NULL. Values and scratch buffers are written once, so the copy is still good. */
@@ -455,7 +467,7 @@ queue_repack (NapkinPlanner          *p,
 {
   guint bytes = napkin_dtype_bytes (dtype);
   gint64 out_rows = transpose ? cols : rows, out_cols = transpose ? rows : cols;
-  gint64 align = align_bytes / bytes, out_ld = (out_cols + align - 1) / align * align;
+  gint64 out_ld = padded_ld (out_cols, bytes, align_bytes);
   gint64 count = bstride == 0 ? 1 : batch;
   NapkinPlanRepack want = { .src = src, .dtype = dtype, .batch = count, .rows = rows, .cols = cols, .ld_src = ld,
                             .ld_dst = out_ld, .src_bstride = bstride, .transpose = transpose };
@@ -1114,7 +1126,7 @@ gemm_realign_pays (NapkinPlanner    *p,
   double before, after, gain, copy;
 
   before = napkin_plan_gemm_unaligned_chunk_s (p->arch, g, 128, 256);
-  *ld = (kept * bytes + 127) / 128 * 128 / bytes;
+  *ld = padded_ld (kept, bytes, 128);
   after = napkin_plan_gemm_unaligned_chunk_s (p->arch, g, 128, 256);
   *ld = kept;
   gain = (before - after) * ((tiles + p->arch->sms - 1) / MAX (1u, p->arch->sms)) * ((g->K + BK - 1) / BK);
@@ -1485,7 +1497,7 @@ gemm_realign_epilogue_operands (NapkinPlanner    *p,
               || pg->split_k > 1 || pg->swapped || pg->c_dtype != map->other.dtype || pg->ldc != map->stride[1]
               || (map->stride[0] != 0 && map->stride[0] != pg->c_bstride))
             continue;
-          pitch = (pg->N * ob + 127) / 128 * 128 / ob;
+          pitch = padded_ld (pg->N, ob, 128);
           pg->c = (NapkinPlanBuffer) { -1, _napkin_plan_add_scratch (p->plan, pg->batch * pg->M * pitch * ob), pg->c_dtype };
           pg->ldc = pitch;
           pg->c_bstride = pg->M * pitch;
