@@ -76,6 +76,8 @@
 #define NKP_N_SC 1
 #define NKP_SC_WARP 4352
 #define NKP_SC_SCAN 0
+#define NKP_PERSIST 0
+#define NKP_Q_BUFFERS 1
 #endif /* NAPKIN_GENERATED */
 /* the score operands, one X (…) each (NKP_SCORES below): the printer's list */
 #ifdef NAPKIN_GENERATED
@@ -105,6 +107,22 @@
 #define A_VDS ((A_D * 2 + 127) / 128)
 #define A_QROWS (A_NWG * 64)
 #define A_Q_BYTES (A_QROWS * A_DS * 128)
+/* Persistent (PERSIST: the tiles of all blocks, > 0): each block walks a contiguous range
+ * of the tiles, one key chunk each (all the keys: NKV ≤ BKV, no mask, no split, no score
+ * operands; a mask hides keys of the chunk, or all of a tile's: then its rows are zeros), Q
+ * through Q_BUFFERS buffers that the producer fills ahead of the consumers;
+ * K and V are loaded again only where the range reaches the next K/V matrix. */
+#define A_PERSIST NKP_L (NKP_PERSIST)
+#if A_PERSIST
+#if NKP_SPLIT > 1 || NKP_N_SC > 0 || NKP_VT_IN || NKP_NKV > NKP_BKV
+#error "persistent attention: one chunk of all the keys, no split or score operands"
+#endif
+#define A_QB NKP_Q_BUFFERS
+#define A_QBARS (2 * A_QB)
+#else
+#define A_QB 1
+#define A_QBARS 1
+#endif
 #define A_K_BYTES (A_BKV * A_DS * 128)
 /* fp8 Vᵀ: slices of A_VS keys (128, 64 or 32: the widest dividing BKV), each D rows of
  * A_VS bytes in the A_VS-byte swizzle, so that chunks of 192 or 224 keys fit too */
@@ -201,20 +219,22 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
   extern __shared__ __align__ (16) unsigned char smem_raw_[];
   /* The swizzle repeats every 1024 bytes: align the tiles to it. */
   const unsigned base = (napkin_smem_addr (smem_raw_) + 1023) & ~1023u;
-  const unsigned q_s = base;
-  const unsigned k_s = q_s + A_Q_BYTES;                  /* [ST] tiles */
+  const unsigned q_s = base;                             /* [QB] tiles */
+  const unsigned k_s = q_s + A_QB * A_Q_BYTES;           /* [ST] tiles */
   const unsigned vr_s = k_s + A_ST * A_K_BYTES;          /* [ST] V as stored (VT_IN), or none */
   const unsigned v_s = vr_s + A_ST * A_VR_BYTES;         /* [ST] tiles (fp8: Vᵀ) */
-  const unsigned bars = v_s + A_ST * A_V_BYTES;          /* q_full, full_k[ST], full_v[ST], empty[ST], vt_full[ST] */
-  const unsigned q_full = bars;
+  /* q_full[QB], q_empty[QB] (persistent), full_k[ST], full_v[ST], empty[ST], vt_full[ST] */
+  const unsigned bars = v_s + A_ST * A_V_BYTES;
   /* [NWG · 4 warps][SC_WARP] score operands, then the scan's first and last key */
-  const unsigned sc_s = (bars + 8 * (1 + (A_VT_IN ? 4 : 3) * A_ST) + 15) & ~15u;
+  const unsigned sc_s = (bars + 8 * (A_QBARS + (A_VT_IN ? 4 : 3) * A_ST) + 15) & ~15u;
   (void) vr_s;
   (void) sc_s;
-#define A_FULL_K(s) (bars + 8 * (1 + (s)))
-#define A_FULL_V(s) (bars + 8 * (1 + A_ST + (s)))
-#define A_EMPTY(s) (bars + 8 * (1 + 2 * A_ST + (s)))
-#define A_VT_FULL(s) (bars + 8 * (1 + 3 * A_ST + (s)))
+#define A_Q_FULL(b) (bars + 8 * (b))
+#define A_Q_EMPTY(b) (bars + 8 * (A_QB + (b)))
+#define A_FULL_K(s) (bars + 8 * (A_QBARS + (s)))
+#define A_FULL_V(s) (bars + 8 * (A_QBARS + A_ST + (s)))
+#define A_EMPTY(s) (bars + 8 * (A_QBARS + 2 * A_ST + (s)))
+#define A_VT_FULL(s) (bars + 8 * (A_QBARS + 3 * A_ST + (s)))
 /* what P·V waits for: Vᵀ transposed by the producer (VT_IN), else V's (or Vᵀ's) copy */
 #if A_VT_IN
 #define A_PV_READY(s) A_VT_FULL (s)
@@ -223,15 +243,9 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #endif
   const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
 
-  /* The block's query tile, heads and key range. */
-  long blk = blockIdx.x;
-  const long qt_ = blk % A_QTILES;
-  const long qt = A_REVERSE ? A_QTILES - 1 - qt_ : qt_;
-  blk /= A_QTILES;
-  const long g0 = (blk % A_GTILES) * A_GT;
-  blk /= A_GTILES;
-  const long split = blk % A_SPLIT;
-  blk /= A_SPLIT;
+  /* The tile's query tile, heads and key range: tile `blk` of the grid's (the block's own,
+   * or, persistent, each of its range in turn). */
+  long qt = 0, g0 = 0, split = 0;
   /* the leading axes (K's, innermost first): offsets of Q and O, the K/V view's row and
    * plane, and the flat K/V index */
   long q_base = 0, o_base = 0, kv_row0 = 0, kv_plane = 0, kv_flat = 0;
@@ -248,30 +262,74 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #if NKP_N_SC > 3
   long sc3_base = 0;
 #endif
+  auto a_tile = [&] (long blk) {
+    const long qt_ = blk % A_QTILES;
+
+    qt = A_REVERSE ? A_QTILES - 1 - qt_ : qt_;
+    blk /= A_QTILES;
+    g0 = (blk % A_GTILES) * A_GT;
+    blk /= A_GTILES;
+    split = blk % A_SPLIT;
+    blk /= A_SPLIT;
+    q_base = o_base = kv_row0 = kv_plane = kv_flat = 0;
+#if NKP_N_SC > 0
+    sc0_base = 0;
+#endif
+#if NKP_N_SC > 1
+    sc1_base = 0;
+#endif
+#if NKP_N_SC > 2
+    sc2_base = 0;
+#endif
+#if NKP_N_SC > 3
+    sc3_base = 0;
+#endif
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/LEAD"
 #else
-  {
-    const long i_ = blk % 8L;
+    {
+      const long i_ = blk % 8L;
 
-    blk /= 8L;
-    q_base += i_ * 2097152L;
-    o_base += i_ * 2097152L;
-    kv_row0 += i_ * 0L;
-    kv_plane += i_ * 1L;
-    kv_flat += i_ * 1L;
-  }
-  {
-    const long i_ = blk % 1L;
+      blk /= 8L;
+      q_base += i_ * 2097152L;
+      o_base += i_ * 2097152L;
+      kv_row0 += i_ * 0L;
+      kv_plane += i_ * 1L;
+      kv_flat += i_ * 1L;
+    }
+    {
+      const long i_ = blk % 1L;
 
-    blk /= 1L;
-    q_base += i_ * 16777216L;
-    o_base += i_ * 16777216L;
-    kv_row0 += i_ * 0L;
-    kv_plane += i_ * 8L;
-    kv_flat += i_ * 8L;
-  }
+      blk /= 1L;
+      q_base += i_ * 16777216L;
+      o_base += i_ * 16777216L;
+      kv_row0 += i_ * 0L;
+      kv_plane += i_ * 8L;
+      kv_flat += i_ * 8L;
+    }
 #endif /* napkin-fragment/LEAD */
+  };
+#if A_PERSIST
+  /* whether the tile's queries see any key (its one chunk computed) */
+  auto a_sees = [&] (long q0_) -> bool {
+    long lo_ = 0, hi_ = A_NKV;
+
+    (void) q0_;
+#if A_MASK_LO
+    lo_ = q0_ + A_OFFSET - A_LEFT > 0 ? q0_ + A_OFFSET - A_LEFT : 0;
+#endif
+#if A_MASK_HI
+    hi_ = NAPKIN_MIN (hi_, NAPKIN_MIN (q0_ + A_BQ, A_NQ) + A_OFFSET + A_RIGHT);
+#endif
+    return hi_ > lo_;
+  };
+  /* the block's range of tiles */
+  const long tile_lo = (long) blockIdx.x * A_PERSIST / gridDim.x;
+  const long tile_hi = ((long) blockIdx.x + 1) * A_PERSIST / gridDim.x;
+  a_tile (tile_lo);
+#else
+  a_tile (blockIdx.x);
+#endif
   (void) o_base;
   (void) kv_flat;
   (void) split;
@@ -312,9 +370,18 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
   const long fv_lo = full_lo > 0 ? (full_lo + A_BKV - 1) / A_BKV : 0;
   const long fv_hi = full_hi > 0 ? full_hi / A_BKV : 0;
 
+  (void) fv_lo;
+  (void) fv_hi;
+
   if (tid == 0)
     {
-      napkin_attn_bar_init (q_full, 128);
+      for (int b = 0; b < A_QB; b++)
+        {
+          napkin_attn_bar_init (A_Q_FULL (b), 128);
+#if A_PERSIST
+          napkin_attn_bar_init (A_Q_EMPTY (b), A_NWG * 128);
+#endif
+        }
       for (int s = 0; s < A_ST; s++)
         {
           napkin_attn_bar_init (A_FULL_K (s), 1);
@@ -331,20 +398,26 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
     {
       /* Producer. */
       asm volatile ("setmaxnreg.dec.sync.aligned.u32 " NKP_STR (NKP_PRODUCER_REGS) ";");
+#if !A_PERSIST
+      /* (persistent: the first tile's keys say nothing of the others') */
       if (n_chunks == 0)
         return;
-#define A_ISSUE(it)                                                                                      \
+#endif
+#define A_ISSUE(it) A_ISSUE_AT ((it) % A_ST, c_first + (it))
+      /* chunk kc_ of the keys into stage st_ */
+#define A_ISSUE_AT(st, kc)                                                                               \
       do                                                                                                 \
         {                                                                                                \
-          const int st_ = (it) % A_ST;                                                                   \
-          const int row_ = (int) (kv_row0 + (c_first + (it)) * A_BKV);                                   \
+          const int st_ = (st);                                                                          \
+          const long kc_ = (kc);                                                                         \
+          const int row_ = (int) (kv_row0 + kc_ * A_BKV);                                                \
           napkin_attn_expect (A_FULL_K (st_), A_K_BYTES);                                                \
           _Pragma ("unroll")                                                                             \
           for (int sl = 0; sl < A_DS; sl++)                                                              \
             A_TMA (k_s + st_ * A_K_BYTES + sl * (A_BKV * 128), &tma_k, sl * (128 / A_QE), row_,          \
                    (int) kv_plane, A_FULL_K (st_));                                                      \
           napkin_attn_expect (A_FULL_V (st_), A_VT_IN ? A_VR_BYTES : A_V_BYTES);                         \
-          A_ISSUE_V (st_, it);                                                                           \
+          A_ISSUE_V (st_, kc_);                                                                          \
         }                                                                                                \
       while (0)
 #if A_KV_RANK3
@@ -354,56 +427,115 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #endif
 #if A_VT_IN
       /* V as stored (K's view): slices of 128 d-bytes × BKV keys */
-#define A_ISSUE_V(st_, it)                                                                               \
+#define A_ISSUE_V(st_, kc)                                                                               \
       _Pragma ("unroll")                                                                                 \
       for (int sl = 0; sl < A_VRS; sl++)                                                                 \
         A_TMA (vr_s + st_ * A_VR_BYTES + sl * (A_BKV * 128), &tma_v, sl * 128,                           \
-               (int) (kv_row0 + (c_first + (it)) * A_BKV), (int) kv_plane, A_FULL_V (st_))
+               (int) (kv_row0 + (kc) * A_BKV), (int) kv_plane, A_FULL_V (st_))
 #elif A_FP8_V
       /* Vᵀ [kv_flat][D][keys]: boxes of A_VS keys × D rows */
-#define A_ISSUE_V(st_, it)                                                                               \
+#define A_ISSUE_V(st_, kc)                                                                               \
       _Pragma ("unroll")                                                                                 \
       for (int sl = 0; sl < A_BKV / A_VS; sl++)                                                          \
         A_TMA_VT (v_s + st_ * A_V_BYTES + sl * (A_DV * A_VS), &tma_v,                                     \
-                  (int) ((c_first + (it)) * A_BKV + sl * A_VS), 0, (int) kv_flat, A_FULL_V (st_))
+                  (int) ((kc) * A_BKV + sl * A_VS), 0, (int) kv_flat, A_FULL_V (st_))
 #if NKP_VT_RANK3
 #define A_TMA_VT(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, c2, bar)
 #else
 #define A_TMA_VT(dst, map, c0, c1, c2, bar) napkin_attn_tma (dst, map, c0, c1, bar)
 #endif
 #else
-#define A_ISSUE_V(st_, it)                                                                               \
+#define A_ISSUE_V(st_, kc)                                                                               \
       _Pragma ("unroll")                                                                                 \
       for (int sl = 0; sl < A_VDS; sl++)                                                                 \
         A_TMA (v_s + st_ * A_V_BYTES + sl * (A_BKV * 128), &tma_v, sl * 64,                              \
-               (int) (kv_row0 + (c_first + (it)) * A_BKV), (int) kv_plane, A_FULL_V (st_))
+               (int) (kv_row0 + (kc) * A_BKV), (int) kv_plane, A_FULL_V (st_))
 #endif
+      /* Q: 16-byte chunks c of row r into slice c/8, chunk (c%8) ^ (r%8) of the row (the
+       * buffer at qb, the tile at g0, q0_), one commit group */
+#define A_COPY_Q(qb, q0_)                                                                                \
+      do                                                                                                 \
+        {                                                                                                \
+          for (int i = t; i < A_QROWS * A_DS * 8; i += 128)                                              \
+            {                                                                                            \
+              const int r = i / (A_DS * 8), c = i % (A_DS * 8);                                          \
+              const unsigned off = (c >> 3) * (A_QROWS * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);    \
+              const long g = g0 + r / A_BQ, q = (q0_) + r % A_BQ;                                        \
+              const bool ok = r < A_ROWS && g < A_G && q < A_NQ && c * 16 < A_D * A_QE;                  \
+              const char *src = (const char *) Qg;                                                       \
+                                                                                                         \
+              if (ok)                                                                                    \
+                src = (const char *) (Qg + q_base + g * A_QGS + q * A_QRS) + c * 16;                     \
+              napkin_attn_cp16 ((qb) + off, src, ok ? 16 : 0);                                           \
+            }                                                                                            \
+          asm volatile ("cp.async.commit_group;" ::: "memory");                                         \
+        }                                                                                                \
+      while (0)
+#if A_PERSIST
+      {
+        /* Each tile: its K/V where the range reaches the next matrix (into the next stage,
+         * once the consumers are done with the one before it), its Q into buffer i % QB
+         * once the consumers have read the tile QB before from it. Up to QB − 1 tiles' Q
+         * copies stay in flight; each is announced (q_full) when it lands. */
+        long kv_row_prev = -1, kv_plane_prev = -1, issued = 0, announced = 0;
+        int kv_n = -1;
+
+#define A_ANNOUNCE(left)                                                                                 \
+        do                                                                                               \
+          {                                                                                              \
+            asm volatile ("cp.async.wait_group %0;" :: "n" (left) : "memory");                          \
+            asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");                               \
+            napkin_attn_arrive (A_Q_FULL ((int) (announced % A_QB)));                                    \
+            announced++;                                                                                 \
+          }                                                                                              \
+        while (0)
+        for (long tile = tile_lo; tile < tile_hi; tile++)
+          {
+            a_tile (tile);
+            if (!a_sees (qt * A_BQ))
+              continue;
+            if (kv_row0 != kv_row_prev || kv_plane != kv_plane_prev)
+              {
+                kv_row_prev = kv_row0;
+                kv_plane_prev = kv_plane;
+                kv_n++;
+                /* the consumers release a stage after their last tile on it: the tiles
+                 * before are announced first, so that they can get there */
+                while (announced < issued)
+                  A_ANNOUNCE (0);
+                if (t == 0)
+                  {
+                    if (kv_n >= A_ST)
+                      napkin_attn_wait (A_EMPTY (kv_n % A_ST), (kv_n / A_ST - 1) & 1);
+                    A_ISSUE_AT (kv_n % A_ST, 0);
+                  }
+              }
+            if (issued >= A_QB)
+              napkin_attn_wait (A_Q_EMPTY ((int) (issued % A_QB)), (int) (issued / A_QB - 1) & 1);
+            A_COPY_Q (q_s + (unsigned) (issued % A_QB) * A_Q_BYTES, qt * A_BQ);
+            issued++;
+            if (issued - announced >= A_QB)
+              A_ANNOUNCE (A_QB - 1);
+          }
+        while (announced < issued)
+          A_ANNOUNCE (0);
+#undef A_ANNOUNCE
+      }
+#else
       if (t == 0)
         for (int it = 0; it < A_ST && it < n_chunks; it++)
           A_ISSUE (it);
-      /* Q: 16-byte chunks c of row r into slice c/8, chunk (c%8) ^ (r%8) of the row */
-      for (int i = t; i < A_QROWS * A_DS * 8; i += 128)
-        {
-          const int r = i / (A_DS * 8), c = i % (A_DS * 8);
-          const unsigned off = (c >> 3) * (A_QROWS * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-          const long g = g0 + r / A_BQ, q = q0 + r % A_BQ;
-          const bool ok = r < A_ROWS && g < A_G && q < A_NQ && c * 16 < A_D * A_QE;
-          const char *src = (const char *) Qg;
-
-          if (ok)
-            src = (const char *) (Qg + q_base + g * A_QGS + q * A_QRS) + c * 16;
-          napkin_attn_cp16 (q_s + off, src, ok ? 16 : 0);
-        }
-      asm volatile ("cp.async.commit_group;" ::: "memory");
+      A_COPY_Q (q_s, q0);
       asm volatile ("cp.async.wait_group 0;" ::: "memory");
       asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
-      napkin_attn_arrive (q_full);
+      napkin_attn_arrive (A_Q_FULL (0));
       if (t == 0)
         for (int it = A_ST; it < n_chunks; it++)
           {
             napkin_attn_wait (A_EMPTY (it % A_ST), (it / A_ST - 1) & 1);
             A_ISSUE (it);
           }
+#endif
 #if A_VT_IN
       /* Warps 1-3: each chunk's V, once in, to Vᵀ. Stage st's Vᵀ is free: its chunk's
        * copy was issued after the consumers released the chunk before (EMPTY). Block b
@@ -439,6 +571,8 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
           }
 #endif
 #undef A_ISSUE
+#undef A_ISSUE_AT
+#undef A_COPY_Q
 #undef A_ISSUE_V
 #undef A_TMA
 #undef A_TMA_VT
@@ -525,8 +659,9 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #endif
       A_SC_COPY (0);
 
-      /* S = Q·Kᵀ of chunk it, issued and committed (not waited for). */
-#define A_ISSUE_QK(it)                                                                                   \
+      /* S = Q·Kᵀ of chunk it (Q in the buffer at qb), issued and committed (not waited for). */
+#define A_ISSUE_QK(it) A_ISSUE_QK_Q (it, q_s)
+#define A_ISSUE_QK_Q(it, qb)                                                                             \
       do                                                                                                 \
         {                                                                                                \
           const int st_ = (it) % A_ST;                                                                   \
@@ -534,7 +669,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
           asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");                                      \
           _Pragma ("unroll")                                                                             \
           for (int kk = 0; kk < A_QK_STEPS; kk++)                                                        \
-            NKP_CAT (NKP_NAME, _qk) (s, napkin_attn_desc (q_s + (kk / 4) * (A_QROWS * 128) + c * 8192 + (kk % 4) * 32, 16, 1024), \
+            NKP_CAT (NKP_NAME, _qk) (s, napkin_attn_desc ((qb) + (kk / 4) * (A_QROWS * 128) + c * 8192 + (kk % 4) * 32, 16, 1024), \
                        napkin_attn_desc (k_s + st_ * A_K_BYTES + (kk / 4) * (A_BKV * 128) + (kk % 4) * 32, 16, 1024), \
                        kk > 0);                                                                          \
           asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");                               \
@@ -568,17 +703,21 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
         {                                                                                                \
           const long kc_ = c_first + (it);                                                               \
           if (kc_ < fv_lo || kc_ >= fv_hi)                                                               \
+            A_MASK_KEYS (kc_);                                                                           \
+        }                                                                                                \
+      while (0)
+#define A_MASK_KEYS(kc)                                                                                  \
+      do                                                                                                 \
+        {                                                                                                \
+          const int j0_ = (int) ((kc) * A_BKV) + 2 * (lane & 3);                                         \
+          _Pragma ("unroll")                                                                             \
+          for (int j = 0; j < A_BKV / 8; j++)                                                            \
             {                                                                                            \
-              const int j0_ = (int) (kc_ * A_BKV) + 2 * (lane & 3);                                      \
-              _Pragma ("unroll")                                                                         \
-              for (int j = 0; j < A_BKV / 8; j++)                                                        \
-                {                                                                                        \
-                  const int ja = j0_ + 8 * j, jb = ja + 1;                                               \
-                  s[4 * j] = ja >= kmin0 && ja < kmax0 ? s[4 * j] : A_HIDDEN;                            \
-                  s[4 * j + 1] = jb >= kmin0 && jb < kmax0 ? s[4 * j + 1] : A_HIDDEN;                    \
-                  s[4 * j + 2] = ja >= kmin1 && ja < kmax1 ? s[4 * j + 2] : A_HIDDEN;                    \
-                  s[4 * j + 3] = jb >= kmin1 && jb < kmax1 ? s[4 * j + 3] : A_HIDDEN;                    \
-                }                                                                                        \
+              const int ja = j0_ + 8 * j, jb = ja + 1;                                                   \
+              s[4 * j] = ja >= kmin0 && ja < kmax0 ? s[4 * j] : A_HIDDEN;                                \
+              s[4 * j + 1] = jb >= kmin0 && jb < kmax0 ? s[4 * j + 1] : A_HIDDEN;                        \
+              s[4 * j + 2] = ja >= kmin1 && ja < kmax1 ? s[4 * j + 2] : A_HIDDEN;                        \
+              s[4 * j + 3] = jb >= kmin1 && jb < kmax1 ? s[4 * j + 3] : A_HIDDEN;                        \
             }                                                                                            \
         }                                                                                                \
       while (0)
@@ -750,9 +889,10 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
             o[4 * j + 3] *= c1;                                                                          \
           }
 
+#if !A_PERSIST
       if (n_chunks > 0)
         {
-          napkin_attn_wait (q_full, 0);
+          napkin_attn_wait (A_Q_FULL (0), 0);
 #if A_OVERLAP
 #if A_PINGPONG
           /* Consumer c issues after c − 1 (cyclically) and hands over when its wgmmas are issued. */
@@ -835,53 +975,132 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #endif
         }
 
-      /* The running sums were kept per thread: add the quad's, then divide. */
-#pragma unroll
-      for (int r = 0; r < 2; r++)
-        {
-          l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 1);
-          l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 2);
-        }
-#pragma unroll
-      for (int h = 0; h < 2; h++)
-        {
-          const int r = h ? r1 : r0;
-          const long g = g0 + r / A_BQ, q = q0 + r % A_BQ;
-          /* a row that saw no key (wholly masked) is zero */
-          const float inv = l_row[h] > 0.0f ? NKP_F (NKP_V_SCALE) / l_row[h] : 0.0f;
+#endif /* !A_PERSIST */
 
-          if (r >= A_ROWS || g >= A_G || q >= A_NQ)
-            continue;
+      /* Row h of the thread (query q of head g): the normalised output (split: the partial
+       * output and its log-sum-exp). */
 #if A_SPLIT > 1
-          {
-            const long prow = (kv_flat * A_G + g) * A_NQ + q;
-            float *ob = part + (split * A_ROWS_ALL + prow) * A_D;
-
-#pragma unroll
-            for (int j = 0; j < A_D / 8; j++)
-              napkin_attn_st2 (&ob[j * 8 + (lane & 3) * 2], o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-            if ((lane & 3) == 0)
-              part[(long) A_SPLIT * A_ROWS_ALL * A_D + split * A_ROWS_ALL + prow]
-                = l_row[h] > 0.0f ? m_row[h] + __log2f (l_row[h]) : NAPKIN_NEG_INF;
-          }
+#define A_STORE_ROW(h, g, q, inv)                                                                        \
+      do                                                                                                 \
+        {                                                                                                \
+          const long prow = (kv_flat * A_G + (g)) * A_NQ + (q);                                          \
+          float *ob = part + (split * A_ROWS_ALL + prow) * A_D;                                          \
+                                                                                                         \
+          _Pragma ("unroll")                                                                             \
+          for (int j = 0; j < A_D / 8; j++)                                                              \
+            napkin_attn_st2 (&ob[j * 8 + (lane & 3) * 2], o[4 * j + 2 * (h)] * (inv), o[4 * j + 2 * (h) + 1] * (inv)); \
+          if ((lane & 3) == 0)                                                                           \
+            part[(long) A_SPLIT * A_ROWS_ALL * A_D + split * A_ROWS_ALL + prow]                          \
+              = l_row[h] > 0.0f ? m_row[h] + __log2f (l_row[h]) : NAPKIN_NEG_INF;                        \
+        }                                                                                                \
+      while (0)
 #else
-          {
-            NKP_OT *ob = Og + o_base + g * A_OGS + q * A_ORS;
-
-#pragma unroll
-            for (int j = 0; j < A_D / 8; j++)
-              napkin_attn_st2 (&ob[j * 8 + (lane & 3) * 2], o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-          }
+#define A_STORE_ROW(h, g, q, inv)                                                                        \
+      do                                                                                                 \
+        {                                                                                                \
+          NKP_OT *ob = Og + o_base + (g) * A_OGS + (q) * A_ORS;                                          \
+                                                                                                         \
+          _Pragma ("unroll")                                                                             \
+          for (int j = 0; j < A_D / 8; j++)                                                              \
+            napkin_attn_st2 (&ob[j * 8 + (lane & 3) * 2], o[4 * j + 2 * (h)] * (inv), o[4 * j + 2 * (h) + 1] * (inv)); \
+        }                                                                                                \
+      while (0)
 #endif
-        }
+      /* The running sums were kept per thread: add the quad's, then divide; the rows of
+       * the tile at g0, q0_ stored. */
+#define A_STORE_O(q0_)                                                                                   \
+      do                                                                                                 \
+        {                                                                                                \
+          _Pragma ("unroll")                                                                             \
+          for (int r = 0; r < 2; r++)                                                                    \
+            {                                                                                            \
+              l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 1);                                    \
+              l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 2);                                    \
+            }                                                                                            \
+          _Pragma ("unroll")                                                                             \
+          for (int h = 0; h < 2; h++)                                                                    \
+            {                                                                                            \
+              const int r = h ? r1 : r0;                                                                 \
+              const long g = g0 + r / A_BQ, q = (q0_) + r % A_BQ;                                        \
+              /* a row that saw no key (wholly masked) is zero */                                        \
+              const float inv = l_row[h] > 0.0f ? NKP_F (NKP_V_SCALE) / l_row[h] : 0.0f;                 \
+                                                                                                         \
+              if (r < A_ROWS && g < A_G && q < A_NQ)                                                     \
+                A_STORE_ROW (h, g, q, inv);                                                              \
+            }                                                                                            \
+        }                                                                                                \
+      while (0)
+#if !A_PERSIST
+      A_STORE_O (q0);
+#else
+      {
+        /* Each tile of the range: one chunk of all the keys, from the K/V stage of the
+         * matrix it reads (a new one: the last released), Q from buffer i % QB (released
+         * once Q·Kᵀ has read it), O stored before the next tile. */
+        long kv_row_prev = -1, kv_plane_prev = -1, done = 0;
+        int kv_n = -1;
+
+        for (long tile = tile_lo; tile < tile_hi; tile++)
+          {
+            a_tile (tile);
+            _Pragma ("unroll")
+            for (int j = 0; j < A_DV / 2; j++)
+              o[j] = 0.0f;
+            m_row[0] = m_row[1] = -1e30f;
+            l_row[0] = l_row[1] = 0.0f;
+            if (a_sees (qt * A_BQ))
+              {
+                const int qb = (int) (done % A_QB);
+                float c0, c1;
+
+                if (kv_row0 != kv_row_prev || kv_plane != kv_plane_prev)
+                  {
+                    kv_row_prev = kv_row0;
+                    kv_plane_prev = kv_plane;
+                    if (kv_n >= 0)
+                      napkin_attn_arrive (A_EMPTY (kv_n % A_ST));
+                    kv_n++;
+                  }
+#if A_MASK_LO
+                kmin0 = (int) (qt * A_BQ + r0 % A_BQ + A_OFFSET - A_LEFT);
+                kmin1 = (int) (qt * A_BQ + r1 % A_BQ + A_OFFSET - A_LEFT);
+#endif
+#if A_MASK_HI
+                kmax0 = (int) NAPKIN_MIN (A_NKV, qt * A_BQ + r0 % A_BQ + A_OFFSET + A_RIGHT + 1);
+                kmax1 = (int) NAPKIN_MIN (A_NKV, qt * A_BQ + r1 % A_BQ + A_OFFSET + A_RIGHT + 1);
+#endif
+                napkin_attn_wait (A_Q_FULL (qb), (int) (done / A_QB) & 1);
+                A_ISSUE_QK_Q (kv_n, q_s + (unsigned) qb * A_Q_BYTES);
+                asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                NKP_CAT (NKP_NAME, _fence_s) (s);
+                napkin_attn_arrive (A_Q_EMPTY (qb));
+                done++;
+                A_MASK_KEYS (0);
+                A_SOFTMAX (c0, c1);
+                (void) c0;
+                (void) c1;
+                A_PACK_P ();
+                A_ISSUE_PV (kv_n);
+                asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+                NKP_CAT (NKP_NAME, _fence_o) (o);
+                A_TAKE_SUMS (1.0f, 1.0f);
+              }
+            A_STORE_O (qt * A_BQ);
+          }
+      }
+#endif
+#undef A_STORE_ROW
+#undef A_STORE_O
 #undef A_SC_COPY_ONE
 #undef A_SC_COPY
+#undef A_ISSUE_QK_Q
 #undef A_SC_APPLY_ONE
 #undef A_SC_APPLY
 #undef A_ISSUE_QK
 #undef A_ISSUE_PV
 #undef A_PV_DESC
 #undef A_MASK
+#undef A_MASK_KEYS
 #undef A_SOFTMAX
 #undef A_PACK_P
 #undef A_PACK_PAIR

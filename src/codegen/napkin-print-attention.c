@@ -451,7 +451,7 @@ print_sm90 (const NapkinPrintCtx   *ctx,
   {
     NapkinSkeletonParam head[] = {
       { "WGMMA", wgmma_wrappers (name, a->BKV, dv, a->dtype, a->v_dtype) },
-      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT | LEAD_SC, TRUE, 2) },
+      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT | LEAD_SC, TRUE, 4) },
       { "NAME", g_strdup (name) },
       { "ROWS", int_text (a->rows) },
       { "BQ", int_text (a->BQ) },
@@ -470,6 +470,8 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "VT_RANK3", g_strdup (a->kv_batch > 1 ? "1" : "0") },
       { "VT_SLICE", int_text (vt_slice (a)) },
       { "VT_IN", g_strdup (a->vt_in_kernel ? "1" : "0") },
+      { "PERSIST", int_text (a->persist_tiles) },
+      { "Q_BUFFERS", int_text (MAX (1u, a->q_buffers)) },
     };
     NapkinSkeletonParam tail[] = {
       { "O_GROUP", int_text (a->o_group) },

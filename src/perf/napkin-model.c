@@ -1758,6 +1758,12 @@ grid_fill (const Model *m,
  * ATTN_BLOCK_CLOCKS, once per block an SM runs in turn. */
 #define ATTN_SFU_EXPOSED  0.84
 #define ATTN_BLOCK_CLOCKS 6000.0
+/* Persistent attention (one chunk of all the keys: cross-attention to a short text,
+ * docs/model.md §14b): its blocks pay the fixed cost once, but Q and O move at this share
+ * of the device memory's rate — one block an SM keeps up to three tiles of Q in flight
+ * and stores O from registers. Fitted on the H200 (2026-11-29, 12 shapes of the user's
+ * path: 1.4–2.2 TB/s measured; docs/perf-notes.md, "Session 12"). */
+#define ATTN_PERSIST_STREAM_EFFICIENCY 0.42
 
 static void
 finish_kernel (Model            *m,
@@ -2720,6 +2726,9 @@ kernel_plan (Model                  *m,
        * each of an SM's blocks pays the prologue and epilogue in turn */
       if (pk->path == NAPKIN_PATH_WGMMA)
         k->latency_s += slots * attention_block_s (m);
+      /* persistent (one chunk of all the keys): Q and O stream through one block an SM */
+      if (pk->u.att.persist_tiles > 0)
+        k->time_s[NAPKIN_RESOURCE_HBM] /= ATTN_PERSIST_STREAM_EFFICIENCY;
     }
   /* a GEMM region on the plan's wgmma kernel: its staged epilogue, once per wave */
   if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && pk->path == NAPKIN_PATH_WGMMA && !m->a->paper && pk->grid > 0)

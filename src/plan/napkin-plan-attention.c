@@ -234,6 +234,10 @@ attention_note (NapkinPlanKernel *k,
   if (a->split_kv > 1)
     g_string_append_printf (s, _("; keys split %u ways (%lld chunks each), partial outputs merged "
                                "by a second kernel"), a->split_kv, (long long) a->chunks_per_split);
+  if (a->persist_tiles > 0)
+    g_string_append_printf (s, _("; persistent: each block walks about %lld of the %lld tiles, their Q "
+                               "copied up to %u tiles ahead"), (long long) ceil_div (a->persist_tiles, k->grid > 0 ? k->grid : 1),
+                            (long long) a->persist_tiles, a->q_buffers - 1);
   if (a->exp_fma > 0)
     {
       /* whole blocks of 8 keys move: floor (BKV/8 · f) of every chunk's BKV/8 */
@@ -564,7 +568,9 @@ wgmma_smem (const NapkinPlanAttention *a)
 {
   guint qe = napkin_dtype_bytes (a->dtype);
   gint64 ds = ceil_div (a->D * qe, 128);
-  gint64 q = (gint64) a->consumers * 64 * ds * 128, kb = a->BKV * ds * 128, vb, bars;
+  gint64 q = (gint64) a->consumers * 64 * ds * 128 * MAX (1u, a->q_buffers), kb = a->BKV * ds * 128, vb, bars;
+  /* q_full for each Q buffer, and q_empty where they rotate (persistent) */
+  gint64 qbars = a->persist_tiles > 0 ? 2 * (gint64) a->q_buffers : 1;
 
   if (a->v_dtype == NAPKIN_DTYPE_FP8_E4M3)
     vb = vt_rows (a) * a->BKV;
@@ -573,7 +579,7 @@ wgmma_smem (const NapkinPlanAttention *a)
   /* V as stored beside its Vᵀ, and one more mbarrier a stage, where the kernel transposes */
   if (a->vt_in_kernel)
     vb += a->BKV * ceil_div (a->D, 128) * 128;
-  bars = 8 * (1 + (a->vt_in_kernel ? 4 : 3) * (gint64) a->stages);
+  bars = 8 * (qbars + (a->vt_in_kernel ? 4 : 3) * (gint64) a->stages);
   /* the score operands' staging after the mbarriers, 16-byte aligned, 4 warps a consumer */
   if (a->n_scores > 0)
     bars = ceil_div (bars, 16) * 16 + scores_smem (a, 4 * (gint64) a->consumers);
@@ -1334,6 +1340,41 @@ wgmma_parts (NapkinPlanner       *p,
   return FALSE;
 }
 
+/* Persistent attention (docs/plan.md, "Attention kernels"): where all the keys are one
+ * chunk (a mask hides keys of it, or whole tiles, which are skipped) and nothing cuts them
+ * or adds to the scores, a block's time is mostly its Q arriving and its O
+ * leaving, which one block an SM does not overlap with anything. Then one block an SM
+ * walks a range of the tiles, copying the Q of the next ones (as many buffers, up to 4, as
+ * fit) while it computes this one; K and V are loaded once per matrix its range reaches.
+ * Taken from two waves of tiles up; NAPKIN_NO_PERSISTENT_ATTENTION=1 keeps one tile a
+ * block (for A/B runs). */
+#define PERSIST_MAX_Q_BUFFERS 4
+
+static void
+choose_persistent (NapkinPlanner       *p,
+                   NapkinPlanAttention *a,
+                   gint64               base)
+{
+  const char *env = g_getenv ("NAPKIN_NO_PERSISTENT_ATTENTION");
+  NapkinPlanAttention t = *a;
+
+  a->persist_tiles = 0;
+  a->q_buffers = 1;
+  if ((env != NULL && *env != '\0' && !g_str_equal (env, "0")) || a->n_scores > 0 || a->split_kv > 1 || a->vt_in_kernel || a->NKV > a->BKV || a->bkv_parts > 1
+      || base < 2 * (gint64) p->arch->sms)
+    return;
+  /* one stage holds the K/V in use, the other the next matrix's */
+  t.stages = 2;
+  t.persist_tiles = base;
+  for (t.q_buffers = PERSIST_MAX_Q_BUFFERS; t.q_buffers >= 2; t.q_buffers--)
+    if (wgmma_smem (&t) <= (gint64) p->arch->smem_max_per_block)
+      {
+        t.stages_asked = 0;
+        *a = t;
+        return;
+      }
+}
+
 /* The Hopper kernel where it takes the attention; else FALSE and *hopper says why. */
 static gboolean
 plan_hopper (NapkinPlanner    *p,
@@ -1354,11 +1395,12 @@ plan_hopper (NapkinPlanner    *p,
   k->path = NAPKIN_PATH_WGMMA;
   /* the consumers' setmaxnreg takes the register file: one block an SM */
   choose_split (p, a, base, 1);
+  choose_persistent (p, a, base);
   /* exp on the FMA units: generated on this path only (kernels/attn-sm90.cu) */
   a->exp_fma = napkin_diagram_node (p->d, c->sm)->exp_fma;
   a->legacy = FALSE;   /* every shape on the general kernel (legacy_shape) */
   a->overlap = a->stages >= 3 || a->BKV >= 128;
-  k->grid = base * a->split_kv;
+  k->grid = a->persist_tiles > 0 ? MIN (base, (gint64) p->arch->sms) : base * a->split_kv;
   k->threads = 128 * (1 + a->consumers);
   k->smem_bytes = wgmma_smem (a);
   k->registers = a->consumer_regs;

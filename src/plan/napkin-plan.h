@@ -275,6 +275,10 @@ typedef struct
   guint            bkv_parts;             /* mma: the region's key chunk run as this many kernel chunks
                                              of BKV keys (2: halves, where a whole chunk spills), else 1 */
   gboolean         legacy;                /* mma: today's aligned shapes, kernels/flash-mma.cu */
+  gint64           persist_tiles;         /* wgmma, > 0: persistent, the grid's blocks walk these tiles
+                                             (query tiles × group tiles × K's leading axes), each a
+                                             contiguous range; Q through q_buffers buffers */
+  guint            q_buffers;             /* Q's buffers in shared memory (1, or 2–4 persistent) */
   double           exp_fma;               /* the softmax's exponentials on the FMA units (a fraction;
                                              wgmma only: kernels/attn-sm90.cu, napkin_exp2_poly) */
 } NapkinPlanAttention;

@@ -238,6 +238,16 @@ test_print (void)
             }
           if (c->mask != NAPKIN_ATTN_MASK_NONE)
             g_assert_nonnull (strstr (h->source, "#define NKP_REVERSE 1\n"));
+          /* persistent: the tiles the blocks walk, Q's buffers */
+          {
+            g_autofree char *persist = g_strdup_printf ("#define NKP_PERSIST %" G_GINT64_FORMAT "\n"
+                                                        "#define NKP_Q_BUFFERS %u\n",
+                                                        att->persist_tiles, MAX (1u, att->q_buffers));
+
+            g_assert_nonnull (strstr (h->source, persist));
+            if (att->persist_tiles > 0)
+              g_assert_cmpint (k->grid, <=, napkin_test_arch ("h100")->sms);
+          }
           /* the score operands as the plan has them, the leading axes' strides in the index code */
           {
             g_autofree char *n_sc = g_strdup_printf ("#define NKP_N_SC %u\n", att->n_scores);

@@ -391,12 +391,35 @@ test_attention_fixed_costs (void)
 
     axis (d, "b=32"), axis (d, "h=16"), axis (d, "q=128"), axis (d, "k=128"), axis (d, "d=64");
     tile (d, "block.k=128");
+    /* one tile a block (the plan's persistent walk turned off) */
+    g_setenv ("NAPKIN_NO_PERSISTENT_ATTENTION", "1", TRUE);
     an = analyze (d, "h100", FALSE);
+    g_unsetenv ("NAPKIN_NO_PERSISTENT_ATTENTION");
     g_assert_cmpuint (an->kernels->len, ==, 1);
     k = &g_array_index (an->kernels, NapkinKernelCost, 0);
     g_assert_cmpfloat_with_epsilon (k->latency_s, 4 * block, 1e-12);
     /* device memory alone would say 0.0142 ms */
     g_assert_cmpfloat_with_epsilon (an->predicted_time_s * 1e3, 0.0309, 0.0005);
+  }
+  {
+    /* the same keys in one chunk, persistent (docs/model.md §14b): one block an SM pays
+     * the fixed cost once, and Q and O stream at 0.42 of the device memory's rate */
+    g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
+    g_autoptr(NapkinAnalysis) an = NULL;
+    g_autoptr(NapkinAnalysis) one = NULL;
+    const NapkinKernelCost *k, *k1;
+
+    axis (d, "b=32"), axis (d, "h=16"), axis (d, "q=128"), axis (d, "k=128"), axis (d, "d=64");
+    tile (d, "block.k=128");
+    an = analyze (d, "h100", FALSE);
+    g_setenv ("NAPKIN_NO_PERSISTENT_ATTENTION", "1", TRUE);
+    one = analyze (d, "h100", FALSE);
+    g_unsetenv ("NAPKIN_NO_PERSISTENT_ATTENTION");
+    k = &g_array_index (an->kernels, NapkinKernelCost, 0);
+    k1 = &g_array_index (one->kernels, NapkinKernelCost, 0);
+    g_assert_cmpfloat_with_epsilon (k->latency_s, block, 1e-12);
+    g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_HBM], k1->time_s[NAPKIN_RESOURCE_HBM] / 0.42, 1e-12);
+    g_assert_cmpfloat_with_epsilon (an->predicted_time_s * 1e3, 0.0321, 0.0005);
   }
   {
     /* long sequences at the sweep's tiles, now the file's own (q 128, k 128, 3 stages;

@@ -577,6 +577,75 @@ test_stages_hint (void)
   }
 }
 
+/* Persistent attention (docs/plan.md, "Attention kernels"): all the keys in one chunk
+ * and at least two waves of tiles — one block an SM walks a range of them, Q copied
+ * ahead through up to 4 buffers; masks go along (wholly hidden tiles skipped), two
+ * chunks, few tiles or NAPKIN_NO_PERSISTENT_ATTENTION keep one tile a block. */
+static void
+test_persistent (void)
+{
+  const NapkinArch *h100 = napkin_test_arch ("h100");
+  /* SD's cross-attention to 77 text tokens: 2·8 heads × 32 query tiles */
+  NapkinTestAttention c = { 2, 8, 0, 4096, 77, 64, "fp16", NULL, NULL, 128, 77, 3 };
+  g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
+  g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h100");
+  const NapkinPlanKernel *k = napkin_plan_kernel_for (p, 0, -1);
+
+  g_test_message ("%s", k->note);
+  g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+  g_assert_cmpint (k->u.att.persist_tiles, ==, 2 * 8 * 32);
+  g_assert_cmpint (k->grid, ==, h100->sms);
+  g_assert_cmpuint (k->u.att.q_buffers, ==, 4);
+  g_assert_cmpuint (k->u.att.stages, ==, 2);
+  /* 4 Q buffers of 128 rows × 128 bytes, 2 stages of K and V (80 rows each), 12 barriers */
+  g_assert_cmpint (k->smem_bytes, ==, 1024 + 4 * 128 * 128 + 2 * 2 * 80 * 128 + 8 * (8 + 3 * 2));
+  g_assert_cmpint (k->smem_bytes, <=, (gint64) h100->smem_max_per_block);
+  g_assert_nonnull (strstr (k->note, "persistent: each block walks about 4 of the 512 tiles"));
+  assert_model_agrees (d, k, "h100");
+  /* a causal mask goes along */
+  {
+    g_autoptr(NapkinPlan) pm = napkin_test_plan (d, "h100");
+    NapkinPlanKernel *km = (NapkinPlanKernel *) napkin_plan_kernel_for (pm, 0, -1);
+    g_autoptr(GError) error = NULL;
+
+    g_assert_true (napkin_plan_attention_set_mask (pm, km, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, -1, &error));
+    g_assert_no_error (error);
+    g_assert_cmpint (km->u.att.persist_tiles, ==, 2 * 8 * 32);
+    g_assert_cmpint (km->grid, ==, h100->sms);
+  }
+  /* asked not to: one tile a block */
+  {
+    g_autoptr(NapkinPlan) p1 = NULL;
+    const NapkinPlanKernel *k1;
+
+    g_setenv ("NAPKIN_NO_PERSISTENT_ATTENTION", "1", TRUE);
+    p1 = napkin_test_plan (d, "h100");
+    g_unsetenv ("NAPKIN_NO_PERSISTENT_ATTENTION");
+    k1 = napkin_plan_kernel_for (p1, 0, -1);
+    g_assert_cmpint (k1->u.att.persist_tiles, ==, 0);
+    g_assert_cmpint (k1->grid, ==, 2 * 8 * 32);
+    g_assert_null (strstr (k1->note, "persistent"));
+  }
+  /* two chunks of keys (64 + 13), or fewer tiles than two waves: one tile a block */
+  {
+    NapkinTestAttention c64 = c, few = c;
+    g_autoptr(NapkinDiagram) d64 = NULL;
+    g_autoptr(NapkinDiagram) dfew = NULL;
+    g_autoptr(NapkinPlan) p64 = NULL;
+    g_autoptr(NapkinPlan) pfew = NULL;
+
+    c64.BKV = 64;
+    few.B = 1, few.H = 4;
+    d64 = napkin_test_load_attention (&c64);
+    dfew = napkin_test_load_attention (&few);
+    p64 = napkin_test_plan (d64, "h100");
+    pfew = napkin_test_plan (dfew, "h100");
+    g_assert_cmpint (napkin_plan_kernel_for (p64, 0, -1)->u.att.persist_tiles, ==, 0);
+    g_assert_cmpint (napkin_plan_kernel_for (pfew, 0, -1)->u.att.persist_tiles, ==, 0);
+    g_assert_cmpint (napkin_plan_kernel_for (pfew, 0, -1)->grid, ==, 4 * 32);
+  }
+}
+
 /* The JSON `plan --format json` prints for an attention kernel. */
 static void
 test_json (void)
@@ -921,6 +990,7 @@ main (int    argc,
   g_test_add_func ("/plan/attention/json", test_json);
   g_test_add_func ("/plan/attention/head-axes", test_head_axes);
   g_test_add_func ("/plan/attention/stages-hint", test_stages_hint);
+  g_test_add_func ("/plan/attention/persistent", test_persistent);
   g_test_add_func ("/plan/attention/scores", test_scores);
   g_test_add_func ("/plan/attention/score-mixes", test_score_mixes);
   g_test_add_func ("/plan/attention/score-l2", test_score_l2);
