@@ -441,8 +441,14 @@ device_load (Device       *dev,
           json_object_object_add (o, "workspace_bytes", json_object_new_int64 (ck->workspace_bytes));
           if (ck->note)
             json_object_object_add (o, "note", json_object_new_string (ck->note));
+          /* the model's name of the plan kernel it comes from: a helper (a repack, a
+           * split-K reduction) is its own kernel there, "NAME (repack)" */
           if (ck->owner)
-            json_object_object_add (o, "owner", json_object_new_string (ck->owner));
+            {
+              g_autofree char *owner = napkin_plan_kernel_label (ck->owner, ck->owner_kind);
+
+              json_object_object_add (o, "owner", json_object_new_string (owner));
+            }
           json_object_array_add (kernels, o);
         }
     }
