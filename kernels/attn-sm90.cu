@@ -372,6 +372,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 
   (void) fv_lo;
   (void) fv_hi;
+  (void) n_chunks;
 
   if (tid == 0)
     {
@@ -477,27 +478,27 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
          * once the consumers are done with the one before it), its Q into buffer i % QB
          * once the consumers have read the tile QB before from it. Up to QB − 1 tiles' Q
          * copies stay in flight; each is announced (q_full) when it lands. */
-        long kv_row_prev = -1, kv_plane_prev = -1, issued = 0, announced = 0;
-        int kv_n = -1;
+        /* (32-bit: the TMA's coordinates are; the tiles fewer than 2³¹) */
+        int kv_row_prev = -1, kv_plane_prev = -1, issued = 0, announced = 0, kv_n = -1;
 
 #define A_ANNOUNCE(left)                                                                                 \
         do                                                                                               \
           {                                                                                              \
             asm volatile ("cp.async.wait_group %0;" :: "n" (left) : "memory");                          \
             asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");                               \
-            napkin_attn_arrive (A_Q_FULL ((int) (announced % A_QB)));                                    \
+            napkin_attn_arrive (A_Q_FULL (announced % A_QB));                                            \
             announced++;                                                                                 \
           }                                                                                              \
         while (0)
-        for (long tile = tile_lo; tile < tile_hi; tile++)
+        for (int tile = (int) tile_lo; tile < (int) tile_hi; tile++)
           {
             a_tile (tile);
             if (!a_sees (qt * A_BQ))
               continue;
-            if (kv_row0 != kv_row_prev || kv_plane != kv_plane_prev)
+            if ((int) kv_row0 != kv_row_prev || (int) kv_plane != kv_plane_prev)
               {
-                kv_row_prev = kv_row0;
-                kv_plane_prev = kv_plane;
+                kv_row_prev = (int) kv_row0;
+                kv_plane_prev = (int) kv_plane;
                 kv_n++;
                 /* the consumers release a stage after their last tile on it: the tiles
                  * before are announced first, so that they can get there */
@@ -511,7 +512,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
                   }
               }
             if (issued >= A_QB)
-              napkin_attn_wait (A_Q_EMPTY ((int) (issued % A_QB)), (int) (issued / A_QB - 1) & 1);
+              napkin_attn_wait (A_Q_EMPTY (issued % A_QB), (issued / A_QB - 1) & 1);
             A_COPY_Q (q_s + (unsigned) (issued % A_QB) * A_Q_BYTES, qt * A_BQ);
             issued++;
             if (issued - announced >= A_QB)
@@ -1037,10 +1038,9 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
         /* Each tile of the range: one chunk of all the keys, from the K/V stage of the
          * matrix it reads (a new one: the last released), Q from buffer i % QB (released
          * once Q·Kᵀ has read it), O stored before the next tile. */
-        long kv_row_prev = -1, kv_plane_prev = -1, done = 0;
-        int kv_n = -1;
+        int kv_row_prev = -1, kv_plane_prev = -1, done = 0, kv_n = -1;
 
-        for (long tile = tile_lo; tile < tile_hi; tile++)
+        for (int tile = (int) tile_lo; tile < (int) tile_hi; tile++)
           {
             a_tile (tile);
             _Pragma ("unroll")
@@ -1050,13 +1050,13 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
             l_row[0] = l_row[1] = 0.0f;
             if (a_sees (qt * A_BQ))
               {
-                const int qb = (int) (done % A_QB);
+                const int qb = done % A_QB;
                 float c0, c1;
 
-                if (kv_row0 != kv_row_prev || kv_plane != kv_plane_prev)
+                if ((int) kv_row0 != kv_row_prev || (int) kv_plane != kv_plane_prev)
                   {
-                    kv_row_prev = kv_row0;
-                    kv_plane_prev = kv_plane;
+                    kv_row_prev = (int) kv_row0;
+                    kv_plane_prev = (int) kv_plane;
                     if (kv_n >= 0)
                       napkin_attn_arrive (A_EMPTY (kv_n % A_ST));
                     kv_n++;
@@ -1069,7 +1069,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
                 kmax0 = (int) NAPKIN_MIN (A_NKV, qt * A_BQ + r0 % A_BQ + A_OFFSET + A_RIGHT + 1);
                 kmax1 = (int) NAPKIN_MIN (A_NKV, qt * A_BQ + r1 % A_BQ + A_OFFSET + A_RIGHT + 1);
 #endif
-                napkin_attn_wait (A_Q_FULL (qb), (int) (done / A_QB) & 1);
+                napkin_attn_wait (A_Q_FULL (qb), (done / A_QB) & 1);
                 A_ISSUE_QK_Q (kv_n, q_s + (unsigned) qb * A_Q_BYTES);
                 asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
                 NKP_CAT (NKP_NAME, _fence_s) (s);
@@ -1109,6 +1109,8 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_MAX_SLACK
 #undef A_LAZY_RESCALE
     }
+#undef A_Q_FULL
+#undef A_Q_EMPTY
 #undef A_FULL_K
 #undef A_FULL_V
 #undef A_EMPTY
@@ -1166,4 +1168,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_NSC
 #undef A_SC_WARP
 #undef A_SCAN
+#undef A_PERSIST
+#undef A_QB
+#undef A_QBARS
 #undef NKP_SCORES

@@ -238,6 +238,9 @@ attention_note (NapkinPlanKernel *k,
     g_string_append_printf (s, _("; persistent: each block walks about %lld of the %lld tiles, their Q "
                                "copied up to %u tiles ahead"), (long long) ceil_div (a->persist_tiles, k->grid > 0 ? k->grid : 1),
                             (long long) a->persist_tiles, a->q_buffers - 1);
+  if (a->bkv_asked > 0)
+    g_string_append_printf (s, _("; the region's chunks of %lld keys taken as one of all %lld (%lld with the padding)"),
+                            (long long) a->bkv_asked, (long long) a->NKV, (long long) a->BKV);
   if (a->exp_fma > 0)
     {
       /* whole blocks of 8 keys move: floor (BKV/8 · f) of every chunk's BKV/8 */
@@ -1346,8 +1349,11 @@ wgmma_parts (NapkinPlanner       *p,
  * leaving, which one block an SM does not overlap with anything. Then one block an SM
  * walks a range of the tiles, copying the Q of the next ones (as many buffers, up to 4, as
  * fit) while it computes this one; K and V are loaded once per matrix its range reaches.
- * Taken from two waves of tiles up; NAPKIN_NO_PERSISTENT_ATTENTION=1 keeps one tile a
- * block (for A/B runs). */
+ * Taken from two waves of tiles up. The region's chunk of keys is a hint here too: keys
+ * it cuts into a few chunks (77 text tokens by 64) are taken as one chunk where the
+ * kernel holds it (up to 256 keys), since one tile a block of two chunks ran 1.3–1.7×
+ * slower than the persistent walk (docs/perf-notes.md, "Session 12").
+ * NAPKIN_NO_PERSISTENT_ATTENTION=1 keeps one tile a block (for A/B runs). */
 #define PERSIST_MAX_Q_BUFFERS 4
 
 static void
@@ -1360,9 +1366,25 @@ choose_persistent (NapkinPlanner       *p,
 
   a->persist_tiles = 0;
   a->q_buffers = 1;
-  if ((env != NULL && *env != '\0' && !g_str_equal (env, "0")) || a->n_scores > 0 || a->split_kv > 1 || a->vt_in_kernel || a->NKV > a->BKV || a->bkv_parts > 1
-      || base < 2 * (gint64) p->arch->sms)
+  a->bkv_asked = 0;
+  if ((env != NULL && *env != '\0' && !g_str_equal (env, "0")) || a->n_scores > 0 || a->split_kv > 1
+      || a->vt_in_kernel || a->bkv_parts > 1 || base < 2 * (gint64) p->arch->sms)
     return;
+  if (a->NKV > a->BKV)
+    {
+      const gint64 step = a->v_dtype == NAPKIN_DTYPE_FP8_E4M3 ? 32 : 16;
+      g_autofree char *why = NULL;
+
+      t.BKV = ceil_div (a->NKV, step) * step;
+      if (t.BKV > 256)
+        return;
+      t.stages = 2;
+      why = wgmma_refusal (p, &t);
+      if (why != NULL)
+        return;
+      t.bkv_asked = a->BKV;
+      count_tiles (&t);
+    }
   /* one stage holds the K/V in use, the other the next matrix's */
   t.stages = 2;
   t.persist_tiles = base;

@@ -279,6 +279,8 @@ typedef struct
                                              (query tiles × group tiles × K's leading axes), each a
                                              contiguous range; Q through q_buffers buffers */
   guint            q_buffers;             /* Q's buffers in shared memory (1, or 2–4 persistent) */
+  gint64           bkv_asked;             /* persistent: the region's chunk of keys where the plan took
+                                             all the keys as one chunk instead (else 0) */
   double           exp_fma;               /* the softmax's exponentials on the FMA units (a fraction;
                                              wgmma only: kernels/attn-sm90.cu, napkin_exp2_poly) */
 } NapkinPlanAttention;

@@ -212,8 +212,22 @@ test_cases (void)
       g_assert_cmpint (att->consumers, ==, (c->rows + 63) / 64);
       g_assert_false (att->legacy);   /* flash-wgmma is retired: wgmma runs the general kernel */
       g_assert_cmpuint (att->split_kv, ==, c->split);
-      g_assert_cmpint (k->grid, ==, att->kv_batch * ((att->group + att->group_tile - 1) / att->group_tile)
-                                    * ((att->NQ + att->BQ - 1) / att->BQ) * att->split_kv);
+      {
+        gint64 tiles = att->kv_batch * ((att->group + att->group_tile - 1) / att->group_tile)
+                       * ((att->NQ + att->BQ - 1) / att->BQ);
+
+        /* persistent where all the keys are one chunk and the tiles fill two waves */
+        g_assert_cmpint (att->persist_tiles > 0, ==,
+                         att->NKV <= 256 && att->split_kv == 1 && tiles >= 2 * napkin_test_arch ("h100")->sms);
+        if (att->persist_tiles > 0)
+          {
+            g_assert_cmpint (att->persist_tiles, ==, tiles);
+            g_assert_cmpint (att->NKV, <=, att->BKV);
+            g_assert_cmpint (k->grid, ==, MIN (tiles, napkin_test_arch ("h100")->sms));
+          }
+        else
+          g_assert_cmpint (k->grid, ==, tiles * att->split_kv);
+      }
       g_assert_cmpuint (k->threads, ==, 128 * (1 + att->consumers));
       g_assert_cmpint (k->smem_bytes, <=, 232448);
       g_assert_cmpint (att->d_smem % (128 / napkin_dtype_bytes (att->dtype)), ==, 0);
@@ -626,21 +640,43 @@ test_persistent (void)
     g_assert_cmpint (k1->grid, ==, 2 * 8 * 32);
     g_assert_null (strstr (k1->note, "persistent"));
   }
-  /* two chunks of keys (64 + 13), or fewer tiles than two waves: one tile a block */
+  /* the region's chunks of 64 keys (64 + 13) taken as one chunk of all 77 (80 with the
+   * padding): the hint gives way to the persistent walk */
   {
-    NapkinTestAttention c64 = c, few = c;
+    NapkinTestAttention c64 = c;
     g_autoptr(NapkinDiagram) d64 = NULL;
-    g_autoptr(NapkinDiagram) dfew = NULL;
     g_autoptr(NapkinPlan) p64 = NULL;
-    g_autoptr(NapkinPlan) pfew = NULL;
+    const NapkinPlanKernel *k64;
 
     c64.BKV = 64;
-    few.B = 1, few.H = 4;
     d64 = napkin_test_load_attention (&c64);
-    dfew = napkin_test_load_attention (&few);
     p64 = napkin_test_plan (d64, "h100");
+    k64 = napkin_plan_kernel_for (p64, 0, -1);
+    g_test_message ("%s", k64->note);
+    g_assert_cmpint (k64->u.att.persist_tiles, ==, 2 * 8 * 32);
+    g_assert_cmpint (k64->u.att.BKV, ==, 80);
+    g_assert_cmpint (k64->u.att.bkv_asked, ==, 64);
+    g_assert_cmpint (k64->u.att.tiles_total, ==, 32);
+    g_assert_cmpint (k64->smem_bytes, ==, k->smem_bytes);
+    g_assert_nonnull (strstr (k64->note, "the region's chunks of 64 keys taken as one of all 77 (80 with the padding)"));
+    assert_model_agrees (d64, k64, "h100");
+  }
+  /* more keys than one chunk holds (300), or fewer tiles than two waves: one tile a block */
+  {
+    NapkinTestAttention many = c, few = c;
+    g_autoptr(NapkinDiagram) dmany = NULL;
+    g_autoptr(NapkinDiagram) dfew = NULL;
+    g_autoptr(NapkinPlan) pmany = NULL;
+    g_autoptr(NapkinPlan) pfew = NULL;
+
+    many.NKV = 300, many.BKV = 64;
+    few.B = 1, few.H = 4;
+    dmany = napkin_test_load_attention (&many);
+    dfew = napkin_test_load_attention (&few);
+    pmany = napkin_test_plan (dmany, "h100");
     pfew = napkin_test_plan (dfew, "h100");
-    g_assert_cmpint (napkin_plan_kernel_for (p64, 0, -1)->u.att.persist_tiles, ==, 0);
+    g_assert_cmpint (napkin_plan_kernel_for (pmany, 0, -1)->u.att.persist_tiles, ==, 0);
+    g_assert_cmpint (napkin_plan_kernel_for (pmany, 0, -1)->u.att.BKV, ==, 64);
     g_assert_cmpint (napkin_plan_kernel_for (pfew, 0, -1)->u.att.persist_tiles, ==, 0);
     g_assert_cmpint (napkin_plan_kernel_for (pfew, 0, -1)->grid, ==, 4 * 32);
   }
