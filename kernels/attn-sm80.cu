@@ -199,8 +199,14 @@ NKP_NAME (const NapkinArgs args)
 #endif
   long c_first = lo / F_BKV, c_end = hi > lo ? (hi + F_BKV - 1) / F_BKV : c_first;
 #if F_SPLIT > 1
-  c_first = c_first > split * F_CPS ? c_first : split * F_CPS;
-  c_end = NAPKIN_MIN (c_end, (split + 1) * F_CPS);
+  /* split s computes chunks s·CPS … of those the queries see (a window at the end of a
+   * long cache: all the splits share its chunks) */
+  {
+    const long seen_ = c_first;
+
+    c_first = seen_ + split * F_CPS;
+    c_end = NAPKIN_MIN (c_end, seen_ + (split + 1) * F_CPS);
+  }
 #endif
   const int n_chunks = c_end > c_first ? (int) (c_end - c_first) : 0;
   const long fv_lo = full_lo > 0 ? (full_lo + F_BKV - 1) / F_BKV : 0;

@@ -362,8 +362,14 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #endif
   long c_first = lo / A_BKV, c_end = hi > lo ? (hi + A_BKV - 1) / A_BKV : c_first;
 #if A_SPLIT > 1
-  c_first = c_first > split * A_CPS ? c_first : split * A_CPS;
-  c_end = NAPKIN_MIN (c_end, (split + 1) * A_CPS);
+  /* split s computes chunks s·CPS … of those the queries see (a window at the end of a
+   * long cache: all the splits share its chunks) */
+  {
+    const long seen_ = c_first;
+
+    c_first = seen_ + split * A_CPS;
+    c_end = NAPKIN_MIN (c_end, seen_ + (split + 1) * A_CPS);
+  }
 #endif
   const int n_chunks = c_end > c_first ? (int) (c_end - c_first) : 0;
   /* chunks every row sees whole: no masking in registers */

@@ -2716,11 +2716,12 @@ kernel_plan (Model                  *m,
 
       k->quantisation = (double) slots * m->arch->sms / pk->grid;
       k->fill = grid_fill (m, pk->grid);
+      /* the stalls are per chunk the kernel computes: a mask's skipped tiles wait for
+       * nothing (docs/model.md §14b); split, a block walks its share of the chunks its
+       * queries see */
       if (pk->u.att.split_kv > 1 && cost->chunks > 0)
         k->latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks;
-      /* the stalls are per chunk the kernel computes: a mask's skipped tiles wait for
-       * nothing (docs/model.md §14b) */
-      if (pk->u.att.tiles_total > 0 && pk->u.att.tiles_computed < pk->u.att.tiles_total)
+      else if (pk->u.att.tiles_total > 0 && pk->u.att.tiles_computed < pk->u.att.tiles_total)
         k->latency_s *= (double) pk->u.att.tiles_computed / pk->u.att.tiles_total;
       /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
        * each of an SM's blocks pays the prologue and epilogue in turn */

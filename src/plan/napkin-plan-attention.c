@@ -157,6 +157,24 @@ count_tiles (NapkinPlanAttention *a)
     }
 }
 
+/* The most key chunks the queries of one query tile see (all of them without a mask):
+ * what split-KV divides, each split that many chunks from the first the tile sees
+ * (kernels/attn-sm90.cu). */
+static gint64
+visible_chunks (const NapkinPlanAttention *a)
+{
+  gint64 q_tiles = ceil_div (a->NQ, MAX (1, a->BQ)), most = 0;
+
+  for (gint64 t = 0; t < q_tiles; t++)
+    {
+      gint64 first, end;
+
+      napkin_plan_attention_chunks (a, t * a->BQ, MIN ((t + 1) * a->BQ, a->NQ), &first, &end, NULL);
+      most = MAX (most, end - first);
+    }
+  return MAX (1, most);
+}
+
 static char *
 mask_text (const NapkinPlanAttention *a)
 {
@@ -298,6 +316,9 @@ napkin_plan_attention_set_mask (NapkinPlan       *plan,
   if (mask != NAPKIN_ATTN_MASK_NONE)
     a->legacy = FALSE;
   count_tiles (a);
+  /* the splits divide the chunks the queries see: they must still cover them */
+  if (a->split_kv > 1)
+    a->chunks_per_split = ceil_div (visible_chunks (a), a->split_kv);
   attention_note (k, NULL);
   for (guint i = 0; i + 1 < plan->kernels->len; i++)
     if (g_ptr_array_index (plan->kernels, i) == k)
@@ -798,7 +819,7 @@ choose_split (NapkinPlanner       *p,
               gint64               base,
               gint64               per_sm)
 {
-  gint64 chunks = ceil_div (a->NKV, a->BKV), slots = (gint64) p->arch->sms * MAX (1, per_sm), s;
+  gint64 chunks = visible_chunks (a), slots = (gint64) p->arch->sms * MAX (1, per_sm), s;
 
   a->split_kv = 1;
   a->chunks_per_split = chunks;

@@ -300,9 +300,10 @@ def main(path):
                     hi = min(hi, int(kept[-1]) + 1 if len(kept) else 0)
             c_first = lo // BKV
             c_end = (hi + BKV - 1) // BKV if hi > lo else c_first
-            if split > 1:
-                c_first = max(c_first, sp * cps)
-                c_end = min(c_end, (sp + 1) * cps)
+            if split > 1:   # split sp: chunks sp·CPS … of those the block's queries see
+                seen = c_first
+                c_first = seen + sp * cps
+                c_end = min(c_end, seen + (sp + 1) * cps)
             n_chunks = max(c_end - c_first, 0)
             fv_lo = (full_lo + BKV - 1) // BKV if full_lo > 0 else 0
             fv_hi = full_hi // BKV if full_hi > 0 else 0
