@@ -2727,9 +2727,19 @@ kernel_plan (Model                  *m,
        * each of an SM's blocks pays the prologue and epilogue in turn */
       if (pk->path == NAPKIN_PATH_WGMMA)
         k->latency_s += slots * attention_block_s (m);
-      /* persistent (one chunk of all the keys): Q and O stream through one block an SM */
+      /* persistent (one chunk of all the keys): Q and O stream through one block an SM;
+       * K and V, read once per matrix, move at the full rate (ViT's 197 keys: as many
+       * bytes as Q and O) */
       if (pk->u.att.persist_tiles > 0)
-        k->time_s[NAPKIN_RESOURCE_HBM] /= ATTN_PERSIST_STREAM_EFFICIENCY;
+        {
+          const NapkinPlanAttention *a = &pk->u.att;
+          double qo = (double) a->batch * a->NQ * a->D
+                      * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->o_dtype));
+          double kv = (double) a->kv_batch * a->NKV * a->D
+                      * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->v_dtype));
+
+          k->time_s[NAPKIN_RESOURCE_HBM] *= (qo / ATTN_PERSIST_STREAM_EFFICIENCY + kv) / MAX (qo + kv, 1.0);
+        }
     }
   /* a GEMM region on the plan's wgmma kernel: its staged epilogue, once per wave */
   if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && pk->path == NAPKIN_PATH_WGMMA && !m->a->paper && pk->grid > 0)

@@ -403,7 +403,8 @@ test_attention_fixed_costs (void)
   }
   {
     /* the same keys in one chunk, persistent (docs/model.md §14b): one block an SM pays
-     * the fixed cost once, and Q and O stream at 0.42 of the device memory's rate */
+     * the fixed cost once, and Q and O stream at 0.42 of the device memory's rate (K and
+     * V, as many bytes here, at the full rate) */
     g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
     g_autoptr(NapkinAnalysis) an = NULL;
     g_autoptr(NapkinAnalysis) one = NULL;
@@ -418,8 +419,8 @@ test_attention_fixed_costs (void)
     k = &g_array_index (an->kernels, NapkinKernelCost, 0);
     k1 = &g_array_index (one->kernels, NapkinKernelCost, 0);
     g_assert_cmpfloat_with_epsilon (k->latency_s, block, 1e-12);
-    g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_HBM], k1->time_s[NAPKIN_RESOURCE_HBM] / 0.42, 1e-12);
-    g_assert_cmpfloat_with_epsilon (an->predicted_time_s * 1e3, 0.0321, 0.0005);
+    g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_HBM],
+                                    k1->time_s[NAPKIN_RESOURCE_HBM] * (1 / 0.42 + 1) / 2, 1e-12);
   }
   {
     /* long sequences at the sweep's tiles, now the file's own (q 128, k 128, 3 stages;
