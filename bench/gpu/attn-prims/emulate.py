@@ -266,7 +266,13 @@ def main(path):
                         out[r, c - c_lo] = buf_flat[plane * ps + rr * ld + c]
             return out
 
-        for bid in range(grid):
+        # persistent (A_PERSIST tiles): block b walks tiles [b·P/grid, (b+1)·P/grid), each
+        # computed as a block of its own would be (a tile its queries cannot see: zeros)
+        persist = T.get('A_PERSIST', 0) if P == 'A_' else 0
+        if persist:
+            walks = [t for b in range(grid) for t in range(b * persist // grid, (b + 1) * persist // grid)]
+            assert sorted(walks) == list(range(persist)), 'the blocks\' ranges do not cover the tiles once'
+        for bid in (walks if persist else range(grid)):
             blk = bid
             qt_ = blk % qtiles
             qt = qtiles - 1 - qt_ if rev else qt_
