@@ -393,4 +393,13 @@ napkin_attn_st2 (napkin_bf16 *p, float a, float b)
   *(unsigned *) p = napkin_attn_pack (a, b, p);
 }
 
+/* an fp8 O (the diagram's own type for it, a cast to a wider one usually after): both
+ * values rounded as the interpreter rounds them (kernels/fp8-codec.h) */
+__device__ __forceinline__ void
+napkin_attn_st2 (napkin_e4m3 *p, float a, float b)
+{
+  *(unsigned short *) p = (unsigned short) (napkin_fp8_encode (a, 3, 7, 448.0f)
+                                            | (napkin_fp8_encode (b, 3, 7, 448.0f) << 8));
+}
+
 #endif

@@ -1273,8 +1273,12 @@ read_dtypes (NapkinPlanner       *p,
                             "with fp8 Q and K, fp8-e4m3, fp16 or bf16), not %s, %s and %s"),
                             napkin_dtype_to_string (Q->dtype), napkin_dtype_to_string (K->dtype),
                             napkin_dtype_to_string (V->dtype));
-  if (a->o_dtype != NAPKIN_DTYPE_FP32 && a->o_dtype != NAPKIN_DTYPE_FP16 && a->o_dtype != NAPKIN_DTYPE_BF16)
-    return g_strdup_printf (_("attention: O must be fp16, bf16 or fp32, not %s"), napkin_dtype_to_string (a->o_dtype));
+  /* an fp8 O of fp8 Q and K: the diagram asked for it (a cast to 16 bits usually follows,
+   * its own element-wise kernel); the kernel rounds each value as the interpreter does */
+  if (a->o_dtype != NAPKIN_DTYPE_FP32 && a->o_dtype != NAPKIN_DTYPE_FP16 && a->o_dtype != NAPKIN_DTYPE_BF16
+      && !(a->o_dtype == NAPKIN_DTYPE_FP8_E4M3 && a->dtype == NAPKIN_DTYPE_FP8_E4M3))
+    return g_strdup_printf (_("attention: O must be fp16, bf16 or fp32 (or, with fp8 Q and K, fp8-e4m3), not %s"),
+                            napkin_dtype_to_string (a->o_dtype));
   if (a->dtype != NAPKIN_DTYPE_FP8_E4M3 && a->o_dtype != a->dtype && a->o_dtype != NAPKIN_DTYPE_FP32)
     return g_strdup (_("attention: O must have Q's type or fp32"));
   return NULL;

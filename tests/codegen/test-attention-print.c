@@ -48,6 +48,8 @@ static const Case cases[] = {
     "attn-sm90" },
   { "cross gqa fp8", { 1, 64, 8, 8000, 77, 128, "fp8-e4m3", "fp16", "fp16", 16, 77, 3, 8 }, 0, 0, 0, 0, "attn-sm90" },
   { "cross d256", { 3, 16, 0, 5000, 1, 256, "bf16", NULL, NULL, 64, 1, 2 }, 0, 0, 0, 0, "attn-sm90" },
+  /* fp8 O (the diagram's type for it): stored as e4m3 */
+  { "fp8 O", { 2, 8, 0, 2048, 2048, 128, "fp8-e4m3", "fp8-e4m3", "fp8-e4m3", 128, 128, 2 }, 0, 0, 0, 0, "attn-sm90" },
   { "decode q1", { 1, 32, 8, 1, 32768, 128, "bf16", NULL, NULL, 0, 128, 2, 4 }, 0, 0, 0, 0, "attn-sm90" },
   { "decode q8", { 4, 32, 8, 8, 8192, 128, "fp16", NULL, NULL, 0, 128, 2, 4 }, 0, 0, 0, 0, "attn-sm90" },
   { "decode mqa", { 2, 16, 1, 1, 16384, 128, "fp16", NULL, NULL, 0, 128, 2, 16 }, 0, 0, 0, 0, "attn-sm90" },

@@ -440,11 +440,51 @@ test_agreement (void)
                     napkin_arch_registry_count (reg), generic[f]);
 }
 
+/* fp8 attention written with `dtype fp8-e4m3` throughout: P·V's result is fp8 and a cast
+ * to bf16 follows, as people write an fp8 result. It reaches the fused attention (O stored
+ * as e4m3, the cast its own element-wise kernel), not the generic lowering. */
+static void
+test_fp8_result (void)
+{
+  const char *text = "b=2 h=16 q=1100 k=77 d=64\n"
+                     "dtype fp8-e4m3\n"
+                     "Q[b,h,q,d] K[b,h,k,d] -> qk = einsum(\"bhqd,bhkd->bhqk\")\n"
+                     "qk -> sc = scale(0.125)\n"
+                     "sc -> sm = softmax(k)\n"
+                     "sm V[b,h,k,d] -> pv = einsum(\"bhqk,bhkd->bhqd\")\n"
+                     "pv -> o = cast(bf16)\n"
+                     "output o\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_einsum (text, "fp8.einsum", &error);
+  g_autoptr(NapkinPlan) plan = NULL;
+  guint attention = 0, generic = 0;
+
+  g_assert_no_error (error);
+  plan = napkin_plan_build (d, napkin_test_arch ("h100"), NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+      g_test_message ("%s: %s on %s", k->name, napkin_plan_kind_to_string (k->kind), napkin_path_to_string (k->path));
+      generic += k->path == NAPKIN_PATH_GENERIC;
+      if (k->kind == NAPKIN_PLAN_ATTENTION)
+        {
+          attention++;
+          g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+          g_assert_cmpint (k->u.att.o_dtype, ==, NAPKIN_DTYPE_FP8_E4M3);
+        }
+    }
+  g_assert_cmpuint (attention, ==, 1);
+  g_assert_cmpuint (generic, ==, 0);
+}
+
 int
 main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/codegen/plan-agreement", test_agreement);
+  g_test_add_func ("/codegen/plan-agreement/fp8-result", test_fp8_result);
   return g_test_run ();
 }

@@ -98,6 +98,8 @@ static const Case cases[] = {
   { "decode q1 k4096 b64", { 64, 32, 8, 1, 4096, 128, "bf16", NULL, NULL, 0, 128, 2, 4 }, FALSE, 1, 4 },
   { "decode MQA q1 k16k", { 2, 16, 1, 1, 16384, 128, "fp16", NULL, NULL, 0, 128, 2, 16 }, FALSE, 64, 16 },
   { "decode q1 k100000", { 2, 32, 8, 1, 100000, 128, "bf16", NULL, NULL, 0, 64, 4, 4 }, FALSE, 8, 4 },
+  /* fp8 O, the diagram's own type for it (a cast usually after): the kernel stores e4m3 */
+  { "fp8 O", { 4, 16, 0, 2048, 2048, 128, "fp8-e4m3", "fp8-e4m3", "fp8-e4m3", 128, 128, 2 }, FALSE, 1, 128, "wgmma" },
   /* fp8 e4m3: both products (V transposed by the kernel's producer), or Q·Kᵀ alone with a 16-bit V */
   { "fp8 4·16·4096·128", { 4, 16, 0, 4096, 4096, 128, "fp8-e4m3", "fp8-e4m3", "fp16", 128, 128, 2 }, FALSE, 1, 128,
     "wgmma" },
