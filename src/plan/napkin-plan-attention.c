@@ -941,6 +941,8 @@ typedef struct
 {
   int        qk, sm, pv, mask;
   int        k_view, v_view;    /* a view (a rename) of K or V the kernel reads through, or −1 */
+  int        q_scale;           /* a scale of Q before Q·Kᵀ, folded into α (its input is Q), or −1 */
+  int        q_src;             /* Q: qk's first operand, or the scale's input */
   gboolean   read_after;        /* pv's value is used (an output, or later kernels) */
   double     alpha;             /* the product of the scales (and signs) */
   gboolean   mask_then_negative;/* the mask comes before a scale that is not positive */
@@ -1032,7 +1034,7 @@ find_chain (NapkinPlanner    *p,
   int at;
 
   memset (c, 0, sizeof *c);
-  c->qk = c->sm = c->pv = c->mask = c->k_view = c->v_view = -1;
+  c->qk = c->sm = c->pv = c->mask = c->k_view = c->v_view = c->q_scale = c->q_src = -1;
   c->alpha = 1.0;
   for (guint i = 0; i < k->nodes->len; i++)
     {
@@ -1076,6 +1078,21 @@ find_chain (NapkinPlanner    *p,
   if (c->qk < 0 || napkin_diagram_node (p->d, c->pv)->kind != NAPKIN_OP_CONTRACT
       || !_napkin_plan_member (p, k, c->pv) || napkin_diagram_input_source (p->d, c->pv, 0) != c->sm)
     return FALSE;
+  /* Q scaled before Q·Kᵀ ((α·Q)·Kᵀ = α·(Q·Kᵀ)): the scale joins α, the kernel reads Q */
+  c->q_src = napkin_diagram_input_source (p->d, c->qk, 0);
+  if (c->q_src >= 0 && _napkin_plan_member (p, k, c->q_src))
+    {
+      const NapkinNode *qs = napkin_diagram_node (p->d, c->q_src);
+
+      napkin_diagram_consumers (p->d, c->q_src, &n_uses);
+      if (qs->kind != NAPKIN_OP_MAP || qs->fn != NAPKIN_FN_SCALE || n_uses != 1
+          || napkin_diagram_input_source (p->d, c->q_src, 0) < 0)
+        return FALSE;
+      c->q_scale = c->q_src;
+      c->alpha *= qs->alpha;
+      c->q_src = napkin_diagram_input_source (p->d, c->q_scale, 0);
+      links++;
+    }
   /* K and V may come through views the kernel holds: it reads their inputs' bytes */
   {
     int kv = napkin_diagram_input_source (p->d, c->qk, 1), vv = napkin_diagram_input_source (p->d, c->pv, 1);
@@ -1539,7 +1556,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   if (k->region < 0 || !find_chain (p, k, &c))
     return FALSE;
   region = napkin_diagram_region (p->d, k->region);
-  if (!c.read_after || !value_tensor (p, napkin_diagram_input_source (p->d, c.qk, 0), &tq, nq)
+  if (!c.read_after || !value_tensor (p, c.q_src, &tq, nq)
       || !value_tensor (p, napkin_diagram_input_source (p->d, c.qk, 1), &tk, nk)
       || !value_tensor (p, napkin_diagram_input_source (p->d, c.pv, 1), &tv, nv) || !value_tensor (p, c.pv, &to, no))
     {
@@ -1588,7 +1605,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
     return refuse (k, why, reason);
   a->stages = MAX (2u, region->stages);
   a->alpha = c.alpha;
-  a->q = (NapkinPlanBuffer) { napkin_diagram_input_source (p->d, c.qk, 0), -1, a->dtype };
+  a->q = (NapkinPlanBuffer) { c.q_src, -1, a->dtype };
   a->k = (NapkinPlanBuffer) { c.k_view >= 0 ? napkin_diagram_input_source (p->d, c.k_view, 0)
                                              : napkin_diagram_input_source (p->d, c.qk, 1), -1, a->dtype };
   a->v = (NapkinPlanBuffer) { c.v_view >= 0 ? napkin_diagram_input_source (p->d, c.v_view, 0)

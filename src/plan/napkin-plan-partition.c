@@ -618,12 +618,26 @@ attention_chain (NapkinPlanner *p,
                  Chain         *c)
 {
   int at = (int) qk;
+  guint prev = qk;
 
   if (napkin_diagram_node (p->d, qk)->kind != NAPKIN_OP_CONTRACT || p->top[qk] >= 0)
     return FALSE;
   c->n = 0;
   c->qk = qk;
   c->nodes[c->n++] = qk;
+  /* Q scaled before Q·Kᵀ, read by it alone: the scale goes with the kernel (into α);
+   * `prev` is the chain's value before each operation (the scale is beside it) */
+  {
+    int q = napkin_diagram_input_source (p->d, qk, 0);
+
+    if (q >= 0 && p->top[q] < 0 && next_outside (p, (guint) q) == (int) qk)
+      {
+        const NapkinNode *qn = napkin_diagram_node (p->d, (guint) q);
+
+        if (qn->kind == NAPKIN_OP_MAP && qn->fn == NAPKIN_FN_SCALE && napkin_diagram_input_source (p->d, (guint) q, 0) >= 0)
+          c->nodes[c->n++] = (guint) q;
+      }
+  }
   while ((at = next_outside (p, (guint) at)) >= 0 && c->n < MAX_CHAIN - 1)
     {
       const NapkinNode *node = napkin_diagram_node (p->d, at);
@@ -651,8 +665,9 @@ attention_chain (NapkinPlanner *p,
         }
       if (!(node->kind == NAPKIN_OP_MAP && (node->fn == NAPKIN_FN_SCALE || node->fn == NAPKIN_FN_CAST))
           && !(node->kind == NAPKIN_OP_MASK && node->mask != NAPKIN_MASK_TENSOR)
-          && !score_operand (p, node, (guint) at, c->nodes[c->n - 2]))
+          && !score_operand (p, node, (guint) at, prev))
         return FALSE;
+      prev = (guint) at;
     }
   return FALSE;
 }

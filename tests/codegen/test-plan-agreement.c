@@ -479,6 +479,39 @@ test_fp8_result (void)
   g_assert_cmpuint (generic, ==, 0);
 }
 
+/* A scale written on Q before Q·Kᵀ ((α·Q)·Kᵀ = α·(Q·Kᵀ)) joins the kernel's α: one
+ * attention kernel that reads Q itself, no element-wise pass before it. */
+static void
+test_q_scale (void)
+{
+  const char *text = "b=2 h=8 q=1024 k=1024 d=64\n"
+                     "dtype bf16\n"
+                     "Q[b,h,q,d] -> qs = scale(0.125)\n"
+                     "qs K[b,h,k,d] -> s = einsum(\"bhqd,bhkd->bhqk\")\n"
+                     "s -> t = scale(0.5)\n"
+                     "t -> p = softmax(k)\n"
+                     "p V[b,h,k,d] -> o = einsum(\"bhqk,bhkd->bhqd\")\n"
+                     "output o\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_einsum (text, "qscale.einsum", &error);
+  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(NapkinCudaModule) module = NULL;
+  const NapkinPlanKernel *k;
+
+  g_assert_no_error (error);
+  plan = napkin_plan_build (d, napkin_test_arch ("h100"), NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (plan->kernels->len, ==, 1);
+  k = g_ptr_array_index (plan->kernels, 0);
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
+  g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+  g_assert_cmpfloat_with_epsilon (k->u.att.alpha, 0.0625, 1e-12);
+  g_assert_cmpstr (napkin_diagram_node (d, (guint) k->u.att.q.node)->id, ==, "Q");
+  module = napkin_codegen_cuda_for_plan (plan, 0, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (module->source, "#define NKP_ALPHA 6.250000000e-02\n"));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -486,5 +519,6 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/codegen/plan-agreement", test_agreement);
   g_test_add_func ("/codegen/plan-agreement/fp8-result", test_fp8_result);
+  g_test_add_func ("/codegen/plan-agreement/q-scale", test_q_scale);
   return g_test_run ();
 }
