@@ -941,8 +941,9 @@ typedef struct
 {
   int        qk, sm, pv, mask;
   int        k_view, v_view;    /* a view (a rename) of K or V the kernel reads through, or −1 */
-  int        q_scale;           /* a scale of Q before Q·Kᵀ, folded into α (its input is Q), or −1 */
-  int        q_src;             /* Q: qk's first operand, or the scale's input */
+  int        q_scale, k_scale;  /* a scale of Q or of K before Q·Kᵀ, folded into α (its input is
+                                   Q or K), or −1 */
+  int        q_src, k_src;      /* Q and K: qk's operands, or the scales' inputs */
   gboolean   read_after;        /* pv's value is used (an output, or later kernels) */
   double     alpha;             /* the product of the scales (and signs) */
   gboolean   mask_then_negative;/* the mask comes before a scale that is not positive */
@@ -1034,7 +1035,7 @@ find_chain (NapkinPlanner    *p,
   int at;
 
   memset (c, 0, sizeof *c);
-  c->qk = c->sm = c->pv = c->mask = c->k_view = c->v_view = c->q_scale = c->q_src = -1;
+  c->qk = c->sm = c->pv = c->mask = c->k_view = c->v_view = c->q_scale = c->q_src = c->k_scale = c->k_src = -1;
   c->alpha = 1.0;
   for (guint i = 0; i < k->nodes->len; i++)
     {
@@ -1078,26 +1079,43 @@ find_chain (NapkinPlanner    *p,
   if (c->qk < 0 || napkin_diagram_node (p->d, c->pv)->kind != NAPKIN_OP_CONTRACT
       || !_napkin_plan_member (p, k, c->pv) || napkin_diagram_input_source (p->d, c->pv, 0) != c->sm)
     return FALSE;
-  /* Q scaled before Q·Kᵀ ((α·Q)·Kᵀ = α·(Q·Kᵀ)): the scale joins α, the kernel reads Q */
-  c->q_src = napkin_diagram_input_source (p->d, c->qk, 0);
-  if (c->q_src >= 0 && _napkin_plan_member (p, k, c->q_src))
+  /* Q or K scaled before Q·Kᵀ ((α·Q)·Kᵀ = α·(Q·Kᵀ)): the scale joins α, the kernel reads
+   * Q or K itself (a scaled K read through a view stays its own pass) */
+  for (guint port = 0; port < 2; port++)
     {
-      const NapkinNode *qs = napkin_diagram_node (p->d, c->q_src);
+      int src = napkin_diagram_input_source (p->d, c->qk, port), *scale = port == 0 ? &c->q_scale : &c->k_scale;
+      const NapkinNode *sn;
 
-      napkin_diagram_consumers (p->d, c->q_src, &n_uses);
-      if (qs->kind != NAPKIN_OP_MAP || qs->fn != NAPKIN_FN_SCALE || n_uses != 1
-          || napkin_diagram_input_source (p->d, c->q_src, 0) < 0)
+      if (port == 0)
+        c->q_src = src;
+      else
+        c->k_src = src;
+      if (src < 0 || !_napkin_plan_member (p, k, src))
+        continue;
+      sn = napkin_diagram_node (p->d, src);
+      if (sn->kind != NAPKIN_OP_MAP || sn->fn != NAPKIN_FN_SCALE)
+        {
+          if (port == 0)
+            return FALSE;
+          continue;   /* a view of K: below */
+        }
+      napkin_diagram_consumers (p->d, src, &n_uses);
+      if (n_uses != 1 || napkin_diagram_input_source (p->d, src, 0) < 0
+          || _napkin_plan_member (p, k, napkin_diagram_input_source (p->d, src, 0)))
         return FALSE;
-      c->q_scale = c->q_src;
-      c->alpha *= qs->alpha;
-      c->q_src = napkin_diagram_input_source (p->d, c->q_scale, 0);
+      *scale = src;
+      c->alpha *= sn->alpha;
+      if (port == 0)
+        c->q_src = napkin_diagram_input_source (p->d, src, 0);
+      else
+        c->k_src = napkin_diagram_input_source (p->d, src, 0);
       links++;
     }
   /* K and V may come through views the kernel holds: it reads their inputs' bytes */
   {
     int kv = napkin_diagram_input_source (p->d, c->qk, 1), vv = napkin_diagram_input_source (p->d, c->pv, 1);
 
-    if (_napkin_plan_member (p, k, kv) && _napkin_plan_is_view (p->d, (guint) kv)
+    if (c->k_scale < 0 && _napkin_plan_member (p, k, kv) && _napkin_plan_is_view (p->d, (guint) kv)
         && !_napkin_plan_member (p, k, napkin_diagram_input_source (p->d, kv, 0)))
       c->k_view = kv;
     if (vv != kv && _napkin_plan_member (p, k, vv) && _napkin_plan_is_view (p->d, (guint) vv)
@@ -1557,7 +1575,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
     return FALSE;
   region = napkin_diagram_region (p->d, k->region);
   if (!c.read_after || !value_tensor (p, c.q_src, &tq, nq)
-      || !value_tensor (p, napkin_diagram_input_source (p->d, c.qk, 1), &tk, nk)
+      || !value_tensor (p, c.k_src, &tk, nk)
       || !value_tensor (p, napkin_diagram_input_source (p->d, c.pv, 1), &tv, nv) || !value_tensor (p, c.pv, &to, no))
     {
       *why = g_strdup (_("attention: Q, K, V and the output need known types"));
@@ -1606,8 +1624,8 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   a->stages = MAX (2u, region->stages);
   a->alpha = c.alpha;
   a->q = (NapkinPlanBuffer) { c.q_src, -1, a->dtype };
-  a->k = (NapkinPlanBuffer) { c.k_view >= 0 ? napkin_diagram_input_source (p->d, c.k_view, 0)
-                                             : napkin_diagram_input_source (p->d, c.qk, 1), -1, a->dtype };
+  a->k = (NapkinPlanBuffer) { c.k_view >= 0 ? napkin_diagram_input_source (p->d, c.k_view, 0) : c.k_src, -1,
+                              a->dtype };
   a->v = (NapkinPlanBuffer) { c.v_view >= 0 ? napkin_diagram_input_source (p->d, c.v_view, 0)
                                              : napkin_diagram_input_source (p->d, c.pv, 1), -1, a->v_dtype };
   a->o = (NapkinPlanBuffer) { c.pv, -1, a->o_dtype };

@@ -625,19 +625,20 @@ attention_chain (NapkinPlanner *p,
   c->n = 0;
   c->qk = qk;
   c->nodes[c->n++] = qk;
-  /* Q scaled before Q·Kᵀ, read by it alone: the scale goes with the kernel (into α);
-   * `prev` is the chain's value before each operation (the scale is beside it) */
-  {
-    int q = napkin_diagram_input_source (p->d, qk, 0);
+  /* Q or K scaled before Q·Kᵀ, read by it alone: the scale goes with the kernel (into α);
+   * `prev` is the chain's value before each operation (the scales are beside it) */
+  for (guint port = 0; port < 2; port++)
+    {
+      int x = napkin_diagram_input_source (p->d, qk, port);
 
-    if (q >= 0 && p->top[q] < 0 && next_outside (p, (guint) q) == (int) qk)
-      {
-        const NapkinNode *qn = napkin_diagram_node (p->d, (guint) q);
+      if (x >= 0 && p->top[x] < 0 && next_outside (p, (guint) x) == (int) qk)
+        {
+          const NapkinNode *xn = napkin_diagram_node (p->d, (guint) x);
 
-        if (qn->kind == NAPKIN_OP_MAP && qn->fn == NAPKIN_FN_SCALE && napkin_diagram_input_source (p->d, (guint) q, 0) >= 0)
-          c->nodes[c->n++] = (guint) q;
-      }
-  }
+          if (xn->kind == NAPKIN_OP_MAP && xn->fn == NAPKIN_FN_SCALE && napkin_diagram_input_source (p->d, (guint) x, 0) >= 0)
+            c->nodes[c->n++] = (guint) x;
+        }
+    }
   while ((at = next_outside (p, (guint) at)) >= 0 && c->n < MAX_CHAIN - 1)
     {
       const NapkinNode *node = napkin_diagram_node (p->d, at);

@@ -479,15 +479,17 @@ test_fp8_result (void)
   g_assert_cmpuint (generic, ==, 0);
 }
 
-/* A scale written on Q before Q·Kᵀ ((α·Q)·Kᵀ = α·(Q·Kᵀ)) joins the kernel's α: one
- * attention kernel that reads Q itself, no element-wise pass before it. */
+/* Scales written on Q and on K before Q·Kᵀ (Whisper scales both; (α·Q)·Kᵀ = α·(Q·Kᵀ))
+ * join the kernel's α: one attention kernel that reads Q and K themselves, no
+ * element-wise pass before it. */
 static void
 test_q_scale (void)
 {
   const char *text = "b=2 h=8 q=1024 k=1024 d=64\n"
                      "dtype bf16\n"
                      "Q[b,h,q,d] -> qs = scale(0.125)\n"
-                     "qs K[b,h,k,d] -> s = einsum(\"bhqd,bhkd->bhqk\")\n"
+                     "K[b,h,k,d] -> ks = scale(0.25)\n"
+                     "qs ks -> s = einsum(\"bhqd,bhkd->bhqk\")\n"
                      "s -> t = scale(0.5)\n"
                      "t -> p = softmax(k)\n"
                      "p V[b,h,k,d] -> o = einsum(\"bhqk,bhkd->bhqd\")\n"
@@ -505,11 +507,12 @@ test_q_scale (void)
   k = g_ptr_array_index (plan->kernels, 0);
   g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
   g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
-  g_assert_cmpfloat_with_epsilon (k->u.att.alpha, 0.0625, 1e-12);
+  g_assert_cmpfloat_with_epsilon (k->u.att.alpha, 0.015625, 1e-12);
   g_assert_cmpstr (napkin_diagram_node (d, (guint) k->u.att.q.node)->id, ==, "Q");
+  g_assert_cmpstr (napkin_diagram_node (d, (guint) k->u.att.k.node)->id, ==, "K");
   module = napkin_codegen_cuda_for_plan (plan, 0, NULL, &error);
   g_assert_no_error (error);
-  g_assert_nonnull (strstr (module->source, "#define NKP_ALPHA 6.250000000e-02\n"));
+  g_assert_nonnull (strstr (module->source, "#define NKP_ALPHA 1.562500000e-02\n"));
 }
 
 int
