@@ -941,9 +941,8 @@ typedef struct
 {
   int        qk, sm, pv, mask;
   int        k_view, v_view;    /* a view (a rename) of K or V the kernel reads through, or −1 */
-  int        q_scale, k_scale;  /* a scale of Q or of K before Q·Kᵀ, folded into α (its input is
-                                   Q or K), or −1 */
-  int        q_src, k_src;      /* Q and K: qk's operands, or the scales' inputs */
+  int        q_src, k_src;      /* Q and K: qk's operands, or the inputs of scales before Q·Kᵀ
+                                   (folded into α) */
   gboolean   read_after;        /* pv's value is used (an output, or later kernels) */
   double     alpha;             /* the product of the scales (and signs) */
   gboolean   mask_then_negative;/* the mask comes before a scale that is not positive */
@@ -1035,7 +1034,7 @@ find_chain (NapkinPlanner    *p,
   int at;
 
   memset (c, 0, sizeof *c);
-  c->qk = c->sm = c->pv = c->mask = c->k_view = c->v_view = c->q_scale = c->q_src = c->k_scale = c->k_src = -1;
+  c->qk = c->sm = c->pv = c->mask = c->k_view = c->v_view = c->q_src = c->k_src = -1;
   c->alpha = 1.0;
   for (guint i = 0; i < k->nodes->len; i++)
     {
@@ -1083,13 +1082,10 @@ find_chain (NapkinPlanner    *p,
    * Q or K itself (a scaled K read through a view stays its own pass) */
   for (guint port = 0; port < 2; port++)
     {
-      int src = napkin_diagram_input_source (p->d, c->qk, port), *scale = port == 0 ? &c->q_scale : &c->k_scale;
+      int src = napkin_diagram_input_source (p->d, c->qk, port), *operand = port == 0 ? &c->q_src : &c->k_src;
       const NapkinNode *sn;
 
-      if (port == 0)
-        c->q_src = src;
-      else
-        c->k_src = src;
+      *operand = src;
       if (src < 0 || !_napkin_plan_member (p, k, src))
         continue;
       sn = napkin_diagram_node (p->d, src);
@@ -1103,19 +1099,15 @@ find_chain (NapkinPlanner    *p,
       if (n_uses != 1 || napkin_diagram_input_source (p->d, src, 0) < 0
           || _napkin_plan_member (p, k, napkin_diagram_input_source (p->d, src, 0)))
         return FALSE;
-      *scale = src;
       c->alpha *= sn->alpha;
-      if (port == 0)
-        c->q_src = napkin_diagram_input_source (p->d, src, 0);
-      else
-        c->k_src = napkin_diagram_input_source (p->d, src, 0);
+      *operand = napkin_diagram_input_source (p->d, src, 0);
       links++;
     }
   /* K and V may come through views the kernel holds: it reads their inputs' bytes */
   {
     int kv = napkin_diagram_input_source (p->d, c->qk, 1), vv = napkin_diagram_input_source (p->d, c->pv, 1);
 
-    if (c->k_scale < 0 && _napkin_plan_member (p, k, kv) && _napkin_plan_is_view (p->d, (guint) kv)
+    if (c->k_src == kv && _napkin_plan_member (p, k, kv) && _napkin_plan_is_view (p->d, (guint) kv)
         && !_napkin_plan_member (p, k, napkin_diagram_input_source (p->d, kv, 0)))
       c->k_view = kv;
     if (vv != kv && _napkin_plan_member (p, k, vv) && _napkin_plan_is_view (p->d, (guint) vv)

@@ -440,6 +440,21 @@ test_agreement (void)
                     napkin_arch_registry_count (reg), generic[f]);
 }
 
+/* The h100 plan of einsum text as a user writes it (no regions); *d keeps the diagram. */
+static NapkinPlan *
+plan_einsum (const char     *text,
+             NapkinDiagram **d)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinPlan *plan;
+
+  *d = napkin_import_einsum (text, "case.einsum", &error);
+  g_assert_no_error (error);
+  plan = napkin_plan_build (*d, napkin_test_arch ("h100"), NULL, &error);
+  g_assert_no_error (error);
+  return plan;
+}
+
 /* fp8 attention written with `dtype fp8-e4m3` throughout: P·V's result is fp8 and a cast
  * to bf16 follows, as people write an fp8 result. It reaches the fused attention (O stored
  * as e4m3, the cast its own element-wise kernel), not the generic lowering. */
@@ -454,14 +469,10 @@ test_fp8_result (void)
                      "sm V[b,h,k,d] -> pv = einsum(\"bhqk,bhkd->bhqd\")\n"
                      "pv -> o = cast(bf16)\n"
                      "output o\n";
-  g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinDiagram) d = napkin_import_einsum (text, "fp8.einsum", &error);
-  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(NapkinDiagram) d = NULL;
+  g_autoptr(NapkinPlan) plan = plan_einsum (text, &d);
   guint attention = 0, generic = 0;
 
-  g_assert_no_error (error);
-  plan = napkin_plan_build (d, napkin_test_arch ("h100"), NULL, &error);
-  g_assert_no_error (error);
   for (guint i = 0; i < plan->kernels->len; i++)
     {
       const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
@@ -495,14 +506,11 @@ test_q_scale (void)
                      "p V[b,h,k,d] -> o = einsum(\"bhqk,bhkd->bhqd\")\n"
                      "output o\n";
   g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinDiagram) d = napkin_import_einsum (text, "qscale.einsum", &error);
-  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(NapkinDiagram) d = NULL;
+  g_autoptr(NapkinPlan) plan = plan_einsum (text, &d);
   g_autoptr(NapkinCudaModule) module = NULL;
   const NapkinPlanKernel *k;
 
-  g_assert_no_error (error);
-  plan = napkin_plan_build (d, napkin_test_arch ("h100"), NULL, &error);
-  g_assert_no_error (error);
   g_assert_cmpuint (plan->kernels->len, ==, 1);
   k = g_ptr_array_index (plan->kernels, 0);
   g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION);
