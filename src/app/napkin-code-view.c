@@ -1142,16 +1142,36 @@ napkin_code_view_is_settled (NapkinCodeView *self)
          || (self->generation == napkin_diagram_get_generation (self->diagram) && !self->scroll_pending);
 }
 
+/* The start of the line at the top of the view. */
+static void
+first_visible_line (NapkinCodeView *self,
+                    GtkTextIter    *start)
+{
+  GdkRectangle visible;
+
+  gtk_text_view_get_visible_rect (GTK_TEXT_VIEW (self->source_view), &visible);
+  gtk_text_view_get_line_at_y (GTK_TEXT_VIEW (self->source_view), start, visible.y, NULL);
+}
+
+int
+napkin_code_view_get_first_visible_line_number (NapkinCodeView *self)
+{
+  GtkTextIter start;
+
+  g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), -1);
+
+  first_visible_line (self, &start);
+  return gtk_text_iter_get_line (&start);
+}
+
 char *
 napkin_code_view_dup_first_visible_line (NapkinCodeView *self)
 {
-  GdkRectangle visible;
   GtkTextIter start, end;
 
   g_return_val_if_fail (NAPKIN_IS_CODE_VIEW (self), NULL);
 
-  gtk_text_view_get_visible_rect (GTK_TEXT_VIEW (self->source_view), &visible);
-  gtk_text_view_get_line_at_y (GTK_TEXT_VIEW (self->source_view), &start, visible.y, NULL);
+  first_visible_line (self, &start);
   end = start;
   gtk_text_iter_forward_to_line_end (&end);
   return gtk_text_iter_get_text (&start, &end);

@@ -30,6 +30,8 @@ gboolean        napkin_code_view_is_settled       (NapkinCodeView  *self);
 /* The text of the line at the top of the view (tests: a new document opens on its
  * kernel). */
 char           *napkin_code_view_dup_first_visible_line (NapkinCodeView *self);
+/* The number (from 0) of that line: a repeated line ("}") is not found by its text. */
+int             napkin_code_view_get_first_visible_line_number (NapkinCodeView *self);
 void            napkin_code_view_set_diagram      (NapkinCodeView  *self,
                                                    NapkinDiagram   *diagram);
 /* The target's instruction paths (the window sets NAPKIN_CODEGEN_SM90A for a Hopper

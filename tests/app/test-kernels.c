@@ -551,19 +551,13 @@ test_ctrl_r_plan_tiles (void)
   iterate (50);
 }
 
-/* The line at the top of the code view, and its index in the code (-1: not found). */
+/* The line at the top of the code view, and its number in the code (from 0). */
 static int
 code_top (NapkinCodeView *code,
           char          **line)
 {
-  g_autofree char *text = napkin_code_view_dup_text (code);
-  g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
-
   *line = napkin_code_view_dup_first_visible_line (code);
-  for (int i = 0; lines[i] && *line; i++)
-    if (g_str_equal (lines[i], *line))
-      return i;
-  return -1;
+  return napkin_code_view_get_first_visible_line_number (code);
 }
 
 /* Read a kernel's code further down with the mouse wheel, then edit an axis in the
