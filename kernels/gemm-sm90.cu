@@ -20,7 +20,7 @@
  * for its last chunk (the `turn` mbarriers), so the parity it waits on in the ring is
  * never a whole lap ahead of the stage's phase.
  * Epilogue (G_EPI): 0 — C through 128-byte swizzled buffers and TMA stores (clipped at
- * the edges); 1 — each warp stages its 16 rows 32 fp32 columns at a time in shared
+ * the edges), the fused maps of the value alone (a cast, GELU) applied first (G_EPU); 1 — each warp stages its 16 rows 32 fp32 columns at a time in shared
  * memory of its own and writes them back in 16-byte-aligned chunks of 8 elements (one
  * vector store each, whatever the alignment of C's rows), each value passed through the
  * fused maps on the way (their other operands loaded G_RD pieces ahead, as vectors where
@@ -55,6 +55,7 @@
 #define NKP_A_BATCH_ARG
 #define NKP_B_BATCH_ARG
 #define NKP_EPI 1
+#define NKP_EPU 0
 #define NKP_DVEC 1
 #define NKP_NY 1
 #define NKP_LDY 1
@@ -85,6 +86,7 @@
 #define G_B_RANK3 NKP_B_RANK3
 #define G_C_RANK3 NKP_C_RANK3
 #define G_EPI NKP_EPI
+#define G_EPU NKP_EPU                          /* TMA store: the maps of the value alone first */
 #define G_DVEC NKP_DVEC                        /* every row of the destination starts 16-byte aligned */
 #define G_NY NKP_NY                            /* other operands the fused maps read (at least 1) */
 #define G_LDY NKP_LDY                          /* … and whether there are any */
@@ -507,6 +509,12 @@ NKP_NAME (const NapkinArgs args,
                       const int n8 = j * (G_CBOX / 8) + jj;
                       const unsigned byte = (jj * 8 + (lane % 4) * 2) * (unsigned) sizeof (NKP_CT);
 
+#if G_EPU
+                      /* maps of the value alone: no coordinates needed */
+#pragma unroll
+                      for (int e = 0; e < 4; e++)
+                        acc[i][n8 * 4 + e] = NKP_CAT (NKP_NAME, _epi) (args, b, 0, 0, acc[i][n8 * 4 + e]);
+#endif
                       napkin_sm90_sts2 (napkin_sm90_swz (buf, r, byte), acc[i][n8 * 4 + 0], acc[i][n8 * 4 + 1],
                                         (const NKP_CT *) 0);
                       napkin_sm90_sts2 (napkin_sm90_swz (buf, r + 8, byte), acc[i][n8 * 4 + 2], acc[i][n8 * 4 + 3],
@@ -642,6 +650,7 @@ NKP_NAME (const NapkinArgs args,
 #undef G_B_RANK3
 #undef G_C_RANK3
 #undef G_EPI
+#undef G_EPU
 #undef G_DVEC
 #undef G_DT
 #undef G_NY

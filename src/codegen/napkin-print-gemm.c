@@ -537,8 +537,9 @@ wgmma_shape (const NapkinPlanGemm *g,
   return TRUE;
 }
 
-/* How C leaves the kernel: TMA stores where nothing is fused and C is aligned for them,
- * fp32 partials for a split K, else the staged epilogue. */
+/* How C leaves the kernel: TMA stores where C is aligned for them and the fused maps (if
+ * any) need no operand — they run in registers first —, fp32 partials for a split K,
+ * else the staged epilogue. */
 static void
 wgmma_store (const NapkinPlanGemm *g,
              gint64                c_off,
@@ -550,7 +551,7 @@ wgmma_store (const NapkinPlanGemm *g,
   f->a_rank3 = g->batch > 1 && g->a_bstride != 0;
   f->b_rank3 = g->batch > 1 && g->b_bstride != 0;
   f->c_rank3 = g->batch > 1;
-  tma_store = g->c_tma && (g->epilogue == NULL || g->epilogue->len == 0) && g->split_k == 1
+  tma_store = g->c_tma && napkin_plan_gemm_maps_unary (g) && g->split_k == 1
               && (g->ldc * cbytes) % 16 == 0 && c_off % 16 == 0 && (g->c_bstride * cbytes) % 16 == 0
               && g->BN % (128 / cbytes) == 0;
   f->epi = g->split_k > 1 ? 2 : tma_store ? 0 : 1;
@@ -562,7 +563,8 @@ wgmma_store (const NapkinPlanGemm *g,
 }
 
 /* EPIFN: for the staged epilogue, the fused maps whole and in the halves its store
- * calls (`n_other`: their operands); "" for the other stores. */
+ * calls (`n_other`: their operands); for the TMA store, the maps of the value alone
+ * (none: ""); "" for the partials. */
 static char *
 wgmma_epilogue (const NapkinPrintCtx *ctx,
                 const NapkinPlanGemm *g,
@@ -575,6 +577,8 @@ wgmma_epilogue (const NapkinPrintCtx *ctx,
   g_autofree char *per = NULL;
   g_autofree char *split_fns = NULL;
 
+  if (f->epi == 0 && g->epilogue != NULL && g->epilogue->len > 0)
+    return epilogue_function (ctx, name, name, g->epilogue, error);
   if (f->epi != 1)
     return g_strdup ("");
   per = epilogue_function (ctx, name, name, g->epilogue, error);
@@ -620,6 +624,7 @@ wgmma_print (const NapkinPrintCtx   *ctx,
     { "A_BATCH_ARG", g_strdup (f->a_rank3 ? "b, " : "") },
     { "B_BATCH_ARG", g_strdup (f->b_rank3 ? "b, " : "") },
     { "EPI", i64 (f->epi) },
+    { "EPU", g_strdup (f->epi == 0 && g->epilogue != NULL && g->epilogue->len > 0 ? "1" : "0") },
     { "DVEC", g_strdup (f->dvec ? "1" : "0") },
     { "NY", i64 (MAX (n_other, 1)) },
     { "LDY", g_strdup (n_other > 0 ? "1" : "0") },

@@ -2892,7 +2892,11 @@ operation_kernel (Model *m,
       if (src < 0)
         continue;
       e = tile_elements (m, -1, src);
-      b = mul (m, e, copy && src == (int) n ? napkin_dtype_bytes (output_dtype (m, n)) : dtype_bytes (m, src));
+      if (src == (int) n && pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && !m->a->has_dtype)
+        /* the GEMM stores its last fused map's value: a cast after an fp8 product is bf16 */
+        b = mul (m, e, napkin_dtype_bytes (pk->u.gemm.c_dtype));
+      else
+        b = mul (m, e, copy && src == (int) n ? napkin_dtype_bytes (output_dtype (m, n)) : dtype_bytes (m, src));
       add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
       add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
       bytes = add (m, bytes, b);

@@ -1081,6 +1081,22 @@ fn_transcendental (NapkinMapFn fn)
     }
 }
 
+gboolean
+napkin_plan_gemm_maps_unary (const NapkinPlanGemm *g)
+{
+  const char *env = g_getenv ("NAPKIN_GEMM_STAGED_MAPS");
+
+  g_return_val_if_fail (g != NULL, FALSE);
+  /* NAPKIN_GEMM_STAGED_MAPS=1: every fused map through the staged epilogue (A/B runs) */
+  if (g->epilogue != NULL && g->epilogue->len > 0 && env != NULL && *env != '\0' && !g_str_equal (env, "0"))
+    return FALSE;
+
+  for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
+    if (g_array_index (g->epilogue, NapkinPlanMap, i).has_other)
+      return FALSE;
+  return TRUE;
+}
+
 double
 napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
                                     const NapkinPlanGemm *g)
@@ -1089,8 +1105,18 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
   double per_element = GEMM_STAGED_CLOCKS;
 
   g_return_val_if_fail (arch != NULL && g != NULL, 0);
-  if (g->split_k > 1 || (aligned && (g->epilogue == NULL || g->epilogue->len == 0)) || arch->clock_hz <= 0)
+  if (g->split_k > 1 || arch->clock_hz <= 0)
     return 0;
+  if (aligned && napkin_plan_gemm_maps_unary (g))
+    {
+      /* maps of the value alone run in the consumer's registers before the TMA store:
+       * only their arithmetic is not hidden */
+      per_element = 0;
+      for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
+        if (fn_transcendental (g_array_index (g->epilogue, NapkinPlanMap, i).fn))
+          per_element += GEMM_TRANSCENDENTAL_CLOCKS;
+      return (double) g->BM * g->BN * per_element / arch->clock_hz;
+    }
   if (!aligned)
     per_element += GEMM_UNALIGNED_C_CLOCKS;
   for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
@@ -1224,7 +1250,7 @@ gemm_operand_layouts (NapkinPlanner    *p,
     gemm_queue_permute (p, k, s, FALSE, wgmma);
   gemm_fix_operand (p, k, &g->a, g->M, &g->lda, &g->a_kmajor, &g->a_bstride, wgmma);
   gemm_fix_operand (p, k, &g->b, g->N, &g->ldb, &g->b_kmajor, &g->b_bstride, wgmma);
-  g->c_tma = g->epilogue->len == 0 && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
+  g->c_tma = napkin_plan_gemm_maps_unary (g) && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
 }
 
 /* The tiles a kernel ends with, and whether it runs on wgmma. */

@@ -93,7 +93,8 @@ typedef struct
                                              summed by the next (SPLIT_REDUCE) kernel */
   int              partials;              /* scratch index of the partials, or −1 */
   gboolean         persistent;            /* at most one block per SM, looping over tiles */
-  gboolean         c_tma;                 /* C stored by TMA (aligned rows, no epilogue) */
+  gboolean         c_tma;                 /* C stored by TMA (aligned rows; maps, if any, of
+                                             the value alone, applied in registers) */
   GArray          *epilogue;              /* NapkinPlanMap, in order, on the fp32 result */
 } NapkinPlanGemm;
 
@@ -441,9 +442,16 @@ double            napkin_plan_gemm_unaligned_chunk_s (const NapkinArch   *arch,
                                                       gint64              BM,
                                                       gint64              BN);
 
+/* Whether every map fused into the GEMM works on its value alone (a cast, GELU, a
+ * scale; no bias or residual read): the Hopper kernel applies them in registers and
+ * keeps the TMA store. */
+gboolean          napkin_plan_gemm_maps_unary (const NapkinPlanGemm *g);
+
 /* One tile's staged epilogue of the Hopper GEMM on its SM, in seconds (docs/model.md
- * §14, "The staged epilogue"): 0 where the kernel stores C by TMA or a split-K reduction
- * applies the maps. The plan weighs ping-pong consumers with it; the model prices it. */
+ * §14, "The staged epilogue"): 0 where the kernel stores C by TMA with nothing fused or a
+ * split-K reduction applies the maps; the transcendental maps' arithmetic where they run
+ * in registers before the TMA store. The plan weighs ping-pong consumers with it; the
+ * model prices it. */
 double            napkin_plan_gemm_staged_epilogue_s (const NapkinArch   *arch,
                                                       const NapkinPlanGemm *gemm);
 

@@ -10,6 +10,7 @@
 #include <glib/gstdio.h>
 
 #include "napkin-test-gemm.h"
+#include "napkin-test-load.h"
 
 #define MAX_SMEM (227 * 1024)
 
@@ -72,9 +73,10 @@ test_facts (void)
           g_assert_true (ck->persistent);
           g_assert_cmpuint (ck->threads, ==, 128 * (1 + g->consumers));
           g_assert_nonnull (ck->tensor_maps);
-          /* C by TMA only for a plain aligned store */
+          /* C by TMA only for an aligned store with no map that reads an operand */
           g_assert_cmpuint (ck->tensor_maps->len, ==,
-                            g->split_k == 1 && t->epi == NAPKIN_TEST_EPI_NONE && (t->N * napkin_dtype_bytes (t->c_dtype)) % 16 == 0
+                            g->split_k == 1 && (t->epi == NAPKIN_TEST_EPI_NONE || t->epi == NAPKIN_TEST_EPI_GELU)
+                            && (t->N * napkin_dtype_bytes (t->c_dtype)) % 16 == 0
                             && g->BN % (128 / napkin_dtype_bytes (t->c_dtype)) == 0 ? 3 : 2);
           a = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, 0);
           b = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, 1);
@@ -233,6 +235,9 @@ test_staged_epilogue (void)
   g_autoptr(NapkinTestGemm) un = NULL;
   g_autoptr(NapkinTestGemm) bias = NULL;
   g_autoptr(NapkinTestGemm) sp = NULL;
+  g_autoptr(NapkinTestGemm) gelu = NULL;
+  NapkinArch *arch;   /* the registry's */
+  const NapkinPlanKernel *gpk;
   g_autofree char *gate = NULL;
 
   g_assert_no_error (error);
@@ -259,6 +264,26 @@ test_staged_epilogue (void)
                                "tile=128x256x64", &error);
   g_assert_no_error (error);
   g_assert_nonnull (strstr (bias->module->source, "[n * 1L], r + 0);"));
+
+  /* GELU alone needs no operand: in registers, then the TMA store; not where C's rows
+   * are not 16 bytes apart */
+  gelu = napkin_test_gemm_new ("name=gelu t=sm90 ab=bf16 c=bf16 m=256 n=1024 k=128 a=k bl=k epi=gelu "
+                               "tile=128x256x64", &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (gelu->module->source, "#define NKP_EPI 0\n"));
+  g_assert_nonnull (strstr (gelu->module->source, "#define NKP_EPU 1\n"));
+  g_assert_nonnull (strstr (gelu->module->source, "x = napkin_gelu (x);"));
+  gemm_kernel (gelu, &gpk);
+  /* the model: GELU's arithmetic only, less than the staged epilogue's 0.22 clocks */
+  arch = napkin_test_arch ("h200");
+  g_assert_cmpfloat (napkin_plan_gemm_staged_epilogue_s (arch, &gpk->u.gemm) * arch->clock_hz / (128 * 256), <, 0.1);
+  g_assert_cmpfloat (napkin_plan_gemm_staged_epilogue_s (arch, &gpk->u.gemm), >, 0);
+  g_clear_pointer (&gelu, napkin_test_gemm_free);
+  gelu = napkin_test_gemm_new ("name=gelu t=sm90 ab=bf16 c=bf16 m=256 n=1001 k=128 a=k bl=k epi=gelu "
+                               "tile=128x256x64 ctma=0", &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (gelu->module->source, "#define NKP_EPI 1\n"));
+  g_assert_nonnull (strstr (gelu->module->source, "#define NKP_EPU 0\n"));
 
   sp = napkin_test_gemm_new ("name=sp t=sm90 ab=bf16 c=bf16 m=64 n=1001 k=4096 a=k bl=k split=4 tile=64x128x64 "
                              "cons=1", &error);

@@ -29,6 +29,9 @@ static const char *table[] = {
   "name=bias-gelu t=sm90 ab=bf16 c=bf16 m=1024 n=4096 k=1024 a=k bl=k epi=bias_gelu tile=128x256x64 stages=4",
   "name=residual-odd t=sm90 ab=fp16 c=fp16 m=777 n=1000 k=333 a=k bl=n epi=residual tile=128x128x64 stages=4",
   "name=silu-gate t=sm90 ab=bf16 c=bf16 m=2048 n=2048 k=512 a=k bl=k epi=silu_gate tile=128x128x64 stages=4",
+  /* maps of the value alone: applied in registers, C still stored by TMA */
+  "name=gelu-tma t=sm90 ab=bf16 c=bf16 m=1000 n=4096 k=1024 a=k bl=k epi=gelu tile=128x256x64 stages=4",
+  "name=pp-gelu-tma t=sm90 ab=e4m3 c=bf16 m=2000 n=3072 k=2048 a=k bl=k epi=gelu tile=128x128x128 pp=1 stages=6",
   "name=split4-bias-gelu t=sm90 ab=bf16 c=bf16 m=128 n=1024 k=8192 a=k bl=k split=4 epi=bias_gelu tile=128x128x64 stages=4",
   "name=aligned-4096 t=sm90 ab=bf16 c=bf16 m=4096 n=4096 k=4096 a=k bl=n tile=128x256x64 stages=4",
   "name=aligned-4096-tn t=sm90 ab=bf16 c=bf16 m=4096 n=4096 k=4096 a=k bl=k tile=128x256x64 stages=4",
@@ -328,6 +331,8 @@ napkin_test_gemm_new (const char *spec,
             t->epi = NAPKIN_TEST_EPI_RESIDUAL;
           else if (g_str_equal (v, "silu_gate"))
             t->epi = NAPKIN_TEST_EPI_SILU_GATE;
+          else if (g_str_equal (v, "gelu"))
+            t->epi = NAPKIN_TEST_EPI_GELU;
           else
             ok = FALSE;
         }
@@ -364,7 +369,7 @@ napkin_test_gemm_new (const char *spec,
   t->c = operand (t->plan, t->batch, t->M, t->N, t->N, t->c_dtype);
   if (t->epi == NAPKIN_TEST_EPI_BIAS_GELU)
     t->x = operand (t->plan, 1, 1, t->N, t->N, t->x_dtype);
-  else if (t->epi != NAPKIN_TEST_EPI_NONE)
+  else if (t->epi != NAPKIN_TEST_EPI_NONE && t->epi != NAPKIN_TEST_EPI_GELU)
     t->x = operand (t->plan, t->batch, t->M, t->N, t->N, t->x_dtype);
   else
     t->x.scratch = -1;
@@ -382,6 +387,9 @@ napkin_test_gemm_new (const char *spec,
     case NAPKIN_TEST_EPI_SILU_GATE:
       add_map (epilogue, NAPKIN_FN_SILU, -1, 0, 0, 0, 0);
       add_map (epilogue, NAPKIN_FN_MUL, t->x.scratch, t->x_dtype, t->M * t->N, t->N, 1);
+      break;
+    case NAPKIN_TEST_EPI_GELU:
+      add_map (epilogue, NAPKIN_FN_GELU, -1, 0, 0, 0, 0);
       break;
     case NAPKIN_TEST_EPI_NONE:
     default:

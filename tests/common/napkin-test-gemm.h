@@ -17,6 +17,7 @@ typedef enum
   NAPKIN_TEST_EPI_BIAS_GELU,   /* gelu (x + bias[n]) */
   NAPKIN_TEST_EPI_RESIDUAL,    /* x + residual[b, m, n] */
   NAPKIN_TEST_EPI_SILU_GATE,   /* silu (x) · gate[b, m, n] */
+  NAPKIN_TEST_EPI_GELU,        /* gelu (x): no operand, applied before the TMA store */
 } NapkinTestEpi;
 
 /* An operand as the user stored it: `rows` rows of `cols` elements, ld apart, one

@@ -99,6 +99,8 @@ np_epi (const char *ws, long b, long m, long n, float acc)
   acc += napkin_ld ((const np_x_t *) (ws + NP_X_OFF) + b * NP_M * NP_N + m * NP_N + n);
 #elif NP_EPI == 3
   acc = acc / (1.0f + expf (-acc)) * napkin_ld ((const np_x_t *) (ws + NP_X_OFF) + b * NP_M * NP_N + m * NP_N + n);
+#elif NP_EPI == 4
+  acc = 0.5f * acc * (1.0f + erff (acc * 0.70710678118f));
 #endif
   (void) ws; (void) b; (void) m; (void) n;
   return acc;
