@@ -315,6 +315,33 @@ blocks_per_sm (NapkinPlanner *p,
   return b;
 }
 
+/* NAPKIN_ROWS_NO_SMEM=1: rows too long for registers are read twice instead of kept in
+ * shared memory (for A/B runs of the two forms). */
+static gboolean
+rows_no_smem (void)
+{
+  const char *env = g_getenv ("NAPKIN_ROWS_NO_SMEM");
+
+  return env != NULL && *env != '\0' && !g_str_equal (env, "0");
+}
+
+/* Whether a row too long for registers is kept in shared memory (one read) rather than
+ * read twice. A norm with nothing fused before it is read twice even where its row
+ * would fit: four blocks an SM instead of two hide its γ and β loads better (H200, rows
+ * of 50257 and 62214: 1.0–1.2× faster read twice; softmax, whose second pass repeats
+ * its exponentials, 1.1–1.5× slower; docs/perf-notes.md, "Session 13"). */
+static gboolean
+smem_row_pays (NapkinOpKind op,
+               gboolean     streamed,
+               gboolean     cache_fp32,
+               gint64       cache_bytes,
+               gint64       smem_budget)
+{
+  if (streamed || cache_bytes > smem_budget || rows_no_smem ())
+    return FALSE;
+  return !(op == NAPKIN_OP_NORMALIZE && !cache_fp32);
+}
+
 /* The register form for a team of `tpr` threads: vectors and scalars per thread. */
 static void
 register_form (RowsChoice *c,
@@ -377,7 +404,7 @@ rows_choose (NapkinPlanner *p,
       register_form (&c, cols, tpr, n_scalars, n_operands);
       if (!streamed && c.regs * MAX (tpr, 32) <= p->arch->registers_per_sm)
         c.mode = ROWS_REGISTERS;
-      else if (!streamed && cache_bytes <= smem_budget)
+      else if (smem_row_pays (op, streamed, cache_fp32, cache_bytes, smem_budget))
         {
           c.mode = ROWS_SMEM;
           c.tpr = 512;
@@ -440,7 +467,7 @@ rows_choose (NapkinPlanner *p,
       /* the region's threads keep too much per thread (more than the 64 values the
        * register form holds without spilling, or more than the SM's register file):
        * shared memory or two passes */
-      c.mode = !streamed && cache_bytes <= smem_budget ? ROWS_SMEM : ROWS_TWO_PASS;
+      c.mode = smem_row_pays (op, streamed, cache_fp32, cache_bytes, smem_budget) ? ROWS_SMEM : ROWS_TWO_PASS;
       c.regs = 48 + 8 * n_operands;
       c.nv = c.ns = 0;
       c.tpr = c.threads;

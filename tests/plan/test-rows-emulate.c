@@ -276,8 +276,13 @@ test_contiguous (void)
 {
   struct { NapkinTestRows t; const char *form; } cases[] = {
     { { .op = "softmax", .rows = 70, .cols = 1000, .x_dtype = "fp16" }, "registers" },
+    { { .op = "softmax", .rows = 9, .cols = 40001, .x_dtype = "bf16" }, "shared memory" },
+    /* a norm alone is read twice; with a residual before it and a region of 256 threads
+     * (too few to hold the row in registers), its fp32 sum kept */
     { { .op = "layernorm", .rows = 9, .cols = 40001, .x_dtype = "bf16", .gamma = TRUE, .beta = TRUE },
-      "shared memory" },
+      "two passes" },
+    { { .op = "layernorm", .rows = 7, .cols = 20001, .x_dtype = "bf16", .residual = TRUE, .fuse = TRUE,
+        .gamma = TRUE, .beta = TRUE, .threads = 256 }, "shared memory" },
     { { .op = "rmsnorm", .rows = 5, .cols = 70001, .x_dtype = "fp32", .residual = TRUE, .fuse = TRUE }, "two passes" },
     { { .op = "sum", .rows = 33, .cols = 999, .x_dtype = "fp16", .y_dtype = "fp32" }, "one pass" },
   };
