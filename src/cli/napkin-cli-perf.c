@@ -773,6 +773,7 @@ candidate_to_json (const NapkinTuneCandidate *c)
   json_object_object_add (obj, "hbm_bytes", json_object_new_int64 (c->hbm_bytes));
   json_object_object_add (obj, "footprint_bytes", json_object_new_int64 (c->footprint_bytes));
   json_object_object_add (obj, "per_sm", json_object_new_int64 (c->per_sm));
+  json_object_object_add (obj, "off_best_path", json_object_new_int (c->off_best_path));
   {
     json_object *specs = json_object_new_array ();
 
@@ -920,6 +921,9 @@ print_candidate (const char                *label,
 
   printf ("%-8s %10s %14s %-9s %14" G_GINT64_FORMAT " %10" G_GINT64_FORMAT " %6" G_GINT64_FORMAT "  %s\n", label,
           t, tp, napkin_resource_to_string (c->bound), c->hbm_bytes, c->footprint_bytes, c->per_sm, c->tiles);
+  if (c->off_best_path > 0)
+    printf (_("         (%u kernel(s) on mma.sync where wgmma is best: ranked after the tiles that keep wgmma)\n"),
+            c->off_best_path);
 }
 
 /* tune on a diagram without regions: the kernels, unfused vs derived, and --apply */

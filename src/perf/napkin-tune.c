@@ -98,6 +98,24 @@ set_tiles (NapkinDiagram *copy,
     }
 }
 
+/* The kernels of `a` generated on mma.sync where the GPU's best path, wgmma, is one
+ * Napkin generates: their prices are not calibrated on Hopper (measured 1.5–4× slower
+ * than predicted on an H200: docs/perf-notes.md, "Session 13"), so the search ranks
+ * them after the tiles that keep the best path. */
+static guint
+off_best_path (const NapkinAnalysis *a)
+{
+  guint n = 0;
+
+  for (guint i = 0; i < a->kernels->len; i++)
+    {
+      const NapkinKernelCost *kc = &g_array_index (a->kernels, NapkinKernelCost, i);
+
+      n += kc->path == NAPKIN_PATH_MMA && g_strcmp0 (kc->best_path, "wgmma") == 0;
+    }
+  return n;
+}
+
 static NapkinTuneCandidate *
 candidate_new (NapkinDiagram  *copy,
                Knob           *knobs,
@@ -150,6 +168,7 @@ candidate_new (NapkinDiagram  *copy,
   c->throughput = a->throughput;
   c->bound = a->bound;
   c->hbm_bytes = a->levels[NAPKIN_LEVEL_HBM].transfer_bytes;
+  c->off_best_path = off_best_path (a);
   c->per_sm = G_MAXINT64;
   for (guint r = 0; r < a->regions->len; r++)
     {
@@ -170,6 +189,8 @@ compare_candidates (gconstpointer pa,
   const NapkinTuneCandidate *a = *(NapkinTuneCandidate * const *) pa;
   const NapkinTuneCandidate *b = *(NapkinTuneCandidate * const *) pb;
 
+  if ((a->off_best_path > 0) != (b->off_best_path > 0))
+    return a->off_best_path > 0 ? 1 : -1;
   /* equal within rounding: prefer less serial time, then less device traffic */
   if (fabs (a->predicted_time_s - b->predicted_time_s) > 1e-9 * MAX (a->predicted_time_s, b->predicted_time_s))
     return a->predicted_time_s < b->predicted_time_s ? -1 : 1;
@@ -222,6 +243,9 @@ typedef struct
  * search stops after about this many operations analysed, whatever its knobs ask
  * (docs/security.md, "Tune"): 100 000 operations get 10 analyses, 1 000 get 1 000. */
 #define TUNE_OPERATION_BUDGET 1000000
+/* What the search adds to a candidate off the best tensor path (off_best_path): more
+ * than any kernel takes, so the order among such candidates stays the model's. */
+#define TUNE_OFF_PATH_S       1e3
 #define TUNE_MIN_ANALYSES     4
 
 /* Analyses the current choice; returns its time, or G_MAXDOUBLE if infeasible. */
@@ -259,6 +283,10 @@ evaluate (Search *s)
   if (time < G_MAXDOUBLE)
     {
       NapkinTuneCandidate *c = candidate_new (s->copy, s->knobs, s->n_knobs, a);
+
+      /* the search steers by this time: off the best path ranks after on it */
+      if (c->off_best_path > 0)
+        time += TUNE_OFF_PATH_S;
 
       s->result->feasible++;
       g_ptr_array_add (s->result->best, c);

@@ -19,6 +19,9 @@ typedef struct
   gint64          hbm_bytes;
   gint64          footprint_bytes;     /* largest region footprint */
   gint64          per_sm;              /* smallest occupancy among regions */
+  guint           off_best_path;       /* kernels generated on a slower tensor path than the
+                                        * GPU's best (mma.sync on Hopper): ranked after every
+                                        * candidate without any (docs/model.md §9) */
   /*< private >*/
   guint          *choices;             /* the search's index per knob */
   char           *kernel_key;          /* the choices that reach the generated kernels: one
