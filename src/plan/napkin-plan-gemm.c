@@ -329,6 +329,11 @@ choose_tile (NapkinPlanner *p,
         const double work = (double) blocks * BM * BN * (((K + BK - 1) / BK + split - 1) / split);
         double cost;
 
+        /* a tile twice its axis (rounded to 64) or more computes only padding in its
+         * other half: 256×128 blocks over N = 64 ran 1.14× slower than 128×64 on an
+         * H200 (docs/perf-notes.md, "Session 13") */
+        if (BM >= 2 * ((M + 63) / 64 * 64) || BN >= 2 * ((N + 63) / 64 * 64))
+          continue;
         if (split > 1 && !split_ok (p, batch, M, N, K, BM, BN, BK, split))
           continue;
         cost = gemm_estimate (p, batch, M, N, K, BM, BN, BK, split, bytes);

@@ -121,7 +121,8 @@ test_split_k (void)
 
 /* Skinny products (M from 1 to 256 against a 4096 × 4096 weight) are cut so that one
  * wave keeps at least half of the SMs busy: tiles too few for the GPU split K; large
- * products keep the 128 × 256 tile and no split (docs/plan.md, "Tiles"). */
+ * products keep the 128 × 256 tile and no split; no tile is twice its axis or more
+ * (docs/plan.md, "Tiles"). */
 static void
 test_skinny_tiles (void)
 {
@@ -152,6 +153,20 @@ test_skinny_tiles (void)
     g_assert_cmpint (k->u.gemm.BM, ==, 128);
     g_assert_cmpint (k->u.gemm.BN, ==, 256);
     g_assert_cmpuint (k->u.gemm.split_k, ==, 1);
+  }
+  {
+    /* N = 64 (and M = 64): no tile twice its axis, whose other half is padding */
+    NapkinTestGemmDiagram c[] = { { 10000, 64, 4096, 0, "bf16" }, { 64, 10000, 4096, 0, "bf16" } };
+
+    for (guint i = 0; i < G_N_ELEMENTS (c); i++)
+      {
+        g_autoptr(NapkinDiagram) d = napkin_test_load_gemm (&c[i]);
+        g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h200");
+        const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, 0);
+
+        g_test_message ("%s", k->note);
+        g_assert_cmpint (i == 0 ? k->u.gemm.BN : k->u.gemm.BM, ==, 64);
+      }
   }
 }
 
