@@ -328,11 +328,47 @@ NKP_NAME (const NapkinArgs args)
        * back only what it wrote */
       extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
       CT *const cache = (CT *) smem_raw_u8_ + tc * VEC;
-      auto keep_v = [&] (long j, float *t) { nk_stv<VEC> (cache + j * W, t, false); stat_v (j, t); };
+      /* softmax: the max alone in the sweep (the online pair branches and rescales per
+       * value, and its warps diverge), then Σ exp from shared memory */
+      auto keep_v = [&] (long j, float *t)
+        {
+          nk_stv<VEC> (cache + j * W, t, false);
+          if constexpr (OP == 0)
+            {
+#pragma unroll
+              for (int k = 0; k < VEC; k++)
+                a[k] = fmaxf (a[k], t[k]);
+            }
+          else
+            stat_v (j, t);
+        };
 
       NKS_SWEEP (false, keep_v);
-      col_reduce (OP == 0 ? 2 : 0, false);
-      if constexpr (OP == 1)
+      col_reduce (OP == 0 ? 1 : 0, false);
+      if constexpr (OP == 0)
+        {
+#pragma unroll
+          for (int k = 0; k < VEC; k++)
+            {
+              st0[k] = a[k];
+              a[k] = 0.0f;
+            }
+          if (live)
+            for (long j = tr; j < LEN; j += TR)
+              {
+                float t[VEC];
+
+                nk_ldv<VEC> (cache + j * W, t, false);
+#pragma unroll
+                for (int k = 0; k < VEC; k++)
+                  a[k] += __expf (t[k] - st0[k]);
+              }
+          col_reduce (0, false);
+#pragma unroll
+          for (int k = 0; k < VEC; k++)
+            st1[k] = 1.0f / a[k];
+        }
+      else if constexpr (OP == 1)
         {
 #pragma unroll
           for (int k = 0; k < VEC; k++)

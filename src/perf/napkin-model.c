@@ -2691,10 +2691,37 @@ planned_strided_rows (Model                  *m,
     k->time_s[NAPKIN_RESOURCE_HBM] *= need / in_flight;
   if (r->op == NAPKIN_OP_NORMALIZE && r->norm == NAPKIN_NORM_LAYERNORM && r->one_pass)
     reductions = 2;   /* the mean, then the squared deviations */
-  else if (r->op == NAPKIN_OP_SOFTMAX && r->one_pass && !r->smem_row)
-    reductions = 2;   /* the max, then the exponentials' sum */
+  else if (r->op == NAPKIN_OP_SOFTMAX && r->one_pass)
+    reductions = 2;   /* the max, then the exponentials' sum (from registers or shared memory) */
   k->latency_s = waves * (passes * latency + reductions * NAPKIN_REDUCTION_CLOCKS / arch->clock_hz);
   k->quantisation = (double) waves * slots / MAX (1, pk->grid);
+}
+
+/* One wave of attention blocks (no more blocks than SMs) that each walk a few key
+ * chunks: every block loads its Q and stores its O at about the same moment, and with so
+ * few chunks between them nothing hides either, so Q and O cross at the persistent
+ * kernel's stream rate on top of the rest. Measured on an H200 (docs/perf-notes.md,
+ * "Session 13"): 32–128 blocks of 1–4 chunks, d 64 to 256, ran 1.14–1.60× their
+ * prediction without this term, 0.92–1.08× with it. Persistent and split-KV kernels,
+ * more than a wave, or longer walks: no term. */
+#define ATTN_SHORT_WAVE_CHUNKS 4
+
+static double
+short_wave_qo_s (Model                  *m,
+                 const NapkinRegionCost *cost,
+                 const NapkinPlanKernel *pk)
+{
+  const NapkinPlanAttention *a = &pk->u.att;
+  double chunks = cost->chunks, qo;
+
+  if (a->persist_tiles > 0 || a->split_kv > 1 || pk->grid > m->arch->sms || cost->chunks <= 0)
+    return 0;
+  if (a->tiles_total > 0 && a->tiles_computed < a->tiles_total)
+    chunks *= (double) a->tiles_computed / a->tiles_total;
+  if (chunks > ATTN_SHORT_WAVE_CHUNKS)
+    return 0;
+  qo = (double) a->batch * a->NQ * a->D * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->o_dtype));
+  return qo / (m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth * ATTN_PERSIST_STREAM_EFFICIENCY);
 }
 
 /* What the kernel plan changes: the attention grid, rows read twice, the best path and
@@ -2727,6 +2754,8 @@ kernel_plan (Model                  *m,
        * each of an SM's blocks pays the prologue and epilogue in turn */
       if (pk->path == NAPKIN_PATH_WGMMA)
         k->latency_s += slots * attention_block_s (m);
+      if (pk->path == NAPKIN_PATH_WGMMA)
+        k->latency_s += short_wave_qo_s (m, cost, pk);
       /* persistent (one chunk of all the keys): Q and O stream through one block an SM;
        * K and V, read once per matrix, move at the full rate (ViT's 197 keys: as many
        * bytes as Q and O) */

@@ -423,6 +423,32 @@ test_attention_fixed_costs (void)
                                     k1->time_s[NAPKIN_RESOURCE_HBM] * (1 / 0.42 + 1) / 2, 1e-12);
   }
   {
+    /* one wave of blocks that each compute one chunk (cross-attention to 77 keys over
+     * 88 tiles of 128 queries, d 256): Q and O cross at 0.42 of the memory's rate on top
+     * of the block's fixed cost; 200 tiles (two waves, not yet persistent) pay no such
+     * term (docs/model.md §14b) */
+    const char *qs[] = { "q=11264", "q=25600" };
+    double qo[2], lat[2];
+
+    for (guint i = 0; i < G_N_ELEMENTS (qs); i++)
+      {
+        g_autoptr(NapkinDiagram) d = napkin_test_load_example ("flash-attention.napkin");
+        g_autoptr(NapkinAnalysis) an = NULL;
+        const NapkinPlanKernel *pk;
+
+        axis (d, "b=1"), axis (d, "h=1"), axis (d, qs[i]), axis (d, "k=77"), axis (d, "d=256");
+        tile (d, "block.k=77");
+        an = analyze (d, "h100", FALSE);
+        pk = napkin_plan_kernel_for (an->plan, 0, -1);
+        g_assert_cmpint (pk->grid, ==, i == 0 ? 88 : 200);
+        g_assert_cmpint (pk->u.att.persist_tiles, ==, 0);
+        qo[i] = (double) pk->u.att.NQ * 256 * 2 * 2 / (h->levels[NAPKIN_LEVEL_HBM].bandwidth * 0.42);
+        lat[i] = g_array_index (an->kernels, NapkinKernelCost, 0).latency_s;
+      }
+    g_assert_cmpfloat_with_epsilon (lat[0], block + qo[0], 1e-12);
+    g_assert_cmpfloat_with_epsilon (lat[1], 2 * block, 1e-12);
+  }
+  {
     /* long sequences at the sweep's tiles, now the file's own (q 128, k 128, 3 stages;
      * 0.8671 ms measured there): the fixed cost is 8 % of 0.867 ms; the exponentials add
      * 84 % of their SFU time to the products'. The file's earlier tiles (k 64, 2 stages)

@@ -246,6 +246,10 @@ test_strided (void)
     { { .op = "softmax", .rows = 1000, .cols = 333, .x_dtype = "fp16", .col_major = TRUE }, NULL },
     { { .op = "layernorm", .rows = 80, .cols = 5000, .x_dtype = "bf16", .y_dtype = "fp32", .col_major = TRUE,
         .gamma = TRUE, .beta = TRUE }, "shared memory" },
+    /* softmax in shared memory: the max in the sweep, then Σ exp from the kept columns */
+    { { .op = "softmax", .rows = 80, .cols = 5000, .x_dtype = "fp16", .col_major = TRUE }, "shared memory" },
+    { { .op = "softmax", .rows = 300, .cols = 700, .x_dtype = "bf16", .col_major = TRUE, .scale = 0.5, .fuse = TRUE },
+      NULL },
     { { .op = "rmsnorm", .rows = 40, .cols = 9000, .x_dtype = "fp32", .col_major = TRUE, .gamma = TRUE },
       "two passes" },
     { { .op = "softmax", .batch = 2, .rows = 24, .cols = 5000, .x_dtype = "fp16", .y_dtype = "fp32",
