@@ -146,7 +146,7 @@ count_tiles (NapkinPlanAttention *a)
   gint64 q_tiles = ceil_div (a->NQ, a->BQ), chunks = ceil_div (a->NKV, a->BKV);
 
   a->tiles_total = q_tiles * chunks;
-  a->tiles_computed = a->tiles_masked = 0;
+  a->tiles_computed = a->tiles_masked = a->chunks_most = 0;
   for (gint64 t = 0; t < q_tiles; t++)
     {
       gint64 first, end, masked;
@@ -154,6 +154,7 @@ count_tiles (NapkinPlanAttention *a)
       napkin_plan_attention_chunks (a, t * a->BQ, MIN ((t + 1) * a->BQ, a->NQ), &first, &end, &masked);
       a->tiles_computed += MAX (0, end - first);
       a->tiles_masked += masked;
+      a->chunks_most = MAX (a->chunks_most, end - first);
     }
 }
 
@@ -161,18 +162,10 @@ count_tiles (NapkinPlanAttention *a)
  * what split-KV divides, each split that many chunks from the first the tile sees
  * (kernels/attn-sm90.cu). */
 static gint64
-visible_chunks (const NapkinPlanAttention *a)
+visible_chunks (NapkinPlanAttention *a)
 {
-  gint64 q_tiles = ceil_div (a->NQ, MAX (1, a->BQ)), most = 0;
-
-  for (gint64 t = 0; t < q_tiles; t++)
-    {
-      gint64 first, end;
-
-      napkin_plan_attention_chunks (a, t * a->BQ, MIN ((t + 1) * a->BQ, a->NQ), &first, &end, NULL);
-      most = MAX (most, end - first);
-    }
-  return MAX (1, most);
+  count_tiles (a);
+  return MAX (1, a->chunks_most);
 }
 
 static char *

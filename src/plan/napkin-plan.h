@@ -253,6 +253,7 @@ typedef struct
   gint64           tiles_total;           /* per query head: query tiles × key chunks */
   gint64           tiles_computed;        /* … of which the kernel computes (not wholly masked) */
   gint64           tiles_masked;          /* … of which it masks in registers (partly masked, or past NKV) */
+  gint64           chunks_most;           /* the most key chunks one query tile computes */
 
   guint            split_kv;              /* ≥ 1; > 1: key chunks cut into split_kv ranges, partial
                                              outputs and log-sum-exps into scratch `partials`, merged
