@@ -337,7 +337,7 @@ test_cases (void)
 
 /* Masks: the tiles a causal or windowed attention computes, exactly; the model can price
  * only those. Causal q = k = 4096 with 128×128 tiles: 528 of 1024 per head, 32 of them
- * (the diagonal) masked in registers. */
+ * (the diagonal) masked in registers, the last query tile 32 chunks. */
 static void
 test_masks (void)
 {
@@ -346,19 +346,19 @@ test_masks (void)
     gint64         NQ, NKV, BQ, BKV;
     NapkinAttnMask mask;
     gint64         offset, left, right;
-    gint64         computed, total, masked;
+    gint64         computed, total, masked, most;
   } cases[] = {
-    { 4096, 4096, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 528, 1024, 32 },
-    { 8192, 8192, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 2080, 4096, 64 },
-    { 4096, 4096, 128, 64, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 32 * 2 + 2 * 496, 2048, 64 },
+    { 4096, 4096, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 528, 1024, 32, 32 },
+    { 8192, 8192, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 2080, 4096, 64, 64 },
+    { 4096, 4096, 128, 64, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 32 * 2 + 2 * 496, 2048, 64, 64 },
     /* prefill of 1024 new queries after 3072 cached keys: bottom-right aligned */
-    { 1024, 4096, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 3072, -1, 0, 8 * 24 + 36, 256, 8 },
+    { 1024, 4096, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 3072, -1, 0, 8 * 24 + 36, 256, 8, 32 },
     /* sliding window of 1024 keys back (Mistral): query tiles 0…7 see 1…8 chunks (the
      * diagonal partial), the 24 others 9 (both ends partial) */
-    { 4096, 4096, 128, 128, NAPKIN_ATTN_MASK_WINDOW, 0, 1024, 0, 36 + 24 * 9, 1024, 8 * 1 + 24 * 2 },
+    { 4096, 4096, 128, 128, NAPKIN_ATTN_MASK_WINDOW, 0, 1024, 0, 36 + 24 * 9, 1024, 8 * 1 + 24 * 2, 9 },
     /* non-dividing lengths: the edge chunk is masked too */
-    { 1000, 1000, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 36, 64, 8 },
-    { 1000, 1000, 128, 128, NAPKIN_ATTN_MASK_NONE, 0, -1, -1, 64, 64, 8 },
+    { 1000, 1000, 128, 128, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, 36, 64, 8, 8 },
+    { 1000, 1000, 128, 128, NAPKIN_ATTN_MASK_NONE, 0, -1, -1, 64, 64, 8, 8 },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -380,6 +380,8 @@ test_masks (void)
       g_assert_cmpint (a->tiles_total, ==, cases[i].total);
       g_assert_cmpint (a->tiles_computed, ==, cases[i].computed);
       g_assert_cmpint (a->tiles_masked, ==, cases[i].masked);
+      /* the longest query tile's chunks (a wave of blocks lasts as long as it) */
+      g_assert_cmpint (a->chunks_most, ==, cases[i].most);
       if (cases[i].mask != NAPKIN_ATTN_MASK_NONE)
         {
           g_assert_false (a->legacy);
