@@ -11,6 +11,7 @@
 
 #include "napkin-error.h"
 #include "napkin-expr.h"
+#include "napkin-text.h"
 
 /* A recursive-descent parser into a small tree (docs/file-format.md, "Expressions"):
  *   sum     := product (("+" | "-") product)*
@@ -87,11 +88,15 @@ static void
 fail (Parser     *ps,
       const char *what)
 {
+  g_autofree char *shown = NULL;
+
   if (ps->failed)
     return;
   ps->failed = TRUE;
+  /* the text as written, its control characters escaped: the message reaches terminals */
+  shown = napkin_text_shown (ps->text, -1, 0);
   g_set_error (ps->error, NAPKIN_DOCUMENT_ERROR, NAPKIN_DOCUMENT_ERROR_INVALID,
-               _("“%s”, column %ld: %s"), ps->text, (long) g_utf8_pointer_to_offset (ps->text, ps->p) + 1, what);
+               _("“%s”, column %ld: %s"), shown, (long) g_utf8_pointer_to_offset (ps->text, ps->p) + 1, what);
 }
 
 static void
