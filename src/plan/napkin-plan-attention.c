@@ -1406,13 +1406,12 @@ choose_persistent (NapkinPlanner       *p,
                    NapkinPlanAttention *a,
                    gint64               base)
 {
-  const char *env = g_getenv ("NAPKIN_NO_PERSISTENT_ATTENTION");
   NapkinPlanAttention t = *a;
 
   a->persist_tiles = 0;
   a->q_buffers = 1;
   a->bkv_asked = 0;
-  if ((env != NULL && *env != '\0' && !g_str_equal (env, "0")) || a->n_scores > 0 || a->split_kv > 1
+  if (_napkin_plan_env_flag ("NAPKIN_NO_PERSISTENT_ATTENTION") || a->n_scores > 0 || a->split_kv > 1
       || a->vt_in_kernel || a->bkv_parts > 1 || base < 2 * (gint64) p->arch->sms)
     return;
   if (a->NKV > a->BKV)

@@ -1089,11 +1089,9 @@ fn_transcendental (NapkinMapFn fn)
 gboolean
 napkin_plan_gemm_maps_unary (const NapkinPlanGemm *g)
 {
-  const char *env = g_getenv ("NAPKIN_GEMM_STAGED_MAPS");
-
   g_return_val_if_fail (g != NULL, FALSE);
   /* NAPKIN_GEMM_STAGED_MAPS=1: every fused map through the staged epilogue (A/B runs) */
-  if (g->epilogue != NULL && g->epilogue->len > 0 && env != NULL && *env != '\0' && !g_str_equal (env, "0"))
+  if (g->epilogue != NULL && g->epilogue->len > 0 && _napkin_plan_env_flag ("NAPKIN_GEMM_STAGED_MAPS"))
     return FALSE;
 
   for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)

@@ -132,6 +132,9 @@ gboolean    _napkin_plan_member         (NapkinPlanner    *p,
  * its input's buffer instead: no copy (docs/plan.md, "Views"). */
 gboolean    _napkin_plan_is_view        (NapkinDiagram    *d,
                                         guint             node);
+/* Whether the environment variable `name` is set to something other than "" or "0": the
+ * plan's switches for A/B runs on a GPU (docs/plan.md). */
+gboolean    _napkin_plan_env_flag       (const char       *name);
 /* A new scratch buffer of `bytes` in the plan's scratch area; its index. */
 int         _napkin_plan_add_scratch    (NapkinPlan       *plan,
                                         gint64            bytes);

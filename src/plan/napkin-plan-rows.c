@@ -315,21 +315,12 @@ blocks_per_sm (NapkinPlanner *p,
   return b;
 }
 
-/* NAPKIN_ROWS_NO_SMEM=1: rows too long for registers are read twice instead of kept in
- * shared memory (for A/B runs of the two forms). */
-static gboolean
-rows_no_smem (void)
-{
-  const char *env = g_getenv ("NAPKIN_ROWS_NO_SMEM");
-
-  return env != NULL && *env != '\0' && !g_str_equal (env, "0");
-}
-
 /* Whether a row too long for registers is kept in shared memory (one read) rather than
  * read twice. A norm with nothing fused before it is read twice even where its row
  * would fit: four blocks an SM instead of two hide its γ and β loads better (H200, rows
  * of 50257 and 62214: 1.0–1.2× faster read twice; softmax, whose second pass repeats
- * its exponentials, 1.1–1.5× slower; docs/perf-notes.md, "Session 13"). */
+ * its exponentials, 1.1–1.5× slower; docs/perf-notes.md, "Session 13").
+ * NAPKIN_ROWS_NO_SMEM=1 reads every such row twice (A/B runs of the two forms). */
 static gboolean
 smem_row_pays (NapkinOpKind op,
                gboolean     streamed,
@@ -337,7 +328,7 @@ smem_row_pays (NapkinOpKind op,
                gint64       cache_bytes,
                gint64       smem_budget)
 {
-  if (streamed || cache_bytes > smem_budget || rows_no_smem ())
+  if (streamed || cache_bytes > smem_budget || _napkin_plan_env_flag ("NAPKIN_ROWS_NO_SMEM"))
     return FALSE;
   return !(op == NAPKIN_OP_NORMALIZE && !cache_fp32);
 }

@@ -184,6 +184,14 @@ stored_in_type_order (NapkinDiagram          *d,
 }
 
 gboolean
+_napkin_plan_env_flag (const char *name)
+{
+  const char *env = g_getenv (name);
+
+  return env != NULL && *env != '\0' && !g_str_equal (env, "0");
+}
+
+gboolean
 _napkin_plan_is_view (NapkinDiagram *d,
                       guint          node)
 {
