@@ -345,12 +345,14 @@ NKP_NAME (const NapkinArgs args)
 
       NKS_SWEEP (false, keep_v);
       col_reduce (OP == 0 ? 1 : 0, false);
-      if constexpr (OP == 0)
+      if constexpr (OP == 0 || OP == 1)
         {
+          /* the second statistic from the kept columns: Σ exp (t − max) for a softmax,
+           * Σ (t − mean)² for a layernorm (MODE 0's two steps, from shared memory) */
 #pragma unroll
           for (int k = 0; k < VEC; k++)
             {
-              st0[k] = a[k];
+              st0[k] = OP == 0 ? a[k] : a[k] * INV_LEN;
               a[k] = 0.0f;
             }
           if (live)
@@ -361,35 +363,12 @@ NKP_NAME (const NapkinArgs args)
                 nk_ldv<VEC> (cache + j * W, t, false);
 #pragma unroll
                 for (int k = 0; k < VEC; k++)
-                  a[k] += __expf (t[k] - st0[k]);
+                  a[k] += OP == 0 ? __expf (t[k] - st0[k]) : (t[k] - st0[k]) * (t[k] - st0[k]);
               }
           col_reduce (0, false);
 #pragma unroll
           for (int k = 0; k < VEC; k++)
-            st1[k] = 1.0f / a[k];
-        }
-      else if constexpr (OP == 1)
-        {
-#pragma unroll
-          for (int k = 0; k < VEC; k++)
-            {
-              st0[k] = a[k] * INV_LEN;
-              a[k] = 0.0f;
-            }
-          if (live)
-            for (long j = tr; j < LEN; j += TR)
-              {
-                float t[VEC];
-
-                nk_ldv<VEC> (cache + j * W, t, false);
-#pragma unroll
-                for (int k = 0; k < VEC; k++)
-                  a[k] += (t[k] - st0[k]) * (t[k] - st0[k]);
-              }
-          col_reduce (0, false);
-#pragma unroll
-          for (int k = 0; k < VEC; k++)
-            st1[k] = rsqrtf (a[k] * INV_LEN + EPS);
+            st1[k] = OP == 0 ? 1.0f / a[k] : rsqrtf (a[k] * INV_LEN + EPS);
         }
       else
         finish ();
