@@ -2706,6 +2706,22 @@ planned_strided_rows (Model                  *m,
   k->quantisation = (double) waves * slots / MAX (1, pk->grid);
 }
 
+/* The bytes of Q and O of the plan's attention: every query row read and written once. */
+static double
+attention_qo_bytes (const NapkinPlanAttention *a)
+{
+  return (double) a->batch * a->NQ * a->D * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->o_dtype));
+}
+
+/* Whether the attention runs one wave of blocks that each walk their own key chunks: no
+ * more blocks than SMs, not persistent, not split (the two terms below). */
+static gboolean
+attention_one_wave (Model                  *m,
+                    const NapkinPlanKernel *pk)
+{
+  return pk->grid <= m->arch->sms && pk->u.att.persist_tiles == 0 && pk->u.att.split_kv <= 1;
+}
+
 /* One wave of attention blocks under a mask (causal, a window): the kernel lasts as long
  * as its longest block — the query tile that sees the most key chunks —, not the
  * average block the resources' totals price; with more waves the SMs even it out. The
@@ -2719,7 +2735,7 @@ longest_block (Model                  *m,
   gint64 q_tiles = ceil_div (a->NQ, MAX (1, a->BQ));
   double mean;
 
-  if (pk->grid > m->arch->sms || a->persist_tiles > 0 || a->split_kv > 1 || a->tiles_computed <= 0 || q_tiles <= 0)
+  if (!attention_one_wave (m, pk) || a->tiles_computed <= 0 || q_tiles <= 0)
     return 1.0;
   mean = (double) a->tiles_computed / q_tiles;
   return MAX (1.0, a->chunks_most / mean);
@@ -2740,16 +2756,15 @@ short_wave_qo_s (Model                  *m,
                  const NapkinPlanKernel *pk)
 {
   const NapkinPlanAttention *a = &pk->u.att;
-  double chunks = cost->chunks, qo;
+  double chunks = cost->chunks;
 
-  if (a->persist_tiles > 0 || a->split_kv > 1 || pk->grid > m->arch->sms || cost->chunks <= 0)
+  if (!attention_one_wave (m, pk) || cost->chunks <= 0)
     return 0;
   if (a->tiles_total > 0 && a->tiles_computed < a->tiles_total)
     chunks *= (double) a->tiles_computed / a->tiles_total;
   if (chunks > ATTN_SHORT_WAVE_CHUNKS)
     return 0;
-  qo = (double) a->batch * a->NQ * a->D * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->o_dtype));
-  return qo / (m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth * ATTN_PERSIST_STREAM_EFFICIENCY);
+  return attention_qo_bytes (a) / (m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth * ATTN_PERSIST_STREAM_EFFICIENCY);
 }
 
 /* What the kernel plan changes: the attention grid, rows read twice, the best path and
@@ -2787,17 +2802,14 @@ kernel_plan (Model                  *m,
       /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
        * each of an SM's blocks pays the prologue and epilogue in turn */
       if (pk->path == NAPKIN_PATH_WGMMA)
-        k->latency_s += slots * attention_block_s (m);
-      if (pk->path == NAPKIN_PATH_WGMMA)
-        k->latency_s += short_wave_qo_s (m, cost, pk);
+        k->latency_s += slots * attention_block_s (m) + short_wave_qo_s (m, cost, pk);
       /* persistent (one chunk of all the keys): Q and O stream through one block an SM;
        * K and V, read once per matrix, move at the full rate (ViT's 197 keys: as many
        * bytes as Q and O) */
       if (pk->u.att.persist_tiles > 0)
         {
           const NapkinPlanAttention *a = &pk->u.att;
-          double qo = (double) a->batch * a->NQ * a->D
-                      * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->o_dtype));
+          double qo = attention_qo_bytes (a);
           double kv = (double) a->kv_batch * a->NKV * a->D
                       * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->v_dtype));
 
