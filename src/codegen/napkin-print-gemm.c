@@ -478,6 +478,7 @@ typedef struct
   gint64   cbytes;
   gboolean a_rank3, b_rank3, c_rank3;
   int      epi;         /* 0: TMA stores, 1: the staged epilogue, 2: fp32 partials */
+  gboolean epu;         /* TMA stores with maps of the value alone applied first */
   gboolean dvec;        /* the staged epilogue's rows take 16-byte vectors */
 } Sm90Form;
 
@@ -555,6 +556,7 @@ wgmma_store (const NapkinPlanGemm *g,
               && (g->ldc * cbytes) % 16 == 0 && c_off % 16 == 0 && (g->c_bstride * cbytes) % 16 == 0
               && g->BN % (128 / cbytes) == 0;
   f->epi = g->split_k > 1 ? 2 : tma_store ? 0 : 1;
+  f->epu = f->epi == 0 && g->epilogue != NULL && g->epilogue->len > 0;
   /* the staged epilogue's destination rows all start 16-byte aligned (C, or the partials) */
   if (f->epi == 2)
     f->dvec = g->N % 4 == 0;
@@ -577,7 +579,7 @@ wgmma_epilogue (const NapkinPrintCtx *ctx,
   g_autofree char *per = NULL;
   g_autofree char *split_fns = NULL;
 
-  if (f->epi == 0 && g->epilogue != NULL && g->epilogue->len > 0)
+  if (f->epu)
     return epilogue_function (ctx, name, name, g->epilogue, error);
   if (f->epi != 1)
     return g_strdup ("");
@@ -624,7 +626,7 @@ wgmma_print (const NapkinPrintCtx   *ctx,
     { "A_BATCH_ARG", g_strdup (f->a_rank3 ? "b, " : "") },
     { "B_BATCH_ARG", g_strdup (f->b_rank3 ? "b, " : "") },
     { "EPI", i64 (f->epi) },
-    { "EPU", g_strdup (f->epi == 0 && g->epilogue != NULL && g->epilogue->len > 0 ? "1" : "0") },
+    { "EPU", g_strdup (f->epu ? "1" : "0") },
     { "DVEC", g_strdup (f->dvec ? "1" : "0") },
     { "NY", i64 (MAX (n_other, 1)) },
     { "LDY", g_strdup (n_other > 0 ? "1" : "0") },
