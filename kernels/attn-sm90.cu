@@ -77,6 +77,8 @@
 #define NKP_SC_WARP 4352
 #define NKP_SC_SCAN 0
 #define NKP_PERSIST 0
+#define NKP_SEEN_LO 0
+#define NKP_SEEN_HI 32
 #define NKP_Q_BUFFERS 1
 #endif /* NAPKIN_GENERATED */
 /* the score operands, one X (…) each (NKP_SCORES below): the printer's list */
@@ -111,8 +113,15 @@
  * of the tiles, one key chunk each (all the keys: NKV ≤ BKV, no mask, no split, no score
  * operands; a mask hides keys of the chunk, or all of a tile's: then its rows are zeros), Q
  * through Q_BUFFERS buffers that the producer fills ahead of the consumers;
- * K and V are loaded again only where the range reaches the next K/V matrix. */
+ * K and V are loaded again only where the range reaches the next K/V matrix. The walk
+ * takes the tiles whose queries see a key (query tiles SEEN_LO … SEEN_HI − 1 of each
+ * matrix) before the wholly masked ones, and each block an equal share of both: a window
+ * over a short key axis leaves most tiles empty, all at one end of each matrix's queries,
+ * and ranges of the tiles in order gave a few blocks all the work (docs/plan.md,
+ * "Attention kernels"). */
 #define A_PERSIST NKP_L (NKP_PERSIST)
+#define A_SEEN_LO NKP_L (NKP_SEEN_LO)
+#define A_NSEEN (NKP_L (NKP_SEEN_HI) - A_SEEN_LO)
 #if A_PERSIST
 #if NKP_SPLIT > 1 || NKP_N_SC > 0 || NKP_VT_IN || NKP_NKV > NKP_BKV
 #error "persistent attention: one chunk of all the keys, no split or score operands"
@@ -323,10 +332,37 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #endif
     return hi_ > lo_;
   };
-  /* the block's range of tiles */
-  const long tile_lo = (long) blockIdx.x * A_PERSIST / gridDim.x;
-  const long tile_hi = ((long) blockIdx.x + 1) * A_PERSIST / gridDim.x;
-  a_tile (tile_lo);
+  /* the block's shares: of the tiles that see a key, [seen_lo, seen_hi) in the walk's
+   * order, then of the others (the walk's indices from A_SEEN_ALL on) */
+  constexpr long A_SEEN_ALL = A_PERSIST / A_QTILES * A_NSEEN;
+  const long seen_lo = (long) blockIdx.x * A_SEEN_ALL / gridDim.x;
+  const long seen_hi = ((long) blockIdx.x + 1) * A_SEEN_ALL / gridDim.x;
+  const long empty_lo = (long) blockIdx.x * (A_PERSIST - A_SEEN_ALL) / gridDim.x;
+  const long empty_hi = ((long) blockIdx.x + 1) * (A_PERSIST - A_SEEN_ALL) / gridDim.x;
+  const int n_walk = (int) (seen_hi - seen_lo + empty_hi - empty_lo);
+  /* the block's w-th tile, as a_tile numbers them */
+  auto a_walk = [&] (int w) -> long {
+    const long i = w < seen_hi - seen_lo ? seen_lo + w : A_SEEN_ALL + empty_lo + (w - (seen_hi - seen_lo));
+    long grp, qtr;
+
+    if (i < A_SEEN_ALL)
+      {
+        constexpr long ns = A_NSEEN > 0 ? A_NSEEN : 1;
+
+        grp = i / ns;
+        qtr = A_SEEN_LO + i % ns;
+      }
+    else
+      {
+        constexpr long ne = A_QTILES - A_NSEEN > 0 ? A_QTILES - A_NSEEN : 1;
+        const long e = i - A_SEEN_ALL, j = e % ne;
+
+        grp = e / ne;
+        qtr = j < A_SEEN_LO ? j : j + A_NSEEN;
+      }
+    return grp * A_QTILES + (A_REVERSE ? A_QTILES - 1 - qtr : qtr);
+  };
+  a_tile (n_walk > 0 ? a_walk (0) : 0);
 #else
   a_tile (blockIdx.x);
 #endif
@@ -496,9 +532,9 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
             announced++;                                                                                 \
           }                                                                                              \
         while (0)
-        for (int tile = (int) tile_lo; tile < (int) tile_hi; tile++)
+        for (int w = 0; w < n_walk; w++)
           {
-            a_tile (tile);
+            a_tile (a_walk (w));
             if (!a_sees (qt * A_BQ))
               continue;
             if ((int) kv_row0 != kv_row_prev || (int) kv_plane != kv_plane_prev)
@@ -1046,9 +1082,9 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
          * once Q·Kᵀ has read it), O stored before the next tile. */
         int kv_row_prev = -1, kv_plane_prev = -1, done = 0, kv_n = -1;
 
-        for (int tile = (int) tile_lo; tile < (int) tile_hi; tile++)
+        for (int w = 0; w < n_walk; w++)
           {
-            a_tile (tile);
+            a_tile (a_walk (w));
             _Pragma ("unroll")
             for (int j = 0; j < A_DV / 2; j++)
               o[j] = 0.0f;
@@ -1175,6 +1211,8 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_SC_WARP
 #undef A_SCAN
 #undef A_PERSIST
+#undef A_SEEN_LO
+#undef A_NSEEN
 #undef A_QB
 #undef A_QBARS
 #undef NKP_SCORES

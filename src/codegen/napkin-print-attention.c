@@ -471,6 +471,8 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "VT_SLICE", int_text (vt_slice (a)) },
       { "VT_IN", g_strdup (a->vt_in_kernel ? "1" : "0") },
       { "PERSIST", int_text (a->persist_tiles) },
+      { "SEEN_LO", int_text (a->seen_lo) },
+      { "SEEN_HI", int_text (a->seen_hi) },
       { "Q_BUFFERS", int_text (MAX (1u, a->q_buffers)) },
     };
     NapkinSkeletonParam tail[] = {

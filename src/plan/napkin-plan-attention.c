@@ -147,6 +147,8 @@ count_tiles (NapkinPlanAttention *a)
 
   a->tiles_total = q_tiles * chunks;
   a->tiles_computed = a->tiles_masked = a->chunks_most = 0;
+  a->seen_lo = q_tiles;
+  a->seen_hi = 0;
   for (gint64 t = 0; t < q_tiles; t++)
     {
       gint64 first, end, masked;
@@ -155,7 +157,14 @@ count_tiles (NapkinPlanAttention *a)
       a->tiles_computed += MAX (0, end - first);
       a->tiles_masked += masked;
       a->chunks_most = MAX (a->chunks_most, end - first);
+      if (end > first)
+        {
+          a->seen_lo = MIN (a->seen_lo, t);
+          a->seen_hi = t + 1;
+        }
     }
+  if (a->seen_hi == 0)
+    a->seen_lo = 0;
 }
 
 /* The most key chunks the queries of one query tile see (all of them without a mask):

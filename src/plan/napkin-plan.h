@@ -254,6 +254,9 @@ typedef struct
   gint64           tiles_computed;        /* … of which the kernel computes (not wholly masked) */
   gint64           tiles_masked;          /* … of which it masks in registers (partly masked, or past NKV) */
   gint64           chunks_most;           /* the most key chunks one query tile computes */
+  gint64           seen_lo, seen_hi;      /* the query tiles that see some key: [seen_lo, seen_hi) (a
+                                             mask's visible band is one run of them); a persistent
+                                             kernel shares them out before the wholly masked ones */
 
   guint            split_kv;              /* ≥ 1; > 1: key chunks cut into split_kv ranges, partial
                                              outputs and log-sum-exps into scratch `partials`, merged

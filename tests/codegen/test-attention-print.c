@@ -248,8 +248,11 @@ test_print (void)
           /* persistent: the tiles the blocks walk, Q's buffers */
           {
             g_autofree char *persist = g_strdup_printf ("#define NKP_PERSIST %" G_GINT64_FORMAT "\n"
+                                                        "#define NKP_SEEN_LO %" G_GINT64_FORMAT "\n"
+                                                        "#define NKP_SEEN_HI %" G_GINT64_FORMAT "\n"
                                                         "#define NKP_Q_BUFFERS %u\n",
-                                                        att->persist_tiles, MAX (1u, att->q_buffers));
+                                                        att->persist_tiles, att->seen_lo, att->seen_hi,
+                                                        MAX (1u, att->q_buffers));
 
             g_assert_nonnull (strstr (h->source, persist));
             if (att->persist_tiles > 0)

@@ -266,12 +266,38 @@ def main(path):
                         out[r, c - c_lo] = buf_flat[plane * ps + rr * ld + c]
             return out
 
-        # persistent (A_PERSIST tiles): block b walks tiles [b·P/grid, (b+1)·P/grid), each
-        # computed as a block of its own would be (a tile its queries cannot see: zeros)
+        # persistent (A_PERSIST tiles): block b walks its share of the tiles whose queries
+        # see a key (query tiles SEEN_LO … SEEN_HI − 1 of each matrix), then its share of the
+        # others, each computed as a block of its own would be (a tile that sees no key: zeros)
         persist = T.get('A_PERSIST', 0) if P == 'A_' else 0
         if persist:
-            walks = [t for b in range(grid) for t in range(b * persist // grid, (b + 1) * persist // grid)]
+            s_lo, n_seen = T['A_SEEN_LO'], T['A_NSEEN']
+            seen_all = persist // qtiles * n_seen
+
+            def walk_tile(i):
+                if i < seen_all:
+                    grp, qtr = i // n_seen, s_lo + i % n_seen
+                else:
+                    e, ne = i - seen_all, qtiles - n_seen
+                    grp, j = e // ne, e % ne
+                    qtr = j if j < s_lo else j + n_seen
+                return grp * qtiles + (qtiles - 1 - qtr if rev else qtr)
+
+            walks = []
+            for b in range(grid):
+                walks += [walk_tile(i) for i in range(b * seen_all // grid, (b + 1) * seen_all // grid)]
+                rest = persist - seen_all
+                walks += [walk_tile(seen_all + i) for i in range(b * rest // grid, (b + 1) * rest // grid)]
             assert sorted(walks) == list(range(persist)), 'the blocks\' ranges do not cover the tiles once'
+
+            def sees(t):
+                qt_ = t % qtiles
+                q0 = (qtiles - 1 - qt_ if rev else qt_) * BQ
+                lo_ = max(q0 + OFF - L, 0) if mlo else 0
+                hi_ = min(nkv, min(q0 + BQ, nq) + OFF + R) if mhi else nkv
+                return hi_ > lo_
+            assert all(sees(walk_tile(i)) == (i < seen_all) for i in range(persist)), \
+                'SEEN_LO/SEEN_HI are not the query tiles that see a key'
         for bid in (walks if persist else range(grid)):
             blk = bid
             qt_ = blk % qtiles
