@@ -351,27 +351,28 @@ def rows(name, kind, dims, dtype):
 
 
 def attn_tiles(dims, dtype, opts):
-    """The tiles a user asks for, by the simple rule of docs/plan.md ("Attention kernels"):
-    128 queries a block (decoding: every head of a group, and every query up to 128 rows), keys
-    in chunks of 128 up to d 128, 112 to d 192 and 80 to d 256 (the largest that fit two
-    stages in shared memory and the scores, P and O in a consumer's 224 registers), 3 stages
-    up to d 128 and in decoding, else 2; fp8 P·V keeps chunks of 128 (its Vᵀ is read in boxes of
-    128 keys) in 2 stages. opts "k" and "stages" override (the GPU A/B scripts)."""
-    d = dims["d"]
+    """The tiles of the bundled example a user resizes (data/examples): 128 queries a block,
+    keys in chunks of 128 through 3 stages (flash-attention.napkin, at any head dim: the plan
+    cuts the chunk where d is larger and runs the stages that fit, docs/plan.md "Attention
+    kernels"), through 2 in fp8 (attention-causal-fp8.napkin); the heads that share a K/V
+    head whole with 128 / G queries a block, through 2 stages, where that leaves 16 queries
+    or more (attention-causal-gqa.napkin: G = 4, 32 queries), else one head a block;
+    decoding: every head of a group, and as many queries as keep the block at 128 rows.
+    opts "k" and "stages" override (the GPU A/B scripts)."""
     decode = dims["q"] <= 64 and dims["k"] >= 32 * dims["q"]
-    fp8_pv = dtype == "fp8-e4m3" and opts.get("v", dtype) == "fp8-e4m3"
-    chunk = 128 if d <= 128 or fp8_pv else 112 if d <= 192 else 80
-    chunk = opts.get("k", chunk)
+    chunk = opts.get("k", 128)
     while chunk > dims["k"] and chunk > 16:       # a tile is at most its axis (k = 77: 64)
         chunk //= 2
     chunk = min(chunk, dims["k"])                 # k = 1: the whole axis (the plan rounds it up)
-    stages = opts.get("stages", 2 if d > 128 or dtype == "fp8-e4m3" else 3)
-    # decoding: a block takes the group's heads (MQA: every head) and as many queries as
-    # keep it at 128 rows (two consumer warpgroups)
     heads = dims.get("g") or (dims["h"] if opts.get("layout") == "mqa" else 1)
-    q = "whole" if not decode or heads * dims["q"] <= 128 else max(1, 128 // heads)
-    return {"q": min(128, dims["q"]) if not decode else q, "g": "whole" if decode else 1, "k": chunk, "stages": stages,
-            "decode": decode}
+    packed = not decode and 1 < heads <= 8
+    stages = opts.get("stages", 2 if dtype == "fp8-e4m3" or packed else 3)
+    if decode:
+        q = "whole" if heads * dims["q"] <= 128 else max(1, 128 // heads)
+        return {"q": q, "g": "whole", "k": chunk, "stages": stages, "decode": True}
+    if packed:
+        return {"q": min(128 // heads, dims["q"]), "g": "whole", "k": chunk, "stages": stages, "decode": False}
+    return {"q": min(128, dims["q"]), "g": 1, "k": chunk, "stages": stages, "decode": False}
 
 
 def attention(name, dims, dtype, opts):
