@@ -2640,6 +2640,9 @@ kernel_overlap (Model                  *m,
  * (Little's law, as §7c); and each wave of blocks waits out, per pass, one load's round
  * trip and its reductions' barriers. */
 #define STRIDED_ROWS_UNROLL 4   /* loads in flight per thread: kernels/rows-strided-sm80.cu */
+/* 128-byte pieces of rows far apart draw about 0.6 of device memory's rate (H200,
+ * softmax over axis 0, 0.4–2.8 GB moved: 2.7–2.9 TB/s; docs/model.md §7g) */
+#define STRIDED_ROWS_HBM_EFFICIENCY 0.6
 
 static void
 planned_strided_rows (Model                  *m,
@@ -2698,6 +2701,9 @@ planned_strided_rows (Model                  *m,
   need = arch->levels[NAPKIN_LEVEL_HBM].bandwidth * fill * latency / sms;
   if (latency > 0 && in_flight < need)
     k->time_s[NAPKIN_RESOURCE_HBM] *= need / in_flight;
+  k->time_s[NAPKIN_RESOURCE_HBM] = MAX (k->time_s[NAPKIN_RESOURCE_HBM],
+                                        (bytes + (r->l2_reread ? 0 : reread)) / arch->levels[NAPKIN_LEVEL_HBM].bandwidth
+                                        / STRIDED_ROWS_HBM_EFFICIENCY);
   if (r->op == NAPKIN_OP_NORMALIZE && r->norm == NAPKIN_NORM_LAYERNORM && r->one_pass)
     reductions = 2;   /* the mean, then the squared deviations */
   else if (r->op == NAPKIN_OP_SOFTMAX && r->one_pass)

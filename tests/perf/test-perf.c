@@ -1620,10 +1620,10 @@ test_rows_skeleton (void)
 }
 
 /* The strided rows kernel (docs/model.md §7g), priced from its plan: softmax over the
- * first axis of 4096 × 8192 fp16 reads x twice, the second time from L2 (the plan keeps
- * the blocks in flight within it), writes y once; each wave of blocks waits out two
- * round trips and a reduction; no generic warning. A long axis over few columns fills a
- * share of the SMs. */
+ * first axis of 4096 × 8192 fp16 reads x twice from device memory (128-byte lines of
+ * 1024-thread blocks hold more than L2 in flight), writes y once, at 0.6 of the HBM's
+ * rate; each wave of blocks waits out two round trips and a reduction; no generic
+ * warning. A long axis over few columns fills a share of the SMs. */
 static void
 test_rows_strided (void)
 {
@@ -1647,18 +1647,19 @@ test_rows_strided (void)
 
     g_assert_cmpint (pk->kind, ==, NAPKIN_PLAN_ROWS);
     g_assert_cmpint (pk->u.rows.inner, ==, 8192);
-    g_assert_true (pk->u.rows.l2_reread);
+    g_assert_false (pk->u.rows.l2_reread);
     g_assert_cmpuint (a->kernels->len, ==, 1);
     g_assert_cmpuint (a->generic_kernels, ==, 0);
     g_assert_cmpint (k->path, ==, NAPKIN_PATH_SIMT);
-    g_assert_cmpint (a->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 2 * bytes);
+    g_assert_cmpint (a->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 3 * bytes);
     g_assert_cmpint (a->levels[NAPKIN_LEVEL_L2].transfer_bytes, ==, 3 * bytes);
-    g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_HBM], 2 * bytes / h->levels[NAPKIN_LEVEL_HBM].bandwidth,
-                                    1e-12);
+    g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_HBM],
+                                    3 * bytes / h->levels[NAPKIN_LEVEL_HBM].bandwidth / 0.6, 1e-12);
     g_assert_cmpfloat_with_epsilon (k->latency_s, waves * (2 * h->levels[NAPKIN_LEVEL_HBM].latency_s
                                                            + 250 / h->clock_hz), 1e-12);
-    /* well under the generic lowering's 0.73 ms and torch.compile's 0.21 ms */
-    g_assert_cmpfloat (a->predicted_time_s, <, 60e-6);
+    /* well under the generic lowering's 0.73 ms and torch.compile's 0.21 ms (H200: 0.079
+     * ms measured, docs/perf-notes.md "Session 14") */
+    g_assert_cmpfloat (a->predicted_time_s, <, 90e-6);
   }
   {
     /* 1000000 × 128: 16 blocks of 8 columns, a share of 16/132 of the SMs */
@@ -1671,11 +1672,12 @@ test_rows_strided (void)
 
     g_assert_cmpint (pk->grid, ==, 16);
     g_assert_false (pk->u.rows.l2_reread);
-    /* the bytes at the bandwidth, then through the grid's 16 of 132 SMs */
-    g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_HBM], 3 * bytes / h->levels[NAPKIN_LEVEL_HBM].bandwidth,
-                                    1e-12);
+    /* the bytes at the strided form's 0.6 of the bandwidth, then through the grid's 16 of
+     * 132 SMs */
+    g_assert_cmpfloat_with_epsilon (k->time_s[NAPKIN_RESOURCE_HBM],
+                                    3 * bytes / h->levels[NAPKIN_LEVEL_HBM].bandwidth / 0.6, 1e-12);
     g_assert_cmpfloat_with_epsilon (k->fill, 16.0 / 132, 1e-12);
-    g_assert_cmpfloat (k->overlap_s, >=, 3 * bytes / (h->levels[NAPKIN_LEVEL_HBM].bandwidth * 16 / 132));
+    g_assert_cmpfloat (k->overlap_s, >=, 3 * bytes / (0.6 * h->levels[NAPKIN_LEVEL_HBM].bandwidth * 16 / 132));
   }
 }
 

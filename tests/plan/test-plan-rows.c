@@ -365,30 +365,31 @@ test_strided (void)
     guint threads, tpr, vec;
     int form;              /* 0 registers, 1 shared memory, 2 two passes (3: from L2), 4 a reduction */
   } cases[] = {
-    /* 4096 × 8192 over axis 0: 32-byte lines, 512 blocks of 512 threads; 2 blocks an SM
-     * keep 33 MB in flight, within L2 */
+    /* 4096 × 8192 over axis 0: 128-byte lines, 128 blocks of 1024 threads (narrower lines
+     * on more blocks, whose second read would come from L2, ran slower), x read twice
+     * from device memory */
     { { .op = "softmax", .rows = 8192, .cols = 4096, .x_dtype = "fp16", .col_major = TRUE },
-      1, 8192, 16, 512, 512, 256, 8, 3 },
+      1, 8192, 64, 128, 1024, 128, 8, 2 },
     /* 50257 × 1024: 128 lines of 16 bytes (fewer would leave SMs idle); 800 KB a block */
     { { .op = "softmax", .rows = 1024, .cols = 50257, .x_dtype = "fp16", .col_major = TRUE },
       1, 1024, 8, 128, 1024, 1024, 8, 2 },
-    /* 64 × 4096 × 128 over the middle axis */
+    /* 64 × 4096 × 128 over the middle axis: 128-byte lines, 128 blocks */
     { { .op = "layernorm", .batch = 64, .rows = 128, .cols = 4096, .x_dtype = "bf16", .col_major = TRUE },
-      64, 128, 16, 512, 512, 256, 8, 3 },
+      64, 128, 64, 128, 1024, 128, 8, 2 },
     /* few along the axis: registers, 128-byte lines, four vectors a thread (8 threads
      * down 32 rows) */
     { { .op = "rmsnorm", .rows = 65536, .cols = 32, .x_dtype = "fp16", .col_major = TRUE },
       1, 65536, 64, 1024, 64, 8, 8, 0 },
-    /* fp32: 4-element vectors, 64-byte lines; 16 values a thread in registers */
+    /* fp32: 4-element vectors, 128-byte lines; 16 values a thread in registers */
     { { .op = "softmax", .rows = 8192, .cols = 512, .x_dtype = "fp32", .col_major = TRUE },
-      1, 8192, 16, 512, 512, 128, 4, 0 },
+      1, 8192, 32, 256, 1024, 128, 4, 0 },
     /* 5000 along the axis: too many for registers, the block's rows (80 KB) in shared
      * memory */
     { { .op = "layernorm", .rows = 80, .cols = 5000, .x_dtype = "bf16", .col_major = TRUE },
       1, 80, 8, 10, 1024, 1024, 8, 1 },
     /* sums: one pass; an odd column count takes scalars */
     { { .op = "sum", .rows = 8192, .cols = 4096, .x_dtype = "fp16", .y_dtype = "fp32", .col_major = TRUE },
-      1, 8192, 16, 512, 512, 256, 8, 4 },
+      1, 8192, 64, 128, 1024, 128, 8, 4 },
     { { .op = "mean", .batch = 3, .rows = 333, .cols = 1000, .x_dtype = "bf16", .col_major = TRUE },
       3, 333, 8, 126, 1024, 128, 1, 4 },
   };
