@@ -68,11 +68,16 @@ def rand(shape, dtype):
     return x.to(dtype)
 
 
-def time_fn(fn, sets, repeats, warmup=5):
-    """(median, min, max) ms of fn(*args) over `repeats` launches, cycling through the sets."""
-    for i in range(warmup):
+def time_fn(fn, sets, repeats, warmup=5, warm_s=0.01):
+    """(median, min, max) ms of fn(*args) over `repeats` launches, cycling through the sets,
+    after `warmup` launches and `warm_s` seconds of them (napkin-runner's warm-up: the
+    clocks up from idle for kernels of a few microseconds)."""
+    t0 = time.monotonic()
+    i = 0
+    while i < warmup or time.monotonic() - t0 < warm_s:
         fn(*sets[i % len(sets)])
-    torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        i += 1
     times = []
     for i in range(repeats):
         args = sets[i % len(sets)]

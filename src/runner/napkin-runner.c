@@ -914,7 +914,14 @@ elapsed_ms (gint64 since)
   return (g_get_monotonic_time () - since) / 1e3;
 }
 
-/* Times up to `repeats` launches one by one with events (after up to 3 warm-ups) and
+/* Warm-up: at least 3 launches and WARM_MS of them, so that a kernel of a few
+ * microseconds is timed with the GPU's clocks up from idle (the compile before it
+ * leaves the GPU idle for seconds; two runs of the same 12 µs kernel after 3 warm-ups
+ * each measured 15 % apart); one launch for a kernel that takes a quarter of the
+ * budget. */
+#define WARM_MS 10.0
+
+/* Times up to `repeats` launches one by one with events (after the warm-up) and
  * writes their median, min, max and count into `out`. */
 static gboolean
 time_launches (Device      *dev,
@@ -930,8 +937,7 @@ time_launches (Device      *dev,
   if (!check (cu.EventCreate (&e0, 0), "creating an event", message)
       || !check (cu.EventCreate (&e1, 0), "creating an event", message))
     return FALSE;
-  /* one warm-up is enough for a kernel that takes a quarter of the budget */
-  while (warm < 3 && (warm == 0 || elapsed_ms (start) < time_budget_ms / 4))
+  while ((warm < 3 || elapsed_ms (start) < WARM_MS) && (warm == 0 || elapsed_ms (start) < time_budget_ms / 4))
     if (!check (device_launch (dev, warm++), "warm-up launch", message)
         || !check (cu.CtxSynchronize (), "warm-up", message))
       return FALSE;
