@@ -11,8 +11,65 @@
 #include "napkin-cli.h"
 #include "napkin-file.h"
 #include "napkin-grad.h"
+#include "napkin-model.h"
 
-/* napkin-cli grad FILE [-o OUT] [--wrt NAME,...]: the backward diagram (docs/training.md). */
+/* Comma-separated names of repeated options, NULL-terminated; NULL when none; FALSE (and
+ * a usage error printed) for an empty name. */
+static gboolean
+split_names (const char *option,
+             GStrv       args,
+             GPtrArray **out)
+{
+  if (args == NULL)
+    return TRUE;
+  *out = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; args[i] != NULL; i++)
+    {
+      g_auto(GStrv) names = g_strsplit (args[i], ",", -1);
+
+      for (guint k = 0; names[k] != NULL; k++)
+        {
+          g_strstrip (names[k]);
+          if (*names[k] == '\0')
+            {
+              napkin_cli_usage_error ("grad", "%s: an empty name in “%s”", option, args[i]);
+              return FALSE;
+            }
+          g_ptr_array_add (*out, g_strdup (names[k]));
+        }
+    }
+  g_ptr_array_add (*out, NULL);
+  return TRUE;
+}
+
+/* The ids of the forward's softmax operations (the values FlashAttention recomputes);
+ * NULL-terminated. */
+static GPtrArray *
+softmax_ids (NapkinDiagram *d)
+{
+  GPtrArray *ids = g_ptr_array_new_with_free_func (g_free);
+
+  for (guint v = 0; v < napkin_diagram_n_nodes (d); v++)
+    if (napkin_diagram_node (d, v)->kind == NAPKIN_OP_SOFTMAX)
+      g_ptr_array_add (ids, g_strdup (napkin_diagram_node (d, v)->id));
+  g_ptr_array_add (ids, NULL);
+  return ids;
+}
+
+/* The predicted time of forward and backward together (the backward diagram holds both),
+ * or a negative number where the model cannot price it. */
+static double
+predicted_s (NapkinDiagram *d,
+             NapkinArch    *arch)
+{
+  NapkinAnalyzeOptions options = { FALSE, NAPKIN_DTYPE_FP16, TRUE };
+  g_autoptr(NapkinAnalysis) a = napkin_analyze (d, arch, &options, NULL);
+
+  return a != NULL && a->feasible ? a->predicted_time_s : -1.0;
+}
+
+/* napkin-cli grad FILE [-o OUT] [--wrt NAME,...] [--recompute NAME,...|softmax|auto
+ * [--arch ID]]: the backward diagram (docs/training.md). */
 int
 napkin_cli_grad (int    argc,
                  char **argv)
@@ -20,9 +77,15 @@ napkin_cli_grad (int    argc,
   NapkinCliOverrides overrides = { NULL, NULL };
   g_autofree char *output = NULL;
   g_auto(GStrv) wrt_args = NULL;
+  g_auto(GStrv) recompute_args = NULL;
+  g_autofree char *arch_id = NULL;
+  g_autoptr(GPtrArray) recompute = NULL;
+  gboolean automatic = FALSE;
   const GOptionEntry entries[] = {
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &output, "Write the backward diagram to this file instead of standard output", "OUT" },
     { "wrt", 0, 0, G_OPTION_ARG_STRING_ARRAY, &wrt_args, "Gradients of these inputs only (comma-separated; default: every floating-point input but constants)", "NAME,..." },
+    { "recompute", 0, 0, G_OPTION_ARG_STRING_ARRAY, &recompute_args, "Recompute these operations' values in the backward instead of storing them: ids, “softmax” (every softmax, as FlashAttention does) or “auto” (whichever of storing and recomputing the softmaxes the model prices lower on --arch)", "NAME,...|softmax|auto" },
+    { "arch", 0, 0, G_OPTION_ARG_STRING, &arch_id, "Architecture --recompute=auto prices on (napkin-cli archs); default h100", "ID" },
     { NULL }
   };
   g_autoptr(GOptionContext) context = NULL;
@@ -52,36 +115,62 @@ napkin_cli_grad (int    argc,
       napkin_cli_overrides_clear (&overrides);
       return napkin_cli_usage_error ("grad", "the backward diagram has no regions: --tile does not apply");
     }
-  if (wrt_args != NULL)
+  if (!split_names ("--wrt", wrt_args, &wrt) || !split_names ("--recompute", recompute_args, &recompute))
     {
-      wrt = g_ptr_array_new_with_free_func (g_free);
-      for (guint i = 0; wrt_args[i] != NULL; i++)
-        {
-          g_auto(GStrv) names = g_strsplit (wrt_args[i], ",", -1);
-
-          for (guint k = 0; names[k] != NULL; k++)
-            {
-              g_strstrip (names[k]);
-              if (*names[k] == '\0')
-                {
-                  napkin_cli_overrides_clear (&overrides);
-                  return napkin_cli_usage_error ("grad", "--wrt: an empty name in “%s”", wrt_args[i]);
-                }
-              g_ptr_array_add (wrt, g_strdup (names[k]));
-            }
-        }
-      g_ptr_array_add (wrt, NULL);
+      napkin_cli_overrides_clear (&overrides);
+      return NAPKIN_CLI_USAGE;
+    }
+  if (recompute != NULL && recompute->len == 2
+      && (g_strcmp0 (g_ptr_array_index (recompute, 0), "auto") == 0
+          || g_strcmp0 (g_ptr_array_index (recompute, 0), "softmax") == 0))
+    {
+      automatic = g_strcmp0 (g_ptr_array_index (recompute, 0), "auto") == 0;
+      g_clear_pointer (&recompute, g_ptr_array_unref);
+    }
+  else if (arch_id != NULL)
+    {
+      napkin_cli_overrides_clear (&overrides);
+      return napkin_cli_usage_error ("grad", "--arch prices the choice of --recompute=auto only");
     }
 
   status = napkin_cli_load_or_report ("grad", argv[1], &overrides, &diagram);
   if (status != NAPKIN_CLI_OK)
     return status;
 
-  backward = napkin_grad_diagram (diagram, wrt ? (const char * const *) wrt->pdata : NULL, notes, &error);
+  if (recompute == NULL && recompute_args != NULL)
+    recompute = softmax_ids (diagram);   /* softmax, auto */
+  backward = napkin_grad_diagram_recompute (diagram, wrt ? (const char * const *) wrt->pdata : NULL,
+                                            recompute ? (const char * const *) recompute->pdata : NULL, notes, &error);
+  if (backward != NULL && automatic)
+    {
+      /* recompute the softmaxes or store them: whichever the model prices lower */
+      g_autoptr(NapkinDiagram) stored = napkin_grad_diagram (diagram, wrt ? (const char * const *) wrt->pdata : NULL,
+                                                            NULL, NULL);
+      NapkinArch *arch = napkin_cli_lookup_arch ("grad", arch_id);
+      double t_re, t_st;
+
+      if (arch == NULL)
+        return NAPKIN_CLI_USAGE;
+      t_re = recompute->len > 1 ? predicted_s (backward, arch) : -1.0;
+      t_st = stored != NULL ? predicted_s (stored, arch) : -1.0;
+      if (recompute->len <= 1)
+        g_string_append (notes, _("--recompute=auto: no softmax to recompute; every value the backward reads is stored\n"));
+      else
+        g_string_append_printf (notes, _("--recompute=auto on %s: forward and backward with the softmax probabilities "
+                                         "stored %.4g ms, recomputed %.4g ms predicted: %s\n"),
+                                arch->id, t_st * 1e3, t_re * 1e3,
+                                t_re >= 0 && (t_st < 0 || t_re < t_st) ? _("recomputed") : _("stored"));
+      if (stored != NULL && !(t_re >= 0 && (t_st < 0 || t_re < t_st)))
+        {
+          g_object_unref (backward);
+          backward = g_steal_pointer (&stored);
+        }
+    }
   if (backward == NULL)
     {
       if (g_error_matches (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_UNKNOWN_INPUT))
-        return napkin_cli_usage_error ("grad", "--wrt: %s", error->message);
+        return napkin_cli_usage_error ("grad", "%s: %s", strstr (error->message, "recompute") ? "--recompute" : "--wrt",
+                                       error->message);
       fprintf (stderr, "napkin-cli grad: %s: %s\n", argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }

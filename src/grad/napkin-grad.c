@@ -35,6 +35,8 @@ typedef struct
   GPtrArray    **contribs;   /* per forward node: ids (in d) of its gradient's terms */
   GHashTable    *saved;      /* ids (in d) of the forward values the backward reads */
   GHashTable    *wrt;        /* tensor names asked for */
+  gboolean      *recompute;  /* per forward node: the backward recomputes its value */
+  const char   **copies;     /* per forward node: the id (in d) of its recomputed copy */
 } Grad;
 
 /* ---- building blocks ---------------------------------------------------------------- */
@@ -228,16 +230,74 @@ zeros_like (Grad       *G,
   return affine (G, NAPKIN_FN_SCALE, map1 (G, NAPKIN_FN_STEP, x, stem), 0, NULL, stem);
 }
 
-/* The forward node v as an operand of the backward: a value it keeps. */
+static const char *recomputed (Grad *G, guint v);
+
+/* The forward node v as an operand of the backward: a value it keeps, or its copy where
+ * the backward recomputes it. */
 static const char *
 saved (Grad  *G,
        guint  v)
 {
   const NapkinNode *node = napkin_diagram_node (G->d, v);
 
+  if (v < G->n_fwd && G->recompute[v])
+    return recomputed (G, v);
   if (node->kind != NAPKIN_OP_INPUT)
     g_hash_table_add (G->saved, node->id);
   return node->id;
+}
+
+/* What a recomputed value is made from again: maps, masks, softmaxes and rearranges, back
+ * to a contraction (copied too; its operands are stored); anything else is stored. */
+static gboolean
+recomputable (const NapkinNode *node)
+{
+  switch (node->kind)
+    {
+    case NAPKIN_OP_MAP:
+    case NAPKIN_OP_MASK:
+    case NAPKIN_OP_SOFTMAX:
+    case NAPKIN_OP_REARRANGE:
+    case NAPKIN_OP_CONTRACT:
+      return TRUE;
+    case NAPKIN_OP_INPUT:
+    case NAPKIN_OP_OUTPUT:
+    case NAPKIN_OP_REDUCE:
+    case NAPKIN_OP_NORMALIZE:
+    case NAPKIN_N_OPS:
+    default:
+      return FALSE;
+    }
+}
+
+/* The backward's own copy of forward value v (made once), its operands recomputed in
+ * turn up to and including the first contraction on each path. */
+static const char *
+recomputed (Grad  *G,
+            guint  v)
+{
+  const NapkinNode *node = napkin_diagram_node (G->fwd, v);
+  guint n = napkin_op_n_inputs (node);
+  g_autofree const char **srcs = g_new0 (const char *, n + 1);
+  g_autofree char *stem = NULL;
+  NapkinNode *copy;
+
+  if (G->copies[v] != NULL)
+    return G->copies[v];
+  for (guint p = 0; p < n; p++)
+    {
+      int src = napkin_diagram_input_source (G->fwd, v, p);
+      const NapkinNode *s = napkin_diagram_node (G->fwd, src);
+
+      srcs[p] = node->kind != NAPKIN_OP_CONTRACT && recomputable (s) ? recomputed (G, src) : saved (G, src);
+    }
+  copy = napkin_item_copy (NAPKIN_ITEM_NODE, node);
+  g_clear_pointer (&copy->label, g_free);
+  if (copy->extra != NULL)
+    json_object_put (g_steal_pointer (&copy->extra));
+  stem = g_strdup_printf ("%s_re", node->id);
+  G->copies[v] = add_node (G, copy, stem, srcs, n);
+  return G->copies[v];
 }
 
 static const char *
@@ -995,6 +1055,39 @@ napkin_grad_diagram (NapkinDiagram       *forward,
                      GString             *notes,
                      GError             **error)
 {
+  return napkin_grad_diagram_recompute (forward, wrt, NULL, notes, error);
+}
+
+/* Marks the forward operations named in `names` as recomputed; FALSE with an error
+ * naming one that is not an operation the backward can make again. */
+static gboolean
+choose_recompute (Grad               *G,
+                  const char * const *names,
+                  GError            **error)
+{
+  for (guint i = 0; names != NULL && names[i] != NULL; i++)
+    {
+      int v = napkin_diagram_find (G->fwd, NAPKIN_ITEM_NODE, names[i]);
+
+      if (v < 0 || !recomputable (napkin_diagram_node (G->fwd, v)))
+        {
+          g_set_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_UNKNOWN_INPUT,
+                       _("“%s” is not an operation whose value the backward can recompute (a product, map, mask, "
+                         "softmax or rearrangement)"), names[i]);
+          return FALSE;
+        }
+      G->recompute[v] = TRUE;
+    }
+  return TRUE;
+}
+
+NapkinDiagram *
+napkin_grad_diagram_recompute (NapkinDiagram       *forward,
+                               const char * const  *wrt,
+                               const char * const  *recompute,
+                               GString             *notes,
+                               GError             **error)
+{
   g_autoptr(NapkinDiagram) d = NULL;
   g_autoptr(GError) invalid = NULL;
   Grad G = { 0 };
@@ -1030,8 +1123,10 @@ napkin_grad_diagram (NapkinDiagram       *forward,
     G.contribs[v] = g_ptr_array_new ();
   G.wrt = g_hash_table_new (g_str_hash, g_str_equal);
   G.saved = g_hash_table_new (g_str_hash, g_str_equal);
+  G.recompute = g_new0 (gboolean, G.n_fwd);
+  G.copies = g_new0 (const char *, G.n_fwd);
 
-  if (!choose_inputs (&G, wrt, notes, error) || !mark_paths (&G, error))
+  if (!choose_recompute (&G, recompute, error) || !choose_inputs (&G, wrt, notes, error) || !mark_paths (&G, error))
     goto out;
 
   seed_outputs (&G);
@@ -1061,6 +1156,8 @@ out:
   for (guint v = 0; v < G.n_fwd; v++)
     g_ptr_array_unref (G.contribs[v]);
   g_free (G.contribs);
+  g_free (G.recompute);
+  g_free (G.copies);
   g_free (G.needs);
   g_free (G.live);
   g_hash_table_unref (G.saved);

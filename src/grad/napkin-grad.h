@@ -34,4 +34,18 @@ NapkinDiagram *napkin_grad_diagram     (NapkinDiagram       *forward,
                                         GString             *notes,
                                         GError             **error);
 
+/* The same, with the values of the forward operations named in `recompute` (node ids;
+ * NULL or empty: none) recomputed by the backward rather than stored: the backward gets
+ * its own copy of the operations that make each, back through maps, masks, softmaxes and
+ * rearranges to the first contraction (whose operands it reads as stored values) — so
+ * that attention's probabilities come from Q and K again, as FlashAttention's backward
+ * does, and the forward's attention keeps no extra reader that would split its kernel
+ * (docs/training.md, "Recompute or store"). A name that is not an operation, or names an
+ * input or an output, is NAPKIN_GRAD_ERROR_UNKNOWN_INPUT. */
+NapkinDiagram *napkin_grad_diagram_recompute (NapkinDiagram       *forward,
+                                              const char * const  *wrt,
+                                              const char * const  *recompute,
+                                              GString             *notes,
+                                              GError             **error);
+
 G_END_DECLS

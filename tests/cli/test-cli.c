@@ -292,7 +292,9 @@ test_plan_attention_bias (void)
 
 /* napkin-cli grad (docs/training.md): -o writes a diagram that validates, --wrt keeps
  * only the gradients named, a name that is no input is a usage error naming it, an
- * operation without a derivative fails naming it, and so does a diagram without outputs. */
+ * operation without a derivative fails naming it, and so does a diagram without outputs;
+ * --recompute softmax stores no probabilities and makes them again, auto prices both on
+ * --arch and says which it took, and a name that is no operation is a usage error. */
 static void
 test_grad (void)
 {
@@ -308,6 +310,10 @@ test_grad (void)
   g_auto(Result) bad_name = { 0 };
   g_auto(Result) c = { 0 };
   g_auto(Result) n = { 0 };
+  g_auto(Result) re = { 0 };
+  g_auto(Result) choice = { 0 };
+  g_auto(Result) bad_re = { 0 };
+  g_auto(Result) lone_arch = { 0 };
 
   run_cli (&r, "grad", attention, "-o", out, NULL);
   g_assert_cmpint (r.status, ==, 0);
@@ -325,6 +331,26 @@ test_grad (void)
   g_assert_nonnull (strstr (w.out, "\"d_V\""));
   g_assert_null (strstr (w.out, "\"d_Q\""));
   g_assert_null (strstr (w.out, "\"d_K\""));
+
+  g_assert_nonnull (strstr (w.out, "\"saved_sm\""));
+
+  run_cli (&re, "grad", attention, "--recompute", "softmax", NULL);
+  g_assert_cmpint (re.status, ==, 0);
+  g_assert_null (strstr (re.out, "\"saved_sm\""));
+  g_assert_nonnull (strstr (re.out, "\"sm_re\""));
+  g_assert_nonnull (strstr (re.out, "\"qk_re\""));
+
+  run_cli (&choice, "grad", attention, "--recompute", "auto", "--arch", "h200", NULL);
+  g_assert_cmpint (choice.status, ==, 0);
+  g_assert_nonnull (strstr (choice.err, "--recompute=auto on h200"));
+  g_assert_nonnull (strstr (choice.err, "stored"));
+  g_assert_nonnull (strstr (choice.out, "\"d_Q\""));
+
+  run_cli (&bad_re, "grad", attention, "--recompute", "q_in", NULL);
+  g_assert_cmpint (bad_re.status, ==, 2);
+  g_assert_nonnull (strstr (bad_re.err, "“q_in”"));
+  run_cli (&lone_arch, "grad", attention, "--arch", "h200", NULL);
+  g_assert_cmpint (lone_arch.status, ==, 2);
 
   run_cli (&bad_name, "grad", attention, "--wrt", "Q,nope", NULL);
   g_assert_cmpint (bad_name.status, ==, 2);

@@ -650,6 +650,58 @@ test_wrt (void)
 /* ---- the bundled examples --------------------------------------------------------------- */
 
 /* A copy without regions, every axis resized to 2–5 (distinct sizes catch a swapped axis). */
+/* The ids of d's softmax operations, NULL-terminated (none: NULL). */
+static GStrv
+softmax_ids (NapkinDiagram *d)
+{
+  g_autoptr(GStrvBuilder) b = g_strv_builder_new ();
+  guint n = 0;
+
+  for (guint v = 0; v < napkin_diagram_n_nodes (d); v++)
+    if (napkin_diagram_node (d, v)->kind == NAPKIN_OP_SOFTMAX)
+      {
+        g_strv_builder_add (b, napkin_diagram_node (d, v)->id);
+        n++;
+      }
+  return n > 0 ? g_strv_builder_end (b) : NULL;
+}
+
+/* Recomputing the softmaxes (docs/training.md, "Recompute or store"): the gradients are
+ * the same, no probabilities are stored, and the forward's softmax has only its forward
+ * readers (so that its attention stays one kernel); a copy of the chain back to the
+ * product makes them again. */
+static void
+check_recompute (NapkinDiagram *forward,
+                 guint64        seed,
+                 gint64         checks)
+{
+  g_auto(GStrv) ids = softmax_ids (forward);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) backward = NULL;
+
+  if (ids == NULL)
+    return;
+  backward = napkin_grad_diagram_recompute (forward, NULL, (const char * const *) ids, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_true (napkin_diagram_validate (backward, NULL));
+  assert_round_trip (backward);
+  for (guint i = 0; ids[i] != NULL; i++)
+    {
+      g_autofree char *stored = g_strdup_printf ("saved_%s", ids[i]);
+      g_autofree char *copy = g_strdup_printf ("%s_re", ids[i]);
+      int v = napkin_diagram_find (backward, NAPKIN_ITEM_NODE, ids[i]);
+      guint n_consumers;
+      const guint *consumers = napkin_diagram_consumers (backward, v, &n_consumers);
+
+      g_assert_cmpint (napkin_diagram_find_tensor (backward, stored), <, 0);
+      g_assert_cmpint (napkin_diagram_find (backward, NAPKIN_ITEM_NODE, copy), >=, 0);
+      for (guint c = 0; c < n_consumers; c++)
+        g_assert_cmpint (napkin_diagram_find (forward, NAPKIN_ITEM_NODE,
+                                              napkin_diagram_node (backward, consumers[c])->id), >=, 0);
+    }
+  g_assert_cmpfloat (gradient_error_checks (forward, backward, seed, checks), <, TOLERANCE);
+}
+
 static NapkinDiagram *
 small_copy (NapkinDiagram *d)
 {
@@ -689,6 +741,28 @@ test_example (gconstpointer data)
   small = small_copy (d);
   backward = backward_of (small, NULL);
   g_assert_cmpfloat (gradient_error (small, backward, 5), <, TOLERANCE);
+  check_recompute (small, 5, MAX_CHECKS);
+}
+
+static void
+test_recompute_errors (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "flash-attention.napkin", NULL);
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+  const char *const not_op[] = { "q_in", NULL }, *const unknown[] = { "nowhere", NULL };
+  NapkinDiagram *b;
+
+  g_assert_no_error (error);
+  b = napkin_grad_diagram_recompute (d, NULL, not_op, NULL, &error);
+  g_assert_null (b);
+  g_assert_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_UNKNOWN_INPUT);
+  g_assert_nonnull (strstr (error->message, "“q_in”"));
+  g_clear_error (&error);
+  b = napkin_grad_diagram_recompute (d, NULL, unknown, NULL, &error);
+  g_assert_null (b);
+  g_assert_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_UNKNOWN_INPUT);
+  g_assert_nonnull (strstr (error->message, "“nowhere”"));
 }
 
 static int
@@ -712,6 +786,7 @@ test_zoo (gconstpointer data)
   g_assert_no_error (error);
   backward = backward_of (d, NULL);
   g_assert_cmpfloat (gradient_error_checks (d, backward, 7, ZOO_CHECKS), <, TOLERANCE);
+  check_recompute (d, 7, ZOO_CHECKS);
 }
 
 int
@@ -752,6 +827,7 @@ main (int   argc,
   g_test_add_func ("/grad/reduce/infinity", test_gradient_of_infinity);
   g_test_add_func ("/grad/zeros/infinity", test_zero_gradient_of_infinity);
   g_test_add_func ("/grad/constant", test_constant);
+  g_test_add_func ("/grad/recompute/errors", test_recompute_errors);
 
   /* every bundled example differentiates: none is refused */
   dir = g_dir_open (g_getenv ("NAPKIN_EXAMPLES_DIR"), 0, NULL);
