@@ -16,6 +16,7 @@
 #include "napkin-file.h"
 #include "napkin-render.h"
 #include "napkin-window.h"
+#include "napkin-backward.h"
 #include "napkin-grad.h"
 #include "napkin-import.h"
 #include "napkin-analysis-pane.h"
@@ -62,6 +63,7 @@ struct _NapkinWindow
 
   GSettings           *settings;
   GStrv                arch_ids;
+  char                *last_toast;      /* for the tests */
   gboolean             close_confirmed;
   GTask               *question;        /* "Save changes?" asked, not answered yet */
   gboolean             answer_after_save;
@@ -240,6 +242,15 @@ napkin_window_get_banner_text (NapkinWindow *self)
   return gtk_revealer_get_reveal_child (self->banner) ? gtk_label_get_text (self->banner_label) : NULL;
 }
 
+/* The sentence of the last toast the window showed (for the tests), or NULL. */
+const char *
+napkin_window_get_last_toast (NapkinWindow *self)
+{
+  g_return_val_if_fail (NAPKIN_IS_WINDOW (self), NULL);
+
+  return self->last_toast;
+}
+
 const char *
 napkin_window_get_banner_details (NapkinWindow *self)
 {
@@ -254,6 +265,9 @@ toast (NapkinWindow *self,
        const char   *message)
 {
   AdwToast *t = adw_toast_new (message);
+
+  g_free (self->last_toast);
+  self->last_toast = g_strdup (message);
 
   adw_toast_set_timeout (t, 4);
   adw_toast_overlay_add_toast (self->toast_overlay, t);
@@ -665,18 +679,30 @@ import_file_action (GtkWidget  *widget,
 }
 
 /* Backward Diagram (docs/training.md): the gradients of the document's inputs as a new,
- * unsaved document in a window of its own, as Import opens what it builds. */
+ * unsaved document in a window of its own, as Import opens what it builds. The
+ * parameter says what becomes of the softmax probabilities: "auto" (whichever the model
+ * prices lower on the GPU the pane shows; a toast says which and the two times),
+ * "store" or "recompute" ("Recompute or store"). */
 static void
 backward_action (GtkWidget  *widget,
                  const char *action_name,
                  GVariant   *parameter)
 {
   NapkinWindow *self = NAPKIN_WINDOW (widget);
+  const char *how = parameter != NULL ? g_variant_get_string (parameter, NULL) : "auto";
+  NapkinBackwardChoice choice = g_str_equal (how, "store") ? NAPKIN_BACKWARD_STORE
+                                : g_str_equal (how, "recompute") ? NAPKIN_BACKWARD_RECOMPUTE
+                                : NAPKIN_BACKWARD_CHEAPER;
+  NapkinArch *arch = napkin_analysis_pane_get_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane));
   g_autoptr(GError) error = NULL;
+  g_autoptr(GString) summary = g_string_new (NULL);
   g_autoptr(NapkinDiagram) backward = NULL;
   NapkinWindow *window;
 
-  backward = napkin_grad_diagram (napkin_history_get_diagram (self->history), NULL, NULL, &error);
+  if (choice == NAPKIN_BACKWARD_CHEAPER && arch == NULL)
+    choice = NAPKIN_BACKWARD_STORE;
+  backward = napkin_backward_diagram (napkin_history_get_diagram (self->history), NULL, choice, arch, NULL, summary,
+                                      &error);
   if (backward == NULL)
     {
       g_autofree char *message = g_strdup_printf (_("No backward diagram: %s"), error->message);
@@ -688,6 +714,8 @@ backward_action (GtkWidget  *widget,
   napkin_window_set_document (window, backward, NULL);
   napkin_canvas_show_whole (window->canvas);
   gtk_window_present (GTK_WINDOW (window));
+  if (summary->len > 0)
+    toast (window, summary->str);
 }
 
 /* A sentence from a child widget for the user (a tile re-cut after a resize): a toast. */
@@ -1892,6 +1920,7 @@ napkin_window_finalize (GObject *object)
   NapkinWindow *self = NAPKIN_WINDOW (object);
 
   g_clear_pointer (&self->arch_ids, g_strfreev);
+  g_clear_pointer (&self->last_toast, g_free);
   G_OBJECT_CLASS (napkin_window_parent_class)->finalize (object);
 }
 
@@ -1948,7 +1977,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "doc.open-recent", "s", open_recent_action);
   gtk_widget_class_install_action (widget_class, "win.import", NULL, import_action);
   gtk_widget_class_install_action (widget_class, "win.import-file", "s", import_file_action);
-  gtk_widget_class_install_action (widget_class, "win.backward", NULL, backward_action);
+  gtk_widget_class_install_action (widget_class, "win.backward", "s", backward_action);
   gtk_widget_class_install_action (widget_class, "win.notify", "s", notify_action);
   gtk_widget_class_install_action (widget_class, "doc.save", NULL, save_action);
   gtk_widget_class_install_action (widget_class, "doc.save-as", NULL, save_as_action);

@@ -48,6 +48,7 @@ void             napkin_window_show_error        (NapkinWindow    *self,
 /* The banner's words, and its details line (an error's JSON path), or NULL. */
 const char      *napkin_window_get_banner_text   (NapkinWindow    *self);
 const char      *napkin_window_get_banner_details (NapkinWindow   *self);
+const char      *napkin_window_get_last_toast    (NapkinWindow    *self);
 /* The Open dialog as Ctrl+O shows it (its filters, its first folder), not shown. */
 GtkFileChooserNative *napkin_window_new_open_dialog (NapkinWindow *self);
 NapkinCanvas    *napkin_window_get_canvas        (NapkinWindow    *self);

@@ -11,7 +11,7 @@
 #include "napkin-cli.h"
 #include "napkin-file.h"
 #include "napkin-grad.h"
-#include "napkin-model.h"
+#include "napkin-backward.h"
 
 /* Comma-separated names of repeated options, NULL-terminated; NULL when none; FALSE (and
  * a usage error printed) for an empty name. */
@@ -40,32 +40,6 @@ split_names (const char *option,
     }
   g_ptr_array_add (*out, NULL);
   return TRUE;
-}
-
-/* The ids of the forward's softmax operations (the values FlashAttention recomputes);
- * NULL-terminated. */
-static GPtrArray *
-softmax_ids (NapkinDiagram *d)
-{
-  GPtrArray *ids = g_ptr_array_new_with_free_func (g_free);
-
-  for (guint v = 0; v < napkin_diagram_n_nodes (d); v++)
-    if (napkin_diagram_node (d, v)->kind == NAPKIN_OP_SOFTMAX)
-      g_ptr_array_add (ids, g_strdup (napkin_diagram_node (d, v)->id));
-  g_ptr_array_add (ids, NULL);
-  return ids;
-}
-
-/* The predicted time of forward and backward together (the backward diagram holds both),
- * or a negative number where the model cannot price it. */
-static double
-predicted_s (NapkinDiagram *d,
-             NapkinArch    *arch)
-{
-  NapkinAnalyzeOptions options = { FALSE, NAPKIN_DTYPE_FP16, TRUE };
-  g_autoptr(NapkinAnalysis) a = napkin_analyze (d, arch, &options, NULL);
-
-  return a != NULL && a->feasible ? a->predicted_time_s : -1.0;
 }
 
 /* napkin-cli grad FILE [-o OUT] [--wrt NAME,...] [--recompute NAME,...|softmax|auto
@@ -137,34 +111,23 @@ napkin_cli_grad (int    argc,
   if (status != NAPKIN_CLI_OK)
     return status;
 
-  if (recompute == NULL && recompute_args != NULL)
-    recompute = softmax_ids (diagram);   /* softmax, auto */
-  backward = napkin_grad_diagram_recompute (diagram, wrt ? (const char * const *) wrt->pdata : NULL,
-                                            recompute ? (const char * const *) recompute->pdata : NULL, notes, &error);
-  if (backward != NULL && automatic)
+  if (recompute != NULL)
+    backward = napkin_grad_diagram_recompute (diagram, wrt ? (const char * const *) wrt->pdata : NULL,
+                                              (const char * const *) recompute->pdata, notes, &error);
+  else
     {
-      /* recompute the softmaxes or store them: whichever the model prices lower */
-      g_autoptr(NapkinDiagram) stored = napkin_grad_diagram (diagram, wrt ? (const char * const *) wrt->pdata : NULL,
-                                                            NULL, NULL);
-      NapkinArch *arch = napkin_cli_lookup_arch ("grad", arch_id);
-      double t_re, t_st;
+      /* none, softmax, or auto: priced on --arch */
+      NapkinArch *arch = automatic ? napkin_cli_lookup_arch ("grad", arch_id) : NULL;
+      g_autoptr(GString) summary = g_string_new (NULL);
 
-      if (arch == NULL)
+      if (automatic && arch == NULL)
         return NAPKIN_CLI_USAGE;
-      t_re = recompute->len > 1 ? predicted_s (backward, arch) : -1.0;
-      t_st = stored != NULL ? predicted_s (stored, arch) : -1.0;
-      if (recompute->len <= 1)
-        g_string_append (notes, _("--recompute=auto: no softmax to recompute; every value the backward reads is stored\n"));
-      else
-        g_string_append_printf (notes, _("--recompute=auto on %s: forward and backward with the softmax probabilities "
-                                         "stored %.4g ms, recomputed %.4g ms predicted: %s\n"),
-                                arch->id, t_st * 1e3, t_re * 1e3,
-                                t_re >= 0 && (t_st < 0 || t_re < t_st) ? _("recomputed") : _("stored"));
-      if (stored != NULL && !(t_re >= 0 && (t_st < 0 || t_re < t_st)))
-        {
-          g_object_unref (backward);
-          backward = g_steal_pointer (&stored);
-        }
+      backward = napkin_backward_diagram (diagram, wrt ? (const char * const *) wrt->pdata : NULL,
+                                          automatic ? NAPKIN_BACKWARD_CHEAPER
+                                          : recompute_args != NULL ? NAPKIN_BACKWARD_RECOMPUTE : NAPKIN_BACKWARD_STORE,
+                                          arch, notes, summary, &error);
+      if (summary->len > 0)
+        g_string_append_printf (notes, "--recompute=auto: %s\n", summary->str);
     }
   if (backward == NULL)
     {

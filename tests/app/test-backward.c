@@ -2,8 +2,10 @@
 /* The menu's Backward Diagram under Xvfb (docs/training.md): on the FlashAttention
  * example it opens a new window whose document is the backward diagram — valid, with the
  * gradients d_Q, d_K, d_V of its inputs, no regions — drawn (a screenshot of it is not
- * blank), and the forward's window keeps its document untouched. A diagram without
- * outputs opens nothing and says why in the banner. */
+ * blank), and the forward's window keeps its document untouched; "Cheaper on the
+ * Selected GPU" prices storing and recomputing the softmax and says which it took in a
+ * toast, "Recomputed" stores no probabilities. A diagram without outputs opens nothing
+ * and says why in the banner. */
 #include "config.h"
 
 #include "napkin-app-test.h"
@@ -38,7 +40,7 @@ test_flash_attention (void)
   int w, h;
 
   g_assert_null (other_window (window));
-  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.backward", NULL));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.backward", "s", "auto"));
   for (guint i = 0; i < 500 && backward == NULL; i++)
     {
       iterate (10);
@@ -55,6 +57,12 @@ test_flash_attention (void)
     g_assert_cmpint (napkin_diagram_find_tensor (d, (const char *[]) { "d_Q", "d_K", "d_V", "d_O" }[i]), >=, 0);
   g_assert_cmpuint (napkin_diagram_n_nodes (d), >, napkin_diagram_n_nodes (diagram_of (window)) + 8);
   g_assert_true (g_str_has_suffix (napkin_diagram_get_title (d), "backward"));
+  /* the model's choice, said: both times and which was kept (the pane's GPU) */
+  g_assert_nonnull (napkin_window_get_last_toast (backward));
+  g_assert_nonnull (strstr (napkin_window_get_last_toast (backward), "softmax probabilities stored"));
+  g_assert_nonnull (strstr (napkin_window_get_last_toast (backward), "ms predicted;"));
+  g_assert_cmpint ((napkin_diagram_find_tensor (d, "saved_sm") >= 0), ==,
+                   g_str_has_suffix (napkin_window_get_last_toast (backward), "stored."));
   after = napkin_diagram_save_to_data (diagram_of (window), NULL);
   g_assert_cmpstr (before, ==, after);
 
@@ -92,11 +100,35 @@ test_refused (void)
   g_assert_no_error (error);
   napkin_window_set_document (window, d, NULL);
   napkin_app_test_present (window, 900, 600);
-  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.backward", NULL));
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.backward", "s", "store"));
   iterate (100);
   g_assert_null (other_window (window));
   g_assert_nonnull (napkin_window_get_banner_text (window));
   g_assert_nonnull (strstr (napkin_window_get_banner_text (window), "no outputs"));
+  close_window (window);
+}
+
+/* Softmax Probabilities Recomputed: the backward makes P again (sm_re) and stores none. */
+static void
+test_recompute (void)
+{
+  NapkinWindow *window = open_example_sized (app, "flash-attention", 1000, 700);
+  NapkinWindow *backward = NULL;
+  NapkinDiagram *d;
+
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.backward", "s", "recompute"));
+  for (guint i = 0; i < 500 && backward == NULL; i++)
+    {
+      iterate (10);
+      backward = other_window (window);
+    }
+  g_assert_nonnull (backward);
+  d = diagram_of (backward);
+  g_assert_true (napkin_diagram_validate (d, NULL));
+  g_assert_cmpint (napkin_diagram_find_tensor (d, "saved_sm"), <, 0);
+  g_assert_cmpint (napkin_diagram_find (d, NAPKIN_ITEM_NODE, "sm_re"), >=, 0);
+  g_assert_cmpint (napkin_diagram_find_tensor (d, "d_Q"), >=, 0);
+  close_window (backward);
   close_window (window);
 }
 
@@ -109,6 +141,7 @@ main (int    argc,
   app = napkin_app_test_register (G_APPLICATION_DEFAULT_FLAGS);
 
   g_test_add_func ("/backward/flash-attention", test_flash_attention);
+  g_test_add_func ("/backward/recompute", test_recompute);
   g_test_add_func ("/backward/refused", test_refused);
   return napkin_app_test_run (app, tmpdir);
 }

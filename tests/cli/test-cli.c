@@ -342,7 +342,8 @@ test_grad (void)
 
   run_cli (&choice, "grad", attention, "--recompute", "auto", "--arch", "h200", NULL);
   g_assert_cmpint (choice.status, ==, 0);
-  g_assert_nonnull (strstr (choice.err, "--recompute=auto on h200"));
+  g_assert_nonnull (strstr (choice.err, "--recompute=auto: On "));
+  g_assert_nonnull (strstr (choice.err, "H200"));
   g_assert_nonnull (strstr (choice.err, "stored"));
   g_assert_nonnull (strstr (choice.out, "\"d_Q\""));
 
