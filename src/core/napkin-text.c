@@ -38,6 +38,46 @@ next_char (const char *p,
   return c;
 }
 
+static gboolean
+undrawable (gunichar c)
+{
+  return c == (gunichar) -1 || (c >= 0xd800 && c <= 0xdfff) || (c >= 0xfdd0 && c <= 0xfdef) || (c & 0xfffe) == 0xfffe;
+}
+
+char *
+napkin_text_drawable (const char *text)
+{
+  gsize len, i, size;
+  GString *out;
+
+  if (text == NULL)
+    return NULL;
+  len = strlen (text);
+  for (i = 0; i < len; i += size)
+    {
+      if ((guchar) text[i] < 0x80)
+        {
+          size = 1;
+          continue;
+        }
+      if (undrawable (next_char (text + i, len - i, &size)))
+        break;
+    }
+  if (i >= len)
+    return NULL;
+  out = g_string_new_len (text, i);
+  for (; i < len; i += size)
+    {
+      gunichar c = next_char (text + i, len - i, &size);
+
+      if (undrawable (c))
+        g_string_append_unichar (out, 0xfffd);
+      else
+        g_string_append_len (out, text + i, size);
+    }
+  return g_string_free (out, FALSE);
+}
+
 gssize
 napkin_text_find_unsafe (const char *text,
                          gsize       length)

@@ -25,6 +25,12 @@ char    *napkin_text_shown             (const char *text,
 /* napkin_text_shown of at most NAPKIN_TEXT_QUOTE_CHARS characters, between “ and ”. */
 char    *napkin_text_quoted            (const char *text);
 
+/* A copy of `text` for drawing, or NULL when it may be drawn as it is: every byte that
+ * is not UTF-8, every surrogate and every noncharacter (U+FDD0–U+FDEF, U+xFFFE, U+xFFFF,
+ * which cairo refuses in the text it records for PDF and recording surfaces: one such
+ * label put the whole drawing in an error state) as U+FFFD. */
+char    *napkin_text_drawable          (const char *text);
+
 /* The first byte offset of an unsafe character or of a byte that is not UTF-8, or -1
  * when `text` may be printed as it is. */
 gssize   napkin_text_find_unsafe       (const char *text,

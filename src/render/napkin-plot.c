@@ -13,6 +13,7 @@
 #include "napkin-error.h"
 #include "napkin-explain.h"
 #include "napkin-file.h"
+#include "napkin-text.h"
 #include "napkin-plot.h"
 
 static void
@@ -162,12 +163,13 @@ text_layout (cairo_t    *cr,
 {
   PangoLayout *layout = pango_cairo_create_layout (cr);
   PangoFontDescription *font = pango_font_description_from_string ("Sans");
+  g_autofree char *drawable = napkin_text_drawable (text);
 
   pango_font_description_set_absolute_size (font, size * PANGO_SCALE);
   if (bold)
     pango_font_description_set_weight (font, PANGO_WEIGHT_BOLD);
   pango_layout_set_font_description (layout, font);
-  pango_layout_set_text (layout, text, -1);
+  pango_layout_set_text (layout, drawable != NULL ? drawable : text, -1);
   pango_layout_get_pixel_size (layout, pw, ph);
   pango_font_description_free (font);
   return layout;

@@ -10,6 +10,7 @@
 #include <pango/pangocairo.h>
 
 #include "napkin-render.h"
+#include "napkin-text.h"
 #include "napkin-validate.h"
 
 /* Geometry, in document units (1 unit = 1 px at zoom 1). */
@@ -934,7 +935,10 @@ text_lookup (Font        font,
   g_autofree char *heap_key = NULL;
   const char *key;
   Text *text;
+  g_autofree char *drawable = napkin_text_drawable (string);
 
+  if (drawable != NULL)
+    string = drawable;
   G_LOCK (text_lock);
   if (text_cache == NULL)
     {
