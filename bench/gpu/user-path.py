@@ -31,7 +31,7 @@ sr = load("sweep_run", "sweep-run.py")        # running napkin-cli, reading its 
 
 FUNCTIONS = {"einsum", "softmax", "rmsnorm", "layernorm", "sum", "max", "mean", "add", "sub", "mul", "div", "min",
              "exp", "neg", "relu", "gelu", "silu", "sigmoid", "tanh", "square", "sqrt", "rsqrt", "scale", "cast",
-             "causal", "window", "mask", "rearrange", "dtype", "output"}
+             "causal", "window", "mask", "rearrange", "dtype", "output", "erf", "step", "log", "shift", "gelu_tanh"}
 
 
 # ---- einsum text from a diagram ---------------------------------------------------------

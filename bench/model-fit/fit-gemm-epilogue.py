@@ -12,7 +12,7 @@ Prints the constants in clocks; the model takes s, o and t (a is reported only).
 import json, math, sys
 import numpy as np
 
-TRANS = {"gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "erf"}
+TRANS = {"gelu", "gelu_tanh", "silu", "sigmoid", "tanh", "exp", "erf", "log"}
 CLOCK = 1.98e9
 
 

@@ -163,6 +163,7 @@ _napkin_cuda_fn_expr (NapkinMapFn  fn,
     case NAPKIN_FN_SHIFT: return g_strdup_printf ("(%s + %s)", x, a);
     case NAPKIN_FN_STEP: return g_strdup_printf ("(%s > 0.0f ? 1.0f : 0.0f)", x);
     case NAPKIN_FN_ERF: return g_strdup_printf ("erff (%s)", x);
+    case NAPKIN_FN_LOG: return g_strdup_printf (fast ? "__logf (%s)" : "logf (%s)", x);
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();

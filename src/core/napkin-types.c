@@ -48,6 +48,7 @@ static const NapkinFnInfo fn_infos[NAPKIN_N_FNS] = {
   { "shift",   1, 1, 0 },
   { "step",    1, 1, 0 },
   { "erf",     1, 4, 1 },
+  { "log",     1, 1, 1 },
 };
 
 static const char *reduce_names[NAPKIN_N_REDUCES] = { "sum", "max", "mean" };

@@ -477,6 +477,10 @@ map_adjoint (Grad       *G,
       if (G->needs[a])
         contribute (G, a, map2 (G, NAPKIN_FN_DIV, gy, unary_derivative (G, v, stem), stem));
       return;
+    case NAPKIN_FN_LOG:                  /* g / x */
+      if (G->needs[a])
+        contribute (G, a, map2 (G, NAPKIN_FN_DIV, gy, source (G, v, 0), stem));
+      return;
     case NAPKIN_FN_ADD:
     case NAPKIN_FN_SUB:
       if (G->needs[a])

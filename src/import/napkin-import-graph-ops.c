@@ -327,6 +327,7 @@ einsum_dims (G     *g,
 static const char * const map1_names[][2] = {
   { "gelu", "gelu" }, { "silu", "silu" }, { "relu", "relu" }, { "sigmoid", "sigmoid" }, { "tanh", "tanh" },
   { "exp", "exp" }, { "neg", "neg" }, { "rsqrt", "rsqrt" }, { "sqrt", "sqrt" }, { "square", "square" },
+  { "log", "log" },
 };
 
 static const char * const view_names[] = {

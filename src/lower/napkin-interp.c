@@ -632,6 +632,7 @@ apply_fn (const NapkinNode *node,
     case NAPKIN_FN_SHIFT: return x + node->alpha;
     case NAPKIN_FN_STEP: return x > 0 ? 1.0 : 0.0;
     case NAPKIN_FN_ERF: return erf (x);
+    case NAPKIN_FN_LOG: return log (x);
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();

@@ -251,7 +251,7 @@ static void
 test_unary (gconstpointer data)
 {
   const char *fn = data;
-  gboolean positive = g_str_equal (fn, "sqrt") || g_str_equal (fn, "rsqrt");
+  gboolean positive = g_str_equal (fn, "sqrt") || g_str_equal (fn, "rsqrt") || g_str_equal (fn, "log");
   const char *extra = g_str_equal (fn, "scale") ? ",'alpha':'1/sqrt(n)'"
                       : g_str_equal (fn, "shift") ? ",'alpha':0.25"
                       : g_str_equal (fn, "cast") ? ",'dtype':'fp16'" : "";
@@ -794,7 +794,7 @@ main (int   argc,
       char *argv[])
 {
   static const char *const unary[] = { "exp", "gelu", "gelu_tanh", "silu", "relu", "sigmoid", "tanh", "neg",
-                                       "rsqrt", "sqrt", "square", "scale", "shift", "cast", "erf", "step" };
+                                       "rsqrt", "sqrt", "square", "scale", "shift", "cast", "erf", "step", "log" };
   static const char *const binary[] = { "add", "sub", "mul", "div", "max", "min" };
   g_autoptr(GDir) dir = NULL;
   g_autoptr(GPtrArray) examples = g_ptr_array_new_with_free_func (g_free);

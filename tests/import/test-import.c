@@ -142,6 +142,32 @@ test_einsum_forms (void)
   }
 }
 
+/* The logarithm (a log-softmax, a cross-entropy written out) from einsum text and from
+ * an exported graph (aten.log): a map log, valued as log by the interpreter's format. */
+static void
+test_log (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_einsum ("m=4 n=8\nx[m,n] -> s = softmax(n)\ns -> l = log\noutput l\n",
+                                                     NULL, &error);
+  g_autoptr(NapkinDiagram) g = NULL;
+  static const char graph[] =
+    "{\"format\": \"napkin-graph\", \"version\": 1, \"nodes\": ["
+    "{\"name\": \"x\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [4, 8], \"dtype\": \"fp32\"},"
+    "{\"name\": \"lg\", \"op\": \"call_function\", \"target\": \"aten.log.default\", \"args\": [{\"node\": \"x\"}],"
+    " \"kwargs\": {}, \"shape\": [4, 8], \"dtype\": \"fp32\", \"line\": 3},"
+    "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"lg\"}]}]}";
+  guint logs = 0;
+
+  g_assert_no_error (error);
+  g_assert_cmpint (napkin_diagram_node (d, napkin_diagram_find_node (d, "l"))->fn, ==, NAPKIN_FN_LOG);
+  g = napkin_import_graph (graph, strlen (graph), NULL, &error);
+  g_assert_no_error (error);
+  for (guint v = 0; v < napkin_diagram_n_nodes (g); v++)
+    logs += napkin_diagram_node (g, v)->kind == NAPKIN_OP_MAP && napkin_diagram_node (g, v)->fn == NAPKIN_FN_LOG;
+  g_assert_cmpuint (logs, ==, 1);
+}
+
 /* Each bad text: the start of its error, with the line and column of the fault. */
 static void
 test_einsum_errors (void)
@@ -477,6 +503,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/import/einsum/attention", test_einsum_attention);
   g_test_add_func ("/import/einsum/forms", test_einsum_forms);
+  g_test_add_func ("/import/log", test_log);
   g_test_add_func ("/import/einsum/errors", test_einsum_errors);
   g_test_add_func ("/import/graph/llama", test_graph_llama);
   g_test_add_func ("/import/graph/mlp", test_graph_mlp);
