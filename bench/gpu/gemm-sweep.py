@@ -14,11 +14,47 @@ write where rows are not aligned); the better of the two is the baseline.
         the derived diagrams and DIR/cases.json
   bench/gpu/gemm-sweep.py --run DIR [--arch ID]     on the GPU machine, from the repository
         root, with the packed CLI of build-aux/gpu-check --pack in .gpu/ (NAPKIN_PACK):
-        one line a case, then the summary; DIR/results.json (OUT: where results go)
+        one line a case, then the summary and the table with each case's fraction of the
+        speed of light (bench/gpu/sol.py), Napkin's and cuBLAS's; DIR/results.json (OUT:
+        where results go)
+  bench/gpu/gemm-sweep.py --table FILE [--arch ID]  the table of a stored gemm-sweep.json
 """
 import argparse, json, os, random, subprocess, sys, time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sol   # noqa: E402  (bench/gpu/sol.py: the speed of light)
+
+
+def speed_of_light(c, arch):
+    """Napkin's and the baseline's fractions of the speed of light: 2·M·N·K at the dense
+    tensor peak of the operands' type, or A, B (as stored) and C (bf16) once through
+    device memory, whichever is longer."""
+    eb = 1 if c["dtype"] != "bf16" else 2
+    flops = 2.0 * c["m"] * c["n"] * c["k"]
+    nbytes = (c["m"] * c["k"] + c["k"] * c["n"]) * eb + c["m"] * c["n"] * 2
+    base = min(x for x in (c.get("cublas_ms"), c.get("padded_ms")) if x) if (c.get("cublas_ms") or c.get("padded_ms")) else None
+    f = lambda ms: sol.fraction(arch, ms * 1e-3 if ms else None, {c["dtype"]: flops}, bytes=nbytes)
+    (c["sol"], c["sol_bound"]), (c["base_sol"], _) = f(c.get("napkin_ms")), f(base)
+
+
+def table(cases, arch):
+    """The sweep's table from its results (a run's, or a stored gemm-sweep.json)."""
+    fmt = lambda v, f: (f % v) if isinstance(v, (int, float)) else "-"
+    print("%-36s %-7s %9s %9s %9s %9s %7s %7s %6s %6s %-6s" % ("case", "status", "napkin", "pred", "cublas", "padded",
+                                                              "base/np", "np/pred", "SOL", "SOL cb", "bound"))
+    for c in cases:
+        speed_of_light(c, arch)
+        print("%-36s %-7s %9s %9s %9s %9s %7s %7s %6s %6s %-6s" % (
+            c["name"], str(c.get("status"))[:7], fmt(c.get("napkin_ms"), "%.4f"), fmt(c.get("pred_ms"), "%.4f"),
+            fmt(c.get("cublas_ms"), "%.4f"), fmt(c.get("padded_ms"), "%.4f"), fmt(c.get("ratio"), "%.2f"),
+            fmt(c.get("meas_pred"), "%.2f"), fmt(c.get("sol"), "%.2f"), fmt(c.get("base_sol"), "%.2f"),
+            c.get("sol_bound") or "-"))
+    sols = sorted(c["sol"] for c in cases if c.get("sol"))
+    bsols = sorted(c["base_sol"] for c in cases if c.get("base_sol"))
+    if sols:
+        print("== speed of light (%s datasheet peaks): Napkin median %.2f, from %.2f to %.2f; cuBLAS median %s" % (
+            arch, sols[len(sols) // 2], sols[0], sols[-1], fmt(bsols[len(bsols) // 2] if bsols else None, "%.2f")))
 
 
 def draw(n, seed):
@@ -179,6 +215,8 @@ def run(args):
     if mp:
         print("== measured / predicted: median %.2f, from %.2f to %.2f, %d of %d within 1.25x" % (
             mp[len(mp) // 2], mp[0], mp[-1], sum(1 for x in mp if 1 / 1.25 <= x <= 1.25), len(mp)))
+    print()
+    table(cases, args.arch)
     json.dump(cases, open(os.path.join(out, "gemm-sweep.json"), "w"), indent=1)
 
 
@@ -190,13 +228,16 @@ def main():
     p.add_argument("--seed", type=int, default=29)
     p.add_argument("--arch", default="h200")
     p.add_argument("--cli")
+    p.add_argument("--table", help="print the table (speed of light included) of a stored gemm-sweep.json")
     args = p.parse_args()
     if args.write:
         write(args)
     elif args.run:
         run(args)
+    elif args.table:
+        table(json.load(open(args.table)), args.arch)
     else:
-        p.error("--write DIR or --run DIR")
+        p.error("--write DIR, --run DIR or --table FILE")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ torch baselines of the same call come from bench/gpu/sweep-baselines.py on the m
   user-path.py --write DIR [--cases N] [--seed S] [--part I/N]   DIR/NAME.einsum,
           DIR/NAME.example.napkin and DIR/cases.json (sweep manifest entries + einsum, example)
   user-path.py --run --manifest DIR/cases.json --cli PATH --model ID --out OUT [...]
-  user-path.py --table OUT [OUT...]                           the table of one or more calls
+  user-path.py --table OUT [OUT...] [--manifest DIR/cases.json] [--model ID]
+          the table of one or more calls, with each case's fraction of the speed of light
+          (bench/gpu/sol.py; work from the run, or from the draw's manifest)
 
 Standard library only (here and on the GPU machine)."""
 import argparse, importlib.util, json, math, os, random, re, statistics, sys, time
@@ -28,6 +30,35 @@ def load(name, file):
 
 sc = load("sweep_cases", "sweep-cases.py")    # the hand-drawn builders, manifest entries
 sr = load("sweep_run", "sweep-run.py")        # running napkin-cli, reading its result
+sol = load("sol", "sol.py")                   # the speed of light
+
+
+def sol_work(case):
+    """The work the speed of light counts for a manifest entry: its tensor FLOPs by operand
+    type (attention with fp8 Q·Kᵀ and a 16-bit V: half of them at each rate; the pairs a
+    mask keeps) and the bytes of its inputs and outputs once through device memory — for
+    attention, only the keys some query sees (a window at the end of a decoding cache
+    reads that window)."""
+    f, dt = case.get("flops") or 0, case.get("dtype")
+    a = case.get("attention") or {}
+    v = a.get("v_dtype", dt)
+    tensor = {dt: f} if v == dt else {dt: f / 2, v: f / 2}
+    nbytes = case.get("bytes") or 0
+    if a:
+        d = case["dims"]
+        eb = lambda t: 1 if t.startswith("fp8") else 4 if t == "fp32" else 2
+        nq, nk, hd = d["q"], d["k"], d["d"]
+        lo, hi = 0, nk
+        if a.get("mask") in ("causal", "window"):
+            off, right = a.get("offset", 0), a.get("right", 0)
+            hi = min(nk, nq - 1 + off + (right if right >= 0 else nk) + 1)
+            if a.get("mask") == "window" and a.get("left", -1) >= 0:
+                lo = max(0, off - a["left"])
+        keys = max(0, hi - lo)
+        qo = d["b"] * a["heads"] * nq * hd * (eb(dt) + eb(a.get("o_dtype", dt)))
+        kv = d["b"] * a["kv_heads"] * keys * hd * (eb(dt) + eb(v))
+        nbytes = qo + kv
+    return {"tensor_flops": tensor, "bytes": nbytes}
 
 FUNCTIONS = {"einsum", "softmax", "rmsnorm", "layernorm", "sum", "max", "mean", "add", "sub", "mul", "div", "min",
              "exp", "neg", "relu", "gelu", "silu", "sigmoid", "tanh", "square", "sqrt", "rsqrt", "scale", "cast",
@@ -252,7 +283,7 @@ def plan_kernels(cli, path, model):
 
 
 def run_one(case, args, deadline):
-    rec = {"name": case["name"], "started": time.strftime("%H:%M:%S")}
+    rec = {"name": case["name"], "started": time.strftime("%H:%M:%S"), "sol_work": sol_work(case)}
     rc, out, err, wall = sr.run_cli([args.cli, "import", case["einsum"], "-o", case["file"]], 60)
     if rc != 0:
         rec.update(status="import-failed", message=(err or out).strip()[-400:])
@@ -303,10 +334,13 @@ def run(args):
 
 # ---- the table ------------------------------------------------------------------------------
 
-def table(outs):
+def table(outs, manifest=None, model=None):
     rows = []
+    # the speed of light's work for runs that did not record it: from the draw's manifest
+    work = {c["name"]: sol_work(c) for c in json.load(open(manifest))["cases"]} if manifest else {}
     for out in outs:
         res = json.load(open(os.path.join(out, "user-path.json")))
+        model = model or res.get("model")
         base = json.load(open(os.path.join(out, "baselines.json"))) if os.path.exists(
             os.path.join(out, "baselines.json")) else {"results": {}}
         gpu = None
@@ -322,27 +356,31 @@ def table(outs):
                          "pred": r.get("predicted_ms"), "base": min(best) if best else None, "example": ex,
                          "generic": r.get("generic"), "example_status": sr.get(r, "example", "status"),
                          "paths": "+".join(sorted(set(k[2] for k in r.get("plan") or []))), "gpu": gpu,
-                         "message": r.get("message")})
+                         "message": r.get("message"), "work": r.get("sol_work") or work.get(name)})
     f = lambda v, fmt: fmt % v if isinstance(v, (int, float)) else "-"
     print("| case | status | rel. error | Napkin ms | predicted ms | meas/pred | best baseline | baseline ms | "
-          "ratio | drawn example ms | einsum/example | paths |")
-    print("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|")
-    ratios, preds, twins, generic, ok = [], [], [], 0, 0
+          "ratio | drawn example ms | einsum/example | paths | speed of light |")
+    print("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---:|")
+    ratios, preds, twins, sols, generic, ok = [], [], [], [], 0, 0
     for r in rows:
         ratio = r["base"][0] / r["ms"] if r["base"] and r["ms"] else None
         pred = r["ms"] / r["pred"] if r["ms"] and r["pred"] else None
         twin = r["ms"] / r["example"] if r["ms"] and r["example"] else None
         ok += r["status"] == "ok"
         generic += bool(r["generic"])
+        frac, bound = (None, None)
+        if r["work"] and r["ms"] and model and r["status"] == "ok":
+            frac, bound = sol.fraction(model, r["ms"] * 1e-3, r["work"]["tensor_flops"], bytes=r["work"]["bytes"])
         if r["status"] == "ok":
             ratios += [ratio] if ratio else []
             preds += [pred] if pred else []
             twins += [twin] if twin else []
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            sols += [frac] if frac else []
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["name"], r["status"] if r["status"] == "ok" else "%s: %s" % (r["status"], (r["message"] or "")[:60]),
             f(r["err"], "%.1e"), f(r["ms"], "%.4f"), f(r["pred"], "%.4f"), f(pred, "%.2f"),
             r["base"][1] if r["base"] else "-", f(r["base"][0] if r["base"] else None, "%.4f"), f(ratio, "%.2f"),
-            f(r["example"], "%.4f"), f(twin, "%.2f"), r["paths"]))
+            f(r["example"], "%.4f"), f(twin, "%.2f"), r["paths"], "%.2f (%s)" % (frac, bound) if frac else "-"))
     print()
     print("GPU: %s; %d cases, %d ok, %d with a generic kernel" % (rows[0]["gpu"] if rows else "?", len(rows), ok,
                                                                  generic))
@@ -354,6 +392,9 @@ def table(outs):
             statistics.median(preds), sum(1 / 1.5 <= x <= 1.5 for x in preds), len(preds)))
     if twins:
         print("einsum path / drawn example: %d of %d within 10 %%" % (sum(0.9 <= x <= 1.1 for x in twins), len(twins)))
+    if sols:
+        print("speed of light (%s datasheet peaks, bench/gpu/sol.py): median %.2f, from %.2f to %.2f" % (
+            model, statistics.median(sols), min(sols), max(sols)))
     return 0
 
 
@@ -380,7 +421,7 @@ def main(argv=None):
     if args.run:
         return run(args)
     if args.table:
-        return table(args.table)
+        return table(args.table, args.manifest, args.model)
     ap.error("one of --write, --run, --table")
 
 

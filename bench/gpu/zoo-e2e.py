@@ -29,6 +29,8 @@ import traceback
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ZOO = os.path.join(ROOT, "tests", "import", "zoo")
+sys.path.insert(0, os.path.join(ROOT, "bench", "gpu"))
+import sol as SOL   # noqa: E402  (the speed of light)
 sys.path.insert(0, os.path.join(ROOT, "src", "import"))
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -152,8 +154,19 @@ def one(name, cli, model, out, compile_mode):
     res["vs_fp32_reference"] = (run.get("error") or {}).get("max_rel")
     ks = [k for k in pred.get("kernels", []) if k.get("measured_ms") is not None]
     res["kernels"] = len(pred.get("kernels", []))
+    # each kernel's fraction of the speed of light (bench/gpu/sol.py): its work from the
+    # plan and the diagram's operations, at the profile's datasheet peaks
+    work = {}
+    try:
+        info, plan = (json.loads(subprocess.run([cli] + c, capture_output=True, text=True, timeout=120).stdout)
+                      for c in (["info", npath, "--json"], ["plan", npath, "--arch", model, "--json"]))
+        work = SOL.kernel_work(diagram, info, plan)
+    except Exception as e:
+        print("  speed of light: %s" % e, flush=True)
+    sol_of = lambda name, ms: SOL.fraction(model, ms * 1e-3, work[name]["tensor_flops"], work[name]["cuda_flops"],
+                                           work[name]["bytes"]) if name in work and ms else (None, None)
     res["per_kernel"] = [(k["name"], k["kind"], k["predicted_ms"], k["measured_ms"], k["measured_over_predicted"])
-                         for k in ks]
+                         + sol_of(k["name"], k["measured_ms"]) for k in ks]
     res["within_1_5"] = sum(1 for k in ks if 1 / 1.5 <= k["measured_over_predicted"] <= 1.5)
     res["timed_kernels"] = len(ks)
     # Napkin's output against the module's
@@ -224,9 +237,10 @@ def main():
             f(r.get("bound"), "%.0e"), r.get("within_1_5"), r.get("timed_kernels"),
             "%.2f–%.2f" % (min(mops), max(mops)) if mops else "—"))
     for r in results:
-        print("\n%s per kernel (predicted → measured ms, ratio):" % r["name"])
+        print("\n%s per kernel (predicted → measured ms, ratio; fraction of the speed of light):" % r["name"])
         for k in r.get("per_kernel", []):
-            print("  %-28s %-11s %8.4f → %8.4f  %.2f" % k)
+            print("  %-28s %-11s %8.4f → %8.4f  %.2f  %s" % (tuple(k[:5]) + (
+                "%.2f (%s)" % (k[5], k[6]) if len(k) > 6 and k[5] else "—",)))
     print("result: %s" % ("all %d ok" % len(results) if not failed else "FAILED: " + ", ".join(failed)))
     return 1 if failed else 0
 

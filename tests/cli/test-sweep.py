@@ -343,6 +343,32 @@ report(re.search(r"^matmul-4096x4096x4096 .*— \(", p.stdout, re.M) is not None
 p = run("bash", os.path.join(bench, "sweep"), "--bogus", cwd=root)
 report(p.returncode == 2 and "unknown argument" in p.stderr, "sweep: unknown argument refused")
 
+# the speed of light (bench/gpu/sol.py): the datasheet peaks, a GEMM's bound, and the work of
+# a plan's kernels from napkin-cli's info and plan (FlashAttention on an H200: one kernel,
+# its products at the bf16 peak; causal: the tiles it computes)
+sys.path.insert(0, bench)
+import sol  # noqa: E402
+t, bound = sol.bound_s("h200", {"bf16": 2 * 4096 ** 3})
+report(abs(t - 2 * 4096 ** 3 / 989.42976e12) < 1e-9 and bound == "tensor", "sol: a GEMM's bound at the bf16 peak", t)
+t, bound = sol.bound_s("h200", {"bf16": 2 * 16 * 4096 * 4096}, bytes=2 * (16 * 4096 + 4096 * 4096 + 16 * 4096))
+report(bound == "hbm" and abs(t - 2 * (16 * 4096 * 2 + 4096 * 4096) / 4.8e12) < 1e-12, "sol: a skinny GEMM is bound by memory", t)
+f, _ = sol.fraction("h200", 2e-3, {"fp8-e4m3": 1978.85952e12 * 1e-3})
+report(abs(f - 0.5) < 1e-9, "sol: fraction of the bound (fp8 at its own peak)", f)
+for name, causal in (("flash-attention.napkin", 1.0), ("attention-causal-gqa.napkin", None)):
+    ex = os.path.join(root, "data", "examples", name)
+    env = dict(os.environ, NAPKIN_DATA_DIR=os.path.join(root, "data"))
+    info = json.loads(run(cli, "info", ex, "--json", env=env).stdout)
+    plan = json.loads(run(cli, "plan", ex, "--arch", "h200", "--json", env=env).stdout)
+    w = sol.kernel_work(json.load(open(ex)), info, plan)
+    att = [k for k in plan["kernels"] if k["kind"] == "attention"][0]
+    flops = sum(o["flops"]["tensor"] for o in info["operations"] if o["id"] in att["operations"])
+    share = att["tiles_computed"] / att["tiles_total"] if att.get("tiles_total") else 1.0
+    qkv = sum(t["bytes"] for t in info["tensors"])
+    report(abs(sum(w[att["name"]]["tensor_flops"].values()) - flops * share) < 1 and
+           (causal is None or share == causal) and w[att["name"]]["bytes"] == qkv,
+           "sol: the work of %s's attention kernel (products of the computed tiles, Q K V O once)" % name,
+           (w, flops, share, qkv))
+
 shutil.rmtree(tmp, ignore_errors=True)
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
