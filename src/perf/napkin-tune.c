@@ -152,10 +152,20 @@ candidate_new (NapkinDiagram  *copy,
       g_string_append_printf (tiles, "%s%s.%s%s%" G_GINT64_FORMAT, k ? " " : "", region->name, knobs[k].axis,
                               knobs[k].kind == NAPKIN_MARK_STREAM ? "~" : "=", v);
       g_strv_builder_add (specs, spec);
-      if (!(region->level == NAPKIN_LEVEL_REGISTERS && wgmma[knobs[k].kernel]))
+      /* stages are keyed by what the plan runs (below): those asked beyond what fits are
+       * clamped, and every count past it is the same kernel */
+      if (!(region->level == NAPKIN_LEVEL_REGISTERS && wgmma[knobs[k].kernel]) && !knobs[k].stages)
         g_string_append_printf (key, "%u,", knobs[k].choice);
       else
         g_string_append (key, "-,");
+    }
+  /* the kernels as launched: shared memory grows with every stage the plan keeps */
+  for (guint i = 0; a->plan != NULL && i < a->plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *pk = g_ptr_array_index (a->plan->kernels, i);
+
+      g_string_append_printf (key, "|%d:%d:%" G_GINT64_FORMAT ":%u:%" G_GINT64_FORMAT, (int) pk->kind, (int) pk->path,
+                              pk->grid, pk->threads, pk->smem_bytes);
     }
   c->tiles = g_strdup (tiles->str);
   c->kernel_key = g_strdup (key->str);

@@ -24,7 +24,8 @@ typedef struct
                                         * candidate without any (docs/model.md §9) */
   /*< private >*/
   guint          *choices;             /* the search's index per knob */
-  char           *kernel_key;          /* the choices that reach the generated kernels: one
+  char           *kernel_key;          /* the choices that reach the generated kernels, and the
+                                        * kernels as launched (stages the plan clamps): one
                                         * candidate per key is kept (docs/model.md §9) */
 } NapkinTuneCandidate;
 

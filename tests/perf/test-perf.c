@@ -938,7 +938,8 @@ block_specs (const NapkinTuneCandidate *c)
 
 /* On the wgmma skeleton the warp tiles do not reach the kernel: tune lists one
  * candidate per block tiling and stage count there, so --measure never times one
- * kernel twice; on mma.sync (L40S) the warp tiles are the kernel's and stay. */
+ * kernel twice; on mma.sync (L40S) the warp tiles are the kernel's and stay. Stage
+ * counts the plan clamps to the same kernel are listed once. */
 static void
 test_tune_distinct_kernels (void)
 {
@@ -981,6 +982,28 @@ test_tune_distinct_kernels (void)
           g_assert_cmpuint (repeated, >, 10);   /* mma.sync: warp-tile variants kept */
         }
     }
+
+  /* stages asked beyond what fits are clamped by the plan: one candidate per kernel as
+   * launched (d 256 attention on an H200 listed k~128 with stages 2…6, one kernel) */
+  {
+    g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "attention-causal-d256.napkin", NULL);
+    g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, NULL);
+    NapkinTuneOptions options = { 20, 0, FALSE, NAPKIN_DTYPE_FP16 };
+    g_autoptr(NapkinTuneResult) r = napkin_tune (d, napkin_test_arch ("h200"), &options, NULL);
+
+    g_assert_nonnull (r);
+    for (guint i = 0; i < r->best->len; i++)
+      for (guint j = i + 1; j < r->best->len; j++)
+        {
+          const NapkinTuneCandidate *a = g_ptr_array_index (r->best, i), *b = g_ptr_array_index (r->best, j);
+          g_auto(GStrv) sa = g_strsplit (a->tiles, " block.stages=", 2);
+          g_auto(GStrv) sb = g_strsplit (b->tiles, " block.stages=", 2);
+
+          /* the same tiles but for the stages: then a different kernel */
+          if (g_strcmp0 (sa[0], sb[0]) == 0)
+            g_assert_cmpint (a->footprint_bytes, !=, b->footprint_bytes);
+        }
+  }
 }
 
 /* The stage pipeline (docs/model.md §6c): at 8192³ with 256 × 128 blocks a chunk's
