@@ -177,12 +177,14 @@ napkin_app_test_screenshot_done (GObject      *object,
   *done = TRUE;
 }
 
-/* Saves a PNG of the window at `path` (napkin_window_screenshot_async), waiting up to 10 s. */
+/* Saves a PNG of the window at `path` (napkin_window_screenshot_async), waiting up to 30 s
+ * (the sanitizer build on two cores, while the window's analysis and code view are built
+ * beside it, took more than 10 s for the backward diagram's window). */
 static inline void
 napkin_app_test_screenshot (NapkinWindow *window,
                             const char   *path)
 {
-  gint64 end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
   gboolean done = FALSE;
 
   napkin_window_screenshot_async (window, path, napkin_app_test_screenshot_done, &done);
