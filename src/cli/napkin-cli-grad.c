@@ -132,8 +132,9 @@ napkin_cli_grad (int    argc,
   if (backward == NULL)
     {
       if (g_error_matches (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_UNKNOWN_INPUT))
-        return napkin_cli_usage_error ("grad", "%s: %s", strstr (error->message, "recompute") ? "--recompute" : "--wrt",
-                                       error->message);
+        return napkin_cli_usage_error ("grad", "--wrt: %s", error->message);
+      if (g_error_matches (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_NOT_RECOMPUTABLE))
+        return napkin_cli_usage_error ("grad", "--recompute: %s", error->message);
       fprintf (stderr, "napkin-cli grad: %s: %s\n", argv[1], error->message);
       return NAPKIN_CLI_FAILED;
     }

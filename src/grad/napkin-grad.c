@@ -1075,7 +1075,7 @@ choose_recompute (Grad               *G,
 
       if (v < 0 || !recomputable (napkin_diagram_node (G->fwd, v)))
         {
-          g_set_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_UNKNOWN_INPUT,
+          g_set_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_NOT_RECOMPUTABLE,
                        _("“%s” is not an operation whose value the backward can recompute (a product, map, mask, "
                          "softmax or rearrangement)"), names[i]);
           return FALSE;

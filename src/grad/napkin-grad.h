@@ -19,6 +19,7 @@ typedef enum
   NAPKIN_GRAD_ERROR_INVALID,            /* the forward diagram does not validate */
   NAPKIN_GRAD_ERROR_NO_OUTPUTS,         /* nothing to differentiate */
   NAPKIN_GRAD_ERROR_UNKNOWN_INPUT,      /* a name asked for is not an input; names it */
+  NAPKIN_GRAD_ERROR_NOT_RECOMPUTABLE,   /* a name asked to recompute is not such an operation; names it */
   NAPKIN_GRAD_ERROR_NOT_DIFFERENTIABLE, /* an operation or input without a derivative; names it */
   NAPKIN_GRAD_ERROR_FAILED,             /* the result does not validate (a defect of this file) */
 } NapkinGradError;
@@ -41,7 +42,7 @@ NapkinDiagram *napkin_grad_diagram     (NapkinDiagram       *forward,
  * that attention's probabilities come from Q and K again, as FlashAttention's backward
  * does, and the forward's attention keeps no extra reader that would split its kernel
  * (docs/training.md, "Recompute or store"). A name that is not an operation, or names an
- * input or an output, is NAPKIN_GRAD_ERROR_UNKNOWN_INPUT. */
+ * input or an output, is NAPKIN_GRAD_ERROR_NOT_RECOMPUTABLE. */
 NapkinDiagram *napkin_grad_diagram_recompute (NapkinDiagram       *forward,
                                               const char * const  *wrt,
                                               const char * const  *recompute,

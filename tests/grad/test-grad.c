@@ -756,12 +756,12 @@ test_recompute_errors (void)
   g_assert_no_error (error);
   b = napkin_grad_diagram_recompute (d, NULL, not_op, NULL, &error);
   g_assert_null (b);
-  g_assert_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_UNKNOWN_INPUT);
+  g_assert_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_NOT_RECOMPUTABLE);
   g_assert_nonnull (strstr (error->message, "“q_in”"));
   g_clear_error (&error);
   b = napkin_grad_diagram_recompute (d, NULL, unknown, NULL, &error);
   g_assert_null (b);
-  g_assert_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_UNKNOWN_INPUT);
+  g_assert_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_NOT_RECOMPUTABLE);
   g_assert_nonnull (strstr (error->message, "“nowhere”"));
 }
 
