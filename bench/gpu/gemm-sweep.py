@@ -26,6 +26,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sol   # noqa: E402  (bench/gpu/sol.py: the speed of light)
 
 
+def best_baseline(c):
+    """The better of cuBLAS on the operands as stored and on padded ones (ms), or None."""
+    times = [x for x in (c.get("cublas_ms"), c.get("padded_ms")) if x]
+    return min(times) if times else None
+
+
 def speed_of_light(c, arch):
     """Napkin's and the baseline's fractions of the speed of light: 2·M·N·K at the dense
     tensor peak of the operands' type, or A, B (as stored) and C (bf16) once through
@@ -33,7 +39,7 @@ def speed_of_light(c, arch):
     eb = 1 if c["dtype"] != "bf16" else 2
     flops = 2.0 * c["m"] * c["n"] * c["k"]
     nbytes = (c["m"] * c["k"] + c["k"] * c["n"]) * eb + c["m"] * c["n"] * 2
-    base = min(x for x in (c.get("cublas_ms"), c.get("padded_ms")) if x) if (c.get("cublas_ms") or c.get("padded_ms")) else None
+    base = best_baseline(c)
     f = lambda ms: sol.fraction(arch, ms * 1e-3 if ms else None, {c["dtype"]: flops}, bytes=nbytes)
     (c["sol"], c["sol_bound"]), (c["base_sol"], _) = f(c.get("napkin_ms")), f(base)
 
@@ -196,7 +202,7 @@ def run(args):
             c["cublas_ms"], c["padded_ms"] = baselines(c)
         except Exception as e:
             c["baseline_error"] = str(e)[:300]
-        base = min(x for x in (c.get("cublas_ms"), c.get("padded_ms")) if x) if (c.get("cublas_ms") or c.get("padded_ms")) else None
+        base = best_baseline(c)
         c["ratio"] = base / c["napkin_ms"] if base and c.get("napkin_ms") else None
         c["meas_pred"] = c["napkin_ms"] / c["pred_ms"] if c.get("napkin_ms") and c.get("pred_ms") else None
         fmt = lambda v, f: (f % v) if isinstance(v, (int, float)) else "-"

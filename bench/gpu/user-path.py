@@ -46,7 +46,7 @@ def sol_work(case):
     nbytes = case.get("bytes") or 0
     if a:
         d = case["dims"]
-        eb = lambda t: 1 if t.startswith("fp8") else 4 if t == "fp32" else 2
+        eb = sc.DTYPE_BYTES.get
         nq, nk, hd = d["q"], d["k"], d["d"]
         lo, hi = 0, nk
         if a.get("mask") in ("causal", "window"):
