@@ -470,7 +470,7 @@ attention_variants (Derive *dv,
   int qs = napkin_diagram_input_source (d, qk, 0), ks = napkin_diagram_input_source (d, qk, 1);
   int vs = napkin_diagram_input_source (d, pv, 1);
   const NapkinTensorType *q, *k, *v, *o = napkin_diagram_node_type (d, pv), *s = napkin_diagram_node_type (d, qk);
-  int key = napkin_diagram_find_axis (d, napkin_diagram_node (d, sm)->axis), query = -1;
+  int key = napkin_diagram_find_axis (d, napkin_diagram_node (d, sm)->axis), query;
   gint64 group = 1;
 
   if (qs < 0 || ks < 0 || vs < 0 || key < 0)
@@ -478,18 +478,12 @@ attention_variants (Derive *dv,
   q = napkin_diagram_node_type (d, qs);
   k = napkin_diagram_node_type (d, ks);
   v = napkin_diagram_node_type (d, vs);
-  /* the query axis: the largest of those in Q and O that K lacks; the others (the
-   * query heads of a GQA group) whole, their rows stacked on the query tile */
-  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
-    if (napkin_tensor_type_has_axis (q, a) && napkin_tensor_type_has_axis (o, a) && !napkin_tensor_type_has_axis (k, a)
-        && (query < 0 || napkin_diagram_axis_size (d, a) > napkin_diagram_axis_size (d, query)))
-      query = (int) a;
+  /* the query axis as the plan reads it; the others (the query heads of a GQA group)
+   * whole, their rows stacked on the query tile, or a head a block where the plan's
+   * rule says so */
+  query = napkin_plan_attention_query (d, qk, sm, pv, &group);
   if (query < 0)
     return;
-  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
-    if ((int) a != query && napkin_tensor_type_has_axis (q, a) && napkin_tensor_type_has_axis (o, a)
-        && !napkin_tensor_type_has_axis (k, a))
-      group *= napkin_diagram_axis_size (d, a);
   /* 3 or 2 stages, keys by 128 first: keys by 128 in 3 is the Hopper kernel's best
    * measured (docs/perf-notes.md), and the model ties it with keys by 64 in 3 */
   for (gint64 rows = 128; rows >= 64; rows /= 2)
@@ -497,10 +491,12 @@ attention_variants (Derive *dv,
       {
         const gint64 keys = variant & 1 ? 128 : 64;
         const guint stages = variant & 2 ? 3 : 2;
+        const gboolean stack = napkin_plan_attention_stacks (group, napkin_diagram_axis_size (d, (guint) query),
+                                                             napkin_diagram_axis_size (d, (guint) key), rows);
         json_object *marks;
         json_object *r;
 
-        if (rows % group != 0)
+        if (stack && rows % group != 0)
           continue;
         r = region_new (dv, c, stages, &marks);
         for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
@@ -514,9 +510,11 @@ attention_variants (Derive *dv,
             if ((int) a == key)
               set_mark (marks, axis_name (d, a), "stream", MIN (keys, napkin_diagram_axis_size (d, a)));
             else if ((int) a == query)
-              set_mark (marks, axis_name (d, a), "parallel", rows / group);
+              set_mark (marks, axis_name (d, a), "parallel", stack ? rows / group : rows);
             else if (in_q && in_k && in_o && in_s)
               set_mark (marks, axis_name (d, a), "parallel", 1);    /* batch, kv heads */
+            else if (!stack && in_q && in_o && in_s)
+              set_mark (marks, axis_name (d, a), "parallel", 1);    /* a query head a block */
             else
               set_mark (marks, axis_name (d, a), NULL, 0);          /* d, the query heads of a group */
           }

@@ -422,6 +422,7 @@ attention_layout (NapkinPlanner       *p,
                   const NapkinTensor  *V,
                   const NapkinTensor  *O,
                   const char          *key,
+                  const char          *preferred,
                   AttnAxes            *ax)
 {
   guint qr = g_strv_length (Q->axes), kr = g_strv_length (K->axes), orank = g_strv_length (O->axes);
@@ -466,7 +467,12 @@ attention_layout (NapkinPlanner       *p,
   if (q_only->len < 2 || q_only->len > 3)
     return g_strdup_printf (_("Q must have one query axis and at most one group axis that K lacks, not %u"),
                             q_only->len - 1);
-  /* the query axis sits in Q where the key axis sits in K (the innermost such axis) */
+  /* the query axis sits in Q where the key axis sits in K; where two do (multi-query
+   * attention: K lacks both the heads and the queries), a mask's rows, else the
+   * innermost (a region drawn for decoding marks the group's heads and one query) */
+  if (preferred != NULL && g_strv_contains ((const char * const *) q_only->pdata, preferred)
+      && aligns (Q->axes, K->axes, (char **) q_only->pdata, preferred, key))
+    ax->query = preferred;
   for (int i = (int) q_only->len - 2; i >= 0 && ax->query == NULL; i--)
     if (aligns (Q->axes, K->axes, (char **) q_only->pdata, g_ptr_array_index (q_only, i), key))
       ax->query = g_ptr_array_index (q_only, i);
@@ -1581,7 +1587,8 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   a->bkv_parts = 1;
   a->q_scale = a->k_scale = a->v_scale = 1.0;
   a->window_left = a->window_right = -1;
-  reason = attention_layout (p, a, &tq, &tk, &tv, &to, napkin_diagram_node (p->d, c.sm)->axis, &ax);
+  reason = attention_layout (p, a, &tq, &tk, &tv, &to, napkin_diagram_node (p->d, c.sm)->axis,
+                             c.mask >= 0 ? napkin_diagram_node (p->d, c.mask)->rows : NULL, &ax);
   if (reason != NULL)
     {
       g_autofree char *layout = reason;

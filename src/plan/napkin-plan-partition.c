@@ -684,41 +684,37 @@ operand_type (NapkinPlanner *p,
   return src >= 0 ? napkin_diagram_node_type (p->d, (guint) src) : NULL;
 }
 
-/* The tiles the plan gives an attention chain: `rows` query rows a block (the query
- * heads of a GQA group stacked on them), keys streamed by `keys` in `stages` stages,
- * every other axis of K parallel in groups of 1, the head axes whole — the relabeling
- * of FlashAttention (docs/plan.md, "The pipeline"). NULL where the axes do not take
- * that form (the recogniser then says why). */
+/* The tiles the plan gives an attention chain: `rows` query rows a block (with `stack`,
+ * the query heads of a GQA group stacked on them; else a head a block), keys streamed
+ * by `keys` in `stages` stages, every other axis of K parallel in groups of 1, the head
+ * axes whole — the relabeling of FlashAttention (docs/plan.md, "The pipeline"). NULL
+ * where the axes do not take that form (the recogniser then says why). */
 static NapkinRegion *
 attention_region (NapkinPlanner *p,
                   const Chain   *c,
                   const char    *name,
                   gint64         rows,
                   gint64         keys,
-                  guint          stages)
+                  guint          stages,
+                  gboolean       stack)
 {
   NapkinDiagram *d = p->d;
   const NapkinTensorType *q = operand_type (p, c->qk, 0), *k = operand_type (p, c->qk, 1);
   const NapkinTensorType *o = napkin_diagram_node_type (d, c->pv), *s = napkin_diagram_node_type (d, c->qk);
   const NapkinTensorType *v = operand_type (p, c->pv, napkin_diagram_input_source (d, c->pv, 0) == (int) c->sm ? 1 : 0);
-  int key = napkin_diagram_find_axis (d, napkin_diagram_node (d, c->sm)->axis), query = -1;
+  int key = napkin_diagram_find_axis (d, napkin_diagram_node (d, c->sm)->axis), query;
   gint64 group = 1, nq, bq;
   NapkinRegion *region;
 
   if (q == NULL || k == NULL || v == NULL || o == NULL || s == NULL || key < 0)
     return NULL;
-  /* the query axis: the largest of Q's and O's that K lacks; the others are the query
-   * heads of a group (GQA), stacked on the query tile */
-  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
-    if (napkin_tensor_type_has_axis (q, a) && napkin_tensor_type_has_axis (o, a) && !napkin_tensor_type_has_axis (k, a)
-        && (query < 0 || napkin_diagram_axis_size (d, a) > napkin_diagram_axis_size (d, query)))
-      query = (int) a;
+  /* the query axis; the others Q and O have and K lacks are the query heads of a
+   * group (GQA), stacked on the query tile or a head a block */
+  query = napkin_plan_attention_query (d, c->qk, c->sm, c->pv, &group);
   if (query < 0)
     return NULL;
-  for (guint a = 0; a < napkin_diagram_n_axes (d); a++)
-    if ((int) a != query && napkin_tensor_type_has_axis (q, a) && napkin_tensor_type_has_axis (o, a)
-        && !napkin_tensor_type_has_axis (k, a))
-      group *= napkin_diagram_axis_size (d, a);
+  if (!stack)
+    group = 1;
   if (group > rows)
     return NULL;
   nq = napkin_diagram_axis_size (d, query);
@@ -743,6 +739,8 @@ attention_region (NapkinPlanner *p,
         napkin_region_set_mark (region, axis, NAPKIN_MARK_PARALLEL, bq);
       else if (in_q && in_k && in_o && in_s)
         napkin_region_set_mark (region, axis, NAPKIN_MARK_PARALLEL, 1);   /* batch, KV heads */
+      else if (!stack && in_q && in_o && in_s && (int) a != query)
+        napkin_region_set_mark (region, axis, NAPKIN_MARK_PARALLEL, 1);   /* a query head a block */
       /* else whole: the head axes, a group, a query axis within one tile */
     }
   return region;
@@ -820,23 +818,14 @@ chain_sizes (NapkinPlanner *p,
   if (q == NULL || k == NULL || v == NULL || s == NULL || o == NULL)
     return;
   for (guint i = 0; i < q->n_axes; i++)
-    {
-      gint64 size = napkin_diagram_axis_size (p->d, q->axes[i]);
+    if (!napkin_tensor_type_has_axis (s, q->axes[i]))
+      z->d = MAX (z->d, napkin_diagram_axis_size (p->d, q->axes[i]));   /* contracted: the head */
+  /* the queries, and the query heads of a group (GQA) */
+  {
+    int query = napkin_plan_attention_query (p->d, c->qk, c->sm, c->pv, &z->group);
 
-      if (!napkin_tensor_type_has_axis (s, q->axes[i]))
-        z->d = MAX (z->d, size);                       /* contracted: the head */
-      else if (!napkin_tensor_type_has_axis (k, q->axes[i]) && napkin_tensor_type_has_axis (o, q->axes[i]))
-        {
-          /* the queries, and the query heads of a group (GQA) */
-          if (size > z->nq)
-            {
-              z->group *= MAX (1, z->nq);
-              z->nq = size;
-            }
-          else
-            z->group *= size;
-        }
-    }
+    z->nq = query >= 0 ? napkin_diagram_axis_size (p->d, (guint) query) : 0;
+  }
   z->nk = napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, napkin_diagram_node (p->d, c->sm)->axis));
   z->fp8 = has_dtype ? napkin_dtype_bytes (p->options->dtype) == 1 : napkin_dtype_bytes (q->dtype) == 1;
   z->fp8_pv = has_dtype ? z->fp8 : napkin_dtype_bytes (v->dtype) == 1;
@@ -867,18 +856,26 @@ place_attention (NapkinPlanner *p,
     tiles[0].stages = 2;
 
   for (guint t = 0; t < G_N_ELEMENTS (tiles); t++)
-    {
-      NapkinRegion *region = attention_region (p, c, name, tiles[t].rows, tiles[t].keys, tiles[t].stages);
-      guint r = napkin_diagram_n_regions (p->d);
+    for (guint second = 0; second < 2; second++)
+      {
+        /* a group's heads stacked on the queries share each K and V chunk; else a head
+         * a block, as FlashAttention runs many query heads per K/V head */
+        gboolean stack_first = napkin_plan_attention_stacks (z.group, z.nq, z.nk, tiles[t].rows);
+        NapkinRegion *region;
+        guint r = napkin_diagram_n_regions (p->d);
 
-      if (region == NULL)
-        continue;
-      napkin_diagram_insert_item (p->d, NAPKIN_ITEM_REGION, r, region);
-      g_clear_pointer (why, g_free);
-      if (attention_takes (p, c, (int) r, why))
-        return TRUE;
-      napkin_item_free (NAPKIN_ITEM_REGION, napkin_diagram_steal_item (p->d, NAPKIN_ITEM_REGION, r));
-    }
+        if (second && z.group == 1)
+          break;
+        region = attention_region (p, c, name, tiles[t].rows, tiles[t].keys, tiles[t].stages,
+                                   second ? !stack_first : stack_first);
+        if (region == NULL)
+          continue;
+        napkin_diagram_insert_item (p->d, NAPKIN_ITEM_REGION, r, region);
+        g_clear_pointer (why, g_free);
+        if (attention_takes (p, c, (int) r, why))
+          return TRUE;
+        napkin_item_free (NAPKIN_ITEM_REGION, napkin_diagram_steal_item (p->d, NAPKIN_ITEM_REGION, r));
+      }
   if (*why == NULL)
     *why = g_strdup (_("no query tile holds a whole group of query heads"));
   return FALSE;

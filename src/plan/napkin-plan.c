@@ -250,6 +250,76 @@ napkin_plan_node_is_view (NapkinDiagram *diagram,
 }
 
 gboolean
+napkin_plan_attention_stacks (gint64 group,
+                              gint64 nq,
+                              gint64 nk,
+                              gint64 rows)
+{
+  /* 71 heads of one multi-query K stacked would leave one query a block */
+  return group * 16 <= rows || (nq <= 64 && nk >= 32 * nq);
+}
+
+int
+napkin_plan_attention_query (NapkinDiagram *diagram,
+                             guint          qk,
+                             guint          sm,
+                             guint          pv,
+                             gint64        *group)
+{
+  int qs, ks, query = -1, at = (int) qk;
+  const NapkinTensorType *q, *k, *o;
+  gint64 g = 1;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), -1);
+  if (group != NULL)
+    *group = 1;
+  qs = napkin_diagram_input_source (diagram, qk, 0);
+  ks = napkin_diagram_input_source (diagram, qk, 1);
+  if (qs < 0 || ks < 0)
+    return -1;
+  q = napkin_diagram_node_type (diagram, (guint) qs);
+  k = napkin_diagram_node_type (diagram, (guint) ks);
+  o = napkin_diagram_node_type (diagram, pv);
+  if (q == NULL || k == NULL || o == NULL)
+    return -1;
+  /* a mask keeps keys per query: its rows are the queries (multi-query attention: K
+   * lacks the heads as well, and 71 heads would otherwise pass for the queries of a
+   * short sequence) */
+  for (guint steps = 0; at >= 0 && at != (int) sm && steps < 32; steps++)
+    {
+      const NapkinNode *node = napkin_diagram_node (diagram, (guint) at);
+      guint n_consumers;
+      const guint *consumers;
+
+      if (node->kind == NAPKIN_OP_MASK && node->mask != NAPKIN_MASK_TENSOR && node->rows != NULL)
+        {
+          int rows = napkin_diagram_find_axis (diagram, node->rows);
+
+          if (rows >= 0 && napkin_tensor_type_has_axis (q, (guint) rows) && napkin_tensor_type_has_axis (o, (guint) rows)
+              && !napkin_tensor_type_has_axis (k, (guint) rows))
+            query = rows;
+          break;
+        }
+      consumers = napkin_diagram_consumers (diagram, (guint) at, &n_consumers);
+      at = n_consumers == 1 ? (int) consumers[0] : -1;
+    }
+  if (query < 0)
+    for (guint a = 0; a < napkin_diagram_n_axes (diagram); a++)
+      if (napkin_tensor_type_has_axis (q, a) && napkin_tensor_type_has_axis (o, a) && !napkin_tensor_type_has_axis (k, a)
+          && (query < 0 || napkin_diagram_axis_size (diagram, a) > napkin_diagram_axis_size (diagram, (guint) query)))
+        query = (int) a;
+  if (query < 0)
+    return -1;
+  for (guint a = 0; a < napkin_diagram_n_axes (diagram); a++)
+    if ((int) a != query && napkin_tensor_type_has_axis (q, a) && napkin_tensor_type_has_axis (o, a)
+        && !napkin_tensor_type_has_axis (k, a))
+      g *= napkin_diagram_axis_size (diagram, a);
+  if (group != NULL)
+    *group = g;
+  return query;
+}
+
+gboolean
 _napkin_plan_member (NapkinPlanner          *p,
                      const NapkinPlanKernel *kernel,
                      int                     node)

@@ -390,6 +390,23 @@ gboolean          napkin_plan_rows_printable   (const NapkinPlanRows    *rows,
  * kernel of its own, named after it (the lowering's copy, docs/plan.md). */
 gboolean          napkin_plan_node_is_input_copy (NapkinDiagram         *diagram,
                                                   guint                  node);
+/* The query axis of the attention Q·Kᵀ (`qk`) → … → softmax (`sm`) → ·V (`pv`): the rows
+ * of a causal or window mask between Q·Kᵀ and the softmax where there is one, else the
+ * largest of the axes Q and O have and K lacks; `group` gets the product of the others
+ * (the query heads of a GQA or multi-query group). −1 where Q, K or O is untyped or
+ * has no such axis (docs/plan.md, "Attention kernels"). */
+int               napkin_plan_attention_query  (NapkinDiagram           *diagram,
+                                                guint                    qk,
+                                                guint                    sm,
+                                                guint                    pv,
+                                                gint64                  *group);
+/* Whether an attention block of `rows` query rows stacks a group of `group` query heads
+ * on its `nq` queries (sharing each chunk of `nk` keys), or takes a head a block: it
+ * stacks where it keeps 16 queries of each head or more, or decodes (a few queries). */
+gboolean          napkin_plan_attention_stacks (gint64                   group,
+                                                gint64                   nq,
+                                                gint64                   nk,
+                                                gint64                   rows);
 /* Whether `node` is a view: a rename by position the kernel reading it reads through,
  * moving no byte (docs/plan.md, "Views"). */
 gboolean          napkin_plan_node_is_view     (NapkinDiagram           *diagram,

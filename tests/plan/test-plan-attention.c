@@ -1015,6 +1015,64 @@ test_score_mixes (void)
   g_assert_nonnull (strstr (k->reason, "must have the key axis k last"));
 }
 
+/* Multi-query attention as an import of Falcon's layer draws it: Q[b, s, h, d] against
+ * one K and V [b, k, d], a causal mask of k per s, no region. Both s and h are axes Q has
+ * and K lacks, and either aligns with K's key axis: the mask names s the queries, and 71
+ * heads (more than 16 a block's 128 rows could stack with 16 queries each) run a head a
+ * block, 128 queries of it — not 71 heads of one query each. */
+static void
+test_multi_query (void)
+{
+  static const char json[] =
+    "{\"format\": \"napkin\", \"version\": 1, \"title\": \"mqa\", \"axes\": ["
+    "{\"name\": \"b\", \"size\": 4}, {\"name\": \"s\", \"size\": 2048}, {\"name\": \"h\", \"size\": 71},"
+    "{\"name\": \"k\", \"size\": 2048}, {\"name\": \"d\", \"size\": 64}], \"tensors\": ["
+    "{\"name\": \"Q\", \"axes\": [\"b\", \"s\", \"h\", \"d\"], \"dtype\": \"bf16\"},"
+    "{\"name\": \"K\", \"axes\": [\"b\", \"k\", \"d\"], \"dtype\": \"bf16\"},"
+    "{\"name\": \"V\", \"axes\": [\"b\", \"k\", \"d\"], \"dtype\": \"bf16\"},"
+    "{\"name\": \"O\", \"axes\": [\"b\", \"s\", \"h\", \"d\"], \"dtype\": \"bf16\"}], \"nodes\": ["
+    "{\"id\": \"q\", \"kind\": \"input\", \"tensor\": \"Q\", \"x\": 0, \"y\": 0},"
+    "{\"id\": \"kk\", \"kind\": \"input\", \"tensor\": \"K\", \"x\": 0, \"y\": 100},"
+    "{\"id\": \"v\", \"kind\": \"input\", \"tensor\": \"V\", \"x\": 0, \"y\": 200},"
+    "{\"id\": \"scores\", \"kind\": \"contract\", \"out\": [\"b\", \"h\", \"s\", \"k\"], \"x\": 100, \"y\": 0},"
+    "{\"id\": \"scale\", \"kind\": \"map\", \"fn\": \"scale\", \"alpha\": \"1/sqrt(d)\", \"x\": 200, \"y\": 0},"
+    "{\"id\": \"causal\", \"kind\": \"mask\", \"mask\": \"causal\", \"axis\": \"k\", \"rows\": \"s\", \"x\": 300, \"y\": 0},"
+    "{\"id\": \"probs\", \"kind\": \"softmax\", \"axis\": \"k\", \"x\": 400, \"y\": 0},"
+    "{\"id\": \"pv\", \"kind\": \"contract\", \"out\": [\"b\", \"s\", \"h\", \"d\"], \"x\": 500, \"y\": 0},"
+    "{\"id\": \"o\", \"kind\": \"output\", \"tensor\": \"O\", \"x\": 600, \"y\": 0}], \"wires\": ["
+    "{\"from\": \"q\", \"to\": \"scores\", \"port\": 0}, {\"from\": \"kk\", \"to\": \"scores\", \"port\": 1},"
+    "{\"from\": \"scores\", \"to\": \"scale\"}, {\"from\": \"scale\", \"to\": \"causal\"},"
+    "{\"from\": \"causal\", \"to\": \"probs\"}, {\"from\": \"probs\", \"to\": \"pv\", \"port\": 0},"
+    "{\"from\": \"v\", \"to\": \"pv\", \"port\": 1}, {\"from\": \"pv\", \"to\": \"o\"}], \"regions\": []}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinPlan) plan = NULL;
+  const NapkinPlanKernel *k = NULL;
+  gint64 group = 0;
+
+  g_assert_no_error (error);
+  g_assert_cmpint (napkin_plan_attention_query (d, (guint) napkin_diagram_find_node (d, "scores"),
+                                                (guint) napkin_diagram_find_node (d, "probs"),
+                                                (guint) napkin_diagram_find_node (d, "pv"), &group),
+                   ==, napkin_diagram_find_axis (d, "s"));
+  g_assert_cmpint (group, ==, 71);
+  g_assert_false (napkin_plan_attention_stacks (71, 2048, 2048, 128));
+  g_assert_true (napkin_plan_attention_stacks (8, 2048, 2048, 128));
+  g_assert_true (napkin_plan_attention_stacks (71, 1, 2048, 128));      /* decoding */
+  plan = napkin_test_plan (d, "h100");
+  for (guint i = 0; i < plan->kernels->len; i++)
+    if (((NapkinPlanKernel *) g_ptr_array_index (plan->kernels, i))->kind == NAPKIN_PLAN_ATTENTION)
+      k = g_ptr_array_index (plan->kernels, i);
+  g_assert_nonnull (k);
+  g_test_message ("%s", k->note);
+  g_assert_cmpint (k->u.att.NQ, ==, 2048);
+  g_assert_cmpint (k->u.att.group, ==, 71);
+  g_assert_cmpint (k->u.att.group_tile, ==, 1);
+  g_assert_cmpint (k->u.att.BQ, ==, 128);
+  g_assert_cmpint (k->u.att.mask, ==, NAPKIN_ATTN_MASK_CAUSAL);
+  g_assert_cmpint (k->grid, >=, 4 * 71 * 16);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -1034,5 +1092,6 @@ main (int    argc,
   g_test_add_func ("/plan/attention/scores", test_scores);
   g_test_add_func ("/plan/attention/score-mixes", test_score_mixes);
   g_test_add_func ("/plan/attention/score-l2", test_score_l2);
+  g_test_add_func ("/plan/attention/multi-query", test_multi_query);
   return g_test_run ();
 }

@@ -2,7 +2,8 @@
 # The printed attention kernels' index arithmetic against a float64 attention, on the CPU
 # (bench/gpu/attn-prims/emulate.py): small problems of both paths (h100: attn-sm90, a100:
 # attn-sm80) with score operands — T5's bias, padding masks of 0 / −∞ (one sequence wholly
-# padded), keep flags at random, as padding and as a lower triangle, GQA, decoding with a
+# padded), keep flags at random, as padding and as a lower triangle, GQA, multi-query
+# with a head a block under a causal mask, decoding with a
 # split (and under a window: the splits divide the chunks it leaves), cross-attention
 # to 77 keys walked by persistent blocks (h100; with a window, eight heads a block under a
 # window that leaves most tiles empty, and fp8 P·V), an fp8 O, an fp32 bias — and a plain one. Skips without numpy (NAPKIN_PYTHON names a
@@ -26,6 +27,7 @@ name=tril b=2 h=4 nq=256 nkv=256 d=128 t=fp16 bq=128 bkv=128 st=2 keep=q,k kfill
 name=keep-bqk b=2 h=2 nq=192 nkv=256 d=64 t=bf16 bq=64 bkv=64 st=2 keep=b,q,k
 name=bias-keep b=3 h=2 nq=128 nkv=300 d=64 t=bf16 bq=128 bkv=64 st=2 bias=h,q,k first=1 alpha=1 keep=b,k kfill=pad
 name=gqa b=2 h=8 hk=2 nq=130 nkv=200 d=64 t=bf16 bq=64 bkv=64 st=2 bias=b,h,g,q,k keep=b,k kfill=pad
+name=mqa-causal b=2 h=6 hk=1 nq=200 nkv=200 d=64 t=bf16 bq=64 bkv=64 st=2 gt=1 mask=causal
 name=decode b=3 h=8 hk=2 nq=1 nkv=2048 d=64 t=bf16 bq=0 bkv=64 st=2 gt=4 keep=b,k kfill=pad
 name=decode-window b=2 h=8 hk=2 nq=1 nkv=3000 d=64 t=bf16 bq=0 bkv=64 st=2 gt=4 mask=window off=2999 left=700 right=0
 name=cross-persist b=2 h=16 nq=1100 nkv=77 d=32 t=fp16 bq=128 bkv=64 st=2
