@@ -108,6 +108,14 @@ map_head (const NapkinPrintCtx *ctx,
   return TRUE;
 }
 
+/* The operand's row index: rr, or rr / row_div where it varies only by the outer row
+ * axes (a modulation [b, e] of rows [b, s]). */
+static char *
+operand_row (const NapkinPlanMap *m)
+{
+  return m->row_div > 1 ? g_strdup_printf ("(rr / %" G_GINT64_FORMAT "L)", m->row_div) : g_strdup ("rr");
+}
+
 /* The code of one map on `w` elements v[0 … w) starting at column `c` of row rr
  * (vector: w = VEC), reading its operand NAME when it has one. */
 static void
@@ -118,11 +126,13 @@ rows_map_code (const NapkinPrintCtx *ctx,
                const char           *flag,
                GString              *code)
 {
+  g_autofree char *rr = operand_row (m);
+
   if (map_head (ctx, m, vector, "        ", code))
     return;
   if (!vector)
     {
-      g_autofree char *at = offset_expr (name, "rr", m->stride[1], "c", m->stride[2]);
+      g_autofree char *at = offset_expr (name, rr, m->stride[1], "c", m->stride[2]);
       g_autofree char *ld = g_strdup_printf ("napkin_ld (%s)", at);
       g_autofree char *e = _napkin_cuda_map_expr (m, "v", ld);
 
@@ -131,7 +141,7 @@ rows_map_code (const NapkinPrintCtx *ctx,
     }
   if (m->stride[2] == 0)
     {
-      g_autofree char *at = offset_expr (name, "rr", m->stride[1], NULL, 0);
+      g_autofree char *at = offset_expr (name, rr, m->stride[1], NULL, 0);
       g_autofree char *e = _napkin_cuda_map_expr (m, "v[k_]", "o_");
 
       g_string_append_printf (code, "        {\n          const float o_ = napkin_ld (%s);\n\n"
@@ -140,7 +150,7 @@ rows_map_code (const NapkinPrintCtx *ctx,
     }
   else if (m->stride[2] == 1)
     {
-      g_autofree char *at = offset_expr (name, "rr", m->stride[1], "c", 1);
+      g_autofree char *at = offset_expr (name, rr, m->stride[1], "c", 1);
       g_autofree char *e = _napkin_cuda_map_expr (m, "v[k_]", "o_[k_]");
 
       g_string_append_printf (code, "        {\n          float o_[VEC];\n\n"
@@ -152,7 +162,7 @@ rows_map_code (const NapkinPrintCtx *ctx,
     }
   else
     {
-      g_autofree char *at = offset_expr (name, "rr", m->stride[1], "c + k_", m->stride[2]);
+      g_autofree char *at = offset_expr (name, rr, m->stride[1], "c + k_", m->stride[2]);
       g_autofree char *ld = g_strdup_printf ("napkin_ld (%s)", at);
       g_autofree char *e = _napkin_cuda_map_expr (m, "v[k_]", ld);
 
@@ -214,7 +224,8 @@ rows_maps (const NapkinPrintCtx *ctx,
             return FALSE;
           if (m->stride[2] == 1)
             {
-              g_autofree char *at = offset_expr (name, "rr", m->stride[1], "h", 1);
+              g_autofree char *rr = operand_row (m);
+              g_autofree char *at = offset_expr (name, rr, m->stride[1], "h", 1);
 
               row_flag (flags, flag, known_aligned (x_aligned, m->stride[1], vec, napkin_dtype_bytes (m->other.dtype)),
                         at, vec, napkin_dtype_bytes (m->other.dtype));

@@ -642,6 +642,41 @@ emit_mask (G     *g,
   return gi_emit_node (g, v, causal_node (rows, axis, v->mask.offset), v->name, in, NULL);
 }
 
+/* A binary map broadcasts to its first operand's axes then the second's others; where
+ * the first lacks some that the second has with all the result's (gate[b, 1, e] ·
+ * x[b, s, e]), PyTorch stores the result in the second's order, [b, s, e], not
+ * [b, e, s]: the map names that order, so that what reads the value row by row reads
+ * its rows. */
+static const char *
+keep_torch_order (G          *g,
+                  const char *id,
+                  const char *in0,
+                  const char *in1)
+{
+  int index = napkin_import_find (g->b, NAPKIN_ITEM_NODE, id);
+  int first = in0 != NULL ? napkin_import_find (g->b, NAPKIN_ITEM_NODE, in0) : -1;
+  int second = in1 != NULL ? napkin_import_find (g->b, NAPKIN_ITEM_NODE, in1) : -1;
+  const NapkinTensorType *type = index >= 0 ? napkin_import_node_type (g->b, index) : NULL;
+  const NapkinTensorType *x = first >= 0 ? napkin_import_node_type (g->b, first) : NULL;
+  const NapkinTensorType *y = second >= 0 ? napkin_import_node_type (g->b, second) : NULL;
+  NapkinNode *copy;
+
+  if (type == NULL || x == NULL || y == NULL || !type->valid || !x->valid || !y->valid
+      || x->n_axes >= type->n_axes || y->n_axes != type->n_axes)
+    return id;
+  for (guint i = 0; i < type->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (y, type->axes[i]))
+      return id;
+  if (memcmp (type->axes, y->axes, sizeof (type->axes[0]) * type->n_axes) == 0)
+    return id;
+  copy = napkin_item_copy (NAPKIN_ITEM_NODE, napkin_diagram_node (g->d, (guint) index));
+  copy->out = g_new0 (char *, y->n_axes + 1);
+  for (guint i = 0; i < y->n_axes; i++)
+    copy->out[i] = g_strdup (napkin_diagram_axis (g->d, y->axes[i])->name);
+  napkin_import_replace_node (g->b, (guint) index, copy);
+  return napkin_diagram_node (g->d, (guint) index)->id;
+}
+
 /* A node for v computed on its operands under the cuts (a part of a fused projection
  * computes only its part). */
 static const char *
@@ -781,7 +816,10 @@ emit_value (G      *g,
         if (in1 == NULL)
           return NULL;
         n = gi_map_node (v->fn, v->fn <= NAPKIN_FN_DIV ? signs[v->fn] : napkin_fn_info (v->fn)->name);
-        return gi_emit_node (g, v, n, stem, cast_to (g, v, in0), cast_to (g, v, in1));
+        in0 = cast_to (g, v, in0);
+        in1 = cast_to (g, v, in1);
+        id = gi_emit_node (g, v, n, stem, in0, in1);
+        return keep_torch_order (g, id, in0, in1);
       }
     case EMIT_SCALE:
       n = gi_map_node (NAPKIN_FN_SCALE, "scale");

@@ -260,11 +260,24 @@ rows_operand (const RowSpace *rs,
                               node_id (p, m->node));
       return FALSE;
     }
+  m->row_div = 1;
   if (rs->n_outer == rs->n_rows && !row_stride (p, &l, rs->rows, rs->n_rows, &s))
     {
-      *why = g_strdup_printf (_("operand %s of %s is not laid out row by row like the input (its row axes are in "
-                              "another order)"), node_id (p, src), node_id (p, m->node));
-      return FALSE;
+      /* an operand that does not vary along the inner row axes (DiT's shift and scale
+       * [b, e] of rows [b, s]) is read at row / (their sizes' product) */
+      guint outer = rs->n_rows;
+      gint64 div = 1;
+
+      while (outer > 0 && (_napkin_plan_layout_stride (p->d, &l, rs->rows[outer - 1]) == 0
+                           || axis_size (p, rs->rows[outer - 1]) == 1))
+        div *= axis_size (p, rs->rows[--outer]);
+      if (div <= 1 || !row_stride (p, &l, rs->rows, outer, &s))
+        {
+          *why = g_strdup_printf (_("operand %s of %s is not laid out row by row like the input (its row axes are "
+                                  "in another order)"), node_id (p, src), node_id (p, m->node));
+          return FALSE;
+        }
+      m->row_div = div;
     }
   m->has_other = TRUE;
   m->other_first = port == 0;

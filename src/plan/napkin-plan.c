@@ -391,6 +391,19 @@ _napkin_plan_find_parents (NapkinPlanner *p)
     }
 }
 
+/* Whether two values have the same axes, in any order. */
+static gboolean
+same_axes (const NapkinTensorType *a,
+           const NapkinTensorType *b)
+{
+  if (a == NULL || b == NULL || a->n_axes != b->n_axes)
+    return FALSE;
+  for (guint i = 0; i < a->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (b, a->axes[i]))
+      return FALSE;
+  return TRUE;
+}
+
 /* Outside regions, maps that only finish an operation's value go into its kernel (an
  * epilogue): the next operation is a map, the value's only consumer and outside every
  * region, and its other operand is computed already — a GELU after a product, γ and β
@@ -421,6 +434,10 @@ absorb_maps (NapkinPlanner    *p,
       next = consumers[0];
       nn = napkin_diagram_node (p->d, next);
       if (nn->kind != NAPKIN_OP_MAP || p->top[next] >= 0 || done[next])
+        return;
+      /* a map whose other operand adds axes (DiT's (1 + scale[b, e]) · x[b, s, e]) makes
+       * a larger value than the kernel computes: its own kernel */
+      if (!same_axes (napkin_diagram_node_type (p->d, last), napkin_diagram_node_type (p->d, next)))
         return;
       for (guint q = 0; q < napkin_op_n_inputs (nn); q++)
         {

@@ -62,6 +62,8 @@ typedef struct
   gboolean         other_first;
   NapkinPlanBuffer other;
   gint64           stride[3];
+  gint64           row_div;       /* rows: the operand's row is the row / row_div (a
+                                     modulation [b, e] of rows [b, s]); 0 or 1: the row */
 } NapkinPlanMap;
 
 /* C[b, m, n] (=) epilogue (Σ_k A[b, m, k] · B[b, k, n]), fp32 accumulation.

@@ -340,6 +340,60 @@ test_input_copy (void)
   g_assert_cmpfloat (worst, <=, dtype_tolerance ("fp16"));
 }
 
+/* DiT's modulation after a LayerNorm: x[b, s, e] normalised over e, times (1 + scale)
+ * and plus shift, each [b, e] — operands that vary by sequence, not by row, read at
+ * row / s in the norm's epilogue (docs/plan.md, "Rows over any axis"): one kernel. */
+static void
+test_modulation (void)
+{
+  static const char json[] =
+    "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"b\",\"size\":3},{\"name\":\"s\",\"size\":7},"
+    "{\"name\":\"e\",\"size\":96}],"
+    "\"tensors\":[{\"name\":\"X\",\"axes\":[\"b\",\"s\",\"e\"],\"dtype\":\"bf16\"},"
+    "{\"name\":\"SC\",\"axes\":[\"b\",\"e\"],\"dtype\":\"bf16\"},{\"name\":\"SH\",\"axes\":[\"b\",\"e\"],\"dtype\":\"bf16\"},"
+    "{\"name\":\"Y\",\"axes\":[\"b\",\"s\",\"e\"],\"dtype\":\"bf16\"}],"
+    "\"nodes\":[{\"id\":\"x\",\"kind\":\"input\",\"tensor\":\"X\"},{\"id\":\"sc\",\"kind\":\"input\",\"tensor\":\"SC\"},"
+    "{\"id\":\"sh\",\"kind\":\"input\",\"tensor\":\"SH\"},"
+    "{\"id\":\"norm\",\"kind\":\"normalize\",\"norm\":\"layernorm\",\"eps\":1e-6,\"axis\":\"e\"},"
+    "{\"id\":\"mod\",\"kind\":\"map\",\"fn\":\"mul\"},{\"id\":\"shift\",\"kind\":\"map\",\"fn\":\"add\"},"
+    "{\"id\":\"y\",\"kind\":\"output\",\"tensor\":\"Y\"}],"
+    "\"wires\":[{\"from\":\"x\",\"to\":\"norm\",\"port\":0},{\"from\":\"norm\",\"to\":\"mod\",\"port\":0},"
+    "{\"from\":\"sc\",\"to\":\"mod\",\"port\":1},{\"from\":\"mod\",\"to\":\"shift\",\"port\":0},"
+    "{\"from\":\"sh\",\"to\":\"shift\",\"port\":1},{\"from\":\"shift\",\"to\":\"y\",\"port\":0}]}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(NapkinCudaModule) module = NULL;
+  const NapkinPlanKernel *k;
+  double worst;
+
+  g_assert_no_error (error);
+  module = napkin_test_plan_cuda (d, napkin_test_arch ("h100"), "emu_k", &plan, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (plan->kernels->len, ==, 1);
+  k = g_ptr_array_index (plan->kernels, 0);
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ROWS);
+  g_assert_cmpuint (k->u.rows.epilogue->len, ==, 2);
+  for (guint i = 0; i < 2; i++)
+    {
+      const NapkinPlanMap *m = &g_array_index (k->u.rows.epilogue, NapkinPlanMap, i);
+
+      g_assert_true (m->has_other);
+      g_assert_cmpint (m->row_div, ==, 7);
+      g_assert_cmpint (m->stride[1], ==, 96);
+      g_assert_cmpint (m->stride[2], ==, 1);
+    }
+  g_assert_nonnull (strstr (module->source, "(rr / 7L)"));
+  if (gxx == NULL)
+    {
+      g_test_skip ("no g++ to build the emulation");
+      return;
+    }
+  worst = emulate_module (module, d, "modulation");
+  g_test_message ("modulation: max |y − ref| / max |ref| = %.3g", worst);
+  g_assert_cmpfloat (worst, <=, dtype_tolerance ("bf16"));
+}
+
 int
 main (int    argc,
       char **argv)
@@ -349,5 +403,6 @@ main (int    argc,
   g_test_add_func ("/plan/rows/emulate-strided", test_strided);
   g_test_add_func ("/plan/rows/emulate-contiguous", test_contiguous);
   g_test_add_func ("/plan/elementwise/emulate-input-copy", test_input_copy);
+  g_test_add_func ("/plan/rows/emulate-modulation", test_modulation);
   return g_test_run ();
 }
