@@ -533,7 +533,9 @@ base_of (const char *target,
   *out = dot ? g_strndup (t, dot - t) : g_strdup (t);
   /* an in-place operation is its functional form (export has already made the data flow explicit) */
   {
-    static const char *const in_place[] = { "add_", "sub_", "mul_", "div_", "masked_fill_" };
+    static const char *const in_place[] = { "add_", "sub_", "mul_", "div_", "masked_fill_", "detach_", "relu_",
+                                            "silu_", "sigmoid_", "tanh_", "exp_", "neg_", "sqrt_", "rsqrt_",
+                                            "pow_", "gelu_", "clamp_", "clamp_min_" };
 
     if (gi_in_list (*out, in_place, G_N_ELEMENTS (in_place)))
       (*out)[strlen (*out) - 1] = 0;
