@@ -62,7 +62,16 @@ def argument(env, tensor):
     src = tensor.get("source") or {}
     value = env[src["node"]]
     for s in src.get("slices", []):
-        value = value.narrow(s["dim"], s["start"], s["end"] - s["start"])
+        if "view" in s:
+            # the dimension viewed as its parts (a fused projection [h, 3, d] indexed in
+            # the middle), a box of that, flattened back
+            dim, view = s["dim"], s["view"]
+            value = value.unflatten(dim, view)
+            for a, (lo, hi) in enumerate(zip(s["lo"], s["hi"])):
+                value = value.narrow(dim + a, lo, hi - lo)
+            value = value.flatten(dim, dim + len(view) - 1)
+        else:
+            value = value.narrow(s["dim"], s["start"], s["end"] - s["start"])
     if value.dtype == __import__("torch").bool:
         value = value.to(__import__("torch").int8)
     return value.contiguous()

@@ -292,11 +292,32 @@ input_source (G      *g,
         p++;
       for (guint i = p + 1; i < n; i++)
         box &= hi[i] - lo[i] == size[i];
-      if (!box || atoms->len > n)
+      if (atoms->len > n)
         {
           json_object_put (src);
           json_object_put (slices);
           return NULL;
+        }
+      if (!box)
+        {
+          /* not one block (BLOOM's and GPT-NeoX's fused projection viewed [h, 3, d] and
+           * indexed in the middle): the dimension viewed as its atoms, a box of that */
+          json_object *s = json_object_new_object ();
+          json_object *view = json_object_new_array (), *los = json_object_new_array ();
+          json_object *his = json_object_new_array ();
+
+          for (guint i = 0; i < n; i++)
+            {
+              json_object_array_add (view, json_object_new_int64 (size[i]));
+              json_object_array_add (los, json_object_new_int64 (lo[i]));
+              json_object_array_add (his, json_object_new_int64 (hi[i]));
+            }
+          json_object_object_add (s, "dim", json_object_new_int (k));
+          json_object_object_add (s, "view", view);
+          json_object_object_add (s, "lo", los);
+          json_object_object_add (s, "hi", his);
+          json_object_array_add (slices, s);
+          continue;
         }
       for (guint i = n; i > 0; i--)
         {
@@ -630,10 +651,24 @@ emit_mask (G     *g,
     return in;   /* keeps everything */
   if (v->mask.kind == MASK_TENSOR)
     {
+      const char *flags = gi_operand (g, v, 1);
+
+      if (flags == NULL)
+        return NULL;
+      if (v->mask.invert)
+        {
+          /* 0/1 flags of the dropped positions: kept = 1 − dropped, as −(dropped − 1) */
+          g_autofree char *stem = g_strconcat (v->name, "_keep", NULL);
+          NapkinNode *shift = gi_map_node (NAPKIN_FN_SHIFT, "− 1");
+
+          shift->alpha = -1;
+          flags = gi_emit_node (g, gi_src (g, v, 1), shift, stem, flags, NULL);
+          flags = gi_emit_node (g, gi_src (g, v, 1), gi_map_node (NAPKIN_FN_NEG, "1 − dropped"), stem, flags, NULL);
+        }
       n = napkin_node_new ("m", NAPKIN_OP_MASK);
       n->mask = NAPKIN_MASK_TENSOR;
       n->label = g_strdup ("mask");
-      return gi_emit_node (g, v, n, v->name, in, gi_operand (g, v, 1));
+      return gi_emit_node (g, v, n, v->name, in, flags);
     }
   rows = gi_axis_of_dim (g, x, x->n_dims - 2);
   axis = gi_axis_of_dim (g, x, x->n_dims - 1);
@@ -743,6 +778,16 @@ emit_value (G      *g,
       n->out = cut_names (g, v, cuts);
       n->label = g_strdup (label);
       id = gi_emit_node (g, v, n, stem, in0, operand_node (g, v, 1, cuts));
+      if (v->product_alpha != 0)
+        {
+          g_autofree char *sstem = g_strconcat (stem, "_scale", NULL);
+
+          n = gi_map_node (NAPKIN_FN_SCALE, "scale");
+          n->alpha = v->product_alpha;
+          g_free (n->label);
+          n->label = g_strdup_printf ("·%g", v->product_alpha);
+          id = gi_emit_node (g, v, n, sstem, id, NULL);
+        }
       if (v->extra[0] >= 0)
         {
           g_autofree char *bstem = g_strconcat (stem, "_bias", NULL);

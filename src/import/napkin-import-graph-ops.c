@@ -78,6 +78,13 @@ gi_need (G     *g,
       gi_refuse (g, v, _("reads a number held in a tensor"), _("write the number itself"));
       return FALSE;
     }
+  if (a->is_int && !v->is_bool)
+    {
+      gi_refuse (g, v, _("reads an integer tensor"),
+                 _("integers are covered as 0/1 attention masks: masked_fill(mask == 0, -inf) or where(mask != 0, "
+                   "x, -inf); pass what else reads them as float tensors"));
+      return FALSE;
+    }
   if (a->is_bool && !v->is_bool)
     {
       gi_refuse (g, v, _("reads a boolean tensor"),
@@ -519,28 +526,32 @@ pass1_linear (G     *g,
   set_contract (g, v, a, w, bias);
 }
 
-/* mm, bmm, matmul, addmm (GPT-2's Conv1D: a weight [in, out]): a product over the
- * shared inner dimension. */
+/* mm, bmm, matmul, addmm (GPT-2's Conv1D: a weight [in, out]), baddbmm (BLOOM's
+ * ALiBi: bias + alpha · a @ b): a product over the shared inner dimension. */
 static void
 pass1_matmul (G     *g,
               Value *v,
               Value *a)
 {
   const char *b = v->base;
-  gboolean addmm = g_str_equal (b, "addmm");
-  Value *x = gi_arg_value (g, v, addmm ? 1 : 0, addmm ? "mat1" : "self");
-  Value *y = gi_arg_value (g, v, addmm ? 2 : 1, addmm ? "mat2" : "other");
-  Value *bias = addmm ? a : NULL;
+  gboolean addmm = g_str_equal (b, "addmm"), baddbmm = g_str_equal (b, "baddbmm");
+  gboolean with_bias = addmm || baddbmm;
+  Value *x = gi_arg_value (g, v, with_bias ? 1 : 0, addmm ? "mat1" : baddbmm ? "batch1" : "self");
+  Value *y = gi_arg_value (g, v, with_bias ? 2 : 1, addmm ? "mat2" : baddbmm ? "batch2" : "other");
+  Value *bias = with_bias ? a : NULL;
   double beta = 1, alpha = 1;
 
-  if (!gi_need (g, v, x, 2) || !gi_need (g, v, y, 2) || (addmm && !gi_need (g, v, bias, 1)))
+  if (!gi_need (g, v, x, 2) || !gi_need (g, v, y, 2) || (with_bias && !gi_need (g, v, bias, 1)))
     return;
-  if (addmm && (!gi_arg_double (v, 3, "beta", 1, &beta) || !gi_arg_double (v, 4, "alpha", 1, &alpha) || beta != 1
-                || alpha != 1))
+  if (with_bias && (!gi_arg_double (v, 3, "beta", 1, &beta) || !gi_arg_double (v, 4, "alpha", 1, &alpha) || beta != 1
+                    || (addmm && alpha != 1)))
     {
-      gi_refuse (g, v, _("with beta or alpha is not covered"), _("write bias + x @ w, scaled where needed"));
+      gi_refuse (g, v, beta != 1 ? _("with beta ≠ 1 is not covered") : _("with alpha is not covered"),
+                 _("write bias + x @ w, scaled where needed"));
       return;
     }
+  /* the product scaled, then the bias added (a scale the attention kernel folds in) */
+  v->product_alpha = alpha != 1 ? alpha : 0;
   if (!matmul_dims (g, v, x, y))
     return;
   /* the bias broadcasts against the product, right-aligned */
@@ -1183,7 +1194,6 @@ instead_of (const char *base)
     { "var_mean", N_("use F.layer_norm") },
     { "std", N_("use F.layer_norm") },
     { "log_softmax", N_("return the scores and take log_softmax outside the module") },
-    { "baddbmm", N_("write torch.bmm(a, b) * alpha + bias") },
     { "masked_fill", N_("write masked_fill(~keep, -inf) (or finfo.min) with keep a tril (buffer or torch.tril) "
                         "or a boolean tensor of the kept positions") },
     { "where", N_("write where(keep, scores, -inf) (or finfo.min) with keep a tril (buffer or torch.tril) or "
@@ -1223,7 +1233,8 @@ gi_pass1_call (G     *g,
     pass1_view (g, v, a);
   else if (g_str_equal (b, "linear"))
     pass1_linear (g, v, a);
-  else if (g_str_equal (b, "mm") || g_str_equal (b, "bmm") || g_str_equal (b, "matmul") || g_str_equal (b, "addmm"))
+  else if (g_str_equal (b, "mm") || g_str_equal (b, "bmm") || g_str_equal (b, "matmul") || g_str_equal (b, "addmm")
+           || g_str_equal (b, "baddbmm"))
     pass1_matmul (g, v, a);
   else if (g_str_equal (b, "einsum"))
     {

@@ -435,7 +435,9 @@ find_mask (G     *g,
   /* what is kept: tril(k) is causal with offset k; not triu(k) is tril(k - 1) */
   if (m.kind == MASK_TRIU && m.invert)
     m.kind = MASK_TRIL, m.offset -= 1, m.invert = FALSE;
-  if (m.invert || m.kind == MASK_TRIU)
+  /* flags of what is dropped (BLOOM's boolean mask, nn.MultiheadAttention's
+   * key_padding_mask) are turned into kept flags by the diagram (emit_mask) */
+  if ((m.invert && m.kind != MASK_TENSOR) || m.kind == MASK_TRIU)
     return;
   v->mask = m;
   v->emit = EMIT_MASK;

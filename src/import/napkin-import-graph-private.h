@@ -103,12 +103,14 @@ typedef struct
   gboolean     has_shape;
   gboolean     has_dtype;
   gboolean     is_bool;       /* a boolean tensor: only a mask reads it */
+  gboolean     is_int;        /* an integer tensor (also is_bool): a 0/1 mask, nonzero keeps */
   NapkinDtype  dtype;
   const char  *dtype_name;
   Emit         emit;
   int          src[3];        /* value indices of tensor operands */
   NapkinMapFn  fn;
   double       alpha;
+  double       product_alpha; /* a product scaled before its bias (baddbmm's alpha); 0: none */
   int          axis_dim;      /* softmax, norm, rotate, reduce: the torch dim */
   NapkinNormKind norm;
   NapkinReduceOp reduce;

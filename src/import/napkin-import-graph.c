@@ -608,6 +608,14 @@ read_values (G           *g,
           v->is_bool = v->has_dtype = TRUE;
           v->dtype = NAPKIN_DTYPE_INT8;
         }
+      else if (v->dtype_name != NULL && !v->has_dtype
+               && (g_str_has_prefix (v->dtype_name, "int") || g_str_has_prefix (v->dtype_name, "uint")))
+        {
+          /* an integer tensor: the Annotated Transformer's 0/1 mask (mask == 0 dropped),
+           * read as the boolean it is compared into; int8 in the diagram */
+          v->is_bool = v->is_int = v->has_dtype = TRUE;
+          v->dtype = NAPKIN_DTYPE_INT8;
+        }
       if (g_str_equal (op, "placeholder"))
         {
           const char *role = gi_member_string (obj, "role");

@@ -1004,8 +1004,11 @@ chain_link (NapkinPlanner    *p,
       type = napkin_diagram_node_type (p->d, napkin_diagram_input_source (p->d, at, sc->port)) != NULL
              ? napkin_diagram_node_type (p->d, napkin_diagram_input_source (p->d, at, sc->port))->dtype
              : NAPKIN_DTYPE_FP32;
-      sc->kind = node->kind == NAPKIN_OP_MASK && type == NAPKIN_DTYPE_INT8 ? NAPKIN_ATTN_SCORE_KEEP
-                                                                           : NAPKIN_ATTN_SCORE_BIAS;
+      /* a mask's flags in another type keep where nonzero too, which the kernel's
+       * int8 flags do not read: not the kernel's */
+      if (node->kind == NAPKIN_OP_MASK && type != NAPKIN_DTYPE_INT8)
+        return -1;
+      sc->kind = node->kind == NAPKIN_OP_MASK ? NAPKIN_ATTN_SCORE_KEEP : NAPKIN_ATTN_SCORE_BIAS;
       /* x − b weighs b by −1; b − x also negates the chain before it */
       sc->weight = node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SUB && port == 0 ? -*after : *after;
       sc->then_negative = !(*after > 0);

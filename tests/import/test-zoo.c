@@ -187,7 +187,9 @@ node_values (json_object *graph_node,
   return out;
 }
 
-/* The box `slices` of a row-major array of `shape`, row-major. */
+/* The part `slices` of a row-major array of `shape`, row-major: per dimension a range
+ * [start, end), or the dimension viewed as `view` and a box [lo, hi) of that (a fused
+ * projection viewed [h, 3, d] and indexed in the middle). */
 static void
 take_box (const double *all,
           const gint64 *shape,
@@ -196,31 +198,72 @@ take_box (const double *all,
           double       *out,
           gint64        n_out)
 {
-  gint64 lo[NAPKIN_MAX_RANK], hi[NAPKIN_MAX_RANK], idx[NAPKIN_MAX_RANK];
+  GArray *at[NAPKIN_MAX_RANK] = { NULL };
+  gint64 idx[NAPKIN_MAX_RANK];
 
   for (guint k = 0; k < rank; k++)
-    lo[k] = 0, hi[k] = shape[k], idx[k] = 0;
+    {
+      at[k] = g_array_new (FALSE, FALSE, sizeof (gint64));
+      idx[k] = 0;
+      for (gint64 i = 0; i < shape[k]; i++)
+        g_array_append_val (at[k], i);
+    }
   for (guint s = 0; slices != NULL && s < json_object_array_length (slices); s++)
     {
       json_object *sl = json_object_array_get_idx (slices, s);
       int dim = json_object_get_int (json_object_object_get (sl, "dim"));
+      json_object *view = json_object_object_get (sl, "view");
 
-      lo[dim] = json_object_get_int64 (json_object_object_get (sl, "start"));
-      hi[dim] = json_object_get_int64 (json_object_object_get (sl, "end"));
+      g_array_set_size (at[dim], 0);
+      if (view == NULL)
+        for (gint64 i = json_object_get_int64 (json_object_object_get (sl, "start"));
+             i < json_object_get_int64 (json_object_object_get (sl, "end")); i++)
+          g_array_append_val (at[dim], i);
+      else
+        {
+          guint n = json_object_array_length (view);
+          gint64 lo[NAPKIN_MAX_RANK * 4], hi[NAPKIN_MAX_RANK * 4], size[NAPKIN_MAX_RANK * 4], j[NAPKIN_MAX_RANK * 4];
+          gboolean more = TRUE;
+
+          g_assert_cmpuint (n, <=, G_N_ELEMENTS (lo));
+          for (guint a = 0; a < n; a++)
+            {
+              size[a] = json_object_get_int64 (json_object_array_get_idx (view, a));
+              lo[a] = j[a] = json_object_get_int64 (json_object_array_get_idx (json_object_object_get (sl, "lo"), a));
+              hi[a] = json_object_get_int64 (json_object_array_get_idx (json_object_object_get (sl, "hi"), a));
+              more &= lo[a] < hi[a];
+            }
+          while (more)
+            {
+              gint64 flat = 0;
+
+              for (guint a = 0; a < n; a++)
+                flat = flat * size[a] + j[a];
+              g_array_append_val (at[dim], flat);
+              more = FALSE;
+              for (int a = (int) n - 1; a >= 0 && !more; a--)
+                if (++j[a] < hi[a])
+                  more = TRUE;
+                else
+                  j[a] = lo[a];
+            }
+        }
     }
   for (gint64 i = 0; i < n_out; i++)
     {
       gint64 flat = 0;
 
       for (guint k = 0; k < rank; k++)
-        flat = flat * shape[k] + lo[k] + idx[k];
+        flat = flat * shape[k] + g_array_index (at[k], gint64, idx[k]);
       out[i] = all[flat];
       for (int k = (int) rank - 1; k >= 0; k--)
-        if (++idx[k] < hi[k] - lo[k])
+        if (++idx[k] < (gint64) at[k]->len)
           break;
         else
           idx[k] = 0;
     }
+  for (guint k = 0; k < rank; k++)
+    g_array_unref (at[k]);
 }
 
 static gboolean
