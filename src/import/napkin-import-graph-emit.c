@@ -844,6 +844,24 @@ emit_value (G      *g,
           n->alpha = v->alpha;
           return gi_emit_node (g, v, n, stem, in0, NULL);
         }
+      if (v->fn == NAPKIN_FN_SILU && v->alpha != 0 && v->alpha != 1)
+        {
+          /* x · sigmoid(c·x) = silu(c·x) / c (quick_gelu: c = 1.702) */
+          g_autofree char *pre = g_strconcat (stem, "_in", NULL);
+          g_autofree char *post = g_strconcat (stem, "_out", NULL);
+
+          n = gi_map_node (NAPKIN_FN_SCALE, "scale");
+          n->alpha = v->alpha;
+          g_free (n->label);
+          n->label = g_strdup_printf ("·%g", v->alpha);
+          id = gi_emit_node (g, v, n, pre, in0, NULL);
+          id = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_SILU, "x·σ(x)"), stem, id, NULL);
+          n = gi_map_node (NAPKIN_FN_SCALE, "scale");
+          n->alpha = 1 / v->alpha;
+          g_free (n->label);
+          n->label = g_strdup_printf ("÷%g", v->alpha);
+          return gi_emit_node (g, v, n, post, id, NULL);
+        }
       n = gi_map_node (v->fn, napkin_fn_info (v->fn)->name);
       id = gi_emit_node (g, v, n, stem, in0, NULL);
       if (g_str_equal (v->base, "pow") && v->alpha == 3)

@@ -696,6 +696,34 @@ find_gelu_tanh (G     *g,
     }
 }
 
+/* x · sigmoid(c·x): SiLU for c = 1, CLIP's quick_gelu for c = 1.702 — as
+ * silu(c·x) / c, three unary maps a GEMM's epilogue takes (gelu's x is read twice:
+ * as a product of two maps it would be a kernel of its own). */
+static void
+find_sigmoid_gate (G     *g,
+                   Value *v)
+{
+  for (guint side = 0; side < 2; side++)
+    {
+      Value *x = operand (g, v, side), *s = operand (g, v, 1 - side), *u;
+      g_autoptr(GPtrArray) f = g_ptr_array_new ();
+      double c = 1;
+
+      if (x == NULL || s == NULL || s->target == NULL || !g_str_equal (s->base, "sigmoid")
+          || (u = operand (g, s, 0)) == NULL)
+        continue;
+      factors (g, u, f, &c, 3);
+      if (f->len != 1 || f->pdata[0] != x || !(c > 0) || !isfinite (c))
+        continue;
+      v->emit = EMIT_MAP1;
+      v->fn = NAPKIN_FN_SILU;
+      v->alpha = c;
+      v->src[0] = gi_value_index (g, x);
+      v->rewritten = TRUE;
+      return;
+    }
+}
+
 void
 gi_find_patterns (G *g)
 {
@@ -718,6 +746,8 @@ gi_find_patterns (G *g)
           find_rmsnorm (g, v);
           if (!v->rewritten && g_str_equal (v->base, "mul"))
             find_gelu_tanh (g, v);
+          if (!v->rewritten && g_str_equal (v->base, "mul"))
+            find_sigmoid_gate (g, v);
         }
     }
 }
