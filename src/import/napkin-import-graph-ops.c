@@ -1170,7 +1170,14 @@ pass1_rewritten (G     *g,
         return;
       gi_copy_dims (v, x);
       if (v->emit == EMIT_NORM)
-        gi_hint (g, x->dims[x->n_dims - 1], "e", 1);
+        {
+          Value *w = gi_src (g, v, 1);
+
+          gi_hint (g, x->dims[v->axis_dim], "e", 1);
+          /* a weight found in a norm written out runs along the normalised axis */
+          if (w != NULL && (!gi_need (g, v, w, 1) || !gi_unite (g, v, w->dims[w->n_dims - 1], x->dims[v->axis_dim])))
+            return;
+        }
       else if (v->emit == EMIT_MAP1)
         gi_hint (g, x->dims[x->n_dims - 1], "f", 1);
       return;

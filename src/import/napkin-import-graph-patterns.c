@@ -591,6 +591,129 @@ find_rmsnorm (G     *g,
     }
 }
 
+/* mean(x, [d], keepdim=True): x, and d in *dim (normalised); else NULL. */
+static Value *
+mean_over (G     *g,
+           Value *m,
+           int   *dim)
+{
+  json_object *dims;
+  Value *x;
+  gint64 d;
+
+  if (m == NULL || m->target == NULL || !g_str_equal (m->base, "mean") || (x = operand (g, m, 0)) == NULL
+      || x->n_dims == 0)
+    return NULL;
+  dims = gi_arg (m, 1, "dim");
+  if (dims == NULL || !json_object_is_type (dims, json_type_array) || json_object_array_length (dims) != 1
+      || !gi_arg_bool (m, 2, "keepdim"))
+    return NULL;
+  d = json_object_get_int64 (json_object_array_get_idx (dims, 0));
+  if (d < 0)
+    d += x->n_dims;
+  if (d < 0 || d >= (gint64) x->n_dims)
+    return NULL;
+  *dim = (int) d;
+  return x;
+}
+
+/* x − mean(x, [d], keepdim=True): x, d in *dim; else NULL. */
+static Value *
+centred (G     *g,
+         Value *c,
+         int   *dim)
+{
+  Value *x;
+
+  if (c == NULL || c->target == NULL || !g_str_equal (c->base, "sub") || (x = operand (g, c, 0)) == NULL)
+    return NULL;
+  return mean_over (g, operand (g, c, 1), dim) == x ? x : NULL;
+}
+
+/* (x − μ) / sqrt(σ² + eps), or · rsqrt(…), with μ = mean(x, d, keepdim) and σ² the
+ * biased variance — x.var(d, keepdim=True, unbiased=False) or mean((x − μ)², d,
+ * keepdim=True): a LayerNorm written out (tutorials; ConvNeXt's channels-first norm,
+ * over dimension 1), one normalize over d. The Bessel-corrected std (x.std(), the
+ * Annotated Transformer's) is another function and stays refused. */
+static void
+find_layernorm (G     *g,
+                Value *v)
+{
+  gboolean div = g_str_equal (v->base, "div");
+
+  for (guint side = 0; side < (div ? 1u : 2u); side++)
+    {
+      Value *c = operand (g, v, side), *r = operand (g, v, 1 - side), *add, *var, *x, *vx = NULL, *w = NULL;
+      int d = -1, dv = -1;
+      double eps = 0, corr = 1;
+
+      if (c == NULL || r == NULL || r->target == NULL || !g_str_equal (r->base, div ? "sqrt" : "rsqrt"))
+        continue;
+      /* γ · (x − μ) / σ (the Annotated Transformer's order): γ the norm's weight */
+      if ((x = centred (g, c, &d)) == NULL && c->target != NULL && g_str_equal (c->base, "mul"))
+        for (guint k = 0; k < 2 && x == NULL; k++)
+          if ((x = centred (g, operand (g, c, k), &d)) != NULL)
+            w = operand (g, c, 1 - k);
+      if (x == NULL || (w != NULL && (w->user_dep || w->n_dims != 1)))
+        continue;
+      add = operand (g, r, 0);
+      if (add == NULL || add->target == NULL || !g_str_equal (add->base, "add")
+          || !gi_scalar_of (g, gi_arg (add, 1, "other"), &eps) || !(eps > 0 && eps < 1))
+        continue;
+      var = operand (g, add, 0);
+      if (var == NULL || var->target == NULL)
+        continue;
+      if (g_str_equal (var->base, "var"))
+        {
+          json_object *dims = gi_arg (var, 1, "dim");
+          gboolean keep;
+
+          if (strstr (var->target, "correction") != NULL)
+            {
+              /* var.correction (x, dims, *, correction=1, keepdim=False) */
+              json_object *kc = gi_member (var->kwargs, "correction");
+
+              if (kc != NULL && !gi_scalar_of (g, kc, &corr))
+                continue;
+              keep = gi_arg_bool (var, 99, "keepdim");
+            }
+          else
+            {
+              /* var.dim (x, dims, unbiased=True, keepdim=False) */
+              json_object *ub = gi_arg (var, 2, "unbiased");
+
+              corr = ub == NULL || !json_object_is_type (ub, json_type_boolean) || json_object_get_boolean (ub);
+              keep = gi_arg_bool (var, 3, "keepdim");
+            }
+          if (corr != 0 || !keep || operand (g, var, 0) != x || dims == NULL
+              || !json_object_is_type (dims, json_type_array) || json_object_array_length (dims) != 1)
+            continue;
+          dv = (int) json_object_get_int64 (json_object_array_get_idx (dims, 0));
+          if (dv < 0)
+            dv += (int) x->n_dims;
+          vx = x;
+        }
+      else
+        {
+          Value *sq = square_of (g, mean_over (g, var, &dv));
+
+          vx = centred (g, sq, &dv) == x ? x : NULL;
+        }
+      if (vx != x || dv != d)
+        continue;
+      if (w != NULL && d != (int) x->n_dims - 1)
+        continue;
+      v->emit = EMIT_NORM;
+      v->norm = NAPKIN_NORM_LAYERNORM;
+      v->eps = eps;
+      v->src[0] = gi_value_index (g, x);
+      v->src[1] = w != NULL ? gi_value_index (g, w) : -1;
+      v->axis_dim = (guint) d;
+      v->rewritten = TRUE;
+      return;
+    }
+}
+
 /* The factors of a product tree (mul of tensors, mul/div by numbers), depth-limited. */
 static void
 factors (G         *g,
@@ -744,6 +867,8 @@ gi_find_patterns (G *g)
       else if (g_str_equal (v->base, "mul") || g_str_equal (v->base, "div"))
         {
           find_rmsnorm (g, v);
+          if (!v->rewritten)
+            find_layernorm (g, v);
           if (!v->rewritten && g_str_equal (v->base, "mul"))
             find_gelu_tanh (g, v);
           if (!v->rewritten && g_str_equal (v->base, "mul"))

@@ -355,10 +355,10 @@ test_graph_errors (void)
       "{\"name\": \"x\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [2, 8, 8], \"dtype\": \"fp32\"},"
       "{\"name\": \"pad\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [2, 1, 8], \"dtype\": \"bool\"},"
       "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.masked_fill.Scalar\", "
-      "\"args\": [{\"node\": \"x\"}, {\"node\": \"pad\"}, {\"repr\": \"-inf\"}],"
-      " \"kwargs\": {}, \"shape\": [2, 8, 8], \"dtype\": \"fp32\", \"line\": 5, \"code\": \"y = x.masked_fill(pad, -inf)\"},"
+      "\"args\": [{\"node\": \"x\"}, {\"node\": \"pad\"}, 5.0],"
+      " \"kwargs\": {}, \"shape\": [2, 8, 8], \"dtype\": \"fp32\", \"line\": 5, \"code\": \"y = x.masked_fill(pad, 5.0)\"},"
       "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"y\"}]}]}",
-      "line 5 (forward: y = x.masked_fill(pad, -inf)): masked_fill is outside the covered set; write "
+      "line 5 (forward: y = x.masked_fill(pad, 5.0)): masked_fill is outside the covered set; write "
       "masked_fill(~keep, -inf)" },
   };
 
@@ -375,6 +375,37 @@ test_graph_errors (void)
 }
 
 /* import → save → load → save: the same bytes, and the loaded diagram valid. */
+/* Flags of what is dropped (masked_fill(x, pad, −inf), BLOOM's mask) become kept flags
+ * in the diagram (1 − pad: a shift by −1 and a negation, int8), then a tensor mask. */
+static void
+test_graph_drop_flags (void)
+{
+  static const char json[] =
+    "{\"format\": \"napkin-graph\", \"version\": 1, \"nodes\": ["
+    "{\"name\": \"x\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [2, 8, 8], \"dtype\": \"fp32\"},"
+    "{\"name\": \"pad\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [2, 1, 8], \"dtype\": \"bool\"},"
+    "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.masked_fill.Scalar\", "
+    "\"args\": [{\"node\": \"x\"}, {\"node\": \"pad\"}, {\"repr\": \"-inf\"}],"
+    " \"kwargs\": {}, \"shape\": [2, 8, 8], \"dtype\": \"fp32\", \"line\": 5},"
+    "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"y\"}]}]}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_graph (json, strlen (json), NULL, &error);
+  const NapkinNode *mask = NULL, *neg, *shift;
+
+  g_assert_no_error (error);
+  for (guint i = 0; i < napkin_diagram_n_nodes (d); i++)
+    if (napkin_diagram_node (d, i)->kind == NAPKIN_OP_MASK)
+      mask = napkin_diagram_node (d, i);
+  g_assert_nonnull (mask);
+  g_assert_cmpint (mask->mask, ==, NAPKIN_MASK_TENSOR);
+  neg = napkin_diagram_node (d, napkin_diagram_input_source (d, napkin_diagram_find_node (d, mask->id), 1));
+  g_assert_cmpint (neg->fn, ==, NAPKIN_FN_NEG);
+  shift = napkin_diagram_node (d, napkin_diagram_input_source (d, napkin_diagram_find_node (d, neg->id), 0));
+  g_assert_cmpint (shift->fn, ==, NAPKIN_FN_SHIFT);
+  g_assert_cmpfloat (shift->alpha, ==, -1);
+  g_assert_cmpint (napkin_diagram_node_type (d, napkin_diagram_find_node (d, neg->id))->dtype, ==, NAPKIN_DTYPE_INT8);
+}
+
 static void
 test_roundtrip (void)
 {
@@ -510,6 +541,7 @@ main (int    argc,
   g_test_add_func ("/import/graph/decomposed", test_graph_decomposed);
   g_test_add_func ("/import/graph/unsupported", test_graph_unsupported);
   g_test_add_func ("/import/graph/errors", test_graph_errors);
+  g_test_add_func ("/import/graph/drop-flags", test_graph_drop_flags);
   g_test_add_func ("/import/roundtrip", test_roundtrip);
   g_test_add_func ("/import/pytorch/examples", test_pytorch_printer);
   g_test_add_func ("/import/pytorch/llama", test_pytorch_llama);
