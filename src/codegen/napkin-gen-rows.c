@@ -626,7 +626,26 @@ ew_body (const NapkinPrintCtx        *ctx,
       g_autofree char *id = comment_id (ctx, m->node);
 
       g_string_append_printf (maps, "      /* %s */\n", id);
-      if (m->has_other && os != NULL)
+      if (m->is_mask)
+        {
+          /* the element's row and column from its flat index in y (e + k_) */
+          g_autofree char *keep = NULL, *lo = NULL, *hi = NULL;
+
+          lo = m->mask == NAPKIN_MASK_WINDOW && m->mask_left >= 0
+               ? g_strdup_printf ("c_ >= r_ - %" G_GINT64_FORMAT "L", m->mask_left) : g_strdup ("true");
+          hi = m->mask == NAPKIN_MASK_CAUSAL ? g_strdup ("c_ <= r_")
+               : m->mask_right >= 0 ? g_strdup_printf ("c_ <= r_ + %" G_GINT64_FORMAT "L", m->mask_right)
+                                    : g_strdup ("true");
+          keep = g_strdup_printf ("%s && %s", lo, hi);
+          g_string_append_printf (maps, "      for (int k_ = 0; k_ < %u; k_++)\n        {\n"
+                                        "          const long r_ = (e + k_) / %" G_GINT64_FORMAT "L %% %" G_GINT64_FORMAT
+                                        "L + %" G_GINT64_FORMAT "L;\n"
+                                        "          const long c_ = (e + k_) / %" G_GINT64_FORMAT "L %% %" G_GINT64_FORMAT
+                                        "L;\n\n          if (!(%s))\n            v[k_] = NAPKIN_NEG_INF;\n        }\n",
+                                  w, m->mask_row_stride, m->mask_rows, m->mask_offset, m->mask_col_stride, m->mask_cols,
+                                  keep);
+        }
+      else if (m->has_other && os != NULL)
         {
           g_autofree char *name = g_strdup_printf ("O%u", i);
           g_autofree char *expr = _napkin_cuda_map_expr (m, "v[k_]", "o_[k_]");

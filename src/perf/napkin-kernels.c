@@ -240,7 +240,10 @@ row_new (const NapkinAnalysis   *a,
   row->poor = row->reason != NULL;
   if (row->poor)
     {
-      if (row->region >= 0)
+      /* generic code in a drawn region that fits is the region's partition or layout,
+       * which no tiles change: the derivation re-partitions (regions are hints); a
+       * region that does not fit needs other tiles */
+      if (row->region >= 0 && (row->path != NAPKIN_PATH_GENERIC || !row->feasible))
         row->fix = NAPKIN_KERNEL_FIX_RELABEL;
       else
         row->fix = NAPKIN_KERNEL_FIX_DERIVE;

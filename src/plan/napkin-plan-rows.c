@@ -1349,18 +1349,19 @@ ew_find_sink (NapkinPlanner          *p,
       int first;
       gboolean outside;
 
-      if (napkin_diagram_node (p->d, n)->kind == NAPKIN_OP_MASK)
+      if (napkin_diagram_node (p->d, n)->kind == NAPKIN_OP_MASK
+          && napkin_diagram_node (p->d, n)->mask == NAPKIN_MASK_TENSOR)
         {
-          /* the vectorised element-wise kernel knows no element coordinates; inside an
-           * attention region the mask is the attention kernel's (docs/plan.md) */
-          *why = g_strdup_printf (_("the mask “%s” runs in the generic lowering: the element-wise kernel does "
-                                  "not mask yet; put it in an attention region to mask in the kernel"),
+          /* a tensor mask's flags are read per element by the attention kernel only
+           * (docs/plan.md) */
+          *why = g_strdup_printf (_("the tensor mask “%s” runs in the generic lowering: the element-wise kernel "
+                                  "masks by position only (causal, window); put it in an attention region"),
                                   node_id (p, n));
           return -1;
         }
       if (is_head_view (p, k, n))
         continue;
-      if (napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MAP)
+      if (napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MAP && napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MASK)
         return -1;
       if (kernel_consumers (p, k, n, &first, &outside) == 0)
         {
@@ -1374,6 +1375,42 @@ ew_find_sink (NapkinPlanner          *p,
         }
     }
   return sink;
+}
+
+/* A causal or window mask in an element-wise kernel: its row and column axes' strides
+ * in y (stored contiguously in `yl`'s order), read back from the flat index. */
+static gboolean
+ew_mask (NapkinPlanner          *p,
+         const NapkinNode       *mn,
+         const NapkinPlanLayout *yl,
+         NapkinPlanMap          *m,
+         char                  **why)
+{
+  int rows = mn->rows ? napkin_diagram_find_axis (p->d, mn->rows) : -1;
+  int cols = mn->axis ? napkin_diagram_find_axis (p->d, mn->axis) : -1;
+  gint64 stride = 1;
+
+  m->is_mask = TRUE;
+  m->mask = mn->mask;
+  m->mask_offset = mn->offset;
+  m->mask_left = mn->mask == NAPKIN_MASK_WINDOW ? mn->left : -1;
+  m->mask_right = mn->mask == NAPKIN_MASK_WINDOW ? mn->right : -1;
+  m->mask_row_stride = m->mask_col_stride = 0;
+  for (int i = (int) yl->n - 1; i >= 0; i--)
+    {
+      if ((int) yl->axes[i] == rows)
+        m->mask_row_stride = stride, m->mask_rows = axis_size (p, yl->axes[i]);
+      if ((int) yl->axes[i] == cols)
+        m->mask_col_stride = stride, m->mask_cols = axis_size (p, yl->axes[i]);
+      stride *= axis_size (p, yl->axes[i]);
+    }
+  if (m->mask_row_stride == 0 || m->mask_col_stride == 0)
+    {
+      *why = g_strdup_printf (_("the mask “%s” keeps %s per %s, which its value does not both carry"), mn->id,
+                              mn->axis ? mn->axis : "?", mn->rows ? mn->rows : "?");
+      return FALSE;
+    }
+  return TRUE;
 }
 
 /* Walks back from the sink: the maps head first, and for each its other operand's
@@ -1406,6 +1443,8 @@ ew_chain (NapkinPlanner          *p,
                                   mn->id);
           return FALSE;
         }
+      if (mn->kind == NAPKIN_OP_MASK && !ew_mask (p, mn, yl, &m, why))
+        return FALSE;
       inside = operands_inside (p, k, cur, arity, &main_port);
       if (inside > 1)
         {

@@ -418,9 +418,12 @@ absorb_maps (NapkinPlanner    *p,
 
   if (p->options != NULL && p->options->generic_only)
     return;
-  /* a view (a rename by position) is read through by the maps after it: no copy */
+  gboolean positional = head->kind == NAPKIN_OP_MASK && head->mask != NAPKIN_MASK_TENSOR;
+
+  /* a view (a rename by position) is read through by the maps after it: no copy; a
+   * causal or window mask is one step of an element-wise chain */
   if (head->kind != NAPKIN_OP_CONTRACT && head->kind != NAPKIN_OP_SOFTMAX && head->kind != NAPKIN_OP_NORMALIZE
-      && head->kind != NAPKIN_OP_MAP && !_napkin_plan_is_view (p->d, last))
+      && head->kind != NAPKIN_OP_MAP && !positional && !_napkin_plan_is_view (p->d, last))
     return;
   for (;;)
     {
@@ -433,7 +436,12 @@ absorb_maps (NapkinPlanner    *p,
         return;
       next = consumers[0];
       nn = napkin_diagram_node (p->d, next);
-      if (nn->kind != NAPKIN_OP_MAP || p->top[next] >= 0 || done[next])
+      /* masks by position join an element-wise chain (a map's or a mask's), not a
+       * product's epilogue or a norm's */
+      gboolean mask = nn->kind == NAPKIN_OP_MASK && nn->mask != NAPKIN_MASK_TENSOR
+                      && (head->kind == NAPKIN_OP_MAP || positional);
+
+      if ((nn->kind != NAPKIN_OP_MAP && !mask) || p->top[next] >= 0 || done[next])
         return;
       /* a map whose other operand adds axes (DiT's (1 + scale[b, e]) · x[b, s, e]) makes
        * a larger value than the kernel computes: its own kernel */
@@ -823,7 +831,8 @@ maps_json (NapkinDiagram *d,
       json_object *o = json_object_new_object ();
 
       json_object_object_add (o, "op", json_object_new_string (napkin_diagram_node (d, m->node)->id));
-      json_object_object_add (o, "fn", json_object_new_string (napkin_fn_info (m->fn)->name));
+      json_object_object_add (o, "fn", json_object_new_string (m->is_mask ? napkin_mask_to_string (m->mask)
+                                                                         : napkin_fn_info (m->fn)->name));
       if (m->has_other)
         json_object_object_add (o, "with", buffer_json (d, &m->other));
       json_object_array_add (a, o);

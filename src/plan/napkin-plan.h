@@ -64,6 +64,13 @@ typedef struct
   gint64           stride[3];
   gint64           row_div;       /* rows: the operand's row is the row / row_div (a
                                      modulation [b, e] of rows [b, s]); 0 or 1: the row */
+  /* element-wise: a causal or window mask node, not a map: the element of flat output
+   * index f is at row (f / mask_row_stride) % mask_rows and column (f / mask_col_stride)
+   * % mask_cols, kept where napkin_mask_keeps, else −∞ */
+  gboolean         is_mask;
+  NapkinMaskKind   mask;
+  gint64           mask_offset, mask_left, mask_right;
+  gint64           mask_row_stride, mask_rows, mask_col_stride, mask_cols;
 } NapkinPlanMap;
 
 /* C[b, m, n] (=) epilogue (Σ_k A[b, m, k] · B[b, k, n]), fp32 accumulation.

@@ -394,6 +394,66 @@ test_modulation (void)
   g_assert_cmpfloat (worst, <=, dtype_tolerance ("bf16"));
 }
 
+/* Causal and window masks in the element-wise kernel (the backward of a causal
+ * attention masks outside any attention): each element's row and column read back
+ * from its flat index, with the rows axis outside or inside the batch, an offset, and
+ * a window open on either side; exp after the mask so that the masked elements are 0. */
+static void
+test_masks (void)
+{
+  static const char *const cases[][3] = {
+    /* axes of X and Y, the mask's fields */
+    { "[\"b\", \"q\", \"k\"]", "\"mask\": \"causal\", \"rows\": \"q\", \"axis\": \"k\"", "causal" },
+    { "[\"q\", \"b\", \"k\"]", "\"mask\": \"causal\", \"rows\": \"q\", \"axis\": \"k\", \"offset\": 3", "causal" },
+    { "[\"b\", \"k\", \"q\"]", "\"mask\": \"window\", \"rows\": \"q\", \"axis\": \"k\", \"offset\": -2, \"left\": 4, "
+      "\"right\": 1", "window" },
+    { "[\"b\", \"q\", \"k\"]", "\"mask\": \"window\", \"rows\": \"q\", \"axis\": \"k\", \"left\": 5, \"right\": -1",
+      "window" },
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autofree char *json = g_strdup_printf (
+        "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"b\",\"size\":3},{\"name\":\"q\",\"size\":13},"
+        "{\"name\":\"k\",\"size\":40}],"
+        "\"tensors\":[{\"name\":\"X\",\"axes\":%s,\"dtype\":\"fp16\"},{\"name\":\"Y\",\"axes\":%s,\"dtype\":\"fp32\"}],"
+        "\"nodes\":[{\"id\":\"x\",\"kind\":\"input\",\"tensor\":\"X\"},"
+        "{\"id\":\"half\",\"kind\":\"map\",\"fn\":\"scale\",\"alpha\":0.5},"
+        "{\"id\":\"m\",\"kind\":\"mask\",%s},{\"id\":\"e\",\"kind\":\"map\",\"fn\":\"exp\"},"
+        "{\"id\":\"y\",\"kind\":\"output\",\"tensor\":\"Y\"}],"
+        "\"wires\":[{\"from\":\"x\",\"to\":\"half\",\"port\":0},{\"from\":\"half\",\"to\":\"m\",\"port\":0},"
+        "{\"from\":\"m\",\"to\":\"e\",\"port\":0},{\"from\":\"e\",\"to\":\"y\",\"port\":0}]}",
+        cases[c][0], cases[c][0], cases[c][1]);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+      g_autoptr(NapkinPlan) plan = NULL;
+      g_autoptr(NapkinCudaModule) module = NULL;
+      const NapkinPlanKernel *k;
+      guint masks = 0;
+      double worst;
+
+      g_assert_no_error (error);
+      module = napkin_test_plan_cuda (d, napkin_test_arch ("h100"), "emu_k", &plan, &error);
+      g_assert_no_error (error);
+      g_assert_cmpuint (plan->kernels->len, ==, 1);
+      k = g_ptr_array_index (plan->kernels, 0);
+      if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
+        g_error ("case %u: not an element-wise kernel (%s)", c, k->reason);
+      for (guint i = 0; i < k->u.ew.maps->len; i++)
+        masks += g_array_index (k->u.ew.maps, NapkinPlanMap, i).is_mask;
+      g_assert_cmpuint (masks, ==, 1);
+      if (gxx == NULL)
+        {
+          g_test_skip ("no g++ to build the emulation");
+          return;
+        }
+      worst = emulate_module (module, d, cases[c][2]);
+      g_test_message ("%s %s: max |y − ref| / max |ref| = %.3g", cases[c][2], cases[c][0], worst);
+      if (!(worst <= dtype_tolerance ("fp16")))
+        g_error ("case %u (%s): max |y − ref| / max |ref| = %.3g", c, cases[c][2], worst);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -404,5 +464,6 @@ main (int    argc,
   g_test_add_func ("/plan/rows/emulate-contiguous", test_contiguous);
   g_test_add_func ("/plan/elementwise/emulate-input-copy", test_input_copy);
   g_test_add_func ("/plan/rows/emulate-modulation", test_modulation);
+  g_test_add_func ("/plan/elementwise/emulate-masks", test_masks);
   return g_test_run ();
 }
