@@ -511,6 +511,28 @@ emit_rotate (G     *g,
   v->napkin = g_strdup (gi_rename_axis (g, v, c, out, ax2, ax, "unrotate"));
 }
 
+static NapkinNode *causal_node (const char *rows, const char *axis, gint64 offset);
+
+/* The mask node of what a tril, or a tril and a triu anded, keep over rows × axis. */
+static NapkinNode *
+kept_node (const char     *rows,
+           const char     *axis,
+           const MaskInfo *m)
+{
+  NapkinNode *n = causal_node (rows, axis, m->kind == MASK_TRIL || m->kind == MASK_BAND ? m->offset : 0);
+
+  if (m->kind == MASK_BAND)
+    {
+      /* i + lower ≤ j ≤ i + offset: a window left of the diagonal δ = i + offset */
+      n->mask = NAPKIN_MASK_WINDOW;
+      n->left = m->offset - m->lower;
+      n->right = 0;
+      g_free (n->label);
+      n->label = g_strdup ("window");
+    }
+  return n;
+}
+
 static NapkinNode *
 causal_node (const char *rows,
              const char *axis,
@@ -576,7 +598,7 @@ emit_attention (G     *g,
     }
   cur = gi_emit_node (g, v, n, "scale", cur, NULL);
   if (v->causal)
-    cur = gi_emit_node (g, v, causal_node (qaxis, key, v->mask.kind == MASK_TRIL ? v->mask.offset : 0), "causal",
+    cur = gi_emit_node (g, v, kept_node (qaxis, key, &v->mask), v->mask.kind == MASK_BAND ? "window" : "causal",
                         cur, NULL);
   if (mask != NULL && mask->is_bool)
     {
@@ -674,7 +696,7 @@ emit_mask (G     *g,
   axis = gi_axis_of_dim (g, x, x->n_dims - 1);
   if (rows == NULL || axis == NULL)
     return NULL;
-  return gi_emit_node (g, v, causal_node (rows, axis, v->mask.offset), v->name, in, NULL);
+  return gi_emit_node (g, v, kept_node (rows, axis, &v->mask), v->name, in, NULL);
 }
 
 /* A binary map broadcasts to its first operand's axes then the second's others; where

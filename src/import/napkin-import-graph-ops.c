@@ -937,7 +937,7 @@ pass1_attention (G     *g,
   gi_hint (g, S, "s", 1);
   gi_hint (g, E, "d", 1);
   gi_hint (g, Ev, "dv", 1);
-  v->causal = gi_arg_bool (v, 5, "is_causal") || v->mask.kind == MASK_TRIL;
+  v->causal = gi_arg_bool (v, 5, "is_causal") || v->mask.kind == MASK_TRIL || v->mask.kind == MASK_BAND;
   v->default_scale = json_object_get_type (gi_arg (v, 99, "scale")) == json_type_null;
   if (!gi_arg_double (v, 99, "scale", 1.0 / sqrt ((double) gi_dim_size (g, q, nb + 2)), &v->alpha)
       || !isfinite (v->alpha) || fabs (v->alpha) > NAPKIN_MAX_NUMBER)

@@ -358,6 +358,28 @@ gi_mask_of (G        *g,
     }
   if (g_str_equal (b, "slice"))
     return mask_slice (g, v, m);
+  if (g_str_equal (b, "bitwise_and") || g_str_equal (b, "logical_and") || g_str_equal (b, "__and__"))
+    {
+      /* ones.tril(a) & ones.triu(b): a band, i + b ≤ j ≤ i + a (sliding-window attention) */
+      Value *x = gi_arg_value (g, v, 0, "self"), *y = gi_arg_value (g, v, 1, "other");
+      MaskInfo mx, my;
+
+      if (x == NULL || y == NULL || !gi_mask_of (g, x, &mx) || !gi_mask_of (g, y, &my) || mx.invert || my.invert)
+        return FALSE;
+      if (mx.kind == MASK_TRIU && my.kind == MASK_TRIL)
+        {
+          MaskInfo t = mx;
+
+          mx = my;
+          my = t;
+        }
+      if (mx.kind != MASK_TRIL || my.kind != MASK_TRIU || my.offset > mx.offset)
+        return FALSE;
+      m->kind = MASK_BAND;
+      m->offset = mx.offset;
+      m->lower = my.offset;
+      return TRUE;
+    }
   if (g_str_equal (b, "logical_not") || g_str_equal (b, "bitwise_not"))
     {
       Value *a = gi_arg_value (g, v, 0, "self");

@@ -56,6 +56,7 @@ typedef enum
   MASK_TRIL,        /* keeps j ≤ i + offset over the last two dimensions */
   MASK_TRIU,        /* keeps j ≥ i + offset */
   MASK_TENSOR,      /* a boolean tensor of the graph (`tensor`): keeps where true */
+  MASK_BAND,        /* keeps i + lower ≤ j ≤ i + offset: a tril and a triu anded (a window) */
 } MaskKind;
 
 typedef struct
@@ -64,6 +65,7 @@ typedef struct
   gint64   offset;
   gboolean invert;            /* keeps where the pattern does not */
   int      tensor;            /* MASK_TENSOR: the value index of the boolean tensor */
+  gint64   lower;             /* MASK_BAND */
 } MaskInfo;
 
 /* One restricted atom of a part: the atom `atom` runs over [start, end) of itself,

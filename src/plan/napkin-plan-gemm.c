@@ -812,6 +812,17 @@ gemm_axis_runs (NapkinPlanner *p,
 
       for (guint i = 0; i < split->n; i++)
         g_string_append_printf (names, "%s%s", i ? "·" : "", napkin_diagram_axis (p->d, split->axes[i])->name);
+      /* an operand that splits them while the result does not: the retry copies it */
+      if (cm >= 0 && cn >= 0 && p->split_operands != NULL)
+        {
+          gboolean x_split = run_of (&s->x_l, &s->m) < 0 || run_of (&s->x_l, &s->kk) < 0;
+          gboolean y_split = run_of (&s->y_l, &s->n) < 0 || run_of (&s->y_l, &s->kk) < 0;
+
+          if (x_split)
+            g_hash_table_add (p->split_operands, GUINT_TO_POINTER ((guint) s->contract * 2 + 0 + 1));
+          if (y_split)
+            g_hash_table_add (p->split_operands, GUINT_TO_POINTER ((guint) s->contract * 2 + 1 + 1));
+        }
       *why = g_strdup_printf (_("the row, column and contracted axes of “%s” must each be one contiguous run in "
                                 "its operands and result: %s splits %s"), napkin_diagram_node (p->d, s->contract)->id,
                               _(where), names->str);

@@ -138,6 +138,31 @@ stored_axes (NapkinDiagram *d,
   return o->n_axes;
 }
 
+/* Whether what the softmax `sm` reads back to its product holds only what the attention
+ * kernel takes (scales, casts, masks, added operands: docs/plan.md, "Attention
+ * kernels"); a soft-cap's tanh (Gemma 2) leaves Q·Kᵀ, the softmax and P·V kernels of
+ * their own, each GEMM storing its own order. */
+static gboolean
+scores_fuse (NapkinDiagram *d,
+             guint          sm)
+{
+  int at = napkin_diagram_input_source (d, sm, 0);
+
+  for (guint step = 0; at >= 0 && step < 16; step++)
+    {
+      const NapkinNode *n = napkin_diagram_node (d, (guint) at);
+
+      if (n->kind == NAPKIN_OP_CONTRACT)
+        return TRUE;
+      if (!(n->kind == NAPKIN_OP_MASK
+            || (n->kind == NAPKIN_OP_MAP && (n->fn == NAPKIN_FN_SCALE || n->fn == NAPKIN_FN_CAST || n->fn == NAPKIN_FN_ADD
+                                             || n->fn == NAPKIN_FN_SUB))))
+        return FALSE;
+      at = napkin_diagram_input_source (d, (guint) at, 0);
+    }
+  return FALSE;
+}
+
 /* Whether the product `node` weighs by a softmax (through maps): attention's P·V, whose
  * fused kernel stores O in any order. */
 static gboolean
@@ -153,7 +178,7 @@ reads_probabilities (NapkinDiagram *d,
           const NapkinNode *n = napkin_diagram_node (d, (guint) src);
 
           if (n->kind == NAPKIN_OP_SOFTMAX)
-            return TRUE;
+            return scores_fuse (d, (guint) src);
           if (n->kind != NAPKIN_OP_MAP && n->kind != NAPKIN_OP_MASK)
             break;
           src = napkin_diagram_input_source (d, (guint) src, 0);
@@ -337,6 +362,8 @@ keeps_gemm_runs_as (NapkinDiagram          *d,
   return TRUE;
 }
 
+static gboolean operand_runs (NapkinDiagram *d, guint c, guint port);
+
 /* The order in which the product `node` stores its result as one GEMM: batch axes in its
  * own order, then its rows in its first operand's order, then its columns in its
  * second's. NULL where it lies so already, or where a consumer reads its flat order. A
@@ -356,9 +383,22 @@ result_order (NapkinDiagram *d,
   /* a value one product reads is laid out for that product (operand_order); attention's
    * P·V stores O in any order */
   if (p->kind != NAPKIN_OP_CONTRACT || x == NULL || !x->valid || !read_by_name (d, node)
-      || (n_consumers == 1 && napkin_diagram_node (d, consumers[0])->kind == NAPKIN_OP_CONTRACT)
       || reads_probabilities (d, node))
     return NULL;
+  /* read by one product: laid out for it where this product's GEMM keeps its runs
+   * (operand_order); where not, for this product, and the reader gets a copy in front
+   * (insert_operand_copies) */
+  if (n_consumers == 1 && napkin_diagram_node (d, consumers[0])->kind == NAPKIN_OP_CONTRACT)
+    {
+      char **moved = operand_order (d, node);
+
+      if (moved != NULL || operand_runs (d, consumers[0], napkin_diagram_input_source (d, consumers[0], 0) == (int) node
+                                                           ? 0 : 1))
+        {
+          g_strfreev (moved);
+          return NULL;
+        }
+    }
   for (guint k = 0; k < 2; k++)
     {
       int src = napkin_diagram_input_source (d, node, k);
@@ -449,24 +489,198 @@ carry_renames (NapkinDiagram *work,
     }
 }
 
+/* Whether the product `c` reads its operand on `port` with that side's own axes (its
+ * rows or columns) and the contracted axes each one contiguous run of the operand's
+ * order: a GEMM takes it as stored, or after a copy that moves its batch axes. */
+static gboolean
+operand_runs (NapkinDiagram *d,
+              guint          c,
+              guint          port)
+{
+  const NapkinTensorType *x = NULL, *y = NULL, *o = napkin_diagram_node_type (d, c);
+  int xs = napkin_diagram_input_source (d, c, 0), ys = napkin_diagram_input_source (d, c, 1);
+
+  if (xs < 0 || ys < 0 || o == NULL || !o->valid)
+    return TRUE;
+  x = napkin_diagram_node_type (d, (guint) xs);
+  y = napkin_diagram_node_type (d, (guint) ys);
+  if (x == NULL || y == NULL || !x->valid || !y->valid)
+    return TRUE;
+  {
+    const NapkinTensorType *side = port == 0 ? x : y;
+    NapkinPlanRole own = port == 0 ? NAPKIN_PLAN_ROLE_ROW : NAPKIN_PLAN_ROLE_COLUMN;
+    const NapkinPlanRole roles[] = { own, NAPKIN_PLAN_ROLE_CONTRACTED };
+
+    for (guint g = 0; g < G_N_ELEMENTS (roles); g++)
+      {
+        int first = -1, last = -1, count = 0;
+
+        for (guint i = 0; i < side->n_axes; i++)
+          if (_napkin_plan_product_role (x, y, o, side->axes[i]) == roles[g]
+              && napkin_diagram_axis_size (d, side->axes[i]) > 1)
+            {
+              if (first < 0)
+                first = (int) i;
+              last = (int) i;
+              count++;
+            }
+        /* size-1 axes between do not break a run */
+        for (int i = first; first >= 0 && i <= last; i++)
+          if (_napkin_plan_product_role (x, y, o, side->axes[i]) != roles[g]
+              && napkin_diagram_axis_size (d, side->axes[i]) > 1)
+            return FALSE;
+      }
+  }
+  return TRUE;
+}
+
+/* Whether the product `c` is a product of an attention the plan fuses (its Q·Kᵀ or its
+ * P·V): the attention kernel reads its operands through any strides. */
+static gboolean
+in_attention (NapkinDiagram *d,
+              guint          c)
+{
+  guint at = c;
+
+  if (reads_probabilities (d, c))
+    return TRUE;
+  for (guint step = 0; step < 16; step++)
+    {
+      guint n_consumers;
+      const guint *consumers = napkin_diagram_consumers (d, at, &n_consumers);
+      const NapkinNode *n;
+
+      if (n_consumers != 1)
+        return FALSE;
+      at = consumers[0];
+      n = napkin_diagram_node (d, at);
+      if (n->kind == NAPKIN_OP_SOFTMAX)
+        {
+          consumers = napkin_diagram_consumers (d, at, &n_consumers);
+          return scores_fuse (d, at) && n_consumers == 1
+                 && napkin_diagram_node (d, consumers[0])->kind == NAPKIN_OP_CONTRACT;
+        }
+      if (!(n->kind == NAPKIN_OP_MASK
+            || (n->kind == NAPKIN_OP_MAP && (n->fn == NAPKIN_FN_SCALE || n->fn == NAPKIN_FN_CAST || n->fn == NAPKIN_FN_ADD
+                                             || n->fn == NAPKIN_FN_SUB))))
+        return FALSE;
+    }
+  return FALSE;
+}
+
+/* A product outside every region whose operand split its own or its contracted axes in
+ * the first plan (Gemma's queries [b, s, h, g, d] read as [b, h, (g, s), d] after
+ * repeat_kv; `copies` says which), where the operand's producer cannot store it
+ * otherwise: a permuting rearrange in front of it, which the plan runs as an
+ * element-wise copy, and then one GEMM (docs/plan.md, "The pipeline"). The copy takes
+ * the order operand_order would have asked for. */
+static gboolean
+insert_operand_copies (NapkinDiagram *copy,
+                       GHashTable    *copies)
+{
+  guint n_nodes = napkin_diagram_n_nodes (copy);
+  gboolean any = FALSE;
+
+  for (guint c = 0; c < n_nodes; c++)
+    {
+      const NapkinNode *cn = napkin_diagram_node (copy, c);
+      gboolean drawn = FALSE;
+
+      if (cn->kind != NAPKIN_OP_CONTRACT || in_attention (copy, c))
+        continue;
+      for (guint r = 0; r < napkin_diagram_n_regions (copy) && !drawn; r++)
+        drawn = napkin_region_has_node (napkin_diagram_region (copy, r), cn->id);
+      if (drawn)
+        continue;
+      for (guint port = 0; port < 2; port++)
+        {
+          int src = napkin_diagram_input_source (copy, c, port), other = napkin_diagram_input_source (copy, c, 1 - port);
+          const NapkinTensorType *x, *y, *o = napkin_diagram_node_type (copy, c);
+          guint stored[NAPKIN_MAX_RANK], n_stored;
+          g_autoptr(GPtrArray) want = g_ptr_array_new ();
+          g_autofree char *id = NULL;
+          NapkinNode *perm;
+          NapkinWire *in, *out;
+          int w = -1;
+
+          if (src < 0 || other < 0 || !g_hash_table_contains (copies, GUINT_TO_POINTER (c * 2 + port + 1)))
+            continue;
+          x = napkin_diagram_node_type (copy, (guint) src);
+          y = napkin_diagram_node_type (copy, (guint) other);
+          n_stored = stored_axes (copy, c, stored);
+          for (guint i = 0; i < n_stored; i++)
+            if (napkin_tensor_type_has_axis (x, stored[i]))
+              g_ptr_array_add (want, (gpointer) napkin_diagram_axis (copy, stored[i])->name);
+          for (guint i = 0; i < y->n_axes; i++)
+            if (_napkin_plan_product_role (port == 0 ? x : y, port == 0 ? y : x, o, y->axes[i])
+                == NAPKIN_PLAN_ROLE_CONTRACTED)
+              g_ptr_array_add (want, (gpointer) napkin_diagram_axis (copy, y->axes[i])->name);
+          if (want->len != x->n_axes)
+            continue;     /* an axis summed alone: not a GEMM operand */
+          g_ptr_array_add (want, NULL);
+          for (guint i = 0; i < napkin_diagram_n_wires (copy) && w < 0; i++)
+            if (g_str_equal (napkin_diagram_wire (copy, i)->to, cn->id) && napkin_diagram_wire (copy, i)->port == port)
+              w = (int) i;
+          if (w < 0)
+            continue;
+          {
+            g_autofree char *stem = g_strdup_printf ("%s_in%u", cn->id, port);
+
+            id = g_strdup (stem);
+            for (guint k = 2; napkin_diagram_find_node (copy, id) >= 0; k++)
+              {
+                g_free (id);
+                id = g_strdup_printf ("%s_%u", stem, k);
+              }
+          }
+          perm = napkin_node_new (id, NAPKIN_OP_REARRANGE);
+          perm->out = g_strdupv ((char **) want->pdata);
+          perm->label = g_strdup (_("operand copy"));
+          napkin_diagram_insert_item (copy, NAPKIN_ITEM_NODE, napkin_diagram_n_nodes (copy), perm);
+          in = napkin_item_copy (NAPKIN_ITEM_WIRE, napkin_diagram_wire (copy, (guint) w));
+          out = napkin_item_copy (NAPKIN_ITEM_WIRE, napkin_diagram_wire (copy, (guint) w));
+          g_free (in->to);
+          in->to = g_strdup (id);
+          in->port = 0;
+          g_free (out->from);
+          out->from = g_strdup (id);
+          napkin_diagram_replace_item (copy, NAPKIN_ITEM_WIRE, (guint) w, in);
+          napkin_diagram_insert_item (copy, NAPKIN_ITEM_WIRE, napkin_diagram_n_wires (copy), out);
+          cn = napkin_diagram_node (copy, c);
+          any = TRUE;
+        }
+    }
+  return any;
+}
+
 NapkinDiagram *
 _napkin_plan_canonical (NapkinDiagram *d,
-                        GHashTable    *folded)
+                        GHashTable    *folded,
+                        GHashTable    *copies)
 {
   NapkinDiagram *copy = fold_casts (d, folded);
   NapkinDiagram *work = copy != NULL ? copy : d;
   guint n_nodes = napkin_diagram_n_nodes (work);
-  g_autoptr(GPtrArray) orders = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
 
   /* a value one product alone reads, laid out as that product's operand: a permutation
    * of the axes it is computed over, so the same function (the attention's O before its
-   * output projection, stored [b, s, h, d]) */
+   * output projection, stored [b, s, h, d]). Twice: a product whose operand moved in
+   * the first pass (Gemma's scores, laid out for Q·Kᵀ) may then want its own result
+   * moved (P·V's rows follow P's new order). */
+  for (guint pass = 0; pass < 2; pass++)
+  {
+  g_autoptr(GPtrArray) orders = g_ptr_array_new_with_free_func ((GDestroyNotify) g_strfreev);
+  gboolean moved = FALSE;
+
   for (guint n = 0; n < n_nodes; n++)
     {
       char **order = operand_order (work, n);
 
       g_ptr_array_add (orders, order != NULL ? order : result_order (work, n));
+      moved |= g_ptr_array_index (orders, n) != NULL;
     }
+  if (!moved)
+    break;
   for (guint n = 0; n < n_nodes; n++)
     {
       NapkinNode *node;
@@ -504,6 +718,20 @@ _napkin_plan_canonical (NapkinDiagram *d,
     }
   if (copy != NULL)
     napkin_diagram_changed (copy);
+  }
+  /* operands no order of their producer serves: a copy in front of the product */
+  if (copies != NULL && g_hash_table_size (copies) > 0)
+  {
+    NapkinDiagram *trial = copy != NULL ? copy : napkin_diagram_copy (d);
+
+    if (insert_operand_copies (trial, copies))
+      {
+        napkin_diagram_changed (trial);
+        copy = trial;
+      }
+    else if (trial != copy)
+      g_object_unref (trial);
+  }
   return copy;
 }
 

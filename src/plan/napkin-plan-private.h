@@ -27,13 +27,18 @@ typedef struct
   /* node → why the attention chain through it could not run as one kernel (the
    * partition's refusals: the reason its operations' kernels then carry) */
   GHashTable              *chain_refusal;
+  /* products outside every region whose operand (node · 2 + port, + 1) splits its own or
+   * its contracted axes: the retry copies those operands (_napkin_plan_canonical) */
+  GHashTable              *split_operands;
 } NapkinPlanner;
 
 /* The pipeline's first steps (src/plan/napkin-plan-partition.c; docs/plan.md):
  * `diagram` with its casts folded into the values they cast, or NULL when none folds
- * (`folded` gets cast id → the operation's id). */
+ * (`folded` gets cast id → the operation's id); `copies` (node · 2 + port, + 1), or
+ * NULL: the product operands that get a permuting copy in front. */
 NapkinDiagram *_napkin_plan_canonical  (NapkinDiagram    *diagram,
-                                        GHashTable       *folded);
+                                        GHashTable       *folded,
+                                        GHashTable       *copies);
 /* The plan's own kernels among the operations outside the drawn regions: each
  * attention chain the attention kernel takes gets a region of the plan's, appended to
  * p->d — which, when `shared` (the caller's diagram), is first replaced by a copy,

@@ -529,11 +529,43 @@ add_kernel (NapkinPlanner    *p,
 
 static void best_path_note (NapkinPlanner *p, NapkinPlanKernel *k);
 
+static NapkinPlan *plan_build (NapkinDiagram *diagram, NapkinArch *arch, const NapkinPlanOptions *options,
+                               GHashTable *copies, GHashTable *splits, GError **error);
+
 NapkinPlan *
 napkin_plan_build (NapkinDiagram           *diagram,
                    NapkinArch              *arch,
                    const NapkinPlanOptions *options,
                    GError                 **error)
+{
+  g_autoptr(GHashTable) splits = g_hash_table_new (g_direct_hash, g_direct_equal);
+  NapkinPlan *plan = plan_build (diagram, arch, options, NULL, splits, error);
+
+  /* products outside regions whose operands split their rows or the contracted axes
+   * (the GEMM refused them, generic): planned again with a permuting copy in front of
+   * each such operand (docs/plan.md, "The pipeline") */
+  if (plan != NULL && g_hash_table_size (splits) > 0)
+    {
+      NapkinPlan *again = plan_build (diagram, arch, options, splits, NULL, NULL);
+
+      if (again != NULL && again->n_generic < plan->n_generic)
+        {
+          napkin_plan_free (plan);
+          plan = again;
+        }
+      else if (again != NULL)
+        napkin_plan_free (again);
+    }
+  return plan;
+}
+
+static NapkinPlan *
+plan_build (NapkinDiagram           *diagram,
+            NapkinArch              *arch,
+            const NapkinPlanOptions *options,
+            GHashTable              *copies,
+            GHashTable              *splits,
+            GError                 **error)
 {
   g_autoptr(NapkinPlan) plan = g_new0 (NapkinPlan, 1);
   NapkinPlanner p = { 0 };
@@ -570,7 +602,7 @@ napkin_plan_build (NapkinDiagram           *diagram,
   /* the pipeline's first steps: casts as types, the plan's own kernels outside the
    * drawn regions (docs/plan.md, "The pipeline") */
   as_drawn = options != NULL && (options->generic_only || options->as_drawn);
-  plan->diagram = as_drawn ? NULL : _napkin_plan_canonical (diagram, plan->folded);
+  plan->diagram = as_drawn ? NULL : _napkin_plan_canonical (diagram, plan->folded, copies);
   p.d = plan->diagram != NULL ? plan->diagram : diagram;
   p.arch = arch;
   p.plan = plan;
@@ -581,6 +613,7 @@ napkin_plan_build (NapkinDiagram           *diagram,
   p.before = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
   p.after = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
   p.chain_refusal = g_hash_table_new_full (g_direct_hash, g_direct_equal, NULL, g_free);
+  p.split_operands = as_drawn ? NULL : splits;
   _napkin_plan_find_parents (&p);
   if (!as_drawn)
     {

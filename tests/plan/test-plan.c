@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "napkin-file.h"
+#include "napkin-interp.h"
 #include "napkin-ir.h"
 #include "napkin-tune.h"
 #include "napkin-model.h"
@@ -599,6 +600,73 @@ test_realigned_gate (void)
   assert_model_agrees (d, p, "h200");
 }
 
+/* Gemma 2's scores: Q[b, s, h, g, d] (a projection's heads, repeat_kv's group inside)
+ * read as [b, h, (g, s), d] by Q·Kᵀ, which a soft-cap (tanh) leaves outside any
+ * attention: the rows g·s are no run of Q, and Q's producer (an input here) keeps its
+ * order. The plan copies Q into [b, h, g, s, d] by an element-wise kernel and runs one
+ * GEMM, instead of the generic lowering (docs/plan.md, "The pipeline"). */
+static void
+test_operand_copy (void)
+{
+  static const char json[] =
+    "{\"format\": \"napkin\", \"version\": 1, \"axes\": ["
+    "{\"name\": \"b\", \"size\": 2}, {\"name\": \"s\", \"size\": 96}, {\"name\": \"h\", \"size\": 3},"
+    "{\"name\": \"g\", \"size\": 2}, {\"name\": \"k\", \"size\": 80}, {\"name\": \"d\", \"size\": 64}],"
+    "\"tensors\": [{\"name\": \"Q\", \"axes\": [\"b\", \"s\", \"h\", \"g\", \"d\"], \"dtype\": \"bf16\"},"
+    "{\"name\": \"K\", \"axes\": [\"b\", \"h\", \"k\", \"d\"], \"dtype\": \"bf16\"},"
+    "{\"name\": \"P\", \"axes\": [\"b\", \"h\", \"g\", \"s\", \"k\"], \"dtype\": \"bf16\"}],"
+    "\"nodes\": [{\"id\": \"q\", \"kind\": \"input\", \"tensor\": \"Q\"}, {\"id\": \"kk\", \"kind\": \"input\", \"tensor\": \"K\"},"
+    "{\"id\": \"scores\", \"kind\": \"contract\", \"out\": [\"b\", \"h\", \"g\", \"s\", \"k\"]},"
+    "{\"id\": \"cap\", \"kind\": \"map\", \"fn\": \"tanh\"}, {\"id\": \"sm\", \"kind\": \"softmax\", \"axis\": \"k\"},"
+    "{\"id\": \"p\", \"kind\": \"output\", \"tensor\": \"P\"}],"
+    "\"wires\": [{\"from\": \"q\", \"to\": \"scores\", \"port\": 0}, {\"from\": \"kk\", \"to\": \"scores\", \"port\": 1},"
+    "{\"from\": \"scores\", \"to\": \"cap\"}, {\"from\": \"cap\", \"to\": \"sm\"}, {\"from\": \"sm\", \"to\": \"p\"}]}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinPlan) plan = NULL;
+  gboolean copy = FALSE, gemm = FALSE;
+
+  g_assert_no_error (error);
+  plan = napkin_test_plan (d, "h100");
+  g_assert_cmpuint (plan->n_generic, ==, 0);
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+      g_test_message ("%s: %s %s", k->name, napkin_plan_kind_to_string (k->kind), napkin_path_to_string (k->path));
+      if (g_str_equal (k->name, "scores_in0"))
+        {
+          g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ELEMENTWISE);
+          copy = TRUE;
+        }
+      if (k->kind == NAPKIN_PLAN_GEMM && g_str_equal (k->name, "scores"))
+        {
+          g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+          gemm = TRUE;
+        }
+    }
+  g_assert_true (copy);
+  g_assert_true (gemm);
+  /* the copy is the plan's: the diagram drawn is unchanged, and the plan's diagram (which
+   * the code generator lowers) computes what it computes */
+  g_assert_cmpint (napkin_diagram_find_node (d, "scores_in0"), <, 0);
+  g_assert_cmpint (napkin_diagram_find_node (plan->diagram, "scores_in0"), >=, 0);
+  {
+    g_autoptr(NapkinIrProgram) drawn = napkin_ir_lower (d, NAPKIN_LOWER_DEFAULT, &error);
+    g_autoptr(NapkinIrProgram) planned = napkin_ir_lower (plan->diagram, NAPKIN_LOWER_DEFAULT, &error);
+    NapkinTensorSet *a = napkin_tensor_set_new_random (d, 3), *b = napkin_tensor_set_new_random (d, 3);
+    int t = napkin_diagram_find_tensor (d, "P");
+
+    g_assert_no_error (error);
+    g_assert_true (napkin_ir_interpret (drawn, a, &error));
+    g_assert_true (napkin_ir_interpret (planned, b, &error));
+    g_assert_no_error (error);
+    g_assert_cmpfloat (napkin_tensor_set_rel_error (b, a, (guint) t), <, 1e-12);
+    napkin_tensor_set_free (a);
+    napkin_tensor_set_free (b);
+  }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -618,5 +686,6 @@ main (int    argc,
   g_test_add_func ("/plan/examples", test_examples);
   g_test_add_func ("/plan/json", test_json);
   g_test_add_func ("/plan/tune-lowers", test_tune_lowers);
+  g_test_add_func ("/plan/operand-copy", test_operand_copy);
   return g_test_run ();
 }
