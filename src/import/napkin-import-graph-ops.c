@@ -526,6 +526,64 @@ pass1_linear (G     *g,
   set_contract (g, v, a, w, bias);
 }
 
+/* Every element of an int-list argument (stride [1, 1]) equals `want`; absent: `fallback`. */
+static gboolean
+int_list_is (Value      *v,
+             guint       i,
+             const char *key,
+             gint64      want,
+             gboolean    fallback)
+{
+  json_object *a = gi_arg (v, i, key);
+
+  if (a == NULL || json_object_is_type (a, json_type_null))
+    return fallback;
+  if (json_object_is_type (a, json_type_int))
+    return json_object_get_int64 (a) == want;
+  if (!json_object_is_type (a, json_type_array))
+    return FALSE;
+  for (size_t k = 0; k < json_object_array_length (a); k++)
+    if (!json_object_is_type (json_object_array_get_idx (a, k), json_type_int)
+        || json_object_get_int64 (json_object_array_get_idx (a, k)) != want)
+      return FALSE;
+  return TRUE;
+}
+
+/* conv1d/2d/3d with a 1×1 kernel (stride 1, no padding, one group): a product over the
+ * channels, dimension 1 (Stable Diffusion's q, k, v and proj_out, a UNet's proj_in):
+ * the weight [out, in, 1, 1] contracted with x [b, in, h, w] into [b, out, h, w]. */
+static void
+pass1_conv (G     *g,
+            Value *v,
+            Value *a)
+{
+  Value *w = gi_arg_value (g, v, 1, "weight"), *bias = gi_arg_value (g, v, 2, "bias");
+  gint64 groups = 1;
+
+  if (!gi_need (g, v, a, 3) || !gi_need (g, v, w, 3) || (bias && !gi_need (g, v, bias, 1)))
+    return;
+  for (guint k = 2; k < w->n_dims; k++)
+    if (w->shape[k] != 1)
+      {
+        gi_refuse (g, v, _("with a kernel larger than 1×1 is not covered"),
+                   _("a 1×1 convolution is a product over the channels; larger kernels have no form in the format"));
+        return;
+      }
+  if (!int_list_is (v, 3, "stride", 1, TRUE) || !int_list_is (v, 4, "padding", 0, TRUE)
+      || !gi_arg_int (v, 6, "groups", 1, &groups) || groups != 1 || w->n_dims != a->n_dims)
+    {
+      gi_refuse (g, v, _("with a stride, padding or groups is not covered"), _("a 1×1 convolution with stride 1"));
+      return;
+    }
+  if (!gi_unite (g, v, a->dims[1], w->dims[1]))
+    return;
+  for (guint i = 0; i < a->n_dims; i++)
+    v->dims[i] = i == 1 ? w->dims[0] : a->dims[i];
+  if (bias && !gi_unite (g, v, bias->dims[bias->n_dims - 1], w->dims[0]))
+    return;
+  set_contract (g, v, a, w, bias);
+}
+
 /* mm, bmm, matmul, addmm (GPT-2's Conv1D: a weight [in, out]), baddbmm (BLOOM's
  * ALiBi: bias + alpha · a @ b): a product over the shared inner dimension. */
 static void
@@ -1240,6 +1298,9 @@ gi_pass1_call (G     *g,
     pass1_view (g, v, a);
   else if (g_str_equal (b, "linear"))
     pass1_linear (g, v, a);
+  else if (g_str_equal (b, "conv2d") || g_str_equal (b, "conv1d") || g_str_equal (b, "conv3d")
+           || g_str_equal (b, "convolution"))
+    pass1_conv (g, v, a);
   else if (g_str_equal (b, "mm") || g_str_equal (b, "bmm") || g_str_equal (b, "matmul") || g_str_equal (b, "addmm")
            || g_str_equal (b, "baddbmm"))
     pass1_matmul (g, v, a);
