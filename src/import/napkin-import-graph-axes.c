@@ -470,8 +470,33 @@ gi_related (G  *g,
     return FALSE;
   ra = gi_find (g, a);
   rb = gi_find (g, b);
-  return ra != rb && ((gi_cls (g, ra)->alias != NONE && gi_find (g, gi_cls (g, ra)->alias) == rb)
-                      || (gi_cls (g, rb)->alias != NONE && gi_find (g, gi_cls (g, rb)->alias) == ra));
+  if (ra == rb)
+    return FALSE;
+  if ((gi_cls (g, ra)->alias != NONE && gi_find (g, gi_cls (g, ra)->alias) == rb)
+      || (gi_cls (g, rb)->alias != NONE && gi_find (g, gi_cls (g, rb)->alias) == ra))
+    return TRUE;
+  /* positions of several axes flattened twice by two views (SAGAN's q and v: each
+   * view(b, c, h * w) its own class of the same h and w): the key copy of one is the
+   * key copy of the other */
+  for (guint side = 0; side < 2; side++)
+    {
+      int key = side ? rb : ra, other = side ? ra : rb, target;
+      g_autoptr(GArray) x = g_array_new (FALSE, FALSE, sizeof (int));
+      g_autoptr(GArray) y = g_array_new (FALSE, FALSE, sizeof (int));
+      gboolean same;
+
+      if (gi_cls (g, key)->alias == NONE)
+        continue;
+      target = gi_find (g, gi_cls (g, key)->alias);
+      gi_expand (g, target, x);
+      gi_expand (g, other, y);
+      same = x->len > 1 && x->len == y->len;
+      for (guint i = 0; same && i < x->len; i++)
+        same = gi_find (g, g_array_index (x, int, i)) == gi_find (g, g_array_index (y, int, i));
+      if (same)
+        return TRUE;
+    }
+  return FALSE;
 }
 
 static void

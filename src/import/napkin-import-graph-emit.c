@@ -388,6 +388,47 @@ emit_input (G      *g,
   return gi_emit_node (g, v, n, tensor, NULL, NULL);
 }
 
+/* A reshape that puts the axes `to` where the axes `from` are (each comma-separated;
+ * `from` neighbours in `in`'s stored order, outermost first): several merged into one,
+ * or one split into several; NULL (and v fails) where `from` are not neighbours. */
+static const char *
+merge_axes (G          *g,
+            Value      *v,
+            const char *in,
+            char      **axes,
+            const char *from,
+            const char *to,
+            const char *stem)
+{
+  g_auto(GStrv) names = g_strsplit (from, ",", -1);
+  g_auto(GStrv) into = g_strsplit (to, ",", -1);
+  g_auto(GStrv) order = gi_stored_order (g, in, axes);
+  guint n = g_strv_length (names), at = 0, len = g_strv_length (order);
+  GPtrArray *out = g_ptr_array_new ();
+  NapkinNode *node;
+
+  while (at < len && !g_str_equal (order[at], names[0]))
+    at++;
+  for (guint k = 0; k < n; k++)
+    if (at + k >= len || !g_str_equal (order[at + k], names[k]))
+      {
+        g_ptr_array_free (out, TRUE);
+        gi_fail (g, v, _("the positions %s are read as one key axis but are not stored together"), from);
+        return NULL;
+      }
+  for (guint k = 0; k < len; k++)
+    if (k == at)
+      for (guint j = 0; into[j] != NULL; j++)
+        g_ptr_array_add (out, g_strdup (into[j]));
+    else if (k < at || k >= at + n)
+      g_ptr_array_add (out, g_strdup (order[k]));
+  g_ptr_array_add (out, NULL);
+  node = napkin_node_new ("r", NAPKIN_OP_REARRANGE);
+  node->out = (char **) g_ptr_array_free (out, FALSE);
+  node->label = g_strdup_printf ("%s→%s", from, to);
+  return gi_emit_node (g, v, node, stem, in, NULL);
+}
+
 /* Node id of operand i of v (under the cuts), renamed where v reads a class as the
  * key axis. */
 static const char *
@@ -406,11 +447,26 @@ operand_node (G      *g,
     {
       Rename *rn = &g_array_index (v->renames, Rename, r);
       const char *from = gi_cls (g, gi_find (g, rn->from))->axis, *to = gi_cls (g, gi_find (g, rn->to))->axis;
+      g_autoptr(GArray) atoms = g_array_new (FALSE, FALSE, sizeof (int));
+      g_autoptr(GString) froms = g_string_new (NULL), tos = g_string_new (NULL);
       g_autofree char *key = NULL;
       const char *have;
 
       if (rn->operand != i)
         continue;
+      /* a class of several axes (h and w of flattened positions) merges into the key
+       * axis, and the key axis splits back into them (P·V reads the keys as V's positions) */
+      gi_expand (g, rn->from, atoms);
+      for (guint k = 0; k < atoms->len; k++)
+        g_string_append_printf (froms, "%s%s", k ? "," : "", gi_cls (g, gi_find (g, g_array_index (atoms, int, k)))->axis);
+      g_array_set_size (atoms, 0);
+      gi_expand (g, rn->to, atoms);
+      for (guint k = 0; k < atoms->len; k++)
+        g_string_append_printf (tos, "%s%s", k ? "," : "", gi_cls (g, gi_find (g, g_array_index (atoms, int, k)))->axis);
+      if (from == NULL)
+        from = froms->str;
+      if (to == NULL)
+        to = tos->str;
       key = g_strdup_printf ("rename|%s|%s|%s", id, from, to);
       if ((have = g_hash_table_lookup (g->variants, key)) == NULL)
         {
@@ -418,7 +474,12 @@ operand_node (G      *g,
           g_autofree char *stem = v->emit == EMIT_ATTENTION ? g_strdup (i == 1 ? "k_pos" : "v_pos")
                                                              : g_strconcat (a->name, "_pos", NULL);
 
-          have = gi_rename_axis (g, v, id, axes, from, to, stem);
+          if (strchr (froms->str, ',') != NULL || strchr (tos->str, ',') != NULL)
+            have = merge_axes (g, v, id, axes, froms->str, tos->str, stem);
+          else
+            have = gi_rename_axis (g, v, id, axes, from, to, stem);
+          if (have == NULL)
+            return NULL;
           g_hash_table_insert (g->variants, g_steal_pointer (&key), g_strdup (have));
         }
       id = have;
@@ -734,6 +795,104 @@ keep_torch_order (G          *g,
   return napkin_diagram_node (g->d, (guint) index)->id;
 }
 
+/* group_norm: x in its logical order [b, C, spatial…], reshaped (the flat index kept) to
+ * [b, groups, rest] — rest the group's C/G channels with every position —, a layernorm
+ * over rest, reshaped back, then the weight and bias per channel (docs/import.md). */
+static const char *
+emit_group_norm (G          *g,
+                 Value      *v,
+                 const char *in0,
+                 const char *stem,
+                 GArray     *cuts)
+{
+  Value *x = gi_src (g, v, 0), *w = gi_src (g, v, 1), *bias = gi_src (g, v, 2);
+  g_auto(GStrv) logical = gi_atom_names (g, x);
+  g_auto(GStrv) stored = gi_stored_order (g, in0, logical);
+  g_autoptr(GArray) lead = g_array_new (FALSE, FALSE, sizeof (int));
+  gint64 groups = v->extra[1], rest = 1;
+  g_autofree char *gname = NULL, *rname = NULL;
+  GPtrArray *grouped = g_ptr_array_new ();
+  const char *id = in0;
+  NapkinNode *n;
+  guint n_lead;
+
+  if (cuts != NULL || logical == NULL || x->n_dims < 2)
+    {
+      g_ptr_array_free (grouped, TRUE);
+      gi_fail (g, v, _("a part of a group norm's input is not covered"));
+      return NULL;
+    }
+  gi_expand (g, x->dims[0], lead);
+  n_lead = lead->len;
+  for (guint i = 1; i < x->n_dims; i++)
+    rest *= gi_dim_size (g, x, i);
+  rest /= groups;
+  /* the logical order first, where the input is stored otherwise */
+  if (!g_strv_equal ((const char * const *) logical, (const char * const *) stored))
+    {
+      g_autofree char *pstem = g_strconcat (stem, "_nchw", NULL);
+
+      n = napkin_node_new ("r", NAPKIN_OP_REARRANGE);
+      n->out = g_strdupv (logical);
+      n->label = g_strdup (_("channels first"));
+      id = gi_emit_node (g, v, n, pstem, id, NULL);
+    }
+  if (!room_for_axis (g, v) || g_strv_length (logical) <= n_lead)
+    {
+      g_ptr_array_free (grouped, TRUE);
+      return NULL;
+    }
+  gname = napkin_import_fresh_name (g->b, NAPKIN_ITEM_AXIS, "groups");
+  napkin_import_add_axis (g->b, gname, groups);
+  if (!room_for_axis (g, v))
+    {
+      g_ptr_array_free (grouped, TRUE);
+      return NULL;
+    }
+  rname = napkin_import_fresh_name (g->b, NAPKIN_ITEM_AXIS, "group");
+  napkin_import_add_axis (g->b, rname, rest);
+  for (guint i = 0; i < n_lead; i++)
+    g_ptr_array_add (grouped, g_strdup (logical[i]));
+  g_ptr_array_add (grouped, g_strdup (gname));
+  g_ptr_array_add (grouped, g_strdup (rname));
+  g_ptr_array_add (grouped, NULL);
+  {
+    g_autofree char *rstem = g_strconcat (stem, "_groups", NULL);
+
+    n = napkin_node_new ("r", NAPKIN_OP_REARRANGE);
+    n->out = (char **) g_ptr_array_free (grouped, FALSE);
+    n->label = g_strdup_printf (_("%lld groups"), (long long) groups);
+    id = gi_emit_node (g, v, n, rstem, id, NULL);
+  }
+  n = napkin_node_new ("n", NAPKIN_OP_NORMALIZE);
+  n->norm = NAPKIN_NORM_LAYERNORM;
+  n->eps = v->eps;
+  n->axis = g_strdup (rname);
+  n->label = g_strdup ("GroupNorm");
+  id = gi_emit_node (g, v, n, stem, id, NULL);
+  {
+    g_autofree char *bstem = g_strconcat (stem, "_back", NULL);
+
+    n = napkin_node_new ("r", NAPKIN_OP_REARRANGE);
+    n->out = g_strdupv (logical);
+    n->label = g_strdup (_("channels back"));
+    id = gi_emit_node (g, v, n, bstem, id, NULL);
+  }
+  if (w)
+    {
+      g_autofree char *wstem = g_strconcat (stem, "_weight", NULL);
+
+      id = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_MUL, "· weight"), wstem, id, operand_node (g, v, 1, NULL));
+    }
+  if (bias)
+    {
+      g_autofree char *bstem = g_strconcat (stem, "_bias", NULL);
+
+      id = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_ADD, "+ bias"), bstem, id, operand_node (g, v, 2, NULL));
+    }
+  return id;
+}
+
 /* A node for v computed on its operands under the cuts (a part of a fused projection
  * computes only its part). */
 static const char *
@@ -857,6 +1016,8 @@ emit_value (G      *g,
           }
         return id;
       }
+    case EMIT_GROUP_NORM:
+      return emit_group_norm (g, v, in0, stem, cuts);
     case EMIT_MAP1:
       if (v->fn == NAPKIN_FN_SHIFT)
         {

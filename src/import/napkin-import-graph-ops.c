@@ -142,6 +142,33 @@ unite_or_rename (G     *g,
   return gi_unite (g, v, other, mine);
 }
 
+/* Whether x holds, in a dimension other than `skip`, the atoms of class c. */
+static gboolean
+holds_class (G     *g,
+             Value *x,
+             guint  skip,
+             int    c)
+{
+  g_autoptr(GArray) want = g_array_new (FALSE, FALSE, sizeof (int));
+
+  gi_expand (g, c, want);
+  for (guint i = 0; i < x->n_dims; i++)
+    {
+      g_autoptr(GArray) have = g_array_new (FALSE, FALSE, sizeof (int));
+      gboolean same;
+
+      if (i == skip || x->dims[i] == NONE)
+        continue;
+      gi_expand (g, x->dims[i], have);
+      same = have->len == want->len;
+      for (guint k = 0; same && k < have->len; k++)
+        same = gi_find (g, g_array_index (have, int, k)) == gi_find (g, g_array_index (want, int, k));
+      if (same)
+        return TRUE;
+    }
+  return FALSE;
+}
+
 /* Scores of a self-attention: the result would carry one class twice (queries and
  * keys over the same positions). The second operand's class becomes the key axis,
  * a renamed copy (docs/import.md, "Attention written out"). */
@@ -164,11 +191,8 @@ key_axis (G     *g,
     for (guint j = 0; j < ca->len; j++)
       if (gi_find (g, g_array_index (ra, int, i)) == gi_find (g, g_array_index (ca, int, j)))
         {
-          if (ca->len != 1)
-            {
-              gi_fail (g, v, _("the product's two dimensions are one axis here, and it is not a sequence axis"));
-              return FALSE;
-            }
+          /* positions of several axes (an image's h and w flattened: SAGAN, the SD
+           * VAE's AttnBlock) have one key axis of their size: the rename merges them */
           k = gi_alias (g, *col);
           gi_add_rename (g, v, operand, *col, k);
           gi_hint (g, row, "s", 1);
@@ -211,7 +235,15 @@ matmul_dims (G     *g,
       gi_refuse (g, v, _("of vectors is not covered"), _("give both operands two dimensions or more (unsqueeze)"));
       return FALSE;
     }
-  if (!unite_or_rename (g, v, 1, b->dims[b->n_dims - 2], a->dims[a->n_dims - 1]))
+  /* P·V renames V's positions as the keys: the second operand's where P comes first
+   * (attn @ v), the first's where V does (SAGAN's bmm(v, attnᵀ), whose second operand
+   * already holds the query positions) */
+  if (gi_related (g, b->dims[b->n_dims - 2], a->dims[a->n_dims - 1])
+      && holds_class (g, b, b->n_dims - 2, a->dims[a->n_dims - 1]))
+    {
+      gi_add_rename (g, v, 0, a->dims[a->n_dims - 1], b->dims[b->n_dims - 2]);
+    }
+  else if (!unite_or_rename (g, v, 1, b->dims[b->n_dims - 2], a->dims[a->n_dims - 1]))
     return FALSE;
   if (v->renames != NULL)
     gi_hint (g, b->dims[b->n_dims - 1], "dv", 1);   /* P·V: the values' own dimension */
@@ -694,6 +726,39 @@ pass1_norm (G     *g,
   gi_set_src (g, v, 1, w);
   gi_set_src (g, v, 2, bias);
   v->emit = EMIT_NORM;
+}
+
+/* group_norm (x [b, C, spatial…], G groups, weight and bias [C]): a layernorm of each
+ * sample's group of C/G channels with all their positions (docs/import.md). */
+static void
+pass1_group_norm (G     *g,
+                  Value *v,
+                  Value *a)
+{
+  Value *w = gi_arg_value (g, v, 2, "weight"), *bias = gi_arg_value (g, v, 3, "bias");
+  gint64 groups = 0;
+
+  if (!gi_need (g, v, a, 2) || (w && !gi_need (g, v, w, 1)) || (bias && !gi_need (g, v, bias, 1)))
+    return;
+  if (!gi_arg_int (v, 1, "num_groups", 0, &groups) || groups <= 0 || a->shape[1] % groups != 0)
+    {
+      gi_fail (g, v, _("num_groups must divide the channels"));
+      return;
+    }
+  if (!gi_arg_double (v, 4, "eps", 1e-5, &v->eps) || !(v->eps > 0 && v->eps < 1))
+    {
+      gi_fail (g, v, _("eps must be a number between 0 and 1"));
+      return;
+    }
+  gi_copy_dims (v, a);
+  if ((w && !gi_unite (g, v, w->dims[w->n_dims - 1], a->dims[1]))
+      || (bias && !gi_unite (g, v, bias->dims[bias->n_dims - 1], a->dims[1])))
+    return;
+  v->extra[1] = (int) groups;
+  gi_set_src (g, v, 0, a);
+  gi_set_src (g, v, 1, w);
+  gi_set_src (g, v, 2, bias);
+  v->emit = EMIT_GROUP_NORM;
 }
 
 /* split, split_with_sizes, chunk, unbind: a tuple whose items are parts. Equal parts
@@ -1298,6 +1363,8 @@ gi_pass1_call (G     *g,
     pass1_view (g, v, a);
   else if (g_str_equal (b, "linear"))
     pass1_linear (g, v, a);
+  else if (g_str_equal (b, "group_norm"))
+    pass1_group_norm (g, v, a);
   else if (g_str_equal (b, "conv2d") || g_str_equal (b, "conv1d") || g_str_equal (b, "conv3d")
            || g_str_equal (b, "convolution"))
     pass1_conv (g, v, a);

@@ -46,6 +46,7 @@ typedef enum
   EMIT_REDUCE,
   EMIT_MASK,        /* masked_fill / where with a mask: a mask node */
   EMIT_TUPLE,       /* split, chunk, unbind: only its parts are used */
+  EMIT_GROUP_NORM,  /* group_norm: reshaped to [batch, groups, rest], normalised, back */
 } Emit;
 
 /* What a boolean value keeps, as the mask operation reads it. */

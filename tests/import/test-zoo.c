@@ -38,6 +38,22 @@ static const Zoo zoo[] = {
 #include "zoo/expected.h"
 };
 
+/* Modules that import, match the module and derive with no generic kernel, but whose
+ * attention is not one kernel yet, and why (docs/import.md, "The model zoo"). */
+static const char *const unfused[][2] = {
+  { "gemma2_attention", "the logit soft-cap's tanh between the products: the attention kernel takes none" },
+  { "sd_vae_attn_block", "the queries are an image's h and w (two axes): the attention kernel takes one" },
+};
+
+static const char *
+unfused_reason (const char *name)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (unfused); i++)
+    if (g_str_equal (unfused[i][0], name))
+      return unfused[i][1];
+  return NULL;
+}
+
 static void derive_zoo (const char    *name,
                         NapkinDiagram *d,
                         guint         *kernels,
@@ -444,9 +460,16 @@ derive_zoo (const char    *name,
         in_attention += napkin_diagram_node (a->plan->diagram, g_array_index (pk->nodes, guint, j))->kind
                         == NAPKIN_OP_SOFTMAX;
     }
-  /* every softmax of the zoo is an attention's: each fused with its two products */
-  g_assert_cmpuint (in_attention, ==, softmaxes);
-  g_assert_cmpuint (attention_kernels, ==, softmaxes);
+  /* every softmax of the zoo is an attention's: each fused with its two products —
+   * but those listed as not fused yet, which must still not be (a fused one leaves the
+   * list) */
+  if (unfused_reason (name) != NULL)
+    g_assert_cmpuint (in_attention, <, softmaxes);
+  else
+    {
+      g_assert_cmpuint (in_attention, ==, softmaxes);
+      g_assert_cmpuint (attention_kernels, ==, softmaxes);
+    }
   g_assert_cmpfloat_with_epsilon (r->analyzed_s, a->predicted_time_s, 1e-12);
   g_assert_cmpfloat_with_epsilon (r->derived_s, a->predicted_time_s, 1e-12);
   *us = a->predicted_time_s * 1e6;
