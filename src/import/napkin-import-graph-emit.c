@@ -958,6 +958,20 @@ emit_value (G      *g,
       n = napkin_node_new ("c", NAPKIN_OP_CONTRACT);
       n->out = cut_names (g, v, cuts);
       n->label = g_strdup (label);
+      if (v->out_from != NONE)
+        {
+          /* a square weight's product: its own output axis, renamed after the bias */
+          const char *own = gi_cls (g, gi_find (g, v->out_from))->axis;
+          const char *mine = gi_cls (g, gi_find (g, v->dims[v->emit == EMIT_CONTRACT && g_str_equal (v->base, "linear")
+                                                          ? v->n_dims - 1 : 1]))->axis;
+
+          for (guint i = 0; n->out[i] != NULL && own != NULL && mine != NULL; i++)
+            if (g_str_equal (n->out[i], mine))
+              {
+                g_free (n->out[i]);
+                n->out[i] = g_strdup (own);
+              }
+        }
       id = gi_emit_node (g, v, n, stem, in0, operand_node (g, v, 1, cuts));
       if (v->product_alpha != 0)
         {
@@ -975,6 +989,16 @@ emit_value (G      *g,
 
           id = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_ADD, "+ bias"), bstem, id,
                              value_node (g, g->values->pdata[v->extra[0]], cuts));
+        }
+      if (v->out_from != NONE)
+        {
+          g_auto(GStrv) axes = cut_names (g, v, cuts);
+          const char *own = gi_cls (g, gi_find (g, v->out_from))->axis;
+          const char *mine = gi_cls (g, gi_find (g, v->dims[g_str_equal (v->base, "linear") ? v->n_dims - 1 : 1]))->axis;
+          g_autofree char *rstem = g_strconcat (stem, "_out", NULL);
+
+          if (own != NULL && mine != NULL)
+            id = gi_rename_axis (g, v, id, axes, own, mine, rstem);
         }
       return id;
     case EMIT_SOFTMAX:

@@ -533,6 +533,24 @@ set_contract (G     *g,
   v->emit = EMIT_CONTRACT;
 }
 
+/* The result's class for a product's output axis `out` of weight w: `out`, or where the
+ * graph makes w's two axes one (x + W(x), found on the first reading), a class of its
+ * own that the product's result is renamed to after the product and its bias. */
+static int
+square_out (G     *g,
+            Value *v,
+            Value *w,
+            int    out)
+{
+  int o;
+
+  if (g->square == NULL || w->param == NULL || !g_hash_table_contains (g->square, w->param))
+    return out;
+  o = gi_new_class (g, gi_cls (g, gi_find (g, out))->size);
+  v->out_from = out;
+  return o;
+}
+
 /* F.linear: x · Wᵀ (+ bias) over the last dimension. */
 static void
 pass1_linear (G     *g,
@@ -552,7 +570,7 @@ pass1_linear (G     *g,
     return;
   for (guint i = 0; i + 1 < a->n_dims; i++)
     v->dims[i] = a->dims[i];
-  v->dims[v->n_dims - 1] = w->dims[0];
+  v->dims[v->n_dims - 1] = square_out (g, v, w, w->dims[0]);
   if (bias && !gi_unite (g, v, bias->dims[bias->n_dims - 1], w->dims[0]))
     return;
   set_contract (g, v, a, w, bias);
@@ -610,7 +628,7 @@ pass1_conv (G     *g,
   if (!gi_unite (g, v, a->dims[1], w->dims[1]))
     return;
   for (guint i = 0; i < a->n_dims; i++)
-    v->dims[i] = i == 1 ? w->dims[0] : a->dims[i];
+    v->dims[i] = i == 1 ? square_out (g, v, w, w->dims[0]) : a->dims[i];
   if (bias && !gi_unite (g, v, bias->dims[bias->n_dims - 1], w->dims[0]))
     return;
   set_contract (g, v, a, w, bias);

@@ -114,6 +114,8 @@ typedef struct
   NapkinMapFn  fn;
   double       alpha;
   double       product_alpha; /* a product scaled before its bias (baddbmm's alpha); 0: none */
+  int          out_from;      /* a square weight's product: the weight's output class, which the
+                                 product computes and then renames to its own (NONE: none) */
   int          axis_dim;      /* softmax, norm, rotate, reduce: the torch dim */
   NapkinNormKind norm;
   NapkinReduceOp reduce;
@@ -160,6 +162,9 @@ typedef struct
   GHashTable    *rotations;   /* axis name → tensor name of its rotate-half matrix */
   GHashTable    *rotation_inputs;   /* tensor name → id of its input node */
   GHashTable    *variants;    /* "value|restriction|renames" → node id */
+  GHashTable    *square;      /* weights whose two axes the graph makes one (x + W(x)): their
+                                 product's result gets an axis of its own, renamed after */
+  GHashTable    *square_found;/* … found by check_distinct, for the second reading */
   json_object   *outputs;
 } G;
 

@@ -592,6 +592,7 @@ read_values (G           *g,
       v->obj = obj;
       v->src[0] = v->src[1] = v->src[2] = -1;
       v->extra[0] = v->extra[1] = -1;
+      v->out_from = NONE;
       v->mask.tensor = -1;
       v->file = gi_member_string_or (obj, "file", file);
       v->code = gi_member_string (obj, "code");
@@ -771,6 +772,14 @@ check_distinct (G *g)
       for (guint a = 0; a < atoms->len; a++)
         for (guint b = a + 1; b < atoms->len; b++)
           twice |= gi_find (g, g_array_index (atoms, int, a)) == gi_find (g, g_array_index (atoms, int, b));
+      /* a weight whose two axes met (x + W(x)): read again with its product's result
+       * an axis of its own */
+      if (twice && v->emit == EMIT_INPUT && v->role == 1 && g->square_found != NULL && v->param != NULL
+          && (g->square == NULL || !g_hash_table_contains (g->square, v->param)))
+        {
+          g_hash_table_add (g->square_found, g_strdup (v->param));
+          continue;
+        }
       if (twice)
         {
           gi_refuse (g, v, _("would give a result with one axis twice (x + x.T of a square x)"),
@@ -972,11 +981,39 @@ build (G           *g,
     }
 }
 
+static NapkinDiagram *import_graph_once (const char *json_text, gsize length, const char *source,
+                                         GHashTable *square, GHashTable *square_found, GError **error);
+
 NapkinDiagram *
 napkin_import_graph (const char  *json_text,
                      gsize        length,
                      const char  *source,
                      GError     **error)
+{
+  g_autoptr(GHashTable) found = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GError) first_error = NULL;
+  NapkinDiagram *d = import_graph_once (json_text, length, source, NULL, found, &first_error);
+
+  /* square weights whose two axes the residual made one: read again, their products'
+   * results on axes of their own */
+  if (g_hash_table_size (found) > 0)
+    {
+      g_clear_object (&d);
+      g_clear_error (&first_error);
+      return import_graph_once (json_text, length, source, found, NULL, error);
+    }
+  if (first_error != NULL)
+    g_propagate_error (error, g_steal_pointer (&first_error));
+  return d;
+}
+
+static NapkinDiagram *
+import_graph_once (const char  *json_text,
+                   gsize        length,
+                   const char  *source,
+                   GHashTable  *square,
+                   GHashTable  *square_found,
+                   GError     **error)
 {
   g_autoptr(NapkinDiagram) d = NULL;
   g_autoptr(GArray) classes = g_array_new (FALSE, TRUE, sizeof (Class));
@@ -1002,6 +1039,8 @@ napkin_import_graph (const char  *json_text,
     .rotations = rotations,
     .rotation_inputs = rotation_inputs,
     .variants = variants,
+    .square = square,
+    .square_found = square_found,
   };
 
   g_array_set_clear_func (classes, (GDestroyNotify) class_clear);

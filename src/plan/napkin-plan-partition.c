@@ -284,9 +284,14 @@ read_by_name_from (NapkinDiagram *d,
         case NAPKIN_OP_CONTRACT:
           break;
         case NAPKIN_OP_REARRANGE:
-          /* a rename by position follows the new order (carry_renames) */
+          /* a rename by position follows the new order (carry_renames), and so must
+           * what reads it (a reshape after it reads the flat order) */
           if (positional_rename (d, c, x))
-            break;
+            {
+              if (!read_by_name_from (d, consumers[i], depth + 1))
+                return FALSE;
+              break;
+            }
           if (c->out == NULL || g_strv_length (c->out) != x->n_axes)
             return FALSE;
           for (guint k = 0; c->out[k] != NULL; k++)

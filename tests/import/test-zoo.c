@@ -42,6 +42,7 @@ static const Zoo zoo[] = {
  * attention is not one kernel yet, and why (docs/import.md, "The model zoo"). */
 static const char *const unfused[][2] = {
   { "gemma2_attention", "the logit soft-cap's tanh between the products: the attention kernel takes none" },
+  { "sagan_attention", "the queries are an image's h and w (two axes): the attention kernel takes one" },
   { "sd_vae_attn_block", "the queries are an image's h and w (two axes): the attention kernel takes one" },
 };
 
