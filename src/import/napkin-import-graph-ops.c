@@ -601,7 +601,9 @@ int_list_is (Value      *v,
 
 /* conv1d/2d/3d with a 1×1 kernel (stride 1, no padding, one group): a product over the
  * channels, dimension 1 (Stable Diffusion's q, k, v and proj_out, a UNet's proj_in):
- * the weight [out, in, 1, 1] contracted with x [b, in, h, w] into [b, out, h, w]. */
+ * the weight [out, in, 1, 1] contracted with x [b, in, h, w] into [b, out, h, w]; or
+ * with its stride its kernel (a ViT's patch embedding): x's h and w each split into
+ * (patches, within a patch), contracted with the channels and the kernel. */
 static void
 pass1_conv (G     *g,
             Value *v,
@@ -610,25 +612,53 @@ pass1_conv (G     *g,
   Value *w = gi_arg_value (g, v, 1, "weight"), *bias = gi_arg_value (g, v, 2, "bias");
   gint64 groups = 1;
 
+  gboolean pointwise = TRUE, patches = TRUE;
+
   if (!gi_need (g, v, a, 3) || !gi_need (g, v, w, 3) || (bias && !gi_need (g, v, bias, 1)))
     return;
-  for (guint k = 2; k < w->n_dims; k++)
-    if (w->shape[k] != 1)
-      {
-        gi_refuse (g, v, _("with a kernel larger than 1×1 is not covered"),
-                   _("a 1×1 convolution is a product over the channels; larger kernels have no form in the format"));
-        return;
-      }
-  if (!int_list_is (v, 3, "stride", 1, TRUE) || !int_list_is (v, 4, "padding", 0, TRUE)
-      || !gi_arg_int (v, 6, "groups", 1, &groups) || groups != 1 || w->n_dims != a->n_dims)
+  if (w->n_dims != a->n_dims || !gi_arg_int (v, 6, "groups", 1, &groups) || groups != 1
+      || !int_list_is (v, 4, "padding", 0, TRUE))
     {
-      gi_refuse (g, v, _("with a stride, padding or groups is not covered"), _("a 1×1 convolution with stride 1"));
+      gi_refuse (g, v, _("with padding or groups is not covered"),
+                 _("a 1×1 convolution, or one whose stride is its kernel (patches)"));
+      return;
+    }
+  /* the stride, per spatial dimension: a list, one number, or 1 */
+  for (guint k = 2; k < w->n_dims; k++)
+    {
+      json_object *st = gi_arg (v, 3, "stride");
+      gint64 stride = 1;
+
+      if (st != NULL && json_object_is_type (st, json_type_array) && k - 2 < json_object_array_length (st))
+        stride = json_object_get_int64 (json_object_array_get_idx (st, k - 2));
+      else if (st != NULL && json_object_is_type (st, json_type_int))
+        stride = json_object_get_int64 (st);
+      pointwise &= w->shape[k] == 1 && stride == 1;
+      patches &= w->shape[k] == stride && a->shape[k] % stride == 0;
+    }
+  if (!pointwise && !patches)
+    {
+      gi_refuse (g, v, _("with a kernel other than 1×1 or its stride is not covered"),
+                 _("a 1×1 convolution, or one whose stride is its kernel (a ViT's patch embedding)"));
       return;
     }
   if (!gi_unite (g, v, a->dims[1], w->dims[1]))
     return;
   for (guint i = 0; i < a->n_dims; i++)
     v->dims[i] = i == 1 ? square_out (g, v, w, w->dims[0]) : a->dims[i];
+  /* patches (ViT): each spatial dimension of x is (patches, within a patch), the weight's
+   * kernel the second, contracted with the channels; the result's the first */
+  for (guint k = 2; !pointwise && k < a->n_dims; k++)
+    {
+      g_autoptr(GArray) kids = g_array_new (FALSE, FALSE, sizeof (int));
+      int outer = gi_new_class (g, a->shape[k] / w->shape[k]), inner = gi_new_class (g, w->shape[k]);
+
+      g_array_append_val (kids, outer);
+      g_array_append_val (kids, inner);
+      if (!gi_split (g, v, a->dims[k], kids) || !gi_unite (g, v, inner, w->dims[k]))
+        return;
+      v->dims[k] = outer;
+    }
   if (bias && !gi_unite (g, v, bias->dims[bias->n_dims - 1], w->dims[0]))
     return;
   set_contract (g, v, a, w, bias);
