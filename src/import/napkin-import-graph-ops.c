@@ -913,7 +913,18 @@ pass1_getitem (G     *g,
         }
       gi_set_src (g, v, 0, gi_src (g, a, 0));
       v->emit = EMIT_PART;
-      v->stem = gi_lhs_name (a->code, index);
+      /* the parts are named from the line that splits where it names each of them
+       * (q, k, v = …); not after what a call on that line returns (nn.MultiheadAttention's
+       * "attn_output, attn_output_weights = …" splits its projection inside torch) */
+      {
+        gint64 items = 0, s0, e0;
+        g_autofree char *first = gi_lhs_name (a->code, 0);
+
+        while (items < 64 && item_range (g, a, items, &s0, &e0))
+          items++;
+        if (first != NULL && gi_lhs_name_count (a->code) == items)
+          v->stem = gi_lhs_name (a->code, index);
+      }
       gi_restrict_dim (g, v, gi_src (g, a, 0), a->axis_dim, start, end, g_str_equal (a->base, "unbind"));
       return;
     }
@@ -989,7 +1000,9 @@ pass1_part (G     *g,
       return;
     }
   v->emit = EMIT_PART;
-  v->stem = gi_lhs_name (v->code, sel ? start : -1);
+  /* a select names its part from the line only where that line names every item */
+  if (!sel || gi_lhs_name_count (v->code) == a->shape[dim])
+    v->stem = gi_lhs_name (v->code, sel ? start : -1);
   gi_restrict_dim (g, v, a, dim, start, end, sel);
 }
 

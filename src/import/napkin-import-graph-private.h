@@ -190,6 +190,7 @@ gboolean     gi_number           (G *g, json_object *a, double *out);
 gboolean     gi_norm_dim         (gint64 dim, guint rank, int *out);
 gboolean     gi_in_list          (const char *base, const char * const *list, gsize n);
 char        *gi_lhs_name         (const char *code, gint64 index);
+gint64       gi_lhs_name_count   (const char *code);
 
 /* napkin-import-graph-axes.c: axis classes */
 Class       *gi_cls              (G *g, int c);

@@ -283,6 +283,25 @@ gi_lhs_name (const char *code,
   return g_strstrip (g_strdup (names[index]));
 }
 
+/* How many names the line's left-hand side has (0 without one). */
+gint64
+gi_lhs_name_count (const char *code)
+{
+  g_autoptr(GRegex) re = NULL;
+  g_autoptr(GMatchInfo) m = NULL;
+  g_autofree char *lhs = NULL;
+  g_auto(GStrv) names = NULL;
+
+  if (code == NULL)
+    return 0;
+  re = g_regex_new ("^\\s*([A-Za-z_][A-Za-z0-9_]*(\\s*,\\s*[A-Za-z_][A-Za-z0-9_]*)*)\\s*,?\\s*=[^=]", 0, 0, NULL);
+  if (re == NULL || !g_regex_match (re, code, 0, &m))
+    return 0;
+  lhs = g_match_info_fetch (m, 1);
+  names = g_strsplit (lhs, ",", -1);
+  return g_strv_length (names);
+}
+
 int
 gi_value_index (G     *g,
                 Value *v)

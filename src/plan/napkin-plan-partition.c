@@ -132,6 +132,22 @@ stored_axes (NapkinDiagram *d,
       if (next->kind != NAPKIN_OP_MAP || napkin_diagram_node_type (d, consumers[0]) == NULL
           || napkin_diagram_node_type (d, consumers[0])->n_axes != o->n_axes)
         break;
+      /* a map whose order is its other operand's (the residual added to this product)
+       * is stored in that order by the epilogue that fuses it */
+      if (next->out == NULL && napkin_diagram_input_source (d, consumers[0], 0) != (int) cur)
+        {
+          const NapkinTensorType *m = napkin_diagram_node_type (d, consumers[0]);
+          gboolean all = m->valid;
+
+          for (guint i = 0; all && i < o->n_axes; i++)
+            all = napkin_tensor_type_has_axis (m, o->axes[i]);
+          if (all)
+            {
+              memcpy (axes, m->axes, sizeof (guint) * m->n_axes);
+              return m->n_axes;
+            }
+          break;
+        }
       cur = consumers[0];
     }
   memcpy (axes, o->axes, sizeof (guint) * o->n_axes);
@@ -299,7 +315,9 @@ read_by_name_from (NapkinDiagram *d,
               return FALSE;
           break;
         case NAPKIN_OP_MAP:
-          if (c->out != NULL)
+          /* a map with its own order, or whose order is its first operand's (the
+           * residual's, where this value is added to it), reads this value by name */
+          if (c->out != NULL || napkin_diagram_input_source (d, consumers[i], 0) != (int) node)
             break;
           G_GNUC_FALLTHROUGH;
         case NAPKIN_OP_SOFTMAX:
