@@ -74,6 +74,10 @@ def argument(env, tensor):
             value = value.narrow(s["dim"], s["start"], s["end"] - s["start"])
     if value.dtype == __import__("torch").bool:
         value = value.to(__import__("torch").int8)
+    # the diagram's tensor drops size-1 dimensions (SAGAN's gamma [1] is a number there)
+    sizes = tensor.get("sizes")
+    if sizes is not None and value.numel() == __import__("math").prod(sizes):
+        value = value.reshape(sizes)
     return value.contiguous()
 
 
@@ -98,12 +102,19 @@ def one(name, cli, full, device, out, tolerance):
     diagram = json.load(open(npath))
     inputs = [t for t in diagram["tensors"] if not any(n.get("kind") == "output" and n.get("tensor") == t["name"]
                                                        for n in diagram["nodes"])]
+    axis_size = {a["name"]: a["size"] for a in diagram["axes"]}
+    for t in inputs:
+        t["sizes"] = [axis_size[a] for a in t["axes"]]
     printed = load(ppath, "printed_" + name)
     env = node_values(ep, args)
     with torch.no_grad():
         want = module(*args)
         got = printed.forward(*[argument(env, t) for t in inputs if "constant" not in t])
     got = got[0] if isinstance(got, tuple) else got
+    # the diagram's output holds the module's elements in its axes (a flattened [b, n, c]
+    # may be [b, h, w, c] there): compare element by element
+    if got.numel() == want.numel():
+        got = got.reshape(want.shape)
     err = ((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-30)).item()
     print("%-28s max relative error %.2e (tolerance %.0e) %s" % (name, err, tolerance, "ok" if err <= tolerance else "DIFFERENT"),
           flush=True)
