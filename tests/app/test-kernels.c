@@ -480,6 +480,9 @@ test_suggest_and_quit (void)
     iterate (10);
   g_assert_null (gtk_application_get_windows (GTK_APPLICATION (app)));
   xdotool ("mousemove", "0", "0", NULL);
+  /* the searches and analyses the closed windows started finish before the process
+   * lets the application go */
+  iterate (500);
 }
 
 /* A region made with Ctrl+R around every operation of attention (the inputs and
