@@ -223,7 +223,22 @@ cut_names (G      *g,
 
           gi_expand (g, r->repl, sub);
           for (guint k = 0; k < sub->len; k++)
-            g_ptr_array_add (names, g_strdup (gi_cls (g, gi_find (g, g_array_index (sub, int, k)))->axis));
+            {
+              const char *axis = gi_cls (g, gi_find (g, g_array_index (sub, int, k)))->axis;
+
+              /* a part taken of a part (GPT-NeoX's rotary on the first dims of each head
+               * of a fused projection): the parts of parts are not covered */
+              if (cut_of (g, cuts, g_array_index (sub, int, k)) != NULL || axis == NULL)
+                {
+                  if (!v->poisoned)
+                    gi_refuse (g, v, _("is taken in parts of its parts (a partial rotary: x[..., :r] of a head split "
+                                       "from a fused projection), which is not covered"),
+                               _("rotate whole heads, or pass the rotated and the passed-through parts as inputs"));
+                  v->poisoned = TRUE;
+                  axis = "?";
+                }
+              g_ptr_array_add (names, g_strdup (axis));
+            }
         }
     }
   g_ptr_array_add (names, NULL);

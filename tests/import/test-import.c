@@ -406,6 +406,25 @@ test_graph_drop_flags (void)
   g_assert_cmpint (napkin_diagram_node_type (d, napkin_diagram_find_node (d, neg->id))->dtype, ==, NAPKIN_DTYPE_INT8);
 }
 
+/* GPT-NeoX's partial rotary takes the first dims of each head of its fused projection:
+ * a part of a part, refused in one round naming the line and what to write instead,
+ * never a diagram the loader refuses in internal words. */
+static void
+test_graph_partial_rotary (void)
+{
+  g_autofree char *path = source_path ("partial-rotary.graph.json");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_file (path, &error);
+
+  g_assert_null (d);
+  g_assert_nonnull (error);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, "qkv = self.query_key_value(hidden_states)"));
+  g_assert_nonnull (strstr (error->message, "parts of its parts"));
+  g_assert_nonnull (strstr (error->message, "rotate whole heads"));
+  g_assert_null (strstr (error->message, "would refuse"));
+}
+
 static void
 test_roundtrip (void)
 {
@@ -542,6 +561,7 @@ main (int    argc,
   g_test_add_func ("/import/graph/unsupported", test_graph_unsupported);
   g_test_add_func ("/import/graph/errors", test_graph_errors);
   g_test_add_func ("/import/graph/drop-flags", test_graph_drop_flags);
+  g_test_add_func ("/import/graph/partial-rotary", test_graph_partial_rotary);
   g_test_add_func ("/import/roundtrip", test_roundtrip);
   g_test_add_func ("/import/pytorch/examples", test_pytorch_printer);
   g_test_add_func ("/import/pytorch/llama", test_pytorch_llama);
