@@ -810,6 +810,29 @@ keep_torch_order (G          *g,
   return napkin_diagram_node (g->d, (guint) index)->id;
 }
 
+/* A norm's weight (· operand 1) and bias (+ operand 2) after node `id`, where v has them. */
+static const char *
+norm_affine (G          *g,
+             Value      *v,
+             const char *id,
+             const char *stem,
+             GArray     *cuts)
+{
+  if (gi_src (g, v, 1) != NULL)
+    {
+      g_autofree char *wstem = g_strconcat (stem, "_weight", NULL);
+
+      id = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_MUL, "· weight"), wstem, id, operand_node (g, v, 1, cuts));
+    }
+  if (gi_src (g, v, 2) != NULL)
+    {
+      g_autofree char *bstem = g_strconcat (stem, "_bias", NULL);
+
+      id = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_ADD, "+ bias"), bstem, id, operand_node (g, v, 2, cuts));
+    }
+  return id;
+}
+
 /* group_norm: x in its logical order [b, C, spatial…], reshaped (the flat index kept) to
  * [b, groups, rest] — rest the group's C/G channels with every position —, a layernorm
  * over rest, reshaped back, then the weight and bias per channel (docs/import.md). */
@@ -820,7 +843,7 @@ emit_group_norm (G          *g,
                  const char *stem,
                  GArray     *cuts)
 {
-  Value *x = gi_src (g, v, 0), *w = gi_src (g, v, 1), *bias = gi_src (g, v, 2);
+  Value *x = gi_src (g, v, 0);
   g_auto(GStrv) logical = gi_atom_names (g, x);
   g_auto(GStrv) stored = gi_stored_order (g, in0, logical);
   g_autoptr(GArray) lead = g_array_new (FALSE, FALSE, sizeof (int));
@@ -893,19 +916,7 @@ emit_group_norm (G          *g,
     n->label = g_strdup (_("channels back"));
     id = gi_emit_node (g, v, n, bstem, id, NULL);
   }
-  if (w)
-    {
-      g_autofree char *wstem = g_strconcat (stem, "_weight", NULL);
-
-      id = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_MUL, "· weight"), wstem, id, operand_node (g, v, 1, NULL));
-    }
-  if (bias)
-    {
-      g_autofree char *bstem = g_strconcat (stem, "_bias", NULL);
-
-      id = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_ADD, "+ bias"), bstem, id, operand_node (g, v, 2, NULL));
-    }
-  return id;
+  return norm_affine (g, v, id, stem, NULL);
 }
 
 /* A node for v computed on its operands under the cuts (a part of a fused projection
@@ -1029,8 +1040,6 @@ emit_value (G      *g,
       return gi_emit_node (g, v, n, stem, in0, NULL);
     case EMIT_NORM:
       {
-        Value *w = gi_src (g, v, 1), *bias = gi_src (g, v, 2);
-
         n = napkin_node_new ("n", NAPKIN_OP_NORMALIZE);
         n->norm = v->norm;
         n->eps = v->eps;
@@ -1041,19 +1050,7 @@ emit_value (G      *g,
           }
         n->label = g_strdup (v->norm == NAPKIN_NORM_RMSNORM ? "RMSNorm" : "LayerNorm");
         id = gi_emit_node (g, v, n, stem, in0, NULL);
-        if (w)
-          {
-            g_autofree char *wstem = g_strconcat (stem, "_weight", NULL);
-
-            id = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_MUL, "· weight"), wstem, id, operand_node (g, v, 1, cuts));
-          }
-        if (bias)
-          {
-            g_autofree char *bstem = g_strconcat (stem, "_bias", NULL);
-
-            id = gi_emit_node (g, v, gi_map_node (NAPKIN_FN_ADD, "+ bias"), bstem, id, operand_node (g, v, 2, cuts));
-          }
-        return id;
+        return norm_affine (g, v, id, stem, cuts);
       }
     case EMIT_GROUP_NORM:
       return emit_group_norm (g, v, in0, stem, cuts);

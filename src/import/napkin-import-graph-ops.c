@@ -576,27 +576,27 @@ pass1_linear (G     *g,
   set_contract (g, v, a, w, bias);
 }
 
-/* Every element of an int-list argument (stride [1, 1]) equals `want`; absent: `fallback`. */
-static gboolean
-int_list_is (Value      *v,
+/* Element `k` of an int-list argument (a convolution's stride [2, 2], padding [0, 0]):
+ * the list's, or the one number given for every dimension, or `fallback` where absent
+ * (or the list is shorter); G_MININT64 where it is something else (padding="same"). */
+static gint64
+int_list_at (Value      *v,
              guint       i,
              const char *key,
-             gint64      want,
-             gboolean    fallback)
+             guint       k,
+             gint64      fallback)
 {
   json_object *a = gi_arg (v, i, key);
 
   if (a == NULL || json_object_is_type (a, json_type_null))
     return fallback;
-  if (json_object_is_type (a, json_type_int))
-    return json_object_get_int64 (a) == want;
-  if (!json_object_is_type (a, json_type_array))
-    return FALSE;
-  for (size_t k = 0; k < json_object_array_length (a); k++)
-    if (!json_object_is_type (json_object_array_get_idx (a, k), json_type_int)
-        || json_object_get_int64 (json_object_array_get_idx (a, k)) != want)
-      return FALSE;
-  return TRUE;
+  if (json_object_is_type (a, json_type_array))
+    {
+      if (k >= json_object_array_length (a))
+        return fallback;
+      a = json_object_array_get_idx (a, k);
+    }
+  return json_object_is_type (a, json_type_int) ? json_object_get_int64 (a) : G_MININT64;
 }
 
 /* conv1d/2d/3d with a 1×1 kernel (stride 1, no padding, one group): a product over the
@@ -611,30 +611,23 @@ pass1_conv (G     *g,
 {
   Value *w = gi_arg_value (g, v, 1, "weight"), *bias = gi_arg_value (g, v, 2, "bias");
   gint64 groups = 1;
-
-  gboolean pointwise = TRUE, patches = TRUE;
+  gboolean pointwise = TRUE, patches = TRUE, padded = FALSE;
 
   if (!gi_need (g, v, a, 3) || !gi_need (g, v, w, 3) || (bias && !gi_need (g, v, bias, 1)))
     return;
-  if (w->n_dims != a->n_dims || !gi_arg_int (v, 6, "groups", 1, &groups) || groups != 1
-      || !int_list_is (v, 4, "padding", 0, TRUE))
+  for (guint k = 2; k < w->n_dims && w->n_dims == a->n_dims; k++)
+    {
+      gint64 stride = int_list_at (v, 3, "stride", k - 2, 1);
+
+      padded |= int_list_at (v, 4, "padding", k - 2, 0) != 0;
+      pointwise &= w->shape[k] == 1 && stride == 1;
+      patches &= w->shape[k] == stride && a->shape[k] % stride == 0;
+    }
+  if (w->n_dims != a->n_dims || !gi_arg_int (v, 6, "groups", 1, &groups) || groups != 1 || padded)
     {
       gi_refuse (g, v, _("with padding or groups is not covered"),
                  _("a 1×1 convolution, or one whose stride is its kernel (patches)"));
       return;
-    }
-  /* the stride, per spatial dimension: a list, one number, or 1 */
-  for (guint k = 2; k < w->n_dims; k++)
-    {
-      json_object *st = gi_arg (v, 3, "stride");
-      gint64 stride = 1;
-
-      if (st != NULL && json_object_is_type (st, json_type_array) && k - 2 < json_object_array_length (st))
-        stride = json_object_get_int64 (json_object_array_get_idx (st, k - 2));
-      else if (st != NULL && json_object_is_type (st, json_type_int))
-        stride = json_object_get_int64 (st);
-      pointwise &= w->shape[k] == 1 && stride == 1;
-      patches &= w->shape[k] == stride && a->shape[k] % stride == 0;
     }
   if (!pointwise && !patches)
     {
@@ -737,6 +730,18 @@ pass1_softmax (G     *g,
     }
 }
 
+/* A norm's weight and bias (either may be absent) run along the class `along`. */
+static gboolean
+unite_affine (G     *g,
+              Value *v,
+              Value *w,
+              Value *bias,
+              int    along)
+{
+  return (w == NULL || (gi_need (g, v, w, 1) && gi_unite (g, v, w->dims[w->n_dims - 1], along)))
+         && (bias == NULL || (gi_need (g, v, bias, 1) && gi_unite (g, v, bias->dims[bias->n_dims - 1], along)));
+}
+
 /* layer_norm, native_layer_norm, rms_norm over the last dimension, with weight and bias. */
 static void
 pass1_norm (G     *g,
@@ -767,8 +772,7 @@ pass1_norm (G     *g,
   gi_copy_dims (v, a);
   v->axis_dim = a->n_dims - 1;
   gi_hint (g, a->dims[a->n_dims - 1], "e", 1);
-  if ((w && (!gi_need (g, v, w, 1) || !gi_unite (g, v, w->dims[w->n_dims - 1], a->dims[a->n_dims - 1])))
-      || (bias && (!gi_need (g, v, bias, 1) || !gi_unite (g, v, bias->dims[bias->n_dims - 1], a->dims[a->n_dims - 1]))))
+  if (!unite_affine (g, v, w, bias, a->dims[a->n_dims - 1]))
     return;
   gi_set_src (g, v, 0, a);
   gi_set_src (g, v, 1, w);
@@ -799,8 +803,7 @@ pass1_group_norm (G     *g,
       return;
     }
   gi_copy_dims (v, a);
-  if ((w && !gi_unite (g, v, w->dims[w->n_dims - 1], a->dims[1]))
-      || (bias && !gi_unite (g, v, bias->dims[bias->n_dims - 1], a->dims[1])))
+  if (!unite_affine (g, v, w, bias, a->dims[1]))
     return;
   v->extra[1] = (int) groups;
   gi_set_src (g, v, 0, a);
@@ -918,11 +921,10 @@ pass1_getitem (G     *g,
        * "attn_output, attn_output_weights = …" splits its projection inside torch) */
       {
         gint64 items = 0, s0, e0;
-        g_autofree char *first = gi_lhs_name (a->code, 0);
 
         while (items < 64 && item_range (g, a, items, &s0, &e0))
           items++;
-        if (first != NULL && gi_lhs_name_count (a->code) == items)
+        if (gi_lhs_name_count (a->code) == items)
           v->stem = gi_lhs_name (a->code, index);
       }
       gi_restrict_dim (g, v, gi_src (g, a, 0), a->axis_dim, start, end, g_str_equal (a->base, "unbind"));

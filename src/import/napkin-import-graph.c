@@ -258,16 +258,13 @@ gi_arg_value (G          *g,
   return gi_value (g, gi_arg (v, i, key));
 }
 
-/* The name a line of code gives the index-th value it makes: `q, k, v = …` → "k" for
- * index 1; with index −1, `x1 = …` → "x1"; NULL otherwise. */
-char *
-gi_lhs_name (const char *code,
-             gint64      index)
+/* The names on the left-hand side of a line of code ("q, k, v = …"), or NULL. */
+static char **
+lhs_names (const char *code)
 {
   g_autoptr(GRegex) re = NULL;
   g_autoptr(GMatchInfo) m = NULL;
   g_autofree char *lhs = NULL;
-  g_auto(GStrv) names = NULL;
 
   if (code == NULL)
     return NULL;
@@ -275,7 +272,19 @@ gi_lhs_name (const char *code,
   if (re == NULL || !g_regex_match (re, code, 0, &m))
     return NULL;
   lhs = g_match_info_fetch (m, 1);
-  names = g_strsplit (lhs, ",", -1);
+  return g_strsplit (lhs, ",", -1);
+}
+
+/* The name a line of code gives the index-th value it makes: `q, k, v = …` → "k" for
+ * index 1; with index −1, `x1 = …` → "x1"; NULL otherwise. */
+char *
+gi_lhs_name (const char *code,
+             gint64      index)
+{
+  g_auto(GStrv) names = lhs_names (code);
+
+  if (names == NULL)
+    return NULL;
   if (g_strv_length (names) == 1 && index < 0)
     return g_strstrip (g_strdup (names[0]));
   if (g_strv_length (names) == 1 || index < 0 || index >= g_strv_length (names))
@@ -287,19 +296,9 @@ gi_lhs_name (const char *code,
 gint64
 gi_lhs_name_count (const char *code)
 {
-  g_autoptr(GRegex) re = NULL;
-  g_autoptr(GMatchInfo) m = NULL;
-  g_autofree char *lhs = NULL;
-  g_auto(GStrv) names = NULL;
+  g_auto(GStrv) names = lhs_names (code);
 
-  if (code == NULL)
-    return 0;
-  re = g_regex_new ("^\\s*([A-Za-z_][A-Za-z0-9_]*(\\s*,\\s*[A-Za-z_][A-Za-z0-9_]*)*)\\s*,?\\s*=[^=]", 0, 0, NULL);
-  if (re == NULL || !g_regex_match (re, code, 0, &m))
-    return 0;
-  lhs = g_match_info_fetch (m, 1);
-  names = g_strsplit (lhs, ",", -1);
-  return g_strv_length (names);
+  return names != NULL ? g_strv_length (names) : 0;
 }
 
 int

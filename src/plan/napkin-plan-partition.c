@@ -154,6 +154,16 @@ stored_axes (NapkinDiagram *d,
   return o->n_axes;
 }
 
+/* Whether `n` is a step the attention kernel takes between its products: a scale, a cast,
+ * a mask, an added operand (docs/plan.md, "Attention kernels"). */
+static gboolean
+score_step (const NapkinNode *n)
+{
+  return n->kind == NAPKIN_OP_MASK
+         || (n->kind == NAPKIN_OP_MAP && (n->fn == NAPKIN_FN_SCALE || n->fn == NAPKIN_FN_CAST || n->fn == NAPKIN_FN_ADD
+                                          || n->fn == NAPKIN_FN_SUB));
+}
+
 /* Whether what the softmax `sm` reads back to its product holds only what the attention
  * kernel takes (scales, casts, masks, added operands: docs/plan.md, "Attention
  * kernels"); a soft-cap's tanh (Gemma 2) leaves Q·Kᵀ, the softmax and P·V kernels of
@@ -170,9 +180,7 @@ scores_fuse (NapkinDiagram *d,
 
       if (n->kind == NAPKIN_OP_CONTRACT)
         return TRUE;
-      if (!(n->kind == NAPKIN_OP_MASK
-            || (n->kind == NAPKIN_OP_MAP && (n->fn == NAPKIN_FN_SCALE || n->fn == NAPKIN_FN_CAST || n->fn == NAPKIN_FN_ADD
-                                             || n->fn == NAPKIN_FN_SUB))))
+      if (!score_step (n))
         return FALSE;
       at = napkin_diagram_input_source (d, (guint) at, 0);
     }
@@ -203,6 +211,28 @@ reads_probabilities (NapkinDiagram *d,
   return FALSE;
 }
 
+/* The order in which the product `c` reads its operand x (the other operand y) as a
+ * GEMM operand: the axes x shares with c's result in the order c stores it, then the
+ * contracted ones in y's order, into `want`. FALSE where x sums an axis alone. */
+static gboolean
+operand_want (NapkinDiagram          *d,
+              guint                   c,
+              const NapkinTensorType *x,
+              const NapkinTensorType *y,
+              GPtrArray              *want)
+{
+  const NapkinTensorType *o = napkin_diagram_node_type (d, c);
+  guint stored[NAPKIN_MAX_RANK], n_stored = stored_axes (d, c, stored);
+
+  for (guint i = 0; i < n_stored; i++)
+    if (napkin_tensor_type_has_axis (x, stored[i]))
+      g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, stored[i])->name);
+  for (guint i = 0; i < y->n_axes; i++)
+    if (_napkin_plan_product_role (x, y, o, y->axes[i]) == NAPKIN_PLAN_ROLE_CONTRACTED)
+      g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, y->axes[i])->name);
+  return want->len == x->n_axes;
+}
+
 static char **
 operand_order (NapkinDiagram *d,
                guint          node)
@@ -212,7 +242,7 @@ operand_order (NapkinDiagram *d,
   const guint *consumers = napkin_diagram_consumers (d, node, &n_consumers);
   const NapkinTensorType *x = napkin_diagram_node_type (d, node), *y, *o;
   g_autoptr(GPtrArray) want = g_ptr_array_new ();
-  guint c, stored[NAPKIN_MAX_RANK], n_stored;
+  guint c;
   gboolean same = TRUE;
 
   if ((p->kind != NAPKIN_OP_CONTRACT && p->kind != NAPKIN_OP_REARRANGE) || n_consumers != 1 || x == NULL || !x->valid)
@@ -234,14 +264,7 @@ operand_order (NapkinDiagram *d,
   o = napkin_diagram_node_type (d, c);
   if (y == NULL || o == NULL || !y->valid || !o->valid)
     return NULL;
-  n_stored = stored_axes (d, c, stored);
-  for (guint i = 0; i < n_stored; i++)
-    if (napkin_tensor_type_has_axis (x, stored[i]))
-      g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, stored[i])->name);
-  for (guint i = 0; i < y->n_axes; i++)
-    if (_napkin_plan_product_role (x, y, o, y->axes[i]) == NAPKIN_PLAN_ROLE_CONTRACTED)
-      g_ptr_array_add (want, (gpointer) napkin_diagram_axis (d, y->axes[i])->name);
-  if (want->len != x->n_axes)
+  if (!operand_want (d, c, x, y, want))
     return NULL;      /* an axis summed alone: not a GEMM operand */
   if (p->kind == NAPKIN_OP_CONTRACT && !reads_probabilities (d, node) && !keeps_gemm_runs (d, node, want))
     return NULL;      /* the producer's own GEMM would lose its rows or columns as one run */
@@ -583,9 +606,7 @@ in_attention (NapkinDiagram *d,
           return scores_fuse (d, at) && n_consumers == 1
                  && napkin_diagram_node (d, consumers[0])->kind == NAPKIN_OP_CONTRACT;
         }
-      if (!(n->kind == NAPKIN_OP_MASK
-            || (n->kind == NAPKIN_OP_MAP && (n->fn == NAPKIN_FN_SCALE || n->fn == NAPKIN_FN_CAST || n->fn == NAPKIN_FN_ADD
-                                             || n->fn == NAPKIN_FN_SUB))))
+      if (!score_step (n))
         return FALSE;
     }
   return FALSE;
@@ -618,8 +639,7 @@ insert_operand_copies (NapkinDiagram *copy,
       for (guint port = 0; port < 2; port++)
         {
           int src = napkin_diagram_input_source (copy, c, port), other = napkin_diagram_input_source (copy, c, 1 - port);
-          const NapkinTensorType *x, *y, *o = napkin_diagram_node_type (copy, c);
-          guint stored[NAPKIN_MAX_RANK], n_stored;
+          const NapkinTensorType *x, *y;
           g_autoptr(GPtrArray) want = g_ptr_array_new ();
           g_autofree char *id = NULL;
           NapkinNode *perm;
@@ -630,15 +650,7 @@ insert_operand_copies (NapkinDiagram *copy,
             continue;
           x = napkin_diagram_node_type (copy, (guint) src);
           y = napkin_diagram_node_type (copy, (guint) other);
-          n_stored = stored_axes (copy, c, stored);
-          for (guint i = 0; i < n_stored; i++)
-            if (napkin_tensor_type_has_axis (x, stored[i]))
-              g_ptr_array_add (want, (gpointer) napkin_diagram_axis (copy, stored[i])->name);
-          for (guint i = 0; i < y->n_axes; i++)
-            if (_napkin_plan_product_role (port == 0 ? x : y, port == 0 ? y : x, o, y->axes[i])
-                == NAPKIN_PLAN_ROLE_CONTRACTED)
-              g_ptr_array_add (want, (gpointer) napkin_diagram_axis (copy, y->axes[i])->name);
-          if (want->len != x->n_axes)
+          if (!operand_want (copy, c, x, y, want))
             continue;     /* an axis summed alone: not a GEMM operand */
           g_ptr_array_add (want, NULL);
           for (guint i = 0; i < napkin_diagram_n_wires (copy) && w < 0; i++)

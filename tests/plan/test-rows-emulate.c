@@ -300,6 +300,44 @@ test_contiguous (void)
     emulate (&cases[i].t, FALSE, cases[i].form);
 }
 
+/* The diagram of `json` (valid), planned for the H100 and printed: the module. */
+static NapkinCudaModule *
+plan_json (const char     *json,
+           NapkinDiagram **d,
+           NapkinPlan    **plan)
+{
+  g_autoptr(GError) error = NULL;
+  NapkinCudaModule *module;
+
+  *d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  module = napkin_test_plan_cuda (*d, napkin_test_arch ("h100"), "emu_k", plan, &error);
+  g_assert_no_error (error);
+  return module;
+}
+
+/* The module's outputs within `dtype`'s tolerance of the interpreter's; FALSE (the test
+ * skipped) without g++. */
+static gboolean
+check_emulation (const NapkinCudaModule *module,
+                 NapkinDiagram          *d,
+                 const char             *what,
+                 const char             *dtype)
+{
+  double worst;
+
+  if (gxx == NULL)
+    {
+      g_test_skip ("no g++ to build the emulation");
+      return FALSE;
+    }
+  worst = emulate_module (module, d, what);
+  g_test_message ("%s: max |y − ref| / max |ref| = %.3g", what, worst);
+  if (!(worst <= dtype_tolerance (dtype)))
+    g_error ("%s: max |y − ref| / max |ref| = %.3g (tolerance %.1g)", what, worst, dtype_tolerance (dtype));
+  return TRUE;
+}
+
 /* An output wired straight from an input: the plan's element-wise copy kernel stores
  * it, transposed and converted (docs/plan.md), beside the input's other consumer; the
  * lowering's copy computes the reference. */
@@ -314,30 +352,18 @@ test_input_copy (void)
     "{\"id\":\"e\",\"kind\":\"map\",\"fn\":\"exp\"},{\"id\":\"z\",\"kind\":\"output\",\"tensor\":\"Z\"}],"
     "\"wires\":[{\"from\":\"x\",\"to\":\"y\",\"port\":0},{\"from\":\"x\",\"to\":\"e\",\"port\":0},"
     "{\"from\":\"e\",\"to\":\"z\",\"port\":0}]}";
-  g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) d = NULL;
   g_autoptr(NapkinPlan) plan = NULL;
-  g_autoptr(NapkinCudaModule) module = NULL;
+  g_autoptr(NapkinCudaModule) module = plan_json (json, &d, &plan);
   const NapkinPlanKernel *k;
-  double worst;
 
-  g_assert_no_error (error);
-  module = napkin_test_plan_cuda (d, napkin_test_arch ("h100"), "emu_k", &plan, &error);
-  g_assert_no_error (error);
   g_assert_cmpuint (plan->kernels->len, ==, 2);
   k = g_ptr_array_index (plan->kernels, 0);
   g_assert_cmpstr (k->name, ==, "y");
   g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ELEMENTWISE);
   g_assert_cmpint (k->path, ==, NAPKIN_PATH_SIMT);
   g_assert_cmpuint (k->u.ew.maps->len, ==, 0);
-  if (gxx == NULL)
-    {
-      g_test_skip ("no g++ to build the emulation");
-      return;
-    }
-  worst = emulate_module (module, d, "input copy");
-  g_test_message ("input copy: max |y − ref| / max |ref| = %.3g", worst);
-  g_assert_cmpfloat (worst, <=, dtype_tolerance ("fp16"));
+  check_emulation (module, d, "input copy", "fp16");
 }
 
 /* DiT's modulation after a LayerNorm: x[b, s, e] normalised over e, times (1 + scale)
@@ -360,16 +386,11 @@ test_modulation (void)
     "\"wires\":[{\"from\":\"x\",\"to\":\"norm\",\"port\":0},{\"from\":\"norm\",\"to\":\"mod\",\"port\":0},"
     "{\"from\":\"sc\",\"to\":\"mod\",\"port\":1},{\"from\":\"mod\",\"to\":\"shift\",\"port\":0},"
     "{\"from\":\"sh\",\"to\":\"shift\",\"port\":1},{\"from\":\"shift\",\"to\":\"y\",\"port\":0}]}";
-  g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) d = NULL;
   g_autoptr(NapkinPlan) plan = NULL;
-  g_autoptr(NapkinCudaModule) module = NULL;
+  g_autoptr(NapkinCudaModule) module = plan_json (json, &d, &plan);
   const NapkinPlanKernel *k;
-  double worst;
 
-  g_assert_no_error (error);
-  module = napkin_test_plan_cuda (d, napkin_test_arch ("h100"), "emu_k", &plan, &error);
-  g_assert_no_error (error);
   g_assert_cmpuint (plan->kernels->len, ==, 1);
   k = g_ptr_array_index (plan->kernels, 0);
   g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ROWS);
@@ -384,14 +405,7 @@ test_modulation (void)
       g_assert_cmpint (m->stride[2], ==, 1);
     }
   g_assert_nonnull (strstr (module->source, "(rr / 7L)"));
-  if (gxx == NULL)
-    {
-      g_test_skip ("no g++ to build the emulation");
-      return;
-    }
-  worst = emulate_module (module, d, "modulation");
-  g_test_message ("modulation: max |y − ref| / max |ref| = %.3g", worst);
-  g_assert_cmpfloat (worst, <=, dtype_tolerance ("bf16"));
+  check_emulation (module, d, "modulation", "bf16");
 }
 
 /* Causal and window masks in the element-wise kernel (the backward of a causal
@@ -424,17 +438,13 @@ test_masks (void)
         "\"wires\":[{\"from\":\"x\",\"to\":\"half\",\"port\":0},{\"from\":\"half\",\"to\":\"m\",\"port\":0},"
         "{\"from\":\"m\",\"to\":\"e\",\"port\":0},{\"from\":\"e\",\"to\":\"y\",\"port\":0}]}",
         cases[c][0], cases[c][0], cases[c][1]);
-      g_autoptr(GError) error = NULL;
-      g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+      g_autoptr(NapkinDiagram) d = NULL;
       g_autoptr(NapkinPlan) plan = NULL;
-      g_autoptr(NapkinCudaModule) module = NULL;
+      g_autoptr(NapkinCudaModule) module = plan_json (json, &d, &plan);
+      g_autofree char *what = g_strdup_printf ("case %u, %s %s", c, cases[c][2], cases[c][0]);
       const NapkinPlanKernel *k;
       guint masks = 0;
-      double worst;
 
-      g_assert_no_error (error);
-      module = napkin_test_plan_cuda (d, napkin_test_arch ("h100"), "emu_k", &plan, &error);
-      g_assert_no_error (error);
       g_assert_cmpuint (plan->kernels->len, ==, 1);
       k = g_ptr_array_index (plan->kernels, 0);
       if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
@@ -442,15 +452,8 @@ test_masks (void)
       for (guint i = 0; i < k->u.ew.maps->len; i++)
         masks += g_array_index (k->u.ew.maps, NapkinPlanMap, i).is_mask;
       g_assert_cmpuint (masks, ==, 1);
-      if (gxx == NULL)
-        {
-          g_test_skip ("no g++ to build the emulation");
-          return;
-        }
-      worst = emulate_module (module, d, cases[c][2]);
-      g_test_message ("%s %s: max |y − ref| / max |ref| = %.3g", cases[c][2], cases[c][0], worst);
-      if (!(worst <= dtype_tolerance ("fp16")))
-        g_error ("case %u (%s): max |y − ref| / max |ref| = %.3g", c, cases[c][2], worst);
+      if (!check_emulation (module, d, what, "fp16"))
+        return;
     }
 }
 
