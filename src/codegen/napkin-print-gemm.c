@@ -92,6 +92,27 @@ buffer_expr (const NapkinPrintCtx   *ctx,
 
 /* NAME_epi (args, b, m, n, x): the fused maps in order on the fp32 value x at (b, m, n),
  * other operands read through their strides. */
+/* The index of an epilogue operand at (b, m, `col`) through its strides; an operand
+ * that varies only by the outer part of merged rows (a modulation [b, e] of rows
+ * (b, s)) is at row m / row_div. */
+static char *
+operand_index (const NapkinPlanMap *map,
+               const char          *col)
+{
+  GString *index = g_string_new (NULL);
+  g_autofree char *row = map->row_div > 1 ? g_strdup_printf ("(m / %" G_GINT64_FORMAT "L)", map->row_div)
+                                          : g_strdup ("m");
+  const char *coord[3] = { "(long) b", row, col };
+
+  for (int a = 0; a < 3; a++)
+    if (map->stride[a] != 0)
+      g_string_append_printf (index, "%s%s * %" G_GINT64_FORMAT "L", index->len ? " + " : "", coord[a],
+                              map->stride[a]);
+  if (index->len == 0)
+    g_string_append (index, "0");
+  return g_string_free (index, FALSE);
+}
+
 static char *
 epilogue_function (const NapkinPrintCtx *ctx,
                    const char           *name,
@@ -118,8 +139,7 @@ epilogue_function (const NapkinPrintCtx *ctx,
       if (map->has_other)
         {
           g_autofree char *other = NULL;
-          g_autoptr(GString) index = g_string_new (NULL);
-          const char *coord[3] = { "(long) b", "m", "n" };
+          g_autofree char *index = operand_index (map, "n");
 
           if (_napkin_cuda_ctype (map->other.dtype) == NULL)
             {
@@ -130,13 +150,8 @@ epilogue_function (const NapkinPrintCtx *ctx,
           other = buffer_expr (ctx, &map->other, map->other.dtype, NULL, error);
           if (other == NULL)
             return NULL;
-          for (int a = 0; a < 3; a++)
-            if (map->stride[a] != 0)
-              g_string_append_printf (index, "%s%s * %" G_GINT64_FORMAT "L", index->len ? " + " : "", coord[a],
-                                      map->stride[a]);
           expr = _napkin_cuda_map_expr (map, "x", "y");
-          g_string_append_printf (s, "  { const float y = napkin_ld (&%s[%s]); x = %s; }\n", other,
-                                  index->len ? index->str : "0", expr);
+          g_string_append_printf (s, "  { const float y = napkin_ld (&%s[%s]); x = %s; }\n", other, index, expr);
         }
       else
         {
@@ -146,23 +161,6 @@ epilogue_function (const NapkinPrintCtx *ctx,
     }
   g_string_append (s, "  return x;\n}\n");
   return g_string_free (g_steal_pointer (&s), FALSE);
-}
-
-/* The index of an epilogue operand at (b, m, `col`) through its strides. */
-static char *
-operand_index (const NapkinPlanMap *map,
-               const char          *col)
-{
-  GString *index = g_string_new (NULL);
-  const char *coord[3] = { "(long) b", "m", col };
-
-  for (int a = 0; a < 3; a++)
-    if (map->stride[a] != 0)
-      g_string_append_printf (index, "%s%s * %" G_GINT64_FORMAT "L", index->len ? " + " : "", coord[a],
-                              map->stride[a]);
-  if (index->len == 0)
-    g_string_append (index, "0");
-  return g_string_free (index, FALSE);
 }
 
 /* The Hopper staged epilogue's halves of the fused maps (kernels/gemm-sm90.cu): NAME_ldr

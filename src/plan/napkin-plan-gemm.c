@@ -914,8 +914,9 @@ gemm_epilogue_strides (NapkinPlanner   *p,
     {
       NapkinPlanMap *map = &g_array_index (g->epilogue, NapkinPlanMap, i);
       NapkinPlanLayout o_l;
-      gint64 sb = 0, sm = 0, sn = 0;
+      gint64 sb = 0, sm = 0, sn = 0, row_div = 1;
       gboolean has_batch = FALSE, lacks_batch = FALSE;
+      guint held_m = 0, held_n = 0, prefix_m = 0;
 
       if (!map->has_other)
         continue;
@@ -927,28 +928,43 @@ gemm_epilogue_strides (NapkinPlanner   *p,
       for (guint j = 0; j < o_l.n; j++)
         {
           guint a = o_l.axes[j];
-          gint64 st = _napkin_plan_layout_stride (p->d, &o_l, a);
 
           if (position (&s->batch, a) >= 0)
             has_batch = TRUE;
-          else if (position (mg, a) == (int) mg->n - 1)
-            sm = st;
-          else if (position (ng, a) == (int) ng->n - 1)
-            sn = st;
-          else if (position (mg, a) < 0 && position (ng, a) < 0)
+          else if (position (mg, a) >= 0)
+            held_m++;
+          else if (position (ng, a) >= 0)
+            held_n++;
+          else
             {
               *why = g_strdup_printf (_("“%s” broadcasts an operand with axis %s, which the product's result lacks"),
                                       napkin_diagram_node (p->d, map->node)->id, napkin_diagram_axis (p->d, a)->name);
               return FALSE;
             }
         }
-      /* a group of several axes is read as one: the operand must hold it whole and contiguous */
-      if ((mg->n > 1 && sm != 0 && run_of (&o_l, mg) < 0) || (ng->n > 1 && sn != 0 && run_of (&o_l, ng) < 0))
+      while (prefix_m < mg->n && at (&o_l, mg->axes[prefix_m]) >= 0)
+        prefix_m++;
+      /* a group of several axes is read as one index: the operand holds it whole and
+       * contiguous, or none of it; or, for the rows, its outer part only (a modulation
+       * [b, e] of rows (b, s): read at row m / s) */
+      if (held_m > 0 && (held_m != prefix_m || _napkin_plan_layout_run (&o_l, mg->axes, prefix_m) < 0))
         {
-          *why = g_strdup_printf (_("the other operand of “%s” must hold the result's merged row or column axes "
-                                  "together"), napkin_diagram_node (p->d, map->node)->id);
+          *why = g_strdup_printf (_("the other operand of “%s” must hold the result's merged row axes together, "
+                                  "or the outer ones of them"), napkin_diagram_node (p->d, map->node)->id);
           return FALSE;
         }
+      if (held_n > 0 && (held_n != ng->n || run_of (&o_l, ng) < 0))
+        {
+          *why = g_strdup_printf (_("the other operand of “%s” must hold the result's merged column axes together"),
+                                  napkin_diagram_node (p->d, map->node)->id);
+          return FALSE;
+        }
+      if (held_m > 0)
+        sm = _napkin_plan_layout_stride (p->d, &o_l, mg->axes[held_m - 1]);
+      for (guint j = held_m; held_m > 0 && j < mg->n; j++)
+        row_div *= napkin_diagram_axis (p->d, mg->axes[j])->size;
+      if (held_n > 0)
+        sn = _napkin_plan_layout_stride (p->d, &o_l, ng->axes[ng->n - 1]);
       for (guint j = 0; j < s->batch.n; j++)
         lacks_batch |= at (&o_l, s->batch.axes[j]) != (int) j;
       if (has_batch && lacks_batch)
@@ -963,6 +979,7 @@ gemm_epilogue_strides (NapkinPlanner   *p,
       map->stride[0] = sb;
       map->stride[1] = sm;
       map->stride[2] = sn;
+      map->row_div = row_div;
     }
   return TRUE;
 }

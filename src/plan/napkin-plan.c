@@ -513,11 +513,43 @@ plan_kernel (NapkinPlanner    *p,
   k->threads = 256;
 }
 
-static void
-add_kernel (NapkinPlanner    *p,
-            NapkinPlanKernel *k)
+/* A kernel outside regions whose absorbed maps leave no template able to run it (an
+ * epilogue operand no stride of the product's rows can address: a positional [s, e]
+ * over rows (b, s)) gives its last maps back, one at a time, to run in a kernel of
+ * their own: a product and an element-wise pass, not one generic loop nest. Returns the
+ * kernel planned (`k`, or the shorter one that replaced it). */
+static NapkinPlanKernel *
+trim_absorbed (NapkinPlanner    *p,
+               NapkinPlanKernel *k,
+               gboolean         *done)
 {
-  plan_kernel (p, k);
+  guint splits = p->split_operands != NULL ? g_hash_table_size (p->split_operands) : 0;
+
+  /* an operand the product's copy would fix (recorded for the plan's second pass,
+   * which keeps the maps in the epilogue) is no reason to give maps back */
+  for (plan_kernel (p, k);
+       k->path == NAPKIN_PATH_GENERIC && k->nodes->len > 1 && k->region < 0
+       && (p->split_operands == NULL || g_hash_table_size (p->split_operands) == splits);
+       plan_kernel (p, k))
+    {
+      NapkinPlanKernel *shorter = _napkin_plan_kernel_new (NULL, NAPKIN_PLAN_GENERIC, NAPKIN_PATH_GENERIC);
+
+      g_free (shorter->name);
+      shorter->name = g_strdup (k->name);
+      shorter->node = k->node;
+      g_array_append_vals (shorter->nodes, k->nodes->data, k->nodes->len - 1);
+      done[g_array_index (k->nodes, guint, k->nodes->len - 1)] = FALSE;
+      _napkin_plan_kernel_free (k);
+      k = shorter;
+    }
+  return k;
+}
+
+/* Adds a kernel planned already (plan_kernel) with the helpers it queued. */
+static void
+add_planned_kernel (NapkinPlanner    *p,
+                    NapkinPlanKernel *k)
+{
   for (guint i = 0; i < p->before->len; i++)
     g_ptr_array_add (p->plan->kernels, g_ptr_array_steal_index (p->before, i--));
   g_ptr_array_add (p->plan->kernels, k);
@@ -525,6 +557,14 @@ add_kernel (NapkinPlanner    *p,
     g_ptr_array_add (p->plan->kernels, g_ptr_array_steal_index (p->after, i--));
   if (k->path == NAPKIN_PATH_GENERIC)
     p->plan->n_generic++;
+}
+
+static void
+add_kernel (NapkinPlanner    *p,
+            NapkinPlanKernel *k)
+{
+  plan_kernel (p, k);
+  add_planned_kernel (p, k);
 }
 
 static void best_path_note (NapkinPlanner *p, NapkinPlanKernel *k);
@@ -663,7 +703,7 @@ plan_build (NapkinDiagram           *diagram,
               g_array_append_val (k->nodes, n);
               if (node->kind != NAPKIN_OP_OUTPUT)
                 absorb_maps (&p, k, done);
-              add_kernel (&p, k);
+              add_planned_kernel (&p, trim_absorbed (&p, k, done));
               continue;
             }
           if (region_done[r])

@@ -600,6 +600,72 @@ test_realigned_gate (void)
   assert_model_agrees (d, p, "h200");
 }
 
+/* The GEMM epilogue's operands over merged rows (b, s): DiT's gate [b, f] varies by
+ * the outer row only and is read at row m / s; a positional operand [s, f] lacks the
+ * outer axis and cannot be one stride of m, so it stays out of the epilogue. The gate
+ * was once read at row 0 for every batch (its b ignored): wrong on the GPU. */
+static void
+test_modulated_epilogue (void)
+{
+  static const char json[] =
+    "{\"format\": \"napkin\", \"version\": 1, \"axes\": ["
+    "{\"name\": \"b\", \"size\": 4}, {\"name\": \"s\", \"size\": 256}, {\"name\": \"e\", \"size\": 512},"
+    "{\"name\": \"f\", \"size\": 384}],"
+    "\"tensors\": [{\"name\": \"X\", \"axes\": [\"b\", \"s\", \"e\"], \"dtype\": \"bf16\"},"
+    "{\"name\": \"W\", \"axes\": [\"f\", \"e\"], \"dtype\": \"bf16\"},"
+    "{\"name\": \"G\", \"axes\": [\"b\", \"f\"], \"dtype\": \"bf16\"},"
+    "{\"name\": \"P\", \"axes\": [\"s\", \"f\"], \"dtype\": \"bf16\"},"
+    "{\"name\": \"Y\", \"axes\": [\"b\", \"s\", \"f\"], \"dtype\": \"bf16\"}],"
+    "\"nodes\": [{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\"},"
+    "{\"id\": \"w\", \"kind\": \"input\", \"tensor\": \"W\"},"
+    "{\"id\": \"g\", \"kind\": \"input\", \"tensor\": \"G\"},"
+    "{\"id\": \"pos\", \"kind\": \"input\", \"tensor\": \"P\"},"
+    "{\"id\": \"mm\", \"kind\": \"contract\", \"out\": [\"b\", \"s\", \"f\"]},"
+    "{\"id\": \"gate\", \"kind\": \"map\", \"fn\": \"mul\"},"
+    "{\"id\": \"addpos\", \"kind\": \"map\", \"fn\": \"add\"},"
+    "{\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"Y\"}],"
+    "\"wires\": [{\"from\": \"x\", \"to\": \"mm\", \"port\": 0}, {\"from\": \"w\", \"to\": \"mm\", \"port\": 1},"
+    "{\"from\": \"mm\", \"to\": \"gate\", \"port\": 0}, {\"from\": \"g\", \"to\": \"gate\", \"port\": 1},"
+    "{\"from\": \"gate\", \"to\": \"addpos\", \"port\": 0}, {\"from\": \"pos\", \"to\": \"addpos\", \"port\": 1},"
+    "{\"from\": \"addpos\", \"to\": \"y\"}]}";
+  g_autoptr(NapkinDiagram) d = napkin_test_load_json (json);
+  g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h200");
+  int g_node = -1, pos_node = -1;
+  gboolean gated = FALSE;
+
+  for (guint i = 0; i < napkin_diagram_n_nodes (d); i++)
+    {
+      g_node = g_str_equal (napkin_diagram_node (d, i)->id, "g") ? (int) i : g_node;
+      pos_node = g_str_equal (napkin_diagram_node (d, i)->id, "pos") ? (int) i : pos_node;
+    }
+  g_assert_cmpuint (p->n_generic, ==, 0);
+  for (guint i = 0; i < p->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (p->kernels, i);
+
+      if (k->kind != NAPKIN_PLAN_GEMM)
+        continue;
+      g_assert_cmpint (k->u.gemm.M, ==, 4 * 256);
+      for (guint j = 0; j < k->u.gemm.epilogue->len; j++)
+        {
+          const NapkinPlanMap *m = &g_array_index (k->u.gemm.epilogue, NapkinPlanMap, j);
+
+          if (!m->has_other)
+            continue;
+          g_assert_cmpint (m->other.node, !=, pos_node);
+          if (m->other.node == g_node)
+            {
+              gated = TRUE;
+              g_assert_cmpint (m->row_div, ==, 256);
+              g_assert_cmpint (m->stride[0], ==, 0);
+              g_assert_cmpint (m->stride[1], ==, 384);
+              g_assert_cmpint (m->stride[2], ==, 1);
+            }
+        }
+    }
+  g_assert_true (gated);
+}
+
 /* Gemma 2's scores: Q[b, s, h, g, d] (a projection's heads, repeat_kv's group inside)
  * read as [b, h, (g, s), d] by Q·Kᵀ, which a soft-cap (tanh) leaves outside any
  * attention: the rows g·s are no run of Q, and Q's producer (an input here) keeps its
@@ -682,6 +748,7 @@ main (int    argc,
   g_test_add_func ("/plan/gemm/shared-repack", test_shared_repack);
   g_test_add_func ("/plan/gemm/pingpong", test_pingpong);
   g_test_add_func ("/plan/gemm/realigned-gate", test_realigned_gate);
+  g_test_add_func ("/plan/gemm/modulated-epilogue", test_modulated_epilogue);
   g_test_add_func ("/plan/attention/footprint", test_attention_footprint);
   g_test_add_func ("/plan/examples", test_examples);
   g_test_add_func ("/plan/json", test_json);
