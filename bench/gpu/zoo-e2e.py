@@ -16,7 +16,8 @@ measured over predicted time.
 Without names: the five blocks (GPT-2-medium, Llama-3-8B, ViT-L/16, T5 and BART
 attention); `all`: every module of tests/import/zoo too.
 
-Exit status 1 if any module failed or differed from its module beyond its dtype's bound."""
+Correct: within the dtype's bound of the module run in fp32, or no further from it than
+the module in its own dtype is. Exit status 1 if any module failed or was not correct."""
 
 import argparse
 import importlib.util
@@ -120,7 +121,15 @@ def one(name, cli, model, out, compile_mode):
     del env
     with torch.no_grad():
         want = module(*args)
+        # the module itself in fp32: the reference both its own dtype and Napkin are
+        # held to (a bf16 module can be far from it: BLOOM's ALiBi at position 2047 in
+        # bf16 is off by up to 4 in the scores)
+        import copy
+        m32 = copy.deepcopy(module).float()
+        want32 = m32(*[a.float() if torch.is_tensor(a) and a.is_floating_point() else a for a in args])
+        del m32
     want = want[0] if isinstance(want, tuple) else want
+    want32 = want32[0] if isinstance(want32, tuple) else want32
     torch.cuda.empty_cache()
     r = subprocess.run([cli, "run", npath, "--model", model, "--repeats", "20", "--reference-repeats", "1",
                         "--no-energy", "--format", "json"], capture_output=True, text=True, timeout=400,
@@ -180,7 +189,10 @@ def one(name, cli, model, out, compile_mode):
         got = torch.frombuffer(bytearray(raw), dtype=tdt).reshape([sizes[a] for a in t["axes"]]).cuda()
         got = got.reshape(want.shape).float()
         res["vs_module"] = ((got - want.float()).abs().max() / want.float().abs().max()).item()
+        res["vs_module_fp32"] = ((got - want32).abs().max() / want32.abs().max()).item()
+        res["module_vs_fp32"] = ((want.float() - want32).abs().max() / want32.abs().max()).item()
     res["bound"] = BOUND.get(dtype, 3e-2)
+    del want32
     res["eager_ms"] = bench(module, args)
     try:
         t0 = time.time()
@@ -193,6 +205,13 @@ def one(name, cli, model, out, compile_mode):
     del module
     torch.cuda.empty_cache()
     return res
+
+
+def correct(res):
+    """Napkin's output is the module's: within the dtype's bound of the module in fp32, or
+    no further from it than the module in its own dtype is."""
+    err = res.get("vs_module_fp32", res.get("vs_module", 1e9))
+    return err <= res["bound"] or err <= res.get("module_vs_fp32", 0)
 
 
 def main():
@@ -216,7 +235,7 @@ def main():
             res = one(name, os.path.abspath(a.cli), a.model, a.out, a.compile_mode)
             results.append(res)
             print("== %s (%.0f s): %s" % (name, time.time() - t0, json.dumps(res)), flush=True)
-            if res.get("status") != "ok" or not (res.get("vs_module", 1e9) <= res["bound"]):
+            if res.get("status") != "ok" or not correct(res):
                 failed.append(name)
         except Exception as e:  # one module must not stop the rest
             traceback.print_exc()
@@ -224,17 +243,19 @@ def main():
             failed.append(name)
     print()
     print("| module | dtype | kernels | predicted ms | napkin ms | eager ms | compile ms | best torch / napkin "
-          "| max rel vs module (bound) | kernels within 1.5× of prediction | measured/predicted range |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| max rel vs module (bound) | vs fp32 module (module's own) | kernels within 1.5× of prediction "
+          "| measured/predicted range |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     f = lambda v, fmt="%.3f": fmt % v if isinstance(v, (int, float)) else "—"
     for r in results:
         best = min([v for v in (r.get("eager_ms"), r.get("compile_ms")) if v]) if r.get("eager_ms") else None
         ratio = best / r["measured_ms"] if best and r.get("measured_ms") else None
         mops = [k[4] for k in r.get("per_kernel", [])]
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s of %s | %s |" % (
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s (%s) | %s (%s) | %s of %s | %s |" % (
             r["name"], r["dtype"], r.get("kernels"), f(r.get("predicted_ms")), f(r.get("measured_ms")),
             f(r.get("eager_ms")), f(r.get("compile_ms")), f(ratio, "%.2f×"), f(r.get("vs_module"), "%.2e"),
-            f(r.get("bound"), "%.0e"), r.get("within_1_5"), r.get("timed_kernels"),
+            f(r.get("bound"), "%.0e"), f(r.get("vs_module_fp32"), "%.2e"), f(r.get("module_vs_fp32"), "%.2e"),
+            r.get("within_1_5"), r.get("timed_kernels"),
             "%.2f–%.2f" % (min(mops), max(mops)) if mops else "—"))
     for r in results:
         print("\n%s per kernel (predicted → measured ms, ratio; fraction of the speed of light):" % r["name"])
