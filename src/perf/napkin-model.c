@@ -1815,6 +1815,9 @@ finish_kernel (Model            *m,
                       + k->issue_extra_s) * k->quantisation
                      + k->chunk_s;
 
+      issue = MAX (issue, k->chunk_floor_s);
+      /* with no overlap a kernel takes no less than with it */
+      serial = MAX (serial, issue);
       if (issue > overlap)
         {
           overlap = issue;
@@ -2393,6 +2396,39 @@ masked_attention (Model                  *m,
 }
 
 
+/* The wgmma attention kernel's consumers walk their key chunks one after another, and
+ * each chunk is a chain the tensor cores cannot wholly hide: the wait for the chunk,
+ * Q·Kᵀ's fence and wait, the row maxima and sums across the warpgroup, O's rescale, P·V's
+ * fence (docs/model.md §14c). A block's chunk of c keys takes at least
+ * f · (a + b · c) clocks, a = 4.34·D − 56 and b = 6 + 0.09·D for D the length of V's rows
+ * in shared memory (padded to 128 bytes), f = 0.4 + 0.6 · rows / 128 for the block's query rows (at
+ * least 64, wgmma's). Fitted on 30 relabelings measured on an H200 (tune --measure,
+ * 2026-11-30; docs/perf-notes.md, "Session 16"): key chunks of 16–128 at D 80–256 and 16–128
+ * rows ran 817–3400 clocks a chunk, and the model without the term had priced chunks of
+ * 16–32 within 5 % of chunks of 128 that ran 1.4–2× faster. */
+static void
+attention_chunk_floor (Model                  *m,
+                       const NapkinRegionCost *cost,
+                       NapkinKernelCost       *k)
+{
+  const NapkinPlanKernel *pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
+  const NapkinPlanAttention *a;
+  double steps, dp, f;
+  guint vb;
+
+  if (pk == NULL || pk->kind != NAPKIN_PLAN_ATTENTION || pk->path != NAPKIN_PATH_WGMMA)
+    return;
+  a = &pk->u.att;
+  /* every block's computed chunks, shared by the SMs */
+  steps = (double) (a->tiles_computed > 0 ? a->tiles_computed : a->tiles_total) * a->batch
+          / MAX (1, a->group_tile) / m->arch->sms;
+  /* V's rows in shared memory: the length P·V multiplies (fp8 Q and K keep a 16-bit V) */
+  vb = MAX (1u, napkin_dtype_bytes (a->v_dtype ? a->v_dtype : a->dtype));
+  dp = (double) ((a->D * vb + 127) / 128 * 128 / vb);
+  f = 0.4 + 0.6 * (double) MAX (64, a->rows) / 128;
+  k->chunk_floor_s = steps * f * ((4.34 * dp - 56) + (6 + 0.09 * dp) * (double) a->BKV) / m->arch->clock_hz;
+}
+
 /* The tile pipeline of the plan's GEMM kernel (docs/model.md §14). Each SM walks
  * ⌈grid / SMs⌉ tiles (the grid is persistent), each a chain of ⌈K/BK⌉ chunks through
  * `stages` shared-memory buffers, then an epilogue the same warpgroups run: the tensor
@@ -2870,6 +2906,7 @@ region_kernel (Model *m,
   kernel_compute (m, cost, &k);
   warp_operand_reads (m, r, cost, k.time_s);
   masked_attention (m, cost, &k);
+  attention_chunk_floor (m, cost, &k);
   /* per chunk: the block-wide barrier, the stage wait and flash-mma's row shuffles
    * (§7b); the wgmma skeletons have no block-wide barrier (consumers wait on the
    * mbarriers the producer completes) and their softmax work is counted in the SFU

@@ -88,6 +88,8 @@ typedef struct
   double         overlap_s;     /* max over resources (quantised) + launch */
   double         serial_s;      /* sum over resources (quantised) + launch */
   double         chunk_s;       /* per stream chunk: the block's barrier and refill wait */
+  double         chunk_floor_s; /* wgmma attention: the least its key chunks take, each a fixed
+                                 * chain of waits, reductions and O's rescale (§14c) */
   double         latency_s;     /* exposed latency chains (the rows skeleton's, §7c) */
   NapkinResource bound;
   /* from the kernel plan (docs/plan.md): what runs, on which path, and why generic */

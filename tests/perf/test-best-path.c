@@ -208,10 +208,14 @@ test_h100_exp_fma_issue (void)
   napkin_tune_apply_spec (d, "block.stages=2", &error);
   g_assert_no_error (error);
 
-  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.125, n4096), -3.1, 0.1);
-  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.25, n4096), -0.1, 0.1);
-  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.5, n4096), 7.1, 0.1);
-  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.125, n8192), -4.5, 0.1);
+  /* measured (H100): N4096 +0.3 %, +2.5 %, +9.3 %; N8192 +3.4 %, −0.6 %, +9.8 %. At
+   * N4096 d 128 a block's chunks of 64 keys are bound by their chain (docs/model.md
+   * §14c; 2024 clocks a chunk measured), which moving exponentials does not shorten
+   * (the model before the floor: −3.1 %, −0.1 %, +7.1 %; N8192 0.125: −4.5 %) */
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.125, n4096), 0.0, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.25, n4096), 0.0, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.5, n4096), 5.4, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.125, n8192), -2.7, 0.1);
   g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.25, n8192), -0.2, 0.1);
   g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.5, n8192), 10.3, 0.1);
   {
