@@ -665,6 +665,7 @@ napkin_tile_suggestions_search (NapkinTileSuggestions *self,
   input->json = napkin_diagram_save_to_data (diagram, &input->length);
   input->arch = napkin_arch_ref (arch);
   input->options.top_k = TOP_K;
+  input->options.regions_are_hints = TRUE;
   input->options.has_dtype = has_dtype;
   input->options.dtype = dtype;
 

@@ -1151,6 +1151,8 @@ print_tune_json (NapkinTuneResult *result,
         json_object_array_add (lines, json_object_new_string (result->proposed[i]));
       json_object_object_add (root, "proposed_regions", lines);
     }
+  /* the drawn regions gave way to the plan's own partition (regions are hints) */
+  json_object_object_add (root, "regions_replaced", json_object_new_boolean (result->regions_replaced));
   if (result->current)
     json_object_object_add (root, "current", candidate_to_json (result->current));
   for (guint i = 0; i < result->best->len; i++)
@@ -1242,7 +1244,10 @@ tune_write (const char       *file,
   g_autoptr(NapkinDiagram) original = napkin_diagram_load_from_file (file, NAPKIN_LOAD_DEFAULT, &error);
   g_autofree char *infeasible = NULL;
 
-  /* a diagram without regions gets its derivation's, by operation id */
+  /* a diagram without regions gets its derivation's, by operation id; drawn regions
+   * that gave way to the plan's own partition are replaced by it */
+  while (original != NULL && result->regions_replaced && napkin_diagram_n_regions (original) > 0)
+    napkin_item_free (NAPKIN_ITEM_REGION, napkin_diagram_steal_item (original, NAPKIN_ITEM_REGION, 0));
   for (guint r = 0; original != NULL && result->relabeled != NULL && r < napkin_diagram_n_regions (result->relabeled); r++)
     napkin_diagram_insert_item (original, NAPKIN_ITEM_REGION, napkin_diagram_n_regions (original),
                                 napkin_item_copy (NAPKIN_ITEM_REGION, napkin_diagram_region (result->relabeled, r)));
@@ -1339,6 +1344,8 @@ napkin_cli_tune (int    argc,
   if ((rc = napkin_cli_load_or_report ("tune", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.top_k = top;
+  /* --measure checks the ranking of the drawn regions' relabelings */
+  options.regions_are_hints = measure == 0;
   start = g_get_monotonic_time ();
   /* A diagram without regions: derive the whole partition, one kernel or many
    * (docs/plan.md, "Deriving a diagram") */
@@ -1367,7 +1374,16 @@ napkin_cli_tune (int    argc,
     }
   /* a diagram without regions: the search ran on the regions the model proposed */
   base = result->relabeled != NULL ? result->relabeled : diagram;
-  if (result->proposed != NULL && !as_json)
+  if (result->regions_replaced && !as_json)
+    {
+      printf (_("%s: its regions, as drawn, are not within %.0f %% of the best the model finds, and the plan's own "
+                "partition of the diagram without them is; the search starts from that partition (regions are "
+                "hints, docs/plan.md):\n"), argv[1], 100 * NAPKIN_TUNE_RESOLUTION);
+      for (guint i = 0; result->proposed[i]; i++)
+        printf ("  %s\n", result->proposed[i]);
+      printf ("\n");
+    }
+  else if (result->proposed != NULL && !as_json)
     {
       printf ("%s has no regions; the search starts from its derivation:\n", argv[1]);
       for (guint i = 0; result->proposed[i]; i++)

@@ -866,8 +866,109 @@ searchable_variant (NapkinDiagram *diagram)
   return changed && napkin_diagram_validate (copy, NULL) ? g_steal_pointer (&copy) : NULL;
 }
 
+static NapkinTuneResult *tune_search (NapkinDiagram *diagram, NapkinArch *arch, const NapkinTuneOptions *options,
+                                      GError **error);
+
+/* The file's own tiles (or, for a diagram without regions, its derivation's) stay first
+ * unless a relabeling is faster by the model's resolution: a suggestion within it is
+ * noise the measurement does not bear out, and applying it would change the kernel for
+ * nothing (or for worse). */
+static void
+prefer_current (NapkinTuneResult *result)
+{
+  const NapkinTuneCandidate *cur = result->current;
+  NapkinTuneCandidate *c;
+
+  const NapkinTuneCandidate *best = result->best->len > 0 ? g_ptr_array_index (result->best, 0) : NULL;
+
+  if (cur == NULL || best == NULL || cur->off_best_path > best->off_best_path
+      || best->predicted_time_s < cur->predicted_time_s * (1 - NAPKIN_TUNE_RESOLUTION))
+    return;
+  for (guint i = 0; i < result->best->len; i++)
+    if (g_strcmp0 (((NapkinTuneCandidate *) g_ptr_array_index (result->best, i))->kernel_key, cur->kernel_key) == 0)
+      {
+        if (i > 0)
+          g_ptr_array_insert (result->best, 0, g_ptr_array_steal_index (result->best, i));
+        return;
+      }
+  c = g_new (NapkinTuneCandidate, 1);
+  *c = *cur;
+  c->tiles = g_strdup (cur->tiles);
+  c->specs = g_strdupv (cur->specs);
+  c->kernel_key = g_strdup (cur->kernel_key);
+  c->choices = NULL;
+  g_ptr_array_insert (result->best, 0, c);
+}
+
+/* The diagram without its regions. */
+static NapkinDiagram *
+without_regions (NapkinDiagram *diagram)
+{
+  NapkinDiagram *copy = napkin_diagram_copy (diagram);
+
+  while (napkin_diagram_n_regions (copy) > 0)
+    napkin_item_free (NAPKIN_ITEM_REGION, napkin_diagram_steal_item (copy, NAPKIN_ITEM_REGION, 0));
+  return copy;
+}
+
+static double
+best_time (const NapkinTuneResult *r)
+{
+  return r != NULL && r->best->len > 0 ? ((NapkinTuneCandidate *) g_ptr_array_index (r->best, 0))->predicted_time_s
+                                       : G_MAXDOUBLE;
+}
+
 NapkinTuneResult *
 napkin_tune (NapkinDiagram            *diagram,
+             NapkinArch               *arch,
+             const NapkinTuneOptions  *options,
+             GError                  **error)
+{
+  NapkinTuneResult *drawn, *own;
+  g_autoptr(NapkinDiagram) bare = NULL;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
+
+  drawn = tune_search (diagram, arch, options, error);
+  if (drawn == NULL || options == NULL || !options->regions_are_hints || napkin_diagram_n_regions (diagram) == 0)
+    return drawn;
+  /* the drawn regions are hints: beside their relabelings, the plan's own partition of
+   * the diagram without them (both priced by one model). Within the model's resolution
+   * of the best of all, the file's own tiles stand first, then the plan's own; else the
+   * faster search wins */
+  bare = without_regions (diagram);
+  own = tune_search (bare, arch, options, NULL);
+  if (own != NULL && own->relabeled != NULL)
+    {
+      double best = MIN (best_time (drawn), best_time (own));
+      gboolean keep_file = drawn->current != NULL
+                           && drawn->current->predicted_time_s * (1 - NAPKIN_TUNE_RESOLUTION) <= best;
+      gboolean take_own = !keep_file && (own->current != NULL
+                                         ? own->current->predicted_time_s * (1 - NAPKIN_TUNE_RESOLUTION) <= best
+                                         : best_time (own) < best_time (drawn));
+
+      if (!take_own && !keep_file && best_time (own) < best_time (drawn))
+        take_own = TRUE;
+      if (!take_own)
+        g_clear_pointer (&own, napkin_tune_result_free);
+    }
+  else
+    g_clear_pointer (&own, napkin_tune_result_free);
+  if (own == NULL)
+    return drawn;
+  /* the file's own tiles stay the row to compare with */
+  g_clear_pointer (&own->current, napkin_tune_candidate_free);
+  own->current = g_steal_pointer (&drawn->current);
+  own->evaluated += drawn->evaluated;
+  own->feasible += drawn->feasible;
+  own->stage_trials += drawn->stage_trials;
+  own->regions_replaced = TRUE;
+  napkin_tune_result_free (drawn);
+  return own;
+}
+
+static NapkinTuneResult *
+tune_search (NapkinDiagram            *diagram,
              NapkinArch               *arch,
              const NapkinTuneOptions  *options,
              GError                  **error)
@@ -877,8 +978,6 @@ napkin_tune (NapkinDiagram            *diagram,
   g_autoptr(NapkinDerivation) dr = NULL;
   NapkinTuneResult *result;
   guint top_k = options && options->top_k ? options->top_k : 10;
-
-  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
 
   if (!napkin_diagram_validate (diagram, error))
     return NULL;
@@ -932,6 +1031,9 @@ napkin_tune (NapkinDiagram            *diagram,
       result->exhaustive &= more.exhaustive;
     }
   sort_distinct (result->best);
+  /* what a user applies (Suggest, `tune`); the editor's own uses rank by the model alone */
+  if (options != NULL && options->regions_are_hints)
+    prefer_current (result);
   if (result->best->len > top_k)
     g_ptr_array_set_size (result->best, top_k);
 

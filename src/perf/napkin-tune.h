@@ -29,12 +29,25 @@ typedef struct
                                         * candidate per key is kept (docs/model.md §9) */
 } NapkinTuneCandidate;
 
+/* What one relabeling must gain over another for the model to tell them apart: its
+ * predictions of kernels that differ only in tiles and stages are this close to noise
+ * (docs/perf-notes.md, "Session 16": key chunks of 32 priced 2 % faster than chunks of
+ * 128 ran 1.4× slower). */
+#define NAPKIN_TUNE_RESOLUTION 0.03
+
 typedef struct
 {
   guint  top_k;                        /* how many to keep (default 10) */
   guint  max_evaluations;              /* exhaustive below this, else coordinate descent */
   gboolean has_dtype;
   NapkinDtype dtype;
+  /* Suggest Tiles and `tune`: the drawn regions are hints. Where no relabeling of them
+   * beats the plan's own partition of the diagram without them by the model's
+   * resolution, the result is that partition (relabeled), as for a diagram without
+   * regions, and the file's own tiles stay first unless beaten by the resolution
+   * (docs/plan.md, "Regions as hints"). FALSE: search the drawn regions only and rank
+   * by the model alone (a new region's default tiles, the Kernels section's fixes). */
+  gboolean regions_are_hints;
 } NapkinTuneOptions;
 
 typedef struct
@@ -49,6 +62,8 @@ typedef struct
    * and one line per derived kernel. NULL otherwise. */
   NapkinDiagram       *relabeled;
   char               **proposed;
+  gboolean             regions_replaced;  /* regions_are_hints: the diagram's regions gave way to
+                                           * the plan's own (relabeled) */
   guint                feasible;
   gboolean             exhaustive;
   gboolean             stopped;        /* the search reached its budget of analyses */

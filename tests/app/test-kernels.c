@@ -722,8 +722,9 @@ test_suggest_prices_idle_sms (void)
           gboolean streams = FALSE;
 
           g_assert_null (napkin_tile_suggestions_get_current (suggestions));   /* the file's does not fit */
+          /* the drawn block, or the plan's own kernel it gave way to (regions are hints) */
           for (guint j = 0; best->specs[j]; j++)
-            streams |= g_str_has_prefix (best->specs[j], "block.k=stream:");
+            streams |= strstr (best->specs[j], ".k=stream:") != NULL;
           g_assert_true (streams);
         }
       key (&x, "Escape");

@@ -166,6 +166,7 @@ test_apply_undo_redo (void)
   g_assert_nonnull (arch);
   /* the number a user would check: napkin_tune (napkin-cli tune) for the same arch */
   options.top_k = 10;
+  options.regions_are_hints = TRUE;
   expected = napkin_tune (diagram_of (window), arch, &options, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (expected->best->len, >, 0);
@@ -250,6 +251,10 @@ test_apply_undo_redo (void)
   g_assert_cmpstr (napkin_history_get_undo_label (history), ==, _("Apply Suggested Tiles"));
   regions_after = regions_json (window);
   g_assert_cmpstr (regions_after, !=, regions_before);
+  /* the nested tiling gives way to the plan's own GEMM, priced 1.9× faster (measured
+   * 0.265 against 0.184 ms on an H200): its regions replace the drawn ones */
+  g_assert_true (expected->regions_replaced);
+  g_assert_cmpuint (napkin_diagram_n_regions (diagram_of (window)), ==, napkin_diagram_n_regions (expected->relabeled));
   for (guint i = 0; best->specs[i]; i++)
     {
       /* "REGION.AXIS=KIND:SIZE" or "REGION.stages=N" */
@@ -552,7 +557,8 @@ wait_measured (NapkinTileSuggestions *s)
 static void
 test_measure (void)
 {
-  NapkinWindow *window = open_example ("matmul-tiled");
+  /* (matmul-tiled's block gives way to the plan's own GEMM: one suggestion) */
+  NapkinWindow *window = open_example ("flash-attention");
   g_autofree char *before = document_json (window);
   g_autofree char *now = NULL;
   NapkinTileSuggestions *s = suggest (window);
