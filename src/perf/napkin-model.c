@@ -2494,9 +2494,10 @@ planned_gemm (Model                  *m,
   epilogue = (double) g->BM * g->BN * cb / (GEMM_EPILOGUE_BYTES_PER_CLOCK * clock);
   if (!aligned && g->split_k <= 1)
     epilogue *= GEMM_DIRECT_STORE_SLOWDOWN;
-  k->latency_s += waves * (epilogue + napkin_plan_gemm_staged_epilogue_s (m->arch, g))
-                    * (g->pingpong ? NAPKIN_PLAN_PINGPONG_EXPOSED : 1.0)
-                  + gemm_unaligned_s (m, pk);
+  epilogue += napkin_plan_gemm_staged_epilogue_s (m->arch, g);
+  if (g->pingpong)
+    epilogue -= napkin_plan_gemm_pingpong_hidden_s (m->arch, g, epilogue);
+  k->latency_s += waves * epilogue + gemm_unaligned_s (m, pk);
 }
 
 /* The fixed cost of one attention block (ATTN_BLOCK_CLOCKS above). */
@@ -2863,9 +2864,11 @@ kernel_plan (Model                  *m,
     {
       const gboolean pp = pk->u.gemm.pingpong;
 
-      k->latency_s += ceil_div (pk->grid, m->arch->sms) * napkin_plan_gemm_staged_epilogue_s (m->arch, &pk->u.gemm)
-                      * (pp ? NAPKIN_PLAN_PINGPONG_EXPOSED : 1.0)
-                      + gemm_unaligned_s (m, pk);
+      double staged = napkin_plan_gemm_staged_epilogue_s (m->arch, &pk->u.gemm);
+
+      if (pp)
+        staged -= napkin_plan_gemm_pingpong_hidden_s (m->arch, &pk->u.gemm, staged);
+      k->latency_s += ceil_div (pk->grid, m->arch->sms) * staged + gemm_unaligned_s (m, pk);
       if (pp)
         k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_PINGPONG_TENSOR;
     }

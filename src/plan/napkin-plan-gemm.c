@@ -1165,6 +1165,30 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
   return (double) g->BM * g->BN * per_element / arch->clock_hz;
 }
 
+/* The part of one tile's epilogue (`epilogue_s`: its stores and staged maps) that the
+ * other consumer's main loop hides under ping-pong: at most 1 − NAPKIN_PLAN_PINGPONG_EXPOSED
+ * of it, and no more than that main loop lasts. A product with K of 128 has two chunks
+ * to hide it under: a SwiGLU gate of 8192 × 16384 × 128 ran 0.51 ms on an H200, priced
+ * 0.25 with half its epilogue hidden (docs/perf-notes.md, "Session 16"). */
+double
+napkin_plan_gemm_pingpong_hidden_s (const NapkinArch     *arch,
+                                    const NapkinPlanGemm *g,
+                                    double                epilogue_s)
+{
+  NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
+  double rate, main_loop;
+  gint64 chunks;
+
+  g_return_val_if_fail (arch != NULL && g != NULL, 0);
+  napkin_tensor_class_for_dtype (g->ab_dtype, &klass);
+  rate = napkin_arch_tensor_rate (arch, klass) / MAX (1u, arch->sms);
+  if (rate <= 0 || g->BK <= 0)
+    return 0;
+  chunks = (g->K + g->BK - 1) / g->BK;
+  main_loop = chunks * 2.0 * g->BM * g->BN * g->BK / (rate * NAPKIN_PLAN_PINGPONG_TENSOR);
+  return MIN ((1.0 - NAPKIN_PLAN_PINGPONG_EXPOSED) * epilogue_s, main_loop);
+}
+
 /* Whether copying this operand to rows 128 bytes apart costs less than what its
  * unaligned rows cost the GEMM (napkin_plan_gemm_unaligned_chunk_s), priced at the
  * large products' 128 × 256 tiles: the copy reads and writes the operand once. */
@@ -1620,8 +1644,8 @@ gemm_pingpong (NapkinPlanner    *p,
   if (tiles < 2 * sms || rate <= 0)
     return;
   tensor = 2.0 * t.batch * t.M * t.N * t.K / rate;
-  hidden = (1.0 - NAPKIN_PLAN_PINGPONG_EXPOSED) * (double) ((tiles + sms - 1) / sms)
-           * napkin_plan_gemm_staged_epilogue_s (p->arch, &t);
+  hidden = (double) ((tiles + sms - 1) / sms)
+           * napkin_plan_gemm_pingpong_hidden_s (p->arch, &t, napkin_plan_gemm_staged_epilogue_s (p->arch, &t));
   if (hidden <= (1.0 / NAPKIN_PLAN_PINGPONG_TENSOR - 1.0) * tensor)
     return;
   t.pingpong = TRUE;

@@ -236,7 +236,7 @@ rows_operand (const RowSpace *rs,
   int src = napkin_diagram_input_source (p->d, m->node, port);
   NapkinPlanLayout l;
   int stray;
-  gint64 s;
+  gint64 s = 0;
 
   if (!_napkin_plan_value_layout (p, src, &l))
     {

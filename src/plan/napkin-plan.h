@@ -491,6 +491,9 @@ double            napkin_plan_gemm_staged_epilogue_s (const NapkinArch   *arch,
  * H200 (docs/perf-notes.md, session 11). */
 #define NAPKIN_PLAN_PINGPONG_TENSOR   0.93
 #define NAPKIN_PLAN_PINGPONG_EXPOSED  0.5
+double            napkin_plan_gemm_pingpong_hidden_s (const NapkinArch     *arch,
+                                                      const NapkinPlanGemm *gemm,
+                                                      double                epilogue_s);
 
 /* Whether a GEMM kernel stores C in this type (the rule the plan and the printers share). */
 gboolean          napkin_plan_gemm_c_storable  (NapkinDtype              dtype);
