@@ -521,7 +521,18 @@ show_result (NapkinTileSuggestions *self,
   for (guint i = 0; i < r->best->len; i++)
     gtk_list_box_append (self->list, row_new (self, i, g_ptr_array_index (r->best, i)));
 
-  if (r->relabeled != NULL)
+  if (r->regions_replaced)
+    {
+      g_autofree char *what = g_strjoinv ("; ", r->proposed);
+      g_autofree char *time = r->current != NULL ? napkin_format_si (r->current->predicted_time_s, "s")
+                                                 : g_strdup (_("do not fit"));
+
+      /* regions are hints (docs/plan.md): say why Apply redraws them */
+      now = g_strdup_printf (_("The drawn regions (%s) are not within %.0f %% of the best the model finds; the "
+                               "plan’s own kernels are, and Apply replaces the regions with them (%s)."),
+                             time, 100 * NAPKIN_TUNE_RESOLUTION, what);
+    }
+  else if (r->relabeled != NULL)
     {
       g_autofree char *what = g_strjoinv ("; ", r->proposed);
 
@@ -785,11 +796,13 @@ row_selected_cb (NapkinTileSuggestions *self,
       return;
     }
   words = napkin_tile_suggestions_describe (c);
-  options = c->specs && c->specs[0] ? g_strjoinv (" --tile ", c->specs) : g_strdup ("");
+  options = c->specs && c->specs[0] ? g_strjoinv (" --tile ", c->specs) : NULL;
   /* TRANSLATORS: the rank, the tile choices in words, and the same choices as
    * napkin-cli options */
-  details = g_strdup_printf (_("Suggestion %d:\n%s\nAs napkin-cli options: --tile %s"), self->selected + 1,
-                             words, options);
+  details = options != NULL ? g_strdup_printf (_("Suggestion %d:\n%s\nAs napkin-cli options: --tile %s"),
+                                               self->selected + 1, words, options)
+                            : g_strdup_printf (_("Suggestion %d:\n%s\nFrom napkin-cli: tune FILE --apply"),
+                                               self->selected + 1, words);
   gtk_label_set_text (self->details_label, details);
 }
 

@@ -1344,8 +1344,9 @@ napkin_cli_tune (int    argc,
   if ((rc = napkin_cli_load_or_report ("tune", argv[1], &overrides, &diagram)) != NAPKIN_CLI_OK)
     return rc;
   options.top_k = top;
-  /* --measure checks the ranking of the drawn regions' relabelings */
-  options.regions_are_hints = measure == 0;
+  /* --measure checks the ranking of the drawn regions' relabelings; --dtype asks how the
+   * drawn regions fare in other types (the plan's own partition may differ there) */
+  options.regions_are_hints = measure == 0 && !options.has_dtype;
   start = g_get_monotonic_time ();
   /* A diagram without regions: derive the whole partition, one kernel or many
    * (docs/plan.md, "Deriving a diagram") */

@@ -197,6 +197,8 @@ test_apply_undo_redo (void)
                        napkin_tile_suggestions_get_item (s, i)->predicted_time_s);
   g_assert_cmpint (napkin_tile_suggestions_get_selected (s), ==, 0);
   g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), "relabelings tried"));
+  /* the nested tiling gives way to the plan's own GEMM, and the popover says so */
+  g_assert_nonnull (strstr (napkin_tile_suggestions_get_status (s), "Apply replaces the regions"));
 
   /* searching changed nothing */
   {
