@@ -1141,8 +1141,9 @@ test_first_screen (void)
 
     for (guint i = 0; i < 2000 && napkin_code_view_get_generation (code) != napkin_diagram_get_generation (d); i++)
       iterate (10);
-    /* the view scrolls once its text is laid out: wait for it (slow under sanitizers) */
-    for (guint tries = 0; tries < 100; tries++)
+    /* the view scrolls once its text is laid out: wait for it (slow under sanitizers,
+     * slower on a loaded machine) */
+    for (guint tries = 0; tries < 400; tries++)
       {
         g_auto(GStrv) lines = NULL;
 

@@ -324,8 +324,14 @@ test_code_view_big_diagram (void)
     g_test_message ("main-thread CPU per edit: %.1f ms with the code view, %.1f ms without",
                     with_ms / edits, without_ms / edits);
     /* the view's share (JSON of the document, new text, highlighting) is small
-     * beside the window's; the margin is for a shared, loaded machine */
+     * beside the window's; the margin is for a shared, loaded machine, and wider under
+     * AddressSanitizer, where GtkSourceView's highlighting of the new text alone took
+     * 1.1 s an edit on a loaded 2-core machine (against 0.4 s for the rest) */
+#if defined(__SANITIZE_ADDRESS__)
+    g_assert_cmpfloat (with_ms / edits, <, 4.0 * without_ms / edits + 20);
+#else
     g_assert_cmpfloat (with_ms / edits, <, 1.5 * without_ms / edits + 20);
+#endif
     napkin_code_view_set_diagram (view, diagram);
   }
   g_test_message ("10-layer MLP (30 operations): generator %.1f ms in the worker; per edit %.1f ms of main-thread "
