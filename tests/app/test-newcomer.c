@@ -1159,9 +1159,10 @@ test_first_screen (void)
           kernel_line += *p == '\n';
         /* the line shown at the top, and how far above the kernel it is */
         lines = g_strsplit (text, "\n", -1);
+        /* a line such as "}" recurs: the one shown is the nearest at or above the kernel */
         top_line = -1;
-        for (int i = 0; lines[i] && top_line < 0; i++)
-          if (g_str_equal (lines[i], top) && i <= kernel_line)
+        for (int i = 0; lines[i] && i <= kernel_line; i++)
+          if (g_str_equal (lines[i], top))
             top_line = i;
         if (top_line >= 0 && kernel_line - top_line <= 12)
           break;
