@@ -20,6 +20,7 @@ Correct: within the dtype's bound of the module run in fp32, or no further from 
 the module in its own dtype is. Exit status 1 if any module failed or was not correct."""
 
 import argparse
+import copy
 import importlib.util
 import json
 import os
@@ -124,7 +125,6 @@ def one(name, cli, model, out, compile_mode):
         # the module itself in fp32: the reference both its own dtype and Napkin are
         # held to (a bf16 module can be far from it: BLOOM's ALiBi at position 2047 in
         # bf16 is off by up to 4 in the scores)
-        import copy
         m32 = copy.deepcopy(module).float()
         want32 = m32(*[a.float() if torch.is_tensor(a) and a.is_floating_point() else a for a in args])
         del m32

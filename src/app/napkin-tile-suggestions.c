@@ -521,23 +521,23 @@ show_result (NapkinTileSuggestions *self,
   for (guint i = 0; i < r->best->len; i++)
     gtk_list_box_append (self->list, row_new (self, i, g_ptr_array_index (r->best, i)));
 
-  if (r->regions_replaced)
-    {
-      g_autofree char *what = g_strjoinv ("; ", r->proposed);
-      g_autofree char *time = r->current != NULL ? napkin_format_si (r->current->predicted_time_s, "s")
-                                                 : g_strdup (_("do not fit"));
-
-      /* regions are hints (docs/plan.md): say why Apply redraws them */
-      now = g_strdup_printf (_("The drawn regions (%s) are not within %.0f %% of the best the model finds; the "
-                               "plan’s own kernels are, and Apply replaces the regions with them (%s)."),
-                             time, 100 * NAPKIN_TUNE_RESOLUTION, what);
-    }
-  else if (r->relabeled != NULL)
+  if (r->relabeled != NULL)
     {
       g_autofree char *what = g_strjoinv ("; ", r->proposed);
 
-      now = g_strdup_printf (_("The diagram has no regions: the model proposes them (%s); speed-ups are over "
-                               "the proposal’s first tiles."), what);
+      if (r->regions_replaced)
+        {
+          g_autofree char *time = r->current != NULL ? napkin_format_si (r->current->predicted_time_s, "s")
+                                                     : g_strdup (_("do not fit"));
+
+          /* regions are hints (docs/plan.md): say why Apply redraws them */
+          now = g_strdup_printf (_("The drawn regions (%s) are not within %.0f %% of the best the model finds; the "
+                                   "plan’s own kernels are, and Apply replaces the regions with them (%s)."),
+                                 time, 100 * NAPKIN_TUNE_RESOLUTION, what);
+        }
+      else
+        now = g_strdup_printf (_("The diagram has no regions: the model proposes them (%s); speed-ups are over "
+                                 "the proposal’s first tiles."), what);
     }
   else if (r->current != NULL)
     {

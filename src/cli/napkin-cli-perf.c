@@ -1375,18 +1375,14 @@ napkin_cli_tune (int    argc,
     }
   /* a diagram without regions: the search ran on the regions the model proposed */
   base = result->relabeled != NULL ? result->relabeled : diagram;
-  if (result->regions_replaced && !as_json)
+  if (result->proposed != NULL && !as_json)
     {
-      printf (_("%s: its regions, as drawn, are not within %.0f %% of the best the model finds, and the plan's own "
-                "partition of the diagram without them is; the search starts from that partition (regions are "
-                "hints, docs/plan.md):\n"), argv[1], 100 * NAPKIN_TUNE_RESOLUTION);
-      for (guint i = 0; result->proposed[i]; i++)
-        printf ("  %s\n", result->proposed[i]);
-      printf ("\n");
-    }
-  else if (result->proposed != NULL && !as_json)
-    {
-      printf ("%s has no regions; the search starts from its derivation:\n", argv[1]);
+      if (result->regions_replaced)
+        printf (_("%s: its regions, as drawn, are not within %.0f %% of the best the model finds, and the plan's "
+                  "own partition of the diagram without them is; the search starts from that partition (regions "
+                  "are hints, docs/plan.md):\n"), argv[1], 100 * NAPKIN_TUNE_RESOLUTION);
+      else
+        printf ("%s has no regions; the search starts from its derivation:\n", argv[1]);
       for (guint i = 0; result->proposed[i]; i++)
         printf ("  %s\n", result->proposed[i]);
       printf ("\n");

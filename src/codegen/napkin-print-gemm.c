@@ -90,8 +90,6 @@ buffer_expr (const NapkinPrintCtx   *ctx,
   return _napkin_cuda_ref_expr (&ref, dtype);
 }
 
-/* NAME_epi (args, b, m, n, x): the fused maps in order on the fp32 value x at (b, m, n),
- * other operands read through their strides. */
 /* The index of an epilogue operand at (b, m, `col`) through its strides; an operand
  * that varies only by the outer part of merged rows (a modulation [b, e] of rows
  * (b, s)) is at row m / row_div. */
@@ -113,6 +111,8 @@ operand_index (const NapkinPlanMap *map,
   return g_string_free (index, FALSE);
 }
 
+/* NAME_epi (args, b, m, n, x): the fused maps in order on the fp32 value x at (b, m, n),
+ * other operands read through their strides. */
 static char *
 epilogue_function (const NapkinPrintCtx *ctx,
                    const char           *name,

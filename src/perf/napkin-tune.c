@@ -878,7 +878,6 @@ prefer_current (NapkinTuneResult *result)
 {
   const NapkinTuneCandidate *cur = result->current;
   NapkinTuneCandidate *c;
-
   const NapkinTuneCandidate *best = result->best->len > 0 ? g_ptr_array_index (result->best, 0) : NULL;
 
   if (cur == NULL || best == NULL || cur->off_best_path > best->off_best_path
@@ -943,12 +942,11 @@ napkin_tune (NapkinDiagram            *diagram,
       double best = MIN (best_time (drawn), best_time (own));
       gboolean keep_file = drawn->current != NULL
                            && drawn->current->predicted_time_s * (1 - NAPKIN_TUNE_RESOLUTION) <= best;
-      gboolean take_own = !keep_file && (own->current != NULL
-                                         ? own->current->predicted_time_s * (1 - NAPKIN_TUNE_RESOLUTION) <= best
-                                         : best_time (own) < best_time (drawn));
+      gboolean take_own = !keep_file
+                          && ((own->current != NULL
+                               && own->current->predicted_time_s * (1 - NAPKIN_TUNE_RESOLUTION) <= best)
+                              || best_time (own) < best_time (drawn));
 
-      if (!take_own && !keep_file && best_time (own) < best_time (drawn))
-        take_own = TRUE;
       if (!take_own)
         g_clear_pointer (&own, napkin_tune_result_free);
     }

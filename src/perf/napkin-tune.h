@@ -41,10 +41,10 @@ typedef struct
   guint  max_evaluations;              /* exhaustive below this, else coordinate descent */
   gboolean has_dtype;
   NapkinDtype dtype;
-  /* Suggest Tiles and `tune`: the drawn regions are hints. Where no relabeling of them
-   * beats the plan's own partition of the diagram without them by the model's
-   * resolution, the result is that partition (relabeled), as for a diagram without
-   * regions, and the file's own tiles stay first unless beaten by the resolution
+  /* Suggest Tiles and `tune`: the drawn regions are hints. The plan's own partition of
+   * the diagram without them is searched too; within the model's resolution of the
+   * fastest, the file's own tiles come first, then that partition (the result is then
+   * relabeled, as for a diagram without regions), else the faster search
    * (docs/plan.md, "Regions as hints"). FALSE: search the drawn regions only and rank
    * by the model alone (a new region's default tiles, the Kernels section's fixes). */
   gboolean regions_are_hints;
