@@ -2441,7 +2441,6 @@ attention_chunk_floor (Model                  *m,
  * ones (16384×16384×1024, whose time is mostly epilogues). */
 #define GEMM_CHUNK_CLOCKS             30.0
 #define GEMM_EPILOGUE_BYTES_PER_CLOCK 24.0
-#define GEMM_DIRECT_STORE_SLOWDOWN    4.0    /* bounded stores, rows not 16-byte aligned */
 /* What the plan's wgmma GEMM loses to operand rows not 128 bytes apart that the plan
  * left unaligned (napkin_plan_gemm_unaligned_chunk_s): each chunk of each SM's tiles
  * waits for its copies (docs/model.md §14, "Unaligned rows"). */
@@ -2474,10 +2473,11 @@ planned_gemm (Model                  *m,
   double clock = m->arch->clock_hz, latency = m->arch->levels[NAPKIN_LEVEL_HBM].latency_s;
   NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
   double rate, compute, transfer, cycle, epilogue;
-  gboolean aligned = (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
 
   if (real > 0)
     k->time_s[NAPKIN_RESOURCE_TENSOR] *= padded / real;
+  if (pk->path == NAPKIN_PATH_WGMMA)
+    k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY;
   /* ping-pong: one warpgroup issues at a time; the other's epilogue runs beside it */
   if (g->pingpong)
     k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_PINGPONG_TENSOR;
@@ -2491,9 +2491,9 @@ planned_gemm (Model                  *m,
   transfer = (double) (g->BM + g->BN) * g->BK * ab / (m->arch->levels[NAPKIN_LEVEL_L2].bandwidth / m->arch->sms);
   cycle = (latency + transfer + compute) / MAX (1u, g->stages);
   k->latency_s += waves * chunks * (GEMM_CHUNK_CLOCKS / clock + MAX (0.0, cycle - MAX (compute, transfer))) + latency;
+  /* the store of a tile; rows of C not 16 bytes apart go out through the staged
+   * epilogue (its price: napkin_plan_gemm_staged_epilogue_s), as vectors */
   epilogue = (double) g->BM * g->BN * cb / (GEMM_EPILOGUE_BYTES_PER_CLOCK * clock);
-  if (!aligned && g->split_k <= 1)
-    epilogue *= GEMM_DIRECT_STORE_SLOWDOWN;
   epilogue += napkin_plan_gemm_staged_epilogue_s (m->arch, g);
   if (g->pingpong)
     epilogue -= napkin_plan_gemm_pingpong_hidden_s (m->arch, g, epilogue);
@@ -2869,6 +2869,7 @@ kernel_plan (Model                  *m,
       if (pp)
         staged -= napkin_plan_gemm_pingpong_hidden_s (m->arch, &pk->u.gemm, staged);
       k->latency_s += ceil_div (pk->grid, m->arch->sms) * staged + gemm_unaligned_s (m, pk);
+      k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY;
       if (pp)
         k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_PINGPONG_TENSOR;
     }

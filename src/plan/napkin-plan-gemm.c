@@ -1099,6 +1099,13 @@ napkin_plan_gemm_unaligned_chunk_s (const NapkinArch     *arch,
  * clocks more; the SwiGLU gate over 6556×9179, C and the gate unaligned, 0.72. */
 #define GEMM_UNALIGNED_C_CLOCKS       0.45
 #define GEMM_UNALIGNED_OPERAND_CLOCKS 0.3
+/* C not 16 bytes apart and nothing to load (no maps, or maps of the value alone): the
+ * staged pieces go out as vectors at each row's skew, no operand waits on the way.
+ * 0.3 clocks an element in all, fitted on the H200 GEMM sweep of session 11 (40 plain
+ * products, rows of C mostly unaligned) and the user's-path products of session 16:
+ * the short-K ones (K 346–1782), whose time is mostly epilogues, were 0.65–0.74× their
+ * prediction at 0.67 (docs/perf-notes.md, session 17). */
+#define GEMM_UNALIGNED_PLAIN_CLOCKS   0.3
 
 /* The maps GEMM_TRANSCENDENTAL_CLOCKS prices: libdevice's polynomials and a division. */
 static gboolean
@@ -1148,7 +1155,9 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
           per_element += GEMM_TRANSCENDENTAL_CLOCKS;
       return (double) g->BM * g->BN * per_element / arch->clock_hz;
     }
-  if (!aligned)
+  if (!aligned && napkin_plan_gemm_maps_unary (g))
+    per_element = GEMM_UNALIGNED_PLAIN_CLOCKS;
+  else if (!aligned)
     per_element += GEMM_UNALIGNED_C_CLOCKS;
   for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
     {
@@ -1185,7 +1194,8 @@ napkin_plan_gemm_pingpong_hidden_s (const NapkinArch     *arch,
   if (rate <= 0 || g->BK <= 0)
     return 0;
   chunks = (g->K + g->BK - 1) / g->BK;
-  main_loop = chunks * 2.0 * g->BM * g->BN * g->BK / (rate * NAPKIN_PLAN_PINGPONG_TENSOR);
+  main_loop = chunks * 2.0 * g->BM * g->BN * g->BK
+              / (rate * NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY * NAPKIN_PLAN_PINGPONG_TENSOR);
   return MIN ((1.0 - NAPKIN_PLAN_PINGPONG_EXPOSED) * epilogue_s, main_loop);
 }
 
@@ -1643,7 +1653,7 @@ gemm_pingpong (NapkinPlanner    *p,
   rate = napkin_arch_tensor_rate (p->arch, klass);
   if (tiles < 2 * sms || rate <= 0)
     return;
-  tensor = 2.0 * t.batch * t.M * t.N * t.K / rate;
+  tensor = 2.0 * t.batch * t.M * t.N * t.K / (rate * NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY);
   hidden = (double) ((tiles + sms - 1) / sms)
            * napkin_plan_gemm_pingpong_hidden_s (p->arch, &t, napkin_plan_gemm_staged_epilogue_s (p->arch, &t));
   if (hidden <= (1.0 / NAPKIN_PLAN_PINGPONG_TENSOR - 1.0) * tensor)

@@ -517,13 +517,13 @@ test_cli_run_kernels (void)
   g_assert_cmpint (cli ((const char *[]) { "run", file, NULL }, &out, &err), ==, 0);
   g_test_message ("%s", out);
   g_assert_nonnull (strstr (out, "per kernel  kernel"));
-  /* the model's 4 kernels (derived: 44.1 µs, 1.11 ms, 1.18 ms, 1.07 ms; gate's SiLU in
+  /* the model's 4 kernels (derived: 44.1 µs, 1.26 ms, 1.32 ms, 1.22 ms; gate's SiLU in
    * registers before the TMA store, up's staged epilogue priced) beside the runner's;
-   * total predicted 3.4039 ms, measured 0.0512 + 1.2101 + 1.1502 + 1.1803 */
-  g_assert_nonnull (strstr (out, "gate                         gemm       wgmma       1.1102 ms   1.2101 ms   1.09×"));
+   * total predicted 3.8534 ms, measured 0.0512 + 1.2101 + 1.1502 + 1.1803 */
+  g_assert_nonnull (strstr (out, "gate                         gemm       wgmma       1.2600 ms   1.2101 ms   0.96×"));
   g_assert_nonnull (strstr (out, "norm                         rows"));
   g_assert_nonnull (strstr (out, "0.0512 ms"));
-  g_assert_nonnull (strstr (out, "total (kernels one by one)                          3.4039 ms   3.5918 ms   1.06×"));
+  g_assert_nonnull (strstr (out, "total (kernels one by one)                          3.8534 ms   3.5918 ms   0.93×"));
   g_clear_pointer (&out, g_free);
   g_clear_pointer (&err, g_free);
 
@@ -538,10 +538,10 @@ test_cli_run_kernels (void)
     g_assert_cmpstr (json_object_get_string (json_object_object_get (down, "name")), ==, "down");
     g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (down, "measured_ms")), 1.1803, 1e-9);
     g_assert_cmpfloat (json_object_get_double (json_object_object_get (down, "predicted_ms")), >, 0.9);
-    g_assert_cmpfloat (json_object_get_double (json_object_object_get (down, "predicted_ms")), <, 1.2);
+    g_assert_cmpfloat (json_object_get_double (json_object_object_get (down, "predicted_ms")), <, 1.3);
     g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "kernels_measured_ms")), 3.5918,
                                     1e-9);
-    g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "kernels_predicted_ms")), 3.4039,
+    g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "kernels_predicted_ms")), 3.8534,
                                     1e-3);
   }
   g_clear_pointer (&out, g_free);
@@ -594,7 +594,7 @@ test_cli_run_gpus (void)
 
   /* the overlapped MLP: the wgmma GEMMs fill every SM, NCCL waits for them to drain
    * (docs/model.md, "SMs left to NCCL"); the gain, against the same chunks run one
-   * after another, −0.045 ms: a loss (measured on 2× H200: −0.042 ms at s = 0) */
+   * after another, −0.071 ms: a loss (measured on 2× H200: −0.042 ms at s = 0) */
   {
     g_autofree char *tpo = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "tp-mlp-overlap.napkin", NULL);
 
@@ -603,9 +603,9 @@ test_cli_run_gpus (void)
     g_assert_nonnull (r);
     p = json_object_object_get (r, "prediction");
     g_assert_nonnull (p);
-    g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "gain_ms")), -0.0446, 0.0005);
+    g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "gain_ms")), -0.0707, 0.0005);
     g_assert_cmpfloat_with_epsilon (json_object_get_double (json_object_object_get (p, "chunked_ms"))
-                                    - json_object_get_double (json_object_object_get (p, "overlapped_ms")), -0.0446, 0.0005);
+                                    - json_object_get_double (json_object_object_get (p, "overlapped_ms")), -0.0707, 0.0005);
     g_assert_nonnull (strstr (json_object_get_string (json_object_object_get (p, "overlap_note")),
                               "NCCL's CTAs wait for its SMs to drain"));
     json_object_put (r);
