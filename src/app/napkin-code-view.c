@@ -52,6 +52,7 @@ struct _NapkinCodeView
   gboolean         at_kernel;      /* scrolled to the kernel once for this document and kind */
   guint            scroll_tick;
   guint            scroll_frames;
+  gint64           scroll_started_us;   /* the frame clock's time at the first of them */
   gboolean         scroll_pending;  /* to the kernel, once the view is shown */
 };
 
@@ -267,7 +268,7 @@ update_thread (GTask        *task,
 
 /* GtkTextView lays long texts out in the background and guesses the heights of the
  * lines it has not reached, so one scroll can land short: scroll again each frame
- * until the kernel's line is at the top (at most a second's worth of frames). */
+ * until the kernel’s line is at the top (60 frames, or up to five seconds). */
 static gboolean
 scroll_to_kernel_tick (GtkWidget     *widget,
                        GdkFrameClock *clock,
@@ -297,7 +298,12 @@ scroll_to_kernel_tick (GtkWidget     *widget,
       else if (self->scroll_frames > 2)
         mark = NULL;   /* there, and laid out */
     }
-  if (mark != NULL && ++self->scroll_frames < 60)
+  /* a second's frames at least, and up to five seconds where the layout is slow (a
+   * long kernel on a loaded machine): the line heights settle as it goes */
+  if (self->scroll_frames++ == 0)
+    self->scroll_started_us = gdk_frame_clock_get_frame_time (clock);
+  if (mark != NULL && (self->scroll_frames < 60
+                       || gdk_frame_clock_get_frame_time (clock) - self->scroll_started_us < 5 * G_USEC_PER_SEC))
     return G_SOURCE_CONTINUE;
   self->scroll_frames = 0;
   self->scroll_tick = 0;
