@@ -37,6 +37,7 @@ typedef struct
   GHashTable    *wrt;        /* tensor names asked for */
   gboolean      *recompute;  /* per forward node: the backward recomputes its value */
   const char   **copies;     /* per forward node: the id (in d) of its recomputed copy */
+  const char   **grads;      /* per forward node: the id (in d) of its summed gradient */
 } Grad;
 
 /* ---- building blocks ---------------------------------------------------------------- */
@@ -547,6 +548,71 @@ contract_adjoint (Grad       *G,
     contribute (G, b, contract (G, source (G, v, 0), gy, napkin_diagram_node_type (G->fwd, b), stem));
 }
 
+/* The one live reader of forward value v, or -1 where it has none or several. */
+static int
+only_live_consumer (Grad  *G,
+                    guint  v)
+{
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (G->fwd, v, &n_consumers);
+  int only = -1;
+
+  for (guint c = 0; c < n_consumers; c++)
+    if (G->live[consumers[c]])
+      {
+        if (only >= 0)
+          return -1;
+        only = consumers[c];
+      }
+  return only;
+}
+
+/* Σ_k p·g for softmax v (p over k) as FlashAttention-2 computes it, where p's one reader
+ * is a product O = Σ_k p·V that contracts k alone and g is that product's adjoint
+ * (Σ_e dO·V over O's axes e that p lacks): Σ_k p·g = Σ_k p Σ_e dO·V = Σ_e dO·O. It reads
+ * O and dO, [.., q, d], instead of p and g, [.., q, k] (docs/training.md, "The row
+ * term"). NULL where the pattern does not hold. */
+static const char *
+softmax_row_from_output (Grad       *G,
+                         guint       v,
+                         const char *stem)
+{
+  const NapkinNode *node = napkin_diagram_node (G->fwd, v);
+  guint k = napkin_diagram_find_axis (G->fwd, node->axis);
+  int c = only_live_consumer (G, v);
+  const NapkinTensorType *p_type = napkin_diagram_node_type (G->fwd, v), *o_type;
+  NapkinTensorType o;
+  const char *row;
+
+  if (c < 0 || napkin_diagram_node (G->fwd, c)->kind != NAPKIN_OP_CONTRACT || G->grads[c] == NULL
+      || G->contribs[v]->len != 1)
+    return NULL;
+  /* p is one operand of the product, and k is the only axis the product sums over */
+  {
+    int a = napkin_diagram_input_source (G->fwd, c, 0), b = napkin_diagram_input_source (G->fwd, c, 1);
+    const NapkinTensorType *ta = napkin_diagram_node_type (G->fwd, a), *tb = napkin_diagram_node_type (G->fwd, b);
+
+    o_type = napkin_diagram_node_type (G->fwd, c);
+    if ((a == (int) v) == (b == (int) v))
+      return NULL;
+    for (guint i = 0; i < ta->n_axes + tb->n_axes; i++)
+      {
+        guint axis = i < ta->n_axes ? ta->axes[i] : tb->axes[i - ta->n_axes];
+
+        if (!napkin_tensor_type_has_axis (o_type, axis) && axis != k)
+          return NULL;
+      }
+    if (napkin_tensor_type_has_axis (o_type, k))
+      return NULL;
+  }
+  o = *o_type;
+  row = map2 (G, NAPKIN_FN_MUL, G->grads[c], saved (G, c), stem);
+  for (guint i = 0; i < o.n_axes; i++)
+    if (!napkin_tensor_type_has_axis (p_type, o.axes[i]))
+      row = reduce_sum (G, row, o.axes[i], stem);
+  return row;
+}
+
 /* softmax over k: dx = p (g − Σ_k p g) */
 static void
 softmax_adjoint (Grad       *G,
@@ -561,7 +627,9 @@ softmax_adjoint (Grad       *G,
 
   if (!G->needs[x])
     return;
-  row = reduce_sum (G, map2 (G, NAPKIN_FN_MUL, p, gy, stem), napkin_diagram_find_axis (G->d, node->axis), stem);
+  row = softmax_row_from_output (G, v, stem);
+  if (row == NULL)
+    row = reduce_sum (G, map2 (G, NAPKIN_FN_MUL, p, gy, stem), napkin_diagram_find_axis (G->d, node->axis), stem);
   contribute (G, x, map2 (G, NAPKIN_FN_MUL, p, map2 (G, NAPKIN_FN_SUB, gy, row, stem), stem));
 }
 
@@ -972,6 +1040,7 @@ backward (Grad *G)
       gy = gradient (G, v);
       if (gy == NULL)
         continue;
+      G->grads[v] = gy;
       switch (node->kind)
         {
         case NAPKIN_OP_CONTRACT: contract_adjoint (G, v, gy, stem); break;
@@ -1129,6 +1198,7 @@ napkin_grad_diagram_recompute (NapkinDiagram       *forward,
   G.saved = g_hash_table_new (g_str_hash, g_str_equal);
   G.recompute = g_new0 (gboolean, G.n_fwd);
   G.copies = g_new0 (const char *, G.n_fwd);
+  G.grads = g_new0 (const char *, G.n_fwd);
 
   if (!choose_recompute (&G, recompute, error) || !choose_inputs (&G, wrt, notes, error) || !mark_paths (&G, error))
     goto out;
@@ -1162,6 +1232,7 @@ out:
   g_free (G.contribs);
   g_free (G.recompute);
   g_free (G.copies);
+  g_free (G.grads);
   g_free (G.needs);
   g_free (G.live);
   g_hash_table_unref (G.saved);

@@ -722,6 +722,80 @@ small_copy (NapkinDiagram *d)
   return copy;
 }
 
+/* The axis the backward's softmax row term sums over ("The row term", docs/training.md):
+ * the reduce that feeds the `sub` of the softmax adjoint. */
+static const char *
+row_term_axis (NapkinDiagram *backward)
+{
+  for (guint v = 0; v < napkin_diagram_n_nodes (backward); v++)
+    {
+      const NapkinNode *node = napkin_diagram_node (backward, v);
+
+      if (node->kind == NAPKIN_OP_MAP && node->fn == NAPKIN_FN_SUB && g_str_has_prefix (node->id, "d_sm"))
+        {
+          int row = napkin_diagram_input_source (backward, v, 1);
+
+          while (row >= 0 && napkin_diagram_node (backward, row)->kind == NAPKIN_OP_MAP
+                 && napkin_diagram_node (backward, row)->fn == NAPKIN_FN_CAST)
+            row = napkin_diagram_input_source (backward, row, 0);
+          g_assert_cmpint (row, >=, 0);
+          g_assert_cmpint (napkin_diagram_node (backward, row)->kind, ==, NAPKIN_OP_REDUCE);
+          return napkin_diagram_node (backward, row)->axis;
+        }
+    }
+  g_assert_not_reached ();
+  return NULL;
+}
+
+/* Attention's softmax read by P·V alone: its adjoint's row term is Σ_d dO⊙O (reduced
+ * over d, the head dimension, not over the keys); with the probabilities also an output
+ * it is Σ_k p⊙g again. Both checked against central differences. */
+static void
+test_softmax_row_term (void)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "attention.napkin", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) small = NULL;
+  g_autoptr(NapkinDiagram) backward = NULL;
+  g_autoptr(NapkinDiagram) also_out = NULL;
+  g_autoptr(NapkinDiagram) backward2 = NULL;
+
+  g_assert_no_error (error);
+  small = small_copy (d);
+  backward = backward_of (small, NULL);
+  g_assert_cmpstr (row_term_axis (backward), ==, "d");
+  g_assert_cmpfloat (gradient_error (small, backward, 7), <, TOLERANCE);
+
+  /* the probabilities an output too: a second gradient term arrives at them */
+  also_out = napkin_diagram_copy (small);
+  {
+    NapkinTensor *t = g_new0 (NapkinTensor, 1);
+    NapkinNode *out = napkin_node_new ("p_out", NAPKIN_OP_OUTPUT);
+    int sm = napkin_diagram_find (also_out, NAPKIN_ITEM_NODE, "sm");
+    const NapkinTensorType *type;
+    NapkinWire wire = { 0 };
+
+    g_assert_cmpint (sm, >=, 0);
+    type = napkin_diagram_node_type (also_out, sm);
+    t->name = g_strdup ("P");
+    t->axes = g_new0 (char *, type->n_axes + 1);
+    for (guint i = 0; i < type->n_axes; i++)
+      t->axes[i] = g_strdup (napkin_diagram_axis (also_out, type->axes[i])->name);
+    t->dtype = type->dtype;
+    napkin_diagram_insert_item (also_out, NAPKIN_ITEM_TENSOR, napkin_diagram_n_tensors (also_out), t);
+    out->tensor = g_strdup ("P");
+    napkin_diagram_insert_item (also_out, NAPKIN_ITEM_NODE, napkin_diagram_n_nodes (also_out), out);
+    wire.from = g_strdup ("sm");
+    wire.to = g_strdup ("p_out");
+    napkin_diagram_insert_item (also_out, NAPKIN_ITEM_WIRE, napkin_diagram_n_wires (also_out), g_memdup2 (&wire, sizeof wire));
+  }
+  g_assert_true (napkin_diagram_validate (also_out, NULL));
+  backward2 = backward_of (also_out, NULL);
+  g_assert_cmpstr (row_term_axis (backward2), ==, "k");
+  g_assert_cmpfloat (gradient_error (also_out, backward2, 7), <, TOLERANCE);
+}
+
 static void
 test_example (gconstpointer data)
 {
@@ -828,6 +902,7 @@ main (int   argc,
   g_test_add_func ("/grad/zeros/infinity", test_zero_gradient_of_infinity);
   g_test_add_func ("/grad/constant", test_constant);
   g_test_add_func ("/grad/recompute/errors", test_recompute_errors);
+  g_test_add_func ("/grad/softmax/row-term", test_softmax_row_term);
 
   /* every bundled example differentiates: none is refused */
   dir = g_dir_open (g_getenv ("NAPKIN_EXAMPLES_DIR"), 0, NULL);
