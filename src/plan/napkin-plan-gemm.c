@@ -446,7 +446,8 @@ same_repack (NapkinPlanner          *p,
         if (k->kind == NAPKIN_PLAN_REPACK && r->src.node == want->src.node && r->src.scratch == want->src.scratch
             && r->src.dtype == want->src.dtype && r->dtype == want->dtype && r->batch == want->batch
             && r->rows == want->rows && r->cols == want->cols && r->ld_src == want->ld_src
-            && r->ld_dst == want->ld_dst && r->src_bstride == want->src_bstride && r->batch_inner <= 1
+            && r->ld_dst == want->ld_dst && r->src_bstride == want->src_bstride
+            && MAX (r->batch_inner, 1) == MAX (want->batch_inner, 1) && r->src_bstride_inner == want->src_bstride_inner
             && r->transpose == want->transpose && !r->pv_key_order && !r->ones_row)
           return r;
       }
@@ -466,6 +467,8 @@ queue_repack (NapkinPlanner          *p,
               gint64                  cols,
               gint64                  ld,
               gint64                  bstride,
+              gint64                  batch_inner,
+              gint64                  bstride_inner,
               gboolean                transpose,
               guint                   align_bytes,
               gint64                 *new_ld)
@@ -475,7 +478,8 @@ queue_repack (NapkinPlanner          *p,
   gint64 out_ld = padded_ld (out_cols, bytes, align_bytes);
   gint64 count = bstride == 0 ? 1 : batch;
   NapkinPlanRepack want = { .src = src, .dtype = dtype, .batch = count, .rows = rows, .cols = cols, .ld_src = ld,
-                            .ld_dst = out_ld, .src_bstride = bstride, .transpose = transpose };
+                            .ld_dst = out_ld, .src_bstride = bstride, .batch_inner = batch_inner,
+                            .src_bstride_inner = bstride_inner, .transpose = transpose };
   const NapkinPlanRepack *done = same_repack (p, &want);
   NapkinPlanKernel *r;
   NapkinPlanRepack *rp;
@@ -496,6 +500,8 @@ queue_repack (NapkinPlanner          *p,
   rp->ld_src = ld;
   rp->ld_dst = out_ld;
   rp->src_bstride = bstride;
+  rp->batch_inner = batch_inner;
+  rp->src_bstride_inner = bstride_inner;
   rp->dst_bstride = out_rows * out_ld;
   rp->transpose = transpose;
   napkin_plan_helper_launch (r);
@@ -812,16 +818,19 @@ gemm_axis_runs (NapkinPlanner *p,
 
       for (guint i = 0; i < split->n; i++)
         g_string_append_printf (names, "%s%s", i ? "·" : "", napkin_diagram_axis (p->d, split->axes[i])->name);
-      /* an operand that splits them while the result does not: the retry copies it */
-      if (cm >= 0 && cn >= 0 && p->split_operands != NULL)
+      /* the retry copies an operand that splits them, and a result that does: the
+       * product then stores its own order and a copy puts the value in the drawn one */
+      if (p->split_operands != NULL)
         {
           gboolean x_split = run_of (&s->x_l, &s->m) < 0 || run_of (&s->x_l, &s->kk) < 0;
           gboolean y_split = run_of (&s->y_l, &s->n) < 0 || run_of (&s->y_l, &s->kk) < 0;
 
           if (x_split)
-            g_hash_table_add (p->split_operands, GUINT_TO_POINTER ((guint) s->contract * 2 + 0 + 1));
+            g_hash_table_add (p->split_operands, NAPKIN_PLAN_COPY_KEY (s->contract, NAPKIN_PLAN_COPY_X));
           if (y_split)
-            g_hash_table_add (p->split_operands, GUINT_TO_POINTER ((guint) s->contract * 2 + 1 + 1));
+            g_hash_table_add (p->split_operands, NAPKIN_PLAN_COPY_KEY (s->contract, NAPKIN_PLAN_COPY_Y));
+          if (cm < 0 || cn < 0)
+            g_hash_table_add (p->split_operands, NAPKIN_PLAN_COPY_KEY (s->contract, NAPKIN_PLAN_COPY_RESULT));
         }
       *why = g_strdup_printf (_("the row, column and contracted axes of “%s” must each be one contiguous run in "
                                 "its operands and result: %s splits %s"), napkin_diagram_node (p->d, s->contract)->id,
@@ -848,6 +857,10 @@ gemm_axis_runs (NapkinPlanner *p,
             && !(at (&s->y_l, s->batch.axes[i]) < 0 && at (&s->y_l, s->batch.axes[0]) < 0))
         || at (&s->c_l, s->batch.axes[i]) != (int) i)
       {
+        /* a result whose batch axes do not lead (a gradient stored [b, k, h, d] as its
+         * input was): the retry stores the product [b, h, k, d] and copies it after */
+        if (at (&s->c_l, s->batch.axes[i]) != (int) i && p->split_operands != NULL)
+          g_hash_table_add (p->split_operands, NAPKIN_PLAN_COPY_KEY (s->contract, NAPKIN_PLAN_COPY_RESULT));
         *why = g_strdup_printf (_("batch axis %s of “%s” must lead every operand, in the same order"),
                                 napkin_diagram_axis (p->d, s->batch.axes[i])->name,
                                 napkin_diagram_node (p->d, s->contract)->id);
@@ -1250,7 +1263,7 @@ gemm_fix_operand (NapkinPlanner    *p,
       && (!wgmma || pitch_aligned (*ld, bytes)
           || !gemm_realign_pays (p, k, ld, rows, cols, *bstride == 0 ? 1 : g->batch)))
     return;
-  *buf = queue_repack (p, k, *buf, g->ab_dtype, g->batch, rows, cols, *ld, *bstride, t, align, ld);
+  *buf = queue_repack (p, k, *buf, g->ab_dtype, g->batch, rows, cols, *ld, *bstride, 1, 0, t, align, ld);
   if (t)
     *kmajor = TRUE;
   if (*bstride != 0)
@@ -1271,17 +1284,20 @@ gemm_queue_permute (NapkinPlanner    *p,
   gboolean is_a = x != s->swapped;
   NapkinPlanBuffer *buf = is_a ? &g->a : &g->b;
   gint64 *ld = is_a ? &g->lda : &g->ldb, *bstride = is_a ? &g->a_bstride : &g->b_bstride;
-  NapkinPlanKernel *r;
+  guint queued = p->before->len;
 
-  *buf = queue_repack (p, k, *buf, g->ab_dtype, c->batch, c->rows, c->cols, c->ld_src, c->src_bstride, FALSE,
-                       wgmma ? 128 : 16, ld);
-  r = g_ptr_array_index (p->before, p->before->len - 1);
-  r->u.repack.batch_inner = c->batch_inner;
-  r->u.repack.src_bstride_inner = c->src_bstride_inner;
-  g_free (r->note);
-  r->note = g_strdup_printf (_("copies %lld %lld×%lld matrices of an operand into a scratch copy with its "
-                             "batch axes leading and %u-byte rows (%lld elements)"), (long long) c->batch,
-                             (long long) c->rows, (long long) c->cols, wgmma ? 128u : 16u, (long long) *ld);
+  *buf = queue_repack (p, k, *buf, g->ab_dtype, c->batch, c->rows, c->cols, c->ld_src, c->src_bstride,
+                       c->batch_inner, c->src_bstride_inner, FALSE, wgmma ? 128 : 16, ld);
+  /* a new copy (not one an earlier kernel already makes) says what it does */
+  if (p->before->len > queued)
+    {
+      NapkinPlanKernel *r = g_ptr_array_index (p->before, p->before->len - 1);
+
+      g_free (r->note);
+      r->note = g_strdup_printf (_("copies %lld %lld×%lld matrices of an operand into a scratch copy with its "
+                                 "batch axes leading and %u-byte rows (%lld elements)"), (long long) c->batch,
+                                 (long long) c->rows, (long long) c->cols, wgmma ? 128u : 16u, (long long) *ld);
+    }
   *bstride = c->rows * *ld;
 }
 

@@ -187,8 +187,10 @@ scores_fuse (NapkinDiagram *d,
   return FALSE;
 }
 
-/* Whether the product `node` weighs by a softmax (through maps): attention's P·V, whose
- * fused kernel stores O in any order. */
+/* Whether the product `node` weighs by a softmax (through maps) that nothing else reads:
+ * attention's P·V, whose fused kernel stores O in any order. A backward's products that
+ * read the saved probabilities (dV = Pᵀ·dO, dK = dSᵀ·Q through dS = P ⊙ …) share them
+ * with other readers: no attention kernel holds them, they are GEMMs. */
 static gboolean
 reads_probabilities (NapkinDiagram *d,
                      guint          node)
@@ -200,7 +202,11 @@ reads_probabilities (NapkinDiagram *d,
       for (guint step = 0; src >= 0 && step < 4; step++)
         {
           const NapkinNode *n = napkin_diagram_node (d, (guint) src);
+          guint n_consumers;
 
+          napkin_diagram_consumers (d, (guint) src, &n_consumers);
+          if (n_consumers != 1)
+            break;
           if (n->kind == NAPKIN_OP_SOFTMAX)
             return scores_fuse (d, (guint) src);
           if (n->kind != NAPKIN_OP_MAP && n->kind != NAPKIN_OP_MASK)
@@ -212,17 +218,22 @@ reads_probabilities (NapkinDiagram *d,
 }
 
 /* The order in which the product `c` reads its operand x (the other operand y) as a
- * GEMM operand: the axes x shares with c's result in the order c stores it, then the
- * contracted ones in y's order, into `want`. FALSE where x sums an axis alone. */
+ * GEMM operand: the axes x shares with c's result in the order c stores it (through
+ * the maps its epilogue would fuse; `own_order`: its own), then the contracted ones in
+ * y's order, into `want`. FALSE where x sums an axis alone. */
 static gboolean
 operand_want (NapkinDiagram          *d,
               guint                   c,
               const NapkinTensorType *x,
               const NapkinTensorType *y,
+              gboolean                own_order,
               GPtrArray              *want)
 {
   const NapkinTensorType *o = napkin_diagram_node_type (d, c);
-  guint stored[NAPKIN_MAX_RANK], n_stored = stored_axes (d, c, stored);
+  guint stored[NAPKIN_MAX_RANK], n_stored = own_order ? o->n_axes : stored_axes (d, c, stored);
+
+  if (own_order)
+    memcpy (stored, o->axes, sizeof (guint) * o->n_axes);
 
   for (guint i = 0; i < n_stored; i++)
     if (napkin_tensor_type_has_axis (x, stored[i]))
@@ -264,7 +275,7 @@ operand_order (NapkinDiagram *d,
   o = napkin_diagram_node_type (d, c);
   if (y == NULL || o == NULL || !y->valid || !o->valid)
     return NULL;
-  if (!operand_want (d, c, x, y, want))
+  if (!operand_want (d, c, x, y, FALSE, want))
     return NULL;      /* an axis summed alone: not a GEMM operand */
   if (p->kind == NAPKIN_OP_CONTRACT && !reads_probabilities (d, node) && !keeps_gemm_runs (d, node, want))
     return NULL;      /* the producer's own GEMM would lose its rows or columns as one run */
@@ -612,6 +623,88 @@ in_attention (NapkinDiagram *d,
   return FALSE;
 }
 
+/* Product c stores its result in the order a GEMM writes it — batch axes, then its rows,
+ * then its columns (each in its operand's order) — and a permuting rearrange after it
+ * puts the value back in the drawn order for its readers (a gradient stored [b, k, h, d]
+ * as its input was: the product writes [b, h, k, d]). FALSE where the order is already
+ * that one or an axis is summed alone. */
+static gboolean
+insert_result_copy (NapkinDiagram *copy,
+                    guint          c)
+{
+  NapkinNode *cn = napkin_diagram_get_item (copy, NAPKIN_ITEM_NODE, c);
+  int xs = napkin_diagram_input_source (copy, c, 0), ys = napkin_diagram_input_source (copy, c, 1);
+  const NapkinTensorType *x, *y, *o = napkin_diagram_node_type (copy, c);
+  g_autoptr(GPtrArray) order = g_ptr_array_new ();
+  g_auto(GStrv) drawn = NULL;
+  g_autofree char *id = NULL;
+  gboolean same = TRUE;
+  NapkinNode *perm;
+  NapkinWire *wire;
+  guint n_wires;
+
+  if (xs < 0 || ys < 0 || o == NULL || !o->valid)
+    return FALSE;
+  x = napkin_diagram_node_type (copy, (guint) xs);
+  y = napkin_diagram_node_type (copy, (guint) ys);
+  /* batch axes (in both operands), then x's own, in x's order; then y's own */
+  for (guint pass = 0; pass < 3; pass++)
+    {
+      const NapkinTensorType *side = pass == 2 ? y : x;
+
+      for (guint i = 0; i < side->n_axes; i++)
+        {
+          guint axis = side->axes[i];
+          gboolean in_other = napkin_tensor_type_has_axis (pass == 2 ? x : y, axis);
+
+          if (!napkin_tensor_type_has_axis (o, axis) || (pass == 0) != in_other)
+            continue;
+          g_ptr_array_add (order, (gpointer) napkin_diagram_axis (copy, axis)->name);
+        }
+    }
+  if (order->len != o->n_axes)
+    return FALSE;
+  for (guint i = 0; i < o->n_axes; i++)
+    same &= g_str_equal (g_ptr_array_index (order, i), napkin_diagram_axis (copy, o->axes[i])->name);
+  if (same)
+    return FALSE;
+  drawn = g_new0 (char *, o->n_axes + 1);
+  for (guint i = 0; i < o->n_axes; i++)
+    drawn[i] = g_strdup (napkin_diagram_axis (copy, o->axes[i])->name);
+  g_ptr_array_add (order, NULL);
+  {
+    g_autofree char *stem = g_strdup_printf ("%s_out", cn->id);
+
+    id = g_strdup (stem);
+    for (guint k = 2; napkin_diagram_find_node (copy, id) >= 0; k++)
+      {
+        g_free (id);
+        id = g_strdup_printf ("%s_%u", stem, k);
+      }
+  }
+  /* the readers read the copy */
+  n_wires = napkin_diagram_n_wires (copy);
+  for (guint i = 0; i < n_wires; i++)
+    if (g_str_equal (napkin_diagram_wire (copy, i)->from, cn->id))
+      {
+        wire = napkin_item_copy (NAPKIN_ITEM_WIRE, napkin_diagram_wire (copy, i));
+        g_free (wire->from);
+        wire->from = g_strdup (id);
+        napkin_diagram_replace_item (copy, NAPKIN_ITEM_WIRE, i, wire);
+      }
+  g_strfreev (cn->out);
+  cn->out = g_strdupv ((char **) order->pdata);
+  perm = napkin_node_new (id, NAPKIN_OP_REARRANGE);
+  perm->out = g_steal_pointer (&drawn);
+  perm->label = g_strdup (_("result copy"));
+  napkin_diagram_insert_item (copy, NAPKIN_ITEM_NODE, napkin_diagram_n_nodes (copy), perm);
+  wire = g_new0 (NapkinWire, 1);
+  wire->from = g_strdup (napkin_diagram_node (copy, c)->id);
+  wire->to = g_strdup (id);
+  napkin_diagram_insert_item (copy, NAPKIN_ITEM_WIRE, napkin_diagram_n_wires (copy), wire);
+  return TRUE;
+}
+
 /* A product outside every region whose operand split its own or its contracted axes in
  * the first plan (Gemma's queries [b, s, h, g, d] read as [b, h, (g, s), d] after
  * repeat_kv; `copies` says which), where the operand's producer cannot store it
@@ -636,6 +729,13 @@ insert_operand_copies (NapkinDiagram *copy,
         drawn = napkin_region_has_node (napkin_diagram_region (copy, r), cn->id);
       if (drawn)
         continue;
+      /* the result's order first: the operands' copies follow it */
+      if (g_hash_table_contains (copies, NAPKIN_PLAN_COPY_KEY (c, NAPKIN_PLAN_COPY_RESULT)) && insert_result_copy (copy, c))
+        {
+          napkin_diagram_changed (copy);
+          cn = napkin_diagram_node (copy, c);
+          any = TRUE;
+        }
       for (guint port = 0; port < 2; port++)
         {
           int src = napkin_diagram_input_source (copy, c, port), other = napkin_diagram_input_source (copy, c, 1 - port);
@@ -646,12 +746,20 @@ insert_operand_copies (NapkinDiagram *copy,
           NapkinWire *in, *out;
           int w = -1;
 
-          if (src < 0 || other < 0 || !g_hash_table_contains (copies, GUINT_TO_POINTER (c * 2 + port + 1)))
+          if (src < 0 || other < 0 || !g_hash_table_contains (copies, NAPKIN_PLAN_COPY_KEY (c, port)))
             continue;
           x = napkin_diagram_node_type (copy, (guint) src);
           y = napkin_diagram_node_type (copy, (guint) other);
-          if (!operand_want (copy, c, x, y, want))
+          if (!operand_want (copy, c, x, y, g_hash_table_contains (copies, NAPKIN_PLAN_COPY_OWN_ORDER), want))
             continue;     /* an axis summed alone: not a GEMM operand */
+          {
+            gboolean same = TRUE;
+
+            for (guint i = 0; i < x->n_axes; i++)
+              same &= g_str_equal (g_ptr_array_index (want, i), napkin_diagram_axis (copy, x->axes[i])->name);
+            if (same)
+              continue;   /* already in that order (the result's copy moved the product) */
+          }
           g_ptr_array_add (want, NULL);
           for (guint i = 0; i < napkin_diagram_n_wires (copy) && w < 0; i++)
             if (g_str_equal (napkin_diagram_wire (copy, i)->to, cn->id) && napkin_diagram_wire (copy, i)->port == port)

@@ -27,15 +27,26 @@ typedef struct
   /* node → why the attention chain through it could not run as one kernel (the
    * partition's refusals: the reason its operations' kernels then carry) */
   GHashTable              *chain_refusal;
-  /* products outside every region whose operand (node · 2 + port, + 1) splits its own or
-   * its contracted axes: the retry copies those operands (_napkin_plan_canonical) */
+  /* products outside every region whose operand splits its own or its contracted axes,
+   * or whose result splits them or does not lead with the batch axes: the retry copies
+   * those operands and results (_napkin_plan_canonical; keys NAPKIN_PLAN_COPY_KEY) */
   GHashTable              *split_operands;
 } NapkinPlanner;
 
+/* The key of a product's operand (slot 0, 1) or result (slot 2) that gets a permuting
+ * copy: in front of the product, or after it (the product then stores its own order). */
+#define NAPKIN_PLAN_COPY_X      0u
+#define NAPKIN_PLAN_COPY_Y      1u
+#define NAPKIN_PLAN_COPY_RESULT 2u
+#define NAPKIN_PLAN_COPY_KEY(contract, slot) GUINT_TO_POINTER ((guint) (contract) * 3u + (slot) + 1u)
+/* In the same table: the operand copies take the order the product keeps itself, not
+ * the one its epilogue's maps would store (which holds only where they fuse). */
+#define NAPKIN_PLAN_COPY_OWN_ORDER GUINT_TO_POINTER (G_MAXUINT)
+
 /* The pipeline's first steps (src/plan/napkin-plan-partition.c; docs/plan.md):
  * `diagram` with its casts folded into the values they cast, or NULL when none folds
- * (`folded` gets cast id → the operation's id); `copies` (node · 2 + port, + 1), or
- * NULL: the product operands that get a permuting copy in front. */
+ * (`folded` gets cast id → the operation's id); `copies` (NAPKIN_PLAN_COPY_KEY), or
+ * NULL: the product operands that get a permuting copy in front, the results one after. */
 NapkinDiagram *_napkin_plan_canonical  (NapkinDiagram    *diagram,
                                         GHashTable       *folded,
                                         GHashTable       *copies);

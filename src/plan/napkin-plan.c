@@ -581,20 +581,43 @@ napkin_plan_build (NapkinDiagram           *diagram,
   g_autoptr(GHashTable) splits = g_hash_table_new (g_direct_hash, g_direct_equal);
   NapkinPlan *plan = plan_build (diagram, arch, options, NULL, splits, error);
 
-  /* products outside regions whose operands split their rows or the contracted axes
-   * (the GEMM refused them, generic): planned again with a permuting copy in front of
-   * each such operand (docs/plan.md, "The pipeline") */
-  if (plan != NULL && g_hash_table_size (splits) > 0)
+  /* products outside regions whose operands or result split their rows or the
+   * contracted axes, or whose result does not lead with the batch axes (the GEMM refused
+   * them, generic): planned again with a permuting copy in front of each such operand
+   * and after each such result (docs/plan.md, "The pipeline"). A copy can uncover the
+   * next refusal of the same product (its operand copied, its result's batch axes are
+   * checked): a few rounds, each keeping the plan with the fewest generic kernels; the
+   * operand copies take the order the product's epilogue stores, then, where that
+   * leaves a product generic (its maps did not fuse), the order it keeps itself. */
+  for (guint mode = 0; plan != NULL && plan->n_generic > 0 && g_hash_table_size (splits) > 0 && mode < 2; mode++)
     {
-      NapkinPlan *again = plan_build (diagram, arch, options, splits, NULL, NULL);
+      g_autoptr(GHashTable) keys = g_hash_table_new (g_direct_hash, g_direct_equal);
+      GHashTableIter iter;
+      gpointer key;
+      guint tried = 0;
 
-      if (again != NULL && again->n_generic < plan->n_generic)
+      g_hash_table_iter_init (&iter, splits);
+      while (g_hash_table_iter_next (&iter, &key, NULL))
+        g_hash_table_add (keys, key);
+      if (mode == 1)
+        g_hash_table_add (keys, NAPKIN_PLAN_COPY_OWN_ORDER);
+      for (guint round = 0; round < 3 && g_hash_table_size (keys) > tried && plan->n_generic > 0; round++)
         {
-          napkin_plan_free (plan);
-          plan = again;
+          g_autoptr(GHashTable) found = g_hash_table_new (g_direct_hash, g_direct_equal);
+          NapkinPlan *again = plan_build (diagram, arch, options, keys, found, NULL);
+
+          tried = g_hash_table_size (keys);
+          if (again != NULL && again->n_generic < plan->n_generic)
+            {
+              napkin_plan_free (plan);
+              plan = again;
+            }
+          else if (again != NULL)
+            napkin_plan_free (again);
+          g_hash_table_iter_init (&iter, found);
+          while (g_hash_table_iter_next (&iter, &key, NULL))
+            g_hash_table_add (keys, key);
         }
-      else if (again != NULL)
-        napkin_plan_free (again);
     }
   return plan;
 }

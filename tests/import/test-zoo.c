@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include "napkin-derive.h"
+#include "napkin-grad.h"
 #include "napkin-import.h"
 #include "napkin-interp.h"
 #include "napkin-ir.h"
@@ -493,6 +494,54 @@ test_derived (gconstpointer data)
     g_error ("%s: derived %.2f µs, %.2f pinned", z->name, us, z->derived_us);
 }
 
+/* ---------------------------------------------------------------- the backward */
+
+/* The module's backward (`napkin-cli grad` on the imported graph): planned at the stored
+ * graph's sizes on the H200 profile, no product runs generic — a gradient stored as its
+ * input was ([b, k, h, d]) gets a copy after its product, an operand that splits the
+ * product's axes one before it (docs/plan.md, "The pipeline"); only tensor masks outside
+ * an attention are left to the generic lowering (the element-wise kernel masks by
+ * position). At the small graph's sizes, the plan's own diagram of the backward, copies
+ * and all, computes what the backward diagram computes. */
+static void
+test_backward (gconstpointer data)
+{
+  const Zoo *z = data;
+  g_autoptr(GError) error = NULL;
+  NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h200", &error);
+  g_autofree char *text = NULL, *small_text = NULL;
+  g_autoptr(NapkinDiagram) d = import_zoo (z->name, ".graph.json", &text);
+  g_autoptr(NapkinDiagram) small = import_zoo (z->name, ".small.json", &small_text);
+  g_autoptr(NapkinDiagram) backward = NULL;
+  g_autoptr(NapkinDiagram) small_backward = NULL;
+  g_autoptr(NapkinPlan) plan = NULL;
+  g_autoptr(NapkinTensorSet) set = NULL;
+  g_autoptr(NapkinIrProgram) prog = NULL;
+
+  g_assert_no_error (error);
+  backward = napkin_grad_diagram (d, NULL, NULL, &error);
+  g_assert_no_error (error);
+  plan = napkin_plan_build (backward, arch, NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *pk = g_ptr_array_index (plan->kernels, i);
+
+      if (pk->kind == NAPKIN_PLAN_GENERIC
+          && !(pk->reason != NULL && strstr (pk->reason, "the element-wise kernel masks by position only") != NULL))
+        g_error ("%s: backward kernel %s is generic: %s", z->name, pk->name, pk->reason ? pk->reason : "");
+    }
+
+  small_backward = napkin_grad_diagram (small, NULL, NULL, &error);
+  g_assert_no_error (error);
+  set = napkin_tensor_set_new_random (small_backward, 3);
+  prog = napkin_ir_lower (small_backward, NAPKIN_LOWER_PLAIN, &error);
+  g_assert_no_error (error);
+  g_assert_true (napkin_ir_interpret (prog, set, &error));
+  g_assert_no_error (error);
+  check_planned (z, small_backward, set);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -507,6 +556,12 @@ main (int    argc,
       g_test_add_data_func (counts, &zoo[i], test_counts);
       g_test_add_data_func (run, &zoo[i], test_values);
       g_test_add_data_func (derived, &zoo[i], test_derived);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (zoo); i++)
+    {
+      g_autofree char *backward = g_strdup_printf ("/import/zoo/%s/backward", zoo[i].name);
+
+      g_test_add_data_func (backward, &zoo[i], test_backward);
     }
   return g_test_run ();
 }
