@@ -626,7 +626,18 @@ ew_body (const NapkinPrintCtx        *ctx,
       g_autofree char *id = comment_id (ctx, m->node);
 
       g_string_append_printf (maps, "      /* %s */\n", id);
-      if (m->is_mask)
+      if (m->is_mask && m->mask == NAPKIN_MASK_TENSOR && m->has_other && os != NULL)
+        {
+          /* the mask tensor, broadcast by its strides: added (float), or tested */
+          g_autofree char *name = g_strdup_printf ("O%u", i);
+
+          g_string_append_printf (maps, "      {\n      float o_[%u];\n", w);
+          ew_load (e, name, os, "o_", w, maps);
+          g_string_append_printf (maps, "      for (int k_ = 0; k_ < %u; k_++)\n        v[k_] = %s;\n      }\n", w,
+                                  napkin_dtype_is_float (m->other.dtype) ? "v[k_] + o_[k_]"
+                                                                          : "(o_[k_] != 0.0f ? v[k_] : NAPKIN_NEG_INF)");
+        }
+      else if (m->is_mask)
         {
           /* the element's row and column from its flat index in y (e + k_) */
           g_autofree char *keep = NULL, *lo = NULL, *hi = NULL;

@@ -2994,6 +2994,7 @@ operation_kernel (Model *m,
   TensorPath path = PATH_LIBRARY;
   gboolean strided;
   gboolean copy = napkin_plan_node_is_input_copy (m->d, n);
+  gboolean counted = FALSE;
 
   if (m->innermost[n] >= 0 || node->kind == NAPKIN_OP_INPUT || (node->kind == NAPKIN_OP_OUTPUT && !copy))
     return;
@@ -3005,7 +3006,37 @@ operation_kernel (Model *m,
   k.region = -1;
   k.quantisation = 1;
   k.overlaps = TRUE;   /* a library kernel per operation: assumed pipelined */
-  for (guint p = 0; p <= napkin_op_n_inputs (node) && !strided; p++)
+  /* the plan's element-wise chain: its input, every map's other operand (a gate, a
+   * mask tensor, once each) and its result in the result's type — not the first map's
+   * value, which never leaves the chip */
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_ELEMENTWISE && !copy)
+    {
+      const NapkinPlanElementwise *e = &pk->u.ew;
+      g_autoptr(GHashTable) read = g_hash_table_new (g_direct_hash, g_direct_equal);
+      gint64 y_e = 1;
+
+      for (guint d = 0; d < e->rank; d++)
+        y_e = mul (m, y_e, e->dims[d]);
+      for (int i = -2; i < (int) e->maps->len; i++)
+        {
+          const NapkinPlanMap *map = i >= 0 ? &g_array_index (e->maps, NapkinPlanMap, i) : NULL;
+          int src = i == -2 ? -1 : i == -1 ? e->x.node : map->has_other ? map->other.node : -1;
+          NapkinDtype dt = i == -1 ? e->x_dtype : map != NULL ? map->other.dtype : e->y_dtype;
+          gint64 el, b;
+
+          if (i >= -1 && (src < 0 || g_hash_table_contains (read, GINT_TO_POINTER (src))))
+            continue;
+          if (src >= 0)
+            g_hash_table_add (read, GINT_TO_POINTER (src));
+          el = i == -2 ? y_e : tile_elements (m, -1, src);
+          b = mul (m, el, napkin_dtype_bytes (dt));
+          add_level_traffic (m, NAPKIN_LEVEL_HBM, el, b);
+          add_level_traffic (m, NAPKIN_LEVEL_L2, el, b);
+          bytes = add (m, bytes, b);
+        }
+      counted = TRUE;
+    }
+  for (guint p = 0; p <= napkin_op_n_inputs (node) && !strided && !counted; p++)
     {
       /* the inputs, then the result */
       int src = p < napkin_op_n_inputs (node) ? napkin_diagram_input_source (m->d, n, p) : (int) n;

@@ -1349,16 +1349,6 @@ ew_find_sink (NapkinPlanner          *p,
       int first;
       gboolean outside;
 
-      if (napkin_diagram_node (p->d, n)->kind == NAPKIN_OP_MASK
-          && napkin_diagram_node (p->d, n)->mask == NAPKIN_MASK_TENSOR)
-        {
-          /* a tensor mask's flags are read per element by the attention kernel only
-           * (docs/plan.md) */
-          *why = g_strdup_printf (_("the tensor mask “%s” runs in the generic lowering: the element-wise kernel "
-                                  "masks by position only (causal, window); put it in an attention region"),
-                                  node_id (p, n));
-          return -1;
-        }
       if (is_head_view (p, k, n))
         continue;
       if (napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MAP && napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MASK)
@@ -1443,9 +1433,23 @@ ew_chain (NapkinPlanner          *p,
                                   mn->id);
           return FALSE;
         }
-      if (mn->kind == NAPKIN_OP_MASK && !ew_mask (p, mn, yl, &m, why))
+      if (mn->kind == NAPKIN_OP_MASK && mn->mask != NAPKIN_MASK_TENSOR && !ew_mask (p, mn, yl, &m, why))
         return FALSE;
       inside = operands_inside (p, k, cur, arity, &main_port);
+      /* a tensor mask reads its flags (or the bias it adds) as the map's other operand,
+       * broadcast by strides like any: the value is its first port */
+      if (mn->kind == NAPKIN_OP_MASK && mn->mask == NAPKIN_MASK_TENSOR)
+        {
+          if (inside > 0 && main_port != 0)
+            {
+              *why = g_strdup_printf (_("the mask tensor of “%s” is computed in %s; an element-wise kernel reads it "
+                                      "from device memory"), mn->id, kernel_place (p, k));
+              return FALSE;
+            }
+          m.is_mask = TRUE;
+          m.mask = NAPKIN_MASK_TENSOR;
+          main_port = 0;
+        }
       if (inside > 1)
         {
           *why = g_strdup_printf (_("both operands of %s are computed in %s; an element-wise kernel fuses a chain "

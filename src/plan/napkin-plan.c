@@ -418,10 +418,11 @@ absorb_maps (NapkinPlanner    *p,
 
   if (p->options != NULL && p->options->generic_only)
     return;
-  gboolean positional = head->kind == NAPKIN_OP_MASK && head->mask != NAPKIN_MASK_TENSOR;
+  gboolean positional = head->kind == NAPKIN_OP_MASK;
 
   /* a view (a rename by position) is read through by the maps after it: no copy; a
-   * causal or window mask is one step of an element-wise chain */
+   * mask (causal, window, or a tensor read beside the value) is one step of an
+   * element-wise chain */
   if (head->kind != NAPKIN_OP_CONTRACT && head->kind != NAPKIN_OP_SOFTMAX && head->kind != NAPKIN_OP_NORMALIZE
       && head->kind != NAPKIN_OP_MAP && !positional && !_napkin_plan_is_view (p->d, last))
     return;
@@ -436,9 +437,10 @@ absorb_maps (NapkinPlanner    *p,
         return;
       next = consumers[0];
       nn = napkin_diagram_node (p->d, next);
-      /* masks by position join an element-wise chain (a map's or a mask's), not a
-       * product's epilogue or a norm's */
-      gboolean mask = nn->kind == NAPKIN_OP_MASK && nn->mask != NAPKIN_MASK_TENSOR
+      /* masks join an element-wise chain (a map's or a mask's), not a product's epilogue
+       * or a norm's; a tensor mask where the chain's value is what it masks */
+      gboolean mask = nn->kind == NAPKIN_OP_MASK
+                      && (nn->mask != NAPKIN_MASK_TENSOR || napkin_diagram_input_source (p->d, next, 0) == (int) last)
                       && (head->kind == NAPKIN_OP_MAP || positional);
 
       if ((nn->kind != NAPKIN_OP_MAP && !mask) || p->top[next] >= 0 || done[next])

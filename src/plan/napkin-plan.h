@@ -66,7 +66,9 @@ typedef struct
                                      modulation [b, e] of rows [b, s]); 0 or 1: the row */
   /* element-wise: a causal or window mask node, not a map: the element of flat output
    * index f is at row (f / mask_row_stride) % mask_rows and column (f / mask_col_stride)
-   * % mask_cols, kept where napkin_mask_keeps, else −∞ */
+   * % mask_cols, kept where napkin_mask_keeps, else −∞; a tensor mask (mask
+   * NAPKIN_MASK_TENSOR) reads its tensor as `other`: a float one is added, an integer
+   * one keeps the value where it is not 0, else −∞ */
   gboolean         is_mask;
   NapkinMaskKind   mask;
   gint64           mask_offset, mask_left, mask_right;

@@ -169,7 +169,14 @@ static inline float napkin_ld (const napkin_bf16 *p)
   nk_emu_check (p, 2);
   return nk_emu_bits_float ((unsigned) p->x << 16);
 }
+static inline float napkin_ld (const signed char *p) { nk_emu_check (p, 1); return (float) *p; }
 static inline void napkin_st (float *p, float v) { nk_emu_check (p, 4); *p = v; }
+static inline void
+napkin_st (signed char *p, float v)
+{
+  nk_emu_check (p, 1);
+  *p = (signed char) std::fmax (-128.f, std::fmin (127.f, std::rint (v)));
+}
 static inline void napkin_st (napkin_f16 *p, float v) { nk_emu_check (p, 2); p->x = nk_emu_float_to_half (v); }
 static inline void
 napkin_st (napkin_bf16 *p, float v)

@@ -25,7 +25,8 @@ static char *gxx;
 static const char *
 emu_ctype (NapkinDtype d)
 {
-  return d == NAPKIN_DTYPE_FP16 ? "napkin_f16" : d == NAPKIN_DTYPE_BF16 ? "napkin_bf16" : "float";
+  return d == NAPKIN_DTYPE_FP16 ? "napkin_f16" : d == NAPKIN_DTYPE_BF16 ? "napkin_bf16"
+         : d == NAPKIN_DTYPE_INT8 ? "signed char" : "float";
 }
 
 /* main (): the argument slots from DIR/sN.in (doubles, stored in their types), every
@@ -457,6 +458,62 @@ test_masks (void)
     }
 }
 
+/* Tensor masks in the element-wise kernel (a backward's mask outside any attention):
+ * a boolean int8 mask [q, k] broadcast over the batch keeps where it is not 0, an
+ * additive fp16 bias [b, k] (a padding mask) is added; exp after, as in attention. */
+static void
+test_tensor_masks (void)
+{
+  static const char *const cases[][3] = {
+    /* the mask tensor's axes and type */
+    { "[\"q\", \"k\"]", "int8", "boolean [q, k]" },
+    { "[\"b\", \"k\"]", "fp16", "additive [b, k]" },
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autofree char *json = g_strdup_printf (
+        "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"b\",\"size\":3},{\"name\":\"q\",\"size\":13},"
+        "{\"name\":\"k\",\"size\":40}],"
+        "\"tensors\":[{\"name\":\"X\",\"axes\":[\"b\",\"q\",\"k\"],\"dtype\":\"fp16\"},"
+        "{\"name\":\"M\",\"axes\":%s,\"dtype\":\"%s\"},"
+        "{\"name\":\"Y\",\"axes\":[\"b\",\"q\",\"k\"],\"dtype\":\"fp32\"}],"
+        "\"nodes\":[{\"id\":\"x\",\"kind\":\"input\",\"tensor\":\"X\"},{\"id\":\"mm\",\"kind\":\"input\",\"tensor\":\"M\"},"
+        "{\"id\":\"half\",\"kind\":\"map\",\"fn\":\"scale\",\"alpha\":0.5},"
+        "{\"id\":\"m\",\"kind\":\"mask\",\"mask\":\"tensor\"},{\"id\":\"e\",\"kind\":\"map\",\"fn\":\"exp\"},"
+        "{\"id\":\"y\",\"kind\":\"output\",\"tensor\":\"Y\"}],"
+        "\"wires\":[{\"from\":\"x\",\"to\":\"half\",\"port\":0},{\"from\":\"half\",\"to\":\"m\",\"port\":0},"
+        "{\"from\":\"mm\",\"to\":\"m\",\"port\":1},"
+        "{\"from\":\"m\",\"to\":\"e\",\"port\":0},{\"from\":\"e\",\"to\":\"y\",\"port\":0}]}",
+        cases[c][0], cases[c][1]);
+      g_autoptr(NapkinDiagram) d = NULL;
+      g_autoptr(NapkinPlan) plan = NULL;
+      g_autoptr(NapkinCudaModule) module = plan_json (json, &d, &plan);
+      g_autofree char *what = g_strdup_printf ("tensor mask %s", cases[c][2]);
+      const NapkinPlanKernel *k;
+      guint masks = 0;
+
+      g_assert_cmpuint (plan->kernels->len, ==, 1);
+      k = g_ptr_array_index (plan->kernels, 0);
+      if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
+        g_error ("case %u: not an element-wise kernel (%s)", c, k->reason);
+      for (guint i = 0; i < k->u.ew.maps->len; i++)
+        {
+          const NapkinPlanMap *m = &g_array_index (k->u.ew.maps, NapkinPlanMap, i);
+
+          if (m->is_mask)
+            {
+              g_assert_cmpint (m->mask, ==, NAPKIN_MASK_TENSOR);
+              g_assert_true (m->has_other);
+              masks++;
+            }
+        }
+      g_assert_cmpuint (masks, ==, 1);
+      if (!check_emulation (module, d, what, "fp16"))
+        return;
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -468,5 +525,6 @@ main (int    argc,
   g_test_add_func ("/plan/elementwise/emulate-input-copy", test_input_copy);
   g_test_add_func ("/plan/rows/emulate-modulation", test_modulation);
   g_test_add_func ("/plan/elementwise/emulate-masks", test_masks);
+  g_test_add_func ("/plan/elementwise/emulate-tensor-masks", test_tensor_masks);
   return g_test_run ();
 }
