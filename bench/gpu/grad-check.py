@@ -97,6 +97,13 @@ CASES = [
     ("zoo-gpt2-block", "zoo", "tests/import/zoo/hf_gpt2_block.graph.json", {"b": 2, "s": 512, "k": 512}, None),
     ("zoo-llama-attention", "zoo", "tests/import/zoo/hf_llama_attention.graph.json", {"b": 1, "s": 1024, "k": 1024},
      None),
+    # session 17: result copies (a gradient stored [b, k, h, d]), tensor masks in the
+    # element-wise kernel, grouped queries' g·s copied
+    ("zoo-torch-mha", "zoo", "tests/import/zoo/torch_mha.graph.json", {"b": 2, "s": 512, "k": 512}, None),
+    ("zoo-sdpa-bool-mask", "zoo", "tests/import/zoo/sdpa_bool_mask.graph.json", {"b": 2, "s": 512, "k": 512}, None),
+    ("zoo-bart-attention", "zoo", "tests/import/zoo/bart_attention.graph.json", {"b": 2, "s": 512}, None),
+    ("zoo-llama-sdpa-gqa", "zoo", "tests/import/zoo/llama_sdpa_gqa.graph.json", {"b": 1, "s": 1024, "k": 1024},
+     None),
 ]
 
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int8": "int8"}
