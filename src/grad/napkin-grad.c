@@ -42,6 +42,15 @@ typedef struct
 
 /* ---- building blocks ---------------------------------------------------------------- */
 
+/* The type a gradient of a value of type t is carried in: its own, but bf16 for fp8 —
+ * an 8-bit float has no room for a gradient's range and sums (FP8 training keeps its
+ * gradients in bf16), and no GEMM stores it (docs/training.md). */
+static NapkinDtype
+grad_dtype (NapkinDtype t)
+{
+  return t == NAPKIN_DTYPE_FP8_E4M3 || t == NAPKIN_DTYPE_FP8_E5M2 ? NAPKIN_DTYPE_BF16 : t;
+}
+
 static char *
 fresh_name (NapkinDiagram  *d,
             NapkinItemKind  kind,
@@ -158,7 +167,8 @@ affine (Grad        *G,
 }
 
 /* A binary map; the second operand takes the first's element type (a map's operands
- * share one). The output carries a's axes, then b's others. */
+ * share one) — but an fp8 first operand takes the second's. The output carries a's
+ * axes, then b's others. */
 static const char *
 map2 (Grad        *G,
       NapkinMapFn  fn,
@@ -168,6 +178,11 @@ map2 (Grad        *G,
 {
   NapkinNode *node = napkin_node_new (NULL, NAPKIN_OP_MAP);
 
+  /* an fp8 value (the probabilities of an fp8 attention) meets a gradient in the
+   * gradient's type, not the other way */
+  if (grad_dtype (type_of (G, a)->dtype) != type_of (G, a)->dtype
+      && grad_dtype (type_of (G, b)->dtype) == type_of (G, b)->dtype)
+    a = cast_to (G, a, type_of (G, b)->dtype, stem);
   b = cast_to (G, b, type_of (G, a)->dtype, stem);
   node->fn = fn;
   return add_node (G, node, stem, (const char *[]) { a, b }, 2);
@@ -197,7 +212,9 @@ axes_names (Grad                   *G,
   return names;
 }
 
-/* Σ a·b over the axes `out` lacks, of out's element type (b is cast to a's type). */
+/* Σ a·b over the axes `out` lacks, of out's element type (b is cast to a's type; where a
+ * is fp8 and b, a gradient, is not, a is cast to b's: a gradient is never rounded to 8
+ * bits to meet an fp8 operand). */
 static const char *
 contract (Grad                   *G,
           const char             *a,
@@ -207,6 +224,9 @@ contract (Grad                   *G,
 {
   NapkinNode *node = napkin_node_new (NULL, NAPKIN_OP_CONTRACT);
 
+  if (grad_dtype (type_of (G, a)->dtype) != type_of (G, a)->dtype
+      && grad_dtype (type_of (G, b)->dtype) == type_of (G, b)->dtype)
+    a = cast_to (G, a, type_of (G, b)->dtype, stem);
   b = cast_to (G, b, type_of (G, a)->dtype, stem);
   node->out = axes_names (G, out);
   if (out->dtype != type_of (G, a)->dtype)
@@ -349,7 +369,7 @@ gradient (Grad  *G,
 
   if (terms->len == 0)
     return NULL;
-  sum = cast_to (G, g_ptr_array_index (terms, 0), napkin_diagram_node_type (G->fwd, v)->dtype, stem);
+  sum = cast_to (G, g_ptr_array_index (terms, 0), grad_dtype (napkin_diagram_node_type (G->fwd, v)->dtype), stem);
   for (guint i = 1; i < terms->len; i++)
     sum = map2 (G, NAPKIN_FN_ADD, sum, g_ptr_array_index (terms, i), stem);
   return sum;
@@ -470,7 +490,7 @@ map_adjoint (Grad       *G,
       return;
     case NAPKIN_FN_CAST:
       if (G->needs[a])
-        contribute (G, a, cast_to (G, gy, napkin_diagram_node_type (G->fwd, a)->dtype, stem));
+        contribute (G, a, cast_to (G, gy, grad_dtype (napkin_diagram_node_type (G->fwd, a)->dtype), stem));
       return;
     case NAPKIN_FN_STEP:
       return;                            /* zero almost everywhere */
@@ -541,11 +561,14 @@ contract_adjoint (Grad       *G,
 {
   int a = napkin_diagram_input_source (G->fwd, v, 0);
   int b = napkin_diagram_input_source (G->fwd, v, 1);
+  NapkinTensorType ta = *napkin_diagram_node_type (G->fwd, a), tb = *napkin_diagram_node_type (G->fwd, b);
 
+  ta.dtype = grad_dtype (ta.dtype);
+  tb.dtype = grad_dtype (tb.dtype);
   if (G->needs[a])
-    contribute (G, a, contract (G, gy, source (G, v, 1), napkin_diagram_node_type (G->fwd, a), stem));
+    contribute (G, a, contract (G, gy, source (G, v, 1), &ta, stem));
   if (G->needs[b])
-    contribute (G, b, contract (G, source (G, v, 0), gy, napkin_diagram_node_type (G->fwd, b), stem));
+    contribute (G, b, contract (G, source (G, v, 0), gy, &tb, stem));
 }
 
 /* The one live reader of forward value v, or -1 where it has none or several. */
@@ -1016,7 +1039,7 @@ seed_outputs (Grad *G)
           /* the gradient lies in memory as the output does */
           for (guint i = 0; i < seed.n_axes; i++)
             seed.axes[i] = napkin_diagram_find_axis (G->fwd, t->axes[i]);
-          seed.dtype = t->dtype;
+          seed.dtype = grad_dtype (t->dtype);
           contribute (G, src, add_input (G, stem, &seed));
         }
     }
@@ -1088,7 +1111,7 @@ gradient_outputs (Grad *G)
       /* an input no output depends on: its gradient is zero */
       if (sum == NULL)
         sum = zeros_like (G, first, stem);
-      add_output (G, stem, sum, g_strdupv (tensor->axes), tensor->dtype);
+      add_output (G, stem, sum, g_strdupv (tensor->axes), grad_dtype (tensor->dtype));
     }
 }
 

@@ -722,6 +722,48 @@ small_copy (NapkinDiagram *d)
   return copy;
 }
 
+/* An fp8 attention's backward carries its gradients in bf16: d_Q, d_K and d_V are bf16
+ * (not the inputs' fp8) and no value the backward computes is fp8 (the fp8 values it
+ * reads are cast up to meet the gradients) — no GEMM stores an 8-bit result, and an
+ * 8-bit float has no room for a gradient (docs/training.md). */
+static void
+test_fp8_gradients (void)
+{
+  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "attention-causal-fp8.napkin", NULL);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) backward = NULL;
+  g_autoptr(NapkinDiagram) small = NULL;
+  g_autoptr(NapkinDiagram) small_backward = NULL;
+  guint n_fwd;
+
+  g_assert_no_error (error);
+  n_fwd = napkin_diagram_n_nodes (d);
+  backward = backward_of (d, NULL);
+  for (guint i = 0; i < 3; i++)
+    {
+      const char *name = (const char *[]) { "d_Q", "d_K", "d_V" }[i];
+      int t = napkin_diagram_find_tensor (backward, name);
+
+      g_assert_cmpint (t, >=, 0);
+      g_assert_cmpint (napkin_diagram_tensor (backward, (guint) t)->dtype, ==, NAPKIN_DTYPE_BF16);
+    }
+  for (guint v = n_fwd; v < napkin_diagram_n_nodes (backward); v++)
+    {
+      const NapkinNode *node = napkin_diagram_node (backward, v);
+      NapkinDtype dt = napkin_diagram_node_type (backward, v)->dtype;
+
+      /* what the forward keeps (its fp8 probabilities) stays as the forward made it */
+      if (node->kind == NAPKIN_OP_OUTPUT && g_str_has_prefix (node->tensor, "saved_"))
+        continue;
+      if (dt == NAPKIN_DTYPE_FP8_E4M3 || dt == NAPKIN_DTYPE_FP8_E5M2)
+        g_error ("%s is fp8", napkin_diagram_node (backward, v)->id);
+    }
+  small = small_copy (d);
+  small_backward = backward_of (small, NULL);
+  g_assert_cmpfloat (gradient_error (small, small_backward, 5), <, TOLERANCE);
+}
+
 /* The axis the backward's softmax row term sums over ("The row term", docs/training.md):
  * the reduce that feeds the `sub` of the softmax adjoint. */
 static const char *
@@ -903,6 +945,7 @@ main (int   argc,
   g_test_add_func ("/grad/constant", test_constant);
   g_test_add_func ("/grad/recompute/errors", test_recompute_errors);
   g_test_add_func ("/grad/softmax/row-term", test_softmax_row_term);
+  g_test_add_func ("/grad/fp8", test_fp8_gradients);
 
   /* every bundled example differentiates: none is refused */
   dir = g_dir_open (g_getenv ("NAPKIN_EXAMPLES_DIR"), 0, NULL);
