@@ -268,7 +268,7 @@ update_thread (GTask        *task,
 
 /* GtkTextView lays long texts out in the background and guesses the heights of the
  * lines it has not reached, so one scroll can land short: scroll again each frame
- * until the kernel’s line is at the top (60 frames, or up to five seconds). */
+ * until the kernel’s line is at the top (60 frames, or up to thirty seconds). */
 static gboolean
 scroll_to_kernel_tick (GtkWidget     *widget,
                        GdkFrameClock *clock,
@@ -298,17 +298,31 @@ scroll_to_kernel_tick (GtkWidget     *widget,
       else if (self->scroll_frames > 2)
         mark = NULL;   /* there, and laid out */
     }
-  /* a second's frames at least, and up to five seconds where the layout is slow (a
-   * long kernel on a loaded machine): the line heights settle as it goes */
+  /* a second's frames at least, and up to half a minute where the layout is slow (a
+   * long kernel on a loaded machine): the line heights settle as it goes; the user's
+   * own scrolling or keys end it at once (user_scrolled_cb) */
   if (self->scroll_frames++ == 0)
     self->scroll_started_us = gdk_frame_clock_get_frame_time (clock);
   if (mark != NULL && (self->scroll_frames < 60
-                       || gdk_frame_clock_get_frame_time (clock) - self->scroll_started_us < 5 * G_USEC_PER_SEC))
+                       || gdk_frame_clock_get_frame_time (clock) - self->scroll_started_us < 30 * G_USEC_PER_SEC))
     return G_SOURCE_CONTINUE;
   self->scroll_frames = 0;
   self->scroll_tick = 0;
   self->scroll_pending = FALSE;
   return G_SOURCE_REMOVE;
+}
+
+/* The user scrolls or presses a key in the code: a scroll of ours still under way
+ * stops where it is, so that it does not pull the view back. */
+static gboolean
+user_scrolled_cb (NapkinCodeView *self)
+{
+  if (self->scroll_tick != 0)
+    gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->scroll_tick);
+  self->scroll_tick = 0;
+  self->scroll_frames = 0;
+  self->scroll_pending = FALSE;
+  return GDK_EVENT_PROPAGATE;
 }
 
 /* A hidden view (the Runs tab in front) scrolls when it is shown: its lines are
@@ -1120,6 +1134,17 @@ napkin_code_view_init (NapkinCodeView *self)
   gtk_widget_init_template (GTK_WIDGET (self));
   self->opened_line = -1;
   g_signal_connect (self, "map", G_CALLBACK (source_view_map_cb), NULL);
+  {
+    GtkEventController *wheel = gtk_event_controller_scroll_new (GTK_EVENT_CONTROLLER_SCROLL_BOTH_AXES);
+    GtkEventController *keys = gtk_event_controller_key_new ();
+
+    gtk_event_controller_set_propagation_phase (wheel, GTK_PHASE_CAPTURE);
+    gtk_event_controller_set_propagation_phase (keys, GTK_PHASE_CAPTURE);
+    g_signal_connect_swapped (wheel, "scroll", G_CALLBACK (user_scrolled_cb), self);
+    g_signal_connect_swapped (keys, "key-pressed", G_CALLBACK (user_scrolled_cb), self);
+    gtk_widget_add_controller (GTK_WIDGET (self->source_view), wheel);
+    gtk_widget_add_controller (GTK_WIDGET (self->source_view), keys);
+  }
   buffer = gtk_text_view_get_buffer (GTK_TEXT_VIEW (self->source_view));
   gtk_source_buffer_set_highlight_syntax (GTK_SOURCE_BUFFER (buffer), TRUE);
   g_signal_connect_object (manager, "notify::dark", G_CALLBACK (style_changed_cb), self, G_CONNECT_SWAPPED);
