@@ -10,6 +10,10 @@
 #include <locale.h>
 #include <string.h>
 #include <stdio.h>
+#include <signal.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 
 #include "napkin-analysis-pane.h"
 #include "napkin-application.h"
@@ -400,6 +404,17 @@ wait_window (const char *name)
   return wid;
 }
 
+/* In the child, before exec: it dies with the test (a test that fails half-way must not
+ * leave an app holding the test runner's output pipe open: meson would wait for it). */
+static inline void
+spawn_napkin_child_setup (gpointer data)
+{
+  (void) data;
+#ifdef __linux__
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+#endif
+}
+
 /* Starts the built napkin with one argument in the environment `envp` (taken), as a
  * separate process. Under AddressSanitizer the child's exit would report GTK 4.8's own
  * X11 display objects (made in gdk_x11_display_open, never freed at exit): leaks of
@@ -419,7 +434,8 @@ spawn_napkin (char       **envp,
 
       envp = g_environ_setenv (envp, "ASAN_OPTIONS", asan, TRUE);
     }
-  g_assert_true (g_spawn_async (NULL, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL, &pid, &error));
+  g_assert_true (g_spawn_async (NULL, (char **) argv, envp, G_SPAWN_DO_NOT_REAP_CHILD, spawn_napkin_child_setup, NULL,
+                                &pid, &error));
   g_assert_no_error (error);
   g_strfreev (envp);
   return pid;

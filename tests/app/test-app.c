@@ -853,7 +853,7 @@ test_x11_input (void)
   /* The app may still be laying out its first frame (a sanitizer build is slow to
    * answer), and a click it does not see yet is lost: click, save with Ctrl+S, and
    * read the file to see the click's effect, trying again until it shows. */
-  for (guint attempt = 0; attempt < 5 && n_before_drag <= 4; attempt++)
+  for (guint attempt = 0; attempt < 10 && n_before_drag <= 4; attempt++)
     {
       g_free (xdotool_output ("windowfocus", "--sync", wid, NULL));
       g_free (xdotool_output ("mousemove", "--window", wid, x, y, "click", "1", NULL));
