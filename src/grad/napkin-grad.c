@@ -340,6 +340,21 @@ contribute (Grad       *G,
   g_ptr_array_add (G->contribs[v], (gpointer) term);
 }
 
+/* `term` with the axes `want` lacks summed away. */
+static const char *
+sum_to (Grad                   *G,
+        const char             *term,
+        const NapkinTensorType *want,
+        const char             *stem)
+{
+  NapkinTensorType have = *type_of (G, term);
+
+  for (guint i = 0; i < have.n_axes; i++)
+    if (!napkin_tensor_type_has_axis (want, have.axes[i]))
+      term = reduce_sum (G, term, have.axes[i], stem);
+  return term;
+}
+
 /* The gradient of forward value v with the axes of `type` that the value lacks summed
  * away (the operand of a broadcasting map), contributed to v. */
 static void
@@ -348,13 +363,7 @@ contribute_reduced (Grad       *G,
                     const char *term,
                     const char *stem)
 {
-  const NapkinTensorType *want = napkin_diagram_node_type (G->fwd, v);
-  NapkinTensorType have = *type_of (G, term);
-
-  for (guint i = 0; i < have.n_axes; i++)
-    if (!napkin_tensor_type_has_axis (want, have.axes[i]))
-      term = reduce_sum (G, term, have.axes[i], stem);
-  contribute (G, v, term);
+  contribute (G, v, sum_to (G, term, napkin_diagram_node_type (G->fwd, v), stem));
 }
 
 /* The sum of v's gradient terms, in v's element type; NULL when it has none. */
@@ -603,9 +612,7 @@ softmax_row_from_output (Grad       *G,
   const NapkinNode *node = napkin_diagram_node (G->fwd, v);
   guint k = napkin_diagram_find_axis (G->fwd, node->axis);
   int c = only_live_consumer (G, v);
-  const NapkinTensorType *p_type = napkin_diagram_node_type (G->fwd, v), *o_type;
-  NapkinTensorType o;
-  const char *row;
+  const NapkinTensorType *o_type;
 
   if (c < 0 || napkin_diagram_node (G->fwd, c)->kind != NAPKIN_OP_CONTRACT || G->grads[c] == NULL
       || G->contribs[v]->len != 1)
@@ -628,12 +635,8 @@ softmax_row_from_output (Grad       *G,
     if (napkin_tensor_type_has_axis (o_type, k))
       return NULL;
   }
-  o = *o_type;
-  row = map2 (G, NAPKIN_FN_MUL, G->grads[c], saved (G, c), stem);
-  for (guint i = 0; i < o.n_axes; i++)
-    if (!napkin_tensor_type_has_axis (p_type, o.axes[i]))
-      row = reduce_sum (G, row, o.axes[i], stem);
-  return row;
+  return sum_to (G, map2 (G, NAPKIN_FN_MUL, G->grads[c], saved (G, c), stem), napkin_diagram_node_type (G->fwd, v),
+                 stem);
 }
 
 /* softmax over k: dx = p (g − Σ_k p g) */

@@ -1535,6 +1535,18 @@ add_level_traffic (Model       *m,
   m->a->levels[level].transfer_bytes = add (m, m->a->levels[level].transfer_bytes, bytes);
 }
 
+/* `elements` (`bytes`) read or written in device memory outside every region: they
+ * pass through L2 too. Returns `bytes`. */
+static gint64
+device_traffic (Model  *m,
+                gint64  elements,
+                gint64  bytes)
+{
+  add_level_traffic (m, NAPKIN_LEVEL_HBM, elements, bytes);
+  add_level_traffic (m, NAPKIN_LEVEL_L2, elements, bytes);
+  return bytes;
+}
+
 /* Device-memory traffic also passes through L2. */
 static void
 account_transfer (Model                *m,
@@ -2476,11 +2488,9 @@ planned_gemm (Model                  *m,
 
   if (real > 0)
     k->time_s[NAPKIN_RESOURCE_TENSOR] *= padded / real;
-  if (pk->path == NAPKIN_PATH_WGMMA)
-    k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY;
-  /* ping-pong: one warpgroup issues at a time; the other's epilogue runs beside it */
-  if (g->pingpong)
-    k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_PINGPONG_TENSOR;
+  /* the main loop's share of the peak (ping-pong: one warpgroup issues at a time; the
+   * other's epilogue runs beside it) */
+  k->time_s[NAPKIN_RESOURCE_TENSOR] /= napkin_plan_gemm_tensor_share (pk->path, g);
   k->quantisation = (double) waves * m->arch->sms / MAX (1, pk->grid);
   k->fill = grid_fill (m, pk->grid);
   napkin_tensor_class_for_dtype (g->ab_dtype, &klass);
@@ -2869,9 +2879,7 @@ kernel_plan (Model                  *m,
       if (pp)
         staged -= napkin_plan_gemm_pingpong_hidden_s (m->arch, &pk->u.gemm, staged);
       k->latency_s += ceil_div (pk->grid, m->arch->sms) * staged + gemm_unaligned_s (m, pk);
-      k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY;
-      if (pp)
-        k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_PINGPONG_TENSOR;
+      k->time_s[NAPKIN_RESOURCE_TENSOR] /= napkin_plan_gemm_tensor_share (pk->path, &pk->u.gemm);
     }
   /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
   if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->u.rows.inner > 1 && !m->a->paper && pk->grid > 0)
@@ -2882,10 +2890,9 @@ kernel_plan (Model                  *m,
     }
   else if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && !pk->u.rows.one_pass && !m->a->paper)
     {
-      gint64 e = pk->u.rows.rows * pk->u.rows.cols, b = e * napkin_dtype_bytes (pk->u.rows.x_dtype);
+      gint64 e = pk->u.rows.rows * pk->u.rows.cols;
+      gint64 b = device_traffic (m, e, e * napkin_dtype_bytes (pk->u.rows.x_dtype));
 
-      add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
-      add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
       k->time_s[NAPKIN_RESOURCE_HBM] += b / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
       k->time_s[NAPKIN_RESOURCE_L2] += b / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
     }
@@ -2951,11 +2958,9 @@ operation_extra_bytes (Model                  *m,
       if (!pk->u.rows.one_pass)
         {
           int src = napkin_diagram_input_source (m->d, n, 0);
-          gint64 in_e = tile_elements (m, -1, src), in_b = mul (m, in_e, dtype_bytes (m, src));
+          gint64 in_e = tile_elements (m, -1, src);
 
-          add_level_traffic (m, NAPKIN_LEVEL_HBM, in_e, in_b);
-          add_level_traffic (m, NAPKIN_LEVEL_L2, in_e, in_b);
-          bytes = add (m, bytes, in_b);
+          bytes = add (m, bytes, device_traffic (m, in_e, mul (m, in_e, dtype_bytes (m, src))));
         }
     }
   else if (node->kind == NAPKIN_OP_SOFTMAX || node->kind == NAPKIN_OP_NORMALIZE)
@@ -2969,9 +2974,7 @@ operation_extra_bytes (Model                  *m,
                             mul (m, rows, two ? 8 : 20));
 
       k->launches = two ? 2 : 3;
-      add_level_traffic (m, NAPKIN_LEVEL_HBM, extra_e, extra_b);
-      add_level_traffic (m, NAPKIN_LEVEL_L2, extra_e, extra_b);
-      bytes = add (m, bytes, extra_b);
+      bytes = add (m, bytes, device_traffic (m, extra_e, extra_b));
       warning_add (m, _("%s “%s” lies in no region: with nowhere on chip to keep its row statistics it "
                    "reads its input %d times from device memory; a region with %s whole reads it once"),
                    napkin_op_kind_to_string (node->kind), node->id, two ? 2 : 3, node->axis);
@@ -3017,22 +3020,19 @@ operation_kernel (Model *m,
 
       for (guint d = 0; d < e->rank; d++)
         y_e = mul (m, y_e, e->dims[d]);
-      for (int i = -2; i < (int) e->maps->len; i++)
+      bytes = add (m, bytes, device_traffic (m, y_e, mul (m, y_e, napkin_dtype_bytes (e->y_dtype))));
+      for (int i = -1; i < (int) e->maps->len; i++)
         {
+          /* x, then each map's other operand, each value once */
           const NapkinPlanMap *map = i >= 0 ? &g_array_index (e->maps, NapkinPlanMap, i) : NULL;
-          int src = i == -2 ? -1 : i == -1 ? e->x.node : map->has_other ? map->other.node : -1;
-          NapkinDtype dt = i == -1 ? e->x_dtype : map != NULL ? map->other.dtype : e->y_dtype;
-          gint64 el, b;
+          const NapkinPlanBuffer *in = map == NULL ? &e->x : map->has_other ? &map->other : NULL;
+          gint64 in_e;
 
-          if (i >= -1 && (src < 0 || g_hash_table_contains (read, GINT_TO_POINTER (src))))
+          if (in == NULL || in->node < 0 || !g_hash_table_add (read, GINT_TO_POINTER (in->node)))
             continue;
-          if (src >= 0)
-            g_hash_table_add (read, GINT_TO_POINTER (src));
-          el = i == -2 ? y_e : tile_elements (m, -1, src);
-          b = mul (m, el, napkin_dtype_bytes (dt));
-          add_level_traffic (m, NAPKIN_LEVEL_HBM, el, b);
-          add_level_traffic (m, NAPKIN_LEVEL_L2, el, b);
-          bytes = add (m, bytes, b);
+          in_e = tile_elements (m, -1, in->node);
+          bytes = add (m, bytes, device_traffic (m, in_e, mul (m, in_e, napkin_dtype_bytes (map == NULL ? e->x_dtype
+                                                                                                : in->dtype))));
         }
       counted = TRUE;
     }
@@ -3050,9 +3050,7 @@ operation_kernel (Model *m,
         b = mul (m, e, napkin_dtype_bytes (pk->u.gemm.c_dtype));
       else
         b = mul (m, e, copy && src == (int) n ? napkin_dtype_bytes (output_dtype (m, n)) : dtype_bytes (m, src));
-      add_level_traffic (m, NAPKIN_LEVEL_HBM, e, b);
-      add_level_traffic (m, NAPKIN_LEVEL_L2, e, b);
-      bytes = add (m, bytes, b);
+      bytes = add (m, bytes, device_traffic (m, e, b));
     }
   /* the plan's own grid (a GEMM's tiles, a row kernel's blocks) */
   if (pk != NULL && pk->grid > 0)

@@ -1187,6 +1187,15 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
   return (double) g->BM * g->BN * per_element / arch->clock_hz;
 }
 
+double
+napkin_plan_gemm_tensor_share (NapkinPath            path,
+                               const NapkinPlanGemm *g)
+{
+  g_return_val_if_fail (g != NULL, 1);
+  return (path == NAPKIN_PATH_WGMMA ? NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY : 1.0)
+         * (g->pingpong ? NAPKIN_PLAN_PINGPONG_TENSOR : 1.0);
+}
+
 /* The part of one tile's epilogue (`epilogue_s`: its stores and staged maps) that the
  * other consumer's main loop hides under ping-pong: at most 1 − NAPKIN_PLAN_PINGPONG_EXPOSED
  * of it, and no more than that main loop lasts. A product with K of 128 has two chunks
@@ -1669,7 +1678,7 @@ gemm_pingpong (NapkinPlanner    *p,
   rate = napkin_arch_tensor_rate (p->arch, klass);
   if (tiles < 2 * sms || rate <= 0)
     return;
-  tensor = 2.0 * t.batch * t.M * t.N * t.K / (rate * NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY);
+  tensor = 2.0 * t.batch * t.M * t.N * t.K / (rate * napkin_plan_gemm_tensor_share (k->path, &t));   /* cooperative */
   hidden = (double) ((tiles + sms - 1) / sms)
            * napkin_plan_gemm_pingpong_hidden_s (p->arch, &t, napkin_plan_gemm_staged_epilogue_s (p->arch, &t));
   if (hidden <= (1.0 / NAPKIN_PLAN_PINGPONG_TENSOR - 1.0) * tensor)

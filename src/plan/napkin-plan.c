@@ -418,13 +418,13 @@ absorb_maps (NapkinPlanner    *p,
 
   if (p->options != NULL && p->options->generic_only)
     return;
-  gboolean positional = head->kind == NAPKIN_OP_MASK;
+  gboolean head_mask = head->kind == NAPKIN_OP_MASK;
 
   /* a view (a rename by position) is read through by the maps after it: no copy; a
    * mask (causal, window, or a tensor read beside the value) is one step of an
    * element-wise chain */
   if (head->kind != NAPKIN_OP_CONTRACT && head->kind != NAPKIN_OP_SOFTMAX && head->kind != NAPKIN_OP_NORMALIZE
-      && head->kind != NAPKIN_OP_MAP && !positional && !_napkin_plan_is_view (p->d, last))
+      && head->kind != NAPKIN_OP_MAP && !head_mask && !_napkin_plan_is_view (p->d, last))
     return;
   for (;;)
     {
@@ -441,7 +441,7 @@ absorb_maps (NapkinPlanner    *p,
        * or a norm's; a tensor mask where the chain's value is what it masks */
       gboolean mask = nn->kind == NAPKIN_OP_MASK
                       && (nn->mask != NAPKIN_MASK_TENSOR || napkin_diagram_input_source (p->d, next, 0) == (int) last)
-                      && (head->kind == NAPKIN_OP_MAP || positional);
+                      && (head->kind == NAPKIN_OP_MAP || head_mask);
 
       if ((nn->kind != NAPKIN_OP_MAP && !mask) || p->top[next] >= 0 || done[next])
         return;
@@ -574,6 +574,19 @@ static void best_path_note (NapkinPlanner *p, NapkinPlanKernel *k);
 static NapkinPlan *plan_build (NapkinDiagram *diagram, NapkinArch *arch, const NapkinPlanOptions *options,
                                GHashTable *copies, GHashTable *splits, GError **error);
 
+/* Every key of the set `from` into the set `into`. */
+static void
+add_keys (GHashTable *into,
+          GHashTable *from)
+{
+  GHashTableIter iter;
+  gpointer key;
+
+  g_hash_table_iter_init (&iter, from);
+  while (g_hash_table_iter_next (&iter, &key, NULL))
+    g_hash_table_add (into, key);
+}
+
 NapkinPlan *
 napkin_plan_build (NapkinDiagram           *diagram,
                    NapkinArch              *arch,
@@ -594,13 +607,9 @@ napkin_plan_build (NapkinDiagram           *diagram,
   for (guint mode = 0; plan != NULL && plan->n_generic > 0 && g_hash_table_size (splits) > 0 && mode < 2; mode++)
     {
       g_autoptr(GHashTable) keys = g_hash_table_new (g_direct_hash, g_direct_equal);
-      GHashTableIter iter;
-      gpointer key;
       guint tried = 0;
 
-      g_hash_table_iter_init (&iter, splits);
-      while (g_hash_table_iter_next (&iter, &key, NULL))
-        g_hash_table_add (keys, key);
+      add_keys (keys, splits);
       if (mode == 1)
         g_hash_table_add (keys, NAPKIN_PLAN_COPY_OWN_ORDER);
       for (guint round = 0; round < 3 && g_hash_table_size (keys) > tried && plan->n_generic > 0; round++)
@@ -616,9 +625,7 @@ napkin_plan_build (NapkinDiagram           *diagram,
             }
           else if (again != NULL)
             napkin_plan_free (again);
-          g_hash_table_iter_init (&iter, found);
-          while (g_hash_table_iter_next (&iter, &key, NULL))
-            g_hash_table_add (keys, key);
+          add_keys (keys, found);
         }
     }
   return plan;

@@ -487,18 +487,22 @@ gboolean          napkin_plan_gemm_maps_unary (const NapkinPlanGemm *g);
 double            napkin_plan_gemm_staged_epilogue_s (const NapkinArch   *arch,
                                                       const NapkinPlanGemm *gemm);
 
-/* Ping-pong consumers (docs/plan.md, "Ping-pong"): the share of the tensor cores' rate
- * one warpgroup issuing at a time keeps, and the share of the epilogue (its stores and
- * the staged maps) left exposed beside the other consumer's main loop. Measured on an
- * H200 (docs/perf-notes.md, session 11). */
-#define NAPKIN_PLAN_PINGPONG_TENSOR   0.93
 /* The share of the profile's tensor rate the wgmma GEMM's main loop sustains over a
  * long K (its barriers, the producer's issue, the clock under load): 0.87, fitted on
  * the H200 GEMM sweep of session 11 (40 products up to 16k on a side, where the long-K
  * ones ran a median 1.16× their prediction without it; 8192³ bf16 runs at 790 TFLOP/s
  * of the datasheet's 989) (docs/model.md §14, "The main loop"). */
 #define NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY 0.87
+/* Ping-pong consumers (docs/plan.md, "Ping-pong"): the share of the tensor cores' rate
+ * one warpgroup issuing at a time keeps, and the share of the epilogue (its stores and
+ * the staged maps) left exposed beside the other consumer's main loop. Measured on an
+ * H200 (docs/perf-notes.md, session 11). */
+#define NAPKIN_PLAN_PINGPONG_TENSOR   0.93
 #define NAPKIN_PLAN_PINGPONG_EXPOSED  0.5
+/* The share of the tensor rate a GEMM kernel on `path` sustains: the wgmma main loop's,
+ * times ping-pong's where its consumers take turns. */
+double            napkin_plan_gemm_tensor_share (NapkinPath            path,
+                                                 const NapkinPlanGemm *gemm);
 double            napkin_plan_gemm_pingpong_hidden_s (const NapkinArch     *arch,
                                                       const NapkinPlanGemm *gemm,
                                                       double                epilogue_s);
