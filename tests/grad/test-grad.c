@@ -12,6 +12,7 @@
 #include "napkin-grad.h"
 #include "napkin-import.h"
 #include "napkin-interp.h"
+#include "napkin-test-load.h"
 #include "napkin-validate.h"
 
 #define TOLERANCE 1e-6     /* relative: central differences in float64 are good to ~1e-9 */
@@ -729,15 +730,12 @@ small_copy (NapkinDiagram *d)
 static void
 test_fp8_gradients (void)
 {
-  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "attention-causal-fp8.napkin", NULL);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("attention-causal-fp8.napkin");
   g_autoptr(NapkinDiagram) backward = NULL;
   g_autoptr(NapkinDiagram) small = NULL;
   g_autoptr(NapkinDiagram) small_backward = NULL;
   guint n_fwd;
 
-  g_assert_no_error (error);
   n_fwd = napkin_diagram_n_nodes (d);
   backward = backward_of (d, NULL);
   for (guint i = 0; i < 3; i++)
@@ -795,15 +793,12 @@ row_term_axis (NapkinDiagram *backward)
 static void
 test_softmax_row_term (void)
 {
-  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), "attention.napkin", NULL);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example ("attention.napkin");
   g_autoptr(NapkinDiagram) small = NULL;
   g_autoptr(NapkinDiagram) backward = NULL;
   g_autoptr(NapkinDiagram) also_out = NULL;
   g_autoptr(NapkinDiagram) backward2 = NULL;
 
-  g_assert_no_error (error);
   small = small_copy (d);
   backward = backward_of (small, NULL);
   g_assert_cmpstr (row_term_axis (backward), ==, "d");
@@ -841,15 +836,11 @@ test_softmax_row_term (void)
 static void
 test_example (gconstpointer data)
 {
-  const char *name = data;
-  g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), name, NULL);
-  g_autoptr(GError) error = NULL;
-  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_file (path, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) d = napkin_test_load_example (data);
   g_autoptr(NapkinDiagram) full = NULL;
   g_autoptr(NapkinDiagram) small = NULL;
   g_autoptr(NapkinDiagram) backward = NULL;
 
-  g_assert_no_error (error);
   /* at its own sizes, regions and all: the backward validates and round-trips */
   full = backward_of (d, NULL);
   g_assert_cmpuint (napkin_diagram_n_regions (full), ==, 0);

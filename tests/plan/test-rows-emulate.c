@@ -409,6 +409,29 @@ test_modulation (void)
   check_emulation (module, d, "modulation", "bf16");
 }
 
+/* The plan's one kernel, an element-wise kernel with one mask among its maps: that mask. */
+static const NapkinPlanMap *
+the_mask (const NapkinPlan *plan,
+          guint             c)
+{
+  const NapkinPlanKernel *k;
+  const NapkinPlanMap *mask = NULL;
+  guint masks = 0;
+
+  g_assert_cmpuint (plan->kernels->len, ==, 1);
+  k = g_ptr_array_index (plan->kernels, 0);
+  if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
+    g_error ("case %u: not an element-wise kernel (%s)", c, k->reason);
+  for (guint i = 0; i < k->u.ew.maps->len; i++)
+    if (g_array_index (k->u.ew.maps, NapkinPlanMap, i).is_mask)
+      {
+        mask = &g_array_index (k->u.ew.maps, NapkinPlanMap, i);
+        masks++;
+      }
+  g_assert_cmpuint (masks, ==, 1);
+  return mask;
+}
+
 /* Causal and window masks in the element-wise kernel (the backward of a causal
  * attention masks outside any attention): each element's row and column read back
  * from its flat index, with the rows axis outside or inside the batch, an offset, and
@@ -443,16 +466,8 @@ test_masks (void)
       g_autoptr(NapkinPlan) plan = NULL;
       g_autoptr(NapkinCudaModule) module = plan_json (json, &d, &plan);
       g_autofree char *what = g_strdup_printf ("case %u, %s %s", c, cases[c][2], cases[c][0]);
-      const NapkinPlanKernel *k;
-      guint masks = 0;
 
-      g_assert_cmpuint (plan->kernels->len, ==, 1);
-      k = g_ptr_array_index (plan->kernels, 0);
-      if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
-        g_error ("case %u: not an element-wise kernel (%s)", c, k->reason);
-      for (guint i = 0; i < k->u.ew.maps->len; i++)
-        masks += g_array_index (k->u.ew.maps, NapkinPlanMap, i).is_mask;
-      g_assert_cmpuint (masks, ==, 1);
+      the_mask (plan, c);
       if (!check_emulation (module, d, what, "fp16"))
         return;
     }
@@ -490,25 +505,10 @@ test_tensor_masks (void)
       g_autoptr(NapkinPlan) plan = NULL;
       g_autoptr(NapkinCudaModule) module = plan_json (json, &d, &plan);
       g_autofree char *what = g_strdup_printf ("tensor mask %s", cases[c][2]);
-      const NapkinPlanKernel *k;
-      guint masks = 0;
+      const NapkinPlanMap *m = the_mask (plan, c);
 
-      g_assert_cmpuint (plan->kernels->len, ==, 1);
-      k = g_ptr_array_index (plan->kernels, 0);
-      if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
-        g_error ("case %u: not an element-wise kernel (%s)", c, k->reason);
-      for (guint i = 0; i < k->u.ew.maps->len; i++)
-        {
-          const NapkinPlanMap *m = &g_array_index (k->u.ew.maps, NapkinPlanMap, i);
-
-          if (m->is_mask)
-            {
-              g_assert_cmpint (m->mask, ==, NAPKIN_MASK_TENSOR);
-              g_assert_true (m->has_other);
-              masks++;
-            }
-        }
-      g_assert_cmpuint (masks, ==, 1);
+      g_assert_cmpint (m->mask, ==, NAPKIN_MASK_TENSOR);
+      g_assert_true (m->has_other);
       if (!check_emulation (module, d, what, "fp16"))
         return;
     }
