@@ -599,6 +599,18 @@ only_live_consumer (Grad  *G,
   return only;
 }
 
+/* x in fp32 where it is a narrower float: the softmax's adjoint works in fp32 up to its
+ * result, as the fused backward kernels do on chip. */
+static const char *
+wide (Grad       *G,
+      const char *x,
+      const char *stem)
+{
+  NapkinDtype t = type_of (G, x)->dtype;
+
+  return napkin_dtype_is_float (t) && napkin_dtype_bytes (t) < 4 ? cast_to (G, x, NAPKIN_DTYPE_FP32, stem) : x;
+}
+
 /* Σ_k p·g for softmax v (p over k) as FlashAttention-2 computes it, where p's one reader
  * is a product O = Σ_k p·V that contracts k alone and g is that product's adjoint
  * (Σ_e dO·V over O's axes e that p lacks): Σ_k p·g = Σ_k p Σ_e dO·V = Σ_e dO·O. It reads
@@ -635,8 +647,8 @@ softmax_row_from_output (Grad       *G,
     if (napkin_tensor_type_has_axis (o_type, k))
       return NULL;
   }
-  return sum_to (G, map2 (G, NAPKIN_FN_MUL, G->grads[c], saved (G, c), stem), napkin_diagram_node_type (G->fwd, v),
-                 stem);
+  return sum_to (G, wide (G, map2 (G, NAPKIN_FN_MUL, G->grads[c], saved (G, c), stem), stem),
+                 napkin_diagram_node_type (G->fwd, v), stem);
 }
 
 /* softmax over k: dx = p (g − Σ_k p g) */
@@ -656,7 +668,12 @@ softmax_adjoint (Grad       *G,
   row = softmax_row_from_output (G, v, stem);
   if (row == NULL)
     row = reduce_sum (G, map2 (G, NAPKIN_FN_MUL, p, gy, stem), napkin_diagram_find_axis (G->d, node->axis), stem);
-  contribute (G, x, map2 (G, NAPKIN_FN_MUL, p, map2 (G, NAPKIN_FN_SUB, gy, row, stem), stem));
+  /* g − Σ_k p g in fp32, rounded after: g is close to the row's sum where the keys'
+   * values are alike (a bias in V), and the sum rounded to 16 bits is an error shared by
+   * the whole row, which the products after sum up (docs/training.md, "The row term") */
+  contribute (G, x, map2 (G, NAPKIN_FN_MUL, p,
+                          cast_to (G, map2 (G, NAPKIN_FN_SUB, wide (G, gy, stem), wide (G, row, stem), stem),
+                                   type_of (G, gy)->dtype, stem), stem));
 }
 
 static const char *

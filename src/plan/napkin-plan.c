@@ -404,6 +404,37 @@ same_axes (const NapkinTensorType *a,
   return TRUE;
 }
 
+/* A widening cast whose one reader, a map, still waits for its other operand: planned
+ * after it, so that the cast heads the map's element-wise kernel and the value is read as
+ * stored instead of written again wider (dP − Σ dO·O in fp32 of the softmax's adjoint). */
+static gboolean
+waits_for_reader (NapkinPlanner  *p,
+                  guint           n,
+                  const gboolean *done)
+{
+  const NapkinNode *node = napkin_diagram_node (p->d, n);
+  const NapkinTensorType *in, *out = napkin_diagram_node_type (p->d, n);
+  guint n_consumers;
+  const guint *consumers;
+  int src = node->kind == NAPKIN_OP_MAP ? napkin_diagram_input_source (p->d, n, 0) : -1;
+
+  if (node->kind != NAPKIN_OP_MAP || node->fn != NAPKIN_FN_CAST || src < 0 || out == NULL
+      || (in = napkin_diagram_node_type (p->d, (guint) src)) == NULL
+      || napkin_dtype_bytes (out->dtype) < 4 || napkin_dtype_bytes (out->dtype) <= napkin_dtype_bytes (in->dtype))
+    return FALSE;
+  consumers = napkin_diagram_consumers (p->d, n, &n_consumers);
+  if (n_consumers != 1 || p->top[consumers[0]] >= 0 || napkin_diagram_node (p->d, consumers[0])->kind != NAPKIN_OP_MAP)
+    return FALSE;
+  for (guint q = 0; q < napkin_op_n_inputs (napkin_diagram_node (p->d, consumers[0])); q++)
+    {
+      int other = napkin_diagram_input_source (p->d, consumers[0], q);
+
+      if (other >= 0 && other != (int) n && !done[other])
+        return TRUE;
+    }
+  return FALSE;
+}
+
 /* Outside regions, maps that only finish an operation's value go into its kernel (an
  * epilogue): the next operation is a map, the value's only consumer and outside every
  * region, and its other operand is computed already — a GELU after a product, γ and β
@@ -444,6 +475,11 @@ absorb_maps (NapkinPlanner    *p,
                       && (head->kind == NAPKIN_OP_MAP || head_mask);
 
       if ((nn->kind != NAPKIN_OP_MAP && !mask) || p->top[next] >= 0 || done[next])
+        return;
+      /* a widening cast would have a product or a row operation store its value wider
+       * (a gradient's dP in fp32 for the softmax's adjoint): the cast goes with its
+       * readers, which take the value as it is stored */
+      if (head->kind != NAPKIN_OP_MAP && !head_mask && waits_for_reader (p, next, done))
         return;
       /* a map whose other operand adds axes (DiT's (1 + scale[b, e]) · x[b, s, e]) makes
        * a larger value than the kernel computes: its own kernel */
@@ -604,7 +640,9 @@ napkin_plan_build (NapkinDiagram           *diagram,
    * checked): a few rounds, each keeping the plan with the fewest generic kernels; the
    * operand copies take the order the product's epilogue stores, then, where that
    * leaves a product generic (its maps did not fuse), the order it keeps itself. */
-  for (guint mode = 0; plan != NULL && plan->n_generic > 0 && g_hash_table_size (splits) > 0 && mode < 2; mode++)
+  /* NAPKIN_PLAN_NO_COPIES=1 keeps the first plan (for A/B runs) */
+  for (guint mode = 0; plan != NULL && plan->n_generic > 0 && g_hash_table_size (splits) > 0 && mode < 2
+                       && !_napkin_plan_env_flag ("NAPKIN_PLAN_NO_COPIES"); mode++)
     {
       g_autoptr(GHashTable) keys = g_hash_table_new (g_direct_hash, g_direct_equal);
       guint tried = 0;
@@ -703,7 +741,7 @@ plan_build (NapkinDiagram           *diagram,
    * them): a region starts once every source of every member outside it is done. */
   done = g_new0 (gboolean, p.n_nodes + 1);
   region_done = g_new0 (gboolean, n_regions + 1);
-  for (gboolean progress = TRUE; progress;)
+  for (gboolean progress = TRUE, patient = TRUE; progress;)
     {
       progress = FALSE;
       for (guint i = 0; i < p.n_nodes; i++)
@@ -720,7 +758,7 @@ plan_build (NapkinDiagram           *diagram,
             {
               for (guint q = 0; q < napkin_op_n_inputs (node); q++)
                 ready &= done[napkin_diagram_input_source (p.d, n, q)];
-              if (!ready)
+              if (!ready || (patient && waits_for_reader (&p, n, done)))
                 continue;
               done[n] = progress = TRUE;
               /* an output wired straight from an input is a copy kernel of its own (as
@@ -773,6 +811,11 @@ plan_build (NapkinDiagram           *diagram,
             region_done[r] = progress = TRUE;
             add_kernel (&p, k);
           }
+        }
+      if (!progress && patient)
+        {
+          patient = FALSE;
+          progress = TRUE;
         }
     }
 
