@@ -351,7 +351,10 @@ def prepare(case, args, seed):
     rec["wrt"] = wrt
 
     # the backward, relabeled as the user's path does
-    cli(args, ["grad", fwd, "-o", bwd])   # every float input but constants (rotate_half)
+    # every float input but constants (rotate_half); RECOMPUTE=softmax|auto recomputes
+    # the softmaxes as FlashAttention does (the fused attention backward)
+    recompute = os.environ.get("RECOMPUTE")
+    cli(args, ["grad", fwd, "-o", bwd] + (["--recompute", recompute, "--arch", args.model] if recompute else []))
     tune = cli(args, ["tune", bwd, "--arch", args.model, "--apply"], timeout=300)
     rec["derivation"] = tune.strip().splitlines()[-1][:300] if tune.strip() else ""
     b = load_json(bwd)

@@ -997,6 +997,7 @@ print_planned (Printer                *P,
       break;
     case NAPKIN_PLAN_ATTENTION:
     case NAPKIN_PLAN_ATTENTION_COMBINE:
+    case NAPKIN_PLAN_ATTENTION_BACKWARD:
       ok = _napkin_print_attention (&ctx, pk, name, error);
       break;
     case NAPKIN_PLAN_GENERIC:
@@ -1006,7 +1007,9 @@ print_planned (Printer                *P,
     }
   if (ok)
     {
-      const NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, module->kernels->len - 1);
+      /* the attention backward's three launches: the plan kernel is its second (main) */
+      const NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, module->kernels->len
+                                                      - (pk->kind == NAPKIN_PLAN_ATTENTION_BACKWARD ? 2 : 1));
       g_autofree char *kname = napkin_codegen_escape_comment (pk->name);
 
       /* the plan line (docs/plan.md, "The pipeline"): what was printed, as launched, so

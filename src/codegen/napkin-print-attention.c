@@ -612,6 +612,98 @@ print_combine (const NapkinPrintCtx   *ctx,
   return TRUE;
 }
 
+/* The fused attention backward (kernels/attn-bwd-sm80.cu; docs/plan.md, "Attention
+ * backward"): three kernels, launched in order — the log-sum-exps and row terms (and dQ's
+ * accumulator zeroed), the gradients, dQ — from one instantiation. */
+static gboolean
+print_backward (const NapkinPrintCtx   *ctx,
+                const NapkinPlanKernel *kernel,
+                const char             *name,
+                GError                **error)
+{
+  const NapkinPlanAttnBackward *b = &kernel->u.bwd;
+  const NapkinPlanAttention *a = &b->a;
+  NapkinCudaRef q, k, v, o, d_o, d_q, d_k, d_v, scratch, lse, drow, dqa;
+  NapkinPlanBuffer sb = { -1, b->scratch, NAPKIN_DTYPE_FP32 };
+  const gint64 dp = (a->D + 15) / 16 * 16;
+  g_autofree char *pre = g_strdup_printf ("%s_pre", name);
+  g_autofree char *main_ = g_strdup_printf ("%s_main", name);
+  g_autofree char *dq = g_strdup_printf ("%s_dq", name);
+  NapkinCudaKernel *ck;
+
+  if (!_napkin_cuda_ref (ctx, &a->q, &q, error) || !_napkin_cuda_ref (ctx, &a->k, &k, error)
+      || !_napkin_cuda_ref (ctx, &a->v, &v, error) || !_napkin_cuda_ref (ctx, &a->o, &o, error)
+      || !_napkin_cuda_ref (ctx, &b->d_o, &d_o, error) || !_napkin_cuda_ref (ctx, &b->d_q, &d_q, error)
+      || !_napkin_cuda_ref (ctx, &b->d_k, &d_k, error) || !_napkin_cuda_ref (ctx, &b->d_v, &d_v, error)
+      || !_napkin_cuda_ref (ctx, &sb, &scratch, error))
+    return FALSE;
+  if (!kernel->feasible)
+    FAIL ("the plan's kernel is infeasible: %s", kernel->infeasible ? kernel->infeasible : "(no reason)");
+  lse = drow = dqa = scratch;
+  lse.offset += b->lse_at * 4;
+  drow.offset += b->drow_at * 4;
+  dqa.offset += b->dqa_at * 4;
+  append_helpers (ctx->out);
+  {
+    NapkinSkeletonParam params[] = {
+      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT, FALSE, 2) },
+      { "NAME_PRE", g_strdup (pre) },
+      { "NAME_MAIN", g_strdup (main_) },
+      { "NAME_DQ", g_strdup (dq) },
+      { "D", int_text (a->D) },
+      { "DP", int_text (dp) },
+      { "NQ", int_text (a->NQ) },
+      { "NKV", int_text (a->NKV) },
+      { "GROUP", int_text (a->group) },
+      { "KV_BATCH", int_text (a->kv_batch) },
+      { "MASK_LO", g_strdup (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_left >= 0 ? "1" : "0") },
+      { "MASK_HI", g_strdup (a->mask == NAPKIN_ATTN_MASK_CAUSAL
+                             || (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_right >= 0) ? "1" : "0") },
+      { "LEFT", int_text (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_left >= 0 ? a->window_left : 0) },
+      { "RIGHT", int_text (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_right >= 0 ? a->window_right : 0) },
+      { "OFFSET", int_text (a->mask != NAPKIN_ATTN_MASK_NONE ? a->mask_offset : 0) },
+      { "Q_GROUP", int_text (a->q_group) },
+      { "Q_ROW", int_text (a->q_row) },
+      { "O_GROUP", int_text (a->o_group) },
+      { "O_ROW", int_text (a->o_row) },
+      { "K_ROW", int_text (a->k_row) },
+      { "ALPHA", float_text (a->alpha) },
+      { "DALPHA", float_text (b->d_alpha) },
+      { "T", g_strdup (_napkin_cuda_ctype (a->dtype)) },
+      { "OT", g_strdup (_napkin_cuda_ctype (b->grad_dtype)) },
+      { "MMA", g_strdup (mma_type (a->dtype)) },
+      { "QREF", _napkin_cuda_ref_expr (&q, a->dtype) },
+      { "KREF", _napkin_cuda_ref_expr (&k, a->dtype) },
+      { "VREF", _napkin_cuda_ref_expr (&v, a->dtype) },
+      { "OREF", _napkin_cuda_ref_expr (&o, a->dtype) },
+      { "DOREF", _napkin_cuda_ref_expr (&d_o, a->dtype) },
+      { "DQREF", _napkin_cuda_ref_expr (&d_q, b->grad_dtype) },
+      { "DKREF", _napkin_cuda_ref_expr (&d_k, b->grad_dtype) },
+      { "DVREF", _napkin_cuda_ref_expr (&d_v, b->grad_dtype) },
+      { "LSEREF", _napkin_cuda_ref_expr (&lse, NAPKIN_DTYPE_FP32) },
+      { "DROWREF", _napkin_cuda_ref_expr (&drow, NAPKIN_DTYPE_FP32) },
+      { "DQAREF", _napkin_cuda_ref_expr (&dqa, NAPKIN_DTYPE_FP32) },
+      { "WARPS", int_text (b->warps) },
+      { "BQ", int_text (a->BQ) },
+      { "PRE_WARPS", int_text (b->pre_warps) },
+    };
+    g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
+
+    emit (ctx, napkin_kernel_attn_bwd_sm80, _napkin_skeleton_params (params, G_N_ELEMENTS (params)),
+          g_strdup_printf ("\n/* Region %s: attention backward on mma.sync (kernels/attn-bwd-sm80.cu) */\n", rname));
+  }
+  ck = cuda_kernel (kernel, pre, "attn-bwd-sm80", b->pre_smem);
+  ck->grid = b->pre_grid;
+  ck->threads = 32 * b->pre_warps;
+  g_ptr_array_add (ctx->module->kernels, ck);
+  g_ptr_array_add (ctx->module->kernels, cuda_kernel (kernel, main_, "attn-bwd-sm80", kernel->smem_bytes));
+  ck = cuda_kernel (kernel, dq, "attn-bwd-sm80", 0);
+  ck->grid = b->dq_grid;
+  ck->threads = 256;
+  g_ptr_array_add (ctx->module->kernels, ck);
+  return TRUE;
+}
+
 gboolean
 _napkin_print_attention (const NapkinPrintCtx   *ctx,
                          const NapkinPlanKernel *kernel,
@@ -621,9 +713,11 @@ _napkin_print_attention (const NapkinPrintCtx   *ctx,
   const NapkinPlanAttention *a = &kernel->u.att;
   Refs r;
 
-  g_return_val_if_fail (kernel->kind == NAPKIN_PLAN_ATTENTION || kernel->kind == NAPKIN_PLAN_ATTENTION_COMBINE,
-                        FALSE);
+  g_return_val_if_fail (kernel->kind == NAPKIN_PLAN_ATTENTION || kernel->kind == NAPKIN_PLAN_ATTENTION_COMBINE
+                        || kernel->kind == NAPKIN_PLAN_ATTENTION_BACKWARD, FALSE);
 
+  if (kernel->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
+    return print_backward (ctx, kernel, name, error);
   if (!resolve (ctx, a, &r, error))
     return FALSE;
   if (!kernel->feasible)

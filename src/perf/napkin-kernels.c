@@ -61,6 +61,7 @@ napkin_plan_kind_to_label (NapkinPlanKind kind)
     [NAPKIN_PLAN_REPACK] = N_("repack"),
     [NAPKIN_PLAN_GENERIC] = N_("generic"),
     [NAPKIN_PLAN_ATTENTION_COMBINE] = N_("split-KV combine"),
+    [NAPKIN_PLAN_ATTENTION_BACKWARD] = N_("attention backward"),
   };
 
   g_return_val_if_fail (kind < NAPKIN_N_PLAN_KINDS, _("generic"));

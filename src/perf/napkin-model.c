@@ -1265,7 +1265,8 @@ smem_limit (Model            *m,
    * barriers: docs/plan.md), not the paper's footprint M, wherever the plan runs a
    * kernel of tile primitives; an infeasible plan says which limit it breaks. */
   if (pk != NULL && pk->path != NAPKIN_PATH_GENERIC && !m->a->paper
-      && (pk->kind == NAPKIN_PLAN_GEMM || pk->kind == NAPKIN_PLAN_ATTENTION || pk->kind == NAPKIN_PLAN_ROWS))
+      && (pk->kind == NAPKIN_PLAN_GEMM || pk->kind == NAPKIN_PLAN_ATTENTION || pk->kind == NAPKIN_PLAN_ROWS
+          || pk->kind == NAPKIN_PLAN_ATTENTION_BACKWARD))
     {
       need = pk->smem_bytes + arch->smem_reserved_per_block;
       cost->plan_smem_bytes = pk->smem_bytes;
@@ -1316,6 +1317,18 @@ model_occupancy (Model *m,
   cost->registers_per_thread = (guint) MIN (1e6, ceil (per_thread / 8.0) * 8);   /* allocated in 8s */
   if (br.wgmma_registers > 0)
     cost->registers_per_thread = br.wgmma_registers;   /* the consumers' */
+  /* the fused attention backward's block is its kernel's (kernels/attn-bwd-sm80.cu): the
+   * region's values are the lowering's whole rows of keys, which the kernel never holds */
+  {
+    const NapkinPlanKernel *pk = cost->level == NAPKIN_LEVEL_SMEM && !m->a->paper ? plan_kernel_of (m, r) : NULL;
+
+    if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
+      {
+        threads = cost->threads = pk->threads;
+        cost->registers_per_thread = pk->registers;
+        br.block_registers = 0;
+      }
+  }
   warps = (threads + 31) / 32;
 
   if (cost->registers_per_thread > arch->max_registers_per_thread)
@@ -2902,6 +2915,59 @@ kernel_plan (Model                  *m,
 }
 
 /* A top-level region: one kernel with everything nested in it. */
+/* The fused attention backward's main loop as a share of the mma.sync peak: its products
+ * wait on the exponentials and the row arithmetic between them (docs/model.md,
+ * "Attention backward"; to be refit on measured runs). */
+#define NAPKIN_ATTN_BWD_MMA_EFFICIENCY 0.7
+
+/* The fused attention backward (kernels/attn-bwd-sm80.cu; docs/model.md, "Attention
+ * backward"): its own count, not the region's tiles — the kernel makes no [q, k] value
+ * and runs three launches. Per (key block, query tile) pair it computes, five products of
+ * BKV × BQ × D (Sᵀ, dPᵀ, dV, dK, dQ) and the first kernel's Q·Kᵀ again, each score's
+ * exponential twice; each warp reads the tile's Q and dO from shared memory twice (ldmatrix,
+ * which the warps issuing mma.sync wait for: finish_kernel adds tensor and shared-memory
+ * time), dS goes through shared memory once, and dQ's share is added to the fp32
+ * accumulator in L2 (a read and a write a value). Device memory: Q, K, V, O, dO read, dQ,
+ * dK, dV written, the accumulator zeroed, added to and read. The main loop's share of the
+ * mma.sync peak is NAPKIN_ATTN_BWD_MMA_EFFICIENCY. */
+static void
+attention_backward_cost (Model                  *m,
+                         const NapkinPlanKernel *pk,
+                         NapkinKernelCost       *k)
+{
+  const NapkinPlanAttnBackward *b = &pk->u.bwd;
+  const NapkinPlanAttention *a = &b->a;
+  const double pairs = (double) b->pairs, tile = (double) a->BKV * a->BQ * a->D;
+  const double eb = napkin_dtype_bytes (a->dtype), gb = napkin_dtype_bytes (b->grad_dtype);
+  const double q_elems = (double) a->batch * a->NQ * a->D, k_elems = (double) a->kv_batch * a->NKV * a->D;
+  const double hbm = q_elems * (3 * eb + gb) + k_elems * (2 * eb + 2 * gb) + q_elems * 4 * 3
+                     + (double) a->batch * a->NQ * 8 * 3;
+  const double l2 = hbm + pairs * (2.0 * a->BQ * a->D * eb + a->BQ * 8.0 + 2.0 * a->BQ * a->D * 4);
+  const double smem = pairs * ((double) b->warps * 4 * a->BQ * a->D * eb + 2.0 * a->BKV * a->BQ * eb
+                               + (double) a->BKV * a->D * eb);
+  NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
+  double flops = pairs * tile * 12;
+
+  napkin_tensor_class_for_dtype (a->dtype, &klass);
+  memset (k->time_s, 0, sizeof k->time_s);
+  k->time_s[NAPKIN_RESOURCE_TENSOR] = flops / (napkin_arch_mma_sync_rate (m->arch, klass)
+                                               * NAPKIN_ATTN_BWD_MMA_EFFICIENCY);
+  k->time_s[NAPKIN_RESOURCE_SFU] = pairs * a->BKV * a->BQ * 2 / napkin_arch_sfu_rate (m->arch);
+  k->time_s[NAPKIN_RESOURCE_CUDA] = pairs * a->BKV * a->BQ * 6 / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
+  k->time_s[NAPKIN_RESOURCE_SMEM] = smem / m->arch->levels[NAPKIN_LEVEL_SMEM].bandwidth;
+  k->time_s[NAPKIN_RESOURCE_HBM] = hbm / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
+  k->time_s[NAPKIN_RESOURCE_L2] = l2 / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
+  add_level_traffic (m, NAPKIN_LEVEL_HBM, (gint64) (hbm / eb), (gint64) hbm);
+  add_level_traffic (m, NAPKIN_LEVEL_L2, (gint64) (l2 / eb), (gint64) l2);
+  k->chunk_s = 0;
+  k->latency_s = 0;
+  k->launches = 3;
+  k->overlaps = TRUE;
+  k->tensor_path = "mma.sync";
+  k->quantisation = (double) ceil_div (pk->grid, m->arch->sms) * m->arch->sms / MAX (1, pk->grid);
+  k->fill = grid_fill (m, pk->grid);
+}
+
 static void
 region_kernel (Model *m,
                guint  r)
@@ -2931,6 +2997,12 @@ region_kernel (Model *m,
   k.fill = grid_fill (m, grid->instances);
   kernel_overlap (m, grid, &k);
   kernel_plan (m, r, cost, &k);
+  {
+    const NapkinPlanKernel *pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, cost->region, -1) : NULL;
+
+    if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
+      attention_backward_cost (m, pk, &k);
+  }
   finish_kernel (m, &k);
   g_array_append_val (m->a->kernels, k);
 }

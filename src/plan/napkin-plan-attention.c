@@ -1646,3 +1646,51 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   g_free (mma);
   return refuse (k, why, reason);
 }
+
+/* ---- shared with the backward's recogniser (src/plan/napkin-plan-attn-bwd.c) -------------- */
+
+char *
+_napkin_plan_attention_layout (NapkinPlanner       *p,
+                               NapkinPlanAttention *a,
+                               const NapkinTensor  *Q,
+                               const NapkinTensor  *K,
+                               const NapkinTensor  *V,
+                               const NapkinTensor  *O,
+                               const char          *key,
+                               const char          *preferred,
+                               const char         **query)
+{
+  AttnAxes ax;
+  char *why = attention_layout (p, a, Q, K, V, O, key, preferred, &ax);
+
+  *query = ax.query;
+  return why;
+}
+
+char *
+_napkin_plan_attention_read_mask (NapkinPlanAttention *a,
+                                  const NapkinNode    *mask,
+                                  const char          *key,
+                                  const char          *query)
+{
+  AttnAxes ax = { 0 };
+
+  ax.key = key;
+  ax.query = query;
+  return read_mask (a, mask, &ax, FALSE);
+}
+
+gboolean
+_napkin_plan_attention_value (NapkinPlanner *p,
+                              int            node,
+                              NapkinTensor  *tmp,
+                              const char   **names)
+{
+  return value_tensor (p, node, tmp, names);
+}
+
+void
+_napkin_plan_attention_count_tiles (NapkinPlanAttention *a)
+{
+  count_tiles (a);
+}

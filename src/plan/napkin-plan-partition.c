@@ -1117,12 +1117,14 @@ attention_region (NapkinPlanner *p,
   return region;
 }
 
-/* Whether the attention recogniser takes the chain as region `r` of p->d; else *why. */
+/* Whether `recognise` takes `nodes` as region `r` of p->d; else *why. */
 static gboolean
-attention_takes (NapkinPlanner *p,
-                 const Chain   *c,
-                 int            r,
-                 char         **why)
+recogniser_takes (NapkinPlanner *p,
+                  gboolean     (*recognise) (NapkinPlanner *, NapkinPlanKernel *, char **),
+                  const guint   *nodes,
+                  guint          n,
+                  int            r,
+                  char         **why)
 {
   NapkinPlanner trial = *p;
   NapkinPlan scratch = { 0 };
@@ -1138,9 +1140,8 @@ attention_takes (NapkinPlanner *p,
   trial.after = g_ptr_array_new_with_free_func (_napkin_plan_kernel_free);
   trial.member_of = NULL;
   k->region = r;
-  for (guint i = 0; i < c->n; i++)
-    g_array_append_val (k->nodes, c->nodes[i]);
-  ok = _napkin_plan_try_attention (&trial, k, why);
+  g_array_append_vals (k->nodes, nodes, n);
+  ok = recognise (&trial, k, why);
   if (!ok && *why == NULL)
     *why = g_strdup (_("its operations are not one attention"));
   p->member_stamp = trial.member_stamp;
@@ -1243,12 +1244,113 @@ place_attention (NapkinPlanner *p,
           continue;
         napkin_diagram_insert_item (p->d, NAPKIN_ITEM_REGION, r, region);
         g_clear_pointer (why, g_free);
-        if (attention_takes (p, c, (int) r, why))
+        if (recogniser_takes (p, _napkin_plan_try_attention, c->nodes, c->n, (int) r, why))
           return TRUE;
         napkin_item_free (NAPKIN_ITEM_REGION, napkin_diagram_steal_item (p->d, NAPKIN_ITEM_REGION, r));
       }
   if (*why == NULL)
     *why = g_strdup (_("no query tile holds a whole group of query heads"));
+  return FALSE;
+}
+
+/* Whether `axis` is a batch axis of the backward's Q·Kᵀ (in Q and in K): the K/V heads,
+ * which the kernel's blocks split; the queries and a GQA group are summed by dK and dV. */
+static gboolean
+qk_batch_axis (NapkinDiagram *d,
+               GArray        *nodes,
+               int            sm,
+               guint          axis)
+{
+  int at = napkin_diagram_input_source (d, (guint) sm, 0);
+
+  while (at >= 0 && napkin_diagram_node (d, (guint) at)->kind != NAPKIN_OP_CONTRACT)
+    at = napkin_diagram_input_source (d, (guint) at, 0);
+  (void) nodes;
+  if (at < 0)
+    return FALSE;
+  for (guint port = 0; port < 2; port++)
+    {
+      int src = napkin_diagram_input_source (d, (guint) at, port);
+      const NapkinTensorType *t = src >= 0 ? napkin_diagram_node_type (d, (guint) src) : NULL;
+
+      if (t == NULL || !napkin_tensor_type_has_axis (t, axis))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The fused backward of an attention (docs/plan.md, "Attention backward"): its
+ * operations as one region of the plan's, the keys cut into the kernel's blocks, the
+ * queries streamed. TRUE where the kernel takes them (else the region is taken back and
+ * the operations stay the plan's to place one by one, with the refusal noted). */
+static gboolean
+place_attention_backward (NapkinPlanner *p,
+                          GArray        *nodes)
+{
+  NapkinDiagram *d = p->d;
+  g_autofree char *name = fresh_name (d, "attention_backward");
+  NapkinRegion *region = napkin_region_new (name, NAPKIN_LEVEL_SMEM);
+  guint r = napkin_diagram_n_regions (d);
+  g_autofree char *why = NULL;
+  int sm = -1;
+
+  region->stages = 2;   /* Q and dO through two cp.async buffers */
+
+  for (guint i = 0; i < nodes->len; i++)
+    {
+      guint n = g_array_index (nodes, guint, i);
+
+      napkin_region_add_node (region, napkin_diagram_node (d, n)->id);
+      if (napkin_diagram_node (d, n)->kind == NAPKIN_OP_SOFTMAX)
+        sm = (int) n;
+    }
+  /* marks the lowering can run as written (the kernel's own tiles are the plan's): the
+   * K/V heads parallel, the queries streamed (dK and dV sum over them, and over a GQA
+   * group, kept whole), the keys whole (the softmax's axis) */
+  {
+    const NapkinTensorType *s = napkin_diagram_node_type (d, (guint) sm);
+    const NapkinTensorType *k = napkin_diagram_node_type (d, (guint) napkin_diagram_input_source (d, (guint) sm, 0));
+    int key = napkin_diagram_find_axis (d, napkin_diagram_node (d, (guint) sm)->axis);
+    int dq = -1;
+
+    for (guint i = 0; i < nodes->len && dq < 0; i++)
+      {
+        guint n = g_array_index (nodes, guint, i);
+        const NapkinTensorType *t = napkin_diagram_node_type (d, n);
+
+        /* the queries: the axis the mask's rows name, else the scores' last but one */
+        if (napkin_diagram_node (d, n)->kind == NAPKIN_OP_MASK && napkin_diagram_node (d, n)->rows != NULL)
+          dq = napkin_diagram_find_axis (d, napkin_diagram_node (d, n)->rows);
+        (void) t;
+      }
+    if (dq < 0 && s != NULL && s->n_axes >= 2)
+      dq = (int) s->axes[s->n_axes - 2];
+    for (guint i = 0; s != NULL && k != NULL && i < s->n_axes; i++)
+      {
+        guint a = s->axes[i];
+        gint64 size = napkin_diagram_axis_size (d, a);
+
+        if ((int) a == key)
+          continue;
+        if ((int) a == dq)
+          napkin_region_set_mark (region, napkin_diagram_axis (d, a)->name, NAPKIN_MARK_STREAM, MIN (32, size));
+        else if (qk_batch_axis (d, nodes, sm, a))
+          napkin_region_set_mark (region, napkin_diagram_axis (d, a)->name, NAPKIN_MARK_PARALLEL, 1);
+      }
+  }
+  napkin_diagram_insert_item (d, NAPKIN_ITEM_REGION, r, region);
+  if (recogniser_takes (p, _napkin_plan_try_attention_backward, (const guint *) (void *) nodes->data, nodes->len,
+                        (int) r, &why))
+    return TRUE;
+  napkin_item_free (NAPKIN_ITEM_REGION, napkin_diagram_steal_item (d, NAPKIN_ITEM_REGION, r));
+  if (g_getenv ("NAPKIN_BWD_DEBUG") != NULL)
+    g_printerr ("attention backward around %s refused: %s\n", napkin_diagram_node (d, (guint) sm)->id, why);
+  for (guint i = 0; i < nodes->len; i++)
+    if (!g_hash_table_contains (p->chain_refusal, GUINT_TO_POINTER (g_array_index (nodes, guint, i))))
+      g_hash_table_insert (p->chain_refusal, GUINT_TO_POINTER (g_array_index (nodes, guint, i)),
+                           g_strdup_printf (_("the attention backward around %s cannot run as one kernel: %s"),
+                                            napkin_diagram_node (d, (guint) sm)->id,
+                                            why != NULL ? why : _("its operations are not one")));
   return FALSE;
 }
 
@@ -1261,6 +1363,27 @@ _napkin_plan_partition (NapkinPlanner *p,
   g_autofree guint *topo = g_memdup2 (napkin_diagram_topo_order (p->d), sizeof (guint) * (p->n_nodes + 1));
   g_autofree gboolean *taken = g_new0 (gboolean, p->n_nodes + 1);
   guint placed = 0;
+
+  /* attention backwards first: their recomputed Q·Kᵀ → softmax is no forward chain */
+  for (guint i = 0; i < p->n_nodes; i++)
+    {
+      g_autoptr(GArray) nodes = g_array_new (FALSE, FALSE, sizeof (guint));
+
+      if (napkin_diagram_node (p->d, topo[i])->kind != NAPKIN_OP_SOFTMAX || taken[topo[i]]
+          || !_napkin_plan_attention_backward_group (p, topo[i], taken, nodes))
+        continue;
+      if (shared && copy == NULL)
+        {
+          copy = napkin_diagram_copy (p->d);
+          p->d = copy;
+        }
+      if (place_attention_backward (p, nodes))
+        {
+          for (guint j = 0; j < nodes->len; j++)
+            taken[g_array_index (nodes, guint, j)] = TRUE;
+          placed++;
+        }
+    }
 
   for (guint i = 0; i < p->n_nodes; i++)
     {

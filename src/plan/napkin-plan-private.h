@@ -75,6 +75,38 @@ gboolean  _napkin_plan_try_elementwise (NapkinPlanner    *p,
                                         NapkinPlanKernel *kernel,
                                         char            **why);
 
+/* The fused attention backward (src/plan/napkin-plan-attn-bwd.c; docs/plan.md, "Attention
+ * backward"): the region of the softmax adjoint's operations around softmax `sm` that one
+ * kernel computes, as node indices into `nodes` (cleared first); FALSE where `sm` is not
+ * such a softmax (among the operations outside regions that `taken`, if given, leaves). */
+gboolean  _napkin_plan_attention_backward_group (NapkinPlanner  *p,
+                                                 guint           sm,
+                                                 const gboolean *taken,
+                                                 GArray         *nodes);
+gboolean  _napkin_plan_try_attention_backward (NapkinPlanner    *p,
+                                               NapkinPlanKernel *kernel,
+                                               char            **why);
+/* The forward attention's layout rules, for the backward (napkin-plan-attention.c):
+ * Q, K, V, O's strides and sizes into `a` (NULL, or why not; *query the query axis);
+ * a causal or window mask node; a value as it lies in device memory; the tiles. */
+char     *_napkin_plan_attention_layout    (NapkinPlanner       *p,
+                                            NapkinPlanAttention *a,
+                                            const NapkinTensor  *Q,
+                                            const NapkinTensor  *K,
+                                            const NapkinTensor  *V,
+                                            const NapkinTensor  *O,
+                                            const char          *key,
+                                            const char          *preferred,
+                                            const char         **query);
+char     *_napkin_plan_attention_read_mask (NapkinPlanAttention *a,
+                                            const NapkinNode    *mask,
+                                            const char          *key,
+                                            const char          *query);
+gboolean  _napkin_plan_attention_value     (NapkinPlanner       *p,
+                                            int                  node,
+                                            NapkinTensor        *tmp,
+                                            const char         **names);
+void      _napkin_plan_attention_count_tiles (NapkinPlanAttention *a);
 /* An attention kernel's score operands for `plan` --format json (docs/plan.md, "Score
  * operands"): kind, operand, type, factor, strides, staging. */
 json_object *_napkin_plan_attention_scores_json (const NapkinPlan          *plan,

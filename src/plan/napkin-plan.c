@@ -19,7 +19,7 @@
 
 static const char *path_names[NAPKIN_N_PATHS] = { "wgmma", "mma", "simt", "generic" };
 static const char *kind_names[NAPKIN_N_PLAN_KINDS] = {
-  "gemm", "attention", "rows", "elementwise", "split-reduce", "repack", "generic", "attention-combine",
+  "gemm", "attention", "rows", "elementwise", "split-reduce", "repack", "generic", "attention-combine", "attention-backward",
 };
 
 const char *
@@ -505,7 +505,8 @@ plan_kernel (NapkinPlanner    *p,
 {
   g_autofree char *why = NULL;
   gboolean (*recognisers[]) (NapkinPlanner *, NapkinPlanKernel *, char **) = {
-    _napkin_plan_try_attention, _napkin_plan_try_gemm, _napkin_plan_try_rows, _napkin_plan_try_elementwise,
+    _napkin_plan_try_attention_backward, _napkin_plan_try_attention, _napkin_plan_try_gemm, _napkin_plan_try_rows,
+    _napkin_plan_try_elementwise,
   };
 
   p->member_of = NULL;   /* a kernel freed before may have had this address */
@@ -1122,6 +1123,19 @@ napkin_plan_to_json (const NapkinPlan *plan)
             json_object_object_add (o, "tiles_computed", json_object_new_int64 (a->tiles_computed));
             json_object_object_add (o, "tiles_total", json_object_new_int64 (a->tiles_total));
             json_object_object_add (o, "split_kv", json_object_new_int (a->split_kv));
+            break;
+          }
+        case NAPKIN_PLAN_ATTENTION_BACKWARD:
+          {
+            const NapkinPlanAttnBackward *b = &k->u.bwd;
+
+            json_object_object_add (o, "shape", int_array ((gint64[]) { b->a.batch, b->a.NQ, b->a.NKV, b->a.D }, 4));
+            json_object_object_add (o, "group", json_object_new_int64 (b->a.group));
+            json_object_object_add (o, "dtypes", json_object_new_string (napkin_dtype_to_string (b->a.dtype)));
+            json_object_object_add (tiles, "q", json_object_new_int64 (b->a.BQ));
+            json_object_object_add (tiles, "k", json_object_new_int64 (b->a.BKV));
+            json_object_object_add (o, "mask", json_object_new_string (napkin_attn_mask_to_string (b->a.mask)));
+            json_object_object_add (o, "pairs", json_object_new_int64 (b->pairs));
             break;
           }
         default:

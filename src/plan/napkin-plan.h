@@ -34,6 +34,7 @@ typedef enum
   NAPKIN_PLAN_REPACK,          /* copies an operand to an aligned or K-major scratch buffer */
   NAPKIN_PLAN_GENERIC,         /* the generic lowering of the region or operation */
   NAPKIN_PLAN_ATTENTION_COMBINE, /* merges a split-KV attention's partial outputs (u.att) */
+  NAPKIN_PLAN_ATTENTION_BACKWARD, /* dQ, dK, dV of an attention, scores recomputed per tile (u.bwd) */
   NAPKIN_N_PLAN_KINDS
 } NapkinPlanKind;
 
@@ -301,6 +302,28 @@ typedef struct
                                              wgmma only: kernels/attn-sm90.cu, napkin_exp2_poly) */
 } NapkinPlanAttention;
 
+/* The gradients of O = softmax (α·Q·Kᵀ, masked)·V in one kernel of FlashAttention-2's shape
+ * (docs/plan.md, "Attention backward"; kernels/attn-bwd-sm80.cu), from Q, K, V, the
+ * forward's O and dO: the scores recomputed per tile from each row's log-sum-exp, which a
+ * first kernel computes with Σ dO⊙O and a zeroed dQ accumulator; a block per BKV keys of
+ * a K/V head accumulates dK and dV over every query head of its group and query tile,
+ * adding dQ's share to the fp32 accumulator (atomics); a last kernel writes dQ.
+ * `a` holds the layout as the forward's (Q, K, V, O; dO has O's, dQ Q's, dK and dV K's),
+ * the mask and α; BQ and BKV are the main kernel's query tile and key block. */
+typedef struct
+{
+  NapkinPlanAttention a;
+  NapkinPlanBuffer    d_o, d_q, d_k, d_v;
+  NapkinDtype         grad_dtype;          /* dQ, dK, dV */
+  double              d_alpha;             /* dQ, dK = d_alpha · (dS·K, dSᵀ·Q) */
+  int                 scratch;             /* fp32: log-sum-exps, row terms, dQ's accumulator */
+  gint64              lse_at, drow_at, dqa_at;   /* their offsets in it, in floats */
+  guint               warps, pre_warps;    /* BKV = 16 · warps keys a block; pre: 16 rows a warp */
+  gint64              pre_grid, dq_grid;   /* main's is the kernel's grid */
+  gint64              pre_smem;
+  gint64              pairs;               /* (key block, query tile) pairs computed, all heads */
+} NapkinPlanAttnBackward;
+
 /* Copy src (rows × cols, leading dimension ld_src) to dst (leading dimension ld_dst,
  * padding zeroed), transposed when `transpose`, for `batch` matrices (the source's batch
  * over one axis or two: batch_inner). With `pv_key_order`
@@ -353,6 +376,7 @@ typedef struct
     NapkinPlanElementwise ew;
     NapkinPlanAttention   att;
     NapkinPlanRepack      repack;
+    NapkinPlanAttnBackward bwd;
   } u;
 } NapkinPlanKernel;
 

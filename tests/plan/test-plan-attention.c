@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
 #include "config.h"
 
+#include <math.h>
 #include <string.h>
 
+#include "napkin-backward.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
 #include "napkin-model.h"
@@ -1073,11 +1075,90 @@ test_multi_query (void)
   g_assert_cmpint (k->grid, >=, 4 * 71 * 16);
 }
 
+/* The backward of an attention with its softmax recomputed runs as one fused kernel
+ * (docs/plan.md, "Attention backward"): the recomputed Q·Kᵀ, its scale and mask, the
+ * softmax, dP, dV, the row term, dS, the mask's gate, dQ and dK in one
+ * attention-backward kernel on mma.sync (Hopper and Ampere), with the example's sizes,
+ * GQA group and mask; the forward beside it stays one attention; with the probabilities
+ * stored there is nothing to recompute and no such kernel. The model prices it as its own
+ * (three launches, no [q, k] value in device memory). */
+static void
+test_backward (void)
+{
+  static const struct
+  {
+    const char    *file;
+    gint64         group, nq, nkv, d;
+    NapkinAttnMask mask;
+  } examples[] = {
+    { "flash-attention.napkin", 1, 4096, 4096, 128, NAPKIN_ATTN_MASK_NONE },
+    { "attention-causal-gqa.napkin", 4, 4096, 4096, 128, NAPKIN_ATTN_MASK_CAUSAL },
+  };
+
+  for (guint e = 0; e < G_N_ELEMENTS (examples); e++)
+    for (guint stored = 0; stored < 2; stored++)
+      for (guint a = 0; a < 2; a++)
+        {
+          const char *arch_id = a == 0 ? "h200" : "a100";
+          g_autoptr(NapkinDiagram) d = napkin_test_load_example (examples[e].file);
+          g_autoptr(GError) error = NULL;
+          g_autoptr(NapkinDiagram) bwd = napkin_backward_diagram (d, NULL, stored ? NAPKIN_BACKWARD_STORE
+                                                                                  : NAPKIN_BACKWARD_RECOMPUTE,
+                                                                  napkin_test_arch (arch_id), NULL, NULL, &error);
+          g_autoptr(NapkinPlan) plan = NULL;
+          g_autoptr(NapkinAnalysis) an = NULL;
+          const NapkinPlanKernel *k = NULL;
+          gboolean priced = FALSE;
+
+          g_assert_no_error (error);
+          plan = napkin_plan_build (bwd, napkin_test_arch (arch_id), NULL, &error);
+          g_assert_no_error (error);
+          g_assert_cmpuint (plan->n_generic, ==, 0);
+          g_assert_cmpuint (count_kind (plan, NAPKIN_PLAN_ATTENTION_BACKWARD), ==, stored ? 0 : 1);
+          if (stored)
+            continue;
+          g_assert_cmpuint (count_kind (plan, NAPKIN_PLAN_ATTENTION), ==, 1);
+          g_assert_cmpuint (plan->kernels->len, ==, 2);
+          for (guint i = 0; i < plan->kernels->len; i++)
+            if (((const NapkinPlanKernel *) g_ptr_array_index (plan->kernels, i))->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
+              k = g_ptr_array_index (plan->kernels, i);
+          g_assert_nonnull (k);
+          g_assert_cmpint (k->path, ==, NAPKIN_PATH_MMA);
+          g_assert_cmpint (k->u.bwd.a.group, ==, examples[e].group);
+          g_assert_cmpint (k->u.bwd.a.NQ, ==, examples[e].nq);
+          g_assert_cmpint (k->u.bwd.a.NKV, ==, examples[e].nkv);
+          g_assert_cmpint (k->u.bwd.a.D, ==, examples[e].d);
+          g_assert_cmpint (k->u.bwd.a.mask, ==, examples[e].mask);
+          g_assert_cmpfloat_with_epsilon (k->u.bwd.a.alpha, 1 / sqrt (128.0), 1e-9);
+          g_assert_cmpfloat_with_epsilon (k->u.bwd.d_alpha, 1 / sqrt (128.0), 1e-9);
+          /* a block of 128 keys of one K/V head; a causal mask leaves about half the pairs */
+          g_assert_cmpint (k->grid, ==, k->u.bwd.a.kv_batch * 32);
+          if (examples[e].mask == NAPKIN_ATTN_MASK_CAUSAL)
+            g_assert_cmpint (k->u.bwd.pairs, <, k->u.bwd.a.batch * 4096 * 6 / 10);
+          g_assert_cmpint (k->smem_bytes, <=, napkin_test_arch (arch_id)->smem_max_per_block);
+          an = napkin_analyze (plan->diagram, napkin_test_arch (arch_id), NULL, &error);
+          g_assert_no_error (error);
+          for (guint j = 0; j < an->kernels->len; j++)
+            {
+              const NapkinKernelCost *kc = &g_array_index (an->kernels, NapkinKernelCost, j);
+
+              if (g_strcmp0 (kc->plan_kind, "attention-backward") == 0)
+                {
+                  g_assert_cmpuint (kc->launches, ==, 3);
+                  g_assert_cmpfloat (kc->time_s_predicted, >, 0);
+                  priced = TRUE;
+                }
+            }
+          g_assert_true (priced);
+        }
+}
+
 int
 main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/plan/attention/backward", test_backward);
   g_test_add_func ("/plan/attention/cases", test_cases);
   g_test_add_func ("/plan/attention/vt-pass", test_vt_pass);
   g_test_add_func ("/plan/attention/registers", test_registers);

@@ -1,0 +1,173 @@
+#!/bin/sh
+# The attention backward (kernels/attn-bwd-sm80.cu) on the GPU, alone: each case below
+# compiled with bench/gpu/attn-bwd-alone.cu (all in parallel, for the local GPU's arch),
+# run (pre, main, dq), checked against an fp32 reference and timed; then torch's
+# scaled_dot_product_attention backward (flash and cuDNN backends) on the timing shapes,
+# if torch imports. About 1–2 minutes; run from the repository root on the GPU machine:
+#
+#   sh bench/gpu/attn-bwd-alone.sh            (NO_TORCH=1: skip torch; NVCC=…: the compiler)
+#
+# Cases (a)–(d) check correctness at odd sizes, masks, GQA and bf16; the t-* cases time
+# B·H = 4×16, N 4096 at d 64 and 128, causal and not, at several tiles (WARPS, BQ: pick the
+# best), checking the first K/V head only. Logs and binaries in $OUT (default
+# /tmp/attn-bwd-alone); the table on stdout and in $OUT/table.txt.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+OUT=${OUT:-/tmp/attn-bwd-alone}
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+arch=sm_${cc:-90}
+rm -rf "$OUT"
+mkdir -p "$OUT/napkin-fragment"
+table="$OUT/table.txt"
+: > "$table"
+
+# The LEAD fragment (as the code generator prints it): blk = b·HK + hk, the K/V head first;
+# the strides LD_* come from the harness.
+cat > "$OUT/napkin-fragment/LEAD" <<'EOF'
+  {
+    const long i_ = blk % LD_HK;
+
+    blk /= LD_HK;
+    q_base += i_ * LD_QH;
+    o_base += i_ * LD_QH;
+    k_base += i_ * LD_KH;
+    kv_flat += i_;
+  }
+  q_base += blk * LD_QB;
+  o_base += blk * LD_QB;
+  k_base += blk * LD_KB;
+  kv_flat += blk * LD_HK;
+EOF
+
+# name B HK G NQ NKV D LO HI LEFT RIGHT OFF BF16 BSHD WARPS BQ NREF
+cases='
+a-nomask-d64            1 2  1 1024 1024  64 0 0   0 0   0 0 0 8 64 2
+b-causal-d128-1000      1 2  1 1000 1000 128 0 1   0 0   0 0 0 8 32 2
+b-causal-d128-w4q64     1 2  1 1000 1000 128 0 1   0 0   0 0 0 4 64 2
+c-gqa4-causal-bf16      2 2  4  512  512 128 0 1   0 0   0 1 1 8 32 4
+d-cross-d80-nomask      1 3  1  300  700  80 0 0   0 0   0 0 1 8 64 3
+d-cross-d80-hi          1 3  1  300  700  80 0 1   0 0 400 0 1 8 64 3
+e-window-gqa2-bf16      1 2  2  777  777  64 1 1 200 0   0 1 0 8 32 2
+t-d64-w8q64             4 16 1 4096 4096  64 0 0   0 0   0 0 0 8 64 1
+t-d64-w4q64             4 16 1 4096 4096  64 0 0   0 0   0 0 0 4 64 1
+t-d64-causal-w8q64      4 16 1 4096 4096  64 0 1   0 0   0 0 0 8 64 1
+t-d64-causal-w4q64      4 16 1 4096 4096  64 0 1   0 0   0 0 0 4 64 1
+t-d128-w8q32            4 16 1 4096 4096 128 0 0   0 0   0 0 0 8 32 1
+t-d128-w8q64            4 16 1 4096 4096 128 0 0   0 0   0 0 0 8 64 1
+t-d128-w4q64            4 16 1 4096 4096 128 0 0   0 0   0 0 0 4 64 1
+t-d128-w4q32            4 16 1 4096 4096 128 0 0   0 0   0 0 0 4 32 1
+t-d128-causal-w8q32     4 16 1 4096 4096 128 0 1   0 0   0 0 0 8 32 1
+t-d128-causal-w8q64     4 16 1 4096 4096 128 0 1   0 0   0 0 0 8 64 1
+t-d128-causal-w4q64     4 16 1 4096 4096 128 0 1   0 0   0 0 0 4 64 1
+t-d128-causal-w4q32     4 16 1 4096 4096 128 0 1   0 0   0 0 0 4 32 1
+'
+
+# 1. torch's baselines in the background while the cases compile (the GPU is idle then)
+if [ "${NO_TORCH:-0}" = 1 ] || ! python3 -c 'import torch' 2> /dev/null; then
+  echo "torch: not available (or NO_TORCH=1), no baselines" > "$OUT/torch.txt"
+else
+  timeout 150 python3 - > "$OUT/torch.txt" 2> "$OUT/torch.log" <<'EOF' &
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+
+def timed(fn, reps=20):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        ts.append(a.elapsed_time(b))
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+backends = [getattr(SDPBackend, n, None) for n in ('FLASH_ATTENTION', 'CUDNN_ATTENTION')]
+for d in (64, 128):
+    for causal in (False, True):
+        B, H, N = 4, 16, 4096
+        key = "d%d%s" % (d, "-causal" if causal else "")
+        res = []
+        for be in backends:
+            try:
+                if be is None:
+                    raise RuntimeError("backend not in this torch")
+                q, k, v = (torch.randn(B, H, N, d, device='cuda', dtype=torch.float16, requires_grad=True)
+                           for _ in range(3))
+                with sdpa_kernel([be]):
+                    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                do = torch.randn_like(out)
+                res.append("%.3f" % timed(lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)))
+                del q, k, v, out, do
+            except Exception as e:
+                res.append("-")
+                print("torch %s %s: %s" % (key, be, str(e)[:200]), file=sys.stderr)
+        print(key, *res, flush=True)
+EOF
+fi
+
+# 2. compile every case, in parallel (then wait for torch too: the runs want the GPU alone)
+echo "$cases" | {
+  while read -r name B HK G NQ NKV D LO HI LEFT RIGHT OFF BF16 BSHD W BQ NREF; do
+    [ -n "$name" ] || continue
+    alpha=$(awk -v d="$D" 'BEGIN { printf "%.9e", 1 / sqrt (d) }')
+    "$NVCC" -O3 -std=c++17 -arch="$arch" -Xptxas -v -I "$root/kernels" -I "$OUT" \
+      -DC_NAME="\"$name\"" -DC_B="$B" -DC_HK="$HK" -DC_G="$G" -DC_NQ="$NQ" -DC_NKV="$NKV" -DC_D="$D" \
+      -DC_LO="$LO" -DC_HI="$HI" -DC_LEFT="$LEFT" -DC_RIGHT="$RIGHT" -DC_OFF="$OFF" -DC_ALPHA="$alpha" \
+      -DC_BF16="$BF16" -DC_BSHD="$BSHD" -DC_WARPS="$W" -DC_BQ="$BQ" -DC_PW=4 -DC_NREF="$NREF" \
+      -o "$OUT/$name" "$here/attn-bwd-alone.cu" > "$OUT/$name.log" 2>&1 &
+  done
+  wait
+}
+wait
+echo "compiled for $arch ($(date +%T)); ptxas, bwd_main:"
+for f in "$OUT"/*.log; do
+  n=${f##*/}
+  n=${n%.log}
+  [ "$n" = torch ] && continue
+  r=$(grep -A3 "Compiling entry function 'bwd_main'" "$f" | tail -2 | sed 's/ptxas info *: //' | tr -s ' \n' ' ')
+  echo "  $n:$r"
+done
+
+# 3. run them one at a time (the GPU to itself)
+echo "case, max |err| / max |ref| of each gradient, the check, median ms of the three kernels and of main" \
+  "alone, TFLOP/s (2.5 × the forward's flops), registers of pre/main/dq, local memory bytes:" | tee -a "$table"
+echo "$cases" | while read -r name rest; do
+  [ -n "$name" ] || continue
+  if [ ! -x "$OUT/$name" ]; then
+    echo "$name: did not compile:" | tee -a "$table"
+    grep -m 5 -i error "$OUT/$name.log" | sed 's/^/  /' | tee -a "$table"
+    continue
+  fi
+  timeout 60 "$OUT/$name" 2>> "$OUT/run.log" | tee -a "$table" || echo "$name: rc=$? (see $OUT/run.log)" | tee -a "$table"
+done
+
+# 4. torch beside the timing cases (TFLOP/s on the same count)
+echo
+echo "torch SDPA backward, fp16, B·H 4×16, N 4096 (median ms of 20; TFLOP/s as above):"
+if [ -s "$OUT/torch.txt" ]; then
+  awk '
+    /^d[0-9]/ {
+      d = substr ($1, 2) + 0; f = 2.5 * 4 * 64 * 4096 * 4096 * d / ($1 ~ /causal/ ? 2 : 1)
+      fl = ($2 == "-") ? "-" : sprintf ("%.3f ms %6.1f TFLOP/s", $2, f / ($2 * 1e-3) / 1e12)
+      cu = ($3 == "-") ? "-" : sprintf ("%.3f ms %6.1f TFLOP/s", $3, f / ($3 * 1e-3) / 1e12)
+      printf "  %-12s flash %-28s cudnn %s\n", $1, fl, cu; next }
+    { print "  " $0 }' "$OUT/torch.txt" | tee -a "$table"
+else
+  echo "  (none: $OUT/torch.log)" | tee -a "$table"
+fi
+if grep -qE 'FAIL|error|rc=|did not compile' "$table"; then
+  echo "== some cases failed (table: $table, logs: $OUT/*.log, $OUT/run.log)"
+else
+  echo "== all checks passed; table: $table"
+fi

@@ -1,0 +1,1013 @@
+/* Attention backward on mma.sync (sm_80 and later; docs/plan.md, "Attention kernels"): the
+ * gradients dQ, dK, dV of O = softmax (α·Q·Kᵀ, masked)·V from Q, K, V, the forward's O and
+ * dO, fp16/bf16 in, fp32 accumulate, any layout with the head dimension contiguous, GQA
+ * (GROUP query heads share a K/V head: dK and dV sum over them). FlashAttention-2's
+ * backward in three kernels, launched in this order on one stream:
+ *   pre   a block of 16·PRE_WARPS query rows of one query head: per row the base-2
+ *         log-sum-exp lse2 = log2 Σ exp2 (c·S) over the keys it sees (c = α·log2 e; +∞ for a
+ *         row that sees none) — a forward without P·V, keys in chunks of 64 through two
+ *         cp.async buffers — Drow = Σ dO⊙O, and the row's dQ accumulator set to zero, so no
+ *         memset is needed before main;
+ *   main  a block of BKV = 16·WARPS keys of one K/V head, K and V loaded once, a warp 16
+ *         keys: over each query head of the group and each tile of BQ queries that sees a key
+ *         of the block (Q, dO, lse2, Drow double-buffered by cp.async), every product with the
+ *         keys as rows: Sᵀ = K·Qᵀ, Pᵀ = exp2 (c·Sᵀ − lse2), dPᵀ = V·dOᵀ, dV += Pᵀ·dO,
+ *         dSᵀ = Pᵀ⊙(dPᵀ − Drow), dK += dSᵀ·Q (Pᵀ and dSᵀ re-packed in registers as the A
+ *         fragments, as the forward does P); dSᵀ then goes through shared memory for the
+ *         tile's dQ += dS·K over the block's keys, split over the warps and added to the fp32
+ *         accumulator with red.global.add; at the end dK·DALPHA and dV in OT;
+ *   dq    dQ = DALPHA·accumulator, in Q's layout and type OT.
+ * For the code generator (S = DP + 8; shared memory in bytes, dynamic; above 48 KiB —
+ * main's always, pre's from DP 128 at 4 warps — the launch raises
+ * cudaFuncAttributeMaxDynamicSharedMemorySize):
+ *   pre   grid KV_BATCH·GROUP·⌈NQ / (16·PRE_WARPS)⌉, 32·PRE_WARPS threads,
+ *         shared 2·(16·PRE_WARPS + 128)·S
+ *   main  grid KV_BATCH·⌈NKV / (16·WARPS)⌉, 32·WARPS threads,
+ *         shared 2·(32·WARPS·S + 4·BQ·S + 16·WARPS·(BQ + 8)) + 16·BQ
+ *   dq    grid KV_BATCH·GROUP·⌈NQ / 64⌉, 256 threads, no shared memory
+ * Block indices: pre and dq (blk·GROUP + g)·TILES + tile, main blk·⌈NKV / BKV⌉ + key block,
+ * blk the LEAD fragment's (the K/V head). Scratch, fp32, rows (kv_flat·GROUP + g)·NQ + i:
+ * LSE and DROW one value a row, DQA D values a row (16-byte aligned). Q, K, V, dO rows are
+ * copied in 16-byte pieces (16-byte aligned), O is read and the outputs written in pairs.
+ * WARPS is 4 or 8 and BQ 16, 32 or 64, WARPS a multiple of BQ/16. dK and dV hold
+ * 2·(DP/8)·4 registers a thread; ptxas (sm_80, sm_90) fits every such tile in 255 without
+ * spilling at D 64, 80, 96 and 128, and BQ 16 or 32 at any D up to 128 (BQ 64 spills a few
+ * bytes at D 112, and at D 32 with 4 warps). */
+#ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
+#include "prelude.cuh"
+#include "attn-prims.cuh"
+/* default parameters: an instantiation the code generator prints (4 × 16 heads, causal,
+ * 4096 queries and keys, d 128; Q, K, V, O, dO, dQ, dK, dV, then one fp32 scratch with LSE,
+ * DROW and DQA one after the other) */
+#define NKB_NAME_PRE napkin_k0_pre
+#define NKB_NAME_MAIN napkin_k0_main
+#define NKB_NAME_DQ napkin_k0_dq
+#define NKB_D 128
+#define NKB_DP 128
+#define NKB_NQ 4096
+#define NKB_NKV 4096
+#define NKB_GROUP 1
+#define NKB_KV_BATCH 64
+#define NKB_MASK_LO 0
+#define NKB_MASK_HI 1
+#define NKB_LEFT 0
+#define NKB_RIGHT 0
+#define NKB_OFFSET 0
+#define NKB_Q_GROUP 524288
+#define NKB_Q_ROW 128
+#define NKB_O_GROUP 524288
+#define NKB_O_ROW 128
+#define NKB_K_ROW 128
+#define NKB_ALPHA 8.838834765e-02
+#define NKB_DALPHA 8.838834765e-02
+#define NKB_T napkin_f16
+#define NKB_OT napkin_f16
+#define NKB_MMA f16
+#define NKB_QREF ((const napkin_f16 *) args.p[0])
+#define NKB_KREF ((const napkin_f16 *) args.p[1])
+#define NKB_VREF ((const napkin_f16 *) args.p[2])
+#define NKB_OREF ((const napkin_f16 *) args.p[3])
+#define NKB_DOREF ((const napkin_f16 *) args.p[4])
+#define NKB_DQREF ((napkin_f16 *) args.p[5])
+#define NKB_DKREF ((napkin_f16 *) args.p[6])
+#define NKB_DVREF ((napkin_f16 *) args.p[7])
+#define NKB_LSEREF ((float *) args.p[8])
+#define NKB_DROWREF ((float *) args.p[8] + 262144L)
+#define NKB_DQAREF ((float *) args.p[8] + 524288L)
+#define NKB_WARPS 8
+#define NKB_BQ 32
+#define NKB_PRE_WARPS 4
+/* the LEAD fragment the printer writes: heads, then batches */
+#define NKB_LEAD_ALONE                                                                            \
+  {                                                                                               \
+    const long i_ = blk % 16L;                                                                    \
+                                                                                                  \
+    blk /= 16L;                                                                                   \
+    q_base += i_ * 524288L;                                                                       \
+    o_base += i_ * 524288L;                                                                       \
+    k_base += i_ * 524288L;                                                                       \
+    kv_flat += i_ * 1L;                                                                           \
+  }                                                                                               \
+  {                                                                                               \
+    const long i_ = blk % 4L;                                                                     \
+                                                                                                  \
+    blk /= 4L;                                                                                    \
+    q_base += i_ * 8388608L;                                                                      \
+    o_base += i_ * 8388608L;                                                                      \
+    k_base += i_ * 8388608L;                                                                      \
+    kv_flat += i_ * 16L;                                                                          \
+  }
+#endif /* NAPKIN_GENERATED */
+/* The printer (src/codegen/napkin-skeleton.c) defines each parameter KEY as NKP_KEY: the
+ * NKB_ names stand for those here, and are undefined again at the end. */
+#if defined (NKP_D) && !defined (NKB_D)
+#define NKB_FROM_NKP
+#define NKB_D NKP_D
+#define NKB_DP NKP_DP
+#define NKB_NQ NKP_NQ
+#define NKB_NKV NKP_NKV
+#define NKB_GROUP NKP_GROUP
+#define NKB_KV_BATCH NKP_KV_BATCH
+#define NKB_MASK_LO NKP_MASK_LO
+#define NKB_MASK_HI NKP_MASK_HI
+#define NKB_LEFT NKP_LEFT
+#define NKB_RIGHT NKP_RIGHT
+#define NKB_OFFSET NKP_OFFSET
+#define NKB_Q_GROUP NKP_Q_GROUP
+#define NKB_Q_ROW NKP_Q_ROW
+#define NKB_O_GROUP NKP_O_GROUP
+#define NKB_O_ROW NKP_O_ROW
+#define NKB_K_ROW NKP_K_ROW
+#define NKB_ALPHA NKP_ALPHA
+#define NKB_DALPHA NKP_DALPHA
+#define NKB_T NKP_T
+#define NKB_OT NKP_OT
+#define NKB_MMA NKP_MMA
+#define NKB_QREF NKP_QREF
+#define NKB_KREF NKP_KREF
+#define NKB_VREF NKP_VREF
+#define NKB_OREF NKP_OREF
+#define NKB_DOREF NKP_DOREF
+#define NKB_DQREF NKP_DQREF
+#define NKB_DKREF NKP_DKREF
+#define NKB_DVREF NKP_DVREF
+#define NKB_LSEREF NKP_LSEREF
+#define NKB_DROWREF NKP_DROWREF
+#define NKB_DQAREF NKP_DQAREF
+#define NKB_WARPS NKP_WARPS
+#define NKB_BQ NKP_BQ
+#define NKB_PRE_WARPS NKP_PRE_WARPS
+#ifdef NKP_NAME_PRE
+#define NKB_NAME_PRE NKP_NAME_PRE
+#define NKB_NAME_MAIN NKP_NAME_MAIN
+#define NKB_NAME_DQ NKP_NAME_DQ
+#else
+#define NKB_NAME NKP_NAME
+#endif
+#endif
+/* three names from one (NKB_NAME): NAME_pre, NAME_main, NAME_dq */
+#ifndef NKB_NAME_PRE
+#define NKB_NAMES_FROM_ONE
+#define NKB_NAME_PRE NKP_CAT (NKB_NAME, _pre)
+#define NKB_NAME_MAIN NKP_CAT (NKB_NAME, _main)
+#define NKB_NAME_DQ NKP_CAT (NKB_NAME, _dq)
+#endif
+
+/* Helpers that do not depend on the parameters: once per module. */
+#ifndef NAPKIN_ATTN_BWD
+#define NAPKIN_ATTN_BWD
+/* ldmatrix .x4: lanes 8i … 8i + 7 give the row addresses of 8 × 8 matrix i (16 bytes a row);
+ * register i of lane l then holds matrix i's row l/4, columns 2·(l%4) and 2·(l%4) + 1 — or,
+ * with .trans, rows 2·(l%4) and 2·(l%4) + 1 of column l/4. */
+__device__ __forceinline__ void
+napkin_bwd_ldsm (unsigned (&r)[4], const unsigned short *p)
+{
+  asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                : "=r" (r[0]), "=r" (r[1]), "=r" (r[2]), "=r" (r[3]) : "r" (napkin_smem_addr (p)));
+}
+
+__device__ __forceinline__ void
+napkin_bwd_ldsm_t (unsigned (&r)[4], const unsigned short *p)
+{
+  asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                : "=r" (r[0]), "=r" (r[1]), "=r" (r[2]), "=r" (r[3]) : "r" (napkin_smem_addr (p)));
+}
+
+/* The same from a shared-memory byte address. */
+__device__ __forceinline__ void
+napkin_bwd_ldsm (unsigned (&r)[4], unsigned a)
+{
+  asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                : "=r" (r[0]), "=r" (r[1]), "=r" (r[2]), "=r" (r[3]) : "r" (a));
+}
+
+__device__ __forceinline__ void
+napkin_bwd_ldsm_t (unsigned (&r)[4], unsigned a)
+{
+  asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                : "=r" (r[0]), "=r" (r[1]), "=r" (r[2]), "=r" (r[3]) : "r" (a));
+}
+
+/* x, opaque to the compiler: addresses derived from it inside a loop stay there, each a
+ * base register plus a constant that ptxas folds into the instruction (hoisted out of the
+ * loop, every one held a register). */
+__device__ __forceinline__ unsigned
+napkin_bwd_opaque (unsigned x)
+{
+  unsigned r;
+
+  asm volatile ("mov.b32 %0, %1;" : "=r" (r) : "r" (x));
+  return r;
+}
+
+/* ROWS rows of D elements from src (rows `stride` elements apart) to dst (rows S halfs
+ * apart) in 16-byte pieces by cp.async: rows from `valid` on and pieces past D are zero
+ * (read from `safe`, a valid address). */
+template <int ROWS, int THREADS, int D, int DP, int S, typename T>
+__device__ __forceinline__ void
+napkin_bwd_rows (unsigned short *dst, const T *src, long stride, long valid, const T *safe, int tid)
+{
+  constexpr int N = ROWS * (DP / 8);
+
+#pragma unroll
+  for (int k = 0; k < (N + THREADS - 1) / THREADS; k++)
+    {
+      const int c = tid + k * THREADS, r = c / (DP / 8), e = (c % (DP / 8)) * 8;
+      const bool ok = r < valid && e < D;
+
+      if (N % THREADS == 0 || c < N)
+        napkin_attn_cp16 (napkin_smem_addr (dst + r * S + e), ok ? src + r * stride + e : safe, ok ? 16 : 0);
+    }
+}
+
+/* One fp32 value by cp.async, zero where !ok (src is then only a valid address). */
+__device__ __forceinline__ void
+napkin_bwd_cp4 (unsigned dst, const float *src, bool ok)
+{
+  asm volatile ("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r" (dst), "l" (src), "r" (ok ? 4 : 0) : "memory");
+}
+
+/* a0·b0 + a1·b1 of two pairs of 16-bit values (Drow) */
+__device__ __forceinline__ float
+napkin_bwd_dot2 (unsigned a, unsigned b, const napkin_f16 *)
+{
+  float a0, a1, b0, b1;
+
+  asm ("cvt.f32.f16 %0, %1;" : "=f" (a0) : "h" ((unsigned short) (a & 0xffff)));
+  asm ("cvt.f32.f16 %0, %1;" : "=f" (a1) : "h" ((unsigned short) (a >> 16)));
+  asm ("cvt.f32.f16 %0, %1;" : "=f" (b0) : "h" ((unsigned short) (b & 0xffff)));
+  asm ("cvt.f32.f16 %0, %1;" : "=f" (b1) : "h" ((unsigned short) (b >> 16)));
+  return fmaf (a0, b0, a1 * b1);
+}
+
+__device__ __forceinline__ float
+napkin_bwd_dot2 (unsigned a, unsigned b, const napkin_bf16 *)
+{
+  return fmaf (__uint_as_float (a << 16), __uint_as_float (b << 16),
+               __uint_as_float (a & 0xffff0000u) * __uint_as_float (b & 0xffff0000u));
+}
+
+/* Two fp32 values added to dst[0], dst[1] in device memory (8-byte aligned): one
+ * vector reduction on sm_90 (PTX 8.1, CUDA 12.1), two before. */
+__device__ __forceinline__ void
+napkin_bwd_red2 (float *dst, float a, float b)
+{
+#if defined (__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 \
+    && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 1))
+  asm volatile ("red.global.add.v2.f32 [%0], {%1, %2};" :: "l" (dst), "f" (a), "f" (b) : "memory");
+#else
+  asm volatile ("red.global.add.f32 [%0], %1;" :: "l" (dst), "f" (a) : "memory");
+  asm volatile ("red.global.add.f32 [%0], %1;" :: "l" (dst + 1), "f" (b) : "memory");
+#endif
+}
+#endif /* NAPKIN_ATTN_BWD */
+
+#define BW_D NKB_D
+#define BW_DP NKB_DP                      /* D rounded up to 16 */
+#define BW_S (BW_DP + 8)                  /* padded row stride (halfs): ldmatrix rows 16 bytes apart mod 128 */
+#define BW_NQ ((long) (NKB_NQ))
+#define BW_NKV ((long) (NKB_NKV))
+#define BW_G ((long) (NKB_GROUP))
+#define BW_MASK_LO (NKB_MASK_LO)
+#define BW_MASK_HI (NKB_MASK_HI)
+#define BW_LEFT ((long) (NKB_LEFT))
+#define BW_RIGHT ((long) (NKB_RIGHT))
+#define BW_OFF ((long) (NKB_OFFSET))
+#define BW_QGS ((long) (NKB_Q_GROUP))
+#define BW_QRS ((long) (NKB_Q_ROW))
+#define BW_OGS ((long) (NKB_O_GROUP))
+#define BW_ORS ((long) (NKB_O_ROW))
+#define BW_KRS ((long) (NKB_K_ROW))
+#define BW_WARPS (NKB_WARPS)
+#define BW_THREADS (32 * BW_WARPS)
+#define BW_BKV (16 * BW_WARPS)            /* main: keys a block */
+#define BW_BQ (NKB_BQ)                    /* main: queries a tile */
+#define BW_TS (BW_BQ + 8)                 /* dSᵀ row stride (halfs) */
+#define BW_KBLK ((BW_NKV + BW_BKV - 1) / BW_BKV)
+#define BW_PW (NKB_PRE_WARPS)
+#define BW_PTHREADS (32 * BW_PW)
+#define BW_PROWS (16 * BW_PW)             /* pre: query rows a block */
+#define BW_PBKV 64                        /* pre: keys a chunk */
+#define BW_PQT ((BW_NQ + BW_PROWS - 1) / BW_PROWS)
+#define BW_DQT ((BW_NQ + 63) / 64)
+/* α·log2(e): the exponentials as exp2 */
+#define BW_SCALE ((float) (NKB_ALPHA) * 1.4426950408889634f)
+#define BW_DALPHA ((float) (NKB_DALPHA))
+#define BW_INF __int_as_float (0x7f800000)
+/* query q sees key k */
+#define BW_VIS(q, k)                                                                              \
+  ((k) < BW_NKV && (q) < BW_NQ && (!BW_MASK_LO || (k) >= (q) + BW_OFF - BW_LEFT)                  \
+   && (!BW_MASK_HI || (k) <= (q) + BW_OFF + BW_RIGHT))
+#define BW_MMA(c, a, b0, b1)                                                                      \
+  asm ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKB_MMA) "." NKP_STR (NKB_MMA) ".f32 "    \
+       "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"                                     \
+       : "+f" ((c)[0]), "+f" ((c)[1]), "+f" ((c)[2]), "+f" ((c)[3])                                \
+       : "r" ((a)[0]), "r" ((a)[1]), "r" ((a)[2]), "r" ((a)[3]), "r" (b0), "r" (b1))
+
+/* ---- pre: lse2, Drow, the dQ accumulator zeroed ---------------------------------------- */
+extern "C" __global__ void __launch_bounds__ (BW_PTHREADS)
+NKB_NAME_PRE (const NapkinArgs args)
+{
+  const NKB_T *__restrict__ Qg = NKB_QREF;
+  const NKB_T *__restrict__ Kg = NKB_KREF;
+  const NKB_T *__restrict__ Og = NKB_OREF;
+  const NKB_T *__restrict__ dOg = NKB_DOREF;
+  float *__restrict__ lse = NKB_LSEREF;
+  float *__restrict__ drow = NKB_DROWREF;
+  float *__restrict__ dqa = NKB_DQAREF;
+  extern __shared__ __align__ (16) unsigned short smem_[];
+  unsigned short *Qs = smem_;                          /* [PROWS][S] */
+  unsigned short *Ks = Qs + BW_PROWS * BW_S;           /* [2][PBKV][S] */
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  long blk = blockIdx.x;
+  const long qt = blk % BW_PQT;
+  blk /= BW_PQT;
+  const long g = blk % BW_G;
+  blk /= BW_G;
+  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0;
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/LEAD"
+#else
+  NKB_LEAD_ALONE
+#endif /* napkin-fragment/LEAD */
+  const long q0 = qt * BW_PROWS, q1 = NAPKIN_MIN (q0 + BW_PROWS, BW_NQ);
+  const long row0 = (kv_flat * BW_G + g) * BW_NQ;      /* (kv, g)'s first row in the scratch */
+  long lo = 0, hi = BW_NKV, full_lo = 0, full_hi = BW_NKV;
+
+  /* the keys some row sees, [lo, hi), and those every row sees, [full_lo, full_hi) */
+  if (BW_MASK_LO)
+    {
+      lo = q0 + BW_OFF - BW_LEFT;
+      lo = lo > 0 ? lo : 0;
+      full_lo = q1 - 1 + BW_OFF - BW_LEFT;
+    }
+  if (BW_MASK_HI)
+    {
+      hi = NAPKIN_MIN (hi, q1 + BW_OFF + BW_RIGHT);
+      full_hi = NAPKIN_MIN (full_hi, q0 + BW_OFF + BW_RIGHT + 1);
+    }
+  const long c_first = lo / BW_PBKV, c_end = hi > lo ? (hi + BW_PBKV - 1) / BW_PBKV : c_first;
+  const int n_chunks = (int) (c_end - c_first);
+  const long fv_lo = full_lo > 0 ? (full_lo + BW_PBKV - 1) / BW_PBKV : 0;
+  const long fv_hi = full_hi > 0 ? full_hi / BW_PBKV : 0;
+  const float scale = BW_SCALE;
+
+  napkin_bwd_rows<BW_PROWS, BW_PTHREADS, BW_D, BW_DP, BW_S> (Qs, Qg + q_base + g * BW_QGS + q0 * BW_QRS, BW_QRS,
+                                                              q1 - q0, Qg, tid);
+  if (n_chunks > 0)
+    napkin_bwd_rows<BW_PBKV, BW_PTHREADS, BW_D, BW_DP, BW_S> (Ks, Kg + k_base + c_first * BW_PBKV * BW_KRS, BW_KRS,
+                                                               BW_NKV - c_first * BW_PBKV, Kg, tid);
+  asm volatile ("cp.async.commit_group;");
+
+  /* While the copies fly: Drow of the warp's rows (lanes along the row, then a warp sum),
+   * and the block's rows of the dQ accumulator to zero. */
+  for (int r = 0; r < 16; r++)
+    {
+      const long q = q0 + warp * 16 + r;
+
+      if (q >= BW_NQ)
+        break;
+      const NKB_T *o = Og + o_base + g * BW_OGS + q * BW_ORS;
+      const NKB_T *d = dOg + o_base + g * BW_OGS + q * BW_ORS;
+      float acc = 0.0f;
+
+      for (int e = 2 * lane; e < BW_D; e += 64)
+        acc += napkin_bwd_dot2 (*(const unsigned *) (d + e), *(const unsigned *) (o + e), (const NKB_T *) 0);
+#pragma unroll
+      for (int x = 16; x > 0; x >>= 1)
+        acc += __shfl_xor_sync (0xffffffffu, acc, x);
+      if (lane == 0)
+        drow[row0 + q] = acc;
+    }
+  {
+    float4 *z = (float4 *) (dqa + (row0 + q0) * BW_D);
+
+    for (long c = tid; c < (q1 - q0) * (BW_D / 4); c += BW_PTHREADS)
+      z[c] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
+  }
+
+  unsigned qf[BW_DP / 16][4];
+  float m_row[2] = { -1e30f, -1e30f }, l_row[2] = { 0.0f, 0.0f };
+  const int r0 = warp * 16 + (lane >> 2), r1 = r0 + 8;
+  const long qi0 = q0 + r0, qi1 = q0 + r1;
+  long kmin0 = 0, kmin1 = 0, kmax0 = BW_NKV, kmax1 = BW_NKV;
+
+  if (BW_MASK_LO)
+    {
+      kmin0 = qi0 + BW_OFF - BW_LEFT;
+      kmin1 = qi1 + BW_OFF - BW_LEFT;
+    }
+  if (BW_MASK_HI)
+    {
+      kmax0 = NAPKIN_MIN (BW_NKV, qi0 + BW_OFF + BW_RIGHT + 1);
+      kmax1 = NAPKIN_MIN (BW_NKV, qi1 + BW_OFF + BW_RIGHT + 1);
+    }
+
+  for (int it = 0; it < n_chunks; it++)
+    {
+      const long kc = c_first + it;
+      const int buf = it & 1;
+
+      /* the next chunk into the other buffer (free since the barrier ending the last step) */
+      if (it + 1 < n_chunks)
+        napkin_bwd_rows<BW_PBKV, BW_PTHREADS, BW_D, BW_DP, BW_S> (Ks + (buf ^ 1) * BW_PBKV * BW_S,
+                                                                   Kg + k_base + (kc + 1) * BW_PBKV * BW_KRS, BW_KRS,
+                                                                   BW_NKV - (kc + 1) * BW_PBKV, Kg, tid);
+      asm volatile ("cp.async.commit_group;");
+      asm volatile ("cp.async.wait_group 1;");
+      __syncthreads ();
+
+      /* Q's A fragments: rows warp·16 + l%16, columns 16·kk + 8·(l/16) — matrices 0-3 are
+       * (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15),
+       * i.e. a0 … a3 of m16n8k16 */
+      if (it == 0)
+        {
+#pragma unroll
+          for (int kk = 0; kk < BW_DP / 16; kk++)
+            napkin_bwd_ldsm (qf[kk], Qs + (warp * 16 + (lane & 15)) * BW_S + kk * 16 + (lane >> 4) * 8);
+        }
+
+      const unsigned short *ks = Ks + buf * BW_PBKV * BW_S;
+      float s[BW_PBKV / 8][4];
+
+      /* S = Q·Kᵀ: B[k][n] = K[key n][k], K's rows as stored (no transpose): matrices 0-3 are
+       * keys 8j … 8j + 7 at k 0-7 and 8-15 (b0, b1 of block j), then keys 8j + 8 … (block j + 1) */
+#pragma unroll
+      for (int j = 0; j < BW_PBKV / 8; j++)
+        s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < BW_DP / 16; kk++)
+#pragma unroll
+        for (int j = 0; j < BW_PBKV / 8; j += 2)
+          {
+            unsigned b[4];
+
+            napkin_bwd_ldsm (b, ks + (j * 8 + (lane & 7) + (lane >> 4) * 8) * BW_S + kk * 16 + ((lane >> 3) & 1) * 8);
+            BW_MMA (s[j], qf[kk], b[0], b[1]);
+            BW_MMA (s[j + 1], qf[kk], b[2], b[3]);
+          }
+
+      /* c·S; keys a row does not see (or past NKV) to −∞ where some row does not see all.
+       * s[j]: rows lane/4 (0, 1) and lane/4 + 8 (2, 3), keys 8j + 2·(lane%4) (0, 2) and + 1 */
+      const bool part = kc < fv_lo || kc >= fv_hi;
+      const long j0 = kc * BW_PBKV + 2 * (lane & 3);
+
+#pragma unroll
+      for (int j = 0; j < BW_PBKV / 8; j++)
+        {
+          const long ja = j0 + 8 * j, jb = ja + 1;
+
+          s[j][0] *= scale;
+          s[j][1] *= scale;
+          s[j][2] *= scale;
+          s[j][3] *= scale;
+          if (part)
+            {
+              s[j][0] = ja >= kmin0 && ja < kmax0 ? s[j][0] : NAPKIN_NEG_INF;
+              s[j][1] = jb >= kmin0 && jb < kmax0 ? s[j][1] : NAPKIN_NEG_INF;
+              s[j][2] = ja >= kmin1 && ja < kmax1 ? s[j][2] : NAPKIN_NEG_INF;
+              s[j][3] = jb >= kmin1 && jb < kmax1 ? s[j][3] : NAPKIN_NEG_INF;
+            }
+        }
+
+      /* online max and sum (no output to rescale) */
+      float mx[2] = { m_row[0], m_row[1] };
+
+#pragma unroll
+      for (int j = 0; j < BW_PBKV / 8; j++)
+        {
+          mx[0] = fmaxf (mx[0], fmaxf (s[j][0], s[j][1]));
+          mx[1] = fmaxf (mx[1], fmaxf (s[j][2], s[j][3]));
+        }
+#pragma unroll
+      for (int r = 0; r < 2; r++)
+        {
+          mx[r] = fmaxf (mx[r], __shfl_xor_sync (0xffffffffu, mx[r], 1));
+          mx[r] = fmaxf (mx[r], __shfl_xor_sync (0xffffffffu, mx[r], 2));
+        }
+      l_row[0] *= napkin_attn_exp2 (m_row[0] - mx[0]);
+      l_row[1] *= napkin_attn_exp2 (m_row[1] - mx[1]);
+      m_row[0] = mx[0];
+      m_row[1] = mx[1];
+#pragma unroll
+      for (int j = 0; j < BW_PBKV / 8; j++)
+        {
+          l_row[0] += napkin_attn_exp2 (s[j][0] - mx[0]) + napkin_attn_exp2 (s[j][1] - mx[0]);
+          l_row[1] += napkin_attn_exp2 (s[j][2] - mx[1]) + napkin_attn_exp2 (s[j][3] - mx[1]);
+        }
+      __syncthreads ();   /* this buffer is refilled next step */
+    }
+  asm volatile ("cp.async.wait_group 0;");
+
+#pragma unroll
+  for (int r = 0; r < 2; r++)
+    {
+      l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 1);
+      l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 2);
+    }
+#pragma unroll
+  for (int h = 0; h < 2; h++)
+    {
+      const long q = h ? qi1 : qi0;
+
+      if ((lane & 3) == 0 && q < BW_NQ)
+        lse[row0 + q] = l_row[h] > 0.0f ? m_row[h] + __log2f (l_row[h]) : BW_INF;
+    }
+}
+
+/* ---- main: dK, dV of a key block, its share of dQ ------------------------------------------ */
+extern "C" __global__ void __launch_bounds__ (BW_THREADS)
+NKB_NAME_MAIN (const NapkinArgs args)
+{
+  const NKB_T *__restrict__ Qg = NKB_QREF;
+  const NKB_T *__restrict__ Kg = NKB_KREF;
+  const NKB_T *__restrict__ Vg = NKB_VREF;
+  const NKB_T *__restrict__ dOg = NKB_DOREF;
+  NKB_OT *__restrict__ dKg = NKB_DKREF;
+  NKB_OT *__restrict__ dVg = NKB_DVREF;
+  const float *__restrict__ lse = NKB_LSEREF;
+  const float *__restrict__ drow = NKB_DROWREF;
+  float *__restrict__ dqa = NKB_DQAREF;
+  extern __shared__ __align__ (16) unsigned short smem_[];
+  unsigned short *Ks = smem_;                          /* [BKV][S] */
+  unsigned short *Vs = Ks + BW_BKV * BW_S;             /* [BKV][S] */
+  unsigned short *Qs = Vs + BW_BKV * BW_S;             /* [2][BQ][S] */
+  unsigned short *dOs = Qs + 2 * BW_BQ * BW_S;         /* [2][BQ][S] */
+  unsigned short *Ts = dOs + 2 * BW_BQ * BW_S;         /* [BKV][TS]: the tile's dSᵀ */
+  float *Ls = (float *) (Ts + BW_BKV * BW_TS);         /* [2][BQ]: lse2 */
+  float *Ds = Ls + 2 * BW_BQ;                          /* [2][BQ]: Drow */
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g8 = lane >> 2, t4 = lane & 3;             /* an accumulator's row (and + 8), column pair */
+
+  static_assert (BW_WARPS % (BW_BQ / 16) == 0 && BW_BQ % 16 == 0 && BW_BQ <= 64, "WARPS, BQ");
+  long blk = blockIdx.x;
+  const long kb = blk % BW_KBLK;
+  blk /= BW_KBLK;
+  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0;
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/LEAD"
+#else
+  NKB_LEAD_ALONE
+#endif /* napkin-fragment/LEAD */
+  const long kb0 = kb * BW_BKV, kb1 = NAPKIN_MIN (kb0 + BW_BKV, BW_NKV);
+  const long kw = kb0 + warp * 16;                     /* the warp's first key */
+
+  /* The query tiles that see a key of the block: from the first query that sees key kb0
+   * (the mask's upper edge: near the diagonal) to the last that sees key kb1 − 1. */
+  long i_min = 0, i_max = BW_NQ - 1;
+
+  if (BW_MASK_HI)
+    i_min = kb0 - BW_OFF - BW_RIGHT > 0 ? kb0 - BW_OFF - BW_RIGHT : 0;
+  if (BW_MASK_LO)
+    i_max = NAPKIN_MIN (i_max, kb1 - 1 - BW_OFF + BW_LEFT);
+  const long qt_lo = i_min / BW_BQ, nqt = i_max >= i_min ? i_max / BW_BQ + 1 - qt_lo : 0;
+  const long n_tiles = BW_G * nqt;
+
+  /* Tile t (head g = t / nqt) into buffer b: Q, dO rows (zero past NQ), lse2 and Drow (zero
+   * past NQ: those columns are masked below). */
+#define BW_TILE_COPY(t_, b_)                                                                       \
+  do                                                                                               \
+    {                                                                                              \
+      const long g_ = (t_) / nqt, q_ = (qt_lo + (t_) % nqt) * BW_BQ;                                \
+      const long row_ = (kv_flat * BW_G + g_) * BW_NQ + q_;                                        \
+                                                                                                   \
+      napkin_bwd_rows<BW_BQ, BW_THREADS, BW_D, BW_DP, BW_S> (Qs + (b_) * BW_BQ * BW_S,               \
+                                                             Qg + q_base + g_ * BW_QGS + q_ * BW_QRS, \
+                                                             BW_QRS, BW_NQ - q_, Qg, tid);           \
+      napkin_bwd_rows<BW_BQ, BW_THREADS, BW_D, BW_DP, BW_S> (dOs + (b_) * BW_BQ * BW_S,              \
+                                                             dOg + o_base + g_ * BW_OGS + q_ * BW_ORS, \
+                                                             BW_ORS, BW_NQ - q_, dOg, tid);          \
+      for (int c_ = tid; c_ < 2 * BW_BQ; c_ += BW_THREADS)                                         \
+        {                                                                                          \
+          const int r_ = c_ % BW_BQ;                                                               \
+          const bool ok_ = q_ + r_ < BW_NQ;                                                        \
+                                                                                                   \
+          napkin_bwd_cp4 (napkin_smem_addr ((c_ < BW_BQ ? Ls : Ds) + (b_) * BW_BQ + r_),             \
+                          (c_ < BW_BQ ? lse : drow) + (ok_ ? row_ + r_ : 0), ok_);                  \
+        }                                                                                          \
+    }                                                                                              \
+  while (0)
+  /* the 16 keys from k_ hidden from every query of [qa, qz] (or past NKV) */
+#define BW_EMPTY(k_)                                                                               \
+  ((k_) >= BW_NKV || (BW_MASK_HI && (k_) > qz + BW_OFF + BW_RIGHT) || (BW_MASK_LO && (k_) + 15 < qa + BW_OFF - BW_LEFT))
+
+  napkin_bwd_rows<BW_BKV, BW_THREADS, BW_D, BW_DP, BW_S> (Ks, Kg + k_base + kb0 * BW_KRS, BW_KRS, kb1 - kb0, Kg, tid);
+  napkin_bwd_rows<BW_BKV, BW_THREADS, BW_D, BW_DP, BW_S> (Vs, Vg + k_base + kb0 * BW_KRS, BW_KRS, kb1 - kb0, Vg, tid);
+  if (n_tiles > 0)
+    BW_TILE_COPY (0, 0);
+  asm volatile ("cp.async.commit_group;");
+
+  float dk[BW_DP / 8][4], dv[BW_DP / 8][4];
+  const float scale = BW_SCALE;
+
+#pragma unroll
+  for (int j = 0; j < BW_DP / 8; j++)
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+      dk[j][e] = dv[j][e] = 0.0f;
+
+  for (long it = 0; it < n_tiles; it++)
+    {
+      const int buf = (int) (it & 1);
+      const long g = it / nqt, qa = (qt_lo + it % nqt) * BW_BQ, qz = NAPKIN_MIN (qa + BW_BQ, BW_NQ) - 1;
+      const long row0 = (kv_flat * BW_G + g) * BW_NQ;
+
+      /* This tile is in; every warp is done with the other buffer (its products ended
+       * before the last tile's second barrier) and with Ts (the last tile's dQ). */
+      asm volatile ("cp.async.wait_group 0;");
+      __syncthreads ();
+      if (it + 1 < n_tiles)
+        BW_TILE_COPY (it + 1, buf ^ 1);
+      asm volatile ("cp.async.commit_group;");
+
+      const float *ls = Ls + buf * BW_BQ;
+      const float *ds = Ds + buf * BW_BQ;
+      /* Byte addresses in shared memory: of the warp's K and V rows (A, rows
+       * warp·16 + l%16, columns 8·(l/16)), of this tile's Q and dO rows as B operands without
+       * (_n: rows l%8 + 8·(l/16), columns 8·((l/8)%2)) and with transpose (_t: rows
+       * l%8 + 8·((l/8)%2), columns 8·(l/16)), and of this thread's dSᵀ pairs in Ts. */
+      const unsigned sm = napkin_bwd_opaque (napkin_smem_addr (smem_));
+      const unsigned a_k = sm + 2 * ((warp * 16 + (lane & 15)) * BW_S + (lane >> 4) * 8);
+      const unsigned a_v = a_k + 2 * BW_BKV * BW_S;
+      const unsigned qb = sm + 2 * (2 * BW_BKV * BW_S + buf * BW_BQ * BW_S), dob = qb + 2 * (2 * BW_BQ * BW_S);
+      const unsigned o_n = 2 * (((lane & 7) + (lane >> 4) * 8) * BW_S + ((lane >> 3) & 1) * 8);
+      const unsigned o_t = 2 * (((lane & 7) + ((lane >> 3) & 1) * 8) * BW_S + (lane >> 4) * 8);
+      const unsigned ts = sm + 2 * (2 * BW_BKV * BW_S + 4 * BW_BQ * BW_S);
+      const unsigned tw = ts + 2 * ((warp * 16 + g8) * BW_TS + 2 * t4);
+
+      if (BW_EMPTY (kw))
+        {
+          /* no query of the tile sees the warp's keys: P = dS = 0 */
+#pragma unroll
+          for (int j = 0; j < BW_BQ / 8; j++)
+            {
+              asm volatile ("st.shared.b32 [%0], %1;" :: "r" (tw + 2 * j * 8), "r" (0u) : "memory");
+              asm volatile ("st.shared.b32 [%0], %1;" :: "r" (tw + 2 * (8 * BW_TS + j * 8)), "r" (0u) : "memory");
+            }
+        }
+      else
+        {
+          /* every query of the tile sees every key of the warp: no mask */
+          const bool full = kw + 16 <= BW_NKV && qa + BW_BQ <= BW_NQ
+                            && (!BW_MASK_LO || kw >= qz + BW_OFF - BW_LEFT)
+                            && (!BW_MASK_HI || kw + 15 <= qa + BW_OFF + BW_RIGHT);
+          float st[BW_BQ / 8][4];
+
+          /* Sᵀ = K_w·Qᵀ (16 keys × BQ queries). A = K_w[key][e] as stored: rows
+           * warp·16 + l%16, columns 16·kk + 8·(l/16) give a0 … a3 (matrices: keys 0-7 at
+           * e 0-7, keys 8-15 at e 0-7, keys 0-7 at e 8-15, keys 8-15 at e 8-15). B[k = e][n =
+           * query] = Q[query][e], Q's rows as stored: lanes 0-7 queries 8j + l%8 at e 16·kk
+           * (b0 of block j), 8-15 the same at e + 8 (b1), 16-31 queries 8j + 8 + l%8 (block
+           * j + 1). st[j]: keys g8 (0, 1) and g8 + 8 (2, 3), queries 8j + 2·t4 (0, 2) and + 1. */
+#pragma unroll
+          for (int j = 0; j < BW_BQ / 8; j++)
+            st[j][0] = st[j][1] = st[j][2] = st[j][3] = 0.0f;
+#pragma unroll
+          for (int kk = 0; kk < BW_DP / 16; kk++)
+            {
+              unsigned a[4];
+
+              napkin_bwd_ldsm (a, a_k + 2 * kk * 16);
+#pragma unroll
+              for (int j = 0; j < BW_BQ / 8; j += 2)
+                {
+                  unsigned b[4];
+
+                  napkin_bwd_ldsm (b, qb + o_n + 2 * (j * 8 * BW_S + kk * 16));
+                  BW_MMA (st[j], a, b[0], b[1]);
+                  BW_MMA (st[j + 1], a, b[2], b[3]);
+                }
+            }
+
+          /* Pᵀ = exp2 (c·Sᵀ − lse2[query]); 0 where hidden (then lse2 may be anything:
+           * the select, not a product, drops an overflow) */
+#pragma unroll
+          for (int j = 0; j < BW_BQ / 8; j++)
+            {
+              const float2 l2 = *(const float2 *) (ls + j * 8 + 2 * t4);
+
+              st[j][0] = napkin_attn_exp2 (fmaf (st[j][0], scale, -l2.x));
+              st[j][1] = napkin_attn_exp2 (fmaf (st[j][1], scale, -l2.y));
+              st[j][2] = napkin_attn_exp2 (fmaf (st[j][2], scale, -l2.x));
+              st[j][3] = napkin_attn_exp2 (fmaf (st[j][3], scale, -l2.y));
+            }
+          if (!full)
+            {
+#pragma unroll
+              for (int j = 0; j < BW_BQ / 8; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                  {
+                    const long q = qa + j * 8 + 2 * t4 + (e & 1), k = kw + g8 + 8 * (e >> 1);
+
+                    st[j][e] = BW_VIS (q, k) ? st[j][e] : 0.0f;
+                  }
+            }
+
+          /* dV_w += Pᵀ·dO (16 keys × DP, k = the tile's queries). A from the accumulators:
+           * k-step u covers queries 16u … 16u + 15, so a0 = keys g8 at queries 16u + 2·t4, + 1
+           * = st[2u][0, 1], a1 = keys g8 + 8 = st[2u][2, 3], a2, a3 = the same of queries
+           * 16u + 8 + … = st[2u + 1]. B[k = query][n = e] = dO[query][e] (rows as stored,
+           * so .trans): lanes 0-7 queries 16u + l%8 at e 8j (b0 of block j), 8-15 queries
+           * 16u + 8 + l%8 (b1), 16-31 the same at e 8j + 8 (block j + 1). */
+#pragma unroll
+          for (int u = 0; u < BW_BQ / 16; u++)
+            {
+              const unsigned a[4] = { napkin_attn_pack (st[2 * u][0], st[2 * u][1], (const NKB_T *) 0),
+                                      napkin_attn_pack (st[2 * u][2], st[2 * u][3], (const NKB_T *) 0),
+                                      napkin_attn_pack (st[2 * u + 1][0], st[2 * u + 1][1], (const NKB_T *) 0),
+                                      napkin_attn_pack (st[2 * u + 1][2], st[2 * u + 1][3], (const NKB_T *) 0) };
+
+#pragma unroll
+              for (int j = 0; j < BW_DP / 8; j += 2)
+                {
+                  unsigned b[4];
+
+                  napkin_bwd_ldsm_t (b, dob + o_t + 2 * (u * 16 * BW_S + j * 8));
+                  BW_MMA (dv[j], a, b[0], b[1]);
+                  BW_MMA (dv[j + 1], a, b[2], b[3]);
+                }
+            }
+
+          /* dPᵀ = V_w·dOᵀ (as Sᵀ with V for K and dO for Q), by 32 queries at most, then
+           * dSᵀ = Pᵀ⊙(dPᵀ − Drow[query]) of those, packed: pairs of adjacent queries, the
+           * layout of both the A fragments below and of Ts's rows. (At BQ 64 all of dPᵀ
+           * beside Pᵀ and dK, dV spilled at d 128.) */
+          constexpr int QC = BW_BQ < 32 ? BW_BQ : 32;
+          unsigned pk[BW_BQ / 8][2];
+
+#pragma unroll
+          for (int c = 0; c < BW_BQ / QC; c++)
+            {
+              float dp[QC / 8][4];
+
+#pragma unroll
+              for (int j = 0; j < QC / 8; j++)
+                dp[j][0] = dp[j][1] = dp[j][2] = dp[j][3] = 0.0f;
+#pragma unroll
+              for (int kk = 0; kk < BW_DP / 16; kk++)
+                {
+                  unsigned a[4];
+
+                  napkin_bwd_ldsm (a, a_v + 2 * kk * 16);
+#pragma unroll
+                  for (int j = 0; j < QC / 8; j += 2)
+                    {
+                      unsigned b[4];
+
+                      napkin_bwd_ldsm (b, dob + o_n + 2 * ((c * QC + j * 8) * BW_S + kk * 16));
+                      BW_MMA (dp[j], a, b[0], b[1]);
+                      BW_MMA (dp[j + 1], a, b[2], b[3]);
+                    }
+                }
+#pragma unroll
+              for (int j = 0; j < QC / 8; j++)
+                {
+                  const int jq = c * QC / 8 + j;
+                  const float2 d2 = *(const float2 *) (ds + jq * 8 + 2 * t4);
+
+                  pk[jq][0] = napkin_attn_pack (st[jq][0] * (dp[j][0] - d2.x), st[jq][1] * (dp[j][1] - d2.y),
+                                                (const NKB_T *) 0);
+                  pk[jq][1] = napkin_attn_pack (st[jq][2] * (dp[j][2] - d2.x), st[jq][3] * (dp[j][3] - d2.y),
+                                                (const NKB_T *) 0);
+                }
+            }
+
+          /* dK_w += dSᵀ·Q: as dV with dSᵀ for Pᵀ and Q for dO */
+#pragma unroll
+          for (int u = 0; u < BW_BQ / 16; u++)
+            {
+              const unsigned a[4] = { pk[2 * u][0], pk[2 * u][1], pk[2 * u + 1][0], pk[2 * u + 1][1] };
+
+#pragma unroll
+              for (int j = 0; j < BW_DP / 8; j += 2)
+                {
+                  unsigned b[4];
+
+                  napkin_bwd_ldsm_t (b, qb + o_t + 2 * (u * 16 * BW_S + j * 8));
+                  BW_MMA (dk[j], a, b[0], b[1]);
+                  BW_MMA (dk[j + 1], a, b[2], b[3]);
+                }
+            }
+
+          /* dSᵀ to Ts[key][query]: key warp·16 + g8 (and + 8), queries 8j + 2·t4, + 1 —
+           * 32-bit stores, the 8 rows (BQ + 8)·2 bytes apart: 32 distinct banks */
+#pragma unroll
+          for (int j = 0; j < BW_BQ / 8; j++)
+            {
+              asm volatile ("st.shared.b32 [%0], %1;" :: "r" (tw + 2 * j * 8), "r" (pk[j][0]) : "memory");
+              asm volatile ("st.shared.b32 [%0], %1;" :: "r" (tw + 2 * (8 * BW_TS + j * 8)), "r" (pk[j][1]) : "memory");
+            }
+        }
+      __syncthreads ();
+
+      /* dQ (BQ × DP) += dS·K over the block's keys: warp w the 16 queries mt = w % (BQ/16)
+       * and the 16-column blocks of D n = w / (BQ/16) + i·(WARPS / (BQ/16)); key blocks of
+       * 16 that no query of the tile sees are zero (skipped). A[m = query][k = key] =
+       * Ts[key][query], stored transposed, so .trans: a0 = (queries 0-7, keys 0-7) =
+       * Ts rows 0-7 at columns 0-7, a1 = queries 8-15 (Ts columns 8-15), a2 = keys 8-15
+       * (Ts rows 8-15), a3 both: lane l gives Ts row 16·kk + l%8 + 8·((l/16)%2), column
+       * 16·mt + 8·((l/8)%2). B[k = key][n = e] = K[key][e] as stored (.trans, as dO above:
+       * rows 16·kk + l%8 + 8·((l/8)%2), columns 16n + 8·(l/16)). */
+      {
+        constexpr int MT = BW_BQ / 16, NSTEP = BW_WARPS / MT;
+        constexpr int NI = (BW_DP / 16 + NSTEP - 1) / NSTEP, NIB = NI < 2 ? NI : 2;
+        const int mt = warp % MT, n0 = warp / MT;
+        const long q = qa + mt * 16 + g8;
+        float *dq0 = dqa + (row0 + q) * BW_D + 2 * t4;
+        const unsigned a_t = ts + 2 * (((lane & 7) + ((lane >> 4) & 1) * 8) * BW_TS + mt * 16 + ((lane >> 3) & 1) * 8);
+        const unsigned k_t = sm + o_t + 2 * n0 * 16;
+
+#pragma unroll
+        for (int ib = 0; ib < NI; ib += NIB)
+          {
+            float acc[NIB][2][4];
+
+#pragma unroll
+            for (int i = 0; i < NIB; i++)
+#pragma unroll
+              for (int e = 0; e < 4; e++)
+                acc[i][0][e] = acc[i][1][e] = 0.0f;
+#pragma unroll
+            for (int kk = 0; kk < BW_WARPS; kk++)
+              {
+                if (BW_EMPTY (kb0 + kk * 16))
+                  continue;
+                unsigned a[4];
+
+                napkin_bwd_ldsm_t (a, a_t + 2 * kk * 16 * BW_TS);
+#pragma unroll
+                for (int i = 0; i < NIB; i++)
+                  if (ib + i < NI && n0 + (ib + i) * NSTEP < BW_DP / 16)
+                    {
+                      unsigned b[4];
+
+                      napkin_bwd_ldsm_t (b, k_t + 2 * (kk * 16 * BW_S + (ib + i) * NSTEP * 16));
+                      BW_MMA (acc[i][0], a, b[0], b[1]);
+                      BW_MMA (acc[i][1], a, b[2], b[3]);
+                    }
+              }
+            /* acc[i][h]: queries q (0, 1) and q + 8 (2, 3), columns 16n + 8h + 2·t4, + 1 */
+#pragma unroll
+            for (int i = 0; i < NIB; i++)
+              {
+                const int n = n0 + (ib + i) * NSTEP;
+
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                  if (ib + i < NI && n < BW_DP / 16 && n * 16 + h * 8 < BW_D)
+                    {
+                      if (q < BW_NQ)
+                        napkin_bwd_red2 (dq0 + n * 16 + h * 8, acc[i][h][0], acc[i][h][1]);
+                      if (q + 8 < BW_NQ)
+                        napkin_bwd_red2 (dq0 + 8 * BW_D + n * 16 + h * 8, acc[i][h][2], acc[i][h][3]);
+                    }
+              }
+          }
+      }
+    }
+  asm volatile ("cp.async.wait_group 0;");
+
+  /* dK·DALPHA, dV: keys kw + g8 (0, 1) and + 8 (2, 3), columns 8j + 2·t4, + 1; keys past
+   * NKV and columns past D not stored (a key no query sees: zeros) */
+#pragma unroll
+  for (int h = 0; h < 2; h++)
+    {
+      const long k = kw + g8 + 8 * h;
+
+      if (k >= BW_NKV)
+        continue;
+      NKB_OT *dkr = dKg + k_base + k * BW_KRS + 2 * t4;
+      NKB_OT *dvr = dVg + k_base + k * BW_KRS + 2 * t4;
+
+#pragma unroll
+      for (int j = 0; j < BW_DP / 8; j++)
+        if (j * 8 < BW_D)
+          {
+            napkin_attn_st2 (dkr + j * 8, dk[j][2 * h] * BW_DALPHA, dk[j][2 * h + 1] * BW_DALPHA);
+            napkin_attn_st2 (dvr + j * 8, dv[j][2 * h], dv[j][2 * h + 1]);
+          }
+    }
+#undef BW_TILE_COPY
+#undef BW_EMPTY
+}
+
+/* ---- dq: the accumulator scaled into dQ ------------------------------------------------------- */
+extern "C" __global__ void __launch_bounds__ (256)
+NKB_NAME_DQ (const NapkinArgs args)
+{
+  const float *__restrict__ dqa = NKB_DQAREF;
+  NKB_OT *__restrict__ dQg = NKB_DQREF;
+
+  long blk = blockIdx.x;
+  const long qt = blk % BW_DQT;
+  blk /= BW_DQT;
+  const long g = blk % BW_G;
+  blk /= BW_G;
+  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0;
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/LEAD"
+#else
+  NKB_LEAD_ALONE
+#endif /* napkin-fragment/LEAD */
+  (void) o_base;
+  (void) k_base;
+  const long q0 = qt * 64;
+  const float *src = dqa + ((kv_flat * BW_G + g) * BW_NQ + q0) * BW_D;
+  NKB_OT *dst = dQg + q_base + g * BW_QGS + q0 * BW_QRS;
+
+  for (int c = threadIdx.x; c < 64 * (BW_D / 4); c += 256)
+    {
+      const int r = c / (BW_D / 4), e = (c % (BW_D / 4)) * 4;
+
+      if (q0 + r < BW_NQ)
+        {
+          const float4 v = *(const float4 *) (src + (long) r * BW_D + e);
+
+          napkin_attn_st2 (dst + r * BW_QRS + e, v.x * BW_DALPHA, v.y * BW_DALPHA);
+          napkin_attn_st2 (dst + r * BW_QRS + e + 2, v.z * BW_DALPHA, v.w * BW_DALPHA);
+        }
+    }
+}
+#undef BW_D
+#undef BW_DP
+#undef BW_S
+#undef BW_NQ
+#undef BW_NKV
+#undef BW_G
+#undef BW_MASK_LO
+#undef BW_MASK_HI
+#undef BW_LEFT
+#undef BW_RIGHT
+#undef BW_OFF
+#undef BW_QGS
+#undef BW_QRS
+#undef BW_OGS
+#undef BW_ORS
+#undef BW_KRS
+#undef BW_WARPS
+#undef BW_THREADS
+#undef BW_BKV
+#undef BW_BQ
+#undef BW_TS
+#undef BW_KBLK
+#undef BW_PW
+#undef BW_PTHREADS
+#undef BW_PROWS
+#undef BW_PBKV
+#undef BW_PQT
+#undef BW_DQT
+#undef BW_SCALE
+#undef BW_DALPHA
+#undef BW_INF
+#undef BW_VIS
+#undef BW_MMA
+#ifdef NKB_NAMES_FROM_ONE
+#undef NKB_NAMES_FROM_ONE
+#undef NKB_NAME_PRE
+#undef NKB_NAME_MAIN
+#undef NKB_NAME_DQ
+#endif
+#ifdef NKB_FROM_NKP
+#undef NKB_FROM_NKP
+#undef NKB_D
+#undef NKB_DP
+#undef NKB_NQ
+#undef NKB_NKV
+#undef NKB_GROUP
+#undef NKB_KV_BATCH
+#undef NKB_MASK_LO
+#undef NKB_MASK_HI
+#undef NKB_LEFT
+#undef NKB_RIGHT
+#undef NKB_OFFSET
+#undef NKB_Q_GROUP
+#undef NKB_Q_ROW
+#undef NKB_O_GROUP
+#undef NKB_O_ROW
+#undef NKB_K_ROW
+#undef NKB_ALPHA
+#undef NKB_DALPHA
+#undef NKB_T
+#undef NKB_OT
+#undef NKB_MMA
+#undef NKB_QREF
+#undef NKB_KREF
+#undef NKB_VREF
+#undef NKB_OREF
+#undef NKB_DOREF
+#undef NKB_DQREF
+#undef NKB_DKREF
+#undef NKB_DVREF
+#undef NKB_LSEREF
+#undef NKB_DROWREF
+#undef NKB_DQAREF
+#undef NKB_WARPS
+#undef NKB_BQ
+#undef NKB_PRE_WARPS
+#undef NKB_NAME_PRE
+#undef NKB_NAME_MAIN
+#undef NKB_NAME_DQ
+#undef NKB_NAME
+#endif

@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later */
+#define G_LOG_DOMAIN "napkin-plan"
+
+#include "config.h"
+
+#include <glib/gi18n-lib.h>
+
+#include <math.h>
+
+#include <string.h>
+
+#include "napkin-plan-private.h"
+
+/* The fused attention backward (docs/plan.md, "Attention backward"): the operations the
+ * backward diagram of O = softmax (α·Q·Kᵀ, masked)·V computes dQ, dK and dV with when the
+ * softmax is recomputed — Q·Kᵀ again, its scale and mask, the softmax, dP = dO·Vᵀ,
+ * dV = Pᵀ·dO, the row term Σ dO⊙O, dS = P⊙(dP − row), the mask's gate and the scale's
+ * adjoint, dQ = dS·K, dK = dSᵀ·Q — found by how the values flow and which axes each
+ * product contracts, never by names, and run as one kernel of FlashAttention-2's shape
+ * (kernels/attn-bwd-sm80.cu) that never writes a [q, k] value. */
+
+typedef struct
+{
+  const NapkinPlanKernel *within;   /* the kernel whose nodes these are, or NULL: outside regions */
+  const gboolean         *taken;    /* outside regions: nodes another kernel took, or NULL */
+  GArray                 *nodes;
+} Group;
+
+typedef struct
+{
+  int    sm, qk, q, k, mask;
+  double alpha;
+  int    dv, dp, d_o, v, o, red, dq, dk;
+  double d_alpha;
+} Roles;
+
+static gboolean
+free_node (NapkinPlanner *p,
+           const Group   *g,
+           int            n)
+{
+  if (n < 0)
+    return FALSE;
+  if (g->within != NULL)
+    return _napkin_plan_member (p, g->within, n);
+  return p->top[n] < 0 && (g->taken == NULL || !g->taken[n]);
+}
+
+static void
+take (Group *g,
+      int    n)
+{
+  guint u = (guint) n;
+
+  for (guint i = 0; i < g->nodes->len; i++)
+    if (g_array_index (g->nodes, guint, i) == u)
+      return;
+  g_array_append_val (g->nodes, u);
+}
+
+static int
+only_consumer (NapkinPlanner *p,
+               int            n)
+{
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (p->d, (guint) n, &n_consumers);
+
+  return n_consumers == 1 ? (int) consumers[0] : -1;
+}
+
+static gboolean
+is_map (NapkinPlanner *p,
+        int            n,
+        NapkinMapFn    fn)
+{
+  const NapkinNode *node = n >= 0 ? napkin_diagram_node (p->d, (guint) n) : NULL;
+
+  return node != NULL && node->kind == NAPKIN_OP_MAP && node->fn == fn;
+}
+
+/* Back from `n` through casts the group may take (each read once): the value they cast. */
+static int
+under_casts (NapkinPlanner *p,
+             Group         *g,
+             int            n)
+{
+  while (is_map (p, n, NAPKIN_FN_CAST) && free_node (p, g, n) && only_consumer (p, n) >= 0)
+    {
+      take (g, n);
+      n = napkin_diagram_input_source (p->d, (guint) n, 0);
+    }
+  return n;
+}
+
+/* The input of the two-input node `n` that is not `one`, or −1 where neither or both are. */
+static int
+other_input (NapkinPlanner *p,
+             int            n,
+             int            one)
+{
+  int a = napkin_diagram_input_source (p->d, (guint) n, 0), b = napkin_diagram_input_source (p->d, (guint) n, 1);
+
+  if ((a == one) == (b == one))
+    return -1;
+  return a == one ? b : a;
+}
+
+static const NapkinTensorType *
+type_of (NapkinPlanner *p,
+         int            n)
+{
+  const NapkinTensorType *t = n >= 0 ? napkin_diagram_node_type (p->d, (guint) n) : NULL;
+
+  return t != NULL && t->valid ? t : NULL;
+}
+
+/* Whether product `c` sums exactly the axes of `summed` (a bit per axis) and the other
+ * operand is `other` (returned through *port: the port of `x`). */
+static gboolean
+sums (NapkinPlanner *p,
+      int            c,
+      int            x,
+      guint64        summed,
+      int           *other)
+{
+  const NapkinTensorType *tx, *ty, *to = type_of (p, c);
+  guint64 seen = 0;
+  int y;
+
+  if (c < 0 || napkin_diagram_node (p->d, (guint) c)->kind != NAPKIN_OP_CONTRACT || to == NULL
+      || (y = other_input (p, c, x)) < 0 || (tx = type_of (p, x)) == NULL || (ty = type_of (p, y)) == NULL)
+    return FALSE;
+  for (guint i = 0; i < tx->n_axes + ty->n_axes; i++)
+    {
+      guint axis = i < tx->n_axes ? tx->axes[i] : ty->axes[i - tx->n_axes];
+
+      if (!napkin_tensor_type_has_axis (to, axis) && axis < 64)
+        seen |= G_GUINT64_CONSTANT (1) << axis;
+    }
+  *other = y;
+  return seen == summed;
+}
+
+static guint64
+bit (int axis)
+{
+  return axis >= 0 && axis < 64 ? G_GUINT64_CONSTANT (1) << axis : 0;
+}
+
+/* The axes of `t` that `u` lacks, as bits. */
+static guint64
+lacking (const NapkinTensorType *t,
+         const NapkinTensorType *u)
+{
+  guint64 b = 0;
+
+  for (guint i = 0; i < t->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (u, t->axes[i]))
+      b |= bit ((int) t->axes[i]);
+  return b;
+}
+
+/* The forward mask `m`'s gate on the adjoint after `at`: x·exp (mask (0·step (x))), which
+ * is 1 where the mask keeps the key and 0 where it hides it — the identity on dS, whose
+ * hidden entries are P's zeros. The gate's product, or −1. */
+static int
+mask_gate (NapkinPlanner *p,
+           Group         *g,
+           int            at,
+           int            m)
+{
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (p->d, (guint) at, &n_consumers);
+  int step = -1, mul = -1, zero, mask, e;
+  const NapkinNode *fm, *gm;
+
+  if (n_consumers != 2 || m < 0)
+    return -1;
+  for (guint i = 0; i < 2; i++)
+    {
+      if (is_map (p, (int) consumers[i], NAPKIN_FN_STEP))
+        step = (int) consumers[i];
+      else if (is_map (p, (int) consumers[i], NAPKIN_FN_MUL))
+        mul = (int) consumers[i];
+    }
+  if (step < 0 || mul < 0 || !free_node (p, g, step) || !free_node (p, g, mul))
+    return -1;
+  zero = only_consumer (p, step);
+  mask = zero >= 0 ? only_consumer (p, zero) : -1;
+  e = mask >= 0 ? only_consumer (p, mask) : -1;
+  if (!is_map (p, zero, NAPKIN_FN_SCALE) || napkin_diagram_node (p->d, (guint) zero)->alpha != 0.0
+      || mask < 0 || napkin_diagram_node (p->d, (guint) mask)->kind != NAPKIN_OP_MASK
+      || !is_map (p, e, NAPKIN_FN_EXP) || only_consumer (p, e) != mul || other_input (p, mul, at) != e
+      || !free_node (p, g, zero) || !free_node (p, g, mask) || !free_node (p, g, e))
+    return -1;
+  fm = napkin_diagram_node (p->d, (guint) m);
+  gm = napkin_diagram_node (p->d, (guint) mask);
+  if (fm->mask != gm->mask || g_strcmp0 (fm->axis, gm->axis) != 0 || g_strcmp0 (fm->rows, gm->rows) != 0
+      || fm->offset != gm->offset || fm->left != gm->left || fm->right != gm->right)
+    return -1;
+  take (g, step);
+  take (g, zero);
+  take (g, mask);
+  take (g, e);
+  take (g, mul);
+  return mul;
+}
+
+/* NAPKIN_BWD_DEBUG=1: where the recogniser left a softmax (for reading a diagram's refusals) */
+#define NOMATCH do { if (g_getenv ("NAPKIN_BWD_DEBUG")) g_printerr ("attention backward: %s not matched at line %d\n", \
+                                                                   napkin_diagram_node (p->d, sm)->id, __LINE__); \
+                     return FALSE; } while (0)
+
+static gboolean
+match (NapkinPlanner *p,
+       Group         *g,
+       guint          sm,
+       Roles         *r)
+{
+  const NapkinNode *sn = napkin_diagram_node (p->d, sm);
+  const NapkinTensorType *ts = type_of (p, (int) sm), *tq, *tk, *tdo;
+  guint n_consumers;
+  const guint *consumers;
+  int key, query = -1, at, ds = -1, x, sub, lhs, rhs, rm, y;
+  guint64 group_axes;
+
+  memset (r, 0, sizeof *r);
+  r->mask = r->dv = r->dq = r->dk = -1;
+  r->alpha = r->d_alpha = 1.0;
+  if (sn->kind != NAPKIN_OP_SOFTMAX || ts == NULL || !free_node (p, g, (int) sm))
+    NOMATCH;
+  key = napkin_diagram_find_axis (p->d, sn->axis);
+  r->sm = (int) sm;
+  take (g, (int) sm);
+  /* back to Q·Kᵀ: scales, casts and one causal or window mask, each read once */
+  for (at = napkin_diagram_input_source (p->d, sm, 0); at >= 0;)
+    {
+      const NapkinNode *n = napkin_diagram_node (p->d, (guint) at);
+
+      if (!free_node (p, g, at) || only_consumer (p, at) < 0)
+        NOMATCH;
+      take (g, at);
+      if (n->kind == NAPKIN_OP_CONTRACT)
+        break;
+      if (n->kind == NAPKIN_OP_MAP && n->fn == NAPKIN_FN_SCALE)
+        r->alpha *= n->alpha;
+      else if (n->kind == NAPKIN_OP_MASK && n->mask != NAPKIN_MASK_TENSOR && r->mask < 0
+               && r->alpha > 0)
+        r->mask = at;
+      else if (!(n->kind == NAPKIN_OP_MAP && n->fn == NAPKIN_FN_CAST))
+        NOMATCH;
+      at = napkin_diagram_input_source (p->d, (guint) at, 0);
+    }
+  if (at < 0 || !(r->alpha > 0))
+    NOMATCH;
+  r->qk = at;
+  r->q = napkin_diagram_input_source (p->d, (guint) at, 0);
+  r->k = napkin_diagram_input_source (p->d, (guint) at, 1);
+  if ((tq = type_of (p, r->q)) == NULL || (tk = type_of (p, r->k)) == NULL
+      || napkin_tensor_type_has_axis (tq, (guint) key) || !napkin_tensor_type_has_axis (tk, (guint) key))
+    NOMATCH;
+  /* Q's axes K lacks: the query axis and the group's (GQA), summed by dK */
+  group_axes = lacking (tq, tk);
+  if (r->mask >= 0)
+    query = napkin_diagram_find_axis (p->d, napkin_diagram_node (p->d, (guint) r->mask)->rows);
+  if (group_axes == 0 || (query >= 0 && !(group_axes & bit (query))))
+    NOMATCH;
+
+  /* the softmax's readers: dV = Σ_q P·dO, and dS = P⊙(…) */
+  consumers = napkin_diagram_consumers (p->d, sm, &n_consumers);
+  if (n_consumers != 2)
+    NOMATCH;
+  for (guint i = 0; i < 2; i++)
+    {
+      int c = (int) consumers[i];
+
+      if (!free_node (p, g, c))
+        NOMATCH;
+      if (napkin_diagram_node (p->d, (guint) c)->kind == NAPKIN_OP_CONTRACT)
+        r->dv = c;
+      else if (is_map (p, c, NAPKIN_FN_MUL))
+        ds = c;
+    }
+  if (r->dv < 0 || ds < 0 || !sums (p, r->dv, (int) sm, group_axes, &r->d_o) || (tdo = type_of (p, r->d_o)) == NULL)
+    NOMATCH;
+  take (g, r->dv);
+  take (g, ds);
+  /* dS = P⊙cast (cast (dP) − cast (Σ dO⊙O)): dP = Σ_e dO·V */
+  x = under_casts (p, g, other_input (p, ds, (int) sm));
+  sub = x;
+  if (!is_map (p, sub, NAPKIN_FN_SUB) || !free_node (p, g, sub) || only_consumer (p, sub) < 0)
+    NOMATCH;
+  take (g, sub);
+  lhs = under_casts (p, g, napkin_diagram_input_source (p->d, (guint) sub, 0));
+  rhs = under_casts (p, g, napkin_diagram_input_source (p->d, (guint) sub, 1));
+  r->dp = lhs;
+  if (!free_node (p, g, r->dp) || only_consumer (p, r->dp) < 0
+      || !sums (p, r->dp, r->d_o, lacking (tdo, ts), &r->v))
+    NOMATCH;
+  take (g, r->dp);
+  /* the row term: Σ_e of dO⊙O over dO's head axis */
+  r->red = rhs;
+  if (r->red < 0 || !free_node (p, g, r->red) || only_consumer (p, r->red) < 0)
+    NOMATCH;
+  {
+    const NapkinNode *rn = napkin_diagram_node (p->d, (guint) r->red);
+
+    if (rn->kind != NAPKIN_OP_REDUCE || rn->reduce != NAPKIN_REDUCE_SUM
+        || bit (napkin_diagram_find_axis (p->d, rn->axis)) != lacking (tdo, ts))
+      NOMATCH;
+  }
+  take (g, r->red);
+  rm = under_casts (p, g, napkin_diagram_input_source (p->d, (guint) r->red, 0));
+  if (!is_map (p, rm, NAPKIN_FN_MUL) || !free_node (p, g, rm) || only_consumer (p, rm) < 0
+      || (r->o = other_input (p, rm, r->d_o)) < 0)
+    NOMATCH;
+  take (g, rm);
+
+  /* after dS: casts, the mask's gate, the scale's adjoint; then dQ and dK */
+  for (at = ds;;)
+    {
+      int c = only_consumer (p, at), gate;
+
+      if (c >= 0 && free_node (p, g, c) && is_map (p, c, NAPKIN_FN_SCALE))
+        r->d_alpha *= napkin_diagram_node (p->d, (guint) c)->alpha;
+      else if (!(c >= 0 && free_node (p, g, c) && is_map (p, c, NAPKIN_FN_CAST)))
+        {
+          if ((gate = mask_gate (p, g, at, r->mask)) < 0)
+            break;
+          at = gate;
+          continue;
+        }
+      take (g, c);
+      at = c;
+    }
+  consumers = napkin_diagram_consumers (p->d, (guint) at, &n_consumers);
+  if (n_consumers != 2 || !(r->d_alpha > 0) || fabs (r->d_alpha - r->alpha) > 1e-6 * r->alpha)
+    NOMATCH;
+  for (guint i = 0; i < 2; i++)
+    {
+      int c = (int) consumers[i];
+
+      if (!free_node (p, g, c))
+        NOMATCH;
+      if (sums (p, c, at, bit (key), &y) && y == r->k)
+        r->dq = c;
+      else if (sums (p, c, at, group_axes, &y) && y == r->q)
+        r->dk = c;
+    }
+  if (r->dq < 0 || r->dk < 0)
+    NOMATCH;
+  take (g, r->dq);
+  take (g, r->dk);
+  /* every value but the three gradients stays in the kernel */
+  for (guint i = 0; i < g->nodes->len; i++)
+    {
+      int n = (int) g_array_index (g->nodes, guint, i);
+
+      if (n == r->dq || n == r->dk || n == r->dv)
+        continue;
+      consumers = napkin_diagram_consumers (p->d, (guint) n, &n_consumers);
+      for (guint c = 0; c < n_consumers; c++)
+        {
+          gboolean in = FALSE;
+
+          for (guint j = 0; j < g->nodes->len && !in; j++)
+            in = g_array_index (g->nodes, guint, j) == consumers[c];
+          if (!in)
+            NOMATCH;
+        }
+    }
+  return TRUE;
+}
+
+gboolean
+_napkin_plan_attention_backward_group (NapkinPlanner  *p,
+                                       guint           sm,
+                                       const gboolean *taken,
+                                       GArray         *nodes)
+{
+  Group g = { NULL, taken, nodes };
+  Roles r;
+
+  g_array_set_size (nodes, 0);
+  if (!match (p, &g, sm, &r))
+    {
+      g_array_set_size (nodes, 0);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* ---- the kernel ---------------------------------------------------------------------------- */
+
+/* Whether value `n` lies in device memory as `like` does: the same axes in the same order
+ * and the same type. */
+static gboolean
+laid_like (NapkinPlanner      *p,
+           int                 n,
+           const NapkinTensor *like,
+           NapkinTensor       *tmp)
+{
+  const char *names[NAPKIN_MAX_RANK + 1];
+
+  if (!_napkin_plan_attention_value (p, n, tmp, names))
+    return FALSE;
+  if (g_strv_length (tmp->axes) != g_strv_length (like->axes))
+    return FALSE;
+  for (guint i = 0; like->axes[i] != NULL; i++)
+    if (!g_str_equal (tmp->axes[i], like->axes[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* The main kernel's shared memory (kernels/attn-bwd-sm80.cu's formula). */
+static gint64
+main_smem (gint64 dp,
+           gint64 warps,
+           gint64 bq)
+{
+  const gint64 s = dp + 8;
+
+  return 2 * (32 * warps * s + 4 * bq * s + 16 * warps * (bq + 8)) + 16 * bq;
+}
+
+gboolean
+_napkin_plan_try_attention_backward (NapkinPlanner    *p,
+                                     NapkinPlanKernel *k,
+                                     char            **why)
+{
+  NapkinPlanAttnBackward *b = &k->u.bwd;
+  NapkinPlanAttention *a = &b->a;
+  g_autoptr(GArray) nodes = NULL;
+  NapkinTensor tq, tk, tv, to, tmp;
+  const char *nq[NAPKIN_MAX_RANK + 1], *nk[NAPKIN_MAX_RANK + 1], *nv[NAPKIN_MAX_RANK + 1], *no[NAPKIN_MAX_RANK + 1];
+  const char *query = NULL;
+  char *reason;
+  Group g;
+  Roles r;
+  int sm = -1;
+  gint64 dp, kv_blocks, q_tiles;
+
+  if (k->region < 0)
+    return FALSE;
+  for (guint i = 0; i < k->nodes->len && sm < 0; i++)
+    if (napkin_diagram_node (p->d, g_array_index (k->nodes, guint, i))->kind == NAPKIN_OP_SOFTMAX)
+      sm = (int) g_array_index (k->nodes, guint, i);
+  if (sm < 0)
+    return FALSE;
+  nodes = g_array_new (FALSE, FALSE, sizeof (guint));
+  g.within = k;
+  g.taken = NULL;
+  g.nodes = nodes;
+  if (!match (p, &g, (guint) sm, &r) || nodes->len != k->nodes->len)
+    return FALSE;
+
+  if (p->sm < 80)
+    {
+      *why = g_strdup (_("attention backward: the fused kernel needs mma.sync (compute capability 8.0 or later)"));
+      return FALSE;
+    }
+  if (!_napkin_plan_attention_value (p, r.q, &tq, nq) || !_napkin_plan_attention_value (p, r.k, &tk, nk)
+      || !_napkin_plan_attention_value (p, r.v, &tv, nv) || !_napkin_plan_attention_value (p, r.o, &to, no))
+    {
+      *why = g_strdup (_("attention backward: Q, K, V and O need known types"));
+      return FALSE;
+    }
+  memset (b, 0, sizeof *b);
+  a->partials = a->v_t = -1;
+  a->lead_first = -1;
+  a->bkv_parts = 1;
+  a->split_kv = 1;
+  a->q_scale = a->k_scale = a->v_scale = 1.0;
+  a->window_left = a->window_right = -1;
+  reason = _napkin_plan_attention_layout (p, a, &tq, &tk, &tv, &to, napkin_diagram_node (p->d, (guint) sm)->axis,
+                                          r.mask >= 0 ? napkin_diagram_node (p->d, (guint) r.mask)->rows : NULL, &query);
+  if (reason != NULL)
+    {
+      *why = g_strdup_printf (_("attention backward: %s"), reason);
+      g_free (reason);
+      memset (&k->u, 0, sizeof k->u);
+      return FALSE;
+    }
+  if (r.mask >= 0
+      && (reason = _napkin_plan_attention_read_mask (a, napkin_diagram_node (p->d, (guint) r.mask),
+                                                     napkin_diagram_node (p->d, (guint) sm)->axis, query)) != NULL)
+    {
+      *why = reason;
+      memset (&k->u, 0, sizeof k->u);
+      return FALSE;
+    }
+  a->dtype = _napkin_plan_value_dtype (p, r.q);
+  a->v_dtype = a->o_dtype = a->dtype;
+  b->grad_dtype = _napkin_plan_value_dtype (p, r.dq);
+  {
+    const int same[] = { r.k, r.v, r.o, r.d_o };
+    const int grads[] = { r.dk, r.dv };
+
+    for (guint i = 0; i < G_N_ELEMENTS (same); i++)
+      if (_napkin_plan_value_dtype (p, same[i]) != a->dtype)
+        reason = g_strdup (_("Q, K, V, O and dO must share one type"));
+    for (guint i = 0; i < G_N_ELEMENTS (grads); i++)
+      if (_napkin_plan_value_dtype (p, grads[i]) != b->grad_dtype)
+        reason = g_strdup (_("dQ, dK and dV must share one type"));
+  }
+  if (reason == NULL && a->dtype != NAPKIN_DTYPE_FP16 && a->dtype != NAPKIN_DTYPE_BF16)
+    reason = g_strdup_printf (_("the fused kernel takes fp16 or bf16, not %s"), napkin_dtype_to_string (a->dtype));
+  if (reason == NULL && b->grad_dtype != NAPKIN_DTYPE_FP16 && b->grad_dtype != NAPKIN_DTYPE_BF16)
+    reason = g_strdup_printf (_("the gradients must be fp16 or bf16, not %s"), napkin_dtype_to_string (b->grad_dtype));
+  /* dO lies as O does, dQ as Q, dK and dV as K: the kernel walks them with the same strides */
+  if (reason == NULL && !laid_like (p, r.d_o, &to, &tmp))
+    reason = g_strdup (_("dO must lie in device memory as O does"));
+  if (reason == NULL && !laid_like (p, r.dq, &tq, &tmp))
+    reason = g_strdup (_("dQ must lie in device memory as Q does"));
+  if (reason == NULL && (!laid_like (p, r.dk, &tk, &tmp) || !laid_like (p, r.dv, &tk, &tmp)))
+    reason = g_strdup (_("dK and dV must lie in device memory as K does"));
+  if (reason == NULL && (a->D % 8 != 0 || a->D > 128))
+    reason = g_strdup_printf (_("head size %lld: the fused kernel takes multiples of 8 up to 128"), (long long) a->D);
+  if (reason != NULL)
+    {
+      *why = g_strdup_printf (_("attention backward: %s"), reason);
+      g_free (reason);
+      memset (&k->u, 0, sizeof k->u);
+      return FALSE;
+    }
+
+  a->alpha = r.alpha;
+  b->d_alpha = r.d_alpha;
+  a->q = (NapkinPlanBuffer) { r.q, -1, a->dtype };
+  a->k = (NapkinPlanBuffer) { r.k, -1, a->dtype };
+  a->v = (NapkinPlanBuffer) { r.v, -1, a->dtype };
+  a->o = (NapkinPlanBuffer) { r.o, -1, a->dtype };
+  b->d_o = (NapkinPlanBuffer) { r.d_o, -1, a->dtype };
+  b->d_q = (NapkinPlanBuffer) { r.dq, -1, b->grad_dtype };
+  b->d_k = (NapkinPlanBuffer) { r.dk, -1, b->grad_dtype };
+  b->d_v = (NapkinPlanBuffer) { r.dv, -1, b->grad_dtype };
+  /* the tiles the kernel compiled without spills (kernels/attn-bwd-sm80.cu): 8 warps of 16
+   * keys, 32 queries a tile at d 128, 64 below */
+  dp = (a->D + 15) / 16 * 16;
+  b->warps = 8;
+  b->pre_warps = 4;
+  a->BQ = dp > 64 ? 32 : 64;
+  a->BKV = 16 * b->warps;
+  a->group_tile = 1;
+  a->rows = a->BQ;
+  a->stages = 2;
+  a->consumers = b->warps;
+  _napkin_plan_attention_count_tiles (a);
+  kv_blocks = (a->NKV + a->BKV - 1) / a->BKV;
+  q_tiles = (a->NQ + a->BQ - 1) / a->BQ;
+  b->pairs = a->tiles_computed * a->batch;
+  b->lse_at = 0;
+  b->drow_at = a->batch * a->NQ;
+  b->dqa_at = (2 * a->batch * a->NQ + 3) / 4 * 4;
+  b->scratch = _napkin_plan_add_scratch (p->plan, (b->dqa_at + a->batch * a->NQ * a->D) * 4);
+  b->pre_grid = a->batch * ((a->NQ + 16 * b->pre_warps - 1) / (16 * b->pre_warps));
+  b->dq_grid = a->batch * ((a->NQ + 63) / 64);
+  b->pre_smem = 2 * (16 * b->pre_warps + 128) * (dp + 8);
+  k->kind = NAPKIN_PLAN_ATTENTION_BACKWARD;
+  k->path = NAPKIN_PATH_MMA;
+  k->grid = a->kv_batch * kv_blocks;
+  k->threads = 32 * b->warps;
+  k->smem_bytes = main_smem (dp, b->warps, a->BQ);
+  k->registers = 255;
+  k->blocks_per_sm = 1;
+  g_free (k->note);
+  k->note = g_strdup_printf (_("fused attention backward (FlashAttention-2's shape): %lld keys a block (%u warps of 16), "
+                               "query tiles of %lld through two cp.async buffers, the scores recomputed from each "
+                               "row's log-sum-exp, dK and dV in registers, dQ added in fp32 (atomics); %lld of %lld "
+                               "key blocks × query tiles computed per head; 3 launches (log-sum-exps and row terms, "
+                               "the gradients, dQ)"),
+                             (long long) a->BKV, b->warps, (long long) a->BQ, (long long) a->tiles_computed,
+                             (long long) (kv_blocks * q_tiles));
+  return TRUE;
+}
