@@ -25,7 +25,7 @@
  *   main  grid KV_BATCH·⌈NKV / (16·WARPS)⌉, 32·WARPS threads,
  *         shared 2·(32·WARPS·S + 4·BQ·S + 16·WARPS·(BQ + 8)) + 16·BQ
  *   dq    grid KV_BATCH·GROUP·⌈NQ / 64⌉, 256 threads, no shared memory
- * Block indices: pre and dq (blk·GROUP + g)·TILES + tile, main blk·⌈NKV / BKV⌉ + key block,
+ * Block indices: pre and dq (blk·GROUP + g)·TILES + tile, main key block·KV_BATCH + blk,
  * blk the LEAD fragment's (the K/V head). Scratch, fp32, rows (kv_flat·GROUP + g)·NQ + i:
  * LSE and DROW one value a row, DQA D values a row (16-byte aligned). Q, K, V, dO rows are
  * copied in 16-byte pieces (16-byte aligned), O is read and the outputs written in pairs.
@@ -541,9 +541,14 @@ NKB_NAME_MAIN (const NapkinArgs args)
   const int g8 = lane >> 2, t4 = lane & 3;             /* an accumulator's row (and + 8), column pair */
 
   static_assert (BW_WARPS % (BW_BQ / 16) == 0 && BW_BQ % 16 == 0 && BW_BQ <= 64, "WARPS, BQ");
+  /* the key block is the slow index: every head's block of the same keys runs in the same
+   * wave, and under a causal mask the key blocks that see the most queries (the first)
+   * start first, so the last wave holds the short ones (under a window's lower edge alone,
+   * the last key blocks are the long ones) */
   long blk = blockIdx.x;
-  const long kb = blk % BW_KBLK;
-  blk /= BW_KBLK;
+  const long kb_ = blk / (long) (NKB_KV_BATCH);
+  const long kb = BW_MASK_LO && !BW_MASK_HI ? BW_KBLK - 1 - kb_ : kb_;
+  blk %= (long) (NKB_KV_BATCH);
   long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0;
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/LEAD"

@@ -626,6 +626,13 @@ softmax_row_from_output (Grad       *G,
   int c = only_live_consumer (G, v);
   const NapkinTensorType *o_type;
 
+  /* only where the softmax is recomputed: the fused backward makes g in fp32 on chip.
+   * Beside a g stored in 16 bits, Σ_d dO⊙O is not the sum of the rounded g (nor of the
+   * rounded O's product): Σ_k dx drifts from 0 by their difference, which dQ = Σ_k dx·K
+   * multiplies by K's mean — large where K has a bias — and a key bias's gradient,
+   * zero in exact arithmetic, is all drift (docs/training.md, "The row term") */
+  if (!G->recompute[v])
+    return NULL;
   if (c < 0 || napkin_diagram_node (G->fwd, c)->kind != NAPKIN_OP_CONTRACT || G->grads[c] == NULL
       || G->contribs[v]->len != 1)
     return NULL;
@@ -667,7 +674,20 @@ softmax_adjoint (Grad       *G,
     return;
   row = softmax_row_from_output (G, v, stem);
   if (row == NULL)
-    row = reduce_sum (G, map2 (G, NAPKIN_FN_MUL, p, gy, stem), napkin_diagram_find_axis (G->d, node->axis), stem);
+    {
+      /* the products in g's type, as stored, their sum kept in fp32 */
+      NapkinNode *r = napkin_node_new (NULL, NAPKIN_OP_REDUCE);
+      const char *pg = map2 (G, NAPKIN_FN_MUL, p, gy, stem);
+
+      r->reduce = NAPKIN_REDUCE_SUM;
+      r->axis = g_strdup (node->axis);
+      if (napkin_dtype_is_float (type_of (G, pg)->dtype) && napkin_dtype_bytes (type_of (G, pg)->dtype) < 4)
+        {
+          r->has_dtype = TRUE;
+          r->dtype = NAPKIN_DTYPE_FP32;
+        }
+      row = add_node (G, r, stem, (const char *[]) { pg }, 1);
+    }
   /* g − Σ_k p g in fp32, rounded after: g is close to the row's sum where the keys'
    * values are alike (a bias in V), and the sum rounded to 16 bits is an error shared by
    * the whole row, which the products after sum up (docs/training.md, "The row term") */

@@ -2915,10 +2915,11 @@ kernel_plan (Model                  *m,
 }
 
 /* A top-level region: one kernel with everything nested in it. */
-/* The fused attention backward's main loop as a share of the mma.sync peak: its products
- * wait on the exponentials and the row arithmetic between them (docs/model.md,
- * "Attention backward"; to be refit on measured runs). */
-#define NAPKIN_ATTN_BWD_MMA_EFFICIENCY 0.7
+/* The fused attention backward's products as a share of the mma.sync peak (docs/model.md,
+ * "Attention backward"): fit to its first run on an H200 (4 × 16 heads, 4096 queries and
+ * keys, d 128: 7.52 ms; the exponentials, the row arithmetic and the shared-memory reads
+ * counted beside it, all issued by the same warps). */
+#define NAPKIN_ATTN_BWD_MMA_EFFICIENCY 0.39
 
 /* The fused attention backward (kernels/attn-bwd-sm80.cu; docs/model.md, "Attention
  * backward"): its own count, not the region's tiles — the kernel makes no [q, k] value
@@ -2950,10 +2951,12 @@ attention_backward_cost (Model                  *m,
 
   napkin_tensor_class_for_dtype (a->dtype, &klass);
   memset (k->time_s, 0, sizeof k->time_s);
+  /* the warps that issue mma.sync compute the exponentials and the row arithmetic
+   * between the products: counted in the tensor time (finish_kernel adds shared memory's) */
   k->time_s[NAPKIN_RESOURCE_TENSOR] = flops / (napkin_arch_mma_sync_rate (m->arch, klass)
-                                               * NAPKIN_ATTN_BWD_MMA_EFFICIENCY);
-  k->time_s[NAPKIN_RESOURCE_SFU] = pairs * a->BKV * a->BQ * 2 / napkin_arch_sfu_rate (m->arch);
-  k->time_s[NAPKIN_RESOURCE_CUDA] = pairs * a->BKV * a->BQ * 6 / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
+                                               * NAPKIN_ATTN_BWD_MMA_EFFICIENCY)
+                                      + pairs * a->BKV * a->BQ * 2 / napkin_arch_sfu_rate (m->arch)
+                                      + pairs * a->BKV * a->BQ * 6 / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
   k->time_s[NAPKIN_RESOURCE_SMEM] = smem / m->arch->levels[NAPKIN_LEVEL_SMEM].bandwidth;
   k->time_s[NAPKIN_RESOURCE_HBM] = hbm / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
   k->time_s[NAPKIN_RESOURCE_L2] = l2 / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
@@ -2964,7 +2967,10 @@ attention_backward_cost (Model                  *m,
   k->launches = 3;
   k->overlaps = TRUE;
   k->tensor_path = "mma.sync";
-  k->quantisation = (double) ceil_div (pk->grid, m->arch->sms) * m->arch->sms / MAX (1, pk->grid);
+  /* the waves, or the block with the most pairs where it outlasts them (a causal mask's
+   * first keys see every query; a grid under the SMs' count) */
+  k->quantisation = MAX ((double) ceil_div (pk->grid, m->arch->sms) * m->arch->sms / MAX (1, pk->grid),
+                         b->pairs > 0 ? (double) b->longest * m->arch->sms / b->pairs : 1.0);
   k->fill = grid_fill (m, pk->grid);
 }
 

@@ -534,12 +534,12 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   b->d_q = (NapkinPlanBuffer) { r.dq, -1, b->grad_dtype };
   b->d_k = (NapkinPlanBuffer) { r.dk, -1, b->grad_dtype };
   b->d_v = (NapkinPlanBuffer) { r.dv, -1, b->grad_dtype };
-  /* the tiles the kernel compiled without spills (kernels/attn-bwd-sm80.cu): 8 warps of 16
-   * keys, 32 queries a tile at d 128, 64 below */
+  /* the tiles that ran fastest on an H200 (docs/perf-notes.md, "Session 18"; all compile
+   * without spills): 64 queries a tile, 8 warps of 16 keys above d 64, 4 from d 64 down */
   dp = (a->D + 15) / 16 * 16;
-  b->warps = 8;
+  b->warps = dp > 64 ? 8 : 4;
   b->pre_warps = 4;
-  a->BQ = dp > 64 ? 32 : 64;
+  a->BQ = 64;
   a->BKV = 16 * b->warps;
   a->group_tile = 1;
   a->rows = a->BQ;
@@ -549,6 +549,21 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   kv_blocks = (a->NKV + a->BKV - 1) / a->BKV;
   q_tiles = (a->NQ + a->BQ - 1) / a->BQ;
   b->pairs = a->tiles_computed * a->batch;
+  /* the block with the most: a key block's query tiles, every head of its group */
+  {
+    g_autofree gint64 *per_block = g_new0 (gint64, kv_blocks);
+
+    for (gint64 t = 0; t < q_tiles; t++)
+      {
+        gint64 first, end;
+
+        napkin_plan_attention_chunks (a, t * a->BQ, MIN ((t + 1) * a->BQ, a->NQ), &first, &end, NULL);
+        for (gint64 j = first; j < end && j < kv_blocks; j++)
+          per_block[j]++;
+      }
+    for (gint64 j = 0; j < kv_blocks; j++)
+      b->longest = MAX (b->longest, per_block[j] * a->group);
+  }
   b->lse_at = 0;
   b->drow_at = a->batch * a->NQ;
   b->dqa_at = (2 * a->batch * a->NQ + 3) / 4 * 4;

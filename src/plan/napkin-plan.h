@@ -322,6 +322,7 @@ typedef struct
   gint64              pre_grid, dq_grid;   /* main's is the kernel's grid */
   gint64              pre_smem;
   gint64              pairs;               /* (key block, query tile) pairs computed, all heads */
+  gint64              longest;             /* … by the block with the most (a causal mask's first keys) */
 } NapkinPlanAttnBackward;
 
 /* Copy src (rows × cols, leading dimension ld_src) to dst (leading dimension ld_dst,

@@ -795,22 +795,30 @@ row_term_axis (NapkinDiagram *backward,
   return NULL;
 }
 
-/* Attention's softmax read by P·V alone: its adjoint's row term is Σ_d dO⊙O (reduced
- * over d, the head dimension, not over the keys); with the probabilities also an output
- * it is Σ_k p⊙g again. Both checked against central differences. */
+/* Attention's softmax read by P·V alone and recomputed: its adjoint's row term is Σ_d
+ * dO⊙O (reduced over d, the head dimension, not over the keys), as the fused backward
+ * computes it; stored, or with the probabilities also an output, it is Σ_k p⊙g (the sum of
+ * the rounded g it is subtracted from), in fp32. All checked against central differences. */
 static void
 test_softmax_row_term (void)
 {
   g_autoptr(NapkinDiagram) d = napkin_test_load_example ("attention.napkin");
   g_autoptr(NapkinDiagram) small = NULL;
   g_autoptr(NapkinDiagram) backward = NULL;
+  g_autoptr(NapkinDiagram) recomputed = NULL;
   g_autoptr(NapkinDiagram) also_out = NULL;
   g_autoptr(NapkinDiagram) backward2 = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *const sm[] = { "sm", NULL };
 
   small = small_copy (d);
   backward = backward_of (small, NULL);
-  g_assert_cmpstr (row_term_axis (backward, TRUE), ==, "d");
+  g_assert_cmpstr (row_term_axis (backward, TRUE), ==, "k");
   g_assert_cmpfloat (gradient_error (small, backward, 7), <, TOLERANCE);
+  recomputed = napkin_grad_diagram_recompute (small, NULL, sm, NULL, &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (row_term_axis (recomputed, TRUE), ==, "d");
+  g_assert_cmpfloat (gradient_error (small, recomputed, 7), <, TOLERANCE);
 
   /* the probabilities an output too: a second gradient term arrives at them */
   also_out = napkin_diagram_copy (small);
@@ -837,7 +845,7 @@ test_softmax_row_term (void)
   }
   g_assert_true (napkin_diagram_validate (also_out, NULL));
   backward2 = backward_of (also_out, NULL);
-  g_assert_cmpstr (row_term_axis (backward2, FALSE), ==, "k");
+  g_assert_cmpstr (row_term_axis (backward2, TRUE), ==, "k");
   g_assert_cmpfloat (gradient_error (also_out, backward2, 7), <, TOLERANCE);
 }
 

@@ -13,7 +13,7 @@ O=${OUT:-/tmp/s18}; mkdir -p "$O"
 export LD_LIBRARY_PATH=$PWD/.gpu/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export NAPKIN_RUNNER=$PWD/.gpu/bin/napkin-runner NAPKIN_DATA_DIR=$PWD/data NAPKIN_ARCH_DIR=$PWD/data/archs
 C=$PWD/.gpu/bin/napkin-cli
-( timeout 230 bash bench/gpu/attn-bwd-alone.sh > "$O/alone.log" 2>&1 ); tail -40 "$O/alone.log"
+( export OUT=$O/alone; timeout 200 bash bench/gpu/attn-bwd-alone.sh > "$O/alone.txt" 2>&1 ); tail -45 "$O/alone.txt"
 summ () { python3 - "$1" <<'PY'
 import json,sys
 t=open(sys.argv[1]).read()
@@ -39,7 +39,12 @@ for ex in flash-attention attention-causal-gqa; do
   timeout 120 $C run --json --repeats 20 --no-reference --no-energy --model h200 \
       "$O/$ex-bwd.napkin" > "$O/$ex-full.json" 2> "$O/$ex-full.err"
   echo "$ex backward, its own size:"; summ "$O/$ex-full.json"
+  $C grad data/examples/$ex.napkin -o "$O/$ex-bwd-stored.napkin" > /dev/null
+  timeout 120 $C run --json --repeats 20 --no-reference --no-energy --model h200 \
+      "$O/$ex-bwd-stored.napkin" > "$O/$ex-stored.json" 2> "$O/$ex-stored.err"
+  echo "$ex backward with the probabilities stored, its own size:"; summ "$O/$ex-stored.json" | head -3
 done
+rm -rf "$O/alone"/*-d* "$O/alone"/[a-e]-* 2>/dev/null
 ( export MODEL=h200 BUDGET=150 COMPILE=0
   OUT=$O/grad-store timeout 170 bench/gpu/grad-check --cases zoo-gpt2-block,zoo-torch-mha,zoo-bart-attention \
     > "$O/grad-store.log" 2>&1 ); tail -6 "$O/grad-store/table.md"
