@@ -5,9 +5,14 @@
  * backward in three kernels, launched in this order on one stream:
  *   pre   a block of 16·PRE_WARPS query rows of one query head: per row the base-2
  *         log-sum-exp lse2 = log2 Σ exp2 (c·S) over the keys it sees (c = α·log2 e; +∞ for a
- *         row that sees none) — a forward without P·V, keys in chunks of 64 through two
- *         cp.async buffers — Drow = Σ dO⊙O, and the row's dQ accumulator set to zero, so no
- *         memset is needed before main;
+ *         row that sees none) and Drow = Σ P⊙dP over the same keys (P = exp2 (c·S − lse2),
+ *         dP = dO·Vᵀ, both in fp32 from mma.sync as main computes them; 0 for a row that
+ *         sees none) — one online-softmax pass, keys in chunks of 64 (K and V) through two
+ *         cp.async buffers, Σ exp2 (c·S − m)·dP rescaled with the running sum as the
+ *         running max m grows — and the row's dQ accumulator set to zero, so no memset is
+ *         needed before main. Drow so computed makes Σ_j dS_ij vanish to fp32 rounding; Σ
+ *         dO⊙O from the 16-bit O would not (its rounding, times K's mean, drifts dQ), so O
+ *         is read by no kernel (OREF is accepted, unused);
  *   main  a block of BKV = 16·WARPS keys of one K/V head, K and V loaded once, a warp 16
  *         keys: over each query head of the group and each tile of BQ queries that sees a key
  *         of the block (Q, dO, lse2, Drow double-buffered by cp.async), every product with the
@@ -18,17 +23,17 @@
  *         accumulator with red.global.add; at the end dK·DALPHA and dV in OT;
  *   dq    dQ = DALPHA·accumulator, in Q's layout and type OT.
  * For the code generator (S = DP + 8; shared memory in bytes, dynamic; above 48 KiB —
- * main's always, pre's from DP 128 at 4 warps — the launch raises
+ * main's always, pre's from DP 64 at 4 warps — the launch raises
  * cudaFuncAttributeMaxDynamicSharedMemorySize):
  *   pre   grid KV_BATCH·GROUP·⌈NQ / (16·PRE_WARPS)⌉, 32·PRE_WARPS threads,
- *         shared 2·(16·PRE_WARPS + 128)·S
+ *         shared 4·(16·PRE_WARPS + 128)·S  (Q and dO rows, two buffers of K and V chunks)
  *   main  grid KV_BATCH·⌈NKV / (16·WARPS)⌉, 32·WARPS threads,
  *         shared 2·(32·WARPS·S + 4·BQ·S + 16·WARPS·(BQ + 8)) + 16·BQ
  *   dq    grid KV_BATCH·GROUP·⌈NQ / 64⌉, 256 threads, no shared memory
  * Block indices: pre and dq (blk·GROUP + g)·TILES + tile, main key block·KV_BATCH + blk,
  * blk the LEAD fragment's (the K/V head). Scratch, fp32, rows (kv_flat·GROUP + g)·NQ + i:
  * LSE and DROW one value a row, DQA D values a row (16-byte aligned). Q, K, V, dO rows are
- * copied in 16-byte pieces (16-byte aligned), O is read and the outputs written in pairs.
+ * copied in 16-byte pieces (16-byte aligned), the outputs written in pairs.
  * WARPS is 4 or 8 and BQ 16, 32 or 64, WARPS a multiple of BQ/16. dK and dV hold
  * 2·(DP/8)·4 registers a thread; ptxas (sm_80, sm_90) fits every such tile in 255 without
  * spilling at D 64, 80, 96 and 128, and BQ 16 or 32 at any D up to 128 (BQ 64 spills a few
@@ -227,26 +232,6 @@ napkin_bwd_cp4 (unsigned dst, const float *src, bool ok)
   asm volatile ("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r" (dst), "l" (src), "r" (ok ? 4 : 0) : "memory");
 }
 
-/* a0·b0 + a1·b1 of two pairs of 16-bit values (Drow) */
-__device__ __forceinline__ float
-napkin_bwd_dot2 (unsigned a, unsigned b, const napkin_f16 *)
-{
-  float a0, a1, b0, b1;
-
-  asm ("cvt.f32.f16 %0, %1;" : "=f" (a0) : "h" ((unsigned short) (a & 0xffff)));
-  asm ("cvt.f32.f16 %0, %1;" : "=f" (a1) : "h" ((unsigned short) (a >> 16)));
-  asm ("cvt.f32.f16 %0, %1;" : "=f" (b0) : "h" ((unsigned short) (b & 0xffff)));
-  asm ("cvt.f32.f16 %0, %1;" : "=f" (b1) : "h" ((unsigned short) (b >> 16)));
-  return fmaf (a0, b0, a1 * b1);
-}
-
-__device__ __forceinline__ float
-napkin_bwd_dot2 (unsigned a, unsigned b, const napkin_bf16 *)
-{
-  return fmaf (__uint_as_float (a << 16), __uint_as_float (b << 16),
-               __uint_as_float (a & 0xffff0000u) * __uint_as_float (b & 0xffff0000u));
-}
-
 /* Two fp32 values added to dst[0], dst[1] in device memory (8-byte aligned): one
  * vector reduction on sm_90 (PTX 8.1, CUDA 12.1), two before. */
 __device__ __forceinline__ void
@@ -310,14 +295,16 @@ NKB_NAME_PRE (const NapkinArgs args)
 {
   const NKB_T *__restrict__ Qg = NKB_QREF;
   const NKB_T *__restrict__ Kg = NKB_KREF;
-  const NKB_T *__restrict__ Og = NKB_OREF;
+  const NKB_T *__restrict__ Vg = NKB_VREF;
   const NKB_T *__restrict__ dOg = NKB_DOREF;
   float *__restrict__ lse = NKB_LSEREF;
   float *__restrict__ drow = NKB_DROWREF;
   float *__restrict__ dqa = NKB_DQAREF;
   extern __shared__ __align__ (16) unsigned short smem_[];
   unsigned short *Qs = smem_;                          /* [PROWS][S] */
-  unsigned short *Ks = Qs + BW_PROWS * BW_S;           /* [2][PBKV][S] */
+  unsigned short *dOs = Qs + BW_PROWS * BW_S;          /* [PROWS][S] */
+  unsigned short *Ks = dOs + BW_PROWS * BW_S;          /* [2][PBKV][S] */
+  unsigned short *Vs = Ks + 2 * BW_PBKV * BW_S;        /* [2][PBKV][S] */
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
   long blk = blockIdx.x;
@@ -355,31 +342,18 @@ NKB_NAME_PRE (const NapkinArgs args)
 
   napkin_bwd_rows<BW_PROWS, BW_PTHREADS, BW_D, BW_DP, BW_S> (Qs, Qg + q_base + g * BW_QGS + q0 * BW_QRS, BW_QRS,
                                                               q1 - q0, Qg, tid);
+  napkin_bwd_rows<BW_PROWS, BW_PTHREADS, BW_D, BW_DP, BW_S> (dOs, dOg + o_base + g * BW_OGS + q0 * BW_ORS, BW_ORS,
+                                                              q1 - q0, dOg, tid);
   if (n_chunks > 0)
-    napkin_bwd_rows<BW_PBKV, BW_PTHREADS, BW_D, BW_DP, BW_S> (Ks, Kg + k_base + c_first * BW_PBKV * BW_KRS, BW_KRS,
-                                                               BW_NKV - c_first * BW_PBKV, Kg, tid);
+    {
+      napkin_bwd_rows<BW_PBKV, BW_PTHREADS, BW_D, BW_DP, BW_S> (Ks, Kg + k_base + c_first * BW_PBKV * BW_KRS, BW_KRS,
+                                                                 BW_NKV - c_first * BW_PBKV, Kg, tid);
+      napkin_bwd_rows<BW_PBKV, BW_PTHREADS, BW_D, BW_DP, BW_S> (Vs, Vg + k_base + c_first * BW_PBKV * BW_KRS, BW_KRS,
+                                                                 BW_NKV - c_first * BW_PBKV, Vg, tid);
+    }
   asm volatile ("cp.async.commit_group;");
 
-  /* While the copies fly: Drow of the warp's rows (lanes along the row, then a warp sum),
-   * and the block's rows of the dQ accumulator to zero. */
-  for (int r = 0; r < 16; r++)
-    {
-      const long q = q0 + warp * 16 + r;
-
-      if (q >= BW_NQ)
-        break;
-      const NKB_T *o = Og + o_base + g * BW_OGS + q * BW_ORS;
-      const NKB_T *d = dOg + o_base + g * BW_OGS + q * BW_ORS;
-      float acc = 0.0f;
-
-      for (int e = 2 * lane; e < BW_D; e += 64)
-        acc += napkin_bwd_dot2 (*(const unsigned *) (d + e), *(const unsigned *) (o + e), (const NKB_T *) 0);
-#pragma unroll
-      for (int x = 16; x > 0; x >>= 1)
-        acc += __shfl_xor_sync (0xffffffffu, acc, x);
-      if (lane == 0)
-        drow[row0 + q] = acc;
-    }
+  /* While the copies fly: the block's rows of the dQ accumulator to zero. */
   {
     float4 *z = (float4 *) (dqa + (row0 + q0) * BW_D);
 
@@ -387,8 +361,8 @@ NKB_NAME_PRE (const NapkinArgs args)
       z[c] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
   }
 
-  unsigned qf[BW_DP / 16][4];
-  float m_row[2] = { -1e30f, -1e30f }, l_row[2] = { 0.0f, 0.0f };
+  unsigned qf[BW_DP / 16][4], df[BW_DP / 16][4];
+  float m_row[2] = { -1e30f, -1e30f }, l_row[2] = { 0.0f, 0.0f }, a_row[2] = { 0.0f, 0.0f };
   const int r0 = warp * 16 + (lane >> 2), r1 = r0 + 8;
   const long qi0 = q0 + r0, qi1 = q0 + r1;
   long kmin0 = 0, kmin1 = 0, kmax0 = BW_NKV, kmax1 = BW_NKV;
@@ -411,24 +385,32 @@ NKB_NAME_PRE (const NapkinArgs args)
 
       /* the next chunk into the other buffer (free since the barrier ending the last step) */
       if (it + 1 < n_chunks)
-        napkin_bwd_rows<BW_PBKV, BW_PTHREADS, BW_D, BW_DP, BW_S> (Ks + (buf ^ 1) * BW_PBKV * BW_S,
-                                                                   Kg + k_base + (kc + 1) * BW_PBKV * BW_KRS, BW_KRS,
-                                                                   BW_NKV - (kc + 1) * BW_PBKV, Kg, tid);
+        {
+          napkin_bwd_rows<BW_PBKV, BW_PTHREADS, BW_D, BW_DP, BW_S> (Ks + (buf ^ 1) * BW_PBKV * BW_S,
+                                                                     Kg + k_base + (kc + 1) * BW_PBKV * BW_KRS, BW_KRS,
+                                                                     BW_NKV - (kc + 1) * BW_PBKV, Kg, tid);
+          napkin_bwd_rows<BW_PBKV, BW_PTHREADS, BW_D, BW_DP, BW_S> (Vs + (buf ^ 1) * BW_PBKV * BW_S,
+                                                                     Vg + k_base + (kc + 1) * BW_PBKV * BW_KRS, BW_KRS,
+                                                                     BW_NKV - (kc + 1) * BW_PBKV, Vg, tid);
+        }
       asm volatile ("cp.async.commit_group;");
       asm volatile ("cp.async.wait_group 1;");
       __syncthreads ();
 
       /* Q's A fragments: rows warp·16 + l%16, columns 16·kk + 8·(l/16) — matrices 0-3 are
        * (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15),
-       * i.e. a0 … a3 of m16n8k16 */
+       * i.e. a0 … a3 of m16n8k16; dO's the same */
       if (it == 0)
         {
 #pragma unroll
           for (int kk = 0; kk < BW_DP / 16; kk++)
-            napkin_bwd_ldsm (qf[kk], Qs + (warp * 16 + (lane & 15)) * BW_S + kk * 16 + (lane >> 4) * 8);
+            {
+              napkin_bwd_ldsm (qf[kk], Qs + (warp * 16 + (lane & 15)) * BW_S + kk * 16 + (lane >> 4) * 8);
+              napkin_bwd_ldsm (df[kk], dOs + (warp * 16 + (lane & 15)) * BW_S + kk * 16 + (lane >> 4) * 8);
+            }
         }
 
-      const unsigned short *ks = Ks + buf * BW_PBKV * BW_S;
+      const unsigned short *ks = Ks + buf * BW_PBKV * BW_S, *vs = Vs + buf * BW_PBKV * BW_S;
       float s[BW_PBKV / 8][4];
 
       /* S = Q·Kᵀ: B[k][n] = K[key n][k], K's rows as stored (no transpose): matrices 0-3 are
@@ -471,7 +453,7 @@ NKB_NAME_PRE (const NapkinArgs args)
             }
         }
 
-      /* online max and sum (no output to rescale) */
+      /* online max, sum and Σ exp2 (c·S − m)·dP (both rescaled as m grows) */
       float mx[2] = { m_row[0], m_row[1] };
 
 #pragma unroll
@@ -486,15 +468,44 @@ NKB_NAME_PRE (const NapkinArgs args)
           mx[r] = fmaxf (mx[r], __shfl_xor_sync (0xffffffffu, mx[r], 1));
           mx[r] = fmaxf (mx[r], __shfl_xor_sync (0xffffffffu, mx[r], 2));
         }
-      l_row[0] *= napkin_attn_exp2 (m_row[0] - mx[0]);
-      l_row[1] *= napkin_attn_exp2 (m_row[1] - mx[1]);
-      m_row[0] = mx[0];
-      m_row[1] = mx[1];
+#pragma unroll
+      for (int r = 0; r < 2; r++)
+        {
+          const float f = napkin_attn_exp2 (m_row[r] - mx[r]);
+
+          l_row[r] *= f;
+          a_row[r] *= f;
+          m_row[r] = mx[r];
+        }
 #pragma unroll
       for (int j = 0; j < BW_PBKV / 8; j++)
         {
-          l_row[0] += napkin_attn_exp2 (s[j][0] - mx[0]) + napkin_attn_exp2 (s[j][1] - mx[0]);
-          l_row[1] += napkin_attn_exp2 (s[j][2] - mx[1]) + napkin_attn_exp2 (s[j][3] - mx[1]);
+          s[j][0] = napkin_attn_exp2 (s[j][0] - mx[0]);
+          s[j][1] = napkin_attn_exp2 (s[j][1] - mx[0]);
+          s[j][2] = napkin_attn_exp2 (s[j][2] - mx[1]);
+          s[j][3] = napkin_attn_exp2 (s[j][3] - mx[1]);
+          l_row[0] += s[j][0] + s[j][1];
+          l_row[1] += s[j][2] + s[j][3];
+        }
+
+      /* dP = dO·Vᵀ, V's rows as K's, two blocks of 8 keys at a time (their accumulators
+       * only), each folded into the running Σ at once */
+#pragma unroll
+      for (int j = 0; j < BW_PBKV / 8; j += 2)
+        {
+          float d0[4] = { 0.0f, 0.0f, 0.0f, 0.0f }, d1[4] = { 0.0f, 0.0f, 0.0f, 0.0f };
+
+#pragma unroll
+          for (int kk = 0; kk < BW_DP / 16; kk++)
+            {
+              unsigned b[4];
+
+              napkin_bwd_ldsm (b, vs + (j * 8 + (lane & 7) + (lane >> 4) * 8) * BW_S + kk * 16 + ((lane >> 3) & 1) * 8);
+              BW_MMA (d0, df[kk], b[0], b[1]);
+              BW_MMA (d1, df[kk], b[2], b[3]);
+            }
+          a_row[0] += s[j][0] * d0[0] + s[j][1] * d0[1] + s[j + 1][0] * d1[0] + s[j + 1][1] * d1[1];
+          a_row[1] += s[j][2] * d0[2] + s[j][3] * d0[3] + s[j + 1][2] * d1[2] + s[j + 1][3] * d1[3];
         }
       __syncthreads ();   /* this buffer is refilled next step */
     }
@@ -505,6 +516,8 @@ NKB_NAME_PRE (const NapkinArgs args)
     {
       l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 1);
       l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 2);
+      a_row[r] += __shfl_xor_sync (0xffffffffu, a_row[r], 1);
+      a_row[r] += __shfl_xor_sync (0xffffffffu, a_row[r], 2);
     }
 #pragma unroll
   for (int h = 0; h < 2; h++)
@@ -512,7 +525,10 @@ NKB_NAME_PRE (const NapkinArgs args)
       const long q = h ? qi1 : qi0;
 
       if ((lane & 3) == 0 && q < BW_NQ)
-        lse[row0 + q] = l_row[h] > 0.0f ? m_row[h] + __log2f (l_row[h]) : BW_INF;
+        {
+          lse[row0 + q] = l_row[h] > 0.0f ? m_row[h] + __log2f (l_row[h]) : BW_INF;
+          drow[row0 + q] = l_row[h] > 0.0f ? a_row[h] / l_row[h] : 0.0f;
+        }
     }
 }
 

@@ -13,7 +13,8 @@
  * Case macros: C_NAME (a string), C_B, C_HK, C_G (batches, K/V heads, query heads a K/V
  * head), C_NQ, C_NKV, C_D, C_LO, C_HI, C_LEFT, C_RIGHT, C_OFF (the mask), C_ALPHA (a
  * literal), C_BF16, C_BSHD (layout [B][N][H][D], else [B][H][N][D]), C_WARPS, C_BQ, C_PW
- * (the kernel's tiles), C_NREF (K/V heads checked; 0: timing only). The script writes the
+ * (the kernel's tiles), C_NREF (K/V heads checked; 0: timing only), C_VBIAS (optional, 1: K
+ * = 3 + U(±0.5), V = 3 + U(±0.3) instead of U(±2), U(±1)). The script writes the
  * napkin-fragment/LEAD the kernel includes; its strides are LD_* below. */
 #define NAPKIN_GENERATED 1
 #include <cuda_runtime.h>
@@ -94,6 +95,10 @@
     }                                                                                                    \
   while (0)
 
+#ifndef C_VBIAS
+#define C_VBIAS 0
+#endif
+
 typedef NKB_T T;
 #define DP NKB_DP
 #define RB 8   /* reference: query rows a block */
@@ -122,7 +127,7 @@ vis (long i, long j)
 
 /* uniform in [-amp, amp), from a hash of (seed, i) */
 __global__ void
-fill (T *p, long n, unsigned seed, float amp)
+fill (T *p, long n, unsigned seed, float amp, float bias = 0.0f)
 {
   for (long i = (long) blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long) gridDim.x * blockDim.x)
     {
@@ -133,7 +138,7 @@ fill (T *p, long n, unsigned seed, float amp)
       x ^= x >> 13;
       x *= 3266489917u;
       x ^= x >> 16;
-      napkin_st (&p[i], amp * ((float) (x & 0xffffff) / 8388608.0f - 1.0f));
+      napkin_st (&p[i], bias + amp * ((float) (x & 0xffffff) / 8388608.0f - 1.0f));
     }
 }
 
@@ -153,14 +158,15 @@ warp_sum (float v)
 }
 
 /* fp32 reference of RB query rows of one head (kvf < NREF, g): the softmax row P (of α·S
- * over the visible keys), O = P·V (written rounded to T when gen_o: what the kernels
- * read), Drow = Σ dO·O, dS = P·(dP − Drow), dQ = DALPHA·dS·K. P and dS rows in device
+ * over the visible keys), O = P·V (written rounded to T when gen_o; no kernel reads it),
+ * dP = dO·Vᵀ, Drow = Σ P·dP (not Σ dO·O with the rounded O: that leaves Σ_j dS_ij ≠ 0,
+ * times K's mean in dQ), dS = P·(dP − Drow), dQ = DALPHA·dS·K. P and dS rows in device
  * memory (row (kvf·G + g)·NQ + i), read back by ref_keys. 256 threads, a warp a key in the
  * dot products, threads along D (two halves of the keys) in the sums over keys. */
 __global__ void __launch_bounds__ (256)
 ref_rows (const T *Q, const T *K, const T *V, T *O, const T *dO, int gen_o, float *P, float *DS, float *dQr)
 {
-  __shared__ float q[RB][C_D], d[RB][C_D], o[RB][C_D], part[RB][C_D], drow[RB];
+  __shared__ float q[RB][C_D], d[RB][C_D], part[RB][C_D], drow[RB], dsum[8][RB];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const long nib = (C_NQ + RB - 1) / RB;
   const long i0 = (blockIdx.x % nib) * RB, g = (blockIdx.x / nib) % C_G, kvf = blockIdx.x / nib / C_G;
@@ -233,30 +239,13 @@ ref_rows (const T *Q, const T *K, const T *V, T *O, const T *dO, int gen_o, floa
     __syncthreads ();
     if (half == 0 && e < C_D)
       for (int r = 0; r < RB; r++)
-        if (i0 + r < C_NQ)
-          {
-            T *op = &O[off_q (b, hk, g, i0 + r) + e];
-
-            if (gen_o)
-              napkin_st (op, acc[r] + part[r][e]);
-            o[r][e] = napkin_ld (op);
-          }
-        else
-          o[r][e] = 0.0f;
+        if (i0 + r < C_NQ && gen_o)
+          napkin_st (&O[off_q (b, hk, g, i0 + r) + e], acc[r] + part[r][e]);
     __syncthreads ();
   }
-  /* Drow: warp r */
-  {
-    float s = 0.0f;
+  /* dP (into DS), Drow = Σ P·dP: warp w's keys, then a sum over the warps */
+  float psum[RB] = { 0 };
 
-    for (int e = lane; e < C_D; e += 32)
-      s += d[warp][e] * o[warp][e];
-    s = warp_sum (s);
-    if (lane == 0)
-      drow[warp] = s;
-  }
-  __syncthreads ();
-  /* dP, dS */
   for (long j = warp; j < C_NKV; j += 8)
     {
       float vr[EL];
@@ -271,14 +260,39 @@ ref_rows (const T *Q, const T *K, const T *V, T *O, const T *dO, int gen_o, floa
             if (lane + 32 * c < C_D)
               s += d[r][lane + 32 * c] * vr[c];
           s = warp_sum (s);
-          if (lane == 0 && i0 + r < C_NQ)
+          if (i0 + r < C_NQ)
             {
               const long x = (row0 + r) * C_NKV + j;
 
-              DS[x] = P[x] * (s - drow[r]);
+              psum[r] += P[x] * s;
+              if (lane == 0)
+                DS[x] = s;
             }
         }
     }
+  if (lane == 0)
+    for (int r = 0; r < RB; r++)
+      dsum[warp][r] = psum[r];
+  __syncthreads ();
+  if (tid < RB)
+    {
+      float s = 0.0f;
+
+      for (int w = 0; w < 8; w++)
+        s += dsum[w][tid];
+      drow[tid] = s;
+    }
+  __syncthreads ();
+  /* dS = P·(dP − Drow) */
+  for (long j = warp; j < C_NKV; j += 8)
+    if (lane == 0)
+      for (int r = 0; r < RB; r++)
+        if (i0 + r < C_NQ)
+          {
+            const long x = (row0 + r) * C_NKV + j;
+
+            DS[x] = P[x] * (DS[x] - drow[r]);
+          }
   __syncthreads ();
   /* dQ = DALPHA·dS·K */
   {
@@ -351,7 +365,7 @@ main (void)
   const long rows = kvb * C_G * C_NQ;
   const int S = DP + 8;
   const int pre_grid = (int) (kvb * C_G * ((C_NQ + 16 * C_PW - 1) / (16 * C_PW)));
-  const int pre_threads = 32 * C_PW, pre_smem = 2 * (16 * C_PW + 128) * S;
+  const int pre_threads = 32 * C_PW, pre_smem = 4 * (16 * C_PW + 128) * S;
   const int main_grid = (int) (kvb * ((C_NKV + 16 * C_WARPS - 1) / (16 * C_WARPS)));
   const int main_threads = 32 * C_WARPS;
   const int main_smem = 2 * (32 * C_WARPS * S + 4 * C_BQ * S + 16 * C_WARPS * (C_BQ + 8)) + 16 * C_BQ;
@@ -378,8 +392,16 @@ main (void)
   for (int i = 0; i < 11; i++)
     args.p[i] = p[i];
   fill<<<1024, 256>>> ((T *) p[0], nq_el, 1, 2.0f);
-  fill<<<1024, 256>>> ((T *) p[1], nk_el, 2, 2.0f);
-  fill<<<1024, 256>>> ((T *) p[2], nk_el, 3, 1.0f);
+  if (C_VBIAS)   /* K and V a large common component and small noise: Σ_j dS_ij ≠ 0 shows in dQ */
+    {
+      fill<<<1024, 256>>> ((T *) p[1], nk_el, 2, 0.5f, 3.0f);
+      fill<<<1024, 256>>> ((T *) p[2], nk_el, 3, 0.3f, 3.0f);
+    }
+  else
+    {
+      fill<<<1024, 256>>> ((T *) p[1], nk_el, 2, 2.0f);
+      fill<<<1024, 256>>> ((T *) p[2], nk_el, 3, 1.0f);
+    }
   fill<<<1024, 256>>> ((T *) p[3], nq_el, 4, 0.3f);   /* O past the checked heads */
   fill<<<1024, 256>>> ((T *) p[4], nq_el, 5, 1.0f);
   CK (cudaGetLastError ());

@@ -580,25 +580,6 @@ contract_adjoint (Grad       *G,
     contribute (G, b, contract (G, source (G, v, 0), gy, &tb, stem));
 }
 
-/* The one live reader of forward value v, or -1 where it has none or several. */
-static int
-only_live_consumer (Grad  *G,
-                    guint  v)
-{
-  guint n_consumers;
-  const guint *consumers = napkin_diagram_consumers (G->fwd, v, &n_consumers);
-  int only = -1;
-
-  for (guint c = 0; c < n_consumers; c++)
-    if (G->live[consumers[c]])
-      {
-        if (only >= 0)
-          return -1;
-        only = consumers[c];
-      }
-  return only;
-}
-
 /* x in fp32 where it is a narrower float: the softmax's adjoint works in fp32 up to its
  * result, as the fused backward kernels do on chip. */
 static const char *
@@ -609,53 +590,6 @@ wide (Grad       *G,
   NapkinDtype t = type_of (G, x)->dtype;
 
   return napkin_dtype_is_float (t) && napkin_dtype_bytes (t) < 4 ? cast_to (G, x, NAPKIN_DTYPE_FP32, stem) : x;
-}
-
-/* Σ_k p·g for softmax v (p over k) as FlashAttention-2 computes it, where p's one reader
- * is a product O = Σ_k p·V that contracts k alone and g is that product's adjoint
- * (Σ_e dO·V over O's axes e that p lacks): Σ_k p·g = Σ_k p Σ_e dO·V = Σ_e dO·O. It reads
- * O and dO, [.., q, d], instead of p and g, [.., q, k] (docs/training.md, "The row
- * term"). NULL where the pattern does not hold. */
-static const char *
-softmax_row_from_output (Grad       *G,
-                         guint       v,
-                         const char *stem)
-{
-  const NapkinNode *node = napkin_diagram_node (G->fwd, v);
-  guint k = napkin_diagram_find_axis (G->fwd, node->axis);
-  int c = only_live_consumer (G, v);
-  const NapkinTensorType *o_type;
-
-  /* only where the softmax is recomputed: the fused backward makes g in fp32 on chip.
-   * Beside a g stored in 16 bits, Σ_d dO⊙O is not the sum of the rounded g (nor of the
-   * rounded O's product): Σ_k dx drifts from 0 by their difference, which dQ = Σ_k dx·K
-   * multiplies by K's mean — large where K has a bias — and a key bias's gradient,
-   * zero in exact arithmetic, is all drift (docs/training.md, "The row term") */
-  if (!G->recompute[v])
-    return NULL;
-  if (c < 0 || napkin_diagram_node (G->fwd, c)->kind != NAPKIN_OP_CONTRACT || G->grads[c] == NULL
-      || G->contribs[v]->len != 1)
-    return NULL;
-  /* p is one operand of the product, and k is the only axis the product sums over */
-  {
-    int a = napkin_diagram_input_source (G->fwd, c, 0), b = napkin_diagram_input_source (G->fwd, c, 1);
-    const NapkinTensorType *ta = napkin_diagram_node_type (G->fwd, a), *tb = napkin_diagram_node_type (G->fwd, b);
-
-    o_type = napkin_diagram_node_type (G->fwd, c);
-    if ((a == (int) v) == (b == (int) v))
-      return NULL;
-    for (guint i = 0; i < ta->n_axes + tb->n_axes; i++)
-      {
-        guint axis = i < ta->n_axes ? ta->axes[i] : tb->axes[i - ta->n_axes];
-
-        if (!napkin_tensor_type_has_axis (o_type, axis) && axis != k)
-          return NULL;
-      }
-    if (napkin_tensor_type_has_axis (o_type, k))
-      return NULL;
-  }
-  return sum_to (G, wide (G, map2 (G, NAPKIN_FN_MUL, G->grads[c], saved (G, c), stem), stem),
-                 napkin_diagram_node_type (G->fwd, v), stem);
 }
 
 /* softmax over k: dx = p (g − Σ_k p g) */
@@ -672,22 +606,22 @@ softmax_adjoint (Grad       *G,
 
   if (!G->needs[x])
     return;
-  row = softmax_row_from_output (G, v, stem);
-  if (row == NULL)
-    {
-      /* the products in g's type, as stored, their sum kept in fp32 */
-      NapkinNode *r = napkin_node_new (NULL, NAPKIN_OP_REDUCE);
-      const char *pg = map2 (G, NAPKIN_FN_MUL, p, gy, stem);
+  /* Σ_k p⊙g, the products as g is stored, their sum in fp32: the sum of the very g it is
+   * subtracted from, so that Σ_k dx stays 0 (docs/training.md, "The row term"; the fused
+   * backward computes it on chip from P and dP) */
+  {
+    NapkinNode *r = napkin_node_new (NULL, NAPKIN_OP_REDUCE);
+    const char *pg = map2 (G, NAPKIN_FN_MUL, p, gy, stem);
 
-      r->reduce = NAPKIN_REDUCE_SUM;
-      r->axis = g_strdup (node->axis);
-      if (napkin_dtype_is_float (type_of (G, pg)->dtype) && napkin_dtype_bytes (type_of (G, pg)->dtype) < 4)
-        {
-          r->has_dtype = TRUE;
-          r->dtype = NAPKIN_DTYPE_FP32;
-        }
-      row = add_node (G, r, stem, (const char *[]) { pg }, 1);
-    }
+    r->reduce = NAPKIN_REDUCE_SUM;
+    r->axis = g_strdup (node->axis);
+    if (napkin_dtype_is_float (type_of (G, pg)->dtype) && napkin_dtype_bytes (type_of (G, pg)->dtype) < 4)
+      {
+        r->has_dtype = TRUE;
+        r->dtype = NAPKIN_DTYPE_FP32;
+      }
+    row = add_node (G, r, stem, (const char *[]) { pg }, 1);
+  }
   /* g − Σ_k p g in fp32, rounded after: g is close to the row's sum where the keys'
    * values are alike (a bias in V), and the sum rounded to 16 bits is an error shared by
    * the whole row, which the products after sum up (docs/training.md, "The row term") */

@@ -2924,8 +2924,8 @@ kernel_plan (Model                  *m,
 /* The fused attention backward (kernels/attn-bwd-sm80.cu; docs/model.md, "Attention
  * backward"): its own count, not the region's tiles — the kernel makes no [q, k] value
  * and runs three launches. Per (key block, query tile) pair it computes, five products of
- * BKV × BQ × D (Sᵀ, dPᵀ, dV, dK, dQ) and the first kernel's Q·Kᵀ again, each score's
- * exponential twice; each warp reads the tile's Q and dO from shared memory twice (ldmatrix,
+ * BKV × BQ × D (Sᵀ, dPᵀ, dV, dK, dQ) and the first kernel's Q·Kᵀ and dO·Vᵀ again (the
+ * row term Σ_k P⊙dP), each score's exponential twice; each warp reads the tile's Q and dO from shared memory twice (ldmatrix,
  * which the warps issuing mma.sync wait for: finish_kernel adds tensor and shared-memory
  * time), dS goes through shared memory once, and dQ's share is added to the fp32
  * accumulator in L2 (a read and a write a value). Device memory: Q, K, V, O, dO read, dQ,
@@ -2947,7 +2947,7 @@ attention_backward_cost (Model                  *m,
   const double smem = pairs * ((double) b->warps * 4 * a->BQ * a->D * eb + 2.0 * a->BKV * a->BQ * eb
                                + (double) a->BKV * a->D * eb);
   NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
-  double flops = pairs * tile * 12;
+  double flops = pairs * tile * 14;
 
   napkin_tensor_class_for_dtype (a->dtype, &klass);
   memset (k->time_s, 0, sizeof k->time_s);

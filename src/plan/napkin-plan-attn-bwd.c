@@ -221,7 +221,7 @@ match (NapkinPlanner *p,
   const NapkinTensorType *ts = type_of (p, (int) sm), *tq, *tk, *tdo;
   guint n_consumers;
   const guint *consumers;
-  int key, query = -1, at, ds = -1, x, sub, lhs, rhs, rm, y;
+  int key, query = -1, at, ds = -1, rm = -1, sub, lhs, rhs, y;
   guint64 group_axes;
 
   memset (r, 0, sizeof *r);
@@ -266,11 +266,11 @@ match (NapkinPlanner *p,
   if (group_axes == 0 || (query >= 0 && !(group_axes & bit (query))))
     NOMATCH;
 
-  /* the softmax's readers: dV = Σ_q P·dO, and dS = P⊙(…) */
+  /* the softmax's readers: dV = Σ_q P·dO, dS = P⊙(…) and the row term's P⊙dP */
   consumers = napkin_diagram_consumers (p->d, sm, &n_consumers);
-  if (n_consumers != 2)
+  if (n_consumers != 3)
     NOMATCH;
-  for (guint i = 0; i < 2; i++)
+  for (guint i = 0; i < 3; i++)
     {
       int c = (int) consumers[i];
 
@@ -278,27 +278,37 @@ match (NapkinPlanner *p,
         NOMATCH;
       if (napkin_diagram_node (p->d, (guint) c)->kind == NAPKIN_OP_CONTRACT)
         r->dv = c;
-      else if (is_map (p, c, NAPKIN_FN_MUL))
-        ds = c;
+      else if (is_map (p, c, NAPKIN_FN_MUL) && other_input (p, c, (int) sm) >= 0)
+        {
+          int x = other_input (p, c, (int) sm);
+
+          while (is_map (p, x, NAPKIN_FN_CAST))
+            x = napkin_diagram_input_source (p->d, (guint) x, 0);
+          if (is_map (p, x, NAPKIN_FN_SUB))
+            ds = c;
+          else
+            rm = c;
+        }
     }
-  if (r->dv < 0 || ds < 0 || !sums (p, r->dv, (int) sm, group_axes, &r->d_o) || (tdo = type_of (p, r->d_o)) == NULL)
+  if (r->dv < 0 || ds < 0 || rm < 0 || !sums (p, r->dv, (int) sm, group_axes, &r->d_o)
+      || (tdo = type_of (p, r->d_o)) == NULL)
     NOMATCH;
   take (g, r->dv);
   take (g, ds);
-  /* dS = P⊙cast (cast (dP) − cast (Σ dO⊙O)): dP = Σ_e dO·V */
-  x = under_casts (p, g, other_input (p, ds, (int) sm));
-  sub = x;
+  take (g, rm);
+  /* dS = P⊙cast (cast (dP) − row): dP = Σ_e dO·V */
+  sub = under_casts (p, g, other_input (p, ds, (int) sm));
   if (!is_map (p, sub, NAPKIN_FN_SUB) || !free_node (p, g, sub) || only_consumer (p, sub) < 0)
     NOMATCH;
   take (g, sub);
   lhs = under_casts (p, g, napkin_diagram_input_source (p->d, (guint) sub, 0));
   rhs = under_casts (p, g, napkin_diagram_input_source (p->d, (guint) sub, 1));
   r->dp = lhs;
-  if (!free_node (p, g, r->dp) || only_consumer (p, r->dp) < 0
-      || !sums (p, r->dp, r->d_o, lacking (tdo, ts), &r->v))
+  if (!free_node (p, g, r->dp) || !sums (p, r->dp, r->d_o, lacking (tdo, ts), &r->v)
+      || other_input (p, rm, (int) sm) != r->dp)
     NOMATCH;
   take (g, r->dp);
-  /* the row term: Σ_e of dO⊙O over dO's head axis */
+  /* the row term: Σ_k P⊙dP over the keys */
   r->red = rhs;
   if (r->red < 0 || !free_node (p, g, r->red) || only_consumer (p, r->red) < 0)
     NOMATCH;
@@ -306,15 +316,12 @@ match (NapkinPlanner *p,
     const NapkinNode *rn = napkin_diagram_node (p->d, (guint) r->red);
 
     if (rn->kind != NAPKIN_OP_REDUCE || rn->reduce != NAPKIN_REDUCE_SUM
-        || bit (napkin_diagram_find_axis (p->d, rn->axis)) != lacking (tdo, ts))
+        || napkin_diagram_find_axis (p->d, rn->axis) != key
+        || under_casts (p, g, napkin_diagram_input_source (p->d, (guint) r->red, 0)) != rm)
       NOMATCH;
   }
   take (g, r->red);
-  rm = under_casts (p, g, napkin_diagram_input_source (p->d, (guint) r->red, 0));
-  if (!is_map (p, rm, NAPKIN_FN_MUL) || !free_node (p, g, rm) || only_consumer (p, rm) < 0
-      || (r->o = other_input (p, rm, r->d_o)) < 0)
-    NOMATCH;
-  take (g, rm);
+  r->o = -1;
 
   /* after dS: casts, the mask's gate, the scale's adjoint; then dQ and dK */
   for (at = ds;;)
@@ -460,9 +467,9 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
       return FALSE;
     }
   if (!_napkin_plan_attention_value (p, r.q, &tq, nq) || !_napkin_plan_attention_value (p, r.k, &tk, nk)
-      || !_napkin_plan_attention_value (p, r.v, &tv, nv) || !_napkin_plan_attention_value (p, r.o, &to, no))
+      || !_napkin_plan_attention_value (p, r.v, &tv, nv) || !_napkin_plan_attention_value (p, r.d_o, &to, no))
     {
-      *why = g_strdup (_("attention backward: Q, K, V and O need known types"));
+      *why = g_strdup (_("attention backward: Q, K, V and dO need known types"));
       return FALSE;
     }
   memset (b, 0, sizeof *b);
@@ -493,12 +500,12 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   a->v_dtype = a->o_dtype = a->dtype;
   b->grad_dtype = _napkin_plan_value_dtype (p, r.dq);
   {
-    const int same[] = { r.k, r.v, r.o, r.d_o };
+    const int same[] = { r.k, r.v, r.d_o };
     const int grads[] = { r.dk, r.dv };
 
     for (guint i = 0; i < G_N_ELEMENTS (same); i++)
       if (_napkin_plan_value_dtype (p, same[i]) != a->dtype)
-        reason = g_strdup (_("Q, K, V, O and dO must share one type"));
+        reason = g_strdup (_("Q, K, V and dO must share one type"));
     for (guint i = 0; i < G_N_ELEMENTS (grads); i++)
       if (_napkin_plan_value_dtype (p, grads[i]) != b->grad_dtype)
         reason = g_strdup (_("dQ, dK and dV must share one type"));
@@ -507,9 +514,7 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
     reason = g_strdup_printf (_("the fused kernel takes fp16 or bf16, not %s"), napkin_dtype_to_string (a->dtype));
   if (reason == NULL && b->grad_dtype != NAPKIN_DTYPE_FP16 && b->grad_dtype != NAPKIN_DTYPE_BF16)
     reason = g_strdup_printf (_("the gradients must be fp16 or bf16, not %s"), napkin_dtype_to_string (b->grad_dtype));
-  /* dO lies as O does, dQ as Q, dK and dV as K: the kernel walks them with the same strides */
-  if (reason == NULL && !laid_like (p, r.d_o, &to, &tmp))
-    reason = g_strdup (_("dO must lie in device memory as O does"));
+  /* dQ lies as Q does, dK and dV as K: the kernel walks them with the same strides */
   if (reason == NULL && !laid_like (p, r.dq, &tq, &tmp))
     reason = g_strdup (_("dQ must lie in device memory as Q does"));
   if (reason == NULL && (!laid_like (p, r.dk, &tk, &tmp) || !laid_like (p, r.dv, &tk, &tmp)))
@@ -529,7 +534,7 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   a->q = (NapkinPlanBuffer) { r.q, -1, a->dtype };
   a->k = (NapkinPlanBuffer) { r.k, -1, a->dtype };
   a->v = (NapkinPlanBuffer) { r.v, -1, a->dtype };
-  a->o = (NapkinPlanBuffer) { r.o, -1, a->dtype };
+  a->o = (NapkinPlanBuffer) { r.d_o, -1, a->dtype };   /* the layout's O: dO's (no kernel reads O) */
   b->d_o = (NapkinPlanBuffer) { r.d_o, -1, a->dtype };
   b->d_q = (NapkinPlanBuffer) { r.dq, -1, b->grad_dtype };
   b->d_k = (NapkinPlanBuffer) { r.dk, -1, b->grad_dtype };
@@ -570,7 +575,7 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   b->scratch = _napkin_plan_add_scratch (p->plan, (b->dqa_at + a->batch * a->NQ * a->D) * 4);
   b->pre_grid = a->batch * ((a->NQ + 16 * b->pre_warps - 1) / (16 * b->pre_warps));
   b->dq_grid = a->batch * ((a->NQ + 63) / 64);
-  b->pre_smem = 2 * (16 * b->pre_warps + 128) * (dp + 8);
+  b->pre_smem = 4 * (16 * b->pre_warps + 128) * (dp + 8);
   k->kind = NAPKIN_PLAN_ATTENTION_BACKWARD;
   k->path = NAPKIN_PATH_MMA;
   k->grid = a->kv_batch * kv_blocks;

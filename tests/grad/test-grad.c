@@ -795,10 +795,10 @@ row_term_axis (NapkinDiagram *backward,
   return NULL;
 }
 
-/* Attention's softmax read by P·V alone and recomputed: its adjoint's row term is Σ_d
- * dO⊙O (reduced over d, the head dimension, not over the keys), as the fused backward
- * computes it; stored, or with the probabilities also an output, it is Σ_k p⊙g (the sum of
- * the rounded g it is subtracted from), in fp32. All checked against central differences. */
+/* Attention's softmax, stored or recomputed, or also an output: its adjoint's row term is
+ * Σ_k p⊙g, the sum of the very g it is subtracted from (Σ_d dO⊙O, equal in exact
+ * arithmetic, drifts from it by O's rounding: docs/training.md, "The row term"), in fp32.
+ * All checked against central differences. */
 static void
 test_softmax_row_term (void)
 {
@@ -817,7 +817,7 @@ test_softmax_row_term (void)
   g_assert_cmpfloat (gradient_error (small, backward, 7), <, TOLERANCE);
   recomputed = napkin_grad_diagram_recompute (small, NULL, sm, NULL, &error);
   g_assert_no_error (error);
-  g_assert_cmpstr (row_term_axis (recomputed, TRUE), ==, "d");
+  g_assert_cmpstr (row_term_axis (recomputed, TRUE), ==, "k");
   g_assert_cmpfloat (gradient_error (small, recomputed, 7), <, TOLERANCE);
 
   /* the probabilities an output too: a second gradient term arrives at them */
