@@ -122,9 +122,9 @@ add_size_params (GArray                    *p,
   g_array_append_vals (p, t, G_N_ELEMENTS (t));
 }
 
-/* The split over keys, the mask and the Q layout, as both tiled templates take them. */
+/* The mask's edges as every attention template takes them (the backward's too). */
 static void
-add_mask_params (GArray                    *p,
+add_mask_bounds (GArray                    *p,
                  const NapkinPlanAttention *a)
 {
   gboolean lo = a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_left >= 0;
@@ -132,18 +132,30 @@ add_mask_params (GArray                    *p,
   gint64 left = lo ? a->window_left : 0;
   gint64 right = a->mask == NAPKIN_ATTN_MASK_CAUSAL ? 0 : (hi ? a->window_right : 0);
   NapkinSkeletonParam t[] = {
-    { "SPLIT", int_text (a->split_kv) },
-    { "CPS", int_text (a->chunks_per_split) },
     { "MASK_LO", g_strdup (lo ? "1" : "0") },
     { "MASK_HI", g_strdup (hi ? "1" : "0") },
     { "LEFT", int_text (left) },
     { "RIGHT", int_text (right) },
     { "OFFSET", int_text (a->mask_offset) },
+  };
+
+  g_array_append_vals (p, t, G_N_ELEMENTS (t));
+}
+
+/* The split over keys, the mask and the Q layout, as both tiled templates take them. */
+static void
+add_mask_params (GArray                    *p,
+                 const NapkinPlanAttention *a)
+{
+  NapkinSkeletonParam t[] = {
+    { "SPLIT", int_text (a->split_kv) },
+    { "CPS", int_text (a->chunks_per_split) },
     { "REVERSE", g_strdup (a->mask != NAPKIN_ATTN_MASK_NONE ? "1" : "0") },
     { "Q_GROUP", int_text (a->q_group) },
     { "Q_ROW", int_text (a->q_row) },
   };
 
+  add_mask_bounds (p, a);
   g_array_append_vals (p, t, G_N_ELEMENTS (t));
 }
 
@@ -652,16 +664,6 @@ print_backward (const NapkinPrintCtx   *ctx,
       { "NAME_DQ", g_strdup (dq) },
       { "D", int_text (a->D) },
       { "DP", int_text (dp) },
-      { "NQ", int_text (a->NQ) },
-      { "NKV", int_text (a->NKV) },
-      { "GROUP", int_text (a->group) },
-      { "KV_BATCH", int_text (a->kv_batch) },
-      { "MASK_LO", g_strdup (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_left >= 0 ? "1" : "0") },
-      { "MASK_HI", g_strdup (a->mask == NAPKIN_ATTN_MASK_CAUSAL
-                             || (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_right >= 0) ? "1" : "0") },
-      { "LEFT", int_text (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_left >= 0 ? a->window_left : 0) },
-      { "RIGHT", int_text (a->mask == NAPKIN_ATTN_MASK_WINDOW && a->window_right >= 0 ? a->window_right : 0) },
-      { "OFFSET", int_text (a->mask != NAPKIN_ATTN_MASK_NONE ? a->mask_offset : 0) },
       { "Q_GROUP", int_text (a->q_group) },
       { "Q_ROW", int_text (a->q_row) },
       { "O_GROUP", int_text (a->o_group) },
@@ -688,8 +690,11 @@ print_backward (const NapkinPrintCtx   *ctx,
       { "PRE_WARPS", int_text (b->pre_warps) },
     };
     g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
+    GArray *p = _napkin_skeleton_params (params, G_N_ELEMENTS (params));
 
-    emit (ctx, napkin_kernel_attn_bwd_sm80, _napkin_skeleton_params (params, G_N_ELEMENTS (params)),
+    add_size_params (p, a);
+    add_mask_bounds (p, a);
+    emit (ctx, napkin_kernel_attn_bwd_sm80, p,
           g_strdup_printf ("\n/* Region %s: attention backward on mma.sync (kernels/attn-bwd-sm80.cu) */\n", rname));
   }
   ck = cuda_kernel (kernel, pre, "attn-bwd-sm80", b->pre_smem);

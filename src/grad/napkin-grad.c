@@ -580,6 +580,13 @@ contract_adjoint (Grad       *G,
     contribute (G, b, contract (G, source (G, v, 0), gy, &tb, stem));
 }
 
+/* A float narrower than fp32 (fp16, bf16, fp8). */
+static gboolean
+narrow_float (NapkinDtype t)
+{
+  return napkin_dtype_is_float (t) && napkin_dtype_bytes (t) < 4;
+}
+
 /* x in fp32 where it is a narrower float: the softmax's adjoint works in fp32 up to its
  * result, as the fused backward kernels do on chip. */
 static const char *
@@ -587,9 +594,7 @@ wide (Grad       *G,
       const char *x,
       const char *stem)
 {
-  NapkinDtype t = type_of (G, x)->dtype;
-
-  return napkin_dtype_is_float (t) && napkin_dtype_bytes (t) < 4 ? cast_to (G, x, NAPKIN_DTYPE_FP32, stem) : x;
+  return narrow_float (type_of (G, x)->dtype) ? cast_to (G, x, NAPKIN_DTYPE_FP32, stem) : x;
 }
 
 /* softmax over k: dx = p (g − Σ_k p g) */
@@ -615,7 +620,7 @@ softmax_adjoint (Grad       *G,
 
     r->reduce = NAPKIN_REDUCE_SUM;
     r->axis = g_strdup (node->axis);
-    if (napkin_dtype_is_float (type_of (G, pg)->dtype) && napkin_dtype_bytes (type_of (G, pg)->dtype) < 4)
+    if (narrow_float (type_of (G, pg)->dtype))
       {
         r->has_dtype = TRUE;
         r->dtype = NAPKIN_DTYPE_FP32;

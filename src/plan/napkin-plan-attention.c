@@ -45,11 +45,11 @@ ceil_div (gint64 a,
 /* A value as it lies in device memory (docs/plan.md, "Roles and layout"): the input's or
  * output's tensor, else (a value that one kernel stores and the next reads) its type, axes
  * in type order. `names` holds the axis names of the latter (NAPKIN_MAX_RANK + 1 slots). */
-static gboolean
-value_tensor (NapkinPlanner *p,
-              int            node,
-              NapkinTensor  *tmp,
-              const char   **names)
+gboolean
+_napkin_plan_attention_value (NapkinPlanner *p,
+                              int            node,
+                              NapkinTensor  *tmp,
+                              const char   **names)
 {
   const NapkinTensor *t = _napkin_plan_stored_tensor (p->d, node);
   NapkinPlanLayout l;
@@ -140,8 +140,8 @@ napkin_plan_attention_chunks (const NapkinPlanAttention *a,
   *masked = *end - *first - n;
 }
 
-static void
-count_tiles (NapkinPlanAttention *a)
+void
+_napkin_plan_attention_count_tiles (NapkinPlanAttention *a)
 {
   gint64 q_tiles = ceil_div (a->NQ, a->BQ), chunks = ceil_div (a->NKV, a->BKV);
 
@@ -173,7 +173,7 @@ count_tiles (NapkinPlanAttention *a)
 static gint64
 visible_chunks (NapkinPlanAttention *a)
 {
-  count_tiles (a);
+  _napkin_plan_attention_count_tiles (a);
   return MAX (1, a->chunks_most);
 }
 
@@ -317,7 +317,7 @@ napkin_plan_attention_set_mask (NapkinPlan       *plan,
    * tiles, stages and footprint, takes the masked kernel */
   if (mask != NAPKIN_ATTN_MASK_NONE)
     a->legacy = FALSE;
-  count_tiles (a);
+  _napkin_plan_attention_count_tiles (a);
   /* the splits divide the chunks the queries see: they must still cover them */
   if (a->split_kv > 1)
     a->chunks_per_split = ceil_div (visible_chunks (a), a->split_kv);
@@ -814,7 +814,7 @@ mma_plan (NapkinPlanner       *p,
   a->bkv_parts = 2;
   a->stages = 2;   /* the kernel's two buffers of halves */
   a->stages_asked = 0;
-  count_tiles (a);
+  _napkin_plan_attention_count_tiles (a);
   return NULL;
 }
 
@@ -1242,7 +1242,7 @@ read_scores (NapkinPlanner       *p,
       NapkinTensor x;
       char *why;
 
-      if (!value_tensor (p, src, &x, names))
+      if (!_napkin_plan_attention_value (p, src, &x, names))
         return g_strdup_printf (_("attention: the operand of “%s” needs a known type"), node->id);
       memset (sc, 0, sizeof *sc);
       sc->kind = cs->kind;
@@ -1400,7 +1400,7 @@ wgmma_parts (NapkinPlanner       *p,
         continue;
       *a = part;
       a->bkv_parts = parts;
-      count_tiles (a);
+      _napkin_plan_attention_count_tiles (a);
       return TRUE;
     }
   return FALSE;
@@ -1445,7 +1445,7 @@ choose_persistent (NapkinPlanner       *p,
       if (why != NULL)
         return;
       t.bkv_asked = a->BKV;
-      count_tiles (&t);
+      _napkin_plan_attention_count_tiles (&t);
     }
   /* one stage holds the K/V in use, the other the next matrix's */
   t.stages = 2;
@@ -1576,9 +1576,9 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   if (k->region < 0 || !find_chain (p, k, &c))
     return FALSE;
   region = napkin_diagram_region (p->d, k->region);
-  if (!c.read_after || !value_tensor (p, c.q_src, &tq, nq)
-      || !value_tensor (p, c.k_src, &tk, nk)
-      || !value_tensor (p, napkin_diagram_input_source (p->d, c.pv, 1), &tv, nv) || !value_tensor (p, c.pv, &to, no))
+  if (!c.read_after || !_napkin_plan_attention_value (p, c.q_src, &tq, nq)
+      || !_napkin_plan_attention_value (p, c.k_src, &tk, nk)
+      || !_napkin_plan_attention_value (p, napkin_diagram_input_source (p->d, c.pv, 1), &tv, nv) || !_napkin_plan_attention_value (p, c.pv, &to, no))
     {
       *why = g_strdup (_("attention: Q, K, V and the output need known types"));
       return FALSE;
@@ -1632,7 +1632,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
   a->v = (NapkinPlanBuffer) { c.v_view >= 0 ? napkin_diagram_input_source (p->d, c.v_view, 0)
                                              : napkin_diagram_input_source (p->d, c.pv, 1), -1, a->v_dtype };
   a->o = (NapkinPlanBuffer) { c.pv, -1, a->o_dtype };
-  count_tiles (a);
+  _napkin_plan_attention_count_tiles (a);
   base = a->kv_batch * ceil_div (a->group, a->group_tile) * ceil_div (a->NQ, a->BQ);
 
   if (plan_hopper (p, k, &c, base, &hopper))
@@ -1678,19 +1678,4 @@ _napkin_plan_attention_read_mask (NapkinPlanAttention *a,
   ax.key = key;
   ax.query = query;
   return read_mask (a, mask, &ax, FALSE);
-}
-
-gboolean
-_napkin_plan_attention_value (NapkinPlanner *p,
-                              int            node,
-                              NapkinTensor  *tmp,
-                              const char   **names)
-{
-  return value_tensor (p, node, tmp, names);
-}
-
-void
-_napkin_plan_attention_count_tiles (NapkinPlanAttention *a)
-{
-  count_tiles (a);
 }

@@ -30,7 +30,7 @@ typedef struct
 {
   int    sm, qk, q, k, mask;
   double alpha;
-  int    dv, dp, d_o, v, o, red, dq, dk;
+  int    dv, dp, d_o, v, red, dq, dk;
   double d_alpha;
 } Roles;
 
@@ -321,7 +321,6 @@ match (NapkinPlanner *p,
       NOMATCH;
   }
   take (g, r->red);
-  r->o = -1;
 
   /* after dS: casts, the mask's gate, the scale's adjoint; then dQ and dK */
   for (at = ds;;)

@@ -1253,30 +1253,23 @@ place_attention (NapkinPlanner *p,
   return FALSE;
 }
 
-/* Whether `axis` is a batch axis of the backward's Q·Kᵀ (in Q and in K): the K/V heads,
- * which the kernel's blocks split; the queries and a GQA group are summed by dK and dV. */
+/* Whether `axis` is a batch axis of the product `qk` (in both operands): the K/V heads,
+ * which the backward kernel's blocks split; the queries and a GQA group are summed by dK
+ * and dV. */
 static gboolean
 qk_batch_axis (NapkinDiagram *d,
-               GArray        *nodes,
-               int            sm,
+               int            qk,
                guint          axis)
 {
-  int at = napkin_diagram_input_source (d, (guint) sm, 0);
-
-  while (at >= 0 && napkin_diagram_node (d, (guint) at)->kind != NAPKIN_OP_CONTRACT)
-    at = napkin_diagram_input_source (d, (guint) at, 0);
-  (void) nodes;
-  if (at < 0)
-    return FALSE;
-  for (guint port = 0; port < 2; port++)
+  for (guint port = 0; qk >= 0 && port < 2; port++)
     {
-      int src = napkin_diagram_input_source (d, (guint) at, port);
+      int src = napkin_diagram_input_source (d, (guint) qk, port);
       const NapkinTensorType *t = src >= 0 ? napkin_diagram_node_type (d, (guint) src) : NULL;
 
       if (t == NULL || !napkin_tensor_type_has_axis (t, axis))
         return FALSE;
     }
-  return TRUE;
+  return qk >= 0;
 }
 
 /* The fused backward of an attention (docs/plan.md, "Attention backward"): its
@@ -1309,32 +1302,32 @@ place_attention_backward (NapkinPlanner *p,
    * group, kept whole), the keys whole (the softmax's axis) */
   {
     const NapkinTensorType *s = napkin_diagram_node_type (d, (guint) sm);
-    const NapkinTensorType *k = napkin_diagram_node_type (d, (guint) napkin_diagram_input_source (d, (guint) sm, 0));
     int key = napkin_diagram_find_axis (d, napkin_diagram_node (d, (guint) sm)->axis);
-    int dq = -1;
+    int query = -1, qk = napkin_diagram_input_source (d, (guint) sm, 0);
 
-    for (guint i = 0; i < nodes->len && dq < 0; i++)
+    /* Q·Kᵀ, back through the scale, casts and mask */
+    while (qk >= 0 && napkin_diagram_node (d, (guint) qk)->kind != NAPKIN_OP_CONTRACT)
+      qk = napkin_diagram_input_source (d, (guint) qk, 0);
+    /* the queries: the axis the mask's rows name, else the scores' last but one */
+    for (guint i = 0; i < nodes->len && query < 0; i++)
       {
-        guint n = g_array_index (nodes, guint, i);
-        const NapkinTensorType *t = napkin_diagram_node_type (d, n);
+        const NapkinNode *n = napkin_diagram_node (d, g_array_index (nodes, guint, i));
 
-        /* the queries: the axis the mask's rows name, else the scores' last but one */
-        if (napkin_diagram_node (d, n)->kind == NAPKIN_OP_MASK && napkin_diagram_node (d, n)->rows != NULL)
-          dq = napkin_diagram_find_axis (d, napkin_diagram_node (d, n)->rows);
-        (void) t;
+        if (n->kind == NAPKIN_OP_MASK && n->rows != NULL)
+          query = napkin_diagram_find_axis (d, n->rows);
       }
-    if (dq < 0 && s != NULL && s->n_axes >= 2)
-      dq = (int) s->axes[s->n_axes - 2];
-    for (guint i = 0; s != NULL && k != NULL && i < s->n_axes; i++)
+    if (query < 0 && s != NULL && s->n_axes >= 2)
+      query = (int) s->axes[s->n_axes - 2];
+    for (guint i = 0; s != NULL && i < s->n_axes; i++)
       {
         guint a = s->axes[i];
-        gint64 size = napkin_diagram_axis_size (d, a);
 
         if ((int) a == key)
           continue;
-        if ((int) a == dq)
-          napkin_region_set_mark (region, napkin_diagram_axis (d, a)->name, NAPKIN_MARK_STREAM, MIN (32, size));
-        else if (qk_batch_axis (d, nodes, sm, a))
+        if ((int) a == query)
+          napkin_region_set_mark (region, napkin_diagram_axis (d, a)->name, NAPKIN_MARK_STREAM,
+                                  MIN (32, napkin_diagram_axis_size (d, a)));
+        else if (qk_batch_axis (d, qk, a))
           napkin_region_set_mark (region, napkin_diagram_axis (d, a)->name, NAPKIN_MARK_PARALLEL, 1);
       }
   }

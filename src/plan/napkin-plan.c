@@ -406,7 +406,7 @@ same_axes (const NapkinTensorType *a,
 
 /* A widening cast whose one reader, a map, still waits for its other operand: planned
  * after it, so that the cast heads the map's element-wise kernel and the value is read as
- * stored instead of written again wider (dP − Σ dO·O in fp32 of the softmax's adjoint). */
+ * stored instead of written again wider (the softmax adjoint's dP − Σ_k p⊙dP in fp32). */
 static gboolean
 waits_for_reader (NapkinPlanner  *p,
                   guint           n,
