@@ -21,7 +21,10 @@
  *         fragments, as the forward does P); dSᵀ then goes through shared memory for the
  *         tile's dQ += dS·K over the block's keys, split over the warps and added to the fp32
  *         accumulator with red.global.add; at the end dK·DALPHA and dV in OT;
- *   dq    dQ = DALPHA·accumulator, in Q's layout and type OT.
+ *   dq    dQ = DALPHA·accumulator, in type OT.
+ * dQ, dK and dV have their own strides (DQ_GROUP, DQ_ROW, DK_ROW, DV_ROW and the LEAD
+ * fragment's dq_base, dk_base, dv_base): a gradient may order its axes apart from its
+ * primal's (an imported block's lies as the projection that reads it), the head last.
  * For the code generator (S = DP + 8; shared memory in bytes, dynamic; above 48 KiB —
  * main's always, pre's from DP 64 at 4 warps — the launch raises
  * cudaFuncAttributeMaxDynamicSharedMemorySize):
@@ -63,6 +66,10 @@
 #define NKB_O_GROUP 524288
 #define NKB_O_ROW 128
 #define NKB_K_ROW 128
+#define NKB_DQ_GROUP 524288
+#define NKB_DQ_ROW 128
+#define NKB_DK_ROW 128
+#define NKB_DV_ROW 128
 #define NKB_ALPHA 8.838834765e-02
 #define NKB_DALPHA 8.838834765e-02
 #define NKB_T napkin_f16
@@ -92,6 +99,9 @@
     o_base += i_ * 524288L;                                                                       \
     k_base += i_ * 524288L;                                                                       \
     kv_flat += i_ * 1L;                                                                           \
+    dq_base += i_ * 524288L;                                                                      \
+    dk_base += i_ * 524288L;                                                                      \
+    dv_base += i_ * 524288L;                                                                      \
   }                                                                                               \
   {                                                                                               \
     const long i_ = blk % 4L;                                                                     \
@@ -101,6 +111,9 @@
     o_base += i_ * 8388608L;                                                                      \
     k_base += i_ * 8388608L;                                                                      \
     kv_flat += i_ * 16L;                                                                          \
+    dq_base += i_ * 8388608L;                                                                     \
+    dk_base += i_ * 8388608L;                                                                     \
+    dv_base += i_ * 8388608L;                                                                     \
   }
 #endif /* NAPKIN_GENERATED */
 /* The printer (src/codegen/napkin-skeleton.c) defines each parameter KEY as NKP_KEY: the
@@ -123,6 +136,10 @@
 #define NKB_O_GROUP NKP_O_GROUP
 #define NKB_O_ROW NKP_O_ROW
 #define NKB_K_ROW NKP_K_ROW
+#define NKB_DQ_GROUP NKP_DQ_GROUP
+#define NKB_DQ_ROW NKP_DQ_ROW
+#define NKB_DK_ROW NKP_DK_ROW
+#define NKB_DV_ROW NKP_DV_ROW
 #define NKB_ALPHA NKP_ALPHA
 #define NKB_DALPHA NKP_DALPHA
 #define NKB_T NKP_T
@@ -263,6 +280,10 @@ napkin_bwd_red2 (float *dst, float a, float b)
 #define BW_OGS ((long) (NKB_O_GROUP))
 #define BW_ORS ((long) (NKB_O_ROW))
 #define BW_KRS ((long) (NKB_K_ROW))
+#define BW_DQGS ((long) (NKB_DQ_GROUP))
+#define BW_DQRS ((long) (NKB_DQ_ROW))
+#define BW_DKRS ((long) (NKB_DK_ROW))
+#define BW_DVRS ((long) (NKB_DV_ROW))
 #define BW_WARPS (NKB_WARPS)
 #define BW_THREADS (32 * BW_WARPS)
 #define BW_BKV (16 * BW_WARPS)            /* main: keys a block */
@@ -312,12 +333,15 @@ NKB_NAME_PRE (const NapkinArgs args)
   blk /= BW_PQT;
   const long g = blk % BW_G;
   blk /= BW_G;
-  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0;
+  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0, dq_base = 0, dk_base = 0, dv_base = 0;
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/LEAD"
 #else
   NKB_LEAD_ALONE
 #endif /* napkin-fragment/LEAD */
+  (void) dq_base;
+  (void) dk_base;
+  (void) dv_base;
   const long q0 = qt * BW_PROWS, q1 = NAPKIN_MIN (q0 + BW_PROWS, BW_NQ);
   const long row0 = (kv_flat * BW_G + g) * BW_NQ;      /* (kv, g)'s first row in the scratch */
   long lo = 0, hi = BW_NKV, full_lo = 0, full_hi = BW_NKV;
@@ -565,12 +589,13 @@ NKB_NAME_MAIN (const NapkinArgs args)
   const long kb_ = blk / (long) (NKB_KV_BATCH);
   const long kb = BW_MASK_LO && !BW_MASK_HI ? BW_KBLK - 1 - kb_ : kb_;
   blk %= (long) (NKB_KV_BATCH);
-  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0;
+  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0, dq_base = 0, dk_base = 0, dv_base = 0;
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/LEAD"
 #else
   NKB_LEAD_ALONE
 #endif /* napkin-fragment/LEAD */
+  (void) dq_base;
   const long kb0 = kb * BW_BKV, kb1 = NAPKIN_MIN (kb0 + BW_BKV, BW_NKV);
   const long kw = kb0 + warp * 16;                     /* the warp's first key */
 
@@ -899,8 +924,8 @@ NKB_NAME_MAIN (const NapkinArgs args)
 
       if (k >= BW_NKV)
         continue;
-      NKB_OT *dkr = dKg + k_base + k * BW_KRS + 2 * t4;
-      NKB_OT *dvr = dVg + k_base + k * BW_KRS + 2 * t4;
+      NKB_OT *dkr = dKg + dk_base + k * BW_DKRS + 2 * t4;
+      NKB_OT *dvr = dVg + dv_base + k * BW_DVRS + 2 * t4;
 
 #pragma unroll
       for (int j = 0; j < BW_DP / 8; j++)
@@ -926,17 +951,20 @@ NKB_NAME_DQ (const NapkinArgs args)
   blk /= BW_DQT;
   const long g = blk % BW_G;
   blk /= BW_G;
-  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0;
+  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0, dq_base = 0, dk_base = 0, dv_base = 0;
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/LEAD"
 #else
   NKB_LEAD_ALONE
 #endif /* napkin-fragment/LEAD */
+  (void) q_base;
   (void) o_base;
   (void) k_base;
+  (void) dk_base;
+  (void) dv_base;
   const long q0 = qt * 64;
   const float *src = dqa + ((kv_flat * BW_G + g) * BW_NQ + q0) * BW_D;
-  NKB_OT *dst = dQg + q_base + g * BW_QGS + q0 * BW_QRS;
+  NKB_OT *dst = dQg + dq_base + g * BW_DQGS + q0 * BW_DQRS;
 
   for (int c = threadIdx.x; c < 64 * (BW_D / 4); c += 256)
     {
@@ -946,8 +974,8 @@ NKB_NAME_DQ (const NapkinArgs args)
         {
           const float4 v = *(const float4 *) (src + (long) r * BW_D + e);
 
-          napkin_attn_st2 (dst + r * BW_QRS + e, v.x * BW_DALPHA, v.y * BW_DALPHA);
-          napkin_attn_st2 (dst + r * BW_QRS + e + 2, v.z * BW_DALPHA, v.w * BW_DALPHA);
+          napkin_attn_st2 (dst + r * BW_DQRS + e, v.x * BW_DALPHA, v.y * BW_DALPHA);
+          napkin_attn_st2 (dst + r * BW_DQRS + e + 2, v.z * BW_DALPHA, v.w * BW_DALPHA);
         }
     }
 }
@@ -967,6 +995,10 @@ NKB_NAME_DQ (const NapkinArgs args)
 #undef BW_OGS
 #undef BW_ORS
 #undef BW_KRS
+#undef BW_DQGS
+#undef BW_DQRS
+#undef BW_DKRS
+#undef BW_DVRS
 #undef BW_WARPS
 #undef BW_THREADS
 #undef BW_BKV
@@ -1008,6 +1040,10 @@ NKB_NAME_DQ (const NapkinArgs args)
 #undef NKB_O_GROUP
 #undef NKB_O_ROW
 #undef NKB_K_ROW
+#undef NKB_DQ_GROUP
+#undef NKB_DQ_ROW
+#undef NKB_DK_ROW
+#undef NKB_DV_ROW
 #undef NKB_ALPHA
 #undef NKB_DALPHA
 #undef NKB_T

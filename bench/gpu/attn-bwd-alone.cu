@@ -14,7 +14,8 @@
  * head), C_NQ, C_NKV, C_D, C_LO, C_HI, C_LEFT, C_RIGHT, C_OFF (the mask), C_ALPHA (a
  * literal), C_BF16, C_BSHD (layout [B][N][H][D], else [B][H][N][D]), C_WARPS, C_BQ, C_PW
  * (the kernel's tiles), C_NREF (K/V heads checked; 0: timing only), C_VBIAS (optional, 1: K
- * = 3 + U(±0.5), V = 3 + U(±0.3) instead of U(±2), U(±1)). The script writes the
+ * = 3 + U(±0.5), V = 3 + U(±0.3) instead of U(±2), U(±1)), C_GSHD (optional: dQ, dK, dV's
+ * layout, as C_BSHD; default Q's, K's, V's). The script writes the
  * napkin-fragment/LEAD the kernel includes; its strides are LD_* below. */
 #define NAPKIN_GENERATED 1
 #include <cuda_runtime.h>
@@ -58,6 +59,13 @@
 #define NKB_O_ROW NKB_Q_ROW
 #define NKB_O_GROUP NKB_Q_GROUP
 #define NKB_K_ROW (C_BSHD ? (long) C_HK * C_D : (long) C_D)
+#ifndef C_GSHD
+#define C_GSHD C_BSHD
+#endif
+#define NKB_DQ_ROW (C_GSHD ? (long) C_H * C_D : (long) C_D)
+#define NKB_DQ_GROUP (C_GSHD ? (long) C_D : (long) C_NQ * C_D)
+#define NKB_DK_ROW (C_GSHD ? (long) C_HK * C_D : (long) C_D)
+#define NKB_DV_ROW NKB_DK_ROW
 #define NKB_ALPHA C_ALPHA
 #define NKB_DALPHA C_ALPHA
 #define NKB_QREF ((const NKB_T *) args.p[0])
@@ -80,6 +88,8 @@
 #define LD_QB ((long) C_H * C_NQ * C_D)
 #define LD_KH (C_BSHD ? (long) C_D : (long) C_NKV * C_D)
 #define LD_KB ((long) C_HK * C_NKV * C_D)
+#define LD_DQH (C_GSHD ? (long) C_G * C_D : (long) C_G * C_NQ * C_D)
+#define LD_DKH (C_GSHD ? (long) C_D : (long) C_NKV * C_D)
 #include "attn-bwd-sm80.cu"
 
 #define CK(call)                                                                                         \
@@ -106,17 +116,29 @@ typedef NKB_T T;
 /* Element offsets of a row in the case's layout, written out apart from the kernel's
  * strides (a layout the strides get wrong fails the check). */
 static __host__ __device__ long
-off_q (long b, long hk, long g, long i)
+off_q_as (int bshd, long b, long hk, long g, long i)
 {
   const long h = hk * C_G + g;
 
-  return C_BSHD ? ((b * C_NQ + i) * C_H + h) * C_D : ((b * C_H + h) * C_NQ + i) * C_D;
+  return bshd ? ((b * C_NQ + i) * C_H + h) * C_D : ((b * C_H + h) * C_NQ + i) * C_D;
+}
+
+static __host__ __device__ long
+off_k_as (int bshd, long b, long hk, long j)
+{
+  return bshd ? ((b * C_NKV + j) * C_HK + hk) * C_D : ((b * C_HK + hk) * C_NKV + j) * C_D;
+}
+
+static __host__ __device__ long
+off_q (long b, long hk, long g, long i)
+{
+  return off_q_as (C_BSHD, b, hk, g, i);
 }
 
 static __host__ __device__ long
 off_k (long b, long hk, long j)
 {
-  return C_BSHD ? ((b * C_NKV + j) * C_HK + hk) * C_D : ((b * C_HK + hk) * C_NKV + j) * C_D;
+  return off_k_as (C_BSHD, b, hk, j);
 }
 
 static __host__ __device__ bool
@@ -476,7 +498,7 @@ main (void)
                 for (long i = 0; i < (x == 0 ? C_NQ : C_NKV); i++)
                   for (long e = 0; e < C_D; e++)
                     {
-                      const float o = out[(x == 0 ? off_q (b, hk, g, i) : off_k (b, hk, i)) + e];
+                      const float o = out[(x == 0 ? off_q_as (C_GSHD, b, hk, g, i) : off_k_as (C_GSHD, b, hk, i)) + e];
                       const float r = ref[((x == 0 ? (kvf * C_G + g) * C_NQ : kvf * C_NKV) + i) * C_D + e];
 
                       if (!std::isfinite (o))

@@ -52,17 +52,19 @@ enum
   LEAD_K = 1 << 3,       /* k_base: K's (and V's) offset */
   LEAD_FLAT = 1 << 4,    /* kv_flat: the flat index of the K/V matrix */
   LEAD_SC = 1 << 5,      /* scI_base: each score operand's offset */
+  LEAD_GRADS = 1 << 6,   /* dq_base, dk_base, dv_base: the backward's gradients' offsets */
 };
 
 /* Code decomposing `blk` into the leading axes, innermost first (with `first`, the plan's
  * lead_first before them: blocks that read the same tiles of a score operand together),
  * adding each index times its stride to the sums `which` names; kv_flat is the K/V
- * matrix's flat index whatever the order. */
+ * matrix's flat index whatever the order; LEAD_GRADS takes the strides from `bwd`. */
 static char *
-lead_code (const NapkinPlanAttention *a,
-           guint                      which,
-           gboolean                   first,
-           int                        indent)
+lead_code (const NapkinPlanAttention    *a,
+           const NapkinPlanAttnBackward *bwd,
+           guint                         which,
+           gboolean                      first,
+           int                           indent)
 {
   GString *s = g_string_new (NULL);
   gint64 mults[NAPKIN_MAX_RANK], mult = 1;
@@ -97,6 +99,10 @@ lead_code (const NapkinPlanAttention *a,
         g_string_append_printf (s, "%s  k_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, a->k_lead[l]);
       if (which & LEAD_FLAT)
         g_string_append_printf (s, "%s  kv_flat += i_ * %" G_GINT64_FORMAT "L;\n", pad, mult);
+      if (which & LEAD_GRADS)
+        g_string_append_printf (s, "%s  dq_base += i_ * %" G_GINT64_FORMAT "L;\n%s  dk_base += i_ * %" G_GINT64_FORMAT
+                                "L;\n%s  dv_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, bwd->dq_lead[l], pad,
+                                bwd->dk_lead[l], pad, bwd->dv_lead[l]);
       for (guint i = 0; (which & LEAD_SC) && i < a->n_scores; i++)
         if (a->scores[i].lead[l] != 0)
           g_string_append_printf (s, "%s  sc%u_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, i, a->scores[i].lead[l]);
@@ -463,7 +469,7 @@ print_sm90 (const NapkinPrintCtx   *ctx,
   {
     NapkinSkeletonParam head[] = {
       { "WGMMA", wgmma_wrappers (name, a->BKV, dv, a->dtype, a->v_dtype) },
-      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT | LEAD_SC, TRUE, 4) },
+      { "LEAD", lead_code (a, NULL, LEAD_Q | LEAD_O | LEAD_TMA | LEAD_FLAT | LEAD_SC, TRUE, 4) },
       { "NAME", g_strdup (name) },
       { "ROWS", int_text (a->rows) },
       { "BQ", int_text (a->BQ) },
@@ -549,7 +555,7 @@ print_sm80 (const NapkinPrintCtx   *ctx,
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam head[] = {
-      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT | LEAD_SC, TRUE, 2) },
+      { "LEAD", lead_code (a, NULL, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT | LEAD_SC, TRUE, 2) },
       { "NAME", g_strdup (name) },
       { "ROWS", int_text (a->rows) },
       { "BQ", int_text (a->BQ) },
@@ -603,7 +609,7 @@ print_combine (const NapkinPrintCtx   *ctx,
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam params[] = {
-      { "LEAD", lead_code (a, LEAD_O | LEAD_FLAT, FALSE, 4) },
+      { "LEAD", lead_code (a, NULL, LEAD_O | LEAD_FLAT, FALSE, 4) },
       { "NAME", g_strdup (name) },
       { "SPLIT", int_text (a->split_kv) },
       { "D", int_text (a->D) },
@@ -658,7 +664,7 @@ print_backward (const NapkinPrintCtx   *ctx,
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam params[] = {
-      { "LEAD", lead_code (a, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT, FALSE, 2) },
+      { "LEAD", lead_code (a, b, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT | LEAD_GRADS, FALSE, 2) },
       { "NAME_PRE", g_strdup (pre) },
       { "NAME_MAIN", g_strdup (main_) },
       { "NAME_DQ", g_strdup (dq) },
@@ -669,6 +675,10 @@ print_backward (const NapkinPrintCtx   *ctx,
       { "O_GROUP", int_text (a->o_group) },
       { "O_ROW", int_text (a->o_row) },
       { "K_ROW", int_text (a->k_row) },
+      { "DQ_GROUP", int_text (b->dq_group) },
+      { "DQ_ROW", int_text (b->dq_row) },
+      { "DK_ROW", int_text (b->dk_row) },
+      { "DV_ROW", int_text (b->dv_row) },
       { "ALPHA", float_text (a->alpha) },
       { "DALPHA", float_text (b->d_alpha) },
       { "T", g_strdup (_napkin_cuda_ctype (a->dtype)) },

@@ -12,7 +12,9 @@
 #include "napkin-grad.h"
 #include "napkin-model.h"
 
-/* The ids of the forward's softmax operations, NULL-terminated. */
+/* The ids of the forward's softmax operations and of the casts of their results (an fp32
+ * softmax cast back to 16 bits, as Qwen2 and Llama write it: stored, the cast would keep
+ * the probabilities in device memory all the same), NULL-terminated. */
 static GPtrArray *
 softmax_ids (NapkinDiagram *d)
 {
@@ -20,7 +22,25 @@ softmax_ids (NapkinDiagram *d)
 
   for (guint v = 0; v < napkin_diagram_n_nodes (d); v++)
     if (napkin_diagram_node (d, v)->kind == NAPKIN_OP_SOFTMAX)
-      g_ptr_array_add (ids, napkin_diagram_node (d, v)->id);
+      {
+        guint at = v, n_consumers;
+        const guint *consumers;
+
+        g_ptr_array_add (ids, napkin_diagram_node (d, v)->id);
+        for (;;)
+          {
+            const NapkinNode *c;
+
+            consumers = napkin_diagram_consumers (d, at, &n_consumers);
+            if (n_consumers != 1)
+              break;
+            c = napkin_diagram_node (d, consumers[0]);
+            if (c->kind != NAPKIN_OP_MAP || c->fn != NAPKIN_FN_CAST)
+              break;
+            g_ptr_array_add (ids, c->id);
+            at = consumers[0];
+          }
+      }
   g_ptr_array_add (ids, NULL);
   return ids;
 }

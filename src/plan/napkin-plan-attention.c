@@ -1668,6 +1668,34 @@ _napkin_plan_attention_layout (NapkinPlanner       *p,
 }
 
 char *
+_napkin_plan_attention_strides (NapkinPlanner             *p,
+                                const NapkinPlanAttention *a,
+                                const NapkinTensor        *t,
+                                const NapkinTensor        *like,
+                                const char                *t_name,
+                                const char                *like_name,
+                                int                        row_axis,
+                                int                        group_axis,
+                                gint64                    *lead,
+                                gint64                    *row,
+                                gint64                    *group)
+{
+  guint rank = g_strv_length (t->axes);
+
+  if (rank != g_strv_length (like->axes) || !g_str_equal (t->axes[rank - 1], like->axes[rank - 1]))
+    return g_strdup_printf (_("%s must have %s's axes, %s last"), t_name, like_name, like->axes[rank - 1]);
+  for (guint i = 0; i + 1 < rank; i++)
+    if (axis_index (t->axes, like->axes[i]) < 0)
+      return g_strdup_printf (_("%s lacks %s's axis %s"), t_name, like_name, like->axes[i]);
+  for (guint l = 0; l < a->n_lead; l++)
+    lead[l] = stride_of (p, t->axes, napkin_diagram_axis (p->d, (guint) a->lead_axis[l])->name);
+  *row = stride_of (p, t->axes, napkin_diagram_axis (p->d, (guint) row_axis)->name);
+  if (group != NULL)
+    *group = group_axis >= 0 ? stride_of (p, t->axes, napkin_diagram_axis (p->d, (guint) group_axis)->name) : 0;
+  return NULL;
+}
+
+char *
 _napkin_plan_attention_read_mask (NapkinPlanAttention *a,
                                   const NapkinNode    *mask,
                                   const char          *key,

@@ -398,26 +398,6 @@ _napkin_plan_attention_backward_group (NapkinPlanner  *p,
 
 /* ---- the kernel ---------------------------------------------------------------------------- */
 
-/* Whether value `n` lies in device memory as `like` does: the same axes in the same order
- * and the same type. */
-static gboolean
-laid_like (NapkinPlanner      *p,
-           int                 n,
-           const NapkinTensor *like,
-           NapkinTensor       *tmp)
-{
-  const char *names[NAPKIN_MAX_RANK + 1];
-
-  if (!_napkin_plan_attention_value (p, n, tmp, names))
-    return FALSE;
-  if (g_strv_length (tmp->axes) != g_strv_length (like->axes))
-    return FALSE;
-  for (guint i = 0; like->axes[i] != NULL; i++)
-    if (!g_str_equal (tmp->axes[i], like->axes[i]))
-      return FALSE;
-  return TRUE;
-}
-
 /* The main kernel's shared memory (kernels/attn-bwd-sm80.cu's formula). */
 static gint64
 main_smem (gint64 dp,
@@ -439,6 +419,7 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   g_autoptr(GArray) nodes = NULL;
   NapkinTensor tq, tk, tv, to, tmp;
   const char *nq[NAPKIN_MAX_RANK + 1], *nk[NAPKIN_MAX_RANK + 1], *nv[NAPKIN_MAX_RANK + 1], *no[NAPKIN_MAX_RANK + 1];
+  const char *gnames[NAPKIN_MAX_RANK + 1];
   const char *query = NULL;
   char *reason;
   Group g;
@@ -513,11 +494,23 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
     reason = g_strdup_printf (_("the fused kernel takes fp16 or bf16, not %s"), napkin_dtype_to_string (a->dtype));
   if (reason == NULL && b->grad_dtype != NAPKIN_DTYPE_FP16 && b->grad_dtype != NAPKIN_DTYPE_BF16)
     reason = g_strdup_printf (_("the gradients must be fp16 or bf16, not %s"), napkin_dtype_to_string (b->grad_dtype));
-  /* dQ lies as Q does, dK and dV as K: the kernel walks them with the same strides */
-  if (reason == NULL && !laid_like (p, r.dq, &tq, &tmp))
-    reason = g_strdup (_("dQ must lie in device memory as Q does"));
-  if (reason == NULL && (!laid_like (p, r.dk, &tk, &tmp) || !laid_like (p, r.dv, &tk, &tmp)))
-    reason = g_strdup (_("dK and dV must lie in device memory as K does"));
+  /* dQ, dK and dV each with their own strides: an imported block's gradients lie as the
+   * projections that consume them do ([b, s, h, d]), not as Q, K and V ([b, h, s, d]) */
+  {
+    const int grad[] = { r.dq, r.dk, r.dv };
+    const NapkinTensor *like[] = { &tq, &tk, &tv };
+    const char *names[] = { "dQ", "dK", "dV" }, *like_names[] = { "Q", "K", "V" };
+    const int rows[] = { a->query_axis, napkin_diagram_find_axis (p->d, napkin_diagram_node (p->d, (guint) sm)->axis),
+                         napkin_diagram_find_axis (p->d, napkin_diagram_node (p->d, (guint) sm)->axis) };
+    gint64 *lead[] = { b->dq_lead, b->dk_lead, b->dv_lead }, *row[] = { &b->dq_row, &b->dk_row, &b->dv_row };
+
+    for (guint i = 0; i < G_N_ELEMENTS (grad) && reason == NULL; i++)
+      if (!_napkin_plan_attention_value (p, grad[i], &tmp, gnames))
+        reason = g_strdup_printf (_("%s needs a known layout"), names[i]);
+      else
+        reason = _napkin_plan_attention_strides (p, a, &tmp, like[i], names[i], like_names[i], rows[i],
+                                                 a->group_axis, lead[i], row[i], i == 0 ? &b->dq_group : NULL);
+  }
   if (reason == NULL && (a->D % 8 != 0 || a->D > 128))
     reason = g_strdup_printf (_("head size %lld: the fused kernel takes multiples of 8 up to 128"), (long long) a->D);
   if (reason != NULL)

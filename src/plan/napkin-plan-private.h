@@ -98,6 +98,20 @@ char     *_napkin_plan_attention_layout    (NapkinPlanner       *p,
                                             const char          *key,
                                             const char          *preferred,
                                             const char         **query);
+/* Strides of `t` (named t_name in an error), which has `like`'s axes in any order but like's last (the head axis)
+ * last: along a's leading axes (lead[a->n_lead]), the axis `row_axis` and, where group is
+ * given, `group_axis` (0 when −1). NULL, or why not. */
+char     *_napkin_plan_attention_strides   (NapkinPlanner             *p,
+                                            const NapkinPlanAttention *a,
+                                            const NapkinTensor        *t,
+                                            const NapkinTensor        *like,
+                                            const char                *t_name,
+                                            const char                *like_name,
+                                            int                        row_axis,
+                                            int                        group_axis,
+                                            gint64                    *lead,
+                                            gint64                    *row,
+                                            gint64                    *group);
 char     *_napkin_plan_attention_read_mask (NapkinPlanAttention *a,
                                             const NapkinNode    *mask,
                                             const char          *key,

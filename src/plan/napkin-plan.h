@@ -308,13 +308,16 @@ typedef struct
  * first kernel computes with Σ dO⊙O and a zeroed dQ accumulator; a block per BKV keys of
  * a K/V head accumulates dK and dV over every query head of its group and query tile,
  * adding dQ's share to the fp32 accumulator (atomics); a last kernel writes dQ.
- * `a` holds the layout as the forward's (Q, K, V, O; dO has O's, dQ Q's, dK and dV K's),
- * the mask and α; BQ and BKV are the main kernel's query tile and key block. */
+ * `a` holds the layout as the forward's (Q, K, V, O; dO has O's), the mask and α; dQ, dK
+ * and dV have their primals' axes in any order, the head axis last, with their own
+ * strides; BQ and BKV are the main kernel's query tile and key block. */
 typedef struct
 {
   NapkinPlanAttention a;
   NapkinPlanBuffer    d_o, d_q, d_k, d_v;
   NapkinDtype         grad_dtype;          /* dQ, dK, dV */
+  gint64              dq_lead[NAPKIN_MAX_RANK], dk_lead[NAPKIN_MAX_RANK], dv_lead[NAPKIN_MAX_RANK];
+  gint64              dq_group, dq_row, dk_row, dv_row;   /* as a's q_lead, q_group, q_row, k_row */
   double              d_alpha;             /* dQ, dK = d_alpha · (dS·K, dSᵀ·Q) */
   int                 scratch;             /* fp32: log-sum-exps, row terms, dQ's accumulator */
   gint64              lse_at, drow_at, dqa_at;   /* their offsets in it, in floats */
