@@ -167,6 +167,21 @@
 #define NKB_NAME NKP_NAME
 #endif
 #endif
+/* Score operands (biases added to the raw scores, int8 keep flags), read from device memory
+ * where pre and main make each score, the query row and key checked first:
+ *   NKB_SC_ANY            1 where there is one
+ *   NKB_SC_DECL           the declarations of their offsets scI_base (the LEAD fragment adds
+ *                         the K/V head's)
+ *   NKB_SC_BIAS(g, q, k)  Σ coef·x of the biases at query head g of the group, row q, key k
+ *   NKB_SC_KEEP(g, q, k)  whether every mask keeps that score */
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/BWSCORES"
+#else
+#define NKB_SC_ANY 0
+#define NKB_SC_DECL
+#define NKB_SC_BIAS(g_, q_, k_) 0.0f
+#define NKB_SC_KEEP(g_, q_, k_) true
+#endif /* napkin-fragment/BWSCORES */
 /* three names from one (NKB_NAME): NAME_pre, NAME_main, NAME_dq */
 #ifndef NKB_NAME_PRE
 #define NKB_NAMES_FROM_ONE
@@ -334,6 +349,7 @@ NKB_NAME_PRE (const NapkinArgs args)
   const long g = blk % BW_G;
   blk /= BW_G;
   long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0, dq_base = 0, dk_base = 0, dv_base = 0;
+  NKB_SC_DECL
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/LEAD"
 #else
@@ -464,6 +480,16 @@ NKB_NAME_PRE (const NapkinArgs args)
         {
           const long ja = j0 + 8 * j, jb = ja + 1;
 
+#if NKB_SC_ANY
+#pragma unroll
+          for (int e = 0; e < 4; e++)
+            {
+              const long q = e < 2 ? qi0 : qi1, k = e & 1 ? jb : ja;
+
+              if (q < BW_NQ && k < BW_NKV)
+                s[j][e] = NKB_SC_KEEP (g, q, k) ? s[j][e] + NKB_SC_BIAS (g, q, k) : NAPKIN_NEG_INF;
+            }
+#endif
           s[j][0] *= scale;
           s[j][1] *= scale;
           s[j][2] *= scale;
@@ -590,6 +616,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
   const long kb = BW_MASK_LO && !BW_MASK_HI ? BW_KBLK - 1 - kb_ : kb_;
   blk %= (long) (NKB_KV_BATCH);
   long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0, dq_base = 0, dk_base = 0, dv_base = 0;
+  NKB_SC_DECL
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/LEAD"
 #else
@@ -726,6 +753,19 @@ NKB_NAME_MAIN (const NapkinArgs args)
                 }
             }
 
+#if NKB_SC_ANY
+          /* the score operands: a bias added to the raw score, a hidden one to −∞ (P 0) */
+#pragma unroll
+          for (int j = 0; j < BW_BQ / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+              {
+                const long q = qa + j * 8 + 2 * t4 + (e & 1), k = kw + g8 + 8 * (e >> 1);
+
+                if (q < BW_NQ && k < BW_NKV)
+                  st[j][e] = NKB_SC_KEEP (g, q, k) ? st[j][e] + NKB_SC_BIAS (g, q, k) : NAPKIN_NEG_INF;
+              }
+#endif
           /* Pᵀ = exp2 (c·Sᵀ − lse2[query]); 0 where hidden (then lse2 may be anything:
            * the select, not a product, drops an overflow) */
 #pragma unroll
@@ -952,6 +992,7 @@ NKB_NAME_DQ (const NapkinArgs args)
   const long g = blk % BW_G;
   blk /= BW_G;
   long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0, dq_base = 0, dk_base = 0, dv_base = 0;
+  NKB_SC_DECL
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/LEAD"
 #else
@@ -1016,6 +1057,10 @@ NKB_NAME_DQ (const NapkinArgs args)
 #undef BW_INF
 #undef BW_VIS
 #undef BW_MMA
+#undef NKB_SC_ANY
+#undef NKB_SC_DECL
+#undef NKB_SC_BIAS
+#undef NKB_SC_KEEP
 #ifdef NKB_NAMES_FROM_ONE
 #undef NKB_NAMES_FROM_ONE
 #undef NKB_NAME_PRE

@@ -5,7 +5,8 @@
 # scaled_dot_product_attention backward (flash and cuDNN backends) on the timing shapes,
 # if torch imports. About 1–2 minutes; run from the repository root on the GPU machine:
 #
-#   sh bench/gpu/attn-bwd-alone.sh            (NO_TORCH=1: skip torch; NVCC=…: the compiler)
+#   sh bench/gpu/attn-bwd-alone.sh            (NO_TORCH=1: skip torch; NVCC=…: the compiler;
+#                                             ONLY=REGEX: the cases whose names match)
 #
 # Cases (a)–(e) check correctness at odd sizes, masks, GQA and bf16, the v-* cases with K and
 # V of a large common component (VBIAS 1: 3 + small noise), where a Drow inconsistent with
@@ -48,6 +49,14 @@ cat > "$OUT/napkin-fragment/LEAD" <<'EOF'
   dq_base += blk * LD_QB;
   dk_base += blk * LD_KB;
   dv_base += blk * LD_KB;
+EOF
+
+# No score operands (the printer's BWSCORES fragment when the attention has none).
+cat > "$OUT/napkin-fragment/BWSCORES" <<'EOF'
+#define NKB_SC_ANY 0
+#define NKB_SC_DECL
+#define NKB_SC_BIAS(g_, q_, k_) 0.0f
+#define NKB_SC_KEEP(g_, q_, k_) true
 EOF
 
 # name B HK G NQ NKV D LO HI LEFT RIGHT OFF BF16 BSHD WARPS BQ NREF [VBIAS [GSHD]]
@@ -134,6 +143,7 @@ fi
 echo "$cases" | {
   while read -r name B HK G NQ NKV D LO HI LEFT RIGHT OFF BF16 BSHD W BQ NREF VB GS; do
     [ -n "$name" ] || continue
+    echo "$name" | grep -Eq "${ONLY:-.}" || continue
     alpha=$(awk -v d="$D" 'BEGIN { printf "%.9e", 1 / sqrt (d) }')
     "$NVCC" -O3 -std=c++17 -arch="$arch" -Xptxas -v -I "$root/kernels" -I "$OUT" \
       -DC_NAME="\"$name\"" -DC_B="$B" -DC_HK="$HK" -DC_G="$G" -DC_NQ="$NQ" -DC_NKV="$NKV" -DC_D="$D" \
@@ -158,6 +168,7 @@ echo "case, max |err| / max |ref| of each gradient, the check, median ms of the 
   "alone, TFLOP/s (2.5 × the forward's flops), registers of pre/main/dq, local memory bytes:" | tee -a "$table"
 echo "$cases" | while read -r name rest; do
   [ -n "$name" ] || continue
+  echo "$name" | grep -Eq "${ONLY:-.}" || continue
   if [ ! -x "$OUT/$name" ]; then
     echo "$name: did not compile:" | tee -a "$table"
     grep -m 5 -i error "$OUT/$name.log" | sed 's/^/  /' | tee -a "$table"

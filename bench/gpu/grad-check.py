@@ -104,6 +104,16 @@ CASES = [
     ("zoo-bart-attention", "zoo", "tests/import/zoo/bart_attention.graph.json", {"b": 2, "s": 512}, None),
     ("zoo-llama-sdpa-gqa", "zoo", "tests/import/zoo/llama_sdpa_gqa.graph.json", {"b": 1, "s": 1024, "k": 1024},
      None),
+    # session 19: gradients laid apart from Q, K, V ([b, s, h, d]); score operands (a bias,
+    # keep flags) in the fused backward; an fp32 softmax cast for P·V. A sixth entry names
+    # inputs trained without a gradient (torch's requires_grad=False: masks, rotary tables).
+    ("zoo-clip", "zoo", "tests/import/zoo/clip_encoder_layer.graph.json", {"b": 4, "s": 257, "k": 257}, None),
+    ("zoo-qwen3", "zoo", "tests/import/zoo/qwen3_attention.graph.json", {"b": 1, "s": 1024, "k": 1024}, None),
+    ("zoo-qwen2", "zoo", "tests/import/zoo/qwen2_attention.graph.json", {"b": 1, "s": 1024, "k": 1024}, None),
+    ("zoo-whisper", "zoo", "tests/import/zoo/whisper_encoder_attention.graph.json", {"b": 2, "s": 1500, "k": 1500},
+     None),
+    ("zoo-llama-mask-frozen", "zoo", "tests/import/zoo/hf_llama_attention.graph.json", {"b": 1, "s": 1024, "k": 1024},
+     None, ["attention_mask", "cos", "sin"]),
 ]
 
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int8": "int8"}
@@ -303,7 +313,8 @@ def printed_args(path):
 
 
 def prepare(case, args, seed):
-    name, kind, source, axes, small = case
+    name, kind, source, axes, small = case[:5]
+    frozen = case[5] if len(case) > 5 else []
     if args.small:
         axes = small or {}
         if kind == "einsum":
@@ -347,14 +358,15 @@ def prepare(case, args, seed):
     rec["forward_outputs"] = [t["name"] for t in outs]
     rec["forward_inputs"] = [{"name": t["name"], "axes": t["axes"], "dtype": t["dtype"],
                               "constant": "constant" in t} for t in ins]
-    wrt = [t["name"] for t in ins if t["dtype"] != "int8" and "constant" not in t]
+    wrt = [t["name"] for t in ins if t["dtype"] != "int8" and "constant" not in t and t["name"] not in frozen]
     rec["wrt"] = wrt
 
     # the backward, relabeled as the user's path does
     # every float input but constants (rotate_half); RECOMPUTE=softmax|auto recomputes
     # the softmaxes as FlashAttention does (the fused attention backward)
     recompute = os.environ.get("RECOMPUTE")
-    cli(args, ["grad", fwd, "-o", bwd] + (["--recompute", recompute, "--arch", args.model] if recompute else []))
+    cli(args, ["grad", fwd, "-o", bwd] + (["--recompute", recompute, "--arch", args.model] if recompute else [])
+        + (["--wrt", ",".join(wrt)] if frozen else []))
     tune = cli(args, ["tune", bwd, "--arch", args.model, "--apply"], timeout=300)
     rec["derivation"] = tune.strip().splitlines()[-1][:300] if tune.strip() else ""
     b = load_json(bwd)

@@ -354,6 +354,40 @@ add_score_params (GArray                    *p,
   }
 }
 
+/* The backward's score operands (kernels/attn-bwd-sm80.cu, BWSCORES): their offsets, and
+ * expressions that read them at (query head g of the group, row q, key k). */
+static char *
+backward_scores (const NapkinPlanAttention *a,
+                 const NapkinCudaRef       *refs)
+{
+  GString *s = g_string_new (NULL), *decl = g_string_new (NULL);
+  GString *bias = g_string_new ("(0.0f"), *keep = g_string_new ("(true");
+
+  for (guint i = 0; i < a->n_scores; i++)
+    {
+      const NapkinPlanAttnScore *sc = &a->scores[i];
+      g_autofree char *ref = _napkin_cuda_ref_expr (&refs[i], sc->dtype);
+      g_autofree char *at = g_strdup_printf ("sc%u_base + (g_) * %" G_GINT64_FORMAT "L + (q_) * %" G_GINT64_FORMAT
+                                             "L + (k_)", i, sc->group, sc->row);
+
+      g_string_append_printf (decl, " long sc%u_base = 0;", i);
+      if (sc->kind == NAPKIN_ATTN_SCORE_KEEP)
+        g_string_append_printf (keep, " && (%s)[%s] != 0", ref, at);
+      else
+        {
+          g_autofree char *coef = float_text (sc->coef);
+
+          g_string_append_printf (bias, " + %sf * napkin_ld (&(%s)[%s])", coef, ref, at);
+        }
+    }
+  g_string_append_printf (s, "#define NKB_SC_ANY %d\n#define NKB_SC_DECL%s\n#define NKB_SC_BIAS(g_, q_, k_) %s)\n"
+                          "#define NKB_SC_KEEP(g_, q_, k_) %s)\n", a->n_scores > 0, decl->str, bias->str, keep->str);
+  g_string_free (decl, TRUE);
+  g_string_free (bias, TRUE);
+  g_string_free (keep, TRUE);
+  return g_string_free (s, FALSE);
+}
+
 static void
 append_helpers (GString *out)
 {
@@ -641,7 +675,7 @@ print_backward (const NapkinPrintCtx   *ctx,
 {
   const NapkinPlanAttnBackward *b = &kernel->u.bwd;
   const NapkinPlanAttention *a = &b->a;
-  NapkinCudaRef q, k, v, o, d_o, d_q, d_k, d_v, scratch, lse, drow, dqa;
+  NapkinCudaRef q, k, v, o, d_o, d_q, d_k, d_v, scratch, lse, drow, dqa, sc[NAPKIN_ATTN_MAX_SCORES];
   NapkinPlanBuffer sb = { -1, b->scratch, NAPKIN_DTYPE_FP32 };
   const gint64 dp = (a->D + 15) / 16 * 16;
   g_autofree char *pre = g_strdup_printf ("%s_pre", name);
@@ -655,6 +689,9 @@ print_backward (const NapkinPrintCtx   *ctx,
       || !_napkin_cuda_ref (ctx, &b->d_k, &d_k, error) || !_napkin_cuda_ref (ctx, &b->d_v, &d_v, error)
       || !_napkin_cuda_ref (ctx, &sb, &scratch, error))
     return FALSE;
+  for (guint i = 0; i < a->n_scores; i++)
+    if (!_napkin_cuda_ref (ctx, &a->scores[i].x, &sc[i], error))
+      return FALSE;
   if (!kernel->feasible)
     FAIL ("the plan's kernel is infeasible: %s", kernel->infeasible ? kernel->infeasible : "(no reason)");
   lse = drow = dqa = scratch;
@@ -664,7 +701,8 @@ print_backward (const NapkinPrintCtx   *ctx,
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam params[] = {
-      { "LEAD", lead_code (a, b, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT | LEAD_GRADS, FALSE, 2) },
+      { "LEAD", lead_code (a, b, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT | LEAD_GRADS | LEAD_SC, FALSE, 2) },
+      { "BWSCORES", backward_scores (a, sc) },
       { "NAME_PRE", g_strdup (pre) },
       { "NAME_MAIN", g_strdup (main_) },
       { "NAME_DQ", g_strdup (dq) },

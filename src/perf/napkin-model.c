@@ -2929,8 +2929,9 @@ kernel_plan (Model                  *m,
  * which the warps issuing mma.sync wait for: finish_kernel adds tensor and shared-memory
  * time), dS goes through shared memory once, and dQ's share is added to the fp32
  * accumulator in L2 (a read and a write a value). Device memory: Q, K, V, O, dO read, dQ,
- * dK, dV written, the accumulator zeroed, added to and read. The main loop's share of the
- * mma.sync peak is NAPKIN_ATTN_BWD_MMA_EFFICIENCY. */
+ * dK, dV written, the accumulator zeroed, added to and read, score operands read once
+ * (from L2 by each score both kernels make). The main loop's share of the mma.sync peak
+ * is NAPKIN_ATTN_BWD_MMA_EFFICIENCY. */
 static void
 attention_backward_cost (Model                  *m,
                          const NapkinPlanKernel *pk,
@@ -2941,9 +2942,26 @@ attention_backward_cost (Model                  *m,
   const double pairs = (double) b->pairs, tile = (double) a->BKV * a->BQ * a->D;
   const double eb = napkin_dtype_bytes (a->dtype), gb = napkin_dtype_bytes (b->grad_dtype);
   const double q_elems = (double) a->batch * a->NQ * a->D, k_elems = (double) a->kv_batch * a->NKV * a->D;
-  const double hbm = q_elems * (3 * eb + gb) + k_elems * (2 * eb + 2 * gb) + q_elems * 4 * 3
-                     + (double) a->batch * a->NQ * 8 * 3;
-  const double l2 = hbm + pairs * (2.0 * a->BQ * a->D * eb + a->BQ * 8.0 + 2.0 * a->BQ * a->D * 4);
+  double l2_scores = 0;
+  double hbm = q_elems * (3 * eb + gb) + k_elems * (2 * eb + 2 * gb) + q_elems * 4 * 3
+               + (double) a->batch * a->NQ * 8 * 3;
+  double l2;
+
+  /* score operands: read from device memory once, by both kernels that make the scores
+   * from L2 (each computed score's element; the main kernel's lanes cover 16 bytes of a
+   * 32-byte sector) */
+  for (guint i = 0; i < a->n_scores; i++)
+    {
+      const NapkinPlanAttnScore *sc = &a->scores[i];
+      double elems = (double) a->NKV * (sc->row ? a->NQ : 1) * (sc->group ? a->group : 1);
+      const double xb = napkin_dtype_bytes (sc->dtype);
+
+      for (guint l = 0; l < a->n_lead; l++)
+        elems *= sc->lead[l] ? a->lead_size[l] : 1;
+      hbm += elems * xb;
+      l2_scores += pairs * a->BKV * a->BQ * xb * 3;
+    }
+  l2 = hbm + l2_scores + pairs * (2.0 * a->BQ * a->D * eb + a->BQ * 8.0 + 2.0 * a->BQ * a->D * 4);
   const double smem = pairs * ((double) b->warps * 4 * a->BQ * a->D * eb + 2.0 * a->BKV * a->BQ * eb
                                + (double) a->BKV * a->D * eb);
   NapkinTensorClass klass = NAPKIN_TENSOR_FP16;

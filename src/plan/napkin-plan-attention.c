@@ -1696,6 +1696,52 @@ _napkin_plan_attention_strides (NapkinPlanner             *p,
 }
 
 char *
+_napkin_plan_attention_add_score (NapkinPlanner       *p,
+                                  NapkinPlanAttention *a,
+                                  int                  node,
+                                  int                  port,
+                                  double               weight,
+                                  const NapkinTensor  *K,
+                                  const char          *key)
+{
+  NapkinPlanAttnScore *sc = &a->scores[a->n_scores];
+  const NapkinNode *n = napkin_diagram_node (p->d, (guint) node);
+  int src = napkin_diagram_input_source (p->d, (guint) node, (guint) port);
+  const NapkinTensorType *type = src >= 0 ? napkin_diagram_node_type (p->d, (guint) src) : NULL;
+  const char *names[NAPKIN_MAX_RANK + 1];
+  AttnAxes ax = { 0 };
+  NapkinTensor x;
+  char *why;
+
+  if (a->n_scores >= NAPKIN_ATTN_MAX_SCORES)
+    return g_strdup_printf (_("attention: more than %d score operands"), NAPKIN_ATTN_MAX_SCORES);
+  if (type == NULL || !_napkin_plan_attention_value (p, src, &x, names))
+    return g_strdup_printf (_("attention: the operand of “%s” needs a known type"), n->id);
+  memset (sc, 0, sizeof *sc);
+  sc->kind = n->kind == NAPKIN_OP_MASK ? NAPKIN_ATTN_SCORE_KEEP : NAPKIN_ATTN_SCORE_BIAS;
+  sc->node = node;
+  sc->dtype = type->dtype;
+  if (sc->kind == NAPKIN_ATTN_SCORE_KEEP && sc->dtype != NAPKIN_DTYPE_INT8)
+    return g_strdup_printf (_("attention: the mask “%s” keeps by %s flags; the kernels read int8"), n->id,
+                            napkin_dtype_to_string (sc->dtype));
+  if (sc->kind == NAPKIN_ATTN_SCORE_BIAS && sc->dtype != NAPKIN_DTYPE_FP16 && sc->dtype != NAPKIN_DTYPE_BF16
+      && sc->dtype != NAPKIN_DTYPE_FP32)
+    return g_strdup_printf (_("attention: the bias of “%s” is %s; the kernels add fp16, bf16 or fp32"), n->id,
+                            napkin_dtype_to_string (sc->dtype));
+  ax.key = key;
+  ax.query = napkin_diagram_axis (p->d, (guint) a->query_axis)->name;
+  ax.group = a->group_axis >= 0 ? napkin_diagram_axis (p->d, (guint) a->group_axis)->name : NULL;
+  if ((why = score_layout (p, sc, &x, K, &ax, n->id)) != NULL)
+    return why;
+  sc->x = (NapkinPlanBuffer) { src, -1, sc->dtype };
+  sc->coef = sc->kind == NAPKIN_ATTN_SCORE_BIAS ? weight / a->alpha : 0;
+  sc->rows = 16;
+  sc->vec = napkin_dtype_bytes (sc->dtype);
+  a->n_scores++;
+  return NULL;
+}
+
+char *
 _napkin_plan_attention_read_mask (NapkinPlanAttention *a,
                                   const NapkinNode    *mask,
                                   const char          *key,

@@ -32,6 +32,11 @@ typedef struct
   double alpha;
   int    dv, dp, d_o, v, red, dq, dk;
   double d_alpha;
+  /* score operands between Q·Kᵀ and the softmax (biases added, tensor masks), from the
+   * softmax back: the operation, its operand's port and, for a bias, the scales after it */
+  guint  n_scores;
+  int    score[NAPKIN_ATTN_MAX_SCORES], score_port[NAPKIN_ATTN_MAX_SCORES];
+  double score_after[NAPKIN_ATTN_MAX_SCORES];
 } Roles;
 
 static gboolean
@@ -198,12 +203,39 @@ mask_gate (NapkinPlanner *p,
   if (fm->mask != gm->mask || g_strcmp0 (fm->axis, gm->axis) != 0 || g_strcmp0 (fm->rows, gm->rows) != 0
       || fm->offset != gm->offset || fm->left != gm->left || fm->right != gm->right)
     return -1;
+  /* a tensor mask's gate reads the forward's flags */
+  if (fm->mask == NAPKIN_MASK_TENSOR
+      && napkin_diagram_input_source (p->d, (guint) m, 1) != napkin_diagram_input_source (p->d, (guint) mask, 1))
+    return -1;
   take (g, step);
   take (g, zero);
   take (g, mask);
   take (g, e);
   take (g, mul);
   return mul;
+}
+
+/* Whether the chain from `n` back reaches a product through the maps, masks and casts
+ * the recomputed scores are made of (the scores' side of a bias's add, not its operand's). */
+static gboolean
+leads_to_product (NapkinPlanner *p,
+                  Group         *g,
+                  int            n,
+                  int            depth)
+{
+  const NapkinNode *node;
+
+  if (n < 0 || depth > 16 || !free_node (p, g, n) || only_consumer (p, n) < 0)
+    return FALSE;
+  node = napkin_diagram_node (p->d, (guint) n);
+  if (node->kind == NAPKIN_OP_CONTRACT)
+    return TRUE;
+  if (node->kind != NAPKIN_OP_MAP && node->kind != NAPKIN_OP_MASK)
+    return FALSE;
+  for (guint port = 0; port < napkin_op_n_inputs (node); port++)
+    if (leads_to_product (p, g, napkin_diagram_input_source (p->d, (guint) n, port), depth + 1))
+      return TRUE;
+  return FALSE;
 }
 
 /* NAPKIN_BWD_DEBUG=1: where the recogniser left a softmax (for reading a diagram's refusals) */
@@ -221,7 +253,7 @@ match (NapkinPlanner *p,
   const NapkinTensorType *ts = type_of (p, (int) sm), *tq, *tk, *tdo;
   guint n_consumers;
   const guint *consumers;
-  int key, query = -1, at, ds = -1, rm = -1, sub, lhs, rhs, y;
+  int key, query = -1, at, ds = -1, rm = -1, sub, lhs, rhs, y, p_dv = (int) sm;
   guint64 group_axes;
 
   memset (r, 0, sizeof *r);
@@ -242,10 +274,29 @@ match (NapkinPlanner *p,
       take (g, at);
       if (n->kind == NAPKIN_OP_CONTRACT)
         break;
+      if ((n->kind == NAPKIN_OP_MAP && (n->fn == NAPKIN_FN_ADD || n->fn == NAPKIN_FN_SUB))
+          || (n->kind == NAPKIN_OP_MASK && n->mask == NAPKIN_MASK_TENSOR))
+        {
+          /* a score operand: the scores go on through one input, the operand is read */
+          gboolean s0 = leads_to_product (p, g, napkin_diagram_input_source (p->d, (guint) at, 0), 0);
+          gboolean s1 = n->kind == NAPKIN_OP_MAP
+                        && leads_to_product (p, g, napkin_diagram_input_source (p->d, (guint) at, 1), 0);
+          int port = s0 && !s1 ? 0 : s1 && !s0 ? 1 : -1;
+
+          /* b − x negates the scores before it; a mask's flags must meet positive scores */
+          if (port < 0 || r->n_scores >= NAPKIN_ATTN_MAX_SCORES || !(r->alpha > 0)
+              || (n->kind == NAPKIN_OP_MAP && n->fn == NAPKIN_FN_SUB && port == 1))
+            NOMATCH;
+          r->score[r->n_scores] = at;
+          r->score_port[r->n_scores] = 1 - port;
+          r->score_after[r->n_scores] = n->kind == NAPKIN_OP_MAP && n->fn == NAPKIN_FN_SUB ? -r->alpha : r->alpha;
+          r->n_scores++;
+          at = napkin_diagram_input_source (p->d, (guint) at, port);
+          continue;
+        }
       if (n->kind == NAPKIN_OP_MAP && n->fn == NAPKIN_FN_SCALE)
         r->alpha *= n->alpha;
-      else if (n->kind == NAPKIN_OP_MASK && n->mask != NAPKIN_MASK_TENSOR && r->mask < 0
-               && r->alpha > 0)
+      else if (n->kind == NAPKIN_OP_MASK && r->mask < 0 && r->alpha > 0)
         r->mask = at;
       else if (!(n->kind == NAPKIN_OP_MAP && n->fn == NAPKIN_FN_CAST))
         NOMATCH;
@@ -278,6 +329,14 @@ match (NapkinPlanner *p,
         NOMATCH;
       if (napkin_diagram_node (p->d, (guint) c)->kind == NAPKIN_OP_CONTRACT)
         r->dv = c;
+      else if (is_map (p, c, NAPKIN_FN_CAST) && only_consumer (p, c) >= 0
+               && napkin_diagram_node (p->d, (guint) only_consumer (p, c))->kind == NAPKIN_OP_CONTRACT
+               && free_node (p, g, only_consumer (p, c)))
+        {
+          /* an fp32 softmax cast to 16 bits for P·V (Llama, Qwen2): dV reads the cast */
+          p_dv = c;
+          r->dv = only_consumer (p, c);
+        }
       else if (is_map (p, c, NAPKIN_FN_MUL) && other_input (p, c, (int) sm) >= 0)
         {
           int x = other_input (p, c, (int) sm);
@@ -290,9 +349,11 @@ match (NapkinPlanner *p,
             rm = c;
         }
     }
-  if (r->dv < 0 || ds < 0 || rm < 0 || !sums (p, r->dv, (int) sm, group_axes, &r->d_o)
+  if (r->dv < 0 || ds < 0 || rm < 0 || !sums (p, r->dv, p_dv, group_axes, &r->d_o)
       || (tdo = type_of (p, r->d_o)) == NULL)
     NOMATCH;
+  if (p_dv != (int) sm)
+    take (g, p_dv);
   take (g, r->dv);
   take (g, ds);
   take (g, rm);
@@ -303,9 +364,24 @@ match (NapkinPlanner *p,
   take (g, sub);
   lhs = under_casts (p, g, napkin_diagram_input_source (p->d, (guint) sub, 0));
   rhs = under_casts (p, g, napkin_diagram_input_source (p->d, (guint) sub, 1));
+  /* dP widened once for both its readers (the sub and the row term's product: Llama's fp32
+   * softmax) */
+  while (is_map (p, lhs, NAPKIN_FN_CAST) && free_node (p, g, lhs))
+    {
+      guint n_readers;
+      const guint *readers = napkin_diagram_consumers (p->d, (guint) lhs, &n_readers);
+
+      if (n_readers != 2 || !((readers[0] == (guint) sub && readers[1] == (guint) rm)
+                              || (readers[1] == (guint) sub && readers[0] == (guint) rm)))
+        break;
+      take (g, lhs);
+      lhs = under_casts (p, g, napkin_diagram_input_source (p->d, (guint) lhs, 0));
+    }
   r->dp = lhs;
-  if (!free_node (p, g, r->dp) || !sums (p, r->dp, r->d_o, lacking (tdo, ts), &r->v)
-      || other_input (p, rm, (int) sm) != r->dp)
+  y = other_input (p, rm, (int) sm);
+  while (is_map (p, y, NAPKIN_FN_CAST))
+    y = napkin_diagram_input_source (p->d, (guint) y, 0);
+  if (!free_node (p, g, r->dp) || !sums (p, r->dp, r->d_o, lacking (tdo, ts), &r->v) || y != r->dp)
     NOMATCH;
   take (g, r->dp);
   /* the row term: Σ_k P⊙dP over the keys */
@@ -322,16 +398,21 @@ match (NapkinPlanner *p,
   }
   take (g, r->red);
 
-  /* after dS: casts, the mask's gate, the scale's adjoint; then dQ and dK */
+  /* after dS: casts, the masks' gates, the scale's adjoint (a bias's is the identity);
+   * then dQ and dK */
   for (at = ds;;)
     {
-      int c = only_consumer (p, at), gate;
+      int c = only_consumer (p, at), gate = -1;
 
       if (c >= 0 && free_node (p, g, c) && is_map (p, c, NAPKIN_FN_SCALE))
         r->d_alpha *= napkin_diagram_node (p->d, (guint) c)->alpha;
       else if (!(c >= 0 && free_node (p, g, c) && is_map (p, c, NAPKIN_FN_CAST)))
         {
-          if ((gate = mask_gate (p, g, at, r->mask)) < 0)
+          gate = mask_gate (p, g, at, r->mask);
+          for (guint i = 0; i < r->n_scores && gate < 0; i++)
+            if (napkin_diagram_node (p->d, (guint) r->score[i])->kind == NAPKIN_OP_MASK)
+              gate = mask_gate (p, g, at, r->score[i]);
+          if (gate < 0)
             break;
           at = gate;
           continue;
@@ -511,6 +592,11 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
         reason = _napkin_plan_attention_strides (p, a, &tmp, like[i], names[i], like_names[i], rows[i],
                                                  a->group_axis, lead[i], row[i], i == 0 ? &b->dq_group : NULL);
   }
+  /* biases and tensor masks, read by both kernels that make the scores */
+  a->alpha = r.alpha;
+  for (guint i = 0; i < r.n_scores && reason == NULL; i++)
+    reason = _napkin_plan_attention_add_score (p, a, r.score[i], r.score_port[i], r.score_after[i], &tk,
+                                               napkin_diagram_node (p->d, (guint) sm)->axis);
   if (reason == NULL && (a->D % 8 != 0 || a->D > 128))
     reason = g_strdup_printf (_("head size %lld: the fused kernel takes multiples of 8 up to 128"), (long long) a->D);
   if (reason != NULL)

@@ -112,6 +112,17 @@ char     *_napkin_plan_attention_strides   (NapkinPlanner             *p,
                                             gint64                    *lead,
                                             gint64                    *row,
                                             gint64                    *group);
+/* The score operand of `node` (a bias's add or sub, or a tensor mask; its operand on
+ * `port`, a bias weighed by `weight`, the scales after it: a->alpha set) appended to a's
+ * scores, its strides along the scores' axes (K's leading axes, a's query and group axes,
+ * `key`). NULL, or why not. */
+char     *_napkin_plan_attention_add_score (NapkinPlanner       *p,
+                                            NapkinPlanAttention *a,
+                                            int                  node,
+                                            int                  port,
+                                            double               weight,
+                                            const NapkinTensor  *K,
+                                            const char          *key);
 char     *_napkin_plan_attention_read_mask (NapkinPlanAttention *a,
                                             const NapkinNode    *mask,
                                             const char          *key,

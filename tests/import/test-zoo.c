@@ -546,20 +546,17 @@ test_backward (gconstpointer data)
 /* Attentions whose backward, the softmax recomputed, is not one fused kernel yet, and why
  * (docs/training.md, "Not done yet"). */
 static const char *const backward_unfused[][2] = {
-  { "alibi_attention", "a score operand (the ALiBi bias) with its gradient asked for" },
-  { "annotated_attention", "a score operand (a boolean mask tensor)" },
-  { "bart_attention", "a score operand (the additive mask) with its gradient asked for" },
-  { "bert_self_attention", "a score operand (the additive mask) with its gradient asked for" },
-  { "bloom_attention", "score operands (the ALiBi bias and a mask tensor)" },
+  { "alibi_attention", "the gradient of the ALiBi bias (a score operand) is asked for" },
+  { "bart_attention", "the gradient of the additive mask (a score operand) is asked for" },
+  { "bert_self_attention", "the gradient of the additive mask (a score operand) is asked for" },
+  { "bloom_attention", "the gradient of the ALiBi bias (a score operand) is asked for" },
   { "gemma2_attention", "the logit soft-cap's tanh between the products" },
-  { "hf_llama_attention", "a score operand (the additive mask) with its gradient asked for" },
-  { "phi3_attention", "a score operand (the additive mask) with its gradient asked for" },
-  { "qwen2_attention", "dV summed over the repeated K/V heads after its product (repeat_interleave)" },
+  { "hf_llama_attention", "the gradient of the additive mask (a score operand) is asked for" },
+  { "phi3_attention", "the gradient of the additive mask (a score operand) is asked for" },
   { "sagan_attention", "the queries are an image's h and w (two axes)" },
   { "sd_vae_attn_block", "the queries are an image's h and w (two axes)" },
-  { "sdpa_bool_mask", "a score operand (a boolean mask tensor)" },
-  { "swin_window_attention", "a score operand (the relative position bias) with its gradient asked for" },
-  { "t5_attention", "a score operand (the relative position bias) with its gradient asked for" },
+  { "swin_window_attention", "the gradient of the relative position bias (a score operand) is asked for" },
+  { "t5_attention", "the gradient of the relative position bias (a score operand) is asked for" },
 };
 
 /* The backward with every softmax recomputed (`napkin-cli grad --recompute softmax`, as
@@ -599,6 +596,41 @@ test_backward_fused (gconstpointer data)
     g_error ("%s: listed as unfused (%s) but its backward fuses: take it off the list", z->name, why);
 }
 
+/* Llama's attention trained as people train it: the additive mask (and the rotary tables)
+ * take no gradient. The backward, the softmax recomputed, is one fused kernel that reads
+ * the mask as a score operand — a bias added to the raw scores, weighed 1/α as the module
+ * adds it after the scale. */
+static void
+test_backward_bias (void)
+{
+  static const char *const wrt[] = { "q_proj_weight", "k_proj_weight", "v_proj_weight", "o_proj_weight",
+                                     "hidden_states", NULL };
+  g_autoptr(GError) error = NULL;
+  NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h200", &error);
+  g_autofree char *text = NULL;
+  g_autoptr(NapkinDiagram) d = import_zoo ("hf_llama_attention", ".graph.json", &text);
+  g_autoptr(NapkinDiagram) backward = NULL;
+  g_autoptr(NapkinPlan) plan = NULL;
+  const NapkinPlanKernel *k = NULL;
+
+  g_assert_no_error (error);
+  backward = napkin_backward_diagram (d, wrt, NAPKIN_BACKWARD_RECOMPUTE, arch, NULL, NULL, &error);
+  g_assert_no_error (error);
+  plan = napkin_plan_build (backward, arch, NULL, &error);
+  g_assert_no_error (error);
+  for (guint i = 0; i < plan->kernels->len; i++)
+    if (((const NapkinPlanKernel *) g_ptr_array_index (plan->kernels, i))->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
+      k = g_ptr_array_index (plan->kernels, i);
+  g_assert_nonnull (k);
+  g_assert_cmpuint (k->u.bwd.a.n_scores, ==, 1);
+  g_assert_cmpint (k->u.bwd.a.scores[0].kind, ==, NAPKIN_ATTN_SCORE_BIAS);
+  g_assert_cmpfloat_with_epsilon (k->u.bwd.a.scores[0].coef * k->u.bwd.a.alpha, 1.0, 1e-9);
+  /* the mask [b, s, k] is every head's: no head stride, the keys contiguous */
+  g_assert_cmpint (k->u.bwd.a.scores[0].row, ==, 2048);
+  g_assert_cmpint (k->u.bwd.a.group, ==, 4);
+  g_assert_cmpint (k->u.bwd.a.scores[0].group, ==, 0);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -624,5 +656,6 @@ main (int    argc,
       if (zoo[i].ops[NAPKIN_OP_SOFTMAX] > 0)
         g_test_add_data_func (fused, &zoo[i], test_backward_fused);
     }
+  g_test_add_func ("/import/zoo/hf_llama_attention/backward-bias", test_backward_bias);
   return g_test_run ();
 }
