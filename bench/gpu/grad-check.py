@@ -114,6 +114,9 @@ CASES = [
      None),
     ("zoo-llama-mask-frozen", "zoo", "tests/import/zoo/hf_llama_attention.graph.json", {"b": 1, "s": 1024, "k": 1024},
      None, ["attention_mask", "cos", "sin"]),
+    # a Llama-3-8B block's training step (RMSNorm, GQA attention with rotary, SwiGLU MLP)
+    ("llama-block", "zoo", "tests/import/llama-block.graph.json", {"b": 1, "s": 2048, "k": 2048}, None,
+     ["cos", "sin"]),
 ]
 
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "int8": "int8"}
