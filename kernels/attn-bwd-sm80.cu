@@ -173,10 +173,14 @@
  *   NKB_SC_DECL           the declarations of their offsets scI_base (the LEAD fragment adds
  *                         the K/V head's)
  *   NKB_SC_BIAS(g, q, k)  Σ coef·x of the biases at query head g of the group, row q, key k
- *   NKB_SC_KEEP(g, q, k)  whether every mask keeps that score */
+ *   NKB_SC_KEEP(g, q, k)  whether every mask keeps that score
+ * and a bias's gradient (NKB_SC_GRAD 1): its fp32 sums NKB_DB_ACC (NKB_DB_ELEMS floats,
+ * zeroed by pre), NKB_DB_ADD(g, q, k, dS) adding its weight times dS where main makes dS
+ * (red.global.add), NKB_DB_OUT the gradient dq writes them to, as laid out */
 #ifdef NAPKIN_GENERATED
 #include "napkin-fragment/BWSCORES"
 #else
+#define NKB_SC_GRAD 0
 #define NKB_SC_ANY 0
 #define NKB_SC_DECL
 #define NKB_SC_BIAS(g_, q_, k_) 0.0f
@@ -400,6 +404,10 @@ NKB_NAME_PRE (const NapkinArgs args)
     for (long c = tid; c < (q1 - q0) * (BW_D / 4); c += BW_PTHREADS)
       z[c] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
   }
+#if NKB_SC_GRAD
+  for (long i = (long) blockIdx.x * BW_PTHREADS + tid; i < NKB_DB_ELEMS; i += (long) gridDim.x * BW_PTHREADS)
+    NKB_DB_ACC[i] = 0.0f;
+#endif
 
   unsigned qf[BW_DP / 16][4], df[BW_DP / 16][4];
   float m_row[2] = { -1e30f, -1e30f }, l_row[2] = { 0.0f, 0.0f }, a_row[2] = { 0.0f, 0.0f };
@@ -853,6 +861,20 @@ NKB_NAME_MAIN (const NapkinArgs args)
                   const int jq = c * QC / 8 + j;
                   const float2 d2 = *(const float2 *) (ds + jq * 8 + 2 * t4);
 
+#if NKB_SC_GRAD
+                  /* the bias's gradient: dS at keys g8 (0, 1) and g8 + 8 (2, 3), queries
+                   * 2·t4 (0, 2) and + 1, summed over what the bias lacks */
+#pragma unroll
+                  for (int e = 0; e < 4; e++)
+                    {
+                      const long q = qa + jq * 8 + 2 * t4 + (e & 1), k = kw + g8 + 8 * (e >> 1);
+                      const float v = st[jq][e] * (dp[j][e] - (e & 1 ? d2.y : d2.x));
+
+                      if (q < BW_NQ && k < BW_NKV && v != 0.0f)
+                        NKB_DB_ADD (g, q, k, v);
+                    }
+#endif
+
                   pk[jq][0] = napkin_attn_pack (st[jq][0] * (dp[j][0] - d2.x), st[jq][1] * (dp[j][1] - d2.y),
                                                 (const NKB_T *) 0);
                   pk[jq][1] = napkin_attn_pack (st[jq][2] * (dp[j][2] - d2.x), st[jq][3] * (dp[j][3] - d2.y),
@@ -1019,6 +1041,11 @@ NKB_NAME_DQ (const NapkinArgs args)
           napkin_attn_st2 (dst + r * BW_DQRS + e + 2, v.z * BW_DALPHA, v.w * BW_DALPHA);
         }
     }
+#if NKB_SC_GRAD
+  /* the bias's gradient, rounded from its fp32 sums (main has finished adding) */
+  for (long i = (long) blockIdx.x * 256 + threadIdx.x; i < NKB_DB_ELEMS; i += (long) gridDim.x * 256)
+    napkin_st (&NKB_DB_OUT[i], NKB_DB_ACC[i]);
+#endif
 }
 #undef BW_D
 #undef BW_DP
@@ -1057,6 +1084,11 @@ NKB_NAME_DQ (const NapkinArgs args)
 #undef BW_INF
 #undef BW_VIS
 #undef BW_MMA
+#undef NKB_SC_GRAD
+#undef NKB_DB_ELEMS
+#undef NKB_DB_ACC
+#undef NKB_DB_OUT
+#undef NKB_DB_ADD
 #undef NKB_SC_ANY
 #undef NKB_SC_DECL
 #undef NKB_SC_BIAS

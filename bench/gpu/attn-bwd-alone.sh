@@ -53,6 +53,7 @@ EOF
 
 # No score operands (the printer's BWSCORES fragment when the attention has none).
 cat > "$OUT/napkin-fragment/BWSCORES" <<'EOF'
+#define NKB_SC_GRAD 0
 #define NKB_SC_ANY 0
 #define NKB_SC_DECL
 #define NKB_SC_BIAS(g_, q_, k_) 0.0f

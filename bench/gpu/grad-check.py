@@ -114,6 +114,11 @@ CASES = [
      None),
     ("zoo-llama-mask-frozen", "zoo", "tests/import/zoo/hf_llama_attention.graph.json", {"b": 1, "s": 1024, "k": 1024},
      None, ["attention_mask", "cos", "sin"]),
+    # a bias's gradient summed by the fused backward (T5's trained position bias over the
+    # batch, BERT's additive mask over heads and queries, Swin's over the windows)
+    ("zoo-t5-bias", "zoo", "tests/import/zoo/t5_attention.graph.json", {"b": 2, "s": 512, "k": 512}, None),
+    ("zoo-bert-mask", "zoo", "tests/import/zoo/bert_self_attention.graph.json", {"b": 4, "s": 512, "k": 512}, None),
+    ("zoo-swin-bias", "zoo", "tests/import/zoo/swin_window_attention.graph.json", {"w": 256}, None),
     # a Llama-3-8B block's training step (RMSNorm, GQA attention with rotary, SwiGLU MLP)
     ("llama-block", "zoo", "tests/import/llama-block.graph.json", {"b": 1, "s": 2048, "k": 2048}, None,
      ["cos", "sin"]),

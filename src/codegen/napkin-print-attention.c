@@ -103,6 +103,8 @@ lead_code (const NapkinPlanAttention    *a,
         g_string_append_printf (s, "%s  dq_base += i_ * %" G_GINT64_FORMAT "L;\n%s  dk_base += i_ * %" G_GINT64_FORMAT
                                 "L;\n%s  dv_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, bwd->dq_lead[l], pad,
                                 bwd->dk_lead[l], pad, bwd->dv_lead[l]);
+      if ((which & LEAD_GRADS) && bwd->d_bias.node >= 0 && bwd->d_bias_at.lead[l] != 0)
+        g_string_append_printf (s, "%s  db_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, bwd->d_bias_at.lead[l]);
       for (guint i = 0; (which & LEAD_SC) && i < a->n_scores; i++)
         if (a->scores[i].lead[l] != 0)
           g_string_append_printf (s, "%s  sc%u_base += i_ * %" G_GINT64_FORMAT "L;\n", pad, i, a->scores[i].lead[l]);
@@ -357,9 +359,12 @@ add_score_params (GArray                    *p,
 /* The backward's score operands (kernels/attn-bwd-sm80.cu, BWSCORES): their offsets, and
  * expressions that read them at (query head g of the group, row q, key k). */
 static char *
-backward_scores (const NapkinPlanAttention *a,
-                 const NapkinCudaRef       *refs)
+backward_scores (const NapkinPlanAttnBackward *b,
+                 const NapkinCudaRef          *refs,
+                 const NapkinCudaRef          *d_bias,
+                 const NapkinCudaRef          *acc)
 {
+  const NapkinPlanAttention *a = &b->a;
   GString *s = g_string_new (NULL), *decl = g_string_new (NULL);
   GString *bias = g_string_new ("(0.0f"), *keep = g_string_new ("(true");
 
@@ -380,6 +385,21 @@ backward_scores (const NapkinPlanAttention *a,
           g_string_append_printf (bias, " + %sf * napkin_ld (&(%s)[%s])", coef, ref, at);
         }
     }
+  /* a bias's gradient: its fp32 sums, then the value */
+  if (b->d_bias.node >= 0)
+    {
+      g_autofree char *w = float_text (b->d_bias_weight);
+      g_autofree char *acc_ref = _napkin_cuda_ref_expr (acc, NAPKIN_DTYPE_FP32);
+      g_autofree char *out_ref = _napkin_cuda_ref_expr (d_bias, b->d_bias.dtype);
+
+      g_string_append (decl, " long db_base = 0;");
+      g_string_append_printf (s, "#define NKB_SC_GRAD 1\n#define NKB_DB_ELEMS %" G_GINT64_FORMAT "L\n#define NKB_DB_ACC (%s)\n"
+                              "#define NKB_DB_OUT (%s)\n#define NKB_DB_ADD(g_, q_, k_, v_) atomicAdd (&NKB_DB_ACC[db_base "
+                              "+ (g_) * %" G_GINT64_FORMAT "L + (q_) * %" G_GINT64_FORMAT "L + (k_)], %sf * (v_))\n",
+                              b->d_bias_elems, acc_ref, out_ref, b->d_bias_at.group, b->d_bias_at.row, w);
+    }
+  else
+    g_string_append (s, "#define NKB_SC_GRAD 0\n");
   g_string_append_printf (s, "#define NKB_SC_ANY %d\n#define NKB_SC_DECL%s\n#define NKB_SC_BIAS(g_, q_, k_) %s)\n"
                           "#define NKB_SC_KEEP(g_, q_, k_) %s)\n", a->n_scores > 0, decl->str, bias->str, keep->str);
   g_string_free (decl, TRUE);
@@ -675,7 +695,7 @@ print_backward (const NapkinPrintCtx   *ctx,
 {
   const NapkinPlanAttnBackward *b = &kernel->u.bwd;
   const NapkinPlanAttention *a = &b->a;
-  NapkinCudaRef q, k, v, o, d_o, d_q, d_k, d_v, scratch, lse, drow, dqa, sc[NAPKIN_ATTN_MAX_SCORES];
+  NapkinCudaRef q, k, v, o, d_o, d_q, d_k, d_v, scratch, lse, drow, dqa, dba, d_bias, sc[NAPKIN_ATTN_MAX_SCORES];
   NapkinPlanBuffer sb = { -1, b->scratch, NAPKIN_DTYPE_FP32 };
   const gint64 dp = (a->D + 15) / 16 * 16;
   g_autofree char *pre = g_strdup_printf ("%s_pre", name);
@@ -692,17 +712,21 @@ print_backward (const NapkinPrintCtx   *ctx,
   for (guint i = 0; i < a->n_scores; i++)
     if (!_napkin_cuda_ref (ctx, &a->scores[i].x, &sc[i], error))
       return FALSE;
+  memset (&d_bias, 0, sizeof d_bias);
+  if (b->d_bias.node >= 0 && !_napkin_cuda_ref (ctx, &b->d_bias, &d_bias, error))
+    return FALSE;
   if (!kernel->feasible)
     FAIL ("the plan's kernel is infeasible: %s", kernel->infeasible ? kernel->infeasible : "(no reason)");
-  lse = drow = dqa = scratch;
+  lse = drow = dqa = dba = scratch;
   lse.offset += b->lse_at * 4;
   drow.offset += b->drow_at * 4;
   dqa.offset += b->dqa_at * 4;
+  dba.offset += b->dbias_at * 4;
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam params[] = {
       { "LEAD", lead_code (a, b, LEAD_Q | LEAD_O | LEAD_K | LEAD_FLAT | LEAD_GRADS | LEAD_SC, FALSE, 2) },
-      { "BWSCORES", backward_scores (a, sc) },
+      { "BWSCORES", backward_scores (b, sc, &d_bias, &dba) },
       { "NAME_PRE", g_strdup (pre) },
       { "NAME_MAIN", g_strdup (main_) },
       { "NAME_DQ", g_strdup (dq) },

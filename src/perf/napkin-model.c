@@ -2930,8 +2930,9 @@ kernel_plan (Model                  *m,
  * time), dS goes through shared memory once, and dQ's share is added to the fp32
  * accumulator in L2 (a read and a write a value). Device memory: Q, K, V, O, dO read, dQ,
  * dK, dV written, the accumulator zeroed, added to and read, score operands read once
- * (from L2 by each score both kernels make). The main loop's share of the mma.sync peak
- * is NAPKIN_ATTN_BWD_MMA_EFFICIENCY. */
+ * (from L2 by each score both kernels make), a bias's gradient summed in L2 (an atomic
+ * add a score). The main loop's share of the mma.sync peak is
+ * NAPKIN_ATTN_BWD_MMA_EFFICIENCY. */
 static void
 attention_backward_cost (Model                  *m,
                          const NapkinPlanKernel *pk,
@@ -2960,6 +2961,13 @@ attention_backward_cost (Model                  *m,
         elems *= sc->lead[l] ? a->lead_size[l] : 1;
       hbm += elems * xb;
       l2_scores += pairs * a->BKV * a->BQ * xb * 3;
+    }
+  /* a bias's gradient: its fp32 sums zeroed, added to in L2 (a read and a write an added
+   * score), read back and written rounded */
+  if (b->d_bias.node >= 0)
+    {
+      hbm += b->d_bias_elems * (4.0 * 2 + napkin_dtype_bytes (b->d_bias.dtype));
+      l2_scores += pairs * a->BKV * a->BQ * 8.0;
     }
   l2 = hbm + l2_scores + pairs * (2.0 * a->BQ * a->D * eb + a->BQ * 8.0 + 2.0 * a->BQ * a->D * 4);
   const double smem = pairs * ((double) b->warps * 4 * a->BQ * a->D * eb + 2.0 * a->BKV * a->BQ * eb

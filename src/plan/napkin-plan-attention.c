@@ -1696,6 +1696,27 @@ _napkin_plan_attention_strides (NapkinPlanner             *p,
 }
 
 char *
+_napkin_plan_attention_score_strides (NapkinPlanner             *p,
+                                      const NapkinPlanAttention *a,
+                                      int                        value,
+                                      const NapkinTensor        *K,
+                                      const char                *key,
+                                      const char                *id,
+                                      NapkinPlanAttnScore       *sc)
+{
+  const char *names[NAPKIN_MAX_RANK + 1];
+  AttnAxes ax = { 0 };
+  NapkinTensor x;
+
+  if (!_napkin_plan_attention_value (p, value, &x, names))
+    return g_strdup_printf (_("attention: the operand of “%s” needs a known type"), id);
+  ax.key = key;
+  ax.query = napkin_diagram_axis (p->d, (guint) a->query_axis)->name;
+  ax.group = a->group_axis >= 0 ? napkin_diagram_axis (p->d, (guint) a->group_axis)->name : NULL;
+  return score_layout (p, sc, &x, K, &ax, id);
+}
+
+char *
 _napkin_plan_attention_add_score (NapkinPlanner       *p,
                                   NapkinPlanAttention *a,
                                   int                  node,
@@ -1708,14 +1729,11 @@ _napkin_plan_attention_add_score (NapkinPlanner       *p,
   const NapkinNode *n = napkin_diagram_node (p->d, (guint) node);
   int src = napkin_diagram_input_source (p->d, (guint) node, (guint) port);
   const NapkinTensorType *type = src >= 0 ? napkin_diagram_node_type (p->d, (guint) src) : NULL;
-  const char *names[NAPKIN_MAX_RANK + 1];
-  AttnAxes ax = { 0 };
-  NapkinTensor x;
   char *why;
 
   if (a->n_scores >= NAPKIN_ATTN_MAX_SCORES)
     return g_strdup_printf (_("attention: more than %d score operands"), NAPKIN_ATTN_MAX_SCORES);
-  if (type == NULL || !_napkin_plan_attention_value (p, src, &x, names))
+  if (type == NULL)
     return g_strdup_printf (_("attention: the operand of “%s” needs a known type"), n->id);
   memset (sc, 0, sizeof *sc);
   sc->kind = n->kind == NAPKIN_OP_MASK ? NAPKIN_ATTN_SCORE_KEEP : NAPKIN_ATTN_SCORE_BIAS;
@@ -1728,10 +1746,7 @@ _napkin_plan_attention_add_score (NapkinPlanner       *p,
       && sc->dtype != NAPKIN_DTYPE_FP32)
     return g_strdup_printf (_("attention: the bias of “%s” is %s; the kernels add fp16, bf16 or fp32"), n->id,
                             napkin_dtype_to_string (sc->dtype));
-  ax.key = key;
-  ax.query = napkin_diagram_axis (p->d, (guint) a->query_axis)->name;
-  ax.group = a->group_axis >= 0 ? napkin_diagram_axis (p->d, (guint) a->group_axis)->name : NULL;
-  if ((why = score_layout (p, sc, &x, K, &ax, n->id)) != NULL)
+  if ((why = _napkin_plan_attention_score_strides (p, a, src, K, key, n->id, sc)) != NULL)
     return why;
   sc->x = (NapkinPlanBuffer) { src, -1, sc->dtype };
   sc->coef = sc->kind == NAPKIN_ATTN_SCORE_BIAS ? weight / a->alpha : 0;

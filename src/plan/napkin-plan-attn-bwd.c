@@ -37,6 +37,10 @@ typedef struct
   guint  n_scores;
   int    score[NAPKIN_ATTN_MAX_SCORES], score_port[NAPKIN_ATTN_MAX_SCORES];
   double score_after[NAPKIN_ATTN_MAX_SCORES];
+  /* a bias's gradient asked for: the sums over the axes it lacks of d_bias_weight·dS,
+   * the value that leaves the kernel (−1: none) */
+  int    d_bias;
+  double d_bias_weight;
 } Roles;
 
 static gboolean
@@ -238,6 +242,59 @@ leads_to_product (NapkinPlanner *p,
   return FALSE;
 }
 
+/* A bias's gradient from the adjoint `c` reads: sums over the axes the bias lacks, casts
+ * and scales, each read once, up to the value that leaves the kernel (an output's, or
+ * another kernel's operand). That value, its weight (the scales' product) through
+ * *weight, or −1. */
+static int
+bias_gradient (NapkinPlanner *p,
+               Group         *g,
+               int            c,
+               double        *weight)
+{
+  guint start = g->nodes->len;
+  int at = c, last = -1;
+
+  *weight = 1.0;
+  while (at >= 0 && free_node (p, g, at))
+    {
+      const NapkinNode *n = napkin_diagram_node (p->d, (guint) at);
+
+      if (n->kind == NAPKIN_OP_REDUCE && n->reduce == NAPKIN_REDUCE_SUM)
+        ;
+      else if (is_map (p, at, NAPKIN_FN_SCALE))
+        *weight *= n->alpha;
+      else if (!is_map (p, at, NAPKIN_FN_CAST))
+        break;
+      take (g, at);
+      last = at;
+      at = only_consumer (p, at);
+      if (at >= 0 && napkin_diagram_node (p->d, (guint) at)->kind == NAPKIN_OP_OUTPUT)
+        break;
+    }
+  if (last < 0 || at < 0 || napkin_diagram_node (p->d, (guint) at)->kind != NAPKIN_OP_OUTPUT)
+    {
+      g_array_set_size (g->nodes, start);
+      return -1;
+    }
+  return last;
+}
+
+/* 1 where `reader` reads the value of `n`, else 0. */
+static int
+is_reader (NapkinPlanner *p,
+           int            n,
+           int            reader)
+{
+  guint n_consumers;
+  const guint *consumers = napkin_diagram_consumers (p->d, (guint) n, &n_consumers);
+
+  for (guint i = 0; i < n_consumers; i++)
+    if ((int) consumers[i] == reader)
+      return 1;
+  return 0;
+}
+
 /* NAPKIN_BWD_DEBUG=1: where the recogniser left a softmax (for reading a diagram's refusals) */
 #define NOMATCH do { if (g_getenv ("NAPKIN_BWD_DEBUG")) g_printerr ("attention backward: %s not matched at line %d\n", \
                                                                    napkin_diagram_node (p->d, sm)->id, __LINE__); \
@@ -253,11 +310,11 @@ match (NapkinPlanner *p,
   const NapkinTensorType *ts = type_of (p, (int) sm), *tq, *tk, *tdo;
   guint n_consumers;
   const guint *consumers;
-  int key, query = -1, at, ds = -1, rm = -1, sub, lhs, rhs, y, p_dv = (int) sm;
+  int key, query = -1, at, ds = -1, rm = -1, sub, lhs, rhs, y, p_dv = (int) sm, bias_reader = -1;
   guint64 group_axes;
 
   memset (r, 0, sizeof *r);
-  r->mask = r->dv = r->dq = r->dk = -1;
+  r->mask = r->dv = r->dq = r->dk = r->d_bias = -1;
   r->alpha = r->d_alpha = 1.0;
   if (sn->kind != NAPKIN_OP_SOFTMAX || ts == NULL || !free_node (p, g, (int) sm))
     NOMATCH;
@@ -398,11 +455,29 @@ match (NapkinPlanner *p,
   }
   take (g, r->red);
 
-  /* after dS: casts, the masks' gates, the scale's adjoint (a bias's is the identity);
-   * then dQ and dK */
+  /* after dS: casts, the masks' gates, the scale's adjoint (a bias's is the identity;
+   * where the bias's gradient is asked for, its sums fork here); then dQ and dK */
   for (at = ds;;)
     {
       int c = only_consumer (p, at), gate = -1;
+
+      if (c < 0 && r->d_bias < 0 && r->n_scores > 0)
+        {
+          const guint *readers = napkin_diagram_consumers (p->d, (guint) at, &n_consumers);
+
+          for (guint i = 0; i < n_consumers && (n_consumers == 2 || n_consumers == 3) && r->d_bias < 0; i++)
+            if ((r->d_bias = bias_gradient (p, g, (int) readers[i], &r->d_bias_weight)) >= 0)
+              {
+                r->d_bias_weight *= r->d_alpha;
+                bias_reader = (int) readers[i];
+                if (n_consumers == 2)
+                  c = (int) readers[1 - i];
+                else
+                  break;
+              }
+          if (r->d_bias >= 0 && n_consumers == 3)
+            break;   /* dQ and dK read the same value */
+        }
 
       if (c >= 0 && free_node (p, g, c) && is_map (p, c, NAPKIN_FN_SCALE))
         r->d_alpha *= napkin_diagram_node (p->d, (guint) c)->alpha;
@@ -421,12 +496,15 @@ match (NapkinPlanner *p,
       at = c;
     }
   consumers = napkin_diagram_consumers (p->d, (guint) at, &n_consumers);
-  if (n_consumers != 2 || !(r->d_alpha > 0) || fabs (r->d_alpha - r->alpha) > 1e-6 * r->alpha)
+  if (n_consumers != 2u + (guint) (bias_reader >= 0 ? is_reader (p, at, bias_reader) : 0)
+      || !(r->d_alpha > 0) || fabs (r->d_alpha - r->alpha) > 1e-6 * r->alpha)
     NOMATCH;
-  for (guint i = 0; i < 2; i++)
+  for (guint i = 0; i < n_consumers; i++)
     {
       int c = (int) consumers[i];
 
+      if (c == bias_reader)
+        continue;
       if (!free_node (p, g, c))
         NOMATCH;
       if (sums (p, c, at, bit (key), &y) && y == r->k)
@@ -443,7 +521,7 @@ match (NapkinPlanner *p,
     {
       int n = (int) g_array_index (g->nodes, guint, i);
 
-      if (n == r->dq || n == r->dk || n == r->dv)
+      if (n == r->dq || n == r->dk || n == r->dv || n == r->d_bias)
         continue;
       consumers = napkin_diagram_consumers (p->d, (guint) n, &n_consumers);
       for (guint c = 0; c < n_consumers; c++)
@@ -597,6 +675,40 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   for (guint i = 0; i < r.n_scores && reason == NULL; i++)
     reason = _napkin_plan_attention_add_score (p, a, r.score[i], r.score_port[i], r.score_after[i], &tk,
                                                napkin_diagram_node (p->d, (guint) sm)->axis);
+  /* a bias's gradient: the bias of its axes */
+  b->d_bias = (NapkinPlanBuffer) { -1, -1, NAPKIN_DTYPE_FP32 };
+  if (reason == NULL && r.d_bias >= 0)
+    {
+      const NapkinTensorType *tg = type_of (p, r.d_bias);
+      int which = -1;
+
+      for (guint i = 0; i < a->n_scores && tg != NULL; i++)
+        {
+          const NapkinTensorType *tx = type_of (p, a->scores[i].x.node);
+          gboolean same = a->scores[i].kind == NAPKIN_ATTN_SCORE_BIAS && tx != NULL && tx->n_axes == tg->n_axes;
+
+          for (guint j = 0; same && j < tg->n_axes; j++)
+            same = napkin_tensor_type_has_axis (tx, tg->axes[j]);
+          if (same)
+            which = which < 0 ? (int) i : -2;
+        }
+      if (which < 0)
+        reason = g_strdup (_("a bias's gradient that is not one bias's"));
+      else if (tg->dtype != NAPKIN_DTYPE_FP16 && tg->dtype != NAPKIN_DTYPE_BF16 && tg->dtype != NAPKIN_DTYPE_FP32)
+        reason = g_strdup_printf (_("the bias's gradient is %s; the kernel writes fp16, bf16 or fp32"),
+                                  napkin_dtype_to_string (tg->dtype));
+      else if ((reason = _napkin_plan_attention_score_strides (p, a, r.d_bias, &tk,
+                                                               napkin_diagram_node (p->d, (guint) sm)->axis,
+                                                               napkin_diagram_node (p->d, (guint) r.d_bias)->id,
+                                                               &b->d_bias_at)) == NULL)
+        {
+          b->d_bias = (NapkinPlanBuffer) { r.d_bias, -1, tg->dtype };
+          b->d_bias_weight = r.d_bias_weight;
+          b->d_bias_elems = 1;
+          for (guint j = 0; j < tg->n_axes; j++)
+            b->d_bias_elems *= napkin_diagram_axis_size (p->d, tg->axes[j]);
+        }
+    }
   if (reason == NULL && (a->D % 8 != 0 || a->D > 128))
     reason = g_strdup_printf (_("head size %lld: the fused kernel takes multiples of 8 up to 128"), (long long) a->D);
   if (reason != NULL)
@@ -650,7 +762,8 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   b->lse_at = 0;
   b->drow_at = a->batch * a->NQ;
   b->dqa_at = (2 * a->batch * a->NQ + 3) / 4 * 4;
-  b->scratch = _napkin_plan_add_scratch (p->plan, (b->dqa_at + a->batch * a->NQ * a->D) * 4);
+  b->dbias_at = (b->dqa_at + a->batch * a->NQ * a->D + 3) / 4 * 4;
+  b->scratch = _napkin_plan_add_scratch (p->plan, (b->dbias_at + (b->d_bias.node >= 0 ? b->d_bias_elems : 0)) * 4);
   b->pre_grid = a->batch * ((a->NQ + 16 * b->pre_warps - 1) / (16 * b->pre_warps));
   b->dq_grid = a->batch * ((a->NQ + 63) / 64);
   b->pre_smem = 4 * (16 * b->pre_warps + 128) * (dp + 8);
@@ -669,5 +782,15 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
                                "the gradients, dQ)"),
                              (long long) a->BKV, b->warps, (long long) a->BQ, (long long) a->tiles_computed,
                              (long long) (kv_blocks * q_tiles));
+  if (a->n_scores > 0)
+    {
+      char *more = g_strdup_printf (_("%s; %u score operand(s) read where the scores are made%s"), k->note,
+                                    a->n_scores, b->d_bias.node >= 0
+                                    ? _(", the bias's gradient summed in fp32 (atomics) and rounded by the last launch")
+                                    : "");
+
+      g_free (k->note);
+      k->note = more;
+    }
   return TRUE;
 }

@@ -1328,7 +1328,19 @@ place_attention_backward (NapkinPlanner *p,
           napkin_region_set_mark (region, napkin_diagram_axis (d, a)->name, NAPKIN_MARK_STREAM,
                                   MIN (32, napkin_diagram_axis_size (d, a)));
         else if (qk_batch_axis (d, qk, a))
-          napkin_region_set_mark (region, napkin_diagram_axis (d, a)->name, NAPKIN_MARK_PARALLEL, 1);
+          {
+            /* a bias's gradient sums over the heads or the batch it lacks: streamed */
+            gboolean summed = FALSE;
+
+            for (guint j = 0; j < nodes->len && !summed; j++)
+              {
+                const NapkinNode *n = napkin_diagram_node (d, g_array_index (nodes, guint, j));
+
+                summed = n->kind == NAPKIN_OP_REDUCE && napkin_diagram_find_axis (d, n->axis) == (int) a;
+              }
+            napkin_region_set_mark (region, napkin_diagram_axis (d, a)->name,
+                                    summed ? NAPKIN_MARK_STREAM : NAPKIN_MARK_PARALLEL, 1);
+          }
       }
   }
   napkin_diagram_insert_item (d, NAPKIN_ITEM_REGION, r, region);

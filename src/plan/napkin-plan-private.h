@@ -112,6 +112,16 @@ char     *_napkin_plan_attention_strides   (NapkinPlanner             *p,
                                             gint64                    *lead,
                                             gint64                    *row,
                                             gint64                    *group);
+/* The strides along the scores' axes (K's leading axes, a's group and query axes, the
+ * key `key` last and contiguous) of the value `value`, a score operand's or its
+ * gradient's, into sc->lead, group, row. NULL, or why not (naming `id`). */
+char     *_napkin_plan_attention_score_strides (NapkinPlanner             *p,
+                                                const NapkinPlanAttention *a,
+                                                int                        value,
+                                                const NapkinTensor        *K,
+                                                const char                *key,
+                                                const char                *id,
+                                                NapkinPlanAttnScore       *sc);
 /* The score operand of `node` (a bias's add or sub, or a tensor mask; its operand on
  * `port`, a bias weighed by `weight`, the scales after it: a->alpha set) appended to a's
  * scores, its strides along the scores' axes (K's leading axes, a's query and group axes,

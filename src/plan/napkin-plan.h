@@ -326,6 +326,15 @@ typedef struct
   gint64              pre_smem;
   gint64              pairs;               /* (key block, query tile) pairs computed, all heads */
   gint64              longest;             /* … by the block with the most (a causal mask's first keys) */
+  /* A bias's gradient (−1 in d_bias.node: none): d_bias = Σ d_bias_weight·dS over the score
+   * axes the bias lacks, added up in fp32 at `dbias_at` of the scratch (zeroed by the first
+   * launch, added to by the main one with atomics, rounded into d_bias by the last); its
+   * strides along the scores' axes in `d_bias_at` (lead, group, row; the keys contiguous),
+   * d_bias_elems elements */
+  NapkinPlanBuffer    d_bias;
+  double              d_bias_weight;
+  NapkinPlanAttnScore d_bias_at;
+  gint64              d_bias_elems, dbias_at;
 } NapkinPlanAttnBackward;
 
 /* Copy src (rows × cols, leading dimension ld_src) to dst (leading dimension ld_dst,

@@ -546,17 +546,10 @@ test_backward (gconstpointer data)
 /* Attentions whose backward, the softmax recomputed, is not one fused kernel yet, and why
  * (docs/training.md, "Not done yet"). */
 static const char *const backward_unfused[][2] = {
-  { "alibi_attention", "the gradient of the ALiBi bias (a score operand) is asked for" },
-  { "bart_attention", "the gradient of the additive mask (a score operand) is asked for" },
-  { "bert_self_attention", "the gradient of the additive mask (a score operand) is asked for" },
-  { "bloom_attention", "the gradient of the ALiBi bias (a score operand) is asked for" },
+  { "bloom_attention", "keep flags computed from the mask in the module (1 − mask, not int8)" },
   { "gemma2_attention", "the logit soft-cap's tanh between the products" },
-  { "hf_llama_attention", "the gradient of the additive mask (a score operand) is asked for" },
-  { "phi3_attention", "the gradient of the additive mask (a score operand) is asked for" },
   { "sagan_attention", "the queries are an image's h and w (two axes)" },
   { "sd_vae_attn_block", "the queries are an image's h and w (two axes)" },
-  { "swin_window_attention", "the gradient of the relative position bias (a score operand) is asked for" },
-  { "t5_attention", "the gradient of the relative position bias (a score operand) is asked for" },
 };
 
 /* The backward with every softmax recomputed (`napkin-cli grad --recompute softmax`, as
@@ -596,39 +589,88 @@ test_backward_fused (gconstpointer data)
     g_error ("%s: listed as unfused (%s) but its backward fuses: take it off the list", z->name, why);
 }
 
-/* Llama's attention trained as people train it: the additive mask (and the rotary tables)
- * take no gradient. The backward, the softmax recomputed, is one fused kernel that reads
- * the mask as a score operand — a bias added to the raw scores, weighed 1/α as the module
- * adds it after the scale. */
-static void
-test_backward_bias (void)
+/* The fused attention backward of an imported module, the softmax recomputed. */
+static const NapkinPlanKernel *
+fused_backward (const char         *name,
+                const char * const *wrt,
+                NapkinPlan        **plan)
 {
-  static const char *const wrt[] = { "q_proj_weight", "k_proj_weight", "v_proj_weight", "o_proj_weight",
-                                     "hidden_states", NULL };
   g_autoptr(GError) error = NULL;
   NapkinArch *arch = napkin_arch_registry_lookup (napkin_arch_registry_get_default (), "h200", &error);
   g_autofree char *text = NULL;
-  g_autoptr(NapkinDiagram) d = import_zoo ("hf_llama_attention", ".graph.json", &text);
+  g_autoptr(NapkinDiagram) d = import_zoo (name, ".graph.json", &text);
   g_autoptr(NapkinDiagram) backward = NULL;
-  g_autoptr(NapkinPlan) plan = NULL;
   const NapkinPlanKernel *k = NULL;
 
   g_assert_no_error (error);
   backward = napkin_backward_diagram (d, wrt, NAPKIN_BACKWARD_RECOMPUTE, arch, NULL, NULL, &error);
   g_assert_no_error (error);
-  plan = napkin_plan_build (backward, arch, NULL, &error);
+  *plan = napkin_plan_build (backward, arch, NULL, &error);
   g_assert_no_error (error);
-  for (guint i = 0; i < plan->kernels->len; i++)
-    if (((const NapkinPlanKernel *) g_ptr_array_index (plan->kernels, i))->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
-      k = g_ptr_array_index (plan->kernels, i);
+  for (guint i = 0; i < (*plan)->kernels->len; i++)
+    if (((const NapkinPlanKernel *) g_ptr_array_index ((*plan)->kernels, i))->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
+      k = g_ptr_array_index ((*plan)->kernels, i);
   g_assert_nonnull (k);
-  g_assert_cmpuint (k->u.bwd.a.n_scores, ==, 1);
-  g_assert_cmpint (k->u.bwd.a.scores[0].kind, ==, NAPKIN_ATTN_SCORE_BIAS);
-  g_assert_cmpfloat_with_epsilon (k->u.bwd.a.scores[0].coef * k->u.bwd.a.alpha, 1.0, 1e-9);
-  /* the mask [b, s, k] is every head's: no head stride, the keys contiguous */
-  g_assert_cmpint (k->u.bwd.a.scores[0].row, ==, 2048);
-  g_assert_cmpint (k->u.bwd.a.group, ==, 4);
-  g_assert_cmpint (k->u.bwd.a.scores[0].group, ==, 0);
+  return k;
+}
+
+/* Llama's attention: its additive mask [b, s, k] is a score operand of the fused
+ * backward — a bias added to the raw scores, weighed 1/α as the module adds it after the
+ * scale, every head's (no head stride, the keys contiguous). Trained as people train it
+ * (the mask and the rotary tables frozen) the kernel writes no gradient of it; asked for
+ * (the default: every float input), it sums dS over the heads into d_attention_mask. */
+static void
+test_backward_bias (void)
+{
+  static const char *const wrt[] = { "q_proj_weight", "k_proj_weight", "v_proj_weight", "o_proj_weight",
+                                     "hidden_states", NULL };
+
+  for (guint frozen = 0; frozen < 2; frozen++)
+    {
+      g_autoptr(NapkinPlan) plan = NULL;
+      const NapkinPlanKernel *k = fused_backward ("hf_llama_attention", frozen ? wrt : NULL, &plan);
+      const NapkinPlanAttnBackward *b = &k->u.bwd;
+
+      g_assert_cmpuint (b->a.n_scores, ==, 1);
+      g_assert_cmpint (b->a.scores[0].kind, ==, NAPKIN_ATTN_SCORE_BIAS);
+      g_assert_cmpfloat_with_epsilon (b->a.scores[0].coef * b->a.alpha, 1.0, 1e-9);
+      g_assert_cmpint (b->a.scores[0].row, ==, 2048);
+      g_assert_cmpint (b->a.group, ==, 4);
+      g_assert_cmpint (b->a.scores[0].group, ==, 0);
+      if (frozen)
+        {
+          g_assert_cmpint (b->d_bias.node, <, 0);
+          continue;
+        }
+      /* d_attention_mask [b 4, s 2048, k 2048]: Σ over h and g of dS (the mask comes after
+       * the scale: weight 1) */
+      g_assert_cmpint (b->d_bias.node, >=, 0);
+      g_assert_cmpstr (napkin_diagram_node (plan->diagram, (guint) b->d_bias.node)->kind == NAPKIN_OP_REDUCE ? "reduce"
+                       : "other", ==, "reduce");
+      g_assert_cmpint (b->d_bias_elems, ==, 4 * 2048 * 2048);
+      g_assert_cmpfloat_with_epsilon (b->d_bias_weight, 1.0, 1e-12);
+      g_assert_cmpint (b->d_bias_at.row, ==, 2048);
+      g_assert_cmpint (b->d_bias_at.group, ==, 0);
+      g_assert_cmpint (b->d_bias_at.lead[0], ==, 2048 * 2048);   /* b */
+      g_assert_cmpint (b->d_bias_at.lead[1], ==, 0);             /* the K/V heads */
+      g_assert_nonnull (strstr (k->note, "the bias's gradient summed in fp32"));
+    }
+}
+
+/* T5's relative position bias [h, s, k] is trained: the fused backward sums its gradient
+ * over the batch (no scale in T5's attention: weight 1). */
+static void
+test_backward_bias_t5 (void)
+{
+  g_autoptr(NapkinPlan) plan = NULL;
+  const NapkinPlanKernel *k = fused_backward ("t5_attention", NULL, &plan);
+  const NapkinPlanAttnBackward *b = &k->u.bwd;
+
+  g_assert_cmpuint (b->a.n_scores, ==, 1);
+  g_assert_cmpint (b->d_bias.node, >=, 0);
+  g_assert_cmpfloat_with_epsilon (b->d_bias_weight, 1.0, 1e-12);
+  g_assert_cmpint (b->d_bias_elems, ==, b->a.heads * b->a.NQ * b->a.NKV);
+  g_assert_cmpint (b->d_bias_at.lead[0], ==, 0);   /* the batch: summed */
 }
 
 int
@@ -657,5 +699,6 @@ main (int    argc,
         g_test_add_data_func (fused, &zoo[i], test_backward_fused);
     }
   g_test_add_func ("/import/zoo/hf_llama_attention/backward-bias", test_backward_bias);
+  g_test_add_func ("/import/zoo/t5_attention/backward-bias-gradient", test_backward_bias_t5);
   return g_test_run ();
 }
