@@ -17,6 +17,7 @@
 #include "napkin-render.h"
 #include "napkin-window.h"
 #include "napkin-backward.h"
+#include "napkin-backward-dialog.h"
 #include "napkin-grad.h"
 #include "napkin-import.h"
 #include "napkin-analysis-pane.h"
@@ -684,15 +685,10 @@ import_file_action (GtkWidget  *widget,
  * prices lower on the GPU the pane shows; a toast says which and the two times),
  * "store" or "recompute" ("Recompute or store"). */
 static void
-backward_action (GtkWidget  *widget,
-                 const char *action_name,
-                 GVariant   *parameter)
+build_backward (NapkinWindow         *self,
+                const char * const   *wrt,
+                NapkinBackwardChoice  choice)
 {
-  NapkinWindow *self = NAPKIN_WINDOW (widget);
-  const char *how = parameter != NULL ? g_variant_get_string (parameter, NULL) : "auto";
-  NapkinBackwardChoice choice = g_str_equal (how, "store") ? NAPKIN_BACKWARD_STORE
-                                : g_str_equal (how, "recompute") ? NAPKIN_BACKWARD_RECOMPUTE
-                                : NAPKIN_BACKWARD_CHEAPER;
   NapkinArch *arch = napkin_analysis_pane_get_arch (NAPKIN_ANALYSIS_PANE (self->analysis_pane));
   g_autoptr(GError) error = NULL;
   g_autoptr(GString) summary = g_string_new (NULL);
@@ -701,7 +697,7 @@ backward_action (GtkWidget  *widget,
 
   if (choice == NAPKIN_BACKWARD_CHEAPER && arch == NULL)
     choice = NAPKIN_BACKWARD_STORE;
-  backward = napkin_backward_diagram (napkin_history_get_diagram (self->history), NULL, choice, arch, NULL, summary,
+  backward = napkin_backward_diagram (napkin_history_get_diagram (self->history), wrt, choice, arch, NULL, summary,
                                       &error);
   if (backward == NULL)
     {
@@ -716,6 +712,42 @@ backward_action (GtkWidget  *widget,
   gtk_window_present (GTK_WINDOW (window));
   if (summary->len > 0)
     toast (window, summary->str);
+}
+
+static void
+backward_action (GtkWidget  *widget,
+                 const char *action_name,
+                 GVariant   *parameter)
+{
+  const char *how = parameter != NULL ? g_variant_get_string (parameter, NULL) : "auto";
+
+  build_backward (NAPKIN_WINDOW (widget), NULL,
+                  g_str_equal (how, "store") ? NAPKIN_BACKWARD_STORE
+                  : g_str_equal (how, "recompute") ? NAPKIN_BACKWARD_RECOMPUTE : NAPKIN_BACKWARD_CHEAPER);
+}
+
+static void
+backward_dialog_build (NapkinBackwardDialog *dialog,
+                       const char * const   *wrt,
+                       int                   choice,
+                       NapkinWindow         *self)
+{
+  build_backward (self, wrt, (NapkinBackwardChoice) choice);
+}
+
+/* Choose Gradients…: the inputs whose gradients the backward holds (a mask, a rotary
+ * table left out), and the softmax's store-or-recompute, in a dialog. */
+static void
+backward_choose_action (GtkWidget  *widget,
+                        const char *action_name,
+                        GVariant   *parameter)
+{
+  NapkinWindow *self = NAPKIN_WINDOW (widget);
+  NapkinBackwardDialog *dialog = napkin_backward_dialog_new (GTK_WINDOW (self),
+                                                             napkin_history_get_diagram (self->history));
+
+  g_signal_connect_object (dialog, "build", G_CALLBACK (backward_dialog_build), self, 0);
+  gtk_window_present (GTK_WINDOW (dialog));
 }
 
 /* A sentence from a child widget for the user (a tile re-cut after a resize): a toast. */
@@ -1978,6 +2010,7 @@ napkin_window_class_init (NapkinWindowClass *klass)
   gtk_widget_class_install_action (widget_class, "win.import", NULL, import_action);
   gtk_widget_class_install_action (widget_class, "win.import-file", "s", import_file_action);
   gtk_widget_class_install_action (widget_class, "win.backward", "s", backward_action);
+  gtk_widget_class_install_action (widget_class, "win.backward-choose", NULL, backward_choose_action);
   gtk_widget_class_install_action (widget_class, "win.notify", "s", notify_action);
   gtk_widget_class_install_action (widget_class, "doc.save", NULL, save_action);
   gtk_widget_class_install_action (widget_class, "doc.save-as", NULL, save_as_action);

@@ -819,6 +819,37 @@ tensor_constant (const NapkinTensor *t)
   return json_object_get_string (c);
 }
 
+gboolean
+napkin_grad_input_has_gradient (NapkinDiagram  *forward,
+                                const char     *name,
+                                char          **why)
+{
+  int t = napkin_diagram_find_tensor (forward, name);
+  const NapkinTensor *tensor = t >= 0 ? napkin_diagram_tensor (forward, (guint) t) : NULL;
+
+  if (why != NULL)
+    *why = NULL;
+  if (tensor == NULL)
+    {
+      if (why != NULL)
+        *why = g_strdup_printf (_("“%s” is not a tensor of the diagram"), name);
+      return FALSE;
+    }
+  if (tensor_constant (tensor) != NULL)
+    {
+      if (why != NULL)
+        *why = g_strdup_printf (_("a constant (%s): it has no gradient"), tensor_constant (tensor));
+      return FALSE;
+    }
+  if (!napkin_dtype_is_float (tensor->dtype))
+    {
+      if (why != NULL)
+        *why = g_strdup_printf (_("%s: it has no gradient"), napkin_dtype_to_string (tensor->dtype));
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static gboolean
 choose_inputs (Grad               *G,
                const char * const *wrt,

@@ -35,6 +35,12 @@ NapkinDiagram *napkin_grad_diagram     (NapkinDiagram       *forward,
                                         GString             *notes,
                                         GError             **error);
 
+/* Whether the input tensor `name` of `forward` can have a gradient (a floating-point
+ * tensor that is not a constant the runner makes); if not, why (a sentence, to free). */
+gboolean       napkin_grad_input_has_gradient (NapkinDiagram  *forward,
+                                               const char     *name,
+                                               char          **why);
+
 /* The same, with the values of the forward operations named in `recompute` (node ids;
  * NULL or empty: none) recomputed by the backward rather than stored: the backward gets
  * its own copy of the operations that make each, back through maps, masks, softmaxes and

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include "napkin-app-test.h"
+#include "napkin-backward-dialog.h"
 #include "napkin-file.h"
 #include "napkin-validate.h"
 
@@ -132,6 +133,121 @@ test_recompute (void)
   close_window (window);
 }
 
+static NapkinBackwardDialog *
+open_dialog (void)
+{
+  for (guint i = 0; i < 500; i++)
+    {
+      GListModel *tops = gtk_window_get_toplevels ();   /* GTK's own list */
+
+      for (guint j = 0; j < g_list_model_get_n_items (tops); j++)
+        {
+          g_autoptr(GObject) w = g_list_model_get_item (tops, j);
+
+          if (NAPKIN_IS_BACKWARD_DIALOG (w) && gtk_widget_get_mapped (GTK_WIDGET (w)))
+            return NAPKIN_BACKWARD_DIALOG (w);
+        }
+      iterate (10);
+    }
+  g_error ("the Backward Diagram dialog did not open");
+  return NULL;
+}
+
+/* Choose Gradients…: a check button for each input (an int8 one insensitive, saying why),
+ * all checked; unchecking K and picking Recomputed gives a backward without d_K that
+ * recomputes P; with nothing checked, Build says so and the dialog stays. */
+static void
+test_choose_gradients (void)
+{
+  static const char json[] =
+    "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"q\",\"size\":64},{\"name\":\"k\",\"size\":64},"
+    "{\"name\":\"d\",\"size\":16}],"
+    "\"tensors\":[{\"name\":\"Q\",\"axes\":[\"q\",\"d\"],\"dtype\":\"fp16\"},"
+    "{\"name\":\"K\",\"axes\":[\"k\",\"d\"],\"dtype\":\"fp16\"},"
+    "{\"name\":\"V\",\"axes\":[\"k\",\"d\"],\"dtype\":\"fp16\"},"
+    "{\"name\":\"M\",\"axes\":[\"q\",\"k\"],\"dtype\":\"int8\"},"
+    "{\"name\":\"O\",\"axes\":[\"q\",\"d\"],\"dtype\":\"fp16\"}],"
+    "\"nodes\":[{\"id\":\"q\",\"kind\":\"input\",\"tensor\":\"Q\"},{\"id\":\"kk\",\"kind\":\"input\",\"tensor\":\"K\"},"
+    "{\"id\":\"v\",\"kind\":\"input\",\"tensor\":\"V\"},{\"id\":\"m\",\"kind\":\"input\",\"tensor\":\"M\"},"
+    "{\"id\":\"s\",\"kind\":\"contract\",\"out\":[\"q\",\"k\"]},"
+    "{\"id\":\"mk\",\"kind\":\"mask\",\"mask\":\"tensor\",\"axis\":\"k\"},"
+    "{\"id\":\"sm\",\"kind\":\"softmax\",\"axis\":\"k\"},"
+    "{\"id\":\"pv\",\"kind\":\"contract\",\"out\":[\"q\",\"d\"]},"
+    "{\"id\":\"o\",\"kind\":\"output\",\"tensor\":\"O\"}],"
+    "\"wires\":[{\"from\":\"q\",\"to\":\"s\",\"port\":0},{\"from\":\"kk\",\"to\":\"s\",\"port\":1},"
+    "{\"from\":\"s\",\"to\":\"mk\",\"port\":0},{\"from\":\"m\",\"to\":\"mk\",\"port\":1},"
+    "{\"from\":\"mk\",\"to\":\"sm\"},{\"from\":\"sm\",\"to\":\"pv\",\"port\":0},"
+    "{\"from\":\"v\",\"to\":\"pv\",\"port\":1},{\"from\":\"pv\",\"to\":\"o\"}]}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) fwd = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_DEFAULT, &error);
+  NapkinWindow *window = napkin_window_new (GTK_APPLICATION (app));
+  NapkinWindow *backward = NULL;
+  NapkinBackwardDialog *dialog;
+  GtkWidget *k, *m, *q, *v, *build;
+  NapkinDiagram *d;
+
+  g_assert_no_error (error);
+  napkin_window_set_document (window, fwd, NULL);
+  napkin_app_test_present (window, 1000, 700);
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.backward-choose", NULL));
+  dialog = open_dialog ();
+  q = find_named (GTK_WIDGET (dialog), "gradient-Q");
+  k = find_named (GTK_WIDGET (dialog), "gradient-K");
+  v = find_named (GTK_WIDGET (dialog), "gradient-V");
+  m = find_named (GTK_WIDGET (dialog), "gradient-M");
+  build = find_named (GTK_WIDGET (dialog), "build");
+  g_assert_nonnull (q);
+  g_assert_nonnull (k);
+  g_assert_nonnull (v);
+  g_assert_nonnull (m);
+  g_assert_nonnull (build);
+  g_assert_true (gtk_check_button_get_active (GTK_CHECK_BUTTON (k)));
+  /* the int8 mask has no gradient: unchecked, insensitive, and the tooltip says why */
+  g_assert_false (gtk_check_button_get_active (GTK_CHECK_BUTTON (m)));
+  g_assert_false (gtk_widget_get_sensitive (m));
+  g_assert_nonnull (strstr (gtk_widget_get_tooltip_text (m), "int8"));
+  if (g_getenv ("NAPKIN_SCREENSHOT_DIR"))
+    {
+      g_autoptr(GdkTexture) shot = (gtk_test_widget_wait_for_draw (GTK_WIDGET (dialog)), shoot (GTK_WIDGET (dialog)));
+      g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_SCREENSHOT_DIR"), "backward-dialog.png", NULL);
+
+      g_assert_true (gdk_texture_save_to_png (shot, path));
+    }
+
+  /* nothing checked: Build says so, the dialog stays, no window opens */
+  gtk_check_button_set_active (GTK_CHECK_BUTTON (q), FALSE);
+  gtk_check_button_set_active (GTK_CHECK_BUTTON (k), FALSE);
+  gtk_check_button_set_active (GTK_CHECK_BUTTON (v), FALSE);
+  g_assert_true (gtk_widget_activate (build));
+  iterate (600);   /* a button's activation clicks after 250 ms */
+  g_assert_null (other_window (window));
+  g_assert_true (gtk_widget_get_mapped (GTK_WIDGET (dialog)));
+  g_assert_true (gtk_widget_get_visible (find_named (GTK_WIDGET (dialog), "error")));
+
+  /* Q and V, recomputed */
+  g_assert_true (gtk_widget_activate (q));
+  g_assert_true (gtk_widget_activate (v));
+  g_assert_true (gtk_check_button_get_active (GTK_CHECK_BUTTON (q)));
+  gtk_drop_down_set_selected (GTK_DROP_DOWN (find_named (GTK_WIDGET (dialog), "softmax-choice")), 2);
+  g_assert_true (gtk_widget_activate (build));
+  for (guint i = 0; i < 500 && backward == NULL; i++)
+    {
+      iterate (10);
+      backward = other_window (window);
+    }
+  g_assert_nonnull (backward);
+  d = diagram_of (backward);
+  g_assert_true (napkin_diagram_validate (d, NULL));
+  g_assert_cmpint (napkin_diagram_find_tensor (d, "d_Q"), >=, 0);
+  g_assert_cmpint (napkin_diagram_find_tensor (d, "d_V"), >=, 0);
+  g_assert_cmpint (napkin_diagram_find_tensor (d, "d_K"), <, 0);
+  g_assert_cmpint (napkin_diagram_find_tensor (d, "d_M"), <, 0);
+  g_assert_cmpint (napkin_diagram_find (d, NAPKIN_ITEM_NODE, "sm_re"), >=, 0);
+  g_assert_cmpint (napkin_diagram_find_tensor (d, "saved_sm"), <, 0);
+  close_window (backward);
+  close_window (window);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -143,5 +259,6 @@ main (int    argc,
   g_test_add_func ("/backward/flash-attention", test_flash_attention);
   g_test_add_func ("/backward/recompute", test_recompute);
   g_test_add_func ("/backward/refused", test_refused);
+  g_test_add_func ("/backward/choose-gradients", test_choose_gradients);
   return napkin_app_test_run (app, tmpdir);
 }
