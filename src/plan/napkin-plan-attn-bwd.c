@@ -732,9 +732,24 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   /* the tiles that ran fastest on an H200 (docs/perf-notes.md, "Session 18"; all compile
    * without spills): 64 queries a tile, 8 warps of 16 keys above d 64, 4 from d 64 down */
   dp = (a->D + 15) / 16 * 16;
-  b->warps = dp > 64 ? 8 : 4;
-  b->pre_warps = 4;
-  a->BQ = 64;
+  /* smaller tiles where a block's shared memory is less (an L40S's or an RTX 4090's
+   * 99 KiB): the first of these that fits, each compiling without spills (the kernel's
+   * head comment) */
+  {
+    static const struct { guint warps; gint64 bq; guint pre_warps; } tiles[] = {
+      { 8, 64, 4 }, { 4, 64, 4 }, { 8, 32, 4 }, { 4, 32, 4 }, { 4, 32, 2 }, { 4, 16, 2 }, { 4, 16, 1 },
+    };
+    const gint64 limit = (gint64) p->arch->smem_max_per_block;
+    guint t = dp > 64 ? 0 : 1;
+
+    while (t + 1 < G_N_ELEMENTS (tiles)
+           && (main_smem (dp, tiles[t].warps, tiles[t].bq) > limit
+               || 4 * (16 * (gint64) tiles[t].pre_warps + 128) * (dp + 8) > limit))
+      t++;
+    b->warps = tiles[t].warps;
+    b->pre_warps = tiles[t].pre_warps;
+    a->BQ = tiles[t].bq;
+  }
   a->BKV = 16 * b->warps;
   a->group_tile = 1;
   a->rows = a->BQ;

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "napkin-backward.h"
 #include "napkin-codegen.h"
 #include "napkin-import.h"
 #include "napkin-model.h"
@@ -323,6 +324,8 @@ has_path (const NapkinArch *arch,
   return !c->fp8 || g_str_equal (target, "sm_90a");
 }
 
+static NapkinPlan *check_diagram (const Case *c, NapkinDiagram *d, guint index, NapkinArch *arch, guint *generic);
+
 static void
 check_case (const Case *c,
             guint       index,
@@ -331,14 +334,27 @@ check_case (const Case *c,
 {
   g_autoptr(GError) error = NULL;
   g_autoptr(NapkinDiagram) d = napkin_import_einsum (c->text, "case.einsum", &error);
+
+  if (d == NULL)
+    g_error ("case %u (%s) does not import: %s\n%s", index, family_names[c->family], error->message, c->text);
+  g_object_unref (check_diagram (c, d, index, arch, generic));
+}
+
+/* The checks of check_case on diagram `d` (case c's, or its backward); its plan. */
+static NapkinPlan *
+check_diagram (const Case    *c,
+               NapkinDiagram *d,
+               guint          index,
+               NapkinArch    *arch,
+               guint         *generic)
+{
+  g_autoptr(GError) error = NULL;
   g_autoptr(NapkinPlan) plan = NULL;
   g_autoptr(NapkinAnalysis) a = NULL;
   g_autoptr(NapkinCudaModule) module = NULL;
   g_autoptr(GPtrArray) want = NULL;
   g_autoptr(GPtrArray) have = NULL;
 
-  if (d == NULL)
-    g_error ("case %u (%s) does not import: %s\n%s", index, family_names[c->family], error->message, c->text);
   plan = napkin_plan_build (d, arch, NULL, &error);
   g_assert_no_error (error);
   a = napkin_analyze (d, arch, NULL, &error);
@@ -400,6 +416,7 @@ check_case (const Case *c,
       if (main != 1)
         g_error ("case %u on %s: %u attention kernels, not one\n%s", index, arch->id, main, c->text);
     }
+  return g_steal_pointer (&plan);
 }
 
 static void
@@ -439,6 +456,73 @@ test_agreement (void)
   for (guint f = 0; f < N_FAMILIES; f++)
     g_test_message ("%s: %u diagrams × %u profiles, %u generic kernels", family_names[f], counts[f],
                     napkin_arch_registry_count (reg), generic[f]);
+}
+
+/* The backward of attentions drawn as above (`grad --recompute softmax`): on every
+ * profile the code agrees with the plan kernel by kernel, nothing is generic, and where
+ * the fused kernel takes the head size (a multiple of 8 up to 128, fp16 or bf16, mma.sync)
+ * the recomputed attention's gradients are one attention-backward kernel, its tiles
+ * within the GPU's shared memory — score operands (a trained bias, padding flags), GQA,
+ * masks with offsets, casts around the softmax and any lengths included. */
+static void
+test_backward (void)
+{
+  g_autoptr(GRand) rng = g_rand_new_with_seed (20261130);
+  NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
+  guint generic[N_FAMILIES] = { 0 }, fused = 0, cases = 0;
+
+  for (guint i = 0; cases < 40; i++)
+    {
+      Case c = { 0 };
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinDiagram) d = NULL;
+      g_autoptr(NapkinDiagram) backward = NULL;
+      gint64 dsize;
+
+      c.family = FAMILY_ATTENTION;
+      attention_case (rng, &c);
+      d = napkin_import_einsum (c.text, "case.einsum", &error);
+      g_assert_no_error (error);
+      dsize = napkin_diagram_axis_size (d, (guint) napkin_diagram_find_axis (d, "d"));
+      /* fp8 attention has no backward here; a big problem only slows the test */
+      if (c.fp8 || napkin_diagram_axis_size (d, (guint) napkin_diagram_find_axis (d, "k")) > 4096)
+        {
+          g_free (c.text);
+          continue;
+        }
+      cases++;
+      backward = napkin_backward_diagram (d, NULL, NAPKIN_BACKWARD_RECOMPUTE, NULL, NULL, NULL, &error);
+      if (backward == NULL)
+        g_error ("backward case %u: %s\n%s", i, error->message, c.text);
+      for (guint r = 0; r < napkin_arch_registry_count (reg); r++)
+        {
+          NapkinArch *arch = napkin_arch_registry_get (reg, r);
+          g_autoptr(NapkinPlan) plan = NULL;
+          g_autofree char *target = napkin_plan_target_for_arch (arch);
+          guint n = 0;
+
+          c.expect_fast = TRUE;
+          plan = check_diagram (&c, backward, i, arch, generic);
+          for (guint j = 0; j < plan->kernels->len; j++)
+            {
+              const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, j);
+
+              if (k->kind != NAPKIN_PLAN_ATTENTION_BACKWARD)
+                continue;
+              n++;
+              g_assert_true (k->feasible);
+              g_assert_cmpint (k->smem_bytes, <=, arch->smem_max_per_block);
+              g_assert_cmpint (k->u.bwd.pre_smem, <=, arch->smem_max_per_block);
+            }
+          if (dsize % 8 == 0 && dsize <= 128 && n != 1)
+            g_error ("backward case %u on %s (%s): %u fused attention-backward kernels, not one\n%s", i, arch->id,
+                     target, n, c.text);
+          fused += n;
+        }
+      g_free (c.text);
+    }
+  g_test_message ("backward: %u attentions × %u profiles, %u fused attention-backward kernels, %u generic kernels",
+                  cases, napkin_arch_registry_count (reg), fused, generic[FAMILY_ATTENTION]);
 }
 
 /* The h100 plan of einsum text as a user writes it (no regions); *d keeps the diagram. */
@@ -587,5 +671,6 @@ main (int    argc,
   g_test_add_func ("/codegen/plan-agreement/fp8-result", test_fp8_result);
   g_test_add_func ("/codegen/plan-agreement/q-scale", test_q_scale);
   g_test_add_func ("/codegen/plan-agreement/masked-kv-share", test_masked_kv_share);
+  g_test_add_func ("/codegen/plan-agreement/backward", test_backward);
   return g_test_run ();
 }
