@@ -337,7 +337,7 @@ check_case (const Case *c,
 
   if (d == NULL)
     g_error ("case %u (%s) does not import: %s\n%s", index, family_names[c->family], error->message, c->text);
-  g_object_unref (check_diagram (c, d, index, arch, generic));
+  napkin_plan_free (check_diagram (c, d, index, arch, generic));
 }
 
 /* The checks of check_case on diagram `d` (case c's, or its backward); its plan. */
