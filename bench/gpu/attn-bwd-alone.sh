@@ -11,7 +11,9 @@
 # Cases (a)–(e) check correctness at odd sizes, masks, GQA and bf16, the v-* cases with K and
 # V of a large common component (VBIAS 1: 3 + small noise), where a Drow inconsistent with
 # the kernels' own dP (Σ dO·O from the 16-bit O) shows in dQ, the g-* cases with dQ, dK, dV
-# in the other layout than Q, K, V (their own strides); the t-* cases time
+# in the other layout than Q, K, V (their own strides), the p-* cases with the tiles the plan
+# takes where a block has 99 KiB of shared memory (Ada: 4 warps, BQ 32 or 16, the first
+# launch on 2 warps); the t-* cases time
 # B·H = 4×16, N 4096 at d 64 and 128, causal and not, at several tiles (WARPS, BQ: pick the
 # best), checking the first K/V head only. Logs and binaries in $OUT (default
 # /tmp/attn-bwd-alone); the table on stdout and in $OUT/table.txt.
@@ -60,7 +62,7 @@ cat > "$OUT/napkin-fragment/BWSCORES" <<'EOF'
 #define NKB_SC_KEEP(g_, q_, k_) true
 EOF
 
-# name B HK G NQ NKV D LO HI LEFT RIGHT OFF BF16 BSHD WARPS BQ NREF [VBIAS [GSHD]]
+# name B HK G NQ NKV D LO HI LEFT RIGHT OFF BF16 BSHD WARPS BQ NREF [VBIAS [GSHD [PRE_WARPS]]]
 cases='
 a-nomask-d64            1 2  1 1024 1024  64 0 0   0 0   0 0 0 8 64 2
 b-causal-d128-1000      1 2  1 1000 1000 128 0 1   0 0   0 0 0 8 32 2
@@ -74,6 +76,8 @@ v-biased-d128-causal    1 1  1  300  300 128 0 1   0 0   0 0 0 8 32 1 1
 v-biased-d80-cross-bf16 1 2  2  200  333  80 0 1   0 0 100 1 1 4 64 2 1
 g-grads-bshd-gqa-causal 2 2  2  300  300  64 0 1   0 0   0 0 0 4 64 4 0 1
 g-grads-bhsd-d80-bf16   1 3  1  250  410  80 0 0   0 0   0 1 1 8 64 3 0 0
+p-ada-d128-causal       1 2  2  700  700 128 0 1   0 0   0 0 0 4 32 2 0 0 2
+p-d64-bq16-pw2-bf16     1 2  1  333  500  64 0 0   0 0   0 1 1 4 16 2 0 1 2
 t-d64-w8q64             4 16 1 4096 4096  64 0 0   0 0   0 0 0 8 64 1
 t-d64-w4q64             4 16 1 4096 4096  64 0 0   0 0   0 0 0 4 64 1
 t-d64-causal-w8q64      4 16 1 4096 4096  64 0 1   0 0   0 0 0 8 64 1
@@ -142,14 +146,14 @@ fi
 
 # 2. compile every case, in parallel (then wait for torch too: the runs want the GPU alone)
 echo "$cases" | {
-  while read -r name B HK G NQ NKV D LO HI LEFT RIGHT OFF BF16 BSHD W BQ NREF VB GS; do
+  while read -r name B HK G NQ NKV D LO HI LEFT RIGHT OFF BF16 BSHD W BQ NREF VB GS PW; do
     [ -n "$name" ] || continue
     echo "$name" | grep -Eq "${ONLY:-.}" || continue
     alpha=$(awk -v d="$D" 'BEGIN { printf "%.9e", 1 / sqrt (d) }')
     "$NVCC" -O3 -std=c++17 -arch="$arch" -Xptxas -v -I "$root/kernels" -I "$OUT" \
       -DC_NAME="\"$name\"" -DC_B="$B" -DC_HK="$HK" -DC_G="$G" -DC_NQ="$NQ" -DC_NKV="$NKV" -DC_D="$D" \
       -DC_LO="$LO" -DC_HI="$HI" -DC_LEFT="$LEFT" -DC_RIGHT="$RIGHT" -DC_OFF="$OFF" -DC_ALPHA="$alpha" \
-      -DC_BF16="$BF16" -DC_BSHD="$BSHD" -DC_WARPS="$W" -DC_BQ="$BQ" -DC_PW=4 -DC_NREF="$NREF" -DC_VBIAS="${VB:-0}" -DC_GSHD="${GS:-$BSHD}" \
+      -DC_BF16="$BF16" -DC_BSHD="$BSHD" -DC_WARPS="$W" -DC_BQ="$BQ" -DC_PW="${PW:-4}" -DC_NREF="$NREF" -DC_VBIAS="${VB:-0}" -DC_GSHD="${GS:-$BSHD}" \
       -o "$OUT/$name" "$here/attn-bwd-alone.cu" > "$OUT/$name.log" 2>&1 &
   done
   wait

@@ -737,7 +737,7 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
    * head comment) */
   {
     static const struct { guint warps; gint64 bq; guint pre_warps; } tiles[] = {
-      { 8, 64, 4 }, { 4, 64, 4 }, { 8, 32, 4 }, { 4, 32, 4 }, { 4, 32, 2 }, { 4, 16, 2 }, { 4, 16, 1 },
+      { 8, 64, 4 }, { 4, 64, 4 }, { 8, 32, 4 }, { 4, 32, 4 }, { 4, 32, 2 }, { 4, 16, 2 },
     };
     const gint64 limit = (gint64) p->arch->smem_max_per_block;
     guint t = dp > 64 ? 0 : 1;
