@@ -1538,53 +1538,54 @@ napkin_diagram_computed_flops (NapkinDiagram *self,
   if (!napkin_diagram_total_flops (self, total))
     return FALSE;
   n_nodes = self->items[NAPKIN_ITEM_NODE]->len;
-  for (guint m = 0; m < n_nodes; m++)
+  /* every operation whose iteration space holds a mask's two axes does only the kept part;
+   * under several masks (a backward holds the forward's, its recomputed copy and the
+   * gates), the part the tightest of them keeps, taken off once */
+  for (guint n = 0; n < n_nodes; n++)
     {
-      const NapkinNode *mask = g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], m);
-      int key, row;
-      gint64 nq, nkv;
-      double keep;
+      const NapkinTensorType *types[3] = { napkin_diagram_node_type (self, n), NULL, NULL };
+      double keep = 1.0;
+      NapkinFlops f;
 
-      if (mask->kind != NAPKIN_OP_MASK || mask->mask == NAPKIN_MASK_TENSOR || mask->axis == NULL
-          || mask->rows == NULL)
-        continue;
-      key = napkin_diagram_find_axis (self, mask->axis);
-      row = napkin_diagram_find_axis (self, mask->rows);
-      if (key < 0 || row < 0)
-        continue;
-      nq = napkin_diagram_axis_size (self, row);
-      nkv = napkin_diagram_axis_size (self, key);
-      if (nq <= 0 || nkv <= 0)
-        continue;
-      keep = (double) mask_kept_pairs (mask, nq, nkv) / ((double) nq * (double) nkv);
-      if (keep >= 1.0)
-        continue;
-      /* every operation whose iteration space holds both axes does only the kept part */
-      for (guint n = 0; n < n_nodes; n++)
+      for (guint port = 0; port < 2; port++)
         {
+          int src = napkin_diagram_input_source (self, n, port);
+
+          if (src >= 0)
+            types[1 + port] = napkin_diagram_node_type (self, (guint) src);
+        }
+      for (guint m = 0; m < n_nodes; m++)
+        {
+          const NapkinNode *mask = g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], m);
           gboolean has_key = FALSE, has_row = FALSE;
-          NapkinFlops f;
-          const NapkinTensorType *types[3] = { napkin_diagram_node_type (self, n), NULL, NULL };
+          int key, row;
+          gint64 nq, nkv;
 
-          for (guint port = 0; port < 2; port++)
-            {
-              int src = napkin_diagram_input_source (self, n, port);
-
-              if (src >= 0)
-                types[1 + port] = napkin_diagram_node_type (self, (guint) src);
-            }
+          if (mask->kind != NAPKIN_OP_MASK || mask->mask == NAPKIN_MASK_TENSOR || mask->axis == NULL
+              || mask->rows == NULL)
+            continue;
+          key = napkin_diagram_find_axis (self, mask->axis);
+          row = napkin_diagram_find_axis (self, mask->rows);
+          if (key < 0 || row < 0)
+            continue;
+          nq = napkin_diagram_axis_size (self, row);
+          nkv = napkin_diagram_axis_size (self, key);
+          if (nq <= 0 || nkv <= 0)
+            continue;
           for (guint t = 0; t < 3; t++)
             if (types[t] != NULL && types[t]->valid)
               {
                 has_key = has_key || napkin_tensor_type_has_axis (types[t], (guint) key);
                 has_row = has_row || napkin_tensor_type_has_axis (types[t], (guint) row);
               }
-          if (!has_key || !has_row || !napkin_diagram_node_flops (self, n, &f))
-            continue;
-          total->tensor -= f.tensor - (gint64) (f.tensor * keep + 0.5);
-          total->cuda -= f.cuda - (gint64) (f.cuda * keep + 0.5);
-          total->sfu -= f.sfu - (gint64) (f.sfu * keep + 0.5);
+          if (has_key && has_row)
+            keep = MIN (keep, (double) mask_kept_pairs (mask, nq, nkv) / ((double) nq * (double) nkv));
         }
+      if (keep >= 1.0 || !napkin_diagram_node_flops (self, n, &f))
+        continue;
+      total->tensor -= f.tensor - (gint64) (f.tensor * keep + 0.5);
+      total->cuda -= f.cuda - (gint64) (f.cuda * keep + 0.5);
+      total->sfu -= f.sfu - (gint64) (f.sfu * keep + 0.5);
     }
 
   return TRUE;

@@ -190,7 +190,8 @@ reason_for (const NapkinAnalysis   *a,
   if (k->tensor_path != NULL && is_memory (k->bound) && (pk == NULL || pk->kind != NAPKIN_PLAN_ATTENTION_COMBINE))
     return g_strdup_printf (_("Its products wait on %s: the tiles move more data than the tensor cores use; larger "
                               "tiles or a streamed axis move less"), napkin_resource_to_label (k->bound));
-  if (k->launches > 1)
+  /* (the fused attention backward's three launches are its design, not re-reads) */
+  if (k->launches > 1 && (pk == NULL || pk->kind != NAPKIN_PLAN_ATTENTION_BACKWARD))
     return g_strdup_printf (_("It reads its input %u times from device memory: outside a region there is nowhere "
                               "on chip to keep a row"), k->launches);
   if (k->fill > 0 && k->fill < 1 - IDLE_SHARE && a->arch != NULL)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "napkin-backward.h"
+#include "napkin-kernels.h"
 #include "napkin-file.h"
 #include "napkin-json-private.h"
 #include "napkin-model.h"
@@ -1150,6 +1151,31 @@ test_backward (void)
                 }
             }
           g_assert_true (priced);
+          /* the work counts what the masks keep once: the backward holds the forward's
+           * mask, its recomputed copy and the gates — between the kept part of every
+           * score-sized operation and all of them */
+          {
+            NapkinFlops all, kept;
+
+            g_assert_true (napkin_diagram_total_flops (bwd, &all));
+            g_assert_true (napkin_diagram_computed_flops (bwd, &kept));
+            g_assert_cmpint (kept.tensor, >, 0);
+            g_assert_cmpint (kept.tensor, <=, all.tensor);
+            if (examples[e].mask == NAPKIN_ATTN_MASK_CAUSAL)
+              g_assert_cmpint (kept.tensor, >, all.tensor * 4 / 10);
+          }
+          /* the Kernels section finds nothing to fix in its three launches */
+          {
+            g_autoptr(GPtrArray) rows = napkin_kernel_rows (an, plan->diagram);
+
+            for (guint j = 0; j < rows->len; j++)
+              {
+                const NapkinKernelRow *row = g_ptr_array_index (rows, j);
+
+                if (row->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
+                  g_assert_null (row->reason);
+              }
+          }
         }
 }
 
