@@ -1865,8 +1865,8 @@ finish_kernel (Model            *m,
   k->serial_s = serial + k->latency_s + MAX (1, k->launches) * m->arch->launch_overhead_s;
   k->time_s_predicted = k->overlaps ? k->overlap_s : k->serial_s;
   m->a->predicted_time_s += k->time_s_predicted;
-  /* the best path: this kernel's own pricing where it has no tensor work; where the
-   * generated code already runs on that path, no slower than it */
+  /* the best path: this kernel's own pricing where it has no tensor work; never slower
+   * than the generated code */
   k->best_generated = k->best_path == NULL || g_strcmp0 (k->best_path, k->tensor_path) == 0
                       || g_strcmp0 (k->tensor_path, "library") == 0;
   if (k->best_path == NULL || k->best_s <= 0)
@@ -1874,8 +1874,11 @@ finish_kernel (Model            *m,
       k->best_s = k->time_s_predicted;
       k->best_bound = k->bound;
     }
-  else if (k->best_generated && k->time_s_predicted < k->best_s)
+  else if (k->time_s_predicted < k->best_s)
     {
+      /* a better path is no slower than the code generated on a lesser one: an estimate
+       * above it (the fused attention backward's region read as separate products) is
+       * the estimate's fault */
       k->best_s = k->time_s_predicted;
       k->best_bound = k->bound;
     }
@@ -2106,6 +2109,7 @@ pipeline_stall (Model                  *m,
  * points (FA3 on H100 fp16 at 75 % of peak, FA4 on B200 bf16 at 1605 TFLOP/s, 71 %):
  * 0.5 gives 80 % and 66 % (docs/model.md, "Best path"; tests/test-best-path.c). */
 #define NAPKIN_BEST_EXPOSED 0.5
+#define NAPKIN_BEST_BWD_EFFICIENCY 0.51
 
 static void
 best_path_kernel (Model                  *m,
@@ -2182,6 +2186,23 @@ best_path_kernel (Model                  *m,
       rows = attention_rows (m, r, cost, &row_axis);
       if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->u.att.tiles_total > 0)
         mask = (double) pk->u.att.tiles_computed / pk->u.att.tiles_total;
+      /* the fused backward: the (key block, query tile) pairs a mask leaves */
+      if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION_BACKWARD && pk->u.bwd.a.tiles_total > 0)
+        mask = (double) pk->u.bwd.a.tiles_computed / pk->u.bwd.a.tiles_total;
+    }
+  /* the fused backward: its five products at the share of the peak the libraries' backward
+   * reaches (cuDNN on the H200, d 128, N 4096: 507 TFLOP/s, 0.51; docs/model.md §14c) */
+  if (r >= 0 && cost != NULL && m->plan != NULL)
+    {
+      const NapkinPlanKernel *pk = napkin_plan_kernel_for (m->plan, cost->region, -1);
+
+      if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
+        {
+          k->best_bound = NAPKIN_RESOURCE_TENSOR;
+          k->best_s = tc * mask / NAPKIN_BEST_BWD_EFFICIENCY + MAX (1, k->launches) * arch->launch_overhead_s;
+          k->best_path = napkin_tensor_path_to_string (path);
+          return;
+        }
     }
   smem_s = k->time_s[NAPKIN_RESOURCE_SMEM];
   l2_s = k->time_s[NAPKIN_RESOURCE_L2];

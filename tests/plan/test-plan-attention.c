@@ -1147,10 +1147,15 @@ test_backward (void)
                 {
                   g_assert_cmpuint (kc->launches, ==, 3);
                   g_assert_cmpfloat (kc->time_s_predicted, >, 0);
+                  /* the best path: faster than the mma.sync kernel, no faster than the
+                   * products at the tensor peak */
+                  g_assert_cmpfloat (kc->best_s, <=, kc->time_s_predicted);
+                  g_assert_cmpfloat (kc->best_s, >, kc->time_s[NAPKIN_RESOURCE_TENSOR] * 0.1);
                   priced = TRUE;
                 }
             }
           g_assert_true (priced);
+          g_assert_cmpfloat (an->best_time_s, <=, an->predicted_time_s);
           /* the work counts what the masks keep once: the backward holds the forward's
            * mask, its recomputed copy and the gates — between the kept part of every
            * score-sized operation and all of them */
