@@ -1527,6 +1527,13 @@ mask_kept_pairs (const NapkinNode *node,
   return kept;
 }
 
+/* A positional mask's axes and the share of their pairs it keeps. */
+typedef struct
+{
+  int    key, row;
+  double keep;
+} KeptPart;
+
 gboolean
 napkin_diagram_computed_flops (NapkinDiagram *self,
                                NapkinFlops   *total)
@@ -1541,7 +1548,30 @@ napkin_diagram_computed_flops (NapkinDiagram *self,
   /* every operation whose iteration space holds a mask's two axes does only the kept part;
    * under several masks (a backward holds the forward's, its recomputed copy and the
    * gates), the part the tightest of them keeps, taken off once */
-  for (guint n = 0; n < n_nodes; n++)
+  g_autoptr(GArray) masks = g_array_new (FALSE, FALSE, sizeof (KeptPart));
+
+  for (guint m = 0; m < n_nodes; m++)
+    {
+      const NapkinNode *mask = g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], m);
+      KeptPart part;
+      gint64 nq, nkv;
+
+      if (mask->kind != NAPKIN_OP_MASK || mask->mask == NAPKIN_MASK_TENSOR || mask->axis == NULL
+          || mask->rows == NULL)
+        continue;
+      part.key = napkin_diagram_find_axis (self, mask->axis);
+      part.row = napkin_diagram_find_axis (self, mask->rows);
+      if (part.key < 0 || part.row < 0)
+        continue;
+      nq = napkin_diagram_axis_size (self, part.row);
+      nkv = napkin_diagram_axis_size (self, part.key);
+      if (nq <= 0 || nkv <= 0)
+        continue;
+      part.keep = (double) mask_kept_pairs (mask, nq, nkv) / ((double) nq * (double) nkv);
+      if (part.keep < 1.0)
+        g_array_append_val (masks, part);
+    }
+  for (guint n = 0; n < n_nodes && masks->len > 0; n++)
     {
       const NapkinTensorType *types[3] = { napkin_diagram_node_type (self, n), NULL, NULL };
       double keep = 1.0;
@@ -1554,32 +1584,19 @@ napkin_diagram_computed_flops (NapkinDiagram *self,
           if (src >= 0)
             types[1 + port] = napkin_diagram_node_type (self, (guint) src);
         }
-      for (guint m = 0; m < n_nodes; m++)
+      for (guint m = 0; m < masks->len; m++)
         {
-          const NapkinNode *mask = g_ptr_array_index (self->items[NAPKIN_ITEM_NODE], m);
+          const KeptPart *part = &g_array_index (masks, KeptPart, m);
           gboolean has_key = FALSE, has_row = FALSE;
-          int key, row;
-          gint64 nq, nkv;
 
-          if (mask->kind != NAPKIN_OP_MASK || mask->mask == NAPKIN_MASK_TENSOR || mask->axis == NULL
-              || mask->rows == NULL)
-            continue;
-          key = napkin_diagram_find_axis (self, mask->axis);
-          row = napkin_diagram_find_axis (self, mask->rows);
-          if (key < 0 || row < 0)
-            continue;
-          nq = napkin_diagram_axis_size (self, row);
-          nkv = napkin_diagram_axis_size (self, key);
-          if (nq <= 0 || nkv <= 0)
-            continue;
           for (guint t = 0; t < 3; t++)
             if (types[t] != NULL && types[t]->valid)
               {
-                has_key = has_key || napkin_tensor_type_has_axis (types[t], (guint) key);
-                has_row = has_row || napkin_tensor_type_has_axis (types[t], (guint) row);
+                has_key = has_key || napkin_tensor_type_has_axis (types[t], (guint) part->key);
+                has_row = has_row || napkin_tensor_type_has_axis (types[t], (guint) part->row);
               }
           if (has_key && has_row)
-            keep = MIN (keep, (double) mask_kept_pairs (mask, nq, nkv) / ((double) nq * (double) nkv));
+            keep = MIN (keep, part->keep);
         }
       if (keep >= 1.0 || !napkin_diagram_node_flops (self, n, &f))
         continue;
