@@ -225,19 +225,21 @@ static gboolean
 leads_to_product (NapkinPlanner *p,
                   Group         *g,
                   int            n,
-                  int            depth)
+                  guint         *budget)
 {
   const NapkinNode *node;
 
-  if (n < 0 || depth > 16 || !free_node (p, g, n) || only_consumer (p, n) < 0)
+  /* a bounded walk: a tree of maps in a hostile diagram must not make it exponential */
+  if (n < 0 || *budget == 0 || !free_node (p, g, n) || only_consumer (p, n) < 0)
     return FALSE;
+  (*budget)--;
   node = napkin_diagram_node (p->d, (guint) n);
   if (node->kind == NAPKIN_OP_CONTRACT)
     return TRUE;
   if (node->kind != NAPKIN_OP_MAP && node->kind != NAPKIN_OP_MASK)
     return FALSE;
   for (guint port = 0; port < napkin_op_n_inputs (node); port++)
-    if (leads_to_product (p, g, napkin_diagram_input_source (p->d, (guint) n, port), depth + 1))
+    if (leads_to_product (p, g, napkin_diagram_input_source (p->d, (guint) n, port), budget))
       return TRUE;
   return FALSE;
 }
@@ -335,9 +337,10 @@ match (NapkinPlanner *p,
           || (n->kind == NAPKIN_OP_MASK && n->mask == NAPKIN_MASK_TENSOR))
         {
           /* a score operand: the scores go on through one input, the operand is read */
-          gboolean s0 = leads_to_product (p, g, napkin_diagram_input_source (p->d, (guint) at, 0), 0);
+          guint budget0 = 32, budget1 = 32;
+          gboolean s0 = leads_to_product (p, g, napkin_diagram_input_source (p->d, (guint) at, 0), &budget0);
           gboolean s1 = n->kind == NAPKIN_OP_MAP
-                        && leads_to_product (p, g, napkin_diagram_input_source (p->d, (guint) at, 1), 0);
+                        && leads_to_product (p, g, napkin_diagram_input_source (p->d, (guint) at, 1), &budget1);
           int port = s0 && !s1 ? 0 : s1 && !s0 ? 1 : -1;
 
           /* b − x negates the scores before it; a mask's flags must meet positive scores */
