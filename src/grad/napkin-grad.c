@@ -872,19 +872,12 @@ choose_inputs (Grad               *G,
       for (guint i = 0; i < names->len; i++)
         {
           const char *name = g_ptr_array_index (names, i);
-          const NapkinTensor *t = napkin_diagram_tensor (G->fwd, napkin_diagram_find_tensor (G->fwd, name));
+          g_autofree char *why = NULL;
 
-          if (tensor_constant (t) != NULL)
-            {
-              if (notes != NULL)
-                g_string_append_printf (notes, _("The input “%s” is a constant (%s): it has no gradient.\n"),
-                                        name, tensor_constant (t));
-            }
-          else if (napkin_dtype_is_float (t->dtype))
+          if (napkin_grad_input_has_gradient (G->fwd, name, &why))
             g_hash_table_add (G->wrt, (gpointer) name);
           else if (notes != NULL)
-            g_string_append_printf (notes, _("The input “%s” is %s: it has no gradient.\n"), name,
-                                    napkin_dtype_to_string (t->dtype));
+            g_string_append_printf (notes, _("The input “%s” is %s.\n"), name, why);
         }
       return TRUE;
     }

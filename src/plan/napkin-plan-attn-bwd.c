@@ -662,8 +662,8 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
     const int grad[] = { r.dq, r.dk, r.dv };
     const NapkinTensor *like[] = { &tq, &tk, &tv };
     const char *names[] = { "dQ", "dK", "dV" }, *like_names[] = { "Q", "K", "V" };
-    const int rows[] = { a->query_axis, napkin_diagram_find_axis (p->d, napkin_diagram_node (p->d, (guint) sm)->axis),
-                         napkin_diagram_find_axis (p->d, napkin_diagram_node (p->d, (guint) sm)->axis) };
+    const int key = napkin_diagram_find_axis (p->d, napkin_diagram_node (p->d, (guint) sm)->axis);
+    const int rows[] = { a->query_axis, key, key };
     gint64 *lead[] = { b->dq_lead, b->dk_lead, b->dv_lead }, *row[] = { &b->dq_row, &b->dk_row, &b->dv_row };
 
     for (guint i = 0; i < G_N_ELEMENTS (grad) && reason == NULL; i++)

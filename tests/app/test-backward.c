@@ -25,6 +25,21 @@ other_window (NapkinWindow *window)
   return NULL;
 }
 
+/* The backward's window, once it opens (up to `ms`), or NULL. */
+static NapkinWindow *
+wait_for_other_window (NapkinWindow *window,
+                       guint         ms)
+{
+  NapkinWindow *other = NULL;
+
+  for (guint i = 0; i < ms / 10 && other == NULL; i++)
+    {
+      iterate (10);
+      other = other_window (window);
+    }
+  return other;
+}
+
 static void
 test_flash_attention (void)
 {
@@ -42,11 +57,7 @@ test_flash_attention (void)
 
   g_assert_null (other_window (window));
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.backward", "s", "auto"));
-  for (guint i = 0; i < 500 && backward == NULL; i++)
-    {
-      iterate (10);
-      backward = other_window (window);
-    }
+  backward = wait_for_other_window (window, 5000);
   g_assert_nonnull (backward);
   gtk_test_widget_wait_for_draw (GTK_WIDGET (backward));
 
@@ -118,11 +129,7 @@ test_recompute (void)
   NapkinDiagram *d;
 
   g_assert_true (gtk_widget_activate_action (GTK_WIDGET (window), "win.backward", "s", "recompute"));
-  for (guint i = 0; i < 500 && backward == NULL; i++)
-    {
-      iterate (10);
-      backward = other_window (window);
-    }
+  backward = wait_for_other_window (window, 5000);
   g_assert_nonnull (backward);
   d = diagram_of (backward);
   g_assert_true (napkin_diagram_validate (d, NULL));
@@ -232,11 +239,7 @@ test_choose_gradients (void)
   g_assert_true (gtk_check_button_get_active (GTK_CHECK_BUTTON (q)));
   gtk_drop_down_set_selected (GTK_DROP_DOWN (find_named (GTK_WIDGET (dialog), "softmax-choice")), 2);
   g_assert_true (gtk_widget_activate (build));
-  for (guint i = 0; i < 3000 && backward == NULL; i++)
-    {
-      iterate (10);
-      backward = other_window (window);
-    }
+  backward = wait_for_other_window (window, 30000);
   g_assert_nonnull (backward);
   d = diagram_of (backward);
   g_assert_true (napkin_diagram_validate (d, NULL));
