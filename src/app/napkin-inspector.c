@@ -588,9 +588,18 @@ apply (NapkinInspector *self,
 {
   Field field = GPOINTER_TO_INT (g_object_get_data (G_OBJECT (editor), "napkin-field"));
   const char *key = g_object_get_data (G_OBJECT (editor), "napkin-key");
+  const char *node_id = g_object_get_data (G_OBJECT (editor), "napkin-node");
   const char *axis = g_object_get_data (G_OBJECT (editor), "napkin-axis");
   NapkinHistory *h = history (self);
   gint64 v;
+
+  if (node_id != NULL)
+    {
+      int n = napkin_diagram_find_node (diagram (self), node_id);
+
+      if (n >= 0 && napkin_diagram_node (diagram (self), n)->tensor != NULL)
+        key = napkin_diagram_node (diagram (self), n)->tensor;
+    }
 
   switch (field)
     {
@@ -879,15 +888,21 @@ build_node (NapkinInspector *self,
             const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
             g_autofree char *axes = join_axes (tensor->axes);
             GtkWidget *axes_entry = field_entry (self, FIELD_TENSOR_AXES, tensor->name, axes);
+            GtkWidget *name_entry = field_entry (self, FIELD_TENSOR_NAME, tensor->name, tensor->name);
+            GtkWidget *dtype = field_dropdown (self, FIELD_TENSOR_DTYPE, tensor->name, dtype_names (FALSE),
+                                               tensor->dtype);
 
-            add_row (self, _("_Name"), field_entry (self, FIELD_TENSOR_NAME, tensor->name, tensor->name),
-                     "field-name");
+            /* the node names the tensor when the edit is applied: a rename applied by
+             * Tab rebuilds the pane later, and what is typed before that must still
+             * reach the renamed tensor */
+            g_object_set_data_full (G_OBJECT (name_entry), "napkin-node", g_strdup (node->id), g_free);
+            g_object_set_data_full (G_OBJECT (axes_entry), "napkin-node", g_strdup (node->id), g_free);
+            g_object_set_data_full (G_OBJECT (dtype), "napkin-node", g_strdup (node->id), g_free);
+            add_row (self, _("_Name"), name_entry, "field-name");
             gtk_widget_set_tooltip_text (axes_entry, _("Axis names in memory order, e.g. “m, k”; "
                                                        "“m=4096” defines an axis here"));
             add_row (self, _("_Axes"), axes_entry, "field-tensor-axes");
-            add_row (self, _("_Element type"),
-                     field_dropdown (self, FIELD_TENSOR_DTYPE, tensor->name, dtype_names (FALSE), tensor->dtype),
-                     "field-tensor-dtype");
+            add_row (self, _("_Element type"), dtype, "field-tensor-dtype");
           }
         break;
       }

@@ -216,12 +216,17 @@ test_x11_matmul_from_empty (void)
   g_assert_cmpstr (focused_field (x.window), ==, "field-tensor-axes");
   type_text (&x, "m=4096, k=4096");
   key (&x, "Return");
-  WAIT_FOR (node_of_tensor (d, "A") >= 0 && napkin_diagram_find_axis (d, "i") < 0);
+  WAIT_FOR (node_of_tensor (d, "A") >= 0 && napkin_diagram_find_axis (d, "i") < 0
+            && strv_is (napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, "A"))->axes, "m,k"));
   /* Enter applied and the focus stayed: the next text goes where it is typed */
   g_assert_cmpstr (focused_field (x.window), ==, "field-tensor-axes");
   a = node_of_tensor (d, "A");
   g_assert_cmpint (a, >=, 0);
-  g_assert_true (strv_is (napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, "A"))->axes, "m,k"));
+  {
+    g_autofree char *axes = g_strjoinv (",", napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, "A"))->axes);
+
+    g_assert_cmpstr (axes, ==, "m,k");
+  }
   /* the canvas's placeholder axis went once the user's replaced it */
   g_assert_cmpint (napkin_diagram_find_axis (d, "i"), <, 0);
 
@@ -877,6 +882,50 @@ test_axis_delete_and_context_menus (void)
 }
 
 /* A real right click (X input) opens the menu on the canvas. */
+/* Runs xdotool while this process dispatches nothing: its input queues up as a fast
+ * typist's does, ahead of the app's idle work. */
+static void
+xdotool_ahead (const char *const *argv)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL,
+                               G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
+                               NULL, NULL, NULL, NULL, NULL, &error));
+  g_assert_no_error (error);
+}
+
+/* A fast typist: the name, Tab, the axes and Enter arrive before the app has had a
+ * moment to rebuild the pane after the rename. The axes still reach the renamed
+ * tensor (they had gone to its old name: "no tensor X1"). */
+static void
+test_x11_type_ahead (void)
+{
+  const char *const type[] = { "xdotool", "type", "--delay", "5", "A\tm=64, k=32", NULL };
+  const char *const enter[] = { "xdotool", "key", "Return", NULL };
+  Xdo x = { 0 };
+  NapkinDiagram *d;
+
+  if (!xdo_begin (&x, open_blank (1280, 960)))
+    return;
+  d = diagram_of (x.window);
+  click_widget (&x, palette (x.window, "input"));
+  WAIT_FOR (g_strcmp0 (focused_field (x.window), "field-name") == 0);
+  g_assert_cmpstr (focused_field (x.window), ==, "field-name");
+  xdotool_ahead (type);
+  xdotool_ahead (enter);
+  WAIT_FOR (napkin_diagram_find_tensor (d, "A") >= 0 && napkin_diagram_find_axis (d, "m") >= 0);
+  g_assert_cmpint (napkin_diagram_find_tensor (d, "A"), >=, 0);
+  {
+    g_autofree char *axes = g_strjoinv (",", napkin_diagram_tensor (d, napkin_diagram_find_tensor (d, "A"))->axes);
+
+    g_assert_cmpstr (axes, ==, "m,k");
+  }
+  g_assert_cmpint (napkin_diagram_axis (d, napkin_diagram_find_axis (d, "k"))->size, ==, 32);
+  g_assert_cmpstr (focused_field (x.window), ==, "field-tensor-axes");
+  gtk_window_destroy (GTK_WINDOW (x.window));
+}
+
 static void
 test_x11_right_click (void)
 {
@@ -1468,6 +1517,7 @@ main (int    argc,
   app = napkin_app_test_register (G_APPLICATION_HANDLES_OPEN);
 
   g_test_add_func ("/newcomer/x11/matmul-from-empty", test_x11_matmul_from_empty);
+  g_test_add_func ("/newcomer/x11/type-ahead", test_x11_type_ahead);
   g_test_add_func ("/newcomer/x11/right-click-menu", test_x11_right_click);
   g_test_add_func ("/newcomer/x11/close-under-pointer", test_x11_close_under_pointer);
   g_test_add_func ("/newcomer/x11/einsum-causal-suggest-apply", test_x11_einsum_suggest_apply);
