@@ -87,7 +87,12 @@
 #define NKB_DROWREF ((float *) args.p[8] + 262144L)
 #define NKB_DQAREF ((float *) args.p[8] + 524288L)
 #define NKB_WARPS 8
+/* -DNKB_MAIN_SM90=1 (for sm_90a): main on wgmma, its tiles */
+#if NKB_MAIN_SM90
+#define NKB_BQ 64
+#else
 #define NKB_BQ 32
+#endif
 #define NKB_PRE_WARPS 4
 /* the LEAD fragment the printer writes: heads, then batches */
 #define NKB_LEAD_ALONE                                                                            \
@@ -159,6 +164,9 @@
 #define NKB_WARPS NKP_WARPS
 #define NKB_BQ NKP_BQ
 #define NKB_PRE_WARPS NKP_PRE_WARPS
+#ifdef NKP_MAIN_SM90
+#define NKB_MAIN_SM90 NKP_MAIN_SM90
+#endif
 #ifdef NKP_NAME_PRE
 #define NKB_NAME_PRE NKP_NAME_PRE
 #define NKB_NAME_MAIN NKP_NAME_MAIN
@@ -282,6 +290,123 @@ napkin_bwd_red2 (float *dst, float a, float b)
 #endif
 }
 #endif /* NAPKIN_ATTN_BWD */
+
+/* The wgmma products of the Hopper main (sm_90a): m64n64k16 with both operands in shared
+ * memory (_ss: K-major; _ss_t: both transposed) and m64nDk16 with A in registers and B
+ * transposed (_rs), fp32 accumulators, each for f16 and bf16 (the tag's type); _fence
+ * makes registers an async product writes or reads live up to where it is called (after
+ * the wait that completes it). */
+#if NKB_MAIN_SM90 && !defined (NAPKIN_ATTN_BWD90) && (!defined (__CUDA_ARCH__) || __CUDA_ARCH__ >= 900)
+#define NAPKIN_ATTN_BWD90
+__device__ __forceinline__ void
+napkin_bwd9_ss (float (&d)[32], unsigned long long da, unsigned long long db, int acc, const napkin_f16 *)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %34, 0; "
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31])
+                : "l" (da), "l" (db), "r" (acc) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_bwd9_ss_t (float (&d)[32], unsigned long long da, unsigned long long db, int acc, const napkin_f16 *)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %34, 0; "
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 1, 1; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31])
+                : "l" (da), "l" (db), "r" (acc) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_bwd9_rs (float (&d)[32], const unsigned (&a)[4], unsigned long long db, const napkin_f16 *)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %37, 0; "
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31])
+                : "r" (a[0]), "r" (a[1]), "r" (a[2]), "r" (a[3]), "l" (db), "r" (1) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_bwd9_rs (float (&d)[64], const unsigned (&a)[4], unsigned long long db, const napkin_f16 *)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %69, 0; "
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]), "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]), "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]), "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]), "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63])
+                : "r" (a[0]), "r" (a[1]), "r" (a[2]), "r" (a[3]), "l" (db), "r" (1) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_bwd9_ss (float (&d)[32], unsigned long long da, unsigned long long db, int acc, const napkin_bf16 *)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %34, 0; "
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31])
+                : "l" (da), "l" (db), "r" (acc) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_bwd9_ss_t (float (&d)[32], unsigned long long da, unsigned long long db, int acc, const napkin_bf16 *)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %34, 0; "
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 1, 1; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31])
+                : "l" (da), "l" (db), "r" (acc) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_bwd9_rs (float (&d)[32], const unsigned (&a)[4], unsigned long long db, const napkin_bf16 *)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %37, 0; "
+                "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31])
+                : "r" (a[0]), "r" (a[1]), "r" (a[2]), "r" (a[3]), "l" (db), "r" (1) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_bwd9_rs (float (&d)[64], const unsigned (&a)[4], unsigned long long db, const napkin_bf16 *)
+{
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %69, 0; "
+                "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1; }"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]), "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]), "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]), "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]), "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63])
+                : "r" (a[0]), "r" (a[1]), "r" (a[2]), "r" (a[3]), "l" (db), "r" (1) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_bwd9_fence (float (&d)[32])
+{
+  asm volatile ("" : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]) :: "memory");
+}
+
+__device__ __forceinline__ void
+napkin_bwd9_fence (float (&d)[64])
+{
+  asm volatile ("" : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]), "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]), "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]), "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]), "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63]) :: "memory");
+}
+
+/* A 64 × 64 fp32 accumulator's two rows of this thread (row + 8 is D floats on), each
+ * 8 pairs 8 floats apart, added to device memory where ok: the offsets immediates (one
+ * address register for all 16 reductions). */
+template <int D>
+__device__ __forceinline__ void
+napkin_bwd9_red_rows (float *dst, const float (&d)[32], bool ok0, bool ok1)
+{
+#define NAPKIN_BWD9_RED(j, row, ok)                                                                  \
+  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %3, 0; @p red.global.add.v2.f32 [%0+%4], {%1, %2}; }" \
+                :: "l" (dst), "f" (d[4 * (j) + 2 * (row)]), "f" (d[4 * (j) + 2 * (row) + 1]), "r" ((int) (ok)), \
+                   "n" (((row) * 8 * D + (j) * 8) * 4) : "memory")
+  NAPKIN_BWD9_RED (0, 0, ok0); NAPKIN_BWD9_RED (1, 0, ok0); NAPKIN_BWD9_RED (2, 0, ok0); NAPKIN_BWD9_RED (3, 0, ok0);
+  NAPKIN_BWD9_RED (4, 0, ok0); NAPKIN_BWD9_RED (5, 0, ok0); NAPKIN_BWD9_RED (6, 0, ok0); NAPKIN_BWD9_RED (7, 0, ok0);
+  NAPKIN_BWD9_RED (0, 1, ok1); NAPKIN_BWD9_RED (1, 1, ok1); NAPKIN_BWD9_RED (2, 1, ok1); NAPKIN_BWD9_RED (3, 1, ok1);
+  NAPKIN_BWD9_RED (4, 1, ok1); NAPKIN_BWD9_RED (5, 1, ok1); NAPKIN_BWD9_RED (6, 1, ok1); NAPKIN_BWD9_RED (7, 1, ok1);
+#undef NAPKIN_BWD9_RED
+}
+
+__device__ __forceinline__ void
+napkin_bwd9_fence (unsigned (&r)[16])
+{
+  asm volatile ("" : "+r" (r[0]), "+r" (r[1]), "+r" (r[2]), "+r" (r[3]), "+r" (r[4]), "+r" (r[5]), "+r" (r[6]), "+r" (r[7]), "+r" (r[8]), "+r" (r[9]), "+r" (r[10]), "+r" (r[11]), "+r" (r[12]), "+r" (r[13]), "+r" (r[14]), "+r" (r[15]) :: "memory");
+}
+
+#endif /* NAPKIN_ATTN_BWD90 */
 
 #define BW_D NKB_D
 #define BW_DP NKB_DP                      /* D rounded up to 16 */
@@ -590,6 +715,337 @@ NKB_NAME_PRE (const NapkinArgs args)
     }
 }
 
+#if NKB_MAIN_SM90
+/* ---- main on Hopper (sm_90a): wgmma, FlashAttention-3's products ----------------------------- *
+ * A block of 128 keys of one K/V head, two warpgroups of 64 keys each. K and V are copied
+ * once, each query tile's Q, dO (64 rows), lse2 and Drow into one of two stages while the
+ * tile before is computed (cp.async by all threads, into the 128-byte swizzle wgmma
+ * reads; a barrier a tile). For every tile, warpgroup c computes with its keys as the
+ * products' rows Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64, both operands K-major from
+ * shared memory), Pᵀ and dSᵀ in registers, dV += Pᵀ·dO and dK += dSᵀ·Q with Pᵀ, dSᵀ as the
+ * register A operand (the accumulator's layout is the A operand's) and dO, Q read N-major
+ * through the transpose bit; dSᵀ goes to shared memory (a 128-byte row a key), and
+ * dQ = dS·K is a wgmma with both operands transposed — at D 128 warpgroup c takes D's
+ * columns 64c … 64c + 63 over all 128 keys, at D 64 every column over its own keys — its
+ * fp32 result added to the accumulator with red.global.add. The pre and dq launches are
+ * the ones above. D 64 or 128, BQ 64. Launch: KV_BATCH·⌈NKV / 128⌉ blocks of 256 threads,
+ * shared memory 1024 + 4·128·D + 4·64·D·2/… = BW9_SMEM bytes (below). No warp is set
+ * apart to copy: a producer warpgroup with the few registers setmaxnreg leaves it could
+ * not hold its addresses (ptxas spilled), and the consumers need all 255. */
+#define BW9_BKV 128
+#define BW9_BQ 64
+#define BW9_K_BYTES (BW9_BKV * BW_D * 2)            /* K or V: D/64 slices of 128 rows × 128 bytes */
+#define BW9_Q_BYTES (BW9_BQ * BW_D * 2)             /* a stage's Q or dO: D/64 slices of 64 rows */
+#define BW9_DS_BYTES (BW9_BKV * 128)                /* dSᵀ: a 128-byte row (64 queries) a key */
+#define BW9_KBLK ((BW_NKV + BW9_BKV - 1) / BW9_BKV)
+static_assert (BW_D == 64 || BW_D == 128, "the wgmma backward takes D 64 or 128");
+static_assert (BW_BQ == 64, "the wgmma backward takes query tiles of 64");
+
+extern "C" __global__ void __launch_bounds__ (256, 1)
+NKB_NAME_MAIN (const NapkinArgs args)
+{
+  const NKB_T *__restrict__ Qg = NKB_QREF;
+  const NKB_T *__restrict__ Kg = NKB_KREF;
+  const NKB_T *__restrict__ Vg = NKB_VREF;
+  const NKB_T *__restrict__ dOg = NKB_DOREF;
+  NKB_OT *__restrict__ dKg = NKB_DKREF;
+  NKB_OT *__restrict__ dVg = NKB_DVREF;
+  const float *__restrict__ lse = NKB_LSEREF;
+  const float *__restrict__ drow = NKB_DROWREF;
+  float *__restrict__ dqa = NKB_DQAREF;
+  extern __shared__ __align__ (16) unsigned char smem9_[];
+  /* the swizzle repeats every 1024 bytes: the tiles aligned to it */
+  const unsigned base = (napkin_smem_addr (smem9_) + 1023) & ~1023u;
+  const unsigned k_s = base;
+  const unsigned v_s = k_s + BW9_K_BYTES;
+  const unsigned q_s = v_s + BW9_K_BYTES;          /* [2] */
+  const unsigned do_s = q_s + 2 * BW9_Q_BYTES;     /* [2] */
+  const unsigned ds_s = do_s + 2 * BW9_Q_BYTES;
+  const unsigned f_s = ds_s + BW9_DS_BYTES;        /* lse2 [2][64], then Drow [2][64] */
+  const int tid = threadIdx.x;
+
+  /* as main above: the key block the slow index */
+  long blk = blockIdx.x;
+  const long kb_ = blk / (long) (NKB_KV_BATCH);
+  const long kb = BW_MASK_LO && !BW_MASK_HI ? BW9_KBLK - 1 - kb_ : kb_;
+  blk %= (long) (NKB_KV_BATCH);
+  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0, dq_base = 0, dk_base = 0, dv_base = 0;
+  NKB_SC_DECL
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/LEAD"
+#else
+  NKB_LEAD_ALONE
+#endif /* napkin-fragment/LEAD */
+  (void) dq_base;
+  const long kb0 = kb * BW9_BKV, kb1 = NAPKIN_MIN (kb0 + BW9_BKV, BW_NKV);
+  long i_min = 0, i_max = BW_NQ - 1;
+
+  if (BW_MASK_HI)
+    i_min = kb0 - BW_OFF - BW_RIGHT > 0 ? kb0 - BW_OFF - BW_RIGHT : 0;
+  if (BW_MASK_LO)
+    i_max = NAPKIN_MIN (i_max, kb1 - 1 - BW_OFF + BW_LEFT);
+  const int qt_lo = (int) (i_min / BW9_BQ), nqt = i_max >= i_min ? (int) (i_max / BW9_BQ) + 1 - qt_lo : 0;
+  const int n_tiles = (int) BW_G * nqt;
+
+  /* Row r's 16-byte chunk c sits in slice c/8 (slices `slice` bytes apart) at chunk
+   * (c%8) ^ (r%8): K and V now, tile 0 into stage 0. */
+  for (int i = tid; i < BW9_BKV * (BW_D / 8); i += 256)
+    {
+      const int r = i / (BW_D / 8), c = i % (BW_D / 8);
+      const unsigned off = (c >> 3) * (BW9_BKV * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+      const bool ok = kb0 + r < BW_NKV;
+      const long at = k_base + (kb0 + r) * BW_KRS + c * 8;
+
+      napkin_attn_cp16 (k_s + off, ok ? Kg + at : Kg, ok ? 16 : 0);
+      napkin_attn_cp16 (v_s + off, ok ? Vg + at : Vg, ok ? 16 : 0);
+    }
+#define BW9_TILE_COPY(it_, st_)                                                                    \
+  do                                                                                               \
+    {                                                                                              \
+      const long g_ = (it_) / nqt, q_ = (long) (qt_lo + (it_) % nqt) * BW9_BQ;                      \
+      const long row_ = (kv_flat * BW_G + g_) * BW_NQ + q_;                                        \
+      const NKB_T *qsrc_ = Qg + q_base + g_ * BW_QGS + q_ * BW_QRS;                                 \
+      const NKB_T *dosrc_ = dOg + o_base + g_ * BW_OGS + q_ * BW_ORS;                               \
+                                                                                                   \
+      for (int i = tid; i < BW9_BQ * (BW_D / 8); i += 256)                                         \
+        {                                                                                          \
+          const int r = i / (BW_D / 8), c = i % (BW_D / 8);                                        \
+          const unsigned off = (st_) * BW9_Q_BYTES + (c >> 3) * (BW9_BQ * 128) + r * 128           \
+                               + (((c & 7) ^ (r & 7)) << 4);                                       \
+          const bool ok = q_ + r < BW_NQ;                                                          \
+                                                                                                   \
+          napkin_attn_cp16 (q_s + off, ok ? qsrc_ + r * BW_QRS + c * 8 : Qg, ok ? 16 : 0);         \
+          napkin_attn_cp16 (do_s + off, ok ? dosrc_ + r * BW_ORS + c * 8 : dOg, ok ? 16 : 0);      \
+        }                                                                                          \
+      if (tid < 2 * BW9_BQ)                                                                        \
+        {                                                                                          \
+          const int r = tid % BW9_BQ;                                                              \
+          const bool ok = q_ + r < BW_NQ;                                                          \
+                                                                                                   \
+          napkin_bwd_cp4 (f_s + 4 * ((tid < BW9_BQ ? 0 : 2 * BW9_BQ) + (st_) * BW9_BQ + r),         \
+                          (tid < BW9_BQ ? lse : drow) + (ok ? row_ + r : 0), ok);                 \
+        }                                                                                          \
+    }                                                                                              \
+  while (0)
+  if (n_tiles > 0)
+    BW9_TILE_COPY (0, 0);
+  asm volatile ("cp.async.commit_group;" ::: "memory");
+
+  /* Warpgroup c: keys kb0 + 64c …; this thread's rows (keys) kw + lane/4 and + 8, its
+   * columns 8j + 2·(lane%4) and + 1 of each 8 (queries, or D in dK, dV and dQ). */
+  const int c = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+  const long kw = kb0 + c * 64 + warp * 16;
+  const float scale = BW_SCALE;
+  float dk[BW_D / 2], dv[BW_D / 2];
+
+#pragma unroll
+  for (int i = 0; i < BW_D / 2; i++)
+    dk[i] = dv[i] = 0.0f;
+  for (int it = 0; it < n_tiles; it++)
+    {
+      const int st = it & 1;
+      /* (in int: NQ, NKV and the scratch's rows below 2³¹) */
+      const int g = it / nqt, qa = (qt_lo + it % nqt) * BW9_BQ, qz = NAPKIN_MIN (qa + BW9_BQ, (int) BW_NQ) - 1;
+      const unsigned qst = q_s + st * BW9_Q_BYTES, dost = do_s + st * BW9_Q_BYTES;
+      float s[32], dp[32], dq[32];
+      unsigned p[16], ds[16];
+
+      /* This tile is in (the generic proxy's copies made visible to wgmma's), and both
+       * warpgroups are done with the tile before: its stage and dSᵀ are free. */
+      asm volatile ("cp.async.wait_group 0;" ::: "memory");
+      asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+      __syncthreads ();
+      if (it + 1 < n_tiles)
+        BW9_TILE_COPY (it + 1, st ^ 1);
+      asm volatile ("cp.async.commit_group;" ::: "memory");
+
+      /* Sᵀ = K_c·Qᵀ and dPᵀ = V_c·dOᵀ: A the warpgroup's 64 rows of K (V), B the tile's Q
+       * (dO) rows, both K-major; k-step kk is 32 bytes into slice kk/4 */
+      asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (int kk = 0; kk < BW_D / 16; kk++)
+        napkin_bwd9_ss (s, napkin_attn_desc (k_s + (kk / 4) * (BW9_BKV * 128) + c * 8192 + (kk % 4) * 32, 16, 1024),
+                        napkin_attn_desc (qst + (kk / 4) * (BW9_BQ * 128) + (kk % 4) * 32, 16, 1024), kk > 0,
+                        (const NKB_T *) 0);
+      asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (int kk = 0; kk < BW_D / 16; kk++)
+        napkin_bwd9_ss (dp, napkin_attn_desc (v_s + (kk / 4) * (BW9_BKV * 128) + c * 8192 + (kk % 4) * 32, 16, 1024),
+                        napkin_attn_desc (dost + (kk / 4) * (BW9_BQ * 128) + (kk % 4) * 32, 16, 1024), kk > 0,
+                        (const NKB_T *) 0);
+      asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+      asm volatile ("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+      napkin_bwd9_fence (s);
+
+      /* Pᵀ = exp2 (c·Sᵀ − lse2[query]), 0 where the mask hides the score (or past NQ, NKV) */
+      {
+        const bool full = kw + 16 <= BW_NKV && qa + BW9_BQ <= BW_NQ
+                          && (!BW_MASK_LO || kw >= qz + BW_OFF - BW_LEFT)
+                          && (!BW_MASK_HI || kw + 15 <= qa + BW_OFF + BW_RIGHT);
+
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+          {
+            float l2[2];
+
+            asm volatile ("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f" (l2[0]), "=f" (l2[1])
+                          : "r" (f_s + 4 * (st * BW9_BQ + j * 8 + 2 * (lane & 3))));
+            s[4 * j] = napkin_attn_exp2 (fmaf (s[4 * j], scale, -l2[0]));
+            s[4 * j + 1] = napkin_attn_exp2 (fmaf (s[4 * j + 1], scale, -l2[1]));
+            s[4 * j + 2] = napkin_attn_exp2 (fmaf (s[4 * j + 2], scale, -l2[0]));
+            s[4 * j + 3] = napkin_attn_exp2 (fmaf (s[4 * j + 3], scale, -l2[1]));
+          }
+        if (!full)
+          {
+            /* key k is seen by the queries [k − OFF − RIGHT, k − OFF + LEFT] (an edge the
+             * mask lacks: all), below NQ; by none past NKV. In int: NQ, NKV < 2³¹. */
+            int lo_q[2], hi_q[2];
+
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+              {
+                const int k = (int) kw + (lane >> 2) + 8 * h;
+
+                lo_q[h] = BW_MASK_HI ? k - (int) BW_OFF - (int) BW_RIGHT : 0;
+                hi_q[h] = k >= (int) BW_NKV ? -1 : BW_MASK_LO ? NAPKIN_MIN (k - (int) BW_OFF + (int) BW_LEFT, (int) BW_NQ - 1)
+                                                              : (int) BW_NQ - 1;
+              }
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+              for (int e = 0; e < 4; e++)
+                {
+                  const int q = (int) qa + j * 8 + 2 * (lane & 3) + (e & 1);
+
+                  s[4 * j + e] = q >= lo_q[e >> 1] && q <= hi_q[e >> 1] ? s[4 * j + e] : 0.0f;
+                }
+          }
+      }
+      asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      napkin_bwd9_fence (dp);
+
+      /* dSᵀ = Pᵀ⊙(dPᵀ − Drow[query]), into dp; then both packed, the accumulator's 16
+       * columns of k-step kt the A operand's registers of it (dS first: P's fp32 values
+       * and dP's are then never live beside the packed ones) */
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+        {
+          float d2[2];
+
+          asm volatile ("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f" (d2[0]), "=f" (d2[1])
+                        : "r" (f_s + 4 * ((2 + st) * BW9_BQ + j * 8 + 2 * (lane & 3))));
+          dp[4 * j] = s[4 * j] * (dp[4 * j] - d2[0]);
+          dp[4 * j + 1] = s[4 * j + 1] * (dp[4 * j + 1] - d2[1]);
+          dp[4 * j + 2] = s[4 * j + 2] * (dp[4 * j + 2] - d2[0]);
+          dp[4 * j + 3] = s[4 * j + 3] * (dp[4 * j + 3] - d2[1]);
+        }
+#pragma unroll
+      for (int kt = 0; kt < 4; kt++)
+#pragma unroll
+        for (int i = 0; i < 4; i++)
+          {
+            ds[4 * kt + i] = napkin_attn_pack (dp[8 * kt + 2 * i], dp[8 * kt + 2 * i + 1], (const NKB_T *) 0);
+            p[4 * kt + i] = napkin_attn_pack (s[8 * kt + 2 * i], s[8 * kt + 2 * i + 1], (const NKB_T *) 0);
+          }
+      /* dV_c += Pᵀ·dO and dK_c += dSᵀ·Q: B = dO (Q) [query][d], N-major, slices 64·128
+       * bytes apart */
+      asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (int kt = 0; kt < 4; kt++)
+        {
+          const unsigned a[4] = { p[4 * kt], p[4 * kt + 1], p[4 * kt + 2], p[4 * kt + 3] };
+
+          napkin_bwd9_rs (dv, a, napkin_attn_desc (dost + kt * 2048, BW9_BQ * 128, 1024), (const NKB_T *) 0);
+        }
+#pragma unroll
+      for (int kt = 0; kt < 4; kt++)
+        {
+          const unsigned a[4] = { ds[4 * kt], ds[4 * kt + 1], ds[4 * kt + 2], ds[4 * kt + 3] };
+
+          napkin_bwd9_rs (dk, a, napkin_attn_desc (qst + kt * 2048, BW9_BQ * 128, 1024), (const NKB_T *) 0);
+        }
+      asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+
+      /* dSᵀ to shared memory: key row r, queries 8j + 2·(lane%4), + 1 at chunk j ^ (r%8) —
+       * each 8 lanes of a store 8 distinct chunks: no bank conflict */
+      {
+        const int r0 = c * 64 + warp * 16 + (lane >> 2);
+
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+          {
+            const int h = j & 1, kt = j >> 1;
+
+            asm volatile ("st.shared.b32 [%0], %1;" :: "r" (ds_s + r0 * 128 + ((j ^ (r0 & 7)) << 4) + (lane & 3) * 4),
+                          "r" (ds[4 * kt + 2 * h]) : "memory");
+            asm volatile ("st.shared.b32 [%0], %1;" :: "r" (ds_s + (r0 + 8) * 128 + ((j ^ (r0 & 7)) << 4) + (lane & 3) * 4),
+                          "r" (ds[4 * kt + 2 * h + 1]) : "memory");
+          }
+      }
+      /* dV and dK done with Pᵀ and dSᵀ's registers: free for dQ's accumulators */
+      asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      napkin_bwd9_fence (dk);
+      napkin_bwd9_fence (dv);
+      asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+      __syncthreads ();
+
+      /* dQ (the tile's 64 queries) = dS·K: A = dSᵀ's rows read transposed (M = queries
+       * contiguous), B = K [key][d] read transposed; D 128: columns 64c … over the 128
+       * keys, D 64: every column over the warpgroup's 64 keys */
+      {
+        constexpr int KT0 = BW_D == 128 ? 0 : 4, KTN = BW_D == 128 ? 8 : 4;
+        const unsigned kcol = BW_D == 128 ? c * (BW9_BKV * 128) : 0;
+        const int kt0 = KT0 * c;
+
+        asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+        for (int kt = 0; kt < KTN; kt++)
+          napkin_bwd9_ss_t (dq, napkin_attn_desc (ds_s + (kt0 + kt) * 2048, 8192, 1024),
+                            napkin_attn_desc (k_s + kcol + (kt0 + kt) * 2048, BW9_BKV * 128, 1024), kt > 0,
+                            (const NKB_T *) 0);
+        asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+      }
+      asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      napkin_bwd9_fence (dq);
+
+      /* dQ's rows qa + 16·warp + lane/4 (and + 8) into the fp32 accumulator */
+      {
+        const int q = qa + warp * 16 + (lane >> 2);
+        float *dq0 = dqa + ((long) ((int) kv_flat * (int) BW_G + g) * (int) BW_NQ + q) * BW_D
+                     + (BW_D == 128 ? c * 64 : 0) + 2 * (lane & 3);
+
+        napkin_bwd9_red_rows<BW_D> (dq0, dq, q < BW_NQ, q + 8 < BW_NQ);
+      }
+    }
+
+  /* dK·DALPHA, dV: keys kw + lane/4 (0, 1) and + 8 (2, 3), columns 8j + 2·(lane%4), + 1 */
+#pragma unroll
+  for (int h = 0; h < 2; h++)
+    {
+      const long k = kw + (lane >> 2) + 8 * h;
+
+      if (k >= BW_NKV)
+        continue;
+      NKB_OT *dkr = dKg + dk_base + k * BW_DKRS + 2 * (lane & 3);
+      NKB_OT *dvr = dVg + dv_base + k * BW_DVRS + 2 * (lane & 3);
+
+#pragma unroll
+      for (int j = 0; j < BW_D / 8; j++)
+        {
+          napkin_attn_st2 (dkr + j * 8, dk[4 * j + 2 * h] * BW_DALPHA, dk[4 * j + 2 * h + 1] * BW_DALPHA);
+          napkin_attn_st2 (dvr + j * 8, dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
+        }
+    }
+  asm volatile ("cp.async.wait_group 0;" ::: "memory");
+#undef BW9_TILE_COPY
+}
+#undef BW9_BKV
+#undef BW9_BQ
+#undef BW9_K_BYTES
+#undef BW9_Q_BYTES
+#undef BW9_DS_BYTES
+#undef BW9_KBLK
+#else
 /* ---- main: dK, dV of a key block, its share of dQ ------------------------------------------ */
 extern "C" __global__ void __launch_bounds__ (BW_THREADS)
 NKB_NAME_MAIN (const NapkinArgs args)
@@ -1000,6 +1456,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
 #undef BW_TILE_COPY
 #undef BW_EMPTY
 }
+#endif /* NKB_MAIN_SM90 */
 
 /* ---- dq: the accumulator scaled into dQ ------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__ (256)
@@ -1144,4 +1601,5 @@ NKB_NAME_DQ (const NapkinArgs args)
 #undef NKB_NAME_MAIN
 #undef NKB_NAME_DQ
 #undef NKB_NAME
+#undef NKB_MAIN_SM90
 #endif

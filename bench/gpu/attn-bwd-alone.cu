@@ -13,7 +13,8 @@
  * Case macros: C_NAME (a string), C_B, C_HK, C_G (batches, K/V heads, query heads a K/V
  * head), C_NQ, C_NKV, C_D, C_LO, C_HI, C_LEFT, C_RIGHT, C_OFF (the mask), C_ALPHA (a
  * literal), C_BF16, C_BSHD (layout [B][N][H][D], else [B][H][N][D]), C_WARPS, C_BQ, C_PW
- * (the kernel's tiles), C_NREF (K/V heads checked; 0: timing only), C_VBIAS (optional, 1: K
+ * (the kernel's tiles), C_SM90 (optional, 1: main on wgmma, sm_90a: WARPS unused, BQ 64),
+ * C_NREF (K/V heads checked; 0: timing only), C_VBIAS (optional, 1: K
  * = 3 + U(±0.5), V = 3 + U(±0.3) instead of U(±2), U(±1)), C_GSHD (optional: dQ, dK, dV's
  * layout, as C_BSHD; default Q's, K's, V's). The script writes the
  * napkin-fragment/LEAD the kernel includes; its strides are LD_* below. */
@@ -82,6 +83,10 @@
 #define NKB_WARPS C_WARPS
 #define NKB_BQ C_BQ
 #define NKB_PRE_WARPS C_PW
+#ifndef C_SM90
+#define C_SM90 0
+#endif
+#define NKB_MAIN_SM90 C_SM90
 /* the LEAD fragment's strides: blk = b·HK + hk, K/V head first */
 #define LD_HK ((long) C_HK)
 #define LD_QH (C_BSHD ? (long) C_G * C_D : (long) C_G * C_NQ * C_D)
@@ -388,9 +393,17 @@ main (void)
   const int S = DP + 8;
   const int pre_grid = (int) (kvb * C_G * ((C_NQ + 16 * C_PW - 1) / (16 * C_PW)));
   const int pre_threads = 32 * C_PW, pre_smem = 4 * (16 * C_PW + 128) * S;
+#if C_SM90
+  /* the wgmma main: blocks of 128 keys, 256 threads; K, V, two stages of Q and dO, dSᵀ,
+   * lse2 and Drow, 1 KiB to align */
+  const int main_grid = (int) (kvb * ((C_NKV + 127) / 128));
+  const int main_threads = 256;
+  const int main_smem = 1024 + 2 * 128 * C_D * 2 + 4 * 64 * C_D * 2 + 128 * 128 + 4 * 64 * 4;
+#else
   const int main_grid = (int) (kvb * ((C_NKV + 16 * C_WARPS - 1) / (16 * C_WARPS)));
   const int main_threads = 32 * C_WARPS;
   const int main_smem = 2 * (32 * C_WARPS * S + 4 * C_BQ * S + 16 * C_WARPS * (C_BQ + 8)) + 16 * C_BQ;
+#endif
   const int dq_grid = (int) (kvb * C_G * ((C_NQ + 63) / 64));
   const int nref = C_NREF < kvb ? C_NREF : (int) kvb;
   const double tol = C_BF16 ? 3e-2 : 1e-2;

@@ -24,6 +24,7 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 OUT=${OUT:-/tmp/attn-bwd-alone}
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
 arch=sm_${cc:-90}
+[ "$arch" = sm_90 ] && arch=sm_90a   # the h-* cases' wgmma
 rm -rf "$OUT"
 mkdir -p "$OUT/napkin-fragment"
 table="$OUT/table.txt"
@@ -90,6 +91,19 @@ t-d128-causal-w8q32     4 16 1 4096 4096 128 0 1   0 0   0 0 0 8 32 1
 t-d128-causal-w8q64     4 16 1 4096 4096 128 0 1   0 0   0 0 0 8 64 1
 t-d128-causal-w4q64     4 16 1 4096 4096 128 0 1   0 0   0 0 0 4 64 1
 t-d128-causal-w4q32     4 16 1 4096 4096 128 0 1   0 0   0 0 0 4 32 1
+h-a-nomask-d64          1 2  1 1024 1024  64 0 0   0 0   0 0 0 H 64 2
+h-b-causal-d128-1000    1 2  1 1000 1000 128 0 1   0 0   0 0 0 H 64 2
+h-b-nomask-d128-333     1 2  1  333  333 128 0 0   0 0   0 0 0 H 64 2
+h-c-gqa4-causal-bf16    2 2  4  512  512 128 0 1   0 0   0 1 1 H 64 4
+h-d-cross-d64-hi        1 3  1  300  700  64 0 1   0 0 400 0 1 H 64 3
+h-d-cross-d128-bf16     1 2  1  200  333 128 0 0   0 0   0 1 1 H 64 2
+h-e-window-gqa2-bf16    1 2  2  777  777  64 1 1 200 0   0 1 0 H 64 2
+h-v-biased-d128-causal  1 1  1  300  300 128 0 1   0 0   0 0 0 H 64 1 1
+h-g-grads-bshd-gqa-c    2 2  2  300  300  64 0 1   0 0   0 0 0 H 64 4 0 1
+h-t-d64                 4 16 1 4096 4096  64 0 0   0 0   0 0 0 H 64 1
+h-t-d64-causal          4 16 1 4096 4096  64 0 1   0 0   0 0 0 H 64 1
+h-t-d128                4 16 1 4096 4096 128 0 0   0 0   0 0 0 H 64 1
+h-t-d128-causal         4 16 1 4096 4096 128 0 1   0 0   0 0 0 H 64 1
 '
 
 # 1. torch's baselines in the background while the cases compile (the GPU is idle then)
@@ -150,10 +164,12 @@ echo "$cases" | {
     [ -n "$name" ] || continue
     echo "$name" | grep -Eq "${ONLY:-.}" || continue
     alpha=$(awk -v d="$D" 'BEGIN { printf "%.9e", 1 / sqrt (d) }')
-    "$NVCC" -O3 -std=c++17 -arch="$arch" -Xptxas -v -I "$root/kernels" -I "$OUT" \
+    sm90=0
+    [ "$W" = H ] && { sm90=1; W=8; }
+    "$NVCC" -O3 -std=c++17 -gencode=arch=compute_${arch#sm_},code=$arch -Xptxas -v -I "$root/kernels" -I "$OUT" \
       -DC_NAME="\"$name\"" -DC_B="$B" -DC_HK="$HK" -DC_G="$G" -DC_NQ="$NQ" -DC_NKV="$NKV" -DC_D="$D" \
       -DC_LO="$LO" -DC_HI="$HI" -DC_LEFT="$LEFT" -DC_RIGHT="$RIGHT" -DC_OFF="$OFF" -DC_ALPHA="$alpha" \
-      -DC_BF16="$BF16" -DC_BSHD="$BSHD" -DC_WARPS="$W" -DC_BQ="$BQ" -DC_PW="${PW:-4}" -DC_NREF="$NREF" -DC_VBIAS="${VB:-0}" -DC_GSHD="${GS:-$BSHD}" \
+      -DC_BF16="$BF16" -DC_BSHD="$BSHD" -DC_WARPS="$W" -DC_SM90="$sm90" -DC_BQ="$BQ" -DC_PW="${PW:-4}" -DC_NREF="$NREF" -DC_VBIAS="${VB:-0}" -DC_GSHD="${GS:-$BSHD}" \
       -o "$OUT/$name" "$here/attn-bwd-alone.cu" > "$OUT/$name.log" 2>&1 &
   done
   wait
