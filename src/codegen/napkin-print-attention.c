@@ -760,6 +760,7 @@ print_backward (const NapkinPrintCtx   *ctx,
       { "WARPS", int_text (b->warps) },
       { "BQ", int_text (a->BQ) },
       { "PRE_WARPS", int_text (b->pre_warps) },
+      { "MAIN_SM90", int_text (b->main_wgmma ? 1 : 0) },
     };
     g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
     GArray *p = _napkin_skeleton_params (params, G_N_ELEMENTS (params));
@@ -767,7 +768,8 @@ print_backward (const NapkinPrintCtx   *ctx,
     add_size_params (p, a);
     add_mask_bounds (p, a);
     emit (ctx, napkin_kernel_attn_bwd_sm80, p,
-          g_strdup_printf ("\n/* Region %s: attention backward on mma.sync (kernels/attn-bwd-sm80.cu) */\n", rname));
+          g_strdup_printf ("\n/* Region %s: attention backward, its main launch on %s (kernels/attn-bwd-sm80.cu) */\n",
+                           rname, b->main_wgmma ? "wgmma" : "mma.sync"));
   }
   ck = cuda_kernel (kernel, pre, "attn-bwd-sm80", b->pre_smem);
   ck->grid = b->pre_grid;

@@ -2941,6 +2941,11 @@ kernel_plan (Model                  *m,
  * keys, d 128: 7.52 ms; the exponentials, the row arithmetic and the shared-memory reads
  * counted beside it, all issued by the same warps). */
 #define NAPKIN_ATTN_BWD_MMA_EFFICIENCY 0.39
+/* … and with its main launch on wgmma (NKB_MAIN_SM90), that launch's share of the dense
+ * tensor peak: cuDNN's backward ran at 0.51 in the same call as the mma.sync kernel's
+ * fit, FlashAttention-3 reports about 0.5 on an H100; not yet fitted to the kernel's own
+ * runs (docs/model.md, "Attention backward"). */
+#define NAPKIN_ATTN_BWD_WGMMA_EFFICIENCY 0.45
 
 /* The fused attention backward (kernels/attn-bwd-sm80.cu; docs/model.md, "Attention
  * backward"): its own count, not the region's tiles — the kernel makes no [q, k] value
@@ -2991,19 +2996,31 @@ attention_backward_cost (Model                  *m,
       l2_scores += pairs * a->BKV * a->BQ * 8.0;
     }
   l2 = hbm + l2_scores + pairs * (2.0 * a->BQ * a->D * eb + a->BQ * 8.0 + 2.0 * a->BQ * a->D * 4);
-  const double smem = pairs * ((double) b->warps * 4 * a->BQ * a->D * eb + 2.0 * a->BKV * a->BQ * eb
-                               + (double) a->BKV * a->D * eb);
+  /* wgmma main: each warpgroup reads the tile's Q and dO twice and its K, V rows once,
+   * dSᵀ and K once more for dQ */
+  const double smem = b->main_wgmma
+                      ? pairs * eb * (7.0 * a->BKV * a->D + 2.0 * a->BKV * a->BQ)
+                      : pairs * ((double) b->warps * 4 * a->BQ * a->D * eb + 2.0 * a->BKV * a->BQ * eb
+                                 + (double) a->BKV * a->D * eb);
   NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
   double flops = pairs * tile * 14;
 
   napkin_tensor_class_for_dtype (a->dtype, &klass);
   memset (k->time_s, 0, sizeof k->time_s);
   /* the warps that issue mma.sync compute the exponentials and the row arithmetic
-   * between the products: counted in the tensor time (finish_kernel adds shared memory's) */
-  k->time_s[NAPKIN_RESOURCE_TENSOR] = flops / (napkin_arch_mma_sync_rate (m->arch, klass)
-                                               * NAPKIN_ATTN_BWD_MMA_EFFICIENCY)
-                                      + pairs * a->BKV * a->BQ * 2 / napkin_arch_sfu_rate (m->arch)
-                                      + pairs * a->BKV * a->BQ * 6 / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
+   * between the products: counted in the tensor time (finish_kernel adds shared memory's);
+   * on wgmma the main launch's five products at the dense rate, the first launch's two
+   * still on mma.sync */
+  if (b->main_wgmma)
+    k->time_s[NAPKIN_RESOURCE_TENSOR] = pairs * tile * 10 / (napkin_arch_tensor_rate (m->arch, klass)
+                                                             * NAPKIN_ATTN_BWD_WGMMA_EFFICIENCY)
+                                        + pairs * tile * 4 / (napkin_arch_mma_sync_rate (m->arch, klass)
+                                                              * NAPKIN_ATTN_BWD_MMA_EFFICIENCY);
+  else
+    k->time_s[NAPKIN_RESOURCE_TENSOR] = flops / (napkin_arch_mma_sync_rate (m->arch, klass)
+                                                 * NAPKIN_ATTN_BWD_MMA_EFFICIENCY);
+  k->time_s[NAPKIN_RESOURCE_TENSOR] += pairs * a->BKV * a->BQ * 2 / napkin_arch_sfu_rate (m->arch)
+                                       + pairs * a->BKV * a->BQ * 6 / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
   k->time_s[NAPKIN_RESOURCE_SMEM] = smem / m->arch->levels[NAPKIN_LEVEL_SMEM].bandwidth;
   k->time_s[NAPKIN_RESOURCE_HBM] = hbm / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
   k->time_s[NAPKIN_RESOURCE_L2] = l2 / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
@@ -3013,7 +3030,7 @@ attention_backward_cost (Model                  *m,
   k->latency_s = 0;
   k->launches = 3;
   k->overlaps = TRUE;
-  k->tensor_path = "mma.sync";
+  k->tensor_path = b->main_wgmma ? "wgmma" : "mma.sync";
   /* the waves, or the block with the most pairs where it outlasts them (a causal mask's
    * first keys see every query; a grid under the SMs' count) */
   k->quantisation = MAX ((double) ceil_div (pk->grid, m->arch->sms) * m->arch->sms / MAX (1, pk->grid),

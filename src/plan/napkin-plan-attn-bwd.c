@@ -571,6 +571,14 @@ main_smem (gint64 dp,
   return 2 * (32 * warps * s + 4 * bq * s + 16 * warps * (bq + 8)) + 16 * bq;
 }
 
+/* … and the wgmma main's (NKB_MAIN_SM90): K and V, two stages of Q and dO, dSᵀ, the
+ * stages' log-sum-exps and row terms, 1 KiB to align the swizzled tiles. */
+static gint64
+main9_smem (gint64 d)
+{
+  return 1024 + 2 * 128 * d * 2 + 4 * 64 * d * 2 + 128 * 128 + 4 * 64 * 4;
+}
+
 gboolean
 _napkin_plan_try_attention_backward (NapkinPlanner    *p,
                                      NapkinPlanKernel *k,
@@ -753,7 +761,16 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
     b->pre_warps = tiles[t].pre_warps;
     a->BQ = tiles[t].bq;
   }
-  a->BKV = 16 * b->warps;
+  /* Hopper: the main launch on wgmma (kernels/attn-bwd-sm80.cu, NKB_MAIN_SM90) at head
+   * sizes 64 and 128 without score operands. Not yet run on a GPU: taken only where
+   * NAPKIN_BWD_WGMMA=1 asks for it (docs/plan.md, "The backward on wgmma"). */
+  b->main_wgmma = p->sm >= 90 && p->sm < 100 && !(p->options && p->options->no_wgmma)
+                  && (a->D == 64 || a->D == 128) && a->n_scores == 0 && b->d_bias.node < 0
+                  && main9_smem (a->D) <= (gint64) p->arch->smem_max_per_block
+                  && g_strcmp0 (g_getenv ("NAPKIN_BWD_WGMMA"), "1") == 0;
+  if (b->main_wgmma)
+    a->BQ = 64;
+  a->BKV = b->main_wgmma ? 128 : 16 * b->warps;
   a->group_tile = 1;
   a->rows = a->BQ;
   a->stages = 2;
@@ -786,20 +803,29 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   b->dq_grid = a->batch * ((a->NQ + 63) / 64);
   b->pre_smem = 4 * (16 * b->pre_warps + 128) * (dp + 8);
   k->kind = NAPKIN_PLAN_ATTENTION_BACKWARD;
-  k->path = NAPKIN_PATH_MMA;
+  k->path = b->main_wgmma ? NAPKIN_PATH_WGMMA : NAPKIN_PATH_MMA;
   k->grid = a->kv_batch * kv_blocks;
-  k->threads = 32 * b->warps;
-  k->smem_bytes = main_smem (dp, b->warps, a->BQ);
+  k->threads = b->main_wgmma ? 256 : 32 * b->warps;
+  k->smem_bytes = b->main_wgmma ? main9_smem (a->D) : main_smem (dp, b->warps, a->BQ);
   k->registers = 255;
   k->blocks_per_sm = 1;
   g_free (k->note);
-  k->note = g_strdup_printf (_("fused attention backward (FlashAttention-2's shape): %lld keys a block (%u warps of 16), "
-                               "query tiles of %lld through two cp.async buffers, the scores recomputed from each "
-                               "row's log-sum-exp, dK and dV in registers, dQ added in fp32 (atomics); %lld of %lld "
-                               "key blocks × query tiles computed per head; 3 launches (log-sum-exps and row terms, "
-                               "the gradients, dQ)"),
-                             (long long) a->BKV, b->warps, (long long) a->BQ, (long long) a->tiles_computed,
-                             (long long) (kv_blocks * q_tiles));
+  if (b->main_wgmma)
+    k->note = g_strdup_printf (_("fused attention backward (FlashAttention-3's products): 128 keys a block (two "
+                                 "warpgroups of 64), query tiles of 64 through two cp.async stages, the scores "
+                                 "recomputed from each row's log-sum-exp, Sᵀ, dPᵀ, dV, dK and dQ on wgmma, dK and dV in "
+                                 "registers, dQ added in fp32 (atomics); %lld of %lld key blocks × query tiles "
+                                 "computed per head; 3 launches (log-sum-exps and row terms on mma.sync, the "
+                                 "gradients, dQ)"),
+                               (long long) a->tiles_computed, (long long) (kv_blocks * q_tiles));
+  else
+    k->note = g_strdup_printf (_("fused attention backward (FlashAttention-2's shape): %lld keys a block (%u warps of 16), "
+                                 "query tiles of %lld through two cp.async buffers, the scores recomputed from each "
+                                 "row's log-sum-exp, dK and dV in registers, dQ added in fp32 (atomics); %lld of %lld "
+                                 "key blocks × query tiles computed per head; 3 launches (log-sum-exps and row terms, "
+                                 "the gradients, dQ)"),
+                               (long long) a->BKV, b->warps, (long long) a->BQ, (long long) a->tiles_computed,
+                               (long long) (kv_blocks * q_tiles));
   if (a->n_scores > 0)
     {
       char *more = g_strdup_printf (_("%s; %u score operand(s) read where the scores are made%s"), k->note,

@@ -11,8 +11,10 @@ trap 'rm -rf "$out"' EXIT
 
 files=$(ls "$dir"/*.cu "$dir"/*.cuh "$dir"/*.h)
 cus=$(ls "$dir"/*.cu)
+# variants a template also takes alone: FILE:MACRO:ARCH (the backward's main on wgmma)
+variants="attn-bwd-sm80.cu:NKB_MAIN_SM90:sm_90a"
 n=0
-for f in $files $cus; do n=$((n + 1)); done
+for f in $files $cus $variants; do n=$((n + 1)); done
 echo "1..$n"
 i=0
 for f in $files; do
@@ -38,6 +40,10 @@ if [ -z "$nvcc" ] || [ ! -x "$nvcc" ]; then
     i=$((i + 1))
     echo "ok $i - ${f##*/} compiles alone # SKIP nvcc not found (-Dcuda-path or PATH)"
   done
+  for v in $variants; do
+    i=$((i + 1))
+    echo "ok $i - ${v%%:*} with ${v#*:} compiles alone # SKIP nvcc not found (-Dcuda-path or PATH)"
+  done
   exit 0
 fi
 for f in $cus; do
@@ -53,6 +59,20 @@ for f in $cus; do
     echo "ok $i - $name compiles alone for $arch"
   else
     echo "not ok $i - $name does not compile alone for $arch:"
+    sed 's/^/# /' "$out/log" | head -40
+  fi
+done
+for v in $variants; do
+  i=$((i + 1))
+  name=${v%%:*}
+  rest=${v#*:}
+  macro=${rest%%:*}
+  arch=${rest#*:}
+  num=${arch#sm_}
+  if "$nvcc" -c "-gencode=arch=compute_$num,code=$arch" "-D$macro=1" -o "$out/$name.v.o" "$dir/$name" > "$out/log" 2>&1; then
+    echo "ok $i - $name with $macro=1 compiles alone for $arch"
+  else
+    echo "not ok $i - $name with $macro=1 does not compile alone for $arch:"
     sed 's/^/# /' "$out/log" | head -40
   fi
 done

@@ -469,7 +469,7 @@ test_backward (void)
 {
   g_autoptr(GRand) rng = g_rand_new_with_seed (20261130);
   NapkinArchRegistry *reg = napkin_arch_registry_get_default ();
-  guint generic[N_FAMILIES] = { 0 }, fused = 0, cases = 0;
+  guint generic[N_FAMILIES] = { 0 }, fused = 0, cases = 0, wgmma = 0;
 
   for (guint i = 0; cases < 40; i++)
     {
@@ -494,35 +494,57 @@ test_backward (void)
       backward = napkin_backward_diagram (d, NULL, NAPKIN_BACKWARD_RECOMPUTE, NULL, NULL, NULL, &error);
       if (backward == NULL)
         g_error ("backward case %u: %s\n%s", i, error->message, c.text);
-      for (guint r = 0; r < napkin_arch_registry_count (reg); r++)
-        {
-          NapkinArch *arch = napkin_arch_registry_get (reg, r);
-          g_autoptr(NapkinPlan) plan = NULL;
-          g_autofree char *target = napkin_plan_target_for_arch (arch);
-          guint n = 0;
+      /* both main launches: mma.sync, and wgmma where NAPKIN_BWD_WGMMA=1 lets Hopper take it */
+      for (guint w = 0; w < 2; w++)
+        for (guint r = 0; r < napkin_arch_registry_count (reg); r++)
+          {
+            NapkinArch *arch = napkin_arch_registry_get (reg, r);
+            g_autoptr(NapkinPlan) plan = NULL;
+            g_autofree char *target = napkin_plan_target_for_arch (arch);
+            guint n = 0;
 
-          c.expect_fast = TRUE;
-          plan = check_diagram (&c, backward, i, arch, generic);
-          for (guint j = 0; j < plan->kernels->len; j++)
-            {
-              const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, j);
+            if (w == 1)
+              g_setenv ("NAPKIN_BWD_WGMMA", "1", TRUE);
+            c.expect_fast = TRUE;
+            plan = check_diagram (&c, backward, i, arch, generic);
+            g_unsetenv ("NAPKIN_BWD_WGMMA");
+            for (guint j = 0; j < plan->kernels->len; j++)
+              {
+                const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, j);
 
-              if (k->kind != NAPKIN_PLAN_ATTENTION_BACKWARD)
-                continue;
-              n++;
-              g_assert_true (k->feasible);
-              g_assert_cmpint (k->smem_bytes, <=, arch->smem_max_per_block);
-              g_assert_cmpint (k->u.bwd.pre_smem, <=, arch->smem_max_per_block);
-            }
-          if (dsize % 8 == 0 && dsize <= 128 && n != 1)
-            g_error ("backward case %u on %s (%s): %u fused attention-backward kernels, not one\n%s", i, arch->id,
-                     target, n, c.text);
-          fused += n;
-        }
+                if (k->kind != NAPKIN_PLAN_ATTENTION_BACKWARD)
+                  continue;
+                n++;
+                g_assert_true (k->feasible);
+                g_assert_cmpint (k->smem_bytes, <=, arch->smem_max_per_block);
+                g_assert_cmpint (k->u.bwd.pre_smem, <=, arch->smem_max_per_block);
+                g_assert_cmpint (k->u.bwd.main_wgmma, ==, k->path == NAPKIN_PATH_WGMMA);
+                if (k->u.bwd.main_wgmma)
+                  {
+                    g_assert_cmpuint (w, ==, 1);
+                    g_assert_cmpint (k->threads, ==, 256);
+                    g_assert_cmpint (k->u.bwd.a.BKV, ==, 128);
+                    g_assert_cmpint (k->u.bwd.a.BQ, ==, 64);
+                    g_assert_true (k->u.bwd.a.D == 64 || k->u.bwd.a.D == 128);
+                    g_assert_cmpuint (k->u.bwd.a.n_scores, ==, 0);
+                    wgmma++;
+                  }
+                else if (w == 1 && g_str_has_prefix (target, "sm_90") && (dsize == 64 || dsize == 128)
+                         && k->u.bwd.a.n_scores == 0 && k->u.bwd.d_bias.node < 0)
+                  g_error ("backward case %u on %s: NAPKIN_BWD_WGMMA=1, and the main launch is not on wgmma\n%s",
+                           i, arch->id, c.text);
+              }
+            if (dsize % 8 == 0 && dsize <= 128 && n != 1)
+              g_error ("backward case %u on %s (%s): %u fused attention-backward kernels, not one\n%s", i, arch->id,
+                       target, n, c.text);
+            fused += n;
+          }
       g_free (c.text);
     }
-  g_test_message ("backward: %u attentions × %u profiles, %u fused attention-backward kernels, %u generic kernels",
-                  cases, napkin_arch_registry_count (reg), fused, generic[FAMILY_ATTENTION]);
+  g_test_message ("backward: %u attentions × %u profiles × 2 main launches, %u fused attention-backward kernels "
+                  "(%u with the main launch on wgmma), %u generic kernels",
+                  cases, napkin_arch_registry_count (reg), fused, wgmma, generic[FAMILY_ATTENTION]);
+  g_assert_cmpuint (wgmma, >, 0);
 }
 
 /* The h100 plan of einsum text as a user writes it (no regions); *d keeps the diagram. */
