@@ -728,7 +728,7 @@ NKB_NAME_PRE (const NapkinArgs args)
  * dQ = dS·K is a wgmma with both operands transposed — at D 128 warpgroup c takes D's
  * columns 64c … 64c + 63 over all 128 keys, at D 64 every column over its own keys — its
  * fp32 result added to the accumulator with red.global.add. The pre and dq launches are
- * the ones above. D 64 or 128, BQ 64. Launch: KV_BATCH·⌈NKV / 128⌉ blocks of 256 threads,
+ * the ones above; score operands and a bias's gradient as main's below. D 64 or 128, BQ 64. Launch: KV_BATCH·⌈NKV / 128⌉ blocks of 256 threads,
  * shared memory 1024 + 4·128·D + 4·64·D·2/… = BW9_SMEM bytes (below). No warp is set
  * apart to copy: a producer warpgroup with the few registers setmaxnreg leaves it could
  * not hold its addresses (ptxas spilled), and the consumers need all 255. */
@@ -877,6 +877,19 @@ NKB_NAME_MAIN (const NapkinArgs args)
       asm volatile ("wgmma.wait_group.sync.aligned 1;" ::: "memory");
       napkin_bwd9_fence (s);
 
+#if NKB_SC_ANY
+      /* the score operands: a bias added to the raw score, a hidden one to −∞ (P 0) */
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+          {
+            const long q = qa + j * 8 + 2 * (lane & 3) + (e & 1), k = kw + (lane >> 2) + 8 * (e >> 1);
+
+            if (q < BW_NQ && k < BW_NKV)
+              s[4 * j + e] = NKB_SC_KEEP (g, q, k) ? s[4 * j + e] + NKB_SC_BIAS (g, q, k) : NAPKIN_NEG_INF;
+          }
+#endif
       /* Pᵀ = exp2 (c·Sᵀ − lse2[query]), 0 where the mask hides the score (or past NQ, NKV) */
       {
         const bool full = kw + 16 <= BW_NKV && qa + BW9_BQ <= BW_NQ
@@ -965,6 +978,21 @@ NKB_NAME_MAIN (const NapkinArgs args)
           napkin_bwd9_rs (dk, a, napkin_attn_desc (qst + kt * 2048, BW9_BQ * 128, 1024), (const NKB_T *) 0);
         }
       asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+#if NKB_SC_GRAD
+      /* the bias's gradient: dS at keys lane/4 (0, 1) and + 8 (2, 3), queries 8j + 2·(lane%4)
+       * (0, 2) and + 1, summed over what the bias lacks — while dV and dK run, P's fp32
+       * values gone (beside them the atomics' addresses spilled at d 128) */
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+          {
+            const long q = qa + j * 8 + 2 * (lane & 3) + (e & 1), k = kw + (lane >> 2) + 8 * (e >> 1);
+
+            if (q < BW_NQ && k < BW_NKV && dp[4 * j + e] != 0.0f)
+              NKB_DB_ADD (g, q, k, dp[4 * j + e]);
+          }
+#endif
 
       /* dSᵀ to shared memory: key row r, queries 8j + 2·(lane%4), + 1 at chunk j ^ (r%8) —
        * each 8 lanes of a store 8 distinct chunks: no bank conflict */

@@ -762,10 +762,11 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
     a->BQ = tiles[t].bq;
   }
   /* Hopper: the main launch on wgmma (kernels/attn-bwd-sm80.cu, NKB_MAIN_SM90) at head
-   * sizes 64 and 128 without score operands. Not yet run on a GPU: taken only where
-   * NAPKIN_BWD_WGMMA=1 asks for it (docs/plan.md, "The backward on wgmma"). */
+   * sizes 64 and 128 (a bias's gradient at 64: at 128 its atomics' addresses spill).
+   * Not yet run on a GPU: taken only where NAPKIN_BWD_WGMMA=1 asks for it (docs/plan.md,
+   * "The backward on wgmma"). */
   b->main_wgmma = p->sm >= 90 && p->sm < 100 && !(p->options && p->options->no_wgmma)
-                  && (a->D == 64 || a->D == 128) && a->n_scores == 0 && b->d_bias.node < 0
+                  && (a->D == 64 || (a->D == 128 && b->d_bias.node < 0))
                   && main9_smem (a->D) <= (gint64) p->arch->smem_max_per_block
                   && g_strcmp0 (g_getenv ("NAPKIN_BWD_WGMMA"), "1") == 0;
   if (b->main_wgmma)

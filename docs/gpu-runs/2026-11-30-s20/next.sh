@@ -5,7 +5,8 @@
 #     NKB_MAIN_SM90), alone: the h-* cases for correctness and time, beside the mma.sync
 #     kernel's best tiles and torch's flash and cuDNN backwards in the same call;
 #  2. the same kernel as the plan prints it (NAPKIN_BWD_WGMMA=1), through grad-check
-#     against torch.autograd: an example and three zoo attentions (d 64 and 128, GQA, causal);
+#     against torch.autograd: an example and five zoo attentions (d 64 and 128, GQA, causal,
+#     a padding mask read, T5's bias with its gradient);
 #  3. session 19's leftovers: the bias's gradient (T5, BERT, Swin, Llama) and the p-* tiles.
 # If 1 and 2 pass: the plan takes the wgmma main without the variable (src/plan/
 # napkin-plan-attn-bwd.c), and NAPKIN_ATTN_BWD_WGMMA_EFFICIENCY is fitted to 1's times.
@@ -18,7 +19,7 @@ export NAPKIN_RUNNER=$PWD/.gpu/bin/napkin-runner NAPKIN_DATA_DIR=$PWD/data NAPKI
 tail -24 "$O/alone.txt"
 ( export MODEL=h200 BUDGET=150 COMPILE=0 RECOMPUTE=softmax NAPKIN_BWD_WGMMA=1
   OUT=$O/wgmma timeout 180 bench/gpu/grad-check \
-    --cases attention,zoo-llama-sdpa-gqa,zoo-whisper,zoo-clip > "$O/wgmma.log" 2>&1 ); tail -8 "$O/wgmma/table.md"
+    --cases attention,zoo-llama-sdpa-gqa,zoo-whisper,zoo-clip,zoo-t5-bias,zoo-llama-mask-frozen > "$O/wgmma.log" 2>&1 ); tail -8 "$O/wgmma/table.md"
 ( export MODEL=h200 BUDGET=150 COMPILE=0 RECOMPUTE=softmax
   OUT=$O/bias timeout 180 bench/gpu/grad-check \
     --cases zoo-t5-bias,zoo-bert-mask,zoo-swin-bias,zoo-llama-mask-frozen > "$O/bias.log" 2>&1 ); tail -8 "$O/bias/table.md"
