@@ -454,6 +454,258 @@ napkin_bwd9_fence (unsigned (&r)[16])
        : "+f" ((c)[0]), "+f" ((c)[1]), "+f" ((c)[2]), "+f" ((c)[3])                                \
        : "r" ((a)[0]), "r" ((a)[1]), "r" ((a)[2]), "r" ((a)[3]), "r" (b0), "r" (b1))
 
+#if NKB_MAIN_SM90
+/* ---- pre on Hopper (sm_90a): lse2, Drow, the dQ accumulator zeroed, on wgmma -------------- *
+ * As pre below, a block of 128 query rows of one query head (two warpgroups of 64 rows),
+ * 256 threads: Q and dO copied once, K and V in chunks of 64 keys through two cp.async
+ * buffers (the 128-byte swizzle wgmma reads), S = Q·Kᵀ and dP = dO·Vᵀ by wgmma m64n64
+ * (both operands K-major from shared memory), then the same online pass over the
+ * accumulators. Launch: KV_BATCH·GROUP·⌈NQ / 128⌉ blocks of 256 threads, shared memory
+ * 1024 + 2·128·D·2 + 4·64·D·2 bytes. */
+#define BW9_PROWS 128
+#define BW9_PQT ((BW_NQ + BW9_PROWS - 1) / BW9_PROWS)
+#define BW9_PQ_BYTES (BW9_PROWS * BW_D * 2)      /* Q or dO: D/64 slices of 128 rows × 128 bytes */
+#define BW9_PK_BYTES (BW_PBKV * BW_D * 2)        /* a chunk of K or V: D/64 slices of 64 rows */
+extern "C" __global__ void __launch_bounds__ (256, 1)
+NKB_NAME_PRE (const NapkinArgs args)
+{
+  const NKB_T *__restrict__ Qg = NKB_QREF;
+  const NKB_T *__restrict__ Kg = NKB_KREF;
+  const NKB_T *__restrict__ Vg = NKB_VREF;
+  const NKB_T *__restrict__ dOg = NKB_DOREF;
+  float *__restrict__ lse = NKB_LSEREF;
+  float *__restrict__ drow = NKB_DROWREF;
+  float *__restrict__ dqa = NKB_DQAREF;
+  extern __shared__ __align__ (16) unsigned char smem9p_[];
+  const unsigned base = (napkin_smem_addr (smem9p_) + 1023) & ~1023u;
+  const unsigned q_s = base, do_s = q_s + BW9_PQ_BYTES;
+  const unsigned k_s = do_s + BW9_PQ_BYTES;        /* [2] */
+  const unsigned v_s = k_s + 2 * BW9_PK_BYTES;     /* [2] */
+  const int tid = threadIdx.x, c = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+
+  long blk = blockIdx.x;
+  const long qt = blk % BW9_PQT;
+  blk /= BW9_PQT;
+  const long g = blk % BW_G;
+  blk /= BW_G;
+  long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0, dq_base = 0, dk_base = 0, dv_base = 0;
+  NKB_SC_DECL
+#ifdef NAPKIN_GENERATED
+#include "napkin-fragment/LEAD"
+#else
+  NKB_LEAD_ALONE
+#endif /* napkin-fragment/LEAD */
+  (void) dq_base;
+  (void) dk_base;
+  (void) dv_base;
+  const long q0 = qt * BW9_PROWS, q1 = NAPKIN_MIN (q0 + BW9_PROWS, BW_NQ);
+  const long row0 = (kv_flat * BW_G + g) * BW_NQ;
+  long lo = 0, hi = BW_NKV, full_lo = 0, full_hi = BW_NKV;
+
+  /* the keys some row sees, [lo, hi), and those every row sees, [full_lo, full_hi) */
+  if (BW_MASK_LO)
+    {
+      lo = q0 + BW_OFF - BW_LEFT;
+      lo = lo > 0 ? lo : 0;
+      full_lo = q1 - 1 + BW_OFF - BW_LEFT;
+    }
+  if (BW_MASK_HI)
+    {
+      hi = NAPKIN_MIN (hi, q1 + BW_OFF + BW_RIGHT);
+      full_hi = NAPKIN_MIN (full_hi, q0 + BW_OFF + BW_RIGHT + 1);
+    }
+  const long c_first = lo / BW_PBKV, c_end = hi > lo ? (hi + BW_PBKV - 1) / BW_PBKV : c_first;
+  const int n_chunks = (int) (c_end - c_first);
+  const long fv_lo = full_lo > 0 ? (full_lo + BW_PBKV - 1) / BW_PBKV : 0;
+  const long fv_hi = full_hi > 0 ? full_hi / BW_PBKV : 0;
+  const float scale = BW_SCALE;
+
+  /* Row r's 16-byte chunk ch sits in slice ch/8 (slices `rows`·128 bytes apart) at chunk
+   * (ch%8) ^ (r%8): Q and dO now (rows past NQ zero), each K/V chunk into its buffer. */
+  for (int i = tid; i < BW9_PROWS * (BW_D / 8); i += 256)
+    {
+      const int r = i / (BW_D / 8), ch = i % (BW_D / 8);
+      const unsigned off = (ch >> 3) * (BW9_PROWS * 128) + r * 128 + (((ch & 7) ^ (r & 7)) << 4);
+      const bool ok = q0 + r < BW_NQ;
+
+      napkin_attn_cp16 (q_s + off, ok ? Qg + q_base + g * BW_QGS + (q0 + r) * BW_QRS + ch * 8 : Qg, ok ? 16 : 0);
+      napkin_attn_cp16 (do_s + off, ok ? dOg + o_base + g * BW_OGS + (q0 + r) * BW_ORS + ch * 8 : dOg, ok ? 16 : 0);
+    }
+#define BW9_CHUNK_COPY(kc_, b_)                                                                    \
+  for (int i = tid; i < BW_PBKV * (BW_D / 8); i += 256)                                            \
+    {                                                                                              \
+      const int r = i / (BW_D / 8), ch = i % (BW_D / 8);                                           \
+      const unsigned off = (b_) * BW9_PK_BYTES + (ch >> 3) * (BW_PBKV * 128) + r * 128             \
+                           + (((ch & 7) ^ (r & 7)) << 4);                                          \
+      const long key = (kc_) * BW_PBKV + r;                                                        \
+      const bool ok = key < BW_NKV;                                                                \
+      const long at = k_base + key * BW_KRS + ch * 8;                                              \
+                                                                                                   \
+      napkin_attn_cp16 (k_s + off, ok ? Kg + at : Kg, ok ? 16 : 0);                                \
+      napkin_attn_cp16 (v_s + off, ok ? Vg + at : Vg, ok ? 16 : 0);                                \
+    }
+  if (n_chunks > 0)
+    BW9_CHUNK_COPY (c_first, 0);
+  asm volatile ("cp.async.commit_group;" ::: "memory");
+
+  /* While the copies fly: the block's rows of the dQ accumulator to zero. */
+  {
+    float4 *z = (float4 *) (dqa + (row0 + q0) * BW_D);
+
+    for (long i = tid; i < (q1 - q0) * (BW_D / 4); i += 256)
+      z[i] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
+  }
+#if NKB_SC_GRAD
+  for (long i = (long) blockIdx.x * 256 + tid; i < NKB_DB_ELEMS; i += (long) gridDim.x * 256)
+    NKB_DB_ACC[i] = 0.0f;
+#endif
+
+  float m_row[2] = { -1e30f, -1e30f }, l_row[2] = { 0.0f, 0.0f }, a_row[2] = { 0.0f, 0.0f };
+  const int r0 = c * 64 + warp * 16 + (lane >> 2), r1 = r0 + 8;
+  const long qi0 = q0 + r0, qi1 = q0 + r1;
+  long kmin0 = 0, kmin1 = 0, kmax0 = BW_NKV, kmax1 = BW_NKV;
+
+  if (BW_MASK_LO)
+    {
+      kmin0 = qi0 + BW_OFF - BW_LEFT;
+      kmin1 = qi1 + BW_OFF - BW_LEFT;
+    }
+  if (BW_MASK_HI)
+    {
+      kmax0 = NAPKIN_MIN (BW_NKV, qi0 + BW_OFF + BW_RIGHT + 1);
+      kmax1 = NAPKIN_MIN (BW_NKV, qi1 + BW_OFF + BW_RIGHT + 1);
+    }
+
+  for (int it = 0; it < n_chunks; it++)
+    {
+      const long kc = c_first + it;
+      const int buf = it & 1;
+      float s[32], dp[32];
+
+      /* this chunk in (made visible to wgmma), the other buffer free (the last step's
+       * barrier): the next chunk into it */
+      asm volatile ("cp.async.wait_group 0;" ::: "memory");
+      asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+      __syncthreads ();
+      if (it + 1 < n_chunks)
+        BW9_CHUNK_COPY (kc + 1, buf ^ 1);
+      asm volatile ("cp.async.commit_group;" ::: "memory");
+
+      /* S = Q_c·Kᵀ, dP = dO_c·Vᵀ: A the warpgroup's 64 rows, B the chunk's keys, K-major */
+      asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");
+#pragma unroll
+      for (int kk = 0; kk < BW_D / 16; kk++)
+        napkin_bwd9_ss (s, napkin_attn_desc (q_s + (kk / 4) * (BW9_PROWS * 128) + c * 8192 + (kk % 4) * 32, 16, 1024),
+                        napkin_attn_desc (k_s + buf * BW9_PK_BYTES + (kk / 4) * (BW_PBKV * 128) + (kk % 4) * 32, 16,
+                                          1024),
+                        kk > 0, (const NKB_T *) 0);
+#pragma unroll
+      for (int kk = 0; kk < BW_D / 16; kk++)
+        napkin_bwd9_ss (dp, napkin_attn_desc (do_s + (kk / 4) * (BW9_PROWS * 128) + c * 8192 + (kk % 4) * 32, 16, 1024),
+                        napkin_attn_desc (v_s + buf * BW9_PK_BYTES + (kk / 4) * (BW_PBKV * 128) + (kk % 4) * 32, 16,
+                                          1024),
+                        kk > 0, (const NKB_T *) 0);
+      asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+      asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      napkin_bwd9_fence (s);
+      napkin_bwd9_fence (dp);
+
+      /* c·S; keys a row does not see (or past NKV) to −∞ where some row does not see all.
+       * s[4j + e]: rows r0 (e 0, 1) and r1 (2, 3), keys 8j + 2·(lane%4) (0, 2) and + 1 */
+      const bool part = kc < fv_lo || kc >= fv_hi;
+      const long j0 = kc * BW_PBKV + 2 * (lane & 3);
+
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+        {
+          const long ja = j0 + 8 * j, jb = ja + 1;
+
+#if NKB_SC_ANY
+#pragma unroll
+          for (int e = 0; e < 4; e++)
+            {
+              const long q = e < 2 ? qi0 : qi1, k = e & 1 ? jb : ja;
+
+              if (q < BW_NQ && k < BW_NKV)
+                s[4 * j + e] = NKB_SC_KEEP (g, q, k) ? s[4 * j + e] + NKB_SC_BIAS (g, q, k) : NAPKIN_NEG_INF;
+            }
+#endif
+#pragma unroll
+          for (int e = 0; e < 4; e++)
+            s[4 * j + e] *= scale;
+          if (part)
+            {
+              s[4 * j] = ja >= kmin0 && ja < kmax0 ? s[4 * j] : NAPKIN_NEG_INF;
+              s[4 * j + 1] = jb >= kmin0 && jb < kmax0 ? s[4 * j + 1] : NAPKIN_NEG_INF;
+              s[4 * j + 2] = ja >= kmin1 && ja < kmax1 ? s[4 * j + 2] : NAPKIN_NEG_INF;
+              s[4 * j + 3] = jb >= kmin1 && jb < kmax1 ? s[4 * j + 3] : NAPKIN_NEG_INF;
+            }
+        }
+
+      /* online max, sum and Σ exp2 (c·S − m)·dP (both rescaled as m grows) */
+      float mx[2] = { m_row[0], m_row[1] };
+
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+        {
+          mx[0] = fmaxf (mx[0], fmaxf (s[4 * j], s[4 * j + 1]));
+          mx[1] = fmaxf (mx[1], fmaxf (s[4 * j + 2], s[4 * j + 3]));
+        }
+#pragma unroll
+      for (int r = 0; r < 2; r++)
+        {
+          mx[r] = fmaxf (mx[r], __shfl_xor_sync (0xffffffffu, mx[r], 1));
+          mx[r] = fmaxf (mx[r], __shfl_xor_sync (0xffffffffu, mx[r], 2));
+        }
+#pragma unroll
+      for (int r = 0; r < 2; r++)
+        {
+          const float f = napkin_attn_exp2 (m_row[r] - mx[r]);
+
+          l_row[r] *= f;
+          a_row[r] *= f;
+          m_row[r] = mx[r];
+        }
+#pragma unroll
+      for (int j = 0; j < 8; j++)
+        {
+#pragma unroll
+          for (int e = 0; e < 4; e++)
+            s[4 * j + e] = napkin_attn_exp2 (s[4 * j + e] - mx[e >> 1]);
+          l_row[0] += s[4 * j] + s[4 * j + 1];
+          l_row[1] += s[4 * j + 2] + s[4 * j + 3];
+          a_row[0] += s[4 * j] * dp[4 * j] + s[4 * j + 1] * dp[4 * j + 1];
+          a_row[1] += s[4 * j + 2] * dp[4 * j + 2] + s[4 * j + 3] * dp[4 * j + 3];
+        }
+    }
+  asm volatile ("cp.async.wait_group 0;" ::: "memory");
+
+#pragma unroll
+  for (int r = 0; r < 2; r++)
+    {
+      l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 1);
+      l_row[r] += __shfl_xor_sync (0xffffffffu, l_row[r], 2);
+      a_row[r] += __shfl_xor_sync (0xffffffffu, a_row[r], 1);
+      a_row[r] += __shfl_xor_sync (0xffffffffu, a_row[r], 2);
+    }
+#pragma unroll
+  for (int h = 0; h < 2; h++)
+    {
+      const long q = h ? qi1 : qi0;
+
+      if ((lane & 3) == 0 && q < BW_NQ)
+        {
+          lse[row0 + q] = l_row[h] > 0.0f ? m_row[h] + __log2f (l_row[h]) : BW_INF;
+          drow[row0 + q] = l_row[h] > 0.0f ? a_row[h] / l_row[h] : 0.0f;
+        }
+    }
+#undef BW9_CHUNK_COPY
+}
+#undef BW9_PROWS
+#undef BW9_PQT
+#undef BW9_PQ_BYTES
+#undef BW9_PK_BYTES
+#else
 /* ---- pre: lse2, Drow, the dQ accumulator zeroed ---------------------------------------- */
 extern "C" __global__ void __launch_bounds__ (BW_PTHREADS)
 NKB_NAME_PRE (const NapkinArgs args)
@@ -714,6 +966,7 @@ NKB_NAME_PRE (const NapkinArgs args)
         }
     }
 }
+#endif /* NKB_MAIN_SM90 */
 
 #if NKB_MAIN_SM90
 /* ---- main on Hopper (sm_90a): wgmma, FlashAttention-3's products ----------------------------- *

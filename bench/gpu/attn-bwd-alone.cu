@@ -13,7 +13,7 @@
  * Case macros: C_NAME (a string), C_B, C_HK, C_G (batches, K/V heads, query heads a K/V
  * head), C_NQ, C_NKV, C_D, C_LO, C_HI, C_LEFT, C_RIGHT, C_OFF (the mask), C_ALPHA (a
  * literal), C_BF16, C_BSHD (layout [B][N][H][D], else [B][H][N][D]), C_WARPS, C_BQ, C_PW
- * (the kernel's tiles), C_SM90 (optional, 1: main on wgmma, sm_90a: WARPS unused, BQ 64),
+ * (the kernel's tiles), C_SM90 (optional, 1: pre and main on wgmma, sm_90a: WARPS, PW unused, BQ 64),
  * C_NREF (K/V heads checked; 0: timing only), C_VBIAS (optional, 1: K
  * = 3 + U(±0.5), V = 3 + U(±0.3) instead of U(±2), U(±1)), C_GSHD (optional: dQ, dK, dV's
  * layout, as C_BSHD; default Q's, K's, V's). The script writes the
@@ -391,8 +391,14 @@ main (void)
   const long kvb = (long) C_B * C_HK, nq_el = kvb * C_G * C_NQ * C_D, nk_el = kvb * C_NKV * C_D;
   const long rows = kvb * C_G * C_NQ;
   const int S = DP + 8;
+#if C_SM90
+  /* pre on wgmma: 128 query rows a block, Q and dO, two buffers of K and V chunks */
+  const int pre_grid = (int) (kvb * C_G * ((C_NQ + 127) / 128));
+  const int pre_threads = 256, pre_smem = 1024 + 2 * 128 * C_D * 2 + 4 * 64 * C_D * 2;
+#else
   const int pre_grid = (int) (kvb * C_G * ((C_NQ + 16 * C_PW - 1) / (16 * C_PW)));
   const int pre_threads = 32 * C_PW, pre_smem = 4 * (16 * C_PW + 128) * S;
+#endif
 #if C_SM90
   /* the wgmma main: blocks of 128 keys, 256 threads; K, V, two stages of Q and dO, dSᵀ,
    * lse2 and Drow, 1 KiB to align */

@@ -2941,7 +2941,7 @@ kernel_plan (Model                  *m,
  * keys, d 128: 7.52 ms; the exponentials, the row arithmetic and the shared-memory reads
  * counted beside it, all issued by the same warps). */
 #define NAPKIN_ATTN_BWD_MMA_EFFICIENCY 0.39
-/* … and with its main launch on wgmma (NKB_MAIN_SM90), that launch's share of the dense
+/* … and with its first and main launches on wgmma (NKB_MAIN_SM90), their share of the dense
  * tensor peak: cuDNN's backward ran at 0.51 in the same call as the mma.sync kernel's
  * fit, FlashAttention-3 reports about 0.5 on an H100; not yet fitted to the kernel's own
  * runs (docs/model.md, "Attention backward"). */
@@ -3009,13 +3009,10 @@ attention_backward_cost (Model                  *m,
   memset (k->time_s, 0, sizeof k->time_s);
   /* the warps that issue mma.sync compute the exponentials and the row arithmetic
    * between the products: counted in the tensor time (finish_kernel adds shared memory's);
-   * on wgmma the main launch's five products at the dense rate, the first launch's two
-   * still on mma.sync */
+   * on wgmma all seven at the dense rate */
   if (b->main_wgmma)
-    k->time_s[NAPKIN_RESOURCE_TENSOR] = pairs * tile * 10 / (napkin_arch_tensor_rate (m->arch, klass)
-                                                             * NAPKIN_ATTN_BWD_WGMMA_EFFICIENCY)
-                                        + pairs * tile * 4 / (napkin_arch_mma_sync_rate (m->arch, klass)
-                                                              * NAPKIN_ATTN_BWD_MMA_EFFICIENCY);
+    k->time_s[NAPKIN_RESOURCE_TENSOR] = flops / (napkin_arch_tensor_rate (m->arch, klass)
+                                                 * NAPKIN_ATTN_BWD_WGMMA_EFFICIENCY);
   else
     k->time_s[NAPKIN_RESOURCE_TENSOR] = flops / (napkin_arch_mma_sync_rate (m->arch, klass)
                                                  * NAPKIN_ATTN_BWD_MMA_EFFICIENCY);

@@ -761,7 +761,7 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
     b->pre_warps = tiles[t].pre_warps;
     a->BQ = tiles[t].bq;
   }
-  /* Hopper: the main launch on wgmma (kernels/attn-bwd-sm80.cu, NKB_MAIN_SM90) at head
+  /* Hopper: the first and main launches on wgmma (kernels/attn-bwd-sm80.cu, NKB_MAIN_SM90) at head
    * sizes 64 and 128 (a bias's gradient at 64: at 128 its atomics' addresses spill).
    * Not yet run on a GPU: taken only where NAPKIN_BWD_WGMMA=1 asks for it (docs/plan.md,
    * "The backward on wgmma"). */
@@ -800,9 +800,12 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   b->dqa_at = (2 * a->batch * a->NQ + 3) / 4 * 4;
   b->dbias_at = (b->dqa_at + a->batch * a->NQ * a->D + 3) / 4 * 4;
   b->scratch = _napkin_plan_add_scratch (p->plan, (b->dbias_at + (b->d_bias.node >= 0 ? b->d_bias_elems : 0)) * 4);
+  /* the first launch on wgmma with the main one: 128 query rows a block, 256 threads */
+  if (b->main_wgmma)
+    b->pre_warps = 8;
   b->pre_grid = a->batch * ((a->NQ + 16 * b->pre_warps - 1) / (16 * b->pre_warps));
   b->dq_grid = a->batch * ((a->NQ + 63) / 64);
-  b->pre_smem = 4 * (16 * b->pre_warps + 128) * (dp + 8);
+  b->pre_smem = b->main_wgmma ? 1024 + 2 * 128 * a->D * 2 + 4 * 64 * a->D * 2 : 4 * (16 * b->pre_warps + 128) * (dp + 8);
   k->kind = NAPKIN_PLAN_ATTENTION_BACKWARD;
   k->path = b->main_wgmma ? NAPKIN_PATH_WGMMA : NAPKIN_PATH_MMA;
   k->grid = a->kv_batch * kv_blocks;
@@ -816,8 +819,7 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
                                  "warpgroups of 64), query tiles of 64 through two cp.async stages, the scores "
                                  "recomputed from each row's log-sum-exp, Sᵀ, dPᵀ, dV, dK and dQ on wgmma, dK and dV in "
                                  "registers, dQ added in fp32 (atomics); %lld of %lld key blocks × query tiles "
-                                 "computed per head; 3 launches (log-sum-exps and row terms on mma.sync, the "
-                                 "gradients, dQ)"),
+                                 "computed per head; 3 launches (log-sum-exps and row terms, the gradients, dQ)"),
                                (long long) a->tiles_computed, (long long) (kv_blocks * q_tiles));
   else
     k->note = g_strdup_printf (_("fused attention backward (FlashAttention-2's shape): %lld keys a block (%u warps of 16), "

@@ -322,7 +322,8 @@ typedef struct
   int                 scratch;             /* fp32: log-sum-exps, row terms, dQ's accumulator */
   gint64              lse_at, drow_at, dqa_at;   /* their offsets in it, in floats */
   guint               warps, pre_warps;    /* BKV = 16 · warps keys a block; pre: 16 rows a warp */
-  gboolean            main_wgmma;          /* the main launch on wgmma (Hopper; BKV 128, BQ 64, 256 threads) */
+  gboolean            main_wgmma;          /* the first and main launches on wgmma (Hopper: BKV 128, BQ 64,
+                                              256 threads; pre_warps 8, 128 query rows a block) */
   gint64              pre_grid, dq_grid;   /* main's is the kernel's grid */
   gint64              pre_smem;
   gint64              pairs;               /* (key block, query tile) pairs computed, all heads */
