@@ -406,6 +406,38 @@ napkin_bwd9_fence (unsigned (&r)[16])
   asm volatile ("" : "+r" (r[0]), "+r" (r[1]), "+r" (r[2]), "+r" (r[3]), "+r" (r[4]), "+r" (r[5]), "+r" (r[6]), "+r" (r[7]), "+r" (r[8]), "+r" (r[9]), "+r" (r[10]), "+r" (r[11]), "+r" (r[12]), "+r" (r[13]), "+r" (r[14]), "+r" (r[15]) :: "memory");
 }
 
+
+/* The async copies' and products' waits and fences, the shared-memory accesses: named, so
+ * that the CPU emulation (tests/plan/simt-emu.hh) can stand in for them. */
+__device__ __forceinline__ void napkin_bwd9_cp_commit (void) { asm volatile ("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void napkin_bwd9_cp_wait (void) { asm volatile ("cp.async.wait_group 0;" ::: "memory"); }
+__device__ __forceinline__ void
+napkin_bwd9_proxy_fence (void)
+{
+  asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+}
+__device__ __forceinline__ void napkin_bwd9_wg_fence (void) { asm volatile ("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void
+napkin_bwd9_wg_commit (void)
+{
+  asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void
+napkin_bwd9_wg_wait (void)
+{
+  asm volatile ("wgmma.wait_group.sync.aligned %0;" :: "n" (N) : "memory");
+}
+__device__ __forceinline__ void
+napkin_bwd9_lds2 (unsigned addr, float (&v)[2])
+{
+  asm volatile ("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f" (v[0]), "=f" (v[1]) : "r" (addr));
+}
+__device__ __forceinline__ void
+napkin_bwd9_sts (unsigned addr, unsigned v)
+{
+  asm volatile ("st.shared.b32 [%0], %1;" :: "r" (addr), "r" (v) : "memory");
+}
 #endif /* NAPKIN_ATTN_BWD90 */
 
 #define BW_D NKB_D
@@ -546,7 +578,7 @@ NKB_NAME_PRE (const NapkinArgs args)
     }
   if (n_chunks > 0)
     BW9_CHUNK_COPY (c_first, 0);
-  asm volatile ("cp.async.commit_group;" ::: "memory");
+  napkin_bwd9_cp_commit ();
 
   /* While the copies fly: the block's rows of the dQ accumulator to zero. */
   {
@@ -584,15 +616,15 @@ NKB_NAME_PRE (const NapkinArgs args)
 
       /* this chunk in (made visible to wgmma), the other buffer free (the last step's
        * barrier): the next chunk into it */
-      asm volatile ("cp.async.wait_group 0;" ::: "memory");
-      asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+      napkin_bwd9_cp_wait ();
+      napkin_bwd9_proxy_fence ();
       __syncthreads ();
       if (it + 1 < n_chunks)
         BW9_CHUNK_COPY (kc + 1, buf ^ 1);
-      asm volatile ("cp.async.commit_group;" ::: "memory");
+      napkin_bwd9_cp_commit ();
 
       /* S = Q_c·Kᵀ, dP = dO_c·Vᵀ: A the warpgroup's 64 rows, B the chunk's keys, K-major */
-      asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");
+      napkin_bwd9_wg_fence ();
 #pragma unroll
       for (int kk = 0; kk < BW_D / 16; kk++)
         napkin_bwd9_ss (s, napkin_attn_desc (q_s + (kk / 4) * (BW9_PROWS * 128) + c * 8192 + (kk % 4) * 32, 16, 1024),
@@ -605,8 +637,8 @@ NKB_NAME_PRE (const NapkinArgs args)
                         napkin_attn_desc (v_s + buf * BW9_PK_BYTES + (kk / 4) * (BW_PBKV * 128) + (kk % 4) * 32, 16,
                                           1024),
                         kk > 0, (const NKB_T *) 0);
-      asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
-      asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      napkin_bwd9_wg_commit ();
+      napkin_bwd9_wg_wait<0> ();
       napkin_bwd9_fence (s);
       napkin_bwd9_fence (dp);
 
@@ -678,7 +710,7 @@ NKB_NAME_PRE (const NapkinArgs args)
           a_row[1] += s[4 * j + 2] * dp[4 * j + 2] + s[4 * j + 3] * dp[4 * j + 3];
         }
     }
-  asm volatile ("cp.async.wait_group 0;" ::: "memory");
+  napkin_bwd9_cp_wait ();
 
 #pragma unroll
   for (int r = 0; r < 2; r++)
@@ -1082,7 +1114,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
   while (0)
   if (n_tiles > 0)
     BW9_TILE_COPY (0, 0);
-  asm volatile ("cp.async.commit_group;" ::: "memory");
+  napkin_bwd9_cp_commit ();
 
   /* Warpgroup c: keys kb0 + 64c …; this thread's rows (keys) kw + lane/4 and + 8, its
    * columns 8j + 2·(lane%4) and + 1 of each 8 (queries, or D in dK, dV and dQ). */
@@ -1105,29 +1137,29 @@ NKB_NAME_MAIN (const NapkinArgs args)
 
       /* This tile is in (the generic proxy's copies made visible to wgmma's), and both
        * warpgroups are done with the tile before: its stage and dSᵀ are free. */
-      asm volatile ("cp.async.wait_group 0;" ::: "memory");
-      asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+      napkin_bwd9_cp_wait ();
+      napkin_bwd9_proxy_fence ();
       __syncthreads ();
       if (it + 1 < n_tiles)
         BW9_TILE_COPY (it + 1, st ^ 1);
-      asm volatile ("cp.async.commit_group;" ::: "memory");
+      napkin_bwd9_cp_commit ();
 
       /* Sᵀ = K_c·Qᵀ and dPᵀ = V_c·dOᵀ: A the warpgroup's 64 rows of K (V), B the tile's Q
        * (dO) rows, both K-major; k-step kk is 32 bytes into slice kk/4 */
-      asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");
+      napkin_bwd9_wg_fence ();
 #pragma unroll
       for (int kk = 0; kk < BW_D / 16; kk++)
         napkin_bwd9_ss (s, napkin_attn_desc (k_s + (kk / 4) * (BW9_BKV * 128) + c * 8192 + (kk % 4) * 32, 16, 1024),
                         napkin_attn_desc (qst + (kk / 4) * (BW9_BQ * 128) + (kk % 4) * 32, 16, 1024), kk > 0,
                         (const NKB_T *) 0);
-      asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+      napkin_bwd9_wg_commit ();
 #pragma unroll
       for (int kk = 0; kk < BW_D / 16; kk++)
         napkin_bwd9_ss (dp, napkin_attn_desc (v_s + (kk / 4) * (BW9_BKV * 128) + c * 8192 + (kk % 4) * 32, 16, 1024),
                         napkin_attn_desc (dost + (kk / 4) * (BW9_BQ * 128) + (kk % 4) * 32, 16, 1024), kk > 0,
                         (const NKB_T *) 0);
-      asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
-      asm volatile ("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+      napkin_bwd9_wg_commit ();
+      napkin_bwd9_wg_wait<1> ();
       napkin_bwd9_fence (s);
 
 #if NKB_SC_ANY
@@ -1154,8 +1186,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
           {
             float l2[2];
 
-            asm volatile ("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f" (l2[0]), "=f" (l2[1])
-                          : "r" (f_s + 4 * (st * BW9_BQ + j * 8 + 2 * (lane & 3))));
+            napkin_bwd9_lds2 (f_s + 4 * (st * BW9_BQ + j * 8 + 2 * (lane & 3)), l2);
             s[4 * j] = napkin_attn_exp2 (fmaf (s[4 * j], scale, -l2[0]));
             s[4 * j + 1] = napkin_attn_exp2 (fmaf (s[4 * j + 1], scale, -l2[1]));
             s[4 * j + 2] = napkin_attn_exp2 (fmaf (s[4 * j + 2], scale, -l2[0]));
@@ -1187,7 +1218,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
                 }
           }
       }
-      asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      napkin_bwd9_wg_wait<0> ();
       napkin_bwd9_fence (dp);
 
       /* dSᵀ = Pᵀ⊙(dPᵀ − Drow[query]), into dp; then both packed, the accumulator's 16
@@ -1198,8 +1229,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
         {
           float d2[2];
 
-          asm volatile ("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f" (d2[0]), "=f" (d2[1])
-                        : "r" (f_s + 4 * ((2 + st) * BW9_BQ + j * 8 + 2 * (lane & 3))));
+          napkin_bwd9_lds2 (f_s + 4 * ((2 + st) * BW9_BQ + j * 8 + 2 * (lane & 3)), d2);
           dp[4 * j] = s[4 * j] * (dp[4 * j] - d2[0]);
           dp[4 * j + 1] = s[4 * j + 1] * (dp[4 * j + 1] - d2[1]);
           dp[4 * j + 2] = s[4 * j + 2] * (dp[4 * j + 2] - d2[0]);
@@ -1215,7 +1245,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
           }
       /* dV_c += Pᵀ·dO and dK_c += dSᵀ·Q: B = dO (Q) [query][d], N-major, slices 64·128
        * bytes apart */
-      asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");
+      napkin_bwd9_wg_fence ();
 #pragma unroll
       for (int kt = 0; kt < 4; kt++)
         {
@@ -1230,7 +1260,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
 
           napkin_bwd9_rs (dk, a, napkin_attn_desc (qst + kt * 2048, BW9_BQ * 128, 1024), (const NKB_T *) 0);
         }
-      asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+      napkin_bwd9_wg_commit ();
 #if NKB_SC_GRAD
       /* the bias's gradient: dS at keys lane/4 (0, 1) and + 8 (2, 3), queries 8j + 2·(lane%4)
        * (0, 2) and + 1, summed over what the bias lacks — while dV and dK run, P's fp32
@@ -1257,17 +1287,17 @@ NKB_NAME_MAIN (const NapkinArgs args)
           {
             const int h = j & 1, kt = j >> 1;
 
-            asm volatile ("st.shared.b32 [%0], %1;" :: "r" (ds_s + r0 * 128 + ((j ^ (r0 & 7)) << 4) + (lane & 3) * 4),
-                          "r" (ds[4 * kt + 2 * h]) : "memory");
-            asm volatile ("st.shared.b32 [%0], %1;" :: "r" (ds_s + (r0 + 8) * 128 + ((j ^ (r0 & 7)) << 4) + (lane & 3) * 4),
-                          "r" (ds[4 * kt + 2 * h + 1]) : "memory");
+            napkin_bwd9_sts (ds_s + r0 * 128 + ((j ^ (r0 & 7)) << 4) + (lane & 3) * 4,
+                          ds[4 * kt + 2 * h]);
+            napkin_bwd9_sts (ds_s + (r0 + 8) * 128 + ((j ^ (r0 & 7)) << 4) + (lane & 3) * 4,
+                          ds[4 * kt + 2 * h + 1]);
           }
       }
       /* dV and dK done with Pᵀ and dSᵀ's registers: free for dQ's accumulators */
-      asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      napkin_bwd9_wg_wait<0> ();
       napkin_bwd9_fence (dk);
       napkin_bwd9_fence (dv);
-      asm volatile ("fence.proxy.async.shared::cta;" ::: "memory");
+      napkin_bwd9_proxy_fence ();
       __syncthreads ();
 
       /* dQ (the tile's 64 queries) = dS·K: A = dSᵀ's rows read transposed (M = queries
@@ -1278,15 +1308,15 @@ NKB_NAME_MAIN (const NapkinArgs args)
         const unsigned kcol = BW_D == 128 ? c * (BW9_BKV * 128) : 0;
         const int kt0 = KT0 * c;
 
-        asm volatile ("wgmma.fence.sync.aligned;" ::: "memory");
+        napkin_bwd9_wg_fence ();
 #pragma unroll
         for (int kt = 0; kt < KTN; kt++)
           napkin_bwd9_ss_t (dq, napkin_attn_desc (ds_s + (kt0 + kt) * 2048, 8192, 1024),
                             napkin_attn_desc (k_s + kcol + (kt0 + kt) * 2048, BW9_BKV * 128, 1024), kt > 0,
                             (const NKB_T *) 0);
-        asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
+        napkin_bwd9_wg_commit ();
       }
-      asm volatile ("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+      napkin_bwd9_wg_wait<0> ();
       napkin_bwd9_fence (dq);
 
       /* dQ's rows qa + 16·warp + lane/4 (and + 8) into the fp32 accumulator */
@@ -1317,7 +1347,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
           napkin_attn_st2 (dvr + j * 8, dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
         }
     }
-  asm volatile ("cp.async.wait_group 0;" ::: "memory");
+  napkin_bwd9_cp_wait ();
 #undef BW9_TILE_COPY
 }
 #undef BW9_BKV

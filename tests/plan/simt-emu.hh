@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later */
-/* Runs the printed CUDA-core kernels (kernels/rows-sm80.cu, rows-strided-sm80.cu) on the
- * CPU, for tests/plan/test-rows-emulate.c: a g++ (C++17) stand-in for the part of CUDA
+/* Runs the printed CUDA-core kernels (kernels/rows-sm80.cu, rows-strided-sm80.cu) and the
+ * attention backward's Hopper launches (kernels/attn-bwd-sm80.cu, NKB_MAIN_SM90: wgmma and
+ * cp.async, emulated at the end of this file) on the CPU, for tests/plan/test-rows-emulate.c: a g++ (C++17) stand-in for the part of CUDA
  * they use. Each CUDA thread of a block is a fiber (ucontext); __syncthreads and the warp
  * shuffles are barriers the scheduler waits out, shared memory is a function's static
  * storage (blocks run one after another). It checks what a GPU would fault on or leave
@@ -143,6 +144,8 @@ nk_emu_float_to_half (float f)
 
   if (std::isnan (f))
     return 0x7e00;
+  if (a == 0.0f)   /* (frexpf gives 0's exponent as 0: the binade below made it 0.5) */
+    return s;
   if (a >= 65520.0f)
     return s | 0x7c00;
   frexpf (a, &e);                        /* a in [2^(e-1), 2^e) */
@@ -332,6 +335,7 @@ nk_emu_entry (void)
 }
 
 static unsigned char *nk_emu_dyn_smem;
+static size_t nk_emu_dyn_bytes;
 
 /* Runs `kernel` over `grid` blocks of `threads` threads, one block after another; its
  * dynamic shared memory is `dyn` bytes of the arena. */
@@ -345,6 +349,7 @@ nk_emu_launch (NkEmuKernel kernel, long grid, unsigned threads, size_t dyn, cons
   if (threads % 32 != 0 || threads > 1024)
     nk_emu_fail ("a block of partial warps or more than 1024 threads", nullptr);
   nk_emu_dyn_smem = (unsigned char *) nk_emu_alloc (dyn > 0 ? dyn : 1);
+  nk_emu_dyn_bytes = dyn;
   nk_emu_kernel = kernel;
   nk_emu_args = &args;
   nk_emu_bdim = { threads, 1, 1 };
@@ -389,4 +394,263 @@ nk_emu_launch (NkEmuKernel kernel, long grid, unsigned threads, size_t dyn, cons
             nk_emu_fail ("a barrier that not every thread of the block (or warp) reaches", nullptr);
         }
     }
+}
+
+/* ---- Hopper's warpgroup products and the async copies (kernels/attn-bwd-sm80.cu's
+ * NKB_MAIN_SM90 launches) ------------------------------------------------------------------
+ * Shared-memory addresses are offsets into the block's dynamic shared memory (1024-byte
+ * aligned, as a GPU's window is). cp.async copies at once (the kernels wait before they
+ * read); a wgmma computes at issue from the operands its descriptors name — the 128-byte
+ * swizzle's XOR of address bits 4–6 with bits 7–9, K-major rows 128 bytes apart in groups
+ * of 8 `sbo` apart, MN-major columns of 64 elements `lbo` apart and groups of 8 along K
+ * `sbo` apart — into each thread's accumulator fragment (thread t of the warpgroup: rows
+ * 16·(t/32) + (t%32)/4 and + 8, columns 8j + 2·(t%4) and + 1); a register A operand is
+ * gathered from the threads that hold it (the mma.sync m16n8k16 A layout of each warp's
+ * 16 rows). What a GPU would fault on is checked: a shared-memory access past the block's
+ * bytes or misaligned, a descriptor without the 128-byte swizzle, a device-memory access
+ * outside its buffer. */
+#define NAPKIN_ATTN_PRIMS
+#define NAPKIN_ATTN_BWD
+#define NAPKIN_ATTN_BWD90
+
+struct float2 { float x, y; };
+struct float4 { float x, y, z, w; };
+static inline float4 make_float4 (float x, float y, float z, float w) { return { x, y, z, w }; }
+#define __log2f log2f
+
+static inline unsigned char *
+nk_emu_smem (unsigned addr, size_t bytes, size_t align)
+{
+  if ((size_t) addr + bytes > nk_emu_dyn_bytes)
+    nk_emu_fail ("a shared-memory access past the block's dynamic shared memory", (void *) (uintptr_t) addr);
+  if (addr % align != 0)
+    nk_emu_fail ("a shared-memory access not aligned to its width", (void *) (uintptr_t) addr);
+  return nk_emu_dyn_smem + addr;
+}
+
+static inline unsigned
+napkin_smem_addr (const void *p)
+{
+  return (unsigned) ((const unsigned char *) p - nk_emu_dyn_smem);
+}
+
+static inline void
+napkin_attn_cp16 (unsigned dst, const void *src, unsigned bytes)
+{
+  unsigned char *d = nk_emu_smem (dst, 16, 16);
+
+  if (bytes > 0)
+    {
+      nk_emu_check (src, bytes);
+      memcpy (d, src, bytes);
+    }
+  memset (d + bytes, 0, 16 - bytes);
+}
+
+static inline void
+napkin_bwd_cp4 (unsigned dst, const float *src, bool ok)
+{
+  float v = 0.0f;
+
+  if (ok)
+    v = napkin_ld (src);
+  memcpy (nk_emu_smem (dst, 4, 4), &v, 4);
+}
+
+static inline void napkin_bwd9_cp_commit (void) {}
+static inline void napkin_bwd9_cp_wait (void) {}
+static inline void napkin_bwd9_proxy_fence (void) {}
+static inline void napkin_bwd9_wg_fence (void) {}
+static inline void napkin_bwd9_wg_commit (void) {}
+template <int N> static inline void napkin_bwd9_wg_wait (void) {}
+template <int N> static inline void napkin_bwd9_fence (float (&)[N]) {}
+static inline void napkin_bwd9_fence (unsigned (&)[16]) {}
+
+static inline void
+napkin_bwd9_lds2 (unsigned addr, float (&v)[2])
+{
+  memcpy (v, nk_emu_smem (addr, 8, 8), 8);
+}
+
+static inline void
+napkin_bwd9_sts (unsigned addr, unsigned v)
+{
+  memcpy (nk_emu_smem (addr, 4, 4), &v, 4);
+}
+
+static inline float
+napkin_attn_exp2 (float x)
+{
+  return exp2f (x);
+}
+
+static inline unsigned
+napkin_attn_pack (float lo, float hi, const napkin_f16 *)
+{
+  return (unsigned) nk_emu_float_to_half (lo) | (unsigned) nk_emu_float_to_half (hi) << 16;
+}
+
+static inline unsigned
+napkin_attn_pack (float lo, float hi, const napkin_bf16 *)
+{
+  napkin_bf16 a, b;
+
+  napkin_st (&a, lo);
+  napkin_st (&b, hi);
+  return (unsigned) a.x | (unsigned) b.x << 16;
+}
+
+static inline void napkin_attn_st2 (float *p, float a, float b) { napkin_st (p, a); napkin_st (p + 1, b); }
+static inline void napkin_attn_st2 (napkin_f16 *p, float a, float b) { napkin_st (p, a); napkin_st (p + 1, b); }
+static inline void napkin_attn_st2 (napkin_bf16 *p, float a, float b) { napkin_st (p, a); napkin_st (p + 1, b); }
+
+static inline unsigned long long
+napkin_attn_desc (unsigned addr, unsigned lbo, unsigned sbo)
+{
+  return (unsigned long long) ((addr & 0x3ffff) >> 4) | ((unsigned long long) ((lbo & 0x3ffff) >> 4) << 16)
+         | ((unsigned long long) ((sbo & 0x3ffff) >> 4) << 32) | (1ull << 62);
+}
+
+/* The byte address of element (mn, k) of a 16-bit operand, K-major or MN-major. */
+static inline unsigned
+nk_emu_operand (unsigned long long desc, int mn, int k, bool mn_major)
+{
+  const unsigned start = (unsigned) (desc & 0x3fff) << 4, lbo = (unsigned) ((desc >> 16) & 0x3fff) << 4;
+  const unsigned sbo = (unsigned) ((desc >> 32) & 0x3fff) << 4;
+  unsigned a;
+
+  if ((desc >> 62) != 1)
+    nk_emu_fail ("a wgmma descriptor without the 128-byte swizzle", nullptr);
+  if (mn_major)
+    a = start + (unsigned) (mn / 64) * lbo + (unsigned) (k / 8) * sbo + (unsigned) (k % 8) * 128 + (unsigned) (mn % 64) * 2;
+  else
+    a = start + (unsigned) (mn / 8) * sbo + (unsigned) (mn % 8) * 128 + (unsigned) k * 2;
+  return a ^ (((a >> 7) & 7) << 4);
+}
+
+static inline float
+nk_emu_h16 (unsigned short h, const napkin_f16 *)
+{
+  return nk_emu_half_to_float (h);
+}
+
+static inline float
+nk_emu_h16 (unsigned short h, const napkin_bf16 *)
+{
+  return nk_emu_bits_float ((unsigned) h << 16);
+}
+
+template <typename T>
+static inline float
+nk_emu_smem16 (unsigned addr, const T *tag)
+{
+  unsigned short h;
+
+  memcpy (&h, nk_emu_smem (addr, 2, 2), 2);
+  return nk_emu_h16 (h, tag);
+}
+
+static std::vector<unsigned> nk_emu_wg_count, nk_emu_wg_gen;
+static std::vector<unsigned> nk_emu_a_slots;
+
+static inline void
+nk_emu_wg_barrier (void)
+{
+  const unsigned w = nk_emu_cur->tid.x / 128;
+
+  if (nk_emu_wg_count.size () <= w)
+    {
+      nk_emu_wg_count.resize (w + 1, 0);
+      nk_emu_wg_gen.resize (w + 1, 0);
+    }
+  nk_emu_barrier (&nk_emu_wg_count[w], &nk_emu_wg_gen[w], 128);
+}
+
+/* d (64 × N, this thread's fragment) = or += A (64 × 16) · B (16 × N) */
+template <int NR, typename T, typename GetA>
+static inline void
+nk_emu_wgmma (float (&d)[NR], GetA get_a, unsigned long long db, bool b_mn_major, int acc, const T *tag)
+{
+  const unsigned t = nk_emu_cur->tid.x % 128, w = t / 32, lane = t % 32;
+
+  for (int i = 0; i < NR; i++)
+    {
+      const int row = (int) (16 * w + lane / 4 + 8 * ((i % 4) / 2)), col = 8 * (i / 4) + (int) (2 * (lane % 4)) + i % 2;
+      float s = 0.0f;
+
+      for (int k = 0; k < 16; k++)
+        s += get_a (row, k) * nk_emu_smem16 (nk_emu_operand (db, col, k, b_mn_major), tag);
+      d[i] = acc ? d[i] + s : s;
+    }
+}
+
+template <int NR, typename T>
+static inline void
+nk_emu_wgmma_ss (float (&d)[NR], unsigned long long da, unsigned long long db, int acc, bool ta, bool tb, const T *tag)
+{
+  nk_emu_wg_barrier ();
+  nk_emu_wgmma (d, [&] (int m, int k) { return nk_emu_smem16 (nk_emu_operand (da, m, k, ta), tag); }, db, tb, acc, tag);
+  nk_emu_wg_barrier ();
+}
+
+template <typename T>
+static inline void napkin_bwd9_ss (float (&d)[32], unsigned long long da, unsigned long long db, int acc, const T *tag)
+{
+  nk_emu_wgmma_ss (d, da, db, acc, false, false, tag);
+}
+
+template <typename T>
+static inline void napkin_bwd9_ss_t (float (&d)[32], unsigned long long da, unsigned long long db, int acc, const T *tag)
+{
+  nk_emu_wgmma_ss (d, da, db, acc, true, true, tag);
+}
+
+/* A from the registers of the warpgroup's threads: row r's k = 2c, 2c + 1 (and 8 + …) are
+ * thread 32·(r/16) + 4·(r%8) + c's register (r%16 ≥ 8) + 2·(k ≥ 8) */
+template <int NR, typename T>
+static inline void
+napkin_bwd9_rs (float (&d)[NR], const unsigned (&a)[4], unsigned long long db, const T *tag)
+{
+  const unsigned t = nk_emu_cur->tid.x, base = t / 128 * 128;
+
+  if (nk_emu_a_slots.size () < nk_emu_bdim.x * 4)
+    nk_emu_a_slots.resize (nk_emu_bdim.x * 4);
+  for (int i = 0; i < 4; i++)
+    nk_emu_a_slots[t * 4 + i] = a[i];
+  nk_emu_wg_barrier ();
+  nk_emu_wgmma (d,
+                [&] (int m, int k) {
+                  const unsigned owner = base + 32 * (unsigned) (m / 16) + 4 * (unsigned) (m % 8) + (unsigned) (k % 8) / 2;
+                  const unsigned reg = nk_emu_a_slots[owner * 4 + (m % 16 >= 8 ? 1 : 0) + (k >= 8 ? 2 : 0)];
+
+                  return nk_emu_h16 ((unsigned short) (k % 2 ? reg >> 16 : reg & 0xffff), tag);
+                },
+                db, true, 1, tag);
+  nk_emu_wg_barrier ();
+}
+
+/* one block runs at a time: an atomic add is an add */
+static inline float
+atomicAdd (float *p, float v)
+{
+  const float old = napkin_ld (p);
+
+  napkin_st (p, old + v);
+  return old;
+}
+
+/* 16 fp32 reductions of napkin_bwd9_red_rows: the fragment's rows, 8 pairs 8 floats apart */
+template <int D>
+static inline void
+napkin_bwd9_red_rows (float *dst, const float (&d)[32], bool ok0, bool ok1)
+{
+  for (int row = 0; row < 2; row++)
+    if (row ? ok1 : ok0)
+      for (int j = 0; j < 8; j++)
+        for (int e = 0; e < 2; e++)
+          {
+            float *p = dst + row * 8 * D + j * 8 + e;
+
+            napkin_st (p, napkin_ld (p) + d[4 * j + 2 * row + e]);
+          }
 }

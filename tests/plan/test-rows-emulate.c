@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <json-c/json.h>
 
+#include "napkin-backward.h"
 #include "napkin-codegen-private.h"
 #include "napkin-file.h"
 #include "napkin-interp.h"
@@ -54,6 +56,13 @@ emu_main (const NapkinCudaModule *module)
                                  "    if (f != nullptr)\n      fclose (f);\n  }\n",
                               ct, ct, n, ct, i, i, n);
     }
+  /* the plan's scratch and the kernels' workspace, poisoned (NaN): a kernel must write what
+   * it reads there */
+  if (module->workspace_slot >= 0)
+    g_string_append_printf (s, "  args.p[%d] = nk_emu_alloc (%" G_GINT64_FORMAT ");\n"
+                               "  memset (args.p[%d], 0xff, %" G_GINT64_FORMAT ");\n",
+                            module->workspace_slot, module->workspace_bytes, module->workspace_slot,
+                            module->workspace_bytes);
   for (guint k = 0; k < module->kernels->len; k++)
     {
       const NapkinCudaKernel *ck = g_ptr_array_index (module->kernels, k);
@@ -156,6 +165,10 @@ emulate_module (const NapkinCudaModule *module,
   g_string_append (src, module->source);
   g_string_replace (src, "extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];",
                     "unsigned char *smem_raw_u8_ = nk_emu_dyn_smem;", 0);
+  g_string_replace (src, "extern __shared__ __align__ (16) unsigned char smem9_[];",
+                    "unsigned char *smem9_ = nk_emu_dyn_smem;", 0);
+  g_string_replace (src, "extern __shared__ __align__ (16) unsigned char smem9p_[];",
+                    "unsigned char *smem9p_ = nk_emu_dyn_smem;", 0);
   main_text = emu_main (module);
   g_string_append (src, main_text);
   g_assert_true (g_file_set_contents (cc, src->str, -1, NULL));
@@ -181,7 +194,13 @@ emulate_module (const NapkinCudaModule *module,
         continue;
       g_assert_true (g_file_get_contents (path, &bytes, &len, NULL));
       g_assert_cmpuint (len, ==, set->elements[b->tensor] * sizeof (double));
-      worst = MAX (worst, compare ((const double *) bytes, set->values[b->tensor], set->elements[b->tensor]));
+      {
+        const double e = compare ((const double *) bytes, set->values[b->tensor], set->elements[b->tensor]);
+
+        g_test_message ("%s: %s: max |y − ref| / max |ref| = %.3g", what,
+                        napkin_diagram_tensor (d, (guint) b->tensor)->name, e);
+        worst = MAX (worst, e);
+      }
       g_unlink (path);
     }
   napkin_tensor_set_free (set);
@@ -514,12 +533,218 @@ test_tensor_masks (void)
     }
 }
 
+/* The forward's output node and every operation left without a consumer: what only the
+ * forward computes (the backward's fused kernel reads Q, K, V and dO, not O). */
+static NapkinDiagram *
+backward_alone (NapkinDiagram *bwd,
+                const char    *forward_output)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *text = napkin_diagram_save_to_data (bwd, NULL);
+  json_object *root, *nodes, *wires, *tensors, *kept;
+  gboolean changed = TRUE;
+  NapkinDiagram *d;
+
+  g_assert_no_error (error);
+  root = json_tokener_parse (text);
+  g_assert_nonnull (root);
+  g_assert_true (json_object_object_get_ex (root, "nodes", &nodes));
+  g_assert_true (json_object_object_get_ex (root, "wires", &wires));
+  g_assert_true (json_object_object_get_ex (root, "tensors", &tensors));
+  while (changed)
+    {
+      changed = FALSE;
+      for (size_t i = 0; i < json_object_array_length (nodes); i++)
+        {
+          json_object *n = json_object_array_get_idx (nodes, i), *v;
+          const char *id, *kind;
+          gboolean used = FALSE;
+
+          json_object_object_get_ex (n, "id", &v);
+          id = json_object_get_string (v);
+          json_object_object_get_ex (n, "kind", &v);
+          kind = json_object_get_string (v);
+          if (g_str_equal (kind, "output"))
+            {
+              json_object_object_get_ex (n, "tensor", &v);
+              used = !g_str_equal (json_object_get_string (v), forward_output);
+            }
+          for (size_t w = 0; w < json_object_array_length (wires) && !used; w++)
+            {
+              json_object_object_get_ex (json_object_array_get_idx (wires, w), "from", &v);
+              used = g_str_equal (json_object_get_string (v), id);
+            }
+          if (used)
+            continue;
+          for (size_t w = json_object_array_length (wires); w-- > 0;)
+            {
+              json_object_object_get_ex (json_object_array_get_idx (wires, w), "to", &v);
+              if (g_str_equal (json_object_get_string (v), id))
+                json_object_array_del_idx (wires, w, 1);
+            }
+          json_object_array_del_idx (nodes, i, 1);
+          changed = TRUE;
+          break;
+        }
+    }
+  /* the tensors no node names */
+  kept = json_object_new_array ();
+  for (size_t t = 0; t < json_object_array_length (tensors); t++)
+    {
+      json_object *tensor = json_object_array_get_idx (tensors, t), *v;
+      gboolean named = FALSE;
+
+      json_object_object_get_ex (tensor, "name", &v);
+      for (size_t i = 0; i < json_object_array_length (nodes) && !named; i++)
+        {
+          json_object *tv;
+
+          named = json_object_object_get_ex (json_object_array_get_idx (nodes, i), "tensor", &tv)
+                  && g_str_equal (json_object_get_string (tv), json_object_get_string (v));
+        }
+      if (named)
+        json_object_array_add (kept, json_object_get (tensor));
+    }
+  json_object_object_add (root, "tensors", kept);
+  d = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  json_object_put (root);
+  return d;
+}
+
+/* The attention backward's first and main launches on wgmma (NAPKIN_BWD_WGMMA=1, the
+ * h200 plan), the dq launch and the LEAD fragment as the printer prints them, run on
+ * the CPU: the wgmma operands read through their descriptors and the 128-byte swizzle,
+ * the accumulators and register operands in the fragment layouts — the layouts the
+ * kernel writes and describes checked against each other before a GPU runs it. dQ, dK
+ * and dV against the interpreter's gradients of the same backward diagram: head sizes
+ * 64 and 128, lengths that leave partial tiles and key blocks, no mask, causal with GQA,
+ * bf16. */
+static void
+test_attention_backward_wgmma (void)
+{
+  static const struct
+  {
+    const char *example, *dtype;
+    gint64      b, h, g, q, k, d, left;
+    gboolean    bias;
+  } cases[] = {
+    { "flash-attention.napkin", "fp16", 1, 2, 0, 200, 300, 128, 0, FALSE },
+    { "attention-causal-gqa.napkin", "bf16", 1, 1, 2, 150, 150, 64, 0, FALSE },
+    { "attention-causal-gqa.napkin", "fp16", 1, 1, 2, 130, 130, 128, 0, FALSE },
+    { "attention-sliding-window.napkin", "fp16", 1, 1, 2, 300, 300, 64, 100, FALSE },
+    /* an additive bias [h, q, k] on the scores, its gradient asked for */
+    { "flash-attention.napkin", "bf16", 1, 2, 0, 140, 200, 64, 0, TRUE },
+  };
+
+  if (gxx == NULL)
+    {
+      g_test_skip ("no g++ to build the emulation");
+      return;
+    }
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinDiagram) fwd = NULL;
+      g_autoptr(NapkinDiagram) bwd = NULL;
+      g_autoptr(NapkinDiagram) alone = NULL;
+      g_autoptr(NapkinPlan) plan = NULL;
+      g_autoptr(NapkinCudaModule) module = NULL;
+      g_autofree char *what = g_strdup_printf ("attention backward on wgmma, %s %s b%" G_GINT64_FORMAT " h%"
+                                               G_GINT64_FORMAT " g%" G_GINT64_FORMAT " q%" G_GINT64_FORMAT " k%"
+                                               G_GINT64_FORMAT " d%" G_GINT64_FORMAT "%s", cases[c].example,
+                                               cases[c].dtype, cases[c].b, cases[c].h, cases[c].g, cases[c].q,
+                                               cases[c].k, cases[c].d, cases[c].bias ? " with a bias" : "");
+      const char *axes[] = { "b", "h", "g", "q", "k", "d" };
+      const gint64 sizes[] = { cases[c].b, cases[c].h, cases[c].g, cases[c].q, cases[c].k, cases[c].d };
+      const NapkinPlanKernel *k = NULL;
+      double worst;
+
+      /* the example resized and retyped */
+      {
+        g_autofree char *path = g_build_filename (g_getenv ("NAPKIN_EXAMPLES_DIR"), cases[c].example, NULL);
+        json_object *root = json_object_from_file (path), *list;
+
+        g_assert_nonnull (root);
+        g_assert_true (json_object_object_get_ex (root, "axes", &list));
+        for (size_t i = 0; i < json_object_array_length (list); i++)
+          {
+            json_object *axis = json_object_array_get_idx (list, i), *name;
+
+            json_object_object_get_ex (axis, "name", &name);
+            for (guint a = 0; a < G_N_ELEMENTS (axes); a++)
+              if (g_str_equal (json_object_get_string (name), axes[a]) && sizes[a] > 0)
+                json_object_object_add (axis, "size", json_object_new_int64 (sizes[a]));
+          }
+        g_assert_true (json_object_object_get_ex (root, "tensors", &list));
+        for (size_t i = 0; i < json_object_array_length (list); i++)
+          json_object_object_add (json_object_array_get_idx (list, i), "dtype",
+                                  json_object_new_string (cases[c].dtype));
+        if (cases[c].bias)
+          json_object_array_add (list, json_tokener_parse ("{\"name\": \"B\", \"axes\": [\"h\", \"q\", \"k\"], "
+                                                           "\"dtype\": \"bf16\"}"));
+        /* the plan's own partition (no region: the user's path) */
+        json_object_object_add (root, "regions", json_object_new_array ());
+        g_assert_true (json_object_object_get_ex (root, "nodes", &list));
+        for (size_t i = 0; i < json_object_array_length (list); i++)
+          {
+            json_object *node = json_object_array_get_idx (list, i), *id;
+
+            json_object_object_get_ex (node, "id", &id);
+            if (cases[c].left > 0 && g_str_equal (json_object_get_string (id), "mask"))
+              json_object_object_add (node, "left", json_object_new_int64 (cases[c].left));
+          }
+        if (cases[c].bias)
+          {
+            json_object *wires;
+            json_object_array_add (list, json_tokener_parse ("{\"id\": \"b_in\", \"kind\": \"input\", "
+                                                             "\"tensor\": \"B\"}"));
+            json_object_array_add (list, json_tokener_parse ("{\"id\": \"bias\", \"kind\": \"map\", "
+                                                             "\"fn\": \"add\"}"));
+            g_assert_true (json_object_object_get_ex (root, "wires", &wires));
+            for (size_t w = 0; w < json_object_array_length (wires); w++)
+              {
+                json_object *wire = json_object_array_get_idx (wires, w), *to;
+
+                json_object_object_get_ex (wire, "to", &to);
+                if (g_str_equal (json_object_get_string (to), "sm"))
+                  json_object_object_add (wire, "to", json_object_new_string ("bias"));
+              }
+            json_object_array_add (wires, json_tokener_parse ("{\"from\": \"b_in\", \"to\": \"bias\", \"port\": 1}"));
+            json_object_array_add (wires, json_tokener_parse ("{\"from\": \"bias\", \"to\": \"sm\", \"port\": 0}"));
+          }
+        fwd = napkin_diagram_load_from_data (json_object_to_json_string (root), -1, NAPKIN_LOAD_VALIDATE, &error);
+        g_assert_no_error (error);
+        json_object_put (root);
+      }
+      bwd = napkin_backward_diagram (fwd, NULL, NAPKIN_BACKWARD_RECOMPUTE, NULL, NULL, NULL, &error);
+      g_assert_no_error (error);
+      alone = backward_alone (bwd, "O");
+      g_setenv ("NAPKIN_BWD_WGMMA", "1", TRUE);
+      plan = napkin_plan_build (alone, napkin_test_arch ("h200"), NULL, &error);
+      g_assert_no_error (error);
+      module = napkin_codegen_cuda_for_plan (plan, 0, "emu_k", &error);
+      g_unsetenv ("NAPKIN_BWD_WGMMA");
+      g_assert_no_error (error);
+      g_assert_cmpuint (plan->kernels->len, ==, 1);
+      k = g_ptr_array_index (plan->kernels, 0);
+      g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_ATTENTION_BACKWARD);
+      g_assert_true (k->u.bwd.main_wgmma);
+      if (cases[c].bias)
+        g_assert_cmpint (k->u.bwd.d_bias.node, >=, 0);
+      worst = emulate_module (module, alone, what);
+      g_test_message ("%s: max |y − ref| / max |ref| = %.3g", what, worst);
+
+    }
+}
+
 int
 main (int    argc,
       char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   gxx = g_find_program_in_path ("g++");
+  g_test_add_func ("/plan/emulate/attention-backward-wgmma", test_attention_backward_wgmma);
   g_test_add_func ("/plan/rows/emulate-strided", test_strided);
   g_test_add_func ("/plan/rows/emulate-contiguous", test_contiguous);
   g_test_add_func ("/plan/elementwise/emulate-input-copy", test_input_copy);
