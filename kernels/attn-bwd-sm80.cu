@@ -382,6 +382,13 @@ napkin_bwd9_fence (float (&d)[64])
   asm volatile ("" : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3]), "+f" (d[4]), "+f" (d[5]), "+f" (d[6]), "+f" (d[7]), "+f" (d[8]), "+f" (d[9]), "+f" (d[10]), "+f" (d[11]), "+f" (d[12]), "+f" (d[13]), "+f" (d[14]), "+f" (d[15]), "+f" (d[16]), "+f" (d[17]), "+f" (d[18]), "+f" (d[19]), "+f" (d[20]), "+f" (d[21]), "+f" (d[22]), "+f" (d[23]), "+f" (d[24]), "+f" (d[25]), "+f" (d[26]), "+f" (d[27]), "+f" (d[28]), "+f" (d[29]), "+f" (d[30]), "+f" (d[31]), "+f" (d[32]), "+f" (d[33]), "+f" (d[34]), "+f" (d[35]), "+f" (d[36]), "+f" (d[37]), "+f" (d[38]), "+f" (d[39]), "+f" (d[40]), "+f" (d[41]), "+f" (d[42]), "+f" (d[43]), "+f" (d[44]), "+f" (d[45]), "+f" (d[46]), "+f" (d[47]), "+f" (d[48]), "+f" (d[49]), "+f" (d[50]), "+f" (d[51]), "+f" (d[52]), "+f" (d[53]), "+f" (d[54]), "+f" (d[55]), "+f" (d[56]), "+f" (d[57]), "+f" (d[58]), "+f" (d[59]), "+f" (d[60]), "+f" (d[61]), "+f" (d[62]), "+f" (d[63]) :: "memory");
 }
 
+__device__ __forceinline__ void
+napkin_bwd9_fence (unsigned (&r)[16])
+{
+  asm volatile ("" : "+r" (r[0]), "+r" (r[1]), "+r" (r[2]), "+r" (r[3]), "+r" (r[4]), "+r" (r[5]), "+r" (r[6]), "+r" (r[7]), "+r" (r[8]), "+r" (r[9]), "+r" (r[10]), "+r" (r[11]), "+r" (r[12]), "+r" (r[13]), "+r" (r[14]), "+r" (r[15]) :: "memory");
+}
+
+
 /* A 64 × 64 fp32 accumulator's two rows of this thread (row + 8 is D floats on), each
  * 8 pairs 8 floats apart, added to device memory where ok: the offsets immediates (one
  * address register for all 16 reductions). */
@@ -399,13 +406,6 @@ napkin_bwd9_red_rows (float *dst, const float (&d)[32], bool ok0, bool ok1)
   NAPKIN_BWD9_RED (4, 1, ok1); NAPKIN_BWD9_RED (5, 1, ok1); NAPKIN_BWD9_RED (6, 1, ok1); NAPKIN_BWD9_RED (7, 1, ok1);
 #undef NAPKIN_BWD9_RED
 }
-
-__device__ __forceinline__ void
-napkin_bwd9_fence (unsigned (&r)[16])
-{
-  asm volatile ("" : "+r" (r[0]), "+r" (r[1]), "+r" (r[2]), "+r" (r[3]), "+r" (r[4]), "+r" (r[5]), "+r" (r[6]), "+r" (r[7]), "+r" (r[8]), "+r" (r[9]), "+r" (r[10]), "+r" (r[11]), "+r" (r[12]), "+r" (r[13]), "+r" (r[14]), "+r" (r[15]) :: "memory");
-}
-
 
 /* The async copies' and products' waits and fences, the shared-memory accesses: named, so
  * that the CPU emulation (tests/plan/simt-emu.hh) can stand in for them. */
@@ -438,6 +438,36 @@ napkin_bwd9_sts (unsigned addr, unsigned v)
 {
   asm volatile ("st.shared.b32 [%0], %1;" :: "r" (addr), "r" (v) : "memory");
 }
+__device__ __forceinline__ void
+napkin_bwd9_sts2 (unsigned addr, float a, float b)
+{
+  asm volatile ("st.shared.v2.f32 [%0], {%1, %2};" :: "r" (addr), "f" (a), "f" (b) : "memory");
+}
+/* a named barrier over warpgroup c's 128 threads (ids 1, 2: 0 is __syncthreads') */
+__device__ __forceinline__ void
+napkin_bwd9_wg_sync (int c)
+{
+  /* constant ids: a register id makes ptxas reserve all 16 barriers */
+  if (c == 0)
+    asm volatile ("bar.sync 1, 128;" ::: "memory");
+  else
+    asm volatile ("bar.sync 2, 128;" ::: "memory");
+}
+/* bytes (a multiple of 16) of fp32 in shared memory added to device memory by the copy
+ * engine; the group committed, waited for until read or until done */
+__device__ __forceinline__ void
+napkin_bwd9_bulk_add (float *dst, unsigned src, unsigned bytes)
+{
+  asm volatile ("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;"
+                :: "l" (dst), "r" (src), "r" (bytes) : "memory");
+}
+__device__ __forceinline__ void napkin_bwd9_bulk_commit (void) { asm volatile ("cp.async.bulk.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void
+napkin_bwd9_bulk_wait_read (void)
+{
+  asm volatile ("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+__device__ __forceinline__ void napkin_bwd9_bulk_wait (void) { asm volatile ("cp.async.bulk.wait_group 0;" ::: "memory"); }
 #endif /* NAPKIN_ATTN_BWD90 */
 
 #define BW_D NKB_D
@@ -1012,9 +1042,9 @@ NKB_NAME_PRE (const NapkinArgs args)
  * through the transpose bit; dSᵀ goes to shared memory (a 128-byte row a key), and
  * dQ = dS·K is a wgmma with both operands transposed — at D 128 warpgroup c takes D's
  * columns 64c … 64c + 63 over all 128 keys, at D 64 every column over its own keys — its
- * fp32 result added to the accumulator with red.global.add. The pre and dq launches are
+ * fp32 result staged in shared memory and added to the accumulator by bulk reductions. The pre and dq launches are
  * the ones above; score operands and a bias's gradient as main's below. D 64 or 128, BQ 64. Launch: KV_BATCH·⌈NKV / 128⌉ blocks of 256 threads,
- * shared memory 1024 + 4·128·D + 4·64·D·2/… = BW9_SMEM bytes (below). No warp is set
+ * shared memory 1024 + 2·128·D·2 + 4·64·D·2 + 128·128 + 4·64·4 + 2·64·68·4 bytes. No warp is set
  * apart to copy: a producer warpgroup with the few registers setmaxnreg leaves it could
  * not hold its addresses (ptxas spilled), and the consumers need all 255. */
 #define BW9_BKV 128
@@ -1023,6 +1053,7 @@ NKB_NAME_PRE (const NapkinArgs args)
 #define BW9_Q_BYTES (BW9_BQ * BW_D * 2)             /* a stage's Q or dO: D/64 slices of 64 rows */
 #define BW9_DS_BYTES (BW9_BKV * 128)                /* dSᵀ: a 128-byte row (64 queries) a key */
 #define BW9_KBLK ((BW_NKV + BW9_BKV - 1) / BW9_BKV)
+#define BW9_DQP 68                                  /* a staged dQ row: 64 floats, 4 more against bank conflicts */
 static_assert (BW_D == 64 || BW_D == 128, "the wgmma backward takes D 64 or 128");
 static_assert (BW_BQ == 64, "the wgmma backward takes query tiles of 64");
 
@@ -1047,6 +1078,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
   const unsigned do_s = q_s + 2 * BW9_Q_BYTES;     /* [2] */
   const unsigned ds_s = do_s + 2 * BW9_Q_BYTES;
   const unsigned f_s = ds_s + BW9_DS_BYTES;        /* lse2 [2][64], then Drow [2][64] */
+  const unsigned dq_s = f_s + 4 * BW9_BQ * 4;      /* [2 warpgroups][64 rows][BW9_DQP floats]: dQ's partials */
   const int tid = threadIdx.x;
 
   /* as main above: the key block the slow index */
@@ -1293,10 +1325,11 @@ NKB_NAME_MAIN (const NapkinArgs args)
                           ds[4 * kt + 2 * h + 1]);
           }
       }
-      /* dV and dK done with Pᵀ and dSᵀ's registers: free for dQ's accumulators */
+      /* dV and dK done with Pᵀ and dSᵀ's registers: free for dQ's accumulators; the last
+       * tile's bulk reductions done reading the staged dQ (the barrier tells the others) */
       napkin_bwd9_wg_wait<0> ();
-      napkin_bwd9_fence (dk);
-      napkin_bwd9_fence (dv);
+      if (threadIdx.x % 128 == 0)
+        napkin_bwd9_bulk_wait_read ();
       napkin_bwd9_proxy_fence ();
       __syncthreads ();
 
@@ -1319,7 +1352,9 @@ NKB_NAME_MAIN (const NapkinArgs args)
       napkin_bwd9_wg_wait<0> ();
       napkin_bwd9_fence (dq);
 
-      /* dQ's rows qa + 16·warp + lane/4 (and + 8) into the fp32 accumulator */
+#if NKB_DQ_ATOMICS
+      /* dQ's rows qa + 16·warp + lane/4 (and + 8) into the fp32 accumulator, 16 atomics a
+       * thread (the A/B against the bulk reductions below: bench/gpu/attn-bwd-alone.sh) */
       {
         const int q = qa + warp * 16 + (lane >> 2);
         float *dq0 = dqa + ((long) ((int) kv_flat * (int) BW_G + g) * (int) BW_NQ + q) * BW_D
@@ -1327,9 +1362,41 @@ NKB_NAME_MAIN (const NapkinArgs args)
 
         napkin_bwd9_red_rows<BW_D> (dq0, dq, q < BW_NQ, q + 8 < BW_NQ);
       }
+#else
+      /* dQ's partial into the fp32 accumulator: staged in the warpgroup's rows of dq_s
+       * (free: see the barrier above), then one thread adds each
+       * row's 64 floats with a bulk reduction (the copy engine's adds in L2, not 16
+       * atomics a thread) */
+      {
+        const unsigned mine = dq_s + c * (64 * BW9_DQP * 4);
+        const int r0 = warp * 16 + (lane >> 2);
+        float *row_dst = dqa + ((long) ((int) kv_flat * (int) BW_G + g) * (int) BW_NQ + qa) * BW_D
+                               + (BW_D == 128 ? c * 64 : 0);
+
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+          {
+            napkin_bwd9_sts2 (mine + (r0 * BW9_DQP + j * 8 + 2 * (lane & 3)) * 4, dq[4 * j], dq[4 * j + 1]);
+            napkin_bwd9_sts2 (mine + ((r0 + 8) * BW9_DQP + j * 8 + 2 * (lane & 3)) * 4, dq[4 * j + 2], dq[4 * j + 3]);
+          }
+        napkin_bwd9_proxy_fence ();
+        napkin_bwd9_wg_sync (c);
+        if (threadIdx.x % 128 == 0)
+          {
+            const int rows = (int) NAPKIN_MIN ((long) BW9_BQ, BW_NQ - qa);
+
+            for (int r = 0; r < rows; r++)
+              napkin_bwd9_bulk_add (row_dst + (long) r * BW_D, mine + r * BW9_DQP * 4, 64 * 4);
+            napkin_bwd9_bulk_commit ();
+          }
+      }
+#endif
     }
 
-  /* dK·DALPHA, dV: keys kw + lane/4 (0, 1) and + 8 (2, 3), columns 8j + 2·(lane%4), + 1 */
+  /* dK·DALPHA, dV (their products waited for in the last tile): keys kw + lane/4 (0, 1)
+   * and + 8 (2, 3), columns 8j + 2·(lane%4), + 1 */
+  napkin_bwd9_fence (dk);
+  napkin_bwd9_fence (dv);
 #pragma unroll
   for (int h = 0; h < 2; h++)
     {
@@ -1348,6 +1415,8 @@ NKB_NAME_MAIN (const NapkinArgs args)
         }
     }
   napkin_bwd9_cp_wait ();
+  if (threadIdx.x % 128 == 0)
+    napkin_bwd9_bulk_wait ();
 #undef BW9_TILE_COPY
 }
 #undef BW9_BKV
@@ -1356,6 +1425,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
 #undef BW9_Q_BYTES
 #undef BW9_DS_BYTES
 #undef BW9_KBLK
+#undef BW9_DQP
 #else
 /* ---- main: dK, dV of a key block, its share of dQ ------------------------------------------ */
 extern "C" __global__ void __launch_bounds__ (BW_THREADS)

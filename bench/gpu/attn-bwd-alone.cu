@@ -401,10 +401,10 @@ main (void)
 #endif
 #if C_SM90
   /* the wgmma main: blocks of 128 keys, 256 threads; K, V, two stages of Q and dO, dSᵀ,
-   * lse2 and Drow, 1 KiB to align */
+   * lse2 and Drow, the staged dQ, 1 KiB to align */
   const int main_grid = (int) (kvb * ((C_NKV + 127) / 128));
   const int main_threads = 256;
-  const int main_smem = 1024 + 2 * 128 * C_D * 2 + 4 * 64 * C_D * 2 + 128 * 128 + 4 * 64 * 4;
+  const int main_smem = 1024 + 2 * 128 * C_D * 2 + 4 * 64 * C_D * 2 + 128 * 128 + 4 * 64 * 4 + 2 * 64 * 68 * 4;
 #else
   const int main_grid = (int) (kvb * ((C_NKV + 16 * C_WARPS - 1) / (16 * C_WARPS)));
   const int main_threads = 32 * C_WARPS;

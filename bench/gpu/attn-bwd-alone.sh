@@ -104,6 +104,9 @@ h-t-d64                 4 16 1 4096 4096  64 0 0   0 0   0 0 0 H 64 1
 h-t-d64-causal          4 16 1 4096 4096  64 0 1   0 0   0 0 0 H 64 1
 h-t-d128                4 16 1 4096 4096 128 0 0   0 0   0 0 0 H 64 1
 h-t-d128-causal         4 16 1 4096 4096 128 0 1   0 0   0 0 0 H 64 1
+h-ta-d64                4 16 1 4096 4096  64 0 0   0 0   0 0 0 HA 64 1
+h-ta-d128               4 16 1 4096 4096 128 0 0   0 0   0 0 0 HA 64 1
+h-ta-d128-causal        4 16 1 4096 4096 128 0 1   0 0   0 0 0 HA 64 1
 '
 
 # 1. torch's baselines in the background while the cases compile (the GPU is idle then)
@@ -164,12 +167,13 @@ echo "$cases" | {
     [ -n "$name" ] || continue
     echo "$name" | grep -Eq "${ONLY:-.}" || continue
     alpha=$(awk -v d="$D" 'BEGIN { printf "%.9e", 1 / sqrt (d) }')
-    sm90=0
+    sm90=0 atom=0
     [ "$W" = H ] && { sm90=1; W=8; }
+    [ "$W" = HA ] && { sm90=1; W=8; atom=1; }
     "$NVCC" -O3 -std=c++17 -gencode=arch=compute_${arch#sm_},code=$arch -Xptxas -v -I "$root/kernels" -I "$OUT" \
       -DC_NAME="\"$name\"" -DC_B="$B" -DC_HK="$HK" -DC_G="$G" -DC_NQ="$NQ" -DC_NKV="$NKV" -DC_D="$D" \
       -DC_LO="$LO" -DC_HI="$HI" -DC_LEFT="$LEFT" -DC_RIGHT="$RIGHT" -DC_OFF="$OFF" -DC_ALPHA="$alpha" \
-      -DC_BF16="$BF16" -DC_BSHD="$BSHD" -DC_WARPS="$W" -DC_SM90="$sm90" -DC_BQ="$BQ" -DC_PW="${PW:-4}" -DC_NREF="$NREF" -DC_VBIAS="${VB:-0}" -DC_GSHD="${GS:-$BSHD}" \
+      -DC_BF16="$BF16" -DC_BSHD="$BSHD" -DC_WARPS="$W" -DC_SM90="$sm90" -DNKB_DQ_ATOMICS="$atom" -DC_BQ="$BQ" -DC_PW="${PW:-4}" -DC_NREF="$NREF" -DC_VBIAS="${VB:-0}" -DC_GSHD="${GS:-$BSHD}" \
       -o "$OUT/$name" "$here/attn-bwd-alone.cu" > "$OUT/$name.log" 2>&1 &
   done
   wait

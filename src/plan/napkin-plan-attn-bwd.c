@@ -572,11 +572,12 @@ main_smem (gint64 dp,
 }
 
 /* … and the wgmma main's (NKB_MAIN_SM90): K and V, two stages of Q and dO, dSᵀ, the
- * stages' log-sum-exps and row terms, 1 KiB to align the swizzled tiles. */
+ * stages' log-sum-exps and row terms, each warpgroup's staged dQ (64 rows of 68 floats),
+ * 1 KiB to align the swizzled tiles. */
 static gint64
 main9_smem (gint64 d)
 {
-  return 1024 + 2 * 128 * d * 2 + 4 * 64 * d * 2 + 128 * 128 + 4 * 64 * 4;
+  return 1024 + 2 * 128 * d * 2 + 4 * 64 * d * 2 + 128 * 128 + 4 * 64 * 4 + 2 * 64 * 68 * 4;
 }
 
 gboolean

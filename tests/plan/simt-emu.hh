@@ -639,6 +639,37 @@ atomicAdd (float *p, float v)
   return old;
 }
 
+static inline void
+napkin_bwd9_sts2 (unsigned addr, float a, float b)
+{
+  float v[2] = { a, b };
+
+  memcpy (nk_emu_smem (addr, 8, 8), v, 8);
+}
+
+static inline void napkin_bwd9_wg_sync (int) { nk_emu_wg_barrier (); }
+
+/* the copy engine's reduction, at once (the kernels wait before they reuse the source) */
+static inline void
+napkin_bwd9_bulk_add (float *dst, unsigned src, unsigned bytes)
+{
+  const unsigned char *from = nk_emu_smem (src, bytes, 16);
+
+  if (bytes % 16 != 0 || (uintptr_t) dst % 16 != 0)
+    nk_emu_fail ("a bulk reduction not in 16-byte pieces", dst);
+  for (unsigned i = 0; i < bytes / 4; i++)
+    {
+      float v;
+
+      memcpy (&v, from + 4 * i, 4);
+      napkin_st (dst + i, napkin_ld (dst + i) + v);
+    }
+}
+
+static inline void napkin_bwd9_bulk_commit (void) {}
+static inline void napkin_bwd9_bulk_wait_read (void) {}
+static inline void napkin_bwd9_bulk_wait (void) {}
+
 /* 16 fp32 reductions of napkin_bwd9_red_rows: the fragment's rows, 8 pairs 8 floats apart */
 template <int D>
 static inline void
