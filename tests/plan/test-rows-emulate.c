@@ -618,8 +618,8 @@ backward_alone (NapkinDiagram *bwd,
  * the accumulators and register operands in the fragment layouts — the layouts the
  * kernel writes and describes checked against each other before a GPU runs it. dQ, dK
  * and dV against the interpreter's gradients of the same backward diagram: head sizes
- * 64 and 128, lengths that leave partial tiles and key blocks, no mask, causal with GQA,
- * bf16. */
+ * 64 and 128, lengths that leave partial tiles and key blocks (77 keys: one of each),
+ * no mask, causal with GQA, a sliding window, a bias with its gradient, fp16 and bf16. */
 static void
 test_attention_backward_wgmma (void)
 {
@@ -635,6 +635,8 @@ test_attention_backward_wgmma (void)
     { "attention-sliding-window.napkin", "fp16", 1, 1, 2, 300, 300, 64, 100, FALSE },
     /* an additive bias [h, q, k] on the scores, its gradient asked for */
     { "flash-attention.napkin", "bf16", 1, 2, 0, 140, 200, 64, 0, TRUE },
+    /* few keys (a text encoder's 77): one key block and one chunk, both partial */
+    { "flash-attention.napkin", "fp16", 2, 1, 0, 150, 77, 128, 0, FALSE },
   };
 
   if (gxx == NULL)
