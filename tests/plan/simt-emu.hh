@@ -464,7 +464,6 @@ static inline void napkin_bwd9_wg_fence (void) {}
 static inline void napkin_bwd9_wg_commit (void) {}
 template <int N> static inline void napkin_bwd9_wg_wait (void) {}
 template <int N> static inline void napkin_bwd9_fence (float (&)[N]) {}
-static inline void napkin_bwd9_fence (unsigned (&)[16]) {}
 
 static inline void
 napkin_bwd9_lds2 (unsigned addr, float (&v)[2])
