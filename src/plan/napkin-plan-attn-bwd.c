@@ -580,6 +580,13 @@ main9_smem (gint64 d)
   return 1024 + 2 * 128 * d * 2 + 4 * 64 * d * 2 + 128 * 128 + 4 * 64 * 4 + 2 * 64 * 68 * 4;
 }
 
+/* … and the wgmma first launch's: Q and dO (128 rows), two buffers of K and V chunks. */
+static gint64
+pre9_smem (gint64 d)
+{
+  return 1024 + 2 * 128 * d * 2 + 4 * 64 * d * 2;
+}
+
 gboolean
 _napkin_plan_try_attention_backward (NapkinPlanner    *p,
                                      NapkinPlanKernel *k,
@@ -806,7 +813,7 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
     b->pre_warps = 8;
   b->pre_grid = a->batch * ((a->NQ + 16 * b->pre_warps - 1) / (16 * b->pre_warps));
   b->dq_grid = a->batch * ((a->NQ + 63) / 64);
-  b->pre_smem = b->main_wgmma ? 1024 + 2 * 128 * a->D * 2 + 4 * 64 * a->D * 2 : 4 * (16 * b->pre_warps + 128) * (dp + 8);
+  b->pre_smem = b->main_wgmma ? pre9_smem (a->D) : 4 * (16 * b->pre_warps + 128) * (dp + 8);
   k->kind = NAPKIN_PLAN_ATTENTION_BACKWARD;
   k->path = b->main_wgmma ? NAPKIN_PATH_WGMMA : NAPKIN_PATH_MMA;
   k->grid = a->kv_batch * kv_blocks;
@@ -819,7 +826,8 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
     k->note = g_strdup_printf (_("fused attention backward (FlashAttention-3's products): 128 keys a block (two "
                                  "warpgroups of 64), query tiles of 64 through two cp.async stages, the scores "
                                  "recomputed from each row's log-sum-exp, Sᵀ, dPᵀ, dV, dK and dQ on wgmma, dK and dV in "
-                                 "registers, dQ added in fp32 (atomics); %lld of %lld key blocks × query tiles "
+                                 "registers, dQ added in fp32 by the copy engine's bulk reductions; %lld of %lld key "
+                                 "blocks × query tiles "
                                  "computed per head; 3 launches (log-sum-exps and row terms, the gradients, dQ)"),
                                (long long) a->tiles_computed, (long long) (kv_blocks * q_tiles));
   else
