@@ -33,7 +33,7 @@
  *   main  grid KV_BATCH·⌈NKV / (16·WARPS)⌉, 32·WARPS threads,
  *         shared 2·(32·WARPS·S + 4·BQ·S + 16·WARPS·(BQ + 8)) + 16·BQ
  *   dq    grid KV_BATCH·GROUP·⌈NQ / 64⌉, 256 threads, no shared memory
- * Block indices: pre and dq (blk·GROUP + g)·TILES + tile, main key block·KV_BATCH + blk,
+ * Block indices: pre and dq (blk·GROUP + g)·TILES + tile, main blk·KEY_BLOCKS + key block,
  * blk the LEAD fragment's (the K/V head). Scratch, fp32, rows (kv_flat·GROUP + g)·NQ + i:
  * LSE and DROW one value a row, DQA D values a row (16-byte aligned). Q, K, V, dO rows are
  * copied in 16-byte pieces (16-byte aligned), the outputs written in pairs.
@@ -86,6 +86,9 @@
 #define NKB_LSEREF ((float *) args.p[8])
 #define NKB_DROWREF ((float *) args.p[8] + 262144L)
 #define NKB_DQAREF ((float *) args.p[8] + 524288L)
+#define NKB_GSPLIT 1
+#define NKB_DKAREF ((float *) args.p[8] + 34078720L)
+#define NKB_DVAREF ((float *) args.p[8] + 67633152L)
 #define NKB_WARPS 8
 /* -DNKB_MAIN_SM90=1 (for sm_90a): main on wgmma, its tiles */
 #if NKB_MAIN_SM90
@@ -161,6 +164,11 @@
 #define NKB_LSEREF NKP_LSEREF
 #define NKB_DROWREF NKP_DROWREF
 #define NKB_DQAREF NKP_DQAREF
+#ifdef NKP_GSPLIT
+#define NKB_GSPLIT NKP_GSPLIT
+#define NKB_DKAREF NKP_DKAREF
+#define NKB_DVAREF NKP_DVAREF
+#endif
 #define NKB_WARPS NKP_WARPS
 #define NKB_BQ NKP_BQ
 #define NKB_PRE_WARPS NKP_PRE_WARPS
@@ -350,24 +358,6 @@ napkin_bwd9_fence (float (&d)[64])
 
 
 
-/* A 64 × 64 fp32 accumulator's two rows of this thread (row + 8 is D floats on), each
- * 8 pairs 8 floats apart, added to device memory where ok: the offsets immediates (one
- * address register for all 16 reductions). */
-template <int D>
-__device__ __forceinline__ void
-napkin_bwd9_red_rows (float *dst, const float (&d)[32], bool ok0, bool ok1)
-{
-#define NAPKIN_BWD9_RED(j, row, ok)                                                                  \
-  asm volatile ("{ .reg .pred p; setp.ne.b32 p, %3, 0; @p red.global.add.v2.f32 [%0+%4], {%1, %2}; }" \
-                :: "l" (dst), "f" (d[4 * (j) + 2 * (row)]), "f" (d[4 * (j) + 2 * (row) + 1]), "r" ((int) (ok)), \
-                   "n" (((row) * 8 * D + (j) * 8) * 4) : "memory")
-  NAPKIN_BWD9_RED (0, 0, ok0); NAPKIN_BWD9_RED (1, 0, ok0); NAPKIN_BWD9_RED (2, 0, ok0); NAPKIN_BWD9_RED (3, 0, ok0);
-  NAPKIN_BWD9_RED (4, 0, ok0); NAPKIN_BWD9_RED (5, 0, ok0); NAPKIN_BWD9_RED (6, 0, ok0); NAPKIN_BWD9_RED (7, 0, ok0);
-  NAPKIN_BWD9_RED (0, 1, ok1); NAPKIN_BWD9_RED (1, 1, ok1); NAPKIN_BWD9_RED (2, 1, ok1); NAPKIN_BWD9_RED (3, 1, ok1);
-  NAPKIN_BWD9_RED (4, 1, ok1); NAPKIN_BWD9_RED (5, 1, ok1); NAPKIN_BWD9_RED (6, 1, ok1); NAPKIN_BWD9_RED (7, 1, ok1);
-#undef NAPKIN_BWD9_RED
-}
-
 /* The async copies' and products' waits and fences, the shared-memory accesses: named, so
  * that the CPU emulation (tests/plan/simt-emu.hh) can stand in for them. */
 __device__ __forceinline__ void napkin_bwd9_cp_commit (void) { asm volatile ("cp.async.commit_group;" ::: "memory"); }
@@ -424,9 +414,9 @@ napkin_bwd9_bulk_add (float *dst, unsigned src, unsigned bytes)
 }
 __device__ __forceinline__ void napkin_bwd9_bulk_commit (void) { asm volatile ("cp.async.bulk.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void
-napkin_bwd9_bulk_wait_read (void)
+napkin_bwd9_bulk_wait_read1 (void)
 {
-  asm volatile ("cp.async.bulk.wait_group.read 0;" ::: "memory");
+  asm volatile ("cp.async.bulk.wait_group.read 1;" ::: "memory");
 }
 __device__ __forceinline__ void napkin_bwd9_bulk_wait (void) { asm volatile ("cp.async.bulk.wait_group 0;" ::: "memory"); }
 #endif /* NAPKIN_ATTN_BWD90 */
@@ -463,6 +453,22 @@ __device__ __forceinline__ void napkin_bwd9_bulk_wait (void) { asm volatile ("cp
 #define BW_PBKV 64                        /* pre: keys a chunk */
 #define BW_PQT ((BW_NQ + BW_PROWS - 1) / BW_PROWS)
 #define BW_DQT ((BW_NQ + 63) / 64)
+/* With the wgmma main, the fp32 dQ accumulator lies in tiles: a head's ⌈NQ/64⌉ tiles of 64
+ * query rows (rows past NQ padding), each D/64 chunks of 64 rows × 64 columns, 16 KiB
+ * that one bulk reduction adds; inside a chunk row r's column pair p at pair
+ * p ^ 4·(r % 4) (the staging's stores free of bank conflicts). BW9_DQ_TILE: the float
+ * offset of head row h's tile t. */
+#define BW9_DQ_TILE(h, t) (((long) (h) * BW_DQT + (t)) * (64 * BW_D))
+#define BW9_DQ_PAIR(r, p) ((p) ^ (((r) & 3) << 2))
+/* The wgmma main's group split (NKB_GSPLIT, 1 where the K/V heads' key blocks fill the
+ * SMs): each key block's GROUP query heads over GSPLIT blocks of GROUP/GSPLIT heads; dK and
+ * dV are then added up in fp32 (NKB_DKAREF, NKB_DVAREF: K/V head, key, D floats a row,
+ * zeroed by pre) and rounded by dq. */
+#ifndef NKB_GSPLIT
+#define NKB_GSPLIT 1
+#endif
+#define BW9_GS ((long) (NKB_GSPLIT))
+#define BW9_GH (BW_G / BW9_GS)
 /* α·log2(e): the exponentials as exp2 */
 #define BW_SCALE ((float) (NKB_ALPHA) * 1.4426950408889634f)
 #define BW_DALPHA ((float) (NKB_DALPHA))
@@ -571,17 +577,25 @@ NKB_NAME_PRE (const NapkinArgs args)
     BW9_CHUNK_COPY (c_first, 0);
   napkin_bwd9_cp_commit ();
 
-  /* While the copies fly: the block's rows of the dQ accumulator to zero. */
+  /* While the copies fly: the block's tiles of the dQ accumulator to zero (its 64-row
+   * tiles, BW9_DQ_TILE, padding rows and all) */
   {
-    float4 *z = (float4 *) (dqa + (row0 + q0) * BW_D);
+    float4 *z = (float4 *) (dqa + BW9_DQ_TILE (kv_flat * BW_G + g, q0 / 64));
 
-    for (long i = tid; i < (q1 - q0) * (BW_D / 4); i += 256)
+    for (long i = tid; i < (q1 - q0 + 63) / 64 * (64 * BW_D / 4); i += 256)
       z[i] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
   }
 #if NKB_SC_GRAD
   for (long i = (long) blockIdx.x * 256 + tid; i < NKB_DB_ELEMS; i += (long) gridDim.x * 256)
     NKB_DB_ACC[i] = 0.0f;
 #endif
+  if (BW9_GS > 1)
+    {
+      float4 *zk = (float4 *) NKB_DKAREF, *zv = (float4 *) NKB_DVAREF;
+
+      for (long i = (long) blockIdx.x * 256 + tid; i < NKB_KV_BATCH * BW_NKV * BW_D / 4; i += (long) gridDim.x * 256)
+        zk[i] = zv[i] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
+    }
 
   float m_row[2] = { -1e30f, -1e30f }, l_row[2] = { 0.0f, 0.0f }, a_row[2] = { 0.0f, 0.0f };
   const int r0 = c * 64 + warp * 16 + (lane >> 2), r1 = r0 + 8;
@@ -1005,7 +1019,7 @@ NKB_NAME_PRE (const NapkinArgs args)
  * columns 64c … 64c + 63 over all 128 keys, at D 64 every column over its own keys — its
  * fp32 result staged in shared memory and added to the accumulator by bulk reductions. The pre and dq launches are
  * the ones above; score operands and a bias's gradient as main's below. D 64 or 128, BQ 64. Launch: KV_BATCH·⌈NKV / 128⌉ blocks of 256 threads,
- * shared memory 1024 + 2·128·D·2 + 4·64·D·2 + 128·128 + 4·64·4 + 2·64·68·4 bytes. No warp is set
+ * shared memory 1024 + 2·128·D·2 + 4·64·D·2 + 128·128 + 4·64·4 + 4·64·64·4 bytes. No warp is set
  * apart to copy: a producer warpgroup with the few registers setmaxnreg leaves it could
  * not hold its addresses (ptxas spilled), and the consumers need all 255. */
 #define BW9_BKV 128
@@ -1014,7 +1028,12 @@ NKB_NAME_PRE (const NapkinArgs args)
 #define BW9_Q_BYTES (BW9_BQ * BW_D * 2)             /* a stage's Q or dO: D/64 slices of 64 rows */
 #define BW9_DS_BYTES (BW9_BKV * 128)                /* dSᵀ: a 128-byte row (64 queries) a key */
 #define BW9_KBLK ((BW_NKV + BW9_BKV - 1) / BW9_BKV)
-#define BW9_DQP 68                                  /* a staged dQ row: 64 floats, 4 more against bank conflicts */
+/* NKB_ABL (bench/gpu/attn-bwd-alone.sh only; the results then wrong): parts left out to
+ * place the time — 1 dQ's reduction, 2 dQ's product, 4 the exponentials, 8 the copies of
+ * tiles after the first, 16 the barrier before dQ's product */
+#ifndef NKB_ABL
+#define NKB_ABL 0
+#endif
 static_assert (BW_D == 64 || BW_D == 128, "the wgmma backward takes D 64 or 128");
 static_assert (BW_BQ == 64, "the wgmma backward takes query tiles of 64");
 
@@ -1039,14 +1058,18 @@ NKB_NAME_MAIN (const NapkinArgs args)
   const unsigned do_s = q_s + 2 * BW9_Q_BYTES;     /* [2] */
   const unsigned ds_s = do_s + 2 * BW9_Q_BYTES;
   const unsigned f_s = ds_s + BW9_DS_BYTES;        /* lse2 [2][64], then Drow [2][64] */
-  const unsigned dq_s = f_s + 4 * BW9_BQ * 4;      /* [2 warpgroups][64 rows][BW9_DQP floats]: dQ's partials */
+  const unsigned dq_s = f_s + 4 * BW9_BQ * 4;      /* [2 stages][2 warpgroups][64 × 64 floats]: dQ's partials */
   const int tid = threadIdx.x;
 
-  /* as main above: the key block the slow index */
+  /* as main below: the key block the fast index (a head's Q, dO and dQ accumulator in L2),
+   * then the group split's part */
+  static_assert (NKB_GROUP % NKB_GSPLIT == 0, "GSPLIT divides GROUP");
   long blk = blockIdx.x;
-  const long kb_ = blk / (long) (NKB_KV_BATCH);
+  const long kb_ = blk % (long) BW9_KBLK;
   const long kb = BW_MASK_LO && !BW_MASK_HI ? BW9_KBLK - 1 - kb_ : kb_;
-  blk %= (long) (NKB_KV_BATCH);
+  blk /= (long) BW9_KBLK;
+  const long g0 = blk % BW9_GS * BW9_GH;
+  blk /= BW9_GS;
   long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0, dq_base = 0, dk_base = 0, dv_base = 0;
   NKB_SC_DECL
 #ifdef NAPKIN_GENERATED
@@ -1063,7 +1086,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
   if (BW_MASK_LO)
     i_max = NAPKIN_MIN (i_max, kb1 - 1 - BW_OFF + BW_LEFT);
   const int qt_lo = (int) (i_min / BW9_BQ), nqt = i_max >= i_min ? (int) (i_max / BW9_BQ) + 1 - qt_lo : 0;
-  const int n_tiles = (int) BW_G * nqt;
+  const int n_tiles = (int) BW9_GH * nqt;
 
   /* Row r's 16-byte chunk c sits in slice c/8 (slices `slice` bytes apart) at chunk
    * (c%8) ^ (r%8): K and V now, tile 0 into stage 0. */
@@ -1080,7 +1103,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
 #define BW9_TILE_COPY(it_, st_)                                                                    \
   do                                                                                               \
     {                                                                                              \
-      const long g_ = (it_) / nqt, q_ = (long) (qt_lo + (it_) % nqt) * BW9_BQ;                      \
+      const long g_ = g0 + (it_) / nqt, q_ = (long) (qt_lo + (it_) % nqt) * BW9_BQ;                 \
       const long row_ = (kv_flat * BW_G + g_) * BW_NQ + q_;                                        \
       const NKB_T *qsrc_ = Qg + q_base + g_ * BW_QGS + q_ * BW_QRS;                                 \
       const NKB_T *dosrc_ = dOg + o_base + g_ * BW_OGS + q_ * BW_ORS;                               \
@@ -1123,7 +1146,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
     {
       const int st = it & 1;
       /* (in int: NQ, NKV and the scratch's rows below 2³¹) */
-      const int g = it / nqt, qa = (qt_lo + it % nqt) * BW9_BQ, qz = NAPKIN_MIN (qa + BW9_BQ, (int) BW_NQ) - 1;
+      const int g = (int) g0 + it / nqt, qa = (qt_lo + it % nqt) * BW9_BQ, qz = NAPKIN_MIN (qa + BW9_BQ, (int) BW_NQ) - 1;
       const unsigned qst = q_s + st * BW9_Q_BYTES, dost = do_s + st * BW9_Q_BYTES;
       float s[32], dp[32], dq[32];
       unsigned p[16], ds[16];
@@ -1133,7 +1156,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
       napkin_bwd9_cp_wait ();
       napkin_bwd9_proxy_fence ();
       __syncthreads ();
-      if (it + 1 < n_tiles)
+      if (it + 1 < n_tiles && (!(NKB_ABL & 8) || it == 0))
         BW9_TILE_COPY (it + 1, st ^ 1);
       napkin_bwd9_cp_commit ();
 
@@ -1180,10 +1203,17 @@ NKB_NAME_MAIN (const NapkinArgs args)
             float l2[2];
 
             napkin_bwd9_lds2 (f_s + 4 * (st * BW9_BQ + j * 8 + 2 * (lane & 3)), l2);
+#if NKB_ABL & 4
+            s[4 * j] = fmaf (s[4 * j], scale, -l2[0]);
+            s[4 * j + 1] = fmaf (s[4 * j + 1], scale, -l2[1]);
+            s[4 * j + 2] = fmaf (s[4 * j + 2], scale, -l2[0]);
+            s[4 * j + 3] = fmaf (s[4 * j + 3], scale, -l2[1]);
+#else
             s[4 * j] = napkin_attn_exp2 (fmaf (s[4 * j], scale, -l2[0]));
             s[4 * j + 1] = napkin_attn_exp2 (fmaf (s[4 * j + 1], scale, -l2[1]));
             s[4 * j + 2] = napkin_attn_exp2 (fmaf (s[4 * j + 2], scale, -l2[0]));
             s[4 * j + 3] = napkin_attn_exp2 (fmaf (s[4 * j + 3], scale, -l2[1]));
+#endif
           }
         if (!full)
           {
@@ -1286,13 +1316,15 @@ NKB_NAME_MAIN (const NapkinArgs args)
                           ds[4 * kt + 2 * h + 1]);
           }
       }
-      /* dV and dK done with Pᵀ and dSᵀ's registers: free for dQ's accumulators; the last
-       * tile's bulk reductions done reading the staged dQ (the barrier tells the others) */
+      /* dV and dK done with Pᵀ and dSᵀ's registers: free for dQ's accumulators; the
+       * bulk reductions of the tile before last done reading the stage this tile's dQ
+       * goes to (the barrier tells the others) */
       napkin_bwd9_wg_wait<0> ();
       if (tid % 128 == 0)
-        napkin_bwd9_bulk_wait_read ();
+        napkin_bwd9_bulk_wait_read1 ();
       napkin_bwd9_proxy_fence ();
-      __syncthreads ();
+      if (!(NKB_ABL & 16))
+        __syncthreads ();
 
       /* dQ (the tile's 64 queries) = dS·K: A = dSᵀ's rows read transposed (M = queries
        * contiguous), B = K [key][d] read transposed; D 128: columns 64c … over the 128
@@ -1305,6 +1337,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
         napkin_bwd9_wg_fence ();
 #pragma unroll
         for (int kt = 0; kt < KTN; kt++)
+          if (!(NKB_ABL & 2))
           napkin_bwd9_ss_t (dq, napkin_attn_desc (ds_s + (kt0 + kt) * 2048, 8192, 1024),
                             napkin_attn_desc (k_s + kcol + (kt0 + kt) * 2048, BW9_BKV * 128, 1024), kt > 0,
                             (const NKB_T *) 0);
@@ -1313,41 +1346,52 @@ NKB_NAME_MAIN (const NapkinArgs args)
       napkin_bwd9_wg_wait<0> ();
       napkin_bwd9_fence (dq);
 
-#if NKB_DQ_ATOMICS
-      /* dQ's rows qa + 16·warp + lane/4 (and + 8) into the fp32 accumulator, 16 atomics a
-       * thread (the A/B against the bulk reductions below: bench/gpu/attn-bwd-alone.sh) */
+#if NKB_ABL & 1
+      (void) dqa;
+#elif NKB_DQ_ATOMICS
+      /* dQ's rows qa + 16·warp + lane/4 (and + 8) into the fp32 accumulator's chunk, 16
+       * atomics a thread (the A/B against the bulk reduction below:
+       * bench/gpu/attn-bwd-alone.sh's h-ta-* cases) */
       {
-        const int q = qa + warp * 16 + (lane >> 2);
-        float *dq0 = dqa + ((long) ((int) kv_flat * (int) BW_G + g) * (int) BW_NQ + q) * BW_D
-                     + (BW_D == 128 ? c * 64 : 0) + 2 * (lane & 3);
-
-        napkin_bwd9_red_rows<BW_D> (dq0, dq, q < BW_NQ, q + 8 < BW_NQ);
-      }
-#else
-      /* dQ's partial into the fp32 accumulator: staged in the warpgroup's rows of dq_s
-       * (free: see the barrier above), then one thread adds each
-       * row's 64 floats with a bulk reduction (the copy engine's adds in L2, not 16
-       * atomics a thread) */
-      {
-        const unsigned mine = dq_s + c * (64 * BW9_DQP * 4);
         const int r0 = warp * 16 + (lane >> 2);
-        float *row_dst = dqa + ((long) ((int) kv_flat * (int) BW_G + g) * (int) BW_NQ + qa) * BW_D
-                               + (BW_D == 128 ? c * 64 : 0);
+        float *chunk = dqa + BW9_DQ_TILE (kv_flat * BW_G + g, qa / 64) + (BW_D == 128 ? c * 4096 : 0);
 
 #pragma unroll
         for (int j = 0; j < 8; j++)
           {
-            napkin_bwd9_sts2 (mine + (r0 * BW9_DQP + j * 8 + 2 * (lane & 3)) * 4, dq[4 * j], dq[4 * j + 1]);
-            napkin_bwd9_sts2 (mine + ((r0 + 8) * BW9_DQP + j * 8 + 2 * (lane & 3)) * 4, dq[4 * j + 2], dq[4 * j + 3]);
+            const int pr = BW9_DQ_PAIR (r0, 4 * j + (lane & 3));
+
+            napkin_bwd_red2 (chunk + r0 * 64 + 2 * pr, dq[4 * j], dq[4 * j + 1]);
+            napkin_bwd_red2 (chunk + (r0 + 8) * 64 + 2 * pr, dq[4 * j + 2], dq[4 * j + 3]);
+          }
+      }
+#else
+      /* dQ's partial into the fp32 accumulator: staged in this tile's stage of dq_s (free:
+       * see the barrier above) as the accumulator's chunk lies (BW9_DQ_TILE), then one
+       * thread adds the 16 KiB with one bulk reduction (the copy engine's adds in L2: a
+       * row of 64 floats an instruction, or 16 atomics a thread, took 1.4–2.4 ms of
+       * 3.9 at d 128 on an H200); two stages, so that the next tile computes while these
+       * are read. At d 64 each warpgroup adds its keys' share of the whole tile (summing
+       * the two in shared memory first, half the bytes, ran no faster). Rows past NQ add
+       * zeros to the padding. */
+      {
+        const unsigned mine = dq_s + (st * 2 + c) * (64 * 64 * 4);
+        const int r0 = warp * 16 + (lane >> 2);
+
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+          {
+            const int pr = BW9_DQ_PAIR (r0, 4 * j + (lane & 3));
+
+            napkin_bwd9_sts2 (mine + (r0 * 64 + 2 * pr) * 4, dq[4 * j], dq[4 * j + 1]);
+            napkin_bwd9_sts2 (mine + ((r0 + 8) * 64 + 2 * pr) * 4, dq[4 * j + 2], dq[4 * j + 3]);
           }
         napkin_bwd9_proxy_fence ();
         napkin_bwd9_wg_sync (c);
         if (tid % 128 == 0)
           {
-            const int rows = (int) NAPKIN_MIN ((long) BW9_BQ, BW_NQ - qa);
-
-            for (int r = 0; r < rows; r++)
-              napkin_bwd9_bulk_add (row_dst + (long) r * BW_D, mine + r * BW9_DQP * 4, 64 * 4);
+            napkin_bwd9_bulk_add (dqa + BW9_DQ_TILE (kv_flat * BW_G + g, qa / 64) + (BW_D == 128 ? c * 4096 : 0), mine,
+                                  64 * 64 * 4);
             napkin_bwd9_bulk_commit ();
           }
       }
@@ -1365,6 +1409,20 @@ NKB_NAME_MAIN (const NapkinArgs args)
 
       if (k >= BW_NKV)
         continue;
+      if (BW9_GS > 1)
+        {
+          /* this block's share of the group: added to the fp32 sums dq rounds */
+          float *dka = NKB_DKAREF + (kv_flat * BW_NKV + k) * BW_D + 2 * (lane & 3);
+          float *dva = NKB_DVAREF + (kv_flat * BW_NKV + k) * BW_D + 2 * (lane & 3);
+
+#pragma unroll
+          for (int j = 0; j < BW_D / 8; j++)
+            {
+              napkin_bwd_red2 (dka + j * 8, dk[4 * j + 2 * h] * BW_DALPHA, dk[4 * j + 2 * h + 1] * BW_DALPHA);
+              napkin_bwd_red2 (dva + j * 8, dv[4 * j + 2 * h], dv[4 * j + 2 * h + 1]);
+            }
+          continue;
+        }
       NKB_OT *dkr = dKg + dk_base + k * BW_DKRS + 2 * (lane & 3);
       NKB_OT *dvr = dVg + dv_base + k * BW_DVRS + 2 * (lane & 3);
 
@@ -1386,7 +1444,6 @@ NKB_NAME_MAIN (const NapkinArgs args)
 #undef BW9_Q_BYTES
 #undef BW9_DS_BYTES
 #undef BW9_KBLK
-#undef BW9_DQP
 #else
 /* ---- main: dK, dV of a key block, its share of dQ ------------------------------------------ */
 extern "C" __global__ void __launch_bounds__ (BW_THREADS)
@@ -1413,14 +1470,17 @@ NKB_NAME_MAIN (const NapkinArgs args)
   const int g8 = lane >> 2, t4 = lane & 3;             /* an accumulator's row (and + 8), column pair */
 
   static_assert (BW_WARPS % (BW_BQ / 16) == 0 && BW_BQ % 16 == 0 && BW_BQ <= 64, "WARPS, BQ");
-  /* the key block is the slow index: every head's block of the same keys runs in the same
-   * wave, and under a causal mask the key blocks that see the most queries (the first)
-   * start first, so the last wave holds the short ones (under a window's lower edge alone,
-   * the last key blocks are the long ones) */
+  /* the key block is the fast index: a head's key blocks run side by side, so that the
+   * head's Q, dO and fp32 dQ accumulator (2 MiB each at 4096 × 128) stay in L2 while
+   * every block reads and adds to them (with the key block slow, a wave spread over every
+   * head: the accumulators, 128 MiB at 64 heads, missed L2 and every reduction went to
+   * device memory — 1.5 of 3.9 ms on an H200). Under a causal mask a head's key blocks
+   * that see the most queries (the first) start first; under a window's lower edge alone
+   * the last are the long ones, so the order turns. */
   long blk = blockIdx.x;
-  const long kb_ = blk / (long) (NKB_KV_BATCH);
+  const long kb_ = blk % (long) BW_KBLK;
   const long kb = BW_MASK_LO && !BW_MASK_HI ? BW_KBLK - 1 - kb_ : kb_;
-  blk %= (long) (NKB_KV_BATCH);
+  blk /= (long) BW_KBLK;
   long q_base = 0, o_base = 0, k_base = 0, kv_flat = 0, dq_base = 0, dk_base = 0, dv_base = 0;
   NKB_SC_DECL
 #ifdef NAPKIN_GENERATED
@@ -1806,6 +1866,8 @@ NKB_NAME_DQ (const NapkinArgs args)
 {
   const float *__restrict__ dqa = NKB_DQAREF;
   NKB_OT *__restrict__ dQg = NKB_DQREF;
+  NKB_OT *__restrict__ dKg = NKB_DKREF;
+  NKB_OT *__restrict__ dVg = NKB_DVREF;
 
   long blk = blockIdx.x;
   const long qt = blk % BW_DQT;
@@ -1824,9 +1886,27 @@ NKB_NAME_DQ (const NapkinArgs args)
   (void) k_base;
   (void) dk_base;
   (void) dv_base;
+  (void) dKg;
+  (void) dVg;
   const long q0 = qt * 64;
-  const float *src = dqa + ((kv_flat * BW_G + g) * BW_NQ + q0) * BW_D;
   NKB_OT *dst = dQg + dq_base + g * BW_DQGS + q0 * BW_DQRS;
+#if NKB_MAIN_SM90
+  /* the tile's chunks (BW9_DQ_TILE): a float4 is two pairs, adjacent after the swizzle */
+  const float *src = dqa + BW9_DQ_TILE (kv_flat * BW_G + g, qt);
+
+  for (int c = threadIdx.x; c < 64 * (BW_D / 4); c += 256)
+    {
+      const int ch = c / 1024, r = c % 1024 / 16, e = ch * 64 + 2 * BW9_DQ_PAIR (r, c % 16 * 2);
+      const float4 v = *(const float4 *) (src + 4 * (long) c);
+
+      if (q0 + r < BW_NQ)
+        {
+          napkin_attn_st2 (dst + r * BW_DQRS + e, v.x * BW_DALPHA, v.y * BW_DALPHA);
+          napkin_attn_st2 (dst + r * BW_DQRS + e + 2, v.z * BW_DALPHA, v.w * BW_DALPHA);
+        }
+    }
+#else
+  const float *src = dqa + ((kv_flat * BW_G + g) * BW_NQ + q0) * BW_D;
 
   for (int c = threadIdx.x; c < 64 * (BW_D / 4); c += 256)
     {
@@ -1840,6 +1920,31 @@ NKB_NAME_DQ (const NapkinArgs args)
           napkin_attn_st2 (dst + r * BW_DQRS + e + 2, v.z * BW_DALPHA, v.w * BW_DALPHA);
         }
     }
+#endif
+#if NKB_MAIN_SM90
+  if (BW9_GS > 1)
+    {
+      /* the group split's dK and dV sums, rounded: this K/V head's keys 64·i … (i the
+       * block's index among the head's), in steps of the head's blocks */
+      const long i0 = g * BW_DQT + qt, step = BW_G * BW_DQT * 64;
+
+      for (long k0 = i0 * 64; k0 < BW_NKV; k0 += step)
+        for (int c = threadIdx.x; c < 64 * (BW_D / 2); c += 256)
+          {
+            const long k = k0 + c / (BW_D / 2);
+            const int e = c % (BW_D / 2) * 2;
+
+            if (k < BW_NKV)
+              {
+                const float2 a = *(const float2 *) (NKB_DKAREF + (kv_flat * BW_NKV + k) * BW_D + e);
+                const float2 b = *(const float2 *) (NKB_DVAREF + (kv_flat * BW_NKV + k) * BW_D + e);
+
+                napkin_attn_st2 (dKg + dk_base + k * BW_DKRS + e, a.x, a.y);
+                napkin_attn_st2 (dVg + dv_base + k * BW_DVRS + e, b.x, b.y);
+              }
+          }
+    }
+#endif
 #if NKB_SC_GRAD
   /* the bias's gradient, rounded from its fp32 sums (main has finished adding) */
   for (long i = (long) blockIdx.x * 256 + threadIdx.x; i < NKB_DB_ELEMS; i += (long) gridDim.x * 256)
@@ -1936,6 +2041,9 @@ NKB_NAME_DQ (const NapkinArgs args)
 #undef NKB_LSEREF
 #undef NKB_DROWREF
 #undef NKB_DQAREF
+#undef NKB_GSPLIT
+#undef NKB_DKAREF
+#undef NKB_DVAREF
 #undef NKB_WARPS
 #undef NKB_BQ
 #undef NKB_PRE_WARPS

@@ -80,6 +80,12 @@
 #define NKB_LSEREF ((float *) args.p[8])
 #define NKB_DROWREF ((float *) args.p[9])
 #define NKB_DQAREF ((float *) args.p[10])
+#ifndef C_GS
+#define C_GS 1
+#endif
+#define NKB_GSPLIT C_GS
+#define NKB_DKAREF ((float *) args.p[11])
+#define NKB_DVAREF ((float *) args.p[12])
 #define NKB_WARPS C_WARPS
 #define NKB_BQ C_BQ
 #define NKB_PRE_WARPS C_PW
@@ -390,6 +396,8 @@ main (void)
 {
   const long kvb = (long) C_B * C_HK, nq_el = kvb * C_G * C_NQ * C_D, nk_el = kvb * C_NKV * C_D;
   const long rows = kvb * C_G * C_NQ;
+  /* the dQ accumulator's rows: with the wgmma main, each head's in tiles of 64 */
+  const long dqa_rows = C_SM90 ? kvb * C_G * ((C_NQ + 63) / 64 * 64) : rows;
   const int S = DP + 8;
 #if C_SM90
   /* pre on wgmma: 128 query rows a block, Q and dO, two buffers of K and V chunks */
@@ -402,9 +410,9 @@ main (void)
 #if C_SM90
   /* the wgmma main: blocks of 128 keys, 256 threads; K, V, two stages of Q and dO, dSᵀ,
    * lse2 and Drow, the staged dQ, 1 KiB to align */
-  const int main_grid = (int) (kvb * ((C_NKV + 127) / 128));
+  const int main_grid = (int) (kvb * ((C_NKV + 127) / 128) * C_GS);
   const int main_threads = 256;
-  const int main_smem = 1024 + 2 * 128 * C_D * 2 + 4 * 64 * C_D * 2 + 128 * 128 + 4 * 64 * 4 + 2 * 64 * 68 * 4;
+  const int main_smem = 1024 + 2 * 128 * C_D * 2 + 4 * 64 * C_D * 2 + 128 * 128 + 4 * 64 * 4 + 4 * 64 * 72 * 4;
 #else
   const int main_grid = (int) (kvb * ((C_NKV + 16 * C_WARPS - 1) / (16 * C_WARPS)));
   const int main_threads = 32 * C_WARPS;
@@ -413,7 +421,7 @@ main (void)
   const int dq_grid = (int) (kvb * C_G * ((C_NQ + 63) / 64));
   const int nref = C_NREF < kvb ? C_NREF : (int) kvb;
   const double tol = C_BF16 ? 3e-2 : 1e-2;
-  void *p[11];
+  void *p[13];
   NapkinArgs args;
   cudaEvent_t e0, e1;
   cudaFuncAttributes fa[3];
@@ -428,9 +436,11 @@ main (void)
   CK (cudaMalloc (&p[7], nk_el * 2));
   CK (cudaMalloc (&p[8], rows * 4));
   CK (cudaMalloc (&p[9], rows * 4));
-  CK (cudaMalloc (&p[10], rows * C_D * 4));
+  CK (cudaMalloc (&p[10], dqa_rows * C_D * 4));
+  CK (cudaMalloc (&p[11], nk_el * 4));   /* the group split's dK and dV sums */
+  CK (cudaMalloc (&p[12], nk_el * 4));
   memset (&args, 0, sizeof args);
-  for (int i = 0; i < 11; i++)
+  for (int i = 0; i < 13; i++)
     args.p[i] = p[i];
   fill<<<1024, 256>>> ((T *) p[0], nq_el, 1, 2.0f);
   if (C_VBIAS)   /* K and V a large common component and small noise: Σ_j dS_ij ≠ 0 shows in dQ */
@@ -485,7 +495,7 @@ main (void)
   CK (cudaMemset (p[7], 0xff, nk_el * 2));
   CK (cudaMemset (p[8], 0xff, rows * 4));
   CK (cudaMemset (p[9], 0xff, rows * 4));
-  CK (cudaMemset (p[10], 0xff, rows * C_D * 4));
+  CK (cudaMemset (p[10], 0xff, dqa_rows * C_D * 4));
   run (true);
   CK (cudaGetLastError ());
   CK (cudaDeviceSynchronize ());

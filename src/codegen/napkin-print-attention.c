@@ -695,7 +695,8 @@ print_backward (const NapkinPrintCtx   *ctx,
 {
   const NapkinPlanAttnBackward *b = &kernel->u.bwd;
   const NapkinPlanAttention *a = &b->a;
-  NapkinCudaRef q, k, v, o, d_o, d_q, d_k, d_v, scratch, lse, drow, dqa, dba, d_bias, sc[NAPKIN_ATTN_MAX_SCORES];
+  NapkinCudaRef q, k, v, o, d_o, d_q, d_k, d_v, scratch, lse, drow, dqa, dba, dka, dva, d_bias,
+                sc[NAPKIN_ATTN_MAX_SCORES];
   NapkinPlanBuffer sb = { -1, b->scratch, NAPKIN_DTYPE_FP32 };
   const gint64 dp = (a->D + 15) / 16 * 16;
   g_autofree char *pre = g_strdup_printf ("%s_pre", name);
@@ -717,7 +718,9 @@ print_backward (const NapkinPrintCtx   *ctx,
     return FALSE;
   if (!kernel->feasible)
     FAIL ("the plan's kernel is infeasible: %s", kernel->infeasible ? kernel->infeasible : "(no reason)");
-  lse = drow = dqa = dba = scratch;
+  lse = drow = dqa = dba = dka = dva = scratch;
+  dka.offset += b->dkva_at * 4;
+  dva.offset += (b->dkva_at + a->kv_batch * a->NKV * a->D) * 4;
   lse.offset += b->lse_at * 4;
   drow.offset += b->drow_at * 4;
   dqa.offset += b->dqa_at * 4;
@@ -761,6 +764,9 @@ print_backward (const NapkinPrintCtx   *ctx,
       { "BQ", int_text (a->BQ) },
       { "PRE_WARPS", int_text (b->pre_warps) },
       { "MAIN_SM90", int_text (b->main_wgmma ? 1 : 0) },
+      { "GSPLIT", int_text (b->gsplit) },
+      { "DKAREF", _napkin_cuda_ref_expr (&dka, NAPKIN_DTYPE_FP32) },
+      { "DVAREF", _napkin_cuda_ref_expr (&dva, NAPKIN_DTYPE_FP32) },
     };
     g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
     GArray *p = _napkin_skeleton_params (params, G_N_ELEMENTS (params));

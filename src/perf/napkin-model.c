@@ -2941,11 +2941,17 @@ kernel_plan (Model                  *m,
  * keys, d 128: 7.52 ms; the exponentials, the row arithmetic and the shared-memory reads
  * counted beside it, all issued by the same warps). */
 #define NAPKIN_ATTN_BWD_MMA_EFFICIENCY 0.39
-/* … and with its first and main launches on wgmma (NKB_MAIN_SM90), their share of the dense
- * tensor peak: cuDNN's backward ran at 0.51 in the same call as the mma.sync kernel's
- * fit, FlashAttention-3 reports about 0.5 on an H100; not yet fitted to the kernel's own
- * runs (docs/model.md, "Attention backward"). */
-#define NAPKIN_ATTN_BWD_WGMMA_EFFICIENCY 0.45
+/* … and on wgmma (NKB_MAIN_SM90), fit to its runs on an H200 (4 × 16 heads, 4096 queries
+ * and keys, d 64 and 128, causal and not; docs/model.md, "Attention backward"): the first
+ * launch's two products at 0.37 of the dense peak; the main launch's five at 0.92 while
+ * they run, beside them (not overlapped: the same warps) 0.22 SM clocks a score for the
+ * exponentials and row arithmetic, and dQ's fp32 partials added by bulk reductions at
+ * 0.43 of the L2 bandwidth, also in series — the main launch ran 2.43 ms at d 128 with
+ * the reductions left out, 3.61 with them. */
+#define NAPKIN_ATTN_BWD9_PRE_EFFICIENCY 0.37
+#define NAPKIN_ATTN_BWD9_MAIN_EFFICIENCY 0.92
+#define NAPKIN_ATTN_BWD9_SCORE_CLOCKS 0.22
+#define NAPKIN_ATTN_BWD9_REDUCE_SHARE 0.43
 
 /* The fused attention backward (kernels/attn-bwd-sm80.cu; docs/model.md, "Attention
  * backward"): its own count, not the region's tiles — the kernel makes no [q, k] value
@@ -2996,6 +3002,13 @@ attention_backward_cost (Model                  *m,
       l2_scores += pairs * a->BKV * a->BQ * 8.0;
     }
   l2 = hbm + l2_scores + pairs * (2.0 * a->BQ * a->D * eb + a->BQ * 8.0 + 2.0 * a->BQ * a->D * 4);
+  /* the group split: each block's dK and dV added to fp32 sums in L2 (a read and a write),
+   * zeroed, read back and rounded through device memory */
+  if (b->gsplit > 1)
+    {
+      l2 += (double) b->gsplit * k_elems * 2 * 8;
+      hbm += k_elems * 2 * 4 * 2;
+    }
   /* wgmma main: each warpgroup reads the tile's Q and dO twice and its K, V rows once,
    * dSᵀ and K once more for dQ */
   const double smem = b->main_wgmma
@@ -3011,13 +3024,23 @@ attention_backward_cost (Model                  *m,
    * between the products: counted in the tensor time (finish_kernel adds shared memory's);
    * on wgmma all seven at the dense rate */
   if (b->main_wgmma)
-    k->time_s[NAPKIN_RESOURCE_TENSOR] = flops / (napkin_arch_tensor_rate (m->arch, klass)
-                                                 * NAPKIN_ATTN_BWD_WGMMA_EFFICIENCY);
+    {
+      /* the two launches in series (the constants above): each warpgroup's dQ partial is
+       * BQ × 64 floats, at d 64 both warpgroups' */
+      const double rate = napkin_arch_tensor_rate (m->arch, klass), scores = pairs * a->BKV * a->BQ;
+      const double reduced = pairs * a->BQ * MAX (a->D, 128) * 4.0;
+
+      k->time_s[NAPKIN_RESOURCE_TENSOR] = pairs * tile * 4 / (rate * NAPKIN_ATTN_BWD9_PRE_EFFICIENCY)
+                                          + pairs * tile * 10 / (rate * NAPKIN_ATTN_BWD9_MAIN_EFFICIENCY)
+                                          + scores * NAPKIN_ATTN_BWD9_SCORE_CLOCKS / ((double) m->arch->sms * m->arch->clock_hz)
+                                          + reduced / (m->arch->levels[NAPKIN_LEVEL_L2].bandwidth
+                                                       * NAPKIN_ATTN_BWD9_REDUCE_SHARE);
+    }
   else
     k->time_s[NAPKIN_RESOURCE_TENSOR] = flops / (napkin_arch_mma_sync_rate (m->arch, klass)
-                                                 * NAPKIN_ATTN_BWD_MMA_EFFICIENCY);
-  k->time_s[NAPKIN_RESOURCE_TENSOR] += pairs * a->BKV * a->BQ * 2 / napkin_arch_sfu_rate (m->arch)
-                                       + pairs * a->BKV * a->BQ * 6 / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
+                                                 * NAPKIN_ATTN_BWD_MMA_EFFICIENCY)
+                                        + pairs * a->BKV * a->BQ * 2 / napkin_arch_sfu_rate (m->arch)
+                                        + pairs * a->BKV * a->BQ * 6 / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
   k->time_s[NAPKIN_RESOURCE_SMEM] = smem / m->arch->levels[NAPKIN_LEVEL_SMEM].bandwidth;
   k->time_s[NAPKIN_RESOURCE_HBM] = hbm / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
   k->time_s[NAPKIN_RESOURCE_L2] = l2 / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;

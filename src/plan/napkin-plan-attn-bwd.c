@@ -572,12 +572,12 @@ main_smem (gint64 dp,
 }
 
 /* … and the wgmma main's (NKB_MAIN_SM90): K and V, two stages of Q and dO, dSᵀ, the
- * stages' log-sum-exps and row terms, each warpgroup's staged dQ (64 rows of 68 floats),
+ * stages' log-sum-exps and row terms, each warpgroup's staged dQ in two stages (64 rows of 72 floats),
  * 1 KiB to align the swizzled tiles. */
 static gint64
 main9_smem (gint64 d)
 {
-  return 1024 + 2 * 128 * d * 2 + 4 * 64 * d * 2 + 128 * 128 + 4 * 64 * 4 + 2 * 64 * 68 * 4;
+  return 1024 + 2 * 128 * d * 2 + 4 * 64 * d * 2 + 128 * 128 + 4 * 64 * 4 + 4 * 64 * 72 * 4;
 }
 
 /* … and the wgmma first launch's: Q and dO (128 rows), two buffers of K and V chunks. */
@@ -770,13 +770,13 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
     a->BQ = tiles[t].bq;
   }
   /* Hopper: the first and main launches on wgmma (kernels/attn-bwd-sm80.cu, NKB_MAIN_SM90) at head
-   * sizes 64 and 128 (a bias's gradient at 64: at 128 its atomics' addresses spill).
-   * Not yet run on a GPU: taken only where NAPKIN_BWD_WGMMA=1 asks for it (docs/plan.md,
-   * "The backward on wgmma"). */
+   * sizes 64 and 128 (a bias's gradient at 64: at 128 its atomics' addresses spill);
+   * NAPKIN_BWD_WGMMA=0 keeps mma.sync there (the A/B; docs/plan.md, "The backward on
+   * wgmma"). */
   b->main_wgmma = p->sm >= 90 && p->sm < 100 && !(p->options && p->options->no_wgmma)
                   && (a->D == 64 || (a->D == 128 && b->d_bias.node < 0))
                   && main9_smem (a->D) <= (gint64) p->arch->smem_max_per_block
-                  && g_strcmp0 (g_getenv ("NAPKIN_BWD_WGMMA"), "1") == 0;
+                  && g_strcmp0 (g_getenv ("NAPKIN_BWD_WGMMA"), "0") != 0;
   if (b->main_wgmma)
     a->BQ = 64;
   a->BKV = b->main_wgmma ? 128 : 16 * b->warps;
@@ -800,14 +800,27 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
         for (gint64 j = first; j < end && j < kv_blocks; j++)
           per_block[j]++;
       }
+    /* the group split: the fewest blocks of a key block (a divisor of the group) that
+     * fill the SMs */
+    b->gsplit = 1;
+    if (b->main_wgmma)
+      while (b->gsplit < a->group && a->kv_batch * kv_blocks * b->gsplit < (gint64) p->arch->sms)
+        {
+          b->gsplit++;
+          while (a->group % b->gsplit != 0)
+            b->gsplit++;
+        }
     for (gint64 j = 0; j < kv_blocks; j++)
-      b->longest = MAX (b->longest, per_block[j] * a->group);
+      b->longest = MAX (b->longest, per_block[j] * a->group / b->gsplit);
   }
   b->lse_at = 0;
   b->drow_at = a->batch * a->NQ;
   b->dqa_at = (2 * a->batch * a->NQ + 3) / 4 * 4;
-  b->dbias_at = (b->dqa_at + a->batch * a->NQ * a->D + 3) / 4 * 4;
-  b->scratch = _napkin_plan_add_scratch (p->plan, (b->dbias_at + (b->d_bias.node >= 0 ? b->d_bias_elems : 0)) * 4);
+  /* the wgmma main's accumulator lies in tiles of 64 query rows, a head's last padded */
+  b->dbias_at = (b->dqa_at + a->batch * (b->main_wgmma ? (a->NQ + 63) / 64 * 64 : a->NQ) * a->D + 3) / 4 * 4;
+  b->dkva_at = (b->dbias_at + (b->d_bias.node >= 0 ? b->d_bias_elems : 0) + 3) / 4 * 4;
+  b->scratch = _napkin_plan_add_scratch (p->plan, (b->dkva_at + (b->gsplit > 1 ? 2 * a->kv_batch * a->NKV * a->D : 0))
+                                                    * 4);
   /* the first launch on wgmma with the main one: 128 query rows a block, 256 threads */
   if (b->main_wgmma)
     b->pre_warps = 8;
@@ -816,7 +829,7 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
   b->pre_smem = b->main_wgmma ? pre9_smem (a->D) : 4 * (16 * b->pre_warps + 128) * (dp + 8);
   k->kind = NAPKIN_PLAN_ATTENTION_BACKWARD;
   k->path = b->main_wgmma ? NAPKIN_PATH_WGMMA : NAPKIN_PATH_MMA;
-  k->grid = a->kv_batch * kv_blocks;
+  k->grid = a->kv_batch * kv_blocks * b->gsplit;
   k->threads = b->main_wgmma ? 256 : 32 * b->warps;
   k->smem_bytes = b->main_wgmma ? main9_smem (a->D) : main_smem (dp, b->warps, a->BQ);
   k->registers = 255;
@@ -828,8 +841,10 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
                                  "recomputed from each row's log-sum-exp, Sᵀ, dPᵀ, dV, dK and dQ on wgmma, dK and dV in "
                                  "registers, dQ added in fp32 by the copy engine's bulk reductions; %lld of %lld key "
                                  "blocks × query tiles "
-                                 "computed per head; 3 launches (log-sum-exps and row terms, the gradients, dQ)"),
-                               (long long) a->tiles_computed, (long long) (kv_blocks * q_tiles));
+                                 "computed per head; 3 launches (log-sum-exps and row terms, the gradients, dQ)%s"),
+                               (long long) a->tiles_computed, (long long) (kv_blocks * q_tiles),
+                               b->gsplit > 1 ? _("; the query heads of a K/V head split over blocks to fill the SMs, "
+                                                 "dK and dV added up in fp32") : "");
   else
     k->note = g_strdup_printf (_("fused attention backward (FlashAttention-2's shape): %lld keys a block (%u warps of 16), "
                                  "query tiles of %lld through two cp.async buffers, the scores recomputed from each "

@@ -325,6 +325,11 @@ typedef struct
   gboolean            main_wgmma;          /* the first and main launches on wgmma (Hopper: BKV 128, BQ 64,
                                               256 threads; pre_warps 8, 128 query rows a block) */
   gint64              pre_grid, dq_grid;   /* main's is the kernel's grid */
+  /* wgmma main: a K/V head's query heads (the GQA group) split over `gsplit` blocks of each
+   * key block where the K/V heads' key blocks alone would not fill the SMs; dK and dV are
+   * then added up in fp32 at `dkva_at` of the scratch (dK's, then dV's: K/V heads × NKV × D
+   * each), zeroed by the first launch, rounded by the last */
+  gint64              gsplit, dkva_at;
   gint64              pre_smem;
   gint64              pairs;               /* (key block, query tile) pairs computed, all heads */
   gint64              longest;             /* … by the block with the most (a causal mask's first keys) */

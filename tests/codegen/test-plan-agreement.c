@@ -494,7 +494,8 @@ test_backward (void)
       backward = napkin_backward_diagram (d, NULL, NAPKIN_BACKWARD_RECOMPUTE, NULL, NULL, NULL, &error);
       if (backward == NULL)
         g_error ("backward case %u: %s\n%s", i, error->message, c.text);
-      /* both main launches: mma.sync, and wgmma where NAPKIN_BWD_WGMMA=1 lets Hopper take it */
+      /* both main launches: mma.sync (everywhere where NAPKIN_BWD_WGMMA=0), and wgmma where
+       * Hopper takes it by default */
       for (guint w = 0; w < 2; w++)
         for (guint r = 0; r < napkin_arch_registry_count (reg); r++)
           {
@@ -503,8 +504,8 @@ test_backward (void)
             g_autofree char *target = napkin_plan_target_for_arch (arch);
             guint n = 0;
 
-            if (w == 1)
-              g_setenv ("NAPKIN_BWD_WGMMA", "1", TRUE);
+            if (w == 0)
+              g_setenv ("NAPKIN_BWD_WGMMA", "0", TRUE);
             c.expect_fast = TRUE;
             plan = check_diagram (&c, backward, i, arch, generic);
             g_unsetenv ("NAPKIN_BWD_WGMMA");
@@ -530,7 +531,7 @@ test_backward (void)
                   }
                 else if (w == 1 && g_str_has_prefix (target, "sm_90")
                          && (dsize == 64 || (dsize == 128 && k->u.bwd.d_bias.node < 0)))
-                  g_error ("backward case %u on %s: NAPKIN_BWD_WGMMA=1, and the main launch is not on wgmma\n%s",
+                  g_error ("backward case %u on %s: the main launch is not on wgmma\n%s",
                            i, arch->id, c.text);
               }
             if (dsize % 8 == 0 && dsize <= 128 && n != 1)

@@ -457,6 +457,16 @@ napkin_bwd_cp4 (unsigned dst, const float *src, bool ok)
   memcpy (nk_emu_smem (dst, 4, 4), &v, 4);
 }
 
+/* two fp32 reductions (red.global.add.v2): dst 8-byte aligned */
+static inline void
+napkin_bwd_red2 (float *dst, float a, float b)
+{
+  if ((uintptr_t) dst % 8 != 0)
+    nk_emu_fail ("a vector reduction not 8-byte aligned", dst);
+  napkin_st (dst, napkin_ld (dst) + a);
+  napkin_st (dst + 1, napkin_ld (dst + 1) + b);
+}
+
 static inline void napkin_bwd9_cp_commit (void) {}
 static inline void napkin_bwd9_cp_wait (void) {}
 static inline void napkin_bwd9_proxy_fence (void) {}
@@ -666,21 +676,6 @@ napkin_bwd9_bulk_add (float *dst, unsigned src, unsigned bytes)
 }
 
 static inline void napkin_bwd9_bulk_commit (void) {}
-static inline void napkin_bwd9_bulk_wait_read (void) {}
+static inline void napkin_bwd9_bulk_wait_read1 (void) {}
 static inline void napkin_bwd9_bulk_wait (void) {}
 
-/* 16 fp32 reductions of napkin_bwd9_red_rows: the fragment's rows, 8 pairs 8 floats apart */
-template <int D>
-static inline void
-napkin_bwd9_red_rows (float *dst, const float (&d)[32], bool ok0, bool ok1)
-{
-  for (int row = 0; row < 2; row++)
-    if (row ? ok1 : ok0)
-      for (int j = 0; j < 8; j++)
-        for (int e = 0; e < 2; e++)
-          {
-            float *p = dst + row * 8 * D + j * 8 + e;
-
-            napkin_st (p, napkin_ld (p) + d[4 * j + 2 * row + e]);
-          }
-}

@@ -1079,7 +1079,7 @@ test_multi_query (void)
 /* The backward of an attention with its softmax recomputed runs as one fused kernel
  * (docs/plan.md, "Attention backward"): the recomputed Q·Kᵀ, its scale and mask, the
  * softmax, dP, dV, the row term, dS, the mask's gate, dQ and dK in one
- * attention-backward kernel on mma.sync (Hopper and Ampere), with the example's sizes,
+ * attention-backward kernel (on wgmma on Hopper, mma.sync on Ampere), with the example's sizes,
  * GQA group and mask; the forward beside it stays one attention; with the probabilities
  * stored there is nothing to recompute and no such kernel. The model prices it as its own
  * (three launches, no [q, k] value in device memory). */
@@ -1124,7 +1124,7 @@ test_backward (void)
             if (((const NapkinPlanKernel *) g_ptr_array_index (plan->kernels, i))->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
               k = g_ptr_array_index (plan->kernels, i);
           g_assert_nonnull (k);
-          g_assert_cmpint (k->path, ==, NAPKIN_PATH_MMA);
+          g_assert_cmpint (k->path, ==, a == 0 ? NAPKIN_PATH_WGMMA : NAPKIN_PATH_MMA);
           g_assert_cmpint (k->u.bwd.a.group, ==, examples[e].group);
           g_assert_cmpint (k->u.bwd.a.NQ, ==, examples[e].nq);
           g_assert_cmpint (k->u.bwd.a.NKV, ==, examples[e].nkv);
