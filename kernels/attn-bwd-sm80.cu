@@ -1030,7 +1030,8 @@ NKB_NAME_PRE (const NapkinArgs args)
 #define BW9_KBLK ((BW_NKV + BW9_BKV - 1) / BW9_BKV)
 /* NKB_ABL (bench/gpu/attn-bwd-alone.sh only; the results then wrong): parts left out to
  * place the time — 1 dQ's reduction, 2 dQ's product, 4 the exponentials, 8 the copies of
- * tiles after the first, 16 the barrier before dQ's product */
+ * tiles after the first, 16 the barrier before dQ's product, 32 the bulk reduction's
+ * issue (its staging kept), 64 the wait for the staging buffer's reads */
 #ifndef NKB_ABL
 #define NKB_ABL 0
 #endif
@@ -1320,7 +1321,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
        * bulk reductions of the tile before last done reading the stage this tile's dQ
        * goes to (the barrier tells the others) */
       napkin_bwd9_wg_wait<0> ();
-      if (tid % 128 == 0)
+      if (tid % 128 == 0 && !(NKB_ABL & 64))
         napkin_bwd9_bulk_wait_read1 ();
       napkin_bwd9_proxy_fence ();
       if (!(NKB_ABL & 16))
@@ -1388,7 +1389,7 @@ NKB_NAME_MAIN (const NapkinArgs args)
           }
         napkin_bwd9_proxy_fence ();
         napkin_bwd9_wg_sync (c);
-        if (tid % 128 == 0)
+        if (tid % 128 == 0 && !(NKB_ABL & 32))
           {
             napkin_bwd9_bulk_add (dqa + BW9_DQ_TILE (kv_flat * BW_G + g, qa / 64) + (BW_D == 128 ? c * 4096 : 0), mine,
                                   64 * 64 * 4);
