@@ -164,6 +164,9 @@
 #define NKB_LSEREF NKP_LSEREF
 #define NKB_DROWREF NKP_DROWREF
 #define NKB_DQAREF NKP_DQAREF
+#ifdef NKP_STATS_GIVEN
+#define NKB_STATS_GIVEN NKP_STATS_GIVEN
+#endif
 #ifdef NKP_GSPLIT
 #define NKB_GSPLIT NKP_GSPLIT
 #define NKB_DKAREF NKP_DKAREF
@@ -467,6 +470,9 @@ __device__ __forceinline__ void napkin_bwd9_bulk_wait (void) { asm volatile ("cp
 #ifndef NKB_GSPLIT
 #define NKB_GSPLIT 1
 #endif
+#ifndef NKB_STATS_GIVEN
+#define NKB_STATS_GIVEN 0
+#endif
 #define BW9_GS ((long) (NKB_GSPLIT))
 #define BW9_GH (BW_G / BW9_GS)
 /* α·log2(e): the exponentials as exp2 */
@@ -549,6 +555,30 @@ NKB_NAME_PRE (const NapkinArgs args)
   const long fv_hi = full_hi > 0 ? full_hi / BW_PBKV : 0;
   const float scale = BW_SCALE;
 
+  /* The block's tiles of the dQ accumulator to zero (its 64-row tiles, BW9_DQ_TILE,
+   * padding rows and all), and the sums the main launch adds to */
+  {
+    float4 *z = (float4 *) (dqa + BW9_DQ_TILE (kv_flat * BW_G + g, q0 / 64));
+
+    for (long i = tid; i < (q1 - q0 + 63) / 64 * (64 * BW_D / 4); i += 256)
+      z[i] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
+  }
+#if NKB_SC_GRAD
+  for (long i = (long) blockIdx.x * 256 + tid; i < NKB_DB_ELEMS; i += (long) gridDim.x * 256)
+    NKB_DB_ACC[i] = 0.0f;
+#endif
+  if (BW9_GS > 1)
+    {
+      float4 *zk = (float4 *) NKB_DKAREF, *zv = (float4 *) NKB_DVAREF;
+
+      for (long i = (long) blockIdx.x * 256 + tid; i < NKB_KV_BATCH * BW_NKV * BW_D / 4; i += (long) gridDim.x * 256)
+        zk[i] = zv[i] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
+    }
+  /* the log-sum-exps and row terms written by the forward kernel before (NKB_STATS_GIVEN):
+   * nothing else to do */
+  if (NKB_STATS_GIVEN)
+    return;
+
   /* Row r's 16-byte chunk ch sits in slice ch/8 (slices `rows`·128 bytes apart) at chunk
    * (ch%8) ^ (r%8): Q and dO now (rows past NQ zero), each K/V chunk into its buffer. */
   for (int i = tid; i < BW9_PROWS * (BW_D / 8); i += 256)
@@ -576,26 +606,6 @@ NKB_NAME_PRE (const NapkinArgs args)
   if (n_chunks > 0)
     BW9_CHUNK_COPY (c_first, 0);
   napkin_bwd9_cp_commit ();
-
-  /* While the copies fly: the block's tiles of the dQ accumulator to zero (its 64-row
-   * tiles, BW9_DQ_TILE, padding rows and all) */
-  {
-    float4 *z = (float4 *) (dqa + BW9_DQ_TILE (kv_flat * BW_G + g, q0 / 64));
-
-    for (long i = tid; i < (q1 - q0 + 63) / 64 * (64 * BW_D / 4); i += 256)
-      z[i] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
-  }
-#if NKB_SC_GRAD
-  for (long i = (long) blockIdx.x * 256 + tid; i < NKB_DB_ELEMS; i += (long) gridDim.x * 256)
-    NKB_DB_ACC[i] = 0.0f;
-#endif
-  if (BW9_GS > 1)
-    {
-      float4 *zk = (float4 *) NKB_DKAREF, *zv = (float4 *) NKB_DVAREF;
-
-      for (long i = (long) blockIdx.x * 256 + tid; i < NKB_KV_BATCH * BW_NKV * BW_D / 4; i += (long) gridDim.x * 256)
-        zk[i] = zv[i] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
-    }
 
   float m_row[2] = { -1e30f, -1e30f }, l_row[2] = { 0.0f, 0.0f }, a_row[2] = { 0.0f, 0.0f };
   const int r0 = c * 64 + warp * 16 + (lane >> 2), r1 = r0 + 8;
@@ -2043,6 +2053,7 @@ NKB_NAME_DQ (const NapkinArgs args)
 #undef NKB_DROWREF
 #undef NKB_DQAREF
 #undef NKB_GSPLIT
+#undef NKB_STATS_GIVEN
 #undef NKB_DKAREF
 #undef NKB_DVAREF
 #undef NKB_WARPS

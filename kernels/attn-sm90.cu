@@ -78,6 +78,10 @@
 #define NKP_SC_SCAN 0
 #define NKP_PERSIST 0
 #define NKP_SEEN_LO 0
+#define NKP_STATS 1
+#define NKP_DOREF ((const napkin_f16 *) args.p[4])
+#define NKP_SLSEREF ((float *) args.p[5])
+#define NKP_SDROWREF ((float *) args.p[5] + 262144L)
 #define NKP_SEEN_HI 32
 #define NKP_Q_BUFFERS 1
 #endif /* NAPKIN_GENERATED */
@@ -224,6 +228,12 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
   float *__restrict__ part = NKP_PREF;
 #else
   NKP_OT *__restrict__ Og = NKP_OREF;
+#endif
+#if NKP_STATS
+  /* for the fused backward after this kernel: its log-sum-exps and row terms (A_STATS_ROW) */
+  const NKP_OT *__restrict__ dOg = NKP_DOREF;
+  float *__restrict__ stat_lse = NKP_SLSEREF;
+  float *__restrict__ stat_drow = NKP_SDROWREF;
 #endif
   extern __shared__ __align__ (16) unsigned char smem_raw_[];
   /* The swizzle repeats every 1024 bytes: align the tiles to it. */
@@ -1049,6 +1059,34 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
         }                                                                                                \
       while (0)
 #endif
+#if NKP_STATS
+      /* Row h's base-2 log-sum-exp (as the split's) and Σ dO⊙O over the row from the fp32 O
+       * (dO laid out as O; the quad's four lanes hold a quarter of the columns each): the
+       * fused backward's first launch then makes neither (docs/plan.md, "The backward on
+       * wgmma"); a row that saw no key: +∞ and 0, as that launch writes them. */
+#define A_STATS_ROW(h, g, q, inv)                                                                        \
+      do                                                                                                 \
+        {                                                                                                \
+          const NKP_OT *dob = dOg + o_base + (g) * A_OGS + (q) * A_ORS + (lane & 3) * 2;                  \
+          const unsigned quad = 0xfu << (lane & 28);                                                     \
+          const long srow = (kv_flat * A_G + (g)) * A_NQ + (q);                                          \
+          float acc = 0.0f;                                                                              \
+                                                                                                         \
+          _Pragma ("unroll")                                                                             \
+          for (int j = 0; j < A_D / 8; j++)                                                              \
+            acc += napkin_ld (dob + j * 8) * o[4 * j + 2 * (h)] + napkin_ld (dob + j * 8 + 1) * o[4 * j + 2 * (h) + 1]; \
+          acc += __shfl_xor_sync (quad, acc, 1);                                                         \
+          acc += __shfl_xor_sync (quad, acc, 2);                                                         \
+          if ((lane & 3) == 0)                                                                           \
+            {                                                                                            \
+              stat_lse[srow] = l_row[h] > 0.0f ? m_row[h] + __log2f (l_row[h]) : -NAPKIN_NEG_INF;         \
+              stat_drow[srow] = l_row[h] > 0.0f ? acc * (inv) : 0.0f;                                    \
+            }                                                                                            \
+        }                                                                                                \
+      while (0)
+#else
+#define A_STATS_ROW(h, g, q, inv) do { } while (0)
+#endif
       /* The running sums were kept per thread: add the quad's, then divide; the rows of
        * the tile at g0, q0_ stored. */
 #define A_STORE_O(q0_)                                                                                   \
@@ -1069,7 +1107,10 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
               const float inv = l_row[h] > 0.0f ? NKP_F (NKP_V_SCALE) / l_row[h] : 0.0f;                 \
                                                                                                          \
               if (r < A_ROWS && g < A_G && q < A_NQ)                                                     \
-                A_STORE_ROW (h, g, q, inv);                                                              \
+                {                                                                                        \
+                  A_STORE_ROW (h, g, q, inv);                                                            \
+                  A_STATS_ROW (h, g, q, inv);                                                            \
+                }                                                                                        \
             }                                                                                            \
         }                                                                                                \
       while (0)
@@ -1132,6 +1173,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
       }
 #endif
 #undef A_STORE_ROW
+#undef A_STATS_ROW
 #undef A_STORE_O
 #undef A_SC_COPY_ONE
 #undef A_SC_COPY

@@ -519,6 +519,21 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       if (prev == NULL || strstr (prev->skeleton, "repack") == NULL)
         FAIL ("fp8 P·V reads Vᵀ, which the plan's repack kernel before it makes: that kernel was not printed");
     }
+  /* the fused backward's log-sum-exps and row terms, where the plan has this kernel write them */
+  NapkinCudaRef s_do = { 0 }, s_lse = { 0 }, s_drow = { 0 };
+
+  if (a->stats_scratch >= 0)
+    {
+      NapkinPlanBuffer sb = { -1, a->stats_scratch, NAPKIN_DTYPE_FP32 };
+
+      if (a->split_kv > 1)
+        FAIL ("a split attention cannot write the backward's row statistics");
+      if (!_napkin_cuda_ref (ctx, &a->stats_do, &s_do, error) || !_napkin_cuda_ref (ctx, &sb, &s_lse, error))
+        return FALSE;
+      s_drow = s_lse;
+      s_lse.offset += a->stats_lse_at * 4;
+      s_drow.offset += a->stats_drow_at * 4;
+    }
   append_helpers (ctx->out);
   {
     NapkinSkeletonParam head[] = {
@@ -560,6 +575,10 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "PREF", r->has_part ? _napkin_cuda_ref_expr (&r->part, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
       { "PRODUCER_REGS", int_text (a->producer_regs) },
       { "CONSUMER_REGS", int_text (a->consumer_regs) },
+      { "STATS", g_strdup (a->stats_scratch >= 0 ? "1" : "0") },
+      { "DOREF", a->stats_scratch >= 0 ? _napkin_cuda_ref_expr (&s_do, a->o_dtype) : g_strdup ("0") },
+      { "SLSEREF", a->stats_scratch >= 0 ? _napkin_cuda_ref_expr (&s_lse, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
+      { "SDROWREF", a->stats_scratch >= 0 ? _napkin_cuda_ref_expr (&s_drow, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
     };
     g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
     GArray *p = _napkin_skeleton_params (head, G_N_ELEMENTS (head));
@@ -765,6 +784,7 @@ print_backward (const NapkinPrintCtx   *ctx,
       { "PRE_WARPS", int_text (b->pre_warps) },
       { "MAIN_SM90", int_text (b->main_wgmma ? 1 : 0) },
       { "GSPLIT", int_text (b->gsplit) },
+      { "STATS_GIVEN", g_strdup (b->stats_given ? "1" : "0") },
       { "DKAREF", _napkin_cuda_ref_expr (&dka, NAPKIN_DTYPE_FP32) },
       { "DVAREF", _napkin_cuda_ref_expr (&dva, NAPKIN_DTYPE_FP32) },
     };

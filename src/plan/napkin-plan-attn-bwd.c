@@ -631,7 +631,7 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
       return FALSE;
     }
   memset (b, 0, sizeof *b);
-  a->partials = a->v_t = -1;
+  a->partials = a->v_t = a->stats_scratch = -1;
   a->lead_first = -1;
   a->bkv_parts = 1;
   a->split_kv = 1;
@@ -864,4 +864,73 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
       k->note = more;
     }
   return TRUE;
+}
+
+static gboolean
+same_buffer (const NapkinPlanBuffer *x,
+             const NapkinPlanBuffer *y)
+{
+  return x->node == y->node && x->scratch == y->scratch && x->dtype == y->dtype;
+}
+
+/* Whether forward attention `f` computes the scores and softmax backward `b` recomputes,
+ * with each query row where b's first launch puts it and dO readable as f's O. */
+static gboolean
+forward_matches (const NapkinPlanAttention    *f,
+                 const NapkinPlanAttnBackward *b)
+{
+  const NapkinPlanAttention *a = &b->a;
+
+  if (!same_buffer (&f->q, &a->q) || !same_buffer (&f->k, &a->k) || !same_buffer (&f->v, &a->v)
+      || f->dtype != a->dtype || f->v_dtype != a->dtype || b->d_o.dtype != f->o_dtype
+      || f->NQ != a->NQ || f->NKV != a->NKV || f->D != a->D || f->group != a->group
+      || f->kv_batch != a->kv_batch || f->n_lead != a->n_lead || f->split_kv > 1
+      || f->mask != a->mask || f->mask_offset != a->mask_offset || f->window_left != a->window_left
+      || f->window_right != a->window_right || f->n_scores != 0 || a->n_scores != 0
+      || f->q_scale != 1.0 || f->k_scale != 1.0 || f->v_scale != 1.0
+      || fabs (f->alpha - a->alpha) > 1e-12 * fabs (a->alpha)
+      || f->o_group != a->o_group || f->o_row != a->o_row)
+    return FALSE;
+  for (guint l = 0; l < a->n_lead; l++)
+    if (f->lead_size[l] != a->lead_size[l] || f->o_lead[l] != a->o_lead[l])
+      return FALSE;
+  return TRUE;
+}
+
+void
+_napkin_plan_attention_link_stats (NapkinPlan *plan)
+{
+  if (g_strcmp0 (g_getenv ("NAPKIN_BWD_FWD_STATS"), "0") == 0)
+    return;
+  for (guint j = 0; j < plan->kernels->len; j++)
+    {
+      NapkinPlanKernel *bk = g_ptr_array_index (plan->kernels, j);
+      NapkinPlanAttnBackward *b = &bk->u.bwd;
+
+      if (bk->kind != NAPKIN_PLAN_ATTENTION_BACKWARD || !b->main_wgmma || b->stats_given || !bk->feasible)
+        continue;
+      for (guint i = 0; i < j; i++)
+        {
+          NapkinPlanKernel *fk = g_ptr_array_index (plan->kernels, i);
+          NapkinPlanAttention *f = &fk->u.att;
+
+          if (fk->kind != NAPKIN_PLAN_ATTENTION || fk->path != NAPKIN_PATH_WGMMA || !fk->feasible
+              || f->stats_scratch >= 0 || !forward_matches (f, b))
+            continue;
+          f->stats_scratch = b->scratch;
+          f->stats_lse_at = b->lse_at;
+          f->stats_drow_at = b->drow_at;
+          f->stats_do = b->d_o;
+          b->stats_given = TRUE;
+          b->pre_smem = 0;   /* the first launch only zeroes */
+          {
+            char *note = g_strdup_printf (_("%s; the log-sum-exps and row terms (Σ dO⊙O from the fp32 O) "
+                                            "written by %s"), bk->note ? bk->note : "", fk->name);
+
+            g_free (bk->note);
+            bk->note = note;
+          }
+          break;
+        }
+    }
 }

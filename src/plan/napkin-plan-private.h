@@ -86,6 +86,11 @@ gboolean  _napkin_plan_attention_backward_group (NapkinPlanner  *p,
 gboolean  _napkin_plan_try_attention_backward (NapkinPlanner    *p,
                                                NapkinPlanKernel *kernel,
                                                char            **why);
+/* Where a wgmma forward attention and a fused backward of the same attention (Q, K, V,
+ * sizes, mask, scale; dO laid out as the forward's O) are both in the plan, the forward
+ * before: the forward writes the backward's log-sum-exps and row terms (Σ dO⊙O from its
+ * fp32 O), and the backward's first launch computes none. NAPKIN_BWD_FWD_STATS=0: never. */
+void      _napkin_plan_attention_link_stats   (NapkinPlan       *plan);
 /* The forward attention's layout rules, for the backward (napkin-plan-attention.c):
  * Q, K, V, O's strides and sizes into `a` (NULL, or why not; *query the query axis);
  * a causal or window mask node; a value as it lies in device memory; the tiles. */

@@ -827,6 +827,7 @@ plan_build (NapkinDiagram           *diagram,
       plan->feasible &= k->feasible;
       best_path_note (&p, k);
     }
+  _napkin_plan_attention_link_stats (plan);
   g_free (p.top);
   g_free (p.member);
   g_free (p.parent);
