@@ -897,6 +897,29 @@ forward_matches (const NapkinPlanAttention    *f,
   return TRUE;
 }
 
+/* Whether node `n`'s value is in device memory before kernel `i` runs: an input of the
+ * diagram, or made by a kernel before it (a training step's dO is made by the backward of
+ * the layers after the attention, after its forward: then not). */
+static gboolean
+ready_before (const NapkinPlan *plan,
+              int               n,
+              guint             i)
+{
+  if (n < 0)
+    return FALSE;
+  if (napkin_diagram_node (plan->diagram, (guint) n)->kind == NAPKIN_OP_INPUT)
+    return TRUE;
+  for (guint j = 0; j < i; j++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, j);
+
+      for (guint m = 0; k->nodes != NULL && m < k->nodes->len; m++)
+        if (g_array_index (k->nodes, guint, m) == (guint) n)
+          return TRUE;
+    }
+  return FALSE;
+}
+
 void
 _napkin_plan_attention_link_stats (NapkinPlan *plan)
 {
@@ -915,7 +938,7 @@ _napkin_plan_attention_link_stats (NapkinPlan *plan)
           NapkinPlanAttention *f = &fk->u.att;
 
           if (fk->kind != NAPKIN_PLAN_ATTENTION || fk->path != NAPKIN_PATH_WGMMA || !fk->feasible
-              || f->stats_scratch >= 0 || !forward_matches (f, b))
+              || f->stats_scratch >= 0 || !forward_matches (f, b) || !ready_before (plan, b->d_o.node, i))
             continue;
           f->stats_scratch = b->scratch;
           f->stats_lse_at = b->lse_at;
