@@ -166,6 +166,7 @@
 #define NKB_DQAREF NKP_DQAREF
 #ifdef NKP_STATS_GIVEN
 #define NKB_STATS_GIVEN NKP_STATS_GIVEN
+#define NKB_O32REF NKP_O32REF
 #endif
 #ifdef NKP_GSPLIT
 #define NKB_GSPLIT NKP_GSPLIT
@@ -473,6 +474,9 @@ __device__ __forceinline__ void napkin_bwd9_bulk_wait (void) { asm volatile ("cp
 #ifndef NKB_STATS_GIVEN
 #define NKB_STATS_GIVEN 0
 #endif
+#ifndef NKB_O32REF
+#define NKB_O32REF ((const float *) 0)
+#endif
 #define BW9_GS ((long) (NKB_GSPLIT))
 #define BW9_GH (BW_G / BW9_GS)
 /* α·log2(e): the exponentials as exp2 */
@@ -574,10 +578,29 @@ NKB_NAME_PRE (const NapkinArgs args)
       for (long i = (long) blockIdx.x * 256 + tid; i < NKB_KV_BATCH * BW_NKV * BW_D / 4; i += (long) gridDim.x * 256)
         zk[i] = zv[i] = make_float4 (0.0f, 0.0f, 0.0f, 0.0f);
     }
-  /* the log-sum-exps and row terms written by the forward kernel before (NKB_STATS_GIVEN):
-   * nothing else to do */
+  /* NKB_STATS_GIVEN: the forward kernel before wrote the log-sum-exps and its fp32 O
+   * (NKB_O32REF, D floats a row): the row terms are Σ dO⊙O over each row, a warp a row
+   * (8 rows at once, two columns a lane in steps of 64), and nothing else to do */
   if (NKB_STATS_GIVEN)
-    return;
+    {
+      const float *o32 = NKB_O32REF;
+
+      for (int r = tid / 32; r < q1 - q0; r += 8)
+        {
+          const NKB_T *dor = dOg + o_base + g * BW_OGS + (q0 + r) * BW_ORS;
+          const float *orow = o32 + (row0 + q0 + r) * BW_D;
+          float acc = 0.0f;
+
+          for (int e = 2 * lane; e < BW_D; e += 64)
+            acc += napkin_ld (dor + e) * orow[e] + napkin_ld (dor + e + 1) * orow[e + 1];
+#pragma unroll
+          for (int w = 16; w > 0; w >>= 1)
+            acc += __shfl_xor_sync (0xffffffffu, acc, w);
+          if (lane == 0)
+            drow[row0 + q0 + r] = acc;
+        }
+      return;
+    }
 
   /* Row r's 16-byte chunk ch sits in slice ch/8 (slices `rows`·128 bytes apart) at chunk
    * (ch%8) ^ (r%8): Q and dO now (rows past NQ zero), each K/V chunk into its buffer. */
@@ -2054,6 +2077,7 @@ NKB_NAME_DQ (const NapkinArgs args)
 #undef NKB_DQAREF
 #undef NKB_GSPLIT
 #undef NKB_STATS_GIVEN
+#undef NKB_O32REF
 #undef NKB_DKAREF
 #undef NKB_DVAREF
 #undef NKB_WARPS

@@ -79,9 +79,8 @@
 #define NKP_PERSIST 0
 #define NKP_SEEN_LO 0
 #define NKP_STATS 1
-#define NKP_DOREF ((const napkin_f16 *) args.p[4])
 #define NKP_SLSEREF ((float *) args.p[5])
-#define NKP_SDROWREF ((float *) args.p[5] + 262144L)
+#define NKP_SO32REF ((float *) args.p[5] + 262144L)
 #define NKP_SEEN_HI 32
 #define NKP_Q_BUFFERS 1
 #endif /* NAPKIN_GENERATED */
@@ -230,10 +229,9 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
   NKP_OT *__restrict__ Og = NKP_OREF;
 #endif
 #if NKP_STATS
-  /* for the fused backward after this kernel: its log-sum-exps and row terms (A_STATS_ROW) */
-  const NKP_OT *__restrict__ dOg = NKP_DOREF;
+  /* for the fused backward after this kernel: its log-sum-exps and fp32 O (A_STATS_ROW) */
   float *__restrict__ stat_lse = NKP_SLSEREF;
-  float *__restrict__ stat_drow = NKP_SDROWREF;
+  float *__restrict__ stat_o32 = NKP_SO32REF;
 #endif
   extern __shared__ __align__ (16) unsigned char smem_raw_[];
   /* The swizzle repeats every 1024 bytes: align the tiles to it. */
@@ -1060,28 +1058,21 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
       while (0)
 #endif
 #if NKP_STATS
-      /* Row h's base-2 log-sum-exp (as the split's) and Σ dO⊙O over the row from the fp32 O
-       * (dO laid out as O; the quad's four lanes hold a quarter of the columns each): the
-       * fused backward's first launch then makes neither (docs/plan.md, "The backward on
-       * wgmma"); a row that saw no key: +∞ and 0, as that launch writes them. */
+      /* Row h's base-2 log-sum-exp (as the split's) and its fp32 O before rounding (D floats a
+       * row): the fused backward's first launch then makes no product, only Σ dO⊙O from it
+       * (docs/plan.md, "The backward on wgmma"); a row that saw no key: +∞ and zeros, as that
+       * launch writes them itself. */
 #define A_STATS_ROW(h, g, q, inv)                                                                        \
       do                                                                                                 \
         {                                                                                                \
-          const NKP_OT *dob = dOg + o_base + (g) * A_OGS + (q) * A_ORS + (lane & 3) * 2;                  \
-          const unsigned quad = 0xfu << (lane & 28);                                                     \
           const long srow = (kv_flat * A_G + (g)) * A_NQ + (q);                                          \
-          float acc = 0.0f;                                                                              \
+          float *o32 = stat_o32 + srow * A_D + (lane & 3) * 2;                                           \
                                                                                                          \
           _Pragma ("unroll")                                                                             \
           for (int j = 0; j < A_D / 8; j++)                                                              \
-            acc += napkin_ld (dob + j * 8) * o[4 * j + 2 * (h)] + napkin_ld (dob + j * 8 + 1) * o[4 * j + 2 * (h) + 1]; \
-          acc += __shfl_xor_sync (quad, acc, 1);                                                         \
-          acc += __shfl_xor_sync (quad, acc, 2);                                                         \
+            *(float2 *) (o32 + j * 8) = make_float2 (o[4 * j + 2 * (h)] * (inv), o[4 * j + 2 * (h) + 1] * (inv)); \
           if ((lane & 3) == 0)                                                                           \
-            {                                                                                            \
-              stat_lse[srow] = l_row[h] > 0.0f ? m_row[h] + __log2f (l_row[h]) : -NAPKIN_NEG_INF;         \
-              stat_drow[srow] = l_row[h] > 0.0f ? acc * (inv) : 0.0f;                                    \
-            }                                                                                            \
+            stat_lse[srow] = l_row[h] > 0.0f ? m_row[h] + __log2f (l_row[h]) : -NAPKIN_NEG_INF;           \
         }                                                                                                \
       while (0)
 #else

@@ -519,20 +519,18 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       if (prev == NULL || strstr (prev->skeleton, "repack") == NULL)
         FAIL ("fp8 P·V reads Vᵀ, which the plan's repack kernel before it makes: that kernel was not printed");
     }
-  /* the fused backward's log-sum-exps and row terms, where the plan has this kernel write them */
-  NapkinCudaRef s_do = { 0 }, s_lse = { 0 }, s_drow = { 0 };
+  /* the fused backward's log-sum-exps and fp32 O, where the plan has this kernel write them */
+  NapkinCudaRef s_lse = { 0 }, s_o32 = { 0 };
 
   if (a->stats_scratch >= 0)
     {
-      NapkinPlanBuffer sb = { -1, a->stats_scratch, NAPKIN_DTYPE_FP32 };
+      NapkinPlanBuffer sb = { -1, a->stats_scratch, NAPKIN_DTYPE_FP32 }, ob = { -1, a->stats_o32, NAPKIN_DTYPE_FP32 };
 
       if (a->split_kv > 1)
         FAIL ("a split attention cannot write the backward's row statistics");
-      if (!_napkin_cuda_ref (ctx, &a->stats_do, &s_do, error) || !_napkin_cuda_ref (ctx, &sb, &s_lse, error))
+      if (!_napkin_cuda_ref (ctx, &sb, &s_lse, error) || !_napkin_cuda_ref (ctx, &ob, &s_o32, error))
         return FALSE;
-      s_drow = s_lse;
       s_lse.offset += a->stats_lse_at * 4;
-      s_drow.offset += a->stats_drow_at * 4;
     }
   append_helpers (ctx->out);
   {
@@ -576,9 +574,8 @@ print_sm90 (const NapkinPrintCtx   *ctx,
       { "PRODUCER_REGS", int_text (a->producer_regs) },
       { "CONSUMER_REGS", int_text (a->consumer_regs) },
       { "STATS", g_strdup (a->stats_scratch >= 0 ? "1" : "0") },
-      { "DOREF", a->stats_scratch >= 0 ? _napkin_cuda_ref_expr (&s_do, a->o_dtype) : g_strdup ("0") },
       { "SLSEREF", a->stats_scratch >= 0 ? _napkin_cuda_ref_expr (&s_lse, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
-      { "SDROWREF", a->stats_scratch >= 0 ? _napkin_cuda_ref_expr (&s_drow, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
+      { "SO32REF", a->stats_scratch >= 0 ? _napkin_cuda_ref_expr (&s_o32, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
     };
     g_autofree char *rname = napkin_codegen_escape_comment (kernel->name);
     GArray *p = _napkin_skeleton_params (head, G_N_ELEMENTS (head));
@@ -714,7 +711,7 @@ print_backward (const NapkinPrintCtx   *ctx,
 {
   const NapkinPlanAttnBackward *b = &kernel->u.bwd;
   const NapkinPlanAttention *a = &b->a;
-  NapkinCudaRef q, k, v, o, d_o, d_q, d_k, d_v, scratch, lse, drow, dqa, dba, dka, dva, d_bias,
+  NapkinCudaRef q, k, v, o, d_o, d_q, d_k, d_v, scratch, lse, drow, dqa, dba, dka, dva, d_bias, o32 = { 0 },
                 sc[NAPKIN_ATTN_MAX_SCORES];
   NapkinPlanBuffer sb = { -1, b->scratch, NAPKIN_DTYPE_FP32 };
   const gint64 dp = (a->D + 15) / 16 * 16;
@@ -737,6 +734,13 @@ print_backward (const NapkinPrintCtx   *ctx,
     return FALSE;
   if (!kernel->feasible)
     FAIL ("the plan's kernel is infeasible: %s", kernel->infeasible ? kernel->infeasible : "(no reason)");
+  if (b->stats_given)
+    {
+      NapkinPlanBuffer ob = { -1, b->o32_scratch, NAPKIN_DTYPE_FP32 };
+
+      if (!_napkin_cuda_ref (ctx, &ob, &o32, error))
+        return FALSE;
+    }
   lse = drow = dqa = dba = dka = dva = scratch;
   dka.offset += b->dkva_at * 4;
   dva.offset += (b->dkva_at + a->kv_batch * a->NKV * a->D) * 4;
@@ -785,6 +789,7 @@ print_backward (const NapkinPrintCtx   *ctx,
       { "MAIN_SM90", int_text (b->main_wgmma ? 1 : 0) },
       { "GSPLIT", int_text (b->gsplit) },
       { "STATS_GIVEN", g_strdup (b->stats_given ? "1" : "0") },
+      { "O32REF", b->stats_given ? _napkin_cuda_ref_expr (&o32, NAPKIN_DTYPE_FP32) : g_strdup ("0") },
       { "DKAREF", _napkin_cuda_ref_expr (&dka, NAPKIN_DTYPE_FP32) },
       { "DVAREF", _napkin_cuda_ref_expr (&dva, NAPKIN_DTYPE_FP32) },
     };

@@ -3003,7 +3003,7 @@ attention_backward_cost (Model                  *m,
     }
   l2 = hbm + l2_scores + pairs * (2.0 * a->BQ * a->D * eb + a->BQ * 8.0 + 2.0 * a->BQ * a->D * 4);
   if (b->stats_given)
-    hbm += q_elems * eb;
+    hbm += q_elems * (eb + 8);
   /* the group split: each block's dK and dV added to fp32 sums in L2 (a read and a write),
    * zeroed, read back and rounded through device memory */
   if (b->gsplit > 1)
@@ -3032,9 +3032,10 @@ attention_backward_cost (Model                  *m,
       const double rate = napkin_arch_tensor_rate (m->arch, klass), scores = pairs * a->BKV * a->BQ;
       const double reduced = pairs * a->BQ * MAX (a->D, 128) * 4.0;
 
-      /* with the forward's row statistics the first launch makes no product, and the
-       * forward reads dO once more (counted here) */
-      k->time_s[NAPKIN_RESOURCE_TENSOR] = (b->stats_given ? 0.0 : pairs * tile * 4 / (rate * NAPKIN_ATTN_BWD9_PRE_EFFICIENCY))
+      /* with the forward's row statistics the first launch makes no product: it reads dO
+       * and the fp32 O the forward wrote (that write counted here too), in series */
+      k->time_s[NAPKIN_RESOURCE_TENSOR] = (b->stats_given ? q_elems * (eb + 8) / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth
+                                                          : pairs * tile * 4 / (rate * NAPKIN_ATTN_BWD9_PRE_EFFICIENCY))
                                           + pairs * tile * 10 / (rate * NAPKIN_ATTN_BWD9_MAIN_EFFICIENCY)
                                           + scores * NAPKIN_ATTN_BWD9_SCORE_CLOCKS / ((double) m->arch->sms * m->arch->clock_hz)
                                           + reduced / (m->arch->levels[NAPKIN_LEVEL_L2].bandwidth

@@ -1585,7 +1585,7 @@ _napkin_plan_try_attention (NapkinPlanner    *p,
     }
 
   memset (a, 0, sizeof *a);
-  a->partials = a->v_t = a->stats_scratch = -1;
+  a->partials = a->v_t = a->stats_scratch = a->stats_o32 = -1;
   a->lead_first = -1;
   a->bkv_parts = 1;
   a->q_scale = a->k_scale = a->v_scale = 1.0;

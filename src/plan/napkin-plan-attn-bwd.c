@@ -631,7 +631,8 @@ _napkin_plan_try_attention_backward (NapkinPlanner    *p,
       return FALSE;
     }
   memset (b, 0, sizeof *b);
-  a->partials = a->v_t = a->stats_scratch = -1;
+  a->partials = a->v_t = a->stats_scratch = a->stats_o32 = -1;
+  b->o32_scratch = -1;
   a->lead_first = -1;
   a->bkv_parts = 1;
   a->split_kv = 1;
@@ -874,7 +875,7 @@ same_buffer (const NapkinPlanBuffer *x,
 }
 
 /* Whether forward attention `f` computes the scores and softmax backward `b` recomputes,
- * with each query row where b's first launch puts it and dO readable as f's O. */
+ * with each query row where b's first launch puts it. */
 static gboolean
 forward_matches (const NapkinPlanAttention    *f,
                  const NapkinPlanAttnBackward *b)
@@ -882,42 +883,18 @@ forward_matches (const NapkinPlanAttention    *f,
   const NapkinPlanAttention *a = &b->a;
 
   if (!same_buffer (&f->q, &a->q) || !same_buffer (&f->k, &a->k) || !same_buffer (&f->v, &a->v)
-      || f->dtype != a->dtype || f->v_dtype != a->dtype || b->d_o.dtype != f->o_dtype
+      || f->dtype != a->dtype || f->v_dtype != a->dtype
       || f->NQ != a->NQ || f->NKV != a->NKV || f->D != a->D || f->group != a->group
       || f->kv_batch != a->kv_batch || f->n_lead != a->n_lead || f->split_kv > 1
       || f->mask != a->mask || f->mask_offset != a->mask_offset || f->window_left != a->window_left
       || f->window_right != a->window_right || f->n_scores != 0 || a->n_scores != 0
       || f->q_scale != 1.0 || f->k_scale != 1.0 || f->v_scale != 1.0
-      || fabs (f->alpha - a->alpha) > 1e-12 * fabs (a->alpha)
-      || f->o_group != a->o_group || f->o_row != a->o_row)
+      || fabs (f->alpha - a->alpha) > 1e-12 * fabs (a->alpha))
     return FALSE;
   for (guint l = 0; l < a->n_lead; l++)
-    if (f->lead_size[l] != a->lead_size[l] || f->o_lead[l] != a->o_lead[l])
+    if (f->lead_size[l] != a->lead_size[l])
       return FALSE;
   return TRUE;
-}
-
-/* Whether node `n`'s value is in device memory before kernel `i` runs: an input of the
- * diagram, or made by a kernel before it (a training step's dO is made by the backward of
- * the layers after the attention, after its forward: then not). */
-static gboolean
-ready_before (const NapkinPlan *plan,
-              int               n,
-              guint             i)
-{
-  if (n < 0)
-    return FALSE;
-  if (napkin_diagram_node (plan->diagram, (guint) n)->kind == NAPKIN_OP_INPUT)
-    return TRUE;
-  for (guint j = 0; j < i; j++)
-    {
-      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, j);
-
-      for (guint m = 0; k->nodes != NULL && m < k->nodes->len; m++)
-        if (g_array_index (k->nodes, guint, m) == (guint) n)
-          return TRUE;
-    }
-  return FALSE;
 }
 
 void
@@ -938,17 +915,16 @@ _napkin_plan_attention_link_stats (NapkinPlan *plan)
           NapkinPlanAttention *f = &fk->u.att;
 
           if (fk->kind != NAPKIN_PLAN_ATTENTION || fk->path != NAPKIN_PATH_WGMMA || !fk->feasible
-              || f->stats_scratch >= 0 || !forward_matches (f, b) || !ready_before (plan, b->d_o.node, i))
+              || f->stats_scratch >= 0 || !forward_matches (f, b))
             continue;
           f->stats_scratch = b->scratch;
           f->stats_lse_at = b->lse_at;
-          f->stats_drow_at = b->drow_at;
-          f->stats_do = b->d_o;
+          f->stats_o32 = b->o32_scratch = _napkin_plan_add_scratch (plan, b->a.batch * b->a.NQ * b->a.D * 4);
           b->stats_given = TRUE;
-          b->pre_smem = 0;   /* the first launch only zeroes */
+          b->pre_smem = 0;   /* the first launch: no shared memory */
           {
-            char *note = g_strdup_printf (_("%s; the log-sum-exps and row terms (Σ dO⊙O from the fp32 O) "
-                                            "written by %s"), bk->note ? bk->note : "", fk->name);
+            char *note = g_strdup_printf (_("%s; the log-sum-exps and the fp32 O written by %s, the row terms "
+                                            "Σ dO⊙O a pass over memory"), bk->note ? bk->note : "", fk->name);
 
             g_free (bk->note);
             bk->note = note;

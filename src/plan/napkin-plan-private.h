@@ -87,9 +87,10 @@ gboolean  _napkin_plan_try_attention_backward (NapkinPlanner    *p,
                                                NapkinPlanKernel *kernel,
                                                char            **why);
 /* Where a wgmma forward attention and a fused backward of the same attention (Q, K, V,
- * sizes, mask, scale; dO laid out as the forward's O) are both in the plan, the forward
- * before: the forward writes the backward's log-sum-exps and row terms (Σ dO⊙O from its
- * fp32 O), and the backward's first launch computes none. NAPKIN_BWD_FWD_STATS=0: never. */
+ * sizes, mask, scale) are both in the plan, the forward before: the forward writes the
+ * backward's log-sum-exps and its fp32 O (a scratch buffer added here), and the
+ * backward's first launch makes the row terms Σ dO⊙O from it — no product.
+ * NAPKIN_BWD_FWD_STATS=0: never. */
 void      _napkin_plan_attention_link_stats   (NapkinPlan       *plan);
 /* The forward attention's layout rules, for the backward (napkin-plan-attention.c):
  * Q, K, V, O's strides and sizes into `a` (NULL, or why not; *query the query axis);

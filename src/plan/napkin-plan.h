@@ -301,12 +301,11 @@ typedef struct
   double           exp_fma;               /* the softmax's exponentials on the FMA units (a fraction;
                                              wgmma only: kernels/attn-sm90.cu, napkin_exp2_poly) */
   /* wgmma: the forward also writes, for the fused backward after it in the same plan, each
-   * query row's base-2 log-sum-exp and Σ dO⊙O from its fp32 O (dO `stats_do`, laid out as O)
-   * into that kernel's scratch `stats_scratch` at floats stats_lse_at, stats_drow_at
-   * (rows (K/V head · group + g) · NQ + q); −1 in stats_scratch: not */
-  int              stats_scratch;
-  gint64           stats_lse_at, stats_drow_at;
-  NapkinPlanBuffer stats_do;
+   * query row's base-2 log-sum-exp into that kernel's scratch `stats_scratch` at float
+   * stats_lse_at, and its fp32 O (before rounding) into scratch `stats_o32` (D floats a row;
+   * rows (K/V head · group + g) · NQ + q); −1 in stats_scratch: not */
+  int              stats_scratch, stats_o32;
+  gint64           stats_lse_at;
 } NapkinPlanAttention;
 
 /* The gradients of O = softmax (α·Q·Kᵀ, masked)·V in one kernel of FlashAttention-2's shape
@@ -337,9 +336,11 @@ typedef struct
    * then added up in fp32 at `dkva_at` of the scratch (dK's, then dV's: K/V heads × NKV × D
    * each), zeroed by the first launch, rounded by the last */
   gint64              gsplit, dkva_at;
-  /* the log-sum-exps and row terms come from the forward attention kernel before it (its
-   * stats_*): the first launch only zeroes the accumulators */
+  /* the log-sum-exps come from the forward attention kernel before it (its stats_*), and
+   * its fp32 O in scratch `o32_scratch`: the first launch zeroes the accumulators and
+   * makes the row terms Σ dO⊙O, a pass over memory, no product */
   gboolean            stats_given;
+  int                 o32_scratch;
   gint64              pre_smem;
   gint64              pairs;               /* (key block, query tile) pairs computed, all heads */
   gint64              longest;             /* … by the block with the most (a causal mask's first keys) */
