@@ -1125,6 +1125,24 @@ test_backward (void)
               k = g_ptr_array_index (plan->kernels, i);
           g_assert_nonnull (k);
           g_assert_cmpint (k->path, ==, a == 0 ? NAPKIN_PATH_WGMMA : NAPKIN_PATH_MMA);
+          /* on Hopper the forward kernel writes the backward's log-sum-exps and its fp32 O
+           * (the first launch then makes no product); on mma.sync nothing is linked */
+          for (guint i = 0; i < plan->kernels->len; i++)
+            {
+              const NapkinPlanKernel *f = g_ptr_array_index (plan->kernels, i);
+
+              if (f->kind != NAPKIN_PLAN_ATTENTION)
+                continue;
+              g_assert_cmpint (f->u.att.stats_scratch, ==, a == 0 ? k->u.bwd.scratch : -1);
+              g_assert_cmpint (k->u.bwd.stats_given, ==, a == 0);
+              if (a == 0)
+                {
+                  g_assert_cmpint (f->u.att.stats_o32, ==, k->u.bwd.o32_scratch);
+                  g_assert_cmpint (g_array_index (plan->scratch, gint64, f->u.att.stats_o32), ==,
+                                   k->u.bwd.a.batch * k->u.bwd.a.NQ * k->u.bwd.a.D * 4);
+                  g_assert_cmpint (k->u.bwd.pre_smem, ==, 0);
+                }
+            }
           g_assert_cmpint (k->u.bwd.a.group, ==, examples[e].group);
           g_assert_cmpint (k->u.bwd.a.NQ, ==, examples[e].nq);
           g_assert_cmpint (k->u.bwd.a.NKV, ==, examples[e].nkv);
