@@ -519,6 +519,31 @@ def load_module(path, name):
     return mod
 
 
+def median_ms(step, repeats, dev):
+    """step() timed: three warm-up runs, then the median of `repeats` in ms (CUDA events on
+    the GPU, the wall clock elsewhere)."""
+    import torch
+
+    for _ in range(3):
+        step()
+    if dev == "cuda":
+        torch.cuda.synchronize()
+    ts = []
+    for _ in range(repeats):
+        if dev == "cuda":
+            a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            step()
+            z.record()
+            torch.cuda.synchronize()
+            ts.append(a.elapsed_time(z))
+        else:
+            t0 = time.perf_counter()
+            step()
+            ts.append((time.perf_counter() - t0) * 1e3)
+    return sorted(ts)[len(ts) // 2]
+
+
 def torch_case(rec, repeats, compile_only, deadline, dev):
     import torch
 
@@ -583,10 +608,6 @@ def torch_case(rec, repeats, compile_only, deadline, dev):
                                                           for g, o in zip(grads_out, outs)], allow_unused=True)
         return {n: (g if g is not None else torch.zeros_like(leaves[n])) for n, g in zip(rec["wrt"], gs)}
 
-    def sync():
-        if dev == "cuda":
-            torch.cuda.synchronize()
-
     def rel(a, b, floor):
         """max |a − b| / max |b| over the elements, as float64 (NaN or ∞: ∞); max |b| at
         least `floor`, so that a gradient zero in exact arithmetic (GPT-2's key bias: its
@@ -606,23 +627,7 @@ def torch_case(rec, repeats, compile_only, deadline, dev):
             outs = forward(*args)
             torch.autograd.grad(outs, wrt, grad_outputs=[g if g is not None else torch.ones_like(o)
                                                          for g, o in zip(grads_out, outs)], allow_unused=True)
-        for _ in range(3):
-            step()
-        sync()
-        ts = []
-        for _ in range(repeats):
-            if dev == "cuda":
-                a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                a.record()
-                step()
-                z.record()
-                torch.cuda.synchronize()
-                ts.append(a.elapsed_time(z))
-            else:
-                t0 = time.perf_counter()
-                step()
-                ts.append((time.perf_counter() - t0) * 1e3)
-        return sorted(ts)[len(ts) // 2]
+        return median_ms(step, repeats, dev)
 
     own = setup("own")
     if compile_only:
@@ -693,18 +698,7 @@ def sdpa_times(sp, repeats):
                 o = F.scaled_dot_product_attention(q, k, v, is_causal=sp["causal"])
                 torch.autograd.grad(o, (q, k, v), do)
             with sdpa_kernel([getattr(SDPBackend, be)]):
-                for _ in range(3):
-                    step()
-                torch.cuda.synchronize()
-                ts = []
-                for _ in range(repeats):
-                    a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    a.record()
-                    step()
-                    z.record()
-                    torch.cuda.synchronize()
-                    ts.append(a.elapsed_time(z))
-            out[key] = sorted(ts)[len(ts) // 2]
+                out[key] = median_ms(step, repeats, "cuda")
             del q, k, v, do
         except Exception as e:
             out[key.replace("_ms", "_status")] = repr(e)[:200]
