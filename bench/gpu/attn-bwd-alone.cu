@@ -412,7 +412,7 @@ main (void)
    * lse2 and Drow, the staged dQ, 1 KiB to align */
   const int main_grid = (int) (kvb * ((C_NKV + 127) / 128) * C_GS);
   const int main_threads = 256;
-  const int main_smem = 1024 + 2 * 128 * C_D * 2 + 4 * 64 * C_D * 2 + 128 * 128 + 4 * 64 * 4 + 4 * 64 * 72 * 4;
+  const int main_smem = 1024 + 2 * 128 * C_D * 2 + 4 * 64 * C_D * 2 + 128 * 128 + 4 * 64 * 4 + 4 * 64 * 64 * 4;
 #else
   const int main_grid = (int) (kvb * ((C_NKV + 16 * C_WARPS - 1) / (16 * C_WARPS)));
   const int main_threads = 32 * C_WARPS;

@@ -572,12 +572,12 @@ main_smem (gint64 dp,
 }
 
 /* … and the wgmma main's (NKB_MAIN_SM90): K and V, two stages of Q and dO, dSᵀ, the
- * stages' log-sum-exps and row terms, each warpgroup's staged dQ in two stages (64 rows of 72 floats),
- * 1 KiB to align the swizzled tiles. */
+ * stages' log-sum-exps and row terms, each warpgroup's staged dQ in two stages (64 × 64
+ * floats each, the accumulator's chunk as it lies), 1 KiB to align the swizzled tiles. */
 static gint64
 main9_smem (gint64 d)
 {
-  return 1024 + 2 * 128 * d * 2 + 4 * 64 * d * 2 + 128 * 128 + 4 * 64 * 4 + 4 * 64 * 72 * 4;
+  return 1024 + 2 * 128 * d * 2 + 4 * 64 * d * 2 + 128 * 128 + 4 * 64 * 4 + 4 * 64 * 64 * 4;
 }
 
 /* … and the wgmma first launch's: Q and dO (128 rows), two buffers of K and V chunks. */
