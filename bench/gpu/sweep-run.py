@@ -85,6 +85,9 @@ def summarise(rc, out, err, wall):
     rec["predicted_ms"] = number(get(r, "prediction", "time_ms"))
     rec["prediction_arch"] = get(r, "prediction", "arch")
     rec["prediction_bound"] = get(r, "prediction", "bound")
+    # each kernel of the plan: predicted beside the runner's time for it alone
+    rec["per_kernel"] = [[k.get("name"), k.get("kind"), number(k.get("predicted_ms")), number(k.get("measured_ms"))]
+                         for k in get(r, "prediction", "kernels") or [] if isinstance(k, dict)]
     rec["tflops"], rec["gbps"] = number(r.get("tflops")), number(r.get("gbps"))
     rec["compile_ms"] = number(get(r, "compile", "ms"))
     rec["gpu"] = get(r, "gpu", "name")

@@ -2896,6 +2896,9 @@ kernel_plan (Model                  *m,
       if (pk->u.att.persist_tiles > 0)
         {
           const NapkinPlanAttention *a = &pk->u.att;
+
+          /* the next tiles' Q copies overlap this tile's products, one K/V stage or two */
+          k->overlaps = TRUE;
           double qo = attention_qo_bytes (a);
           double kv = (double) a->kv_batch * a->NKV * a->D
                       * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->v_dtype));

@@ -1447,16 +1447,19 @@ choose_persistent (NapkinPlanner       *p,
       t.bkv_asked = a->BKV;
       _napkin_plan_attention_count_tiles (&t);
     }
-  /* one stage holds the K/V in use, the other the next matrix's */
-  t.stages = 2;
+  /* one stage holds the K/V in use, the other the next matrix's; where two stages and two
+   * Q buffers do not fit (D 256: a K/V stage of 77 keys is 40 KiB), one stage: the next
+   * matrix's K/V waits for the consumers to finish the last, once in a range (a block's
+   * range reaches one or two matrices), while Q stays copied ahead */
   t.persist_tiles = base;
-  for (t.q_buffers = PERSIST_MAX_Q_BUFFERS; t.q_buffers >= 2; t.q_buffers--)
-    if (wgmma_smem (&t) <= (gint64) p->arch->smem_max_per_block)
-      {
-        t.stages_asked = 0;
-        *a = t;
-        return;
-      }
+  for (t.stages = 2; t.stages >= 1; t.stages--)
+    for (t.q_buffers = PERSIST_MAX_Q_BUFFERS; t.q_buffers >= 2; t.q_buffers--)
+      if (wgmma_smem (&t) <= (gint64) p->arch->smem_max_per_block)
+        {
+          t.stages_asked = 0;
+          *a = t;
+          return;
+        }
 }
 
 /* The Hopper kernel where it takes the attention; else FALSE and *hopper says why. */

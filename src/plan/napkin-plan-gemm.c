@@ -1098,12 +1098,19 @@ napkin_plan_gemm_unaligned_chunk_s (const NapkinArch     *arch,
  * memory a piece at a time, loads the maps' operands, applies them and stores, and none
  * of it overlaps the next tile's products as the TMA store does (ping-pong consumers
  * hide part of it: NAPKIN_PLAN_PINGPONG_EXPOSED). Per element of the
- * tile, on its SM: GEMM_STAGED_CLOCKS, and GEMM_TRANSCENDENTAL_CLOCKS for each gelu,
- * silu, tanh, sigmoid, exp or erf map (≈ 36 instructions of libdevice's polynomial and
- * division at 128 an SM a clock). Least squares on the fit half of the H200 runs of
- * 2026-11-29 (docs/perf-notes.md, "Model refit on recorded runs"). */
-#define GEMM_STAGED_CLOCKS            0.22
-#define GEMM_TRANSCENDENTAL_CLOCKS    0.08
+ * tile, on its SM: GEMM_STAGED_CLOCKS (least squares on the fit half of the H200 runs of
+ * 2026-11-29, docs/perf-notes.md "Model refit on recorded runs"), and for each gelu,
+ * silu, tanh, sigmoid, exp or erf map GEMM_TRANSCENDENTAL_CLOCKS staged or
+ * GEMM_REGISTER_TRANSCENDENTAL_CLOCKS in registers before the TMA store. Those two were
+ * fitted where the epilogue is the kernel's time (K 128–256, H200, session 22): bias +
+ * GELU staged over 14944 × 2048 × 256 ran 82.9 µs (0.32), SiLU in registers over
+ * 8192 × 16384 × 128 385.6 µs (0.62); the earlier 0.08 came from products whose long
+ * main loop hid the epilogue, and priced these at a third of their time. The Llama
+ * gate's SiLU at K 4096 (19 % over the down projection of the same FLOPs, session 13)
+ * agrees with 0.62. */
+#define GEMM_STAGED_CLOCKS                   0.22
+#define GEMM_TRANSCENDENTAL_CLOCKS           0.32
+#define GEMM_REGISTER_TRANSCENDENTAL_CLOCKS  0.62
 /* Rows of C not 16 bytes apart: each row's first and last chunk of a tile go out column
  * by column and a row's chunks start where its skew puts them; an operand of the maps
  * whose rows are not 16 bytes apart is read element by element. Per element, measured
@@ -1165,7 +1172,7 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
       per_element = 0;
       for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
         if (fn_transcendental (g_array_index (g->epilogue, NapkinPlanMap, i).fn))
-          per_element += GEMM_TRANSCENDENTAL_CLOCKS;
+          per_element += GEMM_REGISTER_TRANSCENDENTAL_CLOCKS;
       return (double) g->BM * g->BN * per_element / arch->clock_hz;
     }
   if (!aligned && napkin_plan_gemm_maps_unary (g))
