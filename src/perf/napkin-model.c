@@ -1789,6 +1789,7 @@ grid_fill (const Model *m,
  * and stores O from registers. Fitted on the H200 (2026-11-29, 12 shapes of the user's
  * path: 1.4–2.2 TB/s measured; docs/perf-notes.md, "Session 12"). */
 #define ATTN_PERSIST_STREAM_EFFICIENCY 0.42
+#define ATTN_TMA_SM_SHARES 3.0
 
 static void
 finish_kernel (Model            *m,
@@ -1999,6 +2000,12 @@ warp_operand_reads (Model                  *m,
  * (each thread issues all its loads of a row at once), so device memory cannot deliver
  * more than SMs × per_sm × row bytes / latency. */
 #define NAPKIN_REDUCTION_CLOCKS 250.0
+/* A rows kernel's tail: the last rows' stores drain, and the blocks of a kernel start one
+ * scheduling round after another. Fitted on the H200 (session 22, docs/perf-notes.md):
+ * five rows kernels of 0.5–40 MB on the plan's grid (rmsnorm 512 × 2048 and 30293 × 64,
+ * layernorm 6431 × 512, softmax 2048 × 2048 and 32 × 50257) ran 3.0–4.7 µs longer than
+ * this model gave them without it (a round trip, then this). */
+#define NAPKIN_ROWS_TAIL_S 2.4e-6
 /* The row in shared memory (the rows that do not fit a thread's registers but fit half
  * the SM's shared memory): a block loads its row, reduces, and stores it from shared
  * memory in turn, two blocks an SM at most, and device memory moves its bytes at this
@@ -2018,7 +2025,7 @@ rows_kernel (Model                  *m,
   double reductions = rs->rows_reductions * NAPKIN_REDUCTION_CLOCKS / m->arch->clock_hz;
   gint64 steps = grid->waves * rs->rows_r;
 
-  k->latency_s = steps * (latency + reductions);
+  k->latency_s = steps * (latency + reductions) + NAPKIN_ROWS_TAIL_S;
   if (rs->rows_smem)
     k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
   /* γ and β (inputs without the row axis) are read again for every row, but from L1,
@@ -2487,6 +2494,13 @@ attention_chunk_floor (Model                  *m,
  * ones (16384×16384×1024, whose time is mostly epilogues). */
 #define GEMM_CHUNK_CLOCKS             30.0
 #define GEMM_EPILOGUE_BYTES_PER_CLOCK 24.0
+/* What a tile pays whatever its size: the chain of wgmmas on one accumulator filled and
+ * drained, the full/empty barriers, the epilogue's two warpgroup barriers and the TMA
+ * store's issue, none of which a tile of one chunk hides. Fitted on the H200 (session
+ * 22, docs/perf-notes.md): P·V of attention to one key as a GEMM, 14611 × 128 × 1 per
+ * head, 29248 tiles of 64 × 64 on 132 SMs, ran 0.147 ms where the rest of this model
+ * gave 0.054 (1300 clocks a tile against 450). Ping-pong consumers overlap it by half. */
+#define GEMM_TILE_CLOCKS              860.0
 /* What the plan's wgmma GEMM loses to operand rows not 128 bytes apart that the plan
  * left unaligned (napkin_plan_gemm_unaligned_chunk_s): each chunk of each SM's tiles
  * waits for its copies (docs/model.md §14, "Unaligned rows"). */
@@ -2542,6 +2556,8 @@ planned_gemm (Model                  *m,
   if (g->pingpong)
     epilogue -= napkin_plan_gemm_pingpong_hidden_s (m->arch, g, epilogue);
   k->latency_s += waves * epilogue + gemm_unaligned_s (m, pk);
+  if (pk->path == NAPKIN_PATH_WGMMA)
+    k->latency_s += waves * GEMM_TILE_CLOCKS * (g->pingpong ? 0.5 : 1.0) / clock;
 }
 
 /* The fixed cost of one attention block (ATTN_BLOCK_CLOCKS above). */
@@ -2615,6 +2631,10 @@ plan_helper_kernel (Model                  *m,
   k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
   if (pk->kind == NAPKIN_PLAN_ATTENTION_COMBINE)
     k.latency_s = MAX (0.0, combine_latency_s (m, &pk->u.att) - k.time_s[NAPKIN_RESOURCE_HBM]);
+  /* a copy's round trip and its stores' drain, as a rows kernel's (H200, session 22:
+   * repacks of 0.5–2 MB ran 6.3–8.6 µs alone, 2.2–3.7 µs over their bytes and launch) */
+  if (pk->kind == NAPKIN_PLAN_REPACK)
+    k.latency_s = m->arch->levels[NAPKIN_LEVEL_HBM].latency_s + NAPKIN_ROWS_TAIL_S;
   finish_kernel (m, &k);
   g_array_append_val (m->a->kernels, k);
 }
@@ -2872,7 +2892,11 @@ kernel_plan (Model                  *m,
       gint64 slots = ceil_div (pk->grid, m->arch->sms);
 
       k->quantisation = (double) slots * m->arch->sms / pk->grid;
-      k->fill = grid_fill (m, pk->grid);
+      /* fewer blocks than SMs: each copies its K/V by TMA, several chunks in flight,
+       * and draws about three SMs' share of device memory (the split-KV decodes of
+       * sessions 8–22 on the H200, 12–64 blocks: 0.64–0.85 of their prediction at one
+       * share, 0.79–1.15 at three; docs/model.md §14b) */
+      k->fill = MIN (1.0, grid_fill (m, pk->grid) * ATTN_TMA_SM_SHARES);
       /* the stalls are per chunk the kernel computes: a mask's skipped tiles wait for
        * nothing (docs/model.md §14b); split, a block walks its share of the chunks its
        * queries see */
@@ -3234,6 +3258,9 @@ operation_kernel (Model *m,
       k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
       if (plan_rows_in_smem (pk))
         k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
+      /* the plan's rows kernel: a row's first load's round trip, and the tail */
+      if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS)
+        k.latency_s += m->arch->levels[NAPKIN_LEVEL_HBM].latency_s + NAPKIN_ROWS_TAIL_S;
     }
   if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
     path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : PATH_MMA_SYNC;

@@ -1672,9 +1672,9 @@ test_rows_skeleton (void)
       g_assert_cmpint (a->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 2 * 16384 * 16384 * 2);
       waves = (16384 / (1 << i) + 132 * r->per_sm - 1) / (132 * r->per_sm);
       g_assert_cmpint (r->waves, ==, waves);
-      /* per row step: one round trip and two reductions of 250 clocks */
-      g_assert_cmpfloat_with_epsilon (k->latency_s, waves * (1 << i) * (h->levels[NAPKIN_LEVEL_HBM].latency_s + 2 * 250 / h->clock_hz),
-                                      1e-12);
+      /* per row step: one round trip and two reductions of 250 clocks; then the tail */
+      g_assert_cmpfloat_with_epsilon (k->latency_s, waves * (1 << i) * (h->levels[NAPKIN_LEVEL_HBM].latency_s + 2 * 250 / h->clock_hz)
+                                      + 2.4e-6, 1e-12);
       g_assert_true (k->overlaps);
       times[i] = a->predicted_time_s;
     }
@@ -1843,8 +1843,8 @@ static void
 test_derive_blocks (void)
 {
   struct { const char *file; guint kernels; double unfused_ms, derived_ms; const char *fused[3]; } cases[] = {
-    { "swiglu-block.napkin", 4, 4.1520, 4.0286, { "norm,scale", "up,glu", "down,res" } },
-    { "llama-block.napkin", 16, 8.4950, 5.4737, { "v_pos,k_pos,scores,scale,causal,probs,scaled_dot_product_attention",
+    { "swiglu-block.napkin", 4, 4.1828, 4.0592, { "norm,scale", "up,glu", "down,res" } },
+    { "llama-block.napkin", 16, 8.6086, 5.5160, { "v_pos,k_pos,scores,scale,causal,probs,scaled_dot_product_attention",
                                                     "linear_3,add_2", "linear_5,mul_4" } },
   };
 
