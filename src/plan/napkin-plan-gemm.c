@@ -1104,13 +1104,16 @@ napkin_plan_gemm_unaligned_chunk_s (const NapkinArch     *arch,
  * GEMM_REGISTER_TRANSCENDENTAL_CLOCKS in registers before the TMA store. Those two were
  * fitted where the epilogue is the kernel's time (K 128–256, H200, session 22): bias +
  * GELU staged over 14944 × 2048 × 256 ran 82.9 µs (0.32), SiLU in registers over
- * 8192 × 16384 × 128 385.6 µs (0.62); the earlier 0.08 came from products whose long
- * main loop hid the epilogue, and priced these at a third of their time. The Llama
- * gate's SiLU at K 4096 (19 % over the down projection of the same FLOPs, session 13)
- * agrees with 0.62. */
+ * 8192 × 16384 × 128 in 64 × 256 ping-pong tiles 385.6 µs (0.62, of which the other
+ * consumer hides up to its main loop); the earlier 0.08 came from products whose long
+ * main loop hid the epilogue, and priced these at a third of their time. Cooperative
+ * 128 × 256 tiles pay 0.2 in registers: the Llama gate's SiLU at K 4096 ran 19 % over
+ * the down projection of the same FLOPs (session 13), the MLP example's GELU 8192 ×
+ * 16384 × 4096 3.00 ms in all (session 16); priced at 0.62 its plan took ping-pong
+ * tiles and ran 3.17. */
 #define GEMM_STAGED_CLOCKS                   0.22
 #define GEMM_TRANSCENDENTAL_CLOCKS           0.32
-#define GEMM_REGISTER_TRANSCENDENTAL_CLOCKS  0.62
+#define GEMM_REGISTER_TRANSCENDENTAL_CLOCKS(g) ((g)->pingpong ? 0.62 : 0.2)
 /* Rows of C not 16 bytes apart: each row's first and last chunk of a tile go out column
  * by column and a row's chunks start where its skew puts them; an operand of the maps
  * whose rows are not 16 bytes apart is read element by element. Per element, measured
@@ -1172,7 +1175,7 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
       per_element = 0;
       for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
         if (fn_transcendental (g_array_index (g->epilogue, NapkinPlanMap, i).fn))
-          per_element += GEMM_REGISTER_TRANSCENDENTAL_CLOCKS;
+          per_element += GEMM_REGISTER_TRANSCENDENTAL_CLOCKS (g);
       return (double) g->BM * g->BN * per_element / arch->clock_hz;
     }
   if (!aligned && napkin_plan_gemm_maps_unary (g))
