@@ -6,7 +6,7 @@
 # with a head a block under a causal mask, decoding with a
 # split (and under a window: the splits divide the chunks it leaves), cross-attention
 # to 77 keys walked by persistent blocks (h100; with a window, eight heads a block under a
-# window that leaves most tiles empty, and fp8 P·V), an fp8 O, an fp32 bias — and a plain one. Skips without numpy (NAPKIN_PYTHON names a
+# window that leaves most tiles empty, fp8 P·V, and d 256 with one K/V stage), an fp8 O, an fp32 bias — and a plain one. Skips without numpy (NAPKIN_PYTHON names a
 # Python that has it).
 # Usage: emulate-check.sh ATTN_PRIMS EMULATE_PY   (TAP output)
 gen=$1
@@ -34,6 +34,7 @@ name=cross-persist b=2 h=16 nq=1100 nkv=77 d=32 t=fp16 bq=128 bkv=64 st=2
 name=cross-persist-window b=2 h=16 nq=1100 nkv=77 d=32 t=bf16 bq=128 bkv=64 st=2 mask=window off=0 left=600 right=29
 name=cross-persist-packed b=2 h=8 hk=1 nq=3000 nkv=77 d=32 t=bf16 bq=16 bkv=64 st=2 gt=8 mask=window off=0 left=300 right=0
 name=cross-persist-fp8 b=2 h=16 nq=1100 nkv=77 d=64 t=fp8-e4m3 v=fp8-e4m3 o=bf16 bq=128 bkv=64 st=2
+name=cross-persist-d256 b=2 h=32 hk=8 nq=600 nkv=77 d=256 t=bf16 bq=128 bkv=32 st=2 mask=causal
 name=fp8-o b=2 h=4 nq=300 nkv=200 d=64 t=fp8-e4m3 v=fp8-e4m3 o=fp8-e4m3 bq=128 bkv=64 st=2
 name=fp32-bias b=2 h=2 nq=200 nkv=256 d=128 t=fp16 bq=128 bkv=128 st=2 bias=h,q,k bt=fp32 keep=b,k kfill=pad'
 n=$(echo "$specs" | wc -l)
