@@ -30,6 +30,8 @@ typedef enum
 
 /* Values per thread the register form keeps at most (32 fp32 registers). */
 #define REG_VALUES 32
+/* the shared-memory row's threads where it replaces a register row of one block an SM */
+#define ROWS_SMEM_THREADS_ALONE 256
 /* Registers a row thread needs besides the values it keeps: the estimate is also the
  * budget the kernel's launch bounds give the compiler. ptxas fits the printed kernels
  * in it on sm_90a, spilling a few bytes at most where fused operands press (a budget
@@ -406,8 +408,23 @@ rows_choose (NapkinPlanner *p,
       guint tpr = (guint) CLAMP (pow2_at_least ((nvec + vals_max / c.vec - 1) / MAX (vals_max / c.vec, 1)), 1, 1024);
 
       register_form (&c, cols, tpr, n_scalars, n_operands);
-      if (!streamed && c.regs * MAX (tpr, 32) <= p->arch->registers_per_sm)
+      if (!streamed && c.regs * MAX (tpr, 32) <= p->arch->registers_per_sm
+          && !(blocks_per_sm (p, MAX (tpr, 32), c.regs, 0) < 2 && smem_row_pays (op, streamed, cache_fp32, cache_bytes, smem_budget)
+               && blocks_per_sm (p, ROWS_SMEM_THREADS_ALONE, 48 + 8 * n_operands, cache_bytes) >= 3))
         c.mode = ROWS_REGISTERS;
+      else if (!streamed && c.regs * MAX (tpr, 32) <= p->arch->registers_per_sm)
+        {
+          /* a row in registers that leaves one block an SM: nothing overlaps a row's
+           * load with the last one's reductions and store; the row in shared memory,
+           * 256 threads, three or more blocks an SM (H200, softmax over 1024 rows of
+           * 19418: 1024 threads a row in registers 0.0499 ms, 512 0.0416, the shared
+           * row at 256 threads 0.0340; docs/perf-notes.md, "Session 22") */
+          c.mode = ROWS_SMEM;
+          c.tpr = ROWS_SMEM_THREADS_ALONE;
+          c.smem = cache_bytes;
+          c.regs = 48 + 8 * n_operands;
+          c.nv = c.ns = 0;
+        }
       else if (smem_row_pays (op, streamed, cache_fp32, cache_bytes, smem_budget))
         {
           c.mode = ROWS_SMEM;
@@ -429,6 +446,9 @@ rows_choose (NapkinPlanner *p,
   c.threads = MAX (c.tpr, 256);
   while (c.threads > c.tpr && c.threads > 32 && (rows + c.threads / c.tpr - 1) / (c.threads / c.tpr) < 2 * sms)
     c.threads /= 2;
+  /* NAPKIN_ROWS_THREADS=N: threads a block where the region sets none (A/B runs) */
+  if (hint == 0 && g_getenv ("NAPKIN_ROWS_THREADS") != NULL)
+    hint = (guint) g_ascii_strtoull (g_getenv ("NAPKIN_ROWS_THREADS"), NULL, 10);
   if (hint > 0)
     {
       c.threads = hint;
