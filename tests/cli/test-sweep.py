@@ -26,7 +26,8 @@ def report(ok, desc, why="", skip=None):
 
 
 def run(*cmd, **kw):
-    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    # (errors="replace": a byte-cut UTF-8 character in a tool's output must not end the test)
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace", **kw)
 
 
 def cases_tool(*args):
