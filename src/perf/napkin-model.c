@@ -2006,6 +2006,14 @@ warp_operand_reads (Model                  *m,
  * layernorm 6431 × 512, softmax 2048 × 2048 and 32 × 50257) ran 3.0–4.7 µs longer than
  * this model gave them without it (a round trip, then this). */
 #define NAPKIN_ROWS_TAIL_S 2.4e-6
+
+/* A memory-bound kernel of the plan outside regions (its rows kernel, a repack): a load's
+ * round trip before its first bytes, then the tail. */
+static double
+memory_kernel_tail_s (const Model *m)
+{
+  return m->arch->levels[NAPKIN_LEVEL_HBM].latency_s + NAPKIN_ROWS_TAIL_S;
+}
 /* The row in shared memory (the rows that do not fit a thread's registers but fit half
  * the SM's shared memory): a block loads its row, reduces, and stores it from shared
  * memory in turn, two blocks an SM at most, and device memory moves its bytes at this
@@ -2634,7 +2642,7 @@ plan_helper_kernel (Model                  *m,
   /* a copy's round trip and its stores' drain, as a rows kernel's (H200, session 22:
    * repacks of 0.5–2 MB ran 6.3–8.6 µs alone, 2.2–3.7 µs over their bytes and launch) */
   if (pk->kind == NAPKIN_PLAN_REPACK)
-    k.latency_s = m->arch->levels[NAPKIN_LEVEL_HBM].latency_s + NAPKIN_ROWS_TAIL_S;
+    k.latency_s = memory_kernel_tail_s (m);
   finish_kernel (m, &k);
   g_array_append_val (m->a->kernels, k);
 }
@@ -2920,12 +2928,12 @@ kernel_plan (Model                  *m,
       if (pk->u.att.persist_tiles > 0)
         {
           const NapkinPlanAttention *a = &pk->u.att;
-
-          /* the next tiles' Q copies overlap this tile's products, one K/V stage or two */
-          k->overlaps = TRUE;
           double qo = attention_qo_bytes (a);
           double kv = (double) a->kv_batch * a->NKV * a->D
                       * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->v_dtype));
+
+          /* the next tiles' Q copies overlap this tile's products, one K/V stage or two */
+          k->overlaps = TRUE;
 
           k->time_s[NAPKIN_RESOURCE_HBM] *= (qo / ATTN_PERSIST_STREAM_EFFICIENCY + kv) / MAX (qo + kv, 1.0);
         }
@@ -3260,7 +3268,7 @@ operation_kernel (Model *m,
         k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
       /* the plan's rows kernel: a row's first load's round trip, and the tail */
       if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS)
-        k.latency_s += m->arch->levels[NAPKIN_LEVEL_HBM].latency_s + NAPKIN_ROWS_TAIL_S;
+        k.latency_s += memory_kernel_tail_s (m);
     }
   if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
     path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : PATH_MMA_SYNC;

@@ -407,28 +407,24 @@ rows_choose (NapkinPlanner *p,
     {
       guint tpr = (guint) CLAMP (pow2_at_least ((nvec + vals_max / c.vec - 1) / MAX (vals_max / c.vec, 1)), 1, 1024);
 
+      gboolean in_registers, smem_pays, alone;
+
       register_form (&c, cols, tpr, n_scalars, n_operands);
-      if (!streamed && c.regs * MAX (tpr, 32) <= p->arch->registers_per_sm
-          && !(blocks_per_sm (p, MAX (tpr, 32), c.regs, 0) < 2 && smem_row_pays (op, streamed, cache_fp32, cache_bytes, smem_budget)
-               && blocks_per_sm (p, ROWS_SMEM_THREADS_ALONE, 48 + 8 * n_operands, cache_bytes) >= 3))
+      in_registers = !streamed && c.regs * MAX (tpr, 32) <= p->arch->registers_per_sm;
+      smem_pays = smem_row_pays (op, streamed, cache_fp32, cache_bytes, smem_budget);
+      /* a row in registers that leaves one block an SM: nothing overlaps a row's load
+       * with the last one's reductions and store; the row in shared memory instead, at
+       * 256 threads, where that runs three or more blocks an SM (H200, softmax over 1024
+       * rows of 19418: 1024 threads a row in registers 0.0499 ms, 512 0.0416, the shared
+       * row at 256 threads 0.0340; docs/perf-notes.md, "Session 22") */
+      alone = in_registers && smem_pays && blocks_per_sm (p, MAX (tpr, 32), c.regs, 0) < 2
+              && blocks_per_sm (p, ROWS_SMEM_THREADS_ALONE, 48 + 8 * n_operands, cache_bytes) >= 3;
+      if (in_registers && !alone)
         c.mode = ROWS_REGISTERS;
-      else if (!streamed && c.regs * MAX (tpr, 32) <= p->arch->registers_per_sm)
-        {
-          /* a row in registers that leaves one block an SM: nothing overlaps a row's
-           * load with the last one's reductions and store; the row in shared memory,
-           * 256 threads, three or more blocks an SM (H200, softmax over 1024 rows of
-           * 19418: 1024 threads a row in registers 0.0499 ms, 512 0.0416, the shared
-           * row at 256 threads 0.0340; docs/perf-notes.md, "Session 22") */
-          c.mode = ROWS_SMEM;
-          c.tpr = ROWS_SMEM_THREADS_ALONE;
-          c.smem = cache_bytes;
-          c.regs = 48 + 8 * n_operands;
-          c.nv = c.ns = 0;
-        }
-      else if (smem_row_pays (op, streamed, cache_fp32, cache_bytes, smem_budget))
+      else if (smem_pays)
         {
           c.mode = ROWS_SMEM;
-          c.tpr = 512;
+          c.tpr = alone ? ROWS_SMEM_THREADS_ALONE : 512;
           c.smem = cache_bytes;
           c.regs = 48 + 8 * n_operands;
         }
