@@ -10,14 +10,17 @@
 The plan may differ from the one that ran where the model's choice changed since; such
 rows compare a new plan's price with an old plan's time (the --compare listing names
 every case whose price moved by more than 3 %)."""
-import argparse, concurrent.futures, json, os, statistics, subprocess, sys
+import argparse, concurrent.futures, importlib.util, json, os, statistics, subprocess, sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+_spec = importlib.util.spec_from_file_location("user_path", os.path.join(HERE, "user-path.py"))
+up = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(up)       # its sweep-run module runs napkin-cli with a backstop
 
 
 def reprice(args):
-    env = dict(os.environ, NAPKIN_DATA_DIR=os.environ.get("NAPKIN_DATA_DIR", os.path.join(ROOT, "data")))
+    os.environ.setdefault("NAPKIN_DATA_DIR", os.path.join(ROOT, "data"))
     os.makedirs(args.out, exist_ok=True)
     jobs = []
     for spec in args.runs:
@@ -38,13 +41,12 @@ def reprice(args):
             return row
         steps = [["import", einsum, "-o", napkin], ["tune", napkin, "--arch", args.arch, "--apply"]]
         for step in steps:
-            if subprocess.run([args.cli] + step, env=env, capture_output=True).returncode != 0:
+            if up.sr.run_cli([args.cli] + step, 300)[0] != 0:
                 return row
-        r = subprocess.run([args.cli, "analyze", napkin, "--arch", args.arch, "--json"], env=env,
-                           capture_output=True, text=True)
+        rc, out, _, _ = up.sr.run_cli([args.cli, "analyze", napkin, "--arch", args.arch, "--json"], 120)
         try:
-            a = json.loads(r.stdout)
-        except ValueError:
+            a = json.loads(out)
+        except (TypeError, ValueError):
             return row
         row["predicted_ms"] = a["predicted_time_s"] * 1e3
         row["kernels"] = [[k["name"], k.get("plan"), k["time_s"] * 1e3] for k in a["kernels"]]
