@@ -125,12 +125,12 @@ def attention(flash=False):
     if flash:
         return doc("FlashAttention",
                    "Attention as a relabeling (Abbott & Zardini, FlashAttention on a Napkin): queries "
-                   "in groups of 128 per thread block, keys streamed in chunks of 64 with the online "
-                   "softmax; the scores never reach device memory. H = 2·q·d + 2·k·d·q/128 per head.",
+                   "in groups of 128 per thread block, keys streamed in chunks of 128 through 3 stages "
+                   "with the online softmax; the scores never reach device memory. H = 2·q·d + 2·k·d·q/128 per head.",
                    axes, tensors, nodes, wires,
                    [region("block", "smem", ["qk", "scale", "sm", "pv"],
                            [("b", ("parallel", 1)), ("h", ("parallel", 1)), ("q", ("parallel", 128)),
-                            ("k", ("stream", 64)), ("d", "whole")], stages=2)])
+                            ("k", ("stream", 128)), ("d", "whole")], stages=3)])
     return doc("Attention",
                "O = softmax(Q·Kᵀ/√d)·V with the scores materialised in device memory: every operation "
                "reads and writes HBM.", axes, tensors, nodes, wires)
@@ -204,9 +204,9 @@ def llama_causal_gqa():
         "Causal attention with grouped queries at Llama-3-8B's shape: 32 query heads share 8 key/value "
         "heads (the group axis g is in Q and O, not in K and V), d 128, one sequence of 4096 tokens. "
         "A block takes the 4 query heads of a key/value head × 32 queries (128 rows), so each K/V tile "
-        "is loaded once per group. The mask keeps key k for query q when k ≤ q: blocks compute only "
+        "is loaded once per group, through 3 stages (with 2, the two consumer warpgroups hold both). The mask keeps key k for query q when k ≤ q: blocks compute only "
         "the key chunks their queries see and mask the diagonal ones in registers.",
-        1, 32, 8, 4096, 4096, 128, {"label": "causal", "mask": "causal"}, 32, 128, 2, group_tile=0)
+        1, 32, 8, 4096, 4096, 128, {"label": "causal", "mask": "causal"}, 32, 128, 3, group_tile=0)
 
 def llama_decode():
     return masked_attention(
@@ -225,7 +225,7 @@ def sliding_window():
         "sequence of 8192, 32 query heads on 8 key/value heads, d 128, a block holding the 4 heads of a "
         "group × 32 queries. Blocks skip the key chunks wholly outside their window.",
         1, 32, 8, 8192, 8192, 128, {"label": "window", "mask": "window", "left": 4096, "right": 0},
-        32, 128, 2, group_tile=0)
+        32, 128, 3, group_tile=0)
 
 def causal_d256():
     return masked_attention(

@@ -355,8 +355,8 @@ def attn_tiles(dims, dtype, opts):
     keys in chunks of 128 through 3 stages (flash-attention.napkin, at any head dim: the plan
     cuts the chunk where d is larger and runs the stages that fit, docs/plan.md "Attention
     kernels"), through 2 in fp8 (attention-causal-fp8.napkin); the heads that share a K/V
-    head whole with 128 / G queries a block, through 2 stages, where that leaves 16 queries
-    or more (attention-causal-gqa.napkin: G = 4, 32 queries), else one head a block;
+    head whole with 128 / G queries a block, where that leaves 16 queries or more
+    (attention-causal-gqa.napkin: G = 4, 32 queries), else one head a block;
     decoding: every head of a group, and as many queries as keep the block at 128 rows.
     opts "k" and "stages" override (the GPU A/B scripts)."""
     decode = dims["q"] <= 64 and dims["k"] >= 32 * dims["q"]
@@ -366,7 +366,7 @@ def attn_tiles(dims, dtype, opts):
     chunk = min(chunk, dims["k"])                 # k = 1: the whole axis (the plan rounds it up)
     heads = dims.get("g") or (dims["h"] if opts.get("layout") == "mqa" else 1)
     packed = not decode and 1 < heads <= 8
-    stages = opts.get("stages", 2 if dtype == "fp8-e4m3" or packed else 3)
+    stages = opts.get("stages", 2 if dtype == "fp8-e4m3" else 3)
     if decode:
         q = "whole" if heads * dims["q"] <= 128 else max(1, 128 // heads)
         return {"q": q, "g": "whole", "k": chunk, "stages": stages, "decode": True}

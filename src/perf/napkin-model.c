@@ -2080,6 +2080,11 @@ rows_kernel (Model                  *m,
  * is consumed must cover the latency (Little's law on bytes in flight per SM). Where they do not, each step of a chunk waits the
  * difference. Uses the profile's load latency (levels.hbm.latency_ns, as the rows model
  * does: TMA and cp.async loads make the same round trip); no latency figure, no term. */
+/* The share of a chunk's compute the two-stage ping-pong attention waits (measured on the
+ * H200, session 23: 128-key chunks, 2 against 3 stages, d 32, 128 and 192: 1.06–1.15×;
+ * Little's law above gives 1.01–1.04×) */
+#define ATTN_TWO_STAGE_SHARE 0.15
+
 static void
 pipeline_stall (Model                  *m,
                 const NapkinRegionCost *grid,
@@ -2103,6 +2108,16 @@ pipeline_stall (Model                  *m,
   transfer = memory / steps;
   cycle = (latency + transfer + compute) / grid->stages;
   wait = cycle - MAX (compute, transfer);
+  /* attention with two consumer warpgroups, the next Q·Kᵀ issued before this P·V, and two
+   * stages: the lagging warpgroup holds one stage and the leading one issues into the
+   * other, so the producer often has nothing to prefetch into (docs/model.md §14b) */
+  if (wgmma && grid->stages == 2)
+    {
+      const NapkinPlanKernel *pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, grid->region, -1) : NULL;
+
+      if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->u.att.consumers == 2 && pk->u.att.overlap)
+        wait = MAX (wait, ATTN_TWO_STAGE_SHARE * compute);
+    }
   if (wait <= 0)
     return;
   k->latency_s += steps * wait;
