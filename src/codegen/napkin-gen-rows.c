@@ -578,14 +578,16 @@ ew_offset (const NapkinPlanElementwise *e,
  * k_ < w: a vector load where it runs along the inner axis with aligned outer strides,
  * one load where it is constant along it, single loads otherwise. */
 static void
-ew_load (const NapkinPlanElementwise *e,
-         const char                  *ptr,
-         const gint64                *strides,
-         const char                  *dst,
-         guint                        w,
-         GString                     *code)
+ew_load_at (const NapkinPlanElementwise *e,
+            const char                  *ptr,
+            const gint64                *strides,
+            const char                  *shift,
+            const char                  *dst,
+            guint                        w,
+            GString                     *code)
 {
-  g_autofree char *off = ew_offset (e, strides);
+  g_autofree char *flat = ew_offset (e, strides);
+  g_autofree char *off = shift != NULL ? g_strdup_printf ("(%s) + (%s)", flat, shift) : g_strdup (flat);
   gint64 inner = strides[e->rank - 1];
   gboolean vec_ok = w > 1 && inner == 1;
 
@@ -601,6 +603,17 @@ ew_load (const NapkinPlanElementwise *e,
     g_string_append_printf (code, "      for (int k_ = 0; k_ < %u; k_++)\n"
                                   "        %s[k_] = napkin_ld (%s + %s + k_ * %" G_GINT64_FORMAT "L);\n",
                             w, dst, ptr, off, inner);
+}
+
+static void
+ew_load (const NapkinPlanElementwise *e,
+         const char                  *ptr,
+         const gint64                *strides,
+         const char                  *dst,
+         guint                        w,
+         GString                     *code)
+{
+  ew_load_at (e, ptr, strides, NULL, dst, w, code);
 }
 
 static void
@@ -655,6 +668,32 @@ ew_body (const NapkinPrintCtx        *ctx,
                                         "L;\n\n          if (!(%s))\n            v[k_] = NAPKIN_NEG_INF;\n        }\n",
                                   w, m->mask_row_stride, m->mask_rows, m->mask_offset, m->mask_col_stride, m->mask_cols,
                                   keep);
+        }
+      else if (m->has_other && os != NULL && m->other_rotate > 0)
+        {
+          /* rotate_half along the innermost axis (docs/plan.md, "Rotary as one pass"):
+           * element j of a run of n reads j + n/2 negated below n/2, j − n/2 above; a
+           * vector lies in one half (the plan's vector divides n/2) */
+          const gint64 n = m->other_rotate, inner = os[e->rank - 1];
+          const gint64 *os2 = m->has_other2 ? g_ptr_array_index (e->other_strides, m->other2_index) : NULL;
+          g_autofree char *name = g_strdup_printf ("O%u", i);
+          g_autofree char *name2 = g_strdup_printf ("O%ub", i);
+          g_autofree char *shift = g_strdup_printf ("lo_ ? %" G_GINT64_FORMAT "L : -%" G_GINT64_FORMAT "L",
+                                                    n / 2 * inner, n / 2 * inner);
+          g_autofree char *expr = _napkin_cuda_map_expr (m, "v[k_]", "o_[k_]");
+
+          g_string_append_printf (maps, "      {\n      float o_[%u];\n      const bool lo_ = i%u %% %" G_GINT64_FORMAT
+                                        "L < %" G_GINT64_FORMAT "L;\n\n", w, e->rank - 1, n, n / 2);
+          ew_load_at (e, name, os, shift, "o_", w, maps);
+          g_string_append_printf (maps, "      for (int k_ = 0; k_ < %u; k_++)\n        o_[k_] = lo_ ? -o_[k_] : o_[k_];\n", w);
+          if (os2 != NULL)
+            {
+              g_string_append_printf (maps, "      {\n      float o2_[%u];\n", w);
+              ew_load (e, name2, os2, "o2_", w, maps);
+              g_string_append_printf (maps, "      for (int k_ = 0; k_ < %u; k_++)\n        o_[k_] *= o2_[k_];\n      }\n", w);
+            }
+          g_string_append_printf (maps, "      for (int k_ = 0; k_ < %u; k_++)\n        v[k_] = %s;\n      }\n", w,
+                                  expr);
         }
       else if (m->has_other && os != NULL)
         {
@@ -711,6 +750,16 @@ _napkin_print_elementwise (const NapkinPrintCtx   *ctx,
 
       if (m->has_other && !declare_operand (ctx, m, oname, decls, error))
         return FALSE;
+      if (m->has_other2)
+        {
+          /* the second operand declared as a map's other would be */
+          NapkinPlanMap m2 = *m;
+          g_autofree char *oname2 = g_strdup_printf ("O%ub", i);
+
+          m2.other = m->other2;
+          if (!declare_operand (ctx, &m2, oname2, decls, error))
+            return FALSE;
+        }
     }
   ew_body (ctx, e, e->vec, index_v, load_v, maps_v);
   ew_body (ctx, e, 1, index_s, load_s, maps_s);

@@ -57,6 +57,7 @@ typedef struct
   guint            evaluated;
   guint            candidates;
   gboolean         overflow;
+  GHashTable      *rotary;       /* node + 1: the plan's rotary passes (no region proposed) */
 } Derive;
 
 typedef struct
@@ -651,6 +652,9 @@ candidates_at (Derive *dv,
   guint n = 0;
   int at;
 
+  /* a rotary embedding runs as the plan's one pass: a region would cut it in pieces */
+  if (dv->rotary != NULL && g_hash_table_contains (dv->rotary, GUINT_TO_POINTER (u + 1)))
+    return;
   chain[n++] = u;
   switch (node->kind)
     {
@@ -1291,9 +1295,11 @@ napkin_derive (NapkinDiagram            *diagram,
             }
         break;
       }
+  dv.rotary = napkin_plan_rotary_nodes (diagram);
   for (guint i = 0; i < dv.n_nodes; i++)
     if (compute[topo[i]])
       candidates_at (&dv, topo[i]);
+  g_clear_pointer (&dv.rotary, g_hash_table_unref);
 
   covered = g_new0 (guint64, dv.words);
   r->derived_s = solve (&dv, topo, covered);

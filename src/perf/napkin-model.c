@@ -3276,6 +3276,17 @@ operation_kernel (Model *m,
           bytes = add (m, bytes, device_traffic (m, in_e, mul (m, in_e, napkin_dtype_bytes (map == NULL ? e->x_dtype
                                                                                                 : in->dtype))));
         }
+      /* a rotary's second operand (its sin beside the rotated x) */
+      for (guint i = 0; i < e->maps->len; i++)
+        {
+          const NapkinPlanMap *map = &g_array_index (e->maps, NapkinPlanMap, i);
+          gint64 in_e;
+
+          if (!map->has_other2 || map->other2.node < 0 || !g_hash_table_add (read, GINT_TO_POINTER (map->other2.node)))
+            continue;
+          in_e = tile_elements (m, -1, map->other2.node);
+          bytes = add (m, bytes, device_traffic (m, in_e, mul (m, in_e, napkin_dtype_bytes (map->other2.dtype))));
+        }
       counted = TRUE;
     }
   for (guint p = 0; p <= napkin_op_n_inputs (node) && !strided && !counted; p++)

@@ -31,6 +31,9 @@ typedef struct
    * or whose result splits them or does not lead with the batch axes: the retry copies
    * those operands and results (_napkin_plan_canonical; keys NAPKIN_PLAN_COPY_KEY) */
   GHashTable              *split_operands;
+  /* a rotary embedding's operations run in its sum's element-wise kernel
+   * (_napkin_plan_rotary_match): each of them → that sum (node + 1) */
+  GHashTable              *rotary;
 } NapkinPlanner;
 
 /* The key of a product's operand (slot 0, 1) or result (slot 2) that gets a permuting
@@ -74,6 +77,12 @@ gboolean  _napkin_plan_try_rows        (NapkinPlanner    *p,
 gboolean  _napkin_plan_try_elementwise (NapkinPlanner    *p,
                                         NapkinPlanKernel *kernel,
                                         char            **why);
+/* A rotary embedding y = x·c + rotate_half (x)·s outside regions (docs/plan.md, "Rotary
+ * as one pass"): TRUE where `sum` is its y, with `parts` (4) its x·c, x·R, the rename of
+ * x·R and that times s, which its element-wise kernel computes. */
+gboolean  _napkin_plan_rotary_match    (NapkinPlanner    *p,
+                                        guint             sum,
+                                        guint            *parts);
 
 /* The fused attention backward (src/plan/napkin-plan-attn-bwd.c; docs/plan.md, "Attention
  * backward"): the region of the softmax adjoint's operations around softmax `sm` that one

@@ -1592,8 +1592,14 @@ ew_launch (NapkinPlanner    *p,
 
       if (m->has_other)
         min_bytes = MIN (min_bytes, napkin_dtype_bytes (m->other.dtype));
+      if (m->has_other2)
+        min_bytes = MIN (min_bytes, napkin_dtype_bytes (m->other2.dtype));
     }
   e->vec = 16 / MAX (min_bytes, 1);
+  /* a vector of a rotated operand lies in one half of its run */
+  for (guint i = 0; i < e->maps->len; i++)
+    while (e->vec > 1 && g_array_index (e->maps, NapkinPlanMap, i).other_rotate / 2 % e->vec != 0)
+      e->vec /= 2;
   while (e->vec > 1 && rank > 1 && e->dims[rank - 1] % e->vec != 0)
     e->vec /= 2;
   while (e->vec > 1 && e->dims[rank - 1] < e->vec)
@@ -1732,6 +1738,226 @@ ew_copy (NapkinPlanner    *p,
   return TRUE;
 }
 
+/* ---- a rotary embedding as one pass ------------------------------------------------------- */
+
+/* The size of the rotate_half constant `node` reads (an input whose tensor is "constant":
+ * "rotate_half" over [a0, a1], n × n: docs/import.md), its axes in *a0 and *a1; else 0. */
+static gint64
+rotate_half_input (NapkinPlanner *p,
+                   int            node,
+                   int           *a0,
+                   int           *a1)
+{
+  const NapkinNode *nd = node >= 0 ? napkin_diagram_node (p->d, node) : NULL;
+  int t = nd != NULL && nd->kind == NAPKIN_OP_INPUT ? napkin_diagram_find_tensor (p->d, nd->tensor) : -1;
+  const NapkinTensor *tensor = t >= 0 ? napkin_diagram_tensor (p->d, (guint) t) : NULL;
+  json_object *c = NULL;
+  gint64 n;
+
+  if (tensor == NULL || tensor->extra == NULL || !json_object_object_get_ex (tensor->extra, "constant", &c)
+      || g_strcmp0 (json_object_get_string (c), "rotate_half") != 0 || g_strv_length (tensor->axes) != 2)
+    return 0;
+  *a0 = napkin_diagram_find_axis (p->d, tensor->axes[0]);
+  *a1 = napkin_diagram_find_axis (p->d, tensor->axes[1]);
+  if (*a0 < 0 || *a1 < 0)
+    return 0;
+  n = napkin_diagram_axis_size (p->d, (guint) *a0);
+  return n == napkin_diagram_axis_size (p->d, (guint) *a1) && n >= 2 && n % 2 == 0 ? n : 0;
+}
+
+/* Whether `node` is a map `fn` outside regions whose value only `reader` reads. */
+static gboolean
+sole_map (NapkinPlanner *p,
+          int            node,
+          NapkinMapFn    fn,
+          int            reader)
+{
+  const NapkinNode *nd = node >= 0 ? napkin_diagram_node (p->d, node) : NULL;
+  guint n_consumers;
+  const guint *consumers;
+
+  if (nd == NULL || p->top[node] >= 0)
+    return FALSE;
+  consumers = napkin_diagram_consumers (p->d, (guint) node, &n_consumers);
+  return (fn == NAPKIN_N_FNS || (nd->kind == NAPKIN_OP_MAP && nd->fn == fn))
+         && n_consumers == 1 && (int) consumers[0] == reader;
+}
+
+/* Whether value types a and b list the same axes, b's `from` as a's `to`. */
+static gboolean
+axes_as (const NapkinTensorType *a,
+         const NapkinTensorType *b,
+         int                     to,
+         int                     from)
+{
+  if (a == NULL || b == NULL || !a->valid || !b->valid || a->n_axes != b->n_axes)
+    return FALSE;
+  for (guint i = 0; i < a->n_axes; i++)
+    if (a->axes[i] != (b->axes[i] == (guint) from ? (guint) to : b->axes[i]))
+      return FALSE;
+  return TRUE;
+}
+
+gboolean
+_napkin_plan_rotary_match (NapkinPlanner *p,
+                           guint          sum,
+                           guint         *parts)
+{
+  NapkinDiagram *d = p->d;
+  const NapkinNode *nd = napkin_diagram_node (d, sum);
+  NapkinPlanLayout yl, xl;
+
+  if (nd == NULL || nd->kind != NAPKIN_OP_MAP || nd->fn != NAPKIN_FN_ADD || p->top[sum] >= 0
+      || (p->options != NULL && p->options->generic_only))
+    return FALSE;
+  /* y = a + b in either order: a = x·c, b = rename (x·R)·s with R rotate_half */
+  for (guint side = 0; side < 2; side++)
+    {
+      int a = napkin_diagram_input_source (d, sum, side), b = napkin_diagram_input_source (d, sum, 1 - side);
+      int v = -1, prod = -1, x = -1, dax = -1, drot = -1;
+      gint64 n = 0;
+
+      if (!sole_map (p, a, NAPKIN_FN_MUL, (int) sum) || !sole_map (p, b, NAPKIN_FN_MUL, (int) sum))
+        continue;
+      for (guint q = 0; q < 2 && v < 0; q++)
+        {
+          int cand = napkin_diagram_input_source (d, b, q);
+
+          if (cand >= 0 && napkin_diagram_node (d, cand)->kind == NAPKIN_OP_REARRANGE && _napkin_plan_is_view (d, cand)
+              && sole_map (p, cand, NAPKIN_N_FNS, b))
+            v = cand;
+        }
+      prod = v >= 0 ? napkin_diagram_input_source (d, v, 0) : -1;
+      if (prod < 0 || napkin_diagram_node (d, prod)->kind != NAPKIN_OP_CONTRACT || !sole_map (p, prod, NAPKIN_N_FNS, v))
+        continue;
+      /* x·R, R's first axis contracted (rotate_half as the importer writes it) */
+      for (guint q = 0; q < 2 && n == 0; q++)
+        if ((n = rotate_half_input (p, napkin_diagram_input_source (d, prod, q), &dax, &drot)) > 0)
+          x = napkin_diagram_input_source (d, prod, 1 - q);
+      if (n == 0 || x < 0 || (napkin_diagram_input_source (d, a, 0) != x && napkin_diagram_input_source (d, a, 1) != x)
+          || !axes_as (napkin_diagram_node_type (d, prod), napkin_diagram_node_type (d, x), drot, dax)
+          || !axes_as (napkin_diagram_node_type (d, v), napkin_diagram_node_type (d, x), dax, dax)
+          || !same_axis_set (p, napkin_diagram_node_type (d, sum), napkin_diagram_node_type (d, x)->axes,
+                             napkin_diagram_node_type (d, x)->n_axes)
+          || napkin_diagram_node_type (d, sum)->n_axes != napkin_diagram_node_type (d, x)->n_axes)
+        continue;
+      /* one pass reads x along the rotated axis, the innermost of y and of x */
+      if (!_napkin_plan_value_layout (p, (int) sum, &yl) || !_napkin_plan_value_layout (p, x, &xl) || yl.n == 0
+          || (int) yl.axes[yl.n - 1] != dax || _napkin_plan_layout_stride (d, &xl, (guint) dax) != 1
+          || !napkin_dtype_is_float (xl.dtype))
+        continue;
+      parts[0] = (guint) a;
+      parts[1] = (guint) prod;
+      parts[2] = (guint) v;
+      parts[3] = (guint) b;
+      return TRUE;
+    }
+  return FALSE;
+}
+
+/* The other operand of the two-operand map `m` besides `not`, and its strides over yl's
+ * axes in *os (new); -1 where it has no layout. */
+static int
+ew_other_operand (NapkinPlanner          *p,
+                  int                     m,
+                  int                     not,
+                  const NapkinPlanLayout *yl,
+                  NapkinDtype            *dtype,
+                  gint64                **os)
+{
+  int src = napkin_diagram_input_source (p->d, m, 0) == not ? napkin_diagram_input_source (p->d, m, 1)
+                                                           : napkin_diagram_input_source (p->d, m, 0);
+  NapkinPlanLayout ol;
+
+  if (src < 0 || !_napkin_plan_value_layout (p, src, &ol))
+    return -1;
+  *dtype = ol.dtype;
+  *os = g_new0 (gint64, NAPKIN_MAX_RANK);
+  for (guint i = 0; i < yl->n; i++)
+    (*os)[i] = _napkin_plan_layout_stride (p->d, &ol, yl->axes[i]);
+  return src;
+}
+
+/* y = x·c + rotate_half (x)·s as one element-wise pass (docs/plan.md, "Rotary as one
+ * pass"): x read as it is and rotated by half along y's innermost axis, c and s by their
+ * strides; the product by the rotate_half matrix and its rename are never stored. */
+static gboolean
+ew_rotary (NapkinPlanner    *p,
+           NapkinPlanKernel *k,
+           const guint      *parts,
+           char            **why)
+{
+  NapkinDiagram *d = p->d;
+  int sum = k->node, a = (int) parts[0], prod = (int) parts[1], v = (int) parts[2], b = (int) parts[3];
+  int x = -1, c, s, dax = -1, drot = -1;
+  g_autoptr(GArray) maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
+  g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
+  NapkinPlanLayout yl, xl;
+  gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK], total = 1, n = 0;
+  gint64 *os_c = NULL, *os_s = NULL, *os_x;
+  NapkinDtype c_dtype = NAPKIN_DTYPE_FP32, s_dtype = NAPKIN_DTYPE_FP32;
+  NapkinPlanMap m0 = map_new (p, a), m1 = map_new (p, sum);
+  NapkinPlanElementwise *e = &k->u.ew;
+
+  for (guint q = 0; q < 2 && n == 0; q++)
+    if ((n = rotate_half_input (p, napkin_diagram_input_source (d, prod, q), &dax, &drot)) > 0)
+      x = napkin_diagram_input_source (d, prod, 1 - q);
+  if (n == 0 || x < 0 || !_napkin_plan_value_layout (p, sum, &yl) || !_napkin_plan_value_layout (p, x, &xl))
+    return FALSE;
+  c = ew_other_operand (p, a, x, &yl, &c_dtype, &os_c);
+  s = ew_other_operand (p, b, v, &yl, &s_dtype, &os_s);
+  if (c < 0 || s < 0)
+    {
+      g_free (os_c);
+      g_free (os_s);
+      *why = g_strdup_printf (_("the rotary embedding into %s reads an operand stored in no known order"),
+                              node_id (p, sum));
+      return FALSE;
+    }
+  for (guint i = 0; i < yl.n; i++)
+    {
+      dims[i] = axis_size (p, yl.axes[i]);
+      xs[i] = _napkin_plan_layout_stride (d, &xl, yl.axes[i]);
+      total *= dims[i];
+    }
+  os_x = g_memdup2 (xs, sizeof xs);
+  m0.has_other = TRUE;
+  m0.other = (NapkinPlanBuffer) { c, -1, c_dtype };
+  m1.has_other = TRUE;
+  m1.other = (NapkinPlanBuffer) { x, -1, xl.dtype };
+  m1.other_rotate = n;
+  m1.has_other2 = TRUE;
+  m1.other2 = (NapkinPlanBuffer) { s, -1, s_dtype };
+  m1.other2_index = 2;
+  g_array_append_val (maps, m0);
+  g_array_append_val (maps, m1);
+  g_ptr_array_add (others, os_c);
+  g_ptr_array_add (others, os_x);
+  g_ptr_array_add (others, os_s);
+
+  k->kind = NAPKIN_PLAN_ELEMENTWISE;
+  k->path = NAPKIN_PATH_SIMT;
+  e->rank = ew_merge_axes (dims, ys, xs, others, yl.n);
+  memcpy (e->dims, dims, sizeof (gint64) * e->rank);
+  memcpy (e->x_strides, xs, sizeof (gint64) * e->rank);
+  e->x = (NapkinPlanBuffer) { x, -1, xl.dtype };
+  e->y = (NapkinPlanBuffer) { sum, -1, yl.dtype };
+  e->x_dtype = xl.dtype;
+  e->y_dtype = yl.dtype;
+  e->maps = g_steal_pointer (&maps);
+  e->other_strides = g_steal_pointer (&others);
+  ew_launch (p, k, total);
+  {
+    /* the note says what the kernel does in the diagram's words */
+    g_autofree char *was = k->note;
+
+    k->note = g_strdup_printf (_("rotary embedding in one pass: %s·%s + rotate_half (%s)·%s, %s rotated by halves of "
+                                 "%lld along %s; %s"), node_id (p, x), node_id (p, c), node_id (p, x), node_id (p, s),
+                               node_id (p, x), (long long) n, napkin_diagram_axis (d, (guint) dax)->name, was);
+  }
+  return TRUE;
+}
+
 gboolean
 _napkin_plan_try_elementwise (NapkinPlanner    *p,
                               NapkinPlanKernel *k,
@@ -1748,6 +1974,13 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
   NapkinPlanElementwise *e;
 
   *why = NULL;
+  if (k->node >= 0 && k->region < 0)
+    {
+      guint parts[4];
+
+      if (_napkin_plan_rotary_match (p, (guint) k->node, parts))
+        return ew_rotary (p, k, parts, why);
+    }
   if (k->nodes->len == 1 && napkin_diagram_node (d, g_array_index (k->nodes, guint, 0))->kind == NAPKIN_OP_REARRANGE)
     return ew_rearrange (p, k, why);
   if (k->nodes->len == 1 && napkin_diagram_node (d, g_array_index (k->nodes, guint, 0))->kind == NAPKIN_OP_OUTPUT)

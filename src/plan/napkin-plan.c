@@ -510,7 +510,14 @@ plan_kernel (NapkinPlanner    *p,
   };
 
   p->member_of = NULL;   /* a kernel freed before may have had this address */
-  if (p->options == NULL || !p->options->generic_only)
+  /* a rotary embedding's sum: its one pass, or the generic lowering of its operations */
+  if (p->rotary != NULL && k->region < 0 && k->node >= 0
+      && g_hash_table_lookup (p->rotary, GUINT_TO_POINTER (k->node + 1)) == GUINT_TO_POINTER (k->node + 1))
+    {
+      if (_napkin_plan_try_elementwise (p, k, &why))
+        return;
+    }
+  else if (p->options == NULL || !p->options->generic_only)
     for (guint i = 0; i < G_N_ELEMENTS (recognisers); i++)
       {
         char *reason = NULL;
@@ -738,6 +745,20 @@ plan_build (NapkinDiagram           *diagram,
   topo = napkin_diagram_topo_order (p.d);
   n_regions = napkin_diagram_n_regions (p.d);
 
+  /* a rotary embedding's operations go with its sum, one element-wise pass */
+  p.rotary = g_hash_table_new (g_direct_hash, g_direct_equal);
+  for (guint n = 0; n < p.n_nodes; n++)
+    {
+      guint parts[4];
+
+      if (_napkin_plan_rotary_match (&p, n, parts))
+        {
+          g_hash_table_insert (p.rotary, GUINT_TO_POINTER (n + 1), GUINT_TO_POINTER (n + 1));
+          for (guint j = 0; j < G_N_ELEMENTS (parts); j++)
+            g_hash_table_insert (p.rotary, GUINT_TO_POINTER (parts[j] + 1), GUINT_TO_POINTER (n + 1));
+        }
+    }
+
   /* Kernels in an order that respects every wire between them (as the lowering orders
    * them): a region starts once every source of every member outside it is done. */
   done = g_new0 (gboolean, p.n_nodes + 1);
@@ -752,6 +773,7 @@ plan_build (NapkinDiagram           *diagram,
           int r = p.top[n];
           gboolean ready = TRUE;
           NapkinPlanKernel *k;
+          guint rotary;
 
           if (done[n])
             continue;
@@ -767,14 +789,26 @@ plan_build (NapkinDiagram           *diagram,
               if (node->kind == NAPKIN_OP_INPUT
                   || (node->kind == NAPKIN_OP_OUTPUT && !napkin_plan_node_is_input_copy (p.d, n)))
                 continue;
+              rotary = GPOINTER_TO_UINT (g_hash_table_lookup (p.rotary, GUINT_TO_POINTER (n + 1)));
+              if (rotary != 0 && rotary != n + 1)
+                continue;   /* computed in its sum's kernel */
               k = _napkin_plan_kernel_new (NULL, NAPKIN_PLAN_GENERIC, NAPKIN_PATH_GENERIC);
               g_free (k->name);
               k->name = g_strdup (node->id);
               k->node = n;
+              if (rotary != 0)
+                {
+                  guint parts[4];
+
+                  _napkin_plan_rotary_match (&p, n, parts);
+                  g_array_append_vals (k->nodes, parts, G_N_ELEMENTS (parts));
+                }
               g_array_append_val (k->nodes, n);
-              if (node->kind != NAPKIN_OP_OUTPUT)
+              if (node->kind != NAPKIN_OP_OUTPUT && rotary == 0)
                 absorb_maps (&p, k, done);
-              add_planned_kernel (&p, trim_absorbed (&p, k, done));
+              if (rotary != 0)
+                plan_kernel (&p, k);   /* whole or generic: its parts have no kernels of their own */
+              add_planned_kernel (&p, rotary != 0 ? k : trim_absorbed (&p, k, done));
               continue;
             }
           if (region_done[r])
@@ -834,6 +868,7 @@ plan_build (NapkinDiagram           *diagram,
   g_ptr_array_unref (p.before);
   g_ptr_array_unref (p.after);
   g_hash_table_unref (p.chain_refusal);
+  g_hash_table_unref (p.rotary);
   return g_steal_pointer (&plan);
 }
 
@@ -908,6 +943,32 @@ napkin_plan_kernel_for (const NapkinPlan *plan,
   if (region < 0 && node < 0)
     return NULL;
   return g_hash_table_lookup (index->kernel_index, GINT_TO_POINTER (region >= 0 ? region : -2 - node));
+}
+
+GHashTable *
+napkin_plan_rotary_nodes (NapkinDiagram *diagram)
+{
+  NapkinPlanner p = { 0 };
+  GHashTable *set = g_hash_table_new (g_direct_hash, g_direct_equal);
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), set);
+  p.d = diagram;
+  p.n_nodes = napkin_diagram_n_nodes (diagram);
+  _napkin_plan_find_parents (&p);
+  for (guint n = 0; n < p.n_nodes; n++)
+    {
+      guint parts[4];
+
+      if (_napkin_plan_rotary_match (&p, n, parts))
+        {
+          g_hash_table_add (set, GUINT_TO_POINTER (n + 1));
+          for (guint j = 0; j < G_N_ELEMENTS (parts); j++)
+            g_hash_table_add (set, GUINT_TO_POINTER (parts[j] + 1));
+        }
+    }
+  g_free (p.top);
+  g_free (p.parent);
+  return set;
 }
 
 gboolean

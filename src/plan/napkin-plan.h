@@ -74,6 +74,15 @@ typedef struct
   NapkinMaskKind   mask;
   gint64           mask_offset, mask_left, mask_right;
   gint64           mask_row_stride, mask_rows, mask_col_stride, mask_cols;
+  /* element-wise, a rotary embedding (docs/plan.md, "Rotary as one pass"): the other
+   * operand is read rotated by half along y's innermost axis, runs of other_rotate
+   * elements (element j reads j + n/2 negated below n/2, j − n/2 above: rotate_half),
+   * then multiplied by other2, read through the element-wise kernel's
+   * other_strides[other2_index] */
+  gint64           other_rotate;
+  gboolean         has_other2;
+  NapkinPlanBuffer other2;
+  guint            other2_index;
 } NapkinPlanMap;
 
 /* C[b, m, n] (=) epilogue (Σ_k A[b, m, k] · B[b, k, n]), fp32 accumulation.
@@ -477,6 +486,10 @@ gboolean          napkin_plan_attention_stacks (gint64                   group,
  * moving no byte (docs/plan.md, "Views"). */
 gboolean          napkin_plan_node_is_view     (NapkinDiagram           *diagram,
                                                 guint                    node);
+/* The operations outside regions that the plan runs as rotary embeddings, one
+ * element-wise pass each (x·c + rotate_half (x)·s: docs/plan.md, "Rotary as one pass"):
+ * a set of node indices + 1. */
+GHashTable       *napkin_plan_rotary_nodes     (NapkinDiagram           *diagram);
 /* Whether `node`, outside every region, runs in the kernel of another operation (a map
  * that only finishes that operation's value: docs/plan.md). */
 gboolean          napkin_plan_node_fused_away  (const NapkinPlan        *plan,

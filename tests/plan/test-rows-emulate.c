@@ -428,6 +428,59 @@ test_modulation (void)
   check_emulation (module, d, "modulation", "bf16");
 }
 
+/* A rotary embedding as the importer writes it (docs/import.md): y = x·cos +
+ * rename (x·R)·sin with R the rotate_half constant: one element-wise pass reading x
+ * rotated by halves of d (docs/plan.md, "Rotary as one pass"), the product by R and its
+ * rename never stored; the interpreter multiplies by R itself. Both orders of each
+ * operation's operands. */
+static void
+test_rotary (void)
+{
+  static const char *const fmt =
+    "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"b\",\"size\":2},{\"name\":\"s\",\"size\":5},"
+    "{\"name\":\"h\",\"size\":3},{\"name\":\"d\",\"size\":32},{\"name\":\"d_rot\",\"size\":32}],"
+    "\"tensors\":[{\"name\":\"X\",\"axes\":[\"b\",\"s\",\"h\",\"d\"],\"dtype\":\"%s\"},"
+    "{\"name\":\"C\",\"axes\":[\"s\",\"d\"],\"dtype\":\"%s\"},{\"name\":\"S\",\"axes\":[\"s\",\"d\"],\"dtype\":\"%s\"},"
+    "{\"name\":\"R\",\"axes\":[\"d\",\"d_rot\"],\"dtype\":\"%s\",\"constant\":\"rotate_half\"},"
+    "{\"name\":\"Y\",\"axes\":[\"b\",\"s\",\"h\",\"d\"],\"dtype\":\"%s\"}],"
+    "\"nodes\":[{\"id\":\"x\",\"kind\":\"input\",\"tensor\":\"X\"},{\"id\":\"c\",\"kind\":\"input\",\"tensor\":\"C\"},"
+    "{\"id\":\"s\",\"kind\":\"input\",\"tensor\":\"S\"},{\"id\":\"r\",\"kind\":\"input\",\"tensor\":\"R\"},"
+    "{\"id\":\"xc\",\"kind\":\"map\",\"fn\":\"mul\"},"
+    "{\"id\":\"rot\",\"kind\":\"contract\",\"out\":[\"b\",\"s\",\"h\",\"d_rot\"]},"
+    "{\"id\":\"unrot\",\"kind\":\"rearrange\",\"out\":[\"b\",\"s\",\"h\",\"d\"]},"
+    "{\"id\":\"rs\",\"kind\":\"map\",\"fn\":\"mul\"},{\"id\":\"sum\",\"kind\":\"map\",\"fn\":\"add\"},"
+    "{\"id\":\"y\",\"kind\":\"output\",\"tensor\":\"Y\"}],"
+    "\"wires\":[{\"from\":\"x\",\"to\":\"xc\",\"port\":%d},{\"from\":\"c\",\"to\":\"xc\",\"port\":%d},"
+    "{\"from\":\"x\",\"to\":\"rot\",\"port\":%d},{\"from\":\"r\",\"to\":\"rot\",\"port\":%d},"
+    "{\"from\":\"rot\",\"to\":\"unrot\",\"port\":0},{\"from\":\"unrot\",\"to\":\"rs\",\"port\":%d},"
+    "{\"from\":\"s\",\"to\":\"rs\",\"port\":%d},{\"from\":\"xc\",\"to\":\"sum\",\"port\":%d},"
+    "{\"from\":\"rs\",\"to\":\"sum\",\"port\":%d},{\"from\":\"sum\",\"to\":\"y\",\"port\":0}]}";
+
+  for (guint c = 0; c < 2; c++)
+    {
+      const char *dtype = c == 0 ? "bf16" : "fp32";
+      g_autofree char *json = g_strdup_printf (fmt, dtype, dtype, dtype, dtype, dtype, c, 1 - c, c, 1 - c, c, 1 - c, c,
+                                               1 - c);
+      g_autoptr(NapkinDiagram) d = NULL;
+      g_autoptr(NapkinPlan) plan = NULL;
+      g_autoptr(NapkinCudaModule) module = plan_json (json, &d, &plan);
+      const NapkinPlanKernel *k;
+      const NapkinPlanMap *m;
+
+      g_assert_cmpuint (plan->kernels->len, ==, 1);
+      k = g_ptr_array_index (plan->kernels, 0);
+      if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
+        g_error ("%s: not an element-wise kernel (%s)", dtype, k->reason);
+      g_assert_cmpuint (k->nodes->len, ==, 5);
+      g_assert_cmpuint (k->u.ew.maps->len, ==, 2);
+      m = &g_array_index (k->u.ew.maps, NapkinPlanMap, 1);
+      g_assert_cmpint (m->other_rotate, ==, 32);
+      g_assert_true (m->has_other2);
+      g_assert_nonnull (strstr (module->source, "lo_ ? -o_[k_]"));
+      check_emulation (module, d, c == 0 ? "rotary bf16" : "rotary fp32, operands swapped", dtype);
+    }
+}
+
 /* The plan's one kernel, an element-wise kernel with one mask among its maps: that mask. */
 static const NapkinPlanMap *
 the_mask (const NapkinPlan *plan,
@@ -752,6 +805,7 @@ main (int    argc,
   g_test_add_func ("/plan/rows/emulate-strided", test_strided);
   g_test_add_func ("/plan/rows/emulate-contiguous", test_contiguous);
   g_test_add_func ("/plan/elementwise/emulate-input-copy", test_input_copy);
+  g_test_add_func ("/plan/elementwise/emulate-rotary", test_rotary);
   g_test_add_func ("/plan/rows/emulate-modulation", test_modulation);
   g_test_add_func ("/plan/elementwise/emulate-masks", test_masks);
   g_test_add_func ("/plan/elementwise/emulate-tensor-masks", test_tensor_masks);
