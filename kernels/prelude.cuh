@@ -46,11 +46,8 @@ __device__ __forceinline__ float napkin_round_tf32 (float v)
 __device__ __forceinline__ float napkin_gelu (float x) { return 0.5f * x * (1.0f + erff (x * 0.70710678f)); }
 /* GELU's tanh approximation, as torch's gelu(approximate='tanh') (docs/file-format.md) */
 __device__ __forceinline__ float napkin_gelu_tanh (float x) { return 0.5f * x * (1.0f + tanhf (0.7978845608f * (x + 0.044715f * x * x * x))); }
-/* x·σ(x) with the reciprocal, not an IEEE division (a slow path per element in a GEMM's
- * epilogue): 1 + e^−x is ≥ 1, so the reciprocal's rounding is the division's to 1 ulp, and
- * at x → −∞ it is 0, not a NaN (docs/perf-notes.md, session 23) */
-__device__ __forceinline__ float napkin_silu (float x) { return x * __frcp_rn (1.0f + __expf (-x)); }
-__device__ __forceinline__ float napkin_sigmoid (float x) { return __frcp_rn (1.0f + __expf (-x)); }
+__device__ __forceinline__ float napkin_silu (float x) { return x / (1.0f + __expf (-x)); }
+__device__ __forceinline__ float napkin_sigmoid (float x) { return 1.0f / (1.0f + __expf (-x)); }
 __device__ __forceinline__ float napkin_square (float x) { return x * x; }
 __device__ __forceinline__ unsigned napkin_smem_addr (const void *p)
 { unsigned a; asm ("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r" (a) : "l" (p)); return a; }
