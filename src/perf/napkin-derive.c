@@ -155,6 +155,16 @@ add_value_tensor (NapkinDiagram *d,
   json_object_object_add (tensor, "name", json_object_new_string (name));
   json_object_object_add (tensor, "axes", type_axes (d, t));
   json_object_object_add (tensor, "dtype", json_object_new_string (napkin_dtype_to_string (t->dtype)));
+  /* an input's constant (the rotary's rotate_half matrix) stays what it is */
+  if (napkin_diagram_node (d, node)->kind == NAPKIN_OP_INPUT)
+    {
+      int ti = napkin_diagram_find_tensor (d, napkin_diagram_node (d, node)->tensor);
+      const NapkinTensor *drawn = ti >= 0 ? napkin_diagram_tensor (d, (guint) ti) : NULL;
+      json_object *c;
+
+      if (drawn != NULL && drawn->extra != NULL && json_object_object_get_ex (drawn->extra, "constant", &c))
+        json_object_object_add (tensor, "constant", json_object_get (c));
+    }
   json_object_array_add (tensors, tensor);
 }
 
@@ -652,9 +662,32 @@ candidates_at (Derive *dv,
   guint n = 0;
   int at;
 
-  /* a rotary embedding runs as the plan's one pass: a region would cut it in pieces */
+  /* a rotary embedding runs as the plan's one pass, a candidate of its sum's with no
+   * region (a region would cut it in pieces) */
   if (dv->rotary != NULL && g_hash_table_contains (dv->rotary, GUINT_TO_POINTER (u + 1)))
-    return;
+    {
+      if (g_hash_table_lookup (dv->rotary, GUINT_TO_POINTER (u + 1)) == GUINT_TO_POINTER (u + 1))
+        {
+          GHashTableIter it;
+          gpointer key, sum;
+
+          g_hash_table_iter_init (&it, dv->rotary);
+          while (g_hash_table_iter_next (&it, &key, &sum) && n < MAX_CHAIN)
+            if (sum == GUINT_TO_POINTER (u + 1))
+              chain[n++] = GPOINTER_TO_UINT (key) - 1;
+          /* in the diagram's order: the sum last */
+          for (guint i = 1; i < n; i++)
+            for (guint j = i; j > 0 && dv->pos[chain[j]] < dv->pos[chain[j - 1]]; j--)
+              {
+                guint t = chain[j];
+
+                chain[j] = chain[j - 1];
+                chain[j - 1] = t;
+              }
+          add_cand (dv, chain, n, "rotary");
+        }
+      return;
+    }
   chain[n++] = u;
   switch (node->kind)
     {
@@ -1318,6 +1351,9 @@ napkin_derive (NapkinDiagram            *diagram,
       if (m == NULL || m->choice == NULL)
         break;
       c = m->choice;
+      if (g_getenv ("NAPKIN_DERIVE_DEBUG"))
+        g_printerr ("cover: %s %s ×%u %g %s\n", c->kind, napkin_diagram_node (dv.d, c->nodes[0])->id, c->n, c->cost,
+                    c->region ? "region" : "outside regions");
       for (guint j = 0; j < c->n; j++)
         SET_ADD (covered, c->nodes[j]);
       k = derived_kernel (&dv, c, counts, regions);

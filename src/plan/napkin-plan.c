@@ -961,9 +961,9 @@ napkin_plan_rotary_nodes (NapkinDiagram *diagram)
 
       if (_napkin_plan_rotary_match (&p, n, parts))
         {
-          g_hash_table_add (set, GUINT_TO_POINTER (n + 1));
+          g_hash_table_insert (set, GUINT_TO_POINTER (n + 1), GUINT_TO_POINTER (n + 1));
           for (guint j = 0; j < G_N_ELEMENTS (parts); j++)
-            g_hash_table_add (set, GUINT_TO_POINTER (parts[j] + 1));
+            g_hash_table_insert (set, GUINT_TO_POINTER (parts[j] + 1), GUINT_TO_POINTER (n + 1));
         }
     }
   g_free (p.top);

@@ -488,7 +488,7 @@ gboolean          napkin_plan_node_is_view     (NapkinDiagram           *diagram
                                                 guint                    node);
 /* The operations outside regions that the plan runs as rotary embeddings, one
  * element-wise pass each (x·c + rotate_half (x)·s: docs/plan.md, "Rotary as one pass"):
- * a set of node indices + 1. */
+ * node index + 1 → the index + 1 of the sum whose pass computes it (the sum's own too). */
 GHashTable       *napkin_plan_rotary_nodes     (NapkinDiagram           *diagram);
 /* Whether `node`, outside every region, runs in the kernel of another operation (a map
  * that only finishes that operation's value: docs/plan.md). */
