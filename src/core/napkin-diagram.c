@@ -653,6 +653,22 @@ napkin_diagram_copy_without_extras (NapkinDiagram *self)
           case NAPKIN_ITEM_REGION: extra = &((NapkinRegion *) item)->extra; break;
           default: g_assert_not_reached ();
           }
+        /* a tensor's constant (the rotary's rotate_half matrix: docs/import.md) is what
+         * the tensor holds, not an unknown field: kept, in an object of the copy's own */
+        if (k == NAPKIN_ITEM_TENSOR && *extra != NULL)
+          {
+            json_object *c = NULL;
+
+            if (json_object_object_get_ex (*extra, "constant", &c) && json_object_is_type (c, json_type_string))
+              {
+                json_object *own = json_object_new_object ();
+
+                json_object_object_add (own, "constant", json_object_new_string (json_object_get_string (c)));
+                json_object_put (*extra);
+                *extra = own;
+                continue;
+              }
+          }
         g_clear_pointer (extra, json_object_put);
       }
   if (copy->gpus != NULL)

@@ -184,7 +184,8 @@ NapkinDiagram      *napkin_diagram_copy_bypassing   (NapkinDiagram     *self,
                                                      const gboolean    *bypass);
 /* A copy sharing nothing with the original (json-c's reference counts are not
  * atomic): for work in another thread that needs no unknown fields (the model, the
- * code generator). It may be freed in that thread. */
+ * code generator); a tensor's "constant" stays, in objects of the copy's own. It may be
+ * freed in that thread. */
 NapkinDiagram      *napkin_diagram_copy_without_extras (NapkinDiagram  *self);
 
 const char         *napkin_diagram_get_title        (NapkinDiagram     *self);

@@ -955,6 +955,37 @@ test_alpha_expressions (void)
   }
 }
 
+/* A copy for another thread drops unknown fields but keeps a tensor's constant (the
+ * rotary's rotate_half matrix is what that tensor holds: docs/import.md), in a JSON
+ * object of its own. */
+static void
+test_copy_keeps_constant (void)
+{
+  static const char json[] =
+    "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"d\",\"size\":4},{\"name\":\"e\",\"size\":4}],"
+    "\"tensors\":[{\"name\":\"R\",\"axes\":[\"d\",\"e\"],\"dtype\":\"fp32\",\"constant\":\"rotate_half\",\"note\":1},"
+    "{\"name\":\"X\",\"axes\":[\"d\",\"e\"],\"dtype\":\"fp32\",\"note\":2}],"
+    "\"nodes\":[{\"id\":\"r\",\"kind\":\"input\",\"tensor\":\"R\"},{\"id\":\"x\",\"kind\":\"output\",\"tensor\":\"X\"}],"
+    "\"wires\":[{\"from\":\"r\",\"to\":\"x\",\"port\":0}]}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_autoptr(NapkinDiagram) copy = NULL;
+  const NapkinTensor *r, *x, *r0;
+  json_object *c = NULL;
+
+  g_assert_no_error (error);
+  copy = napkin_diagram_copy_without_extras (d);
+  r0 = napkin_diagram_tensor (d, (guint) napkin_diagram_find_tensor (d, "R"));
+  r = napkin_diagram_tensor (copy, (guint) napkin_diagram_find_tensor (copy, "R"));
+  x = napkin_diagram_tensor (copy, (guint) napkin_diagram_find_tensor (copy, "X"));
+  g_assert_nonnull (r->extra);
+  g_assert_true (r->extra != r0->extra);
+  g_assert_true (json_object_object_get_ex (r->extra, "constant", &c));
+  g_assert_cmpstr (json_object_get_string (c), ==, "rotate_half");
+  g_assert_false (json_object_object_get_ex (r->extra, "note", NULL));
+  g_assert_null (x->extra);
+}
+
 int
 main (int    argc,
       char **argv)
@@ -962,6 +993,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/core/types/names-and-bytes", test_types);
+  g_test_add_func ("/core/copy/keeps-constant", test_copy_keeps_constant);
   g_test_add_func ("/core/expr/alpha", test_alpha_expressions);
   g_test_add_func ("/core/examples/valid", test_examples_valid);
   g_test_add_func ("/core/examples/flops", test_flops);
