@@ -183,16 +183,6 @@ number (double v)
   return g_strdup (buf);
 }
 
-static const char *
-constant_of (const NapkinTensor *t)
-{
-  json_object *c = NULL;
-
-  if (t->extra != NULL && json_object_object_get_ex (t->extra, "constant", &c) && json_object_is_type (c, json_type_string))
-    return json_object_get_string (c);
-  return NULL;
-}
-
 /* An output: its value in the tensor's axis order (cast to the tensor's type) joins
  * the returned tuple `ret`. */
 static void
@@ -506,14 +496,14 @@ bind_inputs (Printer  *p,
       /* one Python name for the argument, INPUTS and example_inputs alike */
       name = take_name (p, tensor->name);
       g_hash_table_insert (p->arg, tensor->name, (char *) name);
-      if (g_strcmp0 (constant_of (tensor), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2)
+      if (g_strcmp0 (napkin_tensor_get_constant (tensor), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2)
         g_string_append_printf (consts, "    %s = _rotate_half_matrix(%" G_GINT64_FORMAT ", %s, _device)\n", name,
                                 napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, tensor->axes[0])),
                                 torch_dtype (tensor->dtype));
-      else if (constant_of (tensor) != NULL)
+      else if (napkin_tensor_get_constant (tensor) != NULL)
         {
           g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
-                       "tensor “%s”: unknown constant “%s”", tensor->name, constant_of (tensor));
+                       "tensor “%s”: unknown constant “%s”", tensor->name, napkin_tensor_get_constant (tensor));
           return FALSE;
         }
       else
@@ -577,7 +567,7 @@ print_preamble (Printer    *p,
       const NapkinTensor *tensor = napkin_diagram_tensor (p->d, t);
       const char *name = g_hash_table_lookup (p->arg, tensor->name);
 
-      if (name == NULL || constant_of (tensor) != NULL)
+      if (name == NULL || napkin_tensor_get_constant (tensor) != NULL)
         continue;
       g_string_append_printf (p->out, "    \"%s\": ((", name);
       for (guint a = 0; tensor->axes[a]; a++)

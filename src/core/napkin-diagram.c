@@ -628,6 +628,18 @@ napkin_diagram_copy_bypassing (NapkinDiagram  *self,
   return copy;
 }
 
+const char *
+napkin_tensor_get_constant (const NapkinTensor *tensor)
+{
+  json_object *c = NULL;
+
+  g_return_val_if_fail (tensor != NULL, NULL);
+  if (tensor->extra == NULL || !json_object_object_get_ex (tensor->extra, "constant", &c)
+      || !json_object_is_type (c, json_type_string))
+    return NULL;
+  return json_object_get_string (c);
+}
+
 NapkinDiagram *
 napkin_diagram_copy_without_extras (NapkinDiagram *self)
 {
@@ -655,19 +667,14 @@ napkin_diagram_copy_without_extras (NapkinDiagram *self)
           }
         /* a tensor's constant (the rotary's rotate_half matrix: docs/import.md) is what
          * the tensor holds, not an unknown field: kept, in an object of the copy's own */
-        if (k == NAPKIN_ITEM_TENSOR && *extra != NULL)
+        if (k == NAPKIN_ITEM_TENSOR && napkin_tensor_get_constant (item) != NULL)
           {
-            json_object *c = NULL;
+            json_object *own = json_object_new_object ();
 
-            if (json_object_object_get_ex (*extra, "constant", &c) && json_object_is_type (c, json_type_string))
-              {
-                json_object *own = json_object_new_object ();
-
-                json_object_object_add (own, "constant", json_object_new_string (json_object_get_string (c)));
-                json_object_put (*extra);
-                *extra = own;
-                continue;
-              }
+            json_object_object_add (own, "constant", json_object_new_string (napkin_tensor_get_constant (item)));
+            json_object_put (*extra);
+            *extra = own;
+            continue;
           }
         g_clear_pointer (extra, json_object_put);
       }

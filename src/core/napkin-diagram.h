@@ -187,6 +187,9 @@ NapkinDiagram      *napkin_diagram_copy_bypassing   (NapkinDiagram     *self,
  * code generator); a tensor's "constant" stays, in objects of the copy's own. It may be
  * freed in that thread. */
 NapkinDiagram      *napkin_diagram_copy_without_extras (NapkinDiagram  *self);
+/* The constant a tensor holds ("constant": "rotate_half", which the runner, the
+ * interpreter and the printers make rather than read: docs/import.md), or NULL. */
+const char         *napkin_tensor_get_constant      (const NapkinTensor *tensor);
 
 const char         *napkin_diagram_get_title        (NapkinDiagram     *self);
 void                napkin_diagram_set_title        (NapkinDiagram     *self,

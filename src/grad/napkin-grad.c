@@ -806,19 +806,6 @@ refuse (GError          **error,
   return FALSE;
 }
 
-/* The constant a tensor holds ("constant": "rotate_half", made by the runner and the
- * printers rather than given: docs/import.md), or NULL. */
-static const char *
-tensor_constant (const NapkinTensor *t)
-{
-  json_object *c = NULL;
-
-  if (t->extra == NULL || !json_object_object_get_ex (t->extra, "constant", &c)
-      || !json_object_is_type (c, json_type_string))
-    return NULL;
-  return json_object_get_string (c);
-}
-
 gboolean
 napkin_grad_input_has_gradient (NapkinDiagram  *forward,
                                 const char     *name,
@@ -835,10 +822,10 @@ napkin_grad_input_has_gradient (NapkinDiagram  *forward,
         *why = g_strdup_printf (_("“%s” is not a tensor of the diagram"), name);
       return FALSE;
     }
-  if (tensor_constant (tensor) != NULL)
+  if (napkin_tensor_get_constant (tensor) != NULL)
     {
       if (why != NULL)
-        *why = g_strdup_printf (_("a constant (%s): it has no gradient"), tensor_constant (tensor));
+        *why = g_strdup_printf (_("a constant (%s): it has no gradient"), napkin_tensor_get_constant (tensor));
       return FALSE;
     }
   if (!napkin_dtype_is_float (tensor->dtype))
@@ -896,11 +883,11 @@ choose_inputs (Grad               *G,
                        _("“%s” is not an input of the diagram (its inputs: %s)"), wrt[i], list->str);
           return FALSE;
         }
-      if (tensor_constant (napkin_diagram_tensor (G->fwd, t)) != NULL)
+      if (napkin_tensor_get_constant (napkin_diagram_tensor (G->fwd, t)) != NULL)
         {
           g_set_error (error, NAPKIN_GRAD_ERROR, NAPKIN_GRAD_ERROR_NOT_DIFFERENTIABLE,
                        _("The input “%s” is a constant (%s): it has no gradient"), wrt[i],
-                       tensor_constant (napkin_diagram_tensor (G->fwd, t)));
+                       napkin_tensor_get_constant (napkin_diagram_tensor (G->fwd, t)));
           return FALSE;
         }
       if (!napkin_dtype_is_float (napkin_diagram_tensor (G->fwd, t)->dtype))

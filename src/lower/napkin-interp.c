@@ -375,7 +375,6 @@ napkin_tensor_set_new_random (NapkinDiagram *diagram,
   for (guint t = 0; t < set->n_tensors; t++)
     {
       const NapkinTensor *tensor = napkin_diagram_tensor (diagram, t);
-      json_object *c = NULL;
       gint64 n = 1;
       double scale;
 
@@ -396,8 +395,7 @@ napkin_tensor_set_new_random (NapkinDiagram *diagram,
       /* an imported rotary embedding's constant is the matrix the runner and the printed
        * PyTorch build (docs/import.md), not drawn; drawn above all the same, so the
        * other tensors' values do not depend on it */
-      if (tensor->extra != NULL && json_object_object_get_ex (tensor->extra, "constant", &c)
-          && g_strcmp0 (json_object_get_string (c), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2
+      if (g_strcmp0 (napkin_tensor_get_constant (tensor), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2
           && n == napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, tensor->axes[0]))
                   * napkin_diagram_axis_size (diagram, napkin_diagram_find_axis (diagram, tensor->axes[0])))
         {

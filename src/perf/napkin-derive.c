@@ -160,10 +160,9 @@ add_value_tensor (NapkinDiagram *d,
     {
       int ti = napkin_diagram_find_tensor (d, napkin_diagram_node (d, node)->tensor);
       const NapkinTensor *drawn = ti >= 0 ? napkin_diagram_tensor (d, (guint) ti) : NULL;
-      json_object *c;
 
-      if (drawn != NULL && drawn->extra != NULL && json_object_object_get_ex (drawn->extra, "constant", &c))
-        json_object_object_add (tensor, "constant", json_object_get (c));
+      if (drawn != NULL && napkin_tensor_get_constant (drawn) != NULL)
+        json_object_object_add (tensor, "constant", json_object_new_string (napkin_tensor_get_constant (drawn)));
     }
   json_object_array_add (tensors, tensor);
 }

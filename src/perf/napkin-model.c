@@ -2853,41 +2853,26 @@ attention_one_wave (Model                  *m,
 }
 
 /* One wave of attention blocks under a mask (causal, a window): the kernel lasts as long
- * as its longest block — the query tile that sees the most key chunks —, not the
- * average block the resources' totals price; with more waves the SMs even it out. The
- * factor: the most chunks a query tile computes over their mean (H200: a window of 2135
- * over 2048 queries, 128 blocks of 1–17 chunks, ran 1.83× its prediction without it). */
+ * as its longest block — the query tile that sees the most key chunks, or split along
+ * the keys, the block that walks a whole split range of them —, not the average block the
+ * resources' totals price; with more waves the SMs even it out. The factor: the most
+ * chunks a block computes over their mean (H200: a window of 2135 over 2048 queries, 128
+ * blocks of 1–17 chunks, ran 1.83× its prediction without it; causal attention over 7626
+ * keys, one head, 60 query tiles split in 2, 1.88×, session 23). */
 static double
 longest_block (Model                  *m,
                const NapkinPlanKernel *pk)
 {
   const NapkinPlanAttention *a = &pk->u.att;
-  gint64 q_tiles = ceil_div (a->NQ, MAX (1, a->BQ));
+  const gint64 split = MAX (1u, a->split_kv), blocks = ceil_div (a->NQ, MAX (1, a->BQ)) * split;
+  const gint64 most = split > 1 ? MIN (a->chunks_most, a->chunks_per_split) : a->chunks_most;
   double mean;
 
-  if (!attention_one_wave (m, pk) || a->tiles_computed <= 0 || q_tiles <= 0)
-    return 1.0;
-  mean = (double) a->tiles_computed / q_tiles;
-  return MAX (1.0, a->chunks_most / mean);
-}
-
-/* The same for one wave of split-KV blocks under a mask: a block walks the chunks of
- * its split range its query tile sees, so the longest walks a whole range while the mean
- * is the computed tiles over the blocks (causal attention over 7626 keys, one head, 60
- * query tiles split in 2: 1.88× its prediction without the factor, H200 session 23). */
-static double
-longest_split_block (Model                  *m,
-                     const NapkinPlanKernel *pk)
-{
-  const NapkinPlanAttention *a = &pk->u.att;
-  gint64 blocks = ceil_div (a->NQ, MAX (1, a->BQ)) * (gint64) a->split_kv;
-  double mean;
-
-  if (pk->grid > m->arch->sms || pk->u.att.persist_tiles > 0 || a->tiles_computed <= 0
+  if (pk->grid > m->arch->sms || a->persist_tiles > 0 || a->tiles_computed <= 0
       || a->tiles_computed >= a->tiles_total || blocks <= 0)
     return 1.0;
   mean = (double) a->tiles_computed / blocks;
-  return MAX (1.0, MIN (a->chunks_most, a->chunks_per_split) / mean);
+  return MAX (1.0, most / mean);
 }
 
 /* One wave of attention blocks (no more blocks than SMs) that each walk a few key
@@ -2942,22 +2927,20 @@ kernel_plan (Model                  *m,
       /* the stalls are per chunk the kernel computes: a mask's skipped tiles wait for
        * nothing (docs/model.md §14b); split, a block walks its share of the chunks its
        * queries see */
+      double skew = 1.0;
+
       if (pk->u.att.split_kv > 1 && cost->chunks > 0)
         {
-          const double skew = longest_split_block (m, pk);
-
+          skew = longest_block (m, pk);
           k->latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks * skew;
-          for (guint r = 0; r < NAPKIN_N_RESOURCES; r++)
-            k->time_s[r] *= skew;
         }
       else if (pk->u.att.tiles_total > 0 && pk->u.att.tiles_computed < pk->u.att.tiles_total)
         {
-          const double skew = longest_block (m, pk);
-
+          skew = longest_block (m, pk);
           k->latency_s *= (double) pk->u.att.tiles_computed / pk->u.att.tiles_total * skew;
-          for (guint r = 0; r < NAPKIN_N_RESOURCES; r++)
-            k->time_s[r] *= skew;
         }
+      for (guint r = 0; r < NAPKIN_N_RESOURCES; r++)
+        k->time_s[r] *= skew;
       /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
        * each of an SM's blocks pays the prologue and epilogue in turn */
       if (pk->path == NAPKIN_PATH_WGMMA)
@@ -3224,6 +3207,22 @@ operation_extra_bytes (Model                  *m,
   return bytes;
 }
 
+/* The device-memory bytes of reading value `in` whole in `dtype`, once: 0 where `read`
+ * has it already (an element-wise kernel reads each value once, however many maps use it). */
+static gint64
+read_once (Model                  *m,
+           GHashTable             *read,
+           const NapkinPlanBuffer *in,
+           NapkinDtype             dtype)
+{
+  gint64 in_e;
+
+  if (in->node < 0 || !g_hash_table_add (read, GINT_TO_POINTER (in->node)))
+    return 0;
+  in_e = tile_elements (m, -1, in->node);
+  return device_traffic (m, in_e, mul (m, in_e, napkin_dtype_bytes (dtype)));
+}
+
 /* An operation outside every region reads its inputs from device memory and writes
  * its result there. An output wired straight from an input is such a kernel too: the
  * copy of the input into it (src/lower, lower_input_copy), written in the output's
@@ -3263,29 +3262,16 @@ operation_kernel (Model *m,
       for (guint d = 0; d < e->rank; d++)
         y_e = mul (m, y_e, e->dims[d]);
       bytes = add (m, bytes, device_traffic (m, y_e, mul (m, y_e, napkin_dtype_bytes (e->y_dtype))));
-      for (int i = -1; i < (int) e->maps->len; i++)
-        {
-          /* x, then each map's other operand, each value once */
-          const NapkinPlanMap *map = i >= 0 ? &g_array_index (e->maps, NapkinPlanMap, i) : NULL;
-          const NapkinPlanBuffer *in = map == NULL ? &e->x : map->has_other ? &map->other : NULL;
-          gint64 in_e;
-
-          if (in == NULL || in->node < 0 || !g_hash_table_add (read, GINT_TO_POINTER (in->node)))
-            continue;
-          in_e = tile_elements (m, -1, in->node);
-          bytes = add (m, bytes, device_traffic (m, in_e, mul (m, in_e, napkin_dtype_bytes (map == NULL ? e->x_dtype
-                                                                                                : in->dtype))));
-        }
-      /* a rotary's second operand (its sin beside the rotated x) */
+      /* x, then each map's other operands (a rotary's sin beside the rotated x) */
+      bytes = add (m, bytes, read_once (m, read, &e->x, e->x_dtype));
       for (guint i = 0; i < e->maps->len; i++)
         {
           const NapkinPlanMap *map = &g_array_index (e->maps, NapkinPlanMap, i);
-          gint64 in_e;
 
-          if (!map->has_other2 || map->other2.node < 0 || !g_hash_table_add (read, GINT_TO_POINTER (map->other2.node)))
-            continue;
-          in_e = tile_elements (m, -1, map->other2.node);
-          bytes = add (m, bytes, device_traffic (m, in_e, mul (m, in_e, napkin_dtype_bytes (map->other2.dtype))));
+          if (map->has_other)
+            bytes = add (m, bytes, read_once (m, read, &map->other, map->other.dtype));
+          if (map->has_other2)
+            bytes = add (m, bytes, read_once (m, read, &map->other2, map->other2.dtype));
         }
       counted = TRUE;
     }

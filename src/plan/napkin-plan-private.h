@@ -78,11 +78,23 @@ gboolean  _napkin_plan_try_elementwise (NapkinPlanner    *p,
                                         NapkinPlanKernel *kernel,
                                         char            **why);
 /* A rotary embedding y = x·c + rotate_half (x)·s outside regions (docs/plan.md, "Rotary
- * as one pass"): TRUE where `sum` is its y, with `parts` (4) its x·c, x·R, the rename of
- * x·R and that times s, which its element-wise kernel computes. */
+ * as one pass"): its parts x·c, x·R, the rename of x·R and that times s, which its sum's
+ * element-wise kernel computes, and x rotated by halves of n along `axis`. */
+typedef struct
+{
+  guint  parts[4];
+  int    x;
+  int    axis;
+  gint64 n;
+} NapkinPlanRotary;
+
+/* TRUE where `sum` is a rotary embedding's y, described in *r. */
 gboolean  _napkin_plan_rotary_match    (NapkinPlanner    *p,
                                         guint             sum,
-                                        guint            *parts);
+                                        NapkinPlanRotary *r);
+/* Every rotary embedding of p->d: node index + 1 → the index + 1 of the sum whose pass
+ * computes it (the sum's own too). */
+GHashTable *_napkin_plan_rotary_table  (NapkinPlanner    *p);
 
 /* The fused attention backward (src/plan/napkin-plan-attn-bwd.c; docs/plan.md, "Attention
  * backward"): the region of the softmax adjoint's operations around softmax `sm` that one

@@ -1751,11 +1751,10 @@ rotate_half_input (NapkinPlanner *p,
   const NapkinNode *nd = node >= 0 ? napkin_diagram_node (p->d, node) : NULL;
   int t = nd != NULL && nd->kind == NAPKIN_OP_INPUT ? napkin_diagram_find_tensor (p->d, nd->tensor) : -1;
   const NapkinTensor *tensor = t >= 0 ? napkin_diagram_tensor (p->d, (guint) t) : NULL;
-  json_object *c = NULL;
   gint64 n;
 
-  if (tensor == NULL || tensor->extra == NULL || !json_object_object_get_ex (tensor->extra, "constant", &c)
-      || g_strcmp0 (json_object_get_string (c), "rotate_half") != 0 || g_strv_length (tensor->axes) != 2)
+  if (tensor == NULL || g_strcmp0 (napkin_tensor_get_constant (tensor), "rotate_half") != 0
+      || g_strv_length (tensor->axes) != 2)
     return 0;
   *a0 = napkin_diagram_find_axis (p->d, tensor->axes[0]);
   *a1 = napkin_diagram_find_axis (p->d, tensor->axes[1]);
@@ -1765,22 +1764,30 @@ rotate_half_input (NapkinPlanner *p,
   return n == napkin_diagram_axis_size (p->d, (guint) *a1) && n >= 2 && n % 2 == 0 ? n : 0;
 }
 
-/* Whether `node` is a map `fn` outside regions whose value only `reader` reads. */
+/* Whether `node`, outside regions, is read by `reader` alone. */
 static gboolean
-sole_map (NapkinPlanner *p,
-          int            node,
-          NapkinMapFn    fn,
-          int            reader)
+read_only_by (NapkinPlanner *p,
+              int            node,
+              int            reader)
 {
-  const NapkinNode *nd = node >= 0 ? napkin_diagram_node (p->d, node) : NULL;
   guint n_consumers;
   const guint *consumers;
 
-  if (nd == NULL || p->top[node] >= 0)
+  if (node < 0 || p->top[node] >= 0)
     return FALSE;
   consumers = napkin_diagram_consumers (p->d, (guint) node, &n_consumers);
-  return (fn == NAPKIN_N_FNS || (nd->kind == NAPKIN_OP_MAP && nd->fn == fn))
-         && n_consumers == 1 && (int) consumers[0] == reader;
+  return n_consumers == 1 && (int) consumers[0] == reader;
+}
+
+/* Whether `node` is the map `fn`. */
+static gboolean
+is_map (NapkinPlanner *p,
+        int            node,
+        NapkinMapFn    fn)
+{
+  const NapkinNode *nd = node >= 0 ? napkin_diagram_node (p->d, node) : NULL;
+
+  return nd != NULL && nd->kind == NAPKIN_OP_MAP && nd->fn == fn;
 }
 
 /* Whether value types a and b list the same axes, b's `from` as a's `to`. */
@@ -1799,16 +1806,14 @@ axes_as (const NapkinTensorType *a,
 }
 
 gboolean
-_napkin_plan_rotary_match (NapkinPlanner *p,
-                           guint          sum,
-                           guint         *parts)
+_napkin_plan_rotary_match (NapkinPlanner    *p,
+                           guint             sum,
+                           NapkinPlanRotary *r)
 {
   NapkinDiagram *d = p->d;
-  const NapkinNode *nd = napkin_diagram_node (d, sum);
   NapkinPlanLayout yl, xl;
 
-  if (nd == NULL || nd->kind != NAPKIN_OP_MAP || nd->fn != NAPKIN_FN_ADD || p->top[sum] >= 0
-      || (p->options != NULL && p->options->generic_only))
+  if (!is_map (p, (int) sum, NAPKIN_FN_ADD) || p->top[sum] >= 0 || (p->options != NULL && p->options->generic_only))
     return FALSE;
   /* y = a + b in either order: a = x·c, b = rename (x·R)·s with R rotate_half */
   for (guint side = 0; side < 2; side++)
@@ -1817,18 +1822,19 @@ _napkin_plan_rotary_match (NapkinPlanner *p,
       int v = -1, prod = -1, x = -1, dax = -1, drot = -1;
       gint64 n = 0;
 
-      if (!sole_map (p, a, NAPKIN_FN_MUL, (int) sum) || !sole_map (p, b, NAPKIN_FN_MUL, (int) sum))
+      if (!is_map (p, a, NAPKIN_FN_MUL) || !read_only_by (p, a, (int) sum)
+          || !is_map (p, b, NAPKIN_FN_MUL) || !read_only_by (p, b, (int) sum))
         continue;
       for (guint q = 0; q < 2 && v < 0; q++)
         {
           int cand = napkin_diagram_input_source (d, b, q);
 
           if (cand >= 0 && napkin_diagram_node (d, cand)->kind == NAPKIN_OP_REARRANGE && _napkin_plan_is_view (d, cand)
-              && sole_map (p, cand, NAPKIN_N_FNS, b))
+              && read_only_by (p, cand, b))
             v = cand;
         }
       prod = v >= 0 ? napkin_diagram_input_source (d, v, 0) : -1;
-      if (prod < 0 || napkin_diagram_node (d, prod)->kind != NAPKIN_OP_CONTRACT || !sole_map (p, prod, NAPKIN_N_FNS, v))
+      if (prod < 0 || napkin_diagram_node (d, prod)->kind != NAPKIN_OP_CONTRACT || !read_only_by (p, prod, v))
         continue;
       /* x·R, R's first axis contracted (rotate_half as the importer writes it) */
       for (guint q = 0; q < 2 && n == 0; q++)
@@ -1846,13 +1852,29 @@ _napkin_plan_rotary_match (NapkinPlanner *p,
           || (int) yl.axes[yl.n - 1] != dax || _napkin_plan_layout_stride (d, &xl, (guint) dax) != 1
           || !napkin_dtype_is_float (xl.dtype))
         continue;
-      parts[0] = (guint) a;
-      parts[1] = (guint) prod;
-      parts[2] = (guint) v;
-      parts[3] = (guint) b;
+      *r = (NapkinPlanRotary) { { (guint) a, (guint) prod, (guint) v, (guint) b }, x, dax, n };
       return TRUE;
     }
   return FALSE;
+}
+
+GHashTable *
+_napkin_plan_rotary_table (NapkinPlanner *p)
+{
+  GHashTable *table = g_hash_table_new (g_direct_hash, g_direct_equal);
+
+  for (guint n = 0; n < p->n_nodes; n++)
+    {
+      NapkinPlanRotary r;
+
+      if (_napkin_plan_rotary_match (p, n, &r))
+        {
+          g_hash_table_insert (table, GUINT_TO_POINTER (n + 1), GUINT_TO_POINTER (n + 1));
+          for (guint j = 0; j < G_N_ELEMENTS (r.parts); j++)
+            g_hash_table_insert (table, GUINT_TO_POINTER (r.parts[j] + 1), GUINT_TO_POINTER (n + 1));
+        }
+    }
+  return table;
 }
 
 /* The other operand of the two-operand map `m` besides `not`, and its strides over yl's
@@ -1882,27 +1904,23 @@ ew_other_operand (NapkinPlanner          *p,
  * pass"): x read as it is and rotated by half along y's innermost axis, c and s by their
  * strides; the product by the rotate_half matrix and its rename are never stored. */
 static gboolean
-ew_rotary (NapkinPlanner    *p,
-           NapkinPlanKernel *k,
-           const guint      *parts,
-           char            **why)
+ew_rotary (NapkinPlanner          *p,
+           NapkinPlanKernel       *k,
+           const NapkinPlanRotary *r,
+           char                  **why)
 {
   NapkinDiagram *d = p->d;
-  int sum = k->node, a = (int) parts[0], prod = (int) parts[1], v = (int) parts[2], b = (int) parts[3];
-  int x = -1, c, s, dax = -1, drot = -1;
+  int sum = k->node, a = (int) r->parts[0], v = (int) r->parts[2], b = (int) r->parts[3], x = r->x, c, s;
   g_autoptr(GArray) maps = g_array_new (FALSE, FALSE, sizeof (NapkinPlanMap));
   g_autoptr(GPtrArray) others = g_ptr_array_new_with_free_func (g_free);
   NapkinPlanLayout yl, xl;
-  gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK], total = 1, n = 0;
+  gint64 dims[NAPKIN_MAX_RANK], ys[NAPKIN_MAX_RANK], xs[NAPKIN_MAX_RANK], total = 1;
   gint64 *os_c = NULL, *os_s = NULL, *os_x;
   NapkinDtype c_dtype = NAPKIN_DTYPE_FP32, s_dtype = NAPKIN_DTYPE_FP32;
   NapkinPlanMap m0 = map_new (p, a), m1 = map_new (p, sum);
   NapkinPlanElementwise *e = &k->u.ew;
 
-  for (guint q = 0; q < 2 && n == 0; q++)
-    if ((n = rotate_half_input (p, napkin_diagram_input_source (d, prod, q), &dax, &drot)) > 0)
-      x = napkin_diagram_input_source (d, prod, 1 - q);
-  if (n == 0 || x < 0 || !_napkin_plan_value_layout (p, sum, &yl) || !_napkin_plan_value_layout (p, x, &xl))
+  if (!_napkin_plan_value_layout (p, sum, &yl) || !_napkin_plan_value_layout (p, x, &xl))
     return FALSE;
   c = ew_other_operand (p, a, x, &yl, &c_dtype, &os_c);
   s = ew_other_operand (p, b, v, &yl, &s_dtype, &os_s);
@@ -1925,7 +1943,7 @@ ew_rotary (NapkinPlanner    *p,
   m0.other = (NapkinPlanBuffer) { c, -1, c_dtype };
   m1.has_other = TRUE;
   m1.other = (NapkinPlanBuffer) { x, -1, xl.dtype };
-  m1.other_rotate = n;
+  m1.other_rotate = r->n;
   m1.has_other2 = TRUE;
   m1.other2 = (NapkinPlanBuffer) { s, -1, s_dtype };
   m1.other2_index = 2;
@@ -1953,7 +1971,7 @@ ew_rotary (NapkinPlanner    *p,
 
     k->note = g_strdup_printf (_("rotary embedding in one pass: %s·%s + rotate_half (%s)·%s, %s rotated by halves of "
                                  "%lld along %s; %s"), node_id (p, x), node_id (p, c), node_id (p, x), node_id (p, s),
-                               node_id (p, x), (long long) n, napkin_diagram_axis (d, (guint) dax)->name, was);
+                               node_id (p, x), (long long) r->n, napkin_diagram_axis (d, (guint) r->axis)->name, was);
   }
   return TRUE;
 }
@@ -1976,10 +1994,10 @@ _napkin_plan_try_elementwise (NapkinPlanner    *p,
   *why = NULL;
   if (k->node >= 0 && k->region < 0)
     {
-      guint parts[4];
+      NapkinPlanRotary r;
 
-      if (_napkin_plan_rotary_match (p, (guint) k->node, parts))
-        return ew_rotary (p, k, parts, why);
+      if (_napkin_plan_rotary_match (p, (guint) k->node, &r))
+        return ew_rotary (p, k, &r, why);
     }
   if (k->nodes->len == 1 && napkin_diagram_node (d, g_array_index (k->nodes, guint, 0))->kind == NAPKIN_OP_REARRANGE)
     return ew_rearrange (p, k, why);

@@ -746,18 +746,7 @@ plan_build (NapkinDiagram           *diagram,
   n_regions = napkin_diagram_n_regions (p.d);
 
   /* a rotary embedding's operations go with its sum, one element-wise pass */
-  p.rotary = g_hash_table_new (g_direct_hash, g_direct_equal);
-  for (guint n = 0; n < p.n_nodes; n++)
-    {
-      guint parts[4];
-
-      if (_napkin_plan_rotary_match (&p, n, parts))
-        {
-          g_hash_table_insert (p.rotary, GUINT_TO_POINTER (n + 1), GUINT_TO_POINTER (n + 1));
-          for (guint j = 0; j < G_N_ELEMENTS (parts); j++)
-            g_hash_table_insert (p.rotary, GUINT_TO_POINTER (parts[j] + 1), GUINT_TO_POINTER (n + 1));
-        }
-    }
+  p.rotary = _napkin_plan_rotary_table (&p);
 
   /* Kernels in an order that respects every wire between them (as the lowering orders
    * them): a region starts once every source of every member outside it is done. */
@@ -798,10 +787,10 @@ plan_build (NapkinDiagram           *diagram,
               k->node = n;
               if (rotary != 0)
                 {
-                  guint parts[4];
+                  NapkinPlanRotary rot;
 
-                  _napkin_plan_rotary_match (&p, n, parts);
-                  g_array_append_vals (k->nodes, parts, G_N_ELEMENTS (parts));
+                  _napkin_plan_rotary_match (&p, n, &rot);
+                  g_array_append_vals (k->nodes, rot.parts, G_N_ELEMENTS (rot.parts));
                 }
               g_array_append_val (k->nodes, n);
               if (node->kind != NAPKIN_OP_OUTPUT && rotary == 0)
@@ -949,26 +938,16 @@ GHashTable *
 napkin_plan_rotary_nodes (NapkinDiagram *diagram)
 {
   NapkinPlanner p = { 0 };
-  GHashTable *set = g_hash_table_new (g_direct_hash, g_direct_equal);
+  GHashTable *table;
 
-  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), set);
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
   p.d = diagram;
   p.n_nodes = napkin_diagram_n_nodes (diagram);
   _napkin_plan_find_parents (&p);
-  for (guint n = 0; n < p.n_nodes; n++)
-    {
-      guint parts[4];
-
-      if (_napkin_plan_rotary_match (&p, n, parts))
-        {
-          g_hash_table_insert (set, GUINT_TO_POINTER (n + 1), GUINT_TO_POINTER (n + 1));
-          for (guint j = 0; j < G_N_ELEMENTS (parts); j++)
-            g_hash_table_insert (set, GUINT_TO_POINTER (parts[j] + 1), GUINT_TO_POINTER (n + 1));
-        }
-    }
+  table = _napkin_plan_rotary_table (&p);
   g_free (p.top);
   g_free (p.parent);
-  return set;
+  return table;
 }
 
 gboolean

@@ -3423,10 +3423,8 @@ plan_inputs (Run *r)
   for (guint t = 0; t < n_tensors; t++)
     {
       const NapkinTensor *tensor = napkin_diagram_tensor (r->d, t);
-      json_object *c = NULL;
 
-      if (tensor->extra != NULL && json_object_object_get_ex (tensor->extra, "constant", &c)
-          && g_strcmp0 (json_object_get_string (c), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2)
+      if (g_strcmp0 (napkin_tensor_get_constant (tensor), "rotate_half") == 0 && g_strv_length (tensor->axes) == 2)
         {
           gint64 n0 = napkin_diagram_axis_size (r->d, napkin_diagram_find_axis (r->d, tensor->axes[0]));
           gint64 n1 = napkin_diagram_axis_size (r->d, napkin_diagram_find_axis (r->d, tensor->axes[1]));
