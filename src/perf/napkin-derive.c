@@ -58,6 +58,9 @@ typedef struct
   guint            candidates;
   gboolean         overflow;
   GHashTable      *rotary;       /* node + 1: the plan's rotary passes (no region proposed) */
+  gboolean         in_region;    /* the candidates added now run in a region only (an
+                                    attention's product with V: outside regions with the
+                                    rest the plan fuses the whole attention) */
 } Derive;
 
 typedef struct
@@ -416,8 +419,9 @@ static void
 gemm_variants (Derive *dv,
                Cand   *c)
 {
+  /* the plan's own block shapes (choose_tile, src/plan/napkin-plan-gemm.c) */
   static const gint64 shapes[][2] = { { 128, 256 }, { 128, 128 }, { 256, 128 }, { 64, 256 },
-                                      { 64, 128 }, { 128, 64 }, { 64, 64 } };
+                                      { 64, 128 }, { 128, 64 }, { 64, 64 }, { 128, 192 }, { 64, 192 } };
   NapkinDiagram *d = dv->d;
   guint mm = c->nodes[0];
   int xs = napkin_diagram_input_source (d, mm, 0), ys = napkin_diagram_input_source (d, mm, 1);
@@ -623,12 +627,15 @@ add_cand (Derive      *dv,
         if (k == NAPKIN_OP_SOFTMAX || k == NAPKIN_OP_NORMALIZE || k == NAPKIN_OP_REDUCE)
           rows_variants (dv, c, nodes[i]);
       }
-  /* A lone operation may also stay outside regions, as the plan runs it; so may a
+  /* A lone operation may also stay outside regions, as the plan runs it (not the product
+   * with V that ends an attention, which the plan would fuse there: in_region); so may a
    * chain that the plan fuses into one kernel by itself (a GEMM and the maps after it,
    * an attention at the plan's own tiles: docs/plan.md, "The pipeline").
    * The model prices an operation outside regions on the plan's own tiles with L2
    * sharing, a region on its tiles' transfers (docs/plan.md, "Deriving a diagram"). */
-  if (n == 1 && dv->single[nodes[0]] < c->cost * (1 - 1e-9))
+  if (dv->in_region)
+    ;
+  else if (n == 1 && dv->single[nodes[0]] < c->cost * (1 - 1e-9))
     {
       g_clear_pointer (&c->region, json_object_put);
       c->cost = dv->single[nodes[0]];
@@ -649,6 +656,42 @@ add_cand (Derive      *dv,
       return;
     }
   g_ptr_array_add (g_ptr_array_index (dv->by_head, nodes[0]), c);
+}
+
+/* Whether the contraction at u is the product with V that ends an attention the plan
+ * fuses outside regions (Q·Kᵀ, maps and masks, a softmax, then u: the chain
+ * candidates_at proposes from Q·Kᵀ). Left outside regions with the rest, u would be
+ * fused with them, so its lone price is not what runs; in a region it cuts the chain. */
+static gboolean
+attention_tail (Derive *dv,
+                guint   u)
+{
+  int at = napkin_diagram_input_source (dv->d, u, 0);
+
+  if (at < 0 || napkin_diagram_node (dv->d, at)->kind != NAPKIN_OP_SOFTMAX || chain_next (dv, at) != (int) u)
+    return FALSE;
+  for (guint n = 0; n < MAX_CHAIN; n++)
+    {
+      const NapkinNode *node = napkin_diagram_node (dv->d, at);
+      int back = -1;
+
+      for (guint q = 0; q < napkin_op_n_inputs (node); q++)
+        {
+          int src = napkin_diagram_input_source (dv->d, at, q);
+
+          if (src >= 0 && chain_next (dv, src) == at)
+            back = src;
+        }
+      if (back < 0)
+        return FALSE;
+      if (napkin_diagram_node (dv->d, back)->kind == NAPKIN_OP_CONTRACT)
+        return TRUE;
+      if (napkin_diagram_node (dv->d, back)->kind != NAPKIN_OP_MAP
+          && napkin_diagram_node (dv->d, back)->kind != NAPKIN_OP_MASK)
+        return FALSE;
+      at = back;
+    }
+  return FALSE;
 }
 
 static void
@@ -691,6 +734,7 @@ candidates_at (Derive *dv,
   switch (node->kind)
     {
     case NAPKIN_OP_CONTRACT:
+      dv->in_region = attention_tail (dv, u);
       add_cand (dv, chain, 1, "gemm");
       /* attention: Q·Kᵀ, maps and masks, softmax, ·V */
       for (at = chain_next (dv, u); at >= 0 && n < MAX_CHAIN - 1; at = chain_next (dv, at))
@@ -721,6 +765,7 @@ candidates_at (Derive *dv,
           chain[n++] = at;
           add_cand (dv, chain, n, "gemm");
         }
+      dv->in_region = FALSE;
       break;
     case NAPKIN_OP_SOFTMAX:
     case NAPKIN_OP_NORMALIZE:

@@ -1703,7 +1703,10 @@ node_compute (Model      *m,
       m->overflow = TRUE;
       return;
     }
-  if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0)
+  /* a product over axes of size 1 runs element-wise: one multiply an element */
+  if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0 && napkin_plan_unit_product (m->d, n))
+    time[NAPKIN_RESOURCE_CUDA] += f.tensor / 2 / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
+  else if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0)
     {
       int s0 = napkin_diagram_input_source (m->d, n, 0);
       int s1 = napkin_diagram_input_source (m->d, n, 1);
@@ -2170,7 +2173,9 @@ best_path_kernel (Model                  *m,
 
       if (!napkin_diagram_node_flops (m->d, nodes[i], &f))
         continue;
-      if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0)
+      if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0 && napkin_plan_unit_product (m->d, nodes[i]))
+        fma_ops += f.tensor / 2;   /* element-wise: one multiply an element */
+      else if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0)
         {
           NapkinDtype d0 = value_dtype (m, napkin_diagram_input_source (m->d, nodes[i], 0));
           NapkinDtype d1 = value_dtype (m, napkin_diagram_input_source (m->d, nodes[i], 1));

@@ -294,6 +294,8 @@ gemm_estimate (NapkinPlanner *p,
   return t;
 }
 
+static gboolean maps_read_or_transcend (const GArray *maps);
+
 /* Picks the block tile and split of K for a GEMM the user did not tile (or tiled
  * illegally): the candidate shape and split with the least estimated time. */
 static Tile
@@ -305,20 +307,29 @@ choose_tile (NapkinPlanner *p,
              gint64         BK,
              guint          bytes,
              gboolean       wgmma,
-             gboolean       b_kmajor)
+             gboolean       long_epilogue)
 {
+  /* 192 columns last (the choice below keeps an earlier shape within 3 %), unsplit, over
+   * at least 8 chunks of K, only where they make no fewer blocks than the shape chosen
+   * before them, and not where a long epilogue (`long_epilogue`: maps that read an
+   * operand or compute a transcendental) would take ping-pong 64 × 256 tiles, which 192
+   * columns cannot. Measured on an H200 (docs/perf-notes.md, session 24): N = 352 in
+   * 2 × 192 (384 computed) rather than 2 × 256 (512) ran 1.43× faster, N = 768 in 4 × 192
+   * rather than 3 × 256 1.19× (more SMs busy); short K (2 chunks or fewer), where the
+   * epilogue is the tile's time, ran 7 % slower; taken wherever this estimate preferred
+   * them they also replaced 128 × 128 (90 blocks) by 128 × 192 (60, or split) and ran
+   * 1.2× slower. */
   static const Tile wgmma_tiles[] = { { 128, 256 }, { 256, 128 }, { 128, 128 }, { 128, 64 }, { 64, 256 },
-                                      { 64, 128 }, { 64, 64 } };
+                                      { 64, 128 }, { 64, 64 }, { 128, 192 }, { 64, 192 } };
   static const Tile mma_tiles[] = { { 128, 256 }, { 256, 128 }, { 128, 128 }, { 128, 64 }, { 64, 128 },
                                     { 64, 64 } };
   const Tile *tiles = wgmma ? wgmma_tiles : mma_tiles;
   guint n_tiles = wgmma ? G_N_ELEMENTS (wgmma_tiles) : G_N_ELEMENTS (mma_tiles);
   Tile best = tiles[0];
   double best_cost = G_MAXDOUBLE, best_work = 0;
-  gint64 best_busy = 0;
+  gint64 best_busy = 0, best_blocks = 0;
   const gint64 sms = MAX (1, (gint64) p->arch->sms);
 
-  (void) b_kmajor;
   best.split = 1;
   for (guint i = 0; i < n_tiles; i++)
     for (gint64 split = 1; split <= 16; split++)
@@ -334,6 +345,9 @@ choose_tile (NapkinPlanner *p,
          * H200 (docs/perf-notes.md, "Session 13") */
         if (BM >= 2 * ((M + 63) / 64 * 64) || BN >= 2 * ((N + 63) / 64 * 64))
           continue;
+        if (BN == 192 && (split > 1 || blocks < best_blocks || (K + BK - 1) / BK < 8
+                          || (long_epilogue && batch * ((M + 63) / 64) * ((N + 255) / 256) >= 2 * sms)))
+          continue;
         if (split > 1 && !split_ok (p, batch, M, N, K, BM, BN, BK, split))
           continue;
         cost = gemm_estimate (p, batch, M, N, K, BM, BN, BK, split, bytes);
@@ -348,6 +362,7 @@ choose_tile (NapkinPlanner *p,
             best.split = split;
             best_busy = busy;
             best_work = work;
+            best_blocks = blocks;
           }
       }
   return best;
@@ -1495,7 +1510,7 @@ gemm_chosen_tiles (NapkinPlanner    *p,
   Tile c;
 
   t->BK = t->wgmma ? (bytes == 1 ? 128 : 64) : 32;
-  c = choose_tile (p, g->batch, g->M, g->N, g->K, t->BK, bytes, t->wgmma, g->b_kmajor);
+  c = choose_tile (p, g->batch, g->M, g->N, g->K, t->BK, bytes, t->wgmma, maps_read_or_transcend (g->epilogue));
   t->BM = c.BM;
   t->BN = c.BN;
   t->split = c.split;
@@ -1780,6 +1795,15 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   GemmTiles t = { 0, 0, 0, 1, 0, FALSE };
   GArray *epilogue;
 
+  /* a product over axes of size 1 is element-wise, a region's tiles or not: no K to
+   * stream, and a chunk of 64 would be 63/64 padding */
+  for (guint i = 0; i < k->nodes->len; i++)
+    if (_napkin_plan_unit_product (p->d, g_array_index (k->nodes, guint, i)))
+      {
+        *why = g_strdup_printf (_("contraction “%s” sums only over axes of size 1: an element-wise product"),
+                                napkin_diagram_node (p->d, g_array_index (k->nodes, guint, i))->id);
+        return FALSE;
+      }
   if (!gemm_shape (p, k, &s, &epilogue, why))
     return FALSE;
   gemm_fill (p, g, &s, epilogue);

@@ -242,6 +242,13 @@ gboolean    _napkin_plan_member         (NapkinPlanner    *p,
  * its input's buffer instead: no copy (docs/plan.md, "Views"). */
 gboolean    _napkin_plan_is_view        (NapkinDiagram    *d,
                                         guint             node);
+/* Whether `node` is a contraction that sums only over axes of size 1 (P·V over one key,
+ * an outer product, a product of same-shaped values): an element-wise product of its two
+ * operands, each broadcast along the axes it lacks, which the plan runs as an
+ * element-wise kernel rather than a GEMM whose K is padded to a chunk (docs/plan.md,
+ * "Products over axes of size 1"). */
+gboolean    _napkin_plan_unit_product   (NapkinDiagram    *d,
+                                        guint             node);
 /* Whether the environment variable `name` is set to something other than "" or "0": the
  * plan's switches for A/B runs on a GPU (docs/plan.md). */
 gboolean    _napkin_plan_env_flag       (const char       *name);

@@ -1367,7 +1367,8 @@ ew_find_sink (NapkinPlanner          *p,
 
       if (is_head_view (p, k, n))
         continue;
-      if (napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MAP && napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MASK)
+      if (napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MAP && napkin_diagram_node (p->d, n)->kind != NAPKIN_OP_MASK
+          && !_napkin_plan_unit_product (p->d, (guint) n))
         return -1;
       if (kernel_consumers (p, k, n, &first, &outside) == 0)
         {
@@ -1442,6 +1443,13 @@ ew_chain (NapkinPlanner          *p,
       int first;
       gboolean outside;
       gint64 *os = NULL;
+
+      /* a product over axes of size 1: x times its other operand, each broadcast */
+      if (mn->kind == NAPKIN_OP_CONTRACT)
+        {
+          m.fn = NAPKIN_FN_MUL;
+          m.alpha = 1.0;
+        }
 
       if (cur != sink && (kernel_consumers (p, k, cur, &first, &outside) != 1 || outside))
         {

@@ -192,6 +192,41 @@ _napkin_plan_env_flag (const char *name)
 }
 
 gboolean
+_napkin_plan_unit_product (NapkinDiagram *d,
+                           guint          node)
+{
+  const NapkinNode *n = napkin_diagram_node (d, node);
+  const NapkinTensorType *x, *y, *o;
+  int xs, ys;
+
+  if (n->kind != NAPKIN_OP_CONTRACT || (xs = napkin_diagram_input_source (d, node, 0)) < 0
+      || (ys = napkin_diagram_input_source (d, node, 1)) < 0)
+    return FALSE;
+  x = napkin_diagram_node_type (d, (guint) xs);
+  y = napkin_diagram_node_type (d, (guint) ys);
+  o = napkin_diagram_node_type (d, node);
+  if (x == NULL || y == NULL || o == NULL || !x->valid || !y->valid || !o->valid)
+    return FALSE;
+  /* every axis summed over (in an operand, not in the result) has size 1 */
+  for (guint i = 0; i < x->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (o, x->axes[i]) && napkin_diagram_axis_size (d, x->axes[i]) != 1)
+      return FALSE;
+  for (guint i = 0; i < y->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (o, y->axes[i]) && napkin_diagram_axis_size (d, y->axes[i]) != 1)
+      return FALSE;
+  return TRUE;
+}
+
+gboolean
+napkin_plan_unit_product (NapkinDiagram *diagram,
+                          guint          node)
+{
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), FALSE);
+  g_return_val_if_fail (node < napkin_diagram_n_nodes (diagram), FALSE);
+  return _napkin_plan_unit_product (diagram, node);
+}
+
+gboolean
 _napkin_plan_is_view (NapkinDiagram *d,
                       guint          node)
 {
@@ -879,7 +914,8 @@ best_path_note (NapkinPlanner    *p,
       NapkinTensorClass klass;
       NapkinDtype d0, d1;
 
-      if (node->kind != NAPKIN_OP_CONTRACT)
+      /* a product over axes of size 1 is element-wise: no tensor-core work */
+      if (node->kind != NAPKIN_OP_CONTRACT || _napkin_plan_unit_product (p->d, n))
         continue;
       d0 = _napkin_plan_dtype (p, napkin_diagram_input_source (p->d, n, 0));
       d1 = _napkin_plan_dtype (p, napkin_diagram_input_source (p->d, n, 1));

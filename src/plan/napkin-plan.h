@@ -526,6 +526,12 @@ const NapkinPlanKernel *napkin_plan_kernel_for (const NapkinPlan        *plan,
                                                 int                      region,
                                                 int                      node);
 
+/* Whether `node` of `diagram` is a contraction over axes of size 1 only, which the plan
+ * runs as an element-wise product (no tensor-core work; docs/plan.md, "Products over
+ * axes of size 1"). */
+gboolean          napkin_plan_unit_product     (NapkinDiagram           *diagram,
+                                                guint                    node);
+
 /* Shared memory of a GEMM kernel on `path` (wgmma or mma) as its printer lays it out:
  * the one rule the plan prices and the printer allocates by (docs/plan.md, "GEMM tile
  * primitives"). */

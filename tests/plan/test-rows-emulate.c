@@ -481,6 +481,52 @@ test_rotary (void)
     }
 }
 
+/* A product over an axis of size 1 (P·V over one key; an outer product) is an
+ * element-wise kernel, not a GEMM whose K pads to a chunk: each operand read by its
+ * strides, broadcast along the axes it lacks, and the maps after it in the same pass —
+ * in a region too. */
+static void
+test_unit_product (void)
+{
+  static const char *const fmt =
+    "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"b\",\"size\":3},{\"name\":\"q\",\"size\":37},"
+    "{\"name\":\"k\",\"size\":1},{\"name\":\"d\",\"size\":40}],"
+    "\"tensors\":[{\"name\":\"P\",\"axes\":[\"b\",\"q\",\"k\"],\"dtype\":\"%s\"},"
+    "{\"name\":\"V\",\"axes\":[\"b\",\"k\",\"d\"],\"dtype\":\"%s\"},"
+    "{\"name\":\"O\",\"axes\":[\"b\",\"q\",\"d\"],\"dtype\":\"%s\"}],"
+    "\"nodes\":[{\"id\":\"p\",\"kind\":\"input\",\"tensor\":\"P\"},{\"id\":\"v\",\"kind\":\"input\",\"tensor\":\"V\"},"
+    "{\"id\":\"pv\",\"kind\":\"contract\",\"out\":[\"b\",\"q\",\"d\"]},"
+    "{\"id\":\"half\",\"kind\":\"map\",\"fn\":\"scale\",\"alpha\":0.5},"
+    "{\"id\":\"o\",\"kind\":\"output\",\"tensor\":\"O\"}],"
+    "\"wires\":[{\"from\":\"p\",\"to\":\"pv\",\"port\":0},{\"from\":\"v\",\"to\":\"pv\",\"port\":1},"
+    "{\"from\":\"pv\",\"to\":\"half\",\"port\":0},{\"from\":\"half\",\"to\":\"o\",\"port\":0}]%s}";
+  static const char *const region =
+    ",\"regions\":[{\"name\":\"blk\",\"level\":\"smem\",\"nodes\":[\"pv\",\"half\"],"
+    "\"marks\":{\"b\":{\"parallel\":1},\"q\":{\"parallel\":32},\"d\":{\"parallel\":32},\"k\":\"whole\"}}]";
+
+  for (guint c = 0; c < 3; c++)
+    {
+      const char *dtype = c == 1 ? "fp32" : "bf16";
+      g_autofree char *json = g_strdup_printf (fmt, dtype, dtype, dtype, c == 2 ? region : "");
+      g_autoptr(NapkinDiagram) d = NULL;
+      g_autoptr(NapkinPlan) plan = NULL;
+      g_autoptr(NapkinCudaModule) module = plan_json (json, &d, &plan);
+      const NapkinPlanKernel *k;
+      const NapkinPlanMap *m;
+
+      g_assert_cmpuint (plan->kernels->len, ==, 1);
+      k = g_ptr_array_index (plan->kernels, 0);
+      if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
+        g_error ("case %u: not an element-wise kernel (%s)", c, k->reason);
+      g_assert_cmpuint (k->u.ew.maps->len, ==, 2);
+      m = &g_array_index (k->u.ew.maps, NapkinPlanMap, 0);
+      g_assert_cmpint (m->fn, ==, NAPKIN_FN_MUL);
+      g_assert_true (m->has_other);
+      check_emulation (module, d, c == 0 ? "unit product bf16" : c == 1 ? "unit product fp32" : "unit product, region",
+                       dtype);
+    }
+}
+
 /* The plan's one kernel, an element-wise kernel with one mask among its maps: that mask. */
 static const NapkinPlanMap *
 the_mask (const NapkinPlan *plan,
@@ -806,6 +852,7 @@ main (int    argc,
   g_test_add_func ("/plan/rows/emulate-contiguous", test_contiguous);
   g_test_add_func ("/plan/elementwise/emulate-input-copy", test_input_copy);
   g_test_add_func ("/plan/elementwise/emulate-rotary", test_rotary);
+  g_test_add_func ("/plan/elementwise/emulate-unit-product", test_unit_product);
   g_test_add_func ("/plan/rows/emulate-modulation", test_modulation);
   g_test_add_func ("/plan/elementwise/emulate-masks", test_masks);
   g_test_add_func ("/plan/elementwise/emulate-tensor-masks", test_tensor_masks);
