@@ -1064,10 +1064,13 @@ derived_kernel (Derive      *dv,
   if (c->region != NULL)
     {
       static const char *kinds[] = { "gemm", "attention", "rows", "elementwise", "other" };
+      /* a product over axes of size 1 runs element-wise (docs/plan.md) */
+      const char *kind = g_strcmp0 (c->kind, "gemm") == 0 && napkin_plan_unit_product (diagram, c->head)
+                         ? "elementwise" : c->kind;
       guint which = 0;
       json_object *region = NULL;
 
-      while (which < G_N_ELEMENTS (kinds) - 1 && g_strcmp0 (kinds[which], c->kind) != 0)
+      while (which < G_N_ELEMENTS (kinds) - 1 && g_strcmp0 (kinds[which], kind) != 0)
         which++;
       k->name = g_strdup_printf ("%s%u", kinds[which], ++counts[which]);
       json_object_deep_copy (c->region, &region, NULL);
@@ -1076,7 +1079,7 @@ derived_kernel (Derive      *dv,
         add_views (diagram, c, region);
       describe_region (region, &k->tiles, &k->specs);
       json_object_array_add (regions, region);
-      k->kind = c->kind;
+      k->kind = kind;
     }
   else
     {
