@@ -58,9 +58,6 @@ typedef struct
   guint            candidates;
   gboolean         overflow;
   GHashTable      *rotary;       /* node + 1: the plan's rotary passes (no region proposed) */
-  gboolean         in_region;    /* the candidates added now run in a region only (an
-                                    attention's product with V: outside regions with the
-                                    rest the plan fuses the whole attention) */
 } Derive;
 
 typedef struct
@@ -599,65 +596,6 @@ chain_next (Derive *dv,
   return n_consumers == 1 && dv->compute[consumers[0]] ? (int) consumers[0] : -1;
 }
 
-static void
-add_cand (Derive      *dv,
-          const guint *nodes,
-          guint        n,
-          const char  *kind)
-{
-  Cand *c = g_new0 (Cand, 1);
-
-  memcpy (c->nodes, nodes, n * sizeof (guint));
-  c->n = n;
-  c->head = nodes[0];
-  c->kind = kind;
-  c->cost = G_MAXDOUBLE;
-  dv->candidates++;
-  if (g_strcmp0 (kind, "gemm") == 0)
-    gemm_variants (dv, c);
-  else if (g_strcmp0 (kind, "attention") == 0)
-    attention_variants (dv, c);
-  else if (g_strcmp0 (kind, "elementwise") == 0)
-    elementwise_variants (dv, c);
-  else
-    for (guint i = 0; i < n; i++)
-      {
-        NapkinOpKind k = napkin_diagram_node (dv->d, nodes[i])->kind;
-
-        if (k == NAPKIN_OP_SOFTMAX || k == NAPKIN_OP_NORMALIZE || k == NAPKIN_OP_REDUCE)
-          rows_variants (dv, c, nodes[i]);
-      }
-  /* A lone operation may also stay outside regions, as the plan runs it (not the product
-   * with V that ends an attention, which the plan would fuse there: in_region); so may a
-   * chain that the plan fuses into one kernel by itself (a GEMM and the maps after it,
-   * an attention at the plan's own tiles: docs/plan.md, "The pipeline").
-   * The model prices an operation outside regions on the plan's own tiles with L2
-   * sharing, a region on its tiles' transfers (docs/plan.md, "Deriving a diagram"). */
-  if (dv->in_region)
-    ;
-  else if (n == 1 && dv->single[nodes[0]] < c->cost * (1 - 1e-9))
-    {
-      g_clear_pointer (&c->region, json_object_put);
-      c->cost = dv->single[nodes[0]];
-    }
-  else if (n > 1)
-    {
-      double t = price_as (dv, nodes, n, NULL, TRUE);
-
-      if (t < c->cost * (1 - 1e-9))
-        {
-          g_clear_pointer (&c->region, json_object_put);
-          c->cost = t;
-        }
-    }
-  if (c->cost == G_MAXDOUBLE && n > 1)
-    {
-      cand_free (c);
-      return;
-    }
-  g_ptr_array_add (g_ptr_array_index (dv->by_head, nodes[0]), c);
-}
-
 /* Whether the contraction at u is the product with V that ends an attention the plan
  * fuses outside regions (Q·Kᵀ, maps and masks, a softmax, then u: the chain
  * candidates_at proposes from Q·Kᵀ). Left outside regions with the rest, u would be
@@ -692,6 +630,65 @@ attention_tail (Derive *dv,
       at = back;
     }
   return FALSE;
+}
+
+static void
+add_cand (Derive      *dv,
+          const guint *nodes,
+          guint        n,
+          const char  *kind)
+{
+  Cand *c = g_new0 (Cand, 1);
+
+  memcpy (c->nodes, nodes, n * sizeof (guint));
+  c->n = n;
+  c->head = nodes[0];
+  c->kind = kind;
+  c->cost = G_MAXDOUBLE;
+  dv->candidates++;
+  if (g_strcmp0 (kind, "gemm") == 0)
+    gemm_variants (dv, c);
+  else if (g_strcmp0 (kind, "attention") == 0)
+    attention_variants (dv, c);
+  else if (g_strcmp0 (kind, "elementwise") == 0)
+    elementwise_variants (dv, c);
+  else
+    for (guint i = 0; i < n; i++)
+      {
+        NapkinOpKind k = napkin_diagram_node (dv->d, nodes[i])->kind;
+
+        if (k == NAPKIN_OP_SOFTMAX || k == NAPKIN_OP_NORMALIZE || k == NAPKIN_OP_REDUCE)
+          rows_variants (dv, c, nodes[i]);
+      }
+  /* A lone operation may also stay outside regions, as the plan runs it (not the product
+   * with V that ends an attention, which the plan would fuse there: attention_tail); so may a
+   * chain that the plan fuses into one kernel by itself (a GEMM and the maps after it,
+   * an attention at the plan's own tiles: docs/plan.md, "The pipeline").
+   * The model prices an operation outside regions on the plan's own tiles with L2
+   * sharing, a region on its tiles' transfers (docs/plan.md, "Deriving a diagram"). */
+  if (g_strcmp0 (kind, "gemm") == 0 && attention_tail (dv, nodes[0]))
+    ;
+  else if (n == 1 && dv->single[nodes[0]] < c->cost * (1 - 1e-9))
+    {
+      g_clear_pointer (&c->region, json_object_put);
+      c->cost = dv->single[nodes[0]];
+    }
+  else if (n > 1)
+    {
+      double t = price_as (dv, nodes, n, NULL, TRUE);
+
+      if (t < c->cost * (1 - 1e-9))
+        {
+          g_clear_pointer (&c->region, json_object_put);
+          c->cost = t;
+        }
+    }
+  if (c->cost == G_MAXDOUBLE && n > 1)
+    {
+      cand_free (c);
+      return;
+    }
+  g_ptr_array_add (g_ptr_array_index (dv->by_head, nodes[0]), c);
 }
 
 static void
@@ -734,7 +731,6 @@ candidates_at (Derive *dv,
   switch (node->kind)
     {
     case NAPKIN_OP_CONTRACT:
-      dv->in_region = attention_tail (dv, u);
       add_cand (dv, chain, 1, "gemm");
       /* attention: Q·Kᵀ, maps and masks, softmax, ·V */
       for (at = chain_next (dv, u); at >= 0 && n < MAX_CHAIN - 1; at = chain_next (dv, at))
@@ -765,7 +761,6 @@ candidates_at (Derive *dv,
           chain[n++] = at;
           add_cand (dv, chain, n, "gemm");
         }
-      dv->in_region = FALSE;
       break;
     case NAPKIN_OP_SOFTMAX:
     case NAPKIN_OP_NORMALIZE:

@@ -195,25 +195,22 @@ gboolean
 _napkin_plan_unit_product (NapkinDiagram *d,
                            guint          node)
 {
-  const NapkinNode *n = napkin_diagram_node (d, node);
-  const NapkinTensorType *x, *y, *o;
-  int xs, ys;
+  const NapkinTensorType *o = napkin_diagram_node_type (d, node);
 
-  if (n->kind != NAPKIN_OP_CONTRACT || (xs = napkin_diagram_input_source (d, node, 0)) < 0
-      || (ys = napkin_diagram_input_source (d, node, 1)) < 0)
-    return FALSE;
-  x = napkin_diagram_node_type (d, (guint) xs);
-  y = napkin_diagram_node_type (d, (guint) ys);
-  o = napkin_diagram_node_type (d, node);
-  if (x == NULL || y == NULL || o == NULL || !x->valid || !y->valid || !o->valid)
+  if (napkin_diagram_node (d, node)->kind != NAPKIN_OP_CONTRACT || o == NULL || !o->valid)
     return FALSE;
   /* every axis summed over (in an operand, not in the result) has size 1 */
-  for (guint i = 0; i < x->n_axes; i++)
-    if (!napkin_tensor_type_has_axis (o, x->axes[i]) && napkin_diagram_axis_size (d, x->axes[i]) != 1)
-      return FALSE;
-  for (guint i = 0; i < y->n_axes; i++)
-    if (!napkin_tensor_type_has_axis (o, y->axes[i]) && napkin_diagram_axis_size (d, y->axes[i]) != 1)
-      return FALSE;
+  for (guint q = 0; q < 2; q++)
+    {
+      int src = napkin_diagram_input_source (d, node, q);
+      const NapkinTensorType *x = src >= 0 ? napkin_diagram_node_type (d, (guint) src) : NULL;
+
+      if (x == NULL || !x->valid)
+        return FALSE;
+      for (guint i = 0; i < x->n_axes; i++)
+        if (!napkin_tensor_type_has_axis (o, x->axes[i]) && napkin_diagram_axis_size (d, x->axes[i]) != 1)
+          return FALSE;
+    }
   return TRUE;
 }
 

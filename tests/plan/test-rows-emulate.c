@@ -428,6 +428,20 @@ test_modulation (void)
   check_emulation (module, d, "modulation", "bf16");
 }
 
+/* The plan's one kernel, which must be element-wise (`what` names the case). */
+static const NapkinPlanKernel *
+the_elementwise (const NapkinPlan *plan,
+                 const char       *what)
+{
+  const NapkinPlanKernel *k;
+
+  g_assert_cmpuint (plan->kernels->len, ==, 1);
+  k = g_ptr_array_index (plan->kernels, 0);
+  if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
+    g_error ("%s: not an element-wise kernel (%s)", what, k->reason);
+  return k;
+}
+
 /* A rotary embedding as the importer writes it (docs/import.md): y = x·cos +
  * rename (x·R)·sin with R the rotate_half constant: one element-wise pass reading x
  * rotated by halves of d (docs/plan.md, "Rotary as one pass"), the product by R and its
@@ -467,10 +481,7 @@ test_rotary (void)
       const NapkinPlanKernel *k;
       const NapkinPlanMap *m;
 
-      g_assert_cmpuint (plan->kernels->len, ==, 1);
-      k = g_ptr_array_index (plan->kernels, 0);
-      if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
-        g_error ("%s: not an element-wise kernel (%s)", dtype, k->reason);
+      k = the_elementwise (plan, dtype);
       g_assert_cmpuint (k->nodes->len, ==, 5);
       g_assert_cmpuint (k->u.ew.maps->len, ==, 2);
       m = &g_array_index (k->u.ew.maps, NapkinPlanMap, 1);
@@ -507,23 +518,19 @@ test_unit_product (void)
   for (guint c = 0; c < 3; c++)
     {
       const char *dtype = c == 1 ? "fp32" : "bf16";
+      const char *what = c == 0 ? "unit product bf16" : c == 1 ? "unit product fp32" : "unit product, region";
       g_autofree char *json = g_strdup_printf (fmt, dtype, dtype, dtype, c == 2 ? region : "");
       g_autoptr(NapkinDiagram) d = NULL;
       g_autoptr(NapkinPlan) plan = NULL;
       g_autoptr(NapkinCudaModule) module = plan_json (json, &d, &plan);
-      const NapkinPlanKernel *k;
+      const NapkinPlanKernel *k = the_elementwise (plan, what);
       const NapkinPlanMap *m;
 
-      g_assert_cmpuint (plan->kernels->len, ==, 1);
-      k = g_ptr_array_index (plan->kernels, 0);
-      if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
-        g_error ("case %u: not an element-wise kernel (%s)", c, k->reason);
       g_assert_cmpuint (k->u.ew.maps->len, ==, 2);
       m = &g_array_index (k->u.ew.maps, NapkinPlanMap, 0);
       g_assert_cmpint (m->fn, ==, NAPKIN_FN_MUL);
       g_assert_true (m->has_other);
-      check_emulation (module, d, c == 0 ? "unit product bf16" : c == 1 ? "unit product fp32" : "unit product, region",
-                       dtype);
+      check_emulation (module, d, what, dtype);
     }
 }
 
@@ -532,14 +539,11 @@ static const NapkinPlanMap *
 the_mask (const NapkinPlan *plan,
           guint             c)
 {
-  const NapkinPlanKernel *k;
+  g_autofree char *what = g_strdup_printf ("case %u", c);
+  const NapkinPlanKernel *k = the_elementwise (plan, what);
   const NapkinPlanMap *mask = NULL;
   guint masks = 0;
 
-  g_assert_cmpuint (plan->kernels->len, ==, 1);
-  k = g_ptr_array_index (plan->kernels, 0);
-  if (k->kind != NAPKIN_PLAN_ELEMENTWISE)
-    g_error ("case %u: not an element-wise kernel (%s)", c, k->reason);
   for (guint i = 0; i < k->u.ew.maps->len; i++)
     if (g_array_index (k->u.ew.maps, NapkinPlanMap, i).is_mask)
       {
