@@ -9,6 +9,12 @@
  * NR rows in registers, 1 in shared memory, 2 reads them twice (online statistics, then
  * the output; the re-read is their last use), 3 reduces the axis to one value per column.
  * Maps fused before (prologue) and after (epilogue) read their operands at (o, c, j).
+ * A long axis over few columns is split into SPLIT chunks of CHUNK rows, each its own
+ * block, in two launches of this skeleton (MODE 2 or 3): PHASE 1 writes each chunk's
+ * statistics (one fp32 pair a column) to the partials at PREF; PHASE 2 combines a
+ * column's SPLIT pairs, then writes its chunk's output (MODE 3: the result, one block a
+ * strip), its chunks in the reverse order, so that the first ones read what the last
+ * blocks of PHASE 1 left in L2. PHASE 0: one launch over the whole axis.
  * For sm_80 and later. Napkin fills the NKP_ parameters and the maps. */
 #ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
 #include "prelude.cuh"
@@ -34,6 +40,10 @@
 #define NKP_YS 8192
 #define NKP_Y_VEC true
 #define NKP_EPS 0.000000000e+00
+#define NKP_SPLIT 1
+#define NKP_PHASE 0
+#define NKP_CHUNK 4096
+#define NKP_PREF ((float *) nullptr)
 #define NKP_XREF ((napkin_f16 *) args.p[0])
 #define NKP_YREF ((napkin_f16 *) args.p[1])
 #endif /* NAPKIN_GENERATED */
@@ -43,16 +53,16 @@
 #define NKS_SWEEP(CS, FV)                                                                       \
   do {                                                                                          \
     if (live)                                                                                   \
-      for (long j0 = tr; j0 < LEN; j0 += (long) UNROLL * TR)                                    \
+      for (long j0 = jb_ + tr; j0 < je_; j0 += (long) UNROLL * TR)                              \
         {                                                                                       \
           nk_vec<VEC, XT> r_[UNROLL];                                                           \
           _Pragma ("unroll")                                                                    \
           for (int u = 0; u < UNROLL; u++)                                                      \
-            if (j0 + (long) u * TR < LEN)                                                       \
+            if (j0 + (long) u * TR < je_)                                                       \
               r_[u].load (x + (j0 + (long) u * TR) * INNER, CS);                                \
           _Pragma ("unroll")                                                                    \
           for (int u = 0; u < UNROLL; u++)                                                      \
-            if (j0 + (long) u * TR < LEN)                                                       \
+            if (j0 + (long) u * TR < je_)                                                       \
               {                                                                                 \
                 float t_[VEC];                                                                  \
                                                                                                 \
@@ -87,14 +97,18 @@ NKP_NAME (const NapkinArgs args)
   typedef NKP_OT YT;
   typedef NKP_CT CT;                     /* the cache of MODE 1 */
   constexpr int TC = NKP_TC, TR = NKP_TR, VEC = NKP_VEC, NR = NKP_NR, MODE = NKP_MODE, OP = NKP_OP;
+  constexpr int SPLIT = NKP_SPLIT, PHASE = NKP_PHASE;
   constexpr int W = TC * VEC, THREADS = TC * TR;
   constexpr long LEN = NKP_L (NKP_LEN), INNER = NKP_L (NKP_INNER), LDX = NKP_L (NKP_LDX), LDY = NKP_L (NKP_LDY);
-  constexpr long YS = NKP_L (NKP_YS), STRIPS = (INNER + W - 1) / W;
+  constexpr long YS = NKP_L (NKP_YS), STRIPS = (INNER + W - 1) / W, OUTER = NKP_L (NKP_OUTER);
+  constexpr long CHUNK = NKP_L (NKP_CHUNK);
   constexpr bool Y_VEC = NKP_Y_VEC;
   constexpr float EPS = NKP_F (NKP_EPS), INV_LEN = 1.0f / (float) LEN;
   constexpr int PROWS = TC >= 32 ? TR : THREADS / 32;   /* partial rows of the block's reduction */
   constexpr int UNROLL = 4;                             /* loads in flight per thread in a sweep */
   static_assert (THREADS == NKP_THREADS && THREADS % 32 == 0, "whole warps");
+  static_assert (PHASE == 0 || ((MODE == 2 || MODE == 3) && SPLIT > 1 && CHUNK * SPLIT >= LEN),
+                 "split: two passes or a reduction, its chunks covering the axis");
   const XT *__restrict__ X = NKP_XREF;
   YT *__restrict__ Y = NKP_YREF;
 #ifdef NAPKIN_GENERATED
@@ -104,14 +118,23 @@ NKP_NAME (const NapkinArgs args)
   __shared__ float red_[PROWS][W][2];
   __shared__ float st_[W][2];
   const int tc = threadIdx.x % TC, tr = threadIdx.x / TC;
-  const long oo = (long) blockIdx.x / STRIPS;
-  const long c0 = ((long) blockIdx.x % STRIPS) * W;
+  /* the chunk of the axis (split), then o and the strip of columns */
+  const bool chunked = PHASE == 1 || (PHASE == 2 && MODE == 2);
+  const long sp = !chunked ? 0 : PHASE == 1 ? (long) blockIdx.x / (OUTER * STRIPS)
+                  : SPLIT - 1 - (long) blockIdx.x / (OUTER * STRIPS);
+  const long bo = chunked ? (long) blockIdx.x % (OUTER * STRIPS) : (long) blockIdx.x;
+  const long oo = bo / STRIPS;
+  const long c0 = (bo % STRIPS) * W;
+  const long jb_ = chunked ? sp * CHUNK : 0;
+  const long je_ = chunked ? (jb_ + CHUNK < LEN ? jb_ + CHUNK : LEN) : LEN;
+  float *const part = NKP_PREF;          /* [SPLIT][OUTER][INNER] pairs */
   const long c = c0 + (long) tc * VEC;
   const bool live = c < INNER;
   const XT *__restrict__ x = X + oo * LDX + (live ? c : 0);
   YT *__restrict__ y = Y + oo * LDY + (live ? c : 0);
   (void) oo;
   (void) y;
+  (void) part;
 
   auto pro_v = [&] (float *v, long c, long j) { (void) v; (void) c; (void) j;
 #ifdef NAPKIN_GENERATED
@@ -384,26 +407,56 @@ NKP_NAME (const NapkinArgs args)
             }
         }
     }
-  else if constexpr (MODE == 2)
+  else
     {
-      if constexpr (OP == 1)
+      if constexpr (OP == 1 && MODE == 2)
         {
           if (live)
             {
-              /* the shift: each column's first value */
+              /* the shift: each column's first value (every chunk's the same) */
               nk_ldv<VEC> (x, K, false);
               pro_v (K, c, 0);
             }
         }
-      NKS_SWEEP (false, stat_v);
-      col_reduce (KIND, false);
-      finish ();
-      NKS_SWEEP (true, out_v);
-    }
-  else
-    {
-      NKS_SWEEP (false, stat_v);
-      col_reduce (KIND, true);
+      if constexpr (PHASE == 2)
+        {
+          /* the chunks' statistics of the block's columns: the threads down the axis take
+           * every TR-th chunk, then combine as after a sweep (MODE 3: and store) */
+          if (live)
+            for (long s = tr; s < SPLIT; s += TR)
+              {
+                const float *pp = part + ((s * OUTER + oo) * INNER + c) * 2;
+
+#pragma unroll
+                for (int k = 0; k < VEC; k++)
+                  nk_combine (a[k], b[k], pp[2 * k], pp[2 * k + 1], KIND);
+              }
+          col_reduce (KIND, MODE == 3);
+        }
+      else
+        {
+          NKS_SWEEP (false, stat_v);
+          col_reduce (KIND, MODE == 3 && PHASE == 0);
+        }
+      if constexpr (PHASE == 1)
+        {
+          if (live && tr == 0)
+            {
+              float *pp = part + ((sp * OUTER + oo) * INNER + c) * 2;
+
+#pragma unroll
+              for (int k = 0; k < VEC; k++)
+                {
+                  pp[2 * k] = a[k];
+                  pp[2 * k + 1] = b[k];
+                }
+            }
+        }
+      else if constexpr (MODE == 2)
+        {
+          finish ();
+          NKS_SWEEP (true, out_v);
+        }
     }
 }
 #undef NKS_SWEEP

@@ -435,7 +435,9 @@ print_rows_strided (const NapkinPrintCtx   *ctx,
   guint prows = tc >= 32 ? tr : r->threads / 32;
   gboolean fp32_cache = r->prologue != NULL && r->prologue->len > 0;
   gboolean y_vec = (r->outer == 1 || r->ldy % r->vec == 0) && (r->op == NAPKIN_OP_REDUCE || r->y_stride % r->vec == 0);
-  gint64 smem_dynamic = 0;
+  gint64 smem_dynamic = 0, strips;
+  NapkinCudaRef pref;
+  g_autofree char *pexpr = NULL;
   GArray *params;
 
   mode = r->op == NAPKIN_OP_REDUCE ? 3 : !r->one_pass ? 2 : r->smem_row ? 1 : 0;
@@ -447,19 +449,46 @@ print_rows_strided (const NapkinPrintCtx   *ctx,
       || !strided_maps (ctx, r, r->epilogue, "E", decls, epi_v, epi_s, error))
     return FALSE;
 
-  params = rows_params (kernel, name, xref, yref, mode, decls->str, epi_v->str, epi_s->str);
-  PARAM ("TC", g_strdup_printf ("%u", tc));
-  PARAM ("TR", g_strdup_printf ("%u", tr));
-  PARAM ("NR", g_strdup_printf ("%u", nr));
-  PARAM ("OUTER", i64 (r->outer));
-  PARAM ("LEN", i64 (r->cols));
-  PARAM ("INNER", i64 (r->inner));
-  PARAM ("YS", i64 (r->y_stride));
-  PARAM ("Y_VEC", g_strdup (y_vec ? "true" : "false"));
-  PARAM ("PRO_V", g_strdup (pro_v->str));
-  rows_emit (ctx, kernel, name, napkin_kernel_rows_strided_sm80, "rows-strided", "kernels/rows-strided-sm80.cu",
-             params, r->outer * ((r->inner + r->cols_per_block - 1) / r->cols_per_block),
-             (gint64) (prows + 1) * r->cols_per_block * 2 * 4, smem_dynamic);
+  if (r->split > 1)
+    {
+      NapkinPlanBuffer pb = { -1, r->partials, NAPKIN_DTYPE_FP32 };
+
+      if (r->partials < 0)
+        {
+          g_set_error (error, NAPKIN_CODEGEN_ERROR, NAPKIN_CODEGEN_ERROR_UNSUPPORTED,
+                       "%s: the axis in %u chunks needs a scratch buffer of partials (partials is -1)",
+                       kernel->name, r->split);
+          return FALSE;
+        }
+      if (!_napkin_cuda_ref (ctx, &pb, &pref, error))
+        return FALSE;
+      pexpr = _napkin_cuda_ref_expr (&pref, NAPKIN_DTYPE_FP32);
+    }
+  strips = r->outer * ((r->inner + r->cols_per_block - 1) / r->cols_per_block);
+  /* split: the chunks' statistics (PHASE 1), then the output (PHASE 2, the plan's kernel) */
+  for (guint phase = r->split > 1 ? 1 : 0; phase <= (r->split > 1 ? 2u : 0u); phase++)
+    {
+      g_autofree char *kname = phase == 1 ? g_strdup_printf ("%s_part", name) : g_strdup (name);
+      gboolean chunked = phase == 1 || (phase == 2 && mode == 2);
+
+      params = rows_params (kernel, kname, xref, yref, mode, decls->str, epi_v->str, epi_s->str);
+      PARAM ("TC", g_strdup_printf ("%u", tc));
+      PARAM ("TR", g_strdup_printf ("%u", tr));
+      PARAM ("NR", g_strdup_printf ("%u", nr));
+      PARAM ("OUTER", i64 (r->outer));
+      PARAM ("LEN", i64 (r->cols));
+      PARAM ("INNER", i64 (r->inner));
+      PARAM ("YS", i64 (r->y_stride));
+      PARAM ("Y_VEC", g_strdup (y_vec ? "true" : "false"));
+      PARAM ("PRO_V", g_strdup (pro_v->str));
+      PARAM ("SPLIT", g_strdup_printf ("%u", MAX (r->split, 1)));
+      PARAM ("PHASE", g_strdup_printf ("%u", phase));
+      PARAM ("CHUNK", i64 (r->split > 1 ? r->chunk : r->cols));
+      PARAM ("PREF", g_strdup (pexpr != NULL ? pexpr : "((float *) nullptr)"));
+      rows_emit (ctx, kernel, kname, napkin_kernel_rows_strided_sm80, "rows-strided", "kernels/rows-strided-sm80.cu",
+                 params, strips * (chunked ? r->split : 1), (gint64) (prows + 1) * r->cols_per_block * 2 * 4,
+                 smem_dynamic);
+    }
   return TRUE;
 }
 

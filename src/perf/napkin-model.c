@@ -2784,7 +2784,9 @@ planned_strided_rows (Model                  *m,
   guint xb = napkin_dtype_bytes (r->x_dtype), passes = r->one_pass ? 1 : 2, reductions = 1;
   gint64 xe = mul (m, r->rows, r->cols), ye = r->op == NAPKIN_OP_REDUCE ? r->rows : xe, elements, bytes;
   gint64 reread = 0, reread_e = 0;
-  gint64 sms = MAX (1, arch->sms), slots = sms * MAX (1u, pk->blocks_per_sm), waves = ceil_div (pk->grid, slots);
+  /* a split reduction's blocks are its first launch's: the second only combines */
+  gint64 grid = pk->grid * (r->split > 1 && r->op == NAPKIN_OP_REDUCE ? r->split : 1);
+  gint64 sms = MAX (1, arch->sms), slots = sms * MAX (1u, pk->blocks_per_sm), waves = ceil_div (grid, slots);
   double latency = arch->levels[NAPKIN_LEVEL_HBM].latency_s, fill, in_flight, need;
   const GArray *maps[] = { r->prologue, r->epilogue };
 
@@ -2821,12 +2823,12 @@ planned_strided_rows (Model                  *m,
                          bytes + (r->l2_reread ? 0 : reread));
       add_level_traffic (m, NAPKIN_LEVEL_L2, elements + reread_e, bytes + reread);
     }
-  fill = k->fill = grid_fill (m, pk->grid);   /* finish_kernel divides by it */
+  fill = k->fill = grid_fill (m, grid);   /* finish_kernel divides by it */
   k->time_s[NAPKIN_RESOURCE_HBM] = (bytes + (r->l2_reread ? 0 : reread)) / arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
   k->time_s[NAPKIN_RESOURCE_L2] = (bytes + reread) / arch->levels[NAPKIN_LEVEL_L2].bandwidth;
   /* Little's law: the bytes an SM's blocks have in flight against what the bandwidth
    * needs over one round trip */
-  in_flight = (double) MIN (pk->grid, slots) / sms * r->threads * STRIDED_ROWS_UNROLL * r->vec * xb;
+  in_flight = (double) MIN (grid, slots) / sms * r->threads * STRIDED_ROWS_UNROLL * r->vec * xb;
   need = arch->levels[NAPKIN_LEVEL_HBM].bandwidth * fill * latency / sms;
   if (latency > 0 && in_flight < need)
     k->time_s[NAPKIN_RESOURCE_HBM] *= need / in_flight;
@@ -2838,7 +2840,14 @@ planned_strided_rows (Model                  *m,
   else if (r->op == NAPKIN_OP_SOFTMAX && r->one_pass)
     reductions = 2;   /* the max, then the exponentials' sum (from registers or shared memory) */
   k->latency_s = waves * (passes * latency + reductions * NAPKIN_REDUCTION_CLOCKS / arch->clock_hz);
-  k->quantisation = (double) waves * slots / MAX (1, pk->grid);
+  k->quantisation = (double) waves * slots / MAX (1, grid);
+  if (r->split > 1)
+    {
+      /* the chunks' statistics, then the output: two launches, the second starting with
+       * a round trip for the partials */
+      k->launches = 2;
+      k->latency_s += latency;
+    }
 }
 
 /* The bytes of Q and O of the plan's attention: every query row read and written once. */

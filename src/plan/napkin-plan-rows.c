@@ -309,6 +309,8 @@ typedef struct
   gint64   smem;          /* dynamic: the row cache */
   guint    w;             /* strided: the columns of a block */
   gboolean l2;            /* strided, two passes: the re-read hits L2 */
+  guint    split;         /* strided: chunks of the axis, each a block's (≤ 1: none) */
+  gint64   chunk;         /* … of this many elements */
 } RowsChoice;
 
 static guint
@@ -958,6 +960,87 @@ strided_red_bytes (guint threads,
   return (gint64) (prows + 1) * tc * vec * 2 * 4;
 }
 
+static gint64 strided_blocks (const RowsChain *ch, guint vec, guint tc);
+
+/* Threads across the columns of a strided block whose rows are `bytes` long. */
+static guint
+strided_tc (const RowsChain *ch,
+            guint            vec,
+            guint            xb,
+            guint            bytes)
+{
+  return MIN ((guint) pow2_at_least (ch->inner / vec), MAX (1, bytes / (vec * xb)));
+}
+
+/* NAPKIN_ROWS_LINE=BYTES (a power of two, 16 to 1024): the bytes of each row a strided
+ * block reads (A/B runs); 0 where unset. */
+static guint
+strided_line_env (void)
+{
+  const char *env = g_getenv ("NAPKIN_ROWS_LINE");
+  guint64 v = env != NULL ? g_ascii_strtoull (env, NULL, 10) : 0;
+
+  return v >= 16 && v <= 1024 && (v & (v - 1)) == 0 ? (guint) v : 0;
+}
+
+/* Fewest elements of the axis a chunk of a split takes, and most chunks. */
+#define STRIDED_CHUNK_MIN 128
+#define STRIDED_SPLIT_MAX 256
+/* … and the least a block's lines of the whole axis hold before a split pays for its
+ * second launch (a few microseconds: about what one SM streams of 128 KiB) */
+#define STRIDED_SPLIT_BYTES (128 * 1024)
+
+/* A long axis over too few columns to fill the GPU (docs/plan.md, "Splitting the
+ * axis"): where even 32-byte lines would leave the blocks fewer than half the SMs, the
+ * axis is cut into chunks, each its own block of 256 threads in 128-byte lines, about
+ * four blocks an SM in all; the chunks' statistics go through scratch to a second
+ * launch that writes the output (a reduction's result). The whole axis a block took
+ * 16-byte lines there, which halve what each 32-byte sector carries: H200, softmax over
+ * axis 0 of 65536 × 1024 0.159 ms split, 0.364 whole; 10⁶ × 128 0.31 / 2.36; layernorm
+ * 30000 × 1024 0.064 / 0.155; sum 100000 × 1024 0.059 / 0.101. With 64 blocks or more
+ * at 32 bytes, whole columns won (8192 × 2048 0.053 whole, 0.060 split; 50000 × 4096
+ * 0.47 / 0.50). NAPKIN_ROWS_SPLIT=0 keeps the axis whole (A/B runs). */
+static void
+strided_split (NapkinPlanner   *p,
+               const RowsChain *ch,
+               guint            xb,
+               guint            reread,
+               guint            n_operands,
+               RowsChoice      *c)
+{
+  const char *env = g_getenv ("NAPKIN_ROWS_SPLIT");
+  guint sms = MAX (p->arch->sms, 1), tc, tr, threads = 256;
+  gint64 len = ch->cols, blocks, split, chunk;
+
+  if (env != NULL && g_ascii_strtoull (env, NULL, 10) == 0)
+    return;
+  if (strided_blocks (ch, c->vec, strided_tc (ch, c->vec, xb, 32)) >= sms / 2)
+    return;
+  tc = strided_tc (ch, c->vec, xb, 128);
+  blocks = strided_blocks (ch, c->vec, tc);
+  if (len < 2 * STRIDED_CHUNK_MIN || len * tc * c->vec * xb < STRIDED_SPLIT_BYTES)
+    return;
+  split = MIN ((4 * (gint64) sms + blocks - 1) / blocks, MIN (STRIDED_SPLIT_MAX, len / STRIDED_CHUNK_MIN));
+  chunk = (len + split - 1) / split;
+  split = (len + chunk - 1) / chunk;   /* every chunk non-empty */
+  if (split < 2)
+    return;
+  tc = MIN (tc, threads);
+  tr = (guint) MIN (threads / tc, pow2_at_least ((chunk + 3) / 4));
+  while (tc * tr < 32)
+    tr *= 2;
+  c->split = (guint) split;
+  c->chunk = chunk;
+  c->tpr = tr;
+  c->threads = tc * tr;
+  c->w = tc * c->vec;
+  c->regs = c->mode == ROWS_REDUCE ? 40 : MIN (255, 56 + 4 * n_operands);
+  c->min_blocks = MAX (1, blocks_per_sm (p, c->threads, c->regs, strided_red_bytes (c->threads, tc, c->vec)));
+  /* the second launch starts with the chunks the first one read last */
+  c->l2 = c->mode == ROWS_TWO_PASS
+          && (double) ch->outer * ch->inner * len * xb * reread <= 0.7 * p->arch->levels[NAPKIN_LEVEL_L2].capacity_bytes;
+}
+
 /* The strided form (docs/plan.md, "Rows over any axis"): `vec` = 16 bytes of x, fewer
  * where the columns are not a multiple; lines of 128 bytes of each row a block,
  * narrowed (down to 16 bytes) only while the blocks would not cover half the SMs: 64-,
@@ -967,12 +1050,13 @@ strided_red_bytes (guint threads,
  * it, in shared memory when the block's rows fit twice in an SM, else read twice (the
  * second read from L2 when the blocks in flight hold at most 0.7 of it). */
 static RowsChoice
-strided_choose (NapkinPlanner   *p,
-                const RowsChain *ch,
-                NapkinDtype      x_dtype,
-                gboolean         cache_fp32,
-                guint            n_operands,
-                guint            hint)
+strided_choose_lines (NapkinPlanner   *p,
+                      const RowsChain *ch,
+                      NapkinDtype      x_dtype,
+                      gboolean         cache_fp32,
+                      guint            n_operands,
+                      guint            hint,
+                      guint            line)
 {
   RowsChoice c = { 0 };
   guint xb = napkin_dtype_bytes (x_dtype), sms = MAX (p->arch->sms, 1), tc, tr, tc_min, tc_max, nr, threads, reread;
@@ -983,7 +1067,7 @@ strided_choose (NapkinPlanner   *p,
   while (c.vec > 1 && ch->inner % c.vec != 0)
     c.vec /= 2;
   tc_max = (guint) pow2_at_least (ch->inner / c.vec);
-  tc = MIN (tc_max, MAX (1, 128 / (c.vec * xb)));
+  tc = strided_tc (ch, c.vec, xb, line);
   tc_min = MIN (tc, MAX (1, 16 / (c.vec * xb)));
   {
     /* NAPKIN_ROWS_LINE_MIN=BYTES: no narrower lines (A/B runs) */
@@ -1060,6 +1144,35 @@ strided_choose (NapkinPlanner   *p,
   in_flight = MIN (blocks, (gint64) sms * c.min_blocks) * len * tc * c.vec * xb * reread;
   c.l2 = c.mode == ROWS_TWO_PASS && in_flight <= 0.7 * p->arch->levels[NAPKIN_LEVEL_L2].capacity_bytes;
   c.w = tc * c.vec;
+  if (hint == 0 && (c.mode == ROWS_TWO_PASS || c.mode == ROWS_REDUCE))
+    strided_split (p, ch, xb, reread, n_operands, &c);
+  return c;
+}
+
+/* Lines of 128 bytes of each row (a whole L2 line); where the columns are read twice or
+ * reduced and 256-byte lines still give every SM a block, 256: H200, softmax over axis
+ * 0, 256 against 128 bytes: 10672 × 48380 1.21 / 1.66 ms, 30000² sum 0.45 / 0.53, 20000²
+ * layernorm 0.79 / 0.85, 3000 × 65536 0.36 / 0.38, four more the same; 16384² bf16, only
+ * 128 blocks at 256 bytes, 0.57 / 0.53. */
+static RowsChoice
+strided_choose (NapkinPlanner   *p,
+                const RowsChain *ch,
+                NapkinDtype      x_dtype,
+                gboolean         cache_fp32,
+                guint            n_operands,
+                guint            hint)
+{
+  guint env = strided_line_env (), xb = napkin_dtype_bytes (x_dtype);
+  RowsChoice c = strided_choose_lines (p, ch, x_dtype, cache_fp32, n_operands, hint, env > 0 ? env : 128);
+
+  if (env == 0 && c.split <= 1 && (c.mode == ROWS_TWO_PASS || c.mode == ROWS_REDUCE)
+      && strided_blocks (ch, c.vec, strided_tc (ch, c.vec, xb, 256)) >= MAX (p->arch->sms, 1))
+    {
+      RowsChoice wide = strided_choose_lines (p, ch, x_dtype, cache_fp32, n_operands, hint, 256);
+
+      if (wide.mode == c.mode && wide.split <= 1)
+        c = wide;
+    }
   return c;
 }
 
@@ -1140,6 +1253,10 @@ rows_note (const RowsChain      *ch,
       g_string_append_printf (note, "; %s%s", c->mode == ROWS_TWO_PASS && c->l2 ? "two passes: online statistics, "
                               "then the columns read again from L2" : strided_forms[c->mode],
                               ch->streamed ? " (the region streams the axis)" : "");
+      if (c->split > 1)
+        g_string_append_printf (note, _("; the axis in %u chunks of %lld, a block each, in two launches (the "
+                                "chunks' statistics through scratch, then %s)"), c->split, (long long) c->chunk,
+                                c->mode == ROWS_REDUCE ? "the results" : "the output");
     }
   else
     {
@@ -1195,12 +1312,17 @@ rows_commit (NapkinPlanner    *p,
   r->y_stride = ch->y_stride;
   r->cols_per_block = c->w;
   r->l2_reread = c->l2;
+  r->split = MAX (c->split, 1);
+  r->chunk = c->split > 1 ? c->chunk : ch->cols;
+  r->partials = -1;
 
   if (ch->inner > 1)
     r->rows_per_block = c->w;
   /* the printer's rules: a plan it could not print is not made */
   if (!napkin_plan_rows_printable (r, why))
     return FALSE;
+  if (r->split > 1)   /* the chunks' statistics: fp32 pairs [split][outer][inner] */
+    r->partials = _napkin_plan_add_scratch (p->plan, (gint64) r->split * r->outer * r->inner * 2 * 4);
   k->kind = NAPKIN_PLAN_ROWS;
   k->path = NAPKIN_PATH_SIMT;
   k->u.rows = rows;
@@ -1213,7 +1335,8 @@ rows_commit (NapkinPlanner    *p,
   k->smem_bytes = (gint64) (c->threads / c->tpr) * MAX (c->tpr / 32, 1) * 2 * 4 + c->smem;
   if (ch->inner > 1)
     {
-      k->grid = ch->outer * ((ch->inner + c->w - 1) / c->w);
+      k->grid = ch->outer * ((ch->inner + c->w - 1) / c->w)
+                * (c->split > 1 && c->mode == ROWS_TWO_PASS ? c->split : 1);
       k->smem_bytes = strided_red_bytes (c->threads, c->threads / c->tpr, c->vec) + c->smem;
     }
   k->registers = c->regs;
@@ -1321,7 +1444,14 @@ napkin_plan_rows_printable (const NapkinPlanRows *r,
         bad = "fewer than 2³¹ blocks";
       else if (r->one_pass && !r->smem_row && !reduce && (r->cols + tpr - 1) / tpr * r->vec > 2 * REG_VALUES)
         bad = "at most 64 values a thread in registers";
+      else if (r->split > 1
+               && ((r->one_pass && !reduce) || r->chunk < 1 || r->chunk * r->split < r->cols
+                   || r->chunk * (r->split - 1) >= r->cols
+                   || r->outer * r->split > G_MAXINT32 / ((r->inner + r->cols_per_block - 1) / r->cols_per_block)))
+        bad = "an axis split into chunks (two passes or a reduction) that cover it, each non-empty";
     }
+  if (bad == NULL && r->split > 1 && r->inner <= 1)
+    bad = "a split axis only in the strided form";
   if (bad != NULL)
     {
       *why = g_strdup_printf (_("the rows kernel needs %s (%s → %s, %lld × %lld, %u threads, teams of %u, "

@@ -1166,7 +1166,11 @@ napkin_plan_to_json (const NapkinPlan *plan)
             json_object_object_add (o, "shape", int_array ((gint64[]) { r->rows, r->cols }, 2));
             json_object_object_add (tiles, "rows", json_object_new_int64 (r->rows_per_block));
             if (r->inner > 1)   /* the strided form: rows = outer × inner (docs/plan.md) */
-              json_object_object_add (o, "strided", int_array ((gint64[]) { r->outer, r->inner }, 2));
+              {
+                json_object_object_add (o, "strided", int_array ((gint64[]) { r->outer, r->inner }, 2));
+                if (r->split > 1)
+                  json_object_object_add (o, "split", int_array ((gint64[]) { r->split, r->chunk }, 2));
+              }
             json_object_object_add (o, "one_pass", json_object_new_boolean (r->one_pass));
             json_object_object_add (o, "fused", fused);
             break;

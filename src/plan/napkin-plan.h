@@ -154,6 +154,11 @@ typedef struct
   gint64           cols_per_block;        /* strided: the columns c one block owns */
   gboolean         l2_reread;             /* two passes: the blocks in flight keep their rows in L2,
                                              so the second read hits it (else device memory) */
+  guint            split;                 /* strided, two passes or a reduction: > 1 chunks of the axis
+                                             `chunk` long, each a block's, in two launches (their
+                                             statistics into scratch `partials`, then the output) */
+  gint64           chunk;
+  int              partials;              /* scratch: fp32 pairs [split][outer][inner], or −1 */
 } NapkinPlanRows;
 
 /* Y[i] = maps (X[i]) over the output's elements, each operand read through strides

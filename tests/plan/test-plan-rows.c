@@ -72,9 +72,12 @@ rows_kernel (const NapkinPlan *plan)
   g_assert_cmpuint (k->threads, ==, k->u.rows.threads);
   g_assert_cmpuint (k->threads % 32, ==, 0);
   g_assert_cmpuint (k->threads % k->u.rows.threads_per_row, ==, 0);
+  /* the strided form: its strips of columns, each in every chunk of a split axis but a
+   * reduction's (its second launch, the plan's kernel, combines the chunks a strip) */
   if (k->u.rows.inner > 1)
     g_assert_cmpint (k->grid, ==, k->u.rows.outer * ((k->u.rows.inner + k->u.rows.cols_per_block - 1)
-                                                     / k->u.rows.cols_per_block));
+                                                     / k->u.rows.cols_per_block)
+                                  * (k->u.rows.split > 1 && k->u.rows.op != NAPKIN_OP_REDUCE ? k->u.rows.split : 1));
   else
     g_assert_cmpint (k->grid, ==, (k->u.rows.rows + k->u.rows.rows_per_block - 1) / k->u.rows.rows_per_block);
   g_assert_cmpuint (k->blocks_per_sm, >=, 1);
@@ -391,15 +394,19 @@ test_strided (void)
     gint64 outer, inner, w, grid;
     guint threads, tpr, vec;
     int form;              /* 0 registers, 1 shared memory, 2 two passes (3: from L2), 4 a reduction */
+    guint split;           /* chunks of the axis (0: whole) */
+    gint64 chunk;
   } cases[] = {
     /* 4096 × 8192 over axis 0: 128-byte lines, 128 blocks of 1024 threads (narrower lines
      * on more blocks, whose second read would come from L2, ran slower), x read twice
      * from device memory */
     { { .op = "softmax", .rows = 8192, .cols = 4096, .x_dtype = "fp16", .col_major = TRUE },
       1, 8192, 64, 128, 1024, 128, 8, 2 },
-    /* 50257 × 1024: 128 lines of 16 bytes (fewer would leave SMs idle); 800 KB a block */
+    /* 50257 × 1024: even 32-byte lines would leave half the SMs idle, so the axis goes in
+     * 33 chunks of 1523, each with 16 strips of 128-byte lines: 528 blocks of 256 threads
+     * (whole columns took 128 lines of 16 bytes, 800 KB a block) */
     { { .op = "softmax", .rows = 1024, .cols = 50257, .x_dtype = "fp16", .col_major = TRUE },
-      1, 1024, 8, 128, 1024, 1024, 8, 2 },
+      1, 1024, 64, 528, 256, 32, 8, 2, 33, 1523 },
     /* 64 × 4096 × 128 over the middle axis: 128-byte lines, 128 blocks */
     { { .op = "layernorm", .batch = 64, .rows = 128, .cols = 4096, .x_dtype = "bf16", .col_major = TRUE },
       64, 128, 64, 128, 1024, 128, 8, 2 },
@@ -443,6 +450,9 @@ test_strided (void)
       g_assert_cmpint (r->one_pass, ==, cases[i].form != 2 && cases[i].form != 3);
       g_assert_cmpint (r->smem_row, ==, cases[i].form == 1);
       g_assert_cmpint (r->l2_reread, ==, cases[i].form == 3);
+      g_assert_cmpuint (r->split, ==, MAX (cases[i].split, 1));
+      g_assert_cmpint (r->chunk, ==, cases[i].split > 1 ? cases[i].chunk : r->cols);
+      g_assert_cmpint (r->partials >= 0, ==, cases[i].split > 1);
       if (r->op != NAPKIN_OP_REDUCE)
         {
           g_assert_cmpint (r->y_stride, ==, r->inner);
@@ -583,7 +593,13 @@ compile_all (NapkinDiagram *d,
 
   g_assert_no_error (error);
   for (guint i = 0; i < plan->kernels->len; i++)
-    simt += ((NapkinPlanKernel *) g_ptr_array_index (plan->kernels, i))->path == NAPKIN_PATH_SIMT;
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+      /* a split axis: the chunks' statistics, then the plan's kernel */
+      if (k->path == NAPKIN_PATH_SIMT)
+        simt += k->kind == NAPKIN_PLAN_ROWS && k->u.rows.split > 1 ? 2 : 1;
+    }
   g_assert_cmpuint (simt, >, 0);
   g_assert_cmpuint (module->kernels->len, ==, simt);
   for (guint i = 0; i < module->kernels->len; i++)

@@ -244,6 +244,8 @@ emulate (const NapkinTestRows *t,
   g_assert_cmpint (k->u.rows.inner > 1, ==, strided);
   if (form != NULL && strstr (k->note, form) == NULL)
     g_error ("%s: the plan's note “%s” lacks “%s”", what, k->note, form);
+  if (g_strcmp0 (g_getenv ("NAPKIN_ROWS_SPLIT"), "0") == 0 && k->u.rows.split > 1)
+    g_error ("%s: split in %u chunks with NAPKIN_ROWS_SPLIT=0", what, k->u.rows.split);
   g_test_message ("%s: %s", what, k->note);
 
   worst = emulate_module (module, d, what);
@@ -283,7 +285,14 @@ test_strided (void)
       "one pass" },
     { { .op = "rmsnorm", .batch = 2, .rows = 6, .cols = 50, .x_dtype = "bf16", .col_major = TRUE, .threads = 64,
         .region_rows = 1 }, NULL },
+    /* a long axis over few columns, in chunks (the last one short) and two launches */
+    { { .op = "softmax", .rows = 16, .cols = 9001, .x_dtype = "bf16", .col_major = TRUE }, "chunks" },
+    { { .op = "max", .rows = 40, .cols = 7000, .x_dtype = "fp16", .col_major = TRUE }, "chunks" },
+    { { .op = "sum", .batch = 3, .rows = 8, .cols = 20000, .x_dtype = "fp16", .y_dtype = "fp32", .col_major = TRUE },
+      "chunks" },
   };
+  /* the same whole (NAPKIN_ROWS_SPLIT=0): one launch, as before the split */
+  guint whole[] = { 5, 6, 7, 10, 12, 13, 14 };
 
   if (gxx == NULL)
     {
@@ -292,6 +301,10 @@ test_strided (void)
     }
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
     emulate (&cases[i].t, TRUE, cases[i].form);
+  g_setenv ("NAPKIN_ROWS_SPLIT", "0", TRUE);
+  for (guint i = 0; i < G_N_ELEMENTS (whole); i++)
+    emulate (&cases[whole[i]].t, TRUE, "pass");
+  g_unsetenv ("NAPKIN_ROWS_SPLIT");
 }
 
 /* The contiguous rows kernel through the same emulation: one problem of each form. */
