@@ -14,6 +14,7 @@ for the sizes people run (in the module's own dtype):
     python3 bench/gpu/zoo-roundtrip.py --cli _build/src/cli/napkin-cli [--full] [NAME ...]
     bench/gpu/sweep --pack here, then on the GPU machine:
     python3 bench/gpu/zoo-roundtrip.py --cli .gpu/bin/napkin-cli --full --regenerate
+--derive PROFILE prints the diagram `tune --apply` derives for that profile instead.
 
 Exit status 1 if any module failed; each is reported on its own line."""
 
@@ -81,7 +82,7 @@ def argument(env, tensor):
     return value.contiguous()
 
 
-def one(name, cli, full, device, out, tolerance):
+def one(name, cli, full, device, out, tolerance, derive=None):
     import torch
     import napkin_export
 
@@ -95,7 +96,10 @@ def one(name, cli, full, device, out, tolerance):
                                        source_file=os.path.relpath(os.path.join(ZOO, name + ".py"), ROOT))
     gpath, npath, ppath = (os.path.join(out, name + s) for s in (".graph.json", ".napkin", "_printed.py"))
     napkin_export.write_graph(graph, gpath)
-    for cmd in (["import", gpath, "-o", npath], ["codegen", "--target", "pytorch", npath, "-o", ppath]):
+    # derived: relabeled by `tune --apply` for that profile first, as a user's diagram is
+    cmds = [["import", gpath, "-o", npath]] + ([["tune", npath, "--apply", "--arch", derive]] if derive else []) \
+        + [["codegen", "--target", "pytorch", npath, "-o", ppath]]
+    for cmd in cmds:
         r = subprocess.run([cli] + cmd, capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
             raise RuntimeError("napkin-cli %s: %s" % (cmd[0], r.stderr.strip()))
@@ -115,10 +119,23 @@ def one(name, cli, full, device, out, tolerance):
     # may be [b, h, w, c] there): compare element by element
     if got.numel() == want.numel():
         got = got.reshape(want.shape)
-    err = ((got.float() - want.float()).abs().max() / want.float().abs().max().clamp_min(1e-30)).item()
-    print("%-28s max relative error %.2e (tolerance %.0e) %s" % (name, err, tolerance, "ok" if err <= tolerance else "DIFFERENT"),
-          flush=True)
-    return err <= tolerance
+    rel = lambda x, y: ((x.float() - y.float()).abs().max() / y.float().abs().max().clamp_min(1e-30)).item()
+    err = rel(got, want)
+    ok = err <= tolerance
+    note = ""
+    if not ok and any(a.is_floating_point() and a.dtype != torch.float32 for a in args):
+        # as zoo-e2e.py judges Napkin: against the module run in fp32, no further from it
+        # than the module in its own dtype is (BLOOM's ALiBi scores reach ~1700, where
+        # bf16 is 8 apart: the bf16 module is itself 0.1 from its fp32 run)
+        with torch.no_grad():
+            want32 = module.float()(*[a.float() if a.is_floating_point() else a for a in args])
+        want32 = want32[0] if isinstance(want32, tuple) else want32
+        err32, own = rel(got.reshape(want32.shape), want32), rel(want.reshape(want32.shape), want32)
+        ok = err32 <= tolerance or err32 <= own
+        note = "; against the module in fp32 %.2e (the module's own %.2e)" % (err32, own)
+    print("%-28s max relative error %.2e (tolerance %.0e)%s %s" % (name, err, tolerance, note,
+                                                                   "ok" if ok else "DIFFERENT"), flush=True)
+    return ok
 
 
 def main():
@@ -128,6 +145,8 @@ def main():
     p.add_argument("--full", action="store_true", help="the sizes people run, in the module's dtype (GPU)")
     p.add_argument("--regenerate", action="store_true", help="also rewrite tests/import/zoo's stored graphs")
     p.add_argument("--out", default=None)
+    p.add_argument("--derive", metavar="PROFILE", default=None,
+                   help="print the diagram `tune --apply --arch PROFILE` derives (regions drawn), not the import")
     a = p.parse_args()
     import torch
 
@@ -142,7 +161,7 @@ def main():
     failed = []
     for name in names:
         try:
-            if not one(name, os.path.abspath(a.cli), a.full, device, out, 3e-2 if a.full else 1e-4):
+            if not one(name, os.path.abspath(a.cli), a.full, device, out, 3e-2 if a.full else 1e-4, a.derive):
                 failed.append(name)
         except Exception as e:  # one module must not stop the rest
             traceback.print_exc()

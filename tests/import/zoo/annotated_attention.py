@@ -2,7 +2,8 @@
 """The Annotated Transformer's attention (Harvard NLP): a free function attention(),
 scores via matmul / math.sqrt(d_k), masked_fill(mask == 0, -1e9) with an int mask
 [b, 1, 1, s], p_attn = scores.softmax(dim=-1), linears in a ModuleList with
-zip/view/transpose, output through the last linear."""
+zip/view/transpose, output through the last linear. Built in bf16: in fp16 PyTorch
+itself refuses the -1e9 (masked_fill: it overflows half)."""
 import copy
 import math
 import torch
@@ -38,7 +39,7 @@ class MultiHeadedAttention(nn.Module):
         return self.linears[-1](x)
 
 
-def build(small=False, dtype="float16"):
+def build(small=False, dtype="bfloat16"):
     cfg = dict(h=4, d_model=32) if small else {}
     b, s = (2, 8) if small else (64, 512)
     t = getattr(torch, dtype)
