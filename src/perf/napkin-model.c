@@ -73,6 +73,7 @@ typedef struct
   gint64              rows_bytes;  /* bytes one row loads (its input) */
   gint64              rows_flight; /* bytes a block keeps in flight (0: rows_bytes) */
   gboolean            rows_smem;   /* the plan keeps the row in shared memory */
+  gboolean            rows_unaligned;   /* … in registers, rows not 16 bytes apart */
   guint               rows_axis;   /* the row axis r */
 } RegionState;
 
@@ -1002,6 +1003,16 @@ plan_rows_in_smem (const NapkinPlanKernel *pk)
          && pk->u.rows.one_pass && pk->u.rows.smem_row;
 }
 
+/* Whether the plan runs a contiguous rows kernel with the row in registers, its rows not
+ * 16 bytes apart (NAPKIN_ROWS_UNALIGNED_EFFICIENCY). */
+static gboolean
+plan_rows_unaligned_registers (const NapkinPlanKernel *pk)
+{
+  return pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->path != NAPKIN_PATH_GENERIC && pk->u.rows.inner <= 1
+         && pk->u.rows.one_pass && !pk->u.rows.smem_row && pk->u.rows.op != NAPKIN_OP_REDUCE
+         && (pk->u.rows.ldx * napkin_dtype_bytes (pk->u.rows.x_dtype)) % 16 != 0;
+}
+
 /* The skeleton's rule where it takes the region (its figures were measured), else the
  * plan's rows kernel. */
 static void
@@ -1016,6 +1027,7 @@ detect_rows (Model *m,
   /* either way the plan's kernel is what runs: its form */
   pk = plan_kernel_of (m, r);
   m->rs[r].rows_smem = m->rs[r].rows_c > 0 && plan_rows_in_smem (pk);
+  m->rs[r].rows_unaligned = m->rs[r].rows_c > 0 && plan_rows_unaligned_registers (pk);
 }
 
 /* The attention skeleton (flash-mma) is what an smem region with two or more
@@ -2025,6 +2037,12 @@ memory_kernel_tail_s (const Model *m)
  * rows of 50257, softmax, rmsnorm, layernorm; docs/perf-notes.md): the two-pass form of
  * the same run was within 0.84–1.10 without it. */
 #define NAPKIN_ROWS_SMEM_EFFICIENCY 0.70
+/* Rows in registers that are not 16 bytes apart (a scalar head and tail a row, the vectors
+ * between them at a different lane each row): device memory at this share of the rate the
+ * other forms get. The H200 user's path (sessions 22–24): rmsnorm 39503 × 11961 and 16384
+ * × 3694, bf16, ran 1.53 and 1.46× their prediction without it; aligned rows of the same
+ * form 1.03–1.31. */
+#define NAPKIN_ROWS_UNALIGNED_EFFICIENCY 0.80
 
 static void
 rows_kernel (Model                  *m,
@@ -2039,6 +2057,8 @@ rows_kernel (Model                  *m,
   k->latency_s = steps * (latency + reductions) + NAPKIN_ROWS_TAIL_S;
   if (rs->rows_smem)
     k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
+  else if (rs->rows_unaligned)
+    k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_UNALIGNED_EFFICIENCY;
   /* γ and β (inputs without the row axis) are read again for every row, but from L1,
    * where they stay while the SM's blocks run: L2 serves them once per block slot */
   for (guint t = 0; t < grid->transfers->len; t++)
@@ -3317,6 +3337,8 @@ operation_kernel (Model *m,
       k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
       if (plan_rows_in_smem (pk))
         k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
+      else if (plan_rows_unaligned_registers (pk))
+        k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_UNALIGNED_EFFICIENCY;
       /* the plan's rows kernel: a row's first load's round trip, and the tail */
       if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS)
         k.latency_s += memory_kernel_tail_s (m);
