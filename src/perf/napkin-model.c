@@ -74,6 +74,7 @@ typedef struct
   gint64              rows_flight; /* bytes a block keeps in flight (0: rows_bytes) */
   gboolean            rows_smem;   /* the plan keeps the row in shared memory */
   gboolean            rows_unaligned;   /* … in registers, rows not 16 bytes apart */
+  gboolean            rows_turns;  /* … a softmax read twice, a whole block a row, two an SM */
   guint               rows_axis;   /* the row axis r */
 } RegionState;
 
@@ -1003,6 +1004,19 @@ plan_rows_in_smem (const NapkinPlanKernel *pk)
          && pk->u.rows.one_pass && pk->u.rows.smem_row;
 }
 
+/* Whether the plan runs a contiguous softmax that reads its rows twice with a whole block
+ * a row, two blocks an SM at most, over a full wave or more: a block loads, reduces, then
+ * loads again with the exponentials and stores, in turn (NAPKIN_ROWS_TURNS_EFFICIENCY). */
+static gboolean
+plan_rows_two_pass_in_turn (const Model            *m,
+                            const NapkinPlanKernel *pk)
+{
+  return pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->path != NAPKIN_PATH_GENERIC && pk->u.rows.inner <= 1
+         && !pk->u.rows.one_pass && pk->u.rows.op == NAPKIN_OP_SOFTMAX && pk->blocks_per_sm <= 2
+         && pk->u.rows.threads_per_row == pk->u.rows.threads
+         && pk->grid >= (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm);
+}
+
 /* Whether the plan runs a contiguous rows kernel with the row in registers, its rows not
  * 16 bytes apart (NAPKIN_ROWS_UNALIGNED_EFFICIENCY). */
 static gboolean
@@ -1028,6 +1042,7 @@ detect_rows (Model *m,
   pk = plan_kernel_of (m, r);
   m->rs[r].rows_smem = m->rs[r].rows_c > 0 && plan_rows_in_smem (pk);
   m->rs[r].rows_unaligned = m->rs[r].rows_c > 0 && plan_rows_unaligned_registers (pk);
+  m->rs[r].rows_turns = m->rs[r].rows_c > 0 && plan_rows_two_pass_in_turn (m, pk);
 }
 
 /* The attention skeleton (flash-mma) is what an smem region with two or more
@@ -2043,6 +2058,14 @@ memory_kernel_tail_s (const Model *m)
  * × 3694, bf16, ran 1.53 and 1.46× their prediction without it; aligned rows of the same
  * form 1.03–1.31. */
 #define NAPKIN_ROWS_UNALIGNED_EFFICIENCY 0.80
+/* A softmax read twice a whole block a row, two blocks an SM (rows of 61366 and more, its
+ * second pass repeating the exponentials): device memory at this share of the rate, over
+ * a full wave of blocks. The H200 user's path (sessions 11–25): 8192 × 61366 and 7189 ×
+ * 65536 ran 1.56 and 1.40× their prediction without it, 1.25 and 1.12 with it; rows of
+ * 128256 (1024 to 4096 of them) 1.18–1.21 without, 0.95–0.97 with; fewer rows than a wave
+ * (16 to 128 of 128256: 1.0–1.3×) left as they were. The norms read twice need none
+ * (rmsnorm 0.91–1.13, layernorm 1.09–1.30). */
+#define NAPKIN_ROWS_TURNS_EFFICIENCY 0.80
 
 static void
 rows_kernel (Model                  *m,
@@ -2059,6 +2082,8 @@ rows_kernel (Model                  *m,
     k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
   else if (rs->rows_unaligned)
     k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_UNALIGNED_EFFICIENCY;
+  else if (rs->rows_turns)
+    k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_TURNS_EFFICIENCY;
   /* γ and β (inputs without the row axis) are read again for every row, but from L1,
    * where they stay while the SM's blocks run: L2 serves them once per block slot */
   for (guint t = 0; t < grid->transfers->len; t++)
@@ -3339,6 +3364,8 @@ operation_kernel (Model *m,
         k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
       else if (plan_rows_unaligned_registers (pk))
         k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_UNALIGNED_EFFICIENCY;
+      else if (plan_rows_two_pass_in_turn (m, pk))
+        k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_TURNS_EFFICIENCY;
       /* the plan's rows kernel: a row's first load's round trip, and the tail */
       if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS)
         k.latency_s += memory_kernel_tail_s (m);
