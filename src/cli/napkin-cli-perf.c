@@ -278,6 +278,13 @@ print_analysis_text (NapkinAnalysis *a,
       printf ("%-16s %-9s %10.3f %12s %12s %12s\n", kc->name, napkin_resource_to_string (kc->bound),
               kc->quantisation, t, o, s);
     }
+  if (a->launch_run_s != 0)
+    {
+      /* each kernel is priced as timed alone; the total as one run (docs/model.md, "Launches") */
+      g_autofree char *l = napkin_format_si (a->launch_run_s, "s");
+
+      printf (_("%-16s %u in one run: %s against each kernel alone (in the total)\n"), "launches", a->launches, l);
+    }
 }
 
 static void
@@ -971,6 +978,12 @@ print_derivation (const char       *file,
               printf ("    through device memory: %s\n", w);
             }
           printf ("    why: %s\n", k->why);
+        }
+      if (dr->launch_run_s != 0)
+        {
+          g_autofree char *l = napkin_format_si (dr->launch_run_s, "s");
+
+          printf (_("    launches in one run: %s against each kernel alone (in the total)\n"), l);
         }
       printf (_("\ntotal: unfused %s (every operation its own kernel), derived %s: %.2f× (analyze on the derived "
                 "diagram: %.4f ms)\n"), unfused, derived, dr->unfused_s / dr->derived_s, dr->analyzed_s * 1e3);

@@ -303,7 +303,8 @@ price_as (Derive      *dv,
       if (main != 1)
         return G_MAXDOUBLE;
     }
-  return a->predicted_time_s;
+  /* the kernels' own prices: where they start in a run is the whole cover's (below) */
+  return a->predicted_time_s - a->launch_run_s;
 }
 
 static double
@@ -1222,6 +1223,7 @@ reprice_as_planned (Derive               *dv,
       k->why = was != NULL ? g_strdup (was->why) : g_strdup (_("its own kernel, as the plan runs it outside regions"));
     }
   r->derived_s = a->predicted_time_s;
+  r->launch_run_s = a->launch_run_s;
 }
 
 /* Keeps the derivation, or — where the plan of the diagram as it stands (its own
@@ -1246,6 +1248,7 @@ keep_the_faster (Derive           *dv,
   g_ptr_array_set_size (r->kernels, 0);
   plan_partition_kernels (dv, plain, r->derived, r->kernels, r->derived_s);
   r->derived_s = r->analyzed_s = plain->predicted_time_s;
+  r->launch_run_s = plain->launch_run_s;
   return TRUE;
 }
 
@@ -1370,6 +1373,14 @@ napkin_derive (NapkinDiagram            *diagram,
             }
         break;
       }
+  /* every operation its own kernel, in one run (docs/model.md, "Launches") */
+  {
+    guint launches = 0;
+
+    for (guint u = 0; u < dv.n_nodes; u++)
+      launches += single[u] > 0 && single[u] < G_MAXDOUBLE;
+    r->unfused_s += napkin_run_launches_s (arch, launches, dv.options.paper);
+  }
   dv.rotary = napkin_plan_rotary_nodes (diagram);
   for (guint i = 0; i < dv.n_nodes; i++)
     if (compute[topo[i]])
@@ -1446,6 +1457,7 @@ napkin_derivation_to_json (const NapkinDerivation *r)
   json_object_object_add (root, "unfused_time_s", json_object_new_double (r->unfused_s));
   json_object_object_add (root, "derived_time_s", json_object_new_double (r->derived_s));
   json_object_object_add (root, "analyzed_time_s", json_object_new_double (r->analyzed_s));
+  json_object_object_add (root, "launch_run_s", json_object_new_double (r->launch_run_s));
   json_object_object_add (root, "speedup", json_object_new_double (r->derived_s > 0 ? r->unfused_s / r->derived_s : 0));
   json_object_object_add (root, "candidates", json_object_new_int ((int) r->candidates));
   json_object_object_add (root, "evaluated", json_object_new_int ((int) r->evaluated));

@@ -30,7 +30,9 @@ typedef struct
   NapkinDiagram *derived;     /* the diagram with one top-level region per fused kernel */
   GPtrArray     *kernels;     /* NapkinDeriveKernel *, in the order of their first operation */
   double         unfused_s;   /* every operation its own kernel */
-  double         derived_s;   /* the sum of the kernels' times */
+  double         derived_s;   /* the sum of the kernels' times and launch_run_s */
+  double         launch_run_s;/* the run's launches against each kernel's own (docs/model.md,
+                                 "Launches") */
   double         analyzed_s;  /* napkin_analyze on `derived` (the number `analyze` prints) */
   guint          candidates;  /* kernels priced */
   guint          evaluated;   /* analyses run */

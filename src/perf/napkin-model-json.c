@@ -198,6 +198,8 @@ napkin_analysis_to_json (NapkinAnalysis *a)
   json_object_object_add (root, "flops", json_object_new_int64 (a->flops_total));
   json_object_object_add (root, "flops_by_unit", flops_to_json (a));
   json_object_object_add (root, "predicted_time_s", json_object_new_double (a->predicted_time_s));
+  json_object_object_add (root, "launches", json_object_new_int ((int) a->launches));
+  json_object_object_add (root, "launch_run_s", json_object_new_double (a->launch_run_s));
   json_object_object_add (root, "overlap_time_s", json_object_new_double (a->overlap_time_s));
   json_object_object_add (root, "serial_time_s", json_object_new_double (a->serial_time_s));
   json_object_object_add (root, "throughput_flops_per_s", json_object_new_double (a->throughput));

@@ -137,6 +137,11 @@ typedef struct
   double           predicted_time_s; /* full overlap in each kernel that can overlap (docs/model.md §7) */
   double           overlap_time_s;   /* full overlap in every kernel */
   double           serial_time_s;    /* no overlap */
+  guint            launches;         /* the run's kernel launches, helpers and extra launches included */
+  double           launch_run_s;     /* what the run's launches change against each kernel's price
+                                        (each priced as timed alone): the first one's start, later
+                                        ones queued behind the last (docs/model.md, "Launches"); in
+                                        the totals above, not in the kernels' times */
   double           throughput;       /* contraction FLOP/s (all FLOPs if none) at predicted_time_s */
   double           serial_throughput;/* the same at serial_time_s */
   double           tensor_throughput;/* FLOP/s of the contractions at the tensor-core rates alone */
@@ -180,6 +185,11 @@ NapkinAnalysis *napkin_analyze                 (NapkinDiagram               *dia
                                                 const NapkinAnalyzeOptions  *options,
                                                 GError                     **error);
 void            napkin_analysis_free           (NapkinAnalysis              *analysis);
+/* What `launches` kernels change in one run against each priced alone (docs/model.md,
+ * "Launches"): the analysis's launch_run_s for that many; 0 for none or the paper's model. */
+double          napkin_run_launches_s          (const NapkinArch            *arch,
+                                                guint                        launches,
+                                                gboolean                     paper);
 json_object    *napkin_analysis_to_json        (NapkinAnalysis              *analysis);
 const char     *napkin_resource_to_string      (NapkinResource               resource);
 const char     *napkin_resource_to_label       (NapkinResource               resource);

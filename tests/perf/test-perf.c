@@ -399,8 +399,9 @@ test_attention_fixed_costs (void)
     g_assert_cmpuint (an->kernels->len, ==, 1);
     k = &g_array_index (an->kernels, NapkinKernelCost, 0);
     g_assert_cmpfloat_with_epsilon (k->latency_s, 4 * block, 1e-12);
-    /* device memory alone would say 0.0142 ms */
-    g_assert_cmpfloat_with_epsilon (an->predicted_time_s * 1e3, 0.0309, 0.0005);
+    /* device memory alone would say 0.0142 ms; the run's first launch 2.5 µs more than
+     * the kernel's own (docs/model.md, "Launches") */
+    g_assert_cmpfloat_with_epsilon (an->predicted_time_s * 1e3, 0.0334, 0.0005);
   }
   {
     /* the same keys in one chunk, persistent (docs/model.md §14b): one block an SM pays
@@ -465,7 +466,7 @@ test_attention_fixed_costs (void)
     slow = analyze (own, "h100", FALSE);
     g_assert_cmpfloat (slow->predicted_time_s, >, 1.2 * an->predicted_time_s);
     k = &g_array_index (an->kernels, NapkinKernelCost, 0);
-    g_assert_cmpfloat_with_epsilon (an->predicted_time_s * 1e3, 0.867, 0.002);
+    g_assert_cmpfloat_with_epsilon (an->predicted_time_s * 1e3, 0.870, 0.002);
     g_assert_cmpfloat_with_epsilon (k->overlap_s - k->latency_s - h->launch_overhead_s,
                                     (k->time_s[NAPKIN_RESOURCE_TENSOR] + 0.84 * k->time_s[NAPKIN_RESOURCE_SFU])
                                     * k->quantisation, 1e-9);
@@ -1962,9 +1963,9 @@ static void
 test_derive_blocks (void)
 {
   struct { const char *file; guint kernels; double unfused_ms, derived_ms; const char *fused[4]; } cases[] = {
-    { "swiglu-block.napkin", 4, 4.1828, 3.9398, { "norm,scale", "up,glu", "down,res", "norm,scale" } },
+    { "swiglu-block.napkin", 4, 4.1678, 3.9348, { "norm,scale", "up,glu", "down,res", "norm,scale" } },
     /* the rotary embedding one pass each for q and k (docs/plan.md, "Rotary as one pass") */
-    { "llama-block.napkin", 12, 8.6086, 5.2550, { "v_pos,k_pos,scores,scale,causal,probs,scaled_dot_product_attention",
+    { "llama-block.napkin", 12, 8.5336, 5.2300, { "v_pos,k_pos,scores,scale,causal,probs,scaled_dot_product_attention",
                                                     "linear_3,add_2", "linear_5,mul_4", "mul,cat,unrotate,mul_1,add" } },
   };
 
@@ -1984,11 +1985,13 @@ test_derive_blocks (void)
       g_assert_cmpfloat_with_epsilon (a->derived_s * 1e3, cases[c].derived_ms, cases[c].derived_ms * 1e-4);
       g_assert_cmpfloat (a->derived_s, <, a->unfused_s);
       g_assert_true (a->exact);
-      /* the sum of the kernels is what analyze says of the derived diagram */
+      /* the sum of the kernels, launched in one run, is what analyze says of the derived
+       * diagram (docs/model.md, "Launches") */
       g_assert_cmpfloat_with_epsilon (a->analyzed_s, a->derived_s, a->derived_s * 1e-6);
       for (guint i = 0; i < a->kernels->len; i++)
         sum += ((NapkinDeriveKernel *) g_ptr_array_index (a->kernels, i))->predicted_s;
-      g_assert_cmpfloat_with_epsilon (sum, a->derived_s, a->derived_s * 1e-9);
+      g_assert_cmpfloat (a->launch_run_s, <, 0);
+      g_assert_cmpfloat_with_epsilon (sum + a->launch_run_s, a->derived_s, a->derived_s * 1e-9);
       /* deterministic: the same partition, tiles and numbers */
       g_assert_cmpstr (json_object_to_json_string (ja), ==, json_object_to_json_string (jb));
       for (guint f = 0; f < G_N_ELEMENTS (cases[c].fused); f++)
