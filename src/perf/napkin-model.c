@@ -72,9 +72,6 @@ typedef struct
   gint64              rows_r;      /* rows per block */
   gint64              rows_bytes;  /* bytes one row loads (its input) */
   gint64              rows_flight; /* bytes a block keeps in flight (0: rows_bytes) */
-  gboolean            rows_smem;   /* the plan keeps the row in shared memory */
-  gboolean            rows_unaligned;   /* … in registers, rows not 16 bytes apart */
-  gboolean            rows_turns;  /* … a softmax read twice, a whole block a row, two an SM */
   guint               rows_axis;   /* the row axis r */
 } RegionState;
 
@@ -1033,16 +1030,9 @@ static void
 detect_rows (Model *m,
              guint  r)
 {
-  const NapkinPlanKernel *pk;
-
   detect_rows_skeleton (m, r);
   if (m->rs[r].rows_c == 0)
     detect_planned_rows (m, r);
-  /* either way the plan's kernel is what runs: its form */
-  pk = plan_kernel_of (m, r);
-  m->rs[r].rows_smem = m->rs[r].rows_c > 0 && plan_rows_in_smem (pk);
-  m->rs[r].rows_unaligned = m->rs[r].rows_c > 0 && plan_rows_unaligned_registers (pk);
-  m->rs[r].rows_turns = m->rs[r].rows_c > 0 && plan_rows_two_pass_in_turn (m, pk);
 }
 
 /* The attention skeleton (flash-mma) is what an smem region with two or more
@@ -2068,6 +2058,21 @@ memory_kernel_tail_s (const Model *m)
  * (rmsnorm 0.91–1.13, layernorm 1.09–1.30). */
 #define NAPKIN_ROWS_TURNS_EFFICIENCY 0.80
 
+/* The share of device memory's rate the plan's rows kernel `pk` draws in its form (1: the
+ * rate the model gives every form; not a rows kernel: 1). */
+static double
+plan_rows_hbm_share (const Model            *m,
+                     const NapkinPlanKernel *pk)
+{
+  if (plan_rows_in_smem (pk))
+    return NAPKIN_ROWS_SMEM_EFFICIENCY;
+  if (plan_rows_unaligned_registers (pk))
+    return NAPKIN_ROWS_UNALIGNED_EFFICIENCY;
+  if (plan_rows_two_pass_in_turn (m, pk))
+    return NAPKIN_ROWS_TURNS_EFFICIENCY;
+  return 1.0;
+}
+
 static void
 rows_kernel (Model                  *m,
              const NapkinRegionCost *grid,
@@ -2079,12 +2084,8 @@ rows_kernel (Model                  *m,
   gint64 steps = grid->waves * rs->rows_r;
 
   k->latency_s = steps * (latency + reductions) + NAPKIN_ROWS_TAIL_S;
-  if (rs->rows_smem)
-    k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
-  else if (rs->rows_unaligned)
-    k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_UNALIGNED_EFFICIENCY;
-  else if (rs->rows_turns)
-    k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_TURNS_EFFICIENCY;
+  if (!m->a->paper)
+    k->time_s[NAPKIN_RESOURCE_HBM] /= plan_rows_hbm_share (m, plan_kernel_of (m, grid->region));
   /* γ and β (inputs without the row axis) are read again for every row, but from L1,
    * where they stay while the SM's blocks run: L2 serves them once per block slot */
   for (guint t = 0; t < grid->transfers->len; t++)
@@ -3361,12 +3362,7 @@ operation_kernel (Model *m,
       bytes = add (m, bytes, operation_extra_bytes (m, n, pk, &k));
       k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
       k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
-      if (plan_rows_in_smem (pk))
-        k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
-      else if (plan_rows_unaligned_registers (pk))
-        k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_UNALIGNED_EFFICIENCY;
-      else if (plan_rows_two_pass_in_turn (m, pk))
-        k.time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_TURNS_EFFICIENCY;
+      k.time_s[NAPKIN_RESOURCE_HBM] /= plan_rows_hbm_share (m, pk);
       /* the plan's rows kernel: a row's first load's round trip, and the tail */
       if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS)
         k.latency_s += memory_kernel_tail_s (m);
