@@ -11,8 +11,14 @@
  * gives mma.sync m16n8k16 its fragments, double-buffered in registers. Warps own WM×WN
  * sub-tiles. The epilogue stores pairs of adjacent columns bounded by M and N, through
  * the fused maps (NKP_CAT (NKP_NAME, _epi)), or (G_EPI 2) fp32 partials of the split.
+ * An operand whose rows are only 8 or 4 bytes apart is read in place by pieces of that
+ * width (NKP_AVEC, NKP_BVEC: elements a piece; cp.async.ca), which a skinny product over
+ * a large operand pays less for than a copy to aligned rows (docs/plan.md, "Reading
+ * unaligned operands in place").
  * The printer (src/codegen/napkin-print-gemm.c) fills the NKP_ parameters and checks the
- * limits (16-byte aligned rows: the plan repacks other operands). */
+ * limits (rows 16, 8 or 4 bytes apart as the pieces are wide: the plan repacks others).
+ * The PTX is in the napkin_mma_* helpers below, which tests/plan/simt-emu.hh replaces to
+ * run the kernel on the CPU. */
 #ifndef NAPKIN_GENERATED   /* compiled alone for sm_80: tests/codegen/kernels-alone.sh */
 #include "prelude.cuh"
 #include "tile-store.cuh"
@@ -32,6 +38,8 @@
 #define NKP_SPLIT 1
 #define NKP_A_KMAJOR 1
 #define NKP_B_KMAJOR 0
+#define NKP_AVEC 8
+#define NKP_BVEC 8
 #define NKP_LDA 32
 #define NKP_LDB 56
 #define NKP_ABS 1184
@@ -42,12 +50,73 @@
 #define NKP_CBS 1961
 #define NKP_AT napkin_bf16
 #define NKP_CT napkin_bf16
-#define NKP_MMA bf16
 #define NKP_AREF ((napkin_bf16 *) args.p[3])
 #define NKP_BREF ((napkin_bf16 *) ((char *) args.p[3] + 2560))
 #define NKP_CREF ((napkin_bf16 *) args.p[2])
 #define NKP_PREF ((float *) 0)
 #endif /* NAPKIN_GENERATED */
+#ifndef NAPKIN_MMA_PRIMS
+#define NAPKIN_MMA_PRIMS
+/* BYTES (4, 8 or 16) bytes from global memory to shared memory, asynchronously: `valid`
+ * of them read, the rest zero-filled. 16-byte pieces bypass L1 (.cg); narrower ones are
+ * cached there (.ca), where the pieces of one 128-byte line meet. */
+template <int BYTES>
+__device__ __forceinline__ void
+napkin_mma_cp (unsigned dst, const void *src, int valid)
+{
+  if (BYTES == 16)
+    asm volatile ("cp.async.cg.shared.global [%0], [%1], 16, %2;" :: "r" (dst), "l" (src), "r" (valid) : "memory");
+  else
+    asm volatile ("cp.async.ca.shared.global [%0], [%1], %2, %3;"
+                  :: "r" (dst), "l" (src), "n" (BYTES), "r" (valid) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_mma_commit (void)
+{
+  asm volatile ("cp.async.commit_group;");
+}
+
+/* Waits until at most N groups of copies are in flight. */
+template <int N>
+__device__ __forceinline__ void
+napkin_mma_wait (void)
+{
+  asm volatile ("cp.async.wait_group %0;" :: "n" (N));
+}
+
+/* ldmatrix .x4 (T: .trans): lane l gives the address of row l % 8 of matrix l / 8. */
+template <bool T>
+__device__ __forceinline__ void
+napkin_mma_ldsm4 (unsigned addr, unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3)
+{
+  if (T)
+    asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"
+                  : "=r" (r0), "=r" (r1), "=r" (r2), "=r" (r3) : "r" (addr));
+  else
+    asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                  : "=r" (r0), "=r" (r1), "=r" (r2), "=r" (r3) : "r" (addr));
+}
+
+/* d += a·b, m16n8k16, fp32 accumulators; the element type by the tag's. */
+__device__ __forceinline__ void
+napkin_mma_16816 (float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, const napkin_f16 *)
+{
+  asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                "{%0,%1,%2,%3};"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3])
+                : "r" (a[0]), "r" (a[1]), "r" (a[2]), "r" (a[3]), "r" (b0), "r" (b1));
+}
+
+__device__ __forceinline__ void
+napkin_mma_16816 (float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, const napkin_bf16 *)
+{
+  asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                "{%0,%1,%2,%3};"
+                : "+f" (d[0]), "+f" (d[1]), "+f" (d[2]), "+f" (d[3])
+                : "r" (a[0]), "r" (a[1]), "r" (a[2]), "r" (a[3]), "r" (b0), "r" (b1));
+}
+#endif /* NAPKIN_MMA_PRIMS */
 #define G_BM NKP_BM
 #define G_BN NKP_BN
 #define G_BK NKP_BK
@@ -61,6 +130,8 @@
 #define G_SPLIT NKP_L (NKP_SPLIT)
 #define G_A_KMAJOR NKP_A_KMAJOR
 #define G_B_KMAJOR NKP_B_KMAJOR
+#define G_AVEC NKP_AVEC                        /* elements a copy of A (of B) reads */
+#define G_BVEC NKP_BVEC
 #define G_LDA NKP_L (NKP_LDA)
 #define G_LDB NKP_L (NKP_LDB)
 #define G_ABS NKP_L (NKP_ABS)
@@ -127,15 +198,15 @@ NKP_CAT (NKP_NAME, _put2) (const NapkinArgs &args, int split, int b, long m, lon
 #endif
 }
 
-/* A 16-byte piece of a row into shared memory: `valid` of its 8 elements are inside the
+/* A piece of VEC elements of a row into shared memory: `valid` of them are inside the
  * matrix, the rest are zero-filled (src-size; 0 reads nothing). */
+template <int VEC>
 static __device__ __forceinline__ void
-NKP_CAT (NKP_NAME, _cp16) (const unsigned short *dst, const NKP_AT *src, long valid)
+NKP_CAT (NKP_NAME, _cp) (const unsigned short *dst, const NKP_AT *src, long valid)
 {
-  const int bytes = valid <= 0 ? 0 : valid >= 8 ? 16 : (int) valid * 2;
+  const int bytes = valid <= 0 ? 0 : valid >= VEC ? 2 * VEC : (int) valid * 2;
 
-  asm volatile ("cp.async.cg.shared.global [%0], [%1], 16, %2;"
-                :: "r" (napkin_smem_addr (dst)), "l" (src), "r" (bytes) : "memory");
+  napkin_mma_cp<2 * VEC> (napkin_smem_addr (dst), src, bytes);
 }
 
 extern "C" __global__ void __launch_bounds__ (G_THREADS, NKP_MINBLOCKS)
@@ -169,26 +240,27 @@ NKP_NAME (const NapkinArgs args)
       for (int c = 0; c < 4; c++)
         acc[i][j][c] = 0.0f;
 
-  /* Chunk kc into stage s: every thread copies 16-byte pieces; a row outside the matrix
-   * or a piece past its last column reads nothing (clamped to the matrix's start). */
+  /* Chunk kc into stage s: every thread copies pieces of G_AVEC (G_BVEC) elements; a row
+   * outside the matrix or a piece past its last column reads nothing (clamped to the
+   * matrix's start). */
 #define G_LOAD(s, kc)                                                                          \
   do {                                                                                         \
     /* evaluated before the loops: the arguments may name the caller's `c` */                 \
     const long k0_ = (long) (kc) * G_BK;                                                       \
     const int s_ = (s);                                                                        \
-    for (int c_ = tid; c_ < G_AROWS * G_ACOLS / 8; c_ += G_THREADS)                            \
+    for (int c_ = tid; c_ < G_AROWS * G_ACOLS / G_AVEC; c_ += G_THREADS)                       \
       {                                                                                        \
-        const int r = c_ / (G_ACOLS / 8), q = (c_ % (G_ACOLS / 8)) * 8;                        \
+        const int r = c_ / (G_ACOLS / G_AVEC), q = (c_ % (G_ACOLS / G_AVEC)) * G_AVEC;         \
         const long row = G_A_KMAJOR ? m0 + r : k0_ + r, col = G_A_KMAJOR ? k0_ + q : m0 + q;   \
         const long valid = row < (G_A_KMAJOR ? G_M : G_K) ? (G_A_KMAJOR ? G_K : G_M) - col : 0; \
-        NKP_CAT (NKP_NAME, _cp16) (As + (s_ * G_AROWS + r) * G_AS + q, valid > 0 ? A + row * G_LDA + col : A, valid); \
+        NKP_CAT (NKP_NAME, _cp)<G_AVEC> (As + (s_ * G_AROWS + r) * G_AS + q, valid > 0 ? A + row * G_LDA + col : A, valid); \
       }                                                                                        \
-    for (int c_ = tid; c_ < G_BROWS * G_BCOLS / 8; c_ += G_THREADS)                            \
+    for (int c_ = tid; c_ < G_BROWS * G_BCOLS / G_BVEC; c_ += G_THREADS)                       \
       {                                                                                        \
-        const int r = c_ / (G_BCOLS / 8), q = (c_ % (G_BCOLS / 8)) * 8;                        \
+        const int r = c_ / (G_BCOLS / G_BVEC), q = (c_ % (G_BCOLS / G_BVEC)) * G_BVEC;         \
         const long row = G_B_KMAJOR ? n0 + r : k0_ + r, col = G_B_KMAJOR ? k0_ + q : n0 + q;   \
         const long valid = row < (G_B_KMAJOR ? G_N : G_K) ? (G_B_KMAJOR ? G_K : G_N) - col : 0; \
-        NKP_CAT (NKP_NAME, _cp16) (Bs + (s_ * G_BROWS + r) * G_BS + q, valid > 0 ? B + row * G_LDB + col : B, valid); \
+        NKP_CAT (NKP_NAME, _cp)<G_BVEC> (Bs + (s_ * G_BROWS + r) * G_BS + q, valid > 0 ? B + row * G_LDB + col : B, valid); \
       }                                                                                        \
   } while (0)
 
@@ -202,28 +274,15 @@ NKP_NAME (const NapkinArgs args)
         const unsigned short *p = G_A_KMAJOR                                                   \
           ? as + (wm + i * 16 + (lane & 15)) * G_AS + (kk) + (lane >> 4) * 8                   \
           : as + ((kk) + (lane & 7) + (lane >> 4) * 8) * G_AS + wm + i * 16 + ((lane >> 3) & 1) * 8; \
-        if (G_A_KMAJOR)                                                                        \
-          asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"        \
-                        : "=r" (a[f][i][0]), "=r" (a[f][i][1]), "=r" (a[f][i][2]), "=r" (a[f][i][3]) \
-                        : "r" (napkin_smem_addr (p)));                                          \
-        else                                                                                   \
-          asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"  \
-                        : "=r" (a[f][i][0]), "=r" (a[f][i][1]), "=r" (a[f][i][2]), "=r" (a[f][i][3]) \
-                        : "r" (napkin_smem_addr (p)));                                          \
+        napkin_mma_ldsm4<!G_A_KMAJOR> (napkin_smem_addr (p), a[f][i][0], a[f][i][1], a[f][i][2], a[f][i][3]); \
       }                                                                                        \
     _Pragma ("unroll") for (int j = 0; j < G_WN / 8; j += 2)                                  \
       {                                                                                        \
         const unsigned short *p = G_B_KMAJOR                                                   \
           ? bs + (wn + j * 8 + (lane & 7) + (lane >> 4) * 8) * G_BS + (kk) + ((lane >> 3) & 1) * 8 \
           : bs + ((kk) + (lane & 7) + ((lane >> 3) & 1) * 8) * G_BS + wn + j * 8 + (lane >> 4) * 8; \
-        if (G_B_KMAJOR)                                                                        \
-          asm volatile ("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"        \
-                        : "=r" (b_[f][j][0]), "=r" (b_[f][j][1]), "=r" (b_[f][j + 1][0]), "=r" (b_[f][j + 1][1]) \
-                        : "r" (napkin_smem_addr (p)));                                          \
-        else                                                                                   \
-          asm volatile ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];"  \
-                        : "=r" (b_[f][j][0]), "=r" (b_[f][j][1]), "=r" (b_[f][j + 1][0]), "=r" (b_[f][j + 1][1]) \
-                        : "r" (napkin_smem_addr (p)));                                          \
+        napkin_mma_ldsm4<!G_B_KMAJOR> (napkin_smem_addr (p), b_[f][j][0], b_[f][j][1], b_[f][j + 1][0], \
+                                       b_[f][j + 1][1]);                                       \
       }                                                                                        \
   } while (0)
 
@@ -231,19 +290,19 @@ NKP_NAME (const NapkinArgs args)
     {
       if (s < chunks)
         G_LOAD (s, kc0 + s);
-      asm volatile ("cp.async.commit_group;");
+      napkin_mma_commit ();
     }
 
   for (int c = 0; c < chunks; c++)
     {
       const int stage = c % G_STAGES;
 
-      asm volatile ("cp.async.wait_group %0;" :: "n" (G_STAGES - 2));
+      napkin_mma_wait<G_STAGES - 2> ();
       __syncthreads ();
       /* Refill the stage that was consumed one iteration ago. */
       if (c + G_STAGES - 1 < chunks)
         G_LOAD ((c + G_STAGES - 1) % G_STAGES, kc0 + c + G_STAGES - 1);
-      asm volatile ("cp.async.commit_group;");
+      napkin_mma_commit ();
 
       const unsigned short *as = As + stage * G_AROWS * G_AS;
       const unsigned short *bs = Bs + stage * G_BROWS * G_BS;
@@ -262,14 +321,10 @@ NKP_NAME (const NapkinArgs args)
           for (int i = 0; i < G_WM / 16; i++)
 #pragma unroll
             for (int j = 0; j < G_WN / 8; j++)
-              asm volatile ("mma.sync.aligned.m16n8k16.row.col.f32." NKP_STR (NKP_MMA) "." NKP_STR (NKP_MMA) ".f32 "
-                            "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                            : "+f" (acc[i][j][0]), "+f" (acc[i][j][1]), "+f" (acc[i][j][2]), "+f" (acc[i][j][3])
-                            : "r" (a[f][i][0]), "r" (a[f][i][1]), "r" (a[f][i][2]), "r" (a[f][i][3]),
-                              "r" (b_[f][j][0]), "r" (b_[f][j][1]));
+              napkin_mma_16816 (acc[i][j], a[f][i], b_[f][j][0], b_[f][j][1], (const NKP_AT *) 0);
         }
     }
-  asm volatile ("cp.async.wait_group 0;");
+  napkin_mma_wait<0> ();
 
   /* Epilogue: each thread holds rows lane/4 and lane/4 + 8 of every 16×8 tile, two
    * adjacent columns in each. */
@@ -300,6 +355,8 @@ NKP_NAME (const NapkinArgs args)
 #undef G_SPLIT
 #undef G_A_KMAJOR
 #undef G_B_KMAJOR
+#undef G_AVEC
+#undef G_BVEC
 #undef G_LDA
 #undef G_LDB
 #undef G_ABS

@@ -324,8 +324,9 @@ check_problem (const NapkinPlanGemm *g,
   return TRUE;
 }
 
-/* An operand read in 16-byte pieces (TMA, cp.async): the start, the rows and the batch
- * stride must be multiples of 16 bytes; the plan repacks any other (NapkinPlanRepack). */
+/* An operand read in pieces of `piece` bytes (TMA and cp.async: 16; cp.async in place:
+ * 8 or 4): the start, the rows and the batch stride must be multiples of it; the plan
+ * repacks any other (NapkinPlanRepack). */
 static gboolean
 check_aligned (const char *kname,
                const char *what,
@@ -333,19 +334,22 @@ check_aligned (const char *kname,
                gint64      ld,
                gint64      bstride,
                NapkinDtype dtype,
+               guint       piece,
                GError    **error)
 {
   guint bytes = napkin_dtype_bytes (dtype);
 
-  if (offset % 16 != 0)
-    return fail (error, kname, "%s starts %" G_GINT64_FORMAT " bytes into its buffer, not a multiple of 16", what,
-                 offset);
-  if ((ld * bytes) % 16 != 0)
-    return fail (error, kname, "the rows of %s are %" G_GINT64_FORMAT " bytes apart, not a multiple of 16 (repack "
-                 "it to an aligned copy)", what, ld * bytes);
-  if ((bstride * bytes) % 16 != 0)
-    return fail (error, kname, "the matrices of %s are %" G_GINT64_FORMAT " bytes apart, not a multiple of 16",
-                 what, bstride * bytes);
+  if (piece != 16 && piece != 8 && piece != 4)
+    return fail (error, kname, "copies of %s are %u bytes wide: cp.async takes 4, 8 or 16", what, piece);
+  if (offset % piece != 0)
+    return fail (error, kname, "%s starts %" G_GINT64_FORMAT " bytes into its buffer, not a multiple of %u", what,
+                 offset, piece);
+  if ((ld * bytes) % piece != 0)
+    return fail (error, kname, "the rows of %s are %" G_GINT64_FORMAT " bytes apart, not a multiple of %u (repack "
+                 "it to an aligned copy)", what, ld * bytes, piece);
+  if ((bstride * bytes) % piece != 0)
+    return fail (error, kname, "the matrices of %s are %" G_GINT64_FORMAT " bytes apart, not a multiple of %u",
+                 what, bstride * bytes, piece);
   return TRUE;
 }
 
@@ -362,21 +366,28 @@ check_kind (const NapkinPlanKernel *kernel,
   return TRUE;
 }
 
-/* The slots of A, B and C, with A and B aligned for 16-byte loads (check_aligned). */
+/* The slots of A, B and C, with A and B aligned for their copies (check_aligned):
+ * 16-byte ones on wgmma (`wgmma`), the plan's pieces on mma.sync. */
 static gboolean
 gemm_refs (const NapkinPrintCtx *ctx,
            const NapkinPlanGemm *g,
            const char           *name,
+           gboolean              wgmma,
            NapkinCudaRef        *ra,
            NapkinCudaRef        *rb,
            NapkinCudaRef        *rc,
            GError              **error)
 {
+  guint ap = !wgmma && g->a_piece > 0 ? g->a_piece : 16, bp = !wgmma && g->b_piece > 0 ? g->b_piece : 16;
+
   if (!_napkin_cuda_ref (ctx, &g->a, ra, error) || !_napkin_cuda_ref (ctx, &g->b, rb, error)
       || !_napkin_cuda_ref (ctx, &g->c, rc, error))
     return FALSE;
-  return check_aligned (name, "A", ra->offset, g->lda, g->batch > 1 ? g->a_bstride : 0, g->ab_dtype, error)
-         && check_aligned (name, "B", rb->offset, g->ldb, g->batch > 1 ? g->b_bstride : 0, g->ab_dtype, error);
+  if (wgmma && (g->a_piece % 16 != 0 || g->b_piece % 16 != 0))
+    return fail (error, name, "wgmma reads its operands by TMA: copies of %u bytes are mma.sync's",
+                 g->a_piece % 16 != 0 ? g->a_piece : g->b_piece);
+  return check_aligned (name, "A", ra->offset, g->lda, g->batch > 1 ? g->a_bstride : 0, g->ab_dtype, ap, error)
+         && check_aligned (name, "B", rb->offset, g->ldb, g->batch > 1 ? g->b_bstride : 0, g->ab_dtype, bp, error);
 }
 
 /* PREF: the fp32 partials of a split K (`split`), else a null pointer. */
@@ -699,7 +710,7 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
   g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
 
   if (!check_kind (kernel, NAPKIN_PLAN_GEMM, "GEMM", name, error) || !check_problem (g, name, error)
-      || !wgmma_shape (g, name, &f, error) || !gemm_refs (ctx, g, name, &ra, &rb, &rc, error))
+      || !wgmma_shape (g, name, &f, error) || !gemm_refs (ctx, g, name, TRUE, &ra, &rb, &rc, error))
     return FALSE;
   wgmma_store (g, rc.offset, &f);
   cref = _napkin_cuda_ref_expr (&rc, g->c_dtype);
@@ -778,7 +789,7 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
     return fail (error, name, "%" G_GINT64_FORMAT " stages of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " and %"
                  G_GINT64_FORMAT "×%" G_GINT64_FORMAT " tiles need %" G_GINT64_FORMAT " bytes of shared memory; at "
                  "most %d", stages, g->BM, g->BK, g->BK, g->BN, smem, MAX_DYNAMIC_SMEM);
-  if (!gemm_refs (ctx, g, name, &ra, &rb, &rc, error))
+  if (!gemm_refs (ctx, g, name, FALSE, &ra, &rb, &rc, error))
     return FALSE;
   cbytes = napkin_dtype_bytes (g->c_dtype);
   epi = g->split_k > 1 ? 2 : 1;
@@ -804,6 +815,8 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
       { "MINBLOCKS", g_strdup (2 * (smem + 1024) <= 228 * 1024 && WM * WN / 32 <= 64 && warps <= 8 ? "2" : "1") },
     };
     Param tail[] = {
+      { "AVEC", i64 ((g->a_piece > 0 ? g->a_piece : 16) / 2) },
+      { "BVEC", i64 ((g->b_piece > 0 ? g->b_piece : 16) / 2) },
       { "LDA", i64 (g->lda) },
       { "LDB", i64 (g->ldb) },
       { "ABS", i64 (g->a_bstride) },
@@ -814,7 +827,6 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
       { "CBS", i64 (g->c_bstride) },
       { "AT", g_strdup (_napkin_cuda_ctype (g->ab_dtype)) },
       { "CT", g_strdup (_napkin_cuda_ctype (g->c_dtype)) },
-      { "MMA", g_strdup (g->ab_dtype == NAPKIN_DTYPE_FP16 ? "f16" : "bf16") },
       { "AREF", _napkin_cuda_ref_expr (&ra, g->ab_dtype) },
       { "BREF", _napkin_cuda_ref_expr (&rb, g->ab_dtype) },
       { "CREF", _napkin_cuda_ref_expr (&rc, g->c_dtype) },
@@ -835,13 +847,20 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
   ck->threads = (guint) (warps * 32);
   ck->smem_bytes = smem;
   ck->dynamic_smem = smem;
-  ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", chunk %" G_GINT64_FORMAT ", %"
-                              G_GINT64_FORMAT " stages (cp.async, zero-filled edges), A %s-major, B %s-major, %"
-                              G_GINT64_FORMAT " warps of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
-                              ", mma.sync m16n8k16%s, %s",
-                              g->BM, g->BN, g->BK, stages, g->a_kmajor ? "K" : "M", g->b_kmajor ? "K" : "N", warps, WM,
-                              WN, g->split_k > 1 ? ", split-K partials" : "",
-                              epi == 2 ? "fp32 partials stored" : maps_summary (g->epilogue));
+  {
+    g_autofree char *pieces = g->a_piece % 16 == 0 && g->b_piece % 16 == 0
+      ? g_strdup ("")
+      : g_strdup_printf (" of %u and %u bytes, in place", g->a_piece > 0 ? g->a_piece : 16,
+                         g->b_piece > 0 ? g->b_piece : 16);
+
+    ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", chunk %" G_GINT64_FORMAT ", %"
+                                G_GINT64_FORMAT " stages (cp.async%s, zero-filled edges), A %s-major, B %s-major, %"
+                                G_GINT64_FORMAT " warps of %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT
+                                ", mma.sync m16n8k16%s, %s",
+                                g->BM, g->BN, g->BK, stages, pieces, g->a_kmajor ? "K" : "M", g->b_kmajor ? "K" : "N",
+                                warps, WM, WN, g->split_k > 1 ? ", split-K partials" : "",
+                                epi == 2 ? "fp32 partials stored" : maps_summary (g->epilogue));
+  }
   return TRUE;
 }
 

@@ -2576,22 +2576,30 @@ attention_chunk_floor (Model                  *m,
  * head, 29248 tiles of 64 × 64 on 132 SMs, ran 0.147 ms where the rest of this model
  * gave 0.054 (1300 clocks a tile against 450). Ping-pong consumers overlap it by half. */
 #define GEMM_TILE_CLOCKS              860.0
-/* What the plan's wgmma GEMM loses to operand rows not 128 bytes apart that the plan
- * left unaligned (napkin_plan_gemm_unaligned_chunk_s): each chunk of each SM's tiles
- * waits for its copies (docs/model.md §14, "Unaligned rows"). */
+/* What the plan's GEMM loses to operand rows the plan left unaligned: on wgmma rows not
+ * 128 bytes apart (napkin_plan_gemm_unaligned_chunk_s), on mma.sync an operand read in
+ * place by copies narrower than 16 bytes (napkin_plan_gemm_narrow_chunk_s): each chunk
+ * of each SM's tiles waits for its copies (docs/model.md §14, "Unaligned rows",
+ * "Operands read in place"). */
 static double
 gemm_unaligned_s (Model                  *m,
                   const NapkinPlanKernel *pk)
 {
   const NapkinPlanGemm *g = &pk->u.gemm;
   gint64 kk, chunks;
+  double chunk_s;
 
-  if (pk->path != NAPKIN_PATH_WGMMA || g->BK <= 0 || pk->grid <= 0)
+  if (g->BK <= 0 || pk->grid <= 0)
+    return 0;
+  if (pk->path == NAPKIN_PATH_WGMMA)
+    chunk_s = napkin_plan_gemm_unaligned_chunk_s (m->arch, g, g->BM, g->BN);
+  else if (pk->path == NAPKIN_PATH_MMA)
+    chunk_s = napkin_plan_gemm_narrow_chunk_s (m->arch, g, g->BM, g->BN, g->BK);
+  else
     return 0;
   kk = (g->K + g->BK - 1) / g->BK;
   chunks = (kk + MAX (1u, g->split_k) - 1) / MAX (1u, g->split_k);
-  return (double) ceil_div (pk->grid, m->arch->sms) * chunks
-         * napkin_plan_gemm_unaligned_chunk_s (m->arch, g, g->BM, g->BN);
+  return (double) ceil_div (pk->grid, m->arch->sms) * chunks * chunk_s;
 }
 
 static void
@@ -2602,7 +2610,8 @@ planned_gemm (Model                  *m,
   const NapkinPlanGemm *g = &pk->u.gemm;
   gint64 tm = (g->M + g->BM - 1) / g->BM, tn = (g->N + g->BN - 1) / g->BN, kk = (g->K + g->BK - 1) / g->BK;
   double padded = (double) tm * g->BM * tn * g->BN * kk * g->BK, real = (double) g->M * g->N * g->K;
-  gint64 waves = ceil_div (pk->grid, m->arch->sms);
+  /* skinny mma.sync tiles share an SM, several blocks at once (the plan's blocks_per_sm) */
+  gint64 waves = ceil_div (pk->grid, (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm));
   gint64 chunks = (kk + MAX (1u, g->split_k) - 1) / MAX (1u, g->split_k);
   guint ab = napkin_dtype_bytes (g->ab_dtype), cb = g->split_k > 1 ? 4 : napkin_dtype_bytes (g->c_dtype);
   double clock = m->arch->clock_hz, latency = m->arch->levels[NAPKIN_LEVEL_HBM].latency_s;
@@ -2614,14 +2623,16 @@ planned_gemm (Model                  *m,
   /* the main loop's share of the peak (ping-pong: one warpgroup issues at a time; the
    * other's epilogue runs beside it) */
   k->time_s[NAPKIN_RESOURCE_TENSOR] /= napkin_plan_gemm_tensor_share (pk->path, g);
-  k->quantisation = (double) waves * m->arch->sms / MAX (1, pk->grid);
+  k->quantisation = (double) waves * m->arch->sms * MAX (1u, pk->blocks_per_sm) / MAX (1, pk->grid);
   k->fill = grid_fill (m, pk->grid);
   napkin_tensor_class_for_dtype (g->ab_dtype, &klass);
   rate = (pk->path == NAPKIN_PATH_WGMMA ? napkin_arch_tensor_rate (m->arch, klass)
                                         : napkin_arch_mma_sync_rate (m->arch, klass)) / m->arch->sms;
-  /* one chunk on one SM: its products, and its operands from L2 at the SM's share */
-  compute = 2.0 * g->BM * g->BN * g->BK / rate;
-  transfer = (double) (g->BM + g->BN) * g->BK * ab / (m->arch->levels[NAPKIN_LEVEL_L2].bandwidth / m->arch->sms);
+  /* one chunk on one SM: its products, and its operands from L2 at the SM's share (of
+   * every block the SM holds at once) */
+  compute = 2.0 * g->BM * g->BN * g->BK / rate * MAX (1u, pk->blocks_per_sm);
+  transfer = (double) (g->BM + g->BN) * g->BK * ab / (m->arch->levels[NAPKIN_LEVEL_L2].bandwidth / m->arch->sms)
+             * MAX (1u, pk->blocks_per_sm);
   cycle = (latency + transfer + compute) / MAX (1u, g->stages);
   k->latency_s += waves * chunks * (GEMM_CHUNK_CLOCKS / clock + MAX (0.0, cycle - MAX (compute, transfer))) + latency;
   /* the store of a tile; rows of C not 16 bytes apart go out through the staged
@@ -3499,7 +3510,12 @@ napkin_run_launches_s (const NapkinArch *arch,
 
   if (paper || launches == 0)
     return 0;
-  return NAPKIN_RUN_START_S - (double) (launches - 1) * MAX (0.0, arch->launch_overhead_s - NAPKIN_QUEUED_LAUNCH_S);
+  {
+    double s = NAPKIN_RUN_START_S - (double) (launches - 1) * MAX (0.0, arch->launch_overhead_s - NAPKIN_QUEUED_LAUNCH_S);
+
+    /* two launches on a 4 µs profile cancel exactly: no 1e-22 s of rounding left over */
+    return fabs (s) < 1e-12 ? 0 : s;
+  }
 }
 
 static void

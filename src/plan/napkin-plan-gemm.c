@@ -215,11 +215,26 @@ tiles_smem (const NapkinPlanGemm *g,
 typedef struct
 {
   gint64 BM, BN, split;
+  double cost;            /* choose_tile's estimate of it */
 } Tile;
 
+/* How a GEMM's operands reach shared memory, for the estimates: TMA and wgmma, or
+ * cp.async and mma.sync with copies of a_piece and b_piece bytes (0: 16). */
+typedef struct
+{
+  gboolean mma;
+  guint    a_piece, b_piece;
+} GemmLoads;
+
+/* Tiles under 64 rows (mma.sync, a skinny product: a few tokens against a weight) are
+ * bound by their operand's stream, not their products: GEMM_SKINNY_BLOCKS of them share
+ * an SM at once, so that its copies in flight cover device memory's latency. An
+ * assumption, not yet measured (docs/plan.md, "Reading unaligned operands in place"). */
+#define GEMM_SKINNY_BLOCKS 4
+
 /* K may be cut in `split` slices: the tiles alone leave SMs idle (at most half of them
- * busy… as before, a split never makes more blocks than SMs) and every slice keeps at
- * least 4 chunks. */
+ * busy… as before, a split never makes more blocks than SMs, or than skinny tiles'
+ * GEMM_SKINNY_BLOCKS an SM) and every slice keeps at least 4 chunks. */
 static gboolean
 split_ok (NapkinPlanner *p,
           gint64         batch,
@@ -235,7 +250,7 @@ split_ok (NapkinPlanner *p,
   const gint64 tiles = batch * ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   const gint64 chunks = (K + BK - 1) / BK;
 
-  return split <= 16 && tiles * split <= sms && chunks / split >= 4;
+  return split <= 16 && tiles * split <= sms * (BM < 64 ? GEMM_SKINNY_BLOCKS : 1) && chunks / split >= 4;
 }
 
 /* Rough relative cost of a tile shape on one SM for the heuristic choice below: larger
@@ -265,18 +280,24 @@ gemm_estimate (NapkinPlanner *p,
                gint64         BN,
                gint64         BK,
                gint64         split,
-               guint          bytes)
+               guint          bytes,
+               const GemmLoads *loads)
 {
   const NapkinArch *a = p->arch;
   const double sms = MAX (1u, a->sms);
   const gint64 chunks = (K + BK - 1) / BK, slice = (chunks + split - 1) / split * BK;
   const gint64 blocks = batch * ((M + BM - 1) / BM) * ((N + BN - 1) / BN) * split;
-  const double waves = ceil (blocks / sms);
+  /* skinny tiles run several blocks an SM at once, sharing it */
+  const double resident = BM < 64 ? GEMM_SKINNY_BLOCKS : 1;
+  const double waves = ceil (blocks / (sms * resident));
   NapkinTensorClass klass;
   double peak = 0.0, l2, hbm, compute, load, t;
 
   if (napkin_tensor_class_for_dtype (bytes == 1 ? NAPKIN_DTYPE_FP8_E4M3 : NAPKIN_DTYPE_BF16, &klass))
     peak = a->tensor_per_sm_clock[klass] * (a->tensor_clock_hz > 0 ? a->tensor_clock_hz : a->clock_hz);
+  /* set against wgmma's estimates, mma.sync's own rate (on Ampere the same) */
+  if (loads != NULL && loads->mma && peak > 0)
+    peak = napkin_arch_mma_sync_rate (a, klass) / sms;
   if (peak <= 0)
     peak = 1e12;
   /* TMA moves panels faster than the thread loads L2's figure was measured with */
@@ -285,9 +306,26 @@ gemm_estimate (NapkinPlanner *p,
   /* n64 wgmmas (and a single warpgroup's) keep the tensor cores busy only part of the
    * time: 64-column tiles measured at about 0.6 of what their intensity predicts on the
    * H100 (round-1 runs, docs/plan.md) */
-  compute = 2.0 * BM * BN * slice / (peak * tile_efficiency (BM, BN) * (BN < 128 ? 0.6 : 1.0));
-  load = (double) (BM + BN) * slice * bytes / (l2 / MIN (sms, (double) blocks));
-  t = waves * MAX (compute, load);
+  /* (the skinny tiles' time is their loads': no such measure of their products) */
+  compute = 2.0 * BM * BN * slice / (peak * (BM < 64 ? 1.0 : tile_efficiency (BM, BN) * (BN < 128 ? 0.6 : 1.0)));
+  load = (double) (BM + BN) * slice * bytes / (l2 / MIN (sms, ceil (blocks / resident)));
+  t = waves * resident * MAX (compute, load);
+  if (loads != NULL && loads->mma && (loads->a_piece % 16 != 0 || loads->b_piece % 16 != 0))
+    {
+      NapkinPlanGemm g = { .ab_dtype = bytes == 1 ? NAPKIN_DTYPE_FP8_E4M3 : NAPKIN_DTYPE_BF16,
+                           .a_piece = loads->a_piece, .b_piece = loads->b_piece };
+
+      t += waves * resident * (double) (slice / BK) * napkin_plan_gemm_narrow_chunk_s (a, &g, BM, BN, BK);
+    }
+  if (BM < 64 && a->levels[NAPKIN_LEVEL_HBM].latency_s > 0)
+    {
+      /* a skinny tile's stream waits on device memory's latency: each SM keeps its
+       * blocks' next two chunks (of mma.sync's three stages) in flight, no more */
+      const double per_sm = ceil (blocks / sms), at_once = MIN (resident, per_sm);
+      const double in_flight = at_once * 2.0 * (BM + BN) * BK * bytes;
+
+      t = MAX (t, per_sm * (BM + BN) * slice * bytes * a->levels[NAPKIN_LEVEL_HBM].latency_s / in_flight);
+    }
   t = MAX (t, (double) batch * (M * K + K * N) * bytes / hbm);
   if (split > 1)
     t += 2.0 * split * batch * M * N * 4 / l2 + 0.5 * a->launch_overhead_s;   /* launched behind the GEMM */
@@ -307,7 +345,8 @@ choose_tile (NapkinPlanner *p,
              gint64         BK,
              guint          bytes,
              gboolean       wgmma,
-             gboolean       long_epilogue)
+             gboolean       long_epilogue,
+             const GemmLoads *loads)
 {
   /* 192 columns last (the choice below keeps an earlier shape within 3 %), unsplit, over
    * at least 8 chunks of K, only where they make no fewer blocks than the shape chosen
@@ -321,8 +360,11 @@ choose_tile (NapkinPlanner *p,
    * 1.2× slower. */
   static const Tile wgmma_tiles[] = { { 128, 256 }, { 256, 128 }, { 128, 128 }, { 128, 64 }, { 64, 256 },
                                       { 64, 128 }, { 64, 64 }, { 128, 192 }, { 64, 192 } };
+  /* 16 and 32 rows last, for the skinny products (a few tokens against a weight) that
+   * read a large operand in place: the tiles above would compute 64 rows for 2 */
   static const Tile mma_tiles[] = { { 128, 256 }, { 256, 128 }, { 128, 128 }, { 128, 64 }, { 64, 128 },
-                                    { 64, 64 } };
+                                    { 64, 64 }, { 32, 128 }, { 32, 256 }, { 32, 64 }, { 16, 128 }, { 16, 256 },
+                                    { 16, 64 } };
   const Tile *tiles = wgmma ? wgmma_tiles : mma_tiles;
   guint n_tiles = wgmma ? G_N_ELEMENTS (wgmma_tiles) : G_N_ELEMENTS (mma_tiles);
   Tile best = tiles[0];
@@ -350,16 +392,23 @@ choose_tile (NapkinPlanner *p,
           continue;
         if (split > 1 && !split_ok (p, batch, M, N, K, BM, BN, BK, split))
           continue;
-        cost = gemm_estimate (p, batch, M, N, K, BM, BN, BK, split, bytes);
+        /* a tile under 64 rows only where it covers M in fewer blocks of rows */
+        if (BM < 64 && M > 2 * BM)
+          continue;
+        cost = gemm_estimate (p, batch, M, N, K, BM, BN, BK, split, bytes, loads);
         /* clearly faster; or, while the GPU is not full, as fast (memory-bound shapes)
-         * with more SMs busy, or as many with less padding computed */
+         * with more SMs busy, or as many with less padding computed; or a skinny tile
+         * as fast computing less padding (2 rows in 16, not 64: mma.sync's products
+         * are not free) */
         if (cost < best_cost * 0.97
             || (cost <= best_cost * 1.03 && best_busy < sms
-                && (busy > best_busy || (busy == best_busy && work < best_work))))
+                && (busy > best_busy || (busy == best_busy && work < best_work)))
+            || (cost <= best_cost * 1.03 && BM < 64 && busy >= best_busy && work < best_work))
           {
             best_cost = MIN (cost, best_cost);
             best = tiles[i];
             best.split = split;
+            best.cost = cost;
             best_busy = busy;
             best_work = work;
             best_blocks = blocks;
@@ -1108,6 +1157,35 @@ napkin_plan_gemm_unaligned_chunk_s (const NapkinArch     *arch,
                    - MAX (compute, (unaligned + aligned) / l2));
 }
 
+/* cp.async copies narrower than 16 bytes an SM issues a clock: an assumption, not yet
+ * measured (half a warp's instruction a clock; docs/model.md §14, "Operands read in
+ * place"). At 4 bytes a copy that is 64 bytes a clock, three times an SM's share of
+ * an H200's device memory: the skinny products that read in place stay bound by it. */
+#define GEMM_NARROW_PIECES_PER_CLOCK 16.0
+
+double
+napkin_plan_gemm_narrow_chunk_s (const NapkinArch     *arch,
+                                 const NapkinPlanGemm *g,
+                                 gint64                BM,
+                                 gint64                BN,
+                                 gint64                BK)
+{
+  guint ab = napkin_dtype_bytes (g->ab_dtype);
+  guint ap = g->a_piece > 0 ? g->a_piece : 16, bp = g->b_piece > 0 ? g->b_piece : 16;
+  NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
+  double pieces, rate, l2, busy;
+
+  g_return_val_if_fail (arch != NULL && g != NULL, 0);
+  if ((ap >= 16 && bp >= 16) || arch->sms == 0 || arch->clock_hz <= 0)
+    return 0;
+  pieces = (double) BM * BK * ab / ap + (double) BN * BK * ab / bp;
+  napkin_tensor_class_for_dtype (g->ab_dtype, &klass);
+  rate = napkin_arch_mma_sync_rate (arch, klass) / arch->sms;
+  l2 = MAX (1e9, arch->levels[NAPKIN_LEVEL_L2].bandwidth) / arch->sms;
+  busy = MAX (rate > 0 ? 2.0 * BM * BN * BK / rate : 0, (double) (BM + BN) * BK * ab / l2);
+  return MAX (0.0, pieces / (GEMM_NARROW_PIECES_PER_CLOCK * arch->clock_hz) - busy);
+}
+
 /* The staged epilogue (fused maps, or C's rows not 16-byte aligned: no TMA store) runs
  * in the consumer warps before their next tile: each warp stages its rows through shared
  * memory a piece at a time, loads the maps' operands, applies them and stores, and none
@@ -1335,15 +1413,90 @@ gemm_queue_permute (NapkinPlanner    *p,
   *bstride = c->rows * *ld;
 }
 
+/* The tiles a kernel ends with, whether it runs on wgmma, and whether it reads an
+ * operand in place with narrow copies (mma.sync). */
+typedef struct
+{
+  gint64   BM, BN, BK, split;
+  guint    stages;
+  gboolean wgmma, in_place;
+} GemmTiles;
+
+/* The widest copy (16, 8 or 4 bytes) that rows `ld` apart, matrices `bstride` apart,
+ * allow; 0 where rows are only 2 bytes apart (no cp.async takes 2 bytes). */
+static guint
+gemm_piece_bytes (gint64 ld,
+                  gint64 bstride,
+                  guint  bytes)
+{
+  for (guint w = 16; w >= 4; w /= 2)
+    if ((ld * bytes) % w == 0 && (bstride * bytes) % w == 0)
+      return w;
+  return 0;
+}
+
+#define GEMM_IN_PLACE_MARGIN 1.25
+
+/* An operand whose rows are 8 or 4 bytes apart is read in place by copies that wide
+ * on mma.sync, where that costs less than copying it to aligned rows and running the
+ * path the plan would run on them (docs/plan.md, "Reading unaligned operands in
+ * place"): a skinny product over a large weight reads it once instead of three times.
+ * The estimates are choose_tile's, from the shape alone, so a region written from this
+ * plan plans the same. NAPKIN_GEMM_IN_PLACE=0 turns it off (A/B runs). */
+static void
+gemm_in_place (NapkinPlanner    *p,
+               NapkinPlanKernel *k,
+               GemmTiles        *t)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  const guint bytes = napkin_dtype_bytes (g->ab_dtype);
+  guint ap, bp;
+  gboolean long_epi;
+  double copy = 0;
+  GemmLoads narrow, aligned = { !t->wgmma, 0, 0 };
+  Tile in_place, repacked;
+
+  if (bytes != 2 || g_strcmp0 (g_getenv ("NAPKIN_GEMM_IN_PLACE"), "0") == 0)
+    return;
+  ap = gemm_piece_bytes (g->lda, g->batch > 1 ? g->a_bstride : 0, bytes);
+  bp = gemm_piece_bytes (g->ldb, g->batch > 1 ? g->b_bstride : 0, bytes);
+  /* an operand with 16-byte rows needs no copy on mma.sync; 2-byte rows are copied anyway */
+  if (!((ap == 8 || ap == 4) || (bp == 8 || bp == 4)))
+    return;
+  if (ap == 8 || ap == 4)
+    copy += 2.0 * (g->a_bstride == 0 ? 1 : g->batch) * g->M * g->K * bytes;
+  if (bp == 8 || bp == 4)
+    copy += 2.0 * (g->b_bstride == 0 ? 1 : g->batch) * g->N * g->K * bytes;
+  copy = copy / MAX (1e9, p->arch->levels[NAPKIN_LEVEL_HBM].bandwidth) + p->arch->launch_overhead_s;
+  long_epi = maps_read_or_transcend (g->epilogue);
+  narrow = (GemmLoads) { TRUE, ap == 8 || ap == 4 ? ap : 0, bp == 8 || bp == 4 ? bp : 0 };
+  in_place = choose_tile (p, g->batch, g->M, g->N, g->K, 32, bytes, FALSE, long_epi, &narrow);
+  repacked = choose_tile (p, g->batch, g->M, g->N, g->K, t->wgmma ? 64 : 32, bytes, t->wgmma, long_epi, &aligned);
+  /* clearly cheaper only: the estimates leave out the epilogue, which the wgmma
+   * kernel overlaps better (ping-pong), and the narrow copies' rate is not measured */
+  if (in_place.cost * GEMM_IN_PLACE_MARGIN >= repacked.cost + copy)
+    return;
+  g->a_piece = narrow.a_piece;
+  g->b_piece = narrow.b_piece;
+  t->wgmma = FALSE;
+  t->in_place = TRUE;
+  adjust (k, _("%s read in place by %u-byte copies on mma.sync (estimated %.1f µs) rather than copied to "
+               "aligned rows first (%.1f µs)"),
+          g->a_piece && g->b_piece ? "A and B" : g->a_piece ? "A" : "B",
+          g->a_piece && g->b_piece ? MIN (g->a_piece, g->b_piece) : MAX (g->a_piece, g->b_piece),
+          in_place.cost * 1e6, (repacked.cost + copy) * 1e6);
+}
+
 /* An operand without the batch axes is shared by the whole batch (one copy, batch
  * stride 0), before and after any repack; then both operands are fixed up. */
 static void
 gemm_operand_layouts (NapkinPlanner    *p,
                       NapkinPlanKernel *k,
                       const GemmShape  *s,
-                      gboolean          wgmma)
+                      GemmTiles        *t)
 {
   NapkinPlanGemm *g = &k->u.gemm;
+  const gboolean wgmma = t->wgmma;
 
   if (g->batch > 1)
     {
@@ -1363,18 +1516,13 @@ gemm_operand_layouts (NapkinPlanner    *p,
     gemm_queue_permute (p, k, s, TRUE, wgmma);
   if (s->y_copied)
     gemm_queue_permute (p, k, s, FALSE, wgmma);
-  gemm_fix_operand (p, k, &g->a, g->M, &g->lda, &g->a_kmajor, &g->a_bstride, wgmma);
-  gemm_fix_operand (p, k, &g->b, g->N, &g->ldb, &g->b_kmajor, &g->b_bstride, wgmma);
+  gemm_in_place (p, k, t);
+  if (g->a_piece == 0)
+    gemm_fix_operand (p, k, &g->a, g->M, &g->lda, &g->a_kmajor, &g->a_bstride, t->wgmma);
+  if (g->b_piece == 0)
+    gemm_fix_operand (p, k, &g->b, g->N, &g->ldb, &g->b_kmajor, &g->b_bstride, t->wgmma);
   g->c_tma = napkin_plan_gemm_maps_unary (g) && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
 }
-
-/* The tiles a kernel ends with, and whether it runs on wgmma. */
-typedef struct
-{
-  gint64   BM, BN, BK, split;
-  guint    stages;
-  gboolean wgmma;
-} GemmTiles;
 
 /* A region's blocks on wgmma: FALSE (with *no_wgmma) where its tiles are none of
  * wgmma's; a streamed chunk is cut into wgmma's chunks with as many more stages. */
@@ -1474,7 +1622,8 @@ gemm_region_tiles (NapkinPlanner    *p,
   /* a tile that covers its whole axis (a small M, N or K: 93 rows) is the kernel's tile
    * rounded up to 64 (fp8 K 128), the edge masked as any edge tile, not a size no
    * tensor-core tile takes */
-  t->BM = tm >= g->M ? (g->M + 63) / 64 * 64 : tm;
+  /* (16 rows for a skinny product read in place on mma.sync, as choose_tile takes) */
+  t->BM = tm >= g->M ? (t->in_place && g->M <= 32 ? (g->M + 15) / 16 * 16 : (g->M + 63) / 64 * 64) : tm;
   t->BN = tn >= g->N ? (g->N + 63) / 64 * 64 : tn;
   t->stages = MAX (2u, br->stages);
   {
@@ -1509,8 +1658,11 @@ gemm_chosen_tiles (NapkinPlanner    *p,
   guint bytes = napkin_dtype_bytes (g->ab_dtype);
   Tile c;
 
+  GemmLoads loads = { !t->wgmma, g->a_piece, g->b_piece };
+
   t->BK = t->wgmma ? (bytes == 1 ? 128 : 64) : 32;
-  c = choose_tile (p, g->batch, g->M, g->N, g->K, t->BK, bytes, t->wgmma, maps_read_or_transcend (g->epilogue));
+  c = choose_tile (p, g->batch, g->M, g->N, g->K, t->BK, bytes, t->wgmma, maps_read_or_transcend (g->epilogue),
+                   &loads);
   t->BM = c.BM;
   t->BN = c.BN;
   t->split = c.split;
@@ -1574,7 +1726,9 @@ gemm_split_k (NapkinPlanner    *p,
       for (gint64 s = 1; s <= 16; s++)
         if (s == 1 || split_ok (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s))
           {
-            double t = gemm_estimate (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s, napkin_dtype_bytes (g->ab_dtype));
+            GemmLoads loads = { k->path == NAPKIN_PATH_MMA, g->a_piece, g->b_piece };
+            double t = gemm_estimate (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s, napkin_dtype_bytes (g->ab_dtype),
+                                      &loads);
 
             if (t < best * 0.97)
               {
@@ -1739,6 +1893,11 @@ gemm_note (NapkinPlanKernel *k)
                           napkin_dtype_to_string (g->ab_dtype), g->a_kmajor ? "A" : "Aᵀ",
                           g->b_kmajor ? "Bᵀ" : "B", (long long) g->BM, (long long) g->BN, (long long) g->BK, g->stages,
                           k->path == NAPKIN_PATH_WGMMA ? "TMA loads, wgmma" : "cp.async loads, mma.sync");
+  if (g->a_piece % 16 != 0 || g->b_piece % 16 != 0)
+    g_string_append_printf (note, _(", %s read in place (%u-byte copies)"),
+                            g->a_piece % 16 && g->b_piece % 16 ? "A and B" : g->a_piece % 16 ? "A" : "B",
+                            g->a_piece % 16 && g->b_piece % 16 ? MIN (g->a_piece, g->b_piece)
+                            : g->a_piece % 16 ? g->a_piece : g->b_piece);
   if (g->split_k > 1)
     g_string_append_printf (note, _(", K split in %u"), g->split_k);
   if (g->pingpong)
@@ -1792,7 +1951,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
 {
   NapkinPlanGemm *g = &k->u.gemm;
   GemmShape s;
-  GemmTiles t = { 0, 0, 0, 1, 0, FALSE };
+  GemmTiles t = { 0, 0, 0, 1, 0, FALSE, FALSE };
   GArray *epilogue;
 
   /* a product over axes of size 1 is element-wise, a region's tiles or not: no K to
@@ -1810,7 +1969,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   t.wgmma = p->sm >= 90 && p->sm < 100 && (p->options == NULL || !p->options->no_wgmma);
   if (!gemm_epilogue_strides (p, g, &s, why) || !gemm_supported (p, k, t.wgmma, why))
     goto refuse;
-  gemm_operand_layouts (p, k, &s, t.wgmma);
+  gemm_operand_layouts (p, k, &s, &t);
   if (k->region >= 0)
     {
       if (!gemm_region_tiles (p, k, &s, &t, why))
@@ -1825,6 +1984,21 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
 
   k->kind = NAPKIN_PLAN_GEMM;
   k->blocks_per_sm = 1;
+  if (k->path == NAPKIN_PATH_MMA && g->BM < 64)
+    {
+      /* as many skinny blocks as share an SM (GEMM_SKINNY_BLOCKS), as its threads,
+       * registers and shared memory allow */
+      const NapkinArch *a = p->arch;
+      gint64 b = GEMM_SKINNY_BLOCKS;
+
+      b = MIN (b, a->max_threads_per_sm / MAX (1u, k->threads));
+      b = MIN (b, a->registers_per_sm / MAX (1u, k->threads * k->registers));
+      b = MIN (b, (gint64) (a->levels[NAPKIN_LEVEL_SMEM].capacity_bytes
+                            / MAX (1.0, k->smem_bytes + a->smem_reserved_per_block)));
+      if (a->max_blocks_per_sm > 0)
+        b = MIN (b, a->max_blocks_per_sm);
+      k->blocks_per_sm = (guint) MAX (1, b);
+    }
   k->feasible = k->smem_bytes <= SMEM_LIMIT (p);
   if (!k->feasible)
     k->infeasible = g_strdup_printf (_("%lld bytes of shared memory per block; %s allows %.0f"),

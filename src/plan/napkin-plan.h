@@ -102,6 +102,9 @@ typedef struct
   gint64           a_bstride, b_bstride, c_bstride;
   NapkinPlanBuffer a, b, c;
   gboolean         swapped;
+  guint            a_piece, b_piece;      /* mma: bytes each copy of A (of B) reads, 8 or 4
+                                             where its rows lie only that far apart and it
+                                             is read in place; 0: 16 */
 
   gint64           BM, BN, BK;            /* block tile of C; K in chunks of BK */
   guint            stages;                /* shared-memory buffers of A and B chunks */
@@ -552,6 +555,17 @@ double            napkin_plan_gemm_unaligned_chunk_s (const NapkinArch   *arch,
                                                       const NapkinPlanGemm *gemm,
                                                       gint64              BM,
                                                       gint64              BN);
+
+/* What the mma.sync GEMM's copies narrower than 16 bytes (an operand read in place,
+ * its rows only 8 or 4 bytes apart: a_piece, b_piece) cost one chunk of BK beyond its
+ * products and its loads from L2, in seconds on one SM: 0 where both are read in
+ * 16-byte pieces (docs/model.md §14, "Operands read in place"). The plan weighs it
+ * against a repack; the model prices it. */
+double            napkin_plan_gemm_narrow_chunk_s (const NapkinArch   *arch,
+                                                   const NapkinPlanGemm *gemm,
+                                                   gint64              BM,
+                                                   gint64              BN,
+                                                   gint64              BK);
 
 /* Whether every map fused into the GEMM works on its value alone (a cast, GELU, a
  * scale; no bias or residual read): the Hopper kernel applies them in registers and

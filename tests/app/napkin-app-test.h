@@ -317,7 +317,27 @@ screenshot_with_popover (NapkinWindow *window,
   double wx, wy, px, py;
   int width = gtk_widget_get_width (widget), height = gtk_widget_get_height (widget);
 
+  gint64 end = g_get_monotonic_time () + 10 * G_USEC_PER_SEC;
+
   g_assert_true (GDK_IS_POPUP (surface));
+  /* As in screenshot(): under AddressSanitizer the window or the popover may
+   * not be drawn yet and snapshot to nothing; let the main loop turn until both
+   * give a picture. */
+  for (;;)
+    {
+      g_autoptr(GtkSnapshot) probe = gtk_snapshot_new ();
+      g_autoptr(GskRenderNode) window_node = NULL, popover_node = NULL;
+
+      gdk_paintable_snapshot (window_paint, GDK_SNAPSHOT (probe), width, height);
+      window_node = gtk_snapshot_free_to_node (g_steal_pointer (&probe));
+      probe = gtk_snapshot_new ();
+      gdk_paintable_snapshot (popover_paint, GDK_SNAPSHOT (probe), gtk_widget_get_width (GTK_WIDGET (popover)),
+                              gtk_widget_get_height (GTK_WIDGET (popover)));
+      popover_node = gtk_snapshot_free_to_node (g_steal_pointer (&probe));
+      if ((window_node != NULL && popover_node != NULL) || g_get_monotonic_time () > end)
+        break;
+      iterate (20);
+    }
   gtk_native_get_surface_transform (GTK_NATIVE (window), &wx, &wy);
   gtk_native_get_surface_transform (GTK_NATIVE (popover), &px, &py);
   gdk_paintable_snapshot (window_paint, GDK_SNAPSHOT (snapshot), width, height);

@@ -416,6 +416,27 @@ nk_emu_launch (NkEmuKernel kernel, long grid, unsigned threads, size_t dyn, cons
 struct float2 { float x, y; };
 struct float4 { float x, y, z, w; };
 static inline float4 make_float4 (float x, float y, float z, float w) { return { x, y, z, w }; }
+struct uint4 { unsigned x, y, z, w; };
+static inline uint4 make_uint4 (unsigned x, unsigned y, unsigned z, unsigned w) { return { x, y, z, w }; }
+
+/* a read-only 16-byte load: aligned, inside its buffer */
+static inline uint4
+__ldg (const uint4 *p)
+{
+  if ((uintptr_t) p % 16 != 0)
+    nk_emu_fail ("a vector load not aligned to its width", p);
+  nk_emu_check (p, 16);
+  return *p;
+}
+
+/* the low 32 bits of hi:lo shifted right by shift % 32 */
+static inline unsigned
+__funnelshift_r (unsigned lo, unsigned hi, unsigned shift)
+{
+  const unsigned long long v = (unsigned long long) hi << 32 | lo;
+
+  return (unsigned) (v >> (shift & 31));
+}
 #define __log2f log2f
 
 static inline unsigned char *
@@ -679,3 +700,236 @@ static inline void napkin_bwd9_bulk_commit (void) {}
 static inline void napkin_bwd9_bulk_wait_read1 (void) {}
 static inline void napkin_bwd9_bulk_wait (void) {}
 
+
+/* ---- Ampere's warp products (kernels/gemm-sm80.cu's napkin_mma_* helpers) -----------------
+ * cp.async copies at once (the kernel waits before it reads) and checks that a piece's
+ * source and destination are aligned to its width; ldmatrix and mma.sync gather what
+ * the 32 lanes of the warp hold (each lane's address, or its fragment registers), meet,
+ * and give each lane its part: ldmatrix lane l row l/4, elements 2(l%4) and + 1 of each
+ * 8×8 matrix (.trans: of the transposed matrix); mma.sync m16n8k16 A rows l/4 and + 8,
+ * columns 2(l%4), + 1, + 8, + 9; B columns l/4, rows 2(l%4), + 1, + 8, + 9; D rows l/4
+ * and + 8, columns 2(l%4) and + 1 (the PTX manual's fragment layouts). */
+#define NAPKIN_MMA_PRIMS
+
+static std::vector<unsigned> nk_emu_mma_slots;
+
+/* Puts `n` words of this lane into the warp's slots and waits for the whole warp: the
+ * slots of lane j are then at the returned pointer + 8 j. */
+static inline const unsigned *
+nk_emu_warp_gather (const unsigned *v, int n)
+{
+  const unsigned t = nk_emu_cur->tid.x, w = t / 32;
+
+  if (nk_emu_mma_slots.size () < 8 * nk_emu_bdim.x)
+    nk_emu_mma_slots.resize (8 * nk_emu_bdim.x);
+  for (int i = 0; i < n; i++)
+    nk_emu_mma_slots[8 * t + i] = v[i];
+  nk_emu_barrier (&nk_emu_warp_count[w], &nk_emu_warp_gen[w], 32);
+  return &nk_emu_mma_slots[8 * 32 * w];
+}
+
+/* ...and waits again before the slots are reused */
+static inline void
+nk_emu_warp_release (void)
+{
+  const unsigned w = nk_emu_cur->tid.x / 32;
+
+  nk_emu_barrier (&nk_emu_warp_count[w], &nk_emu_warp_gen[w], 32);
+}
+
+template <int BYTES>
+static inline void
+napkin_mma_cp (unsigned dst, const void *src, int valid)
+{
+  unsigned char *d = nk_emu_smem (dst, BYTES, BYTES);
+
+  if (valid < 0 || valid > BYTES)
+    nk_emu_fail ("a cp.async src-size outside 0…its width", src);
+  if (valid > 0)
+    {
+      if ((uintptr_t) src % BYTES != 0)
+        nk_emu_fail ("a cp.async source not aligned to its width", src);
+      nk_emu_check (src, (size_t) valid);
+      memcpy (d, src, (size_t) valid);
+    }
+  memset (d + valid, 0, (size_t) (BYTES - valid));
+}
+
+static inline void napkin_mma_commit (void) {}
+template <int N> static inline void napkin_mma_wait (void) {}
+
+static inline unsigned short
+nk_emu_smem_u16 (unsigned addr)
+{
+  unsigned short h;
+
+  memcpy (&h, nk_emu_smem (addr, 2, 2), 2);
+  return h;
+}
+
+template <bool T>
+static inline void
+napkin_mma_ldsm4 (unsigned addr, unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3)
+{
+  const unsigned lane = nk_emu_cur->tid.x % 32, g = lane / 4, c = lane % 4;
+  const unsigned *rows = nk_emu_warp_gather (&addr, 1);
+  unsigned r[4];
+
+  for (int j = 0; j < 4; j++)
+    {
+      const unsigned *m = rows + 8 * 8 * j;   /* the row addresses of matrix j: lanes 8j … 8j + 7 */
+
+      for (int i = 0; i < 8; i++)
+        nk_emu_smem (m[8 * i], 16, 16);   /* each row 16 bytes, 16-byte aligned */
+      if (T)
+        r[j] = nk_emu_smem_u16 (m[8 * (2 * c)] + 2 * g) | (unsigned) nk_emu_smem_u16 (m[8 * (2 * c + 1)] + 2 * g) << 16;
+      else
+        r[j] = nk_emu_smem_u16 (m[8 * g] + 4 * c) | (unsigned) nk_emu_smem_u16 (m[8 * g] + 4 * c + 2) << 16;
+    }
+  nk_emu_warp_release ();
+  r0 = r[0];
+  r1 = r[1];
+  r2 = r[2];
+  r3 = r[3];
+}
+
+template <typename T>
+static inline void
+napkin_mma_16816 (float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1, const T *tag)
+{
+  const unsigned lane = nk_emu_cur->tid.x % 32, g = lane / 4, c = lane % 4;
+  const unsigned mine[6] = { a[0], a[1], a[2], a[3], b0, b1 };
+  const unsigned *all = nk_emu_warp_gather (mine, 6);
+  /* element k of A's row r, of B's column n: the lane, register and half that hold it */
+  auto A = [&] (unsigned r, unsigned k) {
+    const unsigned w = all[8 * ((r % 8) * 4 + (k % 8) / 2) + (r >= 8) + 2 * (k >= 8)];
+    return nk_emu_h16 ((unsigned short) (k % 2 ? w >> 16 : w & 0xffff), tag);
+  };
+  auto B = [&] (unsigned k, unsigned n) {
+    const unsigned w = all[8 * (n * 4 + (k % 8) / 2) + 4 + (k >= 8)];
+    return nk_emu_h16 ((unsigned short) (k % 2 ? w >> 16 : w & 0xffff), tag);
+  };
+  float out[4];
+
+  for (int i = 0; i < 4; i++)
+    {
+      const unsigned r = g + 8 * (i / 2), n = 2 * c + i % 2;
+      float s = d[i];
+
+      for (unsigned k = 0; k < 16; k++)
+        s += A (r, k) * B (k, n);
+      out[i] = s;
+    }
+  nk_emu_warp_release ();
+  for (int i = 0; i < 4; i++)
+    d[i] = out[i];
+}
+
+/* ---- kernels/tile-store.cuh: vectors of C and of the epilogue's operands ------------------
+ * Each access checked for its vector's alignment and its buffer's bounds, the elements
+ * converted one by one. */
+#define NAPKIN_TILE_STORE
+
+template <typename T>
+static inline void
+nk_emu_aligned (const T *p, size_t bytes)
+{
+  if ((uintptr_t) p % bytes != 0)
+    nk_emu_fail ("a vector access not aligned to its width", p);
+  nk_emu_check (p, bytes);
+}
+
+template <typename T>
+static inline unsigned
+napkin_pack2 (const T *, float a, float b)
+{
+  T lo, hi;
+
+  napkin_st (&lo, a);
+  napkin_st (&hi, b);
+  return (unsigned) lo.x | (unsigned) hi.x << 16;
+}
+
+template <typename T>
+static inline void
+napkin_st2 (T *p, float a, float b)
+{
+  nk_emu_aligned (p, 2 * sizeof (T));
+  napkin_st (p, a);
+  napkin_st (p + 1, b);
+}
+
+template <typename T>
+static inline void
+napkin_st4 (T *p, float a, float b, float c, float d)
+{
+  nk_emu_aligned (p, 4 * sizeof (T) < 16 ? 4 * sizeof (T) : 16);
+  napkin_st (p, a);
+  napkin_st (p + 1, b);
+  napkin_st (p + 2, c);
+  napkin_st (p + 3, d);
+}
+
+template <typename T>
+static inline void
+napkin_st8 (T *p, const float (&v)[8])
+{
+  nk_emu_aligned (p, 16);
+  for (int i = 0; i < 8; i++)
+    napkin_st (p + i, v[i]);
+}
+
+template <typename T>
+static inline void
+napkin_ldbits1 (const T *p, unsigned *r)
+{
+  r[0] = 0;
+  nk_emu_check (p, sizeof (T));
+  memcpy (r, p, sizeof (T));
+}
+
+template <typename T>
+static inline void
+napkin_ldbits16 (const T *p, unsigned *r)
+{
+  nk_emu_aligned (p, 16);
+  memcpy (r, p, 16);
+}
+
+static inline float napkin_bits_f (const float *, unsigned u) { return nk_emu_bits_float (u); }
+static inline float napkin_bits_f (const signed char *, unsigned u) { return (float) (signed char) u; }
+
+template <typename T>
+static inline float
+napkin_bits_f (const T *, unsigned u)
+{
+  T v;
+
+  v.x = (decltype (v.x)) u;
+  return napkin_ld (&v);
+}
+
+template <typename T>
+static inline void
+napkin_unpack2 (const T *p, unsigned u, float *v)
+{
+  v[0] = napkin_bits_f (p, u & 0xffff);
+  v[1] = napkin_bits_f (p, u >> 16);
+}
+
+template <typename T>
+static inline void
+napkin_ld8 (const T *p, float (&v)[8])
+{
+  nk_emu_aligned (p, 16);
+  for (int i = 0; i < 8; i++)
+    v[i] = napkin_ld (p + i);
+}
+
+static inline void
+napkin_ld4 (const float *p, float *v)
+{
+  nk_emu_aligned (p, 16);
+  for (int i = 0; i < 4; i++)
+    v[i] = napkin_ld (p + i);
+}

@@ -18,6 +18,7 @@
 #include "napkin-codegen-private.h"
 #include "napkin-file.h"
 #include "napkin-interp.h"
+#include "napkin-test-diagrams.h"
 #include "napkin-test-load.h"
 #include "napkin-test-plan-cuda.h"
 #include "napkin-test-rows.h"
@@ -858,6 +859,85 @@ test_attention_backward_wgmma (void)
     }
 }
 
+/* The plan's mma.sync GEMM (kernels/gemm-sm80.cu) and what it launches beside it (a
+ * repack, a split-K reduction), on the user's path (no region): on the A100 every
+ * product, on the H200 the skinny ones that read an unaligned operand in place by 8- or
+ * 4-byte copies (docs/plan.md, "Reading unaligned operands in place"); edge tiles,
+ * both majors of A and B, a batch, a shared B, fused epilogues. */
+static void
+test_gemm_mma (void)
+{
+  static const struct
+  {
+    const char           *arch;
+    NapkinTestGemmDiagram c;
+    guint                 piece;   /* the narrowest copy the plan reads in place, 0: none */
+    gboolean              repack;
+  } cases[] = {
+    /* rows of 58 and 106 bytes: copied to aligned rows */
+    { "a100", { .M = 37, .N = 53, .K = 29, .dtype = "bf16" }, 0, TRUE },
+    { "a100", { .M = 96, .N = 80, .K = 120, .batch = 2, .dtype = "fp16", .a_km = TRUE, .b_nk = TRUE,
+                .epilogue = "bias-gelu" }, 0, FALSE },
+    /* a few tokens against a weight whose rows are 4 or 8 bytes apart */
+    { "h200", { .M = 2, .N = 150, .K = 88, .batch = 3, .dtype = "bf16" }, 4, FALSE },
+    { "h200", { .M = 16, .N = 300, .K = 72, .dtype = "fp16", .epilogue = "residual" }, 8, FALSE },
+    { "h200", { .M = 5, .N = 64, .K = 1998, .dtype = "bf16", .b_nk = TRUE }, 4, FALSE },
+    { "h200", { .M = 9, .N = 130, .K = 96, .batch = 2, .dtype = "fp16", .a_km = TRUE, .shared_b = TRUE,
+                .epilogue = "silu" }, 4, TRUE },   /* A's rows 18 bytes apart: copied */
+  };
+
+  if (gxx == NULL)
+    {
+      g_test_skip ("no g++ to build the emulation");
+      return;
+    }
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      const NapkinTestGemmDiagram *g = &cases[c].c;
+      g_autoptr(GError) error = NULL;
+      g_autofree char *json = napkin_test_gemm_json (g);
+      g_autoptr(NapkinDiagram) d = NULL;
+      g_autoptr(NapkinPlan) plan = NULL;
+      g_autoptr(NapkinCudaModule) module = NULL;
+      g_autofree char *what = g_strdup_printf ("GEMM on %s, %s b%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "×%"
+                                               G_GINT64_FORMAT "×%" G_GINT64_FORMAT " A %s B %s%s%s", cases[c].arch,
+                                               g->dtype, g->batch, g->M, g->N, g->K, g->a_km ? "[k,m]" : "[m,k]",
+                                               g->b_nk ? "[n,k]" : "[k,n]", g->epilogue ? " + " : "",
+                                               g->epilogue ? g->epilogue : "");
+      const NapkinPlanKernel *gk = NULL;
+      gboolean repacked = FALSE;
+      double worst, tol = g_str_equal (g->dtype, "bf16") ? 1e-2 : 2e-3;
+
+      d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+      g_assert_no_error (error);
+      plan = napkin_plan_build (d, napkin_test_arch (cases[c].arch), NULL, &error);
+      g_assert_no_error (error);
+      for (guint i = 0; i < plan->kernels->len; i++)
+        {
+          const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+          repacked |= k->kind == NAPKIN_PLAN_REPACK;
+          if (k->kind == NAPKIN_PLAN_GEMM)
+            gk = k;
+        }
+      g_assert_nonnull (gk);
+      g_test_message ("%s: %s", what, gk->note);
+      g_assert_cmpint (gk->path, ==, NAPKIN_PATH_MMA);
+      g_assert_cmpint (repacked, ==, cases[c].repack);
+      {
+        guint a = gk->u.gemm.a_piece, b = gk->u.gemm.b_piece;
+        guint narrowest = a && b ? MIN (a, b) : MAX (a, b);
+
+        g_assert_cmpuint (narrowest, ==, cases[c].piece);
+      }
+      module = napkin_codegen_cuda_for_plan (plan, 0, "emu_k", &error);
+      g_assert_no_error (error);
+      worst = emulate_module (module, d, what);
+      if (!(worst <= tol))
+        g_error ("%s: max |y − ref| / max |ref| = %.3g (tolerance %.1g)", what, worst, tol);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -865,6 +945,7 @@ main (int    argc,
   g_test_init (&argc, &argv, NULL);
   gxx = g_find_program_in_path ("g++");
   g_test_add_func ("/plan/emulate/attention-backward-wgmma", test_attention_backward_wgmma);
+  g_test_add_func ("/plan/emulate/gemm-mma", test_gemm_mma);
   g_test_add_func ("/plan/rows/emulate-strided", test_strided);
   g_test_add_func ("/plan/rows/emulate-contiguous", test_contiguous);
   g_test_add_func ("/plan/elementwise/emulate-input-copy", test_input_copy);
