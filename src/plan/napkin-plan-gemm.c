@@ -226,10 +226,18 @@ typedef struct
   guint    a_piece, b_piece;
 } GemmLoads;
 
-/* Tiles under 64 rows (mma.sync, a skinny product: a few tokens against a weight) are
- * bound by their operand's stream, not their products: GEMM_SKINNY_BLOCKS of them share
- * an SM at once, so that its copies in flight cover device memory's latency. An
- * assumption, not yet measured (docs/plan.md, "Reading unaligned operands in place"). */
+/* Whether the loads read an operand in place by copies narrower than 16 bytes. */
+static gboolean
+gemm_loads_narrow (const GemmLoads *loads)
+{
+  return loads != NULL && loads->mma && (loads->a_piece % 16 != 0 || loads->b_piece % 16 != 0);
+}
+
+/* Tiles under 64 rows of a product that reads an operand in place (mma.sync, a skinny
+ * product: a few tokens against a weight) are bound by their operand's stream, not their
+ * products: GEMM_SKINNY_BLOCKS of them share an SM at once, so that its copies in flight
+ * cover device memory's latency. An assumption, not yet measured (docs/plan.md, "Reading
+ * unaligned operands in place"). */
 #define GEMM_SKINNY_BLOCKS 4
 
 /* K may be cut in `split` slices: the tiles alone leave SMs idle (at most half of them
@@ -237,6 +245,7 @@ typedef struct
  * GEMM_SKINNY_BLOCKS an SM) and every slice keeps at least 4 chunks. */
 static gboolean
 split_ok (NapkinPlanner *p,
+          gboolean       skinny,
           gint64         batch,
           gint64         M,
           gint64         N,
@@ -250,7 +259,7 @@ split_ok (NapkinPlanner *p,
   const gint64 tiles = batch * ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
   const gint64 chunks = (K + BK - 1) / BK;
 
-  return split <= 16 && tiles * split <= sms * (BM < 64 ? GEMM_SKINNY_BLOCKS : 1) && chunks / split >= 4;
+  return split <= 16 && tiles * split <= sms * (skinny && BM < 64 ? GEMM_SKINNY_BLOCKS : 1) && chunks / split >= 4;
 }
 
 /* Rough relative cost of a tile shape on one SM for the heuristic choice below: larger
@@ -287,8 +296,9 @@ gemm_estimate (NapkinPlanner *p,
   const double sms = MAX (1u, a->sms);
   const gint64 chunks = (K + BK - 1) / BK, slice = (chunks + split - 1) / split * BK;
   const gint64 blocks = batch * ((M + BM - 1) / BM) * ((N + BN - 1) / BN) * split;
-  /* skinny tiles run several blocks an SM at once, sharing it */
-  const double resident = BM < 64 ? GEMM_SKINNY_BLOCKS : 1;
+  /* skinny tiles of a product read in place run several blocks an SM at once, sharing it */
+  const gboolean skinny = BM < 64 && gemm_loads_narrow (loads);
+  const double resident = skinny ? GEMM_SKINNY_BLOCKS : 1;
   const double waves = ceil (blocks / (sms * resident));
   NapkinTensorClass klass;
   double peak = 0.0, l2, hbm, compute, load, t;
@@ -307,17 +317,17 @@ gemm_estimate (NapkinPlanner *p,
    * time: 64-column tiles measured at about 0.6 of what their intensity predicts on the
    * H100 (round-1 runs, docs/plan.md) */
   /* (the skinny tiles' time is their loads': no such measure of their products) */
-  compute = 2.0 * BM * BN * slice / (peak * (BM < 64 ? 1.0 : tile_efficiency (BM, BN) * (BN < 128 ? 0.6 : 1.0)));
+  compute = 2.0 * BM * BN * slice / (peak * (skinny ? 1.0 : tile_efficiency (BM, BN) * (BN < 128 ? 0.6 : 1.0)));
   load = (double) (BM + BN) * slice * bytes / (l2 / MIN (sms, ceil (blocks / resident)));
   t = waves * resident * MAX (compute, load);
-  if (loads != NULL && loads->mma && (loads->a_piece % 16 != 0 || loads->b_piece % 16 != 0))
+  if (gemm_loads_narrow (loads))
     {
       NapkinPlanGemm g = { .ab_dtype = bytes == 1 ? NAPKIN_DTYPE_FP8_E4M3 : NAPKIN_DTYPE_BF16,
                            .a_piece = loads->a_piece, .b_piece = loads->b_piece };
 
       t += waves * resident * (double) (slice / BK) * napkin_plan_gemm_narrow_chunk_s (a, &g, BM, BN, BK);
     }
-  if (BM < 64 && a->levels[NAPKIN_LEVEL_HBM].latency_s > 0)
+  if (skinny && a->levels[NAPKIN_LEVEL_HBM].latency_s > 0)
     {
       /* a skinny tile's stream waits on device memory's latency: each SM keeps its
        * blocks' next two chunks (of mma.sync's three stages) in flight, no more */
@@ -390,10 +400,11 @@ choose_tile (NapkinPlanner *p,
         if (BN == 192 && (split > 1 || blocks < best_blocks || (K + BK - 1) / BK < 8
                           || (long_epilogue && batch * ((M + 63) / 64) * ((N + 255) / 256) >= 2 * sms)))
           continue;
-        if (split > 1 && !split_ok (p, batch, M, N, K, BM, BN, BK, split))
+        if (split > 1 && !split_ok (p, gemm_loads_narrow (loads), batch, M, N, K, BM, BN, BK, split))
           continue;
-        /* a tile under 64 rows only where it covers M in fewer blocks of rows */
-        if (BM < 64 && M > 2 * BM)
+        /* a tile under 64 rows only for a product read in place, where it covers M in
+         * fewer blocks of rows */
+        if (BM < 64 && (!gemm_loads_narrow (loads) || M > 2 * BM))
           continue;
         cost = gemm_estimate (p, batch, M, N, K, BM, BN, BK, split, bytes, loads);
         /* clearly faster; or, while the GPU is not full, as fast (memory-bound shapes)
@@ -1442,7 +1453,9 @@ gemm_piece_bytes (gint64 ld,
  * path the plan would run on them (docs/plan.md, "Reading unaligned operands in
  * place"): a skinny product over a large weight reads it once instead of three times.
  * The estimates are choose_tile's, from the shape alone, so a region written from this
- * plan plans the same. NAPKIN_GEMM_IN_PLACE=0 turns it off (A/B runs). */
+ * plan plans the same. Only with NAPKIN_GEMM_IN_PLACE=1 until measured: the same idea
+ * with 64-row tiles ran slower than the copy on an H200 (docs/perf-notes.md, session 24);
+ * this one's skinny tiles, blocks an SM and split are what the next run A/Bs. */
 static void
 gemm_in_place (NapkinPlanner    *p,
                NapkinPlanKernel *k,
@@ -1456,7 +1469,7 @@ gemm_in_place (NapkinPlanner    *p,
   GemmLoads narrow, aligned = { !t->wgmma, 0, 0 };
   Tile in_place, repacked;
 
-  if (bytes != 2 || g_strcmp0 (g_getenv ("NAPKIN_GEMM_IN_PLACE"), "0") == 0)
+  if (bytes != 2 || g_strcmp0 (g_getenv ("NAPKIN_GEMM_IN_PLACE"), "1") != 0)
     return;
   ap = gemm_piece_bytes (g->lda, g->batch > 1 ? g->a_bstride : 0, bytes);
   bp = gemm_piece_bytes (g->ldb, g->batch > 1 ? g->b_bstride : 0, bytes);
@@ -1718,15 +1731,16 @@ gemm_split_k (NapkinPlanner    *p,
 {
   NapkinPlanGemm *g = &k->u.gemm;
   gint64 BM = g->BM, BN = g->BN, BK = g->BK, tiles;
+  GemmLoads loads = { k->path == NAPKIN_PATH_MMA, g->a_piece, g->b_piece };
+  const gboolean narrow = gemm_loads_narrow (&loads);
 
   if (k->region >= 0)
     {
       double best = G_MAXDOUBLE;
 
       for (gint64 s = 1; s <= 16; s++)
-        if (s == 1 || split_ok (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s))
+        if (s == 1 || split_ok (p, narrow, g->batch, g->M, g->N, g->K, BM, BN, BK, s))
           {
-            GemmLoads loads = { k->path == NAPKIN_PATH_MMA, g->a_piece, g->b_piece };
             double t = gemm_estimate (p, g->batch, g->M, g->N, g->K, BM, BN, BK, s, napkin_dtype_bytes (g->ab_dtype),
                                       &loads);
 
@@ -1737,7 +1751,7 @@ gemm_split_k (NapkinPlanner    *p,
               }
           }
     }
-  else if (split > 1 && !split_ok (p, g->batch, g->M, g->N, g->K, BM, BN, BK, split))
+  else if (split > 1 && !split_ok (p, narrow, g->batch, g->M, g->N, g->K, BM, BN, BK, split))
     split = 1;
   tiles = g->batch * ((g->M + BM - 1) / BM) * ((g->N + BN - 1) / BN);
   if (split >= 2)
@@ -1984,7 +1998,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
 
   k->kind = NAPKIN_PLAN_GEMM;
   k->blocks_per_sm = 1;
-  if (k->path == NAPKIN_PATH_MMA && g->BM < 64)
+  if (k->path == NAPKIN_PATH_MMA && g->BM < 64 && (g->a_piece % 16 != 0 || g->b_piece % 16 != 0))
     {
       /* as many skinny blocks as share an SM (GEMM_SKINNY_BLOCKS), as its threads,
        * registers and shared memory allow */
