@@ -305,9 +305,11 @@ gemm_estimate (NapkinPlanner *p,
 
   if (napkin_tensor_class_for_dtype (bytes == 1 ? NAPKIN_DTYPE_FP8_E4M3 : NAPKIN_DTYPE_BF16, &klass))
     peak = a->tensor_per_sm_clock[klass] * (a->tensor_clock_hz > 0 ? a->tensor_clock_hz : a->clock_hz);
-  /* set against wgmma's estimates, mma.sync's own rate (on Ampere the same) */
+  /* set against wgmma's estimates, mma.sync's own rate (on Ampere the same) at the share
+   * the plan's mma.sync kernel sustains where wgmma exists */
   if (loads != NULL && loads->mma && peak > 0)
-    peak = napkin_arch_mma_sync_rate (a, klass) / sms;
+    peak = napkin_arch_mma_sync_rate (a, klass) / sms
+           * (napkin_arch_has_wgmma (a) ? NAPKIN_PLAN_MMA_ON_WGMMA_GPU_EFFICIENCY : 1.0);
   if (peak <= 0)
     peak = 1e12;
   /* TMA moves panels faster than the thread loads L2's figure was measured with */

@@ -586,6 +586,13 @@ double            napkin_plan_gemm_staged_epilogue_s (const NapkinArch   *arch,
  * ones ran a median 1.16× their prediction without it; 8192³ bf16 runs at 790 TFLOP/s
  * of the datasheet's 989) (docs/model.md §14, "The main loop"). */
 #define NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY 0.87
+/* The share of mma.sync's rate (the profile's tensor_mma_sync) the plan's mma.sync GEMM
+ * (kernels/gemm-sm80.cu) sustains on a GPU that has wgmma: 4096³ fp16 with 128 × 96
+ * blocks ran 0.81 ms on an H200 (170 TFLOP/s; docs/perf-notes.md, session 24) where the
+ * 646 TFLOP/s of calibrate's mma.sync loop priced it 0.386 (docs/model.md §14). One
+ * measurement: it keeps tune and derive from taking a tile wgmma cannot run as if it
+ * were nearly as fast. */
+#define NAPKIN_PLAN_MMA_ON_WGMMA_GPU_EFFICIENCY 0.48
 /* Ping-pong consumers (docs/plan.md, "Ping-pong"): the share of the tensor cores' rate
  * one warpgroup issuing at a time keeps, and the share of the epilogue (its stores and
  * the staged maps) left exposed beside the other consumer's main loop. Measured on an
