@@ -2,29 +2,32 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The torch baseline of einsum text files (the import format, docs/import.md): each file's
 program run by PyTorch on the GPU in its dtype — contractions by torch.einsum (cuBLAS), the
-element-wise maps by torch — timed by CUDA events (median of REPEATS after a warm-up), one
-table row a file. Beside bench/gpu/ab-env, which runs the same files through Napkin.
+element-wise maps by torch — timed as bench/gpu/sweep-baselines.py times every baseline
+(its time_fn: warm-up, CUDA events, median; inputs rotated among copies where one set would
+sit in L2), one table row a file. Beside bench/gpu/ab-env, which runs the same files
+through Napkin.
 
     python3 bench/gpu/einsum-torch.py FILE.einsum...     (on the GPU machine)
 
-Handles what the skinny-product files use: sizes, dtype, einsum lines, add/mul maps,
+Handles what the skinny-product files use: sizes, dtype, einsum lines, add/mul/sub maps,
 outputs."""
-import re, statistics, sys
+import importlib.util, math, os, re, sys
 
-import torch
-
-DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-MAPS = {"add": torch.add, "mul": torch.mul, "sub": torch.sub}
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location("sweep_baselines", os.path.join(HERE, "sweep-baselines.py"))
+sb = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sb)
+MAPS = ("add", "mul", "sub")
 
 
 def parse(path):
-    sizes, dtype, steps, outputs = {}, torch.float16, [], []
+    sizes, dtype, steps, outputs = {}, "fp16", [], []
     for line in open(path):
         line = line.split("#")[0].strip()
         if not line:
             continue
         if line.startswith("dtype"):
-            dtype = DTYPES[line.split()[1]]
+            dtype = line.split()[1]
         elif line.startswith("output"):
             outputs += line.split()[1:]
         elif "->" in line:
@@ -41,49 +44,40 @@ def parse(path):
 
 
 def program(path):
+    """The file's inputs (name → shape), its dtype, and fn(*inputs) giving its outputs."""
     sizes, dtype, steps, outputs = parse(path)
-    tensors = {}
+    shapes = {}
     for name, op, operands, is_einsum in steps:
+        if not is_einsum and op not in MAPS:
+            raise ValueError("map “%s”: this reader runs %s" % (op, ", ".join(MAPS)))
         for o in operands:
             m = re.match(r"(\w+)\[(.*)\]", o)
-            if m and m.group(1) not in tensors:
-                shape = [sizes[a.strip()] for a in m.group(2).split(",")]
-                tensors[m.group(1)] = torch.randn(shape, device="cuda", dtype=dtype)
+            if m and m.group(1) not in shapes:
+                shapes[m.group(1)] = [sizes[a.strip()] for a in m.group(2).split(",")]
+    names = list(shapes)
 
-    def names(operands):
-        return [re.match(r"(\w+)", o).group(1) for o in operands]
-
-    def run():
-        env = dict(tensors)
+    def run(*tensors):
+        env = dict(zip(names, tensors))
         for name, op, operands, is_einsum in steps:
-            args = [env[n] for n in names(operands)]
-            env[name] = torch.einsum(op, *args) if is_einsum else MAPS[op](*args)
+            args = [env[re.match(r"(\w+)", o).group(1)] for o in operands]
+            env[name] = sb.torch.einsum(op, *args) if is_einsum else getattr(sb.torch, op)(*args)
         return [env[o] for o in outputs]
-    return run
-
-
-def time_ms(fn, repeats=20):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
+    return shapes, dtype, run
 
 
 def main():
+    sb.import_torch()
+    l2 = getattr(sb.torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
     print("| case | torch ms |")
     print("|---|---|")
     for path in sys.argv[1:]:
         name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         try:
-            print("| %s | %.4f |" % (name, time_ms(program(path))), flush=True)
+            shapes, dtype, run = program(path)
+            t = sb.DT[dtype]
+            per = sum(math.prod(s) for s in shapes.values()) * sb.torch.empty((), dtype=t).element_size()
+            sets = [tuple(sb.rand(s, t) for s in shapes.values()) for _ in range(sb.n_sets(per, l2))]
+            print("| %s | %.4f |" % (name, sb.time_fn(run, sets, 20)[0]), flush=True)
         except Exception as e:   # a file this reader does not handle: say so, go on
             print("| %s | failed: %s |" % (name, str(e)[:80]), flush=True)
 
