@@ -2622,9 +2622,7 @@ planned_gemm (Model                  *m,
     k->time_s[NAPKIN_RESOURCE_TENSOR] *= padded / real;
   /* the main loop's share of the peak (ping-pong: one warpgroup issues at a time; the
    * other's epilogue runs beside it) */
-  k->time_s[NAPKIN_RESOURCE_TENSOR] /= napkin_plan_gemm_tensor_share (pk->path, g);
-  if (pk->path == NAPKIN_PATH_MMA && napkin_arch_has_wgmma (m->arch))
-    k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_MMA_ON_WGMMA_GPU_EFFICIENCY;
+  k->time_s[NAPKIN_RESOURCE_TENSOR] /= napkin_plan_gemm_tensor_share (m->arch, pk->path, g);
   k->quantisation = (double) waves * m->arch->sms * MAX (1u, pk->blocks_per_sm) / MAX (1, pk->grid);
   k->fill = grid_fill (m, pk->grid);
   napkin_tensor_class_for_dtype (g->ab_dtype, &klass);
@@ -3035,26 +3033,22 @@ kernel_plan (Model                  *m,
           k->time_s[NAPKIN_RESOURCE_HBM] *= (qo / ATTN_PERSIST_STREAM_EFFICIENCY + kv) / MAX (qo + kv, 1.0);
         }
     }
-  /* a GEMM region on the plan's wgmma kernel: its staged epilogue, once per wave */
-  if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && pk->path == NAPKIN_PATH_WGMMA && !m->a->paper && pk->grid > 0)
+  /* a GEMM region on the plan's wgmma or mma.sync kernel: the share of its path's rate
+   * it sustains, what unaligned operands cost it, and on wgmma its staged epilogue, once
+   * per wave */
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && (pk->path == NAPKIN_PATH_WGMMA || pk->path == NAPKIN_PATH_MMA)
+      && !m->a->paper && pk->grid > 0)
     {
-      const gboolean pp = pk->u.gemm.pingpong;
+      if (pk->path == NAPKIN_PATH_WGMMA)
+        {
+          double staged = napkin_plan_gemm_staged_epilogue_s (m->arch, &pk->u.gemm);
 
-      double staged = napkin_plan_gemm_staged_epilogue_s (m->arch, &pk->u.gemm);
-
-      if (pp)
-        staged -= napkin_plan_gemm_pingpong_hidden_s (m->arch, &pk->u.gemm, staged);
-      k->latency_s += ceil_div (pk->grid, m->arch->sms) * staged + gemm_unaligned_s (m, pk);
-      k->time_s[NAPKIN_RESOURCE_TENSOR] /= napkin_plan_gemm_tensor_share (pk->path, &pk->u.gemm);
-    }
-  /* a GEMM region on the plan's mma.sync kernel where wgmma exists (a tile wgmma cannot
-   * take): the share of mma.sync's rate that kernel sustains there, and any operand it
-   * reads in place */
-  else if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && pk->path == NAPKIN_PATH_MMA && !m->a->paper
-           && pk->grid > 0 && napkin_arch_has_wgmma (m->arch))
-    {
+          if (pk->u.gemm.pingpong)
+            staged -= napkin_plan_gemm_pingpong_hidden_s (m->arch, &pk->u.gemm, staged);
+          k->latency_s += ceil_div (pk->grid, m->arch->sms) * staged;
+        }
       k->latency_s += gemm_unaligned_s (m, pk);
-      k->time_s[NAPKIN_RESOURCE_TENSOR] /= NAPKIN_PLAN_MMA_ON_WGMMA_GPU_EFFICIENCY;
+      k->time_s[NAPKIN_RESOURCE_TENSOR] /= napkin_plan_gemm_tensor_share (m->arch, pk->path, &pk->u.gemm);
     }
   /* a row too long for the SM: the plan reads it twice (statistics, then the result) */
   if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->u.rows.inner > 1 && !m->a->paper && pk->grid > 0)

@@ -233,6 +233,18 @@ gemm_loads_narrow (const GemmLoads *loads)
   return loads != NULL && loads->mma && (loads->a_piece % 16 != 0 || loads->b_piece % 16 != 0);
 }
 
+/* Which operands the GEMM reads in place by narrow copies ("A", "B", "A and B"; NULL:
+ * none), and the narrowest copy's bytes, for its notes. */
+static const char *
+gemm_in_place_operands (const NapkinPlanGemm *g,
+                        guint                *bytes)
+{
+  const gboolean a = g->a_piece % 16 != 0, b = g->b_piece % 16 != 0;
+
+  *bytes = a && b ? MIN (g->a_piece, g->b_piece) : a ? g->a_piece : g->b_piece;
+  return a && b ? "A and B" : a ? "A" : b ? "B" : NULL;
+}
+
 /* Tiles under 64 rows of a product that reads an operand in place (mma.sync, a skinny
  * product: a few tokens against a weight) are bound by their operand's stream, not their
  * products: GEMM_SKINNY_BLOCKS of them share an SM at once, so that its copies in flight
@@ -308,8 +320,11 @@ gemm_estimate (NapkinPlanner *p,
   /* set against wgmma's estimates, mma.sync's own rate (on Ampere the same) at the share
    * the plan's mma.sync kernel sustains where wgmma exists */
   if (loads != NULL && loads->mma && peak > 0)
-    peak = napkin_arch_mma_sync_rate (a, klass) / sms
-           * (napkin_arch_has_wgmma (a) ? NAPKIN_PLAN_MMA_ON_WGMMA_GPU_EFFICIENCY : 1.0);
+    {
+      NapkinPlanGemm g = { 0 };
+
+      peak = napkin_arch_mma_sync_rate (a, klass) / sms * napkin_plan_gemm_tensor_share (a, NAPKIN_PATH_MMA, &g);
+    }
   if (peak <= 0)
     peak = 1e12;
   /* TMA moves panels faster than the thread loads L2's figure was measured with */
@@ -1304,10 +1319,13 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
 }
 
 double
-napkin_plan_gemm_tensor_share (NapkinPath            path,
+napkin_plan_gemm_tensor_share (const NapkinArch     *arch,
+                               NapkinPath            path,
                                const NapkinPlanGemm *g)
 {
-  g_return_val_if_fail (g != NULL, 1);
+  g_return_val_if_fail (arch != NULL && g != NULL, 1);
+  if (path == NAPKIN_PATH_MMA)
+    return napkin_arch_has_wgmma (arch) ? NAPKIN_PLAN_MMA_ON_WGMMA_GPU_EFFICIENCY : 1.0;
   return (path == NAPKIN_PATH_WGMMA ? NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY : 1.0)
          * (g->pingpong ? NAPKIN_PLAN_PINGPONG_TENSOR : 1.0);
 }
@@ -1470,6 +1488,8 @@ gemm_in_place (NapkinPlanner    *p,
   double copy = 0;
   GemmLoads narrow, aligned = { !t->wgmma, 0, 0 };
   Tile in_place, repacked;
+  const char *what;
+  guint width;
 
   if (bytes != 2 || g_strcmp0 (g_getenv ("NAPKIN_GEMM_IN_PLACE"), "1") != 0)
     return;
@@ -1495,11 +1515,9 @@ gemm_in_place (NapkinPlanner    *p,
   g->b_piece = narrow.b_piece;
   t->wgmma = FALSE;
   t->in_place = TRUE;
+  what = gemm_in_place_operands (g, &width);
   adjust (k, _("%s read in place by %u-byte copies on mma.sync (estimated %.1f µs) rather than copied to "
-               "aligned rows first (%.1f µs)"),
-          g->a_piece && g->b_piece ? "A and B" : g->a_piece ? "A" : "B",
-          g->a_piece && g->b_piece ? MIN (g->a_piece, g->b_piece) : MAX (g->a_piece, g->b_piece),
-          in_place.cost * 1e6, (repacked.cost + copy) * 1e6);
+               "aligned rows first (%.1f µs)"), what, width, in_place.cost * 1e6, (repacked.cost + copy) * 1e6);
 }
 
 /* An operand without the batch axes is shared by the whole batch (one copy, batch
@@ -1873,7 +1891,7 @@ gemm_pingpong (NapkinPlanner    *p,
   rate = napkin_arch_tensor_rate (p->arch, klass);
   if (tiles < 2 * sms || rate <= 0)
     return;
-  tensor = 2.0 * t.batch * t.M * t.N * t.K / (rate * napkin_plan_gemm_tensor_share (k->path, &t));   /* cooperative */
+  tensor = 2.0 * t.batch * t.M * t.N * t.K / (rate * napkin_plan_gemm_tensor_share (p->arch, k->path, &t));   /* cooperative */
   hidden = (double) ((tiles + sms - 1) / sms)
            * napkin_plan_gemm_pingpong_hidden_s (p->arch, &t, napkin_plan_gemm_staged_epilogue_s (p->arch, &t));
   if (hidden <= (1.0 / NAPKIN_PLAN_PINGPONG_TENSOR - 1.0) * tensor)
@@ -1909,11 +1927,13 @@ gemm_note (NapkinPlanKernel *k)
                           napkin_dtype_to_string (g->ab_dtype), g->a_kmajor ? "A" : "Aᵀ",
                           g->b_kmajor ? "Bᵀ" : "B", (long long) g->BM, (long long) g->BN, (long long) g->BK, g->stages,
                           k->path == NAPKIN_PATH_WGMMA ? "TMA loads, wgmma" : "cp.async loads, mma.sync");
-  if (g->a_piece % 16 != 0 || g->b_piece % 16 != 0)
-    g_string_append_printf (note, _(", %s read in place (%u-byte copies)"),
-                            g->a_piece % 16 && g->b_piece % 16 ? "A and B" : g->a_piece % 16 ? "A" : "B",
-                            g->a_piece % 16 && g->b_piece % 16 ? MIN (g->a_piece, g->b_piece)
-                            : g->a_piece % 16 ? g->a_piece : g->b_piece);
+  {
+    guint width;
+    const char *what = gemm_in_place_operands (g, &width);
+
+    if (what != NULL)
+      g_string_append_printf (note, _(", %s read in place (%u-byte copies)"), what, width);
+  }
   if (g->split_k > 1)
     g_string_append_printf (note, _(", K split in %u"), g->split_k);
   if (g->pingpong)

@@ -599,9 +599,12 @@ double            napkin_plan_gemm_staged_epilogue_s (const NapkinArch   *arch,
  * H200 (docs/perf-notes.md, session 11). */
 #define NAPKIN_PLAN_PINGPONG_TENSOR   0.93
 #define NAPKIN_PLAN_PINGPONG_EXPOSED  0.5
-/* The share of the tensor rate a GEMM kernel on `path` sustains: the wgmma main loop's,
- * times ping-pong's where its consumers take turns. */
-double            napkin_plan_gemm_tensor_share (NapkinPath            path,
+/* The share of its path's tensor rate (wgmma's: the profile's tensor; mma.sync's:
+ * tensor_mma_sync) a GEMM kernel on `path` sustains on `arch`: the wgmma main loop's,
+ * times ping-pong's where its consumers take turns; the mma.sync kernel's where wgmma
+ * exists (NAPKIN_PLAN_MMA_ON_WGMMA_GPU_EFFICIENCY), else all of it. */
+double            napkin_plan_gemm_tensor_share (const NapkinArch     *arch,
+                                                 NapkinPath            path,
                                                  const NapkinPlanGemm *gemm);
 double            napkin_plan_gemm_pingpong_hidden_s (const NapkinArch     *arch,
                                                       const NapkinPlanGemm *gemm,
