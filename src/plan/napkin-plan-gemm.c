@@ -1185,11 +1185,13 @@ napkin_plan_gemm_unaligned_chunk_s (const NapkinArch     *arch,
                    - MAX (compute, (unaligned + aligned) / l2));
 }
 
-/* cp.async copies narrower than 16 bytes an SM issues a clock: an assumption, not yet
- * measured (half a warp's instruction a clock; docs/model.md §14, "Operands read in
- * place"). At 4 bytes a copy that is 64 bytes a clock, three times an SM's share of
- * an H200's device memory: the skinny products that read in place stay bound by it. */
-#define GEMM_NARROW_PIECES_PER_CLOCK 16.0
+/* cp.async copies narrower than 16 bytes an SM completes a clock, measured on an H200
+ * (session 27, nine skinny products read in place with 4-byte pieces: 0.5–1.1, median
+ * 0.85; docs/model.md §14, "Operands read in place"). At 4 bytes that is 3.4 bytes a
+ * clock, a quarter of an SM's share of device memory: reading in place loses to copying
+ * the operand to aligned rows (three times its bytes at full bandwidth) on every product
+ * measured, so the plan keeps the copy even where the switch allows the narrow reads. */
+#define GEMM_NARROW_PIECES_PER_CLOCK 0.85
 
 double
 napkin_plan_gemm_narrow_chunk_s (const NapkinArch     *arch,
@@ -1473,9 +1475,10 @@ gemm_piece_bytes (gint64 ld,
  * path the plan would run on them (docs/plan.md, "Reading unaligned operands in
  * place"): a skinny product over a large weight reads it once instead of three times.
  * The estimates are choose_tile's, from the shape alone, so a region written from this
- * plan plans the same. Only with NAPKIN_GEMM_IN_PLACE=1 until measured: the same idea
- * with 64-row tiles ran slower than the copy on an H200 (docs/perf-notes.md, session 24);
- * this one's skinny tiles, blocks an SM and split are what the next run A/Bs. */
+ * plan plans the same. Only with NAPKIN_GEMM_IN_PLACE=1: measured on an H200 with 16- and
+ * 32-row tiles, 4 blocks an SM and split K it ran 1.1–1.6× slower than the copy on eight
+ * of nine products (docs/perf-notes.md, session 27), and with the narrow copies' rate
+ * measured the estimate no longer takes it there. */
 static void
 gemm_in_place (NapkinPlanner    *p,
                NapkinPlanKernel *k,
@@ -1490,8 +1493,11 @@ gemm_in_place (NapkinPlanner    *p,
   Tile in_place, repacked;
   const char *what;
   guint width;
+  const char *mode = g_getenv ("NAPKIN_GEMM_IN_PLACE");
+  /* "force": wherever the rows allow it, whatever the estimates (tests, A/B runs) */
+  const gboolean force = g_strcmp0 (mode, "force") == 0;
 
-  if (bytes != 2 || g_strcmp0 (g_getenv ("NAPKIN_GEMM_IN_PLACE"), "1") != 0)
+  if (bytes != 2 || !(force || g_strcmp0 (mode, "1") == 0))
     return;
   ap = gemm_piece_bytes (g->lda, g->batch > 1 ? g->a_bstride : 0, bytes);
   bp = gemm_piece_bytes (g->ldb, g->batch > 1 ? g->b_bstride : 0, bytes);
@@ -1508,8 +1514,8 @@ gemm_in_place (NapkinPlanner    *p,
   in_place = choose_tile (p, g->batch, g->M, g->N, g->K, 32, bytes, FALSE, long_epi, &narrow);
   repacked = choose_tile (p, g->batch, g->M, g->N, g->K, t->wgmma ? 64 : 32, bytes, t->wgmma, long_epi, &aligned);
   /* clearly cheaper only: the estimates leave out the epilogue, which the wgmma
-   * kernel overlaps better (ping-pong), and the narrow copies' rate is not measured */
-  if (in_place.cost * GEMM_IN_PLACE_MARGIN >= repacked.cost + copy)
+   * kernel overlaps better (ping-pong) */
+  if (!force && in_place.cost * GEMM_IN_PLACE_MARGIN >= repacked.cost + copy)
     return;
   g->a_piece = narrow.a_piece;
   g->b_piece = narrow.b_piece;
