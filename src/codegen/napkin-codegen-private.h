@@ -96,6 +96,10 @@ gboolean    _napkin_print_gemm_mma    (const NapkinPrintCtx   *ctx,
                                        const NapkinPlanKernel *kernel,
                                        const char             *name,
                                        GError                **error);
+gboolean    _napkin_print_gemm_skinny (const NapkinPrintCtx   *ctx,
+                                       const NapkinPlanKernel *kernel,
+                                       const char             *name,
+                                       GError                **error);
 gboolean    _napkin_print_split_reduce (const NapkinPrintCtx  *ctx,
                                        const NapkinPlanKernel *kernel,
                                        const char             *name,

@@ -981,7 +981,8 @@ print_planned (Printer                *P,
     {
     case NAPKIN_PLAN_GEMM:
       ok = pk->path == NAPKIN_PATH_WGMMA ? _napkin_print_gemm_wgmma (&ctx, pk, name, error)
-                                         : _napkin_print_gemm_mma (&ctx, pk, name, error);
+           : pk->path == NAPKIN_PATH_SIMT ? _napkin_print_gemm_skinny (&ctx, pk, name, error)
+                                          : _napkin_print_gemm_mma (&ctx, pk, name, error);
       break;
     case NAPKIN_PLAN_SPLIT_REDUCE:
       ok = _napkin_print_split_reduce (&ctx, pk, name, error);

@@ -864,6 +864,110 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
   return TRUE;
 }
 
+/* ---- CUDA cores: a skinny product ------------------------------------------------------------ */
+
+/* The widest load of B (elements, 8 at most) that its start, rows and matrices allow. */
+static gint64
+skinny_vec (gint64 offset,
+            gint64 ld,
+            gint64 bstride,
+            guint  bytes,
+            gint64 want)
+{
+  gint64 v = MAX (1, MIN (want, 8));
+
+  while (v > 1 && (offset % (v * bytes) || (ld * bytes) % (v * bytes) || (bstride * bytes) % (v * bytes)))
+    v /= 2;
+  return v;
+}
+
+gboolean
+_napkin_print_gemm_skinny (const NapkinPrintCtx   *ctx,
+                           const NapkinPlanKernel *kernel,
+                           const char             *name,
+                           GError                **error)
+{
+  const NapkinPlanGemm *g = &kernel->u.gemm;
+  const guint bytes = napkin_dtype_bytes (g->ab_dtype);
+  NapkinCudaRef ra, rb, rc;
+  g_autofree char *pref = NULL;
+  gint64 vec, blocks, tiles, smem;
+  NapkinCudaKernel *ck;
+
+  g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
+
+  if (!check_kind (kernel, NAPKIN_PLAN_GEMM, "GEMM", name, error) || !check_problem (g, name, error))
+    return FALSE;
+  if (!is_16bit (g->ab_dtype))
+    return fail (error, name, "ab_dtype %s: the skinny product on CUDA cores takes fp16 or bf16",
+                 napkin_dtype_to_string (g->ab_dtype));
+  if (g->M > NAPKIN_PLAN_GEMM_SKINNY_MAX_M)
+    return fail (error, name, "M = %" G_GINT64_FORMAT ": the skinny product keeps at most %d rows' sums a thread",
+                 g->M, NAPKIN_PLAN_GEMM_SKINNY_MAX_M);
+  if (g->split_k < 2 || g->partials < 0)
+    return fail (error, name, "split_k = %u with partials %d: the skinny product writes fp32 partials for the split-K "
+                 "reduction (at least 2 slices)", g->split_k, g->partials);
+  if (g->BK < 1 || g->BK % 8 || (g->K + g->BK - 1) / g->BK != g->split_k)
+    return fail (error, name, "slices of %" G_GINT64_FORMAT " along K (a multiple of 8) must cut K = %" G_GINT64_FORMAT
+                 " into the %u of the split", g->BK, g->K, g->split_k);
+  /* A's slice in fp32, its rows padded to 4 where B is N-major (float4 reads) */
+  if ((g->b_kmajor ? g->M : (g->M + 3) / 4 * 4) * g->BK * 4 > 24 * 1024)
+    return fail (error, name, "%" G_GINT64_FORMAT " rows × %" G_GINT64_FORMAT " of A in fp32 need more than 24576 "
+                 "bytes of shared memory", g->M, g->BK);
+  if (g->b_piece > 0 && (g->b_piece % bytes || g->b_piece / bytes * g->M > 32))
+    return fail (error, name, "loads of %u bytes of B: a whole number of elements, at most 32 sums a thread (%"
+                 G_GINT64_FORMAT " rows)", g->b_piece, g->M);
+  smem = napkin_plan_gemm_skinny_smem (g);
+  if (!_napkin_cuda_ref (ctx, &g->a, &ra, error) || !_napkin_cuda_ref (ctx, &g->b, &rb, error)
+      || !_napkin_cuda_ref (ctx, &g->c, &rc, error))
+    return FALSE;
+  pref = partials_expr (ctx, g, TRUE, error);
+  if (pref == NULL)
+    return FALSE;
+  /* the plan's width, narrower where B's start does not allow it */
+  vec = skinny_vec (rb.offset, g->ldb, g->batch > 1 ? g->b_bstride : 0, bytes,
+                    g->b_piece > 0 ? g->b_piece / bytes : 1);
+  blocks = g->b_kmajor ? (g->N + 31) / 32 : (g->N + 64 * vec - 1) / (64 * vec);
+  tiles = blocks * g->batch * g->split_k;
+  if (tiles > G_MAXINT32)
+    return fail (error, name, "%" G_GINT64_FORMAT " blocks; a grid holds at most 2³¹ − 1", tiles);
+
+  {
+    Param params[] = {
+      { "NAME", g_strdup (name) },
+      { "M", i64 (g->M) },
+      { "N", i64 (g->N) },
+      { "K", i64 (g->K) },
+      { "BATCH", i64 (g->batch) },
+      { "SPLIT", i64 (g->split_k) },
+      { "KS", i64 (g->BK) },
+      { "A_KMAJOR", g_strdup (g->a_kmajor ? "1" : "0") },
+      { "B_KMAJOR", g_strdup (g->b_kmajor ? "1" : "0") },
+      { "VEC", i64 (vec) },
+      { "LDA", i64 (g->lda) },
+      { "LDB", i64 (g->ldb) },
+      { "ABS", i64 (g->a_bstride) },
+      { "BBS", i64 (g->b_bstride) },
+      { "AT", g_strdup (_napkin_cuda_ctype (g->ab_dtype)) },
+      { "AREF", _napkin_cuda_ref_expr (&ra, g->ab_dtype) },
+      { "BREF", _napkin_cuda_ref_expr (&rb, g->ab_dtype) },
+      { "PREF", g_strdup (pref) },
+    };
+
+    print_skeleton (ctx, kernel, napkin_kernel_gemm_skinny, _napkin_skeleton_params (params, G_N_ELEMENTS (params)),
+                    "skinny GEMM on CUDA cores (kernels/gemm-skinny.cu)");
+  }
+
+  ck = add_kernel (ctx, name, "gemm-simt");
+  ck->grid = tiles;
+  ck->threads = 256;
+  ck->smem_bytes = smem;
+  ck->note = g_strdup_printf ("%" G_GINT64_FORMAT " rows on CUDA cores, B %s-major read in place with %" G_GINT64_FORMAT
+                              "-element loads, K in %u slices of %" G_GINT64_FORMAT ", fp32 partials stored",
+                              g->M, g->b_kmajor ? "K" : "N", vec, g->split_k, g->BK);
+  return TRUE;
+}
+
 /* ---- helper kernels: the plan's launch ------------------------------------------------------- */
 
 /* A repack's or split-K reduction's launch is the plan's (napkin_plan_helper_launch):

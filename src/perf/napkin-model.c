@@ -1655,9 +1655,10 @@ typedef enum
   PATH_LIBRARY,    /* a plain operation: a library kernel at the dense peak */
   PATH_WGMMA,
   PATH_MMA_SYNC,
+  PATH_CUDA_CORES, /* the plan's skinny product (kernels/gemm-skinny.cu): FMAs, no tensor cores */
 } TensorPath;
 
-static const char *tensor_path_names[] = { "library", "wgmma", "mma.sync" };
+static const char *tensor_path_names[] = { "library", "wgmma", "mma.sync", "CUDA cores" };
 
 /* One exp2 as a polynomial on the FMA pipe (kernels/attn-prims.cuh, napkin_exp2_poly):
  * the clamp, the round by adding 1.5·2^23 + 127, two subtractions, a degree-3 Horner
@@ -1720,9 +1721,12 @@ node_compute (Model      *m,
       m->overflow = TRUE;
       return;
     }
-  /* a product over axes of size 1 runs element-wise: one multiply an element */
+  /* a product over axes of size 1 runs element-wise: one multiply an element; the
+   * plan's skinny product runs its FMAs on CUDA cores */
   if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0 && napkin_plan_unit_product (m->d, n))
     time[NAPKIN_RESOURCE_CUDA] += f.tensor / 2 / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
+  else if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0 && path == PATH_CUDA_CORES)
+    time[NAPKIN_RESOURCE_CUDA] += f.tensor / napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
   else if (node->kind == NAPKIN_OP_CONTRACT && f.tensor > 0)
     {
       int s0 = napkin_diagram_input_source (m->d, n, 0);
@@ -2646,6 +2650,34 @@ planned_gemm (Model                  *m,
     k->latency_s += waves * GEMM_TILE_CLOCKS * (g->pingpong ? 0.5 : 1.0) / clock;
 }
 
+/* The plan's skinny product on CUDA cores (kernels/gemm-skinny.cu; docs/model.md §14,
+ * "Skinny products on CUDA cores"): its stream of A and B at the share of device
+ * memory it sustains (NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE) and its fp32 partials written
+ * in place of C, its FMAs on the CUDA cores (node_compute) at their share, the two
+ * added (measured: a thread's loads and products hardly overlap), a round trip. */
+static void
+planned_gemm_skinny (Model                  *m,
+                     NapkinKernelCost       *k,
+                     const NapkinPlanKernel *pk)
+{
+  const NapkinPlanGemm *g = &pk->u.gemm;
+  const guint ab = napkin_dtype_bytes (g->ab_dtype);
+  double bytes = (double) (g->b_bstride == 0 ? 1 : g->batch) * g->N * g->K * ab
+                 + (double) (g->a_bstride == 0 ? 1 : g->batch) * g->M * g->K * ab
+                 + (double) MAX (1u, g->split_k) * g->batch * g->M * g->N * 4;
+
+  k->time_s[NAPKIN_RESOURCE_HBM] = bytes / (m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth
+                                            * napkin_plan_gemm_skinny_hbm_share (g));
+  k->time_s[NAPKIN_RESOURCE_CUDA] /= NAPKIN_PLAN_GEMM_SKINNY_FMA_SHARE;
+  /* fewer blocks than SMs leave the others idle (napkin_plan_gemm_skinny_fill) */
+  k->time_s[NAPKIN_RESOURCE_HBM] /= napkin_plan_gemm_skinny_fill (m->arch, g);
+  k->time_s[NAPKIN_RESOURCE_CUDA] /= napkin_plan_gemm_skinny_fill (m->arch, g);
+  k->latency_s += MIN (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_CUDA]);
+  k->quantisation = 1;
+  k->fill = grid_fill (m, pk->grid);
+  k->latency_s += 2 * m->arch->levels[NAPKIN_LEVEL_HBM].latency_s;
+}
+
 /* The fixed cost of one attention block (ATTN_BLOCK_CLOCKS above). */
 static double
 attention_block_s (Model *m)
@@ -3384,7 +3416,7 @@ operation_kernel (Model *m,
         k.latency_s += memory_kernel_tail_s (m);
     }
   if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
-    path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : PATH_MMA_SYNC;
+    path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : pk->path == NAPKIN_PATH_SIMT ? PATH_CUDA_CORES : PATH_MMA_SYNC;
   else if (node->kind == NAPKIN_OP_CONTRACT)
     warning_add (m, _("contraction “%s” lies in no region: modelled as reading each operand from device "
                  "memory once, as if on-chip memory were unbounded; relabel it to see what tiling costs"),
@@ -3393,8 +3425,12 @@ operation_kernel (Model *m,
   node_compute (m, n, path, k.time_s);
   if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
     k.tensor_path = tensor_path_names[path];
-  best_path_kernel (m, -1, NULL, &n, 1, &k);
-  if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
+  /* a skinny product on CUDA cores is there by choice: no tensor path to compare */
+  if (path != PATH_CUDA_CORES)
+    best_path_kernel (m, -1, NULL, &n, 1, &k);
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && path == PATH_CUDA_CORES)
+    planned_gemm_skinny (m, &k, pk);
+  else if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
     planned_gemm (m, &k, pk);
   if (pk != NULL || m->plan == NULL || m->a->paper)
     plan_kernel_cost (m, &k, pk);

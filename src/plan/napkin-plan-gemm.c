@@ -1384,6 +1384,28 @@ gemm_realign_pays (NapkinPlanner    *p,
   return gain > copy;
 }
 
+/* Whether the tensor-core path copies the operand (rows_of its rows or columns, `ld`
+ * apart) before reading it: rows not 16 bytes apart, fp8 stored M- or N-major, or on
+ * wgmma rows not 128 bytes apart where the realigned copy pays. */
+static gboolean
+gemm_operand_copied (NapkinPlanner    *p,
+                     NapkinPlanKernel *k,
+                     gint64            rows_of,
+                     gint64           *ld,
+                     gboolean          kmajor,
+                     gint64            bstride,
+                     gboolean          wgmma)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  guint bytes = napkin_dtype_bytes (g->ab_dtype);
+  gint64 rows = kmajor ? rows_of : g->K, cols = kmajor ? g->K : rows_of;
+
+  /* `ld` is the kernel's own lda or ldb: gemm_realign_pays prices it padded, then puts it back */
+  return (*ld * bytes) % 16 != 0 || (bytes == 1 && !kmajor)
+         || (wgmma && !pitch_aligned (*ld, bytes)
+             && gemm_realign_pays (p, k, ld, rows, cols, bstride == 0 ? 1 : g->batch));
+}
+
 /* One operand (rows × K or K × rows) copied into a scratch layout the tensor copies
  * can read where its rows are not 16 bytes apart or, for fp8, it is not K-major; on
  * wgmma also where its rows are not 128 bytes apart and the copy pays for itself. */
@@ -1404,9 +1426,7 @@ gemm_fix_operand (NapkinPlanner    *p,
   /* a copy made anyway gets the rows wgmma's copies read best */
   guint align = wgmma ? 128 : 16;
 
-  if ((*ld * bytes) % 16 == 0 && !t
-      && (!wgmma || pitch_aligned (*ld, bytes)
-          || !gemm_realign_pays (p, k, ld, rows, cols, *bstride == 0 ? 1 : g->batch)))
+  if (!gemm_operand_copied (p, k, rows_of, ld, *kmajor, *bstride, wgmma))
     return;
   *buf = queue_repack (p, k, *buf, g->ab_dtype, g->batch, rows, cols, *ld, *bstride, 1, 0, t, align, ld);
   if (t)
@@ -1452,7 +1472,7 @@ typedef struct
 {
   gint64   BM, BN, BK, split;
   guint    stages;
-  gboolean wgmma, in_place;
+  gboolean wgmma, in_place, skinny;
 } GemmTiles;
 
 /* The widest copy (16, 8 or 4 bytes) that rows `ld` apart, matrices `bstride` apart,
@@ -1466,6 +1486,156 @@ gemm_piece_bytes (gint64 ld,
     if ((ld * bytes) % w == 0 && (bstride * bytes) % w == 0)
       return w;
   return 0;
+}
+
+double
+napkin_plan_gemm_skinny_hbm_share (const NapkinPlanGemm *g)
+{
+  g_return_val_if_fail (g != NULL, 1);
+  return g->b_piece > 0 && g->b_piece < 4 ? NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE_2B : NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE;
+}
+
+double
+napkin_plan_gemm_skinny_fill (const NapkinArch     *arch,
+                              const NapkinPlanGemm *g)
+{
+  const guint bytes = MAX (1u, napkin_dtype_bytes (g->ab_dtype));
+  const gint64 vec = MAX (1, g->b_piece / bytes);
+  const gint64 cols = g->b_kmajor ? (g->N + 31) / 32 : (g->N + 64 * vec - 1) / (64 * vec);
+  const double blocks = (double) cols * g->batch * MAX (1u, g->split_k);
+
+  g_return_val_if_fail (arch != NULL, 1);
+  return MIN (1.0, blocks / MAX (1u, arch->sms));
+}
+
+double
+napkin_plan_gemm_skinny_s (const NapkinArch     *arch,
+                           const NapkinPlanGemm *g)
+{
+  const guint bytes = napkin_dtype_bytes (g->ab_dtype);
+  const double hbm = MAX (1e9, arch->levels[NAPKIN_LEVEL_HBM].bandwidth);
+  double b_bytes, a_bytes, stream, fma;
+
+  g_return_val_if_fail (arch != NULL && g != NULL, 0);
+  b_bytes = (double) (g->b_bstride == 0 ? 1 : g->batch) * g->N * g->K * bytes;
+  a_bytes = (double) (g->a_bstride == 0 ? 1 : g->batch) * g->M * g->K * bytes;
+  stream = (b_bytes + a_bytes + (double) MAX (1u, g->split_k) * g->batch * g->M * g->N * 4)
+           / (hbm * napkin_plan_gemm_skinny_hbm_share (g));
+  fma = 2.0 * g->batch * g->M * g->N * g->K
+        / MAX (1e9, napkin_arch_cuda_rate (arch, NAPKIN_DTYPE_FP32) * NAPKIN_PLAN_GEMM_SKINNY_FMA_SHARE);
+  return (stream + fma) / napkin_plan_gemm_skinny_fill (arch, g) + 2 * arch->levels[NAPKIN_LEVEL_HBM].latency_s;
+}
+
+gint64
+napkin_plan_gemm_skinny_smem (const NapkinPlanGemm *g)
+{
+  const gint64 vec = MAX (1, g->b_piece / MAX (1u, napkin_dtype_bytes (g->ab_dtype)));
+
+  g_return_val_if_fail (g != NULL, 0);
+  /* A's slice in fp32 (N-major: rows padded to 4 for float4 reads), and N-major the
+   * sums of three groups of 64 threads (G_KG − 1) */
+  return (g->b_kmajor ? g->M : (g->M + 3) / 4 * 4) * g->BK * 4 + (g->b_kmajor ? 0 : 3 * g->M * 64 * vec * 4);
+}
+
+/* At most this many slices of K: the reduction's threads each add every slice of
+ * their columns (a 4 × 64 product over 13265 split 208 ways spent 24 µs there). */
+#define GEMM_SKINNY_MAX_SPLIT 32
+
+/* The skinny kernel's slices of K: enough blocks for every SM to hold 4 (columns ×
+ * batch × slices), each slice a multiple of 64 and its rows of A within 24 KiB in
+ * fp32, at least 2 (the reduction after it runs the epilogue). */
+static void
+gemm_skinny_split (const NapkinArch *arch,
+                   NapkinPlanGemm   *g,
+                   gint64            vec)
+{
+  const gint64 cols = g->b_kmajor ? (g->N + 31) / 32 : (g->N + 64 * vec - 1) / (64 * vec);
+  const gint64 want = 4 * MAX (1u, arch->sms);
+  const gint64 max_split = GEMM_SKINNY_MAX_SPLIT;
+  /* A's rows in fp32 within 24 KiB (N-major: the four groups' sums take the rest) */
+  const gint64 max_ks = MAX (64, 6144 / (g->b_kmajor ? g->M : (g->M + 3) / 4 * 4) / 64 * 64);
+  gint64 split = CLAMP ((want + cols * g->batch - 1) / (cols * g->batch), 2, max_split);
+  gint64 ks = ((g->K + split - 1) / split + 63) / 64 * 64;
+
+  ks = CLAMP (ks, 64, max_ks);
+  split = (g->K + ks - 1) / ks;
+  if (split < 2)
+    {
+      ks = MAX (8, ((g->K + 1) / 2 + 7) / 8 * 8);
+      split = (g->K + ks - 1) / ks;
+    }
+  g->BK = ks;
+  g->split_k = (guint) split;
+  g->BM = g->M;
+  g->BN = g->b_kmajor ? 32 : 64 * vec;
+}
+
+/* A product with few rows (M ≤ 16) whose time is B's stream runs on CUDA cores, reading
+ * A and B where they lie whatever their rows' alignment (kernels/gemm-skinny.cu;
+ * docs/plan.md, "Skinny products on CUDA cores"), where that is estimated below the
+ * tensor-core path with the copies it needs: a decode step's product against a weight
+ * whose rows are not 16 bytes apart reads the weight once instead of three times.
+ * Outside regions (a drawn region keeps its tiles). NAPKIN_GEMM_SKINNY=0: never,
+ * =force: wherever the shape allows (A/B runs). */
+static void
+gemm_skinny (NapkinPlanner    *p,
+             NapkinPlanKernel *k,
+             GemmTiles        *t)
+{
+  NapkinPlanGemm *g = &k->u.gemm, s;
+  const guint bytes = napkin_dtype_bytes (g->ab_dtype);
+  const double hbm = MAX (1e9, p->arch->levels[NAPKIN_LEVEL_HBM].bandwidth);
+  GemmLoads aligned = { !t->wgmma, 0, 0 };
+  Tile tensor;
+  double copy = 0, skinny;
+  gint64 vec = 8;
+  const char *mode = g_getenv ("NAPKIN_GEMM_SKINNY");
+
+  if (k->region >= 0 || bytes != 2 || g->M > NAPKIN_PLAN_GEMM_SKINNY_MAX_M || g->K < 128 || g->N < 64
+      || g_strcmp0 (mode, "0") == 0)
+    return;
+  /* the widest load of B its rows allow, a thread's sums and loads within about 80
+   * registers */
+  vec = MIN (vec, MAX (1, 32 / g->M));
+  while (vec > 1 && ((g->ldb * bytes) % (vec * bytes) || (g->batch > 1 ? g->b_bstride * bytes : 0) % (vec * bytes)))
+    vec /= 2;
+  s = *g;
+  s.b_piece = (guint) (vec * bytes);
+  gemm_skinny_split (p->arch, &s, vec);
+  /* a K too long for A's slices in shared memory; too few blocks to fill the SMs (a
+   * 4 × 64 × 13265 product ran 2× slower than on tensor cores, which split K further) */
+  if (s.split_k > GEMM_SKINNY_MAX_SPLIT
+      || (napkin_plan_gemm_skinny_fill (p->arch, &s) < 1.0 && g_strcmp0 (mode, "force") != 0))
+    return;
+  /* with its reduction (the GEMM's own launch is counted on neither side) */
+  skinny = napkin_plan_gemm_skinny_s (p->arch, &s)
+           + 2.0 * s.split_k * s.batch * s.M * s.N * 4 / hbm + p->arch->launch_overhead_s;
+  /* what the tensor-core path costs: its copies of operands whose rows it cannot read */
+  if (gemm_operand_copied (p, k, g->M, &g->lda, g->a_kmajor, g->a_bstride, t->wgmma))
+    copy += 2.0 * (g->a_bstride == 0 ? 1 : g->batch) * g->M * g->K * bytes / hbm + p->arch->launch_overhead_s;
+  if (gemm_operand_copied (p, k, g->N, &g->ldb, g->b_kmajor, g->b_bstride, t->wgmma))
+    copy += 2.0 * (g->b_bstride == 0 ? 1 : g->batch) * g->N * g->K * bytes / hbm + p->arch->launch_overhead_s;
+  tensor = choose_tile (p, g->batch, g->M, g->N, g->K, t->wgmma ? 64 : 32, bytes, t->wgmma,
+                        maps_read_or_transcend (g->epilogue), &aligned);
+  /* a product this skinny streams its operands on tensor cores no faster than on CUDA
+   * cores (H200: wgmma 0.52–0.62 of device memory on five aligned decode products,
+   * docs/perf-notes.md, session 27), which choose_tile's estimate does not see */
+  tensor.cost = MAX (tensor.cost, ((double) (g->b_bstride == 0 ? 1 : g->batch) * g->N * g->K * bytes
+                                   + (double) (g->a_bstride == 0 ? 1 : g->batch) * g->M * g->K * bytes)
+                                  / (hbm * NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE));
+  /* "force": wherever the shape allows, whatever the estimates (A/B runs) */
+  if (skinny >= tensor.cost + copy && g_strcmp0 (mode, "force") != 0)
+    return;
+  g->BM = s.BM;
+  g->BN = s.BN;
+  g->BK = s.BK;
+  g->split_k = s.split_k;
+  g->b_piece = (guint) (vec * bytes);
+  g->a_piece = 0;
+  t->skinny = TRUE;
+  t->wgmma = FALSE;
+  adjust (k, _("%lld rows of C: a skinny product on CUDA cores, A and B read where they lie (%.1f µs against "
+               "%.1f µs on tensor cores with their copies)"), (long long) g->M, skinny * 1e6, (tensor.cost + copy) * 1e6);
 }
 
 #define GEMM_IN_PLACE_MARGIN 1.25
@@ -1555,6 +1725,9 @@ gemm_operand_layouts (NapkinPlanner    *p,
     gemm_queue_permute (p, k, s, TRUE, wgmma);
   if (s->y_copied)
     gemm_queue_permute (p, k, s, FALSE, wgmma);
+  gemm_skinny (p, k, t);
+  if (t->skinny)
+    return;
   gemm_in_place (p, k, t);
   if (g->a_piece == 0)
     gemm_fix_operand (p, k, &g->a, g->M, &g->lda, &g->a_kmajor, &g->a_bstride, t->wgmma);
@@ -1777,7 +1950,8 @@ gemm_split_k (NapkinPlanner    *p,
               }
           }
     }
-  else if (split > 1 && !split_ok (p, narrow, g->batch, g->M, g->N, g->K, BM, BN, BK, split))
+  else if (split > 1 && k->path != NAPKIN_PATH_SIMT
+           && !split_ok (p, narrow, g->batch, g->M, g->N, g->K, BM, BN, BK, split))
     split = 1;
   tiles = g->batch * ((g->M + BM - 1) / BM) * ((g->N + BN - 1) / BN);
   if (split >= 2)
@@ -1927,6 +2101,16 @@ gemm_note (NapkinPlanKernel *k)
 
   if (g->batch > 1)
     g_string_append_printf (note, "%" G_GINT64_FORMAT "× ", g->batch);
+  if (k->path == NAPKIN_PATH_SIMT)
+    {
+      g_string_append_printf (note, _("%lld×%lld×%lld %s GEMM (%s·%s) on CUDA cores: every row's sums in each "
+                                      "thread, A and B read where they lie (B in %u-byte loads), K in %u slices "
+                                      "of %lld, summed after"),
+                              (long long) g->M, (long long) g->N, (long long) g->K,
+                              napkin_dtype_to_string (g->ab_dtype), g->a_kmajor ? "A" : "Aᵀ", g->b_kmajor ? "Bᵀ" : "B",
+                              g->b_piece, g->split_k, (long long) g->BK);
+      return g_string_free (note, FALSE);
+    }
   g_string_append_printf (note, _("%lld×%lld×%lld %s GEMM (%s·%s), "
                           "blocks %lld×%lld, K in chunks of %lld, "
                           "%u stages, %s"), (long long) g->M, (long long) g->N, (long long) g->K,
@@ -2012,15 +2196,28 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
   if (!gemm_epilogue_strides (p, g, &s, why) || !gemm_supported (p, k, t.wgmma, why))
     goto refuse;
   gemm_operand_layouts (p, k, &s, &t);
-  if (k->region >= 0)
+  if (t.skinny)
     {
-      if (!gemm_region_tiles (p, k, &s, &t, why))
-        goto refuse;
+      /* the tiles gemm_skinny chose: all of M, a block's columns, a slice of K */
+      k->path = NAPKIN_PATH_SIMT;
+      k->threads = 256;
+      k->smem_bytes = napkin_plan_gemm_skinny_smem (g);
+      k->registers = 64;
+      g->stages = 1;
+      gemm_split_k (p, k, g->split_k);
     }
   else
-    gemm_chosen_tiles (p, k, &t);
-  gemm_resources (k, &t);
-  gemm_split_k (p, k, t.split);
+    {
+      if (k->region >= 0)
+        {
+          if (!gemm_region_tiles (p, k, &s, &t, why))
+            goto refuse;
+        }
+      else
+        gemm_chosen_tiles (p, k, &t);
+      gemm_resources (k, &t);
+      gemm_split_k (p, k, t.split);
+    }
   gemm_realign_epilogue_operands (p, k);
   gemm_pingpong (p, k);
 

@@ -923,7 +923,8 @@ best_path_note (NapkinPlanner    *p,
     }
   /* helpers (operand repacks, split reductions, the attention's combine) carry their
    * kernel's nodes but compute none of its products */
-  if (!tensor || napkin_plan_kind_is_helper (k->kind))
+  /* helpers compute none of the products; a skinny product is on CUDA cores by choice */
+  if (!tensor || napkin_plan_kind_is_helper (k->kind) || (k->kind == NAPKIN_PLAN_GEMM && k->path == NAPKIN_PATH_SIMT))
     return;
   generated = k->path == NAPKIN_PATH_WGMMA ? "wgmma" : k->path == NAPKIN_PATH_MMA ? "mma.sync" : NULL;
   if (g_strcmp0 (generated, napkin_tensor_path_to_string (best)) == 0

@@ -593,6 +593,30 @@ double            napkin_plan_gemm_staged_epilogue_s (const NapkinArch   *arch,
  * measurement: it keeps tune and derive from taking a tile wgmma cannot run as if it
  * were nearly as fast. */
 #define NAPKIN_PLAN_MMA_ON_WGMMA_GPU_EFFICIENCY 0.48
+/* Skinny products on CUDA cores (kernels/gemm-skinny.cu; docs/plan.md, "Skinny products
+ * on CUDA cores"): at most this many rows of C, a thread keeping every row's sums. */
+#define NAPKIN_PLAN_GEMM_SKINNY_MAX_M 16
+/* The share of device memory's bandwidth its stream of B sustains, and of the CUDA
+ * cores' FMA rate its multiplies do; the two add (a thread's loads and products hardly
+ * overlap). Fitted on an H200 (docs/perf-notes.md, session 27: eleven products, M 1–16,
+ * both majors of B; B N-major within 8 % of all seven, K-major within 1.4×). */
+#define NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE 0.61
+#define NAPKIN_PLAN_GEMM_SKINNY_FMA_SHARE 0.45
+/* B's rows only 2 bytes apart (an odd count of 16-bit elements): one 2-byte load an
+ * element, and the stream at this share instead (three such products, 0.6–1.7 TB/s) */
+#define NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE_2B 0.30
+/* The share of device memory the skinny kernel's stream of B sustains, by its loads. */
+double            napkin_plan_gemm_skinny_hbm_share (const NapkinPlanGemm *gemm);
+/* The skinny kernel's time alone (its stream of A, B and the partials, then its
+ * multiplies on the CUDA cores, and a round trip); the split-K reduction after it is
+ * priced as any. */
+double            napkin_plan_gemm_skinny_s     (const NapkinArch     *arch,
+                                                 const NapkinPlanGemm *gemm);
+/* The share of the SMs its blocks occupy (fewer blocks than SMs: the rest idle). */
+double            napkin_plan_gemm_skinny_fill  (const NapkinArch     *arch,
+                                                 const NapkinPlanGemm *gemm);
+/* Its shared memory: A's slice in fp32 and (B N-major) the partial sums it adds. */
+gint64            napkin_plan_gemm_skinny_smem  (const NapkinPlanGemm *gemm);
 /* Ping-pong consumers (docs/plan.md, "Ping-pong"): the share of the tensor cores' rate
  * one warpgroup issuing at a time keeps, and the share of the epilogue (its stores and
  * the staged maps) left exposed beside the other consumer's main loop. Measured on an

@@ -419,15 +419,21 @@ static inline float4 make_float4 (float x, float y, float z, float w) { return {
 struct uint4 { unsigned x, y, z, w; };
 static inline uint4 make_uint4 (unsigned x, unsigned y, unsigned z, unsigned w) { return { x, y, z, w }; }
 
-/* a read-only 16-byte load: aligned, inside its buffer */
-static inline uint4
-__ldg (const uint4 *p)
+struct uint2 { unsigned x, y; };
+
+/* a read-only load of 16, 8 or 4 bytes: aligned, inside its buffer */
+template <typename W>
+static inline W
+nk_emu_ldg (const W *p)
 {
-  if ((uintptr_t) p % 16 != 0)
+  if ((uintptr_t) p % sizeof (W) != 0)
     nk_emu_fail ("a vector load not aligned to its width", p);
-  nk_emu_check (p, 16);
+  nk_emu_check (p, sizeof (W));
   return *p;
 }
+static inline uint4 __ldg (const uint4 *p) { return nk_emu_ldg (p); }
+static inline uint2 __ldg (const uint2 *p) { return nk_emu_ldg (p); }
+static inline unsigned __ldg (const unsigned *p) { return nk_emu_ldg (p); }
 
 /* the low 32 bits of hi:lo shifted right by shift % 32 */
 static inline unsigned

@@ -910,10 +910,13 @@ test_gemm_mma (void)
 
       d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
       g_assert_no_error (error);
-      /* reading in place lost to the copy where measured: only forced */
+      /* reading in place lost to the copy where measured: only forced, and such products
+       * otherwise run on CUDA cores (test_gemm_skinny) */
       g_setenv ("NAPKIN_GEMM_IN_PLACE", cases[c].piece ? "force" : "0", TRUE);
+      g_setenv ("NAPKIN_GEMM_SKINNY", "0", TRUE);
       plan = napkin_plan_build (d, napkin_test_arch (cases[c].arch), NULL, &error);
       g_unsetenv ("NAPKIN_GEMM_IN_PLACE");
+      g_unsetenv ("NAPKIN_GEMM_SKINNY");
       g_assert_no_error (error);
       for (guint i = 0; i < plan->kernels->len; i++)
         {
@@ -941,6 +944,124 @@ test_gemm_mma (void)
     }
 }
 
+/* The plan's skinny product on CUDA cores (kernels/gemm-skinny.cu) and its split-K
+ * reduction, on the user's path (no region), H200: few rows against B read where it
+ * lies — rows 2, 4, 8 or 16 bytes apart, both majors of A and B, a batch, a shared B,
+ * the last slice of K short, the columns' edge inside a vector, fused epilogues. Sizes
+ * an emulation can run are too small to fill an H200 (the plan keeps them on tensor
+ * cores): the kernel is forced here; the decision is checked on full sizes below. */
+static void
+test_gemm_skinny_decision (void)
+{
+  static const struct
+  {
+    NapkinTestGemmDiagram c;
+    gboolean              skinny;
+  } cases[] = {
+    /* measured on an H200 (docs/perf-notes.md, session 27): B's rows 4 bytes apart */
+    { { .M = 8, .N = 13206, .K = 4594, .dtype = "bf16", .epilogue = "residual" }, TRUE },
+    { { .M = 2, .N = 1518, .K = 880, .batch = 39, .dtype = "bf16" }, TRUE },
+    { { .M = 4, .N = 5000, .K = 3002, .dtype = "bf16", .b_nk = TRUE }, TRUE },
+    /* 16 rows: the FMAs cost more than the copy saves */
+    { { .M = 16, .N = 8650, .K = 8676, .dtype = "fp16", .epilogue = "residual" }, FALSE },
+    /* aligned: nothing to copy, wgmma streams it as fast */
+    { { .M = 4, .N = 14336, .K = 4096, .dtype = "bf16", .b_nk = TRUE }, FALSE },
+    /* 64 columns: too few blocks for the SMs */
+    { { .M = 4, .N = 64, .K = 13265, .dtype = "bf16" }, FALSE },
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      const NapkinTestGemmDiagram *g = &cases[c].c;
+      g_autoptr(GError) error = NULL;
+      g_autofree char *json = napkin_test_gemm_json (g);
+      g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+      g_autoptr(NapkinPlan) plan = NULL;
+      gboolean skinny = FALSE;
+
+      g_assert_no_error (error);
+      plan = napkin_plan_build (d, napkin_test_arch ("h200"), NULL, &error);
+      g_assert_no_error (error);
+      for (guint i = 0; i < plan->kernels->len; i++)
+        {
+          const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+          skinny |= k->kind == NAPKIN_PLAN_GEMM && k->path == NAPKIN_PATH_SIMT;
+        }
+      g_test_message ("%" G_GINT64_FORMAT " × %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT ": %s", g->M, g->N, g->K,
+                      skinny ? "CUDA cores" : "tensor cores");
+      g_assert_cmpint (skinny, ==, cases[c].skinny);
+    }
+}
+
+static void
+test_gemm_skinny (void)
+{
+  static const struct
+  {
+    NapkinTestGemmDiagram c;
+    guint                 vec;    /* elements a load of B reads */
+  } cases[] = {
+    { { .M = 8, .N = 150, .K = 300, .dtype = "bf16" }, 2 },                                 /* 300 B rows */
+    { { .M = 3, .N = 77, .K = 257, .dtype = "fp16", .epilogue = "residual" }, 1 },          /* odd: 2 B */
+    { { .M = 8, .N = 1030, .K = 2000, .dtype = "fp16", .a_km = TRUE }, 2 },
+    { { .M = 1, .N = 600, .K = 1004, .dtype = "bf16", .b_nk = TRUE, .epilogue = "bias-gelu" }, 4 },
+    { { .M = 5, .N = 700, .K = 1201, .dtype = "fp16", .b_nk = TRUE }, 1 },
+    { { .M = 2, .N = 1002, .K = 900, .batch = 3, .dtype = "bf16" }, 2 },
+    { { .M = 4, .N = 1026, .K = 700, .batch = 2, .dtype = "fp16", .shared_b = TRUE, .epilogue = "silu" }, 2 },
+  };
+
+  if (gxx == NULL)
+    {
+      g_test_skip ("no g++ to build the emulation");
+      return;
+    }
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      const NapkinTestGemmDiagram *g = &cases[c].c;
+      g_autoptr(GError) error = NULL;
+      g_autofree char *json = napkin_test_gemm_json (g);
+      g_autoptr(NapkinDiagram) d = NULL;
+      g_autoptr(NapkinPlan) plan = NULL;
+      g_autoptr(NapkinCudaModule) module = NULL;
+      g_autofree char *what = g_strdup_printf ("skinny GEMM, %s b%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "×%"
+                                               G_GINT64_FORMAT "×%" G_GINT64_FORMAT " A %s B %s%s%s", g->dtype,
+                                               g->batch, g->M, g->N, g->K, g->a_km ? "[k,m]" : "[m,k]",
+                                               g->b_nk ? "[n,k]" : "[k,n]", g->epilogue ? " + " : "",
+                                               g->epilogue ? g->epilogue : "");
+      const NapkinPlanKernel *gk = NULL;
+      gboolean repacked = FALSE, reduced = FALSE;
+      double worst, tol = g_str_equal (g->dtype, "bf16") ? 1e-2 : 2e-3;
+
+      d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+      g_assert_no_error (error);
+      g_setenv ("NAPKIN_GEMM_SKINNY", "force", TRUE);
+      plan = napkin_plan_build (d, napkin_test_arch ("h200"), NULL, &error);
+      g_unsetenv ("NAPKIN_GEMM_SKINNY");
+      g_assert_no_error (error);
+      for (guint i = 0; i < plan->kernels->len; i++)
+        {
+          const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+          repacked |= k->kind == NAPKIN_PLAN_REPACK;
+          reduced |= k->kind == NAPKIN_PLAN_SPLIT_REDUCE;
+          if (k->kind == NAPKIN_PLAN_GEMM)
+            gk = k;
+        }
+      g_assert_nonnull (gk);
+      g_test_message ("%s: %s", what, gk->note);
+      g_assert_cmpint (gk->path, ==, NAPKIN_PATH_SIMT);
+      g_assert_false (repacked);
+      g_assert_true (reduced);
+      g_assert_cmpuint (gk->u.gemm.b_piece, ==, cases[c].vec * 2);
+      module = napkin_codegen_cuda_for_plan (plan, 0, "emu_k", &error);
+      g_assert_no_error (error);
+      worst = emulate_module (module, d, what);
+      if (!(worst <= tol))
+        g_error ("%s: max |y − ref| / max |ref| = %.3g (tolerance %.1g)", what, worst, tol);
+    }
+}
+
 int
 main (int    argc,
       char **argv)
@@ -949,6 +1070,8 @@ main (int    argc,
   gxx = g_find_program_in_path ("g++");
   g_test_add_func ("/plan/emulate/attention-backward-wgmma", test_attention_backward_wgmma);
   g_test_add_func ("/plan/emulate/gemm-mma", test_gemm_mma);
+  g_test_add_func ("/plan/emulate/gemm-skinny", test_gemm_skinny);
+  g_test_add_func ("/plan/gemm/skinny-decision", test_gemm_skinny_decision);
   g_test_add_func ("/plan/rows/emulate-strided", test_strided);
   g_test_add_func ("/plan/rows/emulate-contiguous", test_contiguous);
   g_test_add_func ("/plan/elementwise/emulate-input-copy", test_input_copy);
