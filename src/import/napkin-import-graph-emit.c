@@ -1037,6 +1037,27 @@ emit_value (G      *g,
         }
       n->reduce = v->reduce;
       n->label = g_strdup (v->emit == EMIT_SOFTMAX ? "softmax" : napkin_reduce_to_string (v->reduce));
+      if (v->emit == EMIT_REDUCE && v->reduce_more != 0)
+        {
+          /* over several dimensions: one reduction after the other, by axis name */
+          Value *a = gi_src (g, v, 0);
+
+          id = gi_emit_node (g, v, n, stem, in0, NULL);
+          for (guint i = 0; i < a->n_dims && i < 64; i++)
+            if (v->reduce_more & (G_GUINT64_CONSTANT (1) << i))
+              {
+                const char *axis = gi_axis_of_dim (g, a, (int) i);
+
+                if (axis == NULL)
+                  return NULL;
+                n = napkin_node_new ("s", NAPKIN_OP_REDUCE);
+                n->axis = g_strdup (axis);
+                n->reduce = v->reduce;
+                n->label = g_strdup (napkin_reduce_to_string (v->reduce));
+                id = gi_emit_node (g, v, n, stem, id, NULL);
+              }
+          return id;
+        }
       return gi_emit_node (g, v, n, stem, in0, NULL);
     case EMIT_NORM:
       {

@@ -1272,43 +1272,108 @@ pass1_pow (G     *g,
   v->alpha = p;   /* 3: the square times x (pass 2) */
 }
 
-/* mean, sum, amax over one dimension (keepdim or not). */
+/* mean, sum, amax over one dimension or several (keepdim or not): several are one
+ * reduction node each, in turn (a mean of means over equal counts is the mean). */
+static void
+reduce_over (G      *g,
+             Value  *v,
+             Value  *a,
+             guint64 mask)
+{
+  gboolean first = TRUE;
+
+  v->reduce = g_str_equal (v->base, "sum") ? NAPKIN_REDUCE_SUM
+              : g_str_equal (v->base, "amax") ? NAPKIN_REDUCE_MAX : NAPKIN_REDUCE_MEAN;
+  v->reduce_more = 0;
+  for (guint i = 0, o = 0; i < a->n_dims; i++)
+    if (!(mask & (G_GUINT64_CONSTANT (1) << i)))
+      v->dims[o++] = a->dims[i];
+    else
+      {
+        if (v->n_dims == a->n_dims)
+          v->dims[o++] = NONE;  /* keepdim */
+        if (first)
+          v->axis_dim = (int) i;
+        else
+          v->reduce_more |= G_GUINT64_CONSTANT (1) << i;
+        first = FALSE;
+      }
+  gi_set_src (g, v, 0, a);
+  v->emit = EMIT_REDUCE;
+}
+
 static void
 pass1_reduce (G     *g,
               Value *v,
               Value *a)
 {
   json_object *dims = gi_arg (v, 1, "dim");
-  gint64 d;
+  guint64 mask = 0;
   int dim;
 
   if (!gi_need (g, v, a, 1))
     return;
-  if (dims != NULL && json_object_is_type (dims, json_type_array) && json_object_array_length (dims) == 1)
-    d = json_object_get_int64 (json_object_array_get_idx (dims, 0));
+  if (dims != NULL && json_object_is_type (dims, json_type_array) && json_object_array_length (dims) >= 1)
+    for (gsize i = 0; i < json_object_array_length (dims); i++)
+      {
+        if (!gi_norm_dim (json_object_get_int64 (json_object_array_get_idx (dims, i)), a->n_dims, &dim))
+          {
+            gi_fail (g, v, _("a reduction over no dimension"));
+            return;
+          }
+        mask |= G_GUINT64_CONSTANT (1) << dim;
+      }
   else if (dims != NULL && json_object_is_type (dims, json_type_int))
-    d = json_object_get_int64 (dims);
+    {
+      if (!gi_norm_dim (json_object_get_int64 (dims), a->n_dims, &dim))
+        {
+          gi_fail (g, v, _("a reduction over no dimension"));
+          return;
+        }
+      mask = G_GUINT64_CONSTANT (1) << dim;
+    }
   else
     {
-      gi_refuse (g, v, _("over several dimensions or all of them is not covered"),
-                 _("reduce over one dimension at a time"));
+      gi_refuse (g, v, _("over all dimensions is not covered"), _("name the dimensions it reduces (dim=...)"));
       return;
     }
-  if (!gi_norm_dim (d, a->n_dims, &dim))
+  reduce_over (g, v, a, mask);
+}
+
+/* adaptive_avg_pool1d/2d/3d to an output of size 1 (global average pooling, as a
+ * squeeze-and-excitation block writes it) is a mean over the pooled dimensions, kept. */
+static void
+pass1_adaptive_pool (G     *g,
+                     Value *v,
+                     Value *a)
+{
+  json_object *size = gi_arg (v, 1, "output_size");
+  guint64 mask = 0;
+  gsize n = 0;
+
+  if (!gi_need (g, v, a, 1))
+    return;
+  if (size != NULL && json_object_is_type (size, json_type_array))
+    n = json_object_array_length (size);
+  else if (size != NULL && json_object_is_type (size, json_type_int))
+    n = 1;
+  for (gsize i = 0; i < n; i++)
     {
-      gi_fail (g, v, _("a reduction over no dimension"));
+      json_object *s = json_object_is_type (size, json_type_array) ? json_object_array_get_idx (size, i) : size;
+
+      if (s == NULL || !json_object_is_type (s, json_type_int) || json_object_get_int64 (s) != 1)
+        n = 0;
+    }
+  if (n == 0 || n > a->n_dims || v->n_dims != a->n_dims)
+    {
+      gi_refuse (g, v, _("to an output larger than 1 is not covered"),
+                 _("pool to size 1 (global average pooling), or write the windows' mean with reshape and mean"));
       return;
     }
-  v->reduce = g_str_equal (v->base, "mean") ? NAPKIN_REDUCE_MEAN
-              : g_str_equal (v->base, "sum") ? NAPKIN_REDUCE_SUM : NAPKIN_REDUCE_MAX;
-  v->axis_dim = dim;
-  for (guint i = 0, o = 0; i < a->n_dims; i++)
-    if ((int) i != dim)
-      v->dims[o++] = a->dims[i];
-    else if (v->n_dims == a->n_dims)
-      v->dims[o++] = NONE;  /* keepdim */
-  gi_set_src (g, v, 0, a);
-  v->emit = EMIT_REDUCE;
+  for (gsize i = 0; i < n; i++)
+    mask |= G_GUINT64_CONSTANT (1) << (a->n_dims - 1 - i);
+  reduce_over (g, v, a, mask);
+  v->reduce = NAPKIN_REDUCE_MEAN;
 }
 
 /* dropout in eval mode (train=False, or p = 0) is the identity: left out, with a note. */
@@ -1464,6 +1529,10 @@ gi_pass1_call (G     *g,
     pass1_pow (g, v, a);
   else if (g_str_equal (b, "mean") || g_str_equal (b, "sum") || g_str_equal (b, "amax"))
     pass1_reduce (g, v, a);
+  else if (g_str_equal (b, "adaptive_avg_pool1d") || g_str_equal (b, "adaptive_avg_pool2d")
+           || g_str_equal (b, "adaptive_avg_pool3d") || g_str_equal (b, "_adaptive_avg_pool2d")
+           || g_str_equal (b, "_adaptive_avg_pool3d"))
+    pass1_adaptive_pool (g, v, a);
   else if (g_str_equal (b, "dropout") || g_str_equal (b, "feature_dropout") || g_str_equal (b, "alpha_dropout"))
     pass1_dropout (g, v, a);
   else

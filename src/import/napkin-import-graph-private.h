@@ -117,6 +117,8 @@ typedef struct
   int          out_from;      /* a square weight's product: the weight's output class, which the
                                  product computes and then renames to its own (NONE: none) */
   int          axis_dim;      /* softmax, norm, rotate, reduce: the torch dim */
+  guint64      reduce_more;   /* reduce: further torch dims of the operand, a bit each (one
+                                 reduction node each after axis_dim's) */
   NapkinNormKind norm;
   NapkinReduceOp reduce;
   double       eps;

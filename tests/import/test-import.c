@@ -360,6 +360,15 @@ test_graph_errors (void)
       "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"y\"}]}]}",
       "line 5 (forward: y = x.masked_fill(pad, 5.0)): masked_fill is outside the covered set; write "
       "masked_fill(~keep, -inf)" },
+    /* pooling to more than one value a channel: windows, not covered */
+    { "{\"format\": \"napkin-graph\", \"version\": 1, \"nodes\": ["
+      "{\"name\": \"x\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [2, 4, 8, 8], \"dtype\": \"fp32\"},"
+      "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.adaptive_avg_pool2d.default\", "
+      "\"args\": [{\"node\": \"x\"}, [2, 2]],"
+      " \"kwargs\": {}, \"shape\": [2, 4, 2, 2], \"dtype\": \"fp32\", \"line\": 4, \"code\": \"y = self.pool(x)\"},"
+      "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"y\"}]}]}",
+      "line 4 (forward: y = self.pool(x)): adaptive_avg_pool2d to an output larger than 1 is not covered; pool to "
+      "size 1 (global average pooling)" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -371,6 +380,42 @@ test_graph_errors (void)
       g_assert_nonnull (error);
       if (strstr (error->message, cases[i].error) == NULL)
         g_error ("case %u: “%s” does not hold “%s”", i, error->message, cases[i].error);
+    }
+}
+
+/* A mean over several dimensions (x.mean(dim=(2, 3)), global average pooling) is one
+ * reduction node each, in turn, and computes the mean over them all. */
+static void
+test_graph_reduce_dims (void)
+{
+  static const char *const targets[] = { "aten.mean.dim\", \"args\": [{\"node\": \"x\"}, [-1, 2], true]",
+                                         "aten.adaptive_avg_pool2d.default\", \"args\": [{\"node\": \"x\"}, [1, 1]]" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (targets); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autofree char *json = g_strdup_printf (
+        "{\"format\": \"napkin-graph\", \"version\": 1, \"nodes\": ["
+        "{\"name\": \"x\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [2, 4, 8, 6], \"dtype\": \"fp32\","
+        " \"dims\": [\"b\", \"c\", \"y\", \"x\"]},"
+        "{\"name\": \"m\", \"op\": \"call_function\", \"target\": \"%s, \"kwargs\": {}, \"shape\": [2, 4, 1, 1], "
+        "\"dtype\": \"fp32\"},"
+        "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"m\"}]}]}", targets[i]);
+      g_autoptr(NapkinDiagram) d = napkin_import_graph (json, strlen (json), NULL, &error);
+      guint reduces = 0;
+      g_autofree char *axes = NULL;
+
+      g_assert_no_error (error);
+      g_assert_nonnull (d);
+      for (guint n = 0; n < napkin_diagram_n_nodes (d); n++)
+        if (napkin_diagram_node (d, n)->kind == NAPKIN_OP_REDUCE)
+          {
+            g_assert_cmpint (napkin_diagram_node (d, n)->reduce, ==, NAPKIN_REDUCE_MEAN);
+            axes = g_strconcat (axes ? axes : "", napkin_diagram_node (d, n)->axis, NULL);
+            reduces++;
+          }
+      g_assert_cmpuint (reduces, ==, 2);
+      g_assert_cmpstr (axes, ==, "yx");
     }
 }
 
@@ -560,6 +605,7 @@ main (int    argc,
   g_test_add_func ("/import/graph/decomposed", test_graph_decomposed);
   g_test_add_func ("/import/graph/unsupported", test_graph_unsupported);
   g_test_add_func ("/import/graph/errors", test_graph_errors);
+  g_test_add_func ("/import/graph/reduce-dims", test_graph_reduce_dims);
   g_test_add_func ("/import/graph/drop-flags", test_graph_drop_flags);
   g_test_add_func ("/import/graph/partial-rotary", test_graph_partial_rotary);
   g_test_add_func ("/import/roundtrip", test_roundtrip);

@@ -34,4 +34,4 @@ def build(small=False, dtype="float16"):
     b, hw = (2, 5) if small else (64, 28)
     t = getattr(torch, dtype)
     m = SqueezeExcitation(**cfg).to(t)
-    return m, (torch.randn(b, cfg.get("input_channels", 256), hw, hw, dtype=t),), {"x": ["b", "c", "y", "x"]}
+    return m, (torch.randn(b, cfg.get("input_channels", 256), hw, hw, dtype=t),), {"input": ["b", "c", "y", "x"]}
