@@ -746,7 +746,16 @@ pass1 (G *g)
 
           if (!gi_in_list (v->base, tuples, G_N_ELEMENTS (tuples)))
             {
-              gi_refuse (g, v, _("gives a result that is not one tensor"), NULL);
+              static const char *const selections[] = { "topk", "sort", "max", "min", "kthvalue", "mode",
+                                                        "median", "argsort" };
+
+              /* a data-dependent selection (a router's top-k) has no place in a diagram: say
+               * where it goes instead */
+              gi_refuse (g, v, _("gives a result that is not one tensor"),
+                         gi_in_list (v->base, selections, G_N_ELEMENTS (selections))
+                         ? _("a data-dependent selection is not a diagram's operation: compute it outside "
+                             "the module (a router's top-k before the experts) and pass what it selects in")
+                         : _("return one tensor from it, or leave it outside the module"));
               v->emit = EMIT_SKIP;
               continue;
             }

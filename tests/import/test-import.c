@@ -360,6 +360,16 @@ test_graph_errors (void)
       "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"y\"}]}]}",
       "line 5 (forward: y = x.masked_fill(pad, 5.0)): masked_fill is outside the covered set; write "
       "masked_fill(~keep, -inf)" },
+    /* a router's top-k: a tuple of values and indices, chosen from the data */
+    { "{\"format\": \"napkin-graph\", \"version\": 1, \"nodes\": ["
+      "{\"name\": \"x\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [16, 8], \"dtype\": \"fp32\"},"
+      "{\"name\": \"t\", \"op\": \"call_function\", \"target\": \"aten.topk.default\", "
+      "\"args\": [{\"node\": \"x\"}, 2], \"kwargs\": {}, \"line\": 9, \"code\": \"w, e = torch.topk(x, 2)\"},"
+      "{\"name\": \"w\", \"op\": \"call_function\", \"target\": \"getitem\", \"args\": [{\"node\": \"t\"}, 0],"
+      " \"kwargs\": {}, \"shape\": [16, 2], \"dtype\": \"fp32\"},"
+      "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"w\"}]}]}",
+      "line 9 (forward: w, e = torch.topk(x, 2)): topk gives a result that is not one tensor; a data-dependent "
+      "selection is not a diagram's operation: compute it outside the module" },
     /* pooling to more than one value a channel: windows, not covered */
     { "{\"format\": \"napkin-graph\", \"version\": 1, \"nodes\": ["
       "{\"name\": \"x\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [2, 4, 8, 8], \"dtype\": \"fp32\"},"
