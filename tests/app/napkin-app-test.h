@@ -181,19 +181,30 @@ napkin_app_test_screenshot_done (GObject      *object,
   *done = TRUE;
 }
 
-/* Saves a PNG of the window at `path` (napkin_window_screenshot_async), waiting up to 30 s
+static inline gboolean
+napkin_app_test_tick (gpointer user_data)
+{
+  (void) user_data;
+  return G_SOURCE_CONTINUE;
+}
+
+/* Saves a PNG of the window at `path` (napkin_window_screenshot_async), waiting up to 90 s
  * (the sanitizer build on two cores, while the window's analysis and code view are built
- * beside it, took more than 10 s for the backward diagram's window). */
+ * beside it and another test runs, took more than 30 s for the backward diagram's
+ * window). The main loop blocks between events (a 50 ms tick wakes it to check the
+ * clock) instead of spinning: a spinning test took a core from the threads it waits on. */
 static inline void
 napkin_app_test_screenshot (NapkinWindow *window,
                             const char   *path)
 {
-  gint64 end = g_get_monotonic_time () + 30 * G_USEC_PER_SEC;
+  gint64 end = g_get_monotonic_time () + 90 * G_USEC_PER_SEC;
   gboolean done = FALSE;
+  guint tick = g_timeout_add (50, napkin_app_test_tick, NULL);
 
   napkin_window_screenshot_async (window, path, napkin_app_test_screenshot_done, &done);
   while (!done && g_get_monotonic_time () < end)
-    g_main_context_iteration (NULL, FALSE);
+    g_main_context_iteration (NULL, TRUE);
+  g_source_remove (tick);
   g_assert_true (done);
 }
 

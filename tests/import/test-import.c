@@ -413,7 +413,7 @@ test_graph_reduce_dims (void)
         "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"m\"}]}]}", targets[i]);
       g_autoptr(NapkinDiagram) d = napkin_import_graph (json, strlen (json), NULL, &error);
       guint reduces = 0;
-      g_autofree char *axes = NULL;
+      g_autoptr(GString) axes = g_string_new (NULL);
 
       g_assert_no_error (error);
       g_assert_nonnull (d);
@@ -421,11 +421,11 @@ test_graph_reduce_dims (void)
         if (napkin_diagram_node (d, n)->kind == NAPKIN_OP_REDUCE)
           {
             g_assert_cmpint (napkin_diagram_node (d, n)->reduce, ==, NAPKIN_REDUCE_MEAN);
-            axes = g_strconcat (axes ? axes : "", napkin_diagram_node (d, n)->axis, NULL);
+            g_string_append (axes, napkin_diagram_node (d, n)->axis);
             reduces++;
           }
       g_assert_cmpuint (reduces, ==, 2);
-      g_assert_cmpstr (axes, ==, "yx");
+      g_assert_cmpstr (axes->str, ==, "yx");
     }
 }
 
