@@ -68,6 +68,7 @@ template <int N, typename T>
 struct napkin_skinny_raw
 {
   static constexpr int B = N * (int) sizeof (T);
+  static_assert (B == 2 || B == 4 || B == 8 || B == 16, "a load of B is 2, 4, 8 or 16 bytes");
   union { uint4 q; uint2 d; unsigned w; T t[N]; } u;
 
   __device__ __forceinline__ void

@@ -874,9 +874,10 @@ skinny_vec (gint64 offset,
             guint  bytes,
             gint64 want)
 {
-  gint64 v = MAX (1, MIN (want, 8));
+  gint64 v = 8;
 
-  while (v > 1 && (offset % (v * bytes) || (ld * bytes) % (v * bytes) || (bstride * bytes) % (v * bytes)))
+  /* a power of two at most `want`: a load is 2, 4, 8 or 16 bytes */
+  while (v > 1 && (v > want || offset % (v * bytes) || (ld * bytes) % (v * bytes) || (bstride * bytes) % (v * bytes)))
     v /= 2;
   return v;
 }
@@ -914,9 +915,9 @@ _napkin_print_gemm_skinny (const NapkinPrintCtx   *ctx,
   if ((g->b_kmajor ? g->M : (g->M + 3) / 4 * 4) * g->BK * 4 > 24 * 1024)
     return fail (error, name, "%" G_GINT64_FORMAT " rows × %" G_GINT64_FORMAT " of A in fp32 need more than 24576 "
                  "bytes of shared memory", g->M, g->BK);
-  if (g->b_piece > 0 && (g->b_piece % bytes || g->b_piece / bytes * g->M > 32))
-    return fail (error, name, "loads of %u bytes of B: a whole number of elements, at most 32 sums a thread (%"
-                 G_GINT64_FORMAT " rows)", g->b_piece, g->M);
+  if (g->b_piece > 0 && (g->b_piece % bytes || (g->b_piece & (g->b_piece - 1)) || g->b_piece / bytes * g->M > 32))
+    return fail (error, name, "loads of %u bytes of B: a power of two, a whole number of elements, at most 32 sums "
+                 "a thread (%" G_GINT64_FORMAT " rows)", g->b_piece, g->M);
   smem = napkin_plan_gemm_skinny_smem (g);
   if (!_napkin_cuda_ref (ctx, &g->a, &ra, error) || !_napkin_cuda_ref (ctx, &g->b, &rb, error)
       || !_napkin_cuda_ref (ctx, &g->c, &rc, error))

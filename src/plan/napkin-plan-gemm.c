@@ -1595,8 +1595,9 @@ gemm_skinny (NapkinPlanner    *p,
       || g_strcmp0 (mode, "0") == 0)
     return;
   /* the widest load of B its rows allow, a thread's sums and loads within about 80
-   * registers */
-  vec = MIN (vec, MAX (1, 32 / g->M));
+   * registers; a power of two (a load is 2, 4, 8 or 16 bytes) */
+  while (vec > 1 && vec * g->M > 32)
+    vec /= 2;
   while (vec > 1 && ((g->ldb * bytes) % (vec * bytes) || (g->batch > 1 ? g->b_bstride * bytes : 0) % (vec * bytes)))
     vec /= 2;
   s = *g;

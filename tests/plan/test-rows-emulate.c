@@ -1007,6 +1007,8 @@ test_gemm_skinny (void)
     { { .M = 8, .N = 1030, .K = 2000, .dtype = "fp16", .a_km = TRUE }, 2 },
     { { .M = 1, .N = 600, .K = 1004, .dtype = "bf16", .b_nk = TRUE, .epilogue = "bias-gelu" }, 4 },
     { { .M = 5, .N = 700, .K = 1201, .dtype = "fp16", .b_nk = TRUE }, 1 },
+    /* 6 rows: at most 32 / 6 sums a thread, the width a power of two (4, not 5) */
+    { { .M = 6, .N = 1020, .K = 300, .dtype = "bf16" }, 4 },
     { { .M = 2, .N = 1002, .K = 900, .batch = 3, .dtype = "bf16" }, 2 },
     { { .M = 4, .N = 1026, .K = 700, .batch = 2, .dtype = "fp16", .shared_b = TRUE, .epilogue = "silu" }, 2 },
   };
