@@ -866,22 +866,6 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
 
 /* ---- CUDA cores: a skinny product ------------------------------------------------------------ */
 
-/* The widest load of B (elements, 8 at most) that its start, rows and matrices allow. */
-static gint64
-skinny_vec (gint64 offset,
-            gint64 ld,
-            gint64 bstride,
-            guint  bytes,
-            gint64 want)
-{
-  gint64 v = 8;
-
-  /* a power of two at most `want`: a load is 2, 4, 8 or 16 bytes */
-  while (v > 1 && (v > want || offset % (v * bytes) || (ld * bytes) % (v * bytes) || (bstride * bytes) % (v * bytes)))
-    v /= 2;
-  return v;
-}
-
 gboolean
 _napkin_print_gemm_skinny (const NapkinPrintCtx   *ctx,
                            const NapkinPlanKernel *kernel,
@@ -912,7 +896,7 @@ _napkin_print_gemm_skinny (const NapkinPrintCtx   *ctx,
     return fail (error, name, "slices of %" G_GINT64_FORMAT " along K (a multiple of 8) must cut K = %" G_GINT64_FORMAT
                  " into the %u of the split", g->BK, g->K, g->split_k);
   /* A's slice in fp32, its rows padded to 4 where B is N-major (float4 reads) */
-  if ((g->b_kmajor ? g->M : (g->M + 3) / 4 * 4) * g->BK * 4 > 24 * 1024)
+  if (napkin_plan_gemm_skinny_a_bytes (g) > 24 * 1024)
     return fail (error, name, "%" G_GINT64_FORMAT " rows × %" G_GINT64_FORMAT " of A in fp32 need more than 24576 "
                  "bytes of shared memory", g->M, g->BK);
   if (g->b_piece > 0 && (g->b_piece % bytes || (g->b_piece & (g->b_piece - 1)) || g->b_piece / bytes * g->M > 32))
@@ -926,9 +910,9 @@ _napkin_print_gemm_skinny (const NapkinPrintCtx   *ctx,
   if (pref == NULL)
     return FALSE;
   /* the plan's width, narrower where B's start does not allow it */
-  vec = skinny_vec (rb.offset, g->ldb, g->batch > 1 ? g->b_bstride : 0, bytes,
-                    g->b_piece > 0 ? g->b_piece / bytes : 1);
-  blocks = g->b_kmajor ? (g->N + 31) / 32 : (g->N + 64 * vec - 1) / (64 * vec);
+  vec = napkin_plan_gemm_skinny_vec (rb.offset, g->ldb, g->batch > 1 ? g->b_bstride : 0, bytes,
+                                     g->b_piece > 0 ? g->b_piece / bytes : 1);
+  blocks = napkin_plan_gemm_skinny_column_blocks (g, vec);
   tiles = blocks * g->batch * g->split_k;
   if (tiles > G_MAXINT32)
     return fail (error, name, "%" G_GINT64_FORMAT " blocks; a grid holds at most 2³¹ − 1", tiles);

@@ -2661,17 +2661,13 @@ planned_gemm_skinny (Model                  *m,
                      const NapkinPlanKernel *pk)
 {
   const NapkinPlanGemm *g = &pk->u.gemm;
-  const guint ab = napkin_dtype_bytes (g->ab_dtype);
-  double bytes = (double) (g->b_bstride == 0 ? 1 : g->batch) * g->N * g->K * ab
-                 + (double) (g->a_bstride == 0 ? 1 : g->batch) * g->M * g->K * ab
-                 + (double) MAX (1u, g->split_k) * g->batch * g->M * g->N * 4;
+  /* fewer blocks than SMs leave the others idle */
+  const double fill = napkin_plan_gemm_skinny_fill (m->arch, g);
 
-  k->time_s[NAPKIN_RESOURCE_HBM] = bytes / (m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth
-                                            * napkin_plan_gemm_skinny_hbm_share (g));
-  k->time_s[NAPKIN_RESOURCE_CUDA] /= NAPKIN_PLAN_GEMM_SKINNY_FMA_SHARE;
-  /* fewer blocks than SMs leave the others idle (napkin_plan_gemm_skinny_fill) */
-  k->time_s[NAPKIN_RESOURCE_HBM] /= napkin_plan_gemm_skinny_fill (m->arch, g);
-  k->time_s[NAPKIN_RESOURCE_CUDA] /= napkin_plan_gemm_skinny_fill (m->arch, g);
+  k->time_s[NAPKIN_RESOURCE_HBM] = napkin_plan_gemm_skinny_bytes (g)
+                                   / (m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth
+                                      * napkin_plan_gemm_skinny_hbm_share (g) * fill);
+  k->time_s[NAPKIN_RESOURCE_CUDA] /= NAPKIN_PLAN_GEMM_SKINNY_FMA_SHARE * fill;
   k->latency_s += MIN (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_CUDA]);
   k->quantisation = 1;
   k->fill = grid_fill (m, pk->grid);

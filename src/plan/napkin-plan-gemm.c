@@ -1488,6 +1488,16 @@ gemm_piece_bytes (gint64 ld,
   return 0;
 }
 
+/* The bytes of A (`a`) or B a product reads once: a shared operand (batch stride 0) once. */
+static double
+operand_bytes (const NapkinPlanGemm *g,
+               gboolean              a)
+{
+  const gint64 bstride = a ? g->a_bstride : g->b_bstride;
+
+  return (double) (bstride == 0 ? 1 : g->batch) * (a ? g->M : g->N) * g->K * napkin_dtype_bytes (g->ab_dtype);
+}
+
 double
 napkin_plan_gemm_skinny_hbm_share (const NapkinPlanGemm *g)
 {
@@ -1495,35 +1505,74 @@ napkin_plan_gemm_skinny_hbm_share (const NapkinPlanGemm *g)
   return g->b_piece > 0 && g->b_piece < 4 ? NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE_2B : NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE;
 }
 
+gint64
+napkin_plan_gemm_skinny_vec (gint64 offset,
+                             gint64 ld,
+                             gint64 bstride,
+                             guint  bytes,
+                             gint64 max)
+{
+  gint64 v = 8;
+
+  /* a power of two at most `max`: a load is 2, 4, 8 or 16 bytes */
+  while (v > 1 && (v > max || offset % (v * bytes) || (ld * bytes) % (v * bytes) || (bstride * bytes) % (v * bytes)))
+    v /= 2;
+  return v;
+}
+
+gint64
+napkin_plan_gemm_skinny_column_blocks (const NapkinPlanGemm *g,
+                                       gint64                vec)
+{
+  g_return_val_if_fail (g != NULL && vec > 0, 1);
+  /* K-major: 8 warps of 4 columns; N-major: 64 threads of `vec` columns */
+  return g->b_kmajor ? (g->N + 31) / 32 : (g->N + 64 * vec - 1) / (64 * vec);
+}
+
 double
 napkin_plan_gemm_skinny_fill (const NapkinArch     *arch,
                               const NapkinPlanGemm *g)
 {
-  const guint bytes = MAX (1u, napkin_dtype_bytes (g->ab_dtype));
-  const gint64 vec = MAX (1, g->b_piece / bytes);
-  const gint64 cols = g->b_kmajor ? (g->N + 31) / 32 : (g->N + 64 * vec - 1) / (64 * vec);
-  const double blocks = (double) cols * g->batch * MAX (1u, g->split_k);
+  const gint64 vec = MAX (1, g->b_piece / MAX (1u, napkin_dtype_bytes (g->ab_dtype)));
+  const double blocks = (double) napkin_plan_gemm_skinny_column_blocks (g, vec) * g->batch * MAX (1u, g->split_k);
 
   g_return_val_if_fail (arch != NULL, 1);
   return MIN (1.0, blocks / MAX (1u, arch->sms));
 }
 
 double
+napkin_plan_gemm_skinny_bytes (const NapkinPlanGemm *g)
+{
+  g_return_val_if_fail (g != NULL, 0);
+  return operand_bytes (g, TRUE) + operand_bytes (g, FALSE) + (double) MAX (1u, g->split_k) * g->batch * g->M * g->N * 4;
+}
+
+double
 napkin_plan_gemm_skinny_s (const NapkinArch     *arch,
                            const NapkinPlanGemm *g)
 {
-  const guint bytes = napkin_dtype_bytes (g->ab_dtype);
-  const double hbm = MAX (1e9, arch->levels[NAPKIN_LEVEL_HBM].bandwidth);
-  double b_bytes, a_bytes, stream, fma;
+  double stream, fma;
 
   g_return_val_if_fail (arch != NULL && g != NULL, 0);
-  b_bytes = (double) (g->b_bstride == 0 ? 1 : g->batch) * g->N * g->K * bytes;
-  a_bytes = (double) (g->a_bstride == 0 ? 1 : g->batch) * g->M * g->K * bytes;
-  stream = (b_bytes + a_bytes + (double) MAX (1u, g->split_k) * g->batch * g->M * g->N * 4)
-           / (hbm * napkin_plan_gemm_skinny_hbm_share (g));
+  stream = napkin_plan_gemm_skinny_bytes (g)
+           / (MAX (1e9, arch->levels[NAPKIN_LEVEL_HBM].bandwidth) * napkin_plan_gemm_skinny_hbm_share (g));
   fma = 2.0 * g->batch * g->M * g->N * g->K
         / MAX (1e9, napkin_arch_cuda_rate (arch, NAPKIN_DTYPE_FP32) * NAPKIN_PLAN_GEMM_SKINNY_FMA_SHARE);
   return (stream + fma) / napkin_plan_gemm_skinny_fill (arch, g) + 2 * arch->levels[NAPKIN_LEVEL_HBM].latency_s;
+}
+
+/* The rows of A's slice in shared memory: N-major, padded to 4 for float4 reads. */
+static gint64
+skinny_a_rows (const NapkinPlanGemm *g)
+{
+  return g->b_kmajor ? g->M : (g->M + 3) / 4 * 4;
+}
+
+gint64
+napkin_plan_gemm_skinny_a_bytes (const NapkinPlanGemm *g)
+{
+  g_return_val_if_fail (g != NULL, 0);
+  return skinny_a_rows (g) * g->BK * 4;
 }
 
 gint64
@@ -1532,14 +1581,15 @@ napkin_plan_gemm_skinny_smem (const NapkinPlanGemm *g)
   const gint64 vec = MAX (1, g->b_piece / MAX (1u, napkin_dtype_bytes (g->ab_dtype)));
 
   g_return_val_if_fail (g != NULL, 0);
-  /* A's slice in fp32 (N-major: rows padded to 4 for float4 reads), and N-major the
-   * sums of three groups of 64 threads (G_KG − 1) */
-  return (g->b_kmajor ? g->M : (g->M + 3) / 4 * 4) * g->BK * 4 + (g->b_kmajor ? 0 : 3 * g->M * 64 * vec * 4);
+  /* A's slice, and N-major the sums of three groups of 64 threads (G_KG − 1) */
+  return napkin_plan_gemm_skinny_a_bytes (g) + (g->b_kmajor ? 0 : 3 * g->M * 64 * vec * 4);
 }
 
 /* At most this many slices of K: the reduction's threads each add every slice of
  * their columns (a 4 × 64 product over 13265 split 208 ways spent 24 µs there). */
 #define GEMM_SKINNY_MAX_SPLIT 32
+/* A's slice in fp32 at most (the kernel's static shared memory: 48 KiB in all) */
+#define GEMM_SKINNY_A_BYTES (24 * 1024)
 
 /* The skinny kernel's slices of K: enough blocks for every SM to hold 4 (columns ×
  * batch × slices), each slice a multiple of 64 and its rows of A within 24 KiB in
@@ -1549,11 +1599,11 @@ gemm_skinny_split (const NapkinArch *arch,
                    NapkinPlanGemm   *g,
                    gint64            vec)
 {
-  const gint64 cols = g->b_kmajor ? (g->N + 31) / 32 : (g->N + 64 * vec - 1) / (64 * vec);
+  const gint64 cols = napkin_plan_gemm_skinny_column_blocks (g, vec);
   const gint64 want = 4 * MAX (1u, arch->sms);
   const gint64 max_split = GEMM_SKINNY_MAX_SPLIT;
   /* A's rows in fp32 within 24 KiB (N-major: the four groups' sums take the rest) */
-  const gint64 max_ks = MAX (64, 6144 / (g->b_kmajor ? g->M : (g->M + 3) / 4 * 4) / 64 * 64);
+  const gint64 max_ks = MAX (64, GEMM_SKINNY_A_BYTES / (4 * skinny_a_rows (g)) / 64 * 64);
   gint64 split = CLAMP ((want + cols * g->batch - 1) / (cols * g->batch), 2, max_split);
   gint64 ks = ((g->K + split - 1) / split + 63) / 64 * 64;
 
@@ -1588,18 +1638,15 @@ gemm_skinny (NapkinPlanner    *p,
   GemmLoads aligned = { !t->wgmma, 0, 0 };
   Tile tensor;
   double copy = 0, skinny;
-  gint64 vec = 8;
+  gint64 vec;
   const char *mode = g_getenv ("NAPKIN_GEMM_SKINNY");
 
   if (k->region >= 0 || bytes != 2 || g->M > NAPKIN_PLAN_GEMM_SKINNY_MAX_M || g->K < 128 || g->N < 64
       || g_strcmp0 (mode, "0") == 0)
     return;
   /* the widest load of B its rows allow, a thread's sums and loads within about 80
-   * registers; a power of two (a load is 2, 4, 8 or 16 bytes) */
-  while (vec > 1 && vec * g->M > 32)
-    vec /= 2;
-  while (vec > 1 && ((g->ldb * bytes) % (vec * bytes) || (g->batch > 1 ? g->b_bstride * bytes : 0) % (vec * bytes)))
-    vec /= 2;
+   * registers */
+  vec = napkin_plan_gemm_skinny_vec (0, g->ldb, g->batch > 1 ? g->b_bstride : 0, bytes, 32 / g->M);
   s = *g;
   s.b_piece = (guint) (vec * bytes);
   gemm_skinny_split (p->arch, &s, vec);
@@ -1613,16 +1660,15 @@ gemm_skinny (NapkinPlanner    *p,
            + 2.0 * s.split_k * s.batch * s.M * s.N * 4 / hbm + p->arch->launch_overhead_s;
   /* what the tensor-core path costs: its copies of operands whose rows it cannot read */
   if (gemm_operand_copied (p, k, g->M, &g->lda, g->a_kmajor, g->a_bstride, t->wgmma))
-    copy += 2.0 * (g->a_bstride == 0 ? 1 : g->batch) * g->M * g->K * bytes / hbm + p->arch->launch_overhead_s;
+    copy += 2.0 * operand_bytes (g, TRUE) / hbm + p->arch->launch_overhead_s;
   if (gemm_operand_copied (p, k, g->N, &g->ldb, g->b_kmajor, g->b_bstride, t->wgmma))
-    copy += 2.0 * (g->b_bstride == 0 ? 1 : g->batch) * g->N * g->K * bytes / hbm + p->arch->launch_overhead_s;
+    copy += 2.0 * operand_bytes (g, FALSE) / hbm + p->arch->launch_overhead_s;
   tensor = choose_tile (p, g->batch, g->M, g->N, g->K, t->wgmma ? 64 : 32, bytes, t->wgmma,
                         maps_read_or_transcend (g->epilogue), &aligned);
   /* a product this skinny streams its operands on tensor cores no faster than on CUDA
    * cores (H200: wgmma 0.52–0.62 of device memory on five aligned decode products,
    * docs/perf-notes.md, session 27), which choose_tile's estimate does not see */
-  tensor.cost = MAX (tensor.cost, ((double) (g->b_bstride == 0 ? 1 : g->batch) * g->N * g->K * bytes
-                                   + (double) (g->a_bstride == 0 ? 1 : g->batch) * g->M * g->K * bytes)
+  tensor.cost = MAX (tensor.cost, (operand_bytes (g, TRUE) + operand_bytes (g, FALSE))
                                   / (hbm * NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE));
   /* "force": wherever the shape allows, whatever the estimates (A/B runs) */
   if (skinny >= tensor.cost + copy && g_strcmp0 (mode, "force") != 0)
@@ -1676,9 +1722,9 @@ gemm_in_place (NapkinPlanner    *p,
   if (!((ap == 8 || ap == 4) || (bp == 8 || bp == 4)))
     return;
   if (ap == 8 || ap == 4)
-    copy += 2.0 * (g->a_bstride == 0 ? 1 : g->batch) * g->M * g->K * bytes;
+    copy += 2.0 * operand_bytes (g, TRUE);
   if (bp == 8 || bp == 4)
-    copy += 2.0 * (g->b_bstride == 0 ? 1 : g->batch) * g->N * g->K * bytes;
+    copy += 2.0 * operand_bytes (g, FALSE);
   copy = copy / MAX (1e9, p->arch->levels[NAPKIN_LEVEL_HBM].bandwidth) + p->arch->launch_overhead_s;
   long_epi = maps_read_or_transcend (g->epilogue);
   narrow = (GemmLoads) { TRUE, ap == 8 || ap == 4 ? ap : 0, bp == 8 || bp == 4 ? bp : 0 };

@@ -612,9 +612,23 @@ double            napkin_plan_gemm_skinny_hbm_share (const NapkinPlanGemm *gemm)
  * priced as any. */
 double            napkin_plan_gemm_skinny_s     (const NapkinArch     *arch,
                                                  const NapkinPlanGemm *gemm);
+/* The widest load of B, in elements (a power of two, at most 8 and `max`), that its
+ * start (`offset` bytes), rows (`ld`) and matrices (`bstride`) allow. */
+gint64            napkin_plan_gemm_skinny_vec   (gint64                offset,
+                                                 gint64                ld,
+                                                 gint64                bstride,
+                                                 guint                 bytes,
+                                                 gint64                max);
+/* Its blocks across the columns for loads of `vec` elements (× batch × slices of K). */
+gint64            napkin_plan_gemm_skinny_column_blocks (const NapkinPlanGemm *gemm,
+                                                         gint64                vec);
+/* What it streams from device memory: A, B and its fp32 partials. */
+double            napkin_plan_gemm_skinny_bytes (const NapkinPlanGemm *gemm);
 /* The share of the SMs its blocks occupy (fewer blocks than SMs: the rest idle). */
 double            napkin_plan_gemm_skinny_fill  (const NapkinArch     *arch,
                                                  const NapkinPlanGemm *gemm);
+/* A's slice in fp32 in its shared memory (N-major: rows padded to 4). */
+gint64            napkin_plan_gemm_skinny_a_bytes (const NapkinPlanGemm *gemm);
 /* Its shared memory: A's slice in fp32 and (B N-major) the partial sums it adds. */
 gint64            napkin_plan_gemm_skinny_smem  (const NapkinPlanGemm *gemm);
 /* Ping-pong consumers (docs/plan.md, "Ping-pong"): the share of the tensor cores' rate

@@ -859,6 +859,81 @@ test_attention_backward_wgmma (void)
     }
 }
 
+/* A GEMM case as a user draws it, planned on `arch` with NAPKIN_GEMM_IN_PLACE and
+ * NAPKIN_GEMM_SKINNY set for the build (NULL: unset): the diagram, its plan, the plan's
+ * GEMM kernel and whether a repack and a split-K reduction go beside it. */
+typedef struct
+{
+  NapkinDiagram          *d;
+  NapkinPlan             *plan;
+  const NapkinPlanKernel *gemm;
+  gboolean                repacked, reduced;
+  char                   *what;
+} GemmPlanned;
+
+static void
+gemm_planned_clear (GemmPlanned *gp)
+{
+  g_clear_object (&gp->d);
+  g_clear_pointer (&gp->plan, napkin_plan_free);
+  g_clear_pointer (&gp->what, g_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (GemmPlanned, gemm_planned_clear)
+
+static void
+gemm_planned (const char                  *arch,
+              const NapkinTestGemmDiagram *g,
+              const char                  *in_place,
+              const char                  *skinny,
+              GemmPlanned                 *gp)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *json = napkin_test_gemm_json (g);
+
+  gp->what = g_strdup_printf ("GEMM on %s, %s b%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT "×%"
+                              G_GINT64_FORMAT " A %s B %s%s%s", arch, g->dtype, g->batch, g->M, g->N, g->K,
+                              g->a_km ? "[k,m]" : "[m,k]", g->b_nk ? "[n,k]" : "[k,n]", g->epilogue ? " + " : "",
+                              g->epilogue ? g->epilogue : "");
+  gp->d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
+  g_assert_no_error (error);
+  if (in_place != NULL)
+    g_setenv ("NAPKIN_GEMM_IN_PLACE", in_place, TRUE);
+  if (skinny != NULL)
+    g_setenv ("NAPKIN_GEMM_SKINNY", skinny, TRUE);
+  gp->plan = napkin_plan_build (gp->d, napkin_test_arch (arch), NULL, &error);
+  g_unsetenv ("NAPKIN_GEMM_IN_PLACE");
+  g_unsetenv ("NAPKIN_GEMM_SKINNY");
+  g_assert_no_error (error);
+  for (guint i = 0; i < gp->plan->kernels->len; i++)
+    {
+      const NapkinPlanKernel *k = g_ptr_array_index (gp->plan->kernels, i);
+
+      gp->repacked |= k->kind == NAPKIN_PLAN_REPACK;
+      gp->reduced |= k->kind == NAPKIN_PLAN_SPLIT_REDUCE;
+      if (k->kind == NAPKIN_PLAN_GEMM)
+        gp->gemm = k;
+    }
+  g_assert_nonnull (gp->gemm);
+  g_test_message ("%s: %s", gp->what, gp->gemm->note);
+}
+
+/* The plan's CUDA for the case, run in the emulation against the interpreter, within
+ * its type's tolerance. */
+static void
+gemm_emulate (const GemmPlanned           *gp,
+              const NapkinTestGemmDiagram *g)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinCudaModule) module = napkin_codegen_cuda_for_plan (gp->plan, 0, "emu_k", &error);
+  double worst, tol = g_str_equal (g->dtype, "bf16") ? 1e-2 : 2e-3;
+
+  g_assert_no_error (error);
+  worst = emulate_module (module, gp->d, gp->what);
+  if (!(worst <= tol))
+    g_error ("%s: max |y − ref| / max |ref| = %.3g (tolerance %.1g)", gp->what, worst, tol);
+}
+
 /* The plan's mma.sync GEMM (kernels/gemm-sm80.cu) and what it launches beside it (a
  * repack, a split-K reduction), on the user's path (no region): on the A100 every
  * product, on the H200 the skinny ones that read an unaligned operand in place by 8- or
@@ -894,53 +969,18 @@ test_gemm_mma (void)
   for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
     {
       const NapkinTestGemmDiagram *g = &cases[c].c;
-      g_autoptr(GError) error = NULL;
-      g_autofree char *json = napkin_test_gemm_json (g);
-      g_autoptr(NapkinDiagram) d = NULL;
-      g_autoptr(NapkinPlan) plan = NULL;
-      g_autoptr(NapkinCudaModule) module = NULL;
-      g_autofree char *what = g_strdup_printf ("GEMM on %s, %s b%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "×%"
-                                               G_GINT64_FORMAT "×%" G_GINT64_FORMAT " A %s B %s%s%s", cases[c].arch,
-                                               g->dtype, g->batch, g->M, g->N, g->K, g->a_km ? "[k,m]" : "[m,k]",
-                                               g->b_nk ? "[n,k]" : "[k,n]", g->epilogue ? " + " : "",
-                                               g->epilogue ? g->epilogue : "");
-      const NapkinPlanKernel *gk = NULL;
-      gboolean repacked = FALSE;
-      double worst, tol = g_str_equal (g->dtype, "bf16") ? 1e-2 : 2e-3;
+      g_auto(GemmPlanned) gp = { 0 };
+      guint a, b;
 
-      d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
-      g_assert_no_error (error);
       /* reading in place lost to the copy where measured: only forced, and such products
        * otherwise run on CUDA cores (test_gemm_skinny) */
-      g_setenv ("NAPKIN_GEMM_IN_PLACE", cases[c].piece ? "force" : "0", TRUE);
-      g_setenv ("NAPKIN_GEMM_SKINNY", "0", TRUE);
-      plan = napkin_plan_build (d, napkin_test_arch (cases[c].arch), NULL, &error);
-      g_unsetenv ("NAPKIN_GEMM_IN_PLACE");
-      g_unsetenv ("NAPKIN_GEMM_SKINNY");
-      g_assert_no_error (error);
-      for (guint i = 0; i < plan->kernels->len; i++)
-        {
-          const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
-
-          repacked |= k->kind == NAPKIN_PLAN_REPACK;
-          if (k->kind == NAPKIN_PLAN_GEMM)
-            gk = k;
-        }
-      g_assert_nonnull (gk);
-      g_test_message ("%s: %s", what, gk->note);
-      g_assert_cmpint (gk->path, ==, NAPKIN_PATH_MMA);
-      g_assert_cmpint (repacked, ==, cases[c].repack);
-      {
-        guint a = gk->u.gemm.a_piece, b = gk->u.gemm.b_piece;
-        guint narrowest = a && b ? MIN (a, b) : MAX (a, b);
-
-        g_assert_cmpuint (narrowest, ==, cases[c].piece);
-      }
-      module = napkin_codegen_cuda_for_plan (plan, 0, "emu_k", &error);
-      g_assert_no_error (error);
-      worst = emulate_module (module, d, what);
-      if (!(worst <= tol))
-        g_error ("%s: max |y − ref| / max |ref| = %.3g (tolerance %.1g)", what, worst, tol);
+      gemm_planned (cases[c].arch, g, cases[c].piece ? "force" : "0", "0", &gp);
+      g_assert_cmpint (gp.gemm->path, ==, NAPKIN_PATH_MMA);
+      g_assert_cmpint (gp.repacked, ==, cases[c].repack);
+      a = gp.gemm->u.gemm.a_piece;
+      b = gp.gemm->u.gemm.b_piece;
+      g_assert_cmpuint (a && b ? MIN (a, b) : MAX (a, b), ==, cases[c].piece);
+      gemm_emulate (&gp, g);
     }
 }
 
@@ -972,25 +1012,10 @@ test_gemm_skinny_decision (void)
 
   for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
     {
-      const NapkinTestGemmDiagram *g = &cases[c].c;
-      g_autoptr(GError) error = NULL;
-      g_autofree char *json = napkin_test_gemm_json (g);
-      g_autoptr(NapkinDiagram) d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
-      g_autoptr(NapkinPlan) plan = NULL;
-      gboolean skinny = FALSE;
+      g_auto(GemmPlanned) gp = { 0 };
 
-      g_assert_no_error (error);
-      plan = napkin_plan_build (d, napkin_test_arch ("h200"), NULL, &error);
-      g_assert_no_error (error);
-      for (guint i = 0; i < plan->kernels->len; i++)
-        {
-          const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
-
-          skinny |= k->kind == NAPKIN_PLAN_GEMM && k->path == NAPKIN_PATH_SIMT;
-        }
-      g_test_message ("%" G_GINT64_FORMAT " × %" G_GINT64_FORMAT " × %" G_GINT64_FORMAT ": %s", g->M, g->N, g->K,
-                      skinny ? "CUDA cores" : "tensor cores");
-      g_assert_cmpint (skinny, ==, cases[c].skinny);
+      gemm_planned ("h200", &cases[c].c, NULL, NULL, &gp);
+      g_assert_cmpint (gp.gemm->path == NAPKIN_PATH_SIMT, ==, cases[c].skinny);
     }
 }
 
@@ -1020,47 +1045,14 @@ test_gemm_skinny (void)
     }
   for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
     {
-      const NapkinTestGemmDiagram *g = &cases[c].c;
-      g_autoptr(GError) error = NULL;
-      g_autofree char *json = napkin_test_gemm_json (g);
-      g_autoptr(NapkinDiagram) d = NULL;
-      g_autoptr(NapkinPlan) plan = NULL;
-      g_autoptr(NapkinCudaModule) module = NULL;
-      g_autofree char *what = g_strdup_printf ("skinny GEMM, %s b%" G_GINT64_FORMAT " %" G_GINT64_FORMAT "×%"
-                                               G_GINT64_FORMAT "×%" G_GINT64_FORMAT " A %s B %s%s%s", g->dtype,
-                                               g->batch, g->M, g->N, g->K, g->a_km ? "[k,m]" : "[m,k]",
-                                               g->b_nk ? "[n,k]" : "[k,n]", g->epilogue ? " + " : "",
-                                               g->epilogue ? g->epilogue : "");
-      const NapkinPlanKernel *gk = NULL;
-      gboolean repacked = FALSE, reduced = FALSE;
-      double worst, tol = g_str_equal (g->dtype, "bf16") ? 1e-2 : 2e-3;
+      g_auto(GemmPlanned) gp = { 0 };
 
-      d = napkin_diagram_load_from_data (json, -1, NAPKIN_LOAD_VALIDATE, &error);
-      g_assert_no_error (error);
-      g_setenv ("NAPKIN_GEMM_SKINNY", "force", TRUE);
-      plan = napkin_plan_build (d, napkin_test_arch ("h200"), NULL, &error);
-      g_unsetenv ("NAPKIN_GEMM_SKINNY");
-      g_assert_no_error (error);
-      for (guint i = 0; i < plan->kernels->len; i++)
-        {
-          const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
-
-          repacked |= k->kind == NAPKIN_PLAN_REPACK;
-          reduced |= k->kind == NAPKIN_PLAN_SPLIT_REDUCE;
-          if (k->kind == NAPKIN_PLAN_GEMM)
-            gk = k;
-        }
-      g_assert_nonnull (gk);
-      g_test_message ("%s: %s", what, gk->note);
-      g_assert_cmpint (gk->path, ==, NAPKIN_PATH_SIMT);
-      g_assert_false (repacked);
-      g_assert_true (reduced);
-      g_assert_cmpuint (gk->u.gemm.b_piece, ==, cases[c].vec * 2);
-      module = napkin_codegen_cuda_for_plan (plan, 0, "emu_k", &error);
-      g_assert_no_error (error);
-      worst = emulate_module (module, d, what);
-      if (!(worst <= tol))
-        g_error ("%s: max |y − ref| / max |ref| = %.3g (tolerance %.1g)", what, worst, tol);
+      gemm_planned ("h200", &cases[c].c, NULL, "force", &gp);
+      g_assert_cmpint (gp.gemm->path, ==, NAPKIN_PATH_SIMT);
+      g_assert_false (gp.repacked);
+      g_assert_true (gp.reduced);
+      g_assert_cmpuint (gp.gemm->u.gemm.b_piece, ==, cases[c].vec * 2);
+      gemm_emulate (&gp, &cases[c].c);
     }
 }
 
