@@ -57,6 +57,7 @@
 #define NKP_RIGHT 0
 #define NKP_OFFSET 0
 #define NKP_REVERSE 1
+#define NKP_BAND 0
 #define NKP_Q_GROUP 524288
 #define NKP_Q_ROW 128
 #define NKP_O_GROUP 524288
@@ -166,6 +167,9 @@
 #define A_RIGHT NKP_L (NKP_RIGHT)
 #define A_OFFSET NKP_L (NKP_OFFSET)
 #define A_REVERSE NKP_REVERSE
+/* > 1: blocks in bands of A_BAND (batch, head) units, the band's heaviest query tiles
+ * first (docs/plan.md, "Causal order"; napkin_plan_attention_band_tile) */
+#define A_BAND NKP_BAND
 #define A_QTILES ((A_NQ + A_BQ - 1) / A_BQ)
 #define A_GTILES ((A_G + A_GT - 1) / A_GT)
 #define A_CHUNKS ((A_NKV + A_BKV - 1) / A_BKV)
@@ -371,6 +375,13 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
     return grp * A_QTILES + (A_REVERSE ? A_QTILES - 1 - qtr : qtr);
   };
   a_tile (n_walk > 0 ? a_walk (0) : 0);
+#elif A_BAND > 1
+  {
+    const long units = (long) gridDim.x / A_QTILES, first = (long) blockIdx.x / (A_BAND * A_QTILES) * A_BAND;
+    const long n = NAPKIN_MIN ((long) A_BAND, units - first), within = (long) blockIdx.x - first * A_QTILES;
+
+    a_tile ((first + within % n) * A_QTILES + within / n);
+  }
 #else
   a_tile (blockIdx.x);
 #endif
@@ -1231,6 +1242,7 @@ NKP_NAME (const NapkinArgs args, const __grid_constant__ NapkinTensorMap tma_k,
 #undef A_RIGHT
 #undef A_OFFSET
 #undef A_REVERSE
+#undef A_BAND
 #undef A_QTILES
 #undef A_GTILES
 #undef A_CHUNKS

@@ -282,6 +282,39 @@ def plan_kernels(cli, path, model):
     return [(k.get("name"), k.get("kind"), k.get("path")) for k in r.get("kernels", [])]
 
 
+def time_only(path, args, deadline):
+    """The median of one timing-only call of `napkin-cli run` (no reference), or None."""
+    left = int(max(1, min(args.timeout, deadline - time.time())))
+    rc, out, err, _ = sr.run_cli([args.cli, "run", path, "--json", "--no-reference", "--no-energy",
+                                  "--model", args.model, "--repeats", str(args.repeats),
+                                  "--timeout", str(left)], left + args.margin)
+    r, _ = sr.parse_json(out)
+    return ((r or {}).get("time_ms") or {}).get("median")
+
+
+def retime_twins(rec, case, args, deadline):
+    """Two runs of the same problem more than 10 % apart: timed again twice, alternating
+    (einsum, example, einsum, example), each side's fastest median kept. Problems of a few
+    microseconds differ by 10–30 % between two calls of the same plan (session 28: the same
+    layernorm 64 × 64 plan 6.7 and 7.4 µs, the same decode plan 11.6 and 13.0 µs)."""
+    ex = rec.get("example") or {}
+    mine, theirs = sr.get(rec, "time_ms", "median"), (ex.get("time_ms") or {}).get("median")
+    if rec.get("status") != "ok" or ex.get("status") != "ok" or not mine or not theirs \
+            or 0.9 <= mine / theirs <= 1.1:
+        return
+    times = {"einsum": [mine], "example": [theirs]}
+    for _ in range(2):
+        for side, path in (("einsum", case["file"]), ("example", case["example"])):
+            if time.time() > deadline - 15:
+                break
+            t = time_only(path, args, deadline)
+            if t:
+                times[side].append(t)
+    rec["retimed"] = times
+    rec["time_ms"]["median"] = min(times["einsum"])
+    ex["time_ms"]["median"] = min(times["example"])
+
+
 def run_one(case, args, deadline):
     rec = {"name": case["name"], "started": time.strftime("%H:%M:%S"), "sol_work": sol_work(case)}
     rc, out, err, wall = sr.run_cli([args.cli, "import", case["einsum"], "-o", case["file"]], 60)
@@ -304,6 +337,7 @@ def run_one(case, args, deadline):
         ex, _ = sr.run_case(twin, args, deadline)
         rec["example"] = {k: ex.get(k) for k in ("status", "time_ms", "max_rel", "predicted_ms", "paths", "message")}
         rec["example_plan"] = plan_kernels(args.cli, case["example"], args.model)
+        retime_twins(rec, case, args, deadline)
         # what a user who resized the example does next: Suggest Tiles ▸ Apply. Run only where
         # the suggestion changes the drawn file (else it is the row just measured).
         tuned = case["example"].replace(".example.napkin", ".example-suggested.napkin")
@@ -366,6 +400,7 @@ def table(outs, manifest=None, model=None):
             sug = ex if sr.get(r, "example_suggested", "same") else sr.get(r, "example_suggested", "time_ms", "median")
             gpu = gpu or r.get("gpu")
             rows.append({"name": name, "status": r.get("status"), "err": r.get("max_rel"), "ms": t,
+                         "retimed": bool(r.get("retimed")),
                          "pred": r.get("predicted_ms"), "base": min(best) if best else None, "example": ex, "suggested": sug,
                          "generic": r.get("generic"), "example_status": sr.get(r, "example", "status"),
                          "paths": "+".join(sorted(set(k[2] for k in r.get("plan") or []))), "gpu": gpu,
@@ -396,7 +431,7 @@ def table(outs, manifest=None, model=None):
             r["name"], r["status"] if r["status"] == "ok" else "%s: %s" % (r["status"], (r["message"] or "")[:60]),
             f(r["err"], "%.1e"), f(r["ms"], "%.4f"), f(r["pred"], "%.4f"), f(pred, "%.2f"),
             r["base"][1] if r["base"] else "-", f(r["base"][0] if r["base"] else None, "%.4f"), f(ratio, "%.2f"),
-            f(r["example"], "%.4f"), f(twin, "%.2f"), f(r["suggested"], "%.4f"), f(twin_sug, "%.2f"), r["paths"], "%.2f (%s)" % (frac, bound) if frac else "-"))
+            f(r["example"], "%.4f"), f(twin, "%.2f") + ("*" if r["retimed"] else ""), f(r["suggested"], "%.4f"), f(twin_sug, "%.2f"), r["paths"], "%.2f (%s)" % (frac, bound) if frac else "-"))
     print()
     print("GPU: %s; %d cases, %d ok, %d with a generic kernel" % (rows[0]["gpu"] if rows else "?", len(rows), ok,
                                                                  generic))
@@ -407,7 +442,9 @@ def table(outs, manifest=None, model=None):
         print("measured / predicted: median %.2f; %d of %d within 1.5×" % (
             statistics.median(preds), sum(1 / 1.5 <= x <= 1.5 for x in preds), len(preds)))
     if twins:
-        print("einsum path / drawn example: %d of %d within 10 %%, %d of %d no more than 10 %% slower" % (
+        print("einsum path / drawn example: %d of %d within 10 %%, %d of %d no more than 10 %% slower "
+              "(* retimed: more than 10 %% apart in the checked runs, then timed twice more each, "
+              "alternating; the fastest median of each side)" % (
             sum(0.9 <= x <= 1.1 for x in twins), len(twins), sum(x <= 1.1 for x in twins), len(twins)))
     if twins_sug:
         print("einsum path / drawn example after Suggest ▸ Apply: %d of %d within 10 %%" % (

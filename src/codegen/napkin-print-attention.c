@@ -159,6 +159,7 @@ add_mask_params (GArray                    *p,
     { "SPLIT", int_text (a->split_kv) },
     { "CPS", int_text (a->chunks_per_split) },
     { "REVERSE", g_strdup (a->mask != NAPKIN_ATTN_MASK_NONE ? "1" : "0") },
+    { "BAND", int_text (a->band) },
     { "Q_GROUP", int_text (a->q_group) },
     { "Q_ROW", int_text (a->q_row) },
   };

@@ -1813,6 +1813,8 @@ grid_fill (const Model *m,
  * and stores O from registers. Fitted on the H200 (2026-11-29, 12 shapes of the user's
  * path: 1.4–2.2 TB/s measured; docs/perf-notes.md, "Session 12"). */
 #define ATTN_PERSIST_STREAM_EFFICIENCY 0.42
+/* … and its tiles' chain (attention_chunk_floor) added to that stream as a 6-norm */
+#define ATTN_PERSIST_NORM 6.0
 #define ATTN_TMA_SM_SHARES 3.0
 
 static void
@@ -1865,13 +1867,26 @@ finish_kernel (Model            *m,
                       + k->issue_extra_s) * k->quantisation
                      + k->chunk_s;
 
-      issue = MAX (issue, k->chunk_floor_s);
+      if (!k->tile_chain)
+        issue = MAX (issue, k->chunk_floor_s);
       /* with no overlap a kernel takes no less than with it */
       serial = MAX (serial, issue);
       if (issue > overlap)
         {
           overlap = issue;
           k->bound = NAPKIN_RESOURCE_TENSOR;
+        }
+      /* persistent attention: its tiles' chain and the Q/O stream beside it hide each
+       * other only in part, added as a 6-norm (session 28, H200: 31 tiles a block of 64
+       * fp8 rows, chain and stream each priced ~49 µs, ran 73; fitted with
+       * ATTN_PERSIST_TILE_CLOCKS on 22 persistent kernels; docs/model.md §14b) */
+      if (k->tile_chain && k->chunk_floor_s > 0)
+        {
+          if (k->chunk_floor_s > overlap)
+            k->bound = NAPKIN_RESOURCE_TENSOR;
+          overlap = pow (pow (overlap, ATTN_PERSIST_NORM) + pow (k->chunk_floor_s, ATTN_PERSIST_NORM),
+                         1.0 / ATTN_PERSIST_NORM);
+          serial = MAX (serial, overlap);
         }
     }
   else if (k->time_s[NAPKIN_RESOURCE_TENSOR] > 0 || k->chunk_s > 0)
@@ -2134,9 +2149,12 @@ rows_kernel (Model                  *m,
  * is consumed must cover the latency (Little's law on bytes in flight per SM). Where they do not, each step of a chunk waits the
  * difference. Uses the profile's load latency (levels.hbm.latency_ns, as the rows model
  * does: TMA and cp.async loads make the same round trip); no latency figure, no term. */
-/* The share of a chunk's compute the two-stage ping-pong attention waits (measured on the
- * H200, session 23: 128-key chunks, 2 against 3 stages, d 32, 128 and 192: 1.06–1.15×;
- * Little's law above gives 1.01–1.04×) */
+/* The share of a chunk's compute the two-stage attention with two consumers waits
+ * (measured on the H200, session 23: 128-key chunks, 2 against 3 stages, d 32, 128 and
+ * 192: 1.06–1.15×; Little's law above gives 1.01–1.04×). Session 28: also where the
+ * next Q·Kᵀ is not issued early (chunks under 128 keys): d 192, 4096 keys, chunks of
+ * 64–112 through 2 stages ran 0.170–0.179 ms, priced 0.153–0.176 without the share
+ * (0.172–0.187 with it), the 64 through 3 stages 0.152 */
 #define ATTN_TWO_STAGE_SHARE 0.15
 
 static void
@@ -2162,14 +2180,14 @@ pipeline_stall (Model                  *m,
   transfer = memory / steps;
   cycle = (latency + transfer + compute) / grid->stages;
   wait = cycle - MAX (compute, transfer);
-  /* attention with two consumer warpgroups, the next Q·Kᵀ issued before this P·V, and two
-   * stages: the lagging warpgroup holds one stage and the leading one issues into the
-   * other, so the producer often has nothing to prefetch into (docs/model.md §14b) */
+  /* attention with two consumer warpgroups and two stages: the lagging warpgroup holds
+   * one stage and the leading one issues into the other, so the producer often has
+   * nothing to prefetch into (docs/model.md §14b) */
   if (wgmma && grid->stages == 2)
     {
       const NapkinPlanKernel *pk = m->plan && !m->a->paper ? napkin_plan_kernel_for (m->plan, grid->region, -1) : NULL;
 
-      if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->u.att.consumers == 2 && pk->u.att.overlap)
+      if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->u.att.consumers == 2)
         wait = MAX (wait, ATTN_TWO_STAGE_SHARE * compute);
     }
   if (wait <= 0)
@@ -2538,6 +2556,18 @@ masked_attention (Model                  *m,
  * 2026-11-30; docs/perf-notes.md, "Session 16"): key chunks of 16–128 at D 80–256 and 16–128
  * rows ran 817–3400 clocks a chunk, and the model without the term had priced chunks of
  * 16–32 within 5 % of chunks of 128 that ran 1.4–2× faster. */
+/* Persistent attention (one or two chunks of all the keys a tile) walks its tiles one
+ * after another, and each tile adds to its chunks' chain what a block pays once
+ * elsewhere: the wait for its Q, the first product and softmax nothing overlaps, O's
+ * normalisation and store, about ATTN_PERSIST_TILE_CLOCKS (times the rows' factor
+ * above). With three consumer warpgroups (192 rows) a tile took 1.6–2.1× a tile of 128
+ * rows, not the 1.3× of that factor. Fitted on an H200 (2026-12-01, docs/perf-notes.md,
+ * "Session 28"): 77 and 197 keys, d 32 and 64, 8–61 tiles a block, 64/128/192 rows: the
+ * model without the term priced 64, 128 and 192 rows alike, and 64 rows ran 1.2–1.5×
+ * slower than 128. */
+#define ATTN_PERSIST_TILE_CLOCKS 2600.0
+#define ATTN_PERSIST_WIDE_ROWS   1.5
+
 static void
 attention_chunk_floor (Model                  *m,
                        const NapkinRegionCost *cost,
@@ -2558,6 +2588,17 @@ attention_chunk_floor (Model                  *m,
   vb = MAX (1u, napkin_dtype_bytes (a->v_dtype ? a->v_dtype : a->dtype));
   dp = (double) ((a->D * vb + 127) / 128 * 128 / vb);
   f = 0.4 + 0.6 * (double) MAX (64, a->rows) / 128;
+  /* persistent: a tile's own chain (ATTN_PERSIST_TILE_CLOCKS), and three consumer
+   * warpgroups slower than the line above extends to */
+  if (a->persist_tiles > 0 && pk->grid > 0)
+    {
+      if (a->rows > 128)
+        f = 1.0 + ATTN_PERSIST_WIDE_ROWS * (double) (a->rows - 128) / 128;
+      k->chunk_floor_s = f * (steps * ((4.34 * dp - 56) + (6 + 0.09 * dp) * (double) a->BKV)
+                              + (double) a->persist_tiles / pk->grid * ATTN_PERSIST_TILE_CLOCKS) / m->arch->clock_hz;
+      k->tile_chain = TRUE;
+      return;
+    }
   k->chunk_floor_s = steps * f * ((4.34 * dp - 56) + (6 + 0.09 * dp) * (double) a->BKV) / m->arch->clock_hz;
 }
 
@@ -2955,19 +2996,25 @@ attention_one_wave (Model                  *m,
 /* One wave of attention blocks under a mask (causal, a window): the kernel lasts as long
  * as its longest block — the query tile that sees the most key chunks, or split along
  * the keys, the block that walks a whole split range of them —, not the average block the
- * resources' totals price; with more waves the SMs even it out. The factor: the most
- * chunks a block computes over their mean (H200: a window of 2135 over 2048 queries, 128
- * blocks of 1–17 chunks, ran 1.83× its prediction without it; causal attention over 7626
- * keys, one head, 60 query tiles split in 2, 1.88×, session 23). */
+ * resources' totals price. The factor: the most chunks a block computes over their mean
+ * (H200: a window of 2135 over 2048 queries, 128 blocks of 1–17 chunks, ran 1.83× its
+ * prediction without it; causal attention over 7626 keys, one head, 60 query tiles split
+ * in 2, 1.88×, session 23). A few waves do not even it out either: the plan simulates its
+ * blocks' order (its `tail`; docs/plan.md, "Causal order"). */
 static double
 longest_block (Model                  *m,
-               const NapkinPlanKernel *pk)
+               const NapkinPlanKernel *pk,
+               double                  quantisation)
 {
   const NapkinPlanAttention *a = &pk->u.att;
   const gint64 split = MAX (1u, a->split_kv), blocks = ceil_div (a->NQ, MAX (1, a->BQ)) * split;
   const gint64 most = split > 1 ? MIN (a->chunks_most, a->chunks_per_split) : a->chunks_most;
   double mean;
 
+  /* a few waves: the plan's simulation of its blocks' order (the waves' quantisation,
+   * priced apart, taken out) */
+  if (pk->grid > m->arch->sms && a->tail > 1.0)
+    return MAX (1.0, a->tail / MAX (quantisation, 1.0));
   if (pk->grid > m->arch->sms || a->persist_tiles > 0 || a->tiles_computed <= 0
       || a->tiles_computed >= a->tiles_total || blocks <= 0)
     return 1.0;
@@ -3031,12 +3078,12 @@ kernel_plan (Model                  *m,
 
       if (pk->u.att.split_kv > 1 && cost->chunks > 0)
         {
-          skew = longest_block (m, pk);
+          skew = longest_block (m, pk, k->quantisation);
           k->latency_s *= (double) pk->u.att.chunks_per_split / cost->chunks * skew;
         }
       else if (pk->u.att.tiles_total > 0 && pk->u.att.tiles_computed < pk->u.att.tiles_total)
         {
-          skew = longest_block (m, pk);
+          skew = longest_block (m, pk, k->quantisation);
           k->latency_s *= (double) pk->u.att.tiles_computed / pk->u.att.tiles_total * skew;
         }
       for (guint r = 0; r < NAPKIN_N_RESOURCES; r++)

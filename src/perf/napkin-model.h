@@ -90,6 +90,8 @@ typedef struct
   double         chunk_s;       /* per stream chunk: the block's barrier and refill wait */
   double         chunk_floor_s; /* wgmma attention: the least its key chunks take, each a fixed
                                  * chain of waits, reductions and O's rescale (§14c) */
+  gboolean       tile_chain;    /* … persistent: a chain of tiles that the Q and O stream beside
+                                 * it hides only in part (the two added as a 3-norm) */
   double         latency_s;     /* exposed latency chains (the rows skeleton's, §7c) */
   NapkinResource bound;
   /* from the kernel plan (docs/plan.md): what runs, on which path, and why generic */

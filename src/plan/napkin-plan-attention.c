@@ -167,6 +167,167 @@ _napkin_plan_attention_count_tiles (NapkinPlanAttention *a)
     a->seen_lo = 0;
 }
 
+/* The block order under a mask (docs/plan.md, "Causal order"). The wgmma kernel runs one
+ * block an SM, and the SMs take blocks in grid order as they free up. Causal query tiles
+ * see 1 to n chunks; taken one head after another (each head's heaviest tile first) a
+ * grid of a few waves ends on the last heads' heavy tiles: 16 heads × 16 tiles on 132
+ * SMs end 1.64× after the even share. Bands of heads whose K and V fit in half of L2,
+ * their heaviest tiles first across the band, end 1.03× after it, and keep a wave's
+ * K/V reads in L2. A block's fixed cost counts as ATTN_BLOCK_CHUNKS chunks; beyond
+ * ATTN_TAIL_WAVES waves the tail is under a few percent and not simulated. */
+#define ATTN_BLOCK_CHUNKS 2
+#define ATTN_TAIL_WAVES   16
+
+/* The block's tile (its query tile before the kernel's reversal, and its (batch, head)
+ * unit) in the grid's order, as kernels/attn-sm90.cu's a_band maps it. */
+void
+napkin_plan_attention_band_tile (gint64  block,
+                                 gint64  q_tiles,
+                                 gint64  units,
+                                 gint64  band,
+                                 gint64 *qt,
+                                 gint64 *unit)
+{
+  if (band > 1)
+    {
+      gint64 first = block / (band * q_tiles) * band, n = MIN (band, units - first);
+      gint64 within = block - first * q_tiles;
+
+      *qt = within / n;
+      *unit = first + within % n;
+      return;
+    }
+  *qt = block % q_tiles;
+  *unit = block / q_tiles;
+}
+
+static void
+heap_push_min (double *heap,
+               guint   n,
+               double  v)
+{
+  guint i = n;
+
+  heap[i] = v;
+  while (i > 0 && heap[(i - 1) / 2] > heap[i])
+    {
+      double t = heap[i];
+
+      heap[i] = heap[(i - 1) / 2];
+      heap[(i - 1) / 2] = t;
+      i = (i - 1) / 2;
+    }
+}
+
+static double
+heap_pop_min (double *heap,
+              guint   n)
+{
+  double top = heap[0];
+  guint i = 0;
+
+  heap[0] = heap[n - 1];
+  n--;
+  for (;;)
+    {
+      guint l = 2 * i + 1, r = l + 1, m = i;
+
+      if (l < n && heap[l] < heap[m])
+        m = l;
+      if (r < n && heap[r] < heap[m])
+        m = r;
+      if (m == i)
+        break;
+      double t = heap[i];
+      heap[i] = heap[m];
+      heap[m] = t;
+      i = m;
+    }
+  return top;
+}
+
+/* How long after the start the grid's last block ends, over the even share: the SMs,
+ * each taking the grid's next block in the kernel's order as it frees up (list
+ * scheduling); a block of query tile t costs work[t]. */
+static double
+band_tail (const gint64 *work,
+           gint64        q_tiles,
+           gint64        units,
+           gint64        band,
+           guint         sms,
+           double       *heap)
+{
+  double total = 0, end = 0;
+
+  memset (heap, 0, sms * sizeof (double));
+  for (gint64 b = 0; b < q_tiles * units; b++)
+    {
+      gint64 qt, unit;
+      double start;
+
+      napkin_plan_attention_band_tile (b, q_tiles, units, band, &qt, &unit);
+      /* the kernel reverses the query tiles under a mask: the heaviest first */
+      qt = q_tiles - 1 - qt;
+      start = heap_pop_min (heap, sms);
+      heap_push_min (heap, sms - 1, start + work[qt]);
+      total += work[qt];
+    }
+  for (guint i = 0; i < sms; i++)
+    end = MAX (end, heap[i]);
+  return total > 0 ? MAX (1.0, end / (total / sms)) : 1.0;
+}
+
+/* Chooses the band and prices its tail. Bands as even as the L2 bound allows (16 heads
+ * under a bound of 15: two of 8, not 15 and 1, whose last head ends 1.38×), the next few
+ * counts of bands too, and one head after another: the shortest tail. */
+static void
+choose_band (const NapkinArch    *arch,
+             NapkinPlanAttention *a,
+             gint64               grid)
+{
+  const guint sms = MAX (1u, arch->sms);
+  const gint64 q_tiles = ceil_div (a->NQ, MAX (1, a->BQ)), units = q_tiles > 0 ? grid / q_tiles : 0;
+  const double l2 = arch->levels[NAPKIN_LEVEL_L2].capacity_bytes;
+  double kv;
+  gint64 most, bands;
+  g_autofree double *heap = NULL;
+  g_autofree gint64 *work = NULL;
+
+  a->band = 0;
+  a->tail = 1.0;
+  if (a->mask == NAPKIN_ATTN_MASK_NONE || a->persist_tiles > 0 || a->split_kv > 1 || grid <= sms
+      || grid > ATTN_TAIL_WAVES * (gint64) sms || units * q_tiles != grid)
+    return;
+  work = g_new (gint64, q_tiles);
+  for (gint64 t = 0; t < q_tiles; t++)
+    {
+      gint64 first, stop;
+
+      napkin_plan_attention_chunks (a, t * a->BQ, MIN ((t + 1) * a->BQ, a->NQ), &first, &stop, NULL);
+      work[t] = MAX (0, stop - first) + ATTN_BLOCK_CHUNKS;
+    }
+  heap = g_new0 (double, sms);
+  a->tail = band_tail (work, q_tiles, units, 0, sms, heap);
+  /* K and V of one (batch, head) unit: a band's in half of L2 */
+  kv = (double) a->NKV * a->D * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->v_dtype ? a->v_dtype : a->dtype));
+  most = l2 > 0 && kv > 0 ? (gint64) CLAMP (l2 / 2 / kv, 1.0, (double) units) : 1;
+  bands = ceil_div (units, most);
+  for (gint64 n = bands; n < bands + 4 && n <= units; n++)
+    {
+      gint64 band = ceil_div (units, n);
+      double tail;
+
+      if (band <= 1)
+        break;
+      tail = band_tail (work, q_tiles, units, band, sms, heap);
+      if (tail < a->tail - 0.005)
+        {
+          a->tail = tail;
+          a->band = band;
+        }
+    }
+}
+
 /* The most key chunks the queries of one query tile see (all of them without a mask):
  * what split-KV divides, each split that many chunks from the first the tile sees
  * (kernels/attn-sm90.cu). */
@@ -246,8 +407,13 @@ attention_note (NapkinPlanKernel *k,
     g_string_append_printf (s, _("; rows of %lld padded to %lld in shared memory"),
                             (long long) a->D, (long long) a->d_smem);
   if (mask)
-    g_string_append_printf (s, _("; %s mask: %lld of %lld tiles computed per head, %lld masked in registers"), mask, (long long) a->tiles_computed, (long long) a->tiles_total,
-                            (long long) a->tiles_masked);
+    {
+      g_string_append_printf (s, _("; %s mask: %lld of %lld tiles computed per head, %lld masked in registers"), mask, (long long) a->tiles_computed, (long long) a->tiles_total,
+                              (long long) a->tiles_masked);
+      if (a->band > 1)
+        g_string_append_printf (s, _("; blocks in bands of %lld heads, each band's heaviest query tiles first"),
+                                (long long) a->band);
+    }
   else if (a->NKV % a->BKV || a->NQ % a->BQ)
     g_string_append (s, _("; edge tiles masked"));
   scores_text (s, a);
@@ -321,6 +487,8 @@ napkin_plan_attention_set_mask (NapkinPlan       *plan,
   /* the splits divide the chunks the queries see: they must still cover them */
   if (a->split_kv > 1)
     a->chunks_per_split = ceil_div (visible_chunks (a), a->split_kv);
+  if (k->path == NAPKIN_PATH_WGMMA)
+    choose_band (plan->arch, a, k->grid);
   attention_note (k, NULL);
   for (guint i = 0; i + 1 < plan->kernels->len; i++)
     if (g_ptr_array_index (plan->kernels, i) == k)
@@ -1488,6 +1656,7 @@ plan_hopper (NapkinPlanner    *p,
   a->legacy = FALSE;   /* every shape on the general kernel (legacy_shape) */
   a->overlap = a->stages >= 3 || a->BKV >= 128;
   k->grid = a->persist_tiles > 0 ? MIN (base, (gint64) p->arch->sms) : base * a->split_kv;
+  choose_band (p->arch, a, k->grid);
   k->threads = 128 * (1 + a->consumers);
   k->smem_bytes = wgmma_smem (a);
   k->registers = a->consumer_regs;

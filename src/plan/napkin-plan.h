@@ -291,6 +291,12 @@ typedef struct
                                              outputs and log-sum-exps into scratch `partials`, merged
                                              by the next (ATTENTION_COMBINE) kernel */
   gint64           chunks_per_split;
+  gint64           band;                  /* the blocks' order under a mask, not persistent, not split:
+                                             0 one (batch, head) after another, each's query tiles
+                                             heaviest first; B > 1 B of them at a time, the heaviest
+                                             query tiles of all B first (docs/plan.md, "Causal order") */
+  double           tail;                  /* the last block ends `tail` times the even share of the
+                                             blocks' chunks an SM after the start (≥ 1; 1 where even) */
   int              partials;              /* scratch: fp32 O [split][batch·NQ][D], then [split][batch·NQ] */
 
   double           q_scale, k_scale, v_scale;   /* fp8: per-tensor dequantisation scales */
@@ -660,6 +666,12 @@ void              napkin_plan_helper_launch    (NapkinPlanKernel        *kernel)
 /* Attention (docs/plan.md, "Attention kernels"): the key chunks [*first, *end) that the
  * queries [q0, q1) see under the kernel's mask (*end ≤ *first: none), and how many of
  * them must be masked in registers. */
+void              napkin_plan_attention_band_tile (gint64  block,
+                                                   gint64  q_tiles,
+                                                   gint64  units,
+                                                   gint64  band,
+                                                   gint64 *qt,
+                                                   gint64 *unit);
 void              napkin_plan_attention_chunks (const NapkinPlanAttention *a,
                                                 gint64                     q0,
                                                 gint64                     q1,

@@ -598,6 +598,87 @@ test_stages_hint (void)
   }
 }
 
+/* The block order under a mask (docs/plan.md, "Causal order"): bands of heads whose K
+ * and V fit in half of L2, each band's heaviest query tiles first. The order is a
+ * permutation of the grid; 16 causal heads of 16 query tiles on an H200 (132 SMs) take one
+ * band and end within 10 % of the even share (one head after another: 1.64×); without a
+ * mask, or past 16 waves, no band. */
+static void
+test_band (void)
+{
+  static const gint64 shapes[][3] = { { 16, 16, 16 }, { 16, 40, 6 }, { 7, 13, 4 }, { 5, 3, 1 }, { 1, 9, 9 } };
+
+  for (guint i = 0; i < G_N_ELEMENTS (shapes); i++)
+    {
+      const gint64 q_tiles = shapes[i][0], units = shapes[i][1], band = shapes[i][2];
+      g_autofree gboolean *seen = g_new0 (gboolean, q_tiles * units);
+
+      for (gint64 b = 0; b < q_tiles * units; b++)
+        {
+          gint64 qt, unit;
+
+          napkin_plan_attention_band_tile (b, q_tiles, units, band, &qt, &unit);
+          g_assert_cmpint (qt, >=, 0);
+          g_assert_cmpint (qt, <, q_tiles);
+          g_assert_cmpint (unit, >=, 0);
+          g_assert_cmpint (unit, <, units);
+          g_assert_false (seen[unit * q_tiles + qt]);
+          seen[unit * q_tiles + qt] = TRUE;
+          /* within a band, the band's units take each query tile in turn */
+          if (band > 1 && b % (band * q_tiles) == 0)
+            g_assert_cmpint (qt, ==, 0);
+        }
+    }
+  {
+    NapkinTestAttention c = { 1, 16, 0, 2048, 2048, 192, "fp16", NULL, NULL, 128, 64, 3 };
+    g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
+    g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h200");
+    g_autoptr(GError) error = NULL;
+    NapkinPlanKernel *k = (NapkinPlanKernel *) napkin_plan_kernel_for (p, 0, -1);
+
+    g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+    g_assert_cmpint (k->grid, ==, 16 * 16);
+    g_assert_cmpint (k->u.att.band, ==, 0);
+    g_assert_cmpfloat (k->u.att.tail, ==, 1.0);
+    g_assert_true (napkin_plan_attention_set_mask (p, k, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, &error));
+    g_assert_no_error (error);
+    g_test_message ("%s", k->note);
+    g_assert_cmpint (k->u.att.band, ==, 16);
+    g_assert_cmpfloat (k->u.att.tail, >=, 1.0);
+    g_assert_cmpfloat (k->u.att.tail, <, 1.1);
+    g_assert_nonnull (strstr (k->note, "bands of 16 heads"));
+  }
+  {
+    /* 4 × 32 heads of 8192 at d 128: 4 MB of K and V each, 6 a band; 64 query tiles × 128
+     * heads is more than 16 waves: the tail is not simulated */
+    NapkinTestAttention c = { 4, 32, 0, 8192, 8192, 128, "bf16", NULL, NULL, 128, 128, 2 };
+    g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
+    g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h200");
+    g_autoptr(GError) error = NULL;
+    NapkinPlanKernel *k = (NapkinPlanKernel *) napkin_plan_kernel_for (p, 0, -1);
+
+    g_assert_true (napkin_plan_attention_set_mask (p, k, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, &error));
+    g_assert_cmpint (k->u.att.band, ==, 0);
+    g_assert_cmpfloat (k->u.att.tail, ==, 1.0);
+  }
+  {
+    /* 2 × 8 heads of 4096 at d 128: 2 MB each, at most 15 a band in half of the H200's
+     * L2: two even bands of 8 (15 and 1 would end 1.38× after the even share) */
+    NapkinTestAttention c = { 2, 8, 0, 4096, 4096, 128, "bf16", NULL, NULL, 128, 128, 2 };
+    g_autoptr(NapkinDiagram) d = napkin_test_load_attention (&c);
+    g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h200");
+    g_autoptr(GError) error = NULL;
+    NapkinPlanKernel *k = (NapkinPlanKernel *) napkin_plan_kernel_for (p, 0, -1);
+    const NapkinArch *h200 = napkin_test_arch ("h200");
+
+    g_assert_cmpint ((gint64) (h200->levels[NAPKIN_LEVEL_L2].capacity_bytes / 2 / (4096.0 * 128 * 4)), ==, 15);
+    g_assert_true (napkin_plan_attention_set_mask (p, k, NAPKIN_ATTN_MASK_CAUSAL, 0, -1, 0, &error));
+    g_test_message ("%s", k->note);
+    g_assert_cmpint (k->u.att.band, ==, 8);
+    g_assert_cmpfloat (k->u.att.tail, <, 1.05);
+  }
+}
+
 /* Persistent attention (docs/plan.md, "Attention kernels"): all the keys in one chunk
  * and at least two waves of tiles — one block an SM walks a range of them, Q copied
  * ahead through up to 4 buffers; masks go along (wholly hidden tiles skipped), two
@@ -1219,6 +1300,7 @@ main (int    argc,
   g_test_add_func ("/plan/attention/head-axes", test_head_axes);
   g_test_add_func ("/plan/attention/stages-hint", test_stages_hint);
   g_test_add_func ("/plan/attention/persistent", test_persistent);
+  g_test_add_func ("/plan/attention/band", test_band);
   g_test_add_func ("/plan/attention/scores", test_scores);
   g_test_add_func ("/plan/attention/score-mixes", test_score_mixes);
   g_test_add_func ("/plan/attention/score-l2", test_score_l2);
