@@ -1001,15 +1001,16 @@ plan_rows_in_smem (const NapkinPlanKernel *pk)
          && pk->u.rows.one_pass && pk->u.rows.smem_row;
 }
 
-/* Whether the plan runs a contiguous softmax that reads its rows twice with a whole block
- * a row, two blocks an SM at most, over a full wave or more: a block loads, reduces, then
- * loads again with the exponentials and stores, in turn (NAPKIN_ROWS_TURNS_EFFICIENCY). */
+/* Whether the plan runs a contiguous softmax or norm that reads its rows twice with a
+ * whole block a row, two blocks an SM at most, over a full wave or more: a block loads,
+ * reduces, then loads again and stores, in turn (NAPKIN_ROWS_TURNS_EFFICIENCY). */
 static gboolean
 plan_rows_two_pass_in_turn (const Model            *m,
                             const NapkinPlanKernel *pk)
 {
   return pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->path != NAPKIN_PATH_GENERIC && pk->u.rows.inner <= 1
-         && !pk->u.rows.one_pass && pk->u.rows.op == NAPKIN_OP_SOFTMAX && pk->blocks_per_sm <= 2
+         && !pk->u.rows.one_pass && (pk->u.rows.op == NAPKIN_OP_SOFTMAX || pk->u.rows.op == NAPKIN_OP_NORMALIZE)
+         && pk->blocks_per_sm <= 2
          && pk->u.rows.threads_per_row == pk->u.rows.threads
          && pk->grid >= (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm);
 }
@@ -2047,6 +2048,18 @@ warp_operand_reads (Model                  *m,
  * this model gave them without it (a round trip, then this). */
 #define NAPKIN_ROWS_TAIL_S 2.4e-6
 
+/* Whether the plan runs a contiguous rows kernel with the row in registers, a whole block
+ * a row and one block an SM, over a full wave or more (NAPKIN_ROWS_ALONE_EFFICIENCY). */
+static gboolean
+plan_rows_alone_registers (const Model            *m,
+                           const NapkinPlanKernel *pk)
+{
+  return pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->path != NAPKIN_PATH_GENERIC && pk->u.rows.inner <= 1
+         && pk->u.rows.one_pass && !pk->u.rows.smem_row && pk->u.rows.op != NAPKIN_OP_REDUCE
+         && pk->blocks_per_sm == 1 && pk->u.rows.threads_per_row == pk->u.rows.threads
+         && pk->grid >= (gint64) m->arch->sms;
+}
+
 /* A memory-bound kernel of the plan outside regions (its rows kernel, a repack): a load's
  * round trip before its first bytes, then the tail. */
 static double
@@ -2073,9 +2086,17 @@ memory_kernel_tail_s (const Model *m)
  * a full wave of blocks. The H200 user's path (sessions 11–25): 8192 × 61366 and 7189 ×
  * 65536 ran 1.56 and 1.40× their prediction without it, 1.25 and 1.12 with it; rows of
  * 128256 (1024 to 4096 of them) 1.18–1.21 without, 0.95–0.97 with; fewer rows than a wave
- * (16 to 128 of 128256: 1.0–1.3×) left as they were. The norms read twice need none
- * (rmsnorm 0.91–1.13, layernorm 1.09–1.30). */
+ * (16 to 128 of 128256: 1.0–1.3×) left as they were. */
 #define NAPKIN_ROWS_TURNS_EFFICIENCY 0.80
+/* Norms read twice the same way: 0.80 too (session 28, the 17 such norms of seeds
+ * 2228–2231 over a full wave: layernorm rows of 128256 ran 1.28–1.32× their prediction
+ * without it, of 50257 1.15–1.37, rmsnorm of 128256 1.19–1.20; an rmsnorm of 62304 0.92).
+ * A row in registers, the whole block a row and one block an SM (rows of 18414 and 29848
+ * in 1024 threads, 1024 rows): nothing overlaps one row's load with the last one's
+ * reductions and store, and device memory moves at this share (1.58 and 1.29× their
+ * prediction without it; softmax 1024 × 19418 ran such a block 1.47× slower than the row
+ * in shared memory, session 22). */
+#define NAPKIN_ROWS_ALONE_EFFICIENCY 0.78
 
 /* The share of device memory's rate the plan's rows kernel `pk` draws in its form (1: the
  * rate the model gives every form; not a rows kernel: 1). */
@@ -2083,13 +2104,16 @@ static double
 plan_rows_hbm_share (const Model            *m,
                      const NapkinPlanKernel *pk)
 {
+  /* one block an SM in registers compounds with the unaligned rows' share */
+  double alone = plan_rows_alone_registers (m, pk) ? NAPKIN_ROWS_ALONE_EFFICIENCY : 1.0;
+
   if (plan_rows_in_smem (pk))
     return NAPKIN_ROWS_SMEM_EFFICIENCY;
   if (plan_rows_unaligned_registers (pk))
-    return NAPKIN_ROWS_UNALIGNED_EFFICIENCY;
+    return NAPKIN_ROWS_UNALIGNED_EFFICIENCY * alone;
   if (plan_rows_two_pass_in_turn (m, pk))
     return NAPKIN_ROWS_TURNS_EFFICIENCY;
-  return 1.0;
+  return alone;
 }
 
 static void
