@@ -47,6 +47,8 @@ __device__ __forceinline__ float napkin_gelu (float x) { return 0.5f * x * (1.0f
 /* GELU's tanh approximation, as torch's gelu(approximate='tanh') (docs/file-format.md) */
 __device__ __forceinline__ float napkin_gelu_tanh (float x) { return 0.5f * x * (1.0f + tanhf (0.7978845608f * (x + 0.044715f * x * x * x))); }
 __device__ __forceinline__ float napkin_silu (float x) { return x / (1.0f + __expf (-x)); }
+/* torch's elu with alpha 1 (docs/file-format.md) */
+__device__ __forceinline__ float napkin_elu (float x) { return x > 0.0f ? x : expm1f (x); }
 __device__ __forceinline__ float napkin_sigmoid (float x) { return 1.0f / (1.0f + __expf (-x)); }
 __device__ __forceinline__ float napkin_square (float x) { return x * x; }
 __device__ __forceinline__ unsigned napkin_smem_addr (const void *p)

@@ -164,6 +164,8 @@ _napkin_cuda_fn_expr (NapkinMapFn  fn,
     case NAPKIN_FN_STEP: return g_strdup_printf ("(%s > 0.0f ? 1.0f : 0.0f)", x);
     case NAPKIN_FN_ERF: return g_strdup_printf ("erff (%s)", x);
     case NAPKIN_FN_LOG: return g_strdup_printf (fast ? "__logf (%s)" : "logf (%s)", x);
+    case NAPKIN_FN_ELU: return g_strdup_printf ("napkin_elu (%s)", x);
+    case NAPKIN_FN_RECIPROCAL: return g_strdup_printf ("(1.0f / %s)", x);
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();

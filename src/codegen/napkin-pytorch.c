@@ -245,6 +245,7 @@ map_expr (const NapkinNode *node,
         break;
       }
     case NAPKIN_FN_SILU:  expr = g_strdup_printf ("F.silu(%s)", a); break;
+    case NAPKIN_FN_ELU:   expr = g_strdup_printf ("F.elu(%s)", a); break;
     case NAPKIN_FN_RELU:  expr = g_strdup_printf ("F.relu(%s)", a); break;
     case NAPKIN_FN_NEG:   expr = g_strdup_printf ("-%s", a); break;
     case NAPKIN_FN_STEP:  expr = g_strdup_printf ("(%s > 0).to(%s.dtype)", a, a); break;

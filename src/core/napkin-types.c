@@ -49,6 +49,8 @@ static const NapkinFnInfo fn_infos[NAPKIN_N_FNS] = {
   { "step",    1, 1, 0 },
   { "erf",     1, 4, 1 },
   { "log",     1, 1, 1 },
+  { "elu",     1, 2, 1 },
+  { "reciprocal", 1, 1, 1 },
 };
 
 static const char *reduce_names[NAPKIN_N_REDUCES] = { "sum", "max", "mean" };

@@ -79,6 +79,8 @@ typedef enum
   NAPKIN_FN_STEP,       /* 1 where x > 0, else 0: the derivative of relu, max and min (docs/training.md) */
   NAPKIN_FN_ERF,        /* the error function: the derivative of the exact GELU needs it */
   NAPKIN_FN_LOG,        /* the natural logarithm: log-softmax, log-sum-exp, a cross-entropy loss */
+  NAPKIN_FN_ELU,        /* x where x > 0, else eˣ − 1 (torch's elu, alpha 1: linear attention's feature map) */
+  NAPKIN_FN_RECIPROCAL, /* 1 / x */
   NAPKIN_N_FNS
 } NapkinMapFn;
 

@@ -405,6 +405,8 @@ unary_derivative (Grad       *G,
     case NAPKIN_FN_TANH:
     case NAPKIN_FN_SQRT:
     case NAPKIN_FN_RSQRT:
+    case NAPKIN_FN_ELU:
+    case NAPKIN_FN_RECIPROCAL:
       y = saved (G, v);
       break;
     default:
@@ -430,6 +432,11 @@ unary_derivative (Grad       *G,
     case NAPKIN_FN_RSQRT:                /* −y³ / 2 */
       t = map2 (G, NAPKIN_FN_MUL, y, map1 (G, NAPKIN_FN_SQUARE, y, stem), stem);
       return affine (G, NAPKIN_FN_SCALE, t, -0.5, NULL, stem);
+    case NAPKIN_FN_ELU:                  /* 1 where y > 0, else y + 1 (= eˣ): y − 1[y > 0]·y + 1 */
+      t = map2 (G, NAPKIN_FN_MUL, map1 (G, NAPKIN_FN_STEP, y, stem), y, stem);
+      return affine (G, NAPKIN_FN_SHIFT, map2 (G, NAPKIN_FN_SUB, y, t, stem), 1, NULL, stem);
+    case NAPKIN_FN_RECIPROCAL:           /* −y² */
+      return map1 (G, NAPKIN_FN_NEG, map1 (G, NAPKIN_FN_SQUARE, y, stem), stem);
     case NAPKIN_FN_SQUARE:               /* 2x */
       return affine (G, NAPKIN_FN_SCALE, x, 2, NULL, stem);
     case NAPKIN_FN_SILU:                 /* σ(x) (1 + x (1 − σ(x))) */

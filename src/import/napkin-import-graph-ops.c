@@ -366,7 +366,7 @@ einsum_dims (G     *g,
 static const char * const map1_names[][2] = {
   { "gelu", "gelu" }, { "silu", "silu" }, { "relu", "relu" }, { "sigmoid", "sigmoid" }, { "tanh", "tanh" },
   { "exp", "exp" }, { "neg", "neg" }, { "rsqrt", "rsqrt" }, { "sqrt", "sqrt" }, { "square", "square" },
-  { "log", "log" },
+  { "log", "log" }, { "reciprocal", "reciprocal" },
 };
 
 static const char * const view_names[] = {
@@ -1249,6 +1249,35 @@ pass1_map1 (G     *g,
     gi_hint (g, a->dims[a->n_dims - 1], "f", 1);
 }
 
+/* elu(x, alpha, scale, input_scale): the format's elu is torch's default, all three 1
+ * (linear attention's feature map elu(x) + 1). */
+static void
+pass1_elu (G     *g,
+           Value *v,
+           Value *a)
+{
+  static const char *const keys[] = { "alpha", "scale", "input_scale" };
+
+  if (!gi_need (g, v, a, 0))
+    return;
+  for (guint i = 0; i < G_N_ELEMENTS (keys); i++)
+    {
+      double x = 1;
+
+      if (!gi_arg_double (v, i + 1, keys[i], 1, &x) || x != 1)
+        {
+          g_autofree char *what = g_strdup_printf (_("with %s other than 1 is not covered"), keys[i]);
+
+          gi_refuse (g, v, what, _("use F.elu with alpha 1 (the default), or write it with the covered operations"));
+          return;
+        }
+    }
+  v->fn = NAPKIN_FN_ELU;
+  gi_copy_dims (v, a);
+  gi_set_src (g, v, 0, a);
+  v->emit = EMIT_MAP1;
+}
+
 /* pow(x, p): square, sqrt, rsqrt, x·x² for p = 3, x itself for 1. */
 static void
 pass1_pow (G     *g,
@@ -1527,6 +1556,8 @@ gi_pass1_call (G     *g,
     pass1_arith (g, v, a);
   else if (g_str_equal (b, "pow"))
     pass1_pow (g, v, a);
+  else if (g_str_equal (b, "elu"))
+    pass1_elu (g, v, a);
   else if (g_str_equal (b, "mean") || g_str_equal (b, "sum") || g_str_equal (b, "amax"))
     pass1_reduce (g, v, a);
   else if (g_str_equal (b, "adaptive_avg_pool1d") || g_str_equal (b, "adaptive_avg_pool2d")

@@ -631,6 +631,8 @@ apply_fn (const NapkinNode *node,
     case NAPKIN_FN_STEP: return x > 0 ? 1.0 : 0.0;
     case NAPKIN_FN_ERF: return erf (x);
     case NAPKIN_FN_LOG: return log (x);
+    case NAPKIN_FN_ELU: return x > 0 ? x : expm1 (x);
+    case NAPKIN_FN_RECIPROCAL: return 1.0 / x;
     case NAPKIN_N_FNS:
     default:
       g_assert_not_reached ();

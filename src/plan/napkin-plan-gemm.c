@@ -1260,7 +1260,8 @@ fn_transcendental (NapkinMapFn fn)
   switch (fn)
     {
     case NAPKIN_FN_GELU: case NAPKIN_FN_GELU_TANH: case NAPKIN_FN_SILU: case NAPKIN_FN_SIGMOID:
-    case NAPKIN_FN_TANH: case NAPKIN_FN_EXP: case NAPKIN_FN_ERF: case NAPKIN_FN_LOG:
+    case NAPKIN_FN_TANH: case NAPKIN_FN_EXP: case NAPKIN_FN_ERF: case NAPKIN_FN_LOG: case NAPKIN_FN_ELU:
+    case NAPKIN_FN_RECIPROCAL:
       return TRUE;
     default:
       return FALSE;

@@ -252,7 +252,8 @@ static void
 test_unary (gconstpointer data)
 {
   const char *fn = data;
-  gboolean positive = g_str_equal (fn, "sqrt") || g_str_equal (fn, "rsqrt") || g_str_equal (fn, "log");
+  gboolean positive = g_str_equal (fn, "sqrt") || g_str_equal (fn, "rsqrt") || g_str_equal (fn, "log")
+                      || g_str_equal (fn, "reciprocal");
   const char *extra = g_str_equal (fn, "scale") ? ",'alpha':'1/sqrt(n)'"
                       : g_str_equal (fn, "shift") ? ",'alpha':0.25"
                       : g_str_equal (fn, "cast") ? ",'dtype':'fp16'" : "";
@@ -917,7 +918,8 @@ main (int   argc,
       char *argv[])
 {
   static const char *const unary[] = { "exp", "gelu", "gelu_tanh", "silu", "relu", "sigmoid", "tanh", "neg",
-                                       "rsqrt", "sqrt", "square", "scale", "shift", "cast", "erf", "step", "log" };
+                                       "rsqrt", "sqrt", "square", "scale", "shift", "cast", "erf", "step", "log",
+                                       "elu", "reciprocal" };
   static const char *const binary[] = { "add", "sub", "mul", "div", "max", "min" };
   g_autoptr(GDir) dir = NULL;
   g_autoptr(GPtrArray) examples = g_ptr_array_new_with_free_func (g_free);

@@ -5,10 +5,13 @@
 #include <string.h>
 
 #include <glib/gstdio.h>
+#include <json-c/json.h>
 
 #include "napkin-codegen.h"
 #include "napkin-file.h"
 #include "napkin-import.h"
+#include "napkin-interp.h"
+#include "napkin-ir.h"
 #include "napkin-validate.h"
 
 /* The importers on stored inputs (tests/import/: einsum text and graphs written in
@@ -379,6 +382,15 @@ test_graph_errors (void)
       "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"y\"}]}]}",
       "line 4 (forward: y = self.pool(x)): adaptive_avg_pool2d to an output larger than 1 is not covered; pool to "
       "size 1 (global average pooling)" },
+    /* elu is the format's with alpha 1 only */
+    { "{\"format\": \"napkin-graph\", \"version\": 1, \"nodes\": ["
+      "{\"name\": \"x\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [2, 4], \"dtype\": \"fp32\"},"
+      "{\"name\": \"y\", \"op\": \"call_function\", \"target\": \"aten.elu.default\", "
+      "\"args\": [{\"node\": \"x\"}, 0.5],"
+      " \"kwargs\": {}, \"shape\": [2, 4], \"dtype\": \"fp32\", \"line\": 3, \"code\": \"y = F.elu(x, 0.5)\"},"
+      "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"y\"}]}]}",
+      "line 3 (forward: y = F.elu(x, 0.5)): elu with alpha other than 1 is not covered; use F.elu with alpha 1 (the "
+      "default), or write it with the covered operations" },
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
@@ -427,6 +439,66 @@ test_graph_reduce_dims (void)
       g_assert_cmpuint (reduces, ==, 2);
       g_assert_cmpstr (axes->str, ==, "yx");
     }
+}
+
+/* einsum("ij,jk,kl->il", a, b, c) is two contractions, left to right: a·b over j keeps
+ * i and k (what c and the output read), then ·c over k; the first step takes a name no
+ * node has ("e_step1" is taken here). In the interpreter it computes a·b·c. */
+static void
+test_graph_einsum_chain (void)
+{
+  const char *json =
+    "{\"format\": \"napkin-graph\", \"version\": 1, \"nodes\": ["
+    "{\"name\": \"a\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [3, 4], \"dtype\": \"fp32\"},"
+    "{\"name\": \"b\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [4, 5], \"dtype\": \"fp32\"},"
+    "{\"name\": \"e_step1\", \"op\": \"placeholder\", \"role\": \"input\", \"shape\": [5, 2], \"dtype\": \"fp32\"},"
+    "{\"name\": \"e\", \"op\": \"call_function\", \"target\": \"aten.einsum.default\", "
+    "\"args\": [\"i j, jk,kl->il\", [{\"node\": \"a\"}, {\"node\": \"b\"}, {\"node\": \"e_step1\"}]],"
+    " \"kwargs\": {\"path\": [0, 1, 0, 1]}, \"shape\": [3, 2], \"dtype\": \"fp32\"},"
+    "{\"name\": \"output\", \"op\": \"output\", \"outputs\": [{\"node\": \"e\"}]}]}";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) d = napkin_import_graph (json, strlen (json), NULL, &error);
+  g_autoptr(NapkinTensorSet) set = NULL;
+  g_autoptr(NapkinIrProgram) prog = NULL;
+  const double *va = NULL, *vb = NULL, *vc = NULL, *ve = NULL;
+  guint contracts = 0;
+
+  g_assert_no_error (error);
+  for (guint n = 0; n < napkin_diagram_n_nodes (d); n++)
+    contracts += napkin_diagram_node (d, n)->kind == NAPKIN_OP_CONTRACT;
+  g_assert_cmpuint (contracts, ==, 2);
+  set = napkin_tensor_set_new_random (d, 5);
+  prog = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN, &error);
+  g_assert_no_error (error);
+  g_assert_true (napkin_ir_interpret (prog, set, &error));
+  g_assert_no_error (error);
+  /* the graph's inputs and output by their nodes' shapes: a [3, 4], b [4, 5], c [5, 2], e [3, 2] */
+  for (guint t = 0; t < napkin_diagram_n_tensors (d); t++)
+    {
+      const NapkinTensor *tensor = napkin_diagram_tensor (d, t);
+      json_object *source = tensor->extra ? json_object_object_get (tensor->extra, "source") : NULL;
+      const char *node = source ? json_object_get_string (json_object_object_get (source, "node")) : NULL;
+
+      if (g_strcmp0 (node, "a") == 0)
+        va = set->values[t];
+      else if (g_strcmp0 (node, "b") == 0)
+        vb = set->values[t];
+      else if (g_strcmp0 (node, "e_step1") == 0)
+        vc = set->values[t];
+      else if (g_strcmp0 (node, "e") == 0)
+        ve = set->values[t];
+    }
+  g_assert_true (va && vb && vc && ve);
+  for (guint i = 0; i < 3; i++)
+    for (guint l = 0; l < 2; l++)
+      {
+        double want = 0;
+
+        for (guint j = 0; j < 4; j++)
+          for (guint k = 0; k < 5; k++)
+            want += va[i * 4 + j] * vb[j * 5 + k] * vc[k * 2 + l];
+        g_assert_cmpfloat_with_epsilon (ve[i * 2 + l], want, 1e-3 * (1 + fabs (want)));
+      }
 }
 
 /* import → save → load → save: the same bytes, and the loaded diagram valid. */
@@ -616,6 +688,7 @@ main (int    argc,
   g_test_add_func ("/import/graph/unsupported", test_graph_unsupported);
   g_test_add_func ("/import/graph/errors", test_graph_errors);
   g_test_add_func ("/import/graph/reduce-dims", test_graph_reduce_dims);
+  g_test_add_func ("/import/graph/einsum-chain", test_graph_einsum_chain);
   g_test_add_func ("/import/graph/drop-flags", test_graph_drop_flags);
   g_test_add_func ("/import/graph/partial-rotary", test_graph_partial_rotary);
   g_test_add_func ("/import/roundtrip", test_roundtrip);
