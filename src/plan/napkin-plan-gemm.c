@@ -777,7 +777,15 @@ gemm_axis_roles (NapkinPlanner *p,
                                 napkin_diagram_axis (p->d, s->y_l.axes[i])->name);
         return FALSE;
       }
-  if (s->m.n == 0 || s->n.n == 0 || s->kk.n == 0)
+  /* a matrix-vector product lacks the rows or the columns: one of size 1 (the vector is
+   * A, M = 1: gemm_axis_runs) */
+  if (s->m.n == 0 && s->n.n == 0 && s->kk.n > 0)
+    {
+      *why = g_strdup_printf (_("contraction “%s” is a dot product a batch element (no row and no column axis): "
+                              "the GEMM needs one of them"), napkin_diagram_node (p->d, s->contract)->id);
+      return FALSE;
+    }
+  if (s->kk.n == 0)
     {
       *why = g_strdup_printf (_("contraction “%s” is not a matrix product (it needs a row, a column and a "
                               "contracted axis)"), napkin_diagram_node (p->d, s->contract)->id);
@@ -836,11 +844,16 @@ gemm_permute_operand (NapkinPlanner    *p,
         return TRUE;     /* shared by the batch, or lacking some: the check below says */
       leads &= at (l, s->batch.axes[i]) == (int) i;
     }
-  if (leads || run_of (l, own) < 0 || run_of (l, &s->kk) < 0)
+  if (leads || (own->n > 0 && run_of (l, own) < 0) || run_of (l, &s->kk) < 0)
     return TRUE;
-  outer = run_of (l, own) < run_of (l, &s->kk) ? own : &s->kk;
+  /* a matrix-vector product's vector has no rows: its contracted axes alone, one row of
+   * them where they are innermost, else a column (a batch axis inside them: [b, s, h]) */
+  if (own->n == 0)
+    outer = at (l, s->kk.axes[s->kk.n - 1]) == (int) l->n - 1 ? own : &s->kk;
+  else
+    outer = run_of (l, own) < run_of (l, &s->kk) ? own : &s->kk;
   inner = outer == own ? &s->kk : own;
-  if (at (l, inner->axes[inner->n - 1]) != (int) l->n - 1)
+  if (inner->n > 0 && at (l, inner->axes[inner->n - 1]) != (int) l->n - 1)
     return TRUE;
   /* the batch axes in C's order, neighbours in the source merged */
   for (guint i = 0; i < s->batch.n; i++)
@@ -869,7 +882,7 @@ gemm_permute_operand (NapkinPlanner    *p,
   copy->src_bstride_inner = dims == 2 ? strides[1] : 0;
   copy->rows = product (p, outer);
   copy->cols = product (p, inner);
-  copy->ld_src = _napkin_plan_layout_stride (p->d, l, outer->axes[outer->n - 1]);
+  copy->ld_src = outer->n == 0 ? copy->cols : _napkin_plan_layout_stride (p->d, l, outer->axes[outer->n - 1]);
   for (guint i = 0; i < s->batch.n; i++)
     moved.axes[n++] = s->batch.axes[i];
   for (guint i = 0; i < outer->n; i++)
@@ -893,19 +906,21 @@ gemm_axis_runs (NapkinPlanner *p,
 
   gemm_promote_batch (s, &s->m, &s->x_l);
   gemm_promote_batch (s, &s->n, &s->y_l);
-  cm = run_of (&s->c_l, &s->m);
-  cn = run_of (&s->c_l, &s->n);
+  /* a matrix-vector product's missing group lies anywhere */
+  cm = s->m.n == 0 ? 0 : run_of (&s->c_l, &s->m);
+  cn = s->n.n == 0 ? 0 : run_of (&s->c_l, &s->n);
 
-  if (cm < 0 || cn < 0 || run_of (&s->x_l, &s->m) < 0 || run_of (&s->x_l, &s->kk) < 0 || run_of (&s->y_l, &s->n) < 0
-      || run_of (&s->y_l, &s->kk) < 0)
+  if (cm < 0 || cn < 0 || (s->m.n > 0 && run_of (&s->x_l, &s->m) < 0) || run_of (&s->x_l, &s->kk) < 0
+      || (s->n.n > 0 && run_of (&s->y_l, &s->n) < 0) || run_of (&s->y_l, &s->kk) < 0)
     {
       /* name the value and the group it splits: storing that value in another axis
        * order (the producer's `out`) makes the product a plain GEMM */
+      gboolean xm = s->m.n > 0 && run_of (&s->x_l, &s->m) < 0, yn = s->n.n > 0 && run_of (&s->y_l, &s->n) < 0;
       const char *where = cm < 0 || cn < 0 ? N_("its result")
-                          : run_of (&s->x_l, &s->m) < 0 || run_of (&s->x_l, &s->kk) < 0 ? N_("its first operand")
+                          : xm || run_of (&s->x_l, &s->kk) < 0 ? N_("its first operand")
                           : N_("its second operand");
-      const AxisList *split = cm < 0 ? &s->m : cn < 0 ? &s->n : run_of (&s->x_l, &s->m) < 0 ? &s->m
-                              : run_of (&s->x_l, &s->kk) < 0 ? &s->kk : run_of (&s->y_l, &s->n) < 0 ? &s->n : &s->kk;
+      const AxisList *split = cm < 0 ? &s->m : cn < 0 ? &s->n : xm ? &s->m
+                              : run_of (&s->x_l, &s->kk) < 0 ? &s->kk : yn ? &s->n : &s->kk;
       g_autoptr(GString) names = g_string_new (NULL);
 
       for (guint i = 0; i < split->n; i++)
@@ -914,8 +929,8 @@ gemm_axis_runs (NapkinPlanner *p,
        * product then stores its own order and a copy puts the value in the drawn one */
       if (p->split_operands != NULL)
         {
-          gboolean x_split = run_of (&s->x_l, &s->m) < 0 || run_of (&s->x_l, &s->kk) < 0;
-          gboolean y_split = run_of (&s->y_l, &s->n) < 0 || run_of (&s->y_l, &s->kk) < 0;
+          gboolean x_split = xm || run_of (&s->x_l, &s->kk) < 0;
+          gboolean y_split = yn || run_of (&s->y_l, &s->kk) < 0;
 
           if (x_split)
             g_hash_table_add (p->split_operands, NAPKIN_PLAN_COPY_KEY (s->contract, NAPKIN_PLAN_COPY_X));
@@ -958,7 +973,8 @@ gemm_axis_runs (NapkinPlanner *p,
                                 napkin_diagram_node (p->d, s->contract)->id);
         return FALSE;
       }
-  s->swapped = cn < cm;
+  /* the vector (the operand without rows or columns) is A, one row: C = v·B, or Cᵀ */
+  s->swapped = s->n.n == 0 ? TRUE : s->m.n == 0 ? FALSE : cn < cm;
   return TRUE;
 }
 
@@ -993,7 +1009,7 @@ gemm_fill (NapkinPlanner  *p,
   g->M = product (p, s->mg);
   g->N = product (p, s->ng);
   g->K = product (p, &s->kk);
-  g->a_kmajor = run_of (a_l, &s->kk) > run_of (a_l, s->mg);
+  g->a_kmajor = s->mg->n == 0 || run_of (a_l, &s->kk) > run_of (a_l, s->mg);
   g->b_kmajor = run_of (b_l, &s->kk) > run_of (b_l, s->ng);
   g->lda = g->a_kmajor ? g->K : g->M;
   g->ldb = g->b_kmajor ? g->K : g->N;

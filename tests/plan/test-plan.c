@@ -601,6 +601,58 @@ test_realigned_gate (void)
   assert_model_agrees (d, p, "h200");
 }
 
+/* A matrix-vector product: the vector is A, one row (C = v·Bᵀ), on either side of the
+ * contraction; the result [b, n] stores its one row per batch element. A dot product
+ * a batch element (no row, no column) has no GEMM and says so. */
+static void
+test_matrix_vector (void)
+{
+  static const char *const forms[][3] = {
+    /* x, y, out */
+    { "\"b\", \"n\", \"k\"", "\"b\", \"k\"", "\"b\", \"n\"" },
+    { "\"b\", \"k\"", "\"b\", \"n\", \"k\"", "\"b\", \"n\"" },
+    { "\"b\", \"k\"", "\"b\", \"k\"", "\"b\"" },
+  };
+
+  for (guint f = 0; f < G_N_ELEMENTS (forms); f++)
+    {
+      g_autofree char *json = g_strdup_printf (
+        "{\"format\": \"napkin\", \"version\": 1, \"axes\": ["
+        "{\"name\": \"b\", \"size\": 96}, {\"name\": \"n\", \"size\": 4096}, {\"name\": \"k\", \"size\": 256}],"
+        "\"tensors\": [{\"name\": \"X\", \"axes\": [%s], \"dtype\": \"bf16\"},"
+        "{\"name\": \"V\", \"axes\": [%s], \"dtype\": \"bf16\"},"
+        "{\"name\": \"Y\", \"axes\": [%s], \"dtype\": \"bf16\"}],"
+        "\"nodes\": [{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\"},"
+        "{\"id\": \"v\", \"kind\": \"input\", \"tensor\": \"V\"},"
+        "{\"id\": \"mm\", \"kind\": \"contract\", \"out\": [%s]},"
+        "{\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"Y\"}],"
+        "\"wires\": [{\"from\": \"x\", \"to\": \"mm\", \"port\": 0}, {\"from\": \"v\", \"to\": \"mm\", \"port\": 1},"
+        "{\"from\": \"mm\", \"to\": \"y\"}]}", forms[f][0], forms[f][1], forms[f][2], forms[f][2]);
+      g_autoptr(NapkinDiagram) d = napkin_test_load_json (json);
+      g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h200");
+      const NapkinPlanKernel *k = napkin_plan_kernel_for (p, -1, napkin_diagram_find_node (d, "mm"));
+
+      g_assert_nonnull (k);
+      g_test_message ("%s", k->note ? k->note : k->reason);
+      if (f == 2)
+        {
+          g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GENERIC);
+          g_assert_nonnull (strstr (k->reason, "is a dot product a batch element"));
+          continue;
+        }
+      g_assert_cmpuint (p->n_generic, ==, 0);
+      g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GEMM);
+      g_assert_cmpint (k->u.gemm.batch, ==, 96);
+      g_assert_cmpint (k->u.gemm.M, ==, 1);
+      g_assert_cmpint (k->u.gemm.N, ==, 4096);
+      g_assert_cmpint (k->u.gemm.K, ==, 256);
+      g_assert_true (k->u.gemm.a_kmajor);
+      g_assert_cmpint (k->u.gemm.a.node, ==, napkin_diagram_find_node (d, f == 0 ? "v" : "x"));
+      g_assert_cmpint (k->u.gemm.ldc, ==, 4096);
+      assert_model_agrees (d, p, "h200");
+    }
+}
+
 /* The GEMM epilogue's operands over merged rows (b, s): DiT's gate [b, f] varies by
  * the outer row only and is read at row m / s; a positional operand [s, f] lacks the
  * outer axis and cannot be one stride of m, so it stays out of the epilogue. The gate
@@ -740,6 +792,7 @@ main (int    argc,
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/plan/gemm/cases", test_gemm_cases);
+  g_test_add_func ("/plan/gemm/matrix-vector", test_matrix_vector);
   g_test_add_func ("/plan/gemm/split-k", test_split_k);
   g_test_add_func ("/plan/gemm/skinny-tiles", test_skinny_tiles);
   g_test_add_func ("/plan/gemm/kmajor-bn", test_kmajor_bn);
