@@ -86,7 +86,7 @@ mut('input-unknown-tensor', MM, lambda d: d['nodes'][0].update(tensor='Z'), 'The
 mut('contract-unknown-axis', MM, lambda d: node(d, 'mm').update(out=['x', 'n']), 'The first output axis of the contraction “mm”: unknown axis “x”\tnodes[2].out[0]')
 mut('contract-missing-out', MM, lambda d: node(d, 'mm').pop('out'), 'The contraction “mm”: missing field “out”\tnodes[2]')
 mut('softmax-missing-axis', SM, lambda d: node(d, 'sm').pop('axis'), 'The softmax “sm”: missing field “axis”\tnodes[1]')
-mut('map-unknown-fn', LN, lambda d: node(d, 'mul').update(fn='fma'), 'The function of the map “mul”: unknown value “fma” (add, sub, mul, div, max, min, scale, exp, neg, relu, gelu, silu, sigmoid, tanh, square, sqrt, rsqrt, cast, gelu_tanh, shift, step, erf, log)\tnodes[4].fn')
+mut('map-unknown-fn', LN, lambda d: node(d, 'mul').update(fn='fma'), 'The function of the map “mul”: unknown value “fma” (add, sub, mul, div, max, min, scale, exp, neg, relu, gelu, silu, sigmoid, tanh, square, sqrt, rsqrt, cast, gelu_tanh, shift, step, erf, log, elu, reciprocal)\tnodes[4].fn')
 mut('wire-dangling-to', MM, lambda d: d['wires'][0].update(to='ghost'), 'The end of the wire from “a” to “ghost”: dangling wire: no operation “ghost”\twires[0].to')
 mut('wire-dangling-from', MM, lambda d: d['wires'][1].update(**{'from': 'ghost'}),
     'The start of the wire from “ghost” to “mm”: dangling wire: no operation “ghost”\twires[1].from')
