@@ -972,34 +972,44 @@ read_graph_json (const char  *json_text,
   return root;
 }
 
-/* A node {"name", "op": "call_function", "target", "args": [eq, [a, b]], "shape",
- * "dtype", "file", "line", "code"} of einsum `eq` over the nodes named a and b,
- * those of `like` copied. */
+/* The args [eq, [{"node": a}, {"node": b}]] of a two-operand einsum. */
 static json_object *
-einsum_pair_node (json_object *like,
-                  const char  *name,
-                  const char  *eq,
-                  const char  *a,
-                  const char  *b,
-                  const gint64 *shape,
-                  guint        rank)
+einsum_args (const char *eq,
+             const char *a,
+             const char *b)
 {
-  static const char *const copied[] = { "op", "target", "dtype", "file", "line", "code" };
-  json_object *node = json_object_new_object ();
-  json_object *args = json_object_new_array (), *ops = json_object_new_array (), *dims = json_object_new_array ();
+  json_object *args = json_object_new_array (), *ops = json_object_new_array ();
   json_object *ra = json_object_new_object (), *rb = json_object_new_object ();
 
-  json_object_object_add (node, "name", json_object_new_string (name));
-  for (guint i = 0; i < G_N_ELEMENTS (copied); i++)
-    if (gi_member (like, copied[i]) != NULL)
-      json_object_object_add (node, copied[i], json_object_get (gi_member (like, copied[i])));
   json_object_object_add (ra, "node", json_object_new_string (a));
   json_object_object_add (rb, "node", json_object_new_string (b));
   json_object_array_add (ops, ra);
   json_object_array_add (ops, rb);
   json_object_array_add (args, json_object_new_string (eq));
   json_object_array_add (args, ops);
-  json_object_object_add (node, "args", args);
+  return args;
+}
+
+/* A node {"name", "op", "target", "args": [eq, [a, b]], "kwargs": {}, "shape", "dtype",
+ * "file", "line", "code"} of einsum `eq` over the nodes named a and b, the others of
+ * `like` copied. */
+static json_object *
+einsum_pair_node (json_object  *like,
+                  const char   *name,
+                  const char   *eq,
+                  const char   *a,
+                  const char   *b,
+                  const gint64 *shape,
+                  guint         rank)
+{
+  static const char *const copied[] = { "op", "target", "dtype", "file", "line", "code" };
+  json_object *node = json_object_new_object (), *dims = json_object_new_array ();
+
+  json_object_object_add (node, "name", json_object_new_string (name));
+  for (guint i = 0; i < G_N_ELEMENTS (copied); i++)
+    if (gi_member (like, copied[i]) != NULL)
+      json_object_object_add (node, copied[i], json_object_get (gi_member (like, copied[i])));
+  json_object_object_add (node, "args", einsum_args (eq, a, b));
   json_object_object_add (node, "kwargs", json_object_new_object ());
   for (guint i = 0; i < rank; i++)
     json_object_array_add (dims, json_object_new_int64 (shape[i]));
@@ -1007,13 +1017,111 @@ einsum_pair_node (json_object *like,
   return node;
 }
 
+/* The sizes of the letters of `ins` (n operand sides) from the shapes of the nodes `ops`
+ * names; FALSE where an operand is not a node with a shape of its letters' length. */
+static gboolean
+einsum_sizes (char * const *ins,
+              json_object  *ops,
+              guint         n,
+              GHashTable   *shape_of,
+              gint64       *size)
+{
+  for (guint k = 0; k < n; k++)
+    {
+      const char *src = gi_member_string (json_object_array_get_idx (ops, k), "node");
+      json_object *sh = src ? g_hash_table_lookup (shape_of, src) : NULL;
+      guint r = 0;
+
+      if (sh == NULL)
+        return FALSE;
+      for (const char *c = ins[k]; *c; c++)
+        if (g_ascii_isalpha (*c))
+          {
+            if (r >= json_object_array_length (sh))
+              return FALSE;
+            size[(unsigned char) *c & 127] = json_object_get_int64 (json_object_array_get_idx (sh, r++));
+          }
+      if (r != json_object_array_length (sh))
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* The steps of einsum node `obj` (sides `ins` → `result`, operands `ops`) appended to
+ * `out`: each step keeps the letters of its two operands that the result or a later
+ * operand reads, the last one is `obj` itself with its name, shape and uses. */
+static void
+einsum_chain (json_object  *obj,
+              char * const *ins,
+              const char   *result,
+              json_object  *ops,
+              guint         n,
+              const gint64 *size,
+              GHashTable   *names,
+              json_object  *out)
+{
+  const char *name = gi_member_string (obj, "name");
+  g_autofree char *acc = g_strdup (ins[0]);
+  g_autofree char *acc_name = g_strdup (gi_member_string (json_object_array_get_idx (ops, 0), "node"));
+  json_object *last = json_object_new_object ();
+  g_autofree char *eq = NULL;
+
+  for (guint k = 1; k + 1 < n; k++)
+    {
+      const char *b = gi_member_string (json_object_array_get_idx (ops, k), "node");
+      g_autofree char *both = g_strconcat (acc, ins[k], NULL);
+      g_autofree char *pair = NULL;
+      GString *keep = g_string_new (NULL);
+      char *step = g_strdup_printf ("%s_step%u", name, k);
+      gint64 shape[128];
+      guint rank = 0;
+
+      for (const char *c = both; *c; c++)
+        {
+          gboolean later = strchr (result, *c) != NULL;
+
+          if (!g_ascii_isalpha (*c) || strchr (keep->str, *c) != NULL)
+            continue;
+          for (guint j = k + 1; j < n && !later; j++)
+            later = strchr (ins[j], *c) != NULL;
+          if (later)
+            {
+              g_string_append_c (keep, *c);
+              shape[rank++] = size[(unsigned char) *c & 127];
+            }
+        }
+      /* a name no node has */
+      while (g_hash_table_contains (names, step))
+        {
+          char *t = g_strconcat (step, "_", NULL);
+
+          g_free (step);
+          step = t;
+        }
+      g_hash_table_add (names, g_strdup (step));
+      pair = g_strdup_printf ("%s,%s->%s", acc, ins[k], keep->str);
+      json_object_array_add (out, einsum_pair_node (obj, step, pair, acc_name, b, shape, rank));
+      g_free (acc);
+      acc = g_string_free (keep, FALSE);
+      g_free (acc_name);
+      acc_name = step;
+    }
+  json_object_object_foreach (obj, key, val)
+    if (!g_str_equal (key, "args") && !g_str_equal (key, "kwargs"))
+      json_object_object_add (last, key, json_object_get (val));
+  eq = g_strdup_printf ("%s,%s->%s", acc, ins[n - 1], result);
+  json_object_object_add (last, "args",
+                          einsum_args (eq, acc_name, gi_member_string (json_object_array_get_idx (ops, n - 1), "node")));
+  json_object_object_add (last, "kwargs", json_object_new_object ());
+  json_object_array_add (out, last);
+}
+
 /* An einsum of three or more operands as a chain of two-operand ones, left to right
- * (torch's own order without a path): each step keeps the letters of its two operands
- * that the output or a later operand has, in the order they first appear (linear
- * attention's einsum("nlhd,nhmd,nlh->nlhm", Q, KV, Z): Q·KV over d, then times Z). The
- * steps are graph nodes NAME_step1, NAME_step2, … (a name no node has), the last one
- * NAME itself; `root`'s "nodes" is replaced where anything was split. Operands written
- * with "..." are left as they are (refused later with a remedy). */
+ * (torch's own order without a path; einsum_chain): linear attention's
+ * einsum("nlhd,nhmd,nlh->nlhm", Q, KV, Z) is Q·KV over d, then times Z. The steps are
+ * graph nodes NAME_step1, NAME_step2, … (a name no node has), the last one NAME itself;
+ * `root`'s "nodes" is replaced where anything was split. Operands written with "..."
+ * are left as they are (refused later with a remedy). */
 static void
 split_einsums (json_object *root)
 {
@@ -1036,140 +1144,31 @@ split_einsums (json_object *root)
       g_auto(GStrv) sides = NULL;
       g_auto(GStrv) ins = NULL;
       guint n = 0;
-      gboolean split = FALSE;
       gint64 size[128] = { 0 };
+      gboolean split;
 
       if (name != NULL && (shape = gi_member (obj, "shape")) != NULL && json_object_is_type (shape, json_type_array))
         g_hash_table_insert (shape_of, (gpointer) name, shape);
-      if (target != NULL && (g_str_has_prefix (target, "aten.einsum") || g_str_has_prefix (target, "torch.ops.aten.einsum"))
-          && args != NULL && json_object_is_type (args, json_type_array) && json_object_array_length (args) >= 2
-          && json_object_is_type (json_object_array_get_idx (args, 0), json_type_string)
-          && json_object_is_type ((ops = json_object_array_get_idx (args, 1)), json_type_array)
-          && (n = json_object_array_length (ops)) >= 3
-          && strstr ((eq = json_object_get_string (json_object_array_get_idx (args, 0))), "...") == NULL
-          && (sides = g_strsplit (eq, "->", 2))[1] != NULL
-          && g_strv_length ((ins = g_strsplit (sides[0], ",", -1))) == n)
-        {
-          split = TRUE;
-          /* every operand a node with a shape of its letters' length */
-          for (guint k = 0; k < n && split; k++)
-            {
-              const char *src = gi_member_string (json_object_array_get_idx (ops, k), "node");
-              json_object *sh = src ? g_hash_table_lookup (shape_of, src) : NULL;
-              guint r = 0;
-
-              if (sh == NULL)
-                {
-                  split = FALSE;
-                  break;
-                }
-              for (const char *c = ins[k]; *c; c++)
-                if (g_ascii_isalpha (*c))
-                  {
-                    if (r >= json_object_array_length (sh))
-                      {
-                        split = FALSE;
-                        break;
-                      }
-                    size[(unsigned char) *c & 127] = json_object_get_int64 (json_object_array_get_idx (sh, r++));
-                  }
-              if (r != json_object_array_length (sh))
-                split = FALSE;
-            }
-        }
-      if (!split)
-        {
-          if (out != NULL)
-            json_object_array_add (out, json_object_get (obj));
-          continue;
-        }
-      if (out == NULL)
+      split = name != NULL && target != NULL
+              && (g_str_has_prefix (target, "aten.einsum") || g_str_has_prefix (target, "torch.ops.aten.einsum"))
+              && args != NULL && json_object_is_type (args, json_type_array) && json_object_array_length (args) >= 2
+              && json_object_is_type (json_object_array_get_idx (args, 0), json_type_string)
+              && json_object_is_type ((ops = json_object_array_get_idx (args, 1)), json_type_array)
+              && (n = json_object_array_length (ops)) >= 3
+              && strstr ((eq = json_object_get_string (json_object_array_get_idx (args, 0))), "...") == NULL
+              && (sides = g_strsplit (eq, "->", 2))[1] != NULL
+              && g_strv_length ((ins = g_strsplit (sides[0], ",", -1))) == n
+              && einsum_sizes (ins, ops, n, shape_of, size);
+      if (split && out == NULL)
         {
           out = json_object_new_array ();
           for (guint j = 0; j < i; j++)
             json_object_array_add (out, json_object_get (json_object_array_get_idx (nodes, j)));
         }
-      {
-        g_autofree char *acc = NULL;
-        g_autofree char *acc_name = g_strdup (gi_member_string (json_object_array_get_idx (ops, 0), "node"));
-
-        for (const char *c = ins[0]; *c; c++)
-          if (g_ascii_isalpha (*c))
-            {
-              char l[2] = { *c, 0 };
-              char *t = g_strconcat (acc ? acc : "", l, NULL);
-
-              g_free (acc);
-              acc = t;
-            }
-        for (guint k = 1; k < n; k++)
-          {
-            const char *b = gi_member_string (json_object_array_get_idx (ops, k), "node");
-            GString *keep = g_string_new (NULL);
-            g_autofree char *pair = NULL;
-            g_autofree char *step = NULL;
-            gint64 shape[128];
-            guint rank = 0;
-
-            if (k + 1 < n)
-              {
-                /* the letters of acc and operand k that the output or a later operand reads */
-                g_autofree char *both = g_strconcat (acc, ins[k], NULL);
-
-                for (const char *c = both; *c; c++)
-                  {
-                    gboolean later = strchr (sides[1], *c) != NULL;
-
-                    if (!g_ascii_isalpha (*c) || strchr (keep->str, *c) != NULL)
-                      continue;
-                    for (guint j = k + 1; j < n && !later; j++)
-                      later = strchr (ins[j], *c) != NULL;
-                    if (later)
-                      {
-                        g_string_append_c (keep, *c);
-                        shape[rank++] = size[(unsigned char) *c & 127];
-                      }
-                  }
-                pair = g_strdup_printf ("%s,%s->%s", acc, ins[k], keep->str);
-                step = g_strdup_printf ("%s_step%u", name, k);
-                while (g_hash_table_contains (names, step))
-                  {
-                    char *t = g_strconcat (step, "_", NULL);
-
-                    g_free (step);
-                    step = t;
-                  }
-                g_hash_table_add (names, g_strdup (step));
-                json_object_array_add (out, einsum_pair_node (obj, step, pair, acc_name, b, shape, rank));
-                g_free (acc);
-                acc = g_string_free (keep, FALSE);
-                g_free (acc_name);
-                acc_name = g_steal_pointer (&step);
-              }
-            else
-              {
-                /* the last step is the node itself: its name, shape and uses */
-                json_object *last = json_object_new_object ();
-                json_object *new_args = json_object_new_array (), *new_ops = json_object_new_array ();
-                json_object *ra = json_object_new_object (), *rb = json_object_new_object ();
-
-                g_string_free (keep, TRUE);
-                json_object_object_foreach (obj, key, val)
-                  if (!g_str_equal (key, "args") && !g_str_equal (key, "kwargs"))
-                    json_object_object_add (last, key, json_object_get (val));
-                pair = g_strdup_printf ("%s,%s->%s", acc, ins[k], sides[1]);
-                json_object_object_add (ra, "node", json_object_new_string (acc_name));
-                json_object_object_add (rb, "node", json_object_new_string (b));
-                json_object_array_add (new_ops, ra);
-                json_object_array_add (new_ops, rb);
-                json_object_array_add (new_args, json_object_new_string (pair));
-                json_object_array_add (new_args, new_ops);
-                json_object_object_add (last, "args", new_args);
-                json_object_object_add (last, "kwargs", json_object_new_object ());
-                json_object_array_add (out, last);
-              }
-          }
-      }
+      if (split)
+        einsum_chain (obj, ins, sides[1], ops, n, size, names, out);
+      else if (out != NULL)
+        json_object_array_add (out, json_object_get (obj));
     }
   if (out != NULL)
     json_object_object_add (root, "nodes", out);

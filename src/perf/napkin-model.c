@@ -2614,16 +2614,12 @@ attention_chunk_floor (Model                  *m,
   f = 0.4 + 0.6 * (double) MAX (64, a->rows) / 128;
   /* persistent: a tile's own chain (ATTN_PERSIST_TILE_CLOCKS), and three consumer
    * warpgroups slower than the line above extends to */
-  if (a->persist_tiles > 0 && pk->grid > 0)
-    {
-      if (a->rows > 128)
-        f = 1.0 + ATTN_PERSIST_WIDE_ROWS * (double) (a->rows - 128) / 128;
-      k->chunk_floor_s = f * (steps * ((4.34 * dp - 56) + (6 + 0.09 * dp) * (double) a->BKV)
-                              + (double) a->persist_tiles / pk->grid * ATTN_PERSIST_TILE_CLOCKS) / m->arch->clock_hz;
-      k->tile_chain = TRUE;
-      return;
-    }
-  k->chunk_floor_s = steps * f * ((4.34 * dp - 56) + (6 + 0.09 * dp) * (double) a->BKV) / m->arch->clock_hz;
+  k->tile_chain = a->persist_tiles > 0 && pk->grid > 0;
+  if (k->tile_chain && a->rows > 128)
+    f = 1.0 + ATTN_PERSIST_WIDE_ROWS * (double) (a->rows - 128) / 128;
+  k->chunk_floor_s = f * (steps * ((4.34 * dp - 56) + (6 + 0.09 * dp) * (double) a->BKV)
+                          + (k->tile_chain ? (double) a->persist_tiles / pk->grid * ATTN_PERSIST_TILE_CLOCKS : 0))
+                     / m->arch->clock_hz;
 }
 
 /* The tile pipeline of the plan's GEMM kernel (docs/model.md §14). Each SM walks

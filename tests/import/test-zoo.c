@@ -56,24 +56,32 @@ static const char *const backward_generic_kept[][2] = {
   { "linear_attention", "is a dot product a batch element (no row and no column axis)" },
 };
 
-static gboolean
-backward_generic_kept_for (const char             *name,
-                           const NapkinPlanKernel *pk)
+/* The reason `table` (n rows of module, reason) gives for module `name`, or NULL. */
+static const char *
+listed (const char *const (*table)[2],
+        guint             n,
+        const char       *name)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (backward_generic_kept); i++)
-    if (g_str_equal (backward_generic_kept[i][0], name) && pk->reason != NULL
-        && strstr (pk->reason, backward_generic_kept[i][1]) != NULL)
-      return TRUE;
-  return FALSE;
+  for (guint i = 0; i < n; i++)
+    if (g_str_equal (table[i][0], name))
+      return table[i][1];
+  return NULL;
 }
 
 static const char *
 unfused_reason (const char *name)
 {
-  for (guint i = 0; i < G_N_ELEMENTS (unfused); i++)
-    if (g_str_equal (unfused[i][0], name))
-      return unfused[i][1];
-  return NULL;
+  return listed (unfused, G_N_ELEMENTS (unfused), name);
+}
+
+/* A generic backward kernel the module keeps: the plan's reason is the one listed. */
+static gboolean
+backward_generic_kept_for (const char             *name,
+                           const NapkinPlanKernel *pk)
+{
+  const char *kept = listed (backward_generic_kept, G_N_ELEMENTS (backward_generic_kept), name);
+
+  return kept != NULL && pk->reason != NULL && strstr (pk->reason, kept) != NULL;
 }
 
 static void derive_zoo (const char    *name,
