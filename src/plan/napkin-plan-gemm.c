@@ -1262,12 +1262,16 @@ napkin_plan_gemm_narrow_chunk_s (const NapkinArch     *arch,
 #define GEMM_UNALIGNED_C_CLOCKS       0.45
 #define GEMM_UNALIGNED_OPERAND_CLOCKS 0.3
 /* C not 16 bytes apart and nothing to load (no maps, or maps of the value alone): the
- * staged pieces go out as vectors at each row's skew, no operand waits on the way.
- * 0.3 clocks an element in all, fitted on the H200 GEMM sweep of session 11 (40 plain
- * products, rows of C mostly unaligned) and the user's-path products of session 16:
- * the short-K ones (K 346–1782), whose time is mostly epilogues, were 0.65–0.74× their
- * prediction at 0.67 (docs/perf-notes.md, session 17). */
-#define GEMM_UNALIGNED_PLAIN_CLOCKS   0.3
+ * staged pieces go out as vectors at each row's skew, no operand waits on the way, but
+ * each row's first chunk and the extra pass's last go out column by column. Each
+ * consumer warpgroup writes its own rows (ping-pong: the whole tile), so a tile costs its
+ * rows a consumer × (ROW + BN × PLAIN) clocks: short-K products with C unaligned (K 32–256,
+ * five tilings each of four shapes, H200, docs/perf-notes.md "Session 29") ran 128 × 256
+ * fastest in every shape, 64 × 256 (one consumer) and 128 × 128 slowest, 1.3–1.5× the
+ * old flat 0.3 clocks an element; least squares on log time: 0.2 and 80, every tiling
+ * within 1.19×. */
+#define GEMM_UNALIGNED_PLAIN_CLOCKS     0.2
+#define GEMM_UNALIGNED_PLAIN_ROW_CLOCKS 80.0
 
 /* The maps GEMM_TRANSCENDENTAL_CLOCKS prices: libdevice's polynomials and a division. */
 static gboolean
@@ -1319,7 +1323,19 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
       return (double) g->BM * g->BN * per_element / arch->clock_hz;
     }
   if (!aligned && napkin_plan_gemm_maps_unary (g))
-    per_element = GEMM_UNALIGNED_PLAIN_CLOCKS;
+    {
+      /* a consumer's rows one after another, each its columns and its edge chunks; one
+       * edge chunk a row where the row is one chunk */
+      const guint writers = g->pingpong ? 1 : MAX (1u, g->consumers);
+      double clocks = (double) g->BM / writers
+                      * (GEMM_UNALIGNED_PLAIN_ROW_CLOCKS * (g->N > 8 ? 1.0 : 0.5)
+                         + g->BN * GEMM_UNALIGNED_PLAIN_CLOCKS);
+
+      for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
+        if (fn_transcendental (g_array_index (g->epilogue, NapkinPlanMap, i).fn))
+          clocks += (double) g->BM * g->BN * GEMM_TRANSCENDENTAL_CLOCKS;
+      return clocks / arch->clock_hz;
+    }
   else if (!aligned)
     per_element += GEMM_UNALIGNED_C_CLOCKS;
   for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
