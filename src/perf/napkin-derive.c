@@ -1252,6 +1252,70 @@ keep_the_faster (Derive           *dv,
   return TRUE;
 }
 
+/* The derived regions' tiles searched as `tune` searches drawn ones (every combination
+ * of their tile sizes, stages and threads, ranked by the same model), so that a diagram
+ * without regions reaches the tiles a drawn region of the same kernel would: the
+ * candidates above try a few tile shapes a kernel, the search every legal one. The best
+ * is taken where the derivation's own are not within the model's resolution of it
+ * (NAPKIN_TUNE_RESOLUTION, the rule Suggest applies to drawn tiles; docs/plan.md,
+ * "Deriving a diagram"). */
+static gboolean
+refine_tiles (Derive           *dv,
+              NapkinDerivation *r,
+              GError          **error)
+{
+  /* a kernel at a time past a thousand combinations (each kernel's tiles apart) */
+  NapkinTuneOptions options = { .top_k = 1, .max_evaluations = 1000, .has_dtype = dv->options.has_dtype,
+                                .dtype = dv->options.dtype };
+  g_autoptr(NapkinTuneResult) search = NULL;
+  g_autoptr(NapkinDiagram) relabeled = NULL;
+  g_autoptr(NapkinAnalysis) a = NULL;
+  g_autoptr(GPtrArray) before = NULL;
+  double was = r->analyzed_s;
+
+  if (napkin_diagram_n_regions (r->derived) == 0)
+    return TRUE;
+  search = napkin_tune (r->derived, dv->arch, &options, NULL);
+  if (search == NULL || search->best->len == 0)
+    return TRUE;
+  dv->evaluated += search->evaluated;
+  if (!(((NapkinTuneCandidate *) g_ptr_array_index (search->best, 0))->predicted_time_s
+        < was * (1 - NAPKIN_TUNE_RESOLUTION)))
+    return TRUE;
+  relabeled = napkin_tune_result_relabel (search, r->derived, 0, NULL);
+  if (relabeled == NULL)
+    return TRUE;
+  a = napkin_analyze (relabeled, dv->arch, &dv->options, error);
+  if (a == NULL)
+    return FALSE;
+  dv->evaluated++;
+  if (!(a->predicted_time_s < was))
+    return TRUE;
+  before = g_ptr_array_ref (r->kernels);
+  g_set_object (&r->derived, relabeled);
+  r->analyzed_s = a->predicted_time_s;
+  reprice_as_planned (dv, a, r);
+  for (guint i = 0; i < r->kernels->len; i++)
+    {
+      NapkinDeriveKernel *k = g_ptr_array_index (r->kernels, i);
+
+      for (guint j = 0; j < before->len; j++)
+        {
+          const NapkinDeriveKernel *old = g_ptr_array_index (before, j);
+          char *why;
+
+          if (!g_str_equal (old->name, k->name) || g_strcmp0 (old->tiles, k->tiles) == 0)
+            continue;
+          why = g_strdup_printf (_("%s; its tiles from the search of the derived regions' tiles (%s before: "
+                                   "%.1f µs against %.1f µs in all)"), k->why, old->tiles ? old->tiles : _("the plan's own"),
+                                 a->predicted_time_s * 1e6, was * 1e6);
+          g_free (k->why);
+          k->why = why;
+        }
+    }
+  return TRUE;
+}
+
 NapkinDerivation *
 napkin_derive (NapkinDiagram            *diagram,
                NapkinArch               *arch,
@@ -1443,7 +1507,7 @@ napkin_derive (NapkinDiagram            *diagram,
       }
     reprice_as_planned (&dv, a, r);
   }
-  if (!keep_the_faster (&dv, r, error))
+  if (!keep_the_faster (&dv, r, error) || !refine_tiles (&dv, r, error))
     return NULL;
   r->evaluated = dv.evaluated;
   return g_steal_pointer (&r);

@@ -1012,7 +1012,7 @@ plan_rows_two_pass_in_turn (const Model            *m,
          && !pk->u.rows.one_pass && (pk->u.rows.op == NAPKIN_OP_SOFTMAX || pk->u.rows.op == NAPKIN_OP_NORMALIZE)
          && pk->blocks_per_sm <= 2
          && pk->u.rows.threads_per_row == pk->u.rows.threads
-         && pk->grid >= (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm);
+         && pk->u.rows.rows >= (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm);
 }
 
 /* Whether the plan runs a contiguous rows kernel with the row in registers, its rows not
@@ -2086,7 +2086,9 @@ memory_kernel_tail_s (const Model *m)
  * a full wave of blocks. The H200 user's path (sessions 11–25): 8192 × 61366 and 7189 ×
  * 65536 ran 1.56 and 1.40× their prediction without it, 1.25 and 1.12 with it; rows of
  * 128256 (1024 to 4096 of them) 1.18–1.21 without, 0.95–0.97 with; fewer rows than a wave
- * (16 to 128 of 128256: 1.0–1.3×) left as they were. */
+ * (16 to 128 of 128256: 1.0–1.3×) left as they were. Counted in rows, not blocks: a block
+ * taking 32 rows in turn is no faster a row (layernorm 6454 × 50257 ran 0.64 ms in 202
+ * such blocks, 0.48 a row a block; session 29). */
 #define NAPKIN_ROWS_TURNS_EFFICIENCY 0.80
 /* Norms read twice the same way: 0.80 too (session 28, the 17 such norms of seeds
  * 2228–2231 over a full wave: layernorm rows of 128256 ran 1.28–1.32× their prediction
