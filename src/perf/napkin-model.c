@@ -2421,6 +2421,12 @@ best_path_kernel (Model                  *m,
  * 0.51–0.71 of the calibrated one on the H100; 0.5 keeps both runs within 1.5×. They are
  * partly launch-bound (16–67 MB each): a fixed cost would model them better. */
 #define GENERIC_COPY_MEMORY      0.5
+/* A contraction outside regions on the generic lowering: each thread walks its sum one
+ * step after another, so no kernel ends before one thread's walk, however few the
+ * threads. Fitted on an H200 (docs/perf-notes.md, "Session 29"): an 8 × 256 × 8784 fp8
+ * product with an fp8 result ran 1.91 ms, 2048 threads each 8784 steps (its throughput
+ * alone priced it 15.7 µs). */
+#define GENERIC_STEP_CLOCKS      430.0
 
 /* Whether a rearrange keeps the element order: the runner copies row-major flat index to
  * flat index when the axes differ (a rename, merge or split), and a rearrange of the same
@@ -2470,23 +2476,29 @@ generic_kernel (Model                  *m,
                 const NapkinPlanKernel *pk)
 {
   double fp32 = napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32);
-  double contract = 0, cuda = 0, sfu = 0, memory;
+  double contract = 0, cuda = 0, sfu = 0, walk = 0, memory;
 
   for (guint i = 0; i < pk->nodes->len; i++)
     {
+      const guint node = g_array_index (pk->nodes, guint, i);
       NapkinFlops f;
+      gint64 outputs = 0;
 
-      if (!napkin_diagram_node_flops (m->d, g_array_index (pk->nodes, guint, i), &f))
+      if (!napkin_diagram_node_flops (m->d, node, &f))
         continue;
       contract += f.tensor;
       cuda += f.cuda;
       sfu += f.sfu;
+      if (f.tensor > 0 && pk->region < 0
+          && napkin_diagram_type_elements (m->d, napkin_diagram_node_type (m->d, node), &outputs) && outputs > 0)
+        walk += (double) f.tensor / (2.0 * outputs) * GENERIC_STEP_CLOCKS / m->arch->clock_hz;
     }
   k->time_s[NAPKIN_RESOURCE_TENSOR] = 0;
   k->time_s[NAPKIN_RESOURCE_SMEM] = 0;
   k->time_s[NAPKIN_RESOURCE_REGISTERS] = 0;
   k->time_s[NAPKIN_RESOURCE_CUDA] = contract / (fp32 * (pk->region >= 0 ? GENERIC_CONTRACT_REGION : GENERIC_CONTRACT_PLAIN))
                                     + cuda / (fp32 * GENERIC_MEMORY * 2.5);
+  k->time_s[NAPKIN_RESOURCE_CUDA] = MAX (k->time_s[NAPKIN_RESOURCE_CUDA], walk);
   k->time_s[NAPKIN_RESOURCE_SFU] = sfu / napkin_arch_sfu_rate (m->arch);
   memory = generic_is_copy (m->d, pk) ? GENERIC_COPY_MEMORY : GENERIC_MEMORY;
   k->time_s[NAPKIN_RESOURCE_HBM] /= memory;
