@@ -2725,6 +2725,42 @@ planned_gemm (Model                  *m,
     k->latency_s += waves * GEMM_TILE_CLOCKS * (g->pingpong ? 0.5 : 1.0) / clock;
 }
 
+/* A wgmma GEMM in a region: its operands come by TMA, several chunks in flight a block, so
+ * fewer blocks than SMs draw more than their SMs' share of device memory (as attention's,
+ * ATTN_TMA_SM_SHARES). A product of one row of tiles (or one column: few rows, a decode
+ * step's) reads each byte of its long operand once, from device memory: at
+ * GEMM_STREAM_SHARE of its rate, and a block's chunks come no faster than one round trip
+ * under load (GEMM_STREAM_TRIPS of the quiet one) per `stages` chunks, nor faster than
+ * GEMM_STREAM_SM_RATE bytes a second an SM. Fitted on an H200 (docs/perf-notes.md,
+ * "Session 29": 66 runs of five shapes with 2–64 rows, 64/128/256 columns a tile, K split 1,
+ * 2 or 4; log error rms 0.75 → 0.21): 64 × 64 tiles over 2 × 8192 × 14456 ran 0.129 ms
+ * (priced 0.062 at the full rate), 64 × 256 split in 4 0.074 (priced 0.216 at 32 SMs'
+ * share). */
+#define GEMM_STREAM_SHARE   0.75
+#define GEMM_STREAM_TRIPS   2.0
+#define GEMM_STREAM_SM_RATE 90e9
+
+static void
+gemm_tma_stream (Model                  *m,
+                 NapkinKernelCost       *k,
+                 const NapkinPlanKernel *pk)
+{
+  const NapkinPlanGemm *g = &pk->u.gemm;
+  const double trip = GEMM_STREAM_TRIPS * m->arch->levels[NAPKIN_LEVEL_HBM].latency_s;
+  const double chunk_bytes = (double) (MIN (g->BM, g->M) + MIN (g->BN, g->N)) * g->BK
+                             * napkin_dtype_bytes (g->ab_dtype);
+  const gint64 chunks = ceil_div (ceil_div (g->K, g->BK), MAX (1u, g->split_k));
+  double stream;
+
+  k->fill = MIN (1.0, grid_fill (m, pk->grid) * ATTN_TMA_SM_SHARES);
+  if ((ceil_div (g->M, g->BM) > 1 && ceil_div (g->N, g->BN) > 1) || g->stages == 0)
+    return;
+  stream = (double) ceil_div (pk->grid, m->arch->sms) * chunks
+           * MAX (trip / g->stages, chunk_bytes / GEMM_STREAM_SM_RATE);
+  /* finish_kernel divides device memory's time by the fill */
+  k->time_s[NAPKIN_RESOURCE_HBM] = MAX (k->time_s[NAPKIN_RESOURCE_HBM] / GEMM_STREAM_SHARE, stream * k->fill);
+}
+
 /* The plan's skinny product on CUDA cores (kernels/gemm-skinny.cu; docs/model.md §14,
  * "Skinny products on CUDA cores"): its stream of A and B at the share of device
  * memory it sustains (NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE) and its fp32 partials written
@@ -3151,6 +3187,8 @@ kernel_plan (Model                  *m,
       if (pk->path == NAPKIN_PATH_WGMMA)
         {
           double staged = napkin_plan_gemm_staged_epilogue_s (m->arch, &pk->u.gemm);
+
+          gemm_tma_stream (m, k, pk);
 
           if (pk->u.gemm.pingpong)
             staged -= napkin_plan_gemm_pingpong_hidden_s (m->arch, &pk->u.gemm, staged);

@@ -2013,7 +2013,14 @@ gemm_split_k (NapkinPlanner    *p,
   GemmLoads loads = { k->path == NAPKIN_PATH_MMA, g->a_piece, g->b_piece };
   const gboolean narrow = gemm_loads_narrow (&loads);
 
-  if (k->region >= 0)
+  /* NAPKIN_GEMM_SPLIT=S: a region's K in S slices where legal (A/B runs) */
+  if (k->region >= 0 && g_getenv ("NAPKIN_GEMM_SPLIT") != NULL)
+    {
+      gint64 s = g_ascii_strtoll (g_getenv ("NAPKIN_GEMM_SPLIT"), NULL, 10);
+
+      split = s > 1 && split_ok (p, narrow, g->batch, g->M, g->N, g->K, BM, BN, BK, s) ? s : 1;
+    }
+  else if (k->region >= 0)
     {
       double best = G_MAXDOUBLE;
 

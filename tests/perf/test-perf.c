@@ -2015,6 +2015,34 @@ test_derive_fp8_cast (void)
   g_assert_cmpfloat (r->unfused_s, >, 1e-3);
 }
 
+/* A product of two rows drawn in a region, 2 × 8192 × 14456 bf16, 64 rows a tile and 64, 128
+ * or 256 columns (docs/model.md, "Few-row products"): its weight streams once from device
+ * memory, a block's chunks no faster than a round trip under load per stage. On an H200
+ * (session 29) they ran 0.129 ms (64 × 64, no split), 0.0815 (64 × 128, K in 2) and
+ * 0.074–0.076 (64 × 256, K in 2 or 4); priced at the device's full rate over the SMs a grid
+ * fills they were 0.062, 0.114 and 0.216. */
+static void
+test_few_rows_stream (void)
+{
+  const struct { const char *file; double measured_ms; } cases[] = {
+    { "few-rows-64.napkin", 0.129 }, { "few-rows-128.napkin", 0.0815 }, { "few-rows-256.napkin", 0.075 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) d = derive_data (cases[i].file);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinAnalysis) a = napkin_analyze (d, napkin_test_arch ("h200"), NULL, &error);
+      double ms;
+
+      g_assert_no_error (error);
+      ms = a->predicted_time_s * 1e3;
+      g_test_message ("%s: predicted %.4f ms, ran %.4f", cases[i].file, ms, cases[i].measured_ms);
+      g_assert_cmpfloat (ms, <, cases[i].measured_ms * 1.25);
+      g_assert_cmpfloat (ms, >, cases[i].measured_ms / 1.7);
+    }
+}
+
 /* Whole-block derivation (docs/plan.md, "Deriving a diagram"): the hand-drawn SwiGLU MLP
  * block and the imported Llama block partition deterministically, with pinned totals. */
 static void
@@ -2397,6 +2425,7 @@ main (int    argc,
   g_test_add_func ("/perf/derive/blocks", test_derive_blocks);
   g_test_add_func ("/perf/derive/tiles-searched", test_derive_tiles_searched);
   g_test_add_func ("/perf/derive/fp8-cast", test_derive_fp8_cast);
+  g_test_add_func ("/perf/gemm/few-rows-stream", test_few_rows_stream);
   g_test_add_func ("/perf/derive/copies", test_derive_copies);
   g_test_add_func ("/perf/derive/one-key-attention", test_derive_one_key);
   g_test_add_func ("/perf/derive/examples", test_derive_examples);
