@@ -32,7 +32,7 @@ def attention_variants(case):
     data: {variant: how}, and why each other baseline does not. SDPA through the cuDNN and the
     flash backends (causal through is_causal, or the lower-right causal bias for an offset of
     k − q; GQA/MQA through enable_gqa), FlexAttention for windows (and masks SDPA has no form
-    of), compiled, its compile time counted out. fp8 is timed as cuDNN fp16 of the same shape
+    of; in fp16 for fp8 cases), compiled, its compile time counted out. fp8 is timed as cuDNN fp16 of the same shape
     (torch has no fp8 attention; docs/perf-notes.md, "The sweep")."""
     a, d = case["attention"], case["dims"]
     nq, nk = d["q"], d["k"]
@@ -57,7 +57,9 @@ def attention_variants(case):
         for be in backends:
             out["sdpa-%s%s" % (be, "-fp16" if fp8 else "")] = dict(sdpa, backend=be, gqa=a["heads"] != a["kv_heads"],
                                                                   dtype="fp16" if fp8 else case["dtype"])
-    if mask == "window" or (sdpa is None and not fp8):
+    # fp8 with a mask SDPA cannot express: FlexAttention in fp16, as for windows (else the
+    # case had no baseline at all)
+    if mask == "window" or sdpa is None:
         out["flex"] = {"mask": mask, "offset": off, "left": a.get("left", -1), "right": a.get("right", -1),
                        "gqa": a["heads"] != a["kv_heads"], "dtype": "fp16" if fp8 else case["dtype"]}
     return out, why
