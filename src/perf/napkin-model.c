@@ -2969,6 +2969,13 @@ kernel_overlap (Model                  *m,
 /* 128-byte pieces of rows far apart draw about 0.6 of device memory's rate (H200,
  * softmax over axis 0, 0.4–2.8 GB moved: 2.7–2.9 TB/s; docs/model.md §7g) */
 #define STRIDED_ROWS_HBM_EFFICIENCY 0.6
+/* Read twice from device memory in 16-byte vectors, the second sweep just after the
+ * first: 0.72 (H200, user's path of sessions 26–29: eight softmaxes over axis 0 of
+ * 2048–5715 rows by 65536–128256 ran 0.81–0.84× their price at 0.6; the axis split in
+ * chunks, two launches, stays at 0.6: 1000000 × 128 ran 0.31 ms). The column held in
+ * shared memory: the block loads it, reduces and stores in turn, as the contiguous form
+ * (NAPKIN_ROWS_SMEM_EFFICIENCY): 512 × 128256 ran 1.33× its price without it. */
+#define STRIDED_ROWS_TWICE_HBM_EFFICIENCY 0.72
 
 static void
 planned_strided_rows (Model                  *m,
@@ -3031,7 +3038,10 @@ planned_strided_rows (Model                  *m,
     k->time_s[NAPKIN_RESOURCE_HBM] *= need / in_flight;
   k->time_s[NAPKIN_RESOURCE_HBM] = MAX (k->time_s[NAPKIN_RESOURCE_HBM],
                                         (bytes + (r->l2_reread ? 0 : reread)) / arch->levels[NAPKIN_LEVEL_HBM].bandwidth
-                                        / STRIDED_ROWS_HBM_EFFICIENCY);
+                                        / (passes == 2 && !r->l2_reread && r->split <= 1 && r->vec * xb >= 16
+                                           ? STRIDED_ROWS_TWICE_HBM_EFFICIENCY : STRIDED_ROWS_HBM_EFFICIENCY));
+  if (r->smem_row)
+    k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
   if (r->op == NAPKIN_OP_NORMALIZE && r->norm == NAPKIN_NORM_LAYERNORM && r->one_pass)
     reductions = 2;   /* the mean, then the squared deviations */
   else if (r->op == NAPKIN_OP_SOFTMAX && r->one_pass)
