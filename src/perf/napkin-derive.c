@@ -1507,7 +1507,8 @@ napkin_derive (NapkinDiagram            *diagram,
       }
     reprice_as_planned (&dv, a, r);
   }
-  if (!keep_the_faster (&dv, r, error) || !refine_tiles (&dv, r, error))
+  if (!keep_the_faster (&dv, r, error)
+      || (!(options != NULL && options->derive_unsearched) && !refine_tiles (&dv, r, error)))
     return NULL;
   r->evaluated = dv.evaluated;
   return g_steal_pointer (&r);

@@ -985,7 +985,11 @@ tune_search (NapkinDiagram            *diagram,
    * plan runs slower without regions */
   if (napkin_diagram_n_regions (diagram) == 0)
     {
-      dr = napkin_derive (diagram, arch, options, error);
+      NapkinTuneOptions derive_options = options != NULL ? *options : (NapkinTuneOptions) { 0 };
+
+      /* the search below runs on the derived regions: the derivation's own would repeat it */
+      derive_options.derive_unsearched = TRUE;
+      dr = napkin_derive (diagram, arch, &derive_options, error);
       if (dr == NULL)
         return NULL;
       copy = napkin_diagram_copy (dr->derived);

@@ -48,6 +48,9 @@ typedef struct
    * (docs/plan.md, "Regions as hints"). FALSE: search the drawn regions only and rank
    * by the model alone (a new region's default tiles, the Kernels section's fixes). */
   gboolean regions_are_hints;
+  /* napkin_derive: leave the derived regions' tiles as derived (the caller searches them
+   * itself next, as napkin_tune does) */
+  gboolean derive_unsearched;
 } NapkinTuneOptions;
 
 typedef struct
