@@ -1818,6 +1818,15 @@ grid_fill (const Model *m,
 #define ATTN_PERSIST_NORM 6.0
 #define ATTN_TMA_SM_SHARES 3.0
 
+/* The fill of a grid whose blocks copy their operands by TMA, several chunks in flight:
+ * each draws about ATTN_TMA_SM_SHARES SMs' share of device memory. */
+static double
+tma_grid_fill (const Model *m,
+               gint64       blocks)
+{
+  return MIN (1.0, grid_fill (m, blocks) * ATTN_TMA_SM_SHARES);
+}
+
 static void
 finish_kernel (Model            *m,
                NapkinKernelCost *k)
@@ -2726,8 +2735,8 @@ planned_gemm (Model                  *m,
 }
 
 /* A wgmma GEMM in a region: its operands come by TMA, several chunks in flight a block, so
- * fewer blocks than SMs draw more than their SMs' share of device memory (as attention's,
- * ATTN_TMA_SM_SHARES). A product of one row of tiles (or one column: few rows, a decode
+ * fewer blocks than SMs draw more than their SMs' share of device memory (tma_grid_fill,
+ * as attention's). A product of one row of tiles (or one column: few rows, a decode
  * step's) reads each byte of its long operand once, from device memory: at
  * GEMM_STREAM_SHARE of its rate, and a block's chunks come no faster than one round trip
  * under load (GEMM_STREAM_TRIPS of the quiet one) per `stages` chunks, nor faster than
@@ -2752,7 +2761,7 @@ gemm_tma_stream (Model                  *m,
   const gint64 chunks = ceil_div (ceil_div (g->K, g->BK), MAX (1u, g->split_k));
   double stream;
 
-  k->fill = MIN (1.0, grid_fill (m, pk->grid) * ATTN_TMA_SM_SHARES);
+  k->fill = tma_grid_fill (m, pk->grid);
   if ((ceil_div (g->M, g->BM) > 1 && ceil_div (g->N, g->BN) > 1) || g->stages == 0)
     return;
   stream = (double) ceil_div (pk->grid, m->arch->sms) * chunks
@@ -3150,7 +3159,7 @@ kernel_plan (Model                  *m,
        * and draws about three SMs' share of device memory (the split-KV decodes of
        * sessions 8–22 on the H200, 12–64 blocks: 0.64–0.85 of their prediction at one
        * share, 0.79–1.15 at three; docs/model.md §14b) */
-      k->fill = MIN (1.0, grid_fill (m, pk->grid) * ATTN_TMA_SM_SHARES);
+      k->fill = tma_grid_fill (m, pk->grid);
       /* the stalls are per chunk the kernel computes: a mask's skipped tiles wait for
        * nothing (docs/model.md §14b); split, a block walks its share of the chunks its
        * queries see */

@@ -1307,7 +1307,7 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
                                     const NapkinPlanGemm *g)
 {
   gboolean aligned = (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
-  double per_element = GEMM_STAGED_CLOCKS;
+  double per_element = GEMM_STAGED_CLOCKS, rows = 0;
 
   g_return_val_if_fail (arch != NULL && g != NULL, 0);
   if (g->split_k > 1 || arch->clock_hz <= 0)
@@ -1325,16 +1325,12 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
   if (!aligned && napkin_plan_gemm_maps_unary (g))
     {
       /* a consumer's rows one after another, each its columns and its edge chunks; one
-       * edge chunk a row where the row is one chunk */
+       * edge chunk a row where the row is one chunk (the maps' arithmetic below) */
       const guint writers = g->pingpong ? 1 : MAX (1u, g->consumers);
-      double clocks = (double) g->BM / writers
-                      * (GEMM_UNALIGNED_PLAIN_ROW_CLOCKS * (g->N > 8 ? 1.0 : 0.5)
-                         + g->BN * GEMM_UNALIGNED_PLAIN_CLOCKS);
 
-      for (guint i = 0; g->epilogue != NULL && i < g->epilogue->len; i++)
-        if (fn_transcendental (g_array_index (g->epilogue, NapkinPlanMap, i).fn))
-          clocks += (double) g->BM * g->BN * GEMM_TRANSCENDENTAL_CLOCKS;
-      return clocks / arch->clock_hz;
+      rows = (double) g->BM / writers
+             * (GEMM_UNALIGNED_PLAIN_ROW_CLOCKS * (g->N > 8 ? 1.0 : 0.5) + g->BN * GEMM_UNALIGNED_PLAIN_CLOCKS);
+      per_element = 0;
     }
   else if (!aligned)
     per_element += GEMM_UNALIGNED_C_CLOCKS;
@@ -1350,7 +1346,7 @@ napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
           && !(aligned && map->stride[2] == 1 && (ob == 2 || ob == 4) && (map->stride[1] * ob) % 16 == 0))
         per_element += GEMM_UNALIGNED_OPERAND_CLOCKS;
     }
-  return (double) g->BM * g->BN * per_element / arch->clock_hz;
+  return ((double) g->BM * g->BN * per_element + rows) / arch->clock_hz;
 }
 
 double

@@ -1855,14 +1855,21 @@ derive_data (const char *name)
 }
 
 static NapkinDerivation *
-derive (NapkinDiagram *d)
+derive_on (NapkinDiagram *d,
+           const char    *arch_id)
 {
   g_autoptr(GError) error = NULL;
-  NapkinDerivation *r = napkin_derive (d, napkin_test_arch ("h100"), NULL, &error);
+  NapkinDerivation *r = napkin_derive (d, napkin_test_arch (arch_id), NULL, &error);
 
   g_assert_no_error (error);
   g_assert_nonnull (r);
   return r;
+}
+
+static NapkinDerivation *
+derive (NapkinDiagram *d)
+{
+  return derive_on (d, "h100");
 }
 
 static char *
@@ -1971,20 +1978,18 @@ static void
 test_derive_tiles_searched (void)
 {
   g_autoptr(NapkinDiagram) d = derive_data ("fp8-attention-d256.napkin");
+  g_autoptr(NapkinDerivation) r = derive_on (d, "h200");
   g_autoptr(GError) error = NULL;
-  NapkinArch *arch = napkin_test_arch ("h200");
-  g_autoptr(NapkinDerivation) r = napkin_derive (d, arch, NULL, &error);
   NapkinTuneOptions options = { .top_k = 1 };
   g_autoptr(NapkinTuneResult) search = NULL;
   const NapkinDeriveKernel *k;
   double best;
 
-  g_assert_no_error (error);
   g_assert_cmpuint (r->kernels->len, ==, 1);
   k = g_ptr_array_index (r->kernels, 0);
   g_test_message ("%s: %s, %.4f ms", k->name, k->tiles, r->derived_s * 1e3);
   g_assert_nonnull (strstr (k->tiles, "q=64 "));
-  search = napkin_tune (r->derived, arch, &options, &error);
+  search = napkin_tune (r->derived, napkin_test_arch ("h200"), &options, &error);
   g_assert_no_error (error);
   best = ((NapkinTuneCandidate *) g_ptr_array_index (search->best, 0))->predicted_time_s;
   g_assert_cmpfloat (r->analyzed_s * (1 - NAPKIN_TUNE_RESOLUTION), <=, best);
@@ -1999,16 +2004,14 @@ static void
 test_derive_fp8_cast (void)
 {
   g_autoptr(NapkinDiagram) d = derive_data ("fp8-gemm-cast.napkin");
+  g_autoptr(NapkinDerivation) r = derive_on (d, "h200");
   g_autoptr(GError) error = NULL;
-  NapkinArch *arch = napkin_test_arch ("h200");
-  g_autoptr(NapkinDerivation) r = napkin_derive (d, arch, NULL, &error);
   g_autoptr(NapkinAnalysis) a = NULL;
 
-  g_assert_no_error (error);
   g_test_message ("%u kernels, %.4f ms, unfused %.4f ms", r->kernels->len, r->derived_s * 1e3, r->unfused_s * 1e3);
   g_assert_cmpuint (r->kernels->len, ==, 1);
   g_assert_cmpstr (((NapkinDeriveKernel *) g_ptr_array_index (r->kernels, 0))->kind, ==, "gemm");
-  a = napkin_analyze (r->derived, arch, NULL, &error);
+  a = napkin_analyze (r->derived, napkin_test_arch ("h200"), NULL, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (a->generic_kernels, ==, 0);
   g_assert_cmpfloat (r->derived_s, <, 50e-6);
