@@ -2210,6 +2210,11 @@ pipeline_stall (Model                  *m,
            + (wgmma ? ATTN_SFU_EXPOSED * (k->exp_on_fma ? k->sfu_all_s : k->time_s[NAPKIN_RESOURCE_SFU])
                     : k->time_s[NAPKIN_RESOURCE_SMEM])) * k->quantisation
           + k->chunk_s;
+  /* a chunk's chain (§14c) where it outlasts the products: the consumers free a stage
+   * no sooner (flash attention d 64 over 8192 keys, chunks of 64 through 2 stages on the
+   * H200: 2.85 ms, priced 3.37 with the products' time alone; docs/perf-notes.md,
+   * "Session 30") */
+  issue = MAX (issue, k->chunk_floor_s);
   memory = MAX (k->time_s[NAPKIN_RESOURCE_HBM], k->time_s[NAPKIN_RESOURCE_L2]);
   compute = issue / steps;
   transfer = memory / steps;
@@ -2612,6 +2617,14 @@ masked_attention (Model                  *m,
  * "Session 28"): 77 and 197 keys, d 32 and 64, 8–61 tiles a block, 64/128/192 rows: the
  * model without the term priced 64, 128 and 192 rows alike, and 64 rows ran 1.2–1.5×
  * slower than 128. */
+/* Below D 80 the line a = 4.34·D − 56 (fitted on D 80–256) falls under what a chunk's
+ * fixed part takes: at D 64 about 500 clocks (GQA-packed 3 × 64 heads over 4096 keys,
+ * chunks of 64 and 128: 1350 and 2226 clocks a chunk, 2.03 and 1.67 ms, priced alike
+ * at 1.70 by the line; seven other D-64 problems of the user's path ran 1.05–1.22×
+ * their price and 0.95–1.13× with this floor; D 32's problems were already within
+ * it). Half the rescale at half the D: ATTN_CHUNK_SMALL_D_CLOCKS a column, to 64
+ * (docs/model.md §14c; docs/perf-notes.md, "Session 30"). */
+#define ATTN_CHUNK_SMALL_D_CLOCKS 7.8
 #define ATTN_PERSIST_TILE_CLOCKS 2600.0
 #define ATTN_PERSIST_WIDE_ROWS   1.5
 
@@ -2640,7 +2653,7 @@ attention_chunk_floor (Model                  *m,
   k->tile_chain = a->persist_tiles > 0 && pk->grid > 0;
   if (k->tile_chain && a->rows > 128)
     f = 1.0 + ATTN_PERSIST_WIDE_ROWS * (double) (a->rows - 128) / 128;
-  k->chunk_floor_s = f * (steps * ((4.34 * dp - 56) + (6 + 0.09 * dp) * (double) a->BKV)
+  k->chunk_floor_s = f * (steps * (MAX (4.34 * dp - 56, ATTN_CHUNK_SMALL_D_CLOCKS * MIN (a->D, 64)) + (6 + 0.09 * dp) * (double) a->BKV)
                           + (k->tile_chain ? (double) a->persist_tiles / pk->grid * ATTN_PERSIST_TILE_CLOCKS : 0))
                      / m->arch->clock_hz;
 }
@@ -2799,6 +2812,32 @@ static double
 attention_block_s (Model *m)
 {
   return 2 * m->arch->levels[NAPKIN_LEVEL_HBM].latency_s + ATTN_BLOCK_CLOCKS / m->arch->clock_hz;
+}
+
+/* The fixed costs of an attention grid's blocks, `slots` a SM. A block whose queries see
+ * no key (a window, or a causal offset, that ends before its query tile) walks no chunk:
+ * its producer returns at once and its consumers store zero rows, a round trip and
+ * ATTN_EMPTY_BLOCK_CLOCKS, not a working block's fixed cost. Cross-attention 3 × 4 ×
+ * 15192 × 300 (d 32) under a window of 982 keys: 1308 of 1428 blocks empty, priced 58 µs
+ * as full blocks, measured 26 µs (docs/perf-notes.md, "Session 30"). */
+#define ATTN_EMPTY_BLOCK_CLOCKS 1400.0
+
+static double
+attention_blocks_s (Model                  *m,
+                    const NapkinPlanKernel *pk,
+                    gint64                  slots)
+{
+  const NapkinPlanAttention *a = &pk->u.att;
+  const gint64 q_tiles = ceil_div (a->NQ, MAX (1, a->BQ)), seen = a->seen_hi - a->seen_lo;
+  gint64 work, empty;
+
+  if (a->persist_tiles > 0 || seen <= 0 || seen >= q_tiles)
+    return slots * attention_block_s (m);
+  work = ceil_div (pk->grid * seen, q_tiles);
+  empty = pk->grid - work;
+  return ceil_div (work, m->arch->sms) * attention_block_s (m)
+         + (double) empty / m->arch->sms
+           * (m->arch->levels[NAPKIN_LEVEL_HBM].latency_s + ATTN_EMPTY_BLOCK_CLOCKS / m->arch->clock_hz);
 }
 
 /* Round trips of the split-KV combine (kernels/attn-combine.cu): a warp a row reads its
@@ -3180,7 +3219,7 @@ kernel_plan (Model                  *m,
       /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
        * each of an SM's blocks pays the prologue and epilogue in turn */
       if (pk->path == NAPKIN_PATH_WGMMA)
-        k->latency_s += slots * attention_block_s (m) + short_wave_qo_s (m, cost, pk);
+        k->latency_s += attention_blocks_s (m, pk, slots) + short_wave_qo_s (m, cost, pk);
       /* persistent (one chunk of all the keys): Q and O stream through one block an SM;
        * K and V, read once per matrix, move at the full rate (ViT's 197 keys: as many
        * bytes as Q and O) */
@@ -3364,6 +3403,71 @@ attention_backward_cost (Model                  *m,
   k->fill = grid_fill (m, pk->grid);
 }
 
+/* The element-wise kernel (kernels/elementwise.cu) on the H200 (docs/perf-notes.md,
+ * "Session 30": bias + one map over 6144 × 8192 and × 4549, bf16, 16 chains; six chains
+ * of the user's path): its loads and stores together reach 0.88 of device memory's peak
+ * (EW_HBM_SHARE), and its thread instructions bound it where a map is a libdevice
+ * function or the vectors are short. Per element: each map's instructions
+ * (map_instructions; fitted: exp 25 to the exact GELU 34, arithmetic 1) and 2 for
+ * another operand's load; per vector of `vec` elements, splitting the flat index into
+ * the merged axes (EW_SPLIT_INSTR an axis beyond the first). 21 of the 22 within
+ * 0.91–1.11× (a relu chain in single elements 1.30×); the model had priced them by
+ * their bytes at the peak, 1.2–1.3× under, and the GELU chains of the user's path
+ * 1.4–2.8× under. Division, square roots and reciprocals are not fitted. */
+#define EW_HBM_SHARE   0.88
+#define EW_SPLIT_INSTR 50.0
+
+static double
+map_instructions (const NapkinPlanMap *map)
+{
+  if (map->is_mask)
+    return 4;
+  switch (map->fn)
+    {
+    case NAPKIN_FN_GELU:       return 34;   /* 0.5·x·(1 + erf (x/√2)) */
+    case NAPKIN_FN_ERF:        return 32;
+    case NAPKIN_FN_GELU_TANH:  return 28;
+    case NAPKIN_FN_SILU:       return 27;
+    case NAPKIN_FN_SIGMOID:    case NAPKIN_FN_ELU:
+      return 26;
+    case NAPKIN_FN_EXP:        case NAPKIN_FN_LOG:
+      return 25;
+    case NAPKIN_FN_TANH:       return 23;
+    case NAPKIN_FN_DIV:        case NAPKIN_FN_RECIPROCAL: case NAPKIN_FN_SQRT: case NAPKIN_FN_RSQRT:
+      return 4;
+    default:                   return 1;
+    }
+}
+
+/* The plan's element-wise kernel (a region's or an operation's): its share of device
+ * memory, and the chain's every map on the FP32 lanes, not the first node's arithmetic
+ * alone. */
+static void
+elementwise_issue (Model                  *m,
+                   const NapkinPlanKernel *pk,
+                   NapkinKernelCost       *k)
+{
+  const NapkinPlanElementwise *e;
+  double per_element = 0, lanes = napkin_arch_cuda_rate (m->arch, NAPKIN_DTYPE_FP32) / 2;
+  gint64 elements = 1;
+
+  if (pk == NULL || pk->kind != NAPKIN_PLAN_ELEMENTWISE || m->a->paper || lanes <= 0)
+    return;
+  e = &pk->u.ew;
+  for (guint d = 0; d < e->rank; d++)
+    elements = mul (m, elements, e->dims[d]);
+
+  for (guint i = 0; i < e->maps->len; i++)
+    {
+      const NapkinPlanMap *map = &g_array_index (e->maps, NapkinPlanMap, i);
+
+      per_element += map_instructions (map) + (map->has_other ? 2 : 0) + (map->has_other2 ? 2 : 0);
+    }
+  per_element += EW_SPLIT_INSTR * (MAX (1u, e->rank) - 1) / MAX (1u, e->vec);
+  k->time_s[NAPKIN_RESOURCE_HBM] /= EW_HBM_SHARE;
+  k->time_s[NAPKIN_RESOURCE_CUDA] = MAX (k->time_s[NAPKIN_RESOURCE_CUDA], elements * per_element / lanes);
+}
+
 static void
 region_kernel (Model *m,
                guint  r)
@@ -3398,6 +3502,7 @@ region_kernel (Model *m,
 
     if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION_BACKWARD)
       attention_backward_cost (m, pk, &k);
+    elementwise_issue (m, pk, &k);
   }
   finish_kernel (m, &k);
   g_array_append_val (m->a->kernels, k);
@@ -3557,6 +3662,8 @@ operation_kernel (Model *m,
                  node->id);
   m->score_ops = 0;
   node_compute (m, n, path, k.time_s);
+  if (!copy)
+    elementwise_issue (m, pk, &k);
   if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
     k.tensor_path = tensor_path_names[path];
   /* a skinny product on CUDA cores is there by choice: no tensor path to compare */

@@ -208,23 +208,29 @@ test_h100_exp_fma_issue (void)
   napkin_tune_apply_spec (d, "block.stages=2", &error);
   g_assert_no_error (error);
 
-  /* measured (H100): N4096 +0.3 %, +2.5 %, +9.3 %; N8192 +3.4 %, −0.6 %, +9.8 %. At
-   * N4096 d 128 a block's chunks of 64 keys are bound by their chain (docs/model.md
-   * §14c; 2024 clocks a chunk measured), which moving exponentials does not shorten
-   * (the model before the floor: −3.1 %, −0.1 %, +7.1 %; N8192 0.125: −4.5 %) */
+  /* measured (H100): N4096 +0.3 %, +2.5 %, +9.3 %; N8192 +3.4 %, −0.6 %, +9.8 %. A
+   * block's chunks of 64 keys are bound by their chain (docs/model.md §14c; 2024 clocks
+   * a chunk measured at d 128), which moving exponentials does not shorten (the model
+   * before the floor: −3.1 %, −0.1 %, +7.1 %; N8192 0.125: −4.5 %). Since the floor's
+   * D-64 term (fitted on the H200's kernel of session 30) N8192 is chain-bound too and
+   * the model sees no change where the H100 run of 2026-11-25 (a week-older kernel, 2.86
+   * ms, priced 3.21 now) moved +9.8 % at 0.5 (the model before the term: −2.7, −0.2,
+   * +10.3 %; docs/perf-notes.md, "Session 30") */
   g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.125, n4096), 0.0, 0.1);
   g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.25, n4096), 0.0, 0.1);
   g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.5, n4096), 5.4, 0.1);
-  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.125, n8192), -2.7, 0.1);
-  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.25, n8192), -0.2, 0.1);
-  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.5, n8192), 10.3, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.125, n8192), 0.0, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.25, n8192), 0.0, 0.1);
+  g_assert_cmpfloat_with_epsilon (exp_fma_change (d, 0.5, n8192), 0.0, 0.1);
   {
     /* all on the SFU, the issue slots change nothing: the sweep's fit stands */
     g_autoptr(NapkinAnalysis) a = analyze (d, "h100", NAPKIN_DTYPE_FP16);
     const NapkinKernelCost *k = &g_array_index (a->kernels, NapkinKernelCost, 0);
 
     g_assert_cmpfloat (k->issue_extra_s, ==, 0);
-    g_assert_cmpfloat_with_epsilon (a->predicted_time_s * 1e3, 2.9735, 0.001);
+    /* the chain-bound price (2.97 ms before the D-64 term; 2.64 ms measured on today's
+     * kernel on an H200 at these tiles, 2.65 priced there) */
+    g_assert_cmpfloat_with_epsilon (a->predicted_time_s * 1e3, 3.211, 0.001);
   }
 }
 
