@@ -3244,8 +3244,18 @@ kernel_plan (Model                  *m,
     {
       if (pk->path == NAPKIN_PATH_WGMMA)
         {
-          double staged = napkin_plan_gemm_staged_epilogue_s (m->arch, &pk->u.gemm);
+          const NapkinPlanGemm *g = &pk->u.gemm;
+          double staged = napkin_plan_gemm_staged_epilogue_s (m->arch, g);
+          /* the plan's tiles, each slice of a split K a tile of its own (the region's
+           * instances count the output's tiles only), and each slice's fp32 partials
+           * stored as the operation's GEMM prices them (planned_gemm) */
+          gint64 tiles = g->batch * ceil_div (g->M, MAX (1, g->BM)) * ceil_div (g->N, MAX (1, g->BN))
+                         * MAX (1u, g->split_k);
 
+          k->quantisation = (double) ceil_div (tiles, m->arch->sms) * m->arch->sms / MAX (1, tiles);
+          if (g->split_k > 1)
+            k->latency_s += ceil_div (tiles, m->arch->sms) * (double) g->BM * g->BN * 4
+                            / (GEMM_EPILOGUE_BYTES_PER_CLOCK * m->arch->clock_hz);
           gemm_tma_stream (m, k, pk);
 
           if (pk->u.gemm.pingpong)

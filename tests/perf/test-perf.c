@@ -2047,6 +2047,30 @@ test_derive_measured (void)
     }
 }
 
+/* A GEMM region whose K the plan splits (512 × 4096 × 4096 + bias + GELU in 128 × 256
+ * tiles, K in 2: 128 slices on 132 SMs): priced by the plan's tiles, a slice each, and
+ * their fp32 partials stored, as the same kernel outside regions is. The region's 64
+ * output tiles had priced half of the SMs idle: 0.0579 ms against 0.0425 measured on
+ * an H200, unsplit 0.0530 (docs/perf-notes.md, "Session 30"). */
+static void
+test_split_region (void)
+{
+  g_autoptr(NapkinDiagram) d = derive_data ("split-region.napkin");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) a = NULL;
+  const NapkinKernelCost *k;
+
+  g_setenv ("NAPKIN_GEMM_SPLIT", "2", TRUE);
+  a = napkin_analyze (d, napkin_test_arch ("h200"), NULL, &error);
+  g_unsetenv ("NAPKIN_GEMM_SPLIT");
+  g_assert_no_error (error);
+  k = &g_array_index (a->kernels, NapkinKernelCost, 0);
+  g_test_message ("%s: %.4f ms, quantisation %.2f", k->name, a->predicted_time_s * 1e3, k->quantisation);
+  g_assert_cmpfloat (k->quantisation, <, 1.1);
+  g_assert_cmpfloat (a->predicted_time_s * 1e3, <, 0.0425 * 1.1);
+  g_assert_cmpfloat (a->predicted_time_s * 1e3, >, 0.0425 / 1.1);
+}
+
 /* GQA packed 8 heads a block at D 64 under a window of 1801 keys, 3 × 64 heads over 4096
  * (as einsum text): keys in chunks of 128 through 3 stages ran 0.790 ms on an H200, chunks
  * of 64 through 5 stages 0.904 — a chunk's fixed part the line fitted on D 80–256 put at
@@ -2478,6 +2502,7 @@ main (int    argc,
   g_test_add_func ("/perf/derive/fp8-cast", test_derive_fp8_cast);
   g_test_add_func ("/perf/derive/measured", test_derive_measured);
   g_test_add_func ("/perf/derive/gqa-chunks", test_derive_gqa_chunks);
+  g_test_add_func ("/perf/gemm/split-region", test_split_region);
   g_test_add_func ("/perf/gemm/few-rows-stream", test_few_rows_stream);
   g_test_add_func ("/perf/derive/copies", test_derive_copies);
   g_test_add_func ("/perf/derive/one-key-attention", test_derive_one_key);
