@@ -485,11 +485,29 @@ derived_lines (const NapkinDerivation *dr)
 }
 
 /* One knob per parallel or streamed mark of region r: its tile sizes. */
+/* Whether the plan's kernel for region `r` takes `axis` one at a time a block (an
+ * attention's batch and heads): no other tile of it runs on that kernel. */
+static gboolean
+plan_unit_axis (const NapkinPlan *plan,
+                guint             r,
+                int               axis)
+{
+  const NapkinPlanKernel *pk = plan != NULL ? napkin_plan_kernel_for (plan, r, -1) : NULL;
+
+  if (pk == NULL || pk->kind != NAPKIN_PLAN_ATTENTION || pk->path == NAPKIN_PATH_GENERIC)
+    return FALSE;
+  for (guint i = 0; i < pk->u.att.n_unit_axes; i++)
+    if (pk->u.att.unit_axes[i] == axis)
+      return TRUE;
+  return FALSE;
+}
+
 static void
-add_tile_knobs (NapkinDiagram *copy,
-                guint          r,
-                GArray        *knobs,
-                double        *combos)
+add_tile_knobs (NapkinDiagram    *copy,
+                const NapkinPlan *plan,
+                guint             r,
+                GArray           *knobs,
+                double           *combos)
 {
   const NapkinRegion *region = napkin_diagram_region (copy, r);
   gint64 cap = region->level == NAPKIN_LEVEL_REGISTERS ? 128
@@ -504,6 +522,11 @@ add_tile_knobs (NapkinDiagram *copy,
       Knob knob = { 0 };
 
       if (mark->kind == NAPKIN_MARK_WHOLE || axis < 0)
+        continue;
+      /* the plan's kernel takes it one at a time: other tiles would only fall back to
+       * the generic lowering (a derived Llama block's attention: 14740 combinations,
+       * 50 feasible, 6.6 s; docs/model.md §9) */
+      if (mark->tile == 1 && plan_unit_axis (plan, r, axis))
         continue;
       size = napkin_diagram_axis_size (copy, axis);
       /* small axes (batch, heads) and axes no contraction of the region uses
@@ -759,6 +782,16 @@ search_stages (Search *s)
   result->stage_trials = result->evaluated - before;
 }
 
+/* The plan options a search prices its candidates under. */
+static NapkinPlanOptions
+tune_plan_options (const NapkinTuneOptions *options)
+{
+  NapkinPlanOptions plan_options = { options && options->has_dtype, options ? options->dtype : NAPKIN_DTYPE_FP16,
+                                     FALSE, FALSE, TRUE, FALSE };
+
+  return plan_options;
+}
+
 /* Searches the tiles, stages and threads of `copy`'s regions into `result` (the file's
  * own relabeling scored first where `score_file`). */
 static void
@@ -771,8 +804,7 @@ search_copy (NapkinDiagram           *copy,
   g_autoptr(NapkinPlan) plan = NULL;
   g_autoptr(GArray) knobs = g_array_new (FALSE, TRUE, sizeof (Knob));
   g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  NapkinPlanOptions plan_options = { options && options->has_dtype, options ? options->dtype : NAPKIN_DTYPE_FP16,
-                                     FALSE, FALSE, TRUE, FALSE };
+  NapkinPlanOptions plan_options = tune_plan_options (options);
   Search s = { 0 };
   double combos = 1;
   guint max_evals = options && options->max_evaluations ? options->max_evaluations : 40000;
@@ -780,7 +812,7 @@ search_copy (NapkinDiagram           *copy,
   plan = napkin_plan_build (copy, arch, &plan_options, NULL);
   for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
     {
-      add_tile_knobs (copy, r, knobs, &combos);
+      add_tile_knobs (copy, plan, r, knobs, &combos);
       add_stages_knob (copy, r, knobs);
       add_threads_knob (copy, plan, r, knobs, &combos);
     }
@@ -819,7 +851,8 @@ search_copy (NapkinDiagram           *copy,
  * every key and head in one block fits nowhere, its streamed form does. NULL when no
  * such axis is there. */
 static NapkinDiagram *
-searchable_variant (NapkinDiagram *diagram)
+searchable_variant (NapkinDiagram    *diagram,
+                    const NapkinPlan *plan)
 {
   g_autoptr(NapkinDiagram) copy = napkin_diagram_copy (diagram);
   g_autoptr(NapkinHistory) history = napkin_history_new (copy);
@@ -828,8 +861,15 @@ searchable_variant (NapkinDiagram *diagram)
   for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
     {
       g_autofree char *name = g_strdup (napkin_diagram_region (copy, r)->name);
+      const NapkinPlanKernel *pk = plan != NULL ? napkin_plan_kernel_for (plan, r, -1) : NULL;
 
       if (napkin_diagram_region (copy, r)->level != NAPKIN_LEVEL_SMEM)
+        continue;
+      /* a region the plan already runs on an attention template: its template holds d
+       * whole and takes one head a block; streaming d or cutting the heads would only
+       * fall back to the generic lowering (a derived Llama block's attention: 14400
+       * more relabelings, none feasible, 6 s) */
+      if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->path != NAPKIN_PATH_GENERIC && pk->feasible)
         continue;
       for (guint a = 0; a < napkin_diagram_n_axes (copy); a++)
         {
@@ -1000,7 +1040,12 @@ tune_search (NapkinDiagram            *diagram,
   result = g_new0 (NapkinTuneResult, 1);
   result->best = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_tune_candidate_free);
   /* the variant is built before the search: the search writes tiles into `copy` */
-  streamed = searchable_variant (copy);
+  {
+    NapkinPlanOptions plan_options = tune_plan_options (options);
+    g_autoptr(NapkinPlan) plan = napkin_plan_build (copy, arch, &plan_options, NULL);
+
+    streamed = searchable_variant (copy, plan);
+  }
   search_copy (copy, arch, options, result, TRUE);
   if (streamed != NULL)
     {

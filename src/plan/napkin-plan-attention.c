@@ -1504,6 +1504,7 @@ read_marks (NapkinPlanner       *p,
   gint64 mark_tile = 0;
   NapkinMarkKind mk;
 
+  a->n_unit_axes = 0;
   for (guint i = 0; i + 1 < g_strv_length (K->axes); i++)
     {
       gint64 g = 0;
@@ -1511,6 +1512,8 @@ read_marks (NapkinPlanner       *p,
 
       if (g_str_equal (name, ax->key))
         continue;
+      if (a->n_unit_axes < NAPKIN_MAX_RANK)
+        a->unit_axes[a->n_unit_axes++] = napkin_diagram_find_axis (p->d, name);
       mk = napkin_region_mark (region, name, &g);
       if (!(mk == NAPKIN_MARK_PARALLEL && g == 1)
           && napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, name)) != 1)

@@ -298,6 +298,10 @@ typedef struct
   double           tail;                  /* the last block ends `tail` times the even share of the
                                              blocks' chunks an SM after the start (≥ 1; 1 where even) */
   int              partials;              /* scratch: fp32 O [split][batch·NQ][D], then [split][batch·NQ] */
+  int              unit_axes[NAPKIN_MAX_RANK]; /* the diagram's indices of K's axes a block takes one at
+                                             a time (its batch and heads: the region's tile of each
+                                             must be 1; what tune need not try) */
+  guint            n_unit_axes;
 
   double           q_scale, k_scale, v_scale;   /* fp8: per-tensor dequantisation scales */
   int              v_t;                   /* fp8 P·V: scratch Vᵀ [kv_batch][v_t_rows][v_t_ld] (a repack), or −1 */

@@ -179,7 +179,7 @@ chmod +x "$TMP/regionrunner"
 NAPKIN_RUNNER="$TMP/regionrunner" "$CLI" run "$EX/matmul.napkin" --tune --json > "$TMP/run-best.json" 2> "$TMP/run-best.err"
 check "run --tune without regions runs the model's best and says so" sh -c "grep -q \"no relabeling in the file; running the model's best on h100: the plan's own kernels\" '$TMP/run-best.err' && python3 -c 'import json; d = json.load(open(\"$TMP/run-best.json\")); assert d[\"kernels\"][0][\"name\"] == \"\", d'"
 NAPKIN_RUNNER="$TMP/regionrunner" "$CLI" run "$EX/attention.napkin" --tune --json > "$TMP/run-best-att.json" 2> "$TMP/run-best-att.err"
-check "run --tune on a plain attention runs its derived region" sh -c "grep -q \"running the model's best on h100: attention1.b=\" '$TMP/run-best-att.err' && python3 -c 'import json; d = json.load(open(\"$TMP/run-best-att.json\")); assert d[\"kernels\"][0][\"name\"] == \"attention1\", d'"
+check "run --tune on a plain attention runs its derived region" sh -c "grep -q \"running the model's best on h100: attention1.q=128 attention1.k~\" '$TMP/run-best-att.err' && python3 -c 'import json; d = json.load(open(\"$TMP/run-best-att.json\")); assert d[\"kernels\"][0][\"name\"] == \"attention1\", d'"
 NAPKIN_RUNNER="$TMP/regionrunner" "$CLI" run "$EX/matmul.napkin" --plain --json > "$TMP/run-plain.json" 2> "$TMP/run-plain.err"
 check "run --plain runs the diagram as drawn" sh -c "! grep -q 'running the model' '$TMP/run-plain.err' && python3 -c 'import json; d = json.load(open(\"$TMP/run-plain.json\")); assert d[\"kernels\"][0][\"name\"] == \"\", d'"
 check "tune --measure with --dtype is a usage error (2)" test "$(rc "$CLI" tune "$EX/matmul-tiled.napkin" --measure 2 --dtype bf16)" = 2
