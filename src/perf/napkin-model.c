@@ -2670,6 +2670,15 @@ attention_chunk_floor (Model                  *m,
  * ones (16384×16384×1024, whose time is mostly epilogues). */
 #define GEMM_CHUNK_CLOCKS             30.0
 #define GEMM_EPILOGUE_BYTES_PER_CLOCK 24.0
+
+/* The store of one BM × BN tile of `bytes` an element (a split K's fp32 partials: 4). */
+static double
+gemm_tile_store_s (const Model          *m,
+                   const NapkinPlanGemm *g,
+                   guint                 bytes)
+{
+  return (double) g->BM * g->BN * bytes / (GEMM_EPILOGUE_BYTES_PER_CLOCK * m->arch->clock_hz);
+}
 /* What a tile pays whatever its size: the chain of wgmmas on one accumulator filled and
  * drained, the full/empty barriers, the epilogue's two warpgroup barriers and the TMA
  * store's issue, none of which a tile of one chunk hides. Fitted on the H200 (session
@@ -2738,7 +2747,7 @@ planned_gemm (Model                  *m,
   k->latency_s += waves * chunks * (GEMM_CHUNK_CLOCKS / clock + MAX (0.0, cycle - MAX (compute, transfer))) + latency;
   /* the store of a tile; rows of C not 16 bytes apart go out through the staged
    * epilogue (its price: napkin_plan_gemm_staged_epilogue_s), as vectors */
-  epilogue = (double) g->BM * g->BN * cb / (GEMM_EPILOGUE_BYTES_PER_CLOCK * clock);
+  epilogue = gemm_tile_store_s (m, g, cb);
   epilogue += napkin_plan_gemm_staged_epilogue_s (m->arch, g);
   if (g->pingpong)
     epilogue -= napkin_plan_gemm_pingpong_hidden_s (m->arch, g, epilogue);
@@ -3254,8 +3263,7 @@ kernel_plan (Model                  *m,
 
           k->quantisation = (double) ceil_div (tiles, m->arch->sms) * m->arch->sms / MAX (1, tiles);
           if (g->split_k > 1)
-            k->latency_s += ceil_div (tiles, m->arch->sms) * (double) g->BM * g->BN * 4
-                            / (GEMM_EPILOGUE_BYTES_PER_CLOCK * m->arch->clock_hz);
+            k->latency_s += ceil_div (tiles, m->arch->sms) * gemm_tile_store_s (m, g, 4);
           gemm_tma_stream (m, k, pk);
 
           if (pk->u.gemm.pingpong)
