@@ -484,24 +484,31 @@ derived_lines (const NapkinDerivation *dr)
   return (char **) g_ptr_array_free (lines, FALSE);
 }
 
-/* One knob per parallel or streamed mark of region r: its tile sizes. */
-/* Whether the plan's kernel for region `r` takes `axis` one at a time a block (an
- * attention's batch and heads): no other tile of it runs on that kernel. */
+/* Whether the plan's kernel for region `r` fixes `axis`'s mark: an attention template
+ * takes its batch and heads one at a time a block and holds d whole; any other mark of
+ * them falls back to the generic lowering (a derived Llama block's attention: 14740
+ * combinations, 50 feasible, 6.6 s; docs/model.md §9). */
 static gboolean
-plan_unit_axis (const NapkinPlan *plan,
-                guint             r,
-                int               axis)
+plan_fixes_axis (const NapkinPlan *plan,
+                 guint             r,
+                 int               axis)
 {
   const NapkinPlanKernel *pk = plan != NULL ? napkin_plan_kernel_for (plan, r, -1) : NULL;
+  const NapkinPlanAttention *a;
 
   if (pk == NULL || pk->kind != NAPKIN_PLAN_ATTENTION || pk->path == NAPKIN_PATH_GENERIC)
     return FALSE;
-  for (guint i = 0; i < pk->u.att.n_unit_axes; i++)
-    if (pk->u.att.unit_axes[i] == axis)
+  a = &pk->u.att;
+  for (guint i = 0; i < a->n_unit_axes; i++)
+    if (a->unit_axes[i] == axis)
+      return TRUE;
+  for (guint i = 0; i < a->n_whole_axes; i++)
+    if (a->whole_axes[i] == axis)
       return TRUE;
   return FALSE;
 }
 
+/* One knob per parallel or streamed mark of region r: its tile sizes. */
 static void
 add_tile_knobs (NapkinDiagram    *copy,
                 const NapkinPlan *plan,
@@ -523,10 +530,7 @@ add_tile_knobs (NapkinDiagram    *copy,
 
       if (mark->kind == NAPKIN_MARK_WHOLE || axis < 0)
         continue;
-      /* the plan's kernel takes it one at a time: other tiles would only fall back to
-       * the generic lowering (a derived Llama block's attention: 14740 combinations,
-       * 50 feasible, 6.6 s; docs/model.md §9) */
-      if (mark->tile == 1 && plan_unit_axis (plan, r, axis))
+      if (plan_fixes_axis (plan, r, axis))
         continue;
       size = napkin_diagram_axis_size (copy, axis);
       /* small axes (batch, heads) and axes no contraction of the region uses
@@ -782,34 +786,34 @@ search_stages (Search *s)
   result->stage_trials = result->evaluated - before;
 }
 
-/* The plan options a search prices its candidates under. */
-static NapkinPlanOptions
-tune_plan_options (const NapkinTuneOptions *options)
+/* The plan of `copy` as drawn, under the options a search prices its candidates with. */
+static NapkinPlan *
+tune_plan (NapkinDiagram           *copy,
+           NapkinArch              *arch,
+           const NapkinTuneOptions *options)
 {
   NapkinPlanOptions plan_options = { options && options->has_dtype, options ? options->dtype : NAPKIN_DTYPE_FP16,
                                      FALSE, FALSE, TRUE, FALSE };
 
-  return plan_options;
+  return napkin_plan_build (copy, arch, &plan_options, NULL);
 }
 
 /* Searches the tiles, stages and threads of `copy`'s regions into `result` (the file's
- * own relabeling scored first where `score_file`). */
+ * own relabeling scored first where `score_file`); `plan` is tune_plan's of `copy`. */
 static void
 search_copy (NapkinDiagram           *copy,
+             const NapkinPlan        *plan,
              NapkinArch              *arch,
              const NapkinTuneOptions *options,
              NapkinTuneResult        *result,
              gboolean                 score_file)
 {
-  g_autoptr(NapkinPlan) plan = NULL;
   g_autoptr(GArray) knobs = g_array_new (FALSE, TRUE, sizeof (Knob));
   g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, g_free);
-  NapkinPlanOptions plan_options = tune_plan_options (options);
   Search s = { 0 };
   double combos = 1;
   guint max_evals = options && options->max_evaluations ? options->max_evaluations : 40000;
 
-  plan = napkin_plan_build (copy, arch, &plan_options, NULL);
   for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
     {
       add_tile_knobs (copy, plan, r, knobs, &combos);
@@ -861,15 +865,8 @@ searchable_variant (NapkinDiagram    *diagram,
   for (guint r = 0; r < napkin_diagram_n_regions (copy); r++)
     {
       g_autofree char *name = g_strdup (napkin_diagram_region (copy, r)->name);
-      const NapkinPlanKernel *pk = plan != NULL ? napkin_plan_kernel_for (plan, r, -1) : NULL;
 
       if (napkin_diagram_region (copy, r)->level != NAPKIN_LEVEL_SMEM)
-        continue;
-      /* a region the plan already runs on an attention template: its template holds d
-       * whole and takes one head a block; streaming d or cutting the heads would only
-       * fall back to the generic lowering (a derived Llama block's attention: 14400
-       * more relabelings, none feasible, 6 s) */
-      if (pk != NULL && pk->kind == NAPKIN_PLAN_ATTENTION && pk->path != NAPKIN_PATH_GENERIC && pk->feasible)
         continue;
       for (guint a = 0; a < napkin_diagram_n_axes (copy); a++)
         {
@@ -880,7 +877,7 @@ searchable_variant (NapkinDiagram    *diagram,
           gboolean bad = FALSE, summed;
 
           if (napkin_region_mark (region, axis, NULL) != NAPKIN_MARK_WHOLE || size <= 1
-              || !napkin_region_uses_axis (copy, region, a))
+              || !napkin_region_uses_axis (copy, region, a) || plan_fixes_axis (plan, r, (int) a))
             continue;
           summed = napkin_region_sums_axis (copy, region, a, NULL);
           /* attention's keys: reduced by the softmax, summed by P·V: streamable (online
@@ -1013,6 +1010,7 @@ tune_search (NapkinDiagram            *diagram,
 {
   g_autoptr(NapkinDiagram) copy = NULL;
   g_autoptr(NapkinDiagram) streamed = NULL;
+  g_autoptr(NapkinPlan) plan = NULL;
   g_autoptr(NapkinDerivation) dr = NULL;
   NapkinTuneResult *result;
   guint top_k = options && options->top_k ? options->top_k : 10;
@@ -1039,23 +1037,21 @@ tune_search (NapkinDiagram            *diagram,
 
   result = g_new0 (NapkinTuneResult, 1);
   result->best = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_tune_candidate_free);
-  /* the variant is built before the search: the search writes tiles into `copy` */
-  {
-    NapkinPlanOptions plan_options = tune_plan_options (options);
-    g_autoptr(NapkinPlan) plan = napkin_plan_build (copy, arch, &plan_options, NULL);
-
-    streamed = searchable_variant (copy, plan);
-  }
-  search_copy (copy, arch, options, result, TRUE);
+  /* the plan and the variant are built before the search: the search writes tiles into
+   * `copy` */
+  plan = tune_plan (copy, arch, options);
+  streamed = searchable_variant (copy, plan);
+  search_copy (copy, plan, arch, options, result, TRUE);
   if (streamed != NULL)
     {
+      g_autoptr(NapkinPlan) streamed_plan = tune_plan (streamed, arch, options);
       NapkinTuneResult more = { 0 };
       double best_drawn = G_MAXDOUBLE;
 
       for (guint i = 0; i < result->best->len; i++)
         best_drawn = MIN (best_drawn, ((NapkinTuneCandidate *) g_ptr_array_index (result->best, i))->predicted_time_s);
       more.best = g_ptr_array_new_with_free_func ((GDestroyNotify) napkin_tune_candidate_free);
-      search_copy (streamed, arch, options, &more, FALSE);
+      search_copy (streamed, streamed_plan, arch, options, &more, FALSE);
       /* only what beats holding the axes whole (a tie would propose the same kernel with
        * a mark that changes nothing); its knobs differ: a kernel key of its own, so that
        * sort_distinct keeps both */

@@ -1509,14 +1509,15 @@ read_marks (NapkinPlanner       *p,
     {
       gint64 g = 0;
       const char *name = K->axes[i];
+      int axis;
 
       if (g_str_equal (name, ax->key))
         continue;
+      axis = napkin_diagram_find_axis (p->d, name);
       if (a->n_unit_axes < NAPKIN_MAX_RANK)
-        a->unit_axes[a->n_unit_axes++] = napkin_diagram_find_axis (p->d, name);
+        a->unit_axes[a->n_unit_axes++] = axis;
       mk = napkin_region_mark (region, name, &g);
-      if (!(mk == NAPKIN_MARK_PARALLEL && g == 1)
-          && napkin_diagram_axis_size (p->d, napkin_diagram_find_axis (p->d, name)) != 1)
+      if (!(mk == NAPKIN_MARK_PARALLEL && g == 1) && napkin_diagram_axis_size (p->d, axis) != 1)
         return g_strdup_printf (_("attention: batch axis %s must be parallel in groups of 1"), name);
     }
   a->group_tile = 1;
@@ -1527,6 +1528,10 @@ read_marks (NapkinPlanner       *p,
         return g_strdup_printf (_("attention: the group axis %s must be parallel or whole, not streamed"), ax->group);
       a->group_tile = mk == NAPKIN_MARK_PARALLEL ? MIN (mark_tile, a->group) : a->group;
     }
+  a->n_whole_axes = 0;
+  a->whole_axes[a->n_whole_axes++] = napkin_diagram_find_axis (p->d, ax->d);
+  if (!g_str_equal (ax->d, ax->dv))
+    a->whole_axes[a->n_whole_axes++] = napkin_diagram_find_axis (p->d, ax->dv);
   mk = napkin_region_mark (region, ax->query, &a->BQ);
   if (mk == NAPKIN_MARK_WHOLE)
     a->BQ = a->NQ;

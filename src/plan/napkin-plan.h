@@ -302,6 +302,8 @@ typedef struct
                                              a time (its batch and heads: the region's tile of each
                                              must be 1; what tune need not try) */
   guint            n_unit_axes;
+  int              whole_axes[2];         /* … and of d and V's head axis, which it holds whole */
+  guint            n_whole_axes;
 
   double           q_scale, k_scale, v_scale;   /* fp8: per-tensor dequantisation scales */
   int              v_t;                   /* fp8 P·V: scratch Vᵀ [kv_batch][v_t_rows][v_t_ld] (a repack), or −1 */
