@@ -2,8 +2,11 @@
 # Few-row products on the H200 (session 29): each drawn file of files/ (make.py) at K split
 # 1, 2 and 4 (NAPKIN_GEMM_SPLIT, where the plan allows it), checked and timed, its prediction
 # beside; then torch.matmul on each shape.   docs/gpu-runs/2026-12-01-s29/skinny/run.sh
+# D=DIR SHAPES="M,N,K M,N,K ..." run the same over DIR/files and those shapes (session 30's
+# midrows/run.sh).
 set -u
-D=docs/gpu-runs/2026-12-01-s29/skinny
+D=${D:-docs/gpu-runs/2026-12-01-s29/skinny}
+export SHAPES=${SHAPES:-"2,8192,14456 16,4096,4096 64,11008,4096 8,14336,4096 32,4096,14336"}
 pack=$PWD/.gpu
 export LD_LIBRARY_PATH="$pack/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export NAPKIN_RUNNER="$pack/bin/napkin-runner" NAPKIN_DATA_DIR=$PWD/data NAPKIN_ARCH_DIR=$PWD/data/archs
@@ -28,8 +31,8 @@ PY
   done
 done
 python3 - <<'PY'
-import torch
-shapes = [(2, 8192, 14456), (16, 4096, 4096), (64, 11008, 4096), (8, 14336, 4096), (32, 4096, 14336)]
+import os, torch
+shapes = [tuple(int(v) for v in s.split(",")) for s in os.environ["SHAPES"].split()]
 print("\n| shape | torch kn ms | torch nk ms |")
 for m, n, k in shapes:
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
