@@ -26,6 +26,11 @@
  * fused maps on the way (their other operands loaded G_RD pieces ahead, as vectors where
  * aligned); 2 — like 1, fp32 partials of this split into [split][batch][M][N], no maps
  * (the split-reduce kernel applies them).
+ * Gated pair (G_DUAL, docs/plan.md "Gated GEMM"): a second product G = A·B2 of the same A
+ * chunks (B2 by its own tensor map, in the stage after B) into a second accumulator of
+ * the same layout; after the main loop each value becomes NAME_join (acc, G) — the gate's
+ * maps on G and the join (a SwiGLU's silu (G) · acc) — before the epilogue above. The
+ * tile's BN is half what one product would take: both accumulators fit where one did.
  * The printer (src/codegen/napkin-print-gemm.c) fills the NKP_ parameters and checks the
  * limits: BM = 64·G_CWG·(1 or 2) (ping-pong: 64 or 128), BN % 8 == 0 (N-major B: % 64), ≤ 128 accumulators per
  * consumer thread, the stages within 227 KB. */
@@ -67,6 +72,8 @@
 #define NKP_CREF ((napkin_bf16 *) ((char *) args.p[0] + 196608))
 #define NKP_PREF ((float *) 0)
 #define NKP_CPARAM
+#define NKP_DUAL 0
+#define NKP_B2PARAM
 #endif /* NAPKIN_GENERATED */
 #define G_BM NKP_BM
 #define G_BN NKP_BN
@@ -92,6 +99,7 @@
 #define G_LDY NKP_LDY                          /* … and whether there are any */
 #define G_NW NKP_NW                            /* 32-bit words of one chunk of them, as loaded */
 #define G_RD NKP_RD                            /* pieces of them in flight */
+#define G_DUAL NKP_DUAL                        /* a gated pair: B2 and a second accumulator */
 #define G_LDC NKP_L (NKP_LDC)
 #define G_CBS NKP_L (NKP_CBS)
 #define G_THREADS (128 * (1 + G_CWG))
@@ -100,7 +108,7 @@
 #define G_MI (G_WGM / 64)                    /* m64 wgmmas per consumer and k-step */
 #define G_A_BYTES (G_BM * 128)
 #define G_B_BYTES (G_BN * 128)
-#define G_STAGE_BYTES (G_A_BYTES + G_B_BYTES)
+#define G_STAGE_BYTES (G_A_BYTES + (1 + G_DUAL) * G_B_BYTES)
 #define G_BOX_BYTES (G_KB * 128)             /* an MN-major box: 64 columns × KB rows */
 #define G_GROUP 8
 #define G_CONSUMER_WARPS (G_PP ? 4 : 4 * G_CWG)   /* warps that consume one stage */
@@ -166,12 +174,17 @@ np_e_k0_wgmma (float (&d)[64], unsigned long long da, unsigned long long db, int
 }
 #endif /* napkin-fragment/WGMMA */
 
-#define G_FENCE_ACC()                                                                          \
+#define G_FENCE_ONE(a)                                                                         \
   do {                                                                                         \
     _Pragma ("unroll") for (int i_ = 0; i_ < G_MI; i_++)                                      \
       _Pragma ("unroll") for (int r_ = 0; r_ < G_BN / 2; r_++)                                \
-        asm volatile ("" : "+f" (acc[i_][r_]) :: "memory");                                    \
+        asm volatile ("" : "+f" (a[i_][r_]) :: "memory");                                      \
   } while (0)
+#if G_DUAL
+#define G_FENCE_ACC() do { G_FENCE_ONE (acc); G_FENCE_ONE (acc2); } while (0)
+#else
+#define G_FENCE_ACC() G_FENCE_ONE (acc)
+#endif
 
 /* Tile t: split, batch, then the corner of C in grouped order (G_GROUP tile rows ×
  * every tile column, column-major inside a group). */
@@ -329,7 +342,7 @@ NKP_CAT (NKP_NAME, _put_edge) (const NapkinArgs &args, int split, int b, long m,
 extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
 NKP_NAME (const NapkinArgs args,
         const __grid_constant__ NapkinTensorMap tma_a,
-        const __grid_constant__ NapkinTensorMap tma_b NKP_CPARAM)
+        const __grid_constant__ NapkinTensorMap tma_b NKP_CPARAM NKP_B2PARAM)
 {
   extern __shared__ __align__ (1024) unsigned char smem_raw_u8_[];
   unsigned char *const smem_ = smem_raw_u8_;
@@ -366,6 +379,9 @@ NKP_NAME (const NapkinArgs args,
 
           asm volatile ("prefetch.tensormap [%0];" :: "l" (&tma_a) : "memory");
           asm volatile ("prefetch.tensormap [%0];" :: "l" (&tma_b) : "memory");
+#if G_DUAL
+          asm volatile ("prefetch.tensormap [%0];" :: "l" (&tma_b2) : "memory");
+#endif
           for (long t = blockIdx.x; t < G_TILES; t += gridDim.x)
             {
               int split, b, m0, n0;
@@ -395,6 +411,14 @@ NKP_NAME (const NapkinArgs args,
                   for (int j = 0; j < G_BN / 64; j++)
                     napkin_sm90_tma_load (dst + G_A_BYTES + j * G_BOX_BYTES, &tma_b, n0 + j * 64, k0, NKP_B_BATCH_ARG bar);
 #endif
+#if G_DUAL && G_B_KMAJOR
+                  napkin_sm90_tma_load (dst + G_A_BYTES + G_B_BYTES, &tma_b2, k0, n0, NKP_B_BATCH_ARG bar);
+#elif G_DUAL
+#pragma unroll
+                  for (int j = 0; j < G_BN / 64; j++)
+                    napkin_sm90_tma_load (dst + G_A_BYTES + G_B_BYTES + j * G_BOX_BYTES, &tma_b2, n0 + j * 64, k0,
+                                          NKP_B_BATCH_ARG bar);
+#endif
                 }
             }
         }
@@ -410,6 +434,9 @@ NKP_NAME (const NapkinArgs args,
       unsigned piece = 0;   /* output pieces staged so far: which of the two buffers */
 #endif
       float acc[G_MI][G_BN / 2];
+#if G_DUAL
+      float acc2[G_MI][G_BN / 2];   /* the gate's product */
+#endif
       unsigned nth = 0;     /* tiles of this block passed so far */
 
 #if G_CWG == 2
@@ -437,7 +464,12 @@ NKP_NAME (const NapkinArgs args,
           for (int i = 0; i < G_MI; i++)
 #pragma unroll
             for (int r = 0; r < G_BN / 2; r++)
-              acc[i][r] = 0.0f;
+              {
+                acc[i][r] = 0.0f;
+#if G_DUAL
+                acc2[i][r] = 0.0f;
+#endif
+              }
 
           for (int kc = kc0; kc < kc1; kc++, it++)
             {
@@ -466,6 +498,13 @@ NKP_NAME (const NapkinArgs args,
                     const unsigned long long db = napkin_sm90_desc (b_base + kk * G_KSTEP * 128, G_BOX_BYTES, 1024);
 #endif
                     NKP_CAT (NKP_NAME, _wgmma) (acc[i], da, db, 1);
+#if G_DUAL && G_B_KMAJOR
+                    NKP_CAT (NKP_NAME, _wgmma) (acc2[i], da, napkin_sm90_desc (b_base + G_B_BYTES + kk * 32, 16, 1024), 1);
+#elif G_DUAL
+                    NKP_CAT (NKP_NAME, _wgmma) (acc2[i], da,
+                                                napkin_sm90_desc (b_base + G_B_BYTES + kk * G_KSTEP * 128, G_BOX_BYTES, 1024),
+                                                1);
+#endif
                   }
               asm volatile ("wgmma.commit_group.sync.aligned;" ::: "memory");
               /* The previous chunk's wgmmas are done once at most this one is pending. */
@@ -482,6 +521,14 @@ NKP_NAME (const NapkinArgs args,
           /* The tile's last chunk is free too (a split with no chunks consumed none). */
           if (kc1 > kc0 && lane == 0)
             napkin_sm90_bar_arrive (empty + 8 * ((it - 1) % G_STAGES));
+#if G_DUAL
+          /* the gate's maps and the join, value by value (the same layout in both) */
+#pragma unroll
+          for (int i = 0; i < G_MI; i++)
+#pragma unroll
+            for (int r = 0; r < G_BN / 2; r++)
+              acc[i][r] = NKP_CAT (NKP_NAME, _join) (acc[i][r], acc2[i][r]);
+#endif
 
           /* The accumulators hold mma.sync's m16n8 layout repeated over N: rows lane/4
            * and lane/4 + 8 of the warp's 16, two adjacent columns per 8. */
@@ -677,3 +724,5 @@ NKP_NAME (const NapkinArgs args,
 #undef G_CBUF
 #undef G_SMEM_C
 #undef G_FENCE_ACC
+#undef G_FENCE_ONE
+#undef G_DUAL

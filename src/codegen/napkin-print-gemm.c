@@ -307,6 +307,9 @@ check_problem (const NapkinPlanGemm *g,
   if (g->ldb < (g->b_kmajor ? g->K : g->N))
     return fail (error, kname, "ldb = %" G_GINT64_FORMAT " is shorter than a row of B (%" G_GINT64_FORMAT ")",
                  g->ldb, g->b_kmajor ? g->K : g->N);
+  if (g->dual && g->ldb2 < (g->b_kmajor ? g->K : g->N))
+    return fail (error, kname, "ldb2 = %" G_GINT64_FORMAT " is shorter than a row of B2 (%" G_GINT64_FORMAT ")",
+                 g->ldb2, g->b_kmajor ? g->K : g->N);
   if (g->ldc < g->N)
     return fail (error, kname, "ldc = %" G_GINT64_FORMAT " is shorter than a row of C (%" G_GINT64_FORMAT ")",
                  g->ldc, g->N);
@@ -532,9 +535,12 @@ wgmma_shape (const NapkinPlanGemm *g,
     return fail (error, name, "BK = %" G_GINT64_FORMAT "; a multiple of %" G_GINT64_FORMAT " (one 128-byte swizzle row "
                  "of %s)", BK, KB, napkin_dtype_to_string (g->ab_dtype));
   MI = g->pingpong ? g->BM / 64 : g->BM / consumers / 64;
-  if (MI * g->BN / 2 > 128)
-    return fail (error, name, "a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " tile needs %" G_GINT64_FORMAT
-                 " accumulators per consumer thread; at most 128", g->BM, g->BN, MI * g->BN / 2);
+  if (MI * g->BN / 2 * (g->dual ? 2 : 1) > 128)
+    return fail (error, name, "a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " tile%s needs %" G_GINT64_FORMAT
+                 " accumulators per consumer thread; at most 128", g->BM, g->BN, g->dual ? " of a gated pair" : "",
+                 MI * g->BN / 2 * (g->dual ? 2 : 1));
+  if (g->dual && (g->split_k > 1 || (g->batch > 1 && (g->b_bstride != 0) != (g->b2_bstride != 0))))
+    return fail (error, name, "a gated pair's GEMM takes one slice of K and both B alike across the batch");
   /* a chunk of BK streams as BK/KB chunks of one swizzle row: the same shared memory */
   f->stages = (gint64) MAX (g->stages, 1) * (BK / KB);
   if (f->stages < 2)
@@ -600,6 +606,42 @@ wgmma_epilogue (const NapkinPrintCtx *ctx,
   return g_strconcat (per, "\n", split_fns, NULL);
 }
 
+/* NAME_join (x, g): a gated pair's gate maps on its second product g, then the join with
+ * the first's value x (kernels/gemm-sm90.cu, G_DUAL). */
+static char *
+join_function (const NapkinPlanGemm *g,
+               const char           *name,
+               GError              **error)
+{
+  g_autoptr(GString) s = g_string_new (NULL);
+  g_autofree char *join = NULL;
+
+  g_string_append_printf (s, "__device__ __forceinline__ float\n"
+                             "%s_join (float x, float g)\n"
+                             "{\n", name);
+  for (guint i = 0; g->gate != NULL && i < g->gate->len; i++)
+    {
+      const NapkinPlanMap *map = &g_array_index (g->gate, NapkinPlanMap, i);
+      g_autofree char *expr = NULL;
+
+      if (map->fn >= NAPKIN_N_FNS || map->has_other)
+        {
+          fail (error, name, "gate[%u]: a gate map takes the value alone", i);
+          return NULL;
+        }
+      expr = _napkin_cuda_map_expr (map, "g", NULL);
+      g_string_append_printf (s, "  g = %s;\n", expr);
+    }
+  if (g->join.fn >= NAPKIN_N_FNS || !g->join.has_other)
+    {
+      fail (error, name, "the join takes two values");
+      return NULL;
+    }
+  join = _napkin_cuda_map_expr (&g->join, "x", "g");
+  g_string_append_printf (s, "  return %s;\n}\n", join);
+  return g_string_free (g_steal_pointer (&s), FALSE);
+}
+
 /* Prints the Hopper GEMM: its skeleton with the form's parameters (kernels/gemm-sm90.cu). */
 static void
 wgmma_print (const NapkinPrintCtx   *ctx,
@@ -647,6 +689,8 @@ wgmma_print (const NapkinPrintCtx   *ctx,
     { "CREF", g_strdup (cref) },
     { "PREF", g_strdup (pref) },
     { "CPARAM", g_strdup (f->epi == 0 ? ",\n        const __grid_constant__ NapkinTensorMap tma_c" : "") },
+    { "DUAL", g_strdup (g->dual ? "1" : "0") },
+    { "B2PARAM", g_strdup (g->dual ? ",\n        const __grid_constant__ NapkinTensorMap tma_b2" : "") },
     { "EPIFN", g_strdup (epifn) },
     { "WGMMA", wgmma_function (fname, g->BN, g->ab_dtype, !g->a_kmajor, !g->b_kmajor) },
   };
@@ -667,6 +711,7 @@ wgmma_tensor_maps (const NapkinPlanGemm *g,
                    const NapkinCudaRef  *ra,
                    const NapkinCudaRef  *rb,
                    const NapkinCudaRef  *rc,
+                   const NapkinCudaRef  *rb2,
                    NapkinCudaTensorMap  *maps)
 {
   const gint64 KB = f->KB;
@@ -688,6 +733,15 @@ wgmma_tensor_maps (const NapkinPlanGemm *g,
     .inner = g->N, .outer = g->M, .box_inner = (guint) (128 / f->cbytes), .box_outer = 64,
     .batch = f->c_rank3 ? g->batch : 1, .batch_stride = f->c_rank3 ? g->c_bstride : 0,
   };
+  /* a gated pair's B2: B's boxes from its own rows */
+  maps[3] = maps[1];
+  if (rb2 != NULL)
+    {
+      maps[3].slot = rb2->slot;
+      maps[3].offset = rb2->offset;
+      maps[3].ld = g->ldb2;
+      maps[3].batch_stride = f->b_rank3 ? g->b2_bstride : 0;
+    }
 }
 
 gboolean
@@ -703,8 +757,8 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
   g_autofree char *cref = NULL;
   g_autofree char *pref = NULL;
   g_autofree char *epifn = NULL;
-  NapkinCudaTensorMap maps[3];
-  NapkinCudaRef ra, rb, rc;
+  NapkinCudaTensorMap maps[4];
+  NapkinCudaRef ra, rb, rc, rb2;
   NapkinCudaKernel *ck;
 
   g_return_val_if_fail (ctx != NULL && kernel != NULL && name != NULL, FALSE);
@@ -717,12 +771,27 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
   pref = partials_expr (ctx, g, f.epi == 2, error);
   if (pref == NULL)
     return FALSE;
+  if (g->dual
+      && (!_napkin_cuda_ref (ctx, &g->b2, &rb2, error)
+          || !check_aligned (name, "B2", rb2.offset, g->ldb2, g->batch > 1 ? g->b2_bstride : 0, g->ab_dtype, 16, error)))
+    return FALSE;
   epifn = wgmma_epilogue (ctx, g, name, &f, &n_other, &n_words, error);
   if (epifn == NULL)
     return FALSE;
+  if (g->dual)
+    {
+      g_autofree char *join = join_function (g, name, error);
+
+      if (join == NULL)
+        return FALSE;
+      char *both = g_strconcat (epifn, "\n", join, NULL);
+
+      g_free (epifn);
+      epifn = both;
+    }
   wgmma_print (ctx, kernel, name, &f, cref, pref, epifn, n_other, n_words);
   tiles = ((g->M + g->BM - 1) / g->BM) * ((g->N + g->BN - 1) / g->BN) * g->batch * g->split_k;
-  wgmma_tensor_maps (g, &f, &ra, &rb, &rc, maps);
+  wgmma_tensor_maps (g, &f, &ra, &rb, &rc, g->dual ? &rb2 : NULL, maps);
 
   ck = add_kernel (ctx, name, "gemm-wgmma");
   ck->grid = tiles;   /* launched as MIN (tiles, SMs) */
@@ -732,6 +801,8 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
   ck->dynamic_smem = f.smem;
   ck->tensor_maps = g_array_new (FALSE, FALSE, sizeof (NapkinCudaTensorMap));
   g_array_append_vals (ck->tensor_maps, maps, f.epi == 0 ? 3 : 2);
+  if (g->dual)
+    g_array_append_val (ck->tensor_maps, maps[3]);
   ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT " stages of %"
                               G_GINT64_FORMAT " (TMA, 128-byte swizzle), A %s-major, B %s-major, 1 producer + %"
                               G_GINT64_FORMAT " consumer warpgroups%s, wgmma m64n%" G_GINT64_FORMAT "k%s, %"
@@ -739,7 +810,7 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
                               g->BM, g->BN, f.stages, f.KB, g->a_kmajor ? "K" : "M", g->b_kmajor ? "K" : "N",
                               f.consumers, g->pingpong ? " (ping-pong)" : "", g->BN,
                               is_fp8 (g->ab_dtype) ? "32" : "16", tiles,
-                              g->split_k > 1 ? ", split-K partials" : "",
+                              g->split_k > 1 ? ", split-K partials" : g->dual ? ", a gated pair (B2 beside B)" : "",
                               f.epi == 0 ? "TMA stores" : f.epi == 2 ? "fp32 partials stored"
                                                                      : maps_summary (g->epilogue));
   return TRUE;
@@ -766,6 +837,8 @@ _napkin_print_gemm_mma (const NapkinPrintCtx   *ctx,
 
   if (!check_kind (kernel, NAPKIN_PLAN_GEMM, "GEMM", name, error) || !check_problem (g, name, error))
     return FALSE;
+  if (g->dual)
+    return fail (error, name, "a gated pair's two products run as one GEMM on wgmma (sm_90a) only");
   if (is_fp8 (g->ab_dtype))
     return fail (error, name, "ab_dtype %s: the mma path (sm_80) has no fp8 tensor-core instructions; fp8 needs the "
                  "wgmma path (sm_90a)", napkin_dtype_to_string (g->ab_dtype));
@@ -883,6 +956,8 @@ _napkin_print_gemm_skinny (const NapkinPrintCtx   *ctx,
 
   if (!check_kind (kernel, NAPKIN_PLAN_GEMM, "GEMM", name, error) || !check_problem (g, name, error))
     return FALSE;
+  if (g->dual)
+    return fail (error, name, "a gated pair's two products run as one GEMM on wgmma (sm_90a) only");
   if (!is_16bit (g->ab_dtype))
     return fail (error, name, "ab_dtype %s: the skinny product on CUDA cores takes fp16 or bf16",
                  napkin_dtype_to_string (g->ab_dtype));

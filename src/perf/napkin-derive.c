@@ -58,6 +58,10 @@ typedef struct
   guint            candidates;
   gboolean         overflow;
   GHashTable      *rotary;       /* node + 1: the plan's rotary passes (no region proposed) */
+  /* node + 1 → join + 1: the gated pairs the plan runs as one GEMM outside regions (their
+   * operations are offered in regions, or as that GEMM, never alone outside: the plan
+   * would fuse them there) */
+  GHashTable      *gated;
 } Derive;
 
 typedef struct
@@ -633,6 +637,20 @@ attention_tail (Derive *dv,
   return FALSE;
 }
 
+/* Whether the candidate may run outside regions as the plan runs it: not a part of a
+ * gated pair the plan fuses (it would run as that pair's GEMM), the whole pair yes. */
+static gboolean
+plain_ok (Derive     *dv,
+          const Cand *c)
+{
+  if (dv->gated == NULL || g_strcmp0 (c->kind, "gated") == 0)
+    return TRUE;
+  for (guint i = 0; i < c->n; i++)
+    if (g_hash_table_contains (dv->gated, GUINT_TO_POINTER (c->nodes[i] + 1)))
+      return FALSE;
+  return TRUE;
+}
+
 static void
 add_cand (Derive      *dv,
           const guint *nodes,
@@ -669,6 +687,8 @@ add_cand (Derive      *dv,
    * sharing, a region on its tiles' transfers (docs/plan.md, "Deriving a diagram"). */
   if (g_strcmp0 (kind, "gemm") == 0 && attention_tail (dv, nodes[0]))
     ;
+  else if (!plain_ok (dv, c))
+    ;
   else if (n == 1 && dv->single[nodes[0]] < c->cost * (1 - 1e-9))
     {
       g_clear_pointer (&c->region, json_object_put);
@@ -690,6 +710,40 @@ add_cand (Derive      *dv,
       return;
     }
   g_ptr_array_add (g_ptr_array_index (dv->by_head, nodes[0]), c);
+}
+
+/* The gated pairs the plan fuses into one GEMM (priced whole as one kernel; a pair the
+ * template refuses runs apart, its operations candidates like any). NULL: none. */
+static GHashTable *
+gated_fused (Derive *dv)
+{
+  GHashTable *pairs = napkin_plan_gated_nodes (dv->d);
+  g_autoptr(GHashTable) refused = g_hash_table_new (g_direct_hash, g_direct_equal);
+  GHashTableIter it;
+  gpointer key, join;
+
+  g_hash_table_iter_init (&it, pairs);
+  while (g_hash_table_iter_next (&it, &key, &join))
+    if (key == join)
+      {
+        guint nodes[MAX_CHAIN], n = 0;
+        GHashTableIter in;
+        gpointer k2, j2;
+
+        g_hash_table_iter_init (&in, pairs);
+        while (g_hash_table_iter_next (&in, &k2, &j2) && n < MAX_CHAIN)
+          if (j2 == join)
+            nodes[n++] = GPOINTER_TO_UINT (k2) - 1;
+        if (price_as (dv, nodes, n, NULL, TRUE) == G_MAXDOUBLE)
+          g_hash_table_add (refused, join);
+      }
+  g_hash_table_iter_init (&it, pairs);
+  while (g_hash_table_iter_next (&it, &key, &join))
+    if (g_hash_table_contains (refused, join))
+      g_hash_table_iter_remove (&it);
+  if (g_hash_table_size (pairs) == 0)
+    g_clear_pointer (&pairs, g_hash_table_unref);
+  return pairs;
 }
 
 static void
@@ -727,6 +781,37 @@ candidates_at (Derive *dv,
           add_cand (dv, chain, n, "rotary");
         }
       return;
+    }
+  /* a gated pair the plan fuses: its one GEMM, a candidate of its first operation's
+   * (then its operations as ever, in regions only: plain_ok) */
+  if (dv->gated != NULL && g_hash_table_contains (dv->gated, GUINT_TO_POINTER (u + 1)))
+    {
+      gpointer join = g_hash_table_lookup (dv->gated, GUINT_TO_POINTER (u + 1));
+      GHashTableIter it;
+      gpointer key, value;
+      guint first = G_MAXUINT;
+
+      g_hash_table_iter_init (&it, dv->gated);
+      while (g_hash_table_iter_next (&it, &key, &value))
+        if (value == join && (first == G_MAXUINT || dv->pos[GPOINTER_TO_UINT (key) - 1] < dv->pos[first]))
+          first = GPOINTER_TO_UINT (key) - 1;
+      if (first == u)
+        {
+          g_hash_table_iter_init (&it, dv->gated);
+          while (g_hash_table_iter_next (&it, &key, &value) && n < MAX_CHAIN)
+            if (value == join)
+              chain[n++] = GPOINTER_TO_UINT (key) - 1;
+          for (guint i = 1; i < n; i++)
+            for (guint j = i; j > 0 && dv->pos[chain[j]] < dv->pos[chain[j - 1]]; j--)
+              {
+                guint t = chain[j];
+
+                chain[j] = chain[j - 1];
+                chain[j - 1] = t;
+              }
+          add_cand (dv, chain, n, "gated");
+          n = 0;
+        }
     }
   chain[n++] = u;
   switch (node->kind)
@@ -981,6 +1066,9 @@ explain (Derive             *dv,
     }
   if (g_strcmp0 (c->kind, "attention") == 0)
     g_string_append (s, _("flash attention: keys streamed with the online softmax, the scores never leave the chip"));
+  else if (g_strcmp0 (c->kind, "gated") == 0)
+    g_string_append (s, _("gated GEMM: the two products of one operand in the same tiles, the gate's maps and their "
+                        "product in the epilogue"));
   else if (c->n > 1 && g_strcmp0 (c->kind, "gemm") == 0)
     g_string_append_printf (s, _("GEMM with %u map%s fused into its epilogue"), c->n - 1, c->n > 2 ? "s" : "");
   else if (c->n > 1 && g_strcmp0 (c->kind, "rows") == 0)
@@ -1079,8 +1167,11 @@ derived_kernel (Derive      *dv,
     }
   else
     {
-      k->name = g_strdup (napkin_diagram_node (diagram, c->head)->id);
-      k->kind = c->n > 1 ? c->kind : napkin_op_kind_to_string (napkin_diagram_node (diagram, c->head)->kind);
+      /* a gated pair's GEMM is named for its join, its last operation, as the plan names it */
+      k->name = g_strdup (napkin_diagram_node (diagram, g_strcmp0 (c->kind, "gated") == 0 ? c->nodes[c->n - 1]
+                                                                                          : c->head)->id);
+      k->kind = g_strcmp0 (c->kind, "gated") == 0 ? "gemm"
+                : c->n > 1 ? c->kind : napkin_op_kind_to_string (napkin_diagram_node (diagram, c->head)->kind);
     }
   for (guint j = 0; j < c->n; j++)
     {
@@ -1446,10 +1537,12 @@ napkin_derive (NapkinDiagram            *diagram,
     r->unfused_s += napkin_run_launches_s (arch, launches, dv.options.paper);
   }
   dv.rotary = napkin_plan_rotary_nodes (diagram);
+  dv.gated = gated_fused (&dv);
   for (guint i = 0; i < dv.n_nodes; i++)
     if (compute[topo[i]])
       candidates_at (&dv, topo[i]);
   g_clear_pointer (&dv.rotary, g_hash_table_unref);
+  g_clear_pointer (&dv.gated, g_hash_table_unref);
 
   covered = g_new0 (guint64, dv.words);
   r->derived_s = solve (&dv, topo, covered);

@@ -2740,9 +2740,10 @@ planned_gemm (Model                  *m,
                                         : napkin_arch_mma_sync_rate (m->arch, klass)) / m->arch->sms;
   /* one chunk on one SM: its products, and its operands from L2 at the SM's share (of
    * every block the SM holds at once) */
-  compute = 2.0 * g->BM * g->BN * g->BK / rate * MAX (1u, pk->blocks_per_sm);
-  transfer = (double) (g->BM + g->BN) * g->BK * ab / (m->arch->levels[NAPKIN_LEVEL_L2].bandwidth / m->arch->sms)
-             * MAX (1u, pk->blocks_per_sm);
+  /* a gated pair: two products of A's chunk, a chunk of each B */
+  compute = 2.0 * g->BM * g->BN * g->BK * (g->dual ? 2 : 1) / rate * MAX (1u, pk->blocks_per_sm);
+  transfer = (double) (g->BM + g->BN * (g->dual ? 2 : 1)) * g->BK * ab
+             / (m->arch->levels[NAPKIN_LEVEL_L2].bandwidth / m->arch->sms) * MAX (1u, pk->blocks_per_sm);
   cycle = (latency + transfer + compute) / MAX (1u, g->stages);
   k->latency_s += waves * chunks * (GEMM_CHUNK_CLOCKS / clock + MAX (0.0, cycle - MAX (compute, transfer))) + latency;
   /* the store of a tile; rows of C not 16 bytes apart go out through the staged
@@ -3641,6 +3642,27 @@ operation_kernel (Model *m,
         }
       counted = TRUE;
     }
+  /* a gated pair's GEMM, at its join: A once, both weights, the join's result (the
+   * products and the gate's maps never leave the chip) */
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && pk->u.gemm.dual && !copy)
+    {
+      const NapkinPlanGemm *g = &pk->u.gemm;
+      int a = napkin_diagram_input_source (m->d, (guint) g->node2, 0) == g->a.node ? 1 : 0;
+      int srcs[3] = { napkin_diagram_input_source (m->d, (guint) g->node, 0),
+                      napkin_diagram_input_source (m->d, (guint) g->node, 1),
+                      napkin_diagram_input_source (m->d, (guint) g->node2, a) };
+      gint64 e;
+
+      for (guint i = 0; i < G_N_ELEMENTS (srcs); i++)
+        if (srcs[i] >= 0)
+          {
+            e = tile_elements (m, -1, srcs[i]);
+            bytes = add (m, bytes, device_traffic (m, e, mul (m, e, dtype_bytes (m, srcs[i]))));
+          }
+      e = tile_elements (m, -1, n);
+      bytes = add (m, bytes, device_traffic (m, e, mul (m, e, napkin_dtype_bytes (g->c_dtype))));
+      counted = TRUE;
+    }
   for (guint p = 0; p <= napkin_op_n_inputs (node) && !strided && !counted; p++)
     {
       /* the inputs, then the result */
@@ -3679,14 +3701,28 @@ operation_kernel (Model *m,
                  "memory once, as if on-chip memory were unbounded; relabel it to see what tiling costs"),
                  node->id);
   m->score_ops = 0;
-  node_compute (m, n, path, k.time_s);
-  if (!copy)
-    elementwise_issue (m, pk, &k);
-  if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
-    k.tensor_path = tensor_path_names[path];
-  /* a skinny product on CUDA cores is there by choice: no tensor path to compare */
-  if (path != PATH_CUDA_CORES)
-    best_path_kernel (m, -1, NULL, &n, 1, &k);
+  if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && pk->u.gemm.dual)
+    {
+      /* both products (the gate's maps and the join run in the epilogue's registers:
+       * napkin_plan_gemm_staged_epilogue_s) */
+      guint products[2] = { (guint) pk->u.gemm.node, (guint) pk->u.gemm.node2 };
+
+      node_compute (m, products[0], path, k.time_s);
+      node_compute (m, products[1], path, k.time_s);
+      k.tensor_path = tensor_path_names[path];
+      best_path_kernel (m, -1, NULL, products, 2, &k);
+    }
+  else
+    {
+      node_compute (m, n, path, k.time_s);
+      if (!copy)
+        elementwise_issue (m, pk, &k);
+      if (k.time_s[NAPKIN_RESOURCE_TENSOR] > 0)
+        k.tensor_path = tensor_path_names[path];
+      /* a skinny product on CUDA cores is there by choice: no tensor path to compare */
+      if (path != PATH_CUDA_CORES)
+        best_path_kernel (m, -1, NULL, &n, 1, &k);
+    }
   if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM && path == PATH_CUDA_CORES)
     planned_gemm_skinny (m, &k, pk);
   else if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)

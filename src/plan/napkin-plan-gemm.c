@@ -184,7 +184,7 @@ napkin_plan_gemm_smem (NapkinPath            path,
       gint64 chunks = (gint64) MAX (g->stages, 1u) * MAX (1, g->BK / row);
       gint64 consumers = g->consumers > 0 ? g->consumers : 2;
 
-      return chunks * (g->BM + g->BN) * 128 + 2 * consumers * 8192 + 1024 + 16 * chunks
+      return chunks * (g->BM + (g->dual ? 2 : 1) * g->BN) * 128 + 2 * consumers * 8192 + 1024 + 16 * chunks
              + (g->pingpong ? 8 * consumers : 0);
     }
   /* mma.sync: A and B as stored, rows padded by 8 halves against bank conflicts */
@@ -1302,16 +1302,33 @@ napkin_plan_gemm_maps_unary (const NapkinPlanGemm *g)
   return TRUE;
 }
 
+static double staged_epilogue_s (const NapkinArch *arch, const NapkinPlanGemm *g, gboolean aligned, double per_element,
+                                 double rows);
+
 double
 napkin_plan_gemm_staged_epilogue_s (const NapkinArch     *arch,
                                     const NapkinPlanGemm *g)
 {
   gboolean aligned = (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
-  double per_element = GEMM_STAGED_CLOCKS, rows = 0;
+  double per_element = GEMM_STAGED_CLOCKS, rows = 0, gate = 0;
 
   g_return_val_if_fail (arch != NULL && g != NULL, 0);
   if (g->split_k > 1 || arch->clock_hz <= 0)
     return 0;
+  /* a gated pair's gate maps and join, in registers before either store */
+  for (guint i = 0; g->dual && g->gate != NULL && i < g->gate->len; i++)
+    if (fn_transcendental (g_array_index (g->gate, NapkinPlanMap, i).fn))
+      gate += GEMM_REGISTER_TRANSCENDENTAL_CLOCKS (g);
+  return gate * g->BM * g->BN / arch->clock_hz + staged_epilogue_s (arch, g, aligned, per_element, rows);
+}
+
+static double
+staged_epilogue_s (const NapkinArch     *arch,
+                   const NapkinPlanGemm *g,
+                   gboolean              aligned,
+                   double                per_element,
+                   double                rows)
+{
   if (aligned && napkin_plan_gemm_maps_unary (g))
     {
       /* maps of the value alone run in the consumer's registers before the TMA store:
@@ -1381,7 +1398,7 @@ napkin_plan_gemm_pingpong_hidden_s (const NapkinArch     *arch,
   if (rate <= 0 || g->BK <= 0)
     return 0;
   chunks = (g->K + g->BK - 1) / g->BK;
-  main_loop = chunks * 2.0 * g->BM * g->BN * g->BK
+  main_loop = chunks * 2.0 * g->BM * g->BN * g->BK * (g->dual ? 2 : 1)
               / (rate * NAPKIN_PLAN_GEMM_TENSOR_EFFICIENCY * NAPKIN_PLAN_PINGPONG_TENSOR);
   return MIN ((1.0 - NAPKIN_PLAN_PINGPONG_EXPOSED) * epilogue_s, main_loop);
 }
@@ -2211,6 +2228,14 @@ gemm_note (NapkinPlanKernel *k)
     g_string_append_printf (note, _(", K split in %u"), g->split_k);
   if (g->pingpong)
     g_string_append (note, _(", ping-pong consumers"));
+  if (g->dual)
+    {
+      /* the gate's product beside this one, and how the two join */
+      g_string_append (note, _(", gated: a second product of A in the same tiles,"));
+      for (guint i = 0; g->gate != NULL && i < g->gate->len; i++)
+        g_string_append_printf (note, " %s", napkin_fn_info (g_array_index (g->gate, NapkinPlanMap, i).fn)->name);
+      g_string_append_printf (note, _(" then %s"), napkin_fn_info (g->join.fn)->name);
+    }
   if (g->epilogue->len > 0)
     {
       g_string_append (note, ", fused:");
@@ -2332,5 +2357,282 @@ refuse:
   g_ptr_array_set_size (k->adjustments, 0);
   g_clear_pointer (&g->epilogue, g_array_unref);
   memset (&k->u, 0, sizeof k->u);
+  return FALSE;
+}
+
+/* ---- gated pairs (docs/plan.md, "Gated GEMM") ------------------------------------------- */
+
+static gboolean
+gated_same_axes (const NapkinTensorType *a,
+                 const NapkinTensorType *b)
+{
+  if (a == NULL || b == NULL || a->n_axes != b->n_axes)
+    return FALSE;
+  for (guint i = 0; i < a->n_axes; i++)
+    if (!napkin_tensor_type_has_axis (b, a->axes[i]))
+      return FALSE;
+  return TRUE;
+}
+
+/* From the join's input on `port` back to a product through maps of the value alone,
+ * each outside regions and read only by the next: the product (maps[] the maps after it,
+ * in order), or −1. */
+static int
+gated_side (NapkinPlanner *p,
+            guint          join,
+            guint          port,
+            guint         *maps,
+            guint         *n_maps)
+{
+  const NapkinTensorType *jt = napkin_diagram_node_type (p->d, join);
+  guint chain[NAPKIN_PLAN_GATED_MAPS], n = 0;
+  int at = napkin_diagram_input_source (p->d, join, port);
+
+  for (;;)
+    {
+      const NapkinNode *node;
+      guint n_consumers;
+
+      if (at < 0 || p->top[at] >= 0)
+        return -1;
+      node = napkin_diagram_node (p->d, at);
+      napkin_diagram_consumers (p->d, at, &n_consumers);
+      if (n_consumers != 1 || !gated_same_axes (napkin_diagram_node_type (p->d, at), jt))
+        return -1;
+      if (node->kind == NAPKIN_OP_CONTRACT)
+        break;
+      if (node->kind != NAPKIN_OP_MAP || napkin_op_n_inputs (node) != 1 || n == NAPKIN_PLAN_GATED_MAPS)
+        return -1;
+      chain[n++] = (guint) at;
+      at = napkin_diagram_input_source (p->d, at, 0);
+    }
+  for (guint i = 0; i < n; i++)
+    maps[i] = chain[n - 1 - i];
+  *n_maps = n;
+  return at;
+}
+
+gboolean
+_napkin_plan_gated_match (NapkinPlanner   *p,
+                          guint            join,
+                          NapkinPlanGated *r)
+{
+  const NapkinNode *node = napkin_diagram_node (p->d, join);
+  guint maps[2][NAPKIN_PLAN_GATED_MAPS], n_maps[2];
+  int c[2], up, gate, shared = -1, other[2] = { -1, -1 };
+  const NapkinTensorType *t[2];
+
+  if (node->kind != NAPKIN_OP_MAP || node->fn != NAPKIN_FN_MUL || napkin_op_n_inputs (node) != 2 || p->top[join] >= 0)
+    return FALSE;
+  for (guint q = 0; q < 2; q++)
+    if ((c[q] = gated_side (p, join, q, maps[q], &n_maps[q])) < 0)
+      return FALSE;
+  if (c[0] == c[1])
+    return FALSE;
+  /* the side with no maps is the product the epilogue finishes; the other the gate */
+  up = n_maps[1] == 0 ? 1 : n_maps[0] == 0 ? 0 : -1;
+  if (up < 0)
+    return FALSE;
+  gate = 1 - up;
+  t[0] = napkin_diagram_node_type (p->d, c[0]);
+  t[1] = napkin_diagram_node_type (p->d, c[1]);
+  if (t[0] == NULL || t[1] == NULL || t[0]->dtype != t[1]->dtype
+      || _napkin_plan_unit_product (p->d, c[0]) || _napkin_plan_unit_product (p->d, c[1]))
+    return FALSE;
+  /* one operand shared (the activations), the other each product's own (the weights),
+   * over the same axes */
+  for (guint a = 0; a < 2; a++)
+    for (guint b = 0; b < 2; b++)
+      if (napkin_diagram_input_source (p->d, c[gate], a) == napkin_diagram_input_source (p->d, c[up], b))
+        {
+          if (shared >= 0)
+            return FALSE;
+          shared = napkin_diagram_input_source (p->d, c[gate], a);
+          other[0] = napkin_diagram_input_source (p->d, c[gate], 1 - a);
+          other[1] = napkin_diagram_input_source (p->d, c[up], 1 - b);
+        }
+  if (shared < 0 || other[0] < 0 || other[1] < 0 || other[0] == other[1]
+      || !gated_same_axes (napkin_diagram_node_type (p->d, other[0]), napkin_diagram_node_type (p->d, other[1])))
+    return FALSE;
+  r->join = join;
+  r->up = (guint) c[up];
+  r->gate = (guint) c[gate];
+  r->n_maps = n_maps[gate];
+  memcpy (r->maps, maps[gate], n_maps[gate] * sizeof (guint));
+  return TRUE;
+}
+
+GHashTable *
+_napkin_plan_gated_table (NapkinPlanner *p)
+{
+  GHashTable *table = g_hash_table_new (g_direct_hash, g_direct_equal);
+
+  if (p->options != NULL && p->options->generic_only)
+    return table;
+  for (guint n = 0; n < p->n_nodes; n++)
+    {
+      NapkinPlanGated r;
+      guint members[NAPKIN_PLAN_GATED_MAPS + 3], m = 0;
+      gboolean free_ = TRUE;
+
+      if (!_napkin_plan_gated_match (p, n, &r))
+        continue;
+      members[m++] = r.gate;
+      members[m++] = r.up;
+      members[m++] = r.join;
+      for (guint i = 0; i < r.n_maps; i++)
+        members[m++] = r.maps[i];
+      for (guint i = 0; i < m; i++)
+        free_ &= !g_hash_table_contains (table, GUINT_TO_POINTER (members[i] + 1))
+                 && (p->rotary == NULL || !g_hash_table_contains (p->rotary, GUINT_TO_POINTER (members[i] + 1)));
+      if (!free_)
+        continue;
+      for (guint i = 0; i < m; i++)
+        g_hash_table_insert (table, GUINT_TO_POINTER (members[i] + 1), GUINT_TO_POINTER (n + 1));
+    }
+  return table;
+}
+
+/* One product of the pair planned alone as a GEMM outside regions (`nodes`): FALSE where
+ * it takes no wgmma tiles of one slice of K with nothing queued beside it. */
+static NapkinPlanKernel *
+gated_trial (NapkinPlanner          *p,
+             const NapkinPlanKernel *like,
+             const guint            *nodes,
+             guint                   n,
+             char                  **why)
+{
+  NapkinPlanKernel *t = _napkin_plan_kernel_new (like, NAPKIN_PLAN_GENERIC, NAPKIN_PATH_GENERIC);
+  char *reason = NULL;
+  gboolean ok;
+
+  g_array_append_vals (t->nodes, nodes, n);
+  p->member_of = NULL;
+  ok = _napkin_plan_try_gemm (p, t, &reason);
+  ok = ok && t->path == NAPKIN_PATH_WGMMA && t->u.gemm.split_k <= 1 && !t->u.gemm.swapped
+       && p->before->len == 0 && p->after->len == 0;
+  g_ptr_array_set_size (p->before, 0);
+  g_ptr_array_set_size (p->after, 0);
+  p->member_of = NULL;
+  if (!ok)
+    {
+      if (*why == NULL)
+        *why = reason != NULL ? reason
+                              : g_strdup_printf (_("“%s” alone takes no wgmma tiles of one slice of K"),
+                                                 napkin_diagram_node (p->d, nodes[0])->id);
+      else
+        g_free (reason);
+      _napkin_plan_kernel_free (t);
+      return NULL;
+    }
+  g_free (reason);
+  return t;
+}
+
+gboolean
+_napkin_plan_try_gated_gemm (NapkinPlanner    *p,
+                             NapkinPlanKernel *k,
+                             char            **why)
+{
+  NapkinPlanGated r;
+  g_autoptr(GArray) gate_nodes = g_array_new (FALSE, FALSE, sizeof (guint));
+  g_autoptr(GArray) up_nodes = g_array_new (FALSE, FALSE, sizeof (guint));
+  guint scratch = p->plan->scratch->len, at = 0;
+  gint64 scratch_bytes = p->plan->scratch_bytes;
+  NapkinPlanKernel *gk = NULL, *uk = NULL;
+  NapkinPlanGemm *g, *gg, *ug;
+  gint64 MI, BN;
+
+  if (k->region >= 0 || k->node < 0 || !_napkin_plan_gated_match (p, (guint) k->node, &r))
+    return FALSE;
+  if (p->sm < 90 || p->sm >= 100 || (p->options != NULL && p->options->no_wgmma))
+    {
+      *why = g_strdup (_("a gated pair runs as one GEMM on wgmma only (Hopper)"));
+      return FALSE;
+    }
+  g_array_append_val (gate_nodes, r.gate);
+  g_array_append_vals (gate_nodes, r.maps, r.n_maps);
+  g_array_append_val (up_nodes, r.up);
+  while (at < k->nodes->len && g_array_index (k->nodes, guint, at) != r.join)
+    at++;
+  g_array_append_vals (up_nodes, &g_array_index (k->nodes, guint, at), k->nodes->len - at);
+  gk = gated_trial (p, k, (guint *) gate_nodes->data, gate_nodes->len, why);
+  uk = gk != NULL ? gated_trial (p, k, (guint *) up_nodes->data, up_nodes->len, why) : NULL;
+  if (gk == NULL || uk == NULL)
+    goto refuse;
+  gg = &gk->u.gemm;
+  ug = &uk->u.gemm;
+  /* the join: the up product's first map, its other operand the gate's last value */
+  if (ug->epilogue == NULL || ug->epilogue->len == 0
+      || g_array_index (ug->epilogue, NapkinPlanMap, 0).node != (int) r.join
+      || !napkin_plan_gemm_maps_unary (gg) || gg->M != ug->M || gg->N != ug->N || gg->K != ug->K
+      || gg->batch != ug->batch || gg->ab_dtype != ug->ab_dtype || gg->a.node != ug->a.node || gg->a.scratch >= 0
+      || ug->a.scratch >= 0 || gg->b.scratch >= 0 || ug->b.scratch >= 0 || gg->lda != ug->lda
+      || gg->a_kmajor != ug->a_kmajor || gg->a_bstride != ug->a_bstride || gg->b_kmajor != ug->b_kmajor)
+    {
+      *why = g_strdup_printf (_("the products “%s” and “%s” do not read their shared operand alike: planned apart"),
+                              napkin_diagram_node (p->d, r.gate)->id, napkin_diagram_node (p->d, r.up)->id);
+      goto refuse;
+    }
+
+  /* the up product's kernel, with the gate's product beside it in the same tiles: the
+   * tile's columns halve so that both accumulators fit where one did */
+  k->kind = NAPKIN_PLAN_GEMM;
+  k->path = NAPKIN_PATH_WGMMA;
+  k->u.gemm = *ug;
+  ug->epilogue = NULL;
+  g = &k->u.gemm;
+  g->dual = TRUE;
+  g->node2 = (int) r.gate;
+  g->b2 = gg->b;
+  g->ldb2 = gg->ldb;
+  g->b2_bstride = gg->b_bstride;
+  g->gate = g_steal_pointer (&gg->epilogue);
+  g->join = g_array_index (g->epilogue, NapkinPlanMap, 0);
+  g->join.other = (NapkinPlanBuffer) { -1, -1, NAPKIN_DTYPE_FP32 };
+  memset (g->join.stride, 0, sizeof g->join.stride);
+  g_array_remove_index (g->epilogue, 0);
+  MI = g->pingpong ? g->BM / 64 : g->BM / MAX (1u, g->consumers) / 64;
+  BN = MIN (g->BN / 2, 128 / MAX (1, MI));
+  BN -= BN % (g->b_kmajor ? 8 : 64);
+  if (BN < (g->b_kmajor ? 8 : 64))
+    {
+      *why = g_strdup_printf (_("%lld×%lld tiles leave no room for a second accumulator"), (long long) g->BM,
+                              (long long) g->BN);
+      g_clear_pointer (&g->epilogue, g_array_unref);
+      g_clear_pointer (&g->gate, g_array_unref);
+      memset (&k->u, 0, sizeof k->u);
+      goto refuse_kernel;
+    }
+  g->BN = BN;
+  while (g->stages > 2 && napkin_plan_gemm_smem (NAPKIN_PATH_WGMMA, g) > SMEM_LIMIT (p))
+    g->stages--;
+  k->threads = uk->threads;
+  k->registers = uk->registers;
+  k->blocks_per_sm = 1;
+  k->smem_bytes = napkin_plan_gemm_smem (NAPKIN_PATH_WGMMA, g);
+  k->grid = g->batch * ((g->M + g->BM - 1) / g->BM) * ((g->N + g->BN - 1) / g->BN);
+  k->feasible = k->smem_bytes <= SMEM_LIMIT (p);
+  if (!k->feasible)
+    k->infeasible = g_strdup_printf (_("%lld bytes of shared memory per block; %s allows %.0f"),
+                                     (long long) k->smem_bytes, p->arch->id, p->arch->smem_max_per_block);
+  g_free (k->note);
+  k->note = gemm_note (k);
+  _napkin_plan_kernel_free (gk);
+  _napkin_plan_kernel_free (uk);
+  return TRUE;
+
+refuse_kernel:
+  k->kind = NAPKIN_PLAN_GENERIC;
+  k->path = NAPKIN_PATH_GENERIC;
+refuse:
+  if (gk != NULL)
+    _napkin_plan_kernel_free (gk);
+  if (uk != NULL)
+    _napkin_plan_kernel_free (uk);
+  /* nothing a trial added to the plan's scratch stays */
+  g_array_set_size (p->plan->scratch, scratch);
+  g_array_set_size (p->plan->scratch_offset, scratch);
+  p->plan->scratch_bytes = scratch_bytes;
   return FALSE;
 }

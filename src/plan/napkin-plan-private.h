@@ -34,6 +34,9 @@ typedef struct
   /* a rotary embedding's operations run in its sum's element-wise kernel
    * (_napkin_plan_rotary_match): each of them → that sum (node + 1) */
   GHashTable              *rotary;
+  /* a gated pair's operations run in its join's GEMM (_napkin_plan_gated_match): each
+   * of them → that join (node + 1) */
+  GHashTable              *gated;
 } NapkinPlanner;
 
 /* The key of a product's operand (slot 0, 1) or result (slot 2) that gets a permuting
@@ -95,6 +98,31 @@ gboolean  _napkin_plan_rotary_match    (NapkinPlanner    *p,
 /* Every rotary embedding of p->d: node index + 1 → the index + 1 of the sum whose pass
  * computes it (the sum's own too). */
 GHashTable *_napkin_plan_rotary_table  (NapkinPlanner    *p);
+
+/* A gated pair outside regions (docs/plan.md, "Gated GEMM"): join = up · gate_maps (G),
+ * where up = A·B and G = A·B2 are products over the same operand A, read only on their
+ * way to the join. */
+#define NAPKIN_PLAN_GATED_MAPS 4
+typedef struct
+{
+  guint join, up, gate;
+  guint maps[NAPKIN_PLAN_GATED_MAPS];   /* after the gate's product, in order */
+  guint n_maps;
+} NapkinPlanGated;
+
+/* TRUE where `join` (a product of two values) joins a gated pair, described in *r. */
+gboolean  _napkin_plan_gated_match     (NapkinPlanner    *p,
+                                        guint             join,
+                                        NapkinPlanGated  *r);
+/* Every gated pair of p->d: node index + 1 → the index + 1 of its join (the join's own
+ * too). Pairs that share an operation with a rotary embedding (p->rotary) are left out. */
+GHashTable *_napkin_plan_gated_table   (NapkinPlanner    *p);
+/* The kernel of a gated pair (its nodes: the pair's, the join, maps after it): one GEMM
+ * with both products (NapkinPlanGemm.dual). FALSE with *why where the GEMM template
+ * cannot take the two as one; the caller plans them apart. */
+gboolean  _napkin_plan_try_gated_gemm  (NapkinPlanner    *p,
+                                        NapkinPlanKernel *kernel,
+                                        char            **why);
 
 /* The fused attention backward (src/plan/napkin-plan-attn-bwd.c; docs/plan.md, "Attention
  * backward"): the region of the softmax adjoint's operations around softmax `sm` that one

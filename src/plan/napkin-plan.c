@@ -91,6 +91,7 @@ _napkin_plan_kernel_free (gpointer data)
     case NAPKIN_PLAN_GEMM:
     case NAPKIN_PLAN_SPLIT_REDUCE:
       map_array_free (&k->u.gemm.epilogue);
+      map_array_free (&k->u.gemm.gate);
       break;
     case NAPKIN_PLAN_ROWS:
       map_array_free (&k->u.rows.prologue);
@@ -645,6 +646,54 @@ add_kernel (NapkinPlanner    *p,
   add_planned_kernel (p, k);
 }
 
+/* A gated pair's kernel (`k`, named for its join and holding it): the pair, the join
+ * and the maps after it as one GEMM where the template takes them, else the gate with
+ * its maps, the other product and the join (with what it absorbed) apart, as each would
+ * be planned alone (docs/plan.md, "Gated GEMM"). */
+static void
+add_gated_kernels (NapkinPlanner    *p,
+                   NapkinPlanKernel *k,
+                   gboolean         *done)
+{
+  NapkinPlanGated r;
+  g_autofree char *why = NULL;
+  guint head;
+
+  if (!_napkin_plan_gated_match (p, (guint) k->node, &r))
+    {
+      add_planned_kernel (p, trim_absorbed (p, k, done));
+      return;
+    }
+  g_array_set_size (k->nodes, 0);
+  g_array_append_val (k->nodes, r.gate);
+  g_array_append_vals (k->nodes, r.maps, r.n_maps);
+  g_array_append_val (k->nodes, r.up);
+  g_array_append_val (k->nodes, r.join);
+  head = k->nodes->len - 1;
+  absorb_maps (p, k, done);
+  p->member_of = NULL;
+  if (_napkin_plan_try_gated_gemm (p, k, &why))
+    {
+      add_planned_kernel (p, k);
+      return;
+    }
+  for (guint part = 0; part < 2; part++)
+    {
+      guint first = part == 0 ? r.gate : r.up;
+      NapkinPlanKernel *apart = _napkin_plan_kernel_new (NULL, NAPKIN_PLAN_GENERIC, NAPKIN_PATH_GENERIC);
+
+      g_free (apart->name);
+      apart->name = g_strdup (napkin_diagram_node (p->d, first)->id);
+      apart->node = (int) first;
+      g_array_append_val (apart->nodes, first);
+      if (part == 0)
+        g_array_append_vals (apart->nodes, r.maps, r.n_maps);
+      add_kernel (p, apart);
+    }
+  g_array_remove_range (k->nodes, 0, head);
+  add_planned_kernel (p, trim_absorbed (p, k, done));
+}
+
 static void best_path_note (NapkinPlanner *p, NapkinPlanKernel *k);
 
 static NapkinPlan *plan_build (NapkinDiagram *diagram, NapkinArch *arch, const NapkinPlanOptions *options,
@@ -779,6 +828,8 @@ plan_build (NapkinDiagram           *diagram,
 
   /* a rotary embedding's operations go with its sum, one element-wise pass */
   p.rotary = _napkin_plan_rotary_table (&p);
+  /* a gated pair's products and maps go with its join, one GEMM */
+  p.gated = _napkin_plan_gated_table (&p);
 
   /* Kernels in an order that respects every wire between them (as the lowering orders
    * them): a region starts once every source of every member outside it is done. */
@@ -794,7 +845,7 @@ plan_build (NapkinDiagram           *diagram,
           int r = p.top[n];
           gboolean ready = TRUE;
           NapkinPlanKernel *k;
-          guint rotary;
+          guint rotary, gated;
 
           if (done[n])
             continue;
@@ -813,10 +864,18 @@ plan_build (NapkinDiagram           *diagram,
               rotary = GPOINTER_TO_UINT (g_hash_table_lookup (p.rotary, GUINT_TO_POINTER (n + 1)));
               if (rotary != 0 && rotary != n + 1)
                 continue;   /* computed in its sum's kernel */
+              gated = GPOINTER_TO_UINT (g_hash_table_lookup (p.gated, GUINT_TO_POINTER (n + 1)));
+              if (gated != 0 && gated != n + 1)
+                continue;   /* computed in its join's kernel (or planned apart there) */
               k = _napkin_plan_kernel_new (NULL, NAPKIN_PLAN_GENERIC, NAPKIN_PATH_GENERIC);
               g_free (k->name);
               k->name = g_strdup (node->id);
               k->node = n;
+              if (gated != 0)
+                {
+                  add_gated_kernels (&p, k, done);
+                  continue;
+                }
               if (rotary != 0)
                 {
                   NapkinPlanRotary rot;
@@ -890,6 +949,7 @@ plan_build (NapkinDiagram           *diagram,
   g_ptr_array_unref (p.after);
   g_hash_table_unref (p.chain_refusal);
   g_hash_table_unref (p.rotary);
+  g_hash_table_unref (p.gated);
   return g_steal_pointer (&plan);
 }
 
@@ -979,6 +1039,24 @@ napkin_plan_rotary_nodes (NapkinDiagram *diagram)
   p.n_nodes = napkin_diagram_n_nodes (diagram);
   _napkin_plan_find_parents (&p);
   table = _napkin_plan_rotary_table (&p);
+  g_free (p.top);
+  g_free (p.parent);
+  return table;
+}
+
+GHashTable *
+napkin_plan_gated_nodes (NapkinDiagram *diagram)
+{
+  NapkinPlanner p = { 0 };
+  GHashTable *table;
+
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
+  p.d = diagram;
+  p.n_nodes = napkin_diagram_n_nodes (diagram);
+  _napkin_plan_find_parents (&p);
+  p.rotary = _napkin_plan_rotary_table (&p);
+  table = _napkin_plan_gated_table (&p);
+  g_hash_table_unref (p.rotary);
   g_free (p.top);
   g_free (p.parent);
   return table;

@@ -120,6 +120,16 @@ typedef struct
   gboolean         c_tma;                 /* C stored by TMA (aligned rows; maps, if any, of
                                              the value alone, applied in registers) */
   GArray          *epilogue;              /* NapkinPlanMap, in order, on the fp32 result */
+  /* A gated pair (docs/plan.md, "Gated GEMM"): a second product G = A·B2 over the same A
+   * (the gate of a SwiGLU), computed beside this one in the same tiles; `gate` (maps of
+   * the value alone) then `join` combine them, join (C, gate (G)), before the epilogue.
+   * `join` is a map of two values (its other operand is G, not read from memory). */
+  gboolean         dual;
+  int              node2;                 /* the gate's contraction */
+  NapkinPlanBuffer b2;
+  gint64           ldb2, b2_bstride;
+  GArray          *gate;                  /* NapkinPlanMap on G's fp32 value */
+  NapkinPlanMap    join;
 } NapkinPlanGemm;
 
 /* Y[r, c] = epilogue (f (prologue (X[r, c]))) along each row, f one of softmax,
@@ -510,6 +520,11 @@ gboolean          napkin_plan_node_is_view     (NapkinDiagram           *diagram
  * element-wise pass each (x·c + rotate_half (x)·s: docs/plan.md, "Rotary as one pass"):
  * node index + 1 → the index + 1 of the sum whose pass computes it (the sum's own too). */
 GHashTable       *napkin_plan_rotary_nodes     (NapkinDiagram           *diagram);
+/* The operations outside regions that form gated pairs (two products of one operand
+ * joined by a product after maps of one of them, a SwiGLU: docs/plan.md, "Gated GEMM"),
+ * which the plan runs as one GEMM where its template takes them: node index + 1 → the
+ * index + 1 of the pair's join (the join's own too). */
+GHashTable       *napkin_plan_gated_nodes      (NapkinDiagram           *diagram);
 /* Whether `node`, outside every region, runs in the kernel of another operation (a map
  * that only finishes that operation's value: docs/plan.md). */
 gboolean          napkin_plan_node_fused_away  (const NapkinPlan        *plan,

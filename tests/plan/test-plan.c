@@ -540,21 +540,21 @@ test_pingpong (void)
   g_assert_cmpint (k3->u.gemm.BM * k3->u.gemm.BN, ==, 128 * 256);
 }
 
-/* A SwiGLU at N = 1001 (bf16 rows 2002 bytes apart): the gate projection's result feeds
- * only the up projection's epilogue, so it is written into a scratch buffer with
- * 128-byte rows (1024 elements) and read from there as vectors; the output keeps its
- * own rows. */
-static void
-test_realigned_gate (void)
+/* The SwiGLU of N = 1001 as a diagram (bf16 rows 2002 bytes apart): silu (X·W1ᵀ) ·
+ * (X3·W3ᵀ), where X3 is X itself (`shared`) or another input of its shape. */
+static NapkinDiagram *
+swiglu_1001 (gboolean shared)
 {
-  static const char json[] =
+  g_autofree char *json = g_strdup_printf (
     "{\"format\": \"napkin\", \"version\": 1, \"title\": \"SwiGLU, N = 1001\", \"axes\": ["
     "{\"name\": \"m\", \"size\": 4096}, {\"name\": \"n\", \"size\": 1001}, {\"name\": \"k\", \"size\": 1024}],"
     " \"tensors\": [{\"name\": \"X\", \"axes\": [\"m\", \"k\"], \"dtype\": \"bf16\"},"
+    " {\"name\": \"X3\", \"axes\": [\"m\", \"k\"], \"dtype\": \"bf16\"},"
     " {\"name\": \"W1\", \"axes\": [\"n\", \"k\"], \"dtype\": \"bf16\"},"
     " {\"name\": \"W3\", \"axes\": [\"n\", \"k\"], \"dtype\": \"bf16\"},"
     " {\"name\": \"Y\", \"axes\": [\"m\", \"n\"], \"dtype\": \"bf16\"}],"
     " \"nodes\": [{\"id\": \"x\", \"kind\": \"input\", \"tensor\": \"X\", \"x\": 0, \"y\": 0},"
+    " {\"id\": \"x3\", \"kind\": \"input\", \"tensor\": \"X3\", \"x\": 0, \"y\": 300},"
     " {\"id\": \"w1\", \"kind\": \"input\", \"tensor\": \"W1\", \"x\": 0, \"y\": 100},"
     " {\"id\": \"w3\", \"kind\": \"input\", \"tensor\": \"W3\", \"x\": 0, \"y\": 200},"
     " {\"id\": \"mm1\", \"kind\": \"contract\", \"out\": [\"m\", \"n\"], \"x\": 200, \"y\": 50},"
@@ -564,10 +564,21 @@ test_realigned_gate (void)
     " {\"id\": \"y\", \"kind\": \"output\", \"tensor\": \"Y\", \"x\": 500, \"y\": 100}],"
     " \"wires\": [{\"from\": \"x\", \"to\": \"mm1\", \"port\": 0}, {\"from\": \"w1\", \"to\": \"mm1\", \"port\": 1},"
     " {\"from\": \"mm1\", \"to\": \"act\", \"port\": 0},"
-    " {\"from\": \"x\", \"to\": \"mm3\", \"port\": 0}, {\"from\": \"w3\", \"to\": \"mm3\", \"port\": 1},"
+    " {\"from\": \"%s\", \"to\": \"mm3\", \"port\": 0}, {\"from\": \"w3\", \"to\": \"mm3\", \"port\": 1},"
     " {\"from\": \"act\", \"to\": \"gate\", \"port\": 0}, {\"from\": \"mm3\", \"to\": \"gate\", \"port\": 1},"
-    " {\"from\": \"gate\", \"to\": \"y\", \"port\": 0}]}";
-  g_autoptr(NapkinDiagram) d = napkin_test_load_json (json);
+    " {\"from\": \"gate\", \"to\": \"y\", \"port\": 0}]}", shared ? "x" : "x3");
+
+  return napkin_test_load_json (json);
+}
+
+/* A gated product whose two projections read different activations (no shared A, so two
+ * GEMMs): the gate projection's result feeds only the up projection's epilogue, so it is
+ * written into a scratch buffer with 128-byte rows (1024 elements) and read from there as
+ * vectors; the output keeps its own rows. */
+static void
+test_realigned_gate (void)
+{
+  g_autoptr(NapkinDiagram) d = swiglu_1001 (FALSE);
   g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h200");
   const NapkinPlanKernel *producer = NULL, *consumer = NULL;
   const NapkinPlanMap *map = NULL;
@@ -578,6 +589,7 @@ test_realigned_gate (void)
 
       if (k->kind != NAPKIN_PLAN_GEMM)
         continue;
+      g_assert_false (k->u.gemm.dual);
       for (guint j = 0; j < k->u.gemm.epilogue->len; j++)
         if (g_array_index (k->u.gemm.epilogue, NapkinPlanMap, j).has_other)
           {
@@ -599,6 +611,61 @@ test_realigned_gate (void)
   g_assert_cmpint (consumer->u.gemm.c.node, >=, 0);
   g_assert_cmpint (consumer->u.gemm.ldc, ==, 1001);
   assert_model_agrees (d, p, "h200");
+}
+
+/* The SwiGLU whose projections share X (docs/plan.md, "Gated GEMM"): on Hopper one GEMM
+ * computes both products in the same tiles (W3 as B, W1 as B2), silu on the gate's and
+ * the join in registers, and stores Y alone, its rows 1001 elements apart; the tile has
+ * half the columns one product would take. On an A100 (no wgmma) the three kernels of
+ * before. The model prices the one kernel below the three. */
+static void
+test_gated_pair (void)
+{
+  g_autoptr(NapkinDiagram) d = swiglu_1001 (TRUE);
+  g_autoptr(NapkinPlan) p = napkin_test_plan (d, "h200");
+  g_autoptr(NapkinPlan) ampere = napkin_test_plan (d, "a100");
+  g_autoptr(NapkinDiagram) apart = swiglu_1001 (FALSE);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) one = NULL, three = NULL;
+  const NapkinPlanKernel *k;
+  const NapkinPlanGemm *g;
+
+  g_assert_cmpuint (p->kernels->len, ==, 1);
+  k = g_ptr_array_index (p->kernels, 0);
+  g = &k->u.gemm;
+  g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GEMM);
+  g_assert_cmpint (k->path, ==, NAPKIN_PATH_WGMMA);
+  g_assert_cmpstr (k->name, ==, "gate");
+  g_assert_cmpuint (k->nodes->len, ==, 4);
+  g_assert_true (g->dual);
+  g_assert_cmpstr (napkin_diagram_node (p->diagram, g->node)->id, ==, "mm3");
+  g_assert_cmpstr (napkin_diagram_node (p->diagram, g->node2)->id, ==, "mm1");
+  g_assert_cmpuint (g->gate->len, ==, 1);
+  g_assert_cmpint (g_array_index (g->gate, NapkinPlanMap, 0).fn, ==, NAPKIN_FN_SILU);
+  g_assert_cmpint (g->join.fn, ==, NAPKIN_FN_MUL);
+  g_assert_cmpuint (g->epilogue->len, ==, 0);
+  g_assert_cmpint (g->M, ==, 4096);
+  g_assert_cmpint (g->N, ==, 1001);
+  g_assert_cmpint (g->K, ==, 1024);
+  g_assert_cmpint (g->ldb2, ==, 1024);
+  g_assert_cmpint (g->ldc, ==, 1001);
+  g_assert_cmpint (g->split_k, ==, 1);
+  /* two accumulators of BN/2 registers each, 128 at most a consumer thread */
+  g_assert_cmpint ((g->pingpong ? g->BM / 64 : g->BM / g->consumers / 64) * g->BN, <=, 128);
+  g_assert_cmpint (k->smem_bytes, <=, 227 * 1024);
+  g_assert_nonnull (strstr (k->note, "gated"));
+  assert_model_agrees (d, p, "h200");
+
+  g_assert_cmpuint (ampere->kernels->len, ==, 3);
+  for (guint i = 0; i < ampere->kernels->len; i++)
+    g_assert_false (((NapkinPlanKernel *) g_ptr_array_index (ampere->kernels, i))->u.gemm.dual);
+
+  one = napkin_analyze (d, napkin_test_arch ("h200"), NULL, &error);
+  g_assert_no_error (error);
+  three = napkin_analyze (apart, napkin_test_arch ("h200"), NULL, &error);
+  g_assert_no_error (error);
+  g_test_message ("one gated GEMM %.4f ms, apart %.4f ms", one->predicted_time_s * 1e3, three->predicted_time_s * 1e3);
+  g_assert_cmpfloat (one->predicted_time_s, <, three->predicted_time_s);
 }
 
 /* A matrix-vector product: the vector is A, one row (C = v·Bᵀ), on either side of the
@@ -802,6 +869,7 @@ main (int    argc,
   g_test_add_func ("/plan/gemm/shared-repack", test_shared_repack);
   g_test_add_func ("/plan/gemm/pingpong", test_pingpong);
   g_test_add_func ("/plan/gemm/realigned-gate", test_realigned_gate);
+  g_test_add_func ("/plan/gemm/gated-pair", test_gated_pair);
   g_test_add_func ("/plan/gemm/modulated-epilogue", test_modulated_epilogue);
   g_test_add_func ("/plan/attention/footprint", test_attention_footprint);
   g_test_add_func ("/plan/examples", test_examples);
