@@ -2467,7 +2467,8 @@ _napkin_plan_gated_table (NapkinPlanner *p)
 {
   GHashTable *table = g_hash_table_new (g_direct_hash, g_direct_equal);
 
-  if (p->options != NULL && p->options->generic_only)
+  /* NAPKIN_NO_GATED=1: every pair apart, for A/B runs (docs/plan.md, "Gated GEMM") */
+  if ((p->options != NULL && p->options->generic_only) || _napkin_plan_env_flag ("NAPKIN_NO_GATED"))
     return table;
   for (guint n = 0; n < p->n_nodes; n++)
     {
