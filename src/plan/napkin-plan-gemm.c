@@ -1972,6 +1972,9 @@ gemm_chosen_tiles (NapkinPlanner    *p,
   t->BN = c.BN;
   t->split = c.split;
   t->stages = t->wgmma ? 4 : 3;
+  /* NAPKIN_GEMM_STAGES=N: the wgmma GEMMs outside regions at N stages (A/B runs) */
+  if (t->wgmma && g_getenv ("NAPKIN_GEMM_STAGES") != NULL)
+    t->stages = (guint) CLAMP (g_ascii_strtoll (g_getenv ("NAPKIN_GEMM_STAGES"), NULL, 10), 2, 8);
   while (t->stages > 2
          && tiles_smem (g, t->BM, t->BN, t->BK, t->stages, t->wgmma) > SMEM_LIMIT (p))
     t->stages--;
@@ -2178,8 +2181,8 @@ gemm_pingpong (NapkinPlanner    *p,
     return;
   t.pingpong = TRUE;
   t.consumers = 2;
-  if (k->region < 0)
-    t.stages = 6;
+  /* the stages the tile had (outside regions 4, gemm_chosen_tiles): 6 stages ran 5–13 %
+   * slower than 4 on an H200 and 3 stages 20 % slower (session 31, docs/perf-notes.md) */
   while (t.stages > 2 && napkin_plan_gemm_smem (NAPKIN_PATH_WGMMA, &t) > SMEM_LIMIT (p))
     t.stages--;
   smem = napkin_plan_gemm_smem (NAPKIN_PATH_WGMMA, &t);
