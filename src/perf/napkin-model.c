@@ -2071,6 +2071,13 @@ plan_rows_alone_registers (const Model            *m,
 
 /* A memory-bound kernel of the plan outside regions (its rows kernel, a repack): a load's
  * round trip before its first bytes, then the tail. */
+/* … but a rows kernel of one small wave (at most this many threads in all, every block
+ * started at once, each row in registers, its loads issued at once) has no later blocks
+ * or loads to wait for: its tail is the round trip alone
+ * (H200, the user's path: softmax 512 × 256, 16 × 4096 and 128 × 4096 ran 6.3–7.5 µs,
+ * 0.66–0.75 of their price with the tail; docs/perf-notes.md, "Session 31") */
+#define ROWS_ONE_ROUND_THREADS 65536
+
 static double
 memory_kernel_tail_s (const Model *m)
 {
@@ -3100,6 +3107,12 @@ planned_strided_rows (Model                  *m,
                                            ? STRIDED_ROWS_TWICE_HBM_EFFICIENCY : STRIDED_ROWS_HBM_EFFICIENCY));
   if (r->smem_row)
     k->time_s[NAPKIN_RESOURCE_HBM] /= NAPKIN_ROWS_SMEM_EFFICIENCY;
+  /* A block that holds its SM alone draws that SM's share of device memory: the last
+   * wave's empty SMs are lost to it as to the per-SM resources (H200, the user's path:
+   * strided softmaxes of 172–205 blocks of 1024 threads, 1.3–1.5 waves, ran 1.31–1.64×
+   * their price without this; docs/perf-notes.md, "Session 31") */
+  if (pk->blocks_per_sm <= 1 && waves > 1)
+    k->time_s[NAPKIN_RESOURCE_HBM] *= (double) waves * slots / MAX (1, grid);
   if (r->op == NAPKIN_OP_NORMALIZE && r->norm == NAPKIN_NORM_LAYERNORM && r->one_pass)
     reductions = 2;   /* the mean, then the squared deviations */
   else if (r->op == NAPKIN_OP_SOFTMAX && r->one_pass)
@@ -3692,7 +3705,10 @@ operation_kernel (Model *m,
       k.time_s[NAPKIN_RESOURCE_HBM] /= plan_rows_hbm_share (m, pk);
       /* the plan's rows kernel: a row's first load's round trip, and the tail */
       if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS)
-        k.latency_s += memory_kernel_tail_s (m);
+        k.latency_s += pk->grid > 0 && pk->grid <= (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm)
+                       && pk->grid * pk->threads <= ROWS_ONE_ROUND_THREADS
+                       && pk->u.rows.one_pass && !pk->u.rows.smem_row
+                       ? m->arch->levels[NAPKIN_LEVEL_HBM].latency_s : memory_kernel_tail_s (m);
     }
   if (pk != NULL && pk->kind == NAPKIN_PLAN_GEMM)
     path = pk->path == NAPKIN_PATH_WGMMA ? PATH_WGMMA : pk->path == NAPKIN_PATH_SIMT ? PATH_CUDA_CORES : PATH_MMA_SYNC;
