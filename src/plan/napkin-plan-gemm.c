@@ -2596,6 +2596,9 @@ _napkin_plan_try_gated_gemm (NapkinPlanner    *p,
   g->join.other = (NapkinPlanBuffer) { -1, -1, NAPKIN_DTYPE_FP32 };
   memset (g->join.stride, 0, sizeof g->join.stride);
   g_array_remove_index (g->epilogue, 0);
+  /* the join reads nothing from memory: C by TMA where its rows allow, as for any GEMM
+   * whose maps take the value alone */
+  g->c_tma = napkin_plan_gemm_maps_unary (g) && (g->ldc * napkin_dtype_bytes (g->c_dtype)) % 16 == 0;
   MI = g->pingpong ? g->BM / 64 : g->BM / MAX (1u, g->consumers) / 64;
   BN = MIN (g->BN / 2, 128 / MAX (1, MI));
   BN -= BN % (g->b_kmajor ? 8 : 64);

@@ -163,6 +163,76 @@ test_batch_not_leading (void)
   g_rmdir (dir);
 }
 
+/* A gated pair from einsum text (docs/plan.md, "Gated GEMM"): SwiGLU and GeGLU with edge
+ * tiles, rows of C not 16 bytes apart, or C stored by TMA; one wgmma kernel each on Hopper,
+ * B2's tensor map after A's, B's and C's (C's where the TMA store takes it), the join
+ * function the gate's map then the product; on an A100 the pair apart; every source
+ * compiles. */
+static void
+test_gated (void)
+{
+  g_autofree char *compiler = find_nvcc ();
+  g_autofree char *dir = g_dir_make_tmp ("napkin-plan-codegen-XXXXXX", NULL);
+  const struct { const char *einsum, *act, *fn; gboolean tma_c; } cases[] = {
+    { "s=3001 e=1024 f=1001\ndtype bf16\n", "silu", "napkin_silu", FALSE },
+    { "s=512 e=768 f=3072\ndtype fp16\n", "gelu", "napkin_gelu", FALSE },   /* 64 × 96 tiles */
+    { "s=2048 e=1024 f=4096\ndtype bf16\n", "silu", "napkin_silu", TRUE },
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    for (guint hopper = 0; hopper < 2; hopper++)
+      {
+        g_autoptr(GError) error = NULL;
+        g_autofree char *text = g_strdup_printf ("%sx[s,e] wg[f,e] -> g[s,f] = einsum(\"se,fe->sf\")\n"
+                                                 "x wu[f,e] -> u[s,f] = einsum(\"se,fe->sf\")\n"
+                                                 "g -> a = %s\na u -> h = mul\n", cases[c].einsum, cases[c].act);
+        g_autoptr(NapkinDiagram) d = napkin_import_einsum (text, "glu.einsum", &error);
+        g_autoptr(NapkinPlan) plan = NULL;
+        g_autoptr(NapkinCudaModule) module = NULL;
+        g_autofree char *join = NULL;
+        g_autofree char *name = g_strdup_printf ("glu%u-%s", c, hopper ? "h200" : "a100");
+
+        g_assert_no_error (error);
+        plan = napkin_test_plan (d, hopper ? "h200" : "a100");
+        module = napkin_codegen_cuda_for_plan (plan, napkin_codegen_flags_for_arch (plan->target), NULL, &error);
+        g_assert_no_error (error);
+        if (!hopper)
+          {
+            g_assert_cmpuint (module->kernels->len, ==, 3);
+            g_assert_null (strstr (module->source, "#define NKP_DUAL 1"));
+          }
+        else
+          {
+            const NapkinCudaKernel *ck;
+            const NapkinPlanGemm *g = &((const NapkinPlanKernel *) g_ptr_array_index (plan->kernels, 0))->u.gemm;
+            const NapkinCudaTensorMap *b, *b2;
+
+            g_assert_cmpuint (module->kernels->len, ==, 1);
+            ck = g_ptr_array_index (module->kernels, 0);
+            g_assert_cmpstr (ck->skeleton, ==, "gemm-wgmma");
+            g_assert_nonnull (strstr (module->source, "#define NKP_DUAL 1"));
+            join = g_strdup_printf ("_join (float x, float g)\n{\n  g = %s (g);\n  return (g * x);\n}", cases[c].fn);
+            g_assert_nonnull (strstr (module->source, join));
+            /* A, B, C by TMA where its rows and the tile's columns allow, B2 */
+            g_assert_cmpuint (ck->tensor_maps->len, ==, cases[c].tma_c ? 4 : 3);
+            g_assert_cmpint (cases[c].tma_c, ==, g->c_tma && g->BN % (128 / napkin_dtype_bytes (g->c_dtype)) == 0);
+            b = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, 1);
+            b2 = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, ck->tensor_maps->len - 1);
+            /* B2: B's boxes over the gate's own weight */
+            g_assert_cmpuint (b2->box_inner, ==, b->box_inner);
+            g_assert_cmpuint (b2->box_outer, ==, b->box_outer);
+            g_assert_cmpint (b2->ld, ==, g->ldb2);
+            g_assert_true (b2->slot != b->slot || b2->offset != b->offset);
+            g_assert_cmpint (ck->grid, ==, ((g->M + g->BM - 1) / g->BM) * ((g->N + g->BN - 1) / g->BN));
+          }
+        for (guint k = 0; k < module->kernels->len; k++)
+          g_assert_cmpstr (((const NapkinCudaKernel *) g_ptr_array_index (module->kernels, k))->skeleton, !=, "generic");
+        if (compiler != NULL)
+          nvcc (compiler, hopper ? "sm_90a" : "sm_80", module->source, dir, name);
+      }
+  g_rmdir (dir);
+}
+
 /* The exported .cu builds with the very command its header gives. */
 static void
 test_standalone_builds (void)
@@ -253,5 +323,6 @@ main (int    argc,
   g_test_add_func ("/codegen/plan/table", test_table);
   g_test_add_func ("/codegen/plan/standalone-builds", test_standalone_builds);
   g_test_add_func ("/codegen/plan/batch-not-leading", test_batch_not_leading);
+  g_test_add_func ("/codegen/plan/gated", test_gated);
   return g_test_run ();
 }
