@@ -2578,6 +2578,13 @@ _napkin_plan_try_gated_gemm (NapkinPlanner    *p,
                               napkin_diagram_node (p->d, r.gate)->id, napkin_diagram_node (p->d, r.up)->id);
       goto refuse;
     }
+  /* weights stored [k, n] (N-major B) take the pair apart until the kernel's N-major B2
+   * has run on a GPU (NAPKIN_GATED_N_MAJOR=1: one GEMM, for that check) */
+  if (!ug->b_kmajor && !_napkin_plan_env_flag ("NAPKIN_GATED_N_MAJOR"))
+    {
+      *why = g_strdup (_("a gated pair with its weights stored [k, n] is planned apart (not yet checked on a GPU)"));
+      goto refuse;
+    }
 
   /* the up product's kernel, with the gate's product beside it in the same tiles: the
    * tile's columns halve so that both accumulators fit where one did */

@@ -4,6 +4,8 @@
 #     commit of session 31; every run of this session had the staged epilogue): check it on
 #     the GPU — the six gated files, then the Llama block —
 #        bash docs/gpu-runs/2026-12-02-s31/run.sh        (about 210 s)
+#     and the N-major form (weights [k, n]), planned apart until it has run:
+#        NAPKIN_GATED_N_MAJOR=1 with an einsum "se,ef->sf" pair through bench/gpu/gated.py
 #  2. a fresh seed (SEED=2238) PART=1/2 then 2/2, each its own call (about 180 s each):
 #        SEED=2238 PART=1/2 OUT=$OUT/s1 bash docs/gpu-runs/2026-12-01-s27/seed.sh
 #  3. what is left to win on the Llama block (docs/perf-notes.md, "Session 31"): cuBLAS's
