@@ -735,6 +735,33 @@ add_cand (Derive      *dv,
   g_ptr_array_add (g_ptr_array_index (dv->by_head, nodes[0]), c);
 }
 
+/* The operations `table` (node + 1 → group + 1: the rotary passes, the gated pairs) puts
+ * in group `group`, at most MAX_CHAIN, into `nodes` in the diagram's order. */
+static guint
+group_members (Derive     *dv,
+               GHashTable *table,
+               gpointer    group,
+               guint      *nodes)
+{
+  GHashTableIter it;
+  gpointer key, value;
+  guint n = 0;
+
+  g_hash_table_iter_init (&it, table);
+  while (g_hash_table_iter_next (&it, &key, &value) && n < MAX_CHAIN)
+    if (value == group)
+      nodes[n++] = GPOINTER_TO_UINT (key) - 1;
+  for (guint i = 1; i < n; i++)
+    for (guint j = i; j > 0 && dv->pos[nodes[j]] < dv->pos[nodes[j - 1]]; j--)
+      {
+        guint t = nodes[j];
+
+        nodes[j] = nodes[j - 1];
+        nodes[j - 1] = t;
+      }
+  return n;
+}
+
 /* The gated pairs the plan fuses into one GEMM (priced whole as one kernel; a pair the
  * template refuses runs apart, its operations candidates like any). NULL: none. */
 static GHashTable *
@@ -749,14 +776,8 @@ gated_fused (Derive *dv)
   while (g_hash_table_iter_next (&it, &key, &join))
     if (key == join)
       {
-        guint nodes[MAX_CHAIN], n = 0;
-        GHashTableIter in;
-        gpointer k2, j2;
+        guint nodes[MAX_CHAIN], n = group_members (dv, pairs, join, nodes);
 
-        g_hash_table_iter_init (&in, pairs);
-        while (g_hash_table_iter_next (&in, &k2, &j2) && n < MAX_CHAIN)
-          if (j2 == join)
-            nodes[n++] = GPOINTER_TO_UINT (k2) - 1;
         if (price_as (dv, nodes, n, NULL, TRUE) == G_MAXDOUBLE)
           g_hash_table_add (refused, join);
       }
@@ -785,22 +806,8 @@ candidates_at (Derive *dv,
     {
       if (g_hash_table_lookup (dv->rotary, GUINT_TO_POINTER (u + 1)) == GUINT_TO_POINTER (u + 1))
         {
-          GHashTableIter it;
-          gpointer key, sum;
-
-          g_hash_table_iter_init (&it, dv->rotary);
-          while (g_hash_table_iter_next (&it, &key, &sum) && n < MAX_CHAIN)
-            if (sum == GUINT_TO_POINTER (u + 1))
-              chain[n++] = GPOINTER_TO_UINT (key) - 1;
           /* in the diagram's order: the sum last */
-          for (guint i = 1; i < n; i++)
-            for (guint j = i; j > 0 && dv->pos[chain[j]] < dv->pos[chain[j - 1]]; j--)
-              {
-                guint t = chain[j];
-
-                chain[j] = chain[j - 1];
-                chain[j - 1] = t;
-              }
+          n = group_members (dv, dv->rotary, GUINT_TO_POINTER (u + 1), chain);
           add_cand (dv, chain, n, "rotary");
         }
       return;
@@ -809,32 +816,11 @@ candidates_at (Derive *dv,
    * (then its operations as ever, in regions only: plain_ok) */
   if (dv->gated != NULL && g_hash_table_contains (dv->gated, GUINT_TO_POINTER (u + 1)))
     {
-      gpointer join = g_hash_table_lookup (dv->gated, GUINT_TO_POINTER (u + 1));
-      GHashTableIter it;
-      gpointer key, value;
-      guint first = G_MAXUINT;
+      guint pair[MAX_CHAIN];
+      guint m = group_members (dv, dv->gated, g_hash_table_lookup (dv->gated, GUINT_TO_POINTER (u + 1)), pair);
 
-      g_hash_table_iter_init (&it, dv->gated);
-      while (g_hash_table_iter_next (&it, &key, &value))
-        if (value == join && (first == G_MAXUINT || dv->pos[GPOINTER_TO_UINT (key) - 1] < dv->pos[first]))
-          first = GPOINTER_TO_UINT (key) - 1;
-      if (first == u)
-        {
-          g_hash_table_iter_init (&it, dv->gated);
-          while (g_hash_table_iter_next (&it, &key, &value) && n < MAX_CHAIN)
-            if (value == join)
-              chain[n++] = GPOINTER_TO_UINT (key) - 1;
-          for (guint i = 1; i < n; i++)
-            for (guint j = i; j > 0 && dv->pos[chain[j]] < dv->pos[chain[j - 1]]; j--)
-              {
-                guint t = chain[j];
-
-                chain[j] = chain[j - 1];
-                chain[j - 1] = t;
-              }
-          add_cand (dv, chain, n, "gated");
-          n = 0;
-        }
+      if (m > 0 && pair[0] == u)
+        add_cand (dv, pair, m, "gated");
     }
   chain[n++] = u;
   switch (node->kind)

@@ -2365,18 +2365,6 @@ refuse:
 
 /* ---- gated pairs (docs/plan.md, "Gated GEMM") ------------------------------------------- */
 
-static gboolean
-gated_same_axes (const NapkinTensorType *a,
-                 const NapkinTensorType *b)
-{
-  if (a == NULL || b == NULL || a->n_axes != b->n_axes)
-    return FALSE;
-  for (guint i = 0; i < a->n_axes; i++)
-    if (!napkin_tensor_type_has_axis (b, a->axes[i]))
-      return FALSE;
-  return TRUE;
-}
-
 /* From the join's input on `port` back to a product through maps of the value alone,
  * each outside regions and read only by the next: the product (maps[] the maps after it,
  * in order), or −1. */
@@ -2400,7 +2388,7 @@ gated_side (NapkinPlanner *p,
         return -1;
       node = napkin_diagram_node (p->d, at);
       napkin_diagram_consumers (p->d, at, &n_consumers);
-      if (n_consumers != 1 || !gated_same_axes (napkin_diagram_node_type (p->d, at), jt))
+      if (n_consumers != 1 || !_napkin_plan_same_axes (napkin_diagram_node_type (p->d, at), jt))
         return -1;
       if (node->kind == NAPKIN_OP_CONTRACT)
         break;
@@ -2455,7 +2443,8 @@ _napkin_plan_gated_match (NapkinPlanner   *p,
           other[1] = napkin_diagram_input_source (p->d, c[up], 1 - b);
         }
   if (shared < 0 || other[0] < 0 || other[1] < 0 || other[0] == other[1]
-      || !gated_same_axes (napkin_diagram_node_type (p->d, other[0]), napkin_diagram_node_type (p->d, other[1])))
+      || !_napkin_plan_same_axes (napkin_diagram_node_type (p->d, other[0]),
+                                  napkin_diagram_node_type (p->d, other[1])))
     return FALSE;
   r->join = join;
   r->up = (guint) c[up];
@@ -2534,11 +2523,12 @@ gated_trial (NapkinPlanner          *p,
 }
 
 gboolean
-_napkin_plan_try_gated_gemm (NapkinPlanner    *p,
-                             NapkinPlanKernel *k,
-                             char            **why)
+_napkin_plan_try_gated_gemm (NapkinPlanner         *p,
+                             NapkinPlanKernel      *k,
+                             const NapkinPlanGated *pair,
+                             char                 **why)
 {
-  NapkinPlanGated r;
+  const NapkinPlanGated r = *pair;
   g_autoptr(GArray) gate_nodes = g_array_new (FALSE, FALSE, sizeof (guint));
   g_autoptr(GArray) up_nodes = g_array_new (FALSE, FALSE, sizeof (guint));
   guint scratch = p->plan->scratch->len, at = 0;
@@ -2547,7 +2537,7 @@ _napkin_plan_try_gated_gemm (NapkinPlanner    *p,
   NapkinPlanGemm *g, *gg, *ug;
   gint64 MI, BN;
 
-  if (k->region >= 0 || k->node < 0 || !_napkin_plan_gated_match (p, (guint) k->node, &r))
+  if (k->region >= 0 || k->node != (int) r.join)
     return FALSE;
   if (p->sm < 90 || p->sm >= 100 || (p->options != NULL && p->options->no_wgmma))
     {

@@ -117,12 +117,13 @@ gboolean  _napkin_plan_gated_match     (NapkinPlanner    *p,
 /* Every gated pair of p->d: node index + 1 → the index + 1 of its join (the join's own
  * too). Pairs that share an operation with a rotary embedding (p->rotary) are left out. */
 GHashTable *_napkin_plan_gated_table   (NapkinPlanner    *p);
-/* The kernel of a gated pair (its nodes: the pair's, the join, maps after it): one GEMM
- * with both products (NapkinPlanGemm.dual). FALSE with *why where the GEMM template
- * cannot take the two as one; the caller plans them apart. */
-gboolean  _napkin_plan_try_gated_gemm  (NapkinPlanner    *p,
-                                        NapkinPlanKernel *kernel,
-                                        char            **why);
+/* The kernel of the gated pair `pair` (its nodes: the pair's, the join, maps after it):
+ * one GEMM with both products (NapkinPlanGemm.dual). FALSE with *why where the GEMM
+ * template cannot take the two as one; the caller plans them apart. */
+gboolean  _napkin_plan_try_gated_gemm  (NapkinPlanner         *p,
+                                        NapkinPlanKernel      *kernel,
+                                        const NapkinPlanGated *pair,
+                                        char                 **why);
 
 /* The fused attention backward (src/plan/napkin-plan-attn-bwd.c; docs/plan.md, "Attention
  * backward"): the region of the softmax adjoint's operations around softmax `sm` that one
@@ -228,6 +229,9 @@ typedef enum
   NAPKIN_PLAN_ROLE_SUMMED_ALONE,
 } NapkinPlanRole;
 
+/* Whether two values have the same axes, in any order. */
+gboolean    _napkin_plan_same_axes      (const NapkinTensorType *a,
+                                         const NapkinTensorType *b);
 /* The input's tensor, or the first output tensor `node` feeds; NULL for a value between
  * kernels. */
 const NapkinTensor *_napkin_plan_stored_tensor (NapkinDiagram          *d,

@@ -424,10 +424,9 @@ _napkin_plan_find_parents (NapkinPlanner *p)
     }
 }
 
-/* Whether two values have the same axes, in any order. */
-static gboolean
-same_axes (const NapkinTensorType *a,
-           const NapkinTensorType *b)
+gboolean
+_napkin_plan_same_axes (const NapkinTensorType *a,
+                        const NapkinTensorType *b)
 {
   if (a == NULL || b == NULL || a->n_axes != b->n_axes)
     return FALSE;
@@ -516,7 +515,7 @@ absorb_maps (NapkinPlanner    *p,
         return;
       /* a map whose other operand adds axes (DiT's (1 + scale[b, e]) · x[b, s, e]) makes
        * a larger value than the kernel computes: its own kernel */
-      if (!same_axes (napkin_diagram_node_type (p->d, last), napkin_diagram_node_type (p->d, next)))
+      if (!_napkin_plan_same_axes (napkin_diagram_node_type (p->d, last), napkin_diagram_node_type (p->d, next)))
         return;
       for (guint q = 0; q < napkin_op_n_inputs (nn); q++)
         {
@@ -672,7 +671,7 @@ add_gated_kernels (NapkinPlanner    *p,
   head = k->nodes->len - 1;
   absorb_maps (p, k, done);
   p->member_of = NULL;
-  if (_napkin_plan_try_gated_gemm (p, k, &why))
+  if (_napkin_plan_try_gated_gemm (p, k, &r, &why))
     {
       add_planned_kernel (p, k);
       return;
@@ -1028,38 +1027,37 @@ napkin_plan_kernel_for (const NapkinPlan *plan,
   return g_hash_table_lookup (index->kernel_index, GINT_TO_POINTER (region >= 0 ? region : -2 - node));
 }
 
-GHashTable *
-napkin_plan_rotary_nodes (NapkinDiagram *diagram)
+/* The rotary table of `diagram`, or (`gated`) its gated pairs', outside a plan. */
+static GHashTable *
+node_table (NapkinDiagram *diagram,
+            gboolean       gated)
 {
   NapkinPlanner p = { 0 };
   GHashTable *table;
 
-  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
   p.d = diagram;
   p.n_nodes = napkin_diagram_n_nodes (diagram);
   _napkin_plan_find_parents (&p);
-  table = _napkin_plan_rotary_table (&p);
+  p.rotary = _napkin_plan_rotary_table (&p);
+  table = gated ? _napkin_plan_gated_table (&p) : g_hash_table_ref (p.rotary);
+  g_hash_table_unref (p.rotary);
   g_free (p.top);
   g_free (p.parent);
   return table;
 }
 
 GHashTable *
+napkin_plan_rotary_nodes (NapkinDiagram *diagram)
+{
+  g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
+  return node_table (diagram, FALSE);
+}
+
+GHashTable *
 napkin_plan_gated_nodes (NapkinDiagram *diagram)
 {
-  NapkinPlanner p = { 0 };
-  GHashTable *table;
-
   g_return_val_if_fail (NAPKIN_IS_DIAGRAM (diagram), NULL);
-  p.d = diagram;
-  p.n_nodes = napkin_diagram_n_nodes (diagram);
-  _napkin_plan_find_parents (&p);
-  p.rotary = _napkin_plan_rotary_table (&p);
-  table = _napkin_plan_gated_table (&p);
-  g_hash_table_unref (p.rotary);
-  g_free (p.top);
-  g_free (p.parent);
-  return table;
+  return node_table (diagram, TRUE);
 }
 
 gboolean
