@@ -31,6 +31,9 @@
  * the same layout; after the main loop each value becomes NAME_join (acc, G) — the gate's
  * maps on G and the join (a SwiGLU's silu (G) · acc) — before the epilogue above. The
  * tile's BN is half what one product would take: both accumulators fit where one did.
+ * Clusters (G_CM = 2, docs/plan.md "Clusters"): two blocks one above the other take the
+ * same columns of C; each copies half of B's chunk (and B2's), multicast to both, and a
+ * consumer frees a stage on both blocks' empty mbarriers. Tiles are walked in pairs.
  * The printer (src/codegen/napkin-print-gemm.c) fills the NKP_ parameters and checks the
  * limits: BM = 64·G_CWG·(1 or 2) (ping-pong: 64 or 128), BN % 8 == 0 (N-major B: % 64), ≤ 128 accumulators per
  * consumer thread, the stages within 227 KB. */
@@ -74,6 +77,7 @@
 #define NKP_CPARAM
 #define NKP_DUAL 0
 #define NKP_B2PARAM
+#define NKP_CM 1
 #endif /* NAPKIN_GENERATED */
 #define G_BM NKP_BM
 #define G_BN NKP_BN
@@ -100,6 +104,7 @@
 #define G_NW NKP_NW                            /* 32-bit words of one chunk of them, as loaded */
 #define G_RD NKP_RD                            /* pieces of them in flight */
 #define G_DUAL NKP_DUAL                        /* a gated pair: B2 and a second accumulator */
+#define G_CM NKP_CM                            /* blocks of a cluster along M sharing B by multicast */
 #define G_LDC NKP_L (NKP_LDC)
 #define G_CBS NKP_L (NKP_CBS)
 #define G_THREADS (128 * (1 + G_CWG))
@@ -111,8 +116,9 @@
 #define G_STAGE_BYTES (G_A_BYTES + (1 + G_DUAL) * G_B_BYTES)
 #define G_BOX_BYTES (G_KB * 128)             /* an MN-major box: 64 columns × KB rows */
 #define G_GROUP 8
-#define G_CONSUMER_WARPS (G_PP ? 4 : 4 * G_CWG)   /* warps that consume one stage */
-#define G_TILES_M ((G_M + G_BM - 1) / G_BM)
+#define G_CONSUMER_WARPS (G_PP ? 4 : 4 * G_CWG)   /* warps that consume one stage (in each block) */
+#define G_BH (G_BN / G_CM)                   /* rows of B (and B2) each block of a cluster copies */
+#define G_TILES_M ((G_M + G_CM * G_BM - 1) / (G_CM * G_BM))   /* rows of clusters */
 #define G_TILES_N ((G_N + G_BN - 1) / G_BN)
 #define G_TILES (G_TILES_M * G_TILES_N * G_BATCH * G_SPLIT)
 #define G_CHUNKS ((G_K + G_KB - 1) / G_KB)
@@ -187,7 +193,9 @@ np_e_k0_wgmma (float (&d)[64], unsigned long long da, unsigned long long db, int
 #endif
 
 /* Tile t: split, batch, then the corner of C in grouped order (G_GROUP tile rows ×
- * every tile column, column-major inside a group). */
+ * every tile column, column-major inside a group). With clusters along M, t counts the
+ * clusters' tiles (G_CM tiles one above the other, sharing B's columns) and the block
+ * takes the one of its rank in the cluster. */
 static __device__ __forceinline__ void
 NKP_CAT (NKP_NAME, _tile) (long t, int *split, int *b, int *m0, int *n0)
 {
@@ -198,7 +206,7 @@ NKP_CAT (NKP_NAME, _tile) (long t, int *split, int *b, int *m0, int *n0)
 
   *b = (int) (sb % G_BATCH);
   *split = (int) (sb / G_BATCH);
-  *m0 = (int) ((first_m + in_group % rows_in) * G_BM);
+  *m0 = (int) (((first_m + in_group % rows_in) * G_CM + (G_CM > 1 ? blockIdx.x % G_CM : 0)) * G_BM);
   *n0 = (int) ((in_group / rows_in) * G_BN);
 }
 
@@ -339,6 +347,41 @@ NKP_CAT (NKP_NAME, _put_edge) (const NapkinArgs &args, int split, int b, long m,
 }
 #endif
 
+/* B's chunk (or B2's) into the stage at dst: K-major one box BH × KB, N-major BH/64 boxes
+ * 64 × KB. With clusters along M each block copies its share, rank·BH…, multicast to both
+ * blocks (the box the tensor map describes is that share). */
+#if G_CM > 1
+#define G_COPY_B(d, map, c0, c1, bar)                                                           \
+  napkin_sm90_tma_load_mc (d, map, c0, c1, NKP_B_BATCH_ARG bar, (unsigned short) ((1u << G_CM) - 1))
+#else
+#define G_COPY_B(d, map, c0, c1, bar) napkin_sm90_tma_load (d, map, c0, c1, NKP_B_BATCH_ARG bar)
+#endif
+#if G_B_KMAJOR
+#define G_LOAD_B(d, map, n0, k0, bar)                                                           \
+  do {                                                                                              \
+    const int r_ = G_CM > 1 ? (int) (blockIdx.x % G_CM) : 0;                                       \
+    G_COPY_B ((d) + r_ * G_BH * 128, map, k0, (n0) + r_ * G_BH, bar);                           \
+  } while (0)
+#else
+#define G_LOAD_B(d, map, n0, k0, bar)                                                           \
+  do {                                                                                              \
+    const int r_ = G_CM > 1 ? (int) (blockIdx.x % G_CM) : 0;                                       \
+    _Pragma ("unroll") for (int j_ = r_ * (G_BH / 64); j_ < (r_ + 1) * (G_BH / 64); j_++)          \
+      G_COPY_B ((d) + j_ * G_BOX_BYTES, map, (n0) + j_ * 64, k0, bar);                          \
+  } while (0)
+#endif
+/* A consumer warp is done with a stage: every block of the cluster may refill it. */
+#if G_CM > 1
+#define G_RELEASE(bar)                                                                              \
+  do {                                                                                              \
+    napkin_sm90_bar_arrive (bar);                                                                   \
+    _Pragma ("unroll") for (unsigned r_ = 1; r_ < G_CM; r_++)                                      \
+      napkin_sm90_bar_arrive_cluster (bar, (blockIdx.x + r_) % G_CM);                               \
+  } while (0)
+#else
+#define G_RELEASE(bar) napkin_sm90_bar_arrive (bar)
+#endif
+
 extern "C" __global__ void __launch_bounds__ (G_THREADS, 1)
 NKP_NAME (const NapkinArgs args,
         const __grid_constant__ NapkinTensorMap tma_a,
@@ -358,14 +401,18 @@ NKP_NAME (const NapkinArgs args,
       for (int s = 0; s < G_STAGES; s++)
         {
           napkin_sm90_bar_init (full + 8 * s, 1);
-          napkin_sm90_bar_init (empty + 8 * s, G_CONSUMER_WARPS);
+          napkin_sm90_bar_init (empty + 8 * s, G_CM * G_CONSUMER_WARPS);   /* every block's consumers */
         }
       if (G_PP)
         for (int c = 0; c < G_CWG; c++)
           napkin_sm90_bar_init (turn + 8 * c, 1);
       asm volatile ("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
+#if G_CM > 1
+  napkin_sm90_cluster_sync ();
+#else
   __syncthreads ();
+#endif
 
   if (wg == 0)
     {
@@ -382,7 +429,7 @@ NKP_NAME (const NapkinArgs args,
 #if G_DUAL
           asm volatile ("prefetch.tensormap [%0];" :: "l" (&tma_b2) : "memory");
 #endif
-          for (long t = blockIdx.x; t < G_TILES; t += gridDim.x)
+          for (long t = blockIdx.x / G_CM; t < G_TILES; t += gridDim.x / G_CM)
             {
               int split, b, m0, n0;
 
@@ -404,20 +451,9 @@ NKP_NAME (const NapkinArgs args,
                   for (int j = 0; j < G_BM / 64; j++)
                     napkin_sm90_tma_load (dst + j * G_BOX_BYTES, &tma_a, m0 + j * 64, k0, NKP_A_BATCH_ARG bar);
 #endif
-#if G_B_KMAJOR
-                  napkin_sm90_tma_load (dst + G_A_BYTES, &tma_b, k0, n0, NKP_B_BATCH_ARG bar);
-#else
-#pragma unroll
-                  for (int j = 0; j < G_BN / 64; j++)
-                    napkin_sm90_tma_load (dst + G_A_BYTES + j * G_BOX_BYTES, &tma_b, n0 + j * 64, k0, NKP_B_BATCH_ARG bar);
-#endif
-#if G_DUAL && G_B_KMAJOR
-                  napkin_sm90_tma_load (dst + G_A_BYTES + G_B_BYTES, &tma_b2, k0, n0, NKP_B_BATCH_ARG bar);
-#elif G_DUAL
-#pragma unroll
-                  for (int j = 0; j < G_BN / 64; j++)
-                    napkin_sm90_tma_load (dst + G_A_BYTES + G_B_BYTES + j * G_BOX_BYTES, &tma_b2, n0 + j * 64, k0,
-                                          NKP_B_BATCH_ARG bar);
+                  G_LOAD_B (dst + G_A_BYTES, &tma_b, n0, k0, bar);
+#if G_DUAL
+                  G_LOAD_B (dst + G_A_BYTES + G_B_BYTES, &tma_b2, n0, k0, bar);
 #endif
                 }
             }
@@ -442,7 +478,7 @@ NKP_NAME (const NapkinArgs args,
 #if G_CWG == 2
       asm volatile ("setmaxnreg.inc.sync.aligned.u32 232;");   /* 128 × 40 + 256 × 232 ≤ 64 K */
 #endif
-      for (long t = blockIdx.x; t < G_TILES; t += gridDim.x, nth++)
+      for (long t = blockIdx.x / G_CM; t < G_TILES; t += gridDim.x / G_CM, nth++)
         {
           int split, b, m0, n0;
 
@@ -511,7 +547,7 @@ NKP_NAME (const NapkinArgs args,
               asm volatile ("wgmma.wait_group.sync.aligned 1;" ::: "memory");
               G_FENCE_ACC ();
               if (kc > kc0 && lane == 0)
-                napkin_sm90_bar_arrive (empty + 8 * ((it - 1) % G_STAGES));
+                G_RELEASE (empty + 8 * ((it - 1) % G_STAGES));
             }
           /* ping-pong: the other consumer may start its tile */
           if (G_PP && tid % 128 == 0)
@@ -520,7 +556,7 @@ NKP_NAME (const NapkinArgs args,
           G_FENCE_ACC ();
           /* The tile's last chunk is free too (a split with no chunks consumed none). */
           if (kc1 > kc0 && lane == 0)
-            napkin_sm90_bar_arrive (empty + 8 * ((it - 1) % G_STAGES));
+            G_RELEASE (empty + 8 * ((it - 1) % G_STAGES));
 #if G_DUAL
           /* the gate's maps and the join, value by value (the same layout in both) */
 #pragma unroll
@@ -677,6 +713,10 @@ NKP_NAME (const NapkinArgs args,
         asm volatile ("cp.async.bulk.wait_group 0;" ::: "memory");
 #endif
     }
+#if G_CM > 1
+  /* the other block may still arrive on this one's empty mbarriers */
+  napkin_sm90_cluster_sync ();
+#endif
 }
 #undef G_BM
 #undef G_BN
@@ -726,3 +766,8 @@ NKP_NAME (const NapkinArgs args,
 #undef G_FENCE_ACC
 #undef G_FENCE_ONE
 #undef G_DUAL
+#undef G_CM
+#undef G_BH
+#undef G_COPY_B
+#undef G_LOAD_B
+#undef G_RELEASE

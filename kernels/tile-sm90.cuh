@@ -60,6 +60,46 @@ napkin_sm90_tma_load (unsigned dst, const NapkinTensorMap *map, int c0, int c1, 
                 :: "r" (dst), "l" (map), "r" (c0), "r" (c1), "r" (c2), "r" (bar) : "memory");
 }
 
+/* The same copy delivered to every block of the cluster in `mask` (bit r: rank r), at the
+ * same offset of each one's shared memory, each one's mbarrier at `bar` counting the bytes. */
+__device__ __forceinline__ void
+napkin_sm90_tma_load_mc (unsigned dst, const NapkinTensorMap *map, int c0, int c1, unsigned bar, unsigned short mask)
+{
+  asm volatile ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                " [%0], [%1, {%2, %3}], [%4], %5;"
+                :: "r" (dst), "l" (map), "r" (c0), "r" (c1), "r" (bar), "h" (mask) : "memory");
+}
+
+__device__ __forceinline__ void
+napkin_sm90_tma_load_mc (unsigned dst, const NapkinTensorMap *map, int c0, int c1, int c2, unsigned bar,
+                         unsigned short mask)
+{
+  asm volatile ("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                " [%0], [%1, {%2, %3, %4}], [%5], %6;"
+                :: "r" (dst), "l" (map), "r" (c0), "r" (c1), "r" (c2), "r" (bar), "h" (mask) : "memory");
+}
+
+/* Arrives on the mbarrier at `bar` in the shared memory of the cluster's block `rank`.
+ * The default (CTA-scope) release, as for a local arrival: the stage it frees was only
+ * read, by wgmmas already waited for; a cluster-scope release stalled the consumer warp
+ * on every chunk (1.7× slower GEMMs on an H200, docs/perf-notes.md). */
+__device__ __forceinline__ void
+napkin_sm90_bar_arrive_cluster (unsigned bar, unsigned rank)
+{
+  asm volatile ("{ .reg .b32 remote; mapa.shared::cluster.u32 remote, %0, %1;"
+                " mbarrier.arrive.shared::cluster.b64 _, [remote]; }"
+                :: "r" (bar), "r" (rank) : "memory");
+}
+
+/* Every thread of every block of the cluster: the blocks' mbarriers are initialised
+ * before any copy or arrival reaches them, and none leaves while another may still
+ * arrive on its barriers. */
+__device__ __forceinline__ void
+napkin_sm90_cluster_sync (void)
+{
+  asm volatile ("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
 /* Shared memory to global through a tensor map; the copy engine clips at the edges. */
 __device__ __forceinline__ void
 napkin_sm90_tma_store (const NapkinTensorMap *map, int c0, int c1, unsigned src)

@@ -54,6 +54,8 @@ typedef struct
   char    *note;             /* why a skeleton was or was not used, or NULL */
   GArray  *tensor_maps;      /* NapkinCudaTensorMap, extra parameters in order; NULL: none */
   gboolean persistent;       /* loops over its work: launch MIN (grid, the GPU's SMs) blocks */
+  guint    cluster;          /* blocks a cluster along x (0 or 1: none); a persistent grid in
+                              * whole clusters */
   char    *owner;            /* the plan kernel it belongs to (its region's name or its operation's
                               * id, as the model names its kernels); NULL: unknown */
   NapkinPlanKind owner_kind; /* that plan kernel's kind: a helper's (a repack beside a GEMM) is

@@ -539,6 +539,12 @@ wgmma_shape (const NapkinPlanGemm *g,
     return fail (error, name, "a %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT " tile%s needs %" G_GINT64_FORMAT
                  " accumulators per consumer thread; at most 128", g->BM, g->BN, g->dual ? " of a gated pair" : "",
                  MI * g->BN / 2 * (g->dual ? 2 : 1));
+  {
+    const char *no_cluster = napkin_plan_gemm_cluster_refusal (g, g->cluster_m);
+
+    if (no_cluster != NULL)
+      return fail (error, name, "clusters of %u: %s", g->cluster_m, no_cluster);
+  }
   if (g->dual && (g->split_k > 1 || (g->batch > 1 && (g->b_bstride != 0) != (g->b2_bstride != 0))))
     return fail (error, name, "a gated pair's GEMM takes one slice of K and both B alike across the batch");
   /* a chunk of BK streams as BK/KB chunks of one swizzle row: the same shared memory */
@@ -691,6 +697,7 @@ wgmma_print (const NapkinPrintCtx   *ctx,
     { "CPARAM", g_strdup (f->epi == 0 ? ",\n        const __grid_constant__ NapkinTensorMap tma_c" : "") },
     { "DUAL", g_strdup (g->dual ? "1" : "0") },
     { "B2PARAM", g_strdup (g->dual ? ",\n        const __grid_constant__ NapkinTensorMap tma_b2" : "") },
+    { "CM", i64 (napkin_plan_gemm_cluster (g)) },
     { "EPIFN", g_strdup (epifn) },
     { "WGMMA", wgmma_function (fname, g->BN, g->ab_dtype, !g->a_kmajor, !g->b_kmajor) },
   };
@@ -704,7 +711,8 @@ wgmma_print (const NapkinPrintCtx   *ctx,
 }
 
 /* The TMA descriptors: A K-major: rows of K, boxes KB × BM; M-major: rows of M, boxes
- * 64 × KB. B likewise. C (TMA stores): rows of N, boxes of one 128-byte row × 64. */
+ * 64 × KB. B likewise, K-major boxes of BN/cluster rows (each block of a cluster copies
+ * its share). C (TMA stores): rows of N, boxes of one 128-byte row × 64. */
 static void
 wgmma_tensor_maps (const NapkinPlanGemm *g,
                    const Sm90Form       *f,
@@ -725,7 +733,8 @@ wgmma_tensor_maps (const NapkinPlanGemm *g,
   maps[1] = (NapkinCudaTensorMap) {
     .slot = rb->slot, .dtype = g->ab_dtype, .swizzle = 128, .ld = g->ldb, .offset = rb->offset,
     .inner = g->b_kmajor ? g->K : g->N, .outer = g->b_kmajor ? g->N : g->K,
-    .box_inner = g->b_kmajor ? (guint) KB : 64, .box_outer = g->b_kmajor ? (guint) g->BN : (guint) KB,
+    .box_inner = g->b_kmajor ? (guint) KB : 64,
+    .box_outer = g->b_kmajor ? (guint) (g->BN / napkin_plan_gemm_cluster (g)) : (guint) KB,
     .batch = f->b_rank3 ? g->batch : 1, .batch_stride = f->b_rank3 ? g->b_bstride : 0,
   };
   maps[2] = (NapkinCudaTensorMap) {
@@ -790,12 +799,13 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
       epifn = both;
     }
   wgmma_print (ctx, kernel, name, &f, cref, pref, epifn, n_other, n_words);
-  tiles = ((g->M + g->BM - 1) / g->BM) * ((g->N + g->BN - 1) / g->BN) * g->batch * g->split_k;
+  tiles = napkin_plan_gemm_blocks (g);
   wgmma_tensor_maps (g, &f, &ra, &rb, &rc, g->dual ? &rb2 : NULL, maps);
 
   ck = add_kernel (ctx, name, "gemm-wgmma");
-  ck->grid = tiles;   /* launched as MIN (tiles, SMs) */
+  ck->grid = tiles;   /* launched as MIN (tiles, SMs), whole clusters */
   ck->persistent = TRUE;
+  ck->cluster = napkin_plan_gemm_cluster (g);
   ck->threads = (guint) (128 * (1 + f.consumers));
   ck->smem_bytes = f.smem;
   ck->dynamic_smem = f.smem;
@@ -806,10 +816,11 @@ _napkin_print_gemm_wgmma (const NapkinPrintCtx   *ctx,
   ck->note = g_strdup_printf ("block %" G_GINT64_FORMAT "×%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT " stages of %"
                               G_GINT64_FORMAT " (TMA, 128-byte swizzle), A %s-major, B %s-major, 1 producer + %"
                               G_GINT64_FORMAT " consumer warpgroups%s, wgmma m64n%" G_GINT64_FORMAT "k%s, %"
-                              G_GINT64_FORMAT " tiles on a persistent grid%s, %s",
+                              G_GINT64_FORMAT " tiles on a persistent grid%s%s, %s",
                               g->BM, g->BN, f.stages, f.KB, g->a_kmajor ? "K" : "M", g->b_kmajor ? "K" : "N",
                               f.consumers, g->pingpong ? " (ping-pong)" : "", g->BN,
                               is_fp8 (g->ab_dtype) ? "32" : "16", tiles,
+                              ck->cluster > 1 ? ", clusters of 2 along M sharing B by multicast" : "",
                               g->split_k > 1 ? ", split-K partials" : g->dual ? ", a gated pair (B2 beside B)" : "",
                               f.epi == 0 ? "TMA stores" : f.epi == 2 ? "fp32 partials stored"
                                                                      : maps_summary (g->epilogue));

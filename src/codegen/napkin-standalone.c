@@ -61,7 +61,27 @@ print_tables (GString                *out,
                                   tm->swizzle, tm->ld > 0 ? tm->ld : tm->inner, MAX (tm->batch, 1), tm->batch_stride);
         }
       g_string_append (out, "      ready = true;\n    }\n");
-      if (ck->persistent)   /* at most one block per SM: the kernel loops over its tiles */
+      if (ck->persistent && ck->cluster > 1)
+        {
+          /* whole clusters of blocks, at most one block per SM */
+          g_string_append_printf (out, "    int sms = 0; CHECK (cudaDeviceGetAttribute (&sms, cudaDevAttrMultiProcessorCount, 0));\n"
+                                       "    cudaLaunchConfig_t cfg = {}; cudaLaunchAttribute at[1];\n"
+                                       "    cfg.gridDim = dim3 ((unsigned) std::min (%" G_GINT64_FORMAT "L, (long) (sms / %u * %u)));\n"
+                                       "    cfg.blockDim = dim3 (%u); cfg.dynamicSmemBytes = %" G_GINT64_FORMAT ";\n"
+                                       "    at[0].id = cudaLaunchAttributeClusterDimension;\n"
+                                       "    at[0].val.clusterDim.x = %u; at[0].val.clusterDim.y = 1; at[0].val.clusterDim.z = 1;\n"
+                                       "    cfg.attrs = at; cfg.numAttrs = 1;\n"
+                                       "    int fit = 0; CHECK (cudaOccupancyMaxActiveClusters (&fit, %s, &cfg));\n"
+                                       "    if (fit > 0) cfg.gridDim.x = std::min (cfg.gridDim.x, (unsigned) (fit * %u));\n"
+                                       "    CHECK (cudaLaunchKernelEx (&cfg, %s, a",
+                                  ck->grid, ck->cluster, ck->cluster, ck->threads, ck->dynamic_smem, ck->cluster,
+                                  ck->name, ck->cluster, ck->name);
+          for (guint i = 0; i < n_maps; i++)
+            g_string_append_printf (out, ", m[%u]", i);
+          g_string_append (out, "));\n  }\n");
+          continue;
+        }
+      else if (ck->persistent)   /* at most one block per SM: the kernel loops over its tiles */
         g_string_append_printf (out, "    int sms = 0; CHECK (cudaDeviceGetAttribute (&sms, cudaDevAttrMultiProcessorCount, 0));\n"
                                      "    %s<<<std::min (%" G_GINT64_FORMAT "L, (long) sms), %u, %" G_GINT64_FORMAT ">>> (a",
                                 ck->name, ck->grid, ck->threads, ck->dynamic_smem);

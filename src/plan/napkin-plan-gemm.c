@@ -1302,6 +1302,42 @@ napkin_plan_gemm_maps_unary (const NapkinPlanGemm *g)
   return TRUE;
 }
 
+const char *
+napkin_plan_gemm_cluster_refusal (const NapkinPlanGemm *g,
+                                  guint                 cluster_m)
+{
+  g_return_val_if_fail (g != NULL, NULL);
+  if (cluster_m <= 1)
+    return NULL;
+  if (cluster_m != 2)
+    return _("clusters take 2 blocks along M");
+  if (g->BM <= 0 || g->BN <= 0)
+    return _("no tiles");
+  if (g->b_kmajor ? g->BN % (8 * cluster_m) != 0 : g->BN % (64 * cluster_m) != 0)
+    return g->b_kmajor ? _("B's rows of a tile do not split into shares of a multiple of 8")
+                       : _("B's columns of a tile do not split into boxes of 64 for each block");
+  if ((g->M + g->BM - 1) / g->BM < cluster_m)
+    return _("fewer rows of tiles than blocks in a cluster");
+  return NULL;
+}
+
+guint
+napkin_plan_gemm_cluster (const NapkinPlanGemm *g)
+{
+  g_return_val_if_fail (g != NULL, 1);
+  return MAX (1u, g->cluster_m);
+}
+
+gint64
+napkin_plan_gemm_blocks (const NapkinPlanGemm *g)
+{
+  const gint64 cm = napkin_plan_gemm_cluster (g);
+
+  g_return_val_if_fail (g != NULL && g->BM > 0 && g->BN > 0, 0);
+  return cm * ((g->M + cm * g->BM - 1) / (cm * g->BM)) * ((g->N + g->BN - 1) / g->BN) * MAX (1, g->batch)
+         * MAX (1u, g->split_k);
+}
+
 static double staged_epilogue_s (const NapkinArch *arch, const NapkinPlanGemm *g, gboolean aligned, double per_element,
                                  double rows);
 
@@ -2195,6 +2231,24 @@ gemm_pingpong (NapkinPlanner    *p,
   k->grid = tiles;
 }
 
+/* Clusters of two blocks along M sharing B's chunks (docs/plan.md, "Clusters"): only
+ * where NAPKIN_GEMM_CLUSTER=2 asks, until the form has been measured on a GPU. */
+static void
+gemm_cluster (NapkinPlanner    *p,
+              NapkinPlanKernel *k)
+{
+  NapkinPlanGemm *g = &k->u.gemm;
+  const char *want = g_getenv ("NAPKIN_GEMM_CLUSTER");
+
+  (void) p;
+  g->cluster_m = 1;
+  if (k->path != NAPKIN_PATH_WGMMA || g_strcmp0 (want, "2") != 0
+      || napkin_plan_gemm_cluster_refusal (g, 2) != NULL)
+    return;
+  g->cluster_m = 2;
+  k->grid = napkin_plan_gemm_blocks (g);
+}
+
 /* The plan's line for the kernel: sizes, layouts, tiles, path, split and epilogue. */
 static char *
 gemm_note (NapkinPlanKernel *k)
@@ -2231,6 +2285,8 @@ gemm_note (NapkinPlanKernel *k)
     g_string_append_printf (note, _(", K split in %u"), g->split_k);
   if (g->pingpong)
     g_string_append (note, _(", ping-pong consumers"));
+  if (napkin_plan_gemm_cluster (g) > 1)
+    g_string_append_printf (note, _(", clusters of %u along M sharing B by multicast"), napkin_plan_gemm_cluster (g));
   if (g->dual)
     {
       /* the gate's product beside this one, and how the two join */
@@ -2331,6 +2387,7 @@ _napkin_plan_try_gemm (NapkinPlanner    *p,
     }
   gemm_realign_epilogue_operands (p, k);
   gemm_pingpong (p, k);
+  gemm_cluster (p, k);
 
   k->kind = NAPKIN_PLAN_GEMM;
   k->blocks_per_sm = 1;
@@ -2615,7 +2672,10 @@ _napkin_plan_try_gated_gemm (NapkinPlanner         *p,
   k->registers = uk->registers;
   k->blocks_per_sm = 1;
   k->smem_bytes = napkin_plan_gemm_smem (NAPKIN_PATH_WGMMA, g);
-  k->grid = g->batch * ((g->M + g->BM - 1) / g->BM) * ((g->N + g->BN - 1) / g->BN);
+  /* the up product's clusters, where the halved tile still splits */
+  if (napkin_plan_gemm_cluster_refusal (g, g->cluster_m) != NULL)
+    g->cluster_m = 1;
+  k->grid = napkin_plan_gemm_blocks (g);
   k->feasible = k->smem_bytes <= SMEM_LIMIT (p);
   if (!k->feasible)
     k->infeasible = g_strdup_printf (_("%lld bytes of shared memory per block; %s allows %.0f"),

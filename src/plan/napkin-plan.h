@@ -117,6 +117,10 @@ typedef struct
                                              summed by the next (SPLIT_REDUCE) kernel */
   int              partials;              /* scratch index of the partials, or −1 */
   gboolean         persistent;            /* at most one block per SM, looping over tiles */
+  guint            cluster_m;             /* wgmma: blocks of a cluster one above the other
+                                             (0 or 1: none; 2), each copying half of B's
+                                             chunk to both by TMA multicast (docs/plan.md,
+                                             "Clusters") */
   gboolean         c_tma;                 /* C stored by TMA (aligned rows; maps, if any, of
                                              the value alone, applied in registers) */
   GArray          *epilogue;              /* NapkinPlanMap, in order, on the fp32 result */
@@ -598,6 +602,18 @@ double            napkin_plan_gemm_narrow_chunk_s (const NapkinArch   *arch,
  * scale; no bias or residual read): the Hopper kernel applies them in registers and
  * keeps the TMA store. */
 gboolean          napkin_plan_gemm_maps_unary (const NapkinPlanGemm *g);
+
+/* Whether the Hopper GEMM's tiles can go in clusters of `cluster_m` blocks along M that
+ * share B's chunks by TMA multicast (docs/plan.md, "Clusters"): wgmma tiles whose B
+ * splits into equal shares the copies can take (K-major: rows a multiple of 8 each;
+ * N-major: boxes of 64 columns each), and at least two rows of tiles. NULL when it can,
+ * else why not; the plan and the printer both ask. */
+const char       *napkin_plan_gemm_cluster_refusal (const NapkinPlanGemm *g,
+                                                    guint                 cluster_m);
+/* The blocks a cluster (1 where none) and the blocks the Hopper GEMM's grid has: whole
+ * clusters, each tile of C in one block. */
+guint             napkin_plan_gemm_cluster (const NapkinPlanGemm *g);
+gint64            napkin_plan_gemm_blocks (const NapkinPlanGemm *g);
 
 /* One tile's staged epilogue of the Hopper GEMM on its SM, in seconds (docs/model.md
  * §14, "The staged epilogue"): 0 where the kernel stores C by TMA with nothing fused or a

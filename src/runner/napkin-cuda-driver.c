@@ -77,6 +77,9 @@ napkin_cuda_driver_open (NapkinCudaDriver  *driver,
   /* Optional: a high-priority communication stream, an experiment the runner offers */
   *(gpointer *) &driver->StreamCreateWithPriority = dlsym (driver->handle, "cuStreamCreateWithPriority");
   *(gpointer *) &driver->CtxGetStreamPriorityRange = dlsym (driver->handle, "cuCtxGetStreamPriorityRange");
+  /* Optional (CUDA 12+): kernels launched in clusters of blocks */
+  *(gpointer *) &driver->LaunchKernelEx = dlsym (driver->handle, "cuLaunchKernelEx");
+  *(gpointer *) &driver->OccupancyMaxActiveClusters = dlsym (driver->handle, "cuOccupancyMaxActiveClusters");
 
   res = driver->Init (0);
   if (res == CUDA_ERROR_STUB_LIBRARY)

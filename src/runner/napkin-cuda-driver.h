@@ -55,6 +55,8 @@ typedef struct
   /* Optional (NULL when the driver lacks them). */
   CUresult (*StreamCreateWithPriority)  (CUstream *, unsigned int, int);
   CUresult (*CtxGetStreamPriorityRange) (int *, int *);
+  CUresult (*LaunchKernelEx)            (const CUlaunchConfig *, CUfunction, void **, void **);   /* clusters */
+  CUresult (*OccupancyMaxActiveClusters) (int *, CUfunction, const CUlaunchConfig *);
 } NapkinCudaDriver;
 
 /* Opens the driver and initialises it. On failure says plainly why (no driver

@@ -380,6 +380,8 @@ typedef struct
   gboolean          freed;
   gboolean          is_reference;
   guint             grid_sms;  /* persistent kernels on at most this many SMs (0: every SM) */
+  int              *clusters;  /* per kernel launched in clusters: how many fit on the GPU at
+                                  once (0: unknown) */
 } Device;
 
 static gboolean
@@ -392,13 +394,48 @@ check (CUresult    res,
 
 static int sm_count;   /* the GPU's multiprocessors, once the device is open */
 
-/* Blocks a kernel is launched with: a persistent one at most one per SM. */
+/* Blocks a kernel is launched with: a persistent one at most one per SM, in whole
+ * clusters. */
 static gint64
-launch_grid (const NapkinCudaKernel *ck,
-             guint                   sms)
+launch_grid (const Device *dev,
+             guint         k)
 {
+  const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
+  const gint64 cluster = MAX (1u, ck->cluster);
+  guint sms = dev->grid_sms;
+  gint64 cap;
+
   sms = sms > 0 && (int) sms < sm_count ? sms : (guint) sm_count;
-  return ck->persistent && sms > 0 ? MIN (ck->grid, (gint64) sms) : ck->grid;
+  if (!ck->persistent || sms == 0)
+    return ck->grid;
+  cap = MAX (cluster, (gint64) sms / cluster * cluster);
+  /* clusters need their blocks on SMs of one GPC at once: fewer may fit than SMs allow,
+   * and a persistent grid of more would run its last clusters after the rest */
+  if (cluster > 1 && dev->clusters != NULL && dev->clusters[k] > 0)
+    cap = MIN (cap, dev->clusters[k] * cluster);
+  return MIN (ck->grid, cap);
+}
+
+/* How many clusters of kernel k fit on the GPU at once (0: unknown). */
+static int
+max_active_clusters (const Device *dev,
+                     guint         k)
+{
+  const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
+  CUlaunchAttribute attr = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+  CUlaunchConfig config = {
+    .gridDimX = (unsigned) MAX (ck->grid, (gint64) ck->cluster), .gridDimY = 1, .gridDimZ = 1,
+    .blockDimX = ck->threads, .blockDimY = 1, .blockDimZ = 1,
+    .sharedMemBytes = (unsigned) ck->dynamic_smem, .attrs = &attr, .numAttrs = 1,
+  };
+  int n = 0;
+
+  if (cu.OccupancyMaxActiveClusters == NULL)
+    return 0;
+  attr.value.clusterDim.x = ck->cluster;
+  attr.value.clusterDim.y = 1;
+  attr.value.clusterDim.z = 1;
+  return cu.OccupancyMaxActiveClusters (&n, dev->functions[k], &config) == CUDA_SUCCESS ? n : 0;
 }
 
 static gboolean
@@ -408,6 +445,7 @@ device_load (Device       *dev,
              char        **message)
 {
   dev->functions = g_new0 (CUfunction, dev->mod->kernels->len + 1);
+  dev->clusters = g_new0 (int, dev->mod->kernels->len + 1);
   if (!check (cu.ModuleLoadData (&dev->module, g_bytes_get_data (cubin, NULL)), "loading the module", message))
     return FALSE;
   for (guint k = 0; k < dev->mod->kernels->len; k++)
@@ -427,14 +465,21 @@ device_load (Device       *dev,
           || !check (cu.FuncGetAttribute (&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, dev->functions[k]),
                      "reading local memory", message))
         return FALSE;
+      if (ck->cluster > 1)
+        dev->clusters[k] = max_active_clusters (dev, k);
       if (kernels != NULL)
         {
           json_object *o = json_object_new_object ();
 
           json_object_object_add (o, "name", json_object_new_string (ck->name));
           json_object_object_add (o, "skeleton", json_object_new_string (ck->skeleton));
-          json_object_object_add (o, "grid", json_object_new_int64 (launch_grid (ck, dev->grid_sms)));
+          json_object_object_add (o, "grid", json_object_new_int64 (launch_grid (dev, k)));
           json_object_object_add (o, "threads", json_object_new_int (ck->threads));
+          if (ck->cluster > 1)
+            {
+              json_object_object_add (o, "cluster", json_object_new_int ((int) ck->cluster));
+              json_object_object_add (o, "clusters_at_once", json_object_new_int (dev->clusters[k]));
+            }
           json_object_object_add (o, "registers", json_object_new_int (regs));
           json_object_object_add (o, "shared_bytes", json_object_new_int (smem + (int) ck->dynamic_smem));
           json_object_object_add (o, "local_bytes", json_object_new_int (local));
@@ -723,6 +768,7 @@ device_free (Device  *dev,
   gboolean ok = TRUE;
   guint n;
 
+  g_clear_pointer (&dev->clusters, g_free);
   if (dev->ptrs == NULL || dev->freed)
     return TRUE;
   n = n_slots (dev);
@@ -761,7 +807,24 @@ device_launch_kernel (Device   *dev,
     return CUDA_ERROR_INVALID_VALUE;
   for (guint m = 0; m < n_maps; m++)
     params[1 + m] = &dev->maps[first_map++];
-  return cu.LaunchKernel (dev->functions[k], (unsigned) launch_grid (ck, dev->grid_sms), 1, 1, ck->threads, 1, 1,
+  if (ck->cluster > 1)
+    {
+      /* blocks in clusters along x (the sm_90a GEMM sharing B by multicast) */
+      CUlaunchAttribute attr = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+      CUlaunchConfig config = {
+        .gridDimX = (unsigned) launch_grid (dev, k), .gridDimY = 1, .gridDimZ = 1,
+        .blockDimX = ck->threads, .blockDimY = 1, .blockDimZ = 1,
+        .sharedMemBytes = (unsigned) ck->dynamic_smem, .hStream = stream, .attrs = &attr, .numAttrs = 1,
+      };
+
+      if (cu.LaunchKernelEx == NULL)
+        return CUDA_ERROR_NOT_SUPPORTED;
+      attr.value.clusterDim.x = ck->cluster;
+      attr.value.clusterDim.y = 1;
+      attr.value.clusterDim.z = 1;
+      return cu.LaunchKernelEx (&config, dev->functions[k], params, NULL);
+    }
+  return cu.LaunchKernel (dev->functions[k], (unsigned) launch_grid (dev, k), 1, 1, ck->threads, 1, 1,
                           (unsigned) ck->dynamic_smem, stream, params, NULL);
 }
 

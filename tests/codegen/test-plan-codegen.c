@@ -249,6 +249,93 @@ test_gated (void)
   g_rmdir (dir);
 }
 
+/* Clusters of two blocks along M sharing B by multicast (docs/plan.md, "Clusters"), where
+ * NAPKIN_GEMM_CLUSTER=2 asks: B K-major and N-major, a gated pair, an odd number of tile
+ * rows; the module launches whole clusters, B's tensor map copies half a tile's rows,
+ * the standalone export launches in clusters, every source compiles; a tile whose B does
+ * not split keeps one block. */
+static void
+test_clusters (void)
+{
+  g_autofree char *compiler = find_nvcc ();
+  g_autofree char *dir = g_dir_make_tmp ("napkin-plan-clusters-XXXXXX", NULL);
+  const char *cases[] = {
+    "s=8192 e=4096 f=4096\ndtype bf16\nx[s,e] w[f,e] -> y[s,f] = einsum(\"se,fe->sf\")\n",
+    "m=4096 k=4096 n=11008\ndtype bf16\na[m,k] b[k,n] -> c[m,n] = einsum(\"mk,kn->mn\")\n",
+    "m=300 k=4096 n=8192\ndtype fp16\na[m,k] b[n,k] -> c[m,n] = einsum(\"mk,nk->mn\")\n",
+    "s=2048 e=1024 f=4096\ndtype bf16\nx[s,e] wg[f,e] -> g[s,f] = einsum(\"se,fe->sf\")\n"
+    "x wu[f,e] -> u[s,f] = einsum(\"se,fe->sf\")\ng -> a = silu\na u -> h = mul\n",
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinDiagram) d = napkin_import_einsum (cases[c], "cluster.einsum", &error);
+      g_autoptr(NapkinPlan) plain = NULL;
+      g_autoptr(NapkinPlan) plan = NULL;
+      g_autoptr(NapkinCudaModule) module = NULL;
+      g_autofree char *name = g_strdup_printf ("cluster%u", c);
+      const NapkinPlanKernel *k;
+      const NapkinPlanGemm *g;
+      const NapkinCudaKernel *ck;
+      const NapkinCudaTensorMap *b;
+
+      g_assert_no_error (error);
+      plain = napkin_test_plan (d, "h200");
+      g_assert_cmpuint (napkin_plan_gemm_cluster (&((const NapkinPlanKernel *) g_ptr_array_index (plain->kernels, 0))->u.gemm),
+                        ==, 1);
+      g_setenv ("NAPKIN_GEMM_CLUSTER", "2", TRUE);
+      plan = napkin_test_plan (d, "h200");
+      g_unsetenv ("NAPKIN_GEMM_CLUSTER");
+      g_assert_cmpuint (plan->kernels->len, ==, 1);
+      k = g_ptr_array_index (plan->kernels, 0);
+      g = &k->u.gemm;
+      g_assert_cmpint (k->kind, ==, NAPKIN_PLAN_GEMM);
+      g_assert_cmpuint (napkin_plan_gemm_cluster (g), ==, 2);
+      g_assert_nonnull (strstr (k->note, "clusters of 2"));
+      /* pairs of tile rows: an odd count rounds up, the second block of the last pair pads */
+      g_assert_cmpint (k->grid, ==, 2 * ((g->M + 2 * g->BM - 1) / (2 * g->BM)) * ((g->N + g->BN - 1) / g->BN));
+      g_assert_cmpint (k->grid % 2, ==, 0);
+      module = napkin_codegen_cuda_for_plan (plan, napkin_codegen_flags_for_arch (plan->target), NULL, &error);
+      g_assert_no_error (error);
+      ck = g_ptr_array_index (module->kernels, 0);
+      g_assert_cmpuint (ck->cluster, ==, 2);
+      g_assert_cmpint (ck->grid, ==, k->grid);
+      g_assert_nonnull (strstr (module->source, "#define NKP_CM 2"));
+      b = &g_array_index (ck->tensor_maps, NapkinCudaTensorMap, 1);
+      g_assert_cmpuint (b->box_outer, ==, g->b_kmajor ? (guint) g->BN / 2 : 64);
+      if (compiler != NULL)
+        nvcc (compiler, "sm_90a", module->source, dir, name);
+      if (c == 0)
+        {
+          g_autoptr(NapkinIrProgram) ir = napkin_ir_lower (d, NAPKIN_LOWER_PLAIN | NAPKIN_LOWER_FP32_SCRATCH, &error);
+          g_autoptr(NapkinCudaModule) ref = napkin_codegen_cuda (g_steal_pointer (&ir), NAPKIN_CODEGEN_GENERIC_ONLY,
+                                                                 "napkin_ref_", &error);
+          g_autofree char *text = napkin_codegen_standalone (module, ref, "case");
+
+          g_assert_no_error (error);
+          g_assert_nonnull (strstr (text, "cudaLaunchAttributeClusterDimension"));
+          g_assert_nonnull (strstr (text, "cudaOccupancyMaxActiveClusters"));
+        }
+    }
+  /* a tile whose B does not split into shares the copies can take */
+  {
+    NapkinPlanGemm g = { .M = 4096, .N = 8, .K = 64, .BM = 128, .BN = 8, .b_kmajor = TRUE };
+
+    g_assert_nonnull (napkin_plan_gemm_cluster_refusal (&g, 2));
+    g.BN = 16;
+    g_assert_null (napkin_plan_gemm_cluster_refusal (&g, 2));
+    g.b_kmajor = FALSE;
+    g.BN = 64;
+    g_assert_nonnull (napkin_plan_gemm_cluster_refusal (&g, 2));
+    g.BN = 128;
+    g_assert_null (napkin_plan_gemm_cluster_refusal (&g, 2));
+    g.M = 100;
+    g_assert_nonnull (napkin_plan_gemm_cluster_refusal (&g, 2));
+  }
+  g_rmdir (dir);
+}
+
 /* The exported .cu builds with the very command its header gives. */
 static void
 test_standalone_builds (void)
@@ -340,5 +427,6 @@ main (int    argc,
   g_test_add_func ("/codegen/plan/standalone-builds", test_standalone_builds);
   g_test_add_func ("/codegen/plan/batch-not-leading", test_batch_not_leading);
   g_test_add_func ("/codegen/plan/gated", test_gated);
+  g_test_add_func ("/codegen/plan/clusters", test_clusters);
   return g_test_run ();
 }
