@@ -182,8 +182,7 @@ NKP_NAME (const NapkinArgs args)
           if (A_E0)
             nk_ldv<VEC> (E0 + c, o_, false);
           else
-            for (int k_ = 0; k_ < VEC; k_++)
-              o_[k_] = napkin_ld (E0 + c + k_);
+            nk_ldv_any<VEC> (E0 + c, E0 + COLS, o_);
           for (int k_ = 0; k_ < VEC; k_++)
             v[k_] = (v[k_] * o_[k_]);
         }
@@ -194,8 +193,7 @@ NKP_NAME (const NapkinArgs args)
           if (A_E1)
             nk_ldv<VEC> (E1 + c, o_, false);
           else
-            for (int k_ = 0; k_ < VEC; k_++)
-              o_[k_] = napkin_ld (E1 + c + k_);
+            nk_ldv_any<VEC> (E1 + c, E1 + COLS, o_);
           for (int k_ = 0; k_ < VEC; k_++)
             v[k_] = (v[k_] + o_[k_]);
         }

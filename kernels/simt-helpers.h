@@ -77,6 +77,55 @@ nk_ldv (const T *p, float *v, bool cs)
   r.get (v);
 }
 
+/* N elements of T from an address aligned only to sizeof (T) (an operand indexed by the
+ * columns of a row that does not start on 16 bytes), `end` one past the operand's last
+ * element there: where they are 16 bytes of 2- or 4-byte elements, the one or two aligned
+ * 16-byte vectors that cover them, loaded whole and shifted in registers — one element at
+ * a time, the warp's 32 loads 16 bytes apart touched four lines each and the row kernel
+ * ran 2× its price (docs/perf-notes.md, "Session 32"). Element by element where the
+ * second vector would run past `end`. */
+template <int N, typename T>
+static __device__ __forceinline__ void
+nk_ldv_any (const T *p, const T *end, float *v)
+{
+  if constexpr (N * sizeof (T) == 16 && (sizeof (T) == 2 || sizeof (T) == 4))
+    {
+      const unsigned long long a = (unsigned long long) p;
+      const uint4 *q = (const uint4 *) (a & ~15ull);
+      const unsigned sh = (unsigned) (a & 15);   /* bytes past the boundary */
+
+      if (sh == 0 || (const char *) (q + 2) <= (const char *) end)
+        {
+          const unsigned ws = sh >> 2;           /* whole words */
+          const uint4 lo = q[0], hi = sh != 0 ? q[1] : lo;
+          const unsigned w[8] = { lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w };
+          unsigned r[5];
+          union { unsigned u[4]; T t[N]; } out;
+
+#pragma unroll
+          for (int i = 0; i < 5; i++)
+            {
+              unsigned x = w[i];
+
+#pragma unroll
+              for (int k = 1; k < 4; k++)
+                x = ws == (unsigned) k && i + k < 8 ? w[i + k] : x;
+              r[i] = x;
+            }
+#pragma unroll
+          for (int i = 0; i < 4; i++)
+            out.u[i] = sh & 2 ? __funnelshift_r (r[i], r[i + 1], 16) : r[i];
+#pragma unroll
+          for (int i = 0; i < N; i++)
+            v[i] = napkin_ld (&out.t[i]);
+          return;
+        }
+    }
+#pragma unroll
+  for (int i = 0; i < N; i++)
+    v[i] = napkin_ld (p + i);
+}
+
 template <int N, typename T>
 static __device__ __forceinline__ void
 nk_stv (T *p, const float *v, bool cs)

@@ -151,14 +151,16 @@ rows_map_code (const NapkinPrintCtx *ctx,
   else if (m->stride[2] == 1)
     {
       g_autofree char *at = offset_expr (name, rr, m->stride[1], "c", 1);
+      g_autofree char *end = offset_expr (name, rr, m->stride[1], "COLS", 1);
       g_autofree char *e = _napkin_cuda_map_expr (m, "v[k_]", "o_[k_]");
 
+      /* an operand the row's vectors meet off its alignment: whole aligned vectors,
+       * shifted, within the operand's row (nk_ldv_any) */
       g_string_append_printf (code, "        {\n          float o_[VEC];\n\n"
                                     "          if (%s)\n            nk_ldv<VEC> (%s, o_, false);\n"
-                                    "          else\n            for (int k_ = 0; k_ < VEC; k_++)\n"
-                                    "              o_[k_] = napkin_ld (%s + k_);\n"
+                                    "          else\n            nk_ldv_any<VEC> (%s, %s, o_);\n"
                                     "          for (int k_ = 0; k_ < VEC; k_++)\n            v[k_] = %s;\n        }\n",
-                              flag, at, at, e);
+                              flag, at, at, end, e);
     }
   else
     {

@@ -236,6 +236,40 @@ nk_ldv (const T *p, float *v, bool cs)
   r.get (v);
 }
 
+/* the aligned 16-byte vectors that cover N elements at p, shifted; element by element
+ * where the second would run past `end` (the same reads as the kernel's) */
+template <int N, typename T>
+static inline void
+nk_ldv_any (const T *p, const T *end, float *v)
+{
+  if constexpr (N * sizeof (T) == 16 && (sizeof (T) == 2 || sizeof (T) == 4))
+    {
+      const uintptr_t a = (uintptr_t) p;
+      const unsigned char *q = (const unsigned char *) (a & ~(uintptr_t) 15);
+      const unsigned sh = (unsigned) (a & 15);
+
+      if (sh == 0 || (const char *) (q + 32) <= (const char *) end)
+        {
+          unsigned char bytes[32];
+          T t[N];
+
+          nk_emu_check (q, 16);
+          memcpy (bytes, q, 16);
+          if (sh != 0)
+            {
+              nk_emu_check (q + 16, 16);
+              memcpy (bytes + 16, q + 16, 16);
+            }
+          memcpy (t, bytes + sh, sizeof t);
+          for (int i = 0; i < N; i++)
+            v[i] = napkin_ld (&t[i]);
+          return;
+        }
+    }
+  for (int i = 0; i < N; i++)
+    v[i] = napkin_ld (p + i);
+}
+
 template <int N, typename T>
 static inline void
 nk_stv (T *p, const float *v, bool cs)

@@ -314,6 +314,10 @@ test_contiguous (void)
 {
   struct { NapkinTestRows t; const char *form; } cases[] = {
     { { .op = "softmax", .rows = 70, .cols = 1000, .x_dtype = "fp16" }, "registers" },
+    /* rows not 16 bytes apart: γ and β met off their alignment at most rows, read as the
+     * aligned vectors that cover them, shifted (2- and 4-byte elements) */
+    { { .op = "layernorm", .rows = 19, .cols = 1003, .x_dtype = "bf16", .gamma = TRUE, .beta = TRUE }, "registers" },
+    { { .op = "rmsnorm", .rows = 13, .cols = 999, .x_dtype = "fp32", .gamma = TRUE }, "registers" },
     { { .op = "softmax", .rows = 9, .cols = 40001, .x_dtype = "bf16" }, "shared memory" },
     /* a norm alone is read twice; with a residual before it and a region of 256 threads
      * (too few to hold the row in registers), its fp32 sum kept */
