@@ -161,6 +161,8 @@ kernel_to_json (const NapkinKernelCost *kc)
   json_object_object_add (obj, "serial_s", json_object_new_double (kc->serial_s));
   json_object_object_add (obj, "overlaps", json_object_new_boolean (kc->overlaps));
   json_object_object_add (obj, "latency_s", json_object_new_double (kc->latency_s));
+  if (kc->turns_s > 0)
+    json_object_object_add (obj, "turns_s", json_object_new_double (kc->turns_s));
   json_object_object_add (obj, "time_s", json_object_new_double (kc->time_s_predicted));
   json_object_object_add (obj, "bound", json_object_new_string (napkin_resource_to_string (kc->bound)));
   if (kc->tensor_path != NULL)

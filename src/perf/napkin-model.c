@@ -1856,6 +1856,14 @@ finish_kernel (Model            *m,
       m->a->resource_s[res] += k->time_s[res];
     }
   serial += device;
+  /* a rows kernel's turns (§7c): its device-memory round trips one after another, no
+   * faster however wide the bus */
+  if (k->turns_s > overlap)
+    {
+      overlap = k->turns_s;
+      k->bound = NAPKIN_RESOURCE_HBM;
+    }
+  serial = MAX (serial, k->turns_s);
   /* The generated tensor-core kernels (gemm-mma, flash-mma) issue mma.sync from the
    * same warps that load its operand fragments from shared memory with ldmatrix, at
    * one or two warps per scheduler: the two do not hide each other, so their times
@@ -2116,6 +2124,36 @@ memory_kernel_tail_s (const Model *m)
  * in shared memory, session 22). */
 #define NAPKIN_ROWS_ALONE_EFFICIENCY 0.78
 
+/* A block slot of an SM takes its next row no sooner than this many device-memory round
+ * trips after the last: the row's loads under load, its reductions (block barriers), its
+ * operands' loads and its stores, one after another, whatever the row's length. Fitted on
+ * the H200's user's path (sessions 27–32, docs/perf-notes.md "Session 32"): every
+ * contiguous rows kernel with the row in registers and 8 turns of its slots or more ran
+ * 3.8–5.0 µs a turn (4.1–4.3 at 60–224 turns), so a form with few rows in flight an SM is
+ * bound by its turns, not by device memory: layernorm 59062 × 8763 in 512-thread blocks,
+ * two an SM, 224 turns, ran 0.91 ms priced 0.55; softmax 26278 × 11701 0.41 priced 0.33. */
+#define NAPKIN_ROWS_TURN_LATENCIES 6.6
+
+/* The device-memory time the plan's rows kernel `pk` with the row in registers cannot go
+ * below: its turns after the first (the first is the round trip and tail priced apart). */
+static double
+plan_rows_turns_s (const Model            *m,
+                   const NapkinPlanKernel *pk)
+{
+  const NapkinPlanRows *r;
+  gint64 slots, teams, turns;
+
+  if (pk == NULL || pk->kind != NAPKIN_PLAN_ROWS || pk->path == NAPKIN_PATH_GENERIC || pk->grid <= 0)
+    return 0.0;
+  r = &pk->u.rows;
+  if (r->inner > 1 || !r->one_pass || r->smem_row || r->op == NAPKIN_OP_REDUCE)
+    return 0.0;
+  slots = (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm);
+  teams = MAX (1, (gint64) (pk->threads / MAX (1u, r->threads_per_row)));
+  turns = (pk->grid + slots - 1) / slots * ((MAX (1, r->rows_per_block) + teams - 1) / teams);
+  return (double) (turns - 1) * NAPKIN_ROWS_TURN_LATENCIES * m->arch->levels[NAPKIN_LEVEL_HBM].latency_s;
+}
+
 /* The share of device memory's rate the plan's rows kernel `pk` draws in its form (1: the
  * rate the model gives every form; not a rows kernel: 1). */
 static double
@@ -2146,7 +2184,12 @@ rows_kernel (Model                  *m,
 
   k->latency_s = steps * (latency + reductions) + NAPKIN_ROWS_TAIL_S;
   if (!m->a->paper)
-    k->time_s[NAPKIN_RESOURCE_HBM] /= plan_rows_hbm_share (m, plan_kernel_of (m, grid->region));
+    {
+      const NapkinPlanKernel *pk = plan_kernel_of (m, grid->region);
+
+      k->time_s[NAPKIN_RESOURCE_HBM] /= plan_rows_hbm_share (m, pk);
+      k->turns_s = plan_rows_turns_s (m, pk);
+    }
   /* γ and β (inputs without the row axis) are read again for every row, but from L1,
    * where they stay while the SM's blocks run: L2 serves them once per block slot */
   for (guint t = 0; t < grid->transfers->len; t++)
@@ -3703,6 +3746,7 @@ operation_kernel (Model *m,
       k.time_s[NAPKIN_RESOURCE_HBM] = bytes / m->arch->levels[NAPKIN_LEVEL_HBM].bandwidth;
       k.time_s[NAPKIN_RESOURCE_L2] = bytes / m->arch->levels[NAPKIN_LEVEL_L2].bandwidth;
       k.time_s[NAPKIN_RESOURCE_HBM] /= plan_rows_hbm_share (m, pk);
+      k.turns_s = plan_rows_turns_s (m, pk);
       /* the plan's rows kernel: a row's first load's round trip, and the tail */
       if (pk != NULL && pk->kind == NAPKIN_PLAN_ROWS)
         k.latency_s += pk->grid > 0 && pk->grid <= (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm)

@@ -92,6 +92,8 @@ typedef struct
                                  * chain of waits, reductions and O's rescale (§14c) */
   gboolean       tile_chain;    /* … persistent: a chain of tiles that the Q and O stream beside
                                  * it hides only in part (the two added as a 3-norm) */
+  double         turns_s;       /* rows kernels: the least their block slots' turns take, a row a
+                                 * turn (§7c, "Turns"); bound by device memory's round trips */
   double         latency_s;     /* exposed latency chains (the rows skeleton's, §7c) */
   NapkinResource bound;
   /* from the kernel plan (docs/plan.md): what runs, on which path, and why generic */

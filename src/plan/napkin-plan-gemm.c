@@ -2625,11 +2625,13 @@ _napkin_plan_try_gated_gemm (NapkinPlanner         *p,
                               napkin_diagram_node (p->d, r.gate)->id, napkin_diagram_node (p->d, r.up)->id);
       goto refuse;
     }
-  /* weights stored [k, n] (N-major B) take the pair apart until the kernel's N-major B2
-   * has run on a GPU (NAPKIN_GATED_N_MAJOR=1: one GEMM, for that check) */
+  /* weights stored [k, n] (N-major B) take the pair apart: that form ran correctly on an
+   * H200 but no faster than two GEMMs (0.98–1.05×, docs/perf-notes.md "Session 32");
+   * NAPKIN_GATED_N_MAJOR=1 plans it as one GEMM */
   if (!ug->b_kmajor && !_napkin_plan_env_flag ("NAPKIN_GATED_N_MAJOR"))
     {
-      *why = g_strdup (_("a gated pair with its weights stored [k, n] is planned apart (not yet checked on a GPU)"));
+      *why = g_strdup (_("a gated pair with its weights stored [k, n] is planned apart (as one GEMM it measured no "
+                         "faster)"));
       goto refuse;
     }
 

@@ -367,6 +367,36 @@ register_form (RowsChoice *c,
   (void) n_operands;
 }
 
+/* A team half as wide where it keeps more rows in flight on an SM (docs/model.md §7c,
+ * "Turns"): a block slot turns a row over no faster than a few device-memory round trips,
+ * so a row's registers — its values plus each thread's overhead — bound the SM's rate. A
+ * row of 8763 unaligned bf16 in 512 threads (57 registers, two blocks an SM) turns 2 rows
+ * an SM at a time; in 256 threads (73 registers) 3. Only over several waves, and where the
+ * half team's thread keeps no more than the register form's limit. */
+static void
+register_team (NapkinPlanner *p,
+               RowsChoice    *c,
+               gint64         cols,
+               gint64         rows,
+               guint          n_scalars,
+               guint          n_operands)
+{
+  RowsChoice h = *c;
+  guint here, there;
+
+  if (c->tpr < 64)
+    return;
+  register_form (&h, cols, c->tpr / 2, n_scalars, n_operands);
+  if (h.nv * h.vec + h.ns > 2 * REG_VALUES)
+    return;
+  /* rows an SM at once: blocks of at least 256 threads, teams side by side */
+  here = blocks_per_sm (p, MAX (c->tpr, 256), c->regs, 0) * (MAX (c->tpr, 256) / c->tpr);
+  there = blocks_per_sm (p, MAX (h.tpr, 256), h.regs, 0) * (MAX (h.tpr, 256) / h.tpr);
+  if (there > here && rows >= 2 * (gint64) MAX (p->arch->sms, 1) * there)
+    *c = h;
+}
+
+
 /* Chooses the form of a rows kernel over `rows` rows of `cols` elements of x
  * (`aligned`: every row starts on 16 bytes). `hint` is the region's threads per
  * block (0: free), `rpb` its rows per block (0: free). */
@@ -422,7 +452,11 @@ rows_choose (NapkinPlanner *p,
       alone = in_registers && smem_pays && blocks_per_sm (p, MAX (tpr, 32), c.regs, 0) < 2
               && blocks_per_sm (p, ROWS_SMEM_THREADS_ALONE, 48 + 8 * n_operands, cache_bytes) >= 3;
       if (in_registers && !alone)
-        c.mode = ROWS_REGISTERS;
+        {
+          c.mode = ROWS_REGISTERS;
+          if (hint == 0 && g_getenv ("NAPKIN_ROWS_THREADS") == NULL)   /* threads not fixed */
+            register_team (p, &c, cols, rows, n_scalars, n_operands);
+        }
       else if (smem_pays)
         {
           c.mode = ROWS_SMEM;

@@ -131,6 +131,47 @@ test_forms (void)
         }
 }
 
+/* A team half as wide where its rows' registers leave room for more rows an SM (docs/
+ * model.md §7c, "Turns"): 8763 unaligned bf16 columns with γ and β in 512 threads keep 2
+ * rows an SM, in 256 threads (41 values a thread) 3; only over two waves or more, and
+ * not where a region or NAPKIN_ROWS_THREADS sets the threads. */
+static void
+test_half_team (void)
+{
+  struct { gint64 rows, cols; guint tpr, blocks; } cases[] = {
+    { 59062, 8763, 256, 3 },
+    { 39503, 11968, 256, 3 },
+    { 39503, 11961, 512, 2 },   /* 49 values in 256 threads: still two blocks an SM */
+    { 600, 8763, 512, 2 },      /* fewer rows than two waves of three */
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      NapkinTestRows spec = { .op = "layernorm", .rows = cases[i].rows, .cols = cases[i].cols, .x_dtype = "bf16",
+                              .gamma = TRUE, .beta = TRUE, .fuse = TRUE };
+      g_autoptr(NapkinPlan) plan = plan_rows (&spec);
+      const NapkinPlanRows *r = rows_kernel (plan);
+
+      g_test_message ("%" G_GINT64_FORMAT " × %" G_GINT64_FORMAT ": %s", cases[i].rows, cases[i].cols,
+                      only_kernel (plan)->note);
+      g_assert_true (r->one_pass);
+      g_assert_false (r->smem_row);
+      g_assert_cmpuint (r->threads_per_row, ==, cases[i].tpr);
+      g_assert_cmpuint (only_kernel (plan)->blocks_per_sm, ==, cases[i].blocks);
+      g_assert_cmpuint ((r->cols / r->vec + r->threads_per_row - 1) / r->threads_per_row * r->vec, <=, 64);
+    }
+  {
+    NapkinTestRows spec = { .op = "layernorm", .rows = 59062, .cols = 8763, .x_dtype = "bf16", .gamma = TRUE,
+                            .beta = TRUE, .fuse = TRUE };
+    g_autoptr(NapkinPlan) plan = NULL;
+
+    g_setenv ("NAPKIN_ROWS_THREADS", "512", TRUE);
+    plan = plan_rows (&spec);
+    g_unsetenv ("NAPKIN_ROWS_THREADS");
+    g_assert_cmpuint (rows_kernel (plan)->threads_per_row, ==, 512);
+  }
+}
+
 /* A softmax row that in registers would take 1024 threads of 57 registers (one block an
  * SM: nothing overlaps a row's load with the last one's reductions) is kept in shared
  * memory by 256 threads instead, several blocks an SM (H200: 1024 rows of 19418 ran
@@ -730,6 +771,7 @@ main (int    argc,
   g_test_add_func ("/plan/rows/forms", test_forms);
   g_test_add_func ("/plan/rows/fp32-and-short", test_fp32_and_short);
   g_test_add_func ("/plan/rows/one-block-an-sm", test_one_block_an_sm);
+  g_test_add_func ("/plan/rows/half-team", test_half_team);
   g_test_add_func ("/plan/rows/fused", test_fused);
   g_test_add_func ("/plan/rows/unfused", test_unfused);
   g_test_add_func ("/plan/rows/regions", test_regions);
