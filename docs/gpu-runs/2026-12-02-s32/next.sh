@@ -1,0 +1,19 @@
+#!/bin/bash
+# The next device calls (written at the end of session 32):
+#  1. FIRST: the rows kernel's half team (taken by the plan since session 32, never run):
+#     layernorm 59062 × 8763 and 933 × 9023 at 256 threads a row (three blocks an SM)
+#     against the old 512 (NAPKIN_ROWS_THREADS=512), alternating, checked:
+#        bench/gpu/ab-env NAPKIN_ROWS_THREADS "0 512 0 512" docs/gpu-runs/2026-12-02-s32/rows/*.einsum
+#     (0 leaves the plan's choice). Expected 0.60–0.65 ms against 0.91 for the first; if
+#     not, revert register_team (src/plan/napkin-plan-rows.c).
+#  2. a fresh seed (SEED=2239) PART=1/2 then 2/2, each its own call (about 130 s each):
+#        SEED=2239 PART=1/2 OUT=$OUT/s1 bash docs/gpu-runs/2026-12-01-s27/seed.sh
+#  3. left on the user's path (docs/perf-notes.md, "Session 32"): d-192 cross-attention
+#     with 77 keys at 0.78× cuDNN (the persistent walk streams Q and O at 1.96 TB/s); a
+#     drawn attention example whose 128 × 128 tiles leave half the SMs idle where the
+#     plan's own 64 × 64 do not (4 heads × 2048, d 32, 0.0126 against 0.0093 ms).
+set -u
+mkdir -p $OUT/rt
+timeout 200 bench/gpu/ab-env NAPKIN_ROWS_THREADS "0 512 0 512" docs/gpu-runs/2026-12-02-s32/rows/*.einsum \
+  > $OUT/rt/ab.md 2> $OUT/rt/ab.err
+cut -c1-300 $OUT/rt/ab.md
