@@ -88,32 +88,43 @@ template <int N, typename T>
 static __device__ __forceinline__ void
 nk_ldv_any (const T *p, const T *end, float *v)
 {
-  if constexpr (N * sizeof (T) == 16 && (sizeof (T) == 2 || sizeof (T) == 4))
+  /* V aligned vectors' worth (16 or 32 bytes: bf16 γ, or fp32 γ beside bf16 rows) */
+  constexpr int B = N * (int) sizeof (T), V = B / 16;
+
+  if constexpr ((B == 16 || B == 32) && (sizeof (T) == 2 || sizeof (T) == 4))
     {
       const unsigned long long a = (unsigned long long) p;
       const uint4 *q = (const uint4 *) (a & ~15ull);
       const unsigned sh = (unsigned) (a & 15);   /* bytes past the boundary */
 
-      if (sh == 0 || (const char *) (q + 2) <= (const char *) end)
+      if (sh == 0 || (const char *) (q + V + 1) <= (const char *) end)
         {
           const unsigned ws = sh >> 2;           /* whole words */
-          const uint4 lo = q[0], hi = sh != 0 ? q[1] : lo;
-          const unsigned w[8] = { lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w };
-          unsigned r[5];
-          union { unsigned u[4]; T t[N]; } out;
+          unsigned w[4 * (V + 1)], r[4 * V + 1];
+          union { unsigned u[4 * V]; T t[N]; } out;
 
 #pragma unroll
-          for (int i = 0; i < 5; i++)
+          for (int j = 0; j <= V; j++)
+            {
+              const uint4 x = j < V || sh != 0 ? q[j] : q[0];
+
+              w[4 * j] = x.x;
+              w[4 * j + 1] = x.y;
+              w[4 * j + 2] = x.z;
+              w[4 * j + 3] = x.w;
+            }
+#pragma unroll
+          for (int i = 0; i <= 4 * V; i++)
             {
               unsigned x = w[i];
 
 #pragma unroll
               for (int k = 1; k < 4; k++)
-                x = ws == (unsigned) k && i + k < 8 ? w[i + k] : x;
+                x = ws == (unsigned) k && i + k < 4 * (V + 1) ? w[i + k] : x;
               r[i] = x;
             }
 #pragma unroll
-          for (int i = 0; i < 4; i++)
+          for (int i = 0; i < 4 * V; i++)
             out.u[i] = sh & 2 ? __funnelshift_r (r[i], r[i + 1], 16) : r[i];
 #pragma unroll
           for (int i = 0; i < N; i++)

@@ -242,23 +242,25 @@ template <int N, typename T>
 static inline void
 nk_ldv_any (const T *p, const T *end, float *v)
 {
-  if constexpr (N * sizeof (T) == 16 && (sizeof (T) == 2 || sizeof (T) == 4))
+  constexpr size_t B = N * sizeof (T);
+
+  if constexpr ((B == 16 || B == 32) && (sizeof (T) == 2 || sizeof (T) == 4))
     {
       const uintptr_t a = (uintptr_t) p;
       const unsigned char *q = (const unsigned char *) (a & ~(uintptr_t) 15);
       const unsigned sh = (unsigned) (a & 15);
 
-      if (sh == 0 || (const char *) (q + 32) <= (const char *) end)
+      if (sh == 0 || (const char *) (q + B + 16) <= (const char *) end)
         {
-          unsigned char bytes[32];
+          unsigned char bytes[B + 16];
           T t[N];
 
-          nk_emu_check (q, 16);
-          memcpy (bytes, q, 16);
+          nk_emu_check (q, B);
+          memcpy (bytes, q, B);
           if (sh != 0)
             {
-              nk_emu_check (q + 16, 16);
-              memcpy (bytes + 16, q + 16, 16);
+              nk_emu_check (q + B, 16);
+              memcpy (bytes + B, q + B, 16);
             }
           memcpy (t, bytes + sh, sizeof t);
           for (int i = 0; i < N; i++)
