@@ -6,6 +6,13 @@
 #        bench/gpu/ab-env NAPKIN_ROWS_THREADS "0 512 0 512" docs/gpu-runs/2026-12-02-s32/rows/*.einsum
 #     (0 leaves the plan's choice). Expected 0.60–0.65 ms against 0.91 for the first; if
 #     not, revert register_team (src/plan/napkin-plan-rows.c).
+#  1b. what #27 still lacks, one call: the printed PyTorch of the two zoo modules added since
+#     session 25's 46-of-46 check (se_block, linear_attention), then the five blocks on this
+#     tree in one call against max-autotune:
+#        python3 bench/gpu/zoo-roundtrip.py --cli .gpu/bin/napkin-cli --full --derive h200 \
+#          --out /tmp/zr se_block linear_attention
+#        /opt/torch/.venv/bin/python bench/gpu/zoo-e2e.py --cli .gpu/bin/napkin-cli --model h200 \
+#          --out /tmp/zoo --compile-mode max-autotune   (as docs/gpu-runs/2026-12-02-s31/run3.sh)
 #  2. a fresh seed (SEED=2239) PART=1/2 then 2/2, each its own call (about 130 s each):
 #        SEED=2239 PART=1/2 OUT=$OUT/s1 bash docs/gpu-runs/2026-12-01-s27/seed.sh
 #  3. left on the user's path (docs/perf-notes.md, "Session 32"): d-192 cross-attention
