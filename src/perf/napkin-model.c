@@ -2136,6 +2136,14 @@ memory_kernel_tail_s (const Model *m)
 
 /* The device-memory time the plan's rows kernel `pk` with the row in registers cannot go
  * below: its turns after the first (the first is the round trip and tail priced apart). */
+static gboolean
+plan_rows_turns_form (const NapkinPlanKernel *pk)
+{
+  return pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->path != NAPKIN_PATH_GENERIC && pk->grid > 0
+         && pk->u.rows.inner <= 1 && pk->u.rows.one_pass && !pk->u.rows.smem_row
+         && pk->u.rows.op != NAPKIN_OP_REDUCE;
+}
+
 static double
 plan_rows_turns_s (const Model            *m,
                    const NapkinPlanKernel *pk)
@@ -2143,11 +2151,9 @@ plan_rows_turns_s (const Model            *m,
   const NapkinPlanRows *r;
   gint64 slots, teams, turns;
 
-  if (pk == NULL || pk->kind != NAPKIN_PLAN_ROWS || pk->path == NAPKIN_PATH_GENERIC || pk->grid <= 0)
+  if (!plan_rows_turns_form (pk))
     return 0.0;
   r = &pk->u.rows;
-  if (r->inner > 1 || !r->one_pass || r->smem_row || r->op == NAPKIN_OP_REDUCE)
-    return 0.0;
   slots = (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm);
   teams = MAX (1, (gint64) (pk->threads / MAX (1u, r->threads_per_row)));
   turns = (pk->grid + slots - 1) / slots * ((MAX (1, r->rows_per_block) + teams - 1) / teams);
@@ -2189,6 +2195,10 @@ rows_kernel (Model                  *m,
 
       k->time_s[NAPKIN_RESOURCE_HBM] /= plan_rows_hbm_share (m, pk);
       k->turns_s = plan_rows_turns_s (m, pk);
+      /* the turns hold the rows' chain: the first round trip and the tail remain, as
+       * for the same kernel outside regions (memory_kernel_tail_s) */
+      if (plan_rows_turns_form (pk))
+        k->latency_s = latency + NAPKIN_ROWS_TAIL_S;
     }
   /* γ and β (inputs without the row axis) are read again for every row, but from L1,
    * where they stay while the SM's blocks run: L2 serves them once per block slot */

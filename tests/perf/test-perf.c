@@ -1679,9 +1679,14 @@ test_rows_skeleton (void)
       g_assert_cmpint (a->levels[NAPKIN_LEVEL_HBM].transfer_bytes, ==, 2 * 16384 * 16384 * 2);
       waves = (16384 / (1 << i) + 132 * r->per_sm - 1) / (132 * r->per_sm);
       g_assert_cmpint (r->waves, ==, waves);
-      /* per row step: one round trip and two reductions of 250 clocks; then the tail */
-      g_assert_cmpfloat_with_epsilon (k->latency_s, waves * (1 << i) * (h->levels[NAPKIN_LEVEL_HBM].latency_s + 2 * 250 / h->clock_hz)
-                                      + 2.4e-6, 1e-12);
+      /* the row in registers: its turns hold the chain of rows, each 6.6 round trips (§7c,
+       * "Turns"), one a team's row, after the first; the first round trip and the tail
+       * are the latency, as outside regions */
+      g_assert_cmpfloat_with_epsilon (k->latency_s, h->levels[NAPKIN_LEVEL_HBM].latency_s + 2.4e-6, 1e-12);
+      g_assert_cmpfloat_with_epsilon (k->turns_s,
+                                      (waves * ((1 << i) + pk->threads / pk->u.rows.threads_per_row - 1)
+                                       / (pk->threads / pk->u.rows.threads_per_row) - 1)
+                                      * 6.6 * h->levels[NAPKIN_LEVEL_HBM].latency_s, 1e-12);
       g_assert_true (k->overlaps);
       times[i] = a->predicted_time_s;
     }
