@@ -76,10 +76,6 @@ print_tables (GString                *out,
                                        "    CHECK (cudaLaunchKernelEx (&cfg, %s, a",
                                   ck->grid, ck->cluster, ck->cluster, ck->threads, ck->dynamic_smem, ck->cluster,
                                   ck->name, ck->cluster, ck->name);
-          for (guint i = 0; i < n_maps; i++)
-            g_string_append_printf (out, ", m[%u]", i);
-          g_string_append (out, "));\n  }\n");
-          continue;
         }
       else if (ck->persistent)   /* at most one block per SM: the kernel loops over its tiles */
         g_string_append_printf (out, "    int sms = 0; CHECK (cudaDeviceGetAttribute (&sms, cudaDevAttrMultiProcessorCount, 0));\n"
@@ -90,7 +86,7 @@ print_tables (GString                *out,
                                 ck->threads, ck->dynamic_smem);
       for (guint i = 0; i < n_maps; i++)
         g_string_append_printf (out, ", m[%u]", i);
-      g_string_append (out, ");\n  }\n");
+      g_string_append (out, ck->persistent && ck->cluster > 1 ? "));\n  }\n" : ");\n  }\n");
     }
   g_string_append_printf (out, "}\nstatic const long %s_workspace = %" G_GINT64_FORMAT "L;\n"
                                "static const int %s_workspace_slot = %d;\n",

@@ -1015,14 +1015,20 @@ plan_rows_two_pass_in_turn (const Model            *m,
          && pk->u.rows.rows >= (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm);
 }
 
-/* Whether the plan runs a contiguous rows kernel with the row in registers, its rows not
- * 16 bytes apart (NAPKIN_ROWS_UNALIGNED_EFFICIENCY). */
+/* Whether the plan runs a contiguous softmax or norm with the row in registers (not a
+ * reduction, which keeps nothing). */
+static gboolean
+plan_rows_in_registers (const NapkinPlanKernel *pk)
+{
+  return pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->path != NAPKIN_PATH_GENERIC && pk->u.rows.inner <= 1
+         && pk->u.rows.one_pass && !pk->u.rows.smem_row && pk->u.rows.op != NAPKIN_OP_REDUCE;
+}
+
+/* … its rows not 16 bytes apart (NAPKIN_ROWS_UNALIGNED_EFFICIENCY). */
 static gboolean
 plan_rows_unaligned_registers (const NapkinPlanKernel *pk)
 {
-  return pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->path != NAPKIN_PATH_GENERIC && pk->u.rows.inner <= 1
-         && pk->u.rows.one_pass && !pk->u.rows.smem_row && pk->u.rows.op != NAPKIN_OP_REDUCE
-         && (pk->u.rows.ldx * napkin_dtype_bytes (pk->u.rows.x_dtype)) % 16 != 0;
+  return plan_rows_in_registers (pk) && (pk->u.rows.ldx * napkin_dtype_bytes (pk->u.rows.x_dtype)) % 16 != 0;
 }
 
 /* The skeleton's rule where it takes the region (its figures were measured), else the
@@ -2071,9 +2077,7 @@ static gboolean
 plan_rows_alone_registers (const Model            *m,
                            const NapkinPlanKernel *pk)
 {
-  return pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->path != NAPKIN_PATH_GENERIC && pk->u.rows.inner <= 1
-         && pk->u.rows.one_pass && !pk->u.rows.smem_row && pk->u.rows.op != NAPKIN_OP_REDUCE
-         && pk->blocks_per_sm == 1 && pk->u.rows.threads_per_row == pk->u.rows.threads
+  return plan_rows_in_registers (pk) && pk->blocks_per_sm == 1 && pk->u.rows.threads_per_row == pk->u.rows.threads
          && pk->grid >= (gint64) m->arch->sms;
 }
 
@@ -2134,16 +2138,8 @@ memory_kernel_tail_s (const Model *m)
  * two an SM, 224 turns, ran 0.91 ms priced 0.55; softmax 26278 × 11701 0.41 priced 0.33. */
 #define NAPKIN_ROWS_TURN_LATENCIES 6.6
 
-/* The device-memory time the plan's rows kernel `pk` with the row in registers cannot go
- * below: its turns after the first (the first is the round trip and tail priced apart). */
-static gboolean
-plan_rows_turns_form (const NapkinPlanKernel *pk)
-{
-  return pk != NULL && pk->kind == NAPKIN_PLAN_ROWS && pk->path != NAPKIN_PATH_GENERIC && pk->grid > 0
-         && pk->u.rows.inner <= 1 && pk->u.rows.one_pass && !pk->u.rows.smem_row
-         && pk->u.rows.op != NAPKIN_OP_REDUCE;
-}
-
+/* The time the plan's rows kernel `pk` with the row in registers cannot go below: its
+ * turns after the first (the first is the round trip and tail priced apart). */
 static double
 plan_rows_turns_s (const Model            *m,
                    const NapkinPlanKernel *pk)
@@ -2151,7 +2147,7 @@ plan_rows_turns_s (const Model            *m,
   const NapkinPlanRows *r;
   gint64 slots, teams, turns;
 
-  if (!plan_rows_turns_form (pk))
+  if (!plan_rows_in_registers (pk) || pk->grid <= 0)
     return 0.0;
   r = &pk->u.rows;
   slots = (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm);
@@ -2197,7 +2193,7 @@ rows_kernel (Model                  *m,
       k->turns_s = plan_rows_turns_s (m, pk);
       /* the turns hold the rows' chain: the first round trip and the tail remain, as
        * for the same kernel outside regions (memory_kernel_tail_s) */
-      if (plan_rows_turns_form (pk))
+      if (plan_rows_in_registers (pk))
         k->latency_s = latency + NAPKIN_ROWS_TAIL_S;
     }
   /* γ and β (inputs without the row axis) are read again for every row, but from L1,

@@ -396,7 +396,6 @@ register_team (NapkinPlanner *p,
     *c = h;
 }
 
-
 /* Chooses the form of a rows kernel over `rows` rows of `cols` elements of x
  * (`aligned`: every row starts on 16 bytes). `hint` is the region's threads per
  * block (0: free), `rpb` its rows per block (0: free). */

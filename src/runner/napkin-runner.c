@@ -416,25 +416,39 @@ launch_grid (const Device *dev,
   return MIN (ck->grid, cap);
 }
 
+/* The launch of `ck` in clusters along x, `grid` blocks on `stream` (*attr: the cluster
+ * attribute *config points to). */
+static void
+cluster_launch_config (const NapkinCudaKernel *ck,
+                       gint64                  grid,
+                       CUstream                stream,
+                       CUlaunchAttribute      *attr,
+                       CUlaunchConfig         *config)
+{
+  *attr = (CUlaunchAttribute) { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
+  attr->value.clusterDim.x = ck->cluster;
+  attr->value.clusterDim.y = 1;
+  attr->value.clusterDim.z = 1;
+  *config = (CUlaunchConfig) {
+    .gridDimX = (unsigned) grid, .gridDimY = 1, .gridDimZ = 1,
+    .blockDimX = ck->threads, .blockDimY = 1, .blockDimZ = 1,
+    .sharedMemBytes = (unsigned) ck->dynamic_smem, .hStream = stream, .attrs = attr, .numAttrs = 1,
+  };
+}
+
 /* How many clusters of kernel k fit on the GPU at once (0: unknown). */
 static int
 max_active_clusters (const Device *dev,
                      guint         k)
 {
   const NapkinCudaKernel *ck = g_ptr_array_index (dev->mod->kernels, k);
-  CUlaunchAttribute attr = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
-  CUlaunchConfig config = {
-    .gridDimX = (unsigned) MAX (ck->grid, (gint64) ck->cluster), .gridDimY = 1, .gridDimZ = 1,
-    .blockDimX = ck->threads, .blockDimY = 1, .blockDimZ = 1,
-    .sharedMemBytes = (unsigned) ck->dynamic_smem, .attrs = &attr, .numAttrs = 1,
-  };
+  CUlaunchAttribute attr;
+  CUlaunchConfig config;
   int n = 0;
 
   if (cu.OccupancyMaxActiveClusters == NULL)
     return 0;
-  attr.value.clusterDim.x = ck->cluster;
-  attr.value.clusterDim.y = 1;
-  attr.value.clusterDim.z = 1;
+  cluster_launch_config (ck, MAX (ck->grid, (gint64) ck->cluster), NULL, &attr, &config);
   return cu.OccupancyMaxActiveClusters (&n, dev->functions[k], &config) == CUDA_SUCCESS ? n : 0;
 }
 
@@ -810,18 +824,12 @@ device_launch_kernel (Device   *dev,
   if (ck->cluster > 1)
     {
       /* blocks in clusters along x (the sm_90a GEMM sharing B by multicast) */
-      CUlaunchAttribute attr = { .id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION };
-      CUlaunchConfig config = {
-        .gridDimX = (unsigned) launch_grid (dev, k), .gridDimY = 1, .gridDimZ = 1,
-        .blockDimX = ck->threads, .blockDimY = 1, .blockDimZ = 1,
-        .sharedMemBytes = (unsigned) ck->dynamic_smem, .hStream = stream, .attrs = &attr, .numAttrs = 1,
-      };
+      CUlaunchAttribute attr;
+      CUlaunchConfig config;
 
       if (cu.LaunchKernelEx == NULL)
         return CUDA_ERROR_NOT_SUPPORTED;
-      attr.value.clusterDim.x = ck->cluster;
-      attr.value.clusterDim.y = 1;
-      attr.value.clusterDim.z = 1;
+      cluster_launch_config (ck, launch_grid (dev, k), stream, &attr, &config);
       return cu.LaunchKernelEx (&config, dev->functions[k], params, NULL);
     }
   return cu.LaunchKernel (dev->functions[k], (unsigned) launch_grid (dev, k), 1, 1, ck->threads, 1, 1,
