@@ -3288,6 +3288,13 @@ kernel_plan (Model                  *m,
         }
       for (guint r = 0; r < NAPKIN_N_RESOURCES; r++)
         k->time_s[r] *= skew;
+      /* under a mask the chunks' chain is the longest block's, not the SMs' average:
+       * a window of 3108 over 4096 queries, 128 blocks of 2–99 chunks of 32 keys at D 256,
+       * ran 0.102 ms, priced 0.077 at the average (H200, docs/perf-notes.md, "Session
+       * 33"); without a mask the blocks' chains overlap the waves' tails (fp8 D 256,
+       * 2.5 waves: priced at 0.71–0.82 of their time with the waves counted whole) */
+      if (!k->tile_chain && skew > 1.0)
+        k->chunk_floor_s *= k->quantisation * skew;
       /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
        * each of an SM's blocks pays the prologue and epilogue in turn */
       if (pk->path == NAPKIN_PATH_WGMMA)

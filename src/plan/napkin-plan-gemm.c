@@ -2193,9 +2193,11 @@ gemm_pingpong (NapkinPlanner    *p,
   NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
   gint64 tiles, smem;
   double rate, tensor, hidden;
+  /* NAPKIN_NO_PINGPONG=1: the cooperative kernel everywhere; NAPKIN_PINGPONG=1:
+   * ping-pong wherever the tile allows it; both for A/B runs (docs/plan.md) */
+  const gboolean forced = g_strcmp0 (g_getenv ("NAPKIN_PINGPONG"), "1") == 0;
 
-  /* NAPKIN_NO_PINGPONG=1: the cooperative kernel everywhere, for A/B runs (docs/plan.md) */
-  if (k->path != NAPKIN_PATH_WGMMA || g->split_k > 1 || !maps_read_or_transcend (g->epilogue)
+  if (k->path != NAPKIN_PATH_WGMMA || g->split_k > 1 || (!forced && !maps_read_or_transcend (g->epilogue))
       || g_strcmp0 (g_getenv ("NAPKIN_NO_PINGPONG"), "1") == 0)
     return;
   t = *g;
@@ -2213,7 +2215,7 @@ gemm_pingpong (NapkinPlanner    *p,
   tensor = 2.0 * t.batch * t.M * t.N * t.K / (rate * napkin_plan_gemm_tensor_share (p->arch, k->path, &t));   /* cooperative */
   hidden = (double) ((tiles + sms - 1) / sms)
            * napkin_plan_gemm_pingpong_hidden_s (p->arch, &t, napkin_plan_gemm_staged_epilogue_s (p->arch, &t));
-  if (hidden <= (1.0 / NAPKIN_PLAN_PINGPONG_TENSOR - 1.0) * tensor)
+  if (!forced && hidden <= (1.0 / NAPKIN_PLAN_PINGPONG_TENSOR - 1.0) * tensor)
     return;
   t.pingpong = TRUE;
   t.consumers = 2;
