@@ -2135,6 +2135,34 @@ test_derive_gqa_chunks (void)
   g_assert_cmpfloat (r->derived_s * 1e3, >, 0.790 / 1.1);
 }
 
+/* Four query heads on one K/V head at D 256 under a window of 3108 over 4096 keys (seed
+ * 2239's einsum text, docs/model.md §14c "Under a mask, the longest block"): the 128
+ * blocks of 32 queries × 4 heads walk 2 to 99 chunks of 32 keys, and that relabeling ran
+ * 0.102 ms on an H200, where the SMs' average chain had priced it 0.077 and the derivation
+ * took it. Priced by its longest block it is within 1.25× of its time; the derivation
+ * takes chunks of 128 keys, whose file ran 0.0813 ms. */
+static void
+test_derive_window_longest_block (void)
+{
+  g_autoptr(NapkinDiagram) d = derive_data ("mqa-window-d256.napkin");
+  g_autoptr(NapkinDiagram) k32 = derive_data ("mqa-window-d256-k32.napkin");
+  g_autoptr(NapkinDerivation) r = derive_on (d, "h200");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) a = napkin_analyze (k32, napkin_test_arch ("h200"), NULL, &error);
+  const NapkinDeriveKernel *k;
+
+  g_assert_no_error (error);
+  g_assert_cmpuint (r->kernels->len, ==, 1);
+  k = g_ptr_array_index (r->kernels, 0);
+  g_test_message ("%s: %s, %.4f ms; chunks of 32: %.4f ms", k->name, k->tiles, r->derived_s * 1e3,
+                  a->predicted_time_s * 1e3);
+  g_assert_nonnull (strstr (k->tiles, "k~128"));
+  g_assert_cmpfloat (r->derived_s * 1e3, <, 0.0813 * 1.25);
+  g_assert_cmpfloat (r->derived_s * 1e3, >, 0.0813 / 1.25);
+  g_assert_cmpfloat (a->predicted_time_s * 1e3, <, 0.102 * 1.25);
+  g_assert_cmpfloat (a->predicted_time_s * 1e3, >, 0.102 / 1.25);
+}
+
 /* A product of two rows drawn in a region, 2 × 8192 × 14456 bf16, 64 rows a tile and 64, 128
  * or 256 columns (docs/model.md, "Few-row products"): its weight streams once from device
  * memory, a block's chunks no faster than a round trip under load per stage. On an H200
@@ -2549,6 +2577,7 @@ main (int    argc,
   g_test_add_func ("/perf/derive/fp8-cast", test_derive_fp8_cast);
   g_test_add_func ("/perf/derive/measured", test_derive_measured);
   g_test_add_func ("/perf/derive/gqa-chunks", test_derive_gqa_chunks);
+  g_test_add_func ("/perf/derive/window-longest-block", test_derive_window_longest_block);
   g_test_add_func ("/perf/gemm/split-region", test_split_region);
   g_test_add_func ("/perf/tune/attention-knobs", test_tune_attention_knobs);
   g_test_add_func ("/perf/gemm/few-rows-stream", test_few_rows_stream);
