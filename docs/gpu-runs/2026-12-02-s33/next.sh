@@ -1,5 +1,9 @@
 #!/bin/bash
 # The next device calls (written at the end of session 33):
+#  0. bench/gpu/tma-row-store.cu (written at the end of session 33, compiled here, never run):
+#     does a one-row TMA store through a 1-D map over an unaligned C work, swizzled or not,
+#     and at what rate against the aligned 2-D store (about 10 s):
+#        nvcc -arch=sm_90a -O2 -o /tmp/t bench/gpu/tma-row-store.cu -lcuda && /tmp/t
 #  1. seed 2240 part 2 (part 1 ran on this tree: 32/32 ≥ 0.8×, 32/32 within 1.5×), then a
 #     fresh seed (2241) both parts, each its own call (about 170 s with the retiming):
 #        SEED=2240 PART=2/2 OUT=$OUT/s2 bash docs/gpu-runs/2026-12-01-s27/seed.sh
