@@ -370,6 +370,24 @@ for name, causal in (("flash-attention.napkin", 1.0), ("attention-causal-gqa.nap
            "sol: the work of %s's attention kernel (products of the computed tiles, Q K V O once)" % name,
            (w, flops, share, qkv))
 
+# the user's path's table: a case timed again against its baseline (user-path.py
+# --retime-baselines) is judged by the fastest median of each side, marked †
+up = os.path.join(tmp, "user-path")
+os.makedirs(up)
+json.dump({"model": "h200", "cases": {
+    "mm-1": {"status": "ok", "time_ms": {"median": 1.0}, "predicted_ms": 0.9, "plan": [["mm", "gemm", "wgmma"]],
+             "retimed_baseline": {"napkin": [1.3, 1.0], "baseline": [0.9, 0.7], "of": "torch.matmul"}},
+    "mm-2": {"status": "ok", "time_ms": {"median": 0.5}, "predicted_ms": 0.5, "plan": [["mm", "gemm", "wgmma"]]}}},
+    open(os.path.join(up, "user-path.json"), "w"))
+json.dump({"results": {"mm-1": {"variants": {"torch.matmul": {"time_ms": 0.9}}},
+                       "mm-2": {"variants": {"torch.matmul": {"time_ms": 1.0}}}}},
+          open(os.path.join(up, "baselines.json"), "w"))
+p = run(sys.executable, os.path.join(bench, "user-path.py"), "--table", up)
+row = [l for l in p.stdout.splitlines() if l.startswith("| mm-1 ")]
+report(p.returncode == 0 and row and "torch.matmul†" in row[0] and "| 0.7000 | 0.70 |" in row[0]
+       and "min 0.70, median 1.35; 1 of 2 at ≥ 0.8×" in p.stdout,
+       "user-path table: a retimed case against the fastest of its baseline's timings (†)", p.stdout + p.stderr)
+
 shutil.rmtree(tmp, ignore_errors=True)
 print("1..%d" % n)
 sys.exit(1 if failed else 0)
