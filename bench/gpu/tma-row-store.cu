@@ -71,11 +71,18 @@ value (long r, int c)
 }
 
 /* mode 0: swizzled rows at r·128; 1: plain rows at r·128; 2: plain rows at r·144 */
+/* dynamic shared memory is only 16-byte aligned: the swizzle repeats every 1024 bytes */
+__device__ __forceinline__ __half *
+aligned_1024 (unsigned char *raw)
+{
+  return (__half *) (raw + ((1024 - (smem_u32 (raw) & 1023)) & 1023));
+}
+
 __global__ void
 rows_kernel (const __grid_constant__ CUtensorMap map, int mode)
 {
-  extern __shared__ __align__ (1024) unsigned char smem[];
-  __half *s = (__half *) smem;
+  extern __shared__ __align__ (16) unsigned char smem[];
+  __half *s = aligned_1024 (smem);
   const int pitch = mode == 2 ? 72 : 64;   /* halves */
 
   for (int i = threadIdx.x; i < ROWS * 64; i += blockDim.x)
@@ -98,8 +105,8 @@ rows_kernel (const __grid_constant__ CUtensorMap map, int mode)
 __global__ void
 rate_kernel (const __grid_constant__ CUtensorMap map, int two_d, int batch, int m, int tiles_n)
 {
-  extern __shared__ __align__ (1024) unsigned char smem[];
-  __half *s = (__half *) smem;
+  extern __shared__ __align__ (16) unsigned char smem[];
+  __half *s = aligned_1024 (smem);
   const int tiles_m = (m + 127) / 128;
   const long tiles = (long) batch * tiles_m * tiles_n;
 
@@ -167,8 +174,8 @@ check_rows (const char *name, int mode)
   CHECK (cudaMalloc (&d, n * sizeof (__half)));
   CHECK (cudaMemset (d, 0xff, n * sizeof (__half)));
   CUtensorMap map = map_1d (d, n, 64, mode == 0 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE);
-  CHECK (cudaFuncSetAttribute (rows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 16384));
-  rows_kernel<<<1, 128, 16384>>> (map, mode);
+  CHECK (cudaFuncSetAttribute (rows_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 16384 + 1024));
+  rows_kernel<<<1, 128, 16384 + 1024>>> (map, mode);
   cudaError_t e = cudaDeviceSynchronize ();
   if (e != cudaSuccess)
     {
@@ -222,13 +229,13 @@ rate (const char *name, int two_d)
   else
     map = map_1d (d, n, 64, CU_TENSOR_MAP_SWIZZLE_128B);
   CHECK (cudaDeviceGetAttribute (&sms, cudaDevAttrMultiProcessorCount, 0));
-  CHECK (cudaFuncSetAttribute (rate_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536));
+  CHECK (cudaFuncSetAttribute (rate_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 65536 + 1024));
   CHECK (cudaEventCreate (&a));
   CHECK (cudaEventCreate (&b));
   for (int i = 0; i < 12; i++)
     {
       CHECK (cudaEventRecord (a));
-      rate_kernel<<<2 * sms, 128, 65536>>> (map, two_d, batch, m, tiles_n);
+      rate_kernel<<<2 * sms, 128, 65536 + 1024>>> (map, two_d, batch, m, tiles_n);
       CHECK (cudaEventRecord (b));
       CHECK (cudaEventSynchronize (b));
       CHECK (cudaEventElapsedTime (&ms, a, b));
