@@ -2195,7 +2195,7 @@ gemm_pingpong (NapkinPlanner    *p,
   double rate, tensor, hidden;
   /* NAPKIN_NO_PINGPONG=1: the cooperative kernel everywhere; NAPKIN_PINGPONG=1:
    * ping-pong wherever the tile allows it; both for A/B runs (docs/plan.md) */
-  const gboolean forced = g_strcmp0 (g_getenv ("NAPKIN_PINGPONG"), "1") == 0;
+  const gboolean forced = _napkin_plan_env_flag ("NAPKIN_PINGPONG");
 
   if (k->path != NAPKIN_PATH_WGMMA || g->split_k > 1 || (!forced && !maps_read_or_transcend (g->epilogue))
       || g_strcmp0 (g_getenv ("NAPKIN_NO_PINGPONG"), "1") == 0)
