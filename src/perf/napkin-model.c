@@ -2681,6 +2681,12 @@ masked_attention (Model                  *m,
  * it). Half the rescale at half the D: ATTN_CHUNK_SMALL_D_CLOCKS a column, to 64
  * (docs/model.md §14c; docs/perf-notes.md, "Session 30"). */
 #define ATTN_CHUNK_SMALL_D_CLOCKS 7.8
+/* Fewer blocks than SMs and no mask: a block's chain is not shared by the idle SMs
+ * either (2 × 4724² d 256 in chunks of 32, 74 blocks: 0.149 ms, priced 0.109 at the
+ * SMs' share, 0.159 at the block's; H200, docs/perf-notes.md, "Session 34"). Only chains
+ * this long: a block of a few chunks is its fixed costs, priced apart (decoding's
+ * windows of 2–3 chunks ran 0.75–0.92 of their price before the term). */
+#define ATTN_ONE_WAVE_CHAIN 32
 #define ATTN_PERSIST_TILE_CLOCKS 2600.0
 #define ATTN_PERSIST_WIDE_ROWS   1.5
 
@@ -3292,8 +3298,14 @@ kernel_plan (Model                  *m,
        * a window of 3108 over 4096 queries, 128 blocks of 2–99 chunks of 32 keys at D 256,
        * ran 0.102 ms, priced 0.077 at the average (H200, docs/perf-notes.md, "Session
        * 33"); without a mask the blocks' chains overlap the waves' tails (fp8 D 256,
-       * 2.5 waves: priced at 0.71–0.82 of their time with the waves counted whole) */
-      if (!k->tile_chain && skew > 1.0)
+       * 2.5 waves: priced at 0.71–0.82 of their time with the waves counted whole), but
+       * in one wave a long chain is its block's (ATTN_ONE_WAVE_CHAIN) */
+      const NapkinPlanAttention *att = &pk->u.att;
+      const double block_chunks = (double) (att->tiles_computed > 0 ? att->tiles_computed : att->tiles_total)
+                                  * att->batch / MAX (1, att->group_tile) / pk->grid;
+
+      if (!k->tile_chain
+          && (skew > 1.0 || (slots == 1 && att->split_kv <= 1 && block_chunks >= ATTN_ONE_WAVE_CHAIN)))
         k->chunk_floor_s *= k->quantisation * skew;
       /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
        * each of an SM's blocks pays the prologue and epilogue in turn */
