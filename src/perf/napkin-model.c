@@ -1847,7 +1847,8 @@ finish_kernel (Model            *m,
        * but a grid of fewer blocks than SMs draws on device memory and L2 through its
        * own SMs only, each at its share of the bandwidth (the idle SMs' share is lost) */
       gboolean per_sm = res != NAPKIN_RESOURCE_HBM && res != NAPKIN_RESOURCE_L2;
-      double t = k->time_s[res] * (per_sm ? k->quantisation : 1.0 / fill);
+      double t = k->time_s[res] * (per_sm ? k->quantisation
+                                   : 1.0 / (res == NAPKIN_RESOURCE_L2 && k->l2_fill > 0 ? MIN (1.0, k->l2_fill) : fill));
 
       /* device-memory bytes cross HBM and L2 in one movement: the slower link counts */
       if (per_sm)
@@ -2687,6 +2688,7 @@ masked_attention (Model                  *m,
  * this long: a block of a few chunks is its fixed costs, priced apart (decoding's
  * windows of 2–3 chunks ran 0.75–0.92 of their price before the term). */
 #define ATTN_ONE_WAVE_CHAIN 32
+#define ATTN_IDLE_SLOTS     1.25
 #define ATTN_PERSIST_TILE_CLOCKS 2600.0
 #define ATTN_PERSIST_WIDE_ROWS   1.5
 
@@ -2847,6 +2849,10 @@ gemm_tma_stream (Model                  *m,
   double stream;
 
   k->fill = tma_grid_fill (m, pk->grid);
+  /* … but L2 only through its own SMs' ports: 92 tiles of 128 × 64 over K 8192 (5807 ×
+   * 128) ran 0.0508 ms, priced 0.0413 with 92 SMs drawing all of L2 (H200,
+   * docs/perf-notes.md, "Session 34") */
+  k->l2_fill = grid_fill (m, pk->grid);
   if ((ceil_div (g->M, g->BM) > 1 && ceil_div (g->N, g->BN) > 1) || g->stages == 0)
     return;
   stream = (double) ceil_div (pk->grid, m->arch->sms) * chunks
@@ -3305,7 +3311,8 @@ kernel_plan (Model                  *m,
                                   * att->batch / MAX (1, att->group_tile) / pk->grid;
 
       if (!k->tile_chain
-          && (skew > 1.0 || (slots == 1 && att->split_kv <= 1 && block_chunks >= ATTN_ONE_WAVE_CHAIN)))
+          && (skew > 1.0 || (k->quantisation >= ATTN_IDLE_SLOTS && att->split_kv <= 1
+                  && block_chunks >= ATTN_ONE_WAVE_CHAIN)))
         k->chunk_floor_s *= k->quantisation * skew;
       /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
        * each of an SM's blocks pays the prologue and epilogue in turn */

@@ -81,6 +81,8 @@ typedef struct
   double         quantisation;  /* ≥ 1: SM slots of the last wave left idle */
   double         fill;          /* ≤ 1: the share of the SMs its grid gives a block (0: all); device
                                  * memory moves through those SMs alone (docs/model.md §7) */
+  double         l2_fill;       /* ≤ 1, where L2 is drawn at a smaller share than device memory
+                                 * (0: as fill) */
   guint          launches;      /* kernel launches (passes of a plain softmax or normalize) */
   gboolean       overlaps;      /* loads can hide behind compute: ≥ 2 stages or ≥ 2 blocks per SM */
   const char    *tensor_path;   /* "wgmma", "mma.sync", "library" (a plain operation), NULL: no tensor work */
