@@ -251,7 +251,7 @@ NKP_NAME (const NapkinArgs args)
                   b = a == NAPKIN_NEG_INF ? 0.0f : b * __expf (a - t);
                   a = t;
                 }
-              b += __expf (t - a);
+              b += nk_exp_masked (t, a);
             }
         };
       auto stat_v = [&] (const float *t)
@@ -270,7 +270,7 @@ NKP_NAME (const NapkinArgs args)
                 }
 #pragma unroll
               for (int k = 0; k < VEC; k++)
-                b += __expf (t[k] - a);
+                b += nk_exp_masked (t[k], a);
             }
           else
             {
@@ -283,7 +283,7 @@ NKP_NAME (const NapkinArgs args)
       auto fin = [&] (float t) -> float
         {
           if constexpr (OP == 0)
-            return __expf (t - st0) * st1;
+            return nk_exp_masked (t, st0) * st1;
           else if constexpr (OP == 1)
             return (t - st0) * st1;
           else
@@ -312,7 +312,7 @@ NKP_NAME (const NapkinArgs args)
           if constexpr (OP == 0)
             {
               auto f_max = [&] (float &t) { a = fmaxf (a, t); };
-              auto f_exp = [&] (float &t) { t = __expf (t - st0); a += t; };
+              auto f_exp = [&] (float &t) { t = nk_exp_masked (t, st0); a += t; };
               auto f_scale = [&] (float &t) { t *= st1; };
 
               NK_EACH (f_max);
@@ -321,7 +321,7 @@ NKP_NAME (const NapkinArgs args)
               a = 0.0f;
               NK_EACH (f_exp);
               team_reduce (a, b, 0);
-              st1 = 1.0f / a;
+              st1 = nk_inv_sum (a);
               NK_EACH (f_scale);
             }
           else if constexpr (OP == 1)
@@ -377,7 +377,7 @@ NKP_NAME (const NapkinArgs args)
           if constexpr (OP == 0)
             {
               st0 = a;
-              st1 = 1.0f / b;
+              st1 = nk_inv_sum (b);
             }
           else if constexpr (OP == 1)
             {
@@ -440,7 +440,7 @@ NKP_NAME (const NapkinArgs args)
           if constexpr (OP == 0)
             {
               st0 = a;
-              st1 = 1.0f / b;
+              st1 = nk_inv_sum (b);
             }
           else if constexpr (OP == 1)
             {

@@ -251,7 +251,7 @@ NKP_NAME (const NapkinArgs args)
               b[k] = a[k] == NAPKIN_NEG_INF ? 0.0f : b[k] * __expf (a[k] - t);
               a[k] = t;
             }
-          b[k] += __expf (t - a[k]);
+          b[k] += nk_exp_masked (t, a[k]);
         }
     };
   auto stat_v = [&] (long j, const float *t)
@@ -273,7 +273,7 @@ NKP_NAME (const NapkinArgs args)
           if constexpr (OP == 0)
             {
               st0[k] = a[k];
-              st1[k] = 1.0f / b[k];
+              st1[k] = nk_inv_sum (b[k]);
             }
           else if constexpr (OP == 1)
             {
@@ -292,7 +292,7 @@ NKP_NAME (const NapkinArgs args)
   auto fin = [&] (int k, float t) -> float
     {
       if constexpr (OP == 0)
-        return __expf (t - st0[k]) * st1[k];
+        return nk_exp_masked (t, st0[k]) * st1[k];
       else if constexpr (OP == 1)
         return (t - st0[k]) * st1[k];
       else
@@ -331,13 +331,13 @@ NKP_NAME (const NapkinArgs args)
       if constexpr (OP != 2)
         {
           if constexpr (OP == 0)
-            NKS_EACH (t = __expf (t - st0[k]); a[k] += t);
+            NKS_EACH (t = nk_exp_masked (t, st0[k]); a[k] += t);
           else
             NKS_EACH (a[k] += (t - st0[k]) * (t - st0[k]));
           col_reduce (0, false);
 #pragma unroll
           for (int k = 0; k < VEC; k++)
-            st1[k] = OP == 0 ? 1.0f / a[k] : rsqrtf (a[k] * INV_LEN + EPS);
+            st1[k] = OP == 0 ? nk_inv_sum (a[k]) : rsqrtf (a[k] * INV_LEN + EPS);
         }
       NKS_EACH (t = OP == 1 ? (t - st0[k]) * st1[k] : t * st1[k]);
 #pragma unroll
@@ -386,12 +386,12 @@ NKP_NAME (const NapkinArgs args)
                 nk_ldv<VEC> (cache + j * W, t, false);
 #pragma unroll
                 for (int k = 0; k < VEC; k++)
-                  a[k] += OP == 0 ? __expf (t[k] - st0[k]) : (t[k] - st0[k]) * (t[k] - st0[k]);
+                  a[k] += OP == 0 ? nk_exp_masked (t[k], st0[k]) : (t[k] - st0[k]) * (t[k] - st0[k]);
               }
           col_reduce (0, false);
 #pragma unroll
           for (int k = 0; k < VEC; k++)
-            st1[k] = OP == 0 ? 1.0f / a[k] : rsqrtf (a[k] * INV_LEN + EPS);
+            st1[k] = OP == 0 ? nk_inv_sum (a[k]) : rsqrtf (a[k] * INV_LEN + EPS);
         }
       else
         finish ();

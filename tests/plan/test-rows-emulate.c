@@ -613,6 +613,49 @@ test_masks (void)
     }
 }
 
+/* A softmax whose rows are all masked (a window that ends before the keys begin, as a
+ * cross-attention to one key left unfused): zeros, as the interpreter and the attention
+ * kernels give them, not exp (−∞ − −∞) = NaN. Rows along the key axis (the contiguous
+ * rows kernel), across it (the strided one), and a key axis of one element. */
+static void
+test_masked_rows (void)
+{
+  static const char *const cases[][3] = {
+    /* axes of X and Y, the size of k */
+    { "[\"b\", \"q\", \"k\"]", "40", "contiguous" },
+    { "[\"b\", \"k\", \"q\"]", "40", "strided" },
+    { "[\"b\", \"q\", \"k\"]", "1", "one key" },
+  };
+
+  for (guint c = 0; c < G_N_ELEMENTS (cases); c++)
+    {
+      g_autofree char *json = g_strdup_printf (
+        "{\"format\":\"napkin\",\"version\":1,\"axes\":[{\"name\":\"b\",\"size\":3},"
+        "{\"name\":\"q\",\"size\":13},{\"name\":\"k\",\"size\":%s}],"
+        "\"tensors\":[{\"name\":\"X\",\"axes\":%s,\"dtype\":\"fp16\"},{\"name\":\"Y\",\"axes\":%s,\"dtype\":\"fp16\"}],"
+        "\"nodes\":[{\"id\":\"x\",\"kind\":\"input\",\"tensor\":\"X\"},"
+        "{\"id\":\"m\",\"kind\":\"mask\",\"mask\":\"window\",\"rows\":\"q\",\"axis\":\"k\",\"offset\":-6,"
+        "\"left\":3,\"right\":0},"
+        "{\"id\":\"sm\",\"kind\":\"softmax\",\"axis\":\"k\"},"
+        "{\"id\":\"y\",\"kind\":\"output\",\"tensor\":\"Y\"}],"
+        "\"wires\":[{\"from\":\"x\",\"to\":\"m\",\"port\":0},{\"from\":\"m\",\"to\":\"sm\",\"port\":0},"
+        "{\"from\":\"sm\",\"to\":\"y\",\"port\":0}]}",
+        cases[c][1], cases[c][0], cases[c][0]);
+      g_autoptr(NapkinDiagram) d = NULL;
+      g_autoptr(NapkinPlan) plan = NULL;
+      g_autoptr(NapkinCudaModule) module = plan_json (json, &d, &plan);
+      g_autofree char *what = g_strdup_printf ("masked rows, %s", cases[c][2]);
+      gboolean rows = FALSE;
+
+      for (guint i = 0; i < plan->kernels->len; i++)
+        rows |= g_ptr_array_index (plan->kernels, i) != NULL
+                && ((NapkinPlanKernel *) g_ptr_array_index (plan->kernels, i))->kind == NAPKIN_PLAN_ROWS;
+      g_assert_true (rows);
+      if (!check_emulation (module, d, what, "fp16"))
+        return;
+    }
+}
+
 /* Tensor masks in the element-wise kernel (a backward's mask outside any attention):
  * a boolean int8 mask [q, k] broadcast over the batch keeps where it is not 0, an
  * additive fp16 bias [b, k] (a padding mask) is added; exp after, as in attention. */
@@ -1072,6 +1115,7 @@ main (int    argc,
   g_test_add_func ("/plan/gemm/skinny-decision", test_gemm_skinny_decision);
   g_test_add_func ("/plan/rows/emulate-strided", test_strided);
   g_test_add_func ("/plan/rows/emulate-contiguous", test_contiguous);
+  g_test_add_func ("/plan/rows/emulate-masked", test_masked_rows);
   g_test_add_func ("/plan/elementwise/emulate-input-copy", test_input_copy);
   g_test_add_func ("/plan/elementwise/emulate-rotary", test_rotary);
   g_test_add_func ("/plan/elementwise/emulate-unit-product", test_unit_product);
