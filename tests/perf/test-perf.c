@@ -2163,6 +2163,70 @@ test_derive_window_longest_block (void)
   g_assert_cmpfloat (a->predicted_time_s * 1e3, >, 0.102 / 1.25);
 }
 
+/* Attention with no mask in one wave, 2 × 1 heads × 4724² at D 256 (seed 2240's einsum
+ * text, docs/model.md §14c "In one wave"): 74 blocks of 128 queries on 132 SMs, and a
+ * block's chain of key chunks is not shared by the idle SMs. On an H200 (session 34) the
+ * derivation's chunks of 32 keys ran 0.149 ms where the SMs' share had priced them 0.109,
+ * 64 queries in chunks of 128 (148 blocks: two waves, the second of 16) ran 0.164,
+ * and the derivation now takes 128 queries in chunks of 80, which ran 0.121–0.124. */
+static void
+test_derive_one_wave_chain (void)
+{
+  const struct { const char *file; double measured_ms; } cases[] = {
+    { "attn-one-wave-d256-k32.napkin", 0.149 }, { "attn-one-wave-d256-q64.napkin", 0.164 },
+  };
+  g_autoptr(NapkinDiagram) d = derive_data ("attn-one-wave-d256.napkin");
+  g_autoptr(NapkinDerivation) r = derive_on (d, "h200");
+  const NapkinDeriveKernel *k;
+
+  g_assert_cmpuint (r->kernels->len, ==, 1);
+  k = g_ptr_array_index (r->kernels, 0);
+  g_test_message ("%s: %s, %.4f ms", k->name, k->tiles, r->derived_s * 1e3);
+  g_assert_null (strstr (k->tiles, "k~32 "));
+  g_assert_nonnull (strstr (k->tiles, "q=128"));
+  g_assert_cmpfloat (r->derived_s * 1e3, <, 0.1235 * 1.25);
+  g_assert_cmpfloat (r->derived_s * 1e3, >, 0.1235 / 1.25);
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      g_autoptr(NapkinDiagram) e = derive_data (cases[i].file);
+      g_autoptr(GError) error = NULL;
+      g_autoptr(NapkinAnalysis) a = napkin_analyze (e, napkin_test_arch ("h200"), NULL, &error);
+
+      g_assert_no_error (error);
+      g_test_message ("%s: predicted %.4f ms, ran %.4f", cases[i].file, a->predicted_time_s * 1e3,
+                      cases[i].measured_ms);
+      g_assert_cmpfloat (a->predicted_time_s * 1e3, <, cases[i].measured_ms * 1.25);
+      g_assert_cmpfloat (a->predicted_time_s * 1e3, >, cases[i].measured_ms / 1.25);
+      /* and above the derivation's */
+      g_assert_cmpfloat (a->predicted_time_s, >, r->derived_s);
+    }
+}
+
+/* A GEMM of fewer tiles than SMs over a long K, 5807 × 128 × 8192 plus a residual (seed
+ * 2241's einsum text, docs/model.md §14 "L2 through the grid's own SMs"): 92 tiles of
+ * 128 × 64 ran 0.0508 ms on an H200 (session 34), priced 0.0413 with 92 SMs drawing all
+ * of L2; the derivation now splits K over more SMs, which ran 0.0449. */
+static void
+test_derive_one_wave_gemm (void)
+{
+  g_autoptr(NapkinDiagram) d = derive_data ("gemm-one-wave.napkin");
+  g_autoptr(NapkinDiagram) unsplit = derive_data ("gemm-one-wave-unsplit.napkin");
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinAnalysis) a = napkin_analyze (d, napkin_test_arch ("h200"), NULL, &error);
+  g_autoptr(NapkinAnalysis) u = NULL;
+
+  g_assert_no_error (error);
+  u = napkin_analyze (unsplit, napkin_test_arch ("h200"), NULL, &error);
+  g_assert_no_error (error);
+  g_test_message ("derived %.4f ms (ran 0.0449); 128 × 64 unsplit %.4f ms (ran 0.0508)",
+                  a->predicted_time_s * 1e3, u->predicted_time_s * 1e3);
+  g_assert_cmpfloat (a->predicted_time_s * 1e3, <, 0.0449 * 1.25);
+  g_assert_cmpfloat (a->predicted_time_s * 1e3, >, 0.0449 / 1.25);
+  g_assert_cmpfloat (u->predicted_time_s * 1e3, <, 0.0508 * 1.25);
+  g_assert_cmpfloat (u->predicted_time_s * 1e3, >, 0.0508 / 1.25);
+  g_assert_cmpfloat (u->predicted_time_s, >, a->predicted_time_s * 1.1);
+}
+
 /* A product of two rows drawn in a region, 2 × 8192 × 14456 bf16, 64 rows a tile and 64, 128
  * or 256 columns (docs/model.md, "Few-row products"): its weight streams once from device
  * memory, a block's chunks no faster than a round trip under load per stage. On an H200
@@ -2578,6 +2642,8 @@ main (int    argc,
   g_test_add_func ("/perf/derive/measured", test_derive_measured);
   g_test_add_func ("/perf/derive/gqa-chunks", test_derive_gqa_chunks);
   g_test_add_func ("/perf/derive/window-longest-block", test_derive_window_longest_block);
+  g_test_add_func ("/perf/derive/one-wave-chain", test_derive_one_wave_chain);
+  g_test_add_func ("/perf/derive/one-wave-gemm", test_derive_one_wave_gemm);
   g_test_add_func ("/perf/gemm/split-region", test_split_region);
   g_test_add_func ("/perf/tune/attention-knobs", test_tune_attention_knobs);
   g_test_add_func ("/perf/gemm/few-rows-stream", test_few_rows_stream);
