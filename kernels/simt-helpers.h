@@ -171,25 +171,25 @@ nk_stv (T *p, const float *v, bool cs)
 #endif
 #ifndef NAPKIN_SIMT_COMBINE
 #define NAPKIN_SIMT_COMBINE
-/* Two partial statistics of a row reduction combined into (a, b) — kind 0: Σa; 1: max a;
- * 2: the online softmax pair (a = max, b = Σexp (x − a)); 3: Σa, Σb. Plain C++ (the CPU
- * emulation of tests/plan/simt-emu.hh runs it too). */
-static /* exp (t − m) that is 0 for a masked score also where every score of the row is masked
+/* exp (t − m) that is 0 for a masked score also where every score of the row is masked
  * (m = −∞, where exp would give NaN), and 1/Σ that is 0 for such a row: a softmax over
  * nothing is zeros, as the reference interpreter and the attention kernels give it */
-__device__ __forceinline__ float
+static __device__ __forceinline__ float
 nk_exp_masked (float t, float m)
 {
   return t == NAPKIN_NEG_INF ? 0.0f : __expf (t - m);
 }
 
-__device__ __forceinline__ float
+static __device__ __forceinline__ float
 nk_inv_sum (float s)
 {
   return s > 0.0f ? 1.0f / s : 0.0f;
 }
 
-__device__ __forceinline__ void
+/* Two partial statistics of a row reduction combined into (a, b) — kind 0: Σa; 1: max a;
+ * 2: the online softmax pair (a = max, b = Σexp (x − a)); 3: Σa, Σb. Plain C++ (the CPU
+ * emulation of tests/plan/simt-emu.hh runs it too). */
+static __device__ __forceinline__ void
 nk_combine (float &a, float &b, float a2, float b2, int kind)
 {
   if (kind == 0)
