@@ -1839,6 +1839,7 @@ finish_kernel (Model            *m,
 {
   double overlap = 0, serial = 0, device = 0;
   double fill = k->fill > 0 ? MIN (1.0, k->fill) : 1.0;
+  const double l2_fill = k->l2_fill > 0 ? MIN (1.0, k->l2_fill) : fill;
 
   k->bound = NAPKIN_RESOURCE_TENSOR;
   for (NapkinResource res = 0; res < NAPKIN_N_RESOURCES; res++)
@@ -1847,8 +1848,7 @@ finish_kernel (Model            *m,
        * but a grid of fewer blocks than SMs draws on device memory and L2 through its
        * own SMs only, each at its share of the bandwidth (the idle SMs' share is lost) */
       gboolean per_sm = res != NAPKIN_RESOURCE_HBM && res != NAPKIN_RESOURCE_L2;
-      double t = k->time_s[res] * (per_sm ? k->quantisation
-                                   : 1.0 / (res == NAPKIN_RESOURCE_L2 && k->l2_fill > 0 ? MIN (1.0, k->l2_fill) : fill));
+      double t = k->time_s[res] * (per_sm ? k->quantisation : 1.0 / (res == NAPKIN_RESOURCE_L2 ? l2_fill : fill));
 
       /* device-memory bytes cross HBM and L2 in one movement: the slower link counts */
       if (per_sm)
@@ -2692,6 +2692,13 @@ masked_attention (Model                  *m,
 #define ATTN_PERSIST_TILE_CLOCKS 2600.0
 #define ATTN_PERSIST_WIDE_ROWS   1.5
 
+/* The key chunks the kernel's blocks compute in all (a mask's skipped tiles aside). */
+static double
+attention_computed_chunks (const NapkinPlanAttention *a)
+{
+  return (double) (a->tiles_computed > 0 ? a->tiles_computed : a->tiles_total) * a->batch / MAX (1, a->group_tile);
+}
+
 static void
 attention_chunk_floor (Model                  *m,
                        const NapkinRegionCost *cost,
@@ -2706,8 +2713,7 @@ attention_chunk_floor (Model                  *m,
     return;
   a = &pk->u.att;
   /* every block's computed chunks, shared by the SMs */
-  steps = (double) (a->tiles_computed > 0 ? a->tiles_computed : a->tiles_total) * a->batch
-          / MAX (1, a->group_tile) / m->arch->sms;
+  steps = attention_computed_chunks (a) / m->arch->sms;
   /* V's rows in shared memory: the length P·V multiplies (fp8 Q and K keep a 16-bit V) */
   vb = MAX (1u, napkin_dtype_bytes (a->v_dtype ? a->v_dtype : a->dtype));
   dp = (double) ((a->D * vb + 127) / 128 * 128 / vb);
@@ -3306,13 +3312,9 @@ kernel_plan (Model                  *m,
        * 33"); without a mask the blocks' chains overlap the waves' tails (fp8 D 256,
        * 2.5 waves: priced at 0.71–0.82 of their time with the waves counted whole), but
        * in one wave a long chain is its block's (ATTN_ONE_WAVE_CHAIN) */
-      const NapkinPlanAttention *att = &pk->u.att;
-      const double block_chunks = (double) (att->tiles_computed > 0 ? att->tiles_computed : att->tiles_total)
-                                  * att->batch / MAX (1, att->group_tile) / pk->grid;
-
       if (!k->tile_chain
-          && (skew > 1.0 || (k->quantisation >= ATTN_IDLE_SLOTS && att->split_kv <= 1
-                  && block_chunks >= ATTN_ONE_WAVE_CHAIN)))
+          && (skew > 1.0 || (k->quantisation >= ATTN_IDLE_SLOTS && pk->u.att.split_kv <= 1
+                             && attention_computed_chunks (&pk->u.att) / pk->grid >= ATTN_ONE_WAVE_CHAIN)))
         k->chunk_floor_s *= k->quantisation * skew;
       /* one block an SM at a time (setmaxnreg takes the register file on wgmma):
        * each of an SM's blocks pays the prologue and epilogue in turn */

@@ -648,8 +648,11 @@ test_masked_rows (void)
       gboolean rows = FALSE;
 
       for (guint i = 0; i < plan->kernels->len; i++)
-        rows |= g_ptr_array_index (plan->kernels, i) != NULL
-                && ((NapkinPlanKernel *) g_ptr_array_index (plan->kernels, i))->kind == NAPKIN_PLAN_ROWS;
+        {
+          const NapkinPlanKernel *k = g_ptr_array_index (plan->kernels, i);
+
+          rows |= k->kind == NAPKIN_PLAN_ROWS;
+        }
       g_assert_true (rows);
       if (!check_emulation (module, d, what, "fp16"))
         return;
