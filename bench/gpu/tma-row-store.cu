@@ -10,7 +10,7 @@
  *            swizzle, one 64-element box a row: is the XOR taken from the shared address
  *            (right) or from the row within the box (wrong data)?
  *     plain  rows unswizzled at r·128, a map without swizzle
- *     p16    rows unswizzled at r·144 (16-byte aligned, not 128): run last, it may fault
+ *     p16    rows unswizzled at r·144 (16-byte aligned, not 128)
  *   rate (44 × 2048 × 1946 fp16, tiles of 128 × 256, the full columns of tiles only):
  *     row1d  every row of a tile by the 1-D map (4 swizzled boxes of 64)
  *     row1d-plain  the same from rows unswizzled at r·128 by a map without swizzle
