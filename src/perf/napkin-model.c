@@ -2734,28 +2734,12 @@ attention_chunk_floor (Model                  *m,
  * cores also work on the parts of edge tiles past M, N and K; a chunk cannot come faster
  * than a load's round trip divided among the stages in flight (Little's law, as §6c);
  * each chunk pays a fixed issue cost; and a tile's results leave through shared memory
- * before the next tile's products start. The two constants were fitted on the H100
- * sweep of 2026-11-25 (docs/perf-notes.md): GEMM_CHUNK_CLOCKS from the large aligned
- * products (4096³ … 8192×8192×28672), GEMM_EPILOGUE_BYTES_PER_CLOCK from the short-K
- * ones (16384×16384×1024, whose time is mostly epilogues). */
+ * before the next tile's products start (its fixed cost, the plan's
+ * napkin_plan_gemm_tile_s, which the plan's own estimates take too). GEMM_CHUNK_CLOCKS
+ * was fitted on the H100 sweep of 2026-11-25 (docs/perf-notes.md) from the large aligned
+ * products (4096³ … 8192×8192×28672). */
 #define GEMM_CHUNK_CLOCKS             30.0
-#define GEMM_EPILOGUE_BYTES_PER_CLOCK 24.0
 
-/* The store of one BM × BN tile of `bytes` an element (a split K's fp32 partials: 4). */
-static double
-gemm_tile_store_s (const Model          *m,
-                   const NapkinPlanGemm *g,
-                   guint                 bytes)
-{
-  return (double) g->BM * g->BN * bytes / (GEMM_EPILOGUE_BYTES_PER_CLOCK * m->arch->clock_hz);
-}
-/* What a tile pays whatever its size: the chain of wgmmas on one accumulator filled and
- * drained, the full/empty barriers, the epilogue's two warpgroup barriers and the TMA
- * store's issue, none of which a tile of one chunk hides. Fitted on the H200 (session
- * 22, docs/perf-notes.md): P·V of attention to one key as a GEMM, 14611 × 128 × 1 per
- * head, 29248 tiles of 64 × 64 on 132 SMs, ran 0.147 ms where the rest of this model
- * gave 0.054 (1300 clocks a tile against 450). Ping-pong consumers overlap it by half. */
-#define GEMM_TILE_CLOCKS              860.0
 /* What the plan's GEMM loses to operand rows the plan left unaligned: on wgmma rows not
  * 128 bytes apart (napkin_plan_gemm_unaligned_chunk_s), on mma.sync an operand read in
  * place by copies narrower than 16 bytes (napkin_plan_gemm_narrow_chunk_s): each chunk
@@ -2793,10 +2777,10 @@ planned_gemm (Model                  *m,
   /* skinny mma.sync tiles share an SM, several blocks at once (the plan's blocks_per_sm) */
   gint64 waves = ceil_div (pk->grid, (gint64) m->arch->sms * MAX (1u, pk->blocks_per_sm));
   gint64 chunks = (kk + MAX (1u, g->split_k) - 1) / MAX (1u, g->split_k);
-  guint ab = napkin_dtype_bytes (g->ab_dtype), cb = g->split_k > 1 ? 4 : napkin_dtype_bytes (g->c_dtype);
+  guint ab = napkin_dtype_bytes (g->ab_dtype);
   double clock = m->arch->clock_hz, latency = m->arch->levels[NAPKIN_LEVEL_HBM].latency_s;
   NapkinTensorClass klass = NAPKIN_TENSOR_FP16;
-  double rate, compute, transfer, cycle, epilogue;
+  double rate, compute, transfer, cycle;
 
   if (real > 0)
     k->time_s[NAPKIN_RESOURCE_TENSOR] *= padded / real;
@@ -2816,15 +2800,9 @@ planned_gemm (Model                  *m,
              / (m->arch->levels[NAPKIN_LEVEL_L2].bandwidth / m->arch->sms) * MAX (1u, pk->blocks_per_sm);
   cycle = (latency + transfer + compute) / MAX (1u, g->stages);
   k->latency_s += waves * chunks * (GEMM_CHUNK_CLOCKS / clock + MAX (0.0, cycle - MAX (compute, transfer))) + latency;
-  /* the store of a tile; rows of C not 16 bytes apart go out through the staged
-   * epilogue (its price: napkin_plan_gemm_staged_epilogue_s), as vectors */
-  epilogue = gemm_tile_store_s (m, g, cb);
-  epilogue += napkin_plan_gemm_staged_epilogue_s (m->arch, g);
-  if (g->pingpong)
-    epilogue -= napkin_plan_gemm_pingpong_hidden_s (m->arch, g, epilogue);
-  k->latency_s += waves * epilogue + gemm_unaligned_s (m, pk);
-  if (pk->path == NAPKIN_PATH_WGMMA)
-    k->latency_s += waves * GEMM_TILE_CLOCKS * (g->pingpong ? 0.5 : 1.0) / clock;
+  /* each tile's fixed cost: its store (rows of C not 16 bytes apart through the staged
+   * epilogue, as vectors), on wgmma its chain's fill and drain */
+  k->latency_s += waves * napkin_plan_gemm_tile_s (m->arch, pk->path, g) + gemm_unaligned_s (m, pk);
 }
 
 /* A wgmma GEMM in a region: its operands come by TMA, several chunks in flight a block, so
@@ -3354,7 +3332,7 @@ kernel_plan (Model                  *m,
 
           k->quantisation = (double) ceil_div (tiles, m->arch->sms) * m->arch->sms / MAX (1, tiles);
           if (g->split_k > 1)
-            k->latency_s += ceil_div (tiles, m->arch->sms) * gemm_tile_store_s (m, g, 4);
+            k->latency_s += ceil_div (tiles, m->arch->sms) * napkin_plan_gemm_tile_store_s (m->arch, g, 4);
           gemm_tma_stream (m, k, pk);
 
           if (pk->u.gemm.pingpong)

@@ -1338,6 +1338,48 @@ napkin_plan_gemm_blocks (const NapkinPlanGemm *g)
          * MAX (1u, g->split_k);
 }
 
+/* A tile's store leaves through shared memory at about GEMM_EPILOGUE_BYTES_PER_CLOCK an
+ * SM (fitted on the H100 sweep of 2026-11-25, docs/perf-notes.md, from the short-K
+ * products such as 16384×16384×1024, whose time is mostly epilogues). */
+#define GEMM_EPILOGUE_BYTES_PER_CLOCK 24.0
+/* What a wgmma tile pays whatever its size: the chain of wgmmas on one accumulator filled
+ * and drained, the full/empty barriers, the epilogue's two warpgroup barriers and the TMA
+ * store's issue, none of which a tile of one chunk hides. Fitted on the H200 (session
+ * 22, docs/perf-notes.md): P·V of attention to one key as a GEMM, 14611 × 128 × 1 per
+ * head, 29248 tiles of 64 × 64 on 132 SMs, ran 0.147 ms where the rest of the model
+ * gave 0.054 (1300 clocks a tile against 450). Ping-pong consumers overlap it by half. */
+#define GEMM_TILE_CLOCKS              860.0
+
+double
+napkin_plan_gemm_tile_store_s (const NapkinArch     *arch,
+                               const NapkinPlanGemm *g,
+                               guint                 bytes)
+{
+  g_return_val_if_fail (arch != NULL && g != NULL, 0);
+  if (arch->clock_hz <= 0)
+    return 0;
+  return (double) g->BM * g->BN * bytes / (GEMM_EPILOGUE_BYTES_PER_CLOCK * arch->clock_hz);
+}
+
+double
+napkin_plan_gemm_tile_s (const NapkinArch     *arch,
+                         NapkinPath            path,
+                         const NapkinPlanGemm *g)
+{
+  double epilogue;
+
+  g_return_val_if_fail (arch != NULL && g != NULL, 0);
+  if (arch->clock_hz <= 0)
+    return 0;
+  epilogue = napkin_plan_gemm_tile_store_s (arch, g, g->split_k > 1 ? 4 : napkin_dtype_bytes (g->c_dtype))
+             + napkin_plan_gemm_staged_epilogue_s (arch, g);
+  if (g->pingpong)
+    epilogue -= napkin_plan_gemm_pingpong_hidden_s (arch, g, epilogue);
+  if (path == NAPKIN_PATH_WGMMA)
+    epilogue += GEMM_TILE_CLOCKS * (g->pingpong ? 0.5 : 1.0) / arch->clock_hz;
+  return epilogue;
+}
+
 static double staged_epilogue_s (const NapkinArch *arch, const NapkinPlanGemm *g, gboolean aligned, double per_element,
                                  double rows);
 
@@ -1752,6 +1794,25 @@ gemm_skinny (NapkinPlanner    *p,
    * docs/perf-notes.md, session 27), which choose_tile's estimate does not see */
   tensor.cost = MAX (tensor.cost, (operand_bytes (g, TRUE) + operand_bytes (g, FALSE))
                                   / (hbm * NAPKIN_PLAN_GEMM_SKINNY_HBM_SHARE));
+  /* nor each wave's fixed costs, which the model prices: its first round trip to device
+   * memory and its tiles' (napkin_plan_gemm_tile_s; C's rows not 16 bytes apart make
+   * that the staged store's). 57 × 4 × 1803 × 128 (H200, docs/perf-notes.md, session
+   * 35): the copy and wgmma ran 0.039 ms, estimated 0.024 without them, where the
+   * skinny kernel ran 0.0336 */
+  {
+    NapkinPlanGemm tt = *g;
+    gint64 blocks;
+
+    tt.BM = tensor.BM;
+    tt.BN = tensor.BN;
+    tt.BK = t->wgmma ? 64 : 32;
+    tt.split_k = (guint) MAX (1, tensor.split);
+    tt.pingpong = FALSE;
+    blocks = napkin_plan_gemm_blocks (&tt);
+    tensor.cost += (blocks + MAX (1, (gint64) p->arch->sms) - 1) / MAX (1, (gint64) p->arch->sms)
+                   * (p->arch->levels[NAPKIN_LEVEL_HBM].latency_s
+                      + napkin_plan_gemm_tile_s (p->arch, t->wgmma ? NAPKIN_PATH_WGMMA : NAPKIN_PATH_MMA, &tt));
+  }
   /* "force": wherever the shape allows, whatever the estimates (A/B runs) */
   if (skinny >= tensor.cost + copy && g_strcmp0 (mode, "force") != 0)
     return;

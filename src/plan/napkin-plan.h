@@ -622,6 +622,18 @@ gint64            napkin_plan_gemm_blocks (const NapkinPlanGemm *g);
  * model prices it. */
 double            napkin_plan_gemm_staged_epilogue_s (const NapkinArch   *arch,
                                                       const NapkinPlanGemm *gemm);
+/* The store of one BM × BN tile of `bytes` an element (a split K's fp32 partials: 4)
+ * through shared memory. */
+double            napkin_plan_gemm_tile_store_s (const NapkinArch     *arch,
+                                                 const NapkinPlanGemm *gemm,
+                                                 guint                 bytes);
+/* What each tile of the plan's GEMM pays whatever its chunks (docs/model.md §14): its
+ * store (staged where C's rows are not 16 bytes apart, less what a ping-pong consumer
+ * hides), on wgmma its chain's fill and drain. The model prices it; the plan's choice
+ * between a skinny product and the tensor path weighs it. */
+double            napkin_plan_gemm_tile_s       (const NapkinArch     *arch,
+                                                 NapkinPath            path,
+                                                 const NapkinPlanGemm *gemm);
 
 /* The share of the profile's tensor rate the wgmma GEMM's main loop sustains over a
  * long K (its barriers, the producer's issue, the clock under load): 0.87, fitted on
