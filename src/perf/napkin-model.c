@@ -1820,6 +1820,13 @@ grid_fill (const Model *m,
  * and stores O from registers. Fitted on the H200 (2026-11-29, 12 shapes of the user's
  * path: 1.4–2.2 TB/s measured; docs/perf-notes.md, "Session 12"). */
 #define ATTN_PERSIST_STREAM_EFFICIENCY 0.42
+/* … 128 query rows a block and more, at D ≥ 96, at 1 / ATTN_PERSIST_WIDE_STREAM of that:
+ * 64- and 128-row blocks were priced within 1 % and the 128-row ones ran 1.06–1.18×
+ * slower (H200, 1 × 16 × 8192 × 77 at d 96–256 and 1 × 16 × 10915 × 77 at d 256: 128 rows
+ * 1.07–1.10× their price, 64 rows 0.93–1.04×; at d 64 the two ran alike;
+ * docs/perf-notes.md, "Session 35") */
+#define ATTN_PERSIST_WIDE_STREAM 1.09
+#define ATTN_PERSIST_WIDE_STREAM_D 96
 /* … and its tiles' chain (attention_chunk_floor) added to that stream as a 6-norm */
 #define ATTN_PERSIST_NORM 6.0
 #define ATTN_TMA_SM_SHARES 3.0
@@ -3311,7 +3318,10 @@ kernel_plan (Model                  *m,
           /* the next tiles' Q copies overlap this tile's products, one K/V stage or two */
           k->overlaps = TRUE;
 
-          k->time_s[NAPKIN_RESOURCE_HBM] *= (qo / ATTN_PERSIST_STREAM_EFFICIENCY + kv) / MAX (qo + kv, 1.0);
+          if (a->rows >= 128 && a->D >= ATTN_PERSIST_WIDE_STREAM_D)
+            qo *= ATTN_PERSIST_WIDE_STREAM;
+          k->time_s[NAPKIN_RESOURCE_HBM] *= (qo / ATTN_PERSIST_STREAM_EFFICIENCY + kv)
+                                            / MAX (attention_qo_bytes (a) + kv, 1.0);
         }
     }
   /* a GEMM region on the plan's wgmma or mma.sync kernel: the share of its path's rate
