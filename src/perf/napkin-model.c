@@ -2888,8 +2888,16 @@ attention_block_s (Model *m)
  * its producer returns at once and its consumers store zero rows, a round trip and
  * ATTN_EMPTY_BLOCK_CLOCKS, not a working block's fixed cost. Cross-attention 3 × 4 ×
  * 15192 × 300 (d 32) under a window of 982 keys: 1308 of 1428 blocks empty, priced 58 µs
- * as full blocks, measured 26 µs (docs/perf-notes.md, "Session 30"). */
+ * as full blocks, measured 26 µs (docs/perf-notes.md, "Session 30"). Its zeros leave
+ * from registers at about ATTN_EMPTY_STORE_BYTES_PER_CLOCK an SM, one such block an SM at
+ * a time: 4 × 16 × 15789 × 300 (d 256, fp8 Q·Kᵀ, 128 rows a block) under a window of
+ * 3396 keys, 6048 of 7904 blocks empty, ran 0.44–0.55 ms where its 3712 queries that see
+ * a key alone ran 0.20 (priced 0.29 and 0.16 without the term; H200, docs/perf-notes.md,
+ * "Session 35"): 64 KB of zeros a block took about 4 µs more than d 32's 8 KB, which
+ * ATTN_EMPTY_BLOCK_CLOCKS covers (its first ATTN_EMPTY_STORE_FREE bytes). */
 #define ATTN_EMPTY_BLOCK_CLOCKS 1400.0
+#define ATTN_EMPTY_STORE_BYTES_PER_CLOCK 6.0
+#define ATTN_EMPTY_STORE_FREE (16.0 * 1024)
 
 static double
 attention_blocks_s (Model                  *m,
@@ -2906,7 +2914,10 @@ attention_blocks_s (Model                  *m,
   empty = pk->grid - work;
   return ceil_div (work, m->arch->sms) * attention_block_s (m)
          + (double) empty / m->arch->sms
-           * (m->arch->levels[NAPKIN_LEVEL_HBM].latency_s + ATTN_EMPTY_BLOCK_CLOCKS / m->arch->clock_hz);
+           * (m->arch->levels[NAPKIN_LEVEL_HBM].latency_s
+              + (ATTN_EMPTY_BLOCK_CLOCKS
+                 + MAX (0.0, (double) a->rows * a->D * napkin_dtype_bytes (a->o_dtype) - ATTN_EMPTY_STORE_FREE)
+                   / ATTN_EMPTY_STORE_BYTES_PER_CLOCK) / m->arch->clock_hz);
 }
 
 /* Round trips of the split-KV combine (kernels/attn-combine.cu): a warp a row reads its
