@@ -29,6 +29,7 @@ typedef struct
   GHashTable    *used;          /* Python names taken */
   char         **var;           /* per node: the Python variable of its value */
   GHashTable    *arg;           /* tensor name → its Python name, for the tensors input nodes read */
+  gboolean       masked;        /* the diagram masks: softmaxes through _softmax */
 } Printer;
 
 static const char *
@@ -422,7 +423,7 @@ print_node (Printer  *p,
       }
     case NAPKIN_OP_SOFTMAX:
       nat = g_strdup (ha);
-      expr = g_strdup_printf ("torch.softmax(%s, dim=%d)", a,
+      expr = g_strdup_printf (p->masked ? "_softmax(%s, dim=%d)" : "torch.softmax(%s, dim=%d)", a,
                               dim_of (ha, p->letter[napkin_diagram_find_axis (p->d, node->axis)]));
       break;
     case NAPKIN_OP_NORMALIZE:
@@ -606,6 +607,14 @@ static const char python_helpers[] =
     "    r[i, i + h] = 1\n"
     "    return r\n\n\n";
 
+/* A softmax over a row a mask hid wholly gives zeros, as the interpreter and the
+ * kernels do (docs/plan.md, "Rows over any axis"); torch.softmax gives NaN there. */
+static const char python_masked_softmax[] =
+    "def _softmax(x, dim):\n"
+    "    \"\"\"torch.softmax, with zeros for a row the mask hid wholly (torch gives NaN).\"\"\"\n"
+    "    p = torch.softmax(x, dim=dim)\n"
+    "    return torch.where(torch.isneginf(x).all(dim=dim, keepdim=True), torch.zeros_like(p), p)\n\n\n";
+
 /* Random inputs at the diagram's sizes, for a caller that has none. */
 static const char python_example_inputs[] =
     "def example_inputs(device=\"cpu\", dtype=None, seed=0):\n"
@@ -661,6 +670,10 @@ napkin_codegen_pytorch (NapkinDiagram  *diagram,
       *c = ' ';
   print_preamble (&p, title);
   g_string_append (out, python_helpers);
+  for (guint i = 0; i < n && !p.masked; i++)
+    p.masked = napkin_diagram_node (diagram, i)->kind == NAPKIN_OP_MASK;
+  if (p.masked)
+    g_string_append (out, python_masked_softmax);
   g_string_append_printf (out, "def forward(%s):\n", args->str);
   if (shapes->len > 0)
     g_string_append_printf (out, "    # each argument as the diagram's axes (AXES): a module's tensor, such as a Linear's\n"

@@ -618,6 +618,37 @@ test_pytorch_printer (void)
     }
 }
 
+/* A softmax behind a mask prints through _softmax, which gives a row the mask hid wholly
+ * zeros (the interpreter's and the kernels' value; torch.softmax gives NaN); without a
+ * mask, torch.softmax as it is. */
+static void
+test_pytorch_masked_softmax (void)
+{
+  static const char masked[] = "q=4 k=4 d=8\nQ[q,d] K[k,d] -> s = einsum(\"qd,kd->qk\")\n"
+                               "s -> w = window(rows=q, axis=k, offset=-2, left=0, right=0)\n"
+                               "w -> p = softmax(k)\noutput p\n";
+  static const char plain[] = "q=4 k=4 d=8\nQ[q,d] K[k,d] -> s = einsum(\"qd,kd->qk\")\n"
+                              "s -> p = softmax(k)\noutput p\n";
+  g_autoptr(GError) error = NULL;
+  g_autoptr(NapkinDiagram) dm = napkin_import_einsum (masked, NULL, &error);
+  g_autoptr(NapkinDiagram) dp = NULL;
+  g_autofree char *tm = NULL, *tp = NULL;
+
+  g_assert_no_error (error);
+  tm = napkin_codegen_pytorch (dm, &error);
+  g_assert_no_error (error);
+  g_assert_nonnull (strstr (tm, "def _softmax(x, dim):\n"));
+  g_assert_nonnull (strstr (tm, "torch.isneginf(x).all(dim=dim, keepdim=True)"));
+  g_assert_nonnull (strstr (tm, " = _softmax(w, dim=1)"));
+  g_assert_null (strstr (tm, "torch.softmax(w"));
+  dp = napkin_import_einsum (plain, NULL, &error);
+  g_assert_no_error (error);
+  tp = napkin_codegen_pytorch (dp, &error);
+  g_assert_no_error (error);
+  g_assert_null (strstr (tp, "_softmax("));
+  g_assert_nonnull (strstr (tp, " = torch.softmax(s, dim=1)"));
+}
+
 /* The imported block prints too: every operation kind it uses has a line. */
 static void
 test_pytorch_llama (void)
@@ -694,5 +725,6 @@ main (int    argc,
   g_test_add_func ("/import/roundtrip", test_roundtrip);
   g_test_add_func ("/import/pytorch/examples", test_pytorch_printer);
   g_test_add_func ("/import/pytorch/llama", test_pytorch_llama);
+  g_test_add_func ("/import/pytorch/masked-softmax", test_pytorch_masked_softmax);
   return g_test_run ();
 }
