@@ -1052,6 +1052,9 @@ test_gemm_skinny_decision (void)
     { { .M = 8, .N = 13206, .K = 4594, .dtype = "bf16", .epilogue = "residual" }, TRUE },
     { { .M = 2, .N = 1518, .K = 880, .batch = 39, .dtype = "bf16" }, TRUE },
     { { .M = 4, .N = 5000, .K = 3002, .dtype = "bf16", .b_nk = TRUE }, TRUE },
+    /* batched, K of 2 chunks: each wave's tiles and round trip weighed on the tensor
+     * side (H200, session 35: skinny 0.0335 ms, copy + wgmma 0.0394) */
+    { { .M = 4, .N = 1803, .K = 128, .batch = 57, .dtype = "fp16" }, TRUE },
     /* 16 rows: the FMAs cost more than the copy saves */
     { { .M = 16, .N = 8650, .K = 8676, .dtype = "fp16", .epilogue = "residual" }, FALSE },
     /* aligned: nothing to copy, wgmma streams it as fast */
