@@ -3322,17 +3322,15 @@ kernel_plan (Model                  *m,
       if (pk->u.att.persist_tiles > 0)
         {
           const NapkinPlanAttention *a = &pk->u.att;
-          double qo = attention_qo_bytes (a);
-          double kv = (double) a->kv_batch * a->NKV * a->D
-                      * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->v_dtype));
+          const double qo = attention_qo_bytes (a);
+          const double kv = (double) a->kv_batch * a->NKV * a->D
+                            * (napkin_dtype_bytes (a->dtype) + napkin_dtype_bytes (a->v_dtype));
+          const double wide = a->rows >= 128 && a->D >= ATTN_PERSIST_WIDE_STREAM_D ? ATTN_PERSIST_WIDE_STREAM : 1.0;
 
           /* the next tiles' Q copies overlap this tile's products, one K/V stage or two */
           k->overlaps = TRUE;
 
-          if (a->rows >= 128 && a->D >= ATTN_PERSIST_WIDE_STREAM_D)
-            qo *= ATTN_PERSIST_WIDE_STREAM;
-          k->time_s[NAPKIN_RESOURCE_HBM] *= (qo / ATTN_PERSIST_STREAM_EFFICIENCY + kv)
-                                            / MAX (attention_qo_bytes (a) + kv, 1.0);
+          k->time_s[NAPKIN_RESOURCE_HBM] *= (qo * wide / ATTN_PERSIST_STREAM_EFFICIENCY + kv) / MAX (qo + kv, 1.0);
         }
     }
   /* a GEMM region on the plan's wgmma or mma.sync kernel: the share of its path's rate
