@@ -1800,16 +1800,15 @@ gemm_skinny (NapkinPlanner    *p,
    * 35): the copy and wgmma ran 0.039 ms, estimated 0.024 without them, where the
    * skinny kernel ran 0.0336 */
   {
+    const gint64 sms = MAX (1, (gint64) p->arch->sms);
     NapkinPlanGemm tt = *g;
-    gint64 blocks;
 
     tt.BM = tensor.BM;
     tt.BN = tensor.BN;
     tt.BK = t->wgmma ? 64 : 32;
     tt.split_k = (guint) MAX (1, tensor.split);
     tt.pingpong = FALSE;
-    blocks = napkin_plan_gemm_blocks (&tt);
-    tensor.cost += (blocks + MAX (1, (gint64) p->arch->sms) - 1) / MAX (1, (gint64) p->arch->sms)
+    tensor.cost += (napkin_plan_gemm_blocks (&tt) + sms - 1) / sms
                    * (p->arch->levels[NAPKIN_LEVEL_HBM].latency_s
                       + napkin_plan_gemm_tile_s (p->arch, t->wgmma ? NAPKIN_PATH_WGMMA : NAPKIN_PATH_MMA, &tt));
   }
