@@ -3104,6 +3104,14 @@ kernel_overlap (Model                  *m,
  * shared memory: the block loads it, reduces and stores in turn, as the contiguous form
  * (NAPKIN_ROWS_SMEM_EFFICIENCY): 512 × 128256 ran 1.33× its price without it. */
 #define STRIDED_ROWS_TWICE_HBM_EFFICIENCY 0.72
+/* A split axis whose second launch rereads its chunks from L2 (the whole of x within
+ * 0.7 of L2) ran 1.9–2.75× its bandwidth-and-latency price: H200, softmax over axis 0
+ * of 8192–100000 rows by 128–512 columns (4–34 MB), 0.024–0.076 ms against 0.013–0.033
+ * priced (docs/perf-notes.md, "Session 36"): about 18 µs fixed and 0.64 TB/s of x beyond
+ * it. Its memory times three times over price the eight measured within 0.83–1.13×;
+ * the splits that reread from device memory priced right without it (65536 × 1024:
+ * 0.150 / 0.167). A measured factor, not yet understood in the kernel. */
+#define STRIDED_SPLIT_L2_SLOWDOWN 3.0
 
 static void
 planned_strided_rows (Model                  *m,
@@ -3188,6 +3196,12 @@ planned_strided_rows (Model                  *m,
        * a round trip for the partials */
       k->launches = 2;
       k->latency_s += latency;
+      if (r->l2_reread)
+        {
+          k->time_s[NAPKIN_RESOURCE_HBM] *= STRIDED_SPLIT_L2_SLOWDOWN;
+          k->time_s[NAPKIN_RESOURCE_L2] *= STRIDED_SPLIT_L2_SLOWDOWN;
+          k->latency_s *= STRIDED_SPLIT_L2_SLOWDOWN;
+        }
     }
 }
 

@@ -1776,6 +1776,20 @@ test_rows_strided (void)
     g_assert_cmpfloat (a->predicted_time_s, <, 0.31e-3 * 1.5);
     g_assert_cmpfloat (a->predicted_time_s, >, 0.31e-3 / 1.5);
   }
+  {
+    /* 45887 × 256 (23.5 MB): 132 chunks whose second launch rereads them from L2; ran
+     * 0.058 ms on an H200 where bandwidth and latency alone priced 0.026 (docs/model.md
+     * §7g, "A split axis") */
+    g_autofree char *text = g_strdup_printf (json, 45887, 256);
+    g_autoptr(NapkinDiagram) d = napkin_test_load_json (text);
+    g_autoptr(NapkinAnalysis) a = analyze (d, "h200", FALSE);
+    const NapkinPlanKernel *pk = napkin_plan_kernel_for (a->plan, -1, 1);
+
+    g_assert_cmpuint (pk->u.rows.split, ==, 132);
+    g_assert_true (pk->u.rows.l2_reread);
+    g_assert_cmpfloat (a->predicted_time_s, <, 0.0579e-3 * 1.25);
+    g_assert_cmpfloat (a->predicted_time_s, >, 0.0579e-3 / 1.25);
+  }
 }
 
 /* The rows forms whose device memory runs below the rate (docs/model.md §7c): an rmsnorm
